@@ -1,0 +1,75 @@
+import { brand, hasBrand, type Branded } from "./brand.js";
+import type { JsonValue } from "./json.js";
+
+export interface ChannelAttachment {
+  id: string;
+  url?: string;
+  filename?: string;
+  contentType?: string;
+  size?: number;
+}
+
+/** One normalized inbound turn from a provider. */
+export interface ChannelTurn {
+  /** Provider event id: ingress is idempotent on it. */
+  eventId: string;
+  conversationId: string;
+  message: string;
+  user?: { id: string; name?: string };
+  attachments?: ChannelAttachment[];
+  metadata?: Record<string, JsonValue>;
+}
+
+/** A fast acknowledgement (e.g. a provider's ping) that starts no run. */
+export interface ChannelAck {
+  ack: true;
+  status?: number;
+  body?: JsonValue;
+}
+
+export interface ChannelRequest {
+  method: string;
+  path: string;
+  headers: Record<string, string | undefined>;
+  body: JsonValue | undefined;
+  rawBody: Uint8Array;
+}
+
+export interface ChannelDelivery {
+  conversationId: string | null;
+  runId: string;
+  text: string;
+  metadata?: Record<string, JsonValue>;
+}
+
+export interface ChannelConfig {
+  transport: "http";
+  route: string;
+  methods?: Array<"GET" | "POST" | "PUT" | "PATCH" | "DELETE">;
+  /** Any-of groups of env variables production ingress requires. */
+  ingress?: { requiredSecretEnv?: string[][] };
+}
+
+/** What a channel module implements (`channels/*.ts` or a provider helper). */
+export interface ChannelModule {
+  config: ChannelConfig;
+  /** Verify and normalize a request into a turn or a fast acknowledgement. */
+  normalizeHttp?(request: ChannelRequest): ChannelTurn | ChannelAck | Promise<ChannelTurn | ChannelAck>;
+  /** Deliver a reply; throwing makes the outbox retry with backoff. */
+  deliver?(delivery: ChannelDelivery): Promise<void>;
+  /** Turn an attachment into a download request; undefined for a plain URL download. */
+  resolveAttachment?(
+    attachment: ChannelAttachment,
+    ctx: { conversationId: string },
+  ): { url: string; headers?: Record<string, string>; filename?: string } | undefined | Promise<{ url: string; headers?: Record<string, string>; filename?: string } | undefined>;
+}
+
+export type ChannelDefinition = ChannelConfig & Branded<"assembly-line.channel">;
+
+export function defineChannel(config: ChannelConfig): ChannelDefinition {
+  return brand("assembly-line.channel", config);
+}
+
+export function isChannelDefinition(value: unknown): value is ChannelDefinition {
+  return hasBrand(value, "assembly-line.channel");
+}

@@ -1,0 +1,62 @@
+/**
+ * The error catalogue. Every error Assembly Line raises on purpose carries one of
+ * these codes; `docs/errors.md` documents each one and a test keeps the two in step.
+ */
+export const errorCatalogue = {
+  AL_ERR_TOOL_NAME: "A tools/ filename stem is not snake_case.",
+  AL_ERR_TOOL_DEFINITION: "A tools/ file does not default-export defineTool(...) or disableTool().",
+  AL_ERR_TOOL_SCHEMA: "A tool's inputSchema or outputSchema does not compile as JSON Schema.",
+  AL_ERR_DISABLE_UNKNOWN_BUILTIN: "disableTool() in a tools/ file whose name matches no built-in tool.",
+  AL_ERR_AGENT_DEFINITION: "agent.ts is missing or does not default-export defineAgent(...).",
+  AL_ERR_AGENT_HARNESS_KEY: "agent.ts declares a harness: key; the engine is chosen by the host.",
+  AL_ERR_HOOK_DEFINITION: "A hooks/ file does not default-export defineHook(...).",
+  AL_ERR_RESOLVER_DEFINITION: "resolvers.ts does not default-export defineRunResolver(...).",
+  AL_ERR_CONTEXT_DEFINITION: "context.ts or agent.ts context is not a defineContext/defaultContext policy.",
+  AL_ERR_SOURCE_LOAD: "A source file of the agent folder threw while loading.",
+  AL_ERR_MANIFEST_MISSING: "No built manifest was found; run `assembly-line build` first.",
+  AL_ERR_MANIFEST_STALE: "A source file changed after the manifest was built.",
+  AL_ERR_MANIFEST_VERSION: "The manifest was written by an incompatible compiler.",
+  AL_ERR_STATE_RUNS_REQUIRED: "RuntimeOptions.state has no runs facet.",
+  AL_ERR_RUN_CAPACITY: "The runtime is at maxConcurrentRuns and its queue is full.",
+  AL_ERR_RUN_NOT_FOUND: "No run with that id exists in the state store.",
+  AL_ERR_RUN_NOT_RESUMABLE: "The run is not waiting for the decision or answer that was given.",
+  AL_ERR_APPROVAL_NOT_FOUND: "No pending approval matches the given id.",
+  AL_ERR_CONTINUATION_VERSION: "A paused run's continuation was made by an incompatible engine or revision.",
+  AL_ERR_HARNESS: "No engine can serve the run's model spec.",
+  AL_ERR_RESOLVER_FAILED: "resolvers.ts threw, which fails the run.",
+  AL_ERR_TOOL_OUTPUT: "A tool returned a value that is not JSON-serializable or breaks its outputSchema.",
+  AL_ERR_STEP_RESULT: "A ctx.step body returned a value that is not JSON-serializable.",
+  AL_ERR_SCRIPTED_MODEL: "The scripted model file is missing, malformed or exhausted.",
+  AL_ERR_HOOK_TAP: "A kernel hook tap threw; the error names the hook and the plugin.",
+  AL_ERR_EVENT_SEQ: "A state store was asked to append an event out of sequence.",
+  AL_ERR_CLI_USAGE: "The command line is missing an argument or has an unknown option.",
+} as const;
+
+export type ErrorCode = keyof typeof errorCatalogue;
+
+/**
+ * An error a user can act on: `code` is stable, `message` says what happened and
+ * with which input, `fix` says what to do.
+ */
+export class AssemblyLineError extends Error {
+  readonly code: ErrorCode;
+  readonly fix: string | undefined;
+  readonly details: Record<string, unknown> | undefined;
+
+  constructor(code: ErrorCode, message: string, options: { fix?: string; cause?: unknown; details?: Record<string, unknown> } = {}) {
+    super(options.fix ? `${code}: ${message}\n  fix: ${options.fix}` : `${code}: ${message}`, { cause: options.cause });
+    this.name = "AssemblyLineError";
+    this.code = code;
+    this.fix = options.fix;
+    this.details = options.details;
+  }
+}
+
+export function isAssemblyLineError(error: unknown, code?: ErrorCode): error is AssemblyLineError {
+  return (
+    typeof error === "object" &&
+    error !== null &&
+    (error as { name?: unknown }).name === "AssemblyLineError" &&
+    (code === undefined || (error as { code?: unknown }).code === code)
+  );
+}

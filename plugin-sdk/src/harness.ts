@@ -1,0 +1,69 @@
+import type { JsonValue } from "./json.js";
+import type { ModelContext } from "./model-context.js";
+import type { ModelToolCall } from "./model.js";
+import type { StepOptions } from "./tool-context.js";
+import type { UsageRecord } from "./state/facets.js";
+import type { RuntimeLogger } from "./infrastructure.js";
+
+/** The opaque state an engine hands back when a run pauses. */
+export interface HarnessContinuation {
+  /** Format version of `data`; an engine refuses versions it does not know. */
+  version: number;
+  /** The engine that made it. */
+  harness: string;
+  /** The revision it was made under. */
+  agentRevision: string;
+  data: JsonValue;
+}
+
+export interface HarnessTurnInput {
+  runId: string;
+  agentRevision: string;
+  /** `provider/model`. */
+  modelSpec: string;
+  /** The model input the context policy built. */
+  context: ModelContext;
+  /** Present when resuming a paused run. */
+  continuation?: HarnessContinuation;
+}
+
+/**
+ * What `callTool` reports. `completed` carries what the model may see;
+ * `paused` means the run must pause now (return a continuation);
+ * `failed` means the tool threw: end the turn, the runtime fails the run.
+ */
+export type ToolCallOutcome =
+  | { status: "completed"; output: JsonValue; isError: boolean }
+  | { status: "paused"; reason: "approval" | "input" }
+  | { status: "failed"; output: { error: string } };
+
+export interface HarnessContext {
+  readonly runId: string;
+  readonly signal: AbortSignal;
+  /** Run a tool through the runtime's pipeline (policy, schema, approval, journal). */
+  callTool(call: ModelToolCall): Promise<ToolCallOutcome>;
+  /** Journal a model call or substep: on replay the persisted result returns. */
+  step<T>(key: string, fn: () => T | Promise<T>, options?: StepOptions): Promise<T>;
+  /** Record a durable event. */
+  emit(type: string, data?: Record<string, JsonValue>): Promise<void>;
+  /** Stream a text delta to the host as it arrives (not durable). */
+  textDelta(delta: string): void;
+  /** Record a model call's usage (idempotent on `id`). */
+  recordUsage(usage: Omit<UsageRecord, "runId" | "conversationId" | "createdAt">): Promise<void>;
+  readonly logger: RuntimeLogger;
+}
+
+export type HarnessTurnResult =
+  | { status: "completed"; response: { text: string } }
+  | { status: "paused"; continuation: HarnessContinuation };
+
+/**
+ * An engine. The runtime owns durability; the engine asks the model, calls tools
+ * through `ctx.callTool`, journals model calls through `ctx.step`, and returns a
+ * response or, when a tool call pauses, a continuation. It must not throw for a
+ * tool failure (callTool reports it); a throw fails the run.
+ */
+export interface AgentHarness {
+  readonly name: string;
+  runTurn(input: HarnessTurnInput, ctx: HarnessContext): Promise<HarnessTurnResult>;
+}

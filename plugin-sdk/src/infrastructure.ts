@@ -1,0 +1,43 @@
+/** Dispatches due schedules. */
+export interface Scheduler {
+  start(dispatch: (scheduleId: string) => Promise<void>): Promise<void>;
+  stop(): Promise<void>;
+}
+
+/** Packages and ships a built agent. */
+export interface DeployTarget {
+  readonly name: string;
+  deploy(args: { artifactRoot: string; env: Record<string, string | undefined> }): Promise<{ url?: string; id: string }>;
+}
+
+export interface RateLimitRequest {
+  capacity: number;
+  refillPerSecond: number;
+  cost?: number;
+  now?: number;
+}
+
+export interface RateLimitDecision {
+  allowed: boolean;
+  remaining: number;
+  /** When not allowed, how long until `cost` tokens are available. */
+  retryAfterMs: number;
+}
+
+/** A token-bucket store; one async call so shared stores are easy to implement. */
+export interface RateLimiterStore {
+  take(key: string, request: RateLimitRequest): Promise<RateLimitDecision>;
+}
+
+/** Structured logger (pino-compatible subset). */
+export interface RuntimeLogger {
+  debug(fields: Record<string, unknown>, msg?: string): void;
+  info(fields: Record<string, unknown>, msg?: string): void;
+  warn(fields: Record<string, unknown>, msg?: string): void;
+  error(fields: Record<string, unknown>, msg?: string): void;
+}
+
+export function noopLogger(): RuntimeLogger {
+  const noop = () => undefined;
+  return { debug: noop, info: noop, warn: noop, error: noop };
+}

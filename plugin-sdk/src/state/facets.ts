@@ -1,0 +1,125 @@
+import type { JsonValue } from "../json.js";
+
+export interface ConversationMessage {
+  role: "user" | "assistant";
+  content: string;
+  runId: string | null;
+  createdAt: string;
+}
+
+/** Conversation history, read by the context policy. */
+export interface ConversationStore {
+  appendConversationMessages(conversationId: string, messages: ConversationMessage[]): Promise<void>;
+  /** Oldest first; with `limit`, only the last `limit` messages. */
+  listConversationMessages(conversationId: string, options?: { limit?: number }): Promise<ConversationMessage[]>;
+}
+
+export interface ScheduleRecord {
+  id: string;
+  /** Milliseconds between runs. */
+  intervalMs: number;
+  nextRunAt: string;
+  payload: JsonValue;
+  enabled: boolean;
+  lease: { owner: string; expiresAt: string } | null;
+}
+
+export interface ScheduleStateStore {
+  upsertSchedule(schedule: Omit<ScheduleRecord, "lease">): Promise<void>;
+  getSchedule(id: string): Promise<ScheduleRecord | undefined>;
+  listSchedules(): Promise<ScheduleRecord[]>;
+  /** Lease enabled schedules due at `now`. */
+  claimDueSchedules(options: { owner: string; ttlMs: number; now?: Date; limit?: number }): Promise<ScheduleRecord[]>;
+  /** Release the lease and move the schedule to its next time. */
+  completeScheduleRun(id: string, owner: string, nextRunAt: Date): Promise<void>;
+  deleteSchedule(id: string): Promise<void>;
+}
+
+export interface FileRecord {
+  /** Logical path under `/files`. */
+  path: string;
+  blobKey: string;
+  size: number;
+  contentType: string;
+  sha256: string;
+  runId: string | null;
+  createdAt: string;
+}
+
+export interface FileIndexStore {
+  putFileRecord(record: FileRecord): Promise<void>;
+  getFileRecord(path: string): Promise<FileRecord | undefined>;
+  listFileRecords(options?: { prefix?: string }): Promise<FileRecord[]>;
+  deleteFileRecord(path: string): Promise<void>;
+}
+
+export interface UsageRecord {
+  /** Unique per model call; recording the same id twice counts once. */
+  id: string;
+  runId: string;
+  conversationId: string | null;
+  provider: string;
+  model: string;
+  inputTokens: number;
+  outputTokens: number;
+  cacheReadTokens: number;
+  cacheWriteTokens: number;
+  /** Cost in USD as the engine's catalog prices it. */
+  costUsd: number;
+  createdAt: string;
+}
+
+export interface UsageStore {
+  recordUsage(record: UsageRecord): Promise<void>;
+  listUsage(filter: { runId?: string; conversationId?: string }): Promise<UsageRecord[]>;
+}
+
+export interface SandboxSessionRecord {
+  /** Usually the run id (one sandbox per run). */
+  key: string;
+  adapter: string;
+  sessionId: string;
+  data: JsonValue;
+  createdAt: string;
+  updatedAt: string;
+}
+
+export interface SandboxSessionStore {
+  getSandboxSession(key: string): Promise<SandboxSessionRecord | undefined>;
+  putSandboxSession(record: SandboxSessionRecord): Promise<void>;
+  deleteSandboxSession(key: string): Promise<void>;
+  listSandboxSessions(): Promise<SandboxSessionRecord[]>;
+}
+
+export interface MemoryRecord {
+  path: string;
+  content: string;
+  updatedAt: string;
+}
+
+export interface MemoryStateStore {
+  readMemory(path: string): Promise<MemoryRecord | undefined>;
+  writeMemory(path: string, content: string): Promise<void>;
+  /** Paths under `prefix`, sorted. */
+  listMemory(prefix?: string): Promise<string[]>;
+  deleteMemory(path: string): Promise<void>;
+}
+
+export interface SettingAuditEvent {
+  id: string;
+  key: string;
+  value: JsonValue;
+  previous: JsonValue | null;
+  actor: string;
+  reason: string | null;
+  createdAt: string;
+}
+
+/** Agent-level operator settings and their control-plane audit trail. */
+export interface RuntimeSettingsStore {
+  getSetting(key: string): Promise<JsonValue | undefined>;
+  /** Write the value and its audit event atomically. */
+  putSetting(key: string, value: JsonValue, audit: { actor: string; reason?: string }): Promise<SettingAuditEvent>;
+  /** Newest first. */
+  listSettingAudit(options?: { key?: string; limit?: number }): Promise<SettingAuditEvent[]>;
+}

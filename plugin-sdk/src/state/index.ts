@@ -1,0 +1,46 @@
+import type {
+  ConversationStore,
+  FileIndexStore,
+  MemoryStateStore,
+  RuntimeSettingsStore,
+  SandboxSessionStore,
+  ScheduleStateStore,
+  UsageStore,
+} from "./facets.js";
+import { STATE_FACET_NAMES, missingFacetMethods } from "./guards.js";
+import type { RunStore } from "./runs.js";
+
+export * from "./runs.js";
+export * from "./facets.js";
+export * from "./guards.js";
+
+/** A full state adapter: the intersection of every facet. */
+export interface StateAdapter
+  extends RunStore,
+    ConversationStore,
+    ScheduleStateStore,
+    FileIndexStore,
+    UsageStore,
+    SandboxSessionStore,
+    MemoryStateStore,
+    RuntimeSettingsStore {
+  /** Release connections and files at graceful shutdown. */
+  close?(): Promise<void>;
+}
+
+/** Only the facets a host can persist; `runs` is required, the rest fall back to memory. */
+export interface StateStores {
+  runs: RunStore;
+  conversations?: ConversationStore;
+  schedules?: ScheduleStateStore;
+  files?: FileIndexStore;
+  usage?: UsageStore;
+  sandboxSessions?: SandboxSessionStore;
+  memory?: MemoryStateStore;
+  settings?: RuntimeSettingsStore;
+  close?(): Promise<void>;
+}
+
+export function isStateAdapter(value: unknown): value is StateAdapter {
+  return STATE_FACET_NAMES.every((facet) => missingFacetMethods(value, facet).length === 0);
+}

@@ -1,0 +1,204 @@
+import type { NewRunEvent, RunEvent } from "../events.js";
+import type { JsonValue } from "../json.js";
+
+export type RunStatus = "queued" | "running" | "waiting_approval" | "waiting_input" | "completed" | "failed";
+
+/** What started the run. */
+export interface RunInput {
+  message: string;
+  metadata: Record<string, JsonValue>;
+  /** The channel that produced the turn, when any. */
+  channel?: { name: string; metadata?: Record<string, JsonValue> };
+}
+
+export interface RunError {
+  code?: string;
+  message: string;
+}
+
+export interface RunLease {
+  owner: string;
+  /** ISO-8601 time after which another replica may take the run over. */
+  expiresAt: string;
+}
+
+export interface RunRecord {
+  id: string;
+  agentId: string;
+  agentRevision: string;
+  conversationId: string | null;
+  status: RunStatus;
+  /** The persisted model spec: engines are chosen from it on every resume. */
+  modelSpec: string;
+  input: RunInput;
+  output: JsonValue | null;
+  error: RunError | null;
+  /** Highest event seq recorded (0 before the first event). */
+  lastSeq: number;
+  /** Highest seq whose observers (hooks, sinks) have run. */
+  observedSeq: number;
+  lease: RunLease | null;
+  createdAt: string;
+  updatedAt: string;
+}
+
+export interface NewRun {
+  id: string;
+  agentId: string;
+  agentRevision: string;
+  conversationId?: string | null;
+  modelSpec: string;
+  input: RunInput;
+  status?: RunStatus;
+  /** Dedupe key (e.g. a provider event id): a second createRun with it returns the first run. */
+  idempotencyKey?: string;
+}
+
+export type ToolCallStatus =
+  | "requested"
+  | "waiting_approval"
+  | "approved"
+  | "denied"
+  | "waiting_input"
+  | "completed"
+  | "failed";
+
+export interface ToolCallRecord {
+  runId: string;
+  callId: string;
+  toolName: string;
+  input: JsonValue;
+  /** sha256 of the canonical JSON input; binds an approval to this exact call. */
+  inputDigest: string;
+  status: ToolCallStatus;
+  /** The full, persisted result. */
+  output: JsonValue | null;
+  /** What the model was shown (`toModelOutput`). */
+  modelOutput: JsonValue | null;
+  error: string | null;
+  approvalId: string | null;
+  /** The question asked through ctx.askQuestion, while waiting for input. */
+  question: JsonValue | null;
+  createdAt: string;
+  updatedAt: string;
+}
+
+export interface StepRecord {
+  runId: string;
+  key: string;
+  result: JsonValue;
+  metadata: Record<string, JsonValue>;
+  createdAt: string;
+}
+
+export interface CheckpointRecord {
+  runId: string;
+  /** The engine's opaque, versioned continuation. */
+  continuation: JsonValue;
+  createdAt: string;
+}
+
+export type DeliveryStatus = "pending" | "delivered" | "failed";
+
+export interface DeliveryRecord {
+  id: string;
+  runId: string;
+  channel: string;
+  conversationId: string | null;
+  payload: JsonValue;
+  status: DeliveryStatus;
+  attempts: number;
+  /** ISO time before which no worker claims it. */
+  availableAt: string;
+  lastError: string | null;
+  lease: RunLease | null;
+  createdAt: string;
+  updatedAt: string;
+}
+
+export interface NewDelivery {
+  id: string;
+  channel: string;
+  conversationId?: string | null;
+  payload: JsonValue;
+}
+
+/**
+ * State changes that commit atomically with the events describing them.
+ * Each present field is applied; absent fields are left alone.
+ */
+export interface RunStateChange {
+  run?: Partial<Pick<RunRecord, "status" | "modelSpec" | "output" | "error" | "conversationId">>;
+  /** Upsert by (runId, callId). */
+  toolCall?: ToolCallRecord;
+  /** Insert; a step key is written once per run and never overwritten. */
+  step?: StepRecord;
+  /** Set the run's latest checkpoint, or clear it with null. */
+  checkpoint?: CheckpointRecord | null;
+  /** Enqueue a delivery obligation. */
+  delivery?: NewDelivery;
+}
+
+export interface RunListFilter {
+  status?: RunStatus | RunStatus[];
+  agentId?: string;
+  conversationId?: string;
+  /** Page size; default 50. */
+  limit?: number;
+  /** Opaque cursor from a previous page. */
+  cursor?: string;
+}
+
+export interface RunPage {
+  runs: RunRecord[];
+  nextCursor: string | null;
+}
+
+export interface ClaimOptions {
+  owner: string;
+  ttlMs: number;
+  limit?: number;
+  /** Clock override for tests; defaults to now. */
+  now?: Date;
+}
+
+/**
+ * The required facet: runs, their events, tool calls, steps, checkpoints,
+ * delivery obligations (the durable queue), leases and idempotency.
+ */
+export interface RunStore {
+  /** Create a run and record `run.created` as seq 1, atomically. Idempotent on `idempotencyKey`. */
+  createRun(run: NewRun): Promise<{ run: RunRecord; created: boolean }>;
+  getRun(runId: string): Promise<RunRecord | undefined>;
+  /** Newest first. */
+  listRuns(filter?: RunListFilter): Promise<RunPage>;
+  /**
+   * Append events with contiguous seqs and apply `change` in the same transaction.
+   * With `expectedLastSeq`, refuse (AL_ERR_EVENT_SEQ) when the log moved on.
+   */
+  appendEvents(
+    runId: string,
+    events: NewRunEvent[],
+    change?: RunStateChange,
+    options?: { expectedLastSeq?: number },
+  ): Promise<RunEvent[]>;
+  /** Events in seq order, after `afterSeq` (exclusive). */
+  listEvents(runId: string, options?: { afterSeq?: number; limit?: number }): Promise<RunEvent[]>;
+  /** Record that observers have seen events up to `seq` (never moves backwards). */
+  markObserved(runId: string, seq: number): Promise<void>;
+  getToolCall(runId: string, callId: string): Promise<ToolCallRecord | undefined>;
+  listToolCalls(runId: string): Promise<ToolCallRecord[]>;
+  getStep(runId: string, key: string): Promise<StepRecord | undefined>;
+  getCheckpoint(runId: string): Promise<CheckpointRecord | undefined>;
+  /** Take or renew the run's lease; false when another owner holds an unexpired lease. */
+  acquireRunLease(runId: string, owner: string, ttlMs: number, now?: Date): Promise<boolean>;
+  releaseRunLease(runId: string, owner: string): Promise<void>;
+  /** Lease up to `limit` runs in `queued`/`running` whose lease is absent or expired. */
+  claimRecoverableRuns(options: ClaimOptions): Promise<RunRecord[]>;
+  listDeliveries(runId: string): Promise<DeliveryRecord[]>;
+  /** Lease up to `limit` pending deliveries that are available now. */
+  claimDeliveries(options: ClaimOptions): Promise<DeliveryRecord[]>;
+  completeDelivery(deliveryId: string, owner: string): Promise<void>;
+  /** Count an attempt; `retryAt` makes it pending again, otherwise it is failed for good. */
+  failDelivery(deliveryId: string, owner: string, error: string, retryAt?: Date): Promise<void>;
+}

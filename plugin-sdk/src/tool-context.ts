@@ -1,0 +1,81 @@
+import type { BlobStore } from "./blob.js";
+import type { JsonValue } from "./json.js";
+import type { Sandbox } from "./sandbox.js";
+
+export interface AskQuestionOptions {
+  /** Suggested answers a channel may render as buttons. */
+  choices?: string[];
+  /** Free-form data carried with the question to the channel. */
+  metadata?: Record<string, JsonValue>;
+}
+
+export interface StepOptions {
+  /** Recorded with the step's events for audits and replays. */
+  metadata?: Record<string, JsonValue>;
+}
+
+/** Durable agent memory under the `/memory` root. */
+export interface MemoryApi {
+  read(args: { path: string }): Promise<string>;
+  write(args: { path: string; content: string }): Promise<void>;
+  list(args?: { prefix?: string }): Promise<string[]>;
+  delete(args: { path: string }): Promise<void>;
+}
+
+export interface SubagentRequest {
+  name: string;
+  task: string;
+  expectedOutput?: string;
+  constraints?: string[];
+}
+
+/** The channel a run came from, as tools may see it. */
+export interface ChannelView {
+  name: string;
+  conversationId?: string;
+  metadata?: Record<string, JsonValue>;
+}
+
+/** What `execute(input, ctx)` receives. */
+export interface ToolExecutionContext {
+  /** Identity of the current run. */
+  readonly runId: string;
+  /** The compiled revision the run executes. */
+  readonly agentRevision: string;
+  /** This tool call's id, stable across resumes. */
+  readonly toolCallId: string;
+  /** The tool's name as the model called it. */
+  readonly toolName: string;
+  /** true when this call has passed the runtime approval gate. */
+  readonly approvedToolCall: boolean;
+  /** Aborted when the run is cancelled or the host shuts down. */
+  readonly signal: AbortSignal;
+  /** Suspend the run to ask the user; the answer becomes this call's result. Code after it never runs in this call. */
+  askQuestion(question: string, options?: AskQuestionOptions): Promise<never>;
+  /** Record a durable run event. */
+  emit(eventType: string, data?: Record<string, JsonValue | undefined>): Promise<void>;
+  /** Stable per-run, per-tool-call dedupe key for external writes. */
+  idempotencyKey(scope: string): string;
+  /** Completed-step replay cache: a completed step returns its persisted result instead of running again. */
+  step<T>(key: string, fn: () => T | Promise<T>, options?: StepOptions): Promise<T>;
+  /** Acquire the run sandbox for isolated file/shell work (lazily created). */
+  getSandbox(): Promise<Sandbox>;
+  /** Blob storage, when the host configured one. */
+  readonly blob?: BlobStore;
+  /** Durable memory, when the host configured one. */
+  readonly memory?: MemoryApi;
+  /** Resource APIs, when available. */
+  readonly resources?: Record<string, unknown>;
+  /** Run a compiled subagent. */
+  spawnSubagent(request: SubagentRequest): Promise<JsonValue>;
+  /** Resolved connections. */
+  readonly connections: Record<string, unknown>;
+  /** The originating channel view. */
+  readonly channel?: ChannelView;
+  /** Present only when agent.ts enables self-improvement. */
+  readonly selfImprovement?: unknown;
+  /** Present only when agent.ts enables dynamic automations. */
+  readonly automationManager?: unknown;
+  /** Present only when agent.ts enables dynamic connections. */
+  readonly connectionManager?: unknown;
+}
