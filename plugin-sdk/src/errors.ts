@@ -30,6 +30,17 @@ export const errorCatalogue = {
   AL_ERR_HOOK_TAP: "A kernel hook tap threw; the error names the hook and the plugin.",
   AL_ERR_EVENT_SEQ: "A state store was asked to append an event out of sequence.",
   AL_ERR_CLI_USAGE: "The command line is missing an argument or has an unknown option.",
+  AL_ERR_MODEL_UNKNOWN: "A model spec names no model in the pi-ai catalog nor in piAgentHarness({ models }).",
+  AL_ERR_MODEL_API_KEY: "No API key for the model's provider: neither piAgentHarness({ apiKeys }) nor its environment variable.",
+  AL_ERR_MODEL_PROVIDER: "The model provider refused the request, or kept failing after the bounded retries.",
+  AL_ERR_STATE_CONFIG: "A state adapter has no usable connection settings (e.g. DATABASE_URL is unset or malformed).",
+  AL_ERR_STATE_SCHEMA_NEWER: "The state database was migrated by a newer adapter version than the one booting.",
+  AL_ERR_STATE_MIGRATION: "Applying the state schema migrations failed, or an applied migration differs from the code's.",
+  AL_ERR_STATE_ROW_INVALID: "A state store row holds a value the contract does not allow (e.g. edited by hand).",
+  AL_ERR_STATE_INPUT_INVALID: "A state store method was called with a value the contract does not allow.",
+  AL_ERR_STATE_UNAVAILABLE: "The state database could not be reached, or dropped the connection mid-operation.",
+  AL_ERR_STATE_QUERY: "The state database rejected a statement.",
+  AL_ERR_STATE_LOCKED: "Another live process holds the local state folder's lock, or the adapter holding it was closed.",
 } as const;
 
 export type ErrorCode = keyof typeof errorCatalogue;

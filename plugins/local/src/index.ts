@@ -1,1 +1,1 @@
-export {};
+export { FileStateAdapter, type FileStateAdapterOptions } from "./state/file-state.js";

@@ -1,1 +1,10 @@
-export {};
+export { piAgentHarness } from "./harness.js";
+export { resolvePiModel, splitModelSpec } from "./model-resolution.js";
+export { resolvePiApiKey, apiKeyVariable, NO_API_KEY } from "./api-key.js";
+export { toPiMessages, toPiTools, toolResultMessage, toolCallsOf, textOf } from "./context-conversion.js";
+export { readContinuation, writeContinuation, PI_CONTINUATION_VERSION, PI_HARNESS_NAME, type PiContinuationData } from "./continuation.js";
+export { retryTransientFailures, backoffDelay, parseRetryAfter, DEFAULT_RETRY, type AttemptFailure, type RetryHooks } from "./retry.js";
+export { callModel, ProviderCallFailure, type ModelCallRequest } from "./model-call.js";
+export { watchProviderResponse, type ProviderResponse } from "./provider-response.js";
+export { runPiTurn } from "./turn-loop.js";
+export type { PiHarnessOptions, PiModelCatalog, PiModelEntry, PiRetryOptions } from "./options.js";

@@ -1,0 +1,12 @@
+import { defineRunResolver } from "@assemblyline-agents/core";
+
+// Read-only callers may look notes up but never record them.
+export default defineRunResolver(async (ctx) => {
+  if (ctx.metadata?.access === "read-only") {
+    return {
+      instructions: "This caller has read-only access: do not record notes.",
+      defaultTools: ["lookup_notes", "ask_question"],
+    };
+  }
+  return null;
+});

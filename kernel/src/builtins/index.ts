@@ -1,0 +1,41 @@
+import type { BuiltInToolName, ToolDefinition } from "@assemblyline-agents/core";
+import { askQuestionTool } from "./ask-question.js";
+import { loadSkillTool, spawnSubagentTool, toolCallTool, toolDescribeTool, toolSearchTool } from "./bridge-tools.js";
+import { bashTool, deleteTool, editTool, grepTool, listTool, readTool, writeTool } from "./filesystem-tools.js";
+
+/**
+ * The default definition of every built-in tool slot, for wrapping:
+ * `defineTool({ ...builtInToolDefaults.write, execute(input, ctx) { ...; return write.execute(input, ctx); } })`.
+ */
+export const builtInToolDefaults: Readonly<Record<BuiltInToolName, ToolDefinition<any, any>>> = Object.freeze({
+  read: readTool,
+  write: writeTool,
+  edit: editTool,
+  delete: deleteTool,
+  list: listTool,
+  grep: grepTool,
+  bash: bashTool,
+  ask_question: askQuestionTool,
+  spawn_subagent: spawnSubagentTool,
+  load_skill: loadSkillTool,
+  tool_search: toolSearchTool,
+  tool_describe: toolDescribeTool,
+  tool_call: toolCallTool,
+});
+
+/** Which built-ins need what before the model may be offered them. */
+export const BUILT_IN_REQUIREMENTS: Readonly<Record<BuiltInToolName, "always" | "sandbox" | "unavailable">> = Object.freeze({
+  read: "sandbox",
+  write: "sandbox",
+  edit: "sandbox",
+  delete: "sandbox",
+  list: "sandbox",
+  grep: "sandbox",
+  bash: "sandbox",
+  ask_question: "always",
+  spawn_subagent: "unavailable",
+  load_skill: "unavailable",
+  tool_search: "unavailable",
+  tool_describe: "unavailable",
+  tool_call: "unavailable",
+});

@@ -1,0 +1,92 @@
+import { existsSync } from "node:fs";
+import { readFile } from "node:fs/promises";
+import { join, resolve } from "node:path";
+import {
+  AssemblyLineError,
+  isAgentDefinition,
+  isDisabledTool,
+  isHookDefinition,
+  isRunResolverDefinition,
+  isToolDefinition,
+  type AgentDefinition,
+  type HookDefinition,
+  type RunResolverDefinition,
+  type ToolDefinition,
+} from "@assemblyline-agents/core";
+import { MANIFEST_FILE } from "./build.js";
+import { createModuleLoader } from "./load-module.js";
+import { MANIFEST_VERSION, type AgentManifest } from "./manifest.js";
+import { hashSource } from "./source-files.js";
+
+/** The live code behind a manifest: what the kernel calls. */
+export interface SourceBundle {
+  agent: AgentDefinition;
+  /** Authored and overriding tools by name (disabled entries have no code). */
+  tools: Record<string, ToolDefinition<any, any>>;
+  /** Hook definitions with the file they came from. */
+  hooks: Array<{ file: string; hook: HookDefinition }>;
+  resolver: RunResolverDefinition | null;
+}
+
+export interface RuntimeBundle {
+  manifest: AgentManifest;
+  sourceBundle: SourceBundle;
+  /** Module-resolution hint for packaged dependencies. */
+  artifactRoot: string;
+}
+
+/** Read a built artifact; spread the result into `new OpenEveRuntime({ ...bundle, state })`. */
+export async function loadRuntimeBundle(artifactRootInput: string): Promise<RuntimeBundle> {
+  const artifactRoot = resolve(artifactRootInput);
+  const manifestPath = join(artifactRoot, MANIFEST_FILE);
+  if (!existsSync(manifestPath)) {
+    throw new AssemblyLineError("AL_ERR_MANIFEST_MISSING", `no manifest at ${manifestPath}`, {
+      fix: "Run `assembly-line build <agentDir>` and pass <agentDir>/.assembly-line.",
+    });
+  }
+  const manifest = JSON.parse(await readFile(manifestPath, "utf8")) as AgentManifest;
+  if (manifest.manifestVersion !== MANIFEST_VERSION) {
+    throw new AssemblyLineError("AL_ERR_MANIFEST_VERSION", `${manifestPath} has manifestVersion ${String(manifest.manifestVersion)}, this runtime reads ${MANIFEST_VERSION}`, {
+      fix: "Rebuild the agent with this runtime's `assembly-line build`.",
+    });
+  }
+  const agentDir = resolve(artifactRoot, manifest.sourceRoot);
+  const sourceBundle = await loadSourceBundle(agentDir, manifest);
+  return { manifest, sourceBundle, artifactRoot };
+}
+
+async function loadSourceBundle(agentDir: string, manifest: AgentManifest): Promise<SourceBundle> {
+  for (const source of manifest.sources) {
+    const current = existsSync(join(agentDir, source.file)) ? (await hashSource(agentDir, source.file)).hash : "(deleted)";
+    if (current !== source.hash) {
+      throw new AssemblyLineError("AL_ERR_MANIFEST_STALE", `${source.file} changed after the manifest was built (revision ${manifest.agentRevision})`, {
+        fix: `Run \`assembly-line build ${agentDir}\` again.`,
+      });
+    }
+  }
+  const load = createModuleLoader(agentDir);
+  const defaultExport = async (file: string) => (await load(join(agentDir, file))).default;
+
+  const agent = await defaultExport(manifest.agent.source.file);
+  if (!isAgentDefinition(agent)) throw new AssemblyLineError("AL_ERR_AGENT_DEFINITION", `${manifest.agent.source.file} no longer exports defineAgent(...)`);
+  const tools: Record<string, ToolDefinition<any, any>> = {};
+  for (const entry of manifest.tools) {
+    const tool = await defaultExport(entry.source.file);
+    if (entry.kind === "disabled" && isDisabledTool(tool)) continue;
+    if (!isToolDefinition(tool)) throw new AssemblyLineError("AL_ERR_TOOL_DEFINITION", `${entry.source.file} no longer exports defineTool(...)`);
+    tools[entry.name] = tool;
+  }
+  const hooks: SourceBundle["hooks"] = [];
+  for (const entry of manifest.hooks) {
+    const hook = await defaultExport(entry.source.file);
+    if (!isHookDefinition(hook)) throw new AssemblyLineError("AL_ERR_HOOK_DEFINITION", `${entry.source.file} no longer exports defineHook(...)`);
+    hooks.push({ file: entry.source.file, hook });
+  }
+  let resolver: RunResolverDefinition | null = null;
+  if (manifest.resolver) {
+    const loaded = await defaultExport(manifest.resolver.file);
+    if (!isRunResolverDefinition(loaded)) throw new AssemblyLineError("AL_ERR_RESOLVER_DEFINITION", `${manifest.resolver.file} no longer exports defineRunResolver(...)`);
+    resolver = loaded;
+  }
+  return { agent, tools, hooks, resolver };
+}

@@ -1,0 +1,30 @@
+import { fileURLToPath } from "node:url";
+import { createJiti } from "jiti";
+import { AssemblyLineError } from "@assemblyline-agents/core";
+
+/**
+ * Load agent-folder TypeScript through jiti. The SDK packages are aliased to the
+ * host's own copies, so user code and host share one instance even when the
+ * agent folder has no node_modules of its own.
+ */
+export function createModuleLoader(agentDir: string) {
+  const jiti = createJiti(agentDir + "/", {
+    alias: {
+      "@assemblyline-agents/core": fileURLToPath(import.meta.resolve("@assemblyline-agents/core")),
+      "@assemblyline-agents/runtime": fileURLToPath(new URL("../index.js", import.meta.url)),
+    },
+    tryNative: true,
+    moduleCache: false,
+    fsCache: false,
+  });
+  return async function loadModule(file: string): Promise<Record<string, unknown>> {
+    try {
+      return (await jiti.import(file)) as Record<string, unknown>;
+    } catch (error) {
+      throw new AssemblyLineError("AL_ERR_SOURCE_LOAD", `${file} threw while loading: ${(error as Error).message}`, {
+        fix: "Fix the error in that file (run it with `npx tsx <file>` to see the full stack).",
+        cause: error,
+      });
+    }
+  };
+}

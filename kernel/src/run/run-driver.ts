@@ -1,0 +1,237 @@
+import {
+  AssemblyLineError,
+  isAssemblyLineError,
+  type AgentHarness,
+  type HarnessContext,
+  type JsonValue,
+  type RunCapabilityDeclaration,
+  type RunEvent,
+  type RunRecord,
+  type RuntimeLogger,
+} from "@assemblyline-agents/core";
+import type { SourceBundle } from "../compiler/bundle.js";
+import type { AgentManifest } from "../compiler/manifest.js";
+import type { KernelHooks } from "../hooks.js";
+import type { ResolvedState } from "../state/resolve-state.js";
+import { buildModelContext } from "./context-policy.js";
+import type { RunJournal } from "./journal.js";
+import { describeRun, type RunResult } from "./run-result.js";
+import type { RunScope, RunServices } from "./run-scope.js";
+import { runStep } from "./step.js";
+import { callTool } from "./tool-pipeline.js";
+import { toModelToolSpec, visibleTools, type ToolTable } from "./tool-table.js";
+
+export interface RunDriverParts {
+  manifest: AgentManifest;
+  sourceBundle: SourceBundle;
+  hooks: KernelHooks;
+  state: ResolvedState;
+  journal: RunJournal;
+  table: ToolTable;
+  logger: RuntimeLogger;
+  ownerId: string;
+  leaseTtlMs: number;
+  selectHarness(modelSpec: string, runId: string): Promise<AgentHarness>;
+  services(run: RunRecord): RunServices;
+  textDelta(runId: string, delta: string): void;
+}
+
+/** What `run.started` records: how the run was resolved, so any replica can continue it. */
+interface StartedData {
+  modelSpec: string;
+  instructions: string;
+  defaultTools: string[] | null;
+}
+
+/**
+ * Drives one run from its current durable state to its next resting state
+ * (completed, failed, or paused), holding the run's lease throughout.
+ */
+export class RunDriver {
+  constructor(private readonly parts: RunDriverParts) {}
+
+  async drive(runId: string, options: { forcedModel?: string; signal?: AbortSignal } = {}): Promise<RunResult> {
+    const { state, ownerId, leaseTtlMs } = this.parts;
+    const acquired = await state.runs.acquireRunLease(runId, ownerId, leaseTtlMs);
+    if (!acquired) {
+      const run = await state.runs.getRun(runId);
+      throw new AssemblyLineError("AL_ERR_RUN_NOT_RESUMABLE", `run ${runId} is leased by ${run?.lease?.owner ?? "another replica"} until ${run?.lease?.expiresAt ?? "?"}`, {
+        fix: "Wait for that replica to finish, or for its lease to expire, then resume the run.",
+      });
+    }
+    const heartbeat = setInterval(() => {
+      state.runs.acquireRunLease(runId, ownerId, leaseTtlMs).catch((error) => this.parts.logger.warn({ runId, err: String(error) }, "lease heartbeat failed"));
+    }, Math.max(50, Math.floor(leaseTtlMs / 3)));
+    heartbeat.unref();
+    try {
+      await this.parts.journal.observe(runId);
+      await this.step(runId, options);
+      return await describeRun(state.runs, (await state.runs.getRun(runId))!);
+    } finally {
+      clearInterval(heartbeat);
+      await state.runs.releaseRunLease(runId, ownerId).catch(() => undefined);
+    }
+  }
+
+  private async step(runId: string, options: { forcedModel?: string; signal?: AbortSignal }): Promise<void> {
+    const { state, manifest } = this.parts;
+    const run = (await state.runs.getRun(runId))!;
+    if (run.status === "completed" || run.status === "failed" || run.status === "waiting_approval" || run.status === "waiting_input") return;
+    if (run.agentRevision !== manifest.agentRevision) {
+      throw new AssemblyLineError("AL_ERR_CONTINUATION_VERSION", `run ${runId} belongs to revision ${run.agentRevision}; this runtime runs ${manifest.agentRevision}`, {
+        fix: "Resume it from a host running the build of that revision.",
+      });
+    }
+    let started: StartedData;
+    try {
+      started = run.status === "queued" ? await this.start(run, options.forcedModel) : await this.startedData(run);
+    } catch (error) {
+      await this.failRun(runId, error, isAssemblyLineError(error) ? error.code : "AL_ERR_RESOLVER_FAILED");
+      return;
+    }
+    await this.turn((await state.runs.getRun(runId))!, started, options.signal);
+  }
+
+  /** Resolve capabilities (recorded before applied) and mark the run started. */
+  private async start(run: RunRecord, forcedModel: string | undefined): Promise<StartedData> {
+    const { sourceBundle, hooks, manifest } = this.parts;
+    const resolverCtx = {
+      runId: run.id,
+      agentId: manifest.agent.id,
+      message: run.input.message,
+      metadata: run.input.metadata,
+      ...(run.conversationId ? { conversationId: run.conversationId } : {}),
+      ...(run.input.channel ? { channel: { name: run.input.channel.name, ...(run.input.channel.metadata ? { metadata: run.input.channel.metadata } : {}) } } : {}),
+    };
+    let declaration: RunCapabilityDeclaration | null = null;
+    try {
+      declaration = (await sourceBundle.resolver?.resolve(resolverCtx)) ?? null;
+      declaration = await hooks.resolveRun.promise(declaration, resolverCtx);
+    } catch (error) {
+      throw new AssemblyLineError("AL_ERR_RESOLVER_FAILED", `resolvers.ts threw for run ${run.id}: ${(error as Error).message}`, {
+        fix: "A resolver is load-bearing: fix it or return null to keep the authored defaults.",
+        cause: error,
+      });
+    }
+    const started: StartedData = {
+      modelSpec: forcedModel ?? declaration?.model ?? run.modelSpec,
+      instructions: [manifest.agent.instructions, declaration?.instructions].filter((part) => part && part.trim()).join("\n\n"),
+      defaultTools: declaration?.defaultTools ?? null,
+    };
+    await this.parts.journal.append(
+      run.id,
+      [
+        { type: "run.capabilities_resolved", data: { declaration: (declaration ?? null) as JsonValue, forcedModel: forcedModel ?? null } },
+        { type: "run.started", data: started as unknown as Record<string, JsonValue> },
+      ],
+      { run: { status: "running", modelSpec: started.modelSpec } },
+    );
+    return started;
+  }
+
+  private async startedData(run: RunRecord): Promise<StartedData> {
+    const events: RunEvent[] = await this.parts.state.runs.listEvents(run.id);
+    const started = events.find((event) => event.type === "run.started");
+    if (!started) throw new AssemblyLineError("AL_ERR_RUN_NOT_RESUMABLE", `run ${run.id} is running but has no run.started event`);
+    return started.data as unknown as StartedData;
+  }
+
+  private async turn(run: RunRecord, started: StartedData, signal: AbortSignal | undefined): Promise<void> {
+    const { state, journal, table, manifest, sourceBundle, hooks, logger } = this.parts;
+    const offered = visibleTools(table, started.defaultTools);
+    const controller = new AbortController();
+    signal?.addEventListener("abort", () => controller.abort(signal.reason), { once: true });
+    const scope: RunScope = {
+      runId: run.id,
+      agentRevision: run.agentRevision,
+      runs: state.runs,
+      journal,
+      table,
+      visible: new Set(offered.map((entry) => entry.name)),
+      signal: controller.signal,
+      services: this.parts.services(run),
+      channel: run.input.channel ? { name: run.input.channel.name, ...(run.conversationId ? { conversationId: run.conversationId } : {}) } : undefined,
+      logger,
+      failure: null,
+    };
+    try {
+      const info = { runId: run.id, agentId: manifest.agent.id, metadata: run.input.metadata, ...(run.conversationId ? { conversationId: run.conversationId } : {}) };
+      const built = await buildModelContext(
+        sourceBundle.agent.context,
+        { instructions: started.instructions, message: run.input.message, tools: offered.map(toModelToolSpec), conversations: state.conversations },
+        info,
+      );
+      const context = await hooks.context.promise(built, info);
+      const checkpoint = await state.runs.getCheckpoint(run.id);
+      const harness = await this.parts.selectHarness(started.modelSpec, run.id);
+      const harnessCtx: HarnessContext = {
+        runId: run.id,
+        signal: controller.signal,
+        callTool: async (call) => {
+          const outcome = await callTool(scope, call);
+          if (outcome.status === "failed") controller.abort(new Error(outcome.output.error));
+          return outcome;
+        },
+        step: (key, fn, options) => runStep(scope, `harness:${key}`, fn, options),
+        emit: async (type, data) => {
+          await journal.record(run.id, type, data ?? {});
+        },
+        textDelta: (delta) => this.parts.textDelta(run.id, delta),
+        recordUsage: async (usage) => {
+          try {
+            await state.usage.recordUsage({ ...usage, runId: run.id, conversationId: run.conversationId, createdAt: new Date().toISOString() });
+          } catch (error) {
+            logger.warn({ runId: run.id, err: String(error), event: "usage.degraded" }, "usage could not be recorded");
+          }
+        },
+        logger,
+      };
+      const result = await harness.runTurn(
+        { runId: run.id, agentRevision: run.agentRevision, modelSpec: started.modelSpec, context, ...(checkpoint ? { continuation: checkpoint.continuation as never } : {}) },
+        harnessCtx,
+      );
+      if (scope.failure) {
+        await this.failRun(run.id, new Error(scope.failure.message), scope.failure.code);
+        return;
+      }
+      if (result.status === "completed") {
+        await this.complete(run, result.response.text);
+        return;
+      }
+      const current = (await state.runs.getRun(run.id))!;
+      const waiting = current.status === "waiting_input" ? "waiting_input" : "waiting_approval";
+      await journal.record(
+        run.id,
+        `run.${waiting}`,
+        { harness: harness.name },
+        { run: { status: waiting }, checkpoint: { runId: run.id, continuation: result.continuation as unknown as JsonValue, createdAt: new Date().toISOString() } },
+      );
+    } catch (error) {
+      if (scope.failure) await this.failRun(run.id, new Error(scope.failure.message), scope.failure.code);
+      else await this.failRun(run.id, error, isAssemblyLineError(error) ? error.code : undefined);
+    }
+  }
+
+  private async complete(run: RunRecord, text: string): Promise<void> {
+    const { journal, state } = this.parts;
+    await journal.record(run.id, "run.completed", { text }, { run: { status: "completed", output: { text } }, checkpoint: null });
+    if (run.conversationId) {
+      const createdAt = new Date().toISOString();
+      await state.conversations.appendConversationMessages(run.conversationId, [
+        { role: "user", content: run.input.message, runId: run.id, createdAt },
+        { role: "assistant", content: text, runId: run.id, createdAt },
+      ]);
+    }
+  }
+
+  async failRun(runId: string, error: unknown, code?: string): Promise<void> {
+    const message = error instanceof Error ? error.message : String(error);
+    this.parts.logger.warn({ runId, code, err: message }, "run failed");
+    await this.parts.journal.record(
+      runId,
+      "run.failed",
+      { error: message, code },
+      { run: { status: "failed", error: { message, ...(code ? { code } : {}) } }, checkpoint: null },
+    );
+  }
+}

@@ -1,0 +1,37 @@
+import type {
+  BlobStore,
+  ChannelView,
+  MemoryApi,
+  RunStore,
+  RuntimeLogger,
+  Sandbox,
+  SubagentRequest,
+  JsonValue,
+} from "@assemblyline-agents/core";
+import type { RunJournal } from "./journal.js";
+import type { ToolTable } from "./tool-table.js";
+
+/** Services a run's tools may reach, each present only when the host configured it. */
+export interface RunServices {
+  getSandbox(): Promise<Sandbox>;
+  memory?: MemoryApi;
+  blob?: BlobStore;
+  spawnSubagent(request: SubagentRequest): Promise<JsonValue>;
+}
+
+/** Everything one execution of one run shares. */
+export interface RunScope {
+  runId: string;
+  agentRevision: string;
+  runs: RunStore;
+  journal: RunJournal;
+  table: ToolTable;
+  /** Names the model was offered for this run. */
+  visible: ReadonlySet<string>;
+  signal: AbortSignal;
+  services: RunServices;
+  channel: ChannelView | undefined;
+  logger: RuntimeLogger;
+  /** Set when a tool threw: the run fails once the engine ends its turn. */
+  failure: { code?: string; message: string } | null;
+}

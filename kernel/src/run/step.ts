@@ -1,0 +1,35 @@
+import { AssemblyLineError, type JsonValue, type StepOptions } from "@assemblyline-agents/core";
+import { findNonJson } from "../json-check.js";
+import type { RunScope } from "./run-scope.js";
+
+/**
+ * Completed-step replay: a key that completed before in this run returns its
+ * persisted result (recording `durable_step.replayed`) instead of running again.
+ */
+export async function runStep<T>(scope: RunScope, key: string, fn: () => T | Promise<T>, options: StepOptions = {}): Promise<T> {
+  if (typeof key !== "string" || key === "") {
+    throw new AssemblyLineError("AL_ERR_STEP_RESULT", "ctx.step(key, fn): key must be a non-empty string", {
+      fix: "Use a key that identifies the substep within the run, e.g. `hydrate-customer:${id}`.",
+    });
+  }
+  const existing = await scope.runs.getStep(scope.runId, key);
+  if (existing) {
+    await scope.journal.record(scope.runId, "durable_step.replayed", { key, metadata: existing.metadata });
+    return existing.result as T;
+  }
+  const result = await fn();
+  const problem = findNonJson(result, `step "${key}" result`);
+  if (problem) {
+    throw new AssemblyLineError("AL_ERR_STEP_RESULT", problem, {
+      fix: "Return plain JSON (objects, arrays, strings, finite numbers, booleans, null) from ctx.step bodies.",
+    });
+  }
+  const metadata = (options.metadata ?? {}) as Record<string, JsonValue>;
+  await scope.journal.record(
+    scope.runId,
+    "durable_step.completed",
+    { key, metadata },
+    { step: { runId: scope.runId, key, result: result as JsonValue, metadata, createdAt: new Date().toISOString() } },
+  );
+  return structuredClone(result);
+}

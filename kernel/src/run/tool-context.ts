@@ -1,0 +1,59 @@
+import { AssemblyLineError, RUN_EVENT_TYPES, type JsonValue, type ToolExecutionContext } from "@assemblyline-agents/core";
+import { digestJson } from "../canonical-json.js";
+import { findNonJson } from "../json-check.js";
+import { QuestionSuspension } from "./question.js";
+import type { RunScope } from "./run-scope.js";
+import { runStep } from "./step.js";
+
+const RESERVED_EVENT_TYPES = new Set<string>(RUN_EVENT_TYPES);
+
+/** A stable dedupe key per run, tool call and scope. */
+export function idempotencyKeyFor(runId: string, toolCallId: string, scope: string): string {
+  return `al_${digestJson([runId, toolCallId, scope]).slice(0, 40)}`;
+}
+
+/** What one tool call's `execute(input, ctx)` receives. */
+export function createToolContext(
+  scope: RunScope,
+  call: { id: string; name: string },
+  approvedToolCall: boolean,
+  asked: { question?: QuestionSuspension },
+): ToolExecutionContext {
+  const { services } = scope;
+  return {
+    runId: scope.runId,
+    agentRevision: scope.agentRevision,
+    toolCallId: call.id,
+    toolName: call.name,
+    approvedToolCall,
+    signal: scope.signal,
+    async askQuestion(question, options) {
+      const suspension = new QuestionSuspension(question, options);
+      // Remembered so a tool that catches the throw still pauses the run.
+      asked.question = suspension;
+      throw suspension;
+    },
+    async emit(eventType, data = {}) {
+      if (typeof eventType !== "string" || eventType === "" || RESERVED_EVENT_TYPES.has(eventType)) {
+        throw new AssemblyLineError("AL_ERR_TOOL_OUTPUT", `ctx.emit("${String(eventType)}"): that event type is reserved or empty`, {
+          fix: 'Use your own namespaced type, e.g. "note.recorded".',
+        });
+      }
+      const problem = findNonJson(data, `ctx.emit("${eventType}") data`);
+      if (problem) throw new AssemblyLineError("AL_ERR_TOOL_OUTPUT", problem, { fix: "Pass plain JSON data to ctx.emit." });
+      await scope.journal.record(scope.runId, eventType, { ...(data as Record<string, JsonValue>), toolCallId: call.id });
+    },
+    idempotencyKey(keyScope) {
+      return idempotencyKeyFor(scope.runId, call.id, keyScope);
+    },
+    step(key, fn, options) {
+      return runStep(scope, key, fn, options);
+    },
+    getSandbox: () => services.getSandbox(),
+    ...(services.blob ? { blob: services.blob } : {}),
+    ...(services.memory ? { memory: services.memory } : {}),
+    spawnSubagent: (request) => services.spawnSubagent(request),
+    connections: {},
+    ...(scope.channel ? { channel: scope.channel } : {}),
+  };
+}

@@ -1,0 +1,233 @@
+import {
+  AssemblyLineError,
+  isAssemblyLineError,
+  type JsonValue,
+  type ModelToolCall,
+  type ToolCallOutcome,
+  type ToolCallRecord,
+} from "@assemblyline-agents/core";
+import { digestJson } from "../canonical-json.js";
+import { findNonJson } from "../json-check.js";
+import { describeSchemaErrors } from "../schema.js";
+import { isQuestionSuspension, type QuestionSuspension } from "./question.js";
+import type { RunScope } from "./run-scope.js";
+import { createToolContext } from "./tool-context.js";
+import type { ToolTableEntry } from "./tool-table.js";
+
+/** An approval is bound to the run, the call and the exact input. */
+export function approvalIdFor(runId: string, callId: string, inputDigest: string): string {
+  return `appr_${digestJson([runId, callId, inputDigest]).slice(0, 32)}`;
+}
+
+const now = () => new Date().toISOString();
+
+/**
+ * The tool pipeline: resolve -> policy -> input schema -> approval gate ->
+ * execute -> JSON/output checks -> persist -> model projection. A call that
+ * completed before returns its persisted result and is never executed again.
+ */
+export async function callTool(scope: RunScope, call: ModelToolCall): Promise<ToolCallOutcome> {
+  const inputDigest = digestJson(call.input);
+  const existing = await scope.runs.getToolCall(scope.runId, call.id);
+  if (existing) {
+    const settled = await settledOutcome(scope, existing);
+    if (settled) return settled;
+  }
+
+  const entry = scope.table.get(call.name);
+  if (!entry || (!scope.visible.has(call.name) && entry.mode !== "disabled")) {
+    const available = [...scope.visible].sort().join(", ") || "none";
+    return recoverable(scope, call, inputDigest, "tool.input_invalid", {
+      error: `Unknown tool "${call.name}". Available tools: ${available}.`,
+    });
+  }
+  if (entry.mode === "disabled") {
+    return recoverable(scope, call, inputDigest, "tool.disabled", {
+      error: `Tool "${call.name}" is disabled by the host's tool policy.`,
+    });
+  }
+  if (!entry.validateInput(call.input)) {
+    const problems = describeSchemaErrors(entry.validateInput.errors);
+    return recoverable(scope, call, inputDigest, "tool.input_invalid", {
+      error: `Invalid input for ${call.name}: ${problems.join("; ")}. Call it again with input matching its schema.`,
+      problems,
+    });
+  }
+
+  const approvalId = approvalIdFor(scope.runId, call.id, inputDigest);
+  const approved = existing?.status === "approved" && existing.approvalId === approvalId;
+  if (entry.approval && !approved) {
+    const record = newRecord(scope, call, inputDigest, "waiting_approval", { approvalId });
+    await scope.journal.append(
+      scope.runId,
+      [
+        { type: "tool.called", data: { callId: call.id, toolName: call.name, input: call.input } },
+        {
+          type: "approval.requested",
+          data: { approvalId, callId: call.id, toolName: call.name, input: call.input, reason: entry.approval.reason, sideEffect: entry.approval.sideEffect },
+        },
+      ],
+      { toolCall: record, run: { status: "waiting_approval" } },
+    );
+    return { status: "paused", reason: "approval" };
+  }
+
+  if (!existing || existing.status !== "approved") {
+    // An interrupted call (status "requested") runs again: idempotency keys make that safe.
+    if (existing?.status !== "requested") {
+      await scope.journal.record(
+        scope.runId,
+        "tool.called",
+        { callId: call.id, toolName: call.name, input: call.input },
+        { toolCall: newRecord(scope, call, inputDigest, "requested") },
+      );
+    }
+  }
+  return execute(scope, entry, call, inputDigest, approved, existing ?? null);
+}
+
+/** What an already-recorded call resolves to without executing; undefined when it must (re)execute. */
+async function settledOutcome(scope: RunScope, record: ToolCallRecord): Promise<ToolCallOutcome | undefined> {
+  switch (record.status) {
+    case "completed":
+      if (record.question === null) {
+        await scope.journal.record(scope.runId, "tool.replayed", { callId: record.callId, toolName: record.toolName });
+      }
+      return { status: "completed", output: record.modelOutput, isError: isErrorShaped(record.modelOutput) };
+    case "denied":
+      return { status: "completed", output: record.modelOutput, isError: true };
+    case "failed":
+      scope.failure ??= { code: "AL_ERR_TOOL_FAILED", message: record.error ?? `tool ${record.toolName} failed` };
+      return { status: "failed", output: { error: record.error ?? "tool failed" } };
+    case "waiting_approval":
+      return { status: "paused", reason: "approval" };
+    case "waiting_input":
+      return { status: "paused", reason: "input" };
+    default:
+      return undefined;
+  }
+}
+
+async function execute(
+  scope: RunScope,
+  entry: ToolTableEntry,
+  call: ModelToolCall,
+  inputDigest: string,
+  approvedToolCall: boolean,
+  existing: ToolCallRecord | null,
+): Promise<ToolCallOutcome> {
+  const asked: { question?: QuestionSuspension } = {};
+  const ctx = createToolContext(scope, call, approvedToolCall, asked);
+  const base = existing ?? newRecord(scope, call, inputDigest, "requested");
+  let output: unknown;
+  try {
+    output = await entry.definition.execute(call.input, ctx);
+    if (asked.question) throw asked.question;
+  } catch (error) {
+    const question = isQuestionSuspension(error) ? error : asked.question;
+    if (question) {
+      const asking = { question: question.question, choices: question.options?.choices ?? null, metadata: question.options?.metadata ?? null } as JsonValue;
+      await scope.journal.record(
+        scope.runId,
+        "input.requested",
+        { callId: call.id, toolName: call.name, question: question.question, choices: question.options?.choices },
+        { toolCall: { ...base, status: "waiting_input", question: asking, updatedAt: now() }, run: { status: "waiting_input" } },
+      );
+      return { status: "paused", reason: "input" };
+    }
+    return fail(scope, base, call, error);
+  }
+
+  const problem = findNonJson(output, `${call.name} result`);
+  if (problem) {
+    return fail(scope, base, call, new AssemblyLineError("AL_ERR_TOOL_OUTPUT", `tool ${call.name} returned a value that is not JSON-serializable: ${problem}`, {
+      fix: "Return plain JSON from execute (convert Dates, Maps, class instances and bigints).",
+    }));
+  }
+  if (entry.validateOutput && !entry.validateOutput(output)) {
+    const problems = describeSchemaErrors(entry.validateOutput.errors).map((line) => line.replace(/^input/, "output"));
+    return fail(scope, base, call, new AssemblyLineError("AL_ERR_TOOL_OUTPUT", `tool ${call.name} broke its outputSchema: ${problems.join("; ")}`, {
+      fix: "Make execute return what outputSchema declares, or correct the schema.",
+    }));
+  }
+  let modelOutput: unknown = output;
+  if (entry.definition.toModelOutput) {
+    try {
+      modelOutput = entry.definition.toModelOutput(output);
+    } catch (error) {
+      return fail(scope, base, call, error);
+    }
+    const projectionProblem = findNonJson(modelOutput, `${call.name} toModelOutput`);
+    if (projectionProblem) {
+      return fail(scope, base, call, new AssemblyLineError("AL_ERR_TOOL_OUTPUT", projectionProblem, { fix: "Return plain JSON from toModelOutput." }));
+    }
+  }
+  await scope.journal.record(
+    scope.runId,
+    "tool.completed",
+    { callId: call.id, toolName: call.name, output: output as JsonValue, modelOutput: modelOutput as JsonValue },
+    { toolCall: { ...base, status: "completed", output: output as JsonValue, modelOutput: modelOutput as JsonValue, updatedAt: now() } },
+  );
+  return { status: "completed", output: modelOutput as JsonValue, isError: isErrorShaped(modelOutput) };
+}
+
+async function fail(scope: RunScope, base: ToolCallRecord, call: ModelToolCall, error: unknown): Promise<ToolCallOutcome> {
+  const message = error instanceof Error ? error.message : String(error);
+  const code = isAssemblyLineError(error) ? error.code : undefined;
+  await scope.journal.record(
+    scope.runId,
+    "tool.execution_failed",
+    { callId: call.id, toolName: call.name, error: message, code },
+    { toolCall: { ...base, status: "failed", error: message, updatedAt: now() } },
+  );
+  scope.failure ??= { code: code ?? "AL_ERR_TOOL_FAILED", message: `tool ${call.name} failed: ${message}` };
+  return { status: "failed", output: { error: message } };
+}
+
+/** A refusal the model can recover from: recorded, persisted as the call's result, never executed. */
+async function recoverable(
+  scope: RunScope,
+  call: ModelToolCall,
+  inputDigest: string,
+  eventType: "tool.input_invalid" | "tool.disabled",
+  result: { error: string; problems?: string[] },
+): Promise<ToolCallOutcome> {
+  const output = result as unknown as JsonValue;
+  await scope.journal.record(
+    scope.runId,
+    eventType,
+    { callId: call.id, toolName: call.name, input: call.input, ...result },
+    { toolCall: { ...newRecord(scope, call, inputDigest, "completed"), output, modelOutput: output } },
+  );
+  return { status: "completed", output, isError: true };
+}
+
+function newRecord(
+  scope: RunScope,
+  call: ModelToolCall,
+  inputDigest: string,
+  status: ToolCallRecord["status"],
+  extra: Partial<ToolCallRecord> = {},
+): ToolCallRecord {
+  const time = now();
+  return {
+    runId: scope.runId,
+    callId: call.id,
+    toolName: call.name,
+    input: call.input,
+    inputDigest,
+    status,
+    output: null,
+    modelOutput: null,
+    error: null,
+    approvalId: null,
+    question: null,
+    createdAt: time,
+    updatedAt: time,
+    ...extra,
+  };
+}
+
+function isErrorShaped(value: unknown): boolean {
+  return typeof value === "object" && value !== null && !Array.isArray(value) && "error" in value;
+}

@@ -1,0 +1,385 @@
+import { hostname } from "node:os";
+import { randomUUID } from "node:crypto";
+import {
+  AssemblyLineError,
+  type AgentHarness,
+  type BlobStore,
+  type ChannelView,
+  type CoreToolPolicy,
+  type JsonValue,
+  type RunEvent,
+  type RunRecord,
+  type RuntimeLogger,
+  type SandboxAdapter,
+  type StateAdapter,
+  type StateStores,
+} from "@assemblyline-agents/core";
+import type { SourceBundle } from "./compiler/bundle.js";
+import type { AgentManifest } from "./compiler/manifest.js";
+import { SCRIPTED_PREFIX, loadModelScript, scriptedHarness } from "./harness/scripted.js";
+import { STAGE, createKernelHooks, type KernelHooks } from "./hooks.js";
+import { createRuntimeLogger } from "./logger.js";
+import { Admission } from "./run/admission.js";
+import { RunJournal } from "./run/journal.js";
+import { RunDriver } from "./run/run-driver.js";
+import { describeRun, type RunResult } from "./run/run-result.js";
+import { buildToolTable, mergeToolPolicy } from "./run/tool-table.js";
+import { resolveState, type ResolvedState } from "./state/resolve-state.js";
+import { createMemoryApi } from "./state/memory-api.js";
+
+/** A kernel plugin: taps the kernel's hooks. */
+export interface KernelPlugin {
+  name: string;
+  apply(hooks: KernelHooks): void;
+}
+
+export interface RuntimeOptions {
+  manifest: AgentManifest;
+  sourceBundle: SourceBundle;
+  /** Module-resolution hint for packaged dependencies (from loadRuntimeBundle). */
+  artifactRoot?: string;
+  /** A full StateAdapter or a StateStores object (`runs` required); in-memory when omitted. */
+  state?: StateAdapter | StateStores;
+  /** One engine for every run; overrides everything else. */
+  agentHarness?: AgentHarness;
+  /** Host-owned provider-prefix routes (`{ "openai-codex": codexHarness }`), chosen from the persisted model spec. */
+  modelHarnesses?: Record<string, AgentHarness>;
+  /** The engine for specs no route claims (hosts pass `piAgentHarness({ models })`). */
+  defaultHarness?: AgentHarness;
+  /** A pi model catalog, for hosts that build the default engine. */
+  models?: Record<string, unknown>;
+  /** Per-tool host policy; wins over agent.ts and ASSEMBLY_LINE_BASH_TOOL_MODE. */
+  coreToolPolicy?: CoreToolPolicy;
+  /** Brand-new runs executing at once (env ASSEMBLY_LINE_MAX_CONCURRENT_RUNS, default 16). */
+  maxConcurrentRuns?: number;
+  /** Brand-new runs waiting for a slot before RunCapacityError (env ASSEMBLY_LINE_MAX_QUEUED_RUNS, default 16). */
+  maxQueuedRuns?: number;
+  logger?: RuntimeLogger;
+  sandbox?: SandboxAdapter;
+  blob?: BlobStore;
+  plugins?: KernelPlugin[];
+  /** This replica's lease owner id; unique per process by default. */
+  ownerId?: string;
+  /** How long a run lease lasts without a heartbeat (default 30 s). */
+  leaseTtlMs?: number;
+  env?: Record<string, string | undefined>;
+  /** Streamed text as engines produce it (not durable). */
+  onTextDelta?(runId: string, delta: string): void;
+}
+
+export interface RunAgentOptions {
+  message: string;
+  conversationId?: string;
+  metadata?: Record<string, JsonValue>;
+  /** Host-forced model; wins over resolvers and agent.ts. */
+  model?: string;
+  /** Dedupe key (e.g. a provider event id): the same key starts one run. */
+  idempotencyKey?: string;
+  channel?: { name: string; metadata?: Record<string, JsonValue> };
+  signal?: AbortSignal;
+}
+
+/** The kernel: runs an agent's manifest durably against a state store. */
+export class OpenEveRuntime {
+  readonly hooks: KernelHooks;
+  readonly manifest: AgentManifest;
+  readonly state: ResolvedState;
+  readonly logger: RuntimeLogger;
+  private readonly driver: RunDriver;
+  private readonly admission: Admission;
+  private readonly inFlight = new Set<Promise<unknown>>();
+  private readonly ownerId: string;
+
+  constructor(private readonly options: RuntimeOptions) {
+    if (!options?.manifest || !options.sourceBundle) {
+      throw new AssemblyLineError("AL_ERR_MANIFEST_MISSING", "OpenEveRuntime needs manifest and sourceBundle", {
+        fix: "new OpenEveRuntime({ ...(await loadRuntimeBundle(artifactRoot)), state })",
+      });
+    }
+    const env = options.env ?? process.env;
+    this.manifest = options.manifest;
+    this.logger = options.logger ?? createRuntimeLogger({ env });
+    this.state = resolveState(options.state, this.logger);
+    this.hooks = createKernelHooks();
+    this.ownerId = options.ownerId ?? `${hostname()}:${process.pid}:${randomUUID().slice(0, 8)}`;
+    this.admission = new Admission(
+      options.maxConcurrentRuns ?? positiveInt(env.ASSEMBLY_LINE_MAX_CONCURRENT_RUNS, "ASSEMBLY_LINE_MAX_CONCURRENT_RUNS") ?? 16,
+      options.maxQueuedRuns ?? positiveInt(env.ASSEMBLY_LINE_MAX_QUEUED_RUNS, "ASSEMBLY_LINE_MAX_QUEUED_RUNS", true) ?? 16,
+    );
+    this.tapRoutes();
+    this.tapUserHooks();
+    for (const plugin of options.plugins ?? []) plugin.apply(this.hooks);
+
+    const table = this.hooks.tools.call(
+      buildToolTable({
+        manifest: options.manifest,
+        sourceBundle: options.sourceBundle,
+        coreToolPolicy: mergeToolPolicy(options.manifest.agent.coreToolPolicy, options.coreToolPolicy, env),
+        sandboxAvailable: options.sandbox !== undefined,
+      }),
+      {
+        manifest: options.manifest,
+        sourceBundle: options.sourceBundle,
+        coreToolPolicy: mergeToolPolicy(options.manifest.agent.coreToolPolicy, options.coreToolPolicy, env),
+        sandboxAvailable: options.sandbox !== undefined,
+      },
+    );
+    const journal = new RunJournal(
+      this.state.runs,
+      this.hooks,
+      { agentId: this.manifest.agent.id, agentName: this.manifest.agent.name, agentRevision: this.manifest.agentRevision },
+      this.logger,
+    );
+    this.journal = journal;
+    this.driver = new RunDriver({
+      manifest: options.manifest,
+      sourceBundle: options.sourceBundle,
+      hooks: this.hooks,
+      state: this.state,
+      journal,
+      table,
+      logger: this.logger,
+      ownerId: this.ownerId,
+      leaseTtlMs: options.leaseTtlMs ?? 30_000,
+      selectHarness: (modelSpec, runId) => this.selectHarness(modelSpec, runId),
+      services: (run) => this.servicesFor(run),
+      textDelta: (runId, delta) => options.onTextDelta?.(runId, delta),
+    });
+  }
+
+  private readonly journal: RunJournal;
+
+  /** Start a brand-new run and drive it until it completes, fails or pauses. */
+  async run(input: RunAgentOptions): Promise<RunResult> {
+    if (typeof input?.message !== "string") {
+      throw new TypeError("runtime.run({ message }): message must be a string");
+    }
+    const release = await this.admission.acquire();
+    return this.track(async () => {
+      try {
+        const { run, created } = await this.state.runs.createRun({
+          id: `run_${randomUUID()}`,
+          agentId: this.manifest.agent.id,
+          agentRevision: this.manifest.agentRevision,
+          conversationId: input.conversationId ?? null,
+          modelSpec: input.model ?? this.manifest.agent.model,
+          input: { message: input.message, metadata: input.metadata ?? {}, ...(input.channel ? { channel: input.channel } : {}) },
+          ...(input.idempotencyKey ? { idempotencyKey: input.idempotencyKey } : {}),
+        });
+        if (!created) return describeRun(this.state.runs, run);
+        return await this.driver.drive(run.id, { ...(input.model ? { forcedModel: input.model } : {}), ...(input.signal ? { signal: input.signal } : {}) });
+      } finally {
+        release();
+      }
+    });
+  }
+
+  /** Approve a pending tool call (the only one when `callId` is omitted) and resume the run. */
+  async approve(runId: string, options: { callId?: string; actor?: string } = {}): Promise<RunResult> {
+    return this.decide(runId, "approved", options);
+  }
+
+  /** Deny a pending tool call; the model receives a denial result and the run resumes. */
+  async deny(runId: string, options: { callId?: string; actor?: string; reason?: string } = {}): Promise<RunResult> {
+    return this.decide(runId, "denied", options);
+  }
+
+  /** Answer the run's pending question; the answer becomes that tool call's result. */
+  async answer(runId: string, answer: string, options: { actor?: string } = {}): Promise<RunResult> {
+    return this.track(async () => {
+      const run = await this.requireRun(runId);
+      const calls = await this.state.runs.listToolCalls(runId);
+      const asking = calls.find((call) => call.status === "waiting_input");
+      if (run.status !== "waiting_input" || !asking) {
+        throw new AssemblyLineError("AL_ERR_RUN_NOT_RESUMABLE", `run ${runId} is ${run.status}, not waiting for an answer`, {
+          fix: "Answer only runs in waiting_input (see `assembly-line runs show <id>`).",
+        });
+      }
+      const output = { answer } as JsonValue;
+      await this.journal.record(
+        runId,
+        "input.received",
+        { callId: asking.callId, answer, actor: options.actor ?? null },
+        { toolCall: { ...asking, status: "completed", output, modelOutput: output, updatedAt: new Date().toISOString() }, run: { status: "running" } },
+      );
+      return this.driver.drive(runId);
+    });
+  }
+
+  /** Continue a run that is running without an owner (e.g. after a crash). */
+  async resume(runId: string): Promise<RunResult> {
+    return this.track(async () => {
+      const run = await this.requireRun(runId);
+      if (run.status !== "running" && run.status !== "queued") return describeRun(this.state.runs, run);
+      await this.journal.record(runId, "run.resumed", { owner: this.ownerId });
+      return this.driver.drive(runId);
+    });
+  }
+
+  /** Take over runs whose owner's lease expired, and drive each. */
+  async recoverRuns(options: { limit?: number } = {}): Promise<RunResult[]> {
+    const claimed = await this.state.runs.claimRecoverableRuns({ owner: this.ownerId, ttlMs: this.options.leaseTtlMs ?? 30_000, limit: options.limit ?? 10 });
+    return Promise.all(
+      claimed.map((run) =>
+        this.track(async () => {
+          await this.journal.record(run.id, "run.resumed", { owner: this.ownerId, recovered: true });
+          return this.driver.drive(run.id);
+        }),
+      ),
+    );
+  }
+
+  async getRun(runId: string): Promise<RunResult> {
+    return describeRun(this.state.runs, await this.requireRun(runId));
+  }
+
+  async listEvents(runId: string): Promise<RunEvent[]> {
+    await this.requireRun(runId);
+    return this.state.runs.listEvents(runId);
+  }
+
+  /** true when a brand-new run would start now without waiting. */
+  hasRunCapacity(): boolean {
+    return this.admission.hasCapacity();
+  }
+
+  /** Resolves once no run is executing or waiting for a slot. */
+  async onIdle(): Promise<void> {
+    while (this.inFlight.size > 0) await Promise.allSettled([...this.inFlight]);
+  }
+
+  async close(): Promise<void> {
+    await this.onIdle();
+    await this.state.close?.();
+  }
+
+  private async decide(runId: string, decision: "approved" | "denied", options: { callId?: string; actor?: string; reason?: string }): Promise<RunResult> {
+    return this.track(async () => {
+      const run = await this.requireRun(runId);
+      const pending = (await this.state.runs.listToolCalls(runId)).filter((call) => call.status === "waiting_approval");
+      if (run.status !== "waiting_approval" || pending.length === 0) {
+        throw new AssemblyLineError("AL_ERR_RUN_NOT_RESUMABLE", `run ${runId} is ${run.status}, with no tool call waiting for approval`, {
+          fix: "Approvals are single-use; check `assembly-line runs show <id>` for what the run waits on.",
+        });
+      }
+      const call = options.callId ? pending.find((candidate) => candidate.callId === options.callId || candidate.approvalId === options.callId) : pending.length === 1 ? pending[0] : undefined;
+      if (!call) {
+        throw new AssemblyLineError("AL_ERR_APPROVAL_NOT_FOUND", options.callId ? `run ${runId} has no pending approval ${options.callId}` : `run ${runId} has ${pending.length} pending approvals; name one`, {
+          fix: `Pass one of: ${pending.map((candidate) => candidate.callId).join(", ")}.`,
+        });
+      }
+      const time = new Date().toISOString();
+      const denial = { error: `The user denied this ${call.toolName} call.`, denied: true, ...(options.reason ? { reason: options.reason } : {}) } as JsonValue;
+      await this.journal.record(
+        runId,
+        decision === "approved" ? "approval.granted" : "approval.denied",
+        { approvalId: call.approvalId, callId: call.callId, toolName: call.toolName, actor: options.actor ?? null, reason: options.reason ?? null },
+        {
+          toolCall: decision === "approved" ? { ...call, status: "approved", updatedAt: time } : { ...call, status: "denied", output: denial, modelOutput: denial, updatedAt: time },
+          ...(pending.length === 1 ? { run: { status: "running" as const } } : {}),
+        },
+      );
+      if (pending.length > 1) return describeRun(this.state.runs, (await this.state.runs.getRun(runId))!);
+      return this.driver.drive(runId);
+    });
+  }
+
+  private async requireRun(runId: string): Promise<RunRecord> {
+    const run = await this.state.runs.getRun(runId);
+    if (!run) {
+      throw new AssemblyLineError("AL_ERR_RUN_NOT_FOUND", `no run ${runId} in this state store`, { fix: "List runs with `assembly-line runs list`." });
+    }
+    return run;
+  }
+
+  private track<T>(work: () => Promise<T>): Promise<T> {
+    const promise = work();
+    this.inFlight.add(promise);
+    promise.then(
+      () => this.inFlight.delete(promise),
+      () => this.inFlight.delete(promise),
+    );
+    return promise;
+  }
+
+  private async selectHarness(modelSpec: string, runId: string): Promise<AgentHarness> {
+    if (this.options.agentHarness) return this.options.agentHarness;
+    const harness = await this.hooks.harness.promise({ runId, modelSpec });
+    if (harness) return harness;
+    throw new AssemblyLineError("AL_ERR_HARNESS", `no engine serves model "${modelSpec}"`, {
+      fix: "Run through a host that installs @assemblyline-agents/pi (e.g. `assembly-line run`), pass defaultHarness/agentHarness, or use --model scripted:<file.json>.",
+    });
+  }
+
+  private tapRoutes(): void {
+    const scripts = new Map<string, AgentHarness>();
+    this.hooks.harness.tapPromise({ name: "scripted-route", stage: STAGE.ROUTE }, async ({ modelSpec }) => {
+      if (!modelSpec.startsWith(SCRIPTED_PREFIX)) return undefined;
+      const file = modelSpec.slice(SCRIPTED_PREFIX.length);
+      let harness = scripts.get(file);
+      if (!harness) scripts.set(file, (harness = scriptedHarness(loadModelScript(file))));
+      return harness;
+    });
+    for (const [prefix, harness] of Object.entries(this.options.modelHarnesses ?? {})) {
+      this.hooks.harness.tapPromise({ name: `model-route:${prefix}`, stage: STAGE.ROUTE }, async ({ modelSpec }) =>
+        providerOf(modelSpec) === prefix ? harness : undefined,
+      );
+    }
+    const fallback = this.options.defaultHarness;
+    if (fallback) this.hooks.harness.tapPromise({ name: "default-engine", stage: STAGE.FALLBACK }, async () => fallback);
+  }
+
+  private tapUserHooks(): void {
+    for (const { file, hook } of this.options.sourceBundle.hooks) {
+      this.hooks.event.tapPromise({ name: `hooks/${file}`, stage: STAGE.DEFAULT }, async (event, context) => {
+        const handlers = [hook.events[event.type], hook.events["*"]].filter((handler) => typeof handler === "function");
+        for (const handler of handlers) {
+          try {
+            await handler!(event, { runId: event.runId, agentRevision: context.agentRevision, agent: { id: context.agentId, name: context.agentName } });
+          } catch (error) {
+            const message = error instanceof Error ? error.message : String(error);
+            this.logger.warn({ event: "hook.failed", hook: file, eventType: event.type, runId: event.runId, err: message }, "hook handler threw");
+            // A failing handler of hook.failed itself is only logged, so a broken hook cannot loop.
+            if (event.type !== "hook.failed") {
+              await this.journal.appendUnobserved(event.runId, [{ type: "hook.failed", data: { hook: file, eventType: event.type, eventSeq: event.seq, error: message } }]);
+            }
+          }
+        }
+      });
+    }
+  }
+
+  private servicesFor(run: RunRecord) {
+    const sandboxAdapter = this.options.sandbox;
+    return {
+      getSandbox: async () => {
+        if (!sandboxAdapter) {
+          throw new AssemblyLineError("AL_ERR_HARNESS", "this runtime has no sandbox adapter", {
+            fix: "Configure a sandbox (the local plugin, or dockerSandbox() in gateway.ts).",
+          });
+        }
+        return sandboxAdapter.acquire(run.id);
+      },
+      memory: createMemoryApi(this.state.memory),
+      ...(this.options.blob ? { blob: this.options.blob } : {}),
+      spawnSubagent: async () => {
+        throw new AssemblyLineError("AL_ERR_HARNESS", "this agent has no compiled subagents", { fix: "Subagents are not available in this runtime version." });
+      },
+    };
+  }
+}
+
+function providerOf(modelSpec: string): string {
+  return modelSpec.split(/[/:]/)[0] ?? modelSpec;
+}
+
+function positiveInt(value: string | undefined, name: string, allowZero = false): number | undefined {
+  if (value === undefined || value === "") return undefined;
+  const parsed = Number(value);
+  if (!Number.isInteger(parsed) || parsed < (allowZero ? 0 : 1)) {
+    throw new TypeError(`${name}=${value} must be a ${allowZero ? "non-negative" : "positive"} integer`);
+  }
+  return parsed;
+}
+
+export type { ChannelView };

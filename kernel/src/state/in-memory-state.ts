@@ -1,0 +1,537 @@
+import {
+  AssemblyLineError,
+  type CheckpointRecord,
+  type ClaimOptions,
+  type ConversationMessage,
+  type DeliveryRecord,
+  type FileRecord,
+  type JsonValue,
+  type MemoryRecord,
+  type NewRun,
+  type NewRunEvent,
+  type RunEvent,
+  type RunListFilter,
+  type RunPage,
+  type RunRecord,
+  type RunStateChange,
+  type SandboxSessionRecord,
+  type ScheduleRecord,
+  type SettingAuditEvent,
+  type StateAdapter,
+  type StepRecord,
+  type ToolCallRecord,
+  type UsageRecord,
+} from "@assemblyline-agents/core";
+import { randomUUID } from "node:crypto";
+
+/** Page size of listRuns when the filter gives none. */
+const DEFAULT_PAGE_SIZE = 50;
+/** How many records one claim call leases when the caller gives no limit. */
+const DEFAULT_CLAIM_LIMIT = 100;
+
+interface StoredRun {
+  record: RunRecord;
+  /** Creation order; listRuns pages by it so equal timestamps still order stably. */
+  ordinal: number;
+  events: RunEvent[];
+  toolCalls: Map<string, ToolCallRecord>;
+  steps: Map<string, StepRecord>;
+  checkpoint: CheckpointRecord | undefined;
+  deliveryIds: string[];
+}
+
+interface StoredDelivery {
+  record: DeliveryRecord;
+  ordinal: number;
+}
+
+/** Every stored value and every returned value is a private copy. */
+const copy = <T>(value: T): T => structuredClone(value);
+
+const isoOf = (now: Date | undefined): string => (now ?? new Date()).toISOString();
+
+const leaseIsFree = (lease: { expiresAt: string } | null, now: Date): boolean =>
+  lease === null || Date.parse(lease.expiresAt) <= now.getTime();
+
+const claimLimit = (limit: number | undefined): number => Math.max(0, limit ?? DEFAULT_CLAIM_LIMIT);
+
+/**
+ * A complete state adapter held in process memory: every facet, for tests, the
+ * scripted durability suites, and hosts that accept losing state on exit.
+ *
+ * Each method does its reads and writes without awaiting in between, so every
+ * call is atomic with respect to every other call on the same instance.
+ * Step keys are insert-once: a second write of the same key keeps the first.
+ * completeDelivery/failDelivery/completeScheduleRun from an owner that does not
+ * hold the lease are ignored, so a worker whose lease was taken over cannot
+ * undo the new holder's work.
+ */
+export class InMemoryStateAdapter implements StateAdapter {
+  private readonly runs = new Map<string, StoredRun>();
+  private readonly runIdByIdempotencyKey = new Map<string, string>();
+  private readonly deliveries = new Map<string, StoredDelivery>();
+  private readonly conversations = new Map<string, ConversationMessage[]>();
+  private readonly schedules = new Map<string, ScheduleRecord>();
+  private readonly files = new Map<string, FileRecord>();
+  private readonly usage = new Map<string, UsageRecord>();
+  private readonly sandboxSessions = new Map<string, SandboxSessionRecord>();
+  private readonly memory = new Map<string, MemoryRecord>();
+  private readonly settings = new Map<string, JsonValue>();
+  private readonly settingAudit: SettingAuditEvent[] = [];
+  private nextOrdinal = 1;
+
+  // ---- runs ----------------------------------------------------------------
+
+  async createRun(run: NewRun): Promise<{ run: RunRecord; created: boolean }> {
+    const existingId =
+      run.idempotencyKey !== undefined ? this.runIdByIdempotencyKey.get(run.idempotencyKey) : undefined;
+    const existing = this.runs.get(existingId ?? run.id);
+    if (existing) return { run: copy(existing.record), created: false };
+
+    const now = new Date().toISOString();
+    const input = copy(run.input);
+    const record: RunRecord = {
+      id: run.id,
+      agentId: run.agentId,
+      agentRevision: run.agentRevision,
+      conversationId: run.conversationId ?? null,
+      status: run.status ?? "queued",
+      modelSpec: run.modelSpec,
+      input,
+      output: null,
+      error: null,
+      lastSeq: 1,
+      observedSeq: 0,
+      lease: null,
+      createdAt: now,
+      updatedAt: now,
+    };
+    const created: RunEvent = {
+      id: `${run.id}:1`,
+      runId: run.id,
+      seq: 1,
+      type: "run.created",
+      data: {
+        agentId: record.agentId,
+        agentRevision: record.agentRevision,
+        conversationId: record.conversationId,
+        modelSpec: record.modelSpec,
+        status: record.status,
+        input: copy(input) as unknown as JsonValue,
+      },
+      createdAt: now,
+    };
+    this.runs.set(run.id, {
+      record,
+      ordinal: this.nextOrdinal++,
+      events: [created],
+      toolCalls: new Map(),
+      steps: new Map(),
+      checkpoint: undefined,
+      deliveryIds: [],
+    });
+    if (run.idempotencyKey !== undefined) this.runIdByIdempotencyKey.set(run.idempotencyKey, run.id);
+    return { run: copy(record), created: true };
+  }
+
+  async getRun(runId: string): Promise<RunRecord | undefined> {
+    const stored = this.runs.get(runId);
+    return stored ? copy(stored.record) : undefined;
+  }
+
+  async listRuns(filter: RunListFilter = {}): Promise<RunPage> {
+    const limit = Math.max(1, filter.limit ?? DEFAULT_PAGE_SIZE);
+    const statuses = filter.status === undefined ? undefined : new Set([filter.status].flat());
+    const before = filter.cursor === undefined ? Number.POSITIVE_INFINITY : decodeRunCursor(filter.cursor);
+    const matching = [...this.runs.values()]
+      .filter(
+        ({ record, ordinal }) =>
+          ordinal < before &&
+          (statuses === undefined || statuses.has(record.status)) &&
+          (filter.agentId === undefined || record.agentId === filter.agentId) &&
+          (filter.conversationId === undefined || record.conversationId === filter.conversationId),
+      )
+      .sort((a, b) => b.ordinal - a.ordinal);
+    const page = matching.slice(0, limit);
+    const last = page[page.length - 1];
+    return {
+      runs: page.map(({ record }) => copy(record)),
+      nextCursor: matching.length > limit && last ? encodeRunCursor(last.ordinal) : null,
+    };
+  }
+
+  async appendEvents(
+    runId: string,
+    events: NewRunEvent[],
+    change?: RunStateChange,
+    options: { expectedLastSeq?: number } = {},
+  ): Promise<RunEvent[]> {
+    const stored = this.requireRun(runId);
+    const { record } = stored;
+    if (options.expectedLastSeq !== undefined && options.expectedLastSeq !== record.lastSeq) {
+      throw new AssemblyLineError(
+        "AL_ERR_EVENT_SEQ",
+        `run ${runId} is at seq ${record.lastSeq}, but the append expected seq ${options.expectedLastSeq}`,
+        {
+          fix: "Another writer appended to this run; reload it and decide again, or hold the run's lease while writing.",
+          details: { runId, lastSeq: record.lastSeq, expectedLastSeq: options.expectedLastSeq },
+        },
+      );
+    }
+
+    // Copy everything first: a value that cannot be cloned throws before anything changes.
+    const now = new Date().toISOString();
+    const appended: RunEvent[] = events.map((event, index) => {
+      const seq = record.lastSeq + index + 1;
+      return { id: `${runId}:${seq}`, runId, seq, type: event.type, data: copy(event.data ?? {}), createdAt: now };
+    });
+    const next = change === undefined ? undefined : copy(change);
+
+    stored.events.push(...appended);
+    record.lastSeq += appended.length;
+    record.updatedAt = now;
+    if (next) this.applyChange(stored, next, now);
+    return appended.map(copy);
+  }
+
+  async listEvents(runId: string, options: { afterSeq?: number; limit?: number } = {}): Promise<RunEvent[]> {
+    const stored = this.runs.get(runId);
+    if (!stored) return [];
+    const afterSeq = options.afterSeq ?? 0;
+    // Seqs are contiguous from 1, so the event with seq n sits at index n - 1.
+    const start = Math.max(0, Math.min(stored.events.length, Math.floor(afterSeq)));
+    const end = options.limit === undefined ? undefined : start + Math.max(0, options.limit);
+    return stored.events.slice(start, end).map(copy);
+  }
+
+  async markObserved(runId: string, seq: number): Promise<void> {
+    const { record } = this.requireRun(runId);
+    if (seq > record.observedSeq) record.observedSeq = seq;
+  }
+
+  async getToolCall(runId: string, callId: string): Promise<ToolCallRecord | undefined> {
+    const call = this.runs.get(runId)?.toolCalls.get(callId);
+    return call ? copy(call) : undefined;
+  }
+
+  async listToolCalls(runId: string): Promise<ToolCallRecord[]> {
+    return [...(this.runs.get(runId)?.toolCalls.values() ?? [])].map(copy);
+  }
+
+  async getStep(runId: string, key: string): Promise<StepRecord | undefined> {
+    const step = this.runs.get(runId)?.steps.get(key);
+    return step ? copy(step) : undefined;
+  }
+
+  async getCheckpoint(runId: string): Promise<CheckpointRecord | undefined> {
+    const checkpoint = this.runs.get(runId)?.checkpoint;
+    return checkpoint ? copy(checkpoint) : undefined;
+  }
+
+  async acquireRunLease(runId: string, owner: string, ttlMs: number, now?: Date): Promise<boolean> {
+    const { record } = this.requireRun(runId);
+    const at = now ?? new Date();
+    if (record.lease && record.lease.owner !== owner && !leaseIsFree(record.lease, at)) return false;
+    record.lease = { owner, expiresAt: new Date(at.getTime() + ttlMs).toISOString() };
+    return true;
+  }
+
+  async releaseRunLease(runId: string, owner: string): Promise<void> {
+    const record = this.runs.get(runId)?.record;
+    if (record?.lease?.owner === owner) record.lease = null;
+  }
+
+  async claimRecoverableRuns(options: ClaimOptions): Promise<RunRecord[]> {
+    const at = options.now ?? new Date();
+    const lease = { owner: options.owner, expiresAt: new Date(at.getTime() + options.ttlMs).toISOString() };
+    const claimed = [...this.runs.values()]
+      .filter(
+        ({ record }) => (record.status === "queued" || record.status === "running") && leaseIsFree(record.lease, at),
+      )
+      .sort((a, b) => a.ordinal - b.ordinal)
+      .slice(0, claimLimit(options.limit));
+    for (const { record } of claimed) record.lease = { ...lease };
+    return claimed.map(({ record }) => copy(record));
+  }
+
+  async listDeliveries(runId: string): Promise<DeliveryRecord[]> {
+    const ids = this.runs.get(runId)?.deliveryIds ?? [];
+    return ids.flatMap((id) => {
+      const stored = this.deliveries.get(id);
+      return stored ? [copy(stored.record)] : [];
+    });
+  }
+
+  async claimDeliveries(options: ClaimOptions): Promise<DeliveryRecord[]> {
+    const at = options.now ?? new Date();
+    const lease = { owner: options.owner, expiresAt: new Date(at.getTime() + options.ttlMs).toISOString() };
+    const claimed = [...this.deliveries.values()]
+      .filter(
+        ({ record }) =>
+          record.status === "pending" &&
+          Date.parse(record.availableAt) <= at.getTime() &&
+          leaseIsFree(record.lease, at),
+      )
+      .sort((a, b) => Date.parse(a.record.availableAt) - Date.parse(b.record.availableAt) || a.ordinal - b.ordinal)
+      .slice(0, claimLimit(options.limit));
+    for (const { record } of claimed) {
+      record.lease = { ...lease };
+      record.updatedAt = at.toISOString();
+    }
+    return claimed.map(({ record }) => copy(record));
+  }
+
+  async completeDelivery(deliveryId: string, owner: string): Promise<void> {
+    const record = this.deliveries.get(deliveryId)?.record;
+    if (!record || record.status !== "pending" || record.lease?.owner !== owner) return;
+    record.status = "delivered";
+    record.attempts += 1;
+    record.lease = null;
+    record.lastError = null;
+    record.updatedAt = new Date().toISOString();
+  }
+
+  async failDelivery(deliveryId: string, owner: string, error: string, retryAt?: Date): Promise<void> {
+    const record = this.deliveries.get(deliveryId)?.record;
+    if (!record || record.status !== "pending" || record.lease?.owner !== owner) return;
+    record.attempts += 1;
+    record.lastError = error;
+    record.lease = null;
+    record.updatedAt = new Date().toISOString();
+    if (retryAt) record.availableAt = retryAt.toISOString();
+    else record.status = "failed";
+  }
+
+  // ---- conversations ---------------------------------------------------------
+
+  async appendConversationMessages(conversationId: string, messages: ConversationMessage[]): Promise<void> {
+    const copies = messages.map(copy);
+    const list = this.conversations.get(conversationId) ?? [];
+    list.push(...copies);
+    this.conversations.set(conversationId, list);
+  }
+
+  async listConversationMessages(
+    conversationId: string,
+    options: { limit?: number } = {},
+  ): Promise<ConversationMessage[]> {
+    const list = this.conversations.get(conversationId) ?? [];
+    // slice(-0) would return everything, so a zero limit is handled on its own.
+    const tail = options.limit === undefined ? list : options.limit <= 0 ? [] : list.slice(-options.limit);
+    return tail.map(copy);
+  }
+
+  // ---- schedules -------------------------------------------------------------
+
+  async upsertSchedule(schedule: Omit<ScheduleRecord, "lease">): Promise<void> {
+    const lease = this.schedules.get(schedule.id)?.lease ?? null;
+    this.schedules.set(schedule.id, { ...copy(schedule), lease });
+  }
+
+  async getSchedule(id: string): Promise<ScheduleRecord | undefined> {
+    const schedule = this.schedules.get(id);
+    return schedule ? copy(schedule) : undefined;
+  }
+
+  async listSchedules(): Promise<ScheduleRecord[]> {
+    return [...this.schedules.values()].sort((a, b) => compare(a.id, b.id)).map(copy);
+  }
+
+  async claimDueSchedules(options: { owner: string; ttlMs: number; now?: Date; limit?: number }): Promise<ScheduleRecord[]> {
+    const at = options.now ?? new Date();
+    const expiresAt = new Date(at.getTime() + options.ttlMs).toISOString();
+    const claimed = [...this.schedules.values()]
+      .filter((s) => s.enabled && Date.parse(s.nextRunAt) <= at.getTime() && leaseIsFree(s.lease, at))
+      .sort((a, b) => Date.parse(a.nextRunAt) - Date.parse(b.nextRunAt) || compare(a.id, b.id))
+      .slice(0, claimLimit(options.limit));
+    for (const schedule of claimed) schedule.lease = { owner: options.owner, expiresAt };
+    return claimed.map(copy);
+  }
+
+  async completeScheduleRun(id: string, owner: string, nextRunAt: Date): Promise<void> {
+    const schedule = this.schedules.get(id);
+    if (!schedule || schedule.lease?.owner !== owner) return;
+    schedule.lease = null;
+    schedule.nextRunAt = nextRunAt.toISOString();
+  }
+
+  async deleteSchedule(id: string): Promise<void> {
+    this.schedules.delete(id);
+  }
+
+  // ---- files -----------------------------------------------------------------
+
+  async putFileRecord(record: FileRecord): Promise<void> {
+    this.files.set(record.path, copy(record));
+  }
+
+  async getFileRecord(path: string): Promise<FileRecord | undefined> {
+    const record = this.files.get(path);
+    return record ? copy(record) : undefined;
+  }
+
+  async listFileRecords(options: { prefix?: string } = {}): Promise<FileRecord[]> {
+    const prefix = options.prefix ?? "";
+    return [...this.files.values()]
+      .filter((record) => record.path.startsWith(prefix))
+      .sort((a, b) => compare(a.path, b.path))
+      .map(copy);
+  }
+
+  async deleteFileRecord(path: string): Promise<void> {
+    this.files.delete(path);
+  }
+
+  // ---- usage -----------------------------------------------------------------
+
+  async recordUsage(record: UsageRecord): Promise<void> {
+    if (!this.usage.has(record.id)) this.usage.set(record.id, copy(record));
+  }
+
+  async listUsage(filter: { runId?: string; conversationId?: string }): Promise<UsageRecord[]> {
+    return [...this.usage.values()]
+      .filter(
+        (record) =>
+          (filter.runId === undefined || record.runId === filter.runId) &&
+          (filter.conversationId === undefined || record.conversationId === filter.conversationId),
+      )
+      .map(copy);
+  }
+
+  // ---- sandbox sessions ------------------------------------------------------
+
+  async getSandboxSession(key: string): Promise<SandboxSessionRecord | undefined> {
+    const record = this.sandboxSessions.get(key);
+    return record ? copy(record) : undefined;
+  }
+
+  async putSandboxSession(record: SandboxSessionRecord): Promise<void> {
+    this.sandboxSessions.set(record.key, copy(record));
+  }
+
+  async deleteSandboxSession(key: string): Promise<void> {
+    this.sandboxSessions.delete(key);
+  }
+
+  async listSandboxSessions(): Promise<SandboxSessionRecord[]> {
+    return [...this.sandboxSessions.values()].sort((a, b) => compare(a.key, b.key)).map(copy);
+  }
+
+  // ---- memory ----------------------------------------------------------------
+
+  async readMemory(path: string): Promise<MemoryRecord | undefined> {
+    const record = this.memory.get(path);
+    return record ? copy(record) : undefined;
+  }
+
+  async writeMemory(path: string, content: string): Promise<void> {
+    this.memory.set(path, { path, content, updatedAt: new Date().toISOString() });
+  }
+
+  async listMemory(prefix = ""): Promise<string[]> {
+    return [...this.memory.keys()].filter((path) => path.startsWith(prefix)).sort(compare);
+  }
+
+  async deleteMemory(path: string): Promise<void> {
+    this.memory.delete(path);
+  }
+
+  // ---- settings --------------------------------------------------------------
+
+  async getSetting(key: string): Promise<JsonValue | undefined> {
+    return this.settings.has(key) ? copy(this.settings.get(key)) : undefined;
+  }
+
+  async putSetting(key: string, value: JsonValue, audit: { actor: string; reason?: string }): Promise<SettingAuditEvent> {
+    const stored = copy(value);
+    const event: SettingAuditEvent = {
+      id: randomUUID(),
+      key,
+      value: copy(stored),
+      previous: this.settings.has(key) ? copy(this.settings.get(key) ?? null) : null,
+      actor: audit.actor,
+      reason: audit.reason ?? null,
+      createdAt: new Date().toISOString(),
+    };
+    this.settings.set(key, stored);
+    this.settingAudit.push(event);
+    return copy(event);
+  }
+
+  async listSettingAudit(options: { key?: string; limit?: number } = {}): Promise<SettingAuditEvent[]> {
+    const newestFirst = this.settingAudit.filter((event) => options.key === undefined || event.key === options.key).reverse();
+    return newestFirst.slice(0, options.limit === undefined ? undefined : Math.max(0, options.limit)).map(copy);
+  }
+
+  async close(): Promise<void> {}
+
+  // ---- internals -------------------------------------------------------------
+
+  private requireRun(runId: string): StoredRun {
+    const stored = this.runs.get(runId);
+    if (stored) return stored;
+    throw new AssemblyLineError("AL_ERR_RUN_NOT_FOUND", `no run with id "${runId}" exists in the in-memory state`, {
+      fix: "Create the run with createRun before writing to it, and check the run id.",
+      details: { runId },
+    });
+  }
+
+  /** Apply an already-copied change; the caller has validated everything that can fail. */
+  private applyChange(stored: StoredRun, change: RunStateChange, now: string): void {
+    const { record } = stored;
+    if (change.run) {
+      const { status, modelSpec, output, error, conversationId } = change.run;
+      if (status !== undefined) record.status = status;
+      if (modelSpec !== undefined) record.modelSpec = modelSpec;
+      if (output !== undefined) record.output = output;
+      if (error !== undefined) record.error = error;
+      if (conversationId !== undefined) record.conversationId = conversationId;
+    }
+    if (change.toolCall) stored.toolCalls.set(change.toolCall.callId, { ...change.toolCall, runId: record.id });
+    if (change.step && !stored.steps.has(change.step.key)) {
+      stored.steps.set(change.step.key, { ...change.step, runId: record.id });
+    }
+    if (change.checkpoint !== undefined) {
+      stored.checkpoint = change.checkpoint === null ? undefined : { ...change.checkpoint, runId: record.id };
+    }
+    if (change.delivery && !this.deliveries.has(change.delivery.id)) {
+      const delivery: DeliveryRecord = {
+        id: change.delivery.id,
+        runId: record.id,
+        channel: change.delivery.channel,
+        conversationId: change.delivery.conversationId ?? null,
+        payload: change.delivery.payload,
+        status: "pending",
+        attempts: 0,
+        availableAt: now,
+        lastError: null,
+        lease: null,
+        createdAt: now,
+        updatedAt: now,
+      };
+      this.deliveries.set(delivery.id, { record: delivery, ordinal: this.nextOrdinal++ });
+      stored.deliveryIds.push(delivery.id);
+    }
+  }
+}
+
+/** Code-point order, so sorting does not depend on the host's locale. */
+function compare(a: string, b: string): number {
+  return a < b ? -1 : a > b ? 1 : 0;
+}
+
+function encodeRunCursor(ordinal: number): string {
+  return Buffer.from(JSON.stringify({ before: ordinal }), "utf8").toString("base64url");
+}
+
+function decodeRunCursor(cursor: string): number {
+  try {
+    const parsed = JSON.parse(Buffer.from(cursor, "base64url").toString("utf8")) as { before?: unknown };
+    if (typeof parsed.before === "number" && Number.isFinite(parsed.before)) return parsed.before;
+  } catch {
+    // fall through to the error below
+  }
+  throw new AssemblyLineError("AL_ERR_STATE_INPUT_INVALID", `listRuns got cursor "${cursor}", which this state store did not produce`, {
+    fix: "Pass back the nextCursor of the previous page unchanged, or omit cursor to start from the newest run.",
+  });
+}

@@ -1,0 +1,64 @@
+import {
+  AssemblyLineError,
+  STATE_FACET_NAMES,
+  missingFacetMethods,
+  type RuntimeLogger,
+  type StateAdapter,
+  type StateFacetName,
+  type StateStores,
+} from "@assemblyline-agents/core";
+import { InMemoryStateAdapter } from "./in-memory-state.js";
+
+export type ResolvedState = Required<Omit<StateStores, "close">> & { close?: () => Promise<void> };
+
+/**
+ * Accept a full StateAdapter (duck-typed by createRun + appendEvents) or a
+ * StateStores object. Missing optional facets fall back to memory, reported in
+ * one `state.degraded` warning.
+ */
+export function resolveState(state: StateAdapter | StateStores | undefined, logger: RuntimeLogger): ResolvedState {
+  if (state === undefined) {
+    const memory = new InMemoryStateAdapter();
+    return facetsOf(memory, {});
+  }
+  const isAdapter = typeof (state as StateAdapter).createRun === "function" && typeof (state as StateAdapter).appendEvents === "function";
+  const stores: Partial<Record<StateFacetName, unknown>> = {};
+  if (isAdapter) {
+    for (const facet of STATE_FACET_NAMES) if (missingFacetMethods(state, facet).length === 0) stores[facet] = state;
+  } else {
+    Object.assign(stores, state);
+  }
+  if (!stores.runs) {
+    throw new AssemblyLineError("AL_ERR_STATE_RUNS_REQUIRED", "RuntimeOptions.state has no runs facet (RunStore)", {
+      fix: "Pass a full StateAdapter (e.g. new InMemoryStateAdapter()) or { runs: myRunStore, ...optional facets }.",
+    });
+  }
+  const missingRunMethods = missingFacetMethods(stores.runs, "runs");
+  if (missingRunMethods.length > 0) {
+    throw new AssemblyLineError("AL_ERR_STATE_RUNS_REQUIRED", `state.runs lacks ${missingRunMethods.join(", ")}`, {
+      fix: "Implement every RunStore method; run the state conformance kit from @assemblyline-agents/core/testkit.",
+    });
+  }
+  const missing = STATE_FACET_NAMES.filter((facet) => !stores[facet]);
+  const fallback = new InMemoryStateAdapter();
+  if (missing.length > 0) {
+    logger.warn({ event: "state.degraded", missing }, `state facets ${missing.join(", ")} fall back to non-durable memory`);
+  }
+  const resolved = facetsOf(fallback, stores as Partial<ResolvedState>);
+  const close = (state as { close?: () => Promise<void> }).close;
+  if (typeof close === "function") resolved.close = () => close.call(state);
+  return resolved;
+}
+
+function facetsOf(fallback: InMemoryStateAdapter, stores: Partial<ResolvedState>): ResolvedState {
+  return {
+    runs: stores.runs ?? fallback,
+    conversations: stores.conversations ?? fallback,
+    schedules: stores.schedules ?? fallback,
+    files: stores.files ?? fallback,
+    usage: stores.usage ?? fallback,
+    sandboxSessions: stores.sandboxSessions ?? fallback,
+    memory: stores.memory ?? fallback,
+    settings: stores.settings ?? fallback,
+  };
+}

@@ -1,0 +1,5 @@
+/**
+ * Conformance kits: vitest suites any plugin runs against its own adapter.
+ * Import from "@assemblyline-agents/core/testkit" inside a vitest test file.
+ */
+export * from "./state/index.js";

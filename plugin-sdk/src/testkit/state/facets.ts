@@ -1,0 +1,321 @@
+import { describe, expect, it } from "vitest";
+import type {
+  ConversationMessage,
+  ConversationStore,
+  FileIndexStore,
+  FileRecord,
+  MemoryStateStore,
+  RuntimeSettingsStore,
+  SandboxSessionRecord,
+  SandboxSessionStore,
+  ScheduleStateStore,
+  UsageRecord,
+  UsageStore,
+} from "../../state/index.js";
+import { clockAt, uniqueId, useSubject, type StateKitFactory } from "./subject.js";
+
+const message = (content: string, role: ConversationMessage["role"] = "user"): ConversationMessage => ({
+  role,
+  content,
+  runId: null,
+  createdAt: new Date().toISOString(),
+});
+
+/** The `conversations` facet: append-only history, read oldest first. */
+export function describeConversationStoreConformance(name: string, factory: StateKitFactory<ConversationStore>): void {
+  describe(`${name}: ConversationStore conformance`, () => {
+    const store = useSubject(factory);
+
+    it("lists appended messages oldest first, per conversation", async () => {
+      const a = uniqueId("conv");
+      const b = uniqueId("conv");
+      await store().appendConversationMessages(a, [message("1"), message("2", "assistant")]);
+      await store().appendConversationMessages(b, [message("other")]);
+      await store().appendConversationMessages(a, [{ ...message("3"), runId: "run-1" }]);
+      const listed = await store().listConversationMessages(a);
+      expect(listed.map((m) => [m.role, m.content, m.runId])).toEqual([
+        ["user", "1", null],
+        ["assistant", "2", null],
+        ["user", "3", "run-1"],
+      ]);
+      expect((await store().listConversationMessages(b)).map((m) => m.content)).toEqual(["other"]);
+    });
+
+    it("returns only the last `limit` messages, still oldest first", async () => {
+      const id = uniqueId("conv");
+      await store().appendConversationMessages(id, ["1", "2", "3", "4", "5"].map((content) => message(content)));
+      expect((await store().listConversationMessages(id, { limit: 2 })).map((m) => m.content)).toEqual(["4", "5"]);
+      expect((await store().listConversationMessages(id, { limit: 50 })).map((m) => m.content)).toEqual(["1", "2", "3", "4", "5"]);
+      expect(await store().listConversationMessages(id, { limit: 0 })).toEqual([]);
+    });
+
+    it("returns an empty history for an unknown conversation", async () => {
+      expect(await store().listConversationMessages(uniqueId("conv"))).toEqual([]);
+    });
+
+    it("keeps every message when 20 appends race", async () => {
+      const id = uniqueId("conv");
+      await Promise.all(Array.from({ length: 20 }, (_, index) => store().appendConversationMessages(id, [message(`m${index}`)])));
+      const listed = await store().listConversationMessages(id);
+      expect(listed.map((m) => m.content).sort()).toEqual(Array.from({ length: 20 }, (_, index) => `m${index}`).sort());
+    });
+
+    it("stores copies of the messages it is given and returns copies", async () => {
+      const id = uniqueId("conv");
+      const input = [message("original")];
+      await store().appendConversationMessages(id, input);
+      input[0]!.content = "changed";
+      const listed = await store().listConversationMessages(id);
+      listed[0]!.content = "changed again";
+      expect((await store().listConversationMessages(id))[0]?.content).toBe("original");
+    });
+  });
+}
+
+/** The `schedules` facet: recurring work, leased when due. */
+export function describeScheduleStateStoreConformance(name: string, factory: StateKitFactory<ScheduleStateStore>): void {
+  describe(`${name}: ScheduleStateStore conformance`, () => {
+    const store = useSubject(factory);
+    const schedule = (id: string, nextRunAt: Date, enabled = true) => ({
+      id,
+      intervalMs: 60_000,
+      nextRunAt: nextRunAt.toISOString(),
+      payload: { job: id },
+      enabled,
+    });
+
+    it("upserts, reads, lists by id and deletes schedules", async () => {
+      await store().upsertSchedule(schedule("b", clockAt(0)));
+      await store().upsertSchedule(schedule("a", clockAt(0)));
+      await store().upsertSchedule({ ...schedule("b", clockAt(5_000)), intervalMs: 5_000 });
+      expect(await store().getSchedule("b")).toEqual({ ...schedule("b", clockAt(5_000)), intervalMs: 5_000, lease: null });
+      expect((await store().listSchedules()).map((s) => s.id)).toEqual(["a", "b"]);
+      await store().deleteSchedule("a");
+      expect(await store().getSchedule("a")).toBeUndefined();
+      expect((await store().listSchedules()).map((s) => s.id)).toEqual(["b"]);
+    });
+
+    it("claims only enabled schedules that are due, and leases them", async () => {
+      await store().upsertSchedule(schedule("due", clockAt(0)));
+      await store().upsertSchedule(schedule("later", clockAt(10_000)));
+      await store().upsertSchedule(schedule("disabled", clockAt(0), false));
+      const claimed = await store().claimDueSchedules({ owner: "scheduler-a", ttlMs: 5_000, now: clockAt(0) });
+      expect(claimed.map((s) => s.id)).toEqual(["due"]);
+      expect(claimed[0]?.lease).toEqual({ owner: "scheduler-a", expiresAt: clockAt(5_000).toISOString() });
+      expect((await store().getSchedule("due"))?.lease?.owner).toBe("scheduler-a");
+    });
+
+    it("does not hand a leased schedule to another claimer until the lease expires", async () => {
+      await store().upsertSchedule(schedule("job", clockAt(0)));
+      expect(await store().claimDueSchedules({ owner: "a", ttlMs: 5_000, now: clockAt(0) })).toHaveLength(1);
+      expect(await store().claimDueSchedules({ owner: "b", ttlMs: 5_000, now: clockAt(4_999) })).toHaveLength(0);
+      const retaken = await store().claimDueSchedules({ owner: "b", ttlMs: 5_000, now: clockAt(5_000) });
+      expect(retaken.map((s) => s.lease?.owner)).toEqual(["b"]);
+    });
+
+    it("claims each due schedule once across 5 concurrent claimers", async () => {
+      for (let index = 0; index < 6; index += 1) await store().upsertSchedule(schedule(`job-${index}`, clockAt(-index)));
+      const claims = await Promise.all(
+        Array.from({ length: 5 }, (_, owner) => store().claimDueSchedules({ owner: `s-${owner}`, ttlMs: 60_000, now: clockAt(0), limit: 2 })),
+      );
+      for (const claim of claims) expect(claim.length).toBeLessThanOrEqual(2);
+      const ids = claims.flat().map((s) => s.id);
+      expect(new Set(ids).size).toBe(ids.length);
+      expect(ids.sort()).toEqual(Array.from({ length: 6 }, (_, index) => `job-${index}`).sort());
+    });
+
+    it("completes a run by releasing the lease and moving to the next time", async () => {
+      await store().upsertSchedule(schedule("job", clockAt(0)));
+      await store().claimDueSchedules({ owner: "a", ttlMs: 5_000, now: clockAt(0) });
+      await store().completeScheduleRun("job", "a", clockAt(60_000));
+      expect(await store().getSchedule("job")).toMatchObject({ lease: null, nextRunAt: clockAt(60_000).toISOString() });
+      expect(await store().claimDueSchedules({ owner: "b", ttlMs: 5_000, now: clockAt(59_999) })).toHaveLength(0);
+      expect(await store().claimDueSchedules({ owner: "b", ttlMs: 5_000, now: clockAt(60_000) })).toHaveLength(1);
+    });
+
+    it("keeps a live lease when the schedule is upserted again", async () => {
+      await store().upsertSchedule(schedule("job", clockAt(0)));
+      await store().claimDueSchedules({ owner: "a", ttlMs: 5_000, now: clockAt(0) });
+      await store().upsertSchedule({ ...schedule("job", clockAt(0)), payload: { job: "edited" } });
+      expect(await store().claimDueSchedules({ owner: "b", ttlMs: 5_000, now: clockAt(1) })).toHaveLength(0);
+      expect((await store().getSchedule("job"))?.payload).toEqual({ job: "edited" });
+    });
+  });
+}
+
+/** The `files` facet: the index of files stored in blobs under `/files`. */
+export function describeFileIndexStoreConformance(name: string, factory: StateKitFactory<FileIndexStore>): void {
+  describe(`${name}: FileIndexStore conformance`, () => {
+    const store = useSubject(factory);
+    const file = (path: string, size = 1): FileRecord => ({
+      path,
+      blobKey: `blobs/${path}`,
+      size,
+      contentType: "text/plain",
+      sha256: "0".repeat(64),
+      runId: null,
+      createdAt: new Date().toISOString(),
+    });
+
+    it("puts, overwrites, reads and deletes file records by path", async () => {
+      await store().putFileRecord(file("/files/a.txt", 1));
+      await store().putFileRecord(file("/files/a.txt", 2));
+      expect(await store().getFileRecord("/files/a.txt")).toEqual(file("/files/a.txt", 2));
+      await store().deleteFileRecord("/files/a.txt");
+      expect(await store().getFileRecord("/files/a.txt")).toBeUndefined();
+      await store().deleteFileRecord("/files/never-existed.txt");
+    });
+
+    it("lists records under a prefix, sorted by path", async () => {
+      for (const path of ["/files/b/2.txt", "/files/a.txt", "/files/b/1.txt", "/other/x.txt"]) await store().putFileRecord(file(path));
+      expect((await store().listFileRecords({ prefix: "/files/b/" })).map((f) => f.path)).toEqual(["/files/b/1.txt", "/files/b/2.txt"]);
+      expect((await store().listFileRecords()).map((f) => f.path)).toEqual(["/files/a.txt", "/files/b/1.txt", "/files/b/2.txt", "/other/x.txt"]);
+    });
+  });
+}
+
+/** The `usage` facet: token and cost accounting, idempotent per model call. */
+export function describeUsageStoreConformance(name: string, factory: StateKitFactory<UsageStore>): void {
+  describe(`${name}: UsageStore conformance`, () => {
+    const store = useSubject(factory);
+    const usage = (id: string, runId: string, conversationId: string | null, inputTokens = 10): UsageRecord => ({
+      id,
+      runId,
+      conversationId,
+      provider: "kit",
+      model: "kit-model",
+      inputTokens,
+      outputTokens: 5,
+      cacheReadTokens: 0,
+      cacheWriteTokens: 0,
+      costUsd: 0.001,
+      createdAt: new Date().toISOString(),
+    });
+
+    it("counts a usage id once even when it is recorded twice", async () => {
+      const runId = uniqueId("run");
+      await store().recordUsage(usage("u1", runId, null, 10));
+      await store().recordUsage(usage("u1", runId, null, 999));
+      await Promise.all([store().recordUsage(usage("u2", runId, null)), store().recordUsage(usage("u2", runId, null))]);
+      const listed = await store().listUsage({ runId });
+      expect(listed.map((u) => u.id).sort()).toEqual(["u1", "u2"]);
+      expect(listed.find((u) => u.id === "u1")?.inputTokens).toBe(10);
+    });
+
+    it("filters by run and by conversation", async () => {
+      const runA = uniqueId("run");
+      const runB = uniqueId("run");
+      const conversation = uniqueId("conv");
+      await store().recordUsage(usage(uniqueId("u"), runA, conversation));
+      await store().recordUsage(usage(uniqueId("u"), runB, conversation));
+      await store().recordUsage(usage(uniqueId("u"), runB, null));
+      expect(await store().listUsage({ runId: runA })).toHaveLength(1);
+      expect(await store().listUsage({ runId: runB })).toHaveLength(2);
+      expect(await store().listUsage({ conversationId: conversation })).toHaveLength(2);
+      expect(await store().listUsage({ runId: runB, conversationId: conversation })).toHaveLength(1);
+    });
+  });
+}
+
+/** The `sandboxSessions` facet: which sandbox session serves which key. */
+export function describeSandboxSessionStoreConformance(name: string, factory: StateKitFactory<SandboxSessionStore>): void {
+  describe(`${name}: SandboxSessionStore conformance`, () => {
+    const store = useSubject(factory);
+    const session = (key: string, sessionId: string): SandboxSessionRecord => ({
+      key,
+      adapter: "local",
+      sessionId,
+      data: { dir: `/tmp/${sessionId}` },
+      createdAt: new Date().toISOString(),
+      updatedAt: new Date().toISOString(),
+    });
+
+    it("puts, replaces, reads, lists and deletes sessions by key", async () => {
+      await store().putSandboxSession(session("run-b", "s1"));
+      await store().putSandboxSession(session("run-a", "s2"));
+      await store().putSandboxSession(session("run-b", "s3"));
+      expect(await store().getSandboxSession("run-b")).toEqual(session("run-b", "s3"));
+      expect((await store().listSandboxSessions()).map((s) => [s.key, s.sessionId])).toEqual([
+        ["run-a", "s2"],
+        ["run-b", "s3"],
+      ]);
+      await store().deleteSandboxSession("run-b");
+      expect(await store().getSandboxSession("run-b")).toBeUndefined();
+      expect(await store().listSandboxSessions()).toHaveLength(1);
+    });
+  });
+}
+
+/** The `memory` facet: the agent's durable notes, addressed by path. */
+export function describeMemoryStateStoreConformance(name: string, factory: StateKitFactory<MemoryStateStore>): void {
+  describe(`${name}: MemoryStateStore conformance`, () => {
+    const store = useSubject(factory);
+
+    it("writes, overwrites, reads and deletes memory by path", async () => {
+      expect(await store().readMemory("notes/a.md")).toBeUndefined();
+      await store().writeMemory("notes/a.md", "first");
+      await store().writeMemory("notes/a.md", "second");
+      const record = await store().readMemory("notes/a.md");
+      expect(record).toMatchObject({ path: "notes/a.md", content: "second" });
+      expect(Number.isNaN(Date.parse(record!.updatedAt))).toBe(false);
+      await store().deleteMemory("notes/a.md");
+      expect(await store().readMemory("notes/a.md")).toBeUndefined();
+    });
+
+    it("lists paths under a prefix, sorted", async () => {
+      for (const path of ["notes/b.md", "todo.md", "notes/a.md", "notes-old/c.md"]) await store().writeMemory(path, path);
+      expect(await store().listMemory("notes/")).toEqual(["notes/a.md", "notes/b.md"]);
+      expect(await store().listMemory()).toEqual(["notes-old/c.md", "notes/a.md", "notes/b.md", "todo.md"]);
+      expect(await store().listMemory("nothing/")).toEqual([]);
+    });
+  });
+}
+
+/** The `settings` facet: operator settings with an audit trail written atomically with each value. */
+export function describeRuntimeSettingsStoreConformance(name: string, factory: StateKitFactory<RuntimeSettingsStore>): void {
+  describe(`${name}: RuntimeSettingsStore conformance`, () => {
+    const store = useSubject(factory);
+
+    it("writes a value with an audit event naming the previous value", async () => {
+      expect(await store().getSetting("model")).toBeUndefined();
+      const first = await store().putSetting("model", { spec: "a" }, { actor: "ops", reason: "initial" });
+      expect(first).toMatchObject({ key: "model", value: { spec: "a" }, previous: null, actor: "ops", reason: "initial" });
+      const second = await store().putSetting("model", { spec: "b" }, { actor: "ops" });
+      expect(second).toMatchObject({ value: { spec: "b" }, previous: { spec: "a" }, reason: null });
+      expect(second.id).not.toBe(first.id);
+      expect(await store().getSetting("model")).toEqual({ spec: "b" });
+    });
+
+    it("lists the audit trail newest first, by key and up to limit", async () => {
+      await store().putSetting("a", 1, { actor: "ops" });
+      await store().putSetting("b", true, { actor: "ops" });
+      await store().putSetting("a", 2, { actor: "ops" });
+      expect((await store().listSettingAudit()).map((e) => [e.key, e.value])).toEqual([
+        ["a", 2],
+        ["b", true],
+        ["a", 1],
+      ]);
+      expect((await store().listSettingAudit({ key: "a" })).map((e) => e.value)).toEqual([2, 1]);
+      expect((await store().listSettingAudit({ limit: 1 })).map((e) => e.value)).toEqual([2]);
+    });
+
+    it("keeps value and audit in step when 10 writers race on one key", async () => {
+      await Promise.all(Array.from({ length: 10 }, (_, writer) => store().putSetting("limit", writer, { actor: `w${writer}` })));
+      const trail = await store().listSettingAudit({ key: "limit" });
+      expect(trail).toHaveLength(10);
+      // Newest first: each event's `previous` is the value of the event written just before it.
+      for (let index = 0; index < trail.length - 1; index += 1) expect(trail[index]!.previous).toEqual(trail[index + 1]!.value);
+      expect(trail[trail.length - 1]!.previous).toBeNull();
+      expect(await store().getSetting("limit")).toEqual(trail[0]!.value);
+    });
+
+    it("returns copies of stored values", async () => {
+      const value = { list: [1] };
+      await store().putSetting("obj", value, { actor: "ops" });
+      value.list.push(2);
+      const read = (await store().getSetting("obj")) as { list: number[] };
+      read.list.push(3);
+      expect(await store().getSetting("obj")).toEqual({ list: [1] });
+    });
+  });
+}

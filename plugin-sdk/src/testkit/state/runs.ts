@@ -1,0 +1,526 @@
+import { describe, expect, it } from "vitest";
+import type { NewRun, RunStateChange, RunStore, ToolCallRecord } from "../../state/index.js";
+import { clockAt, uniqueId, useSubject, type StateKitFactory } from "./subject.js";
+
+function newRun(overrides: Partial<NewRun> = {}): NewRun {
+  return {
+    id: uniqueId("run"),
+    agentId: "kit-agent",
+    agentRevision: "rev-1",
+    modelSpec: "scripted/kit",
+    input: { message: "hello", metadata: { source: "kit" } },
+    ...overrides,
+  };
+}
+
+function toolCall(runId: string, callId: string, overrides: Partial<ToolCallRecord> = {}): ToolCallRecord {
+  const at = new Date().toISOString();
+  return {
+    runId,
+    callId,
+    toolName: "echo",
+    input: { text: "hi" },
+    inputDigest: "digest",
+    status: "requested",
+    output: null,
+    modelOutput: null,
+    error: null,
+    approvalId: null,
+    question: null,
+    createdAt: at,
+    updatedAt: at,
+    ...overrides,
+  };
+}
+
+function expectContiguous(seqs: number[]): void {
+  expect(seqs).toEqual(seqs.map((_, index) => index + 1));
+}
+
+/**
+ * The `runs` facet (RunStore): runs, the event log, tool calls, steps,
+ * checkpoints, leases, recovery claims and the delivery queue.
+ */
+export function describeRunStoreConformance(name: string, factory: StateKitFactory<RunStore>): void {
+  describe(`${name}: RunStore conformance`, () => {
+    const store = useSubject(factory);
+
+    describe("createRun", () => {
+      it("creates a queued run and records run.created as seq 1", async () => {
+        const input = newRun({ conversationId: "conv-1" });
+        const { run, created } = await store().createRun(input);
+        expect(created).toBe(true);
+        expect(run).toMatchObject({
+          id: input.id,
+          agentId: "kit-agent",
+          agentRevision: "rev-1",
+          conversationId: "conv-1",
+          status: "queued",
+          modelSpec: "scripted/kit",
+          input: { message: "hello", metadata: { source: "kit" } },
+          output: null,
+          error: null,
+          lastSeq: 1,
+          observedSeq: 0,
+          lease: null,
+        });
+        expect(Number.isNaN(Date.parse(run.createdAt))).toBe(false);
+        const events = await store().listEvents(input.id);
+        expect(events).toHaveLength(1);
+        expect(events[0]).toMatchObject({ id: `${input.id}:1`, runId: input.id, seq: 1, type: "run.created" });
+        expect(await store().getRun(input.id)).toEqual(run);
+      });
+
+      it("keeps the status it was created with and defaults conversationId to null", async () => {
+        const { run } = await store().createRun(newRun({ status: "running" }));
+        expect(run.status).toBe("running");
+        expect(run.conversationId).toBeNull();
+      });
+
+      it("returns the first run for a repeated idempotencyKey without creating another", async () => {
+        const key = uniqueId("provider-event");
+        const first = await store().createRun(newRun({ idempotencyKey: key }));
+        const second = await store().createRun(newRun({ idempotencyKey: key, input: { message: "again", metadata: {} } }));
+        expect(second.created).toBe(false);
+        expect(second.run).toEqual(first.run);
+        expect(await store().listEvents(first.run.id)).toHaveLength(1);
+      });
+
+      it("creates exactly one run when 20 callers race with the same idempotencyKey", async () => {
+        const key = uniqueId("provider-event");
+        const attempts = Array.from({ length: 20 }, () => newRun({ idempotencyKey: key }));
+        const results = await Promise.all(attempts.map((attempt) => store().createRun(attempt)));
+        expect(results.filter((result) => result.created)).toHaveLength(1);
+        const ids = new Set(results.map((result) => result.run.id));
+        expect(ids.size).toBe(1);
+        const [winner] = [...ids];
+        const losers = attempts.filter((attempt) => attempt.id !== winner);
+        for (const loser of losers) expect(await store().getRun(loser.id)).toBeUndefined();
+        expect(await store().listEvents(winner!)).toHaveLength(1);
+      });
+
+      it("returns undefined for a run that does not exist", async () => {
+        expect(await store().getRun(uniqueId("missing"))).toBeUndefined();
+      });
+    });
+
+    describe("appendEvents", () => {
+      it("assigns contiguous seqs after lastSeq with ids of the form runId:seq", async () => {
+        const { run } = await store().createRun(newRun());
+        const appended = await store().appendEvents(run.id, [
+          { type: "run.started" },
+          { type: "model.response", data: { text: "hi", tokens: [1, 2] } },
+        ]);
+        expect(appended.map((event) => event.seq)).toEqual([2, 3]);
+        expect(appended.map((event) => event.id)).toEqual([`${run.id}:2`, `${run.id}:3`]);
+        expect(appended[0]).toMatchObject({ runId: run.id, type: "run.started", data: {} });
+        expect(appended[1]?.data).toEqual({ text: "hi", tokens: [1, 2] });
+        expect(Number.isNaN(Date.parse(appended[1]!.createdAt))).toBe(false);
+        expect((await store().getRun(run.id))?.lastSeq).toBe(3);
+        expect(await store().listEvents(run.id)).toEqual([...(await store().listEvents(run.id, { limit: 1 })), ...appended]);
+      });
+
+      it("keeps seq contiguous when 50 writers append at once", async () => {
+        const { run } = await store().createRun(newRun());
+        const writes = Array.from({ length: 50 }, (_, writer) =>
+          store().appendEvents(
+            run.id,
+            writer % 2 === 0
+              ? [{ type: "kit.write", data: { writer } }]
+              : [{ type: "kit.write", data: { writer, part: 1 } }, { type: "kit.write", data: { writer, part: 2 } }],
+          ),
+        );
+        const results = await Promise.all(writes);
+        const events = await store().listEvents(run.id);
+        expect(events).toHaveLength(1 + 25 + 50);
+        expectContiguous(events.map((event) => event.seq));
+        expect(new Set(events.map((event) => event.id)).size).toBe(events.length);
+        for (const batch of results) {
+          // One call's events are consecutive: no other writer interleaves inside a batch.
+          for (let index = 1; index < batch.length; index += 1) expect(batch[index]!.seq).toBe(batch[index - 1]!.seq + 1);
+        }
+        expect((await store().getRun(run.id))?.lastSeq).toBe(events.length);
+      });
+
+      it("refuses with AL_ERR_EVENT_SEQ when expectedLastSeq is stale and writes nothing", async () => {
+        const { run } = await store().createRun(newRun());
+        await store().appendEvents(run.id, [{ type: "run.started" }], undefined, { expectedLastSeq: 1 });
+        await expect(
+          store().appendEvents(run.id, [{ type: "run.completed" }], { run: { status: "completed", output: "late" } }, {
+            expectedLastSeq: 1,
+          }),
+        ).rejects.toMatchObject({ name: "AssemblyLineError", code: "AL_ERR_EVENT_SEQ" });
+        const after = await store().getRun(run.id);
+        expect(after).toMatchObject({ lastSeq: 2, status: "queued", output: null });
+        expect((await store().listEvents(run.id)).map((event) => event.type)).toEqual(["run.created", "run.started"]);
+      });
+
+      it("lets exactly one of 10 racing writers with the same expectedLastSeq win", async () => {
+        const { run } = await store().createRun(newRun());
+        const outcomes = await Promise.allSettled(
+          Array.from({ length: 10 }, (_, writer) =>
+            store().appendEvents(run.id, [{ type: "kit.write", data: { writer } }], { run: { output: writer } }, {
+              expectedLastSeq: 1,
+            }),
+          ),
+        );
+        const won = outcomes.filter((outcome) => outcome.status === "fulfilled");
+        expect(won).toHaveLength(1);
+        for (const outcome of outcomes) {
+          if (outcome.status === "rejected") expect(outcome.reason).toMatchObject({ code: "AL_ERR_EVENT_SEQ" });
+        }
+        const events = await store().listEvents(run.id);
+        expect(events).toHaveLength(2);
+        expect((await store().getRun(run.id))?.output).toBe(events[1]?.data.writer);
+      });
+
+      it("refuses an append to an unknown run with AL_ERR_RUN_NOT_FOUND", async () => {
+        await expect(store().appendEvents(uniqueId("missing"), [{ type: "run.started" }])).rejects.toMatchObject({
+          name: "AssemblyLineError",
+          code: "AL_ERR_RUN_NOT_FOUND",
+        });
+      });
+
+      it("applies the state change together with its events", async () => {
+        const { run } = await store().createRun(newRun());
+        const change: RunStateChange = {
+          run: { status: "completed", output: { answer: 42 }, error: null, modelSpec: "scripted/other", conversationId: "conv-9" },
+          toolCall: toolCall(run.id, "call-1", { status: "completed", output: { ok: true }, modelOutput: "ok" }),
+          step: { runId: run.id, key: "step-1", result: { value: 1 }, metadata: { kind: "model" }, createdAt: new Date().toISOString() },
+          checkpoint: { runId: run.id, continuation: { v: 1, cursor: "abc" }, createdAt: new Date().toISOString() },
+          delivery: { id: uniqueId("delivery"), channel: "http", conversationId: "conv-9", payload: { text: "done" } },
+        };
+        const [event] = await store().appendEvents(run.id, [{ type: "run.completed" }], change);
+        expect(event?.seq).toBe(2);
+        expect(await store().getRun(run.id)).toMatchObject({
+          status: "completed",
+          output: { answer: 42 },
+          error: null,
+          modelSpec: "scripted/other",
+          conversationId: "conv-9",
+          lastSeq: 2,
+        });
+        expect(await store().getToolCall(run.id, "call-1")).toMatchObject({ status: "completed", output: { ok: true }, modelOutput: "ok" });
+        expect(await store().getStep(run.id, "step-1")).toMatchObject({ key: "step-1", result: { value: 1 }, metadata: { kind: "model" } });
+        expect(await store().getCheckpoint(run.id)).toMatchObject({ continuation: { v: 1, cursor: "abc" } });
+        const deliveries = await store().listDeliveries(run.id);
+        expect(deliveries).toHaveLength(1);
+        expect(deliveries[0]).toMatchObject({
+          id: change.delivery!.id,
+          runId: run.id,
+          channel: "http",
+          conversationId: "conv-9",
+          payload: { text: "done" },
+          status: "pending",
+          attempts: 0,
+          lastError: null,
+          lease: null,
+        });
+      });
+
+      it("leaves absent fields of a change alone", async () => {
+        const { run } = await store().createRun(newRun({ conversationId: "conv-1" }));
+        await store().appendEvents(run.id, [{ type: "run.failed" }], { run: { status: "failed", error: { code: "X", message: "boom" } } });
+        expect(await store().getRun(run.id)).toMatchObject({
+          status: "failed",
+          error: { code: "X", message: "boom" },
+          conversationId: "conv-1",
+          modelSpec: "scripted/kit",
+          output: null,
+        });
+      });
+
+      it("writes a step key once and keeps the first result", async () => {
+        const { run } = await store().createRun(newRun());
+        const step = (result: number) => ({
+          step: { runId: run.id, key: "model:1", result, metadata: {}, createdAt: new Date().toISOString() },
+        });
+        await store().appendEvents(run.id, [{ type: "durable_step.completed" }], step(1));
+        await store().appendEvents(run.id, [{ type: "durable_step.completed" }], step(2));
+        expect((await store().getStep(run.id, "model:1"))?.result).toBe(1);
+        expect((await store().getRun(run.id))?.lastSeq).toBe(3);
+      });
+
+      it("upserts tool calls by callId and lists them", async () => {
+        const { run } = await store().createRun(newRun());
+        await store().appendEvents(run.id, [{ type: "tool.called" }], { toolCall: toolCall(run.id, "a") });
+        await store().appendEvents(run.id, [{ type: "tool.called" }], { toolCall: toolCall(run.id, "b") });
+        await store().appendEvents(run.id, [{ type: "tool.completed" }], {
+          toolCall: toolCall(run.id, "a", { status: "completed", output: [1, 2, 3] }),
+        });
+        const calls = await store().listToolCalls(run.id);
+        expect(calls.map((call) => call.callId).sort()).toEqual(["a", "b"]);
+        expect(await store().getToolCall(run.id, "a")).toMatchObject({ status: "completed", output: [1, 2, 3] });
+        expect(await store().getToolCall(run.id, "missing")).toBeUndefined();
+      });
+
+      it("clears the checkpoint when the change sets it to null", async () => {
+        const { run } = await store().createRun(newRun());
+        const checkpoint = { runId: run.id, continuation: { v: 1 }, createdAt: new Date().toISOString() };
+        await store().appendEvents(run.id, [{ type: "run.waiting_approval" }], { checkpoint });
+        expect(await store().getCheckpoint(run.id)).toMatchObject({ continuation: { v: 1 } });
+        await store().appendEvents(run.id, [{ type: "run.resumed" }], { checkpoint: null });
+        expect(await store().getCheckpoint(run.id)).toBeUndefined();
+      });
+    });
+
+    describe("listEvents and markObserved", () => {
+      it("lists events after afterSeq, up to limit, in seq order", async () => {
+        const { run } = await store().createRun(newRun());
+        await store().appendEvents(run.id, Array.from({ length: 9 }, (_, index) => ({ type: "kit.write", data: { index } })));
+        expect((await store().listEvents(run.id, { afterSeq: 4 })).map((event) => event.seq)).toEqual([5, 6, 7, 8, 9, 10]);
+        expect((await store().listEvents(run.id, { afterSeq: 4, limit: 2 })).map((event) => event.seq)).toEqual([5, 6]);
+        expect(await store().listEvents(run.id, { afterSeq: 10 })).toEqual([]);
+      });
+
+      it("moves observedSeq forward and never backwards", async () => {
+        const { run } = await store().createRun(newRun());
+        await store().appendEvents(run.id, [{ type: "a" }, { type: "b" }, { type: "c" }]);
+        await store().markObserved(run.id, 3);
+        await store().markObserved(run.id, 2);
+        expect((await store().getRun(run.id))?.observedSeq).toBe(3);
+        await store().markObserved(run.id, 4);
+        expect((await store().getRun(run.id))?.observedSeq).toBe(4);
+      });
+    });
+
+    describe("listRuns", () => {
+      it("lists runs newest first and filters by status, agent and conversation", async () => {
+        const agentId = uniqueId("agent");
+        const a = (await store().createRun(newRun({ agentId, conversationId: "c1" }))).run;
+        const b = (await store().createRun(newRun({ agentId, conversationId: "c2", status: "running" }))).run;
+        const c = (await store().createRun(newRun({ agentId, conversationId: "c1" }))).run;
+        await store().appendEvents(c.id, [{ type: "run.completed" }], { run: { status: "completed" } });
+        await store().createRun(newRun({ agentId: uniqueId("other-agent") }));
+
+        const ids = async (filter: Parameters<RunStore["listRuns"]>[0]) =>
+          (await store().listRuns({ agentId, ...filter })).runs.map((run) => run.id);
+        expect(await ids({})).toEqual([c.id, b.id, a.id]);
+        expect(await ids({ status: "queued" })).toEqual([a.id]);
+        expect(await ids({ status: ["running", "completed"] })).toEqual([c.id, b.id]);
+        expect(await ids({ conversationId: "c1" })).toEqual([c.id, a.id]);
+        expect((await store().listRuns({ agentId })).runs[0]).toMatchObject({ id: c.id, status: "completed", lastSeq: 2 });
+      });
+
+      it("pages through every run exactly once with the opaque cursor", async () => {
+        const agentId = uniqueId("agent");
+        const created: string[] = [];
+        for (let index = 0; index < 7; index += 1) created.push((await store().createRun(newRun({ agentId }))).run.id);
+        const seen: string[] = [];
+        let cursor: string | undefined;
+        let pages = 0;
+        do {
+          const page = await store().listRuns({ agentId, limit: 3, ...(cursor ? { cursor } : {}) });
+          expect(page.runs.length).toBeLessThanOrEqual(3);
+          seen.push(...page.runs.map((run) => run.id));
+          cursor = page.nextCursor ?? undefined;
+          pages += 1;
+        } while (cursor && pages < 10);
+        expect(seen).toEqual([...created].reverse());
+        expect(pages).toBe(3);
+      });
+
+      it("returns no cursor when the page holds the last run", async () => {
+        const agentId = uniqueId("agent");
+        await store().createRun(newRun({ agentId }));
+        expect(await store().listRuns({ agentId, limit: 1 })).toMatchObject({ nextCursor: null });
+      });
+    });
+
+    describe("run leases", () => {
+      it("gives the lease to one owner until it expires", async () => {
+        const { run } = await store().createRun(newRun());
+        expect(await store().acquireRunLease(run.id, "replica-a", 1_000, clockAt(0))).toBe(true);
+        expect(await store().acquireRunLease(run.id, "replica-b", 1_000, clockAt(500))).toBe(false);
+        expect((await store().getRun(run.id))?.lease).toEqual({ owner: "replica-a", expiresAt: clockAt(1_000).toISOString() });
+        expect(await store().acquireRunLease(run.id, "replica-b", 1_000, clockAt(1_000))).toBe(true);
+        expect(await store().acquireRunLease(run.id, "replica-a", 1_000, clockAt(1_500))).toBe(false);
+        expect((await store().getRun(run.id))?.lease?.owner).toBe("replica-b");
+      });
+
+      it("renews the lease for its holder", async () => {
+        const { run } = await store().createRun(newRun());
+        expect(await store().acquireRunLease(run.id, "replica-a", 1_000, clockAt(0))).toBe(true);
+        expect(await store().acquireRunLease(run.id, "replica-a", 1_000, clockAt(800))).toBe(true);
+        expect(await store().acquireRunLease(run.id, "replica-b", 1_000, clockAt(1_500))).toBe(false);
+        expect((await store().getRun(run.id))?.lease?.expiresAt).toBe(clockAt(1_800).toISOString());
+      });
+
+      it("releases only for the holder", async () => {
+        const { run } = await store().createRun(newRun());
+        await store().acquireRunLease(run.id, "replica-a", 60_000, clockAt(0));
+        await store().releaseRunLease(run.id, "replica-b");
+        expect(await store().acquireRunLease(run.id, "replica-b", 60_000, clockAt(1))).toBe(false);
+        await store().releaseRunLease(run.id, "replica-a");
+        expect((await store().getRun(run.id))?.lease).toBeNull();
+        expect(await store().acquireRunLease(run.id, "replica-b", 60_000, clockAt(2))).toBe(true);
+      });
+
+      it("grants a contested lease to exactly one of 10 racing owners", async () => {
+        const { run } = await store().createRun(newRun());
+        const granted = await Promise.all(
+          Array.from({ length: 10 }, (_, owner) => store().acquireRunLease(run.id, `replica-${owner}`, 60_000, clockAt(0))),
+        );
+        expect(granted.filter(Boolean)).toHaveLength(1);
+      });
+    });
+
+    describe("claimRecoverableRuns", () => {
+      it("leases queued and running runs that have no live lease, and skips the rest", async () => {
+        const agentId = uniqueId("agent");
+        const queued = (await store().createRun(newRun({ agentId }))).run;
+        const running = (await store().createRun(newRun({ agentId, status: "running" }))).run;
+        const leased = (await store().createRun(newRun({ agentId, status: "running" }))).run;
+        const waiting = (await store().createRun(newRun({ agentId, status: "waiting_approval" }))).run;
+        const done = (await store().createRun(newRun({ agentId }))).run;
+        await store().appendEvents(done.id, [{ type: "run.completed" }], { run: { status: "completed" } });
+        await store().acquireRunLease(leased.id, "live-replica", 60_000, clockAt(0));
+
+        const claimed = await store().claimRecoverableRuns({ owner: "recoverer", ttlMs: 30_000, now: clockAt(1_000) });
+        const mine = claimed.filter((run) => run.agentId === agentId);
+        expect(mine.map((run) => run.id).sort()).toEqual([queued.id, running.id].sort());
+        for (const run of mine) expect(run.lease).toEqual({ owner: "recoverer", expiresAt: clockAt(31_000).toISOString() });
+        expect((await store().getRun(queued.id))?.lease?.owner).toBe("recoverer");
+        expect((await store().getRun(waiting.id))?.lease).toBeNull();
+      });
+
+      it("does not hand a claimed run to a second claimer until the lease expires", async () => {
+        const { run } = await store().createRun(newRun());
+        const first = await store().claimRecoverableRuns({ owner: "a", ttlMs: 1_000, now: clockAt(0) });
+        expect(first.map((claimed) => claimed.id)).toContain(run.id);
+        const second = await store().claimRecoverableRuns({ owner: "b", ttlMs: 1_000, now: clockAt(999) });
+        expect(second.map((claimed) => claimed.id)).not.toContain(run.id);
+        const third = await store().claimRecoverableRuns({ owner: "b", ttlMs: 1_000, now: clockAt(1_000) });
+        expect(third.map((claimed) => claimed.id)).toContain(run.id);
+        expect(await store().acquireRunLease(run.id, "a", 1_000, clockAt(1_500))).toBe(false);
+      });
+
+      it("claims each run once across 5 concurrent claimers and honours limit", async () => {
+        const agentId = uniqueId("agent");
+        const ids: string[] = [];
+        for (let index = 0; index < 10; index += 1) ids.push((await store().createRun(newRun({ agentId }))).run.id);
+        const claims = await Promise.all(
+          Array.from({ length: 5 }, (_, owner) =>
+            store().claimRecoverableRuns({ owner: `claimer-${owner}`, ttlMs: 60_000, limit: 3, now: clockAt(0) }),
+          ),
+        );
+        for (const claim of claims) expect(claim.length).toBeLessThanOrEqual(3);
+        const claimedIds = claims.flat().map((run) => run.id).filter((id) => ids.includes(id));
+        expect(new Set(claimedIds).size).toBe(claimedIds.length);
+        expect(claimedIds.sort()).toEqual([...ids].sort());
+        for (const [owner, claim] of claims.entries()) {
+          for (const run of claim) expect((await store().getRun(run.id))?.lease?.owner).toBe(`claimer-${owner}`);
+        }
+      });
+    });
+
+    describe("deliveries", () => {
+      async function runWithDelivery(payload: unknown = { text: "hi" }) {
+        const { run } = await store().createRun(newRun());
+        const id = uniqueId("delivery");
+        await store().appendEvents(run.id, [{ type: "run.completed" }], {
+          run: { status: "completed" },
+          delivery: { id, channel: "http", payload: payload as never },
+        });
+        return { run, id };
+      }
+      const soon = () => new Date(Date.now() + 1_000);
+
+      it("leases an available delivery to one claimer and completes it", async () => {
+        const { id } = await runWithDelivery();
+        const now = soon();
+        const claimed = (await store().claimDeliveries({ owner: "worker-a", ttlMs: 30_000, now })).filter((d) => d.id === id);
+        expect(claimed).toHaveLength(1);
+        expect(claimed[0]?.lease).toEqual({ owner: "worker-a", expiresAt: new Date(now.getTime() + 30_000).toISOString() });
+        const again = await store().claimDeliveries({ owner: "worker-b", ttlMs: 30_000, now });
+        expect(again.map((d) => d.id)).not.toContain(id);
+        await store().completeDelivery(id, "worker-a");
+        const [delivery] = (await store().listDeliveries(claimed[0]!.runId)).filter((d) => d.id === id);
+        expect(delivery).toMatchObject({ status: "delivered", lease: null });
+        const later = await store().claimDeliveries({ owner: "worker-b", ttlMs: 30_000, now: new Date(now.getTime() + 60_000) });
+        expect(later.map((d) => d.id)).not.toContain(id);
+      });
+
+      it("hands a delivery to another worker after its lease expires", async () => {
+        const { id } = await runWithDelivery();
+        const now = soon();
+        await store().claimDeliveries({ owner: "worker-a", ttlMs: 1_000, now });
+        const taken = await store().claimDeliveries({ owner: "worker-b", ttlMs: 1_000, now: new Date(now.getTime() + 1_000) });
+        expect(taken.find((d) => d.id === id)?.lease?.owner).toBe("worker-b");
+      });
+
+      it("counts a failed attempt and makes the delivery available again at retryAt", async () => {
+        const { run, id } = await runWithDelivery();
+        const now = soon();
+        await store().claimDeliveries({ owner: "worker-a", ttlMs: 30_000, now });
+        const retryAt = new Date(now.getTime() + 60_000);
+        await store().failDelivery(id, "worker-a", "HTTP 503", retryAt);
+        const [failed] = await store().listDeliveries(run.id);
+        expect(failed).toMatchObject({ status: "pending", attempts: 1, lastError: "HTTP 503", lease: null });
+        expect(Date.parse(failed!.availableAt)).toBe(retryAt.getTime());
+        const early = await store().claimDeliveries({ owner: "worker-b", ttlMs: 30_000, now: new Date(retryAt.getTime() - 1) });
+        expect(early.map((d) => d.id)).not.toContain(id);
+        const due = await store().claimDeliveries({ owner: "worker-b", ttlMs: 30_000, now: retryAt });
+        expect(due.find((d) => d.id === id)).toMatchObject({ attempts: 1, status: "pending" });
+      });
+
+      it("fails a delivery for good when no retryAt is given", async () => {
+        const { run, id } = await runWithDelivery();
+        const now = soon();
+        await store().claimDeliveries({ owner: "worker-a", ttlMs: 30_000, now });
+        await store().failDelivery(id, "worker-a", "HTTP 400");
+        expect((await store().listDeliveries(run.id))[0]).toMatchObject({ status: "failed", attempts: 1, lastError: "HTTP 400", lease: null });
+        const later = await store().claimDeliveries({ owner: "worker-b", ttlMs: 30_000, now: new Date(now.getTime() + 3_600_000) });
+        expect(later.map((d) => d.id)).not.toContain(id);
+      });
+
+      it("claims each delivery once across 5 concurrent claimers", async () => {
+        const ids: string[] = [];
+        for (let index = 0; index < 8; index += 1) ids.push((await runWithDelivery({ index })).id);
+        const now = soon();
+        const claims = await Promise.all(
+          Array.from({ length: 5 }, (_, owner) => store().claimDeliveries({ owner: `worker-${owner}`, ttlMs: 60_000, limit: 2, now })),
+        );
+        for (const claim of claims) expect(claim.length).toBeLessThanOrEqual(2);
+        const claimed = claims.flat().map((d) => d.id).filter((id) => ids.includes(id));
+        expect(new Set(claimed).size).toBe(claimed.length);
+      });
+
+      it("enqueues a delivery id once even when two changes carry it", async () => {
+        const { run, id } = await runWithDelivery({ n: 1 });
+        await store().appendEvents(run.id, [{ type: "kit.again" }], { delivery: { id, channel: "http", payload: { n: 2 } } });
+        const deliveries = await store().listDeliveries(run.id);
+        expect(deliveries).toHaveLength(1);
+        expect(deliveries[0]?.payload).toEqual({ n: 1 });
+      });
+    });
+
+    describe("isolation", () => {
+      it("hands out copies: mutating returned or passed-in objects never changes stored state", async () => {
+        const input = newRun();
+        const { run } = await store().createRun(input);
+        input.input.metadata.source = "mutated";
+        run.status = "failed";
+        run.input.message = "mutated";
+        const fetched = await store().getRun(run.id);
+        expect(fetched).toMatchObject({ status: "queued", input: { message: "hello", metadata: { source: "kit" } } });
+        fetched!.lease = { owner: "x", expiresAt: "2000-01-01T00:00:00.000Z" };
+
+        const data = { nested: { list: [1] } };
+        const call = toolCall(run.id, "c1", { input: { deep: { value: 1 } } });
+        const [event] = await store().appendEvents(run.id, [{ type: "kit.write", data }], { toolCall: call });
+        data.nested.list.push(2);
+        (call.input as { deep: { value: number } }).deep.value = 2;
+        (event!.data.nested as { list: number[] }).list.push(3);
+        const listed = await store().listEvents(run.id);
+        (listed[1]!.data.nested as { list: number[] }).list.push(4);
+        const fetchedCall = await store().getToolCall(run.id, "c1");
+        (fetchedCall!.input as { deep: { value: number } }).deep.value = 3;
+
+        expect((await store().listEvents(run.id))[1]?.data).toEqual({ nested: { list: [1] } });
+        expect((await store().getToolCall(run.id, "c1"))?.input).toEqual({ deep: { value: 1 } });
+        expect((await store().getRun(run.id))?.lease).toBeNull();
+      });
+    });
+  });
+}

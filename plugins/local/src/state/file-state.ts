@@ -1,0 +1,763 @@
+import {
+  AssemblyLineError,
+  type CheckpointRecord,
+  type ClaimOptions,
+  type ConversationMessage,
+  type DeliveryRecord,
+  type FileRecord,
+  type JsonValue,
+  type MemoryRecord,
+  type NewRun,
+  type NewRunEvent,
+  type RunEvent,
+  type RunListFilter,
+  type RunPage,
+  type RunRecord,
+  type RunStateChange,
+  type SandboxSessionRecord,
+  type ScheduleRecord,
+  type SettingAuditEvent,
+  type StateAdapter,
+  type StepRecord,
+  type ToolCallRecord,
+  type UsageRecord,
+} from "@assemblyline-agents/core";
+import { randomUUID } from "node:crypto";
+import { mkdir, open, readFile, readdir, rename, unlink } from "node:fs/promises";
+import { join, resolve } from "node:path";
+import { FolderLock } from "./folder-lock.js";
+import { StateTables, type StateOp, type TablesSnapshot } from "./tables.js";
+import { WriteAheadLog } from "./write-ahead-log.js";
+
+/*
+ * On-disk design. The folder holds:
+ *   LOCK             the writer's pid and host (see FolderLock); one writer at a time
+ *   snapshot.json    every table as of the start of generation N (absent: empty, N = 0);
+ *                    only ever replaced whole, by write-temp + fsync + rename + fsync(dir)
+ *   log-N.wal        the write-ahead log of generation N: one checksummed line per
+ *                    committed call, holding every primitive write (StateOp) it made
+ *
+ * A call computes its writes against the in-memory tables, appends them as ONE log
+ * record, fdatasyncs, and only then applies them in memory and resolves. An event and
+ * the state change it describes therefore share a record: after kill -9 both are on
+ * disk or neither is. Opening replays snapshot + log-N and cuts a torn last record.
+ * When log-N outgrows `compactAfterBytes`, the tables are written as snapshot N+1 and
+ * the log restarts as log-(N+1); a crash between the two steps leaves either the old
+ * snapshot with its full log, or the new snapshot with an empty log.
+ */
+
+const SNAPSHOT_FILE = "snapshot.json";
+const SNAPSHOT_FORMAT = 1;
+const DEFAULT_COMPACT_AFTER_BYTES = 8 * 1024 * 1024;
+const DEFAULT_PAGE_SIZE = 50;
+const DEFAULT_CLAIM_LIMIT = 100;
+
+const logFile = (generation: number) => `log-${generation}.wal`;
+
+export interface FileStateAdapterOptions {
+  /** The state folder. Default: `<agentDir>/.assembly-line/state`. */
+  directory?: string;
+  /** The agent folder the default `directory` is under. Default: the working directory. */
+  agentDir?: string;
+  /** Fold the log into a new snapshot once it grows past this size. Default 8 MiB. */
+  compactAfterBytes?: number;
+}
+
+interface SnapshotFile {
+  format: number;
+  generation: number;
+  tables: TablesSnapshot;
+}
+
+interface Plan<T> {
+  ops: StateOp[];
+  /** Reads the answer from the tables after the ops are applied. */
+  result: (tables: StateTables) => T;
+}
+
+const copy = <T>(value: T): T => structuredClone(value);
+
+const leaseIsFree = (lease: { expiresAt: string } | null, now: Date): boolean =>
+  lease === null || Date.parse(lease.expiresAt) <= now.getTime();
+
+const claimLimit = (limit: number | undefined): number => Math.max(0, limit ?? DEFAULT_CLAIM_LIMIT);
+
+/** Code-point order, so sorting does not depend on the host's locale. */
+const compare = (a: string, b: string): number => (a < b ? -1 : a > b ? 1 : 0);
+
+/**
+ * Every state facet in a folder on the local disk: the embedded default when an
+ * agent runs without a gateway. Crash-safe (see the design note above) and
+ * single-writer: a second live process opening the folder gets AL_ERR_STATE_LOCKED.
+ *
+ * The folder is opened on the first call (or by `open()`), and `close()` releases it.
+ * Semantics match the state contracts; in particular step keys are insert-once, a
+ * delivery id is enqueued once, and completing or failing a delivery or schedule
+ * run is ignored unless the caller holds its lease.
+ */
+export class FileStateAdapter implements StateAdapter {
+  readonly directory: string;
+  private readonly compactAfterBytes: number;
+  private opening: Promise<void> | undefined;
+  private closing: Promise<void> | undefined;
+  private tables = new StateTables();
+  private log: WriteAheadLog | undefined;
+  private lock: FolderLock | undefined;
+  private generation = 0;
+  /** Mutations run one at a time, in call order. */
+  private queue: Promise<unknown> = Promise.resolve();
+
+  constructor(options: FileStateAdapterOptions = {}) {
+    this.directory = resolve(options.directory ?? join(options.agentDir ?? process.cwd(), ".assembly-line", "state"));
+    this.compactAfterBytes = options.compactAfterBytes ?? DEFAULT_COMPACT_AFTER_BYTES;
+  }
+
+  /** Construct and open, so a locked or unreadable folder fails here rather than on first use. */
+  static async open(options: FileStateAdapterOptions = {}): Promise<FileStateAdapter> {
+    const adapter = new FileStateAdapter(options);
+    await adapter.open();
+    return adapter;
+  }
+
+  /** Take the folder's lock and load its state. Idempotent. */
+  open(): Promise<void> {
+    if (this.closing) return Promise.reject(this.closedError());
+    this.opening ??= this.load().catch((error: unknown) => {
+      this.opening = undefined;
+      throw error;
+    });
+    return this.opening;
+  }
+
+  /** Finish pending writes, close the log and release the lock. */
+  close(): Promise<void> {
+    this.closing ??= (async () => {
+      if (!this.opening) return;
+      await this.opening.catch(() => undefined);
+      await this.queue.catch(() => undefined);
+      await this.log?.close();
+      this.log = undefined;
+      await this.lock?.release();
+      this.lock = undefined;
+    })();
+    return this.closing;
+  }
+
+  // ---- runs ----------------------------------------------------------------
+
+  createRun(run: NewRun): Promise<{ run: RunRecord; created: boolean }> {
+    return this.mutate<{ run: RunRecord; created: boolean }>((tables) => {
+      const existingId = run.idempotencyKey !== undefined ? tables.idempotency.get(run.idempotencyKey) : undefined;
+      const existing = tables.runs.get(existingId ?? run.id);
+      if (existing) return { ops: [], result: () => ({ run: existing.record, created: false }) };
+
+      const now = new Date().toISOString();
+      const record: RunRecord = {
+        id: run.id,
+        agentId: run.agentId,
+        agentRevision: run.agentRevision,
+        conversationId: run.conversationId ?? null,
+        status: run.status ?? "queued",
+        modelSpec: run.modelSpec,
+        input: run.input,
+        output: null,
+        error: null,
+        lastSeq: 1,
+        observedSeq: 0,
+        lease: null,
+        createdAt: now,
+        updatedAt: now,
+      };
+      const event: RunEvent = {
+        id: `${run.id}:1`,
+        runId: run.id,
+        seq: 1,
+        type: "run.created",
+        data: {
+          agentId: record.agentId,
+          agentRevision: record.agentRevision,
+          conversationId: record.conversationId,
+          modelSpec: record.modelSpec,
+          status: record.status,
+          input: run.input as unknown as JsonValue,
+        },
+        createdAt: now,
+      };
+      return {
+        ops: [{ op: "run.create", run: record, ordinal: tables.nextOrdinal, idempotencyKey: run.idempotencyKey ?? null, event }],
+        result: (after) => ({ run: after.runs.get(run.id)!.record, created: true }),
+      };
+    });
+  }
+
+  getRun(runId: string): Promise<RunRecord | undefined> {
+    return this.read((tables) => tables.runs.get(runId)?.record);
+  }
+
+  listRuns(filter: RunListFilter = {}): Promise<RunPage> {
+    return this.read((tables) => {
+      const limit = Math.max(1, filter.limit ?? DEFAULT_PAGE_SIZE);
+      const statuses = filter.status === undefined ? undefined : new Set([filter.status].flat());
+      const before = filter.cursor === undefined ? Number.POSITIVE_INFINITY : decodeRunCursor(filter.cursor);
+      const matching = [...tables.runs.values()]
+        .filter(
+          ({ record, ordinal }) =>
+            ordinal < before &&
+            (statuses === undefined || statuses.has(record.status)) &&
+            (filter.agentId === undefined || record.agentId === filter.agentId) &&
+            (filter.conversationId === undefined || record.conversationId === filter.conversationId),
+        )
+        .sort((a, b) => b.ordinal - a.ordinal);
+      const page = matching.slice(0, limit);
+      const last = page[page.length - 1];
+      return {
+        runs: page.map(({ record }) => record),
+        nextCursor: matching.length > limit && last ? encodeRunCursor(last.ordinal) : null,
+      };
+    });
+  }
+
+  appendEvents(
+    runId: string,
+    events: NewRunEvent[],
+    change?: RunStateChange,
+    options: { expectedLastSeq?: number } = {},
+  ): Promise<RunEvent[]> {
+    return this.mutate((tables) => {
+      const entry = this.requireRun(tables, runId);
+      const current = entry.record;
+      if (options.expectedLastSeq !== undefined && options.expectedLastSeq !== current.lastSeq) {
+        throw new AssemblyLineError(
+          "AL_ERR_EVENT_SEQ",
+          `run ${runId} is at seq ${current.lastSeq}, but the append expected seq ${options.expectedLastSeq}`,
+          {
+            fix: "Another writer appended to this run; reload it and decide again, or hold the run's lease while writing.",
+            details: { runId, lastSeq: current.lastSeq, expectedLastSeq: options.expectedLastSeq },
+          },
+        );
+      }
+      const now = new Date().toISOString();
+      const appended: RunEvent[] = events.map((event, index) => {
+        const seq = current.lastSeq + index + 1;
+        return { id: `${runId}:${seq}`, runId, seq, type: event.type, data: event.data ?? {}, createdAt: now };
+      });
+
+      const record: RunRecord = { ...current, lastSeq: current.lastSeq + appended.length, updatedAt: now };
+      const ops: StateOp[] = [];
+      if (appended.length > 0) ops.push({ op: "events.append", runId, events: appended });
+      if (change?.run) {
+        const { status, modelSpec, output, error, conversationId } = change.run;
+        if (status !== undefined) record.status = status;
+        if (modelSpec !== undefined) record.modelSpec = modelSpec;
+        if (output !== undefined) record.output = output;
+        if (error !== undefined) record.error = error;
+        if (conversationId !== undefined) record.conversationId = conversationId;
+      }
+      ops.push({ op: "run.put", run: record });
+      if (change?.toolCall) ops.push({ op: "toolCall.put", call: { ...change.toolCall, runId } });
+      if (change?.step && !entry.steps.has(change.step.key)) ops.push({ op: "step.put", step: { ...change.step, runId } });
+      if (change?.checkpoint !== undefined) {
+        ops.push({ op: "checkpoint.put", runId, checkpoint: change.checkpoint === null ? null : { ...change.checkpoint, runId } });
+      }
+      if (change?.delivery && !tables.deliveries.has(change.delivery.id)) {
+        ops.push({
+          op: "delivery.put",
+          delivery: {
+            id: change.delivery.id,
+            runId,
+            channel: change.delivery.channel,
+            conversationId: change.delivery.conversationId ?? null,
+            payload: change.delivery.payload,
+            status: "pending",
+            attempts: 0,
+            availableAt: now,
+            lastError: null,
+            lease: null,
+            createdAt: now,
+            updatedAt: now,
+          },
+        });
+      }
+      const count = appended.length;
+      return { ops, result: (after) => (count === 0 ? [] : after.runs.get(runId)!.events.slice(-count)) };
+    });
+  }
+
+  listEvents(runId: string, options: { afterSeq?: number; limit?: number } = {}): Promise<RunEvent[]> {
+    return this.read((tables) => {
+      const events = tables.runs.get(runId)?.events ?? [];
+      // Seqs are contiguous from 1, so the event with seq n sits at index n - 1.
+      const start = Math.max(0, Math.min(events.length, Math.floor(options.afterSeq ?? 0)));
+      const end = options.limit === undefined ? undefined : start + Math.max(0, options.limit);
+      return events.slice(start, end);
+    });
+  }
+
+  markObserved(runId: string, seq: number): Promise<void> {
+    return this.mutate((tables) => {
+      const { record } = this.requireRun(tables, runId);
+      return { ops: seq > record.observedSeq ? [{ op: "run.put", run: { ...record, observedSeq: seq } }] : [], result: () => undefined };
+    });
+  }
+
+  getToolCall(runId: string, callId: string): Promise<ToolCallRecord | undefined> {
+    return this.read((tables) => tables.runs.get(runId)?.toolCalls.get(callId));
+  }
+
+  listToolCalls(runId: string): Promise<ToolCallRecord[]> {
+    return this.read((tables) => [...(tables.runs.get(runId)?.toolCalls.values() ?? [])]);
+  }
+
+  getStep(runId: string, key: string): Promise<StepRecord | undefined> {
+    return this.read((tables) => tables.runs.get(runId)?.steps.get(key));
+  }
+
+  getCheckpoint(runId: string): Promise<CheckpointRecord | undefined> {
+    return this.read((tables) => tables.runs.get(runId)?.checkpoint);
+  }
+
+  acquireRunLease(runId: string, owner: string, ttlMs: number, now?: Date): Promise<boolean> {
+    return this.mutate((tables) => {
+      const { record } = this.requireRun(tables, runId);
+      const at = now ?? new Date();
+      if (record.lease && record.lease.owner !== owner && !leaseIsFree(record.lease, at)) return { ops: [], result: () => false };
+      const lease = { owner, expiresAt: new Date(at.getTime() + ttlMs).toISOString() };
+      return { ops: [{ op: "run.put", run: { ...record, lease } }], result: () => true };
+    });
+  }
+
+  releaseRunLease(runId: string, owner: string): Promise<void> {
+    return this.mutate((tables) => {
+      const record = tables.runs.get(runId)?.record;
+      const ops: StateOp[] = record?.lease?.owner === owner ? [{ op: "run.put", run: { ...record, lease: null } }] : [];
+      return { ops, result: () => undefined };
+    });
+  }
+
+  claimRecoverableRuns(options: ClaimOptions): Promise<RunRecord[]> {
+    return this.mutate((tables) => {
+      const at = options.now ?? new Date();
+      const lease = { owner: options.owner, expiresAt: new Date(at.getTime() + options.ttlMs).toISOString() };
+      const claimed = [...tables.runs.values()]
+        .filter(({ record }) => (record.status === "queued" || record.status === "running") && leaseIsFree(record.lease, at))
+        .sort((a, b) => a.ordinal - b.ordinal)
+        .slice(0, claimLimit(options.limit))
+        .map(({ record }) => record.id);
+      return {
+        ops: claimed.map((id) => ({ op: "run.put", run: { ...tables.runs.get(id)!.record, lease } }) as StateOp),
+        result: (after) => claimed.map((id) => after.runs.get(id)!.record),
+      };
+    });
+  }
+
+  listDeliveries(runId: string): Promise<DeliveryRecord[]> {
+    return this.read((tables) =>
+      (tables.runs.get(runId)?.deliveryIds ?? []).flatMap((id) => {
+        const delivery = tables.deliveries.get(id);
+        return delivery ? [delivery] : [];
+      }),
+    );
+  }
+
+  claimDeliveries(options: ClaimOptions): Promise<DeliveryRecord[]> {
+    return this.mutate((tables) => {
+      const at = options.now ?? new Date();
+      const lease = { owner: options.owner, expiresAt: new Date(at.getTime() + options.ttlMs).toISOString() };
+      const claimed = [...tables.deliveries.values()]
+        .map((record, order) => ({ record, order }))
+        .filter(
+          ({ record }) => record.status === "pending" && Date.parse(record.availableAt) <= at.getTime() && leaseIsFree(record.lease, at),
+        )
+        .sort((a, b) => Date.parse(a.record.availableAt) - Date.parse(b.record.availableAt) || a.order - b.order)
+        .slice(0, claimLimit(options.limit))
+        .map(({ record }) => record);
+      return {
+        ops: claimed.map((record) => ({ op: "delivery.put", delivery: { ...record, lease, updatedAt: at.toISOString() } }) as StateOp),
+        result: (after) => claimed.map((record) => after.deliveries.get(record.id)!),
+      };
+    });
+  }
+
+  completeDelivery(deliveryId: string, owner: string): Promise<void> {
+    return this.mutate((tables) => {
+      const record = tables.deliveries.get(deliveryId);
+      if (!record || record.status !== "pending" || record.lease?.owner !== owner) return { ops: [], result: () => undefined };
+      const delivery: DeliveryRecord = {
+        ...record,
+        status: "delivered",
+        attempts: record.attempts + 1,
+        lease: null,
+        lastError: null,
+        updatedAt: new Date().toISOString(),
+      };
+      return { ops: [{ op: "delivery.put", delivery }], result: () => undefined };
+    });
+  }
+
+  failDelivery(deliveryId: string, owner: string, error: string, retryAt?: Date): Promise<void> {
+    return this.mutate((tables) => {
+      const record = tables.deliveries.get(deliveryId);
+      if (!record || record.status !== "pending" || record.lease?.owner !== owner) return { ops: [], result: () => undefined };
+      const delivery: DeliveryRecord = {
+        ...record,
+        attempts: record.attempts + 1,
+        lastError: error,
+        lease: null,
+        updatedAt: new Date().toISOString(),
+        ...(retryAt ? { availableAt: retryAt.toISOString() } : { status: "failed" as const }),
+      };
+      return { ops: [{ op: "delivery.put", delivery }], result: () => undefined };
+    });
+  }
+
+  // ---- conversations ---------------------------------------------------------
+
+  appendConversationMessages(conversationId: string, messages: ConversationMessage[]): Promise<void> {
+    return this.mutate(() => ({
+      ops: messages.length > 0 ? [{ op: "conversation.append", conversationId, messages }] : [],
+      result: () => undefined,
+    }));
+  }
+
+  listConversationMessages(conversationId: string, options: { limit?: number } = {}): Promise<ConversationMessage[]> {
+    return this.read((tables) => {
+      const list = tables.conversations.get(conversationId) ?? [];
+      // slice(-0) would return everything, so a zero limit is handled on its own.
+      return options.limit === undefined ? list : options.limit <= 0 ? [] : list.slice(-options.limit);
+    });
+  }
+
+  // ---- schedules -------------------------------------------------------------
+
+  upsertSchedule(schedule: Omit<ScheduleRecord, "lease">): Promise<void> {
+    return this.mutate((tables) => {
+      const lease = tables.schedules.get(schedule.id)?.lease ?? null;
+      return { ops: [{ op: "schedule.put", schedule: { ...schedule, lease } }], result: () => undefined };
+    });
+  }
+
+  getSchedule(id: string): Promise<ScheduleRecord | undefined> {
+    return this.read((tables) => tables.schedules.get(id));
+  }
+
+  listSchedules(): Promise<ScheduleRecord[]> {
+    return this.read((tables) => [...tables.schedules.values()].sort((a, b) => compare(a.id, b.id)));
+  }
+
+  claimDueSchedules(options: { owner: string; ttlMs: number; now?: Date; limit?: number }): Promise<ScheduleRecord[]> {
+    return this.mutate((tables) => {
+      const at = options.now ?? new Date();
+      const lease = { owner: options.owner, expiresAt: new Date(at.getTime() + options.ttlMs).toISOString() };
+      const claimed = [...tables.schedules.values()]
+        .filter((s) => s.enabled && Date.parse(s.nextRunAt) <= at.getTime() && leaseIsFree(s.lease, at))
+        .sort((a, b) => Date.parse(a.nextRunAt) - Date.parse(b.nextRunAt) || compare(a.id, b.id))
+        .slice(0, claimLimit(options.limit));
+      return {
+        ops: claimed.map((schedule) => ({ op: "schedule.put", schedule: { ...schedule, lease } }) as StateOp),
+        result: (after) => claimed.map((schedule) => after.schedules.get(schedule.id)!),
+      };
+    });
+  }
+
+  completeScheduleRun(id: string, owner: string, nextRunAt: Date): Promise<void> {
+    return this.mutate((tables) => {
+      const schedule = tables.schedules.get(id);
+      if (!schedule || schedule.lease?.owner !== owner) return { ops: [], result: () => undefined };
+      return {
+        ops: [{ op: "schedule.put", schedule: { ...schedule, lease: null, nextRunAt: nextRunAt.toISOString() } }],
+        result: () => undefined,
+      };
+    });
+  }
+
+  deleteSchedule(id: string): Promise<void> {
+    return this.mutate((tables) => ({ ops: tables.schedules.has(id) ? [{ op: "schedule.delete", id }] : [], result: () => undefined }));
+  }
+
+  // ---- files -----------------------------------------------------------------
+
+  putFileRecord(record: FileRecord): Promise<void> {
+    return this.mutate(() => ({ ops: [{ op: "file.put", record }], result: () => undefined }));
+  }
+
+  getFileRecord(path: string): Promise<FileRecord | undefined> {
+    return this.read((tables) => tables.files.get(path));
+  }
+
+  listFileRecords(options: { prefix?: string } = {}): Promise<FileRecord[]> {
+    const prefix = options.prefix ?? "";
+    return this.read((tables) =>
+      [...tables.files.values()].filter((record) => record.path.startsWith(prefix)).sort((a, b) => compare(a.path, b.path)),
+    );
+  }
+
+  deleteFileRecord(path: string): Promise<void> {
+    return this.mutate((tables) => ({ ops: tables.files.has(path) ? [{ op: "file.delete", path }] : [], result: () => undefined }));
+  }
+
+  // ---- usage -----------------------------------------------------------------
+
+  recordUsage(record: UsageRecord): Promise<void> {
+    return this.mutate((tables) => ({ ops: tables.usage.has(record.id) ? [] : [{ op: "usage.put", record }], result: () => undefined }));
+  }
+
+  listUsage(filter: { runId?: string; conversationId?: string }): Promise<UsageRecord[]> {
+    return this.read((tables) =>
+      [...tables.usage.values()].filter(
+        (record) =>
+          (filter.runId === undefined || record.runId === filter.runId) &&
+          (filter.conversationId === undefined || record.conversationId === filter.conversationId),
+      ),
+    );
+  }
+
+  // ---- sandbox sessions ------------------------------------------------------
+
+  getSandboxSession(key: string): Promise<SandboxSessionRecord | undefined> {
+    return this.read((tables) => tables.sandboxSessions.get(key));
+  }
+
+  putSandboxSession(record: SandboxSessionRecord): Promise<void> {
+    return this.mutate(() => ({ ops: [{ op: "sandboxSession.put", record }], result: () => undefined }));
+  }
+
+  deleteSandboxSession(key: string): Promise<void> {
+    return this.mutate((tables) => ({
+      ops: tables.sandboxSessions.has(key) ? [{ op: "sandboxSession.delete", key }] : [],
+      result: () => undefined,
+    }));
+  }
+
+  listSandboxSessions(): Promise<SandboxSessionRecord[]> {
+    return this.read((tables) => [...tables.sandboxSessions.values()].sort((a, b) => compare(a.key, b.key)));
+  }
+
+  // ---- memory ----------------------------------------------------------------
+
+  readMemory(path: string): Promise<MemoryRecord | undefined> {
+    return this.read((tables) => tables.memory.get(path));
+  }
+
+  writeMemory(path: string, content: string): Promise<void> {
+    return this.mutate(() => ({
+      ops: [{ op: "memory.put", record: { path, content, updatedAt: new Date().toISOString() } }],
+      result: () => undefined,
+    }));
+  }
+
+  listMemory(prefix = ""): Promise<string[]> {
+    return this.read((tables) => [...tables.memory.keys()].filter((path) => path.startsWith(prefix)).sort(compare));
+  }
+
+  deleteMemory(path: string): Promise<void> {
+    return this.mutate((tables) => ({ ops: tables.memory.has(path) ? [{ op: "memory.delete", path }] : [], result: () => undefined }));
+  }
+
+  // ---- settings --------------------------------------------------------------
+
+  getSetting(key: string): Promise<JsonValue | undefined> {
+    return this.read((tables) => tables.settings.get(key));
+  }
+
+  putSetting(key: string, value: JsonValue, audit: { actor: string; reason?: string }): Promise<SettingAuditEvent> {
+    return this.mutate((tables) => {
+      const event: SettingAuditEvent = {
+        id: randomUUID(),
+        key,
+        value,
+        previous: tables.settings.get(key) ?? null,
+        actor: audit.actor,
+        reason: audit.reason ?? null,
+        createdAt: new Date().toISOString(),
+      };
+      return { ops: [{ op: "setting.put", audit: event }], result: (after) => after.settingAudit[after.settingAudit.length - 1]! };
+    });
+  }
+
+  listSettingAudit(options: { key?: string; limit?: number } = {}): Promise<SettingAuditEvent[]> {
+    return this.read((tables) => {
+      const newestFirst = tables.settingAudit.filter((event) => options.key === undefined || event.key === options.key).reverse();
+      return newestFirst.slice(0, options.limit === undefined ? undefined : Math.max(0, options.limit));
+    });
+  }
+
+  // ---- internals -------------------------------------------------------------
+
+  private async read<T>(query: (tables: StateTables) => T): Promise<T> {
+    await this.ready();
+    return copy(query(this.tables));
+  }
+
+  /**
+   * Plan against the current tables, make the plan durable as one log record, then
+   * apply it. Calls queue behind each other, so a plan never sees a half-applied one.
+   */
+  private mutate<T>(plan: (tables: StateTables) => Plan<T>): Promise<T> {
+    // Checked at call time, so calls made before close() still complete.
+    const ready = this.ready();
+    ready.catch(() => undefined);
+    const task = async (): Promise<T> => {
+      await ready;
+      const { ops, result } = plan(this.tables);
+      if (ops.length > 0) {
+        const json = this.serialize(ops);
+        await this.log!.append(json);
+        // Apply the parsed record, so memory holds exactly what a replay would rebuild.
+        for (const op of (JSON.parse(json) as { ops: StateOp[] }).ops) this.tables.apply(op);
+        if (this.log!.bytes > this.compactAfterBytes) await this.compact();
+      }
+      return copy(result(this.tables));
+    };
+    const next = this.queue.then(task, task);
+    this.queue = next.catch(() => undefined);
+    return next;
+  }
+
+  private serialize(ops: StateOp[]): string {
+    try {
+      return JSON.stringify({ ops });
+    } catch (error) {
+      throw new AssemblyLineError("AL_ERR_STATE_INPUT_INVALID", `a value written to the state in ${this.directory} is not JSON`, {
+        fix: "Store only JSON values (no BigInt, no cycles); convert dates and buffers to strings first.",
+        cause: error,
+      });
+    }
+  }
+
+  private async ready(): Promise<void> {
+    if (this.closing) throw this.closedError();
+    await this.open();
+  }
+
+  private closedError(): AssemblyLineError {
+    return new AssemblyLineError("AL_ERR_STATE_LOCKED", `the FileStateAdapter for ${this.directory} was closed and no longer holds its lock`, {
+      fix: "Create a new FileStateAdapter for the folder; do not use one after close().",
+      details: { directory: this.directory },
+    });
+  }
+
+  private requireRun(tables: StateTables, runId: string) {
+    const entry = tables.runs.get(runId);
+    if (entry) return entry;
+    throw new AssemblyLineError("AL_ERR_RUN_NOT_FOUND", `no run with id "${runId}" exists in the state at ${this.directory}`, {
+      fix: "Create the run with createRun before writing to it, and check the run id.",
+      details: { runId, directory: this.directory },
+    });
+  }
+
+  private async load(): Promise<void> {
+    await mkdir(this.directory, { recursive: true });
+    const lock = await FolderLock.acquire(this.directory);
+    try {
+      const snapshot = await this.readSnapshot();
+      const tables = snapshot ? StateTables.fromSnapshot(snapshot.tables) : new StateTables();
+      const generation = snapshot?.generation ?? 0;
+      const logPath = join(this.directory, logFile(generation));
+      const { records, validBytes } = await WriteAheadLog.read(logPath);
+      try {
+        for (const record of records) for (const op of (record as { ops: StateOp[] }).ops) tables.apply(op);
+      } catch (error) {
+        throw this.corruptError(logPath, error);
+      }
+      const log = await WriteAheadLog.openForAppend(logPath, validBytes);
+      await syncDirectory(this.directory);
+      await this.removeStrayFiles(generation);
+      this.tables = tables;
+      this.generation = generation;
+      this.log = log;
+      this.lock = lock;
+      if (log.bytes > this.compactAfterBytes) await this.compact();
+    } catch (error) {
+      await this.log?.close().catch(() => undefined);
+      this.log = undefined;
+      await lock.release();
+      throw error;
+    }
+  }
+
+  private async readSnapshot(): Promise<SnapshotFile | undefined> {
+    const path = join(this.directory, SNAPSHOT_FILE);
+    let text: string;
+    try {
+      text = await readFile(path, "utf8");
+    } catch (error) {
+      if ((error as NodeJS.ErrnoException).code === "ENOENT") return undefined;
+      throw error;
+    }
+    let parsed: SnapshotFile;
+    try {
+      parsed = JSON.parse(text) as SnapshotFile;
+    } catch (error) {
+      throw this.corruptError(path, error);
+    }
+    if (parsed.format !== SNAPSHOT_FORMAT || !Number.isInteger(parsed.generation) || typeof parsed.tables !== "object") {
+      throw this.corruptError(path, new TypeError(`snapshot format ${String(parsed.format)} is not ${SNAPSHOT_FORMAT}`));
+    }
+    return parsed;
+  }
+
+  /** Write the tables as snapshot N+1 and start log N+1 (see the design note). */
+  private async compact(): Promise<void> {
+    const next = this.generation + 1;
+    const temp = join(this.directory, `${SNAPSHOT_FILE}.${process.pid}.tmp`);
+    const body: SnapshotFile = { format: SNAPSHOT_FORMAT, generation: next, tables: this.tables.toSnapshot() };
+    const handle = await open(temp, "w");
+    try {
+      await handle.writeFile(JSON.stringify(body));
+      await handle.sync();
+    } finally {
+      await handle.close();
+    }
+    await rename(temp, join(this.directory, SNAPSHOT_FILE));
+    await syncDirectory(this.directory);
+    const log = await WriteAheadLog.openForAppend(join(this.directory, logFile(next)), 0);
+    await syncDirectory(this.directory);
+    const previous = this.log;
+    this.log = log;
+    this.generation = next;
+    await previous?.close();
+    await unlink(join(this.directory, logFile(next - 1))).catch(() => undefined);
+  }
+
+  /** Logs of other generations and snapshot temp files are left by a crash mid-compaction. */
+  private async removeStrayFiles(generation: number): Promise<void> {
+    for (const name of await readdir(this.directory)) {
+      const log = /^log-(\d+)\.wal$/.exec(name);
+      const stray = (log && Number(log[1]) !== generation) || /^snapshot\.json\..*\.tmp$/.test(name);
+      if (stray) await unlink(join(this.directory, name)).catch(() => undefined);
+    }
+  }
+
+  private corruptError(path: string, cause: unknown): AssemblyLineError {
+    return new AssemblyLineError("AL_ERR_STATE_ROW_INVALID", `the local state file ${path} cannot be read back`, {
+      fix: `The file was changed outside Assembly Line or damaged. Restore ${this.directory} from a backup, or move it away to start with empty state.`,
+      cause,
+      details: { path },
+    });
+  }
+}
+
+async function syncDirectory(directory: string): Promise<void> {
+  const handle = await open(directory, "r");
+  try {
+    await handle.sync();
+  } finally {
+    await handle.close();
+  }
+}
+
+function encodeRunCursor(ordinal: number): string {
+  return Buffer.from(JSON.stringify({ before: ordinal }), "utf8").toString("base64url");
+}
+
+function decodeRunCursor(cursor: string): number {
+  try {
+    const parsed = JSON.parse(Buffer.from(cursor, "base64url").toString("utf8")) as { before?: unknown };
+    if (typeof parsed.before === "number" && Number.isFinite(parsed.before)) return parsed.before;
+  } catch {
+    // fall through to the error below
+  }
+  throw new AssemblyLineError("AL_ERR_STATE_INPUT_INVALID", `listRuns got cursor "${cursor}", which this state store did not produce`, {
+    fix: "Pass back the nextCursor of the previous page unchanged, or omit cursor to start from the newest run.",
+  });
+}

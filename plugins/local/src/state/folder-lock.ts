@@ -1,0 +1,158 @@
+import { AssemblyLineError } from "@assemblyline-agents/core";
+import { randomBytes } from "node:crypto";
+import { link, open, readFile, readdir, unlink, writeFile } from "node:fs/promises";
+import { hostname } from "node:os";
+import { join } from "node:path";
+import { setTimeout as sleep } from "node:timers/promises";
+
+const LOCK_FILE = "LOCK";
+/** Held only while replacing a dead holder's LOCK, so two openers cannot both take it over. */
+const TAKEOVER_FILE = "LOCK.takeover";
+const ATTEMPTS = 100;
+const RETRY_DELAY_MS = 20;
+
+interface LockOwner {
+  pid: number;
+  host: string;
+  token: string;
+}
+
+/**
+ * An exclusive, advisory lock on a state folder: a LOCK file naming the holder's
+ * pid and host. It is created whole (written to a temp file, then hard-linked into
+ * place, which fails if LOCK exists), so a reader never sees a half-written one.
+ * A LOCK whose pid is dead on this host is stale and is taken over.
+ */
+export class FolderLock {
+  private released = false;
+
+  private constructor(
+    readonly directory: string,
+    private readonly owner: LockOwner,
+  ) {}
+
+  static async acquire(directory: string): Promise<FolderLock> {
+    const owner: LockOwner = { pid: process.pid, host: hostname(), token: randomBytes(8).toString("hex") };
+    const lockPath = join(directory, LOCK_FILE);
+    for (let attempt = 0; attempt < ATTEMPTS; attempt += 1) {
+      if (await createExclusive(directory, lockPath, owner)) {
+        await removeDeadTempFiles(directory);
+        return new FolderLock(directory, owner);
+      }
+      const holder = await readOwner(lockPath);
+      if (holder === "missing") continue;
+      if (holder !== "unreadable" && isAlive(holder)) throw lockedError(directory, holder);
+      if (await takeOver(directory, lockPath, holder)) continue;
+      await sleep(RETRY_DELAY_MS);
+    }
+    throw new AssemblyLineError("AL_ERR_STATE_LOCKED", `could not take the lock of state folder ${directory}`, {
+      fix: `Another process keeps replacing ${join(directory, LOCK_FILE)}; stop the other Assembly Line processes using this folder.`,
+      details: { directory },
+    });
+  }
+
+  /** Remove LOCK if it is still ours. */
+  async release(): Promise<void> {
+    if (this.released) return;
+    this.released = true;
+    const lockPath = join(this.directory, LOCK_FILE);
+    const holder = await readOwner(lockPath);
+    if (typeof holder === "object" && holder.token === this.owner.token) await unlink(lockPath).catch(ignoreMissing);
+  }
+}
+
+async function createExclusive(directory: string, lockPath: string, owner: LockOwner): Promise<boolean> {
+  const temp = join(directory, `LOCK.${owner.pid}.${owner.token}.tmp`);
+  await writeFile(temp, JSON.stringify(owner));
+  try {
+    await link(temp, lockPath);
+    return true;
+  } catch (error) {
+    if ((error as NodeJS.ErrnoException).code === "EEXIST") return false;
+    throw error;
+  } finally {
+    await unlink(temp).catch(ignoreMissing);
+  }
+}
+
+/**
+ * Replace a stale LOCK under the takeover guard, re-checking under the guard that
+ * LOCK still holds the dead owner's record. Returns false when another opener is
+ * in the middle of a takeover.
+ */
+async function takeOver(directory: string, lockPath: string, stale: LockOwner | "unreadable"): Promise<boolean> {
+  const guardPath = join(directory, TAKEOVER_FILE);
+  let guard;
+  try {
+    guard = await open(guardPath, "wx");
+  } catch (error) {
+    if ((error as NodeJS.ErrnoException).code !== "EEXIST") throw error;
+    // A guard left by an opener that died mid-takeover would block everyone forever.
+    const guardOwner = await readOwner(guardPath);
+    if (typeof guardOwner === "object" && !isAlive(guardOwner)) await unlink(guardPath).catch(ignoreMissing);
+    return false;
+  }
+  try {
+    await guard.writeFile(JSON.stringify({ pid: process.pid, host: hostname(), token: "takeover" }));
+    const current = await readOwner(lockPath);
+    const unchanged =
+      current === "unreadable" ? stale === "unreadable" : typeof current === "object" && typeof stale === "object" && current.token === stale.token;
+    if (unchanged) await unlink(lockPath).catch(ignoreMissing);
+    return true;
+  } finally {
+    await guard.close();
+    await unlink(guardPath).catch(ignoreMissing);
+  }
+}
+
+/** Temp files of openers killed between writing and linking them; live openers' files are left alone. */
+async function removeDeadTempFiles(directory: string): Promise<void> {
+  for (const name of await readdir(directory)) {
+    const match = /^LOCK\.(\d+)\.[0-9a-f]+\.tmp$/.exec(name);
+    if (match && !isAlive({ pid: Number(match[1]), host: hostname(), token: "" })) {
+      await unlink(join(directory, name)).catch(ignoreMissing);
+    }
+  }
+}
+
+async function readOwner(path: string): Promise<LockOwner | "missing" | "unreadable"> {
+  let text: string;
+  try {
+    text = await readFile(path, "utf8");
+  } catch (error) {
+    if ((error as NodeJS.ErrnoException).code === "ENOENT") return "missing";
+    throw error;
+  }
+  try {
+    const parsed = JSON.parse(text) as Partial<LockOwner>;
+    if (typeof parsed.pid === "number" && typeof parsed.host === "string") {
+      return { pid: parsed.pid, host: parsed.host, token: typeof parsed.token === "string" ? parsed.token : "" };
+    }
+  } catch {
+    // an unreadable LOCK was not written by this code; treat it as stale
+  }
+  return "unreadable";
+}
+
+/** A holder on another host cannot be checked, so it counts as alive. */
+function isAlive(owner: LockOwner): boolean {
+  if (owner.host !== hostname()) return true;
+  try {
+    process.kill(owner.pid, 0);
+    return true;
+  } catch (error) {
+    return (error as NodeJS.ErrnoException).code === "EPERM";
+  }
+}
+
+function lockedError(directory: string, holder: LockOwner): AssemblyLineError {
+  const who = holder.pid === process.pid && holder.host === hostname() ? "this process (another FileStateAdapter)" : `pid ${holder.pid} on ${holder.host}`;
+  return new AssemblyLineError("AL_ERR_STATE_LOCKED", `state folder ${directory} is locked by ${who}`, {
+    fix: `Stop the process holding it (or close the other FileStateAdapter) before opening it again; one process may write a state folder at a time. If pid ${holder.pid} is not an Assembly Line process, delete ${join(directory, LOCK_FILE)}.`,
+    details: { directory, pid: holder.pid, host: holder.host },
+  });
+}
+
+function ignoreMissing(error: unknown): void {
+  if ((error as NodeJS.ErrnoException).code !== "ENOENT") throw error;
+}

@@ -1,0 +1,100 @@
+import { AssemblyLineError } from "@assemblyline-agents/core";
+import { getApiProvider, getApiProviders, getModels, getProviders, type Api, type Model } from "@mariozechner/pi-ai";
+import type { PiModelCatalog, PiModelEntry } from "./options.js";
+
+const DEFAULT_CONTEXT_WINDOW = 128_000;
+const DEFAULT_MAX_TOKENS = 16_384;
+
+/** `provider/model` split at the first `/`: model ids may contain slashes (`openrouter/z-ai/glm-4.5v`). */
+export function splitModelSpec(spec: string): { provider: string; modelId: string } | undefined {
+  const slash = spec.indexOf("/");
+  if (slash <= 0 || slash === spec.length - 1) return undefined;
+  return { provider: spec.slice(0, slash), modelId: spec.slice(slash + 1) };
+}
+
+/**
+ * The pi-ai model a `provider/model` spec names: pi-ai's catalog entry merged with
+ * the host's `models` entry, or the host's entry alone. Pure and synchronous so the
+ * compiler can call it at build time for a static model.
+ */
+export function resolvePiModel(spec: string, models: PiModelCatalog = {}): Model<Api> {
+  const parts = splitModelSpec(spec);
+  if (!parts) {
+    throw new AssemblyLineError("AL_ERR_MODEL_UNKNOWN", `Model spec "${spec}" is not of the form provider/model.`, {
+      fix: 'Write the model as "<provider>/<model>", e.g. "openai/gpt-5.4-mini" or "anthropic/claude-sonnet-4-5".',
+      details: { spec },
+    });
+  }
+  const entry = models[spec];
+  const known = catalogModel(parts.provider, parts.modelId);
+  if (!known && !entry) throw unknownModel(spec, parts.provider, parts.modelId);
+  const model = known ? mergeEntry(known, entry) : newModel(spec, parts, entry!);
+  if (!getApiProvider(model.api)) {
+    const apis = getApiProviders().map((p) => p.api).join(", ");
+    throw new AssemblyLineError("AL_ERR_MODEL_UNKNOWN", `Model "${spec}" uses api "${model.api}", which pi-ai does not implement.`, {
+      fix: `Set models["${spec}"].api to one of: ${apis}.`,
+      details: { spec, api: model.api },
+    });
+  }
+  return model;
+}
+
+function catalogModel(provider: string, modelId: string): Model<Api> | undefined {
+  return getModels(provider as never).find((m) => m.id === modelId) as Model<Api> | undefined;
+}
+
+function mergeEntry(known: Model<Api>, entry: PiModelEntry | undefined): Model<Api> {
+  if (!entry) return known;
+  const { apiKeyEnv: _apiKeyEnv, cost, ...fields } = entry;
+  return { ...known, ...definedFields(fields), cost: { ...known.cost, ...definedFields(cost ?? {}) } } as Model<Api>;
+}
+
+function newModel(spec: string, parts: { provider: string; modelId: string }, entry: PiModelEntry): Model<Api> {
+  const missing = (["api", "baseUrl"] as const).filter((key) => !entry[key]);
+  if (missing.length > 0) {
+    throw new AssemblyLineError(
+      "AL_ERR_MODEL_UNKNOWN",
+      `models["${spec}"] is not in pi-ai's catalog, so it must set ${missing.join(" and ")}.`,
+      {
+        fix: `Add ${missing.map((k) => (k === "api" ? 'api: "openai-completions"' : 'baseUrl: "http://127.0.0.1:11434/v1"')).join(", ")} (or the values of your server) to models["${spec}"].`,
+        details: { spec, missing },
+      },
+    );
+  }
+  const { apiKeyEnv: _apiKeyEnv, cost, ...fields } = entry;
+  return {
+    id: parts.modelId,
+    name: spec,
+    provider: parts.provider,
+    reasoning: false,
+    input: ["text"],
+    contextWindow: DEFAULT_CONTEXT_WINDOW,
+    maxTokens: DEFAULT_MAX_TOKENS,
+    ...definedFields(fields),
+    cost: { input: 0, output: 0, cacheRead: 0, cacheWrite: 0, ...definedFields(cost ?? {}) },
+  } as Model<Api>;
+}
+
+/** An explicit `undefined` in a host entry means "not set", not "erase the catalog value". */
+function definedFields<T extends object>(fields: T): Partial<T> {
+  return Object.fromEntries(Object.entries(fields).filter(([, value]) => value !== undefined)) as Partial<T>;
+}
+
+function unknownModel(spec: string, provider: string, modelId: string): AssemblyLineError {
+  const providers = getProviders() as string[];
+  const addEntry = `or declare it: piAgentHarness({ models: { "${spec}": { api: "openai-completions", baseUrl: "http://..." } } }).`;
+  if (!providers.includes(provider)) {
+    return new AssemblyLineError("AL_ERR_MODEL_UNKNOWN", `Model "${spec}": pi-ai knows no provider "${provider}".`, {
+      fix: `Use one of pi-ai's providers (${providers.join(", ")}), ${addEntry}`,
+      details: { spec, provider },
+    });
+  }
+  const ids = getModels(provider as never).map((m) => m.id);
+  const stem = modelId.toLowerCase().split(/[-.:]/)[0] ?? "";
+  const similar = ids.filter((id) => id.toLowerCase().includes(stem)).slice(0, 8);
+  const suggestions = (similar.length > 0 ? similar : ids.slice(0, 8)).map((id) => `${provider}/${id}`).join(", ");
+  return new AssemblyLineError("AL_ERR_MODEL_UNKNOWN", `Model "${spec}": pi-ai's catalog has no model "${modelId}" for provider "${provider}".`, {
+    fix: `Check the spelling (known: ${suggestions}, ...), ${addEntry}`,
+    details: { spec, provider, modelId },
+  });
+}

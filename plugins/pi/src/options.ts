@@ -1,0 +1,74 @@
+import type { AnthropicMessagesCompat, Api, OpenAICompletionsCompat, OpenAIResponsesCompat } from "@mariozechner/pi-ai";
+
+/**
+ * One entry of `piAgentHarness({ models })`, keyed by its `provider/model` spec.
+ *
+ * For a spec pi-ai's catalog already knows (`anthropic/claude-haiku-4-5`), every
+ * field is optional and overrides the catalog value (e.g. `baseUrl` for a proxy).
+ * For a new spec (`local/llama3`), `api` and `baseUrl` are required:
+ *
+ * ```ts
+ * piAgentHarness({
+ *   models: {
+ *     "local/llama3": {
+ *       api: "openai-completions",
+ *       baseUrl: "http://127.0.0.1:11434/v1",
+ *       id: "llama3.1:8b",
+ *       apiKeyEnv: false,
+ *     },
+ *   },
+ * });
+ * ```
+ */
+export interface PiModelEntry {
+  /** pi-ai wire API: "openai-completions" (any OpenAI-compatible server), "openai-responses", "anthropic-messages", ... */
+  api?: Api;
+  /** Endpoint root as the provider SDK expects it (`http://127.0.0.1:11434/v1` for Ollama). */
+  baseUrl?: string;
+  /** Model id sent to the provider. Default: the spec after the first `/`. */
+  id?: string;
+  /** Provider name used for API-key lookup and usage records. Default: the spec before the first `/`. */
+  provider?: string;
+  name?: string;
+  /** Whether the model supports reasoning/thinking. Default false. */
+  reasoning?: boolean;
+  /** Default ["text"]. */
+  input?: ("text" | "image")[];
+  /** USD per million tokens; feeds `costUsd` of usage records. Missing prices count as 0. */
+  cost?: { input?: number; output?: number; cacheRead?: number; cacheWrite?: number };
+  /** Default 128000. */
+  contextWindow?: number;
+  /** Default 16384. */
+  maxTokens?: number;
+  /** Extra HTTP headers sent with every request. */
+  headers?: Record<string, string>;
+  /** Wire-format quirks of OpenAI- or Anthropic-compatible servers (see pi-ai's README). */
+  compat?: OpenAICompletionsCompat | OpenAIResponsesCompat | AnthropicMessagesCompat;
+  /**
+   * Environment variable holding this model's API key, or `false` for a server
+   * that needs none (a local Ollama or vLLM). Default: the provider's usual
+   * variable as pi-ai reads it (OPENAI_API_KEY, ANTHROPIC_API_KEY, ...).
+   */
+  apiKeyEnv?: string | false;
+}
+
+/** `provider/model` -> entry. */
+export type PiModelCatalog = Record<string, PiModelEntry>;
+
+/** How a failed model call is retried. Only 429 and 5xx answers (and dropped connections) are retried. */
+export interface PiRetryOptions {
+  /** Retries after the first attempt. Default 3. */
+  maxRetries?: number;
+  /** First backoff; it doubles on each retry and is jittered. Default 500 ms. */
+  initialDelayMs?: number;
+  /** Ceiling on any single wait, including a server's `retry-after`. Default 30000 ms. */
+  maxDelayMs?: number;
+}
+
+export interface PiHarnessOptions {
+  /** Adds or overrides pi-ai catalog entries. Host configuration, never read from the agent folder. */
+  models?: PiModelCatalog;
+  /** API keys by provider (`{ openai: "sk-..." }`); they take precedence over environment variables. */
+  apiKeys?: Record<string, string>;
+  retry?: PiRetryOptions;
+}

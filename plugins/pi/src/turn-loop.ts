@@ -1,0 +1,126 @@
+import type { HarnessContext, HarnessTurnInput, HarnessTurnResult, JsonValue, ModelToolCall } from "@assemblyline-agents/core";
+import type { Api, AssistantMessage, Context, Model } from "@mariozechner/pi-ai";
+import { resolvePiApiKey } from "./api-key.js";
+import { textOf, toolCallsOf, toolResultMessage, toPiMessages, toPiTools } from "./context-conversion.js";
+import { readContinuation, writeContinuation, type PiContinuationData } from "./continuation.js";
+import { callModel } from "./model-call.js";
+import { resolvePiModel } from "./model-resolution.js";
+import type { PiHarnessOptions } from "./options.js";
+
+/**
+ * One turn of the pi engine: ask the model, run its tool calls through the
+ * runtime, repeat until the model answers without tool calls, a tool pauses the
+ * run, or a tool fails. Every model call is a journaled step, so a replay of
+ * this function after a crash or a resume reproduces the same transcript
+ * without asking the model again.
+ */
+export async function runPiTurn(input: HarnessTurnInput, ctx: HarnessContext, options: PiHarnessOptions): Promise<HarnessTurnResult> {
+  const model = resolvePiModel(input.modelSpec, options.models);
+  const state = startingState(input, ctx, model);
+  const tools = toPiTools(input.context.tools);
+  let apiKey: { value: string | undefined } | undefined;
+
+  const askModel = async (): Promise<AssistantMessage> => {
+    state.modelCalls += 1;
+    const key = `model:${state.modelCalls}`;
+    const reply = await ctx.step<JsonValue>(
+      key,
+      async () => {
+        // Resolved here, not up front: a replayed call needs no key.
+        apiKey ??= { value: resolvePiApiKey(input.modelSpec, model, options) };
+        const context: Context = { systemPrompt: input.context.instructions, messages: [...state.messages], tools };
+        const message = await callModel({
+          spec: input.modelSpec,
+          model,
+          context,
+          apiKey: apiKey.value,
+          sessionId: input.runId,
+          signal: ctx.signal,
+          retry: options.retry ?? {},
+          onTextDelta: (delta) => ctx.textDelta(delta),
+          logger: ctx.logger,
+        });
+        // Recorded inside the step: a replay never repeats them, and a crash before
+        // the step is persisted re-asks the model, which is a new call worth recording.
+        await ctx.emit("model.response", modelResponseEvent(key, message));
+        await ctx.recordUsage(usageRecord(`${input.runId}:${key}`, message));
+        return JSON.parse(JSON.stringify(message)) as JsonValue;
+      },
+      { metadata: { modelSpec: input.modelSpec } },
+    );
+    return reply as unknown as AssistantMessage;
+  };
+
+  /** Answer tool calls in order; a result ends the turn early when a call pauses or fails. */
+  const answer = async (calls: ModelToolCall[]): Promise<HarnessTurnResult | undefined> => {
+    for (const [index, call] of calls.entries()) {
+      const outcome = await ctx.callTool(call);
+      if (outcome.status === "completed") {
+        state.messages.push(toolResultMessage(call, outcome.output, outcome.isError));
+      } else if (outcome.status === "paused") {
+        return { status: "paused", continuation: writeContinuation(input.agentRevision, { ...state, pendingToolCalls: calls.slice(index) }) };
+      } else {
+        return { status: "completed", response: { text: outcome.output.error } };
+      }
+    }
+    return undefined;
+  };
+
+  let calls = state.pendingToolCalls;
+  for (;;) {
+    const stop = await answer(calls);
+    if (stop) return stop;
+    ctx.signal.throwIfAborted();
+    const reply = await askModel();
+    state.messages.push(reply);
+    calls = toolCallsOf(reply);
+    if (calls.length === 0) return { status: "completed", response: { text: textOf(reply) } };
+  }
+}
+
+function startingState(input: HarnessTurnInput, ctx: HarnessContext, model: Model<Api>): PiContinuationData {
+  if (!input.continuation) {
+    return { modelSpec: input.modelSpec, messages: toPiMessages(input.context.messages, model), pendingToolCalls: [], modelCalls: 0 };
+  }
+  const data = readContinuation(input.continuation);
+  if (input.continuation.agentRevision !== input.agentRevision) {
+    // Which revision a resume runs under is the runtime's policy; the transcript stays valid either way.
+    ctx.logger.warn(
+      { runId: input.runId, pausedUnder: input.continuation.agentRevision, resumedUnder: input.agentRevision },
+      "resuming a pi continuation under another agent revision",
+    );
+  }
+  return data;
+}
+
+function modelResponseEvent(step: string, message: AssistantMessage): Record<string, JsonValue> {
+  return {
+    step,
+    provider: message.provider,
+    model: message.model,
+    responseId: message.responseId ?? null,
+    stopReason: message.stopReason,
+    text: textOf(message),
+    toolCalls: toolCallsOf(message).map((call) => call.name),
+    usage: {
+      inputTokens: message.usage.input,
+      outputTokens: message.usage.output,
+      cacheReadTokens: message.usage.cacheRead,
+      cacheWriteTokens: message.usage.cacheWrite,
+      costUsd: message.usage.cost.total,
+    },
+  };
+}
+
+function usageRecord(id: string, message: AssistantMessage): Parameters<HarnessContext["recordUsage"]>[0] {
+  return {
+    id,
+    provider: message.provider,
+    model: message.model,
+    inputTokens: message.usage.input,
+    outputTokens: message.usage.output,
+    cacheReadTokens: message.usage.cacheRead,
+    cacheWriteTokens: message.usage.cacheWrite,
+    costUsd: message.usage.cost.total,
+  };
+}

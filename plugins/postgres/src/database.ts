@@ -1,0 +1,69 @@
+import type { AssemblyLineError } from "@assemblyline-agents/core";
+import type { Pool, QueryResult, QueryResultRow } from "pg";
+import { databaseError, inputInvalid } from "./errors.js";
+import { quoteIdent } from "./schema/migrate.js";
+
+/**
+ * The pool and schema one adapter works in. Every statement goes through
+ * `pool.query` (one round trip, its own transaction), after the schema is known
+ * to be migrated.
+ */
+export class StateDatabase {
+  /** The quoted schema name, for interpolating into SQL text. */
+  readonly s: string;
+
+  constructor(
+    readonly pool: Pool,
+    readonly schema: string,
+    private readonly ready: () => Promise<unknown>,
+  ) {
+    this.s = quoteIdent(schema);
+  }
+
+  /**
+   * Run one statement. `operation` names the call in errors ("appendEvents(run r1)");
+   * `mapError` turns errors the caller expects (e.g. a custom SQLSTATE) into coded ones.
+   */
+  async run<R extends QueryResultRow>(
+    operation: string,
+    text: string,
+    values: unknown[] = [],
+    mapError?: (error: unknown) => AssemblyLineError | undefined,
+  ): Promise<QueryResult<R>> {
+    await this.ready();
+    try {
+      return await this.pool.query<R>(text, values);
+    } catch (error) {
+      throw mapError?.(error) ?? databaseError(error, operation, this.schema);
+    }
+  }
+
+  async rows<R extends QueryResultRow>(
+    operation: string,
+    text: string,
+    values: unknown[] = [],
+    mapError?: (error: unknown) => AssemblyLineError | undefined,
+  ): Promise<R[]> {
+    return (await this.run<R>(operation, text, values, mapError)).rows;
+  }
+}
+
+/**
+ * Serialize a JSON value for a `json` parameter ourselves: `pg` would turn a bare
+ * array into an SQL array literal and send a bare string unquoted.
+ */
+export function jsonParam(value: unknown, operation: string, field: string): string | null {
+  if (value === undefined) return null;
+  let text: string | undefined;
+  try {
+    text = JSON.stringify(value);
+  } catch (error) {
+    throw inputInvalid(operation, `${field} is not JSON-serializable (${error instanceof Error ? error.message : String(error)})`, { field });
+  }
+  return text === undefined ? null : text;
+}
+
+/** A `timestamptz` parameter for "now, unless the caller overrides the clock". */
+export function clockParam(now: Date | undefined): string | null {
+  return now === undefined ? null : now.toISOString();
+}

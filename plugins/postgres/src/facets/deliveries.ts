@@ -1,0 +1,83 @@
+import type { ClaimOptions, DeliveryRecord } from "@assemblyline-agents/core";
+import { clockParam, type StateDatabase } from "../database.js";
+import { DELIVERY_COLUMNS, decodeDelivery } from "../rows.js";
+import { ArgumentCheck, sizeParam } from "../validate.js";
+import { DEFAULT_CLAIM_LIMIT, prefixed } from "./runs.js";
+
+/*
+ * The durable outbox. Deliveries are enqueued by appendEvents (with the event
+ * that describes them); workers claim them with leases. completeDelivery and
+ * failDelivery from an owner that no longer holds the lease are ignored, so a
+ * worker whose lease was taken over cannot undo the new holder's work.
+ */
+
+export async function listDeliveries(db: StateDatabase, runId: string): Promise<DeliveryRecord[]> {
+  const rows = await db.rows(
+    `listDeliveries(run "${runId}")`,
+    `SELECT ${DELIVERY_COLUMNS} FROM ${db.s}.deliveries WHERE run_id = $1 ORDER BY position`,
+    [runId],
+  );
+  return rows.map((row) => decodeDelivery(db.schema, row));
+}
+
+export async function claimDeliveries(db: StateDatabase, options: ClaimOptions): Promise<DeliveryRecord[]> {
+  const check = new ArgumentCheck("claimDeliveries");
+  check.object("options", options);
+  const owner = check.string("options.owner", options.owner);
+  const ttlMs = check.nonNegative("options.ttlMs", options.ttlMs);
+  const now = check.optionalDate("options.now", options.now);
+  const limit = sizeParam(options.limit, DEFAULT_CLAIM_LIMIT, 0);
+  if (limit === 0) return [];
+  const rows = await db.rows(
+    "claimDeliveries",
+    `WITH clock AS (SELECT coalesce($3::timestamptz, now()) AS now),
+     candidates AS (
+       SELECT d.id FROM ${db.s}.deliveries d, clock
+       WHERE d.status = 'pending'
+         AND d.available_at <= clock.now
+         AND (d.lease_owner IS NULL OR d.lease_expires_at IS NULL OR d.lease_expires_at <= clock.now)
+       ORDER BY d.available_at, d.position
+       LIMIT $4
+       FOR UPDATE OF d SKIP LOCKED
+     )
+     UPDATE ${db.s}.deliveries d SET
+       lease_owner = $1,
+       lease_expires_at = clock.now + $2::double precision * interval '1 millisecond',
+       updated_at = clock.now
+     FROM candidates, clock
+     WHERE d.id = candidates.id
+     RETURNING d.position, ${prefixed("d", DELIVERY_COLUMNS)}`,
+    [owner, ttlMs, clockParam(now), limit],
+  );
+  return rows
+    .map((row) => ({ position: Number(row.position), record: decodeDelivery(db.schema, row) }))
+    .sort((a, b) => Date.parse(a.record.availableAt) - Date.parse(b.record.availableAt) || a.position - b.position)
+    .map(({ record }) => record);
+}
+
+export async function completeDelivery(db: StateDatabase, deliveryId: string, owner: string): Promise<void> {
+  await db.run(
+    `completeDelivery(delivery "${deliveryId}")`,
+    `UPDATE ${db.s}.deliveries SET
+       status = 'delivered', attempts = attempts + 1, last_error = NULL,
+       lease_owner = NULL, lease_expires_at = NULL, updated_at = now()
+     WHERE id = $1 AND status = 'pending' AND lease_owner = $2`,
+    [deliveryId, owner],
+  );
+}
+
+export async function failDelivery(db: StateDatabase, deliveryId: string, owner: string, error: string, retryAt?: Date): Promise<void> {
+  const check = new ArgumentCheck(`failDelivery(delivery "${deliveryId}")`);
+  check.text("error", error);
+  check.optionalDate("retryAt", retryAt);
+  await db.run(
+    check.operation,
+    `UPDATE ${db.s}.deliveries SET
+       attempts = attempts + 1, last_error = $3,
+       lease_owner = NULL, lease_expires_at = NULL, updated_at = now(),
+       status = CASE WHEN $4::timestamptz IS NULL THEN 'failed' ELSE 'pending' END,
+       available_at = coalesce($4::timestamptz, available_at)
+     WHERE id = $1 AND status = 'pending' AND lease_owner = $2`,
+    [deliveryId, owner, error, clockParam(retryAt)],
+  );
+}

@@ -1,0 +1,184 @@
+import { AssemblyLineError, type ClaimOptions, type NewRun, type RunListFilter, type RunPage, type RunRecord } from "@assemblyline-agents/core";
+import { clockParam, jsonParam, type StateDatabase } from "../database.js";
+import { inputInvalid } from "../errors.js";
+import { RUN_COLUMNS, RUN_STATUSES, decodeRun, isJsonObject } from "../rows.js";
+import { ArgumentCheck, sizeParam } from "../validate.js";
+
+/** Page size of listRuns when the filter gives none. */
+const DEFAULT_PAGE_SIZE = 50;
+/** How many records one claim call leases when the caller gives no limit. */
+export const DEFAULT_CLAIM_LIMIT = 100;
+/**
+ * createRun retries when its insert yielded to a concurrent create of the same
+ * id or key that committed after the statement's snapshot was taken.
+ */
+const CREATE_ATTEMPTS = 3;
+
+export function runNotFound(db: StateDatabase, runId: string, operation: string): AssemblyLineError {
+  return new AssemblyLineError("AL_ERR_RUN_NOT_FOUND", `${operation}: no run with id "${runId}" exists in PostgreSQL schema "${db.schema}"`, {
+    fix: "Create the run with createRun before writing to it, and check the run id.",
+    details: { runId, schema: db.schema },
+  });
+}
+
+export async function createRun(db: StateDatabase, run: NewRun): Promise<{ run: RunRecord; created: boolean }> {
+  const check = new ArgumentCheck("createRun");
+  check.object("run", run);
+  const id = check.string("run.id", run.id);
+  const agentId = check.string("run.agentId", run.agentId);
+  const agentRevision = check.string("run.agentRevision", run.agentRevision);
+  const modelSpec = check.text("run.modelSpec", run.modelSpec);
+  const conversationId = check.nullableString("run.conversationId", run.conversationId);
+  const status = run.status === undefined ? "queued" : check.oneOf("run.status", run.status, RUN_STATUSES);
+  const input = check.object("run.input", run.input);
+  check.text("run.input.message", input.message);
+  check.object("run.input.metadata", input.metadata);
+  const idempotencyKey = run.idempotencyKey === undefined ? null : check.string("run.idempotencyKey", run.idempotencyKey);
+  const operation = `createRun(run "${id}")`;
+  const inputJson = jsonParam(input, "createRun", "run.input");
+  const createdData = `{"agentId":${JSON.stringify(agentId)},"agentRevision":${JSON.stringify(agentRevision)},"conversationId":${JSON.stringify(conversationId)},"modelSpec":${JSON.stringify(modelSpec)},"status":${JSON.stringify(status)},"input":${inputJson}}`;
+
+  // One statement: insert the run at seq 1 with its run.created event, or return
+  // the run that already holds this id or idempotency key.
+  const text = `
+    WITH inserted AS (
+      INSERT INTO ${db.s}.runs (id, agent_id, agent_revision, conversation_id, status, model_spec, input, last_seq, idempotency_key)
+      VALUES ($1, $2, $3, $4, $5, $6, $7::json, 1, $8)
+      ON CONFLICT DO NOTHING
+      RETURNING ${RUN_COLUMNS}
+    ), event AS (
+      INSERT INTO ${db.s}.run_events (run_id, seq, type, data, created_at)
+      SELECT id, 1, 'run.created', $9::json, created_at FROM inserted
+    )
+    SELECT true AS created, ${RUN_COLUMNS} FROM inserted
+    UNION ALL
+    (SELECT false AS created, ${RUN_COLUMNS} FROM ${db.s}.runs
+      WHERE NOT EXISTS (SELECT 1 FROM inserted)
+        AND (($8::text IS NOT NULL AND idempotency_key = $8) OR id = $1)
+      ORDER BY (idempotency_key IS NOT DISTINCT FROM $8) DESC
+      LIMIT 1)`;
+  const values = [id, agentId, agentRevision, conversationId, status, modelSpec, inputJson, idempotencyKey, createdData];
+  for (let attempt = 1; attempt <= CREATE_ATTEMPTS; attempt++) {
+    const [row] = await db.rows<Record<string, unknown>>(operation, text, values);
+    if (row) return { run: decodeRun(db.schema, row), created: row.created === true };
+  }
+  throw inputInvalid(operation, `run id "${id}" or its idempotency key kept conflicting with a concurrent create; retry the call`, {
+    runId: id,
+  });
+}
+
+export async function getRun(db: StateDatabase, runId: string): Promise<RunRecord | undefined> {
+  const [row] = await db.rows(`getRun(run "${runId}")`, `SELECT ${RUN_COLUMNS} FROM ${db.s}.runs WHERE id = $1`, [runId]);
+  return row ? decodeRun(db.schema, row) : undefined;
+}
+
+export async function listRuns(db: StateDatabase, filter: RunListFilter = {}): Promise<RunPage> {
+  const check = new ArgumentCheck("listRuns");
+  const limit = sizeParam(filter.limit, DEFAULT_PAGE_SIZE, 1);
+  const statuses =
+    filter.status === undefined ? null : [filter.status].flat().map((s, i) => check.oneOf(`filter.status[${i}]`, s, RUN_STATUSES));
+  const before = filter.cursor === undefined ? null : decodeRunCursor(filter.cursor);
+  const rows = await db.rows(
+    "listRuns",
+    `SELECT position, ${RUN_COLUMNS} FROM ${db.s}.runs
+     WHERE ($1::bigint IS NULL OR position < $1)
+       AND ($2::text[] IS NULL OR status = ANY ($2))
+       AND ($3::text IS NULL OR agent_id = $3)
+       AND ($4::text IS NULL OR conversation_id = $4)
+     ORDER BY position DESC
+     LIMIT $5`,
+    [before, statuses, filter.agentId ?? null, filter.conversationId ?? null, limit + 1],
+  );
+  const page = rows.slice(0, limit);
+  const last = page[page.length - 1];
+  return {
+    runs: page.map((row) => decodeRun(db.schema, row)),
+    nextCursor: rows.length > limit && last ? encodeRunCursor(String(last.position)) : null,
+  };
+}
+
+export async function acquireRunLease(db: StateDatabase, runId: string, owner: string, ttlMs: number, now?: Date): Promise<boolean> {
+  const check = new ArgumentCheck("acquireRunLease");
+  check.string("owner", owner);
+  check.nonNegative("ttlMs", ttlMs);
+  check.optionalDate("now", now);
+  const operation = `acquireRunLease(run "${runId}")`;
+  // Take the lease when it is free, expired, or already ours (a heartbeat); the
+  // row lock the UPDATE takes makes concurrent acquirers queue and re-check.
+  const [row] = await db.rows<{ found: boolean; acquired: boolean }>(
+    operation,
+    `WITH clock AS (SELECT coalesce($4::timestamptz, now()) AS now),
+     acquired AS (
+       UPDATE ${db.s}.runs SET lease_owner = $2, lease_expires_at = clock.now + $3::double precision * interval '1 millisecond'
+       FROM clock
+       WHERE id = $1 AND (lease_owner IS NULL OR lease_owner = $2 OR lease_expires_at IS NULL OR lease_expires_at <= clock.now)
+       RETURNING id
+     )
+     SELECT EXISTS (SELECT 1 FROM ${db.s}.runs WHERE id = $1) AS found, EXISTS (SELECT 1 FROM acquired) AS acquired`,
+    [runId, owner, ttlMs, clockParam(now)],
+  );
+  if (!row?.found) throw runNotFound(db, runId, operation);
+  return row.acquired;
+}
+
+export async function releaseRunLease(db: StateDatabase, runId: string, owner: string): Promise<void> {
+  await db.run(
+    `releaseRunLease(run "${runId}")`,
+    `UPDATE ${db.s}.runs SET lease_owner = NULL, lease_expires_at = NULL WHERE id = $1 AND lease_owner = $2`,
+    [runId, owner],
+  );
+}
+
+export async function claimRecoverableRuns(db: StateDatabase, options: ClaimOptions): Promise<RunRecord[]> {
+  const check = new ArgumentCheck("claimRecoverableRuns");
+  check.object("options", options);
+  const owner = check.string("options.owner", options.owner);
+  const ttlMs = check.nonNegative("options.ttlMs", options.ttlMs);
+  const now = check.optionalDate("options.now", options.now);
+  const limit = sizeParam(options.limit, DEFAULT_CLAIM_LIMIT, 0);
+  if (limit === 0) return [];
+  // SKIP LOCKED: concurrent claimers each take different rows instead of queueing
+  // on the same ones; a row committed by another claimer meanwhile is re-checked
+  // against the lease condition before it is locked.
+  const rows = await db.rows(
+    "claimRecoverableRuns",
+    `WITH clock AS (SELECT coalesce($3::timestamptz, now()) AS now),
+     candidates AS (
+       SELECT r.id FROM ${db.s}.runs r, clock
+       WHERE r.status IN ('queued', 'running')
+         AND (r.lease_owner IS NULL OR r.lease_expires_at IS NULL OR r.lease_expires_at <= clock.now)
+       ORDER BY r.position
+       LIMIT $4
+       FOR UPDATE OF r SKIP LOCKED
+     )
+     UPDATE ${db.s}.runs r SET lease_owner = $1, lease_expires_at = clock.now + $2::double precision * interval '1 millisecond'
+     FROM candidates, clock
+     WHERE r.id = candidates.id
+     RETURNING r.position, ${prefixed("r", RUN_COLUMNS)}`,
+    [owner, ttlMs, clockParam(now), limit],
+  );
+  return rows.sort((a, b) => Number(a.position) - Number(b.position)).map((row) => decodeRun(db.schema, row));
+}
+
+export function prefixed(alias: string, columns: string): string {
+  return columns
+    .split(",")
+    .map((column) => `${alias}.${column.trim()}`)
+    .join(", ");
+}
+
+function encodeRunCursor(position: string): string {
+  return Buffer.from(JSON.stringify({ before: position }), "utf8").toString("base64url");
+}
+
+function decodeRunCursor(cursor: string): string {
+  try {
+    const parsed: unknown = JSON.parse(Buffer.from(cursor, "base64url").toString("utf8"));
+    if (isJsonObject(parsed) && typeof parsed.before === "string" && /^\d{1,18}$/.test(parsed.before)) return parsed.before;
+  } catch {
+    // reported below
+  }
+  throw inputInvalid("listRuns", `cursor "${cursor}" was not produced by this state store; pass back nextCursor unchanged`, {
+    cursor,
+  });
+}

@@ -1,0 +1,338 @@
+/**
+ * The state schema, as an ordered list of migrations. A migration is never edited
+ * once released: its checksum is recorded when applied, and a database whose
+ * recorded checksum differs refuses to boot. Change the schema by appending one.
+ *
+ * `sql(s)` receives the quoted schema name, so one database can hold several
+ * independent stores (one per schema).
+ *
+ * Design notes:
+ * - Opaque payloads (event data, tool input/output, continuations, ...) are `json`,
+ *   not `jsonb`: `json` keeps the text as written and accepts `\u0000` in strings,
+ *   which `jsonb` and every JSON operator reject. SQL never looks inside them.
+ * - Timestamps the caller supplies inside a record (a tool call's `createdAt`, a
+ *   file's `createdAt`, ...) are stored as text so they round-trip exactly;
+ *   timestamps the store compares (leases, availability, due times) are
+ *   `timestamptz`.
+ * - `position` identity columns give a stable insertion order (listRuns pages,
+ *   claims oldest first) that equal timestamps cannot.
+ * - Statuses are checked when rows are read, not by CHECK constraints, so a new
+ *   status is a code change rather than a migration, and a bad row names itself.
+ */
+export interface Migration {
+  version: number;
+  name: string;
+  sql: (s: string) => string;
+}
+
+const initialSchema = (s: string) => `
+CREATE TABLE ${s}.runs (
+  id text PRIMARY KEY,
+  position bigint GENERATED ALWAYS AS IDENTITY UNIQUE,
+  agent_id text NOT NULL,
+  agent_revision text NOT NULL,
+  conversation_id text,
+  status text NOT NULL,
+  model_spec text NOT NULL,
+  input json NOT NULL,
+  output json,
+  error json,
+  last_seq integer NOT NULL DEFAULT 0,
+  observed_seq integer NOT NULL DEFAULT 0,
+  lease_owner text,
+  lease_expires_at timestamptz,
+  idempotency_key text UNIQUE,
+  created_at timestamptz NOT NULL DEFAULT now(),
+  updated_at timestamptz NOT NULL DEFAULT now()
+);
+CREATE INDEX runs_recoverable ON ${s}.runs (position) WHERE status IN ('queued', 'running');
+CREATE INDEX runs_by_status ON ${s}.runs (status, position);
+CREATE INDEX runs_by_agent ON ${s}.runs (agent_id, position);
+CREATE INDEX runs_by_conversation ON ${s}.runs (conversation_id, position);
+
+CREATE TABLE ${s}.run_events (
+  run_id text NOT NULL REFERENCES ${s}.runs (id) ON DELETE CASCADE,
+  seq integer NOT NULL,
+  type text NOT NULL,
+  data json NOT NULL,
+  created_at timestamptz NOT NULL,
+  PRIMARY KEY (run_id, seq)
+);
+
+CREATE TABLE ${s}.tool_calls (
+  run_id text NOT NULL REFERENCES ${s}.runs (id) ON DELETE CASCADE,
+  call_id text NOT NULL,
+  position bigint GENERATED ALWAYS AS IDENTITY,
+  tool_name text NOT NULL,
+  input json,
+  input_digest text NOT NULL,
+  status text NOT NULL,
+  output json,
+  model_output json,
+  error text,
+  approval_id text,
+  question json,
+  created_at text NOT NULL,
+  updated_at text NOT NULL,
+  PRIMARY KEY (run_id, call_id)
+);
+
+CREATE TABLE ${s}.steps (
+  run_id text NOT NULL REFERENCES ${s}.runs (id) ON DELETE CASCADE,
+  key text NOT NULL,
+  result json,
+  metadata json NOT NULL,
+  created_at text NOT NULL,
+  PRIMARY KEY (run_id, key)
+);
+
+CREATE TABLE ${s}.checkpoints (
+  run_id text PRIMARY KEY REFERENCES ${s}.runs (id) ON DELETE CASCADE,
+  continuation json,
+  created_at text NOT NULL
+);
+
+CREATE TABLE ${s}.deliveries (
+  id text PRIMARY KEY,
+  position bigint GENERATED ALWAYS AS IDENTITY,
+  run_id text NOT NULL REFERENCES ${s}.runs (id) ON DELETE CASCADE,
+  channel text NOT NULL,
+  conversation_id text,
+  payload json,
+  status text NOT NULL,
+  attempts integer NOT NULL DEFAULT 0,
+  available_at timestamptz NOT NULL,
+  last_error text,
+  lease_owner text,
+  lease_expires_at timestamptz,
+  created_at timestamptz NOT NULL,
+  updated_at timestamptz NOT NULL
+);
+CREATE INDEX deliveries_by_run ON ${s}.deliveries (run_id, position);
+CREATE INDEX deliveries_pending ON ${s}.deliveries (available_at, position) WHERE status = 'pending';
+
+CREATE TABLE ${s}.conversation_messages (
+  position bigint GENERATED ALWAYS AS IDENTITY PRIMARY KEY,
+  conversation_id text NOT NULL,
+  role text NOT NULL,
+  content text NOT NULL,
+  run_id text,
+  created_at text NOT NULL
+);
+CREATE INDEX conversation_messages_by_conversation ON ${s}.conversation_messages (conversation_id, position);
+
+CREATE TABLE ${s}.schedules (
+  id text PRIMARY KEY,
+  interval_ms bigint NOT NULL,
+  next_run_at timestamptz NOT NULL,
+  payload json,
+  enabled boolean NOT NULL,
+  lease_owner text,
+  lease_expires_at timestamptz
+);
+CREATE INDEX schedules_due ON ${s}.schedules (next_run_at) WHERE enabled;
+
+CREATE TABLE ${s}.files (
+  path text PRIMARY KEY,
+  blob_key text NOT NULL,
+  size bigint NOT NULL,
+  content_type text NOT NULL,
+  sha256 text NOT NULL,
+  run_id text,
+  created_at text NOT NULL
+);
+
+CREATE TABLE ${s}.usage (
+  position bigint GENERATED ALWAYS AS IDENTITY PRIMARY KEY,
+  id text NOT NULL UNIQUE,
+  run_id text NOT NULL,
+  conversation_id text,
+  provider text NOT NULL,
+  model text NOT NULL,
+  input_tokens double precision NOT NULL,
+  output_tokens double precision NOT NULL,
+  cache_read_tokens double precision NOT NULL,
+  cache_write_tokens double precision NOT NULL,
+  cost_usd double precision NOT NULL,
+  created_at text NOT NULL
+);
+CREATE INDEX usage_by_run ON ${s}.usage (run_id, position);
+CREATE INDEX usage_by_conversation ON ${s}.usage (conversation_id, position);
+
+CREATE TABLE ${s}.sandbox_sessions (
+  key text PRIMARY KEY,
+  adapter text NOT NULL,
+  session_id text NOT NULL,
+  data json,
+  created_at text NOT NULL,
+  updated_at text NOT NULL
+);
+
+CREATE TABLE ${s}.memory (
+  path text PRIMARY KEY,
+  content text NOT NULL,
+  updated_at timestamptz NOT NULL
+);
+
+CREATE TABLE ${s}.settings (
+  key text PRIMARY KEY,
+  value json,
+  updated_at timestamptz NOT NULL
+);
+
+CREATE TABLE ${s}.setting_audit (
+  position bigint GENERATED ALWAYS AS IDENTITY PRIMARY KEY,
+  id text NOT NULL UNIQUE,
+  key text NOT NULL,
+  value json,
+  previous json,
+  actor text NOT NULL,
+  reason text,
+  created_at timestamptz NOT NULL
+);
+CREATE INDEX setting_audit_by_key ON ${s}.setting_audit (key, position);
+
+-- appendEvents in one round trip. The run row lock serializes appenders of one
+-- run, so seqs stay contiguous; the events, the state change and the new
+-- last_seq commit together because a statement is its own transaction.
+-- Payloads arrive as separate parameters and go into columns untouched (see the
+-- note on json above), which is why the parameter list is long.
+CREATE FUNCTION ${s}.append_events(
+  p_run_id text,
+  p_expected_last_seq integer,
+  p_types text[],
+  p_data json[],
+  p_run_fields text[],
+  p_status text,
+  p_model_spec text,
+  p_output json,
+  p_error json,
+  p_conversation_id text,
+  p_tool_call_id text,
+  p_tool_name text,
+  p_tool_input json,
+  p_tool_input_digest text,
+  p_tool_status text,
+  p_tool_output json,
+  p_tool_model_output json,
+  p_tool_error text,
+  p_tool_approval_id text,
+  p_tool_question json,
+  p_tool_created_at text,
+  p_tool_updated_at text,
+  p_step_key text,
+  p_step_result json,
+  p_step_metadata json,
+  p_step_created_at text,
+  p_checkpoint_op text,
+  p_checkpoint_continuation json,
+  p_checkpoint_created_at text,
+  p_delivery_id text,
+  p_delivery_channel text,
+  p_delivery_conversation_id text,
+  p_delivery_payload json
+) RETURNS TABLE (first_seq integer, recorded_at timestamptz)
+LANGUAGE plpgsql AS $fn$
+DECLARE
+  v_last integer;
+  v_count integer;
+  v_now timestamptz := now();
+BEGIN
+  SELECT r.last_seq INTO v_last FROM ${s}.runs r WHERE r.id = p_run_id FOR UPDATE;
+  IF NOT FOUND THEN
+    RAISE EXCEPTION 'run % does not exist', p_run_id USING ERRCODE = 'ALNF1';
+  END IF;
+  IF p_expected_last_seq IS NOT NULL AND p_expected_last_seq <> v_last THEN
+    RAISE EXCEPTION 'run % is at seq %', p_run_id, v_last USING ERRCODE = 'ALSEQ', DETAIL = v_last::text;
+  END IF;
+
+  INSERT INTO ${s}.run_events (run_id, seq, type, data, created_at)
+  SELECT p_run_id, v_last + e.ord::integer, e.type, e.data, v_now
+  FROM unnest(p_types, p_data) WITH ORDINALITY AS e(type, data, ord);
+  GET DIAGNOSTICS v_count = ROW_COUNT;
+
+  IF p_tool_call_id IS NOT NULL THEN
+    INSERT INTO ${s}.tool_calls AS t (run_id, call_id, tool_name, input, input_digest, status, output,
+      model_output, error, approval_id, question, created_at, updated_at)
+    VALUES (p_run_id, p_tool_call_id, p_tool_name, p_tool_input, p_tool_input_digest, p_tool_status, p_tool_output,
+      p_tool_model_output, p_tool_error, p_tool_approval_id, p_tool_question, p_tool_created_at, p_tool_updated_at)
+    ON CONFLICT (run_id, call_id) DO UPDATE SET
+      tool_name = EXCLUDED.tool_name, input = EXCLUDED.input, input_digest = EXCLUDED.input_digest,
+      status = EXCLUDED.status, output = EXCLUDED.output, model_output = EXCLUDED.model_output,
+      error = EXCLUDED.error, approval_id = EXCLUDED.approval_id, question = EXCLUDED.question,
+      created_at = EXCLUDED.created_at, updated_at = EXCLUDED.updated_at;
+  END IF;
+
+  IF p_step_key IS NOT NULL THEN
+    INSERT INTO ${s}.steps (run_id, key, result, metadata, created_at)
+    VALUES (p_run_id, p_step_key, p_step_result, p_step_metadata, p_step_created_at)
+    ON CONFLICT (run_id, key) DO NOTHING;
+  END IF;
+
+  IF p_checkpoint_op = 'set' THEN
+    INSERT INTO ${s}.checkpoints (run_id, continuation, created_at)
+    VALUES (p_run_id, p_checkpoint_continuation, p_checkpoint_created_at)
+    ON CONFLICT (run_id) DO UPDATE SET continuation = EXCLUDED.continuation, created_at = EXCLUDED.created_at;
+  ELSIF p_checkpoint_op = 'clear' THEN
+    DELETE FROM ${s}.checkpoints WHERE run_id = p_run_id;
+  END IF;
+
+  IF p_delivery_id IS NOT NULL THEN
+    INSERT INTO ${s}.deliveries (id, run_id, channel, conversation_id, payload, status, attempts,
+      available_at, created_at, updated_at)
+    VALUES (p_delivery_id, p_run_id, p_delivery_channel, p_delivery_conversation_id, p_delivery_payload,
+      'pending', 0, v_now, v_now, v_now)
+    ON CONFLICT (id) DO NOTHING;
+  END IF;
+
+  UPDATE ${s}.runs SET
+    last_seq = v_last + v_count,
+    updated_at = v_now,
+    status = CASE WHEN 'status' = ANY (p_run_fields) THEN p_status ELSE status END,
+    model_spec = CASE WHEN 'modelSpec' = ANY (p_run_fields) THEN p_model_spec ELSE model_spec END,
+    output = CASE WHEN 'output' = ANY (p_run_fields) THEN p_output ELSE output END,
+    error = CASE WHEN 'error' = ANY (p_run_fields) THEN p_error ELSE error END,
+    conversation_id = CASE WHEN 'conversationId' = ANY (p_run_fields) THEN p_conversation_id ELSE conversation_id END
+  WHERE id = p_run_id;
+
+  first_seq := v_last + 1;
+  recorded_at := v_now;
+  RETURN NEXT;
+END
+$fn$;
+
+-- putSetting: the value and its audit event, with the previous value read under
+-- the row lock so two concurrent writers each see the other's value.
+CREATE FUNCTION ${s}.put_setting(p_key text, p_value json, p_audit_id text, p_actor text, p_reason text)
+RETURNS TABLE (previous json, created_at timestamptz)
+LANGUAGE plpgsql AS $fn$
+DECLARE
+  v_previous json;
+  v_now timestamptz := now();
+BEGIN
+  LOOP
+    SELECT st.value INTO v_previous FROM ${s}.settings st WHERE st.key = p_key FOR UPDATE;
+    IF FOUND THEN
+      UPDATE ${s}.settings SET value = p_value, updated_at = v_now WHERE key = p_key;
+      EXIT;
+    END IF;
+    INSERT INTO ${s}.settings (key, value, updated_at) VALUES (p_key, p_value, v_now) ON CONFLICT (key) DO NOTHING;
+    IF FOUND THEN
+      v_previous := NULL;
+      EXIT;
+    END IF;
+    -- Another writer inserted the key first: loop to lock and read its value.
+  END LOOP;
+  INSERT INTO ${s}.setting_audit (id, key, value, previous, actor, reason, created_at)
+  VALUES (p_audit_id, p_key, p_value, v_previous, p_actor, p_reason, v_now);
+  previous := v_previous;
+  created_at := v_now;
+  RETURN NEXT;
+END
+$fn$;
+`;
+
+export const MIGRATIONS: readonly Migration[] = [{ version: 1, name: "initial state schema", sql: initialSchema }];
+
+/** The schema version this code writes and expects. */
+export const LATEST_SCHEMA_VERSION = MIGRATIONS.reduce((latest, migration) => Math.max(latest, migration.version), 0);

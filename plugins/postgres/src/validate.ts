@@ -1,0 +1,75 @@
+import { inputInvalid } from "./errors.js";
+import { isJsonObject } from "./rows.js";
+
+/**
+ * Argument checks for values headed into the database: a wrong type is refused
+ * here with the field's name, before any statement runs, instead of surfacing
+ * as a NOT NULL violation or a stored record that later fails to decode.
+ */
+export class ArgumentCheck {
+  constructor(readonly operation: string) {}
+
+  fail(field: string, expected: string, value: unknown): never {
+    throw inputInvalid(this.operation, `${field} must be ${expected}, got ${shown(value)}`, { field });
+  }
+
+  string(field: string, value: unknown): string {
+    return typeof value === "string" && value !== "" ? value : this.fail(field, "a non-empty string", value);
+  }
+
+  text(field: string, value: unknown): string {
+    return typeof value === "string" ? value : this.fail(field, "a string", value);
+  }
+
+  nullableString(field: string, value: unknown): string | null {
+    if (value === undefined || value === null) return null;
+    return typeof value === "string" ? value : this.fail(field, "a string or null", value);
+  }
+
+  oneOf<T extends string>(field: string, value: unknown, allowed: readonly T[]): T {
+    return typeof value === "string" && (allowed as readonly string[]).includes(value)
+      ? (value as T)
+      : this.fail(field, `one of ${allowed.join(", ")}`, value);
+  }
+
+  object(field: string, value: unknown): Record<string, unknown> {
+    return isJsonObject(value) ? value : this.fail(field, "a JSON object", value);
+  }
+
+  number(field: string, value: unknown): number {
+    return typeof value === "number" && Number.isFinite(value) ? value : this.fail(field, "a finite number", value);
+  }
+
+  nonNegative(field: string, value: unknown): number {
+    const n = this.number(field, value);
+    return n >= 0 ? n : this.fail(field, "a number >= 0", value);
+  }
+
+  /** An ISO-8601 (or otherwise Date-parseable) time, as an ISO string. */
+  time(field: string, value: unknown): string {
+    const ms = value instanceof Date ? value.getTime() : typeof value === "string" ? Date.parse(value) : Number.NaN;
+    return Number.isFinite(ms) ? new Date(ms).toISOString() : this.fail(field, "an ISO-8601 time", value);
+  }
+
+  optionalDate(field: string, value: unknown): Date | undefined {
+    if (value === undefined) return undefined;
+    return value instanceof Date && Number.isFinite(value.getTime()) ? value : this.fail(field, "a valid Date", value);
+  }
+}
+
+function shown(value: unknown): string {
+  if (value === undefined) return "undefined";
+  let text: string;
+  try {
+    text = JSON.stringify(value) ?? String(value);
+  } catch {
+    text = String(value);
+  }
+  return text.length > 60 ? `${text.slice(0, 57)}...` : text;
+}
+
+/** A caller-supplied page or claim size: absent -> fallback, otherwise a whole number >= min. */
+export function sizeParam(value: number | undefined, fallback: number, min: number): number {
+  if (value === undefined || !Number.isFinite(value)) return fallback;
+  return Math.max(min, Math.floor(value));
+}
