@@ -354,7 +354,7 @@ export class OpenEveRuntime {
     return {
       getSandbox: async () => {
         if (!sandboxAdapter) {
-          throw new AssemblyLineError("AL_ERR_HARNESS", "this runtime has no sandbox adapter", {
+          throw new AssemblyLineError("AL_ERR_SANDBOX_UNAVAILABLE", "this runtime has no sandbox adapter", {
             fix: "Configure a sandbox (the local plugin, or dockerSandbox() in gateway.ts).",
           });
         }

@@ -7,6 +7,12 @@ describeStateConformance("InMemoryStateAdapter", () => ({ state: new InMemorySta
   facets: ["runs", "conversations", "schedules", "files", "usage", "sandboxSessions", "memory", "settings"],
 });
 
+// A StateStores bundle claiming two facets: the helper runs exactly those kits.
+describeStateConformance("InMemoryStateAdapter as a StateStores bundle", () => {
+  const state = new InMemoryStateAdapter();
+  return { state: { runs: state, memory: state } };
+});
+
 describe("InMemoryStateAdapter", () => {
   it("implements the whole StateAdapter", () => {
     expect(isStateAdapter(new InMemoryStateAdapter())).toBe(true);

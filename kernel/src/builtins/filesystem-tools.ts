@@ -9,7 +9,7 @@ const pathProperty = { type: "string", description: "Absolute logical path, e.g.
 
 async function workspace(ctx: ToolExecutionContext, path: string) {
   if (!path.startsWith("/workspace")) {
-    throw new AssemblyLineError("AL_ERR_TOOL_OUTPUT", `path ${path} is outside /workspace`, {
+    throw new AssemblyLineError("AL_ERR_PATH_ESCAPE", `path ${path} is outside /workspace`, {
       fix: "Use a path under /workspace for files the agent writes.",
     });
   }

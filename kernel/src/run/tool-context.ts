@@ -35,7 +35,7 @@ export function createToolContext(
     },
     async emit(eventType, data = {}) {
       if (typeof eventType !== "string" || eventType === "" || RESERVED_EVENT_TYPES.has(eventType)) {
-        throw new AssemblyLineError("AL_ERR_TOOL_OUTPUT", `ctx.emit("${String(eventType)}"): that event type is reserved or empty`, {
+        throw new AssemblyLineError("AL_ERR_EVENT_TYPE_RESERVED", `ctx.emit("${String(eventType)}"): that event type is reserved or empty`, {
           fix: 'Use your own namespaced type, e.g. "note.recorded".',
         });
       }

@@ -5,7 +5,7 @@ export function createMemoryApi(store: MemoryStateStore): MemoryApi {
   return {
     async read({ path }) {
       const record = await store.readMemory(normalize(path));
-      if (!record) throw new AssemblyLineError("AL_ERR_RUN_NOT_FOUND", `no memory at ${path}`, { fix: "Check ctx.memory.list() for existing paths." });
+      if (!record) throw new AssemblyLineError("AL_ERR_MEMORY_NOT_FOUND", `no memory at ${path}`, { fix: "Check ctx.memory.list() for existing paths." });
       return record.content;
     },
     write: ({ path, content }) => store.writeMemory(normalize(path), content),
@@ -18,7 +18,7 @@ export function createMemoryApi(store: MemoryStateStore): MemoryApi {
 function normalize(path: string): string {
   const relative = path.replace(/^\/?memory\//, "").replace(/^\/+/, "");
   if (relative.split("/").some((segment) => segment === "..")) {
-    throw new AssemblyLineError("AL_ERR_TOOL_OUTPUT", `memory path ${path} escapes /memory`, { fix: "Use a path inside /memory without '..'." });
+    throw new AssemblyLineError("AL_ERR_PATH_ESCAPE", `memory path ${path} escapes /memory`, { fix: "Use a path inside /memory without '..'." });
   }
   return relative;
 }

@@ -1,0 +1,118 @@
+import { describe, expect, it } from "vitest";
+import { BUILT_IN_TOOL_NAMES } from "@assemblyline-agents/core";
+import { buildAgent, builtInToolDefaults } from "@assemblyline-agents/runtime";
+import { MINIMAL_AGENT, agentFolder, toolSource, writeFiles } from "./support/agent-folder.js";
+import { startAgent } from "./support/runtime.js";
+
+const offered = (log: { contexts: Array<{ tools: Array<{ name: string }> }> }) => log.contexts[0]!.tools.map((tool) => tool.name).sort();
+
+describe("built-in tool slots", () => {
+  it("exports a default for every built-in name of the spec", () => {
+    expect(Object.keys(builtInToolDefaults).sort()).toEqual([...BUILT_IN_TOOL_NAMES].sort());
+    for (const tool of Object.values(builtInToolDefaults)) {
+      expect(typeof tool.description).toBe("string");
+      expect(tool.inputSchema.type).toBe("object");
+    }
+  });
+
+  it("offers ask_question, and no filesystem or deferred bridge tool without a sandbox or discovery", async () => {
+    const { runtime, log } = await startAgent(agentFolder({ "agent.ts": MINIMAL_AGENT }), [{ text: "hi" }]);
+    await runtime.run({ message: "hi" });
+    expect(offered(log)).toEqual(["ask_question"]);
+  });
+
+  it("refuses a call to a built-in that is not offered, as a recoverable error", async () => {
+    const { runtime, log } = await startAgent(agentFolder({ "agent.ts": MINIMAL_AGENT }), [{ toolCalls: [{ name: "bash", input: { command: "ls" } }] }, { text: "ok" }]);
+    const result = await runtime.run({ message: "hi" });
+    expect(result.status).toBe("completed");
+    expect(log.outcomes[0]!.outcome).toMatchObject({ isError: true, output: { error: expect.stringMatching(/Unknown tool "bash"\. Available tools: ask_question/) } });
+  });
+
+  it("replaces a built-in with tools/<name>.ts", async () => {
+    const dir = agentFolder({
+      "agent.ts": MINIMAL_AGENT,
+      "tools/ask_question.ts": toolSource({ schema: `{ type: "object", properties: { question: { type: "string" } }, required: ["question"] }`, execute: `return { answer: "auto: " + input.question };` }),
+    });
+    const { runtime, log, bundle } = await startAgent(dir, [{ toolCalls: [{ name: "ask_question", input: { question: "ok?" } }] }, { text: "done" }]);
+    const result = await runtime.run({ message: "hi" });
+    expect(result.status).toBe("completed");
+    expect(log.outcomes[0]!.outcome).toEqual({ status: "completed", output: { answer: "auto: ok?" }, isError: false });
+    expect(bundle.manifest.tools.find((tool) => tool.name === "ask_question")!.kind).toBe("override");
+  });
+
+  it("wraps a built-in by spreading builtInToolDefaults", async () => {
+    const dir = agentFolder({
+      "agent.ts": MINIMAL_AGENT,
+      "tools/ask_question.ts": `import { defineTool } from "@assemblyline-agents/core";
+import { builtInToolDefaults } from "@assemblyline-agents/runtime";
+const ask = builtInToolDefaults.ask_question;
+export default defineTool({ ...ask, async execute(input, ctx) { await ctx.emit("audit.asked", { q: input.question }); return ask.execute(input, ctx); } });`,
+    });
+    const { runtime, log, types } = await startAgent(dir, [{ toolCalls: [{ name: "ask_question", input: { question: "Color?" } }] }, { text: "done" }]);
+    const paused = await runtime.run({ message: "hi" });
+    expect(paused.status).toBe("waiting_input");
+    expect(log.contexts[0]!.tools.find((tool) => tool.name === "ask_question")!.description).toBe(builtInToolDefaults.ask_question.description);
+    expect(await types(paused.runId)).toEqual(expect.arrayContaining(["audit.asked", "input.requested"]));
+    expect((await runtime.answer(paused.runId, "green")).status).toBe("completed");
+    expect(log.outcomes.at(-1)!.outcome).toMatchObject({ output: { answer: "green" } });
+  });
+
+  it("removes a built-in with disableTool()", async () => {
+    const dir = agentFolder({
+      "agent.ts": MINIMAL_AGENT,
+      "tools/ask_question.ts": `import { disableTool } from "@assemblyline-agents/core";\nexport default disableTool();`,
+    });
+    const { runtime, log } = await startAgent(dir, [{ text: "hi" }]);
+    await runtime.run({ message: "hi" });
+    expect(offered(log)).toEqual([]);
+  });
+});
+
+describe("coreToolPolicy", () => {
+  const twoTools = () => agentFolder({ "agent.ts": MINIMAL_AGENT, "tools/alpha.ts": toolSource(), "tools/beta.ts": toolSource() });
+
+  it("removes a disabled tool from the offer and refuses forced calls by name", async () => {
+    const { runtime, log, types } = await startAgent(twoTools(), [{ toolCalls: [{ name: "beta", input: { value: "x" } }] }, { text: "ok" }], {
+      coreToolPolicy: { beta: "disabled" },
+    });
+    const result = await runtime.run({ message: "hi" });
+    expect(offered(log)).toEqual(["alpha", "ask_question"]);
+    expect(log.outcomes[0]!.outcome).toMatchObject({ isError: true, output: { error: expect.stringMatching(/disabled/) } });
+    expect(await types(result.runId)).toContain("tool.disabled");
+  });
+
+  it("forces an approval gate with approval mode", async () => {
+    const { runtime } = await startAgent(twoTools(), [{ toolCalls: [{ name: "alpha", input: { value: "x" } }] }, { text: "ok" }], {
+      coreToolPolicy: { alpha: "approval" },
+    });
+    const paused = await runtime.run({ message: "hi" });
+    expect(paused.status).toBe("waiting_approval");
+    expect((await runtime.approve(paused.runId)).status).toBe("completed");
+  });
+
+  it("reads ASSEMBLY_LINE_BASH_TOOL_MODE for bash, and host policy wins over it", async () => {
+    const dir = agentFolder({ "agent.ts": MINIMAL_AGENT, "tools/bash.ts": toolSource({ schema: `{ type: "object" }`, execute: "return { ran: true };" }) });
+    const viaEnv = await startAgent(dir, [{ toolCalls: [{ name: "bash", input: {} }] }, { text: "ok" }], { env: { ASSEMBLY_LINE_BASH_TOOL_MODE: "approval" } });
+    expect((await viaEnv.runtime.run({ message: "hi" })).status).toBe("waiting_approval");
+    const hostWins = await startAgent(dir, [{ toolCalls: [{ name: "bash", input: {} }] }, { text: "ok" }], {
+      env: { ASSEMBLY_LINE_BASH_TOOL_MODE: "approval" },
+      coreToolPolicy: { bash: "enabled" },
+    });
+    expect((await hostWins.runtime.run({ message: "hi" })).status).toBe("completed");
+    await expect(startAgent(dir, [], { env: { ASSEMBLY_LINE_BASH_TOOL_MODE: "sometimes" } })).rejects.toThrow(/ASSEMBLY_LINE_BASH_TOOL_MODE=sometimes/);
+  });
+
+  it("applies agent.ts coreToolPolicy and counts it in agentRevision", async () => {
+    const dir = agentFolder({ "agent.ts": MINIMAL_AGENT, "tools/alpha.ts": toolSource() });
+    const before = (await buildAgent(dir)).manifest.agentRevision;
+    writeFiles(dir, {
+      "agent.ts": `import { defineAgent } from "@assemblyline-agents/core";
+export default defineAgent({ model: "test/model", instructions: "You are a test agent.", coreToolPolicy: { alpha: "disabled" } });`,
+    });
+    const after = (await buildAgent(dir)).manifest.agentRevision;
+    expect(after).not.toBe(before);
+    const { runtime, log } = await startAgent(dir, [{ text: "hi" }]);
+    await runtime.run({ message: "hi" });
+    expect(offered(log)).toEqual(["ask_question"]);
+  });
+});

@@ -1,0 +1,131 @@
+import { cpSync, mkdtempSync, readFileSync, rmSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { describe, expect, it } from "vitest";
+import { buildAgent, loadRuntimeBundle } from "@assemblyline-agents/runtime";
+import { MINIMAL_AGENT, agentFolder, toolSource, writeFiles } from "./support/agent-folder.js";
+
+const revisionOf = async (dir: string) => (await buildAgent(dir)).manifest.agentRevision;
+
+describe("assembly-line build", () => {
+  it("writes a manifest whose entries record their source file and content hash", async () => {
+    const dir = agentFolder({ "agent.ts": MINIMAL_AGENT, "tools/record_note.ts": toolSource({ extra: "needsApproval: approvalRequired(\"Durable.\", \"idempotent\")," }) });
+    const { manifest, manifestPath } = await buildAgent(dir);
+    expect(JSON.parse(readFileSync(manifestPath, "utf8"))).toEqual(manifest);
+    expect(manifestPath).toBe(join(dir, ".assembly-line", "manifest.json"));
+    const tool = manifest.tools[0]!;
+    expect(tool).toMatchObject({ name: "record_note", kind: "authored", needsApproval: { reason: "Durable.", sideEffect: "idempotent" } });
+    expect(tool.source.file).toBe("tools/record_note.ts");
+    expect(tool.source.hash).toMatch(/^[0-9a-f]{64}$/);
+    expect(manifest.agent.id).toBe(dir.split("/").at(-1));
+  });
+
+  it("gives the same folder the same revision, wherever it lives", async () => {
+    const agent = `import { defineAgent } from "@assemblyline-agents/core";\nexport default defineAgent({ id: "fixed", model: "m/x" });\n`;
+    const dir = agentFolder({ "agent.ts": agent, "tools/echo.ts": toolSource(), "notes.md": "docs" });
+    const copy = mkdtempSync(join(tmpdir(), "al-copy-"));
+    try {
+      const first = await revisionOf(dir);
+      expect(await revisionOf(dir)).toBe(first);
+      cpSync(dir, join(copy, "elsewhere"), { recursive: true, filter: (source) => !source.includes(".assembly-line") });
+      expect(await revisionOf(join(copy, "elsewhere"))).toBe(first);
+      writeFiles(join(copy, "elsewhere"), { "tools/echo.ts": toolSource().replace(/\n/g, "\r\n") });
+      expect(await revisionOf(join(copy, "elsewhere"))).toBe(first);
+      writeFiles(dir, { "notes.md": "docs changed" });
+      expect(await revisionOf(dir)).toBe(first);
+    } finally {
+      rmSync(copy, { recursive: true, force: true });
+    }
+  });
+
+  it("changes the revision when a tool's schema or code, the model, the instructions, an override or a disable changes", async () => {
+    const agentWith = (fields: string) => `import { defineAgent } from "@assemblyline-agents/core";\nexport default defineAgent({ id: "a", ${fields} });\n`;
+    const dir = agentFolder({ "agent.ts": agentWith(`model: "m/1", instructions: "one"`), "tools/echo.ts": toolSource() });
+    const seen = new Set([await revisionOf(dir)]);
+    const change = async (files: Record<string, string>) => {
+      writeFiles(dir, files);
+      const revision = await revisionOf(dir);
+      expect(seen.has(revision)).toBe(false);
+      seen.add(revision);
+    };
+    await change({ "tools/echo.ts": toolSource({ schema: `{ type: "object", properties: { value: { type: "number" } } }` }) });
+    await change({ "tools/echo.ts": toolSource({ schema: `{ type: "object", properties: { value: { type: "number" } } }`, execute: "return { changed: true };" }) });
+    await change({ "agent.ts": agentWith(`model: "m/2", instructions: "one"`) });
+    await change({ "agent.ts": agentWith(`model: "m/2", instructions: "two"`) });
+    await change({ "tools/ask_question.ts": toolSource({ schema: `{ type: "object" }`, execute: "return {};" }) });
+    await change({ "tools/ask_question.ts": `import { disableTool } from "@assemblyline-agents/core";\nexport default disableTool();\n` });
+  });
+
+  const buildError = async (files: Record<string, string>) => {
+    const dir = agentFolder(files);
+    return buildAgent(dir).then(
+      () => {
+        throw new Error("expected the build to fail");
+      },
+      (error: Error & { code?: string }) => error,
+    );
+  };
+
+  it("refuses a tool filename stem that is not snake_case, naming the file and the fix", async () => {
+    const error = await buildError({ "agent.ts": MINIMAL_AGENT, "tools/recordNote.ts": toolSource() });
+    expect(error.code).toBe("AL_ERR_TOOL_NAME");
+    expect(error.message).toContain("tools/recordNote.ts");
+    expect(error.message).toContain("tools/record_note.ts");
+  });
+
+  it("refuses a schema ajv cannot compile", async () => {
+    const error = await buildError({ "agent.ts": MINIMAL_AGENT, "tools/bad_schema.ts": toolSource({ schema: `{ type: "object", properties: { a: { type: "strng" } } }` }) });
+    expect(error.code).toBe("AL_ERR_TOOL_SCHEMA");
+    expect(error.message).toMatch(/tools\/bad_schema\.ts: inputSchema is not a valid JSON Schema/);
+  });
+
+  it("refuses disableTool() in a file that matches no built-in", async () => {
+    const error = await buildError({ "agent.ts": MINIMAL_AGENT, "tools/shell.ts": `import { disableTool } from "@assemblyline-agents/core";\nexport default disableTool();` });
+    expect(error.code).toBe("AL_ERR_DISABLE_UNKNOWN_BUILTIN");
+    expect(error.message).toMatch(/tools\/shell\.ts[\s\S]*bash/);
+  });
+
+  it("refuses a harness: key in agent.ts", async () => {
+    const error = await buildError({
+      "agent.ts": `import { defineAgent } from "@assemblyline-agents/core";\nexport default defineAgent({ model: "m/x", harness: "codex" } as never);`,
+    });
+    expect(error.code).toBe("AL_ERR_AGENT_HARNESS_KEY");
+    expect(error.message).toMatch(/agentHarness or modelHarnesses/);
+  });
+
+  it.each([
+    ["agent.ts", { "agent.ts": `export default { model: "m/x" };` }, "AL_ERR_AGENT_DEFINITION", /agent\.ts does not default-export defineAgent/],
+    ["tools/", { "agent.ts": MINIMAL_AGENT, "tools/plain.ts": `export default { description: "x" };` }, "AL_ERR_TOOL_DEFINITION", /tools\/plain\.ts does not default-export defineTool/],
+    ["hooks/", { "agent.ts": MINIMAL_AGENT, "hooks/audit.ts": `export default function () {}` }, "AL_ERR_HOOK_DEFINITION", /hooks\/audit\.ts does not default-export defineHook/],
+    ["resolvers.ts", { "agent.ts": MINIMAL_AGENT, "resolvers.ts": `export default async () => null;` }, "AL_ERR_RESOLVER_DEFINITION", /resolvers\.ts does not default-export defineRunResolver/],
+    ["context.ts", { "agent.ts": MINIMAL_AGENT, "context.ts": `export const policy = { kind: "custom" };` }, "AL_ERR_CONTEXT_DEFINITION", /context\.ts exports no context policy/],
+    ["a missing agent.ts", { "tools/x.ts": toolSource() }, "AL_ERR_AGENT_DEFINITION", /has no agent\.ts/],
+    ["a tool without execute", { "agent.ts": MINIMAL_AGENT, "tools/half.ts": `import { defineTool } from "@assemblyline-agents/core";\nexport default defineTool({ description: "d", inputSchema: { type: "object" } } as never);` }, "AL_ERR_TOOL_DEFINITION", /tools\/half\.ts: defineTool is missing execute/],
+  ])("refuses a default export that is not what %s expects", async (_what, files, code, message) => {
+    const error = await buildError(files as Record<string, string>);
+    expect(error.code).toBe(code);
+    expect(error.message).toMatch(message);
+    expect(error.message).toContain("fix:");
+  });
+
+  it("names the file when a source throws while loading", async () => {
+    const error = await buildError({ "agent.ts": MINIMAL_AGENT, "tools/boom.ts": `throw new Error("kaboom");` });
+    expect(error.code).toBe("AL_ERR_SOURCE_LOAD");
+    expect(error.message).toMatch(/tools\/boom\.ts threw while loading: kaboom/);
+  });
+});
+
+describe("loadRuntimeBundle", () => {
+  it("refuses a manifest whose sources changed since the build", async () => {
+    const dir = agentFolder({ "agent.ts": MINIMAL_AGENT, "tools/echo.ts": toolSource() });
+    const { artifactRoot } = await buildAgent(dir);
+    await expect(loadRuntimeBundle(artifactRoot)).resolves.toMatchObject({ artifactRoot });
+    writeFiles(dir, { "tools/echo.ts": toolSource({ execute: "return { edited: true };" }) });
+    await expect(loadRuntimeBundle(artifactRoot)).rejects.toThrow(/AL_ERR_MANIFEST_STALE: tools\/echo\.ts changed/);
+  });
+
+  it("says to build first when there is no manifest", async () => {
+    const dir = agentFolder({ "agent.ts": MINIMAL_AGENT });
+    await expect(loadRuntimeBundle(join(dir, ".assembly-line"))).rejects.toThrow(/AL_ERR_MANIFEST_MISSING[\s\S]*assembly-line build/);
+  });
+});

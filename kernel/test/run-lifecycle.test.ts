@@ -1,0 +1,138 @@
+import { describe, expect, it } from "vitest";
+import { MINIMAL_AGENT, agentFolder, toolSource } from "./support/agent-folder.js";
+import { startAgent } from "./support/runtime.js";
+
+describe("ctx.emit and hooks", () => {
+  const hookAgent = (hookBody: string) =>
+    agentFolder({
+      "agent.ts": MINIMAL_AGENT,
+      "tools/note.ts": toolSource({ execute: `await ctx.emit("note.recorded", { note: input.value }); return { ok: true };` }),
+      "hooks/audit.ts": `import { defineHook } from "@assemblyline-agents/core";
+globalThis.__hookSeen = [];
+export default defineHook({ events: { ${hookBody} } });
+`,
+    });
+
+  it("records custom events durably and lets hooks see each event once, after it is recorded, in order", async () => {
+    const dir = hookAgent(`"*"(event) { globalThis.__hookSeen.push(event.type + "#" + event.seq); },
+      "note.recorded"(event, ctx) { globalThis.__hookSeen.push("note:" + event.data.note + ":" + ctx.agent.id + ":" + (ctx.runId === event.runId)); }`);
+    const { runtime, events } = await startAgent(dir, [{ toolCalls: [{ name: "note", input: { value: "milk" } }] }, { text: "ok" }]);
+    const result = await runtime.run({ message: "go" });
+    const recorded = await events(result.runId);
+    const seen = (globalThis as unknown as { __hookSeen: string[] }).__hookSeen;
+    expect(seen.filter((entry) => entry.includes("#"))).toEqual(recorded.map((event) => `${event.type}#${event.seq}`));
+    expect(seen.filter((entry) => entry.startsWith("note:"))).toHaveLength(1);
+    expect(seen.find((entry) => entry.startsWith("note:"))).toMatch(/^note:milk:.+:true$/);
+    const custom = recorded.find((event) => event.type === "note.recorded")!;
+    expect(custom.data).toMatchObject({ note: "milk", toolCallId: "call_0_0" });
+    expect(recorded.map((event) => event.seq)).toEqual(recorded.map((_, index) => index + 1));
+  });
+
+  it("logs a throwing handler as hook.failed and lets the run go on", async () => {
+    const dir = hookAgent(`"tool.completed"() { throw new Error("audit db offline"); }`);
+    const { runtime, events } = await startAgent(dir, [{ toolCalls: [{ name: "note", input: { value: "a" } }] }, { text: "ok" }]);
+    const result = await runtime.run({ message: "go" });
+    expect(result.status).toBe("completed");
+    const failed = (await events(result.runId)).filter((event) => event.type === "hook.failed");
+    expect(failed).toHaveLength(1);
+    expect(failed[0]!.data).toMatchObject({ hook: "hooks/audit.ts", eventType: "tool.completed", error: "audit db offline" });
+  });
+
+  it("refuses ctx.emit of a runtime event type", async () => {
+    const dir = agentFolder({ "agent.ts": MINIMAL_AGENT, "tools/forge.ts": toolSource({ execute: `await ctx.emit("run.completed", {}); return {};` }) });
+    const { runtime } = await startAgent(dir, [{ toolCalls: [{ name: "forge", input: { value: "a" } }] }, { text: "never" }]);
+    const result = await runtime.run({ message: "go" });
+    expect(result.status).toBe("failed");
+    expect(result.error?.message).toMatch(/reserved/);
+  });
+});
+
+describe("resolvers.ts", () => {
+  const resolverAgent = (body: string) =>
+    agentFolder({
+      "agent.ts": `import { defineAgent } from "@assemblyline-agents/core";
+export default defineAgent({ model: "test/authored", instructions: "Authored identity." });`,
+      "tools/alpha.ts": toolSource(),
+      "tools/beta.ts": toolSource(),
+      "resolvers.ts": `import { defineRunResolver } from "@assemblyline-agents/core";
+export default defineRunResolver(async (ctx) => { ${body} });`,
+    });
+
+  it("records the declaration as run.capabilities_resolved before applying model, instructions and defaultTools", async () => {
+    const dir = resolverAgent(`if (ctx.metadata?.tier === "trial") return { model: "test/trial", instructions: "Trial plan.", defaultTools: ["alpha", "ask_question"] }; return null;`);
+    const { runtime, log, types, events } = await startAgent(dir, [{ text: "hi" }, { text: "hi" }]);
+    const trial = await runtime.run({ message: "go", metadata: { tier: "trial" } });
+    const order = await types(trial.runId);
+    expect(order.indexOf("run.capabilities_resolved")).toBeLessThan(order.indexOf("run.started"));
+    const resolved = (await events(trial.runId)).find((event) => event.type === "run.capabilities_resolved")!;
+    expect(resolved.data.declaration).toEqual({ model: "test/trial", instructions: "Trial plan.", defaultTools: ["alpha", "ask_question"] });
+    expect(log.modelSpecs[0]).toBe("test/trial");
+    expect(log.contexts[0]!.instructions).toMatch(/^Authored identity\.\n\nTrial plan\./);
+    expect(log.contexts[0]!.tools.map((tool) => tool.name).sort()).toEqual(["alpha", "ask_question"]);
+
+    const regular = await runtime.run({ message: "go" });
+    expect((await events(regular.runId)).find((event) => event.type === "run.capabilities_resolved")!.data.declaration).toBeNull();
+    expect(log.modelSpecs[1]).toBe("test/authored");
+    expect(log.contexts[1]!.tools.map((tool) => tool.name).sort()).toEqual(["alpha", "ask_question", "beta"]);
+  });
+
+  it("lets a host-forced model win over the resolver", async () => {
+    const dir = resolverAgent(`return { model: "test/resolved" };`);
+    const { runtime, log } = await startAgent(dir, [{ text: "hi" }]);
+    await runtime.run({ message: "go", model: "test/forced" });
+    expect(log.modelSpecs).toEqual(["test/forced"]);
+  });
+
+  it("fails the run when the resolver throws", async () => {
+    const dir = resolverAgent(`throw new Error("tenant lookup failed");`);
+    const { runtime, log, types } = await startAgent(dir, [{ text: "never" }]);
+    const result = await runtime.run({ message: "go" });
+    expect(result.status).toBe("failed");
+    expect(result.error).toMatchObject({ code: "AL_ERR_RESOLVER_FAILED" });
+    expect(result.error?.message).toContain("tenant lookup failed");
+    expect(log.modelCalls).toBe(0);
+    expect(await types(result.runId)).toEqual(["run.created", "run.failed"]);
+  });
+});
+
+describe("context policy", () => {
+  it("bounds recent history with defaultContext({ recentHistory: { maxMessages } })", async () => {
+    const dir = agentFolder({
+      "agent.ts": `import { defaultContext, defineAgent } from "@assemblyline-agents/core";
+export default defineAgent({ model: "test/m", context: defaultContext({ recentHistory: { maxMessages: 2 } }) });`,
+    });
+    const { runtime, log } = await startAgent(dir, [{ text: "r1" }, { text: "r2" }, { text: "r3" }]);
+    for (const message of ["m1", "m2", "m3"]) {
+      // Each run is its own probe script step 0, so reuse the same reply list per run.
+      await runtime.run({ message, conversationId: "conv-1" });
+    }
+    const last = log.contexts.at(-1)!;
+    expect(last.messages).toEqual([
+      { role: "user", content: "m2" },
+      { role: "assistant", content: "r1" },
+      { role: "user", content: "m3" },
+    ]);
+  });
+
+  it("applies a context.ts policy that extends the default", async () => {
+    const dir = agentFolder({
+      "context.ts": `import { defaultContext, defineContext } from "@assemblyline-agents/core";
+export const customContext = defineContext({
+  kind: "custom", name: "customContext",
+  extends: defaultContext({ recentHistory: { maxMessages: 0 } }),
+  options: { includeProjectMarker: true },
+  build(context, info) { return { ...context, instructions: context.instructions + (info.options.includeProjectMarker ? "\\nPROJECT-MARKER" : "") }; },
+});`,
+      "agent.ts": `import { defineAgent } from "@assemblyline-agents/core";
+import { customContext } from "./context";
+export default defineAgent({ model: "test/m", instructions: "Base.", context: customContext });`,
+    });
+    const { runtime, log, bundle } = await startAgent(dir, [{ text: "a" }, { text: "b" }]);
+    await runtime.run({ message: "one", conversationId: "c" });
+    await runtime.run({ message: "two", conversationId: "c" });
+    expect(log.contexts[1]!.instructions).toMatch(/^Base\.[\s\S]*PROJECT-MARKER$/);
+    expect(log.contexts[1]!.messages).toEqual([{ role: "user", content: "two" }]);
+    expect(bundle.manifest.context).toMatchObject({ file: "context.ts" });
+    expect(bundle.manifest.agent.context).toMatchObject({ kind: "custom", name: "customContext", hasBuild: true });
+  });
+});

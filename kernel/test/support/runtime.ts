@@ -1,0 +1,19 @@
+import { buildAgent, loadRuntimeBundle, noopLogger, OpenEveRuntime, InMemoryStateAdapter, type RuntimeOptions } from "@assemblyline-agents/runtime";
+import type { RunEvent } from "@assemblyline-agents/core";
+import { probeHarness, type ProbeResponse } from "./probe-harness.js";
+
+/** Build a folder, start a runtime on it with a probe engine, and collect observed events. */
+export async function startAgent(dir: string, responses: ProbeResponse[], options: Partial<RuntimeOptions> = {}) {
+  const { artifactRoot } = await buildAgent(dir);
+  const bundle = await loadRuntimeBundle(artifactRoot);
+  const harness = probeHarness(responses);
+  const state = (options.state as InMemoryStateAdapter | undefined) ?? new InMemoryStateAdapter();
+  const runtime = new OpenEveRuntime({ ...bundle, state, agentHarness: harness, logger: noopLogger(), ...options });
+  const observed: RunEvent[] = [];
+  runtime.hooks.event.tap("test-observer", (event) => {
+    observed.push(event);
+  });
+  const events = async (runId: string) => runtime.listEvents(runId);
+  const types = async (runId: string) => (await events(runId)).map((event) => event.type);
+  return { runtime, harness, log: harness.log, state, observed, events, types, bundle };
+}

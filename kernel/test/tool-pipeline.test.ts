@@ -1,0 +1,232 @@
+import { describe, expect, it } from "vitest";
+import { approvalIdFor } from "@assemblyline-agents/runtime";
+import { createHash } from "node:crypto";
+import { MINIMAL_AGENT, agentFolder, toolSource } from "./support/agent-folder.js";
+import { startAgent } from "./support/runtime.js";
+
+const call = (name: string, input: unknown) => ({ toolCalls: [{ name, input: input as never }] });
+
+describe("input schema check", () => {
+  it("returns a schema violation to the model as a recoverable error, records it, and never executes", async () => {
+    const dir = agentFolder({ "agent.ts": MINIMAL_AGENT, "tools/echo.ts": toolSource({ execute: "globalThis.__echoRuns = (globalThis.__echoRuns ?? 0) + 1; return { echoed: input.value };" }) });
+    const { runtime, log, types, events } = await startAgent(dir, [call("echo", { value: 42 }), call("echo", { value: "ok" }), { text: "done" }]);
+    const result = await runtime.run({ message: "hi" });
+    expect(result.status).toBe("completed");
+    const first = log.outcomes[0]!.outcome;
+    expect(first).toMatchObject({ status: "completed", isError: true });
+    expect(JSON.stringify(first)).toContain("input/value must be string");
+    expect(log.outcomes[1]!.outcome).toEqual({ status: "completed", output: { echoed: "ok" }, isError: false });
+    expect((globalThis as { __echoRuns?: number }).__echoRuns).toBe(1);
+    const recorded = await events(result.runId);
+    const invalid = recorded.find((event) => event.type === "tool.input_invalid")!;
+    expect(invalid.data).toMatchObject({ toolName: "echo", callId: "call_0_0" });
+    expect(await types(result.runId)).toContain("run.completed");
+  });
+});
+
+describe("approval gate", () => {
+  const gated = () =>
+    agentFolder({
+      "agent.ts": MINIMAL_AGENT,
+      "tools/publish.ts": toolSource({
+        extra: `needsApproval: approvalRequired("Publishing is externally visible."),`,
+        execute: "return { published: input.value, approved: ctx.approvedToolCall };",
+      }),
+    });
+
+  it("pauses in waiting_approval and, once approved, executes with approvedToolCall true", async () => {
+    const { runtime, log, types, events } = await startAgent(gated(), [call("publish", { value: "v1" }), { text: "published" }]);
+    const paused = await runtime.run({ message: "publish" });
+    expect(paused.status).toBe("waiting_approval");
+    expect(paused.pendingApprovals).toHaveLength(1);
+    const requested = (await events(paused.runId)).find((event) => event.type === "approval.requested")!;
+    expect(requested.data).toMatchObject({ toolName: "publish", reason: "Publishing is externally visible.", sideEffect: "external" });
+
+    const done = await runtime.approve(paused.runId);
+    expect(done.status).toBe("completed");
+    expect(log.outcomes.at(-1)!.outcome).toEqual({ status: "completed", output: { published: "v1", approved: true }, isError: false });
+    expect(await types(paused.runId)).toEqual(expect.arrayContaining(["approval.granted", "tool.completed", "run.completed"]));
+  });
+
+  it("sends the model a denial result when denied, without executing", async () => {
+    const { runtime, log, types } = await startAgent(gated(), [call("publish", { value: "v1" }), { text: "ok, not published" }]);
+    const paused = await runtime.run({ message: "publish" });
+    const done = await runtime.deny(paused.runId, { reason: "not today" });
+    expect(done.status).toBe("completed");
+    const outcome = log.outcomes.at(-1)!.outcome;
+    expect(outcome).toMatchObject({ status: "completed", isError: true, output: { denied: true, reason: "not today" } });
+    expect(await types(paused.runId)).toContain("approval.denied");
+    expect(await types(paused.runId)).not.toContain("tool.completed");
+  });
+
+  it("binds the approval id to run, call and input digest, and makes it single-use", async () => {
+    const { runtime } = await startAgent(gated(), [call("publish", { value: "v1" }), { text: "done" }]);
+    const paused = await runtime.run({ message: "publish" });
+    const pending = paused.pendingApprovals![0]!;
+    const digest = createHash("sha256").update(JSON.stringify({ value: "v1" })).digest("hex");
+    expect(pending.approvalId).toBe(approvalIdFor(paused.runId, pending.callId, digest));
+    expect(approvalIdFor(paused.runId, pending.callId, "other")).not.toBe(pending.approvalId);
+    expect(approvalIdFor("run_other", pending.callId, digest)).not.toBe(pending.approvalId);
+    await runtime.approve(paused.runId, { callId: pending.approvalId });
+    await expect(runtime.approve(paused.runId, { callId: pending.approvalId })).rejects.toThrow(/AL_ERR_RUN_NOT_RESUMABLE/);
+  });
+
+  it("names the pending calls when an approval id does not match", async () => {
+    const { runtime } = await startAgent(gated(), [call("publish", { value: "v1" }), { text: "done" }]);
+    const paused = await runtime.run({ message: "publish" });
+    await expect(runtime.approve(paused.runId, { callId: "call_nope" })).rejects.toThrow(/AL_ERR_APPROVAL_NOT_FOUND[\s\S]*call_0_0/);
+  });
+});
+
+describe("ctx.askQuestion", () => {
+  it("suspends in waiting_input, never runs code after it, and gives the model the answer as the call's result", async () => {
+    const dir = agentFolder({
+      "agent.ts": MINIMAL_AGENT,
+      "tools/confirm.ts": toolSource({
+        execute: `await ctx.askQuestion("Which color?", { choices: ["red", "blue"] });
+    globalThis.__afterQuestion = true;
+    return { unreachable: true };`,
+      }),
+    });
+    const { runtime, log, events } = await startAgent(dir, [call("confirm", { value: "x" }), { text: "thanks" }]);
+    const paused = await runtime.run({ message: "go" });
+    expect(paused.status).toBe("waiting_input");
+    expect(paused.question).toMatchObject({ toolName: "confirm", question: { question: "Which color?", choices: ["red", "blue"] } });
+    const done = await runtime.answer(paused.runId, "blue");
+    expect(done.status).toBe("completed");
+    expect((globalThis as { __afterQuestion?: boolean }).__afterQuestion).toBeUndefined();
+    expect(log.outcomes.at(-1)!.outcome).toEqual({ status: "completed", output: { answer: "blue" }, isError: false });
+    const recorded = (await events(paused.runId)).map((event) => event.type);
+    expect(recorded).toEqual(expect.arrayContaining(["input.requested", "run.waiting_input", "input.received", "run.completed"]));
+  });
+
+  it("pauses even when the tool catches the suspension", async () => {
+    const dir = agentFolder({
+      "agent.ts": MINIMAL_AGENT,
+      "tools/sneaky.ts": toolSource({ execute: `try { await ctx.askQuestion("Sure?"); } catch {} return { swallowed: true };` }),
+    });
+    const { runtime } = await startAgent(dir, [call("sneaky", { value: "x" }), { text: "done" }]);
+    expect((await runtime.run({ message: "go" })).status).toBe("waiting_input");
+  });
+});
+
+describe("durable steps and replay", () => {
+  const stepAgent = () =>
+    agentFolder({
+      "agent.ts": MINIMAL_AGENT,
+      "tools/hydrate.ts": toolSource({
+        execute: `const profile = await ctx.step("hydrate:" + input.value, async () => {
+      globalThis.__hydrations = (globalThis.__hydrations ?? 0) + 1;
+      return { id: input.value, key: ctx.idempotencyKey("customer") };
+    }, { metadata: { customerId: input.value } });
+    return { profile };`,
+      }),
+      "tools/publish.ts": toolSource({ extra: `needsApproval: true,`, execute: "return { ok: true };" }),
+    });
+
+  it("replays a completed step and a completed tool call on resume instead of running them again", async () => {
+    (globalThis as { __hydrations?: number }).__hydrations = 0;
+    const { runtime, log, events } = await startAgent(stepAgent(), [
+      { toolCalls: [{ name: "hydrate", input: { value: "c1" } }, { name: "publish", input: { value: "p" } }] },
+      { text: "done" },
+    ]);
+    const paused = await runtime.run({ message: "go" });
+    expect(paused.status).toBe("waiting_approval");
+    const done = await runtime.approve(paused.runId);
+    expect(done.status).toBe("completed");
+    // The probe engine restarted from its first model call: the journal answered for the model and the tool.
+    expect(log.modelCalls).toBe(2);
+    expect((globalThis as { __hydrations?: number }).__hydrations).toBe(1);
+    const recorded = await events(paused.runId);
+    expect(recorded.filter((event) => event.type === "tool.replayed").map((event) => event.data.toolName)).toEqual(["hydrate"]);
+    expect(recorded.filter((event) => event.type === "durable_step.replayed").map((event) => event.data.key)).toEqual(["harness:model:0"]);
+    const hydrateOutcomes = log.outcomes.filter((entry) => entry.call.name === "hydrate").map((entry) => entry.outcome);
+    expect(hydrateOutcomes[0]).toEqual(hydrateOutcomes[1]);
+    const completedStep = recorded.find((event) => event.type === "durable_step.completed" && event.data.key === "hydrate:c1")!;
+    expect(completedStep.data.metadata).toEqual({ customerId: "c1" });
+  });
+
+  it("records durable_step.replayed when a step key repeats within the run", async () => {
+    const { runtime, events } = await startAgent(stepAgent(), [
+      { toolCalls: [{ name: "hydrate", input: { value: "c1" } }] },
+      { toolCalls: [{ name: "hydrate", input: { value: "c1" } }] },
+      { text: "done" },
+    ]);
+    (globalThis as { __hydrations?: number }).__hydrations = 0;
+    const result = await runtime.run({ message: "go" });
+    expect((globalThis as { __hydrations?: number }).__hydrations).toBe(1);
+    expect((await events(result.runId)).some((event) => event.type === "durable_step.replayed" && event.data.key === "hydrate:c1")).toBe(true);
+  });
+
+  it("keeps ctx.idempotencyKey stable per run, tool call and scope", async () => {
+    const dir = agentFolder({
+      "agent.ts": MINIMAL_AGENT,
+      "tools/keys.ts": toolSource({ execute: `return { a: ctx.idempotencyKey("x"), b: ctx.idempotencyKey("x"), c: ctx.idempotencyKey("y") };` }),
+    });
+    const { runtime, log } = await startAgent(dir, [{ toolCalls: [{ name: "keys", input: { value: "1" } }, { name: "keys", input: { value: "1" } }] }, { text: "ok" }]);
+    await runtime.run({ message: "go" });
+    const [first, second] = log.outcomes.map((entry) => entry.outcome as { output: { a: string; b: string; c: string } });
+    expect(first!.output.a).toBe(first!.output.b);
+    expect(first!.output.a).not.toBe(first!.output.c);
+    expect(first!.output.a).not.toBe(second!.output.a);
+  });
+});
+
+describe("results", () => {
+  it("shows the model toModelOutput and persists the full result", async () => {
+    const dir = agentFolder({
+      "agent.ts": MINIMAL_AGENT,
+      "tools/lookup.ts": toolSource({
+        execute: `return { summary: "Found " + input.value, internalScore: 0.98 };`,
+        extra: `toModelOutput(output) { return { summary: output.summary }; },`,
+      }),
+    });
+    const { runtime, log, state } = await startAgent(dir, [call("lookup", { value: "x" }), { text: "ok" }]);
+    const result = await runtime.run({ message: "go" });
+    expect(log.outcomes[0]!.outcome).toEqual({ status: "completed", output: { summary: "Found x" }, isError: false });
+    const stored = await state.getToolCall(result.runId, "call_0_0");
+    expect(stored!.output).toEqual({ summary: "Found x", internalScore: 0.98 });
+  });
+
+  it("fails the call and the run with a clear error when the result is not JSON-serializable", async () => {
+    const dir = agentFolder({ "agent.ts": MINIMAL_AGENT, "tools/dated.ts": toolSource({ execute: `return { when: new Date(0) };` }) });
+    const { runtime, events } = await startAgent(dir, [call("dated", { value: "x" }), { text: "never" }]);
+    const result = await runtime.run({ message: "go" });
+    expect(result.status).toBe("failed");
+    const failed = (await events(result.runId)).find((event) => event.type === "tool.execution_failed")!;
+    expect(failed.data.error).toMatch(/dated result\.when is a Date.*toISOString/);
+    expect(failed.data.code).toBe("AL_ERR_TOOL_OUTPUT");
+  });
+
+  it("fails the tool call and the run when execute throws, surfacing { error } to the model", async () => {
+    const dir = agentFolder({ "agent.ts": MINIMAL_AGENT, "tools/broken.ts": toolSource({ execute: `throw new Error("database is down");` }) });
+    const { runtime, log, types } = await startAgent(dir, [call("broken", { value: "x" }), { text: "never" }]);
+    const result = await runtime.run({ message: "go" });
+    expect(result.status).toBe("failed");
+    expect(result.error?.message).toContain("database is down");
+    expect(log.outcomes[0]!.outcome).toEqual({ status: "failed", output: { error: "database is down" } });
+    expect(log.modelCalls).toBe(1);
+    const recorded = await types(result.runId);
+    expect(recorded).toContain("tool.execution_failed");
+    expect(recorded.at(-1)).toBe("run.failed");
+  });
+
+  it("does not fail the run for an error-shaped return", async () => {
+    const dir = agentFolder({ "agent.ts": MINIMAL_AGENT, "tools/careful.ts": toolSource({ execute: `return { error: "Run validate first." };` }) });
+    const { runtime, log } = await startAgent(dir, [call("careful", { value: "x" }), { text: "I will validate" }]);
+    const result = await runtime.run({ message: "go" });
+    expect(result.status).toBe("completed");
+    expect(log.outcomes[0]!.outcome).toEqual({ status: "completed", output: { error: "Run validate first." }, isError: true });
+  });
+
+  it("checks outputSchema", async () => {
+    const dir = agentFolder({
+      "agent.ts": MINIMAL_AGENT,
+      "tools/typed.ts": toolSource({ execute: `return { count: "three" };`, extra: `outputSchema: { type: "object", properties: { count: { type: "number" } } },` }),
+    });
+    const { runtime } = await startAgent(dir, [call("typed", { value: "x" }), { text: "never" }]);
+    const result = await runtime.run({ message: "go" });
+    expect(result.status).toBe("failed");
+    expect(result.error?.message).toMatch(/outputSchema.*output\/count must be number/);
+  });
+});
