@@ -1,42 +1,27 @@
 import { AsyncParallelHook, AsyncSeriesBailHook, AsyncSeriesWaterfallHook, HookMap, SyncWaterfallHook } from "tapable";
+import { AssemblyLineError, isAssemblyLineError } from "@assemblyline-agents/core";
 import type {
   AdapterDescriptor,
   AgentHarness,
   ChannelModule,
   ContextBuildInfo,
-  GatewaySlot,
+  EventContext,
+  HarnessRequest,
+  KernelHookSurface,
   ModelContext,
   RunCapabilityDeclaration,
   RunEvent,
   RunResolverContext,
+  SlotContext,
 } from "@assemblyline-agents/core";
 import type { ToolTable, ToolTableInput } from "./run/tool-table.js";
-
-/** What `hooks.slot.for(slot)` taps receive, besides the descriptor. */
-export interface SlotContext {
-  slot: GatewaySlot;
-  env: Record<string, string | undefined>;
-  devMode: boolean;
-}
-
-/** The run a harness is chosen for. */
-export interface HarnessRequest {
-  runId: string;
-  modelSpec: string;
-}
-
-export interface EventContext {
-  agentId: string;
-  agentName: string;
-  agentRevision: string;
-}
 
 /**
  * Every extension point of the kernel. Plugins tap these; nothing else reaches
  * into the kernel. Order taps with the stage constants below, never `before`.
  */
 export function createKernelHooks() {
-  return Object.freeze({
+  const hooks = Object.freeze({
     /** Materialize a gateway slot from its descriptor; the first tap that returns a value wins. */
     slot: new HookMap((_slot: string) => new AsyncSeriesBailHook<[AdapterDescriptor, SlotContext], unknown>(["descriptor", "context"])),
     /** Register channel modules by route. */
@@ -52,9 +37,63 @@ export function createKernelHooks() {
     /** Observe each durably recorded event; observe-only. */
     event: new AsyncParallelHook<[RunEvent, EventContext]>(["event", "context"]),
   });
+  for (const [name, hook] of Object.entries(hooks)) {
+    if (hook instanceof HookMap) hook.intercept({ factory: (key, created) => nameFailures(`slot.for("${String(key)}")`, created) });
+    else nameFailures(name, hook);
+  }
+  return hooks;
+}
+
+/**
+ * Rethrow a tap's failure as an error naming the hook and the plugin's tap.
+ * AssemblyLineErrors already say what is wrong and pass through unchanged.
+ */
+/** A tap as tapable registers it (its FullTap type is not exported). */
+interface RegisteredTap {
+  name: string;
+  type: "sync" | "async" | "promise";
+  fn: Function;
+}
+
+function nameFailures<H extends { intercept(interceptor: any): void }>(hookName: string, hook: H): H {
+  hook.intercept({
+    register(tap: RegisteredTap) {
+      const fn = tap.fn as (...args: unknown[]) => unknown;
+      const wrap = (error: unknown): never => {
+        if (isAssemblyLineError(error)) throw error;
+        throw new AssemblyLineError("AL_ERR_HOOK_TAP", `hooks.${hookName} tap "${tap.name}" threw: ${error instanceof Error ? error.message : String(error)}`, {
+          fix: `Fix the plugin that tapped "${tap.name}".`,
+          cause: error,
+        });
+      };
+      if (tap.type === "promise") {
+        return { ...tap, fn: (...args: unknown[]) => Promise.resolve().then(() => fn(...args)).catch(wrap) };
+      }
+      if (tap.type === "sync") {
+        return {
+          ...tap,
+          fn: (...args: unknown[]) => {
+            try {
+              return fn(...args);
+            } catch (error) {
+              return wrap(error);
+            }
+          },
+        };
+      }
+      return tap;
+    },
+  });
+  return hook;
 }
 
 export type KernelHooks = ReturnType<typeof createKernelHooks>;
+
+export type { SlotContext, HarnessRequest, EventContext };
+
+// The hooks plugins tap must stay assignable to the surface the SDK promises them.
+const _surface: (hooks: KernelHooks) => KernelHookSurface = (hooks) => hooks;
+void _surface;
 
 /** Named stages for tap ordering (lower runs first). */
 export const STAGE = {

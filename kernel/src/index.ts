@@ -1,11 +1,12 @@
-export { OpenEveRuntime, type RuntimeOptions, type RunAgentOptions, type KernelPlugin } from "./runtime.js";
+export { OpenEveRuntime, type RuntimeOptions, type RunAgentOptions } from "./runtime.js";
+export { KERNEL_VERSION, DEFAULT_PLUGIN_TIMEOUT_MS, createKernel, materializeGateway, withinTimeout, type Kernel, type MaterializedGateway } from "./kernel.js";
 export { RunCapacityError } from "./run/admission.js";
 export type { RunResult, PendingApproval, PendingQuestion } from "./run/run-result.js";
 export { InMemoryStateAdapter } from "./state/in-memory-state.js";
 export { builtInToolDefaults } from "./builtins/index.js";
 export { buildAgent, ARTIFACT_DIR, MANIFEST_FILE, type BuildOptions, type BuildResult } from "./compiler/build.js";
 export { loadRuntimeBundle, type RuntimeBundle, type SourceBundle } from "./compiler/bundle.js";
-export type { AgentManifest, ToolManifestEntry, HookManifestEntry, SourceRef, ContextManifest } from "./compiler/manifest.js";
+export type { AgentManifest, ToolManifestEntry, HookManifestEntry, SourceRef, ContextManifest, GatewayManifest } from "./compiler/manifest.js";
 export { createKernelHooks, STAGE, type KernelHooks, type SlotContext, type HarnessRequest, type EventContext } from "./hooks.js";
 export { scriptedHarness, loadModelScript, parseModelScript, SCRIPTED_PREFIX, type ModelScript, type ScriptedTurn } from "./harness/scripted.js";
 export { createRuntimeLogger } from "./logger.js";

@@ -18,6 +18,7 @@ import type { SourceBundle } from "./compiler/bundle.js";
 import type { AgentManifest } from "./compiler/manifest.js";
 import { SCRIPTED_PREFIX, loadModelScript, scriptedHarness } from "./harness/scripted.js";
 import { STAGE, createKernelHooks, type KernelHooks } from "./hooks.js";
+import type { Kernel } from "./kernel.js";
 import { createRuntimeLogger } from "./logger.js";
 import { Admission } from "./run/admission.js";
 import { RunJournal } from "./run/journal.js";
@@ -26,12 +27,6 @@ import { describeRun, type RunResult } from "./run/run-result.js";
 import { buildToolTable, mergeToolPolicy } from "./run/tool-table.js";
 import { resolveState, type ResolvedState } from "./state/resolve-state.js";
 import { createMemoryApi } from "./state/memory-api.js";
-
-/** A kernel plugin: taps the kernel's hooks. */
-export interface KernelPlugin {
-  name: string;
-  apply(hooks: KernelHooks): void;
-}
 
 export interface RuntimeOptions {
   manifest: AgentManifest;
@@ -57,7 +52,8 @@ export interface RuntimeOptions {
   logger?: RuntimeLogger;
   sandbox?: SandboxAdapter;
   blob?: BlobStore;
-  plugins?: KernelPlugin[];
+  /** A kernel whose plugins already tapped its hooks (`createKernel({ plugins })`); a bare one by default. */
+  kernel?: Kernel;
   /** This replica's lease owner id; unique per process by default. */
   ownerId?: string;
   /** How long a run lease lasts without a heartbeat (default 30 s). */
@@ -100,7 +96,7 @@ export class OpenEveRuntime {
     this.manifest = options.manifest;
     this.logger = options.logger ?? createRuntimeLogger({ env });
     this.state = resolveState(options.state, this.logger);
-    this.hooks = createKernelHooks();
+    this.hooks = options.kernel?.hooks ?? createKernelHooks();
     this.ownerId = options.ownerId ?? `${hostname()}:${process.pid}:${randomUUID().slice(0, 8)}`;
     this.admission = new Admission(
       options.maxConcurrentRuns ?? positiveInt(env.ASSEMBLY_LINE_MAX_CONCURRENT_RUNS, "ASSEMBLY_LINE_MAX_CONCURRENT_RUNS") ?? 16,
@@ -108,7 +104,6 @@ export class OpenEveRuntime {
     );
     this.tapRoutes();
     this.tapUserHooks();
-    for (const plugin of options.plugins ?? []) plugin.apply(this.hooks);
 
     const table = this.hooks.tools.call(
       buildToolTable({

@@ -17,3 +17,5 @@ export * from "./infrastructure.js";
 export * from "./blob.js";
 export * from "./harness.js";
 export * from "./state/index.js";
+export * from "./plugin.js";
+export * from "./contracts.js";

@@ -4,7 +4,10 @@ import { basename, join, relative, resolve } from "node:path";
 import {
   AssemblyLineError,
   BUILT_IN_TOOL_NAMES,
+  GATEWAY_SLOTS,
+  isAdapterDescriptor,
   isAgentDefinition,
+  isGatewayDefinition,
   isApprovalPolicy,
   isContextPolicy,
   isDisabledTool,
@@ -23,6 +26,7 @@ import {
   MANIFEST_VERSION,
   type AgentManifest,
   type ContextManifest,
+  type GatewayManifest,
   type HookManifestEntry,
   type SourceRef,
   type ToolManifestEntry,
@@ -83,6 +87,7 @@ export async function buildAgent(agentDirInput: string, options: BuildOptions = 
   const hooks = await compileHooks(agentDir, load);
   const resolver = await compileResolver(agentDir, load);
   const contextSource = await compileContextFile(agentDir, load);
+  const gateway = await compileGateway(agentDir, load);
   const agentContext = agent.context === undefined ? undefined : agent.context;
   if (agentContext !== undefined && !isContextPolicy(agentContext)) {
     throw new AssemblyLineError("AL_ERR_CONTEXT_DEFINITION", `${agentFile} context: is not a context policy`, {
@@ -110,6 +115,7 @@ export async function buildAgent(agentDirInput: string, options: BuildOptions = 
     hooks,
     resolver,
     context: contextSource,
+    gateway,
     sources,
   };
   // sourceRoot is a local layout detail, not behaviour: leave it out of the revision.
@@ -277,6 +283,29 @@ async function compileContextFile(agentDir: string, load: Loader): Promise<Sourc
     });
   }
   return hashSource(agentDir, file);
+}
+
+async function compileGateway(agentDir: string, load: Loader): Promise<GatewayManifest | null> {
+  const file = findSource(agentDir, "gateway");
+  if (!file) return null;
+  const gateway = (await load(join(agentDir, file))).default;
+  if (!isGatewayDefinition(gateway)) {
+    throw new AssemblyLineError("AL_ERR_GATEWAY_DEFINITION", `${file} does not default-export defineGateway(...)`, {
+      fix: 'Write `export default defineGateway({ state: adapter("local"), ... })`.',
+    });
+  }
+  const slots: GatewayManifest["slots"] = {};
+  for (const slot of GATEWAY_SLOTS) {
+    const descriptor = gateway[slot];
+    if (descriptor === undefined) continue;
+    if (!isAdapterDescriptor(descriptor)) {
+      throw new AssemblyLineError("AL_ERR_GATEWAY_DEFINITION", `${file}: ${slot} is not an adapter descriptor`, {
+        fix: `Use a plugin helper (e.g. neonPostgres()) or adapter("name") for ${slot}.`,
+      });
+    }
+    slots[slot] = { plugin: descriptor.plugin };
+  }
+  return { source: await hashSource(agentDir, file), slots };
 }
 
 function describeContext(policy: ContextPolicy | undefined): ContextManifest {

@@ -5,10 +5,12 @@ import {
   AssemblyLineError,
   isAgentDefinition,
   isDisabledTool,
+  isGatewayDefinition,
   isHookDefinition,
   isRunResolverDefinition,
   isToolDefinition,
   type AgentDefinition,
+  type GatewayDefinition,
   type HookDefinition,
   type RunResolverDefinition,
   type ToolDefinition,
@@ -26,6 +28,8 @@ export interface SourceBundle {
   /** Hook definitions with the file they came from. */
   hooks: Array<{ file: string; hook: HookDefinition }>;
   resolver: RunResolverDefinition | null;
+  /** gateway.ts, when the folder has one: live descriptors for the host to materialize. */
+  gateway: GatewayDefinition | null;
 }
 
 export interface RuntimeBundle {
@@ -88,5 +92,11 @@ async function loadSourceBundle(agentDir: string, manifest: AgentManifest): Prom
     if (!isRunResolverDefinition(loaded)) throw new AssemblyLineError("AL_ERR_RESOLVER_DEFINITION", `${manifest.resolver.file} no longer exports defineRunResolver(...)`);
     resolver = loaded;
   }
-  return { agent, tools, hooks, resolver };
+  let gateway: GatewayDefinition | null = null;
+  if (manifest.gateway) {
+    const loaded = await defaultExport(manifest.gateway.source.file);
+    if (!isGatewayDefinition(loaded)) throw new AssemblyLineError("AL_ERR_GATEWAY_DEFINITION", `${manifest.gateway.source.file} no longer exports defineGateway(...)`);
+    gateway = loaded;
+  }
+  return { agent, tools, hooks, resolver, gateway };
 }

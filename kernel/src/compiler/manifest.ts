@@ -27,6 +27,12 @@ export interface ToolManifestEntry {
   hasToModelOutput: boolean;
 }
 
+/** Which plugin fills each gateway slot; live options are read from gateway.ts at boot. */
+export interface GatewayManifest {
+  source: SourceRef;
+  slots: Partial<Record<"deploy" | "runtime" | "state" | "blob" | "sandbox" | "scheduler", { plugin: string }>>;
+}
+
 export interface HookManifestEntry {
   source: SourceRef;
   events: string[];
@@ -53,6 +59,7 @@ export interface AgentManifest {
   hooks: HookManifestEntry[];
   resolver: SourceRef | null;
   context: SourceRef | null;
+  gateway: GatewayManifest | null;
   /** Every behaviour-bearing file, sorted: the revision covers them all. */
   sources: SourceRef[];
 }

@@ -3,3 +3,4 @@
  * Import from "@assemblyline-agents/core/testkit" inside a vitest test file.
  */
 export * from "./state/index.js";
+export { describeBlobStoreConformance } from "./blob.js";

@@ -2,8 +2,8 @@ import type { JsonValue, ModelMessage, ModelToolCall, ModelToolSpec } from "@ass
 import type { Api, AssistantMessage, Message, Model, Tool, ToolResultMessage } from "@mariozechner/pi-ai";
 
 /*
- * Converted history carries timestamp 0: providers never see it, and a fixed value
- * keeps the transcript of a replayed turn identical to the first one.
+ * Converted history carries timestamp 0: the runtime's messages have no time of
+ * their own, providers never see it, and a fixed value keeps conversion pure.
  */
 const HISTORY_TIMESTAMP = 0;
 

@@ -44,7 +44,8 @@ function catalogModel(provider: string, modelId: string): Model<Api> | undefined
 }
 
 function mergeEntry(known: Model<Api>, entry: PiModelEntry | undefined): Model<Api> {
-  if (!entry) return known;
+  // A copy: the catalog object is pi-ai's registry entry, shared by every caller.
+  if (!entry) return { ...known };
   const { apiKeyEnv: _apiKeyEnv, cost, ...fields } = entry;
   return { ...known, ...definedFields(fields), cost: { ...known.cost, ...definedFields(cost ?? {}) } } as Model<Api>;
 }
@@ -82,19 +83,34 @@ function definedFields<T extends object>(fields: T): Partial<T> {
 
 function unknownModel(spec: string, provider: string, modelId: string): AssemblyLineError {
   const providers = getProviders() as string[];
-  const addEntry = `or declare it: piAgentHarness({ models: { "${spec}": { api: "openai-completions", baseUrl: "http://..." } } }).`;
   if (!providers.includes(provider)) {
     return new AssemblyLineError("AL_ERR_MODEL_UNKNOWN", `Model "${spec}": pi-ai knows no provider "${provider}".`, {
-      fix: `Use one of pi-ai's providers (${providers.join(", ")}), ${addEntry}`,
+      fix: `Use one of pi-ai's providers (${providers.join(", ")}), or declare the model: piAgentHarness({ models: { "${spec}": { api: "openai-completions", baseUrl: "http://..." } } }).`,
       details: { spec, provider },
     });
   }
-  const ids = getModels(provider as never).map((m) => m.id);
-  const stem = modelId.toLowerCase().split(/[-.:]/)[0] ?? "";
-  const similar = ids.filter((id) => id.toLowerCase().includes(stem)).slice(0, 8);
-  const suggestions = (similar.length > 0 ? similar : ids.slice(0, 8)).map((id) => `${provider}/${id}`).join(", ");
+  const siblings = getModels(provider as never) as Model<Api>[];
+  const suggestions = closestIds(modelId, siblings.map((m) => m.id), 5).map((id) => `${provider}/${id}`);
+  const sample = siblings[0];
+  const declare = sample ? `{ api: "${sample.api}", baseUrl: "${sample.baseUrl}" }` : `{ api: "...", baseUrl: "..." }`;
   return new AssemblyLineError("AL_ERR_MODEL_UNKNOWN", `Model "${spec}": pi-ai's catalog has no model "${modelId}" for provider "${provider}".`, {
-    fix: `Check the spelling (known: ${suggestions}, ...), ${addEntry}`,
-    details: { spec, provider, modelId },
+    fix: `Check the spelling (closest: ${suggestions.join(", ")}), or declare it: piAgentHarness({ models: { "${spec}": ${declare} } }).`,
+    details: { spec, provider, modelId, suggestions },
   });
+}
+
+/** Catalog ids sharing the most name parts with `wanted`, then the longest common prefix. */
+function closestIds(wanted: string, ids: string[], count: number): string[] {
+  const parts = new Set(wanted.toLowerCase().split(/[-.:/_]/));
+  const score = (id: string): [number, number] => {
+    const shared = id.toLowerCase().split(/[-.:/_]/).filter((part) => parts.has(part)).length;
+    let prefix = 0;
+    while (prefix < Math.min(id.length, wanted.length) && id[prefix] === wanted[prefix]) prefix += 1;
+    return [shared, prefix];
+  };
+  return ids
+    .map((id) => ({ id, rank: score(id) }))
+    .sort((a, b) => b.rank[0] - a.rank[0] || b.rank[1] - a.rank[1])
+    .slice(0, count)
+    .map((entry) => entry.id);
 }

@@ -147,6 +147,7 @@ export function describeScheduleStateStoreConformance(name: string, factory: Sta
 export function describeFileIndexStoreConformance(name: string, factory: StateKitFactory<FileIndexStore>): void {
   describe(`${name}: FileIndexStore conformance`, () => {
     const store = useSubject(factory);
+    const createdAt = new Date().toISOString();
     const file = (path: string, size = 1): FileRecord => ({
       path,
       blobKey: `blobs/${path}`,
@@ -154,7 +155,7 @@ export function describeFileIndexStoreConformance(name: string, factory: StateKi
       contentType: "text/plain",
       sha256: "0".repeat(64),
       runId: null,
-      createdAt: new Date().toISOString(),
+      createdAt,
     });
 
     it("puts, overwrites, reads and deletes file records by path", async () => {
@@ -221,13 +222,14 @@ export function describeUsageStoreConformance(name: string, factory: StateKitFac
 export function describeSandboxSessionStoreConformance(name: string, factory: StateKitFactory<SandboxSessionStore>): void {
   describe(`${name}: SandboxSessionStore conformance`, () => {
     const store = useSubject(factory);
+    const at = new Date().toISOString();
     const session = (key: string, sessionId: string): SandboxSessionRecord => ({
       key,
       adapter: "local",
       sessionId,
       data: { dir: `/tmp/${sessionId}` },
-      createdAt: new Date().toISOString(),
-      updatedAt: new Date().toISOString(),
+      createdAt: at,
+      updatedAt: at,
     });
 
     it("puts, replaces, reads, lists and deletes sessions by key", async () => {

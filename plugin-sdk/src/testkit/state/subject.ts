@@ -39,7 +39,7 @@ export function clockAt(offsetMs = 0, base = Date.parse("2031-03-04T05:06:07.000
 }
 
 let counter = 0;
-/** A unique id per call, so kits can run against a shared store without collisions. */
+/** A unique id per call, so ids never collide across tests, even if a factory reuses a database. */
 export function uniqueId(prefix: string): string {
   counter += 1;
   return `${prefix}-${Date.now().toString(36)}-${process.pid}-${counter}`;

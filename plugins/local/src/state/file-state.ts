@@ -41,7 +41,7 @@ import { WriteAheadLog } from "./write-ahead-log.js";
  * record, fdatasyncs, and only then applies them in memory and resolves. An event and
  * the state change it describes therefore share a record: after kill -9 both are on
  * disk or neither is. Opening replays snapshot + log-N and cuts a torn last record.
- * When log-N outgrows `compactAfterBytes`, the tables are written as snapshot N+1 and
+ * When log-N outgrows `compactAfterBytes` and the snapshot, the tables are written as snapshot N+1 and
  * the log restarts as log-(N+1); a crash between the two steps leaves either the old
  * snapshot with its full log, or the new snapshot with an empty log.
  */
@@ -59,7 +59,7 @@ export interface FileStateAdapterOptions {
   directory?: string;
   /** The agent folder the default `directory` is under. Default: the working directory. */
   agentDir?: string;
-  /** Fold the log into a new snapshot once it grows past this size. Default 8 MiB. */
+  /** Fold the log into a new snapshot once it outgrows both this size and the last snapshot. Default 8 MiB. */
   compactAfterBytes?: number;
 }
 
@@ -104,6 +104,8 @@ export class FileStateAdapter implements StateAdapter {
   private log: WriteAheadLog | undefined;
   private lock: FolderLock | undefined;
   private generation = 0;
+  /** Size of the current snapshot: the log may grow to this before compaction, keeping rewrites linear. */
+  private snapshotBytes = 0;
   /** Mutations run one at a time, in call order. */
   private queue: Promise<unknown> = Promise.resolve();
 
@@ -604,7 +606,7 @@ export class FileStateAdapter implements StateAdapter {
         await this.log!.append(json);
         // Apply the parsed record, so memory holds exactly what a replay would rebuild.
         for (const op of (JSON.parse(json) as { ops: StateOp[] }).ops) this.tables.apply(op);
-        if (this.log!.bytes > this.compactAfterBytes) await this.compact();
+        if (this.shouldCompact()) await this.compact();
       }
       return copy(result(this.tables));
     };
@@ -666,13 +668,17 @@ export class FileStateAdapter implements StateAdapter {
       this.generation = generation;
       this.log = log;
       this.lock = lock;
-      if (log.bytes > this.compactAfterBytes) await this.compact();
+      if (this.shouldCompact()) await this.compact();
     } catch (error) {
       await this.log?.close().catch(() => undefined);
       this.log = undefined;
       await lock.release();
       throw error;
     }
+  }
+
+  private shouldCompact(): boolean {
+    return this.log !== undefined && this.log.bytes > Math.max(this.compactAfterBytes, this.snapshotBytes);
   }
 
   private async readSnapshot(): Promise<SnapshotFile | undefined> {
@@ -693,6 +699,7 @@ export class FileStateAdapter implements StateAdapter {
     if (parsed.format !== SNAPSHOT_FORMAT || !Number.isInteger(parsed.generation) || typeof parsed.tables !== "object") {
       throw this.corruptError(path, new TypeError(`snapshot format ${String(parsed.format)} is not ${SNAPSHOT_FORMAT}`));
     }
+    this.snapshotBytes = Buffer.byteLength(text, "utf8");
     return parsed;
   }
 
@@ -701,9 +708,10 @@ export class FileStateAdapter implements StateAdapter {
     const next = this.generation + 1;
     const temp = join(this.directory, `${SNAPSHOT_FILE}.${process.pid}.tmp`);
     const body: SnapshotFile = { format: SNAPSHOT_FORMAT, generation: next, tables: this.tables.toSnapshot() };
+    const text = JSON.stringify(body);
     const handle = await open(temp, "w");
     try {
-      await handle.writeFile(JSON.stringify(body));
+      await handle.writeFile(text);
       await handle.sync();
     } finally {
       await handle.close();
@@ -715,6 +723,7 @@ export class FileStateAdapter implements StateAdapter {
     const previous = this.log;
     this.log = log;
     this.generation = next;
+    this.snapshotBytes = Buffer.byteLength(text, "utf8");
     await previous?.close();
     await unlink(join(this.directory, logFile(next - 1))).catch(() => undefined);
   }

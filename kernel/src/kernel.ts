@@ -1,0 +1,102 @@
+import { readFileSync } from "node:fs";
+import {
+  AssemblyLineError,
+  GATEWAY_SLOTS,
+  SLOT_CONTRACTS,
+  isAdapterDescriptor,
+  isAssemblyLineError,
+  missingContractMethods,
+  type GatewayDefinition,
+  type GatewaySlot,
+  type PluginDefinition,
+  type PluginKernel,
+  type SlotContext,
+} from "@assemblyline-agents/core";
+import { createKernelHooks, type KernelHooks } from "./hooks.js";
+
+/** This kernel's version, the one plugin manifests' `kernel` ranges are checked against. */
+export const KERNEL_VERSION: string = (JSON.parse(readFileSync(new URL("../package.json", import.meta.url), "utf8")) as { version: string }).version;
+
+export const DEFAULT_PLUGIN_TIMEOUT_MS = 10_000;
+
+export interface Kernel extends PluginKernel {
+  readonly hooks: KernelHooks;
+  readonly plugins: readonly PluginDefinition[];
+}
+
+/** Settle `work` within `ms`, or fail naming `what`. */
+export async function withinTimeout<T>(work: Promise<T>, ms: number, what: string): Promise<T> {
+  let timer: NodeJS.Timeout | undefined;
+  const timeout = new Promise<never>((_, reject) => {
+    timer = setTimeout(
+      () => reject(new AssemblyLineError("AL_ERR_PLUGIN_TIMEOUT", `${what} did not settle within ${ms} ms`, { fix: "Make it resolve or reject; check for a connection that never opens." })),
+      ms,
+    );
+  });
+  try {
+    return await Promise.race([work, timeout]);
+  } finally {
+    clearTimeout(timer);
+  }
+}
+
+/** Create the hooks and let each plugin tap them, in order. */
+export async function createKernel(options: { plugins?: PluginDefinition[]; timeoutMs?: number } = {}): Promise<Kernel> {
+  const hooks = createKernelHooks();
+  const plugins = options.plugins ?? [];
+  const kernel: Kernel = { version: KERNEL_VERSION, hooks, plugins };
+  for (const plugin of plugins) {
+    const what = `plugin ${plugin.name}@${plugin.version} apply(kernel)`;
+    try {
+      await withinTimeout(Promise.resolve().then(() => plugin.apply(kernel)), options.timeoutMs ?? DEFAULT_PLUGIN_TIMEOUT_MS, what);
+    } catch (error) {
+      if (isAssemblyLineError(error)) throw error;
+      throw new AssemblyLineError("AL_ERR_PLUGIN_APPLY", `${what} threw: ${(error as Error).message}`, { fix: "Fix or remove that plugin.", cause: error });
+    }
+  }
+  return kernel;
+}
+
+export type MaterializedGateway = Partial<Record<GatewaySlot, unknown>>;
+
+/**
+ * Turn each slot's descriptor into a live adapter through `hooks.slot`, then
+ * check it honours its slot's contract (state: the required `runs` facet).
+ */
+export async function materializeGateway(
+  kernel: Kernel,
+  gateway: GatewayDefinition,
+  context: Omit<SlotContext, "slot">,
+  options: { timeoutMs?: number } = {},
+): Promise<MaterializedGateway> {
+  const live: MaterializedGateway = {};
+  for (const slot of GATEWAY_SLOTS) {
+    const descriptor = gateway[slot];
+    if (descriptor === undefined) continue;
+    if (!isAdapterDescriptor(descriptor)) {
+      throw new AssemblyLineError("AL_ERR_GATEWAY_DEFINITION", `gateway.ts ${slot}: is not an adapter descriptor`, {
+        fix: `Use a plugin helper (e.g. neonPostgres()) or adapter("name") for ${slot}.`,
+      });
+    }
+    if (descriptor.slot !== undefined && descriptor.slot !== slot) {
+      throw new AssemblyLineError("AL_ERR_GATEWAY_DEFINITION", `gateway.ts ${slot}: got a ${descriptor.slot} adapter from plugin ${descriptor.plugin}`, {
+        fix: `Move it to the ${descriptor.slot}: slot.`,
+      });
+    }
+    const what = `plugin ${descriptor.plugin} materializing the ${slot} slot`;
+    const adapter = await withinTimeout(kernel.hooks.slot.for(slot).promise(descriptor, { ...context, slot }), options.timeoutMs ?? DEFAULT_PLUGIN_TIMEOUT_MS, what);
+    if (adapter === undefined) {
+      throw new AssemblyLineError("AL_ERR_GATEWAY_SLOT", `no installed plugin provides adapter "${descriptor.plugin}" for the ${slot} slot`, {
+        fix: `Install it (assembly-line plugins add ${descriptor.plugin}) or pick an installed adapter.`,
+      });
+    }
+    const missing = missingContractMethods(adapter, SLOT_CONTRACTS[slot]);
+    if (missing.length > 0) {
+      throw new AssemblyLineError("AL_ERR_PLUGIN_CONTRACT", `plugin ${descriptor.plugin}'s ${slot} adapter lacks ${missing.join(", ")} (${SLOT_CONTRACTS[slot]})`, {
+        fix: "Implement the missing methods; `assembly-line plugins verify` runs the conformance kit.",
+      });
+    }
+    live[slot] = adapter;
+  }
+  return live;
+}

@@ -1,0 +1,90 @@
+import { brand, hasBrand, type Branded } from "./brand.js";
+import type { AdapterDescriptor, GatewaySlot } from "./gateway.js";
+import type { AgentHarness } from "./harness.js";
+import type { ChannelModule } from "./channel.js";
+import type { ContextBuildInfo, ModelContext } from "./model-context.js";
+import type { RunCapabilityDeclaration, RunResolverContext } from "./resolver.js";
+import type { RunEvent } from "./events.js";
+
+export interface TapOptions {
+  name: string;
+  /** Lower runs first; use the kernel's named STAGE constants. */
+  stage?: number;
+}
+
+/** The tap side of a tapable hook, as plugins see it. */
+export interface Tappable<Args extends unknown[], Result> {
+  tap(options: string | TapOptions, fn: (...args: Args) => Result): void;
+}
+
+export interface AsyncTappable<Args extends unknown[], Result> extends Tappable<Args, Result | undefined | void> {
+  tapPromise(options: string | TapOptions, fn: (...args: Args) => Promise<Result | undefined | void>): void;
+}
+
+/** What a slot materializer receives besides the descriptor. */
+export interface SlotContext {
+  slot: GatewaySlot;
+  env: Record<string, string | undefined>;
+  devMode: boolean;
+  /** The agent folder, for adapters that keep files beside it (local state). */
+  agentDir?: string;
+}
+
+export interface HarnessRequest {
+  runId: string;
+  modelSpec: string;
+}
+
+export interface EventContext {
+  agentId: string;
+  agentName: string;
+  agentRevision: string;
+}
+
+/**
+ * The kernel's extension points as plugins tap them. The kernel declares them
+ * (kernel/src/hooks.ts) as tapable hooks that satisfy this surface.
+ */
+export interface KernelHookSurface {
+  /** Materialize a gateway slot from its descriptor; return undefined when the descriptor is not yours. */
+  slot: { for(slot: GatewaySlot): AsyncTappable<[AdapterDescriptor, SlotContext], unknown> };
+  /** Register channel modules by route. */
+  channel: Tappable<[Map<string, ChannelModule>], Map<string, ChannelModule>>;
+  /** Pick the engine for a model spec; return undefined to pass. */
+  harness: AsyncTappable<[HarnessRequest], AgentHarness>;
+  /** Reshape the model input. */
+  context: AsyncTappable<[ModelContext, ContextBuildInfo], ModelContext>;
+  /** Refine a run's capability declaration. */
+  resolveRun: AsyncTappable<[RunCapabilityDeclaration | null, RunResolverContext], RunCapabilityDeclaration | null>;
+  /** Observe each durably recorded event; observe-only. */
+  event: AsyncTappable<[RunEvent, EventContext], void>;
+}
+
+/** What `apply(kernel)` receives. */
+export interface PluginKernel {
+  /** The running kernel's semver version. */
+  readonly version: string;
+  readonly hooks: KernelHookSurface;
+}
+
+export interface PluginOptions {
+  /** The plugin id of its package manifest (`postgres`, `local`, ...). */
+  name: string;
+  version: string;
+  /** Tap the kernel's hooks. Must settle; the loader times out one that never does. */
+  apply(kernel: PluginKernel): void | Promise<void>;
+}
+
+export type PluginDefinition = PluginOptions & Branded<"assembly-line.plugin">;
+
+/** A kernel plugin: a name, a version, and the hooks it taps. */
+export function definePlugin(options: PluginOptions): PluginDefinition {
+  if (typeof options?.name !== "string" || typeof options.apply !== "function") {
+    throw new TypeError("definePlugin({ name, version, apply(kernel) }): name must be a string and apply a function");
+  }
+  return brand("assembly-line.plugin", options);
+}
+
+export function isPluginDefinition(value: unknown): value is PluginDefinition {
+  return hasBrand(value, "assembly-line.plugin");
+}

@@ -1,0 +1,92 @@
+import { describe, expect, it } from "vitest";
+import type { BlobStore } from "../blob.js";
+import { useSubject, type StateKitFactory } from "./state/subject.js";
+
+const bytes = (text: string) => new TextEncoder().encode(text);
+const text = (body: Uint8Array | undefined) => (body ? new TextDecoder().decode(body) : undefined);
+
+/** The BlobStore contract: put, get, delete and list by prefix, byte-exact. */
+export function describeBlobStoreConformance(name: string, factory: StateKitFactory<BlobStore>): void {
+  describe(`${name}: BlobStore conformance`, () => {
+    const store = useSubject(factory);
+
+    it("returns the bytes and content type that were put", async () => {
+      const body = new Uint8Array(256).map((_, index) => index);
+      expect(await store().put("files/run-1/all-bytes.bin", body, { contentType: "application/x-test" })).toEqual({
+        key: "files/run-1/all-bytes.bin",
+        size: 256,
+      });
+      const got = await store().get("files/run-1/all-bytes.bin");
+      expect(got?.contentType).toBe("application/x-test");
+      expect(Buffer.from(got!.body).equals(Buffer.from(body))).toBe(true);
+    });
+
+    it("defaults the content type to application/octet-stream", async () => {
+      await store().put("plain", bytes("x"));
+      expect((await store().get("plain"))?.contentType).toBe("application/octet-stream");
+    });
+
+    it("stores an empty body", async () => {
+      expect(await store().put("empty", new Uint8Array(0))).toEqual({ key: "empty", size: 0 });
+      expect((await store().get("empty"))?.body.byteLength).toBe(0);
+    });
+
+    it("replaces a blob that is put again", async () => {
+      await store().put("doc.txt", bytes("first"), { contentType: "text/plain" });
+      await store().put("doc.txt", bytes("second"), { contentType: "text/markdown" });
+      const got = await store().get("doc.txt");
+      expect(text(got?.body)).toBe("second");
+      expect(got?.contentType).toBe("text/markdown");
+    });
+
+    it("returns undefined for a missing key, and deleting one is not an error", async () => {
+      expect(await store().get("missing/key")).toBeUndefined();
+      await store().delete("missing/key");
+    });
+
+    it("deletes a blob", async () => {
+      await store().put("gone.txt", bytes("x"));
+      await store().delete("gone.txt");
+      expect(await store().get("gone.txt")).toBeUndefined();
+      expect(await store().list()).not.toContain("gone.txt");
+    });
+
+    it("lists keys under a prefix, sorted", async () => {
+      for (const key of ["files/b.txt", "files/a/1.txt", "files-old/c.txt", "other.txt", "files/a/2.txt"]) await store().put(key, bytes(key));
+      expect(await store().list("files/")).toEqual(["files/a/1.txt", "files/a/2.txt", "files/b.txt"]);
+      expect(await store().list("files")).toEqual(["files-old/c.txt", "files/a/1.txt", "files/a/2.txt", "files/b.txt"]);
+      expect(await store().list()).toEqual(["files-old/c.txt", "files/a/1.txt", "files/a/2.txt", "files/b.txt", "other.txt"]);
+      expect(await store().list("nothing/")).toEqual([]);
+    });
+
+    it("keeps a key and a longer key under it apart", async () => {
+      await store().put("a", bytes("leaf"));
+      await store().put("a/b", bytes("nested"));
+      expect(text((await store().get("a"))?.body)).toBe("leaf");
+      expect(text((await store().get("a/b"))?.body)).toBe("nested");
+      await store().delete("a/b");
+      expect(text((await store().get("a"))?.body)).toBe("leaf");
+    });
+
+    it("keeps keys with spaces, unicode and punctuation intact", async () => {
+      const keys = ["notes/übersicht 2024.md", "runs/run:1/event#3.json", "a+b=c@d"];
+      for (const key of keys) await store().put(key, bytes(key));
+      for (const key of keys) expect(text((await store().get(key))?.body)).toBe(key);
+      expect(await store().list()).toEqual([...keys].sort((a, b) => (a < b ? -1 : a > b ? 1 : 0)));
+    });
+
+    it("does not share the caller's buffer", async () => {
+      const body = bytes("abc");
+      await store().put("copy", body);
+      body[0] = 0x7a;
+      const got = await store().get("copy");
+      got!.body[1] = 0x7a;
+      expect(text((await store().get("copy"))?.body)).toBe("abc");
+    });
+
+    it("keeps every blob when 20 puts race", async () => {
+      await Promise.all(Array.from({ length: 20 }, (_, index) => store().put(`race/${index}`, bytes(String(index)))));
+      expect(await store().list("race/")).toHaveLength(20);
+    });
+  });
+}

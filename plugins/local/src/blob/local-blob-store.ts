@@ -1,0 +1,188 @@
+import { AssemblyLineError, type BlobStore } from "@assemblyline-agents/core";
+import { randomBytes } from "node:crypto";
+import { mkdir, open, readFile, readdir, rename, rmdir, unlink } from "node:fs/promises";
+import { join, resolve } from "node:path";
+
+/*
+ * Layout: a key "a/b/c.txt" is the file <directory>/a/b/c.txt@blob. Each key segment
+ * is percent-encoded down to [A-Za-z0-9._-], so no segment can contain a separator,
+ * and "." / ".." / empty segments are refused: a key cannot name anything outside
+ * the folder. "@" never survives encoding, so the "@blob" suffix keeps a key "a"
+ * (file a@blob) apart from a key "a/b" (folder a), and "@tmp-" temp files apart
+ * from both. A blob file is a 4-byte header length, a JSON header
+ * ({ contentType }), then the body; it is written to a temp file, fsynced and
+ * renamed into place, so a reader sees the old blob or the new one, never a mix.
+ */
+
+const BLOB_SUFFIX = "@blob";
+const TEMP_MARK = "@tmp-";
+const MAX_KEY_LENGTH = 1024;
+/** Most filesystems cap a name at 255 bytes; leave room for the suffixes. */
+const MAX_SEGMENT_LENGTH = 200;
+const DEFAULT_CONTENT_TYPE = "application/octet-stream";
+
+export interface LocalBlobStoreOptions {
+  /** The blob folder. Default: `<agentDir>/.assembly-line/blobs`. */
+  directory?: string;
+  /** The agent folder the default `directory` is under. Default: the working directory. */
+  agentDir?: string;
+}
+
+/** Binary objects as files under one folder: the embedded default BlobStore. */
+export class LocalBlobStore implements BlobStore {
+  readonly directory: string;
+
+  constructor(options: LocalBlobStoreOptions = {}) {
+    this.directory = resolve(options.directory ?? join(options.agentDir ?? process.cwd(), ".assembly-line", "blobs"));
+  }
+
+  async put(key: string, body: Uint8Array, options: { contentType?: string } = {}): Promise<{ key: string; size: number }> {
+    const { folder, file } = this.locate(key);
+    const header = Buffer.from(JSON.stringify({ contentType: options.contentType ?? DEFAULT_CONTENT_TYPE }), "utf8");
+    const length = Buffer.alloc(4);
+    length.writeUInt32BE(header.length);
+    // A concurrent delete may remove an emptied folder between mkdir and open; try again then.
+    for (let attempt = 0; ; attempt += 1) {
+      await mkdir(folder, { recursive: true });
+      const temp = `${file}${TEMP_MARK}${randomBytes(6).toString("hex")}`;
+      try {
+        const handle = await open(temp, "wx");
+        try {
+          await handle.writev([length, header, body]);
+          await handle.sync();
+        } finally {
+          await handle.close();
+        }
+        await rename(temp, file);
+        return { key, size: body.byteLength };
+      } catch (error) {
+        await unlink(temp).catch(() => undefined);
+        if ((error as NodeJS.ErrnoException).code !== "ENOENT" || attempt >= 3) throw error;
+      }
+    }
+  }
+
+  async get(key: string): Promise<{ body: Uint8Array; contentType: string } | undefined> {
+    const { file } = this.locate(key);
+    let bytes: Buffer;
+    try {
+      bytes = await readFile(file);
+    } catch (error) {
+      const code = (error as NodeJS.ErrnoException).code;
+      if (code === "ENOENT" || code === "ENOTDIR") return undefined;
+      throw error;
+    }
+    const headerLength = bytes.length >= 4 ? bytes.readUInt32BE(0) : Number.POSITIVE_INFINITY;
+    let contentType: unknown;
+    try {
+      contentType = (JSON.parse(bytes.subarray(4, 4 + headerLength).toString("utf8")) as { contentType?: unknown }).contentType;
+    } catch {
+      contentType = undefined;
+    }
+    if (4 + headerLength > bytes.length || typeof contentType !== "string") {
+      throw new AssemblyLineError("AL_ERR_STATE_ROW_INVALID", `blob file ${file} (key "${key}") is not in the local blob format`, {
+        fix: "The file was written or edited outside Assembly Line; delete it or put the blob again.",
+        details: { key, file },
+      });
+    }
+    return { body: new Uint8Array(bytes.subarray(4 + headerLength)), contentType };
+  }
+
+  async delete(key: string): Promise<void> {
+    const { file, folders } = this.locate(key);
+    try {
+      await unlink(file);
+    } catch (error) {
+      if ((error as NodeJS.ErrnoException).code !== "ENOENT") throw error;
+      return;
+    }
+    // Remove folders the delete left empty, innermost first; stop at the first that is not.
+    for (const folder of folders.reverse()) {
+      try {
+        await rmdir(folder);
+      } catch {
+        return;
+      }
+    }
+  }
+
+  async list(prefix = ""): Promise<string[]> {
+    const keys: string[] = [];
+    await this.walk(this.directory, "", prefix, keys);
+    return keys.sort((a, b) => (a < b ? -1 : a > b ? 1 : 0));
+  }
+
+  private async walk(folder: string, keyPrefix: string, wanted: string, keys: string[]): Promise<void> {
+    let entries;
+    try {
+      entries = await readdir(folder, { withFileTypes: true });
+    } catch (error) {
+      if ((error as NodeJS.ErrnoException).code === "ENOENT") return;
+      throw error;
+    }
+    for (const entry of entries) {
+      if (entry.isDirectory()) {
+        const name = decodeSegment(entry.name);
+        if (name === undefined) continue;
+        const sub = `${keyPrefix}${name}/`;
+        // Descend only where keys starting with `wanted` can be.
+        if (sub.startsWith(wanted) || wanted.startsWith(sub)) await this.walk(join(folder, entry.name), sub, wanted, keys);
+      } else if (entry.isFile() && entry.name.endsWith(BLOB_SUFFIX) && !entry.name.includes(TEMP_MARK)) {
+        const name = decodeSegment(entry.name.slice(0, -BLOB_SUFFIX.length));
+        const key = `${keyPrefix}${name}`;
+        if (name !== undefined && key.startsWith(wanted)) keys.push(key);
+      }
+    }
+  }
+
+  /** Validate `key` and map it to its file and the folders above it. */
+  private locate(key: string): { file: string; folder: string; folders: string[] } {
+    const segments = validateKey(key).map(encodeSegment);
+    const folders: string[] = [];
+    let folder = this.directory;
+    for (const segment of segments.slice(0, -1)) {
+      folder = join(folder, segment);
+      folders.push(folder);
+    }
+    return { file: join(folder, `${segments[segments.length - 1]}${BLOB_SUFFIX}`), folder, folders };
+  }
+}
+
+function validateKey(key: unknown): string[] {
+  const refuse = (reason: string): never => {
+    throw new AssemblyLineError("AL_ERR_STATE_INPUT_INVALID", `blob key ${JSON.stringify(key)} ${reason}`, {
+      fix: 'Use a relative key of "/"-separated segments, none empty, "." or "..", e.g. "files/run-1/report.pdf".',
+      details: { key },
+    });
+  };
+  if (typeof key !== "string" || key.length === 0) return refuse("is not a non-empty string");
+  if (key.length > MAX_KEY_LENGTH) return refuse(`is longer than ${MAX_KEY_LENGTH} characters`);
+  if (key.includes("\0")) return refuse("contains a NUL character");
+  if (key.includes("\\")) return refuse('contains "\\"; separate segments with "/"');
+  const segments = key.split("/");
+  for (const segment of segments) {
+    if (segment === "" || segment === "." || segment === "..") return refuse(`has an empty, "." or ".." segment`);
+    if (encodeSegment(segment).length > MAX_SEGMENT_LENGTH) return refuse(`has a segment longer than the filesystem allows`);
+  }
+  return segments;
+}
+
+/** Percent-encode every UTF-8 byte outside [A-Za-z0-9._-]. */
+function encodeSegment(segment: string): string {
+  let out = "";
+  for (const byte of Buffer.from(segment, "utf8")) {
+    const char = String.fromCharCode(byte);
+    out += /[A-Za-z0-9._-]/.test(char) ? char : `%${byte.toString(16).toUpperCase().padStart(2, "0")}`;
+  }
+  return out;
+}
+
+/** undefined for a name this store did not write (left alone by list). */
+function decodeSegment(name: string): string | undefined {
+  if (!/^(?:[A-Za-z0-9._-]|%[0-9A-F]{2})+$/.test(name)) return undefined;
+  try {
+    return decodeURIComponent(name);
+  } catch {
+    return undefined;
+  }
+}

@@ -1,0 +1,236 @@
+import { isAssemblyLineError, isStateAdapter } from "@assemblyline-agents/core";
+import { describeStateConformance } from "@assemblyline-agents/core/testkit";
+import { appendFile, mkdtemp, readdir, readFile, rm, stat, writeFile } from "node:fs/promises";
+import { spawnSync } from "node:child_process";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { fileURLToPath } from "node:url";
+import { afterEach, describe, expect, it } from "vitest";
+import { FileStateAdapter } from "../src/index.js";
+
+const folders: string[] = [];
+async function tempFolder(): Promise<string> {
+  const folder = await mkdtemp(join(tmpdir(), "al-file-state-"));
+  folders.push(folder);
+  return folder;
+}
+afterEach(async () => {
+  await Promise.all(folders.splice(0).map((folder) => rm(folder, { recursive: true, force: true })));
+});
+
+describeStateConformance("FileStateAdapter", async () => {
+  const directory = await mkdtemp(join(tmpdir(), "al-file-state-kit-"));
+  const state = await FileStateAdapter.open({ directory });
+  return {
+    state,
+    cleanup: async () => {
+      await state.close();
+      await rm(directory, { recursive: true, force: true });
+    },
+  };
+});
+
+// The same kits again with a tiny compaction threshold, so most writes cross a snapshot.
+describeStateConformance("FileStateAdapter compacting on every write", async () => {
+  const directory = await mkdtemp(join(tmpdir(), "al-file-state-kit-"));
+  const state = await FileStateAdapter.open({ directory, compactAfterBytes: 1 });
+  return {
+    state,
+    cleanup: async () => {
+      await state.close();
+      await rm(directory, { recursive: true, force: true });
+    },
+  };
+});
+
+/** The pid of a process that has exited and been reaped. */
+function deadPid(): number {
+  return Number(spawnSync(process.execPath, ["-e", "process.stdout.write(String(process.pid))"]).stdout.toString());
+}
+
+const newRun = (id: string) => ({
+  id,
+  agentId: "agent",
+  agentRevision: "rev",
+  modelSpec: "scripted/test",
+  input: { message: "hi", metadata: {} },
+});
+
+describe("FileStateAdapter", () => {
+  it("implements the whole StateAdapter", () => {
+    expect(isStateAdapter(new FileStateAdapter({ directory: "/nonexistent" }))).toBe(true);
+  });
+
+  it("defaults to .assembly-line/state under the agent folder", () => {
+    expect(new FileStateAdapter({ agentDir: "/srv/agent" }).directory).toBe("/srv/agent/.assembly-line/state");
+  });
+
+  it("brings back every facet after close and reopen", async () => {
+    const directory = await tempFolder();
+    const first = await FileStateAdapter.open({ directory });
+    await first.createRun({ ...newRun("r1"), idempotencyKey: "evt-1" });
+    await first.appendEvents("r1", [{ type: "run.completed" }], {
+      run: { status: "completed", output: { ok: true } },
+      step: { runId: "r1", key: "s", result: 1, metadata: {}, createdAt: new Date().toISOString() },
+      delivery: { id: "d1", channel: "http", payload: { text: "done" } },
+    });
+    await first.appendConversationMessages("c1", [{ role: "user", content: "hello", runId: null, createdAt: new Date().toISOString() }]);
+    await first.writeMemory("notes/a.md", "remember");
+    await first.putSetting("model", "x", { actor: "ops" });
+    await first.recordUsage({
+      id: "u1", runId: "r1", conversationId: null, provider: "p", model: "m",
+      inputTokens: 1, outputTokens: 2, cacheReadTokens: 0, cacheWriteTokens: 0, costUsd: 0, createdAt: new Date().toISOString(),
+    });
+    await first.close();
+
+    const second = await FileStateAdapter.open({ directory });
+    expect(await second.getRun("r1")).toMatchObject({ status: "completed", output: { ok: true }, lastSeq: 2 });
+    expect((await second.listEvents("r1")).map((event) => event.type)).toEqual(["run.created", "run.completed"]);
+    expect(await second.getStep("r1", "s")).toMatchObject({ result: 1 });
+    expect(await second.listDeliveries("r1")).toHaveLength(1);
+    expect(await second.listConversationMessages("c1")).toHaveLength(1);
+    expect(await second.readMemory("notes/a.md")).toMatchObject({ content: "remember" });
+    expect(await second.getSetting("model")).toBe("x");
+    expect(await second.listUsage({ runId: "r1" })).toHaveLength(1);
+    expect((await second.createRun({ ...newRun("r2"), idempotencyKey: "evt-1" })).created).toBe(false);
+    await second.close();
+  });
+
+  it("keeps state across snapshots and the log written after them", async () => {
+    const directory = await tempFolder();
+    const first = await FileStateAdapter.open({ directory, compactAfterBytes: 2_000 });
+    await first.createRun(newRun("r1"));
+    for (let index = 0; index < 40; index += 1) await first.appendEvents("r1", [{ type: "tick", data: { index } }]);
+    await first.close();
+    const files = await readdir(directory);
+    expect(files).toContain("snapshot.json");
+    expect(files.filter((name) => name.endsWith(".wal"))).toHaveLength(1);
+
+    const second = await FileStateAdapter.open({ directory });
+    const events = await second.listEvents("r1");
+    expect(events.map((event) => event.seq)).toEqual(Array.from({ length: 41 }, (_, index) => index + 1));
+    await second.close();
+  });
+
+  it("drops a torn last record and keeps everything before it", async () => {
+    const directory = await tempFolder();
+    const first = await FileStateAdapter.open({ directory });
+    await first.createRun(newRun("r1"));
+    await first.appendEvents("r1", [{ type: "one" }]);
+    await first.close();
+    const log = join(directory, "log-0.wal");
+    const intact = (await stat(log)).size;
+    await appendFile(log, '0badc0de {"ops":[{"op":"events.app');
+
+    const second = await FileStateAdapter.open({ directory });
+    expect((await second.getRun("r1"))?.lastSeq).toBe(2);
+    expect((await stat(log)).size).toBe(intact);
+    await second.appendEvents("r1", [{ type: "two" }]);
+    await second.close();
+    const third = await FileStateAdapter.open({ directory });
+    expect((await third.listEvents("r1")).map((event) => event.type)).toEqual(["run.created", "one", "two"]);
+    await third.close();
+  });
+
+  it("ignores a last record whose checksum does not match", async () => {
+    const directory = await tempFolder();
+    const first = await FileStateAdapter.open({ directory });
+    await first.createRun(newRun("r1"));
+    await first.appendEvents("r1", [{ type: "one" }]);
+    await first.close();
+    const log = join(directory, "log-0.wal");
+    const lines = (await readFile(log, "utf8")).split("\n");
+    lines[1] = lines[1]!.replace('"one"', '"six"');
+    await writeFile(log, lines.join("\n"));
+
+    const second = await FileStateAdapter.open({ directory });
+    expect((await second.listEvents("r1")).map((event) => event.type)).toEqual(["run.created"]);
+    await second.close();
+  });
+
+  it("refuses a second open of a folder held in this process, naming the folder and pid", async () => {
+    const directory = await tempFolder();
+    const first = await FileStateAdapter.open({ directory });
+    const error = await FileStateAdapter.open({ directory }).catch((caught: unknown) => caught);
+    expect(isAssemblyLineError(error, "AL_ERR_STATE_LOCKED")).toBe(true);
+    expect((error as Error).message).toContain(directory);
+    expect((error as Error).message).toContain(String(process.pid));
+    await first.close();
+    const again = await FileStateAdapter.open({ directory });
+    await again.close();
+  });
+
+  it("takes over a lock left by a process that no longer exists", async () => {
+    const directory = await tempFolder();
+    const { hostname } = await import("node:os");
+    await writeFile(join(directory, "LOCK"), JSON.stringify({ pid: deadPid(), host: hostname(), token: "old" }));
+    const adapter = await FileStateAdapter.open({ directory });
+    expect(JSON.parse(await readFile(join(directory, "LOCK"), "utf8")).pid).toBe(process.pid);
+    await adapter.close();
+    expect(await readdir(directory)).not.toContain("LOCK");
+  });
+
+  it("refuses a second live process with the folder and the holder's pid, and takes over once it dies", async () => {
+    const directory = await tempFolder();
+    const { spawn } = await import("node:child_process");
+    const holder = spawn(process.execPath, [fileURLToPath(new URL("./fixtures/hold-lock.mjs", import.meta.url)), directory], {
+      stdio: ["ignore", "pipe", "inherit"],
+    });
+    const exited = new Promise((resolve) => holder.on("exit", resolve));
+    try {
+      await new Promise((resolve) => holder.stdout.once("data", resolve));
+      const error = await FileStateAdapter.open({ directory }).catch((caught: unknown) => caught);
+      expect(error).toMatchObject({ name: "AssemblyLineError", code: "AL_ERR_STATE_LOCKED" });
+      expect((error as Error).message).toContain(directory);
+      expect((error as Error).message).toContain(`pid ${holder.pid}`);
+    } finally {
+      holder.kill("SIGKILL");
+      await exited;
+    }
+    const adapter = await FileStateAdapter.open({ directory });
+    await adapter.close();
+  });
+
+  it("lets exactly one of 5 openers racing for a stale lock take it over", async () => {
+    const directory = await tempFolder();
+    const { hostname } = await import("node:os");
+    await writeFile(join(directory, "LOCK"), JSON.stringify({ pid: deadPid(), host: hostname(), token: "old" }));
+    const outcomes = await Promise.allSettled(Array.from({ length: 5 }, () => FileStateAdapter.open({ directory })));
+    const opened = outcomes.flatMap((outcome) => (outcome.status === "fulfilled" ? [outcome.value] : []));
+    expect(opened).toHaveLength(1);
+    for (const outcome of outcomes) {
+      if (outcome.status === "rejected") expect(outcome.reason).toMatchObject({ code: "AL_ERR_STATE_LOCKED" });
+    }
+    await opened[0]!.close();
+  });
+
+  it("refuses calls after close", async () => {
+    const directory = await tempFolder();
+    const adapter = await FileStateAdapter.open({ directory });
+    await adapter.close();
+    await expect(adapter.getRun("x")).rejects.toMatchObject({ code: "AL_ERR_STATE_LOCKED" });
+  });
+
+  it("finishes writes that were started before close", async () => {
+    const directory = await tempFolder();
+    const adapter = await FileStateAdapter.open({ directory });
+    await adapter.createRun(newRun("r1"));
+    const writes = Array.from({ length: 10 }, () => adapter.appendEvents("r1", [{ type: "tick" }]));
+    await adapter.close();
+    await Promise.all(writes);
+    const reopened = await FileStateAdapter.open({ directory });
+    expect((await reopened.getRun("r1"))?.lastSeq).toBe(11);
+    await reopened.close();
+  });
+
+  it("rejects a value that is not JSON without writing anything", async () => {
+    const directory = await tempFolder();
+    const adapter = await FileStateAdapter.open({ directory });
+    await adapter.createRun(newRun("r1"));
+    await expect(adapter.appendEvents("r1", [{ type: "bad", data: { n: 1n as never } }])).rejects.toMatchObject({
+      code: "AL_ERR_STATE_INPUT_INVALID",
+    });
+    expect((await adapter.getRun("r1"))?.lastSeq).toBe(1);
+    await adapter.close();
+  });
+});

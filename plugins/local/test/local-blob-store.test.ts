@@ -1,0 +1,98 @@
+import { describeBlobStoreConformance } from "@assemblyline-agents/core/testkit";
+import { mkdtemp, readdir, rm, writeFile, mkdir } from "node:fs/promises";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { afterEach, describe, expect, it } from "vitest";
+import { LocalBlobStore } from "../src/index.js";
+
+describeBlobStoreConformance("LocalBlobStore", async () => {
+  const directory = await mkdtemp(join(tmpdir(), "al-blob-kit-"));
+  return { state: new LocalBlobStore({ directory }), cleanup: () => rm(directory, { recursive: true, force: true }) };
+});
+
+const folders: string[] = [];
+async function store(): Promise<{ blobs: LocalBlobStore; root: string; directory: string }> {
+  const root = await mkdtemp(join(tmpdir(), "al-blob-"));
+  folders.push(root);
+  const directory = join(root, "blobs");
+  return { blobs: new LocalBlobStore({ directory }), root, directory };
+}
+afterEach(async () => {
+  await Promise.all(folders.splice(0).map((folder) => rm(folder, { recursive: true, force: true })));
+});
+
+async function allFiles(folder: string): Promise<string[]> {
+  return (await readdir(folder, { recursive: true })).map(String);
+}
+
+describe("LocalBlobStore", () => {
+  it("defaults to .assembly-line/blobs under the agent folder", () => {
+    expect(new LocalBlobStore({ agentDir: "/srv/agent" }).directory).toBe("/srv/agent/.assembly-line/blobs");
+  });
+
+  it.each([
+    ["../escape", "a parent segment"],
+    ["a/../../escape", "a parent segment inside the key"],
+    ["/etc/passwd", "an absolute path"],
+    ["a//b", "an empty segment"],
+    ["./a", "a dot segment"],
+    ["a/", "a trailing slash"],
+    ["..\\escape", "a backslash"],
+    ["a\0b", "a NUL byte"],
+    ["", "an empty key"],
+  ])("refuses the key %j (%s) with AL_ERR_STATE_INPUT_INVALID", async (key) => {
+    const { blobs, root } = await store();
+    for (const call of [() => blobs.put(key, new Uint8Array([1])), () => blobs.get(key), () => blobs.delete(key)]) {
+      await expect(call()).rejects.toMatchObject({ name: "AssemblyLineError", code: "AL_ERR_STATE_INPUT_INVALID" });
+    }
+    expect(await readdir(root)).toEqual([]);
+  });
+
+  it("writes every blob inside its folder, whatever characters the key holds", async () => {
+    const { blobs, root, directory } = await store();
+    for (const key of ["%2E%2E/x", "..%2Fx", "...", "a/.../b", "~/x", "C:/x", "a@blob/b"]) await blobs.put(key, new Uint8Array([1]));
+    expect(await readdir(root)).toEqual(["blobs"]);
+    expect((await allFiles(directory)).every((path) => !path.split("/").includes(".."))).toBe(true);
+    expect(await blobs.list()).toEqual(["%2E%2E/x", "..%2Fx", "...", "C:/x", "a/.../b", "a@blob/b", "~/x"]);
+  });
+
+  it("refuses a key whose segment is too long for a file name", async () => {
+    const { blobs } = await store();
+    await expect(blobs.put("x".repeat(300), new Uint8Array(1))).rejects.toMatchObject({ code: "AL_ERR_STATE_INPUT_INVALID" });
+  });
+
+  it("removes folders a delete leaves empty, and keeps the rest", async () => {
+    const { blobs, directory } = await store();
+    await blobs.put("a/b/c", new Uint8Array([1]));
+    await blobs.put("a/d", new Uint8Array([1]));
+    await blobs.delete("a/b/c");
+    expect(await allFiles(directory)).toEqual(["a", "a/d@blob"]);
+  });
+
+  it("leaves files it did not write out of list", async () => {
+    const { blobs, directory } = await store();
+    await blobs.put("kept", new Uint8Array([1]));
+    await writeFile(join(directory, "README"), "not a blob");
+    await mkdir(join(directory, "bad%zz"), { recursive: true });
+    await writeFile(join(directory, "bad%zz", "x@blob"), "");
+    expect(await blobs.list()).toEqual(["kept"]);
+  });
+
+  it("refuses to read a file that is not in the blob format", async () => {
+    const { blobs, directory } = await store();
+    await mkdir(directory, { recursive: true });
+    await writeFile(join(directory, "hand-made@blob"), "hello");
+    await expect(blobs.get("hand-made")).rejects.toMatchObject({ code: "AL_ERR_STATE_ROW_INVALID" });
+  });
+
+  it("survives puts and deletes racing in the same folder", async () => {
+    const { blobs } = await store();
+    await Promise.all(
+      Array.from({ length: 40 }, async (_, index) => {
+        await blobs.put(`dir/${index}`, new Uint8Array([index]));
+        if (index % 2 === 0) await blobs.delete(`dir/${index}`);
+      }),
+    );
+    expect(await blobs.list("dir/")).toHaveLength(20);
+  });
+});

@@ -1,0 +1,297 @@
+import { isAssemblyLineError, type AgentHarness, type JsonValue } from "@assemblyline-agents/core";
+import { afterEach, beforeEach, describe, expect, it } from "vitest";
+import { piAgentHarness, resolvePiModel, type PiHarnessOptions } from "../src/index.js";
+import type { ScriptedModelServer } from "./servers/index.js";
+import { JournalHarnessContext, type TestTool } from "./support/journal-harness-context.js";
+import { anthropicMessages, openAIChat, turnInput, type ProtocolCase } from "./support/protocols.js";
+
+const tools: Record<string, TestTool> = {
+  get_weather: { run: (input) => ({ city: (input as { city: string }).city, celsius: 18 }) },
+  get_time: { run: () => "14:05" },
+  deploy: { run: () => ({ deployed: true }), approval: true },
+  explode: { run: () => { throw new Error("disk full"); } },
+};
+
+const fastRetry = { initialDelayMs: 5, maxDelayMs: 5_000 };
+
+describe.each([openAIChat, anthropicMessages])("pi harness against $name", (protocol: ProtocolCase) => {
+  let server: ScriptedModelServer & { baseUrl: string };
+  const savedEnv = new Map<string, string | undefined>();
+
+  beforeEach(async () => {
+    server = await protocol.start();
+    for (const name of [protocol.keyVariable, ...protocol.otherKeyVariables]) {
+      savedEnv.set(name, process.env[name]);
+      delete process.env[name];
+    }
+    process.env[protocol.keyVariable] = protocol.apiKey;
+  });
+
+  afterEach(async () => {
+    await server.close();
+    for (const [name, value] of savedEnv) {
+      if (value === undefined) delete process.env[name];
+      else process.env[name] = value;
+    }
+  });
+
+  const harness = (options: PiHarnessOptions = {}): AgentHarness =>
+    piAgentHarness({ models: protocol.models(server.baseUrl), retry: fastRetry, ...options });
+
+  it("runs two tool calls through the runtime and returns the final answer", async () => {
+    server
+      .toolCalls([
+        { id: "call_1", name: "get_weather", argumentChunks: ['{"city":"Paris"}'] },
+        { id: "call_2", name: "get_time", argumentChunks: ['{"city":"Paris"}'] },
+      ])
+      .text(["It is 18°C", " and 14:05 in Paris."]);
+    const ctx = new JournalHarnessContext("run_1", tools);
+
+    const result = await harness().runTurn(turnInput(protocol.spec), ctx);
+
+    expect(result).toEqual({ status: "completed", response: { text: "It is 18°C and 14:05 in Paris." } });
+    expect(ctx.toolCalls).toEqual([
+      { id: "call_1", name: "get_weather", input: { city: "Paris" } },
+      { id: "call_2", name: "get_time", input: { city: "Paris" } },
+    ]);
+    expect(server.requests).toHaveLength(2);
+    const [first, second] = server.requests.map((r) => r.body);
+    expect(protocol.systemPromptIn(first)).toBe("You are a weather agent. Use the tools.");
+    expect(protocol.toolNamesIn(first)).toEqual(["get_weather", "get_time", "deploy"]);
+    expect(protocol.toolResultsIn(second)).toEqual([
+      { id: "call_1", content: '{"city":"Paris","celsius":18}' },
+      { id: "call_2", content: "14:05" },
+    ]);
+    expect(ctx.stepsRun).toEqual(["model:1", "model:2"]);
+    const responses = ctx.eventsOfType("model.response");
+    expect(responses.map((r) => [r.step, r.toolCalls, r.stopReason])).toEqual([
+      ["model:1", ["get_weather", "get_time"], "toolUse"],
+      ["model:2", [], "stop"],
+    ]);
+    expect(responses[1]?.text).toBe("It is 18°C and 14:05 in Paris.");
+  });
+
+  it("assembles tool-call arguments that arrive in several chunks", async () => {
+    server
+      .toolCalls([{ id: "call_1", name: "get_weather", argumentChunks: ['{"ci', 'ty": "Pa', 'ris", "days": [1,', " 2]", "}"] }])
+      .text(["Done."]);
+    const ctx = new JournalHarnessContext("run_1", tools);
+
+    await harness().runTurn(turnInput(protocol.spec), ctx);
+
+    expect(ctx.toolCalls).toEqual([{ id: "call_1", name: "get_weather", input: { city: "Paris", days: [1, 2] } }]);
+  });
+
+  it("streams text deltas to the host while the reply is still arriving", async () => {
+    let release!: () => void;
+    const firstDeltaSeen = new Promise<void>((resolve) => (release = resolve));
+    // The server holds the rest of the reply until the host has seen the first delta.
+    server.enqueue({ kind: "stream", text: ["Hel", "lo ", "world"], holdAfter: { events: 1, until: firstDeltaSeen } });
+    const ctx = new JournalHarnessContext("run_1", tools);
+    ctx.onTextDelta = () => release();
+
+    const result = await harness().runTurn(turnInput(protocol.spec), ctx);
+
+    expect(ctx.deltas).toEqual(["Hel", "lo ", "world"]);
+    expect(result).toEqual({ status: "completed", response: { text: "Hello world" } });
+    // Only the completed message is durable.
+    expect([...ctx.journal.keys()]).toEqual(["model:1"]);
+  }, 10_000);
+
+  it("waits out a 429's retry-after, then succeeds, with the SDK's own retries off", async () => {
+    server.error(429, "Rate limit reached for requests", { "retry-after": protocol.retryAfterOneSecond() }).text(["Hi."]);
+    const ctx = new JournalHarnessContext("run_1", tools);
+    const started = Date.now();
+
+    const result = await harness().runTurn(turnInput(protocol.spec), ctx);
+
+    expect(result).toEqual({ status: "completed", response: { text: "Hi." } });
+    expect(Date.now() - started).toBeGreaterThanOrEqual(900);
+    expect(server.requests.map((r) => r.headers["x-stainless-retry-count"])).toEqual(["0", "0"]);
+    expect(ctx.logs.filter((l) => l.level === "warn").map((l) => l.fields.status)).toEqual([429]);
+  });
+
+  it("fails the run with the provider's message after a 500 on every attempt", async () => {
+    for (let i = 0; i < 3; i += 1) server.error(500, "The server had an error while processing your request.");
+    const ctx = new JournalHarnessContext("run_1", tools);
+
+    const failure = await harness({ retry: { ...fastRetry, maxRetries: 2 } }).runTurn(turnInput(protocol.spec), ctx).catch((e: unknown) => e);
+
+    expect(isAssemblyLineError(failure, "AL_ERR_MODEL_PROVIDER")).toBe(true);
+    expect(String((failure as Error).message)).toMatch(/answered 500 on all 3 attempts: .*The server had an error while processing your request\./);
+    // Three requests for maxRetries 2, each a first try for the SDK: the retries are not multiplied.
+    expect(server.requests.map((r) => r.headers["x-stainless-retry-count"])).toEqual(["0", "0", "0"]);
+    expect(ctx.journal.size).toBe(0);
+    expect(ctx.usage.size).toBe(0);
+  });
+
+  it("fails at once on a 4xx that cannot succeed", async () => {
+    server.error(400, "Invalid schema for function 'get_weather'.");
+    const ctx = new JournalHarnessContext("run_1", tools);
+
+    const failure = await harness().runTurn(turnInput(protocol.spec), ctx).catch((e: unknown) => e);
+
+    expect(isAssemblyLineError(failure, "AL_ERR_MODEL_PROVIDER")).toBe(true);
+    expect(String((failure as Error).message)).toContain("answered 400: 400");
+    expect(String((failure as Error).message)).toContain("Invalid schema for function 'get_weather'.");
+    expect(server.requests).toHaveLength(1);
+  });
+
+  it("records usage with the exact token counts the server reported", async () => {
+    server
+      .toolCalls([{ id: "call_1", name: "get_time", argumentChunks: ['{"city":"Oslo"}'] }], { inputTokens: 1234, outputTokens: 56, cacheReadTokens: 800 })
+      .text(["Noon."], { inputTokens: 1311, outputTokens: 7, cacheReadTokens: 2048, ...(protocol === anthropicMessages ? { cacheWriteTokens: 64 } : {}) });
+    const ctx = new JournalHarnessContext("run_1", tools);
+
+    await harness().runTurn(turnInput(protocol.spec), ctx);
+
+    const model = resolvePiModel(protocol.spec, protocol.models(server.baseUrl));
+    const expected = server.requests.map((request, index) => {
+      const counts = protocol.reportedUsage(request.usageSent);
+      const costUsd =
+        (counts.inputTokens * model.cost.input +
+          counts.outputTokens * model.cost.output +
+          counts.cacheReadTokens * model.cost.cacheRead +
+          counts.cacheWriteTokens * model.cost.cacheWrite) /
+        1_000_000;
+      return { id: `run_1:model:${index + 1}`, provider: model.provider, model: model.id, ...counts, costUsd };
+    });
+    const recorded = [...ctx.usage.values()];
+    expect(recorded.map(({ costUsd: _cost, ...counts }) => counts)).toEqual(expected.map(({ costUsd: _cost, ...counts }) => counts));
+    recorded.forEach((record, i) => expect(record.costUsd).toBeCloseTo(expected[i]!.costUsd, 12));
+    expect(recorded[0]!.costUsd).toBeGreaterThan(0);
+    expect(ctx.eventsOfType("model.response").map((e) => (e.usage as Record<string, JsonValue>).outputTokens)).toEqual([56, 7]);
+  });
+
+  it(`fails with an error naming ${protocol.keyVariable} when no API key is set`, async () => {
+    delete process.env[protocol.keyVariable];
+    const ctx = new JournalHarnessContext("run_1", tools);
+
+    const failure = await harness().runTurn(turnInput(protocol.spec), ctx).catch((e: unknown) => e);
+
+    expect(isAssemblyLineError(failure, "AL_ERR_MODEL_API_KEY")).toBe(true);
+    expect(String((failure as Error).message)).toContain(`${protocol.keyVariable} is not set`);
+    expect(server.requests).toHaveLength(0);
+  });
+
+  it("prefers a key from the host's apiKeys option over the environment", async () => {
+    process.env[protocol.keyVariable] = "wrong-key-from-env";
+    server.text(["Hi."]);
+    const provider = protocol.spec.split("/")[0]!;
+
+    const result = await harness({ apiKeys: { [provider]: protocol.apiKey } }).runTurn(turnInput(protocol.spec), new JournalHarnessContext("run_1", tools));
+
+    expect(result).toEqual({ status: "completed", response: { text: "Hi." } });
+  });
+
+  it("refuses an unknown model before any request", async () => {
+    const failure = await harness().runTurn(turnInput(`${protocol.spec}-nope`), new JournalHarnessContext("run_1", tools)).catch((e: unknown) => e);
+
+    expect(isAssemblyLineError(failure, "AL_ERR_MODEL_UNKNOWN")).toBe(true);
+    expect(String((failure as Error).message)).toContain(`${protocol.spec}-nope`);
+    expect(server.requests).toHaveLength(0);
+  });
+
+  it("stops the stream when the run's signal aborts", async () => {
+    const controller = new AbortController();
+    server.enqueue({ kind: "stream", text: ["Once upon", " a time"], holdAfter: { events: 1, until: new Promise(() => undefined) } });
+    const ctx = new JournalHarnessContext("run_1", tools, { signal: controller.signal });
+    ctx.onTextDelta = () => controller.abort(new Error("run cancelled"));
+
+    const failure = await harness().runTurn(turnInput(protocol.spec), ctx).catch((e: unknown) => e);
+
+    expect((failure as Error).message).toBe("run cancelled");
+    expect(ctx.deltas).toEqual(["Once upon"]);
+    expect(ctx.journal.size).toBe(0);
+    expect(server.requests).toHaveLength(1);
+  }, 10_000);
+
+  it("ends the turn with the tool's error when a tool fails", async () => {
+    server.toolCalls([
+      { id: "call_1", name: "explode", argumentChunks: ["{}"] },
+      { id: "call_2", name: "get_time", argumentChunks: ['{"city":"Paris"}'] },
+    ]);
+    const ctx = new JournalHarnessContext("run_1", tools);
+
+    const result = await harness().runTurn(turnInput(protocol.spec), ctx);
+
+    expect(result).toEqual({ status: "completed", response: { text: "disk full" } });
+    expect(ctx.toolCalls.map((c) => c.id)).toEqual(["call_1"]);
+    expect(server.requests).toHaveLength(1);
+  });
+
+  describe("pause and resume", () => {
+    const pausingReply = (): void => {
+      server.toolCalls([
+        { id: "call_1", name: "get_weather", argumentChunks: ['{"city":"Paris"}'] },
+        { id: "call_2", name: "deploy", argumentChunks: ['{"service":', '"web"}'] },
+        { id: "call_3", name: "get_time", argumentChunks: ['{"city":"Paris"}'] },
+      ]);
+    };
+
+    it("pauses on an approval-gated tool with a JSON continuation, then resumes without asking the model again", async () => {
+      pausingReply();
+      const first = new JournalHarnessContext("run_1", tools);
+
+      const paused = await harness().runTurn(turnInput(protocol.spec), first);
+
+      expect(paused.status).toBe("paused");
+      if (paused.status !== "paused") return;
+      const continuation = JSON.parse(JSON.stringify(paused.continuation));
+      expect(continuation).toEqual(paused.continuation);
+      expect(continuation).toMatchObject({ version: 1, harness: "pi", agentRevision: "rev_1" });
+      expect(continuation.data.pendingToolCalls).toEqual([
+        { id: "call_2", name: "deploy", input: { service: "web" } },
+        { id: "call_3", name: "get_time", input: { city: "Paris" } },
+      ]);
+      expect(first.toolCalls.map((c) => c.id)).toEqual(["call_1", "call_2"]);
+      expect(server.requests).toHaveLength(1);
+
+      server.text(["Deployed web; it is 14:05."]);
+      const resumed = new JournalHarnessContext("run_1", tools, { journal: first.journal, toolResults: first.toolResults });
+      resumed.approved.add("call_2");
+
+      const result = await harness().runTurn(turnInput(protocol.spec, { continuation }), resumed);
+
+      expect(result).toEqual({ status: "completed", response: { text: "Deployed web; it is 14:05." } });
+      expect(resumed.toolCalls.map((c) => c.id)).toEqual(["call_2", "call_3"]);
+      expect(server.requests).toHaveLength(2);
+      expect(protocol.toolResultsIn(server.requests[1]!.body).map((r) => r.id)).toEqual(["call_1", "call_2", "call_3"]);
+      expect(resumed.stepsRun).toEqual(["model:2"]);
+      expect(resumed.eventsOfType("model.response").map((e) => e.step)).toEqual(["model:2"]);
+    });
+
+    it("replays a journaled model call after a crash instead of sending it again", async () => {
+      pausingReply();
+      const first = new JournalHarnessContext("run_1", tools);
+      await harness().runTurn(turnInput(protocol.spec), first);
+
+      // The replica died before the pause was checkpointed: the turn runs again on the same journal.
+      const recovered = new JournalHarnessContext("run_1", tools, { journal: first.journal, toolResults: first.toolResults });
+      const again = await harness().runTurn(turnInput(protocol.spec), recovered);
+
+      expect(again.status).toBe("paused");
+      expect(server.requests).toHaveLength(1);
+      expect(recovered.stepsReplayed).toEqual(["model:1"]);
+      expect(recovered.eventsOfType("model.response")).toEqual([]);
+      expect(recovered.eventsOfType("tool.replayed").map((e) => e.id)).toEqual(["call_1"]);
+      expect(recovered.deltas).toEqual([]);
+    });
+
+    it("shows the model a denial as the tool's result", async () => {
+      pausingReply();
+      const first = new JournalHarnessContext("run_1", tools);
+      const paused = await harness().runTurn(turnInput(protocol.spec), first);
+      if (paused.status !== "paused") throw new Error("expected a pause");
+
+      server.text(["Understood, not deploying."]);
+      const resumed = new JournalHarnessContext("run_1", tools, { journal: first.journal, toolResults: first.toolResults });
+      resumed.denied.add("call_2");
+      const result = await harness().runTurn(turnInput(protocol.spec, { continuation: paused.continuation }), resumed);
+
+      expect(result).toEqual({ status: "completed", response: { text: "Understood, not deploying." } });
+      const results = protocol.toolResultsIn(server.requests[1]!.body);
+      expect(results.find((r) => r.id === "call_2")?.content).toContain("The user denied this tool call.");
+    });
+  });
+});

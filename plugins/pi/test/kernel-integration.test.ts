@@ -1,0 +1,77 @@
+import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { dirname, join } from "node:path";
+import { buildAgent, InMemoryStateAdapter, loadRuntimeBundle, noopLogger, OpenEveRuntime } from "@assemblyline-agents/runtime";
+import { afterAll, afterEach, beforeEach, describe, expect, it } from "vitest";
+import { NO_API_KEY, piAgentHarness } from "../src/index.js";
+import { startOpenAIChatServer, type ScriptedModelServer } from "./servers/index.js";
+
+/* The harness under the real runtime: its checkpoint store, approval gate and usage facet. */
+const folders: string[] = [];
+afterAll(() => {
+  for (const dir of folders) rmSync(dir, { recursive: true, force: true });
+});
+
+function agentFolder(files: Record<string, string>): string {
+  const dir = mkdtempSync(join(tmpdir(), "al-pi-agent-"));
+  folders.push(dir);
+  for (const [file, text] of Object.entries(files)) {
+    mkdirSync(dirname(join(dir, file)), { recursive: true });
+    writeFileSync(join(dir, file), text);
+  }
+  return dir;
+}
+
+const publishAgent = () =>
+  agentFolder({
+    "agent.ts": `import { defineAgent } from "@assemblyline-agents/core";
+export default defineAgent({ model: "local/llama3", instructions: "You publish notes." });
+`,
+    "tools/publish.ts": `import { defineTool, approvalRequired } from "@assemblyline-agents/core";
+export default defineTool({
+  description: "Publish a note.",
+  inputSchema: { type: "object", properties: { note: { type: "string" } }, required: ["note"], additionalProperties: false },
+  needsApproval: approvalRequired("Publishing is externally visible."),
+  async execute(input) { return { published: input.note }; },
+});
+`,
+  });
+
+describe("pi harness in the runtime", () => {
+  let server: ScriptedModelServer & { baseUrl: string };
+  beforeEach(async () => {
+    server = await startOpenAIChatServer({ apiKey: NO_API_KEY });
+  });
+  afterEach(() => server.close());
+
+  it("pauses for approval, checkpoints the continuation, and resumes without re-asking the model", async () => {
+    const { artifactRoot } = await buildAgent(publishAgent());
+    const bundle = await loadRuntimeBundle(artifactRoot);
+    const state = new InMemoryStateAdapter();
+    const harness = piAgentHarness({ models: { "local/llama3": { api: "openai-completions", baseUrl: server.baseUrl, apiKeyEnv: false } } });
+    const runtime = new OpenEveRuntime({ ...bundle, state, defaultHarness: harness, logger: noopLogger() });
+    server
+      .toolCalls([{ id: "call_pub", name: "publish", argumentChunks: ['{"note":', '"milk"}'] }], { inputTokens: 40, outputTokens: 9 })
+      .text(["Published ", "milk."], { inputTokens: 61, outputTokens: 3 });
+
+    const paused = await runtime.run({ message: "Publish milk" });
+    expect(paused.status).toBe("waiting_approval");
+    expect(server.requests).toHaveLength(1);
+
+    const done = await runtime.approve(paused.runId);
+    expect(done.status).toBe("completed");
+    expect(server.requests).toHaveLength(2);
+
+    const events = await runtime.listEvents(paused.runId);
+    const types = events.map((event) => event.type);
+    expect(types.filter((type) => type === "model.response")).toHaveLength(2);
+    expect(types).toEqual(expect.arrayContaining(["approval.requested", "approval.granted", "tool.completed", "run.completed"]));
+    expect(events.find((event) => event.type === "run.completed")?.data.text).toBe("Published milk.");
+    const usage = await state.listUsage({ runId: paused.runId });
+    expect(usage.map((u) => [u.inputTokens, u.outputTokens])).toEqual([
+      [40, 9],
+      [61, 3],
+    ]);
+    await runtime.close();
+  });
+});
