@@ -2,3 +2,10 @@
 import { printKernelBench, runKernelBench } from "./kernel-bench.js";
 
 printKernelBench(await runKernelBench());
+
+const { runPostgresBench } = await import("../plugins/postgres/bench/postgres-bench.js");
+try {
+  await runPostgresBench();
+} catch (error) {
+  console.log(`postgres: skipped (${error instanceof Error ? error.message.split("\n")[0] : String(error)})`);
+}

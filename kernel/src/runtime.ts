@@ -1,4 +1,6 @@
+import { existsSync } from "node:fs";
 import { hostname } from "node:os";
+import { join } from "node:path";
 import { randomUUID } from "node:crypto";
 import {
   AssemblyLineError,
@@ -9,6 +11,7 @@ import {
   type JsonValue,
   type RunEvent,
   type RunRecord,
+  type Sandbox,
   type RuntimeLogger,
   type SandboxAdapter,
   type StateAdapter,
@@ -27,6 +30,8 @@ import { describeRun, type RunResult } from "./run/run-result.js";
 import { buildToolTable, mergeToolPolicy } from "./run/tool-table.js";
 import { resolveState, type ResolvedState } from "./state/resolve-state.js";
 import { createMemoryApi } from "./state/memory-api.js";
+import { createRuntimeFilesystem } from "./filesystem/runtime-filesystem.js";
+import type { RunServices } from "./run/run-scope.js";
 
 export interface RuntimeOptions {
   manifest: AgentManifest;
@@ -196,6 +201,7 @@ export class OpenEveRuntime {
         "input.received",
         { callId: asking.callId, answer, actor: options.actor ?? null },
         { toolCall: { ...asking, status: "completed", output, modelOutput: output, updatedAt: new Date().toISOString() }, run: { status: "running" } },
+        { expectedLastSeq: run.lastSeq },
       );
       return this.driver.drive(runId);
     });
@@ -206,8 +212,7 @@ export class OpenEveRuntime {
     return this.track(async () => {
       const run = await this.requireRun(runId);
       if (run.status !== "running" && run.status !== "queued") return describeRun(this.state.runs, run);
-      await this.journal.record(runId, "run.resumed", { owner: this.ownerId });
-      return this.driver.drive(runId);
+      return this.driver.drive(runId, { resumedBy: { recovered: false } });
     });
   }
 
@@ -217,8 +222,8 @@ export class OpenEveRuntime {
     return Promise.all(
       claimed.map((run) =>
         this.track(async () => {
-          await this.journal.record(run.id, "run.resumed", { owner: this.ownerId, recovered: true });
-          return this.driver.drive(run.id);
+          // The claim leased the run to us; drive renews that lease.
+          return this.driver.drive(run.id, { resumedBy: { recovered: true } });
         }),
       ),
     );
@@ -273,6 +278,8 @@ export class OpenEveRuntime {
           toolCall: decision === "approved" ? { ...call, status: "approved", updatedAt: time } : { ...call, status: "denied", output: denial, modelOutput: denial, updatedAt: time },
           ...(pending.length === 1 ? { run: { status: "running" as const } } : {}),
         },
+        // Two approvers racing: the second finds the log moved on and is refused.
+        { expectedLastSeq: run.lastSeq },
       );
       if (pending.length > 1) return describeRun(this.state.runs, (await this.state.runs.getRun(runId))!);
       return this.driver.drive(runId);
@@ -344,23 +351,47 @@ export class OpenEveRuntime {
     }
   }
 
-  private servicesFor(run: RunRecord) {
+  private servicesFor(run: RunRecord): RunServices {
     const sandboxAdapter = this.options.sandbox;
-    return {
-      getSandbox: async () => {
-        if (!sandboxAdapter) {
-          throw new AssemblyLineError("AL_ERR_SANDBOX_UNAVAILABLE", "this runtime has no sandbox adapter", {
+    let sandbox: Promise<Sandbox> | undefined;
+    // Acquired on first use: a run that never touches /workspace or bash creates no sandbox.
+    const getSandbox = () => {
+      if (!sandboxAdapter) {
+        return Promise.reject(
+          new AssemblyLineError("AL_ERR_SANDBOX_UNAVAILABLE", "this runtime has no sandbox adapter", {
             fix: "Configure a sandbox (the local plugin, or dockerSandbox() in gateway.ts).",
-          });
-        }
-        return sandboxAdapter.acquire(run.id);
-      },
+          }),
+        );
+      }
+      sandbox ??= sandboxAdapter.acquire(run.id).catch((error) => {
+        sandbox = undefined;
+        throw error;
+      });
+      return sandbox;
+    };
+    return {
+      getSandbox,
       memory: createMemoryApi(this.state.memory),
       ...(this.options.blob ? { blob: this.options.blob } : {}),
       spawnSubagent: async () => {
         throw new AssemblyLineError("AL_ERR_HARNESS", "this agent has no compiled subagents", { fix: "Subagents are not available in this runtime version." });
       },
+      filesystem: createRuntimeFilesystem({
+        memory: this.state.memory,
+        conversations: this.state.conversations,
+        conversationId: run.conversationId,
+        files: this.state.files,
+        blob: this.options.blob,
+        getSandbox,
+        skillsDir: this.skillsDir,
+      }),
     };
+  }
+
+  private get skillsDir(): string | undefined {
+    if (!this.options.artifactRoot) return undefined;
+    const dir = join(this.options.artifactRoot, this.manifest.sourceRoot, "skills");
+    return existsSync(dir) ? dir : undefined;
   }
 }
 

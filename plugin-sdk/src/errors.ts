@@ -39,6 +39,8 @@ export const errorCatalogue = {
   AL_ERR_PLUGIN_CONTRACT: "A plugin's live adapter lacks methods of the contract it provides.",
   AL_ERR_GATEWAY_SLOT: "No installed plugin materializes the adapter a gateway.ts slot names.",
   AL_ERR_GATEWAY_DEFINITION: "gateway.ts does not default-export defineGateway(...) with adapter descriptors.",
+  AL_ERR_PATH_READ_ONLY: "A write, edit or delete targeted a read-only root (/history, /files, /skills).",
+  AL_ERR_PATH_NOT_FOUND: "A runtime filesystem path names nothing.",
   AL_ERR_EVENT_TYPE_RESERVED: "ctx.emit was given an empty event type or one the runtime records itself.",
   AL_ERR_MODEL_UNKNOWN: "A model spec names no model in the pi-ai catalog nor in piAgentHarness({ models }).",
   AL_ERR_MODEL_API_KEY: "No API key for the model's provider: neither piAgentHarness({ apiKeys }) nor its environment variable.",
@@ -51,6 +53,7 @@ export const errorCatalogue = {
   AL_ERR_STATE_UNAVAILABLE: "The state database could not be reached, or dropped the connection mid-operation.",
   AL_ERR_STATE_QUERY: "The state database rejected a statement.",
   AL_ERR_STATE_LOCKED: "Another live process holds the local state folder's lock, or the adapter holding it was closed.",
+  AL_ERR_SANDBOX_DEFINITION: "sandbox.ts or a sandbox adapter's options are invalid (e.g. a workingDirectory other than /workspace).",
 } as const;
 
 export type ErrorCode = keyof typeof errorCatalogue;

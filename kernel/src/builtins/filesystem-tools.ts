@@ -1,119 +1,111 @@
-import { AssemblyLineError, defineTool, type ToolExecutionContext } from "@assemblyline-agents/core";
+import { defineTool } from "@assemblyline-agents/core";
+import { runtimeFilesystemOf } from "../filesystem/context-access.js";
 
 /**
- * The filesystem and shell built-ins. Their executors need the runtime filesystem
- * (a sandbox for `/workspace`); the runtime offers them to the model only when a
- * sandbox adapter is configured.
+ * The filesystem and shell built-ins, over the runtime filesystem roots
+ * (/memory, /history, /files, /workspace, /skills). The runtime offers them when
+ * a sandbox adapter backs /workspace.
  */
-const pathProperty = { type: "string", description: "Absolute logical path, e.g. /workspace/report.txt" } as const;
-
-async function workspace(ctx: ToolExecutionContext, path: string) {
-  if (!path.startsWith("/workspace")) {
-    throw new AssemblyLineError("AL_ERR_PATH_ESCAPE", `path ${path} is outside /workspace`, {
-      fix: "Use a path under /workspace for files the agent writes.",
-    });
-  }
-  return ctx.getSandbox();
-}
+const path = { type: "string", description: "Absolute logical path, e.g. /workspace/report.txt or /memory/notes.md" } as const;
+const MAX_GREP_MATCHES = 200;
 
 export const readTool = defineTool<{ path: string }, { path: string; content: string }>({
-  description: "Read a text file from the runtime filesystem.",
-  inputSchema: { type: "object", properties: { path: pathProperty }, required: ["path"], additionalProperties: false },
+  description: "Read a text file from the runtime filesystem (/memory, /history, /files, /workspace, /skills).",
+  inputSchema: { type: "object", properties: { path }, required: ["path"], additionalProperties: false },
   sideEffect: "none",
-  capability: { execution: "sandbox" },
+  capability: { execution: "both" },
   async execute(input, ctx) {
-    const sandbox = await workspace(ctx, input.path);
-    return { path: input.path, content: new TextDecoder().decode(await sandbox.readFile(input.path)) };
+    return { path: input.path, content: await runtimeFilesystemOf(ctx).read(input.path) };
   },
 });
 
 export const writeTool = defineTool<{ path: string; content: string }, { path: string; bytes: number }>({
-  description: "Write a text file in /workspace, creating or replacing it.",
-  inputSchema: {
-    type: "object",
-    properties: { path: pathProperty, content: { type: "string" } },
-    required: ["path", "content"],
-    additionalProperties: false,
-  },
+  description: "Create or replace a text file under /workspace (artifacts) or /memory (durable notes).",
+  inputSchema: { type: "object", properties: { path, content: { type: "string" } }, required: ["path", "content"], additionalProperties: false },
   sideEffect: "idempotent",
-  capability: { execution: "sandbox" },
+  capability: { execution: "both" },
   async execute(input, ctx) {
-    const sandbox = await workspace(ctx, input.path);
-    await sandbox.writeFile(input.path, input.content);
+    await runtimeFilesystemOf(ctx).write(input.path, input.content);
     return { path: input.path, bytes: Buffer.byteLength(input.content) };
   },
 });
 
-export const editTool = defineTool<{ path: string; oldText: string; newText: string }, { path: string; replaced: number }>({
-  description: "Replace one exact occurrence of oldText with newText in a /workspace file.",
+export const editTool = defineTool<{ path: string; oldText: string; newText: string }, { path: string; replaced: number } | { path: string; error: string }>({
+  description: "Replace exactly one occurrence of oldText with newText in a file under /workspace or /memory.",
   inputSchema: {
     type: "object",
-    properties: { path: pathProperty, oldText: { type: "string", minLength: 1 }, newText: { type: "string" } },
+    properties: { path, oldText: { type: "string", minLength: 1 }, newText: { type: "string" } },
     required: ["path", "oldText", "newText"],
     additionalProperties: false,
   },
   sideEffect: "idempotent",
-  capability: { execution: "sandbox" },
+  capability: { execution: "both" },
   async execute(input, ctx) {
-    const sandbox = await workspace(ctx, input.path);
-    const text = new TextDecoder().decode(await sandbox.readFile(input.path));
+    const fs = runtimeFilesystemOf(ctx);
+    const text = await fs.read(input.path);
     const count = text.split(input.oldText).length - 1;
-    if (count !== 1) return { path: input.path, replaced: 0, error: `oldText occurs ${count} times; it must occur exactly once` } as never;
-    await sandbox.writeFile(input.path, text.replace(input.oldText, input.newText));
+    // The model can fix an ambiguous edit itself: an error-shaped result, not a throw.
+    if (count !== 1) return { path: input.path, error: `oldText occurs ${count} times in ${input.path}; it must occur exactly once` };
+    await fs.write(input.path, text.replace(input.oldText, () => input.newText));
     return { path: input.path, replaced: 1 };
   },
 });
 
-export const deleteTool = defineTool<{ path: string }, { path: string; deleted: boolean }>({
-  description: "Delete a file in /workspace.",
-  inputSchema: { type: "object", properties: { path: pathProperty }, required: ["path"], additionalProperties: false },
+export const deleteTool = defineTool<{ path: string }, { path: string; deleted: true }>({
+  description: "Delete a file under /workspace or /memory.",
+  inputSchema: { type: "object", properties: { path }, required: ["path"], additionalProperties: false },
   sideEffect: "idempotent",
-  capability: { execution: "sandbox" },
+  capability: { execution: "both" },
   async execute(input, ctx) {
-    const sandbox = await workspace(ctx, input.path);
-    await sandbox.deleteFile(input.path);
+    await runtimeFilesystemOf(ctx).delete(input.path);
     return { path: input.path, deleted: true };
   },
 });
 
 export const listTool = defineTool<{ path: string }, { entries: Array<{ path: string; type: string; size: number }> }>({
-  description: "List the files under a directory of the runtime filesystem.",
-  inputSchema: { type: "object", properties: { path: pathProperty }, required: ["path"], additionalProperties: false },
+  description: "List files under a directory of the runtime filesystem, recursively.",
+  inputSchema: { type: "object", properties: { path }, required: ["path"], additionalProperties: false },
   sideEffect: "none",
-  capability: { execution: "sandbox" },
+  capability: { execution: "both" },
   async execute(input, ctx) {
-    const sandbox = await workspace(ctx, input.path);
-    return { entries: await sandbox.listFiles(input.path) };
+    return { entries: await runtimeFilesystemOf(ctx).list(input.path) };
   },
 });
 
-export const grepTool = defineTool<{ pattern: string; path: string }, { matches: string[] }>({
+export const grepTool = defineTool<{ pattern: string; path: string }, { matches: string[]; truncated: boolean }>({
   description: "Search files under a directory for a regular expression; returns path:line:text matches.",
   inputSchema: {
     type: "object",
-    properties: { pattern: { type: "string", minLength: 1 }, path: pathProperty },
+    properties: { pattern: { type: "string", minLength: 1 }, path },
     required: ["pattern", "path"],
     additionalProperties: false,
   },
   sideEffect: "none",
-  capability: { execution: "sandbox" },
+  capability: { execution: "both" },
   async execute(input, ctx) {
-    const sandbox = await workspace(ctx, input.path);
-    const regex = new RegExp(input.pattern);
-    const matches: string[] = [];
-    for (const entry of await sandbox.listFiles(input.path)) {
-      if (entry.type !== "file") continue;
-      const lines = new TextDecoder().decode(await sandbox.readFile(entry.path)).split("\n");
-      lines.forEach((line, index) => {
-        if (regex.test(line)) matches.push(`${entry.path}:${index + 1}:${line}`);
-      });
+    const fs = runtimeFilesystemOf(ctx);
+    let regex: RegExp;
+    try {
+      regex = new RegExp(input.pattern);
+    } catch (error) {
+      return { matches: [], truncated: false, error: `invalid pattern: ${(error as Error).message}` } as never;
     }
-    return { matches };
+    const matches: string[] = [];
+    for (const entry of await fs.list(input.path)) {
+      if (entry.type !== "file") continue;
+      const lines = (await fs.read(entry.path)).split("\n");
+      for (const [index, line] of lines.entries()) {
+        if (!regex.test(line)) continue;
+        if (matches.length === MAX_GREP_MATCHES) return { matches, truncated: true };
+        matches.push(`${entry.path}:${index + 1}:${line}`);
+      }
+    }
+    return { matches, truncated: false };
   },
 });
 
 export const bashTool = defineTool<{ command: string; timeoutMs?: number }, { exitCode: number; stdout: string; stderr: string; timedOut: boolean; truncated: boolean }>({
-  description: "Run a shell command in the workspace (cwd /workspace). Returns exit code, stdout and stderr.",
+  description: "Run a shell command in the workspace (cwd /workspace; prefer relative paths). Returns exit code, stdout and stderr.",
   inputSchema: {
     type: "object",
     properties: { command: { type: "string", minLength: 1 }, timeoutMs: { type: "integer", minimum: 1, maximum: 600000 } },

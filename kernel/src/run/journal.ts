@@ -17,14 +17,20 @@ export class RunJournal {
     private readonly logger: RuntimeLogger,
   ) {}
 
-  async append(runId: string, events: NewRunEvent[], change?: RunStateChange): Promise<RunEvent[]> {
-    const recorded = await this.runs.appendEvents(runId, events.map(withJsonData), change);
+  async append(runId: string, events: NewRunEvent[], change?: RunStateChange, options?: { expectedLastSeq?: number }): Promise<RunEvent[]> {
+    const recorded = await this.runs.appendEvents(runId, events.map(withJsonData), change, options);
     await this.observe(runId);
     return recorded;
   }
 
-  async record(runId: string, type: string, data: Record<string, JsonValue | undefined> = {}, change?: RunStateChange): Promise<RunEvent> {
-    const [event] = await this.append(runId, [{ type, data: dropUndefined(data) }], change);
+  async record(
+    runId: string,
+    type: string,
+    data: Record<string, JsonValue | undefined> = {},
+    change?: RunStateChange,
+    options?: { expectedLastSeq?: number },
+  ): Promise<RunEvent> {
+    const [event] = await this.append(runId, [{ type, data: dropUndefined(data) }], change, options);
     return event!;
   }
 

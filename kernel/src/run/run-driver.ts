@@ -50,7 +50,7 @@ interface StartedData {
 export class RunDriver {
   constructor(private readonly parts: RunDriverParts) {}
 
-  async drive(runId: string, options: { forcedModel?: string; signal?: AbortSignal } = {}): Promise<RunResult> {
+  async drive(runId: string, options: { forcedModel?: string; signal?: AbortSignal; resumedBy?: { recovered: boolean } } = {}): Promise<RunResult> {
     const { state, ownerId, leaseTtlMs } = this.parts;
     const acquired = await state.runs.acquireRunLease(runId, ownerId, leaseTtlMs);
     if (!acquired) {
@@ -65,6 +65,12 @@ export class RunDriver {
     heartbeat.unref();
     try {
       await this.parts.journal.observe(runId);
+      if (options.resumedBy) {
+        const run = await state.runs.getRun(runId);
+        if (run && (run.status === "running" || run.status === "queued")) {
+          await this.parts.journal.record(runId, "run.resumed", { owner: ownerId, recovered: options.resumedBy.recovered });
+        }
+      }
       await this.step(runId, options);
       return await describeRun(state.runs, (await state.runs.getRun(runId))!);
     } finally {

@@ -8,6 +8,7 @@ import type {
   SubagentRequest,
   JsonValue,
 } from "@assemblyline-agents/core";
+import type { RuntimeFilesystem } from "../filesystem/runtime-filesystem.js";
 import type { RunJournal } from "./journal.js";
 import type { ToolTable } from "./tool-table.js";
 
@@ -17,6 +18,8 @@ export interface RunServices {
   memory?: MemoryApi;
   blob?: BlobStore;
   spawnSubagent(request: SubagentRequest): Promise<JsonValue>;
+  /** The runtime filesystem the built-in file tools use. */
+  filesystem: RuntimeFilesystem;
 }
 
 /** Everything one execution of one run shares. */

@@ -1,5 +1,6 @@
 import { AssemblyLineError, RUN_EVENT_TYPES, type JsonValue, type ToolExecutionContext } from "@assemblyline-agents/core";
 import { digestJson } from "../canonical-json.js";
+import { RUNTIME_FILESYSTEM } from "../filesystem/context-access.js";
 import { findNonJson } from "../json-check.js";
 import { QuestionSuspension } from "./question.js";
 import type { RunScope } from "./run-scope.js";
@@ -55,5 +56,6 @@ export function createToolContext(
     spawnSubagent: (request) => services.spawnSubagent(request),
     connections: {},
     ...(scope.channel ? { channel: scope.channel } : {}),
-  };
+    [RUNTIME_FILESYSTEM]: services.filesystem,
+  } as ToolExecutionContext;
 }

@@ -99,7 +99,8 @@ export async function appendEvents(
   change?: RunStateChange,
   options: { expectedLastSeq?: number } = {},
 ): Promise<RunEvent[]> {
-  const args = appendArguments(runId, events, change, options?.expectedLastSeq);
+  const expectedLastSeq = options?.expectedLastSeq;
+  const args = appendArguments(runId, events, change, expectedLastSeq);
   const operation = `appendEvents(run "${runId}")`;
   const [row] = await db.rows<{ first_seq: number; recorded_at: Date }>(
     operation,
@@ -112,10 +113,10 @@ export async function appendEvents(
         const lastSeq = Number(pgDetail(error));
         return new AssemblyLineError(
           "AL_ERR_EVENT_SEQ",
-          `run ${runId} is at seq ${lastSeq}, but the append expected seq ${String(options.expectedLastSeq)}`,
+          `run ${runId} is at seq ${lastSeq}, but the append expected seq ${String(expectedLastSeq)}`,
           {
             fix: "Another writer appended to this run; reload it and decide again, or hold the run's lease while writing.",
-            details: { runId, lastSeq, expectedLastSeq: options.expectedLastSeq },
+            details: { runId, lastSeq, expectedLastSeq },
           },
         );
       }

@@ -8,11 +8,6 @@ import { ArgumentCheck, sizeParam } from "../validate.js";
 const DEFAULT_PAGE_SIZE = 50;
 /** How many records one claim call leases when the caller gives no limit. */
 export const DEFAULT_CLAIM_LIMIT = 100;
-/**
- * createRun retries when its insert yielded to a concurrent create of the same
- * id or key that committed after the statement's snapshot was taken.
- */
-const CREATE_ATTEMPTS = 3;
 
 export function runNotFound(db: StateDatabase, runId: string, operation: string): AssemblyLineError {
   return new AssemblyLineError("AL_ERR_RUN_NOT_FOUND", `${operation}: no run with id "${runId}" exists in PostgreSQL schema "${db.schema}"`, {
@@ -38,33 +33,19 @@ export async function createRun(db: StateDatabase, run: NewRun): Promise<{ run: 
   const inputJson = jsonParam(input, "createRun", "run.input");
   const createdData = `{"agentId":${JSON.stringify(agentId)},"agentRevision":${JSON.stringify(agentRevision)},"conversationId":${JSON.stringify(conversationId)},"modelSpec":${JSON.stringify(modelSpec)},"status":${JSON.stringify(status)},"input":${inputJson}}`;
 
-  // One statement: insert the run at seq 1 with its run.created event, or return
-  // the run that already holds this id or idempotency key.
-  const text = `
-    WITH inserted AS (
-      INSERT INTO ${db.s}.runs (id, agent_id, agent_revision, conversation_id, status, model_spec, input, last_seq, idempotency_key)
-      VALUES ($1, $2, $3, $4, $5, $6, $7::json, 1, $8)
-      ON CONFLICT DO NOTHING
-      RETURNING ${RUN_COLUMNS}
-    ), event AS (
-      INSERT INTO ${db.s}.run_events (run_id, seq, type, data, created_at)
-      SELECT id, 1, 'run.created', $9::json, created_at FROM inserted
-    )
-    SELECT true AS created, ${RUN_COLUMNS} FROM inserted
-    UNION ALL
-    (SELECT false AS created, ${RUN_COLUMNS} FROM ${db.s}.runs
-      WHERE NOT EXISTS (SELECT 1 FROM inserted)
-        AND (($8::text IS NOT NULL AND idempotency_key = $8) OR id = $1)
-      ORDER BY (idempotency_key IS NOT DISTINCT FROM $8) DESC
-      LIMIT 1)`;
-  const values = [id, agentId, agentRevision, conversationId, status, modelSpec, inputJson, idempotencyKey, createdData];
-  for (let attempt = 1; attempt <= CREATE_ATTEMPTS; attempt++) {
-    const [row] = await db.rows<Record<string, unknown>>(operation, text, values);
-    if (row) return { run: decodeRun(db.schema, row), created: row.created === true };
+  // One round trip: the create_run SQL function (see the migrations).
+  const [row] = await db.rows<Record<string, unknown>>(
+    operation,
+    `SELECT ${RUN_COLUMNS}, created FROM ${db.s}.create_run($1, $2, $3, $4, $5, $6, $7, $8, $9)`,
+    [id, agentId, agentRevision, conversationId, status, modelSpec, inputJson, idempotencyKey, createdData],
+  );
+  if (!row || row.id === null) {
+    // Only when the conflicting run vanished between the insert and the read (deleted by hand).
+    throw inputInvalid(operation, `run id "${id}" or its idempotency key conflicted with a run that no longer exists; retry the call`, {
+      runId: id,
+    });
   }
-  throw inputInvalid(operation, `run id "${id}" or its idempotency key kept conflicting with a concurrent create; retry the call`, {
-    runId: id,
-  });
+  return { run: decodeRun(db.schema, row), created: row.created === true };
 }
 
 export async function getRun(db: StateDatabase, runId: string): Promise<RunRecord | undefined> {

@@ -1,7 +1,7 @@
 import { AssemblyLineError } from "@assemblyline-agents/core";
 import { createHash } from "node:crypto";
 import type { Pool, PoolClient } from "pg";
-import { databaseError } from "../errors.js";
+import { databaseError, isConnectionError } from "../errors.js";
 import { LATEST_SCHEMA_VERSION, MIGRATIONS, type Migration } from "./migrations.js";
 
 /** The advisory lock class of "migrating an Assembly Line schema" ("AL"); the schema name picks the key. */
@@ -91,6 +91,7 @@ export async function migrateSchema(pool: Pool, schema: string, migrations: read
       try {
         await client.query(migration.sql(s));
       } catch (error) {
+        if (isConnectionError(error)) throw error;
         throw new AssemblyLineError(
           "AL_ERR_STATE_MIGRATION",
           `state schema migration ${migration.version} ("${migration.name}") failed on PostgreSQL schema "${schema}": ${error instanceof Error ? error.message : String(error)}`,

@@ -16,6 +16,13 @@
  *   `timestamptz`.
  * - `position` identity columns give a stable insertion order (listRuns pages,
  *   claims oldest first) that equal timestamps cannot.
+ * - Tables updated in place (runs on every append, deliveries and schedules on
+ *   every claim) keep free space per page (fillfactor), so updates that touch no
+ *   indexed column stay HOT: no index writes, less WAL per commit.
+ * - The hot paths (createRun, appendEvents, putSetting) are PL/pgSQL functions:
+ *   one round trip each, and the server caches their plans per connection.
+ * - Identifier and path columns are COLLATE "C": byte-wise comparisons whatever
+ *   the database's default collation, and code-point order for sorted listings.
  * - Statuses are checked when rows are read, not by CHECK constraints, so a new
  *   status is a code change rather than a migration, and a bad row names itself.
  */
@@ -27,11 +34,11 @@ export interface Migration {
 
 const initialSchema = (s: string) => `
 CREATE TABLE ${s}.runs (
-  id text PRIMARY KEY,
+  id text COLLATE "C" PRIMARY KEY,
   position bigint GENERATED ALWAYS AS IDENTITY UNIQUE,
-  agent_id text NOT NULL,
+  agent_id text COLLATE "C" NOT NULL,
   agent_revision text NOT NULL,
-  conversation_id text,
+  conversation_id text COLLATE "C",
   status text NOT NULL,
   model_spec text NOT NULL,
   input json NOT NULL,
@@ -41,17 +48,17 @@ CREATE TABLE ${s}.runs (
   observed_seq integer NOT NULL DEFAULT 0,
   lease_owner text,
   lease_expires_at timestamptz,
-  idempotency_key text UNIQUE,
+  idempotency_key text COLLATE "C" UNIQUE,
   created_at timestamptz NOT NULL DEFAULT now(),
   updated_at timestamptz NOT NULL DEFAULT now()
-);
+) WITH (fillfactor = 70);
 CREATE INDEX runs_recoverable ON ${s}.runs (position) WHERE status IN ('queued', 'running');
 CREATE INDEX runs_by_status ON ${s}.runs (status, position);
 CREATE INDEX runs_by_agent ON ${s}.runs (agent_id, position);
 CREATE INDEX runs_by_conversation ON ${s}.runs (conversation_id, position);
 
 CREATE TABLE ${s}.run_events (
-  run_id text NOT NULL REFERENCES ${s}.runs (id) ON DELETE CASCADE,
+  run_id text COLLATE "C" NOT NULL REFERENCES ${s}.runs (id) ON DELETE CASCADE,
   seq integer NOT NULL,
   type text NOT NULL,
   data json NOT NULL,
@@ -60,8 +67,8 @@ CREATE TABLE ${s}.run_events (
 );
 
 CREATE TABLE ${s}.tool_calls (
-  run_id text NOT NULL REFERENCES ${s}.runs (id) ON DELETE CASCADE,
-  call_id text NOT NULL,
+  run_id text COLLATE "C" NOT NULL REFERENCES ${s}.runs (id) ON DELETE CASCADE,
+  call_id text COLLATE "C" NOT NULL,
   position bigint GENERATED ALWAYS AS IDENTITY,
   tool_name text NOT NULL,
   input json,
@@ -70,7 +77,7 @@ CREATE TABLE ${s}.tool_calls (
   output json,
   model_output json,
   error text,
-  approval_id text,
+  approval_id text COLLATE "C",
   question json,
   created_at text NOT NULL,
   updated_at text NOT NULL,
@@ -78,8 +85,8 @@ CREATE TABLE ${s}.tool_calls (
 );
 
 CREATE TABLE ${s}.steps (
-  run_id text NOT NULL REFERENCES ${s}.runs (id) ON DELETE CASCADE,
-  key text NOT NULL,
+  run_id text COLLATE "C" NOT NULL REFERENCES ${s}.runs (id) ON DELETE CASCADE,
+  key text COLLATE "C" NOT NULL,
   result json,
   metadata json NOT NULL,
   created_at text NOT NULL,
@@ -87,17 +94,17 @@ CREATE TABLE ${s}.steps (
 );
 
 CREATE TABLE ${s}.checkpoints (
-  run_id text PRIMARY KEY REFERENCES ${s}.runs (id) ON DELETE CASCADE,
+  run_id text COLLATE "C" PRIMARY KEY REFERENCES ${s}.runs (id) ON DELETE CASCADE,
   continuation json,
   created_at text NOT NULL
 );
 
 CREATE TABLE ${s}.deliveries (
-  id text PRIMARY KEY,
+  id text COLLATE "C" PRIMARY KEY,
   position bigint GENERATED ALWAYS AS IDENTITY,
-  run_id text NOT NULL REFERENCES ${s}.runs (id) ON DELETE CASCADE,
+  run_id text COLLATE "C" NOT NULL REFERENCES ${s}.runs (id) ON DELETE CASCADE,
   channel text NOT NULL,
-  conversation_id text,
+  conversation_id text COLLATE "C",
   payload json,
   status text NOT NULL,
   attempts integer NOT NULL DEFAULT 0,
@@ -107,46 +114,46 @@ CREATE TABLE ${s}.deliveries (
   lease_expires_at timestamptz,
   created_at timestamptz NOT NULL,
   updated_at timestamptz NOT NULL
-);
+) WITH (fillfactor = 80);
 CREATE INDEX deliveries_by_run ON ${s}.deliveries (run_id, position);
 CREATE INDEX deliveries_pending ON ${s}.deliveries (available_at, position) WHERE status = 'pending';
 
 CREATE TABLE ${s}.conversation_messages (
   position bigint GENERATED ALWAYS AS IDENTITY PRIMARY KEY,
-  conversation_id text NOT NULL,
+  conversation_id text COLLATE "C" NOT NULL,
   role text NOT NULL,
   content text NOT NULL,
-  run_id text,
+  run_id text COLLATE "C",
   created_at text NOT NULL
 );
 CREATE INDEX conversation_messages_by_conversation ON ${s}.conversation_messages (conversation_id, position);
 
 CREATE TABLE ${s}.schedules (
-  id text PRIMARY KEY,
+  id text COLLATE "C" PRIMARY KEY,
   interval_ms bigint NOT NULL,
   next_run_at timestamptz NOT NULL,
   payload json,
   enabled boolean NOT NULL,
   lease_owner text,
   lease_expires_at timestamptz
-);
+) WITH (fillfactor = 80);
 CREATE INDEX schedules_due ON ${s}.schedules (next_run_at) WHERE enabled;
 
 CREATE TABLE ${s}.files (
-  path text PRIMARY KEY,
+  path text COLLATE "C" PRIMARY KEY,
   blob_key text NOT NULL,
   size bigint NOT NULL,
   content_type text NOT NULL,
   sha256 text NOT NULL,
-  run_id text,
+  run_id text COLLATE "C",
   created_at text NOT NULL
 );
 
 CREATE TABLE ${s}.usage (
   position bigint GENERATED ALWAYS AS IDENTITY PRIMARY KEY,
-  id text NOT NULL UNIQUE,
-  run_id text NOT NULL,
-  conversation_id text,
+  id text COLLATE "C" NOT NULL UNIQUE,
+  run_id text COLLATE "C" NOT NULL,
+  conversation_id text COLLATE "C",
   provider text NOT NULL,
   model text NOT NULL,
   input_tokens double precision NOT NULL,
@@ -160,7 +167,7 @@ CREATE INDEX usage_by_run ON ${s}.usage (run_id, position);
 CREATE INDEX usage_by_conversation ON ${s}.usage (conversation_id, position);
 
 CREATE TABLE ${s}.sandbox_sessions (
-  key text PRIMARY KEY,
+  key text COLLATE "C" PRIMARY KEY,
   adapter text NOT NULL,
   session_id text NOT NULL,
   data json,
@@ -169,21 +176,21 @@ CREATE TABLE ${s}.sandbox_sessions (
 );
 
 CREATE TABLE ${s}.memory (
-  path text PRIMARY KEY,
+  path text COLLATE "C" PRIMARY KEY,
   content text NOT NULL,
   updated_at timestamptz NOT NULL
 );
 
 CREATE TABLE ${s}.settings (
-  key text PRIMARY KEY,
+  key text COLLATE "C" PRIMARY KEY,
   value json,
   updated_at timestamptz NOT NULL
 );
 
 CREATE TABLE ${s}.setting_audit (
   position bigint GENERATED ALWAYS AS IDENTITY PRIMARY KEY,
-  id text NOT NULL UNIQUE,
-  key text NOT NULL,
+  id text COLLATE "C" NOT NULL UNIQUE,
+  key text COLLATE "C" NOT NULL,
   value json,
   previous json,
   actor text NOT NULL,
@@ -192,9 +199,56 @@ CREATE TABLE ${s}.setting_audit (
 );
 CREATE INDEX setting_audit_by_key ON ${s}.setting_audit (key, position);
 
+-- createRun in one round trip: the run at seq 1 with its run.created event, or the
+-- run that already holds this id or idempotency key. After ON CONFLICT waited out
+-- a concurrent create, the next statement's fresh snapshot sees the winner.
+CREATE FUNCTION ${s}.create_run(
+  p_id text,
+  p_agent_id text,
+  p_agent_revision text,
+  p_conversation_id text,
+  p_status text,
+  p_model_spec text,
+  p_input json,
+  p_idempotency_key text,
+  p_created_data json
+) RETURNS TABLE (
+  created boolean, id text, agent_id text, agent_revision text, conversation_id text, status text, model_spec text,
+  input json, output json, error json, last_seq integer, observed_seq integer, lease_owner text,
+  lease_expires_at timestamptz, created_at timestamptz, updated_at timestamptz
+)
+LANGUAGE plpgsql AS $fn$
+#variable_conflict use_column
+DECLARE
+  v ${s}.runs%ROWTYPE;
+BEGIN
+  INSERT INTO ${s}.runs (id, agent_id, agent_revision, conversation_id, status, model_spec, input, last_seq, idempotency_key)
+  VALUES (p_id, p_agent_id, p_agent_revision, p_conversation_id, p_status, p_model_spec, p_input, 1, p_idempotency_key)
+  ON CONFLICT DO NOTHING
+  RETURNING * INTO v;
+  IF FOUND THEN
+    INSERT INTO ${s}.run_events (run_id, seq, type, data, created_at) VALUES (p_id, 1, 'run.created', p_created_data, v.created_at);
+    created := true;
+  ELSE
+    SELECT * INTO v FROM ${s}.runs r
+    WHERE (p_idempotency_key IS NOT NULL AND r.idempotency_key = p_idempotency_key) OR r.id = p_id
+    ORDER BY (r.idempotency_key IS NOT DISTINCT FROM p_idempotency_key) DESC
+    LIMIT 1;
+    created := false;
+  END IF;
+  id := v.id; agent_id := v.agent_id; agent_revision := v.agent_revision; conversation_id := v.conversation_id;
+  status := v.status; model_spec := v.model_spec; input := v.input; output := v.output; error := v.error;
+  last_seq := v.last_seq; observed_seq := v.observed_seq; lease_owner := v.lease_owner;
+  lease_expires_at := v.lease_expires_at; created_at := v.created_at; updated_at := v.updated_at;
+  RETURN NEXT;
+END
+$fn$;
+
 -- appendEvents in one round trip. The run row lock serializes appenders of one
 -- run, so seqs stay contiguous; the events, the state change and the new
 -- last_seq commit together because a statement is its own transaction.
+-- FOR NO KEY UPDATE (not FOR UPDATE): it excludes other appenders just the same,
+-- but not the KEY SHARE locks that foreign-key checks of child rows take.
 -- Payloads arrive as separate parameters and go into columns untouched (see the
 -- note on json above), which is why the parameter list is long.
 CREATE FUNCTION ${s}.append_events(
@@ -238,7 +292,7 @@ DECLARE
   v_count integer;
   v_now timestamptz := now();
 BEGIN
-  SELECT r.last_seq INTO v_last FROM ${s}.runs r WHERE r.id = p_run_id FOR UPDATE;
+  SELECT r.last_seq INTO v_last FROM ${s}.runs r WHERE r.id = p_run_id FOR NO KEY UPDATE;
   IF NOT FOUND THEN
     RAISE EXCEPTION 'run % does not exist', p_run_id USING ERRCODE = 'ALNF1';
   END IF;

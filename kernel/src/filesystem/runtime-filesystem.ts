@@ -1,0 +1,145 @@
+import { readdir, readFile, stat } from "node:fs/promises";
+import { join, posix } from "node:path";
+import {
+  AssemblyLineError,
+  type BlobStore,
+  type ConversationStore,
+  type FileIndexStore,
+  type MemoryStateStore,
+  type Sandbox,
+} from "@assemblyline-agents/core";
+
+export const RUNTIME_ROOTS = ["/memory", "/history", "/files", "/workspace", "/skills"] as const;
+export type RuntimeRoot = (typeof RUNTIME_ROOTS)[number];
+const WRITABLE = new Set<RuntimeRoot>(["/memory", "/workspace"]);
+
+export interface FileEntry {
+  path: string;
+  type: "file" | "directory";
+  size: number;
+}
+
+/** The stable filesystem contract every model prompt receives, over the run's stores. */
+export interface RuntimeFilesystem {
+  read(path: string): Promise<string>;
+  write(path: string, content: string): Promise<void>;
+  delete(path: string): Promise<void>;
+  /** Files under `path`, recursively, with logical paths. */
+  list(path: string): Promise<FileEntry[]>;
+}
+
+export interface RuntimeFilesystemSources {
+  memory: MemoryStateStore;
+  conversations: ConversationStore;
+  conversationId: string | null;
+  files: FileIndexStore;
+  blob: BlobStore | undefined;
+  /** Acquired on first use only: a run that never touches /workspace creates no sandbox. */
+  getSandbox(): Promise<Sandbox>;
+  /** The agent folder's skills/, when it has one. */
+  skillsDir: string | undefined;
+}
+
+/** Split a logical path into its root and the part below, refusing anything that leaves its root. */
+export function resolveLogicalPath(path: string): { root: RuntimeRoot; relative: string; path: string } {
+  const refuse = (why: string): never => {
+    throw new AssemblyLineError("AL_ERR_PATH_ESCAPE", `path ${JSON.stringify(path)} ${why}`, {
+      fix: `Use an absolute logical path under ${RUNTIME_ROOTS.join(", ")}, without '..'.`,
+    });
+  };
+  if (typeof path !== "string" || path === "") return refuse("is empty");
+  if (path.includes("\0")) return refuse("contains a NUL byte");
+  if (!path.startsWith("/")) return refuse("is relative");
+  if (path.split("/").includes("..")) return refuse("climbs out with '..'");
+  const normalized = posix.normalize(path).replace(/\/+$/, "") || "/";
+  const root = RUNTIME_ROOTS.find((candidate) => normalized === candidate || normalized.startsWith(candidate + "/"));
+  if (!root) return refuse("is not under a runtime root (it may be a host path)");
+  return { root, relative: normalized.slice(root.length + 1), path: normalized };
+}
+
+export function createRuntimeFilesystem(sources: RuntimeFilesystemSources): RuntimeFilesystem {
+  const writable = (path: string) => {
+    const resolved = resolveLogicalPath(path);
+    if (!WRITABLE.has(resolved.root)) {
+      throw new AssemblyLineError("AL_ERR_PATH_READ_ONLY", `${resolved.root} is read-only; cannot change ${resolved.path}`, {
+        fix: "Write artifacts under /workspace and durable notes under /memory.",
+      });
+    }
+    return resolved;
+  };
+  const notFound = (path: string): never => {
+    throw new AssemblyLineError("AL_ERR_PATH_NOT_FOUND", `nothing at ${path}`, { fix: "List the directory first and use a path it returns." });
+  };
+
+  return {
+    async read(path) {
+      const { root, relative, path: logical } = resolveLogicalPath(path);
+      switch (root) {
+        case "/memory":
+          return (await sources.memory.readMemory(relative))?.content ?? notFound(logical);
+        case "/history":
+          if (relative !== "conversation.md" || !sources.conversationId) return notFound(logical);
+          return renderHistory(sources);
+        case "/files": {
+          const record = await sources.files.getFileRecord(logical);
+          const blob = record && sources.blob ? await sources.blob.get(record.blobKey) : undefined;
+          return blob ? new TextDecoder().decode(blob.body) : notFound(logical);
+        }
+        case "/skills":
+          if (!sources.skillsDir) return notFound(logical);
+          return readFile(join(sources.skillsDir, relative), "utf8").catch(() => notFound(logical));
+        case "/workspace":
+          return new TextDecoder().decode(await (await sources.getSandbox()).readFile(logical));
+      }
+    },
+    async write(path, content) {
+      const { root, relative, path: logical } = writable(path);
+      if (root === "/memory") await sources.memory.writeMemory(relative, content);
+      else await (await sources.getSandbox()).writeFile(logical, content);
+    },
+    async delete(path) {
+      const { root, relative, path: logical } = writable(path);
+      if (root === "/memory") await sources.memory.deleteMemory(relative);
+      else await (await sources.getSandbox()).deleteFile(logical);
+    },
+    async list(path) {
+      const { root, relative, path: logical } = resolveLogicalPath(path);
+      switch (root) {
+        case "/memory": {
+          const paths = await sources.memory.listMemory(relative === "" ? undefined : relative);
+          return Promise.all(
+            paths.map(async (entry) => ({ path: `/memory/${entry}`, type: "file" as const, size: Buffer.byteLength((await sources.memory.readMemory(entry))?.content ?? "") })),
+          );
+        }
+        case "/history":
+          return sources.conversationId ? [{ path: "/history/conversation.md", type: "file", size: Buffer.byteLength(await renderHistory(sources)) }] : [];
+        case "/files":
+          return (await sources.files.listFileRecords({ prefix: logical })).map((record) => ({ path: record.path, type: "file" as const, size: record.size }));
+        case "/skills":
+          return sources.skillsDir ? listHostDir(sources.skillsDir, relative, "/skills") : [];
+        case "/workspace":
+          return (await sources.getSandbox()).listFiles(logical);
+      }
+    },
+  };
+}
+
+async function renderHistory(sources: RuntimeFilesystemSources): Promise<string> {
+  const messages = await sources.conversations.listConversationMessages(sources.conversationId!);
+  return messages.map((message) => `## ${message.role} (${message.createdAt})\n\n${message.content}\n`).join("\n");
+}
+
+async function listHostDir(base: string, relative: string, logicalRoot: string): Promise<FileEntry[]> {
+  const entries: FileEntry[] = [];
+  async function walk(rel: string): Promise<void> {
+    const names = await readdir(join(base, rel)).catch(() => [] as string[]);
+    for (const name of names.sort()) {
+      const childRel = rel ? `${rel}/${name}` : name;
+      const info = await stat(join(base, childRel));
+      if (info.isDirectory()) await walk(childRel);
+      else entries.push({ path: `${logicalRoot}/${childRel}`, type: "file", size: info.size });
+    }
+  }
+  await walk(relative);
+  return entries;
+}

@@ -1,0 +1,35 @@
+import type { MemoryRecord } from "@assemblyline-agents/core";
+import type { StateDatabase } from "../database.js";
+import { decodeMemory } from "../rows.js";
+import { ArgumentCheck } from "../validate.js";
+
+export async function readMemory(db: StateDatabase, path: string): Promise<MemoryRecord | undefined> {
+  const [row] = await db.rows(`readMemory(path "${path}")`, `SELECT path, content, updated_at FROM ${db.s}.memory WHERE path = $1`, [path]);
+  return row ? decodeMemory(db.schema, row) : undefined;
+}
+
+export async function writeMemory(db: StateDatabase, path: string, content: string): Promise<void> {
+  const check = new ArgumentCheck(`writeMemory(path "${path}")`);
+  check.string("path", path);
+  check.text("content", content);
+  await db.run(
+    check.operation,
+    `INSERT INTO ${db.s}.memory (path, content, updated_at) VALUES ($1, $2, now())
+     ON CONFLICT (path) DO UPDATE SET content = EXCLUDED.content, updated_at = EXCLUDED.updated_at`,
+    [path, content],
+  );
+}
+
+/** Paths under `prefix`, in code-point order whatever the database's collation. */
+export async function listMemory(db: StateDatabase, prefix = ""): Promise<string[]> {
+  const rows = await db.rows<{ path: string }>(
+    "listMemory",
+    `SELECT path FROM ${db.s}.memory WHERE starts_with(path, $1) ORDER BY path COLLATE "C"`,
+    [prefix],
+  );
+  return rows.map((row) => row.path);
+}
+
+export async function deleteMemory(db: StateDatabase, path: string): Promise<void> {
+  await db.run(`deleteMemory(path "${path}")`, `DELETE FROM ${db.s}.memory WHERE path = $1`, [path]);
+}

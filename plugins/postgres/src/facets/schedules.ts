@@ -1,0 +1,85 @@
+import type { ScheduleRecord } from "@assemblyline-agents/core";
+import { clockParam, jsonParam, type StateDatabase } from "../database.js";
+import { decodeSchedule } from "../rows.js";
+import { ArgumentCheck, sizeParam } from "../validate.js";
+import { DEFAULT_CLAIM_LIMIT } from "./runs.js";
+
+const SCHEDULE_COLUMNS = "id, interval_ms, next_run_at, payload, enabled, lease_owner, lease_expires_at";
+
+/** Insert or replace a schedule; a lease held on it survives the update. */
+export async function upsertSchedule(db: StateDatabase, schedule: Omit<ScheduleRecord, "lease">): Promise<void> {
+  const check = new ArgumentCheck("upsertSchedule");
+  check.object("schedule", schedule);
+  const id = check.string("schedule.id", schedule.id);
+  const intervalMs = check.nonNegative("schedule.intervalMs", schedule.intervalMs);
+  const nextRunAt = check.time("schedule.nextRunAt", schedule.nextRunAt);
+  if (typeof schedule.enabled !== "boolean") check.fail("schedule.enabled", "a boolean", schedule.enabled);
+  await db.run(
+    `upsertSchedule(schedule "${id}")`,
+    `INSERT INTO ${db.s}.schedules (id, interval_ms, next_run_at, payload, enabled)
+     VALUES ($1, $2, $3, $4::json, $5)
+     ON CONFLICT (id) DO UPDATE SET
+       interval_ms = EXCLUDED.interval_ms, next_run_at = EXCLUDED.next_run_at,
+       payload = EXCLUDED.payload, enabled = EXCLUDED.enabled`,
+    [id, Math.round(intervalMs), nextRunAt, jsonParam(schedule.payload, check.operation, "schedule.payload"), schedule.enabled],
+  );
+}
+
+export async function getSchedule(db: StateDatabase, id: string): Promise<ScheduleRecord | undefined> {
+  const [row] = await db.rows(`getSchedule(schedule "${id}")`, `SELECT ${SCHEDULE_COLUMNS} FROM ${db.s}.schedules WHERE id = $1`, [id]);
+  return row ? decodeSchedule(db.schema, row) : undefined;
+}
+
+export async function listSchedules(db: StateDatabase): Promise<ScheduleRecord[]> {
+  const rows = await db.rows("listSchedules", `SELECT ${SCHEDULE_COLUMNS} FROM ${db.s}.schedules ORDER BY id COLLATE "C"`);
+  return rows.map((row) => decodeSchedule(db.schema, row));
+}
+
+export async function claimDueSchedules(
+  db: StateDatabase,
+  options: { owner: string; ttlMs: number; now?: Date; limit?: number },
+): Promise<ScheduleRecord[]> {
+  const check = new ArgumentCheck("claimDueSchedules");
+  check.object("options", options);
+  const owner = check.string("options.owner", options.owner);
+  const ttlMs = check.nonNegative("options.ttlMs", options.ttlMs);
+  const now = check.optionalDate("options.now", options.now);
+  const limit = sizeParam(options.limit, DEFAULT_CLAIM_LIMIT, 0);
+  if (limit === 0) return [];
+  const rows = await db.rows(
+    "claimDueSchedules",
+    `WITH clock AS (SELECT coalesce($3::timestamptz, now()) AS now),
+     candidates AS (
+       SELECT sc.id FROM ${db.s}.schedules sc, clock
+       WHERE sc.enabled AND sc.next_run_at <= clock.now
+         AND (sc.lease_owner IS NULL OR sc.lease_expires_at IS NULL OR sc.lease_expires_at <= clock.now)
+       ORDER BY sc.next_run_at, sc.id COLLATE "C"
+       LIMIT $4
+       FOR UPDATE OF sc SKIP LOCKED
+     )
+     UPDATE ${db.s}.schedules sc SET lease_owner = $1, lease_expires_at = clock.now + $2::double precision * interval '1 millisecond'
+     FROM candidates, clock
+     WHERE sc.id = candidates.id
+     RETURNING sc.id, sc.interval_ms, sc.next_run_at, sc.payload, sc.enabled, sc.lease_owner, sc.lease_expires_at`,
+    [owner, ttlMs, clockParam(now), limit],
+  );
+  return rows
+    .map((row) => decodeSchedule(db.schema, row))
+    .sort((a, b) => Date.parse(a.nextRunAt) - Date.parse(b.nextRunAt) || (a.id < b.id ? -1 : a.id > b.id ? 1 : 0));
+}
+
+/** Release the lease and move to the next time; ignored unless `owner` holds the lease. */
+export async function completeScheduleRun(db: StateDatabase, id: string, owner: string, nextRunAt: Date): Promise<void> {
+  const check = new ArgumentCheck(`completeScheduleRun(schedule "${id}")`);
+  const next = check.time("nextRunAt", nextRunAt);
+  await db.run(
+    check.operation,
+    `UPDATE ${db.s}.schedules SET lease_owner = NULL, lease_expires_at = NULL, next_run_at = $3
+     WHERE id = $1 AND lease_owner = $2`,
+    [id, owner, next],
+  );
+}
+
+export async function deleteSchedule(db: StateDatabase, id: string): Promise<void> {
+  await db.run(`deleteSchedule(schedule "${id}")`, `DELETE FROM ${db.s}.schedules WHERE id = $1`, [id]);
+}

@@ -1,0 +1,54 @@
+import type { JsonValue, SettingAuditEvent } from "@assemblyline-agents/core";
+import { randomUUID } from "node:crypto";
+import { jsonParam, type StateDatabase } from "../database.js";
+import { decodeSettingAudit } from "../rows.js";
+import { ArgumentCheck } from "../validate.js";
+
+export async function getSetting(db: StateDatabase, key: string): Promise<JsonValue | undefined> {
+  const [row] = await db.rows<{ value: JsonValue | null }>(`getSetting(key "${key}")`, `SELECT value FROM ${db.s}.settings WHERE key = $1`, [key]);
+  return row ? (row.value ?? null) : undefined;
+}
+
+/** The value and its audit event in one round trip (the `put_setting` SQL function). */
+export async function putSetting(
+  db: StateDatabase,
+  key: string,
+  value: JsonValue,
+  audit: { actor: string; reason?: string },
+): Promise<SettingAuditEvent> {
+  const check = new ArgumentCheck(`putSetting(key "${key}")`);
+  check.string("key", key);
+  check.object("audit", audit);
+  const actor = check.text("audit.actor", audit.actor);
+  const reason = check.nullableString("audit.reason", audit.reason);
+  const valueJson = jsonParam(value === undefined ? null : value, check.operation, "value") ?? "null";
+  const id = randomUUID();
+  const [row] = await db.rows<{ previous: JsonValue | null; created_at: Date }>(
+    check.operation,
+    `SELECT previous, created_at FROM ${db.s}.put_setting($1, $2::json, $3, $4, $5)`,
+    [key, valueJson, id, actor, reason],
+  );
+  return {
+    id,
+    key,
+    value: JSON.parse(valueJson) as JsonValue,
+    previous: row?.previous ?? null,
+    actor,
+    reason,
+    createdAt: (row?.created_at ?? new Date()).toISOString(),
+  };
+}
+
+/** Newest first. */
+export async function listSettingAudit(db: StateDatabase, options: { key?: string; limit?: number } = {}): Promise<SettingAuditEvent[]> {
+  const limit = options.limit === undefined ? null : Math.max(0, Math.floor(options.limit));
+  const rows = await db.rows(
+    "listSettingAudit",
+    `SELECT id, key, value, previous, actor, reason, created_at FROM ${db.s}.setting_audit
+     WHERE ($1::text IS NULL OR key = $1)
+     ORDER BY position DESC
+     LIMIT $2`,
+    [options.key ?? null, limit],
+  );
+  return rows.map((row) => decodeSettingAudit(db.schema, row));
+}

@@ -1,0 +1,75 @@
+import { AssemblyLineError, type RuntimeLogger } from "@assemblyline-agents/core";
+import type { Pool } from "pg";
+
+/** The schema the tables live in when the options name none. */
+export const DEFAULT_SCHEMA = "assembly_line";
+
+/** What `postgresState()` reads when given no connection string or pool. */
+export const POSTGRES_ENV = ["DATABASE_URL"] as const;
+/**
+ * What `neonPostgres()` reads, in order: our own `DATABASE_URL`, then the names
+ * Neon's integrations set (`POSTGRES_URL` from the Vercel integration,
+ * `NEON_DATABASE_URL` from others).
+ */
+export const NEON_ENV = ["DATABASE_URL", "POSTGRES_URL", "NEON_DATABASE_URL"] as const;
+
+export interface PostgresStateOptions {
+  /** A `postgres://` URL. Ignored when `pool` is given. */
+  connectionString?: string;
+  /** Use this pool instead of opening one. The adapter never ends a pool it was given. */
+  pool?: Pool;
+  /** The schema holding the tables; default "assembly_line". Created by the first migration. */
+  schema?: string;
+  /**
+   * Environment variables tried in order when neither `connectionString` nor `pool`
+   * is given; default `["DATABASE_URL"]`. Read when the adapter is created, not when
+   * the gateway descriptor is, so `gateway.ts` never captures a secret.
+   */
+  connectionStringEnv?: readonly string[];
+  /** Connections in the pool the adapter opens (pg's default is 10). */
+  maxConnections?: number;
+}
+
+export interface PostgresStateRuntimeOptions extends PostgresStateOptions {
+  /** Where environment variables are read from; default `process.env`. */
+  env?: Record<string, string | undefined>;
+  /** Receives errors of idle connections in a pool the adapter owns. */
+  logger?: RuntimeLogger;
+}
+
+const SCHEMA_NAME = /^[A-Za-z_][A-Za-z0-9_]{0,62}$/;
+
+export function resolveSchema(schema: string | undefined): string {
+  const name = schema ?? DEFAULT_SCHEMA;
+  if (typeof name !== "string" || !SCHEMA_NAME.test(name)) {
+    throw new AssemblyLineError("AL_ERR_STATE_CONFIG", `PostgreSQL state schema name ${JSON.stringify(name)} is not a plain identifier`, {
+      fix: 'Use letters, digits and underscores, starting with a letter or underscore, at most 63 characters (e.g. "assembly_line").',
+      details: { schema: name },
+    });
+  }
+  return name;
+}
+
+/** The connection string to open a pool with, from the options or the environment. */
+export function resolveConnectionString(options: PostgresStateRuntimeOptions): string {
+  if (options.connectionString !== undefined) {
+    if (typeof options.connectionString === "string" && options.connectionString.trim() !== "") return options.connectionString;
+    throw new AssemblyLineError("AL_ERR_STATE_CONFIG", "postgresState({ connectionString }) is empty", {
+      fix: "Pass a postgres:// URL, or leave connectionString out to read DATABASE_URL.",
+    });
+  }
+  const names = options.connectionStringEnv ?? POSTGRES_ENV;
+  const env = options.env ?? process.env;
+  for (const name of names) {
+    const value = env[name];
+    if (typeof value === "string" && value.trim() !== "") return value;
+  }
+  throw new AssemblyLineError(
+    "AL_ERR_STATE_CONFIG",
+    `the PostgreSQL state adapter has no connection string: ${names.map((n) => `$${n}`).join(", ")} ${names.length === 1 ? "is" : "are all"} unset`,
+    {
+      fix: `Set ${names[0] ?? "DATABASE_URL"} to a postgres:// URL, or pass { connectionString } or { pool } to the adapter.`,
+      details: { env: [...names] },
+    },
+  );
+}

@@ -1,0 +1,68 @@
+import { isAdapterDescriptor, isAssemblyLineError } from "@assemblyline-agents/core";
+import { afterAll, describe, expect, it } from "vitest";
+import { PostgresStateAdapter, createPostgresState, neonPostgres, postgresState } from "../src/index.js";
+import { TEST_DATABASE_URL, dropSchema, probeDatabase, randomSchema, testPool } from "./support/database.js";
+
+describe("gateway helpers", () => {
+  it("postgresState() describes a state slot filled by the postgres plugin, reading DATABASE_URL later", () => {
+    const descriptor = postgresState({ schema: "tenant_a" });
+    expect(isAdapterDescriptor(descriptor)).toBe(true);
+    expect(descriptor).toMatchObject({ slot: "state", plugin: "postgres", options: { schema: "tenant_a", connectionStringEnv: ["DATABASE_URL"] } });
+    // No secret is captured when gateway.ts is evaluated.
+    expect(JSON.stringify(descriptor)).not.toContain("postgres://");
+  });
+
+  it("neonPostgres() reads DATABASE_URL, then Neon's POSTGRES_URL and NEON_DATABASE_URL", () => {
+    expect(neonPostgres().options.connectionStringEnv).toEqual(["DATABASE_URL", "POSTGRES_URL", "NEON_DATABASE_URL"]);
+    expect(neonPostgres({ connectionString: "postgres://x@h/db" })).toMatchObject({ plugin: "postgres", options: { connectionString: "postgres://x@h/db" } });
+  });
+
+  it("picks the first variable that is set", () => {
+    const state = new PostgresStateAdapter({ ...neonPostgres().options, env: { POSTGRES_URL: "", NEON_DATABASE_URL: "postgres://neon@h/db" } });
+    expect((state.pool as unknown as { options: { connectionString: string } }).options.connectionString).toBe("postgres://neon@h/db");
+    return state.close();
+  });
+
+  it("refuses to start without a connection string, naming the variables it read", () => {
+    let error: unknown;
+    try {
+      new PostgresStateAdapter({ ...neonPostgres().options, env: {} });
+    } catch (caught) {
+      error = caught;
+    }
+    expect(isAssemblyLineError(error, "AL_ERR_STATE_CONFIG")).toBe(true);
+    expect((error as Error).message).toContain("$DATABASE_URL, $POSTGRES_URL, $NEON_DATABASE_URL are all unset");
+  });
+
+  it("refuses a schema name that is not a plain identifier", () => {
+    expect(() => new PostgresStateAdapter({ connectionString: TEST_DATABASE_URL, schema: 'x"; DROP TABLE y; --' })).toThrow(/AL_ERR_STATE_CONFIG/);
+  });
+});
+
+const probe = await probeDatabase("createPostgresState");
+
+describe.skipIf(!probe.available)("createPostgresState", () => {
+  const schema = randomSchema();
+  const admin = testPool();
+  afterAll(async () => {
+    await dropSchema(admin, schema);
+    await admin.end();
+  });
+
+  it("materializes a descriptor into a migrated adapter, with DATABASE_URL from the given env", async () => {
+    const state = await createPostgresState(postgresState({ schema }), { env: { DATABASE_URL: TEST_DATABASE_URL } });
+    try {
+      const { rows } = await admin.query(`SELECT version FROM "${schema}".schema_migrations`);
+      expect(rows).toHaveLength(1);
+      expect((await state.createRun({ id: "r1", agentId: "a", agentRevision: "1", modelSpec: "m", input: { message: "", metadata: {} } })).created).toBe(true);
+    } finally {
+      await state.close();
+    }
+  });
+
+  it("fails at boot, not on the first run, when the database is unreachable", async () => {
+    await expect(createPostgresState({ connectionString: "postgres://postgres@127.0.0.1:1/test", schema })).rejects.toMatchObject({
+      code: "AL_ERR_STATE_UNAVAILABLE",
+    });
+  });
+});
