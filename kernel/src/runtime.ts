@@ -151,28 +151,53 @@ export class OpenEveRuntime {
 
   /** Start a brand-new run and drive it until it completes, fails or pauses. */
   async run(input: RunAgentOptions): Promise<RunResult> {
-    if (typeof input?.message !== "string") {
-      throw new TypeError("runtime.run({ message }): message must be a string");
-    }
     const release = await this.admission.acquire();
     return this.track(async () => {
       try {
-        const { run, created } = await this.state.runs.createRun({
-          id: `run_${randomUUID()}`,
-          agentId: this.manifest.agent.id,
-          agentRevision: this.manifest.agentRevision,
-          conversationId: input.conversationId ?? null,
-          modelSpec: input.model ?? this.manifest.agent.model,
-          input: { message: input.message, metadata: input.metadata ?? {}, ...(input.channel ? { channel: input.channel } : {}) },
-          ...(input.idempotencyKey ? { idempotencyKey: input.idempotencyKey } : {}),
-        });
-        if (!created) return describeRun(this.state.runs, run);
-        return await this.driver.drive(run.id, { ...(input.model ? { forcedModel: input.model } : {}), ...(input.signal ? { signal: input.signal } : {}) });
+        const { runId, created } = await this.submit(input);
+        if (!created) return this.getRun(runId);
+        return await this.driver.drive(runId, { ...(input.model ? { forcedModel: input.model } : {}), ...(input.signal ? { signal: input.signal } : {}) });
       } finally {
         release();
       }
     });
   }
+
+  /**
+   * Accept a run durably without executing it (status `queued`): the durable
+   * mailbox of hosts. `start(runId)` executes it later, on any replica.
+   */
+  async submit(input: RunAgentOptions): Promise<{ runId: string; created: boolean }> {
+    if (typeof input?.message !== "string") {
+      throw new TypeError("runtime.run({ message }): message must be a string");
+    }
+    const { run, created } = await this.state.runs.createRun({
+      id: `run_${randomUUID()}`,
+      agentId: this.manifest.agent.id,
+      agentRevision: this.manifest.agentRevision,
+      conversationId: input.conversationId ?? null,
+      modelSpec: input.model ?? this.manifest.agent.model,
+      input: { message: input.message, metadata: input.metadata ?? {}, ...(input.channel ? { channel: input.channel } : {}) },
+      ...(input.idempotencyKey ? { idempotencyKey: input.idempotencyKey } : {}),
+    });
+    if (created) await this.journal.observe(run.id);
+    return { runId: run.id, created };
+  }
+
+  /** Execute a submitted run through admission (RunCapacityError when full). */
+  async start(runId: string): Promise<RunResult> {
+    const release = await this.admission.acquire();
+    return this.track(async () => {
+      try {
+        const run = await this.requireRun(runId);
+        if (run.status !== "queued") return describeRun(this.state.runs, run);
+        return await this.driver.drive(runId);
+      } finally {
+        release();
+      }
+    });
+  }
+
 
   /** Approve a pending tool call (the only one when `callId` is omitted) and resume the run. */
   async approve(runId: string, options: { callId?: string; actor?: string } = {}): Promise<RunResult> {

@@ -41,6 +41,7 @@ export const errorCatalogue = {
   AL_ERR_GATEWAY_DEFINITION: "gateway.ts does not default-export defineGateway(...) with adapter descriptors.",
   AL_ERR_PATH_READ_ONLY: "A write, edit or delete targeted a read-only root (/history, /files, /skills).",
   AL_ERR_PATH_NOT_FOUND: "A runtime filesystem path names nothing.",
+  AL_ERR_CHANNEL_DEFINITION: "A channels/ file does not default-export a valid defineChannel(...) or provider helper.",
   AL_ERR_EVENT_TYPE_RESERVED: "ctx.emit was given an empty event type or one the runtime records itself.",
   AL_ERR_MODEL_UNKNOWN: "A model spec names no model in the pi-ai catalog nor in piAgentHarness({ models }).",
   AL_ERR_MODEL_API_KEY: "No API key for the model's provider: neither piAgentHarness({ apiKeys }) nor its environment variable.",

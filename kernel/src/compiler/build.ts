@@ -7,7 +7,10 @@ import {
   GATEWAY_SLOTS,
   isAdapterDescriptor,
   isAgentDefinition,
+  isChannelDefinition,
   isGatewayDefinition,
+  isSandboxDefinition,
+  type ChannelDefinition,
   isApprovalPolicy,
   isContextPolicy,
   isDisabledTool,
@@ -26,7 +29,9 @@ import {
   MANIFEST_VERSION,
   type AgentManifest,
   type ContextManifest,
+  type ChannelManifestEntry,
   type GatewayManifest,
+  type SandboxManifest,
   type HookManifestEntry,
   type SourceRef,
   type ToolManifestEntry,
@@ -88,6 +93,8 @@ export async function buildAgent(agentDirInput: string, options: BuildOptions = 
   const resolver = await compileResolver(agentDir, load);
   const contextSource = await compileContextFile(agentDir, load);
   const gateway = await compileGateway(agentDir, load);
+  const channels = await compileChannels(agentDir, load);
+  const sandbox = await compileSandbox(agentDir, load);
   const agentContext = agent.context === undefined ? undefined : agent.context;
   if (agentContext !== undefined && !isContextPolicy(agentContext)) {
     throw new AssemblyLineError("AL_ERR_CONTEXT_DEFINITION", `${agentFile} context: is not a context policy`, {
@@ -116,6 +123,8 @@ export async function buildAgent(agentDirInput: string, options: BuildOptions = 
     resolver,
     context: contextSource,
     gateway,
+    channels,
+    sandbox,
     sources,
   };
   // sourceRoot is a local layout detail, not behaviour: leave it out of the revision.
@@ -283,6 +292,63 @@ async function compileContextFile(agentDir: string, load: Loader): Promise<Sourc
     });
   }
   return hashSource(agentDir, file);
+}
+
+async function compileChannels(agentDir: string, load: Loader): Promise<ChannelManifestEntry[]> {
+  const entries: ChannelManifestEntry[] = [];
+  const routes = new Map<string, string>();
+  for (const file of await listSourceDir(agentDir, "channels")) {
+    const name = stemOf(file);
+    const module = await load(join(agentDir, file));
+    const config = module.default;
+    const fail = (problem: string, fix: string): never => {
+      throw new AssemblyLineError("AL_ERR_CHANNEL_DEFINITION", `${file}: ${problem}`, { fix });
+    };
+    if (!isChannelDefinition(config)) fail("does not default-export defineChannel(...) or a provider helper", 'Write `export default defineChannel({ transport: "http", route: "/message", methods: ["POST"] })`.');
+    const channel = config as ChannelDefinition;
+    if (channel.transport !== "http") fail(`transport ${JSON.stringify(channel.transport)} is not supported`, 'Use transport: "http".');
+    if (typeof channel.route !== "string" || !channel.route.startsWith("/")) fail(`route ${JSON.stringify(channel.route)} must start with /`, 'Use a path such as "/message".');
+    const methods = channel.methods ?? ["POST"];
+    const badMethod = methods.find((method) => !["GET", "POST", "PUT", "PATCH", "DELETE"].includes(method));
+    if (badMethod) fail(`method ${JSON.stringify(badMethod)} is not an HTTP method this host routes`, "Use GET, POST, PUT, PATCH or DELETE.");
+    const groups = channel.ingress?.requiredSecretEnv ?? [];
+    if (!Array.isArray(groups) || groups.some((group) => !Array.isArray(group) || group.length === 0 || group.some((name) => typeof name !== "string" || !/^[A-Z_][A-Z0-9_]*$/.test(name)))) {
+      fail("ingress.requiredSecretEnv must be any-of groups of env variable names", 'Write ingress: { requiredSecretEnv: [["MY_WEBHOOK_SECRET"]] }.');
+    }
+    const taken = routes.get(channel.route);
+    if (taken) fail(`route ${channel.route} is also served by ${taken}`, "Give each channel its own route.");
+    routes.set(channel.route, file);
+    const exported = (key: "normalizeHttp" | "deliver" | "resolveAttachment") =>
+      typeof module[key] === "function" || typeof (channel as unknown as Record<string, unknown>)[key] === "function";
+    entries.push({
+      name,
+      source: await hashSource(agentDir, file),
+      transport: "http",
+      route: channel.route,
+      methods,
+      requiredSecretEnv: groups,
+      exports: { normalizeHttp: exported("normalizeHttp"), deliver: exported("deliver"), resolveAttachment: exported("resolveAttachment") },
+    });
+  }
+  return entries;
+}
+
+async function compileSandbox(agentDir: string, load: Loader): Promise<SandboxManifest | null> {
+  const file = findSource(agentDir, "sandbox");
+  if (!file) return null;
+  const sandbox = (await load(join(agentDir, file))).default;
+  if (!isSandboxDefinition(sandbox) || typeof sandbox.adapter !== "string") {
+    throw new AssemblyLineError("AL_ERR_SANDBOX_DEFINITION", `${file} does not default-export defineSandbox({ adapter, ... })`, {
+      fix: 'Write `export default defineSandbox({ adapter: "local", image: "node:22" })`.',
+    });
+  }
+  const workingDirectory = (sandbox as { workingDirectory?: unknown }).workingDirectory;
+  if (workingDirectory !== undefined && workingDirectory !== "/workspace") {
+    throw new AssemblyLineError("AL_ERR_SANDBOX_DEFINITION", `${file}: workingDirectory ${JSON.stringify(workingDirectory)} is not allowed`, {
+      fix: "Omit workingDirectory or set it to /workspace: hosted shell commands see a real, physical /workspace, so other aliases are invalid (/runtime is retired).",
+    });
+  }
+  return { source: await hashSource(agentDir, file), adapter: sandbox.adapter, image: sandbox.image ?? null, workingDirectory: "/workspace" };
 }
 
 async function compileGateway(agentDir: string, load: Loader): Promise<GatewayManifest | null> {

@@ -5,11 +5,14 @@ import {
   AssemblyLineError,
   isAgentDefinition,
   isDisabledTool,
+  isChannelDefinition,
   isGatewayDefinition,
   isHookDefinition,
   isRunResolverDefinition,
   isToolDefinition,
   type AgentDefinition,
+  type ChannelDefinition,
+  type ChannelModule,
   type GatewayDefinition,
   type HookDefinition,
   type RunResolverDefinition,
@@ -28,6 +31,8 @@ export interface SourceBundle {
   /** Hook definitions with the file they came from. */
   hooks: Array<{ file: string; hook: HookDefinition }>;
   resolver: RunResolverDefinition | null;
+  /** channels/*.ts by name: the config plus the functions the file exports. */
+  channels: Record<string, ChannelModule>;
   /** gateway.ts, when the folder has one: live descriptors for the host to materialize. */
   gateway: GatewayDefinition | null;
 }
@@ -98,5 +103,21 @@ async function loadSourceBundle(agentDir: string, manifest: AgentManifest): Prom
     if (!isGatewayDefinition(loaded)) throw new AssemblyLineError("AL_ERR_GATEWAY_DEFINITION", `${manifest.gateway.source.file} no longer exports defineGateway(...)`);
     gateway = loaded;
   }
-  return { agent, tools, hooks, resolver, gateway };
+  const channels: Record<string, ChannelModule> = {};
+  for (const entry of manifest.channels) {
+    const module = await load(join(agentDir, entry.source.file));
+    const config = module.default as ChannelDefinition & Partial<ChannelModule>;
+    if (!isChannelDefinition(config)) throw new AssemblyLineError("AL_ERR_CHANNEL_DEFINITION", `${entry.source.file} no longer exports defineChannel(...)`);
+    const pick = <K extends "normalizeHttp" | "deliver" | "resolveAttachment">(key: K) => (module[key] ?? config[key]) as ChannelModule[K] | undefined;
+    const normalizeHttp = pick("normalizeHttp");
+    const deliver = pick("deliver");
+    const resolveAttachment = pick("resolveAttachment");
+    channels[entry.name] = {
+      config: { transport: "http", route: entry.route, methods: entry.methods as NonNullable<ChannelModule["config"]["methods"]>, ingress: { requiredSecretEnv: entry.requiredSecretEnv } },
+      ...(normalizeHttp ? { normalizeHttp } : {}),
+      ...(deliver ? { deliver } : {}),
+      ...(resolveAttachment ? { resolveAttachment } : {}),
+    };
+  }
+  return { agent, tools, hooks, resolver, gateway, channels };
 }

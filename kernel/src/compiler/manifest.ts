@@ -33,6 +33,25 @@ export interface GatewayManifest {
   slots: Partial<Record<"deploy" | "runtime" | "state" | "blob" | "sandbox" | "scheduler", { plugin: string }>>;
 }
 
+export interface ChannelManifestEntry {
+  /** The file stem: `channels/discord.ts` is channel `discord`. */
+  name: string;
+  source: SourceRef;
+  transport: "http";
+  route: string;
+  methods: string[];
+  /** Any-of groups of env variables production ingress requires. */
+  requiredSecretEnv: string[][];
+  exports: { normalizeHttp: boolean; deliver: boolean; resolveAttachment: boolean };
+}
+
+export interface SandboxManifest {
+  source: SourceRef;
+  adapter: string;
+  image: string | null;
+  workingDirectory: "/workspace";
+}
+
 export interface HookManifestEntry {
   source: SourceRef;
   events: string[];
@@ -60,6 +79,8 @@ export interface AgentManifest {
   resolver: SourceRef | null;
   context: SourceRef | null;
   gateway: GatewayManifest | null;
+  channels: ChannelManifestEntry[];
+  sandbox: SandboxManifest | null;
   /** Every behaviour-bearing file, sorted: the revision covers them all. */
   sources: SourceRef[];
 }

@@ -99,8 +99,10 @@ export class RunDriver {
   }
 
   /** Resolve capabilities (recorded before applied) and mark the run started. */
-  private async start(run: RunRecord, forcedModel: string | undefined): Promise<StartedData> {
+  private async start(run: RunRecord, forcedModelOption: string | undefined): Promise<StartedData> {
     const { sourceBundle, hooks, manifest } = this.parts;
+    // A queued run created with a model other than the agent's was forced by its host, on any replica.
+    const forcedModel = forcedModelOption ?? (run.modelSpec !== manifest.agent.model ? run.modelSpec : undefined);
     const resolverCtx = {
       runId: run.id,
       agentId: manifest.agent.id,
@@ -220,7 +222,11 @@ export class RunDriver {
 
   private async complete(run: RunRecord, text: string): Promise<void> {
     const { journal, state } = this.parts;
-    await journal.record(run.id, "run.completed", { text }, { run: { status: "completed", output: { text } }, checkpoint: null });
+    // A run that came from a channel owes it the reply: one delivery per run, by id.
+    const delivery = run.input.channel
+      ? { id: `dlv_${run.id}`, channel: run.input.channel.name, conversationId: run.conversationId, payload: { runId: run.id, text } }
+      : undefined;
+    await journal.record(run.id, "run.completed", { text }, { run: { status: "completed", output: { text } }, checkpoint: null, ...(delivery ? { delivery } : {}) });
     if (run.conversationId) {
       const createdAt = new Date().toISOString();
       await state.conversations.appendConversationMessages(run.conversationId, [
