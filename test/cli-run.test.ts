@@ -1,5 +1,5 @@
 import { execFile } from "node:child_process";
-import { writeFileSync, mkdtempSync } from "node:fs";
+import { cpSync, writeFileSync, mkdtempSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join, resolve } from "node:path";
 import { promisify } from "node:util";
@@ -7,7 +7,9 @@ import { describe, expect, it } from "vitest";
 
 const root = resolve(import.meta.dirname, "..");
 const bin = join(root, "plugins/node/bin/assembly-line.js");
-const example = join(root, "examples/notes-agent");
+// A private copy: runs keep file state beside the agent, and other suites use the example too.
+const example = join(mkdtempSync(join(tmpdir(), "al-cli-")), "notes-agent");
+cpSync(join(root, "examples/notes-agent"), example, { recursive: true, filter: (source) => !source.includes(".assembly-line") });
 const script = join(example, "conversations/remember-milk.json");
 
 async function cli(args: string[]) {
@@ -28,13 +30,51 @@ describe("assembly-line CLI", () => {
     const paused = await cli(["run", example, "--message", "Remember to buy milk", "--model", `scripted:${script}`]);
     expect(paused.code).toBe(0);
     expect(paused.stdout).toMatch(/approval\.requested\s+record_note/);
-    expect(paused.stdout).toMatch(/waiting for approval: record_note/);
+    expect(paused.stdout).toMatch(/waits for approval of record_note[\s\S]*approve: npx assembly-line approve run_/);
 
     const done = await cli(["run", example, "--message", "Remember to buy milk", "--model", `scripted:${script}`, "--approve", "all"]);
     expect(done.code).toBe(0);
     expect(done.stdout).toMatch(/note\.recorded/);
     expect(done.stdout).toMatch(/tool\.completed\s+lookup_notes -> \{"query":"milk","matches":\["Buy milk on the way home"\]\}/);
     expect(done.stdout.trim().split("\n").at(-1)).toBe('Noted: "Buy milk on the way home". It\'s the only note about milk.');
+  });
+
+  it("pauses in one process and completes in another when approved, without re-running completed work", async () => {
+    const paused = await cli(["run", example, "--message", "Remember to buy milk", "--offline-script", script, "--json"]);
+    expect(paused.code).toBe(0);
+    const result = JSON.parse(paused.stdout.trim().split("\n").at(-1)!).result;
+    expect(result.status).toBe("waiting_approval");
+    const pending = result.pendingApprovals[0];
+
+    const listed = await cli(["runs", "list", "--agent", example, "--status", "waiting_approval"]);
+    expect(listed.stdout).toContain(result.runId);
+
+    const approved = await cli(["approve", result.runId, pending.callId, "--agent", example]);
+    expect(approved.code).toBe(0);
+    expect(approved.stdout).toMatch(/approval\.granted/);
+    expect(approved.stdout.trim().split("\n").at(-1)).toBe('Noted: "Buy milk on the way home". It\'s the only note about milk.');
+
+    const shown = await cli(["runs", "show", result.runId, "--agent", example, "--json"]);
+    const { events } = JSON.parse(shown.stdout);
+    expect(events.map((event: { seq: number }) => event.seq)).toEqual(events.map((_: unknown, index: number) => index + 1));
+    expect(events.filter((event: { type: string; data: { toolName?: string } }) => event.type === "tool.completed" && event.data.toolName === "record_note")).toHaveLength(1);
+    expect(events.filter((event: { type: string }) => event.type === "model.response")).toHaveLength(3);
+
+    const again = await cli(["approve", result.runId, pending.callId, "--agent", example]);
+    expect(again.code).toBe(1);
+    expect(again.stderr).toMatch(/AL_ERR_RUN_NOT_RESUMABLE/);
+  });
+
+  it("answers a run's question from another process", async () => {
+    const askScript = join(example, "conversations/ask.json");
+    writeFileSync(askScript, JSON.stringify({ turns: [{ toolCalls: [{ name: "ask_question", input: { question: "Which shop?" } }] }, { text: "Got it." }] }));
+    const asked = await cli(["run", example, "--message", "buy milk", "--model", `scripted:${askScript}`, "--json"]);
+    const result = JSON.parse(asked.stdout.trim().split("\n").at(-1)!).result;
+    expect(result.status).toBe("waiting_input");
+    const answered = await cli(["answer", result.runId, "the corner shop", "--agent", example]);
+    expect(answered.code).toBe(0);
+    expect(answered.stdout).toMatch(/input\.received/);
+    expect(answered.stdout.trim().split("\n").at(-1)).toBe("Got it.");
   });
 
   it("prints one JSON event per line with --json", async () => {

@@ -1,21 +1,39 @@
 import { isAssemblyLineError } from "@assemblyline-agents/core";
 import { buildCommand } from "./commands/build.js";
 import { runCommand } from "./commands/run.js";
+import { answerCommand, approveCommand, denyCommand, resumeCommand, runsCommand } from "./commands/runs.js";
 import { processIO, type CommandIO } from "./io.js";
 
 const HELP = `assembly-line <command>
 
-  build <agentDir>                 compile an agent folder into .assembly-line/manifest.json
-  run <agentDir> --message "..."   run one conversation turn and print its timeline
-      [--model <spec>]             e.g. openai/gpt-5.4-mini, or scripted:<file.json>
-      [--approve all|none]         decide approval pauses
-      [--answer "..."]             answer a question the run asks
-      [--json]                     one event object per line
+  build <agentDir>                     compile an agent folder into .assembly-line/manifest.json
+  run <agentDir> --message "..."       run one conversation turn and print its timeline
+      [--model <spec>]                 provider/model (e.g. openai/gpt-5.4-mini), or scripted:<file.json>
+      [--base-url <url>] [--api <api>] serve the model from an OpenAI- or Anthropic-compatible server
+      [--offline-script <file.json>]   use this scripted conversation when the model's API key is not set
+      [--approve all|none]             decide approval pauses now instead of leaving the run paused
+      [--answer "..."]                 answer a question the run asks
+      [--conversation <id>]            continue a conversation (history reaches the model)
+      [--json]                         one event object per line
+  runs list [--status <s>]             runs of the agent (--agent <dir>, default .)
+  runs show <runId>                    a run's timeline, usage and what it waits for
+  approve <runId> [<callId>]           approve a paused tool call and resume the run
+  deny <runId> [<callId>]              deny it; the model receives a denial result
+  answer <runId> "text"                answer the run's question and resume it
+  resume <runId>                       continue a run left running by a process that died
+
+  Runs live in <agentDir>/.assembly-line/state (or --state-dir <dir>); every command
+  that takes a run id also takes --agent <agentDir>.
 `;
 
 const COMMANDS: Record<string, (args: string[], io: CommandIO) => Promise<number>> = {
   build: buildCommand,
   run: runCommand,
+  runs: runsCommand,
+  approve: approveCommand,
+  deny: denyCommand,
+  answer: answerCommand,
+  resume: resumeCommand,
 };
 
 export async function main(argv: string[], io: CommandIO = processIO): Promise<number> {

@@ -1,95 +1,67 @@
-import { resolve } from "node:path";
 import { AssemblyLineError } from "@assemblyline-agents/core";
-import { InMemoryStateAdapter, OpenEveRuntime, buildAgent, loadRuntimeBundle, type RunResult } from "@assemblyline-agents/runtime";
+import type { RunResult } from "@assemblyline-agents/runtime";
 import { parseCommand, requirePositional, stringOption } from "../args.js";
 import type { CommandIO } from "../io.js";
+import { MODEL_OPTIONS, catalogFor, chooseModel, openLocalRuntime } from "../local-runtime.js";
+import { reportResult } from "../report.js";
 import { formatEvent } from "../timeline.js";
 
-const USAGE = 'assembly-line run <agentDir> --message "..." [--model <spec>] [--approve all|none] [--answer "..."] [--conversation <id>] [--json]';
+const USAGE =
+  'assembly-line run <agentDir> --message "..." [--model <spec>] [--base-url <url>] [--api <api>] [--offline-script <file.json>] [--approve all|none] [--answer "..."] [--conversation <id>] [--state-dir <dir>] [--json]';
 
 export async function runCommand(args: string[], io: CommandIO): Promise<number> {
   const parsed = parseCommand(
     args,
     {
       message: { type: "string", short: "m" },
-      model: { type: "string" },
+      ...MODEL_OPTIONS,
+      "offline-script": { type: "string" },
       approve: { type: "string" },
       answer: { type: "string" },
       conversation: { type: "string" },
+      "state-dir": { type: "string" },
       json: { type: "boolean" },
     },
     USAGE,
   );
-  const values = {
-    message: stringOption(parsed, "message"),
-    model: stringOption(parsed, "model"),
-    approve: stringOption(parsed, "approve"),
-    answer: stringOption(parsed, "answer"),
-    conversation: stringOption(parsed, "conversation"),
-    json: parsed.values.json === true,
-  };
-  const dir = requirePositional(parsed.positionals, 0, "agentDir", USAGE);
-  if (values.message === undefined) throw new AssemblyLineError("AL_ERR_CLI_USAGE", "missing --message", { fix: `usage: ${USAGE}` });
-  if (values.approve !== undefined && values.approve !== "all" && values.approve !== "none") {
-    throw new AssemblyLineError("AL_ERR_CLI_USAGE", `--approve ${values.approve} is not all or none`, { fix: `usage: ${USAGE}` });
+  const agentDir = requirePositional(parsed.positionals, 0, "agentDir", USAGE);
+  const message = stringOption(parsed, "message");
+  if (message === undefined) throw new AssemblyLineError("AL_ERR_CLI_USAGE", "missing --message", { fix: `usage: ${USAGE}` });
+  const approve = stringOption(parsed, "approve");
+  if (approve !== undefined && approve !== "all" && approve !== "none") {
+    throw new AssemblyLineError("AL_ERR_CLI_USAGE", `--approve ${approve} is not all or none`, { fix: `usage: ${USAGE}` });
   }
-  const json = values.json;
-  const { artifactRoot } = await buildAgent(dir);
-  const bundle = await loadRuntimeBundle(artifactRoot);
-  const runtime = new OpenEveRuntime({
-    ...bundle,
-    state: new InMemoryStateAdapter(),
-    onTextDelta: () => undefined,
-  });
-  runtime.hooks.event.tap("cli-timeline", (event) => {
-    io.out(json ? JSON.stringify(event) : formatEvent(event));
-  });
-  if (!json) io.out(`${bundle.manifest.agent.id} ${bundle.manifest.agentRevision}`);
-  const model = values.model?.startsWith("scripted:") ? `scripted:${resolve(values.model.slice("scripted:".length))}` : values.model;
+  const answer = stringOption(parsed, "answer");
+  const json = parsed.values.json === true;
+  const flags = { model: stringOption(parsed, "model"), baseUrl: stringOption(parsed, "base-url"), api: stringOption(parsed, "api") };
+  const models = catalogFor(flags);
+  const stateDir = stringOption(parsed, "state-dir");
 
-  let result = await runtime.run({
-    message: values.message,
-    ...(model ? { model } : {}),
-    ...(values.conversation ? { conversationId: values.conversation } : {}),
+  const local = await openLocalRuntime({
+    agentDir,
+    build: true,
+    ...(stateDir ? { stateDir } : {}),
+    ...(models ? { models } : {}),
+    onEvent: (event) => io.out(json ? JSON.stringify(event) : formatEvent(event)),
   });
-  for (;;) {
-    if (result.status === "waiting_approval" && values.approve) {
-      const [pending] = result.pendingApprovals ?? [];
-      result = values.approve === "all"
-        ? await runtime.approve(result.runId, { callId: pending!.callId, actor: "cli" })
-        : await runtime.deny(result.runId, { callId: pending!.callId, actor: "cli" });
-    } else if (result.status === "waiting_input" && values.answer !== undefined) {
-      result = await runtime.answer(result.runId, values.answer, { actor: "cli" });
-    } else break;
-  }
-  await runtime.close();
-  return report(result, io, json);
-}
-
-function report(result: RunResult, io: CommandIO, json: boolean): number {
-  if (json) {
-    io.out(JSON.stringify({ result }));
-    return result.status === "failed" ? 1 : 0;
-  }
-  switch (result.status) {
-    case "completed":
-      io.out(`\n${result.response?.text ?? ""}`);
-      return 0;
-    case "failed":
-      io.err(`\nrun ${result.runId} failed: ${result.error?.message ?? "unknown error"}`);
-      return 1;
-    case "waiting_approval":
-      for (const pending of result.pendingApprovals ?? []) {
-        io.out(`\nwaiting for approval: ${pending.toolName} ${JSON.stringify(pending.input)} (call ${pending.callId})`);
-      }
-      io.out("rerun with --approve all or --approve none to decide");
-      return 0;
-    case "waiting_input":
-      io.out(`\nwaiting for an answer: ${JSON.stringify(result.question?.question ?? null)}`);
-      io.out('rerun with --answer "..." to answer');
-      return 0;
-    default:
-      io.out(`\nrun ${result.runId} is ${result.status}`);
-      return 0;
+  try {
+    const { model, note } = chooseModel(local.bundle.manifest.agent.model, { ...flags, offlineScript: stringOption(parsed, "offline-script") });
+    if (!json) io.out(`${local.bundle.manifest.agent.id} ${local.bundle.manifest.agentRevision}, ${note}`);
+    const conversationId = stringOption(parsed, "conversation");
+    let result: RunResult = await local.runtime.run({ message, ...(model ? { model } : {}), ...(conversationId ? { conversationId } : {}) });
+    for (;;) {
+      const pending = result.pendingApprovals?.[0];
+      if (result.status === "waiting_approval" && approve && pending) {
+        result =
+          approve === "all"
+            ? await local.runtime.approve(result.runId, { callId: pending.callId, actor: "cli" })
+            : await local.runtime.deny(result.runId, { callId: pending.callId, actor: "cli" });
+      } else if (result.status === "waiting_input" && answer !== undefined) {
+        result = await local.runtime.answer(result.runId, answer, { actor: "cli" });
+      } else break;
+    }
+    return reportResult(result, io, { json, agentDir });
+  } finally {
+    await local.close();
   }
 }

@@ -1,0 +1,97 @@
+import { join, resolve } from "node:path";
+import { AssemblyLineError, type RunEvent } from "@assemblyline-agents/core";
+import { FileStateAdapter, LocalBlobStore, LocalSandboxAdapter } from "@assemblyline-agents/local";
+import { piAgentHarness, resolvePiApiKey, resolvePiModel, type PiModelCatalog } from "@assemblyline-agents/pi";
+import { ARTIFACT_DIR, OpenEveRuntime, buildAgent, loadRuntimeBundle, type RuntimeBundle } from "@assemblyline-agents/runtime";
+
+/** How the command line chooses a model: a spec, and optionally where it is served. */
+export interface ModelFlags {
+  model?: string;
+  /** An OpenAI- or Anthropic-compatible server, e.g. http://127.0.0.1:11434/v1. */
+  baseUrl?: string;
+  /** The server's wire API; default: the catalog's, or openai-completions for a model it does not know. */
+  api?: string;
+}
+
+export const MODEL_OPTIONS = {
+  model: { type: "string" },
+  "base-url": { type: "string" },
+  api: { type: "string" },
+} as const;
+
+/** The pi catalog entry `--base-url` implies, if any. */
+export function catalogFor(flags: ModelFlags): PiModelCatalog | undefined {
+  if (!flags.baseUrl) return undefined;
+  if (!flags.model || flags.model.startsWith("scripted:")) {
+    throw new AssemblyLineError("AL_ERR_CLI_USAGE", "--base-url needs --model <provider/model>", {
+      fix: "e.g. --model local/llama3 --base-url http://127.0.0.1:11434/v1",
+    });
+  }
+  let known = false;
+  try {
+    resolvePiModel(flags.model);
+    known = true;
+  } catch {
+    known = false;
+  }
+  const api = flags.api ?? (known ? undefined : "openai-completions");
+  return { [flags.model]: { baseUrl: flags.baseUrl, ...(api ? { api: api as never } : {}), ...(known ? {} : { apiKeyEnv: false }) } };
+}
+
+/** Which model a run uses, and why, when the reader gave no --model. */
+export function chooseModel(agentModel: string, flags: ModelFlags & { offlineScript?: string }): { model?: string; note: string } {
+  if (flags.model) {
+    return { model: scriptedPath(flags.model), note: `model ${flags.model}${flags.baseUrl ? ` at ${flags.baseUrl}` : ""}` };
+  }
+  if (!flags.offlineScript) return { note: `model ${agentModel}` };
+  try {
+    const model = resolvePiModel(agentModel);
+    resolvePiApiKey(agentModel, model, {});
+    return { note: `model ${agentModel} (its API key is set)` };
+  } catch (error) {
+    const why = error instanceof Error ? error.message.split("\n")[0]!.replace(/^AL_ERR_\w+: /, "") : String(error);
+    return { model: `scripted:${resolve(flags.offlineScript)}`, note: `scripted conversation ${flags.offlineScript} (${why})` };
+  }
+}
+
+function scriptedPath(model: string): string {
+  return model.startsWith("scripted:") ? `scripted:${resolve(model.slice("scripted:".length))}` : model;
+}
+
+export interface LocalRuntime {
+  runtime: OpenEveRuntime;
+  bundle: RuntimeBundle;
+  close(): Promise<void>;
+}
+
+/**
+ * The embedded defaults: file state, local blobs and a local sandbox under
+ * `<agentDir>/.assembly-line/`, the Pi engine for real models.
+ */
+export async function openLocalRuntime(options: {
+  agentDir: string;
+  /** Rebuild the manifest first (run); approvals and resumes use the build that paused the run. */
+  build: boolean;
+  stateDir?: string;
+  models?: PiModelCatalog;
+  onEvent?: (event: RunEvent) => void;
+  onTextDelta?: (runId: string, delta: string) => void;
+}): Promise<LocalRuntime> {
+  const agentDir = resolve(options.agentDir);
+  const artifactRoot = options.build ? (await buildAgent(agentDir)).artifactRoot : join(agentDir, ARTIFACT_DIR);
+  const bundle = await loadRuntimeBundle(artifactRoot);
+  const state = await FileStateAdapter.open({ ...(options.stateDir ? { directory: resolve(options.stateDir) } : { agentDir }) });
+  const runtime = new OpenEveRuntime({
+    ...bundle,
+    state,
+    blob: new LocalBlobStore({ agentDir }),
+    sandbox: new LocalSandboxAdapter({ agentDir }),
+    defaultHarness: piAgentHarness({ ...(options.models ? { models: options.models } : {}) }),
+    ...(options.onTextDelta ? { onTextDelta: options.onTextDelta } : {}),
+  });
+  if (options.onEvent) {
+    const onEvent = options.onEvent;
+    runtime.hooks.event.tap("cli-timeline", (event) => onEvent(event));
+  }
+  return { runtime, bundle, close: () => runtime.close() };
+}
