@@ -14,6 +14,7 @@ import type { AgentManifest } from "../compiler/manifest.js";
 import type { KernelHooks } from "../hooks.js";
 import type { ResolvedState } from "../state/resolve-state.js";
 import { buildModelContext } from "./context-policy.js";
+import { isInfrastructureFailure } from "./infrastructure-failure.js";
 import type { RunJournal } from "./journal.js";
 import { describeRun, type RunResult } from "./run-result.js";
 import type { RunScope, RunServices } from "./run-scope.js";
@@ -92,6 +93,7 @@ export class RunDriver {
     try {
       started = run.status === "queued" ? await this.start(run, options.forcedModel) : await this.startedData(run);
     } catch (error) {
+      if (isInfrastructureFailure(error)) throw error;
       await this.failRun(runId, error, isAssemblyLineError(error) ? error.code : "AL_ERR_RESOLVER_FAILED");
       return;
     }
@@ -215,6 +217,7 @@ export class RunDriver {
         { run: { status: waiting }, checkpoint: { runId: run.id, continuation: result.continuation as unknown as JsonValue, createdAt: new Date().toISOString() } },
       );
     } catch (error) {
+      if (isInfrastructureFailure(error)) throw error;
       if (scope.failure) await this.failRun(run.id, new Error(scope.failure.message), scope.failure.code);
       else await this.failRun(run.id, error, isAssemblyLineError(error) ? error.code : undefined);
     }

@@ -9,6 +9,7 @@ import {
 import { digestJson } from "../canonical-json.js";
 import { findNonJson } from "../json-check.js";
 import { describeSchemaErrors } from "../schema.js";
+import { isInfrastructureFailure } from "./infrastructure-failure.js";
 import { isQuestionSuspension, type QuestionSuspension } from "./question.js";
 import type { RunScope } from "./run-scope.js";
 import { createToolContext } from "./tool-context.js";
@@ -124,6 +125,7 @@ async function execute(
     output = await entry.definition.execute(call.input, ctx);
     if (asked.question) throw asked.question;
   } catch (error) {
+    if (isInfrastructureFailure(error)) throw error;
     const question = isQuestionSuspension(error) ? error : asked.question;
     if (question) {
       const asking = { question: question.question, choices: question.options?.choices ?? null, metadata: question.options?.metadata ?? null } as JsonValue;
