@@ -1,0 +1,58 @@
+import { execFile } from "node:child_process";
+import { cpSync, mkdtempSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join, resolve } from "node:path";
+import { promisify } from "node:util";
+import { afterEach, describe, expect, it } from "vitest";
+import { startAnthropicMessagesServer, startOpenAIChatServer, type ScriptedModelServer } from "../plugins/pi/test/servers/index.js";
+
+const root = resolve(import.meta.dirname, "..");
+const bin = join(root, "plugins/node/bin/assembly-line.js");
+
+function exampleCopy(): string {
+  const dir = join(mkdtempSync(join(tmpdir(), "al-provider-")), "notes-agent");
+  cpSync(join(root, "examples/notes-agent"), dir, { recursive: true, filter: (source) => !source.includes(".assembly-line") });
+  return dir;
+}
+
+async function cli(args: string[], env: Record<string, string>) {
+  const { stdout } = await promisify(execFile)(process.execPath, [bin, ...args], {
+    cwd: root,
+    env: { ...process.env, OPENAI_API_KEY: "", ANTHROPIC_API_KEY: "", ASSEMBLY_LINE_LOG_LEVEL: "error", ...env },
+  });
+  return stdout;
+}
+
+let server: (ScriptedModelServer & { baseUrl: string }) | undefined;
+afterEach(async () => server?.close());
+
+const protocols = [
+  { name: "OpenAI chat completions", start: () => startOpenAIChatServer({ apiKey: "sk-test" }), model: "openai/gpt-4o-mini", api: "openai-completions", env: { OPENAI_API_KEY: "sk-test" } },
+  { name: "Anthropic messages", start: () => startAnthropicMessagesServer({ apiKey: "sk-ant-test" }), model: "anthropic/claude-sonnet-4-5", api: "anthropic-messages", env: { ANTHROPIC_API_KEY: "sk-ant-test" } },
+];
+
+describe.each(protocols)("assembly-line run against a local $name server", ({ start, model, api, env }) => {
+  it("completes a run with a tool call and records the exact token counts the server reported", async () => {
+    server = await start();
+    server.toolCalls([{ id: "call_lookup_1", name: "lookup_notes", argumentChunks: ['{"que', 'ry": "mi', 'lk"}'] }], { inputTokens: 321, outputTokens: 17 });
+    server.text(["No notes ", "about milk yet."], { inputTokens: 400, outputTokens: 9, cacheReadTokens: 128 });
+    const agent = exampleCopy();
+
+    const run = await cli(["run", agent, "--message", "What do I know about milk?", "--model", model, "--base-url", server.baseUrl, "--api", api, "--json"], env);
+    const lines = run.trim().split("\n").map((line) => JSON.parse(line));
+    const result = lines.at(-1).result;
+    expect(result.status).toBe("completed");
+    expect(result.response.text).toBe("No notes about milk yet.");
+    expect(lines.find((line) => line.type === "tool.completed")?.data).toMatchObject({ toolName: "lookup_notes", modelOutput: { query: "milk", matches: [] } });
+    expect(server.requests).toHaveLength(2);
+
+    const shown = JSON.parse(await cli(["runs", "show", result.runId, "--agent", agent, "--json"], env));
+    const usage = shown.usage.sort((a: { id: string }, b: { id: string }) => a.id.localeCompare(b.id));
+    expect(usage.map((record: { inputTokens: number; outputTokens: number; cacheReadTokens: number }) => [record.inputTokens, record.outputTokens, record.cacheReadTokens])).toEqual([
+      [321, 17, 0],
+      [400, 9, 128],
+    ]);
+    const text = await cli(["runs", "show", result.runId, "--agent", agent], env);
+    expect(text).toMatch(/usage total: 721 in, 26 out/);
+  }, 60_000);
+});
