@@ -1,5 +1,22 @@
-import { defineTool } from "@assemblyline-agents/core";
+import { defineTool, isAssemblyLineError, type ToolExecutionContext } from "@assemblyline-agents/core";
 import { runtimeFilesystemOf } from "../filesystem/context-access.js";
+
+const MODEL_RECOVERABLE = new Set(["AL_ERR_PATH_ESCAPE", "AL_ERR_PATH_READ_ONLY", "AL_ERR_PATH_NOT_FOUND"]);
+
+/**
+ * A bad path is the model's mistake, not broken agent code: it comes back as an
+ * error-shaped result the model can correct, and the run goes on.
+ */
+function refusalsAsResults<I, O>(execute: (input: I, ctx: ToolExecutionContext) => Promise<O>) {
+  return async (input: I, ctx: ToolExecutionContext): Promise<O> => {
+    try {
+      return await execute(input, ctx);
+    } catch (error) {
+      if (isAssemblyLineError(error) && MODEL_RECOVERABLE.has(error.code)) return { error: error.message, code: error.code } as O;
+      throw error;
+    }
+  };
+}
 
 /**
  * The filesystem and shell built-ins, over the runtime filesystem roots
@@ -14,9 +31,9 @@ export const readTool = defineTool<{ path: string }, { path: string; content: st
   inputSchema: { type: "object", properties: { path }, required: ["path"], additionalProperties: false },
   sideEffect: "none",
   capability: { execution: "both" },
-  async execute(input, ctx) {
+  execute: refusalsAsResults(async (input, ctx) => {
     return { path: input.path, content: await runtimeFilesystemOf(ctx).read(input.path) };
-  },
+  }),
 });
 
 export const writeTool = defineTool<{ path: string; content: string }, { path: string; bytes: number }>({
@@ -24,10 +41,10 @@ export const writeTool = defineTool<{ path: string; content: string }, { path: s
   inputSchema: { type: "object", properties: { path, content: { type: "string" } }, required: ["path", "content"], additionalProperties: false },
   sideEffect: "idempotent",
   capability: { execution: "both" },
-  async execute(input, ctx) {
+  execute: refusalsAsResults(async (input, ctx) => {
     await runtimeFilesystemOf(ctx).write(input.path, input.content);
     return { path: input.path, bytes: Buffer.byteLength(input.content) };
-  },
+  }),
 });
 
 export const editTool = defineTool<{ path: string; oldText: string; newText: string }, { path: string; replaced: number } | { path: string; error: string }>({
@@ -40,7 +57,7 @@ export const editTool = defineTool<{ path: string; oldText: string; newText: str
   },
   sideEffect: "idempotent",
   capability: { execution: "both" },
-  async execute(input, ctx) {
+  execute: refusalsAsResults(async (input, ctx) => {
     const fs = runtimeFilesystemOf(ctx);
     const text = await fs.read(input.path);
     const count = text.split(input.oldText).length - 1;
@@ -48,7 +65,7 @@ export const editTool = defineTool<{ path: string; oldText: string; newText: str
     if (count !== 1) return { path: input.path, error: `oldText occurs ${count} times in ${input.path}; it must occur exactly once` };
     await fs.write(input.path, text.replace(input.oldText, () => input.newText));
     return { path: input.path, replaced: 1 };
-  },
+  }),
 });
 
 export const deleteTool = defineTool<{ path: string }, { path: string; deleted: true }>({
@@ -56,10 +73,10 @@ export const deleteTool = defineTool<{ path: string }, { path: string; deleted: 
   inputSchema: { type: "object", properties: { path }, required: ["path"], additionalProperties: false },
   sideEffect: "idempotent",
   capability: { execution: "both" },
-  async execute(input, ctx) {
+  execute: refusalsAsResults(async (input, ctx) => {
     await runtimeFilesystemOf(ctx).delete(input.path);
     return { path: input.path, deleted: true };
-  },
+  }),
 });
 
 export const listTool = defineTool<{ path: string }, { entries: Array<{ path: string; type: string; size: number }> }>({
@@ -67,9 +84,9 @@ export const listTool = defineTool<{ path: string }, { entries: Array<{ path: st
   inputSchema: { type: "object", properties: { path }, required: ["path"], additionalProperties: false },
   sideEffect: "none",
   capability: { execution: "both" },
-  async execute(input, ctx) {
+  execute: refusalsAsResults(async (input, ctx) => {
     return { entries: await runtimeFilesystemOf(ctx).list(input.path) };
-  },
+  }),
 });
 
 export const grepTool = defineTool<{ pattern: string; path: string }, { matches: string[]; truncated: boolean }>({
@@ -82,7 +99,7 @@ export const grepTool = defineTool<{ pattern: string; path: string }, { matches:
   },
   sideEffect: "none",
   capability: { execution: "both" },
-  async execute(input, ctx) {
+  execute: refusalsAsResults(async (input, ctx) => {
     const fs = runtimeFilesystemOf(ctx);
     let regex: RegExp;
     try {
@@ -101,7 +118,7 @@ export const grepTool = defineTool<{ pattern: string; path: string }, { matches:
       }
     }
     return { matches, truncated: false };
-  },
+  }),
 });
 
 export const bashTool = defineTool<{ command: string; timeoutMs?: number }, { exitCode: number; stdout: string; stderr: string; timedOut: boolean; truncated: boolean }>({
