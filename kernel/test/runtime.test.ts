@@ -101,6 +101,28 @@ describe("engines", () => {
     expect((await overridden.run({ message: "hi" })).response?.text).toBe("from override");
   });
 
+  it("chooses the route from the persisted model spec again when another runtime resumes the run", async () => {
+    const bundle = await bundleFor({
+      "agent.ts": MINIMAL_AGENT,
+      "tools/publish.ts": toolSource({ extra: "needsApproval: true," }),
+    });
+    const state = new InMemoryStateAdapter();
+    const script = { turns: [{ toolCalls: [{ name: "publish", input: { value: "x" } }] }, { text: "published by alt" }] };
+    const first = new OpenEveRuntime({ ...bundle, state, logger: noopLogger(), modelHarnesses: { alt: scriptedHarness(script, { name: "alt-engine" }) } });
+    const paused = await first.run({ message: "go", model: "alt/model-1" });
+    expect(paused.status).toBe("waiting_approval");
+
+    const second = new OpenEveRuntime({
+      ...bundle,
+      state,
+      logger: noopLogger(),
+      modelHarnesses: { alt: scriptedHarness(script, { name: "alt-engine" }) },
+      defaultHarness: scriptedHarness({ turns: [{ text: "wrong engine" }] }),
+    });
+    const done = await second.approve(paused.runId);
+    expect(done.response?.text).toBe("published by alt");
+  });
+
   it("starts one run for one idempotency key", async () => {
     const runtime = new OpenEveRuntime({ ...(await bundleFor()), logger: noopLogger(), agentHarness: hello });
     const first = await runtime.run({ message: "hi", idempotencyKey: "provider-event-1" });
