@@ -11,6 +11,7 @@ import {
   type PluginDefinition,
   type PluginKernel,
   type SlotContext,
+  type StateAdapter,
 } from "@assemblyline-agents/core";
 import { createKernelHooks, type KernelHooks } from "./hooks.js";
 
@@ -84,7 +85,9 @@ export async function materializeGateway(
       });
     }
     const what = `plugin ${descriptor.plugin} materializing the ${slot} slot`;
-    const adapter = await withinTimeout(kernel.hooks.slot.for(slot).promise(descriptor, { ...context, slot }), options.timeoutMs ?? DEFAULT_PLUGIN_TIMEOUT_MS, what);
+    // Slots after state (sandbox, scheduler) may keep their records in it.
+    const slotContext: SlotContext = { ...context, slot, ...(live.state ? { state: live.state as StateAdapter } : {}) };
+    const adapter = await withinTimeout(kernel.hooks.slot.for(slot).promise(descriptor, slotContext), options.timeoutMs ?? DEFAULT_PLUGIN_TIMEOUT_MS, what);
     if (adapter === undefined) {
       throw new AssemblyLineError("AL_ERR_GATEWAY_SLOT", `no installed plugin provides adapter "${descriptor.plugin}" for the ${slot} slot`, {
         fix: `Install it (assembly-line plugins add ${descriptor.plugin}) or pick an installed adapter.`,

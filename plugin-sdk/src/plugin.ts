@@ -5,6 +5,7 @@ import type { ChannelModule } from "./channel.js";
 import type { ContextBuildInfo, ModelContext } from "./model-context.js";
 import type { RunCapabilityDeclaration, RunResolverContext } from "./resolver.js";
 import type { RunEvent } from "./events.js";
+import type { StateAdapter } from "./state/index.js";
 
 export interface TapOptions {
   name: string;
@@ -28,6 +29,8 @@ export interface SlotContext {
   devMode: boolean;
   /** The agent folder, for adapters that keep files beside it (local state). */
   agentDir?: string;
+  /** The state adapter materialized for this gateway, for slots after it (sandbox sessions, schedules). */
+  state?: StateAdapter;
 }
 
 export interface HarnessRequest {

@@ -1,2 +1,10 @@
 export { FileStateAdapter, type FileStateAdapterOptions } from "./state/file-state.js";
 export { LocalBlobStore, type LocalBlobStoreOptions } from "./blob/local-blob-store.js";
+export { LocalSandboxAdapter, type LocalSandboxAdapterOptions } from "./sandbox/local-sandbox-adapter.js";
+export { LocalSandbox } from "./sandbox/local-sandbox.js";
+export { TIMEOUT_EXIT_CODE } from "./sandbox/run-shell.js";
+export { validateSandboxDefinition } from "./sandbox/sandbox-definition.js";
+export { LocalScheduler, type LocalSchedulerOptions } from "./scheduler/local-scheduler.js";
+export { LocalDeployTarget, type LocalDeployTargetOptions } from "./deploy/local-deploy-target.js";
+export { LOCAL_PLUGIN_ID, localBlob, localState, plugin, type LocalBlobOptions, type LocalStateOptions } from "./plugin.js";
+export { localDeploy, localSandbox, localScheduler, type LocalDeployOptions, type LocalSandboxOptions, type LocalSchedulerSlotOptions } from "./plugin.js";

@@ -1,0 +1,288 @@
+import { AssemblyLineError, type ExecResult, type Sandbox } from "@assemblyline-agents/core";
+import type { ChildProcess } from "node:child_process";
+import { constants } from "node:fs";
+import { lstat, mkdir, open, readFile, readdir, readlink, realpath, rm, stat } from "node:fs/promises";
+import { basename, dirname, join, resolve } from "node:path";
+import { runShell } from "./run-shell.js";
+import { MISSING, WORKSPACE, isInside, parseWorkspacePath, pathEscape, resolveInside } from "./workspace-path.js";
+
+/** How many symlinks a write follows before giving up, as the kernel's ELOOP does. */
+const MAX_SYMLINK_HOPS = 40;
+
+export interface ExecDefaults {
+  timeoutMs: number;
+  maxOutputBytes: number;
+  /** Variables every command sees, before WORKSPACE/HOME/TMPDIR/PWD and the call's own env. */
+  env: Record<string, string>;
+}
+
+export interface LocalSandboxFolders {
+  /** The workspace folder, already a realpath: what `/workspace` maps to. */
+  workspace: string;
+  /** HOME for commands, beside the workspace so tool caches do not litter it. */
+  home: string;
+  /** TMPDIR for commands. */
+  tmp: string;
+}
+
+type Entry = { path: string; type: "file" | "directory"; size: number };
+
+/**
+ * One run's workspace on the host: the file methods map `/workspace/...` onto
+ * `folders.workspace` and refuse anything that resolves outside it. Commands run
+ * with the real host folder as cwd (and in $WORKSPACE); this is a trusted
+ * emulation, not isolation: a command can reach the whole host, and a command
+ * racing a file call can swap a folder for a symlink between check and use.
+ * The Docker sandbox gives a physical /workspace and real isolation.
+ */
+export class LocalSandbox implements Sandbox {
+  private released = false;
+  private readonly running = new Set<ChildProcess>();
+
+  constructor(
+    readonly id: string,
+    readonly folders: LocalSandboxFolders,
+    private readonly defaults: ExecDefaults,
+  ) {}
+
+  async readFile(path: string): Promise<Uint8Array> {
+    const { logical, real } = await this.resolveExisting(path);
+    try {
+      return new Uint8Array(await readFile(real));
+    } catch (error) {
+      throw fsError(error, "read", logical);
+    }
+  }
+
+  async writeFile(path: string, content: Uint8Array | string): Promise<void> {
+    this.assertLive();
+    const { logical, relative } = parseWorkspacePath(path);
+    if (relative === "") throw fsError(Object.assign(new Error(), { code: "EISDIR" }), "write", logical);
+    const target = await this.resolveForWrite(join(this.folders.workspace, relative), path);
+    try {
+      await mkdir(dirname(target), { recursive: true });
+      // O_NOFOLLOW: if a symlink appeared at the target since it was checked, fail instead of following it.
+      const handle = await open(target, constants.O_WRONLY | constants.O_CREAT | constants.O_TRUNC | constants.O_NOFOLLOW, 0o644);
+      try {
+        await handle.writeFile(content);
+      } finally {
+        await handle.close();
+      }
+    } catch (error) {
+      throw fsError(error, "write", logical);
+    }
+  }
+
+  /** Removes a file, a symlink (not its target) or a folder with its contents; a missing path is not an error. `/workspace` itself is emptied. */
+  async deleteFile(path: string): Promise<void> {
+    this.assertLive();
+    const { logical, relative } = parseWorkspacePath(path);
+    const root = this.folders.workspace;
+    try {
+      if (relative === "") {
+        for (const name of await readdir(root)) await rm(join(root, name), { recursive: true, force: true });
+        return;
+      }
+      // Check the parent only: rm removes a symlink itself and never follows one.
+      const host = join(root, relative);
+      const parent = await resolveInside(root, dirname(host), path);
+      if (!parent.exists) return;
+      await rm(join(parent.real, basename(host)), { recursive: true, force: true });
+    } catch (error) {
+      throw fsError(error, "delete", logical);
+    }
+  }
+
+  /**
+   * Everything under `path`, recursively, sorted, with logical paths (a file path
+   * lists that file; a missing path lists nothing). A symlink is listed as what it
+   * points at but not descended into; one pointing outside the workspace, or
+   * nowhere, is left out.
+   */
+  async listFiles(path: string): Promise<Entry[]> {
+    this.assertLive();
+    const { logical, relative } = parseWorkspacePath(path);
+    const { real, exists } = await resolveInside(this.folders.workspace, join(this.folders.workspace, relative), path);
+    if (!exists) return [];
+    const entries: Entry[] = [];
+    try {
+      const stats = await stat(real);
+      if (!stats.isDirectory()) return [{ path: logical, type: "file", size: stats.size }];
+      await this.walk(real, logical, entries);
+    } catch (error) {
+      throw fsError(error, "list", logical);
+    }
+    return entries.sort((a, b) => (a.path < b.path ? -1 : a.path > b.path ? 1 : 0));
+  }
+
+  /**
+   * `/bin/sh -c command` in the workspace (or `cwd`, a logical path under it).
+   * The process sees the host folder, also as $WORKSPACE, not a literal
+   * /workspace. On timeout its process group is killed: exitCode 124, timedOut true.
+   */
+  async exec(
+    command: string,
+    options: { cwd?: string; timeoutMs?: number; maxOutputBytes?: number; env?: Record<string, string> } = {},
+  ): Promise<ExecResult> {
+    this.assertLive();
+    const timeoutMs = positiveNumber(options.timeoutMs, "timeoutMs") ?? this.defaults.timeoutMs;
+    const maxOutputBytes = byteCount(options.maxOutputBytes, "maxOutputBytes") ?? this.defaults.maxOutputBytes;
+    const { logical, real } = await this.resolveExisting(options.cwd ?? WORKSPACE);
+    if (!(await stat(real)).isDirectory()) throw fsError(Object.assign(new Error(), { code: "ENOTDIR" }), "use as cwd", logical);
+    const env = {
+      ...this.defaults.env,
+      HOME: this.folders.home,
+      TMPDIR: this.folders.tmp,
+      WORKSPACE: this.folders.workspace,
+      PWD: real,
+      ...options.env,
+    };
+    await mkdir(this.folders.home, { recursive: true });
+    await mkdir(this.folders.tmp, { recursive: true });
+    let child: ChildProcess | null = null;
+    return runShell({
+      command,
+      cwd: real,
+      env,
+      timeoutMs,
+      maxOutputBytes,
+      track: (live) => {
+        if (live) this.running.add((child = live));
+        else if (child) this.running.delete(child);
+      },
+    });
+  }
+
+  /** Kill running commands and refuse further calls; the adapter removes the folders. */
+  close(): void {
+    this.released = true;
+    for (const child of this.running) {
+      if (child.pid === undefined) continue;
+      try {
+        process.kill(-child.pid, "SIGKILL");
+      } catch {
+        // Already gone.
+      }
+    }
+    this.running.clear();
+  }
+
+  private assertLive(): void {
+    if (this.released) {
+      throw new AssemblyLineError("AL_ERR_SANDBOX_UNAVAILABLE", `sandbox ${this.id} was released`, {
+        fix: "Acquire the sandbox again from its adapter; a released sandbox's files are gone.",
+        details: { id: this.id },
+      });
+    }
+  }
+
+  /** Resolve a path that must exist, through symlinks that stay inside the workspace. */
+  private async resolveExisting(path: string): Promise<{ logical: string; real: string }> {
+    this.assertLive();
+    const { logical, relative } = parseWorkspacePath(path);
+    const { real, exists } = await resolveInside(this.folders.workspace, join(this.folders.workspace, relative), path);
+    if (!exists) {
+      throw new AssemblyLineError("AL_ERR_PATH_NOT_FOUND", `nothing at ${logical} in sandbox ${this.id}`, {
+        fix: "List the folder first (listFiles) and use a path it returns.",
+        details: { path: logical },
+      });
+    }
+    return { logical, real };
+  }
+
+  /**
+   * Where a write to `host` lands: the parent is resolved and checked, and a
+   * symlink at the target is followed by hand (it may dangle, so realpath alone
+   * cannot say where the write would create its file) and checked again.
+   */
+  private async resolveForWrite(host: string, given: string): Promise<string> {
+    const root = this.folders.workspace;
+    let target = host;
+    for (let hop = 0; hop < MAX_SYMLINK_HOPS; hop += 1) {
+      const parent = await resolveInside(root, dirname(target), given);
+      const candidate = join(parent.real, basename(target));
+      if (!isInside(root, candidate) || candidate === root) throw pathEscape(given, `resolves to a location outside ${WORKSPACE}`);
+      let isLink = false;
+      try {
+        isLink = (await lstat(candidate)).isSymbolicLink();
+      } catch (error) {
+        const code = (error as NodeJS.ErrnoException).code;
+        if (code !== "ENOENT" && code !== "ENOTDIR") throw error;
+      }
+      if (!isLink) return candidate;
+      target = resolve(parent.real, await readlink(candidate));
+    }
+    throw fsError(Object.assign(new Error(), { code: "ELOOP" }), "write", given);
+  }
+
+  /** Entries a running command removes mid-walk are skipped, not reported as errors. */
+  private async walk(folder: string, logical: string, entries: Entry[]): Promise<void> {
+    const gone = (error: unknown) => {
+      if (!MISSING.has((error as NodeJS.ErrnoException).code ?? "")) throw error;
+      return undefined;
+    };
+    const dirents = await readdir(folder, { withFileTypes: true }).catch(gone);
+    for (const dirent of dirents ?? []) {
+      const host = join(folder, dirent.name);
+      const path = `${logical}/${dirent.name}`;
+      if (dirent.isDirectory()) {
+        entries.push({ path, type: "directory", size: 0 });
+        await this.walk(host, path, entries);
+      } else if (dirent.isFile()) {
+        const stats = await lstat(host).catch(gone);
+        if (stats) entries.push({ path, type: "file", size: stats.size });
+      } else if (dirent.isSymbolicLink()) {
+        const target = await realpath(host).catch(() => undefined);
+        if (target === undefined || !isInside(this.folders.workspace, target)) continue;
+        const stats = await stat(target).catch(gone);
+        if (stats) entries.push(stats.isDirectory() ? { path, type: "directory", size: 0 } : { path, type: "file", size: stats.size });
+      }
+    }
+  }
+}
+
+/**
+ * Restate a filesystem error with the logical path instead of the host one, so a
+ * model reading it learns about /workspace, not this machine's layout.
+ */
+function fsError(error: unknown, action: string, logical: string): unknown {
+  if (error instanceof AssemblyLineError) return error;
+  const code = (error as NodeJS.ErrnoException | undefined)?.code;
+  if (code === "ENOENT" || code === "ENOTDIR") {
+    return new AssemblyLineError("AL_ERR_PATH_NOT_FOUND", `cannot ${action} ${logical}: a part of the path does not exist or is not a folder (${code})`, {
+      fix: "List the folder first (listFiles) and use a path it returns.",
+      details: { path: logical, errno: code },
+    });
+  }
+  const reasons: Record<string, string> = {
+    EISDIR: "it is a folder",
+    EEXIST: "a file stands where a folder is needed",
+    ELOOP: "it is a symlink, or a chain of too many symlinks",
+    EACCES: "permission denied",
+    EPERM: "operation not permitted",
+    ENOSPC: "no space left on the device",
+  };
+  if (code !== undefined && reasons[code] !== undefined) {
+    return Object.assign(new Error(`${code}: cannot ${action} ${logical}: ${reasons[code]}`), { code, path: logical });
+  }
+  return error;
+}
+
+function positiveNumber(value: number | undefined, name: string): number | undefined {
+  if (value === undefined) return undefined;
+  if (typeof value !== "number" || !Number.isFinite(value) || value <= 0) throw badOption(name, value, "a positive number of milliseconds");
+  return value;
+}
+
+function byteCount(value: number | undefined, name: string): number | undefined {
+  if (value === undefined) return undefined;
+  if (typeof value !== "number" || !Number.isInteger(value) || value < 0) throw badOption(name, value, "a non-negative whole number of bytes");
+  return value;
+}
+
+export function badOption(name: string, value: unknown, expected: string): AssemblyLineError {
+  return new AssemblyLineError("AL_ERR_SANDBOX_DEFINITION", `sandbox option ${name} is ${JSON.stringify(value)}, not ${expected}`, {
+    fix: `Pass ${name} as ${expected}, or omit it for the default.`,
+    details: { option: name, value },
+  });
+}

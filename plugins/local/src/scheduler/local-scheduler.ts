@@ -1,0 +1,156 @@
+import { AssemblyLineError, isScheduleStateStore, noopLogger, type RuntimeLogger, type Scheduler, type ScheduleRecord, type ScheduleStateStore } from "@assemblyline-agents/core";
+import { randomUUID } from "node:crypto";
+import { hostname } from "node:os";
+
+const DEFAULT_POLL_INTERVAL_MS = 1_000;
+const DEFAULT_LEASE_MS = 60_000;
+const DEFAULT_BATCH_SIZE = 10;
+
+export interface LocalSchedulerOptions {
+  /**
+   * Where schedules live; several schedulers may share one store. A function is
+   * called at start(), for a scheduler made before the state adapter exists.
+   */
+  store: ScheduleStateStore | (() => ScheduleStateStore | undefined);
+  /** How often to look for due schedules. Default 1 000 ms. */
+  pollIntervalMs?: number;
+  /**
+   * How long a claimed schedule stays leased to this scheduler. A dispatch that
+   * fails is retried once the lease expires; one that runs longer than the lease
+   * may be dispatched again by another scheduler, so keep dispatch short (enqueue
+   * a run, do not wait for it). Default 60 000 ms.
+   */
+  leaseMs?: number;
+  /** This scheduler's lease owner id. Default: host, pid and a random suffix. */
+  owner?: string;
+  /** Schedules claimed per poll at most. Default 10. */
+  batchSize?: number;
+  logger?: RuntimeLogger;
+  /** The clock; tests pass a fixed one. */
+  now?: () => Date;
+}
+
+/**
+ * The embedded Scheduler: polls a ScheduleStateStore, leases due schedules,
+ * dispatches each once, then moves it to its next time. The lease makes
+ * schedulers in several processes on one store dispatch a schedule once.
+ */
+export class LocalScheduler implements Scheduler {
+  readonly owner: string;
+  private readonly storeSource: LocalSchedulerOptions["store"];
+  private store: ScheduleStateStore | undefined;
+  private readonly pollIntervalMs: number;
+  private readonly leaseMs: number;
+  private readonly batchSize: number;
+  private readonly logger: RuntimeLogger;
+  private readonly now: () => Date;
+  private dispatch: ((scheduleId: string) => Promise<void>) | undefined;
+  private timer: NodeJS.Timeout | undefined;
+  private polling: Promise<void> | undefined;
+  private readonly inFlight = new Set<Promise<void>>();
+
+  constructor(options: LocalSchedulerOptions) {
+    this.storeSource = options?.store;
+    if (typeof this.storeSource !== "function") this.store = scheduleStore(this.storeSource);
+    this.pollIntervalMs = positive(options.pollIntervalMs, DEFAULT_POLL_INTERVAL_MS, "pollIntervalMs");
+    this.leaseMs = positive(options.leaseMs, DEFAULT_LEASE_MS, "leaseMs");
+    this.batchSize = positive(options.batchSize, DEFAULT_BATCH_SIZE, "batchSize");
+    this.owner = options.owner ?? `local-scheduler:${hostname()}:${process.pid}:${randomUUID().slice(0, 8)}`;
+    this.logger = options.logger ?? noopLogger();
+    this.now = options.now ?? (() => new Date());
+  }
+
+  /** Begin polling (the first poll starts at once). Call stop() before starting again. */
+  async start(dispatch: (scheduleId: string) => Promise<void>): Promise<void> {
+    if (this.dispatch !== undefined) {
+      throw new Error(`LocalScheduler ${this.owner} is already started; call stop() before start() again`);
+    }
+    this.store ??= scheduleStore(typeof this.storeSource === "function" ? this.storeSource() : this.storeSource);
+    this.dispatch = dispatch;
+    this.schedule(0);
+  }
+
+  /** Stop polling and wait for the dispatches already running to settle. */
+  async stop(): Promise<void> {
+    this.dispatch = undefined;
+    clearTimeout(this.timer);
+    this.timer = undefined;
+    await this.polling;
+    await Promise.allSettled([...this.inFlight]);
+  }
+
+  private schedule(delayMs: number): void {
+    this.timer = setTimeout(() => {
+      this.timer = undefined;
+      this.polling = this.poll().finally(() => {
+        this.polling = undefined;
+        if (this.dispatch !== undefined) this.schedule(this.pollIntervalMs);
+      });
+    }, delayMs);
+    // A scheduler alone should not keep the process alive; the host's server does.
+    this.timer.unref();
+  }
+
+  private async poll(): Promise<void> {
+    const { dispatch, store } = this;
+    if (dispatch === undefined || store === undefined) return;
+    let due: ScheduleRecord[];
+    try {
+      due = await store.claimDueSchedules({ owner: this.owner, ttlMs: this.leaseMs, now: this.now(), limit: this.batchSize });
+    } catch (error) {
+      this.logger.error({ err: error, owner: this.owner }, "claiming due schedules failed; trying again next poll");
+      return;
+    }
+    for (const schedule of due) {
+      const run = this.run(store, schedule, dispatch).finally(() => this.inFlight.delete(run));
+      this.inFlight.add(run);
+    }
+  }
+
+  private async run(store: ScheduleStateStore, schedule: ScheduleRecord, dispatch: (scheduleId: string) => Promise<void>): Promise<void> {
+    try {
+      await dispatch(schedule.id);
+    } catch (error) {
+      // Leave the lease to expire: the schedule is claimed and dispatched again after leaseMs.
+      this.logger.warn({ err: error, scheduleId: schedule.id }, "schedule dispatch failed; it is retried when its lease expires");
+      return;
+    }
+    try {
+      await store.completeScheduleRun(schedule.id, this.owner, nextRunAt(schedule, this.now()));
+    } catch (error) {
+      this.logger.error({ err: error, scheduleId: schedule.id }, "completing a schedule run failed; it may be dispatched again when its lease expires");
+    }
+  }
+}
+
+/**
+ * One interval after the time it was due; if the process was down for several
+ * intervals, the first slot after `now` instead of a burst of catch-up runs.
+ */
+export function nextRunAt(schedule: Pick<ScheduleRecord, "intervalMs" | "nextRunAt">, now: Date): Date {
+  const interval = Math.max(1, schedule.intervalMs);
+  const due = Date.parse(schedule.nextRunAt);
+  const base = Number.isFinite(due) ? due : now.getTime();
+  const missed = Math.floor((now.getTime() - base) / interval);
+  return new Date(base + interval * Math.max(1, missed + 1));
+}
+
+function scheduleStore(store: unknown): ScheduleStateStore {
+  if (!isScheduleStateStore(store)) {
+    throw new AssemblyLineError("AL_ERR_GATEWAY_SLOT", "the local scheduler has no store with the schedules facet (claimDueSchedules, completeScheduleRun, ...)", {
+      fix: "Use a state adapter that implements schedules (localState(), postgres), or pass one: new LocalScheduler({ store: state }).",
+    });
+  }
+  return store;
+}
+
+function positive(value: number | undefined, fallback: number, name: string): number {
+  if (value === undefined) return fallback;
+  if (typeof value !== "number" || !Number.isFinite(value) || value <= 0) {
+    throw new AssemblyLineError("AL_ERR_STATE_INPUT_INVALID", `LocalScheduler option ${name} is ${JSON.stringify(value)}, not a positive number`, {
+      fix: `Pass ${name} as a positive number, or omit it for the default.`,
+      details: { option: name, value },
+    });
+  }
+  return value;
+}

@@ -1,0 +1,320 @@
+import { isAssemblyLineError } from "@assemblyline-agents/core";
+import { InMemoryStateAdapter } from "@assemblyline-agents/runtime";
+import { existsSync } from "node:fs";
+import { mkdtemp, readFile, rm, symlink, writeFile } from "node:fs/promises";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { afterEach, describe, expect, it } from "vitest";
+import { LocalSandboxAdapter, TIMEOUT_EXIT_CODE } from "../src/index.js";
+
+const folders: string[] = [];
+async function tempFolder(prefix: string): Promise<string> {
+  const folder = await mkdtemp(join(tmpdir(), prefix));
+  folders.push(folder);
+  return folder;
+}
+afterEach(async () => {
+  await Promise.all(folders.splice(0).map((folder) => rm(folder, { recursive: true, force: true })));
+});
+
+async function sandbox(key = "run-1") {
+  const root = await tempFolder("al-sandbox-");
+  const adapter = new LocalSandboxAdapter({ root });
+  return { adapter, root, box: await adapter.acquire(key) };
+}
+
+/** Whether `pid` still runs a few hundred ms on; a killed child is a zombie until init reaps it. */
+async function stillRunning(pid: number): Promise<boolean> {
+  for (let attempt = 0; attempt < 20; attempt += 1) {
+    let state: string | undefined;
+    try {
+      state = (await readFile(`/proc/${pid}/stat`, "utf8")).split(") ")[1]?.[0];
+    } catch {
+      try {
+        process.kill(pid, 0);
+        state = "R";
+      } catch {
+        return false;
+      }
+    }
+    if (state === "Z" || state === "X") return false;
+    await new Promise((resolve) => setTimeout(resolve, 25));
+  }
+  return true;
+}
+
+async function refusal(promise: Promise<unknown>): Promise<unknown> {
+  const error = await promise.then(
+    () => undefined,
+    (caught: unknown) => caught,
+  );
+  expect(error, "expected the call to be refused").toBeDefined();
+  return error;
+}
+
+async function expectEscape(promise: Promise<unknown>, path: string): Promise<void> {
+  const error = await refusal(promise);
+  expect(isAssemblyLineError(error, "AL_ERR_PATH_ESCAPE"), String(error)).toBe(true);
+  expect((error as Error).message).toContain(JSON.stringify(path));
+}
+
+describe("LocalSandboxAdapter", () => {
+  it("keeps sandboxes under <agentDir>/.assembly-line/sandboxes by default", () => {
+    const adapter = new LocalSandboxAdapter({ agentDir: "/srv/agent" });
+    expect(adapter.name).toBe("local");
+    expect(adapter.folderFor("run-1")).toBe("/srv/agent/.assembly-line/sandboxes/run-1");
+  });
+
+  it("gives every key its own single folder, even keys with separators", () => {
+    const adapter = new LocalSandboxAdapter({ root: "/r" });
+    expect(adapter.folderFor("../etc")).toBe("/r/..%2Fetc");
+    expect(adapter.folderFor("a/b")).toBe("/r/a%2Fb");
+    expect(adapter.folderFor("x".repeat(500)).split("/").pop()!.length).toBeLessThanOrEqual(200);
+    for (const key of ["", ".", ".."]) expect(() => adapter.folderFor(key)).toThrow(/AL_ERR_PATH_ESCAPE/);
+  });
+
+  it("refuses invalid options with AL_ERR_SANDBOX_DEFINITION", () => {
+    expect(() => new LocalSandboxAdapter({ defaultTimeoutMs: 0 })).toThrow(/AL_ERR_SANDBOX_DEFINITION/);
+    expect(() => new LocalSandboxAdapter({ maxOutputBytes: -1 })).toThrow(/AL_ERR_SANDBOX_DEFINITION/);
+  });
+
+  it("reopens the same files when a fresh adapter acquires the same key", async () => {
+    const { root, box } = await sandbox("run-7");
+    await box.writeFile("/workspace/notes/todo.txt", "buy milk");
+    const reopened = await new LocalSandboxAdapter({ root }).acquire("run-7");
+    expect(new TextDecoder().decode(await reopened.readFile("/workspace/notes/todo.txt"))).toBe("buy milk");
+    expect(reopened.id).toBe(box.id);
+  });
+
+  it("returns the same sandbox for repeated acquires in one process", async () => {
+    const { adapter, box } = await sandbox("run-2");
+    expect(await adapter.acquire("run-2")).toBe(box);
+  });
+
+  it("release removes the folder and stops the sandbox", async () => {
+    const { adapter, box } = await sandbox("run-3");
+    await box.writeFile("report.txt", "x");
+    await adapter.release("run-3");
+    expect(existsSync(adapter.folderFor("run-3"))).toBe(false);
+    expect(isAssemblyLineError(await refusal(box.readFile("report.txt")), "AL_ERR_SANDBOX_UNAVAILABLE")).toBe(true);
+    const fresh = await adapter.acquire("run-3");
+    expect(await fresh.listFiles("/workspace")).toEqual([]);
+    await adapter.release("never-acquired");
+  });
+
+  it("kills a running command on release", async () => {
+    const { adapter, box } = await sandbox("run-4");
+    const started = Date.now();
+    const running = box.exec("sleep 30", { timeoutMs: 20_000 });
+    await new Promise((resolve) => setTimeout(resolve, 100));
+    await adapter.release("run-4");
+    const result = await running;
+    expect(Date.now() - started).toBeLessThan(5_000);
+    expect(result.exitCode).toBe(137);
+  });
+
+  it("records the session in a SandboxSessionStore and forgets it on release", async () => {
+    const root = await tempFolder("al-sandbox-");
+    const sessions = new InMemoryStateAdapter();
+    const adapter = new LocalSandboxAdapter({ root, sessions });
+    const box = await adapter.acquire("run-5");
+    const record = await sessions.getSandboxSession("run-5");
+    expect(record).toMatchObject({ key: "run-5", adapter: "local", sessionId: box.id });
+    await adapter.release("run-5");
+    expect(await sessions.getSandboxSession("run-5")).toBeUndefined();
+  });
+});
+
+describe("LocalSandbox paths", () => {
+  it.each([
+    ["../x", "a relative path climbing out"],
+    ["/workspace/../../etc/passwd", "a logical path climbing out"],
+    ["/workspace/a/../b", "a '..' that would stay inside"],
+    ["/etc/passwd", "an absolute host path"],
+    ["/workspacefoo/x", "a sibling of /workspace"],
+    ["/workspace/a\0b", "a NUL byte"],
+    ["", "an empty path"],
+  ])("refuses %j (%s) for every file method", async (path) => {
+    const { box } = await sandbox();
+    await expectEscape(box.readFile(path), path);
+    await expectEscape(box.writeFile(path, "x"), path);
+    await expectEscape(box.deleteFile(path), path);
+    await expectEscape(box.listFiles(path), path);
+    await expectEscape(box.exec("true", { cwd: path }), path);
+  });
+
+  it("refuses to read through a symlink to / made by a command", async () => {
+    const { box } = await sandbox();
+    expect((await box.exec("ln -s / link")).exitCode).toBe(0);
+    await expectEscape(box.readFile("link/etc/hostname"), "link/etc/hostname");
+    await expectEscape(box.readFile("/workspace/link/etc/passwd"), "/workspace/link/etc/passwd");
+    await expectEscape(box.listFiles("link"), "link");
+    await expectEscape(box.exec("pwd", { cwd: "link/tmp" }), "link/tmp");
+  });
+
+  it("refuses to write or delete through a symlinked folder pointing outside", async () => {
+    const { box } = await sandbox();
+    const outside = await tempFolder("al-outside-");
+    await writeFile(join(outside, "keep.txt"), "keep");
+    expect((await box.exec(`ln -s '${outside}' out`)).exitCode).toBe(0);
+    await expectEscape(box.writeFile("out/new.txt", "x"), "out/new.txt");
+    await expectEscape(box.writeFile("out/deeper/new.txt", "x"), "out/deeper/new.txt");
+    await expectEscape(box.deleteFile("out/keep.txt"), "out/keep.txt");
+    expect(existsSync(join(outside, "new.txt"))).toBe(false);
+    expect(existsSync(join(outside, "deeper"))).toBe(false);
+    expect(await readFile(join(outside, "keep.txt"), "utf8")).toBe("keep");
+  });
+
+  it("refuses to write through a file symlink, even a dangling one, that points outside", async () => {
+    const { box } = await sandbox();
+    const outside = await tempFolder("al-outside-");
+    await writeFile(join(outside, "target.txt"), "original");
+    await box.exec(`ln -s '${outside}/target.txt' existing && ln -s '${outside}/created.txt' dangling`);
+    await expectEscape(box.writeFile("existing", "overwritten"), "existing");
+    await expectEscape(box.writeFile("dangling", "created"), "dangling");
+    expect(await readFile(join(outside, "target.txt"), "utf8")).toBe("original");
+    expect(existsSync(join(outside, "created.txt"))).toBe(false);
+  });
+
+  it("deletes a symlink itself, never what it points at", async () => {
+    const { box } = await sandbox();
+    const outside = await tempFolder("al-outside-");
+    await writeFile(join(outside, "keep.txt"), "keep");
+    await box.exec(`ln -s '${outside}' out`);
+    await box.deleteFile("out");
+    expect(await box.listFiles("/workspace")).toEqual([]);
+    expect(await readFile(join(outside, "keep.txt"), "utf8")).toBe("keep");
+  });
+
+  it("follows symlinks that stay inside the workspace", async () => {
+    const { box } = await sandbox();
+    await box.writeFile("real/data.txt", "inside");
+    await box.exec("ln -s real alias && ln -s real/data.txt file-link");
+    expect(new TextDecoder().decode(await box.readFile("alias/data.txt"))).toBe("inside");
+    await box.writeFile("file-link", "rewritten");
+    expect(new TextDecoder().decode(await box.readFile("real/data.txt"))).toBe("rewritten");
+  });
+
+  it("lists recursively with logical paths, leaving out symlinks that leave the workspace", async () => {
+    const { box } = await sandbox();
+    await box.writeFile("/workspace/a.txt", "hello");
+    await box.writeFile("dir/sub/b.bin", new Uint8Array([1, 2, 3]));
+    await box.exec("ln -s / root-link && ln -s a.txt a-link");
+    expect(await box.listFiles("/workspace")).toEqual([
+      { path: "/workspace/a-link", type: "file", size: 5 },
+      { path: "/workspace/a.txt", type: "file", size: 5 },
+      { path: "/workspace/dir", type: "directory", size: 0 },
+      { path: "/workspace/dir/sub", type: "directory", size: 0 },
+      { path: "/workspace/dir/sub/b.bin", type: "file", size: 3 },
+    ]);
+    expect(await box.listFiles("dir")).toEqual([
+      { path: "/workspace/dir/sub", type: "directory", size: 0 },
+      { path: "/workspace/dir/sub/b.bin", type: "file", size: 3 },
+    ]);
+    expect(await box.listFiles("missing")).toEqual([]);
+  });
+
+  it("reports a missing file as AL_ERR_PATH_NOT_FOUND with the logical path, not the host one", async () => {
+    const { box, root } = await sandbox();
+    const error = await refusal(box.readFile("nope.txt"));
+    expect(isAssemblyLineError(error, "AL_ERR_PATH_NOT_FOUND")).toBe(true);
+    expect((error as Error).message).toContain("/workspace/nope.txt");
+    expect((error as Error).message).not.toContain(root);
+  });
+
+  it("deletes files and folders, and treats a missing path as already deleted", async () => {
+    const { box } = await sandbox();
+    await box.writeFile("dir/a.txt", "a");
+    await box.writeFile("b.txt", "b");
+    await box.deleteFile("dir");
+    await box.deleteFile("missing/also-missing.txt");
+    expect((await box.listFiles("/workspace")).map((entry) => entry.path)).toEqual(["/workspace/b.txt"]);
+    await box.deleteFile("/workspace");
+    expect(await box.listFiles("/workspace")).toEqual([]);
+  });
+});
+
+describe("LocalSandbox exec", () => {
+  it("runs in the workspace folder, which the file methods write to", async () => {
+    const { box } = await sandbox();
+    await box.writeFile("/workspace/hello.txt", "hi from writeFile\n");
+    const result = await box.exec('cat hello.txt && pwd && printf %s "$WORKSPACE"');
+    const [content, pwd, workspace] = result.stdout.split("\n");
+    expect(content).toBe("hi from writeFile");
+    expect(pwd).toBe(workspace);
+    expect(result).toMatchObject({ exitCode: 0, stderr: "", timedOut: false, truncated: false });
+    const nested = await box.exec("echo made > made.txt && mkdir -p sub && cd sub && pwd");
+    expect(nested.stdout.trim()).toBe(`${workspace}/sub`);
+    expect(new TextDecoder().decode(await box.readFile("made.txt"))).toBe("made\n");
+  });
+
+  it("starts in a cwd given as a logical path", async () => {
+    const { box } = await sandbox();
+    await box.writeFile("src/main.ts", "");
+    const result = await box.exec("ls && pwd", { cwd: "/workspace/src" });
+    expect(result.stdout.split("\n")[0]).toBe("main.ts");
+    expect(result.stdout.trim().endsWith("/workspace/src")).toBe(true);
+    expect(isAssemblyLineError(await refusal(box.exec("true", { cwd: "nowhere" })), "AL_ERR_PATH_NOT_FOUND")).toBe(true);
+  });
+
+  it("reports the exit code and stderr", async () => {
+    const { box } = await sandbox();
+    const result = await box.exec("echo out; echo oops >&2; exit 3");
+    expect(result).toEqual({ exitCode: 3, stdout: "out\n", stderr: "oops\n", timedOut: false, truncated: false });
+    expect((await box.exec("kill -TERM $$")).exitCode).toBe(143);
+  });
+
+  it("kills a command at its timeout and reports timedOut with exit code 124", async () => {
+    const { box } = await sandbox();
+    const started = Date.now();
+    const result = await box.exec("echo started; sleep 30", { timeoutMs: 300 });
+    expect(Date.now() - started).toBeLessThan(2_000);
+    expect(result).toMatchObject({ exitCode: TIMEOUT_EXIT_CODE, timedOut: true, stdout: "started\n" });
+  });
+
+  it("kills the whole process group on timeout, not only the shell", async () => {
+    const { box } = await sandbox();
+    const result = await box.exec("sleep 30 & echo $! > pids; sleep 30 & echo $! >> pids; wait", { timeoutMs: 300 });
+    expect(result.timedOut).toBe(true);
+    const pids = new TextDecoder().decode(await box.readFile("pids")).trim().split("\n").map(Number);
+    expect(pids).toHaveLength(2);
+    for (const pid of pids) expect(await stillRunning(pid), `sleep ${pid} survived the timeout`).toBe(false);
+  });
+
+  it("returns when the shell exits, ending what it left running in the background", async () => {
+    const { box } = await sandbox();
+    const started = Date.now();
+    const result = await box.exec("sleep 30 & echo $! > pid; echo done", { timeoutMs: 10_000 });
+    expect(Date.now() - started).toBeLessThan(2_000);
+    expect(result).toMatchObject({ exitCode: 0, stdout: "done\n", timedOut: false });
+    expect(await stillRunning(Number(new TextDecoder().decode(await box.readFile("pid"))))).toBe(false);
+  });
+
+  it("caps stdout and stderr at maxOutputBytes each and says so", async () => {
+    const { box } = await sandbox();
+    const result = await box.exec("head -c 200000 /dev/zero | tr '\\0' a; head -c 5000 /dev/zero | tr '\\0' b >&2", { maxOutputBytes: 1000 });
+    expect(result.stdout).toBe("a".repeat(1000));
+    expect(result.stderr).toBe("b".repeat(1000));
+    expect(result).toMatchObject({ exitCode: 0, truncated: true });
+  });
+
+  it("never cuts a multi-byte character in half at the cap", async () => {
+    const { box } = await sandbox();
+    const result = await box.exec("printf 'aé'", { maxOutputBytes: 2 });
+    expect(result).toMatchObject({ stdout: "a", truncated: true });
+  });
+
+  it("gives commands a small environment: no host secrets, its own HOME, plus env", async () => {
+    process.env.AL_TEST_SECRET = "do-not-leak";
+    try {
+      const { box } = await sandbox();
+      const result = await box.exec('printf "%s|%s|%s" "${AL_TEST_SECRET:-unset}" "$HOME" "$EXTRA"', { env: { EXTRA: "given" } });
+      const [secret, home, extra] = result.stdout.split("|");
+      expect(secret).toBe("unset");
+      expect(home!.endsWith("/run-1/home")).toBe(true);
+      expect(extra).toBe("given");
+    } finally {
+      delete process.env.AL_TEST_SECRET;
+    }
+  });
+});

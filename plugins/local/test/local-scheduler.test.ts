@@ -1,0 +1,121 @@
+import { InMemoryStateAdapter } from "@assemblyline-agents/runtime";
+import { afterEach, describe, expect, it } from "vitest";
+import { LocalScheduler } from "../src/index.js";
+import { nextRunAt } from "../src/scheduler/local-scheduler.js";
+
+const HOUR = 60 * 60 * 1000;
+const running: LocalScheduler[] = [];
+afterEach(async () => {
+  await Promise.all(running.splice(0).map((scheduler) => scheduler.stop()));
+});
+
+function scheduler(store: InMemoryStateAdapter, options: { leaseMs?: number } = {}): LocalScheduler {
+  const created = new LocalScheduler({ store, pollIntervalMs: 10, ...options });
+  running.push(created);
+  return created;
+}
+
+async function until(condition: () => boolean, timeoutMs = 1_500): Promise<void> {
+  const deadline = Date.now() + timeoutMs;
+  while (!condition()) {
+    if (Date.now() > deadline) throw new Error("condition not met in time");
+    await new Promise((resolve) => setTimeout(resolve, 5));
+  }
+}
+
+const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
+
+describe("LocalScheduler", () => {
+  it("dispatches a due schedule once even with two schedulers racing on one store", async () => {
+    const store = new InMemoryStateAdapter();
+    const due = new Date(Date.now() - 1_000);
+    await store.upsertSchedule({ id: "daily-report", intervalMs: HOUR, nextRunAt: due.toISOString(), payload: {}, enabled: true });
+    await store.upsertSchedule({ id: "later", intervalMs: HOUR, nextRunAt: new Date(Date.now() + HOUR).toISOString(), payload: {}, enabled: true });
+    const dispatched: string[] = [];
+    const dispatch = async (id: string) => {
+      dispatched.push(id);
+    };
+    await Promise.all([scheduler(store).start(dispatch), scheduler(store).start(dispatch)]);
+    await until(() => dispatched.length > 0);
+    // Both keep polling for a while; neither may dispatch it again.
+    await sleep(150);
+    expect(dispatched).toEqual(["daily-report"]);
+    const after = await store.getSchedule("daily-report");
+    expect(after?.lease).toBeNull();
+    expect(Date.parse(after!.nextRunAt)).toBe(due.getTime() + HOUR);
+  });
+
+  it("leaves disabled schedules alone", async () => {
+    const store = new InMemoryStateAdapter();
+    await store.upsertSchedule({ id: "off", intervalMs: 10, nextRunAt: new Date(0).toISOString(), payload: {}, enabled: false });
+    const dispatched: string[] = [];
+    await scheduler(store).start(async (id) => void dispatched.push(id));
+    await sleep(100);
+    expect(dispatched).toEqual([]);
+  });
+
+  it("stop waits for a dispatch in flight and then polls no more", async () => {
+    const store = new InMemoryStateAdapter();
+    await store.upsertSchedule({ id: "slow", intervalMs: 10, nextRunAt: new Date(0).toISOString(), payload: {}, enabled: true });
+    let release!: () => void;
+    let finished = 0;
+    let calls = 0;
+    const local = scheduler(store);
+    await local.start(async () => {
+      calls += 1;
+      await new Promise<void>((resolve) => (release = resolve));
+      finished += 1;
+    });
+    await until(() => calls === 1);
+    let stopped = false;
+    const stopping = local.stop().then(() => (stopped = true));
+    await sleep(50);
+    expect(stopped).toBe(false);
+    release();
+    await stopping;
+    expect(finished).toBe(1);
+    await sleep(60);
+    expect(calls).toBe(1);
+  });
+
+  it("retries a failed dispatch once its lease has expired", async () => {
+    const store = new InMemoryStateAdapter();
+    await store.upsertSchedule({ id: "flaky", intervalMs: HOUR, nextRunAt: new Date(0).toISOString(), payload: {}, enabled: true });
+    let calls = 0;
+    await scheduler(store, { leaseMs: 50 }).start(async () => {
+      calls += 1;
+      if (calls === 1) throw new Error("queue unavailable");
+    });
+    await until(() => calls === 2);
+    await sleep(30);
+    expect(calls).toBe(2);
+    const after = await store.getSchedule("flaky");
+    expect(after?.lease).toBeNull();
+    expect(Date.parse(after!.nextRunAt)).toBeGreaterThan(Date.now());
+  });
+
+  it("refuses to start twice without a stop", async () => {
+    const local = scheduler(new InMemoryStateAdapter());
+    await local.start(async () => undefined);
+    await expect(local.start(async () => undefined)).rejects.toThrow(/already started/);
+  });
+
+  it("takes its store from a function at start, for a scheduler made before the state exists", async () => {
+    let store: InMemoryStateAdapter | undefined;
+    const local = new LocalScheduler({ store: () => store, pollIntervalMs: 10 });
+    running.push(local);
+    await expect(local.start(async () => undefined)).rejects.toThrow(/AL_ERR_GATEWAY_SLOT/);
+    store = new InMemoryStateAdapter();
+    await store.upsertSchedule({ id: "late", intervalMs: HOUR, nextRunAt: new Date(0).toISOString(), payload: {}, enabled: true });
+    const dispatched: string[] = [];
+    await local.start(async (id) => void dispatched.push(id));
+    await until(() => dispatched.length === 1);
+    expect(dispatched).toEqual(["late"]);
+  });
+
+  it("moves the next run one interval on, skipping slots missed while down", () => {
+    const due = "2025-01-01T00:00:00.000Z";
+    expect(nextRunAt({ intervalMs: HOUR, nextRunAt: due }, new Date("2025-01-01T00:00:05Z")).toISOString()).toBe("2025-01-01T01:00:00.000Z");
+    expect(nextRunAt({ intervalMs: HOUR, nextRunAt: due }, new Date("2025-01-01T05:30:00Z")).toISOString()).toBe("2025-01-01T06:00:00.000Z");
+  });
+});
