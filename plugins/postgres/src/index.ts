@@ -9,3 +9,4 @@ export {
 } from "./options.js";
 export { LATEST_SCHEMA_VERSION, MIGRATIONS, type Migration } from "./schema/migrations.js";
 export { migrateSchema, type MigrationResult } from "./schema/migrate.js";
+export { plugin } from "./plugin.js";

@@ -1,5 +1,6 @@
 import { join, resolve } from "node:path";
-import { AssemblyLineError, type RunEvent } from "@assemblyline-agents/core";
+import { AssemblyLineError, type BlobStore, type RunEvent, type SandboxAdapter, type StateAdapter } from "@assemblyline-agents/core";
+import { composeGateway } from "@assemblyline-agents/registry";
 import { FileStateAdapter, LocalBlobStore, LocalSandboxAdapter } from "@assemblyline-agents/local";
 import { piAgentHarness, resolvePiApiKey, resolvePiModel, type PiModelCatalog } from "@assemblyline-agents/pi";
 import { ARTIFACT_DIR, OpenEveRuntime, buildAgent, loadRuntimeBundle, type RuntimeBundle } from "@assemblyline-agents/runtime";
@@ -76,16 +77,24 @@ export async function openLocalRuntime(options: {
   models?: PiModelCatalog;
   onEvent?: (event: RunEvent) => void;
   onTextDelta?: (runId: string, delta: string) => void;
+  /** Dev mode warns about missing plugin env variables instead of refusing to boot. Default true. */
+  devMode?: boolean;
 }): Promise<LocalRuntime> {
   const agentDir = resolve(options.agentDir);
   const artifactRoot = options.build ? (await buildAgent(agentDir)).artifactRoot : join(agentDir, ARTIFACT_DIR);
   const bundle = await loadRuntimeBundle(artifactRoot);
-  const state = await FileStateAdapter.open({ ...(options.stateDir ? { directory: resolve(options.stateDir) } : { agentDir }) });
+  // gateway.ts chooses adapters per slot; the slots it leaves empty get the embedded defaults.
+  const composed = bundle.sourceBundle.gateway
+    ? await composeGateway({ gateway: bundle.sourceBundle.gateway, agentDir, devMode: options.devMode ?? true })
+    : undefined;
+  const adapters = (composed?.adapters ?? {}) as { state?: StateAdapter; blob?: BlobStore; sandbox?: SandboxAdapter };
+  const state = adapters.state ?? (await FileStateAdapter.open({ ...(options.stateDir ? { directory: resolve(options.stateDir) } : { agentDir }) }));
   const runtime = new OpenEveRuntime({
     ...bundle,
     state,
-    blob: new LocalBlobStore({ agentDir }),
-    sandbox: new LocalSandboxAdapter({ agentDir }),
+    ...(composed ? { kernel: composed.kernel } : {}),
+    blob: adapters.blob ?? new LocalBlobStore({ agentDir }),
+    sandbox: adapters.sandbox ?? new LocalSandboxAdapter({ agentDir }),
     defaultHarness: piAgentHarness({ ...(options.models ? { models: options.models } : {}) }),
     ...(options.onTextDelta ? { onTextDelta: options.onTextDelta } : {}),
   });
@@ -93,5 +102,12 @@ export async function openLocalRuntime(options: {
     const onEvent = options.onEvent;
     runtime.hooks.event.tap("cli-timeline", (event) => onEvent(event));
   }
-  return { runtime, bundle, close: () => runtime.close() };
+  return {
+    runtime,
+    bundle,
+    close: async () => {
+      await runtime.close();
+      await composed?.close();
+    },
+  };
 }

@@ -1,6 +1,7 @@
 import { isAssemblyLineError } from "@assemblyline-agents/core";
 import { buildCommand } from "./commands/build.js";
 import { runCommand } from "./commands/run.js";
+import { pluginsCommand } from "./commands/plugins.js";
 import { answerCommand, approveCommand, denyCommand, resumeCommand, runsCommand } from "./commands/runs.js";
 import { processIO, type CommandIO } from "./io.js";
 
@@ -21,6 +22,8 @@ const HELP = `assembly-line <command>
   deny <runId> [<callId>]              deny it; the model receives a denial result
   answer <runId> "text"                answer the run's question and resume it
   resume <runId>                       continue a run left running by a process that died
+  plugins list | search <words> | info <id> | add <id> | verify [dir]
+                                       the plugin marketplace: find, install and check adapter plugins
 
   Runs live in <agentDir>/.assembly-line/state (or --state-dir <dir>); every command
   that takes a run id also takes --agent <agentDir>.
@@ -34,6 +37,7 @@ const COMMANDS: Record<string, (args: string[], io: CommandIO) => Promise<number
   deny: denyCommand,
   answer: answerCommand,
   resume: resumeCommand,
+  plugins: pluginsCommand,
 };
 
 export async function main(argv: string[], io: CommandIO = processIO): Promise<number> {

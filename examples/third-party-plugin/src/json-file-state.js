@@ -1,0 +1,383 @@
+// @ts-check
+import { mkdir, open, readFile, rename } from "node:fs/promises";
+import { dirname } from "node:path";
+import { AssemblyLineError } from "@assemblyline-agents/core";
+
+/**
+ * @typedef {import("@assemblyline-agents/core").RunRecord} RunRecord
+ * @typedef {import("@assemblyline-agents/core").RunEvent} RunEvent
+ * @typedef {import("@assemblyline-agents/core").NewRun} NewRun
+ * @typedef {import("@assemblyline-agents/core").NewRunEvent} NewRunEvent
+ * @typedef {import("@assemblyline-agents/core").RunStateChange} RunStateChange
+ * @typedef {import("@assemblyline-agents/core").RunListFilter} RunListFilter
+ * @typedef {import("@assemblyline-agents/core").ClaimOptions} ClaimOptions
+ * @typedef {import("@assemblyline-agents/core").ToolCallRecord} ToolCallRecord
+ * @typedef {import("@assemblyline-agents/core").StepRecord} StepRecord
+ * @typedef {import("@assemblyline-agents/core").CheckpointRecord} CheckpointRecord
+ * @typedef {import("@assemblyline-agents/core").DeliveryRecord} DeliveryRecord
+ * @typedef {import("@assemblyline-agents/core").ConversationMessage} ConversationMessage
+ *
+ * @typedef {{ record: RunRecord, ordinal: number, events: RunEvent[], toolCalls: Record<string, ToolCallRecord>,
+ *   steps: Record<string, StepRecord>, checkpoint: CheckpointRecord | null, deliveryIds: string[] }} StoredRun
+ * @typedef {{ format: 1, nextOrdinal: number, runs: Record<string, StoredRun>, idempotency: Record<string, string>,
+ *   deliveries: Record<string, { record: DeliveryRecord, ordinal: number }>, conversations: Record<string, ConversationMessage[]> }} Document
+ */
+
+const FORMAT = 1;
+const DEFAULT_PAGE_SIZE = 50;
+const DEFAULT_CLAIM_LIMIT = 100;
+
+/** @type {<T>(value: T) => T} Every stored and returned value is a private copy. */
+const copy = (value) => structuredClone(value);
+/** @param {{ expiresAt: string } | null} lease @param {Date} now */
+const leaseIsFree = (lease, now) => lease === null || Date.parse(lease.expiresAt) <= now.getTime();
+
+/** @returns {Document} */
+const emptyDocument = () => ({ format: FORMAT, nextOrdinal: 1, runs: {}, idempotency: {}, deliveries: {}, conversations: {} });
+
+/**
+ * Runs and conversations in one JSON file. Every call reads and changes the
+ * in-memory document without awaiting in between, so calls are atomic with
+ * respect to each other; a call that changes something resolves once a file
+ * write that includes its change has been fsynced and renamed into place.
+ * One process per file: it takes no lock.
+ */
+export class JsonFileState {
+  /** @param {{ file: string }} options */
+  constructor(options) {
+    /** @readonly */
+    this.file = options.file;
+    /** @type {Document} */
+    this.doc = emptyDocument();
+    /** @type {Promise<void> | undefined} */
+    this.opening = undefined;
+    /** The write that will include changes made from now on, while one is waiting to start. */
+    /** @type {Promise<void> | undefined} */
+    this.nextWrite = undefined;
+    /** @type {Promise<void>} */
+    this.writing = Promise.resolve();
+  }
+
+  /** Construct and load, so an unreadable file fails at boot; subclasses open as themselves. @param {{ file: string }} options */
+  static async open(options) {
+    const state = new this(options);
+    await state.ready();
+    return state;
+  }
+
+  /** @returns {Promise<void>} */
+  ready() {
+    this.opening ??= readFile(this.file, "utf8").then(
+      (text) => {
+        const parsed = JSON.parse(text);
+        if (parsed?.format !== FORMAT) {
+          throw new AssemblyLineError("AL_ERR_STATE_ROW_INVALID", `${this.file} is not a jsonfile state file of format ${FORMAT}`, {
+            fix: "Point jsonFileState({ file }) at a file this plugin wrote, or move the old one away.",
+          });
+        }
+        this.doc = parsed;
+      },
+      (error) => {
+        if (error.code !== "ENOENT") throw error;
+      },
+    );
+    return this.opening;
+  }
+
+  /** Wait for pending writes. */
+  async close() {
+    await this.writing;
+  }
+
+  /** Persist the document; resolves when a write that started after this call has finished. */
+  persist() {
+    if (!this.nextWrite) {
+      const write = this.writing.then(async () => {
+        this.nextWrite = undefined;
+        const text = JSON.stringify(this.doc);
+        const temp = `${this.file}.tmp-${process.pid}`;
+        await mkdir(dirname(this.file), { recursive: true });
+        const handle = await open(temp, "w");
+        try {
+          await handle.writeFile(text);
+          await handle.sync();
+        } finally {
+          await handle.close();
+        }
+        await rename(temp, this.file);
+      });
+      this.nextWrite = write;
+      this.writing = write.catch(() => undefined);
+    }
+    return this.nextWrite;
+  }
+
+  // ---- runs ----------------------------------------------------------------
+
+  /** @param {NewRun} run */
+  async createRun(run) {
+    await this.ready();
+    const existingId = run.idempotencyKey !== undefined ? this.doc.idempotency[run.idempotencyKey] : undefined;
+    const existing = this.doc.runs[existingId ?? run.id];
+    if (existing) return { run: copy(existing.record), created: false };
+    const now = new Date().toISOString();
+    /** @type {RunRecord} */
+    const record = {
+      id: run.id,
+      agentId: run.agentId,
+      agentRevision: run.agentRevision,
+      conversationId: run.conversationId ?? null,
+      status: run.status ?? "queued",
+      modelSpec: run.modelSpec,
+      input: copy(run.input),
+      output: null,
+      error: null,
+      lastSeq: 1,
+      observedSeq: 0,
+      lease: null,
+      createdAt: now,
+      updatedAt: now,
+    };
+    const data = { agentId: record.agentId, agentRevision: record.agentRevision, conversationId: record.conversationId, modelSpec: record.modelSpec, status: record.status, input: copy(/** @type {any} */ (run.input)) };
+    const created = { id: `${run.id}:1`, runId: run.id, seq: 1, type: "run.created", data, createdAt: now };
+    this.doc.runs[run.id] = { record, ordinal: this.doc.nextOrdinal++, events: [created], toolCalls: {}, steps: {}, checkpoint: null, deliveryIds: [] };
+    if (run.idempotencyKey !== undefined) this.doc.idempotency[run.idempotencyKey] = run.id;
+    await this.persist();
+    return { run: copy(record), created: true };
+  }
+
+  /** @param {string} runId */
+  async getRun(runId) {
+    await this.ready();
+    const stored = this.doc.runs[runId];
+    return stored ? copy(stored.record) : undefined;
+  }
+
+  /** Newest first; the cursor is the ordinal of the last run on the page. @param {RunListFilter} [filter] */
+  async listRuns(filter = {}) {
+    await this.ready();
+    const statuses = filter.status === undefined ? undefined : [filter.status].flat();
+    const before = filter.cursor === undefined ? Infinity : Number(filter.cursor);
+    if (Number.isNaN(before)) {
+      throw new AssemblyLineError("AL_ERR_STATE_INPUT_INVALID", `listRuns got cursor "${filter.cursor}", which this state store did not produce`, {
+        fix: "Pass the nextCursor of a previous page, or no cursor for the first page.",
+      });
+    }
+    const limit = filter.limit ?? DEFAULT_PAGE_SIZE;
+    const matching = Object.values(this.doc.runs)
+      .filter(({ record, ordinal }) =>
+        ordinal < before &&
+        (statuses === undefined || statuses.includes(record.status)) &&
+        (filter.agentId === undefined || record.agentId === filter.agentId) &&
+        (filter.conversationId === undefined || record.conversationId === filter.conversationId))
+      .sort((a, b) => b.ordinal - a.ordinal);
+    const page = matching.slice(0, limit);
+    const last = page.at(-1);
+    return { runs: page.map((stored) => copy(stored.record)), nextCursor: matching.length > limit && last ? String(last.ordinal) : null };
+  }
+
+  /**
+   * @param {string} runId @param {NewRunEvent[]} events @param {RunStateChange} [change]
+   * @param {{ expectedLastSeq?: number }} [options]
+   */
+  async appendEvents(runId, events, change, options = {}) {
+    await this.ready();
+    const stored = this.requireRun(runId);
+    if (options.expectedLastSeq !== undefined && options.expectedLastSeq !== stored.record.lastSeq) {
+      throw new AssemblyLineError("AL_ERR_EVENT_SEQ", `run ${runId} is at seq ${stored.record.lastSeq}, not the expected ${options.expectedLastSeq}`, {
+        fix: "Reload the run and decide again; another writer moved it on.",
+      });
+    }
+    const now = new Date().toISOString();
+    const appended = events.map((event, index) => {
+      const seq = stored.record.lastSeq + index + 1;
+      return { id: `${runId}:${seq}`, runId, seq, type: event.type, data: copy(event.data ?? {}), createdAt: now };
+    });
+    stored.events.push(...appended);
+    stored.record.lastSeq += appended.length;
+    stored.record.updatedAt = now;
+    if (change) this.applyChange(stored, change, now);
+    await this.persist();
+    return copy(appended);
+  }
+
+  /** @param {string} runId @param {{ afterSeq?: number, limit?: number }} [options] */
+  async listEvents(runId, options = {}) {
+    await this.ready();
+    const after = (this.doc.runs[runId]?.events ?? []).filter((event) => event.seq > (options.afterSeq ?? 0));
+    return copy(options.limit === undefined ? after : after.slice(0, options.limit));
+  }
+
+  /** @param {string} runId @param {number} seq */
+  async markObserved(runId, seq) {
+    await this.ready();
+    const stored = this.requireRun(runId);
+    if (seq <= stored.record.observedSeq) return;
+    stored.record.observedSeq = seq;
+    await this.persist();
+  }
+
+  /** @param {string} runId @param {string} callId */
+  async getToolCall(runId, callId) {
+    await this.ready();
+    const call = this.doc.runs[runId]?.toolCalls[callId];
+    return call ? copy(call) : undefined;
+  }
+
+  /** @param {string} runId */
+  async listToolCalls(runId) {
+    await this.ready();
+    return copy(Object.values(this.doc.runs[runId]?.toolCalls ?? {}));
+  }
+
+  /** @param {string} runId @param {string} key */
+  async getStep(runId, key) {
+    await this.ready();
+    const step = this.doc.runs[runId]?.steps[key];
+    return step ? copy(step) : undefined;
+  }
+
+  /** @param {string} runId */
+  async getCheckpoint(runId) {
+    await this.ready();
+    const checkpoint = this.doc.runs[runId]?.checkpoint;
+    return checkpoint ? copy(checkpoint) : undefined;
+  }
+
+  /** @param {string} runId @param {string} owner @param {number} ttlMs @param {Date} [now] */
+  async acquireRunLease(runId, owner, ttlMs, now = new Date()) {
+    await this.ready();
+    const stored = this.requireRun(runId);
+    const lease = stored.record.lease;
+    if (lease && lease.owner !== owner && !leaseIsFree(lease, now)) return false;
+    stored.record.lease = { owner, expiresAt: new Date(now.getTime() + ttlMs).toISOString() };
+    await this.persist();
+    return true;
+  }
+
+  /** @param {string} runId @param {string} owner */
+  async releaseRunLease(runId, owner) {
+    await this.ready();
+    const stored = this.doc.runs[runId];
+    if (stored?.record.lease?.owner !== owner) return;
+    stored.record.lease = null;
+    await this.persist();
+  }
+
+  /** @param {ClaimOptions} options */
+  async claimRecoverableRuns(options) {
+    await this.ready();
+    const now = options.now ?? new Date();
+    const claimed = Object.values(this.doc.runs)
+      .filter(({ record }) => (record.status === "queued" || record.status === "running") && leaseIsFree(record.lease, now))
+      .sort((a, b) => a.ordinal - b.ordinal)
+      .slice(0, Math.max(0, options.limit ?? DEFAULT_CLAIM_LIMIT));
+    for (const { record } of claimed) record.lease = { owner: options.owner, expiresAt: new Date(now.getTime() + options.ttlMs).toISOString() };
+    if (claimed.length > 0) await this.persist();
+    return claimed.map(({ record }) => copy(record));
+  }
+
+  /** @param {string} runId */
+  async listDeliveries(runId) {
+    await this.ready();
+    return (this.doc.runs[runId]?.deliveryIds ?? []).map((id) => copy(this.doc.deliveries[id].record));
+  }
+
+  /** @param {ClaimOptions} options */
+  async claimDeliveries(options) {
+    await this.ready();
+    const now = options.now ?? new Date();
+    const claimed = Object.values(this.doc.deliveries)
+      .filter(({ record }) => record.status === "pending" && Date.parse(record.availableAt) <= now.getTime() && leaseIsFree(record.lease, now))
+      .sort((a, b) => a.ordinal - b.ordinal)
+      .slice(0, Math.max(0, options.limit ?? DEFAULT_CLAIM_LIMIT));
+    for (const { record } of claimed) {
+      record.lease = { owner: options.owner, expiresAt: new Date(now.getTime() + options.ttlMs).toISOString() };
+      record.updatedAt = now.toISOString();
+    }
+    if (claimed.length > 0) await this.persist();
+    return claimed.map(({ record }) => copy(record));
+  }
+
+  /** A worker whose lease was taken over is ignored, so it cannot undo the new holder's work. @param {string} deliveryId @param {string} owner */
+  async completeDelivery(deliveryId, owner) {
+    await this.ready();
+    const record = this.doc.deliveries[deliveryId]?.record;
+    if (record?.lease?.owner !== owner) return;
+    Object.assign(record, { status: "delivered", lease: null, updatedAt: new Date().toISOString() });
+    await this.persist();
+  }
+
+  /** @param {string} deliveryId @param {string} owner @param {string} error @param {Date} [retryAt] */
+  async failDelivery(deliveryId, owner, error, retryAt) {
+    await this.ready();
+    const record = this.doc.deliveries[deliveryId]?.record;
+    if (record?.lease?.owner !== owner) return;
+    Object.assign(record, {
+      status: retryAt ? "pending" : "failed",
+      attempts: record.attempts + 1,
+      lastError: error,
+      lease: null,
+      updatedAt: new Date().toISOString(),
+      ...(retryAt ? { availableAt: retryAt.toISOString() } : {}),
+    });
+    await this.persist();
+  }
+
+  // ---- conversations ---------------------------------------------------------
+
+  /** @param {string} conversationId @param {ConversationMessage[]} messages */
+  async appendConversationMessages(conversationId, messages) {
+    await this.ready();
+    (this.doc.conversations[conversationId] ??= []).push(...copy(messages));
+    await this.persist();
+  }
+
+  /** Oldest first; with `limit`, only the last `limit`. @param {string} conversationId @param {{ limit?: number }} [options] */
+  async listConversationMessages(conversationId, options = {}) {
+    await this.ready();
+    const all = this.doc.conversations[conversationId] ?? [];
+    return copy(options.limit === undefined ? all : options.limit <= 0 ? [] : all.slice(-options.limit));
+  }
+
+  // ---- internals -------------------------------------------------------------
+
+  /** @param {string} runId */
+  requireRun(runId) {
+    const stored = this.doc.runs[runId];
+    if (!stored) {
+      throw new AssemblyLineError("AL_ERR_RUN_NOT_FOUND", `no run ${runId} in ${this.file}`, { fix: "Create the run first, or check the run id." });
+    }
+    return stored;
+  }
+
+  /** @param {StoredRun} stored @param {RunStateChange} change @param {string} now */
+  applyChange(stored, change, now) {
+    if (change.run) Object.assign(stored.record, copy(change.run));
+    if (change.toolCall) stored.toolCalls[change.toolCall.callId] = copy(change.toolCall);
+    // Step keys are insert-once: a replayed step keeps its first result.
+    if (change.step && !(change.step.key in stored.steps)) stored.steps[change.step.key] = copy(change.step);
+    if (change.checkpoint !== undefined) stored.checkpoint = copy(change.checkpoint);
+    const delivery = change.delivery;
+    if (delivery && !(delivery.id in this.doc.deliveries)) {
+      this.doc.deliveries[delivery.id] = {
+        ordinal: this.doc.nextOrdinal++,
+        record: {
+          id: delivery.id,
+          runId: stored.record.id,
+          channel: delivery.channel,
+          conversationId: delivery.conversationId ?? null,
+          payload: copy(delivery.payload),
+          status: "pending",
+          attempts: 0,
+          availableAt: now,
+          lastError: null,
+          lease: null,
+          createdAt: now,
+          updatedAt: now,
+        },
+      };
+      stored.deliveryIds.push(delivery.id);
+    }
+  }
+}

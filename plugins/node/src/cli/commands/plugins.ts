@@ -1,0 +1,224 @@
+import { existsSync } from "node:fs";
+import { join, resolve } from "node:path";
+import { AssemblyLineError, isAssemblyLineError } from "@assemblyline-agents/core";
+import { KERNEL_VERSION } from "@assemblyline-agents/runtime";
+import {
+  gatewayUsage,
+  inspectPluginPackage,
+  rangeIncludesKernel,
+  readRegistry,
+  searchRegistry,
+  verifyPluginPackage,
+  type InspectedPlugin,
+  type KitOutcome,
+  type PluginProvide,
+  type RegistryEntry,
+  type VerifyStep,
+} from "@assemblyline-agents/registry";
+import { parseCommand, requirePositional, stringOption } from "../args.js";
+import type { CommandIO } from "../io.js";
+import { npmInstall } from "../npm-install.js";
+
+const USAGE = `assembly-line plugins <subcommand>
+
+  list [--json]                          every plugin in the registry: version, contracts, kernel range
+  search <words...> [--json]             plugins whose id, description, tags or contracts match every word
+  info <id> [--json]                     one plugin: adapters, facets, env, and the gateway.ts lines to use it
+  add <id|dir|tarball> [--dir <project>] [--from <npm spec>] [--offline]
+                                         npm install it into the project, check it fits this kernel
+  verify [dir] [--options <json>] [--json]
+                                         what to run before publishing a plugin: manifest, kernel range,
+                                         exports, live contracts, and each contract's conformance kit`;
+
+const SUBCOMMANDS: Record<string, (args: string[], io: CommandIO) => Promise<number>> = {
+  list: listPlugins,
+  search: searchPlugins,
+  info: pluginInfo,
+  add: addPlugin,
+  verify: verifyPlugin,
+};
+
+/** `assembly-line plugins ...`: the marketplace and plugin tooling. */
+export async function pluginsCommand(args: string[], io: CommandIO): Promise<number> {
+  const [name, ...rest] = args;
+  if (name === undefined || name === "help" || name === "--help" || name === "-h") {
+    io.out(USAGE);
+    return name === undefined ? 2 : 0;
+  }
+  const subcommand = SUBCOMMANDS[name];
+  if (!subcommand) throw new AssemblyLineError("AL_ERR_CLI_USAGE", `unknown plugins subcommand "${name}"`, { fix: USAGE });
+  return subcommand(rest, io);
+}
+
+const fits = (range: string) => rangeIncludesKernel(range, KERNEL_VERSION);
+
+function contractsOf(provides: Array<Pick<PluginProvide, "contract" | "facets">>): string {
+  if (provides.length === 0) return "(no gateway slots)";
+  return provides.map((provide) => (provide.facets ? `${provide.contract} (${provide.facets.length} facets)` : provide.contract)).join(", ");
+}
+
+/** Left-aligned columns, two spaces apart. */
+function table(rows: string[][]): string[] {
+  const widths = rows[0]!.map((_, column) => Math.max(...rows.map((row) => row[column]!.length)));
+  return rows.map((row) => row.map((cell, column) => (column === row.length - 1 ? cell : cell.padEnd(widths[column]!))).join("  ").trimEnd());
+}
+
+function printEntries(entries: RegistryEntry[], io: CommandIO): void {
+  io.out(
+    table([
+      ["id", "package", "version", "kernel", `fits ${KERNEL_VERSION}`, "contracts"],
+      ...entries.map((entry) => [entry.id, entry.package, entry.version, entry.kernel, fits(entry.kernel) ? "yes" : "no", contractsOf(entry.provides)]),
+    ]).join("\n"),
+  );
+}
+
+async function listPlugins(args: string[], io: CommandIO): Promise<number> {
+  const { values } = parseCommand(args, { json: { type: "boolean" } }, "assembly-line plugins list [--json]");
+  const entries = await readRegistry();
+  if (values.json) io.out(JSON.stringify({ kernelVersion: KERNEL_VERSION, plugins: entries }));
+  else printEntries(entries, io);
+  return 0;
+}
+
+async function searchPlugins(args: string[], io: CommandIO): Promise<number> {
+  const usage = "assembly-line plugins search <words...> [--json]";
+  const { values, positionals } = parseCommand(args, { json: { type: "boolean" } }, usage);
+  requirePositional(positionals, 0, "words", usage);
+  const found = searchRegistry(await readRegistry(), positionals);
+  if (values.json) io.out(JSON.stringify({ plugins: found }));
+  else if (found.length === 0) io.out(`no plugin matches "${positionals.join(" ")}"; assembly-line plugins list shows them all`);
+  else printEntries(found, io);
+  return 0;
+}
+
+async function findEntry(id: string): Promise<RegistryEntry> {
+  const entries = await readRegistry();
+  const entry = entries.find((candidate) => candidate.id === id);
+  if (!entry) {
+    throw new AssemblyLineError("AL_ERR_PLUGIN_NOT_FOUND", `the registry lists no plugin "${id}"`, {
+      fix: `Pick one of ${entries.map((candidate) => candidate.id).join(", ")} (assembly-line plugins search <words>), or add a third-party package by folder or tarball.`,
+    });
+  }
+  return entry;
+}
+
+async function pluginInfo(args: string[], io: CommandIO): Promise<number> {
+  const usage = "assembly-line plugins info <id> [--json]";
+  const { values, positionals } = parseCommand(args, { json: { type: "boolean" } }, usage);
+  const entry = await findEntry(requirePositional(positionals, 0, "id", usage));
+  if (values.json) {
+    io.out(JSON.stringify({ plugin: entry, fitsKernel: fits(entry.kernel), kernelVersion: KERNEL_VERSION, gateway: gatewayUsage(entry) }));
+    return 0;
+  }
+  io.out(`${entry.id}: ${entry.package} ${entry.version}`);
+  io.out(`  ${entry.description}`);
+  io.out(`  tags: ${entry.tags.join(", ")}`);
+  io.out(`  kernel: ${entry.kernel} (${fits(entry.kernel) ? "includes" : "does NOT include"} this kernel ${KERNEL_VERSION})`);
+  io.out(entry.provides.length === 0 ? "  provides: no gateway slot (it is used from host code)" : "  provides:");
+  for (const provide of entry.provides) {
+    io.out(`    ${provide.slot} "${provide.name}" via ${provide.export}(): ${provide.contract}${provide.facets ? `, facets ${provide.facets.join(", ")}` : ""}`);
+  }
+  if (entry.env.length > 0) io.out("  env:");
+  for (const variable of entry.env) {
+    io.out(`    ${variable.name} (${variable.required ? "required" : "optional"}${variable.secret ? ", secret" : ""})${variable.description ? `: ${variable.description}` : ""}`);
+  }
+  io.out(`  options schema: ${entry.configSchema ? "yes, checked at boot" : "none"}`);
+  io.out(`  install: npx assembly-line plugins add ${entry.id}`);
+  printGateway(gatewayUsage(entry), io);
+  return 0;
+}
+
+function printGateway(lines: string[], io: CommandIO): void {
+  if (lines.length === 0) return;
+  io.out("  gateway.ts:");
+  for (const line of lines) io.out(line === "" ? "" : `    ${line}`);
+}
+
+const looksLikePath = (target: string) => /^(\.{1,2}[\\/]|[\\/]|[A-Za-z]:[\\/])/.test(target) || /\.(tgz|tar\.gz)$/.test(target) || existsSync(target);
+
+async function addPlugin(args: string[], io: CommandIO): Promise<number> {
+  const usage = "assembly-line plugins add <id|dir|tarball> [--dir <project>] [--from <npm spec>] [--offline]";
+  const parsed = parseCommand(args, { dir: { type: "string" }, from: { type: "string" }, offline: { type: "boolean" } }, usage);
+  const target = requirePositional(parsed.positionals, 0, "id", usage);
+  const project = resolve(stringOption(parsed, "dir") ?? process.cwd());
+  if (!existsSync(join(project, "package.json"))) {
+    throw new AssemblyLineError("AL_ERR_CLI_USAGE", `${project} has no package.json to add the plugin to`, { fix: "Run it in your project folder (npm init -y creates one), or pass --dir <project>." });
+  }
+  const from = stringOption(parsed, "from");
+  let spec: string;
+  let knownName: string | undefined;
+  if (from !== undefined) spec = from;
+  else if (looksLikePath(target)) spec = resolve(target);
+  else {
+    const entry = await findEntry(target);
+    spec = `${entry.package}@^${entry.version}`;
+    knownName = entry.package;
+  }
+  io.out(`installing ${spec} into ${project}`);
+  const name = await npmInstall(project, spec, { offline: parsed.values.offline === true, ...(knownName ? { knownName } : {}) });
+
+  let plugin: InspectedPlugin;
+  try {
+    plugin = await inspectPluginPackage(join(project, "node_modules", name));
+  } catch (error) {
+    if (!isAssemblyLineError(error)) throw error;
+    io.err(error.message);
+    io.err(`${name} is installed but cannot be used with kernel ${KERNEL_VERSION}; remove it with: npm uninstall ${name}`);
+    return 1;
+  }
+  io.out(`added ${name}@${plugin.version}: plugin "${plugin.manifest.id}", kernel ${plugin.manifest.kernel} includes ${KERNEL_VERSION}`);
+  for (const provide of plugin.manifest.provides) io.out(`  provides ${provide.slot} "${provide.name}" (${provide.contract}) via ${provide.export}()`);
+  const required = (plugin.manifest.env ?? []).filter((variable) => variable.required);
+  if (required.length > 0) io.out(`  set before a production boot: ${required.map((variable) => variable.name).join(", ")}`);
+  printGateway(gatewayUsage({ package: name, provides: plugin.manifest.provides }), io);
+  return 0;
+}
+
+async function verifyPlugin(args: string[], io: CommandIO): Promise<number> {
+  const usage = "assembly-line plugins verify [dir] [--options <json>] [--json]";
+  const parsed = parseCommand(args, { options: { type: "string" }, json: { type: "boolean" } }, usage);
+  const dir = resolve(parsed.positionals[0] ?? process.cwd());
+  const options = parseOptions(stringOption(parsed, "options"), usage);
+  const json = parsed.values.json === true;
+  if (!json) io.out(`verifying ${dir} against kernel ${KERNEL_VERSION}`);
+  const report = await verifyPluginPackage(dir, {
+    ...(options ? { options } : {}),
+    ...(json ? {} : { onProgress: (event) => ("step" in event ? printStep(event.step, io) : printKit(event.kit, io)) }),
+  });
+  if (json) {
+    io.out(JSON.stringify(report));
+    return report.ok ? 0 : 1;
+  }
+  const who = report.plugin ? `${report.plugin.packageName}@${report.plugin.version} (plugin ${report.plugin.id})` : dir;
+  const problems = report.steps.filter((step) => !step.ok).length + report.kits.filter((kit) => kit.failed > 0).length;
+  if (report.ok) io.out(`\nverify passed: ${who} is ready to publish`);
+  else io.err(`\nverify failed: ${who}, ${problems} problem(s) above`);
+  return report.ok ? 0 : 1;
+}
+
+function parseOptions(text: string | undefined, usage: string): Record<string, unknown> | undefined {
+  if (text === undefined) return undefined;
+  try {
+    const value = JSON.parse(text) as unknown;
+    if (typeof value === "object" && value !== null && !Array.isArray(value)) return value as Record<string, unknown>;
+  } catch {
+    // Reported below with the usage.
+  }
+  throw new AssemblyLineError("AL_ERR_CLI_USAGE", `--options ${text} is not a JSON object`, { fix: `Pass the options gateway.ts would, e.g. --options '{"file":"state.json"}'. usage: ${usage}` });
+}
+
+function printStep(step: VerifyStep, io: CommandIO): void {
+  io.out(`  ${step.ok ? "pass" : "FAIL"}  ${step.step}: ${step.detail}`);
+  if (step.fix) io.out(`        fix: ${step.fix}`);
+}
+
+function printKit(kit: KitOutcome, io: CommandIO): void {
+  const subject = `conformance ${kit.slot} "${kit.name}" (${kit.contract})`;
+  if (kit.kit === undefined) {
+    io.out(`  skip  ${subject}: no conformance kit for ${kit.contract} yet; its methods were checked above`);
+    return;
+  }
+  const counts = [`${kit.passed} passed`, ...(kit.failed ? [`${kit.failed} failed`] : []), ...(kit.skipped ? [`${kit.skipped} skipped`] : [])].join(", ");
+  io.out(`  ${kit.failed === 0 ? "pass" : "FAIL"}  ${subject} with ${kit.kit}: ${counts}`);
+  for (const failure of kit.failures) io.out(`        - ${failure.test}: ${failure.message.split("\n")[0]}`);
+}

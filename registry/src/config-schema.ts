@@ -1,0 +1,57 @@
+import { readFile } from "node:fs/promises";
+import { join } from "node:path";
+import type { ValidateFunction } from "ajv";
+import { describeSchemaErrors, registryAjv } from "./schemas.js";
+import { pluginRefusal, type PluginPackage, type PluginProvide } from "./manifest.js";
+
+const compiled = new Map<string, ValidateFunction>();
+
+/** The schema file that governs `provide`'s options: its own, else the package's, else none. */
+export function configSchemaPath(pkg: PluginPackage, provide: PluginProvide): string | undefined {
+  const relative = provide.configSchema ?? pkg.manifest.configSchema;
+  return relative === undefined ? undefined : join(pkg.dir, relative);
+}
+
+/** Read and compile a plugin's config schema; refuses a missing file or a schema ajv cannot compile. */
+export async function compileConfigSchema(pkg: PluginPackage, provide: PluginProvide): Promise<ValidateFunction | undefined> {
+  const file = configSchemaPath(pkg, provide);
+  if (file === undefined) return undefined;
+  const cached = compiled.get(file);
+  if (cached) return cached;
+  let schema: unknown;
+  try {
+    schema = JSON.parse(await readFile(file, "utf8"));
+  } catch (error) {
+    throw pluginRefusal("AL_ERR_PLUGIN_CONFIG_SCHEMA", pkg, `its configSchema ${file} is missing or not JSON: ${(error as Error).message}`, 'Ship the file (list it in package.json "files") or fix the configSchema path.', {
+      cause: error,
+    });
+  }
+  try {
+    // Compiled without $id registration, so two plugins may both call their schema "config".
+    const { $id: _ignored, ...anonymous } = schema as Record<string, unknown>;
+    const validate = registryAjv().compile(anonymous);
+    compiled.set(file, validate);
+    return validate;
+  } catch (error) {
+    throw pluginRefusal("AL_ERR_PLUGIN_CONFIG_SCHEMA", pkg, `its configSchema ${file} does not compile: ${(error as Error).message}`, "Correct the schema so ajv compiles it (draft-07).", {
+      cause: error,
+    });
+  }
+}
+
+/**
+ * The options a descriptor carries to the factory must satisfy the plugin's
+ * config schema (step 4 of loading, before anything is constructed with them).
+ */
+export async function checkAdapterOptions(pkg: PluginPackage, provide: PluginProvide, options: unknown): Promise<void> {
+  const validate = await compileConfigSchema(pkg, provide);
+  if (!validate || validate(options ?? {})) return;
+  const problems = describeSchemaErrors(validate.errors, "options");
+  throw pluginRefusal(
+    "AL_ERR_PLUGIN_OPTIONS",
+    pkg,
+    `the options for its ${provide.slot} adapter "${provide.name}" break ${configSchemaPath(pkg, provide)}: ${problems.join("; ")}`,
+    `Pass options that match the schema to ${provide.export}(...) in gateway.ts.`,
+    { details: { problems, slot: provide.slot, adapter: provide.name } },
+  );
+}

@@ -1,0 +1,57 @@
+import { mkdtemp, rm } from "node:fs/promises";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import type { GatewaySlot } from "@assemblyline-agents/core";
+import { DEFAULT_PLUGIN_TIMEOUT_MS, createKernel, type Kernel } from "@assemblyline-agents/runtime";
+import { uniquePerTest } from "./unique-options.js";
+import { closeAdapter, describeAdapter, inspectPluginPackage, materializeProvided, type InspectedPlugin } from "./load.js";
+
+export interface ConformanceSubjectOptions {
+  packageDir: string;
+  slot: GatewaySlot;
+  /** Passed to the provided export, as gateway.ts would. */
+  options?: Record<string, unknown>;
+  kernelVersion?: string;
+  env?: Record<string, string | undefined>;
+  timeoutMs?: number;
+}
+
+/**
+ * A conformance-kit factory for a plugin's adapter, made the way a host makes
+ * it: the package's export builds the descriptor, the plugin is applied to a
+ * kernel, and hooks.slot materializes a fresh adapter in a fresh temporary agent
+ * folder for every test. Cleanup closes it and removes the folder.
+ * `plugins verify` imports this from the test file it generates.
+ */
+export function conformanceSubjectFactory(options: ConformanceSubjectOptions): () => Promise<{ state: never; cleanup: () => Promise<void> }> {
+  const timeoutMs = options.timeoutMs ?? DEFAULT_PLUGIN_TIMEOUT_MS;
+  let prepared: Promise<{ plugin: InspectedPlugin; kernel: Kernel }> | undefined;
+  return async () => {
+    prepared ??= (async () => {
+      const plugin = await inspectPluginPackage(options.packageDir, options.kernelVersion ? { kernelVersion: options.kernelVersion } : {});
+      return { plugin, kernel: await createKernel({ plugins: [plugin.plugin!], timeoutMs }) };
+    })();
+    const { plugin, kernel } = await prepared;
+    const provide = plugin.manifest.provides.find((entry) => entry.slot === options.slot)!;
+    const descriptor = describeAdapter(plugin, provide, uniquePerTest(options.options));
+    const agentDir = await mkdtemp(join(tmpdir(), `al-kit-${plugin.manifest.id}-`));
+    const context = { slot: options.slot, env: options.env ?? process.env, devMode: false, agentDir };
+    let live: unknown;
+    try {
+      live = await materializeProvided(kernel, plugin, provide, descriptor, context, timeoutMs);
+    } catch (error) {
+      await rm(agentDir, { recursive: true, force: true });
+      throw error;
+    }
+    return {
+      state: live as never,
+      cleanup: async () => {
+        try {
+          await closeAdapter(live, timeoutMs, `plugin ${plugin.manifest.id}'s ${options.slot} adapter close()`);
+        } finally {
+          await rm(agentDir, { recursive: true, force: true });
+        }
+      },
+    };
+  };
+}

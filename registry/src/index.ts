@@ -1,0 +1,45 @@
+export {
+  readPluginPackage,
+  checkKernelRange,
+  rangeIncludesKernel,
+  describePlugin,
+  type PluginManifest,
+  type PluginPackage,
+  type PluginProvide,
+  type PluginEnvVar,
+} from "./manifest.js";
+export {
+  inspectPluginPackage,
+  loadPluginPackage,
+  describeAdapter,
+  materializeProvided,
+  checkLiveContract,
+  type InspectOptions,
+  type InspectedPlugin,
+  type LoadPluginOptions,
+  type LoadedPlugin,
+  type LoadedAdapter,
+} from "./load.js";
+export { packageEntry } from "./package-main.js";
+export { checkAdapterOptions, compileConfigSchema, configSchemaPath } from "./config-schema.js";
+export { scanInstalledPlugins, discoverPackage, findPackageDir, nodeModulesChain, type DiscoveredPlugin } from "./discover.js";
+export { composeGateway, type ComposeGatewayOptions, type ComposedGateway, type ComposedSlot, type MissingEnvVar } from "./compose.js";
+export {
+  REGISTRY_INDEX_FILE,
+  REGISTRY_GENERATED_FILE,
+  readRegistryIndex,
+  readGeneratedRegistry,
+  readRegistry,
+  generateRegistry,
+  formatGeneratedRegistry,
+  writeGeneratedRegistry,
+  searchRegistry,
+  type RegistryIndex,
+  type GeneratedRegistry,
+  type GeneratedPluginEntry,
+  type RegistryEntry,
+} from "./registry-data.js";
+export { verifyPluginPackage, CONFORMANCE_KITS, type VerifyOptions, type VerifyReport, type VerifyStep, type KitOutcome } from "./verify.js";
+export { conformanceSubjectFactory, type ConformanceSubjectOptions } from "./conformance-subject.js";
+export { gatewayUsage } from "./usage.js";
+export { PLUGIN_SCHEMA_FILE, REGISTRY_DIR } from "./schemas.js";

@@ -1,0 +1,65 @@
+import { existsSync } from "node:fs";
+import { join } from "node:path";
+import { fileURLToPath } from "node:url";
+import { createJiti } from "jiti";
+import { pluginRefusal, type PluginPackage } from "./manifest.js";
+
+/** Conditions tried, in order, when the package's `exports` map the entry point by condition. */
+const CONDITIONS = ["import", "node", "default"];
+
+function pickTarget(target: unknown): string | undefined {
+  if (typeof target === "string") return target;
+  if (Array.isArray(target)) return target.map(pickTarget).find((found) => found !== undefined);
+  if (typeof target === "object" && target !== null) {
+    for (const condition of CONDITIONS) {
+      const found = pickTarget((target as Record<string, unknown>)[condition]);
+      if (found !== undefined) return found;
+    }
+  }
+  return undefined;
+}
+
+/** The file `import("<package>")` loads: `exports["."]`, else `main`, else index.js. */
+export function packageEntry(pkg: Pick<PluginPackage, "dir" | "packageJson">): string {
+  const { exports, main } = pkg.packageJson as { exports?: unknown; main?: unknown };
+  let target: string | undefined;
+  if (exports !== undefined) {
+    const isSubpathMap = typeof exports === "object" && exports !== null && !Array.isArray(exports) && Object.keys(exports).some((key) => key.startsWith("."));
+    target = pickTarget(isSubpathMap ? (exports as Record<string, unknown>)["."] : exports);
+  }
+  target ??= typeof main === "string" ? main : "index.js";
+  return join(pkg.dir, target);
+}
+
+/*
+ * Plugin code is loaded through jiti with the SDK and runtime aliased to the
+ * host's copies, so a plugin with its own copy of @assemblyline-agents/core still
+ * shares one instance with the host, and a TypeScript main loads too.
+ */
+const jiti = createJiti(import.meta.url, {
+  alias: {
+    "@assemblyline-agents/core": fileURLToPath(import.meta.resolve("@assemblyline-agents/core")),
+    "@assemblyline-agents/runtime": fileURLToPath(import.meta.resolve("@assemblyline-agents/runtime")),
+  },
+  tryNative: true,
+});
+
+/** Import the package main (step 3 of loading starts here). */
+export async function importPackageMain(pkg: PluginPackage): Promise<Record<string, unknown>> {
+  const entry = packageEntry(pkg);
+  if (!existsSync(entry)) {
+    throw pluginRefusal(
+      "AL_ERR_PLUGIN_IMPORT",
+      pkg,
+      `its main module ${entry} does not exist`,
+      'Build the package (its "main"/"exports" must point at a file that ships), or fix the path in package.json.',
+    );
+  }
+  try {
+    return (await jiti.import(entry)) as Record<string, unknown>;
+  } catch (error) {
+    throw pluginRefusal("AL_ERR_PLUGIN_IMPORT", pkg, `importing ${entry} threw: ${(error as Error).message}`, "Fix that error; importing the package must not need anything but its dependencies.", {
+      cause: error,
+    });
+  }
+}

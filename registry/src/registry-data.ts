@@ -1,0 +1,129 @@
+import { readFile, writeFile } from "node:fs/promises";
+import { join } from "node:path";
+import type { ValidateFunction } from "ajv";
+import { AssemblyLineError } from "@assemblyline-agents/core";
+import { findPackageDir } from "./discover.js";
+import { readPluginPackage, type PluginEnvVar, type PluginProvide } from "./manifest.js";
+import { REGISTRY_DIR, describeSchemaErrors, generatedRegistryValidator, registryIndexValidator } from "./schemas.js";
+
+export const REGISTRY_INDEX_FILE = join(REGISTRY_DIR, "index.json");
+export const REGISTRY_GENERATED_FILE = join(REGISTRY_DIR, "generated.json");
+
+/** registry/index.json: hand-kept, id -> package. */
+export interface RegistryIndex {
+  plugins: Record<string, { package: string; description: string; tags: string[] }>;
+}
+
+export interface GeneratedPluginEntry {
+  package: string;
+  version: string;
+  kernel: string;
+  provides: Array<Omit<PluginProvide, "configSchema">>;
+  env: PluginEnvVar[];
+  configSchema: boolean;
+}
+
+/** registry/generated.json: what each indexed package's manifest says. */
+export interface GeneratedRegistry {
+  plugins: Record<string, GeneratedPluginEntry>;
+}
+
+/** One marketplace listing: the index line plus the generated facts. */
+export interface RegistryEntry extends GeneratedPluginEntry {
+  id: string;
+  description: string;
+  tags: string[];
+}
+
+async function readChecked<T>(file: string, validator: () => ValidateFunction, fix: string): Promise<T> {
+  let data: unknown;
+  try {
+    data = JSON.parse(await readFile(file, "utf8"));
+  } catch (error) {
+    throw new AssemblyLineError("AL_ERR_REGISTRY_INVALID", `${file} is missing or not JSON: ${(error as Error).message}`, { fix, cause: error });
+  }
+  const validate = validator();
+  if (!validate(data)) {
+    throw new AssemblyLineError("AL_ERR_REGISTRY_INVALID", `${file} breaks its schema: ${describeSchemaErrors(validate.errors, "").join("; ")}`, { fix });
+  }
+  return data as T;
+}
+
+export function readRegistryIndex(file: string = REGISTRY_INDEX_FILE): Promise<RegistryIndex> {
+  return readChecked(file, registryIndexValidator, "Fix the entry the message names; registry/schemas/index.schema.json describes the format.");
+}
+
+export function readGeneratedRegistry(file: string = REGISTRY_GENERATED_FILE): Promise<GeneratedRegistry> {
+  return readChecked(file, generatedRegistryValidator, "Regenerate it: npm run registry:generate.");
+}
+
+/**
+ * Read the manifest of every package the index lists, as installed from `from`
+ * (the monorepo root for first-party plugins). Deterministic: ids sorted, no
+ * timestamps, so a test can compare it with the committed file.
+ */
+export async function generateRegistry(options: { index?: RegistryIndex; from?: string } = {}): Promise<GeneratedRegistry> {
+  const index = options.index ?? (await readRegistryIndex());
+  const from = options.from ?? REGISTRY_DIR;
+  const plugins: Record<string, GeneratedPluginEntry> = {};
+  for (const id of Object.keys(index.plugins).sort()) {
+    const { package: packageName } = index.plugins[id]!;
+    const dir = findPackageDir(packageName, from);
+    if (!dir) {
+      throw new AssemblyLineError("AL_ERR_REGISTRY_INVALID", `registry/index.json lists "${id}" as ${packageName}, which is not installed under ${from}`, {
+        fix: "Install the package (npm install at the repository root links the workspaces), or correct the package name.",
+      });
+    }
+    const pkg = await readPluginPackage(dir);
+    if (pkg.manifest.id !== id) {
+      throw new AssemblyLineError("AL_ERR_REGISTRY_INVALID", `registry/index.json lists "${id}" as ${packageName}, whose manifest id is "${pkg.manifest.id}"`, {
+        fix: `Key the index entry "${pkg.manifest.id}", or fix the package's assemblyLine.id.`,
+      });
+    }
+    plugins[id] = {
+      package: packageName,
+      version: pkg.version,
+      kernel: pkg.manifest.kernel,
+      provides: pkg.manifest.provides.map(({ configSchema: _perAdapter, ...provide }) => provide),
+      env: pkg.manifest.env ?? [],
+      configSchema: pkg.manifest.configSchema !== undefined || pkg.manifest.provides.some((provide) => provide.configSchema !== undefined),
+    };
+  }
+  return { plugins };
+}
+
+/** The file text of a generated registry, as committed. */
+export function formatGeneratedRegistry(registry: GeneratedRegistry): string {
+  return `${JSON.stringify({ $schema: "./schemas/generated.schema.json", ...registry }, null, 2)}\n`;
+}
+
+export async function writeGeneratedRegistry(registry: GeneratedRegistry, file: string = REGISTRY_GENERATED_FILE): Promise<void> {
+  await writeFile(file, formatGeneratedRegistry(registry));
+}
+
+/** The marketplace listing: index and generated data joined by id, sorted. */
+export async function readRegistry(options: { indexFile?: string; generatedFile?: string } = {}): Promise<RegistryEntry[]> {
+  const [index, generated] = await Promise.all([readRegistryIndex(options.indexFile), readGeneratedRegistry(options.generatedFile)]);
+  return Object.keys(index.plugins)
+    .sort()
+    .map((id) => {
+      const facts = generated.plugins[id];
+      if (!facts) {
+        throw new AssemblyLineError("AL_ERR_REGISTRY_INVALID", `registry/generated.json has no entry for "${id}", which index.json lists`, {
+          fix: "Regenerate it: npm run registry:generate.",
+        });
+      }
+      return { id, ...index.plugins[id]!, ...facts };
+    });
+}
+
+/** Entries matching every word (case-insensitive) in id, package, description, tags, slots or contracts. */
+export function searchRegistry(entries: RegistryEntry[], words: string[]): RegistryEntry[] {
+  const needles = words.flatMap((word) => word.toLowerCase().split(/\s+/)).filter(Boolean);
+  return entries.filter((entry) => {
+    const haystack = [entry.id, entry.package, entry.description, ...entry.tags, ...entry.provides.flatMap((provide) => [provide.slot, provide.name, provide.contract])]
+      .join(" ")
+      .toLowerCase();
+    return needles.every((needle) => haystack.includes(needle));
+  });
+}

@@ -1,0 +1,204 @@
+import { uniquePerTest } from "./unique-options.js";
+import { mkdtemp, rm, writeFile } from "node:fs/promises";
+import { tmpdir } from "node:os";
+import { join, resolve } from "node:path";
+import { Writable } from "node:stream";
+import { isAssemblyLineError } from "@assemblyline-agents/core";
+import { DEFAULT_PLUGIN_TIMEOUT_MS, KERNEL_VERSION } from "@assemblyline-agents/runtime";
+import { inspectPluginPackage, loadPluginPackage } from "./load.js";
+import { checkKernelRange, readPluginPackage, type PluginPackage, type PluginProvide } from "./manifest.js";
+
+/**
+ * The conformance kit of each contract, as exported by
+ * @assemblyline-agents/core/testkit, and the extra arguments it takes.
+ * A contract without an entry is checked by its methods only.
+ */
+export const CONFORMANCE_KITS: Record<string, { kit: string; extraArgs(provide: PluginProvide): unknown[] }> = {
+  "state@1": { kit: "describeStateConformance", extraArgs: (provide) => [{ facets: provide.facets ?? ["runs"] }] },
+  "blob@1": { kit: "describeBlobStoreConformance", extraArgs: () => [] },
+};
+
+export interface VerifyStep {
+  step: "manifest" | "kernel range" | "exports" | "options and live contracts";
+  ok: boolean;
+  detail: string;
+  code?: string;
+  fix?: string;
+}
+
+export interface KitOutcome {
+  slot: string;
+  name: string;
+  contract: string;
+  /** The testkit function that ran, or undefined when the contract has no kit yet. */
+  kit: string | undefined;
+  passed: number;
+  failed: number;
+  skipped: number;
+  failures: Array<{ test: string; message: string }>;
+}
+
+export interface VerifyReport {
+  ok: boolean;
+  packageDir: string;
+  plugin: { id: string; version: string; packageName: string } | undefined;
+  steps: VerifyStep[];
+  kits: KitOutcome[];
+}
+
+export interface VerifyOptions {
+  /** Default: this host's KERNEL_VERSION. */
+  kernelVersion?: string;
+  /** Options passed to every provided export, as gateway.ts would. Default: none. */
+  options?: Record<string, unknown>;
+  env?: Record<string, string | undefined>;
+  /** Bound on apply(kernel), each factory and each close(). */
+  timeoutMs?: number;
+  /** Bound on each conformance test. Default 60 s. */
+  testTimeoutMs?: number;
+  /** Called as each step or kit finishes, for live progress. */
+  onProgress?(event: { step: VerifyStep } | { kit: KitOutcome }): void;
+}
+
+/**
+ * What a plugin author runs before publishing: the loader's checks one by one
+ * (manifest, kernel range, exports, options and live contracts), then the
+ * conformance kit of every contract the package provides, run by vitest on a
+ * generated test file. Never throws for a broken plugin: the report says why.
+ */
+export async function verifyPluginPackage(packageDir: string, options: VerifyOptions = {}): Promise<VerifyReport> {
+  const dir = resolve(packageDir);
+  const kernelVersion = options.kernelVersion ?? KERNEL_VERSION;
+  const report: VerifyReport = { ok: false, packageDir: dir, plugin: undefined, steps: [], kits: [] };
+  const record = (step: VerifyStep) => {
+    report.steps.push(step);
+    options.onProgress?.({ step });
+    return step.ok;
+  };
+  const attempt = async (step: VerifyStep["step"], work: () => Promise<string> | string): Promise<boolean> => {
+    try {
+      return record({ step, ok: true, detail: await work() });
+    } catch (error) {
+      if (!isAssemblyLineError(error)) return record({ step, ok: false, detail: `unexpected failure: ${(error as Error).stack ?? String(error)}` });
+      return record({ step, ok: false, detail: error.message.split("\n")[0]!, code: error.code, ...(error.fix ? { fix: error.fix } : {}) });
+    }
+  };
+
+  let pkg: PluginPackage | undefined;
+  const ok =
+    (await attempt("manifest", async () => {
+      pkg = await readPluginPackage(dir);
+      report.plugin = { id: pkg.manifest.id, version: pkg.version, packageName: pkg.packageName };
+      const adapters = pkg.manifest.provides.map((provide) => `${provide.slot} "${provide.name}"`).join(", ") || "no adapters";
+      return `assemblyLine block matches plugin-schema.json: id "${pkg.manifest.id}", ${adapters}`;
+    })) &&
+    (await attempt("kernel range", () => {
+      checkKernelRange(pkg!, kernelVersion);
+      return `"${pkg!.manifest.kernel}" includes kernel ${kernelVersion}`;
+    })) &&
+    (await attempt("exports", async () => {
+      const inspected = await inspectPluginPackage(dir, { kernelVersion });
+      const names = [...(inspected.plugin ? ["plugin"] : []), ...inspected.manifest.provides.map((provide) => `${provide.export}()`)];
+      return `the package main exports ${names.join(", ") || "nothing the kernel needs"}`;
+    })) &&
+    (await attempt("options and live contracts", async () => {
+      const loaded = await loadPluginPackage(dir, {
+        kernelVersion,
+        ...(options.options ? { options: uniquePerTest(options.options)! } : {}),
+        ...(options.env ? { env: options.env } : {}),
+        ...(options.timeoutMs ? { timeoutMs: options.timeoutMs } : {}),
+      });
+      const claims = loaded.manifest.provides.map((provide) => `${provide.slot} "${provide.name}" has every method of ${provide.contract}${provide.facets ? ` (${provide.facets.join(", ")})` : ""}`);
+      return claims.join("; ") || "nothing to materialize";
+    }));
+  if (!ok) return report;
+
+  report.kits = await runConformanceKits(pkg!, { ...options, kernelVersion });
+  report.ok = report.kits.every((kit) => kit.failed === 0);
+  return report;
+}
+
+/** Run the kit of each provided contract in its own generated test file, through vitest's Node API. */
+async function runConformanceKits(pkg: PluginPackage, options: VerifyOptions & { kernelVersion: string }): Promise<KitOutcome[]> {
+  const outcomes: KitOutcome[] = [];
+  const work = await mkdtemp(join(tmpdir(), `al-verify-${pkg.manifest.id}-`));
+  const files = new Map<string, KitOutcome>();
+  try {
+    for (const [index, provide] of pkg.manifest.provides.entries()) {
+      const kit = CONFORMANCE_KITS[provide.contract];
+      const outcome: KitOutcome = { slot: provide.slot, name: provide.name, contract: provide.contract, kit: kit?.kit, passed: 0, failed: 0, skipped: 0, failures: [] };
+      outcomes.push(outcome);
+      if (!kit) continue;
+      const file = join(work, `${index}-${provide.slot}.test.mjs`);
+      await writeFile(file, kitTestFile(pkg, provide, kit, options));
+      files.set(file, outcome);
+    }
+    if (files.size > 0) await runVitest(work, files, options.testTimeoutMs ?? 60_000);
+  } finally {
+    await rm(work, { recursive: true, force: true });
+  }
+  for (const outcome of outcomes) options.onProgress?.({ kit: outcome });
+  return outcomes;
+}
+
+function kitTestFile(pkg: PluginPackage, provide: PluginProvide, kit: { kit: string; extraArgs(provide: PluginProvide): unknown[] }, options: VerifyOptions & { kernelVersion: string }): string {
+  const subject = {
+    packageDir: pkg.dir,
+    slot: provide.slot,
+    kernelVersion: options.kernelVersion,
+    ...(options.options ? { options: options.options } : {}),
+    ...(options.env ? { env: options.env } : {}),
+    timeoutMs: options.timeoutMs ?? DEFAULT_PLUGIN_TIMEOUT_MS,
+  };
+  const title = `${pkg.manifest.id}@${pkg.version} ${provide.slot} "${provide.name}"`;
+  const args = [JSON.stringify(title), `conformanceSubjectFactory(${JSON.stringify(subject)})`, ...kit.extraArgs(provide).map((arg) => JSON.stringify(arg))];
+  return [
+    "// Generated by `assembly-line plugins verify`; removed when it finishes.",
+    `import { ${kit.kit} } from ${JSON.stringify(import.meta.resolve("@assemblyline-agents/core/testkit"))};`,
+    `import { conformanceSubjectFactory } from ${JSON.stringify(new URL("./conformance-subject.js", import.meta.url).href)};`,
+    "",
+    `${kit.kit}(${args.join(", ")});`,
+    "",
+  ].join("\n");
+}
+
+async function runVitest(root: string, files: Map<string, KitOutcome>, testTimeout: number): Promise<void> {
+  // Loaded only here: vitest is heavy and only `verify` needs it.
+  const { startVitest } = await import("vitest/node");
+  const silent = new Writable({ write: (_chunk, _encoding, done) => done() });
+  // startVitest sets process.exitCode when tests fail; the report carries that instead.
+  const exitCode = process.exitCode;
+  const vitest = await startVitest(
+    "test",
+    [],
+    { root, config: false, watch: false, run: true, include: ["*.test.mjs"], reporters: [{}], testTimeout, hookTimeout: testTimeout, pool: "forks" },
+    {},
+    { stdout: silent, stderr: silent },
+  );
+  try {
+    for (const module of vitest.state.getTestModules()) {
+      const outcome = files.get(module.moduleId);
+      if (!outcome) continue;
+      for (const error of module.errors()) outcome.failures.push({ test: "(loading the test file)", message: error.message ?? String(error) });
+      outcome.failed += module.errors().length;
+      for (const test of module.children.allTests()) {
+        const result = test.result();
+        if (result.state === "passed") outcome.passed += 1;
+        else if (result.state === "skipped") outcome.skipped += 1;
+        else {
+          outcome.failed += 1;
+          outcome.failures.push({ test: test.fullName, message: result.errors?.[0]?.message ?? result.state });
+        }
+      }
+    }
+    for (const [file, outcome] of files) {
+      if (!vitest.state.getTestModules().some((module) => module.moduleId === file)) {
+        outcome.failed += 1;
+        outcome.failures.push({ test: "(running the test file)", message: `vitest did not run ${file}` });
+      }
+    }
+  } finally {
+    await vitest.close();
+    process.exitCode = exitCode;
+  }
+}

@@ -1,0 +1,74 @@
+import { existsSync, readFileSync, readdirSync } from "node:fs";
+import { mkdtemp, rm, writeFile } from "node:fs/promises";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { describe, expect, it } from "vitest";
+import { isAssemblyLineError, type ErrorCode } from "@assemblyline-agents/core";
+import { loadPluginPackage, type LoadPluginOptions } from "@assemblyline-agents/registry";
+
+/**
+ * Each folder under fixtures/ with an _expect.json is a broken plugin package:
+ * the file says what it breaks, the code loading must refuse with, and what
+ * the message must say.
+ */
+interface Expectation {
+  description: string;
+  code: ErrorCode;
+  messageIncludes: string[];
+  load?: LoadPluginOptions;
+}
+
+const fixtures = join(import.meta.dirname, "fixtures");
+const cases = readdirSync(fixtures)
+  .filter((name) => existsSync(join(fixtures, name, "_expect.json")))
+  .map((name) => ({ name, expected: JSON.parse(readFileSync(join(fixtures, name, "_expect.json"), "utf8")) as Expectation }));
+
+describe("loading a broken plugin package", () => {
+  it("has a fixture for each rule, including the two broken jsonfile releases", () => {
+    expect(cases.map((entry) => entry.name)).toEqual(expect.arrayContaining(["wrong-kernel-range", "missing-facet-method"]));
+    expect(cases.length).toBeGreaterThanOrEqual(12);
+  });
+
+  for (const { name, expected } of cases) {
+    it(`refuses with ${expected.code}: ${expected.description} (${name})`, async () => {
+      const error = await loadPluginPackage(join(fixtures, name), expected.load).then(
+        () => undefined,
+        (caught: unknown) => caught,
+      );
+      expect(isAssemblyLineError(error), `${name} should be refused`).toBe(true);
+      if (!isAssemblyLineError(error)) return;
+      expect(error.code).toBe(expected.code);
+      for (const text of expected.messageIncludes) expect(error.message).toContain(text);
+      // Every refusal says what to do.
+      expect(error.fix).toMatch(/\S/);
+    });
+  }
+
+  it("names the package folder when there is no package.json", async () => {
+    const empty = await mkdtemp(join(tmpdir(), "al-plugin-"));
+    try {
+      await expect(loadPluginPackage(empty)).rejects.toMatchObject({ code: "AL_ERR_PLUGIN_MANIFEST", message: expect.stringContaining(join(empty, "package.json")) });
+    } finally {
+      await rm(empty, { recursive: true, force: true });
+    }
+  });
+
+  it("refuses a package without an assemblyLine block, naming it and its version", async () => {
+    const dir = await mkdtemp(join(tmpdir(), "al-plugin-"));
+    try {
+      await writeFile(join(dir, "package.json"), JSON.stringify({ name: "left-pad", version: "1.3.0" }));
+      await expect(loadPluginPackage(dir)).rejects.toMatchObject({
+        code: "AL_ERR_PLUGIN_MANIFEST",
+        message: expect.stringContaining('package left-pad@1.3.0 at'),
+        fix: expect.stringContaining('"assemblyLine"'),
+      });
+    } finally {
+      await rm(dir, { recursive: true, force: true });
+    }
+  });
+
+  it("carries the plugin, its version and the package in the error details", async () => {
+    const error = await loadPluginPackage(join(fixtures, "wrong-kernel-range")).catch((caught: unknown) => caught);
+    expect(error).toMatchObject({ details: { plugin: "jsonfile", version: "0.3.0", package: "@acme/assembly-line-jsonfile", kernelRange: "^2.0.0" } });
+  });
+});

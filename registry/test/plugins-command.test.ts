@@ -1,0 +1,170 @@
+import { execFile } from "node:child_process";
+import { mkdtemp, readFile, rm, writeFile } from "node:fs/promises";
+import { tmpdir } from "node:os";
+import { join, resolve } from "node:path";
+import { promisify } from "node:util";
+import { afterAll, describe, expect, it } from "vitest";
+import { KERNEL_VERSION } from "@assemblyline-agents/runtime";
+import { pluginsCommand } from "../../plugins/node/src/cli/commands/plugins.js";
+
+const root = resolve(import.meta.dirname, "../..");
+const thirdParty = join(root, "examples/third-party-plugin");
+const fixture = (name: string) => join(import.meta.dirname, "fixtures", name);
+
+/** Runs the command with an IO that keeps what it prints. */
+async function plugins(...args: string[]) {
+  const out: string[] = [];
+  const err: string[] = [];
+  const code = await pluginsCommand(args, { out: (line) => out.push(line), err: (line) => err.push(line) });
+  return { code, out: out.join("\n"), err: err.join("\n") };
+}
+
+const folders: string[] = [];
+afterAll(async () => {
+  await Promise.all(folders.map((folder) => rm(folder, { recursive: true, force: true })));
+});
+
+describe("assembly-line plugins list, search and info", () => {
+  it("lists every first-party plugin with its version, contracts and kernel range", async () => {
+    const { code, out } = await plugins("list");
+    expect(code).toBe(0);
+    const rows = out.split("\n");
+    expect(rows[0]).toMatch(/^id\s+package\s+version\s+kernel\s+fits \S+\s+contracts$/);
+    expect(rows.find((row) => row.startsWith("local "))).toMatch(/@assemblyline-agents\/local\s+0\.1\.0\s+\^0\.1\.0\s+yes\s+state@1 \(8 facets\), blob@1/);
+    expect(rows.find((row) => row.startsWith("postgres "))).toMatch(/@assemblyline-agents\/postgres\s+\S+\s+\^0\.1\.0\s+yes\s+state@1/);
+    expect(rows.find((row) => row.startsWith("node "))).toMatch(/@assemblyline-agents\/node\s+\S+\s+\^0\.1\.0\s+yes\s+runtime@1/);
+    expect(rows.find((row) => row.startsWith("pi "))).toMatch(/@assemblyline-agents\/pi\s+\S+\s+\^0\.1\.0\s+yes\s+\(no gateway slots\)/);
+  });
+
+  it("prints the listing as JSON with --json", async () => {
+    const { out } = await plugins("list", "--json");
+    const listing = JSON.parse(out) as { kernelVersion: string; plugins: Array<{ id: string }> };
+    expect(listing.kernelVersion).toBe(KERNEL_VERSION);
+    expect(listing.plugins.map((plugin) => plugin.id)).toEqual(["local", "node", "pi", "postgres"]);
+  });
+
+  it("finds plugins matching every word, and says so when none match", async () => {
+    expect((await plugins("search", "state", "sql")).out).toMatch(/^postgres /m);
+    expect((await plugins("search", "state", "sql")).out).not.toMatch(/^local /m);
+    expect((await plugins("search", "blob")).out).toMatch(/^local /m);
+    expect((await plugins("search", "kubernetes")).out).toMatch(/no plugin matches "kubernetes"/);
+  });
+
+  it("shows a plugin's adapters, facets, env and the gateway.ts lines to use it", async () => {
+    const { code, out } = await plugins("info", "local");
+    expect(code).toBe(0);
+    expect(out).toContain('state "local" via localState(): state@1, facets runs, conversations, schedules, files, usage, sandboxSessions, memory, settings');
+    expect(out).toContain(`kernel: ^0.1.0 (includes this kernel ${KERNEL_VERSION})`);
+    expect(out).toMatch(/import \{ localState, localBlob[^}]*\} from "@assemblyline-agents\/local";/);
+    expect(out).toContain("state: localState(),");
+    expect((await plugins("info", "pi")).out).toContain("OPENAI_API_KEY (optional, secret)");
+  });
+
+  it("refuses an unknown id naming the ones that exist", async () => {
+    await expect(plugins("info", "kubernetes")).rejects.toMatchObject({ code: "AL_ERR_PLUGIN_NOT_FOUND", message: expect.stringContaining("local, node, pi, postgres") });
+    await expect(plugins("frobnicate")).rejects.toMatchObject({ code: "AL_ERR_CLI_USAGE" });
+  });
+});
+
+describe("assembly-line plugins verify", () => {
+  it("passes the third-party example: schema, kernel range, exports, live contract and the state kit", async () => {
+    const { code, out } = await plugins("verify", thirdParty);
+    expect(code).toBe(0);
+    expect(out).toMatch(/pass {2}manifest: .*id "jsonfile"/);
+    expect(out).toMatch(/pass {2}kernel range: "\^0\.1\.0" includes kernel/);
+    expect(out).toMatch(/pass {2}exports: the package main exports plugin, jsonFileState\(\)/);
+    expect(out).toMatch(/pass {2}options and live contracts: state "jsonfile" has every method of state@1 \(runs, conversations\)/);
+    expect(out).toMatch(/pass {2}conformance state "jsonfile" \(state@1\) with describeStateConformance: \d+ passed$/m);
+    expect(out).toContain("verify passed: @acme/assembly-line-jsonfile@0.3.0 (plugin jsonfile) is ready to publish");
+  });
+
+  it("fails the variant built for another kernel with AL_ERR_PLUGIN_KERNEL_MISMATCH and runs no kit", async () => {
+    const { code, out, err } = await plugins("verify", fixture("wrong-kernel-range"));
+    expect(code).toBe(1);
+    expect(out).toMatch(/FAIL {2}kernel range: AL_ERR_PLUGIN_KERNEL_MISMATCH: plugin jsonfile@0\.3\.0 .*"\^2\.0\.0" does not include the running kernel/);
+    expect(out).not.toContain("conformance");
+    expect(err).toContain("verify failed");
+  });
+
+  it("fails the variant missing a facet method with AL_ERR_PLUGIN_CONTRACT naming the method", async () => {
+    const { code, out } = await plugins("verify", fixture("missing-facet-method"));
+    expect(code).toBe(1);
+    expect(out).toMatch(/FAIL {2}options and live contracts: AL_ERR_PLUGIN_CONTRACT: .*lacks conversations\.listConversationMessages/);
+  });
+
+  it("reports each failing conformance test by name", async () => {
+    const broken = await mkdtemp(join(tmpdir(), "al-verify-broken-"));
+    folders.push(broken);
+    // Methods all present, semantics wrong: only the kit can tell.
+    await writeFile(join(broken, "package.json"), JSON.stringify({
+      name: "@acme/forgetful", version: "1.0.0", type: "module", main: "./index.js",
+      assemblyLine: { manifestVersion: 1, id: "forgetful", kernel: "^0.1.0", provides: [{ slot: "state", name: "forgetful", export: "forgetfulState", contract: "state@1", facets: ["runs", "conversations"] }] },
+    }));
+    await writeFile(join(broken, "index.js"), [
+      'import { adapterDescriptor, definePlugin } from "@assemblyline-agents/core";',
+      `import { JsonFileState } from ${JSON.stringify(join(thirdParty, "src/json-file-state.js"))};`,
+      "class Forgetful extends JsonFileState { async listConversationMessages() { return []; } }",
+      'export const forgetfulState = (options = {}) => adapterDescriptor("state", "forgetful", options);',
+      'export const plugin = definePlugin({ name: "forgetful", version: "1.0.0", apply(kernel) {',
+      '  kernel.hooks.slot.for("state").tapPromise("forgetful", async (d, ctx) => d.plugin === "forgetful" ? Forgetful.open({ file: `${ctx.agentDir}/s.json` }) : undefined);',
+      "} });",
+    ].join("\n"));
+    const { code, out } = await plugins("verify", broken);
+    expect(code).toBe(1);
+    expect(out).toMatch(/FAIL {2}conformance state "forgetful" \(state@1\) with describeStateConformance: \d+ passed, [1-9]\d* failed/);
+    expect(out).toMatch(/- .*ConversationStore conformance > lists appended messages oldest first, per conversation: /);
+  });
+
+  it("prints the report as JSON with --json", async () => {
+    const { code, out } = await plugins("verify", fixture("missing-facet-method"), "--json");
+    expect(code).toBe(1);
+    const report = JSON.parse(out) as { ok: boolean; steps: Array<{ step: string; ok: boolean; code?: string }> };
+    expect(report.ok).toBe(false);
+    expect(report.steps.at(-1)).toMatchObject({ step: "options and live contracts", ok: false, code: "AL_ERR_PLUGIN_CONTRACT" });
+  });
+});
+
+describe("assembly-line plugins add", () => {
+  it("installs a plugin tarball with npm, checks it fits this kernel and prints the gateway.ts lines", async () => {
+    const work = await mkdtemp(join(tmpdir(), "al-add-"));
+    folders.push(work);
+    // npm pack is what a publisher's release makes; --offline keeps npm off the network.
+    await promisify(execFile)("npm", ["pack", thirdParty, "--pack-destination", work, "--silent"], { cwd: work });
+    const project = join(work, "project");
+    await promisify(execFile)("mkdir", [project]);
+    // The peer dependency, satisfied from this checkout rather than a registry.
+    await writeFile(join(project, "package.json"), JSON.stringify({ name: "project", private: true, dependencies: { "@assemblyline-agents/core": `file:${join(root, "plugin-sdk")}` } }));
+
+    const { code, out } = await plugins("add", join(work, "acme-assembly-line-jsonfile-0.3.0.tgz"), "--dir", project, "--offline");
+    expect(code).toBe(0);
+    expect(out).toContain(`added @acme/assembly-line-jsonfile@0.3.0: plugin "jsonfile", kernel ^0.1.0 includes ${KERNEL_VERSION}`);
+    expect(out).toContain('provides state "jsonfile" (state@1) via jsonFileState()');
+    expect(out).toContain('import { jsonFileState } from "@acme/assembly-line-jsonfile";');
+    expect(out).toContain("state: jsonFileState(),");
+    const saved = JSON.parse(await readFile(join(project, "package.json"), "utf8")) as { dependencies: Record<string, string> };
+    expect(saved.dependencies["@acme/assembly-line-jsonfile"]).toMatch(/acme-assembly-line-jsonfile-0\.3\.0\.tgz$/);
+  });
+
+  it("installs a package folder, but reports a plugin built for another kernel and how to remove it", async () => {
+    const project = await mkdtemp(join(tmpdir(), "al-add-"));
+    folders.push(project);
+    await writeFile(join(project, "package.json"), JSON.stringify({ name: "project", private: true }));
+    const { code, err } = await plugins("add", fixture("wrong-kernel-range"), "--dir", project, "--offline");
+    expect(code).toBe(1);
+    expect(err).toContain("AL_ERR_PLUGIN_KERNEL_MISMATCH");
+    expect(err).toContain("npm uninstall @acme/assembly-line-jsonfile");
+  });
+
+  it("fails with AL_ERR_PLUGIN_INSTALL quoting npm when the package cannot be installed", async () => {
+    const project = await mkdtemp(join(tmpdir(), "al-add-"));
+    folders.push(project);
+    await writeFile(join(project, "package.json"), JSON.stringify({ name: "project", private: true }));
+    await expect(plugins("add", join(project, "missing.tgz"), "--dir", project, "--offline")).rejects.toMatchObject({ code: "AL_ERR_PLUGIN_INSTALL" });
+  });
+
+  it("refuses a folder without package.json", async () => {
+    const empty = await mkdtemp(join(tmpdir(), "al-add-"));
+    folders.push(empty);
+    await expect(plugins("add", "local", "--dir", empty)).rejects.toMatchObject({ code: "AL_ERR_CLI_USAGE" });
+  });
+});
