@@ -5,10 +5,19 @@ import type { EventContext, KernelHooks } from "../hooks.js";
  * Appends a run's events with their state changes, then lets observers
  * (`hooks.event`: hooks/ files, telemetry, hosts) see each one once, in order,
  * only after it is committed.
+ *
+ * The events an append returns are handed to observers directly, so observing
+ * costs one `markObserved` per append; the store is read back only to catch up
+ * (a run this process has not observed yet, or events appended by a failing
+ * observer).
  */
 export class RunJournal {
   /** Per-run chain so observers see events in seq order even when appends race. */
   private readonly dispatching = new Map<string, Promise<void>>();
+  /** The highest seq observers have seen, per run this process has observed. */
+  private readonly observedSeq = new Map<string, number>();
+  /** Runs an observer appended to while events were being delivered. */
+  private readonly appendedByObservers = new Set<string>();
 
   constructor(
     private readonly runs: RunStore,
@@ -19,7 +28,7 @@ export class RunJournal {
 
   async append(runId: string, events: NewRunEvent[], change?: RunStateChange, options?: { expectedLastSeq?: number }): Promise<RunEvent[]> {
     const recorded = await this.runs.appendEvents(runId, events.map(withJsonData), change, options);
-    await this.observe(runId);
+    await this.chain(runId, () => this.deliver(runId, recorded));
     return recorded;
   }
 
@@ -34,10 +43,25 @@ export class RunJournal {
     return event!;
   }
 
-  /** Deliver every committed event observers have not seen yet (also after a crash). */
+  /** Deliver every committed event observers have not seen yet (also after a crash or in a new process). */
   observe(runId: string): Promise<void> {
+    this.observedSeq.delete(runId);
+    return this.chain(runId, () => this.deliver(runId, []));
+  }
+
+  /**
+   * Append without waiting for observers: for events observers themselves cause
+   * (`hook.failed`), which the running delivery picks up from the store.
+   */
+  async appendUnobserved(runId: string, events: NewRunEvent[]): Promise<RunEvent[]> {
+    const recorded = await this.runs.appendEvents(runId, events.map(withJsonData));
+    this.appendedByObservers.add(runId);
+    return recorded;
+  }
+
+  private chain(runId: string, work: () => Promise<void>): Promise<void> {
     const previous = this.dispatching.get(runId) ?? Promise.resolve();
-    const next = previous.then(() => this.drain(runId));
+    const next = previous.then(work, work);
     const tracked = next.finally(() => {
       if (this.dispatching.get(runId) === tracked) this.dispatching.delete(runId);
     });
@@ -45,38 +69,36 @@ export class RunJournal {
     return tracked;
   }
 
-  /**
-   * Append without waiting for observers: for events observers themselves cause
-   * (`hook.failed`), which the running drain picks up.
-   */
-  appendUnobserved(runId: string, events: NewRunEvent[]): Promise<RunEvent[]> {
-    return this.runs.appendEvents(runId, events.map(withJsonData));
-  }
-
-  private async drain(runId: string): Promise<void> {
-    const run = await this.runs.getRun(runId);
-    if (!run) return;
-    let observedSeq = run.observedSeq;
+  private async deliver(runId: string, recorded: RunEvent[]): Promise<void> {
+    let batch = recorded;
     for (;;) {
-      const pending = await this.runs.listEvents(runId, { afterSeq: observedSeq });
-      if (pending.length === 0) return;
-      observedSeq = await this.deliver(runId, pending);
-    }
-  }
-
-  private async deliver(runId: string, pending: RunEvent[]): Promise<number> {
-    let observedSeq = 0;
-    for (const event of pending) {
-      try {
-        await this.hooks.event.promise(event, this.eventContext);
-      } catch (error) {
-        // Taps isolate their own failures; reaching here means an observer broke the contract.
-        this.logger.error({ runId, seq: event.seq, err: String(error) }, "event observer failed");
+      const seen = this.observedSeq.get(runId);
+      // Unknown position, nothing in hand, or not the next seq: read what observers missed from the store.
+      if (seen === undefined || batch.length === 0 || batch[0]!.seq !== seen + 1) {
+        const from = seen ?? (await this.runs.getRun(runId))?.observedSeq;
+        if (from === undefined) return;
+        batch = await this.runs.listEvents(runId, { afterSeq: from });
+        if (batch.length === 0) {
+          this.observedSeq.set(runId, from);
+          return;
+        }
       }
-      await this.runs.markObserved(runId, event.seq);
-      observedSeq = event.seq;
+      this.appendedByObservers.delete(runId);
+      for (const event of batch) {
+        try {
+          await this.hooks.event.promise(event, this.eventContext);
+        } catch (error) {
+          // Taps isolate their own failures; reaching here means an observer broke the contract.
+          this.logger.error({ runId, seq: event.seq, err: String(error) }, "event observer failed");
+        }
+      }
+      const last = batch.at(-1)!.seq;
+      await this.runs.markObserved(runId, last);
+      this.observedSeq.set(runId, last);
+      // An observer appended (hook.failed) while we delivered: deliver that too.
+      if (!this.appendedByObservers.has(runId)) return;
+      batch = [];
     }
-    return observedSeq;
   }
 }
 

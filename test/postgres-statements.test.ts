@@ -1,0 +1,51 @@
+import pg from "pg";
+import { afterAll, describe, expect, it } from "vitest";
+import { PostgresStateAdapter } from "@assemblyline-agents/postgres";
+import { OpenEveRuntime, buildAgent, loadRuntimeBundle, noopLogger, scriptedHarness } from "@assemblyline-agents/runtime";
+import { agentFolder } from "../kernel/test/support/agent-folder.js";
+import { databaseOrSkip } from "./support/database.js";
+
+const DATABASE_URL = process.env.DATABASE_URL ?? "postgres://postgres@127.0.0.1:5432/test";
+const database = await databaseOrSkip(DATABASE_URL, "postgres-statements");
+const schema = `al_statements_${process.pid}_${Date.now().toString(36)}`;
+
+describe.skipIf(!database.available)("statements per turn on PostgreSQL", () => {
+  const pool = new pg.Pool({ connectionString: DATABASE_URL });
+  const sent: string[] = [];
+  const query = pool.query.bind(pool) as (...args: unknown[]) => unknown;
+  (pool as unknown as { query: (...args: unknown[]) => unknown }).query = (...args: unknown[]) => {
+    sent.push(String(typeof args[0] === "string" ? args[0] : (args[0] as { text: string }).text).trim().split(/\s+/).slice(0, 3).join(" "));
+    return query(...args);
+  };
+  afterAll(async () => {
+    await pool.query(`DROP SCHEMA IF EXISTS ${schema} CASCADE`);
+    await pool.end();
+  });
+
+  it("keeps a turn of 3 model calls and 2 tool calls (one with a durable step) to a few dozen statements", async () => {
+    const dir = agentFolder({
+      "agent.ts": `import { defineAgent } from "@assemblyline-agents/core";\nexport default defineAgent({ id: "count", model: "test/m" });\n`,
+      "tools/lookup.ts": `import { defineTool } from "@assemblyline-agents/core";
+export default defineTool({ description: "d", inputSchema: { type: "object" },
+  async execute(_input, ctx) { return ctx.step("scan", async () => ({ found: 1 })); } });`,
+      "tools/save.ts": `import { defineTool } from "@assemblyline-agents/core";
+export default defineTool({ description: "d", inputSchema: { type: "object" },
+  async execute(_input, ctx) { await ctx.emit("saved.it", { key: ctx.idempotencyKey("save") }); return { saved: true }; } });`,
+    });
+    const bundle = await loadRuntimeBundle((await buildAgent(dir)).artifactRoot);
+    const state = new PostgresStateAdapter({ pool, schema });
+    await state.migrate();
+    const harness = scriptedHarness({ turns: [{ toolCalls: [{ name: "lookup", input: {} }] }, { toolCalls: [{ name: "save", input: {} }] }, { text: "done" }] });
+    const runtime = new OpenEveRuntime({ ...bundle, state, agentHarness: harness, logger: noopLogger() });
+    await runtime.run({ message: "warm up" });
+
+    sent.length = 0;
+    const result = await runtime.run({ message: "count me", conversationId: "c-count" });
+    expect(result.status).toBe("completed");
+    const events = await state.listEvents(result.runId);
+    const statements = sent.length - 1;
+    // One statement per append and one per observed batch, plus the reads a turn needs: tens, not hundreds.
+    expect(statements, sent.join("\n")).toBeLessThanOrEqual(50);
+    expect(sent.filter((text) => text.startsWith("SELECT first_seq")).length, "one append per recorded batch").toBeLessThanOrEqual(events.length);
+  }, 60_000);
+});
