@@ -1,5 +1,5 @@
 import { execFile } from "node:child_process";
-import { cpSync, writeFileSync, mkdtempSync } from "node:fs";
+import { cpSync, mkdirSync, writeFileSync, mkdtempSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join, resolve } from "node:path";
 import { promisify } from "node:util";
@@ -93,6 +93,11 @@ describe("assembly-line CLI", () => {
     const bad = await cli(["run", example, "--message", "x", "--model", `scripted:${join(dir, "bad.json")}`]);
     expect(bad.code).toBe(1);
     expect(bad.stderr).toMatch(/AL_ERR_SCRIPTED_MODEL[\s\S]*turns\[0\]\.toolCalls must be a non-empty array/);
+    mkdirSync(join(dir, "unknown-model"));
+    writeFileSync(join(dir, "unknown-model/agent.ts"), `import { defineAgent } from "@assemblyline-agents/core";\nexport default defineAgent({ model: "openai/gpt-9-imaginary" });\n`);
+    const unknown = await cli(["build", join(dir, "unknown-model")]);
+    expect(unknown.code).toBe(1);
+    expect(unknown.stderr).toMatch(/AL_ERR_MODEL_UNKNOWN[\s\S]*gpt-9-imaginary/);
     const usage = await cli(["run", example, "--approve", "maybe", "--message", "x"]);
     expect(usage.code).toBe(2);
     expect(usage.stderr).toMatch(/--approve maybe is not all or none/);

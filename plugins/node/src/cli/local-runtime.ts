@@ -55,6 +55,14 @@ export function chooseModel(agentModel: string, flags: ModelFlags & { offlineScr
   }
 }
 
+/** A static model in agent.ts must exist in the engine's catalog: caught at build, not at the first run. */
+export function staticModelCheck(models: PiModelCatalog | undefined): (modelSpec: string) => void {
+  return (modelSpec) => {
+    if (modelSpec.startsWith("scripted:")) return;
+    resolvePiModel(modelSpec, models);
+  };
+}
+
 function scriptedPath(model: string): string {
   return model.startsWith("scripted:") ? `scripted:${resolve(model.slice("scripted:".length))}` : model;
 }
@@ -81,7 +89,7 @@ export async function openLocalRuntime(options: {
   devMode?: boolean;
 }): Promise<LocalRuntime> {
   const agentDir = resolve(options.agentDir);
-  const artifactRoot = options.build ? (await buildAgent(agentDir)).artifactRoot : join(agentDir, ARTIFACT_DIR);
+  const artifactRoot = options.build ? (await buildAgent(agentDir, { validateModel: staticModelCheck(options.models) })).artifactRoot : join(agentDir, ARTIFACT_DIR);
   const bundle = await loadRuntimeBundle(artifactRoot);
   // gateway.ts chooses adapters per slot; the slots it leaves empty get the embedded defaults.
   const composed = bundle.sourceBundle.gateway

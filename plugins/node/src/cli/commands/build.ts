@@ -1,5 +1,6 @@
 import { buildAgent } from "@assemblyline-agents/runtime";
 import { parseCommand, requirePositional } from "../args.js";
+import { staticModelCheck } from "../local-runtime.js";
 import type { CommandIO } from "../io.js";
 
 const USAGE = "assembly-line build <agentDir> [--json]";
@@ -7,7 +8,7 @@ const USAGE = "assembly-line build <agentDir> [--json]";
 export async function buildCommand(args: string[], io: CommandIO): Promise<number> {
   const { values, positionals } = parseCommand(args, { json: { type: "boolean" } }, USAGE);
   const dir = requirePositional(positionals, 0, "agentDir", USAGE);
-  const { manifest, manifestPath } = await buildAgent(dir);
+  const { manifest, manifestPath } = await buildAgent(dir, { validateModel: staticModelCheck(undefined) });
   if (values.json) {
     io.out(JSON.stringify({ agentRevision: manifest.agentRevision, manifestPath, tools: manifest.tools.map((tool) => tool.name) }));
   } else {
