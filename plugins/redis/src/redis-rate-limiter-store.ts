@@ -1,0 +1,96 @@
+import { Redis, type Cluster } from "ioredis";
+import { AssemblyLineError, type RateLimitDecision, type RateLimitRequest, type RateLimiterStore } from "@assemblyline-agents/core";
+import { TOKEN_BUCKET_LUA } from "./token-bucket.lua.js";
+
+const COMMAND = "assemblyLineTakeTokens";
+const DEFAULT_URL = "redis://127.0.0.1:6379";
+
+export interface RedisRateLimiterStoreOptions {
+  /** A client you own (also a Cluster); the store never closes it. */
+  client?: Redis | Cluster;
+  /** Connect to this URL when no client is given. Default: env REDIS_URL, else redis://127.0.0.1:6379. */
+  url?: string;
+  /** Prefix of every bucket key. Default "al:rl:". */
+  keyPrefix?: string;
+  /** Per-command bound for a store-owned client, so a stalled Redis cannot stall ingress. Default 1 000 ms. */
+  commandTimeoutMs?: number;
+  env?: Record<string, string | undefined>;
+}
+
+type TakeCommand = (key: string, capacity: number, refillPerSecond: number, cost: number, now: number) => Promise<[number, string, number]>;
+
+/**
+ * A RateLimiterStore shared by every replica through Redis. Each take is one
+ * Lua script call (EVALSHA through ioredis defineCommand, re-sent whole only if
+ * the server lost the script), so the read-refill-take-write of a bucket is
+ * atomic and costs one round trip.
+ */
+export class RedisRateLimiterStore implements RateLimiterStore {
+  readonly client: Redis | Cluster;
+  private readonly owned: boolean;
+  private readonly keyPrefix: string;
+
+  constructor(options: RedisRateLimiterStoreOptions = {}) {
+    const env = options.env ?? process.env;
+    this.owned = options.client === undefined;
+    this.client =
+      options.client ??
+      new Redis(options.url ?? env.REDIS_URL ?? DEFAULT_URL, {
+        commandTimeout: options.commandTimeoutMs ?? 1_000,
+        maxRetriesPerRequest: 1,
+      });
+    // Connection errors surface on each take (AL_ERR_RATE_LIMIT_STORE); without a listener ioredis prints them too.
+    if (this.owned) this.client.on("error", () => undefined);
+    this.keyPrefix = options.keyPrefix ?? "al:rl:";
+    this.client.defineCommand(COMMAND, { numberOfKeys: 1, lua: TOKEN_BUCKET_LUA });
+  }
+
+  async take(key: string, request: RateLimitRequest): Promise<RateLimitDecision> {
+    const cost = checkRequest(key, request);
+    let reply: [number, string, number];
+    try {
+      const command = (this.client as unknown as Record<string, TakeCommand>)[COMMAND]!;
+      reply = await command.call(this.client, this.keyPrefix + key, request.capacity, request.refillPerSecond, cost, request.now ?? -1);
+    } catch (error) {
+      throw new AssemblyLineError("AL_ERR_RATE_LIMIT_STORE", `Redis rate-limit take for ${JSON.stringify(key)} failed: ${(error as Error).message}`, {
+        fix: "Check that Redis is reachable (REDIS_URL) and accepts EVALSHA; the Node host lets requests through meanwhile.",
+        cause: error,
+      });
+    }
+    const [allowed, tokens, retryAfterMs] = reply;
+    const remaining = Number(tokens);
+    if (!Array.isArray(reply) || !Number.isFinite(remaining) || typeof allowed !== "number") {
+      throw new AssemblyLineError("AL_ERR_RATE_LIMIT_STORE", `Redis answered ${JSON.stringify(reply)} to a rate-limit take`, {
+        fix: `Another program may have written a non-bucket value at ${this.keyPrefix + key}; choose another keyPrefix.`,
+      });
+    }
+    return { allowed: allowed === 1, remaining: Math.floor(remaining), retryAfterMs: allowed === 1 ? 0 : Number(retryAfterMs) };
+  }
+
+  /** Close the connection when the store opened it (a client you passed stays open). */
+  async close(): Promise<void> {
+    if (this.owned) await this.client.quit().catch(() => this.client.disconnect());
+  }
+}
+
+/** The same contract checks every RateLimiterStore applies. */
+function checkRequest(key: string, request: RateLimitRequest): number {
+  const cost = request.cost ?? 1;
+  const fail = (problem: string): never => {
+    throw new AssemblyLineError("AL_ERR_RATE_LIMIT_CONFIG", `rate limit for ${JSON.stringify(key)}: ${problem}`, {
+      fix: "Use a positive capacity and refillPerSecond, and a positive cost no larger than capacity.",
+    });
+  };
+  if (typeof key !== "string" || key === "") fail("the key must be a non-empty string");
+  if (!(Number.isFinite(request.capacity) && request.capacity > 0)) fail(`capacity ${request.capacity} is not positive`);
+  if (!(Number.isFinite(request.refillPerSecond) && request.refillPerSecond > 0)) fail(`refillPerSecond ${request.refillPerSecond} is not positive`);
+  if (!(Number.isFinite(cost) && cost > 0)) fail(`cost ${cost} is not positive`);
+  if (cost > request.capacity) fail(`cost ${cost} exceeds capacity ${request.capacity}, so it could never be taken`);
+  if (request.now !== undefined && !(Number.isFinite(request.now) && request.now >= 0)) fail(`now ${request.now} is not a time in ms`);
+  return cost;
+}
+
+/** A shared RateLimiterStore for `listenNodeRuntime({ rateLimit: { store: redisRateLimiterStore() } })`. */
+export function redisRateLimiterStore(options: RedisRateLimiterStoreOptions = {}): RedisRateLimiterStore {
+  return new RedisRateLimiterStore(options);
+}

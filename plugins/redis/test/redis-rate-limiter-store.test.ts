@@ -1,0 +1,117 @@
+import { randomUUID } from "node:crypto";
+import { mkdtempSync, mkdirSync, rmSync, writeFileSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { Redis } from "ioredis";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { isAssemblyLineError } from "@assemblyline-agents/core";
+import { InMemoryStateAdapter, buildAgent, loadRuntimeBundle, scriptedHarness } from "@assemblyline-agents/runtime";
+import { listenNodeRuntime, noopLogger } from "@assemblyline-agents/node";
+import { RedisRateLimiterStore, redisRateLimiterStore } from "../src/index.js";
+import { describeRateLimiterStoreConformance } from "../../node/test/kit/rate-limiter-conformance.js";
+
+const url = process.env.REDIS_URL ?? "redis://127.0.0.1:6379";
+
+/** The real Redis: required in CI, skipped with a printed reason elsewhere. */
+async function reachable(): Promise<string | undefined> {
+  const probe = new Redis(url, { lazyConnect: true, maxRetriesPerRequest: 0, retryStrategy: () => null, connectTimeout: 1_000 });
+  let cause: string | undefined;
+  probe.on("error", (error: Error) => (cause = error.message));
+  try {
+    await probe.connect();
+    await probe.ping();
+    return undefined;
+  } catch (error) {
+    return cause ?? (error as Error).message;
+  } finally {
+    probe.disconnect();
+  }
+}
+const unreachable = await reachable();
+if (unreachable && process.env.CI) throw new Error(`Redis at ${url} is required in CI and is not reachable: ${unreachable}`);
+if (unreachable) console.log(`skipping the Redis rate-limiter tests: Redis at ${url} is not reachable (${unreachable}); start one or set REDIS_URL`);
+
+describe.skipIf(unreachable !== undefined)("RedisRateLimiterStore against a real Redis", () => {
+  const prefix = `al:test:${randomUUID()}:`;
+  const stores: RedisRateLimiterStore[] = [];
+  const open = (options: ConstructorParameters<typeof RedisRateLimiterStore>[0] = {}) => {
+    const store = new RedisRateLimiterStore({ url, keyPrefix: prefix, ...options });
+    stores.push(store);
+    return store;
+  };
+  let shared: RedisRateLimiterStore;
+  beforeAll(() => {
+    shared = open();
+  });
+  afterAll(async () => {
+    const admin = new Redis(url);
+    const keys = await admin.keys(`${prefix}*`);
+    if (keys.length > 0) await admin.del(...keys);
+    await admin.quit();
+    await Promise.all(stores.map((store) => store.close()));
+  });
+
+  describeRateLimiterStoreConformance("RedisRateLimiterStore", () => shared);
+
+  it("shares one bucket between replicas, granting exactly its capacity to concurrent takes", async () => {
+    const [a, b] = [open(), open()];
+    const key = `shared-${randomUUID()}`;
+    const decisions = await Promise.all(Array.from({ length: 40 }, (_, i) => (i % 2 ? a : b).take(key, { capacity: 12, refillPerSecond: 0.001, now: 1_000 })));
+    expect(decisions.filter((decision) => decision.allowed)).toHaveLength(12);
+  });
+
+  it("takes a token in one round trip (EVALSHA), and survives a SCRIPT FLUSH", async () => {
+    const client = new Redis(url);
+    const store = open({ client });
+    await store.take(`warm-${randomUUID()}`, { capacity: 5, refillPerSecond: 1 });
+    const sent: string[] = [];
+    const original = client.sendCommand.bind(client);
+    client.sendCommand = ((command: { name: string }, ...rest: unknown[]) => {
+      sent.push(command.name);
+      return (original as (...args: unknown[]) => unknown)(command, ...rest);
+    }) as typeof client.sendCommand;
+    await store.take(`one-${randomUUID()}`, { capacity: 5, refillPerSecond: 1 });
+    expect(sent).toEqual(["evalsha"]);
+
+    await new Redis(url).script("FLUSH").then(() => undefined);
+    expect((await store.take(`after-flush-${randomUUID()}`, { capacity: 5, refillPerSecond: 1 })).allowed).toBe(true);
+    await store.close();
+    await client.quit();
+  });
+
+  it("lets an idle bucket expire once it would be full again", async () => {
+    const key = `ttl-${randomUUID()}`;
+    await shared.take(key, { capacity: 10, refillPerSecond: 5 });
+    const admin = new Redis(url);
+    const ttl = await admin.pttl(prefix + key);
+    await admin.quit();
+    expect(ttl).toBeGreaterThan(0);
+    expect(ttl).toBeLessThanOrEqual(3_000);
+  });
+
+  it("reports an unreachable Redis as AL_ERR_RATE_LIMIT_STORE", async () => {
+    const dead = redisRateLimiterStore({ url: "redis://127.0.0.1:1", commandTimeoutMs: 300 });
+    const error = await dead.take("k", { capacity: 1, refillPerSecond: 1 }).catch((caught: unknown) => caught);
+    expect(isAssemblyLineError(error, "AL_ERR_RATE_LIMIT_STORE")).toBe(true);
+    dead.client.disconnect();
+  });
+
+  it("rate-limits two Node hosts as one through the shared store", async () => {
+    const agentDir = mkdtempSync(join(tmpdir(), "al-redis-agent-"));
+    try {
+      mkdirSync(join(agentDir, "channels"));
+      writeFileSync(join(agentDir, "agent.ts"), 'import { defineAgent } from "@assemblyline-agents/core";\nexport default defineAgent({ id: "redis-agent", model: "scripted:unused" });\n');
+      writeFileSync(join(agentDir, "channels/message.ts"), 'import { defineChannel } from "@assemblyline-agents/core";\nexport default defineChannel({ transport: "http", route: "/message" });\n');
+      const bundle = await loadRuntimeBundle((await buildAgent(agentDir)).artifactRoot);
+      const rateLimit = { store: shared, limits: { "run-create": { capacity: 2, refillPerSecond: 0.01 } }, keyFor: () => "both-hosts" };
+      const boot = () =>
+        listenNodeRuntime({ ...bundle, state: new InMemoryStateAdapter(), agentHarness: scriptedHarness({ turns: [{ text: "ok" }] }), port: 0, host: "127.0.0.1", devMode: true, logger: noopLogger(), env: {}, rateLimit });
+      const [one, two] = await Promise.all([boot(), boot()]);
+      const post = (base: string) => fetch(`${base}/message`, { method: "POST", headers: { "content-type": "application/json" }, body: '{"message":"hi"}' }).then((response) => response.status);
+      expect([await post(one.url), await post(two.url), await post(one.url), await post(two.url)]).toEqual([202, 202, 429, 429]);
+      await Promise.all([one.shutdown(), two.shutdown()]);
+    } finally {
+      rmSync(agentDir, { recursive: true, force: true });
+    }
+  });
+});
