@@ -2,6 +2,7 @@ import { isAssemblyLineError } from "@assemblyline-agents/core";
 import { buildCommand } from "./commands/build.js";
 import { runCommand } from "./commands/run.js";
 import { pluginsCommand } from "./commands/plugins.js";
+import { devCommand, startCommand } from "./commands/serve.js";
 import { answerCommand, approveCommand, denyCommand, resumeCommand, runsCommand } from "./commands/runs.js";
 import { processIO, type CommandIO } from "./io.js";
 
@@ -22,6 +23,8 @@ const HELP = `assembly-line <command>
   deny <runId> [<callId>]              deny it; the model receives a denial result
   answer <runId> "text"                answer the run's question and resume it
   resume <runId>                       continue a run left running by a process that died
+  dev <agentDir> [--port <n>]          serve the agent over HTTP in dev mode (local defaults, readable logs)
+  start <artifactDir> [--port <n>]     production boot of a built artifact (<agentDir>/.assembly-line)
   plugins list | search <words> | info <id> | add <id> | verify [dir]
                                        the plugin marketplace: find, install and check adapter plugins
 
@@ -38,6 +41,8 @@ const COMMANDS: Record<string, (args: string[], io: CommandIO) => Promise<number
   answer: answerCommand,
   resume: resumeCommand,
   plugins: pluginsCommand,
+  dev: (args, io) => devCommand(args, io),
+  start: (args, io) => startCommand(args, io),
 };
 
 export async function main(argv: string[], io: CommandIO = processIO): Promise<number> {

@@ -1,0 +1,146 @@
+// The Node host over HTTP: a scripted run (3 model turns, 2 tool calls) per request,
+// POST /message?wait=10 answered with the reply, at 1, 16 and 64 concurrent
+// clients, beside a bare node:http handler (read the JSON body, answer JSON)
+// measured in the same run with the same client: the baseline. The clients run
+// in a worker thread, so they do not compete with the server for its event loop.
+//
+//   node bench/http-bench.js        (after `npx tsc -b plugins/node`)
+//
+// 127.0.0.1 only. Bounded: 3 levels x 2 servers x (warm-up + BENCH_SECONDS, default 2 s), about 15 s.
+import { mkdtempSync, mkdirSync, rmSync, writeFileSync } from "node:fs";
+import { Agent, createServer, request } from "node:http";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { performance } from "node:perf_hooks";
+import { pathToFileURL } from "node:url";
+import { Worker, isMainThread, parentPort, workerData } from "node:worker_threads";
+import { InMemoryStateAdapter, buildAgent, loadRuntimeBundle, noopLogger, scriptedHarness } from "@assemblyline-agents/runtime";
+import { listenNodeRuntime } from "@assemblyline-agents/node";
+
+const LEVELS = [1, 16, 64];
+const WARMUP_MS = 300;
+
+const TOOL = (name) => `import { defineTool } from "@assemblyline-agents/core";
+export default defineTool({
+  description: "${name}",
+  inputSchema: { type: "object", properties: { value: { type: "string" } }, required: ["value"] },
+  async execute(input) { return { ${name}: input.value.length }; },
+});
+`;
+
+/** POST `body` to `url` and resolve with the status. */
+function post(agent, url, body) {
+  return new Promise((resolve, reject) => {
+    const req = request(url, { method: "POST", agent, headers: { "content-type": "application/json", "content-length": Buffer.byteLength(body) } }, (res) => {
+      res.resume();
+      res.on("end", () => resolve(res.statusCode));
+    });
+    req.on("error", reject);
+    req.end(body);
+  });
+}
+
+/** `clients` loops, each on its own keep-alive connection, sending requests back to back for `ms`; latency of each, in ms. */
+async function load(url, clients, ms) {
+  const agents = Array.from({ length: clients }, () => new Agent({ keepAlive: true, maxSockets: 1 }));
+  const latencies = [];
+  let failures = 0;
+  let message = 0;
+  const until = performance.now() + ms;
+  const started = performance.now();
+  await Promise.all(
+    agents.map(async (agent) => {
+      while (performance.now() < until) {
+        const sent = performance.now();
+        const status = await post(agent, url, JSON.stringify({ message: `bench ${(message += 1)}` }));
+        if (status >= 200 && status < 300) latencies.push(performance.now() - sent);
+        else failures += 1;
+      }
+    }),
+  );
+  const elapsed = performance.now() - started;
+  for (const agent of agents) agent.destroy();
+  latencies.sort((a, b) => a - b);
+  const at = (q) => latencies[Math.min(latencies.length - 1, Math.floor(q * latencies.length))] ?? NaN;
+  return { requests: latencies.length, failures, perSecond: (latencies.length / elapsed) * 1000, p50: at(0.5), p99: at(0.99) };
+}
+
+/** Run `load` in a worker thread and resolve with its result. */
+function loadFromWorker(url, clients, ms) {
+  return new Promise((resolve, reject) => {
+    const worker = new Worker(new URL(import.meta.url), { workerData: { url, clients, ms } });
+    worker.once("message", resolve);
+    worker.once("error", reject);
+  });
+}
+
+async function bareServer() {
+  const server = createServer((req, res) => {
+    const chunks = [];
+    req.on("data", (chunk) => chunks.push(chunk));
+    req.on("end", () => {
+      const { message } = JSON.parse(Buffer.concat(chunks).toString("utf8"));
+      const text = JSON.stringify({ status: "completed", response: { text: `echo ${message.length}` } });
+      res.writeHead(200, { "content-type": "application/json", "content-length": Buffer.byteLength(text) });
+      res.end(text);
+    });
+  });
+  await new Promise((resolve) => server.listen(0, "127.0.0.1", resolve));
+  return { url: `http://127.0.0.1:${server.address().port}/message`, close: () => new Promise((resolve) => server.close(resolve)) };
+}
+
+export async function runHttpBench({ seconds = Number(process.env.BENCH_SECONDS ?? 2) } = {}) {
+  const dir = mkdtempSync(join(tmpdir(), "al-http-bench-"));
+  const bare = await bareServer();
+  let host;
+  try {
+    mkdirSync(join(dir, "tools"));
+    mkdirSync(join(dir, "channels"));
+    writeFileSync(join(dir, "agent.ts"), `import { defineAgent } from "@assemblyline-agents/core";\nexport default defineAgent({ model: "bench/model" });\n`);
+    writeFileSync(join(dir, "tools/first.ts"), TOOL("first"));
+    writeFileSync(join(dir, "tools/second.ts"), TOOL("second"));
+    writeFileSync(join(dir, "channels/message.ts"), `import { defineChannel } from "@assemblyline-agents/core";\nexport default defineChannel({ transport: "http", route: "/message" });\n`);
+    const bundle = await loadRuntimeBundle((await buildAgent(dir)).artifactRoot);
+    host = await listenNodeRuntime({
+      ...bundle,
+      state: new InMemoryStateAdapter(),
+      agentHarness: scriptedHarness({
+        turns: [{ toolCalls: [{ name: "first", input: { value: "alpha" } }] }, { toolCalls: [{ name: "second", input: { value: "beta" } }] }, { text: "done" }],
+      }),
+      port: 0,
+      host: "127.0.0.1",
+      devMode: true,
+      logger: noopLogger(),
+      env: {},
+      maxConcurrentRuns: Math.max(...LEVELS),
+      maxQueuedRuns: Math.max(...LEVELS),
+    });
+    const hostUrl = `${host.url}/message?wait=10`;
+    const levels = [];
+    for (const clients of LEVELS) {
+      await loadFromWorker(bare.url, clients, WARMUP_MS);
+      const baseline = await loadFromWorker(bare.url, clients, seconds * 1000);
+      await loadFromWorker(hostUrl, clients, WARMUP_MS);
+      const hosted = await loadFromWorker(hostUrl, clients, seconds * 1000);
+      levels.push({ clients, baseline, hosted });
+    }
+    return { seconds, levels };
+  } finally {
+    await host?.shutdown({ timeoutMs: 5_000 });
+    await bare.close();
+    rmSync(dir, { recursive: true, force: true });
+  }
+}
+
+export function printHttpBench({ levels }) {
+  console.log("http: POST /message?wait=10 -> scripted run (3 model turns + 2 tool calls, in-memory state) -> reply; baseline: bare node:http JSON handler");
+  const line = (label, result) =>
+    `${label.padEnd(16)} ${result.perSecond.toFixed(0).padStart(7)} req/s  p50 ${result.p50.toFixed(2).padStart(7)} ms  p99 ${result.p99.toFixed(2).padStart(7)} ms${result.failures ? `  (${result.failures} non-2xx)` : ""}`;
+  for (const { clients, baseline, hosted } of levels) {
+    console.log(`  ${String(clients).padStart(2)} client${clients === 1 ? " " : "s"}: ${line("bare node:http", baseline)}`);
+    console.log(`              ${line("assembly-line", hosted)}  (${(baseline.perSecond / hosted.perSecond).toFixed(1)}x fewer req/s, p50 ${(hosted.p50 / baseline.p50).toFixed(1)}x)`);
+  }
+}
+
+if (!isMainThread && workerData?.url) parentPort.postMessage(await load(workerData.url, workerData.clients, workerData.ms));
+else if (import.meta.url === pathToFileURL(process.argv[1] ?? "").href) printHttpBench(await runHttpBench());

@@ -1,0 +1,202 @@
+import { createHash } from "node:crypto";
+import {
+  AssemblyLineError,
+  type BlobStore,
+  type ChannelAttachment,
+  type ChannelModule,
+  type FileIndexStore,
+  type FileRecord,
+  type JsonValue,
+  type RunRecord,
+  type RunStore,
+  type RuntimeLogger,
+} from "@assemblyline-agents/core";
+
+export interface AttachmentOptions {
+  /** Largest attachment stored; larger ones fail with AL_ERR_ATTACHMENT_TOO_LARGE. Default 25 MiB. */
+  maxBytes?: number;
+  /**
+   * Hosts downloads may reach (exact, or "*.example.com" for subdomains), checked
+   * on every redirect too. Default: any host the channel's resolveAttachment
+   * (or the attachment URL) names.
+   */
+  allowedHosts?: string[];
+  /** Per download. Default 30 000 ms. */
+  timeoutMs?: number;
+}
+
+const DEFAULT_MAX_BYTES = 25 * 1024 * 1024;
+const MAX_REDIRECTS = 3;
+
+/**
+ * Downloads a turn's attachments before its run starts, through the module of
+ * the channel that produced the turn and no other (so one channel's credentials
+ * never reach another's URLs), under a size cap and a host allowlist. The bytes
+ * go to the BlobStore and a FileRecord under /files/attachments/<runId>/, and
+ * each outcome is recorded on the run (`attachment.stored` / `attachment.failed`).
+ */
+export class AttachmentIngest {
+  private readonly maxBytes: number;
+  private readonly timeoutMs: number;
+  private readonly allowedHosts: string[] | undefined;
+
+  constructor(
+    private readonly parts: {
+      channels: Record<string, ChannelModule>;
+      blob: BlobStore | undefined;
+      files: FileIndexStore;
+      runs: RunStore;
+      logger: RuntimeLogger;
+    },
+    options: AttachmentOptions = {},
+  ) {
+    this.maxBytes = options.maxBytes ?? DEFAULT_MAX_BYTES;
+    this.timeoutMs = options.timeoutMs ?? 30_000;
+    this.allowedHosts = options.allowedHosts?.map((host) => host.toLowerCase());
+  }
+
+  /** Store every attachment of a queued run that is not stored yet. */
+  async ingestRun(runId: string): Promise<void> {
+    const run = await this.parts.runs.getRun(runId);
+    const attachments = attachmentsOf(run);
+    if (!run || attachments.length === 0) return;
+    if (!this.parts.blob) {
+      this.parts.logger.warn({ event: "attachment.skipped", runId, count: attachments.length }, "the host has no blob store; attachments are not downloaded");
+      return;
+    }
+    for (const attachment of attachments) {
+      const path = `/files/attachments/${runId}/${safeName(attachment)}`;
+      if (await this.parts.files.getFileRecord(path)) continue;
+      try {
+        const record = await this.store(attachment, { channel: run.input.channel!.name, conversationId: run.conversationId ?? "", runId, path });
+        await this.parts.runs.appendEvents(runId, [{ type: "attachment.stored", data: { attachmentId: attachment.id, path, size: record.size, contentType: record.contentType, sha256: record.sha256 } }]);
+      } catch (error) {
+        const code = error instanceof AssemblyLineError ? error.code : "AL_ERR_ATTACHMENT_DOWNLOAD";
+        const message = error instanceof Error ? error.message : String(error);
+        this.parts.logger.warn({ event: "attachment.failed", runId, attachmentId: attachment.id, code, err: message }, "attachment not stored; the run goes on without it");
+        await this.parts.runs.appendEvents(runId, [{ type: "attachment.failed", data: { attachmentId: attachment.id, code, error: message } }]);
+      }
+    }
+  }
+
+  /** Download one attachment through its own channel and store it at `path`. */
+  async store(attachment: ChannelAttachment, ctx: { channel: string; conversationId: string; runId: string | null; path: string }): Promise<FileRecord> {
+    const module = this.parts.channels[ctx.channel];
+    const resolved = module?.resolveAttachment ? await module.resolveAttachment(attachment, { conversationId: ctx.conversationId }) : undefined;
+    const url = resolved?.url ?? attachment.url;
+    if (!url) {
+      throw new AssemblyLineError("AL_ERR_ATTACHMENT_REFUSED", `attachment ${attachment.id} has no url and channel ${ctx.channel} resolved none`, {
+        fix: "Give the attachment a url, or export resolveAttachment from the channel module.",
+      });
+    }
+    const { body, contentType } = await this.download(url, resolved?.headers ?? {}, attachment.id);
+    const blobKey = ctx.path.replace(/^\/files\//, "");
+    const type = attachment.contentType ?? contentType ?? "application/octet-stream";
+    await this.parts.blob!.put(blobKey, body, { contentType: type });
+    const record: FileRecord = {
+      path: ctx.path,
+      blobKey,
+      size: body.byteLength,
+      contentType: type,
+      sha256: createHash("sha256").update(body).digest("hex"),
+      runId: ctx.runId,
+      createdAt: new Date().toISOString(),
+    };
+    await this.parts.files.putFileRecord(record);
+    return record;
+  }
+
+  private async download(start: string, headers: Record<string, string>, id: string): Promise<{ body: Uint8Array; contentType: string | undefined }> {
+    let url = this.checkUrl(start, id);
+    const origin = url.origin;
+    const signal = AbortSignal.timeout(this.timeoutMs);
+    for (let hop = 0; ; hop += 1) {
+      // Credentials go only to the origin the channel named, never to a redirect target elsewhere.
+      const sendHeaders = url.origin === origin ? headers : {};
+      let response: Response;
+      try {
+        response = await fetch(url, { headers: sendHeaders, redirect: "manual", signal });
+      } catch (error) {
+        throw new AssemblyLineError("AL_ERR_ATTACHMENT_DOWNLOAD", `attachment ${id}: fetching ${url.origin}${url.pathname} failed: ${(error as Error).message}`, {
+          fix: "Check the URL the channel's resolveAttachment returns and that its host is reachable.",
+        });
+      }
+      if (response.status >= 300 && response.status < 400 && response.headers.get("location")) {
+        await response.body?.cancel();
+        if (hop >= MAX_REDIRECTS) {
+          throw new AssemblyLineError("AL_ERR_ATTACHMENT_DOWNLOAD", `attachment ${id}: more than ${MAX_REDIRECTS} redirects`, { fix: "Resolve the attachment to its final URL." });
+        }
+        url = this.checkUrl(new URL(response.headers.get("location")!, url).toString(), id);
+        continue;
+      }
+      if (!response.ok) {
+        await response.body?.cancel();
+        throw new AssemblyLineError("AL_ERR_ATTACHMENT_DOWNLOAD", `attachment ${id}: ${url.origin}${url.pathname} answered ${response.status}`, {
+          fix: "Check the credentials and URL the channel's resolveAttachment returns.",
+        });
+      }
+      const declared = Number(response.headers.get("content-length"));
+      if (Number.isFinite(declared) && declared > this.maxBytes) {
+        await response.body?.cancel();
+        throw this.tooLarge(id, declared);
+      }
+      return { body: await this.readCapped(response, id), contentType: response.headers.get("content-type") ?? undefined };
+    }
+  }
+
+  private async readCapped(response: Response, id: string): Promise<Uint8Array> {
+    const chunks: Uint8Array[] = [];
+    let size = 0;
+    if (!response.body) return new Uint8Array(0);
+    const reader = response.body.getReader();
+    for (;;) {
+      const { done, value } = await reader.read();
+      if (done) break;
+      size += value.byteLength;
+      if (size > this.maxBytes) {
+        await reader.cancel();
+        throw this.tooLarge(id, size);
+      }
+      chunks.push(value);
+    }
+    return Buffer.concat(chunks);
+  }
+
+  private tooLarge(id: string, size: number): AssemblyLineError {
+    return new AssemblyLineError("AL_ERR_ATTACHMENT_TOO_LARGE", `attachment ${id} is at least ${size} bytes, over the ${this.maxBytes}-byte cap`, {
+      fix: "Raise listenNodeRuntime({ attachments: { maxBytes } }) if such files are expected.",
+    });
+  }
+
+  private checkUrl(text: string, id: string): URL {
+    let url: URL;
+    try {
+      url = new URL(text);
+    } catch {
+      throw new AssemblyLineError("AL_ERR_ATTACHMENT_REFUSED", `attachment ${id}: ${JSON.stringify(text)} is not a URL`, { fix: "Resolve the attachment to an absolute http(s) URL." });
+    }
+    if (url.protocol !== "https:" && url.protocol !== "http:") {
+      throw new AssemblyLineError("AL_ERR_ATTACHMENT_REFUSED", `attachment ${id}: ${url.protocol} URLs are not downloaded`, { fix: "Resolve the attachment to an http(s) URL." });
+    }
+    const host = url.hostname.toLowerCase();
+    if (this.allowedHosts && !this.allowedHosts.some((allowed) => (allowed.startsWith("*.") ? host.endsWith(allowed.slice(1)) : host === allowed))) {
+      throw new AssemblyLineError("AL_ERR_ATTACHMENT_REFUSED", `attachment ${id}: host ${host} is not in attachments.allowedHosts`, {
+        fix: `Add ${host} to listenNodeRuntime({ attachments: { allowedHosts } }) if the channel should download from it.`,
+      });
+    }
+    return url;
+  }
+}
+
+function attachmentsOf(run: RunRecord | undefined): ChannelAttachment[] {
+  const list = run?.input.channel?.metadata?.attachments;
+  if (!Array.isArray(list)) return [];
+  return list.filter((item): item is JsonValue & ChannelAttachment => typeof item === "object" && item !== null && !Array.isArray(item) && typeof (item as { id?: unknown }).id === "string");
+}
+
+/** One path segment per attachment (the id keeps same-named files apart): provider names can hold anything. */
+function safeName(attachment: ChannelAttachment): string {
+  const clean = (text: string) => text.replace(/[^A-Za-z0-9._-]+/g, "_").replace(/^\.+/, "_").slice(0, 100);
+  const id = clean(attachment.id) || "attachment";
+  return attachment.filename ? `${id}-${clean(attachment.filename)}` : id;
+}

@@ -1,0 +1,114 @@
+import { createHash, timingSafeEqual } from "node:crypto";
+import type { RuntimeLogger } from "@assemblyline-agents/core";
+import { HttpError } from "./http.js";
+
+/** Which kind of route a request reached, for auth policies. */
+export type RouteKind = "channel" | "runs" | "admin" | "probe";
+
+/** What an auth policy sees of a request. */
+export interface AuthRequest {
+  kind: RouteKind;
+  method: string;
+  path: string;
+  headers: Record<string, string | undefined>;
+  remoteAddress: string | undefined;
+  /** The channel name, for raw channel routes. */
+  channel?: string;
+}
+
+export interface HostAuthOptions {
+  /**
+   * Accepted `Authorization: Bearer <token>` value(s); several allow rotation.
+   * Default: env ASSEMBLY_LINE_BEARER_TOKEN (comma-separated for several).
+   */
+  bearerToken?: string | string[];
+  /**
+   * A host auth policy, asked when the request carries no valid bearer token:
+   * return true to let it through. Must not throw; return false instead.
+   */
+  authorize?(request: AuthRequest): boolean | Promise<boolean>;
+  /** Serve /healthz and /readyz without auth even when a token is configured. Default false. */
+  publicProbes?: boolean;
+}
+
+/**
+ * The host's auth gate. With a token or policy configured, protected routes
+ * require it in every mode. Without one, production refuses (403) the routes
+ * that expose or create runs, and dev mode serves them open.
+ */
+export class HostAuth {
+  private readonly digests: Buffer[];
+  private readonly authorize: HostAuthOptions["authorize"];
+  private readonly publicProbes: boolean;
+
+  constructor(
+    options: HostAuthOptions | undefined,
+    env: Record<string, string | undefined>,
+    private readonly devMode: boolean,
+    private readonly logger: RuntimeLogger,
+  ) {
+    const configured = options?.bearerToken ?? env.ASSEMBLY_LINE_BEARER_TOKEN?.split(",");
+    const tokens = [configured ?? []].flat().map((token) => token.trim()).filter((token) => token !== "");
+    // Compared as digests so the comparison is constant-time whatever the lengths.
+    this.digests = tokens.map(digest);
+    this.authorize = options?.authorize;
+    this.publicProbes = options?.publicProbes === true;
+  }
+
+  /** true when a bearer token or an auth policy is configured. */
+  get configured(): boolean {
+    return this.digests.length > 0 || this.authorize !== undefined;
+  }
+
+  /** Resolve when the request may proceed; throw 401/403 otherwise. */
+  async check(request: AuthRequest): Promise<void> {
+    if (request.kind === "probe" && (this.publicProbes || !this.configured)) return;
+    if (!this.configured) {
+      if (this.devMode) return;
+      throw new HttpError(403, "AL_ERR_HOST_AUTH_REQUIRED", `${request.method} ${request.path} needs host auth in production, and none is configured`, {
+        fix: "Set ASSEMBLY_LINE_BEARER_TOKEN (or listenNodeRuntime({ auth: { bearerToken } }) or an auth.authorize policy).",
+      });
+    }
+    const presented = bearerOf(request.headers.authorization);
+    if (presented !== undefined && this.matches(presented)) return;
+    if (this.authorize) {
+      let allowed = false;
+      try {
+        allowed = (await this.authorize(request)) === true;
+      } catch (error) {
+        this.logger.warn({ event: "security.auth_policy_failed", path: request.path, err: String(error) }, "auth policy threw; request refused");
+      }
+      if (allowed) return;
+    }
+    this.logger.warn(
+      { event: "security.unauthorized", method: request.method, path: request.path, remoteAddress: request.remoteAddress, tokenPresented: presented !== undefined },
+      "request refused: missing or wrong bearer token",
+    );
+    throw new HttpError(401, "AL_ERR_HTTP_UNAUTHORIZED", presented === undefined ? "no bearer token" : "the bearer token is not valid", {
+      fix: "Send Authorization: Bearer <ASSEMBLY_LINE_BEARER_TOKEN>.",
+      headers: { "www-authenticate": 'Bearer realm="assembly-line"' },
+    });
+  }
+
+  /** The presented token's fingerprint, for rate-limit keys that must not hold the token itself. */
+  static fingerprint(headers: Record<string, string | undefined>): string | undefined {
+    const token = bearerOf(headers.authorization);
+    return token === undefined ? undefined : digest(token).subarray(0, 8).toString("hex");
+  }
+
+  private matches(token: string): boolean {
+    const presented = digest(token);
+    let found = false;
+    for (const expected of this.digests) found = timingSafeEqual(presented, expected) || found;
+    return found;
+  }
+}
+
+function bearerOf(header: string | undefined): string | undefined {
+  const match = /^Bearer\s+(.+)$/i.exec(header ?? "");
+  return match ? match[1]!.trim() : undefined;
+}
+
+function digest(token: string): Buffer {
+  return createHash("sha256").update(token, "utf8").digest();
+}

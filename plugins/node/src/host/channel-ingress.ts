@@ -1,0 +1,222 @@
+import { randomUUID } from "node:crypto";
+import type {
+  ChannelAck,
+  ChannelModule,
+  ChannelRequest,
+  ChannelTurn,
+  JsonValue,
+  RuntimeLogger,
+} from "@assemblyline-agents/core";
+import type { OpenEveRuntime } from "@assemblyline-agents/runtime";
+import { HttpError, isJsonContentType, optionalString, parseJsonObject, readBody, requiredString, retryAfterSeconds, sendJson } from "./http.js";
+import type { IngressKillSwitch } from "./kill-switch.js";
+import type { ConversationMailbox } from "./mailbox.js";
+import type { IngressRateLimiter, RateLimitBucket } from "./rate-limit.js";
+import type { RequestContext } from "./router.js";
+import type { RunWatcher } from "./run-watcher.js";
+
+/** `?wait=<seconds>` is capped so a request cannot pin a connection indefinitely. */
+const MAX_WAIT_SECONDS = 120;
+
+export interface ChannelIngressParts {
+  runtime: OpenEveRuntime;
+  channels: Record<string, ChannelModule>;
+  mailbox: ConversationMailbox;
+  watcher: RunWatcher;
+  killSwitch: IngressKillSwitch;
+  rateLimiter: IngressRateLimiter | undefined;
+  logger: RuntimeLogger;
+  maxBodyBytes: number;
+  /** Host-forced model for channel runs. */
+  model: string | undefined;
+}
+
+/**
+ * Turns a request on a channel route into a durably queued run: kill switch,
+ * rate limit, body, normalizeHttp (or the default message fallback), mailbox
+ * admission, then runtime.submit() idempotent on the provider event id. The
+ * response is sent only after the run is in the state store.
+ */
+export class ChannelIngress {
+  private draining = false;
+  private readonly inFlight = new Set<Promise<void>>();
+
+  constructor(private readonly parts: ChannelIngressParts) {}
+
+  /** Refuse new turns from now on (shutdown). */
+  drain(): void {
+    this.draining = true;
+  }
+
+  /** Resolves when every request past the draining check has answered. */
+  async settled(): Promise<void> {
+    while (this.inFlight.size > 0) await Promise.allSettled([...this.inFlight]);
+  }
+
+  handle(channel: string, ctx: RequestContext): Promise<void> {
+    const work = this.accept(channel, ctx);
+    this.inFlight.add(work);
+    void work.finally(() => this.inFlight.delete(work)).catch(() => undefined);
+    return work;
+  }
+
+  private async accept(channel: string, ctx: RequestContext): Promise<void> {
+    const { logger, killSwitch, rateLimiter, channels } = this.parts;
+    const module = channels[channel]!;
+    const provider = typeof module.normalizeHttp === "function";
+    if (this.draining) {
+      throw new HttpError(503, "AL_ERR_HOST_DRAINING", "the host is shutting down and accepts no new turns", {
+        fix: "Retry shortly; another replica or the restarted host will accept it.",
+        headers: { "retry-after": "5" },
+      });
+    }
+    if (await killSwitch.engaged()) {
+      logger.info({ event: "ingress.rejected", reason: "kill_switch", channel, requestId: ctx.requestId }, "ingress kill switch is engaged");
+      throw new HttpError(503, "AL_ERR_INGRESS_DISABLED", "the ingress kill switch is engaged; no new turns are accepted", {
+        fix: 'An operator releases it with POST /admin/kill-switch {"engaged": false}.',
+      });
+    }
+    const bucket: RateLimitBucket = provider ? "provider-channel" : "run-create";
+    const limited = await rateLimiter?.check({ bucket, channel, method: ctx.method, path: ctx.path, headers: ctx.headers, remoteAddress: ctx.remoteAddress });
+    if (limited) {
+      logger.info({ event: "ingress.rejected", reason: "rate_limit", bucket, channel, requestId: ctx.requestId, retryAfterMs: limited.retryAfterMs }, "rate limit reached");
+      throw new HttpError(429, "AL_ERR_RATE_LIMITED", `the ${bucket} rate limit is reached for this caller`, {
+        fix: "Retry after the Retry-After seconds, or raise rateLimit.limits.",
+        headers: { "retry-after": String(retryAfterSeconds(limited.retryAfterMs)) },
+      });
+    }
+    const raw = await readBody(ctx.req, this.parts.maxBodyBytes);
+    const normalized = provider ? await this.normalizeProvider(channel, module, ctx, raw) : this.normalizeMessage(channel, ctx, raw);
+    if ("ack" in normalized) {
+      logger.debug({ event: "ingress.ack", channel, requestId: ctx.requestId }, "channel acknowledged without a turn");
+      sendJson(ctx.res, normalized.status ?? 200, normalized.body ?? { ok: true });
+      return;
+    }
+    await this.submit(channel, normalized, ctx);
+  }
+
+  /** The default message fallback: `{ message, conversationId? }`, deduped on Idempotency-Key. */
+  private normalizeMessage(channel: string, ctx: RequestContext, raw: Buffer): ChannelTurn {
+    const body = parseJsonObject(ctx.req, raw);
+    const message = requiredString(body, "message", '{"message": "Remember to buy milk", "conversationId": "c1"}');
+    const conversationId = optionalString(body, "conversationId");
+    const eventId = ctx.headers["idempotency-key"]?.trim() || `${channel}-${randomUUID()}`;
+    return { eventId, conversationId: conversationId ?? "", message };
+  }
+
+  private async normalizeProvider(channel: string, module: ChannelModule, ctx: RequestContext, raw: Buffer): Promise<ChannelTurn | ChannelAck> {
+    const request: ChannelRequest = { method: ctx.method, path: ctx.path, headers: ctx.headers, body: parseProviderBody(ctx.headers["content-type"], raw), rawBody: new Uint8Array(raw) };
+    let result: unknown;
+    try {
+      result = await module.normalizeHttp!(request);
+    } catch (error) {
+      const declared = Number((error as { status?: unknown; statusCode?: unknown })?.status ?? (error as { statusCode?: unknown })?.statusCode);
+      const status = declared >= 400 && declared < 500 ? declared : 400;
+      const message = error instanceof Error ? error.message : String(error);
+      this.parts.logger.warn({ event: "security.channel_rejected", channel, status, requestId: ctx.requestId, remoteAddress: ctx.remoteAddress, err: message }, "channel refused the request");
+      throw new HttpError(status, "AL_ERR_CHANNEL_REJECTED", `channel ${channel} refused the request: ${message}`, { fix: "Check the provider's signing secret and the request." });
+    }
+    if (isAck(result)) return result;
+    if (!isTurn(result)) {
+      this.parts.logger.error({ event: "channel.turn_invalid", channel, requestId: ctx.requestId }, "normalizeHttp returned neither a turn nor an ack");
+      throw new HttpError(500, "AL_ERR_CHANNEL_TURN_INVALID", `channel ${channel}'s normalizeHttp returned neither a ChannelTurn nor { ack: true }`, {
+        fix: "Return { eventId, conversationId, message } or { ack: true } from normalizeHttp.",
+      });
+    }
+    return result;
+  }
+
+  private async submit(channel: string, turn: ChannelTurn, ctx: RequestContext): Promise<void> {
+    const { runtime, mailbox, watcher, logger, model } = this.parts;
+    const conversationId = turn.conversationId === "" ? null : turn.conversationId;
+    const waitSeconds = parseWait(ctx.query.get("wait"));
+    const reservation = mailbox.reserve(conversationId);
+    if (!("release" in reservation)) {
+      logger.info(
+        { event: "ingress.rejected", reason: "capacity", channel, requestId: ctx.requestId, executing: reservation.active, waiting: reservation.waiting, retryAfterMs: reservation.retryAfterMs },
+        "at maxConcurrentRuns with a full mailbox",
+      );
+      throw new HttpError(429, "AL_ERR_RUN_CAPACITY", `${reservation.active} runs are executing and ${reservation.waiting} are waiting, the configured maximum`, {
+        fix: "Retry after the Retry-After seconds, or raise maxConcurrentRuns / maxQueuedRuns.",
+        headers: { "retry-after": String(retryAfterSeconds(reservation.retryAfterMs)) },
+      });
+    }
+    let runId: string;
+    let created: boolean;
+    try {
+      const metadata = jsonRecord({
+        eventId: turn.eventId,
+        ...(turn.user ? { user: turn.user } : {}),
+        ...(turn.attachments && turn.attachments.length > 0 ? { attachments: turn.attachments } : {}),
+        ...(turn.metadata ?? {}),
+      });
+      ({ runId, created } = await runtime.submit({
+        message: turn.message,
+        ...(conversationId !== null ? { conversationId } : {}),
+        metadata: jsonRecord(turn.metadata ?? {}),
+        idempotencyKey: `${channel}:${turn.eventId}`,
+        channel: { name: channel, metadata },
+        ...(model ? { model } : {}),
+      }));
+      // Enqueue even a duplicate: a run queued by a process that died is adopted here.
+      const current = created ? undefined : await runtime.state.runs.getRun(runId);
+      if (created || current?.status === "queued") mailbox.enqueue(runId, conversationId, { prepare: !created || (turn.attachments?.length ?? 0) > 0 });
+    } finally {
+      reservation.release();
+    }
+    logger.info(
+      { event: created ? "ingress.accepted" : "ingress.duplicate", channel, runId, eventId: turn.eventId, conversationId, requestId: ctx.requestId },
+      created ? "turn accepted" : "duplicate event; returning the run it started",
+    );
+    const result = await watcher.waitForRest(runId, waitSeconds * 1000);
+    const rested = result.status !== "queued" && result.status !== "running";
+    sendJson(ctx.res, waitSeconds > 0 && rested ? 200 : created ? 202 : 200, { ...result, conversationId, duplicate: !created, run: `/runs/${encodeURIComponent(runId)}` });
+  }
+}
+
+function parseWait(value: string | null): number {
+  if (value === null || value === "") return 0;
+  const seconds = Number(value);
+  if (!Number.isFinite(seconds) || seconds < 0) {
+    throw new HttpError(400, "AL_ERR_HTTP_BODY_INVALID", `?wait=${value} is not a number of seconds`, { fix: `Use ?wait=30 (at most ${MAX_WAIT_SECONDS}).` });
+  }
+  return Math.min(seconds, MAX_WAIT_SECONDS);
+}
+
+/** Provider bodies: JSON or form-encoded are parsed; anything else reaches normalizeHttp as rawBody only. */
+function parseProviderBody(contentType: string | undefined, raw: Buffer): JsonValue | undefined {
+  if (raw.length === 0) return undefined;
+  if (isJsonContentType(contentType)) {
+    try {
+      return JSON.parse(raw.toString("utf8")) as JsonValue;
+    } catch (error) {
+      throw new HttpError(400, "AL_ERR_HTTP_BODY_INVALID", `the body is not valid JSON: ${(error as Error).message}`, { fix: "Send valid JSON." });
+    }
+  }
+  if (contentType?.split(";")[0]!.trim().toLowerCase() === "application/x-www-form-urlencoded") {
+    return Object.fromEntries(new URLSearchParams(raw.toString("utf8")));
+  }
+  return undefined;
+}
+
+function isAck(value: unknown): value is ChannelAck {
+  return typeof value === "object" && value !== null && (value as ChannelAck).ack === true;
+}
+
+function isTurn(value: unknown): value is ChannelTurn {
+  const turn = value as ChannelTurn;
+  return (
+    typeof value === "object" &&
+    value !== null &&
+    typeof turn.eventId === "string" &&
+    turn.eventId !== "" &&
+    typeof turn.conversationId === "string" &&
+    typeof turn.message === "string" &&
+    (turn.attachments === undefined || Array.isArray(turn.attachments))
+  );
+}
+
+/** Provider data may hold undefined or non-JSON values; the run input must be plain JSON. */
+function jsonRecord(value: object): Record<string, JsonValue> {
+  return JSON.parse(JSON.stringify(value)) as Record<string, JsonValue>;
+}

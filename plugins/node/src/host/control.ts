@@ -1,0 +1,59 @@
+import { HttpError, optionalString, parseJsonObject, readBody, sendJson } from "./http.js";
+import type { IngressKillSwitch } from "./kill-switch.js";
+import type { ConversationMailbox } from "./mailbox.js";
+import type { Route } from "./router.js";
+
+/** The ingress kill switch endpoints: read it with its audit trail, flip it. */
+export function killSwitchRoutes(killSwitch: IngressKillSwitch, maxBodyBytes: number): Route[] {
+  return [
+    {
+      method: "GET",
+      pattern: "/admin/kill-switch",
+      auth: "admin",
+      async handle(ctx) {
+        sendJson(ctx.res, 200, { ...(await killSwitch.state()), audit: await killSwitch.history() });
+      },
+    },
+    {
+      method: "POST",
+      pattern: "/admin/kill-switch",
+      auth: "admin",
+      async handle(ctx) {
+        const body = parseJsonObject(ctx.req, await readBody(ctx.req, maxBodyBytes));
+        if (typeof body.engaged !== "boolean") {
+          throw new HttpError(400, "AL_ERR_HTTP_BODY_INVALID", "body.engaged must be true or false", { fix: '{"engaged": true, "reason": "provider incident"}' });
+        }
+        const reason = optionalString(body, "reason");
+        const actor = optionalString(body, "actor") ?? "http";
+        const { state, audit } = await killSwitch.set(body.engaged, { actor, ...(reason ? { reason } : {}) });
+        sendJson(ctx.res, 200, { ...state, auditEvent: audit });
+      },
+    },
+  ];
+}
+
+/** Liveness and readiness. Readiness turns 503 first thing at shutdown, so balancers stop routing here. */
+export function probeRoutes(status: { draining(): boolean; mailbox: ConversationMailbox; killSwitch: IngressKillSwitch }): Route[] {
+  return [
+    {
+      method: "GET",
+      pattern: "/healthz",
+      auth: "probe",
+      async handle(ctx) {
+        sendJson(ctx.res, 200, { status: "ok" });
+      },
+    },
+    {
+      method: "GET",
+      pattern: "/readyz",
+      auth: "probe",
+      async handle(ctx) {
+        if (status.draining()) {
+          sendJson(ctx.res, 503, { status: "draining" });
+          return;
+        }
+        sendJson(ctx.res, 200, { status: "ready", ...status.mailbox.load, ingressKillSwitch: await status.killSwitch.engaged() });
+      },
+    },
+  ];
+}

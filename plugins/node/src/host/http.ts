@@ -1,0 +1,141 @@
+import type { IncomingMessage, ServerResponse } from "node:http";
+import { AssemblyLineError, isAssemblyLineError, type ErrorCode, type JsonValue } from "@assemblyline-agents/core";
+
+/** An error that already knows its HTTP status (and headers such as Retry-After). */
+export class HttpError extends AssemblyLineError {
+  readonly status: number;
+  readonly headers: Record<string, string>;
+  /** The message without the code prefix and fix suffix, for JSON bodies. */
+  readonly reason: string;
+
+  constructor(status: number, code: ErrorCode, reason: string, options: { fix?: string; headers?: Record<string, string>; cause?: unknown } = {}) {
+    super(code, reason, { ...(options.fix ? { fix: options.fix } : {}), ...(options.cause ? { cause: options.cause } : {}) });
+    this.status = status;
+    this.headers = options.headers ?? {};
+    this.reason = reason;
+  }
+}
+
+/** The JSON body every error response carries. */
+export interface ErrorBody {
+  error: { code: string; message: string; fix?: string; requestId?: string };
+}
+
+/** Runtime errors an endpoint passes through, by the status that describes them. */
+const STATUS_BY_CODE: Partial<Record<ErrorCode, number>> = {
+  AL_ERR_RUN_NOT_FOUND: 404,
+  AL_ERR_APPROVAL_NOT_FOUND: 404,
+  AL_ERR_RUN_NOT_RESUMABLE: 409,
+  AL_ERR_RUN_CAPACITY: 429,
+  AL_ERR_STATE_INPUT_INVALID: 400,
+  AL_ERR_STATE_UNAVAILABLE: 503,
+  AL_ERR_STATE_LOCKED: 503,
+};
+
+/** Status, headers and body for any thrown value; unknown failures become a bare 500. */
+export function errorResponse(error: unknown, requestId: string): { status: number; headers: Record<string, string>; body: ErrorBody } {
+  if (error instanceof HttpError) {
+    return { status: error.status, headers: error.headers, body: { error: { code: error.code, message: error.reason, ...(error.fix ? { fix: error.fix } : {}), requestId } } };
+  }
+  if (isAssemblyLineError(error) && STATUS_BY_CODE[error.code] !== undefined) {
+    const reason = error.message.replace(`${error.code}: `, "").split("\n  fix: ")[0]!;
+    const retryAfterMs = (error as { retryAfterMs?: unknown }).retryAfterMs;
+    const headers: Record<string, string> = typeof retryAfterMs === "number" ? { "retry-after": String(retryAfterSeconds(retryAfterMs)) } : {};
+    return { status: STATUS_BY_CODE[error.code]!, headers, body: { error: { code: error.code, message: reason, ...(error.fix ? { fix: error.fix } : {}), requestId } } };
+  }
+  return {
+    status: 500,
+    headers: {},
+    body: { error: { code: "AL_ERR_HOST_INTERNAL", message: "the endpoint failed unexpectedly", fix: `Look up requestId ${requestId} in the host's logs (event http.failed).`, requestId } },
+  };
+}
+
+/** Retry-After is whole seconds; never advertise 0, which invites a hot retry loop. */
+export function retryAfterSeconds(ms: number): number {
+  return Math.max(1, Math.ceil(ms / 1000));
+}
+
+export function sendJson(res: ServerResponse, status: number, body: unknown, headers: Record<string, string> = {}): void {
+  if (res.headersSent) {
+    res.end();
+    return;
+  }
+  const text = JSON.stringify(body);
+  res.writeHead(status, { ...headers, "content-type": "application/json; charset=utf-8", "content-length": String(Buffer.byteLength(text)) });
+  res.end(text);
+}
+
+/**
+ * Read the whole body, refusing (413) beyond `maxBytes`: the declared
+ * Content-Length is checked before reading a byte, the streamed size as it arrives.
+ */
+export async function readBody(req: IncomingMessage, maxBytes: number): Promise<Buffer> {
+  const tooLarge = () =>
+    new HttpError(413, "AL_ERR_HTTP_BODY_TOO_LARGE", `the request body exceeds ${maxBytes} bytes`, {
+      fix: "Send a smaller body, or raise listenNodeRuntime({ maxBodyBytes }).",
+    });
+  const declared = Number(req.headers["content-length"]);
+  if (Number.isFinite(declared) && declared > maxBytes) throw tooLarge();
+  const chunks: Buffer[] = [];
+  let size = 0;
+  for await (const chunk of req) {
+    size += (chunk as Buffer).length;
+    if (size > maxBytes) throw tooLarge();
+    chunks.push(chunk as Buffer);
+  }
+  return Buffer.concat(chunks);
+}
+
+export function isJsonContentType(header: string | undefined): boolean {
+  if (!header) return false;
+  const type = header.split(";")[0]!.trim().toLowerCase();
+  return type === "application/json" || (type.startsWith("application/") && type.endsWith("+json"));
+}
+
+/**
+ * Parse a JSON object body. An empty body is `{}` when `optional` (e.g. an
+ * approve without options); otherwise the body must be JSON with a JSON type.
+ */
+export function parseJsonObject(req: IncomingMessage, raw: Buffer, options: { optional?: boolean } = {}): Record<string, JsonValue> {
+  if (raw.length === 0 && options.optional) return {};
+  if (!isJsonContentType(req.headers["content-type"])) {
+    throw new HttpError(415, "AL_ERR_HTTP_CONTENT_TYPE", `Content-Type ${JSON.stringify(req.headers["content-type"] ?? "")} is not application/json`, {
+      fix: "Send the body with Content-Type: application/json.",
+    });
+  }
+  let parsed: unknown;
+  try {
+    parsed = JSON.parse(raw.toString("utf8"));
+  } catch (error) {
+    throw new HttpError(400, "AL_ERR_HTTP_BODY_INVALID", `the body is not valid JSON: ${(error as Error).message}`, { fix: "Send a JSON object." });
+  }
+  if (typeof parsed !== "object" || parsed === null || Array.isArray(parsed)) {
+    throw new HttpError(400, "AL_ERR_HTTP_BODY_INVALID", "the body must be a JSON object", { fix: 'Send e.g. {"message": "hi"}.' });
+  }
+  return parsed as Record<string, JsonValue>;
+}
+
+/** An optional string field of a parsed body (400 when present with another type). */
+export function optionalString(body: Record<string, JsonValue>, field: string): string | undefined {
+  const value = body[field];
+  if (value === undefined || value === null) return undefined;
+  if (typeof value !== "string") {
+    throw new HttpError(400, "AL_ERR_HTTP_BODY_INVALID", `body.${field} must be a string`, { fix: `Send "${field}" as a JSON string, or leave it out.` });
+  }
+  return value;
+}
+
+export function requiredString(body: Record<string, JsonValue>, field: string, example: string): string {
+  const value = optionalString(body, field);
+  if (value === undefined || value === "") {
+    throw new HttpError(400, "AL_ERR_HTTP_BODY_INVALID", `body.${field} is required`, { fix: `Send e.g. ${example}.` });
+  }
+  return value;
+}
+
+/** Request headers as a plain record (arrays joined), as channel modules receive them. */
+export function headerRecord(req: IncomingMessage): Record<string, string | undefined> {
+  const headers: Record<string, string | undefined> = {};
+  for (const [name, value] of Object.entries(req.headers)) headers[name] = Array.isArray(value) ? value.join(", ") : value;
+  return headers;
+}

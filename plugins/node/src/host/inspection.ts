@@ -1,0 +1,144 @@
+import type { JsonValue, RunEvent, RunListFilter, RunStatus } from "@assemblyline-agents/core";
+import type { OpenEveRuntime, RunResult } from "@assemblyline-agents/runtime";
+import { formatEvent } from "../cli/timeline.js";
+import { HttpError, optionalString, parseJsonObject, readBody, requiredString, sendJson } from "./http.js";
+import type { RequestContext, Route } from "./router.js";
+
+const STATUSES: RunStatus[] = ["queued", "running", "waiting_approval", "waiting_input", "completed", "failed"];
+const MAX_PAGE = 200;
+/** How long approve/deny/answer wait for the resumed run to rest before answering 202. */
+const DEFAULT_DECISION_WAIT_MS = 30_000;
+
+/**
+ * The /runs endpoints: list with filters and paging, one run with everything
+ * recorded about it, and the decisions that resume a paused run.
+ */
+export function inspectionRoutes(runtime: OpenEveRuntime, maxBodyBytes: number, draining: AbortSignal): Route[] {
+  const runs = runtime.state.runs;
+  const route = (method: string, pattern: string, handle: (ctx: RequestContext) => Promise<void>): Route => ({ method, pattern, auth: "runs", handle });
+
+  return [
+    route("GET", "/runs", async (ctx) => {
+      const filter: RunListFilter = { agentId: runtime.manifest.agent.id, limit: pageSize(ctx.query.get("limit")) };
+      const statuses = ctx.query.getAll("status").flatMap((value) => value.split(",")).filter(Boolean);
+      const unknown = statuses.find((status) => !STATUSES.includes(status as RunStatus));
+      if (unknown) throw badQuery(`status=${unknown} is not one of ${STATUSES.join(", ")}`);
+      if (statuses.length > 0) filter.status = statuses as RunStatus[];
+      const conversationId = ctx.query.get("conversationId");
+      if (conversationId) filter.conversationId = conversationId;
+      const cursor = ctx.query.get("cursor");
+      if (cursor) filter.cursor = cursor;
+      const page = await runs.listRuns(filter);
+      sendJson(ctx.res, 200, {
+        runs: page.runs,
+        nextCursor: page.nextCursor,
+        ...(page.nextCursor ? { next: `/runs?${nextQuery(ctx.query, page.nextCursor)}` } : {}),
+      });
+    }),
+
+    route("GET", "/runs/:runId", async (ctx) => {
+      const runId = ctx.params.runId!;
+      const result = await runtime.getRun(runId);
+      const [run, events, toolCalls, checkpoint, deliveries, usage] = await Promise.all([
+        runs.getRun(runId),
+        runs.listEvents(runId),
+        runs.listToolCalls(runId),
+        runs.getCheckpoint(runId),
+        runs.listDeliveries(runId),
+        runtime.state.usage.listUsage({ runId }).catch(() => []),
+      ]);
+      sendJson(ctx.res, 200, {
+        run,
+        result,
+        events,
+        toolCalls,
+        checkpoint: checkpoint ?? null,
+        deliveries,
+        usage: { records: usage, ...usageTotals(usage) },
+        timeline: events.map(timelineEntry),
+      });
+    }),
+
+    route("GET", "/runs/:runId/events", async (ctx) => {
+      const afterSeq = Number(ctx.query.get("afterSeq") ?? 0);
+      if (!Number.isInteger(afterSeq) || afterSeq < 0) throw badQuery("afterSeq must be a non-negative integer");
+      await runtime.getRun(ctx.params.runId!);
+      sendJson(ctx.res, 200, { events: await runs.listEvents(ctx.params.runId!, { afterSeq, limit: pageSize(ctx.query.get("limit")) }) });
+    }),
+
+    route("POST", "/runs/:runId/approve", async (ctx) => {
+      const body = parseJsonObject(ctx.req, await readBody(ctx.req, maxBodyBytes), { optional: true });
+      const callId = optionalString(body, "callId");
+      const actor = optionalString(body, "actor") ?? "http";
+      await decide(ctx, runtime, draining, () => runtime.approve(ctx.params.runId!, { ...(callId ? { callId } : {}), actor }));
+    }),
+
+    route("POST", "/runs/:runId/deny", async (ctx) => {
+      const body = parseJsonObject(ctx.req, await readBody(ctx.req, maxBodyBytes), { optional: true });
+      const callId = optionalString(body, "callId");
+      const reason = optionalString(body, "reason");
+      const actor = optionalString(body, "actor") ?? "http";
+      await decide(ctx, runtime, draining, () => runtime.deny(ctx.params.runId!, { ...(callId ? { callId } : {}), ...(reason ? { reason } : {}), actor }));
+    }),
+
+    route("POST", "/runs/:runId/answer", async (ctx) => {
+      const body = parseJsonObject(ctx.req, await readBody(ctx.req, maxBodyBytes));
+      const answer = requiredString(body, "answer", '{"answer": "yes"}');
+      const actor = optionalString(body, "actor") ?? "http";
+      await decide(ctx, runtime, draining, () => runtime.answer(ctx.params.runId!, answer, { actor }));
+    }),
+  ];
+}
+
+/**
+ * Resume the run (resumes bypass admission) and answer with where it rests,
+ * or 202 with its current state when it is still going after `?wait` seconds.
+ */
+async function decide(ctx: RequestContext, runtime: OpenEveRuntime, draining: AbortSignal, resume: () => Promise<RunResult>): Promise<void> {
+  const waitMs = ctx.query.has("wait") ? Math.max(0, Number(ctx.query.get("wait")) * 1000 || 0) : DEFAULT_DECISION_WAIT_MS;
+  const resumed = resume();
+  let timer: NodeJS.Timeout | undefined;
+  // Shutdown answers waiting callers at once; the run itself goes on until runtime.onIdle() or the timeout.
+  const timedOut = new Promise<undefined>((resolve) => {
+    timer = setTimeout(() => resolve(undefined), waitMs);
+    draining.addEventListener("abort", () => resolve(undefined), { once: true });
+  });
+  // A failure after we answered 202 is the run's own (recorded as run.failed); do not leave it unhandled.
+  resumed.catch(() => undefined);
+  try {
+    const result = await Promise.race([resumed, timedOut]);
+    if (result) sendJson(ctx.res, 200, result);
+    else sendJson(ctx.res, 202, await runtime.getRun(ctx.params.runId!));
+  } finally {
+    clearTimeout(timer);
+  }
+}
+
+function pageSize(value: string | null): number {
+  if (value === null || value === "") return 50;
+  const limit = Number(value);
+  if (!Number.isInteger(limit) || limit < 1 || limit > MAX_PAGE) throw badQuery(`limit=${value} is not an integer in 1..${MAX_PAGE}`);
+  return limit;
+}
+
+function badQuery(problem: string): HttpError {
+  return new HttpError(400, "AL_ERR_HTTP_BODY_INVALID", problem, { fix: "GET /runs?status=waiting_approval&conversationId=c1&limit=20&cursor=<nextCursor>" });
+}
+
+function nextQuery(query: URLSearchParams, cursor: string): string {
+  const next = new URLSearchParams(query);
+  next.set("cursor", cursor);
+  return next.toString();
+}
+
+function timelineEntry(event: RunEvent): { seq: number; at: string; type: string; line: string } {
+  return { seq: event.seq, at: event.createdAt, type: event.type, line: formatEvent(event).trim() };
+}
+
+function usageTotals(records: Array<{ inputTokens: number; outputTokens: number; costUsd: number }>): Record<string, JsonValue> {
+  return {
+    inputTokens: records.reduce((sum, record) => sum + record.inputTokens, 0),
+    outputTokens: records.reduce((sum, record) => sum + record.outputTokens, 0),
+    costUsd: records.reduce((sum, record) => sum + record.costUsd, 0),
+  };
+}

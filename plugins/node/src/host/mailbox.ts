@@ -1,0 +1,168 @@
+import { isAssemblyLineError, type RuntimeLogger } from "@assemblyline-agents/core";
+import type { OpenEveRuntime } from "@assemblyline-agents/runtime";
+
+interface Letter {
+  runId: string;
+  /** Runs of one conversation execute one after another; a run without one is its own. */
+  conversation: string;
+  /** Whether beforeStart has work to do (a turn with attachments, or a run we know nothing about). */
+  prepare: boolean;
+}
+
+export interface MailboxOptions {
+  runtime: OpenEveRuntime;
+  maxConcurrentRuns: number;
+  maxQueuedRuns: number;
+  logger: RuntimeLogger;
+  /** Work to do before a run starts (attachment downloads); its failure is logged, not fatal. */
+  beforeStart?(runId: string): Promise<void>;
+}
+
+/** Why an event was not accepted, and when to try again. */
+export interface MailboxRefusal {
+  active: number;
+  waiting: number;
+  retryAfterMs: number;
+}
+
+/**
+ * The durable per-conversation mailbox. An accepted event is a `queued` run in
+ * the state store (runtime.submit) before the request is answered; this class
+ * is the in-process view of those runs, starting each through admission
+ * (runtime.start) when capacity allows, one run per conversation at a time, in
+ * acceptance order. Everything it holds is also in the state store, so a
+ * restart loses nothing: the next boot adopts queued runs again.
+ */
+export class ConversationMailbox {
+  private readonly waiting: Letter[] = [];
+  private readonly known = new Set<string>();
+  private readonly busy = new Set<string>();
+  private executing = 0;
+  /** Admissions granted whose run is not yet enqueued (the submit is in flight), by where they go. */
+  private reservedStart = 0;
+  private reservedWait = 0;
+  private stopped = false;
+  private recentRunMs = 1000;
+  private retryTimer: NodeJS.Timeout | undefined;
+
+  constructor(private readonly options: MailboxOptions) {}
+
+  get load(): { executing: number; waiting: number } {
+    return { executing: this.executing, waiting: this.waiting.length + this.reservedWait };
+  }
+
+  /**
+   * Reserve room for one brand-new event, or refuse it: it may start now, or
+   * wait while fewer than maxQueuedRuns wait. Call `release` once it is
+   * enqueued, or dropped.
+   */
+  reserve(conversationId: string | null): { release(): void } | MailboxRefusal {
+    const conversation = conversationId === null ? undefined : `c:${conversationId}`;
+    // Waiting letters are all blocked by busy conversations whenever capacity is free
+    // (pump runs on every change), so only this event's own conversation can hold it back.
+    const startsNow =
+      this.executing + this.reservedStart < this.options.maxConcurrentRuns &&
+      this.options.runtime.hasRunCapacity() &&
+      (conversation === undefined || (!this.busy.has(conversation) && !this.waiting.some((letter) => letter.conversation === conversation)));
+    const waiting = this.waiting.length + this.reservedWait;
+    if (!startsNow && waiting >= this.options.maxQueuedRuns) {
+      // Each slot turns over about once per recent run time.
+      const retryAfterMs = Math.max(100, Math.round((this.recentRunMs * (waiting + 1)) / this.options.maxConcurrentRuns));
+      return { active: this.executing, waiting, retryAfterMs };
+    }
+    if (startsNow) this.reservedStart += 1;
+    else this.reservedWait += 1;
+    let released = false;
+    return {
+      release: () => {
+        if (released) return;
+        released = true;
+        if (startsNow) this.reservedStart -= 1;
+        else this.reservedWait -= 1;
+      },
+    };
+  }
+
+  /** Add a durably queued run (idempotent by run id) and start what can start. */
+  enqueue(runId: string, conversationId: string | null, options: { prepare?: boolean } = {}): void {
+    if (this.known.has(runId)) return;
+    this.known.add(runId);
+    this.waiting.push({ runId, conversation: conversationId === null ? `r:${runId}` : `c:${conversationId}`, prepare: options.prepare !== false });
+    this.pump();
+  }
+
+  has(runId: string): boolean {
+    return this.known.has(runId);
+  }
+
+  /** Stop starting runs (shutdown); those still waiting stay queued in the state store. */
+  stop(): void {
+    this.stopped = true;
+    clearTimeout(this.retryTimer);
+  }
+
+  private hasCapacity(): boolean {
+    return this.executing < this.options.maxConcurrentRuns && this.options.runtime.hasRunCapacity();
+  }
+
+  private pump(): void {
+    if (this.stopped) return;
+    while (this.hasCapacity()) {
+      const index = this.waiting.findIndex((letter) => !this.busy.has(letter.conversation));
+      if (index === -1) return;
+      const [letter] = this.waiting.splice(index, 1);
+      this.execute(letter!);
+    }
+    // Capacity is also taken by direct runtime.run() callers, who do not wake us.
+    if (this.waiting.length > 0 && !this.retryTimer) {
+      this.retryTimer = setTimeout(() => {
+        this.retryTimer = undefined;
+        this.pump();
+      }, 100);
+      this.retryTimer.unref();
+    }
+  }
+
+  private execute(letter: Letter): void {
+    this.executing += 1;
+    this.busy.add(letter.conversation);
+    const started = Date.now();
+    const { runtime, logger } = this.options;
+    const work = (async () => {
+      if (letter.prepare && this.options.beforeStart) {
+        await this.options.beforeStart(letter.runId).catch((error) =>
+          logger.warn({ event: "mailbox.before_start_failed", runId: letter.runId, err: String(error) }, "preparing a run failed; starting it anyway"),
+        );
+      }
+      await runtime.start(letter.runId);
+    })();
+    work.then(
+      () => this.settle(letter, started, "done"),
+      (error: unknown) => {
+        if (isAssemblyLineError(error, "AL_ERR_RUN_CAPACITY")) {
+          // Someone else took the slot between our check and start: wait again, first in line.
+          this.settle(letter, started, "retry");
+          return;
+        }
+        if (isAssemblyLineError(error, "AL_ERR_RUN_NOT_RESUMABLE")) {
+          logger.debug({ event: "mailbox.run_taken", runId: letter.runId }, "another replica is executing this run");
+        } else {
+          logger.warn({ event: "mailbox.start_failed", runId: letter.runId, err: String(error) }, "starting a queued run failed; the recovery sweep retries it while it stays queued");
+        }
+        this.settle(letter, started, "drop");
+      },
+    );
+  }
+
+  private settle(letter: Letter, started: number, outcome: "done" | "retry" | "drop"): void {
+    this.executing -= 1;
+    this.busy.delete(letter.conversation);
+    if (outcome === "retry") this.waiting.unshift(letter);
+    else {
+      this.known.delete(letter.runId);
+      // A moving average of run time is the honest Retry-After hint.
+      this.recentRunMs = this.recentRunMs * 0.8 + (Date.now() - started) * 0.2;
+    }
+    this.pump();
+  }
+}

@@ -1,0 +1,99 @@
+import { AssemblyLineError, type Scheduler, type TelemetrySink } from "@assemblyline-agents/core";
+import type { RuntimeOptions } from "@assemblyline-agents/runtime";
+import type { AttachmentOptions } from "./attachments.js";
+import type { HostAuthOptions } from "./auth.js";
+import type { OutboxOptions } from "./outbox.js";
+import type { RateLimitOptions } from "./rate-limit.js";
+
+/** What `listenNodeRuntime` takes: the runtime's options plus the host's. */
+export interface NodeRuntimeOptions extends RuntimeOptions {
+  /**
+   * Development mode: raw channel routes and `/runs` work without auth, and a
+   * channel's missing `requiredSecretEnv` is a warning. Default false (production).
+   */
+  devMode?: boolean;
+  /** TCP port; 0 picks a free one. Default: env PORT, else 3000. */
+  port?: number;
+  /** Interface to bind. Default: env HOST, else 127.0.0.1 in devMode and 0.0.0.0 in production. */
+  host?: string;
+  /** Bearer token and/or an auth policy for `/runs`, `/admin`, probes and raw channel routes. */
+  auth?: HostAuthOptions;
+  /** Ingress token buckets; off by default, and `false` disables even ASSEMBLY_LINE_RATE_LIMIT. */
+  rateLimit?: false | RateLimitOptions;
+  /** Bound on waiting for in-flight runs at shutdown (env ASSEMBLY_LINE_SHUTDOWN_TIMEOUT_MS, default 30 000). */
+  shutdownTimeoutMs?: number;
+  /** Largest request body accepted; larger ones get 413. Default 1 MiB. */
+  maxBodyBytes?: number;
+  /** Host-forced model for every run a channel starts (e.g. `scripted:/abs/script.json` in dev). */
+  model?: string;
+  attachments?: AttachmentOptions;
+  outbox?: OutboxOptions;
+  /** Started with the host; each due schedule's payload `{ message, conversationId? }` becomes a mailbox run. */
+  scheduler?: Scheduler;
+  /** Sinks that receive every recorded event, flushed at shutdown. */
+  telemetry?: TelemetrySink | TelemetrySink[];
+  /** How often runs orphaned by a dead replica are looked for (default: the lease TTL). */
+  recoveryIntervalMs?: number;
+}
+
+/** The host settings after options and environment are combined. */
+export interface HostConfig {
+  devMode: boolean;
+  port: number;
+  host: string;
+  maxConcurrentRuns: number;
+  maxQueuedRuns: number;
+  shutdownTimeoutMs: number;
+  maxBodyBytes: number;
+  leaseTtlMs: number;
+  recoveryIntervalMs: number;
+}
+
+export const DEFAULT_PORT = 3000;
+export const DEFAULT_MAX_CONCURRENT_RUNS = 16;
+export const DEFAULT_MAX_QUEUED_RUNS = 16;
+export const DEFAULT_SHUTDOWN_TIMEOUT_MS = 30_000;
+export const DEFAULT_MAX_BODY_BYTES = 1024 * 1024;
+const DEFAULT_LEASE_TTL_MS = 30_000;
+
+export function resolveHostConfig(options: NodeRuntimeOptions, env: Record<string, string | undefined>): HostConfig {
+  const devMode = options.devMode === true;
+  const leaseTtlMs = options.leaseTtlMs ?? DEFAULT_LEASE_TTL_MS;
+  return {
+    devMode,
+    port: integer(options.port, "port", 0, 65_535) ?? integer(envNumber(env, "PORT"), "PORT", 0, 65_535) ?? DEFAULT_PORT,
+    host: options.host ?? (env.HOST || undefined) ?? (devMode ? "127.0.0.1" : "0.0.0.0"),
+    maxConcurrentRuns:
+      integer(options.maxConcurrentRuns, "maxConcurrentRuns", 1) ??
+      integer(envNumber(env, "ASSEMBLY_LINE_MAX_CONCURRENT_RUNS"), "ASSEMBLY_LINE_MAX_CONCURRENT_RUNS", 1) ??
+      DEFAULT_MAX_CONCURRENT_RUNS,
+    maxQueuedRuns:
+      integer(options.maxQueuedRuns, "maxQueuedRuns", 0) ??
+      integer(envNumber(env, "ASSEMBLY_LINE_MAX_QUEUED_RUNS"), "ASSEMBLY_LINE_MAX_QUEUED_RUNS", 0) ??
+      DEFAULT_MAX_QUEUED_RUNS,
+    shutdownTimeoutMs:
+      integer(options.shutdownTimeoutMs, "shutdownTimeoutMs", 0) ??
+      integer(envNumber(env, "ASSEMBLY_LINE_SHUTDOWN_TIMEOUT_MS"), "ASSEMBLY_LINE_SHUTDOWN_TIMEOUT_MS", 0) ??
+      DEFAULT_SHUTDOWN_TIMEOUT_MS,
+    maxBodyBytes: integer(options.maxBodyBytes, "maxBodyBytes", 1) ?? DEFAULT_MAX_BODY_BYTES,
+    leaseTtlMs,
+    recoveryIntervalMs: integer(options.recoveryIntervalMs, "recoveryIntervalMs", 1) ?? leaseTtlMs,
+  };
+}
+
+/** An env variable as a number, or the raw text when it is not one (so the error can quote it). */
+function envNumber(env: Record<string, string | undefined>, name: string): number | string | undefined {
+  const value = env[name];
+  if (value === undefined || value.trim() === "") return undefined;
+  return Number.isNaN(Number(value)) ? value : Number(value);
+}
+
+function integer(value: unknown, name: string, min: number, max = Number.MAX_SAFE_INTEGER): number | undefined {
+  if (value === undefined) return undefined;
+  if (typeof value !== "number" || !Number.isInteger(value) || value < min || value > max) {
+    throw new AssemblyLineError("AL_ERR_HOST_CONFIG", `${name}=${JSON.stringify(value)} is not an integer in ${min}..${max === Number.MAX_SAFE_INTEGER ? "" : max}`, {
+      fix: `Set ${name} to an integer of at least ${min}.`,
+    });
+  }
+  return value;
+}

@@ -1,0 +1,177 @@
+import { randomUUID } from "node:crypto";
+import { hostname } from "node:os";
+import type { ChannelModule, DeliveryRecord, JsonValue, RunStore, RuntimeLogger } from "@assemblyline-agents/core";
+
+export interface OutboxOptions {
+  /** How often pending deliveries are looked for when nothing wakes the worker. Default 500 ms. */
+  pollIntervalMs?: number;
+  /** Attempts before a delivery is failed for good. Default 8. */
+  maxAttempts?: number;
+  /** First retry delay; doubles per attempt (with jitter) up to maxDelayMs. Default 1 000 ms. */
+  baseDelayMs?: number;
+  maxDelayMs?: number;
+  /** A deliver() call slower than this counts as failed. Default 20 000 ms. */
+  deliverTimeoutMs?: number;
+  /** Deliveries claimed (and sent in parallel) per round. Default 8. */
+  batchSize?: number;
+}
+
+const MIN_CLAIM_INTERVAL_MS = 25;
+
+/** What a delivery's payload holds (written by the kernel with run.completed). */
+interface DeliveryPayload {
+  runId: string;
+  text: string;
+}
+
+/**
+ * The delivery outbox worker. A run that came from a channel enqueues its reply
+ * atomically with `run.completed`; this worker leases pending deliveries, calls
+ * the channel's `deliver`, and completes them, or schedules a retry with
+ * exponential backoff. The lease outlives the deliver timeout by a margin, so
+ * no other worker can claim a delivery while this one may still be sending it,
+ * and a completed delivery is never claimed again.
+ */
+export class DeliveryOutbox {
+  readonly owner = `outbox:${hostname()}:${process.pid}:${randomUUID().slice(0, 8)}`;
+  private readonly pollIntervalMs: number;
+  private readonly maxAttempts: number;
+  private readonly baseDelayMs: number;
+  private readonly maxDelayMs: number;
+  private readonly deliverTimeoutMs: number;
+  private readonly batchSize: number;
+  private loop: Promise<void> | undefined;
+  private stopped = false;
+  private wake: (() => void) | undefined;
+  private kicked = false;
+
+  constructor(
+    private readonly runs: RunStore,
+    private readonly channels: Record<string, ChannelModule>,
+    private readonly logger: RuntimeLogger,
+    options: OutboxOptions = {},
+  ) {
+    this.pollIntervalMs = options.pollIntervalMs ?? 500;
+    this.maxAttempts = options.maxAttempts ?? 8;
+    this.baseDelayMs = options.baseDelayMs ?? 1_000;
+    this.maxDelayMs = options.maxDelayMs ?? 300_000;
+    this.deliverTimeoutMs = options.deliverTimeoutMs ?? 20_000;
+    this.batchSize = options.batchSize ?? 8;
+  }
+
+  start(): void {
+    this.loop ??= this.run();
+  }
+
+  /** Look for deliveries now (a run just completed). */
+  kick(): void {
+    this.kicked = true;
+    this.wake?.();
+  }
+
+  /** Finish the deliveries in flight and stop. */
+  async stop(): Promise<void> {
+    this.stopped = true;
+    this.wake?.();
+    await this.loop;
+  }
+
+  private async run(): Promise<void> {
+    while (!this.stopped) {
+      let claimed: DeliveryRecord[] = [];
+      this.kicked = false;
+      const started = Date.now();
+      try {
+        claimed = await this.runs.claimDeliveries({ owner: this.owner, ttlMs: this.deliverTimeoutMs * 2 + 10_000, limit: this.batchSize });
+        await Promise.all(claimed.map((delivery) => this.deliver(delivery)));
+      } catch (error) {
+        this.logger.warn({ event: "outbox.claim_failed", err: String(error) }, "claiming deliveries failed; retrying after the poll interval");
+      }
+      if (this.stopped || claimed.length === this.batchSize) continue;
+      // A kick (a run completed) shortens the wait, but claims stay at most one per
+      // MIN_CLAIM_INTERVAL_MS: a claim scans the pending deliveries, and completions come in bursts.
+      if (this.kicked) await this.sleep(Math.max(0, MIN_CLAIM_INTERVAL_MS - (Date.now() - started)), false);
+      else await this.sleep(this.pollIntervalMs, true);
+    }
+  }
+
+  /** Wait `ms`; stop() always cuts it short, a kick only when `wakeOnKick`. */
+  private sleep(ms: number, wakeOnKick: boolean): Promise<void> {
+    return new Promise((resolve) => {
+      const done = () => {
+        clearTimeout(timer);
+        this.wake = undefined;
+        resolve();
+      };
+      const timer = setTimeout(done, ms);
+      timer.unref();
+      this.wake = () => {
+        if (wakeOnKick || this.stopped) done();
+      };
+    });
+  }
+
+  private async deliver(delivery: DeliveryRecord): Promise<void> {
+    const module = this.channels[delivery.channel];
+    const payload = delivery.payload as unknown as DeliveryPayload;
+    const fields = { deliveryId: delivery.id, runId: delivery.runId, channel: delivery.channel, attempt: delivery.attempts + 1 };
+    if (!module) {
+      // E.g. the channel was removed in this revision: retrying cannot help.
+      await this.runs.failDelivery(delivery.id, this.owner, `this agent has no channel ${delivery.channel}`);
+      this.logger.warn({ event: "delivery.failed", ...fields, final: true, err: `no channel ${delivery.channel}` }, "delivery names a channel this agent does not have");
+      return;
+    }
+    if (!module.deliver) {
+      // A raw route has no provider to push to: the reply is served by GET /runs/:id.
+      await this.runs.completeDelivery(delivery.id, this.owner);
+      this.logger.debug({ event: "delivery.skipped", ...fields }, "channel has no deliver(); the reply is read through /runs");
+      return;
+    }
+    try {
+      const run = await this.runs.getRun(delivery.runId);
+      const metadata = run?.input.channel?.metadata;
+      await withTimeout(
+        module.deliver({
+          conversationId: delivery.conversationId,
+          runId: payload.runId ?? delivery.runId,
+          text: typeof payload.text === "string" ? payload.text : "",
+          ...(metadata ? { metadata: metadata as Record<string, JsonValue> } : {}),
+        }),
+        this.deliverTimeoutMs,
+      );
+    } catch (error) {
+      const message = error instanceof Error ? error.message : String(error);
+      if (delivery.attempts + 1 >= this.maxAttempts) {
+        await this.runs.failDelivery(delivery.id, this.owner, message);
+        this.logger.error({ event: "delivery.failed", ...fields, err: message, final: true }, "delivery failed for good after its last attempt");
+      } else {
+        const delayMs = this.backoff(delivery.attempts + 1);
+        await this.runs.failDelivery(delivery.id, this.owner, message, new Date(Date.now() + delayMs));
+        this.logger.warn({ event: "delivery.failed", ...fields, err: message, retryInMs: delayMs }, "delivery failed; retrying with backoff");
+      }
+      return;
+    }
+    await this.runs.completeDelivery(delivery.id, this.owner);
+    this.logger.info({ event: "delivery.completed", ...fields }, "reply delivered");
+  }
+
+  /** Exponential with full jitter on the upper half, so a provider outage is not hammered in lockstep. */
+  private backoff(attempt: number): number {
+    const ceiling = Math.min(this.maxDelayMs, this.baseDelayMs * 2 ** (attempt - 1));
+    return Math.round(ceiling / 2 + Math.random() * (ceiling / 2));
+  }
+}
+
+async function withTimeout(work: Promise<void>, ms: number): Promise<void> {
+  let timer: NodeJS.Timeout | undefined;
+  try {
+    await Promise.race([
+      work,
+      new Promise<never>((_, reject) => {
+        timer = setTimeout(() => reject(new Error(`deliver() did not settle within ${ms} ms`)), ms);
+      }),
+    ]);
+  } finally {
+    clearTimeout(timer);
+  }
+}

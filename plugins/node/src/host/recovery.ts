@@ -1,0 +1,90 @@
+import { isAssemblyLineError, type RunRecord, type RunStatus, type RuntimeLogger } from "@assemblyline-agents/core";
+import type { OpenEveRuntime } from "@assemblyline-agents/runtime";
+import type { ConversationMailbox } from "./mailbox.js";
+
+/**
+ * Finds work a previous process (or a dead replica) left behind and takes it
+ * up: `running` runs whose lease expired are resumed at once (resumes bypass
+ * admission), `queued` runs go back into the mailbox in acceptance order, so
+ * they keep their conversation order and the concurrency limit. The lease on
+ * each run decides which replica executes it.
+ */
+export class RunRecovery {
+  private timer: NodeJS.Timeout | undefined;
+  private sweeping: Promise<void> | undefined;
+  private stopped = false;
+
+  constructor(
+    private readonly runtime: OpenEveRuntime,
+    private readonly mailbox: ConversationMailbox,
+    private readonly logger: RuntimeLogger,
+    /** A queued run younger than this may still be in a live replica's mailbox. */
+    private readonly adoptAfterMs: number,
+  ) {}
+
+  /** Sweep now (boot: every queued run is adopted), then every `intervalMs`. */
+  async start(intervalMs: number): Promise<void> {
+    await this.sweep(0);
+    const tick = () => {
+      if (this.stopped) return;
+      this.timer = setTimeout(async () => {
+        await this.sweep(this.adoptAfterMs);
+        tick();
+      }, intervalMs);
+      this.timer.unref();
+    };
+    tick();
+  }
+
+  async stop(): Promise<void> {
+    this.stopped = true;
+    clearTimeout(this.timer);
+    await this.sweeping;
+  }
+
+  sweep(adoptAfterMs: number): Promise<void> {
+    this.sweeping ??= this.sweepOnce(adoptAfterMs)
+      .catch((error) => this.logger.warn({ event: "recovery.sweep_failed", err: String(error) }, "looking for orphaned runs failed; retrying next interval"))
+      .finally(() => (this.sweeping = undefined));
+    return this.sweeping;
+  }
+
+  private async sweepOnce(adoptAfterMs: number): Promise<void> {
+    const now = Date.now();
+    for (const run of await this.listAll("running")) {
+      if (this.stopped) return;
+      if (run.lease && Date.parse(run.lease.expiresAt) > now) continue;
+      // No lease at all is the moment between a decision and its drive taking the lease: give it time.
+      if (!run.lease && now - Date.parse(run.updatedAt) < adoptAfterMs) continue;
+      this.logger.info({ event: "recovery.resume", runId: run.id }, "resuming a run whose owner stopped");
+      this.runtime.resume(run.id).catch((error) => {
+        if (!isAssemblyLineError(error, "AL_ERR_RUN_NOT_RESUMABLE")) {
+          this.logger.warn({ event: "recovery.resume_failed", runId: run.id, err: String(error) }, "resuming an orphaned run failed");
+        }
+      });
+    }
+    // listRuns is newest first; the mailbox wants acceptance order.
+    const queued = (await this.listAll("queued")).reverse();
+    let adopted = 0;
+    for (const run of queued) {
+      if (this.stopped) return;
+      if (this.mailbox.has(run.id)) continue;
+      if (run.lease && Date.parse(run.lease.expiresAt) > now) continue;
+      if (now - Date.parse(run.createdAt) < adoptAfterMs) continue;
+      this.mailbox.enqueue(run.id, run.conversationId);
+      adopted += 1;
+    }
+    if (adopted > 0) this.logger.info({ event: "recovery.adopted", count: adopted }, "queued runs taken into the mailbox");
+  }
+
+  private async listAll(status: RunStatus): Promise<RunRecord[]> {
+    const all: RunRecord[] = [];
+    let cursor: string | undefined;
+    do {
+      const page = await this.runtime.state.runs.listRuns({ status, agentId: this.runtime.manifest.agent.id, limit: 200, ...(cursor ? { cursor } : {}) });
+      all.push(...page.runs);
+      cursor = page.nextCursor ?? undefined;
+    } while (cursor);
+    return all;
+  }
+}

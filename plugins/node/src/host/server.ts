@@ -1,0 +1,264 @@
+import { randomUUID } from "node:crypto";
+import { createServer, type IncomingMessage, type Server, type ServerResponse } from "node:http";
+import type { AddressInfo } from "node:net";
+import { AssemblyLineError, type ChannelModule, type JsonValue, type TelemetrySink } from "@assemblyline-agents/core";
+import { OpenEveRuntime, createRuntimeLogger } from "@assemblyline-agents/runtime";
+import { AttachmentIngest } from "./attachments.js";
+import { HostAuth } from "./auth.js";
+import { ChannelIngress } from "./channel-ingress.js";
+import { checkChannelSecrets } from "./channel-secrets.js";
+import { killSwitchRoutes, probeRoutes } from "./control.js";
+import { errorResponse, headerRecord, sendJson } from "./http.js";
+import { inspectionRoutes } from "./inspection.js";
+import { IngressKillSwitch } from "./kill-switch.js";
+import { ConversationMailbox } from "./mailbox.js";
+import { resolveHostConfig, type NodeRuntimeOptions } from "./options.js";
+import { DeliveryOutbox } from "./outbox.js";
+import { resolveRateLimit } from "./rate-limit.js";
+import { RunRecovery } from "./recovery.js";
+import { Router, type RequestContext } from "./router.js";
+import { RunWatcher } from "./run-watcher.js";
+import { createShutdown } from "./shutdown.js";
+
+/** A listening host. */
+export interface NodeRuntimeHandle {
+  /** Base URL, e.g. http://127.0.0.1:3000. */
+  readonly url: string;
+  readonly port: number;
+  readonly runtime: OpenEveRuntime;
+  readonly server: Server;
+  /** Drain and stop (idempotent): /readyz 503, listener + ingress, scheduler, workers, runtime.onIdle(), telemetry flush, state close. */
+  shutdown(options?: { timeoutMs?: number }): Promise<void>;
+  /** Resolves once shutdown has completed. */
+  readonly closed: Promise<void>;
+}
+
+/** Paths the host serves itself; a channel route may not take them. */
+const RESERVED_PREFIXES = ["/runs", "/admin", "/healthz", "/readyz"];
+
+/**
+ * Serve an agent over HTTP: its channels (`channels/*.ts`), the `/runs`
+ * inspection and decision endpoints, probes and the kill switch, with
+ * admission through the durable per-conversation mailbox, optional ingress
+ * rate limits, the delivery outbox and recovery of orphaned runs.
+ */
+export async function listenNodeRuntime(options: NodeRuntimeOptions): Promise<NodeRuntimeHandle> {
+  const env = options.env ?? process.env;
+  const logger = options.logger ?? createRuntimeLogger({ env });
+  const config = resolveHostConfig(options, env);
+  checkChannelSecrets(options.manifest, env, config.devMode, logger);
+
+  const runtime = new OpenEveRuntime({
+    ...options,
+    env,
+    logger,
+    maxConcurrentRuns: config.maxConcurrentRuns,
+    maxQueuedRuns: config.maxQueuedRuns,
+    leaseTtlMs: config.leaseTtlMs,
+  });
+  const channels = collectChannels(runtime, options.sourceBundle.channels);
+  const auth = new HostAuth(options.auth, env, config.devMode, logger);
+  const rateLimiter = resolveRateLimit(options.rateLimit, env, logger, HostAuth.fingerprint);
+  const watcher = new RunWatcher(runtime);
+  const killSwitch = new IngressKillSwitch(runtime.state.settings, logger);
+  const attachments = new AttachmentIngest(
+    { channels, blob: options.blob, files: runtime.state.files, runs: runtime.state.runs, logger },
+    options.attachments,
+  );
+  const mailbox = new ConversationMailbox({
+    runtime,
+    maxConcurrentRuns: config.maxConcurrentRuns,
+    maxQueuedRuns: config.maxQueuedRuns,
+    logger,
+    beforeStart: (runId) => attachments.ingestRun(runId),
+  });
+  const outbox = new DeliveryOutbox(runtime.state.runs, channels, logger, options.outbox);
+  const recovery = new RunRecovery(runtime, mailbox, logger, config.leaseTtlMs * 2);
+  const ingress = new ChannelIngress({ runtime, channels, mailbox, watcher, killSwitch, rateLimiter, logger, maxBodyBytes: config.maxBodyBytes, model: options.model });
+  const sinks: TelemetrySink[] = [options.telemetry ?? []].flat();
+  const drainController = new AbortController();
+
+  runtime.hooks.event.tapPromise("node-host:telemetry-and-outbox", async (event) => {
+    if (event.type === "run.completed") outbox.kick();
+    for (const sink of sinks) {
+      try {
+        await sink.export(event);
+      } catch (error) {
+        logger.warn({ event: "telemetry.export_failed", runId: event.runId, seq: event.seq, err: String(error) }, "a telemetry sink failed to export an event");
+      }
+    }
+  });
+
+  const router = new Router();
+  for (const route of [
+    ...probeRoutes({ draining: () => drainController.signal.aborted, mailbox, killSwitch }),
+    ...inspectionRoutes(runtime, config.maxBodyBytes, drainController.signal),
+    ...killSwitchRoutes(killSwitch, config.maxBodyBytes),
+  ]) {
+    router.add(route);
+  }
+  for (const [name, module] of Object.entries(channels)) {
+    const route = module.config.route;
+    if (RESERVED_PREFIXES.some((prefix) => route === prefix || route.startsWith(`${prefix}/`)) || router.has(route)) {
+      throw new AssemblyLineError("AL_ERR_CHANNEL_DEFINITION", `channel ${name} takes route ${route}, which the host serves itself`, {
+        fix: `Choose a route outside ${RESERVED_PREFIXES.join(", ")}.`,
+      });
+    }
+    const provider = typeof module.normalizeHttp === "function";
+    for (const method of module.config.methods ?? ["POST"]) {
+      router.add({ method, pattern: route, auth: provider ? "provider" : "channel", channel: name, handle: (ctx) => ingress.handle(name, ctx) });
+    }
+    if (!provider && !auth.configured) {
+      if (config.devMode) logger.warn({ event: "security.open_route", channel: name, route }, "dev mode: this raw channel route accepts unauthenticated requests");
+      else logger.warn({ event: "security.route_refused", channel: name, route }, "raw channel route without normalizeHttp refuses requests until host auth is configured");
+    }
+  }
+  if (!auth.configured) {
+    logger.warn(
+      { event: config.devMode ? "security.open_inspection" : "security.inspection_refused" },
+      config.devMode ? "dev mode: /runs and /admin are unauthenticated" : "/runs and /admin refuse requests until ASSEMBLY_LINE_BEARER_TOKEN or auth is configured",
+    );
+  }
+
+  const server = createServer((req, res) => void serve(req, res));
+  async function serve(req: IncomingMessage, res: ServerResponse): Promise<void> {
+    const started = performance.now();
+    const offered = req.headers["x-request-id"];
+    const requestId = typeof offered === "string" && /^[\w.:-]{1,100}$/.test(offered) ? offered : randomUUID();
+    res.setHeader("x-request-id", requestId);
+    const method = (req.method ?? "GET").toUpperCase();
+    let path = "/";
+    let kind = "unknown";
+    try {
+      const url = new URL(req.url ?? "/", "http://host.invalid");
+      path = url.pathname;
+      const { route, params } = router.match(method, path);
+      kind = route.auth;
+      const ctx: RequestContext = { req, res, method, path, query: url.searchParams, params, headers: headerRecord(req), remoteAddress: req.socket.remoteAddress, requestId };
+      if (route.auth !== "provider") {
+        await auth.check({ kind: route.auth, method, path, headers: ctx.headers, remoteAddress: ctx.remoteAddress, ...(route.channel ? { channel: route.channel } : {}) });
+      }
+      await route.handle(ctx);
+    } catch (error) {
+      const { status, headers, body } = errorResponse(error, requestId);
+      if (status === 500) logger.error({ event: "http.failed", requestId, method, path, err: error instanceof Error ? (error.stack ?? error.message) : String(error) }, "endpoint failed");
+      // The unread rest of an oversized or refused body is not worth reading: close the connection.
+      if (!req.complete) headers.connection = "close";
+      sendJson(res, status, body, headers);
+    } finally {
+      const fields = { event: "http.request", method, path, status: res.statusCode, durationMs: Math.round(performance.now() - started), requestId };
+      if (kind === "probe") logger.debug(fields, "http request");
+      else logger.info(fields, "http request");
+    }
+  }
+
+  await recovery.start(config.recoveryIntervalMs);
+  outbox.start();
+  if (options.scheduler) {
+    await options.scheduler.start(async (scheduleId) => {
+      const schedule = await runtime.state.schedules.getSchedule(scheduleId);
+      const payload = (schedule?.payload ?? {}) as Record<string, JsonValue>;
+      if (!schedule || typeof payload.message !== "string") {
+        logger.warn({ event: "schedule.invalid", scheduleId }, "schedule payload has no message; nothing started");
+        return;
+      }
+      const conversationId = typeof payload.conversationId === "string" ? payload.conversationId : null;
+      const { runId, created } = await runtime.submit({
+        message: payload.message,
+        ...(conversationId ? { conversationId } : {}),
+        idempotencyKey: `schedule:${scheduleId}:${schedule.nextRunAt}`,
+        ...(options.model ? { model: options.model } : {}),
+      });
+      if (created) mailbox.enqueue(runId, conversationId, { prepare: false });
+    });
+  }
+  try {
+    await new Promise<void>((resolve, reject) => {
+      server.once("error", reject);
+      server.listen(config.port, config.host, () => {
+        server.off("error", reject);
+        resolve();
+      });
+    });
+  } catch (error) {
+    mailbox.stop();
+    await Promise.allSettled([recovery.stop(), outbox.stop(), options.scheduler?.stop()]);
+    await runtime.close();
+    throw new AssemblyLineError("AL_ERR_HOST_CONFIG", `cannot listen on ${config.host}:${config.port}: ${(error as Error).message}`, {
+      fix: "Pick a free port (option port, env PORT, or 0 for any) or another host.",
+      cause: error,
+    });
+  }
+  const address = server.address() as AddressInfo;
+  const url = `http://${displayHost(address.address)}:${address.port}`;
+  logger.info(
+    { event: "host.listening", url, devMode: config.devMode, channels: Object.fromEntries(Object.entries(channels).map(([name, module]) => [name, module.config.route])), maxConcurrentRuns: config.maxConcurrentRuns, maxQueuedRuns: config.maxQueuedRuns },
+    `listening on ${url}`,
+  );
+
+  let resolveClosed!: () => void;
+  const closed = new Promise<void>((resolve) => (resolveClosed = resolve));
+  const drain = createShutdown(
+    {
+      markDraining: () => {
+        drainController.abort();
+        ingress.drain();
+      },
+      closeListener: async (deadline) => {
+        watcher.release();
+        const listenerClosed = new Promise<void>((resolve) => server.close(() => resolve()));
+        server.closeIdleConnections();
+        const idleSweep = setInterval(() => server.closeIdleConnections(), 25);
+        try {
+          await Promise.race([Promise.all([listenerClosed, ingress.settled()]), sleep(deadline - Date.now())]);
+        } finally {
+          clearInterval(idleSweep);
+        }
+      },
+      stopScheduler: async () => {
+        await options.scheduler?.stop();
+      },
+      stopWorkers: async () => {
+        mailbox.stop();
+        await Promise.all([recovery.stop(), outbox.stop()]);
+      },
+      runtimeIdle: () => runtime.onIdle(),
+      flushTelemetry: async () => {
+        await Promise.all(sinks.map((sink) => sink.flush?.()));
+      },
+      // A rate-limiter store passed in may be shared with other hosts: its owner closes it.
+      closeState: async () => {
+        await runtime.state.close?.();
+      },
+      forceClose: () => server.closeAllConnections(),
+    },
+    logger,
+    config.shutdownTimeoutMs,
+  );
+  const shutdown = (shutdownOptions?: { timeoutMs?: number }) => {
+    const done = drain(shutdownOptions);
+    void done.then(resolveClosed);
+    return done;
+  };
+  return { url, port: address.port, runtime, server, shutdown, closed };
+}
+
+/** Channel modules by name: the agent's channels/, plus any a plugin registers through hooks.channel. */
+function collectChannels(runtime: OpenEveRuntime, authored: Record<string, ChannelModule>): Record<string, ChannelModule> {
+  const byRoute = new Map(Object.values(authored).map((module) => [module.config.route, module] as const));
+  const registered = runtime.hooks.channel.call(byRoute);
+  const names = new Map(Object.entries(authored).map(([name, module]) => [module, name] as const));
+  const channels: Record<string, ChannelModule> = {};
+  for (const [route, module] of registered) channels[names.get(module) ?? route.replace(/^\/+/, "").replace(/[^\w-]+/g, "-")] = module;
+  return channels;
+}
+
+function displayHost(address: string): string {
+  if (address === "0.0.0.0" || address === "") return "127.0.0.1";
+  if (address === "::") return "[::1]";
+  return address.includes(":") ? `[${address}]` : address;
+}
+
+function sleep(ms: number): Promise<void> {
+  return new Promise((resolve) => setTimeout(resolve, Math.max(0, ms)).unref());
+}

@@ -1,0 +1,73 @@
+import type { RuntimeLogger } from "@assemblyline-agents/core";
+
+/** The drain steps, in the order the spec fixes. Each must not throw past its own failure. */
+export interface ShutdownSteps {
+  /** /readyz answers 503 and ingress refuses new turns. */
+  markDraining(): void;
+  /** Stop listening; wait (until `deadline`) for in-flight requests. */
+  closeListener(deadline: number): Promise<void>;
+  stopScheduler(): Promise<void>;
+  /** Mailbox, outbox, recovery sweep. */
+  stopWorkers(): Promise<void>;
+  runtimeIdle(): Promise<void>;
+  flushTelemetry(): Promise<void>;
+  closeState(): Promise<void>;
+  /** Whatever outlived the deadline (open connections). */
+  forceClose(): void;
+}
+
+export const SHUTDOWN_STEPS = ["readyz", "listener", "scheduler", "workers", "runtime.onIdle", "telemetry.flush", "state.close"] as const;
+
+/**
+ * Build an idempotent shutdown: the first call drains in order and every call
+ * returns the same promise. Waiting for in-flight work is bounded by
+ * `timeoutMs` overall; flush and close always run after it.
+ */
+export function createShutdown(steps: ShutdownSteps, logger: RuntimeLogger, defaultTimeoutMs: number): (options?: { timeoutMs?: number }) => Promise<void> {
+  let done: Promise<void> | undefined;
+  return (options = {}) => {
+    done ??= (async () => {
+      const timeoutMs = options.timeoutMs ?? defaultTimeoutMs;
+      const started = Date.now();
+      const deadline = started + timeoutMs;
+      logger.info({ event: "shutdown.started", timeoutMs }, "graceful shutdown started");
+      const step = async (name: (typeof SHUTDOWN_STEPS)[number], work: () => Promise<void> | void) => {
+        try {
+          await work();
+          logger.info({ event: "shutdown.step", step: name, elapsedMs: Date.now() - started }, `shutdown: ${name} done`);
+        } catch (error) {
+          logger.error({ event: "shutdown.step_failed", step: name, err: String(error) }, `shutdown: ${name} failed; continuing`);
+        }
+      };
+      await step("readyz", () => steps.markDraining());
+      await step("listener", () => steps.closeListener(deadline));
+      await step("scheduler", () => steps.stopScheduler());
+      await step("workers", () => steps.stopWorkers());
+      await step("runtime.onIdle", async () => {
+        const idle = await bounded(steps.runtimeIdle(), deadline - Date.now());
+        if (!idle) {
+          logger.warn(
+            { event: "shutdown.timeout", timeoutMs },
+            "runs still executing at the shutdown timeout; they stay leased and the next boot resumes them once the lease expires",
+          );
+        }
+      });
+      await step("telemetry.flush", () => steps.flushTelemetry());
+      await step("state.close", () => steps.closeState());
+      steps.forceClose();
+      logger.info({ event: "shutdown.completed", elapsedMs: Date.now() - started }, "graceful shutdown completed");
+    })();
+    return done;
+  };
+}
+
+/** true when `work` settled within `ms`. */
+async function bounded(work: Promise<void>, ms: number): Promise<boolean> {
+  let timer: NodeJS.Timeout | undefined;
+  const timedOut = new Promise<false>((resolve) => (timer = setTimeout(() => resolve(false), Math.max(0, ms))));
+  try {
+    return await Promise.race([work.then(() => true as const), timedOut]);
+  } finally {
+    clearTimeout(timer);
+  }
+}

@@ -1,0 +1,65 @@
+import { join } from "node:path";
+import { beforeAll, beforeEach, describe, expect, it } from "vitest";
+import { LocalBlobStore } from "@assemblyline-agents/local";
+import type { RuntimeBundle } from "@assemblyline-agents/runtime";
+import { call, captureServer, fixtureBundle, signedEvent, startHost, tempDir, waitFor } from "./support/host.js";
+
+let bundle: RuntimeBundle;
+beforeAll(async () => {
+  bundle = await fixtureBundle();
+  process.env.FIXTURE_TOKEN = "provider-download-token";
+});
+beforeEach(() => {
+  delete (globalThis as { __otherResolved?: number }).__otherResolved;
+});
+
+async function sendWithAttachments(url: string, id: string, attachments: unknown[]) {
+  const event = signedEvent({ type: "message", id, conversation: `conv-${id}`, text: "echo: see attached", attachments });
+  const reply = await call(`${url}/provider/events?wait=10`, { raw: event.raw, headers: event.headers });
+  expect(reply.body.status).toBe("completed");
+  return reply.body.runId as string;
+}
+
+describe("attachments", () => {
+  it("downloads through the producing channel's resolveAttachment into blobs and /files, and no other channel's", async () => {
+    const files = await captureServer(({ path }) => (path === "/doc.txt" ? { status: 200, body: "quarterly numbers", headers: { "content-type": "text/plain" } } : { status: 404 }));
+    const blob = new LocalBlobStore({ directory: join(tempDir(), "blobs") });
+    const host = await startHost(bundle, { blob });
+    const runId = await sendWithAttachments(host.url, "att-1", [{ id: "a1", url: `${files.url}/doc.txt`, filename: "Q3 report.txt" }]);
+
+    expect(files.requests[0]!.headers.authorization).toBe("Bearer provider-download-token");
+    const record = await host.runtime.state.files.getFileRecord(`/files/attachments/${runId}/a1-Q3_report.txt`);
+    expect(record).toMatchObject({ size: 17, contentType: "text/plain", runId });
+    expect(new TextDecoder().decode((await blob.get(record!.blobKey))!.body)).toBe("quarterly numbers");
+    const events = await host.runtime.listEvents(runId);
+    expect(events.find((event) => event.type === "attachment.stored")?.data).toMatchObject({ attachmentId: "a1", size: 17 });
+    // The other channel module was never consulted.
+    expect((globalThis as { __otherResolved?: number }).__otherResolved).toBeUndefined();
+  });
+
+  it("caps the size, refuses hosts off the allowlist, and lets the run go on without the file", async () => {
+    const files = await captureServer(() => ({ status: 200, body: "x".repeat(5000) }));
+    const host = await startHost(bundle, { blob: new LocalBlobStore({ directory: join(tempDir(), "blobs") }), attachments: { maxBytes: 1000 } });
+    const big = await sendWithAttachments(host.url, "att-big", [{ id: "big", url: `${files.url}/big.bin` }]);
+    const failed = (await host.runtime.listEvents(big)).find((event) => event.type === "attachment.failed");
+    expect(failed?.data).toMatchObject({ attachmentId: "big", code: "AL_ERR_ATTACHMENT_TOO_LARGE" });
+    expect(await host.runtime.state.files.listFileRecords({ prefix: `/files/attachments/${big}` })).toEqual([]);
+
+    const strict = await startHost(bundle, { blob: new LocalBlobStore({ directory: join(tempDir(), "blobs") }), attachments: { allowedHosts: ["files.example.com"] } });
+    const before = files.requests.length;
+    const refused = await sendWithAttachments(strict.url, "att-host", [{ id: "h", url: `${files.url}/x` }]);
+    expect((await strict.runtime.listEvents(refused)).find((event) => event.type === "attachment.failed")?.data).toMatchObject({ code: "AL_ERR_ATTACHMENT_REFUSED" });
+    expect(files.requests.length).toBe(before);
+  });
+
+  it("follows a redirect to another origin without the channel's credentials", async () => {
+    const target = await captureServer(() => ({ status: 200, body: "moved bytes" }));
+    const origin = await captureServer(() => ({ status: 302, headers: { location: `${target.url}/final` } }));
+    const host = await startHost(bundle, { blob: new LocalBlobStore({ directory: join(tempDir(), "blobs") }) });
+    const runId = await sendWithAttachments(host.url, "att-redirect", [{ id: "r", url: `${origin.url}/start` }]);
+    await waitFor(() => (target.requests.length > 0 ? true : undefined));
+    expect(origin.requests[0]!.headers.authorization).toBe("Bearer provider-download-token");
+    expect(target.requests[0]!.headers.authorization).toBeUndefined();
+    expect(await host.runtime.state.files.getFileRecord(`/files/attachments/${runId}/r`)).toMatchObject({ size: 11 });
+  });
+});

@@ -1,0 +1,183 @@
+import { cpSync, writeFileSync } from "node:fs";
+import { join } from "node:path";
+import { beforeAll, describe, expect, it } from "vitest";
+import { isAssemblyLineError } from "@assemblyline-agents/core";
+import { InMemoryStateAdapter, buildAgent, loadRuntimeBundle, type RuntimeBundle } from "@assemblyline-agents/runtime";
+import { listenNodeRuntime, noopLogger } from "../src/index.js";
+import { FIXTURE_AGENT, call, captureServer, fixtureBundle, signedEvent, startHost, tempDir, waitFor } from "./support/host.js";
+
+let bundle: RuntimeBundle;
+beforeAll(async () => {
+  bundle = await fixtureBundle();
+});
+
+const completed = (url: string, runId: string) =>
+  waitFor(async () => {
+    const reply = await call(`${url}/runs/${runId}`);
+    return reply.body.run.status === "completed" ? reply.body : undefined;
+  }, 10_000, `run ${runId} to complete`);
+
+describe("raw channel routes (the default message fallback)", () => {
+  it("answers 202 with the durably queued run, then completes it", async () => {
+    const host = await startHost(bundle);
+    const reply = await call(`${host.url}/message`, { body: { message: "echo: hi", conversationId: "c1" } });
+    expect(reply.status).toBe(202);
+    expect(reply.body).toMatchObject({ runId: expect.stringMatching(/^run_/), conversationId: "c1", duplicate: false, run: `/runs/${reply.body.runId}` });
+    const details = await completed(host.url, reply.body.runId);
+    expect(details.result.response.text).toBe("hello back");
+    expect(details.run.input.channel).toMatchObject({ name: "message" });
+    expect(host.logger.events("ingress.accepted")).toHaveLength(1);
+  });
+
+  it("answers 200 with the resting result when the caller waits", async () => {
+    const host = await startHost(bundle);
+    const reply = await call(`${host.url}/message?wait=10`, { body: { message: "approve: post it" } });
+    expect(reply.status).toBe(200);
+    expect(reply.body.status).toBe("waiting_approval");
+    expect(reply.body.pendingApprovals[0]).toMatchObject({ toolName: "publish", input: { body: "status" } });
+  });
+
+  it("starts one run per Idempotency-Key", async () => {
+    const host = await startHost(bundle);
+    const first = await call(`${host.url}/message`, { body: { message: "echo: once" }, headers: { "idempotency-key": "evt-1" } });
+    const second = await call(`${host.url}/message`, { body: { message: "echo: once" }, headers: { "idempotency-key": "evt-1" } });
+    expect(first.status).toBe(202);
+    expect(second.status).toBe(200);
+    expect(second.body).toMatchObject({ runId: first.body.runId, duplicate: true });
+    expect((await host.runtime.state.runs.listRuns()).runs).toHaveLength(1);
+  });
+
+  it("refuses a raw route in production without host auth, and never uses the fallback", async () => {
+    const host = await startHost(bundle, { devMode: false });
+    const reply = await call(`${host.url}/message`, { body: { message: "echo: hi" } });
+    expect(reply.status).toBe(403);
+    expect(reply.body.error.code).toBe("AL_ERR_HOST_AUTH_REQUIRED");
+    expect((await host.runtime.state.runs.listRuns()).runs).toHaveLength(0);
+    expect(host.logger.events("security.route_refused")).toHaveLength(1);
+    // Provider routes verify themselves and still work.
+    const event = signedEvent({ type: "message", id: "p-1", conversation: "c", text: "echo: hi" });
+    expect((await call(`${host.url}/provider/events`, { raw: event.raw, headers: event.headers })).status).toBe(202);
+  });
+
+  it("serves a raw route in production to callers with the bearer token", async () => {
+    const host = await startHost(bundle, { devMode: false, env: { FIXTURE_SECRET: "s3cret", ASSEMBLY_LINE_BEARER_TOKEN: "tok-1" } });
+    expect((await call(`${host.url}/message`, { body: { message: "echo: hi" } })).status).toBe(401);
+    const wrong = await call(`${host.url}/message`, { body: { message: "echo: hi" }, headers: { authorization: "Bearer nope" } });
+    expect(wrong.status).toBe(401);
+    expect(wrong.headers.get("www-authenticate")).toMatch(/^Bearer/);
+    const right = await call(`${host.url}/message`, { body: { message: "echo: hi" }, headers: { authorization: "Bearer tok-1" } });
+    expect(right.status).toBe(202);
+  });
+
+  it("lets a host auth policy admit requests without a token", async () => {
+    const host = await startHost(bundle, { devMode: false, auth: { authorize: (request) => request.headers["x-tenant"] === "acme" } });
+    expect((await call(`${host.url}/message`, { body: { message: "echo: hi" } })).status).toBe(401);
+    expect((await call(`${host.url}/message`, { body: { message: "echo: hi" }, headers: { "x-tenant": "acme" } })).status).toBe(202);
+  });
+});
+
+describe("provider channels (normalizeHttp and deliver)", () => {
+  it("normalizes a signed event, runs it, and delivers the reply through the channel once", async () => {
+    const provider = await captureServer();
+    process.env.FIXTURE_DELIVERY_URL = provider.url;
+    const host = await startHost(bundle, { outbox: { pollIntervalMs: 20 } });
+    const event = signedEvent({ type: "message", id: "evt-42", conversation: "conv-7", text: "echo: hello" });
+    const reply = await call(`${host.url}/provider/events`, { raw: event.raw, headers: event.headers });
+    expect(reply.status).toBe(202);
+    await waitFor(() => provider.requests.length > 0 || undefined, 10_000, "the delivery");
+    await new Promise((resolve) => setTimeout(resolve, 200));
+    expect(provider.requests).toHaveLength(1);
+    expect(JSON.parse(provider.requests[0]!.body)).toMatchObject({
+      conversationId: "conv-7",
+      runId: reply.body.runId,
+      text: "hello back",
+      metadata: { eventId: "evt-42", thread: "thread-conv-7", user: { id: "u1", name: "Provider User" } },
+    });
+    const [delivery] = await host.runtime.state.runs.listDeliveries(reply.body.runId);
+    expect(delivery).toMatchObject({ status: "delivered", attempts: 1, channel: "provider" });
+    // The same provider event again starts nothing new.
+    const again = await call(`${host.url}/provider/events`, { raw: event.raw, headers: event.headers });
+    expect(again.body).toMatchObject({ runId: reply.body.runId, duplicate: true });
+  });
+
+  it("acknowledges a ping without starting a run", async () => {
+    const host = await startHost(bundle);
+    const event = signedEvent({ type: "ping" });
+    const reply = await call(`${host.url}/provider/events`, { raw: event.raw, headers: event.headers });
+    expect(reply).toMatchObject({ status: 200, body: { pong: true } });
+    expect((await host.runtime.state.runs.listRuns()).runs).toHaveLength(0);
+  });
+
+  it("answers the status a refusing normalizeHttp declares, with a JSON error", async () => {
+    const host = await startHost(bundle);
+    const event = signedEvent({ type: "message", id: "x", conversation: "c", text: "hi" }, "wrong-secret");
+    const reply = await call(`${host.url}/provider/events`, { raw: event.raw, headers: event.headers });
+    expect(reply.status).toBe(401);
+    expect(reply.body.error).toMatchObject({ code: "AL_ERR_CHANNEL_REJECTED", message: expect.stringContaining("bad signature") });
+    expect(host.logger.events("security.channel_rejected")).toHaveLength(1);
+    expect((await host.runtime.state.runs.listRuns()).runs).toHaveLength(0);
+  });
+
+  it("retries a failed delivery with backoff and delivers it exactly once", async () => {
+    const provider = await captureServer(({ index }) => ({ status: index < 2 ? 503 : 200 }));
+    process.env.FIXTURE_DELIVERY_URL = provider.url;
+    const host = await startHost(bundle, { outbox: { pollIntervalMs: 20, baseDelayMs: 60 } });
+    const event = signedEvent({ type: "message", id: "evt-retry", conversation: "c", text: "echo: x" });
+    const { body } = await call(`${host.url}/provider/events`, { raw: event.raw, headers: event.headers });
+    const delivery = await waitFor(async () => {
+      const [record] = await host.runtime.state.runs.listDeliveries(body.runId);
+      return record?.status === "delivered" ? record : undefined;
+    }, 10_000, "the delivery to succeed");
+    expect(delivery.attempts).toBe(3);
+    await new Promise((resolve) => setTimeout(resolve, 300));
+    expect(provider.requests.map((request) => request.status)).toEqual([503, 503, 200]);
+    const failures = host.logger.events("delivery.failed");
+    expect(failures).toHaveLength(2);
+    expect(failures.every((entry) => (entry.fields.retryInMs as number) >= 30)).toBe(true);
+  });
+
+  it("fails a delivery for good after maxAttempts", async () => {
+    const provider = await captureServer(() => ({ status: 500 }));
+    process.env.FIXTURE_DELIVERY_URL = provider.url;
+    const host = await startHost(bundle, { outbox: { pollIntervalMs: 20, baseDelayMs: 20, maxAttempts: 2 } });
+    const event = signedEvent({ type: "message", id: "evt-dead", conversation: "c", text: "echo: x" });
+    const { body } = await call(`${host.url}/provider/events`, { raw: event.raw, headers: event.headers });
+    const delivery = await waitFor(async () => {
+      const [record] = await host.runtime.state.runs.listDeliveries(body.runId);
+      return record?.status === "failed" ? record : undefined;
+    }, 10_000, "the delivery to fail");
+    expect(delivery).toMatchObject({ attempts: 2, lastError: "provider answered 500" });
+    expect(host.logger.events("delivery.failed").at(-1)!.fields.final).toBe(true);
+  });
+});
+
+describe("channel ingress secrets", () => {
+  const boot = (env: Record<string, string>, devMode: boolean) =>
+    listenNodeRuntime({ ...bundle, state: new InMemoryStateAdapter(), port: 0, host: "127.0.0.1", devMode, logger: noopLogger(), env });
+
+  it("refuses production boot until one requiredSecretEnv group is fully set", async () => {
+    const refused = await boot({}, false).catch((error: unknown) => error);
+    expect(isAssemblyLineError(refused, "AL_ERR_CHANNEL_SECRET_ENV")).toBe(true);
+    expect((refused as Error).message).toMatch(/provider \(channels\/provider\.ts\) needs one of: FIXTURE_SECRET \| FIXTURE_SECRET_A \+ FIXTURE_SECRET_B/);
+    const half = await boot({ FIXTURE_SECRET_A: "a" }, false).catch((error: unknown) => error);
+    expect(isAssemblyLineError(half, "AL_ERR_CHANNEL_SECRET_ENV")).toBe(true);
+    const whole = await boot({ FIXTURE_SECRET_A: "a", FIXTURE_SECRET_B: "b" }, false);
+    await whole.shutdown();
+  });
+
+  it("only warns in dev mode", async () => {
+    const host = await startHost(bundle, { env: {} });
+    expect(host.logger.events("security.channel_secret_missing")).toHaveLength(1);
+  });
+
+  it("refuses a channel whose route the host serves itself", async () => {
+    const dir = tempDir();
+    const agentDir = join(dir, "agent");
+    cpSync(FIXTURE_AGENT, agentDir, { recursive: true });
+    writeFileSync(join(agentDir, "channels/inspect.ts"), 'import { defineChannel } from "@assemblyline-agents/core";\nexport default defineChannel({ transport: "http", route: "/runs/latest" });\n');
+    const clashing = await loadRuntimeBundle((await buildAgent(agentDir)).artifactRoot);
+    const refused = await listenNodeRuntime({ ...clashing, port: 0, host: "127.0.0.1", devMode: true, logger: noopLogger(), env: {} }).catch((error: unknown) => error);
+    expect(isAssemblyLineError(refused, "AL_ERR_CHANNEL_DEFINITION")).toBe(true);
+    expect((refused as Error).message).toMatch(/route \/runs\/latest, which the host serves itself/);
+  });
+});

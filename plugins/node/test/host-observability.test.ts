@@ -1,0 +1,80 @@
+import { beforeAll, describe, expect, it } from "vitest";
+import { definePlugin, type ChannelModule, type RunEvent } from "@assemblyline-agents/core";
+import { createKernel, type RuntimeBundle } from "@assemblyline-agents/runtime";
+import { readableLogger } from "../src/index.js";
+import { call, fixtureBundle, startHost, waitFor } from "./support/host.js";
+
+let bundle: RuntimeBundle;
+beforeAll(async () => {
+  bundle = await fixtureBundle();
+});
+
+describe("structured logs", () => {
+  it("log each HTTP request, the ingress lifecycle and security warnings as fields", async () => {
+    const host = await startHost(bundle, { maxConcurrentRuns: 1, maxQueuedRuns: 1, env: { FIXTURE_SECRET: "s3cret", ASSEMBLY_LINE_BEARER_TOKEN: "t" } });
+    const auth = { authorization: "Bearer t" };
+    const first = await call(`${host.url}/message`, { body: { message: "slow: a" }, headers: { ...auth, "idempotency-key": "k1", "x-request-id": "req-123" } });
+    expect(first.headers.get("x-request-id")).toBe("req-123");
+    await call(`${host.url}/message`, { body: { message: "slow: a" }, headers: { ...auth, "idempotency-key": "k1" } });
+    await call(`${host.url}/message`, { body: { message: "slow: b" }, headers: auth });
+    await call(`${host.url}/message`, { body: { message: "slow: c" }, headers: auth });
+    await call(`${host.url}/runs`, { headers: { authorization: "Bearer nope" } });
+    await call(`${host.url}/healthz`, { headers: auth });
+
+    const request = host.logger.events("http.request").find((entry) => entry.fields.requestId === "req-123");
+    expect(request).toMatchObject({ level: "info", fields: { method: "POST", path: "/message", status: 202, durationMs: expect.any(Number) } });
+    expect(host.logger.events("http.request").find((entry) => entry.fields.path === "/healthz")?.level).toBe("debug");
+    expect(host.logger.events("ingress.accepted")[0]!.fields).toMatchObject({ channel: "message", runId: first.body.runId, eventId: "k1", requestId: "req-123" });
+    expect(host.logger.events("ingress.duplicate")).toHaveLength(1);
+    expect(host.logger.events("ingress.rejected")[0]!.fields).toMatchObject({ reason: "capacity", retryAfterMs: expect.any(Number) });
+    expect(host.logger.events("security.unauthorized")[0]).toMatchObject({ level: "warn", fields: { path: "/runs", remoteAddress: "127.0.0.1", tokenPresented: true } });
+  });
+
+  it("print readable dev lines at the chosen level", () => {
+    const lines: string[] = [];
+    const logger = readableLogger((line) => lines.push(line), "warn");
+    logger.info({ event: "ingress.accepted" }, "hidden");
+    logger.warn({ event: "security.open_route", route: "/message", detail: { a: 1 } }, "open route");
+    expect(lines).toHaveLength(1);
+    expect(lines[0]).toMatch(/^\d\d:\d\d:\d\d WARN  open route \[security\.open_route\]  route=\/message detail=\{"a":1\}$/);
+    expect(() => readableLogger(() => undefined, "verbose")).toThrow(/ASSEMBLY_LINE_LOG_LEVEL=verbose/);
+  });
+});
+
+describe("host integrations", () => {
+  it("exports every recorded event to the telemetry sinks, in order", async () => {
+    const exported: RunEvent[] = [];
+    const host = await startHost(bundle, { telemetry: { export: (event) => void exported.push(event) } });
+    const { body } = await call(`${host.url}/message?wait=10`, { body: { message: "echo: hi" } });
+    const seqs = exported.filter((event) => event.runId === body.runId).map((event) => event.seq);
+    expect(seqs).toEqual(seqs.map((_, index) => index + 1));
+    expect(exported.at(-1)?.type).toBe("run.completed");
+  });
+
+  it("serves channel modules a plugin registers through hooks.channel", async () => {
+    const pluginChannel: ChannelModule = {
+      config: { transport: "http", route: "/plugin-hook", methods: ["POST"] },
+      normalizeHttp: (request) => ({ eventId: String((request.body as { id: string }).id), conversationId: "p", message: "echo: from plugin" }),
+    };
+    const kernel = await createKernel({
+      plugins: [definePlugin({ name: "hook-channel", version: "1.0.0", apply: (k) => k.hooks.channel.tap("hook-channel", (channels) => channels.set("/plugin-hook", pluginChannel)) })],
+    });
+    const host = await startHost(bundle, { kernel });
+    const reply = await call(`${host.url}/plugin-hook?wait=10`, { body: { id: "e1" } });
+    expect(reply.body).toMatchObject({ status: "completed", response: { text: "hello back" } });
+    expect((await host.runtime.state.runs.getRun(reply.body.runId))?.input.channel?.name).toBe("plugin-hook");
+  });
+
+  it("turns a due schedule into one mailbox run per due time", async () => {
+    let dispatch: ((scheduleId: string) => Promise<void>) | undefined;
+    const host = await startHost(bundle, { scheduler: { start: async (fn) => void (dispatch = fn), stop: async () => undefined } });
+    await host.runtime.state.schedules.upsertSchedule({ id: "daily", intervalMs: 86_400_000, nextRunAt: "2030-01-01T00:00:00.000Z", payload: { message: "echo: scheduled", conversationId: "sched" }, enabled: true });
+    await dispatch!("daily");
+    await dispatch!("daily");
+    const runs = await waitFor(async () => {
+      const page = await host.runtime.state.runs.listRuns({ conversationId: "sched" });
+      return page.runs.length === 1 && page.runs[0]!.status === "completed" ? page.runs : undefined;
+    });
+    expect(runs[0]!.input.message).toBe("echo: scheduled");
+  });
+});

@@ -1,0 +1,103 @@
+import { beforeAll, describe, expect, it } from "vitest";
+import type { RateLimiterStore } from "@assemblyline-agents/core";
+import type { RuntimeBundle } from "@assemblyline-agents/runtime";
+import { MemoryRateLimiterStore, parseRateLimitEnv } from "../src/index.js";
+import { describeRateLimiterStoreConformance } from "./kit/rate-limiter-conformance.js";
+import { call, fixtureBundle, signedEvent, startHost } from "./support/host.js";
+
+describeRateLimiterStoreConformance("MemoryRateLimiterStore", () => memory);
+const memory = new MemoryRateLimiterStore();
+
+let bundle: RuntimeBundle;
+beforeAll(async () => {
+  bundle = await fixtureBundle();
+});
+
+const message = (url: string, headers: Record<string, string> = {}) => call(`${url}/message`, { body: { message: "echo: hi" }, headers });
+const statuses = async (count: number, send: () => Promise<{ status: number }>) => {
+  const out: number[] = [];
+  for (let i = 0; i < count; i += 1) out.push((await send()).status);
+  return out;
+};
+
+describe("ingress rate limits", () => {
+  it("are off by default", async () => {
+    const host = await startHost(bundle, { maxQueuedRuns: 100 });
+    expect(new Set(await statuses(25, () => message(host.url)))).toEqual(new Set([202]));
+  });
+
+  it("refuse a bucket's excess with 429, Retry-After and a JSON error, leaving other buckets alone", async () => {
+    const host = await startHost(bundle, { rateLimit: { limits: { "run-create": { capacity: 2, refillPerSecond: 0.5 } } } });
+    expect(await statuses(2, () => message(host.url))).toEqual([202, 202]);
+    const refused = await message(host.url);
+    expect(refused.status).toBe(429);
+    expect(refused.headers.get("retry-after")).toBe("2");
+    expect(refused.body.error.code).toBe("AL_ERR_RATE_LIMITED");
+    // Provider traffic is the provider-channel bucket, which is not limited here.
+    let id = 0;
+    const provider = () => {
+      const event = signedEvent({ type: "message", id: `e${(id += 1)}`, conversation: `c${id}`, text: "echo: x" });
+      return call(`${host.url}/provider/events`, { raw: event.raw, headers: event.headers });
+    };
+    expect(new Set(await statuses(5, provider))).toEqual(new Set([202]));
+    expect(host.logger.events("ingress.rejected").map((entry) => entry.fields.reason)).toEqual(["rate_limit"]);
+  });
+
+  it("limit provider events per channel in the provider-channel bucket", async () => {
+    const host = await startHost(bundle, { rateLimit: { limits: { "provider-channel": { capacity: 1, refillPerSecond: 0.1 } } } });
+    const send = (id: string) => {
+      const event = signedEvent({ type: "message", id, conversation: id, text: "echo: x" });
+      return call(`${host.url}/provider/events`, { raw: event.raw, headers: event.headers });
+    };
+    expect((await send("a")).status).toBe(202);
+    expect((await send("b")).status).toBe(429);
+    expect((await message(host.url)).status).toBe(202);
+  });
+
+  it("key raw callers apart by bearer token, and keyFor can exempt a request", async () => {
+    const host = await startHost(bundle, {
+      rateLimit: {
+        limits: { "run-create": { capacity: 1, refillPerSecond: 0.1 } },
+        keyFor: (request) => (request.headers["x-internal"] === "yes" ? undefined : request.headers["x-caller"] ?? "anonymous"),
+      },
+    });
+    expect((await message(host.url, { "x-caller": "a" })).status).toBe(202);
+    expect((await message(host.url, { "x-caller": "a" })).status).toBe(429);
+    expect((await message(host.url, { "x-caller": "b" })).status).toBe(202);
+    expect(new Set(await statuses(5, () => message(host.url, { "x-caller": "a", "x-internal": "yes" })))).toEqual(new Set([202]));
+  });
+
+  it("read ASSEMBLY_LINE_RATE_LIMIT, which rateLimit: false switches off", async () => {
+    const env = { FIXTURE_SECRET: "s3cret", ASSEMBLY_LINE_RATE_LIMIT: "run-create=1/0.1" };
+    const fromEnv = await startHost(bundle, { env });
+    expect(await statuses(2, () => message(fromEnv.url))).toEqual([202, 429]);
+    const disabled = await startHost(bundle, { env, rateLimit: false });
+    expect(await statuses(3, () => message(disabled.url))).toEqual([202, 202, 202]);
+    expect(parseRateLimitEnv("provider-channel=60/10, run-create=10/1")).toEqual({
+      "provider-channel": { capacity: 60, refillPerSecond: 10 },
+      "run-create": { capacity: 10, refillPerSecond: 1 },
+    });
+    expect(() => parseRateLimitEnv("runs=1/1")).toThrow(/AL_ERR_RATE_LIMIT_CONFIG/);
+  });
+
+  it("take from a plugged-in store, and let requests through (logged) when it fails", async () => {
+    const keys: string[] = [];
+    const recording: RateLimiterStore = {
+      async take(key, request) {
+        keys.push(key);
+        return memory.take(`recording:${key}`, request);
+      },
+    };
+    const host = await startHost(bundle, { rateLimit: { store: recording, limits: { "run-create": { capacity: 5, refillPerSecond: 1 } } } });
+    await message(host.url, { authorization: "Bearer abc" });
+    expect(keys).toHaveLength(1);
+    expect(keys[0]).toMatch(/^run-create:token:[0-9a-f]{16}$/);
+    expect(keys[0]).not.toContain("abc");
+
+    const broken = await startHost(bundle, {
+      rateLimit: { store: { take: async () => Promise.reject(new Error("redis down")) }, limits: { "run-create": { capacity: 1, refillPerSecond: 1 } } },
+    });
+    expect(await statuses(2, () => message(broken.url))).toEqual([202, 202]);
+    expect(broken.logger.events("rate_limit.store_failed")).toHaveLength(2);
+  });
+});

@@ -1,0 +1,173 @@
+import { spawn, type ChildProcess } from "node:child_process";
+import { join, resolve } from "node:path";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { FileStateAdapter } from "@assemblyline-agents/local";
+import { InMemoryStateAdapter, type RuntimeBundle } from "@assemblyline-agents/runtime";
+import { SHUTDOWN_STEPS } from "../src/index.js";
+import { createShutdown } from "../src/host/shutdown.js";
+import { call, captureLogger, fixtureBundle, startHost, tempDir, waitFor } from "./support/host.js";
+
+let bundle: RuntimeBundle;
+beforeAll(async () => {
+  bundle = await fixtureBundle();
+});
+
+describe("graceful shutdown", () => {
+  it("drains in the spec's order, once, however often it is called", async () => {
+    const calls: string[] = [];
+    const state = Object.assign(new InMemoryStateAdapter(), { close: async () => void calls.push("state.close") });
+    const host = await startHost(bundle, {
+      state,
+      telemetry: { export: () => undefined, flush: async () => void calls.push("telemetry.flush") },
+      scheduler: { start: async () => void calls.push("scheduler.start"), stop: async () => void calls.push("scheduler.stop") },
+    });
+    let readyDuringDrain: number | undefined;
+    host.server.prependListener("request", (req) => {
+      // Start the drain the moment this probe arrives: it must already see /readyz as 503.
+      if (req.url === "/readyz?drain") void host.shutdown();
+    });
+    readyDuringDrain = (await call(`${host.url}/readyz?drain`)).status;
+    const [first, second] = [host.shutdown(), host.shutdown({ timeoutMs: 1 })];
+    expect(first).toBe(second);
+    await first;
+    await host.closed;
+    expect(readyDuringDrain).toBe(503);
+    expect(host.logger.events("shutdown.step").map((entry) => entry.fields.step)).toEqual([...SHUTDOWN_STEPS]);
+    expect(calls).toEqual(["scheduler.start", "scheduler.stop", "telemetry.flush", "state.close"]);
+    expect(host.logger.events("shutdown.completed")).toHaveLength(1);
+    await expect(call(`${host.url}/healthz`)).rejects.toThrow();
+  });
+
+  it("bounds waiting for runs by the timeout, answers waiting callers, and keeps going past a failing step", async () => {
+    process.env.HOST_FIXTURE_STEP_MS = "2000";
+    try {
+      const host = await startHost(bundle);
+      const waiting = call(`${host.url}/message?wait=30`, { body: { message: "slow: long" } });
+      await waitFor(async () => ((await host.runtime.state.runs.listRuns()).runs[0]?.status === "running" ? true : undefined));
+      const started = Date.now();
+      await host.shutdown({ timeoutMs: 150 });
+      expect(Date.now() - started).toBeLessThan(1_500);
+      const reply = await waiting;
+      expect(reply.status).toBe(202);
+      expect(reply.body.status).toBe("running");
+      expect(host.logger.events("shutdown.timeout")).toHaveLength(1);
+    } finally {
+      process.env.HOST_FIXTURE_STEP_MS = "150";
+    }
+
+    const logger = captureLogger();
+    const order: string[] = [];
+    const shutdown = createShutdown(
+      {
+        markDraining: () => void order.push("readyz"),
+        closeListener: async () => void order.push("listener"),
+        stopScheduler: async () => {
+          throw new Error("scheduler stuck");
+        },
+        stopWorkers: async () => void order.push("workers"),
+        runtimeIdle: () => new Promise(() => undefined),
+        flushTelemetry: async () => void order.push("flush"),
+        closeState: async () => void order.push("close"),
+        forceClose: () => void order.push("force"),
+      },
+      logger,
+      50,
+    );
+    await shutdown();
+    expect(order).toEqual(["readyz", "listener", "workers", "flush", "close", "force"]);
+    expect(logger.events("shutdown.step_failed")[0]!.fields).toMatchObject({ step: "scheduler", err: "Error: scheduler stuck" });
+  });
+});
+
+describe("SIGTERM under load", () => {
+  const childScript = resolve(import.meta.dirname, "fixtures/host-child.mjs");
+  // A failed assertion must not leave a host process behind.
+  const children: ChildProcess[] = [];
+  afterAll(() => {
+    for (const child of children) if (child.exitCode === null) child.kill("SIGKILL");
+  });
+
+  function spawnHost(stateDir: string): Promise<{ child: ChildProcess; url: string; stderr: () => string; exited: Promise<number | null> }> {
+    const child = spawn(process.execPath, [childScript, bundle.artifactRoot, stateDir], {
+      env: { ...process.env, HOST_FIXTURE_STEP_MS: "400", FIXTURE_SECRET: "x", ASSEMBLY_LINE_LOG_LEVEL: "info" },
+      stdio: ["ignore", "pipe", "pipe"],
+    });
+    children.push(child);
+    let stderr = "";
+    child.stderr!.on("data", (chunk) => (stderr += chunk));
+    const exited = new Promise<number | null>((done) => child.on("exit", (code) => done(code)));
+    return new Promise((ready, fail) => {
+      let out = "";
+      const timer = setTimeout(() => fail(new Error(`host did not start:\n${stderr}`)), 20_000);
+      child.stdout!.on("data", (chunk) => {
+        out += chunk;
+        const match = /READY (\S+)/.exec(out);
+        if (match) {
+          clearTimeout(timer);
+          ready({ child, url: match[1]!, stderr: () => stderr, exited });
+        }
+      });
+      child.on("exit", () => fail(new Error(`host exited early:\n${stderr}`)));
+    });
+  }
+
+  it("loses no accepted event: what was accepted completes, or the next boot resumes and completes it", async () => {
+    const stateDir = join(tempDir(), "state");
+    const first = await spawnHost(stateDir);
+    const accepted: string[] = [];
+    const send = (i: number) =>
+      call(`${first.url}/message`, { body: { message: `slow: ${i}`, conversationId: i % 3 === 0 ? "shared" : `c${i}` }, headers: { "idempotency-key": `load-${i}` } }).then(
+        (reply) => {
+          if (reply.status === 202 || reply.status === 200) accepted.push(reply.body.runId);
+          else expect([429, 503]).toContain(reply.status);
+        },
+        () => undefined, // the listener closed under it: not accepted
+      );
+    // Load, then more load with SIGTERM in the middle of it.
+    await Promise.all(Array.from({ length: 30 }, (_, i) => send(i)));
+    await waitFor(async () => ((await call(`${first.url}/runs?status=completed`)).body.runs.length >= 4 ? true : undefined), 20_000, "some runs to complete");
+    let answered = 0;
+    await Promise.all(
+      Array.from({ length: 30 }, (_, i) =>
+        send(30 + i).finally(() => {
+          answered += 1;
+          if (answered === 10) first.child.kill("SIGTERM");
+        }),
+      ),
+    );
+    expect(await first.exited).toBe(0);
+    expect(accepted.length).toBeGreaterThan(10);
+
+    // The first host stopped with accepted work unfinished: queued runs, and runs cut off by the drain timeout.
+    const left = await FileStateAdapter.open({ directory: stateDir });
+    const statuses = (await Promise.all(accepted.map((runId) => left.getRun(runId)))).map((run) => run!.status);
+    await left.close();
+    expect(statuses).toContain("completed");
+    expect(statuses).toContain("queued");
+
+    const second = await spawnHost(stateDir);
+    await waitFor(async () => {
+      const statuses = await Promise.all(accepted.map(async (runId) => (await call(`${second.url}/runs/${runId}`)).body.run.status));
+      return statuses.every((status) => status === "completed") || undefined;
+    }, 30_000, "every accepted run to complete on the second host");
+    second.child.kill("SIGTERM");
+    expect(await second.exited).toBe(0);
+
+    const final = await FileStateAdapter.open({ directory: stateDir });
+    try {
+      for (const runId of accepted) {
+        const events = await final.listEvents(runId);
+        expect(events.map((event) => event.seq), runId).toEqual(events.map((_, index) => index + 1));
+        expect(events.filter((event) => event.type === "run.completed"), runId).toHaveLength(1);
+      }
+      // One run per accepted provider event id, however often it was retried.
+      expect(new Set(accepted).size).toBe(accepted.length);
+    } finally {
+      await final.close();
+    }
+    // The hosts' logs are JSON lines with level, time and msg.
+    const lines = first.stderr().trim().split("\n").map((line) => JSON.parse(line) as Record<string, unknown>);
+    expect(lines.find((line) => line.event === "shutdown.completed")).toMatchObject({ level: "info", msg: "graceful shutdown completed", time: expect.any(String) });
+    expect(lines.some((line) => line.event === "ingress.accepted")).toBe(true);
+  }, 90_000);
+});
