@@ -29,7 +29,7 @@ describe("the registry files", () => {
       .filter((json) => json.assemblyLine !== undefined)
       .map((json) => json.name);
     expect(packages).toEqual(expect.arrayContaining(declared));
-    expect(Object.keys(index.plugins)).toEqual(expect.arrayContaining(["local", "node", "pi", "postgres"]));
+    expect(Object.keys(index.plugins)).toEqual(expect.arrayContaining(["local", "node", "pi", "postgres", "redis"]));
   });
 
   it("joins index and generated data into listings that pass both schemas", async () => {

@@ -4,3 +4,4 @@
  */
 export * from "./state/index.js";
 export { describeBlobStoreConformance } from "./blob.js";
+export { describeRateLimiterStoreConformance } from "./rate-limiter.js";

@@ -2,7 +2,7 @@ import { beforeAll, describe, expect, it } from "vitest";
 import type { RateLimiterStore } from "@assemblyline-agents/core";
 import type { RuntimeBundle } from "@assemblyline-agents/runtime";
 import { MemoryRateLimiterStore, parseRateLimitEnv } from "../src/index.js";
-import { describeRateLimiterStoreConformance } from "./kit/rate-limiter-conformance.js";
+import { describeRateLimiterStoreConformance } from "@assemblyline-agents/core/testkit";
 import { call, fixtureBundle, signedEvent, startHost } from "./support/host.js";
 
 describeRateLimiterStoreConformance("MemoryRateLimiterStore", () => memory);

@@ -8,7 +8,7 @@ import { isAssemblyLineError } from "@assemblyline-agents/core";
 import { InMemoryStateAdapter, buildAgent, loadRuntimeBundle, scriptedHarness } from "@assemblyline-agents/runtime";
 import { listenNodeRuntime, noopLogger } from "@assemblyline-agents/node";
 import { RedisRateLimiterStore, redisRateLimiterStore } from "../src/index.js";
-import { describeRateLimiterStoreConformance } from "../../node/test/kit/rate-limiter-conformance.js";
+import { describeRateLimiterStoreConformance } from "@assemblyline-agents/core/testkit";
 
 const url = process.env.REDIS_URL ?? "redis://127.0.0.1:6379";
 

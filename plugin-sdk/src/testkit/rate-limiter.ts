@@ -1,6 +1,7 @@
 import { randomUUID } from "node:crypto";
 import { describe, expect, it } from "vitest";
-import { isAssemblyLineError, type RateLimiterStore } from "@assemblyline-agents/core";
+import { isAssemblyLineError } from "../errors.js";
+import type { RateLimiterStore } from "../infrastructure.js";
 
 /**
  * The RateLimiterStore contract, for every store that claims it (in-process,
