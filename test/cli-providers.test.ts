@@ -16,11 +16,14 @@ function exampleCopy(): string {
 }
 
 async function cli(args: string[], env: Record<string, string>) {
-  const { stdout } = await promisify(execFile)(process.execPath, [bin, ...args], {
+  return (await cliOutput(args, env)).stdout;
+}
+
+async function cliOutput(args: string[], env: Record<string, string>) {
+  return promisify(execFile)(process.execPath, [bin, ...args], {
     cwd: root,
     env: { ...process.env, OPENAI_API_KEY: "", ANTHROPIC_API_KEY: "", ASSEMBLY_LINE_LOG_LEVEL: "error", ...env },
   });
-  return stdout;
 }
 
 let server: (ScriptedModelServer & { baseUrl: string }) | undefined;
@@ -54,5 +57,14 @@ describe.each(protocols)("assembly-line run against a local $name server", ({ st
     ]);
     const text = await cli(["runs", "show", result.runId, "--agent", agent], env);
     expect(text).toMatch(/usage total: 721 in, 26 out/);
+  }, 60_000);
+
+  it("streams text deltas to the terminal with --stream while only the completed message is recorded", async () => {
+    server = await start();
+    server.text(["Hel", "lo ", "there"], { inputTokens: 5, outputTokens: 3 });
+    const { stdout, stderr } = await cliOutput(["run", exampleCopy(), "--message", "hi", "--model", model, "--base-url", server.baseUrl, "--api", api, "--stream"], env);
+    expect(stderr).toContain("  > Hel\n  > lo \n  > there\n");
+    expect(stdout.match(/model\.response/g)).toHaveLength(1);
+    expect(stdout.trim().split("\n").at(-1)).toBe("Hello there");
   }, 60_000);
 });

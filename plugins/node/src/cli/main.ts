@@ -16,6 +16,7 @@ const HELP = `assembly-line <command>
       [--approve all|none]             decide approval pauses now instead of leaving the run paused
       [--answer "..."]                 answer a question the run asks
       [--conversation <id>]            continue a conversation (history reaches the model)
+      [--stream]                       print the model's text deltas (stderr) as they arrive
       [--json]                         one event object per line
   runs list [--status <s>]             runs of the agent (--agent <dir>, default .)
   runs show <runId>                    a run's timeline, usage and what it waits for

@@ -7,7 +7,7 @@ import { reportResult } from "../report.js";
 import { formatEvent } from "../timeline.js";
 
 const USAGE =
-  'assembly-line run <agentDir> --message "..." [--model <spec>] [--base-url <url>] [--api <api>] [--offline-script <file.json>] [--approve all|none] [--answer "..."] [--conversation <id>] [--state-dir <dir>] [--json]';
+  'assembly-line run <agentDir> --message "..." [--model <spec>] [--base-url <url>] [--api <api>] [--offline-script <file.json>] [--approve all|none] [--answer "..."] [--conversation <id>] [--state-dir <dir>] [--stream] [--json]';
 
 export async function runCommand(args: string[], io: CommandIO): Promise<number> {
   const parsed = parseCommand(
@@ -20,6 +20,7 @@ export async function runCommand(args: string[], io: CommandIO): Promise<number>
       answer: { type: "string" },
       conversation: { type: "string" },
       "state-dir": { type: "string" },
+      stream: { type: "boolean" },
       json: { type: "boolean" },
     },
     USAGE,
@@ -43,6 +44,8 @@ export async function runCommand(args: string[], io: CommandIO): Promise<number>
     ...(stateDir ? { stateDir } : {}),
     ...(models ? { models } : {}),
     onEvent: (event) => io.out(json ? JSON.stringify(event) : formatEvent(event)),
+    // Deltas are not durable: shown as they arrive, while the timeline shows the completed message.
+    ...(parsed.values.stream === true ? { onTextDelta: (_runId: string, delta: string) => io.err(`  > ${delta}`) } : {}),
   });
   try {
     const { model, note } = chooseModel(local.bundle.manifest.agent.model, { ...flags, offlineScript: stringOption(parsed, "offline-script") });
