@@ -19,3 +19,4 @@ export * from "./harness.js";
 export * from "./state/index.js";
 export * from "./plugin.js";
 export * from "./contracts.js";
+export * from "./rate-limit.js";

@@ -1,5 +1,5 @@
 import { Redis, type Cluster } from "ioredis";
-import { AssemblyLineError, type RateLimitDecision, type RateLimitRequest, type RateLimiterStore } from "@assemblyline-agents/core";
+import { AssemblyLineError, checkRateLimitRequest, type RateLimitDecision, type RateLimitRequest, type RateLimiterStore } from "@assemblyline-agents/core";
 import { TOKEN_BUCKET_LUA } from "./token-bucket.lua.js";
 
 const COMMAND = "assemblyLineTakeTokens";
@@ -46,7 +46,7 @@ export class RedisRateLimiterStore implements RateLimiterStore {
   }
 
   async take(key: string, request: RateLimitRequest): Promise<RateLimitDecision> {
-    const cost = checkRequest(key, request);
+    const cost = checkRateLimitRequest(key, request).cost;
     let reply: [number, string, number];
     try {
       const command = (this.client as unknown as Record<string, TakeCommand>)[COMMAND]!;
@@ -73,22 +73,6 @@ export class RedisRateLimiterStore implements RateLimiterStore {
   }
 }
 
-/** The same contract checks every RateLimiterStore applies. */
-function checkRequest(key: string, request: RateLimitRequest): number {
-  const cost = request.cost ?? 1;
-  const fail = (problem: string): never => {
-    throw new AssemblyLineError("AL_ERR_RATE_LIMIT_CONFIG", `rate limit for ${JSON.stringify(key)}: ${problem}`, {
-      fix: "Use a positive capacity and refillPerSecond, and a positive cost no larger than capacity.",
-    });
-  };
-  if (typeof key !== "string" || key === "") fail("the key must be a non-empty string");
-  if (!(Number.isFinite(request.capacity) && request.capacity > 0)) fail(`capacity ${request.capacity} is not positive`);
-  if (!(Number.isFinite(request.refillPerSecond) && request.refillPerSecond > 0)) fail(`refillPerSecond ${request.refillPerSecond} is not positive`);
-  if (!(Number.isFinite(cost) && cost > 0)) fail(`cost ${cost} is not positive`);
-  if (cost > request.capacity) fail(`cost ${cost} exceeds capacity ${request.capacity}, so it could never be taken`);
-  if (request.now !== undefined && !(Number.isFinite(request.now) && request.now >= 0)) fail(`now ${request.now} is not a time in ms`);
-  return cost;
-}
 
 /** A shared RateLimiterStore for `listenNodeRuntime({ rateLimit: { store: redisRateLimiterStore() } })`. */
 export function redisRateLimiterStore(options: RedisRateLimiterStoreOptions = {}): RedisRateLimiterStore {

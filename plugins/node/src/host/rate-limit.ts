@@ -1,5 +1,6 @@
 import {
   AssemblyLineError,
+  checkRateLimitRequest,
   type RateLimitDecision,
   type RateLimitRequest,
   type RateLimiterStore,
@@ -40,22 +41,8 @@ export const DEFAULT_RATE_LIMITS: Record<RateLimitBucket, BucketLimit> = {
   "run-create": { capacity: 10, refillPerSecond: 1 },
 };
 
-/** Check a take request against the RateLimiterStore contract; stores share it. */
-export function checkRateLimitRequest(key: string, request: RateLimitRequest): { cost: number } {
-  const cost = request.cost ?? 1;
-  const fail = (problem: string): never => {
-    throw new AssemblyLineError("AL_ERR_RATE_LIMIT_CONFIG", `rate limit for ${JSON.stringify(key)}: ${problem}`, {
-      fix: "Use a positive capacity and refillPerSecond, and a positive cost no larger than capacity.",
-    });
-  };
-  if (typeof key !== "string" || key === "") fail("the key must be a non-empty string");
-  if (!(Number.isFinite(request.capacity) && request.capacity > 0)) fail(`capacity ${request.capacity} is not positive`);
-  if (!(Number.isFinite(request.refillPerSecond) && request.refillPerSecond > 0)) fail(`refillPerSecond ${request.refillPerSecond} is not positive`);
-  if (!(Number.isFinite(cost) && cost > 0)) fail(`cost ${cost} is not positive`);
-  if (cost > request.capacity) fail(`cost ${cost} exceeds capacity ${request.capacity}, so it could never be taken`);
-  if (request.now !== undefined && !Number.isFinite(request.now)) fail(`now ${request.now} is not a time in ms`);
-  return { cost };
-}
+/** The contract checks every RateLimiterStore applies (from the SDK, shared with the Redis store). */
+export { checkRateLimitRequest };
 
 interface Bucket {
   tokens: number;
