@@ -7,10 +7,10 @@ import pg from "pg";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { createPostgresState } from "@assemblyline-agents/postgres";
 import { OpenEveRuntime, buildAgent, loadRuntimeBundle, noopLogger, scriptedHarness } from "@assemblyline-agents/runtime";
-import { databaseOrSkip } from "./support/database.js";
+import { TEST_DATABASE_URL, probeDatabase } from "../plugins/postgres/test/support/database.js";
 
-const DATABASE_URL = process.env.DATABASE_URL ?? "postgres://postgres@127.0.0.1:5432/test";
-const database = await databaseOrSkip(DATABASE_URL, "postgres-replicas");
+const DATABASE_URL = TEST_DATABASE_URL;
+const database = await probeDatabase("postgres-replicas");
 const child = resolve(import.meta.dirname, "fixtures/replica-child.mjs");
 const work = mkdtempSync(join(tmpdir(), "al-replicas-"));
 const schema = `al_replicas_${process.pid}_${Date.now().toString(36)}`;

@@ -3,10 +3,10 @@ import { afterAll, describe, expect, it } from "vitest";
 import { PostgresStateAdapter } from "@assemblyline-agents/postgres";
 import { OpenEveRuntime, buildAgent, loadRuntimeBundle, noopLogger, scriptedHarness } from "@assemblyline-agents/runtime";
 import { agentFolder } from "../kernel/test/support/agent-folder.js";
-import { databaseOrSkip } from "./support/database.js";
+import { TEST_DATABASE_URL, probeDatabase } from "../plugins/postgres/test/support/database.js";
 
-const DATABASE_URL = process.env.DATABASE_URL ?? "postgres://postgres@127.0.0.1:5432/test";
-const database = await databaseOrSkip(DATABASE_URL, "postgres-statements");
+const DATABASE_URL = TEST_DATABASE_URL;
+const database = await probeDatabase("postgres-statements");
 const schema = `al_statements_${process.pid}_${Date.now().toString(36)}`;
 
 describe.skipIf(!database.available)("statements per turn on PostgreSQL", () => {
