@@ -14,4 +14,5 @@ export { approvalIdFor } from "./run/tool-pipeline.js";
 export { idempotencyKeyFor } from "./run/tool-context.js";
 export type { ToolTable, ToolTableEntry, ToolTableInput } from "./run/tool-table.js";
 export { noopLogger } from "@assemblyline-agents/core";
+export type { StateAdapter, StateStores } from "@assemblyline-agents/core";
 export { createRuntimeFilesystem, resolveLogicalPath, RUNTIME_ROOTS, type RuntimeFilesystem, type FileEntry } from "./filesystem/runtime-filesystem.js";

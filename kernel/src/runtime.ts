@@ -212,23 +212,27 @@ export class OpenEveRuntime {
   /** Answer the run's pending question; the answer becomes that tool call's result. */
   async answer(runId: string, answer: string, options: { actor?: string } = {}): Promise<RunResult> {
     return this.track(async () => {
-      const run = await this.requireRun(runId);
-      const calls = await this.state.runs.listToolCalls(runId);
-      const asking = calls.find((call) => call.status === "waiting_input");
-      if (run.status !== "waiting_input" || !asking) {
-        throw new AssemblyLineError("AL_ERR_RUN_NOT_RESUMABLE", `run ${runId} is ${run.status}, not waiting for an answer`, {
-          fix: "Answer only runs in waiting_input (see `assembly-line runs show <id>`).",
-        });
-      }
-      const output = { answer } as JsonValue;
-      await this.journal.record(
-        runId,
-        "input.received",
-        { callId: asking.callId, answer, actor: options.actor ?? null },
-        { toolCall: { ...asking, status: "completed", output, modelOutput: output, updatedAt: new Date().toISOString() }, run: { status: "running" } },
-        { expectedLastSeq: run.lastSeq },
-      );
-      return this.driver.drive(runId);
+      this.requireSameRevision(await this.requireRun(runId));
+      // Recorded under the run's lease, so an answer can never interleave with the turn that asked.
+      return this.driver.drive(runId, {
+        beforeDriving: async (run) => {
+          const asking = (await this.state.runs.listToolCalls(runId)).find((call) => call.status === "waiting_input");
+          if (run.status !== "waiting_input" || !asking) {
+            throw new AssemblyLineError("AL_ERR_RUN_NOT_RESUMABLE", `run ${runId} is ${run.status}, not waiting for an answer`, {
+              fix: "Answer only runs in waiting_input (see `assembly-line runs show <id>`).",
+            });
+          }
+          const output = { answer } as JsonValue;
+          await this.journal.record(
+            runId,
+            "input.received",
+            { callId: asking.callId, answer, actor: options.actor ?? null },
+            { toolCall: { ...asking, status: "completed", output, modelOutput: output, updatedAt: new Date().toISOString() }, run: { status: "running" } },
+            { expectedLastSeq: run.lastSeq },
+          );
+          return true;
+        },
+      });
     });
   }
 
@@ -280,35 +284,54 @@ export class OpenEveRuntime {
 
   private async decide(runId: string, decision: "approved" | "denied", options: { callId?: string; actor?: string; reason?: string }): Promise<RunResult> {
     return this.track(async () => {
-      const run = await this.requireRun(runId);
-      const pending = (await this.state.runs.listToolCalls(runId)).filter((call) => call.status === "waiting_approval");
-      if (run.status !== "waiting_approval" || pending.length === 0) {
-        throw new AssemblyLineError("AL_ERR_RUN_NOT_RESUMABLE", `run ${runId} is ${run.status}, with no tool call waiting for approval`, {
-          fix: "Approvals are single-use; check `assembly-line runs show <id>` for what the run waits on.",
-        });
-      }
-      const call = options.callId ? pending.find((candidate) => candidate.callId === options.callId || candidate.approvalId === options.callId) : pending.length === 1 ? pending[0] : undefined;
-      if (!call) {
-        throw new AssemblyLineError("AL_ERR_APPROVAL_NOT_FOUND", options.callId ? `run ${runId} has no pending approval ${options.callId}` : `run ${runId} has ${pending.length} pending approvals; name one`, {
-          fix: `Pass one of: ${pending.map((candidate) => candidate.callId).join(", ")}.`,
-        });
-      }
-      const time = new Date().toISOString();
-      const denial = { error: `The user denied this ${call.toolName} call.`, denied: true, ...(options.reason ? { reason: options.reason } : {}) } as JsonValue;
-      await this.journal.record(
-        runId,
-        decision === "approved" ? "approval.granted" : "approval.denied",
-        { approvalId: call.approvalId, callId: call.callId, toolName: call.toolName, actor: options.actor ?? null, reason: options.reason ?? null },
-        {
-          toolCall: decision === "approved" ? { ...call, status: "approved", updatedAt: time } : { ...call, status: "denied", output: denial, modelOutput: denial, updatedAt: time },
-          ...(pending.length === 1 ? { run: { status: "running" as const } } : {}),
+      this.requireSameRevision(await this.requireRun(runId));
+      // Recorded under the run's lease: a decision can never interleave with the turn that paused,
+      // nor with another replica acting on the same run.
+      return this.driver.drive(runId, {
+        beforeDriving: async (run) => {
+          const pending = (await this.state.runs.listToolCalls(runId)).filter((call) => call.status === "waiting_approval");
+          if (run.status !== "waiting_approval" || pending.length === 0) {
+            throw new AssemblyLineError("AL_ERR_RUN_NOT_RESUMABLE", `run ${runId} is ${run.status}, with no tool call waiting for approval`, {
+              fix: "Approvals are single-use; check `assembly-line runs show <id>` for what the run waits on.",
+            });
+          }
+          const call = options.callId
+            ? pending.find((candidate) => candidate.callId === options.callId || candidate.approvalId === options.callId)
+            : pending.length === 1
+              ? pending[0]
+              : undefined;
+          if (!call) {
+            throw new AssemblyLineError("AL_ERR_APPROVAL_NOT_FOUND", options.callId ? `run ${runId} has no pending approval ${options.callId}` : `run ${runId} has ${pending.length} pending approvals; name one`, {
+              fix: `Pass one of: ${pending.map((candidate) => candidate.callId).join(", ")}.`,
+            });
+          }
+          const time = new Date().toISOString();
+          const denial = { error: `The user denied this ${call.toolName} call.`, denied: true, ...(options.reason ? { reason: options.reason } : {}) } as JsonValue;
+          const last = pending.length === 1;
+          await this.journal.record(
+            runId,
+            decision === "approved" ? "approval.granted" : "approval.denied",
+            { approvalId: call.approvalId, callId: call.callId, toolName: call.toolName, actor: options.actor ?? null, reason: options.reason ?? null },
+            {
+              toolCall: decision === "approved" ? { ...call, status: "approved", updatedAt: time } : { ...call, status: "denied", output: denial, modelOutput: denial, updatedAt: time },
+              ...(last ? { run: { status: "running" as const } } : {}),
+            },
+            { expectedLastSeq: run.lastSeq },
+          );
+          // With other calls still waiting, the run stays paused until each is decided.
+          return last;
         },
-        // Two approvers racing: the second finds the log moved on and is refused.
-        { expectedLastSeq: run.lastSeq },
-      );
-      if (pending.length > 1) return describeRun(this.state.runs, (await this.state.runs.getRun(runId))!);
-      return this.driver.drive(runId);
+      });
     });
+  }
+
+  /** A paused run resumes only on the build that paused it; refuse before writing anything. */
+  private requireSameRevision(run: RunRecord): void {
+    if (run.agentRevision !== this.manifest.agentRevision) {
+      throw new AssemblyLineError("AL_ERR_CONTINUATION_VERSION", `run ${run.id} belongs to revision ${run.agentRevision}; this runtime runs ${this.manifest.agentRevision}`, {
+        fix: "Decide and resume it from a host running the build of that revision.",
+      });
+    }
   }
 
   private async requireRun(runId: string): Promise<RunRecord> {
@@ -396,6 +419,11 @@ export class OpenEveRuntime {
     };
     return {
       getSandbox,
+      releaseSandbox: async () => {
+        if (!sandbox || !sandboxAdapter) return;
+        sandbox = undefined;
+        await sandboxAdapter.release(run.id).catch((error) => this.logger.warn({ runId: run.id, err: String(error) }, "sandbox release failed"));
+      },
       memory: createMemoryApi(this.state.memory),
       ...(this.options.blob ? { blob: this.options.blob } : {}),
       spawnSubagent: async () => {

@@ -42,6 +42,8 @@ export const errorCatalogue = {
   AL_ERR_PATH_READ_ONLY: "A write, edit or delete targeted a read-only root (/history, /files, /skills).",
   AL_ERR_PATH_NOT_FOUND: "A runtime filesystem path names nothing.",
   AL_ERR_CHANNEL_DEFINITION: "A channels/ file does not default-export a valid defineChannel(...) or provider helper.",
+  AL_ERR_RUN_LEASE_LOST: "Another replica took over a run's lease while this process was executing it.",
+  AL_ERR_TOOL_CALL_ID_REUSED: "An engine reused a tool call id of the run for a different call.",
   AL_ERR_EVENT_TYPE_RESERVED: "ctx.emit was given an empty event type or one the runtime records itself.",
   AL_ERR_MODEL_UNKNOWN: "A model spec names no model in the pi-ai catalog nor in piAgentHarness({ models }).",
   AL_ERR_MODEL_API_KEY: "No API key for the model's provider: neither piAgentHarness({ apiKeys }) nor its environment variable.",

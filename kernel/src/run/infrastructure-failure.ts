@@ -1,4 +1,4 @@
-import { isAssemblyLineError } from "@assemblyline-agents/core";
+import { AssemblyLineError, isAssemblyLineError } from "@assemblyline-agents/core";
 
 /**
  * A failure of the state store itself (connection lost, database restarting) is
@@ -6,5 +6,12 @@ import { isAssemblyLineError } from "@assemblyline-agents/core";
  * resumes it from its journal instead of marking it failed.
  */
 export function isInfrastructureFailure(error: unknown): boolean {
-  return isAssemblyLineError(error, "AL_ERR_STATE_UNAVAILABLE");
+  return isAssemblyLineError(error, "AL_ERR_STATE_UNAVAILABLE") || isAssemblyLineError(error, "AL_ERR_RUN_LEASE_LOST");
+}
+
+/** This process lost the run to another replica: it stops writing, and the new owner continues. */
+export function leaseLost(runId: string): AssemblyLineError {
+  return new AssemblyLineError("AL_ERR_RUN_LEASE_LOST", `this process lost the lease of run ${runId} to another replica`, {
+    fix: "Nothing to do: the replica holding the lease continues the run from its journal.",
+  });
 }

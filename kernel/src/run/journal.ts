@@ -93,8 +93,9 @@ export class RunJournal {
         }
       }
       const last = batch.at(-1)!.seq;
-      await this.runs.markObserved(runId, last);
+      // Our position moves first: if the store write fails, this process still never re-delivers the batch.
       this.observedSeq.set(runId, last);
+      await this.runs.markObserved(runId, last);
       // An observer appended (hook.failed) while we delivered: deliver that too.
       if (!this.appendedByObservers.has(runId)) return;
       batch = [];

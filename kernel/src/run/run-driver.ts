@@ -14,7 +14,7 @@ import type { AgentManifest } from "../compiler/manifest.js";
 import type { KernelHooks } from "../hooks.js";
 import type { ResolvedState } from "../state/resolve-state.js";
 import { buildModelContext } from "./context-policy.js";
-import { isInfrastructureFailure } from "./infrastructure-failure.js";
+import { isInfrastructureFailure, leaseLost } from "./infrastructure-failure.js";
 import type { RunJournal } from "./journal.js";
 import { describeRun, type RunResult } from "./run-result.js";
 import type { RunScope, RunServices } from "./run-scope.js";
@@ -37,6 +37,7 @@ export interface RunDriverParts {
   textDelta(runId: string, delta: string): void;
 }
 
+
 /** What `run.started` records: how the run was resolved, so any replica can continue it. */
 interface StartedData {
   modelSpec: string;
@@ -48,10 +49,43 @@ interface StartedData {
  * Drives one run from its current durable state to its next resting state
  * (completed, failed, or paused), holding the run's lease throughout.
  */
+export interface DriveOptions {
+  forcedModel?: string;
+  signal?: AbortSignal;
+  resumedBy?: { recovered: boolean };
+  /**
+   * Runs under the lease before the run moves on (an approval, an answer):
+   * decisions and execution can never interleave. Return false to stop there.
+   */
+  beforeDriving?: (run: RunRecord) => Promise<boolean>;
+}
+
+/** Shared between the heartbeat and the run's scope. */
+interface LeaseWatch {
+  lost: boolean;
+}
+
 export class RunDriver {
+  /** Runs this process is driving: one owner id per process, so the lease alone cannot tell two drives apart. */
+  private readonly active = new Set<string>();
+
   constructor(private readonly parts: RunDriverParts) {}
 
-  async drive(runId: string, options: { forcedModel?: string; signal?: AbortSignal; resumedBy?: { recovered: boolean } } = {}): Promise<RunResult> {
+  async drive(runId: string, options: DriveOptions = {}): Promise<RunResult> {
+    if (this.active.has(runId)) {
+      throw new AssemblyLineError("AL_ERR_RUN_NOT_RESUMABLE", `run ${runId} is already executing in this process`, {
+        fix: "Wait for it to reach its next resting state (completed, failed or paused), then act on it.",
+      });
+    }
+    this.active.add(runId);
+    try {
+      return await this.driveLeased(runId, options);
+    } finally {
+      this.active.delete(runId);
+    }
+  }
+
+  private async driveLeased(runId: string, options: DriveOptions): Promise<RunResult> {
     const { state, ownerId, leaseTtlMs } = this.parts;
     const acquired = await state.runs.acquireRunLease(runId, ownerId, leaseTtlMs);
     if (!acquired) {
@@ -60,27 +94,39 @@ export class RunDriver {
         fix: "Wait for that replica to finish, or for its lease to expire, then resume the run.",
       });
     }
+    const lease: LeaseWatch = { lost: false };
     const heartbeat = setInterval(() => {
-      state.runs.acquireRunLease(runId, ownerId, leaseTtlMs).catch((error) => this.parts.logger.warn({ runId, err: String(error) }, "lease heartbeat failed"));
+      state.runs.acquireRunLease(runId, ownerId, leaseTtlMs).then(
+        (renewed) => {
+          if (!renewed && !lease.lost) {
+            lease.lost = true;
+            this.parts.logger.warn({ runId, event: "run.lease_lost" }, "another replica took over this run; this process stops writing to it");
+          }
+        },
+        (error) => this.parts.logger.warn({ runId, err: String(error) }, "lease heartbeat failed"),
+      );
     }, Math.max(50, Math.floor(leaseTtlMs / 3)));
     heartbeat.unref();
     try {
       await this.parts.journal.observe(runId);
+      if (options.beforeDriving && !(await options.beforeDriving((await state.runs.getRun(runId))!))) {
+        return await describeRun(state.runs, (await state.runs.getRun(runId))!);
+      }
       if (options.resumedBy) {
         const run = await state.runs.getRun(runId);
         if (run && (run.status === "running" || run.status === "queued")) {
           await this.parts.journal.record(runId, "run.resumed", { owner: ownerId, recovered: options.resumedBy.recovered });
         }
       }
-      await this.step(runId, options);
+      await this.step(runId, options, lease);
       return await describeRun(state.runs, (await state.runs.getRun(runId))!);
     } finally {
       clearInterval(heartbeat);
-      await state.runs.releaseRunLease(runId, ownerId).catch(() => undefined);
+      if (!lease.lost) await state.runs.releaseRunLease(runId, ownerId).catch(() => undefined);
     }
   }
 
-  private async step(runId: string, options: { forcedModel?: string; signal?: AbortSignal }): Promise<void> {
+  private async step(runId: string, options: DriveOptions, lease: LeaseWatch): Promise<void> {
     const { state, manifest } = this.parts;
     const run = (await state.runs.getRun(runId))!;
     if (run.status === "completed" || run.status === "failed" || run.status === "waiting_approval" || run.status === "waiting_input") return;
@@ -97,7 +143,7 @@ export class RunDriver {
       await this.failRun(runId, error, isAssemblyLineError(error) ? error.code : "AL_ERR_RESOLVER_FAILED");
       return;
     }
-    await this.turn((await state.runs.getRun(runId))!, started, options.signal);
+    await this.turn((await state.runs.getRun(runId))!, started, options.signal, lease);
   }
 
   /** Resolve capabilities (recorded before applied) and mark the run started. */
@@ -146,11 +192,12 @@ export class RunDriver {
     return started.data as unknown as StartedData;
   }
 
-  private async turn(run: RunRecord, started: StartedData, signal: AbortSignal | undefined): Promise<void> {
+  private async turn(run: RunRecord, started: StartedData, signal: AbortSignal | undefined, lease: LeaseWatch): Promise<void> {
     const { state, journal, table, manifest, sourceBundle, hooks, logger } = this.parts;
     const offered = visibleTools(table, started.defaultTools);
     const controller = new AbortController();
     signal?.addEventListener("abort", () => controller.abort(signal.reason), { once: true });
+    const services = this.parts.services(run);
     const scope: RunScope = {
       runId: run.id,
       agentRevision: run.agentRevision,
@@ -159,10 +206,11 @@ export class RunDriver {
       table,
       visible: new Set(offered.map((entry) => entry.name)),
       signal: controller.signal,
-      services: this.parts.services(run),
+      services,
       channel: run.input.channel ? { name: run.input.channel.name, ...(run.conversationId ? { conversationId: run.conversationId } : {}) } : undefined,
       logger,
       failure: null,
+      lease,
     };
     try {
       const info = { runId: run.id, agentId: manifest.agent.id, metadata: run.input.metadata, ...(run.conversationId ? { conversationId: run.conversationId } : {}) };
@@ -178,6 +226,7 @@ export class RunDriver {
         runId: run.id,
         signal: controller.signal,
         callTool: async (call) => {
+          if (lease.lost) throw leaseLost(run.id);
           const outcome = await callTool(scope, call);
           if (outcome.status === "failed") controller.abort(new Error(outcome.output.error));
           return outcome;
@@ -200,16 +249,19 @@ export class RunDriver {
         { runId: run.id, agentRevision: run.agentRevision, modelSpec: started.modelSpec, context, ...(checkpoint ? { continuation: checkpoint.continuation as never } : {}) },
         harnessCtx,
       );
+      // Another replica owns the run now: its journal, not this turn's result, decides what happens next.
+      if (lease.lost) throw leaseLost(run.id);
       if (scope.failure) {
         await this.failRun(run.id, new Error(scope.failure.message), scope.failure.code);
+        await services.releaseSandbox();
         return;
       }
       if (result.status === "completed") {
         await this.complete(run, result.response.text);
+        await services.releaseSandbox();
         return;
       }
-      const current = (await state.runs.getRun(run.id))!;
-      const waiting = current.status === "waiting_input" ? "waiting_input" : "waiting_approval";
+      const waiting = scope.pausedFor === "input" ? "waiting_input" : "waiting_approval";
       await journal.record(
         run.id,
         `run.${waiting}`,
@@ -217,9 +269,10 @@ export class RunDriver {
         { run: { status: waiting }, checkpoint: { runId: run.id, continuation: result.continuation as unknown as JsonValue, createdAt: new Date().toISOString() } },
       );
     } catch (error) {
-      if (isInfrastructureFailure(error)) throw error;
+      if (isInfrastructureFailure(error) || lease.lost) throw error;
       if (scope.failure) await this.failRun(run.id, new Error(scope.failure.message), scope.failure.code);
       else await this.failRun(run.id, error, isAssemblyLineError(error) ? error.code : undefined);
+      await services.releaseSandbox();
     }
   }
 

@@ -20,6 +20,8 @@ export interface RunServices {
   spawnSubagent(request: SubagentRequest): Promise<JsonValue>;
   /** The runtime filesystem the built-in file tools use. */
   filesystem: RuntimeFilesystem;
+  /** Release the run's sandbox if it acquired one (best effort): called at completion and failure. */
+  releaseSandbox(): Promise<void>;
 }
 
 /** Everything one execution of one run shares. */
@@ -37,4 +39,8 @@ export interface RunScope {
   logger: RuntimeLogger;
   /** Set when a tool threw: the run fails once the engine ends its turn. */
   failure: { code?: string; message: string } | null;
+  /** Whether this process still holds the run's lease (the heartbeat clears it). */
+  lease: { lost: boolean };
+  /** What the first paused call waits for: the run's status once the engine returns its continuation. */
+  pausedFor?: "approval" | "input";
 }

@@ -9,7 +9,7 @@ import {
 import { digestJson } from "../canonical-json.js";
 import { findNonJson } from "../json-check.js";
 import { describeSchemaErrors } from "../schema.js";
-import { isInfrastructureFailure } from "./infrastructure-failure.js";
+import { isInfrastructureFailure, leaseLost } from "./infrastructure-failure.js";
 import { isQuestionSuspension, type QuestionSuspension } from "./question.js";
 import type { RunScope } from "./run-scope.js";
 import { createToolContext } from "./tool-context.js";
@@ -30,6 +30,12 @@ const now = () => new Date().toISOString();
 export async function callTool(scope: RunScope, call: ModelToolCall): Promise<ToolCallOutcome> {
   const inputDigest = digestJson(call.input);
   const existing = await scope.runs.getToolCall(scope.runId, call.id);
+  if (existing && (existing.toolName !== call.name || (existing.inputDigest !== inputDigest && existing.status !== "approved"))) {
+    // A replay must ask for the same call; a different one under a used id would get a stale result.
+    throw new AssemblyLineError("AL_ERR_TOOL_CALL_ID_REUSED", `tool call id ${call.id} of run ${scope.runId} was ${existing.toolName} with other input; the engine reused it for ${call.name}`, {
+      fix: "Engines must give every tool call of a run its own id, and repeat a call exactly on replay.",
+    });
+  }
   if (existing) {
     const settled = await settledOutcome(scope, existing);
     if (settled) return settled;
@@ -68,8 +74,10 @@ export async function callTool(scope: RunScope, call: ModelToolCall): Promise<To
           data: { approvalId, callId: call.id, toolName: call.name, input: call.input, reason: entry.approval.reason, sideEffect: entry.approval.sideEffect },
         },
       ],
-      { toolCall: record, run: { status: "waiting_approval" } },
+      // The run stays `running` until the engine has ended its turn and the checkpoint is written.
+      { toolCall: record },
     );
+    scope.pausedFor ??= "approval";
     return { status: "paused", reason: "approval" };
   }
 
@@ -101,8 +109,10 @@ async function settledOutcome(scope: RunScope, record: ToolCallRecord): Promise<
       scope.failure ??= { code: "AL_ERR_TOOL_FAILED", message: record.error ?? `tool ${record.toolName} failed` };
       return { status: "failed", output: { error: record.error ?? "tool failed" } };
     case "waiting_approval":
+      scope.pausedFor ??= "approval";
       return { status: "paused", reason: "approval" };
     case "waiting_input":
+      scope.pausedFor ??= "input";
       return { status: "paused", reason: "input" };
     default:
       return undefined;
@@ -133,13 +143,16 @@ async function execute(
         scope.runId,
         "input.requested",
         { callId: call.id, toolName: call.name, question: question.question, choices: question.options?.choices },
-        { toolCall: { ...base, status: "waiting_input", question: asking, updatedAt: now() }, run: { status: "waiting_input" } },
+        { toolCall: { ...base, status: "waiting_input", question: asking, updatedAt: now() } },
       );
+      scope.pausedFor ??= "input";
       return { status: "paused", reason: "input" };
     }
     return fail(scope, base, call, error);
   }
 
+  // Another replica took the run over while the tool ran: its journal decides, not this result.
+  if (scope.lease.lost) throw leaseLost(scope.runId);
   const problem = findNonJson(output, `${call.name} result`);
   if (problem) {
     return fail(scope, base, call, new AssemblyLineError("AL_ERR_TOOL_OUTPUT", `tool ${call.name} returned a value that is not JSON-serializable: ${problem}`, {

@@ -1,0 +1,85 @@
+import { describe, expect, it } from "vitest";
+import { MINIMAL_AGENT, agentFolder, toolSource } from "./support/agent-folder.js";
+import { startAgent } from "./support/runtime.js";
+
+const gatedAgent = (hook = "") =>
+  agentFolder({
+    "agent.ts": MINIMAL_AGENT,
+    "tools/publish.ts": toolSource({
+      extra: `needsApproval: true,`,
+      execute: `globalThis.__published = (globalThis.__published ?? 0) + 1; return { published: true };`,
+    }),
+    ...(hook ? { "hooks/approver.ts": hook } : {}),
+  });
+const published = () => (globalThis as { __published?: number }).__published ?? 0;
+
+describe("decisions and execution never interleave", () => {
+  it("refuses an approval that arrives while the run is still pausing, and accepts it once paused", async () => {
+    (globalThis as { __published?: number }).__published = 0;
+    const dir = gatedAgent(`import { defineHook } from "@assemblyline-agents/core";
+export default defineHook({ events: { "approval.requested"(event) { globalThis.__onRequested?.(event.runId); } } });`);
+    const { runtime, types } = await startAgent(dir, [{ toolCalls: [{ name: "publish", input: { value: "x" } }] }, { text: "done" }]);
+    const early: Array<Promise<unknown>> = [];
+    (globalThis as { __onRequested?: (runId: string) => void }).__onRequested = (runId) => {
+      early.push(runtime.approve(runId).then(() => "approved", (error: { code?: string }) => error.code));
+    };
+    const paused = await runtime.run({ message: "go" });
+    expect(paused.status).toBe("waiting_approval");
+    expect(await Promise.all(early)).toEqual(["AL_ERR_RUN_NOT_RESUMABLE"]);
+    expect(await types(paused.runId)).not.toContain("approval.granted");
+    (globalThis as { __onRequested?: unknown }).__onRequested = undefined;
+
+    const done = await runtime.approve(paused.runId);
+    expect(done.status).toBe("completed");
+    expect(published()).toBe(1);
+  });
+
+  it("executes an approved call once when approve and resume race", async () => {
+    (globalThis as { __published?: number }).__published = 0;
+    const { runtime, types } = await startAgent(gatedAgent(), [{ toolCalls: [{ name: "publish", input: { value: "x" } }] }, { text: "done" }]);
+    const paused = await runtime.run({ message: "go" });
+    const outcomes = await Promise.allSettled([runtime.approve(paused.runId), runtime.resume(paused.runId), runtime.approve(paused.runId)]);
+    expect(outcomes.filter((outcome) => outcome.status === "fulfilled" && outcome.value.status === "completed").length).toBeGreaterThanOrEqual(1);
+    expect(published()).toBe(1);
+    const recorded = await types(paused.runId);
+    expect(recorded.filter((type) => type === "approval.granted")).toHaveLength(1);
+    expect(recorded.filter((type) => type === "run.completed")).toHaveLength(1);
+    expect((await runtime.getRun(paused.runId)).status).toBe("completed");
+  });
+
+  it("refuses to decide a run paused by another build, without writing anything", async () => {
+    const { runtime, state, bundle } = await startAgent(gatedAgent(), [{ toolCalls: [{ name: "publish", input: { value: "x" } }] }, { text: "done" }]);
+    const paused = await runtime.run({ message: "go" });
+    const { OpenEveRuntime, noopLogger } = await import("@assemblyline-agents/runtime");
+    const otherBuild = new OpenEveRuntime({ ...bundle, manifest: { ...bundle.manifest, agentRevision: "rev_other" }, state, logger: noopLogger() });
+    const before = (await state.getRun(paused.runId))!.lastSeq;
+    await expect(otherBuild.approve(paused.runId)).rejects.toThrow(/AL_ERR_CONTINUATION_VERSION/);
+    expect((await state.getRun(paused.runId))!.lastSeq).toBe(before);
+    expect((await runtime.approve(paused.runId)).status).toBe("completed");
+  });
+});
+
+describe("a lost lease", () => {
+  it("stops this process writing the run once another owner holds its lease", async () => {
+    const dir = agentFolder({
+      "agent.ts": MINIMAL_AGENT,
+      "tools/slow.ts": toolSource({ execute: `await new Promise((resolve) => (globalThis.__releaseSlow = resolve)); return { done: true };` }),
+    });
+    const { runtime, state, types } = await startAgent(dir, [{ toolCalls: [{ name: "slow", input: { value: "x" } }] }, { text: "done" }], { leaseTtlMs: 150 });
+    const running = runtime.run({ message: "go" }).then(
+      () => "finished",
+      (error: { code?: string }) => error.code,
+    );
+    while (!(globalThis as { __releaseSlow?: () => void }).__releaseSlow) await new Promise((resolve) => setTimeout(resolve, 10));
+    const [run] = (await state.listRuns()).runs;
+    // Another replica whose clock says the lease expired takes the run over.
+    expect(await state.acquireRunLease(run!.id, "other-replica", 60_000, new Date(Date.now() + 3_600_000))).toBe(true);
+    await new Promise((resolve) => setTimeout(resolve, 200));
+    (globalThis as { __releaseSlow?: () => void }).__releaseSlow!();
+    expect(await running).toBe("AL_ERR_RUN_LEASE_LOST");
+    const recorded = await types(run!.id);
+    expect(recorded).not.toContain("tool.completed");
+    expect(recorded).not.toContain("run.failed");
+    expect((await state.getRun(run!.id))!.lease?.owner).toBe("other-replica");
+  });
+});
