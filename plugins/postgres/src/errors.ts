@@ -39,14 +39,26 @@ export function isConnectionError(error: unknown): boolean {
   return /Connection terminated|connection timeout|timeout exceeded when trying to connect|Client has encountered a connection error/i.test(message);
 }
 
+/**
+ * Whether the server refused for a passing reason (too many connections, out of
+ * resources, a lock or serialization conflict, a statement timeout) or the pool
+ * was shut down: the state is intact and the run should be resumed, not failed.
+ */
+export function isTransientError(error: unknown): boolean {
+  const code = sqlState(error);
+  if (code !== undefined && (code.startsWith("53") || code === "40001" || code === "40P01" || code === "55P03" || code === "57014")) return true;
+  const message = error instanceof Error ? error.message : "";
+  return /Cannot use a pool after calling end on the pool/i.test(message);
+}
+
 /** Turn a driver error into a coded error that says what was being done. */
 export function databaseError(error: unknown, operation: string, schema: string): AssemblyLineError {
   if (error instanceof AssemblyLineError) return error;
   const reason = error instanceof Error ? error.message : String(error);
-  if (isConnectionError(error)) {
+  if (isConnectionError(error) || isTransientError(error)) {
     return new AssemblyLineError(
       "AL_ERR_STATE_UNAVAILABLE",
-      `${operation} lost its PostgreSQL connection: ${reason}`,
+      `${operation} could not complete on PostgreSQL (${isConnectionError(error) ? "connection lost" : "transient refusal"}): ${reason}`,
       {
         fix: "Check that the database is up and reachable. The operation was not committed unless a retry shows its effect; writes are safe to retry after reading the current state.",
         cause: error,
