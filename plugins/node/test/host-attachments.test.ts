@@ -2,6 +2,7 @@ import { join } from "node:path";
 import { beforeAll, beforeEach, describe, expect, it } from "vitest";
 import { LocalBlobStore } from "@assemblyline-agents/local";
 import type { RuntimeBundle } from "@assemblyline-agents/runtime";
+import { isInternalAddress } from "../src/host/attachments.js";
 import { call, captureServer, fixtureBundle, signedEvent, startHost, tempDir, waitFor } from "./support/host.js";
 
 let bundle: RuntimeBundle;
@@ -24,7 +25,8 @@ describe("attachments", () => {
   it("downloads through the producing channel's resolveAttachment into blobs and /files, and no other channel's", async () => {
     const files = await captureServer(({ path }) => (path === "/doc.txt" ? { status: 200, body: "quarterly numbers", headers: { "content-type": "text/plain" } } : { status: 404 }));
     const blob = new LocalBlobStore({ directory: join(tempDir(), "blobs") });
-    const host = await startHost(bundle, { blob });
+    // The test servers listen on loopback, which downloads reach only when it is listed by name.
+    const host = await startHost(bundle, { blob, attachments: { allowedHosts: ["127.0.0.1"] } });
     const runId = await sendWithAttachments(host.url, "att-1", [{ id: "a1", url: `${files.url}/doc.txt`, filename: "Q3 report.txt" }]);
 
     expect(files.requests[0]!.headers.authorization).toBe("Bearer provider-download-token");
@@ -39,7 +41,7 @@ describe("attachments", () => {
 
   it("caps the size, refuses hosts off the allowlist, and lets the run go on without the file", async () => {
     const files = await captureServer(() => ({ status: 200, body: "x".repeat(5000) }));
-    const host = await startHost(bundle, { blob: new LocalBlobStore({ directory: join(tempDir(), "blobs") }), attachments: { maxBytes: 1000 } });
+    const host = await startHost(bundle, { blob: new LocalBlobStore({ directory: join(tempDir(), "blobs") }), attachments: { maxBytes: 1000, allowedHosts: ["127.0.0.1"] } });
     const big = await sendWithAttachments(host.url, "att-big", [{ id: "big", url: `${files.url}/big.bin` }]);
     const failed = (await host.runtime.listEvents(big)).find((event) => event.type === "attachment.failed");
     expect(failed?.data).toMatchObject({ attachmentId: "big", code: "AL_ERR_ATTACHMENT_TOO_LARGE" });
@@ -55,11 +57,22 @@ describe("attachments", () => {
   it("follows a redirect to another origin without the channel's credentials", async () => {
     const target = await captureServer(() => ({ status: 200, body: "moved bytes" }));
     const origin = await captureServer(() => ({ status: 302, headers: { location: `${target.url}/final` } }));
-    const host = await startHost(bundle, { blob: new LocalBlobStore({ directory: join(tempDir(), "blobs") }) });
+    const host = await startHost(bundle, { blob: new LocalBlobStore({ directory: join(tempDir(), "blobs") }), attachments: { allowedHosts: ["127.0.0.1"] } });
     const runId = await sendWithAttachments(host.url, "att-redirect", [{ id: "r", url: `${origin.url}/start` }]);
     await waitFor(() => (target.requests.length > 0 ? true : undefined));
     expect(origin.requests[0]!.headers.authorization).toBe("Bearer provider-download-token");
     expect(target.requests[0]!.headers.authorization).toBeUndefined();
     expect(await host.runtime.state.files.getFileRecord(`/files/attachments/${runId}/r`)).toMatchObject({ size: 11 });
+  });
+
+  it("refuses by default a URL on loopback, a private network or a link-local metadata address", async () => {
+    const files = await captureServer(() => ({ status: 200, body: "secret" }));
+    const host = await startHost(bundle, { blob: new LocalBlobStore({ directory: join(tempDir(), "blobs") }) });
+    const runId = await sendWithAttachments(host.url, "att-internal", [{ id: "loop", url: `${files.url}/x` }]);
+    const failed = await waitFor(async () => (await host.runtime.listEvents(runId)).find((event) => event.type === "attachment.failed"));
+    expect(String(failed.data.error)).toMatch(/AL_ERR_ATTACHMENT_REFUSED: attachment loop: host 127\.0\.0\.1 resolves to 127\.0\.0\.1, a loopback, private or link-local address/);
+    expect(files.requests).toHaveLength(0);
+    expect(["169.254.169.254", "10.1.2.3", "172.20.0.1", "192.168.1.1", "100.64.0.1", "0.0.0.0", "::1", "fd12::1", "fe80::1", "::ffff:127.0.0.1"].filter((address) => !isInternalAddress(address))).toEqual([]);
+    expect(["93.184.216.34", "8.8.8.8", "2606:4700::1111", "172.32.0.1"].filter(isInternalAddress)).toEqual([]);
   });
 });

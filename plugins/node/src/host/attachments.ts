@@ -1,4 +1,6 @@
 import { createHash } from "node:crypto";
+import { lookup } from "node:dns/promises";
+import { isIP } from "node:net";
 import {
   AssemblyLineError,
   type BlobStore,
@@ -17,8 +19,10 @@ export interface AttachmentOptions {
   maxBytes?: number;
   /**
    * Hosts downloads may reach (exact, or "*.example.com" for subdomains), checked
-   * on every redirect too. Default: any host the channel's resolveAttachment
-   * (or the attachment URL) names.
+   * on every redirect too. Default: any public host the channel's resolveAttachment
+   * (or the attachment URL) names. Loopback, private and link-local addresses
+   * (cloud metadata endpoints among them) are refused unless a host resolving
+   * to them is listed here by exact name.
    */
   allowedHosts?: string[];
   /** Per download. Default 30 000 ms. */
@@ -107,7 +111,7 @@ export class AttachmentIngest {
   }
 
   private async download(start: string, headers: Record<string, string>, id: string): Promise<{ body: Uint8Array; contentType: string | undefined }> {
-    let url = this.checkUrl(start, id);
+    let url = await this.checkAddress(this.checkUrl(start, id), id);
     const origin = url.origin;
     const signal = AbortSignal.timeout(this.timeoutMs);
     for (let hop = 0; ; hop += 1) {
@@ -126,7 +130,7 @@ export class AttachmentIngest {
         if (hop >= MAX_REDIRECTS) {
           throw new AssemblyLineError("AL_ERR_ATTACHMENT_DOWNLOAD", `attachment ${id}: more than ${MAX_REDIRECTS} redirects`, { fix: "Resolve the attachment to its final URL." });
         }
-        url = this.checkUrl(new URL(response.headers.get("location")!, url).toString(), id);
+        url = await this.checkAddress(this.checkUrl(new URL(response.headers.get("location")!, url).toString(), id), id);
         continue;
       }
       if (!response.ok) {
@@ -168,6 +172,20 @@ export class AttachmentIngest {
     });
   }
 
+  /** Refuse hosts that resolve to this machine or a private network, unless listed by exact name. */
+  private async checkAddress(url: URL, id: string): Promise<URL> {
+    const host = url.hostname.toLowerCase().replace(/^\[|\]$/g, "");
+    if (this.allowedHosts?.includes(host)) return url;
+    const addresses = isIP(host) ? [{ address: host }] : await lookup(host, { all: true }).catch(() => []);
+    const internal = addresses.find(({ address }) => isInternalAddress(address));
+    if (internal) {
+      throw new AssemblyLineError("AL_ERR_ATTACHMENT_REFUSED", `attachment ${id}: host ${host} resolves to ${internal.address}, a loopback, private or link-local address`, {
+        fix: `List ${host} in listenNodeRuntime({ attachments: { allowedHosts } }) if the channel really downloads from an internal host.`,
+      });
+    }
+    return url;
+  }
+
   private checkUrl(text: string, id: string): URL {
     let url: URL;
     try {
@@ -186,6 +204,17 @@ export class AttachmentIngest {
     }
     return url;
   }
+}
+
+/** Loopback, private (RFC 1918, ULA), link-local, CGNAT and unspecified addresses, IPv4 and IPv6. */
+export function isInternalAddress(address: string): boolean {
+  const mapped = address.toLowerCase().startsWith("::ffff:") ? address.slice(7) : address;
+  if (isIP(mapped) === 4) {
+    const [a, b] = mapped.split(".").map(Number) as [number, number];
+    return a === 0 || a === 10 || a === 127 || (a === 169 && b === 254) || (a === 172 && b >= 16 && b <= 31) || (a === 192 && b === 168) || (a === 100 && b >= 64 && b <= 127);
+  }
+  const v6 = mapped.toLowerCase();
+  return v6 === "::" || v6 === "::1" || v6.startsWith("fc") || v6.startsWith("fd") || /^fe[89ab]/.test(v6);
 }
 
 function attachmentsOf(run: RunRecord | undefined): ChannelAttachment[] {
