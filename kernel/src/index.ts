@@ -1,5 +1,6 @@
 export { OpenEveRuntime, type RuntimeOptions, type RunAgentOptions } from "./runtime.js";
-export { KERNEL_VERSION, DEFAULT_PLUGIN_TIMEOUT_MS, createKernel, materializeGateway, withinTimeout, type Kernel, type MaterializedGateway } from "./kernel.js";
+export { KERNEL_VERSION, createKernel, kernelHost, materializeGateway, type Kernel, type MaterializedGateway } from "./kernel.js";
+export { DEFAULT_PLUGIN_TIMEOUT_MS, withinTimeout } from "@assemblyline-agents/core";
 export { RunCapacityError } from "./run/admission.js";
 export type { RunResult, PendingApproval, PendingQuestion } from "./run/run-result.js";
 export { InMemoryStateAdapter } from "./state/in-memory-state.js";

@@ -6,7 +6,10 @@ import {
   isAdapterDescriptor,
   isAssemblyLineError,
   missingContractMethods,
+  withinTimeout,
+  DEFAULT_PLUGIN_TIMEOUT_MS,
   type GatewayDefinition,
+  type KernelHost,
   type GatewaySlot,
   type PluginDefinition,
   type PluginKernel,
@@ -18,27 +21,9 @@ import { createKernelHooks, type KernelHooks } from "./hooks.js";
 /** This kernel's version, the one plugin manifests' `kernel` ranges are checked against. */
 export const KERNEL_VERSION: string = (JSON.parse(readFileSync(new URL("../package.json", import.meta.url), "utf8")) as { version: string }).version;
 
-export const DEFAULT_PLUGIN_TIMEOUT_MS = 10_000;
-
 export interface Kernel extends PluginKernel {
   readonly hooks: KernelHooks;
   readonly plugins: readonly PluginDefinition[];
-}
-
-/** Settle `work` within `ms`, or fail naming `what`. */
-export async function withinTimeout<T>(work: Promise<T>, ms: number, what: string): Promise<T> {
-  let timer: NodeJS.Timeout | undefined;
-  const timeout = new Promise<never>((_, reject) => {
-    timer = setTimeout(
-      () => reject(new AssemblyLineError("AL_ERR_PLUGIN_TIMEOUT", `${what} did not settle within ${ms} ms`, { fix: "Make it resolve or reject; check for a connection that never opens." })),
-      ms,
-    );
-  });
-  try {
-    return await Promise.race([work, timeout]);
-  } finally {
-    clearTimeout(timer);
-  }
 }
 
 /** Create the hooks and let each plugin tap them, in order. */
@@ -103,3 +88,12 @@ export async function materializeGateway(
   }
   return live;
 }
+
+/** The kernel as the registry's loader and verifier see it (they never import the kernel). */
+export const kernelHost: KernelHost = {
+  version: KERNEL_VERSION,
+  moduleUrl: new URL("./index.js", import.meta.url).href,
+  createKernel,
+  materializeSlot: (kernel, descriptor, context) => (kernel as Kernel).hooks.slot.for(context.slot).promise(descriptor, context),
+  materializeGateway: (kernel, gateway, context, options) => materializeGateway(kernel as Kernel, gateway, context, options),
+};

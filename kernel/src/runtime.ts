@@ -9,6 +9,7 @@ import {
   type ChannelView,
   type CoreToolPolicy,
   type JsonValue,
+  type PluginKernel,
   type RunEvent,
   type RunRecord,
   type Sandbox,
@@ -58,7 +59,7 @@ export interface RuntimeOptions {
   sandbox?: SandboxAdapter;
   blob?: BlobStore;
   /** A kernel whose plugins already tapped its hooks (`createKernel({ plugins })`); a bare one by default. */
-  kernel?: Kernel;
+  kernel?: PluginKernel;
   /** This replica's lease owner id; unique per process by default. */
   ownerId?: string;
   /** How long a run lease lasts without a heartbeat (default 30 s). */
@@ -101,7 +102,8 @@ export class OpenEveRuntime {
     this.manifest = options.manifest;
     this.logger = options.logger ?? createRuntimeLogger({ env });
     this.state = resolveState(options.state, this.logger);
-    this.hooks = options.kernel?.hooks ?? createKernelHooks();
+    // Only this kernel's createKernel makes PluginKernels, so its hooks are the kernel's own.
+    this.hooks = (options.kernel as Kernel | undefined)?.hooks ?? createKernelHooks();
     this.ownerId = options.ownerId ?? `${hostname()}:${process.pid}:${randomUUID().slice(0, 8)}`;
     this.admission = new Admission(
       options.maxConcurrentRuns ?? positiveInt(env.ASSEMBLY_LINE_MAX_CONCURRENT_RUNS, "ASSEMBLY_LINE_MAX_CONCURRENT_RUNS") ?? 16,

@@ -20,3 +20,4 @@ export * from "./state/index.js";
 export * from "./plugin.js";
 export * from "./contracts.js";
 export * from "./rate-limit.js";
+export * from "./timeout.js";

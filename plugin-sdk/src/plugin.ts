@@ -91,3 +91,25 @@ export function definePlugin(options: PluginOptions): PluginDefinition {
 export function isPluginDefinition(value: unknown): value is PluginDefinition {
   return hasBrand(value, "assembly-line.plugin");
 }
+
+/**
+ * What a host hands to code that must apply plugins without depending on the
+ * kernel package (the registry's loader and verifier): the running kernel's
+ * version and its two plugin entry points. `@assemblyline-agents/runtime`
+ * exports one as `kernelHost`.
+ */
+export interface KernelHost {
+  /** The running kernel's semver version. */
+  readonly version: string;
+  /** URL of the module exporting this object as `kernelHost`, for generated test files. */
+  readonly moduleUrl: string;
+  createKernel(options: { plugins?: PluginDefinition[]; timeoutMs?: number }): Promise<PluginKernel>;
+  /** Call `hooks.slot.for(context.slot)` with one descriptor: the live adapter, or undefined when no tap claimed it. */
+  materializeSlot(kernel: PluginKernel, descriptor: AdapterDescriptor, context: SlotContext): Promise<unknown>;
+  materializeGateway(
+    kernel: PluginKernel,
+    gateway: import("./gateway.js").GatewayDefinition,
+    context: Omit<SlotContext, "slot">,
+    options?: { timeoutMs?: number },
+  ): Promise<Partial<Record<GatewaySlot, unknown>>>;
+}

@@ -10,7 +10,8 @@ import {
   type PluginDefinition,
   type RuntimeLogger,
 } from "@assemblyline-agents/core";
-import { DEFAULT_PLUGIN_TIMEOUT_MS, KERNEL_VERSION, createKernel, materializeGateway, type Kernel, type MaterializedGateway } from "@assemblyline-agents/runtime";
+import { DEFAULT_PLUGIN_TIMEOUT_MS, type PluginKernel } from "@assemblyline-agents/core";
+import { kernelHost } from "./kernel-host.js";
 import { checkAdapterOptions } from "./config-schema.js";
 import { scanInstalledPlugins, type DiscoveredPlugin } from "./discover.js";
 import { checkLiveContract, closeAdapter, inspectPluginPackage, type InspectedPlugin } from "./load.js";
@@ -47,9 +48,9 @@ export interface ComposedSlot {
 
 export interface ComposedGateway {
   /** The live adapter per slot the gateway fills. */
-  adapters: MaterializedGateway;
+  adapters: Partial<Record<GatewaySlot, unknown>>;
   /** The kernel the chosen plugins were applied to; hand it to the runtime. */
-  kernel: Kernel;
+  kernel: PluginKernel;
   slots: ComposedSlot[];
   /** Environment variables the chosen plugins require that are unset (dev mode boots anyway). */
   missingEnv: MissingEnvVar[];
@@ -121,8 +122,9 @@ export async function composeGateway(options: ComposeGatewayOptions): Promise<Co
   }
 
   const plugins = [...new Set(slots.map((entry) => entry.plugin.plugin!))] as PluginDefinition[];
-  const kernel = await createKernel({ plugins, timeoutMs });
-  const adapters = await materializeGateway(kernel, gateway, { env, devMode, agentDir }, { timeoutMs });
+  const host = kernelHost();
+  const kernel = await host.createKernel({ plugins, timeoutMs });
+  const adapters = await host.materializeGateway(kernel, gateway, { env, devMode, agentDir }, { timeoutMs });
   const close = async () => {
     for (const entry of [...slots].reverse()) {
       await closeAdapter(adapters[entry.slot], timeoutMs, `plugin ${entry.plugin.manifest.id}'s ${entry.slot} adapter close()`);

@@ -2,7 +2,8 @@ import { mkdtemp, rm } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import type { GatewaySlot } from "@assemblyline-agents/core";
-import { DEFAULT_PLUGIN_TIMEOUT_MS, createKernel, type Kernel } from "@assemblyline-agents/runtime";
+import { DEFAULT_PLUGIN_TIMEOUT_MS, type PluginKernel } from "@assemblyline-agents/core";
+import { kernelHost } from "./kernel-host.js";
 import { uniquePerTest } from "./unique-options.js";
 import { closeAdapter, describeAdapter, inspectPluginPackage, materializeProvided, type InspectedPlugin } from "./load.js";
 
@@ -25,11 +26,11 @@ export interface ConformanceSubjectOptions {
  */
 export function conformanceSubjectFactory(options: ConformanceSubjectOptions): () => Promise<{ state: never; cleanup: () => Promise<void> }> {
   const timeoutMs = options.timeoutMs ?? DEFAULT_PLUGIN_TIMEOUT_MS;
-  let prepared: Promise<{ plugin: InspectedPlugin; kernel: Kernel }> | undefined;
+  let prepared: Promise<{ plugin: InspectedPlugin; kernel: PluginKernel }> | undefined;
   return async () => {
     prepared ??= (async () => {
       const plugin = await inspectPluginPackage(options.packageDir, options.kernelVersion ? { kernelVersion: options.kernelVersion } : {});
-      return { plugin, kernel: await createKernel({ plugins: [plugin.plugin!], timeoutMs }) };
+      return { plugin, kernel: await kernelHost().createKernel({ plugins: [plugin.plugin!], timeoutMs }) };
     })();
     const { plugin, kernel } = await prepared;
     const provide = plugin.manifest.provides.find((entry) => entry.slot === options.slot)!;

@@ -43,3 +43,4 @@ export { verifyPluginPackage, CONFORMANCE_KITS, type VerifyOptions, type VerifyR
 export { conformanceSubjectFactory, type ConformanceSubjectOptions } from "./conformance-subject.js";
 export { gatewayUsage } from "./usage.js";
 export { PLUGIN_SCHEMA_FILE, REGISTRY_DIR } from "./schemas.js";
+export { kernelHost, useKernelHost } from "./kernel-host.js";

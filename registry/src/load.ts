@@ -10,7 +10,8 @@ import {
   type PluginDefinition,
   type SlotContext,
 } from "@assemblyline-agents/core";
-import { DEFAULT_PLUGIN_TIMEOUT_MS, KERNEL_VERSION, createKernel, withinTimeout, type Kernel } from "@assemblyline-agents/runtime";
+import { DEFAULT_PLUGIN_TIMEOUT_MS, withinTimeout, type PluginKernel } from "@assemblyline-agents/core";
+import { kernelHost } from "./kernel-host.js";
 import { checkAdapterOptions, compileConfigSchema } from "./config-schema.js";
 import { checkKernelRange, pluginRefusal, readPluginPackage, type PluginPackage, type PluginProvide } from "./manifest.js";
 import { importPackageMain } from "./package-main.js";
@@ -36,7 +37,7 @@ export interface InspectOptions {
  */
 export async function inspectPluginPackage(packageDir: string, options: InspectOptions = {}): Promise<InspectedPlugin> {
   const pkg = await readPluginPackage(packageDir);
-  checkKernelRange(pkg, options.kernelVersion ?? KERNEL_VERSION);
+  checkKernelRange(pkg, options.kernelVersion ?? kernelHost().version);
   for (const provide of pkg.manifest.provides) checkKnownContract(pkg, provide);
 
   const exports = await importPackageMain(pkg);
@@ -177,7 +178,7 @@ export async function loadPluginPackage(packageDir: string, options: LoadPluginO
   if (adapters.length === 0) return { ...plugin, adapters };
 
   const timeoutMs = options.timeoutMs ?? DEFAULT_PLUGIN_TIMEOUT_MS;
-  const kernel = await createKernel({ plugins: [plugin.plugin!], timeoutMs });
+  const kernel = await kernelHost().createKernel({ plugins: [plugin.plugin!], timeoutMs });
   const temporary = options.agentDir === undefined ? await mkdtemp(join(tmpdir(), `al-plugin-${plugin.manifest.id}-`)) : undefined;
   const context = { env: options.env ?? process.env, devMode: options.devMode ?? false, agentDir: options.agentDir ?? temporary! };
   try {
@@ -197,7 +198,7 @@ export async function loadPluginPackage(packageDir: string, options: LoadPluginO
 
 /** Turn one descriptor into its live adapter through the kernel's slot hook, bounded in time. */
 export async function materializeProvided(
-  kernel: Kernel,
+  kernel: PluginKernel,
   plugin: PluginPackage,
   provide: PluginProvide,
   descriptor: AdapterDescriptor,
@@ -205,7 +206,7 @@ export async function materializeProvided(
   timeoutMs: number = DEFAULT_PLUGIN_TIMEOUT_MS,
 ): Promise<unknown> {
   const what = `plugin ${plugin.manifest.id}@${plugin.version}: hooks.slot.for("${provide.slot}") materializing "${provide.name}"`;
-  const live = await withinTimeout(kernel.hooks.slot.for(provide.slot).promise(descriptor, context), timeoutMs, what);
+  const live = await withinTimeout(kernelHost().materializeSlot(kernel, descriptor, context), timeoutMs, what);
   if (live === undefined || live === null) {
     throw pluginRefusal(
       "AL_ERR_PLUGIN_CONTRACT",

@@ -32,14 +32,14 @@ export function packageEntry(pkg: Pick<PluginPackage, "dir" | "packageJson">): s
 }
 
 /*
- * Plugin code is loaded through jiti with the SDK and runtime aliased to the
- * host's copies, so a plugin with its own copy of @assemblyline-agents/core still
- * shares one instance with the host, and a TypeScript main loads too.
+ * Plugin code is loaded through jiti with the SDK aliased to the host's copy, so
+ * a plugin with its own copy of @assemblyline-agents/core still shares one
+ * instance with the host, and a TypeScript main loads too. (Plugins depend on
+ * the SDK only, never on the kernel.)
  */
 const jiti = createJiti(import.meta.url, {
   alias: {
     "@assemblyline-agents/core": fileURLToPath(import.meta.resolve("@assemblyline-agents/core")),
-    "@assemblyline-agents/runtime": fileURLToPath(import.meta.resolve("@assemblyline-agents/runtime")),
   },
   tryNative: true,
 });

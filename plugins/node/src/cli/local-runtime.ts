@@ -1,9 +1,12 @@
 import { join, resolve } from "node:path";
 import { AssemblyLineError, type BlobStore, type RunEvent, type SandboxAdapter, type StateAdapter } from "@assemblyline-agents/core";
-import { composeGateway } from "@assemblyline-agents/registry";
+import { composeGateway, useKernelHost } from "@assemblyline-agents/registry";
 import { FileStateAdapter, LocalBlobStore, LocalSandboxAdapter } from "@assemblyline-agents/local";
 import { piAgentHarness, resolvePiApiKey, resolvePiModel, type PiModelCatalog } from "@assemblyline-agents/pi";
-import { ARTIFACT_DIR, OpenEveRuntime, buildAgent, loadRuntimeBundle, type RuntimeBundle } from "@assemblyline-agents/runtime";
+import { ARTIFACT_DIR, OpenEveRuntime, buildAgent, kernelHost, loadRuntimeBundle, type RuntimeBundle } from "@assemblyline-agents/runtime";
+
+// gateway.ts plugins are loaded against this host's kernel.
+useKernelHost(kernelHost);
 
 /** How the command line chooses a model: a spec, and optionally where it is served. */
 export interface ModelFlags {

@@ -1,4 +1,6 @@
 import { isAssemblyLineError } from "@assemblyline-agents/core";
+import { useKernelHost } from "@assemblyline-agents/registry";
+import { kernelHost } from "@assemblyline-agents/runtime";
 import { buildCommand } from "./commands/build.js";
 import { runCommand } from "./commands/run.js";
 import { pluginsCommand } from "./commands/plugins.js";
@@ -45,6 +47,9 @@ const COMMANDS: Record<string, (args: string[], io: CommandIO) => Promise<number
   dev: (args, io) => devCommand(args, io),
   start: (args, io) => startCommand(args, io),
 };
+
+// The registry loads and verifies plugins against this host's kernel.
+useKernelHost(kernelHost);
 
 export async function main(argv: string[], io: CommandIO = processIO): Promise<number> {
   const [name, ...args] = argv;

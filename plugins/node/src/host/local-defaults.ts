@@ -1,9 +1,12 @@
 import { resolve } from "node:path";
-import type { BlobStore, SandboxAdapter, StateAdapter } from "@assemblyline-agents/core";
+import type { BlobStore, PluginKernel, SandboxAdapter, StateAdapter } from "@assemblyline-agents/core";
 import { FileStateAdapter, LocalBlobStore, LocalSandboxAdapter } from "@assemblyline-agents/local";
 import { piAgentHarness, type PiModelCatalog } from "@assemblyline-agents/pi";
-import { composeGateway } from "@assemblyline-agents/registry";
-import type { Kernel, RuntimeBundle } from "@assemblyline-agents/runtime";
+import { composeGateway, useKernelHost } from "@assemblyline-agents/registry";
+import { kernelHost, type RuntimeBundle } from "@assemblyline-agents/runtime";
+
+// gateway.ts plugins are loaded against this host's kernel.
+useKernelHost(kernelHost);
 
 export interface HostAdapters {
   agentDir: string;
@@ -12,7 +15,7 @@ export interface HostAdapters {
   sandbox: SandboxAdapter;
   defaultHarness: ReturnType<typeof piAgentHarness>;
   /** The kernel the gateway's plugins tapped, when the agent has a gateway.ts. */
-  kernel?: Kernel;
+  kernel?: PluginKernel;
   /** Close what the gateway opened (the runtime closes the state it was given). */
   close(): Promise<void>;
 }
