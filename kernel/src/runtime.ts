@@ -247,8 +247,21 @@ export class OpenEveRuntime {
     });
   }
 
+  /**
+   * Deliver to observers (hooks, telemetry) the events of recently finished runs
+   * that a crash kept from them: a finished run is never driven again, so
+   * nothing else would. Called by recoverRuns.
+   */
+  async catchUpObservers(options: { limit?: number } = {}): Promise<number> {
+    const { runs } = await this.state.runs.listRuns({ status: ["completed", "failed"], limit: options.limit ?? 50 });
+    const behind = runs.filter((run) => run.observedSeq < run.lastSeq);
+    for (const run of behind) await this.journal.observe(run.id);
+    return behind.length;
+  }
+
   /** Take over runs whose owner's lease expired, and drive each. */
   async recoverRuns(options: { limit?: number } = {}): Promise<RunResult[]> {
+    await this.catchUpObservers().catch((error) => this.logger.warn({ err: String(error) }, "observer catch-up failed"));
     const claimed = await this.state.runs.claimRecoverableRuns({ owner: this.ownerId, ttlMs: this.options.leaseTtlMs ?? 30_000, limit: options.limit ?? 10 });
     return Promise.all(
       claimed.map((run) =>

@@ -136,3 +136,36 @@ export default defineAgent({ model: "test/m", instructions: "Base.", context: cu
     expect(bundle.manifest.agent.context).toMatchObject({ kind: "custom", name: "customContext", hasBuild: true });
   });
 });
+
+describe("observers after a crash", () => {
+  it("delivers a finished run's events that no observer saw, once, when the runtime recovers", async () => {
+    const dir = agentFolder({
+      "agent.ts": MINIMAL_AGENT,
+      "hooks/count.ts": `import { defineHook } from "@assemblyline-agents/core";
+export default defineHook({ events: { "run.completed"(event) { (globalThis.__completedSeen ??= []).push(event.runId); } } });`,
+    });
+    const first = await startAgent(dir, [{ text: "done" }]);
+    const result = await first.runtime.run({ message: "go" });
+    (globalThis as { __completedSeen?: string[] }).__completedSeen = [];
+    // As if the process had died between recording run.completed and running the observers.
+    const lastSeq = (await first.state.getRun(result.runId))!.lastSeq;
+    const rewound = Object.assign(Object.create(Object.getPrototypeOf(first.state)), first.state);
+    rewound.getRun = async (id: string) => {
+      const run = await first.state.getRun(id);
+      return run && id === result.runId && !(globalThis as { __caughtUp?: boolean }).__caughtUp ? { ...run, observedSeq: lastSeq - 1 } : run;
+    };
+    rewound.listRuns = async (filter: never) => {
+      const page = await first.state.listRuns(filter);
+      return { ...page, runs: page.runs.map((run) => (run.id === result.runId && !(globalThis as { __caughtUp?: boolean }).__caughtUp ? { ...run, observedSeq: lastSeq - 1 } : run)) };
+    };
+    rewound.markObserved = async (id: string, seq: number) => {
+      (globalThis as { __caughtUp?: boolean }).__caughtUp = true;
+      return first.state.markObserved(id, seq);
+    };
+    const second = await startAgent(dir, [{ text: "done" }], { state: rewound });
+    expect(await second.runtime.catchUpObservers()).toBe(1);
+    expect((globalThis as { __completedSeen?: string[] }).__completedSeen).toEqual([result.runId]);
+    expect(await second.runtime.catchUpObservers()).toBe(0);
+    expect((globalThis as { __completedSeen?: string[] }).__completedSeen).toEqual([result.runId]);
+  });
+});

@@ -278,18 +278,23 @@ export class RunDriver {
 
   private async complete(run: RunRecord, text: string): Promise<void> {
     const { journal, state } = this.parts;
+    if (run.conversationId) {
+      // Written before the completion record and skipped when already there, so a crash in
+      // between neither loses the turn from the history nor writes it twice on recovery.
+      const recent = await state.conversations.listConversationMessages(run.conversationId, { limit: 20 });
+      if (!recent.some((message) => message.runId === run.id)) {
+        const createdAt = new Date().toISOString();
+        await state.conversations.appendConversationMessages(run.conversationId, [
+          { role: "user", content: run.input.message, runId: run.id, createdAt },
+          { role: "assistant", content: text, runId: run.id, createdAt },
+        ]);
+      }
+    }
     // A run that came from a channel owes it the reply: one delivery per run, by id.
     const delivery = run.input.channel
       ? { id: `dlv_${run.id}`, channel: run.input.channel.name, conversationId: run.conversationId, payload: { runId: run.id, text } }
       : undefined;
     await journal.record(run.id, "run.completed", { text }, { run: { status: "completed", output: { text } }, checkpoint: null, ...(delivery ? { delivery } : {}) });
-    if (run.conversationId) {
-      const createdAt = new Date().toISOString();
-      await state.conversations.appendConversationMessages(run.conversationId, [
-        { role: "user", content: run.input.message, runId: run.id, createdAt },
-        { role: "assistant", content: text, runId: run.id, createdAt },
-      ]);
-    }
   }
 
   async failRun(runId: string, error: unknown, code?: string): Promise<void> {
