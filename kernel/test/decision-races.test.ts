@@ -14,7 +14,7 @@ const gatedAgent = (hook = "") =>
 const published = () => (globalThis as { __published?: number }).__published ?? 0;
 
 describe("decisions and execution never interleave", () => {
-  it("refuses an approval that arrives while the run is still pausing, and accepts it once paused", async () => {
+  it("holds an approval that arrives while the run is still pausing until the pause is recorded, then applies it", async () => {
     (globalThis as { __published?: number }).__published = 0;
     const dir = gatedAgent(`import { defineHook } from "@assemblyline-agents/core";
 export default defineHook({ events: { "approval.requested"(event) { globalThis.__onRequested?.(event.runId); } } });`);
@@ -25,12 +25,12 @@ export default defineHook({ events: { "approval.requested"(event) { globalThis._
     };
     const paused = await runtime.run({ message: "go" });
     expect(paused.status).toBe("waiting_approval");
-    expect(await Promise.all(early)).toEqual(["AL_ERR_RUN_NOT_RESUMABLE"]);
-    expect(await types(paused.runId)).not.toContain("approval.granted");
+    expect(await Promise.all(early)).toEqual(["approved"]);
     (globalThis as { __onRequested?: unknown }).__onRequested = undefined;
-
-    const done = await runtime.approve(paused.runId);
-    expect(done.status).toBe("completed");
+    const recorded = await types(paused.runId);
+    // The decision never lands inside the turn that paused: it follows the pause's record.
+    expect(recorded.indexOf("approval.granted")).toBeGreaterThan(recorded.indexOf("run.waiting_approval"));
+    expect(recorded.at(-1)).toBe("run.completed");
     expect(published()).toBe(1);
   });
 

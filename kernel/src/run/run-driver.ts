@@ -67,21 +67,25 @@ interface LeaseWatch {
 
 export class RunDriver {
   /** Runs this process is driving: one owner id per process, so the lease alone cannot tell two drives apart. */
-  private readonly active = new Set<string>();
+  private readonly active = new Map<string, Promise<unknown>>();
 
   constructor(private readonly parts: RunDriverParts) {}
 
+  /**
+   * Drive the run; a second drive of the same run in this process (an approval
+   * arriving while the turn is still pausing, a resume racing it) waits for the
+   * first to reach its resting state, then acts on what the journal says.
+   */
   async drive(runId: string, options: DriveOptions = {}): Promise<RunResult> {
-    if (this.active.has(runId)) {
-      throw new AssemblyLineError("AL_ERR_RUN_NOT_RESUMABLE", `run ${runId} is already executing in this process`, {
-        fix: "Wait for it to reach its next resting state (completed, failed or paused), then act on it.",
-      });
+    for (let running = this.active.get(runId); running; running = this.active.get(runId)) {
+      await running.catch(() => undefined);
     }
-    this.active.add(runId);
+    const driving = this.driveLeased(runId, options);
+    this.active.set(runId, driving);
     try {
-      return await this.driveLeased(runId, options);
+      return await driving;
     } finally {
-      this.active.delete(runId);
+      if (this.active.get(runId) === driving) this.active.delete(runId);
     }
   }
 
