@@ -65,7 +65,9 @@ describe("a lost lease", () => {
       "agent.ts": MINIMAL_AGENT,
       "tools/slow.ts": toolSource({ execute: `await new Promise((resolve) => (globalThis.__releaseSlow = resolve)); return { done: true };` }),
     });
-    const { runtime, state, types } = await startAgent(dir, [{ toolCalls: [{ name: "slow", input: { value: "x" } }] }, { text: "done" }], { leaseTtlMs: 150 });
+    const warnings: string[] = [];
+    const logger = { debug() {}, info() {}, error() {}, warn: (fields: Record<string, unknown>) => void warnings.push(String(fields.event)) };
+    const { runtime, state, types } = await startAgent(dir, [{ toolCalls: [{ name: "slow", input: { value: "x" } }] }, { text: "done" }], { leaseTtlMs: 150, logger });
     const running = runtime.run({ message: "go" }).then(
       () => "finished",
       (error: { code?: string }) => error.code,
@@ -74,7 +76,8 @@ describe("a lost lease", () => {
     const [run] = (await state.listRuns()).runs;
     // Another replica whose clock says the lease expired takes the run over.
     expect(await state.acquireRunLease(run!.id, "other-replica", 60_000, new Date(Date.now() + 3_600_000))).toBe(true);
-    await new Promise((resolve) => setTimeout(resolve, 200));
+    // The heartbeat notices on its next beat.
+    while (!warnings.includes("run.lease_lost")) await new Promise((resolve) => setTimeout(resolve, 20));
     (globalThis as { __releaseSlow?: () => void }).__releaseSlow!();
     expect(await running).toBe("AL_ERR_RUN_LEASE_LOST");
     const recorded = await types(run!.id);
