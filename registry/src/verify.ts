@@ -17,6 +17,7 @@ import { checkKernelRange, readPluginPackage, type PluginPackage, type PluginPro
 export const CONFORMANCE_KITS: Record<string, { kit: string; extraArgs(provide: PluginProvide): unknown[] }> = {
   "state@1": { kit: "describeStateConformance", extraArgs: (provide) => [{ facets: provide.facets ?? ["runs"] }] },
   "blob@1": { kit: "describeBlobStoreConformance", extraArgs: () => [] },
+  "sandbox@1": { kit: "describeSandboxConformance", extraArgs: () => [] },
 };
 
 export interface VerifyStep {

@@ -1,0 +1,73 @@
+import { randomUUID } from "node:crypto";
+import { describe, expect, it } from "vitest";
+import { isAssemblyLineError } from "../errors.js";
+import type { SandboxAdapter } from "../sandbox.js";
+import { useSubject, type StateKitFactory } from "./state/subject.js";
+
+const text = (body: Uint8Array) => new TextDecoder().decode(body);
+
+/**
+ * The SandboxAdapter contract: one workspace per key, files under logical
+ * `/workspace` paths that cannot escape it, and a shell that starts in the
+ * workspace with a timeout and an output cap.
+ */
+export function describeSandboxConformance(name: string, factory: StateKitFactory<SandboxAdapter>): void {
+  describe(`${name}: SandboxAdapter conformance`, () => {
+    const adapter = useSubject(factory);
+    const key = () => `kit-${randomUUID()}`;
+
+    it("writes, reads, lists and deletes files under /workspace, relative paths included", async () => {
+      const sandbox = await adapter().acquire(key());
+      await sandbox.writeFile("/workspace/notes/a.txt", "alpha");
+      await sandbox.writeFile("notes/b.txt", new TextEncoder().encode("beta"));
+      expect(text(await sandbox.readFile("/workspace/notes/b.txt"))).toBe("beta");
+      const files = (await sandbox.listFiles("/workspace")).filter((entry) => entry.type === "file").map((entry) => entry.path).sort();
+      expect(files).toEqual(["/workspace/notes/a.txt", "/workspace/notes/b.txt"]);
+      await sandbox.deleteFile("/workspace/notes/a.txt");
+      expect((await sandbox.listFiles("/workspace")).some((entry) => entry.path === "/workspace/notes/a.txt")).toBe(false);
+    });
+
+    it.each(["/workspace/../etc/passwd", "../outside.txt", "/etc/passwd", "/workspace/a\u0000b"])("refuses the escaping path %j with AL_ERR_PATH_ESCAPE", async (path) => {
+      const sandbox = await adapter().acquire(key());
+      const refusal = await sandbox.readFile(path).then(
+        () => undefined,
+        (error: unknown) => error,
+      );
+      expect(isAssemblyLineError(refusal, "AL_ERR_PATH_ESCAPE"), String(refusal)).toBe(true);
+      const writeRefusal = await sandbox.writeFile(path, "x").then(
+        () => undefined,
+        (error: unknown) => error,
+      );
+      expect(isAssemblyLineError(writeRefusal, "AL_ERR_PATH_ESCAPE"), String(writeRefusal)).toBe(true);
+    });
+
+    it("runs commands in the workspace and reports exit code, stdout and stderr", async () => {
+      const sandbox = await adapter().acquire(key());
+      await sandbox.writeFile("/workspace/hello.txt", "hi there");
+      const result = await sandbox.exec("cat hello.txt && echo warn >&2 && exit 7", { cwd: "/workspace" });
+      expect(result).toMatchObject({ exitCode: 7, stdout: "hi there", stderr: "warn\n", timedOut: false, truncated: false });
+    });
+
+    it("stops a command at its timeout and caps its output", async () => {
+      const sandbox = await adapter().acquire(key());
+      const slow = await sandbox.exec("sleep 30", { timeoutMs: 300 });
+      expect(slow.timedOut).toBe(true);
+      expect(slow.exitCode).not.toBe(0);
+      const loud = await sandbox.exec("head -c 100000 /dev/zero | tr '\\0' x", { maxOutputBytes: 1000 });
+      expect(loud.truncated).toBe(true);
+      expect(loud.stdout.length).toBeLessThanOrEqual(1000);
+      expect(loud.stdout).toMatch(/^x+$/);
+    }, 20_000);
+
+    it("gives the same key the same files, other keys their own, and forgets them on release", async () => {
+      const first = key();
+      await (await adapter().acquire(first)).writeFile("/workspace/kept.txt", "kept");
+      expect(text(await (await adapter().acquire(first)).readFile("/workspace/kept.txt"))).toBe("kept");
+      const other = await adapter().acquire(key());
+      expect((await other.listFiles("/workspace")).some((entry) => entry.path === "/workspace/kept.txt")).toBe(false);
+      await adapter().release(first);
+      const again = await adapter().acquire(first);
+      expect((await again.listFiles("/workspace")).some((entry) => entry.path === "/workspace/kept.txt")).toBe(false);
+    });
+  });
+}
