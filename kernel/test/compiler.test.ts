@@ -108,6 +108,30 @@ describe("assembly-line build", () => {
     expect(error.message).toContain("fix:");
   });
 
+  it("refuses a sandbox.ts whose workingDirectory is not /workspace, and records a valid one", async () => {
+    const error = await buildError({
+      "agent.ts": MINIMAL_AGENT,
+      "sandbox.ts": `import { defineSandbox } from "@assemblyline-agents/core";\nexport default defineSandbox({ adapter: "local", workingDirectory: "/runtime" } as never);`,
+    });
+    expect(error.code).toBe("AL_ERR_SANDBOX_DEFINITION");
+    expect(error.message).toMatch(/sandbox\.ts: workingDirectory "\/runtime" is not allowed[\s\S]*physical \/workspace/);
+    const dir = agentFolder({ "agent.ts": MINIMAL_AGENT, "sandbox.ts": `import { defineSandbox } from "@assemblyline-agents/core";\nexport default defineSandbox({ adapter: "local", image: "node:22" });` });
+    expect((await buildAgent(dir)).manifest.sandbox).toMatchObject({ adapter: "local", image: "node:22", workingDirectory: "/workspace" });
+  });
+
+  it("compiles channels/ with their routes and ingress secrets, and refuses a bad or duplicate route", async () => {
+    const channel = (route: string, extra = "") => `import { defineChannel } from "@assemblyline-agents/core";\nexport default defineChannel({ transport: "http", route: ${JSON.stringify(route)}, methods: ["POST"]${extra} });\nexport function normalizeHttp() { return { ack: true }; }`;
+    const dir = agentFolder({ "agent.ts": MINIMAL_AGENT, "channels/hook.ts": channel("/hook", `, ingress: { requiredSecretEnv: [["HOOK_SECRET"]] }`) });
+    expect((await buildAgent(dir)).manifest.channels).toEqual([
+      expect.objectContaining({ name: "hook", route: "/hook", methods: ["POST"], requiredSecretEnv: [["HOOK_SECRET"]], exports: { normalizeHttp: true, deliver: false, resolveAttachment: false } }),
+    ]);
+    const noSlash = await buildError({ "agent.ts": MINIMAL_AGENT, "channels/bad.ts": channel("hook") });
+    expect(noSlash.code).toBe("AL_ERR_CHANNEL_DEFINITION");
+    expect(noSlash.message).toMatch(/channels\/bad\.ts: route "hook" must start with \//);
+    const twice = await buildError({ "agent.ts": MINIMAL_AGENT, "channels/a.ts": channel("/same"), "channels/b.ts": channel("/same") });
+    expect(twice.message).toMatch(/route \/same is also served by channels\/a\.ts/);
+  });
+
   it("names the file when a source throws while loading", async () => {
     const error = await buildError({ "agent.ts": MINIMAL_AGENT, "tools/boom.ts": `throw new Error("kaboom");` });
     expect(error.code).toBe("AL_ERR_SOURCE_LOAD");
