@@ -6,7 +6,6 @@ import {
   AssemblyLineError,
   type AgentHarness,
   type BlobStore,
-  type ChannelView,
   type CoreToolPolicy,
   type JsonValue,
   type PluginKernel,
@@ -112,20 +111,13 @@ export class OpenEveRuntime {
     this.tapRoutes();
     this.tapUserHooks();
 
-    const table = this.hooks.tools.call(
-      buildToolTable({
-        manifest: options.manifest,
-        sourceBundle: options.sourceBundle,
-        coreToolPolicy: mergeToolPolicy(options.manifest.agent.coreToolPolicy, options.coreToolPolicy, env),
-        sandboxAvailable: options.sandbox !== undefined,
-      }),
-      {
-        manifest: options.manifest,
-        sourceBundle: options.sourceBundle,
-        coreToolPolicy: mergeToolPolicy(options.manifest.agent.coreToolPolicy, options.coreToolPolicy, env),
-        sandboxAvailable: options.sandbox !== undefined,
-      },
-    );
+    const toolTableInput = {
+      manifest: options.manifest,
+      sourceBundle: options.sourceBundle,
+      coreToolPolicy: mergeToolPolicy(options.manifest.agent.coreToolPolicy, options.coreToolPolicy, env),
+      sandboxAvailable: options.sandbox !== undefined,
+    };
+    const table = this.hooks.tools.call(buildToolTable(toolTableInput), toolTableInput);
     const journal = new RunJournal(
       this.state.runs,
       this.hooks,
@@ -476,4 +468,3 @@ function positiveInt(value: string | undefined, name: string, allowZero = false)
   return parsed;
 }
 
-export type { ChannelView };

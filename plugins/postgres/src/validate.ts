@@ -73,3 +73,21 @@ export function sizeParam(value: number | undefined, fallback: number, min: numb
   if (value === undefined || !Number.isFinite(value)) return fallback;
   return Math.max(min, Math.floor(value));
 }
+
+/** Claims lease at most this many rows when the caller gives no limit. */
+export const DEFAULT_CLAIM_LIMIT = 100;
+
+/** The arguments every lease claim (runs, deliveries, schedules) takes, checked once. */
+export function claimParams(
+  operation: string,
+  options: { owner: string; ttlMs: number; now?: Date; limit?: number },
+): { owner: string; ttlMs: number; now: ReturnType<ArgumentCheck["optionalDate"]>; limit: number } {
+  const check = new ArgumentCheck(operation);
+  check.object("options", options);
+  return {
+    owner: check.string("options.owner", options.owner),
+    ttlMs: check.nonNegative("options.ttlMs", options.ttlMs),
+    now: check.optionalDate("options.now", options.now),
+    limit: sizeParam(options.limit, DEFAULT_CLAIM_LIMIT, 0),
+  };
+}

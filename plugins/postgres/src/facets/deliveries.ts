@@ -1,8 +1,8 @@
 import type { ClaimOptions, DeliveryRecord } from "@assemblyline-agents/core";
 import { clockParam, type StateDatabase } from "../database.js";
 import { DELIVERY_COLUMNS, decodeDelivery } from "../rows.js";
-import { ArgumentCheck, sizeParam } from "../validate.js";
-import { DEFAULT_CLAIM_LIMIT, prefixed } from "./runs.js";
+import { ArgumentCheck, claimParams } from "../validate.js";
+import { prefixed } from "./runs.js";
 
 /*
  * The durable outbox. Deliveries are enqueued by appendEvents (with the event
@@ -21,12 +21,7 @@ export async function listDeliveries(db: StateDatabase, runId: string): Promise<
 }
 
 export async function claimDeliveries(db: StateDatabase, options: ClaimOptions): Promise<DeliveryRecord[]> {
-  const check = new ArgumentCheck("claimDeliveries");
-  check.object("options", options);
-  const owner = check.string("options.owner", options.owner);
-  const ttlMs = check.nonNegative("options.ttlMs", options.ttlMs);
-  const now = check.optionalDate("options.now", options.now);
-  const limit = sizeParam(options.limit, DEFAULT_CLAIM_LIMIT, 0);
+  const { owner, ttlMs, now, limit } = claimParams("claimDeliveries", options);
   if (limit === 0) return [];
   const rows = await db.rows(
     "claimDeliveries",

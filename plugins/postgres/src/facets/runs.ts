@@ -2,12 +2,11 @@ import { AssemblyLineError, type ClaimOptions, type NewRun, type RunListFilter, 
 import { clockParam, jsonParam, type StateDatabase } from "../database.js";
 import { inputInvalid } from "../errors.js";
 import { RUN_COLUMNS, RUN_STATUSES, decodeRun, isJsonObject } from "../rows.js";
-import { ArgumentCheck, sizeParam } from "../validate.js";
+import { ArgumentCheck, claimParams, sizeParam } from "../validate.js";
 
 /** Page size of listRuns when the filter gives none. */
 const DEFAULT_PAGE_SIZE = 50;
 /** How many records one claim call leases when the caller gives no limit. */
-export const DEFAULT_CLAIM_LIMIT = 100;
 
 export function runNotFound(db: StateDatabase, runId: string, operation: string): AssemblyLineError {
   return new AssemblyLineError("AL_ERR_RUN_NOT_FOUND", `${operation}: no run with id "${runId}" exists in PostgreSQL schema "${db.schema}"`, {
@@ -111,12 +110,7 @@ export async function releaseRunLease(db: StateDatabase, runId: string, owner: s
 }
 
 export async function claimRecoverableRuns(db: StateDatabase, options: ClaimOptions): Promise<RunRecord[]> {
-  const check = new ArgumentCheck("claimRecoverableRuns");
-  check.object("options", options);
-  const owner = check.string("options.owner", options.owner);
-  const ttlMs = check.nonNegative("options.ttlMs", options.ttlMs);
-  const now = check.optionalDate("options.now", options.now);
-  const limit = sizeParam(options.limit, DEFAULT_CLAIM_LIMIT, 0);
+  const { owner, ttlMs, now, limit } = claimParams("claimRecoverableRuns", options);
   if (limit === 0) return [];
   // SKIP LOCKED: concurrent claimers each take different rows instead of queueing
   // on the same ones; a row committed by another claimer meanwhile is re-checked

@@ -1,8 +1,7 @@
 import type { ScheduleRecord } from "@assemblyline-agents/core";
 import { clockParam, jsonParam, type StateDatabase } from "../database.js";
 import { decodeSchedule } from "../rows.js";
-import { ArgumentCheck, sizeParam } from "../validate.js";
-import { DEFAULT_CLAIM_LIMIT } from "./runs.js";
+import { ArgumentCheck, claimParams } from "../validate.js";
 
 const SCHEDULE_COLUMNS = "id, interval_ms, next_run_at, payload, enabled, lease_owner, lease_expires_at";
 
@@ -39,12 +38,7 @@ export async function claimDueSchedules(
   db: StateDatabase,
   options: { owner: string; ttlMs: number; now?: Date; limit?: number },
 ): Promise<ScheduleRecord[]> {
-  const check = new ArgumentCheck("claimDueSchedules");
-  check.object("options", options);
-  const owner = check.string("options.owner", options.owner);
-  const ttlMs = check.nonNegative("options.ttlMs", options.ttlMs);
-  const now = check.optionalDate("options.now", options.now);
-  const limit = sizeParam(options.limit, DEFAULT_CLAIM_LIMIT, 0);
+  const { owner, ttlMs, now, limit } = claimParams("claimDueSchedules", options);
   if (limit === 0) return [];
   const rows = await db.rows(
     "claimDueSchedules",
