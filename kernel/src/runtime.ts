@@ -16,6 +16,7 @@ import {
   type SandboxAdapter,
   type StateAdapter,
   type StateStores,
+  type RunBudgets,
 } from "@assemblyline-agents/core";
 import type { SourceBundle } from "./compiler/bundle.js";
 import type { AgentManifest } from "./compiler/manifest.js";
@@ -24,6 +25,7 @@ import { STAGE, createKernelHooks, type KernelHooks } from "./hooks.js";
 import type { Kernel } from "./kernel.js";
 import { createRuntimeLogger } from "./logger.js";
 import { Admission } from "./run/admission.js";
+import { resolveBudgets } from "./run/budget.js";
 import { RunJournal } from "./run/journal.js";
 import { RunDriver } from "./run/run-driver.js";
 import { describeRun, type RunResult } from "./run/run-result.js";
@@ -48,6 +50,8 @@ export interface RuntimeOptions {
   defaultHarness?: AgentHarness;
   /** A pi model catalog, for hosts that build the default engine. */
   models?: Record<string, unknown>;
+  /** Ceilings over agent.ts `budgets` (the lower limit wins); defaults stop a runaway loop. */
+  budgets?: RunBudgets;
   /** Per-tool host policy; wins over agent.ts and ASSEMBLY_LINE_BASH_TOOL_MODE. */
   coreToolPolicy?: CoreToolPolicy;
   /** Brand-new runs executing at once (env ASSEMBLY_LINE_MAX_CONCURRENT_RUNS, default 16). */
@@ -135,6 +139,7 @@ export class OpenEveRuntime {
       logger: this.logger,
       ownerId: this.ownerId,
       leaseTtlMs: options.leaseTtlMs ?? 30_000,
+      budgets: resolveBudgets(options.manifest.agent.budgets, options.budgets),
       selectHarness: (modelSpec, runId) => this.selectHarness(modelSpec, runId),
       services: (run) => this.servicesFor(run),
       textDelta: (runId, delta) => options.onTextDelta?.(runId, delta),

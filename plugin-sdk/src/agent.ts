@@ -1,4 +1,5 @@
 import { brand, hasBrand, type Branded } from "./brand.js";
+import type { RunBudgets } from "./budget.js";
 import type { ContextPolicy } from "./model-context.js";
 import type { CoreToolPolicy } from "./tool.js";
 
@@ -35,6 +36,8 @@ export interface AgentOptions {
   context?: ContextPolicy;
   /** Host-independent tool policy that versions with the agent. */
   coreToolPolicy?: CoreToolPolicy;
+  /** Per-run and per-conversation limits; a host's `budgets` are ceilings over these. */
+  budgets?: RunBudgets;
   selfImprovement?: SelfImprovementPolicy;
   dynamicAutomations?: DynamicAutomationsPolicy;
   dynamicConnections?: DynamicConnectionsPolicy;

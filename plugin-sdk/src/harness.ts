@@ -42,8 +42,14 @@ export interface HarnessContext {
   readonly signal: AbortSignal;
   /** Run a tool through the runtime's pipeline (policy, schema, approval, journal). */
   callTool(call: ModelToolCall): Promise<ToolCallOutcome>;
-  /** Journal a model call or substep: on replay the persisted result returns. */
+  /** Journal a substep: on replay the persisted result returns. */
   step<T>(key: string, fn: () => T | Promise<T>, options?: StepOptions): Promise<T>;
+  /**
+   * Journal one model call: a step the runtime counts against the run's budgets
+   * (it refuses a call past `maxTurns`, `maxTokens`, ...); on replay the
+   * persisted result returns and nothing is counted again.
+   */
+  modelCall<T>(key: string, fn: () => T | Promise<T>, options?: StepOptions): Promise<T>;
   /** Record a durable event. */
   emit(type: string, data?: Record<string, JsonValue>): Promise<void>;
   /** Stream a text delta to the host as it arrives (not durable). */

@@ -6,6 +6,7 @@ export * from "./model.js";
 export * from "./tool.js";
 export * from "./tool-context.js";
 export * from "./agent.js";
+export * from "./budget.js";
 export * from "./model-context.js";
 export * from "./resolver.js";
 export * from "./hook.js";

@@ -23,6 +23,7 @@ import {
   type ToolDefinition,
 } from "@assemblyline-agents/core";
 import { digestJson } from "../canonical-json.js";
+import { checkBudgets } from "../run/budget.js";
 import { compileSchema } from "../schema.js";
 import { createModuleLoader } from "./load-module.js";
 import {
@@ -87,6 +88,7 @@ export async function buildAgent(agentDirInput: string, options: BuildOptions = 
     });
   }
   await options.validateModel?.(agent.model);
+  checkBudgets(agent.budgets, `${agentFile} budgets`);
 
   const tools = await compileTools(agentDir, load);
   const hooks = await compileHooks(agentDir, load);
@@ -115,6 +117,7 @@ export async function buildAgent(agentDirInput: string, options: BuildOptions = 
       instructions: agent.instructions ?? "",
       defaultTools: agent.defaultTools ?? null,
       coreToolPolicy: agent.coreToolPolicy ?? {},
+      ...(agent.budgets !== undefined ? { budgets: agent.budgets } : {}),
       context: describeContext(agentContext),
       source: await hashSource(agentDir, agentFile),
     },

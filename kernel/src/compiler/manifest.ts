@@ -1,4 +1,4 @@
-import type { CoreToolPolicy, DefaultContextOptions, JsonSchema, JsonValue, SideEffect, ToolCapability } from "@assemblyline-agents/core";
+import type { CoreToolPolicy, DefaultContextOptions, RunBudgets, JsonSchema, JsonValue, SideEffect, ToolCapability } from "@assemblyline-agents/core";
 
 export const MANIFEST_VERSION = 1;
 
@@ -71,6 +71,8 @@ export interface AgentManifest {
     instructions: string;
     defaultTools: string[] | null;
     coreToolPolicy: CoreToolPolicy;
+    /** agent.ts `budgets`; absent when the agent sets none (the defaults apply). */
+    budgets?: RunBudgets;
     context: ContextManifest;
     source: SourceRef;
   };

@@ -17,6 +17,8 @@ export type ScriptedTurn =
 
 export interface ModelScript {
   turns: ScriptedTurn[];
+  /** Start over from the first turn when the turns run out: a model that never stops (budget tests). */
+  loop?: boolean;
 }
 
 const CONTINUATION_VERSION = 1;
@@ -39,6 +41,8 @@ export function parseModelScript(value: unknown, origin: string): ModelScript {
   if (typeof value !== "object" || value === null || !Array.isArray((value as ModelScript).turns)) fail("must be an object with a turns array");
   const turns = (value as ModelScript).turns;
   if (turns.length === 0) fail("turns is empty");
+  const loop = (value as ModelScript).loop;
+  if (loop !== undefined && typeof loop !== "boolean") fail("loop must be true or false");
   turns.forEach((turn, index) => {
     if (typeof turn !== "object" || turn === null) return fail(`turns[${index}] is not an object`);
     if ("toolCalls" in turn) {
@@ -94,8 +98,8 @@ export function scriptedHarness(script: ModelScript, options: { name?: string } 
           state.pending.shift();
         }
         const turnIndex = state.nextTurn;
-        const turn = await ctx.step(`model:${turnIndex}`, async () => {
-          const next = script.turns[turnIndex];
+        const turn = await ctx.modelCall(`model:${turnIndex}`, async () => {
+          const next = script.turns[script.loop ? turnIndex % script.turns.length : turnIndex];
           if (!next) {
             throw new AssemblyLineError("AL_ERR_SCRIPTED_MODEL", `the script has ${script.turns.length} turns and the run asked for turn ${turnIndex + 1}`, {
               fix: "Add a final { \"text\": \"...\" } turn, or more turns for the extra model calls.",

@@ -4,6 +4,7 @@ import {
   type AgentHarness,
   type HarnessContext,
   type JsonValue,
+  type RunBudgets,
   type RunCapabilityDeclaration,
   type RunEvent,
   type RunRecord,
@@ -13,6 +14,7 @@ import type { SourceBundle } from "../compiler/bundle.js";
 import type { AgentManifest } from "../compiler/manifest.js";
 import type { KernelHooks } from "../hooks.js";
 import type { ResolvedState } from "../state/resolve-state.js";
+import { RunBudget, budgetExceededError, type BudgetExceeded } from "./budget.js";
 import { buildModelContext } from "./context-policy.js";
 import { isInfrastructureFailure, leaseLost } from "./infrastructure-failure.js";
 import type { RunJournal } from "./journal.js";
@@ -32,6 +34,8 @@ export interface RunDriverParts {
   logger: RuntimeLogger;
   ownerId: string;
   leaseTtlMs: number;
+  /** The limits every run runs under (agent.ts and host ceilings resolved). */
+  budgets: RunBudgets;
   selectHarness(modelSpec: string, runId: string): Promise<AgentHarness>;
   services(run: RunRecord): RunServices;
   textDelta(runId: string, delta: string): void;
@@ -140,14 +144,15 @@ export class RunDriver {
       });
     }
     let started: StartedData;
+    const fresh = run.status === "queued";
     try {
-      started = run.status === "queued" ? await this.start(run, options.forcedModel) : await this.startedData(run);
+      started = fresh ? await this.start(run, options.forcedModel) : await this.startedData(run);
     } catch (error) {
       if (isInfrastructureFailure(error)) throw error;
       await this.failRun(runId, error, isAssemblyLineError(error) ? error.code : "AL_ERR_RESOLVER_FAILED");
       return;
     }
-    await this.turn((await state.runs.getRun(runId))!, started, options.signal, lease);
+    await this.turn((await state.runs.getRun(runId))!, started, options.signal, lease, fresh);
   }
 
   /** Resolve capabilities (recorded before applied) and mark the run started. */
@@ -196,7 +201,7 @@ export class RunDriver {
     return started.data as unknown as StartedData;
   }
 
-  private async turn(run: RunRecord, started: StartedData, signal: AbortSignal | undefined, lease: LeaseWatch): Promise<void> {
+  private async turn(run: RunRecord, started: StartedData, signal: AbortSignal | undefined, lease: LeaseWatch, fresh: boolean): Promise<void> {
     const { state, journal, table, manifest, sourceBundle, hooks, logger } = this.parts;
     const offered = visibleTools(table, started.defaultTools);
     const controller = new AbortController();
@@ -215,6 +220,7 @@ export class RunDriver {
       logger,
       failure: null,
       lease,
+      budget: await RunBudget.load(run, this.parts.budgets, state, { fresh }),
     };
     try {
       const info = { runId: run.id, agentId: manifest.agent.id, metadata: run.input.metadata, ...(run.conversationId ? { conversationId: run.conversationId } : {}) };
@@ -236,6 +242,8 @@ export class RunDriver {
           return outcome;
         },
         step: (key, fn, options) => runStep(scope, `harness:${key}`, fn, options),
+        modelCall: (key, fn, options) =>
+          runStep(scope, `harness:${key}`, fn, { ...options, metadata: { ...options?.metadata, modelCall: true } }, () => scope.budget.beforeModelCall()),
         emit: async (type, data) => {
           await journal.record(run.id, type, data ?? {});
         },
@@ -255,6 +263,12 @@ export class RunDriver {
       );
       // Another replica owns the run now: its journal, not this turn's result, decides what happens next.
       if (lease.lost) throw leaseLost(run.id);
+      // An engine that swallowed the refusal still ends the run over budget.
+      if (scope.budget.exceeded) {
+        await this.failOverBudget(run.id, scope.budget.exceeded);
+        await services.releaseSandbox();
+        return;
+      }
       if (scope.failure) {
         await this.failRun(run.id, new Error(scope.failure.message), scope.failure.code);
         await services.releaseSandbox();
@@ -274,7 +288,8 @@ export class RunDriver {
       );
     } catch (error) {
       if (isInfrastructureFailure(error) || lease.lost) throw error;
-      if (scope.failure) await this.failRun(run.id, new Error(scope.failure.message), scope.failure.code);
+      if (scope.budget.exceeded) await this.failOverBudget(run.id, scope.budget.exceeded);
+      else if (scope.failure) await this.failRun(run.id, new Error(scope.failure.message), scope.failure.code);
       else await this.failRun(run.id, error, isAssemblyLineError(error) ? error.code : undefined);
       await services.releaseSandbox();
     }
@@ -299,6 +314,20 @@ export class RunDriver {
       ? { id: `dlv_${run.id}`, channel: run.input.channel.name, conversationId: run.conversationId, payload: { runId: run.id, text } }
       : undefined;
     await journal.record(run.id, "run.completed", { text }, { run: { status: "completed", output: { text } }, checkpoint: null, ...(delivery ? { delivery } : {}) });
+  }
+
+  /** `budget.exceeded` and the failure it causes are one record. */
+  private async failOverBudget(runId: string, exceeded: BudgetExceeded): Promise<void> {
+    const error = budgetExceededError(runId, exceeded);
+    this.parts.logger.warn({ runId, code: error.code, ...exceeded }, "run reached a budget");
+    await this.parts.journal.append(
+      runId,
+      [
+        { type: "budget.exceeded", data: { ...exceeded } },
+        { type: "run.failed", data: { error: error.message, code: error.code } },
+      ],
+      { run: { status: "failed", error: { message: error.message, code: error.code } }, checkpoint: null },
+    );
   }
 
   async failRun(runId: string, error: unknown, code?: string): Promise<void> {

@@ -9,6 +9,7 @@ import type {
   JsonValue,
 } from "@assemblyline-agents/core";
 import type { RuntimeFilesystem } from "../filesystem/runtime-filesystem.js";
+import type { RunBudget } from "./budget.js";
 import type { RunJournal } from "./journal.js";
 import type { ToolTable } from "./tool-table.js";
 
@@ -41,6 +42,8 @@ export interface RunScope {
   failure: { code?: string; message: string } | null;
   /** Whether this process still holds the run's lease (the heartbeat clears it). */
   lease: { lost: boolean };
+  /** The run's budgets, counted from its durable records. */
+  budget: RunBudget;
   /** What the first paused call waits for: the run's status once the engine returns its continuation. */
   pausedFor?: "approval" | "input";
 }

@@ -6,7 +6,14 @@ import type { RunScope } from "./run-scope.js";
  * Completed-step replay: a key that completed before in this run returns its
  * persisted result (recording `durable_step.replayed`) instead of running again.
  */
-export async function runStep<T>(scope: RunScope, key: string, fn: () => T | Promise<T>, options: StepOptions = {}): Promise<T> {
+export async function runStep<T>(
+  scope: RunScope,
+  key: string,
+  fn: () => T | Promise<T>,
+  options: StepOptions = {},
+  /** Runs only when the step will really execute, not on replay (budget checks). */
+  beforeRunning?: () => Promise<void>,
+): Promise<T> {
   if (typeof key !== "string" || key === "") {
     throw new AssemblyLineError("AL_ERR_STEP_RESULT", "ctx.step(key, fn): key must be a non-empty string", {
       fix: "Use a key that identifies the substep within the run, e.g. `hydrate-customer:${id}`.",
@@ -17,6 +24,7 @@ export async function runStep<T>(scope: RunScope, key: string, fn: () => T | Pro
     await scope.journal.record(scope.runId, "durable_step.replayed", { key, metadata: existing.metadata });
     return existing.result as T;
   }
+  await beforeRunning?.();
   const result = await fn();
   const problem = findNonJson(result, `step "${key}" result`);
   if (problem) {

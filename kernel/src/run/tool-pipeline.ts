@@ -40,6 +40,8 @@ export async function callTool(scope: RunScope, call: ModelToolCall): Promise<To
     const settled = await settledOutcome(scope, existing);
     if (settled) return settled;
   }
+  // Only a call new to the run counts: a replay or a decided approval was counted when first made.
+  if (!existing) await scope.budget.beforeToolCall();
 
   const entry = scope.table.get(call.name);
   if (!entry || (!scope.visible.has(call.name) && entry.mode !== "disabled")) {

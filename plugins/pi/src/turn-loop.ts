@@ -23,7 +23,7 @@ export async function runPiTurn(input: HarnessTurnInput, ctx: HarnessContext, op
   const askModel = async (): Promise<AssistantMessage> => {
     state.modelCalls += 1;
     const key = `model:${state.modelCalls}`;
-    const reply = await ctx.step<JsonValue>(
+    const reply = await ctx.modelCall<JsonValue>(
       key,
       async () => {
         // Resolved here, not up front: a replayed call needs no key.

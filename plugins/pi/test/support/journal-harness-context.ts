@@ -60,6 +60,10 @@ export class JournalHarnessContext implements HarnessContext {
     return JSON.parse(json) as T;
   }
 
+  modelCall<T>(key: string, fn: () => T | Promise<T>, options?: StepOptions): Promise<T> {
+    return this.step(key, fn, options);
+  }
+
   async callTool(call: ModelToolCall): Promise<ToolCallOutcome> {
     this.toolCalls.push(call);
     const done = this.toolResults.get(call.id);

@@ -1,0 +1,155 @@
+import {
+  AssemblyLineError,
+  DEFAULT_RUN_BUDGETS,
+  RUN_BUDGET_NAMES,
+  type RunBudgetName,
+  type RunBudgets,
+  type RunEvent,
+  type RunRecord,
+  type RunStore,
+  type UsageRecord,
+  type UsageStore,
+} from "@assemblyline-agents/core";
+
+/**
+ * The limits a run runs under: for each budget the lower of agent.ts's and the
+ * host's (a host ceiling always wins), else the default.
+ */
+export function resolveBudgets(agent: RunBudgets | undefined, host: RunBudgets | undefined): RunBudgets {
+  checkBudgets(agent, "agent.ts budgets");
+  checkBudgets(host, "the host's budgets option");
+  const limits: RunBudgets = {};
+  for (const name of RUN_BUDGET_NAMES) {
+    const candidates = [agent?.[name], host?.[name]].filter((value): value is number => value !== undefined);
+    const limit = candidates.length > 0 ? Math.min(...candidates) : (DEFAULT_RUN_BUDGETS as RunBudgets)[name];
+    if (limit !== undefined) limits[name] = limit;
+  }
+  return limits;
+}
+
+export function checkBudgets(budgets: unknown, where: string): asserts budgets is RunBudgets | undefined {
+  if (budgets === undefined) return;
+  if (typeof budgets !== "object" || budgets === null || Array.isArray(budgets)) {
+    throw new AssemblyLineError("AL_ERR_BUDGET_INVALID", `${where} must be an object of limits`, { fix: `Write ${where} as { maxTurns: 20, maxCostUsd: 1 }.` });
+  }
+  for (const [name, value] of Object.entries(budgets)) {
+    if (!(RUN_BUDGET_NAMES as readonly string[]).includes(name)) {
+      throw new AssemblyLineError("AL_ERR_BUDGET_INVALID", `${where} has an unknown budget "${name}"`, { fix: `Use one of: ${RUN_BUDGET_NAMES.join(", ")}.` });
+    }
+    if (value !== undefined && (typeof value !== "number" || !Number.isFinite(value) || value <= 0)) {
+      throw new AssemblyLineError("AL_ERR_BUDGET_INVALID", `${where}.${name} is ${JSON.stringify(value)}; it must be a positive number`, {
+        fix: `Set ${name} to a positive finite number, or leave it out.`,
+      });
+    }
+  }
+}
+
+export interface BudgetExceeded {
+  budget: RunBudgetName;
+  limit: number;
+  used: number;
+}
+
+export function budgetExceededError(runId: string, exceeded: BudgetExceeded): AssemblyLineError {
+  return new AssemblyLineError("AL_ERR_BUDGET_EXCEEDED", `run ${runId} reached its ${exceeded.budget} budget (${exceeded.used} used of ${exceeded.limit})`, {
+    fix: `Raise budgets.${exceeded.budget} in agent.ts or the host's budgets option if the work is legitimate; otherwise fix what keeps the model looping.`,
+    details: { ...exceeded },
+  });
+}
+
+/** Events after which a run stood still: the gap to the next event is not active time. */
+const RESTING = new Set(["run.waiting_approval", "run.waiting_input"]);
+
+/**
+ * One drive's view of a run's budgets. Counts start from the durable records
+ * (completed model steps, tool call records, usage records) and grow with
+ * what this drive adds, so neither a resume nor a crash resets them.
+ */
+export class RunBudget {
+  exceeded: BudgetExceeded | null = null;
+
+  private constructor(
+    private readonly run: RunRecord,
+    private readonly limits: RunBudgets,
+    private readonly usage: UsageStore,
+    private turns: number,
+    private toolCalls: number,
+    /** Time the run spent waiting for a human or for a replica to recover it. */
+    private readonly idleMs: number,
+  ) {}
+
+  static async load(run: RunRecord, limits: RunBudgets, stores: { runs: RunStore; usage: UsageStore }, options: { fresh: boolean }): Promise<RunBudget> {
+    // A run that has just started has nothing counted yet: no reads on the hot path.
+    if (options.fresh) return new RunBudget(run, limits, stores.usage, 0, 0, 0);
+    const [events, calls] = await Promise.all([stores.runs.listEvents(run.id), stores.runs.listToolCalls(run.id)]);
+    const turns = events.filter((event) => event.type === "durable_step.completed" && isModelStep(event)).length;
+    return new RunBudget(run, limits, stores.usage, turns, calls.length, idleTime(events));
+  }
+
+  /** Before a model call that will really run (not a replay). */
+  async beforeModelCall(): Promise<void> {
+    this.check("maxTurns", this.turns + 1);
+    this.checkDuration();
+    await this.checkUsage();
+    this.turns += 1;
+  }
+
+  /** Before a tool call that is new to the run (not a replay). */
+  async beforeToolCall(): Promise<void> {
+    this.check("maxToolCalls", this.toolCalls + 1);
+    this.checkDuration();
+    await this.checkUsage();
+    this.toolCalls += 1;
+  }
+
+  private checkDuration(): void {
+    const active = Date.now() - Date.parse(this.run.createdAt) - this.idleMs;
+    this.check("maxDurationMs", active, true);
+  }
+
+  private async checkUsage(): Promise<void> {
+    const { maxTokens, maxCostUsd, maxConversationTokensPerDay, maxConversationCostUsdPerDay } = this.limits;
+    if (maxTokens !== undefined || maxCostUsd !== undefined) {
+      const records = await this.usage.listUsage({ runId: this.run.id });
+      this.check("maxTokens", sumTokens(records), true);
+      this.check("maxCostUsd", sumCost(records), true);
+    }
+    if (this.run.conversationId && (maxConversationTokensPerDay !== undefined || maxConversationCostUsdPerDay !== undefined)) {
+      const today = new Date().toISOString().slice(0, 10);
+      const records = (await this.usage.listUsage({ conversationId: this.run.conversationId })).filter((record) => record.createdAt.startsWith(today));
+      this.check("maxConversationTokensPerDay", sumTokens(records), true);
+      this.check("maxConversationCostUsdPerDay", sumCost(records), true);
+    }
+  }
+
+  /**
+   * Counted budgets refuse the call that would go past the limit; measured ones
+   * (`reached`) refuse once the usage so far has reached it.
+   */
+  private check(budget: RunBudgetName, used: number, reached = false): void {
+    const limit = this.limits[budget];
+    if (limit === undefined) return;
+    if (reached ? used >= limit : used > limit) {
+      this.exceeded = { budget, limit, used: reached ? used : used - 1 };
+      throw budgetExceededError(this.run.id, this.exceeded);
+    }
+  }
+}
+
+function isModelStep(event: RunEvent): boolean {
+  const metadata = event.data.metadata;
+  return typeof metadata === "object" && metadata !== null && !Array.isArray(metadata) && metadata.modelCall === true;
+}
+
+function idleTime(events: RunEvent[]): number {
+  let idle = 0;
+  for (let index = 1; index < events.length; index += 1) {
+    const event = events[index]!;
+    const previous = events[index - 1]!;
+    if (RESTING.has(previous.type) || event.type === "run.resumed") idle += Date.parse(event.createdAt) - Date.parse(previous.createdAt);
+  }
+  return idle;
+}
+
+const sumTokens = (records: UsageRecord[]) => records.reduce((total, record) => total + record.inputTokens + record.outputTokens, 0);
+const sumCost = (records: UsageRecord[]) => Math.round(records.reduce((total, record) => total + record.costUsd, 0) * 1e9) / 1e9;

@@ -1,0 +1,109 @@
+import { buildAgent, InMemoryStateAdapter, loadRuntimeBundle, noopLogger, OpenEveRuntime, scriptedHarness, type ModelScript, type RuntimeOptions } from "@assemblyline-agents/runtime";
+import { DEFAULT_RUN_BUDGETS, type RunEvent } from "@assemblyline-agents/core";
+import { describe, expect, it } from "vitest";
+import { agentFolder, toolSource } from "./support/agent-folder.js";
+
+const agentWith = (budgets?: string, tool = toolSource()) =>
+  agentFolder({
+    "agent.ts": `import { defineAgent } from "@assemblyline-agents/core";
+export default defineAgent({ model: "test/model", instructions: "Loop." ${budgets ? `, budgets: ${budgets}` : ""} });
+`,
+    "tools/echo.ts": tool,
+  });
+
+/** A model that calls the tool on every turn and never answers. */
+const forever: ModelScript = { turns: [{ toolCalls: [{ name: "echo", input: { value: "again" } }] }], loop: true };
+
+async function runtimeFor(dir: string, options: Partial<RuntimeOptions> = {}) {
+  const { artifactRoot } = await buildAgent(dir);
+  const bundle = await loadRuntimeBundle(artifactRoot);
+  const state = (options.state as InMemoryStateAdapter | undefined) ?? new InMemoryStateAdapter();
+  return new OpenEveRuntime({ ...bundle, state, agentHarness: scriptedHarness(forever), logger: noopLogger(), ...options });
+}
+
+const count = (events: RunEvent[], type: string) => events.filter((event) => event.type === type).length;
+
+describe("run budgets", () => {
+  it("stops a model that calls a tool forever at the default maxTurns", async () => {
+    const runtime = await runtimeFor(agentWith());
+    const result = await runtime.run({ message: "go" });
+    expect(result.status).toBe("failed");
+    expect(result.error?.code).toBe("AL_ERR_BUDGET_EXCEEDED");
+    const events = await runtime.listEvents(result.runId);
+    const exceeded = events.find((event) => event.type === "budget.exceeded");
+    expect(exceeded?.data).toEqual({ budget: "maxTurns", limit: DEFAULT_RUN_BUDGETS.maxTurns, used: DEFAULT_RUN_BUDGETS.maxTurns });
+    expect(count(events, "tool.completed")).toBe(DEFAULT_RUN_BUDGETS.maxTurns);
+    // The refusal and the failure are one record: nothing after them.
+    expect(events.slice(-2).map((event) => event.type)).toEqual(["budget.exceeded", "run.failed"]);
+  });
+
+  it("stops at agent.ts maxToolCalls before executing the call past it", async () => {
+    const runtime = await runtimeFor(agentWith("{ maxToolCalls: 3 }"));
+    const result = await runtime.run({ message: "go" });
+    const events = await runtime.listEvents(result.runId);
+    expect(result.error?.code).toBe("AL_ERR_BUDGET_EXCEEDED");
+    expect(events.find((event) => event.type === "budget.exceeded")?.data).toEqual({ budget: "maxToolCalls", limit: 3, used: 3 });
+    expect(count(events, "tool.called")).toBe(3);
+    expect(count(events, "tool.completed")).toBe(3);
+  });
+
+  it("lets the host's ceiling win over agent.ts, and agent.ts win under the host's", async () => {
+    const lowered = await runtimeFor(agentWith("{ maxTurns: 10 }"), { budgets: { maxTurns: 4 } });
+    const loweredRun = await lowered.run({ message: "go" });
+    expect((await lowered.listEvents(loweredRun.runId)).find((event) => event.type === "budget.exceeded")?.data).toMatchObject({ budget: "maxTurns", limit: 4 });
+
+    const kept = await runtimeFor(agentWith("{ maxTurns: 3 }"), { budgets: { maxTurns: 10 } });
+    const keptRun = await kept.run({ message: "go" });
+    expect((await kept.listEvents(keptRun.runId)).find((event) => event.type === "budget.exceeded")?.data).toMatchObject({ budget: "maxTurns", limit: 3 });
+  });
+
+  it("counts from the durable records, so resuming in a fresh runtime does not reset the count", async () => {
+    const approvalTool = toolSource({ extra: `needsApproval: approvalRequired("Each call is reviewed."),` });
+    const dir = agentWith("{ maxTurns: 3 }", approvalTool);
+    const state = new InMemoryStateAdapter();
+    let result = await (await runtimeFor(dir, { state })).run({ message: "go" });
+    const statuses: string[] = [result.status];
+    // Each approval comes through a runtime that has never seen the run, as after a restart.
+    for (let decisions = 0; result.status === "waiting_approval" && decisions < 10; decisions += 1) {
+      result = await (await runtimeFor(dir, { state })).approve(result.runId);
+      statuses.push(result.status);
+    }
+    expect(statuses).toEqual(["waiting_approval", "waiting_approval", "waiting_approval", "failed"]);
+    const events = await state.listEvents(result.runId);
+    expect(events.find((event) => event.type === "budget.exceeded")?.data).toEqual({ budget: "maxTurns", limit: 3, used: 3 });
+    expect(count(events, "tool.completed")).toBe(3);
+  });
+
+  it("does not count the time a run waited for a human against maxDurationMs", async () => {
+    const approvalTool = toolSource({ extra: `needsApproval: approvalRequired("Reviewed."),` });
+    const dir = agentWith("{ maxDurationMs: 150 }", approvalTool);
+    const state = new InMemoryStateAdapter();
+    const script: ModelScript = { turns: [{ toolCalls: [{ name: "echo", input: { value: "a" } }] }, { text: "done" }] };
+    const paused = await (await runtimeFor(dir, { state, agentHarness: scriptedHarness(script) })).run({ message: "go" });
+    expect(paused.status).toBe("waiting_approval");
+    await new Promise((resolve) => setTimeout(resolve, 300));
+    const done = await (await runtimeFor(dir, { state, agentHarness: scriptedHarness(script) })).approve(paused.runId);
+    expect(done.status).toBe("completed");
+  });
+
+  it("stops a run whose active time passed maxDurationMs", async () => {
+    const slowTool = toolSource({ execute: `await new Promise((resolve) => setTimeout(resolve, 60)); return { ok: true };` });
+    const runtime = await runtimeFor(agentWith("{ maxDurationMs: 50 }", slowTool));
+    const result = await runtime.run({ message: "go" });
+    const exceeded = (await runtime.listEvents(result.runId)).find((event) => event.type === "budget.exceeded");
+    expect(exceeded?.data).toMatchObject({ budget: "maxDurationMs", limit: 50 });
+    expect(exceeded?.data.used as number).toBeGreaterThanOrEqual(50);
+  });
+
+  it("refuses a budget that is not a positive number, at build and from the host", async () => {
+    await expect(buildAgent(agentWith("{ maxTurns: 0 }"))).rejects.toMatchObject({ code: "AL_ERR_BUDGET_INVALID", message: expect.stringContaining("maxTurns") });
+    await expect(buildAgent(agentWith("{ maxTurn: 5 }"))).rejects.toMatchObject({ code: "AL_ERR_BUDGET_INVALID", message: expect.stringContaining('"maxTurn"') });
+    await expect(runtimeFor(agentWith(), { budgets: { maxCostUsd: -1 } })).rejects.toMatchObject({ code: "AL_ERR_BUDGET_INVALID" });
+  });
+
+  it("counts budgets in the revision", async () => {
+    const a = await buildAgent(agentWith("{ maxTurns: 5 }"));
+    const b = await buildAgent(agentWith("{ maxTurns: 6 }"));
+    expect(a.manifest.agentRevision).not.toBe(b.manifest.agentRevision);
+  });
+});

@@ -1,0 +1,85 @@
+import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { dirname, join } from "node:path";
+import { buildAgent, InMemoryStateAdapter, loadRuntimeBundle, noopLogger, OpenEveRuntime, type RuntimeOptions } from "@assemblyline-agents/runtime";
+import { afterAll, afterEach, beforeEach, describe, expect, it } from "vitest";
+import { NO_API_KEY, piAgentHarness } from "../src/index.js";
+import { startOpenAIChatServer, type ScriptedModelServer } from "./servers/index.js";
+
+/* Token and cost budgets counted from the usage a provider reported on the wire. */
+const folders: string[] = [];
+afterAll(() => {
+  for (const dir of folders) rmSync(dir, { recursive: true, force: true });
+});
+
+function lookupAgent(): string {
+  const dir = mkdtempSync(join(tmpdir(), "al-pi-budget-"));
+  folders.push(dir);
+  const files = {
+    "agent.ts": `import { defineAgent } from "@assemblyline-agents/core";
+export default defineAgent({ model: "local/priced", instructions: "Look things up." });
+`,
+    "tools/lookup.ts": `import { defineTool } from "@assemblyline-agents/core";
+export default defineTool({
+  description: "Look a word up.",
+  inputSchema: { type: "object", properties: { word: { type: "string" } }, required: ["word"], additionalProperties: false },
+  async execute(input) { return { found: input.word }; },
+});
+`,
+  };
+  for (const [file, text] of Object.entries(files)) {
+    mkdirSync(dirname(join(dir, file)), { recursive: true });
+    writeFileSync(join(dir, file), text);
+  }
+  return dir;
+}
+
+describe("budgets against a provider's reported usage", () => {
+  let server: ScriptedModelServer & { baseUrl: string };
+  beforeEach(async () => {
+    server = await startOpenAIChatServer({ apiKey: NO_API_KEY });
+  });
+  afterEach(() => server.close());
+
+  async function runtime(options: Partial<RuntimeOptions>) {
+    const bundle = await loadRuntimeBundle((await buildAgent(lookupAgent())).artifactRoot);
+    // USD per million tokens: a call of 40 input + 9 output tokens costs 0.04 + 0.018 = 0.058.
+    const harness = piAgentHarness({
+      models: { "local/priced": { api: "openai-completions", baseUrl: server.baseUrl, apiKeyEnv: false, cost: { input: 1000, output: 2000 } } },
+    });
+    return new OpenEveRuntime({ ...bundle, state: new InMemoryStateAdapter(), defaultHarness: harness, logger: noopLogger(), ...options });
+  }
+
+  const lookup = (id: string) => [{ id, name: "lookup", argumentChunks: ['{"word":"', 'milk"}'] }];
+
+  it("stops before the model call that would go past maxCostUsd, with the exact usage", async () => {
+    const host = await runtime({ budgets: { maxCostUsd: 0.1 } });
+    server.toolCalls(lookup("c1"), { inputTokens: 40, outputTokens: 9 }).toolCalls(lookup("c2"), { inputTokens: 40, outputTokens: 9 }).text(["never"], { inputTokens: 40, outputTokens: 9 });
+    const result = await host.run({ message: "look up milk twice" });
+    expect(result.status).toBe("failed");
+    expect(result.error?.code).toBe("AL_ERR_BUDGET_EXCEEDED");
+    expect(server.requests).toHaveLength(2);
+    const events = await host.listEvents(result.runId);
+    expect(events.find((event) => event.type === "budget.exceeded")?.data).toEqual({ budget: "maxCostUsd", limit: 0.1, used: 0.116 });
+    await host.close();
+  });
+
+  it("counts a conversation's tokens across its runs for the day", async () => {
+    const host = await runtime({ budgets: { maxConversationTokensPerDay: 100 } });
+    server.toolCalls(lookup("c1"), { inputTokens: 40, outputTokens: 9 }).text(["first"], { inputTokens: 40, outputTokens: 9 });
+    expect((await host.run({ message: "one", conversationId: "chat-1" })).status).toBe("completed");
+
+    server.toolCalls(lookup("c2"), { inputTokens: 40, outputTokens: 9 }).text(["never"], { inputTokens: 40, outputTokens: 9 });
+    const second = await host.run({ message: "two", conversationId: "chat-1" });
+    expect(second.error?.code).toBe("AL_ERR_BUDGET_EXCEEDED");
+    expect((await host.listEvents(second.runId)).find((event) => event.type === "budget.exceeded")?.data).toEqual({
+      budget: "maxConversationTokensPerDay",
+      limit: 100,
+      used: 147,
+    });
+
+    server.text(["other"], { inputTokens: 40, outputTokens: 9 });
+    expect((await host.run({ message: "three", conversationId: "chat-2" })).status).toBe("completed");
+    await host.close();
+  });
+});
