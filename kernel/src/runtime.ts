@@ -28,6 +28,7 @@ import { Admission } from "./run/admission.js";
 import { resolveBudgets } from "./run/budget.js";
 import { RunJournal } from "./run/journal.js";
 import { RunDriver } from "./run/run-driver.js";
+import { RevisionDrivers } from "./run/revision-drivers.js";
 import { describeRun, type RunResult } from "./run/run-result.js";
 import { buildToolTable, mergeToolPolicy } from "./run/tool-table.js";
 import { resolveState, type ResolvedState } from "./state/resolve-state.js";
@@ -115,38 +116,48 @@ export class OpenEveRuntime {
     this.tapRoutes();
     this.tapUserHooks();
 
+    this.driver = this.createDriver(options, env);
+    this.journal = this.driver.journal;
+    this.revisions = new RevisionDrivers(this.driver, this.manifest.agentRevision, this.state.runs, options.artifactRoot, (bundle) =>
+      this.createDriver(bundle, env),
+    );
+  }
+
+  /** A driver for one build: its tool table, its journal (events carry its revision), its budgets. */
+  private createDriver(build: { manifest: AgentManifest; sourceBundle: SourceBundle }, env: Record<string, string | undefined>): RunDriver {
+    const { manifest, sourceBundle } = build;
     const toolTableInput = {
-      manifest: options.manifest,
-      sourceBundle: options.sourceBundle,
-      coreToolPolicy: mergeToolPolicy(options.manifest.agent.coreToolPolicy, options.coreToolPolicy, env),
-      sandboxAvailable: options.sandbox !== undefined,
+      manifest,
+      sourceBundle,
+      coreToolPolicy: mergeToolPolicy(manifest.agent.coreToolPolicy, this.options.coreToolPolicy, env),
+      sandboxAvailable: this.options.sandbox !== undefined,
     };
     const table = this.hooks.tools.call(buildToolTable(toolTableInput), toolTableInput);
     const journal = new RunJournal(
       this.state.runs,
       this.hooks,
-      { agentId: this.manifest.agent.id, agentName: this.manifest.agent.name, agentRevision: this.manifest.agentRevision },
+      { agentId: manifest.agent.id, agentName: manifest.agent.name, agentRevision: manifest.agentRevision },
       this.logger,
     );
-    this.journal = journal;
-    this.driver = new RunDriver({
-      manifest: options.manifest,
-      sourceBundle: options.sourceBundle,
+    return new RunDriver({
+      manifest,
+      sourceBundle,
       hooks: this.hooks,
       state: this.state,
       journal,
       table,
       logger: this.logger,
       ownerId: this.ownerId,
-      leaseTtlMs: options.leaseTtlMs ?? 30_000,
-      budgets: resolveBudgets(options.manifest.agent.budgets, options.budgets),
+      leaseTtlMs: this.options.leaseTtlMs ?? 30_000,
+      budgets: resolveBudgets(manifest.agent.budgets, this.options.budgets),
       selectHarness: (modelSpec, runId) => this.selectHarness(modelSpec, runId),
       services: (run) => this.servicesFor(run),
-      textDelta: (runId, delta) => options.onTextDelta?.(runId, delta),
+      textDelta: (runId, delta) => this.options.onTextDelta?.(runId, delta),
     });
   }
 
   private readonly journal: RunJournal;
+  private readonly revisions: RevisionDrivers;
 
   /** Start a brand-new run and drive it until it completes, fails or pauses. */
   async run(input: RunAgentOptions): Promise<RunResult> {
@@ -190,7 +201,8 @@ export class OpenEveRuntime {
       try {
         const run = await this.requireRun(runId);
         if (run.status !== "queued") return describeRun(this.state.runs, run);
-        return await this.driver.drive(runId);
+        const { driver, revision } = await this.revisions.driverFor(run);
+        return await driver.drive(runId, { revision });
       } finally {
         release();
       }
@@ -211,9 +223,10 @@ export class OpenEveRuntime {
   /** Answer the run's pending question; the answer becomes that tool call's result. */
   async answer(runId: string, answer: string, options: { actor?: string } = {}): Promise<RunResult> {
     return this.track(async () => {
-      this.requireSameRevision(await this.requireRun(runId));
+      const { driver, revision } = await this.revisions.driverFor(await this.requireRun(runId));
       // Recorded under the run's lease, so an answer can never interleave with the turn that asked.
-      return this.driver.drive(runId, {
+      return driver.drive(runId, {
+        revision,
         beforeDriving: async (run) => {
           const asking = (await this.state.runs.listToolCalls(runId)).find((call) => call.status === "waiting_input");
           if (run.status !== "waiting_input" || !asking) {
@@ -222,7 +235,7 @@ export class OpenEveRuntime {
             });
           }
           const output = { answer } as JsonValue;
-          await this.journal.record(
+          await driver.journal.record(
             runId,
             "input.received",
             { callId: asking.callId, answer, actor: options.actor ?? null },
@@ -240,7 +253,8 @@ export class OpenEveRuntime {
     return this.track(async () => {
       const run = await this.requireRun(runId);
       if (run.status !== "running" && run.status !== "queued") return describeRun(this.state.runs, run);
-      return this.driver.drive(runId, { resumedBy: { recovered: false } });
+      const { driver, revision } = await this.revisions.driverFor(run);
+      return driver.drive(runId, { revision, resumedBy: { recovered: false } });
     });
   }
 
@@ -264,10 +278,30 @@ export class OpenEveRuntime {
       claimed.map((run) =>
         this.track(async () => {
           // The claim leased the run to us; drive renews that lease.
-          return this.driver.drive(run.id, { resumedBy: { recovered: true } });
+          const { driver, revision } = await this.revisions.driverFor(run);
+          return driver.drive(run.id, { revision, resumedBy: { recovered: true } });
         }),
       ),
     );
+  }
+
+  /**
+   * Move a paused run from the build it paused under to this runtime's build
+   * (`assembly-line runs migrate <runId> --to current`).
+   */
+  async migrateRun(runId: string, options: { actor?: string } = {}): Promise<RunResult> {
+    await this.requireRun(runId);
+    return this.track(() => this.revisions.migrate(runId, options));
+  }
+
+  /** Delete the kept builds of earlier revisions that no unfinished run needs; hosts call it at boot. */
+  async pruneRevisions(): Promise<string[]> {
+    return this.revisions.prune();
+  }
+
+  /** The revision a run continues on: its own, or the one it was migrated to. */
+  async revisionOf(runId: string): Promise<string> {
+    return this.revisions.revisionOf(await this.requireRun(runId));
   }
 
   async getRun(runId: string): Promise<RunResult> {
@@ -296,10 +330,11 @@ export class OpenEveRuntime {
 
   private async decide(runId: string, decision: "approved" | "denied", options: { callId?: string; actor?: string; reason?: string }): Promise<RunResult> {
     return this.track(async () => {
-      this.requireSameRevision(await this.requireRun(runId));
+      const { driver, revision } = await this.revisions.driverFor(await this.requireRun(runId));
       // Recorded under the run's lease: a decision can never interleave with the turn that paused,
       // nor with another replica acting on the same run.
-      return this.driver.drive(runId, {
+      return driver.drive(runId, {
+        revision,
         beforeDriving: async (run) => {
           const pending = (await this.state.runs.listToolCalls(runId)).filter((call) => call.status === "waiting_approval");
           if (run.status !== "waiting_approval" || pending.length === 0) {
@@ -320,7 +355,7 @@ export class OpenEveRuntime {
           const time = new Date().toISOString();
           const denial = { error: `The user denied this ${call.toolName} call.`, denied: true, ...(options.reason ? { reason: options.reason } : {}) } as JsonValue;
           const last = pending.length === 1;
-          await this.journal.record(
+          await driver.journal.record(
             runId,
             decision === "approved" ? "approval.granted" : "approval.denied",
             { approvalId: call.approvalId, callId: call.callId, toolName: call.toolName, actor: options.actor ?? null, reason: options.reason ?? null },
@@ -335,15 +370,6 @@ export class OpenEveRuntime {
         },
       });
     });
-  }
-
-  /** A paused run resumes only on the build that paused it; refuse before writing anything. */
-  private requireSameRevision(run: RunRecord): void {
-    if (run.agentRevision !== this.manifest.agentRevision) {
-      throw new AssemblyLineError("AL_ERR_CONTINUATION_VERSION", `run ${run.id} belongs to revision ${run.agentRevision}; this runtime runs ${this.manifest.agentRevision}`, {
-        fix: "Decide and resume it from a host running the build of that revision.",
-      });
-    }
   }
 
   private async requireRun(runId: string): Promise<RunRecord> {

@@ -47,11 +47,12 @@ export default defineHook({ events: { "approval.requested"(event) { globalThis._
     expect((await runtime.getRun(paused.runId)).status).toBe("completed");
   });
 
-  it("refuses to decide a run paused by another build, without writing anything", async () => {
+  it("refuses to decide a run paused by another build it has no copy of, without writing anything", async () => {
     const { runtime, state, bundle } = await startAgent(gatedAgent(), [{ toolCalls: [{ name: "publish", input: { value: "x" } }] }, { text: "done" }]);
     const paused = await runtime.run({ message: "go" });
     const { OpenEveRuntime, noopLogger } = await import("@assemblyline-agents/runtime");
-    const otherBuild = new OpenEveRuntime({ ...bundle, manifest: { ...bundle.manifest, agentRevision: "rev_other" }, state, logger: noopLogger() });
+    // Without an artifact root the host cannot load the kept build the run belongs to.
+    const otherBuild = new OpenEveRuntime({ ...bundle, artifactRoot: undefined, manifest: { ...bundle.manifest, agentRevision: "rev_other" }, state, logger: noopLogger() });
     const before = (await state.getRun(paused.runId))!.lastSeq;
     await expect(otherBuild.approve(paused.runId)).rejects.toThrow(/AL_ERR_CONTINUATION_VERSION/);
     expect((await state.getRun(paused.runId))!.lastSeq).toBe(before);

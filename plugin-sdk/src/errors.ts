@@ -28,6 +28,7 @@ export const errorCatalogue = {
   AL_ERR_STEP_RESULT: "A ctx.step body returned a value that is not JSON-serializable.",
   AL_ERR_BUDGET_EXCEEDED: "A run reached one of its budgets (maxTurns, maxToolCalls, maxTokens, ...); the run failed.",
   AL_ERR_BUDGET_INVALID: "A budget in agent.ts or the host's options is not a positive number.",
+  AL_ERR_RUN_MIGRATION: "A paused run cannot move to the current revision: a pending tool is gone or its schema changed.",
   AL_ERR_SCRIPTED_MODEL: "The scripted model file is missing, malformed or exhausted.",
   AL_ERR_HOOK_TAP: "A kernel hook tap threw; the error names the hook and the plugin.",
   AL_ERR_EVENT_SEQ: "A state store was asked to append an event out of sequence.",

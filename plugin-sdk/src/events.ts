@@ -44,6 +44,8 @@ export const RUN_EVENT_TYPES = [
   "durable_step.completed",
   "durable_step.replayed",
   "hook.failed",
+  "budget.exceeded",
+  "run.migrated",
 ] as const;
 
 export type RunEventType = (typeof RUN_EVENT_TYPES)[number];

@@ -24,6 +24,7 @@ import {
 } from "@assemblyline-agents/core";
 import { digestJson } from "../canonical-json.js";
 import { checkBudgets } from "../run/budget.js";
+import { snapshotRevision } from "./revisions.js";
 import { compileSchema } from "../schema.js";
 import { createModuleLoader } from "./load-module.js";
 import {
@@ -138,6 +139,7 @@ export async function buildAgent(agentDirInput: string, options: BuildOptions = 
   const manifestPath = join(artifactRoot, MANIFEST_FILE);
   await writeFile(manifestPath, JSON.stringify(manifest, null, 2) + "\n");
   await writeFile(join(artifactRoot, ".gitignore"), "*\n");
+  await snapshotRevision(agentDir, artifactRoot, manifest);
   return { manifest, manifestPath, artifactRoot };
 }
 

@@ -54,6 +54,8 @@ interface StartedData {
  * (completed, failed, or paused), holding the run's lease throughout.
  */
 export interface DriveOptions {
+  /** The revision the run continues on (its own, or the one it was migrated to); default: its own. */
+  revision?: string;
   forcedModel?: string;
   signal?: AbortSignal;
   resumedBy?: { recovered: boolean };
@@ -74,6 +76,14 @@ export class RunDriver {
   private readonly active = new Map<string, Promise<unknown>>();
 
   constructor(private readonly parts: RunDriverParts) {}
+
+  get journal(): RunJournal {
+    return this.parts.journal;
+  }
+
+  get table(): ToolTable {
+    return this.parts.table;
+  }
 
   /**
    * Drive the run; a second drive of the same run in this process (an approval
@@ -138,8 +148,9 @@ export class RunDriver {
     const { state, manifest } = this.parts;
     const run = (await state.runs.getRun(runId))!;
     if (run.status === "completed" || run.status === "failed" || run.status === "waiting_approval" || run.status === "waiting_input") return;
-    if (run.agentRevision !== manifest.agentRevision) {
-      throw new AssemblyLineError("AL_ERR_CONTINUATION_VERSION", `run ${runId} belongs to revision ${run.agentRevision}; this runtime runs ${manifest.agentRevision}`, {
+    const revision = options.revision ?? run.agentRevision;
+    if (revision !== manifest.agentRevision) {
+      throw new AssemblyLineError("AL_ERR_CONTINUATION_VERSION", `run ${runId} belongs to revision ${revision}; this driver runs ${manifest.agentRevision}`, {
         fix: "Resume it from a host running the build of that revision.",
       });
     }

@@ -109,6 +109,8 @@ export async function openLocalRuntime(options: {
     defaultHarness: piAgentHarness({ ...(options.models ? { models: options.models } : {}) }),
     ...(options.onTextDelta ? { onTextDelta: options.onTextDelta } : {}),
   });
+  // A fresh build may leave earlier ones that no unfinished run needs any more.
+  if (options.build) await runtime.pruneRevisions().catch((error) => runtime.logger.warn({ err: String(error) }, "pruning kept builds failed"));
   if (options.onEvent) {
     const onEvent = options.onEvent;
     runtime.hooks.event.tap("cli-timeline", (event) => onEvent(event));

@@ -22,6 +22,7 @@ const HELP = `assembly-line <command>
       [--json]                         one event object per line
   runs list [--status <s>]             runs of the agent (--agent <dir>, default .)
   runs show <runId>                    a run's timeline, usage and what it waits for
+  runs migrate <runId> --to current    move a paused run to the current build
   approve <runId> [<callId>]           approve a paused tool call and resume the run
   deny <runId> [<callId>]              deny it; the model receives a denial result
   answer <runId> "text"                answer the run's question and resume it

@@ -152,6 +152,8 @@ export async function listenNodeRuntime(options: NodeRuntimeOptions): Promise<No
     }
   }
 
+  // Builds of earlier revisions stay only while an unfinished run needs them.
+  await runtime.pruneRevisions().catch((error) => logger.warn({ event: "revisions.prune_failed", err: String(error) }, "pruning kept builds failed"));
   await recovery.start(config.recoveryIntervalMs);
   outbox.start();
   if (options.scheduler) {

@@ -38,7 +38,13 @@ export async function runsCommand(args: string[], io: CommandIO): Promise<number
     try {
       const page = await local.runtime.state.runs.listRuns({ ...(status ? { status } : {}), limit });
       if (local.json) for (const run of page.runs) io.out(JSON.stringify(run));
-      else for (const run of page.runs) io.out(`${run.id}  ${run.status.padEnd(16)} ${run.createdAt}  ${JSON.stringify(run.input.message).slice(0, 60)}`);
+      else {
+        for (const run of page.runs) {
+          const revision = await local.runtime.revisionOf(run.id);
+          const pinned = revision === local.runtime.manifest.agentRevision ? revision : `${revision} (earlier build)`;
+          io.out(`${run.id}  ${run.status.padEnd(16)} ${pinned}  ${run.createdAt}  ${JSON.stringify(run.input.message).slice(0, 60)}`);
+        }
+      }
       if (!local.json && page.runs.length === 0) io.out("no runs");
       return 0;
     } finally {
@@ -71,7 +77,24 @@ export async function runsCommand(args: string[], io: CommandIO): Promise<number
       await local.close();
     }
   }
-  throw new AssemblyLineError("AL_ERR_CLI_USAGE", `unknown runs subcommand ${JSON.stringify(sub ?? "")}`, { fix: "assembly-line runs list | runs show <runId>" });
+  if (sub === "migrate") {
+    const usage = "assembly-line runs migrate <runId> --to current [--agent <dir>] [--json]";
+    const parsed = parseCommand(rest, { ...COMMON, to: { type: "string" } }, usage);
+    const runId = requirePositional(parsed.positionals, 0, "runId", usage);
+    if (stringOption(parsed, "to") !== "current") {
+      throw new AssemblyLineError("AL_ERR_CLI_USAGE", "runs migrate moves a paused run to the current build only: pass --to current", { fix: `usage: ${usage}` });
+    }
+    const local = await open(parsed, io, false);
+    try {
+      const from = await local.runtime.revisionOf(runId);
+      const result = await local.runtime.migrateRun(runId, { actor: "cli" });
+      if (!local.json) io.out(`run ${runId} moved from ${from} to ${local.runtime.manifest.agentRevision}`);
+      return reportResult(result, io, { json: local.json, agentDir: local.agentDir });
+    } finally {
+      await local.close();
+    }
+  }
+  throw new AssemblyLineError("AL_ERR_CLI_USAGE", `unknown runs subcommand ${JSON.stringify(sub ?? "")}`, { fix: "assembly-line runs list | runs show <runId> | runs migrate <runId> --to current" });
 }
 
 type Decision = (local: LocalRuntime, runId: string, parsed: ParsedCommand) => Promise<RunResult>;

@@ -1,0 +1,53 @@
+import { existsSync } from "node:fs";
+import { cp, mkdir, readdir, rename, rm, writeFile } from "node:fs/promises";
+import { dirname, join } from "node:path";
+import { MANIFEST_FILE } from "./build.js";
+import type { AgentManifest } from "./manifest.js";
+
+/**
+ * Every build keeps a content-addressed copy of itself under
+ * `<artifactRoot>/revisions/<agentRevision>/` (its manifest and the source files
+ * it hashed), so a run paused under one build continues on that build after the
+ * folder changed and was rebuilt. Copies no unfinished run needs are pruned.
+ */
+export const REVISIONS_DIR = "revisions";
+const SNAPSHOT_SOURCES = "src";
+
+export function revisionRoot(artifactRoot: string, agentRevision: string): string {
+  return join(artifactRoot, REVISIONS_DIR, agentRevision);
+}
+
+/** Copy the build into its revision folder (once: the same revision is the same content). */
+export async function snapshotRevision(agentDir: string, artifactRoot: string, manifest: AgentManifest): Promise<void> {
+  const target = revisionRoot(artifactRoot, manifest.agentRevision);
+  if (existsSync(join(target, MANIFEST_FILE))) return;
+  // Written aside and renamed into place, so a reader never sees half a revision.
+  const staging = `${target}.${process.pid}.${Date.now()}.tmp`;
+  await rm(staging, { recursive: true, force: true });
+  for (const source of manifest.sources) {
+    const to = join(staging, SNAPSHOT_SOURCES, source.file);
+    await mkdir(dirname(to), { recursive: true });
+    await cp(join(agentDir, source.file), to);
+  }
+  await writeFile(join(staging, MANIFEST_FILE), JSON.stringify({ ...manifest, sourceRoot: SNAPSHOT_SOURCES }, null, 2) + "\n");
+  try {
+    await rename(staging, target);
+  } catch (error) {
+    await rm(staging, { recursive: true, force: true });
+    // Another build of the same revision won the rename: its copy is identical.
+    if (!existsSync(join(target, MANIFEST_FILE))) throw error;
+  }
+}
+
+/** Remove every kept revision not in `keep`; returns the removed ones. */
+export async function pruneRevisions(artifactRoot: string, keep: ReadonlySet<string>): Promise<string[]> {
+  const dir = join(artifactRoot, REVISIONS_DIR);
+  if (!existsSync(dir)) return [];
+  const removed: string[] = [];
+  for (const entry of await readdir(dir)) {
+    if (keep.has(entry) || entry.endsWith(".tmp")) continue;
+    await rm(join(dir, entry), { recursive: true, force: true });
+    removed.push(entry);
+  }
+  return removed;
+}

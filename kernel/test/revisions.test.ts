@@ -1,0 +1,107 @@
+import { existsSync, readdirSync, rmSync, writeFileSync } from "node:fs";
+import { join } from "node:path";
+import { buildAgent, InMemoryStateAdapter, loadRuntimeBundle, noopLogger, OpenEveRuntime, scriptedHarness } from "@assemblyline-agents/runtime";
+import { describe, expect, it } from "vitest";
+import { MINIMAL_AGENT, agentFolder } from "./support/agent-folder.js";
+
+/** A publish tool that needs approval; `version` shows which build executed it. */
+const publishTool = (version: string, schema = `{ type: "object", properties: { note: { type: "string" } }, required: ["note"], additionalProperties: false }`) =>
+  `import { defineTool, approvalRequired } from "@assemblyline-agents/core";
+export default defineTool({
+  description: "Publish a note.",
+  inputSchema: ${schema},
+  needsApproval: approvalRequired("Publishing is visible."),
+  async execute(input) { return { published: input.note ?? input.text, by: "${version}" }; },
+});
+`;
+
+const script = { turns: [{ toolCalls: [{ name: "publish", input: { note: "milk" } }] }, { text: "done" }] };
+
+async function host(dir: string, state: InMemoryStateAdapter) {
+  const { artifactRoot } = await buildAgent(dir);
+  const bundle = await loadRuntimeBundle(artifactRoot);
+  return new OpenEveRuntime({ ...bundle, state, agentHarness: scriptedHarness(script), logger: noopLogger() });
+}
+
+async function pausedRun(tool = publishTool("v1")) {
+  const dir = agentFolder({ "agent.ts": MINIMAL_AGENT, "tools/publish.ts": tool });
+  const state = new InMemoryStateAdapter();
+  const first = await host(dir, state);
+  const paused = await first.run({ message: "publish milk" });
+  expect(paused.status).toBe("waiting_approval");
+  return { dir, state, runId: paused.runId, revision: first.manifest.agentRevision };
+}
+
+const publishedBy = async (runtime: OpenEveRuntime, runId: string) =>
+  (await runtime.listEvents(runId)).find((event) => event.type === "tool.completed")?.data;
+
+describe("runs pinned to their revision", () => {
+  it("approves a run paused under an earlier build on that build, after the tool changed and the folder was rebuilt", async () => {
+    const { dir, state, runId, revision } = await pausedRun();
+    writeFileSync(join(dir, "tools/publish.ts"), publishTool("v2"));
+    const rebuilt = await host(dir, state);
+    expect(rebuilt.manifest.agentRevision).not.toBe(revision);
+
+    const done = await rebuilt.approve(runId);
+    expect(done.status).toBe("completed");
+    expect(await publishedBy(rebuilt, runId)).toMatchObject({ output: { published: "milk", by: "v1" } });
+    // Brand-new runs take the new build.
+    const fresh = await rebuilt.run({ message: "again" });
+    await rebuilt.approve(fresh.runId);
+    expect(await publishedBy(rebuilt, fresh.runId)).toMatchObject({ output: { by: "v2" } });
+  });
+
+  it("moves a paused run to the current build with migrateRun, recorded as run.migrated", async () => {
+    const { dir, state, runId, revision } = await pausedRun();
+    writeFileSync(join(dir, "tools/publish.ts"), publishTool("v2"));
+    const rebuilt = await host(dir, state);
+    const moved = await rebuilt.migrateRun(runId, { actor: "ada" });
+    expect(moved.status).toBe("waiting_approval");
+    expect(await rebuilt.revisionOf(runId)).toBe(rebuilt.manifest.agentRevision);
+    const migrated = (await rebuilt.listEvents(runId)).find((event) => event.type === "run.migrated");
+    expect(migrated?.data).toEqual({ from: revision, to: rebuilt.manifest.agentRevision, actor: "ada" });
+
+    await rebuilt.approve(runId);
+    expect(await publishedBy(rebuilt, runId)).toMatchObject({ output: { by: "v2" } });
+  });
+
+  it("refuses to migrate when the pending tool is gone or its schema no longer fits the call, and leaves the run as it was", async () => {
+    const { dir, state, runId } = await pausedRun();
+    writeFileSync(join(dir, "tools/publish.ts"), publishTool("v2", `{ type: "object", properties: { text: { type: "string" } }, required: ["text"], additionalProperties: false }`));
+    const renamedField = await host(dir, state);
+    await expect(renamedField.migrateRun(runId)).rejects.toMatchObject({ code: "AL_ERR_RUN_MIGRATION", message: expect.stringMatching(/publish no longer matches the tool's input schema/) });
+
+    rmSync(join(dir, "tools/publish.ts"));
+    writeFileSync(join(dir, "tools/other.ts"), publishTool("v3"));
+    const removed = await host(dir, state);
+    await expect(removed.migrateRun(runId)).rejects.toMatchObject({ code: "AL_ERR_RUN_MIGRATION", message: expect.stringMatching(/to publish, which that revision no longer has/) });
+
+    expect((await removed.listEvents(runId)).some((event) => event.type === "run.migrated")).toBe(false);
+    const done = await removed.approve(runId);
+    expect(done.status).toBe("completed");
+    expect(await publishedBy(removed, runId)).toMatchObject({ output: { by: "v1" } });
+  });
+
+  it("keeps a build while an unfinished run needs it and prunes it once none does", async () => {
+    const { dir, state, runId, revision } = await pausedRun();
+    writeFileSync(join(dir, "tools/publish.ts"), publishTool("v2"));
+    const rebuilt = await host(dir, state);
+    const kept = join(dir, ".assembly-line", "revisions");
+    expect(await rebuilt.pruneRevisions()).toEqual([]);
+    expect(readdirSync(kept).sort()).toEqual([revision, rebuilt.manifest.agentRevision].sort());
+
+    await rebuilt.approve(runId);
+    expect(await rebuilt.pruneRevisions()).toEqual([revision]);
+    expect(readdirSync(kept)).toEqual([rebuilt.manifest.agentRevision]);
+  });
+
+  it("names the revision and the way out when the build a run needs is gone", async () => {
+    const { dir, state, runId, revision } = await pausedRun();
+    writeFileSync(join(dir, "tools/publish.ts"), publishTool("v2"));
+    const rebuilt = await host(dir, state);
+    rmSync(join(dir, ".assembly-line", "revisions", revision), { recursive: true });
+    await expect(rebuilt.approve(runId)).rejects.toMatchObject({ code: "AL_ERR_CONTINUATION_VERSION", message: expect.stringContaining(revision) });
+    expect((await rebuilt.getRun(runId)).status).toBe("waiting_approval");
+    expect(existsSync(join(dir, ".assembly-line", "revisions", rebuilt.manifest.agentRevision, "manifest.json"))).toBe(true);
+  });
+});
