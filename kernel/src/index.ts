@@ -17,3 +17,4 @@ export type { ToolTable, ToolTableEntry, ToolTableInput } from "./run/tool-table
 export { noopLogger } from "@assemblyline-agents/core";
 export type { StateAdapter, StateStores } from "@assemblyline-agents/core";
 export { createRuntimeFilesystem, resolveLogicalPath, RUNTIME_ROOTS, type RuntimeFilesystem, type FileEntry } from "./filesystem/runtime-filesystem.js";
+export { replayStress, type ReplayStressOptions } from "./testing/replay-stress.js";

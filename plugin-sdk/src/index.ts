@@ -7,6 +7,7 @@ export * from "./tool.js";
 export * from "./tool-context.js";
 export * from "./agent.js";
 export * from "./budget.js";
+export * from "./replay-stress.js";
 export * from "./model-context.js";
 export * from "./resolver.js";
 export * from "./hook.js";

@@ -6,6 +6,7 @@ import { runCommand } from "./commands/run.js";
 import { pluginsCommand } from "./commands/plugins.js";
 import { devCommand, startCommand } from "./commands/serve.js";
 import { answerCommand, approveCommand, denyCommand, resumeCommand, runsCommand } from "./commands/runs.js";
+import { testCommand } from "./commands/test.js";
 import { processIO, type CommandIO } from "./io.js";
 
 const HELP = `assembly-line <command>
@@ -27,6 +28,8 @@ const HELP = `assembly-line <command>
   deny <runId> [<callId>]              deny it; the model receives a denial result
   answer <runId> "text"                answer the run's question and resume it
   resume <runId>                       continue a run left running by a process that died
+  test <agentDir> --conversation <file.json> --replay-stress
+                                       stop a scripted run after every durable write, resume it, report differences
   dev <agentDir> [--port <n>]          serve the agent over HTTP in dev mode (local defaults, readable logs)
   start <artifactDir> [--port <n>]     production boot of a built artifact (<agentDir>/.assembly-line)
   plugins list | search <words> | info <id> | add <id> | verify [dir]
@@ -45,6 +48,7 @@ const COMMANDS: Record<string, (args: string[], io: CommandIO) => Promise<number
   answer: answerCommand,
   resume: resumeCommand,
   plugins: pluginsCommand,
+  test: testCommand,
   dev: (args, io) => devCommand(args, io),
   start: (args, io) => startCommand(args, io),
 };

@@ -1,0 +1,54 @@
+import { join, resolve } from "node:path";
+import { buildAgent, loadModelScript, loadRuntimeBundle, replayStress } from "@assemblyline-agents/runtime";
+import { itIsReplaySafe } from "@assemblyline-agents/core/testkit";
+import { describe, expect, it } from "vitest";
+import { agentFolder } from "./support/agent-folder.js";
+
+const examples = resolve(import.meta.dirname, "../../examples");
+
+/** A note tool: `keyed` writes under the call's idempotency key, otherwise under a fresh name each time. */
+const noteAgent = (keyed: boolean) =>
+  agentFolder({
+    "agent.ts": `import { defineAgent } from "@assemblyline-agents/core";
+export default defineAgent({ model: "test/model", instructions: "Take notes." });
+`,
+    "tools/save_note.ts": `import { randomUUID } from "node:crypto";
+import { defineTool } from "@assemblyline-agents/core";
+export default defineTool({
+  description: "Save a note.",
+  inputSchema: { type: "object", properties: { note: { type: "string" } }, required: ["note"], additionalProperties: false },
+  async execute(input, ctx) {
+    const name = ${keyed ? `ctx.idempotencyKey("save-note")` : "randomUUID()"};
+    await ctx.memory.write({ path: "notes/" + name + ".txt", content: input.note });
+    return { saved: true };
+  },
+});
+`,
+  });
+
+const saveScript = { turns: [{ toolCalls: [{ name: "save_note", input: { note: "milk" } }] }, { text: "Saved." }] };
+
+async function stressFolder(dir: string, script = saveScript) {
+  const bundle = await loadRuntimeBundle((await buildAgent(dir)).artifactRoot);
+  return replayStress({ bundle, script, message: "remember milk", conversationId: "c1" });
+}
+
+describe("replay stress", () => {
+  itIsReplaySafe("finds nothing wrong with the notes example", async () => {
+    const dir = join(examples, "notes-agent");
+    const bundle = await loadRuntimeBundle((await buildAgent(dir)).artifactRoot);
+    return replayStress({ bundle, script: loadModelScript(join(dir, "conversations/remember-milk.json")), message: "Remember to buy milk", conversationId: "c1" });
+  });
+
+  itIsReplaySafe("finds nothing wrong with a tool that writes under its idempotency key", () => stressFolder(noteAgent(true)));
+
+  it("catches a tool that writes without an idempotency key, naming the boundary and the repeated write", async () => {
+    const report = await stressFolder(noteAgent(false));
+    const repeated = report.problems.filter((problem) => problem.kind === "side_effect_repeated");
+    expect(repeated.length).toBeGreaterThan(0);
+    // Stopped right after the note was written, before the call was recorded completed: the retry writes a second note.
+    expect(repeated[0]).toMatchObject({ after: expect.stringMatching(/^writeMemory notes\/[0-9a-f-]{36}\.txt$/) });
+    expect(repeated[0]!.detail).toMatch(/^memory "milk" was written 2 times \(notes\/[0-9a-f-]{36}\.txt, notes\/[0-9a-f-]{36}\.txt\), 1 in the recording/);
+    expect(report.problems.every((problem) => problem.kind === "side_effect_repeated")).toBe(true);
+  });
+});

@@ -1,0 +1,44 @@
+import { AssemblyLineError, describeReplayProblems } from "@assemblyline-agents/core";
+import { buildAgent, loadModelScript, loadRuntimeBundle, replayStress } from "@assemblyline-agents/runtime";
+import { parseCommand, requirePositional, stringOption } from "../args.js";
+import type { CommandIO } from "../io.js";
+import { staticModelCheck } from "../local-runtime.js";
+
+const USAGE = 'assembly-line test <agentDir> --conversation <file.json> --replay-stress [--message "..."] [--json]';
+
+/**
+ * `test --replay-stress`: record a scripted conversation, then stop it after
+ * every durable write and resume it in a fresh runtime, reporting each
+ * boundary where the resumed run differs. Exit 0 when none does, 1 otherwise.
+ */
+export async function testCommand(args: string[], io: CommandIO): Promise<number> {
+  const parsed = parseCommand(args, { conversation: { type: "string" }, "replay-stress": { type: "boolean" }, message: { type: "string" }, json: { type: "boolean" } }, USAGE);
+  const agentDir = requirePositional(parsed.positionals, 0, "agentDir", USAGE);
+  const conversation = stringOption(parsed, "conversation");
+  if (!conversation) throw new AssemblyLineError("AL_ERR_CLI_USAGE", "test needs --conversation <file.json>: the scripted model turns to play", { fix: `usage: ${USAGE}` });
+  if (parsed.values["replay-stress"] !== true) {
+    throw new AssemblyLineError("AL_ERR_CLI_USAGE", "test runs in --replay-stress mode: pass --replay-stress", { fix: `usage: ${USAGE}` });
+  }
+  const json = parsed.values.json === true;
+  const { artifactRoot } = await buildAgent(agentDir, { validateModel: staticModelCheck(undefined) });
+  const report = await replayStress({
+    bundle: await loadRuntimeBundle(artifactRoot),
+    script: loadModelScript(conversation),
+    message: stringOption(parsed, "message") ?? "replay stress",
+    conversationId: "replay-stress",
+    onBoundary: (boundary, of, problems) => {
+      if (!json) io.out(`boundary ${boundary}/${of}: ${problems.length === 0 ? "ok" : `${problems.length} problem(s)`}`);
+    },
+  });
+  if (json) {
+    io.out(JSON.stringify(report));
+  } else {
+    for (const line of describeReplayProblems(report)) io.out(line);
+    io.out(
+      report.problems.length === 0
+        ? `replay-safe: the run ended ${report.recorded.status} the same way after a stop at each of its ${report.boundaries - 1} boundaries`
+        : `${report.problems.length} problem(s) at ${new Set(report.problems.map((problem) => problem.boundary)).size} of ${report.boundaries - 1} boundaries`,
+    );
+  }
+  return report.problems.length === 0 ? 0 : 1;
+}
