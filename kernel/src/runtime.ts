@@ -21,6 +21,7 @@ import {
 import type { SourceBundle } from "./compiler/bundle.js";
 import type { AgentManifest } from "./compiler/manifest.js";
 import { SCRIPTED_PREFIX, loadModelScript, scriptedHarness } from "./harness/scripted.js";
+import { loadDefaultEngine } from "./harness/default-engine.js";
 import { STAGE, createKernelHooks, type KernelHooks } from "./hooks.js";
 import type { Kernel } from "./kernel.js";
 import { createRuntimeLogger } from "./logger.js";
@@ -47,9 +48,9 @@ export interface RuntimeOptions {
   agentHarness?: AgentHarness;
   /** Host-owned provider-prefix routes (`{ "openai-codex": codexHarness }`), chosen from the persisted model spec. */
   modelHarnesses?: Record<string, AgentHarness>;
-  /** The engine for specs no route claims (hosts pass `piAgentHarness({ models })`). */
+  /** The engine for specs no route claims; Pi (`@assemblyline-agents/pi`, loaded on first use) when omitted. */
   defaultHarness?: AgentHarness;
-  /** A pi model catalog, for hosts that build the default engine. */
+  /** A pi model catalog forwarded to the default engine, `piAgentHarness({ models })`. */
   models?: Record<string, unknown>;
   /** Ceilings over agent.ts `budgets` (the lower limit wins); defaults stop a runaway loop. */
   budgets?: RunBudgets;
@@ -413,8 +414,15 @@ export class OpenEveRuntime {
         providerOf(modelSpec) === prefix ? harness : undefined,
       );
     }
-    const fallback = this.options.defaultHarness;
-    if (fallback) this.hooks.harness.tapPromise({ name: "default-engine", stage: STAGE.FALLBACK }, async () => fallback);
+    // Without a host-given engine, Pi serves the rest (with RuntimeOptions.models), loaded on first use.
+    let fallback: Promise<AgentHarness> | undefined = this.options.defaultHarness ? Promise.resolve(this.options.defaultHarness) : undefined;
+    this.hooks.harness.tapPromise({ name: "default-engine", stage: STAGE.FALLBACK }, async () => {
+      fallback ??= loadDefaultEngine(this.options.models).catch((error) => {
+        fallback = undefined;
+        throw error;
+      });
+      return fallback;
+    });
   }
 
   private tapUserHooks(): void {

@@ -80,12 +80,20 @@ describe("admission", () => {
 });
 
 describe("engines", () => {
-  it("fails the run with a clear error when no engine serves the model", async () => {
+  it("serves models no route claims with the default Pi engine, which names a model its catalog lacks", async () => {
     const runtime = new OpenEveRuntime({ ...(await bundleFor()), logger: noopLogger() });
     const result = await runtime.run({ message: "hi" });
     expect(result.status).toBe("failed");
-    expect(result.error).toMatchObject({ code: "AL_ERR_HARNESS" });
-    expect(result.error?.message).toContain('no engine serves model "test/model"');
+    expect(result.error).toMatchObject({ code: "AL_ERR_MODEL_UNKNOWN" });
+    expect(result.error?.message).toContain("test/model");
+  });
+
+  it("logs one state.degraded warning when no state is given", async () => {
+    const warnings: Array<Record<string, unknown>> = [];
+    const logger = { ...noopLogger(), warn: (fields: Record<string, unknown>) => void warnings.push(fields) };
+    new OpenEveRuntime({ ...(await bundleFor()), logger });
+    expect(warnings).toHaveLength(1);
+    expect(warnings[0]).toMatchObject({ event: "state.degraded", missing: expect.arrayContaining(["runs", "memory", "usage"]) });
   });
 
   it("routes by provider prefix with modelHarnesses and lets agentHarness override", async () => {

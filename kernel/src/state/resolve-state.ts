@@ -18,8 +18,8 @@ export type ResolvedState = Required<Omit<StateStores, "close">> & { close?: () 
  */
 export function resolveState(state: StateAdapter | StateStores | undefined, logger: RuntimeLogger): ResolvedState {
   if (state === undefined) {
-    const memory = new InMemoryStateAdapter();
-    return facetsOf(memory, {});
+    logger.warn({ event: "state.degraded", missing: [...STATE_FACET_NAMES] }, "no state given: every facet, runs included, is non-durable memory");
+    return facetsOf(new InMemoryStateAdapter(), {});
   }
   const isAdapter = typeof (state as StateAdapter).createRun === "function" && typeof (state as StateAdapter).appendEvents === "function";
   const stores: Partial<Record<StateFacetName, unknown>> = {};

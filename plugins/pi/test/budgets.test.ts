@@ -83,3 +83,26 @@ describe("budgets against a provider's reported usage", () => {
     await host.close();
   });
 });
+
+describe("the default engine of an embedded runtime", () => {
+  let server: ScriptedModelServer & { baseUrl: string };
+  beforeEach(async () => {
+    server = await startOpenAIChatServer({ apiKey: NO_API_KEY });
+  });
+  afterEach(() => server.close());
+
+  it("is Pi with RuntimeOptions.models when the host passes no engine", async () => {
+    const bundle = await loadRuntimeBundle((await buildAgent(lookupAgent())).artifactRoot);
+    const runtime = new OpenEveRuntime({
+      ...bundle,
+      state: new InMemoryStateAdapter(),
+      logger: noopLogger(),
+      models: { "local/priced": { api: "openai-completions", baseUrl: server.baseUrl, apiKeyEnv: false } },
+    });
+    server.text(["Hello from the default engine."], { inputTokens: 5, outputTokens: 6 });
+    const result = await runtime.run({ message: "hi" });
+    expect(result.response?.text).toBe("Hello from the default engine.");
+    expect(server.requests).toHaveLength(1);
+    await runtime.close();
+  });
+});

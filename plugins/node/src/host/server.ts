@@ -1,3 +1,4 @@
+import { piAgentHarness, type PiModelCatalog } from "@assemblyline-agents/pi";
 import { randomUUID } from "node:crypto";
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from "node:http";
 import type { AddressInfo } from "node:net";
@@ -50,6 +51,8 @@ export async function listenNodeRuntime(options: NodeRuntimeOptions): Promise<No
 
   const runtime = new OpenEveRuntime({
     ...options,
+    // The default engine, with the host's model catalog (RuntimeOptions.models).
+    defaultHarness: options.defaultHarness ?? piAgentHarness(options.models ? { models: options.models as PiModelCatalog } : {}),
     env,
     logger,
     maxConcurrentRuns: config.maxConcurrentRuns,
