@@ -26,7 +26,7 @@ import { STAGE, createKernelHooks, type KernelHooks } from "./hooks.js";
 import type { Kernel } from "./kernel.js";
 import { createRuntimeLogger } from "./logger.js";
 import { Admission } from "./run/admission.js";
-import { resolveBudgets } from "./run/budget.js";
+import { budgetPauseOf, decideBudgetPause, resolveBudgets } from "./run/budget.js";
 import { RunJournal } from "./run/journal.js";
 import { RunDriver } from "./run/run-driver.js";
 import { RevisionDrivers } from "./run/revision-drivers.js";
@@ -338,6 +338,11 @@ export class OpenEveRuntime {
         revision,
         beforeDriving: async (run) => {
           const pending = (await this.state.runs.listToolCalls(runId)).filter((call) => call.status === "waiting_approval");
+          const budgetPause = run.status === "waiting_approval" && pending.length === 0 ? budgetPauseOf(await this.state.runs.listEvents(runId)) : null;
+          if (budgetPause) {
+            await decideBudgetPause(driver.journal, run, budgetPause, driver.budgets, decision, options.actor ?? null);
+            return decision === "approved";
+          }
           if (run.status !== "waiting_approval" || pending.length === 0) {
             throw new AssemblyLineError("AL_ERR_RUN_NOT_RESUMABLE", `run ${runId} is ${run.status}, with no tool call waiting for approval`, {
               fix: "Approvals are single-use; check `assembly-line runs show <id>` for what the run waits on.",

@@ -31,7 +31,7 @@ describe("run budgets", () => {
     expect(result.error?.code).toBe("AL_ERR_BUDGET_EXCEEDED");
     const events = await runtime.listEvents(result.runId);
     const exceeded = events.find((event) => event.type === "budget.exceeded");
-    expect(exceeded?.data).toEqual({ budget: "maxTurns", limit: DEFAULT_RUN_BUDGETS.maxTurns, used: DEFAULT_RUN_BUDGETS.maxTurns });
+    expect(exceeded?.data).toEqual({ budget: "maxTurns", limit: DEFAULT_RUN_BUDGETS.maxTurns, used: DEFAULT_RUN_BUDGETS.maxTurns, action: "fail" });
     expect(count(events, "tool.completed")).toBe(DEFAULT_RUN_BUDGETS.maxTurns);
     // The refusal and the failure are one record: nothing after them.
     expect(events.slice(-2).map((event) => event.type)).toEqual(["budget.exceeded", "run.failed"]);
@@ -42,7 +42,7 @@ describe("run budgets", () => {
     const result = await runtime.run({ message: "go" });
     const events = await runtime.listEvents(result.runId);
     expect(result.error?.code).toBe("AL_ERR_BUDGET_EXCEEDED");
-    expect(events.find((event) => event.type === "budget.exceeded")?.data).toEqual({ budget: "maxToolCalls", limit: 3, used: 3 });
+    expect(events.find((event) => event.type === "budget.exceeded")?.data).toEqual({ budget: "maxToolCalls", limit: 3, used: 3, action: "fail" });
     expect(count(events, "tool.called")).toBe(3);
     expect(count(events, "tool.completed")).toBe(3);
   });
@@ -70,7 +70,7 @@ describe("run budgets", () => {
     }
     expect(statuses).toEqual(["waiting_approval", "waiting_approval", "waiting_approval", "failed"]);
     const events = await state.listEvents(result.runId);
-    expect(events.find((event) => event.type === "budget.exceeded")?.data).toEqual({ budget: "maxTurns", limit: 3, used: 3 });
+    expect(events.find((event) => event.type === "budget.exceeded")?.data).toEqual({ budget: "maxTurns", limit: 3, used: 3, action: "fail" });
     expect(count(events, "tool.completed")).toBe(3);
   });
 
@@ -95,10 +95,31 @@ describe("run budgets", () => {
     expect(exceeded?.data.used as number).toBeGreaterThanOrEqual(50);
   });
 
+  it("pauses for a human with onExceeded: pause, grows the budget on approval and fails the run on denial", async () => {
+    const dir = agentWith('{ maxTurns: 3, onExceeded: "pause" }');
+    const state = new InMemoryStateAdapter();
+    const paused = await (await runtimeFor(dir, { state })).run({ message: "go" });
+    expect(paused).toMatchObject({ status: "waiting_approval", pendingApprovals: [], pendingBudget: { budget: "maxTurns", limit: 3, used: 3 } });
+
+    // Approved in a runtime that has never seen the run: the turn is replayed from the journal, then goes on.
+    const again = await (await runtimeFor(dir, { state })).approve(paused.runId, { actor: "ada" });
+    expect(again).toMatchObject({ status: "waiting_approval", pendingBudget: { budget: "maxTurns", limit: 6, used: 6 } });
+    const events = await state.listEvents(paused.runId);
+    expect(events.find((event) => event.type === "budget.extended")?.data).toEqual({ budget: "maxTurns", limit: 6, actor: "ada" });
+    const completed = events.filter((event) => event.type === "tool.completed").map((event) => event.data.callId);
+    expect(completed).toHaveLength(6);
+    expect(new Set(completed).size).toBe(6);
+
+    const denied = await (await runtimeFor(dir, { state })).deny(paused.runId);
+    expect(denied.status).toBe("failed");
+    expect(denied.error?.code).toBe("AL_ERR_BUDGET_EXCEEDED");
+  });
+
   it("refuses a budget that is not a positive number, at build and from the host", async () => {
     await expect(buildAgent(agentWith("{ maxTurns: 0 }"))).rejects.toMatchObject({ code: "AL_ERR_BUDGET_INVALID", message: expect.stringContaining("maxTurns") });
     await expect(buildAgent(agentWith("{ maxTurn: 5 }"))).rejects.toMatchObject({ code: "AL_ERR_BUDGET_INVALID", message: expect.stringContaining('"maxTurn"') });
     await expect(runtimeFor(agentWith(), { budgets: { maxCostUsd: -1 } })).rejects.toMatchObject({ code: "AL_ERR_BUDGET_INVALID" });
+    await expect(buildAgent(agentWith('{ onExceeded: "ask" }'))).rejects.toMatchObject({ code: "AL_ERR_BUDGET_INVALID", message: expect.stringContaining("onExceeded") });
   });
 
   it("counts budgets in the revision", async () => {

@@ -18,9 +18,15 @@ export interface RunBudgets {
   maxConversationTokensPerDay?: number;
   /** Cost per conversation per UTC day in US dollars, across its runs (no default). */
   maxConversationCostUsdPerDay?: number;
+  /**
+   * What reaching a budget does: `"fail"` (default) fails the run with
+   * AL_ERR_BUDGET_EXCEEDED; `"pause"` pauses it in `waiting_approval` until a
+   * human approves (the budget grows by its limit again) or denies (the run fails).
+   */
+  onExceeded?: "fail" | "pause";
 }
 
-export type RunBudgetName = keyof RunBudgets;
+export type RunBudgetName = Exclude<keyof RunBudgets, "onExceeded">;
 
 /** What stops a runaway loop when neither agent.ts nor the host sets a limit. */
 export const DEFAULT_RUN_BUDGETS: Readonly<Required<Pick<RunBudgets, "maxTurns" | "maxToolCalls" | "maxDurationMs">>> = Object.freeze({

@@ -1,3 +1,4 @@
+import type { RunJournal } from "./journal.js";
 import {
   AssemblyLineError,
   DEFAULT_RUN_BUDGETS,
@@ -24,6 +25,8 @@ export function resolveBudgets(agent: RunBudgets | undefined, host: RunBudgets |
     const limit = candidates.length > 0 ? Math.min(...candidates) : (DEFAULT_RUN_BUDGETS as RunBudgets)[name];
     if (limit !== undefined) limits[name] = limit;
   }
+  const onExceeded = host?.onExceeded ?? agent?.onExceeded;
+  if (onExceeded) limits.onExceeded = onExceeded;
   return limits;
 }
 
@@ -33,6 +36,12 @@ export function checkBudgets(budgets: unknown, where: string): asserts budgets i
     throw new AssemblyLineError("AL_ERR_BUDGET_INVALID", `${where} must be an object of limits`, { fix: `Write ${where} as { maxTurns: 20, maxCostUsd: 1 }.` });
   }
   for (const [name, value] of Object.entries(budgets)) {
+    if (name === "onExceeded") {
+      if (value !== undefined && value !== "fail" && value !== "pause") {
+        throw new AssemblyLineError("AL_ERR_BUDGET_INVALID", `${where}.onExceeded is ${JSON.stringify(value)}`, { fix: 'Use "fail" (the default) or "pause".' });
+      }
+      continue;
+    }
     if (!(RUN_BUDGET_NAMES as readonly string[]).includes(name)) {
       throw new AssemblyLineError("AL_ERR_BUDGET_INVALID", `${where} has an unknown budget "${name}"`, { fix: `Use one of: ${RUN_BUDGET_NAMES.join(", ")}.` });
     }
@@ -83,7 +92,7 @@ export class RunBudget {
     if (options.fresh) return new RunBudget(run, limits, stores.usage, 0, 0, 0);
     const [events, calls] = await Promise.all([stores.runs.listEvents(run.id), stores.runs.listToolCalls(run.id)]);
     const turns = events.filter((event) => event.type === "durable_step.completed" && isModelStep(event)).length;
-    return new RunBudget(run, limits, stores.usage, turns, calls.length, idleTime(events));
+    return new RunBudget(run, extendedLimits(limits, events), stores.usage, turns, calls.length, idleTime(events));
   }
 
   /** Before a model call that will really run (not a replay). */
@@ -136,6 +145,33 @@ export class RunBudget {
   }
 }
 
+/** A budget a human extended (`budget.extended`) keeps its larger limit for the rest of the run. */
+export function extendedLimits(limits: RunBudgets, events: RunEvent[]): RunBudgets {
+  const extended = { ...limits };
+  for (const event of events) {
+    if (event.type !== "budget.extended") continue;
+    const budget = event.data.budget as RunBudgetName;
+    extended[budget] = Math.max(extended[budget] ?? 0, Number(event.data.limit));
+  }
+  return extended;
+}
+
+/**
+ * The budget a run paused on, when its latest pause was a budget's: the last
+ * `budget.exceeded` that paused and has no `budget.extended` after it.
+ */
+export function budgetPauseOf(events: RunEvent[]): BudgetExceeded | null {
+  for (let index = events.length - 1; index >= 0; index -= 1) {
+    const event = events[index]!;
+    if (event.type === "budget.extended" || event.type === "approval.requested" || event.type === "input.requested") return null;
+    if (event.type === "budget.exceeded") {
+      if (event.data.action !== "pause") return null;
+      return { budget: event.data.budget as RunBudgetName, limit: Number(event.data.limit), used: Number(event.data.used) };
+    }
+  }
+  return null;
+}
+
 function isModelStep(event: RunEvent): boolean {
   const metadata = event.data.metadata;
   return typeof metadata === "object" && metadata !== null && !Array.isArray(metadata) && metadata.modelCall === true;
@@ -153,3 +189,30 @@ function idleTime(events: RunEvent[]): number {
 
 const sumTokens = (records: UsageRecord[]) => records.reduce((total, record) => total + record.inputTokens + record.outputTokens, 0);
 const sumCost = (records: UsageRecord[]) => Math.round(records.reduce((total, record) => total + record.costUsd, 0) * 1e9) / 1e9;
+
+/**
+ * A human's decision on a run paused by a budget: approving grows the budget
+ * by its base limit again and lets the run go on; denying fails it.
+ */
+export async function decideBudgetPause(
+  journal: RunJournal,
+  run: RunRecord,
+  pause: BudgetExceeded,
+  base: RunBudgets,
+  decision: "approved" | "denied",
+  actor: string | null,
+): Promise<void> {
+  if (decision === "approved") {
+    const limit = pause.limit + (base[pause.budget] ?? pause.limit);
+    await journal.record(run.id, "budget.extended", { budget: pause.budget, limit, actor }, { run: { status: "running" } }, { expectedLastSeq: run.lastSeq });
+    return;
+  }
+  const error = budgetExceededError(run.id, pause);
+  await journal.record(
+    run.id,
+    "run.failed",
+    { error: error.message, code: error.code, actor },
+    { run: { status: "failed", error: { message: error.message, code: error.code } }, checkpoint: null },
+    { expectedLastSeq: run.lastSeq },
+  );
+}

@@ -81,6 +81,11 @@ export class RunDriver {
     return this.parts.journal;
   }
 
+  /** The limits runs of this build run under. */
+  get budgets(): RunBudgets {
+    return this.parts.budgets;
+  }
+
   get table(): ToolTable {
     return this.parts.table;
   }
@@ -327,14 +332,31 @@ export class RunDriver {
     await journal.record(run.id, "run.completed", { text }, { run: { status: "completed", output: { text } }, checkpoint: null, ...(delivery ? { delivery } : {}) });
   }
 
-  /** `budget.exceeded` and the failure it causes are one record. */
+  /**
+   * `budget.exceeded` and what it causes are one record: the failure, or with
+   * `onExceeded: "pause"` a pause for a human. The pause keeps the last
+   * checkpoint: approving re-drives the turn from it, replaying every journaled
+   * model call and tool call up to the one the budget refused.
+   */
   private async failOverBudget(runId: string, exceeded: BudgetExceeded): Promise<void> {
+    if (this.parts.budgets.onExceeded === "pause") {
+      this.parts.logger.info({ runId, ...exceeded }, "run reached a budget; paused for a decision");
+      await this.parts.journal.append(
+        runId,
+        [
+          { type: "budget.exceeded", data: { ...exceeded, action: "pause" } },
+          { type: "run.waiting_approval", data: { budget: { ...exceeded } } },
+        ],
+        { run: { status: "waiting_approval" } },
+      );
+      return;
+    }
     const error = budgetExceededError(runId, exceeded);
     this.parts.logger.warn({ runId, code: error.code, ...exceeded }, "run reached a budget");
     await this.parts.journal.append(
       runId,
       [
-        { type: "budget.exceeded", data: { ...exceeded } },
+        { type: "budget.exceeded", data: { ...exceeded, action: "fail" } },
         { type: "run.failed", data: { error: error.message, code: error.code } },
       ],
       { run: { status: "failed", error: { message: error.message, code: error.code } }, checkpoint: null },

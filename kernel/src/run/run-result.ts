@@ -1,4 +1,5 @@
 import type { JsonValue, RunError, RunRecord, RunStatus, RunStore } from "@assemblyline-agents/core";
+import { budgetPauseOf, type BudgetExceeded } from "./budget.js";
 
 export interface PendingApproval {
   approvalId: string;
@@ -21,6 +22,8 @@ export interface RunResult {
   response?: { text: string };
   /** Calls waiting for a decision, when `waiting_approval`. */
   pendingApprovals?: PendingApproval[];
+  /** The budget the run paused on (`onExceeded: "pause"`): approve to extend it, deny to fail the run. */
+  pendingBudget?: BudgetExceeded;
   /** The question waiting for an answer, when `waiting_input`. */
   question?: PendingQuestion;
   error?: RunError;
@@ -38,6 +41,10 @@ export async function describeRun(runs: RunStore, run: RunRecord): Promise<RunRe
       result.pendingApprovals = calls
         .filter((call) => call.status === "waiting_approval")
         .map((call) => ({ approvalId: call.approvalId ?? "", callId: call.callId, toolName: call.toolName, input: call.input }));
+      if (result.pendingApprovals.length === 0) {
+        const pause = budgetPauseOf(await runs.listEvents(run.id));
+        if (pause) result.pendingBudget = pause;
+      }
     } else {
       const asking = calls.find((call) => call.status === "waiting_input");
       if (asking) result.question = { callId: asking.callId, toolName: asking.toolName, question: asking.question };

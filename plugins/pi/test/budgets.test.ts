@@ -60,7 +60,7 @@ describe("budgets against a provider's reported usage", () => {
     expect(result.error?.code).toBe("AL_ERR_BUDGET_EXCEEDED");
     expect(server.requests).toHaveLength(2);
     const events = await host.listEvents(result.runId);
-    expect(events.find((event) => event.type === "budget.exceeded")?.data).toEqual({ budget: "maxCostUsd", limit: 0.1, used: 0.116 });
+    expect(events.find((event) => event.type === "budget.exceeded")?.data).toEqual({ budget: "maxCostUsd", limit: 0.1, used: 0.116, action: "fail" });
     await host.close();
   });
 
@@ -76,6 +76,7 @@ describe("budgets against a provider's reported usage", () => {
       budget: "maxConversationTokensPerDay",
       limit: 100,
       used: 147,
+      action: "fail",
     });
 
     server.text(["other"], { inputTokens: 40, outputTokens: 9 });

@@ -16,6 +16,12 @@ export function reportResult(result: RunResult, io: CommandIO, options: { json: 
       io.err(`\nrun ${result.runId} failed: ${result.error?.message ?? "unknown error"}`);
       return 1;
     case "waiting_approval":
+      if (result.pendingBudget) {
+        const { budget, limit, used } = result.pendingBudget;
+        io.out(`\nrun ${result.runId} reached its ${budget} budget (${used} of ${limit}) and waits for a decision`);
+        io.out(`  extend:  npx assembly-line approve ${result.runId} --agent ${agent}`);
+        io.out(`  stop:    npx assembly-line deny ${result.runId} --agent ${agent}`);
+      }
       for (const pending of result.pendingApprovals ?? []) {
         io.out(`\nrun ${result.runId} waits for approval of ${pending.toolName} ${JSON.stringify(pending.input)} (call ${pending.callId})`);
         io.out(`  approve: npx assembly-line approve ${result.runId} ${pending.callId} --agent ${agent}`);
