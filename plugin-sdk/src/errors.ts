@@ -92,6 +92,10 @@ export const errorCatalogue = {
   AL_ERR_ATTACHMENT_REFUSED: "An attachment download was refused: its URL is not http(s) or its host is not allowed.",
   AL_ERR_ATTACHMENT_TOO_LARGE: "An attachment is larger than the host's attachment size cap.",
   AL_ERR_ATTACHMENT_DOWNLOAD: "An attachment download failed (network error, timeout or non-2xx status).",
+  AL_ERR_OUTBOUND_ADDRESS_REFUSED: "An outbound request's host is, or resolved to, a loopback, private, link-local, metadata or other special address its policy does not allow.",
+  AL_ERR_OUTBOUND_HOST_REFUSED: "An outbound request's URL is not http(s), or its host is outside the policy's allowedHosts.",
+  AL_ERR_OUTBOUND_REDIRECT: "An outbound request was redirected more often than the policy's maxRedirects, against redirect: \"error\", or with a streamed body.",
+  AL_ERR_OUTBOUND_POLICY: "An OutboundPolicy option has an invalid value.",
 } as const;
 
 export type ErrorCode = keyof typeof errorCatalogue;

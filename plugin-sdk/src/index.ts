@@ -23,3 +23,4 @@ export * from "./plugin.js";
 export * from "./contracts.js";
 export * from "./rate-limit.js";
 export * from "./timeout.js";
+export * from "./net/index.js";

@@ -1,8 +1,8 @@
 import { createHash } from "node:crypto";
-import { lookup } from "node:dns/promises";
-import { isIP } from "node:net";
 import {
   AssemblyLineError,
+  createGuardedFetch,
+  isAssemblyLineError,
   type BlobStore,
   type ChannelAttachment,
   type ChannelModule,
@@ -30,7 +30,6 @@ export interface AttachmentOptions {
 }
 
 const DEFAULT_MAX_BYTES = 25 * 1024 * 1024;
-const MAX_REDIRECTS = 3;
 
 /**
  * Downloads a turn's attachments before its run starts, through the module of
@@ -43,6 +42,7 @@ export class AttachmentIngest {
   private readonly maxBytes: number;
   private readonly timeoutMs: number;
   private readonly allowedHosts: string[] | undefined;
+  private readonly fetch: typeof fetch;
 
   constructor(
     private readonly parts: {
@@ -57,6 +57,7 @@ export class AttachmentIngest {
     this.maxBytes = options.maxBytes ?? DEFAULT_MAX_BYTES;
     this.timeoutMs = options.timeoutMs ?? 30_000;
     this.allowedHosts = options.allowedHosts?.map((host) => host.toLowerCase());
+    this.fetch = createGuardedFetch({ allowedHosts: this.allowedHosts, onlyAllowedHosts: this.allowedHosts !== undefined, maxRedirects: 3 });
   }
 
   /** Store every attachment of a queued run that is not stored yet. */
@@ -111,41 +112,26 @@ export class AttachmentIngest {
   }
 
   private async download(start: string, headers: Record<string, string>, id: string): Promise<{ body: Uint8Array; contentType: string | undefined }> {
-    let url = await this.checkAddress(this.checkUrl(start, id), id);
-    const origin = url.origin;
-    const signal = AbortSignal.timeout(this.timeoutMs);
-    for (let hop = 0; ; hop += 1) {
-      // Credentials go only to the origin the channel named, never to a redirect target elsewhere.
-      const sendHeaders = url.origin === origin ? headers : {};
-      let response: Response;
-      try {
-        response = await fetch(url, { headers: sendHeaders, redirect: "manual", signal });
-      } catch (error) {
-        throw new AssemblyLineError("AL_ERR_ATTACHMENT_DOWNLOAD", `attachment ${id}: fetching ${url.origin}${url.pathname} failed: ${(error as Error).message}`, {
-          fix: "Check the URL the channel's resolveAttachment returns and that its host is reachable.",
-        });
-      }
-      if (response.status >= 300 && response.status < 400 && response.headers.get("location")) {
-        await response.body?.cancel();
-        if (hop >= MAX_REDIRECTS) {
-          throw new AssemblyLineError("AL_ERR_ATTACHMENT_DOWNLOAD", `attachment ${id}: more than ${MAX_REDIRECTS} redirects`, { fix: "Resolve the attachment to its final URL." });
-        }
-        url = await this.checkAddress(this.checkUrl(new URL(response.headers.get("location")!, url).toString(), id), id);
-        continue;
-      }
-      if (!response.ok) {
-        await response.body?.cancel();
-        throw new AssemblyLineError("AL_ERR_ATTACHMENT_DOWNLOAD", `attachment ${id}: ${url.origin}${url.pathname} answered ${response.status}`, {
-          fix: "Check the credentials and URL the channel's resolveAttachment returns.",
-        });
-      }
-      const declared = Number(response.headers.get("content-length"));
-      if (Number.isFinite(declared) && declared > this.maxBytes) {
-        await response.body?.cancel();
-        throw this.tooLarge(id, declared);
-      }
-      return { body: await this.readCapped(response, id), contentType: response.headers.get("content-type") ?? undefined };
+    const url = this.checkUrl(start, id);
+    let response: Response;
+    try {
+      // The guard checks the address each hop really connects to and drops the channel's headers on a hop to another origin.
+      response = await this.fetch(url, { headers, signal: AbortSignal.timeout(this.timeoutMs) });
+    } catch (error) {
+      throw attachmentError(error, id, url);
     }
+    if (!response.ok) {
+      await response.body?.cancel();
+      throw new AssemblyLineError("AL_ERR_ATTACHMENT_DOWNLOAD", `attachment ${id}: ${url.origin}${url.pathname} answered ${response.status}`, {
+        fix: "Check the credentials and URL the channel's resolveAttachment returns.",
+      });
+    }
+    const declared = Number(response.headers.get("content-length"));
+    if (Number.isFinite(declared) && declared > this.maxBytes) {
+      await response.body?.cancel();
+      throw this.tooLarge(id, declared);
+    }
+    return { body: await this.readCapped(response, id), contentType: response.headers.get("content-type") ?? undefined };
   }
 
   private async readCapped(response: Response, id: string): Promise<Uint8Array> {
@@ -172,20 +158,6 @@ export class AttachmentIngest {
     });
   }
 
-  /** Refuse hosts that resolve to this machine or a private network, unless listed by exact name. */
-  private async checkAddress(url: URL, id: string): Promise<URL> {
-    const host = url.hostname.toLowerCase().replace(/^\[|\]$/g, "");
-    if (this.allowedHosts?.includes(host)) return url;
-    const addresses = isIP(host) ? [{ address: host }] : await lookup(host, { all: true }).catch(() => []);
-    const internal = addresses.find(({ address }) => isInternalAddress(address));
-    if (internal) {
-      throw new AssemblyLineError("AL_ERR_ATTACHMENT_REFUSED", `attachment ${id}: host ${host} resolves to ${internal.address}, a loopback, private or link-local address`, {
-        fix: `List ${host} in listenNodeRuntime({ attachments: { allowedHosts } }) if the channel really downloads from an internal host.`,
-      });
-    }
-    return url;
-  }
-
   private checkUrl(text: string, id: string): URL {
     let url: URL;
     try {
@@ -196,25 +168,23 @@ export class AttachmentIngest {
     if (url.protocol !== "https:" && url.protocol !== "http:") {
       throw new AssemblyLineError("AL_ERR_ATTACHMENT_REFUSED", `attachment ${id}: ${url.protocol} URLs are not downloaded`, { fix: "Resolve the attachment to an http(s) URL." });
     }
-    const host = url.hostname.toLowerCase();
-    if (this.allowedHosts && !this.allowedHosts.some((allowed) => (allowed.startsWith("*.") ? host.endsWith(allowed.slice(1)) : host === allowed))) {
-      throw new AssemblyLineError("AL_ERR_ATTACHMENT_REFUSED", `attachment ${id}: host ${host} is not in attachments.allowedHosts`, {
-        fix: `Add ${host} to listenNodeRuntime({ attachments: { allowedHosts } }) if the channel should download from it.`,
-      });
-    }
     return url;
   }
 }
 
-/** Loopback, private (RFC 1918, ULA), link-local, CGNAT and unspecified addresses, IPv4 and IPv6. */
-export function isInternalAddress(address: string): boolean {
-  const mapped = address.toLowerCase().startsWith("::ffff:") ? address.slice(7) : address;
-  if (isIP(mapped) === 4) {
-    const [a, b] = mapped.split(".").map(Number) as [number, number];
-    return a === 0 || a === 10 || a === 127 || (a === 169 && b === 254) || (a === 172 && b >= 16 && b <= 31) || (a === 192 && b === 168) || (a === 100 && b >= 64 && b <= 127);
+/** Guard refusals become the attachment's own codes, with the guard's reason kept in the message and details. */
+function attachmentError(error: unknown, id: string, url: URL): AssemblyLineError {
+  if (isAssemblyLineError(error) && error.code.startsWith("AL_ERR_OUTBOUND_")) {
+    const code = error.code === "AL_ERR_OUTBOUND_REDIRECT" ? "AL_ERR_ATTACHMENT_DOWNLOAD" : "AL_ERR_ATTACHMENT_REFUSED";
+    return new AssemblyLineError(code, `attachment ${id}: ${error.message.split("\n")[0]}`, {
+      fix: code === "AL_ERR_ATTACHMENT_REFUSED" ? `List the host by exact name in listenNodeRuntime({ attachments: { allowedHosts } }) if the channel really downloads from an internal host.` : "Resolve the attachment to its final URL.",
+      details: { reason: error.code, ...error.details },
+    });
   }
-  const v6 = mapped.toLowerCase();
-  return v6 === "::" || v6 === "::1" || v6.startsWith("fc") || v6.startsWith("fd") || /^fe[89ab]/.test(v6);
+  if (isAssemblyLineError(error)) return error;
+  return new AssemblyLineError("AL_ERR_ATTACHMENT_DOWNLOAD", `attachment ${id}: fetching ${url.origin}${url.pathname} failed: ${(error as Error).message}`, {
+    fix: "Check the URL the channel's resolveAttachment returns and that its host is reachable.",
+  });
 }
 
 function attachmentsOf(run: RunRecord | undefined): ChannelAttachment[] {
