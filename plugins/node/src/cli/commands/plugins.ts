@@ -18,6 +18,7 @@ import {
 import { parseCommand, requirePositional, stringOption } from "../args.js";
 import type { CommandIO } from "../io.js";
 import { npmInstall } from "../npm-install.js";
+import { pluginsNewCommand } from "./plugins-new.js";
 
 const USAGE = `assembly-line plugins <subcommand>
 
@@ -26,6 +27,8 @@ const USAGE = `assembly-line plugins <subcommand>
   info <id> [--json]                     one plugin: adapters, facets, env, and the gateway.ts lines to use it
   add <id|dir|tarball> [--dir <project>] [--from <npm spec>] [--offline]
                                          npm install it into the project, check it fits this kernel
+  new <package-name> --slot <slot> [--id <id>] [--dir <folder>]
+                                         scaffold a plugin package: manifest, adapter skeleton, conformance test
   verify [dir] [--options <json>] [--json]
                                          what to run before publishing a plugin: manifest, kernel range,
                                          exports, live contracts, and each contract's conformance kit`;
@@ -36,6 +39,7 @@ const SUBCOMMANDS: Record<string, (args: string[], io: CommandIO) => Promise<num
   info: pluginInfo,
   add: addPlugin,
   verify: verifyPlugin,
+  new: pluginsNewCommand,
 };
 
 /** `assembly-line plugins ...`: the marketplace and plugin tooling. */
@@ -183,7 +187,7 @@ async function verifyPlugin(args: string[], io: CommandIO): Promise<number> {
   if (!json) io.out(`verifying ${dir} against kernel ${KERNEL_VERSION}`);
   const report = await verifyPluginPackage(dir, {
     ...(options ? { options } : {}),
-    ...(json ? {} : { onProgress: (event) => ("step" in event ? printStep(event.step, io) : printKit(event.kit, io)) }),
+    ...(json ? {} : { onProgress: (event) => ("step" in event ? printStep(event.step, io) : "running" in event ? printRunning(event.running, io) : printKit(event.kit, io)) }),
   });
   if (json) {
     io.out(JSON.stringify(report));
@@ -212,8 +216,14 @@ function printStep(step: VerifyStep, io: CommandIO): void {
   if (step.fix) io.out(`        fix: ${step.fix}`);
 }
 
+const kitSubject = (kit: KitOutcome) => `conformance ${kit.slot} "${kit.name}" (${kit.contract})`;
+
+function printRunning(kit: KitOutcome, io: CommandIO): void {
+  io.out(`  ....  ${kitSubject(kit)}: running ${kit.kit}`);
+}
+
 function printKit(kit: KitOutcome, io: CommandIO): void {
-  const subject = `conformance ${kit.slot} "${kit.name}" (${kit.contract})`;
+  const subject = kitSubject(kit);
   if (kit.kit === undefined) {
     io.out(`  skip  ${subject}: no conformance kit for ${kit.contract} yet; its methods were checked above`);
     return;
@@ -221,4 +231,5 @@ function printKit(kit: KitOutcome, io: CommandIO): void {
   const counts = [`${kit.passed} passed`, ...(kit.failed ? [`${kit.failed} failed`] : []), ...(kit.skipped ? [`${kit.skipped} skipped`] : [])].join(", ");
   io.out(`  ${kit.failed === 0 ? "pass" : "FAIL"}  ${subject} with ${kit.kit}: ${counts}`);
   for (const failure of kit.failures) io.out(`        - ${failure.test}: ${failure.message.split("\n")[0]}`);
+  if (kit.fix) io.out(`        fix: ${kit.fix}`);
 }
