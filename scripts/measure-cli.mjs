@@ -62,6 +62,8 @@ try {
     packages,
     helpMs: median(process.execPath, [bin, "help"]),
     importMs: median(process.execPath, ["--input-type=module", "-e", `await import(${JSON.stringify(main)})`]),
+    // What importing the CLI cost while it imported the Pi engine at start-up: the same two graphs in one process.
+    importWithPiEngineMs: median(process.execPath, ["--input-type=module", "-e", `await import(${JSON.stringify(main)}); await import("@assemblyline-agents/pi")`]),
     modulesLoadedByImport: urls.length,
     dependencyModulesLoadedByImport: packagesLoaded,
   };
