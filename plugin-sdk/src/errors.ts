@@ -71,6 +71,7 @@ export const errorCatalogue = {
   AL_ERR_PLUGIN_DUPLICATE_ID: "Two different installed packages declare the same plugin id.",
   AL_ERR_PLUGIN_INSTALL: "npm could not install a plugin package for `assembly-line plugins add`.",
   AL_ERR_GATEWAY_ENV: "A production boot is missing environment variables that the gateway's plugins declare required.",
+  AL_ERR_VERIFY_RUNNER_MISSING: "`plugins verify` found no vitest beside @assemblyline-agents/core/testkit to run a conformance kit.",
   AL_ERR_REGISTRY_INVALID: "registry/index.json or registry/generated.json breaks its schema, or names a package that is missing or disagrees with it.",
   AL_ERR_HOST_CONFIG: "A listenNodeRuntime option or its environment variable has an invalid value.",
   AL_ERR_HOST_AUTH_REQUIRED: "A production request reached a route that needs host auth, and the host configured none.",

@@ -39,6 +39,7 @@ export {
   type GeneratedPluginEntry,
   type RegistryEntry,
 } from "./registry-data.js";
+export { loadRegistry, REGISTRY_SOURCE_ENV, type LoadRegistryOptions, type LoadedRegistry, type RegistrySnapshot } from "./registry-source.js";
 export { verifyPluginPackage, CONFORMANCE_KITS, type VerifyOptions, type VerifyReport, type VerifyStep, type KitOutcome } from "./verify.js";
 export { conformanceSubjectFactory, type ConformanceSubjectOptions } from "./conformance-subject.js";
 export { gatewayUsage } from "./usage.js";

@@ -11,6 +11,8 @@ export const REGISTRY_GENERATED_FILE = join(REGISTRY_DIR, "generated.json");
 
 /** registry/index.json: hand-kept, id -> package. */
 export interface RegistryIndex {
+  /** YYYY-MM-DD of the last edit; the bundled index's age is shown from it. */
+  updatedAt?: string;
   plugins: Record<string, { package: string; description: string; tags: string[] }>;
 }
 

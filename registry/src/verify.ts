@@ -8,6 +8,7 @@ import { DEFAULT_PLUGIN_TIMEOUT_MS } from "@assemblyline-agents/core";
 import { kernelHost } from "./kernel-host.js";
 import { inspectPluginPackage, loadPluginPackage } from "./load.js";
 import { checkKernelRange, readPluginPackage, type PluginPackage, type PluginProvide } from "./manifest.js";
+import { locateKitRunner, type KitRunner } from "./kit-runner.js";
 
 /**
  * The conformance kit of each contract, as exported by
@@ -38,6 +39,9 @@ export interface KitOutcome {
   failed: number;
   skipped: number;
   failures: Array<{ test: string; message: string }>;
+  /** Set when the kit could not run at all: the error code and the exact command that fixes it. */
+  code?: string;
+  fix?: string;
 }
 
 export interface VerifyReport {
@@ -58,8 +62,8 @@ export interface VerifyOptions {
   timeoutMs?: number;
   /** Bound on each conformance test. Default 60 s. */
   testTimeoutMs?: number;
-  /** Called as each step or kit finishes, for live progress. */
-  onProgress?(event: { step: VerifyStep } | { kit: KitOutcome }): void;
+  /** Called as each step finishes, as each kit starts (`running`) and as it finishes, for live progress. */
+  onProgress?(event: { step: VerifyStep } | { running: KitOutcome } | { kit: KitOutcome }): void;
 }
 
 /**
@@ -120,30 +124,47 @@ export async function verifyPluginPackage(packageDir: string, options: VerifyOpt
   return report;
 }
 
-/** Run the kit of each provided contract in its own generated test file, through vitest's Node API. */
+/**
+ * Run the kit of each provided contract, one generated test file and one
+ * vitest run per kit, so progress shows kit by kit. The runner is the author's
+ * vitest or the host's; with neither, each kit fails with the install command.
+ */
 async function runConformanceKits(pkg: PluginPackage, options: VerifyOptions & { kernelVersion: string }): Promise<KitOutcome[]> {
-  const outcomes: KitOutcome[] = [];
-  const work = await mkdtemp(join(tmpdir(), `al-verify-${pkg.manifest.id}-`));
-  const files = new Map<string, KitOutcome>();
-  try {
-    for (const [index, provide] of pkg.manifest.provides.entries()) {
-      const kit = CONFORMANCE_KITS[provide.contract];
-      const outcome: KitOutcome = { slot: provide.slot, name: provide.name, contract: provide.contract, kit: kit?.kit, passed: 0, failed: 0, skipped: 0, failures: [] };
-      outcomes.push(outcome);
-      if (!kit) continue;
-      const file = join(work, `${index}-${provide.slot}.test.mjs`);
-      await writeFile(file, kitTestFile(pkg, provide, kit, options));
-      files.set(file, outcome);
+  const outcomes: KitOutcome[] = pkg.manifest.provides.map((provide) => {
+    const kit = CONFORMANCE_KITS[provide.contract];
+    return { slot: provide.slot, name: provide.name, contract: provide.contract, kit: kit?.kit, passed: 0, failed: 0, skipped: 0, failures: [] };
+  });
+  const runner = outcomes.some((outcome) => outcome.kit !== undefined) ? locateKitRunner(pkg.dir) : undefined;
+  for (const [index, provide] of pkg.manifest.provides.entries()) {
+    const outcome = outcomes[index]!;
+    const kit = CONFORMANCE_KITS[provide.contract];
+    if (!kit || !runner) {
+      options.onProgress?.({ kit: outcome });
+      continue;
     }
-    if (files.size > 0) await runVitest(work, files, options.testTimeoutMs ?? 60_000);
-  } finally {
-    await rm(work, { recursive: true, force: true });
+    if ("missing" in runner) {
+      outcome.failed = 1;
+      outcome.code = "AL_ERR_VERIFY_RUNNER_MISSING";
+      outcome.fix = runner.fix;
+      outcome.failures.push({ test: "(starting the kit)", message: `cannot run ${kit.kit}: ${runner.missing}` });
+      options.onProgress?.({ kit: outcome });
+      continue;
+    }
+    options.onProgress?.({ running: outcome });
+    const work = await mkdtemp(join(tmpdir(), `al-verify-${pkg.manifest.id}-`));
+    try {
+      const file = join(work, `${index}-${provide.slot}.test.mjs`);
+      await writeFile(file, kitTestFile(pkg, provide, kit, runner, options));
+      await runVitest(runner, work, new Map([[file, outcome]]), options.testTimeoutMs ?? 60_000);
+    } finally {
+      await rm(work, { recursive: true, force: true });
+    }
+    options.onProgress?.({ kit: outcome });
   }
-  for (const outcome of outcomes) options.onProgress?.({ kit: outcome });
   return outcomes;
 }
 
-function kitTestFile(pkg: PluginPackage, provide: PluginProvide, kit: { kit: string; extraArgs(provide: PluginProvide): unknown[] }, options: VerifyOptions & { kernelVersion: string }): string {
+function kitTestFile(pkg: PluginPackage, provide: PluginProvide, kit: { kit: string; extraArgs(provide: PluginProvide): unknown[] }, runner: KitRunner, options: VerifyOptions & { kernelVersion: string }): string {
   const subject = {
     packageDir: pkg.dir,
     slot: provide.slot,
@@ -156,7 +177,7 @@ function kitTestFile(pkg: PluginPackage, provide: PluginProvide, kit: { kit: str
   const args = [JSON.stringify(title), `conformanceSubjectFactory(${JSON.stringify(subject)})`, ...kit.extraArgs(provide).map((arg) => JSON.stringify(arg))];
   return [
     "// Generated by `assembly-line plugins verify`; removed when it finishes.",
-    `import { ${kit.kit} } from ${JSON.stringify(import.meta.resolve("@assemblyline-agents/core/testkit"))};`,
+    `import { ${kit.kit} } from ${JSON.stringify(runner.testkitUrl)};`,
     `import { conformanceSubjectFactory } from ${JSON.stringify(new URL("./conformance-subject.js", import.meta.url).href)};`,
     `import { useKernelHost } from ${JSON.stringify(new URL("./kernel-host.js", import.meta.url).href)};`,
     `import { kernelHost } from ${JSON.stringify(kernelHost().moduleUrl)};`,
@@ -167,9 +188,10 @@ function kitTestFile(pkg: PluginPackage, provide: PluginProvide, kit: { kit: str
   ].join("\n");
 }
 
-async function runVitest(root: string, files: Map<string, KitOutcome>, testTimeout: number): Promise<void> {
-  // Loaded only here: vitest is heavy and only `verify` needs it.
-  const { startVitest } = await import("vitest/node");
+async function runVitest(runner: KitRunner, root: string, files: Map<string, KitOutcome>, testTimeout: number): Promise<void> {
+  // Loaded only here, and from beside the testkit: vitest is heavy, only `verify` needs it,
+  // and the kit's `import "vitest"` must reach the same copy that runs it.
+  const { startVitest } = (await import(runner.vitestNodeUrl)) as typeof import("vitest/node");
   const silent = new Writable({ write: (_chunk, _encoding, done) => done() });
   // startVitest sets process.exitCode when tests fail; the report carries that instead.
   const exitCode = process.exitCode;

@@ -2,8 +2,9 @@ import { join, resolve } from "node:path";
 import { AssemblyLineError, type BlobStore, type RunEvent, type SandboxAdapter, type StateAdapter } from "@assemblyline-agents/core";
 import { composeGateway, useKernelHost } from "@assemblyline-agents/registry";
 import { FileStateAdapter, LocalBlobStore, LocalSandboxAdapter } from "@assemblyline-agents/local";
-import { piAgentHarness, resolvePiApiKey, resolvePiModel, type PiModelCatalog } from "@assemblyline-agents/pi";
+import type { PiModelCatalog } from "@assemblyline-agents/pi";
 import { ARTIFACT_DIR, OpenEveRuntime, buildAgent, kernelHost, loadRuntimeBundle, type RuntimeBundle } from "@assemblyline-agents/runtime";
+import { defaultPiHarness, loadPi } from "../pi-engine.js";
 
 // gateway.ts plugins are loaded against this host's kernel.
 useKernelHost(kernelHost);
@@ -24,13 +25,14 @@ export const MODEL_OPTIONS = {
 } as const;
 
 /** The pi catalog entry `--base-url` implies, if any. */
-export function catalogFor(flags: ModelFlags): PiModelCatalog | undefined {
+export async function catalogFor(flags: ModelFlags): Promise<PiModelCatalog | undefined> {
   if (!flags.baseUrl) return undefined;
   if (!flags.model || flags.model.startsWith("scripted:")) {
     throw new AssemblyLineError("AL_ERR_CLI_USAGE", "--base-url needs --model <provider/model>", {
       fix: "e.g. --model local/llama3 --base-url http://127.0.0.1:11434/v1",
     });
   }
+  const { resolvePiModel } = await loadPi();
   let known = false;
   try {
     resolvePiModel(flags.model);
@@ -43,12 +45,13 @@ export function catalogFor(flags: ModelFlags): PiModelCatalog | undefined {
 }
 
 /** Which model a run uses, and why, when the reader gave no --model. */
-export function chooseModel(agentModel: string, flags: ModelFlags & { offlineScript?: string }): { model?: string; note: string } {
+export async function chooseModel(agentModel: string, flags: ModelFlags & { offlineScript?: string }): Promise<{ model?: string; note: string }> {
   if (flags.model) {
     return { model: scriptedPath(flags.model), note: `model ${flags.model}${flags.baseUrl ? ` at ${flags.baseUrl}` : ""}` };
   }
   if (!flags.offlineScript) return { note: `model ${agentModel}` };
   try {
+    const { resolvePiApiKey, resolvePiModel } = await loadPi();
     const model = resolvePiModel(agentModel);
     resolvePiApiKey(agentModel, model, {});
     return { note: `model ${agentModel} (its API key is set)` };
@@ -59,10 +62,10 @@ export function chooseModel(agentModel: string, flags: ModelFlags & { offlineScr
 }
 
 /** A static model in agent.ts must exist in the engine's catalog: caught at build, not at the first run. */
-export function staticModelCheck(models: PiModelCatalog | undefined): (modelSpec: string) => void {
-  return (modelSpec) => {
+export function staticModelCheck(models: PiModelCatalog | undefined): (modelSpec: string) => Promise<void> {
+  return async (modelSpec) => {
     if (modelSpec.startsWith("scripted:")) return;
-    resolvePiModel(modelSpec, models);
+    (await loadPi()).resolvePiModel(modelSpec, models);
   };
 }
 
@@ -106,7 +109,7 @@ export async function openLocalRuntime(options: {
     ...(composed ? { kernel: composed.kernel } : {}),
     blob: adapters.blob ?? new LocalBlobStore({ agentDir }),
     sandbox: adapters.sandbox ?? new LocalSandboxAdapter({ agentDir }),
-    defaultHarness: piAgentHarness({ ...(options.models ? { models: options.models } : {}) }),
+    defaultHarness: await defaultPiHarness(options.models),
     ...(options.onTextDelta ? { onTextDelta: options.onTextDelta } : {}),
   });
   // A fresh build may leave earlier ones that no unfinished run needs any more.

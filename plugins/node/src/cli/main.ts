@@ -32,7 +32,7 @@ const HELP = `assembly-line <command>
                                        stop a scripted run after every durable write, resume it, report differences
   dev <agentDir> [--port <n>]          serve the agent over HTTP in dev mode (local defaults, readable logs)
   start <artifactDir> [--port <n>]     production boot of a built artifact (<agentDir>/.assembly-line)
-  plugins list | search <words> | info <id> | add <id> | verify [dir]
+  plugins list | search <words> | info <id> | add <id> | new <name> --slot <slot> | verify [dir]
                                        the plugin marketplace: find, install and check adapter plugins
 
   Runs live in <agentDir>/.assembly-line/state (or --state-dir <dir>); every command

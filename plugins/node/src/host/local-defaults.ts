@@ -1,9 +1,11 @@
 import { resolve } from "node:path";
 import type { BlobStore, PluginKernel, SandboxAdapter, StateAdapter } from "@assemblyline-agents/core";
 import { FileStateAdapter, LocalBlobStore, LocalSandboxAdapter } from "@assemblyline-agents/local";
-import { piAgentHarness, type PiModelCatalog } from "@assemblyline-agents/pi";
+import type { AgentHarness } from "@assemblyline-agents/core";
+import type { PiModelCatalog } from "@assemblyline-agents/pi";
 import { composeGateway, useKernelHost } from "@assemblyline-agents/registry";
 import { kernelHost, type RuntimeBundle } from "@assemblyline-agents/runtime";
+import { defaultPiHarness } from "../pi-engine.js";
 
 // gateway.ts plugins are loaded against this host's kernel.
 useKernelHost(kernelHost);
@@ -13,7 +15,7 @@ export interface HostAdapters {
   state: StateAdapter;
   blob: BlobStore;
   sandbox: SandboxAdapter;
-  defaultHarness: ReturnType<typeof piAgentHarness>;
+  defaultHarness: AgentHarness;
   /** The kernel the gateway's plugins tapped, when the agent has a gateway.ts. */
   kernel?: PluginKernel;
   /** Close what the gateway opened (the runtime closes the state it was given). */
@@ -41,7 +43,7 @@ export async function openLocalDefaults(
     state,
     blob: chosen.blob ?? new LocalBlobStore({ agentDir }),
     sandbox: chosen.sandbox ?? new LocalSandboxAdapter({ agentDir }),
-    defaultHarness: piAgentHarness({ ...(options.models ? { models: options.models } : {}) }),
+    defaultHarness: await defaultPiHarness(options.models),
     ...(composed ? { kernel: composed.kernel } : {}),
     close: async () => {
       await composed?.close();

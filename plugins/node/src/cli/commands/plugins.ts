@@ -4,20 +4,23 @@ import { AssemblyLineError, isAssemblyLineError } from "@assemblyline-agents/cor
 import { KERNEL_VERSION } from "@assemblyline-agents/runtime";
 import {
   gatewayUsage,
+  REGISTRY_SOURCE_ENV,
   inspectPluginPackage,
+  loadRegistry,
   rangeIncludesKernel,
-  readRegistry,
   searchRegistry,
   verifyPluginPackage,
   type InspectedPlugin,
   type KitOutcome,
+  type LoadedRegistry,
   type PluginProvide,
   type RegistryEntry,
   type VerifyStep,
 } from "@assemblyline-agents/registry";
-import { parseCommand, requirePositional, stringOption } from "../args.js";
+import { parseCommand, requirePositional, stringOption, type ParsedCommand } from "../args.js";
 import type { CommandIO } from "../io.js";
 import { npmInstall } from "../npm-install.js";
+import { pluginsNewCommand } from "./plugins-new.js";
 
 const USAGE = `assembly-line plugins <subcommand>
 
@@ -26,9 +29,14 @@ const USAGE = `assembly-line plugins <subcommand>
   info <id> [--json]                     one plugin: adapters, facets, env, and the gateway.ts lines to use it
   add <id|dir|tarball> [--dir <project>] [--from <npm spec>] [--offline]
                                          npm install it into the project, check it fits this kernel
+  new <package-name> --slot <slot> [--id <id>] [--dir <folder>]
+                                         scaffold a plugin package: manifest, adapter skeleton, conformance test
   verify [dir] [--options <json>] [--json]
                                          what to run before publishing a plugin: manifest, kernel range,
-                                         exports, live contracts, and each contract's conformance kit`;
+                                         exports, live contracts, and each contract's conformance kit
+
+  list, search, info and add read the index named by --registry <url|file> or $${REGISTRY_SOURCE_ENV}
+  (a snapshot as \`plugins list --json\` prints it), else the one bundled with this version.`;
 
 const SUBCOMMANDS: Record<string, (args: string[], io: CommandIO) => Promise<number>> = {
   list: listPlugins,
@@ -36,6 +44,7 @@ const SUBCOMMANDS: Record<string, (args: string[], io: CommandIO) => Promise<num
   info: pluginInfo,
   add: addPlugin,
   verify: verifyPlugin,
+  new: pluginsNewCommand,
 };
 
 /** `assembly-line plugins ...`: the marketplace and plugin tooling. */
@@ -72,27 +81,41 @@ function printEntries(entries: RegistryEntry[], io: CommandIO): void {
   );
 }
 
+const REGISTRY_OPTION = { registry: { type: "string" } } as const;
+
+/** The index to read (--registry, $ASSEMBLY_LINE_REGISTRY, or the bundled one), and a line on stderr saying which and how old. */
+async function openRegistry(parsed: ParsedCommand, io: CommandIO): Promise<LoadedRegistry> {
+  const source = stringOption(parsed, "registry");
+  const registry = await loadRegistry(source !== undefined ? { source } : {});
+  const age = registry.ageDays === undefined ? "age unknown" : `${registry.ageDays} day(s) old`;
+  if (registry.fallbackReason) io.err(`registry: ${registry.fallbackReason}; using the bundled index instead`);
+  io.err(`registry: ${registry.location}${registry.updatedAt ? `, updated ${registry.updatedAt}` : ""} (${age})${registry.origin === "bundled" ? `; --registry <url|file> or ${REGISTRY_SOURCE_ENV} names a newer one` : ""}`);
+  return registry;
+}
+
 async function listPlugins(args: string[], io: CommandIO): Promise<number> {
-  const { values } = parseCommand(args, { json: { type: "boolean" } }, "assembly-line plugins list [--json]");
-  const entries = await readRegistry();
-  if (values.json) io.out(JSON.stringify({ kernelVersion: KERNEL_VERSION, plugins: entries }));
+  const parsed = parseCommand(args, { json: { type: "boolean" }, ...REGISTRY_OPTION }, "assembly-line plugins list [--json] [--registry <url|file>]");
+  const registry = await openRegistry(parsed, io);
+  const entries = registry.entries;
+  if (parsed.values.json) io.out(JSON.stringify({ kernelVersion: KERNEL_VERSION, ...(registry.updatedAt ? { updatedAt: registry.updatedAt } : {}), plugins: entries }));
   else printEntries(entries, io);
   return 0;
 }
 
 async function searchPlugins(args: string[], io: CommandIO): Promise<number> {
-  const usage = "assembly-line plugins search <words...> [--json]";
-  const { values, positionals } = parseCommand(args, { json: { type: "boolean" } }, usage);
+  const usage = "assembly-line plugins search <words...> [--json] [--registry <url|file>]";
+  const parsed = parseCommand(args, { json: { type: "boolean" }, ...REGISTRY_OPTION }, usage);
+  const { values, positionals } = parsed;
   requirePositional(positionals, 0, "words", usage);
-  const found = searchRegistry(await readRegistry(), positionals);
+  const found = searchRegistry((await openRegistry(parsed, io)).entries, positionals);
   if (values.json) io.out(JSON.stringify({ plugins: found }));
   else if (found.length === 0) io.out(`no plugin matches "${positionals.join(" ")}"; assembly-line plugins list shows them all`);
   else printEntries(found, io);
   return 0;
 }
 
-async function findEntry(id: string): Promise<RegistryEntry> {
-  const entries = await readRegistry();
+async function findEntry(id: string, parsed: ParsedCommand, io: CommandIO): Promise<RegistryEntry> {
+  const entries = (await openRegistry(parsed, io)).entries;
   const entry = entries.find((candidate) => candidate.id === id);
   if (!entry) {
     throw new AssemblyLineError("AL_ERR_PLUGIN_NOT_FOUND", `the registry lists no plugin "${id}"`, {
@@ -103,9 +126,10 @@ async function findEntry(id: string): Promise<RegistryEntry> {
 }
 
 async function pluginInfo(args: string[], io: CommandIO): Promise<number> {
-  const usage = "assembly-line plugins info <id> [--json]";
-  const { values, positionals } = parseCommand(args, { json: { type: "boolean" } }, usage);
-  const entry = await findEntry(requirePositional(positionals, 0, "id", usage));
+  const usage = "assembly-line plugins info <id> [--json] [--registry <url|file>]";
+  const parsed = parseCommand(args, { json: { type: "boolean" }, ...REGISTRY_OPTION }, usage);
+  const { values, positionals } = parsed;
+  const entry = await findEntry(requirePositional(positionals, 0, "id", usage), parsed, io);
   if (values.json) {
     io.out(JSON.stringify({ plugin: entry, fitsKernel: fits(entry.kernel), kernelVersion: KERNEL_VERSION, gateway: gatewayUsage(entry) }));
     return 0;
@@ -137,8 +161,8 @@ function printGateway(lines: string[], io: CommandIO): void {
 const looksLikePath = (target: string) => /^(\.{1,2}[\\/]|[\\/]|[A-Za-z]:[\\/])/.test(target) || /\.(tgz|tar\.gz)$/.test(target) || existsSync(target);
 
 async function addPlugin(args: string[], io: CommandIO): Promise<number> {
-  const usage = "assembly-line plugins add <id|dir|tarball> [--dir <project>] [--from <npm spec>] [--offline]";
-  const parsed = parseCommand(args, { dir: { type: "string" }, from: { type: "string" }, offline: { type: "boolean" } }, usage);
+  const usage = "assembly-line plugins add <id|dir|tarball> [--dir <project>] [--from <npm spec>] [--offline] [--registry <url|file>]";
+  const parsed = parseCommand(args, { dir: { type: "string" }, from: { type: "string" }, offline: { type: "boolean" }, ...REGISTRY_OPTION }, usage);
   const target = requirePositional(parsed.positionals, 0, "id", usage);
   const project = resolve(stringOption(parsed, "dir") ?? process.cwd());
   if (!existsSync(join(project, "package.json"))) {
@@ -150,7 +174,7 @@ async function addPlugin(args: string[], io: CommandIO): Promise<number> {
   if (from !== undefined) spec = from;
   else if (looksLikePath(target)) spec = resolve(target);
   else {
-    const entry = await findEntry(target);
+    const entry = await findEntry(target, parsed, io);
     spec = `${entry.package}@^${entry.version}`;
     knownName = entry.package;
   }
@@ -183,7 +207,7 @@ async function verifyPlugin(args: string[], io: CommandIO): Promise<number> {
   if (!json) io.out(`verifying ${dir} against kernel ${KERNEL_VERSION}`);
   const report = await verifyPluginPackage(dir, {
     ...(options ? { options } : {}),
-    ...(json ? {} : { onProgress: (event) => ("step" in event ? printStep(event.step, io) : printKit(event.kit, io)) }),
+    ...(json ? {} : { onProgress: (event) => ("step" in event ? printStep(event.step, io) : "running" in event ? printRunning(event.running, io) : printKit(event.kit, io)) }),
   });
   if (json) {
     io.out(JSON.stringify(report));
@@ -212,8 +236,14 @@ function printStep(step: VerifyStep, io: CommandIO): void {
   if (step.fix) io.out(`        fix: ${step.fix}`);
 }
 
+const kitSubject = (kit: KitOutcome) => `conformance ${kit.slot} "${kit.name}" (${kit.contract})`;
+
+function printRunning(kit: KitOutcome, io: CommandIO): void {
+  io.out(`  ....  ${kitSubject(kit)}: running ${kit.kit}`);
+}
+
 function printKit(kit: KitOutcome, io: CommandIO): void {
-  const subject = `conformance ${kit.slot} "${kit.name}" (${kit.contract})`;
+  const subject = kitSubject(kit);
   if (kit.kit === undefined) {
     io.out(`  skip  ${subject}: no conformance kit for ${kit.contract} yet; its methods were checked above`);
     return;
@@ -221,4 +251,5 @@ function printKit(kit: KitOutcome, io: CommandIO): void {
   const counts = [`${kit.passed} passed`, ...(kit.failed ? [`${kit.failed} failed`] : []), ...(kit.skipped ? [`${kit.skipped} skipped`] : [])].join(", ");
   io.out(`  ${kit.failed === 0 ? "pass" : "FAIL"}  ${subject} with ${kit.kit}: ${counts}`);
   for (const failure of kit.failures) io.out(`        - ${failure.test}: ${failure.message.split("\n")[0]}`);
+  if (kit.fix) io.out(`        fix: ${kit.fix}`);
 }

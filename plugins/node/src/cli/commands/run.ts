@@ -35,7 +35,7 @@ export async function runCommand(args: string[], io: CommandIO): Promise<number>
   const answer = stringOption(parsed, "answer");
   const json = parsed.values.json === true;
   const flags = { model: stringOption(parsed, "model"), baseUrl: stringOption(parsed, "base-url"), api: stringOption(parsed, "api") };
-  const models = catalogFor(flags);
+  const models = await catalogFor(flags);
   const stateDir = stringOption(parsed, "state-dir");
 
   const local = await openLocalRuntime({
@@ -48,7 +48,7 @@ export async function runCommand(args: string[], io: CommandIO): Promise<number>
     ...(parsed.values.stream === true ? { onTextDelta: (_runId: string, delta: string) => io.err(`  > ${delta}`) } : {}),
   });
   try {
-    const { model, note } = chooseModel(local.bundle.manifest.agent.model, { ...flags, offlineScript: stringOption(parsed, "offline-script") });
+    const { model, note } = await chooseModel(local.bundle.manifest.agent.model, { ...flags, offlineScript: stringOption(parsed, "offline-script") });
     if (!json) io.out(`${local.bundle.manifest.agent.id} ${local.bundle.manifest.agentRevision}, ${note}`);
     const conversationId = stringOption(parsed, "conversation");
     let result: RunResult = await local.runtime.run({ message, ...(model ? { model } : {}), ...(conversationId ? { conversationId } : {}) });

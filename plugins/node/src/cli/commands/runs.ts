@@ -13,7 +13,7 @@ async function open(parsed: ParsedCommand, io: CommandIO, printEvents: boolean):
   const agentDir = stringOption(parsed, "agent") ?? ".";
   const json = parsed.values.json === true;
   const stateDir = stringOption(parsed, "state-dir");
-  const models = catalogFor({ model: stringOption(parsed, "model"), baseUrl: stringOption(parsed, "base-url"), api: stringOption(parsed, "api") });
+  const models = await catalogFor({ model: stringOption(parsed, "model"), baseUrl: stringOption(parsed, "base-url"), api: stringOption(parsed, "api") });
   const local = await openLocalRuntime({
     agentDir,
     build: false,

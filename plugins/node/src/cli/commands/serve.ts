@@ -37,7 +37,7 @@ export async function devCommand(args: string[], io: CommandIO, control: ServeCo
   const { artifactRoot } = await buildAgent(agentDir);
   const bundle = await loadRuntimeBundle(artifactRoot);
   const flags = modelFlags(parsed);
-  const { model, note } = chooseModel(bundle.manifest.agent.model, { ...flags, offlineScript: stringOption(parsed, "offline-script") });
+  const { model, note } = await chooseModel(bundle.manifest.agent.model, { ...flags, offlineScript: stringOption(parsed, "offline-script") });
   const logger: RuntimeLogger = parsed.values["json-logs"] === true ? createRuntimeLogger() : readableLogger(io.err);
   return serve(bundle, parsed, io, control, { devMode: true, usage: DEV_USAGE, logger, model, note });
 }
@@ -52,7 +52,7 @@ export async function startCommand(args: string[], io: CommandIO, control: Serve
   const artifactDir = requirePositional(parsed.positionals, 0, "artifactDir", START_USAGE);
   const bundle = await loadRuntimeBundle(artifactDir);
   const flags = modelFlags(parsed);
-  const model = flags.model ? chooseModel(bundle.manifest.agent.model, flags).model : undefined;
+  const model = flags.model ? (await chooseModel(bundle.manifest.agent.model, flags)).model : undefined;
   return serve(bundle, parsed, io, control, { devMode: false, usage: START_USAGE, logger: createRuntimeLogger(), model, note: `model ${flags.model ?? bundle.manifest.agent.model}` });
 }
 
@@ -66,7 +66,7 @@ async function serve(
   const port = portOption(parsed, mode.usage);
   const host = stringOption(parsed, "host");
   const stateDir = stringOption(parsed, "state-dir");
-  const models = catalogFor(modelFlags(parsed));
+  const models = await catalogFor(modelFlags(parsed));
   const local = await openLocalDefaults(bundle, { ...(stateDir ? { stateDir } : {}), ...(models ? { models } : {}), devMode: mode.devMode });
   let handle: NodeRuntimeHandle;
   try {

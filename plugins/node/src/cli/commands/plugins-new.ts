@@ -1,0 +1,82 @@
+import { existsSync, readdirSync } from "node:fs";
+import { mkdir, writeFile } from "node:fs/promises";
+import { dirname, join, relative, resolve } from "node:path";
+import semver from "semver";
+import { AssemblyLineError, STATE_FACET_NAMES, type StateFacetName } from "@assemblyline-agents/core";
+import { KERNEL_VERSION } from "@assemblyline-agents/runtime";
+import { parseCommand, requirePositional, stringOption } from "../args.js";
+import type { CommandIO } from "../io.js";
+import { pluginFiles, scaffoldNames } from "../../scaffold/plugin-files.js";
+import { SCAFFOLD_SLOTS, SLOT_TEMPLATES } from "../../scaffold/slot-templates.js";
+
+const USAGE = `assembly-line plugins new <package-name> --slot ${SCAFFOLD_SLOTS.join("|")} [--id <id>] [--dir <folder>] [--facets runs,conversations,...]`;
+const ID_PATTERN = /^[a-z][a-z0-9]*(-[a-z0-9]+)*$/;
+
+/** "@acme/assembly-line-s3" -> "s3"; the manifest id when --id is not given. */
+function idFromPackageName(packageName: string): string {
+  return packageName
+    .replace(/^@[^/]+\//, "")
+    .replace(/^assembly-?line-(plugin-)?/, "")
+    .toLowerCase()
+    .replace(/[^a-z0-9]+/g, "-")
+    .replace(/^-+|-+$/g, "")
+    .replace(/^[0-9-]+/, "");
+}
+
+function parseFacets(text: string | undefined): StateFacetName[] {
+  if (text === undefined) return ["runs"];
+  const facets = text.split(",").map((facet) => facet.trim()).filter(Boolean);
+  const unknown = facets.filter((facet) => !(STATE_FACET_NAMES as string[]).includes(facet));
+  if (unknown.length > 0 || !facets.includes("runs")) {
+    throw new AssemblyLineError("AL_ERR_CLI_USAGE", `--facets ${text} ${unknown.length > 0 ? `names unknown facets: ${unknown.join(", ")}` : "must include runs"}`, {
+      fix: `Pick from ${STATE_FACET_NAMES.join(", ")}; runs is required.`,
+    });
+  }
+  return facets as StateFacetName[];
+}
+
+/**
+ * `assembly-line plugins new <name> --slot <slot>`: a plugin package that
+ * builds, with its manifest, an adapter skeleton whose methods say they are not
+ * implemented, the slot's conformance kit wired into its tests, and a README.
+ */
+export async function pluginsNewCommand(args: string[], io: CommandIO): Promise<number> {
+  const parsed = parseCommand(args, { slot: { type: "string" }, id: { type: "string" }, dir: { type: "string" }, facets: { type: "string" } }, USAGE);
+  const packageName = requirePositional(parsed.positionals, 0, "package-name", USAGE);
+  if (!/^(@[a-z0-9][a-z0-9._-]*\/)?[a-z0-9][a-z0-9._-]*$/.test(packageName)) {
+    throw new AssemblyLineError("AL_ERR_CLI_USAGE", `"${packageName}" is not a valid npm package name`, { fix: `Use lowercase letters, digits, "-" and ".", optionally scoped: @acme/assembly-line-s3. usage: ${USAGE}` });
+  }
+  const slot = stringOption(parsed, "slot");
+  const template = slot === undefined ? undefined : SLOT_TEMPLATES[slot as keyof typeof SLOT_TEMPLATES];
+  if (!template) {
+    throw new AssemblyLineError("AL_ERR_CLI_USAGE", slot === undefined ? "missing --slot" : `--slot ${slot} is not a slot a plugin can provide`, { fix: `Pick one of ${SCAFFOLD_SLOTS.join(", ")}. usage: ${USAGE}` });
+  }
+  const id = stringOption(parsed, "id") ?? idFromPackageName(packageName);
+  if (!ID_PATTERN.test(id)) {
+    throw new AssemblyLineError("AL_ERR_CLI_USAGE", `plugin id "${id}" is not kebab-case`, { fix: `Pass --id <id>, e.g. --id acme-store (lowercase letters and digits, "-" between words).` });
+  }
+  if (parsed.values.facets !== undefined && template.slot !== "state") throw new AssemblyLineError("AL_ERR_CLI_USAGE", "--facets applies to --slot state only", { fix: `usage: ${USAGE}` });
+  const facets = parseFacets(stringOption(parsed, "facets"));
+  const dir = resolve(stringOption(parsed, "dir") ?? packageName.replace(/^@[^/]+\//, ""));
+  if (existsSync(dir) && readdirSync(dir).length > 0) {
+    throw new AssemblyLineError("AL_ERR_CLI_USAGE", `${dir} already exists and is not empty`, { fix: "Pick a new folder with --dir <folder>, or remove this one." });
+  }
+
+  // The kernel and SDK move together within a minor: the new plugin fits this one and what follows in it.
+  const kernel = semver.parse(KERNEL_VERSION)!;
+  const range = `^${kernel.major}.${kernel.minor}.0`;
+  const request = { packageName, id, template, facets, kernelRange: range, coreRange: range };
+  for (const [file, text] of Object.entries(pluginFiles(request))) {
+    await mkdir(dirname(join(dir, file)), { recursive: true });
+    await writeFile(join(dir, file), text);
+  }
+  const names = scaffoldNames(request);
+  const where = relative(process.cwd(), dir) || ".";
+  io.out(`created ${packageName} in ${where}: plugin "${id}", ${template.slot} adapter ${names.className} (${template.contract}), helper ${names.helper}()`);
+  io.out(`next:`);
+  io.out(`  cd ${where} && npm install`);
+  io.out(`  implement ${names.className} in src/${template.file}.ts (every method rejects with "not implemented yet" until then)`);
+  io.out(`  npm run build && npm test`);
+  io.out(`  npx assembly-line plugins verify .`);
+  return 0;
+}

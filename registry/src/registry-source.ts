@@ -1,0 +1,115 @@
+import { readFile } from "node:fs/promises";
+import { resolve } from "node:path";
+import { AssemblyLineError } from "@assemblyline-agents/core";
+import { readRegistry, readRegistryIndex, type RegistryEntry } from "./registry-data.js";
+import { describeSchemaErrors, generatedRegistryValidator, registryIndexValidator } from "./schemas.js";
+
+/** The environment variable naming a newer index than the bundled one: a URL or a file. */
+export const REGISTRY_SOURCE_ENV = "ASSEMBLY_LINE_REGISTRY";
+
+/**
+ * A registry snapshot, as `assembly-line plugins list --json` prints it and as a
+ * URL or file named by ASSEMBLY_LINE_REGISTRY serves it: each entry is the index
+ * line joined with what its package's manifest says.
+ */
+export interface RegistrySnapshot {
+  updatedAt?: string;
+  plugins: RegistryEntry[];
+}
+
+export interface LoadedRegistry {
+  entries: RegistryEntry[];
+  /** Where the entries came from. */
+  origin: "bundled" | "file" | "url";
+  location: string;
+  /** YYYY-MM-DD or an ISO time, when the source says. */
+  updatedAt: string | undefined;
+  /** Whole days since updatedAt, when known. */
+  ageDays: number | undefined;
+  /** Set when the named source failed and the bundled index was used instead. */
+  fallbackReason?: string;
+}
+
+export interface LoadRegistryOptions {
+  /** A URL (http/https) or a file path; default $ASSEMBLY_LINE_REGISTRY, else the bundled index. */
+  source?: string;
+  env?: Record<string, string | undefined>;
+  /** Bound on fetching a URL. Default 5 s. */
+  timeoutMs?: number;
+  now?: Date;
+}
+
+const ageInDays = (updatedAt: string | undefined, now: Date) => {
+  const time = updatedAt ? Date.parse(updatedAt) : Number.NaN;
+  return Number.isNaN(time) ? undefined : Math.max(0, Math.floor((now.getTime() - time) / 86_400_000));
+};
+
+/** Each entry checked against the index and generated schemas, so a snapshot is held to the committed files' rules. */
+function checkSnapshot(data: unknown, location: string): RegistrySnapshot {
+  const fail = (why: string) =>
+    new AssemblyLineError("AL_ERR_REGISTRY_INVALID", `the registry at ${location} ${why}`, {
+      fix: `Serve what \`assembly-line plugins list --json\` prints ({ "updatedAt", "plugins": [...] }), or unset ${REGISTRY_SOURCE_ENV} to use the bundled index.`,
+    });
+  if (typeof data !== "object" || data === null || !Array.isArray((data as RegistrySnapshot).plugins)) throw fail("is not { plugins: [...] }");
+  const snapshot = data as RegistrySnapshot;
+  if (snapshot.updatedAt !== undefined && (typeof snapshot.updatedAt !== "string" || Number.isNaN(Date.parse(snapshot.updatedAt)))) throw fail(`has an updatedAt that is not a date: ${JSON.stringify(snapshot.updatedAt)}`);
+  for (const [position, entry] of snapshot.plugins.entries()) {
+    if (typeof entry !== "object" || entry === null || typeof entry.id !== "string") throw fail(`has a plugins[${position}] without an id`);
+    const { id, description, tags, ...facts } = entry;
+    const index = registryIndexValidator();
+    if (!index({ plugins: { [id]: { package: facts.package, description, tags } } })) throw fail(`has an invalid plugin "${id}": ${describeSchemaErrors(index.errors, "").join("; ")}`);
+    const generated = generatedRegistryValidator();
+    if (!generated({ plugins: { [id]: facts } })) throw fail(`has an invalid plugin "${id}": ${describeSchemaErrors(generated.errors, "").join("; ")}`);
+  }
+  return snapshot;
+}
+
+async function readSource(source: string, timeoutMs: number): Promise<{ data: unknown; origin: "file" | "url"; location: string }> {
+  if (/^https?:\/\//i.test(source)) {
+    let response: Response;
+    try {
+      response = await fetch(source, { signal: AbortSignal.timeout(timeoutMs), headers: { accept: "application/json" } });
+    } catch (error) {
+      throw new AssemblyLineError("AL_ERR_REGISTRY_INVALID", `could not fetch the registry at ${source}: ${(error as Error).message}`, { fix: `Check the URL and the network, or unset ${REGISTRY_SOURCE_ENV}.`, cause: error });
+    }
+    if (!response.ok) throw new AssemblyLineError("AL_ERR_REGISTRY_INVALID", `the registry at ${source} answered HTTP ${response.status}`, { fix: `Check the URL, or unset ${REGISTRY_SOURCE_ENV}.` });
+    try {
+      return { data: await response.json(), origin: "url", location: source };
+    } catch (error) {
+      throw new AssemblyLineError("AL_ERR_REGISTRY_INVALID", `the registry at ${source} is not JSON`, { fix: `Serve the output of \`assembly-line plugins list --json\`, or unset ${REGISTRY_SOURCE_ENV}.`, cause: error });
+    }
+  }
+  const file = resolve(source);
+  try {
+    return { data: JSON.parse(await readFile(file, "utf8")), origin: "file", location: file };
+  } catch (error) {
+    throw new AssemblyLineError("AL_ERR_REGISTRY_INVALID", `the registry file ${file} is missing or not JSON: ${(error as Error).message}`, { fix: `Write it with \`assembly-line plugins list --json > ${source}\`, or unset ${REGISTRY_SOURCE_ENV}.`, cause: error });
+  }
+}
+
+/**
+ * The marketplace listing `plugins list/search/info/add` read: the index named
+ * by `source` or $ASSEMBLY_LINE_REGISTRY (a URL or a file holding a snapshot),
+ * refreshed on every call; the index bundled with this package when none is
+ * named, or, with the reason, when the named one cannot be read.
+ */
+export async function loadRegistry(options: LoadRegistryOptions = {}): Promise<LoadedRegistry> {
+  const now = options.now ?? new Date();
+  const source = options.source ?? (options.env ?? process.env)[REGISTRY_SOURCE_ENV];
+  const bundled = async (fallbackReason?: string): Promise<LoadedRegistry> => {
+    const [entries, index] = await Promise.all([readRegistry(), readRegistryIndex()]);
+    return { entries, origin: "bundled", location: "the index bundled with @assemblyline-agents/registry", updatedAt: index.updatedAt, ageDays: ageInDays(index.updatedAt, now), ...(fallbackReason ? { fallbackReason } : {}) };
+  };
+  if (!source) return bundled();
+  let read: Awaited<ReturnType<typeof readSource>>;
+  try {
+    read = await readSource(source, options.timeoutMs ?? 5_000);
+  } catch (error) {
+    // Unreachable is not fatal: the bundled index still answers, and the caller shows why.
+    return bundled((error as Error).message.split("\n")[0]);
+  }
+  // A source that answers with something broken is refused: silently using it would mislead.
+  const snapshot = checkSnapshot(read.data, read.location);
+  const entries = [...snapshot.plugins].sort((a, b) => a.id.localeCompare(b.id));
+  return { entries, origin: read.origin, location: read.location, updatedAt: snapshot.updatedAt, ageDays: ageInDays(snapshot.updatedAt, now) };
+}

@@ -1,0 +1,112 @@
+import { mkdtemp, rm, writeFile } from "node:fs/promises";
+import { createServer, type Server } from "node:http";
+import type { AddressInfo } from "node:net";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { isAssemblyLineError } from "@assemblyline-agents/core";
+import { REGISTRY_SOURCE_ENV, loadRegistry, readRegistry, readRegistryIndex, type RegistrySnapshot } from "../src/index.js";
+import { pluginsCommand } from "../../plugins/node/src/cli/commands/plugins.js";
+
+/** A newer index than the bundled one: everything bundled plus a plugin published since. */
+async function newerSnapshot(): Promise<RegistrySnapshot> {
+  return {
+    updatedAt: "2026-12-24",
+    plugins: [
+      ...(await readRegistry()),
+      {
+        id: "acme-kv",
+        package: "@acme/assembly-line-kv",
+        description: "Key-value blob storage on Acme KV.",
+        tags: ["blob", "acme"],
+        version: "1.2.0",
+        kernel: "^0.1.0",
+        provides: [{ slot: "blob", name: "acme-kv", export: "acmeKv", contract: "blob@1" }],
+        env: [{ name: "ACME_KV_TOKEN", secret: true, required: true }],
+        configSchema: false,
+      },
+    ],
+  };
+}
+
+describe("the registry index is data that can be refreshed", () => {
+  let dir: string;
+  let server: Server;
+  let url: string;
+  let served: unknown;
+  beforeAll(async () => {
+    dir = await mkdtemp(join(tmpdir(), "al-registry-source-"));
+    server = createServer((_request, response) => {
+      response.setHeader("content-type", "application/json");
+      response.end(JSON.stringify(served));
+    });
+    await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve));
+    url = `http://127.0.0.1:${(server.address() as AddressInfo).port}/registry.json`;
+  });
+  afterAll(async () => {
+    await new Promise((resolve) => server.close(resolve));
+    await rm(dir, { recursive: true, force: true });
+  });
+
+  it("falls back to the bundled index and says how old it is", async () => {
+    const { updatedAt } = await readRegistryIndex();
+    expect(updatedAt).toMatch(/^\d{4}-\d{2}-\d{2}$/);
+    const registry = await loadRegistry({ env: {}, now: new Date(Date.parse(updatedAt!) + 3 * 86_400_000 + 1000) });
+    expect(registry).toMatchObject({ origin: "bundled", updatedAt, ageDays: 3 });
+    expect(registry.entries.map((entry) => entry.id)).toContain("postgres");
+  });
+
+  it("reads a newer index from a file named by ASSEMBLY_LINE_REGISTRY", async () => {
+    const file = join(dir, "registry.json");
+    await writeFile(file, JSON.stringify(await newerSnapshot()));
+    const registry = await loadRegistry({ env: { [REGISTRY_SOURCE_ENV]: file }, now: new Date("2026-12-25T12:00:00Z") });
+    expect(registry).toMatchObject({ origin: "file", location: file, updatedAt: "2026-12-24", ageDays: 1 });
+    expect(registry.entries.find((entry) => entry.id === "acme-kv")?.package).toBe("@acme/assembly-line-kv");
+  });
+
+  it("reads a newer index from a URL, fresh on every call", async () => {
+    served = await newerSnapshot();
+    expect((await loadRegistry({ source: url })).entries.some((entry) => entry.id === "acme-kv")).toBe(true);
+    served = { ...(served as RegistrySnapshot), plugins: (served as RegistrySnapshot).plugins.filter((entry) => entry.id !== "acme-kv") };
+    const again = await loadRegistry({ source: url });
+    expect(again.origin).toBe("url");
+    expect(again.entries.some((entry) => entry.id === "acme-kv")).toBe(false);
+  });
+
+  it("uses the bundled index, with the reason, when the named URL cannot be reached", async () => {
+    const closed = createServer();
+    await new Promise<void>((resolve) => closed.listen(0, "127.0.0.1", resolve));
+    const port = (closed.address() as AddressInfo).port;
+    await new Promise((resolve) => closed.close(resolve));
+    const registry = await loadRegistry({ source: `http://127.0.0.1:${port}/registry.json` });
+    expect(registry.origin).toBe("bundled");
+    expect(registry.fallbackReason).toContain(`could not fetch the registry at http://127.0.0.1:${port}/registry.json`);
+  });
+
+  it("refuses an index whose entry breaks the schema, naming the plugin and the fix", async () => {
+    const snapshot = await newerSnapshot();
+    const broken = snapshot.plugins.at(-1)! as unknown as Record<string, unknown>;
+    delete broken.kernel;
+    served = snapshot;
+    const refusal = await loadRegistry({ source: url }).catch((error: unknown) => error);
+    expect(isAssemblyLineError(refusal, "AL_ERR_REGISTRY_INVALID"), String(refusal)).toBe(true);
+    expect((refusal as Error).message).toContain('invalid plugin "acme-kv"');
+    expect((refusal as Error).message).toContain("kernel");
+    expect((refusal as { fix?: string }).fix).toContain("plugins list --json");
+  });
+
+  it("lets plugins search and info find a plugin published after this version, with the index's age on stderr", async () => {
+    served = await newerSnapshot();
+    const out: string[] = [];
+    const err: string[] = [];
+    const io = { out: (line: string) => out.push(line), err: (line: string) => err.push(line) };
+    expect(await pluginsCommand(["search", "acme", "--registry", url], io)).toBe(0);
+    expect(out.join("\n")).toContain("@acme/assembly-line-kv");
+    expect(err.join("\n")).toContain(`registry: ${url}, updated 2026-12-24`);
+    expect(await pluginsCommand(["info", "acme-kv", "--registry", url], io)).toBe(0);
+    expect(out.join("\n")).toContain("ACME_KV_TOKEN (required, secret)");
+    err.length = 0;
+    expect(await pluginsCommand(["list"], io)).toBe(0);
+    expect(err.join("\n")).toMatch(/registry: the index bundled with @assemblyline-agents\/registry, updated \d{4}-\d{2}-\d{2} \(\d+ day\(s\) old\)/);
+  });
+});
