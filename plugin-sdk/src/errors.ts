@@ -89,6 +89,10 @@ export const errorCatalogue = {
   AL_ERR_ATTACHMENT_REFUSED: "An attachment download was refused: its URL is not http(s) or its host is not allowed.",
   AL_ERR_ATTACHMENT_TOO_LARGE: "An attachment is larger than the host's attachment size cap.",
   AL_ERR_ATTACHMENT_DOWNLOAD: "An attachment download failed (network error, timeout or non-2xx status).",
+  AL_ERR_NOT_SUPPORTED: "The agent folder uses an option or file this runtime version declares but does not run yet.",
+  AL_ERR_TOOL_CAPABILITY: "A tool's capability metadata or defaultEnabled is malformed or contradicts itself.",
+  AL_ERR_DEFAULT_TOOL_UNKNOWN: "agent.ts or a resolver's defaultTools names a tool the run does not have or cannot use.",
+  AL_ERR_TOOL_PROVIDED: "A tool added from outside the agent folder (a plugin's tools hook) is malformed or its name is taken.",
 } as const;
 
 export type ErrorCode = keyof typeof errorCatalogue;
