@@ -124,3 +124,32 @@ export default defineAgent({ model: "test/model", instructions: "You are a test 
     expect(offered(log)).toEqual(["ask_question", ...FILE_TOOLS]);
   });
 });
+
+describe("file tools without a sandbox adapter", () => {
+  it("read, write, edit, list, grep and delete /memory, and read /history, with /workspace refused as a recoverable error", async () => {
+    const calls = [
+      { name: "write", input: { path: "/memory/notes/today.md", content: "buy milk\nbuy bread" } },
+      { name: "edit", input: { path: "/memory/notes/today.md", oldText: "bread", newText: "eggs" } },
+      { name: "read", input: { path: "/memory/notes/today.md" } },
+      { name: "list", input: { path: "/memory" } },
+      { name: "grep", input: { pattern: "eggs", path: "/memory" } },
+      { name: "list", input: { path: "/history" } },
+      { name: "write", input: { path: "/workspace/out.txt", content: "x" } },
+      { name: "delete", input: { path: "/memory/notes/today.md" } },
+      { name: "read", input: { path: "/memory/notes/today.md" } },
+    ];
+    const { runtime, log } = await startAgent(agentFolder({ "agent.ts": MINIMAL_AGENT }), [{ toolCalls: calls }, { text: "done" }]);
+    const result = await runtime.run({ message: "go", conversationId: "conv-1" });
+    expect(result.status).toBe("completed");
+    const outputs = log.outcomes.map((entry) => entry.outcome);
+    expect(outputs[0]).toMatchObject({ isError: false, output: { path: "/memory/notes/today.md" } });
+    expect(outputs[1]).toMatchObject({ isError: false, output: { replaced: 1 } });
+    expect(outputs[2]).toMatchObject({ output: { content: "buy milk\nbuy eggs" } });
+    expect(outputs[3]).toMatchObject({ output: { entries: [{ path: "/memory/notes/today.md", type: "file" }] } });
+    expect(outputs[4]).toMatchObject({ output: { matches: ["/memory/notes/today.md:2:buy eggs"] } });
+    expect(outputs[5]).toMatchObject({ isError: false, output: { entries: expect.any(Array) } });
+    expect(outputs[6]).toMatchObject({ isError: true, output: { code: "AL_ERR_SANDBOX_UNAVAILABLE" } });
+    expect(outputs[7]).toMatchObject({ isError: false, output: { deleted: true } });
+    expect(outputs[8]).toMatchObject({ isError: true, output: { code: "AL_ERR_PATH_NOT_FOUND" } });
+  });
+});
