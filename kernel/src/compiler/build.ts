@@ -26,6 +26,7 @@ import { digestJson } from "../canonical-json.js";
 import { capabilityProblem } from "../run/tool-visibility.js";
 import { compileSchema } from "../schema.js";
 import { createModuleLoader } from "./load-module.js";
+import { refuseUnsupportedOptions, sandboxUse } from "./unsupported-options.js";
 import {
   MANIFEST_VERSION,
   type AgentManifest,
@@ -88,6 +89,14 @@ export async function buildAgent(agentDirInput: string, options: BuildOptions = 
     });
   }
   await options.validateModel?.(agent.model);
+  const sandboxFile = findSource(agentDir, "sandbox");
+  refuseUnsupportedOptions({
+    agentDir,
+    agentFile,
+    agent,
+    sandbox: sandboxUse(sandboxFile, sandboxFile ? (await load(join(agentDir, sandboxFile))).default : undefined),
+    rootFile: (stem) => findSource(agentDir, stem),
+  });
 
   const tools = await compileTools(agentDir, load);
   const hooks = await compileHooks(agentDir, load);
