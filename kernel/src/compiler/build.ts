@@ -17,6 +17,7 @@ import {
   isHookDefinition,
   isRunResolverDefinition,
   isToolDefinition,
+  resolveDefaultContextOptions,
   type AgentDefinition,
   type ContextPolicy,
   type JsonValue,
@@ -125,13 +126,13 @@ export async function buildAgent(agentDirInput: string, options: BuildOptions = 
       instructions: agent.instructions ?? "",
       defaultTools: agent.defaultTools ?? null,
       coreToolPolicy: agent.coreToolPolicy ?? {},
-      context: describeContext(agentContext),
+      context: describeContext(agentContext, agentContext === undefined ? null : (contextSource?.exports.includes(agentContext) ? contextSource.source : await hashSource(agentDir, agentFile))),
       source: await hashSource(agentDir, agentFile),
     },
     tools,
     hooks,
     resolver,
-    context: contextSource,
+    context: contextSource?.source ?? null,
     gateway,
     channels,
     sandbox,
@@ -311,7 +312,7 @@ async function compileResolver(agentDir: string, load: Loader): Promise<SourceRe
   return hashSource(agentDir, file);
 }
 
-async function compileContextFile(agentDir: string, load: Loader): Promise<SourceRef | null> {
+async function compileContextFile(agentDir: string, load: Loader): Promise<{ source: SourceRef; exports: unknown[] } | null> {
   const file = findSource(agentDir, "context");
   if (!file) return null;
   const exports = Object.values(await load(join(agentDir, file)));
@@ -320,7 +321,7 @@ async function compileContextFile(agentDir: string, load: Loader): Promise<Sourc
       fix: "Export a defineContext({...}) (or defaultContext({...})) and use it as context: in agent.ts.",
     });
   }
-  return hashSource(agentDir, file);
+  return { source: await hashSource(agentDir, file), exports };
 }
 
 async function compileChannels(agentDir: string, load: Loader): Promise<ChannelManifestEntry[]> {
@@ -403,15 +404,21 @@ async function compileGateway(agentDir: string, load: Loader): Promise<GatewayMa
   return { source: await hashSource(agentDir, file), slots };
 }
 
-function describeContext(policy: ContextPolicy | undefined): ContextManifest {
-  if (policy === undefined) return { kind: "default", options: {} };
-  if (policy.kind === "default") return { kind: "default", options: policy.options };
+/**
+ * The context policy as the manifest records it: each level with the file that
+ * defines it (null for the implicit default) and, for the default policy, every
+ * part's effective bounds.
+ */
+function describeContext(policy: ContextPolicy | undefined, source: SourceRef | null): ContextManifest {
+  if (policy === undefined) return { kind: "default", options: {}, resolved: resolveDefaultContextOptions({}), source: null };
+  if (policy.kind === "default") return { kind: "default", options: policy.options, resolved: resolveDefaultContextOptions(policy.options), source };
   return {
     kind: "custom",
     name: policy.name,
     options: (policy.options ?? {}) as Record<string, JsonValue>,
-    extends: describeContext(policy.extends),
+    extends: describeContext(policy.extends, source),
     hasBuild: typeof policy.build === "function",
+    source,
   };
 }
 

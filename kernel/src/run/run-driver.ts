@@ -236,10 +236,24 @@ export class RunDriver {
       lease,
     };
     try {
-      const info = { runId: run.id, agentId: manifest.agent.id, metadata: run.input.metadata, ...(run.conversationId ? { conversationId: run.conversationId } : {}) };
+      const info = {
+        runId: run.id,
+        agentId: manifest.agent.id,
+        metadata: run.input.metadata,
+        ...(run.conversationId ? { conversationId: run.conversationId } : {}),
+        ...(run.input.channel ? { channel: run.input.channel } : {}),
+      };
+      const deferred = scope.visible.has("tool_search") ? table.searchable().filter((entry) => !scope.visible.has(entry.name)) : [];
       const built = await buildModelContext(
         sourceBundle.agent.context,
-        { instructions: started.instructions, message: run.input.message, tools: offered.map(toModelToolSpec), conversations: state.conversations },
+        {
+          instructions: started.instructions,
+          message: run.input.message,
+          tools: offered.map(toModelToolSpec),
+          deferred: deferred.map((entry) => ({ name: entry.name, namespace: entry.namespace })),
+          conversations: state.conversations,
+          filesystem: services.filesystem,
+        },
         info,
       );
       const context = await hooks.context.promise(built, info);
