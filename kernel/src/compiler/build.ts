@@ -126,7 +126,7 @@ export async function buildAgent(agentDirInput: string, options: BuildOptions = 
       instructions: agent.instructions ?? "",
       defaultTools: agent.defaultTools ?? null,
       coreToolPolicy: agent.coreToolPolicy ?? {},
-      context: describeContext(agentContext, agentContext === undefined ? null : (contextSource?.exports.includes(agentContext) ? contextSource.source : await hashSource(agentDir, agentFile))),
+      context: describeContext(agentContext, agentContext === undefined ? null : (contextSource?.exports.some((exported) => sameContextPolicy(exported, agentContext)) ? contextSource.source : await hashSource(agentDir, agentFile))),
       source: await hashSource(agentDir, agentFile),
     },
     tools,
@@ -402,6 +402,13 @@ async function compileGateway(agentDir: string, load: Loader): Promise<GatewayMa
     slots[slot] = { plugin: descriptor.plugin };
   }
   return { source: await hashSource(agentDir, file), slots };
+}
+
+/** Whether context.ts exports this policy (agent.ts may see its own module instance of context.ts). */
+function sameContextPolicy(exported: unknown, policy: ContextPolicy): boolean {
+  if (exported === policy) return true;
+  if (!isContextPolicy(exported) || exported.kind !== policy.kind) return false;
+  return exported.kind === "custom" ? exported.name === (policy as { name: string }).name : digestJson(exported.options as JsonValue) === digestJson(policy.options as JsonValue);
 }
 
 /**
