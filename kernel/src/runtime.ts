@@ -31,7 +31,7 @@ import { RunJournal } from "./run/journal.js";
 import { RunDriver } from "./run/run-driver.js";
 import { RevisionDrivers } from "./run/revision-drivers.js";
 import { describeRun, type RunResult } from "./run/run-result.js";
-import { buildToolTable, mergeToolPolicy } from "./run/tool-table.js";
+import { ToolTable, buildToolTable, defaultToolsProblem, mergeToolPolicy } from "./run/tool-table.js";
 import { resolveState, type ResolvedState } from "./state/resolve-state.js";
 import { createMemoryApi } from "./state/memory-api.js";
 import { createRuntimeFilesystem } from "./filesystem/runtime-filesystem.js";
@@ -119,6 +119,7 @@ export class OpenEveRuntime {
 
     this.driver = this.createDriver(options, env);
     this.journal = this.driver.journal;
+    this.toolTable = this.driver.table;
     this.revisions = new RevisionDrivers(this.driver, this.manifest.agentRevision, this.state.runs, options.artifactRoot, (bundle) =>
       this.createDriver(bundle, env),
     );
@@ -134,6 +135,17 @@ export class OpenEveRuntime {
       sandboxAvailable: this.options.sandbox !== undefined,
     };
     const table = this.hooks.tools.call(buildToolTable(toolTableInput), toolTableInput);
+    if (!(table instanceof ToolTable)) {
+      throw new AssemblyLineError("AL_ERR_HOOK_TAP", "a hooks.tools tap returned something other than the tool table it was given", {
+        fix: "Add tools with table.provide(name, definition, { provider }) and return the same table.",
+      });
+    }
+    const listedProblem = manifest.agent.defaultTools ? defaultToolsProblem(table, manifest.agent.defaultTools) : null;
+    if (listedProblem) {
+      throw new AssemblyLineError("AL_ERR_DEFAULT_TOOL_UNKNOWN", `agent.ts defaultTools: ${listedProblem}`, {
+        fix: "List only tools this agent has (built-ins, tools/, plugin-provided) and this host can run; bash needs a sandbox adapter.",
+      });
+    }
     const journal = new RunJournal(
       this.state.runs,
       this.hooks,
@@ -159,6 +171,8 @@ export class OpenEveRuntime {
 
   private readonly journal: RunJournal;
   private readonly revisions: RevisionDrivers;
+  /** The agent's tools after plugins' `tools` taps: what runs may offer and discover. */
+  readonly toolTable: ToolTable;
 
   /** Start a brand-new run and drive it until it completes, fails or pauses. */
   async run(input: RunAgentOptions): Promise<RunResult> {

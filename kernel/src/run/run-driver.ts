@@ -22,7 +22,8 @@ import { describeRun, type RunResult } from "./run-result.js";
 import type { RunScope, RunServices } from "./run-scope.js";
 import { runStep } from "./step.js";
 import { callTool } from "./tool-pipeline.js";
-import { toModelToolSpec, visibleTools, type ToolTable } from "./tool-table.js";
+import { activatedToolNames } from "./tool-activation.js";
+import { defaultToolsProblem, toModelToolSpec, visibleTools, type ToolTable, type ToolTableEntry } from "./tool-table.js";
 
 export interface RunDriverParts {
   manifest: AgentManifest;
@@ -194,6 +195,13 @@ export class RunDriver {
         cause: error,
       });
     }
+    const unusable = declaration?.defaultTools ? defaultToolsProblem(this.parts.table, declaration.defaultTools) : null;
+    if (unusable) {
+      // A resolver's tool list is load-bearing: honour it fully or fail, never drop a name silently.
+      throw new AssemblyLineError("AL_ERR_DEFAULT_TOOL_UNKNOWN", `resolvers.ts defaultTools for run ${run.id}: ${unusable}`, {
+        fix: "Return only tools this agent has and this host can run (see `assembly-line build` output and the sandbox configuration).",
+      });
+    }
     const started: StartedData = {
       modelSpec: forcedModel ?? declaration?.model ?? run.modelSpec,
       instructions: [manifest.agent.instructions, declaration?.instructions].filter((part) => part && part.trim()).join("\n\n"),
@@ -219,7 +227,11 @@ export class RunDriver {
 
   private async turn(run: RunRecord, started: StartedData, signal: AbortSignal | undefined, lease: LeaseWatch, fresh: boolean): Promise<void> {
     const { state, journal, table, manifest, sourceBundle, hooks, logger } = this.parts;
-    const offered = visibleTools(table, started.defaultTools);
+    const activated = activatedToolNames(await state.runs.listEvents(run.id))
+      .map((name) => table.get(name))
+      .filter((entry): entry is ToolTableEntry => entry !== undefined && entry.mode !== "disabled" && entry.available);
+    const offered = [...visibleTools(table, started.defaultTools)];
+    for (const entry of activated) if (!offered.includes(entry)) offered.push(entry);
     const controller = new AbortController();
     signal?.addEventListener("abort", () => controller.abort(signal.reason), { once: true });
     const services = this.parts.services(run);
@@ -230,22 +242,44 @@ export class RunDriver {
       journal,
       table,
       visible: new Set(offered.map((entry) => entry.name)),
+      offered: [],
       signal: controller.signal,
       services,
-      channel: run.input.channel ? { name: run.input.channel.name, ...(run.conversationId ? { conversationId: run.conversationId } : {}) } : undefined,
+      channel: run.input.channel
+        ? {
+            name: run.input.channel.name,
+            ...(run.conversationId ? { conversationId: run.conversationId } : {}),
+            ...(run.input.channel.metadata ? { metadata: run.input.channel.metadata } : {}),
+          }
+        : undefined,
       logger,
       failure: null,
       lease,
       budget: await RunBudget.load(run, this.parts.budgets, state, { fresh }),
     };
     try {
-      const info = { runId: run.id, agentId: manifest.agent.id, metadata: run.input.metadata, ...(run.conversationId ? { conversationId: run.conversationId } : {}) };
+      const info = {
+        runId: run.id,
+        agentId: manifest.agent.id,
+        metadata: run.input.metadata,
+        ...(run.conversationId ? { conversationId: run.conversationId } : {}),
+        ...(run.input.channel ? { channel: run.input.channel } : {}),
+      };
+      const deferred = scope.visible.has("tool_search") ? table.searchable().filter((entry) => !scope.visible.has(entry.name)) : [];
       const built = await buildModelContext(
         sourceBundle.agent.context,
-        { instructions: started.instructions, message: run.input.message, tools: offered.map(toModelToolSpec), conversations: state.conversations },
+        {
+          instructions: started.instructions,
+          message: run.input.message,
+          tools: offered.map(toModelToolSpec),
+          deferred: deferred.map((entry) => ({ name: entry.name, namespace: entry.namespace })),
+          conversations: state.conversations,
+          filesystem: services.filesystem,
+        },
         info,
       );
       const context = await hooks.context.promise(built, info);
+      scope.offered = context.tools;
       const checkpoint = await state.runs.getCheckpoint(run.id);
       const harness = await this.parts.selectHarness(started.modelSpec, run.id);
       const harnessCtx: HarnessContext = {
