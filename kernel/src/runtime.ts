@@ -1,6 +1,4 @@
-import { existsSync } from "node:fs";
 import { hostname } from "node:os";
-import { join } from "node:path";
 import { randomUUID } from "node:crypto";
 import {
   AssemblyLineError,
@@ -32,6 +30,10 @@ import { resolveState, type ResolvedState } from "./state/resolve-state.js";
 import { createMemoryApi } from "./state/memory-api.js";
 import { createRuntimeFilesystem } from "./filesystem/runtime-filesystem.js";
 import type { RunServices } from "./run/run-scope.js";
+import { buildAgentProfiles, profileOfRun, type AgentProfile } from "./agents/agent-profile.js";
+import { SkillLibrary } from "./skills/skill-library.js";
+import { DEFAULT_SUBAGENT_LIMITS, type SubagentLimits } from "./subagents/limits.js";
+import { spawnSubagent } from "./subagents/spawner.js";
 
 export interface RuntimeOptions {
   manifest: AgentManifest;
@@ -66,6 +68,8 @@ export interface RuntimeOptions {
   env?: Record<string, string | undefined>;
   /** Streamed text as engines produce it (not durable). */
   onTextDelta?(runId: string, delta: string): void;
+  /** Subagent spawning limits (env ASSEMBLY_LINE_SUBAGENT_MAX_DEPTH, ASSEMBLY_LINE_SUBAGENT_MAX_SPAWNS; defaults 3 and 16). */
+  subagents?: Partial<SubagentLimits>;
 }
 
 export interface RunAgentOptions {
@@ -118,6 +122,11 @@ export class OpenEveRuntime {
       sandboxAvailable: options.sandbox !== undefined,
     };
     const table = this.hooks.tools.call(buildToolTable(toolTableInput), toolTableInput);
+    this.profiles = buildAgentProfiles(table, toolTableInput);
+    this.subagentLimits = {
+      maxDepth: options.subagents?.maxDepth ?? positiveInt(env.ASSEMBLY_LINE_SUBAGENT_MAX_DEPTH, "ASSEMBLY_LINE_SUBAGENT_MAX_DEPTH") ?? DEFAULT_SUBAGENT_LIMITS.maxDepth,
+      maxSpawnsPerRun: options.subagents?.maxSpawnsPerRun ?? positiveInt(env.ASSEMBLY_LINE_SUBAGENT_MAX_SPAWNS, "ASSEMBLY_LINE_SUBAGENT_MAX_SPAWNS") ?? DEFAULT_SUBAGENT_LIMITS.maxSpawnsPerRun,
+    };
     const journal = new RunJournal(
       this.state.runs,
       this.hooks,
@@ -131,7 +140,8 @@ export class OpenEveRuntime {
       hooks: this.hooks,
       state: this.state,
       journal,
-      table,
+      profiles: this.profiles,
+      skillLibrary: (profile) => this.skillLibrary(profile),
       logger: this.logger,
       ownerId: this.ownerId,
       leaseTtlMs: options.leaseTtlMs ?? 30_000,
@@ -142,6 +152,26 @@ export class OpenEveRuntime {
   }
 
   private readonly journal: RunJournal;
+  /** The root agent and its subagents, each with its tool table. */
+  readonly profiles: AgentProfile;
+  private readonly subagentLimits: SubagentLimits;
+  private readonly libraries = new Map<string, SkillLibrary>();
+
+  /** The skills of the root agent (`path` "") or of a subagent (`researcher`, `researcher/fact_checker`). */
+  skills(path = ""): SkillLibrary {
+    let profile: AgentProfile | undefined = this.profiles;
+    for (const name of path ? path.split("/") : []) profile = profile?.subagents.get(name);
+    if (!profile) {
+      throw new AssemblyLineError("AL_ERR_SUBAGENT_NOT_FOUND", `this agent has no subagent "${path}"`, { fix: "Name a folder path under subagents/, e.g. researcher." });
+    }
+    return this.skillLibrary(profile);
+  }
+
+  private skillLibrary(profile: AgentProfile): SkillLibrary {
+    let library = this.libraries.get(profile.path);
+    if (!library) this.libraries.set(profile.path, (library = new SkillLibrary(profile, this.state.skills, this.manifest.agentRevision)));
+    return library;
+  }
 
   /** Start a brand-new run and drive it until it completes, fails or pauses. */
   async run(input: RunAgentOptions): Promise<RunResult> {
@@ -205,6 +235,11 @@ export class OpenEveRuntime {
 
   /** Answer the run's pending question; the answer becomes that tool call's result. */
   async answer(runId: string, answer: string, options: { actor?: string } = {}): Promise<RunResult> {
+    const child = await this.waitingChild(runId, "waiting_input");
+    if (child) {
+      await this.answer(child, answer, options);
+      return this.getRun(runId);
+    }
     return this.track(async () => {
       this.requireSameRevision(await this.requireRun(runId));
       // Recorded under the run's lease, so an answer can never interleave with the turn that asked.
@@ -290,6 +325,12 @@ export class OpenEveRuntime {
   }
 
   private async decide(runId: string, decision: "approved" | "denied", options: { callId?: string; actor?: string; reason?: string }): Promise<RunResult> {
+    const child = await this.waitingChild(runId, "waiting_approval");
+    if (child) {
+      // The parent waits on its subagent's decision: decide it there; the child's end resumes the parent.
+      await this.decide(child, decision, options);
+      return this.getRun(runId);
+    }
     return this.track(async () => {
       this.requireSameRevision(await this.requireRun(runId));
       // Recorded under the run's lease: a decision can never interleave with the turn that paused,
@@ -330,6 +371,23 @@ export class OpenEveRuntime {
         },
       });
     });
+  }
+
+  /**
+   * The subagent run a paused parent waits on, when the parent itself has no
+   * call waiting for `status`'s decision (its pause came from the child).
+   */
+  private async waitingChild(runId: string, status: "waiting_approval" | "waiting_input"): Promise<string | undefined> {
+    const run = await this.requireRun(runId);
+    if (run.status !== status) return undefined;
+    const own = (await this.state.runs.listToolCalls(runId)).some((call) => call.status === status);
+    if (own) return undefined;
+    const events = await this.state.runs.listEvents(runId);
+    for (const event of events.filter((candidate) => candidate.type === "subagent.waiting").reverse()) {
+      const child = await this.state.runs.getRun(String(event.data.childRunId));
+      if (child?.status === status) return child.id;
+    }
+    return undefined;
   }
 
   /** A paused run resumes only on the build that paused it; refuse before writing anything. */
@@ -408,6 +466,9 @@ export class OpenEveRuntime {
 
   private servicesFor(run: RunRecord): RunServices {
     const sandboxAdapter = this.options.sandbox;
+    // A subagent with workspace "shared" works in the sandbox of the run it names; it never releases it.
+    const sandboxKey = run.input.parent?.sandboxRunId ?? run.id;
+    const ownsSandbox = sandboxKey === run.id;
     let sandbox: Promise<Sandbox> | undefined;
     // Acquired on first use: a run that never touches /workspace or bash creates no sandbox.
     const getSandbox = () => {
@@ -418,24 +479,30 @@ export class OpenEveRuntime {
           }),
         );
       }
-      sandbox ??= sandboxAdapter.acquire(run.id).catch((error) => {
+      sandbox ??= sandboxAdapter.acquire(sandboxKey).catch((error) => {
         sandbox = undefined;
         throw error;
       });
       return sandbox;
     };
+    const profile = profileOfRun(this.profiles, run);
     return {
       getSandbox,
       releaseSandbox: async () => {
-        if (!sandbox || !sandboxAdapter) return;
+        if (!sandbox || !sandboxAdapter || !ownsSandbox) return;
         sandbox = undefined;
         await sandboxAdapter.release(run.id).catch((error) => this.logger.warn({ runId: run.id, err: String(error) }, "sandbox release failed"));
       },
       memory: createMemoryApi(this.state.memory),
       ...(this.options.blob ? { blob: this.options.blob } : {}),
-      spawnSubagent: async () => {
-        throw new AssemblyLineError("AL_ERR_HARNESS", "this agent has no compiled subagents", { fix: "Subagents are not available in this runtime version." });
-      },
+      spawnSubagent: (request, callId) =>
+        spawnSubagent(
+          { runs: this.state.runs, journal: this.journal, limits: this.subagentLimits, drive: (childRunId) => this.driver.drive(childRunId) },
+          run,
+          profile,
+          callId,
+          request,
+        ),
       filesystem: createRuntimeFilesystem({
         memory: this.state.memory,
         conversations: this.state.conversations,
@@ -443,15 +510,9 @@ export class OpenEveRuntime {
         files: this.state.files,
         blob: this.options.blob,
         getSandbox,
-        skillsDir: this.skillsDir,
+        skills: this.skillLibrary(profile),
       }),
     };
-  }
-
-  private get skillsDir(): string | undefined {
-    if (!this.options.artifactRoot) return undefined;
-    const dir = join(this.options.artifactRoot, this.manifest.sourceRoot, "skills");
-    return existsSync(dir) ? dir : undefined;
   }
 }
 

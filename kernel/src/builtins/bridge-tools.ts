@@ -14,13 +14,7 @@ function runtimeHandled(name: string, description: string, properties: Record<st
   });
 }
 
-export const loadSkillTool = runtimeHandled("load_skill", "Load a skill's full instructions by name.", { name: { type: "string" } }, ["name"]);
 export const toolSearchTool = runtimeHandled("tool_search", "Search the deferred tool catalog.", { query: { type: "string" } }, ["query"]);
 export const toolDescribeTool = runtimeHandled("tool_describe", "Describe a deferred tool's input schema.", { name: { type: "string" } }, ["name"]);
 export const toolCallTool = runtimeHandled("tool_call", "Call a deferred tool by name.", { name: { type: "string" }, input: { type: "object" } }, ["name", "input"]);
-export const spawnSubagentTool = runtimeHandled(
-  "spawn_subagent",
-  "Run a compiled subagent on a task and return its output.",
-  { name: { type: "string" }, task: { type: "string" }, expectedOutput: { type: "string" } },
-  ["name", "task"],
-);
+

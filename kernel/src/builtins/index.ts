@@ -1,6 +1,8 @@
 import type { BuiltInToolName, ToolDefinition } from "@assemblyline-agents/core";
 import { askQuestionTool } from "./ask-question.js";
-import { loadSkillTool, spawnSubagentTool, toolCallTool, toolDescribeTool, toolSearchTool } from "./bridge-tools.js";
+import { toolCallTool, toolDescribeTool, toolSearchTool } from "./bridge-tools.js";
+import { loadSkillTool } from "./load-skill.js";
+import { spawnSubagentTool } from "./spawn-subagent.js";
 import { bashTool, deleteTool, editTool, grepTool, listTool, readTool, writeTool } from "./filesystem-tools.js";
 
 /**
@@ -23,8 +25,10 @@ export const builtInToolDefaults: Readonly<Record<BuiltInToolName, ToolDefinitio
   tool_call: toolCallTool,
 });
 
-/** Which built-ins need what before the model may be offered them. */
-export const BUILT_IN_REQUIREMENTS: Readonly<Record<BuiltInToolName, "always" | "sandbox" | "unavailable">> = Object.freeze({
+export type BuiltInRequirement = "always" | "sandbox" | "skills" | "subagents" | "unavailable";
+
+/** Which built-ins need what before the model may be offered them: a sandbox, skills to load, subagents to spawn. */
+export const BUILT_IN_REQUIREMENTS: Readonly<Record<BuiltInToolName, BuiltInRequirement>> = Object.freeze({
   read: "sandbox",
   write: "sandbox",
   edit: "sandbox",
@@ -33,8 +37,8 @@ export const BUILT_IN_REQUIREMENTS: Readonly<Record<BuiltInToolName, "always" | 
   grep: "sandbox",
   bash: "sandbox",
   ask_question: "always",
-  spawn_subagent: "unavailable",
-  load_skill: "unavailable",
+  spawn_subagent: "subagents",
+  load_skill: "skills",
   tool_search: "unavailable",
   tool_describe: "unavailable",
   tool_call: "unavailable",

@@ -25,6 +25,12 @@ export interface ContextSources {
   message: string;
   tools: ModelToolSpec[];
   conversations: ConversationStore;
+  /** The compact skill catalog: what load_skill can load. */
+  skills?: Array<{ name: string; description: string }>;
+  /** Skills loaded earlier in this run: their procedures stay in the context on resumes. */
+  activeSkills?: Array<{ name: string; body: string }>;
+  /** Subagents this agent can delegate to with spawn_subagent. */
+  subagents?: Array<{ name: string; description: string }>;
 }
 
 /** Build the model input for one run under `policy`. */
@@ -45,7 +51,14 @@ async function buildDefault(options: DefaultContextOptions, sources: ContextSour
     ? `## Tools\n${sources.tools.map((tool) => `- ${tool.name}: ${firstLine(tool.description)}`).join("\n")}`
     : "";
   const metadata = Object.keys(info.metadata).length ? `## Run metadata\n${JSON.stringify(info.metadata)}` : "";
-  const instructions = [sources.instructions.trim(), FILESYSTEM_CONTRACT, toolSummary, metadata, TRUST_BOUNDARY].filter(Boolean).join("\n\n");
+  const skills = sources.skills?.length
+    ? `## Skills\nLoad a skill with load_skill before following it.\n${sources.skills.map((skill) => `- ${skill.name}: ${firstLine(skill.description)}`).join("\n")}`
+    : "";
+  const active = (sources.activeSkills ?? []).map((skill) => `## Active skill: ${skill.name}\n${skill.body.trim()}`).join("\n\n");
+  const subagents = sources.subagents?.length
+    ? `## Subagents\nDelegate with spawn_subagent({ name, task }).\n${sources.subagents.map((agent) => `- ${agent.name}: ${firstLine(agent.description)}`).join("\n")}`
+    : "";
+  const instructions = [sources.instructions.trim(), FILESYSTEM_CONTRACT, toolSummary, skills, active, subagents, metadata, TRUST_BOUNDARY].filter(Boolean).join("\n\n");
   return {
     instructions,
     messages: [...history.map((message) => ({ role: message.role, content: message.content })), { role: "user", content: sources.message }],

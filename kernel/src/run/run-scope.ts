@@ -11,13 +11,15 @@ import type {
 import type { RuntimeFilesystem } from "../filesystem/runtime-filesystem.js";
 import type { RunJournal } from "./journal.js";
 import type { ToolTable } from "./tool-table.js";
+import type { SkillActivation } from "./run-access.js";
 
 /** Services a run's tools may reach, each present only when the host configured it. */
 export interface RunServices {
   getSandbox(): Promise<Sandbox>;
   memory?: MemoryApi;
   blob?: BlobStore;
-  spawnSubagent(request: SubagentRequest): Promise<JsonValue>;
+  /** ctx.spawnSubagent for the tool call `callId`. */
+  spawnSubagent(request: SubagentRequest, callId: string): Promise<JsonValue>;
   /** The runtime filesystem the built-in file tools use. */
   filesystem: RuntimeFilesystem;
   /** Release the run's sandbox if it acquired one (best effort): called at completion and failure. */
@@ -31,8 +33,10 @@ export interface RunScope {
   runs: RunStore;
   journal: RunJournal;
   table: ToolTable;
-  /** Names the model was offered for this run. */
-  visible: ReadonlySet<string>;
+  /** Names the model was offered for this run; loading a skill adds the tools it activates. */
+  visible: Set<string>;
+  /** What load_skill reaches: activates a skill for the rest of the run. */
+  skills: SkillActivation;
   signal: AbortSignal;
   services: RunServices;
   channel: ChannelView | undefined;

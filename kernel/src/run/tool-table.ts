@@ -80,6 +80,8 @@ export function buildToolTable(input: ToolTableInput): ToolTable {
     if (removed.has(name) || authored.has(name)) continue;
     const requirement = BUILT_IN_REQUIREMENTS[name as BuiltInToolName];
     if (requirement === "unavailable" || (requirement === "sandbox" && !sandboxAvailable)) continue;
+    if (requirement === "skills" && (manifest.skills ?? []).length === 0 && !manifest.agent.selfImprovement?.writable) continue;
+    if (requirement === "subagents" && (manifest.subagents ?? []).length === 0) continue;
     add(name, builtInToolDefaults[name as BuiltInToolName], "built-in");
   }
   for (const [name, entry] of authored) {
