@@ -17,6 +17,8 @@ export interface AgentProfile {
   name: string;
   description: string | null;
   model: string;
+  /** Runs use the spawning run's model (a host-forced one included) rather than `model`. */
+  modelInherited: boolean;
   instructions: string;
   context: ContextPolicy | undefined;
   defaultTools: string[] | null;
@@ -38,6 +40,7 @@ export function buildAgentProfiles(rootTable: ToolTable, tableInput: ToolTableIn
     name: manifest.agent.name,
     description: manifest.agent.description,
     model: manifest.agent.model,
+    modelInherited: false,
     instructions: manifest.agent.instructions,
     context: sourceBundle.agent.context,
     defaultTools: manifest.agent.defaultTools,
@@ -67,6 +70,7 @@ function addChildren(parent: AgentProfile, entries: SubagentManifestEntry[], bun
       name: entry.name,
       description: entry.description,
       model: entry.model,
+      modelInherited: entry.modelInherited,
       instructions: entry.instructions,
       context: undefined,
       defaultTools: null,

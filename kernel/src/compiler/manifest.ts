@@ -78,6 +78,8 @@ export interface SubagentManifestEntry {
   description: string;
   /** Resolved: the subagent's own model, or its parent's. */
   model: string;
+  /** No model of its own: its runs use the model the parent's run uses (a host-forced one included). */
+  modelInherited: boolean;
   instructions: string;
   /** agent.ts, and instructions.md when the instructions come from it. */
   source: SourceRef;

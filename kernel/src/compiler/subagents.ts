@@ -121,6 +121,7 @@ async function compileSubagent(parts: SubagentCompilerParts, parent: ParentScope
     dir: prefix.replace(/\/$/, ""),
     description: definition.description!.trim(),
     model,
+    modelInherited: definition.model === undefined,
     instructions,
     source: await hashSource(parts.rootDir, `${prefix}${agentFile}`),
     instructionsSource,

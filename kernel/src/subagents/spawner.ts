@@ -105,7 +105,7 @@ async function startChild(parts: SpawnerParts, parent: RunRecord, child: AgentPr
     agentRevision: parent.agentRevision,
     // One conversation per subagent per parent conversation: a follow-up spawn sees the earlier exchanges.
     conversationId: `${parent.conversationId ?? parent.id}/subagents/${child.path}`,
-    modelSpec: child.model,
+    modelSpec: child.modelInherited ? parent.modelSpec : child.model,
     input: {
       message: composeTask(request),
       metadata: {},
