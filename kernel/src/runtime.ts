@@ -1,6 +1,4 @@
-import { existsSync } from "node:fs";
 import { hostname } from "node:os";
-import { join } from "node:path";
 import { randomUUID } from "node:crypto";
 import {
   AssemblyLineError,
@@ -36,6 +34,10 @@ import { resolveState, type ResolvedState } from "./state/resolve-state.js";
 import { createMemoryApi } from "./state/memory-api.js";
 import { createRuntimeFilesystem } from "./filesystem/runtime-filesystem.js";
 import type { RunServices } from "./run/run-scope.js";
+import { buildAgentProfiles, profileOfRun, type AgentProfile } from "./agents/agent-profile.js";
+import { SkillLibrary } from "./skills/skill-library.js";
+import { DEFAULT_SUBAGENT_LIMITS, type SubagentLimits } from "./subagents/limits.js";
+import { spawnSubagent } from "./subagents/spawner.js";
 
 export interface RuntimeOptions {
   manifest: AgentManifest;
@@ -72,6 +74,8 @@ export interface RuntimeOptions {
   env?: Record<string, string | undefined>;
   /** Streamed text as engines produce it (not durable). */
   onTextDelta?(runId: string, delta: string): void;
+  /** Subagent spawning limits (env ASSEMBLY_LINE_SUBAGENT_MAX_DEPTH, ASSEMBLY_LINE_SUBAGENT_MAX_SPAWNS; defaults 3 and 16). */
+  subagents?: Partial<SubagentLimits>;
 }
 
 export interface RunAgentOptions {
@@ -120,6 +124,11 @@ export class OpenEveRuntime {
     this.driver = this.createDriver(options, env);
     this.journal = this.driver.journal;
     this.toolTable = this.driver.table;
+    this.profiles = this.driver.profiles;
+    this.subagentLimits = {
+      maxDepth: options.subagents?.maxDepth ?? positiveInt(env.ASSEMBLY_LINE_SUBAGENT_MAX_DEPTH, "ASSEMBLY_LINE_SUBAGENT_MAX_DEPTH") ?? DEFAULT_SUBAGENT_LIMITS.maxDepth,
+      maxSpawnsPerRun: options.subagents?.maxSpawnsPerRun ?? positiveInt(env.ASSEMBLY_LINE_SUBAGENT_MAX_SPAWNS, "ASSEMBLY_LINE_SUBAGENT_MAX_SPAWNS") ?? DEFAULT_SUBAGENT_LIMITS.maxSpawnsPerRun,
+    };
     this.revisions = new RevisionDrivers(this.driver, this.manifest.agentRevision, this.state.runs, options.artifactRoot, (bundle) =>
       this.createDriver(bundle, env),
     );
@@ -146,6 +155,7 @@ export class OpenEveRuntime {
         fix: "List only tools this agent has (built-ins, tools/, plugin-provided) and this host can run; bash needs a sandbox adapter.",
       });
     }
+    const profiles = buildAgentProfiles(table, toolTableInput);
     const journal = new RunJournal(
       this.state.runs,
       this.hooks,
@@ -158,7 +168,8 @@ export class OpenEveRuntime {
       hooks: this.hooks,
       state: this.state,
       journal,
-      table,
+      profiles,
+      skillLibrary: (profile) => this.skillLibrary(profile, manifest.agentRevision),
       logger: this.logger,
       ownerId: this.ownerId,
       leaseTtlMs: this.options.leaseTtlMs ?? 30_000,
@@ -173,6 +184,27 @@ export class OpenEveRuntime {
   private readonly revisions: RevisionDrivers;
   /** The agent's tools after plugins' `tools` taps: what runs may offer and discover. */
   readonly toolTable: ToolTable;
+  /** The root agent and its subagents, each with its tool table. */
+  readonly profiles: AgentProfile;
+  private readonly subagentLimits: SubagentLimits;
+  private readonly libraries = new Map<string, SkillLibrary>();
+
+  /** The skills of the root agent (`path` "") or of a subagent (`researcher`, `researcher/fact_checker`). */
+  skills(path = ""): SkillLibrary {
+    let profile: AgentProfile | undefined = this.profiles;
+    for (const name of path ? path.split("/") : []) profile = profile?.subagents.get(name);
+    if (!profile) {
+      throw new AssemblyLineError("AL_ERR_SUBAGENT_NOT_FOUND", `this agent has no subagent "${path}"`, { fix: "Name a folder path under subagents/, e.g. researcher." });
+    }
+    return this.skillLibrary(profile);
+  }
+
+  private skillLibrary(profile: AgentProfile, agentRevision = this.manifest.agentRevision): SkillLibrary {
+    const key = `${agentRevision}:${profile.path}`;
+    let library = this.libraries.get(key);
+    if (!library) this.libraries.set(key, (library = new SkillLibrary(profile, this.state.skills, agentRevision)));
+    return library;
+  }
 
   /** Start a brand-new run and drive it until it completes, fails or pauses. */
   async run(input: RunAgentOptions): Promise<RunResult> {
@@ -237,6 +269,11 @@ export class OpenEveRuntime {
 
   /** Answer the run's pending question; the answer becomes that tool call's result. */
   async answer(runId: string, answer: string, options: { actor?: string } = {}): Promise<RunResult> {
+    const child = await this.waitingChild(runId, "waiting_input");
+    if (child) {
+      await this.answer(child, answer, options);
+      return this.getRun(runId);
+    }
     return this.track(async () => {
       const { driver, revision } = await this.revisions.driverFor(await this.requireRun(runId));
       // Recorded under the run's lease, so an answer can never interleave with the turn that asked.
@@ -344,6 +381,12 @@ export class OpenEveRuntime {
   }
 
   private async decide(runId: string, decision: "approved" | "denied", options: { callId?: string; actor?: string; reason?: string }): Promise<RunResult> {
+    const child = await this.waitingChild(runId, "waiting_approval");
+    if (child) {
+      // The parent waits on its subagent's decision: decide it there; the child's end resumes the parent.
+      await this.decide(child, decision, options);
+      return this.getRun(runId);
+    }
     return this.track(async () => {
       const { driver, revision } = await this.revisions.driverFor(await this.requireRun(runId));
       // Recorded under the run's lease: a decision can never interleave with the turn that paused,
@@ -390,6 +433,23 @@ export class OpenEveRuntime {
         },
       });
     });
+  }
+
+  /**
+   * The subagent run a paused parent waits on, when the parent itself has no
+   * call waiting for `status`'s decision (its pause came from the child).
+   */
+  private async waitingChild(runId: string, status: "waiting_approval" | "waiting_input"): Promise<string | undefined> {
+    const run = await this.requireRun(runId);
+    if (run.status !== status) return undefined;
+    const own = (await this.state.runs.listToolCalls(runId)).some((call) => call.status === status);
+    if (own) return undefined;
+    const events = await this.state.runs.listEvents(runId);
+    for (const event of events.filter((candidate) => candidate.type === "subagent.waiting").reverse()) {
+      const child = await this.state.runs.getRun(String(event.data.childRunId));
+      if (child?.status === status) return child.id;
+    }
+    return undefined;
   }
 
   private async requireRun(runId: string): Promise<RunRecord> {
@@ -466,6 +526,9 @@ export class OpenEveRuntime {
 
   private servicesFor(run: RunRecord): RunServices {
     const sandboxAdapter = this.options.sandbox;
+    // A subagent with workspace "shared" works in the sandbox of the run it names; it never releases it.
+    const sandboxKey = run.input.parent?.sandboxRunId ?? run.id;
+    const ownsSandbox = sandboxKey === run.id;
     let sandbox: Promise<Sandbox> | undefined;
     // Acquired on first use: a run that never touches /workspace or bash creates no sandbox.
     const getSandbox = () => {
@@ -476,24 +539,30 @@ export class OpenEveRuntime {
           }),
         );
       }
-      sandbox ??= sandboxAdapter.acquire(run.id).catch((error) => {
+      sandbox ??= sandboxAdapter.acquire(sandboxKey).catch((error) => {
         sandbox = undefined;
         throw error;
       });
       return sandbox;
     };
+    const profile = profileOfRun(this.profiles, run);
     return {
       getSandbox,
       releaseSandbox: async () => {
-        if (!sandbox || !sandboxAdapter) return;
+        if (!sandbox || !sandboxAdapter || !ownsSandbox) return;
         sandbox = undefined;
         await sandboxAdapter.release(run.id).catch((error) => this.logger.warn({ runId: run.id, err: String(error) }, "sandbox release failed"));
       },
       memory: createMemoryApi(this.state.memory),
       ...(this.options.blob ? { blob: this.options.blob } : {}),
-      spawnSubagent: async () => {
-        throw new AssemblyLineError("AL_ERR_HARNESS", "this agent has no compiled subagents", { fix: "Subagents are not available in this runtime version." });
-      },
+      spawnSubagent: (request, callId) =>
+        spawnSubagent(
+          { runs: this.state.runs, journal: this.journal, limits: this.subagentLimits, drive: (childRunId) => this.driver.drive(childRunId) },
+          run,
+          profile,
+          callId,
+          request,
+        ),
       filesystem: createRuntimeFilesystem({
         memory: this.state.memory,
         conversations: this.state.conversations,
@@ -501,15 +570,9 @@ export class OpenEveRuntime {
         files: this.state.files,
         blob: this.options.blob,
         getSandbox,
-        skillsDir: this.skillsDir,
+        skills: this.skillLibrary(profile),
       }),
     };
-  }
-
-  private get skillsDir(): string | undefined {
-    if (!this.options.artifactRoot) return undefined;
-    const dir = join(this.options.artifactRoot, this.manifest.sourceRoot, "skills");
-    return existsSync(dir) ? dir : undefined;
   }
 }
 

@@ -4,7 +4,7 @@ import { describe, expect, it } from "vitest";
 import { InMemoryStateAdapter } from "../dist/state/in-memory-state.js";
 
 describeStateConformance("InMemoryStateAdapter", () => ({ state: new InMemoryStateAdapter() }), {
-  facets: ["runs", "conversations", "schedules", "files", "usage", "sandboxSessions", "memory", "settings"],
+  facets: ["runs", "conversations", "schedules", "files", "usage", "sandboxSessions", "memory", "settings", "skills"],
 });
 
 // A StateStores bundle claiming two facets: the helper runs exactly those kits.

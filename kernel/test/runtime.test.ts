@@ -32,7 +32,7 @@ describe("OpenEveRuntime state option", () => {
     expect(logger.warnings).toHaveLength(1);
     expect(logger.warnings[0]).toMatchObject({
       event: "state.degraded",
-      missing: ["conversations", "schedules", "files", "usage", "sandboxSessions", "memory", "settings"],
+      missing: ["conversations", "schedules", "files", "usage", "sandboxSessions", "memory", "settings", "skills"],
     });
   });
 

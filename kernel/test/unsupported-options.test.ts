@@ -15,10 +15,8 @@ async function refusal(files: Record<string, string>): Promise<Error & { code: s
 
 describe("options declared by the SDK but not built are refused at build, by name", () => {
   const cases: Array<[string, Record<string, string>, RegExp]> = [
-    ["selfImprovement", { "agent.ts": agentWith("selfImprovement: { writable: true }") }, /selfImprovement \(agent\.ts selfImprovement:\)/],
     ["dynamicAutomations", { "agent.ts": agentWith("dynamicAutomations: { dynamic: true }") }, /dynamicAutomations \(agent\.ts dynamicAutomations:\)/],
     ["dynamicConnections", { "agent.ts": agentWith('dynamicConnections: { dynamic: true, allowedHosts: ["a.example.com"] }') }, /dynamicConnections \(agent\.ts dynamicConnections:\)/],
-    ["subagents", { "agent.ts": MINIMAL_AGENT, "subagents/researcher.ts": "export default {};" }, /subagents \(subagents\/\)/],
     ["automations", { "agent.ts": MINIMAL_AGENT, "automations/daily.ts": "export default {};" }, /automations \(automations\/\)/],
     ["connections", { "agent.ts": MINIMAL_AGENT, "connections/github.ts": "export default {};" }, /connections \(connections\/\)/],
     ["instrumentation.ts", { "agent.ts": MINIMAL_AGENT, "instrumentation.ts": "export default {};" }, /instrumentation\.ts \(instrumentation\.ts\)/],
@@ -37,8 +35,8 @@ describe("options declared by the SDK but not built are refused at build, by nam
   }
 
   it("names every unsupported option at once", async () => {
-    const error = await refusal({ "agent.ts": agentWith("selfImprovement: {}, dynamicConnections: {}"), "instrumentation.ts": "export default {};" });
-    expect(error.details?.options).toEqual(["selfImprovement", "dynamicConnections", "instrumentation.ts"]);
+    const error = await refusal({ "agent.ts": agentWith("dynamicAutomations: {}, dynamicConnections: {}"), "instrumentation.ts": "export default {};" });
+    expect(error.details?.options).toEqual(["dynamicAutomations", "dynamicConnections", "instrumentation.ts"]);
   });
 
   it("builds the spec's local sandbox example", async () => {

@@ -1,5 +1,6 @@
 import { brand, hasBrand, type Branded } from "./brand.js";
 import type { RunBudgets } from "./budget.js";
+import type { JsonSchema } from "./json.js";
 import type { ContextPolicy } from "./model-context.js";
 import type { CoreToolPolicy } from "./tool.js";
 
@@ -19,16 +20,17 @@ export interface DynamicConnectionsPolicy {
   allowedHosts?: string[];
 }
 
-/** What `agent.ts` default-exports through `defineAgent`. */
-export interface AgentOptions {
+/** Fields every agent.ts may give; see RootAgentOptions and SubagentOptions. */
+export interface AgentOptionsBase {
   /** Stable agent id; defaults to the folder name. */
   id?: string;
   /** Display name; defaults to the id. */
   name?: string;
+  /** What the agent does. Required for a subagent: its parent reads it to decide when to delegate. */
   description?: string;
-  /** Model spec, `provider/model` (e.g. `openai/gpt-5.4-mini`). */
-  model: string;
-  /** Trusted instructions every model prompt starts with. */
+  /** Model spec, `provider/model` (e.g. `openai/gpt-5.4-mini`); a subagent inherits its parent's when omitted. */
+  model?: string;
+  /** Trusted instructions every model prompt starts with (or instructions.md beside agent.ts). */
   instructions?: string;
   /** Tools visible up front (built-in names included); others stay behind discovery. */
   defaultTools?: string[];
@@ -41,6 +43,14 @@ export interface AgentOptions {
   selfImprovement?: SelfImprovementPolicy;
   dynamicAutomations?: DynamicAutomationsPolicy;
   dynamicConnections?: DynamicConnectionsPolicy;
+  /** Subagents only: parent tools this subagent may also use (it never inherits authored tools otherwise). */
+  tools?: string[];
+  /** Subagents only: parent connections this subagent may use. */
+  connections?: string[];
+  /** Subagents only: share the parent run's workspace (default) or get its own. */
+  workspace?: "shared" | "isolated";
+  /** Subagents only: JSON Schema the subagent's final output must match. */
+  outputSchema?: JsonSchema;
   /**
    * Not allowed: the engine is chosen by the host (`agentHarness`, `modelHarnesses`),
    * never by the agent folder. The build rejects it.
@@ -48,11 +58,24 @@ export interface AgentOptions {
   harness?: never;
 }
 
+/** A root agent: the model is required. */
+export interface RootAgentOptions extends AgentOptionsBase {
+  model: string;
+}
+
+/** A subagent (`subagents/<name>/agent.ts`): the description is required, the model optional. */
+export interface SubagentOptions extends AgentOptionsBase {
+  description: string;
+}
+
+/** What `agent.ts` default-exports through `defineAgent`. */
+export type AgentOptions = RootAgentOptions | SubagentOptions;
+
 export type AgentDefinition = AgentOptions & Branded<"assembly-line.agent">;
 
 export function defineAgent(options: AgentOptions): AgentDefinition {
   if (typeof options !== "object" || options === null) {
-    throw new TypeError("defineAgent(options): options must be an object with at least a model");
+    throw new TypeError("defineAgent(options): options must be an object (a root agent needs at least a model)");
   }
   return brand("assembly-line.agent", options);
 }

@@ -101,6 +101,18 @@ export const errorCatalogue = {
   AL_ERR_TOOL_CAPABILITY: "A tool's capability metadata or defaultEnabled is malformed or contradicts itself.",
   AL_ERR_DEFAULT_TOOL_UNKNOWN: "agent.ts or a resolver's defaultTools names a tool the run does not have or cannot use.",
   AL_ERR_TOOL_PROVIDED: "A tool added from outside the agent folder (a plugin's tools hook) is malformed or its name is taken.",
+  AL_ERR_SKILL_DEFINITION: "A skills/<name>/SKILL.md has no description, bad front matter, or names a tool the agent lacks.",
+  AL_ERR_SKILL_NOT_FOUND: "load_skill, the skill API or the skills CLI named a skill the agent does not have.",
+  AL_ERR_SKILL_READ_ONLY: "A skill write was refused: selfImprovement.writable is not true, so skills are manifest-only.",
+  AL_ERR_SKILL_CONFLICT: "A skill changed between reading and writing it (or since its write was approved); nothing was written.",
+  AL_ERR_AGENT_INSTRUCTIONS_TWICE: "An agent folder gives instructions both in agent.ts and in instructions.md.",
+  AL_ERR_SUBAGENT_DEFINITION: "A subagents/<name>/ folder lacks agent.ts or a description, or holds parts a subagent cannot have.",
+  AL_ERR_SUBAGENT_NARROWING: "A subagent names a tool, connection or model its parent does not have; subagents can only narrow.",
+  AL_ERR_SUBAGENT_NOT_FOUND: "spawn_subagent or ctx.spawnSubagent named no compiled subagent of the calling agent.",
+  AL_ERR_SUBAGENT_LIMIT: "A spawn would pass the subagent depth or per-run count limit.",
+  AL_ERR_SUBAGENT_BUSY: "A subagent's run is driven by another process; the parent stays running and recovery resumes both.",
+  AL_ERR_SUBAGENT_FAILED: "A subagent's run failed; the spawning tool call gets the child's error.",
+  AL_ERR_SUBAGENT_OUTPUT: "A subagent's final output does not match its outputSchema or the expectedOutput schema.",
 } as const;
 
 export type ErrorCode = keyof typeof errorCatalogue;

@@ -29,6 +29,8 @@ export interface HarnessTurnInput {
   context: ModelContext;
   /** Present when resuming a paused run. */
   continuation?: HarnessContinuation;
+  /** Set when the run is a subagent's: its path below the root agent (`researcher`, `researcher/fact_checker`). */
+  subagent?: string;
 }
 
 /**

@@ -1,5 +1,5 @@
 import type { BlobStore } from "./blob.js";
-import type { JsonValue } from "./json.js";
+import type { JsonSchema, JsonValue } from "./json.js";
 import type { Sandbox } from "./sandbox.js";
 
 export interface AskQuestionOptions {
@@ -23,9 +23,11 @@ export interface MemoryApi {
 }
 
 export interface SubagentRequest {
+  /** The folder name under the calling agent's subagents/. */
   name: string;
   task: string;
-  expectedOutput?: string;
+  /** A JSON Schema the child's final output must match, or a prose description of it. */
+  expectedOutput?: string | JsonSchema;
   constraints?: string[];
 }
 

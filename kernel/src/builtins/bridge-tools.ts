@@ -19,8 +19,6 @@ function runtimeHandled(name: string, description: string, properties: Record<st
   });
 }
 
-export const loadSkillTool = runtimeHandled("load_skill", "Load a skill's full instructions by name.", { name: { type: "string" } }, ["name"]);
-
 export const toolSearchTool = runtimeHandled(
   "tool_search",
   "Search the catalog of tools that are not offered up front. Returns the best matches by name, alias, namespace, tag and description; describe one with tool_describe, then call it directly or with tool_call.",
@@ -45,9 +43,3 @@ export const toolCallTool = runtimeHandled(
   ["name", "input"],
 );
 
-export const spawnSubagentTool = runtimeHandled(
-  "spawn_subagent",
-  "Run a compiled subagent on a task and return its output.",
-  { name: { type: "string" }, task: { type: "string" }, expectedOutput: { type: "string" } },
-  ["name", "task"],
-);

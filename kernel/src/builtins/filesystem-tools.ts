@@ -2,7 +2,16 @@ import { defineTool, isAssemblyLineError, type ToolExecutionContext } from "@ass
 import { runtimeFilesystemOf } from "../filesystem/context-access.js";
 
 // Without a sandbox only /workspace is out of reach: the model can keep working on the other roots.
-const MODEL_RECOVERABLE = new Set(["AL_ERR_PATH_ESCAPE", "AL_ERR_PATH_READ_ONLY", "AL_ERR_PATH_NOT_FOUND", "AL_ERR_SANDBOX_UNAVAILABLE"]);
+const MODEL_RECOVERABLE = new Set([
+  "AL_ERR_PATH_ESCAPE",
+  "AL_ERR_PATH_READ_ONLY",
+  "AL_ERR_PATH_NOT_FOUND",
+  "AL_ERR_SANDBOX_UNAVAILABLE",
+  "AL_ERR_SKILL_READ_ONLY",
+  "AL_ERR_SKILL_DEFINITION",
+  "AL_ERR_SKILL_NOT_FOUND",
+  "AL_ERR_SKILL_CONFLICT",
+]);
 
 /**
  * A bad path is the model's mistake, not broken agent code: it comes back as an
@@ -38,7 +47,7 @@ export const readTool = defineTool<{ path: string }, { path: string; content: st
 });
 
 export const writeTool = defineTool<{ path: string; content: string }, { path: string; bytes: number }>({
-  description: "Create or replace a text file under /workspace (artifacts) or /memory (durable notes).",
+  description: "Create or replace a text file under /workspace (artifacts), /memory (durable notes) or, when self-improvement allows, /skills/<name>/ (SKILL.md and resources).",
   inputSchema: { type: "object", properties: { path, content: { type: "string" } }, required: ["path", "content"], additionalProperties: false },
   sideEffect: "idempotent",
   capability: { execution: "both" },

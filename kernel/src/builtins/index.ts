@@ -1,6 +1,8 @@
 import type { BuiltInToolName, ToolDefinition } from "@assemblyline-agents/core";
 import { askQuestionTool } from "./ask-question.js";
-import { loadSkillTool, spawnSubagentTool, toolCallTool, toolDescribeTool, toolSearchTool } from "./bridge-tools.js";
+import { toolCallTool, toolDescribeTool, toolSearchTool } from "./bridge-tools.js";
+import { loadSkillTool } from "./load-skill.js";
+import { spawnSubagentTool } from "./spawn-subagent.js";
 import { bashTool, deleteTool, editTool, grepTool, listTool, readTool, writeTool } from "./filesystem-tools.js";
 
 /**
@@ -23,13 +25,15 @@ export const builtInToolDefaults: Readonly<Record<BuiltInToolName, ToolDefinitio
   tool_call: toolCallTool,
 });
 
+export type BuiltInRequirement = "always" | "sandbox" | "skills" | "subagents" | "unavailable";
+
 /**
  * Which built-ins need what before the model may be offered them. The file
  * tools work on /memory, /history, /files and /skills without a sandbox (only
- * their /workspace paths need one); `bash` needs one; subagents and skills are
- * not built in this version.
+ * their /workspace paths need one); `bash` needs one; load_skill needs skills
+ * to load, spawn_subagent subagents to spawn.
  */
-export const BUILT_IN_REQUIREMENTS: Readonly<Record<BuiltInToolName, "always" | "sandbox" | "unavailable">> = Object.freeze({
+export const BUILT_IN_REQUIREMENTS: Readonly<Record<BuiltInToolName, BuiltInRequirement>> = Object.freeze({
   read: "always",
   write: "always",
   edit: "always",
@@ -38,8 +42,8 @@ export const BUILT_IN_REQUIREMENTS: Readonly<Record<BuiltInToolName, "always" | 
   grep: "always",
   bash: "sandbox",
   ask_question: "always",
-  spawn_subagent: "unavailable",
-  load_skill: "unavailable",
+  spawn_subagent: "subagents",
+  load_skill: "skills",
   tool_search: "always",
   tool_describe: "always",
   tool_call: "always",

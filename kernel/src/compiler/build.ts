@@ -42,6 +42,9 @@ import {
   type ToolManifestEntry,
 } from "./manifest.js";
 import { hashSource, listBehaviourFiles } from "./source-files.js";
+import { resolveInstructions } from "./instructions.js";
+import { compileSkills } from "./skills.js";
+import { SUBAGENT_ONLY_KEYS, compileSubagents } from "./subagents.js";
 
 export const ARTIFACT_DIR = ".assembly-line";
 export const MANIFEST_FILE = "manifest.json";
@@ -101,8 +104,23 @@ export async function buildAgent(agentDirInput: string, options: BuildOptions = 
     sandbox: sandboxUse(sandboxFile, sandboxFile ? (await load(join(agentDir, sandboxFile))).default : undefined),
     rootFile: (stem) => findSource(agentDir, stem),
   });
+  for (const key of SUBAGENT_ONLY_KEYS) {
+    if (agent[key] !== undefined) {
+      throw new AssemblyLineError("AL_ERR_AGENT_DEFINITION", `${agentFile} sets ${key}, which only a subagent (subagents/<name>/agent.ts) may set`, {
+        fix: key === "tools" ? "List up-front tools with defaultTools; tools: [...] is how a subagent names parent tools." : `Remove ${key} from the root agent.`,
+      });
+    }
+  }
+  const selfImprovement = checkSelfImprovement(agent.selfImprovement, agentFile);
+  const { instructions, instructionsSource } = await resolveInstructions(agentDir, "", agentFile, agent);
 
   const tools = await compileTools(agentDir, load);
+  const ownTools = new Set(tools.filter((entry) => entry.kind !== "disabled").map((entry) => entry.name));
+  const skills = await compileSkills(agentDir, "", new Set([...ownTools, ...BUILT_IN_TOOL_NAMES]));
+  const subagents = await compileSubagents(
+    { rootDir: agentDir, load, compileTools: (dir) => compileTools(dir, load), findSource },
+    { prefix: "", model: agent.model, tools: ownTools, connections: new Set() },
+  );
   const hooks = await compileHooks(agentDir, load);
   const resolver = await compileResolver(agentDir, load);
   const contextSource = await compileContextFile(agentDir, load);
@@ -126,12 +144,14 @@ export async function buildAgent(agentDirInput: string, options: BuildOptions = 
       name: agent.name ?? agent.id ?? basename(agentDir),
       description: agent.description ?? null,
       model: agent.model,
-      instructions: agent.instructions ?? "",
+      instructions,
       defaultTools: agent.defaultTools ?? null,
       coreToolPolicy: agent.coreToolPolicy ?? {},
       ...(agent.budgets !== undefined ? { budgets: agent.budgets } : {}),
       context: describeContext(agentContext, agentContext === undefined ? null : (contextSource?.exports.some((exported) => sameContextPolicy(exported, agentContext)) ? contextSource.source : await hashSource(agentDir, agentFile))),
       source: await hashSource(agentDir, agentFile),
+      instructionsSource,
+      selfImprovement,
     },
     tools,
     hooks,
@@ -140,6 +160,8 @@ export async function buildAgent(agentDirInput: string, options: BuildOptions = 
     gateway,
     channels,
     sandbox,
+    skills,
+    subagents,
     sources,
   };
   // sourceRoot is a local layout detail, not behaviour: leave it out of the revision.
@@ -152,6 +174,18 @@ export async function buildAgent(agentDirInput: string, options: BuildOptions = 
   await writeFile(join(artifactRoot, ".gitignore"), "*\n");
   await snapshotRevision(agentDir, artifactRoot, manifest);
   return { manifest, manifestPath, artifactRoot };
+}
+
+function checkSelfImprovement(value: unknown, agentFile: string): { writable: boolean; writeApproval: boolean } {
+  if (value === undefined) return { writable: false, writeApproval: false };
+  const policy = value as Record<string, unknown>;
+  const bad = typeof value !== "object" || value === null || Object.keys(policy).some((key) => key !== "writable" && key !== "writeApproval") || ["writable", "writeApproval"].some((key) => policy[key] !== undefined && typeof policy[key] !== "boolean");
+  if (bad) {
+    throw new AssemblyLineError("AL_ERR_AGENT_DEFINITION", `${agentFile}: selfImprovement must be { writable?: boolean, writeApproval?: boolean }`, {
+      fix: "Write selfImprovement: { writable: true, writeApproval: false }.",
+    });
+  }
+  return { writable: policy.writable === true, writeApproval: policy.writeApproval === true };
 }
 
 function findSource(dir: string, stem: string): string | undefined {

@@ -23,6 +23,13 @@ import { createModuleLoader } from "./load-module.js";
 import { MANIFEST_VERSION, type AgentManifest } from "./manifest.js";
 import { hashSource } from "./source-files.js";
 
+/** A subagent's live code: its agent.ts, its own tools, its subagents. */
+export interface SubagentBundle {
+  agent: AgentDefinition;
+  tools: Record<string, ToolDefinition<any, any>>;
+  subagents: Record<string, SubagentBundle>;
+}
+
 /** The live code behind a manifest: what the kernel calls. */
 export interface SourceBundle {
   agent: AgentDefinition;
@@ -35,6 +42,8 @@ export interface SourceBundle {
   channels: Record<string, ChannelModule>;
   /** gateway.ts, when the folder has one: live descriptors for the host to materialize. */
   gateway: GatewayDefinition | null;
+  /** subagents/<name>/ by name; absent in bundles assembled by hand before subagents existed. */
+  subagents?: Record<string, SubagentBundle>;
 }
 
 export interface RuntimeBundle {
@@ -78,13 +87,27 @@ async function loadSourceBundle(agentDir: string, manifest: AgentManifest): Prom
 
   const agent = await defaultExport(manifest.agent.source.file);
   if (!isAgentDefinition(agent)) throw new AssemblyLineError("AL_ERR_AGENT_DEFINITION", `${manifest.agent.source.file} no longer exports defineAgent(...)`);
-  const tools: Record<string, ToolDefinition<any, any>> = {};
-  for (const entry of manifest.tools) {
-    const tool = await defaultExport(entry.source.file);
-    if (entry.kind === "disabled" && isDisabledTool(tool)) continue;
-    if (!isToolDefinition(tool)) throw new AssemblyLineError("AL_ERR_TOOL_DEFINITION", `${entry.source.file} no longer exports defineTool(...)`);
-    tools[entry.name] = tool;
-  }
+  const loadTools = async (entries: AgentManifest["tools"]) => {
+    const tools: Record<string, ToolDefinition<any, any>> = {};
+    for (const entry of entries) {
+      const tool = await defaultExport(entry.source.file);
+      if (entry.kind === "disabled" && isDisabledTool(tool)) continue;
+      if (!isToolDefinition(tool)) throw new AssemblyLineError("AL_ERR_TOOL_DEFINITION", `${entry.source.file} no longer exports defineTool(...)`);
+      tools[entry.name] = tool;
+    }
+    return tools;
+  };
+  const tools = await loadTools(manifest.tools);
+  const loadSubagents = async (entries: AgentManifest["subagents"]): Promise<Record<string, SubagentBundle>> => {
+    const bundles: Record<string, SubagentBundle> = {};
+    for (const entry of entries) {
+      const subagent = await defaultExport(entry.source.file);
+      if (!isAgentDefinition(subagent)) throw new AssemblyLineError("AL_ERR_SUBAGENT_DEFINITION", `${entry.source.file} no longer exports defineAgent(...)`);
+      bundles[entry.name] = { agent: subagent, tools: await loadTools(entry.tools), subagents: await loadSubagents(entry.subagents) };
+    }
+    return bundles;
+  };
+  const subagents = await loadSubagents(manifest.subagents ?? []);
   const hooks: SourceBundle["hooks"] = [];
   for (const entry of manifest.hooks) {
     const hook = await defaultExport(entry.source.file);
@@ -119,5 +142,5 @@ async function loadSourceBundle(agentDir: string, manifest: AgentManifest): Prom
       ...(resolveAttachment ? { resolveAttachment } : {}),
     };
   }
-  return { agent, tools, hooks, resolver, gateway, channels };
+  return { agent, tools, hooks, resolver, gateway, channels, subagents };
 }

@@ -58,6 +58,44 @@ export interface HookManifestEntry {
   events: string[];
 }
 
+/** One skills/<name>/ folder: SKILL.md parsed, every file's text kept to seed the store. */
+export interface SkillManifestEntry {
+  name: string;
+  description: string;
+  /** Tools the skill activates when loaded. */
+  tools: string[];
+  /** The folder, relative to the agent folder (`skills/triage`). */
+  dir: string;
+  /** Relative path -> text; holds SKILL.md. */
+  files: Record<string, string>;
+  digest: string;
+}
+
+/** A subagents/<name>/ folder, compiled like a root agent and checked to only narrow its parent. */
+export interface SubagentManifestEntry {
+  name: string;
+  /** The folder, relative to the root agent folder (`subagents/researcher`). */
+  dir: string;
+  description: string;
+  /** Resolved: the subagent's own model, or its parent's. */
+  model: string;
+  /** No model of its own: its runs use the model the parent's run uses (a host-forced one included). */
+  modelInherited: boolean;
+  instructions: string;
+  /** agent.ts, and instructions.md when the instructions come from it. */
+  source: SourceRef;
+  instructionsSource: SourceRef | null;
+  outputSchema: JsonSchema | null;
+  workspace: "shared" | "isolated";
+  /** Parent tools it named (`tools: [...]`). */
+  inheritedTools: string[];
+  /** Parent connections it named (`connections: [...]`). */
+  connections: string[];
+  tools: ToolManifestEntry[];
+  skills: SkillManifestEntry[];
+  subagents: SubagentManifestEntry[];
+}
+
 /** What `assembly-line build` writes to `<agentDir>/.assembly-line/manifest.json`. */
 export interface AgentManifest {
   manifestVersion: typeof MANIFEST_VERSION;
@@ -76,6 +114,9 @@ export interface AgentManifest {
     budgets?: RunBudgets;
     context: ContextManifest;
     source: SourceRef;
+    /** instructions.md, when the instructions come from it. */
+    instructionsSource: SourceRef | null;
+    selfImprovement: { writable: boolean; writeApproval: boolean };
   };
   tools: ToolManifestEntry[];
   hooks: HookManifestEntry[];
@@ -84,6 +125,8 @@ export interface AgentManifest {
   gateway: GatewayManifest | null;
   channels: ChannelManifestEntry[];
   sandbox: SandboxManifest | null;
+  skills: SkillManifestEntry[];
+  subagents: SubagentManifestEntry[];
   /** Every behaviour-bearing file, sorted: the revision covers them all. */
   sources: SourceRef[];
 }

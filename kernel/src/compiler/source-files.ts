@@ -4,6 +4,8 @@ import { sha256 } from "../canonical-json.js";
 import type { SourceRef } from "./manifest.js";
 
 const CODE_FILE = /\.(ts|mts|cts|js|mjs|cjs)$/;
+/** instructions.md and skills/ of the root agent or of any (nested) subagent. */
+const AGENT_PART = /^(subagents\/[^/]+\/)*(instructions\.md$|skills\/)/;
 const SKIPPED_DIRS = new Set(["node_modules", ".assembly-line", ".git"]);
 
 /** Hash text with normalized line endings, so a Windows checkout builds the same revision. */
@@ -14,7 +16,8 @@ export async function hashSource(agentDir: string, file: string): Promise<Source
 
 /**
  * Every file that can change behaviour: code anywhere in the folder, package.json,
- * and everything under skills/. Docs and test data elsewhere do not count.
+ * instructions.md beside an agent.ts, and everything under a skills/ folder (the
+ * root's or a subagent's). Docs and test data elsewhere do not count.
  */
 export async function listBehaviourFiles(agentDir: string): Promise<string[]> {
   const files: string[] = [];
@@ -26,7 +29,7 @@ export async function listBehaviourFiles(agentDir: string): Promise<string[]> {
       if (entry.isDirectory()) await walk(path);
       else if (entry.isFile()) {
         const rel = relative(agentDir, path).split(sep).join("/");
-        if (CODE_FILE.test(rel) || rel === "package.json" || rel.startsWith("skills/")) files.push(rel);
+        if (CODE_FILE.test(rel) || rel === "package.json" || AGENT_PART.test(rel)) files.push(rel);
       }
     }
   }

@@ -33,10 +33,8 @@ const rootFile = (stem: string) => (use: FolderUse) => use.rootFile(stem) ?? nul
  * feature lands.
  */
 export const UNSUPPORTED_OPTIONS: readonly UnsupportedOption[] = [
-  { option: "selfImprovement", usedIn: agentKey("selfImprovement"), fix: "Remove selfImprovement from agent.ts; skills/ files are readable under /skills." },
   { option: "dynamicAutomations", usedIn: agentKey("dynamicAutomations"), fix: "Remove dynamicAutomations from agent.ts." },
   { option: "dynamicConnections", usedIn: agentKey("dynamicConnections"), fix: "Remove dynamicConnections from agent.ts." },
-  { option: "subagents", usedIn: folder("subagents"), fix: "Remove the subagents/ folder; spawn_subagent is not offered by this version." },
   { option: "automations", usedIn: folder("automations"), fix: "Remove the automations/ folder." },
   { option: "connections", usedIn: folder("connections"), fix: "Remove the connections/ folder, or add connection tools from a plugin through the kernel's tools hook." },
   { option: "instrumentation.ts", usedIn: rootFile("instrumentation"), fix: "Remove instrumentation.ts; observe run events with hooks/ instead." },

@@ -1,5 +1,5 @@
-import { readdir, readFile, stat } from "node:fs/promises";
-import { join, posix } from "node:path";
+import { posix } from "node:path";
+import type { SkillLibrary, SkillWriteGate } from "../skills/skill-library.js";
 import {
   AssemblyLineError,
   type BlobStore,
@@ -36,8 +36,10 @@ export interface RuntimeFilesystemSources {
   blob: BlobStore | undefined;
   /** Acquired on first use only: a run that never touches /workspace creates no sandbox. */
   getSandbox(): Promise<Sandbox>;
-  /** The agent folder's skills/, when it has one. */
-  skillsDir: string | undefined;
+  /** The agent's skills: /skills/<name>/<file>. */
+  skills: SkillLibrary;
+  /** Asked before a skill write lands (approval of exactly that change). */
+  skillGate?: SkillWriteGate;
 }
 
 /** Split a logical path into its root and the part below, refusing anything that leaves its root. */
@@ -60,6 +62,18 @@ export function resolveLogicalPath(path: string): { root: RuntimeRoot; relative:
 export function createRuntimeFilesystem(sources: RuntimeFilesystemSources): RuntimeFilesystem {
   const writable = (path: string) => {
     const resolved = resolveLogicalPath(path);
+    if (resolved.root === "/skills") {
+      const { name, file } = skillPath(resolved.relative);
+      if (!sources.skills.writable) {
+        throw new AssemblyLineError("AL_ERR_SKILL_READ_ONLY", `skills are manifest-only for this agent; cannot change ${resolved.path}`, {
+          fix: "Set selfImprovement: { writable: true } in agent.ts to let the agent author and edit skills.",
+        });
+      }
+      if (!name || !file) {
+        throw new AssemblyLineError("AL_ERR_PATH_ESCAPE", `${resolved.path} is not a file inside a skill folder`, { fix: "Write /skills/<name>/SKILL.md or /skills/<name>/<resource path>." });
+      }
+      return resolved;
+    }
     if (!WRITABLE.has(resolved.root)) {
       throw new AssemblyLineError("AL_ERR_PATH_READ_ONLY", `${resolved.root} is read-only; cannot change ${resolved.path}`, {
         fix: "Write artifacts under /workspace and durable notes under /memory.",
@@ -85,9 +99,11 @@ export function createRuntimeFilesystem(sources: RuntimeFilesystemSources): Runt
           const blob = record && sources.blob ? await sources.blob.get(record.blobKey) : undefined;
           return blob ? new TextDecoder().decode(blob.body) : notFound(logical);
         }
-        case "/skills":
-          if (!sources.skillsDir) return notFound(logical);
-          return readFile(join(sources.skillsDir, relative), "utf8").catch(() => notFound(logical));
+        case "/skills": {
+          const { name, file } = skillPath(relative);
+          const skill = name ? await sources.skills.get(name) : undefined;
+          return (file && skill?.files[file]) ?? notFound(logical);
+        }
         case "/workspace":
           return new TextDecoder().decode(await (await sources.getSandbox()).readFile(logical));
       }
@@ -95,12 +111,18 @@ export function createRuntimeFilesystem(sources: RuntimeFilesystemSources): Runt
     async write(path, content) {
       const { root, relative, path: logical } = writable(path);
       if (root === "/memory") await sources.memory.writeMemory(relative, content);
-      else await (await sources.getSandbox()).writeFile(logical, content);
+      else if (root === "/skills") {
+        const { name, file } = skillPath(relative);
+        await sources.skills.writeFile(name!, file!, content, "agent", sources.skillGate);
+      } else await (await sources.getSandbox()).writeFile(logical, content);
     },
     async delete(path) {
       const { root, relative, path: logical } = writable(path);
       if (root === "/memory") await sources.memory.deleteMemory(relative);
-      else await (await sources.getSandbox()).deleteFile(logical);
+      else if (root === "/skills") {
+        const { name, file } = skillPath(relative);
+        await sources.skills.deleteFile(name!, file!, sources.skillGate);
+      } else await (await sources.getSandbox()).deleteFile(logical);
     },
     async list(path) {
       const { root, relative, path: logical } = resolveLogicalPath(path);
@@ -115,8 +137,16 @@ export function createRuntimeFilesystem(sources: RuntimeFilesystemSources): Runt
           return sources.conversationId ? [{ path: "/history/conversation.md", type: "file", size: Buffer.byteLength(await renderHistory(sources)) }] : [];
         case "/files":
           return (await sources.files.listFileRecords({ prefix: logical })).map((record) => ({ path: record.path, type: "file" as const, size: record.size }));
-        case "/skills":
-          return sources.skillsDir ? listHostDir(sources.skillsDir, relative, "/skills") : [];
+        case "/skills": {
+          const entries: FileEntry[] = [];
+          for (const skill of await sources.skills.list()) {
+            for (const [file, text] of Object.entries(skill.files)) {
+              const path = `/skills/${skill.name}/${file}`;
+              if (relative === "" || path === logical || path.startsWith(logical + "/")) entries.push({ path, type: "file", size: Buffer.byteLength(text) });
+            }
+          }
+          return entries.sort((a, b) => (a.path < b.path ? -1 : a.path > b.path ? 1 : 0));
+        }
         case "/workspace":
           return (await sources.getSandbox()).listFiles(logical);
       }
@@ -129,17 +159,8 @@ async function renderHistory(sources: RuntimeFilesystemSources): Promise<string>
   return messages.map((message) => `## ${message.role} (${message.createdAt})\n\n${message.content}\n`).join("\n");
 }
 
-async function listHostDir(base: string, relative: string, logicalRoot: string): Promise<FileEntry[]> {
-  const entries: FileEntry[] = [];
-  async function walk(rel: string): Promise<void> {
-    const names = await readdir(join(base, rel)).catch(() => [] as string[]);
-    for (const name of names.sort()) {
-      const childRel = rel ? `${rel}/${name}` : name;
-      const info = await stat(join(base, childRel));
-      if (info.isDirectory()) await walk(childRel);
-      else entries.push({ path: `${logicalRoot}/${childRel}`, type: "file", size: info.size });
-    }
-  }
-  await walk(relative);
-  return entries;
+/** `/skills/<name>/<file>` below the root: the skill's name and the file's path inside its folder. */
+function skillPath(relative: string): { name: string | undefined; file: string | undefined } {
+  const [name, ...rest] = relative.split("/");
+  return { name: name || undefined, file: rest.length ? rest.join("/") : undefined };
 }

@@ -19,6 +19,11 @@ export interface ModelScript {
   turns: ScriptedTurn[];
   /** Start over from the first turn when the turns run out: a model that never stops (budget tests). */
   loop?: boolean;
+  /**
+   * Scripts for subagents that inherit this model, by folder name; nested
+   * subagents under their parent's entry (`subagents.researcher.subagents.fact_checker`).
+   */
+  subagents?: Record<string, ModelScript>;
 }
 
 const CONTINUATION_VERSION = 1;
@@ -54,7 +59,29 @@ export function parseModelScript(value: unknown, origin: string): ModelScript {
       fail(`turns[${index}] needs either toolCalls or text`);
     }
   });
+  const subagents = (value as ModelScript).subagents;
+  if (subagents !== undefined) {
+    if (typeof subagents !== "object" || subagents === null || Array.isArray(subagents)) fail("subagents must map subagent names to scripts");
+    for (const [name, script] of Object.entries(subagents)) parseModelScript(script, `${origin} subagents.${name}`);
+  }
   return value as ModelScript;
+}
+
+/**
+ * The script a run follows: the root's turns, or `subagents.<name>` for a
+ * subagent's run. A script without a `subagents` key serves every run that
+ * uses it from its top-level turns (a subagent with its own scripted model file).
+ */
+function scriptFor(script: ModelScript, subagent: string | undefined): ModelScript {
+  if (!subagent || script.subagents === undefined) return script;
+  let current: ModelScript | undefined = script;
+  for (const name of subagent.split("/")) current = current?.subagents?.[name];
+  if (!current) {
+    throw new AssemblyLineError("AL_ERR_SCRIPTED_MODEL", `the script has no turns for subagent "${subagent}"`, {
+      fix: `Add "subagents": { "${subagent.split("/").join('": { "subagents": { "')}": { "turns": [...] } } to the script, or give the subagent its own scripted model file.`,
+    });
+  }
+  return current;
 }
 
 export function loadModelScript(file: string): ModelScript {
@@ -80,11 +107,12 @@ export function loadModelScript(file: string): ModelScript {
  * takes the next scripted response. Model calls are journaled like a real
  * engine's, so resumes and crash recovery replay instead of advancing.
  */
-export function scriptedHarness(script: ModelScript, options: { name?: string } = {}): AgentHarness {
+export function scriptedHarness(rootScript: ModelScript, options: { name?: string } = {}): AgentHarness {
   const name = options.name ?? "scripted";
   return {
     name,
     async runTurn(input: HarnessTurnInput, ctx: HarnessContext): Promise<HarnessTurnResult> {
+      const script = scriptFor(rootScript, input.subagent);
       const state = restore(input.continuation, name);
       const pause = (): HarnessTurnResult => ({
         status: "paused",

@@ -38,6 +38,12 @@ export interface ContextSources {
   conversations: ConversationStore;
   /** The run's filesystem: memory shape, /files manifest, attachments, skills. */
   filesystem: RuntimeFilesystem;
+  /** The compact skill catalog: what load_skill can load. */
+  skills?: Array<{ name: string; description: string }>;
+  /** Skills loaded earlier in this run: their procedures stay in the context on resumes. */
+  activeSkills?: Array<{ name: string; body: string }>;
+  /** Subagents this agent can delegate to with spawn_subagent. */
+  subagents?: Array<{ name: string; description: string }>;
 }
 
 /** Build the model input for one run under `policy`. */
@@ -56,7 +62,9 @@ async function buildDefault(given: DefaultContextOptions, sources: ContextSource
     Promise.resolve(FILESYSTEM_CONTRACT),
     Promise.resolve(toolsPart(sources.tools, options)),
     Promise.resolve(capabilitiesPart(sources.deferred, options)),
-    skillsPart(sources.filesystem, options),
+    skillsPart(sources, options),
+    Promise.resolve(activeSkillsPart(sources)),
+    Promise.resolve(subagentsPart(sources)),
     memoryPart(sources.filesystem, options),
     filesPart(sources.filesystem, options),
     attachmentsPart(sources.filesystem, info.runId, options),
@@ -95,8 +103,15 @@ function capabilitiesPart(deferred: CatalogTool[], options: ResolvedDefaultConte
   return `## More tools (find with tool_search, inspect with tool_describe, run with tool_call)\n${lines}`;
 }
 
-async function skillsPart(fs: RuntimeFilesystem, options: ResolvedDefaultContextOptions): Promise<string> {
+/** The compact skill catalog: from the skill library when the run has load_skill, else the /skills folder. */
+async function skillsPart(sources: ContextSources, options: ResolvedDefaultContextOptions): Promise<string> {
   if (!options.skills.include) return "";
+  if (sources.skills) {
+    if (sources.skills.length === 0) return "";
+    const shown = sources.skills.slice(0, options.skills.maxEntries).map((skill) => `- ${skill.name}: ${firstLine(skill.description)}`);
+    return `## Skills (load a skill with load_skill before following it)\n${withRest(shown, sources.skills.length - shown.length, "skills", "/skills")}`;
+  }
+  const fs = sources.filesystem;
   const skillFiles = (await fs.list("/skills")).filter((entry) => /^\/skills\/[^/]+\/SKILL\.md$/.test(entry.path));
   if (skillFiles.length === 0) return "";
   const shown = skillFiles.slice(0, options.skills.maxEntries);
@@ -108,6 +123,16 @@ async function skillsPart(fs: RuntimeFilesystem, options: ResolvedDefaultContext
     }),
   );
   return `## Skills (read a skill's SKILL.md before following it)\n${withRest(lines, skillFiles.length - shown.length, "skills", "/skills")}`;
+}
+
+/** Skills loaded earlier in the run: their procedures stay in the context on resumes. */
+function activeSkillsPart(sources: ContextSources): string {
+  return (sources.activeSkills ?? []).map((skill) => `## Active skill: ${skill.name}\n${skill.body.trim()}`).join("\n\n");
+}
+
+function subagentsPart(sources: ContextSources): string {
+  if (!sources.subagents?.length) return "";
+  return `## Subagents\nDelegate with spawn_subagent({ name, task }).\n${sources.subagents.map((agent) => `- ${agent.name}: ${firstLine(agent.description)}`).join("\n")}`;
 }
 
 async function memoryPart(fs: RuntimeFilesystem, options: ResolvedDefaultContextOptions): Promise<string> {

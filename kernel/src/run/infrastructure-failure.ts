@@ -6,7 +6,12 @@ import { AssemblyLineError, isAssemblyLineError } from "@assemblyline-agents/cor
  * resumes it from its journal instead of marking it failed.
  */
 export function isInfrastructureFailure(error: unknown): boolean {
-  return isAssemblyLineError(error, "AL_ERR_STATE_UNAVAILABLE") || isAssemblyLineError(error, "AL_ERR_RUN_LEASE_LOST");
+  return (
+    isAssemblyLineError(error, "AL_ERR_STATE_UNAVAILABLE") ||
+    isAssemblyLineError(error, "AL_ERR_RUN_LEASE_LOST") ||
+    // The child of a spawning call is driven elsewhere: the parent waits rather than fails.
+    isAssemblyLineError(error, "AL_ERR_SUBAGENT_BUSY")
+  );
 }
 
 /** This process lost the run to another replica: it stops writing, and the new owner continues. */

@@ -24,6 +24,9 @@ import { runStep } from "./step.js";
 import { callTool } from "./tool-pipeline.js";
 import { activatedToolNames } from "./tool-activation.js";
 import { defaultToolsProblem, toModelToolSpec, visibleTools, type ToolTable, type ToolTableEntry } from "./tool-table.js";
+import { profileOfRun, type AgentProfile } from "../agents/agent-profile.js";
+import type { SkillLibrary, SkillView } from "../skills/skill-library.js";
+import type { SkillActivation } from "./run-access.js";
 
 export interface RunDriverParts {
   manifest: AgentManifest;
@@ -31,7 +34,9 @@ export interface RunDriverParts {
   hooks: KernelHooks;
   state: ResolvedState;
   journal: RunJournal;
-  table: ToolTable;
+  /** The root agent's profile; subagent runs use the profile below it their input names. */
+  profiles: AgentProfile;
+  skillLibrary(profile: AgentProfile): SkillLibrary;
   logger: RuntimeLogger;
   ownerId: string;
   leaseTtlMs: number;
@@ -87,8 +92,14 @@ export class RunDriver {
     return this.parts.budgets;
   }
 
+  /** The root agent's tool table. */
   get table(): ToolTable {
-    return this.parts.table;
+    return this.parts.profiles.table;
+  }
+
+  /** The root agent and its subagents, each with its tool table. */
+  get profiles(): AgentProfile {
+    return this.parts.profiles;
   }
 
   /**
@@ -102,11 +113,37 @@ export class RunDriver {
     }
     const driving = this.driveLeased(runId, options);
     this.active.set(runId, driving);
+    let result: RunResult;
     try {
-      return await driving;
+      result = await driving;
     } finally {
       if (this.active.get(runId) === driving) this.active.delete(runId);
     }
+    if (result.status === "completed" || result.status === "failed") await this.wakeParent(runId);
+    return result;
+  }
+
+  /**
+   * A subagent's run finished while its parent was paused waiting for it (the
+   * child needed an approval or an answer): resume the parent, whose open
+   * spawning call now finds the finished child.
+   */
+  private async wakeParent(childRunId: string): Promise<void> {
+    const { state, journal } = this.parts;
+    const child = await state.runs.getRun(childRunId);
+    const link = child?.input.parent;
+    if (!link) return;
+    const parent = await state.runs.getRun(link.runId);
+    // A parent still running is driving the child itself, inline: it takes the result from there.
+    if (!parent || (parent.status !== "waiting_approval" && parent.status !== "waiting_input")) return;
+    if ((await state.runs.listToolCalls(parent.id)).some((call) => call.status === "waiting_approval" || call.status === "waiting_input")) return;
+    await this.drive(parent.id, {
+      beforeDriving: async (run) => {
+        if (run.status !== "waiting_approval" && run.status !== "waiting_input") return false;
+        await journal.record(run.id, "subagent.resumed_parent", { childRunId, status: child!.status }, { run: { status: "running" } }, { expectedLastSeq: run.lastSeq });
+        return true;
+      },
+    });
   }
 
   private async driveLeased(runId: string, options: DriveOptions): Promise<RunResult> {
@@ -175,6 +212,8 @@ export class RunDriver {
   /** Resolve capabilities (recorded before applied) and mark the run started. */
   private async start(run: RunRecord, forcedModelOption: string | undefined): Promise<StartedData> {
     const { sourceBundle, hooks, manifest } = this.parts;
+    const profile = profileOfRun(this.parts.profiles, run);
+    if (profile.path !== "") return this.startSubagent(run, profile);
     // A queued run created with a model other than the agent's was forced by its host, on any replica.
     const forcedModel = forcedModelOption ?? (run.modelSpec !== manifest.agent.model ? run.modelSpec : undefined);
     const resolverCtx = {
@@ -195,7 +234,7 @@ export class RunDriver {
         cause: error,
       });
     }
-    const unusable = declaration?.defaultTools ? defaultToolsProblem(this.parts.table, declaration.defaultTools) : null;
+    const unusable = declaration?.defaultTools ? defaultToolsProblem(this.parts.profiles.table, declaration.defaultTools) : null;
     if (unusable) {
       // A resolver's tool list is load-bearing: honour it fully or fail, never drop a name silently.
       throw new AssemblyLineError("AL_ERR_DEFAULT_TOOL_UNKNOWN", `resolvers.ts defaultTools for run ${run.id}: ${unusable}`, {
@@ -207,14 +246,25 @@ export class RunDriver {
       instructions: [manifest.agent.instructions, declaration?.instructions].filter((part) => part && part.trim()).join("\n\n"),
       defaultTools: declaration?.defaultTools ?? null,
     };
+    const skillChanges = await this.parts.skillLibrary(profile).syncSeeds();
     await this.parts.journal.append(
       run.id,
       [
+        ...skillChanges.map((change) => ({ type: change.type, data: change.data as unknown as Record<string, JsonValue> })),
         { type: "run.capabilities_resolved", data: { declaration: (declaration ?? null) as JsonValue, forcedModel: forcedModel ?? null } },
         { type: "run.started", data: started as unknown as Record<string, JsonValue> },
       ],
       { run: { status: "running", modelSpec: started.modelSpec } },
     );
+    return started;
+  }
+
+  /** A subagent's run: its own instructions and model; resolvers are the root agent's business. */
+  private async startSubagent(run: RunRecord, profile: AgentProfile): Promise<StartedData> {
+    const started: StartedData = { modelSpec: run.modelSpec, instructions: profile.instructions, defaultTools: null };
+    await this.parts.journal.append(run.id, [{ type: "run.started", data: { ...started, subagent: profile.path, parentRunId: run.input.parent?.runId ?? null } as unknown as Record<string, JsonValue> }], {
+      run: { status: "running" },
+    });
     return started;
   }
 
@@ -226,23 +276,61 @@ export class RunDriver {
   }
 
   private async turn(run: RunRecord, started: StartedData, signal: AbortSignal | undefined, lease: LeaseWatch, fresh: boolean): Promise<void> {
-    const { state, journal, table, manifest, sourceBundle, hooks, logger } = this.parts;
-    const activated = activatedToolNames(await state.runs.listEvents(run.id))
+    const { state, journal, hooks, logger } = this.parts;
+    const profile = profileOfRun(this.parts.profiles, run);
+    const table = profile.table;
+    const library = this.parts.skillLibrary(profile);
+    const events = await state.runs.listEvents(run.id);
+    // Tools activated earlier in the run (tool_describe, skills) are offered again on a resume.
+    const activated = activatedToolNames(events)
       .map((name) => table.get(name))
       .filter((entry): entry is ToolTableEntry => entry !== undefined && entry.mode !== "disabled" && entry.available);
-    const offered = [...visibleTools(table, started.defaultTools)];
+    const offered = [...visibleTools(table, started.defaultTools ?? profile.defaultTools)];
     for (const entry of activated) if (!offered.includes(entry)) offered.push(entry);
     const controller = new AbortController();
     signal?.addEventListener("abort", () => controller.abort(signal.reason), { once: true });
     const services = this.parts.services(run);
+    const toolSpecs = offered.map(toModelToolSpec);
+    let offeredSpecs = toolSpecs;
+    const visible = new Set(offered.map((entry) => entry.name));
+    /** Offer a skill's tools from now on: to the pipeline (visible) and to the model (the context's tool list). */
+    const activate = (skill: SkillView) => {
+      for (const name of skill.tools) {
+        const entry = table.get(name);
+        if (!entry || entry.mode === "disabled" || visible.has(name)) continue;
+        visible.add(name);
+        offeredSpecs.push(toModelToolSpec(entry));
+      }
+    };
+    const activeSkills: SkillView[] = [];
+    for (const event of events) {
+      if (event.type !== "skill.loaded" || activeSkills.some((skill) => skill.name === event.data.name)) continue;
+      const skill = await library.get(String(event.data.name));
+      if (skill) activeSkills.push(skill);
+    }
+    for (const skill of activeSkills) activate(skill);
+    const skills: SkillActivation = {
+      load: async (name) => {
+        const skill = await library.get(name);
+        if (!skill) {
+          throw new AssemblyLineError("AL_ERR_SKILL_NOT_FOUND", `no skill "${name}"`, {
+            fix: `Load one of: ${(await library.list()).map((entry) => entry.name).join(", ") || "(none)"}.`,
+          });
+        }
+        activate(skill);
+        await journal.record(run.id, "skill.loaded", { name: skill.name, digest: skill.digest, tools: skill.tools });
+        return skill;
+      },
+    };
     const scope: RunScope = {
       runId: run.id,
       agentRevision: run.agentRevision,
       runs: state.runs,
       journal,
       table,
-      visible: new Set(offered.map((entry) => entry.name)),
-      offered: [],
+      visible,
+      offered: offeredSpecs,
+      skills,
       signal: controller.signal,
       services,
       channel: run.input.channel
@@ -260,26 +348,32 @@ export class RunDriver {
     try {
       const info = {
         runId: run.id,
-        agentId: manifest.agent.id,
+        agentId: profile.agentId,
         metadata: run.input.metadata,
         ...(run.conversationId ? { conversationId: run.conversationId } : {}),
         ...(run.input.channel ? { channel: run.input.channel } : {}),
       };
       const deferred = scope.visible.has("tool_search") ? table.searchable().filter((entry) => !scope.visible.has(entry.name)) : [];
+      const catalog = table.has("load_skill") ? (await library.list()).map((skill) => ({ name: skill.name, description: skill.description })) : undefined;
       const built = await buildModelContext(
-        sourceBundle.agent.context,
+        profile.context,
         {
           instructions: started.instructions,
           message: run.input.message,
-          tools: offered.map(toModelToolSpec),
+          tools: offeredSpecs,
           deferred: deferred.map((entry) => ({ name: entry.name, namespace: entry.namespace })),
           conversations: state.conversations,
           filesystem: services.filesystem,
+          ...(catalog ? { skills: catalog } : {}),
+          activeSkills: activeSkills.map((skill) => ({ name: skill.name, body: skill.body })),
+          subagents: table.has("spawn_subagent") ? [...profile.subagents.values()].map((child) => ({ name: child.name, description: child.description ?? "" })) : [],
         },
         info,
       );
       const context = await hooks.context.promise(built, info);
-      scope.offered = context.tools;
+      // Tools activated during this turn (skills, tool_describe) join the list the engine reads before each model call.
+      offeredSpecs = context.tools;
+      scope.offered = offeredSpecs;
       const checkpoint = await state.runs.getCheckpoint(run.id);
       const harness = await this.parts.selectHarness(started.modelSpec, run.id);
       const harnessCtx: HarnessContext = {
@@ -308,7 +402,14 @@ export class RunDriver {
         logger,
       };
       const result = await harness.runTurn(
-        { runId: run.id, agentRevision: run.agentRevision, modelSpec: started.modelSpec, context, ...(checkpoint ? { continuation: checkpoint.continuation as never } : {}) },
+        {
+          runId: run.id,
+          agentRevision: run.agentRevision,
+          modelSpec: started.modelSpec,
+          context,
+          ...(checkpoint ? { continuation: checkpoint.continuation as never } : {}),
+          ...(profile.path ? { subagent: profile.path } : {}),
+        },
         harnessCtx,
       );
       // Another replica owns the run now: its journal, not this turn's result, decides what happens next.

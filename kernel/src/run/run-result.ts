@@ -6,12 +6,17 @@ export interface PendingApproval {
   callId: string;
   toolName: string;
   input: JsonValue;
+  /** Set when the call belongs to a subagent's run the run waits on: that run and the subagent's path. */
+  runId?: string;
+  subagent?: string;
 }
 
 export interface PendingQuestion {
   callId: string;
   toolName: string;
   question: JsonValue;
+  runId?: string;
+  subagent?: string;
 }
 
 /** Where a run stands after `run`, `approve`, `deny`, `answer` or `resume`. */
@@ -27,6 +32,8 @@ export interface RunResult {
   /** The question waiting for an answer, when `waiting_input`. */
   question?: PendingQuestion;
   error?: RunError;
+  /** The subagent run whose decision this run waits on (its pending calls are listed above). */
+  waitingOn?: { runId: string; subagent: string };
 }
 
 export async function describeRun(runs: RunStore, run: RunRecord): Promise<RunResult> {
@@ -49,6 +56,22 @@ export async function describeRun(runs: RunStore, run: RunRecord): Promise<RunRe
       const asking = calls.find((call) => call.status === "waiting_input");
       if (asking) result.question = { callId: asking.callId, toolName: asking.toolName, question: asking.question };
     }
+    if (!result.question && !result.pendingApprovals?.length) await surfaceChild(runs, run, result);
   }
   return result;
+}
+
+/** A run paused because its subagent did: show the child's pending decision as the parent's. */
+async function surfaceChild(runs: RunStore, run: RunRecord, result: RunResult): Promise<void> {
+  const waits = (await runs.listEvents(run.id)).filter((event) => event.type === "subagent.waiting").reverse();
+  for (const event of waits) {
+    const child = await runs.getRun(String(event.data.childRunId));
+    if (!child || child.status !== run.status) continue;
+    const described = await describeRun(runs, child);
+    const origin = { runId: described.waitingOn?.runId ?? child.id, subagent: described.waitingOn?.subagent ?? child.input.parent?.subagent ?? "" };
+    result.waitingOn = origin;
+    if (described.pendingApprovals) result.pendingApprovals = described.pendingApprovals.map((call) => ({ ...origin, ...call }));
+    if (described.question) result.question = { ...origin, ...described.question };
+    return;
+  }
 }

@@ -13,13 +13,15 @@ import type { RuntimeFilesystem } from "../filesystem/runtime-filesystem.js";
 import type { RunBudget } from "./budget.js";
 import type { RunJournal } from "./journal.js";
 import type { ToolTable } from "./tool-table.js";
+import type { SkillActivation } from "./run-access.js";
 
 /** Services a run's tools may reach, each present only when the host configured it. */
 export interface RunServices {
   getSandbox(): Promise<Sandbox>;
   memory?: MemoryApi;
   blob?: BlobStore;
-  spawnSubagent(request: SubagentRequest): Promise<JsonValue>;
+  /** ctx.spawnSubagent for the tool call `callId`. */
+  spawnSubagent(request: SubagentRequest, callId: string): Promise<JsonValue>;
   /** The runtime filesystem the built-in file tools use. */
   filesystem: RuntimeFilesystem;
   /** Release the run's sandbox if it acquired one (best effort): called at completion and failure. */
@@ -37,6 +39,8 @@ export interface RunScope {
   visible: Set<string>;
   /** The tool list the engine was given (`context.tools`): activation appends to it. */
   offered: ModelToolSpec[];
+  /** What load_skill reaches: activates a skill for the rest of the run. */
+  skills: SkillActivation;
   signal: AbortSignal;
   services: RunServices;
   channel: ChannelView | undefined;

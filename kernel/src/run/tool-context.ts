@@ -3,6 +3,8 @@ import { digestJson } from "../canonical-json.js";
 import { RUNTIME_FILESYSTEM } from "../filesystem/context-access.js";
 import { findNonJson } from "../json-check.js";
 import { QuestionSuspension } from "./question.js";
+import { SKILL_ACTIVATION } from "./run-access.js";
+import { isSubagentSuspension, type SubagentSuspension } from "../subagents/suspension.js";
 import type { RunScope } from "./run-scope.js";
 import { runStep } from "./step.js";
 
@@ -18,7 +20,7 @@ export function createToolContext(
   scope: RunScope,
   call: { id: string; name: string },
   approvedToolCall: boolean,
-  asked: { question?: QuestionSuspension },
+  asked: { question?: QuestionSuspension; subagent?: SubagentSuspension },
 ): ToolExecutionContext {
   const { services } = scope;
   return {
@@ -53,9 +55,18 @@ export function createToolContext(
     getSandbox: () => services.getSandbox(),
     ...(services.blob ? { blob: services.blob } : {}),
     ...(services.memory ? { memory: services.memory } : {}),
-    spawnSubagent: (request) => services.spawnSubagent(request),
+    async spawnSubagent(request) {
+      try {
+        return await services.spawnSubagent(request, call.id);
+      } catch (error) {
+        // Remembered so a tool that catches it still pauses until the child finishes.
+        if (isSubagentSuspension(error)) asked.subagent = error;
+        throw error;
+      }
+    },
     connections: {},
     ...(scope.channel ? { channel: scope.channel } : {}),
     [RUNTIME_FILESYSTEM]: services.filesystem,
+    [SKILL_ACTIVATION]: scope.skills,
   } as ToolExecutionContext;
 }

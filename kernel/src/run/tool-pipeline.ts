@@ -12,6 +12,7 @@ import { describeSchemaErrors } from "../schema.js";
 import { reachableThroughBridge, runBridgeTool, unreachableReason, unwrapToolCall } from "./bridge-tools.js";
 import { isInfrastructureFailure, leaseLost } from "./infrastructure-failure.js";
 import { isQuestionSuspension, type QuestionSuspension } from "./question.js";
+import { isSubagentSuspension, type SubagentSuspension } from "../subagents/suspension.js";
 import type { RunScope } from "./run-scope.js";
 import { createToolContext } from "./tool-context.js";
 import type { ToolTableEntry } from "./tool-table.js";
@@ -141,15 +142,23 @@ async function execute(
   approvedToolCall: boolean,
   existing: ToolCallRecord | null,
 ): Promise<ToolCallOutcome> {
-  const asked: { question?: QuestionSuspension } = {};
+  const asked: { question?: QuestionSuspension; subagent?: SubagentSuspension } = {};
   const ctx = createToolContext(scope, call, approvedToolCall, asked);
   const base = existing ?? newRecord(scope, call, inputDigest, "requested");
   let output: unknown;
   try {
     output = entry.bridge ? await runBridgeTool(scope, entry, call.input) : await entry.definition.execute(call.input, ctx);
     if (asked.question) throw asked.question;
+    if (asked.subagent) throw asked.subagent;
   } catch (error) {
     if (isInfrastructureFailure(error)) throw error;
+    const waitingOnChild = isSubagentSuspension(error) ? error : asked.subagent;
+    if (waitingOnChild && !isQuestionSuspension(error)) {
+      // The call stays open (status requested): when the child finishes, the parent resumes and
+      // repeats it, and the spawn finds the finished child instead of starting another.
+      scope.pausedFor ??= waitingOnChild.reason;
+      return { status: "paused", reason: waitingOnChild.reason };
+    }
     const question = isQuestionSuspension(error) ? error : asked.question;
     if (question) {
       const asking = { question: question.question, choices: question.options?.choices ?? null, metadata: question.options?.metadata ?? null } as JsonValue;

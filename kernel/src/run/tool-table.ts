@@ -185,7 +185,10 @@ export function buildToolTable(input: ToolTableInput): ToolTable {
 
   for (const name of BUILT_IN_TOOL_NAMES) {
     if (removed.has(name) || authored.has(name)) continue;
-    if (BUILT_IN_REQUIREMENTS[name as BuiltInToolName] === "unavailable") continue;
+    const requirement = BUILT_IN_REQUIREMENTS[name as BuiltInToolName];
+    if (requirement === "unavailable") continue;
+    if (requirement === "skills" && (manifest.skills ?? []).length === 0 && !manifest.agent.selfImprovement?.writable) continue;
+    if (requirement === "subagents" && (manifest.subagents ?? []).length === 0) continue;
     table.add(name, builtInToolDefaults[name as BuiltInToolName], "built-in", { listed: listedOf(name), authoredAutoCount });
   }
   for (const [name, entry] of authored) {

@@ -17,12 +17,14 @@ import {
   type SandboxSessionRecord,
   type ScheduleRecord,
   type SettingAuditEvent,
+  type SkillRecord,
   type StateAdapter,
   type StepRecord,
   type ToolCallRecord,
   type UsageRecord,
 } from "@assemblyline-agents/core";
 import { randomUUID } from "node:crypto";
+import { InMemorySkillStore } from "./in-memory-skills.js";
 
 /** Page size of listRuns when the filter gives none. */
 const DEFAULT_PAGE_SIZE = 50;
@@ -461,6 +463,22 @@ export class InMemoryStateAdapter implements StateAdapter {
   async listSettingAudit(options: { key?: string; limit?: number } = {}): Promise<SettingAuditEvent[]> {
     const newestFirst = this.settingAudit.filter((event) => options.key === undefined || event.key === options.key).reverse();
     return newestFirst.slice(0, options.limit === undefined ? undefined : Math.max(0, options.limit)).map(copy);
+  }
+
+  // ---- skills (kept in their own store; see in-memory-skills.ts) ---------------
+
+  private readonly skillStore = new InMemorySkillStore();
+  getSkill(agentId: string, name: string): Promise<SkillRecord | undefined> {
+    return this.skillStore.getSkill(agentId, name);
+  }
+  listSkills(agentId: string): Promise<SkillRecord[]> {
+    return this.skillStore.listSkills(agentId);
+  }
+  putSkill(record: SkillRecord, options: { expectedDigest: string | null }): Promise<boolean> {
+    return this.skillStore.putSkill(record, options);
+  }
+  deleteSkill(agentId: string, name: string, options: { expectedDigest: string }): Promise<boolean> {
+    return this.skillStore.deleteSkill(agentId, name, options);
   }
 
   async close(): Promise<void> {}

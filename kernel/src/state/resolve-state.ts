@@ -60,5 +60,6 @@ function facetsOf(fallback: InMemoryStateAdapter, stores: Partial<ResolvedState>
     sandboxSessions: stores.sandboxSessions ?? fallback,
     memory: stores.memory ?? fallback,
     settings: stores.settings ?? fallback,
+    skills: stores.skills ?? fallback,
   };
 }

@@ -8,6 +8,7 @@ import type {
   UsageStore,
 } from "./facets.js";
 import type { RunStore } from "./runs.js";
+import type { SkillStore } from "./skills.js";
 
 /** Every facet by its `StateStores` key, with the methods a live object must have. */
 export const STATE_FACET_METHODS = {
@@ -23,6 +24,7 @@ export const STATE_FACET_METHODS = {
   sandboxSessions: ["getSandboxSession", "putSandboxSession", "deleteSandboxSession", "listSandboxSessions"],
   memory: ["readMemory", "writeMemory", "listMemory", "deleteMemory"],
   settings: ["getSetting", "putSetting", "listSettingAudit"],
+  skills: ["getSkill", "listSkills", "putSkill", "deleteSkill"],
 } as const satisfies Record<string, readonly string[]>;
 
 export type StateFacetName = keyof typeof STATE_FACET_METHODS;
@@ -45,3 +47,4 @@ export const isUsageStore = implementsFacet("usage") as (value: unknown) => valu
 export const isSandboxSessionStore = implementsFacet("sandboxSessions") as (value: unknown) => value is SandboxSessionStore;
 export const isMemoryStateStore = implementsFacet("memory") as (value: unknown) => value is MemoryStateStore;
 export const isRuntimeSettingsStore = implementsFacet("settings") as (value: unknown) => value is RuntimeSettingsStore;
+export const isSkillStore = implementsFacet("skills") as (value: unknown) => value is SkillStore;

@@ -9,10 +9,13 @@ import type {
 } from "./facets.js";
 import { STATE_FACET_NAMES, missingFacetMethods } from "./guards.js";
 import type { RunStore } from "./runs.js";
+import type { SkillStore } from "./skills.js";
 
 export * from "./runs.js";
 export * from "./facets.js";
 export * from "./guards.js";
+export * from "./skills.js";
+export * from "./skill-check.js";
 
 /** A full state adapter: the intersection of every facet. */
 export interface StateAdapter
@@ -23,7 +26,8 @@ export interface StateAdapter
     UsageStore,
     SandboxSessionStore,
     MemoryStateStore,
-    RuntimeSettingsStore {
+    RuntimeSettingsStore,
+    SkillStore {
   /** Release connections and files at graceful shutdown. */
   close?(): Promise<void>;
 }
@@ -38,6 +42,8 @@ export interface StateStores {
   sandboxSessions?: SandboxSessionStore;
   memory?: MemoryStateStore;
   settings?: RuntimeSettingsStore;
+  /** The durable skill store (seeded from skills/, written by self-improvement). */
+  skills?: SkillStore;
   close?(): Promise<void>;
 }
 

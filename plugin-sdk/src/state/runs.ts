@@ -9,6 +9,22 @@ export interface RunInput {
   metadata: Record<string, JsonValue>;
   /** The channel that produced the turn, when any. */
   channel?: { name: string; metadata?: Record<string, JsonValue> };
+  /** Set on a subagent's run: the run and tool call that spawned it. */
+  parent?: SubagentParent;
+}
+
+/** How a subagent's run is linked to the run that spawned it. */
+export interface SubagentParent {
+  /** The spawning run (`parentRunId`). */
+  runId: string;
+  /** The spawning tool call of that run. */
+  callId: string;
+  /** The subagent's path below the root agent, e.g. `researcher` or `researcher/fact_checker`. */
+  subagent: string;
+  /** 1 for a child of the root agent's run, 2 for a grandchild, ... */
+  depth: number;
+  /** The run whose sandbox a `workspace: "shared"` subagent uses. */
+  sandboxRunId: string;
 }
 
 export interface RunError {

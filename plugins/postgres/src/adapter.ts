@@ -17,6 +17,7 @@ import {
   type SandboxSessionRecord,
   type ScheduleRecord,
   type SettingAuditEvent,
+  type SkillRecord,
   type StateAdapter,
   type StepRecord,
   type ToolCallRecord,
@@ -33,6 +34,7 @@ import * as runs from "./facets/runs.js";
 import * as sandboxSessions from "./facets/sandbox-sessions.js";
 import * as schedules from "./facets/schedules.js";
 import * as settings from "./facets/settings.js";
+import * as skills from "./facets/skills.js";
 import * as usage from "./facets/usage.js";
 import { resolveConnectionString, resolveSchema, type PostgresStateRuntimeOptions } from "./options.js";
 import { migrateSchema, type MigrationResult } from "./schema/migrate.js";
@@ -252,6 +254,21 @@ export class PostgresStateAdapter implements StateAdapter {
   }
   deleteMemory(path: string): Promise<void> {
     return memory.deleteMemory(this.db, path);
+  }
+
+  // ---- skills ------------------------------------------------------------------
+
+  getSkill(agentId: string, name: string): Promise<SkillRecord | undefined> {
+    return skills.getSkill(this.db, agentId, name);
+  }
+  listSkills(agentId: string): Promise<SkillRecord[]> {
+    return skills.listSkills(this.db, agentId);
+  }
+  putSkill(record: SkillRecord, options: { expectedDigest: string | null }): Promise<boolean> {
+    return skills.putSkill(this.db, record, options);
+  }
+  deleteSkill(agentId: string, name: string, options: { expectedDigest: string }): Promise<boolean> {
+    return skills.deleteSkill(this.db, agentId, name, options);
   }
 
   // ---- settings ----------------------------------------------------------------

@@ -1,4 +1,5 @@
 import type {
+  SkillRecord,
   CheckpointRecord,
   ConversationMessage,
   DeliveryRecord,
@@ -328,5 +329,27 @@ export function decodeSettingAudit(schema: string, row: Row): SettingAuditEvent 
     actor: read.string("actor"),
     reason: read.nullableString("reason"),
     createdAt: read.time("created_at"),
+  };
+}
+
+export const SKILL_COLUMNS = "agent_id, name, files, digest, seed_digest, seed_revision, changed_by, conflict, updated_at";
+
+export function decodeSkill(schema: string, row: Row): SkillRecord {
+  const agentId = String(row.agent_id);
+  const name = String(row.name);
+  const read = new RowReader(schema, row, `skill "${name}" of agent "${agentId}"`, { agentId, name, table: "skills" });
+  const files = read.object("files");
+  for (const [path, text] of Object.entries(files)) if (typeof text !== "string") read.fail("files", `text for ${path}`);
+  const conflict = read.json("conflict");
+  return {
+    agentId,
+    name,
+    files: files as Record<string, string>,
+    digest: read.string("digest"),
+    seedDigest: read.nullableString("seed_digest"),
+    seedRevision: read.nullableString("seed_revision"),
+    changedBy: read.oneOf("changed_by", ["seed", "agent", "user"] as const),
+    conflict: conflict === null ? null : (read.object("conflict") as unknown as SkillRecord["conflict"]),
+    updatedAt: read.string("updated_at"),
   };
 }

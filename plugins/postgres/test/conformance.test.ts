@@ -32,7 +32,7 @@ if (probe.available) {
         },
       };
     },
-    { facets: ["runs", "conversations", "schedules", "files", "usage", "sandboxSessions", "memory", "settings"] },
+    { facets: ["runs", "conversations", "schedules", "files", "usage", "sandboxSessions", "memory", "settings", "skills"] },
   );
 
   describe("PostgresStateAdapter", () => {

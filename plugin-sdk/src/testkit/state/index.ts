@@ -10,10 +10,12 @@ import {
   describeUsageStoreConformance,
 } from "./facets.js";
 import { describeRunStoreConformance } from "./runs.js";
+import { describeSkillStoreConformance } from "./skills.js";
 import type { StateKitFactory } from "./subject.js";
 
 export * from "./facets.js";
 export * from "./runs.js";
+export * from "./skills.js";
 export type { StateKitFactory, StateKitSubject } from "./subject.js";
 
 /** One kit per facet, keyed like `StateStores` and `STATE_FACET_METHODS`. */
@@ -26,6 +28,7 @@ export const stateFacetKits: { [F in StateFacetName]: (name: string, factory: St
   sandboxSessions: describeSandboxSessionStoreConformance,
   memory: describeMemoryStateStoreConformance,
   settings: describeRuntimeSettingsStoreConformance,
+  skills: describeSkillStoreConformance,
 };
 
 export interface StateConformanceOptions {

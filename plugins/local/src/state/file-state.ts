@@ -1,5 +1,7 @@
 import {
   AssemblyLineError,
+  checkSkillKey,
+  checkSkillRecord,
   type CheckpointRecord,
   type ClaimOptions,
   type ConversationMessage,
@@ -17,6 +19,7 @@ import {
   type SandboxSessionRecord,
   type ScheduleRecord,
   type SettingAuditEvent,
+  type SkillRecord,
   type StateAdapter,
   type StepRecord,
   type ToolCallRecord,
@@ -26,7 +29,7 @@ import { randomUUID } from "node:crypto";
 import { mkdir, open, readFile, readdir, rename, unlink } from "node:fs/promises";
 import { join, resolve } from "node:path";
 import { FolderLock } from "./folder-lock.js";
-import { StateTables, type StateOp, type TablesSnapshot } from "./tables.js";
+import { StateTables, skillKey, type StateOp, type TablesSnapshot } from "./tables.js";
 import { WriteAheadLog } from "./write-ahead-log.js";
 
 /*
@@ -553,6 +556,34 @@ export class FileStateAdapter implements StateAdapter {
 
   deleteMemory(path: string): Promise<void> {
     return this.mutate((tables) => ({ ops: tables.memory.has(path) ? [{ op: "memory.delete", path }] : [], result: () => undefined }));
+  }
+
+  // ---- skills ----------------------------------------------------------------
+
+  getSkill(agentId: string, name: string): Promise<SkillRecord | undefined> {
+    return this.read((tables) => tables.skills.get(skillKey(agentId, name)));
+  }
+
+  listSkills(agentId: string): Promise<SkillRecord[]> {
+    return this.read((tables) => [...tables.skills.values()].filter((record) => record.agentId === agentId).sort((a, b) => compare(a.name, b.name)));
+  }
+
+  /** Compare-and-set inside the mutation queue: the check and the write are one step. */
+  async putSkill(record: SkillRecord, options: { expectedDigest: string | null }): Promise<boolean> {
+    checkSkillRecord(record);
+    return this.mutate((tables) => {
+      const current = tables.skills.get(skillKey(record.agentId, record.name))?.digest ?? null;
+      if (current !== options.expectedDigest) return { ops: [], result: () => false };
+      return { ops: [{ op: "skill.put", record }], result: () => true };
+    });
+  }
+
+  async deleteSkill(agentId: string, name: string, options: { expectedDigest: string }): Promise<boolean> {
+    checkSkillKey(agentId, name, "deleteSkill");
+    return this.mutate((tables) => {
+      if (tables.skills.get(skillKey(agentId, name))?.digest !== options.expectedDigest) return { ops: [], result: () => false };
+      return { ops: [{ op: "skill.delete", agentId, name }], result: () => true };
+    });
   }
 
   // ---- settings --------------------------------------------------------------

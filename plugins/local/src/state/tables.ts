@@ -10,6 +10,7 @@ import type {
   SandboxSessionRecord,
   ScheduleRecord,
   SettingAuditEvent,
+  SkillRecord,
   StepRecord,
   ToolCallRecord,
   UsageRecord,
@@ -38,7 +39,9 @@ export type StateOp =
   | { op: "sandboxSession.delete"; key: string }
   | { op: "memory.put"; record: MemoryRecord }
   | { op: "memory.delete"; path: string }
-  | { op: "setting.put"; audit: SettingAuditEvent };
+  | { op: "setting.put"; audit: SettingAuditEvent }
+  | { op: "skill.put"; record: SkillRecord }
+  | { op: "skill.delete"; agentId: string; name: string };
 
 export interface RunEntry {
   record: RunRecord;
@@ -72,6 +75,8 @@ export interface TablesSnapshot {
   memory: MemoryRecord[];
   settings: Array<[string, JsonValue]>;
   settingAudit: SettingAuditEvent[];
+  /** Absent in snapshots written before the skills facet existed. */
+  skills?: SkillRecord[];
 }
 
 /** The whole state in memory; changed only through `apply`. */
@@ -87,6 +92,8 @@ export class StateTables {
   readonly memory = new Map<string, MemoryRecord>();
   readonly settings = new Map<string, JsonValue>();
   readonly settingAudit: SettingAuditEvent[] = [];
+  /** Skills by JSON [agentId, name]. */
+  readonly skills = new Map<string, SkillRecord>();
   nextOrdinal = 1;
 
   apply(op: StateOp): void {
@@ -162,6 +169,12 @@ export class StateTables {
         this.settings.set(op.audit.key, op.audit.value);
         this.settingAudit.push(op.audit);
         return;
+      case "skill.put":
+        this.skills.set(skillKey(op.record.agentId, op.record.name), op.record);
+        return;
+      case "skill.delete":
+        this.skills.delete(skillKey(op.agentId, op.name));
+        return;
       default:
         throw new TypeError(`unknown state op ${JSON.stringify((op as { op?: unknown }).op)}`);
     }
@@ -188,6 +201,7 @@ export class StateTables {
       memory: [...this.memory.values()],
       settings: [...this.settings],
       settingAudit: this.settingAudit,
+      skills: [...this.skills.values()],
     };
   }
 
@@ -215,6 +229,7 @@ export class StateTables {
     for (const record of snapshot.memory) tables.memory.set(record.path, record);
     for (const [key, value] of snapshot.settings) tables.settings.set(key, value);
     tables.settingAudit.push(...snapshot.settingAudit);
+    for (const record of snapshot.skills ?? []) tables.skills.set(skillKey(record.agentId, record.name), record);
     return tables;
   }
 
@@ -223,4 +238,8 @@ export class StateTables {
     if (!entry) throw new TypeError(`state op names run ${runId}, which the log never created`);
     return entry;
   }
+}
+
+export function skillKey(agentId: string, name: string): string {
+  return JSON.stringify([agentId, name]);
 }

@@ -23,13 +23,14 @@ export function reportResult(result: RunResult, io: CommandIO, options: { json: 
         io.out(`  stop:    npx assembly-line deny ${result.runId} --agent ${agent}`);
       }
       for (const pending of result.pendingApprovals ?? []) {
-        io.out(`\nrun ${result.runId} waits for approval of ${pending.toolName} ${JSON.stringify(pending.input)} (call ${pending.callId})`);
+        const origin = pending.subagent ? ` in subagent ${pending.subagent} (run ${pending.runId})` : "";
+        io.out(`\nrun ${result.runId} waits for approval of ${pending.toolName} ${JSON.stringify(pending.input)} (call ${pending.callId})${origin}`);
         io.out(`  approve: npx assembly-line approve ${result.runId} ${pending.callId} --agent ${agent}`);
         io.out(`  deny:    npx assembly-line deny ${result.runId} ${pending.callId} --agent ${agent}`);
       }
       return 0;
     case "waiting_input":
-      io.out(`\nrun ${result.runId} asks: ${JSON.stringify(result.question?.question ?? null)}`);
+      io.out(`\nrun ${result.runId} asks: ${JSON.stringify(result.question?.question ?? null)}${result.question?.subagent ? ` (from subagent ${result.question.subagent}, run ${result.question.runId})` : ""}`);
       io.out(`  answer: npx assembly-line answer ${result.runId} "..." --agent ${agent}`);
       return 0;
     default:

@@ -32,6 +32,7 @@ const FACET_TYPES: Record<StateFacetName, string> = {
   sandboxSessions: "SandboxSessionStore",
   memory: "MemoryStateStore",
   settings: "RuntimeSettingsStore",
+  skills: "SkillStore",
 };
 
 const single = (type: string, contract: keyof typeof CONTRACT_METHODS) => () => [{ type, methods: CONTRACT_METHODS[contract] }];

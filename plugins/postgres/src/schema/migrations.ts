@@ -26,6 +26,8 @@
  * - Statuses are checked when rows are read, not by CHECK constraints, so a new
  *   status is a code change rather than a migration, and a bad row names itself.
  */
+import { skillsMigration } from "./skills-migration.js";
+
 export interface Migration {
   version: number;
   name: string;
@@ -386,7 +388,7 @@ END
 $fn$;
 `;
 
-export const MIGRATIONS: readonly Migration[] = [{ version: 1, name: "initial state schema", sql: initialSchema }];
+export const MIGRATIONS: readonly Migration[] = [{ version: 1, name: "initial state schema", sql: initialSchema }, skillsMigration];
 
 /** The schema version this code writes and expects. */
 export const LATEST_SCHEMA_VERSION = MIGRATIONS.reduce((latest, migration) => Math.max(latest, migration.version), 0);

@@ -1,0 +1,135 @@
+import type { ContextPolicy, JsonSchema, RunRecord } from "@assemblyline-agents/core";
+import { AssemblyLineError } from "@assemblyline-agents/core";
+import type { SourceBundle, SubagentBundle } from "../compiler/bundle.js";
+import type { AgentManifest, SkillManifestEntry, SubagentManifestEntry } from "../compiler/manifest.js";
+import { ToolTable, buildToolTable, type ToolTableInput } from "../run/tool-table.js";
+
+/**
+ * One agent of the folder as a run sees it: the root agent, or a subagent at
+ * `path`. Runs of a subagent use its instructions, model, tools and skills,
+ * never the parent's (beyond what it named).
+ */
+export interface AgentProfile {
+  /** "" for the root agent, else `researcher` or `researcher/fact_checker`. */
+  path: string;
+  /** The id runs and the skill store use: the root's id, or `<root id>/<path>`. */
+  agentId: string;
+  name: string;
+  description: string | null;
+  model: string;
+  /** Runs use the spawning run's model (a host-forced one included) rather than `model`. */
+  modelInherited: boolean;
+  instructions: string;
+  context: ContextPolicy | undefined;
+  defaultTools: string[] | null;
+  table: ToolTable;
+  skills: SkillManifestEntry[];
+  selfImprovement: { writable: boolean; writeApproval: boolean };
+  outputSchema: JsonSchema | null;
+  workspace: "shared" | "isolated";
+  /** Direct children by folder name. */
+  subagents: Map<string, AgentProfile>;
+}
+
+/** The root profile and, below it, every subagent's, each with its tool table. */
+export function buildAgentProfiles(rootTable: ToolTable, tableInput: ToolTableInput): AgentProfile {
+  const { manifest, sourceBundle } = tableInput;
+  const root: AgentProfile = {
+    path: "",
+    agentId: manifest.agent.id,
+    name: manifest.agent.name,
+    description: manifest.agent.description,
+    model: manifest.agent.model,
+    modelInherited: false,
+    instructions: manifest.agent.instructions,
+    context: sourceBundle.agent.context,
+    defaultTools: manifest.agent.defaultTools,
+    table: rootTable,
+    skills: manifest.skills ?? [],
+    selfImprovement: manifest.agent.selfImprovement ?? { writable: false, writeApproval: false },
+    outputSchema: null,
+    workspace: "shared",
+    subagents: new Map(),
+  };
+  addChildren(root, manifest.subagents ?? [], sourceBundle.subagents ?? {}, tableInput);
+  return root;
+}
+
+function addChildren(parent: AgentProfile, entries: SubagentManifestEntry[], bundles: Record<string, SubagentBundle>, tableInput: ToolTableInput): void {
+  for (const entry of entries) {
+    const bundle = bundles[entry.name];
+    if (!bundle) {
+      throw new AssemblyLineError("AL_ERR_SUBAGENT_DEFINITION", `the source bundle has no code for ${entry.dir}`, {
+        fix: "Load the runtime with loadRuntimeBundle(artifactRoot), which loads every subagent's agent.ts and tools.",
+      });
+    }
+    const path = parent.path ? `${parent.path}/${entry.name}` : entry.name;
+    const child: AgentProfile = {
+      path,
+      agentId: `${tableInput.manifest.agent.id}/${path}`,
+      name: entry.name,
+      description: entry.description,
+      model: entry.model,
+      modelInherited: entry.modelInherited,
+      instructions: entry.instructions,
+      context: undefined,
+      defaultTools: null,
+      table: subagentTable(parent.table, entry, bundle, tableInput),
+      skills: entry.skills,
+      // Subagents do not author skills: self-improvement is a root agent policy.
+      selfImprovement: { writable: false, writeApproval: false },
+      outputSchema: entry.outputSchema,
+      workspace: entry.workspace,
+      subagents: new Map(),
+    };
+    addChildren(child, entry.subagents, bundle.subagents, tableInput);
+    parent.subagents.set(entry.name, child);
+  }
+}
+
+/**
+ * A subagent's tools: the built-in slots as its parent has them (a parent's
+ * override or disable carries down, so a child never widens), the parent tools
+ * it named, and its own tools/.
+ */
+function subagentTable(parentTable: ToolTable, entry: SubagentManifestEntry, bundle: SubagentBundle, tableInput: ToolTableInput): ToolTable {
+  const own = buildToolTable({
+    ...tableInput,
+    manifest: {
+      ...tableInput.manifest,
+      agent: { ...tableInput.manifest.agent, defaultTools: null, selfImprovement: { writable: false, writeApproval: false } },
+      tools: entry.tools,
+      skills: entry.skills,
+      subagents: entry.subagents,
+    } satisfies AgentManifest,
+    sourceBundle: { ...tableInput.sourceBundle, tools: bundle.tools, subagents: bundle.subagents } satisfies SourceBundle,
+  });
+  const table = new ToolTable({ coreToolPolicy: tableInput.coreToolPolicy, sandboxAvailable: tableInput.sandboxAvailable });
+  for (const [name, tool] of own) {
+    if (tool.origin !== "built-in") continue;
+    const inherited = parentTable.get(name);
+    // A slot the parent removed stays removed; one it replaced stays replaced.
+    if (inherited && inherited.origin !== "authored") table.set(name, inherited);
+    else if (!parentTable.has(name) && (name === "load_skill" || name === "spawn_subagent")) table.set(name, tool);
+  }
+  for (const name of entry.inheritedTools) {
+    const tool = parentTable.get(name);
+    if (tool) table.set(name, { ...tool, defaultVisible: tool.mode !== "disabled" });
+  }
+  for (const [name, tool] of own) if (tool.origin !== "built-in") table.set(name, tool);
+  return table;
+}
+
+/** The profile a run executes: the root's, or the subagent's its input names. */
+export function profileOfRun(root: AgentProfile, run: RunRecord): AgentProfile {
+  const path = run.input.parent?.subagent;
+  if (!path) return root;
+  let profile: AgentProfile | undefined = root;
+  for (const name of path.split("/")) profile = profile?.subagents.get(name);
+  if (!profile) {
+    throw new AssemblyLineError("AL_ERR_SUBAGENT_NOT_FOUND", `run ${run.id} belongs to subagent "${path}", which this build does not have`, {
+      fix: "Resume the run from a host running the build that spawned it.",
+    });
+  }
+  return profile;
+}

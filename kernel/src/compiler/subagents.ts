@@ -1,0 +1,152 @@
+import { existsSync, readdirSync } from "node:fs";
+import { join } from "node:path";
+import { AssemblyLineError, BUILT_IN_TOOL_NAMES, isAgentDefinition, type AgentDefinition } from "@assemblyline-agents/core";
+import { compileSchema } from "../schema.js";
+import { resolveInstructions } from "./instructions.js";
+import type { createModuleLoader } from "./load-module.js";
+import type { SourceRef, SubagentManifestEntry, ToolManifestEntry } from "./manifest.js";
+import { compileSkills } from "./skills.js";
+import { hashSource } from "./source-files.js";
+
+type Loader = ReturnType<typeof createModuleLoader>;
+
+/** What a subagent may narrow: its parent's model, tools and connections. */
+export interface ParentScope {
+  /** e.g. `subagents/researcher/` ("" for the root). */
+  prefix: string;
+  model: string;
+  /** Tools a child may name in `tools: [...]`: the parent's authored tools and the ones it inherited. */
+  tools: ReadonlySet<string>;
+  connections: ReadonlySet<string>;
+}
+
+export interface SubagentCompilerParts {
+  rootDir: string;
+  load: Loader;
+  /** Compile `<dir>/tools/`; sources relative to `dir`. */
+  compileTools(dir: string): Promise<ToolManifestEntry[]>;
+  findSource(dir: string, stem: string): string | undefined;
+}
+
+const SUBAGENT_NAME = /^[a-z][a-z0-9_-]*$/;
+/** Parts of a root agent folder that have no meaning inside a subagent. */
+const ROOT_ONLY_PARTS = ["hooks", "channels", "automations", "connections"];
+const ROOT_ONLY_FILES = ["gateway", "resolvers", "context", "sandbox", "instrumentation"];
+/** agent.ts keys that only a root agent may set. */
+const ROOT_ONLY_KEYS = ["defaultTools", "coreToolPolicy", "selfImprovement", "dynamicAutomations", "dynamicConnections", "id", "context"] as const;
+/** agent.ts keys only a subagent may set. */
+export const SUBAGENT_ONLY_KEYS = ["tools", "connections", "workspace", "outputSchema"] as const;
+
+/** Compile every `subagents/<name>/` of the agent at `parent.prefix`, recursively. */
+export async function compileSubagents(parts: SubagentCompilerParts, parent: ParentScope): Promise<SubagentManifestEntry[]> {
+  const dir = join(parts.rootDir, parent.prefix, "subagents");
+  if (!existsSync(dir)) return [];
+  const names = readdirSync(dir, { withFileTypes: true })
+    .filter((entry) => entry.isDirectory() && !entry.name.startsWith("."))
+    .map((entry) => entry.name)
+    .sort();
+  const entries: SubagentManifestEntry[] = [];
+  for (const name of names) entries.push(await compileSubagent(parts, parent, name));
+  return entries;
+}
+
+async function compileSubagent(parts: SubagentCompilerParts, parent: ParentScope, name: string): Promise<SubagentManifestEntry> {
+  const prefix = `${parent.prefix}subagents/${name}/`;
+  const dir = join(parts.rootDir, prefix);
+  const refuse = (problem: string, fix: string): never => {
+    throw new AssemblyLineError("AL_ERR_SUBAGENT_DEFINITION", `${prefix}: ${problem}`, { fix });
+  };
+  const narrowing = (problem: string, fix: string): never => {
+    throw new AssemblyLineError("AL_ERR_SUBAGENT_NARROWING", `${prefix}: ${problem}`, { fix });
+  };
+  if (!SUBAGENT_NAME.test(name)) refuse(`"${name}" is not a subagent name`, "Name the folder with lower-case letters, digits, '_' or '-', starting with a letter.");
+  const agentFile = parts.findSource(dir, "agent") ?? refuse("has no agent.ts", 'Add agent.ts: `export default defineAgent({ description: "When to delegate to this subagent" })`.');
+  const agent = (await parts.load(join(dir, agentFile))).default;
+  if (!isAgentDefinition(agent)) refuse(`${agentFile} does not default-export defineAgent(...)`, 'Write `export default defineAgent({ description: "..." })`.');
+  const definition = agent as AgentDefinition;
+  if ("harness" in definition) {
+    throw new AssemblyLineError("AL_ERR_AGENT_HARNESS_KEY", `${prefix}${agentFile} declares harness:, which agents may not choose`, {
+      fix: "Remove the harness: key; subagents run on the same engine route as their model.",
+    });
+  }
+  if (typeof definition.description !== "string" || definition.description.trim() === "") {
+    refuse("agent.ts has no description", "Set description: the parent reads it to decide when to delegate.");
+  }
+  for (const key of ROOT_ONLY_KEYS) {
+    if (definition[key] !== undefined) refuse(`agent.ts sets ${key}, which only a root agent may set`, `Remove ${key} from ${prefix}${agentFile}.`);
+  }
+  for (const part of ROOT_ONLY_PARTS) {
+    if (existsSync(join(dir, part))) refuse(`has a ${part}/ folder, which only a root agent may have`, `Move ${part}/ to the root agent folder.`);
+  }
+  for (const stem of ROOT_ONLY_FILES) {
+    const file = parts.findSource(dir, stem);
+    if (file) refuse(`has ${file}, which only a root agent may have`, `Move ${file} to the root agent folder.`);
+  }
+
+  const model = definition.model ?? parent.model;
+  if (typeof model !== "string" || model.trim() === "") refuse("model must be a provider/model string", 'Omit model to inherit the parent\'s, or set e.g. "openai/gpt-5.4-mini".');
+  if (providerOf(model) !== providerOf(parent.model)) {
+    narrowing(`model "${model}" is not of the parent's provider (${providerOf(parent.model)})`, `Use a ${providerOf(parent.model)} model, or omit model to inherit "${parent.model}".`);
+  }
+  const inheritedTools = stringList(definition.tools, "tools", refuse);
+  const lacking = inheritedTools.filter((tool) => !parent.tools.has(tool));
+  if (lacking.length > 0) {
+    narrowing(`names tool${lacking.length > 1 ? "s" : ""} ${lacking.map((tool) => `"${tool}"`).join(", ")} that the parent lacks`, `Name only the parent's tools (${[...parent.tools].sort().join(", ") || "none"}), or add them to the parent.`);
+  }
+  const connections = stringList(definition.connections, "connections", refuse);
+  const missingConnections = connections.filter((connection) => !parent.connections.has(connection));
+  if (missingConnections.length > 0) {
+    narrowing(`names connection${missingConnections.length > 1 ? "s" : ""} ${missingConnections.map((c) => `"${c}"`).join(", ")} that the parent lacks`, `Name only the parent's connections (${[...parent.connections].sort().join(", ") || "none"}).`);
+  }
+  const workspace = definition.workspace ?? "shared";
+  if (workspace !== "shared" && workspace !== "isolated") refuse(`workspace ${JSON.stringify(workspace)} is not "shared" or "isolated"`, 'Use workspace: "shared" (the parent run\'s) or "isolated" (its own).');
+  if (definition.outputSchema !== undefined) {
+    try {
+      compileSchema(definition.outputSchema);
+    } catch (error) {
+      refuse(`outputSchema is not a valid JSON Schema: ${(error as Error).message}`, "Correct the outputSchema (ajv must compile it).");
+    }
+  }
+
+  const tools = (await parts.compileTools(dir)).map((entry) => ({ ...entry, source: prefixed(entry.source, prefix) }));
+  const clash = tools.find((entry) => inheritedTools.includes(entry.name));
+  if (clash) refuse(`tools/${clash.name} has the name of a parent tool it also names in tools: [...]`, "Rename one of them.");
+  const own = new Set(tools.filter((entry) => entry.kind !== "disabled").map((entry) => entry.name));
+  const available = new Set([...own, ...inheritedTools, ...BUILT_IN_TOOL_NAMES]);
+  const { instructions, instructionsSource } = await resolveInstructions(parts.rootDir, prefix, agentFile, definition);
+  const skills = await compileSkills(dir, prefix, available);
+  const subagents = await compileSubagents(parts, { prefix, model, tools: new Set([...own, ...inheritedTools]), connections: new Set(connections) });
+  return {
+    name,
+    dir: prefix.replace(/\/$/, ""),
+    description: definition.description!.trim(),
+    model,
+    modelInherited: definition.model === undefined,
+    instructions,
+    source: await hashSource(parts.rootDir, `${prefix}${agentFile}`),
+    instructionsSource,
+    outputSchema: definition.outputSchema ?? null,
+    workspace,
+    inheritedTools,
+    connections,
+    tools,
+    skills,
+    subagents,
+  };
+}
+
+function stringList(value: unknown, key: string, refuse: (problem: string, fix: string) => never): string[] {
+  if (value === undefined) return [];
+  if (!Array.isArray(value) || value.some((item) => typeof item !== "string" || item === "")) {
+    refuse(`${key} must be a list of names`, `Write ${key}: ["name", ...].`);
+  }
+  return [...new Set(value as string[])];
+}
+
+function prefixed(source: SourceRef, prefix: string): SourceRef {
+  return { ...source, file: `${prefix}${source.file}` };
+}
+
+export function providerOf(modelSpec: string): string {
+  return modelSpec.split(/[/:]/)[0] ?? modelSpec;
+}

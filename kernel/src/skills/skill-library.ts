@@ -1,0 +1,269 @@
+import { AssemblyLineError, type SkillRecord, type SkillStore } from "@assemblyline-agents/core";
+import type { AgentProfile } from "../agents/agent-profile.js";
+import type { SkillManifestEntry } from "../compiler/manifest.js";
+import { parseSkillFile, skillDigest } from "./skill-file.js";
+
+/** A skill as runs see it, from the store (self-improvement) or the manifest (read-only). */
+export interface SkillView {
+  name: string;
+  description: string;
+  tools: string[];
+  body: string;
+  files: Record<string, string>;
+  digest: string;
+  changedBy: SkillRecord["changedBy"];
+  seedDigest: string | null;
+  conflict: SkillRecord["conflict"];
+}
+
+/** One change the seed sync made, recorded as an event of the run that triggered it. */
+export interface SkillSyncChange {
+  type: "skill.seeded" | "skill.upgraded" | "skill.seed_conflict" | "skill.seed_removed";
+  data: { agentId: string; name: string; before: string | null; after: string | null; seedDigest: string; revision: string };
+}
+
+export interface SkillWriteResult {
+  name: string;
+  path: string;
+  before: string | null;
+  after: string | null;
+}
+
+/**
+ * Asked before a write lands; throws to stop it (e.g. to pause for approval of
+ * exactly this change).
+ */
+export type SkillWriteGate = (change: SkillWriteResult) => Promise<void>;
+
+/**
+ * The skills of one agent profile. With `selfImprovement.writable` they live
+ * in the durable store, seeded from the manifest; otherwise the manifest is the
+ * only source and writes are refused.
+ */
+export class SkillLibrary {
+  private sync: Promise<SkillSyncChange[]> | undefined;
+  private synced = false;
+
+  constructor(
+    private readonly profile: AgentProfile,
+    private readonly store: SkillStore,
+    private readonly revision: string,
+  ) {}
+
+  get writable(): boolean {
+    return this.profile.selfImprovement.writable;
+  }
+
+  /** Bring the store in line with the manifest's seeds, once per process; later calls get []. */
+  async syncSeeds(): Promise<SkillSyncChange[]> {
+    if (!this.writable) return [];
+    if (this.sync) {
+      await this.sync;
+      return [];
+    }
+    this.sync = this.applySeeds().catch((error) => {
+      this.sync = undefined;
+      throw error;
+    });
+    const changes = await this.sync;
+    this.synced = true;
+    return changes;
+  }
+
+  async list(): Promise<SkillView[]> {
+    if (!this.writable) return this.profile.skills.map(fromSeed);
+    await this.ready();
+    return (await this.store.listSkills(this.profile.agentId)).map(fromRecord);
+  }
+
+  async get(name: string): Promise<SkillView | undefined> {
+    if (!this.writable) {
+      const seed = this.profile.skills.find((skill) => skill.name === name);
+      return seed ? fromSeed(seed) : undefined;
+    }
+    await this.ready();
+    const record = await this.store.getSkill(this.profile.agentId, name);
+    return record ? fromRecord(record) : undefined;
+  }
+
+  /** Create or replace one file of a skill (SKILL.md creates the skill). Compare-and-set on the digest read. */
+  async writeFile(name: string, path: string, content: string, changedBy: "agent" | "user", gate?: SkillWriteGate): Promise<SkillWriteResult> {
+    this.requireWritable(name);
+    await this.ready();
+    const current = await this.store.getSkill(this.profile.agentId, name);
+    if (!current && path !== "SKILL.md") {
+      throw new AssemblyLineError("AL_ERR_SKILL_NOT_FOUND", `skill "${name}" does not exist, so /skills/${name}/${path} cannot be written`, {
+        fix: `Create the skill first by writing /skills/${name}/SKILL.md with a description front matter.`,
+      });
+    }
+    const files = { ...(current?.files ?? {}), [path]: content.replace(/\r\n/g, "\n") };
+    if (path === "SKILL.md") {
+      const parsed = parseSkillFile(files["SKILL.md"]!, name, `/skills/${name}/SKILL.md`);
+      if (parsed.name !== name) {
+        throw new AssemblyLineError("AL_ERR_SKILL_DEFINITION", `/skills/${name}/SKILL.md names itself "${parsed.name}"`, {
+          fix: `Leave name out of the front matter, or set it to "${name}" (the folder's name).`,
+        });
+      }
+      const known = new Set(this.profile.table.keys());
+      const unknown = parsed.tools.filter((tool) => !known.has(tool));
+      if (unknown.length > 0) {
+        throw new AssemblyLineError("AL_ERR_SKILL_DEFINITION", `/skills/${name}/SKILL.md activates ${unknown.join(", ")}, which this agent does not have`, {
+          fix: "Name only tools of this agent in tools: [...].",
+        });
+      }
+    }
+    const digest = skillDigest(files);
+    const change = { name, path, before: current?.digest ?? null, after: digest };
+    if (current?.digest === digest) return change;
+    await gate?.(change);
+    const record: SkillRecord = {
+      agentId: this.profile.agentId,
+      name,
+      files,
+      digest,
+      seedDigest: current?.seedDigest ?? null,
+      seedRevision: current?.seedRevision ?? null,
+      changedBy,
+      conflict: current?.conflict ?? null,
+      updatedAt: new Date().toISOString(),
+    };
+    if (!(await this.store.putSkill(record, { expectedDigest: current?.digest ?? null }))) throw conflict(name);
+    return change;
+  }
+
+  /** Delete one resource file, or the whole skill when `path` is SKILL.md. */
+  async deleteFile(name: string, path: string, gate?: SkillWriteGate): Promise<SkillWriteResult> {
+    this.requireWritable(name);
+    await this.ready();
+    const current = await this.store.getSkill(this.profile.agentId, name);
+    if (!current || current.files[path] === undefined) {
+      throw new AssemblyLineError("AL_ERR_PATH_NOT_FOUND", `nothing at /skills/${name}/${path}`, { fix: "List /skills first and use a path it returns." });
+    }
+    if (path === "SKILL.md") {
+      const change = { name, path, before: current.digest, after: null };
+      await gate?.(change);
+      if (!(await this.store.deleteSkill(this.profile.agentId, name, { expectedDigest: current.digest }))) throw conflict(name);
+      return change;
+    }
+    const files = { ...current.files };
+    delete files[path];
+    const digest = skillDigest(files);
+    const change = { name, path, before: current.digest, after: digest };
+    await gate?.(change);
+    const record: SkillRecord = { ...current, files, digest, changedBy: "agent", updatedAt: new Date().toISOString() };
+    if (!(await this.store.putSkill(record, { expectedDigest: current.digest }))) throw conflict(name);
+    return change;
+  }
+
+  /** Put a skill back to its current seed (or remove it when it has none). */
+  async reset(name: string): Promise<SkillWriteResult> {
+    this.requireWritable(name);
+    await this.ready();
+    const current = await this.store.getSkill(this.profile.agentId, name);
+    const seed = this.profile.skills.find((skill) => skill.name === name);
+    if (!current && !seed) throw notFound(name);
+    if (!seed) {
+      if (!(await this.store.deleteSkill(this.profile.agentId, name, { expectedDigest: current!.digest }))) throw conflict(name);
+      return { name, path: "SKILL.md", before: current!.digest, after: null };
+    }
+    if (!(await this.store.putSkill(this.seedRecord(seed), { expectedDigest: current?.digest ?? null }))) throw conflict(name);
+    return { name, path: "SKILL.md", before: current?.digest ?? null, after: seed.digest };
+  }
+
+  /** The seed the manifest holds for `name`, if any. */
+  seedOf(name: string): SkillManifestEntry | undefined {
+    return this.profile.skills.find((skill) => skill.name === name);
+  }
+
+  private async ready(): Promise<void> {
+    if (!this.synced) await this.syncSeeds();
+  }
+
+  private requireWritable(name: string): void {
+    if (!this.writable) {
+      throw new AssemblyLineError("AL_ERR_SKILL_READ_ONLY", `skills of ${this.profile.agentId} are manifest-only; skill "${name}" cannot be changed`, {
+        fix: "Set selfImprovement: { writable: true } in agent.ts, or edit skills/ in the agent folder and rebuild.",
+      });
+    }
+  }
+
+  private seedRecord(seed: SkillManifestEntry): SkillRecord {
+    return {
+      agentId: this.profile.agentId,
+      name: seed.name,
+      files: seed.files,
+      digest: seed.digest,
+      seedDigest: seed.digest,
+      seedRevision: this.revision,
+      changedBy: "seed",
+      conflict: null,
+      updatedAt: new Date().toISOString(),
+    };
+  }
+
+  /**
+   * Pristine seeded skills follow the manifest; a skill the agent or a user
+   * changed is kept, and a seed that could not be applied is recorded on it.
+   * Every write is compare-and-set, so replicas syncing together agree.
+   */
+  private async applySeeds(): Promise<SkillSyncChange[]> {
+    const { agentId } = this.profile;
+    const changes: SkillSyncChange[] = [];
+    const note = (type: SkillSyncChange["type"], name: string, before: string | null, after: string | null, seedDigest: string) =>
+      changes.push({ type, data: { agentId, name, before, after, seedDigest, revision: this.revision } });
+    for (const seed of this.profile.skills) {
+      const current = await this.store.getSkill(agentId, seed.name);
+      if (!current) {
+        if (await this.store.putSkill(this.seedRecord(seed), { expectedDigest: null })) note("skill.seeded", seed.name, null, seed.digest, seed.digest);
+        continue;
+      }
+      if (current.seedDigest === seed.digest) continue;
+      const pristine = current.changedBy === "seed" && current.digest === current.seedDigest;
+      if (pristine || current.digest === seed.digest) {
+        if (await this.store.putSkill(this.seedRecord(seed), { expectedDigest: current.digest })) note("skill.upgraded", seed.name, current.digest, seed.digest, seed.digest);
+        continue;
+      }
+      if (current.conflict?.seedDigest === seed.digest) continue;
+      const conflict = { seedDigest: seed.digest, seedRevision: this.revision, detectedAt: new Date().toISOString() };
+      if (await this.store.putSkill({ ...current, conflict }, { expectedDigest: current.digest })) note("skill.seed_conflict", seed.name, current.digest, current.digest, seed.digest);
+    }
+    const seeded = new Set(this.profile.skills.map((skill) => skill.name));
+    for (const record of await this.store.listSkills(agentId)) {
+      if (seeded.has(record.name) || record.changedBy !== "seed" || record.seedDigest === null) continue;
+      if (await this.store.deleteSkill(agentId, record.name, { expectedDigest: record.digest })) note("skill.seed_removed", record.name, record.digest, null, record.seedDigest);
+    }
+    return changes;
+  }
+}
+
+function fromSeed(seed: SkillManifestEntry): SkillView {
+  const parsed = parseSkillFile(seed.files["SKILL.md"]!, seed.name, `${seed.dir}/SKILL.md`);
+  return { name: seed.name, description: seed.description, tools: seed.tools, body: parsed.body, files: seed.files, digest: seed.digest, changedBy: "seed", seedDigest: seed.digest, conflict: null };
+}
+
+function fromRecord(record: SkillRecord): SkillView {
+  const parsed = parseSkillFile(record.files["SKILL.md"] ?? "", record.name, `/skills/${record.name}/SKILL.md`);
+  return {
+    name: record.name,
+    description: parsed.description,
+    tools: parsed.tools,
+    body: parsed.body,
+    files: record.files,
+    digest: record.digest,
+    changedBy: record.changedBy,
+    seedDigest: record.seedDigest,
+    conflict: record.conflict,
+  };
+}
+
+function notFound(name: string): AssemblyLineError {
+  return new AssemblyLineError("AL_ERR_SKILL_NOT_FOUND", `no skill "${name}"`, { fix: "Use a name from the skill catalog (`assembly-line skills list`)." });
+}
+
+function conflict(name: string): AssemblyLineError {
+  return new AssemblyLineError("AL_ERR_SKILL_CONFLICT", `skill "${name}" changed while it was being written; nothing was written`, {
+    fix: "Read the skill again and repeat the change on its current content.",
+  });
+}
+
+export { notFound as skillNotFound };

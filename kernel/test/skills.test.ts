@@ -1,0 +1,133 @@
+import { describe, expect, it } from "vitest";
+import { InMemoryStateAdapter, buildAgent } from "@assemblyline-agents/runtime";
+import { agentFolder, toolSource, writeFiles } from "./support/agent-folder.js";
+import { startAgent } from "./support/runtime.js";
+
+const AGENT = `import { defineAgent } from "@assemblyline-agents/core";
+export default defineAgent({ model: "test/model", instructions: "Release manager." });
+`;
+
+const SKILL = `---
+description: Write release notes from merged pull requests.
+tools: [publish_notes]
+---
+1. Collect the merged pull requests.
+2. Publish with publish_notes.
+`;
+
+const PUBLISH = toolSource({
+  extra: `capability: { visibility: "skill" },`,
+  execute: `return { published: input.value };`,
+});
+
+function releaseAgent(extra: Record<string, string> = {}) {
+  return agentFolder({
+    "agent.ts": AGENT,
+    "skills/release-notes/SKILL.md": SKILL,
+    "skills/release-notes/references/style.md": "Use past tense.",
+    "tools/publish_notes.ts": PUBLISH,
+    ...extra,
+  });
+}
+
+describe("skills", () => {
+  it("compiles SKILL.md front matter and resources into the manifest, counted in the revision", async () => {
+    const dir = releaseAgent();
+    const first = await buildAgent(dir);
+    expect(first.manifest.skills).toEqual([
+      expect.objectContaining({
+        name: "release-notes",
+        description: "Write release notes from merged pull requests.",
+        tools: ["publish_notes"],
+        dir: "skills/release-notes",
+        files: { "SKILL.md": SKILL, "references/style.md": "Use past tense." },
+      }),
+    ]);
+    writeFiles(dir, { "skills/release-notes/references/style.md": "Use present tense." });
+    expect((await buildAgent(dir)).manifest.agentRevision).not.toBe(first.manifest.agentRevision);
+  });
+
+  it("refuses a SKILL.md without a description, or one naming a tool the agent lacks", async () => {
+    await expect(buildAgent(agentFolder({ "agent.ts": AGENT, "skills/x/SKILL.md": "---\nname: x\n---\nbody" }))).rejects.toMatchObject({
+      code: "AL_ERR_SKILL_DEFINITION",
+      message: expect.stringContaining("skills/x/SKILL.md: front matter has no description"),
+    });
+    await expect(buildAgent(agentFolder({ "agent.ts": AGENT, "skills/x/SKILL.md": "---\ndescription: d\ntools: [nope]\n---\nbody" }))).rejects.toMatchObject({
+      code: "AL_ERR_SKILL_DEFINITION",
+      message: expect.stringContaining('activates "nope"'),
+    });
+  });
+
+  it("lists the compact catalog in the context, and load_skill puts the body in and activates its tool", async () => {
+    const { runtime, log, types } = await startAgent(releaseAgent(), [
+      { toolCalls: [{ name: "publish_notes", input: { value: "too early" } }] },
+      { toolCalls: [{ name: "load_skill", input: { name: "release-notes" } }] },
+      { toolCalls: [{ name: "publish_notes", input: { value: "v1.2" } }] },
+      { text: "published" },
+    ]);
+    const result = await runtime.run({ message: "ship it" });
+    expect(result.status).toBe("completed");
+    const context = log.contexts[0]!;
+    expect(context.instructions).toContain("## Skills");
+    expect(context.instructions).toContain("- release-notes: Write release notes from merged pull requests.");
+    expect(context.instructions).not.toContain("Collect the merged pull requests");
+    // Before the skill is loaded its tool is not offered.
+    expect(log.outcomes[0]!.outcome).toMatchObject({ isError: true, output: { error: expect.stringContaining('Unknown tool "publish_notes"') } });
+    expect(log.outcomes[1]!.outcome).toMatchObject({
+      status: "completed",
+      output: { name: "release-notes", instructions: expect.stringContaining("Collect the merged pull requests"), resources: ["/skills/release-notes/references/style.md"], activatedTools: ["publish_notes"] },
+    });
+    expect(context.tools.map((tool) => tool.name)).toContain("publish_notes");
+    expect(log.outcomes[2]!.outcome).toEqual({ status: "completed", output: { published: "v1.2" }, isError: false });
+    expect(await types(result.runId)).toContain("skill.loaded");
+  });
+
+  it("keeps a loaded skill active across a pause: the resumed turn has its body and its tool", async () => {
+    const approvalTool = toolSource({ extra: `needsApproval: approvalRequired("Check first."),` });
+    const { runtime, log } = await startAgent(releaseAgent({ "tools/confirm.ts": approvalTool }), [
+      { toolCalls: [{ name: "load_skill", input: { name: "release-notes" } }] },
+      { toolCalls: [{ name: "confirm", input: { value: "go" } }] },
+      { toolCalls: [{ name: "publish_notes", input: { value: "v2" } }] },
+      { text: "done" },
+    ], { defaultTools: undefined });
+    const paused = await runtime.run({ message: "ship" });
+    expect(paused.status).toBe("waiting_approval");
+    const resumed = await runtime.approve(paused.runId);
+    expect(resumed.status).toBe("completed");
+    const resumedContext = log.contexts[1]!;
+    expect(resumedContext.instructions).toContain("## Active skill: release-notes");
+    expect(resumedContext.instructions).toContain("Publish with publish_notes.");
+    expect(resumedContext.tools.map((tool) => tool.name)).toContain("publish_notes");
+    expect(log.outcomes.at(-1)!.outcome).toEqual({ status: "completed", output: { published: "v2" }, isError: false });
+  });
+
+  it("answers an unknown skill name with a recoverable error", async () => {
+    const { runtime, log } = await startAgent(releaseAgent(), [{ toolCalls: [{ name: "load_skill", input: { name: "nope" } }] }, { text: "ok" }]);
+    expect((await runtime.run({ message: "x" })).status).toBe("completed");
+    expect(log.outcomes[0]!.outcome).toMatchObject({ isError: true, output: { code: "AL_ERR_SKILL_NOT_FOUND" } });
+  });
+
+  it("reads skill files under /skills and refuses writes when self-improvement is off", async () => {
+    const state = new InMemoryStateAdapter();
+    const { runtime, log } = await startAgent(releaseAgent(), [
+      { toolCalls: [{ name: "read", input: { path: "/skills/release-notes/references/style.md" } }] },
+      { toolCalls: [{ name: "write", input: { path: "/skills/release-notes/SKILL.md", content: "---\ndescription: x\n---\n" } }] },
+      { text: "ok" },
+    ], { state, sandbox: fakeSandboxAdapter() });
+    expect((await runtime.run({ message: "x" })).status).toBe("completed");
+    expect(log.outcomes[0]!.outcome).toMatchObject({ output: { content: "Use past tense." } });
+    expect(log.outcomes[1]!.outcome).toMatchObject({ isError: true, output: { code: "AL_ERR_SKILL_READ_ONLY", error: expect.stringContaining("selfImprovement") } });
+    expect(await state.listSkills(runtime.manifest.agent.id)).toEqual([]);
+  });
+});
+
+/** The file tools need a sandbox adapter to be offered; these tests touch only /skills. */
+function fakeSandboxAdapter() {
+  return {
+    name: "unused",
+    async acquire() {
+      throw new Error("no sandbox in this test");
+    },
+    async release() {},
+  } as never;
+}

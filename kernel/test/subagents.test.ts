@@ -1,0 +1,180 @@
+import { writeFileSync } from "node:fs";
+import { join } from "node:path";
+import { describe, expect, it } from "vitest";
+import { InMemoryStateAdapter, OpenEveRuntime, buildAgent, loadRuntimeBundle, noopLogger, type RuntimeOptions } from "@assemblyline-agents/runtime";
+import { agentFolder, toolSource } from "./support/agent-folder.js";
+
+/** A parent with one subagent laid out the way eve lays one out. */
+function researchAgent(script: object, extra: Record<string, string> = {}) {
+  const dir = agentFolder({
+    "agent.ts": `import { defineAgent } from "@assemblyline-agents/core";
+export default defineAgent({ model: "scripted:" + new URL("./script.json", import.meta.url).pathname });
+`,
+    "instructions.md": "You coordinate research.",
+    "tools/summarize.ts": toolSource({ execute: `return { summary: input.value.toUpperCase() };` }),
+    "subagents/researcher/agent.ts": `import { defineAgent } from "@assemblyline-agents/core";
+export default defineAgent({ description: "Looks facts up in the archive.", tools: ["summarize"] });
+`,
+    "subagents/researcher/instructions.md": "You research facts.",
+    "subagents/researcher/tools/lookup.ts": toolSource({
+      extra: `needsApproval: approvalRequired("The archive is billed per lookup."),`,
+      execute: `globalThis.__lookups = (globalThis.__lookups ?? 0) + 1; return { fact: "42 is the answer to " + input.value };`,
+    }),
+    "subagents/researcher/skills/citing/SKILL.md": "---\ndescription: How to cite archive facts.\n---\nCite the archive id.\n",
+    "subagents/researcher/skills/citing/references/format.md": "[archive:id]",
+    ...extra,
+  });
+  writeFileSync(join(dir, "script.json"), JSON.stringify(script));
+  return dir;
+}
+
+async function start(dir: string, options: Partial<RuntimeOptions> = {}) {
+  const bundle = await loadRuntimeBundle((await buildAgent(dir)).artifactRoot);
+  const state = new InMemoryStateAdapter();
+  const runtime = new OpenEveRuntime({ ...bundle, state, logger: noopLogger(), ...options });
+  return { runtime, state, bundle };
+}
+
+const SPAWN_AND_FINISH = {
+  turns: [
+    { toolCalls: [{ name: "spawn_subagent", input: { name: "researcher", task: "What is the answer?", expectedOutput: { type: "object", properties: { fact: { type: "string" } }, required: ["fact"] } } }] },
+    { text: "The researcher reported back." },
+  ],
+  subagents: {
+    researcher: {
+      turns: [
+        { toolCalls: [{ name: "load_skill", input: { name: "citing" } }] },
+        { toolCalls: [{ name: "lookup", input: { value: "everything" } }] },
+        { text: '{"fact": "42 [archive:7]"}' },
+      ],
+    },
+  },
+};
+
+describe("subagents", () => {
+  it("compiles a nested eve-style folder: description, instructions.md, own tools and skills, narrowed parent tools", async () => {
+    const { manifest } = await buildAgent(researchAgent(SPAWN_AND_FINISH));
+    expect(manifest.agent.instructions).toBe("You coordinate research.");
+    const [researcher] = manifest.subagents;
+    expect(researcher).toMatchObject({
+      name: "researcher",
+      dir: "subagents/researcher",
+      description: "Looks facts up in the archive.",
+      instructions: "You research facts.",
+      model: manifest.agent.model,
+      inheritedTools: ["summarize"],
+      workspace: "shared",
+    });
+    expect(researcher!.tools.map((tool) => [tool.name, tool.source.file])).toEqual([["lookup", "subagents/researcher/tools/lookup.ts"]]);
+    expect(researcher!.skills.map((skill) => skill.name)).toEqual(["citing"]);
+    expect(manifest.sources.map((source) => source.file)).toEqual(
+      expect.arrayContaining(["instructions.md", "subagents/researcher/instructions.md", "subagents/researcher/skills/citing/SKILL.md"]),
+    );
+  });
+
+  it("refuses a subagent without a description, one that widens its parent, and instructions given twice", async () => {
+    await expect(buildAgent(researchAgent(SPAWN_AND_FINISH, { "subagents/researcher/agent.ts": `import { defineAgent } from "@assemblyline-agents/core";\nexport default defineAgent({} as never);` }))).rejects.toMatchObject({
+      code: "AL_ERR_SUBAGENT_DEFINITION",
+      message: expect.stringContaining("subagents/researcher/: agent.ts has no description"),
+    });
+    await expect(buildAgent(researchAgent(SPAWN_AND_FINISH, { "subagents/researcher/agent.ts": `import { defineAgent } from "@assemblyline-agents/core";\nexport default defineAgent({ description: "d", tools: ["billing"] });` }))).rejects.toMatchObject({
+      code: "AL_ERR_SUBAGENT_NARROWING",
+      message: expect.stringContaining('names tool "billing" that the parent lacks'),
+    });
+    await expect(buildAgent(researchAgent(SPAWN_AND_FINISH, { "subagents/researcher/agent.ts": `import { defineAgent } from "@assemblyline-agents/core";\nexport default defineAgent({ description: "d", connections: ["crm"] });` }))).rejects.toMatchObject({
+      code: "AL_ERR_SUBAGENT_NARROWING",
+    });
+    await expect(buildAgent(researchAgent(SPAWN_AND_FINISH, { "subagents/researcher/agent.ts": `import { defineAgent } from "@assemblyline-agents/core";\nexport default defineAgent({ description: "d", model: "openai/gpt-5.4-mini" });` }))).rejects.toMatchObject({
+      code: "AL_ERR_SUBAGENT_NARROWING",
+      message: expect.stringContaining("is not of the parent's provider (scripted)"),
+    });
+    await expect(buildAgent(researchAgent(SPAWN_AND_FINISH, { "subagents/researcher/agent.ts": `import { defineAgent } from "@assemblyline-agents/core";\nexport default defineAgent({ description: "d", instructions: "inline" });` }))).rejects.toMatchObject({
+      code: "AL_ERR_AGENT_INSTRUCTIONS_TWICE",
+      message: expect.stringContaining("subagents/researcher/instructions.md"),
+    });
+  });
+
+  it("surfaces the child's approval on the parent; approving the parent's pending call resumes the child, then the parent", async () => {
+    (globalThis as { __lookups?: number }).__lookups = 0;
+    const { runtime, state } = await start(researchAgent(SPAWN_AND_FINISH));
+    const paused = await runtime.run({ message: "research", conversationId: "c1" });
+    expect(paused.status).toBe("waiting_approval");
+    expect(paused.waitingOn).toMatchObject({ subagent: "researcher" });
+    expect(paused.pendingApprovals).toEqual([expect.objectContaining({ toolName: "lookup", subagent: "researcher", runId: paused.waitingOn!.runId })]);
+    const childId = paused.waitingOn!.runId;
+    const child = await state.getRun(childId);
+    expect(child?.input.parent).toMatchObject({ runId: paused.runId, subagent: "researcher", depth: 1 });
+    expect(child?.agentId).toBe(`${runtime.manifest.agent.id}/researcher`);
+
+    const done = await runtime.approve(paused.runId, { callId: paused.pendingApprovals![0]!.callId });
+    expect(done.status).toBe("completed");
+    expect(done.response?.text).toBe("The researcher reported back.");
+    expect((globalThis as { __lookups?: number }).__lookups).toBe(1);
+    const parentEvents = await runtime.listEvents(paused.runId);
+    const types = parentEvents.map((event) => event.type);
+    expect(types.filter((type) => type === "subagent.started")).toHaveLength(1);
+    expect(parentEvents.find((event) => event.type === "subagent.completed")?.data).toMatchObject({ childRunId: childId, status: "completed", output: { fact: "42 [archive:7]" } });
+    const spawn = (await state.listToolCalls(paused.runId)).find((call) => call.toolName === "spawn_subagent");
+    expect(spawn).toMatchObject({ status: "completed", output: { subagent: "researcher", runId: childId, output: { fact: "42 [archive:7]" } } });
+    // The child ran with its own instructions, skills and tools: not the parent's.
+    const childEvents = await runtime.listEvents(childId);
+    expect(childEvents.find((event) => event.type === "run.started")?.data).toMatchObject({ instructions: "You research facts.", subagent: "researcher", parentRunId: paused.runId });
+    expect(childEvents.map((event) => event.type)).toContain("skill.loaded");
+  });
+
+  it("approving the child run directly also completes the parent", async () => {
+    const { runtime } = await start(researchAgent(SPAWN_AND_FINISH));
+    const paused = await runtime.run({ message: "research" });
+    const child = await runtime.approve(paused.waitingOn!.runId);
+    expect(child.status).toBe("completed");
+    expect((await runtime.getRun(paused.runId)).status).toBe("completed");
+  });
+
+  it("returns an output that breaks the expected schema to the parent as a recoverable error", async () => {
+    const script = structuredClone(SPAWN_AND_FINISH);
+    script.subagents.researcher.turns = [{ text: '{"fact": 42}' }] as never;
+    const { runtime, state } = await start(researchAgent(script));
+    const result = await runtime.run({ message: "research" });
+    expect(result.status).toBe("completed");
+    const spawn = (await state.listToolCalls(result.runId)).find((call) => call.toolName === "spawn_subagent");
+    expect(spawn?.output).toMatchObject({ code: "AL_ERR_SUBAGENT_OUTPUT", error: expect.stringContaining("output/fact must be string") });
+  });
+
+  it("stops runaway spawning at the depth and count limits with a clear error", async () => {
+    const script = {
+      turns: [
+        { toolCalls: [{ name: "spawn_subagent", input: { name: "researcher", task: "one" } }] },
+        { toolCalls: [{ name: "spawn_subagent", input: { name: "researcher", task: "two" } }] },
+        { text: "done" },
+      ],
+      subagents: { researcher: { turns: [{ text: "ok" }] } },
+    };
+    const { runtime, state } = await start(researchAgent(script), { subagents: { maxSpawnsPerRun: 1 } });
+    const result = await runtime.run({ message: "go" });
+    expect(result.status).toBe("completed");
+    const outputs = (await state.listToolCalls(result.runId)).map((call) => call.output);
+    expect(outputs[0]).toMatchObject({ output: "ok" });
+    expect(outputs[1]).toMatchObject({ code: "AL_ERR_SUBAGENT_LIMIT", error: expect.stringContaining("already spawned 1 subagents; the limit is 1") });
+
+    const deep = await start(researchAgent(script), { subagents: { maxDepth: 0 } });
+    const refused = await deep.runtime.run({ message: "go" });
+    const first = (await deep.state.listToolCalls(refused.runId))[0];
+    expect(first?.output).toMatchObject({ code: "AL_ERR_SUBAGENT_LIMIT", error: expect.stringContaining("the limit is 0") });
+  });
+
+  it("resumes a follow-up to the same subagent in one conversation with its earlier exchange", async () => {
+    const script = {
+      turns: [{ toolCalls: [{ name: "spawn_subagent", input: { name: "researcher", task: "remember 7" } }] }, { text: "done" }],
+      subagents: { researcher: { turns: [{ text: "noted" }] } },
+    };
+    const { runtime, state } = await start(researchAgent(script));
+    const first = await runtime.run({ message: "one", conversationId: "conv-9" });
+    const second = await runtime.run({ message: "two", conversationId: "conv-9" });
+    const childOf = async (runId: string) => (await runtime.listEvents(runId)).find((event) => event.type === "subagent.started")!.data.childRunId as string;
+    const firstChild = await state.getRun(await childOf(first.runId));
+    const secondChild = await state.getRun(await childOf(second.runId));
+    expect(secondChild!.conversationId).toBe(firstChild!.conversationId);
+    const history = await state.listConversationMessages(secondChild!.conversationId!);
+    expect(history.map((message) => message.content)).toEqual(["remember 7", "noted", "remember 7", "noted"]);
+  });
+});
