@@ -15,7 +15,7 @@ function contextAgent(options: DefaultContextOptions | null) {
   return agentFolder({
     "agent.ts": agentWithContext(options),
     "skills/close_month/SKILL.md": "---\nname: close_month\ndescription: Close the month's books step by step.\n---\n# Close month\n1. ...",
-    "skills/audit/SKILL.md": "# Audit\nCheck every ledger entry against its receipt.",
+    "skills/audit/SKILL.md": "---\ndescription: Check every ledger entry against its receipt.\n---\n# Audit\nCheck every ledger entry against its receipt.",
     "tools/alpha.ts": toolSource(),
     "tools/beta.ts": toolSource(),
     "tools/gamma.ts": toolSource(),
@@ -61,8 +61,8 @@ describe("defaultContext()", () => {
     expect(prompt).not.toContain("IGNORE-ME");
     expect(prompt).toMatch(/## Files\n<untrusted source="file names">\n- \/files\/policies\/expenses\.pdf \(42 bytes\)\n- \/files\/policies\/travel\.pdf \(42 bytes\)\n<\/untrusted>/);
     expect(prompt).toMatch(/## Attachments of this message\n<untrusted source="attachment names">\n- \/files\/attachments\/run_[^/]+\/receipt\.png \(42 bytes\)/);
-    expect(prompt).toContain("- close_month: Close the month's books step by step. (/skills/close_month/SKILL.md)");
-    expect(prompt).toContain("- audit: Check every ledger entry against its receipt. (/skills/audit/SKILL.md)");
+    expect(prompt).toContain("- close_month: Close the month's books step by step.");
+    expect(prompt).toContain("- audit: Check every ledger entry against its receipt.");
     expect(prompt).toMatch(/## More tools \(find with tool_search[^\n]*\n- billing \(2\): create_invoice, void_invoice\n- crm \(2\): find_customer, merge_customers/);
     expect(prompt).toMatch(/## Tools\n(- \w+: .*\n)*- alpha: A test tool\./);
     expect(prompt).not.toMatch(/- create_invoice:/);

@@ -72,7 +72,7 @@ describe("skills", () => {
     expect(context.instructions).toContain("- release-notes: Write release notes from merged pull requests.");
     expect(context.instructions).not.toContain("Collect the merged pull requests");
     // Before the skill is loaded its tool is not offered.
-    expect(log.outcomes[0]!.outcome).toMatchObject({ isError: true, output: { error: expect.stringContaining('Unknown tool "publish_notes"') } });
+    expect(log.outcomes[0]!.outcome).toMatchObject({ isError: true, output: { error: expect.stringContaining('Tool "publish_notes" is available only while a skill that names it is active') } });
     expect(log.outcomes[1]!.outcome).toMatchObject({
       status: "completed",
       output: { name: "release-notes", instructions: expect.stringContaining("Collect the merged pull requests"), resources: ["/skills/release-notes/references/style.md"], activatedTools: ["publish_notes"] },

@@ -285,7 +285,7 @@ export class RunDriver {
     const activated = activatedToolNames(events)
       .map((name) => table.get(name))
       .filter((entry): entry is ToolTableEntry => entry !== undefined && entry.mode !== "disabled" && entry.available);
-    const offered = [...visibleTools(table, started.defaultTools ?? profile.defaultTools)];
+    const offered = [...visibleTools(table, started.defaultTools)];
     for (const entry of activated) if (!offered.includes(entry)) offered.push(entry);
     const controller = new AbortController();
     signal?.addEventListener("abort", () => controller.abort(signal.reason), { once: true });
