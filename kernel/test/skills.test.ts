@@ -77,7 +77,9 @@ describe("skills", () => {
       status: "completed",
       output: { name: "release-notes", instructions: expect.stringContaining("Collect the merged pull requests"), resources: ["/skills/release-notes/references/style.md"], activatedTools: ["publish_notes"] },
     });
-    expect(context.tools.map((tool) => tool.name)).toContain("publish_notes");
+    // Offered from the model call after load_skill on, not before.
+    expect(log.offeredPerCall[0]).not.toContain("publish_notes");
+    expect(log.offeredPerCall[2]).toContain("publish_notes");
     expect(log.outcomes[2]!.outcome).toEqual({ status: "completed", output: { published: "v1.2" }, isError: false });
     expect(await types(result.runId)).toContain("skill.loaded");
   });
