@@ -32,6 +32,8 @@ import { resolveState, type ResolvedState } from "./state/resolve-state.js";
 import { createMemoryApi } from "./state/memory-api.js";
 import { createRuntimeFilesystem } from "./filesystem/runtime-filesystem.js";
 import type { RunServices } from "./run/run-scope.js";
+import { Automations } from "./automations/automations.js";
+import { createAutomationManager } from "./automations/automation-manager.js";
 
 export interface RuntimeOptions {
   manifest: AgentManifest;
@@ -66,6 +68,11 @@ export interface RuntimeOptions {
   env?: Record<string, string | undefined>;
   /** Streamed text as engines produce it (not durable). */
   onTextDelta?(runId: string, delta: string): void;
+  /**
+   * Automation due times missed by at most this many ms each still run; older
+   * ones (the host was down) collapse into one run. Default 30 000.
+   */
+  automationCatchUpMs?: number;
 }
 
 export interface RunAgentOptions {
@@ -90,6 +97,8 @@ export class OpenEveRuntime {
   private readonly admission: Admission;
   private readonly inFlight = new Set<Promise<unknown>>();
   private readonly ownerId: string;
+  /** The agent's automations (static and dynamic) in the schedules facet; hosts run `dispatchDue` from their scheduler. */
+  readonly automations: Automations;
 
   constructor(private readonly options: RuntimeOptions) {
     if (!options?.manifest || !options.sourceBundle) {
@@ -125,6 +134,14 @@ export class OpenEveRuntime {
       this.logger,
     );
     this.journal = journal;
+    this.automations = new Automations({
+      store: this.state.schedules,
+      agentId: this.manifest.agent.id,
+      statics: this.manifest.automations ?? [],
+      submit: (input) => this.submit(input),
+      logger: this.logger,
+      ...(options.automationCatchUpMs !== undefined ? { catchUpMs: options.automationCatchUpMs } : {}),
+    });
     this.driver = new RunDriver({
       manifest: options.manifest,
       sourceBundle: options.sourceBundle,
@@ -432,6 +449,9 @@ export class OpenEveRuntime {
         await sandboxAdapter.release(run.id).catch((error) => this.logger.warn({ runId: run.id, err: String(error) }, "sandbox release failed"));
       },
       memory: createMemoryApi(this.state.memory),
+      ...(this.manifest.agent.dynamicAutomations?.dynamic
+        ? { automationManager: (gate) => createAutomationManager(this.automations, gate(this.manifest.agent.dynamicAutomations.approval)) }
+        : {}),
       ...(this.options.blob ? { blob: this.options.blob } : {}),
       spawnSubagent: async () => {
         throw new AssemblyLineError("AL_ERR_HARNESS", "this agent has no compiled subagents", { fix: "Subagents are not available in this runtime version." });

@@ -89,6 +89,10 @@ export const errorCatalogue = {
   AL_ERR_ATTACHMENT_REFUSED: "An attachment download was refused: its URL is not http(s) or its host is not allowed.",
   AL_ERR_ATTACHMENT_TOO_LARGE: "An attachment is larger than the host's attachment size cap.",
   AL_ERR_ATTACHMENT_DOWNLOAD: "An attachment download failed (network error, timeout or non-2xx status).",
+  AL_ERR_AUTOMATION_DEFINITION: "An automations/ file does not default-export a valid defineAutomation(...).",
+  AL_ERR_AUTOMATION_SCHEDULE: "An automation schedule is not a valid cron expression, time zone, interval or one-shot time.",
+  AL_ERR_AUTOMATION_INPUT: "ctx.automationManager was given a bad automation (name, message, fields) or asked to change a static one.",
+  AL_ERR_AUTOMATION_NOT_FOUND: "No automation of this agent has that name (or a schedule row belongs to another agent).",
 } as const;
 
 export type ErrorCode = keyof typeof errorCatalogue;

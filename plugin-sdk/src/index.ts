@@ -20,4 +20,5 @@ export * from "./state/index.js";
 export * from "./plugin.js";
 export * from "./contracts.js";
 export * from "./rate-limit.js";
+export * from "./automation.js";
 export * from "./timeout.js";

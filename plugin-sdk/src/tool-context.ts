@@ -1,3 +1,4 @@
+import type { AutomationManager } from "./automation.js";
 import type { BlobStore } from "./blob.js";
 import type { JsonValue } from "./json.js";
 import type { Sandbox } from "./sandbox.js";
@@ -75,7 +76,7 @@ export interface ToolExecutionContext {
   /** Present only when agent.ts enables self-improvement. */
   readonly selfImprovement?: unknown;
   /** Present only when agent.ts enables dynamic automations. */
-  readonly automationManager?: unknown;
+  readonly automationManager?: AutomationManager;
   /** Present only when agent.ts enables dynamic connections. */
   readonly connectionManager?: unknown;
 }

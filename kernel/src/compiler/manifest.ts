@@ -1,4 +1,4 @@
-import type { CoreToolPolicy, DefaultContextOptions, JsonSchema, JsonValue, SideEffect, ToolCapability } from "@assemblyline-agents/core";
+import type { CoreToolPolicy, DefaultContextOptions, JsonSchema, JsonValue, NormalizedSchedule, SideEffect, ToolCapability } from "@assemblyline-agents/core";
 
 export const MANIFEST_VERSION = 1;
 
@@ -52,6 +52,17 @@ export interface SandboxManifest {
   workingDirectory: "/workspace";
 }
 
+/** A static routine from `automations/<name>.ts`. */
+export interface AutomationManifestEntry {
+  /** The file stem. */
+  name: string;
+  source: SourceRef;
+  schedule: NormalizedSchedule;
+  message: string;
+  conversationId: string | null;
+  enabled: boolean;
+}
+
 export interface HookManifestEntry {
   source: SourceRef;
   events: string[];
@@ -72,6 +83,10 @@ export interface AgentManifest {
     defaultTools: string[] | null;
     coreToolPolicy: CoreToolPolicy;
     context: ContextManifest;
+    /** agent.ts dynamicAutomations, with defaults applied (off). */
+    dynamicAutomations: { dynamic: boolean; approval: boolean };
+    /** agent.ts dynamicConnections, with defaults applied (off, approval on, no hosts). */
+    dynamicConnections: { dynamic: boolean; approval: boolean; allowedHosts: string[] };
     source: SourceRef;
   };
   tools: ToolManifestEntry[];
@@ -81,6 +96,7 @@ export interface AgentManifest {
   gateway: GatewayManifest | null;
   channels: ChannelManifestEntry[];
   sandbox: SandboxManifest | null;
+  automations: AutomationManifestEntry[];
   /** Every behaviour-bearing file, sorted: the revision covers them all. */
   sources: SourceRef[];
 }

@@ -2,6 +2,7 @@ import { AssemblyLineError, RUN_EVENT_TYPES, type JsonValue, type ToolExecutionC
 import { digestJson } from "../canonical-json.js";
 import { RUNTIME_FILESYSTEM } from "../filesystem/context-access.js";
 import { findNonJson } from "../json-check.js";
+import { changeGate, type ChangeApprovalSuspension } from "./change-approval.js";
 import { QuestionSuspension } from "./question.js";
 import type { RunScope } from "./run-scope.js";
 import { runStep } from "./step.js";
@@ -18,9 +19,10 @@ export function createToolContext(
   scope: RunScope,
   call: { id: string; name: string },
   approvedToolCall: boolean,
-  asked: { question?: QuestionSuspension },
+  asked: { question?: QuestionSuspension; approval?: ChangeApprovalSuspension },
 ): ToolExecutionContext {
   const { services } = scope;
+  const gate = (required: boolean) => changeGate(approvedToolCall, required, (suspension) => (asked.approval ??= suspension));
   return {
     runId: scope.runId,
     agentRevision: scope.agentRevision,
@@ -54,7 +56,9 @@ export function createToolContext(
     ...(services.blob ? { blob: services.blob } : {}),
     ...(services.memory ? { memory: services.memory } : {}),
     spawnSubagent: (request) => services.spawnSubagent(request),
-    connections: {},
+    connections: services.connections ?? {},
+    ...(services.automationManager ? { automationManager: services.automationManager(gate) } : {}),
+    ...(services.connectionManager ? { connectionManager: services.connectionManager(gate) } : {}),
     ...(scope.channel ? { channel: scope.channel } : {}),
     [RUNTIME_FILESYSTEM]: services.filesystem,
   } as ToolExecutionContext;

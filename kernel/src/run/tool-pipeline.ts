@@ -10,6 +10,7 @@ import { digestJson } from "../canonical-json.js";
 import { findNonJson } from "../json-check.js";
 import { describeSchemaErrors } from "../schema.js";
 import { isInfrastructureFailure, leaseLost } from "./infrastructure-failure.js";
+import { isChangeApprovalSuspension, type ChangeApprovalSuspension } from "./change-approval.js";
 import { isQuestionSuspension, type QuestionSuspension } from "./question.js";
 import type { RunScope } from "./run-scope.js";
 import { createToolContext } from "./tool-context.js";
@@ -127,15 +128,29 @@ async function execute(
   approvedToolCall: boolean,
   existing: ToolCallRecord | null,
 ): Promise<ToolCallOutcome> {
-  const asked: { question?: QuestionSuspension } = {};
+  const asked: { question?: QuestionSuspension; approval?: ChangeApprovalSuspension } = {};
   const ctx = createToolContext(scope, call, approvedToolCall, asked);
   const base = existing ?? newRecord(scope, call, inputDigest, "requested");
   let output: unknown;
   try {
     output = await entry.definition.execute(call.input, ctx);
     if (asked.question) throw asked.question;
+    if (asked.approval) throw asked.approval;
   } catch (error) {
     if (isInfrastructureFailure(error)) throw error;
+    const approval = isChangeApprovalSuspension(error) ? error : asked.approval;
+    if (approval) {
+      // A change a run-time API makes (an automation, a connection) waits for a person, like a gated tool.
+      const approvalId = approvalIdFor(scope.runId, call.id, inputDigest);
+      await scope.journal.record(
+        scope.runId,
+        "approval.requested",
+        { approvalId, callId: call.id, toolName: call.name, input: call.input, reason: approval.reason, sideEffect: "external", change: approval.change },
+        { toolCall: { ...base, status: "waiting_approval", approvalId, updatedAt: now() } },
+      );
+      scope.pausedFor ??= "approval";
+      return { status: "paused", reason: "approval" };
+    }
     const question = isQuestionSuspension(error) ? error : asked.question;
     if (question) {
       const asking = { question: question.question, choices: question.options?.choices ?? null, metadata: question.options?.metadata ?? null } as JsonValue;

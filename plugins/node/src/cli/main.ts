@@ -1,6 +1,7 @@
 import { isAssemblyLineError } from "@assemblyline-agents/core";
 import { useKernelHost } from "@assemblyline-agents/registry";
 import { kernelHost } from "@assemblyline-agents/runtime";
+import { automationsCommand } from "./commands/automations.js";
 import { buildCommand } from "./commands/build.js";
 import { runCommand } from "./commands/run.js";
 import { pluginsCommand } from "./commands/plugins.js";
@@ -26,6 +27,9 @@ const HELP = `assembly-line <command>
   deny <runId> [<callId>]              deny it; the model receives a denial result
   answer <runId> "text"                answer the run's question and resume it
   resume <runId>                       continue a run left running by a process that died
+  automations list                     the agent's automations: schedule, next due time, paused (--agent <dir>)
+  automations run <name>               start one run of an automation now and print it
+  automations pause|resume <name>      stop / restart an automation's schedule (survives restarts)
   dev <agentDir> [--port <n>]          serve the agent over HTTP in dev mode (local defaults, readable logs)
   start <artifactDir> [--port <n>]     production boot of a built artifact (<agentDir>/.assembly-line)
   plugins list | search <words> | info <id> | add <id> | verify [dir]
@@ -44,6 +48,7 @@ const COMMANDS: Record<string, (args: string[], io: CommandIO) => Promise<number
   answer: answerCommand,
   resume: resumeCommand,
   plugins: pluginsCommand,
+  automations: automationsCommand,
   dev: (args, io) => devCommand(args, io),
   start: (args, io) => startCommand(args, io),
 };

@@ -2,7 +2,7 @@ import { randomUUID } from "node:crypto";
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from "node:http";
 import type { AddressInfo } from "node:net";
 import { AssemblyLineError, type ChannelModule, type JsonValue, type TelemetrySink } from "@assemblyline-agents/core";
-import { OpenEveRuntime, createRuntimeLogger } from "@assemblyline-agents/runtime";
+import { OpenEveRuntime, createRuntimeLogger, isAutomationSchedule } from "@assemblyline-agents/runtime";
 import { AttachmentIngest } from "./attachments.js";
 import { HostAuth } from "./auth.js";
 import { ChannelIngress } from "./channel-ingress.js";
@@ -154,11 +154,19 @@ export async function listenNodeRuntime(options: NodeRuntimeOptions): Promise<No
 
   await recovery.start(config.recoveryIntervalMs);
   outbox.start();
+  // automations/ is written into the schedules facet before any scheduler looks for due rows.
+  await runtime.automations.syncStatic();
   if (options.scheduler) {
-    await options.scheduler.start(async (scheduleId) => {
-      const schedule = await runtime.state.schedules.getSchedule(scheduleId);
-      const payload = (schedule?.payload ?? {}) as Record<string, JsonValue>;
-      if (!schedule || typeof payload.message !== "string") {
+    await options.scheduler.start(async (scheduleId, claimed) => {
+      const schedule = claimed ?? (await runtime.state.schedules.getSchedule(scheduleId));
+      if (!schedule) return;
+      if (isAutomationSchedule(schedule)) {
+        const { nextRunAt, runs } = await runtime.automations.dispatchDue(schedule, options.model ? { model: options.model } : {});
+        for (const run of runs) if (run.created) mailbox.enqueue(run.runId, run.conversationId, { prepare: false });
+        return { nextRunAt };
+      }
+      const payload = (schedule.payload ?? {}) as Record<string, JsonValue>;
+      if (typeof payload.message !== "string") {
         logger.warn({ event: "schedule.invalid", scheduleId }, "schedule payload has no message; nothing started");
         return;
       }
