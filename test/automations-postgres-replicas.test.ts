@@ -33,15 +33,22 @@ afterAll(async () => {
   await client.end();
 });
 
-function startReplica(name: string): Promise<ChildProcess> {
-  const child = spawn(process.execPath, [replicaScript, artifactRoot, TEST_DATABASE_URL, schema, join(agentDir, "script.json"), name], { stdio: ["ignore", "pipe", "inherit"] });
+/** A replica process; `holding` resolves once it stalls mid-dispatch (with STALL_AFTER_MS). */
+function startReplica(name: string, env: Record<string, string> = {}): Promise<ChildProcess & { holding: Promise<void> }> {
+  const child = spawn(process.execPath, [replicaScript, artifactRoot, TEST_DATABASE_URL, schema, join(agentDir, "script.json"), name], {
+    stdio: ["ignore", "pipe", "inherit"],
+    env: { ...process.env, ...env },
+  });
   children.add(child);
   child.on("exit", () => children.delete(child));
+  let out = "";
+  let held!: () => void;
+  const holding = new Promise<void>((resolveHolding) => (held = resolveHolding));
   return new Promise((resolveReady, reject) => {
-    let out = "";
     child.stdout!.on("data", (chunk: Buffer) => {
       out += chunk.toString();
-      if (out.includes("ready ")) resolveReady(child);
+      if (out.includes("holding ")) held();
+      if (out.includes("ready ")) resolveReady(Object.assign(child, { holding }));
     });
     child.on("exit", (code) => reject(new Error(`replica ${name} exited (${code}) before it was ready`)));
   });
@@ -73,7 +80,8 @@ const SECOND = 1_000;
 describe.skipIf(!database.available)("a cron automation on two replicas sharing PostgreSQL", () => {
   it("starts exactly one run per due time for 10 seconds, none lost when a replica is SIGKILLed mid-way", async () => {
     state = await createPostgresState({ connectionString: TEST_DATABASE_URL, schema });
-    const [a, b] = await Promise.all([startReplica("a"), startReplica("b")]);
+    // a stalls after ~4 s with a due time dispatched and its schedule lease held; it is killed there.
+    const [a, b] = await Promise.all([startReplica("a", { STALL_AFTER_MS: "4000" }), startReplica("b")]);
 
     const first = await waitFor("the first automation run", async () => {
       const runs = await automationRuns();
@@ -81,7 +89,7 @@ describe.skipIf(!database.available)("a cron automation on two replicas sharing 
     });
     const dueBy = (offset: number) => async () => ((await automationRuns()).some((entry) => Date.parse(entry.dueAt) >= first + offset) ? true : undefined);
 
-    await waitFor("4 seconds of due times", dueBy(4 * SECOND));
+    await a.holding;
     const killed = new Promise((resolveExit) => a.once("exit", resolveExit));
     a.kill("SIGKILL");
     await killed;
