@@ -93,6 +93,10 @@ export const errorCatalogue = {
   AL_ERR_AUTOMATION_SCHEDULE: "An automation schedule is not a valid cron expression, time zone, interval or one-shot time.",
   AL_ERR_AUTOMATION_INPUT: "ctx.automationManager was given a bad automation (name, message, fields) or asked to change a static one.",
   AL_ERR_AUTOMATION_NOT_FOUND: "No automation of this agent has that name (or a schedule row belongs to another agent).",
+  AL_ERR_OUTBOUND_ADDRESS_REFUSED: "An outbound request's host is, or resolved to, a loopback, private, link-local, metadata or other special address its policy does not allow.",
+  AL_ERR_OUTBOUND_HOST_REFUSED: "An outbound request's URL is not http(s), or its host is outside the policy's allowedHosts.",
+  AL_ERR_OUTBOUND_REDIRECT: "An outbound request was redirected more often than the policy's maxRedirects, against redirect: \"error\", or with a streamed body.",
+  AL_ERR_OUTBOUND_POLICY: "An OutboundPolicy option has an invalid value.",
 } as const;
 
 export type ErrorCode = keyof typeof errorCatalogue;

@@ -22,3 +22,4 @@ export * from "./contracts.js";
 export * from "./rate-limit.js";
 export * from "./automation.js";
 export * from "./timeout.js";
+export * from "./net/index.js";

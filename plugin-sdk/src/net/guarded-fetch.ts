@@ -1,0 +1,97 @@
+import { AssemblyLineError, isAssemblyLineError } from "../errors.js";
+import { checkMaxRedirects, OutboundHostRules, type OutboundPolicy } from "./outbound-policy.js";
+
+const REDIRECT_STATUSES = new Set([301, 302, 303, 307, 308]);
+
+/**
+ * A `fetch` that only reaches what `policy` allows: http(s) URLs, hosts the
+ * policy admits, and public addresses (special ones only through hosts listed by
+ * name), checked on the connected address. Redirects are followed here, hop by
+ * hop, each re-checked; the caller's headers go only to the first URL's origin.
+ * Refusals reject with AL_ERR_OUTBOUND_ADDRESS_REFUSED, AL_ERR_OUTBOUND_HOST_REFUSED
+ * or AL_ERR_OUTBOUND_REDIRECT.
+ */
+export function createGuardedFetch(policy: OutboundPolicy = {}): typeof fetch {
+  const rules = new OutboundHostRules(policy);
+  const maxRedirects = checkMaxRedirects(policy);
+  // undici loads on first use, so importing the SDK stays cheap for code that never fetches.
+  let client: Promise<{ fetch: typeof import("undici").fetch; dispatcher: import("undici").Agent }> | undefined;
+  const connect = () =>
+    (client ??= Promise.all([import("undici"), import("./guarded-agent.js")]).then(([undici, agent]) => ({ fetch: undici.fetch, dispatcher: agent.createGuardedAgent(rules, policy.resolve) })));
+
+  const guarded = async (input: string | URL | Request, init: RequestInit = {}): Promise<Response> => {
+    const request = await requestParts(input, init);
+    const origin = checkUrl(rules, request.url).origin;
+    let url = request.url;
+    let method = request.method;
+    let body = request.body;
+    let headers = new Headers(request.headers);
+    const { fetch: undiciFetch, dispatcher } = await connect();
+    for (let hop = 0; ; hop += 1) {
+      let response: Response;
+      try {
+        response = (await undiciFetch(url, { method, headers: [...headers], body, signal: init.signal, redirect: "manual", dispatcher } as unknown as Parameters<typeof undiciFetch>[1])) as unknown as Response;
+      } catch (error) {
+        throw refusalIn(error) ?? error;
+      }
+      const location = response.headers.get("location");
+      if (!REDIRECT_STATUSES.has(response.status) || !location || init.redirect === "manual") return response;
+      await response.body?.cancel();
+      if (init.redirect === "error") {
+        throw new AssemblyLineError("AL_ERR_OUTBOUND_REDIRECT", `${new URL(url).origin} redirected with ${response.status} and the request said redirect: "error"`, { fix: "Request the final URL, or allow redirects." });
+      }
+      if (hop >= maxRedirects) {
+        throw new AssemblyLineError("AL_ERR_OUTBOUND_REDIRECT", `more than ${maxRedirects} redirects, starting at ${new URL(request.url).origin}`, { fix: "Request the final URL, or raise the policy's maxRedirects." });
+      }
+      const next = checkUrl(rules, new URL(location, url).toString());
+      if (response.status === 303 || ((response.status === 301 || response.status === 302) && method === "POST")) {
+        if (method !== "HEAD") method = "GET";
+        body = undefined;
+        headers.delete("content-type");
+        headers.delete("content-length");
+      } else if (body instanceof ReadableStream) {
+        throw new AssemblyLineError("AL_ERR_OUTBOUND_REDIRECT", `${response.status} redirect of a streamed request body, which cannot be sent twice`, { fix: "Send the body as a string or bytes, or request the final URL." });
+      }
+      // Credentials the caller set belong to the origin it named, never to a redirect target elsewhere.
+      if (next.origin !== origin) headers = new Headers();
+      url = next.toString();
+    }
+  };
+  return guarded as typeof fetch;
+}
+
+function checkUrl(rules: OutboundHostRules, text: string): URL {
+  let url: URL;
+  try {
+    url = new URL(text);
+  } catch {
+    throw new AssemblyLineError("AL_ERR_OUTBOUND_HOST_REFUSED", `${JSON.stringify(text)} is not an absolute URL`, { fix: "Pass an absolute http(s) URL." });
+  }
+  if (url.protocol !== "https:" && url.protocol !== "http:") {
+    throw new AssemblyLineError("AL_ERR_OUTBOUND_HOST_REFUSED", `${url.protocol} URLs are not fetched`, { fix: "Use an http(s) URL." });
+  }
+  if (!rules.allows(url.hostname)) {
+    throw new AssemblyLineError("AL_ERR_OUTBOUND_HOST_REFUSED", `host ${url.hostname} is not in the policy's allowedHosts`, { fix: `Add ${url.hostname} to allowedHosts if requests should reach it.` });
+  }
+  return url;
+}
+
+async function requestParts(input: string | URL | Request, init: RequestInit): Promise<{ url: string; method: string; headers: RequestInit["headers"]; body: RequestInit["body"] }> {
+  if (typeof input === "string" || input instanceof URL) {
+    return { url: input.toString(), method: (init.method ?? "GET").toUpperCase(), headers: init.headers, body: init.body };
+  }
+  const method = (init.method ?? input.method).toUpperCase();
+  const body = init.body !== undefined ? init.body : method === "GET" || method === "HEAD" ? undefined : await input.arrayBuffer();
+  return { url: input.url, method, headers: init.headers ?? input.headers, body };
+}
+
+/** undici wraps connect failures as TypeError("fetch failed", { cause }); surface our refusal instead. */
+function refusalIn(error: unknown, depth = 0): AssemblyLineError | undefined {
+  if (depth > 4 || typeof error !== "object" || error === null) return undefined;
+  if (isAssemblyLineError(error)) return error;
+  for (const inner of [(error as { cause?: unknown }).cause, ...((error as { errors?: unknown[] }).errors ?? [])]) {
+    const found = refusalIn(inner, depth + 1);
+    if (found) return found;
+  }
+  return undefined;
+}

@@ -1,0 +1,3 @@
+export { classifyAddress, type AddressClass } from "./address-class.js";
+export { DEFAULT_MAX_REDIRECTS, type OutboundPolicy, type OutboundResolver } from "./outbound-policy.js";
+export { createGuardedFetch } from "./guarded-fetch.js";

@@ -1,0 +1,68 @@
+import type { LookupAddress } from "node:dns";
+import { AssemblyLineError } from "../errors.js";
+
+/** A DNS resolver shaped like `dns.lookup` with `{ all: true }`; tests and split-horizon setups pass their own. */
+export type OutboundResolver = (hostname: string, options: { family?: number; hints?: number }) => Promise<readonly LookupAddress[]>;
+
+/**
+ * What an outbound request made on the runtime's behalf (attachment downloads,
+ * connections) may reach. Every hop is checked: the URL (scheme, host), the
+ * address the socket actually connects to, and each redirect target.
+ */
+export interface OutboundPolicy {
+  /**
+   * Hosts named here ("files.internal", "10.0.0.5", "[::1]") may reach special
+   * addresses (loopback, private, link-local, ...). Entries of the form
+   * "*.example.com" match subdomains and only count for `onlyAllowedHosts`.
+   */
+  allowedHosts?: readonly string[];
+  /** Refuse every host that `allowedHosts` does not match (with an empty list: every host). Default false. */
+  onlyAllowedHosts?: boolean;
+  /** Redirects followed before AL_ERR_OUTBOUND_REDIRECT. Default 3; 0 follows none. */
+  maxRedirects?: number;
+  /** Resolve host names; default `dns.lookup`. The guard checks whatever it returns. */
+  resolve?: OutboundResolver;
+}
+
+export const DEFAULT_MAX_REDIRECTS = 3;
+
+/** The policy's host rules, normalised once: lower case, no IPv6 brackets. */
+export class OutboundHostRules {
+  private readonly exact: ReadonlySet<string>;
+  private readonly suffixes: readonly string[];
+
+  constructor(private readonly policy: OutboundPolicy) {
+    const hosts = (policy.allowedHosts ?? []).map((host) => {
+      if (typeof host !== "string" || host.trim() === "") {
+        throw new AssemblyLineError("AL_ERR_OUTBOUND_POLICY", `allowedHosts holds ${JSON.stringify(host)}, not a host name`, { fix: 'List host names such as "files.example.com" or "*.example.com".' });
+      }
+      return normaliseHost(host);
+    });
+    this.exact = new Set(hosts.filter((host) => !host.startsWith("*.")));
+    this.suffixes = hosts.filter((host) => host.startsWith("*.")).map((host) => host.slice(1));
+  }
+
+  /** Listed by exact name: may reach special addresses. */
+  mayReachSpecial(hostname: string): boolean {
+    return this.exact.has(normaliseHost(hostname));
+  }
+
+  /** Allowed by the policy's host list (always true without onlyAllowedHosts). */
+  allows(hostname: string): boolean {
+    if (!this.policy.onlyAllowedHosts) return true;
+    const host = normaliseHost(hostname);
+    return this.exact.has(host) || this.suffixes.some((suffix) => host.endsWith(suffix));
+  }
+}
+
+export function normaliseHost(host: string): string {
+  return host.trim().toLowerCase().replace(/^\[|\]$/g, "").replace(/\.$/, "");
+}
+
+export function checkMaxRedirects(policy: OutboundPolicy): number {
+  const max = policy.maxRedirects ?? DEFAULT_MAX_REDIRECTS;
+  if (!Number.isInteger(max) || max < 0) {
+    throw new AssemblyLineError("AL_ERR_OUTBOUND_POLICY", `maxRedirects is ${JSON.stringify(policy.maxRedirects)}, not a whole number >= 0`, { fix: "Pass maxRedirects: 0 to follow none, or a small count such as 3." });
+  }
+  return max;
+}

@@ -1,0 +1,185 @@
+import { createServer, type IncomingMessage, type Server } from "node:http";
+import type { AddressInfo } from "node:net";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { classifyAddress, createGuardedFetch, isAssemblyLineError, type OutboundResolver } from "@assemblyline-agents/core";
+
+interface Recorder {
+  server: Server;
+  port: number;
+  requests: IncomingMessage[];
+}
+
+async function listen(handler: (request: IncomingMessage, respond: (status: number, headers?: Record<string, string>, body?: string) => void) => void): Promise<Recorder> {
+  const requests: IncomingMessage[] = [];
+  const server = createServer((request, response) => {
+    requests.push(request);
+    handler(request, (status, headers = {}, body = "") => response.writeHead(status, headers).end(body));
+  });
+  await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve));
+  return { server, port: (server.address() as AddressInfo).port, requests };
+}
+
+/** Names of this test's own DNS: everything here resolves to 127.0.0.1 except where noted. */
+const resolver: OutboundResolver = async (hostname) => {
+  if (hostname === "nowhere.test") throw Object.assign(new Error(`getaddrinfo ENOTFOUND ${hostname}`), { code: "ENOTFOUND" });
+  if (hostname === "empty.test") return [];
+  if (hostname === "mixed.test") return [{ address: "93.184.216.34", family: 4 }, { address: "127.0.0.1", family: 4 }];
+  if (hostname === "mapped.test") return [{ address: "::ffff:127.0.0.1", family: 6 }];
+  return [{ address: "127.0.0.1", family: 4 }];
+};
+
+async function refusal(promise: Promise<unknown>): Promise<string> {
+  const error = await promise.then(
+    () => undefined,
+    (caught: unknown) => caught,
+  );
+  expect(error, "the request should have been refused").toBeDefined();
+  return isAssemblyLineError(error) ? error.code : `not an AssemblyLineError: ${String(error)}`;
+}
+
+describe("outbound address guard", () => {
+  let canary: Recorder;
+  let internal: Recorder;
+  let redirector: Recorder;
+
+  beforeAll(async () => {
+    canary = await listen((_request, respond) => respond(200, {}, "canary reached"));
+    internal = await listen((request, respond) => respond(200, { "content-type": "text/plain" }, `auth=${request.headers.authorization ?? "none"}`));
+    redirector = await listen((request, respond) => {
+      const target = new URL(request.url!, "http://x").searchParams.get("to")!;
+      respond(302, { location: target });
+    });
+  });
+  afterAll(async () => {
+    for (const recorder of [canary, internal, redirector]) await new Promise((resolve) => recorder.server.close(resolve));
+  });
+
+  const spellings = (port: number) => [
+    `http://127.0.0.1:${port}/`,
+    `http://127.1:${port}/`,
+    `http://2130706433:${port}/`,
+    `http://0x7f.0.0.1:${port}/`,
+    `http://0177.0.0.1:${port}/`,
+    `http://0.0.0.0:${port}/`,
+    `http://localhost:${port}/`,
+    `http://[::1]:${port}/`,
+    `http://[::ffff:127.0.0.1]:${port}/`,
+    `http://[::ffff:7f00:1]:${port}/`,
+    `http://[0:0:0:0:0:ffff:127.0.0.1]:${port}/`,
+    `http://[::7f00:1]:${port}/`,
+    `http://[::127.0.0.1]:${port}/`,
+    `http://[64:ff9b::7f00:1]:${port}/`,
+    `http://[fec0::1]:${port}/`,
+    `http://[::ffff:a9fe:a9fe]:${port}/`,
+    `http://[::ffff:169.254.169.254]:${port}/`,
+    `http://[::ffff:c0a8:101]:${port}/`,
+    `http://[::ffff:192.168.1.1]:${port}/`,
+    `http://169.254.169.254:${port}/`,
+    `http://10.0.0.1:${port}/`,
+    `http://100.64.0.1:${port}/`,
+    `http://[fd00::1]:${port}/`,
+    `http://[fe80::1]:${port}/`,
+    `http://[2002:7f00:1::]:${port}/`,
+    `http://rebind.test:${port}/`,
+    `http://mixed.test:${port}/`,
+    `http://mapped.test:${port}/`,
+  ];
+
+  it("refuses every spelling of loopback, private and metadata addresses, and the canary sees no request", async () => {
+    const guarded = createGuardedFetch({ resolve: resolver });
+    const outcomes: Record<string, string> = {};
+    for (const url of spellings(canary.port)) outcomes[url] = await refusal(guarded(url, { signal: AbortSignal.timeout(5_000) }));
+    expect(Object.entries(outcomes).filter(([, code]) => code !== "AL_ERR_OUTBOUND_ADDRESS_REFUSED")).toEqual([]);
+    expect(canary.requests.length).toBe(0);
+  });
+
+  it("fails closed when the lookup fails or answers no address", async () => {
+    const guarded = createGuardedFetch({ resolve: resolver });
+    await expect(guarded(`http://nowhere.test:${canary.port}/`)).rejects.toThrow();
+    expect(await refusal(guarded(`http://empty.test:${canary.port}/`))).toBe("AL_ERR_OUTBOUND_ADDRESS_REFUSED");
+    expect(canary.requests.length).toBe(0);
+  });
+
+  it("re-checks every redirect hop, including the address it connects to", async () => {
+    const guarded = createGuardedFetch({ resolve: resolver, allowedHosts: ["redirector.test"] });
+    for (const target of [`http://127.0.0.1:${canary.port}/`, `http://[::ffff:7f00:1]:${canary.port}/`, `http://rebind.test:${canary.port}/`]) {
+      const url = `http://redirector.test:${redirector.port}/?to=${encodeURIComponent(target)}`;
+      expect(await refusal(guarded(url))).toBe("AL_ERR_OUTBOUND_ADDRESS_REFUSED");
+    }
+    expect(redirector.requests.length).toBe(3);
+    expect(canary.requests.length).toBe(0);
+  });
+
+  it("lets a host listed by name reach its private address, and only that host", async () => {
+    const guarded = createGuardedFetch({ resolve: resolver, allowedHosts: ["internal.test"] });
+    const response = await guarded(`http://internal.test:${internal.port}/`);
+    expect(await response.text()).toBe("auth=none");
+    expect(await refusal(guarded(`http://other.test:${canary.port}/`))).toBe("AL_ERR_OUTBOUND_ADDRESS_REFUSED");
+    expect(canary.requests.length).toBe(0);
+  });
+
+  it("with onlyAllowedHosts refuses unlisted hosts, also as redirect targets", async () => {
+    const guarded = createGuardedFetch({ resolve: resolver, allowedHosts: ["redirector.test", "*.example.com"], onlyAllowedHosts: true });
+    expect(await refusal(guarded("http://93.184.216.34/"))).toBe("AL_ERR_OUTBOUND_HOST_REFUSED");
+    const url = `http://redirector.test:${redirector.port}/?to=${encodeURIComponent("http://elsewhere.test/")}`;
+    expect(await refusal(guarded(url))).toBe("AL_ERR_OUTBOUND_HOST_REFUSED");
+    expect(await refusal(guarded("file:///etc/passwd"))).toBe("AL_ERR_OUTBOUND_HOST_REFUSED");
+  });
+
+  it("sends the caller's headers only to the first origin, and caps redirects", async () => {
+    const guarded = createGuardedFetch({ resolve: resolver, allowedHosts: ["redirector.test", "internal.test"], maxRedirects: 1 });
+    const hop = `http://redirector.test:${redirector.port}/?to=${encodeURIComponent(`http://internal.test:${internal.port}/`)}`;
+    const response = await guarded(hop, { headers: { authorization: "Bearer secret" } });
+    expect(await response.text()).toBe("auth=none");
+    const sameOrigin = await guarded(`http://internal.test:${internal.port}/`, { headers: { authorization: "Bearer secret" } });
+    expect(await sameOrigin.text()).toBe("auth=Bearer secret");
+    const twice = `http://redirector.test:${redirector.port}/?to=${encodeURIComponent(hop)}`;
+    expect(await refusal(guarded(twice))).toBe("AL_ERR_OUTBOUND_REDIRECT");
+  });
+
+  it("refuses a policy it cannot honour", () => {
+    expect(() => createGuardedFetch({ maxRedirects: -1 })).toThrow(/AL_ERR_OUTBOUND_POLICY/);
+    expect(() => createGuardedFetch({ allowedHosts: [""] })).toThrow(/AL_ERR_OUTBOUND_POLICY/);
+  });
+});
+
+describe("classifyAddress", () => {
+  it("classifies every special range and IPv6 forms that carry an IPv4 address", () => {
+    const expected: Record<string, string> = {
+      "127.0.0.1": "loopback",
+      "10.1.2.3": "private",
+      "172.20.0.1": "private",
+      "192.168.1.1": "private",
+      "169.254.169.254": "metadata",
+      "169.254.1.1": "linkLocal",
+      "100.64.0.1": "carrierGradeNat",
+      "0.0.0.0": "unspecified",
+      "255.255.255.255": "broadcast",
+      "224.0.0.1": "multicast",
+      "240.0.0.1": "reserved",
+      "192.0.2.1": "reserved",
+      "::1": "loopback",
+      "::": "unspecified",
+      "fd12::1": "uniqueLocal",
+      "fe80::1": "linkLocal",
+      "fec0::1": "deprecatedSiteLocal",
+      "ff02::1": "multicast",
+      "::ffff:127.0.0.1": "ipv4Mapped",
+      "::7f00:1": "ipv4Compatible",
+      "64:ff9b::7f00:1": "rfc6052",
+      "64:ff9b:1::1": "rfc6052",
+      "2002:7f00:1::": "6to4",
+      "2001::1": "teredo",
+      "not-an-ip": "invalid",
+    };
+    const got = Object.fromEntries(Object.keys(expected).map((address) => [address, classifyAddress(address).range]));
+    expect(got).toEqual(expected);
+    expect(Object.keys(expected).filter((address) => classifyAddress(address).public)).toEqual([]);
+    expect(classifyAddress("::ffff:a9fe:a9fe").embedded).toMatchObject({ address: "169.254.169.254", range: "metadata" });
+    expect(classifyAddress("::7f00:1").embedded).toMatchObject({ address: "127.0.0.1", range: "loopback" });
+  });
+
+  it("leaves ordinary public addresses public", () => {
+    expect(["93.184.216.34", "8.8.8.8", "172.32.0.1", "2606:4700::1111", "2a00:1450:4001::1"].map((address) => classifyAddress(address).range)).toEqual(["unicast", "unicast", "unicast", "unicast", "unicast"]);
+  });
+});
