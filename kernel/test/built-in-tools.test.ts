@@ -4,6 +4,8 @@ import { buildAgent, builtInToolDefaults } from "@assemblyline-agents/runtime";
 import { MINIMAL_AGENT, agentFolder, toolSource, writeFiles } from "./support/agent-folder.js";
 import { startAgent } from "./support/runtime.js";
 
+/** The file tools work on /memory, /history, /files and /skills without a sandbox. */
+const FILE_TOOLS = ["delete", "edit", "grep", "list", "read", "write"];
 const offered = (log: { contexts: Array<{ tools: Array<{ name: string }> }> }) => log.contexts[0]!.tools.map((tool) => tool.name).sort();
 
 describe("built-in tool slots", () => {
@@ -15,17 +17,23 @@ describe("built-in tool slots", () => {
     }
   });
 
-  it("offers ask_question, and no filesystem or deferred bridge tool without a sandbox or discovery", async () => {
+  it("offers ask_question and the file tools without a sandbox, but neither bash nor the bridge tools when nothing is deferred", async () => {
     const { runtime, log } = await startAgent(agentFolder({ "agent.ts": MINIMAL_AGENT }), [{ text: "hi" }]);
     await runtime.run({ message: "hi" });
-    expect(offered(log)).toEqual(["ask_question"]);
+    expect(offered(log)).toEqual(["ask_question", ...FILE_TOOLS].sort());
   });
 
-  it("refuses a call to a built-in that is not offered, as a recoverable error", async () => {
+  it("refuses a call to bash without a sandbox, as a recoverable error naming why", async () => {
     const { runtime, log } = await startAgent(agentFolder({ "agent.ts": MINIMAL_AGENT }), [{ toolCalls: [{ name: "bash", input: { command: "ls" } }] }, { text: "ok" }]);
     const result = await runtime.run({ message: "hi" });
     expect(result.status).toBe("completed");
-    expect(log.outcomes[0]!.outcome).toMatchObject({ isError: true, output: { error: expect.stringMatching(/Unknown tool "bash"\. Available tools: ask_question/) } });
+    expect(log.outcomes[0]!.outcome).toMatchObject({ isError: true, output: { error: 'Tool "bash" needs a sandbox, and this host has no sandbox adapter.' } });
+  });
+
+  it("refuses a call to a tool that does not exist, listing what is offered", async () => {
+    const { runtime, log } = await startAgent(agentFolder({ "agent.ts": MINIMAL_AGENT }), [{ toolCalls: [{ name: "nope", input: {} }] }, { text: "ok" }]);
+    await runtime.run({ message: "hi" });
+    expect(log.outcomes[0]!.outcome).toMatchObject({ isError: true, output: { error: expect.stringMatching(/Unknown tool "nope"\. Available tools: ask_question, delete/) } });
   });
 
   it("replaces a built-in with tools/<name>.ts", async () => {
@@ -64,7 +72,7 @@ export default defineTool({ ...ask, async execute(input, ctx) { await ctx.emit("
     });
     const { runtime, log } = await startAgent(dir, [{ text: "hi" }]);
     await runtime.run({ message: "hi" });
-    expect(offered(log)).toEqual([]);
+    expect(offered(log)).toEqual(FILE_TOOLS);
   });
 });
 
@@ -76,7 +84,7 @@ describe("coreToolPolicy", () => {
       coreToolPolicy: { beta: "disabled" },
     });
     const result = await runtime.run({ message: "hi" });
-    expect(offered(log)).toEqual(["alpha", "ask_question"]);
+    expect(offered(log)).toEqual(["alpha", "ask_question", ...FILE_TOOLS]);
     expect(log.outcomes[0]!.outcome).toMatchObject({ isError: true, output: { error: expect.stringMatching(/disabled/) } });
     expect(await types(result.runId)).toContain("tool.disabled");
   });
@@ -113,6 +121,6 @@ export default defineAgent({ model: "test/model", instructions: "You are a test 
     expect(after).not.toBe(before);
     const { runtime, log } = await startAgent(dir, [{ text: "hi" }]);
     await runtime.run({ message: "hi" });
-    expect(offered(log)).toEqual(["ask_question"]);
+    expect(offered(log)).toEqual(["ask_question", ...FILE_TOOLS]);
   });
 });

@@ -97,6 +97,10 @@ export const errorCatalogue = {
   AL_ERR_OUTBOUND_HOST_REFUSED: "An outbound request's URL is not http(s), or its host is outside the policy's allowedHosts.",
   AL_ERR_OUTBOUND_REDIRECT: "An outbound request was redirected more often than the policy's maxRedirects, against redirect: \"error\", or with a streamed body.",
   AL_ERR_OUTBOUND_POLICY: "An OutboundPolicy option has an invalid value.",
+  AL_ERR_NOT_SUPPORTED: "The agent folder uses an option or file this runtime version declares but does not run yet.",
+  AL_ERR_TOOL_CAPABILITY: "A tool's capability metadata or defaultEnabled is malformed or contradicts itself.",
+  AL_ERR_DEFAULT_TOOL_UNKNOWN: "agent.ts or a resolver's defaultTools names a tool the run does not have or cannot use.",
+  AL_ERR_TOOL_PROVIDED: "A tool added from outside the agent folder (a plugin's tools hook) is malformed or its name is taken.",
 } as const;
 
 export type ErrorCode = keyof typeof errorCatalogue;

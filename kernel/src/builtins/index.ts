@@ -23,19 +23,24 @@ export const builtInToolDefaults: Readonly<Record<BuiltInToolName, ToolDefinitio
   tool_call: toolCallTool,
 });
 
-/** Which built-ins need what before the model may be offered them. */
+/**
+ * Which built-ins need what before the model may be offered them. The file
+ * tools work on /memory, /history, /files and /skills without a sandbox (only
+ * their /workspace paths need one); `bash` needs one; subagents and skills are
+ * not built in this version.
+ */
 export const BUILT_IN_REQUIREMENTS: Readonly<Record<BuiltInToolName, "always" | "sandbox" | "unavailable">> = Object.freeze({
-  read: "sandbox",
-  write: "sandbox",
-  edit: "sandbox",
-  delete: "sandbox",
-  list: "sandbox",
-  grep: "sandbox",
+  read: "always",
+  write: "always",
+  edit: "always",
+  delete: "always",
+  list: "always",
+  grep: "always",
   bash: "sandbox",
   ask_question: "always",
   spawn_subagent: "unavailable",
   load_skill: "unavailable",
-  tool_search: "unavailable",
-  tool_describe: "unavailable",
-  tool_call: "unavailable",
+  tool_search: "always",
+  tool_describe: "always",
+  tool_call: "always",
 });

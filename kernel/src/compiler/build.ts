@@ -25,6 +25,7 @@ import {
   type ToolDefinition,
 } from "@assemblyline-agents/core";
 import { digestJson } from "../canonical-json.js";
+import { capabilityProblem } from "../run/tool-visibility.js";
 import { compileSchema } from "../schema.js";
 import { createModuleLoader } from "./load-module.js";
 import {
@@ -197,6 +198,19 @@ async function compileTools(agentDir: string, load: Loader): Promise<ToolManifes
     }
     entries.push(toolEntry(file, name, exported, source, builtIns.has(name) ? "override" : "authored"));
   }
+  // An alias is another name for one tool: it may not shadow a tool or another alias.
+  const taken = new Map<string, string>([...builtIns, ...entries.map((entry) => entry.name)].map((name) => [name, `tool ${name}`]));
+  for (const entry of entries) {
+    for (const alias of entry.capability?.aliases ?? []) {
+      const holder = taken.get(alias);
+      if (holder && holder !== `tool ${entry.name}`) {
+        throw new AssemblyLineError("AL_ERR_TOOL_CAPABILITY", `${entry.source.file}: alias "${alias}" is already the name or an alias of ${holder}`, {
+          fix: "Give each alias to one tool only, and never a tool's own name.",
+        });
+      }
+      taken.set(alias, `tool ${entry.name}`);
+    }
+  }
   return entries;
 }
 
@@ -239,6 +253,12 @@ function toolEntry(file: string, name: string, tool: ToolDefinition, source: Sou
         fix: `Correct the ${field} of tool "${name}" (ajv must compile it).`,
       });
     }
+  }
+  const capabilityIssue = capabilityProblem(tool);
+  if (capabilityIssue) {
+    throw new AssemblyLineError("AL_ERR_TOOL_CAPABILITY", `${file}: ${capabilityIssue}`, {
+      fix: 'See "Tool discovery" in the README: visibility auto|always|deferred|skill|hidden, execution auto|direct|sandbox|both, lowercase namespace, tags and aliases.',
+    });
   }
   const approval = tool.needsApproval;
   return {

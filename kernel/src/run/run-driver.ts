@@ -20,7 +20,8 @@ import { describeRun, type RunResult } from "./run-result.js";
 import type { RunScope, RunServices } from "./run-scope.js";
 import { runStep } from "./step.js";
 import { callTool } from "./tool-pipeline.js";
-import { toModelToolSpec, visibleTools, type ToolTable } from "./tool-table.js";
+import { activatedToolNames } from "./tool-activation.js";
+import { defaultToolsProblem, toModelToolSpec, visibleTools, type ToolTable, type ToolTableEntry } from "./tool-table.js";
 
 export interface RunDriverParts {
   manifest: AgentManifest;
@@ -173,6 +174,13 @@ export class RunDriver {
         cause: error,
       });
     }
+    const unusable = declaration?.defaultTools ? defaultToolsProblem(this.parts.table, declaration.defaultTools) : null;
+    if (unusable) {
+      // A resolver's tool list is load-bearing: honour it fully or fail, never drop a name silently.
+      throw new AssemblyLineError("AL_ERR_DEFAULT_TOOL_UNKNOWN", `resolvers.ts defaultTools for run ${run.id}: ${unusable}`, {
+        fix: "Return only tools this agent has and this host can run (see `assembly-line build` output and the sandbox configuration).",
+      });
+    }
     const started: StartedData = {
       modelSpec: forcedModel ?? declaration?.model ?? run.modelSpec,
       instructions: [manifest.agent.instructions, declaration?.instructions].filter((part) => part && part.trim()).join("\n\n"),
@@ -198,7 +206,11 @@ export class RunDriver {
 
   private async turn(run: RunRecord, started: StartedData, signal: AbortSignal | undefined, lease: LeaseWatch): Promise<void> {
     const { state, journal, table, manifest, sourceBundle, hooks, logger } = this.parts;
-    const offered = visibleTools(table, started.defaultTools);
+    const activated = activatedToolNames(await state.runs.listEvents(run.id))
+      .map((name) => table.get(name))
+      .filter((entry): entry is ToolTableEntry => entry !== undefined && entry.mode !== "disabled" && entry.available);
+    const offered = [...visibleTools(table, started.defaultTools)];
+    for (const entry of activated) if (!offered.includes(entry)) offered.push(entry);
     const controller = new AbortController();
     signal?.addEventListener("abort", () => controller.abort(signal.reason), { once: true });
     const services = this.parts.services(run);
@@ -209,9 +221,16 @@ export class RunDriver {
       journal,
       table,
       visible: new Set(offered.map((entry) => entry.name)),
+      offered: [],
       signal: controller.signal,
       services,
-      channel: run.input.channel ? { name: run.input.channel.name, ...(run.conversationId ? { conversationId: run.conversationId } : {}) } : undefined,
+      channel: run.input.channel
+        ? {
+            name: run.input.channel.name,
+            ...(run.conversationId ? { conversationId: run.conversationId } : {}),
+            ...(run.input.channel.metadata ? { metadata: run.input.channel.metadata } : {}),
+          }
+        : undefined,
       logger,
       failure: null,
       lease,
@@ -224,6 +243,7 @@ export class RunDriver {
         info,
       );
       const context = await hooks.context.promise(built, info);
+      scope.offered = context.tools;
       const checkpoint = await state.runs.getCheckpoint(run.id);
       const harness = await this.parts.selectHarness(started.modelSpec, run.id);
       const harnessCtx: HarnessContext = {

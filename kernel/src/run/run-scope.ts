@@ -8,6 +8,7 @@ import type {
   Sandbox,
   SubagentRequest,
   JsonValue,
+  ModelToolSpec,
 } from "@assemblyline-agents/core";
 import type { RuntimeFilesystem } from "../filesystem/runtime-filesystem.js";
 import type { ChangeGate } from "./change-approval.js";
@@ -39,8 +40,10 @@ export interface RunScope {
   runs: RunStore;
   journal: RunJournal;
   table: ToolTable;
-  /** Names the model was offered for this run. */
-  visible: ReadonlySet<string>;
+  /** Names the model is offered in this run; grows when tools are activated (tool-activation.ts). */
+  visible: Set<string>;
+  /** The tool list the engine was given (`context.tools`): activation appends to it. */
+  offered: ModelToolSpec[];
   signal: AbortSignal;
   services: RunServices;
   channel: ChannelView | undefined;

@@ -17,7 +17,6 @@ import type { PiHarnessOptions } from "./options.js";
 export async function runPiTurn(input: HarnessTurnInput, ctx: HarnessContext, options: PiHarnessOptions): Promise<HarnessTurnResult> {
   const model = resolvePiModel(input.modelSpec, options.models);
   const state = startingState(input, ctx, model);
-  const tools = toPiTools(input.context.tools);
   let apiKey: { value: string | undefined } | undefined;
 
   const askModel = async (): Promise<AssistantMessage> => {
@@ -28,7 +27,8 @@ export async function runPiTurn(input: HarnessTurnInput, ctx: HarnessContext, op
       async () => {
         // Resolved here, not up front: a replayed call needs no key.
         apiKey ??= { value: resolvePiApiKey(input.modelSpec, model, options) };
-        const context: Context = { systemPrompt: input.context.instructions, messages: [...state.messages], tools };
+        // Read per call: the runtime appends tools activated mid-turn (tool_describe, skills).
+        const context: Context = { systemPrompt: input.context.instructions, messages: [...state.messages], tools: toPiTools(input.context.tools) };
         const message = await callModel({
           spec: input.modelSpec,
           model,
