@@ -6,6 +6,7 @@ import {
   AssemblyLineError,
   type AgentHarness,
   type BlobStore,
+  type ConnectionProvider,
   type CoreToolPolicy,
   type JsonValue,
   type PluginKernel,
@@ -34,6 +35,7 @@ import { createRuntimeFilesystem } from "./filesystem/runtime-filesystem.js";
 import type { RunServices } from "./run/run-scope.js";
 import { Automations } from "./automations/automations.js";
 import { createAutomationManager } from "./automations/automation-manager.js";
+import { ConnectionRegistry } from "./connections/connection-registry.js";
 
 export interface RuntimeOptions {
   manifest: AgentManifest;
@@ -73,6 +75,12 @@ export interface RuntimeOptions {
    * ones (the host was down) collapse into one run. Default 30 000.
    */
   automationCatchUpMs?: number;
+  /**
+   * MCP, OpenAPI and HTTP connections as tools (`createConnections()` from
+   * @assemblyline-agents/connections): host-declared ones, and dynamic ones
+   * when agent.ts enables them. Without it, connections are unavailable.
+   */
+  connections?: ConnectionProvider;
 }
 
 export interface RunAgentOptions {
@@ -99,6 +107,8 @@ export class OpenEveRuntime {
   private readonly ownerId: string;
   /** The agent's automations (static and dynamic) in the schedules facet; hosts run `dispatchDue` from their scheduler. */
   readonly automations: Automations;
+  /** The agent's connections (host-declared and dynamic) as tools. */
+  readonly connections: ConnectionRegistry;
 
   constructor(private readonly options: RuntimeOptions) {
     if (!options?.manifest || !options.sourceBundle) {
@@ -146,6 +156,14 @@ export class OpenEveRuntime {
       this.logger,
     );
     this.journal = journal;
+    this.connections = new ConnectionRegistry({
+      provider: options.connections,
+      table,
+      settings: this.state.settings,
+      agentId: this.manifest.agent.id,
+      dynamic: this.dynamicConnections,
+      logger: this.logger,
+    });
     this.automations = new Automations({
       store: this.state.schedules,
       agentId: this.manifest.agent.id,
@@ -167,7 +185,13 @@ export class OpenEveRuntime {
       selectHarness: (modelSpec, runId) => this.selectHarness(modelSpec, runId),
       services: (run) => this.servicesFor(run),
       textDelta: (runId, delta) => options.onTextDelta?.(runId, delta),
+      beforeTurn: () => this.connections.refresh(),
+      alwaysOfferDiscovery: this.dynamicConnections.dynamic,
     });
+  }
+
+  private get dynamicConnections(): { dynamic: boolean; approval: boolean; allowedHosts: string[] } {
+    return this.manifest.agent.dynamicConnections ?? { dynamic: false, approval: true, allowedHosts: [] };
   }
 
   private readonly journal: RunJournal;
@@ -317,6 +341,7 @@ export class OpenEveRuntime {
 
   async close(): Promise<void> {
     await this.onIdle();
+    await this.options.connections?.close?.().catch((error) => this.logger.warn({ err: String(error) }, "closing connections failed"));
     await this.state.close?.();
   }
 
@@ -466,6 +491,8 @@ export class OpenEveRuntime {
       ...(this.manifest.agent.dynamicAutomations?.dynamic
         ? { automationManager: (gate) => createAutomationManager(this.automations, gate(this.manifest.agent.dynamicAutomations.approval)) }
         : {}),
+      connections: this.connections.connections(),
+      ...(this.dynamicConnections.dynamic ? { connectionManager: (gate) => this.connections.manager(gate(this.dynamicConnections.approval), run.id) } : {}),
       ...(this.options.blob ? { blob: this.options.blob } : {}),
       spawnSubagent: async () => {
         throw new AssemblyLineError("AL_ERR_HARNESS", "this agent has no compiled subagents", { fix: "Subagents are not available in this runtime version." });

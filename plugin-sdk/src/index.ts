@@ -21,5 +21,6 @@ export * from "./plugin.js";
 export * from "./contracts.js";
 export * from "./rate-limit.js";
 export * from "./automation.js";
+export * from "./connection.js";
 export * from "./timeout.js";
 export * from "./net/index.js";

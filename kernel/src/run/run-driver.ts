@@ -36,6 +36,10 @@ export interface RunDriverParts {
   selectHarness(modelSpec: string, runId: string): Promise<AgentHarness>;
   services(run: RunRecord): RunServices;
   textDelta(runId: string, delta: string): void;
+  /** Before each turn: add tools that appeared since (connections added on another replica, or at run time). */
+  beforeTurn?(): Promise<void>;
+  /** Offer tool_search and tool_call even while nothing is deferred yet (dynamic connections on). */
+  alwaysOfferDiscovery?: boolean;
 }
 
 
@@ -206,10 +210,11 @@ export class RunDriver {
 
   private async turn(run: RunRecord, started: StartedData, signal: AbortSignal | undefined, lease: LeaseWatch): Promise<void> {
     const { state, journal, table, manifest, sourceBundle, hooks, logger } = this.parts;
+    await this.parts.beforeTurn?.();
     const activated = activatedToolNames(await state.runs.listEvents(run.id))
       .map((name) => table.get(name))
       .filter((entry): entry is ToolTableEntry => entry !== undefined && entry.mode !== "disabled" && entry.available);
-    const offered = [...visibleTools(table, started.defaultTools)];
+    const offered = [...visibleTools(table, started.defaultTools, { discovery: this.parts.alwaysOfferDiscovery === true })];
     for (const entry of activated) if (!offered.includes(entry)) offered.push(entry);
     const controller = new AbortController();
     signal?.addEventListener("abort", () => controller.abort(signal.reason), { once: true });
