@@ -158,6 +158,7 @@ export class OpenEveRuntime {
     this.journal = journal;
     this.connections = new ConnectionRegistry({
       provider: options.connections,
+      folder: options.sourceBundle.connections ?? {},
       table,
       settings: this.state.settings,
       agentId: this.manifest.agent.id,

@@ -11,6 +11,7 @@ import {
   isGatewayDefinition,
   isSandboxDefinition,
   isAutomationDefinition,
+  isConnectionDefinition,
   type ChannelDefinition,
   isApprovalPolicy,
   isContextPolicy,
@@ -32,6 +33,7 @@ import {
   MANIFEST_VERSION,
   type AgentManifest,
   type AutomationManifestEntry,
+  type ConnectionManifestEntry,
   type ContextManifest,
   type ChannelManifestEntry,
   type GatewayManifest,
@@ -101,6 +103,7 @@ export async function buildAgent(agentDirInput: string, options: BuildOptions = 
   const channels = await compileChannels(agentDir, load);
   const sandbox = await compileSandbox(agentDir, load);
   const automations = await compileAutomations(agentDir, load);
+  const connections = await compileConnections(agentDir, load);
   const dynamicAutomations = checkDynamicAutomations(agent, agentFile);
   const dynamicConnections = checkDynamicConnections(agent, agentFile);
   const agentContext = agent.context === undefined ? undefined : agent.context;
@@ -136,6 +139,7 @@ export async function buildAgent(agentDirInput: string, options: BuildOptions = 
     channels,
     sandbox,
     automations,
+    connections,
     sources,
   };
   // sourceRoot is a local layout detail, not behaviour: leave it out of the revision.
@@ -390,6 +394,28 @@ async function compileAutomations(agentDir: string, load: Loader): Promise<Autom
       throw new AssemblyLineError("AL_ERR_AUTOMATION_DEFINITION", (error as Error).message.replace(/^AL_ERR_\w+: /, ""), { cause: error });
     }
     entries.push({ name, source: await hashSource(agentDir, file), schedule: normalized, message, conversationId: conversationId ?? null, enabled: enabled ?? true });
+  }
+  return entries;
+}
+
+const CONNECTION_NAME = /^[a-z][a-z0-9]*(_[a-z0-9]+)*$/;
+
+async function compileConnections(agentDir: string, load: Loader): Promise<ConnectionManifestEntry[]> {
+  const entries: ConnectionManifestEntry[] = [];
+  for (const file of await listSourceDir(agentDir, "connections")) {
+    const name = stemOf(file);
+    const fail = (problem: string, fix: string): never => {
+      throw new AssemblyLineError("AL_ERR_CONNECTION_DEFINITION", `${file}: ${problem}`, { fix });
+    };
+    if (!CONNECTION_NAME.test(name)) fail(`connection name "${name}" is not snake_case`, "Rename the file, e.g. connections/weather_api.ts; its tools are <name>__<tool>.");
+    const exported: unknown = (await load(join(agentDir, file))).default;
+    if (!isConnectionDefinition(exported)) fail("does not default-export defineMcpConnection / defineOpenApiConnection / defineHttpConnection", 'Write `export default defineMcpConnection({ url: "https://mcp.example.com/mcp", description: "..." })`.');
+    const connection = exported as { kind: "mcp" | "openapi" | "http"; description?: unknown; auth?: { grant?: unknown } };
+    if (typeof connection.description !== "string" || connection.description.trim() === "") fail("description is required", "Say what the service offers; tool_search shows it.");
+    if (connection.auth !== undefined && (typeof connection.auth?.grant !== "string" || Object.keys(connection.auth).some((key) => key !== "grant" && key !== "header"))) {
+      fail("auth must be { grant: \"<grant id>\", header? }", "Refer to a grant in the host's grant store; secrets never go in the agent folder.");
+    }
+    entries.push({ name, source: await hashSource(agentDir, file), kind: connection.kind, description: connection.description as string, grant: (connection.auth?.grant as string | undefined) ?? null });
   }
   return entries;
 }

@@ -63,6 +63,17 @@ export interface AutomationManifestEntry {
   enabled: boolean;
 }
 
+/** A static connection from `connections/<name>.ts`; its definition is read from the file at boot. */
+export interface ConnectionManifestEntry {
+  /** The file stem: tools are `<name>__<tool>`. */
+  name: string;
+  source: SourceRef;
+  kind: "mcp" | "openapi" | "http";
+  description: string;
+  /** The grant it uses (an id, never a secret), or null. */
+  grant: string | null;
+}
+
 export interface HookManifestEntry {
   source: SourceRef;
   events: string[];
@@ -97,6 +108,7 @@ export interface AgentManifest {
   channels: ChannelManifestEntry[];
   sandbox: SandboxManifest | null;
   automations: AutomationManifestEntry[];
+  connections: ConnectionManifestEntry[];
   /** Every behaviour-bearing file, sorted: the revision covers them all. */
   sources: SourceRef[];
 }

@@ -39,6 +39,8 @@ export class ConnectionRegistry {
   constructor(
     private readonly parts: {
       provider: ConnectionProvider | undefined;
+      /** connections/*.ts of the agent folder (the provider's own host-declared ones come first). */
+      folder: Record<string, ConnectionDefinition>;
       table: ToolTable;
       settings: RuntimeSettingsStore;
       agentId: string;
@@ -57,9 +59,15 @@ export class ConnectionRegistry {
 
   /** Provide the tools of every connection this process has not provided yet. */
   async refresh(): Promise<void> {
-    const { provider } = this.parts;
-    if (!provider) return;
-    for (const [name, definition] of Object.entries(provider.connections ?? {})) {
+    const { provider, folder } = this.parts;
+    if (!provider) {
+      if (Object.keys(folder).length > 0 && this.failedStatic.size === 0) {
+        this.failedStatic.add("*");
+        this.parts.logger.warn({ event: "connection.unavailable", connections: Object.keys(folder) }, "connections/ declares connections but the host installed no connections provider (AL_ERR_CONNECTIONS_UNAVAILABLE); their tools are missing");
+      }
+      return;
+    }
+    for (const [name, definition] of Object.entries({ ...folder, ...(provider.connections ?? {}) })) {
       if (this.provided.has(name)) continue;
       try {
         const policy = staticPolicy(definition);
