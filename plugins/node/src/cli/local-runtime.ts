@@ -3,6 +3,7 @@ import { AssemblyLineError, type BlobStore, type RunEvent, type SandboxAdapter, 
 import { composeGateway, useKernelHost } from "@assemblyline-agents/registry";
 import { FileStateAdapter, LocalBlobStore, LocalSandboxAdapter } from "@assemblyline-agents/local";
 import { piAgentHarness, resolvePiApiKey, resolvePiModel, type PiModelCatalog } from "@assemblyline-agents/pi";
+import { hostConnections } from "../host/host-connections.js";
 import { ARTIFACT_DIR, OpenEveRuntime, buildAgent, kernelHost, loadRuntimeBundle, type RuntimeBundle } from "@assemblyline-agents/runtime";
 
 // gateway.ts plugins are loaded against this host's kernel.
@@ -66,6 +67,11 @@ export function staticModelCheck(models: PiModelCatalog | undefined): (modelSpec
   };
 }
 
+function connectionsFor(bundle: RuntimeBundle, agentDir: string) {
+  const connections = hostConnections(bundle, agentDir);
+  return connections ? { connections } : {};
+}
+
 function scriptedPath(model: string): string {
   return model.startsWith("scripted:") ? `scripted:${resolve(model.slice("scripted:".length))}` : model;
 }
@@ -107,6 +113,7 @@ export async function openLocalRuntime(options: {
     blob: adapters.blob ?? new LocalBlobStore({ agentDir }),
     sandbox: adapters.sandbox ?? new LocalSandboxAdapter({ agentDir }),
     defaultHarness: piAgentHarness({ ...(options.models ? { models: options.models } : {}) }),
+    ...(connectionsFor(bundle, agentDir)),
     ...(options.onTextDelta ? { onTextDelta: options.onTextDelta } : {}),
   });
   if (options.onEvent) {

@@ -1,9 +1,10 @@
 import { resolve } from "node:path";
-import { isScheduleStateStore, type BlobStore, type PluginKernel, type SandboxAdapter, type Scheduler, type StateAdapter } from "@assemblyline-agents/core";
+import { isScheduleStateStore, type BlobStore, type ConnectionProvider, type PluginKernel, type SandboxAdapter, type Scheduler, type StateAdapter } from "@assemblyline-agents/core";
 import { FileStateAdapter, LocalBlobStore, LocalSandboxAdapter, LocalScheduler } from "@assemblyline-agents/local";
 import { piAgentHarness, type PiModelCatalog } from "@assemblyline-agents/pi";
 import { composeGateway, useKernelHost } from "@assemblyline-agents/registry";
 import { kernelHost, type RuntimeBundle } from "@assemblyline-agents/runtime";
+import { hostConnections } from "./host-connections.js";
 
 // gateway.ts plugins are loaded against this host's kernel.
 useKernelHost(kernelHost);
@@ -15,6 +16,8 @@ export interface HostAdapters {
   sandbox: SandboxAdapter;
   /** gateway.ts scheduler, else the local scheduler over the state's schedules facet (none when the state has no such facet). */
   scheduler?: Scheduler;
+  /** MCP/OpenAPI/HTTP connections, when the agent has connections/ or dynamic connections. */
+  connections?: ConnectionProvider;
   defaultHarness: ReturnType<typeof piAgentHarness>;
   /** The kernel the gateway's plugins tapped, when the agent has a gateway.ts. */
   kernel?: PluginKernel;
@@ -38,6 +41,7 @@ export async function openLocalDefaults(
     : undefined;
   const chosen = (composed?.adapters ?? {}) as { state?: StateAdapter; blob?: BlobStore; sandbox?: SandboxAdapter; scheduler?: Scheduler };
   const state = chosen.state ?? (await FileStateAdapter.open(options.stateDir ? { directory: resolve(options.stateDir) } : { agentDir }));
+  const connections = hostConnections(bundle, agentDir);
   const scheduler = chosen.scheduler ?? (isScheduleStateStore(state) ? new LocalScheduler({ store: state }) : undefined);
   return {
     agentDir,
@@ -45,6 +49,7 @@ export async function openLocalDefaults(
     blob: chosen.blob ?? new LocalBlobStore({ agentDir }),
     sandbox: chosen.sandbox ?? new LocalSandboxAdapter({ agentDir }),
     ...(scheduler ? { scheduler } : {}),
+    ...(connections ? { connections } : {}),
     defaultHarness: piAgentHarness({ ...(options.models ? { models: options.models } : {}) }),
     ...(composed ? { kernel: composed.kernel } : {}),
     close: async () => {

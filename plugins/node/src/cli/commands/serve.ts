@@ -76,6 +76,7 @@ async function serve(
       blob: local.blob,
       sandbox: local.sandbox,
       ...(local.scheduler ? { scheduler: local.scheduler } : {}),
+      ...(local.connections ? { connections: local.connections } : {}),
       defaultHarness: local.defaultHarness,
       ...(local.kernel ? { kernel: local.kernel } : {}),
       devMode: mode.devMode,
