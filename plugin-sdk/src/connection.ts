@@ -132,8 +132,13 @@ export interface ConnectionProvider {
    * grants) throw AssemblyLineErrors.
    */
   describe(name: string, definition: ConnectionDefinition | DynamicConnectionSpec, policy: ConnectionPolicy): Promise<JsonValue>;
-  /** The tools of a described connection, keyed `<connection>__<tool>`. */
-  tools(name: string, record: JsonValue, policy: ConnectionPolicy): Record<string, ToolDefinition<any, any>>;
+  /**
+   * The tools of a described connection, keyed `<connection>__<tool>`. Called
+   * in every process that serves the connection (another replica, a resume),
+   * with the definition and the persisted record, so no process needs to have
+   * described it itself.
+   */
+  tools(name: string, definition: ConnectionDefinition | DynamicConnectionSpec, record: JsonValue, policy: ConnectionPolicy): Record<string, ToolDefinition<any, any>>;
   /** Close clients and child processes (host shutdown). */
   close?(): Promise<void>;
 }

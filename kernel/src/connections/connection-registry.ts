@@ -128,7 +128,7 @@ export class ConnectionRegistry {
   }
 
   private provide(name: string, source: "static" | "dynamic", definition: ConnectionDefinition | DynamicConnectionSpec, record: JsonValue, policy: ConnectionPolicy, digest = ""): void {
-    const tools = this.parts.provider!.tools(name, record, policy);
+    const tools = this.parts.provider!.tools(name, definition, record, policy);
     for (const [toolName, tool] of Object.entries(tools)) {
       if (this.parts.table.has(toolName)) this.parts.table.delete(toolName);
       this.parts.table.provide(toolName, tool, { provider: PROVIDER });

@@ -48,7 +48,6 @@ export function createConnections(options: ConnectionsOptions = {}): ConnectionP
   for (const [name, definition] of Object.entries(connections)) checkDefinition(name, definition);
   const outbound = { grants: options.grants, ...(options.resolve ? { resolve: options.resolve } : {}) };
   const mcp = new McpClients(outbound);
-  const definitions = new Map<string, AnyDefinition>(Object.entries(connections));
 
   const mcpTarget = (definition: AnyDefinition): McpTarget => {
     if (definition.kind !== "mcp") throw new Error("not an MCP connection");
@@ -61,7 +60,6 @@ export function createConnections(options: ConnectionsOptions = {}): ConnectionP
   return {
     connections,
     async describe(name, definition, policy): Promise<JsonValue> {
-      definitions.set(name, definition);
       const description = definition.description ?? "";
       let record: ConnectionRecord;
       if (definition.kind === "mcp") {
@@ -74,10 +72,9 @@ export function createConnections(options: ConnectionsOptions = {}): ConnectionP
       }
       return record as unknown as JsonValue;
     },
-    tools(name, stored, policy): Record<string, ToolDefinition<any, any>> {
+    tools(name, definition, stored, policy): Record<string, ToolDefinition<any, any>> {
       const record = stored as unknown as ConnectionRecord;
-      const definition = definitions.get(name);
-      const approval = (tool: string, description: string) => approves(definition && "approval" in definition ? (definition as ConnectionDefinition).approval : undefined, name, tool, description);
+      const approval = (tool: string, description: string) => approves("approval" in definition ? (definition as ConnectionDefinition).approval : undefined, name, tool, description);
       const tools: Record<string, ToolDefinition<any, any>> = {};
       const add = (tool: string, description: string, inputSchema: Record<string, unknown>, execute: (input: Record<string, unknown>, ctx: { signal: AbortSignal; idempotencyKey(scope: string): string }) => Promise<JsonValue>) => {
         tools[`${name}__${tool}`] = defineTool({
@@ -98,15 +95,14 @@ export function createConnections(options: ConnectionsOptions = {}): ConnectionP
         });
       };
       if (record.kind === "mcp") {
-        const target = definition ? mcpTarget(definition) : undefined;
+        const target = mcpTarget(definition);
         for (const tool of record.tools) {
           add(tool.name, tool.description, tool.inputSchema, async (input, ctx) => {
-            if (!target) throw new AssemblyLineError("AL_ERR_CONNECTION_FAILED", `connection "${name}" is not configured in this process`, { fix: "Restart the host with the connection declared." });
             return mcp.call(name, target, policy, tool.tool, input, { signal: ctx.signal, idempotencyKey: ctx.idempotencyKey(`${name}__${tool.name}`) });
           });
         }
       } else {
-        const fetchFn = connectionFetch(name, policy, definition?.auth, outbound);
+        const fetchFn = connectionFetch(name, policy, definition.auth, outbound);
         for (const tool of record.api.tools) {
           add(tool.name, tool.description, tool.inputSchema, async (input, ctx) => {
             const request = record.kind === "openapi" ? openApiRequest(record.api, tool as OpenApiRecord["tools"][number], input) : httpRequest(record.api, tool, input);

@@ -158,6 +158,10 @@ describe("dynamic connections with approval", () => {
         expect(outputOf(events, toolName)).toMatchObject({ status: 200, body: { city: "Lyon", sky: "clear", days: "3" } });
       }
       expect((await second.state.settings.getSetting(`connections:${kind}-agent`)) as Record<string, unknown>).toHaveProperty(spec.name);
+      // The replica that never described the connection calls it in a new run, from the persisted record.
+      const again = replica(bundle, state, scriptedHarness({ turns: [script.turns[2]!, { text: "again" }] }));
+      expect((await again.run({ message: "once more" })).status).toBe("completed");
+      expect(calls.length).toBe(callsBefore + 2);
       expect(second.connections.connections()[spec.name]?.tools).toContain(toolName);
 
       // The grant's secret appears in no stored event, setting, or log line.
