@@ -236,6 +236,8 @@ export async function listenNodeRuntime(options: NodeRuntimeOptions): Promise<No
       },
       // A rate-limiter store passed in may be shared with other hosts: its owner closes it.
       closeState: async () => {
+        // MCP clients and stdio servers of connections end with the host.
+        await options.connections?.close?.().catch((error) => logger.warn({ event: "connections.close_failed", err: String(error) }, "closing connections failed"));
         await runtime.state.close?.();
       },
       forceClose: () => server.closeAllConnections(),
