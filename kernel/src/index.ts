@@ -20,3 +20,7 @@ export { noopLogger } from "@assemblyline-agents/core";
 export type { StateAdapter, StateStores } from "@assemblyline-agents/core";
 export { createRuntimeFilesystem, resolveLogicalPath, RUNTIME_ROOTS, type RuntimeFilesystem, type FileEntry } from "./filesystem/runtime-filesystem.js";
 export { replayStress, type ReplayStressOptions } from "./testing/replay-stress.js";
+export { Automations, DEFAULT_CATCH_UP_MS, type AutomationRun } from "./automations/automations.js";
+export { normalizeSchedule, nextDueAfter, NEVER } from "./automations/schedule-time.js";
+export type { AutomationManifestEntry } from "./compiler/manifest.js";
+export { isAutomationSchedule, type DispatchOptions } from "./automations/automations.js";

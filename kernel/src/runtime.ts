@@ -4,6 +4,7 @@ import {
   AssemblyLineError,
   type AgentHarness,
   type BlobStore,
+  type ConnectionProvider,
   type CoreToolPolicy,
   type JsonValue,
   type PluginKernel,
@@ -38,6 +39,9 @@ import { buildAgentProfiles, profileOfRun, type AgentProfile } from "./agents/ag
 import { SkillLibrary } from "./skills/skill-library.js";
 import { DEFAULT_SUBAGENT_LIMITS, type SubagentLimits } from "./subagents/limits.js";
 import { spawnSubagent } from "./subagents/spawner.js";
+import { Automations } from "./automations/automations.js";
+import { createAutomationManager } from "./automations/automation-manager.js";
+import { ConnectionRegistry } from "./connections/connection-registry.js";
 
 export interface RuntimeOptions {
   manifest: AgentManifest;
@@ -76,6 +80,17 @@ export interface RuntimeOptions {
   onTextDelta?(runId: string, delta: string): void;
   /** Subagent spawning limits (env ASSEMBLY_LINE_SUBAGENT_MAX_DEPTH, ASSEMBLY_LINE_SUBAGENT_MAX_SPAWNS; defaults 3 and 16). */
   subagents?: Partial<SubagentLimits>;
+  /**
+   * Automation due times missed by at most this many ms each still run; older
+   * ones (the host was down) collapse into one run. Default 30 000.
+   */
+  automationCatchUpMs?: number;
+  /**
+   * MCP, OpenAPI and HTTP connections as tools (`createConnections()` from
+   * @assemblyline-agents/connections): host-declared ones, and dynamic ones
+   * when agent.ts enables them. Without it, connections are unavailable.
+   */
+  connections?: ConnectionProvider;
 }
 
 export interface RunAgentOptions {
@@ -100,6 +115,10 @@ export class OpenEveRuntime {
   private readonly admission: Admission;
   private readonly inFlight = new Set<Promise<unknown>>();
   private readonly ownerId: string;
+  /** The agent's automations (static and dynamic) in the schedules facet; hosts run `dispatchDue` from their scheduler. */
+  readonly automations: Automations;
+  /** The agent's connections (host-declared and dynamic) as tools. */
+  readonly connections: ConnectionRegistry;
 
   constructor(private readonly options: RuntimeOptions) {
     if (!options?.manifest || !options.sourceBundle) {
@@ -125,6 +144,23 @@ export class OpenEveRuntime {
     this.journal = this.driver.journal;
     this.toolTable = this.driver.table;
     this.profiles = this.driver.profiles;
+    this.connections = new ConnectionRegistry({
+      provider: options.connections,
+      folder: options.sourceBundle.connections ?? {},
+      table: this.toolTable,
+      settings: this.state.settings,
+      agentId: this.manifest.agent.id,
+      dynamic: this.dynamicConnections,
+      logger: this.logger,
+    });
+    this.automations = new Automations({
+      store: this.state.schedules,
+      agentId: this.manifest.agent.id,
+      statics: this.manifest.automations ?? [],
+      submit: (input) => this.submit(input),
+      logger: this.logger,
+      ...(options.automationCatchUpMs !== undefined ? { catchUpMs: options.automationCatchUpMs } : {}),
+    });
     this.subagentLimits = {
       maxDepth: options.subagents?.maxDepth ?? positiveInt(env.ASSEMBLY_LINE_SUBAGENT_MAX_DEPTH, "ASSEMBLY_LINE_SUBAGENT_MAX_DEPTH") ?? DEFAULT_SUBAGENT_LIMITS.maxDepth,
       maxSpawnsPerRun: options.subagents?.maxSpawnsPerRun ?? positiveInt(env.ASSEMBLY_LINE_SUBAGENT_MAX_SPAWNS, "ASSEMBLY_LINE_SUBAGENT_MAX_SPAWNS") ?? DEFAULT_SUBAGENT_LIMITS.maxSpawnsPerRun,
@@ -177,7 +213,13 @@ export class OpenEveRuntime {
       selectHarness: (modelSpec, runId) => this.selectHarness(modelSpec, runId),
       services: (run) => this.servicesFor(run),
       textDelta: (runId, delta) => this.options.onTextDelta?.(runId, delta),
+      beforeTurn: () => this.connections.refresh(),
+      alwaysOfferDiscovery: this.dynamicConnections.dynamic,
     });
+  }
+
+  private get dynamicConnections(): { dynamic: boolean; approval: boolean; allowedHosts: string[] } {
+    return this.manifest.agent.dynamicConnections ?? { dynamic: false, approval: true, allowedHosts: [] };
   }
 
   private readonly journal: RunJournal;
@@ -377,6 +419,7 @@ export class OpenEveRuntime {
 
   async close(): Promise<void> {
     await this.onIdle();
+    await this.options.connections?.close?.().catch((error) => this.logger.warn({ err: String(error) }, "closing connections failed"));
     await this.state.close?.();
   }
 
@@ -554,6 +597,11 @@ export class OpenEveRuntime {
         await sandboxAdapter.release(run.id).catch((error) => this.logger.warn({ runId: run.id, err: String(error) }, "sandbox release failed"));
       },
       memory: createMemoryApi(this.state.memory),
+      ...(this.manifest.agent.dynamicAutomations?.dynamic
+        ? { automationManager: (gate) => createAutomationManager(this.automations, gate(this.manifest.agent.dynamicAutomations.approval)) }
+        : {}),
+      connections: this.connections.connections(),
+      ...(this.dynamicConnections.dynamic ? { connectionManager: (gate) => this.connections.manager(gate(this.dynamicConnections.approval), run.id) } : {}),
       ...(this.options.blob ? { blob: this.options.blob } : {}),
       spawnSubagent: (request, callId) =>
         spawnSubagent(

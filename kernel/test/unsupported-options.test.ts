@@ -15,10 +15,6 @@ async function refusal(files: Record<string, string>): Promise<Error & { code: s
 
 describe("options declared by the SDK but not built are refused at build, by name", () => {
   const cases: Array<[string, Record<string, string>, RegExp]> = [
-    ["dynamicAutomations", { "agent.ts": agentWith("dynamicAutomations: { dynamic: true }") }, /dynamicAutomations \(agent\.ts dynamicAutomations:\)/],
-    ["dynamicConnections", { "agent.ts": agentWith('dynamicConnections: { dynamic: true, allowedHosts: ["a.example.com"] }') }, /dynamicConnections \(agent\.ts dynamicConnections:\)/],
-    ["automations", { "agent.ts": MINIMAL_AGENT, "automations/daily.ts": "export default {};" }, /automations \(automations\/\)/],
-    ["connections", { "agent.ts": MINIMAL_AGENT, "connections/github.ts": "export default {};" }, /connections \(connections\/\)/],
     ["instrumentation.ts", { "agent.ts": MINIMAL_AGENT, "instrumentation.ts": "export default {};" }, /instrumentation\.ts \(instrumentation\.ts\)/],
     ["sandbox.ts adapter", { "agent.ts": MINIMAL_AGENT, "sandbox.ts": sandbox('{ adapter: "daytona", image: "node:22" }') }, /sandbox\.ts adapter \(sandbox\.ts adapter: "daytona"\)/],
     ["sandbox.ts snapshot", { "agent.ts": MINIMAL_AGENT, "sandbox.ts": sandbox('{ adapter: "local", snapshot: { mode: "manual" } }') }, /sandbox\.ts snapshot \(sandbox\.ts snapshot:\)/],
@@ -35,8 +31,8 @@ describe("options declared by the SDK but not built are refused at build, by nam
   }
 
   it("names every unsupported option at once", async () => {
-    const error = await refusal({ "agent.ts": agentWith("dynamicAutomations: {}, dynamicConnections: {}"), "instrumentation.ts": "export default {};" });
-    expect(error.details?.options).toEqual(["dynamicAutomations", "dynamicConnections", "instrumentation.ts"]);
+    const error = await refusal({ "agent.ts": MINIMAL_AGENT, "instrumentation.ts": "export default {};", "sandbox.ts": sandbox('{ adapter: "local", network: "none" }') });
+    expect(error.details?.options).toEqual(["instrumentation.ts", "sandbox.ts network"]);
   });
 
   it("builds the spec's local sandbox example", async () => {

@@ -22,5 +22,7 @@ export * from "./state/index.js";
 export * from "./plugin.js";
 export * from "./contracts.js";
 export * from "./rate-limit.js";
+export * from "./automation.js";
+export * from "./connection.js";
 export * from "./timeout.js";
 export * from "./net/index.js";

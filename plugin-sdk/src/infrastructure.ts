@@ -1,6 +1,23 @@
-/** Dispatches due schedules. */
+import type { ScheduleRecord } from "./state/facets.js";
+
+/** What a dispatch tells the scheduler: the schedule's next due time. */
+export interface ScheduleDispatchResult {
+  /** Where the schedule moves after this dispatch. */
+  nextRunAt: Date;
+}
+
+/**
+ * Starts the work of one due schedule, while the scheduler holds its lease.
+ * Must be short (submit a run, do not wait for it). A throw leaves the lease to
+ * expire, so the same due time is dispatched again (dispatches are idempotent
+ * per schedule and due time). Without a result, the scheduler moves the
+ * schedule by its intervalMs.
+ */
+export type ScheduleDispatch = (scheduleId: string, claimed: ScheduleRecord) => Promise<ScheduleDispatchResult | void>;
+
+/** Leases due schedules and dispatches each due time once. */
 export interface Scheduler {
-  start(dispatch: (scheduleId: string) => Promise<void>): Promise<void>;
+  start(dispatch: ScheduleDispatch): Promise<void>;
   stop(): Promise<void>;
 }
 

@@ -1,4 +1,6 @@
+import type { AutomationManager } from "./automation.js";
 import type { BlobStore } from "./blob.js";
+import type { ConnectionInfo, ConnectionManager } from "./connection.js";
 import type { JsonSchema, JsonValue } from "./json.js";
 import type { Sandbox } from "./sandbox.js";
 
@@ -71,13 +73,13 @@ export interface ToolExecutionContext {
   /** Run a compiled subagent. */
   spawnSubagent(request: SubagentRequest): Promise<JsonValue>;
   /** Resolved connections. */
-  readonly connections: Record<string, unknown>;
+  readonly connections: Record<string, ConnectionInfo>;
   /** The originating channel view. */
   readonly channel?: ChannelView;
   /** Present only when agent.ts enables self-improvement. */
   readonly selfImprovement?: unknown;
   /** Present only when agent.ts enables dynamic automations. */
-  readonly automationManager?: unknown;
+  readonly automationManager?: AutomationManager;
   /** Present only when agent.ts enables dynamic connections. */
-  readonly connectionManager?: unknown;
+  readonly connectionManager?: ConnectionManager;
 }

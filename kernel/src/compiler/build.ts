@@ -10,6 +10,8 @@ import {
   isChannelDefinition,
   isGatewayDefinition,
   isSandboxDefinition,
+  isAutomationDefinition,
+  isConnectionDefinition,
   type ChannelDefinition,
   isApprovalPolicy,
   isContextPolicy,
@@ -19,6 +21,7 @@ import {
   isToolDefinition,
   resolveDefaultContextOptions,
   type AgentDefinition,
+  type AutomationDefinition,
   type ContextPolicy,
   type JsonValue,
   type ToolDefinition,
@@ -33,6 +36,8 @@ import { refuseUnsupportedOptions, sandboxUse } from "./unsupported-options.js";
 import {
   MANIFEST_VERSION,
   type AgentManifest,
+  type AutomationManifestEntry,
+  type ConnectionManifestEntry,
   type ContextManifest,
   type ChannelManifestEntry,
   type GatewayManifest,
@@ -45,6 +50,7 @@ import { hashSource, listBehaviourFiles } from "./source-files.js";
 import { resolveInstructions } from "./instructions.js";
 import { compileSkills } from "./skills.js";
 import { SUBAGENT_ONLY_KEYS, compileSubagents } from "./subagents.js";
+import { normalizeSchedule } from "../automations/schedule-time.js";
 
 export const ARTIFACT_DIR = ".assembly-line";
 export const MANIFEST_FILE = "manifest.json";
@@ -127,6 +133,10 @@ export async function buildAgent(agentDirInput: string, options: BuildOptions = 
   const gateway = await compileGateway(agentDir, load);
   const channels = await compileChannels(agentDir, load);
   const sandbox = await compileSandbox(agentDir, load);
+  const automations = await compileAutomations(agentDir, load);
+  const connections = await compileConnections(agentDir, load);
+  const dynamicAutomations = checkDynamicAutomations(agent, agentFile);
+  const dynamicConnections = checkDynamicConnections(agent, agentFile);
   const agentContext = agent.context === undefined ? undefined : agent.context;
   if (agentContext !== undefined && !isContextPolicy(agentContext)) {
     throw new AssemblyLineError("AL_ERR_CONTEXT_DEFINITION", `${agentFile} context: is not a context policy`, {
@@ -149,6 +159,8 @@ export async function buildAgent(agentDirInput: string, options: BuildOptions = 
       coreToolPolicy: agent.coreToolPolicy ?? {},
       ...(agent.budgets !== undefined ? { budgets: agent.budgets } : {}),
       context: describeContext(agentContext, agentContext === undefined ? null : (contextSource?.exports.some((exported) => sameContextPolicy(exported, agentContext)) ? contextSource.source : await hashSource(agentDir, agentFile))),
+      dynamicAutomations,
+      dynamicConnections,
       source: await hashSource(agentDir, agentFile),
       instructionsSource,
       selfImprovement,
@@ -162,6 +174,8 @@ export async function buildAgent(agentDirInput: string, options: BuildOptions = 
     sandbox,
     skills,
     subagents,
+    automations,
+    connections,
     sources,
   };
   // sourceRoot is a local layout detail, not behaviour: leave it out of the revision.
@@ -400,6 +414,85 @@ async function compileChannels(agentDir: string, load: Loader): Promise<ChannelM
     });
   }
   return entries;
+}
+
+const AUTOMATION_NAME = /^[a-z0-9][a-z0-9_-]{0,63}$/;
+
+async function compileAutomations(agentDir: string, load: Loader): Promise<AutomationManifestEntry[]> {
+  const entries: AutomationManifestEntry[] = [];
+  for (const file of await listSourceDir(agentDir, "automations")) {
+    const name = stemOf(file);
+    const fail = (problem: string, fix: string): never => {
+      throw new AssemblyLineError("AL_ERR_AUTOMATION_DEFINITION", `${file}: ${problem}`, { fix });
+    };
+    if (!AUTOMATION_NAME.test(name)) fail(`automation name "${name}" is not 1-64 lowercase letters, digits, _ or -`, "Rename the file, e.g. automations/daily_report.ts.");
+    const exported = (await load(join(agentDir, file))).default;
+    if (!isAutomationDefinition(exported)) fail("does not default-export defineAutomation(...)", 'Write `export default defineAutomation({ schedule: "0 9 * * *", message: "..." })`.');
+    const automation = exported as AutomationDefinition;
+    const { schedule, message, conversationId, enabled } = automation;
+    const unknown = Object.keys(automation).filter((key) => !key.startsWith("$$") && !["schedule", "message", "conversationId", "enabled"].includes(key));
+    if (unknown.length > 0) fail(`unknown field ${unknown.join(", ")}`, "defineAutomation takes schedule, message, conversationId? and enabled?.");
+    if (typeof message !== "string" || message.trim() === "") fail("message must be a non-empty string", "Say what each run should do.");
+    if (conversationId !== undefined && (typeof conversationId !== "string" || conversationId === "")) fail("conversationId must be a non-empty string", "Omit it for standalone runs.");
+    if (enabled !== undefined && typeof enabled !== "boolean") fail("enabled must be a boolean", "Pass true or false, or omit it (true).");
+    let normalized;
+    try {
+      normalized = normalizeSchedule(schedule, file);
+    } catch (error) {
+      // Same code as the rest of this file's problems: the build names the file and the fix.
+      throw new AssemblyLineError("AL_ERR_AUTOMATION_DEFINITION", (error as Error).message.replace(/^AL_ERR_\w+: /, ""), { cause: error });
+    }
+    entries.push({ name, source: await hashSource(agentDir, file), schedule: normalized, message, conversationId: conversationId ?? null, enabled: enabled ?? true });
+  }
+  return entries;
+}
+
+const CONNECTION_NAME = /^[a-z][a-z0-9]*(_[a-z0-9]+)*$/;
+
+async function compileConnections(agentDir: string, load: Loader): Promise<ConnectionManifestEntry[]> {
+  const entries: ConnectionManifestEntry[] = [];
+  for (const file of await listSourceDir(agentDir, "connections")) {
+    const name = stemOf(file);
+    const fail = (problem: string, fix: string): never => {
+      throw new AssemblyLineError("AL_ERR_CONNECTION_DEFINITION", `${file}: ${problem}`, { fix });
+    };
+    if (!CONNECTION_NAME.test(name)) fail(`connection name "${name}" is not snake_case`, "Rename the file, e.g. connections/weather_api.ts; its tools are <name>__<tool>.");
+    const exported: unknown = (await load(join(agentDir, file))).default;
+    if (!isConnectionDefinition(exported)) fail("does not default-export defineMcpConnection / defineOpenApiConnection / defineHttpConnection", 'Write `export default defineMcpConnection({ url: "https://mcp.example.com/mcp", description: "..." })`.');
+    const connection = exported as { kind: "mcp" | "openapi" | "http"; description?: unknown; auth?: { grant?: unknown } };
+    if (typeof connection.description !== "string" || connection.description.trim() === "") fail("description is required", "Say what the service offers; tool_search shows it.");
+    if (connection.auth !== undefined && (typeof connection.auth?.grant !== "string" || Object.keys(connection.auth).some((key) => key !== "grant" && key !== "header"))) {
+      fail("auth must be { grant: \"<grant id>\", header? }", "Refer to a grant in the host's grant store; secrets never go in the agent folder.");
+    }
+    entries.push({ name, source: await hashSource(agentDir, file), kind: connection.kind, description: connection.description as string, grant: (connection.auth?.grant as string | undefined) ?? null });
+  }
+  return entries;
+}
+
+function checkDynamicAutomations(agent: AgentDefinition, agentFile: string): AgentManifest["agent"]["dynamicAutomations"] {
+  const policy = agent.dynamicAutomations ?? {};
+  for (const key of ["dynamic", "approval"] as const) {
+    if (policy[key] !== undefined && typeof policy[key] !== "boolean") {
+      throw new AssemblyLineError("AL_ERR_AGENT_DEFINITION", `${agentFile}: dynamicAutomations.${key} must be a boolean`, { fix: "Write dynamicAutomations: { dynamic: true, approval: false }." });
+    }
+  }
+  return { dynamic: policy.dynamic === true, approval: policy.approval === true };
+}
+
+function checkDynamicConnections(agent: AgentDefinition, agentFile: string): AgentManifest["agent"]["dynamicConnections"] {
+  const policy = agent.dynamicConnections ?? {};
+  const fail = (problem: string): never => {
+    throw new AssemblyLineError("AL_ERR_AGENT_DEFINITION", `${agentFile}: dynamicConnections.${problem}`, {
+      fix: 'Write dynamicConnections: { dynamic: true, approval: true, allowedHosts: ["mcp.example.com"] }.',
+    });
+  };
+  for (const key of ["dynamic", "approval"] as const) if (policy[key] !== undefined && typeof policy[key] !== "boolean") fail(`${key} must be a boolean`);
+  const hosts = policy.allowedHosts ?? [];
+  if (!Array.isArray(hosts) || hosts.some((host) => typeof host !== "string" || host.trim() === "" || /[/:\s]/.test(host.replace(/^\[.*\]$/, "")))) {
+    fail("allowedHosts must be a list of host names (no scheme, port or path)");
+  }
+  // Approval stays on unless the agent turns it off: connections reach the outside world.
+  return { dynamic: policy.dynamic === true, approval: policy.approval !== false, allowedHosts: hosts.map((host) => host.toLowerCase()) };
 }
 
 async function compileSandbox(agentDir: string, load: Loader): Promise<SandboxManifest | null> {

@@ -6,6 +6,8 @@ import {
   isAgentDefinition,
   isDisabledTool,
   isChannelDefinition,
+  isConnectionDefinition,
+  type ConnectionDefinition,
   isGatewayDefinition,
   isHookDefinition,
   isRunResolverDefinition,
@@ -40,6 +42,8 @@ export interface SourceBundle {
   resolver: RunResolverDefinition | null;
   /** channels/*.ts by name: the config plus the functions the file exports. */
   channels: Record<string, ChannelModule>;
+  /** connections/*.ts by name: static connections the host's connections provider serves. */
+  connections: Record<string, ConnectionDefinition>;
   /** gateway.ts, when the folder has one: live descriptors for the host to materialize. */
   gateway: GatewayDefinition | null;
   /** subagents/<name>/ by name; absent in bundles assembled by hand before subagents existed. */
@@ -142,5 +146,11 @@ async function loadSourceBundle(agentDir: string, manifest: AgentManifest): Prom
       ...(resolveAttachment ? { resolveAttachment } : {}),
     };
   }
-  return { agent, tools, hooks, resolver, gateway, channels, subagents };
+  const connections: Record<string, ConnectionDefinition> = {};
+  for (const entry of manifest.connections ?? []) {
+    const definition = await defaultExport(entry.source.file);
+    if (!isConnectionDefinition(definition)) throw new AssemblyLineError("AL_ERR_CONNECTION_DEFINITION", `${entry.source.file} no longer exports a connection definition`);
+    connections[entry.name] = definition;
+  }
+  return { agent, tools, hooks, resolver, gateway, channels, subagents, connections };
 }

@@ -1,4 +1,4 @@
-import type { CoreToolPolicy, DefaultContextOptions, RunBudgets, JsonSchema, JsonValue, ResolvedDefaultContextOptions, SideEffect, ToolCapability } from "@assemblyline-agents/core";
+import type { CoreToolPolicy, DefaultContextOptions, RunBudgets, JsonSchema, JsonValue, NormalizedSchedule, ResolvedDefaultContextOptions, SideEffect, ToolCapability } from "@assemblyline-agents/core";
 
 export const MANIFEST_VERSION = 1;
 
@@ -51,6 +51,28 @@ export interface SandboxManifest {
   adapter: string;
   image: string | null;
   workingDirectory: "/workspace";
+}
+
+/** A static routine from `automations/<name>.ts`. */
+export interface AutomationManifestEntry {
+  /** The file stem. */
+  name: string;
+  source: SourceRef;
+  schedule: NormalizedSchedule;
+  message: string;
+  conversationId: string | null;
+  enabled: boolean;
+}
+
+/** A static connection from `connections/<name>.ts`; its definition is read from the file at boot. */
+export interface ConnectionManifestEntry {
+  /** The file stem: tools are `<name>__<tool>`. */
+  name: string;
+  source: SourceRef;
+  kind: "mcp" | "openapi" | "http";
+  description: string;
+  /** The grant it uses (an id, never a secret), or null. */
+  grant: string | null;
 }
 
 export interface HookManifestEntry {
@@ -113,6 +135,10 @@ export interface AgentManifest {
     /** agent.ts `budgets`; absent when the agent sets none (the defaults apply). */
     budgets?: RunBudgets;
     context: ContextManifest;
+    /** agent.ts dynamicAutomations, with defaults applied (off). */
+    dynamicAutomations: { dynamic: boolean; approval: boolean };
+    /** agent.ts dynamicConnections, with defaults applied (off, approval on, no hosts). */
+    dynamicConnections: { dynamic: boolean; approval: boolean; allowedHosts: string[] };
     source: SourceRef;
     /** instructions.md, when the instructions come from it. */
     instructionsSource: SourceRef | null;
@@ -127,6 +153,8 @@ export interface AgentManifest {
   sandbox: SandboxManifest | null;
   skills: SkillManifestEntry[];
   subagents: SubagentManifestEntry[];
+  automations: AutomationManifestEntry[];
+  connections: ConnectionManifestEntry[];
   /** Every behaviour-bearing file, sorted: the revision covers them all. */
   sources: SourceRef[];
 }

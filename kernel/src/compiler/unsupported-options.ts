@@ -33,10 +33,6 @@ const rootFile = (stem: string) => (use: FolderUse) => use.rootFile(stem) ?? nul
  * feature lands.
  */
 export const UNSUPPORTED_OPTIONS: readonly UnsupportedOption[] = [
-  { option: "dynamicAutomations", usedIn: agentKey("dynamicAutomations"), fix: "Remove dynamicAutomations from agent.ts." },
-  { option: "dynamicConnections", usedIn: agentKey("dynamicConnections"), fix: "Remove dynamicConnections from agent.ts." },
-  { option: "automations", usedIn: folder("automations"), fix: "Remove the automations/ folder." },
-  { option: "connections", usedIn: folder("connections"), fix: "Remove the connections/ folder, or add connection tools from a plugin through the kernel's tools hook." },
   { option: "instrumentation.ts", usedIn: rootFile("instrumentation"), fix: "Remove instrumentation.ts; observe run events with hooks/ instead." },
   {
     option: "sandbox.ts adapter",

@@ -45,6 +45,10 @@ export interface RunDriverParts {
   selectHarness(modelSpec: string, runId: string): Promise<AgentHarness>;
   services(run: RunRecord): RunServices;
   textDelta(runId: string, delta: string): void;
+  /** Before each turn: add tools that appeared since (connections added on another replica, or at run time). */
+  beforeTurn?(): Promise<void>;
+  /** Offer tool_search and tool_call even while nothing is deferred yet (dynamic connections on). */
+  alwaysOfferDiscovery?: boolean;
 }
 
 
@@ -277,6 +281,7 @@ export class RunDriver {
 
   private async turn(run: RunRecord, started: StartedData, signal: AbortSignal | undefined, lease: LeaseWatch, fresh: boolean): Promise<void> {
     const { state, journal, hooks, logger } = this.parts;
+    await this.parts.beforeTurn?.();
     const profile = profileOfRun(this.parts.profiles, run);
     const table = profile.table;
     const library = this.parts.skillLibrary(profile);
@@ -285,7 +290,7 @@ export class RunDriver {
     const activated = activatedToolNames(events)
       .map((name) => table.get(name))
       .filter((entry): entry is ToolTableEntry => entry !== undefined && entry.mode !== "disabled" && entry.available);
-    const offered = [...visibleTools(table, started.defaultTools)];
+    const offered = [...visibleTools(table, started.defaultTools, { discovery: this.parts.alwaysOfferDiscovery === true })];
     for (const entry of activated) if (!offered.includes(entry)) offered.push(entry);
     const controller = new AbortController();
     signal?.addEventListener("abort", () => controller.abort(signal.reason), { once: true });

@@ -1,4 +1,5 @@
 import type {
+  AutomationManager,
   BlobStore,
   ChannelView,
   MemoryApi,
@@ -11,6 +12,7 @@ import type {
 } from "@assemblyline-agents/core";
 import type { RuntimeFilesystem } from "../filesystem/runtime-filesystem.js";
 import type { RunBudget } from "./budget.js";
+import type { ChangeGate } from "./change-approval.js";
 import type { RunJournal } from "./journal.js";
 import type { ToolTable } from "./tool-table.js";
 import type { SkillActivation } from "./run-access.js";
@@ -24,6 +26,12 @@ export interface RunServices {
   spawnSubagent(request: SubagentRequest, callId: string): Promise<JsonValue>;
   /** The runtime filesystem the built-in file tools use. */
   filesystem: RuntimeFilesystem;
+  /** ctx.automationManager, when agent.ts enables dynamic automations; `gate(required)` asks for approval of a change. */
+  automationManager?(gate: (required: boolean) => ChangeGate): AutomationManager;
+  /** ctx.connectionManager, when agent.ts enables dynamic connections and a connections plugin provides it. */
+  connectionManager?(gate: (required: boolean) => ChangeGate): unknown;
+  /** ctx.connections: the resolved connections. */
+  connections?: Record<string, unknown>;
   /** Release the run's sandbox if it acquired one (best effort): called at completion and failure. */
   releaseSandbox(): Promise<void>;
 }

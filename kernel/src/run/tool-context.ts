@@ -2,6 +2,7 @@ import { AssemblyLineError, RUN_EVENT_TYPES, type JsonValue, type ToolExecutionC
 import { digestJson } from "../canonical-json.js";
 import { RUNTIME_FILESYSTEM } from "../filesystem/context-access.js";
 import { findNonJson } from "../json-check.js";
+import { changeGate, type ChangeApprovalSuspension } from "./change-approval.js";
 import { QuestionSuspension } from "./question.js";
 import { SKILL_ACTIVATION } from "./run-access.js";
 import { isSubagentSuspension, type SubagentSuspension } from "../subagents/suspension.js";
@@ -20,9 +21,10 @@ export function createToolContext(
   scope: RunScope,
   call: { id: string; name: string },
   approvedToolCall: boolean,
-  asked: { question?: QuestionSuspension; subagent?: SubagentSuspension },
+  asked: { question?: QuestionSuspension; subagent?: SubagentSuspension; approval?: ChangeApprovalSuspension },
 ): ToolExecutionContext {
   const { services } = scope;
+  const gate = (required: boolean) => changeGate(approvedToolCall, required, (suspension) => (asked.approval ??= suspension));
   return {
     runId: scope.runId,
     agentRevision: scope.agentRevision,
@@ -64,7 +66,9 @@ export function createToolContext(
         throw error;
       }
     },
-    connections: {},
+    connections: services.connections ?? {},
+    ...(services.automationManager ? { automationManager: services.automationManager(gate) } : {}),
+    ...(services.connectionManager ? { connectionManager: services.connectionManager(gate) } : {}),
     ...(scope.channel ? { channel: scope.channel } : {}),
     [RUNTIME_FILESYSTEM]: services.filesystem,
     [SKILL_ACTIVATION]: scope.skills,

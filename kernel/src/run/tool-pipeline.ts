@@ -11,6 +11,7 @@ import { findNonJson } from "../json-check.js";
 import { describeSchemaErrors } from "../schema.js";
 import { reachableThroughBridge, runBridgeTool, unreachableReason, unwrapToolCall } from "./bridge-tools.js";
 import { isInfrastructureFailure, leaseLost } from "./infrastructure-failure.js";
+import { isChangeApprovalSuspension, type ChangeApprovalSuspension } from "./change-approval.js";
 import { isQuestionSuspension, type QuestionSuspension } from "./question.js";
 import { isSubagentSuspension, type SubagentSuspension } from "../subagents/suspension.js";
 import type { RunScope } from "./run-scope.js";
@@ -142,7 +143,7 @@ async function execute(
   approvedToolCall: boolean,
   existing: ToolCallRecord | null,
 ): Promise<ToolCallOutcome> {
-  const asked: { question?: QuestionSuspension; subagent?: SubagentSuspension } = {};
+  const asked: { question?: QuestionSuspension; subagent?: SubagentSuspension; approval?: ChangeApprovalSuspension } = {};
   const ctx = createToolContext(scope, call, approvedToolCall, asked);
   const base = existing ?? newRecord(scope, call, inputDigest, "requested");
   let output: unknown;
@@ -150,8 +151,22 @@ async function execute(
     output = entry.bridge ? await runBridgeTool(scope, entry, call.input) : await entry.definition.execute(call.input, ctx);
     if (asked.question) throw asked.question;
     if (asked.subagent) throw asked.subagent;
+    if (asked.approval) throw asked.approval;
   } catch (error) {
     if (isInfrastructureFailure(error)) throw error;
+    const approval = isChangeApprovalSuspension(error) ? error : asked.approval;
+    if (approval) {
+      // A change a run-time API makes (an automation, a connection) waits for a person, like a gated tool.
+      const approvalId = approvalIdFor(scope.runId, call.id, inputDigest);
+      await scope.journal.record(
+        scope.runId,
+        "approval.requested",
+        { approvalId, callId: call.id, toolName: call.name, input: call.input, reason: approval.reason, sideEffect: "external", change: approval.change },
+        { toolCall: { ...base, status: "waiting_approval", approvalId, updatedAt: now() } },
+      );
+      scope.pausedFor ??= "approval";
+      return { status: "paused", reason: "approval" };
+    }
     const waitingOnChild = isSubagentSuspension(error) ? error : asked.subagent;
     if (waitingOnChild && !isQuestionSuspension(error)) {
       // The call stays open (status requested): when the child finishes, the parent resumes and

@@ -202,13 +202,14 @@ export function buildToolTable(input: ToolTableInput): ToolTable {
  * The tools a run offers: the table's defaults (the bridge tools only when
  * something is deferred), or a resolver's list replacing them wholesale.
  */
-export function visibleTools(table: ToolTable, defaultTools: string[] | null | undefined): ToolTableEntry[] {
+export function visibleTools(table: ToolTable, defaultTools: string[] | null | undefined, options: { discovery?: boolean } = {}): ToolTableEntry[] {
   const entries = [...table.values()].filter((entry) => entry.mode !== "disabled" && entry.available);
   if (defaultTools) {
     const wanted = new Set(defaultTools);
     return entries.filter((entry) => wanted.has(entry.name));
   }
-  const discovery = table.hasSearchable();
+  // Tools may appear during the run (a connection added dynamically): then discovery is offered from the start.
+  const discovery = options.discovery === true || table.hasSearchable();
   return entries.filter((entry) => (entry.bridge ? discovery : entry.defaultVisible));
 }
 

@@ -1,4 +1,4 @@
-import { AssemblyLineError, isScheduleStateStore, noopLogger, type RuntimeLogger, type Scheduler, type ScheduleRecord, type ScheduleStateStore } from "@assemblyline-agents/core";
+import { AssemblyLineError, isScheduleStateStore, noopLogger, type RuntimeLogger, type ScheduleDispatch, type Scheduler, type ScheduleRecord, type ScheduleStateStore } from "@assemblyline-agents/core";
 import { randomUUID } from "node:crypto";
 import { hostname } from "node:os";
 
@@ -44,7 +44,7 @@ export class LocalScheduler implements Scheduler {
   private readonly batchSize: number;
   private readonly logger: RuntimeLogger;
   private readonly now: () => Date;
-  private dispatch: ((scheduleId: string) => Promise<void>) | undefined;
+  private dispatch: ScheduleDispatch | undefined;
   private timer: NodeJS.Timeout | undefined;
   private polling: Promise<void> | undefined;
   private readonly inFlight = new Set<Promise<void>>();
@@ -61,7 +61,7 @@ export class LocalScheduler implements Scheduler {
   }
 
   /** Begin polling (the first poll starts at once). Call stop() before starting again. */
-  async start(dispatch: (scheduleId: string) => Promise<void>): Promise<void> {
+  async start(dispatch: ScheduleDispatch): Promise<void> {
     if (this.dispatch !== undefined) {
       throw new Error(`LocalScheduler ${this.owner} is already started; call stop() before start() again`);
     }
@@ -107,16 +107,18 @@ export class LocalScheduler implements Scheduler {
     }
   }
 
-  private async run(store: ScheduleStateStore, schedule: ScheduleRecord, dispatch: (scheduleId: string) => Promise<void>): Promise<void> {
+  private async run(store: ScheduleStateStore, schedule: ScheduleRecord, dispatch: ScheduleDispatch): Promise<void> {
+    let next: Date;
     try {
-      await dispatch(schedule.id);
+      const result = await dispatch(schedule.id, schedule);
+      next = result?.nextRunAt ?? nextRunAt(schedule, this.now());
     } catch (error) {
       // Leave the lease to expire: the schedule is claimed and dispatched again after leaseMs.
       this.logger.warn({ err: error, scheduleId: schedule.id }, "schedule dispatch failed; it is retried when its lease expires");
       return;
     }
     try {
-      await store.completeScheduleRun(schedule.id, this.owner, nextRunAt(schedule, this.now()));
+      await store.completeScheduleRun(schedule.id, this.owner, next);
     } catch (error) {
       this.logger.error({ err: error, scheduleId: schedule.id }, "completing a schedule run failed; it may be dispatched again when its lease expires");
     }

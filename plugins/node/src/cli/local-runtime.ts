@@ -3,6 +3,7 @@ import { AssemblyLineError, type BlobStore, type RunEvent, type SandboxAdapter, 
 import { composeGateway, useKernelHost } from "@assemblyline-agents/registry";
 import { FileStateAdapter, LocalBlobStore, LocalSandboxAdapter } from "@assemblyline-agents/local";
 import type { PiModelCatalog } from "@assemblyline-agents/pi";
+import { hostConnections } from "../host/host-connections.js";
 import { ARTIFACT_DIR, OpenEveRuntime, buildAgent, kernelHost, loadRuntimeBundle, type RuntimeBundle } from "@assemblyline-agents/runtime";
 import { defaultPiHarness, loadPi } from "../pi-engine.js";
 
@@ -69,6 +70,11 @@ export function staticModelCheck(models: PiModelCatalog | undefined): (modelSpec
   };
 }
 
+function connectionsFor(bundle: RuntimeBundle, agentDir: string) {
+  const connections = hostConnections(bundle, agentDir);
+  return connections ? { connections } : {};
+}
+
 function scriptedPath(model: string): string {
   return model.startsWith("scripted:") ? `scripted:${resolve(model.slice("scripted:".length))}` : model;
 }
@@ -110,6 +116,7 @@ export async function openLocalRuntime(options: {
     blob: adapters.blob ?? new LocalBlobStore({ agentDir }),
     sandbox: adapters.sandbox ?? new LocalSandboxAdapter({ agentDir }),
     defaultHarness: await defaultPiHarness(options.models),
+    ...(connectionsFor(bundle, agentDir)),
     ...(options.onTextDelta ? { onTextDelta: options.onTextDelta } : {}),
   });
   // A fresh build may leave earlier ones that no unfinished run needs any more.

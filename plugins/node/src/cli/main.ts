@@ -1,6 +1,7 @@
 import { isAssemblyLineError } from "@assemblyline-agents/core";
 import { useKernelHost } from "@assemblyline-agents/registry";
 import { kernelHost } from "@assemblyline-agents/runtime";
+import { automationsCommand } from "./commands/automations.js";
 import { buildCommand } from "./commands/build.js";
 import { runCommand } from "./commands/run.js";
 import { pluginsCommand } from "./commands/plugins.js";
@@ -30,6 +31,9 @@ const HELP = `assembly-line <command>
   resume <runId>                       continue a run left running by a process that died
   test <agentDir> --conversation <file.json> --replay-stress
                                        stop a scripted run after every durable write, resume it, report differences
+  automations list                     the agent's automations: schedule, next due time, paused (--agent <dir>)
+  automations run <name>               start one run of an automation now and print it
+  automations pause|resume <name>      stop / restart an automation's schedule (survives restarts)
   dev <agentDir> [--port <n>]          serve the agent over HTTP in dev mode (local defaults, readable logs)
   start <artifactDir> [--port <n>]     production boot of a built artifact (<agentDir>/.assembly-line)
   plugins list | search <words> | info <id> | add <id> | new <name> --slot <slot> | verify [dir]
@@ -49,6 +53,7 @@ const COMMANDS: Record<string, (args: string[], io: CommandIO) => Promise<number
   resume: resumeCommand,
   plugins: pluginsCommand,
   test: testCommand,
+  automations: automationsCommand,
   dev: (args, io) => devCommand(args, io),
   start: (args, io) => startCommand(args, io),
 };

@@ -1,11 +1,11 @@
 import { resolve } from "node:path";
-import type { BlobStore, PluginKernel, SandboxAdapter, StateAdapter } from "@assemblyline-agents/core";
-import { FileStateAdapter, LocalBlobStore, LocalSandboxAdapter } from "@assemblyline-agents/local";
-import type { AgentHarness } from "@assemblyline-agents/core";
+import { isScheduleStateStore, type AgentHarness, type BlobStore, type ConnectionProvider, type PluginKernel, type SandboxAdapter, type Scheduler, type StateAdapter } from "@assemblyline-agents/core";
+import { FileStateAdapter, LocalBlobStore, LocalSandboxAdapter, LocalScheduler } from "@assemblyline-agents/local";
 import type { PiModelCatalog } from "@assemblyline-agents/pi";
 import { composeGateway, useKernelHost } from "@assemblyline-agents/registry";
 import { kernelHost, type RuntimeBundle } from "@assemblyline-agents/runtime";
 import { defaultPiHarness } from "../pi-engine.js";
+import { hostConnections } from "./host-connections.js";
 
 // gateway.ts plugins are loaded against this host's kernel.
 useKernelHost(kernelHost);
@@ -15,6 +15,10 @@ export interface HostAdapters {
   state: StateAdapter;
   blob: BlobStore;
   sandbox: SandboxAdapter;
+  /** gateway.ts scheduler, else the local scheduler over the state's schedules facet (none when the state has no such facet). */
+  scheduler?: Scheduler;
+  /** MCP/OpenAPI/HTTP connections, when the agent has connections/ or dynamic connections. */
+  connections?: ConnectionProvider;
   defaultHarness: AgentHarness;
   /** The kernel the gateway's plugins tapped, when the agent has a gateway.ts. */
   kernel?: PluginKernel;
@@ -26,7 +30,7 @@ export interface HostAdapters {
  * The adapters a host runs an agent on: what gateway.ts chooses (each plugin
  * loaded and checked, required env enforced in production), and for every slot
  * it leaves empty the embedded defaults beside the agent folder: file state,
- * local blobs, a local sandbox; the Pi engine for real models.
+ * local blobs, a local sandbox, the local scheduler; the Pi engine for real models.
  */
 export async function openLocalDefaults(
   bundle: RuntimeBundle,
@@ -36,13 +40,17 @@ export async function openLocalDefaults(
   const composed = bundle.sourceBundle.gateway
     ? await composeGateway({ gateway: bundle.sourceBundle.gateway, agentDir, devMode: options.devMode ?? false })
     : undefined;
-  const chosen = (composed?.adapters ?? {}) as { state?: StateAdapter; blob?: BlobStore; sandbox?: SandboxAdapter };
+  const chosen = (composed?.adapters ?? {}) as { state?: StateAdapter; blob?: BlobStore; sandbox?: SandboxAdapter; scheduler?: Scheduler };
   const state = chosen.state ?? (await FileStateAdapter.open(options.stateDir ? { directory: resolve(options.stateDir) } : { agentDir }));
+  const connections = hostConnections(bundle, agentDir);
+  const scheduler = chosen.scheduler ?? (isScheduleStateStore(state) ? new LocalScheduler({ store: state }) : undefined);
   return {
     agentDir,
     state,
     blob: chosen.blob ?? new LocalBlobStore({ agentDir }),
     sandbox: chosen.sandbox ?? new LocalSandboxAdapter({ agentDir }),
+    ...(scheduler ? { scheduler } : {}),
+    ...(connections ? { connections } : {}),
     defaultHarness: await defaultPiHarness(options.models),
     ...(composed ? { kernel: composed.kernel } : {}),
     close: async () => {

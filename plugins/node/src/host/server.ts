@@ -3,7 +3,7 @@ import { randomUUID } from "node:crypto";
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from "node:http";
 import type { AddressInfo } from "node:net";
 import { AssemblyLineError, type ChannelModule, type JsonValue, type TelemetrySink } from "@assemblyline-agents/core";
-import { OpenEveRuntime, createRuntimeLogger } from "@assemblyline-agents/runtime";
+import { OpenEveRuntime, createRuntimeLogger, isAutomationSchedule } from "@assemblyline-agents/runtime";
 import { AttachmentIngest } from "./attachments.js";
 import { HostAuth } from "./auth.js";
 import { ChannelIngress } from "./channel-ingress.js";
@@ -159,11 +159,19 @@ export async function listenNodeRuntime(options: NodeRuntimeOptions): Promise<No
   await runtime.pruneRevisions().catch((error) => logger.warn({ event: "revisions.prune_failed", err: String(error) }, "pruning kept builds failed"));
   await recovery.start(config.recoveryIntervalMs);
   outbox.start();
+  // automations/ is written into the schedules facet before any scheduler looks for due rows.
+  await runtime.automations.syncStatic();
   if (options.scheduler) {
-    await options.scheduler.start(async (scheduleId) => {
-      const schedule = await runtime.state.schedules.getSchedule(scheduleId);
-      const payload = (schedule?.payload ?? {}) as Record<string, JsonValue>;
-      if (!schedule || typeof payload.message !== "string") {
+    await options.scheduler.start(async (scheduleId, claimed) => {
+      const schedule = claimed ?? (await runtime.state.schedules.getSchedule(scheduleId));
+      if (!schedule) return;
+      if (isAutomationSchedule(schedule)) {
+        const { nextRunAt, runs } = await runtime.automations.dispatchDue(schedule, options.model ? { model: options.model } : {});
+        for (const run of runs) if (run.created) mailbox.enqueue(run.runId, run.conversationId, { prepare: false });
+        return { nextRunAt };
+      }
+      const payload = (schedule.payload ?? {}) as Record<string, JsonValue>;
+      if (typeof payload.message !== "string") {
         logger.warn({ event: "schedule.invalid", scheduleId }, "schedule payload has no message; nothing started");
         return;
       }
@@ -233,6 +241,8 @@ export async function listenNodeRuntime(options: NodeRuntimeOptions): Promise<No
       },
       // A rate-limiter store passed in may be shared with other hosts: its owner closes it.
       closeState: async () => {
+        // MCP clients and stdio servers of connections end with the host.
+        await options.connections?.close?.().catch((error) => logger.warn({ event: "connections.close_failed", err: String(error) }, "closing connections failed"));
         await runtime.state.close?.();
       },
       forceClose: () => server.closeAllConnections(),

@@ -75,6 +75,8 @@ async function serve(
       state: local.state,
       blob: local.blob,
       sandbox: local.sandbox,
+      ...(local.scheduler ? { scheduler: local.scheduler } : {}),
+      ...(local.connections ? { connections: local.connections } : {}),
       defaultHarness: local.defaultHarness,
       ...(local.kernel ? { kernel: local.kernel } : {}),
       devMode: mode.devMode,
@@ -95,6 +97,7 @@ async function serve(
   for (const channel of manifest.channels) io.out(`  ${channel.methods.join("|").padEnd(6)} ${handle.url}${channel.route}  (channel ${channel.name})`);
   io.out(`  GET    ${handle.url}/runs  /runs/:id  POST /runs/:id/approve|deny|answer`);
   io.out(`  GET    ${handle.url}/healthz  /readyz  /admin/kill-switch`);
+  if (local.scheduler) io.out(`  scheduler: ${manifest.automations?.length ?? 0} static automation(s)${manifest.agent.dynamicAutomations?.dynamic ? ", dynamic automations on" : ""}`);
   if (control.installSignals !== false) installSignalHandlers(handle);
   control.onListening?.(handle);
   await handle.closed;

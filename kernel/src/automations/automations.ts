@@ -1,0 +1,331 @@
+import { randomUUID } from "node:crypto";
+import {
+  AssemblyLineError,
+  type AutomationInfo,
+  type CreateAutomationInput,
+  type JsonValue,
+  type NormalizedSchedule,
+  type RuntimeLogger,
+  type ScheduleRecord,
+  type ScheduleStateStore,
+  type UpdateAutomationInput,
+} from "@assemblyline-agents/core";
+import { digestJson } from "../canonical-json.js";
+import type { AutomationManifestEntry } from "../compiler/manifest.js";
+import { NEVER, firstDueTime, nextDueAfter, normalizeSchedule } from "./schedule-time.js";
+
+const NAME = /^[a-z0-9][a-z0-9_-]{0,63}$/;
+/** Due times missed by more than this collapse into one run (see docs: missed due times). */
+export const DEFAULT_CATCH_UP_MS = 30_000;
+
+/** What a schedule row of an automation carries in its payload. */
+interface AutomationPayload {
+  kind: "automation";
+  agentId: string;
+  name: string;
+  source: "static" | "dynamic";
+  schedule: NormalizedSchedule;
+  message: string;
+  conversationId: string | null;
+  enabled: boolean;
+  paused: boolean;
+  /** New for every (re)creation, so a deleted and recreated automation never reuses a run key. */
+  instance: string;
+  /** Digest of the definition, to see whether a static file changed. */
+  digest: string;
+}
+
+export interface DispatchOptions {
+  /** A host-forced model for the runs (dev --model). */
+  model?: string;
+}
+
+/** Whether a schedule row is an automation's (rather than a host's own schedule). */
+export function isAutomationSchedule(record: Pick<ScheduleRecord, "payload">): boolean {
+  return automationPayload(record.payload) !== undefined;
+}
+
+/** A run an automation's due time started (or found already started). */
+export interface AutomationRun {
+  runId: string;
+  created: boolean;
+  conversationId: string | null;
+  dueAt: string;
+}
+
+export interface AutomationsParts {
+  store: ScheduleStateStore;
+  agentId: string;
+  statics: AutomationManifestEntry[];
+  /** runtime.submit: accept a run durably, deduplicated by idempotency key. */
+  submit(input: { message: string; conversationId?: string; idempotencyKey: string; metadata: Record<string, JsonValue>; model?: string }): Promise<{ runId: string; created: boolean }>;
+  logger: RuntimeLogger;
+  catchUpMs?: number;
+  now?: () => Date;
+}
+
+/**
+ * The agent's automations, kept as rows of the schedules facet: static ones
+ * from automations/ (synced at host start), dynamic ones created at run time.
+ * A scheduler leases due rows and calls `dispatchDue`; each due time of each
+ * automation starts one run, keyed `automation:<row>:<instance>:<due time>`,
+ * so a due time dispatched twice (a replica dying mid-dispatch, a stalled
+ * lease) still starts one run.
+ *
+ * Missed due times: a due time at most `catchUpMs` late still runs (each of
+ * them: a replica that died holding the lease loses nothing); when the oldest
+ * missed one is later than that (the host was down), they all collapse into
+ * one run, and the schedule continues from the next due time after now.
+ */
+export class Automations {
+  private readonly now: () => Date;
+  private readonly catchUpMs: number;
+
+  constructor(private readonly parts: AutomationsParts) {
+    this.now = parts.now ?? (() => new Date());
+    this.catchUpMs = parts.catchUpMs ?? DEFAULT_CATCH_UP_MS;
+  }
+
+  /** The schedule row id of an automation of this agent. */
+  rowId(source: "static" | "dynamic", name: string): string {
+    return `automation:${this.parts.agentId}:${source}:${name}`;
+  }
+
+  /**
+   * Write the agent's automations/ into the store: new ones from their first
+   * due time, changed ones re-timed, removed ones deleted. An operator's pause
+   * and an unchanged schedule's next due time survive. Several replicas may
+   * sync at once: unchanged definitions are not rewritten.
+   */
+  async syncStatic(): Promise<void> {
+    const rows = await this.rows();
+    const now = this.now();
+    const wanted = new Set<string>();
+    for (const entry of this.parts.statics) {
+      const id = this.rowId("static", entry.name);
+      wanted.add(id);
+      const existing = rows.get(id);
+      const definition = { schedule: entry.schedule, message: entry.message, conversationId: entry.conversationId, enabled: entry.enabled };
+      const digest = digestJson(definition as unknown as JsonValue);
+      if (existing && existing.payload.digest === digest) continue;
+      const sameSchedule = existing && digestJson(existing.payload.schedule as unknown as JsonValue) === digestJson(entry.schedule as unknown as JsonValue);
+      await this.write({
+        kind: "automation",
+        agentId: this.parts.agentId,
+        name: entry.name,
+        source: "static",
+        ...definition,
+        paused: existing?.payload.paused ?? false,
+        instance: existing?.payload.instance ?? randomUUID(),
+        digest,
+      }, sameSchedule ? new Date(existing.record.nextRunAt) : firstDueTime(entry.schedule, now));
+    }
+    for (const [id, row] of rows) {
+      if (row.payload.source === "static" && !wanted.has(id)) await this.parts.store.deleteSchedule(id);
+    }
+  }
+
+  async list(): Promise<AutomationInfo[]> {
+    return [...(await this.rows()).values()].map(({ record, payload }) => describe(record, payload)).sort((a, b) => (a.name < b.name ? -1 : a.name > b.name ? 1 : 0));
+  }
+
+  async get(name: string): Promise<AutomationInfo> {
+    const { record, payload } = await this.require(name);
+    return describe(record, payload);
+  }
+
+  /** Operator pause/resume (CLI): a paused automation is never due; resuming continues from the next due time after now. */
+  async setPaused(name: string, paused: boolean): Promise<AutomationInfo> {
+    const { record, payload } = await this.require(name);
+    if (payload.paused === paused) return describe(record, payload);
+    const next = paused ? new Date(record.nextRunAt) : this.resumeTime(payload.schedule, new Date(record.nextRunAt));
+    return this.write({ ...payload, paused }, next);
+  }
+
+  /** Start one run of an automation now, outside its schedule (CLI `automations run`). */
+  async runNow(name: string, options: DispatchOptions = {}): Promise<AutomationRun> {
+    const { payload } = await this.require(name);
+    const dueAt = this.now().toISOString();
+    return this.submit(this.rowId(payload.source, payload.name), payload, dueAt, `manual:${randomUUID()}`, 0, options);
+  }
+
+  /** Throws what create() would refuse for its input, without writing. */
+  check(input: CreateAutomationInput): void {
+    checkInput(input);
+  }
+
+  /** Throws when `name` is not a dynamic automation or the patch is malformed, without writing. */
+  async checkUpdate(name: string, patch: UpdateAutomationInput): Promise<void> {
+    const { payload } = await this.requireDynamic(name, "change");
+    checkInput({ name, schedule: patch.schedule ?? (payload.schedule as never), message: patch.message ?? payload.message, enabled: patch.enabled ?? payload.enabled }, true);
+  }
+
+  async create(input: CreateAutomationInput): Promise<AutomationInfo> {
+    const checked = checkInput(input);
+    const rows = await this.rows();
+    if (rows.has(this.rowId("static", checked.name)) || rows.has(this.rowId("dynamic", checked.name))) {
+      throw new AssemblyLineError("AL_ERR_AUTOMATION_INPUT", `an automation named "${checked.name}" already exists`, {
+        fix: "Pick another name, or update the existing automation.",
+      });
+    }
+    const payload: AutomationPayload = { kind: "automation", agentId: this.parts.agentId, source: "dynamic", ...checked, paused: false, instance: randomUUID(), digest: "" };
+    return this.write({ ...payload, digest: digestDefinition(payload) }, firstDueTime(checked.schedule, this.now()));
+  }
+
+  async update(name: string, patch: UpdateAutomationInput): Promise<AutomationInfo> {
+    const { record, payload } = await this.requireDynamic(name, "update");
+    const checked = checkInput({ name: payload.name, schedule: patch.schedule ?? (payload.schedule as never), message: patch.message ?? payload.message, ...(patch.conversationId !== undefined ? { conversationId: patch.conversationId } : payload.conversationId ? { conversationId: payload.conversationId } : {}), enabled: patch.enabled ?? payload.enabled }, true);
+    const rescheduled = patch.schedule !== undefined;
+    const next = rescheduled ? firstDueTime(checked.schedule, this.now()) : new Date(record.nextRunAt);
+    const updated: AutomationPayload = { ...payload, ...checked };
+    return this.write({ ...updated, digest: digestDefinition(updated) }, next);
+  }
+
+  async delete(name: string): Promise<{ deleted: boolean }> {
+    const found = (await this.rows()).get(this.rowId("dynamic", name));
+    if (!found) {
+      if ((await this.rows()).has(this.rowId("static", name))) await this.requireDynamic(name, "delete");
+      return { deleted: false };
+    }
+    await this.parts.store.deleteSchedule(found.record.id);
+    return { deleted: true };
+  }
+
+  /**
+   * The scheduler's dispatch for a leased row: start the run of each due time
+   * (missed-time policy above) and say where the row moves next.
+   */
+  async dispatchDue(claimed: ScheduleRecord, options: DispatchOptions = {}): Promise<{ nextRunAt: Date; runs: AutomationRun[] }> {
+    const payload = automationPayload(claimed.payload);
+    if (!payload || payload.agentId !== this.parts.agentId) {
+      throw new AssemblyLineError("AL_ERR_AUTOMATION_NOT_FOUND", `schedule ${claimed.id} is not an automation of agent ${this.parts.agentId}`, {
+        fix: "Give each agent its own state store (or schema) when it has automations; this row is left to its own agent's scheduler.",
+      });
+    }
+    const now = this.now();
+    const first = new Date(claimed.nextRunAt);
+    if (first.getTime() > now.getTime()) return { nextRunAt: first, runs: [] };
+    const runs: AutomationRun[] = [];
+    if (now.getTime() - first.getTime() > this.catchUpMs) {
+      // The host was down: one run stands for every missed due time, then back on schedule.
+      let missed = 0;
+      for (let due: Date | null = first; due && due.getTime() <= now.getTime() && missed < 100_000; due = nextDueAfter(payload.schedule, due)) missed += 1;
+      this.parts.logger.warn({ event: "automation.missed", automation: payload.name, firstMissed: first.toISOString(), missed }, "automation missed due times while no scheduler ran; running it once");
+      runs.push(await this.submit(claimed.id, payload, first.toISOString(), first.toISOString(), missed, options));
+      return { nextRunAt: nextDueAfter(payload.schedule, now) ?? NEVER, runs };
+    }
+    let due: Date | null = first;
+    while (due && due.getTime() <= now.getTime()) {
+      runs.push(await this.submit(claimed.id, payload, due.toISOString(), due.toISOString(), 1, options));
+      due = nextDueAfter(payload.schedule, due);
+    }
+    return { nextRunAt: due ?? NEVER, runs };
+  }
+
+  private async submit(rowId: string, payload: AutomationPayload, dueAt: string, keyTime: string, missed: number, options: DispatchOptions): Promise<AutomationRun> {
+    const { runId, created } = await this.parts.submit({
+      ...(options.model ? { model: options.model } : {}),
+      message: payload.message,
+      ...(payload.conversationId ? { conversationId: payload.conversationId } : {}),
+      idempotencyKey: `automation:${rowId}:${payload.instance}:${keyTime}`,
+      metadata: { automation: { name: payload.name, source: payload.source, dueAt, ...(missed > 1 ? { missed } : {}) } },
+    });
+    return { runId, created, conversationId: payload.conversationId, dueAt };
+  }
+
+  private resumeTime(schedule: NormalizedSchedule, stored: Date): Date {
+    const now = this.now();
+    if (stored.getTime() > now.getTime()) return stored;
+    return schedule.kind === "at" ? stored : (nextDueAfter(schedule, now) ?? NEVER);
+  }
+
+  private async write(payload: AutomationPayload, nextRunAt: Date): Promise<AutomationInfo> {
+    const record: Omit<ScheduleRecord, "lease"> = {
+      id: this.rowId(payload.source, payload.name),
+      intervalMs: payload.schedule.kind === "every" ? payload.schedule.everyMs : 0,
+      nextRunAt: nextRunAt.toISOString(),
+      payload: payload as unknown as JsonValue,
+      enabled: payload.enabled && !payload.paused,
+    };
+    await this.parts.store.upsertSchedule(record);
+    return describe({ ...record, lease: null }, payload);
+  }
+
+  private async rows(): Promise<Map<string, { record: ScheduleRecord; payload: AutomationPayload }>> {
+    const prefix = `automation:${this.parts.agentId}:`;
+    const rows = new Map<string, { record: ScheduleRecord; payload: AutomationPayload }>();
+    for (const record of await this.parts.store.listSchedules()) {
+      const payload = record.id.startsWith(prefix) ? automationPayload(record.payload) : undefined;
+      if (payload) rows.set(record.id, { record, payload });
+    }
+    return rows;
+  }
+
+  private async require(name: string): Promise<{ record: ScheduleRecord; payload: AutomationPayload }> {
+    const rows = await this.rows();
+    const found = rows.get(this.rowId("dynamic", name)) ?? rows.get(this.rowId("static", name));
+    if (!found) {
+      const names = [...rows.values()].map((row) => row.payload.name).sort();
+      throw new AssemblyLineError("AL_ERR_AUTOMATION_NOT_FOUND", `agent ${this.parts.agentId} has no automation "${name}"`, {
+        fix: names.length > 0 ? `Known automations: ${names.join(", ")}.` : "Add automations/<name>.ts and rebuild, or create one through ctx.automationManager.",
+      });
+    }
+    return found;
+  }
+
+  private async requireDynamic(name: string, action: string): Promise<{ record: ScheduleRecord; payload: AutomationPayload }> {
+    const found = await this.require(name);
+    if (found.payload.source !== "dynamic") {
+      throw new AssemblyLineError("AL_ERR_AUTOMATION_INPUT", `automation "${name}" comes from automations/${name}.ts; a run cannot ${action} it`, {
+        fix: "Change the file and rebuild; operators pause and resume it with `assembly-line automations pause|resume`.",
+      });
+    }
+    return found;
+  }
+}
+
+function describe(record: Omit<ScheduleRecord, "lease"> & { lease: unknown }, payload: AutomationPayload): AutomationInfo {
+  const rests = !record.enabled || record.nextRunAt === NEVER.toISOString();
+  return {
+    name: payload.name,
+    source: payload.source,
+    schedule: payload.schedule,
+    message: payload.message,
+    conversationId: payload.conversationId,
+    enabled: payload.enabled,
+    paused: payload.paused,
+    nextRunAt: rests ? null : record.nextRunAt,
+  };
+}
+
+function digestDefinition(payload: AutomationPayload): string {
+  return digestJson({ schedule: payload.schedule, message: payload.message, conversationId: payload.conversationId, enabled: payload.enabled } as unknown as JsonValue);
+}
+
+function automationPayload(value: JsonValue): AutomationPayload | undefined {
+  const payload = value as unknown as AutomationPayload | null;
+  return payload && typeof payload === "object" && payload.kind === "automation" && typeof payload.name === "string" ? payload : undefined;
+}
+
+/** Check what a run asked for; the error names the field and how to fix it. */
+function checkInput(
+  input: CreateAutomationInput,
+  keepSchedule = false,
+): { name: string; schedule: NormalizedSchedule; message: string; conversationId: string | null; enabled: boolean } {
+  const fail = (problem: string, fix: string): never => {
+    throw new AssemblyLineError("AL_ERR_AUTOMATION_INPUT", problem, { fix });
+  };
+  if (typeof input !== "object" || input === null) fail("automation input must be an object", "Pass { name, schedule, message, conversationId?, enabled? }.");
+  if (typeof input.name !== "string" || !NAME.test(input.name)) fail(`name ${JSON.stringify(input.name)} is not a valid automation name`, "Use 1-64 lowercase letters, digits, _ or -.");
+  if (typeof input.message !== "string" || input.message.trim() === "") fail(`automation "${input.name}": message must be a non-empty string`, "Say what each run should do.");
+  if (input.conversationId !== undefined && input.conversationId !== null && (typeof input.conversationId !== "string" || input.conversationId === "")) {
+    fail(`automation "${input.name}": conversationId must be a non-empty string`, "Omit it for standalone runs.");
+  }
+  if (input.enabled !== undefined && typeof input.enabled !== "boolean") fail(`automation "${input.name}": enabled must be a boolean`, "Pass true or false.");
+  const schedule = keepSchedule && isNormalized(input.schedule) ? input.schedule : normalizeSchedule(input.schedule, `automation "${input.name}"`);
+  return { name: input.name, schedule, message: input.message, conversationId: input.conversationId ?? null, enabled: input.enabled ?? true };
+}
+
+function isNormalized(value: unknown): value is NormalizedSchedule {
+  return typeof value === "object" && value !== null && "kind" in value;
+}

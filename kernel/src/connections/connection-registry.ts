@@ -1,0 +1,220 @@
+import {
+  AssemblyLineError,
+  isAssemblyLineError,
+  type ConnectionDefinition,
+  type ConnectionInfo,
+  type ConnectionManager,
+  type ConnectionPolicy,
+  type ConnectionProvider,
+  type DynamicConnectionSpec,
+  type JsonValue,
+  type RuntimeLogger,
+  type RuntimeSettingsStore,
+} from "@assemblyline-agents/core";
+import { digestJson } from "../canonical-json.js";
+import type { ChangeGate } from "../run/change-approval.js";
+import type { ToolTable } from "../run/tool-table.js";
+
+const NAME = /^[a-z][a-z0-9]*(_[a-z0-9]+)*$/;
+const PROVIDER = "connections";
+
+interface StoredConnection {
+  spec: DynamicConnectionSpec;
+  /** What the provider described (tool list, ...): JSON without secrets. */
+  record: JsonValue;
+  addedBy: string;
+}
+
+/**
+ * The agent's connections as tools: host-declared ones described once per
+ * process, dynamic ones persisted in the settings facet (key
+ * `connections:<agentId>`) so every replica and every resume provides the same
+ * tools. Each turn starts with `refresh()`, which adds to the tool table what
+ * this process has not provided yet. The protocols live in the provider plugin.
+ */
+export class ConnectionRegistry {
+  private readonly provided = new Map<string, { digest: string; info: ConnectionInfo }>();
+  private readonly failedStatic = new Set<string>();
+
+  constructor(
+    private readonly parts: {
+      provider: ConnectionProvider | undefined;
+      /** connections/*.ts of the agent folder (the provider's own host-declared ones come first). */
+      folder: Record<string, ConnectionDefinition>;
+      table: ToolTable;
+      settings: RuntimeSettingsStore;
+      agentId: string;
+      dynamic: { dynamic: boolean; approval: boolean; allowedHosts: string[] };
+      logger: RuntimeLogger;
+    },
+  ) {}
+
+  private get key(): string {
+    return `connections:${this.parts.agentId}`;
+  }
+
+  private get dynamicPolicy(): ConnectionPolicy {
+    return { allowedHosts: this.parts.dynamic.allowedHosts, onlyAllowedHosts: true };
+  }
+
+  /** Provide the tools of every connection this process has not provided yet. */
+  async refresh(): Promise<void> {
+    const { provider, folder } = this.parts;
+    if (!provider) {
+      if (Object.keys(folder).length > 0 && this.failedStatic.size === 0) {
+        this.failedStatic.add("*");
+        this.parts.logger.warn({ event: "connection.unavailable", connections: Object.keys(folder) }, "connections/ declares connections but the host installed no connections provider (AL_ERR_CONNECTIONS_UNAVAILABLE); their tools are missing");
+      }
+      return;
+    }
+    for (const [name, definition] of Object.entries({ ...folder, ...(provider.connections ?? {}) })) {
+      if (this.provided.has(name)) continue;
+      try {
+        const policy = staticPolicy(definition);
+        this.provide(name, "static", definition, await provider.describe(name, definition, policy), policy);
+        this.failedStatic.delete(name);
+      } catch (error) {
+        // A host connection that is down must not fail every run: its tools are missing until it answers.
+        if (!this.failedStatic.has(name)) this.parts.logger.warn({ event: "connection.unavailable", connection: name, err: errorText(error) }, "a connection could not be described; retrying next turn");
+        this.failedStatic.add(name);
+      }
+    }
+    const stored = await this.stored();
+    for (const [name, entry] of Object.entries(stored)) {
+      const digest = digestJson(entry as unknown as JsonValue);
+      if (this.provided.get(name)?.digest === digest) continue;
+      this.withdraw(name);
+      this.provide(name, "dynamic", entry.spec, entry.record, this.dynamicPolicy, digest);
+    }
+    for (const [name, provided] of this.provided) if (provided.info.source === "dynamic" && !(name in stored)) this.withdraw(name);
+  }
+
+  /** ctx.connections: what this run can use. */
+  connections(): Record<string, ConnectionInfo> {
+    return Object.fromEntries([...this.provided].map(([name, entry]) => [name, entry.info]));
+  }
+
+  /** ctx.connectionManager for one tool call. */
+  manager(gate: ChangeGate, runId: string): ConnectionManager {
+    return {
+      list: async () => {
+        await this.refresh();
+        return Object.values(this.connections());
+      },
+      add: async (spec) => {
+        const provider = this.requireProvider();
+        const checked = checkSpec(spec, this.parts.dynamic.allowedHosts);
+        if (this.provided.has(checked.name) || checked.name in (await this.stored())) {
+          throw new AssemblyLineError("AL_ERR_CONNECTION_REFUSED", `a connection named "${checked.name}" already exists`, { fix: "Pick another name, or remove the existing connection first." });
+        }
+        gate.require(`The agent asks to connect to ${describeTarget(checked)} as "${checked.name}".`, { action: "add", connection: checked as unknown as JsonValue });
+        const record = await provider.describe(checked.name, checked, this.dynamicPolicy);
+        const stored = await this.stored();
+        stored[checked.name] = { spec: checked, record, addedBy: runId };
+        await this.parts.settings.putSetting(this.key, stored as unknown as JsonValue, { actor: `run:${runId}`, reason: `connection ${checked.name} added` });
+        await this.refresh();
+        return this.provided.get(checked.name)!.info;
+      },
+      remove: async (name) => {
+        const stored = await this.stored();
+        if (!(name in stored)) return { removed: false };
+        gate.require(`The agent asks to remove the connection "${name}".`, { action: "remove", connection: name });
+        delete stored[name];
+        await this.parts.settings.putSetting(this.key, stored as unknown as JsonValue, { actor: `run:${runId}`, reason: `connection ${name} removed` });
+        this.withdraw(name);
+        return { removed: true };
+      },
+    };
+  }
+
+  private provide(name: string, source: "static" | "dynamic", definition: ConnectionDefinition | DynamicConnectionSpec, record: JsonValue, policy: ConnectionPolicy, digest = ""): void {
+    const tools = this.parts.provider!.tools(name, definition, record, policy);
+    for (const [toolName, tool] of Object.entries(tools)) {
+      if (this.parts.table.has(toolName)) this.parts.table.delete(toolName);
+      this.parts.table.provide(toolName, tool, { provider: PROVIDER });
+    }
+    this.provided.set(name, { digest, info: { name, kind: definition.kind, source, description: definition.description ?? "", tools: Object.keys(tools).sort() } });
+  }
+
+  private withdraw(name: string): void {
+    const provided = this.provided.get(name);
+    if (!provided) return;
+    for (const tool of provided.info.tools) this.parts.table.delete(tool);
+    this.provided.delete(name);
+  }
+
+  private async stored(): Promise<Record<string, StoredConnection>> {
+    const value = await this.parts.settings.getSetting(this.key);
+    return value && typeof value === "object" && !Array.isArray(value) ? { ...(value as unknown as Record<string, StoredConnection>) } : {};
+  }
+
+  private requireProvider(): ConnectionProvider {
+    if (!this.parts.provider) {
+      throw new AssemblyLineError("AL_ERR_CONNECTIONS_UNAVAILABLE", "this runtime has no connections provider, so connections cannot be added", {
+        fix: "Pass `connections: createConnections({...})` from @assemblyline-agents/connections in RuntimeOptions.",
+      });
+    }
+    return this.parts.provider;
+  }
+}
+
+/** A host connection may reach the hosts its own definition names (by name: a local server too), nothing else. */
+function staticPolicy(definition: ConnectionDefinition): ConnectionPolicy {
+  const urls = definition.kind === "mcp" ? [definition.url] : definition.kind === "openapi" ? [typeof definition.spec === "string" ? definition.spec : undefined, definition.baseUrl] : [definition.baseUrl];
+  const hosts = urls.flatMap((url) => {
+    if (!url) return [];
+    try {
+      return [new URL(url).hostname];
+    } catch {
+      return [];
+    }
+  });
+  // An OpenAPI document given inline names its servers itself; its requests go to baseUrl or those.
+  if (definition.kind === "openapi" && typeof definition.spec === "object") {
+    for (const server of ((definition.spec as { servers?: Array<{ url?: string }> }).servers ?? [])) {
+      try {
+        if (server.url) hosts.push(new URL(server.url).hostname);
+      } catch {
+        // relative server URLs resolve against baseUrl
+      }
+    }
+  }
+  return { allowedHosts: hosts, onlyAllowedHosts: true };
+}
+
+function checkSpec(spec: DynamicConnectionSpec, allowedHosts: readonly string[]): DynamicConnectionSpec {
+  const fail = (problem: string, fix: string): never => {
+    throw new AssemblyLineError("AL_ERR_CONNECTION_DEFINITION", problem, { fix });
+  };
+  if (typeof spec !== "object" || spec === null) fail("a connection must be an object", 'Pass { name, kind: "mcp", url } (or kind "openapi" with spec, kind "http" with baseUrl and endpoints).');
+  if (typeof spec.name !== "string" || !NAME.test(spec.name) || spec.name.includes("__")) fail(`connection name ${JSON.stringify(spec.name)} is not snake_case`, "Use lowercase letters, digits and single underscores, e.g. weather_api.");
+  const urls: Array<[string, unknown]> =
+    spec.kind === "mcp" ? [["url", spec.url]] : spec.kind === "openapi" ? [["spec", spec.spec], ...(spec.baseUrl !== undefined ? ([["baseUrl", spec.baseUrl]] as Array<[string, unknown]>) : [])] : spec.kind === "http" ? [["baseUrl", spec.baseUrl]] : [];
+  if (urls.length === 0) fail(`connection "${spec.name}": kind ${JSON.stringify((spec as { kind?: unknown }).kind)} is not mcp, openapi or http`, "Dynamic connections are remote services: mcp (url), openapi (spec URL) or http (baseUrl, endpoints).");
+  for (const [field, value] of urls) {
+    let url: URL | undefined;
+    try {
+      url = typeof value === "string" ? new URL(value) : undefined;
+    } catch {
+      url = undefined;
+    }
+    if (!url || (url.protocol !== "https:" && url.protocol !== "http:")) fail(`connection "${spec.name}": ${field} ${JSON.stringify(value)} is not an http(s) URL`, "Pass an absolute http(s) URL.");
+    const host = url!.hostname.replace(/^\[|\]$/g, "").toLowerCase();
+    // "*.example.com" admits subdomains; only hosts listed by exact name may reach private addresses (the guard decides).
+    if (!allowedHosts.some((allowed) => allowed === host || (allowed.startsWith("*.") && host.endsWith(allowed.slice(1))))) {
+      throw new AssemblyLineError("AL_ERR_CONNECTION_REFUSED", `connection "${spec.name}": host ${host} is not in dynamicConnections.allowedHosts`, {
+        fix: `List ${host} in agent.ts dynamicConnections.allowedHosts if the agent may connect to it.`,
+      });
+    }
+  }
+  if (spec.auth !== undefined && (typeof spec.auth !== "object" || spec.auth === null || typeof spec.auth.grant !== "string")) fail(`connection "${spec.name}": auth must be { grant: "<grant id>" }`, "Refer to a grant the host stored; never pass a secret.");
+  return spec;
+}
+
+function describeTarget(spec: DynamicConnectionSpec): string {
+  return spec.kind === "mcp" ? `the MCP server ${spec.url}` : spec.kind === "openapi" ? `the OpenAPI service ${spec.spec}` : `the HTTP service ${spec.baseUrl}`;
+}
+
+function errorText(error: unknown): string {
+  return isAssemblyLineError(error) ? `${error.code}: ${error.message.split("\n")[0]}` : error instanceof Error ? error.message : String(error);
+}

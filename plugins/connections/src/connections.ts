@@ -1,0 +1,144 @@
+import {
+  AssemblyLineError,
+  defineTool,
+  isConnectionDefinition,
+  type ConnectionApproval,
+  type ConnectionDefinition,
+  type ConnectionPolicy,
+  type ConnectionProvider,
+  type DynamicConnectionSpec,
+  type JsonValue,
+  type OutboundResolver,
+  type ToolDefinition,
+} from "@assemblyline-agents/core";
+import type { GrantStore } from "./grants.js";
+import { describeHttp, type HttpRecord } from "./http.js";
+import { fillPath, send } from "./http-request.js";
+import { McpClients, failure, type McpTarget, type McpToolRecord } from "./mcp.js";
+import { describeOpenApi, openApiRequest, type OpenApiRecord } from "./openapi.js";
+import { connectionFetch } from "./outbound.js";
+
+const NAME = /^[a-z][a-z0-9]*(_[a-z0-9]+)*$/;
+
+export interface ConnectionsOptions {
+  /** Host-declared connections by name (snake_case): defineMcpConnection / defineOpenApiConnection / defineHttpConnection. */
+  connections?: Record<string, ConnectionDefinition>;
+  /** Where `auth: { grant }` secrets are read from (EncryptedGrantStore by default in hosts). */
+  grants?: GrantStore;
+  /** DNS resolver for the address guard; default the system's. */
+  resolve?: OutboundResolver;
+}
+
+/** What `describe` persists per kind: JSON, no secrets. */
+type ConnectionRecord =
+  | { kind: "mcp"; description: string; tools: McpToolRecord[] }
+  | { kind: "openapi"; description: string; api: OpenApiRecord }
+  | { kind: "http"; description: string; api: HttpRecord };
+
+type AnyDefinition = ConnectionDefinition | DynamicConnectionSpec;
+
+/**
+ * The connections plugin's provider for `RuntimeOptions.connections`: MCP
+ * (Streamable HTTP and stdio, through @modelcontextprotocol/sdk), OpenAPI 3
+ * and plain HTTP services as deferred tools named `<connection>__<tool>`,
+ * every request through the one outbound address guard.
+ */
+export function createConnections(options: ConnectionsOptions = {}): ConnectionProvider {
+  const connections = options.connections ?? {};
+  for (const [name, definition] of Object.entries(connections)) checkDefinition(name, definition);
+  const outbound = { grants: options.grants, ...(options.resolve ? { resolve: options.resolve } : {}) };
+  const mcp = new McpClients(outbound);
+
+  const mcpTarget = (definition: AnyDefinition): McpTarget => {
+    if (definition.kind !== "mcp") throw new Error("not an MCP connection");
+    if ("command" in definition && definition.command) {
+      return { command: definition.command, ...(definition.args ? { args: definition.args } : {}), ...(definition.env ? { env: definition.env } : {}) };
+    }
+    return { url: definition.url!, ...(definition.auth ? { auth: definition.auth } : {}) };
+  };
+
+  return {
+    connections,
+    async describe(name, definition, policy): Promise<JsonValue> {
+      const description = definition.description ?? "";
+      let record: ConnectionRecord;
+      if (definition.kind === "mcp") {
+        record = { kind: "mcp", description, tools: await mcp.describe(name, mcpTarget(definition), policy) };
+      } else if (definition.kind === "openapi") {
+        const fetchFn = connectionFetch(name, policy, definition.auth, outbound);
+        record = { kind: "openapi", description, api: await describeOpenApi(name, definition.spec, definition.baseUrl, fetchFn, policy) };
+      } else {
+        record = { kind: "http", description, api: describeHttp(name, definition.baseUrl, definition.endpoints) };
+      }
+      return record as unknown as JsonValue;
+    },
+    tools(name, definition, stored, policy): Record<string, ToolDefinition<any, any>> {
+      const record = stored as unknown as ConnectionRecord;
+      const approval = (tool: string, description: string) => approves("approval" in definition ? (definition as ConnectionDefinition).approval : undefined, name, tool, description);
+      const tools: Record<string, ToolDefinition<any, any>> = {};
+      const add = (tool: string, description: string, inputSchema: Record<string, unknown>, execute: (input: Record<string, unknown>, ctx: { signal: AbortSignal; idempotencyKey(scope: string): string }) => Promise<JsonValue>) => {
+        tools[`${name}__${tool}`] = defineTool({
+          description: `${description} (${record.kind} connection ${name}${record.description ? `: ${record.description}` : ""})`,
+          inputSchema,
+          sideEffect: "external",
+          needsApproval: approval(tool, description),
+          capability: { visibility: "deferred", namespace: name, tags: ["connection", record.kind] },
+          execute: async (input, ctx) => {
+            try {
+              return await execute((input ?? {}) as Record<string, unknown>, ctx);
+            } catch (error) {
+              // Refusals and unreachable services are results the model can act on; the run goes on.
+              const failed = failure(name, `calling ${tool}`, error) as Error & { code?: string };
+              return { error: failed.message.split("\n")[0]!, ...(failed.code ? { code: failed.code } : {}) };
+            }
+          },
+        });
+      };
+      if (record.kind === "mcp") {
+        const target = mcpTarget(definition);
+        for (const tool of record.tools) {
+          add(tool.name, tool.description, tool.inputSchema, async (input, ctx) => {
+            return mcp.call(name, target, policy, tool.tool, input, { signal: ctx.signal, idempotencyKey: ctx.idempotencyKey(`${name}__${tool.name}`) });
+          });
+        }
+      } else {
+        const fetchFn = connectionFetch(name, policy, definition.auth, outbound);
+        for (const tool of record.api.tools) {
+          add(tool.name, tool.description, tool.inputSchema, async (input, ctx) => {
+            const request = record.kind === "openapi" ? openApiRequest(record.api, tool as OpenApiRecord["tools"][number], input) : httpRequest(record.api, tool, input);
+            if ("error" in request) return { error: request.error };
+            return send(fetchFn, { method: tool.method, ...request, headers: { ...request.headers, "idempotency-key": ctx.idempotencyKey(`${name}__${tool.name}`) } }, ctx.signal);
+          });
+        }
+      }
+      return tools;
+    },
+    close: () => mcp.close(),
+  };
+}
+
+function httpRequest(api: HttpRecord, tool: HttpRecord["tools"][number], input: Record<string, unknown>): { url: string; headers: Record<string, string>; body?: unknown } | { error: string } {
+  const path = fillPath(tool.path, input);
+  if (typeof path !== "string") return path;
+  const query = new URLSearchParams((input.query ?? {}) as Record<string, string>).toString();
+  return { url: `${api.baseUrl}${path}${query ? `?${query}` : ""}`, headers: {}, ...(input.body !== undefined ? { body: input.body } : {}) };
+}
+
+function approves(approval: ConnectionApproval | undefined, connection: string, tool: string, description: string): boolean {
+  if (typeof approval === "function") return approval({ connection, tool, description }) === true;
+  return approval === true;
+}
+
+function checkDefinition(name: string, definition: ConnectionDefinition): void {
+  const fail = (problem: string, fix: string): never => {
+    throw new AssemblyLineError("AL_ERR_CONNECTION_DEFINITION", `connection "${name}": ${problem}`, { fix });
+  };
+  if (!NAME.test(name)) fail("the name is not snake_case", "Name connections like github or weather_api; tools become <connection>__<tool>.");
+  if (!isConnectionDefinition(definition)) fail("is not a defineMcpConnection / defineOpenApiConnection / defineHttpConnection result", "Declare it with one of those helpers from @assemblyline-agents/core.");
+  if (typeof definition.description !== "string" || definition.description.trim() === "") fail("description is required", "Say what the service offers; tool_search shows it.");
+  if (definition.kind === "mcp" && !definition.url === !definition.command) fail("give exactly one of url (Streamable HTTP) or command (stdio)", 'defineMcpConnection({ url: "https://mcp.example.com/mcp", description })');
+  if (definition.kind === "openapi" && (typeof definition.spec !== "string" && (typeof definition.spec !== "object" || definition.spec === null))) fail("spec must be a URL or an OpenAPI document", "Pass spec: \"https://api.example.com/openapi.json\".");
+  if (definition.auth !== undefined && typeof definition.auth?.grant !== "string") fail("auth must be { grant: \"<id>\" }", "Refer to a grant in the host's grant store; never put the secret here.");
+}
+
+export type { ConnectionPolicy };

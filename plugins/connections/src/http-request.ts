@@ -1,0 +1,45 @@
+import type { JsonValue } from "@assemblyline-agents/core";
+
+export interface PreparedRequest {
+  method: string;
+  url: string;
+  headers: Record<string, string>;
+  body?: unknown;
+}
+
+/** Fill `{name}` path segments from the input; missing ones are an error the model can fix. */
+export function fillPath(path: string, values: Record<string, unknown>): string | { error: string } {
+  let missing: string | undefined;
+  const filled = path.replace(/\{([^}]+)\}/g, (_, name: string) => {
+    const value = values[name];
+    if (value === undefined || value === null || value === "") missing ??= name;
+    return encodeURIComponent(String(value ?? ""));
+  });
+  return missing ? { error: `path parameter "${missing}" is required` } : filled;
+}
+
+/**
+ * Send one request with the connection's fetch and shape the answer for the
+ * model: `{ status, body }`, or `{ error, status, body }` for a non-2xx status
+ * (a result the model can act on, not a failure of the run).
+ */
+export async function send(fetchFn: typeof fetch, request: PreparedRequest, signal: AbortSignal): Promise<JsonValue> {
+  const headers: Record<string, string> = { accept: "application/json", ...request.headers };
+  let body: string | undefined;
+  if (request.body !== undefined) {
+    headers["content-type"] = "application/json";
+    body = JSON.stringify(request.body);
+  }
+  const response = await fetchFn(request.url, { method: request.method, headers, ...(body !== undefined ? { body } : {}), signal });
+  const text = await response.text();
+  let parsed: JsonValue = text;
+  if ((response.headers.get("content-type") ?? "").includes("json") && text !== "") {
+    try {
+      parsed = JSON.parse(text) as JsonValue;
+    } catch {
+      parsed = text;
+    }
+  }
+  if (!response.ok) return { error: `HTTP ${response.status} from ${new URL(request.url).origin}`, status: response.status, body: parsed };
+  return { status: response.status, body: parsed };
+}

@@ -1,0 +1,49 @@
+import { AssemblyLineError, type HttpEndpoint } from "@assemblyline-agents/core";
+import { plainSchema } from "./tool-names.js";
+
+const NAME = /^[a-z][a-z0-9]*(_[a-z0-9]+)*$/;
+const METHODS = new Set(["GET", "POST", "PUT", "PATCH", "DELETE"]);
+
+export interface HttpToolRecord {
+  name: string;
+  method: string;
+  path: string;
+  description: string;
+  inputSchema: Record<string, unknown>;
+}
+
+export interface HttpRecord {
+  baseUrl: string;
+  tools: HttpToolRecord[];
+}
+
+/**
+ * Plain HTTP endpoints as tools: input `{ <path params>, query?, body? }`.
+ * Nothing is fetched to describe them; the definition is the description.
+ */
+export function describeHttp(connection: string, baseUrl: string, endpoints: Record<string, HttpEndpoint>): HttpRecord {
+  const fail = (problem: string): never => {
+    throw new AssemblyLineError("AL_ERR_CONNECTION_DEFINITION", `connection "${connection}": ${problem}`, {
+      fix: 'Write endpoints: { get_item: { method: "GET", path: "/items/{id}", description: "..." } }.',
+    });
+  };
+  if (typeof endpoints !== "object" || endpoints === null || Object.keys(endpoints).length === 0) fail("endpoints must name at least one endpoint");
+  const tools = Object.entries(endpoints).map(([name, endpoint]): HttpToolRecord => {
+    if (!NAME.test(name)) fail(`endpoint name "${name}" is not snake_case`);
+    if (!METHODS.has(endpoint?.method)) fail(`endpoint ${name}: method ${JSON.stringify(endpoint?.method)} is not GET, POST, PUT, PATCH or DELETE`);
+    if (typeof endpoint.path !== "string" || !endpoint.path.startsWith("/")) fail(`endpoint ${name}: path must start with /`);
+    if (typeof endpoint.description !== "string" || endpoint.description.trim() === "") fail(`endpoint ${name}: description is required`);
+    const pathParams = [...endpoint.path.matchAll(/\{([^}]+)\}/g)].map((match) => match[1]!);
+    const properties: Record<string, unknown> = Object.fromEntries(pathParams.map((param) => [param, { type: "string" }]));
+    properties.query = { type: "object", additionalProperties: { type: "string" } };
+    if (endpoint.body) properties.body = plainSchema(endpoint.body);
+    return {
+      name,
+      method: endpoint.method,
+      path: endpoint.path,
+      description: endpoint.description,
+      inputSchema: { type: "object", properties, ...(pathParams.length ? { required: pathParams } : {}) },
+    };
+  });
+  return { baseUrl: baseUrl.replace(/\/$/, ""), tools };
+}

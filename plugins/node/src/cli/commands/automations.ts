@@ -1,0 +1,74 @@
+import { AssemblyLineError, type AutomationInfo, type NormalizedSchedule } from "@assemblyline-agents/core";
+import { parseCommand, requirePositional, stringOption, type ParsedCommand } from "../args.js";
+import type { CommandIO } from "../io.js";
+import { MODEL_OPTIONS, catalogFor, chooseModel, openLocalRuntime } from "../local-runtime.js";
+import { reportResult } from "../report.js";
+import { formatEvent } from "../timeline.js";
+
+const COMMON = { agent: { type: "string" }, "state-dir": { type: "string" }, json: { type: "boolean" }, ...MODEL_OPTIONS } as const;
+const USAGE = "assembly-line automations list | run <name> | pause <name> | resume <name>  [--agent <dir>] [--state-dir <dir>] [--json]";
+
+/**
+ * `automations list|run|pause|resume`: the agent's static (automations/) and
+ * dynamic automations as the state store holds them. The built automations/
+ * are synced into the store first, as a host does at start.
+ */
+export async function automationsCommand(args: string[], io: CommandIO): Promise<number> {
+  const [sub, ...rest] = args;
+  if (sub !== "list" && sub !== "run" && sub !== "pause" && sub !== "resume") {
+    throw new AssemblyLineError("AL_ERR_CLI_USAGE", `unknown automations subcommand ${JSON.stringify(sub ?? "")}`, { fix: `usage: ${USAGE}` });
+  }
+  const parsed = parseCommand(rest, COMMON, USAGE);
+  const name = sub === "list" ? undefined : requirePositional(parsed.positionals, 0, "name", USAGE);
+  const json = parsed.values.json === true;
+  const local = await openAgent(parsed, io, sub === "run" && !json);
+  try {
+    const { automations } = local.runtime;
+    await automations.syncStatic();
+    if (sub === "list") {
+      const all = await automations.list();
+      if (json) for (const automation of all) io.out(JSON.stringify(automation));
+      else if (all.length === 0) io.out("no automations");
+      else for (const automation of all) io.out(describeLine(automation));
+      return 0;
+    }
+    if (sub === "pause" || sub === "resume") {
+      const automation = await automations.setPaused(name!, sub === "pause");
+      io.out(json ? JSON.stringify(automation) : describeLine(automation));
+      return 0;
+    }
+    const model = (await chooseModel(local.bundle.manifest.agent.model, { model: stringOption(parsed, "model"), baseUrl: stringOption(parsed, "base-url") })).model;
+    const { runId } = await automations.runNow(name!, model ? { model } : {});
+    return reportResult(await local.runtime.start(runId), io, { json, agentDir: stringOption(parsed, "agent") ?? "." });
+  } finally {
+    await local.close();
+  }
+}
+
+async function openAgent(parsed: ParsedCommand, io: CommandIO, printEvents: boolean) {
+  const stateDir = stringOption(parsed, "state-dir");
+  const models = await catalogFor({ model: stringOption(parsed, "model"), baseUrl: stringOption(parsed, "base-url"), api: stringOption(parsed, "api") });
+  return openLocalRuntime({
+    agentDir: stringOption(parsed, "agent") ?? ".",
+    build: false,
+    ...(stateDir ? { stateDir } : {}),
+    ...(models ? { models } : {}),
+    ...(printEvents ? { onEvent: (event) => io.out(formatEvent(event)) } : {}),
+  });
+}
+
+function describeLine(automation: AutomationInfo): string {
+  const state = automation.paused ? "paused" : !automation.enabled ? "disabled" : automation.nextRunAt ? `next ${automation.nextRunAt}` : "done";
+  return `${automation.name.padEnd(24)} ${automation.source.padEnd(8)} ${describeSchedule(automation.schedule).padEnd(32)} ${state}  ${JSON.stringify(automation.message).slice(0, 60)}`;
+}
+
+function describeSchedule(schedule: NormalizedSchedule): string {
+  switch (schedule.kind) {
+    case "cron":
+      return `cron "${schedule.expression}" ${schedule.timezone}`;
+    case "every":
+      return `every ${schedule.everyMs} ms`;
+    case "at":
+      return `at ${schedule.at}`;
+  }
+}
