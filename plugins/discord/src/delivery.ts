@@ -46,7 +46,8 @@ export class DiscordDelivery {
     const base = apiBaseUrl(this.options);
     let rest = this.clients.get(base);
     if (!rest) {
-      rest = new REST({ version: "10", api: base, retries: 3, timeout: 15_000 });
+      // No retries of its own for failures: the outbox retries with backoff. 429s are still waited out.
+      rest = new REST({ version: "10", api: base, retries: 0, timeout: 15_000 });
       this.clients.set(base, rest);
     }
     return rest;

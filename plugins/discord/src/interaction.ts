@@ -41,6 +41,7 @@ export interface DiscordInteraction {
   member?: { user?: DiscordUser };
   user?: DiscordUser;
   data?: {
+    id?: string;
     name?: string;
     type?: number;
     options?: CommandOption[];
