@@ -72,8 +72,8 @@ export class FakeDiscordApi {
     this.retryAfterSeconds = retryAfterSeconds;
   }
 
-  /** The next webhook answer says its bucket is exhausted (X-RateLimit-Remaining: 0) for `seconds`. */
-  exhaustBucketAfterNext(seconds: number): void {
+  /** The next follow-up answer says its bucket is exhausted (X-RateLimit-Remaining: 0) for `seconds`. */
+  exhaustBucketAfterNextFollowup(seconds: number): void {
     this.exhaustBucketFor = seconds;
   }
 
@@ -139,8 +139,8 @@ export class FakeDiscordApi {
       return send(400, { message: "Invalid Form Body", code: 50035, errors: { content: { _errors: [{ code: "BASE_TYPE_MAX_LENGTH", message: "Must be 2000 or fewer in length." }] } } });
     }
     this.received.push({ applicationId: decodeURIComponent(applicationId), interactionToken: decodeURIComponent(token), kind: webhook[3] ? "edit-original" : "followup", content, allowedMentions: body.allowed_mentions });
-    const exhausted = this.exhaustBucketFor;
-    this.exhaustBucketFor = 0;
+    const exhausted = webhook[3] ? 0 : this.exhaustBucketFor;
+    if (!webhook[3]) this.exhaustBucketFor = 0;
     const message = { id: String((this.messageId += 1)), type: 0, content, channel_id: "0", author: { id: applicationId, username: "bot" }, attachments: [], embeds: [], mentions: [], timestamp: new Date().toISOString() };
     const headers = exhausted > 0 ? limitHeaders(0, exhausted) : limitHeaders(4, 1);
     // Executing a webhook answers 204 unless ?wait=true asks for the message.
