@@ -4,6 +4,7 @@ import { composeGateway, useKernelHost } from "@assemblyline-agents/registry";
 import { FileStateAdapter, LocalBlobStore, LocalSandboxAdapter } from "@assemblyline-agents/local";
 import { piAgentHarness, resolvePiApiKey, resolvePiModel, type PiModelCatalog } from "@assemblyline-agents/pi";
 import { ARTIFACT_DIR, OpenEveRuntime, buildAgent, kernelHost, loadRuntimeBundle, type RuntimeBundle } from "@assemblyline-agents/runtime";
+import { servedByBuiltInRoute, withBuiltInModelRoutes } from "../host/model-routes.js";
 
 // gateway.ts plugins are loaded against this host's kernel.
 useKernelHost(kernelHost);
@@ -48,6 +49,7 @@ export function chooseModel(agentModel: string, flags: ModelFlags & { offlineScr
     return { model: scriptedPath(flags.model), note: `model ${flags.model}${flags.baseUrl ? ` at ${flags.baseUrl}` : ""}` };
   }
   if (!flags.offlineScript) return { note: `model ${agentModel}` };
+  if (servedByBuiltInRoute(agentModel)) return { note: `model ${agentModel} (the Codex CLI's login session)` };
   try {
     const model = resolvePiModel(agentModel);
     resolvePiApiKey(agentModel, model, {});
@@ -61,7 +63,7 @@ export function chooseModel(agentModel: string, flags: ModelFlags & { offlineScr
 /** A static model in agent.ts must exist in the engine's catalog: caught at build, not at the first run. */
 export function staticModelCheck(models: PiModelCatalog | undefined): (modelSpec: string) => void {
   return (modelSpec) => {
-    if (modelSpec.startsWith("scripted:")) return;
+    if (modelSpec.startsWith("scripted:") || servedByBuiltInRoute(modelSpec)) return;
     resolvePiModel(modelSpec, models);
   };
 }
@@ -107,6 +109,7 @@ export async function openLocalRuntime(options: {
     blob: adapters.blob ?? new LocalBlobStore({ agentDir }),
     sandbox: adapters.sandbox ?? new LocalSandboxAdapter({ agentDir }),
     defaultHarness: piAgentHarness({ ...(options.models ? { models: options.models } : {}) }),
+    modelHarnesses: withBuiltInModelRoutes(undefined, process.env),
     ...(options.onTextDelta ? { onTextDelta: options.onTextDelta } : {}),
   });
   if (options.onEvent) {

@@ -10,6 +10,7 @@ import { checkChannelSecrets } from "./channel-secrets.js";
 import { killSwitchRoutes, probeRoutes } from "./control.js";
 import { errorResponse, headerRecord, sendJson } from "./http.js";
 import { inspectionRoutes } from "./inspection.js";
+import { withBuiltInModelRoutes } from "./model-routes.js";
 import { IngressKillSwitch } from "./kill-switch.js";
 import { ConversationMailbox } from "./mailbox.js";
 import { resolveHostConfig, type NodeRuntimeOptions } from "./options.js";
@@ -50,6 +51,7 @@ export async function listenNodeRuntime(options: NodeRuntimeOptions): Promise<No
 
   const runtime = new OpenEveRuntime({
     ...options,
+    modelHarnesses: withBuiltInModelRoutes(options.modelHarnesses, env),
     env,
     logger,
     maxConcurrentRuns: config.maxConcurrentRuns,
