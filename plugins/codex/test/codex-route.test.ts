@@ -1,4 +1,6 @@
-import { execFile } from "node:child_process";
+import { execFile, spawn } from "node:child_process";
+import { once } from "node:events";
+import { createInterface } from "node:readline";
 import { join } from "node:path";
 import { promisify } from "node:util";
 import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
@@ -41,8 +43,18 @@ async function startModel(): Promise<void> {
   dirs.push(home);
 }
 
+async function waitUntil(check: () => boolean, what: string, timeoutMs = 30_000, poll?: () => Promise<void>): Promise<void> {
+  const deadline = Date.now() + timeoutMs;
+  for (;;) {
+    await poll?.();
+    if (check()) return;
+    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
+    await new Promise((resolve) => setTimeout(resolve, 100));
+  }
+}
+
 const runtimeWith = (state: ConstructorParameters<typeof OpenEveRuntime>[0]["state"], env: Record<string, string | undefined>) =>
-  new OpenEveRuntime({ ...bundle, state, modelHarnesses: { "openai-codex": codexAgentHarness({ env }) }, logger: noopLogger() });
+  new OpenEveRuntime({ ...bundle, state, modelHarnesses: { "openai-codex": codexAgentHarness({ env }) }, logger: noopLogger(), leaseTtlMs: 1_000 });
 
 describe.skipIf(!binary.ok)(`the openai-codex route on the real app-server (${binary.why})`, () => {
   it("completes a tool call through the app-server, answered by the runtime's pipeline", async () => {
@@ -104,6 +116,47 @@ describe.skipIf(!binary.ok)(`the openai-codex route on the real app-server (${bi
       expect(events.map((event) => event.type)).toEqual(expect.arrayContaining(["approval.requested", "approval.granted", "run.completed"]));
     } finally {
       await reopened.close();
+    }
+  });
+
+  it("resumes a run whose process was killed mid-turn, replaying the completed tool call instead of running it again", async () => {
+    await startModel();
+    const lookup = { toolCalls: [{ callId: "call_lookup", name: "lookup_notes", arguments: { topic: "milk" } }] };
+    server.reply(lookup, { hang: true }, lookup, { text: "Milk, on the way home." });
+    const stateDir = agentFolder({});
+    dirs.push(stateDir);
+    const child = spawn(process.execPath, [join(import.meta.dirname, "fixtures/run-child.mjs"), bundle.artifactRoot, stateDir, "What did I want to buy?"], {
+      env: { ...process.env, CODEX_HOME: home },
+      cwd: import.meta.dirname,
+      stdio: ["ignore", "pipe", "inherit"],
+    });
+    const exited = new Promise((resolve) => child.once("exit", resolve));
+    try {
+      const [line] = (await once(createInterface({ input: child.stdout! }), "line")) as [string];
+      const { runId } = JSON.parse(line) as { runId: string };
+      // The tool call completed and the model is being asked again when the process dies.
+      await waitUntil(() => server.requests.length === 2, "the second model call");
+      child.kill("SIGKILL");
+      await exited;
+
+      const runtime = runtimeWith(await FileStateAdapter.open({ directory: stateDir }), { ...process.env, CODEX_HOME: home });
+      try {
+        // The dead process's lease expires; recovery then takes the run over.
+        let result: Awaited<ReturnType<typeof runtime.recoverRuns>>[number] | undefined;
+        await waitUntil(() => result !== undefined, "the run to be recovered", 60_000, async () => {
+          [result] = await runtime.recoverRuns();
+        });
+        expect(result).toMatchObject({ runId, status: "completed", response: { text: "Milk, on the way home." } });
+        const events = await runtime.listEvents(runId);
+        expect(events.filter((event) => event.type === "notes.looked_up")).toHaveLength(1);
+        expect(events.map((event) => event.type)).toContain("tool.replayed");
+        expect(server.itemsOf(3, "function_call_output")).toEqual([expect.objectContaining({ call_id: "call_lookup", output: JSON.stringify({ notes: ["Buy milk on the way home"] }) })]);
+      } finally {
+        await runtime.close();
+      }
+    } finally {
+      child.kill("SIGKILL");
+      await exited;
     }
   });
 

@@ -59,7 +59,10 @@ export default defineAgent({ model: "openai-codex/gpt-5.1-codex", instructions: 
 export default defineTool({
   description: "Find notes about a topic.",
   inputSchema: { type: "object", properties: { topic: { type: "string" } }, required: ["topic"], additionalProperties: false },
-  async execute(input) { return { notes: ["Buy " + input.topic + " on the way home"] }; },
+  async execute(input, ctx) {
+    await ctx.emit("notes.looked_up", { topic: input.topic, pid: process.pid });
+    return { notes: ["Buy " + input.topic + " on the way home"] };
+  },
 });
 `,
   "tools/record_note.ts": `import { approvalRequired, defineTool } from "@assemblyline-agents/core";

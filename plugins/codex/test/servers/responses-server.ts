@@ -2,7 +2,7 @@ import { createServer, type Server } from "node:http";
 import type { AddressInfo } from "node:net";
 
 /** One scripted model response: text, or function calls. */
-export type ScriptedResponse = { text: string } | { toolCalls: Array<{ callId: string; name: string; arguments: unknown }> };
+export type ScriptedResponse = { text: string } | { toolCalls: Array<{ callId: string; name: string; arguments: unknown }> } | { hang: true };
 
 /**
  * A local server speaking the OpenAI Responses API the way the Codex CLI calls
@@ -45,6 +45,8 @@ export class ResponsesServer {
           return;
         }
         res.writeHead(200, { "content-type": "text/event-stream", "cache-control": "no-cache" });
+        // A model call that never finishes: the client is killed while it waits.
+        if ("hang" in next) return;
         const id = `resp_${this.requests.length}`;
         const send = (type: string, data: Record<string, unknown>) => res.write(`event: ${type}\ndata: ${JSON.stringify({ type, ...data })}\n\n`);
         send("response.created", { response: { id, object: "response", status: "in_progress", model: body.model, output: [] } });
