@@ -81,7 +81,8 @@ export async function runAppServerTurn(
             state.modelCalls += 1;
             background.push(
               ctx.recordUsage({
-                id: `${input.runId}:codex:${state.modelCalls}`,
+                // The turn id is new on every app-server, so a turn re-run after a crash records its own calls.
+                id: `${input.runId}:codex:${String(params.turnId)}:${state.modelCalls}`,
                 provider: CODEX_PROVIDER,
                 model: state.model,
                 inputTokens: last.inputTokens ?? 0,

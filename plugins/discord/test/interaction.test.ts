@@ -78,3 +78,16 @@ describe("defineDiscordChannel options", () => {
     }
   });
 });
+
+describe("discordPlugin", () => {
+  it("registers the channel at its route through hooks.channel", async () => {
+    const { kernelHost } = await import("@assemblyline-agents/runtime");
+    const { discordPlugin } = await import("../src/index.js");
+    const kernel = await kernelHost.createKernel({ plugins: [discordPlugin({ route: "/d", env: {} })] });
+    const channels = (kernel.hooks.channel as unknown as { call(map: Map<string, unknown>): Map<string, { config: { route: string; ingress?: unknown }; normalizeHttp?: unknown; deliver?: unknown }> }).call(new Map());
+    const module = channels.get("/d");
+    expect(module?.config).toMatchObject({ route: "/d", ingress: { requiredSecretEnv: [["DISCORD_PUBLIC_KEY"]] } });
+    expect(typeof module?.normalizeHttp).toBe("function");
+    expect(typeof module?.deliver).toBe("function");
+  });
+});
