@@ -149,10 +149,9 @@ describe("the Discord channel on the Node host", () => {
     expect((await post(host, body, signDiscordBody(body, keys.privateKey))).status).toBe(200);
     await waitFor(() => host.logger.events("delivery.completed").length === 1, "the delivery");
     const webhookCalls = api.requests.slice(before).filter((request) => request.path.startsWith("/api/v10/webhooks/"));
+    // The local API refuses (and counts) any request sent before its bucket's announced reset.
     expect(webhookCalls.map((request) => request.status)).toEqual([429, 200, 204, 204]);
-    // retry_after and X-RateLimit-Reset-After are lower bounds on the waits.
-    expect(webhookCalls[1]!.at - webhookCalls[0]!.at).toBeGreaterThanOrEqual(290);
-    expect(webhookCalls[3]!.at - webhookCalls[2]!.at).toBeGreaterThanOrEqual(490);
+    expect(api.violations).toEqual([]);
     expect(repliesTo(payload.token).map((message) => message.content).join("")).toBe(text);
     expect(host.logger.events("delivery.failed")).toHaveLength(0);
   });

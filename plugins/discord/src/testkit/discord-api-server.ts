@@ -33,6 +33,10 @@ export class FakeDiscordApi {
   private server: Server | undefined;
   private baseUrl = "";
   private messageId = 1000;
+  /** Per bucket, until when (epoch ms) it announced itself exhausted or rate limited. */
+  private readonly blockedUntil = new Map<string, number>();
+  /** Requests that arrived while their bucket said to wait (Discord answers those 429 and may ban the client). */
+  readonly violations: Array<{ bucket: string; early: boolean }> = [];
 
   /** http://127.0.0.1:<port>/api, the value for apiBaseUrl / DISCORD_API_BASE_URL. */
   get apiBaseUrl(): string {
@@ -113,8 +117,15 @@ export class FakeDiscordApi {
       "x-ratelimit-reset-after": String(resetAfter),
       "x-ratelimit-bucket": bucket,
     });
+    const blocked = this.blockedUntil.get(bucket) ?? 0;
+    if (Date.now() < blocked) {
+      this.violations.push({ bucket, early: true });
+      const wait = (blocked - Date.now()) / 1000;
+      return send(429, { message: "You are being rate limited.", retry_after: wait, global: false }, { ...limitHeaders(0, wait), "retry-after": String(Math.ceil(wait)), "x-ratelimit-scope": "user" });
+    }
     if (this.rateLimited > 0) {
       this.rateLimited -= 1;
+      this.blockedUntil.set(bucket, Date.now() + this.retryAfterSeconds * 1000);
       return send(429, { message: "You are being rate limited.", retry_after: this.retryAfterSeconds, global: false }, {
         ...limitHeaders(0, this.retryAfterSeconds),
         "retry-after": String(Math.ceil(this.retryAfterSeconds)),
@@ -142,6 +153,7 @@ export class FakeDiscordApi {
     const exhausted = webhook[3] ? 0 : this.exhaustBucketFor;
     if (!webhook[3]) this.exhaustBucketFor = 0;
     const message = { id: String((this.messageId += 1)), type: 0, content, channel_id: "0", author: { id: applicationId, username: "bot" }, attachments: [], embeds: [], mentions: [], timestamp: new Date().toISOString() };
+    if (exhausted > 0) this.blockedUntil.set(bucket, Date.now() + exhausted * 1000);
     const headers = exhausted > 0 ? limitHeaders(0, exhausted) : limitHeaders(4, 1);
     // Executing a webhook answers 204 unless ?wait=true asks for the message.
     if (method === "POST" && url.searchParams.get("wait") !== "true") return send(204, undefined, headers);
