@@ -18,6 +18,12 @@ export interface ChannelTurn {
   user?: { id: string; name?: string };
   attachments?: ChannelAttachment[];
   metadata?: Record<string, JsonValue>;
+  /**
+   * What the provider is answered once the turn is durably accepted (and for a
+   * duplicate of it), instead of the run summary: e.g. Discord's deferred
+   * response. The reply itself goes out later through `deliver`.
+   */
+  respond?: { status?: number; body?: JsonValue };
 }
 
 /** A fast acknowledgement (e.g. a provider's ping) that starts no run. */

@@ -62,6 +62,16 @@ export async function inspectPluginPackage(packageDir: string, options: InspectO
     }
     await compileConfigSchema(pkg, provide);
   }
+  for (const channel of pkg.manifest.channels ?? []) {
+    if (typeof exports[channel.export] !== "function") {
+      throw pluginRefusal(
+        "AL_ERR_PLUGIN_EXPORT",
+        pkg,
+        `assemblyLine.channels names the export "${channel.export}" for channel "${channel.name}", but the main module ${exports[channel.export] === undefined ? "has no such export" : `exports a ${typeof exports[channel.export]}`}`,
+        `Export the channel helper ${channel.export}(options), or fix the name in the manifest.`,
+      );
+    }
+  }
   return { ...pkg, plugin: plugin as PluginDefinition | undefined, exports };
 }
 

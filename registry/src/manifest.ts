@@ -19,6 +19,16 @@ export interface PluginProvide {
   configSchema?: string;
 }
 
+/** A channel helper the package exports, verified with the channel conformance kit. */
+export interface PluginChannel {
+  name: string;
+  /** The package main's export (`defineDiscordChannel`). */
+  export: string;
+  contract: "channel@1";
+  /** The kit subject factory: a subpath of the package's exports map and the export name. */
+  conformance: { module: string; export: string };
+}
+
 export interface PluginEnvVar {
   name: string;
   secret: boolean;
@@ -32,6 +42,7 @@ export interface PluginManifest {
   id: string;
   kernel: string;
   provides: PluginProvide[];
+  channels?: PluginChannel[];
   env?: PluginEnvVar[];
   configSchema?: string;
 }

@@ -2,12 +2,13 @@ import { uniquePerTest } from "./unique-options.js";
 import { mkdtemp, rm, writeFile } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join, resolve } from "node:path";
+import { pathToFileURL } from "node:url";
 import { Writable } from "node:stream";
 import { isAssemblyLineError } from "@assemblyline-agents/core";
 import { DEFAULT_PLUGIN_TIMEOUT_MS } from "@assemblyline-agents/core";
 import { kernelHost } from "./kernel-host.js";
 import { inspectPluginPackage, loadPluginPackage } from "./load.js";
-import { checkKernelRange, readPluginPackage, type PluginPackage, type PluginProvide } from "./manifest.js";
+import { checkKernelRange, readPluginPackage, type PluginChannel, type PluginPackage, type PluginProvide } from "./manifest.js";
 import { locateKitRunner, type KitRunner } from "./kit-runner.js";
 
 /**
@@ -104,7 +105,7 @@ export async function verifyPluginPackage(packageDir: string, options: VerifyOpt
     })) &&
     (await attempt("exports", async () => {
       const inspected = await inspectPluginPackage(dir, { kernelVersion });
-      const names = [...(inspected.plugin ? ["plugin"] : []), ...inspected.manifest.provides.map((provide) => `${provide.export}()`)];
+      const names = [...(inspected.plugin ? ["plugin"] : []), ...inspected.manifest.provides.map((provide) => `${provide.export}()`), ...(inspected.manifest.channels ?? []).map((channel) => `${channel.export}()`)];
       return `the package main exports ${names.join(", ") || "nothing the kernel needs"}`;
     })) &&
     (await attempt("options and live contracts", async () => {
@@ -134,34 +135,73 @@ async function runConformanceKits(pkg: PluginPackage, options: VerifyOptions & {
     const kit = CONFORMANCE_KITS[provide.contract];
     return { slot: provide.slot, name: provide.name, contract: provide.contract, kit: kit?.kit, passed: 0, failed: 0, skipped: 0, failures: [] };
   });
-  const runner = outcomes.some((outcome) => outcome.kit !== undefined) ? locateKitRunner(pkg.dir) : undefined;
-  for (const [index, provide] of pkg.manifest.provides.entries()) {
-    const outcome = outcomes[index]!;
-    const kit = CONFORMANCE_KITS[provide.contract];
-    if (!kit || !runner) {
-      options.onProgress?.({ kit: outcome });
-      continue;
-    }
+  const channels = (pkg.manifest.channels ?? []).map((channel) => ({
+    channel,
+    outcome: { slot: "channel", name: channel.name, contract: channel.contract, kit: CHANNEL_KIT, passed: 0, failed: 0, skipped: 0, failures: [] } as KitOutcome,
+  }));
+  const runner = outcomes.some((outcome) => outcome.kit !== undefined) || channels.length > 0 ? locateKitRunner(pkg.dir) : undefined;
+  /** One generated test file, one vitest run: progress shows kit by kit. */
+  const runKit = async (outcome: KitOutcome, fileName: string, source: (runner: KitRunner) => string): Promise<void> => {
+    if (!runner) return;
     if ("missing" in runner) {
       outcome.failed = 1;
       outcome.code = "AL_ERR_VERIFY_RUNNER_MISSING";
       outcome.fix = runner.fix;
-      outcome.failures.push({ test: "(starting the kit)", message: `cannot run ${kit.kit}: ${runner.missing}` });
-      options.onProgress?.({ kit: outcome });
-      continue;
+      outcome.failures.push({ test: "(starting the kit)", message: `cannot run ${outcome.kit}: ${runner.missing}` });
+      return;
     }
     options.onProgress?.({ running: outcome });
     const work = await mkdtemp(join(tmpdir(), `al-verify-${pkg.manifest.id}-`));
     try {
-      const file = join(work, `${index}-${provide.slot}.test.mjs`);
-      await writeFile(file, kitTestFile(pkg, provide, kit, runner, options));
+      const file = join(work, fileName);
+      await writeFile(file, source(runner));
       await runVitest(runner, work, new Map([[file, outcome]]), options.testTimeoutMs ?? 60_000);
     } finally {
       await rm(work, { recursive: true, force: true });
     }
+  };
+  for (const [index, provide] of pkg.manifest.provides.entries()) {
+    const outcome = outcomes[index]!;
+    const kit = CONFORMANCE_KITS[provide.contract];
+    if (kit) await runKit(outcome, `${index}-${provide.slot}.test.mjs`, (found) => kitTestFile(pkg, provide, kit, found, options));
+    options.onProgress?.({ kit: outcome });
+  }
+  for (const [index, { channel, outcome }] of channels.entries()) {
+    outcomes.push(outcome);
+    const subject = packageSubpathUrl(pkg, channel.conformance.module);
+    if (!subject) {
+      outcome.failed += 1;
+      outcome.failures.push({ test: "(finding the kit subject)", message: `assemblyLine.channels[${index}].conformance.module "${channel.conformance.module}" is not in the package's exports map` });
+    } else {
+      await runKit(outcome, `channel-${index}-${channel.name}.test.mjs`, (found) => channelKitTestFile(pkg, channel, subject, found));
+    }
     options.onProgress?.({ kit: outcome });
   }
   return outcomes;
+}
+
+/** The channel kit: run for every `assemblyLine.channels` entry against the subject factory the package ships. */
+export const CHANNEL_KIT = "describeChannelConformance";
+
+function channelKitTestFile(pkg: PluginPackage, channel: PluginChannel, subjectUrl: string, runner: KitRunner): string {
+  const title = `${pkg.manifest.id}@${pkg.version} channel "${channel.name}"`;
+  return [
+    "// Generated by `assembly-line plugins verify`; removed when it finishes.",
+    `import { ${CHANNEL_KIT} } from ${JSON.stringify(runner.testkitUrl)};`,
+    `import { ${channel.conformance.export} as subject } from ${JSON.stringify(subjectUrl)};`,
+    "",
+    `${CHANNEL_KIT}(${JSON.stringify(title)}, subject);`,
+    "",
+  ].join("\n");
+}
+
+/** The file URL a subpath of the package's exports map points at (its `default` or `import` condition), or undefined. */
+function packageSubpathUrl(pkg: PluginPackage, subpath: string): string | undefined {
+  const exportsMap = pkg.packageJson.exports as Record<string, unknown> | string | undefined;
+  const entry = typeof exportsMap === "string" ? (subpath === "." ? exportsMap : undefined) : exportsMap?.[subpath];
+  const target = typeof entry === "string" ? entry : ((entry as { import?: unknown; default?: unknown } | undefined)?.import ?? (entry as { default?: unknown } | undefined)?.default);
+  if (typeof target !== "string" || !target.startsWith("./")) return undefined;
+  return pathToFileURL(join(pkg.dir, target)).href;
 }
 
 function kitTestFile(pkg: PluginPackage, provide: PluginProvide, kit: { kit: string; extraArgs(provide: PluginProvide): unknown[] }, runner: KitRunner, options: VerifyOptions & { kernelVersion: string }): string {

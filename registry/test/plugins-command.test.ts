@@ -40,7 +40,7 @@ describe("assembly-line plugins list, search and info", () => {
     const { out } = await plugins("list", "--json");
     const listing = JSON.parse(out) as { kernelVersion: string; plugins: Array<{ id: string }> };
     expect(listing.kernelVersion).toBe(KERNEL_VERSION);
-    expect(listing.plugins.map((plugin) => plugin.id)).toEqual(["local", "node", "pi", "postgres", "redis"]);
+    expect(listing.plugins.map((plugin) => plugin.id)).toEqual(["codex", "discord", "local", "node", "pi", "postgres", "redis"]);
   });
 
   it("finds plugins matching every word, and says so when none match", async () => {
@@ -113,6 +113,43 @@ describe("assembly-line plugins verify", () => {
     expect(code).toBe(1);
     expect(out).toMatch(/FAIL {2}conformance state "forgetful" \(state@1\) with describeStateConformance: \d+ passed, [1-9]\d* failed/);
     expect(out).toMatch(/- .*ConversationStore conformance > lists appended messages oldest first, per conversation: /);
+  });
+
+  it("runs the channel kit for a package's channels: the Discord channel passes", async () => {
+    const { code, out } = await plugins("verify", join(root, "plugins/discord"));
+    expect(code).toBe(0);
+    expect(out).toMatch(/pass {2}exports: the package main exports defineDiscordChannel\(\)/);
+    expect(out).toMatch(/pass {2}conformance channel "discord" \(channel@1\) with describeChannelConformance: 8 passed$/m);
+  });
+
+  it("fails a channel that accepts unsigned requests, naming the kit test", async () => {
+    const open = await mkdtemp(join(tmpdir(), "al-verify-open-channel-"));
+    folders.push(open);
+    await writeFile(join(open, "package.json"), JSON.stringify({
+      name: "@acme/open-channel", version: "1.0.0", type: "module", main: "./index.js", exports: { ".": "./index.js", "./testkit": "./testkit.js" },
+      assemblyLine: { manifestVersion: 1, id: "open-channel", kernel: "^0.1.0", provides: [], channels: [{ name: "open", export: "defineOpenChannel", contract: "channel@1", conformance: { module: "./testkit", export: "subject" } }] },
+    }));
+    await writeFile(join(open, "index.js"), [
+      `import { defineChannel } from ${JSON.stringify(join(root, "plugin-sdk/dist/index.js"))};`,
+      'export const defineOpenChannel = () => defineChannel({ transport: "http", route: "/open" });',
+      // Trusts whatever arrives: no signature check.
+      "export const normalizeHttp = (request) => ({ eventId: request.body.id, conversationId: request.body.conversation, message: request.body.text });",
+    ].join("\n"));
+    await writeFile(join(open, "testkit.js"), [
+      'import { normalizeHttp } from "./index.js";',
+      "const sent = [];",
+      "const request = (event, signature) => ({ method: 'POST', path: '/open', headers: signature ? { 'x-signature': signature } : {}, body: { id: event.id, conversation: event.conversationKey, text: event.text }, rawBody: new Uint8Array() });",
+      "export const subject = () => ({ state: {",
+      "  module: { config: { transport: 'http', route: '/open' }, normalizeHttp, deliver: async (d) => { sent.push(d); } },",
+      "  request: (event) => request(event, 'good'),",
+      "  forgeries: (event) => [{ name: 'no signature', request: request(event, undefined) }],",
+      "  received: (eventId) => sent.filter((d) => d.metadata.eventId === eventId).map((d) => d.text),",
+      "} });",
+    ].join("\n"));
+    const { code, out } = await plugins("verify", open);
+    expect(code).toBe(1);
+    expect(out).toMatch(/FAIL {2}conformance channel "open" \(channel@1\) with describeChannelConformance: \d+ passed, [1-9]\d* failed/);
+    expect(out).toMatch(/- .*ChannelModule conformance > refuses every forged, stale or unauthenticated request with 401 or 403: /);
   });
 
   it("prints the report as JSON with --json", async () => {

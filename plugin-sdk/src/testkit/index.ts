@@ -7,3 +7,4 @@ export { describeBlobStoreConformance } from "./blob.js";
 export { describeRateLimiterStoreConformance } from "./rate-limiter.js";
 export { describeSandboxConformance } from "./sandbox.js";
 export { itIsReplaySafe } from "./replay-stress.js";
+export { describeChannelConformance, deliveryMetadataOf, type ChannelKitEvent, type ChannelKitSubject } from "./channel.js";

@@ -6,6 +6,7 @@ import type { PiModelCatalog } from "@assemblyline-agents/pi";
 import { hostConnections } from "../host/host-connections.js";
 import { ARTIFACT_DIR, OpenEveRuntime, buildAgent, kernelHost, loadRuntimeBundle, type RuntimeBundle } from "@assemblyline-agents/runtime";
 import { defaultPiHarness, loadPi } from "../pi-engine.js";
+import { servedByBuiltInRoute, withBuiltInModelRoutes } from "../host/model-routes.js";
 
 // gateway.ts plugins are loaded against this host's kernel.
 useKernelHost(kernelHost);
@@ -51,6 +52,7 @@ export async function chooseModel(agentModel: string, flags: ModelFlags & { offl
     return { model: scriptedPath(flags.model), note: `model ${flags.model}${flags.baseUrl ? ` at ${flags.baseUrl}` : ""}` };
   }
   if (!flags.offlineScript) return { note: `model ${agentModel}` };
+  if (servedByBuiltInRoute(agentModel)) return { note: `model ${agentModel} (the Codex CLI's login session)` };
   try {
     const { resolvePiApiKey, resolvePiModel } = await loadPi();
     const model = resolvePiModel(agentModel);
@@ -65,7 +67,7 @@ export async function chooseModel(agentModel: string, flags: ModelFlags & { offl
 /** A static model in agent.ts must exist in the engine's catalog: caught at build, not at the first run. */
 export function staticModelCheck(models: PiModelCatalog | undefined): (modelSpec: string) => Promise<void> {
   return async (modelSpec) => {
-    if (modelSpec.startsWith("scripted:")) return;
+    if (modelSpec.startsWith("scripted:") || servedByBuiltInRoute(modelSpec)) return;
     (await loadPi()).resolvePiModel(modelSpec, models);
   };
 }
@@ -117,6 +119,7 @@ export async function openLocalRuntime(options: {
     sandbox: adapters.sandbox ?? new LocalSandboxAdapter({ agentDir }),
     defaultHarness: await defaultPiHarness(options.models),
     ...(connectionsFor(bundle, agentDir)),
+    modelHarnesses: withBuiltInModelRoutes(undefined, process.env),
     ...(options.onTextDelta ? { onTextDelta: options.onTextDelta } : {}),
   });
   // A fresh build may leave earlier ones that no unfinished run needs any more.

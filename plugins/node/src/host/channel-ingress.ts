@@ -168,6 +168,11 @@ export class ChannelIngress {
       { event: created ? "ingress.accepted" : "ingress.duplicate", channel, runId, eventId: turn.eventId, conversationId, requestId: ctx.requestId },
       created ? "turn accepted" : "duplicate event; returning the run it started",
     );
+    if (turn.respond) {
+      // The provider expects its own answer (e.g. a deferred response); the reply follows through deliver().
+      sendJson(ctx.res, turn.respond.status ?? 200, turn.respond.body ?? { ok: true });
+      return;
+    }
     const result = await watcher.waitForRest(runId, waitSeconds * 1000);
     const rested = result.status !== "queued" && result.status !== "running";
     sendJson(ctx.res, waitSeconds > 0 && rested ? 200 : created ? 202 : 200, { ...result, conversationId, duplicate: !created, run: `/runs/${encodeURIComponent(runId)}` });

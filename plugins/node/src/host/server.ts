@@ -1,4 +1,5 @@
-import { piAgentHarness, type PiModelCatalog } from "@assemblyline-agents/pi";
+import type { PiModelCatalog } from "@assemblyline-agents/pi";
+import { defaultPiHarness } from "../pi-engine.js";
 import { randomUUID } from "node:crypto";
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from "node:http";
 import type { AddressInfo } from "node:net";
@@ -11,6 +12,7 @@ import { checkChannelSecrets } from "./channel-secrets.js";
 import { killSwitchRoutes, probeRoutes } from "./control.js";
 import { errorResponse, headerRecord, sendJson } from "./http.js";
 import { inspectionRoutes } from "./inspection.js";
+import { withBuiltInModelRoutes } from "./model-routes.js";
 import { IngressKillSwitch } from "./kill-switch.js";
 import { ConversationMailbox } from "./mailbox.js";
 import { resolveHostConfig, type NodeRuntimeOptions } from "./options.js";
@@ -52,7 +54,8 @@ export async function listenNodeRuntime(options: NodeRuntimeOptions): Promise<No
   const runtime = new OpenEveRuntime({
     ...options,
     // The default engine, with the host's model catalog (RuntimeOptions.models).
-    defaultHarness: options.defaultHarness ?? piAgentHarness(options.models ? { models: options.models as PiModelCatalog } : {}),
+    defaultHarness: options.defaultHarness ?? (await defaultPiHarness(options.models as PiModelCatalog | undefined)),
+    modelHarnesses: withBuiltInModelRoutes(options.modelHarnesses, env),
     env,
     logger,
     maxConcurrentRuns: config.maxConcurrentRuns,

@@ -1,0 +1,155 @@
+import { AssemblyLineError, type HarnessContext, type HarnessTurnInput, type HarnessTurnResult, type JsonValue } from "@assemblyline-agents/core";
+import { CodexAppServer, type ServerRequest } from "./app-server.js";
+import { checkLoginSession } from "./auth.js";
+import { writeContinuation, type CodexContinuationData } from "./continuation.js";
+import { assistantItem, functionCallItem, functionOutputItem, toolOutputText } from "./items.js";
+import { CODEX_PROVIDER } from "./options.js";
+
+/** How a turn on the app-server ended. */
+type TurnEnd = { kind: "completed"; text: string } | { kind: "paused" } | { kind: "tool_failed"; error: string };
+
+/**
+ * One turn on a fresh app-server: an ephemeral thread whose only tools are the
+ * run's (as dynamic tools), rebuilt from the continuation's items when
+ * resuming. Every `item/tool/call` the server sends is answered by the
+ * runtime's tool pipeline (`ctx.callTool`); a call that pauses (approval,
+ * question) ends the turn at once with a continuation, and the server is
+ * stopped with the call unanswered.
+ */
+export async function runAppServerTurn(
+  server: { command: { file: string; args: string[] }; env: Record<string, string | undefined>; cwd: string },
+  input: HarnessTurnInput,
+  ctx: HarnessContext,
+  state: CodexContinuationData,
+  start: { inject: CodexContinuationData["items"]; text: string | undefined },
+): Promise<HarnessTurnResult> {
+  let settle!: (end: TurnEnd) => void;
+  let fail!: (error: unknown) => void;
+  const ended = new Promise<TurnEnd>((resolve, reject) => {
+    settle = resolve;
+    fail = reject;
+  });
+  // Rejected when the server exits, which also happens after a turn that ended another way.
+  ended.catch(() => undefined);
+  let stopped = false;
+  let threadId: string | undefined;
+  let lastMessage = "";
+  const background: Array<Promise<void>> = [];
+  let toolChain: Promise<unknown> = Promise.resolve();
+
+  const answerTool = async (request: ServerRequest): Promise<unknown> => {
+    const callId = String(request.params.callId);
+    const tool = String(request.params.tool);
+    const args = (request.params.arguments ?? {}) as JsonValue;
+    if (stopped) {
+      state.pending.push({ callId, tool, arguments: args });
+      return new Promise(() => undefined);
+    }
+    const outcome = await ctx.callTool({ id: callId, name: tool, input: args });
+    if (outcome.status === "completed") {
+      const text = toolOutputText(outcome.output);
+      state.items.push(functionOutputItem(callId, text));
+      return { success: !outcome.isError, contentItems: [{ type: "inputText", text }] };
+    }
+    stopped = true;
+    if (outcome.status === "paused") {
+      state.pending.push({ callId, tool, arguments: args });
+      settle({ kind: "paused" });
+    } else {
+      settle({ kind: "tool_failed", error: outcome.output.error });
+    }
+    // Never answered: the server is stopped with this call open.
+    return new Promise(() => undefined);
+  };
+
+  const appServer = new CodexAppServer(
+    server.command,
+    server.env,
+    {
+      onNotification(method, params) {
+        if (threadId !== undefined && params.threadId !== undefined && params.threadId !== threadId) return;
+        if (method === "item/agentMessage/delta" && typeof params.delta === "string") ctx.textDelta(params.delta);
+        else if (method === "item/completed") {
+          const item = params.item as { type?: string; text?: string };
+          if (item?.type === "agentMessage" && typeof item.text === "string") {
+            lastMessage = item.text;
+            state.items.push(assistantItem(item.text));
+          }
+        } else if (method === "thread/tokenUsage/updated") {
+          const last = (params.tokenUsage as { last?: Record<string, number> } | undefined)?.last;
+          if (last) {
+            state.modelCalls += 1;
+            background.push(
+              ctx.recordUsage({
+                // The turn id is new on every app-server, so a turn re-run after a crash records its own calls.
+                id: `${input.runId}:codex:${String(params.turnId)}:${state.modelCalls}`,
+                provider: CODEX_PROVIDER,
+                model: state.model,
+                inputTokens: last.inputTokens ?? 0,
+                outputTokens: last.outputTokens ?? 0,
+                cacheReadTokens: last.cachedInputTokens ?? 0,
+                cacheWriteTokens: last.cacheWriteInputTokens ?? 0,
+                // Billed to the Codex login (a ChatGPT plan or its key); no per-token price is known here.
+                costUsd: 0,
+              }),
+            );
+          }
+        } else if (method === "turn/completed") {
+          const turn = params.turn as { status?: string; error?: { message?: string } | null };
+          if (turn?.status === "completed") settle({ kind: "completed", text: lastMessage });
+          else if (!stopped) {
+            fail(
+              new AssemblyLineError("AL_ERR_MODEL_PROVIDER", `the Codex turn ended ${turn?.status ?? "without a status"}: ${turn?.error?.message ?? "no error message"}`, {
+                fix: "Check the model name and the Codex login (`npx codex login status`).",
+              }),
+            );
+          }
+        } else if (method === "error" && !stopped) {
+          const error = params.error as { message?: string } | undefined;
+          if (params.willRetry !== true) ctx.logger.warn({ event: "codex.error", runId: input.runId, err: error?.message }, "the Codex app-server reported an error");
+        }
+      },
+      async onRequest(request) {
+        if (request.method === "item/tool/call") {
+          if (threadId !== undefined && request.params.threadId !== threadId) throw new Error("unknown thread");
+          state.items.push(functionCallItem(String(request.params.callId), String(request.params.tool), (request.params.arguments ?? {}) as JsonValue));
+          const answer = toolChain.then(() => answerTool(request));
+          toolChain = answer.catch(() => undefined);
+          return answer;
+        }
+        // Codex's own tools are switched off; anything else it asks (a shell approval, user input) is refused.
+        throw new Error(`${request.method} is not available: tools run through the Assembly Line runtime`);
+      },
+    },
+    ctx.logger,
+  );
+  const abort = () => void appServer.close();
+  ctx.signal.addEventListener("abort", abort, { once: true });
+  try {
+    void appServer.closed.then(() => fail(new AssemblyLineError("AL_ERR_CODEX_APP_SERVER", "codex app-server exited during the turn", { fix: "Check the codex binary and its CODEX_HOME." })));
+    await appServer.request("initialize", { clientInfo: { name: "assembly-line", title: "Assembly Line", version: "0.1.0" }, capabilities: { experimentalApi: true } });
+    appServer.notify("initialized");
+    await checkLoginSession(appServer, server.env);
+    const started = await appServer.request<{ thread: { id: string } }>("thread/start", {
+      model: state.model,
+      ephemeral: true,
+      cwd: server.cwd,
+      approvalPolicy: "never",
+      sandbox: "read-only",
+      baseInstructions: input.context.instructions,
+      dynamicTools: input.context.tools.map((tool) => ({ type: "function", name: tool.name, description: tool.description, inputSchema: tool.inputSchema })),
+    });
+    threadId = started.thread.id;
+    await ctx.emit("codex.thread_started", { threadId, model: state.model, resumed: input.continuation !== undefined });
+    if (start.inject.length > 0) await appServer.request("thread/inject_items", { threadId, items: start.inject });
+    await appServer.request("turn/start", { threadId, input: start.text === undefined ? [] : [{ type: "text", text: start.text, text_elements: [] }] });
+    const end = await ended;
+    await Promise.all(background);
+    if (end.kind === "paused") return { status: "paused", continuation: writeContinuation(input.agentRevision, state) };
+    if (end.kind === "tool_failed") return { status: "completed", response: { text: end.error } };
+    return { status: "completed", response: { text: end.text } };
+  } finally {
+    ctx.signal.removeEventListener("abort", abort);
+    await appServer.close();
+  }
+}

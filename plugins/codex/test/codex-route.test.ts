@@ -1,0 +1,179 @@
+import { execFile, spawn } from "node:child_process";
+import { once } from "node:events";
+import { createInterface } from "node:readline";
+import { join } from "node:path";
+import { promisify } from "node:util";
+import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
+import { isAssemblyLineError } from "@assemblyline-agents/core";
+import { FileStateAdapter } from "@assemblyline-agents/local";
+import { InMemoryStateAdapter, OpenEveRuntime, buildAgent, loadRuntimeBundle, noopLogger, type RuntimeBundle } from "@assemblyline-agents/runtime";
+import { codexAgentHarness } from "../src/index.js";
+import { ResponsesServer } from "./servers/responses-server.js";
+import { NOTES_AGENT, agentFolder, codexHome, codexRuns, removeAll } from "./support.js";
+
+const API_KEY = "sk-local-codex-test";
+const binary = codexRuns();
+if (!binary.ok) {
+  if (process.env.CI === "true") throw new Error(`the codex binary must run in CI: ${binary.why}`);
+  console.warn(`skipping the Codex route tests: ${binary.why}`);
+}
+
+const dirs: string[] = [];
+let bundle: RuntimeBundle & { artifactRoot: string };
+let server: ResponsesServer;
+let home: string;
+
+beforeAll(async () => {
+  if (!binary.ok) return;
+  const agentDir = agentFolder(NOTES_AGENT);
+  dirs.push(agentDir);
+  const { artifactRoot } = await buildAgent(agentDir);
+  bundle = { ...(await loadRuntimeBundle(artifactRoot)), artifactRoot };
+});
+
+afterEach(async () => {
+  await server?.stop();
+});
+
+afterAll(() => removeAll(dirs));
+
+async function startModel(): Promise<void> {
+  server = await new ResponsesServer(API_KEY).start();
+  home = codexHome(server.baseUrl, API_KEY);
+  dirs.push(home);
+}
+
+async function waitUntil(check: () => boolean, what: string, timeoutMs = 30_000, poll?: () => Promise<void>): Promise<void> {
+  const deadline = Date.now() + timeoutMs;
+  for (;;) {
+    await poll?.();
+    if (check()) return;
+    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
+    await new Promise((resolve) => setTimeout(resolve, 100));
+  }
+}
+
+const runtimeWith = (state: ConstructorParameters<typeof OpenEveRuntime>[0]["state"], env: Record<string, string | undefined>) =>
+  new OpenEveRuntime({ ...bundle, state, modelHarnesses: { "openai-codex": codexAgentHarness({ env }) }, logger: noopLogger(), leaseTtlMs: 1_000 });
+
+describe.skipIf(!binary.ok)(`the openai-codex route on the real app-server (${binary.why})`, () => {
+  it("completes a tool call through the app-server, answered by the runtime's pipeline", async () => {
+    await startModel();
+    server.reply({ toolCalls: [{ callId: "call_lookup", name: "lookup_notes", arguments: { topic: "milk" } }] }, { text: "You wanted to buy milk on the way home." });
+    const state = new InMemoryStateAdapter();
+    const runtime = runtimeWith(state, { ...process.env, CODEX_HOME: home });
+    try {
+      const result = await runtime.run({ message: "What did I want to buy?" });
+      expect(result).toMatchObject({ status: "completed", response: { text: "You wanted to buy milk on the way home." } });
+      // The model saw our instructions, only our tools, and the pipeline's result.
+      expect(server.requests[0]!.body.input.some((item) => JSON.stringify(item).includes("You keep notes for the user."))).toBe(true);
+      const offered = (server.requests[0]!.body.tools ?? []).map((tool) => tool.name ?? tool.type);
+      expect(offered).toEqual(expect.arrayContaining(["lookup_notes", "record_note"]));
+      expect(offered).not.toContain("exec_command");
+      expect(server.itemsOf(1, "function_call_output")).toEqual([expect.objectContaining({ call_id: "call_lookup", output: JSON.stringify({ notes: ["Buy milk on the way home"] }) })]);
+      const events = (await runtime.listEvents(result.runId)).map((event) => event.type);
+      expect(events).toEqual(expect.arrayContaining(["codex.thread_started", "tool.completed", "run.completed"]));
+      const usage = await state.listUsage({ runId: result.runId });
+      expect(usage.map((record) => [record.provider, record.model, record.inputTokens, record.outputTokens, record.cacheReadTokens])).toEqual([
+        ["openai-codex", "gpt-5.1-codex", 120, 8, 20],
+        ["openai-codex", "gpt-5.1-codex", 120, 8, 20],
+      ]);
+    } finally {
+      await runtime.close();
+    }
+  });
+
+  it("pauses for approval, then resumes in another process and finishes without repeating the call", async () => {
+    await startModel();
+    server.reply({ toolCalls: [{ callId: "call_note", name: "record_note", arguments: { note: "Buy milk" } }] }, { text: "Noted: Buy milk." });
+    const stateDir = agentFolder({});
+    dirs.push(stateDir);
+    const runtime = runtimeWith(await FileStateAdapter.open({ directory: stateDir }), { ...process.env, CODEX_HOME: home });
+    const paused = await runtime.run({ message: "Remember to buy milk" });
+    await runtime.close();
+    expect(paused.status).toBe("waiting_approval");
+    expect(server.requests).toHaveLength(1);
+
+    const child = await promisify(execFile)(process.execPath, [join(import.meta.dirname, "fixtures/approve-child.mjs"), bundle.artifactRoot, stateDir, paused.runId], {
+      env: { ...process.env, CODEX_HOME: home },
+      cwd: import.meta.dirname,
+    });
+    const { pid, result } = JSON.parse(child.stdout) as { pid: number; result: { status: string; response: { text: string } } };
+    expect(pid).not.toBe(process.pid);
+    expect(result).toMatchObject({ status: "completed", response: { text: "Noted: Buy milk." } });
+    // The resumed thread was rebuilt from the continuation: the model saw its own call and the approved result.
+    expect(server.requests).toHaveLength(2);
+    expect(server.itemsOf(1, "function_call")).toEqual([expect.objectContaining({ call_id: "call_note", name: "record_note" })]);
+    expect(server.itemsOf(1, "function_call_output")).toEqual([expect.objectContaining({ call_id: "call_note", output: JSON.stringify({ recorded: "Buy milk" }) })]);
+    expect(server.itemsOf(1, "message").some((item) => JSON.stringify(item).includes("Remember to buy milk"))).toBe(true);
+
+    const reopened = runtimeWith(await FileStateAdapter.open({ directory: stateDir }), { ...process.env, CODEX_HOME: home });
+    try {
+      const events = await reopened.listEvents(paused.runId);
+      const recorded = events.filter((event) => event.type === "note.recorded");
+      expect(recorded).toHaveLength(1);
+      expect(recorded[0]!.data.pid).not.toBe(process.pid);
+      expect(events.map((event) => event.type)).toEqual(expect.arrayContaining(["approval.requested", "approval.granted", "run.completed"]));
+    } finally {
+      await reopened.close();
+    }
+  });
+
+  it("resumes a run whose process was killed mid-turn, replaying the completed tool call instead of running it again", async () => {
+    await startModel();
+    const lookup = { toolCalls: [{ callId: "call_lookup", name: "lookup_notes", arguments: { topic: "milk" } }] };
+    server.reply(lookup, { hang: true }, lookup, { text: "Milk, on the way home." });
+    const stateDir = agentFolder({});
+    dirs.push(stateDir);
+    const child = spawn(process.execPath, [join(import.meta.dirname, "fixtures/run-child.mjs"), bundle.artifactRoot, stateDir, "What did I want to buy?"], {
+      env: { ...process.env, CODEX_HOME: home },
+      cwd: import.meta.dirname,
+      stdio: ["ignore", "pipe", "inherit"],
+    });
+    const exited = new Promise((resolve) => child.once("exit", resolve));
+    try {
+      const [line] = (await once(createInterface({ input: child.stdout! }), "line")) as [string];
+      const { runId } = JSON.parse(line) as { runId: string };
+      // The tool call completed and the model is being asked again when the process dies.
+      await waitUntil(() => server.requests.length === 2, "the second model call");
+      child.kill("SIGKILL");
+      await exited;
+
+      const runtime = runtimeWith(await FileStateAdapter.open({ directory: stateDir }), { ...process.env, CODEX_HOME: home });
+      try {
+        // The dead process's lease expires; recovery then takes the run over.
+        let result: Awaited<ReturnType<typeof runtime.recoverRuns>>[number] | undefined;
+        await waitUntil(() => result !== undefined, "the run to be recovered", 60_000, async () => {
+          [result] = await runtime.recoverRuns();
+        });
+        expect(result).toMatchObject({ runId, status: "completed", response: { text: "Milk, on the way home." } });
+        const events = await runtime.listEvents(runId);
+        expect(events.filter((event) => event.type === "notes.looked_up")).toHaveLength(1);
+        expect(events.map((event) => event.type)).toContain("tool.replayed");
+        expect(server.itemsOf(3, "function_call_output")).toEqual([expect.objectContaining({ call_id: "call_lookup", output: JSON.stringify({ notes: ["Buy milk on the way home"] }) })]);
+      } finally {
+        await runtime.close();
+      }
+    } finally {
+      child.kill("SIGKILL");
+      await exited;
+    }
+  });
+
+  it("fails a run without a Codex login session, naming the command that fixes it, before any model call", async () => {
+    server = await new ResponsesServer(API_KEY).start();
+    const loggedOut = codexHome(server.baseUrl);
+    dirs.push(loggedOut);
+    server.reply({ text: "never" });
+    const runtime = runtimeWith(new InMemoryStateAdapter(), { ...process.env, CODEX_HOME: loggedOut });
+    try {
+      const result = await runtime.run({ message: "hello" }).catch((error: unknown) => error);
+      const failure = isAssemblyLineError(result) ? result : (result as { error?: { code?: string; message?: string } }).error;
+      expect(JSON.stringify(failure ?? result)).toContain("AL_ERR_CODEX_LOGIN");
+      expect(JSON.stringify(failure ?? result)).toContain("codex login");
+      expect(server.requests).toHaveLength(0);
+    } finally {
+      await runtime.close();
+    }
+  });
+});

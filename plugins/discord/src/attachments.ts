@@ -1,0 +1,22 @@
+import { AssemblyLineError, type ChannelAttachment } from "@assemblyline-agents/core";
+import type { ResolvedDiscordOptions } from "./options.js";
+
+/**
+ * Discord serves attachments from its CDN at signed URLs that need no
+ * credentials; this only makes sure a turn's attachment points there (exact
+ * host match against `attachmentHosts`), so a download never goes elsewhere.
+ */
+export function resolveDiscordAttachment(attachment: ChannelAttachment, options: ResolvedDiscordOptions): { url: string; filename?: string } {
+  let url: URL;
+  try {
+    url = new URL(attachment.url ?? "");
+  } catch {
+    throw new AssemblyLineError("AL_ERR_DISCORD_ATTACHMENT", `attachment ${attachment.id} has no valid url`, { fix: "Attachments come from the interaction's resolved data." });
+  }
+  if ((url.protocol !== "https:" && url.protocol !== "http:") || !options.attachmentHosts.includes(url.hostname.toLowerCase())) {
+    throw new AssemblyLineError("AL_ERR_DISCORD_ATTACHMENT", `attachment ${attachment.id} is not on Discord's CDN (${url.protocol}//${url.hostname})`, {
+      fix: `Only ${options.attachmentHosts.join(", ")} are downloaded; list another host in defineDiscordChannel({ attachmentHosts }).`,
+    });
+  }
+  return { url: url.toString(), ...(attachment.filename ? { filename: attachment.filename } : {}) };
+}

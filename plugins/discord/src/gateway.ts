@@ -1,0 +1,78 @@
+import { AssemblyLineError, defineChannel, type ChannelAttachment, type ChannelDefinition, type ChannelDelivery, type ChannelModule, type ChannelRequest } from "@assemblyline-agents/core";
+import type { KeyObject } from "node:crypto";
+import { resolveDiscordAttachment } from "./attachments.js";
+import { DiscordDelivery } from "./delivery.js";
+import { normalizeInteraction } from "./interaction.js";
+import { DISCORD_MESSAGE_LIMIT, resolveDiscordOptions, type DiscordChannelOptions } from "./options.js";
+import { DiscordRequestRefused, parsePublicKey, verifyDiscordRequest } from "./signature.js";
+
+export type DiscordChannel = ChannelDefinition & Required<Pick<ChannelModule, "normalizeHttp" | "deliver" | "resolveAttachment">>;
+
+/**
+ * `export default defineDiscordChannel()` in `channels/discord.ts`: Discord's
+ * interactions endpoint. Every request's Ed25519 signature is checked against
+ * the application's public key (env DISCORD_PUBLIC_KEY) before anything else;
+ * PING is answered; commands, components and modal submissions become turns,
+ * answered at once with a deferred response; the reply is delivered later by
+ * the outbox through the follow-up webhook, split at Discord's length limit.
+ */
+export function defineDiscordChannel(options: DiscordChannelOptions = {}): DiscordChannel {
+  checkOptions(options);
+  const resolved = resolveDiscordOptions(options);
+  const delivery = new DiscordDelivery(resolved);
+  // The key is parsed once per value, and again if the env variable changes (rotation).
+  let cached: { hex: string; key: KeyObject } | undefined;
+  const publicKey = (): KeyObject => {
+    const hex = resolved.env[resolved.publicKeyEnv] ?? "";
+    if (cached?.hex !== hex) {
+      try {
+        cached = { hex, key: parsePublicKey(hex, resolved.publicKeyEnv) };
+      } catch (error) {
+        // Nothing can be verified without the key: refuse as unauthenticated (fail closed).
+        throw new DiscordRequestRefused(401, `cannot verify requests: ${(error as Error).message.split("\n")[0]}`, `Set ${resolved.publicKeyEnv} to the application's public key.`);
+      }
+    }
+    return cached.key;
+  };
+  const definition = defineChannel({
+    transport: "http",
+    route: resolved.route,
+    methods: ["POST"],
+    ingress: { requiredSecretEnv: [[resolved.publicKeyEnv]] },
+  });
+  return Object.freeze({
+    ...definition,
+    normalizeHttp(request: ChannelRequest) {
+      verifyDiscordRequest(request.headers, request.rawBody, publicKey(), { maxSkewSeconds: resolved.maxTimestampSkewSeconds });
+      return normalizeInteraction(request.body);
+    },
+    deliver: (reply: ChannelDelivery) => delivery.deliver(reply),
+    resolveAttachment: (attachment: ChannelAttachment) => resolveDiscordAttachment(attachment, resolved),
+  }) as DiscordChannel;
+}
+
+/** The ChannelModule a host runs for a Discord channel definition (what the compiler's bundle builds from a channels/ file). */
+export function discordChannelModule(channel: DiscordChannel): ChannelModule {
+  return {
+    config: { transport: "http", route: channel.route, methods: channel.methods ?? ["POST"], ...(channel.ingress ? { ingress: channel.ingress } : {}) },
+    normalizeHttp: channel.normalizeHttp,
+    deliver: channel.deliver,
+    resolveAttachment: channel.resolveAttachment,
+  };
+}
+
+function checkOptions(options: DiscordChannelOptions): void {
+  const fail = (problem: string, fix: string): never => {
+    throw new AssemblyLineError("AL_ERR_DISCORD_CONFIG", `defineDiscordChannel: ${problem}`, { fix });
+  };
+  if (typeof options !== "object" || options === null) fail("options must be an object", "Call defineDiscordChannel() or defineDiscordChannel({ route: \"/discord\" }).");
+  const known = new Set(["route", "publicKeyEnv", "apiBaseUrl", "attachmentHosts", "maxTimestampSkewSeconds", "messageLimit", "env"]);
+  const unknown = Object.keys(options).find((key) => !known.has(key));
+  if (unknown) fail(`unknown option ${JSON.stringify(unknown)}`, `Use only ${[...known].join(", ")}.`);
+  if (options.route !== undefined && (typeof options.route !== "string" || !options.route.startsWith("/"))) fail(`route ${JSON.stringify(options.route)} must start with /`, 'Use a path such as "/discord/interactions".');
+  if (options.publicKeyEnv !== undefined && !/^[A-Z_][A-Z0-9_]*$/.test(options.publicKeyEnv)) fail(`publicKeyEnv ${JSON.stringify(options.publicKeyEnv)} is not an env variable name`, "Use e.g. DISCORD_PUBLIC_KEY.");
+  if (options.apiBaseUrl !== undefined && !/^https?:\/\//.test(options.apiBaseUrl)) fail(`apiBaseUrl ${JSON.stringify(options.apiBaseUrl)} is not an http(s) URL`, "Leave it unset for https://discord.com/api.");
+  if (options.attachmentHosts !== undefined && (!Array.isArray(options.attachmentHosts) || options.attachmentHosts.some((host) => typeof host !== "string" || host === ""))) fail("attachmentHosts must be a list of host names", 'Use e.g. ["cdn.discordapp.com"].');
+  if (options.maxTimestampSkewSeconds !== undefined && !(Number.isFinite(options.maxTimestampSkewSeconds) && options.maxTimestampSkewSeconds > 0)) fail("maxTimestampSkewSeconds must be a positive number", "Leave it unset for 300.");
+  if (options.messageLimit !== undefined && !(Number.isInteger(options.messageLimit) && options.messageLimit >= 2 && options.messageLimit <= DISCORD_MESSAGE_LIMIT)) fail(`messageLimit must be an integer from 2 to ${DISCORD_MESSAGE_LIMIT}`, "Leave it unset for Discord's limit.");
+}

@@ -1,0 +1,16 @@
+export { defineDiscordChannel, discordChannelModule, type DiscordChannel } from "./gateway.js";
+export {
+  API_BASE_URL_ENV,
+  DEFAULT_API_BASE_URL,
+  DEFAULT_ATTACHMENT_HOSTS,
+  DEFAULT_MAX_SKEW_SECONDS,
+  DEFAULT_PUBLIC_KEY_ENV,
+  DEFAULT_ROUTE,
+  DISCORD_MESSAGE_LIMIT,
+  type DiscordChannelOptions,
+} from "./options.js";
+export { CallbackType, InteractionType, normalizeInteraction, type DiscordDeliveryMetadata, type DiscordInteraction } from "./interaction.js";
+export { verifyDiscordRequest, parsePublicKey } from "./signature.js";
+export { splitMessage } from "./split-message.js";
+export { EMPTY_REPLY } from "./delivery.js";
+export { DISCORD_PLUGIN_ID, discordPlugin } from "./plugin.js";

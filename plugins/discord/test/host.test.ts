@@ -1,0 +1,196 @@
+import { join } from "node:path";
+import { mkdtempSync, rmSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
+import { isAssemblyLineError } from "@assemblyline-agents/core";
+import { LocalBlobStore } from "@assemblyline-agents/local";
+import { listenNodeRuntime, type NodeRuntimeHandle, type NodeRuntimeOptions } from "@assemblyline-agents/node";
+import { InMemoryStateAdapter, scriptedHarness, type ModelScript, type RuntimeBundle } from "@assemblyline-agents/runtime";
+import { FakeDiscordApi, discordTestKeys, signDiscordBody, slashCommandInteraction, type DiscordTestKeys } from "../src/testkit/index.js";
+import { buildFixtureAgent, captureLogger, removeDir, waitFor } from "./support.js";
+
+const ROUTE = "/discord/interactions";
+let bundle: RuntimeBundle;
+let agentDir: string;
+let keys: DiscordTestKeys;
+let api: FakeDiscordApi;
+const savedEnv = { DISCORD_PUBLIC_KEY: process.env.DISCORD_PUBLIC_KEY, DISCORD_API_BASE_URL: process.env.DISCORD_API_BASE_URL };
+const hosts: NodeRuntimeHandle[] = [];
+const dirs: string[] = [];
+
+beforeAll(async () => {
+  ({ bundle, dir: agentDir } = await buildFixtureAgent());
+  keys = discordTestKeys();
+  api = await new FakeDiscordApi().start();
+  // The channel reads its env per request, as in production.
+  process.env.DISCORD_PUBLIC_KEY = keys.publicKeyHex;
+  process.env.DISCORD_API_BASE_URL = api.apiBaseUrl;
+});
+
+afterEach(async () => {
+  await Promise.allSettled(hosts.splice(0).map((host) => host.shutdown({ timeoutMs: 2_000 })));
+  for (const dir of dirs.splice(0)) rmSync(dir, { recursive: true, force: true });
+});
+
+afterAll(async () => {
+  await api?.stop();
+  for (const [name, value] of Object.entries(savedEnv)) {
+    if (value === undefined) delete process.env[name];
+    else process.env[name] = value;
+  }
+  if (agentDir) removeDir(agentDir);
+});
+
+async function startHost(script: ModelScript, options: Partial<NodeRuntimeOptions> = {}) {
+  const logger = captureLogger();
+  const host = await listenNodeRuntime({
+    ...bundle,
+    state: new InMemoryStateAdapter(),
+    agentHarness: scriptedHarness(script),
+    port: 0,
+    host: "127.0.0.1",
+    devMode: true,
+    logger,
+    env: { DISCORD_PUBLIC_KEY: keys.publicKeyHex },
+    outbox: { pollIntervalMs: 50, baseDelayMs: 50 },
+    ...options,
+  });
+  hosts.push(host);
+  return Object.assign(host, { logger });
+}
+
+/** POST a body to the interactions route with the given headers. */
+async function post(host: NodeRuntimeHandle, body: string, headers: Record<string, string>) {
+  const response = await fetch(`${host.url}${ROUTE}`, { method: "POST", headers, body });
+  return { status: response.status, body: (await response.json()) as any };
+}
+
+function interaction(text: string, extra: Partial<Parameters<typeof slashCommandInteraction>[0]> = {}) {
+  const payload = slashCommandInteraction({ channelId: "1100000000000000001", text, ...extra });
+  api.registerInteraction(payload.token);
+  return { payload, body: JSON.stringify(payload) };
+}
+
+const repliesTo = (token: string) => api.received.filter((message) => message.interactionToken === token);
+
+describe("the Discord channel on the Node host", () => {
+  it("answers a signed PING with PONG and starts nothing", async () => {
+    const host = await startHost({ turns: [{ text: "unused" }] });
+    const body = JSON.stringify({ id: "1", application_id: "1000000000000000001", type: 1, token: "t", version: 1 });
+    const reply = await post(host, body, signDiscordBody(body, keys.privateKey));
+    expect(reply).toEqual({ status: 200, body: { type: 1 } });
+    expect((await host.runtime.state.runs.listRuns()).runs).toHaveLength(0);
+  });
+
+  it("answers a slash command with a deferred response, then delivers the agent's reply through the follow-up webhook", async () => {
+    const host = await startHost({ turns: [{ text: "Pong from the agent." }] });
+    const { payload, body } = interaction("ping the agent");
+    const reply = await post(host, body, signDiscordBody(body, keys.privateKey));
+    expect(reply).toEqual({ status: 200, body: { type: 5 } });
+    const delivered = await waitFor(() => repliesTo(payload.token)[0], "the follow-up delivery");
+    expect(delivered).toMatchObject({ kind: "edit-original", applicationId: payload.application_id, content: "Pong from the agent.", allowedMentions: { parse: [] } });
+    const [run] = (await host.runtime.state.runs.listRuns()).runs;
+    expect(run).toMatchObject({ status: "completed", conversationId: "discord:1100000000000000001" });
+    expect(run!.input.message).toBe("ping the agent");
+    await waitFor(() => host.logger.events("delivery.completed").length === 1, "delivery.completed");
+  });
+
+  it.each([
+    ["a forged signature", (body: string) => ({ body, headers: signDiscordBody(body, discordTestKeys().privateKey) })],
+    ["a body changed after signing", (body: string) => ({ body: body.replace("ping", "pwned"), headers: signDiscordBody(body, keys.privateKey) })],
+    ["a stale timestamp", (body: string) => ({ body, headers: signDiscordBody(body, keys.privateKey, Math.floor(Date.now() / 1000) - 3600) })],
+    ["missing signature headers", (body: string) => ({ body, headers: { "content-type": "application/json" } })],
+  ])("refuses %s with 401 and stores nothing", async (_name, variant) => {
+    const host = await startHost({ turns: [{ text: "never" }] });
+    const forged = variant(interaction("ping the agent").body);
+    const reply = await post(host, forged.body, forged.headers);
+    expect(reply.status).toBe(401);
+    expect(reply.body.error.code).toBe("AL_ERR_CHANNEL_REJECTED");
+    expect(JSON.stringify(reply.body)).not.toMatch(/127\.0\.0\.1|at .*\.js/);
+    expect((await host.runtime.state.runs.listRuns()).runs).toHaveLength(0);
+    expect(host.logger.events("security.channel_rejected")).toHaveLength(1);
+  });
+
+  it("starts one run for a duplicate interaction id and delivers its reply once", async () => {
+    const host = await startHost({ turns: [{ text: "only once" }] });
+    const { payload, body } = interaction("do it once");
+    const first = await post(host, body, signDiscordBody(body, keys.privateKey));
+    const second = await post(host, body, signDiscordBody(body, keys.privateKey));
+    expect([first, second]).toEqual([
+      { status: 200, body: { type: 5 } },
+      { status: 200, body: { type: 5 } },
+    ]);
+    await waitFor(() => host.logger.events("delivery.completed").length === 1, "the delivery");
+    expect((await host.runtime.state.runs.listRuns()).runs).toHaveLength(1);
+    expect(host.logger.events("ingress.duplicate")).toHaveLength(1);
+    expect(repliesTo(payload.token).map((message) => message.content)).toEqual(["only once"]);
+  });
+
+  it("splits a reply longer than 2000 characters into the original response and follow-ups", async () => {
+    const text = Array.from({ length: 450 }, (_, index) => `line ${index}`).join("\n");
+    const host = await startHost({ turns: [{ text }] });
+    const { payload, body } = interaction("long answer please");
+    expect((await post(host, body, signDiscordBody(body, keys.privateKey))).status).toBe(200);
+    await waitFor(() => host.logger.events("delivery.completed").length === 1, "the delivery");
+    const messages = repliesTo(payload.token);
+    expect(messages.map((message) => message.kind)).toEqual(["edit-original", ...messages.slice(1).map(() => "followup")]);
+    expect(messages.length).toBeGreaterThanOrEqual(2);
+    for (const message of messages) expect(message.content.length).toBeLessThanOrEqual(2000);
+    expect(messages.map((message) => message.content).join("")).toBe(text);
+  });
+
+  it("waits out a 429 and an exhausted rate-limit bucket before sending again", async () => {
+    const text = "x".repeat(1990) + "\n" + "y".repeat(1990) + "\n" + "z".repeat(100);
+    const host = await startHost({ turns: [{ text }] });
+    const { payload, body } = interaction("rate limited reply");
+    api.rateLimitNext(1, 0.3);
+    api.exhaustBucketAfterNextFollowup(0.5);
+    const before = api.requests.length;
+    expect((await post(host, body, signDiscordBody(body, keys.privateKey))).status).toBe(200);
+    await waitFor(() => host.logger.events("delivery.completed").length === 1, "the delivery");
+    const webhookCalls = api.requests.slice(before).filter((request) => request.path.startsWith("/api/v10/webhooks/"));
+    // The local API refuses (and counts) any request sent before its bucket's announced reset.
+    expect(webhookCalls.map((request) => request.status)).toEqual([429, 200, 204, 204]);
+    expect(api.violations).toEqual([]);
+    expect(repliesTo(payload.token).map((message) => message.content).join("")).toBe(text);
+    expect(host.logger.events("delivery.failed")).toHaveLength(0);
+  });
+
+  it("retries a delivery Discord refuses, through the outbox", async () => {
+    const host = await startHost({ turns: [{ text: "eventually" }] });
+    const { payload, body } = interaction("flaky discord");
+    api.failNext(1);
+    expect((await post(host, body, signDiscordBody(body, keys.privateKey))).status).toBe(200);
+    await waitFor(() => host.logger.events("delivery.completed").length === 1, "the retried delivery");
+    expect(host.logger.events("delivery.failed")).toHaveLength(1);
+    expect(repliesTo(payload.token).map((message) => message.content)).toEqual(["eventually"]);
+  });
+
+  it("downloads a command's attachment from Discord's CDN into the run's files", async () => {
+    const blobDir = mkdtempSync(join(tmpdir(), "al-discord-blobs-"));
+    dirs.push(blobDir);
+    const host = await startHost({ turns: [{ text: "got the file" }] }, { blob: new LocalBlobStore({ directory: blobDir }), attachments: { allowedHosts: ["127.0.0.1"] } });
+    const url = api.addAttachment("1200000000000000001", "report.txt", new TextEncoder().encode("quarterly numbers"), "text/plain");
+    const { body } = interaction("read this", { attachment: { id: "1200000000000000001", filename: "report.txt", url, contentType: "text/plain", size: 17 } });
+    expect((await post(host, body, signDiscordBody(body, keys.privateKey))).status).toBe(200);
+    await waitFor(() => host.logger.events("delivery.completed").length === 1, "the run and its delivery");
+    const [run] = (await host.runtime.state.runs.listRuns()).runs;
+    const events = await host.runtime.state.runs.listEvents(run!.id);
+    const stored = events.find((event) => event.type === "attachment.stored");
+    expect(stored?.data).toMatchObject({ attachmentId: "1200000000000000001", size: 17, contentType: "text/plain" });
+    const record = await host.runtime.state.files.getFileRecord(String(stored!.data.path));
+    expect(record?.size).toBe(17);
+  });
+
+  it("refuses to boot in production without DISCORD_PUBLIC_KEY (requiredSecretEnv)", async () => {
+    const failure = await listenNodeRuntime({ ...bundle, state: new InMemoryStateAdapter(), port: 0, host: "127.0.0.1", devMode: false, logger: captureLogger(), env: {} }).then(
+      (host) => {
+        hosts.push(host);
+        return undefined;
+      },
+      (error: unknown) => error,
+    );
+    expect(isAssemblyLineError(failure, "AL_ERR_CHANNEL_SECRET_ENV"), String(failure)).toBe(true);
+    expect(String(failure)).toContain("DISCORD_PUBLIC_KEY");
+  });
+});

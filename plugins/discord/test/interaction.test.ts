@@ -1,0 +1,93 @@
+import { describe, expect, it } from "vitest";
+import { isAssemblyLineError } from "@assemblyline-agents/core";
+import { defineDiscordChannel, normalizeInteraction, splitMessage } from "../src/index.js";
+
+const base = { id: "1300000000000000001", application_id: "1000000000000000001", token: "tok", channel_id: "42", member: { user: { id: "7", username: "nelly", global_name: "Nelly" } } };
+
+describe("normalizing interactions", () => {
+  it("reads a message component's custom id and selected values", () => {
+    const turn = normalizeInteraction({ ...base, type: 3, data: { custom_id: "pick_colour", component_type: 3, values: ["red", "blue"] } });
+    expect(turn).toMatchObject({ eventId: base.id, conversationId: "discord:42", message: "pick_colour: red, blue", user: { id: "7", name: "Nelly" }, respond: { status: 200, body: { type: 5 } } });
+  });
+
+  it("reads a modal's text inputs, a message command's target and a command line with several options", () => {
+    expect(normalizeInteraction({ ...base, type: 5, data: { custom_id: "feedback", components: [{ components: [{ custom_id: "a", value: "first" }] }, { components: [{ custom_id: "b", value: "second" }] }] } })).toMatchObject({ message: "first\nsecond" });
+    expect(
+      normalizeInteraction({ ...base, type: 2, data: { name: "Summarize", type: 3, target_id: "9", resolved: { messages: { "9": { content: "the long thread", attachments: [] } } } } }),
+    ).toMatchObject({ message: "the long thread" });
+    expect(
+      normalizeInteraction({ ...base, type: 2, data: { name: "remind", type: 1, options: [{ name: "at", type: 1, options: [{ name: "when", type: 3, value: "9am" }, { name: "repeat", type: 5, value: true }] }] } }),
+    ).toMatchObject({ message: "/remind at when: 9am repeat: true" });
+  });
+
+  it("keeps what delivery needs in the turn's metadata, never in the message", () => {
+    const turn = normalizeInteraction({ ...base, type: 2, data: { name: "ask", type: 1, options: [{ name: "prompt", type: 3, value: "hi" }] } });
+    expect(turn).toMatchObject({ message: "hi", metadata: { discord: { applicationId: base.application_id, interactionId: base.id, interactionToken: "tok", channelId: "42" } } });
+  });
+
+  it("answers autocomplete with no choices and refuses what it does not handle with 400", () => {
+    expect(normalizeInteraction({ ...base, type: 4, data: { name: "ask" } })).toEqual({ ack: true, status: 200, body: { type: 8, data: { choices: [] } } });
+    for (const body of [{ ...base, type: 9 }, { type: "2" }, null, { ...base, type: 2, token: "", data: { name: "ask" } }]) {
+      let refusal: unknown;
+      try {
+        normalizeInteraction(body);
+      } catch (error) {
+        refusal = error;
+      }
+      expect(isAssemblyLineError(refusal, "AL_ERR_DISCORD_INTERACTION"), JSON.stringify(body)).toBe(true);
+      expect((refusal as { status: number }).status).toBe(400);
+    }
+  });
+});
+
+describe("splitMessage", () => {
+  it("cuts at line breaks, then spaces, then the limit, and loses nothing", () => {
+    expect(splitMessage("aaaa\nbbbb\ncc", 10)).toEqual(["aaaa\nbbbb\n", "cc"]);
+    expect(splitMessage("aaaa bbbb cc", 10)).toEqual(["aaaa bbbb ", "cc"]);
+    expect(splitMessage("a".repeat(25), 10)).toEqual(["a".repeat(10), "a".repeat(10), "a".repeat(5)]);
+    expect(splitMessage("", 10)).toEqual([]);
+  });
+
+  it("never splits a surrogate pair", () => {
+    const chunks = splitMessage("a".repeat(9) + "😀" + "b", 10);
+    expect(chunks).toEqual(["a".repeat(9), "😀b"]);
+  });
+});
+
+describe("defineDiscordChannel options", () => {
+  it("declares its public key as the required ingress secret", () => {
+    expect(defineDiscordChannel().ingress).toEqual({ requiredSecretEnv: [["DISCORD_PUBLIC_KEY"]] });
+    expect(defineDiscordChannel({ publicKeyEnv: "MY_DISCORD_KEY", route: "/d" })).toMatchObject({ route: "/d", ingress: { requiredSecretEnv: [["MY_DISCORD_KEY"]] } });
+  });
+
+  it.each([[{ route: "discord" }], [{ messageLimit: 5000 }], [{ maxTimestampSkewSeconds: 0 }], [{ publicKey: "abc" }], [{ apiBaseUrl: "ftp://x" }]])("refuses %j with AL_ERR_DISCORD_CONFIG", (options) => {
+    expect(() => defineDiscordChannel(options as never)).toThrow(/AL_ERR_DISCORD_CONFIG/);
+  });
+
+  it("fails closed with 401 while the public key is missing or malformed", () => {
+    for (const env of [{}, { DISCORD_PUBLIC_KEY: "not-hex" }]) {
+      const channel = defineDiscordChannel({ env });
+      let refusal: unknown;
+      try {
+        channel.normalizeHttp({ method: "POST", path: "/discord/interactions", headers: {}, body: { type: 1 }, rawBody: new Uint8Array() });
+      } catch (error) {
+        refusal = error;
+      }
+      expect((refusal as { status?: number }).status).toBe(401);
+      expect(String(refusal)).toContain("DISCORD_PUBLIC_KEY");
+    }
+  });
+});
+
+describe("discordPlugin", () => {
+  it("registers the channel at its route through hooks.channel", async () => {
+    const { kernelHost } = await import("@assemblyline-agents/runtime");
+    const { discordPlugin } = await import("../src/index.js");
+    const kernel = await kernelHost.createKernel({ plugins: [discordPlugin({ route: "/d", env: {} })] });
+    const channels = (kernel.hooks.channel as unknown as { call(map: Map<string, unknown>): Map<string, { config: { route: string; ingress?: unknown }; normalizeHttp?: unknown; deliver?: unknown }> }).call(new Map());
+    const module = channels.get("/d");
+    expect(module?.config).toMatchObject({ route: "/d", ingress: { requiredSecretEnv: [["DISCORD_PUBLIC_KEY"]] } });
+    expect(typeof module?.normalizeHttp).toBe("function");
+    expect(typeof module?.deliver).toBe("function");
+  });
+});
