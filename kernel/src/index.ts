@@ -6,8 +6,8 @@ export type { RunResult, PendingApproval, PendingQuestion } from "./run/run-resu
 export { InMemoryStateAdapter } from "./state/in-memory-state.js";
 export { builtInToolDefaults } from "./builtins/index.js";
 export { buildAgent, ARTIFACT_DIR, MANIFEST_FILE, type BuildOptions, type BuildResult } from "./compiler/build.js";
-export { loadRuntimeBundle, type RuntimeBundle, type SourceBundle } from "./compiler/bundle.js";
-export type { AgentManifest, ToolManifestEntry, HookManifestEntry, SourceRef, ContextManifest, GatewayManifest } from "./compiler/manifest.js";
+export { loadRuntimeBundle, type LoadRuntimeBundleOptions, type RuntimeBundle, type SourceBundle } from "./compiler/bundle.js";
+export type { AgentManifest, ToolManifestEntry, HookManifestEntry, SourceRef, ContextManifest, GatewayManifest, InstrumentationManifest } from "./compiler/manifest.js";
 export { createKernelHooks, STAGE, type KernelHooks, type SlotContext, type HarnessRequest, type EventContext } from "./hooks.js";
 export { scriptedHarness, loadModelScript, parseModelScript, SCRIPTED_PREFIX, type ModelScript, type ScriptedTurn } from "./harness/scripted.js";
 export { createRuntimeLogger } from "./logger.js";
@@ -17,3 +17,5 @@ export type { ToolTable, ToolTableEntry, ToolTableInput } from "./run/tool-table
 export { noopLogger } from "@assemblyline-agents/core";
 export type { StateAdapter, StateStores } from "@assemblyline-agents/core";
 export { createRuntimeFilesystem, resolveLogicalPath, RUNTIME_ROOTS, type RuntimeFilesystem, type FileEntry } from "./filesystem/runtime-filesystem.js";
+export { startInstrumentation, type ActiveInstrumentation } from "./telemetry/instrumentation.js";
+export { captureBody, capturesBodies, redact, REDACTED } from "./telemetry/capture.js";

@@ -89,6 +89,9 @@ export const errorCatalogue = {
   AL_ERR_ATTACHMENT_REFUSED: "An attachment download was refused: its URL is not http(s) or its host is not allowed.",
   AL_ERR_ATTACHMENT_TOO_LARGE: "An attachment is larger than the host's attachment size cap.",
   AL_ERR_ATTACHMENT_DOWNLOAD: "An attachment download failed (network error, timeout or non-2xx status).",
+  AL_ERR_INSTRUMENTATION_DEFINITION: "instrumentation.ts does not default-export defineInstrumentation(...) with a setup function and a known captureContent.",
+  AL_ERR_INSTRUMENTATION_SETUP: "instrumentation.ts setup() threw at startup or returned something that is not a TelemetrySink.",
+  AL_ERR_OTLP_CONFIG: "The OTLP sink's endpoint, headers or limits are invalid.",
 } as const;
 
 export type ErrorCode = keyof typeof errorCatalogue;

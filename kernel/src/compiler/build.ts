@@ -33,10 +33,12 @@ import {
   type GatewayManifest,
   type SandboxManifest,
   type HookManifestEntry,
+  type InstrumentationManifest,
   type SourceRef,
   type ToolManifestEntry,
 } from "./manifest.js";
 import { hashSource, listBehaviourFiles } from "./source-files.js";
+import { checkInstrumentation } from "../telemetry/instrumentation.js";
 
 export const ARTIFACT_DIR = ".assembly-line";
 export const MANIFEST_FILE = "manifest.json";
@@ -95,6 +97,7 @@ export async function buildAgent(agentDirInput: string, options: BuildOptions = 
   const gateway = await compileGateway(agentDir, load);
   const channels = await compileChannels(agentDir, load);
   const sandbox = await compileSandbox(agentDir, load);
+  const instrumentation = await compileInstrumentation(agentDir, load);
   const agentContext = agent.context === undefined ? undefined : agent.context;
   if (agentContext !== undefined && !isContextPolicy(agentContext)) {
     throw new AssemblyLineError("AL_ERR_CONTEXT_DEFINITION", `${agentFile} context: is not a context policy`, {
@@ -125,6 +128,7 @@ export async function buildAgent(agentDirInput: string, options: BuildOptions = 
     gateway,
     channels,
     sandbox,
+    instrumentation,
     sources,
   };
   // sourceRoot is a local layout detail, not behaviour: leave it out of the revision.
@@ -280,6 +284,15 @@ async function compileResolver(agentDir: string, load: Loader): Promise<SourceRe
     });
   }
   return hashSource(agentDir, file);
+}
+
+/** instrumentation.ts: checked here, its setup() runs at each startup (loadRuntimeBundle), not at build. */
+async function compileInstrumentation(agentDir: string, load: Loader): Promise<InstrumentationManifest | null> {
+  const file = findSource(agentDir, "instrumentation");
+  if (!file) return null;
+  const definition = (await load(join(agentDir, file))).default;
+  checkInstrumentation(definition, file);
+  return { source: await hashSource(agentDir, file), captureContent: definition.captureContent ?? "usage", serviceName: definition.serviceName ?? null };
 }
 
 async function compileContextFile(agentDir: string, load: Loader): Promise<SourceRef | null> {

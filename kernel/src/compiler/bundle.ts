@@ -15,6 +15,7 @@ import {
   type ChannelModule,
   type GatewayDefinition,
   type HookDefinition,
+  type InstrumentationDefinition,
   type RunResolverDefinition,
   type ToolDefinition,
 } from "@assemblyline-agents/core";
@@ -22,6 +23,7 @@ import { MANIFEST_FILE } from "./build.js";
 import { createModuleLoader } from "./load-module.js";
 import { MANIFEST_VERSION, type AgentManifest } from "./manifest.js";
 import { hashSource } from "./source-files.js";
+import { checkInstrumentation, startInstrumentation, type ActiveInstrumentation } from "../telemetry/instrumentation.js";
 
 /** The live code behind a manifest: what the kernel calls. */
 export interface SourceBundle {
@@ -35,6 +37,8 @@ export interface SourceBundle {
   channels: Record<string, ChannelModule>;
   /** gateway.ts, when the folder has one: live descriptors for the host to materialize. */
   gateway: GatewayDefinition | null;
+  /** instrumentation.ts, when the folder has one (its setup not yet run). */
+  instrumentation: InstrumentationDefinition | null;
 }
 
 export interface RuntimeBundle {
@@ -42,10 +46,20 @@ export interface RuntimeBundle {
   sourceBundle: SourceBundle;
   /** Module-resolution hint for packaged dependencies. */
   artifactRoot: string;
+  /** instrumentation.ts after its setup() ran; absent when the folder has none. */
+  instrumentation?: ActiveInstrumentation;
 }
 
-/** Read a built artifact; spread the result into `new OpenEveRuntime({ ...bundle, state })`. */
-export async function loadRuntimeBundle(artifactRootInput: string): Promise<RuntimeBundle> {
+export interface LoadRuntimeBundleOptions {
+  /** What instrumentation.ts's setup receives as env (default process.env). */
+  env?: Record<string, string | undefined>;
+}
+
+/**
+ * Read a built artifact and run instrumentation.ts's setup() (once per call: call
+ * it once at startup); spread the result into `new OpenEveRuntime({ ...bundle, state })`.
+ */
+export async function loadRuntimeBundle(artifactRootInput: string, options: LoadRuntimeBundleOptions = {}): Promise<RuntimeBundle> {
   const artifactRoot = resolve(artifactRootInput);
   const manifestPath = join(artifactRoot, MANIFEST_FILE);
   if (!existsSync(manifestPath)) {
@@ -61,7 +75,9 @@ export async function loadRuntimeBundle(artifactRootInput: string): Promise<Runt
   }
   const agentDir = resolve(artifactRoot, manifest.sourceRoot);
   const sourceBundle = await loadSourceBundle(agentDir, manifest);
-  return { manifest, sourceBundle, artifactRoot };
+  if (!manifest.instrumentation || !sourceBundle.instrumentation) return { manifest, sourceBundle, artifactRoot };
+  const instrumentation = await startInstrumentation(sourceBundle.instrumentation, manifest.instrumentation.source.file, options.env ?? process.env);
+  return { manifest, sourceBundle, artifactRoot, instrumentation };
 }
 
 async function loadSourceBundle(agentDir: string, manifest: AgentManifest): Promise<SourceBundle> {
@@ -119,5 +135,11 @@ async function loadSourceBundle(agentDir: string, manifest: AgentManifest): Prom
       ...(resolveAttachment ? { resolveAttachment } : {}),
     };
   }
-  return { agent, tools, hooks, resolver, gateway, channels };
+  let instrumentation: InstrumentationDefinition | null = null;
+  if (manifest.instrumentation) {
+    const loaded = await defaultExport(manifest.instrumentation.source.file);
+    checkInstrumentation(loaded, manifest.instrumentation.source.file);
+    instrumentation = loaded;
+  }
+  return { agent, tools, hooks, resolver, gateway, channels, instrumentation };
 }

@@ -1,4 +1,4 @@
-import type { CoreToolPolicy, DefaultContextOptions, JsonSchema, JsonValue, SideEffect, ToolCapability } from "@assemblyline-agents/core";
+import type { CaptureContent, CoreToolPolicy, DefaultContextOptions, JsonSchema, JsonValue, SideEffect, ToolCapability } from "@assemblyline-agents/core";
 
 export const MANIFEST_VERSION = 1;
 
@@ -52,6 +52,13 @@ export interface SandboxManifest {
   workingDirectory: "/workspace";
 }
 
+/** instrumentation.ts: the telemetry setup every host runs once at startup. */
+export interface InstrumentationManifest {
+  source: SourceRef;
+  captureContent: CaptureContent;
+  serviceName: string | null;
+}
+
 export interface HookManifestEntry {
   source: SourceRef;
   events: string[];
@@ -81,6 +88,7 @@ export interface AgentManifest {
   gateway: GatewayManifest | null;
   channels: ChannelManifestEntry[];
   sandbox: SandboxManifest | null;
+  instrumentation: InstrumentationManifest | null;
   /** Every behaviour-bearing file, sorted: the revision covers them all. */
   sources: SourceRef[];
 }

@@ -17,6 +17,8 @@ export async function runStep<T>(scope: RunScope, key: string, fn: () => T | Pro
     await scope.journal.record(scope.runId, "durable_step.replayed", { key, metadata: existing.metadata });
     return existing.result as T;
   }
+  // Recorded with the completion so telemetry can time the step in any process.
+  const startedAt = new Date().toISOString();
   const result = await fn();
   const problem = findNonJson(result, `step "${key}" result`);
   if (problem) {
@@ -28,7 +30,7 @@ export async function runStep<T>(scope: RunScope, key: string, fn: () => T | Pro
   await scope.journal.record(
     scope.runId,
     "durable_step.completed",
-    { key, metadata },
+    { key, metadata, startedAt },
     { step: { runId: scope.runId, key, result: result as JsonValue, metadata, createdAt: new Date().toISOString() } },
   );
   return structuredClone(result);

@@ -1,7 +1,7 @@
 import { randomUUID } from "node:crypto";
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from "node:http";
 import type { AddressInfo } from "node:net";
-import { AssemblyLineError, type ChannelModule, type JsonValue, type TelemetrySink } from "@assemblyline-agents/core";
+import { AssemblyLineError, type ChannelModule, type JsonValue } from "@assemblyline-agents/core";
 import { OpenEveRuntime, createRuntimeLogger } from "@assemblyline-agents/runtime";
 import { AttachmentIngest } from "./attachments.js";
 import { HostAuth } from "./auth.js";
@@ -75,18 +75,11 @@ export async function listenNodeRuntime(options: NodeRuntimeOptions): Promise<No
   const outbox = new DeliveryOutbox(runtime.state.runs, channels, logger, options.outbox);
   const recovery = new RunRecovery(runtime, mailbox, logger, config.leaseTtlMs * 2);
   const ingress = new ChannelIngress({ runtime, channels, mailbox, watcher, killSwitch, rateLimiter, logger, maxBodyBytes: config.maxBodyBytes, model: options.model });
-  const sinks: TelemetrySink[] = [options.telemetry ?? []].flat();
   const drainController = new AbortController();
 
-  runtime.hooks.event.tapPromise("node-host:telemetry-and-outbox", async (event) => {
+  // Spans reach options.telemetry through the runtime's tracer (captureContent applied there).
+  runtime.hooks.event.tap("node-host:outbox", (event) => {
     if (event.type === "run.completed") outbox.kick();
-    for (const sink of sinks) {
-      try {
-        await sink.export(event);
-      } catch (error) {
-        logger.warn({ event: "telemetry.export_failed", runId: event.runId, seq: event.seq, err: String(error) }, "a telemetry sink failed to export an event");
-      }
-    }
   });
 
   const router = new Router();
@@ -223,9 +216,7 @@ export async function listenNodeRuntime(options: NodeRuntimeOptions): Promise<No
         await Promise.all([recovery.stop(), outbox.stop()]);
       },
       runtimeIdle: () => runtime.onIdle(),
-      flushTelemetry: async () => {
-        await Promise.all(sinks.map((sink) => sink.flush?.()));
-      },
+      flushTelemetry: () => runtime.flushTelemetry(),
       // A rate-limiter store passed in may be shared with other hosts: its owner closes it.
       closeState: async () => {
         await runtime.state.close?.();
