@@ -10,6 +10,7 @@ import { checkChannelSecrets } from "./channel-secrets.js";
 import { killSwitchRoutes, probeRoutes } from "./control.js";
 import { errorResponse, headerRecord, sendJson } from "./http.js";
 import { inspectionRoutes } from "./inspection.js";
+import { inspectorRoutes } from "./inspector/routes.js";
 import { IngressKillSwitch } from "./kill-switch.js";
 import { ConversationMailbox } from "./mailbox.js";
 import { resolveHostConfig, type NodeRuntimeOptions } from "./options.js";
@@ -34,7 +35,7 @@ export interface NodeRuntimeHandle {
 }
 
 /** Paths the host serves itself; a channel route may not take them. */
-const RESERVED_PREFIXES = ["/runs", "/admin", "/healthz", "/readyz"];
+const RESERVED_PREFIXES = ["/runs", "/admin", "/healthz", "/readyz", "/inspector"];
 
 /**
  * Serve an agent over HTTP: its channels (`channels/*.ts`), the `/runs`
@@ -87,6 +88,7 @@ export async function listenNodeRuntime(options: NodeRuntimeOptions): Promise<No
     ...probeRoutes({ draining: () => drainController.signal.aborted, mailbox, killSwitch }),
     ...inspectionRoutes(runtime, config.maxBodyBytes, drainController.signal),
     ...killSwitchRoutes(killSwitch, config.maxBodyBytes),
+    ...inspectorRoutes(runtime, { captureContent: options.instrumentation?.captureContent ?? (config.devMode ? "content" : "usage"), draining: drainController.signal }),
   ]) {
     router.add(route);
   }
@@ -128,7 +130,7 @@ export async function listenNodeRuntime(options: NodeRuntimeOptions): Promise<No
       const { route, params } = router.match(method, path);
       kind = route.auth;
       const ctx: RequestContext = { req, res, method, path, query: url.searchParams, params, headers: headerRecord(req), remoteAddress: req.socket.remoteAddress, requestId };
-      if (route.auth !== "provider") {
+      if (route.auth !== "provider" && route.auth !== "public") {
         await auth.check({ kind: route.auth, method, path, headers: ctx.headers, remoteAddress: ctx.remoteAddress, ...(route.channel ? { channel: route.channel } : {}) });
       }
       await route.handle(ctx);

@@ -95,6 +95,7 @@ async function serve(
   for (const channel of manifest.channels) io.out(`  ${channel.methods.join("|").padEnd(6)} ${handle.url}${channel.route}  (channel ${channel.name})`);
   io.out(`  GET    ${handle.url}/runs  /runs/:id  POST /runs/:id/approve|deny|answer`);
   io.out(`  GET    ${handle.url}/healthz  /readyz  /admin/kill-switch`);
+  io.out(`  run inspector: ${handle.url}/inspector${mode.devMode ? "" : "  (needs the host's auth)"}`);
   if (control.installSignals !== false) installSignalHandlers(handle);
   control.onListening?.(handle);
   await handle.closed;
