@@ -6,3 +6,4 @@ export * from "./state/index.js";
 export { describeBlobStoreConformance } from "./blob.js";
 export { describeRateLimiterStoreConformance } from "./rate-limiter.js";
 export { describeSandboxConformance } from "./sandbox.js";
+export { describeTelemetrySinkConformance, type DeliveredSpan, type TelemetrySinkSubject } from "./telemetry-sink.js";

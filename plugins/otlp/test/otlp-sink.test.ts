@@ -3,6 +3,7 @@ import { dirname, join } from "node:path";
 import { fileURLToPath } from "node:url";
 import { afterEach, describe, expect, it } from "vitest";
 import type { TelemetrySpan } from "@assemblyline-agents/core";
+import { describeTelemetrySinkConformance, type DeliveredSpan } from "@assemblyline-agents/core/testkit";
 import { InMemoryStateAdapter, OpenEveRuntime, buildAgent, loadRuntimeBundle, noopLogger, scriptedHarness } from "@assemblyline-agents/runtime";
 import { listenNodeRuntime } from "@assemblyline-agents/node";
 import { createOtlpSink, createOtlpSinkFromEnv, parseOtlpHeaders } from "@assemblyline-agents/otlp";
@@ -205,4 +206,32 @@ describe("createOtlpSinkFromEnv", () => {
     expect(parseOtlpHeaders(undefined)).toEqual({});
     expect(() => parseOtlpHeaders("Authorization")).toThrow(expect.objectContaining({ code: "AL_ERR_OTLP_CONFIG" }));
   });
+});
+
+describeTelemetrySinkConformance("createOtlpSink", async () => {
+  const otlp = await startOtlpReceiver();
+  const sink = createOtlpSink({ endpoint: otlp.url, maxBatchSize: 512, scheduledDelayMs: 3_600_000 });
+  return {
+    state: {
+      sink,
+      delivered: async () => {
+        expect(otlp.failures).toEqual([]);
+        return otlp.spans().map((item) => ({
+          traceId: item.traceId,
+          spanId: item.spanId,
+          parentSpanId: item.parentSpanId,
+          name: item.name,
+          startTimeMs: Number(BigInt(item.startTimeUnixNano) / 1_000_000n),
+          endTimeMs: Number(BigInt(item.endTimeUnixNano) / 1_000_000n),
+          status: (["unset", "ok", "error"] as const)[item.status.code ?? 0]!,
+          attributes: item.attributes as DeliveredSpan["attributes"],
+          resource: item.resource as Record<string, string>,
+        }));
+      },
+    },
+    cleanup: async () => {
+      await sink.shutdown();
+      await otlp.close();
+    },
+  };
 });
