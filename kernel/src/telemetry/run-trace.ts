@@ -97,8 +97,7 @@ export class RunTrace {
   private chatSpan(event: RunEvent, startMs: number, endMs: number): TelemetrySpan {
     const data = event.data;
     const usage = (data.usage ?? {}) as Record<string, JsonValue>;
-    const [specProvider] = this.modelSpec.split("/");
-    const requestModel = this.modelSpec.includes("/") ? this.modelSpec.slice(this.modelSpec.indexOf("/") + 1) : this.modelSpec;
+    const { provider: specProvider, model: requestModel } = splitModelSpec(this.modelSpec);
     const attributes: Record<string, SpanAttributeValue | undefined> = {
       "gen_ai.operation.name": "chat",
       "gen_ai.provider.name": typeof data.provider === "string" ? data.provider : specProvider,
@@ -162,7 +161,8 @@ export class RunTrace {
       "gen_ai.operation.name": "invoke_agent",
       "gen_ai.agent.id": agent.agentId,
       "gen_ai.agent.name": agent.agentName,
-      "gen_ai.request.model": this.modelSpec,
+      "gen_ai.provider.name": splitModelSpec(this.modelSpec).provider,
+      "gen_ai.request.model": splitModelSpec(this.modelSpec).model,
       "gen_ai.usage.input_tokens": this.inputTokens,
       "gen_ai.usage.output_tokens": this.outputTokens,
       "assembly_line.usage.cost_usd": this.costUsd,
@@ -217,6 +217,19 @@ export class RunTrace {
       resource: { ...this.settings.resource },
     };
   }
+}
+
+/**
+ * `openai/gpt-5.4-mini` is provider `openai`, model `gpt-5.4-mini`; a routed
+ * spec such as `scripted:/abs/path/script.json` is provider `scripted` and the
+ * file's name, so no local path leaves the process.
+ */
+function splitModelSpec(spec: string): { provider: string | undefined; model: string } {
+  const colon = spec.indexOf(":");
+  const slash = spec.indexOf("/");
+  if (colon > 0 && (slash < 0 || colon < slash)) return { provider: spec.slice(0, colon), model: spec.slice(colon + 1).split("/").pop() ?? "" };
+  if (slash > 0) return { provider: spec.slice(0, slash), model: spec.slice(slash + 1) };
+  return { provider: undefined, model: spec };
 }
 
 function text(value: JsonValue | undefined): string {

@@ -95,7 +95,7 @@ describe("the spec's instrumentation.ts exporting to an OTLP/HTTP receiver", () 
     expect(root).toMatchObject({ name: "invoke_agent learning-agent", parentSpanId: "", kind: 1, status: { code: 1 } });
     expect(root.resource["service.name"]).toBe("learning-agent");
     expect(root.scope.name).toBe("@assemblyline-agents/otlp");
-    expect(root.attributes).toMatchObject({ "assembly_line.run.id": result.runId, "gen_ai.conversation.id": "c-42", "gen_ai.request.model": "openai/gpt-5.4-mini" });
+    expect(root.attributes).toMatchObject({ "assembly_line.run.id": result.runId, "gen_ai.conversation.id": "c-42", "gen_ai.request.model": "gpt-5.4-mini", "gen_ai.provider.name": "openai" });
     expect(root.traceId).toMatch(/^[0-9a-f]{32}$/);
     const children = spans.filter((item) => item !== root);
     expect(children.map((item) => item.name).sort()).toEqual(["chat gpt-5.4-mini", "chat gpt-5.4-mini", "execute_tool lookup", "step harness:model:0", "step harness:model:1"]);
