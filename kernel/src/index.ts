@@ -6,8 +6,8 @@ export type { RunResult, PendingApproval, PendingQuestion } from "./run/run-resu
 export { InMemoryStateAdapter } from "./state/in-memory-state.js";
 export { builtInToolDefaults } from "./builtins/index.js";
 export { buildAgent, ARTIFACT_DIR, MANIFEST_FILE, type BuildOptions, type BuildResult } from "./compiler/build.js";
-export { loadRuntimeBundle, type RuntimeBundle, type SourceBundle } from "./compiler/bundle.js";
-export type { AgentManifest, ToolManifestEntry, HookManifestEntry, SourceRef, ContextManifest, GatewayManifest } from "./compiler/manifest.js";
+export { loadRuntimeBundle, type LoadRuntimeBundleOptions, type RuntimeBundle, type SourceBundle } from "./compiler/bundle.js";
+export type { AgentManifest, ToolManifestEntry, HookManifestEntry, SourceRef, ContextManifest, GatewayManifest, InstrumentationManifest } from "./compiler/manifest.js";
 export { createKernelHooks, STAGE, type KernelHooks, type SlotContext, type HarnessRequest, type EventContext } from "./hooks.js";
 export { scriptedHarness, loadModelScript, parseModelScript, SCRIPTED_PREFIX, type ModelScript, type ScriptedTurn } from "./harness/scripted.js";
 export { createRuntimeLogger } from "./logger.js";
@@ -24,3 +24,5 @@ export { Automations, DEFAULT_CATCH_UP_MS, type AutomationRun } from "./automati
 export { normalizeSchedule, nextDueAfter, NEVER } from "./automations/schedule-time.js";
 export type { AutomationManifestEntry } from "./compiler/manifest.js";
 export { isAutomationSchedule, type DispatchOptions } from "./automations/automations.js";
+export { startInstrumentation, type ActiveInstrumentation } from "./telemetry/instrumentation.js";
+export { captureBody, capturesBodies, redact, REDACTED } from "./telemetry/capture.js";

@@ -16,7 +16,10 @@ import {
   type StateAdapter,
   type StateStores,
   type RunBudgets,
+  type TelemetrySink,
 } from "@assemblyline-agents/core";
+import type { ActiveInstrumentation } from "./telemetry/instrumentation.js";
+import { Tracer } from "./telemetry/tracer.js";
 import type { SourceBundle } from "./compiler/bundle.js";
 import type { AgentManifest } from "./compiler/manifest.js";
 import { SCRIPTED_PREFIX, loadModelScript, scriptedHarness } from "./harness/scripted.js";
@@ -91,6 +94,10 @@ export interface RuntimeOptions {
    * when agent.ts enables them. Without it, connections are unavailable.
    */
   connections?: ConnectionProvider;
+  /** instrumentation.ts after setup (from loadRuntimeBundle): its captureContent, service name and sink. */
+  instrumentation?: ActiveInstrumentation;
+  /** More sinks, e.g. a host's; they get the same spans, under the same captureContent. */
+  telemetry?: TelemetrySink | TelemetrySink[];
 }
 
 export interface RunAgentOptions {
@@ -139,6 +146,7 @@ export class OpenEveRuntime {
     );
     this.tapRoutes();
     this.tapUserHooks();
+    this.tracer = this.startTracer();
 
     this.driver = this.createDriver(options, env);
     this.journal = this.driver.journal;
@@ -246,6 +254,29 @@ export class OpenEveRuntime {
     let library = this.libraries.get(key);
     if (!library) this.libraries.set(key, (library = new SkillLibrary(profile, this.state.skills, agentRevision)));
     return library;
+  private readonly tracer: Tracer | undefined;
+
+  /** Spans go to instrumentation.ts's sink and `telemetry` sinks, unless captureContent is "off". */
+  private startTracer(): Tracer | undefined {
+    const { instrumentation, telemetry } = this.options;
+    const sinks = [...(instrumentation?.sink ? [instrumentation.sink] : []), ...[telemetry ?? []].flat()];
+    const captureContent = instrumentation?.captureContent ?? "usage";
+    if (captureContent === "off" || sinks.length === 0) return undefined;
+    const tracer = new Tracer({
+      runs: this.state.runs,
+      sinks,
+      captureContent,
+      serviceName: instrumentation?.serviceName ?? this.manifest.agent.id,
+      logger: this.logger,
+    });
+    // Last, after hooks/ files: telemetry watches what the application did, it never gates it.
+    this.hooks.event.tapPromise({ name: "kernel:telemetry", stage: STAGE.FALLBACK }, (event, context) => tracer.observe(event, context));
+    return tracer;
+  }
+
+  /** Export every span sinks still hold (host shutdown calls this; close() does too). */
+  async flushTelemetry(): Promise<void> {
+    await this.tracer?.flush();
   }
 
   /** Start a brand-new run and drive it until it completes, fails or pauses. */
@@ -420,6 +451,7 @@ export class OpenEveRuntime {
   async close(): Promise<void> {
     await this.onIdle();
     await this.options.connections?.close?.().catch((error) => this.logger.warn({ err: String(error) }, "closing connections failed"));
+    await this.flushTelemetry();
     await this.state.close?.();
   }
 

@@ -131,6 +131,9 @@ export const errorCatalogue = {
   AL_ERR_SUBAGENT_BUSY: "A subagent's run is driven by another process; the parent stays running and recovery resumes both.",
   AL_ERR_SUBAGENT_FAILED: "A subagent's run failed; the spawning tool call gets the child's error.",
   AL_ERR_SUBAGENT_OUTPUT: "A subagent's final output does not match its outputSchema or the expectedOutput schema.",
+  AL_ERR_INSTRUMENTATION_DEFINITION: "instrumentation.ts does not default-export defineInstrumentation(...) with a setup function and a known captureContent.",
+  AL_ERR_INSTRUMENTATION_SETUP: "instrumentation.ts setup() threw at startup or returned something that is not a TelemetrySink.",
+  AL_ERR_OTLP_CONFIG: "The OTLP sink's endpoint, headers or limits are invalid.",
 } as const;
 
 export type ErrorCode = keyof typeof errorCatalogue;

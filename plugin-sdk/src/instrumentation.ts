@@ -1,14 +1,49 @@
 import { brand, hasBrand, type Branded } from "./brand.js";
-import type { RunEvent } from "./events.js";
+
+/** A span attribute value, as OTLP carries it. */
+export type SpanAttributeValue = string | number | boolean | string[];
+
+/**
+ * One finished span the runtime built from a run's durable events, after
+ * `captureContent` was applied. Sinks only ever see these, never raw events.
+ *
+ * Ids are derived from the run and the work the span describes, so the same
+ * work always has the same span id (a backend deduplicates a re-export).
+ */
+export interface TelemetrySpan {
+  /** 32 lowercase hex characters; one trace per run. */
+  traceId: string;
+  /** 16 lowercase hex characters. */
+  spanId: string;
+  /** Absent on the run's root span (`invoke_agent`). */
+  parentSpanId?: string;
+  /** E.g. `invoke_agent support-bot`, `chat openai/gpt-5.4-mini`, `execute_tool record_note`, `step harness:model:0`. */
+  name: string;
+  /** `client` for model calls, `internal` otherwise. */
+  kind: "internal" | "client";
+  /** Milliseconds since the Unix epoch. */
+  startTimeMs: number;
+  endTimeMs: number;
+  status: { code: "unset" | "ok" | "error"; message?: string };
+  /** GenAI semantic-convention attributes (`gen_ai.*`) plus `assembly_line.*`. */
+  attributes: Record<string, SpanAttributeValue>;
+  /** Resource attributes, e.g. `service.name`. */
+  resource: Record<string, string>;
+}
 
 /** Where telemetry goes. */
 export interface TelemetrySink {
-  export(event: RunEvent): void | Promise<void>;
-  /** Called during graceful shutdown. */
+  /** Receive one finished span; queue it rather than block (the run waits for this call). */
+  export(span: TelemetrySpan): void | Promise<void>;
+  /** Export everything queued; called by the host's shutdown and `runtime.close()`. */
   flush?(): Promise<void>;
 }
 
-export type CaptureContent = "usage" | "content" | "full" | "off";
+export const CAPTURE_CONTENT_MODES = ["usage", "content", "full", "off"] as const;
+export type CaptureContent = (typeof CAPTURE_CONTENT_MODES)[number];
+
+/** Characters kept of one body attribute before it is cut (see docs/telemetry.md). */
+export const CAPTURE_BODY_LIMITS = { content: 4_096, full: 65_536 } as const;
 
 export interface InstrumentationOptions {
   serviceName?: string;
@@ -25,4 +60,8 @@ export function defineInstrumentation(options: InstrumentationOptions): Instrume
 
 export function isInstrumentationDefinition(value: unknown): value is InstrumentationDefinition {
   return hasBrand(value, "assembly-line.instrumentation");
+}
+
+export function isTelemetrySink(value: unknown): value is TelemetrySink {
+  return typeof value === "object" && value !== null && typeof (value as TelemetrySink).export === "function";
 }

@@ -7,7 +7,7 @@ const plugin = (name: string) => resolve(import.meta.dirname, "../../plugins", n
 
 describe("first-party plugin packages", () => {
   it("declares a manifest of the right shape that fits this kernel, for local, node, pi and postgres", async () => {
-    for (const name of ["local", "node", "pi", "postgres", "redis"]) {
+    for (const name of ["local", "node", "otlp", "pi", "postgres", "redis"]) {
       const pkg = await readPluginPackage(plugin(name));
       expect(pkg.manifest.id).toBe(name);
       expect(pkg.packageName).toBe(`@assemblyline-agents/${name}`);

@@ -61,7 +61,7 @@ describe("assembly-line plugins list, search and info", () => {
   });
 
   it("refuses an unknown id naming the ones that exist", async () => {
-    await expect(plugins("info", "kubernetes")).rejects.toMatchObject({ code: "AL_ERR_PLUGIN_NOT_FOUND", message: expect.stringContaining("local, node, pi, postgres") });
+    await expect(plugins("info", "kubernetes")).rejects.toMatchObject({ code: "AL_ERR_PLUGIN_NOT_FOUND", message: expect.stringContaining("local, node, otlp, pi, postgres") });
     await expect(plugins("frobnicate")).rejects.toMatchObject({ code: "AL_ERR_CLI_USAGE" });
   });
 });

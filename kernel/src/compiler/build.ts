@@ -43,6 +43,7 @@ import {
   type GatewayManifest,
   type SandboxManifest,
   type HookManifestEntry,
+  type InstrumentationManifest,
   type SourceRef,
   type ToolManifestEntry,
 } from "./manifest.js";
@@ -51,6 +52,7 @@ import { resolveInstructions } from "./instructions.js";
 import { compileSkills } from "./skills.js";
 import { SUBAGENT_ONLY_KEYS, compileSubagents } from "./subagents.js";
 import { normalizeSchedule } from "../automations/schedule-time.js";
+import { checkInstrumentation } from "../telemetry/instrumentation.js";
 
 export const ARTIFACT_DIR = ".assembly-line";
 export const MANIFEST_FILE = "manifest.json";
@@ -137,6 +139,7 @@ export async function buildAgent(agentDirInput: string, options: BuildOptions = 
   const connections = await compileConnections(agentDir, load);
   const dynamicAutomations = checkDynamicAutomations(agent, agentFile);
   const dynamicConnections = checkDynamicConnections(agent, agentFile);
+  const instrumentation = await compileInstrumentation(agentDir, load);
   const agentContext = agent.context === undefined ? undefined : agent.context;
   if (agentContext !== undefined && !isContextPolicy(agentContext)) {
     throw new AssemblyLineError("AL_ERR_CONTEXT_DEFINITION", `${agentFile} context: is not a context policy`, {
@@ -176,6 +179,7 @@ export async function buildAgent(agentDirInput: string, options: BuildOptions = 
     subagents,
     automations,
     connections,
+    instrumentation,
     sources,
   };
   // sourceRoot is a local layout detail, not behaviour: leave it out of the revision.
@@ -363,6 +367,15 @@ async function compileResolver(agentDir: string, load: Loader): Promise<SourceRe
     });
   }
   return hashSource(agentDir, file);
+}
+
+/** instrumentation.ts: checked here, its setup() runs at each startup (loadRuntimeBundle), not at build. */
+async function compileInstrumentation(agentDir: string, load: Loader): Promise<InstrumentationManifest | null> {
+  const file = findSource(agentDir, "instrumentation");
+  if (!file) return null;
+  const definition = (await load(join(agentDir, file))).default;
+  checkInstrumentation(definition, file);
+  return { source: await hashSource(agentDir, file), captureContent: definition.captureContent ?? "usage", serviceName: definition.serviceName ?? null };
 }
 
 async function compileContextFile(agentDir: string, load: Loader): Promise<{ source: SourceRef; exports: unknown[] } | null> {

@@ -17,6 +17,7 @@ import {
   type ChannelModule,
   type GatewayDefinition,
   type HookDefinition,
+  type InstrumentationDefinition,
   type RunResolverDefinition,
   type ToolDefinition,
 } from "@assemblyline-agents/core";
@@ -24,6 +25,7 @@ import { MANIFEST_FILE } from "./build.js";
 import { createModuleLoader } from "./load-module.js";
 import { MANIFEST_VERSION, type AgentManifest } from "./manifest.js";
 import { hashSource } from "./source-files.js";
+import { checkInstrumentation, startInstrumentation, type ActiveInstrumentation } from "../telemetry/instrumentation.js";
 
 /** A subagent's live code: its agent.ts, its own tools, its subagents. */
 export interface SubagentBundle {
@@ -48,6 +50,8 @@ export interface SourceBundle {
   gateway: GatewayDefinition | null;
   /** subagents/<name>/ by name; absent in bundles assembled by hand before subagents existed. */
   subagents?: Record<string, SubagentBundle>;
+  /** instrumentation.ts, when the folder has one (its setup not yet run). */
+  instrumentation: InstrumentationDefinition | null;
 }
 
 export interface RuntimeBundle {
@@ -55,10 +59,20 @@ export interface RuntimeBundle {
   sourceBundle: SourceBundle;
   /** Module-resolution hint for packaged dependencies. */
   artifactRoot: string;
+  /** instrumentation.ts after its setup() ran; absent when the folder has none. */
+  instrumentation?: ActiveInstrumentation;
 }
 
-/** Read a built artifact; spread the result into `new OpenEveRuntime({ ...bundle, state })`. */
-export async function loadRuntimeBundle(artifactRootInput: string): Promise<RuntimeBundle> {
+export interface LoadRuntimeBundleOptions {
+  /** What instrumentation.ts's setup receives as env (default process.env). */
+  env?: Record<string, string | undefined>;
+}
+
+/**
+ * Read a built artifact and run instrumentation.ts's setup() (once per call: call
+ * it once at startup); spread the result into `new OpenEveRuntime({ ...bundle, state })`.
+ */
+export async function loadRuntimeBundle(artifactRootInput: string, options: LoadRuntimeBundleOptions = {}): Promise<RuntimeBundle> {
   const artifactRoot = resolve(artifactRootInput);
   const manifestPath = join(artifactRoot, MANIFEST_FILE);
   if (!existsSync(manifestPath)) {
@@ -74,7 +88,9 @@ export async function loadRuntimeBundle(artifactRootInput: string): Promise<Runt
   }
   const agentDir = resolve(artifactRoot, manifest.sourceRoot);
   const sourceBundle = await loadSourceBundle(agentDir, manifest);
-  return { manifest, sourceBundle, artifactRoot };
+  if (!manifest.instrumentation || !sourceBundle.instrumentation) return { manifest, sourceBundle, artifactRoot };
+  const instrumentation = await startInstrumentation(sourceBundle.instrumentation, manifest.instrumentation.source.file, options.env ?? process.env);
+  return { manifest, sourceBundle, artifactRoot, instrumentation };
 }
 
 async function loadSourceBundle(agentDir: string, manifest: AgentManifest): Promise<SourceBundle> {
@@ -146,11 +162,17 @@ async function loadSourceBundle(agentDir: string, manifest: AgentManifest): Prom
       ...(resolveAttachment ? { resolveAttachment } : {}),
     };
   }
+  let instrumentation: InstrumentationDefinition | null = null;
+  if (manifest.instrumentation) {
+    const loaded = await defaultExport(manifest.instrumentation.source.file);
+    checkInstrumentation(loaded, manifest.instrumentation.source.file);
+    instrumentation = loaded;
+  }
   const connections: Record<string, ConnectionDefinition> = {};
   for (const entry of manifest.connections ?? []) {
     const definition = await defaultExport(entry.source.file);
     if (!isConnectionDefinition(definition)) throw new AssemblyLineError("AL_ERR_CONNECTION_DEFINITION", `${entry.source.file} no longer exports a connection definition`);
     connections[entry.name] = definition;
   }
-  return { agent, tools, hooks, resolver, gateway, channels, subagents, connections };
+  return { agent, tools, hooks, resolver, gateway, channels, subagents, connections, instrumentation };
 }

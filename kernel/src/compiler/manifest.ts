@@ -1,4 +1,4 @@
-import type { CoreToolPolicy, DefaultContextOptions, RunBudgets, JsonSchema, JsonValue, NormalizedSchedule, ResolvedDefaultContextOptions, SideEffect, ToolCapability } from "@assemblyline-agents/core";
+import type { CaptureContent, CoreToolPolicy, DefaultContextOptions, RunBudgets, JsonSchema, JsonValue, NormalizedSchedule, ResolvedDefaultContextOptions, SideEffect, ToolCapability } from "@assemblyline-agents/core";
 
 export const MANIFEST_VERSION = 1;
 
@@ -73,6 +73,13 @@ export interface ConnectionManifestEntry {
   description: string;
   /** The grant it uses (an id, never a secret), or null. */
   grant: string | null;
+}
+
+/** instrumentation.ts: the telemetry setup every host runs once at startup. */
+export interface InstrumentationManifest {
+  source: SourceRef;
+  captureContent: CaptureContent;
+  serviceName: string | null;
 }
 
 export interface HookManifestEntry {
@@ -155,6 +162,7 @@ export interface AgentManifest {
   subagents: SubagentManifestEntry[];
   automations: AutomationManifestEntry[];
   connections: ConnectionManifestEntry[];
+  instrumentation: InstrumentationManifest | null;
   /** Every behaviour-bearing file, sorted: the revision covers them all. */
   sources: SourceRef[];
 }

@@ -25,6 +25,8 @@ export async function runStep<T>(
     return existing.result as T;
   }
   await beforeRunning?.();
+  // Recorded with the completion so telemetry can time the step in any process.
+  const startedAt = new Date().toISOString();
   const result = await fn();
   const problem = findNonJson(result, `step "${key}" result`);
   if (problem) {
@@ -36,7 +38,7 @@ export async function runStep<T>(
   await scope.journal.record(
     scope.runId,
     "durable_step.completed",
-    { key, metadata },
+    { key, metadata, startedAt },
     { step: { runId: scope.runId, key, result: result as JsonValue, metadata, createdAt: new Date().toISOString() } },
   );
   return structuredClone(result);

@@ -8,3 +8,4 @@ export { describeRateLimiterStoreConformance } from "./rate-limiter.js";
 export { describeSandboxConformance } from "./sandbox.js";
 export { itIsReplaySafe } from "./replay-stress.js";
 export { describeChannelConformance, deliveryMetadataOf, type ChannelKitEvent, type ChannelKitSubject } from "./channel.js";
+export { describeTelemetrySinkConformance, type DeliveredSpan, type TelemetrySinkSubject } from "./telemetry-sink.js";

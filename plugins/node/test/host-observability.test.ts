@@ -1,5 +1,5 @@
 import { beforeAll, describe, expect, it } from "vitest";
-import { definePlugin, type ChannelModule, type RunEvent } from "@assemblyline-agents/core";
+import { definePlugin, type ChannelModule, type TelemetrySpan } from "@assemblyline-agents/core";
 import { createKernel, type RuntimeBundle } from "@assemblyline-agents/runtime";
 import { readableLogger } from "../src/index.js";
 import { call, fixtureBundle, startHost, waitFor } from "./support/host.js";
@@ -42,13 +42,14 @@ describe("structured logs", () => {
 });
 
 describe("host integrations", () => {
-  it("exports every recorded event to the telemetry sinks, in order", async () => {
-    const exported: RunEvent[] = [];
-    const host = await startHost(bundle, { telemetry: { export: (event) => void exported.push(event) } });
+  it("exports the run's spans to the telemetry sinks, never raw events or bodies (captureContent usage)", async () => {
+    const exported: TelemetrySpan[] = [];
+    const host = await startHost(bundle, { telemetry: { export: (span) => void exported.push(span) } });
     const { body } = await call(`${host.url}/message?wait=10`, { body: { message: "echo: hi" } });
-    const seqs = exported.filter((event) => event.runId === body.runId).map((event) => event.seq);
-    expect(seqs).toEqual(seqs.map((_, index) => index + 1));
-    expect(exported.at(-1)?.type).toBe("run.completed");
+    const spans = exported.filter((span) => span.attributes["assembly_line.run.id"] === body.runId);
+    expect(spans.at(-1)?.attributes["gen_ai.operation.name"]).toBe("invoke_agent");
+    expect(spans.every((span) => /^[0-9a-f]{32}$/.test(span.traceId) && /^[0-9a-f]{16}$/.test(span.spanId))).toBe(true);
+    expect(JSON.stringify(spans)).not.toContain("echo: hi");
   });
 
   it("serves channel modules a plugin registers through hooks.channel", async () => {

@@ -49,6 +49,7 @@ describe("assembly-line dev", () => {
     const { agentDir, script } = copyExample();
     const dev = await serve(["dev", agentDir, "--port", "0", "--offline-script", script]);
     expect(dev.stdout()).toMatch(/POST\s+http:\/\/127\.0\.0\.1:\d+\/message\s+\(channel message\)/);
+    expect(dev.stdout()).toMatch(/run inspector: http:\/\/127\.0\.0\.1:\d+\/inspector\n/);
     expect(dev.stdout()).toMatch(/scripted conversation .*remember-milk\.json \(.*OPENAI_API_KEY is not set.*\) \(dev mode\)/);
 
     const sent = await call(`${dev.url}/message?wait=30`, { body: { message: "Remember to buy milk", conversationId: "demo" } });

@@ -30,7 +30,7 @@ export interface NodeRuntimeOptions extends RuntimeOptions {
   outbox?: OutboxOptions;
   /** Started with the host; each due schedule's payload `{ message, conversationId? }` becomes a mailbox run. */
   scheduler?: Scheduler;
-  /** Sinks that receive every recorded event, flushed at shutdown. */
+  /** Sinks that receive the runtime's spans (captureContent applied), flushed at shutdown. */
   telemetry?: TelemetrySink | TelemetrySink[];
   /** How often runs orphaned by a dead replica are looked for (default: the lease TTL). */
   recoveryIntervalMs?: number;

@@ -19,8 +19,8 @@ export interface Route {
   method: string;
   /** A path with `:name` segments, e.g. `/runs/:runId/approve`. */
   pattern: string;
-  /** What the auth gate checks; `provider` routes verify themselves (normalizeHttp). */
-  auth: RouteKind | "provider";
+  /** What the auth gate checks; `provider` routes verify themselves (normalizeHttp); `public` ones serve no run data. */
+  auth: RouteKind | "provider" | "public";
   /** The channel a channel route belongs to. */
   channel?: string;
   handle(ctx: RequestContext): Promise<void>;

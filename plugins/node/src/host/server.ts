@@ -13,6 +13,7 @@ import { killSwitchRoutes, probeRoutes } from "./control.js";
 import { errorResponse, headerRecord, sendJson } from "./http.js";
 import { inspectionRoutes } from "./inspection.js";
 import { withBuiltInModelRoutes } from "./model-routes.js";
+import { inspectorRoutes } from "./inspector/routes.js";
 import { IngressKillSwitch } from "./kill-switch.js";
 import { ConversationMailbox } from "./mailbox.js";
 import { resolveHostConfig, type NodeRuntimeOptions } from "./options.js";
@@ -37,7 +38,7 @@ export interface NodeRuntimeHandle {
 }
 
 /** Paths the host serves itself; a channel route may not take them. */
-const RESERVED_PREFIXES = ["/runs", "/admin", "/healthz", "/readyz"];
+const RESERVED_PREFIXES = ["/runs", "/admin", "/healthz", "/readyz", "/inspector"];
 
 /**
  * Serve an agent over HTTP: its channels (`channels/*.ts`), the `/runs`
@@ -81,18 +82,11 @@ export async function listenNodeRuntime(options: NodeRuntimeOptions): Promise<No
   const outbox = new DeliveryOutbox(runtime.state.runs, channels, logger, options.outbox);
   const recovery = new RunRecovery(runtime, mailbox, logger, config.leaseTtlMs * 2);
   const ingress = new ChannelIngress({ runtime, channels, mailbox, watcher, killSwitch, rateLimiter, logger, maxBodyBytes: config.maxBodyBytes, model: options.model });
-  const sinks: TelemetrySink[] = [options.telemetry ?? []].flat();
   const drainController = new AbortController();
 
-  runtime.hooks.event.tapPromise("node-host:telemetry-and-outbox", async (event) => {
+  // Spans reach options.telemetry through the runtime's tracer (captureContent applied there).
+  runtime.hooks.event.tap("node-host:outbox", (event) => {
     if (event.type === "run.completed") outbox.kick();
-    for (const sink of sinks) {
-      try {
-        await sink.export(event);
-      } catch (error) {
-        logger.warn({ event: "telemetry.export_failed", runId: event.runId, seq: event.seq, err: String(error) }, "a telemetry sink failed to export an event");
-      }
-    }
   });
 
   const router = new Router();
@@ -100,6 +94,7 @@ export async function listenNodeRuntime(options: NodeRuntimeOptions): Promise<No
     ...probeRoutes({ draining: () => drainController.signal.aborted, mailbox, killSwitch }),
     ...inspectionRoutes(runtime, config.maxBodyBytes, drainController.signal),
     ...killSwitchRoutes(killSwitch, config.maxBodyBytes),
+    ...inspectorRoutes(runtime, { captureContent: options.instrumentation?.captureContent ?? (config.devMode ? "content" : "usage"), draining: drainController.signal }),
   ]) {
     router.add(route);
   }
@@ -141,7 +136,7 @@ export async function listenNodeRuntime(options: NodeRuntimeOptions): Promise<No
       const { route, params } = router.match(method, path);
       kind = route.auth;
       const ctx: RequestContext = { req, res, method, path, query: url.searchParams, params, headers: headerRecord(req), remoteAddress: req.socket.remoteAddress, requestId };
-      if (route.auth !== "provider") {
+      if (route.auth !== "provider" && route.auth !== "public") {
         await auth.check({ kind: route.auth, method, path, headers: ctx.headers, remoteAddress: ctx.remoteAddress, ...(route.channel ? { channel: route.channel } : {}) });
       }
       await route.handle(ctx);
@@ -239,9 +234,7 @@ export async function listenNodeRuntime(options: NodeRuntimeOptions): Promise<No
         await Promise.all([recovery.stop(), outbox.stop()]);
       },
       runtimeIdle: () => runtime.onIdle(),
-      flushTelemetry: async () => {
-        await Promise.all(sinks.map((sink) => sink.flush?.()));
-      },
+      flushTelemetry: () => runtime.flushTelemetry(),
       // A rate-limiter store passed in may be shared with other hosts: its owner closes it.
       closeState: async () => {
         // MCP clients and stdio servers of connections end with the host.

@@ -96,6 +96,7 @@ async function serve(
   io.out(`listening on ${handle.url}`);
   for (const channel of manifest.channels) io.out(`  ${channel.methods.join("|").padEnd(6)} ${handle.url}${channel.route}  (channel ${channel.name})`);
   io.out(`  GET    ${handle.url}/runs  /runs/:id  POST /runs/:id/approve|deny|answer`);
+  io.out(`  run inspector: ${handle.url}/inspector${mode.devMode ? "" : "  (needs the host's auth)"}`);
   io.out(`  GET    ${handle.url}/healthz  /readyz  /admin/kill-switch`);
   if (local.scheduler) io.out(`  scheduler: ${manifest.automations?.length ?? 0} static automation(s)${manifest.agent.dynamicAutomations?.dynamic ? ", dynamic automations on" : ""}`);
   if (control.installSignals !== false) installSignalHandlers(handle);

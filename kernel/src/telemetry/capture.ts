@@ -1,0 +1,52 @@
+import { CAPTURE_BODY_LIMITS, type CaptureContent, type JsonValue } from "@assemblyline-agents/core";
+
+/** Keys whose values are withheld from every sink, whatever the capture mode. */
+const SECRET_KEY = /authorization|api[-_]?key|apikey|passw(or)?d|token|cookie|secret|credential|private[-_]?key/i;
+/** Free-text credentials that carry no key: `Bearer abc...`, `Basic abc...`. */
+const SCHEME_CREDENTIAL = /\b(Bearer|Basic)\s+[A-Za-z0-9._~+/=-]{8,}/g;
+export const REDACTED = "[REDACTED]";
+
+/** True when a mode lets message bodies and tool input/output reach sinks. */
+export function capturesBodies(mode: CaptureContent): mode is "content" | "full" {
+  return mode === "content" || mode === "full";
+}
+
+/**
+ * A body as a sink may see it: secret-looking keys redacted (also inside strings
+ * that hold JSON), then serialized and cut to the mode's limit. Redaction comes
+ * first so that cutting can never leave a secret behind in unparsed text.
+ */
+export function captureBody(value: unknown, mode: "content" | "full"): string {
+  const redacted = redact(value);
+  const text = typeof redacted === "string" ? redacted : JSON.stringify(redacted ?? null);
+  return truncate(text, CAPTURE_BODY_LIMITS[mode]);
+}
+
+export function redact(value: unknown, depth = 0): unknown {
+  if (depth > 32) return REDACTED;
+  if (typeof value === "string") return redactString(value, depth);
+  if (Array.isArray(value)) return value.map((item) => redact(item, depth + 1));
+  if (typeof value === "object" && value !== null) {
+    const clean: Record<string, unknown> = {};
+    for (const [key, item] of Object.entries(value)) clean[key] = SECRET_KEY.test(key) ? REDACTED : redact(item, depth + 1);
+    return clean;
+  }
+  return value;
+}
+
+function redactString(text: string, depth: number): string {
+  const trimmed = text.trim();
+  if ((trimmed.startsWith("{") && trimmed.endsWith("}")) || (trimmed.startsWith("[") && trimmed.endsWith("]"))) {
+    try {
+      return JSON.stringify(redact(JSON.parse(trimmed) as JsonValue, depth + 1));
+    } catch {
+      // Not JSON after all: treated as free text below.
+    }
+  }
+  return text.replace(SCHEME_CREDENTIAL, (_match, scheme: string) => `${scheme} ${REDACTED}`);
+}
+
+export function truncate(text: string, limit: number): string {
+  if (text.length <= limit) return text;
+  return `${text.slice(0, limit)}…[truncated ${text.length - limit} chars]`;
+}

@@ -1,0 +1,241 @@
+import type { CaptureContent, EventContext, JsonValue, RunEvent, SpanAttributeValue, TelemetrySpan } from "@assemblyline-agents/core";
+import { captureBody, capturesBodies } from "./capture.js";
+import { spanIdFor, traceIdFor } from "./span-ids.js";
+
+/** How the tracer labels every span it builds. */
+export interface TraceSettings {
+  mode: Exclude<CaptureContent, "off">;
+  resource: Record<string, string>;
+  agent: EventContext;
+}
+
+interface OpenTool {
+  startMs: number;
+  name: string;
+  input: JsonValue | undefined;
+  approval?: "granted" | "denied";
+}
+
+/** Terminal tool events and the outcome each records on the span. */
+const TOOL_ENDINGS: Record<string, string> = {
+  "tool.completed": "completed",
+  "tool.execution_failed": "failed",
+  "tool.denied": "denied",
+  "tool.input_invalid": "input_invalid",
+  "tool.disabled": "disabled",
+};
+
+/**
+ * What the events of one run say so far, folded in seq order, and the spans
+ * each event finishes. Replayed work (`tool.replayed`, `durable_step.replayed`)
+ * finishes none: it was exported when it first ran.
+ */
+export class RunTrace {
+  private startMs = 0;
+  private lastEventMs = 0;
+  private modelSpec = "";
+  private conversationId: string | null = null;
+  private message: JsonValue = null;
+  private metadata: JsonValue = null;
+  private instructions = "";
+  private inputTokens = 0;
+  private outputTokens = 0;
+  private costUsd = 0;
+  private readonly tools = new Map<string, OpenTool>();
+  readonly traceId: string;
+  private readonly rootSpanId: string;
+
+  constructor(
+    readonly runId: string,
+    private readonly settings: TraceSettings,
+  ) {
+    this.traceId = traceIdFor(runId);
+    this.rootSpanId = spanIdFor(runId, "invoke_agent");
+  }
+
+  /** Fold one event in; returns the spans it finishes. */
+  apply(event: RunEvent): TelemetrySpan[] {
+    const at = Date.parse(event.createdAt);
+    const previousMs = this.lastEventMs || at;
+    this.lastEventMs = at;
+    const data = event.data;
+    switch (event.type) {
+      case "run.created": {
+        this.startMs = at;
+        this.modelSpec = text(data.modelSpec);
+        this.conversationId = typeof data.conversationId === "string" ? data.conversationId : null;
+        const input = (data.input ?? {}) as Record<string, JsonValue>;
+        this.message = input.message ?? null;
+        this.metadata = input.metadata ?? null;
+        return [];
+      }
+      case "run.started":
+        this.modelSpec = text(data.modelSpec) || this.modelSpec;
+        this.instructions = text(data.instructions);
+        return [];
+      case "model.response":
+        return [this.chatSpan(event, previousMs, at)];
+      case "tool.called":
+        this.tools.set(text(data.callId), { startMs: at, name: text(data.toolName), input: data.input });
+        return [];
+      case "approval.granted":
+      case "approval.denied": {
+        const open = this.tools.get(text(data.callId));
+        if (open) open.approval = event.type === "approval.granted" ? "granted" : "denied";
+        return [];
+      }
+      case "durable_step.completed":
+        return [this.stepSpan(event, previousMs, at)];
+      case "run.completed":
+      case "run.failed":
+        return [this.agentSpan(event, at)];
+      default:
+        return TOOL_ENDINGS[event.type] ? [this.toolSpan(event, previousMs, at)] : [];
+    }
+  }
+
+  private chatSpan(event: RunEvent, startMs: number, endMs: number): TelemetrySpan {
+    const data = event.data;
+    const usage = (data.usage ?? {}) as Record<string, JsonValue>;
+    const { provider: specProvider, model: requestModel } = splitModelSpec(this.modelSpec);
+    const attributes: Record<string, SpanAttributeValue | undefined> = {
+      "gen_ai.operation.name": "chat",
+      "gen_ai.provider.name": typeof data.provider === "string" ? data.provider : specProvider,
+      "gen_ai.request.model": requestModel,
+      "gen_ai.response.model": typeof data.model === "string" ? data.model : undefined,
+      "gen_ai.response.id": typeof data.responseId === "string" ? data.responseId : undefined,
+      "gen_ai.response.finish_reasons": typeof data.stopReason === "string" ? [data.stopReason] : undefined,
+      "gen_ai.usage.input_tokens": numberOrUndefined(usage.inputTokens),
+      "gen_ai.usage.output_tokens": numberOrUndefined(usage.outputTokens),
+      "gen_ai.usage.cache_read.input_tokens": numberOrUndefined(usage.cacheReadTokens),
+      "gen_ai.usage.cache_creation.input_tokens": numberOrUndefined(usage.cacheWriteTokens),
+      "assembly_line.usage.cost_usd": numberOrUndefined(usage.costUsd),
+    };
+    this.inputTokens += numberOrUndefined(usage.inputTokens) ?? 0;
+    this.outputTokens += numberOrUndefined(usage.outputTokens) ?? 0;
+    this.costUsd += numberOrUndefined(usage.costUsd) ?? 0;
+    if (capturesBodies(this.settings.mode)) {
+      const toolCalls = Array.isArray(data.toolCalls) ? data.toolCalls.map((name) => ({ type: "tool_call", name: text(name) })) : [];
+      attributes["gen_ai.output.messages"] = captureBody([{ role: "assistant", parts: [{ type: "text", content: data.text ?? "" }, ...toolCalls] }], this.settings.mode);
+    }
+    return this.span(`chat ${requestModel}`, spanIdFor(this.runId, "chat", event.seq), "client", startMs, endMs, attributes);
+  }
+
+  private toolSpan(event: RunEvent, previousMs: number, endMs: number): TelemetrySpan {
+    const data = event.data;
+    const callId = text(data.callId);
+    const open = this.tools.get(callId);
+    this.tools.delete(callId);
+    const name = open?.name ?? text(data.toolName);
+    const outcome = TOOL_ENDINGS[event.type]!;
+    const attributes: Record<string, SpanAttributeValue | undefined> = {
+      "gen_ai.operation.name": "execute_tool",
+      "gen_ai.tool.name": name,
+      "gen_ai.tool.call.id": callId,
+      "gen_ai.tool.type": "function",
+      "assembly_line.tool.outcome": outcome,
+      "assembly_line.tool.approval": open?.approval,
+      "error.type": outcome === "failed" ? text(data.code) || "tool_error" : undefined,
+    };
+    if (capturesBodies(this.settings.mode)) {
+      attributes["gen_ai.tool.call.arguments"] = captureBody(open?.input ?? data.input ?? null, this.settings.mode);
+      const result = event.type === "tool.completed" ? data.output : event.type === "tool.execution_failed" ? { error: data.error ?? null } : data;
+      attributes["gen_ai.tool.call.result"] = captureBody(result ?? null, this.settings.mode);
+    }
+    const status = outcome === "failed" ? this.errorStatus(data) : { code: "ok" as const };
+    return this.span(`execute_tool ${name}`, spanIdFor(this.runId, "tool", callId), "internal", open?.startMs ?? previousMs, endMs, attributes, status);
+  }
+
+  private stepSpan(event: RunEvent, previousMs: number, endMs: number): TelemetrySpan {
+    const key = text(event.data.key);
+    const started = typeof event.data.startedAt === "string" ? Date.parse(event.data.startedAt) : NaN;
+    const attributes: Record<string, SpanAttributeValue | undefined> = { "assembly_line.operation.name": "durable_step", "assembly_line.step.key": key };
+    if (capturesBodies(this.settings.mode)) attributes["assembly_line.step.metadata"] = captureBody(event.data.metadata ?? {}, this.settings.mode);
+    return this.span(`step ${key}`, spanIdFor(this.runId, "step", key), "internal", Number.isNaN(started) ? previousMs : started, endMs, attributes);
+  }
+
+  private agentSpan(event: RunEvent, endMs: number): TelemetrySpan {
+    const { agent, mode } = this.settings;
+    const failed = event.type === "run.failed";
+    const attributes: Record<string, SpanAttributeValue | undefined> = {
+      "gen_ai.operation.name": "invoke_agent",
+      "gen_ai.agent.id": agent.agentId,
+      "gen_ai.agent.name": agent.agentName,
+      "gen_ai.provider.name": splitModelSpec(this.modelSpec).provider,
+      "gen_ai.request.model": splitModelSpec(this.modelSpec).model,
+      "gen_ai.usage.input_tokens": this.inputTokens,
+      "gen_ai.usage.output_tokens": this.outputTokens,
+      "assembly_line.usage.cost_usd": this.costUsd,
+      "assembly_line.run.status": failed ? "failed" : "completed",
+      "error.type": failed ? text(event.data.code) || "run_failed" : undefined,
+    };
+    if (capturesBodies(mode)) {
+      attributes["gen_ai.input.messages"] = captureBody([{ role: "user", parts: [{ type: "text", content: this.message }] }], mode);
+      if (!failed) attributes["gen_ai.output.messages"] = captureBody([{ role: "assistant", parts: [{ type: "text", content: event.data.text ?? "" }] }], mode);
+    }
+    if (mode === "full") {
+      attributes["gen_ai.system_instructions"] = captureBody(this.instructions, mode);
+      attributes["assembly_line.run.metadata"] = captureBody(this.metadata, mode);
+    }
+    const span = this.span(`invoke_agent ${agent.agentName}`, this.rootSpanId, "internal", this.startMs || endMs, endMs, attributes, failed ? this.errorStatus(event.data) : { code: "ok" });
+    delete span.parentSpanId;
+    return span;
+  }
+
+  /** Under usage an error is named by its code only: messages can quote inputs. */
+  private errorStatus(data: Record<string, JsonValue>): TelemetrySpan["status"] {
+    const code = text(data.code);
+    const message = capturesBodies(this.settings.mode) ? captureBody(data.error ?? "", this.settings.mode) : code || "failed";
+    return { code: "error", message };
+  }
+
+  private span(
+    name: string,
+    spanId: string,
+    kind: TelemetrySpan["kind"],
+    startTimeMs: number,
+    endTimeMs: number,
+    extra: Record<string, SpanAttributeValue | undefined>,
+    status: TelemetrySpan["status"] = { code: "ok" },
+  ): TelemetrySpan {
+    const attributes: Record<string, SpanAttributeValue> = {
+      "assembly_line.run.id": this.runId,
+      "assembly_line.agent.revision": this.settings.agent.agentRevision,
+    };
+    if (this.conversationId) attributes["gen_ai.conversation.id"] = this.conversationId;
+    for (const [key, value] of Object.entries(extra)) if (value !== undefined && value !== "") attributes[key] = value;
+    return {
+      traceId: this.traceId,
+      spanId,
+      parentSpanId: this.rootSpanId,
+      name,
+      kind,
+      startTimeMs: Math.min(startTimeMs, endTimeMs),
+      endTimeMs,
+      status,
+      attributes,
+      resource: { ...this.settings.resource },
+    };
+  }
+}
+
+/**
+ * `openai/gpt-5.4-mini` is provider `openai`, model `gpt-5.4-mini`; a routed
+ * spec such as `scripted:/abs/path/script.json` is provider `scripted` and the
+ * file's name, so no local path leaves the process.
+ */
+function splitModelSpec(spec: string): { provider: string | undefined; model: string } {
+  const colon = spec.indexOf(":");
+  const slash = spec.indexOf("/");
+  if (colon > 0 && (slash < 0 || colon < slash)) return { provider: spec.slice(0, colon), model: spec.slice(colon + 1).split("/").pop() ?? "" };
+  if (slash > 0) return { provider: spec.slice(0, slash), model: spec.slice(slash + 1) };
+  return { provider: undefined, model: spec };
+}
+
+function text(value: JsonValue | undefined): string {
+  return typeof value === "string" ? value : "";
+}
+
+function numberOrUndefined(value: JsonValue | undefined): number | undefined {
+  return typeof value === "number" && Number.isFinite(value) ? value : undefined;
+}

@@ -1,0 +1,40 @@
+import type { ServerResponse } from "node:http";
+import type { OpenEveRuntime } from "@assemblyline-agents/runtime";
+
+/** Comment lines keep proxies from closing an idle stream. */
+const HEARTBEAT_MS = 15_000;
+
+/**
+ * Server-sent events for the inspector page: one `run` message per committed
+ * event (ids and type only, never data), so open pages refetch what changed.
+ */
+export class LiveUpdates {
+  private readonly clients = new Set<{ res: ServerResponse; runId: string | null }>();
+  private readonly heartbeat: NodeJS.Timeout;
+
+  constructor(runtime: OpenEveRuntime, draining: AbortSignal) {
+    runtime.hooks.event.tap("node-host:inspector", (event) => {
+      const message = `event: run\ndata: ${JSON.stringify({ runId: event.runId, seq: event.seq, type: event.type })}\n\n`;
+      for (const client of this.clients) if (client.runId === null || client.runId === event.runId) client.res.write(message);
+    });
+    this.heartbeat = setInterval(() => {
+      for (const client of this.clients) client.res.write(": keep-alive\n\n");
+    }, HEARTBEAT_MS).unref();
+    // A draining host ends its streams so the listener can close.
+    draining.addEventListener("abort", () => this.close(), { once: true });
+  }
+
+  open(res: ServerResponse, runId: string | null): void {
+    res.writeHead(200, { "content-type": "text/event-stream; charset=utf-8", "cache-control": "no-store", connection: "keep-alive", "x-accel-buffering": "no" });
+    res.write(": connected\n\n");
+    const client = { res, runId };
+    this.clients.add(client);
+    res.on("close", () => this.clients.delete(client));
+  }
+
+  close(): void {
+    clearInterval(this.heartbeat);
+    for (const client of this.clients) client.res.end();
+    this.clients.clear();
+  }
+}

@@ -1,0 +1,64 @@
+import { readFile } from "node:fs/promises";
+import type { CaptureContent, RunStatus } from "@assemblyline-agents/core";
+import type { OpenEveRuntime } from "@assemblyline-agents/runtime";
+import { HttpError, sendJson } from "../http.js";
+import type { RequestContext, Route } from "../router.js";
+import { LiveUpdates } from "./live-updates.js";
+import { runView, summary } from "./run-view.js";
+
+/** The page's files: plain HTML, CSS and JS, served as they are. */
+const ASSETS: Record<string, string> = {
+  "index.html": "text/html; charset=utf-8",
+  "inspector.css": "text/css; charset=utf-8",
+  "inspector.js": "text/javascript; charset=utf-8",
+};
+const ASSET_DIR = new URL("../../../inspector/", import.meta.url);
+const STATUSES: RunStatus[] = ["queued", "running", "waiting_approval", "waiting_input", "completed", "failed"];
+
+export interface InspectorOptions {
+  /** What the page may show of bodies (the telemetry captureContent rules). */
+  captureContent: CaptureContent;
+  draining: AbortSignal;
+}
+
+/**
+ * The run inspector: /inspector serves the page (no run data in it); every
+ * piece of run data comes from /inspector/api/* behind the host's auth, like
+ * /runs. Decisions go through the existing POST /runs/:id/approve|deny|answer.
+ */
+export function inspectorRoutes(runtime: OpenEveRuntime, options: InspectorOptions): Route[] {
+  const live = new LiveUpdates(runtime, options.draining);
+  const page = (name: string): Route => ({
+    method: "GET",
+    pattern: name === "index.html" ? "/inspector" : `/inspector/${name}`,
+    auth: "public",
+    handle: async (ctx) => {
+      const text = await readFile(new URL(name, ASSET_DIR), "utf8");
+      ctx.res.writeHead(200, {
+        "content-type": ASSETS[name]!,
+        "cache-control": "no-cache",
+        "x-content-type-options": "nosniff",
+        "content-security-policy": "default-src 'self'; style-src 'self'; script-src 'self'; connect-src 'self'; img-src 'self' data:; frame-ancestors 'none'",
+      });
+      ctx.res.end(text);
+    },
+  });
+  const api = (pattern: string, handle: (ctx: RequestContext) => Promise<void>): Route => ({ method: "GET", pattern, auth: "runs", handle });
+
+  return [
+    ...Object.keys(ASSETS).map(page),
+    api("/inspector/api/runs", async (ctx) => {
+      const statuses = ctx.query.getAll("status").flatMap((value) => value.split(",")).filter(Boolean);
+      const unknown = statuses.find((status) => !STATUSES.includes(status as RunStatus));
+      if (unknown) throw new HttpError(400, "AL_ERR_HTTP_BODY_INVALID", `status=${unknown} is not one of ${STATUSES.join(", ")}`, { fix: "GET /inspector/api/runs?status=waiting_approval" });
+      const page = await runtime.state.runs.listRuns({ agentId: runtime.manifest.agent.id, limit: 100, ...(statuses.length > 0 ? { status: statuses as RunStatus[] } : {}) });
+      sendJson(ctx.res, 200, { agent: { id: runtime.manifest.agent.id, revision: runtime.manifest.agentRevision }, runs: page.runs.map(summary) });
+    }),
+    api("/inspector/api/runs/:runId", async (ctx) => {
+      sendJson(ctx.res, 200, await runView(runtime, ctx.params.runId!, options.captureContent));
+    }),
+    api("/inspector/api/stream", async (ctx) => {
+      live.open(ctx.res, ctx.query.get("runId"));
+    }),
+  ];
+}

@@ -1,0 +1,93 @@
+import type { CaptureContent, JsonValue, RunEvent, RunRecord, ToolCallRecord } from "@assemblyline-agents/core";
+import { captureBody, capturesBodies, type OpenEveRuntime } from "@assemblyline-agents/runtime";
+
+/** A body as the inspector may show it: null when captureContent keeps bodies out. */
+type Body = string | null;
+
+export interface RunSummaryView {
+  id: string;
+  status: RunRecord["status"];
+  conversationId: string | null;
+  createdAt: string;
+  updatedAt: string;
+}
+
+/**
+ * One run as the inspector page shows it. Message bodies and tool
+ * input/output pass through the same captureContent rules as telemetry
+ * (redacted, truncated, or left out under usage/off).
+ */
+export async function runView(runtime: OpenEveRuntime, runId: string, mode: CaptureContent) {
+  const runs = runtime.state.runs;
+  const result = await runtime.getRun(runId);
+  const [run, events, toolCalls, usage] = await Promise.all([
+    runs.getRun(runId),
+    runs.listEvents(runId),
+    runs.listToolCalls(runId),
+    runtime.state.usage.listUsage({ runId }).catch(() => []),
+  ]);
+  const body = (value: JsonValue | undefined): Body => (capturesBodies(mode) && value !== undefined ? captureBody(value, mode) : null);
+  const eventCost = events.reduce((sum, event) => sum + costOf(event), 0);
+  return {
+    captureContent: mode,
+    run: { ...summary(run!), agentRevision: run!.agentRevision, modelSpec: run!.modelSpec, error: run!.error },
+    message: body(run!.input.message),
+    response: result.response ? body(result.response.text) : null,
+    pendingApprovals: (result.pendingApprovals ?? []).map((pending) => ({ callId: pending.callId, toolName: pending.toolName, input: body(pending.input), reason: approvalReason(events, pending.callId) })),
+    question: result.question ? { callId: result.question.callId, toolName: result.question.toolName, question: questionText(result.question.question) } : null,
+    timeline: events.map((event) => ({ seq: event.seq, at: event.createdAt, type: event.type, detail: detail(event) })),
+    toolCalls: toolCalls.map((call) => toolCallView(call, body)),
+    steps: events
+      .filter((event) => event.type === "durable_step.completed" || event.type === "durable_step.replayed")
+      .map((event) => ({ seq: event.seq, key: String(event.data.key), replayed: event.type === "durable_step.replayed", at: event.createdAt })),
+    usage: {
+      inputTokens: usage.reduce((sum, record) => sum + record.inputTokens, 0),
+      outputTokens: usage.reduce((sum, record) => sum + record.outputTokens, 0),
+      costUsd: usage.length > 0 ? usage.reduce((sum, record) => sum + record.costUsd, 0) : eventCost,
+      modelCalls: events.filter((event) => event.type === "model.response").length,
+    },
+  };
+}
+
+export function summary(run: RunRecord): RunSummaryView {
+  return { id: run.id, status: run.status, conversationId: run.conversationId, createdAt: run.createdAt, updatedAt: run.updatedAt };
+}
+
+function toolCallView(call: ToolCallRecord, body: (value: JsonValue | undefined) => Body) {
+  return {
+    callId: call.callId,
+    toolName: call.toolName,
+    status: call.status,
+    input: body(call.input),
+    output: call.output === null ? null : body(call.output),
+    error: call.error === null ? null : body(call.error),
+    createdAt: call.createdAt,
+    updatedAt: call.updatedAt,
+  };
+}
+
+/** Names and ids only: what a line may show whatever the capture mode. */
+function detail(event: RunEvent): string {
+  const data = event.data;
+  const parts = [data.toolName, data.key, data.callId !== undefined ? `call ${String(data.callId)}` : undefined, data.code, data.model ?? data.modelSpec]
+    .filter((part) => typeof part === "string" && part !== "")
+    .map(String);
+  return parts.join(" · ");
+}
+
+function approvalReason(events: RunEvent[], callId: string): string | null {
+  const requested = events.find((event) => event.type === "approval.requested" && event.data.callId === callId);
+  return typeof requested?.data.reason === "string" ? requested.data.reason : null;
+}
+
+function questionText(question: JsonValue): string {
+  if (typeof question === "string") return question;
+  if (question && typeof question === "object" && !Array.isArray(question) && typeof question.question === "string") return question.question;
+  return JSON.stringify(question);
+}
+
+function costOf(event: RunEvent): number {
+  if (event.type !== "model.response") return 0;
+  const usage = event.data.usage;
+  return usage && typeof usage === "object" && !Array.isArray(usage) && typeof usage.costUsd === "number" ? usage.costUsd : 0;
+}

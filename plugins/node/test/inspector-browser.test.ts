@@ -1,0 +1,129 @@
+import { cpSync, existsSync, mkdirSync } from "node:fs";
+import { dirname, join, resolve } from "node:path";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { chromium, type Browser, type Page } from "playwright-core";
+import { InMemoryStateAdapter, buildAgent, loadModelScript, loadRuntimeBundle, noopLogger, scriptedHarness } from "@assemblyline-agents/runtime";
+import { listenNodeRuntime, type NodeRuntimeHandle } from "../src/index.js";
+import { call, tempDir } from "./support/host.js";
+
+const CHROMIUM = "/usr/bin/chromium";
+const example = resolve(import.meta.dirname, "../../../examples/notes-agent");
+const haveChromium = existsSync(CHROMIUM);
+if (!haveChromium) {
+  // Outside CI a machine without Debian's chromium skips; in CI it must be there (.ci/run installs it).
+  if (process.env.CI === "true") throw new Error(`${CHROMIUM} is missing: apt-get install -y chromium`);
+  console.warn(`skipping the run inspector browser tests: ${CHROMIUM} is missing (apt-get install -y chromium)`);
+}
+
+async function notesHost(options: { devMode: boolean; bearerToken?: string }): Promise<NodeRuntimeHandle> {
+  const agentDir = join(tempDir("al-inspector-"), "notes-agent");
+  cpSync(example, agentDir, { recursive: true, filter: (source) => !source.includes(`${example}/.assembly-line`) });
+  const { artifactRoot } = await buildAgent(agentDir);
+  const script = loadModelScript(join(agentDir, "conversations/remember-milk.json"));
+  return listenNodeRuntime({
+    ...(await loadRuntimeBundle(artifactRoot)),
+    state: new InMemoryStateAdapter(),
+    agentHarness: scriptedHarness(script),
+    port: 0,
+    host: "127.0.0.1",
+    devMode: options.devMode,
+    logger: noopLogger(),
+    env: {},
+    ...(options.bearerToken ? { auth: { bearerToken: options.bearerToken } } : {}),
+  });
+}
+
+describe.skipIf(!haveChromium)("run inspector in headless chromium", () => {
+  let browser: Browser;
+  let host: NodeRuntimeHandle;
+  let page: Page;
+
+  beforeAll(async () => {
+    browser = await chromium.launch({ executablePath: CHROMIUM, args: ["--no-sandbox"] });
+    host = await notesHost({ devMode: true });
+    page = await browser.newPage({ viewport: { width: 1280, height: 900 } });
+  }, 60_000);
+  afterAll(async () => {
+    await browser?.close();
+    await host?.shutdown({ timeoutMs: 2_000 });
+  });
+
+  it("shows a paused run, approves it with the keyboard, and sees it complete", async () => {
+    const sent = await call(`${host.url}/message?wait=30`, { body: { message: "Remember to buy milk", conversationId: "demo" } });
+    expect(sent.body.status).toBe("waiting_approval");
+    const runId: string = sent.body.runId;
+
+    await page.goto(`${host.url}/inspector`);
+    await page.getByLabel("Status").selectOption({ label: "Waiting for approval" });
+    const link = page.getByRole("link", { name: `Run ${runId}, Waiting for approval` });
+    await link.waitFor();
+    await link.focus();
+    await page.keyboard.press("Enter");
+
+    const pending = page.getByRole("region", { name: "Approval needed for record_note" });
+    await pending.waitFor();
+    await expect.poll(() => pending.textContent()).toContain("Recording a note is a durable side effect.");
+    // Dev mode without instrumentation.ts shows bodies as captureContent "content" does.
+    expect(await pending.textContent()).toContain("Buy milk on the way home");
+    expect(await page.locator("ol.timeline").textContent()).toContain("approval.requested");
+    const shot = process.env.ASSEMBLY_LINE_SCREENSHOT ?? join(tempDir("al-shot-"), "run-inspector.png");
+    mkdirSync(dirname(shot), { recursive: true });
+    await page.screenshot({ path: shot, fullPage: true });
+
+    const approve = pending.getByRole("button", { name: "Approve" });
+    await approve.focus();
+    await page.keyboard.press("Enter");
+    await page.locator("#detail-title .badge", { hasText: "Completed" }).waitFor({ timeout: 30_000 });
+    const timeline = await page.locator("ol.timeline").textContent();
+    expect(timeline).toContain("approval.granted");
+    expect(timeline).toContain("run.completed");
+    expect(await page.getByRole("region", { name: "Approval needed for record_note" }).count()).toBe(0);
+    expect(await page.locator("table").textContent()).toContain("lookup_notes");
+    const stored = await call(`${host.url}/runs/${runId}`);
+    expect(stored.body.run.status).toBe("completed");
+  }, 60_000);
+
+  it("updates live over server-sent events when a run starts elsewhere", async () => {
+    await page.goto(`${host.url}/inspector`);
+    await page.locator("#live.on").waitFor();
+    const before = await page.locator("#run-list li").count();
+    const sent = await call(`${host.url}/message?wait=30`, { body: { message: "Remember to buy milk", conversationId: "live" } });
+    // No reload: the stream's event makes the page refetch the list.
+    await page.getByRole("link", { name: `Run ${sent.body.runId}, Waiting for approval` }).waitFor({ timeout: 15_000 });
+    expect(await page.locator("#run-list li").count()).toBe(before + 1);
+  }, 60_000);
+});
+
+describe("run inspector auth in production", () => {
+  it("serves the page shell, but run data only with the host's bearer token", async () => {
+    const host = await notesHost({ devMode: false, bearerToken: "inspector-token" });
+    try {
+      const shell = await fetch(`${host.url}/inspector`);
+      expect(shell.status).toBe(200);
+      expect(shell.headers.get("content-type")).toContain("text/html");
+      const html = await shell.text();
+      expect(html).toContain('<label for="status-filter">Status</label>');
+      expect((await call(`${host.url}/inspector/api/runs`)).status).toBe(401);
+      expect((await call(`${host.url}/inspector/api/stream`)).status).toBe(401);
+      const authorized = await call(`${host.url}/inspector/api/runs`, { headers: { authorization: "Bearer inspector-token" } });
+      expect(authorized.status).toBe(200);
+      expect(authorized.body.runs).toEqual([]);
+    } finally {
+      await host.shutdown({ timeoutMs: 2_000 });
+    }
+  });
+
+  it("hides bodies in production without instrumentation.ts (captureContent usage)", async () => {
+    const host = await notesHost({ devMode: false, bearerToken: "t" });
+    try {
+      const headers = { authorization: "Bearer t" };
+      const started = await host.runtime.run({ message: "Remember to buy milk" });
+      const view = await call(`${host.url}/inspector/api/runs/${started.runId}`, { headers });
+      expect(view.body.captureContent).toBe("usage");
+      expect(view.body.pendingApprovals).toEqual([{ callId: expect.any(String), toolName: "record_note", input: null, reason: "Recording a note is a durable side effect." }]);
+      expect(JSON.stringify(view.body)).not.toContain("milk");
+    } finally {
+      await host.shutdown({ timeoutMs: 2_000 });
+    }
+  });
+});

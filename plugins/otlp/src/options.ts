@@ -1,0 +1,75 @@
+import { AssemblyLineError } from "@assemblyline-agents/core";
+
+export interface OtlpSinkOptions {
+  /** OTLP/HTTP base URL, e.g. https://cloud.langfuse.com/api/public/otel; `/v1/traces` is appended unless the URL already ends with it. */
+  endpoint?: string;
+  /** The full traces URL, used as is (OTEL_EXPORTER_OTLP_TRACES_ENDPOINT); instead of endpoint. */
+  url?: string;
+  /** Sent with every request, e.g. `{ Authorization: "Basic ..." }`. */
+  headers?: Record<string, string>;
+  /** Spans per request (default 512). */
+  maxBatchSize?: number;
+  /** Spans held while the backend is slow or down; beyond it new spans are dropped and counted (default 2048). */
+  maxQueueSize?: number;
+  /** How long a partial batch waits for more spans before it is sent (default 1000 ms). */
+  scheduledDelayMs?: number;
+  /** One request's time limit (default 10000 ms). */
+  timeoutMs?: number;
+  /** Tries per batch on 429, 5xx and network errors before it is dropped (default 5). */
+  maxAttempts?: number;
+  /** First retry delay, doubled per attempt with jitter, capped by maxBackoffMs; Retry-After wins when sent (defaults 500 / 30000 ms). */
+  initialBackoffMs?: number;
+  maxBackoffMs?: number;
+  /** Where dropped or refused batches are reported (default: one JSON line on stderr). */
+  onWarning?(message: string, fields: Record<string, unknown>): void;
+}
+
+export type ResolvedOtlpOptions = Required<Omit<OtlpSinkOptions, "onWarning" | "endpoint" | "url">> & Pick<OtlpSinkOptions, "onWarning"> & { url: string };
+
+const DEFAULTS = { maxBatchSize: 512, maxQueueSize: 2048, scheduledDelayMs: 1000, timeoutMs: 10_000, maxAttempts: 5, initialBackoffMs: 500, maxBackoffMs: 30_000 };
+
+export function resolveOtlpOptions(options: OtlpSinkOptions): ResolvedOtlpOptions {
+  const url = options?.url !== undefined ? tracesUrl(options.url, { appendPath: false }) : tracesUrl(options?.endpoint);
+  const { endpoint: _endpoint, url: _url, ...rest } = definedOnly(options ?? {});
+  const resolved = { ...DEFAULTS, ...rest, headers: { ...(options.headers ?? {}) }, url };
+  for (const key of Object.keys(DEFAULTS) as Array<keyof typeof DEFAULTS>) {
+    const value = resolved[key];
+    const least = key === "scheduledDelayMs" || key.endsWith("BackoffMs") ? 0 : 1;
+    if (!Number.isInteger(value) || value < least) {
+      throw new AssemblyLineError("AL_ERR_OTLP_CONFIG", `createOtlpSink: ${key} ${JSON.stringify(value)} must be an integer >= ${least}`, {
+        fix: `Pass a whole number for ${key}, or leave it out for the default ${DEFAULTS[key]}.`,
+      });
+    }
+  }
+  for (const [name, value] of Object.entries(resolved.headers)) {
+    if (!/^[!#$%&'*+.^_`|~0-9A-Za-z-]+$/.test(name) || typeof value !== "string" || /[\r\n]/.test(value)) {
+      throw new AssemblyLineError("AL_ERR_OTLP_CONFIG", `createOtlpSink: header ${JSON.stringify(name)} is not a valid HTTP header`, {
+        fix: "Use token characters for header names and single-line string values.",
+      });
+    }
+  }
+  return resolved;
+}
+
+/** The URL spans are posted to: the base endpoint plus the OTLP traces path. */
+export function tracesUrl(endpoint: string | undefined, { appendPath = true } = {}): string {
+  let url: URL;
+  try {
+    url = new URL(endpoint ?? "");
+  } catch {
+    throw new AssemblyLineError("AL_ERR_OTLP_CONFIG", `OTLP endpoint ${JSON.stringify(endpoint)} is not a URL`, {
+      fix: "Set OTEL_EXPORTER_OTLP_ENDPOINT (or createOtlpSink({ endpoint })) to an http(s) URL such as http://localhost:4318.",
+    });
+  }
+  if (url.protocol !== "http:" && url.protocol !== "https:") {
+    throw new AssemblyLineError("AL_ERR_OTLP_CONFIG", `OTLP endpoint ${url.origin} uses ${url.protocol}; OTLP/HTTP needs http: or https:`, {
+      fix: "Use the collector's OTLP/HTTP address (port 4318 by default), not its gRPC one.",
+    });
+  }
+  if (appendPath && !url.pathname.endsWith("/v1/traces")) url.pathname = `${url.pathname.replace(/\/+$/, "")}/v1/traces`;
+  return url.toString();
+}
+
+function definedOnly<T extends object>(value: T): Partial<T> {
+  return Object.fromEntries(Object.entries(value ?? {}).filter(([, item]) => item !== undefined)) as Partial<T>;
+}

@@ -1,0 +1,23 @@
+/** 429 and 5xx are worth another try; so is a network error (no status). Other answers are final. */
+export function shouldRetry(status: number | undefined): boolean {
+  return status === undefined || status === 429 || (status >= 500 && status <= 599);
+}
+
+/**
+ * How long to wait before the next attempt: the server's Retry-After (seconds
+ * or an HTTP date) when it sent one, else exponential backoff with full jitter;
+ * both capped by maxBackoffMs.
+ */
+export function retryDelayMs(attempt: number, retryAfter: string | null, options: { initialBackoffMs: number; maxBackoffMs: number }): number {
+  const asked = parseRetryAfter(retryAfter);
+  if (asked !== undefined) return Math.min(asked, options.maxBackoffMs);
+  const ceiling = Math.min(options.maxBackoffMs, options.initialBackoffMs * 2 ** (attempt - 1));
+  return Math.round(ceiling / 2 + (Math.random() * ceiling) / 2);
+}
+
+function parseRetryAfter(value: string | null): number | undefined {
+  if (value === null || value.trim() === "") return undefined;
+  if (/^\d+$/.test(value.trim())) return Number(value.trim()) * 1000;
+  const at = Date.parse(value);
+  return Number.isNaN(at) ? undefined : Math.max(0, at - Date.now());
+}

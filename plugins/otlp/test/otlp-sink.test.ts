@@ -1,0 +1,237 @@
+import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from "node:fs";
+import { dirname, join } from "node:path";
+import { fileURLToPath } from "node:url";
+import { afterEach, describe, expect, it } from "vitest";
+import type { TelemetrySpan } from "@assemblyline-agents/core";
+import { describeTelemetrySinkConformance, type DeliveredSpan } from "@assemblyline-agents/core/testkit";
+import { InMemoryStateAdapter, OpenEveRuntime, buildAgent, loadRuntimeBundle, noopLogger, scriptedHarness } from "@assemblyline-agents/runtime";
+import { listenNodeRuntime } from "@assemblyline-agents/node";
+import { createOtlpSink, createOtlpSinkFromEnv, parseOtlpHeaders } from "@assemblyline-agents/otlp";
+import { startOtlpReceiver } from "./support/otlp-receiver.js";
+
+const here = dirname(fileURLToPath(import.meta.url));
+const cleanups: Array<() => unknown> = [];
+afterEach(async () => {
+  for (const cleanup of cleanups.splice(0).reverse()) await cleanup();
+});
+
+async function receiver(options?: Parameters<typeof startOtlpReceiver>[0]) {
+  const started = await startOtlpReceiver(options);
+  cleanups.push(started.close);
+  return started;
+}
+
+/** An agent folder inside the package, so `@assemblyline-agents/otlp` resolves as it would in a project. */
+function agentFolder(files: Record<string, string>): string {
+  mkdirSync(join(here, ".agents"), { recursive: true });
+  const dir = mkdtempSync(join(here, ".agents", "agent-"));
+  cleanups.push(() => rmSync(dir, { recursive: true, force: true }));
+  for (const [file, text] of Object.entries(files)) {
+    mkdirSync(dirname(join(dir, file)), { recursive: true });
+    writeFileSync(join(dir, file), text);
+  }
+  return dir;
+}
+
+const SECRET = "hunter2-secret-value";
+const AGENT = `import { defineAgent } from "@assemblyline-agents/core";
+export default defineAgent({ id: "learning-agent", model: "openai/gpt-5.4-mini", instructions: "Help." });
+`;
+const TOOL = `import { defineTool } from "@assemblyline-agents/core";
+export default defineTool({
+  description: "Look a word up.",
+  inputSchema: { type: "object", properties: { word: { type: "string" }, password: { type: "string" } }, required: ["word"] },
+  async execute(input) { return { meaning: "a greeting: " + input.word }; },
+});
+`;
+/** The spec's instrumentation.ts, word for word. */
+const SPEC_INSTRUMENTATION = `import { defineInstrumentation } from "@assemblyline-agents/core";
+import { createOtlpSinkFromEnv } from "@assemblyline-agents/otlp";
+
+export default defineInstrumentation({
+  serviceName: "learning-agent",
+  captureContent: "usage", // "usage" (default) | "content" | "full" | "off"
+  setup: ({ env }) => createOtlpSinkFromEnv(env)
+});
+`;
+const turns = [{ toolCalls: [{ name: "lookup", input: { word: "hello", password: SECRET }, id: "call_lookup" }] }, { text: "It means hi." }];
+
+function span(index: number, extra: Partial<TelemetrySpan> = {}): TelemetrySpan {
+  return {
+    traceId: "0af7651916cd43dd8448eb211c80319c",
+    spanId: index.toString(16).padStart(16, "0"),
+    parentSpanId: "b7ad6b7169203331",
+    name: `execute_tool t${index}`,
+    kind: "internal",
+    startTimeMs: 1_764_000_000_000 + index,
+    endTimeMs: 1_764_000_000_005 + index,
+    status: { code: "ok" },
+    attributes: { "gen_ai.operation.name": "execute_tool", "gen_ai.tool.name": `t${index}`, "gen_ai.usage.input_tokens": 12, "assembly_line.usage.cost_usd": 0.25, flag: true, list: ["a", "b"] },
+    resource: { "service.name": "svc" },
+    ...extra,
+  };
+}
+
+describe("the spec's instrumentation.ts exporting to an OTLP/HTTP receiver", () => {
+  it("delivers a scripted run as one trace: invoke_agent over chat, execute_tool and step spans, GenAI attributes, no bodies", async () => {
+    const otlp = await receiver();
+    const dir = agentFolder({ "agent.ts": AGENT, "tools/lookup.ts": TOOL, "instrumentation.ts": SPEC_INSTRUMENTATION });
+    const { artifactRoot } = await buildAgent(dir);
+    const env = { OTEL_EXPORTER_OTLP_ENDPOINT: otlp.url, OTEL_EXPORTER_OTLP_HEADERS: "Authorization=Basic%20bGY6c2VjcmV0,x-tenant=acme" };
+    const runtime = new OpenEveRuntime({ ...(await loadRuntimeBundle(artifactRoot, { env })), state: new InMemoryStateAdapter(), agentHarness: scriptedHarness({ turns }), logger: noopLogger() });
+    const result = await runtime.run({ message: `define hello, my password is ${SECRET}`, conversationId: "c-42" });
+    expect(result.status).toBe("completed");
+    await runtime.close();
+
+    expect(otlp.failures).toEqual([]);
+    expect(otlp.requests.length).toBeGreaterThan(0);
+    for (const request of otlp.requests) {
+      expect(request.path).toBe("/v1/traces");
+      expect(request.headers.authorization).toBe("Basic bGY6c2VjcmV0");
+      expect(request.headers["x-tenant"]).toBe("acme");
+    }
+    const spans = otlp.spans();
+    const root = spans.find((item) => item.attributes["gen_ai.operation.name"] === "invoke_agent")!;
+    expect(root).toMatchObject({ name: "invoke_agent learning-agent", parentSpanId: "", kind: 1, status: { code: 1 } });
+    expect(root.resource["service.name"]).toBe("learning-agent");
+    expect(root.scope.name).toBe("@assemblyline-agents/otlp");
+    expect(root.attributes).toMatchObject({ "assembly_line.run.id": result.runId, "gen_ai.conversation.id": "c-42", "gen_ai.request.model": "gpt-5.4-mini", "gen_ai.provider.name": "openai" });
+    expect(root.traceId).toMatch(/^[0-9a-f]{32}$/);
+    const children = spans.filter((item) => item !== root);
+    expect(children.map((item) => item.name).sort()).toEqual(["chat gpt-5.4-mini", "chat gpt-5.4-mini", "execute_tool lookup", "step harness:model:0", "step harness:model:1"]);
+    for (const child of children) {
+      expect(child.traceId).toBe(root.traceId);
+      expect(child.parentSpanId).toBe(root.spanId);
+      expect(BigInt(child.startTimeUnixNano)).toBeGreaterThanOrEqual(BigInt(root.startTimeUnixNano));
+      expect(BigInt(child.endTimeUnixNano)).toBeLessThanOrEqual(BigInt(root.endTimeUnixNano));
+      expect(BigInt(child.startTimeUnixNano)).toBeLessThanOrEqual(BigInt(child.endTimeUnixNano));
+    }
+    expect(children.find((item) => item.name.startsWith("chat"))).toMatchObject({ kind: 3, attributes: { "gen_ai.operation.name": "chat", "gen_ai.provider.name": "openai" } });
+    expect(children.find((item) => item.name === "execute_tool lookup")!.attributes).toMatchObject({ "gen_ai.tool.name": "lookup", "gen_ai.tool.call.id": "call_lookup" });
+    const wire = JSON.stringify(spans);
+    expect(wire).not.toContain(SECRET);
+    expect(wire).not.toContain("It means hi.");
+    expect(wire).not.toContain("gen_ai.tool.call.arguments");
+  });
+
+  it("is flushed by the Node host's shutdown (spans held by the batch delay reach the receiver)", async () => {
+    const otlp = await receiver();
+    const dir = agentFolder({
+      "agent.ts": AGENT,
+      "tools/lookup.ts": TOOL,
+      "instrumentation.ts": SPEC_INSTRUMENTATION.replace("createOtlpSinkFromEnv(env)", "createOtlpSinkFromEnv(env, { scheduledDelayMs: 3_600_000 })"),
+    });
+    const { artifactRoot } = await buildAgent(dir);
+    const bundle = await loadRuntimeBundle(artifactRoot, { env: { OTEL_EXPORTER_OTLP_ENDPOINT: otlp.url } });
+    const host = await listenNodeRuntime({ ...bundle, port: 0, host: "127.0.0.1", devMode: true, agentHarness: scriptedHarness({ turns }), logger: noopLogger(), env: {} });
+    cleanups.push(() => host.shutdown());
+    expect((await host.runtime.run({ message: "define hello" })).status).toBe("completed");
+    expect(otlp.spans()).toEqual([]);
+    await host.shutdown();
+    expect(otlp.failures).toEqual([]);
+    expect(otlp.spans().map((item) => item.name)).toContain("invoke_agent learning-agent");
+  });
+});
+
+describe("createOtlpSink", () => {
+  it("sends full batches at once and the rest on flush, every field decodable by the OTLP proto", async () => {
+    const otlp = await receiver();
+    const sink = createOtlpSink({ endpoint: otlp.url, maxBatchSize: 4, scheduledDelayMs: 3_600_000 });
+    for (let index = 1; index <= 10; index += 1) sink.export(span(index, index === 3 ? { status: { code: "error", message: "boom" }, kind: "client" } : {}));
+    await sink.flush();
+    expect(otlp.failures).toEqual([]);
+    expect(otlp.requests.map((request) => request.spans.length)).toEqual([4, 4, 2]);
+    const third = otlp.spans()[2]!;
+    expect(third).toMatchObject({ spanId: "0000000000000003", parentSpanId: "b7ad6b7169203331", kind: 3, status: { code: 2, message: "boom" }, startTimeUnixNano: "1764000000003000000", endTimeUnixNano: "1764000000008000000" });
+    expect(third.attributes).toEqual({ "gen_ai.operation.name": "execute_tool", "gen_ai.tool.name": "t3", "gen_ai.usage.input_tokens": 12, "assembly_line.usage.cost_usd": 0.25, flag: true, list: ["a", "b"] });
+    expect(sink.stats()).toEqual({ exported: 10, dropped: 0, queued: 0 });
+  });
+
+  it("holds at most maxQueueSize spans and counts and reports what it drops", async () => {
+    const otlp = await receiver();
+    const warnings: string[] = [];
+    const sink = createOtlpSink({ endpoint: otlp.url, maxBatchSize: 100, maxQueueSize: 5, scheduledDelayMs: 3_600_000, onWarning: (message) => void warnings.push(message) });
+    for (let index = 1; index <= 8; index += 1) sink.export(span(index));
+    expect(sink.stats()).toEqual({ exported: 0, dropped: 3, queued: 5 });
+    await sink.flush();
+    expect(otlp.spans().map((item) => item.spanId)).toEqual([1, 2, 3, 4, 5].map((index) => index.toString(16).padStart(16, "0")));
+    expect(warnings[0]).toMatch(/dropped 1 span\(s\): the queue is full \(maxQueueSize 5\)/);
+  });
+
+  it("retries 503 and 429 (honouring Retry-After) and delivers the batch once", async () => {
+    const otlp = await receiver({ responses: [{ status: 503 }, { status: 429, headers: { "retry-after": "0" } }, { status: 502 }] });
+    const sink = createOtlpSink({ endpoint: otlp.url, initialBackoffMs: 1, maxBackoffMs: 5, scheduledDelayMs: 3_600_000 });
+    sink.export(span(1));
+    await sink.flush();
+    expect(otlp.attempts()).toBe(4);
+    expect(otlp.requests).toHaveLength(1);
+    expect(sink.stats()).toEqual({ exported: 1, dropped: 0, queued: 0 });
+  });
+
+  it("drops a batch the backend refuses (400) without retrying, and one that runs out of attempts", async () => {
+    const otlp = await receiver({ responses: [{ status: 400, body: '{"message":"bad"}' }, { status: 500 }, { status: 500 }] });
+    const warnings: string[] = [];
+    const sink = createOtlpSink({ endpoint: otlp.url, maxAttempts: 2, initialBackoffMs: 1, maxBackoffMs: 2, scheduledDelayMs: 3_600_000, onWarning: (message) => void warnings.push(message) });
+    sink.export(span(1));
+    await sink.flush();
+    expect(otlp.attempts()).toBe(1);
+    sink.export(span(2));
+    await sink.flush();
+    expect(otlp.attempts()).toBe(3);
+    expect(sink.stats()).toEqual({ exported: 0, dropped: 2, queued: 0 });
+    expect(warnings).toEqual([expect.stringContaining("refused the batch (HTTP 400)"), expect.stringContaining("export failed 2 times (last: HTTP 500)")]);
+  });
+
+  it("refuses a bad endpoint or limit with AL_ERR_OTLP_CONFIG", () => {
+    expect(() => createOtlpSink({ endpoint: "localhost:4318" })).toThrow(expect.objectContaining({ code: "AL_ERR_OTLP_CONFIG" }));
+    expect(() => createOtlpSink({ endpoint: "grpc://collector:4317" })).toThrow(/OTLP\/HTTP needs http: or https:/);
+    expect(() => createOtlpSink({ endpoint: "http://c:4318", maxBatchSize: 0 })).toThrow(/maxBatchSize 0 must be an integer >= 1/);
+  });
+});
+
+describe("createOtlpSinkFromEnv", () => {
+  it("posts to OTEL_EXPORTER_OTLP_ENDPOINT + /v1/traces, or to OTEL_EXPORTER_OTLP_TRACES_ENDPOINT as is", async () => {
+    const otlp = await receiver();
+    const base = createOtlpSinkFromEnv({ OTEL_EXPORTER_OTLP_ENDPOINT: `${otlp.url}/api/public/otel/` });
+    base.export(span(1));
+    await base.flush();
+    const exact = createOtlpSinkFromEnv({ OTEL_EXPORTER_OTLP_ENDPOINT: "http://unused.invalid", OTEL_EXPORTER_OTLP_TRACES_ENDPOINT: `${otlp.url}/custom/traces` });
+    exact.export(span(2));
+    await exact.flush();
+    expect(otlp.requests.map((request) => request.path)).toEqual(["/api/public/otel/v1/traces", "/custom/traces"]);
+  });
+
+  it("parses OTEL_EXPORTER_OTLP_HEADERS as comma-separated, URL-encoded key=value pairs", () => {
+    expect(parseOtlpHeaders("Authorization=Basic%20YWJjOmRlZg==, x-tenant = acme ,")).toEqual({ Authorization: "Basic YWJjOmRlZg==", "x-tenant": "acme" });
+    expect(parseOtlpHeaders(undefined)).toEqual({});
+    expect(() => parseOtlpHeaders("Authorization")).toThrow(expect.objectContaining({ code: "AL_ERR_OTLP_CONFIG" }));
+  });
+});
+
+describeTelemetrySinkConformance("createOtlpSink", async () => {
+  const otlp = await startOtlpReceiver();
+  const sink = createOtlpSink({ endpoint: otlp.url, maxBatchSize: 512, scheduledDelayMs: 3_600_000 });
+  return {
+    state: {
+      sink,
+      delivered: async () => {
+        expect(otlp.failures).toEqual([]);
+        return otlp.spans().map((item) => ({
+          traceId: item.traceId,
+          spanId: item.spanId,
+          parentSpanId: item.parentSpanId,
+          name: item.name,
+          startTimeMs: Number(BigInt(item.startTimeUnixNano) / 1_000_000n),
+          endTimeMs: Number(BigInt(item.endTimeUnixNano) / 1_000_000n),
+          status: (["unset", "ok", "error"] as const)[item.status.code ?? 0]!,
+          attributes: item.attributes as DeliveredSpan["attributes"],
+          resource: item.resource as Record<string, string>,
+        }));
+      },
+    },
+    cleanup: async () => {
+      await sink.shutdown();
+      await otlp.close();
+    },
+  };
+});
