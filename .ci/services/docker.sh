@@ -1,0 +1,21 @@
+#!/usr/bin/env bash
+# Docker engine for @assemblyline-agents/docker's suites: Debian's docker.io,
+# started without a bridge or iptables (neither works in the CI sandbox).
+# Idempotent: does nothing when an engine already answers on the socket.
+set -euo pipefail
+
+if ! command -v dockerd >/dev/null 2>&1; then
+  DEBIAN_FRONTEND=noninteractive apt-get install -y --no-install-recommends docker.io busybox-static >/dev/null
+fi
+if ! command -v busybox >/dev/null 2>&1; then
+  DEBIAN_FRONTEND=noninteractive apt-get install -y --no-install-recommends busybox-static >/dev/null
+fi
+
+engine_up() { docker version --format '{{.Server.Version}}' >/dev/null 2>&1; }
+
+if ! engine_up; then
+  mkdir -p /var/log
+  nohup dockerd --bridge=none --iptables=false --ip-masq=false --ip-forward=false >/var/log/dockerd-ci.log 2>&1 &
+  for _ in $(seq 1 60); do engine_up && break; sleep 1; done
+  engine_up || { echo "dockerd did not start; see /var/log/dockerd-ci.log" >&2; exit 1; }
+fi

@@ -1,0 +1,208 @@
+import { createHash } from "node:crypto";
+import { existsSync, realpathSync } from "node:fs";
+import { cp, mkdir, readFile, rm, writeFile } from "node:fs/promises";
+import { dirname, isAbsolute, join, relative, resolve, sep } from "node:path";
+import { AssemblyLineError } from "../errors.js";
+
+/*
+ * A deploy bundle is a folder a plain `node` can run anywhere, with no registry:
+ *   <dir>/agent/<every source file the manifest lists>
+ *   <dir>/agent/.assembly-line/manifest.json      (sourceRoot "..")
+ *   <dir>/node_modules/<the runtime packages and everything they depend on>
+ * Packages are copied from the host's own install (workspace links followed,
+ * published files only), so the bundle runs the exact versions the host built
+ * with. Nothing from the environment is written into it: secrets reach a
+ * release as process environment only.
+ */
+
+/** The host package whose bin runs `assembly-line start`. */
+export const HOST_PACKAGE = "@assemblyline-agents/node";
+
+export interface StageDeployBundleOptions {
+  /** The built artifact: `<agentDir>/.assembly-line`. */
+  artifactRoot: string;
+  /** An empty (or missing) folder to stage into. */
+  outDir: string;
+  /** Packages to include beyond the agent's package.json dependencies and the Node host. */
+  packages?: string[];
+  /** Extra files or folders of the agent folder to ship (e.g. a scripted conversation), relative to it. */
+  include?: string[];
+}
+
+export interface DeployBundle {
+  dir: string;
+  agentId: string;
+  revision: string;
+  /** Relative to `dir`. */
+  artifactDir: string;
+  /** Relative to `dir`: the `assembly-line` CLI script. */
+  cli: string;
+  /** Package names copied, sorted. */
+  packages: string[];
+  /** A hash of everything in the bundle, for cache keys and release names. */
+  digest: string;
+}
+
+interface ManifestView {
+  agentRevision: string;
+  sourceRoot: string;
+  agent: { id: string };
+  sources: Array<{ file: string; hash: string }>;
+}
+
+/** Copy a built agent and its runtime packages into a self-contained folder. */
+export async function stageDeployBundle(options: StageDeployBundleOptions): Promise<DeployBundle> {
+  const artifactRoot = resolve(options.artifactRoot);
+  const manifestPath = join(artifactRoot, "manifest.json");
+  if (!existsSync(manifestPath)) {
+    throw new AssemblyLineError("AL_ERR_MANIFEST_MISSING", `no manifest at ${manifestPath} to deploy`, {
+      fix: "Run `assembly-line build <agentDir>` first (deploy builds it for you).",
+    });
+  }
+  const manifestText = await readFile(manifestPath, "utf8");
+  const manifest = JSON.parse(manifestText) as ManifestView;
+  const agentDir = resolve(artifactRoot, manifest.sourceRoot);
+  const outDir = resolve(options.outDir);
+  await rm(outDir, { recursive: true, force: true });
+  const digest = createHash("sha256");
+
+  for (const source of manifest.sources) {
+    if (isAbsolute(source.file) || source.file.split(/[\\/]/).includes("..")) throw staleError(`lists a source ${JSON.stringify(source.file)} outside the agent folder`, agentDir);
+    const bytes = await readFile(join(agentDir, source.file)).catch(() => undefined);
+    if (bytes === undefined || sha256(bytes.toString("utf8").replace(/\r\n/g, "\n")) !== source.hash) {
+      throw staleError(`${source.file} is missing or changed after revision ${manifest.agentRevision} was built`, agentDir);
+    }
+    await mkdir(dirname(join(outDir, "agent", source.file)), { recursive: true });
+    await writeFile(join(outDir, "agent", source.file), bytes);
+    digest.update(source.file).update(source.hash);
+  }
+  for (const extra of options.include ?? []) {
+    if (isAbsolute(extra) || extra.split(/[\\/]/).includes("..")) {
+      throw new AssemblyLineError("AL_ERR_DEPLOY_CONFIG", `include ${JSON.stringify(extra)} is not a path inside the agent folder`, { fix: "List paths relative to the agent folder, e.g. conversations/." });
+    }
+    await cp(join(agentDir, extra), join(outDir, "agent", extra), { recursive: true, dereference: true });
+    digest.update(`include:${extra}`);
+  }
+  await mkdir(join(outDir, "agent", ".assembly-line"), { recursive: true });
+  await writeFile(join(outDir, "agent", ".assembly-line", "manifest.json"), JSON.stringify({ ...(JSON.parse(manifestText) as object), sourceRoot: ".." }, null, 2) + "\n");
+
+  const roots = new Set([HOST_PACKAGE, ...(await declaredDependencies(agentDir)), ...(options.packages ?? [])]);
+  const placed = await vendorPackages([...roots], agentDir, join(outDir, "node_modules"));
+  for (const [name, version] of [...placed.entries()].sort()) digest.update(`${name}@${version}`);
+  const cli = join("node_modules", ...HOST_PACKAGE.split("/"), "bin", "assembly-line.js");
+  if (!existsSync(join(outDir, cli))) {
+    throw new AssemblyLineError("AL_ERR_DEPLOY_BUILD", `${HOST_PACKAGE} in the bundle has no bin/assembly-line.js`, { fix: `Install ${HOST_PACKAGE} where the agent folder resolves it.` });
+  }
+  return {
+    dir: outDir,
+    agentId: manifest.agent.id,
+    revision: manifest.agentRevision,
+    artifactDir: join("agent", ".assembly-line"),
+    cli,
+    packages: [...placed.keys()].sort(),
+    digest: digest.digest("hex").slice(0, 16),
+  };
+}
+
+/** `dependencies` of the nearest package.json at or above the agent folder. */
+async function declaredDependencies(agentDir: string): Promise<string[]> {
+  for (let dir = agentDir; ; dir = dirname(dir)) {
+    const file = join(dir, "package.json");
+    if (existsSync(file)) {
+      const pkg = JSON.parse(await readFile(file, "utf8")) as { dependencies?: Record<string, string> };
+      return Object.keys(pkg.dependencies ?? {});
+    }
+    if (dirname(dir) === dir) return [];
+  }
+}
+
+interface PackageJson {
+  name: string;
+  version: string;
+  files?: string[];
+  dependencies?: Record<string, string>;
+  optionalDependencies?: Record<string, string>;
+  peerDependencies?: Record<string, string>;
+}
+
+/**
+ * Copy `roots` and their dependency closure, resolved the way Node resolves
+ * them from the agent folder, into `modulesDir`: hoisted to the top when the
+ * name is free there, nested under the dependent when another version holds it.
+ */
+async function vendorPackages(roots: string[], agentDir: string, modulesDir: string): Promise<Map<string, string>> {
+  const topLevel = new Map<string, string>(); // name -> real dir placed at the top
+  const versions = new Map<string, string>();
+  const copied = new Set<string>(); // `${dest}` already written
+  type Item = { name: string; from: string; fromReal: string; destParent: string; optional: boolean };
+  const queue: Item[] = roots.map((name) => ({ name, from: agentDir, fromReal: agentDir, destParent: modulesDir, optional: false }));
+  while (queue.length > 0) {
+    const item = queue.shift()!;
+    const found = locate(item.name, item.from, item.fromReal);
+    if (!found) {
+      if (item.optional) continue;
+      throw new AssemblyLineError("AL_ERR_DEPLOY_BUILD", `package ${item.name} is not installed where ${item.from} resolves it`, {
+        fix: `Run npm install in the agent's project (it must be able to run locally before it deploys).`,
+      });
+    }
+    let dest: string;
+    const atTop = topLevel.get(item.name);
+    if (atTop === undefined || atTop === found.real) {
+      topLevel.set(item.name, found.real);
+      dest = join(modulesDir, item.name);
+    } else {
+      dest = join(item.destParent, item.name);
+    }
+    if (copied.has(dest)) continue;
+    copied.add(dest);
+    const pkg = JSON.parse(await readFile(join(found.real, "package.json"), "utf8")) as PackageJson;
+    versions.set(`${pkg.name}${dest === join(modulesDir, item.name) ? "" : ` (${relative(modulesDir, dest)})`}`, pkg.version);
+    await copyPackage(found.real, dest, pkg);
+    const childParent = join(dest, "node_modules");
+    for (const name of Object.keys(pkg.dependencies ?? {})) queue.push({ name, from: found.logical, fromReal: found.real, destParent: childParent, optional: false });
+    for (const name of [...Object.keys(pkg.optionalDependencies ?? {}), ...Object.keys(pkg.peerDependencies ?? {})]) {
+      queue.push({ name, from: found.logical, fromReal: found.real, destParent: childParent, optional: true });
+    }
+  }
+  return versions;
+}
+
+function locate(name: string, from: string, fromReal: string): { logical: string; real: string } | undefined {
+  const candidates = [join(fromReal, "node_modules", name)];
+  for (let dir = from; ; dir = dirname(dir)) {
+    candidates.push(join(dir, "node_modules", name));
+    if (dirname(dir) === dir) break;
+  }
+  for (const candidate of candidates) {
+    if (existsSync(join(candidate, "package.json"))) return { logical: candidate, real: realpathSync(candidate) };
+  }
+  return undefined;
+}
+
+const SKIPPED = new Set(["node_modules", ".git", ".assembly-line"]);
+
+/** A workspace package ships its `files` (as npm publishes it); an installed one everything but nested node_modules. */
+async function copyPackage(real: string, dest: string, pkg: PackageJson): Promise<void> {
+  await mkdir(dest, { recursive: true });
+  const installed = real.split(sep).includes("node_modules");
+  if (!installed && pkg.files) {
+    for (const entry of ["package.json", ...pkg.files]) {
+      if (existsSync(join(real, entry))) await cp(join(real, entry), join(dest, entry), { recursive: true, dereference: true, filter: (source) => !isSkipped(real, source) });
+    }
+    return;
+  }
+  await cp(real, dest, { recursive: true, dereference: true, filter: (source) => !isSkipped(real, source) });
+}
+
+function isSkipped(root: string, source: string): boolean {
+  const parts = relative(root, source).split(sep);
+  return parts.some((part) => SKIPPED.has(part));
+}
+
+function staleError(why: string, agentDir: string): AssemblyLineError {
+  return new AssemblyLineError("AL_ERR_MANIFEST_STALE", `the built manifest ${why}`, { fix: `Run \`assembly-line build ${agentDir}\` again, then deploy.` });
+}
+
+function sha256(text: string): string {
+  return createHash("sha256").update(text).digest("hex");
+}
