@@ -50,6 +50,8 @@ export interface SandboxManifest {
   adapter: string;
   image: string | null;
   workingDirectory: "/workspace";
+  /** Everything sandbox.ts passes its adapter besides `adapter` (image, network, snapshot, ...). */
+  options: Record<string, JsonValue>;
 }
 
 export interface HookManifestEntry {
