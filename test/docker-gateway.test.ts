@@ -1,6 +1,6 @@
-import { cpSync, mkdtempSync, rmSync, symlinkSync } from "node:fs";
-import { hostname, tmpdir } from "node:os";
-import { join, resolve } from "node:path";
+import { rmSync } from "node:fs";
+import { hostname } from "node:os";
+import { join } from "node:path";
 import pg from "pg";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { LABELS } from "@assemblyline-agents/docker";
@@ -8,19 +8,9 @@ import { baseImages, probeEngine } from "../plugins/docker/test/support/engine.j
 import { s3rverInstalled, startS3rver, type RunningS3rver } from "../plugins/s3/test/support/s3rver.js";
 import { getJson, postJson, serveAgent, type ServedAgent } from "./support/agent-server.js";
 import { freshDatabase } from "./support/fresh-database.js";
+import { copyExample } from "./support/example-copy.js";
 
-const EXAMPLE = resolve(import.meta.dirname, "../examples/docker-gateway-agent");
-const REPO_MODULES = resolve(import.meta.dirname, "../node_modules");
 const BUCKET = "gateway-blobs";
-
-/** A copy of the example outside the repo that still resolves the workspace's packages. */
-export function copyExample(): { agentDir: string; root: string } {
-  const root = mkdtempSync(join(tmpdir(), "al-docker-gateway-"));
-  const agentDir = join(root, "agent");
-  cpSync(EXAMPLE, agentDir, { recursive: true, filter: (source) => !source.includes(".assembly-line") });
-  symlinkSync(REPO_MODULES, join(root, "node_modules"));
-  return { agentDir, root };
-}
 
 const probe = await probeEngine("the spec's docker gateway example");
 if (probe.available && !s3rverInstalled()) throw new Error("s3rver is not installed (npm ci installs it)");

@@ -184,6 +184,24 @@ export async function checkSandboxAdapterInstalled(adapter: string, agentDir: st
   }
 }
 
+/**
+ * The environment variables the plugins behind gateway.ts (and sandbox.ts)
+ * declare, read from their manifests without loading their code: what a deploy
+ * passes to the release.
+ */
+export async function gatewayEnvNames(options: Pick<ComposeGatewayOptions, "gateway" | "sandbox" | "agentDir" | "plugins">): Promise<string[]> {
+  const gateway = withSandboxFile(options.gateway ?? ({} as GatewayDefinition), options.sandbox);
+  const finder = new PluginFinder(resolve(options.agentDir), options.plugins ?? []);
+  const names = new Set<string>();
+  for (const slot of GATEWAY_SLOTS) {
+    const descriptor = gateway[slot];
+    if (descriptor === undefined) continue;
+    const pkg = await readPluginPackage((await finder.find(descriptor.plugin, slot)).dir);
+    for (const variable of pkg.manifest.env ?? []) names.add(variable.name);
+  }
+  return [...names].sort();
+}
+
 function missingVariables(slots: ComposedSlot[], env: Record<string, string | undefined>): MissingEnvVar[] {
   const missing = new Map<string, MissingEnvVar>();
   for (const { slot, plugin } of slots) {

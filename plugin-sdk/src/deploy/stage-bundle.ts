@@ -1,6 +1,8 @@
-import { createHash } from "node:crypto";
+import { spawn } from "node:child_process";
+import { createHash, randomBytes } from "node:crypto";
 import { existsSync, realpathSync } from "node:fs";
-import { cp, mkdir, readFile, rm, writeFile } from "node:fs/promises";
+import { cp, mkdir, readFile, rename, rm, writeFile } from "node:fs/promises";
+import { tmpdir } from "node:os";
 import { dirname, isAbsolute, join, relative, resolve, sep } from "node:path";
 import { AssemblyLineError } from "../errors.js";
 
@@ -27,15 +29,23 @@ export interface StageDeployBundleOptions {
   packages?: string[];
   /** Extra files or folders of the agent folder to ship (e.g. a scripted conversation), relative to it. */
   include?: string[];
+  /**
+   * Where copies of the runtime packages are kept, one folder per dependency
+   * digest, reused by later deploys. Default: `<os.tmpdir()>/assembly-line-deploy-modules`.
+   */
+  modulesCache?: string;
 }
 
 export interface DeployBundle {
+  /** The agent part: `agent/` (sources and manifest). */
   dir: string;
+  /** The runtime packages: `<modules.dir>/node_modules`, shared by every bundle with the same `modules.digest`. */
+  modules: { dir: string; digest: string };
   agentId: string;
   revision: string;
   /** Relative to `dir`. */
   artifactDir: string;
-  /** Relative to `dir`: the `assembly-line` CLI script. */
+  /** Relative to the app root (the parent of `agent/` and `node_modules/`): the `assembly-line` CLI script. */
   cli: string;
   /** Package names copied, sorted. */
   packages: string[];
@@ -87,10 +97,25 @@ export async function stageDeployBundle(options: StageDeployBundleOptions): Prom
   await writeFile(join(outDir, "agent", ".assembly-line", "manifest.json"), JSON.stringify({ ...(JSON.parse(manifestText) as object), sourceRoot: ".." }, null, 2) + "\n");
 
   const roots = new Set([HOST_PACKAGE, ...(await declaredDependencies(agentDir)), ...(options.packages ?? [])]);
-  const placed = await vendorPackages([...roots], agentDir, join(outDir, "node_modules"));
-  for (const [name, version] of [...placed.entries()].sort()) digest.update(`${name}@${version}`);
+  const plan = await planPackages([...roots], agentDir);
+  const modulesDigest = createHash("sha256").update(plan.map((entry) => `${entry.dest}\0${entry.version}\0${entry.real}`).join("\n")).digest("hex").slice(0, 16);
+  const modulesDir = join(resolve(options.modulesCache ?? join(tmpdir(), "assembly-line-deploy-modules")), modulesDigest);
+  if (!existsSync(join(modulesDir, "node_modules"))) {
+    // Staged beside and renamed into place, so a folder named after a digest is always complete.
+    const staging = `${modulesDir}.staging-${randomBytes(6).toString("hex")}`;
+    try {
+      for (const entry of plan) await copyPackage(entry.real, join(staging, "node_modules", entry.dest), entry.pkg);
+      await mkdir(dirname(modulesDir), { recursive: true });
+      await rename(staging, modulesDir).catch((error: NodeJS.ErrnoException) => {
+        if (error.code !== "EEXIST" && error.code !== "ENOTEMPTY") throw error;
+      });
+    } finally {
+      await rm(staging, { recursive: true, force: true });
+    }
+  }
+  digest.update(modulesDigest);
   const cli = join("node_modules", ...HOST_PACKAGE.split("/"), "bin", "assembly-line.js");
-  if (!existsSync(join(outDir, cli))) {
+  if (!existsSync(join(modulesDir, cli))) {
     throw new AssemblyLineError("AL_ERR_DEPLOY_BUILD", `${HOST_PACKAGE} in the bundle has no bin/assembly-line.js`, { fix: `Install ${HOST_PACKAGE} where the agent folder resolves it.` });
   }
   return {
@@ -99,7 +124,8 @@ export async function stageDeployBundle(options: StageDeployBundleOptions): Prom
     revision: manifest.agentRevision,
     artifactDir: join("agent", ".assembly-line"),
     cli,
-    packages: [...placed.keys()].sort(),
+    modules: { dir: modulesDir, digest: modulesDigest },
+    packages: plan.map((entry) => entry.pkg.name).sort(),
     digest: digest.digest("hex").slice(0, 16),
   };
 }
@@ -123,48 +149,58 @@ interface PackageJson {
   dependencies?: Record<string, string>;
   optionalDependencies?: Record<string, string>;
   peerDependencies?: Record<string, string>;
+  peerDependenciesMeta?: Record<string, { optional?: boolean }>;
+}
+
+interface PlannedPackage {
+  /** Path under node_modules, e.g. `pg` or `a/node_modules/b`. */
+  dest: string;
+  real: string;
+  version: string;
+  pkg: PackageJson;
 }
 
 /**
- * Copy `roots` and their dependency closure, resolved the way Node resolves
- * them from the agent folder, into `modulesDir`: hoisted to the top when the
- * name is free there, nested under the dependent when another version holds it.
+ * `roots` and their dependency closure, resolved the way Node resolves them from
+ * the agent folder: hoisted to the top when the name is free there, nested under
+ * the dependent when another version holds it. Type packages and optional peers
+ * (test runners, build tools) are left out.
  */
-async function vendorPackages(roots: string[], agentDir: string, modulesDir: string): Promise<Map<string, string>> {
+async function planPackages(roots: string[], agentDir: string): Promise<PlannedPackage[]> {
   const topLevel = new Map<string, string>(); // name -> real dir placed at the top
-  const versions = new Map<string, string>();
-  const copied = new Set<string>(); // `${dest}` already written
+  const planned = new Map<string, PlannedPackage>();
   type Item = { name: string; from: string; fromReal: string; destParent: string; optional: boolean };
-  const queue: Item[] = roots.map((name) => ({ name, from: agentDir, fromReal: agentDir, destParent: modulesDir, optional: false }));
+  const queue: Item[] = roots.map((name) => ({ name, from: agentDir, fromReal: agentDir, destParent: "", optional: false }));
   while (queue.length > 0) {
     const item = queue.shift()!;
+    if (item.name.startsWith("@types/")) continue;
     const found = locate(item.name, item.from, item.fromReal);
     if (!found) {
       if (item.optional) continue;
       throw new AssemblyLineError("AL_ERR_DEPLOY_BUILD", `package ${item.name} is not installed where ${item.from} resolves it`, {
-        fix: `Run npm install in the agent's project (it must be able to run locally before it deploys).`,
+        fix: "Run npm install in the agent's project (it must run locally before it deploys).",
       });
     }
-    let dest: string;
     const atTop = topLevel.get(item.name);
+    let dest: string;
     if (atTop === undefined || atTop === found.real) {
       topLevel.set(item.name, found.real);
-      dest = join(modulesDir, item.name);
+      dest = item.name;
     } else {
       dest = join(item.destParent, item.name);
     }
-    if (copied.has(dest)) continue;
-    copied.add(dest);
+    if (planned.has(dest)) continue;
     const pkg = JSON.parse(await readFile(join(found.real, "package.json"), "utf8")) as PackageJson;
-    versions.set(`${pkg.name}${dest === join(modulesDir, item.name) ? "" : ` (${relative(modulesDir, dest)})`}`, pkg.version);
-    await copyPackage(found.real, dest, pkg);
+    planned.set(dest, { dest, real: found.real, version: pkg.version, pkg });
     const childParent = join(dest, "node_modules");
     for (const name of Object.keys(pkg.dependencies ?? {})) queue.push({ name, from: found.logical, fromReal: found.real, destParent: childParent, optional: false });
-    for (const name of [...Object.keys(pkg.optionalDependencies ?? {}), ...Object.keys(pkg.peerDependencies ?? {})]) {
+    for (const name of Object.keys(pkg.optionalDependencies ?? {})) queue.push({ name, from: found.logical, fromReal: found.real, destParent: childParent, optional: true });
+    for (const name of Object.keys(pkg.peerDependencies ?? {})) {
+      if (pkg.peerDependenciesMeta?.[name]?.optional) continue;
       queue.push({ name, from: found.logical, fromReal: found.real, destParent: childParent, optional: true });
     }
   }
-  return versions;
+  return [...planned.values()].sort((a, b) => (a.dest < b.dest ? -1 : a.dest > b.dest ? 1 : 0));
 }
 
 function locate(name: string, from: string, fromReal: string): { logical: string; real: string } | undefined {
@@ -179,24 +215,38 @@ function locate(name: string, from: string, fromReal: string): { logical: string
   return undefined;
 }
 
-const SKIPPED = new Set(["node_modules", ".git", ".assembly-line"]);
-
-/** A workspace package ships its `files` (as npm publishes it); an installed one everything but nested node_modules. */
+/**
+ * A workspace package ships its `files` (as npm publishes it); an installed one
+ * everything but nested node_modules. Copied with tar (symlinks followed), which
+ * is many times faster than fs.cp on the thousands of small files a closure has.
+ */
 async function copyPackage(real: string, dest: string, pkg: PackageJson): Promise<void> {
   await mkdir(dest, { recursive: true });
   const installed = real.split(sep).includes("node_modules");
-  if (!installed && pkg.files) {
-    for (const entry of ["package.json", ...pkg.files]) {
-      if (existsSync(join(real, entry))) await cp(join(real, entry), join(dest, entry), { recursive: true, dereference: true, filter: (source) => !isSkipped(real, source) });
-    }
-    return;
-  }
-  await cp(real, dest, { recursive: true, dereference: true, filter: (source) => !isSkipped(real, source) });
+  const entries = !installed && pkg.files ? ["package.json", ...pkg.files].filter((entry) => existsSync(join(real, entry))) : ["."];
+  await tarCopy(real, entries, dest);
 }
 
-function isSkipped(root: string, source: string): boolean {
-  const parts = relative(root, source).split(sep);
-  return parts.some((part) => SKIPPED.has(part));
+function tarCopy(from: string, entries: string[], to: string): Promise<void> {
+  return new Promise((resolvePromise, reject) => {
+    const pack = spawn("tar", ["-C", from, "-ch", "--exclude=./node_modules", "--exclude=node_modules", "--exclude=.git", "-f", "-", ...entries], { stdio: ["ignore", "pipe", "pipe"] });
+    const unpack = spawn("tar", ["-C", to, "-xf", "-"], { stdio: ["pipe", "ignore", "pipe"] });
+    let errors = "";
+    pack.stderr.on("data", (chunk) => (errors += chunk));
+    unpack.stderr.on("data", (chunk) => (errors += chunk));
+    pack.stdout.pipe(unpack.stdin);
+    pack.once("error", reject);
+    unpack.once("error", reject);
+    unpack.once("close", (code) => {
+      if (code === 0 && pack.exitCode === 0) resolvePromise();
+      else if (code === 0 && pack.exitCode === null) pack.once("close", (packCode) => (packCode === 0 ? resolvePromise() : reject(copyError(from, errors))));
+      else reject(copyError(from, errors));
+    });
+  });
+}
+
+function copyError(from: string, errors: string): AssemblyLineError {
+  return new AssemblyLineError("AL_ERR_DEPLOY_BUILD", `copying ${from} into the deploy bundle failed: ${errors.trim() || "tar failed"}`, { fix: "Check that the package folder is readable and that tar is installed." });
 }
 
 function staleError(why: string, agentDir: string): AssemblyLineError {

@@ -4,6 +4,6 @@ export { DockerSandbox } from "./sandbox/docker-sandbox.js";
 export { TIMEOUT_EXIT_CODE } from "./sandbox/exec.js";
 export { parseMemory, type DockerSandboxOptions } from "./sandbox/options.js";
 export { DEPLOY_LABEL, DockerDeployTarget, type DockerDeployOptions, type DockerDeployResult } from "./deploy/docker-deploy-target.js";
-export { renderDockerfile } from "./deploy/dockerfile.js";
+export { renderDockerfile, renderRuntimeDockerfile } from "./deploy/dockerfile.js";
 export { connectEngine, ensureImage, type DockerEngineOptions } from "./engine.js";
 export { plugin } from "./plugin.js";

@@ -1,4 +1,4 @@
-import { randomBytes } from "node:crypto";
+import { createHash, randomBytes } from "node:crypto";
 import { mkdtemp, rm, writeFile } from "node:fs/promises";
 import { createServer } from "node:net";
 import { tmpdir } from "node:os";
@@ -8,7 +8,7 @@ import tarFs from "tar-fs";
 import { AssemblyLineError, type DeployTarget } from "@assemblyline-agents/core";
 import { stageDeployBundle, waitForReady } from "@assemblyline-agents/core/deploy";
 import { connectEngine, engineCall, engineError, engineMessage, statusOf } from "../engine.js";
-import { renderDockerfile } from "./dockerfile.js";
+import { renderDockerfile, renderRuntimeDockerfile } from "./dockerfile.js";
 
 export const DEPLOY_LABEL = "dev.assembly-line.deploy";
 
@@ -78,15 +78,28 @@ export class DockerDeployTarget implements DeployTarget {
       });
       const name = this.options.name ?? (bundle.agentId.toLowerCase().replace(/[^a-z0-9_.-]/g, "-").replace(/^[^a-z0-9]+/, "") || "agent");
       const port = this.options.port ?? 3000;
-      await writeFile(
-        join(bundle.dir, "Dockerfile"),
-        renderDockerfile(bundle, { baseImage: this.options.baseImage ?? "node:22-slim", port, startArgs: this.options.startArgs ?? [] }),
-      );
+      const baseImage = this.options.baseImage ?? "node:22-slim";
+      const runtimeImage = `${name}-runtime:${createHash("sha256").update(`${baseImage}\0${bundle.modules.digest}`).digest("hex").slice(0, 16)}`;
+      if (!(await this.hasImage(runtimeImage))) {
+        await writeFile(join(bundle.modules.dir, "Dockerfile"), renderRuntimeDockerfile(baseImage));
+        await this.build(bundle.modules.dir, runtimeImage);
+      }
+      await writeFile(join(bundle.dir, "Dockerfile"), renderDockerfile(bundle, { runtimeImage, port, startArgs: this.options.startArgs ?? [] }));
       const image = `${name}:${bundle.revision.toLowerCase().replace(/[^a-z0-9_.-]/g, "-").slice(0, 100)}-${bundle.digest}`;
       await this.build(bundle.dir, image);
       return await this.release(name, image, port, args.env);
     } finally {
       await rm(work, { recursive: true, force: true });
+    }
+  }
+
+  private async hasImage(image: string): Promise<boolean> {
+    try {
+      await this.docker.getImage(image).inspect();
+      return true;
+    } catch (error) {
+      if (statusOf(error) === 404) return false;
+      throw engineError(`inspecting image ${image}`, error);
     }
   }
 

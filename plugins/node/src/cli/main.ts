@@ -2,6 +2,7 @@ import { isAssemblyLineError } from "@assemblyline-agents/core";
 import { useKernelHost } from "@assemblyline-agents/registry";
 import { kernelHost } from "@assemblyline-agents/runtime";
 import { buildCommand } from "./commands/build.js";
+import { deployCommand } from "./commands/deploy.js";
 import { runCommand } from "./commands/run.js";
 import { pluginsCommand } from "./commands/plugins.js";
 import { devCommand, startCommand } from "./commands/serve.js";
@@ -28,6 +29,9 @@ const HELP = `assembly-line <command>
   resume <runId>                       continue a run left running by a process that died
   dev <agentDir> [--port <n>]          serve the agent over HTTP in dev mode (local defaults, readable logs)
   start <artifactDir> [--port <n>]     production boot of a built artifact (<agentDir>/.assembly-line)
+  deploy <agentDir> --target local|docker|vps|fly|railway
+                                       build and ship the agent; secrets are passed from env, never written
+                                       into the artifact (run it without arguments for each target's flags)
   plugins list | search <words> | info <id> | add <id> | verify [dir]
                                        the plugin marketplace: find, install and check adapter plugins
 
@@ -44,6 +48,7 @@ const COMMANDS: Record<string, (args: string[], io: CommandIO) => Promise<number
   answer: answerCommand,
   resume: resumeCommand,
   plugins: pluginsCommand,
+  deploy: deployCommand,
   dev: (args, io) => devCommand(args, io),
   start: (args, io) => startCommand(args, io),
 };
