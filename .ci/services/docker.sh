@@ -4,11 +4,14 @@
 # Idempotent: does nothing when an engine already answers on the socket.
 set -euo pipefail
 
+# Install, updating the package lists first only when they are stale.
+apt_install() { DEBIAN_FRONTEND=noninteractive apt-get install -y --no-install-recommends "$@" >/dev/null 2>&1 || { apt-get update >/dev/null && DEBIAN_FRONTEND=noninteractive apt-get install -y --no-install-recommends "$@" >/dev/null; }; }
+
 if ! command -v dockerd >/dev/null 2>&1; then
-  DEBIAN_FRONTEND=noninteractive apt-get install -y --no-install-recommends docker.io busybox-static >/dev/null
+  apt_install docker.io busybox-static
 fi
 if ! command -v busybox >/dev/null 2>&1; then
-  DEBIAN_FRONTEND=noninteractive apt-get install -y --no-install-recommends busybox-static >/dev/null
+  apt_install busybox-static
 fi
 
 engine_up() { docker version --format '{{.Server.Version}}' >/dev/null 2>&1; }

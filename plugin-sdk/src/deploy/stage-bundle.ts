@@ -223,8 +223,16 @@ function locate(name: string, from: string, fromReal: string): { logical: string
 async function copyPackage(real: string, dest: string, pkg: PackageJson): Promise<void> {
   await mkdir(dest, { recursive: true });
   const installed = real.split(sep).includes("node_modules");
-  const entries = !installed && pkg.files ? ["package.json", ...pkg.files].filter((entry) => existsSync(join(real, entry))) : ["."];
-  await tarCopy(real, entries, dest);
+  if (installed || !pkg.files) {
+    await tarCopy(real, ["."], dest);
+    return;
+  }
+  await tarCopy(real, ["package.json", ...pkg.files].filter((entry) => existsSync(join(real, entry))), dest);
+  // A published file a workspace package copies in at pack time (its prepack script), e.g. a schema kept at the repository root.
+  for (const entry of pkg.files.filter((file) => !existsSync(join(real, file)) && !/[*?]/.test(file))) {
+    const shared = [dirname(real), dirname(dirname(real))].map((dir) => join(dir, entry)).find((candidate) => existsSync(candidate));
+    if (shared) await cp(shared, join(dest, entry), { recursive: true, dereference: true });
+  }
 }
 
 function tarCopy(from: string, entries: string[], to: string): Promise<void> {

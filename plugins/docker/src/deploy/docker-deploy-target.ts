@@ -79,7 +79,7 @@ export class DockerDeployTarget implements DeployTarget {
       const name = this.options.name ?? (bundle.agentId.toLowerCase().replace(/[^a-z0-9_.-]/g, "-").replace(/^[^a-z0-9]+/, "") || "agent");
       const port = this.options.port ?? 3000;
       const baseImage = this.options.baseImage ?? "node:22-slim";
-      const runtimeImage = `${name}-runtime:${createHash("sha256").update(`${baseImage}\0${bundle.modules.digest}`).digest("hex").slice(0, 16)}`;
+      const runtimeImage = `assembly-line-runtime:${createHash("sha256").update(`${baseImage}\0${bundle.modules.digest}`).digest("hex").slice(0, 16)}`;
       if (!(await this.hasImage(runtimeImage))) {
         await writeFile(join(bundle.modules.dir, "Dockerfile"), renderRuntimeDockerfile(baseImage));
         await this.build(bundle.modules.dir, runtimeImage);

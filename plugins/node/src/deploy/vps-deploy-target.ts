@@ -48,7 +48,8 @@ export interface VpsDeployResult {
  *   <dir>/releases/<id>/agent              one release: sources + manifest
  *   <dir>/releases/<id>/node_modules  ->   ../../modules/<digest>/node_modules
  *   <dir>/current                     ->   releases/<id>
- *   <dir>/env                              the release's environment (0600), written from the deploying env
+ *   <dir>/envs/<id>                        each release's environment (0600), written from the deploying env
+ *   <dir>/env                         ->   envs/<id>, switched with `current` (a rollback gets its own env back)
  * The service runs <dir>/current; a deploy switches `current`, restarts, checks
  * /readyz on the host, and on failure switches back and restarts the previous release.
  */
@@ -82,11 +83,11 @@ export class VpsDeployTarget implements DeployTarget {
       const id = `${new Date().toISOString().replace(/[-:.TZ]/g, "").slice(0, 14)}-${bundle.revision.slice(0, 16)}-${randomBytes(3).toString("hex")}`;
       const manager = this.options.serviceManager ?? ((await remoteResult(this.ssh, "test -d /run/systemd/system")).code === 0 ? "systemd" : "process");
 
-      await remote(this.ssh, "preparing the release folders", `mkdir -p ${quote(`${dir}/releases`)} ${quote(`${dir}/modules`)}`);
+      await remote(this.ssh, "preparing the release folders", `mkdir -p ${quote(`${dir}/releases`)} ${quote(`${dir}/modules`)} && mkdir -p -m 700 ${quote(`${dir}/envs`)}`);
       await this.uploadModules(bundle, dir);
       await this.copy(`${bundle.dir}/agent/`, `${dir}/releases/${id}/agent/`);
       await remote(this.ssh, "linking the release's packages", `ln -sfn ${quote(`../../modules/${bundle.modules.digest}/node_modules`)} ${quote(`${dir}/releases/${id}/node_modules`)}`);
-      await remote(this.ssh, "writing the release environment", `umask 077 && cat > ${quote(`${dir}/env.tmp`)} && mv ${quote(`${dir}/env.tmp`)} ${quote(`${dir}/env`)}`, envFile(args.env, port));
+      await remote(this.ssh, "writing the release environment", `umask 077 && cat > ${quote(`${dir}/envs/${id}`)}`, envFile(args.env, port));
       const previous = (await remoteResult(this.ssh, `readlink ${quote(`${dir}/current`)}`)).stdout.trim().replace(/^releases\//, "") || undefined;
 
       const service = new ReleaseService(this.ssh, { name, dir, port, manager, node: this.options.nodePath ?? "node", cli: bundle.cli, artifactDir: bundle.artifactDir, startArgs: this.options.startArgs ?? [] });
@@ -102,7 +103,7 @@ export class VpsDeployTarget implements DeployTarget {
       } else {
         await service.stop();
       }
-      await remote(this.ssh, "removing the failed release", `rm -rf ${quote(`${dir}/releases/${id}`)}`);
+      await remote(this.ssh, "removing the failed release", `rm -rf ${quote(`${dir}/releases/${id}`)} ${quote(`${dir}/envs/${id}`)}`);
       throw new AssemblyLineError(
         "AL_ERR_DEPLOY_UNHEALTHY",
         `release ${id} did not answer /readyz on ${this.ssh.host}:${port}; ${previous ? `rolled back to ${previous}` : "there was no previous release, so the service is stopped"}.\n${logs}`,
@@ -145,7 +146,7 @@ export class VpsDeployTarget implements DeployTarget {
     const keep = Math.max(2, this.options.keepReleases ?? 3);
     const listed = (await remote(this.ssh, "listing releases", `ls -1 ${quote(`${dir}/releases`)}`)).split("\n").filter(Boolean).sort().reverse();
     const old = listed.slice(keep).filter((release) => release !== current && release !== previous);
-    if (old.length > 0) await remote(this.ssh, "pruning old releases", `cd ${quote(`${dir}/releases`)} && rm -rf ${old.map(quote).join(" ")}`);
+    if (old.length > 0) await remote(this.ssh, "pruning old releases", `cd ${quote(dir)} && rm -rf ${old.flatMap((release) => [quote(`releases/${release}`), quote(`envs/${release}`)]).join(" ")}`);
   }
 }
 
@@ -195,7 +196,11 @@ class ReleaseService {
 
   async switchTo(release: string): Promise<void> {
     const { dir } = this.spec;
-    await remote(this.ssh, `switching to release ${release}`, `ln -sfn ${quote(`releases/${release}`)} ${quote(`${dir}/current.tmp`)} && mv -T ${quote(`${dir}/current.tmp`)} ${quote(`${dir}/current`)}`);
+    await remote(
+      this.ssh,
+      `switching to release ${release}`,
+      `ln -sfn ${quote(`envs/${release}`)} ${quote(`${dir}/env.tmp`)} && mv -T ${quote(`${dir}/env.tmp`)} ${quote(`${dir}/env`)} && ln -sfn ${quote(`releases/${release}`)} ${quote(`${dir}/current.tmp`)} && mv -T ${quote(`${dir}/current.tmp`)} ${quote(`${dir}/current`)}`,
+    );
     if (this.spec.manager === "systemd") {
       await remote(this.ssh, "installing the systemd unit", `cat > ${quote(`/etc/systemd/system/${this.unitName}.service`)}`, systemdUnit(this.spec, this.command));
       await remote(this.ssh, "restarting the service", `systemctl daemon-reload && systemctl enable --quiet ${this.unitName} && systemctl restart ${this.unitName}`);
