@@ -56,7 +56,7 @@ if (probe.available) {
     UNRELATED_HOST_SECRET: "must-not-travel",
   });
   const deploy = (extra: Partial<Parameters<typeof deployAgent>[0]> = {}, environment: Record<string, string | undefined> = env()) =>
-    deployAgent({ agentDir, target: "docker", name, network: "host", model: "scripted:conversations/hello.json", include: ["conversations"], env: environment, ...extra });
+    deployAgent({ agentDir, target: "docker", name, network: "host", model: "scripted:conversations/hello.json", include: ["conversations"], readyTimeoutMs: 240_000, env: environment, ...extra });
 
   describe("assembly-line deploy --target docker", () => {
     let first: Awaited<ReturnType<typeof deployAgent>>;

@@ -113,6 +113,8 @@ if (sshdInstalled("assembly-line deploy --target vps") && s3rverInstalled()) {
       port,
       model: "scripted:conversations/hello.json",
       include: ["conversations"],
+      // Generous: a cold `assembly-line start` on a loaded 2-core CI machine.
+      readyTimeoutMs: 240_000,
       env: environment,
       vps: { host: "127.0.0.1", user: "root", sshPort: sshd.port, identityFile: sshd.identityFile, directory: remoteDir, nodePath: process.execPath, serviceManager: "process" },
     });

@@ -1,6 +1,6 @@
 import { spawn } from "node:child_process";
 import { createHash, randomBytes } from "node:crypto";
-import { existsSync, realpathSync } from "node:fs";
+import { existsSync, readdirSync, realpathSync, statSync } from "node:fs";
 import { cp, mkdir, readFile, rename, rm, writeFile } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { dirname, isAbsolute, join, relative, resolve, sep } from "node:path";
@@ -98,7 +98,7 @@ export async function stageDeployBundle(options: StageDeployBundleOptions): Prom
 
   const roots = new Set([HOST_PACKAGE, ...(await declaredDependencies(agentDir)), ...(options.packages ?? [])]);
   const plan = await planPackages([...roots], agentDir);
-  const modulesDigest = createHash("sha256").update(plan.map((entry) => `${entry.dest}\0${entry.version}\0${entry.real}`).join("\n")).digest("hex").slice(0, 16);
+  const modulesDigest = createHash("sha256").update(plan.map((entry) => `${entry.dest}\0${entry.version}\0${entry.real}\0${contentSignature(entry)}`).join("\n")).digest("hex").slice(0, 16);
   const modulesDir = join(resolve(options.modulesCache ?? join(tmpdir(), "assembly-line-deploy-modules")), modulesDigest);
   if (!existsSync(join(modulesDir, "node_modules"))) {
     // Staged beside and renamed into place, so a folder named after a digest is always complete.
@@ -201,6 +201,27 @@ async function planPackages(roots: string[], agentDir: string): Promise<PlannedP
     }
   }
   return [...planned.values()].sort((a, b) => (a.dest < b.dest ? -1 : a.dest > b.dest ? 1 : 0));
+}
+
+/**
+ * Installed packages are identified by name, version and place; a workspace
+ * package changes without a version bump (a rebuild), so its published files'
+ * sizes and modification times are part of the digest too.
+ */
+function contentSignature(entry: PlannedPackage): string {
+  if (entry.real.split(sep).includes("node_modules")) return "";
+  const hash = createHash("sha256");
+  const walk = (path: string, rel: string): void => {
+    if (!existsSync(path)) return;
+    const stats = statSync(path);
+    if (stats.isDirectory()) {
+      for (const name of readdirSync(path).sort()) if (name !== "node_modules") walk(join(path, name), `${rel}/${name}`);
+    } else {
+      hash.update(`${rel}:${stats.size}:${stats.mtimeMs}\n`);
+    }
+  };
+  for (const item of ["package.json", ...(entry.pkg.files ?? ["."])]) walk(join(entry.real, item), item);
+  return hash.digest("hex");
 }
 
 function locate(name: string, from: string, fromReal: string): { logical: string; real: string } | undefined {

@@ -13,7 +13,7 @@ export const DEPLOY_TARGETS = ["local", "docker", "vps", "fly", "railway"] as co
 export type DeployTargetName = (typeof DEPLOY_TARGETS)[number];
 
 const USAGE = `assembly-line deploy <agentDir> --target ${DEPLOY_TARGETS.join("|")}
-    [--name <name>] [--model <spec>] [--include <path>]... [--port <n>]
+    [--name <name>] [--model <spec>] [--include <path>]... [--port <n>] [--ready-timeout <seconds>]
     docker: [--base-image <image>] [--network bridge|host]
     vps:    --host <host> [--user <user>] [--ssh-port <n>] [--identity <keyfile>] [--dir <remote dir>] [--node <remote node path>] [--service-manager systemd|process]
     fly, railway: [--out <dir>] (writes the config, Dockerfile and bundle; runs the platform CLI when it is installed)`;
@@ -24,6 +24,7 @@ const OPTIONS = {
   model: { type: "string" },
   include: { type: "string", multiple: true },
   port: { type: "string" },
+  "ready-timeout": { type: "string" },
   "base-image": { type: "string" },
   network: { type: "string" },
   host: { type: "string" },
@@ -44,6 +45,8 @@ export interface DeployAgentOptions {
   model?: string;
   include?: string[];
   port?: number;
+  /** How long a new release has to answer /readyz (docker, vps). Default 60 s. */
+  readyTimeoutMs?: number;
   /** docker */
   baseImage?: string;
   network?: string;
@@ -104,6 +107,7 @@ async function chooseTarget(
         ...(options.name ? { name: options.name } : {}),
         ...(options.port ? { port: options.port } : {}),
         ...(options.include ? { include: options.include } : {}),
+        ...(options.readyTimeoutMs ? { readyTimeoutMs: options.readyTimeoutMs } : {}),
         startArgs,
       });
     case "fly":
@@ -129,6 +133,7 @@ async function chooseTarget(
               ...(options.baseImage ? { baseImage: options.baseImage } : {}),
               ...(options.network ? { network: options.network } : {}),
               ...(options.include ? { include: options.include } : {}),
+              ...(options.readyTimeoutMs ? { readyTimeoutMs: options.readyTimeoutMs } : {}),
               ...(startArgs.length > 0 ? { startArgs } : {}),
             }
           : {};
@@ -149,6 +154,11 @@ export async function deployCommand(args: string[], io: CommandIO): Promise<numb
   const port = numberOption(stringOption(parsed, "port"), "--port");
   const sshPort = numberOption(stringOption(parsed, "ssh-port"), "--ssh-port");
   const host = stringOption(parsed, "host");
+  const readyText = stringOption(parsed, "ready-timeout");
+  const readySeconds = readyText === undefined ? undefined : Number(readyText);
+  if (readySeconds !== undefined && !(Number.isInteger(readySeconds) && readySeconds > 0)) {
+    throw new AssemblyLineError("AL_ERR_CLI_USAGE", `--ready-timeout ${readyText} is not a whole number of seconds`, { fix: `usage: ${USAGE}` });
+  }
   const manager = stringOption(parsed, "service-manager");
   if (manager !== undefined && manager !== "systemd" && manager !== "process") {
     throw new AssemblyLineError("AL_ERR_CLI_USAGE", `--service-manager ${manager} is not systemd or process`, { fix: `usage: ${USAGE}` });
@@ -160,6 +170,7 @@ export async function deployCommand(args: string[], io: CommandIO): Promise<numb
     ...optional("model", stringOption(parsed, "model")),
     ...optional("include", parsed.values.include as unknown as string[] | undefined),
     ...optional("port", port),
+    ...optional("readyTimeoutMs", readySeconds === undefined ? undefined : readySeconds * 1000),
     ...optional("baseImage", stringOption(parsed, "base-image")),
     ...optional("network", stringOption(parsed, "network")),
     ...optional("out", stringOption(parsed, "out")),
