@@ -134,6 +134,18 @@ export const errorCatalogue = {
   AL_ERR_INSTRUMENTATION_DEFINITION: "instrumentation.ts does not default-export defineInstrumentation(...) with a setup function and a known captureContent.",
   AL_ERR_INSTRUMENTATION_SETUP: "instrumentation.ts setup() threw at startup or returned something that is not a TelemetrySink.",
   AL_ERR_OTLP_CONFIG: "The OTLP sink's endpoint, headers or limits are invalid.",
+  AL_ERR_BLOB_CONFIG: "A blob adapter has no usable settings (no bucket, no R2 account id, half a key pair, a malformed endpoint or part size).",
+  AL_ERR_BLOB_UNAVAILABLE: "The blob service refused or failed a request (unreachable endpoint, missing bucket, bad keys).",
+  AL_ERR_BLOB_KEY: "A blob key is empty or not a string.",
+  AL_ERR_SANDBOX_ENGINE: "The sandbox engine (e.g. the Docker engine) could not be reached or refused an operation.",
+  AL_ERR_SANDBOX_IMAGE: "A sandbox or deploy image is not present on the engine and could not be pulled.",
+  AL_ERR_SANDBOX_ADAPTER_NOT_INSTALLED: "sandbox.ts names an adapter whose plugin package is not installed.",
+  AL_ERR_SNAPSHOT_DISABLED: "A sandbox snapshot was asked for, but the sandbox has no snapshot policy.",
+  AL_ERR_SNAPSHOT_NOT_FOUND: "No snapshot with that id (or none at all) exists for the sandbox key.",
+  AL_ERR_DEPLOY_CONFIG: "A deploy target's options or the `deploy` command line are invalid (unknown target, missing host, bad port).",
+  AL_ERR_DEPLOY_BUILD: "Building the deploy artifact or image failed; nothing was replaced.",
+  AL_ERR_DEPLOY_UNHEALTHY: "The new release did not answer /readyz in time; it was removed and the previous release keeps serving.",
+  AL_ERR_DEPLOY_TRANSPORT: "A deploy step on the remote host failed (ssh, rsync/scp, or a remote command).",
 } as const;
 
 export type ErrorCode = keyof typeof errorCatalogue;

@@ -27,13 +27,59 @@ export interface SandboxAdapter {
   release(key: string): Promise<void>;
 }
 
+/** When a sandbox adapter commits a workspace to a snapshot it can restore from. Opt-in. */
+export interface SandboxSnapshotPolicy {
+  /** manual: only when asked (`snapshot(key)`); auto: also at every release (a run's end). */
+  mode: "manual" | "auto";
+  /** Keep the newest N snapshots per key, pruning older ones after each snapshot. Default 3. */
+  retainLast?: number;
+  /** Recorded on each snapshot made without its own reason. */
+  reason?: string;
+}
+
+/** One committed state of a key's sandbox. */
+export interface SandboxSnapshot {
+  id: string;
+  key: string;
+  /** ISO time. */
+  createdAt: string;
+  reason: string | undefined;
+}
+
+/**
+ * A SandboxAdapter that keeps snapshots: `acquire` of a key with no live
+ * sandbox restores from its latest snapshot.
+ */
+export interface SnapshottingSandboxAdapter extends SandboxAdapter {
+  snapshot(key: string, options?: { reason?: string }): Promise<SandboxSnapshot>;
+  /** Newest first. */
+  listSnapshots(key: string): Promise<SandboxSnapshot[]>;
+  /** Replace the key's sandbox with one made from `snapshotId` (default: the latest). */
+  restore(key: string, snapshotId?: string): Promise<Sandbox>;
+  /** Delete the key's snapshots beyond the newest `retainLast`; returns the ids deleted. */
+  pruneSnapshots(key: string, retainLast?: number): Promise<string[]>;
+}
+
+export function isSnapshottingSandboxAdapter(value: unknown): value is SnapshottingSandboxAdapter {
+  const candidate = value as Partial<SnapshottingSandboxAdapter> | null;
+  return (
+    typeof candidate === "object" &&
+    candidate !== null &&
+    typeof candidate.acquire === "function" &&
+    typeof candidate.snapshot === "function" &&
+    typeof candidate.listSnapshots === "function" &&
+    typeof candidate.restore === "function" &&
+    typeof candidate.pruneSnapshots === "function"
+  );
+}
+
 export interface SandboxOptions {
   adapter: "local" | "docker" | "daytona" | "e2b" | "modal" | (string & {});
   image?: string;
   /** Omit or `/workspace`: shell commands see a real, physical `/workspace`. */
   workingDirectory?: "/workspace";
   network?: "none" | "bridge" | (string & {});
-  snapshot?: { mode: "manual" | "auto"; retainLast?: number; reason?: string };
+  snapshot?: SandboxSnapshotPolicy;
 }
 
 export type SandboxDefinition = SandboxOptions & Branded<"assembly-line.sandbox">;

@@ -3,6 +3,9 @@ import { resolve } from "node:path";
 import {
   AssemblyLineError,
   GATEWAY_SLOTS,
+  adapterDescriptor,
+  defineGateway,
+  isAssemblyLineError,
   noopLogger,
   type AdapterDescriptor,
   type GatewayDefinition,
@@ -22,6 +25,12 @@ import { REGISTRY_DIR } from "./schemas.js";
 export interface ComposeGatewayOptions {
   /** The agent's gateway.ts default export (`bundle.sourceBundle.gateway`); null or undefined composes nothing. */
   gateway: GatewayDefinition | null | undefined;
+  /**
+   * The agent's sandbox.ts as built (`bundle.manifest.sandbox`): a non-local
+   * adapter fills the sandbox slot when gateway.ts leaves it empty, resolved
+   * through the installed plugins like any slot.
+   */
+  sandbox?: { adapter: string; options?: Record<string, unknown> } | null;
   /** The agent folder: plugins are looked up from its node_modules upwards, and factories see it as ctx.agentDir. */
   agentDir: string;
   /** What factories read and the `env` check covers. Default: process.env. */
@@ -84,7 +93,7 @@ export async function composeGateway(options: ComposeGatewayOptions): Promise<Co
   const env = options.env ?? process.env;
   const devMode = options.devMode ?? false;
   const timeoutMs = options.timeoutMs ?? DEFAULT_PLUGIN_TIMEOUT_MS;
-  const gateway = options.gateway ?? ({} as GatewayDefinition);
+  const gateway = withSandboxFile(options.gateway ?? ({} as GatewayDefinition), options.sandbox);
   const finder = new PluginFinder(agentDir, options.plugins ?? []);
 
   const slots: ComposedSlot[] = [];
@@ -137,6 +146,60 @@ export async function composeGateway(options: ComposeGatewayOptions): Promise<Co
     throw error;
   }
   return { adapters, kernel, slots, missingEnv, close };
+}
+
+/** gateway.ts with sandbox.ts's adapter in the sandbox slot; the two must not name different adapters. */
+export function withSandboxFile(gateway: GatewayDefinition, sandbox: ComposeGatewayOptions["sandbox"]): GatewayDefinition {
+  if (!sandbox) return gateway;
+  const chosen = gateway.sandbox;
+  if (chosen) {
+    if (chosen.plugin !== sandbox.adapter) {
+      throw new AssemblyLineError("AL_ERR_SANDBOX_DEFINITION", `sandbox.ts chooses the "${sandbox.adapter}" sandbox but gateway.ts's sandbox slot chooses "${chosen.plugin}"`, {
+        fix: "Choose the sandbox in one place: remove sandbox.ts or gateway.ts's sandbox: entry.",
+      });
+    }
+    return gateway;
+  }
+  // The local sandbox is the host's embedded default; nothing to resolve.
+  if (sandbox.adapter === "local") return gateway;
+  return defineGateway({ ...gateway, sandbox: adapterDescriptor("sandbox", sandbox.adapter, { ...sandbox.options }) });
+}
+
+/**
+ * The build-time half of resolving sandbox.ts: its adapter's plugin must be
+ * installed where the agent resolves packages, or the build fails naming the
+ * package to install.
+ */
+export async function checkSandboxAdapterInstalled(adapter: string, agentDir: string, plugins: string[] = []): Promise<void> {
+  if (adapter === "local") return;
+  try {
+    await new PluginFinder(resolve(agentDir), plugins).find(adapter, "sandbox");
+  } catch (error) {
+    if (!isAssemblyLineError(error, "AL_ERR_PLUGIN_NOT_FOUND")) throw error;
+    const listed = await readRegistryIndex().then((index) => index.plugins[adapter]?.package, () => undefined);
+    throw new AssemblyLineError("AL_ERR_SANDBOX_ADAPTER_NOT_INSTALLED", `sandbox.ts uses the "${adapter}" sandbox, but no installed package provides it${listed ? ` (it is ${listed})` : ""}`, {
+      fix: listed ? `Install it: npm install ${listed} (or assembly-line plugins add ${adapter}).` : `Install the package that provides the "${adapter}" sandbox (assembly-line plugins search sandbox), or use adapter: "local".`,
+      details: { adapter, ...(listed ? { package: listed } : {}) },
+    });
+  }
+}
+
+/**
+ * The environment variables the plugins behind gateway.ts (and sandbox.ts)
+ * declare, read from their manifests without loading their code: what a deploy
+ * passes to the release.
+ */
+export async function gatewayEnvNames(options: Pick<ComposeGatewayOptions, "gateway" | "sandbox" | "agentDir" | "plugins">): Promise<string[]> {
+  const gateway = withSandboxFile(options.gateway ?? ({} as GatewayDefinition), options.sandbox);
+  const finder = new PluginFinder(resolve(options.agentDir), options.plugins ?? []);
+  const names = new Set<string>();
+  for (const slot of GATEWAY_SLOTS) {
+    const descriptor = gateway[slot];
+    if (descriptor === undefined) continue;
+    const pkg = await readPluginPackage((await finder.find(descriptor.plugin, slot)).dir);
+    for (const variable of pkg.manifest.env ?? []) names.add(variable.name);
+  }
+  return [...names].sort();
 }
 
 function missingVariables(slots: ComposedSlot[], env: Record<string, string | undefined>): MissingEnvVar[] {

@@ -23,7 +23,7 @@ export {
 export { packageEntry } from "./package-main.js";
 export { checkAdapterOptions, compileConfigSchema, configSchemaPath } from "./config-schema.js";
 export { scanInstalledPlugins, discoverPackage, findPackageDir, nodeModulesChain, type DiscoveredPlugin } from "./discover.js";
-export { composeGateway, type ComposeGatewayOptions, type ComposedGateway, type ComposedSlot, type MissingEnvVar } from "./compose.js";
+export { checkSandboxAdapterInstalled, composeGateway, gatewayEnvNames, withSandboxFile, type ComposeGatewayOptions, type ComposedGateway, type ComposedSlot, type MissingEnvVar } from "./compose.js";
 export {
   REGISTRY_INDEX_FILE,
   REGISTRY_GENERATED_FILE,

@@ -62,6 +62,11 @@ const SOURCE_EXTENSIONS = [".ts", ".mts", ".js", ".mjs"];
 export interface BuildOptions {
   /** Check a static model spec (e.g. the engine's catalog); throw to fail the build. */
   validateModel?(modelSpec: string): void | Promise<void>;
+  /**
+   * Check that the plugin behind sandbox.ts's adapter is installed (hosts resolve
+   * it like a gateway.ts slot); throw, naming the package to install, to fail the build.
+   */
+  checkSandboxAdapter?(adapter: string, agentDir: string): void | Promise<void>;
 }
 
 export interface BuildResult {
@@ -140,6 +145,7 @@ export async function buildAgent(agentDirInput: string, options: BuildOptions = 
   const dynamicAutomations = checkDynamicAutomations(agent, agentFile);
   const dynamicConnections = checkDynamicConnections(agent, agentFile);
   const instrumentation = await compileInstrumentation(agentDir, load);
+  if (sandbox && sandbox.adapter !== "local") await options.checkSandboxAdapter?.(sandbox.adapter, agentDir);
   const agentContext = agent.context === undefined ? undefined : agent.context;
   if (agentContext !== undefined && !isContextPolicy(agentContext)) {
     throw new AssemblyLineError("AL_ERR_CONTEXT_DEFINITION", `${agentFile} context: is not a context policy`, {
@@ -511,19 +517,42 @@ function checkDynamicConnections(agent: AgentDefinition, agentFile: string): Age
 async function compileSandbox(agentDir: string, load: Loader): Promise<SandboxManifest | null> {
   const file = findSource(agentDir, "sandbox");
   if (!file) return null;
-  const sandbox = (await load(join(agentDir, file))).default;
-  if (!isSandboxDefinition(sandbox) || typeof sandbox.adapter !== "string") {
-    throw new AssemblyLineError("AL_ERR_SANDBOX_DEFINITION", `${file} does not default-export defineSandbox({ adapter, ... })`, {
+  const declared = sandboxOptions((await load(join(agentDir, file))).default);
+  if (!declared) {
+    throw new AssemblyLineError("AL_ERR_SANDBOX_DEFINITION", `${file} does not default-export defineSandbox({ adapter, ... }) or a sandbox helper such as dockerSandbox({...})`, {
       fix: 'Write `export default defineSandbox({ adapter: "local", image: "node:22" })`.',
     });
   }
-  const workingDirectory = (sandbox as { workingDirectory?: unknown }).workingDirectory;
+  const { adapter, options } = declared;
+  const workingDirectory = options.workingDirectory;
   if (workingDirectory !== undefined && workingDirectory !== "/workspace") {
     throw new AssemblyLineError("AL_ERR_SANDBOX_DEFINITION", `${file}: workingDirectory ${JSON.stringify(workingDirectory)} is not allowed`, {
       fix: "Omit workingDirectory or set it to /workspace: hosted shell commands see a real, physical /workspace, so other aliases are invalid (/runtime is retired).",
     });
   }
-  return { source: await hashSource(agentDir, file), adapter: sandbox.adapter, image: sandbox.image ?? null, workingDirectory: "/workspace" };
+  let json: JsonValue;
+  try {
+    json = JSON.parse(JSON.stringify(options)) as JsonValue;
+  } catch {
+    throw new AssemblyLineError("AL_ERR_SANDBOX_DEFINITION", `${file}: the sandbox options are not plain JSON data`, { fix: "Use strings, numbers, booleans, arrays and objects only." });
+  }
+  const image = typeof options.image === "string" ? options.image : null;
+  return { source: await hashSource(agentDir, file), adapter, image, workingDirectory: "/workspace", options: json as Record<string, JsonValue> };
+}
+
+/**
+ * sandbox.ts exports either defineSandbox({ adapter, ... }) or a plugin helper's
+ * sandbox descriptor (dockerSandbox({...})): both name an adapter and its options.
+ */
+export function sandboxOptions(value: unknown): { adapter: string; options: Record<string, unknown> } | undefined {
+  if (isSandboxDefinition(value) && typeof value.adapter === "string" && value.adapter !== "") {
+    const { $$type: _type, $$version: _version, adapter, ...options } = value as unknown as Record<string, unknown> & { adapter: string };
+    return { adapter, options };
+  }
+  if (isAdapterDescriptor(value) && value.slot === "sandbox" && typeof value.plugin === "string") {
+    return { adapter: value.plugin, options: { ...((value.options ?? {}) as Record<string, unknown>) } };
+  }
+  return undefined;
 }
 
 async function compileGateway(agentDir: string, load: Loader): Promise<GatewayManifest | null> {

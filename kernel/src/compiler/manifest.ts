@@ -51,6 +51,8 @@ export interface SandboxManifest {
   adapter: string;
   image: string | null;
   workingDirectory: "/workspace";
+  /** Everything sandbox.ts passes its adapter besides `adapter` (image, network, snapshot, ...). */
+  options: Record<string, JsonValue>;
 }
 
 /** A static routine from `automations/<name>.ts`. */

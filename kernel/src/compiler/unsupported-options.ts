@@ -33,16 +33,11 @@ const rootFile = (stem: string) => (use: FolderUse) => use.rootFile(stem) ?? nul
  * feature lands.
  */
 export const UNSUPPORTED_OPTIONS: readonly UnsupportedOption[] = [
-  { option: "instrumentation.ts", usedIn: rootFile("instrumentation"), fix: "Remove instrumentation.ts; observe run events with hooks/ instead." },
-  {
-    option: "sandbox.ts adapter",
-    usedIn: (use) => (use.sandbox && use.sandbox.options.adapter !== "local" ? `${use.sandbox.file} adapter: "${use.sandbox.options.adapter}"` : null),
-    fix: 'Use adapter: "local" in sandbox.ts, or compose a sandbox plugin in gateway.ts.',
-  },
   {
     option: "sandbox.ts snapshot",
-    usedIn: (use) => (use.sandbox?.options.snapshot !== undefined ? `${use.sandbox!.file} snapshot:` : null),
-    fix: "Remove snapshot from sandbox.ts.",
+    // Snapshots are the docker adapter's (a container committed to an image); the local temp-dir sandbox has none.
+    usedIn: (use) => (use.sandbox?.options.adapter === "local" && use.sandbox.options.snapshot !== undefined ? `${use.sandbox.file} snapshot:` : null),
+    fix: 'Remove snapshot from sandbox.ts, or use a sandbox adapter with snapshots (adapter: "docker").',
   },
   {
     option: "sandbox.ts network",

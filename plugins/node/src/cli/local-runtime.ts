@@ -1,6 +1,7 @@
 import { join, resolve } from "node:path";
 import { AssemblyLineError, type BlobStore, type RunEvent, type SandboxAdapter, type StateAdapter } from "@assemblyline-agents/core";
-import { composeGateway, useKernelHost } from "@assemblyline-agents/registry";
+import { checkSandboxAdapterInstalled, composeGateway, useKernelHost } from "@assemblyline-agents/registry";
+import { needsComposition } from "../host/local-defaults.js";
 import { FileStateAdapter, LocalBlobStore, LocalSandboxAdapter } from "@assemblyline-agents/local";
 import type { PiModelCatalog } from "@assemblyline-agents/pi";
 import { hostConnections } from "../host/host-connections.js";
@@ -103,11 +104,11 @@ export async function openLocalRuntime(options: {
   devMode?: boolean;
 }): Promise<LocalRuntime> {
   const agentDir = resolve(options.agentDir);
-  const artifactRoot = options.build ? (await buildAgent(agentDir, { validateModel: staticModelCheck(options.models) })).artifactRoot : join(agentDir, ARTIFACT_DIR);
+  const artifactRoot = options.build ? (await buildAgent(agentDir, { validateModel: staticModelCheck(options.models), checkSandboxAdapter: checkSandboxAdapterInstalled })).artifactRoot : join(agentDir, ARTIFACT_DIR);
   const bundle = await loadRuntimeBundle(artifactRoot);
   // gateway.ts chooses adapters per slot; the slots it leaves empty get the embedded defaults.
-  const composed = bundle.sourceBundle.gateway
-    ? await composeGateway({ gateway: bundle.sourceBundle.gateway, agentDir, devMode: options.devMode ?? true })
+  const composed = needsComposition(bundle)
+    ? await composeGateway({ gateway: bundle.sourceBundle.gateway, sandbox: bundle.manifest.sandbox, agentDir, devMode: options.devMode ?? true })
     : undefined;
   const adapters = (composed?.adapters ?? {}) as { state?: StateAdapter; blob?: BlobStore; sandbox?: SandboxAdapter };
   const state = adapters.state ?? (await FileStateAdapter.open({ ...(options.stateDir ? { directory: resolve(options.stateDir) } : { agentDir }) }));

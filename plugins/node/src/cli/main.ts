@@ -3,6 +3,7 @@ import { useKernelHost } from "@assemblyline-agents/registry";
 import { kernelHost } from "@assemblyline-agents/runtime";
 import { automationsCommand } from "./commands/automations.js";
 import { buildCommand } from "./commands/build.js";
+import { deployCommand } from "./commands/deploy.js";
 import { runCommand } from "./commands/run.js";
 import { pluginsCommand } from "./commands/plugins.js";
 import { devCommand, startCommand } from "./commands/serve.js";
@@ -36,6 +37,9 @@ const HELP = `assembly-line <command>
   automations pause|resume <name>      stop / restart an automation's schedule (survives restarts)
   dev <agentDir> [--port <n>]          serve the agent over HTTP in dev mode (local defaults, readable logs)
   start <artifactDir> [--port <n>]     production boot of a built artifact (<agentDir>/.assembly-line)
+  deploy <agentDir> --target local|docker|vps|fly|railway
+                                       build and ship the agent; secrets are passed from env, never written
+                                       into the artifact (run it without arguments for each target's flags)
   plugins list | search <words> | info <id> | add <id> | new <name> --slot <slot> | verify [dir]
                                        the plugin marketplace: find, install and check adapter plugins
 
@@ -54,6 +58,7 @@ const COMMANDS: Record<string, (args: string[], io: CommandIO) => Promise<number
   plugins: pluginsCommand,
   test: testCommand,
   automations: automationsCommand,
+  deploy: deployCommand,
   dev: (args, io) => devCommand(args, io),
   start: (args, io) => startCommand(args, io),
 };

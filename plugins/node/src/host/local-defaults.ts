@@ -26,6 +26,11 @@ export interface HostAdapters {
   close(): Promise<void>;
 }
 
+/** Whether the agent chooses any adapter beyond the embedded defaults. */
+export function needsComposition(bundle: RuntimeBundle): boolean {
+  return bundle.sourceBundle.gateway !== null || (bundle.manifest.sandbox !== null && bundle.manifest.sandbox.adapter !== "local");
+}
+
 /**
  * The adapters a host runs an agent on: what gateway.ts chooses (each plugin
  * loaded and checked, required env enforced in production), and for every slot
@@ -37,8 +42,9 @@ export async function openLocalDefaults(
   options: { stateDir?: string; models?: PiModelCatalog; devMode?: boolean } = {},
 ): Promise<HostAdapters> {
   const agentDir = resolve(bundle.artifactRoot, bundle.manifest.sourceRoot);
-  const composed = bundle.sourceBundle.gateway
-    ? await composeGateway({ gateway: bundle.sourceBundle.gateway, agentDir, devMode: options.devMode ?? false })
+  // gateway.ts, and a non-local sandbox.ts, choose adapters through the installed plugins.
+  const composed = needsComposition(bundle)
+    ? await composeGateway({ gateway: bundle.sourceBundle.gateway, sandbox: bundle.manifest.sandbox, agentDir, devMode: options.devMode ?? false })
     : undefined;
   const chosen = (composed?.adapters ?? {}) as { state?: StateAdapter; blob?: BlobStore; sandbox?: SandboxAdapter; scheduler?: Scheduler };
   const state = chosen.state ?? (await FileStateAdapter.open(options.stateDir ? { directory: resolve(options.stateDir) } : { agentDir }));

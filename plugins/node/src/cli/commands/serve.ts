@@ -1,5 +1,6 @@
 import { AssemblyLineError, type RuntimeLogger } from "@assemblyline-agents/core";
 import { buildAgent, createRuntimeLogger, loadRuntimeBundle, type RuntimeBundle } from "@assemblyline-agents/runtime";
+import { checkSandboxAdapterInstalled } from "@assemblyline-agents/registry";
 import { openLocalDefaults } from "../../host/local-defaults.js";
 import { readableLogger } from "../../host/readable-logger.js";
 import { listenNodeRuntime, type NodeRuntimeHandle } from "../../host/server.js";
@@ -34,7 +35,7 @@ export interface ServeControl {
 export async function devCommand(args: string[], io: CommandIO, control: ServeControl = {}): Promise<number> {
   const parsed = parseCommand(args, { ...SERVE_OPTIONS, "offline-script": { type: "string" }, "json-logs": { type: "boolean" } }, DEV_USAGE);
   const agentDir = requirePositional(parsed.positionals, 0, "agentDir", DEV_USAGE);
-  const { artifactRoot } = await buildAgent(agentDir);
+  const { artifactRoot } = await buildAgent(agentDir, { checkSandboxAdapter: checkSandboxAdapterInstalled });
   const bundle = await loadRuntimeBundle(artifactRoot);
   const flags = modelFlags(parsed);
   const { model, note } = await chooseModel(bundle.manifest.agent.model, { ...flags, offlineScript: stringOption(parsed, "offline-script") });

@@ -1,0 +1,221 @@
+import { createHash, randomBytes } from "node:crypto";
+import { mkdtemp, rm, writeFile } from "node:fs/promises";
+import { createServer } from "node:net";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import type Docker from "dockerode";
+import tarFs from "tar-fs";
+import { AssemblyLineError, type DeployTarget } from "@assemblyline-agents/core";
+import { stageDeployBundle, waitForReady } from "@assemblyline-agents/core/deploy";
+import { connectEngine, engineCall, engineError, engineMessage, statusOf } from "../engine.js";
+import { renderDockerfile, renderRuntimeDockerfile } from "./dockerfile.js";
+
+export const DEPLOY_LABEL = "dev.assembly-line.deploy";
+
+export interface DockerDeployOptions {
+  /** Image repository and container name prefix. Default: the agent id. */
+  name?: string;
+  /** Base image with node on PATH. Default "node:22-slim". */
+  baseImage?: string;
+  /** Port the server listens on inside the container. Default 3000. */
+  port?: number;
+  /** "bridge" (publish the port on hostIp) or "host" (listen on a free host port). Default "bridge". */
+  network?: "bridge" | "host" | (string & {});
+  /** Interface the published port binds on the host. Default 127.0.0.1. */
+  hostIp?: string;
+  /** How long the new release has to answer /readyz. Default 60 s. */
+  readyTimeoutMs?: number;
+  /** Extra arguments after `assembly-line start <artifact>` (e.g. ["--model", "..."]). */
+  startArgs?: string[];
+  /** Packages to ship beyond the agent's dependencies and the Node host. */
+  packages?: string[];
+  /** Agent-folder paths to ship that are not sources (e.g. conversations/). */
+  include?: string[];
+  /** The engine's socket. Default: $DOCKER_HOST, else /var/run/docker.sock. */
+  socketPath?: string;
+}
+
+export interface DockerDeployResult {
+  id: string;
+  url: string;
+  image: string;
+  /** Containers of earlier releases that were removed once this one was ready. */
+  replaced: string[];
+}
+
+/**
+ * Deploys a built agent as a container: stage a bundle, build an image from a
+ * generated Dockerfile, start it with the given env, wait for /readyz, and only
+ * then remove the previous release's container. Any failure before that leaves
+ * the previous release serving and removes what this deploy created.
+ */
+export class DockerDeployTarget implements DeployTarget {
+  readonly name = "docker";
+  private readonly docker: Docker;
+
+  constructor(
+    private readonly options: DockerDeployOptions = {},
+    docker?: Docker,
+  ) {
+    const port = options.port ?? 3000;
+    if (!Number.isInteger(port) || port < 1 || port > 65_535) {
+      throw new AssemblyLineError("AL_ERR_DEPLOY_CONFIG", `dockerDeploy port ${JSON.stringify(options.port)} is not a port number`, { fix: "Use 1-65535, e.g. 3000." });
+    }
+    if (options.name !== undefined && !/^[a-z0-9][a-z0-9_.-]{0,62}$/.test(options.name)) {
+      throw new AssemblyLineError("AL_ERR_DEPLOY_CONFIG", `dockerDeploy name ${JSON.stringify(options.name)} is not a valid image and container name`, { fix: "Use lowercase letters, digits, '.', '_' and '-'." });
+    }
+    this.docker = docker ?? connectEngine(options.socketPath ? { socketPath: options.socketPath } : {});
+  }
+
+  async deploy(args: { artifactRoot: string; env: Record<string, string | undefined> }): Promise<DockerDeployResult> {
+    const work = await mkdtemp(join(tmpdir(), "al-docker-deploy-"));
+    try {
+      const bundle = await stageDeployBundle({
+        artifactRoot: args.artifactRoot,
+        outDir: join(work, "context"),
+        ...(this.options.packages ? { packages: this.options.packages } : {}),
+        ...(this.options.include ? { include: this.options.include } : {}),
+      });
+      const name = this.options.name ?? (bundle.agentId.toLowerCase().replace(/[^a-z0-9_.-]/g, "-").replace(/^[^a-z0-9]+/, "") || "agent");
+      const port = this.options.port ?? 3000;
+      const baseImage = this.options.baseImage ?? "node:22-slim";
+      const runtimeImage = `assembly-line-runtime:${createHash("sha256").update(`${baseImage}\0${bundle.modules.digest}`).digest("hex").slice(0, 16)}`;
+      if (!(await this.hasImage(runtimeImage))) {
+        await writeFile(join(bundle.modules.dir, "Dockerfile"), renderRuntimeDockerfile(baseImage));
+        await this.build(bundle.modules.dir, runtimeImage);
+      }
+      await writeFile(join(bundle.dir, "Dockerfile"), renderDockerfile(bundle, { runtimeImage, port, startArgs: this.options.startArgs ?? [] }));
+      const image = `${name}:${bundle.revision.toLowerCase().replace(/[^a-z0-9_.-]/g, "-").slice(0, 100)}-${bundle.digest}`;
+      await this.build(bundle.dir, image);
+      return await this.release(name, image, port, args.env);
+    } finally {
+      await rm(work, { recursive: true, force: true });
+    }
+  }
+
+  private async hasImage(image: string): Promise<boolean> {
+    try {
+      await this.docker.getImage(image).inspect();
+      return true;
+    } catch (error) {
+      if (statusOf(error) === 404) return false;
+      throw engineError(`inspecting image ${image}`, error);
+    }
+  }
+
+  private async build(context: string, image: string): Promise<void> {
+    let stream: NodeJS.ReadableStream;
+    try {
+      stream = await this.docker.buildImage(tarFs.pack(context) as unknown as NodeJS.ReadableStream, { t: image, rm: true, forcerm: true });
+    } catch (error) {
+      throw buildError(image, engineMessage(error), error);
+    }
+    const output: string[] = [];
+    await new Promise<void>((resolve, reject) => {
+      this.docker.modem.followProgress(
+        stream,
+        (error, results: Array<{ error?: string; errorDetail?: { message?: string } }>) => {
+          const failed = error ?? results.find((entry) => entry.error || entry.errorDetail);
+          if (failed) reject(buildError(image, (failed as { error?: string }).error ?? (failed as Error).message ?? "build failed", error, output));
+          else resolve();
+        },
+        (event: { stream?: string }) => {
+          if (event.stream) output.push(event.stream);
+        },
+      );
+    });
+  }
+
+  private async release(name: string, image: string, port: number, env: Record<string, string | undefined>): Promise<DockerDeployResult> {
+    const network = this.options.network ?? "bridge";
+    const host = network === "host";
+    const listenPort = host ? await freePort() : port;
+    const containerName = `${name}-${randomBytes(4).toString("hex")}`;
+    const variables = Object.entries(env).filter((entry): entry is [string, string] => entry[1] !== undefined && entry[0] !== "PORT" && entry[0] !== "HOST");
+    const container = await engineCall(`creating container ${containerName}`, () =>
+      this.docker.createContainer({
+        name: containerName,
+        Image: image,
+        Env: [...variables.map(([variable, value]) => `${variable}=${value}`), `PORT=${listenPort}`, `HOST=${host ? "127.0.0.1" : "0.0.0.0"}`],
+        Labels: { [DEPLOY_LABEL]: name },
+        ExposedPorts: { [`${listenPort}/tcp`]: {} },
+        HostConfig: {
+          NetworkMode: network,
+          RestartPolicy: { Name: "unless-stopped" },
+          ...(host ? {} : { PortBindings: { [`${listenPort}/tcp`]: [{ HostIp: this.options.hostIp ?? "127.0.0.1", HostPort: "" }] } }),
+        },
+      }),
+    );
+    try {
+      await engineCall(`starting container ${containerName}`, () => container.start());
+      const hostPort = host ? listenPort : Number((await container.inspect()).NetworkSettings.Ports[`${listenPort}/tcp`]?.[0]?.HostPort);
+      const address = host ? "127.0.0.1" : (this.options.hostIp ?? "127.0.0.1");
+      const url = `http://${address.includes(":") ? `[${address}]` : address}:${hostPort}`;
+      const ready = await waitForReady({
+        url: `${url}/readyz`,
+        timeoutMs: this.options.readyTimeoutMs ?? 60_000,
+        alive: async () => (await container.inspect().catch(() => undefined))?.State.Running === true,
+      });
+      if (!ready) {
+        const logs = await container.logs({ stdout: true, stderr: true, tail: 40 }).then((buffer) => demuxedText(buffer), () => "");
+        throw new AssemblyLineError("AL_ERR_DEPLOY_UNHEALTHY", `release ${containerName} (${image}) did not answer ${url}/readyz; the previous release keeps serving.\n${logs}`, {
+          fix: "Read the release's log lines above (a missing environment variable is the usual cause), fix, and deploy again.",
+          details: { image, container: containerName },
+        });
+      }
+      const replaced = await this.removeOthers(name, containerName);
+      return { id: containerName, url, image, replaced };
+    } catch (error) {
+      await container.remove({ force: true }).catch(() => undefined);
+      throw error;
+    }
+  }
+
+  private async removeOthers(name: string, keep: string): Promise<string[]> {
+    const containers = await engineCall("listing releases", () => this.docker.listContainers({ all: true, filters: { label: [`${DEPLOY_LABEL}=${name}`] } }));
+    const removed: string[] = [];
+    for (const info of containers) {
+      const containerName = (info.Names[0] ?? "").replace(/^\//, "");
+      if (containerName === keep) continue;
+      await this.docker
+        .getContainer(info.Id)
+        .remove({ force: true })
+        .then(() => removed.push(containerName))
+        .catch((error: unknown) => {
+          if (statusOf(error) !== 404) throw engineError(`removing the previous release ${containerName}`, error);
+        });
+    }
+    return removed;
+  }
+}
+
+function buildError(image: string, message: string, cause: unknown, output: string[] = []): AssemblyLineError {
+  return new AssemblyLineError("AL_ERR_DEPLOY_BUILD", `building ${image} failed: ${message}\n${output.slice(-20).join("")}`, {
+    fix: "Fix the cause above and deploy again; the running release was not touched.",
+    cause,
+    details: { image },
+  });
+}
+
+/** Container logs without the engine's 8-byte stream headers. */
+function demuxedText(buffer: Buffer): string {
+  const parts: Buffer[] = [];
+  let offset = 0;
+  while (offset + 8 <= buffer.length) {
+    const size = buffer.readUInt32BE(offset + 4);
+    parts.push(buffer.subarray(offset + 8, offset + 8 + size));
+    offset += 8 + size;
+  }
+  return Buffer.concat(parts).toString("utf8");
+}
+
+function freePort(): Promise<number> {
+  return new Promise((resolve, reject) => {
+    const server = createServer();
+    server.once("error", reject);
+    server.listen(0, "127.0.0.1", () => {
+      const address = server.address();
+      server.close(() => (typeof address === "object" && address ? resolve(address.port) : reject(new Error("no port"))));
+    });
+  });
+}

@@ -1,0 +1,275 @@
+import { createHash, randomBytes } from "node:crypto";
+import type Docker from "dockerode";
+import { AssemblyLineError, type Sandbox, type SandboxSnapshot, type SnapshottingSandboxAdapter } from "@assemblyline-agents/core";
+import { connectEngine, engineCall, engineError, ensureImage, statusOf } from "../engine.js";
+import { DockerSandbox } from "./docker-sandbox.js";
+import { resolveSandboxOptions, type DockerSandboxOptions, type ResolvedSandboxOptions } from "./options.js";
+import { WORKSPACE } from "./workspace-path.js";
+
+/** Labels mark what this adapter made, so it finds its containers again after a restart. */
+export const LABELS = {
+  sandbox: "dev.assembly-line.sandbox",
+  key: "dev.assembly-line.sandbox.key",
+  scope: "dev.assembly-line.sandbox.scope",
+} as const;
+
+/*
+ * PID 1 of a sandbox container: keep the container alive between commands and
+ * exit at once on `docker stop` (a shell as PID 1 ignores SIGTERM without a trap).
+ */
+const KEEP_ALIVE = `mkdir -p ${WORKSPACE}; trap 'exit 0' TERM INT; while :; do sleep 3600 & wait $!; done`;
+
+export interface DockerSandboxAdapterOptions extends DockerSandboxOptions {
+  /** An engine client to use instead of connecting to socketPath / DOCKER_HOST. */
+  docker?: Docker;
+  /** The agent folder; the default scope is derived from it. */
+  agentDir?: string;
+}
+
+/**
+ * The Docker sandbox: one container per key (a run), created on first acquire
+ * from `image` (or the key's latest snapshot), with a physical /workspace, the
+ * network mode and resource limits of the options, found again by name after a
+ * host restart, and removed on release (after an `auto` snapshot).
+ */
+export class DockerSandboxAdapter implements SnapshottingSandboxAdapter {
+  readonly name = "docker";
+  readonly options: ResolvedSandboxOptions;
+  private readonly docker: Docker;
+  private readonly live = new Map<string, Promise<DockerSandbox>>();
+
+  constructor(options: DockerSandboxAdapterOptions) {
+    const defaultScope = options.agentDir ? `agent-${digest(options.agentDir).slice(0, 12)}` : "default";
+    this.options = resolveSandboxOptions(withoutHostOnly(options), defaultScope);
+    // Connecting is lazy in dockerode: nothing touches the engine until a run acquires a sandbox.
+    this.docker = options.docker ?? connectEngine(this.options.socketPath ? { socketPath: this.options.socketPath } : {});
+  }
+
+  /** The key's sandbox: the live container, a stopped one restarted, or a new one (from the latest snapshot, if any). */
+  acquire(key: string): Promise<Sandbox> {
+    checkKey(key);
+    let pending = this.live.get(key);
+    if (!pending) {
+      pending = this.open(key).catch((error: unknown) => {
+        this.live.delete(key);
+        throw error;
+      });
+      this.live.set(key, pending);
+    }
+    return pending;
+  }
+
+  /** Remove the key's container (an `auto` policy snapshots it first). Releasing an unknown key is a no-op. */
+  async release(key: string): Promise<void> {
+    checkKey(key);
+    this.live.delete(key);
+    const container = await this.find(key);
+    if (!container) return;
+    if (this.options.snapshot?.mode === "auto") await this.commit(key, container, this.options.snapshot.reason ?? "run ended");
+    await removeContainer(container);
+  }
+
+  /** Commit the key's container to a snapshot image, then prune beyond retainLast. */
+  async snapshot(key: string, options: { reason?: string } = {}): Promise<SandboxSnapshot> {
+    checkKey(key);
+    const policy = this.requirePolicy();
+    const container = await this.find(key);
+    if (!container) {
+      throw new AssemblyLineError("AL_ERR_SANDBOX_UNAVAILABLE", `sandbox ${key} has no container to snapshot`, {
+        fix: "Acquire the sandbox (run a command in it) before taking a snapshot.",
+        details: { key },
+      });
+    }
+    return this.commit(key, container, options.reason ?? policy.reason);
+  }
+
+  /** The key's snapshots, newest first. */
+  async listSnapshots(key: string): Promise<SandboxSnapshot[]> {
+    checkKey(key);
+    const repo = this.snapshotRepo(key);
+    const images = await engineCall("listing snapshots", () => this.docker.listImages({ filters: { reference: [`${repo}:*`] } }));
+    const snapshots: SandboxSnapshot[] = [];
+    for (const image of images) {
+      for (const tag of image.RepoTags ?? []) {
+        if (!tag.startsWith(`${repo}:`)) continue;
+        const id = tag.slice(repo.length + 1);
+        const created = Number(/^s(\d+)-/.exec(id)?.[1] ?? image.Created * 1000);
+        const comment = await this.docker
+          .getImage(tag)
+          .inspect()
+          .then((info) => info.Comment, () => "");
+        snapshots.push({ id, key, createdAt: new Date(created).toISOString(), reason: comment === "" ? undefined : comment });
+      }
+    }
+    // Ids start with a millisecond timestamp and a random tail: newest first, ties broken by id.
+    return snapshots.sort((a, b) => (a.id < b.id ? 1 : a.id > b.id ? -1 : 0));
+  }
+
+  /** Replace the key's container with a new one made from a snapshot (default: the latest). */
+  async restore(key: string, snapshotId?: string): Promise<Sandbox> {
+    checkKey(key);
+    const snapshots = await this.listSnapshots(key);
+    const chosen = snapshotId === undefined ? snapshots[0] : snapshots.find((entry) => entry.id === snapshotId);
+    if (!chosen) {
+      throw new AssemblyLineError("AL_ERR_SNAPSHOT_NOT_FOUND", `sandbox ${key} has no snapshot ${snapshotId === undefined ? "at all" : JSON.stringify(snapshotId)}`, {
+        fix: `Restore one of: ${snapshots.map((entry) => entry.id).join(", ") || "(none; take a snapshot first)"}.`,
+        details: { key, snapshotId },
+      });
+    }
+    this.live.delete(key);
+    const existing = await this.find(key);
+    if (existing) await removeContainer(existing);
+    const pending = this.create(key, `${this.snapshotRepo(key)}:${chosen.id}`).catch((error: unknown) => {
+      this.live.delete(key);
+      throw error;
+    });
+    this.live.set(key, pending);
+    return pending;
+  }
+
+  /** Delete the key's snapshots beyond the newest `retainLast` (default: the policy's). */
+  async pruneSnapshots(key: string, retainLast = this.options.snapshot?.retainLast ?? 3): Promise<string[]> {
+    const removed: string[] = [];
+    for (const old of (await this.listSnapshots(key)).slice(retainLast)) {
+      // Untag only: a container made from this snapshot keeps its layers until it is removed.
+      await engineCall(`removing snapshot ${old.id}`, () => this.docker.getImage(`${this.snapshotRepo(key)}:${old.id}`).remove({ noprune: false }))
+        .then(() => removed.push(old.id))
+        .catch(async (error: unknown) => {
+          if (statusOf((error as { cause?: unknown }).cause) !== 409) throw error;
+          await this.docker.getImage(`${this.snapshotRepo(key)}:${old.id}`).remove({ force: true });
+          removed.push(old.id);
+        });
+    }
+    return removed;
+  }
+
+  /** The container name a key maps to (stable across processes, so a restarted host finds it). */
+  containerName(key: string): string {
+    return `al-sandbox-${this.options.scope}-${digest(key).slice(0, 24)}`;
+  }
+
+  private async open(key: string): Promise<DockerSandbox> {
+    const existing = await this.find(key);
+    if (existing) {
+      const info = await engineCall(`inspecting sandbox ${key}`, () => existing.inspect());
+      if (!info.State.Running) await engineCall(`restarting sandbox ${key}`, () => existing.start()).catch(ignoreStatus(304));
+      return this.wrap(key, existing);
+    }
+    const [latest] = this.options.snapshot ? await this.listSnapshots(key) : [];
+    return this.create(key, latest ? `${this.snapshotRepo(key)}:${latest.id}` : this.options.image);
+  }
+
+  private async create(key: string, image: string): Promise<DockerSandbox> {
+    await ensureImage(this.docker, image);
+    const name = this.containerName(key);
+    const { options } = this;
+    let container: Docker.Container;
+    try {
+      container = await this.docker.createContainer({
+        name,
+        Image: image,
+        Entrypoint: ["/bin/sh", "-c"],
+        Cmd: [KEEP_ALIVE],
+        WorkingDir: WORKSPACE,
+        Labels: { [LABELS.sandbox]: "1", [LABELS.key]: key, [LABELS.scope]: options.scope },
+        Env: Object.entries(options.env).map(([variable, value]) => `${variable}=${value}`),
+        ...(options.user ? { User: options.user } : {}),
+        HostConfig: {
+          NetworkMode: options.network,
+          PidsLimit: options.pidsLimit,
+          SecurityOpt: ["no-new-privileges"],
+          ...(options.nanoCpus ? { NanoCpus: options.nanoCpus } : {}),
+          ...(options.memoryBytes ? { Memory: options.memoryBytes, MemorySwap: options.memoryBytes } : {}),
+        },
+      });
+    } catch (error) {
+      // Another process created it first: use theirs.
+      if (statusOf(error) === 409) {
+        const raced = await this.find(key);
+        if (raced) return this.open(key);
+      }
+      throw engineError(`creating the sandbox container for ${key}`, error);
+    }
+    await engineCall(`starting sandbox ${key}`, () => container.start()).catch(async (error: unknown) => {
+      await removeContainer(container).catch(() => undefined);
+      throw error;
+    });
+    return this.wrap(key, container);
+  }
+
+  private wrap(key: string, container: Docker.Container): DockerSandbox {
+    return new DockerSandbox(key, container, {
+      timeoutMs: this.options.defaultTimeoutMs,
+      maxOutputBytes: this.options.maxOutputBytes,
+      env: this.options.env,
+      user: this.options.user,
+    });
+  }
+
+  private async find(key: string): Promise<Docker.Container | undefined> {
+    const container = this.docker.getContainer(this.containerName(key));
+    try {
+      const info = await container.inspect();
+      // A same-named container this adapter did not make is never used or removed.
+      if (info.Config.Labels?.[LABELS.key] !== key) {
+        throw new AssemblyLineError("AL_ERR_SANDBOX_ENGINE", `container ${this.containerName(key)} exists but is not the sandbox of ${key}`, {
+          fix: "Remove that container, or give this sandbox another scope.",
+        });
+      }
+      return container;
+    } catch (error) {
+      if (statusOf(error) === 404) return undefined;
+      if (error instanceof AssemblyLineError) throw error;
+      throw engineError(`looking up sandbox ${key}`, error);
+    }
+  }
+
+  private async commit(key: string, container: Docker.Container, reason: string | undefined): Promise<SandboxSnapshot> {
+    const now = Date.now();
+    const id = `s${now}-${randomBytes(3).toString("hex")}`;
+    // Paused while committing, so the image is one consistent state of the files.
+    await engineCall(`snapshotting sandbox ${key}`, () => container.commit({ repo: this.snapshotRepo(key), tag: id, comment: reason ?? "", pause: true }));
+    await this.pruneSnapshots(key);
+    return { id, key, createdAt: new Date(now).toISOString(), reason };
+  }
+
+  private snapshotRepo(key: string): string {
+    return `assembly-line-snapshot/${this.options.scope}-${digest(key).slice(0, 24)}`;
+  }
+
+  private requirePolicy(): NonNullable<ResolvedSandboxOptions["snapshot"]> {
+    if (!this.options.snapshot) {
+      throw new AssemblyLineError("AL_ERR_SNAPSHOT_DISABLED", "this docker sandbox has no snapshot policy", {
+        fix: 'Add snapshot: { mode: "manual", retainLast: 3 } to dockerSandbox({...}).',
+      });
+    }
+    return this.options.snapshot;
+  }
+}
+
+function withoutHostOnly(options: DockerSandboxAdapterOptions): DockerSandboxOptions {
+  const { docker: _docker, agentDir: _agentDir, ...rest } = options;
+  return rest;
+}
+
+function digest(text: string): string {
+  return createHash("sha256").update(text).digest("hex");
+}
+
+function checkKey(key: string): void {
+  if (typeof key !== "string" || key === "") {
+    throw new AssemblyLineError("AL_ERR_SANDBOX_DEFINITION", `sandbox key ${JSON.stringify(key)} is not a non-empty string`, { fix: "Key sandboxes by the run id." });
+  }
+}
+
+function ignoreStatus(status: number): (error: unknown) => void {
+  return (error) => {
+    if (statusOf((error as { cause?: unknown }).cause) !== status) throw error;
+  };
+}
+
+async function removeContainer(container: Docker.Container): Promise<void> {
+  await engineCall("removing a sandbox container", () => container.remove({ force: true, v: true })).catch((error: unknown) => {
+    if (statusOf((error as { cause?: unknown }).cause) !== 404) throw error;
+  });
+}

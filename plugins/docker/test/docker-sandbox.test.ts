@@ -1,0 +1,175 @@
+import { hostname } from "node:os";
+import { isAssemblyLineError, isSnapshottingSandboxAdapter } from "@assemblyline-agents/core";
+import { afterAll, describe, expect, it } from "vitest";
+import { DockerSandboxAdapter, LABELS, TIMEOUT_EXIT_CODE, createDockerSandbox, dockerSandbox } from "../src/index.js";
+import { IMAGE_MARKER, baseImages, probeEngine, randomScope, removeScope } from "./support/engine.js";
+
+const probe = await probeEngine("DockerSandboxAdapter");
+const text = (body: Uint8Array) => new TextDecoder().decode(body);
+
+async function refusal(promise: Promise<unknown>): Promise<unknown> {
+  return promise.then(
+    () => undefined,
+    (error: unknown) => error,
+  );
+}
+
+if (probe.available) {
+  const { docker } = probe;
+  const images = await baseImages(docker);
+  const scopes: string[] = [];
+  const scoped = () => {
+    const scope = randomScope();
+    scopes.push(scope);
+    return scope;
+  };
+  const containersOf = async (scope: string) => docker.listContainers({ all: true, filters: { label: [`${LABELS.scope}=${scope}`] } });
+  afterAll(async () => {
+    for (const scope of scopes) await removeScope(docker, scope);
+  });
+
+  describe("DockerSandboxAdapter", () => {
+    it("runs commands in the container, not on the host: a physical /workspace, its own hostname, the image's files", async () => {
+      const adapter = new DockerSandboxAdapter({ image: images.busybox, network: "none", scope: scoped(), docker });
+      const sandbox = await adapter.acquire("run-physical");
+      await sandbox.writeFile("/workspace/from-tool.txt", "written by writeFile");
+      const result = await sandbox.exec(`pwd; hostname; cat ${IMAGE_MARKER}; cat /workspace/from-tool.txt`);
+      const [pwd, name, marker, file] = result.stdout.trim().split("\n");
+      expect(pwd).toBe("/workspace");
+      expect(name).not.toBe(hostname());
+      expect(marker).toBe("assembly-line test image: busybox");
+      expect(file).toBe("written by writeFile");
+      await adapter.release("run-physical");
+    });
+
+    it('honours network "none": the container has only a loopback interface', async () => {
+      const adapter = new DockerSandboxAdapter({ image: images.busybox, network: "none", scope: scoped(), docker });
+      const sandbox = await adapter.acquire("run-net");
+      expect((await sandbox.exec("ls /sys/class/net")).stdout.trim()).toBe("lo");
+      await adapter.release("run-net");
+    });
+
+    it("applies cpu, memory and process limits", async () => {
+      const adapter = new DockerSandboxAdapter({ image: images.busybox, network: "none", cpus: 0.5, memory: "64m", pidsLimit: 40, scope: scoped(), docker });
+      const sandbox = await adapter.acquire("run-limits");
+      const read = async (v2: string, v1: string) => (await sandbox.exec(`cat /sys/fs/cgroup/${v2} 2>/dev/null || cat /sys/fs/cgroup/${v1}`)).stdout.trim();
+      expect(await read("memory.max", "memory/memory.limit_in_bytes")).toBe(String(64 * 1024 * 1024));
+      expect(await read("pids.max", "pids/pids.max")).toBe("40");
+      expect(await read("cpu.max", "cpu/cpu.cfs_quota_us")).toMatch(/^50000\b/);
+      await adapter.release("run-limits");
+    });
+
+    it("kills the whole process tree at the timeout", async () => {
+      const adapter = new DockerSandboxAdapter({ image: images.busybox, network: "none", scope: scoped(), docker });
+      const sandbox = await adapter.acquire("run-timeout");
+      const slow = await sandbox.exec("sleep 31 & sleep 32; echo finished > /workspace/finished", { timeoutMs: 500 });
+      expect(slow).toMatchObject({ timedOut: true, exitCode: TIMEOUT_EXIT_CODE });
+      const processes = await sandbox.exec("cat /proc/[0-9]*/cmdline | tr '\\0' ' '");
+      expect(processes.stdout).not.toMatch(/sleep 3[12]/);
+      expect((await sandbox.listFiles("/workspace")).map((entry) => entry.path)).not.toContain("/workspace/finished");
+      await adapter.release("run-timeout");
+    }, 30_000);
+
+    it("refuses to follow a symlink out of /workspace", async () => {
+      const adapter = new DockerSandboxAdapter({ image: images.busybox, network: "none", scope: scoped(), docker });
+      const sandbox = await adapter.acquire("run-link");
+      await sandbox.exec("ln -s /etc /workspace/etc");
+      expect(isAssemblyLineError(await refusal(sandbox.readFile("/workspace/etc/passwd")), "AL_ERR_PATH_ESCAPE")).toBe(true);
+      expect(isAssemblyLineError(await refusal(sandbox.writeFile("/workspace/etc/evil", "x")), "AL_ERR_PATH_ESCAPE")).toBe(true);
+      expect(isAssemblyLineError(await refusal(sandbox.readFile("/workspace/missing.txt")), "AL_ERR_PATH_NOT_FOUND")).toBe(true);
+      await adapter.release("run-link");
+    });
+
+    it("creates no container until a sandbox is acquired, and none is left after release", async () => {
+      const scope = scoped();
+      const adapter = new DockerSandboxAdapter({ image: images.busybox, network: "none", scope, docker });
+      expect(await containersOf(scope)).toHaveLength(0);
+      await (await adapter.acquire("run-lazy")).exec("true");
+      expect(await containersOf(scope)).toHaveLength(1);
+      await adapter.release("run-lazy");
+      expect(await containersOf(scope)).toHaveLength(0);
+    });
+
+    it("reconnects to a run's container after a host restart, restarting it if the engine stopped it", async () => {
+      const scope = scoped();
+      const before = new DockerSandboxAdapter({ image: images.busybox, network: "none", scope, docker });
+      await (await before.acquire("run-restart")).writeFile("/workspace/progress.txt", "step 3 of 5");
+      // A new process: a fresh adapter with the same options finds the container by name.
+      const after = new DockerSandboxAdapter({ image: images.busybox, network: "none", scope, docker });
+      expect(text(await (await after.acquire("run-restart")).readFile("progress.txt"))).toBe("step 3 of 5");
+      await docker.getContainer(after.containerName("run-restart")).stop({ t: 0 });
+      const third = new DockerSandboxAdapter({ image: images.busybox, network: "none", scope, docker });
+      expect(text(await (await third.acquire("run-restart")).readFile("progress.txt"))).toBe("step 3 of 5");
+      expect(await containersOf(scope)).toHaveLength(1);
+      await third.release("run-restart");
+    }, 60_000);
+
+    it("fails with AL_ERR_SANDBOX_IMAGE naming an image the engine does not have", async () => {
+      const adapter = new DockerSandboxAdapter({ image: "assembly-line-test/missing:none", network: "none", scope: scoped(), docker });
+      const error = await refusal(adapter.acquire("run-missing"));
+      expect(isAssemblyLineError(error, "AL_ERR_SANDBOX_IMAGE"), String(error)).toBe(true);
+      expect(String(error)).toContain("assembly-line-test/missing:none");
+    });
+
+    it.each([
+      [{ image: "" }, "image"],
+      [{ image: "x", cpus: -1 }, "cpus"],
+      [{ image: "x", memory: "lots" }, "memory"],
+      [{ image: "x", snapshot: { mode: "sometimes" } }, "snapshot.mode"],
+      [{ image: "x", workingDirectory: "/runtime" }, "workingDirectory"],
+      [{ image: "x", gpu: true }, "gpu"],
+    ])("refuses the options %j with AL_ERR_SANDBOX_DEFINITION naming %s", (options, named) => {
+      let error: unknown;
+      try {
+        createDockerSandbox(dockerSandbox(options as never), { docker });
+      } catch (caught) {
+        error = caught;
+      }
+      expect(isAssemblyLineError(error, "AL_ERR_SANDBOX_DEFINITION"), String(error)).toBe(true);
+      expect(String(error)).toContain(named);
+    });
+  });
+
+  describe("DockerSandboxAdapter snapshots", () => {
+    it("commits snapshots, keeps only retainLast, restores a chosen one and acquires from the latest", async () => {
+      const adapter = new DockerSandboxAdapter({ image: images.busybox, network: "none", scope: scoped(), snapshot: { mode: "manual", retainLast: 2, reason: "checkpoint" }, docker });
+      expect(isSnapshottingSandboxAdapter(adapter)).toBe(true);
+      const sandbox = await adapter.acquire("run-snap");
+      const taken = [];
+      for (const version of ["v1", "v2", "v3"]) {
+        await sandbox.writeFile("state.txt", version);
+        taken.push(await adapter.snapshot("run-snap", version === "v3" ? { reason: "before deploy" } : {}));
+      }
+      const kept = await adapter.listSnapshots("run-snap");
+      expect(kept.map((entry) => entry.id)).toEqual([taken[2]!.id, taken[1]!.id]);
+      expect(kept.map((entry) => entry.reason)).toEqual(["before deploy", "checkpoint"]);
+      await sandbox.writeFile("state.txt", "v4 (not snapshotted)");
+      const restored = await adapter.restore("run-snap", taken[1]!.id);
+      expect(text(await restored.readFile("state.txt"))).toBe("v2");
+      // After the container is gone, the key comes back from its latest snapshot.
+      await adapter.release("run-snap");
+      expect(text(await (await adapter.acquire("run-snap")).readFile("state.txt"))).toBe("v3");
+      const pruned = isAssemblyLineError(await refusal(adapter.restore("run-snap", taken[0]!.id)), "AL_ERR_SNAPSHOT_NOT_FOUND");
+      expect(pruned).toBe(true);
+      await adapter.release("run-snap");
+    }, 120_000);
+
+    it("auto mode snapshots at release, so the run's files survive the container", async () => {
+      const adapter = new DockerSandboxAdapter({ image: images.busybox, network: "none", scope: scoped(), snapshot: { mode: "auto", retainLast: 1 }, docker });
+      await (await adapter.acquire("run-auto")).writeFile("notes.md", "kept across release");
+      await adapter.release("run-auto");
+      const [snapshot] = await adapter.listSnapshots("run-auto");
+      expect(snapshot?.reason).toBe("run ended");
+      expect(text(await (await adapter.acquire("run-auto")).readFile("notes.md"))).toBe("kept across release");
+      await adapter.release("run-auto");
+      expect(await adapter.listSnapshots("run-auto")).toHaveLength(1);
+    }, 120_000);
+
+    it("refuses a snapshot when the sandbox has no snapshot policy", async () => {
+      const adapter = new DockerSandboxAdapter({ image: images.busybox, network: "none", scope: scoped(), docker });
+      await adapter.acquire("run-nosnap");
+      expect(isAssemblyLineError(await refusal(adapter.snapshot("run-nosnap")), "AL_ERR_SNAPSHOT_DISABLED")).toBe(true);
+      await adapter.release("run-nosnap");
+    });
+  });
+}

@@ -1,0 +1,212 @@
+import { resolve } from "node:path";
+import { AssemblyLineError, adapterDescriptor, defineGateway, type DeployTarget } from "@assemblyline-agents/core";
+import { deployEnv } from "@assemblyline-agents/core/deploy";
+import { checkSandboxAdapterInstalled, composeGateway, gatewayEnvNames } from "@assemblyline-agents/registry";
+import { buildAgent, loadRuntimeBundle } from "@assemblyline-agents/runtime";
+import { PlatformDeployTarget, PLATFORMS, type Platform } from "../../deploy/platform-deploy-target.js";
+import { VpsDeployTarget, type VpsDeployOptions } from "../../deploy/vps-deploy-target.js";
+import { parseCommand, requirePositional, stringOption } from "../args.js";
+import type { CommandIO } from "../io.js";
+import { staticModelCheck } from "../local-runtime.js";
+
+export const DEPLOY_TARGETS = ["local", "docker", "vps", "fly", "railway"] as const;
+export type DeployTargetName = (typeof DEPLOY_TARGETS)[number];
+
+const USAGE = `assembly-line deploy <agentDir> --target ${DEPLOY_TARGETS.join("|")}
+    [--name <name>] [--model <spec>] [--include <path>]... [--port <n>] [--ready-timeout <seconds>]
+    docker: [--base-image <image>] [--network bridge|host]
+    vps:    --host <host> [--user <user>] [--ssh-port <n>] [--identity <keyfile>] [--dir <remote dir>] [--node <remote node path>] [--service-manager systemd|process]
+    fly, railway: [--out <dir>] (writes the config, Dockerfile and bundle; runs the platform CLI when it is installed)`;
+
+const OPTIONS = {
+  target: { type: "string" },
+  name: { type: "string" },
+  model: { type: "string" },
+  include: { type: "string", multiple: true },
+  port: { type: "string" },
+  "ready-timeout": { type: "string" },
+  "base-image": { type: "string" },
+  network: { type: "string" },
+  host: { type: "string" },
+  user: { type: "string" },
+  "ssh-port": { type: "string" },
+  identity: { type: "string" },
+  dir: { type: "string" },
+  node: { type: "string" },
+  "service-manager": { type: "string" },
+  out: { type: "string" },
+} as const;
+
+export interface DeployAgentOptions {
+  agentDir: string;
+  target: DeployTargetName;
+  name?: string;
+  /** A model spec the release is started with (`assembly-line start --model`), e.g. a scripted conversation inside the bundle. */
+  model?: string;
+  include?: string[];
+  port?: number;
+  /** How long a new release has to answer /readyz (docker, vps). Default 60 s. */
+  readyTimeoutMs?: number;
+  /** docker */
+  baseImage?: string;
+  network?: string;
+  /** vps */
+  vps?: Omit<VpsDeployOptions, "name" | "port" | "startArgs" | "include">;
+  /** fly, railway */
+  out?: string;
+  /** Where the release's secrets come from. Default: process.env. */
+  env?: Record<string, string | undefined>;
+}
+
+export interface DeployOutcome {
+  target: DeployTargetName;
+  id: string;
+  url?: string;
+  /** Variables the release was given (names only; values never leave env). */
+  envNames: string[];
+  /** What else the target reports (replaced releases, commands to run, ...). */
+  details: Record<string, unknown>;
+}
+
+/**
+ * Build the agent, pick the variables the release needs (the gateway plugins'
+ * declared env, channel secrets, ASSEMBLY_LINE_*) from env, and hand both to
+ * the target. Secrets travel as process environment only, never in the artifact.
+ */
+export async function deployAgent(options: DeployAgentOptions): Promise<DeployOutcome> {
+  if (!DEPLOY_TARGETS.includes(options.target)) {
+    throw new AssemblyLineError("AL_ERR_DEPLOY_CONFIG", `unknown deploy target ${JSON.stringify(options.target)}`, { fix: `Use --target ${DEPLOY_TARGETS.join("|")}.` });
+  }
+  const agentDir = resolve(options.agentDir);
+  const { artifactRoot } = await buildAgent(agentDir, { validateModel: staticModelCheck(undefined), checkSandboxAdapter: checkSandboxAdapterInstalled });
+  const bundle = await loadRuntimeBundle(artifactRoot);
+  const names = new Set(await gatewayEnvNames({ gateway: bundle.sourceBundle.gateway, sandbox: bundle.manifest.sandbox, agentDir }));
+  for (const channel of bundle.manifest.channels) for (const group of channel.requiredSecretEnv) for (const name of group) names.add(name);
+  const env = deployEnv(options.env ?? process.env, { names });
+  const startArgs = options.model ? ["--model", options.model] : [];
+  const target = await chooseTarget(options, agentDir, bundle.sourceBundle.gateway?.deploy, startArgs);
+  try {
+    const result = (await target.deploy({ artifactRoot, env })) as { id: string; url?: string } & Record<string, unknown>;
+    const { id, url, ...details } = result;
+    return { target: options.target, id, ...(url ? { url } : {}), envNames: Object.keys(env).sort(), details };
+  } finally {
+    await (target as { close?(): Promise<void> }).close?.();
+  }
+}
+
+async function chooseTarget(
+  options: DeployAgentOptions,
+  agentDir: string,
+  fromGateway: { plugin: string; options: unknown } | undefined,
+  startArgs: string[],
+): Promise<DeployTarget & { close?(): Promise<void> }> {
+  switch (options.target) {
+    case "vps":
+      return new VpsDeployTarget({
+        ...(options.vps as VpsDeployOptions),
+        ...(options.name ? { name: options.name } : {}),
+        ...(options.port ? { port: options.port } : {}),
+        ...(options.include ? { include: options.include } : {}),
+        ...(options.readyTimeoutMs ? { readyTimeoutMs: options.readyTimeoutMs } : {}),
+        startArgs,
+      });
+    case "fly":
+    case "railway":
+      return new PlatformDeployTarget({
+        platform: options.target as Platform,
+        ...(options.name ? { name: options.name } : {}),
+        ...(options.port ? { port: options.port } : {}),
+        ...(options.include ? { include: options.include } : {}),
+        ...(options.out ? { out: options.out } : {}),
+        ...(options.baseImage ? { baseImage: options.baseImage } : {}),
+        startArgs,
+      });
+    case "local":
+    case "docker": {
+      // Plugin targets are materialized through the installed plugin, like gateway.ts's deploy slot.
+      const gatewayOptions = fromGateway?.plugin === options.target ? (fromGateway.options as Record<string, unknown>) : {};
+      const overrides: Record<string, unknown> =
+        options.target === "docker"
+          ? {
+              ...(options.name ? { name: options.name } : {}),
+              ...(options.port ? { port: options.port } : {}),
+              ...(options.baseImage ? { baseImage: options.baseImage } : {}),
+              ...(options.network ? { network: options.network } : {}),
+              ...(options.include ? { include: options.include } : {}),
+              ...(options.readyTimeoutMs ? { readyTimeoutMs: options.readyTimeoutMs } : {}),
+              ...(startArgs.length > 0 ? { startArgs } : {}),
+            }
+          : {};
+      const descriptor = adapterDescriptor("deploy", options.target, { ...gatewayOptions, ...overrides });
+      const composed = await composeGateway({ gateway: defineGateway({ deploy: descriptor }), agentDir, devMode: true });
+      const target = composed.adapters.deploy as DeployTarget;
+      return Object.assign(Object.create(target) as DeployTarget, { deploy: target.deploy.bind(target), close: () => composed.close() });
+    }
+  }
+}
+
+/** `assembly-line deploy <agentDir> --target ...` */
+export async function deployCommand(args: string[], io: CommandIO): Promise<number> {
+  const parsed = parseCommand(args, OPTIONS, USAGE);
+  const agentDir = requirePositional(parsed.positionals, 0, "agentDir", USAGE);
+  const target = stringOption(parsed, "target");
+  if (!target) throw new AssemblyLineError("AL_ERR_CLI_USAGE", "missing --target", { fix: `usage: ${USAGE}` });
+  const port = numberOption(stringOption(parsed, "port"), "--port");
+  const sshPort = numberOption(stringOption(parsed, "ssh-port"), "--ssh-port");
+  const host = stringOption(parsed, "host");
+  const readyText = stringOption(parsed, "ready-timeout");
+  const readySeconds = readyText === undefined ? undefined : Number(readyText);
+  if (readySeconds !== undefined && !(Number.isInteger(readySeconds) && readySeconds > 0)) {
+    throw new AssemblyLineError("AL_ERR_CLI_USAGE", `--ready-timeout ${readyText} is not a whole number of seconds`, { fix: `usage: ${USAGE}` });
+  }
+  const manager = stringOption(parsed, "service-manager");
+  if (manager !== undefined && manager !== "systemd" && manager !== "process") {
+    throw new AssemblyLineError("AL_ERR_CLI_USAGE", `--service-manager ${manager} is not systemd or process`, { fix: `usage: ${USAGE}` });
+  }
+  const outcome = await deployAgent({
+    agentDir,
+    target: target as DeployTargetName,
+    ...optional("name", stringOption(parsed, "name")),
+    ...optional("model", stringOption(parsed, "model")),
+    ...optional("include", parsed.values.include as unknown as string[] | undefined),
+    ...optional("port", port),
+    ...optional("readyTimeoutMs", readySeconds === undefined ? undefined : readySeconds * 1000),
+    ...optional("baseImage", stringOption(parsed, "base-image")),
+    ...optional("network", stringOption(parsed, "network")),
+    ...optional("out", stringOption(parsed, "out")),
+    ...(target === "vps"
+      ? {
+          vps: {
+            host: host ?? "",
+            ...optional("user", stringOption(parsed, "user")),
+            ...optional("sshPort", sshPort),
+            ...optional("identityFile", stringOption(parsed, "identity")),
+            ...optional("directory", stringOption(parsed, "dir")),
+            ...optional("nodePath", stringOption(parsed, "node")),
+            ...optional("serviceManager", manager as "systemd" | "process" | undefined),
+          },
+        }
+      : {}),
+  });
+  io.out(`deployed ${outcome.id} to ${outcome.target}${outcome.url ? ` at ${outcome.url}` : ""}`);
+  io.out(`environment passed: ${outcome.envNames.join(", ") || "(none)"}`);
+  const commands = outcome.details.commands as string[] | undefined;
+  if (commands?.length) {
+    io.out(outcome.details.ran ? "ran:" : "the platform CLI is not installed; run:");
+    for (const command of commands) io.out(`  ${command}`);
+  }
+  return 0;
+}
+
+function optional<K extends string, V>(key: K, value: V | undefined): { [P in K]?: V } {
+  return (value === undefined ? {} : { [key]: value }) as { [P in K]?: V };
+}
+
+function numberOption(text: string | undefined, flag: string): number | undefined {
+  if (text === undefined) return undefined;
+  const value = Number(text);
+  if (!Number.isInteger(value) || value < 1 || value > 65_535) throw new AssemblyLineError("AL_ERR_CLI_USAGE", `${flag} ${text} is not a port number`, { fix: `usage: ${USAGE}` });
+  return value;
+}
+
+export { PLATFORMS };

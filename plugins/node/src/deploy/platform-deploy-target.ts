@@ -1,0 +1,160 @@
+import { spawnSync } from "node:child_process";
+import { mkdir, rm, writeFile } from "node:fs/promises";
+import { dirname, join, resolve } from "node:path";
+import { AssemblyLineError, type DeployTarget } from "@assemblyline-agents/core";
+import { stageDeployBundle, type DeployBundle } from "@assemblyline-agents/core/deploy";
+import { runProgram } from "./remote-shell.js";
+
+export const PLATFORMS = ["fly", "railway"] as const;
+export type Platform = (typeof PLATFORMS)[number];
+
+export interface PlatformDeployOptions {
+  platform: Platform;
+  /** App name on the platform. Default: the agent id. */
+  name?: string;
+  port?: number;
+  /** Where the deploy folder is written. Default: `<agentDir>/../.assembly-line-deploy/<platform>`. */
+  out?: string;
+  baseImage?: string;
+  startArgs?: string[];
+  include?: string[];
+  /** Run the platform CLI when it is on PATH. Default true. */
+  runCli?: boolean;
+}
+
+export interface PlatformDeployResult {
+  id: string;
+  /** The deploy folder: Dockerfile, fly.toml or railway.json, the bundle. */
+  out: string;
+  /** The commands that ship it; they reference variables by name, never their values. */
+  commands: string[];
+  /** Whether the platform CLI ran them. */
+  ran: boolean;
+}
+
+const CLIS: Record<Platform, string[]> = { fly: ["fly", "flyctl"], railway: ["railway"] };
+
+/**
+ * Fly.io and Railway: write a deploy folder (the bundle, a Dockerfile, and
+ * fly.toml or railway.json with /readyz as the health check), then run the
+ * platform's CLI when it is installed, or return the exact commands to run.
+ * Secrets are set on the platform from the deploying environment by name
+ * (`fly secrets set NAME="$NAME"`); no value is written to the folder.
+ */
+export class PlatformDeployTarget implements DeployTarget {
+  readonly name: Platform;
+
+  constructor(private readonly options: PlatformDeployOptions) {
+    if (!PLATFORMS.includes(options.platform)) throw new AssemblyLineError("AL_ERR_DEPLOY_CONFIG", `unknown platform ${JSON.stringify(options.platform)}`, { fix: `Use ${PLATFORMS.join(" or ")}.` });
+    this.name = options.platform;
+  }
+
+  async deploy(args: { artifactRoot: string; env: Record<string, string | undefined> }): Promise<PlatformDeployResult> {
+    const artifactRoot = resolve(args.artifactRoot);
+    const out = resolve(this.options.out ?? join(artifactRoot, "..", "..", ".assembly-line-deploy", this.options.platform));
+    await rm(out, { recursive: true, force: true });
+    const bundle = await stageDeployBundle({ artifactRoot, outDir: out, ...(this.options.include ? { include: this.options.include } : {}) });
+    // The platform builds remotely from this folder, so the packages go in it.
+    await copyTree(join(bundle.modules.dir, "node_modules"), join(out, "node_modules"));
+    const app = (this.options.name ?? bundle.agentId).toLowerCase().replace(/[^a-z0-9-]/g, "-");
+    const port = this.options.port ?? 3000;
+    await writeFile(join(out, "Dockerfile"), dockerfile(bundle, this.options.baseImage ?? "node:22-slim", port, this.options.startArgs ?? []));
+    await writeFile(join(out, ".dockerignore"), "Dockerfile\n.dockerignore\n");
+    const names = Object.keys(args.env).filter((name) => args.env[name] !== undefined).sort();
+    let commands: string[];
+    if (this.options.platform === "fly") {
+      await writeFile(join(out, "fly.toml"), flyToml(app, port));
+      commands = [
+        ...(names.length > 0 ? [`fly secrets set --app ${app} --stage ${names.map((name) => `${name}="$${name}"`).join(" ")}`] : []),
+        `fly deploy --app ${app} --config fly.toml`,
+      ];
+    } else {
+      await writeFile(join(out, "railway.json"), railwayJson());
+      commands = [...(names.length > 0 ? [`railway variables ${names.map((name) => `--set "${name}=$${name}"`).join(" ")}`] : []), "railway up --detach"];
+    }
+    const cli = this.options.runCli === false ? undefined : CLIS[this.options.platform].find((program) => spawnSync("sh", ["-c", `command -v ${program}`]).status === 0);
+    if (!cli) return { id: `${app}@${bundle.revision}`, out, commands, ran: false };
+    for (const command of commands) {
+      // The commands name variables ("$NAME"); the shell fills them from the deploying env, so values never touch disk.
+      const result = await runProgramWithEnv(out, command.replace(/^(fly|railway) /, `${cli} `), args.env);
+      if (result.code !== 0) {
+        throw new AssemblyLineError("AL_ERR_DEPLOY_TRANSPORT", `\`${command}\` failed (exit ${result.code}): ${(result.stderr || result.stdout).trim().slice(-2_000)}`, {
+          fix: `Log in to the platform CLI (${cli} auth login / railway login) and run the command again from ${out}.`,
+        });
+      }
+    }
+    return { id: `${app}@${bundle.revision}`, out, commands, ran: true };
+  }
+}
+
+async function runProgramWithEnv(cwd: string, command: string, env: Record<string, string | undefined>) {
+  const { spawn } = await import("node:child_process");
+  return new Promise<{ code: number; stdout: string; stderr: string }>((done) => {
+    const child = spawn("sh", ["-c", command], { cwd, env: { ...process.env, ...env }, stdio: ["ignore", "pipe", "pipe"] });
+    let stdout = "";
+    let stderr = "";
+    child.stdout.on("data", (chunk) => (stdout += chunk));
+    child.stderr.on("data", (chunk) => (stderr += chunk));
+    child.once("close", (code) => done({ code: code ?? -1, stdout, stderr }));
+    child.once("error", (error) => done({ code: -1, stdout, stderr: String(error) }));
+  });
+}
+
+async function copyTree(from: string, to: string): Promise<void> {
+  await mkdir(dirname(to), { recursive: true });
+  const result = await runProgram("sh", ["-c", 'mkdir -p "$1" && tar -C "$0" -cf - . | tar -C "$1" -xf -', from, to]);
+  if (result.code !== 0) throw new AssemblyLineError("AL_ERR_DEPLOY_BUILD", `copying the runtime packages into ${to} failed: ${result.stderr.trim()}`, { fix: "Check free space and permissions." });
+}
+
+function dockerfile(bundle: DeployBundle, baseImage: string, port: number, startArgs: string[]): string {
+  const cmd = ["node", `/app/${bundle.cli}`, "start", `/app/${bundle.artifactDir}`, ...startArgs];
+  return [
+    "# Generated by assembly-line deploy; secrets are set on the platform, never baked in.",
+    `FROM ${baseImage}`,
+    "COPY node_modules /app/node_modules",
+    "COPY agent /app/agent",
+    "WORKDIR /app/agent",
+    `ENV NODE_ENV=production PORT=${port} HOST=0.0.0.0`,
+    `EXPOSE ${port}`,
+    `CMD ${JSON.stringify(cmd)}`,
+    "",
+  ].join("\n");
+}
+
+function flyToml(app: string, port: number): string {
+  return [
+    "# Generated by assembly-line deploy.",
+    `app = "${app}"`,
+    "",
+    "[build]",
+    '  dockerfile = "Dockerfile"',
+    "",
+    "[http_service]",
+    `  internal_port = ${port}`,
+    "  force_https = true",
+    '  auto_stop_machines = "off"',
+    "  min_machines_running = 1",
+    "",
+    "[[http_service.checks]]",
+    '  grace_period = "10s"',
+    '  interval = "15s"',
+    '  method = "GET"',
+    '  path = "/readyz"',
+    '  timeout = "5s"',
+    "",
+  ].join("\n");
+}
+
+function railwayJson(): string {
+  return (
+    JSON.stringify(
+      {
+        $schema: "https://railway.com/railway.schema.json",
+        build: { builder: "DOCKERFILE", dockerfilePath: "Dockerfile" },
+        deploy: { healthcheckPath: "/readyz", healthcheckTimeout: 60, restartPolicyType: "ON_FAILURE", restartPolicyMaxRetries: 5 },
+      },
+      null,
+      2,
+    ) + "\n"
+  );
+}

@@ -1,0 +1,64 @@
+import { spawn } from "node:child_process";
+import { AssemblyLineError } from "@assemblyline-agents/core";
+
+/** How to reach a host over SSH with the system's OpenSSH client (keys, agent and known_hosts as the user has them). */
+export interface SshTarget {
+  host: string;
+  user: string;
+  port: number;
+  identityFile?: string;
+  /** Extra `-o` options, e.g. ["StrictHostKeyChecking=accept-new"]. */
+  options: string[];
+}
+
+export function sshArgs(target: SshTarget): string[] {
+  return [
+    "-p",
+    String(target.port),
+    "-o",
+    "BatchMode=yes",
+    ...(target.identityFile ? ["-i", target.identityFile, "-o", "IdentitiesOnly=yes"] : []),
+    ...target.options.flatMap((option) => ["-o", option]),
+  ];
+}
+
+export interface CommandResult {
+  code: number;
+  stdout: string;
+  stderr: string;
+}
+
+/** Run a local program, collecting its output; `input` is written to its stdin. */
+export function runProgram(program: string, args: string[], input?: string): Promise<CommandResult> {
+  return new Promise((resolve, reject) => {
+    const child = spawn(program, args, { stdio: ["pipe", "pipe", "pipe"] });
+    let stdout = "";
+    let stderr = "";
+    child.stdout.on("data", (chunk) => (stdout += chunk));
+    child.stderr.on("data", (chunk) => (stderr += chunk));
+    child.once("error", reject);
+    child.once("close", (code) => resolve({ code: code ?? -1, stdout, stderr }));
+    child.stdin.end(input ?? "");
+  });
+}
+
+/** Run `script` with sh on the remote host; a non-zero exit is AL_ERR_DEPLOY_TRANSPORT naming `what`. */
+export async function remote(target: SshTarget, what: string, script: string, input?: string): Promise<string> {
+  const result = await remoteResult(target, script, input);
+  if (result.code !== 0) {
+    throw new AssemblyLineError("AL_ERR_DEPLOY_TRANSPORT", `${what} on ${target.user}@${target.host}:${target.port} failed (exit ${result.code}): ${(result.stderr || result.stdout).trim().slice(-2_000)}`, {
+      fix: `Check that \`ssh -p ${target.port} ${target.user}@${target.host}\` works with the same key, and read the remote output above.`,
+      details: { step: what, host: target.host },
+    });
+  }
+  return result.stdout;
+}
+
+export function remoteResult(target: SshTarget, script: string, input?: string): Promise<CommandResult> {
+  return runProgram("ssh", [...sshArgs(target), `${target.user}@${target.host}`, "sh", "-c", quote(script)], input);
+}
+
+/** Single-quote for a POSIX shell. */
+export function quote(text: string): string {
+  return `'${text.replace(/'/g, `'\\''`)}'`;
+}

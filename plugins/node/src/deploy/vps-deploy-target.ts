@@ -1,0 +1,267 @@
+import { randomBytes } from "node:crypto";
+import { mkdtemp, rm } from "node:fs/promises";
+import { tmpdir } from "node:os";
+import { join, posix } from "node:path";
+import { AssemblyLineError, type DeployTarget } from "@assemblyline-agents/core";
+import { stageDeployBundle, type DeployBundle } from "@assemblyline-agents/core/deploy";
+import { quote, remote, remoteResult, runProgram, sshArgs, type SshTarget } from "./remote-shell.js";
+
+export interface VpsDeployOptions {
+  host: string;
+  /** Default root. */
+  user?: string;
+  /** Default 22. */
+  sshPort?: number;
+  identityFile?: string;
+  /** Extra ssh `-o` options. Default: ["StrictHostKeyChecking=accept-new"]. */
+  sshOptions?: string[];
+  /** Where releases live on the host. Default /opt/assembly-line/<name>. */
+  directory?: string;
+  /** Service and folder name. Default: the agent id. */
+  name?: string;
+  /** Port the release listens on. Default 3000. */
+  port?: number;
+  /** node on the host. Default "node" (from PATH). */
+  nodePath?: string;
+  /** systemd (a unit per agent) or process (a pid file, for hosts without systemd). Default: systemd when it runs on the host. */
+  serviceManager?: "systemd" | "process";
+  /** How long the new release has to answer /readyz. Default 60 s. */
+  readyTimeoutMs?: number;
+  /** Releases kept for rollback. Default 3. */
+  keepReleases?: number;
+  startArgs?: string[];
+  include?: string[];
+  modulesCache?: string;
+}
+
+export interface VpsDeployResult {
+  id: string;
+  url: string;
+  /** The release that served before, now kept for rollback. */
+  previous: string | undefined;
+  serviceManager: "systemd" | "process";
+}
+
+/*
+ * Layout on the host (<dir> = options.directory):
+ *   <dir>/modules/<digest>/node_modules    runtime packages, shared by releases with the same dependencies
+ *   <dir>/releases/<id>/agent              one release: sources + manifest
+ *   <dir>/releases/<id>/node_modules  ->   ../../modules/<digest>/node_modules
+ *   <dir>/current                     ->   releases/<id>
+ *   <dir>/envs/<id>                        each release's environment (0600), written from the deploying env
+ *   <dir>/env                         ->   envs/<id>, switched with `current` (a rollback gets its own env back)
+ * The service runs <dir>/current; a deploy switches `current`, restarts, checks
+ * /readyz on the host, and on failure switches back and restarts the previous release.
+ */
+export class VpsDeployTarget implements DeployTarget {
+  readonly name = "vps";
+  private readonly ssh: SshTarget;
+
+  constructor(private readonly options: VpsDeployOptions) {
+    if (!options.host) throw new AssemblyLineError("AL_ERR_DEPLOY_CONFIG", "the vps target needs a host", { fix: "Pass --host <address> (and --user, --ssh-port, --identity as needed)." });
+    if (options.name !== undefined && !/^[A-Za-z0-9][A-Za-z0-9_.-]{0,62}$/.test(options.name)) {
+      throw new AssemblyLineError("AL_ERR_DEPLOY_CONFIG", `vps name ${JSON.stringify(options.name)} is not a service name`, { fix: "Use letters, digits, '.', '_' and '-'." });
+    }
+    if (options.directory !== undefined && !posix.isAbsolute(options.directory)) {
+      throw new AssemblyLineError("AL_ERR_DEPLOY_CONFIG", `vps directory ${JSON.stringify(options.directory)} is not an absolute path`, { fix: "Use a path such as /opt/assembly-line/my-agent." });
+    }
+    this.ssh = { host: options.host, user: options.user ?? "root", port: options.sshPort ?? 22, ...(options.identityFile ? { identityFile: options.identityFile } : {}), options: options.sshOptions ?? ["StrictHostKeyChecking=accept-new"] };
+  }
+
+  async deploy(args: { artifactRoot: string; env: Record<string, string | undefined> }): Promise<VpsDeployResult> {
+    const work = await mkdtemp(join(tmpdir(), "al-vps-deploy-"));
+    try {
+      const bundle = await stageDeployBundle({
+        artifactRoot: args.artifactRoot,
+        outDir: join(work, "bundle"),
+        ...(this.options.include ? { include: this.options.include } : {}),
+        ...(this.options.modulesCache ? { modulesCache: this.options.modulesCache } : {}),
+      });
+      const name = this.options.name ?? bundle.agentId.replace(/[^A-Za-z0-9_.-]/g, "-");
+      const dir = this.options.directory ?? `/opt/assembly-line/${name}`;
+      const port = this.options.port ?? 3000;
+      const id = `${new Date().toISOString().replace(/[-:.TZ]/g, "").slice(0, 14)}-${bundle.revision.slice(0, 16)}-${randomBytes(3).toString("hex")}`;
+      const manager = this.options.serviceManager ?? ((await remoteResult(this.ssh, "test -d /run/systemd/system")).code === 0 ? "systemd" : "process");
+
+      await remote(this.ssh, "preparing the release folders", `mkdir -p ${quote(`${dir}/releases`)} ${quote(`${dir}/modules`)} && mkdir -p -m 700 ${quote(`${dir}/envs`)}`);
+      await this.uploadModules(bundle, dir);
+      await this.copy(`${bundle.dir}/agent/`, `${dir}/releases/${id}/agent/`);
+      await remote(this.ssh, "linking the release's packages", `ln -sfn ${quote(`../../modules/${bundle.modules.digest}/node_modules`)} ${quote(`${dir}/releases/${id}/node_modules`)}`);
+      await remote(this.ssh, "writing the release environment", `umask 077 && cat > ${quote(`${dir}/envs/${id}`)}`, envFile(args.env, port));
+      const previous = (await remoteResult(this.ssh, `readlink ${quote(`${dir}/current`)}`)).stdout.trim().replace(/^releases\//, "") || undefined;
+
+      const service = new ReleaseService(this.ssh, { name, dir, port, manager, node: this.options.nodePath ?? "node", cli: bundle.cli, artifactDir: bundle.artifactDir, startArgs: this.options.startArgs ?? [] });
+      await service.switchTo(id);
+      if (await service.waitReady(this.options.readyTimeoutMs ?? 60_000)) {
+        await this.pruneReleases(dir, id, previous);
+        return { id, url: `http://${this.ssh.host.includes(":") ? `[${this.ssh.host}]` : this.ssh.host}:${port}`, previous, serviceManager: manager };
+      }
+      const logs = await service.logs();
+      if (previous) {
+        await service.switchTo(previous);
+        await service.waitReady(this.options.readyTimeoutMs ?? 60_000);
+      } else {
+        await service.stop();
+      }
+      await remote(this.ssh, "removing the failed release", `rm -rf ${quote(`${dir}/releases/${id}`)} ${quote(`${dir}/envs/${id}`)}`);
+      throw new AssemblyLineError(
+        "AL_ERR_DEPLOY_UNHEALTHY",
+        `release ${id} did not answer /readyz on ${this.ssh.host}:${port}; ${previous ? `rolled back to ${previous}` : "there was no previous release, so the service is stopped"}.\n${logs}`,
+        { fix: "Read the release's log lines above (a missing environment variable is the usual cause), fix, and deploy again.", details: { release: id, previous } },
+      );
+    } finally {
+      await rm(work, { recursive: true, force: true });
+    }
+  }
+
+  /** The runtime packages go up once per dependency digest; later releases only link to them. */
+  private async uploadModules(bundle: DeployBundle, dir: string): Promise<void> {
+    const target = `${dir}/modules/${bundle.modules.digest}`;
+    if ((await remoteResult(this.ssh, `test -f ${quote(`${target}/.complete`)}`)).code === 0) return;
+    await this.copy(`${bundle.modules.dir}/node_modules/`, `${target}/node_modules/`);
+    await remote(this.ssh, "marking the packages complete", `touch ${quote(`${target}/.complete`)}`);
+  }
+
+  /** rsync when the machine has it (incremental, resumable), scp otherwise. */
+  private async copy(from: string, to: string): Promise<void> {
+    const destination = `${this.ssh.user}@${this.ssh.host}:${to}`;
+    const shell = ["ssh", ...sshArgs(this.ssh)].map((part) => (/[\s'"]/.test(part) ? quote(part) : part)).join(" ");
+    const hasRsync = (await runProgram("sh", ["-c", "command -v rsync"]).catch(() => ({ code: 1 }))).code === 0;
+    let result;
+    if (hasRsync) {
+      await remote(this.ssh, "creating the upload folder", `mkdir -p ${quote(to)}`);
+      result = await runProgram("rsync", ["-a", "--delete", "-e", shell, from, destination]);
+    } else {
+      await remote(this.ssh, "creating the upload folder", `mkdir -p ${quote(posix.dirname(to.replace(/\/$/, "")))}`);
+      result = await runProgram("scp", ["-r", "-P", String(this.ssh.port), "-o", "BatchMode=yes", ...(this.ssh.identityFile ? ["-i", this.ssh.identityFile] : []), ...this.ssh.options.flatMap((option) => ["-o", option]), from.replace(/\/$/, ""), `${this.ssh.user}@${this.ssh.host}:${to.replace(/\/$/, "")}`]);
+    }
+    if (result.code !== 0) {
+      throw new AssemblyLineError("AL_ERR_DEPLOY_TRANSPORT", `copying ${from} to ${destination} failed: ${result.stderr.trim().slice(-2_000)}`, {
+        fix: "Check the ssh access (host, user, port, key) and the free space on the host.",
+      });
+    }
+  }
+
+  private async pruneReleases(dir: string, current: string, previous: string | undefined): Promise<void> {
+    const keep = Math.max(2, this.options.keepReleases ?? 3);
+    const listed = (await remote(this.ssh, "listing releases", `ls -1 ${quote(`${dir}/releases`)}`)).split("\n").filter(Boolean).sort().reverse();
+    const old = listed.slice(keep).filter((release) => release !== current && release !== previous);
+    if (old.length > 0) await remote(this.ssh, "pruning old releases", `cd ${quote(dir)} && rm -rf ${old.flatMap((release) => [quote(`releases/${release}`), quote(`envs/${release}`)]).join(" ")}`);
+  }
+}
+
+/** `KEY='value'` lines: read by systemd's EnvironmentFile and by a POSIX shell alike. */
+export function envFile(env: Record<string, string | undefined>, port: number): string {
+  const lines: string[] = [];
+  for (const [name, value] of Object.entries(env)) {
+    if (value === undefined || name === "PORT") continue;
+    if (!/^[A-Za-z_][A-Za-z0-9_]*$/.test(name)) continue;
+    if (/['\n\r]/.test(value)) {
+      throw new AssemblyLineError("AL_ERR_DEPLOY_CONFIG", `the value of ${name} contains a quote or a line break, which the host's environment file cannot hold`, {
+        fix: `Set ${name} on the host some other way, or use a value without ' and line breaks.`,
+      });
+    }
+    lines.push(`${name}='${value}'`);
+  }
+  lines.push(`PORT='${port}'`, "NODE_ENV='production'");
+  return lines.join("\n") + "\n";
+}
+
+interface ServiceSpec {
+  name: string;
+  dir: string;
+  port: number;
+  manager: "systemd" | "process";
+  node: string;
+  cli: string;
+  artifactDir: string;
+  startArgs: string[];
+}
+
+/** Starts, stops and checks the release that `<dir>/current` points at. */
+class ReleaseService {
+  constructor(
+    private readonly ssh: SshTarget,
+    private readonly spec: ServiceSpec,
+  ) {}
+
+  private get unitName(): string {
+    return `assembly-line-${this.spec.name}`;
+  }
+
+  private get command(): string[] {
+    const { dir, node, cli, artifactDir, startArgs } = this.spec;
+    return [node, `${dir}/current/${cli}`, "start", `${dir}/current/${artifactDir}`, ...startArgs];
+  }
+
+  async switchTo(release: string): Promise<void> {
+    const { dir } = this.spec;
+    await remote(
+      this.ssh,
+      `switching to release ${release}`,
+      `ln -sfn ${quote(`envs/${release}`)} ${quote(`${dir}/env.tmp`)} && mv -T ${quote(`${dir}/env.tmp`)} ${quote(`${dir}/env`)} && ln -sfn ${quote(`releases/${release}`)} ${quote(`${dir}/current.tmp`)} && mv -T ${quote(`${dir}/current.tmp`)} ${quote(`${dir}/current`)}`,
+    );
+    if (this.spec.manager === "systemd") {
+      await remote(this.ssh, "installing the systemd unit", `cat > ${quote(`/etc/systemd/system/${this.unitName}.service`)}`, systemdUnit(this.spec, this.command));
+      await remote(this.ssh, "restarting the service", `systemctl daemon-reload && systemctl enable --quiet ${this.unitName} && systemctl restart ${this.unitName}`);
+      return;
+    }
+    await this.stop();
+    await remote(
+      this.ssh,
+      "starting the release",
+      `cd ${quote(`${dir}/current/agent`)} && set -a && . ${quote(`${dir}/env`)} && set +a && nohup ${this.command.map(quote).join(" ")} > ${quote(`${dir}/service.log`)} 2>&1 < /dev/null & echo $! > ${quote(`${dir}/service.pid`)}`,
+    );
+  }
+
+  async stop(): Promise<void> {
+    const { dir } = this.spec;
+    if (this.spec.manager === "systemd") {
+      await remoteResult(this.ssh, `systemctl stop ${this.unitName}`);
+      return;
+    }
+    await remote(
+      this.ssh,
+      "stopping the running release",
+      `pid=$(cat ${quote(`${dir}/service.pid`)} 2>/dev/null) || exit 0; kill "$pid" 2>/dev/null || exit 0; for i in $(seq 1 50); do kill -0 "$pid" 2>/dev/null || exit 0; sleep 0.2; done; kill -9 "$pid" 2>/dev/null; exit 0`,
+    );
+  }
+
+  /** Poll /readyz from the host itself (the port need not be reachable from here). */
+  async waitReady(timeoutMs: number): Promise<boolean> {
+    const probe = `fetch("http://127.0.0.1:${this.spec.port}/readyz").then((r) => process.exit(r.ok ? 0 : 1), () => process.exit(1))`;
+    const seconds = Math.max(1, Math.ceil(timeoutMs / 1000));
+    const result = await remoteResult(
+      this.ssh,
+      `i=0; while [ $i -lt ${seconds * 2} ]; do ${quote(this.spec.node)} -e ${quote(probe)} && exit 0; ${this.spec.manager === "process" ? `kill -0 "$(cat ${quote(`${this.spec.dir}/service.pid`)})" 2>/dev/null || exit 3; ` : ""}sleep 0.5; i=$((i+1)); done; exit 1`,
+    );
+    return result.code === 0;
+  }
+
+  async logs(): Promise<string> {
+    const script = this.spec.manager === "systemd" ? `journalctl -u ${this.unitName} -n 40 --no-pager` : `tail -n 40 ${quote(`${this.spec.dir}/service.log`)}`;
+    return (await remoteResult(this.ssh, script)).stdout;
+  }
+}
+
+export function systemdUnit(spec: Pick<ServiceSpec, "name" | "dir">, command: string[]): string {
+  return [
+    "[Unit]",
+    `Description=Assembly Line agent ${spec.name}`,
+    "After=network-online.target",
+    "Wants=network-online.target",
+    "",
+    "[Service]",
+    `WorkingDirectory=${spec.dir}/current/agent`,
+    `EnvironmentFile=${spec.dir}/env`,
+    `ExecStart=${command.map((part) => (/[\s"'\\]/.test(part) ? JSON.stringify(part) : part)).join(" ")}`,
+    "Restart=always",
+    "RestartSec=2",
+    "KillSignal=SIGTERM",
+    "TimeoutStopSec=30",
+    "",
+    "[Install]",
+    "WantedBy=multi-user.target",
+    "",
+  ].join("\n");
+}

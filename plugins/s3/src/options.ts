@@ -1,0 +1,130 @@
+import { AssemblyLineError } from "@assemblyline-agents/core";
+
+/** Options a gateway.ts helper carries: plain data, never a secret (keys come from env). */
+export interface S3BlobOptions {
+  /** The bucket; default: the first set variable of `bucketEnv`. */
+  bucket?: string;
+  /** An S3-compatible endpoint (R2, MinIO, s3rver); default: `$S3_ENDPOINT`, else AWS's own. */
+  endpoint?: string;
+  /** Default: `$AWS_REGION`, else `us-east-1` (R2: `auto`). */
+  region?: string;
+  /** Path-style URLs (`endpoint/bucket/key`), which most S3-compatible servers need. Default: true with an endpoint. */
+  forcePathStyle?: boolean;
+  /** Every key is stored under this prefix (e.g. `agents/support/`); list() returns keys without it. */
+  prefix?: string;
+  /** Objects at least this large are sent as a multipart upload. Default 8 MiB. */
+  multipartThresholdBytes?: number;
+  /** Part size of a multipart upload (S3's minimum is 5 MiB). Default 8 MiB. */
+  partSizeBytes?: number;
+  /** Variables tried in order for the bucket. */
+  bucketEnv?: string[];
+  /** Variables tried in order for the access key id / secret; unset ones fall back to the SDK's default chain. */
+  accessKeyIdEnv?: string[];
+  secretAccessKeyEnv?: string[];
+  /** Variables tried in order for the endpoint. */
+  endpointEnv?: string[];
+  /** R2: the variable holding the Cloudflare account id the endpoint is derived from. */
+  accountIdEnv?: string[];
+}
+
+export const DEFAULT_PART_SIZE = 8 * 1024 * 1024;
+export const S3_MINIMUM_PART_SIZE = 5 * 1024 * 1024;
+
+export const S3_ENV = {
+  bucketEnv: ["S3_BUCKET"],
+  accessKeyIdEnv: ["AWS_ACCESS_KEY_ID"],
+  secretAccessKeyEnv: ["AWS_SECRET_ACCESS_KEY"],
+  endpointEnv: ["S3_ENDPOINT"],
+} as const;
+
+export const R2_ENV = {
+  bucketEnv: ["R2_BUCKET", "S3_BUCKET"],
+  accessKeyIdEnv: ["R2_ACCESS_KEY_ID", "AWS_ACCESS_KEY_ID"],
+  secretAccessKeyEnv: ["R2_SECRET_ACCESS_KEY", "AWS_SECRET_ACCESS_KEY"],
+  endpointEnv: ["R2_ENDPOINT", "S3_ENDPOINT"],
+  accountIdEnv: ["R2_ACCOUNT_ID"],
+} as const;
+
+/** Everything the store needs, after env is read. */
+export interface ResolvedS3Settings {
+  bucket: string;
+  endpoint: string | undefined;
+  region: string;
+  forcePathStyle: boolean;
+  prefix: string;
+  credentials: { accessKeyId: string; secretAccessKey: string } | undefined;
+  multipartThresholdBytes: number;
+  partSizeBytes: number;
+}
+
+const firstSet = (env: Record<string, string | undefined>, names: readonly string[] | undefined): string | undefined => {
+  for (const name of names ?? []) {
+    const value = env[name];
+    if (value !== undefined && value !== "") return value;
+  }
+  return undefined;
+};
+
+export function configError(message: string, fix: string): AssemblyLineError {
+  return new AssemblyLineError("AL_ERR_BLOB_CONFIG", message, { fix });
+}
+
+/** Read the options' env variables now (when the host materializes the descriptor), failing with what is missing. */
+export function resolveS3Settings(given: S3BlobOptions, env: Record<string, string | undefined>): ResolvedS3Settings {
+  // Without variable lists (a store built directly), read the plain S3 ones.
+  const options: S3BlobOptions = {
+    bucketEnv: [...S3_ENV.bucketEnv],
+    accessKeyIdEnv: [...S3_ENV.accessKeyIdEnv],
+    secretAccessKeyEnv: [...S3_ENV.secretAccessKeyEnv],
+    endpointEnv: [...S3_ENV.endpointEnv],
+    ...given,
+  };
+  const bucket = options.bucket ?? firstSet(env, options.bucketEnv);
+  if (!bucket) {
+    throw configError(`no bucket: options.bucket is not given and ${(options.bucketEnv ?? []).join(", ") || "no bucket variable"} is unset`, `Pass { bucket: "my-bucket" } or set ${options.bucketEnv?.[0] ?? "S3_BUCKET"}.`);
+  }
+  let endpoint = options.endpoint ?? firstSet(env, options.endpointEnv);
+  if (endpoint === undefined && options.accountIdEnv) {
+    const account = firstSet(env, options.accountIdEnv);
+    if (!account) {
+      throw configError(`r2Blob() has no endpoint: ${options.accountIdEnv.join(", ")} is unset`, "Set R2_ACCOUNT_ID to your Cloudflare account id, or pass { endpoint }.");
+    }
+    if (!/^[A-Za-z0-9]{1,64}$/.test(account)) throw configError(`R2_ACCOUNT_ID ${JSON.stringify(account)} is not an account id`, "Use the 32-character id from the Cloudflare dashboard.");
+    endpoint = `https://${account}.r2.cloudflarestorage.com`;
+  }
+  if (endpoint !== undefined) {
+    let url: URL;
+    try {
+      url = new URL(endpoint);
+    } catch {
+      throw configError(`endpoint ${JSON.stringify(endpoint)} is not a URL`, "Use a URL such as https://<account>.r2.cloudflarestorage.com or http://127.0.0.1:4568.");
+    }
+    if (url.protocol !== "https:" && url.protocol !== "http:") throw configError(`endpoint ${JSON.stringify(endpoint)} is not http(s)`, "Use an http:// or https:// endpoint.");
+  }
+  const accessKeyId = firstSet(env, options.accessKeyIdEnv);
+  const secretAccessKey = firstSet(env, options.secretAccessKeyEnv);
+  if ((accessKeyId === undefined) !== (secretAccessKey === undefined)) {
+    throw configError(
+      `only one half of the key pair is set (${accessKeyId ? "access key id" : "secret access key"})`,
+      `Set both ${options.accessKeyIdEnv?.[0] ?? "AWS_ACCESS_KEY_ID"} and ${options.secretAccessKeyEnv?.[0] ?? "AWS_SECRET_ACCESS_KEY"}.`,
+    );
+  }
+  const partSizeBytes = options.partSizeBytes ?? DEFAULT_PART_SIZE;
+  if (!Number.isInteger(partSizeBytes) || partSizeBytes < S3_MINIMUM_PART_SIZE) {
+    throw configError(`partSizeBytes ${partSizeBytes} is below S3's 5 MiB minimum part size`, `Use at least ${S3_MINIMUM_PART_SIZE}.`);
+  }
+  const multipartThresholdBytes = options.multipartThresholdBytes ?? partSizeBytes;
+  if (!Number.isInteger(multipartThresholdBytes) || multipartThresholdBytes < 1) {
+    throw configError(`multipartThresholdBytes ${multipartThresholdBytes} is not a positive integer`, "Use a byte count such as 8388608.");
+  }
+  return {
+    bucket,
+    endpoint,
+    region: options.region ?? (options.accountIdEnv ? "auto" : (env.AWS_REGION ?? "us-east-1")),
+    forcePathStyle: options.forcePathStyle ?? endpoint !== undefined,
+    prefix: options.prefix ?? "",
+    credentials: accessKeyId && secretAccessKey ? { accessKeyId, secretAccessKey } : undefined,
+    multipartThresholdBytes,
+    partSizeBytes,
+  };
+}

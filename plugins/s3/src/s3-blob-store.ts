@@ -1,0 +1,151 @@
+import { Readable } from "node:stream";
+import { AssemblyLineError, type BlobStore } from "@assemblyline-agents/core";
+import {
+  DeleteObjectCommand,
+  GetObjectCommand,
+  ListObjectsV2Command,
+  PutObjectCommand,
+  S3Client,
+  S3ServiceException,
+} from "@aws-sdk/client-s3";
+import { Upload } from "@aws-sdk/lib-storage";
+import { resolveS3Settings, type ResolvedS3Settings, type S3BlobOptions } from "./options.js";
+
+const OCTET_STREAM = "application/octet-stream";
+
+export interface S3BlobStoreOptions extends S3BlobOptions {
+  /** A client to use instead of building one; the store never destroys a client it was given. */
+  client?: S3Client;
+  /** What the `*Env` options read. Default: process.env. */
+  env?: Record<string, string | undefined>;
+}
+
+/**
+ * A BlobStore on any S3-compatible service: small objects in one PUT, large ones
+ * (from `multipartThresholdBytes`) as a multipart upload, reads streamed.
+ */
+export class S3BlobStore implements BlobStore {
+  readonly settings: ResolvedS3Settings;
+  private readonly client: S3Client;
+  private readonly ownsClient: boolean;
+
+  constructor(options: S3BlobStoreOptions = {}) {
+    this.settings = resolveS3Settings(options, options.env ?? process.env);
+    this.ownsClient = options.client === undefined;
+    this.client =
+      options.client ??
+      new S3Client({
+        region: this.settings.region,
+        forcePathStyle: this.settings.forcePathStyle,
+        ...(this.settings.endpoint ? { endpoint: this.settings.endpoint } : {}),
+        ...(this.settings.credentials ? { credentials: this.settings.credentials } : {}),
+        // Checksums only where S3 requires them: R2 and most S3-compatible servers reject the newer default headers.
+        requestChecksumCalculation: "WHEN_REQUIRED",
+        responseChecksumValidation: "WHEN_REQUIRED",
+      });
+  }
+
+  async put(key: string, body: Uint8Array, options: { contentType?: string } = {}): Promise<{ key: string; size: number }> {
+    const objectKey = this.objectKey(key);
+    // Copy so a caller changing its buffer during the upload cannot change what is stored.
+    const bytes = Buffer.from(body);
+    const contentType = options.contentType ?? OCTET_STREAM;
+    if (bytes.byteLength >= this.settings.multipartThresholdBytes) {
+      await this.upload(objectKey, bytes, contentType, key);
+    } else {
+      await this.send("put", key, () => this.client.send(new PutObjectCommand({ Bucket: this.settings.bucket, Key: objectKey, Body: bytes, ContentType: contentType })));
+    }
+    return { key, size: bytes.byteLength };
+  }
+
+  /** Store a stream of unknown length; always a multipart upload, buffering one part at a time. */
+  async putStream(key: string, body: Readable | AsyncIterable<Uint8Array>, options: { contentType?: string } = {}): Promise<{ key: string }> {
+    await this.upload(this.objectKey(key), body instanceof Readable ? body : Readable.from(body), options.contentType ?? OCTET_STREAM, key);
+    return { key };
+  }
+
+  async get(key: string): Promise<{ body: Uint8Array; contentType: string } | undefined> {
+    const found = await this.getStream(key);
+    if (!found) return undefined;
+    const chunks: Buffer[] = [];
+    for await (const chunk of found.body) chunks.push(Buffer.isBuffer(chunk) ? chunk : Buffer.from(chunk as Uint8Array));
+    return { body: new Uint8Array(Buffer.concat(chunks)), contentType: found.contentType };
+  }
+
+  /** The object as a stream, without holding it in memory; undefined when the key does not exist. */
+  async getStream(key: string): Promise<{ body: Readable; contentType: string; size: number | undefined } | undefined> {
+    const objectKey = this.objectKey(key);
+    try {
+      const response = await this.client.send(new GetObjectCommand({ Bucket: this.settings.bucket, Key: objectKey }));
+      const body = response.Body as Readable | undefined;
+      return { body: body ?? Readable.from([]), contentType: response.ContentType ?? OCTET_STREAM, size: response.ContentLength };
+    } catch (error) {
+      if (isMissing(error)) return undefined;
+      throw this.failure("get", key, error);
+    }
+  }
+
+  async delete(key: string): Promise<void> {
+    const objectKey = this.objectKey(key);
+    await this.send("delete", key, () => this.client.send(new DeleteObjectCommand({ Bucket: this.settings.bucket, Key: objectKey })));
+  }
+
+  async list(prefix = ""): Promise<string[]> {
+    const keys: string[] = [];
+    let token: string | undefined;
+    do {
+      const page = await this.send("list", prefix, () =>
+        this.client.send(new ListObjectsV2Command({ Bucket: this.settings.bucket, Prefix: this.settings.prefix + prefix, ...(token ? { ContinuationToken: token } : {}) })),
+      );
+      for (const object of page.Contents ?? []) if (object.Key !== undefined) keys.push(object.Key.slice(this.settings.prefix.length));
+      token = page.IsTruncated ? page.NextContinuationToken : undefined;
+    } while (token);
+    // Code-unit order, as the other stores sort; S3 lists by UTF-8 bytes, which differs for astral characters.
+    return keys.sort((a, b) => (a < b ? -1 : a > b ? 1 : 0));
+  }
+
+  async close(): Promise<void> {
+    if (this.ownsClient) this.client.destroy();
+  }
+
+  private async upload(objectKey: string, body: Buffer | Readable, contentType: string, key: string): Promise<void> {
+    const upload = new Upload({
+      client: this.client,
+      params: { Bucket: this.settings.bucket, Key: objectKey, Body: body, ContentType: contentType },
+      partSize: this.settings.partSizeBytes,
+      queueSize: 2,
+      // A failed upload must not leave billed, invisible parts behind.
+      leavePartsOnError: false,
+    });
+    await this.send("put", key, () => upload.done());
+  }
+
+  private objectKey(key: string): string {
+    if (typeof key !== "string" || key === "") {
+      throw new AssemblyLineError("AL_ERR_BLOB_KEY", `blob key ${JSON.stringify(key)} is not a non-empty string`, { fix: "Use a key such as files/run-1/report.pdf." });
+    }
+    return this.settings.prefix + key;
+  }
+
+  private async send<T>(operation: string, key: string, call: () => Promise<T>): Promise<T> {
+    try {
+      return await call();
+    } catch (error) {
+      throw this.failure(operation, key, error);
+    }
+  }
+
+  private failure(operation: string, key: string, error: unknown): AssemblyLineError {
+    const status = error instanceof S3ServiceException ? ` (${error.name}, HTTP ${error.$metadata.httpStatusCode ?? "?"})` : "";
+    return new AssemblyLineError("AL_ERR_BLOB_UNAVAILABLE", `S3 ${operation} of ${JSON.stringify(key)} in bucket ${this.settings.bucket} failed${status}: ${(error as Error).message}`, {
+      fix: "Check the endpoint, bucket name and keys (AWS_/R2_ variables), and that the bucket exists.",
+      cause: error,
+      details: { operation, key, bucket: this.settings.bucket },
+    });
+  }
+}
+
+function isMissing(error: unknown): boolean {
+  const name = (error as { name?: unknown })?.name;
+  return name === "NoSuchKey" || name === "NotFound" || (error instanceof S3ServiceException && error.$metadata.httpStatusCode === 404 && name !== "NoSuchBucket");
+}

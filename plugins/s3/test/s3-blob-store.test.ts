@@ -1,0 +1,114 @@
+import { randomBytes, randomUUID } from "node:crypto";
+import { Readable } from "node:stream";
+import { isAssemblyLineError } from "@assemblyline-agents/core";
+import { describeBlobStoreConformance } from "@assemblyline-agents/core/testkit";
+import { S3Client } from "@aws-sdk/client-s3";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { S3BlobStore, createS3Blob, r2Blob, s3Blob } from "../src/index.js";
+import { s3rverInstalled, startS3rver, type RunningS3rver } from "./support/s3rver.js";
+
+const BUCKET = "al-test-blobs";
+const KEYS = { AWS_ACCESS_KEY_ID: "S3RVER", AWS_SECRET_ACCESS_KEY: "S3RVER" };
+
+if (!s3rverInstalled()) {
+  if (process.env.CI) throw new Error("S3BlobStore suite: s3rver is not installed; CI requires it (npm ci installs it)");
+  console.log("skipping S3BlobStore suite: s3rver is not installed");
+} else {
+  let server: RunningS3rver;
+  beforeAll(async () => {
+    server = await startS3rver([BUCKET]);
+  });
+  afterAll(async () => {
+    await server?.stop();
+  });
+
+  // Each kit test gets its own prefix in the shared bucket, so it sees only its own keys.
+  describeBlobStoreConformance("S3BlobStore (s3rver)", () => {
+    const store = new S3BlobStore({ bucket: BUCKET, endpoint: server.endpoint, prefix: `kit-${randomUUID()}/`, env: KEYS });
+    return { state: store, cleanup: () => store.close() };
+  });
+
+  describe("S3BlobStore", () => {
+    it("sends a large object as a multipart upload and reads back the same bytes", async () => {
+      const client = new S3Client({ endpoint: server.endpoint, region: "us-east-1", forcePathStyle: true, credentials: { accessKeyId: "S3RVER", secretAccessKey: "S3RVER" }, requestChecksumCalculation: "WHEN_REQUIRED", responseChecksumValidation: "WHEN_REQUIRED" });
+      const commands: string[] = [];
+      client.middlewareStack.add((next, context) => (args) => (commands.push(String(context.commandName)), next(args)), { step: "initialize", name: "recordCommands" });
+      const store = new S3BlobStore({ bucket: BUCKET, client, prefix: `mp-${randomUUID()}/`, multipartThresholdBytes: 5 * 1024 * 1024, partSizeBytes: 5 * 1024 * 1024 });
+      const body = randomBytes(11 * 1024 * 1024);
+      expect(await store.put("big.bin", body, { contentType: "application/x-big" })).toEqual({ key: "big.bin", size: body.byteLength });
+      expect(commands.filter((name) => name === "UploadPartCommand")).toHaveLength(3);
+      expect(commands).toContain("CompleteMultipartUploadCommand");
+      expect(commands).not.toContain("PutObjectCommand");
+      const got = await store.get("big.bin");
+      expect(got?.contentType).toBe("application/x-big");
+      expect(Buffer.from(got!.body).equals(body)).toBe(true);
+      commands.length = 0;
+      await store.put("small.bin", randomBytes(1024));
+      expect(commands).toEqual(["PutObjectCommand"]);
+      client.destroy();
+    }, 60_000);
+
+    it("streams a read chunk by chunk and stores a stream of unknown length", async () => {
+      const store = new S3BlobStore({ bucket: BUCKET, endpoint: server.endpoint, prefix: `st-${randomUUID()}/`, env: KEYS });
+      const parts = Array.from({ length: 4 }, () => randomBytes(300_000));
+      await store.putStream("streamed.bin", Readable.from(parts), { contentType: "application/x-stream" });
+      const found = await store.getStream("streamed.bin");
+      expect(found?.size).toBe(1_200_000);
+      expect(found?.body).toBeInstanceOf(Readable);
+      const chunks: Buffer[] = [];
+      for await (const chunk of found!.body) chunks.push(chunk as Buffer);
+      expect(chunks.length).toBeGreaterThan(1);
+      expect(Buffer.concat(chunks).equals(Buffer.concat(parts))).toBe(true);
+      expect(await store.getStream("absent.bin")).toBeUndefined();
+      await store.close();
+    });
+
+    it("lists past one page of 1000 keys", async () => {
+      const store = new S3BlobStore({ bucket: BUCKET, endpoint: server.endpoint, prefix: `pg-${randomUUID()}/`, env: KEYS });
+      const keys = Array.from({ length: 1005 }, (_, index) => `k/${String(index).padStart(4, "0")}`);
+      for (let index = 0; index < keys.length; index += 50) await Promise.all(keys.slice(index, index + 50).map((key) => store.put(key, new Uint8Array([1]))));
+      expect(await store.list("k/")).toEqual(keys);
+      await store.close();
+    }, 120_000);
+
+    it("reports a missing bucket as AL_ERR_BLOB_UNAVAILABLE naming the bucket", async () => {
+      const store = new S3BlobStore({ bucket: "no-such-bucket", endpoint: server.endpoint, env: KEYS });
+      const error = await store.put("x", new Uint8Array([1])).catch((caught: unknown) => caught);
+      expect(isAssemblyLineError(error, "AL_ERR_BLOB_UNAVAILABLE"), String(error)).toBe(true);
+      expect(String(error)).toContain("no-such-bucket");
+      await store.close();
+    });
+
+    it("materializes r2Blob() against an S3 endpoint given by R2_ENDPOINT, with R2 keys", async () => {
+      const store = createS3Blob(r2Blob(), { env: { R2_ENDPOINT: server.endpoint, R2_BUCKET: BUCKET, R2_ACCESS_KEY_ID: "S3RVER", R2_SECRET_ACCESS_KEY: "S3RVER" } });
+      expect(store.settings).toMatchObject({ bucket: BUCKET, endpoint: server.endpoint, region: "auto", forcePathStyle: true, credentials: { accessKeyId: "S3RVER", secretAccessKey: "S3RVER" } });
+      const key = `r2-${randomUUID()}`;
+      await store.put(key, new TextEncoder().encode("via r2"));
+      expect(new TextDecoder().decode((await store.get(key))?.body)).toBe("via r2");
+      await store.close();
+    });
+  });
+}
+
+describe("s3Blob() / r2Blob() settings", () => {
+  it("derives R2's endpoint from R2_ACCOUNT_ID", () => {
+    const store = createS3Blob(r2Blob({ bucket: "media" }), { env: { R2_ACCOUNT_ID: "abc123", AWS_ACCESS_KEY_ID: "k", AWS_SECRET_ACCESS_KEY: "s" } });
+    expect(store.settings).toMatchObject({ endpoint: "https://abc123.r2.cloudflarestorage.com", region: "auto", forcePathStyle: true, credentials: { accessKeyId: "k", secretAccessKey: "s" } });
+  });
+
+  it.each([
+    ["r2Blob() without R2_ACCOUNT_ID", () => createS3Blob(r2Blob({ bucket: "media" }), { env: {} }), "R2_ACCOUNT_ID"],
+    ["s3Blob() without a bucket", () => createS3Blob(s3Blob(), { env: {} }), "S3_BUCKET"],
+    ["half a key pair", () => createS3Blob(s3Blob({ bucket: "media" }), { env: { AWS_ACCESS_KEY_ID: "k" } }), "AWS_SECRET_ACCESS_KEY"],
+    ["a non-URL endpoint", () => createS3Blob(s3Blob({ bucket: "media", endpoint: "localhost:9000" }), { env: {} }), "localhost:9000"],
+  ])("refuses %s with AL_ERR_BLOB_CONFIG naming it", (_, make, named) => {
+    let error: unknown;
+    try {
+      make();
+    } catch (caught) {
+      error = caught;
+    }
+    expect(isAssemblyLineError(error, "AL_ERR_BLOB_CONFIG"), String(error)).toBe(true);
+    expect(String(error)).toContain(named);
+  });
+});

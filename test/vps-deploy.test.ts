@@ -1,0 +1,146 @@
+import { existsSync, mkdtempSync, readFileSync, readdirSync, readlinkSync, rmSync, statSync, writeFileSync } from "node:fs";
+import { createServer } from "node:net";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { isAssemblyLineError } from "@assemblyline-agents/core";
+import { deployAgent } from "../plugins/node/src/cli/commands/deploy.js";
+import { envFile, systemdUnit } from "../plugins/node/src/deploy/vps-deploy-target.js";
+import { getJson, postJson } from "./support/agent-server.js";
+import { copyExample } from "./support/example-copy.js";
+import { freshDatabase } from "./support/fresh-database.js";
+import { sshdInstalled, startSshd, type RunningSshd } from "./support/sshd.js";
+import { s3rverInstalled, startS3rver, type RunningS3rver } from "../plugins/s3/test/support/s3rver.js";
+
+const TOKEN = "vps-token-77aa";
+const SECRET = "vps-secret-5e5e";
+const BUCKET = "vps-blobs";
+
+function freePort(): Promise<number> {
+  return new Promise((resolve, reject) => {
+    const server = createServer();
+    server.once("error", reject);
+    server.listen(0, "127.0.0.1", () => {
+      const address = server.address();
+      server.close(() => (typeof address === "object" && address ? resolve(address.port) : reject(new Error("no port"))));
+    });
+  });
+}
+
+function grepTree(dir: string, needle: string): string[] {
+  const hits: string[] = [];
+  for (const entry of readdirSync(dir, { withFileTypes: true })) {
+    const path = join(dir, entry.name);
+    if (entry.isSymbolicLink()) continue;
+    if (entry.isDirectory()) hits.push(...grepTree(path, needle));
+    else if (entry.isFile() && readFileSync(path).includes(needle)) hits.push(path);
+  }
+  return hits;
+}
+
+describe("vps service files", () => {
+  it("writes the environment file with quoted values and refuses ones it cannot hold", () => {
+    expect(envFile({ DATABASE_URL: "postgres://u:p@h/db?x=$y", EMPTY: undefined }, 8080)).toBe("DATABASE_URL='postgres://u:p@h/db?x=$y'\nPORT='8080'\nNODE_ENV='production'\n");
+    let error: unknown;
+    try {
+      envFile({ BAD: "it's" }, 1);
+    } catch (caught) {
+      error = caught;
+    }
+    expect(isAssemblyLineError(error, "AL_ERR_DEPLOY_CONFIG")).toBe(true);
+    expect(String(error)).toContain("BAD");
+    expect(String(error)).not.toContain("it's");
+  });
+
+  it("renders a systemd unit that runs `assembly-line start` from the current release with the env file", () => {
+    const unit = systemdUnit({ name: "support", dir: "/opt/assembly-line/support" }, ["node", "/opt/assembly-line/support/current/node_modules/@assemblyline-agents/node/bin/assembly-line.js", "start", "/opt/assembly-line/support/current/agent/.assembly-line"]);
+    expect(unit).toContain("EnvironmentFile=/opt/assembly-line/support/env");
+    expect(unit).toContain("ExecStart=node /opt/assembly-line/support/current/node_modules/@assemblyline-agents/node/bin/assembly-line.js start /opt/assembly-line/support/current/agent/.assembly-line");
+    expect(unit).toContain("Restart=always");
+  });
+});
+
+if (sshdInstalled("assembly-line deploy --target vps") && s3rverInstalled()) {
+  let sshd: RunningSshd;
+  let s3: RunningS3rver;
+  let database: Awaited<ReturnType<typeof freshDatabase>>;
+  let remoteDir: string;
+  let root: string;
+  let agentDir: string;
+  let port: number;
+
+  beforeAll(async () => {
+    sshd = await startSshd();
+    s3 = await startS3rver([BUCKET]);
+    database = await freshDatabase("al_vps");
+    remoteDir = mkdtempSync(join(tmpdir(), "al-vps-host-"));
+    ({ agentDir, root } = copyExample());
+    writeFileSync(join(agentDir, "conversations/hello.json"), JSON.stringify({ turns: [{ text: "Hello from the VPS." }] }));
+    port = await freePort();
+  }, 120_000);
+
+  afterAll(async () => {
+    // The release runs detached on the "host"; this suite started it, so it stops it.
+    const pidFile = remoteDir ? join(remoteDir, "service.pid") : "";
+    if (pidFile && existsSync(pidFile)) {
+      try {
+        process.kill(Number(readFileSync(pidFile, "utf8").trim()), "SIGTERM");
+      } catch {
+        // Already gone.
+      }
+    }
+    await sshd?.stop();
+    await s3?.stop();
+    await database?.drop();
+    for (const dir of [remoteDir, root]) if (dir) rmSync(dir, { recursive: true, force: true });
+  });
+
+  const env = (overrides: Record<string, string | undefined> = {}) => ({
+    DATABASE_URL: database.url,
+    R2_ENDPOINT: s3.endpoint,
+    R2_BUCKET: BUCKET,
+    R2_ACCESS_KEY_ID: "S3RVER",
+    R2_SECRET_ACCESS_KEY: SECRET,
+    ASSEMBLY_LINE_BEARER_TOKEN: TOKEN,
+    HOST: "127.0.0.1",
+    ...overrides,
+  });
+  const deploy = (environment = env()) =>
+    deployAgent({
+      agentDir,
+      target: "vps",
+      name: "vps-agent",
+      port,
+      model: "scripted:conversations/hello.json",
+      include: ["conversations"],
+      // Generous: a cold `assembly-line start` on a loaded 2-core CI machine.
+      readyTimeoutMs: 240_000,
+      env: environment,
+      vps: { host: "127.0.0.1", user: "root", sshPort: sshd.port, identityFile: sshd.identityFile, directory: remoteDir, nodePath: process.execPath, serviceManager: "process" },
+    });
+
+  describe("assembly-line deploy --target vps (a real sshd)", () => {
+    let first: Awaited<ReturnType<typeof deployAgent>>;
+
+    it("ships the release over ssh + rsync, starts it, and serves /readyz and a run; secrets only in the host's env file", async () => {
+      first = await deploy();
+      expect(first.url).toBe(`http://127.0.0.1:${port}`);
+      expect((await getJson(`${first.url}/readyz`)).status).toBe(200);
+      const sent = await postJson(`${first.url}/message?wait=60`, { message: "hi" }, { authorization: `Bearer ${TOKEN}` });
+      expect(sent.body).toMatchObject({ status: "completed", response: { text: "Hello from the VPS." } });
+      expect(readFileSync(join(remoteDir, "env"), "utf8")).toContain(`R2_SECRET_ACCESS_KEY='${SECRET}'`);
+      expect(statSync(join(remoteDir, "env")).mode & 0o077).toBe(0);
+      expect(grepTree(join(remoteDir, "releases"), SECRET)).toEqual([]);
+    }, 600_000);
+
+    it("rolls back to the previous release when the new one never gets ready", async () => {
+      writeFileSync(join(agentDir, "agent.ts"), readFileSync(join(agentDir, "agent.ts"), "utf8").replace("briefly.", "tersely."));
+      const error = await deploy(env({ DATABASE_URL: undefined })).catch((caught: unknown) => caught);
+      expect(isAssemblyLineError(error, "AL_ERR_DEPLOY_UNHEALTHY"), String(error)).toBe(true);
+      expect(String(error)).toContain(`rolled back to ${first.id}`);
+      expect(readlinkSync(join(remoteDir, "current"))).toBe(`releases/${first.id}`);
+      const sent = await postJson(`${first.url}/message?wait=60`, { message: "still there?" }, { authorization: `Bearer ${TOKEN}` });
+      expect(sent.body).toMatchObject({ status: "completed", response: { text: "Hello from the VPS." } });
+    }, 600_000);
+  });
+}
