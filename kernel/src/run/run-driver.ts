@@ -1,6 +1,7 @@
 import {
   AssemblyLineError,
   isAssemblyLineError,
+  TERMINAL_RUN_STATUSES,
   type AgentHarness,
   type HarnessContext,
   type JsonValue,
@@ -63,6 +64,8 @@ export interface DriveOptions {
 /** Shared between the heartbeat and the run's scope. */
 interface LeaseWatch {
   lost: boolean;
+  /** Aborted when the lease is lost, so tools and engines stop with the run's signal. */
+  onLost: AbortController;
 }
 
 export class RunDriver {
@@ -90,43 +93,65 @@ export class RunDriver {
   }
 
   private async driveLeased(runId: string, options: DriveOptions): Promise<RunResult> {
-    const { state, ownerId, leaseTtlMs } = this.parts;
-    const acquired = await state.runs.acquireRunLease(runId, ownerId, leaseTtlMs);
-    if (!acquired) {
+    const { state, ownerId, leaseTtlMs, journal } = this.parts;
+    const granted = await state.runs.acquireRunLease(runId, ownerId, leaseTtlMs);
+    if (!granted) {
       const run = await state.runs.getRun(runId);
+      // A finished run takes no lease: nothing may write to it again.
+      if (run && TERMINAL_RUN_STATUSES.includes(run.status)) {
+        if (options.beforeDriving) {
+          throw new AssemblyLineError("AL_ERR_RUN_NOT_RESUMABLE", `run ${runId} is ${run.status}; it waits for no decision or answer`, {
+            fix: "Check `assembly-line runs show <id>`: a finished run cannot be resumed.",
+          });
+        }
+        await journal.observe(runId);
+        return await describeRun(state.runs, run);
+      }
       throw new AssemblyLineError("AL_ERR_RUN_NOT_RESUMABLE", `run ${runId} is leased by ${run?.lease?.owner ?? "another replica"} until ${run?.lease?.expiresAt ?? "?"}`, {
         fix: "Wait for that replica to finish, or for its lease to expire, then resume the run.",
       });
     }
-    const lease: LeaseWatch = { lost: false };
+    const fence = { owner: ownerId, token: granted.token };
+    journal.holdFence(runId, fence);
+    const lease: LeaseWatch = { lost: false, onLost: new AbortController() };
+    const markLost = () => {
+      if (lease.lost) return;
+      lease.lost = true;
+      lease.onLost.abort(leaseLost(runId));
+      this.parts.logger.warn({ runId, event: "run.lease_lost", token: fence.token }, "another replica took over this run; this process stops writing to it");
+    };
+    // Renews only the lease this drive holds (same token): a lease that was taken over
+    // or released (the run finished elsewhere) is never taken again by the heartbeat.
     const heartbeat = setInterval(() => {
-      state.runs.acquireRunLease(runId, ownerId, leaseTtlMs).then(
+      state.runs.renewRunLease(runId, fence, leaseTtlMs).then(
         (renewed) => {
-          if (!renewed && !lease.lost) {
-            lease.lost = true;
-            this.parts.logger.warn({ runId, event: "run.lease_lost" }, "another replica took over this run; this process stops writing to it");
-          }
+          if (!renewed) markLost();
         },
         (error) => this.parts.logger.warn({ runId, err: String(error) }, "lease heartbeat failed"),
       );
     }, Math.max(50, Math.floor(leaseTtlMs / 3)));
     heartbeat.unref();
     try {
-      await this.parts.journal.observe(runId);
+      await journal.observe(runId);
       if (options.beforeDriving && !(await options.beforeDriving((await state.runs.getRun(runId))!))) {
         return await describeRun(state.runs, (await state.runs.getRun(runId))!);
       }
       if (options.resumedBy) {
         const run = await state.runs.getRun(runId);
         if (run && (run.status === "running" || run.status === "queued")) {
-          await this.parts.journal.record(runId, "run.resumed", { owner: ownerId, recovered: options.resumedBy.recovered });
+          await journal.record(runId, "run.resumed", { owner: ownerId, recovered: options.resumedBy.recovered });
         }
       }
       await this.step(runId, options, lease);
       return await describeRun(state.runs, (await state.runs.getRun(runId))!);
+    } catch (error) {
+      if (isAssemblyLineError(error, "AL_ERR_RUN_LEASE_LOST")) markLost();
+      throw error;
     } finally {
       clearInterval(heartbeat);
-      if (!lease.lost) await state.runs.releaseRunLease(runId, ownerId).catch(() => undefined);
+      journal.holdFence(runId, undefined);
+      // With the token: a lease another replica took meanwhile is never released by us.
+      await state.runs.releaseRunLease(runId, ownerId, fence.token).catch(() => undefined);
     }
   }
 
@@ -201,6 +226,7 @@ export class RunDriver {
     const offered = visibleTools(table, started.defaultTools);
     const controller = new AbortController();
     signal?.addEventListener("abort", () => controller.abort(signal.reason), { once: true });
+    lease.onLost.signal.addEventListener("abort", () => controller.abort(lease.onLost.signal.reason), { once: true });
     const services = this.parts.services(run);
     const scope: RunScope = {
       runId: run.id,

@@ -13,6 +13,7 @@ import type { RunStore } from "./runs.js";
 export * from "./runs.js";
 export * from "./facets.js";
 export * from "./guards.js";
+export * from "./fence.js";
 
 /** A full state adapter: the intersection of every facet. */
 export interface StateAdapter

@@ -44,15 +44,15 @@ describe.skipIf(!probe.available)("PostgresStateAdapter migrations", () => {
     const state = new PostgresStateAdapter({ pool, schema });
     expect(await state.getRun("nothing")).toBeUndefined();
     const { rows } = await pool.query<{ version: number }>(`SELECT version FROM "${schema}".schema_migrations`);
-    expect(rows.map((row) => row.version)).toEqual([LATEST_SCHEMA_VERSION]);
+    expect(rows.map((row) => row.version)).toEqual(MIGRATIONS.map((migration) => migration.version));
     await state.close();
   });
 
   it("applies only the versions a schema lacks", async () => {
     const schema = nextSchema();
-    expect((await migrateSchema(pool, schema)).applied).toEqual([1]);
-    const next = { version: 2, name: "test column", sql: (s: string) => `ALTER TABLE ${s}.runs ADD COLUMN test_note text` };
-    expect(await migrateSchema(pool, schema, [...MIGRATIONS, next])).toMatchObject({ from: 1, to: 2, applied: [2] });
+    expect((await migrateSchema(pool, schema)).applied).toEqual(MIGRATIONS.map((migration) => migration.version));
+    const next = { version: LATEST_SCHEMA_VERSION + 1, name: "test column", sql: (s: string) => `ALTER TABLE ${s}.runs ADD COLUMN test_note text` };
+    expect(await migrateSchema(pool, schema, [...MIGRATIONS, next])).toMatchObject({ from: LATEST_SCHEMA_VERSION, to: next.version, applied: [next.version] });
     expect((await migrateSchema(pool, schema, [...MIGRATIONS, next])).applied).toEqual([]);
   });
 
