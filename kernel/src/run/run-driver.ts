@@ -19,7 +19,7 @@ import { isInfrastructureFailure, leaseLost } from "./infrastructure-failure.js"
 import type { RunJournal } from "./journal.js";
 import { describeRun, type RunResult } from "./run-result.js";
 import type { RunScope, RunServices } from "./run-scope.js";
-import { runStep } from "./step.js";
+import { holdForStep, runStep } from "./step.js";
 import { callTool } from "./tool-pipeline.js";
 import { toModelToolSpec, visibleTools, type ToolTable } from "./tool-table.js";
 
@@ -263,6 +263,8 @@ export class RunDriver {
         },
         step: (key, fn, options) => runStep(scope, `harness:${key}`, fn, options),
         emit: async (type, data) => {
+          // Inside a step body (a model call) the event commits with the step's completion.
+          if (holdForStep({ type, data: Object.fromEntries(Object.entries(data ?? {}).filter(([, value]) => value !== undefined)) as Record<string, JsonValue> })) return;
           await journal.record(run.id, type, data ?? {});
         },
         textDelta: (delta) => this.parts.textDelta(run.id, delta),
