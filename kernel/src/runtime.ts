@@ -230,12 +230,15 @@ export class OpenEveRuntime {
     });
   }
 
-  /** Continue a run that is running without an owner (e.g. after a crash). */
-  async resume(runId: string): Promise<RunResult> {
+  /**
+   * Continue a run that is running without an owner (e.g. after a crash).
+   * `recovered: true` marks a resume by a recovery sweep (recorded on `run.resumed`).
+   */
+  async resume(runId: string, options: { recovered?: boolean } = {}): Promise<RunResult> {
     return this.track(async () => {
       const run = await this.requireRun(runId);
       if (run.status !== "running" && run.status !== "queued") return describeRun(this.state.runs, run);
-      return this.driver.drive(runId, { resumedBy: { recovered: false } });
+      return this.driver.drive(runId, { resumedBy: { recovered: options.recovered ?? false } });
     });
   }
 

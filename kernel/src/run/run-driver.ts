@@ -1,5 +1,6 @@
 import {
   AssemblyLineError,
+  fenceHolds,
   isAssemblyLineError,
   TERMINAL_RUN_STATUSES,
   type AgentHarness,
@@ -124,8 +125,11 @@ export class RunDriver {
     // or released (the run finished elsewhere) is never taken again by the heartbeat.
     const heartbeat = setInterval(() => {
       state.runs.renewRunLease(runId, fence, leaseTtlMs).then(
-        (renewed) => {
-          if (!renewed) markLost();
+        async (renewed) => {
+          if (renewed || lease.lost) return;
+          // Still our lease: the run just finished under it (a finished run is not renewed), nothing was lost.
+          const run = await state.runs.getRun(runId);
+          if (!fenceHolds(run?.lease, fence)) markLost();
         },
         (error) => this.parts.logger.warn({ runId, err: String(error) }, "lease heartbeat failed"),
       );
