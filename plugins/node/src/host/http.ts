@@ -37,9 +37,10 @@ const STATE_OUTAGE_CODES: ReadonlySet<ErrorCode> = new Set(["AL_ERR_STATE_UNAVAI
 export const STATE_OUTAGE_RETRY_AFTER_S = 5;
 
 /** A client that went away mid-request (reset, aborted body): its business, not an endpoint failure. */
-export function isClientAbort(error: unknown, req: { complete: boolean; destroyed: boolean }): boolean {
+export function isClientAbort(error: unknown, req: { complete: boolean }): boolean {
+  if (error instanceof HttpError || req.complete) return false;
   const code = (error as { code?: unknown } | null)?.code;
-  return code === "ECONNRESET" || code === "ERR_STREAM_PREMATURE_CLOSE" || (error instanceof Error && error.message === "aborted") || (!req.complete && req.destroyed);
+  return code === "ECONNRESET" || code === "ERR_STREAM_PREMATURE_CLOSE" || (error instanceof Error && error.message === "aborted");
 }
 
 /** Status, headers and body for any thrown value; unknown failures become a bare 500. */
