@@ -373,13 +373,16 @@ export class OpenEveRuntime {
     });
   }
 
-  /** Continue a run that is running without an owner (e.g. after a crash). */
-  async resume(runId: string): Promise<RunResult> {
+  /**
+   * Continue a run that is running without an owner (e.g. after a crash).
+   * `recovered: true` marks a resume by a recovery sweep (recorded on `run.resumed`).
+   */
+  async resume(runId: string, options: { recovered?: boolean } = {}): Promise<RunResult> {
     return this.track(async () => {
       const run = await this.requireRun(runId);
       if (run.status !== "running" && run.status !== "queued") return describeRun(this.state.runs, run);
       const { driver, revision } = await this.revisions.driverFor(run);
-      return driver.drive(runId, { revision, resumedBy: { recovered: false } });
+      return driver.drive(runId, { revision, resumedBy: { recovered: options.recovered ?? false } });
     });
   }
 

@@ -29,6 +29,7 @@ export declare class JsonFileState implements RunStore, ConversationStore {
   getStep: RunStore["getStep"];
   getCheckpoint: RunStore["getCheckpoint"];
   acquireRunLease: RunStore["acquireRunLease"];
+  renewRunLease: RunStore["renewRunLease"];
   releaseRunLease: RunStore["releaseRunLease"];
   claimRecoverableRuns: RunStore["claimRecoverableRuns"];
   listDeliveries: RunStore["listDeliveries"];

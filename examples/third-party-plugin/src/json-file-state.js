@@ -1,7 +1,7 @@
 // @ts-check
 import { mkdir, open, readFile, rename } from "node:fs/promises";
 import { dirname } from "node:path";
-import { AssemblyLineError } from "@assemblyline-agents/core";
+import { AssemblyLineError, TERMINAL_RUN_STATUSES, fenceHolds, staleFenceError } from "@assemblyline-agents/core";
 
 /**
  * @typedef {import("@assemblyline-agents/core").RunRecord} RunRecord
@@ -16,9 +16,12 @@ import { AssemblyLineError } from "@assemblyline-agents/core";
  * @typedef {import("@assemblyline-agents/core").CheckpointRecord} CheckpointRecord
  * @typedef {import("@assemblyline-agents/core").DeliveryRecord} DeliveryRecord
  * @typedef {import("@assemblyline-agents/core").ConversationMessage} ConversationMessage
+ * @typedef {import("@assemblyline-agents/core").RunFence} RunFence
+ * @typedef {import("@assemblyline-agents/core").RunLease} RunLease
  *
  * @typedef {{ record: RunRecord, ordinal: number, events: RunEvent[], toolCalls: Record<string, ToolCallRecord>,
- *   steps: Record<string, StepRecord>, checkpoint: CheckpointRecord | null, deliveryIds: string[] }} StoredRun
+ *   steps: Record<string, StepRecord>, checkpoint: CheckpointRecord | null, deliveryIds: string[],
+ *   fence?: number }} StoredRun (fence: the highest lease token issued; kept across releases)
  * @typedef {{ format: 1, nextOrdinal: number, runs: Record<string, StoredRun>, idempotency: Record<string, string>,
  *   deliveries: Record<string, { record: DeliveryRecord, ordinal: number }>, conversations: Record<string, ConversationMessage[]> }} Document
  */
@@ -178,11 +181,13 @@ export class JsonFileState {
 
   /**
    * @param {string} runId @param {NewRunEvent[]} events @param {RunStateChange} [change]
-   * @param {{ expectedLastSeq?: number }} [options]
+   * @param {{ expectedLastSeq?: number, fence?: RunFence }} [options]
    */
   async appendEvents(runId, events, change, options = {}) {
     await this.ready();
     const stored = this.requireRun(runId);
+    // Checked with no await before the change below: a stale lease holder never writes.
+    if (options.fence && !fenceHolds(stored.record.lease, options.fence)) throw staleFenceError(runId, options.fence, stored.record.lease);
     if (options.expectedLastSeq !== undefined && options.expectedLastSeq !== stored.record.lastSeq) {
       throw new AssemblyLineError("AL_ERR_EVENT_SEQ", `run ${runId} is at seq ${stored.record.lastSeq}, not the expected ${options.expectedLastSeq}`, {
         fix: "Reload the run and decide again; another writer moved it on.",
@@ -244,22 +249,41 @@ export class JsonFileState {
     return checkpoint ? copy(checkpoint) : undefined;
   }
 
-  /** @param {string} runId @param {string} owner @param {number} ttlMs @param {Date} [now] */
+  /**
+   * A new lease with a higher fencing token; null while another owner's lease is live or the run is finished.
+   * @param {string} runId @param {string} owner @param {number} ttlMs @param {Date} [now] @returns {Promise<RunLease | null>}
+   */
   async acquireRunLease(runId, owner, ttlMs, now = new Date()) {
     await this.ready();
     const stored = this.requireRun(runId);
     const lease = stored.record.lease;
-    if (lease && lease.owner !== owner && !leaseIsFree(lease, now)) return false;
-    stored.record.lease = { owner, expiresAt: new Date(now.getTime() + ttlMs).toISOString() };
+    if (TERMINAL_RUN_STATUSES.includes(stored.record.status)) return null;
+    if (lease && lease.owner !== owner && !leaseIsFree(lease, now)) return null;
+    stored.fence = (stored.fence ?? lease?.token ?? 0) + 1;
+    stored.record.lease = { owner, expiresAt: new Date(now.getTime() + ttlMs).toISOString(), token: stored.fence };
     await this.persist();
-    return true;
+    return copy(stored.record.lease);
   }
 
-  /** @param {string} runId @param {string} owner */
-  async releaseRunLease(runId, owner) {
+  /**
+   * Extend only the lease the fence names; never re-take a released or taken-over one.
+   * @param {string} runId @param {RunFence} fence @param {number} ttlMs @param {Date} [now] @returns {Promise<RunLease | null>}
+   */
+  async renewRunLease(runId, fence, ttlMs, now = new Date()) {
+    await this.ready();
+    const stored = this.requireRun(runId);
+    if (TERMINAL_RUN_STATUSES.includes(stored.record.status) || !fenceHolds(stored.record.lease, fence)) return null;
+    stored.record.lease = { owner: fence.owner, expiresAt: new Date(now.getTime() + ttlMs).toISOString(), token: fence.token };
+    await this.persist();
+    return copy(stored.record.lease);
+  }
+
+  /** @param {string} runId @param {string} owner @param {number} [token] */
+  async releaseRunLease(runId, owner, token) {
     await this.ready();
     const stored = this.doc.runs[runId];
-    if (stored?.record.lease?.owner !== owner) return;
+    const lease = stored?.record.lease;
+    if (!stored || lease?.owner !== owner || (token !== undefined && lease.token !== token)) return;
     stored.record.lease = null;
     await this.persist();
   }
@@ -272,7 +296,10 @@ export class JsonFileState {
       .filter(({ record }) => (record.status === "queued" || record.status === "running") && leaseIsFree(record.lease, now))
       .sort((a, b) => a.ordinal - b.ordinal)
       .slice(0, Math.max(0, options.limit ?? DEFAULT_CLAIM_LIMIT));
-    for (const { record } of claimed) record.lease = { owner: options.owner, expiresAt: new Date(now.getTime() + options.ttlMs).toISOString() };
+    for (const stored of claimed) {
+      stored.fence = (stored.fence ?? stored.record.lease?.token ?? 0) + 1;
+      stored.record.lease = { owner: options.owner, expiresAt: new Date(now.getTime() + options.ttlMs).toISOString(), token: stored.fence };
+    }
     if (claimed.length > 0) await this.persist();
     return claimed.map(({ record }) => copy(record));
   }

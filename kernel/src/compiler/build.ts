@@ -1,5 +1,6 @@
 import { existsSync, statSync } from "node:fs";
-import { mkdir, readdir, writeFile } from "node:fs/promises";
+import { randomBytes } from "node:crypto";
+import { mkdir, open, readdir, rename, unlink, writeFile } from "node:fs/promises";
 import { basename, join, relative, resolve } from "node:path";
 import {
   AssemblyLineError,
@@ -194,7 +195,7 @@ export async function buildAgent(agentDirInput: string, options: BuildOptions = 
 
   await mkdir(artifactRoot, { recursive: true });
   const manifestPath = join(artifactRoot, MANIFEST_FILE);
-  await writeFile(manifestPath, JSON.stringify(manifest, null, 2) + "\n");
+  await writeAtomically(manifestPath, JSON.stringify(manifest, null, 2) + "\n");
   await writeFile(join(artifactRoot, ".gitignore"), "*\n");
   await snapshotRevision(agentDir, artifactRoot, manifest);
   return { manifest, manifestPath, artifactRoot };
@@ -210,6 +211,27 @@ function checkSelfImprovement(value: unknown, agentFile: string): { writable: bo
     });
   }
   return { writable: policy.writable === true, writeApproval: policy.writeApproval === true };
+}
+
+/**
+ * Write-temp, fsync, rename: a host reading the manifest while a build runs (or
+ * after a crash mid-build) sees the old manifest or the new one, never half of one.
+ */
+async function writeAtomically(path: string, text: string): Promise<void> {
+  const temp = `${path}.${process.pid}.${randomBytes(4).toString("hex")}.tmp`;
+  try {
+    const handle = await open(temp, "w");
+    try {
+      await handle.writeFile(text);
+      await handle.sync();
+    } finally {
+      await handle.close();
+    }
+    await rename(temp, path);
+  } catch (error) {
+    await unlink(temp).catch(() => undefined);
+    throw error;
+  }
 }
 
 function findSource(dir: string, stem: string): string | undefined {

@@ -1,4 +1,4 @@
-import type { JsonValue, NewRunEvent, RunEvent, RunStateChange, RunStore, RuntimeLogger } from "@assemblyline-agents/core";
+import type { JsonValue, NewRunEvent, RunEvent, RunFence, RunStateChange, RunStore, RuntimeLogger } from "@assemblyline-agents/core";
 import type { EventContext, KernelHooks } from "../hooks.js";
 
 /**
@@ -18,6 +18,8 @@ export class RunJournal {
   private readonly observedSeq = new Map<string, number>();
   /** Runs an observer appended to while events were being delivered. */
   private readonly appendedByObservers = new Set<string>();
+  /** The lease each run is driven under here: every write of it carries the fence, so a stale holder's writes are refused by the store. */
+  private readonly fences = new Map<string, RunFence>();
 
   constructor(
     private readonly runs: RunStore,
@@ -26,8 +28,14 @@ export class RunJournal {
     private readonly logger: RuntimeLogger,
   ) {}
 
+  /** Fence this run's writes with `fence` (the lease it is driven under), or stop fencing them (undefined). */
+  holdFence(runId: string, fence: RunFence | undefined): void {
+    if (fence) this.fences.set(runId, { owner: fence.owner, token: fence.token });
+    else this.fences.delete(runId);
+  }
+
   async append(runId: string, events: NewRunEvent[], change?: RunStateChange, options?: { expectedLastSeq?: number }): Promise<RunEvent[]> {
-    const recorded = await this.runs.appendEvents(runId, events.map(withJsonData), change, options);
+    const recorded = await this.runs.appendEvents(runId, events.map(withJsonData), change, this.fenced(runId, options));
     await this.chain(runId, () => this.deliver(runId, recorded));
     return recorded;
   }
@@ -54,9 +62,14 @@ export class RunJournal {
    * (`hook.failed`), which the running delivery picks up from the store.
    */
   async appendUnobserved(runId: string, events: NewRunEvent[]): Promise<RunEvent[]> {
-    const recorded = await this.runs.appendEvents(runId, events.map(withJsonData));
+    const recorded = await this.runs.appendEvents(runId, events.map(withJsonData), undefined, this.fenced(runId, undefined));
     this.appendedByObservers.add(runId);
     return recorded;
+  }
+
+  private fenced(runId: string, options: { expectedLastSeq?: number } | undefined): { expectedLastSeq?: number; fence?: RunFence } | undefined {
+    const fence = this.fences.get(runId);
+    return fence ? { ...options, fence } : options;
   }
 
   private chain(runId: string, work: () => Promise<void>): Promise<void> {

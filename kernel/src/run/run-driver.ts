@@ -1,6 +1,8 @@
 import {
   AssemblyLineError,
+  fenceHolds,
   isAssemblyLineError,
+  TERMINAL_RUN_STATUSES,
   type AgentHarness,
   type HarnessContext,
   type JsonValue,
@@ -20,7 +22,7 @@ import { isInfrastructureFailure, leaseLost } from "./infrastructure-failure.js"
 import type { RunJournal } from "./journal.js";
 import { describeRun, type RunResult } from "./run-result.js";
 import type { RunScope, RunServices } from "./run-scope.js";
-import { runStep } from "./step.js";
+import { holdForStep, runStep } from "./step.js";
 import { callTool } from "./tool-pipeline.js";
 import { activatedToolNames } from "./tool-activation.js";
 import { defaultToolsProblem, toModelToolSpec, visibleTools, type ToolTable, type ToolTableEntry } from "./tool-table.js";
@@ -79,6 +81,8 @@ export interface DriveOptions {
 /** Shared between the heartbeat and the run's scope. */
 interface LeaseWatch {
   lost: boolean;
+  /** Aborted when the lease is lost, so tools and engines stop with the run's signal. */
+  onLost: AbortController;
 }
 
 export class RunDriver {
@@ -151,43 +155,68 @@ export class RunDriver {
   }
 
   private async driveLeased(runId: string, options: DriveOptions): Promise<RunResult> {
-    const { state, ownerId, leaseTtlMs } = this.parts;
-    const acquired = await state.runs.acquireRunLease(runId, ownerId, leaseTtlMs);
-    if (!acquired) {
+    const { state, ownerId, leaseTtlMs, journal } = this.parts;
+    const granted = await state.runs.acquireRunLease(runId, ownerId, leaseTtlMs);
+    if (!granted) {
       const run = await state.runs.getRun(runId);
+      // A finished run takes no lease: nothing may write to it again.
+      if (run && TERMINAL_RUN_STATUSES.includes(run.status)) {
+        if (options.beforeDriving) {
+          throw new AssemblyLineError("AL_ERR_RUN_NOT_RESUMABLE", `run ${runId} is ${run.status}; it waits for no decision or answer`, {
+            fix: "Check `assembly-line runs show <id>`: a finished run cannot be resumed.",
+          });
+        }
+        await journal.observe(runId);
+        return await describeRun(state.runs, run);
+      }
       throw new AssemblyLineError("AL_ERR_RUN_NOT_RESUMABLE", `run ${runId} is leased by ${run?.lease?.owner ?? "another replica"} until ${run?.lease?.expiresAt ?? "?"}`, {
         fix: "Wait for that replica to finish, or for its lease to expire, then resume the run.",
       });
     }
-    const lease: LeaseWatch = { lost: false };
+    const fence = { owner: ownerId, token: granted.token };
+    journal.holdFence(runId, fence);
+    const lease: LeaseWatch = { lost: false, onLost: new AbortController() };
+    const markLost = () => {
+      if (lease.lost) return;
+      lease.lost = true;
+      lease.onLost.abort(leaseLost(runId));
+      this.parts.logger.warn({ runId, event: "run.lease_lost", token: fence.token }, "another replica took over this run; this process stops writing to it");
+    };
+    // Renews only the lease this drive holds (same token): a lease that was taken over
+    // or released (the run finished elsewhere) is never taken again by the heartbeat.
     const heartbeat = setInterval(() => {
-      state.runs.acquireRunLease(runId, ownerId, leaseTtlMs).then(
-        (renewed) => {
-          if (!renewed && !lease.lost) {
-            lease.lost = true;
-            this.parts.logger.warn({ runId, event: "run.lease_lost" }, "another replica took over this run; this process stops writing to it");
-          }
+      state.runs.renewRunLease(runId, fence, leaseTtlMs).then(
+        async (renewed) => {
+          if (renewed || lease.lost) return;
+          // Still our lease: the run just finished under it (a finished run is not renewed), nothing was lost.
+          const run = await state.runs.getRun(runId);
+          if (!fenceHolds(run?.lease, fence)) markLost();
         },
         (error) => this.parts.logger.warn({ runId, err: String(error) }, "lease heartbeat failed"),
       );
     }, Math.max(50, Math.floor(leaseTtlMs / 3)));
     heartbeat.unref();
     try {
-      await this.parts.journal.observe(runId);
+      await journal.observe(runId);
       if (options.beforeDriving && !(await options.beforeDriving((await state.runs.getRun(runId))!))) {
         return await describeRun(state.runs, (await state.runs.getRun(runId))!);
       }
       if (options.resumedBy) {
         const run = await state.runs.getRun(runId);
         if (run && (run.status === "running" || run.status === "queued")) {
-          await this.parts.journal.record(runId, "run.resumed", { owner: ownerId, recovered: options.resumedBy.recovered });
+          await journal.record(runId, "run.resumed", { owner: ownerId, recovered: options.resumedBy.recovered });
         }
       }
       await this.step(runId, options, lease);
       return await describeRun(state.runs, (await state.runs.getRun(runId))!);
+    } catch (error) {
+      if (isAssemblyLineError(error, "AL_ERR_RUN_LEASE_LOST")) markLost();
+      throw error;
     } finally {
       clearInterval(heartbeat);
-      if (!lease.lost) await state.runs.releaseRunLease(runId, ownerId).catch(() => undefined);
+      journal.holdFence(runId, undefined);
+      // With the token: a lease another replica took meanwhile is never released by us.
+      await state.runs.releaseRunLease(runId, ownerId, fence.token).catch(() => undefined);
     }
   }
 
@@ -294,6 +323,7 @@ export class RunDriver {
     for (const entry of activated) if (!offered.includes(entry)) offered.push(entry);
     const controller = new AbortController();
     signal?.addEventListener("abort", () => controller.abort(signal.reason), { once: true });
+    lease.onLost.signal.addEventListener("abort", () => controller.abort(lease.onLost.signal.reason), { once: true });
     const services = this.parts.services(run);
     const toolSpecs = offered.map(toModelToolSpec);
     let offeredSpecs = toolSpecs;
@@ -394,6 +424,8 @@ export class RunDriver {
         modelCall: (key, fn, options) =>
           runStep(scope, `harness:${key}`, fn, { ...options, metadata: { ...options?.metadata, modelCall: true } }, () => scope.budget.beforeModelCall()),
         emit: async (type, data) => {
+          // Inside a step body (a model call) the event commits with the step's completion.
+          if (holdForStep({ type, data: Object.fromEntries(Object.entries(data ?? {}).filter(([, value]) => value !== undefined)) as Record<string, JsonValue> })) return;
           await journal.record(run.id, type, data ?? {});
         },
         textDelta: (delta) => this.parts.textDelta(run.id, delta),

@@ -1,6 +1,23 @@
-import { AssemblyLineError, type JsonValue, type StepOptions } from "@assemblyline-agents/core";
+import { AsyncLocalStorage } from "node:async_hooks";
+import { AssemblyLineError, type JsonValue, type NewRunEvent, type StepOptions } from "@assemblyline-agents/core";
 import { findNonJson } from "../json-check.js";
 import type { RunScope } from "./run-scope.js";
+
+/**
+ * Events an engine emits inside a step body (`model.response` inside the model
+ * call's step): held here and committed in the same append as the step's
+ * completion, so a crash between the two can neither lose them nor, on the
+ * replay that re-runs the body, record them twice.
+ */
+const eventsOfStep = new AsyncLocalStorage<NewRunEvent[]>();
+
+/** Hold `event` for the step whose body is running, if any; false when no step body is running. */
+export function holdForStep(event: NewRunEvent): boolean {
+  const held = eventsOfStep.getStore();
+  if (!held) return false;
+  held.push(event);
+  return true;
+}
 
 /**
  * Completed-step replay: a key that completed before in this run returns its
@@ -27,7 +44,8 @@ export async function runStep<T>(
   await beforeRunning?.();
   // Recorded with the completion so telemetry can time the step in any process.
   const startedAt = new Date().toISOString();
-  const result = await fn();
+  const held: NewRunEvent[] = [];
+  const result = await eventsOfStep.run(held, fn);
   const problem = findNonJson(result, `step "${key}" result`);
   if (problem) {
     throw new AssemblyLineError("AL_ERR_STEP_RESULT", problem, {
@@ -35,10 +53,9 @@ export async function runStep<T>(
     });
   }
   const metadata = (options.metadata ?? {}) as Record<string, JsonValue>;
-  await scope.journal.record(
+  await scope.journal.append(
     scope.runId,
-    "durable_step.completed",
-    { key, metadata, startedAt },
+    [...held, { type: "durable_step.completed", data: { key, metadata, startedAt } }],
     { step: { runId: scope.runId, key, result: result as JsonValue, metadata, createdAt: new Date().toISOString() } },
   );
   return structuredClone(result);

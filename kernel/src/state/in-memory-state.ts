@@ -1,5 +1,8 @@
 import {
   AssemblyLineError,
+  fenceHolds,
+  staleFenceError,
+  TERMINAL_RUN_STATUSES,
   type CheckpointRecord,
   type ClaimOptions,
   type ConversationMessage,
@@ -10,6 +13,8 @@ import {
   type NewRun,
   type NewRunEvent,
   type RunEvent,
+  type RunFence,
+  type RunLease,
   type RunListFilter,
   type RunPage,
   type RunRecord,
@@ -40,6 +45,8 @@ interface StoredRun {
   steps: Map<string, StepRecord>;
   checkpoint: CheckpointRecord | undefined;
   deliveryIds: string[];
+  /** The highest fencing token ever issued for this run; survives releases. */
+  fence: number;
 }
 
 interface StoredDelivery {
@@ -66,7 +73,8 @@ const claimLimit = (limit: number | undefined): number => Math.max(0, limit ?? D
  * Step keys are insert-once: a second write of the same key keeps the first.
  * completeDelivery/failDelivery/completeScheduleRun from an owner that does not
  * hold the lease are ignored, so a worker whose lease was taken over cannot
- * undo the new holder's work.
+ * undo the new holder's work; a fenced appendEvents whose token is no longer the
+ * run's is refused in the same synchronous section as the write.
  */
 export class InMemoryStateAdapter implements StateAdapter {
   private readonly runs = new Map<string, StoredRun>();
@@ -131,6 +139,7 @@ export class InMemoryStateAdapter implements StateAdapter {
       steps: new Map(),
       checkpoint: undefined,
       deliveryIds: [],
+      fence: 0,
     });
     if (run.idempotencyKey !== undefined) this.runIdByIdempotencyKey.set(run.idempotencyKey, run.id);
     return { run: copy(record), created: true };
@@ -166,10 +175,11 @@ export class InMemoryStateAdapter implements StateAdapter {
     runId: string,
     events: NewRunEvent[],
     change?: RunStateChange,
-    options: { expectedLastSeq?: number } = {},
+    options: { expectedLastSeq?: number; fence?: RunFence } = {},
   ): Promise<RunEvent[]> {
     const stored = this.requireRun(runId);
     const { record } = stored;
+    if (options.fence && !fenceHolds(record.lease, options.fence)) throw staleFenceError(runId, options.fence, record.lease);
     if (options.expectedLastSeq !== undefined && options.expectedLastSeq !== record.lastSeq) {
       throw new AssemblyLineError(
         "AL_ERR_EVENT_SEQ",
@@ -230,29 +240,42 @@ export class InMemoryStateAdapter implements StateAdapter {
     return checkpoint ? copy(checkpoint) : undefined;
   }
 
-  async acquireRunLease(runId: string, owner: string, ttlMs: number, now?: Date): Promise<boolean> {
-    const { record } = this.requireRun(runId);
+  async acquireRunLease(runId: string, owner: string, ttlMs: number, now?: Date): Promise<RunLease | null> {
+    const stored = this.requireRun(runId);
+    const { record } = stored;
     const at = now ?? new Date();
-    if (record.lease && record.lease.owner !== owner && !leaseIsFree(record.lease, at)) return false;
-    record.lease = { owner, expiresAt: new Date(at.getTime() + ttlMs).toISOString() };
-    return true;
+    if (TERMINAL_RUN_STATUSES.includes(record.status)) return null;
+    if (record.lease && record.lease.owner !== owner && !leaseIsFree(record.lease, at)) return null;
+    stored.fence += 1;
+    record.lease = { owner, expiresAt: new Date(at.getTime() + ttlMs).toISOString(), token: stored.fence };
+    return copy(record.lease);
   }
 
-  async releaseRunLease(runId: string, owner: string): Promise<void> {
+  async renewRunLease(runId: string, fence: RunFence, ttlMs: number, now?: Date): Promise<RunLease | null> {
+    const { record } = this.requireRun(runId);
+    if (TERMINAL_RUN_STATUSES.includes(record.status) || !fenceHolds(record.lease, fence)) return null;
+    record.lease = { owner: fence.owner, expiresAt: new Date((now ?? new Date()).getTime() + ttlMs).toISOString(), token: fence.token };
+    return copy(record.lease);
+  }
+
+  async releaseRunLease(runId: string, owner: string, token?: number): Promise<void> {
     const record = this.runs.get(runId)?.record;
-    if (record?.lease?.owner === owner) record.lease = null;
+    if (record?.lease?.owner === owner && (token === undefined || record.lease.token === token)) record.lease = null;
   }
 
   async claimRecoverableRuns(options: ClaimOptions): Promise<RunRecord[]> {
     const at = options.now ?? new Date();
-    const lease = { owner: options.owner, expiresAt: new Date(at.getTime() + options.ttlMs).toISOString() };
+    const expiresAt = new Date(at.getTime() + options.ttlMs).toISOString();
     const claimed = [...this.runs.values()]
       .filter(
         ({ record }) => (record.status === "queued" || record.status === "running") && leaseIsFree(record.lease, at),
       )
       .sort((a, b) => a.ordinal - b.ordinal)
       .slice(0, claimLimit(options.limit));
-    for (const { record } of claimed) record.lease = { ...lease };
+    for (const stored of claimed) {
+      stored.fence += 1;
+      stored.record.lease = { owner: options.owner, expiresAt, token: stored.fence };
+    }
     return claimed.map(({ record }) => copy(record));
   }
 

@@ -14,7 +14,7 @@ import type { SkillStore } from "./skills.js";
 export const STATE_FACET_METHODS = {
   runs: [
     "createRun", "getRun", "listRuns", "appendEvents", "listEvents", "markObserved", "getToolCall",
-    "listToolCalls", "getStep", "getCheckpoint", "acquireRunLease", "releaseRunLease",
+    "listToolCalls", "getStep", "getCheckpoint", "acquireRunLease", "renewRunLease", "releaseRunLease",
     "claimRecoverableRuns", "listDeliveries", "claimDeliveries", "completeDelivery", "failDelivery",
   ],
   conversations: ["appendConversationMessages", "listConversationMessages"],

@@ -16,6 +16,7 @@ export * from "./facets.js";
 export * from "./guards.js";
 export * from "./skills.js";
 export * from "./skill-check.js";
+export * from "./fence.js";
 
 /** A full state adapter: the intersection of every facet. */
 export interface StateAdapter

@@ -32,11 +32,34 @@ export interface RunError {
   message: string;
 }
 
-export interface RunLease {
+/** A time-bounded claim on a delivery or a schedule. */
+export interface Lease {
   owner: string;
-  /** ISO-8601 time after which another replica may take the run over. */
+  /** ISO-8601 time after which another worker may take it over. */
   expiresAt: string;
 }
+
+/**
+ * A run's lease. `token` is its fencing token: every take of the lease (acquire,
+ * claim) gets a token higher than any the run had before, a renewal keeps it,
+ * and a release does not reset the run's counter.
+ */
+export interface RunLease extends Lease {
+  token: number;
+}
+
+/**
+ * What a writer proves it holds: writes of a run's records made with a fence
+ * commit only while the run's lease still has this owner and token (checked
+ * atomically with the write), and fail with AL_ERR_RUN_LEASE_LOST otherwise.
+ */
+export interface RunFence {
+  owner: string;
+  token: number;
+}
+
+/** Statuses a run never leaves: no lease is taken or renewed for them. */
+export const TERMINAL_RUN_STATUSES: readonly RunStatus[] = ["completed", "failed"];
 
 export interface RunRecord {
   id: string;
@@ -127,7 +150,7 @@ export interface DeliveryRecord {
   /** ISO time before which no worker claims it. */
   availableAt: string;
   lastError: string | null;
-  lease: RunLease | null;
+  lease: Lease | null;
   createdAt: string;
   updatedAt: string;
 }
@@ -191,12 +214,14 @@ export interface RunStore {
   /**
    * Append events with contiguous seqs and apply `change` in the same transaction.
    * With `expectedLastSeq`, refuse (AL_ERR_EVENT_SEQ) when the log moved on.
+   * With `fence`, refuse (AL_ERR_RUN_LEASE_LOST) unless the run's lease still has
+   * that owner and token, checked in the same transaction as the write.
    */
   appendEvents(
     runId: string,
     events: NewRunEvent[],
     change?: RunStateChange,
-    options?: { expectedLastSeq?: number },
+    options?: { expectedLastSeq?: number; fence?: RunFence },
   ): Promise<RunEvent[]>;
   /** Events in seq order, after `afterSeq` (exclusive). */
   listEvents(runId: string, options?: { afterSeq?: number; limit?: number }): Promise<RunEvent[]>;
@@ -206,10 +231,20 @@ export interface RunStore {
   listToolCalls(runId: string): Promise<ToolCallRecord[]>;
   getStep(runId: string, key: string): Promise<StepRecord | undefined>;
   getCheckpoint(runId: string): Promise<CheckpointRecord | undefined>;
-  /** Take or renew the run's lease; false when another owner holds an unexpired lease. */
-  acquireRunLease(runId: string, owner: string, ttlMs: number, now?: Date): Promise<boolean>;
-  releaseRunLease(runId: string, owner: string): Promise<void>;
-  /** Lease up to `limit` runs in `queued`/`running` whose lease is absent or expired. */
+  /**
+   * Take the run's lease with a new, higher fencing token; null when another
+   * owner holds an unexpired lease, or the run is completed or failed.
+   */
+  acquireRunLease(runId: string, owner: string, ttlMs: number, now?: Date): Promise<RunLease | null>;
+  /**
+   * Extend the lease `fence` names, keeping its token; null when the run's lease
+   * has another owner or token (taken over, or released), or the run is completed
+   * or failed. Never takes a lease that is not held.
+   */
+  renewRunLease(runId: string, fence: RunFence, ttlMs: number, now?: Date): Promise<RunLease | null>;
+  /** Drop the lease if `owner` holds it (and, with `token`, holds it with that token). */
+  releaseRunLease(runId: string, owner: string, token?: number): Promise<void>;
+  /** Lease (each with a new token) up to `limit` runs in `queued`/`running` whose lease is absent or expired. */
   claimRecoverableRuns(options: ClaimOptions): Promise<RunRecord[]>;
   listDeliveries(runId: string): Promise<DeliveryRecord[]>;
   /** Lease up to `limit` pending deliveries that are available now. */

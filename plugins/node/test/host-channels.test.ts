@@ -1,6 +1,6 @@
 import { cpSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
-import { beforeAll, describe, expect, it } from "vitest";
+import { beforeAll, describe, expect, it, onTestFinished } from "vitest";
 import { isAssemblyLineError } from "@assemblyline-agents/core";
 import { InMemoryStateAdapter, buildAgent, loadRuntimeBundle, type RuntimeBundle } from "@assemblyline-agents/runtime";
 import { listenNodeRuntime, noopLogger } from "../src/index.js";
@@ -80,6 +80,9 @@ describe("provider channels (normalizeHttp and deliver)", () => {
   it("normalizes a signed event, runs it, and delivers the reply through the channel once", async () => {
     const provider = await captureServer();
     process.env.FIXTURE_DELIVERY_URL = provider.url;
+    onTestFinished(() => {
+      delete process.env.FIXTURE_DELIVERY_URL;
+    });
     const host = await startHost(bundle, { outbox: { pollIntervalMs: 20 } });
     const event = signedEvent({ type: "message", id: "evt-42", conversation: "conv-7", text: "echo: hello" });
     const reply = await call(`${host.url}/provider/events`, { raw: event.raw, headers: event.headers });
@@ -121,6 +124,9 @@ describe("provider channels (normalizeHttp and deliver)", () => {
   it("retries a failed delivery with backoff and delivers it exactly once", async () => {
     const provider = await captureServer(({ index }) => ({ status: index < 2 ? 503 : 200 }));
     process.env.FIXTURE_DELIVERY_URL = provider.url;
+    onTestFinished(() => {
+      delete process.env.FIXTURE_DELIVERY_URL;
+    });
     const host = await startHost(bundle, { outbox: { pollIntervalMs: 20, baseDelayMs: 60 } });
     const event = signedEvent({ type: "message", id: "evt-retry", conversation: "c", text: "echo: x" });
     const { body } = await call(`${host.url}/provider/events`, { raw: event.raw, headers: event.headers });
@@ -139,6 +145,9 @@ describe("provider channels (normalizeHttp and deliver)", () => {
   it("fails a delivery for good after maxAttempts", async () => {
     const provider = await captureServer(() => ({ status: 500 }));
     process.env.FIXTURE_DELIVERY_URL = provider.url;
+    onTestFinished(() => {
+      delete process.env.FIXTURE_DELIVERY_URL;
+    });
     const host = await startHost(bundle, { outbox: { pollIntervalMs: 20, baseDelayMs: 20, maxAttempts: 2 } });
     const event = signedEvent({ type: "message", id: "evt-dead", conversation: "c", text: "echo: x" });
     const { body } = await call(`${host.url}/provider/events`, { raw: event.raw, headers: event.headers });

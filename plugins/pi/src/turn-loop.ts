@@ -40,8 +40,8 @@ export async function runPiTurn(input: HarnessTurnInput, ctx: HarnessContext, op
           onTextDelta: (delta) => ctx.textDelta(delta),
           logger: ctx.logger,
         });
-        // Recorded inside the step: a replay never repeats them, and a crash before
-        // the step is persisted re-asks the model, which is a new call worth recording.
+        // Emitted inside the step: the runtime commits it with the step's completion, so
+        // each persisted model call is recorded exactly once, and a replay never repeats it.
         await ctx.emit("model.response", modelResponseEvent(key, message));
         await ctx.recordUsage(usageRecord(`${input.runId}:${key}`, message));
         return JSON.parse(JSON.stringify(message)) as JsonValue;

@@ -10,6 +10,8 @@ import {
   type NewRun,
   type NewRunEvent,
   type RunEvent,
+  type RunFence,
+  type RunLease,
   type RunListFilter,
   type RunPage,
   type RunRecord,
@@ -25,6 +27,7 @@ import {
 } from "@assemblyline-agents/core";
 import pg from "pg";
 import { StateDatabase } from "./database.js";
+import { LivenessSession } from "./liveness.js";
 import * as conversations from "./facets/conversations.js";
 import * as deliveries from "./facets/deliveries.js";
 import * as files from "./facets/files.js";
@@ -62,6 +65,7 @@ export class PostgresStateAdapter implements StateAdapter {
   private readonly db: StateDatabase;
   private migration: Promise<MigrationResult> | undefined;
   private closed = false;
+  private readonly liveness: LivenessSession;
 
   constructor(options: PostgresStateRuntimeOptions = {}) {
     this.schema = resolveSchema(options.schema);
@@ -81,6 +85,7 @@ export class PostgresStateAdapter implements StateAdapter {
       });
     }
     this.db = new StateDatabase(this.pool, this.schema, () => this.ready());
+    this.liveness = new LivenessSession(this.pool, (message, error) => options.logger?.warn({ err: error, schema: this.schema }, message));
   }
 
   /**
@@ -103,7 +108,14 @@ export class PostgresStateAdapter implements StateAdapter {
   async close(): Promise<void> {
     if (this.closed) return;
     this.closed = true;
+    await this.liveness.close();
     if (this.ownsPool) await this.pool.end();
+  }
+
+  /** The liveness key leases record, after the schema is ready (null: leases only expire). */
+  private async livenessKey(): Promise<string | null> {
+    await this.ready();
+    return this.liveness.key();
   }
 
   private ready(): Promise<unknown> {
@@ -129,7 +141,7 @@ export class PostgresStateAdapter implements StateAdapter {
   listRuns(filter?: RunListFilter): Promise<RunPage> {
     return runs.listRuns(this.db, filter);
   }
-  appendEvents(runId: string, events: NewRunEvent[], change?: RunStateChange, options?: { expectedLastSeq?: number }): Promise<RunEvent[]> {
+  appendEvents(runId: string, events: NewRunEvent[], change?: RunStateChange, options?: { expectedLastSeq?: number; fence?: RunFence }): Promise<RunEvent[]> {
     return journal.appendEvents(this.db, runId, events, change, options);
   }
   listEvents(runId: string, options?: { afterSeq?: number; limit?: number }): Promise<RunEvent[]> {
@@ -150,14 +162,17 @@ export class PostgresStateAdapter implements StateAdapter {
   getCheckpoint(runId: string): Promise<CheckpointRecord | undefined> {
     return journal.getCheckpoint(this.db, runId);
   }
-  acquireRunLease(runId: string, owner: string, ttlMs: number, now?: Date): Promise<boolean> {
-    return runs.acquireRunLease(this.db, runId, owner, ttlMs, now);
+  async acquireRunLease(runId: string, owner: string, ttlMs: number, now?: Date): Promise<RunLease | null> {
+    return runs.acquireRunLease(this.db, runId, owner, ttlMs, now, await this.livenessKey());
   }
-  releaseRunLease(runId: string, owner: string): Promise<void> {
-    return runs.releaseRunLease(this.db, runId, owner);
+  renewRunLease(runId: string, fence: RunFence, ttlMs: number, now?: Date): Promise<RunLease | null> {
+    return runs.renewRunLease(this.db, runId, fence, ttlMs, now);
   }
-  claimRecoverableRuns(options: ClaimOptions): Promise<RunRecord[]> {
-    return runs.claimRecoverableRuns(this.db, options);
+  releaseRunLease(runId: string, owner: string, token?: number): Promise<void> {
+    return runs.releaseRunLease(this.db, runId, owner, token);
+  }
+  async claimRecoverableRuns(options: ClaimOptions): Promise<RunRecord[]> {
+    return runs.claimRecoverableRuns(this.db, options, await this.livenessKey());
   }
   listDeliveries(runId: string): Promise<DeliveryRecord[]> {
     return deliveries.listDeliveries(this.db, runId);

@@ -10,6 +10,7 @@ interface PgErrorFields {
 /** SQLSTATEs raised by this package's own SQL functions. */
 export const SQLSTATE_RUN_NOT_FOUND = "ALNF1";
 export const SQLSTATE_SEQ_MISMATCH = "ALSEQ";
+export const SQLSTATE_STALE_FENCE = "ALFEN";
 
 export function sqlState(error: unknown): string | undefined {
   const code = (error as PgErrorFields | null)?.code;

@@ -10,6 +10,7 @@ import type {
   RunError,
   RunEvent,
   RunInput,
+  Lease,
   RunLease,
   RunRecord,
   RunStatus,
@@ -114,10 +115,15 @@ class RowReader {
     return isJsonObject(value) ? value : this.fail(column, "a JSON object");
   }
 
-  lease(ownerColumn: string, expiresColumn: string): RunLease | null {
+  lease(ownerColumn: string, expiresColumn: string): Lease | null {
     const owner = this.nullableString(ownerColumn);
     if (owner === null) return null;
     return { owner, expiresAt: this.time(expiresColumn) };
+  }
+
+  runLease(ownerColumn: string, expiresColumn: string, tokenColumn: string): RunLease | null {
+    const lease = this.lease(ownerColumn, expiresColumn);
+    return lease === null ? null : { ...lease, token: this.number(tokenColumn) };
   }
 }
 
@@ -128,8 +134,10 @@ function describe(value: unknown): string {
   return text.length > 60 ? `${text.slice(0, 57)}...` : text;
 }
 
-export const RUN_COLUMNS =
+/** The run columns `create_run` returns; RUN_COLUMNS adds the lease's fencing token. */
+export const CREATED_RUN_COLUMNS =
   "id, agent_id, agent_revision, conversation_id, status, model_spec, input, output, error, last_seq, observed_seq, lease_owner, lease_expires_at, created_at, updated_at";
+export const RUN_COLUMNS = `${CREATED_RUN_COLUMNS}, lease_token`;
 
 export function decodeRun(schema: string, row: Row): RunRecord {
   const id = typeof row.id === "string" ? row.id : String(row.id);
@@ -154,7 +162,7 @@ export function decodeRun(schema: string, row: Row): RunRecord {
     error: error as unknown as RunError | null,
     lastSeq: read.number("last_seq"),
     observedSeq: read.number("observed_seq"),
-    lease: read.lease("lease_owner", "lease_expires_at"),
+    lease: read.runLease("lease_owner", "lease_expires_at", "lease_token"),
     createdAt: read.time("created_at"),
     updatedAt: read.time("updated_at"),
   };

@@ -51,9 +51,8 @@ describe.skipIf(!probe.available)("PostgresStateAdapter migrations", () => {
   it("applies only the versions a schema lacks", async () => {
     const schema = nextSchema();
     expect((await migrateSchema(pool, schema)).applied).toEqual(MIGRATIONS.map((migration) => migration.version));
-    const version = LATEST_SCHEMA_VERSION + 1;
-    const next = { version, name: "test column", sql: (s: string) => `ALTER TABLE ${s}.runs ADD COLUMN test_note text` };
-    expect(await migrateSchema(pool, schema, [...MIGRATIONS, next])).toMatchObject({ from: LATEST_SCHEMA_VERSION, to: version, applied: [version] });
+    const next = { version: LATEST_SCHEMA_VERSION + 1, name: "test column", sql: (s: string) => `ALTER TABLE ${s}.runs ADD COLUMN test_note text` };
+    expect(await migrateSchema(pool, schema, [...MIGRATIONS, next])).toMatchObject({ from: LATEST_SCHEMA_VERSION, to: next.version, applied: [next.version] });
     expect((await migrateSchema(pool, schema, [...MIGRATIONS, next])).applied).toEqual([]);
   });
 

@@ -330,30 +330,73 @@ export function describeRunStoreConformance(name: string, factory: StateKitFacto
     describe("run leases", () => {
       it("gives the lease to one owner until it expires", async () => {
         const { run } = await store().createRun(newRun());
-        expect(await store().acquireRunLease(run.id, "replica-a", 1_000, clockAt(0))).toBe(true);
-        expect(await store().acquireRunLease(run.id, "replica-b", 1_000, clockAt(500))).toBe(false);
-        expect((await store().getRun(run.id))?.lease).toEqual({ owner: "replica-a", expiresAt: clockAt(1_000).toISOString() });
-        expect(await store().acquireRunLease(run.id, "replica-b", 1_000, clockAt(1_000))).toBe(true);
-        expect(await store().acquireRunLease(run.id, "replica-a", 1_000, clockAt(1_500))).toBe(false);
+        const first = await store().acquireRunLease(run.id, "replica-a", 1_000, clockAt(0));
+        expect(first).toMatchObject({ owner: "replica-a", expiresAt: clockAt(1_000).toISOString() });
+        expect(await store().acquireRunLease(run.id, "replica-b", 1_000, clockAt(500))).toBeNull();
+        expect((await store().getRun(run.id))?.lease).toEqual({ owner: "replica-a", expiresAt: clockAt(1_000).toISOString(), token: first!.token });
+        expect(await store().acquireRunLease(run.id, "replica-b", 1_000, clockAt(1_000))).not.toBeNull();
+        expect(await store().acquireRunLease(run.id, "replica-a", 1_000, clockAt(1_500))).toBeNull();
         expect((await store().getRun(run.id))?.lease?.owner).toBe("replica-b");
       });
 
-      it("renews the lease for its holder", async () => {
+      it("issues a higher fencing token with every take, across owners and releases", async () => {
         const { run } = await store().createRun(newRun());
-        expect(await store().acquireRunLease(run.id, "replica-a", 1_000, clockAt(0))).toBe(true);
-        expect(await store().acquireRunLease(run.id, "replica-a", 1_000, clockAt(800))).toBe(true);
-        expect(await store().acquireRunLease(run.id, "replica-b", 1_000, clockAt(1_500))).toBe(false);
+        const tokens: number[] = [];
+        const a = await store().acquireRunLease(run.id, "replica-a", 1_000, clockAt(0));
+        tokens.push(a!.token);
+        const b = await store().acquireRunLease(run.id, "replica-b", 1_000, clockAt(2_000));
+        tokens.push(b!.token);
+        await store().releaseRunLease(run.id, "replica-b", b!.token);
+        const again = await store().acquireRunLease(run.id, "replica-b", 1_000, clockAt(2_001));
+        tokens.push(again!.token);
+        const [claimed] = (await store().claimRecoverableRuns({ owner: "recoverer", ttlMs: 1_000, now: clockAt(9_000) })).filter((r) => r.id === run.id);
+        tokens.push(claimed!.lease!.token);
+        for (let index = 1; index < tokens.length; index += 1) expect(tokens[index]).toBeGreaterThan(tokens[index - 1]!);
+        expect((await store().getRun(run.id))?.lease?.token).toBe(tokens.at(-1));
+      });
+
+      it("renews the lease for its holder, keeping the token", async () => {
+        const { run } = await store().createRun(newRun());
+        const lease = await store().acquireRunLease(run.id, "replica-a", 1_000, clockAt(0));
+        const renewed = await store().renewRunLease(run.id, lease!, 1_000, clockAt(800));
+        expect(renewed).toEqual({ owner: "replica-a", expiresAt: clockAt(1_800).toISOString(), token: lease!.token });
+        expect(await store().acquireRunLease(run.id, "replica-b", 1_000, clockAt(1_500))).toBeNull();
         expect((await store().getRun(run.id))?.lease?.expiresAt).toBe(clockAt(1_800).toISOString());
+      });
+
+      it("never renews a lease that was taken over or released", async () => {
+        const { run } = await store().createRun(newRun());
+        const a = await store().acquireRunLease(run.id, "replica-a", 1_000, clockAt(0));
+        const b = await store().acquireRunLease(run.id, "replica-b", 1_000, clockAt(1_000));
+        expect(await store().renewRunLease(run.id, a!, 1_000, clockAt(1_100))).toBeNull();
+        expect((await store().getRun(run.id))?.lease).toMatchObject({ owner: "replica-b", token: b!.token });
+        await store().releaseRunLease(run.id, "replica-b", b!.token);
+        expect(await store().renewRunLease(run.id, b!, 1_000, clockAt(1_200))).toBeNull();
+        expect(await store().renewRunLease(run.id, a!, 1_000, clockAt(1_200))).toBeNull();
+        expect((await store().getRun(run.id))?.lease).toBeNull();
+      });
+
+      it("takes and renews no lease for a completed or failed run", async () => {
+        for (const status of ["completed", "failed"] as const) {
+          const { run } = await store().createRun(newRun());
+          const lease = await store().acquireRunLease(run.id, "replica-a", 60_000, clockAt(0));
+          await store().appendEvents(run.id, [{ type: `run.${status}` }], { run: { status } }, { fence: lease! });
+          expect(await store().renewRunLease(run.id, lease!, 60_000, clockAt(1))).toBeNull();
+          await store().releaseRunLease(run.id, "replica-a", lease!.token);
+          expect(await store().acquireRunLease(run.id, "replica-b", 60_000, clockAt(2))).toBeNull();
+          expect((await store().getRun(run.id))?.lease).toBeNull();
+        }
       });
 
       it("releases only for the holder", async () => {
         const { run } = await store().createRun(newRun());
-        await store().acquireRunLease(run.id, "replica-a", 60_000, clockAt(0));
+        const lease = await store().acquireRunLease(run.id, "replica-a", 60_000, clockAt(0));
         await store().releaseRunLease(run.id, "replica-b");
-        expect(await store().acquireRunLease(run.id, "replica-b", 60_000, clockAt(1))).toBe(false);
-        await store().releaseRunLease(run.id, "replica-a");
+        await store().releaseRunLease(run.id, "replica-a", lease!.token + 1);
+        expect(await store().acquireRunLease(run.id, "replica-b", 60_000, clockAt(1))).toBeNull();
+        await store().releaseRunLease(run.id, "replica-a", lease!.token);
         expect((await store().getRun(run.id))?.lease).toBeNull();
-        expect(await store().acquireRunLease(run.id, "replica-b", 60_000, clockAt(2))).toBe(true);
+        expect(await store().acquireRunLease(run.id, "replica-b", 60_000, clockAt(2))).not.toBeNull();
       });
 
       it("grants a contested lease to exactly one of 10 racing owners", async () => {
@@ -362,6 +405,62 @@ export function describeRunStoreConformance(name: string, factory: StateKitFacto
           Array.from({ length: 10 }, (_, owner) => store().acquireRunLease(run.id, `replica-${owner}`, 60_000, clockAt(0))),
         );
         expect(granted.filter(Boolean)).toHaveLength(1);
+      });
+    });
+
+    describe("fencing", () => {
+      it("commits a fenced write only while the writer's token is the run's", async () => {
+        const { run } = await store().createRun(newRun());
+        const lease = await store().acquireRunLease(run.id, "replica-a", 60_000, clockAt(0));
+        const [event] = await store().appendEvents(run.id, [{ type: "kit.fenced" }], undefined, { fence: lease! });
+        expect(event?.seq).toBe(2);
+        await expect(store().appendEvents(run.id, [{ type: "kit.forged" }], undefined, { fence: { ...lease!, token: lease!.token + 1 } })).rejects.toMatchObject({ code: "AL_ERR_RUN_LEASE_LOST" });
+        await expect(store().appendEvents(run.id, [{ type: "kit.forged" }], undefined, { fence: { ...lease!, owner: "replica-z" } })).rejects.toMatchObject({ code: "AL_ERR_RUN_LEASE_LOST" });
+        expect((await store().getRun(run.id))?.lastSeq).toBe(2);
+      });
+
+      it("refuses every write of a zombie holder after another replica took over and finished the run", async () => {
+        const { run } = await store().createRun(newRun());
+        // Replica A takes the run, records a tool call as requested, then stalls past its lease.
+        const a = await store().acquireRunLease(run.id, "replica-a", 1_000, clockAt(0));
+        await store().appendEvents(run.id, [{ type: "tool.requested" }], { run: { status: "running" }, toolCall: toolCall(run.id, "c1") }, { fence: a! });
+        // Replica B takes over, completes the call and the run, and releases.
+        const b = await store().acquireRunLease(run.id, "replica-b", 1_000, clockAt(5_000));
+        expect(b!.token).toBeGreaterThan(a!.token);
+        await store().appendEvents(run.id, [{ type: "tool.completed" }], { toolCall: toolCall(run.id, "c1", { status: "completed", output: { by: "b" } }) }, { fence: b! });
+        await store().appendEvents(run.id, [{ type: "run.completed" }], { run: { status: "completed", output: { text: "b" } }, checkpoint: null }, { fence: b! });
+        await store().releaseRunLease(run.id, "replica-b", b!.token);
+        const before = await store().listEvents(run.id);
+
+        // Replica A wakes: its heartbeat cannot re-take the released lease, and none of its writes land.
+        expect(await store().renewRunLease(run.id, a!, 1_000, clockAt(6_000))).toBeNull();
+        expect(await store().acquireRunLease(run.id, "replica-a", 1_000, clockAt(6_000))).toBeNull();
+        const writes: Array<[string, RunStateChange]> = [
+          ["tool.completed", { toolCall: toolCall(run.id, "c1", { status: "completed", output: { by: "a" } }) }],
+          ["durable_step.completed", { step: { runId: run.id, key: "k", result: "a", metadata: {}, createdAt: new Date().toISOString() } }],
+          ["run.waiting_approval", { checkpoint: { runId: run.id, continuation: { by: "a" }, createdAt: new Date().toISOString() } }],
+          ["run.completed", { run: { status: "completed", output: { text: "a" } }, delivery: { id: uniqueId("dlv"), channel: "kit", payload: {} } }],
+        ];
+        for (const [type, change] of writes) {
+          await expect(store().appendEvents(run.id, [{ type }], change, { fence: a! })).rejects.toMatchObject({ code: "AL_ERR_RUN_LEASE_LOST" });
+        }
+        expect(await store().listEvents(run.id)).toEqual(before);
+        expect(await store().getRun(run.id)).toMatchObject({ status: "completed", output: { text: "b" }, lastSeq: before.length, lease: null });
+        expect(await store().getToolCall(run.id, "c1")).toMatchObject({ status: "completed", output: { by: "b" } });
+        expect(await store().getStep(run.id, "k")).toBeUndefined();
+        expect(await store().getCheckpoint(run.id)).toBeUndefined();
+        expect(await store().listDeliveries(run.id)).toEqual([]);
+      });
+
+      it("lets exactly one of two racing holders write after a takeover", async () => {
+        const { run } = await store().createRun(newRun());
+        const a = await store().acquireRunLease(run.id, "replica-a", 1_000, clockAt(0));
+        const b = await store().acquireRunLease(run.id, "replica-b", 1_000, clockAt(1_000));
+        const outcomes = await Promise.allSettled(
+          Array.from({ length: 6 }, (_, index) => store().appendEvents(run.id, [{ type: "kit.race" }], undefined, { fence: index % 2 === 0 ? a! : b! })),
+        );
+        expect(outcomes.map((outcome) => outcome.status)).toEqual(["rejected", "fulfilled", "rejected", "fulfilled", "rejected", "fulfilled"]);
+        expect((await store().getRun(run.id))?.lastSeq).toBe(4);
       });
     });
 
@@ -379,7 +478,8 @@ export function describeRunStoreConformance(name: string, factory: StateKitFacto
         const claimed = await store().claimRecoverableRuns({ owner: "recoverer", ttlMs: 30_000, now: clockAt(1_000) });
         const mine = claimed.filter((run) => run.agentId === agentId);
         expect(mine.map((run) => run.id).sort()).toEqual([queued.id, running.id].sort());
-        for (const run of mine) expect(run.lease).toEqual({ owner: "recoverer", expiresAt: clockAt(31_000).toISOString() });
+        for (const run of mine) expect(run.lease).toMatchObject({ owner: "recoverer", expiresAt: clockAt(31_000).toISOString() });
+        for (const run of mine) expect(run.lease?.token).toBeGreaterThan(0);
         expect((await store().getRun(queued.id))?.lease?.owner).toBe("recoverer");
         expect((await store().getRun(waiting.id))?.lease).toBeNull();
       });
@@ -392,7 +492,7 @@ export function describeRunStoreConformance(name: string, factory: StateKitFacto
         expect(second.map((claimed) => claimed.id)).not.toContain(run.id);
         const third = await store().claimRecoverableRuns({ owner: "b", ttlMs: 1_000, now: clockAt(1_000) });
         expect(third.map((claimed) => claimed.id)).toContain(run.id);
-        expect(await store().acquireRunLease(run.id, "a", 1_000, clockAt(1_500))).toBe(false);
+        expect(await store().acquireRunLease(run.id, "a", 1_000, clockAt(1_500))).toBeNull();
       });
 
       it("claims each run once across 5 concurrent claimers and honours limit", async () => {
@@ -504,7 +604,7 @@ export function describeRunStoreConformance(name: string, factory: StateKitFacto
         run.input.message = "mutated";
         const fetched = await store().getRun(run.id);
         expect(fetched).toMatchObject({ status: "queued", input: { message: "hello", metadata: { source: "kit" } } });
-        fetched!.lease = { owner: "x", expiresAt: "2000-01-01T00:00:00.000Z" };
+        fetched!.lease = { owner: "x", expiresAt: "2000-01-01T00:00:00.000Z", token: 99 };
 
         const data = { nested: { list: [1] } };
         const call = toolCall(run.id, "c1", { input: { deep: { value: 1 } } });

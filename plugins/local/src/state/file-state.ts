@@ -2,6 +2,9 @@ import {
   AssemblyLineError,
   checkSkillKey,
   checkSkillRecord,
+  fenceHolds,
+  staleFenceError,
+  TERMINAL_RUN_STATUSES,
   type CheckpointRecord,
   type ClaimOptions,
   type ConversationMessage,
@@ -12,6 +15,8 @@ import {
   type NewRun,
   type NewRunEvent,
   type RunEvent,
+  type RunFence,
+  type RunLease,
   type RunListFilter,
   type RunPage,
   type RunRecord,
@@ -111,6 +116,13 @@ export class FileStateAdapter implements StateAdapter {
   private snapshotBytes = 0;
   /** Mutations run one at a time, in call order. */
   private queue: Promise<unknown> = Promise.resolve();
+  /**
+   * Run leases (run id -> token) found when this adapter took the folder's lock.
+   * Their holders were processes that no longer hold the lock (dead, or closed),
+   * so they can write nothing more: those runs are taken over at once instead of
+   * after the lease expires.
+   */
+  private orphanedLeases = new Map<string, number>();
 
   constructor(options: FileStateAdapterOptions = {}) {
     this.directory = resolve(options.directory ?? join(options.agentDir ?? process.cwd(), ".assembly-line", "state"));
@@ -226,11 +238,13 @@ export class FileStateAdapter implements StateAdapter {
     runId: string,
     events: NewRunEvent[],
     change?: RunStateChange,
-    options: { expectedLastSeq?: number } = {},
+    options: { expectedLastSeq?: number; fence?: RunFence } = {},
   ): Promise<RunEvent[]> {
     return this.mutate((tables) => {
       const entry = this.requireRun(tables, runId);
       const current = entry.record;
+      // Checked inside the mutation queue, so no lease change can slip between the check and the write.
+      if (options.fence && !fenceHolds(current.lease, options.fence)) throw staleFenceError(runId, options.fence, current.lease);
       if (options.expectedLastSeq !== undefined && options.expectedLastSeq !== current.lastSeq) {
         throw new AssemblyLineError(
           "AL_ERR_EVENT_SEQ",
@@ -321,20 +335,32 @@ export class FileStateAdapter implements StateAdapter {
     return this.read((tables) => tables.runs.get(runId)?.checkpoint);
   }
 
-  acquireRunLease(runId: string, owner: string, ttlMs: number, now?: Date): Promise<boolean> {
-    return this.mutate((tables) => {
-      const { record } = this.requireRun(tables, runId);
+  acquireRunLease(runId: string, owner: string, ttlMs: number, now?: Date): Promise<RunLease | null> {
+    return this.mutate<RunLease | null>((tables) => {
+      const entry = this.requireRun(tables, runId);
+      const { record } = entry;
       const at = now ?? new Date();
-      if (record.lease && record.lease.owner !== owner && !leaseIsFree(record.lease, at)) return { ops: [], result: () => false };
-      const lease = { owner, expiresAt: new Date(at.getTime() + ttlMs).toISOString() };
-      return { ops: [{ op: "run.put", run: { ...record, lease } }], result: () => true };
+      if (TERMINAL_RUN_STATUSES.includes(record.status)) return { ops: [], result: () => null };
+      if (record.lease && record.lease.owner !== owner && !this.leaseIsFree(runId, record.lease, at)) return { ops: [], result: () => null };
+      const lease: RunLease = { owner, expiresAt: new Date(at.getTime() + ttlMs).toISOString(), token: entry.fence + 1 };
+      return { ops: [{ op: "run.put", run: { ...record, lease } }], result: () => lease };
     });
   }
 
-  releaseRunLease(runId: string, owner: string): Promise<void> {
+  renewRunLease(runId: string, fence: RunFence, ttlMs: number, now?: Date): Promise<RunLease | null> {
+    return this.mutate<RunLease | null>((tables) => {
+      const { record } = this.requireRun(tables, runId);
+      if (TERMINAL_RUN_STATUSES.includes(record.status) || !fenceHolds(record.lease, fence)) return { ops: [], result: () => null };
+      const lease: RunLease = { owner: fence.owner, expiresAt: new Date((now ?? new Date()).getTime() + ttlMs).toISOString(), token: fence.token };
+      return { ops: [{ op: "run.put", run: { ...record, lease } }], result: () => lease };
+    });
+  }
+
+  releaseRunLease(runId: string, owner: string, token?: number): Promise<void> {
     return this.mutate((tables) => {
       const record = tables.runs.get(runId)?.record;
-      const ops: StateOp[] = record?.lease?.owner === owner ? [{ op: "run.put", run: { ...record, lease: null } }] : [];
+      const holds = record?.lease?.owner === owner && (token === undefined || record.lease.token === token);
+      const ops: StateOp[] = holds ? [{ op: "run.put", run: { ...record, lease: null } }] : [];
       return { ops, result: () => undefined };
     });
   }
@@ -342,17 +368,21 @@ export class FileStateAdapter implements StateAdapter {
   claimRecoverableRuns(options: ClaimOptions): Promise<RunRecord[]> {
     return this.mutate((tables) => {
       const at = options.now ?? new Date();
-      const lease = { owner: options.owner, expiresAt: new Date(at.getTime() + options.ttlMs).toISOString() };
+      const expiresAt = new Date(at.getTime() + options.ttlMs).toISOString();
       const claimed = [...tables.runs.values()]
-        .filter(({ record }) => (record.status === "queued" || record.status === "running") && leaseIsFree(record.lease, at))
+        .filter(({ record }) => (record.status === "queued" || record.status === "running") && this.leaseIsFree(record.id, record.lease, at))
         .sort((a, b) => a.ordinal - b.ordinal)
-        .slice(0, claimLimit(options.limit))
-        .map(({ record }) => record.id);
+        .slice(0, claimLimit(options.limit));
       return {
-        ops: claimed.map((id) => ({ op: "run.put", run: { ...tables.runs.get(id)!.record, lease } }) as StateOp),
-        result: (after) => claimed.map((id) => after.runs.get(id)!.record),
+        ops: claimed.map(({ record, fence }) => ({ op: "run.put", run: { ...record, lease: { owner: options.owner, expiresAt, token: fence + 1 } } }) as StateOp),
+        result: (after) => claimed.map(({ record }) => after.runs.get(record.id)!.record),
       };
     });
+  }
+
+  /** Free when expired, or when its holder lost the folder lock before this adapter took it. */
+  private leaseIsFree(runId: string, lease: RunLease | null, at: Date): boolean {
+    return leaseIsFree(lease, at) || (lease !== null && this.orphanedLeases.get(runId) === lease.token);
   }
 
   listDeliveries(runId: string): Promise<DeliveryRecord[]> {
@@ -699,6 +729,7 @@ export class FileStateAdapter implements StateAdapter {
       this.generation = generation;
       this.log = log;
       this.lock = lock;
+      this.orphanedLeases = new Map([...tables.runs.values()].flatMap(({ record }) => (record.lease ? [[record.id, record.lease.token] as [string, number]] : [])));
       if (this.shouldCompact()) await this.compact();
     } catch (error) {
       await this.log?.close().catch(() => undefined);

@@ -52,6 +52,8 @@ export interface RunEntry {
   steps: Map<string, StepRecord>;
   checkpoint: CheckpointRecord | undefined;
   deliveryIds: string[];
+  /** The highest fencing token the run's lease ever had; kept when the lease is released. */
+  fence: number;
 }
 
 /** The snapshot file's body: every table as plain arrays, in insertion order. */
@@ -64,6 +66,8 @@ export interface TablesSnapshot {
     steps: StepRecord[];
     checkpoint: CheckpointRecord | null;
     deliveryIds: string[];
+    /** Absent in snapshots written before fencing tokens: the lease's token, else 0. */
+    fence?: number;
   }>;
   idempotency: Array<[string, string]>;
   deliveries: DeliveryRecord[];
@@ -107,13 +111,18 @@ export class StateTables {
           steps: new Map(),
           checkpoint: undefined,
           deliveryIds: [],
+          fence: op.run.lease?.token ?? 0,
         });
         if (op.idempotencyKey !== null) this.idempotency.set(op.idempotencyKey, op.run.id);
         this.nextOrdinal = Math.max(this.nextOrdinal, op.ordinal + 1);
         return;
-      case "run.put":
-        this.run(op.run.id).record = op.run;
+      case "run.put": {
+        const entry = this.run(op.run.id);
+        entry.record = op.run;
+        // Tokens only grow: the counter follows every lease a put records, and survives releases.
+        entry.fence = Math.max(entry.fence, op.run.lease?.token ?? 0);
         return;
+      }
       case "events.append":
         this.run(op.runId).events.push(...op.events);
         return;
@@ -190,6 +199,7 @@ export class StateTables {
         steps: [...entry.steps.values()],
         checkpoint: entry.checkpoint ?? null,
         deliveryIds: entry.deliveryIds,
+        fence: entry.fence,
       })),
       idempotency: [...this.idempotency],
       deliveries: [...this.deliveries.values()],
@@ -216,6 +226,7 @@ export class StateTables {
         steps: new Map(run.steps.map((step) => [step.key, step])),
         checkpoint: run.checkpoint ?? undefined,
         deliveryIds: run.deliveryIds,
+        fence: run.fence ?? run.record.lease?.token ?? 0,
       });
       tables.nextOrdinal = Math.max(tables.nextOrdinal, run.ordinal + 1);
     }

@@ -1,4 +1,4 @@
-import { HttpError, optionalString, parseJsonObject, readBody, sendJson } from "./http.js";
+import { HttpError, optionalString, parseJsonObject, readBody, sendJson, STATE_OUTAGE_RETRY_AFTER_S } from "./http.js";
 import type { IngressKillSwitch } from "./kill-switch.js";
 import type { ConversationMailbox } from "./mailbox.js";
 import type { Route } from "./router.js";
@@ -33,7 +33,7 @@ export function killSwitchRoutes(killSwitch: IngressKillSwitch, maxBodyBytes: nu
 }
 
 /** Liveness and readiness. Readiness turns 503 first thing at shutdown, so balancers stop routing here. */
-export function probeRoutes(status: { draining(): boolean; mailbox: ConversationMailbox; killSwitch: IngressKillSwitch }): Route[] {
+export function probeRoutes(status: { draining(): boolean; mailbox: ConversationMailbox; killSwitch: IngressKillSwitch; stateReachable(): Promise<boolean> }): Route[] {
   return [
     {
       method: "GET",
@@ -49,7 +49,12 @@ export function probeRoutes(status: { draining(): boolean; mailbox: Conversation
       auth: "probe",
       async handle(ctx) {
         if (status.draining()) {
-          sendJson(ctx.res, 503, { status: "draining" });
+          sendJson(ctx.res, 503, { status: "draining" }, { "retry-after": String(STATE_OUTAGE_RETRY_AFTER_S) });
+          return;
+        }
+        // Not ready while the state store is unreachable: nothing could be accepted durably.
+        if (!(await status.stateReachable())) {
+          sendJson(ctx.res, 503, { status: "state_unavailable" }, { "retry-after": String(STATE_OUTAGE_RETRY_AFTER_S) });
           return;
         }
         sendJson(ctx.res, 200, { status: "ready", ...status.mailbox.load, ingressKillSwitch: await status.killSwitch.engaged() });

@@ -32,10 +32,29 @@ const STATUS_BY_CODE: Partial<Record<ErrorCode, number>> = {
   AL_ERR_STATE_LOCKED: 503,
 };
 
+/** State-store outages: 503 with Retry-After and a message that names no address. */
+const STATE_OUTAGE_CODES: ReadonlySet<ErrorCode> = new Set(["AL_ERR_STATE_UNAVAILABLE", "AL_ERR_STATE_LOCKED"]);
+export const STATE_OUTAGE_RETRY_AFTER_S = 5;
+
+/** A client that went away mid-request (reset, aborted body): its business, not an endpoint failure. */
+export function isClientAbort(error: unknown, req: { complete: boolean }): boolean {
+  if (error instanceof HttpError || req.complete) return false;
+  const code = (error as { code?: unknown } | null)?.code;
+  return code === "ECONNRESET" || code === "ERR_STREAM_PREMATURE_CLOSE" || (error instanceof Error && error.message === "aborted");
+}
+
 /** Status, headers and body for any thrown value; unknown failures become a bare 500. */
 export function errorResponse(error: unknown, requestId: string): { status: number; headers: Record<string, string>; body: ErrorBody } {
   if (error instanceof HttpError) {
     return { status: error.status, headers: error.headers, body: { error: { code: error.code, message: error.reason, ...(error.fix ? { fix: error.fix } : {}), requestId } } };
+  }
+  if (isAssemblyLineError(error) && STATE_OUTAGE_CODES.has(error.code)) {
+    // The cause names the database (host, port, SQL): logged, never shown to the caller.
+    return {
+      status: 503,
+      headers: { "retry-after": String(STATE_OUTAGE_RETRY_AFTER_S) },
+      body: { error: { code: error.code, message: "the state store is unavailable; retry later", fix: `Retry after ${STATE_OUTAGE_RETRY_AFTER_S} s; operators: look up requestId ${requestId} in the host's logs.`, requestId } },
+    };
   }
   if (isAssemblyLineError(error) && STATUS_BY_CODE[error.code] !== undefined) {
     const reason = error.message.replace(`${error.code}: `, "").split("\n  fix: ")[0]!;

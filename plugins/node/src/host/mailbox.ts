@@ -67,7 +67,8 @@ export class ConversationMailbox {
     const waiting = this.waiting.length + this.reservedWait;
     if (!startsNow && waiting >= this.options.maxQueuedRuns) {
       // Each slot turns over about once per recent run time.
-      const retryAfterMs = Math.max(100, Math.round((this.recentRunMs * (waiting + 1)) / this.options.maxConcurrentRuns));
+      // From the queue ahead and the observed run time, with +-25 % jitter so refused clients do not return in a herd.
+      const retryAfterMs = Math.max(100, Math.round(((this.recentRunMs * (waiting + 1)) / this.options.maxConcurrentRuns) * (0.75 + Math.random() / 2)));
       return { active: this.executing, waiting, retryAfterMs };
     }
     if (startsNow) this.reservedStart += 1;

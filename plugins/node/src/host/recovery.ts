@@ -57,7 +57,7 @@ export class RunRecovery {
       // No lease at all is the moment between a decision and its drive taking the lease: give it time.
       if (!run.lease && now - Date.parse(run.updatedAt) < adoptAfterMs) continue;
       this.logger.info({ event: "recovery.resume", runId: run.id }, "resuming a run whose owner stopped");
-      this.runtime.resume(run.id).catch((error) => {
+      this.runtime.resume(run.id, { recovered: true }).catch((error) => {
         if (!isAssemblyLineError(error, "AL_ERR_RUN_NOT_RESUMABLE")) {
           this.logger.warn({ event: "recovery.resume_failed", runId: run.id, err: String(error) }, "resuming an orphaned run failed");
         }

@@ -3,14 +3,14 @@ import { defaultPiHarness } from "../pi-engine.js";
 import { randomUUID } from "node:crypto";
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from "node:http";
 import type { AddressInfo } from "node:net";
-import { AssemblyLineError, type ChannelModule, type JsonValue, type TelemetrySink } from "@assemblyline-agents/core";
+import { AssemblyLineError, isAssemblyLineError, type ChannelModule, type JsonValue, type TelemetrySink } from "@assemblyline-agents/core";
 import { OpenEveRuntime, createRuntimeLogger, isAutomationSchedule } from "@assemblyline-agents/runtime";
 import { AttachmentIngest } from "./attachments.js";
 import { HostAuth } from "./auth.js";
 import { ChannelIngress } from "./channel-ingress.js";
 import { checkChannelSecrets } from "./channel-secrets.js";
 import { killSwitchRoutes, probeRoutes } from "./control.js";
-import { errorResponse, headerRecord, sendJson } from "./http.js";
+import { errorResponse, headerRecord, isClientAbort, sendJson } from "./http.js";
 import { inspectionRoutes } from "./inspection.js";
 import { withBuiltInModelRoutes } from "./model-routes.js";
 import { inspectorRoutes } from "./inspector/routes.js";
@@ -91,7 +91,7 @@ export async function listenNodeRuntime(options: NodeRuntimeOptions): Promise<No
 
   const router = new Router();
   for (const route of [
-    ...probeRoutes({ draining: () => drainController.signal.aborted, mailbox, killSwitch }),
+    ...probeRoutes({ draining: () => drainController.signal.aborted, mailbox, killSwitch, stateReachable: () => stateReachable(runtime) }),
     ...inspectionRoutes(runtime, config.maxBodyBytes, drainController.signal),
     ...killSwitchRoutes(killSwitch, config.maxBodyBytes),
     ...inspectorRoutes(runtime, { captureContent: options.instrumentation?.captureContent ?? (config.devMode ? "content" : "usage"), draining: drainController.signal }),
@@ -141,8 +141,14 @@ export async function listenNodeRuntime(options: NodeRuntimeOptions): Promise<No
       }
       await route.handle(ctx);
     } catch (error) {
+      if (isClientAbort(error, req)) {
+        logger.info({ event: "http.client_aborted", requestId, method, path }, "the client went away before the request was answered");
+        res.destroy();
+        return;
+      }
       const { status, headers, body } = errorResponse(error, requestId);
       if (status === 500) logger.error({ event: "http.failed", requestId, method, path, err: error instanceof Error ? (error.stack ?? error.message) : String(error) }, "endpoint failed");
+      if (status === 503 && isAssemblyLineError(error)) logger.warn({ event: "http.state_unavailable", requestId, method, path, err: error.message }, "the state store is unavailable");
       // The unread rest of an oversized or refused body is not worth reading: close the connection.
       if (!req.complete) headers.connection = "close";
       sendJson(res, status, body, headers);
@@ -272,4 +278,17 @@ function displayHost(address: string): string {
 
 function sleep(ms: number): Promise<void> {
   return new Promise((resolve) => setTimeout(resolve, Math.max(0, ms)).unref());
+}
+
+/** Whether the state store answers a read within 2 s (readiness): a trivial lookup, failing closed. */
+async function stateReachable(runtime: OpenEveRuntime): Promise<boolean> {
+  let timer: NodeJS.Timeout | undefined;
+  const timeout = new Promise<boolean>((resolve) => {
+    timer = setTimeout(() => resolve(false), 2_000);
+  });
+  try {
+    return await Promise.race([runtime.state.runs.getRun("readiness-probe").then(() => true, () => false), timeout]);
+  } finally {
+    clearTimeout(timer);
+  }
 }

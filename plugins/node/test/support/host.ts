@@ -2,7 +2,7 @@ import { createHmac } from "node:crypto";
 import { cpSync, mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join, resolve } from "node:path";
-import { afterAll } from "vitest";
+import { afterAll, onTestFinished } from "vitest";
 import type { AgentHarness, HarnessContext, HarnessTurnInput, RuntimeLogger } from "@assemblyline-agents/core";
 import { InMemoryStateAdapter, buildAgent, loadRuntimeBundle, scriptedHarness, type ModelScript, type RuntimeBundle } from "@assemblyline-agents/runtime";
 import { listenNodeRuntime, type NodeRuntimeHandle, type NodeRuntimeOptions } from "../../src/index.js";
@@ -16,6 +16,21 @@ process.env.HOST_FIXTURE_STEP_MS ??= "150";
 const cleanup: string[] = [];
 const hosts: NodeRuntimeHandle[] = [];
 const closers: Array<() => Promise<void>> = [];
+/**
+ * Stop `stop` when the running test finishes, so nothing one test started (a host
+ * still delivering, a server still answering) can reach the next; outside a test
+ * (beforeAll) it is kept for the file's afterAll.
+ */
+function ownedByCurrentTest(stop: () => Promise<unknown>, orElse: () => void): void {
+  try {
+    onTestFinished(async () => {
+      await stop();
+    });
+  } catch {
+    orElse();
+  }
+}
+
 afterAll(async () => {
   await Promise.allSettled(hosts.splice(0).map((host) => host.shutdown({ timeoutMs: 2_000 })));
   await Promise.allSettled(closers.splice(0).map((close) => close()));
@@ -98,7 +113,7 @@ export async function startHost(
     env: { FIXTURE_SECRET },
     ...options,
   });
-  hosts.push(handle);
+  ownedByCurrentTest(() => handle.shutdown({ timeoutMs: 2_000 }), () => hosts.push(handle));
   return Object.assign(handle, { logger: (options.logger as ReturnType<typeof captureLogger>) ?? logger });
 }
 
@@ -174,6 +189,6 @@ export async function captureServer(
       server.closeAllConnections();
       server.close(() => resolve());
     });
-  closers.push(close);
+  ownedByCurrentTest(close, () => closers.push(close));
   return { url: `http://127.0.0.1:${port}`, requests, close };
 }

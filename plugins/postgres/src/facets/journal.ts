@@ -1,23 +1,25 @@
 import {
   AssemblyLineError,
+  staleFenceError,
   type CheckpointRecord,
   type JsonValue,
   type NewRunEvent,
   type RunEvent,
+  type RunFence,
   type RunStateChange,
   type StepRecord,
   type ToolCallRecord,
 } from "@assemblyline-agents/core";
 import { jsonParam, type StateDatabase } from "../database.js";
-import { SQLSTATE_RUN_NOT_FOUND, SQLSTATE_SEQ_MISMATCH, pgDetail, sqlState } from "../errors.js";
+import { SQLSTATE_RUN_NOT_FOUND, SQLSTATE_SEQ_MISMATCH, SQLSTATE_STALE_FENCE, pgDetail, sqlState } from "../errors.js";
 import { RUN_STATUSES, TOOL_CALL_COLUMNS, TOOL_CALL_STATUSES, decodeCheckpoint, decodeEvent, decodeStep, decodeToolCall } from "../rows.js";
 import { ArgumentCheck } from "../validate.js";
 import { runNotFound } from "./runs.js";
 
 const RUN_FIELDS = ["status", "modelSpec", "output", "error", "conversationId"] as const;
 
-/** The 33 arguments of the `append_events` SQL function, in its parameter order. */
-function appendArguments(runId: string, events: NewRunEvent[], change: RunStateChange | undefined, expectedLastSeq: number | undefined) {
+/** The 35 arguments of the `append_events` SQL function, in its parameter order. */
+function appendArguments(runId: string, events: NewRunEvent[], change: RunStateChange | undefined, expectedLastSeq: number | undefined, fence: RunFence | undefined) {
   const check = new ArgumentCheck(`appendEvents(run "${runId}")`);
   if (!Array.isArray(events)) check.fail("events", "an array", events);
   const types: string[] = [];
@@ -29,6 +31,11 @@ function appendArguments(runId: string, events: NewRunEvent[], change: RunStateC
     data.push(jsonParam(eventData, check.operation, `events[${i}].data`) ?? "{}");
   });
   if (expectedLastSeq !== undefined) check.nonNegative("options.expectedLastSeq", expectedLastSeq);
+  if (fence !== undefined) {
+    check.object("options.fence", fence);
+    check.string("options.fence.owner", fence.owner);
+    check.nonNegative("options.fence.token", fence.token);
+  }
 
   const c = change === undefined || change === null ? {} : (check.object("change", change) as RunStateChange);
   const run = c.run === undefined || c.run === null ? {} : check.object("change.run", c.run);
@@ -82,10 +89,12 @@ function appendArguments(runId: string, events: NewRunEvent[], change: RunStateC
     delivery ? check.string("change.delivery.channel", delivery.channel) : null,
     delivery ? check.nullableString("change.delivery.conversationId", delivery.conversationId) : null,
     delivery ? jsonParam(delivery.payload, op, "change.delivery.payload") : null,
+    fence ? fence.owner : null,
+    fence ? fence.token : null,
   ];
 }
 
-const APPEND_PLACEHOLDERS = Array.from({ length: 33 }, (_, i) => `$${i + 1}`).join(", ");
+const APPEND_PLACEHOLDERS = Array.from({ length: 35 }, (_, i) => `$${i + 1}`).join(", ");
 
 /**
  * One round trip: the `append_events` function locks the run row, checks
@@ -97,10 +106,10 @@ export async function appendEvents(
   runId: string,
   events: NewRunEvent[],
   change?: RunStateChange,
-  options: { expectedLastSeq?: number } = {},
+  options: { expectedLastSeq?: number; fence?: RunFence } = {},
 ): Promise<RunEvent[]> {
   const expectedLastSeq = options?.expectedLastSeq;
-  const args = appendArguments(runId, events, change, expectedLastSeq);
+  const args = appendArguments(runId, events, change, expectedLastSeq, options?.fence);
   const operation = `appendEvents(run "${runId}")`;
   const [row] = await db.rows<{ first_seq: number; recorded_at: Date }>(
     operation,
@@ -109,6 +118,10 @@ export async function appendEvents(
     (error) => {
       const code = sqlState(error);
       if (code === SQLSTATE_RUN_NOT_FOUND) return runNotFound(db, runId, operation);
+      if (code === SQLSTATE_STALE_FENCE) {
+        const current = pgDetail(error);
+        return staleFenceError(runId, options.fence!, current ? { owner: "", token: Number(current) } : null);
+      }
       if (code === SQLSTATE_SEQ_MISMATCH) {
         const lastSeq = Number(pgDetail(error));
         return new AssemblyLineError(

@@ -1,7 +1,7 @@
-import { AssemblyLineError, type ClaimOptions, type NewRun, type RunListFilter, type RunPage, type RunRecord } from "@assemblyline-agents/core";
+import { AssemblyLineError, type ClaimOptions, type NewRun, type RunFence, type RunLease, type RunListFilter, type RunPage, type RunRecord } from "@assemblyline-agents/core";
 import { clockParam, jsonParam, type StateDatabase } from "../database.js";
 import { inputInvalid } from "../errors.js";
-import { RUN_COLUMNS, RUN_STATUSES, decodeRun, isJsonObject } from "../rows.js";
+import { CREATED_RUN_COLUMNS, RUN_COLUMNS, RUN_STATUSES, decodeRun, isJsonObject } from "../rows.js";
 import { ArgumentCheck, claimParams, sizeParam } from "../validate.js";
 
 /** Page size of listRuns when the filter gives none. */
@@ -35,7 +35,10 @@ export async function createRun(db: StateDatabase, run: NewRun): Promise<{ run: 
   // One round trip: the create_run SQL function (see the migrations).
   const [row] = await db.rows<Record<string, unknown>>(
     operation,
-    `SELECT ${RUN_COLUMNS}, created FROM ${db.s}.create_run($1, $2, $3, $4, $5, $6, $7, $8, $9)`,
+    // The join reads the fencing token of a run that already existed (the statement's snapshot
+    // does not see a run the function just inserted: its token is 0).
+    `SELECT ${prefixed("c", CREATED_RUN_COLUMNS)}, c.created, coalesce(r.lease_token, 0) AS lease_token
+     FROM ${db.s}.create_run($1, $2, $3, $4, $5, $6, $7, $8, $9) c LEFT JOIN ${db.s}.runs r ON r.id = c.id`,
     [id, agentId, agentRevision, conversationId, status, modelSpec, inputJson, idempotencyKey, createdData],
   );
   if (!row || row.id === null) {
@@ -77,39 +80,67 @@ export async function listRuns(db: StateDatabase, filter: RunListFilter = {}): P
   };
 }
 
-export async function acquireRunLease(db: StateDatabase, runId: string, owner: string, ttlMs: number, now?: Date): Promise<boolean> {
+/**
+ * A lease whose holder's liveness session is gone (see LivenessSession): the
+ * try-lock succeeds only when no session holds the key, i.e. the holder is dead.
+ */
+const HOLDER_GONE = (alias: string) => `(${alias}lease_session IS NOT NULL AND pg_try_advisory_xact_lock(${alias}lease_session))`;
+
+export async function acquireRunLease(db: StateDatabase, runId: string, owner: string, ttlMs: number, now: Date | undefined, session: string | null): Promise<RunLease | null> {
   const check = new ArgumentCheck("acquireRunLease");
   check.string("owner", owner);
   check.nonNegative("ttlMs", ttlMs);
   check.optionalDate("now", now);
   const operation = `acquireRunLease(run "${runId}")`;
-  // Take the lease when it is free, expired, or already ours (a heartbeat); the
-  // row lock the UPDATE takes makes concurrent acquirers queue and re-check.
-  const [row] = await db.rows<{ found: boolean; acquired: boolean }>(
+  // Take the lease when it is free, expired, already ours, or its holder's session is
+  // gone; never for a finished run. Every take bumps the fencing token. The row lock
+  // the UPDATE takes makes concurrent acquirers queue and re-check.
+  const [row] = await db.rows<{ found: boolean; token: string | null; expires_at: Date | null }>(
     operation,
     `WITH clock AS (SELECT coalesce($4::timestamptz, now()) AS now),
      acquired AS (
-       UPDATE ${db.s}.runs SET lease_owner = $2, lease_expires_at = clock.now + $3::double precision * interval '1 millisecond'
+       UPDATE ${db.s}.runs SET lease_owner = $2, lease_expires_at = clock.now + $3::double precision * interval '1 millisecond',
+         lease_token = lease_token + 1, lease_session = $5::bigint
        FROM clock
-       WHERE id = $1 AND (lease_owner IS NULL OR lease_owner = $2 OR lease_expires_at IS NULL OR lease_expires_at <= clock.now)
-       RETURNING id
+       WHERE id = $1 AND status NOT IN ('completed', 'failed')
+         AND (lease_owner IS NULL OR lease_owner = $2 OR lease_expires_at IS NULL OR lease_expires_at <= clock.now OR ${HOLDER_GONE("")})
+       RETURNING lease_token, lease_expires_at
      )
-     SELECT EXISTS (SELECT 1 FROM ${db.s}.runs WHERE id = $1) AS found, EXISTS (SELECT 1 FROM acquired) AS acquired`,
-    [runId, owner, ttlMs, clockParam(now)],
+     SELECT EXISTS (SELECT 1 FROM ${db.s}.runs WHERE id = $1) AS found,
+       (SELECT lease_token FROM acquired) AS token, (SELECT lease_expires_at FROM acquired) AS expires_at`,
+    [runId, owner, ttlMs, clockParam(now), session],
   );
   if (!row?.found) throw runNotFound(db, runId, operation);
-  return row.acquired;
+  return row.token === null || row.expires_at === null ? null : { owner, expiresAt: row.expires_at.toISOString(), token: Number(row.token) };
 }
 
-export async function releaseRunLease(db: StateDatabase, runId: string, owner: string): Promise<void> {
+export async function renewRunLease(db: StateDatabase, runId: string, fence: RunFence, ttlMs: number, now?: Date): Promise<RunLease | null> {
+  const check = new ArgumentCheck("renewRunLease");
+  check.object("fence", fence);
+  check.string("fence.owner", fence.owner);
+  check.nonNegative("fence.token", fence.token);
+  check.nonNegative("ttlMs", ttlMs);
+  check.optionalDate("now", now);
+  const [row] = await db.rows<{ expires_at: Date }>(
+    `renewRunLease(run "${runId}")`,
+    `UPDATE ${db.s}.runs SET lease_expires_at = coalesce($5::timestamptz, now()) + $4::double precision * interval '1 millisecond'
+     WHERE id = $1 AND lease_owner = $2 AND lease_token = $3 AND status NOT IN ('completed', 'failed')
+     RETURNING lease_expires_at AS expires_at`,
+    [runId, fence.owner, fence.token, ttlMs, clockParam(now)],
+  );
+  return row ? { owner: fence.owner, expiresAt: row.expires_at.toISOString(), token: fence.token } : null;
+}
+
+export async function releaseRunLease(db: StateDatabase, runId: string, owner: string, token?: number): Promise<void> {
   await db.run(
     `releaseRunLease(run "${runId}")`,
-    `UPDATE ${db.s}.runs SET lease_owner = NULL, lease_expires_at = NULL WHERE id = $1 AND lease_owner = $2`,
-    [runId, owner],
+    `UPDATE ${db.s}.runs SET lease_owner = NULL, lease_expires_at = NULL, lease_session = NULL
+     WHERE id = $1 AND lease_owner = $2 AND ($3::bigint IS NULL OR lease_token = $3)`,
+    [runId, owner, token ?? null],
   );
 }
 
-export async function claimRecoverableRuns(db: StateDatabase, options: ClaimOptions): Promise<RunRecord[]> {
+export async function claimRecoverableRuns(db: StateDatabase, options: ClaimOptions, session: string | null): Promise<RunRecord[]> {
   const { owner, ttlMs, now, limit } = claimParams("claimRecoverableRuns", options);
   if (limit === 0) return [];
   // SKIP LOCKED: concurrent claimers each take different rows instead of queueing
@@ -121,16 +152,17 @@ export async function claimRecoverableRuns(db: StateDatabase, options: ClaimOpti
      candidates AS (
        SELECT r.id FROM ${db.s}.runs r, clock
        WHERE r.status IN ('queued', 'running')
-         AND (r.lease_owner IS NULL OR r.lease_expires_at IS NULL OR r.lease_expires_at <= clock.now)
+         AND (r.lease_owner IS NULL OR r.lease_expires_at IS NULL OR r.lease_expires_at <= clock.now OR ${HOLDER_GONE("r.")})
        ORDER BY r.position
        LIMIT $4
        FOR UPDATE OF r SKIP LOCKED
      )
-     UPDATE ${db.s}.runs r SET lease_owner = $1, lease_expires_at = clock.now + $2::double precision * interval '1 millisecond'
+     UPDATE ${db.s}.runs r SET lease_owner = $1, lease_expires_at = clock.now + $2::double precision * interval '1 millisecond',
+       lease_token = r.lease_token + 1, lease_session = $5::bigint
      FROM candidates, clock
      WHERE r.id = candidates.id
      RETURNING r.position, ${prefixed("r", RUN_COLUMNS)}`,
-    [owner, ttlMs, clockParam(now), limit],
+    [owner, ttlMs, clockParam(now), limit, session],
   );
   return rows.sort((a, b) => Number(a.position) - Number(b.position)).map((row) => decodeRun(db.schema, row));
 }

@@ -388,7 +388,138 @@ END
 $fn$;
 `;
 
-export const MIGRATIONS: readonly Migration[] = [{ version: 1, name: "initial state schema", sql: initialSchema }, skillsMigration];
+/**
+ * Fencing tokens: every take of a run's lease bumps `lease_token` (a release keeps
+ * it), and `append_events` refuses a write whose fence (owner, token) is not the
+ * run's current lease, checked under the run row lock in the write's own statement.
+ * `lease_session` is the advisory-lock key of the holder's liveness session: when
+ * no session holds that key any more, the holder is gone and the run is taken at once.
+ */
+const fencingTokens = (s: string) => `
+ALTER TABLE ${s}.runs ADD COLUMN lease_token bigint NOT NULL DEFAULT 0;
+ALTER TABLE ${s}.runs ADD COLUMN lease_session bigint;
+DROP FUNCTION ${s}.append_events(text, integer, text[], json[], text[], text, text, json, json, text, text, text, json, text, text, json, json, text, text, json, text, text, text, json, json, text, text, json, text, text, text, text, json);
+
+CREATE FUNCTION ${s}.append_events(
+  p_run_id text,
+  p_expected_last_seq integer,
+  p_types text[],
+  p_data json[],
+  p_run_fields text[],
+  p_status text,
+  p_model_spec text,
+  p_output json,
+  p_error json,
+  p_conversation_id text,
+  p_tool_call_id text,
+  p_tool_name text,
+  p_tool_input json,
+  p_tool_input_digest text,
+  p_tool_status text,
+  p_tool_output json,
+  p_tool_model_output json,
+  p_tool_error text,
+  p_tool_approval_id text,
+  p_tool_question json,
+  p_tool_created_at text,
+  p_tool_updated_at text,
+  p_step_key text,
+  p_step_result json,
+  p_step_metadata json,
+  p_step_created_at text,
+  p_checkpoint_op text,
+  p_checkpoint_continuation json,
+  p_checkpoint_created_at text,
+  p_delivery_id text,
+  p_delivery_channel text,
+  p_delivery_conversation_id text,
+  p_delivery_payload json,
+  p_fence_owner text,
+  p_fence_token bigint
+) RETURNS TABLE (first_seq integer, recorded_at timestamptz)
+LANGUAGE plpgsql AS $fn$
+DECLARE
+  v_last integer;
+  v_lease_owner text;
+  v_lease_token bigint;
+  v_count integer;
+  v_now timestamptz := now();
+BEGIN
+  SELECT r.last_seq, r.lease_owner, r.lease_token INTO v_last, v_lease_owner, v_lease_token
+  FROM ${s}.runs r WHERE r.id = p_run_id FOR NO KEY UPDATE;
+  IF NOT FOUND THEN
+    RAISE EXCEPTION 'run % does not exist', p_run_id USING ERRCODE = 'ALNF1';
+  END IF;
+  -- Under the row lock: no lease change can come between this check and the write.
+  IF p_fence_owner IS NOT NULL AND (v_lease_owner IS DISTINCT FROM p_fence_owner OR v_lease_token <> p_fence_token) THEN
+    RAISE EXCEPTION 'run % lease token is %', p_run_id, v_lease_token USING ERRCODE = 'ALFEN',
+      DETAIL = CASE WHEN v_lease_owner IS NULL THEN '' ELSE v_lease_token::text END;
+  END IF;
+  IF p_expected_last_seq IS NOT NULL AND p_expected_last_seq <> v_last THEN
+    RAISE EXCEPTION 'run % is at seq %', p_run_id, v_last USING ERRCODE = 'ALSEQ', DETAIL = v_last::text;
+  END IF;
+
+  INSERT INTO ${s}.run_events (run_id, seq, type, data, created_at)
+  SELECT p_run_id, v_last + e.ord::integer, e.type, e.data, v_now
+  FROM unnest(p_types, p_data) WITH ORDINALITY AS e(type, data, ord);
+  GET DIAGNOSTICS v_count = ROW_COUNT;
+
+  IF p_tool_call_id IS NOT NULL THEN
+    INSERT INTO ${s}.tool_calls AS t (run_id, call_id, tool_name, input, input_digest, status, output,
+      model_output, error, approval_id, question, created_at, updated_at)
+    VALUES (p_run_id, p_tool_call_id, p_tool_name, p_tool_input, p_tool_input_digest, p_tool_status, p_tool_output,
+      p_tool_model_output, p_tool_error, p_tool_approval_id, p_tool_question, p_tool_created_at, p_tool_updated_at)
+    ON CONFLICT (run_id, call_id) DO UPDATE SET
+      tool_name = EXCLUDED.tool_name, input = EXCLUDED.input, input_digest = EXCLUDED.input_digest,
+      status = EXCLUDED.status, output = EXCLUDED.output, model_output = EXCLUDED.model_output,
+      error = EXCLUDED.error, approval_id = EXCLUDED.approval_id, question = EXCLUDED.question,
+      created_at = EXCLUDED.created_at, updated_at = EXCLUDED.updated_at;
+  END IF;
+
+  IF p_step_key IS NOT NULL THEN
+    INSERT INTO ${s}.steps (run_id, key, result, metadata, created_at)
+    VALUES (p_run_id, p_step_key, p_step_result, p_step_metadata, p_step_created_at)
+    ON CONFLICT (run_id, key) DO NOTHING;
+  END IF;
+
+  IF p_checkpoint_op = 'set' THEN
+    INSERT INTO ${s}.checkpoints (run_id, continuation, created_at)
+    VALUES (p_run_id, p_checkpoint_continuation, p_checkpoint_created_at)
+    ON CONFLICT (run_id) DO UPDATE SET continuation = EXCLUDED.continuation, created_at = EXCLUDED.created_at;
+  ELSIF p_checkpoint_op = 'clear' THEN
+    DELETE FROM ${s}.checkpoints WHERE run_id = p_run_id;
+  END IF;
+
+  IF p_delivery_id IS NOT NULL THEN
+    INSERT INTO ${s}.deliveries (id, run_id, channel, conversation_id, payload, status, attempts,
+      available_at, created_at, updated_at)
+    VALUES (p_delivery_id, p_run_id, p_delivery_channel, p_delivery_conversation_id, p_delivery_payload,
+      'pending', 0, v_now, v_now, v_now)
+    ON CONFLICT (id) DO NOTHING;
+  END IF;
+
+  UPDATE ${s}.runs SET
+    last_seq = v_last + v_count,
+    updated_at = v_now,
+    status = CASE WHEN 'status' = ANY (p_run_fields) THEN p_status ELSE status END,
+    model_spec = CASE WHEN 'modelSpec' = ANY (p_run_fields) THEN p_model_spec ELSE model_spec END,
+    output = CASE WHEN 'output' = ANY (p_run_fields) THEN p_output ELSE output END,
+    error = CASE WHEN 'error' = ANY (p_run_fields) THEN p_error ELSE error END,
+    conversation_id = CASE WHEN 'conversationId' = ANY (p_run_fields) THEN p_conversation_id ELSE conversation_id END
+  WHERE id = p_run_id;
+
+  first_seq := v_last + 1;
+  recorded_at := v_now;
+  RETURN NEXT;
+END
+$fn$;
+`;
+
+export const MIGRATIONS: readonly Migration[] = [
+  { version: 1, name: "initial state schema", sql: initialSchema },
+  skillsMigration,
+  { version: 3, name: "run lease fencing tokens and liveness sessions", sql: fencingTokens },
+];
 
 /** The schema version this code writes and expects. */
 export const LATEST_SCHEMA_VERSION = MIGRATIONS.reduce((latest, migration) => Math.max(latest, migration.version), 0);
