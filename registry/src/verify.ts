@@ -19,6 +19,7 @@ export const CONFORMANCE_KITS: Record<string, { kit: string; extraArgs(provide: 
   "state@1": { kit: "describeStateConformance", extraArgs: (provide) => [{ facets: provide.facets ?? ["runs"] }] },
   "blob@1": { kit: "describeBlobStoreConformance", extraArgs: () => [] },
   "sandbox@1": { kit: "describeSandboxConformance", extraArgs: () => [] },
+  "deploy@1": { kit: "describeDeployConformance", extraArgs: () => [] },
 };
 
 export interface VerifyStep {

@@ -4,5 +4,6 @@
  */
 export * from "./state/index.js";
 export { describeBlobStoreConformance } from "./blob.js";
+export { describeDeployConformance } from "./deploy.js";
 export { describeRateLimiterStoreConformance } from "./rate-limiter.js";
 export { describeSandboxConformance } from "./sandbox.js";

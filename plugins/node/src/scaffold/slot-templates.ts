@@ -83,6 +83,7 @@ export const SLOT_TEMPLATES: Partial<Record<GatewaySlot, SlotTemplate>> = {
     file: "deploy-target",
     named: true,
     interfaces: single("DeployTarget", "deploy@1"),
+    kit: { name: "describeDeployConformance", extraArgs: () => "" },
   },
 };
 
