@@ -7,3 +7,4 @@ export { describeBlobStoreConformance } from "./blob.js";
 export { describeDeployConformance } from "./deploy.js";
 export { describeRateLimiterStoreConformance } from "./rate-limiter.js";
 export { describeSandboxConformance } from "./sandbox.js";
+export { describeSchedulerConformance, type SchedulerKitSubject } from "./scheduler.js";
