@@ -1,7 +1,7 @@
 import { mkdtemp, rm } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import type { GatewaySlot } from "@assemblyline-agents/core";
+import type { GatewaySlot, StateAdapter } from "@assemblyline-agents/core";
 import { DEFAULT_PLUGIN_TIMEOUT_MS, type PluginKernel } from "@assemblyline-agents/core";
 import { kernelHost } from "./kernel-host.js";
 import { uniquePerTest } from "./unique-options.js";
@@ -15,6 +15,19 @@ export interface ConformanceSubjectOptions {
   kernelVersion?: string;
   env?: Record<string, string | undefined>;
   timeoutMs?: number;
+  /**
+   * The kit needs the schedule store the adapter reads (the scheduler kit): each
+   * test gets a fresh in-memory state from the host's kernel module, passed to
+   * the factory as the gateway's state, and the subject is { scheduler, schedules }.
+   */
+  withSchedules?: boolean;
+}
+
+/** A fresh in-memory state (every facet) from the host's kernel module, which exports InMemoryStateAdapter. */
+async function memoryState(): Promise<StateAdapter> {
+  const kernelModule = (await import(kernelHost().moduleUrl)) as { InMemoryStateAdapter?: new () => StateAdapter };
+  if (!kernelModule.InMemoryStateAdapter) throw new Error(`the kernel module ${kernelHost().moduleUrl} exports no InMemoryStateAdapter for the scheduler kit`);
+  return new kernelModule.InMemoryStateAdapter();
 }
 
 /**
@@ -36,7 +49,8 @@ export function conformanceSubjectFactory(options: ConformanceSubjectOptions): (
     const provide = plugin.manifest.provides.find((entry) => entry.slot === options.slot)!;
     const descriptor = describeAdapter(plugin, provide, uniquePerTest(options.options));
     const agentDir = await mkdtemp(join(tmpdir(), `al-kit-${plugin.manifest.id}-`));
-    const context = { slot: options.slot, env: options.env ?? process.env, devMode: false, agentDir };
+    const schedules = options.withSchedules ? await memoryState() : undefined;
+    const context = { slot: options.slot, env: options.env ?? process.env, devMode: false, agentDir, ...(schedules ? { state: schedules } : {}) };
     let live: unknown;
     try {
       live = await materializeProvided(kernel, plugin, provide, descriptor, context, timeoutMs);
@@ -45,7 +59,7 @@ export function conformanceSubjectFactory(options: ConformanceSubjectOptions): (
       throw error;
     }
     return {
-      state: live as never,
+      state: (schedules ? { scheduler: live, schedules } : live) as never,
       cleanup: async () => {
         try {
           await closeAdapter(live, timeoutMs, `plugin ${plugin.manifest.id}'s ${options.slot} adapter close()`);

@@ -8,8 +8,11 @@ export const REGISTRY_DIR = fileURLToPath(new URL("..", import.meta.url));
 /**
  * plugin-schema.json lives at the repository root, beside the packages it
  * describes; a published registry package carries a copy in its own folder.
+ * The root copy is looked for first: `npm pack` leaves a copy in the package
+ * folder only while it packs, and a process reading the schema then must not
+ * pick a file that is about to vanish.
  */
-export const PLUGIN_SCHEMA_FILE = [new URL("../plugin-schema.json", import.meta.url), new URL("../../plugin-schema.json", import.meta.url)]
+export const PLUGIN_SCHEMA_FILE = [new URL("../../plugin-schema.json", import.meta.url), new URL("../plugin-schema.json", import.meta.url)]
   .map((url) => fileURLToPath(url))
   .find((file) => existsSync(file)) ?? fileURLToPath(new URL("../../plugin-schema.json", import.meta.url));
 

@@ -16,10 +16,12 @@ import { locateKitRunner, type KitRunner } from "./kit-runner.js";
  * @assemblyline-agents/core/testkit, and the extra arguments it takes.
  * A contract without an entry is checked by its methods only.
  */
-export const CONFORMANCE_KITS: Record<string, { kit: string; extraArgs(provide: PluginProvide): unknown[] }> = {
+export const CONFORMANCE_KITS: Record<string, { kit: string; extraArgs(provide: PluginProvide): unknown[]; withSchedules?: boolean }> = {
   "state@1": { kit: "describeStateConformance", extraArgs: (provide) => [{ facets: provide.facets ?? ["runs"] }] },
   "blob@1": { kit: "describeBlobStoreConformance", extraArgs: () => [] },
   "sandbox@1": { kit: "describeSandboxConformance", extraArgs: () => [] },
+  "deploy@1": { kit: "describeDeployConformance", extraArgs: () => [] },
+  "scheduler@1": { kit: "describeSchedulerConformance", extraArgs: () => [], withSchedules: true },
 };
 
 export interface VerifyStep {
@@ -204,7 +206,7 @@ function packageSubpathUrl(pkg: PluginPackage, subpath: string): string | undefi
   return pathToFileURL(join(pkg.dir, target)).href;
 }
 
-function kitTestFile(pkg: PluginPackage, provide: PluginProvide, kit: { kit: string; extraArgs(provide: PluginProvide): unknown[] }, runner: KitRunner, options: VerifyOptions & { kernelVersion: string }): string {
+function kitTestFile(pkg: PluginPackage, provide: PluginProvide, kit: { kit: string; extraArgs(provide: PluginProvide): unknown[]; withSchedules?: boolean }, runner: KitRunner, options: VerifyOptions & { kernelVersion: string }): string {
   const subject = {
     packageDir: pkg.dir,
     slot: provide.slot,
@@ -212,6 +214,7 @@ function kitTestFile(pkg: PluginPackage, provide: PluginProvide, kit: { kit: str
     ...(options.options ? { options: options.options } : {}),
     ...(options.env ? { env: options.env } : {}),
     timeoutMs: options.timeoutMs ?? DEFAULT_PLUGIN_TIMEOUT_MS,
+    ...(kit.withSchedules ? { withSchedules: true } : {}),
   };
   const title = `${pkg.manifest.id}@${pkg.version} ${provide.slot} "${provide.name}"`;
   const args = [JSON.stringify(title), `conformanceSubjectFactory(${JSON.stringify(subject)})`, ...kit.extraArgs(provide).map((arg) => JSON.stringify(arg))];

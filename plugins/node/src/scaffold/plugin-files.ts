@@ -86,10 +86,18 @@ function packageJson(request: ScaffoldRequest, names: ScaffoldNames): string {
         build: "tsc -p .",
         prepack: "tsc -p .",
         test: "vitest run",
-        verify: "assembly-line plugins verify .",
+        // Named by package: a bare `npx assembly-line` would fetch whatever npm calls "assembly-line".
+        verify: `npx -p @assemblyline-agents/node@${request.kernelRange} assembly-line plugins verify .`,
       },
       peerDependencies: { "@assemblyline-agents/core": request.coreRange },
-      devDependencies: { "@assemblyline-agents/core": request.coreRange, "@types/node": "^20.19.0", typescript: "~5.9.3", vitest: "^4.1.0" },
+      devDependencies: {
+        "@assemblyline-agents/core": request.coreRange,
+        // The scheduler kit's schedule store comes from the kernel's in-memory state.
+        ...(template.subjectNeedsSchedules ? { "@assemblyline-agents/runtime": request.kernelRange } : {}),
+        "@types/node": "^20.19.0",
+        typescript: "~5.9.3",
+        vitest: "^4.1.0",
+      },
       publishConfig: { access: "public" },
       assemblyLine: {
         manifestVersion: 1,
@@ -114,9 +122,13 @@ function packageJson(request: ScaffoldRequest, names: ScaffoldNames): string {
 }
 
 function indexSource(request: ScaffoldRequest, names: ScaffoldNames): string {
-  const { slot, file } = request.template;
+  const { slot, file, subjectNeedsSchedules } = request.template;
+  const coreImports = ["adapterDescriptor", "definePlugin", ...(subjectNeedsSchedules ? ["isScheduleStateStore"] : []), "type AdapterDescriptor"];
+  const construct = subjectNeedsSchedules
+    ? `new ${names.className}(descriptor.options as ${names.optionsType}, isScheduleStateStore(context.state) ? context.state : undefined)`
+    : `new ${names.className}(descriptor.options as ${names.optionsType})`;
   return `import { readFileSync } from "node:fs";
-import { adapterDescriptor, definePlugin, type AdapterDescriptor } from "@assemblyline-agents/core";
+import { ${coreImports.join(", ")} } from "@assemblyline-agents/core";
 import { ${names.className}, type ${names.optionsType} } from "./${file}.js";
 
 export { ${names.className}, type ${names.optionsType} } from "./${file}.js";
@@ -140,8 +152,8 @@ export const plugin = definePlugin({
     kernel.hooks.slot.for("${slot}").tapPromise({ name: ID }, async (descriptor, context) => {
       if (descriptor.plugin !== ID) return undefined;
       // Read settings from context.env and resolve paths against context.agentDir;
-      // open connections here, so a bad setting fails the boot and not the first run.
-      return new ${names.className}(descriptor.options as ${names.optionsType});
+      // open connections here, so a bad setting fails the boot and not the first run.${subjectNeedsSchedules ? "\n      // context.state is the gateway's state adapter: the schedules live there." : ""}
+      return ${construct};
     });
   },
 });
@@ -151,6 +163,7 @@ export const plugin = definePlugin({
 function adapterSource(request: ScaffoldRequest, names: ScaffoldNames): string {
   const interfaces = request.template.interfaces(request.facets);
   const types = interfaces.map((entry) => entry.type);
+  const needsSchedules = request.template.subjectNeedsSchedules === true;
   const methods = interfaces.flatMap((entry) =>
     entry.methods.map(
       (method) => `
@@ -159,7 +172,7 @@ function adapterSource(request: ScaffoldRequest, names: ScaffoldNames): string {
   }`,
     ),
   );
-  return `import type { ${types.join(", ")} } from "@assemblyline-agents/core";
+  return `import type { ${[...types, ...(needsSchedules ? ["ScheduleStateStore"] : [])].join(", ")} } from "@assemblyline-agents/core";
 
 /** The options gateway.ts passes (describe each one in config.schema.json too). */
 export interface ${names.optionsType} {}
@@ -174,7 +187,9 @@ function notImplemented(method: string): Error {
  * doc comment of its @assemblyline-agents/core type; test/conformance.test.ts runs the kit.
  */
 export class ${names.className} implements ${types.join(", ")} {
-${request.template.named ? `  readonly name = "${request.id}";\n\n` : ""}  constructor(readonly options: ${names.optionsType} = {}) {}
+${request.template.named ? `  readonly name = "${request.id}";\n\n` : ""}  constructor(
+    readonly options: ${names.optionsType} = {},${needsSchedules ? "\n    /** Where the due schedules are: claim them with claimDueSchedules, finish each with completeScheduleRun. */\n    readonly schedules?: ScheduleStateStore," : ""}
+  ) {}
 
   /** Release connections and files; the host calls it at shutdown. */
   async close(): Promise<void> {}
@@ -196,6 +211,19 @@ describe("${names.className}", () => {
   it("has every method of ${contract}", () => {
     expect(missingContractMethods(new ${names.className}(), "${contract}")).toEqual([]);
   });
+});
+`;
+  }
+  if (request.template.subjectNeedsSchedules) {
+    return `import { ${kit.name} } from "@assemblyline-agents/core/testkit";
+import { InMemoryStateAdapter } from "@assemblyline-agents/runtime";
+import { ${names.className} } from "../src/index.js";
+
+// One fresh scheduler per test, with the schedule store it reads.
+${kit.name}("${names.className}", async () => {
+  const schedules = new InMemoryStateAdapter();
+  const scheduler = new ${names.className}({}, schedules);
+  return { state: { scheduler, schedules }, cleanup: () => scheduler.close() };
 });
 `;
   }
@@ -233,8 +261,9 @@ export default defineGateway({ ${slot}: ${names.helper}() });
    and in \`config.schema.json\`, and any environment variable it reads in
    \`package.json\` \`assemblyLine.env\`.
 3. \`npm run build && npm test\`: ${kit ? `the \`${kit.name}\` conformance kit` : `the method check (${contract} has no conformance kit yet)`}.
-4. \`npx assembly-line plugins verify .\`: the checks a host runs when it loads the
-   package, then the kit against the adapter your \`plugin\` materializes.
+4. \`npm run verify\` (\`npx -p @assemblyline-agents/node assembly-line plugins verify .\`):
+   the checks a host runs when it loads the package, then the kit against the
+   adapter your \`plugin\` materializes.
 5. \`npm publish\`, then list it in the registry with a pull request adding it to
    \`registry/index.json\` (see the Assembly Line docs, "Listing a plugin").
 `;

@@ -20,6 +20,8 @@ export interface SlotTemplate {
   named: boolean;
   /** The @assemblyline-agents/core/testkit kit the skeleton's test runs, when the contract has one. */
   kit?: { name: string; extraArgs(facets: readonly StateFacetName[]): string };
+  /** The kit's subject is { scheduler, schedules }: the skeleton's test gives it an in-memory schedule store. */
+  subjectNeedsSchedules?: boolean;
 }
 
 /** Facet -> the core interface that declares its methods. */
@@ -76,6 +78,8 @@ export const SLOT_TEMPLATES: Partial<Record<GatewaySlot, SlotTemplate>> = {
     file: "scheduler",
     named: false,
     interfaces: single("Scheduler", "scheduler@1"),
+    kit: { name: "describeSchedulerConformance", extraArgs: () => "" },
+    subjectNeedsSchedules: true,
   },
   deploy: {
     slot: "deploy",
@@ -84,6 +88,7 @@ export const SLOT_TEMPLATES: Partial<Record<GatewaySlot, SlotTemplate>> = {
     file: "deploy-target",
     named: true,
     interfaces: single("DeployTarget", "deploy@1"),
+    kit: { name: "describeDeployConformance", extraArgs: () => "" },
   },
 };
 

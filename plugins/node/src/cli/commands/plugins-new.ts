@@ -77,6 +77,6 @@ export async function pluginsNewCommand(args: string[], io: CommandIO): Promise<
   io.out(`  cd ${where} && npm install`);
   io.out(`  implement ${names.className} in src/${template.file}.ts (every method rejects with "not implemented yet" until then)`);
   io.out(`  npm run build && npm test`);
-  io.out(`  npx assembly-line plugins verify .`);
+  io.out(`  npm run verify      (assembly-line plugins verify .)`);
   return 0;
 }
