@@ -103,6 +103,22 @@ describe("an agent with 40 authored tools, 30 of them deferred", () => {
     expect(readFileSync(executionLog, "utf8")).toBe("");
   });
 
+  it("replays a refused tool_call on resume instead of recording it again", async () => {
+    const { runtime, events } = await startAgent(dir, [
+      { toolCalls: [{ name: "tool_call", input: { tool: "refund_payment" } }] },
+      { toolCalls: [{ name: "tool_call", input: { name: "refund_payment", input: { id: "inv_1", amount: 1 } } }] },
+      { text: "done" },
+    ]);
+    const paused = await runtime.run({ message: "go" });
+    expect(paused.status).toBe("waiting_approval");
+    const approved = await runtime.approve(paused.runId);
+    expect(approved.error ?? null).toBeNull();
+    expect(approved.status).toBe("completed");
+    const recorded = await events(paused.runId);
+    expect(recorded.filter((event) => event.type === "tool.input_invalid")).toHaveLength(1);
+    expect(recorded.filter((event) => event.type === "tool.replayed").map((event) => event.data.toolName)).toEqual(["tool_call"]);
+  });
+
   it("accepts an alias as the name in tool_describe and tool_call", async () => {
     const { runtime, log } = await startAgent(dir, [
       { toolCalls: [{ name: "tool_describe", input: { name: "receivables" } }] },
