@@ -30,7 +30,7 @@ export function createKernelHooks() {
     harness: new AsyncSeriesBailHook<[HarnessRequest], AgentHarness | undefined>(["request"]),
     /** Build or reshape the model input. */
     context: new AsyncSeriesWaterfallHook<[ModelContext, ContextBuildInfo]>(["modelContext", "info"]),
-    /** Shape the tool table: built-ins, authored tools, overrides, disables, policy. */
+    /** Shape the tool table: built-ins, authored tools, overrides, disables, policy; plugins `provide` more (deferred by default). */
     tools: new SyncWaterfallHook<[ToolTable, ToolTableInput]>(["toolTable", "input"]),
     /** Per-run capability resolution (resolvers.ts); each tap may refine the declaration. */
     resolveRun: new AsyncSeriesWaterfallHook<[RunCapabilityDeclaration | null, RunResolverContext]>(["declaration", "ctx"]),

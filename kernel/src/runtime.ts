@@ -25,7 +25,7 @@ import { Admission } from "./run/admission.js";
 import { RunJournal } from "./run/journal.js";
 import { RunDriver } from "./run/run-driver.js";
 import { describeRun, type RunResult } from "./run/run-result.js";
-import { buildToolTable, mergeToolPolicy } from "./run/tool-table.js";
+import { ToolTable, buildToolTable, defaultToolsProblem, mergeToolPolicy } from "./run/tool-table.js";
 import { resolveState, type ResolvedState } from "./state/resolve-state.js";
 import { createMemoryApi } from "./state/memory-api.js";
 import { createRuntimeFilesystem } from "./filesystem/runtime-filesystem.js";
@@ -122,6 +122,18 @@ export class OpenEveRuntime {
       sandboxAvailable: options.sandbox !== undefined,
     };
     const table = this.hooks.tools.call(buildToolTable(toolTableInput), toolTableInput);
+    if (!(table instanceof ToolTable)) {
+      throw new AssemblyLineError("AL_ERR_HOOK_TAP", "a hooks.tools tap returned something other than the tool table it was given", {
+        fix: "Add tools with table.provide(name, definition, { provider }) and return the same table.",
+      });
+    }
+    const listedProblem = options.manifest.agent.defaultTools ? defaultToolsProblem(table, options.manifest.agent.defaultTools) : null;
+    if (listedProblem) {
+      throw new AssemblyLineError("AL_ERR_DEFAULT_TOOL_UNKNOWN", `agent.ts defaultTools: ${listedProblem}`, {
+        fix: "List only tools this agent has (built-ins, tools/, plugin-provided) and this host can run; bash needs a sandbox adapter.",
+      });
+    }
+    this.toolTable = table;
     this.profiles = buildAgentProfiles(table, toolTableInput);
     this.subagentLimits = {
       maxDepth: options.subagents?.maxDepth ?? positiveInt(env.ASSEMBLY_LINE_SUBAGENT_MAX_DEPTH, "ASSEMBLY_LINE_SUBAGENT_MAX_DEPTH") ?? DEFAULT_SUBAGENT_LIMITS.maxDepth,
@@ -152,6 +164,8 @@ export class OpenEveRuntime {
   }
 
   private readonly journal: RunJournal;
+  /** The agent's tools after plugins' `tools` taps: what runs may offer and discover. */
+  readonly toolTable: ToolTable;
   /** The root agent and its subagents, each with its tool table. */
   readonly profiles: AgentProfile;
   private readonly subagentLimits: SubagentLimits;

@@ -4,6 +4,8 @@ import { buildAgent, builtInToolDefaults } from "@assemblyline-agents/runtime";
 import { MINIMAL_AGENT, agentFolder, toolSource, writeFiles } from "./support/agent-folder.js";
 import { startAgent } from "./support/runtime.js";
 
+/** The file tools work on /memory, /history, /files and /skills without a sandbox. */
+const FILE_TOOLS = ["delete", "edit", "grep", "list", "read", "write"];
 const offered = (log: { contexts: Array<{ tools: Array<{ name: string }> }> }) => log.contexts[0]!.tools.map((tool) => tool.name).sort();
 
 describe("built-in tool slots", () => {
@@ -15,17 +17,23 @@ describe("built-in tool slots", () => {
     }
   });
 
-  it("offers ask_question, and no filesystem or deferred bridge tool without a sandbox or discovery", async () => {
+  it("offers ask_question and the file tools without a sandbox, but neither bash nor the bridge tools when nothing is deferred", async () => {
     const { runtime, log } = await startAgent(agentFolder({ "agent.ts": MINIMAL_AGENT }), [{ text: "hi" }]);
     await runtime.run({ message: "hi" });
-    expect(offered(log)).toEqual(["ask_question"]);
+    expect(offered(log)).toEqual(["ask_question", ...FILE_TOOLS].sort());
   });
 
-  it("refuses a call to a built-in that is not offered, as a recoverable error", async () => {
+  it("refuses a call to bash without a sandbox, as a recoverable error naming why", async () => {
     const { runtime, log } = await startAgent(agentFolder({ "agent.ts": MINIMAL_AGENT }), [{ toolCalls: [{ name: "bash", input: { command: "ls" } }] }, { text: "ok" }]);
     const result = await runtime.run({ message: "hi" });
     expect(result.status).toBe("completed");
-    expect(log.outcomes[0]!.outcome).toMatchObject({ isError: true, output: { error: expect.stringMatching(/Unknown tool "bash"\. Available tools: ask_question/) } });
+    expect(log.outcomes[0]!.outcome).toMatchObject({ isError: true, output: { error: 'Tool "bash" needs a sandbox, and this host has no sandbox adapter.' } });
+  });
+
+  it("refuses a call to a tool that does not exist, listing what is offered", async () => {
+    const { runtime, log } = await startAgent(agentFolder({ "agent.ts": MINIMAL_AGENT }), [{ toolCalls: [{ name: "nope", input: {} }] }, { text: "ok" }]);
+    await runtime.run({ message: "hi" });
+    expect(log.outcomes[0]!.outcome).toMatchObject({ isError: true, output: { error: expect.stringMatching(/Unknown tool "nope"\. Available tools: ask_question, delete/) } });
   });
 
   it("replaces a built-in with tools/<name>.ts", async () => {
@@ -64,7 +72,7 @@ export default defineTool({ ...ask, async execute(input, ctx) { await ctx.emit("
     });
     const { runtime, log } = await startAgent(dir, [{ text: "hi" }]);
     await runtime.run({ message: "hi" });
-    expect(offered(log)).toEqual([]);
+    expect(offered(log)).toEqual(FILE_TOOLS);
   });
 });
 
@@ -76,7 +84,7 @@ describe("coreToolPolicy", () => {
       coreToolPolicy: { beta: "disabled" },
     });
     const result = await runtime.run({ message: "hi" });
-    expect(offered(log)).toEqual(["alpha", "ask_question"]);
+    expect(offered(log)).toEqual(["alpha", "ask_question", ...FILE_TOOLS]);
     expect(log.outcomes[0]!.outcome).toMatchObject({ isError: true, output: { error: expect.stringMatching(/disabled/) } });
     expect(await types(result.runId)).toContain("tool.disabled");
   });
@@ -113,6 +121,35 @@ export default defineAgent({ model: "test/model", instructions: "You are a test 
     expect(after).not.toBe(before);
     const { runtime, log } = await startAgent(dir, [{ text: "hi" }]);
     await runtime.run({ message: "hi" });
-    expect(offered(log)).toEqual(["ask_question"]);
+    expect(offered(log)).toEqual(["ask_question", ...FILE_TOOLS]);
+  });
+});
+
+describe("file tools without a sandbox adapter", () => {
+  it("read, write, edit, list, grep and delete /memory, and read /history, with /workspace refused as a recoverable error", async () => {
+    const calls = [
+      { name: "write", input: { path: "/memory/notes/today.md", content: "buy milk\nbuy bread" } },
+      { name: "edit", input: { path: "/memory/notes/today.md", oldText: "bread", newText: "eggs" } },
+      { name: "read", input: { path: "/memory/notes/today.md" } },
+      { name: "list", input: { path: "/memory" } },
+      { name: "grep", input: { pattern: "eggs", path: "/memory" } },
+      { name: "list", input: { path: "/history" } },
+      { name: "write", input: { path: "/workspace/out.txt", content: "x" } },
+      { name: "delete", input: { path: "/memory/notes/today.md" } },
+      { name: "read", input: { path: "/memory/notes/today.md" } },
+    ];
+    const { runtime, log } = await startAgent(agentFolder({ "agent.ts": MINIMAL_AGENT }), [{ toolCalls: calls }, { text: "done" }]);
+    const result = await runtime.run({ message: "go", conversationId: "conv-1" });
+    expect(result.status).toBe("completed");
+    const outputs = log.outcomes.map((entry) => entry.outcome);
+    expect(outputs[0]).toMatchObject({ isError: false, output: { path: "/memory/notes/today.md" } });
+    expect(outputs[1]).toMatchObject({ isError: false, output: { replaced: 1 } });
+    expect(outputs[2]).toMatchObject({ output: { content: "buy milk\nbuy eggs" } });
+    expect(outputs[3]).toMatchObject({ output: { entries: [{ path: "/memory/notes/today.md", type: "file" }] } });
+    expect(outputs[4]).toMatchObject({ output: { matches: ["/memory/notes/today.md:2:buy eggs"] } });
+    expect(outputs[5]).toMatchObject({ isError: false, output: { entries: expect.any(Array) } });
+    expect(outputs[6]).toMatchObject({ isError: true, output: { code: "AL_ERR_SANDBOX_UNAVAILABLE" } });
+    expect(outputs[7]).toMatchObject({ isError: false, output: { deleted: true } });
+    expect(outputs[8]).toMatchObject({ isError: true, output: { code: "AL_ERR_PATH_NOT_FOUND" } });
   });
 });

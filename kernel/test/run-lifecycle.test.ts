@@ -73,7 +73,7 @@ export default defineRunResolver(async (ctx) => { ${body} });`,
     const regular = await runtime.run({ message: "go" });
     expect((await events(regular.runId)).find((event) => event.type === "run.capabilities_resolved")!.data.declaration).toBeNull();
     expect(log.modelSpecs[1]).toBe("test/authored");
-    expect(log.contexts[1]!.tools.map((tool) => tool.name).sort()).toEqual(["alpha", "ask_question", "beta"]);
+    expect(log.contexts[1]!.tools.map((tool) => tool.name).sort()).toEqual(["alpha", "ask_question", "beta", "delete", "edit", "grep", "list", "read", "write"]);
   });
 
   it("lets a host-forced model win over the resolver", async () => {

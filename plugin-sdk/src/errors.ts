@@ -101,6 +101,10 @@ export const errorCatalogue = {
   AL_ERR_SUBAGENT_BUSY: "A subagent's run is driven by another process; the parent stays running and recovery resumes both.",
   AL_ERR_SUBAGENT_FAILED: "A subagent's run failed; the spawning tool call gets the child's error.",
   AL_ERR_SUBAGENT_OUTPUT: "A subagent's final output does not match its outputSchema or the expectedOutput schema.",
+  AL_ERR_NOT_SUPPORTED: "The agent folder uses an option or file this runtime version declares but does not run yet.",
+  AL_ERR_TOOL_CAPABILITY: "A tool's capability metadata or defaultEnabled is malformed or contradicts itself.",
+  AL_ERR_DEFAULT_TOOL_UNKNOWN: "agent.ts or a resolver's defaultTools names a tool the run does not have or cannot use.",
+  AL_ERR_TOOL_PROVIDED: "A tool added from outside the agent folder (a plugin's tools hook) is malformed or its name is taken.",
 } as const;
 
 export type ErrorCode = keyof typeof errorCatalogue;

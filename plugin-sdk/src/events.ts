@@ -36,6 +36,7 @@ export const RUN_EVENT_TYPES = [
   "tool.replayed",
   "tool.denied",
   "tool.disabled",
+  "tools.activated",
   "approval.requested",
   "approval.granted",
   "approval.denied",

@@ -21,7 +21,11 @@ export interface HarnessTurnInput {
   agentRevision: string;
   /** `provider/model`. */
   modelSpec: string;
-  /** The model input the context policy built. */
+  /**
+   * The model input the context policy built. `context.tools` may grow during
+   * the turn (a tool_describe or a skill activates tools): read it before each
+   * model call.
+   */
   context: ModelContext;
   /** Present when resuming a paused run. */
   continuation?: HarnessContinuation;

@@ -6,6 +6,7 @@ import type { ContextBuildInfo, ModelContext } from "./model-context.js";
 import type { RunCapabilityDeclaration, RunResolverContext } from "./resolver.js";
 import type { RunEvent } from "./events.js";
 import type { StateAdapter } from "./state/index.js";
+import type { ToolTableInfo, ToolTableSurface } from "./tool.js";
 
 export interface TapOptions {
   name: string;
@@ -57,6 +58,8 @@ export interface KernelHookSurface {
   harness: AsyncTappable<[HarnessRequest], AgentHarness>;
   /** Reshape the model input. */
   context: AsyncTappable<[ModelContext, ContextBuildInfo], ModelContext>;
+  /** Add tools from outside the agent folder (`table.provide(name, definition, { provider })`); return the table. */
+  tools: Tappable<[ToolTableSurface, ToolTableInfo], ToolTableSurface>;
   /** Refine a run's capability declaration. */
   resolveRun: AsyncTappable<[RunCapabilityDeclaration | null, RunResolverContext], RunCapabilityDeclaration | null>;
   /** Observe each durably recorded event; observe-only. */

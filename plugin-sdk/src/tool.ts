@@ -104,6 +104,28 @@ export const BUILT_IN_TOOL_NAMES = [
 
 export type BuiltInToolName = (typeof BUILT_IN_TOOL_NAMES)[number];
 
+/** The bridge tools the runtime handles itself; overriding one replaces it wholesale. */
+export const BRIDGE_TOOL_NAMES = ["tool_search", "tool_describe", "tool_call"] as const;
+
+/**
+ * An agent's tool table as a plugin sees it in the kernel's `tools` hook: it can
+ * add tools from outside the agent folder (connections, plugins). A provided
+ * tool's `auto` visibility is `deferred`, so `tool_search` finds it without
+ * growing every prompt. Name connection tools `<connection>__<tool>`.
+ */
+export interface ToolTableSurface {
+  has(name: string): boolean;
+  names(): string[];
+  /** Add one tool; throws AL_ERR_TOOL_PROVIDED when the name is taken or malformed. */
+  provide(name: string, definition: ToolDefinition<any, any>, options: { provider: string }): void;
+}
+
+/** What the `tools` hook knows about the runtime it builds the table for. */
+export interface ToolTableInfo {
+  /** Whether a sandbox adapter backs /workspace and `bash`. */
+  sandboxAvailable: boolean;
+}
+
 /** Per-tool host policy (`RuntimeOptions.coreToolPolicy`). */
 export type CoreToolMode = "enabled" | "approval" | "disabled";
 export type CoreToolPolicy = Partial<Record<string, CoreToolMode>>;

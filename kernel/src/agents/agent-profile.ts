@@ -2,7 +2,7 @@ import type { ContextPolicy, JsonSchema, RunRecord } from "@assemblyline-agents/
 import { AssemblyLineError } from "@assemblyline-agents/core";
 import type { SourceBundle, SubagentBundle } from "../compiler/bundle.js";
 import type { AgentManifest, SkillManifestEntry, SubagentManifestEntry } from "../compiler/manifest.js";
-import { buildToolTable, type ToolTable, type ToolTableInput } from "../run/tool-table.js";
+import { ToolTable, buildToolTable, type ToolTableInput } from "../run/tool-table.js";
 
 /**
  * One agent of the folder as a run sees it: the root agent, or a subagent at
@@ -104,7 +104,7 @@ function subagentTable(parentTable: ToolTable, entry: SubagentManifestEntry, bun
     } satisfies AgentManifest,
     sourceBundle: { ...tableInput.sourceBundle, tools: bundle.tools, subagents: bundle.subagents } satisfies SourceBundle,
   });
-  const table: ToolTable = new Map();
+  const table = new ToolTable({ coreToolPolicy: tableInput.coreToolPolicy, sandboxAvailable: tableInput.sandboxAvailable });
   for (const [name, tool] of own) {
     if (tool.origin !== "built-in") continue;
     const inherited = parentTable.get(name);

@@ -1,10 +1,12 @@
 import { defineTool, isAssemblyLineError, type ToolExecutionContext } from "@assemblyline-agents/core";
 import { runtimeFilesystemOf } from "../filesystem/context-access.js";
 
+// Without a sandbox only /workspace is out of reach: the model can keep working on the other roots.
 const MODEL_RECOVERABLE = new Set([
   "AL_ERR_PATH_ESCAPE",
   "AL_ERR_PATH_READ_ONLY",
   "AL_ERR_PATH_NOT_FOUND",
+  "AL_ERR_SANDBOX_UNAVAILABLE",
   "AL_ERR_SKILL_READ_ONLY",
   "AL_ERR_SKILL_DEFINITION",
   "AL_ERR_SKILL_NOT_FOUND",
@@ -28,8 +30,8 @@ function refusalsAsResults<I, O>(execute: (input: I, ctx: ToolExecutionContext) 
 
 /**
  * The filesystem and shell built-ins, over the runtime filesystem roots
- * (/memory, /history, /files, /workspace, /skills). The runtime offers them when
- * a sandbox adapter backs /workspace.
+ * (/memory, /history, /files, /workspace, /skills). The file tools need no
+ * sandbox (only their /workspace paths do, acquired lazily); bash needs one.
  */
 const path = { type: "string", description: "Absolute logical path, e.g. /workspace/report.txt or /memory/notes.md" } as const;
 const MAX_GREP_MATCHES = 200;

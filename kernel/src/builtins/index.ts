@@ -27,19 +27,24 @@ export const builtInToolDefaults: Readonly<Record<BuiltInToolName, ToolDefinitio
 
 export type BuiltInRequirement = "always" | "sandbox" | "skills" | "subagents" | "unavailable";
 
-/** Which built-ins need what before the model may be offered them: a sandbox, skills to load, subagents to spawn. */
+/**
+ * Which built-ins need what before the model may be offered them. The file
+ * tools work on /memory, /history, /files and /skills without a sandbox (only
+ * their /workspace paths need one); `bash` needs one; load_skill needs skills
+ * (or self-improvement, which can author them); spawn_subagent needs subagents.
+ */
 export const BUILT_IN_REQUIREMENTS: Readonly<Record<BuiltInToolName, BuiltInRequirement>> = Object.freeze({
-  read: "sandbox",
-  write: "sandbox",
-  edit: "sandbox",
-  delete: "sandbox",
-  list: "sandbox",
-  grep: "sandbox",
+  read: "always",
+  write: "always",
+  edit: "always",
+  delete: "always",
+  list: "always",
+  grep: "always",
   bash: "sandbox",
   ask_question: "always",
   spawn_subagent: "subagents",
   load_skill: "skills",
-  tool_search: "unavailable",
-  tool_describe: "unavailable",
-  tool_call: "unavailable",
+  tool_search: "always",
+  tool_describe: "always",
+  tool_call: "always",
 });

@@ -17,14 +17,17 @@ import {
   isHookDefinition,
   isRunResolverDefinition,
   isToolDefinition,
+  resolveDefaultContextOptions,
   type AgentDefinition,
   type ContextPolicy,
   type JsonValue,
   type ToolDefinition,
 } from "@assemblyline-agents/core";
 import { digestJson } from "../canonical-json.js";
+import { capabilityProblem } from "../run/tool-visibility.js";
 import { compileSchema } from "../schema.js";
 import { createModuleLoader } from "./load-module.js";
+import { refuseUnsupportedOptions, sandboxUse } from "./unsupported-options.js";
 import {
   MANIFEST_VERSION,
   type AgentManifest,
@@ -90,6 +93,14 @@ export async function buildAgent(agentDirInput: string, options: BuildOptions = 
     });
   }
   await options.validateModel?.(agent.model);
+  const sandboxFile = findSource(agentDir, "sandbox");
+  refuseUnsupportedOptions({
+    agentDir,
+    agentFile,
+    agent,
+    sandbox: sandboxUse(sandboxFile, sandboxFile ? (await load(join(agentDir, sandboxFile))).default : undefined),
+    rootFile: (stem) => findSource(agentDir, stem),
+  });
   for (const key of SUBAGENT_ONLY_KEYS) {
     if (agent[key] !== undefined) {
       throw new AssemblyLineError("AL_ERR_AGENT_DEFINITION", `${agentFile} sets ${key}, which only a subagent (subagents/<name>/agent.ts) may set`, {
@@ -133,7 +144,7 @@ export async function buildAgent(agentDirInput: string, options: BuildOptions = 
       instructions,
       defaultTools: agent.defaultTools ?? null,
       coreToolPolicy: agent.coreToolPolicy ?? {},
-      context: describeContext(agentContext),
+      context: describeContext(agentContext, agentContext === undefined ? null : (contextSource?.exports.some((exported) => sameContextPolicy(exported, agentContext)) ? contextSource.source : await hashSource(agentDir, agentFile))),
       source: await hashSource(agentDir, agentFile),
       instructionsSource,
       selfImprovement,
@@ -141,7 +152,7 @@ export async function buildAgent(agentDirInput: string, options: BuildOptions = 
     tools,
     hooks,
     resolver,
-    context: contextSource,
+    context: contextSource?.source ?? null,
     gateway,
     channels,
     sandbox,
@@ -221,6 +232,19 @@ async function compileTools(agentDir: string, load: Loader): Promise<ToolManifes
     }
     entries.push(toolEntry(file, name, exported, source, builtIns.has(name) ? "override" : "authored"));
   }
+  // An alias is another name for one tool: it may not shadow a tool or another alias.
+  const taken = new Map<string, string>([...builtIns, ...entries.map((entry) => entry.name)].map((name) => [name, `tool ${name}`]));
+  for (const entry of entries) {
+    for (const alias of entry.capability?.aliases ?? []) {
+      const holder = taken.get(alias);
+      if (holder && holder !== `tool ${entry.name}`) {
+        throw new AssemblyLineError("AL_ERR_TOOL_CAPABILITY", `${entry.source.file}: alias "${alias}" is already the name or an alias of ${holder}`, {
+          fix: "Give each alias to one tool only, and never a tool's own name.",
+        });
+      }
+      taken.set(alias, `tool ${entry.name}`);
+    }
+  }
   return entries;
 }
 
@@ -263,6 +287,12 @@ function toolEntry(file: string, name: string, tool: ToolDefinition, source: Sou
         fix: `Correct the ${field} of tool "${name}" (ajv must compile it).`,
       });
     }
+  }
+  const capabilityIssue = capabilityProblem(tool);
+  if (capabilityIssue) {
+    throw new AssemblyLineError("AL_ERR_TOOL_CAPABILITY", `${file}: ${capabilityIssue}`, {
+      fix: 'See "Tool discovery" in the README: visibility auto|always|deferred|skill|hidden, execution auto|direct|sandbox|both, lowercase namespace, tags and aliases.',
+    });
   }
   const approval = tool.needsApproval;
   return {
@@ -316,7 +346,7 @@ async function compileResolver(agentDir: string, load: Loader): Promise<SourceRe
   return hashSource(agentDir, file);
 }
 
-async function compileContextFile(agentDir: string, load: Loader): Promise<SourceRef | null> {
+async function compileContextFile(agentDir: string, load: Loader): Promise<{ source: SourceRef; exports: unknown[] } | null> {
   const file = findSource(agentDir, "context");
   if (!file) return null;
   const exports = Object.values(await load(join(agentDir, file)));
@@ -325,7 +355,7 @@ async function compileContextFile(agentDir: string, load: Loader): Promise<Sourc
       fix: "Export a defineContext({...}) (or defaultContext({...})) and use it as context: in agent.ts.",
     });
   }
-  return hashSource(agentDir, file);
+  return { source: await hashSource(agentDir, file), exports };
 }
 
 async function compileChannels(agentDir: string, load: Loader): Promise<ChannelManifestEntry[]> {
@@ -408,15 +438,28 @@ async function compileGateway(agentDir: string, load: Loader): Promise<GatewayMa
   return { source: await hashSource(agentDir, file), slots };
 }
 
-function describeContext(policy: ContextPolicy | undefined): ContextManifest {
-  if (policy === undefined) return { kind: "default", options: {} };
-  if (policy.kind === "default") return { kind: "default", options: policy.options };
+/** Whether context.ts exports this policy (agent.ts may see its own module instance of context.ts). */
+function sameContextPolicy(exported: unknown, policy: ContextPolicy): boolean {
+  if (exported === policy) return true;
+  if (!isContextPolicy(exported) || exported.kind !== policy.kind) return false;
+  return exported.kind === "custom" ? exported.name === (policy as { name: string }).name : digestJson(exported.options as JsonValue) === digestJson(policy.options as JsonValue);
+}
+
+/**
+ * The context policy as the manifest records it: each level with the file that
+ * defines it (null for the implicit default) and, for the default policy, every
+ * part's effective bounds.
+ */
+function describeContext(policy: ContextPolicy | undefined, source: SourceRef | null): ContextManifest {
+  if (policy === undefined) return { kind: "default", options: {}, resolved: resolveDefaultContextOptions({}), source: null };
+  if (policy.kind === "default") return { kind: "default", options: policy.options, resolved: resolveDefaultContextOptions(policy.options), source };
   return {
     kind: "custom",
     name: policy.name,
     options: (policy.options ?? {}) as Record<string, JsonValue>,
-    extends: describeContext(policy.extends),
+    extends: describeContext(policy.extends, source),
     hasBuild: typeof policy.build === "function",
+    source,
   };
 }
 

@@ -1,4 +1,4 @@
-import type { CoreToolPolicy, DefaultContextOptions, JsonSchema, JsonValue, SideEffect, ToolCapability } from "@assemblyline-agents/core";
+import type { CoreToolPolicy, DefaultContextOptions, JsonSchema, JsonValue, ResolvedDefaultContextOptions, SideEffect, ToolCapability } from "@assemblyline-agents/core";
 
 export const MANIFEST_VERSION = 1;
 
@@ -8,9 +8,10 @@ export interface SourceRef {
   hash: string;
 }
 
+/** A context policy with the file that defines it (null: the implicit default) and, for the default, its effective part bounds. */
 export type ContextManifest =
-  | { kind: "default"; options: DefaultContextOptions }
-  | { kind: "custom"; name: string; options: Record<string, JsonValue>; extends: ContextManifest; hasBuild: boolean };
+  | { kind: "default"; options: DefaultContextOptions; resolved: ResolvedDefaultContextOptions; source: SourceRef | null }
+  | { kind: "custom"; name: string; options: Record<string, JsonValue>; extends: ContextManifest; hasBuild: boolean; source: SourceRef | null };
 
 export interface ToolManifestEntry {
   name: string;

@@ -131,7 +131,14 @@ export function scriptedHarness(rootScript: ModelScript, options: { name?: strin
           }
           const response = { text: "text" in next && next.text !== undefined ? next.text : "", toolCalls: "toolCalls" in next ? next.toolCalls.map((call, i) => ({ id: call.id ?? `call_${turnIndex}_${i}`, name: call.name, input: call.input ?? {} })) : [] };
           if (response.text) ctx.textDelta(response.text);
-          await ctx.emit("model.response", { harness: name, turn: turnIndex, text: response.text, toolCalls: response.toolCalls.map((call) => call.name) });
+          // offeredTools: the tools the model was given for this call, so evals and tests can check the model input.
+          await ctx.emit("model.response", {
+            harness: name,
+            turn: turnIndex,
+            text: response.text,
+            toolCalls: response.toolCalls.map((call) => call.name),
+            offeredTools: input.context.tools.map((tool) => tool.name),
+          });
           return response as { text: string; toolCalls: ModelToolCall[] };
         });
         state.nextTurn += 1;

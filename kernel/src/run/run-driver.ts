@@ -20,7 +20,8 @@ import { describeRun, type RunResult } from "./run-result.js";
 import type { RunScope, RunServices } from "./run-scope.js";
 import { runStep } from "./step.js";
 import { callTool } from "./tool-pipeline.js";
-import { toModelToolSpec, visibleTools } from "./tool-table.js";
+import { activateTools, activatedToolNames } from "./tool-activation.js";
+import { defaultToolsProblem, toModelToolSpec, visibleTools, type ToolTableEntry } from "./tool-table.js";
 import { profileOfRun, type AgentProfile } from "../agents/agent-profile.js";
 import type { SkillLibrary, SkillView } from "../skills/skill-library.js";
 import type { SkillActivation } from "./run-access.js";
@@ -206,6 +207,13 @@ export class RunDriver {
         cause: error,
       });
     }
+    const unusable = declaration?.defaultTools ? defaultToolsProblem(this.parts.profiles.table, declaration.defaultTools) : null;
+    if (unusable) {
+      // A resolver's tool list is load-bearing: honour it fully or fail, never drop a name silently.
+      throw new AssemblyLineError("AL_ERR_DEFAULT_TOOL_UNKNOWN", `resolvers.ts defaultTools for run ${run.id}: ${unusable}`, {
+        fix: "Return only tools this agent has and this host can run (see `assembly-line build` output and the sandbox configuration).",
+      });
+    }
     const started: StartedData = {
       modelSpec: forcedModel ?? declaration?.model ?? run.modelSpec,
       instructions: [manifest.agent.instructions, declaration?.instructions].filter((part) => part && part.trim()).join("\n\n"),
@@ -241,33 +249,25 @@ export class RunDriver {
   }
 
   private async turn(run: RunRecord, started: StartedData, signal: AbortSignal | undefined, lease: LeaseWatch): Promise<void> {
-    const { state, journal, manifest, hooks, logger } = this.parts;
+    const { state, journal, hooks, logger } = this.parts;
     const profile = profileOfRun(this.parts.profiles, run);
     const table = profile.table;
     const library = this.parts.skillLibrary(profile);
-    const offered = visibleTools(table, started.defaultTools ?? profile.defaultTools);
+    const activated = activatedToolNames(await state.runs.listEvents(run.id))
+      .map((name) => table.get(name))
+      .filter((entry): entry is ToolTableEntry => entry !== undefined && entry.mode !== "disabled" && entry.available);
+    const offered = [...visibleTools(table, started.defaultTools)];
+    for (const entry of activated) if (!offered.includes(entry)) offered.push(entry);
     const controller = new AbortController();
     signal?.addEventListener("abort", () => controller.abort(signal.reason), { once: true });
     const services = this.parts.services(run);
-    const toolSpecs = offered.map(toModelToolSpec);
-    let offeredSpecs = toolSpecs;
-    const visible = new Set(offered.map((entry) => entry.name));
-    /** Offer a skill's tools from now on: to the pipeline (visible) and to the model (the context's tool list). */
-    const activate = (skill: SkillView) => {
-      for (const name of skill.tools) {
-        const entry = table.get(name);
-        if (!entry || entry.mode === "disabled" || visible.has(name)) continue;
-        visible.add(name);
-        offeredSpecs.push(toModelToolSpec(entry));
-      }
-    };
+    // Skills loaded earlier in the run: their procedures go back into the context (their tools came back above).
     const activeSkills: SkillView[] = [];
     for (const event of await state.runs.listEvents(run.id)) {
       if (event.type !== "skill.loaded" || activeSkills.some((skill) => skill.name === event.data.name)) continue;
       const skill = await library.get(String(event.data.name));
       if (skill) activeSkills.push(skill);
     }
-    for (const skill of activeSkills) activate(skill);
     const skills: SkillActivation = {
       load: async (name) => {
         const skill = await library.get(name);
@@ -276,8 +276,8 @@ export class RunDriver {
             fix: `Load one of: ${(await library.list()).map((entry) => entry.name).join(", ") || "(none)"}.`,
           });
         }
-        activate(skill);
         await journal.record(run.id, "skill.loaded", { name: skill.name, digest: skill.digest, tools: skill.tools });
+        await activateTools(scope, skill.tools, `skill:${skill.name}`);
         return skill;
       },
     };
@@ -287,25 +287,41 @@ export class RunDriver {
       runs: state.runs,
       journal,
       table,
-      visible,
+      visible: new Set(offered.map((entry) => entry.name)),
+      offered: [],
       skills,
       signal: controller.signal,
       services,
-      channel: run.input.channel ? { name: run.input.channel.name, ...(run.conversationId ? { conversationId: run.conversationId } : {}) } : undefined,
+      channel: run.input.channel
+        ? {
+            name: run.input.channel.name,
+            ...(run.conversationId ? { conversationId: run.conversationId } : {}),
+            ...(run.input.channel.metadata ? { metadata: run.input.channel.metadata } : {}),
+          }
+        : undefined,
       logger,
       failure: null,
       lease,
     };
     try {
-      const info = { runId: run.id, agentId: profile.agentId, metadata: run.input.metadata, ...(run.conversationId ? { conversationId: run.conversationId } : {}) };
+      const info = {
+        runId: run.id,
+        agentId: profile.agentId,
+        metadata: run.input.metadata,
+        ...(run.conversationId ? { conversationId: run.conversationId } : {}),
+        ...(run.input.channel ? { channel: run.input.channel } : {}),
+      };
+      const deferred = scope.visible.has("tool_search") ? table.searchable().filter((entry) => !scope.visible.has(entry.name)) : [];
       const catalog = table.has("load_skill") ? (await library.list()).map((skill) => ({ name: skill.name, description: skill.description })) : [];
       const built = await buildModelContext(
         profile.context,
         {
           instructions: started.instructions,
           message: run.input.message,
-          tools: toolSpecs,
+          tools: offered.map(toModelToolSpec),
+          deferred: deferred.map((entry) => ({ name: entry.name, namespace: entry.namespace })),
           conversations: state.conversations,
+          filesystem: services.filesystem,
           skills: catalog,
           activeSkills: activeSkills.map((skill) => ({ name: skill.name, body: skill.body })),
           subagents: table.has("spawn_subagent") ? [...profile.subagents.values()].map((child) => ({ name: child.name, description: child.description ?? "" })) : [],
@@ -313,8 +329,7 @@ export class RunDriver {
         info,
       );
       const context = await hooks.context.promise(built, info);
-      // Skills loaded during this turn add their tools to what the model is offered from here on.
-      offeredSpecs = context.tools;
+      scope.offered = context.tools;
       const checkpoint = await state.runs.getCheckpoint(run.id);
       const harness = await this.parts.selectHarness(started.modelSpec, run.id);
       const harnessCtx: HarnessContext = {

@@ -7,6 +7,7 @@ import type {
   Sandbox,
   SubagentRequest,
   JsonValue,
+  ModelToolSpec,
 } from "@assemblyline-agents/core";
 import type { RuntimeFilesystem } from "../filesystem/runtime-filesystem.js";
 import type { RunJournal } from "./journal.js";
@@ -33,8 +34,10 @@ export interface RunScope {
   runs: RunStore;
   journal: RunJournal;
   table: ToolTable;
-  /** Names the model was offered for this run; loading a skill adds the tools it activates. */
+  /** Names the model is offered in this run; grows when tools are activated (tool-activation.ts). */
   visible: Set<string>;
+  /** The tool list the engine was given (`context.tools`): activation appends to it. */
+  offered: ModelToolSpec[];
   /** What load_skill reaches: activates a skill for the rest of the run. */
   skills: SkillActivation;
   signal: AbortSignal;

@@ -9,6 +9,7 @@ import {
 import { digestJson } from "../canonical-json.js";
 import { findNonJson } from "../json-check.js";
 import { describeSchemaErrors } from "../schema.js";
+import { reachableThroughBridge, runBridgeTool, unreachableReason, unwrapToolCall } from "./bridge-tools.js";
 import { isInfrastructureFailure, leaseLost } from "./infrastructure-failure.js";
 import { isQuestionSuspension, type QuestionSuspension } from "./question.js";
 import { isSubagentSuspension, type SubagentSuspension } from "../subagents/suspension.js";
@@ -24,11 +25,17 @@ export function approvalIdFor(runId: string, callId: string, inputDigest: string
 const now = () => new Date().toISOString();
 
 /**
- * The tool pipeline: resolve -> policy -> input schema -> approval gate ->
- * execute -> JSON/output checks -> persist -> model projection. A call that
- * completed before returns its persisted result and is never executed again.
+ * The tool pipeline: resolve (tool_call unwrapped into the call it names) ->
+ * policy -> input schema -> approval gate -> execute -> JSON/output checks ->
+ * persist -> model projection. A call that completed before returns its
+ * persisted result and is never executed again.
  */
-export async function callTool(scope: RunScope, call: ModelToolCall): Promise<ToolCallOutcome> {
+export async function callTool(scope: RunScope, requested: ModelToolCall): Promise<ToolCallOutcome> {
+  // tool_call takes the pipeline as the call it names (bridge-tools.ts).
+  const unwrapped = unwrapToolCall(scope, requested);
+  if ("refusal" in unwrapped) return recoverable(scope, requested, digestJson(requested.input), "tool.input_invalid", unwrapped.refusal);
+  const { call, via } = unwrapped;
+  const viaField: Record<string, JsonValue> = via ? { via } : {};
   const inputDigest = digestJson(call.input);
   const existing = await scope.runs.getToolCall(scope.runId, call.id);
   if (existing && (existing.toolName !== call.name || (existing.inputDigest !== inputDigest && existing.status !== "approved"))) {
@@ -43,10 +50,15 @@ export async function callTool(scope: RunScope, call: ModelToolCall): Promise<To
   }
 
   const entry = scope.table.get(call.name);
-  if (!entry || (!scope.visible.has(call.name) && entry.mode !== "disabled")) {
+  const offered = entry && (via ? reachableThroughBridge(scope, entry) : scope.visible.has(call.name));
+  if (entry && !offered && entry.mode !== "disabled" && unreachableReason(entry)) {
+    return recoverable(scope, call, inputDigest, "tool.disabled", { error: unreachableReason(entry)! });
+  }
+  if (!entry || (!offered && entry.mode !== "disabled")) {
     const available = [...scope.visible].sort().join(", ") || "none";
+    const discovery = scope.visible.has("tool_search") ? " More tools can be found with tool_search." : "";
     return recoverable(scope, call, inputDigest, "tool.input_invalid", {
-      error: `Unknown tool "${call.name}". Available tools: ${available}.`,
+      error: `Unknown tool "${call.name}". Available tools: ${available}.${discovery}`,
     });
   }
   if (entry.mode === "disabled") {
@@ -69,10 +81,10 @@ export async function callTool(scope: RunScope, call: ModelToolCall): Promise<To
     await scope.journal.append(
       scope.runId,
       [
-        { type: "tool.called", data: { callId: call.id, toolName: call.name, input: call.input } },
+        { type: "tool.called", data: { callId: call.id, toolName: call.name, input: call.input, ...viaField } },
         {
           type: "approval.requested",
-          data: { approvalId, callId: call.id, toolName: call.name, input: call.input, reason: entry.approval.reason, sideEffect: entry.approval.sideEffect },
+          data: { approvalId, callId: call.id, toolName: call.name, input: call.input, reason: entry.approval.reason, sideEffect: entry.approval.sideEffect, ...viaField },
         },
       ],
       // The run stays `running` until the engine has ended its turn and the checkpoint is written.
@@ -88,7 +100,7 @@ export async function callTool(scope: RunScope, call: ModelToolCall): Promise<To
       await scope.journal.record(
         scope.runId,
         "tool.called",
-        { callId: call.id, toolName: call.name, input: call.input },
+        { callId: call.id, toolName: call.name, input: call.input, ...viaField },
         { toolCall: newRecord(scope, call, inputDigest, "requested") },
       );
     }
@@ -133,7 +145,7 @@ async function execute(
   const base = existing ?? newRecord(scope, call, inputDigest, "requested");
   let output: unknown;
   try {
-    output = await entry.definition.execute(call.input, ctx);
+    output = entry.bridge ? await runBridgeTool(scope, entry, call.input) : await entry.definition.execute(call.input, ctx);
     if (asked.question) throw asked.question;
     if (asked.subagent) throw asked.subagent;
   } catch (error) {

@@ -1,26 +1,54 @@
 import type { ValidateFunction } from "ajv";
 import {
+  AssemblyLineError,
+  BRIDGE_TOOL_NAMES,
   BUILT_IN_TOOL_NAMES,
   isApprovalPolicy,
+  isToolDefinition,
   type BuiltInToolName,
   type CoreToolMode,
   type CoreToolPolicy,
   type ModelToolSpec,
   type SideEffect,
   type ToolDefinition,
+  type ToolTableInfo,
+  type ToolTableSurface,
 } from "@assemblyline-agents/core";
 import { BUILT_IN_REQUIREMENTS, builtInToolDefaults } from "../builtins/index.js";
 import type { SourceBundle } from "../compiler/bundle.js";
 import type { AgentManifest } from "../compiler/manifest.js";
 import { compileSchema } from "../schema.js";
+import { ToolSearchIndex, type ToolSearchHit } from "./tool-search.js";
+import {
+  capabilityProblem,
+  inferExecution,
+  inferVisibility,
+  reachesAutoCount,
+  type ResolvedExecution,
+  type ResolvedVisibility,
+  type ToolOrigin,
+} from "./tool-visibility.js";
 
 export interface ToolTableEntry {
   name: string;
   definition: ToolDefinition<any, any>;
-  origin: "built-in" | "authored" | "override";
+  origin: ToolOrigin;
+  /** The plugin that provided it, for `provided` tools. */
+  provider: string | null;
   /** After coreToolPolicy: disabled tools stay listed so a forced call can be refused by name. */
   mode: CoreToolMode;
-  /** Offered up front when no per-run tool list says otherwise. */
+  /** After the inference rule (tool-visibility.ts), with the rule that decided it. */
+  visibility: ResolvedVisibility;
+  visibilityBecause: string;
+  execution: ResolvedExecution;
+  /** false when the tool needs a sandbox and the host has none: never offered, a call is refused by name. */
+  available: boolean;
+  namespace: string | null;
+  tags: string[];
+  aliases: string[];
+  /** tool_search / tool_describe / tool_call as the runtime handles them (not overridden). */
+  bridge: boolean;
+  /** Offered up front when no per-run tool list says otherwise (bridge tools: see `hasSearchable`). */
   defaultVisible: boolean;
   /** The approval gate, from the definition or forced by policy. */
   approval: false | { reason: string; sideEffect: SideEffect };
@@ -28,75 +56,175 @@ export interface ToolTableEntry {
   validateOutput: ValidateFunction | null;
 }
 
-export type ToolTable = Map<string, ToolTableEntry>;
-
-export interface ToolTableInput {
+export interface ToolTableInput extends ToolTableInfo {
   manifest: AgentManifest;
   sourceBundle: SourceBundle;
   /** Agent policy merged with host policy and env (host wins). */
   coreToolPolicy: CoreToolPolicy;
-  /** Whether a sandbox adapter backs the filesystem built-ins. */
-  sandboxAvailable: boolean;
 }
 
-const HIDDEN_UNTIL_DISCOVERED = new Set(["deferred", "skill", "hidden"]);
+const BRIDGES = new Set<string>(BRIDGE_TOOL_NAMES);
+const TOOL_NAME = /^[a-z][a-z0-9]*(_[a-z0-9]+)*(__[a-z][a-z0-9]*(_[a-z0-9]+)*)?$/;
 
-/** The agent's tool table for one revision: built once, shared by every run. */
-export function buildToolTable(input: ToolTableInput): ToolTable {
-  const { manifest, sourceBundle, coreToolPolicy, sandboxAvailable } = input;
-  const table: ToolTable = new Map();
-  const removed = new Set(manifest.tools.filter((entry) => entry.kind === "disabled").map((entry) => entry.name));
-  const authored = new Map(manifest.tools.filter((entry) => entry.kind !== "disabled").map((entry) => [entry.name, entry]));
-  const listed = manifest.agent.defaultTools ? new Set(manifest.agent.defaultTools) : null;
+/**
+ * The agent's tool table for one revision: built once, shared by every run.
+ * Plugins add tools from outside the agent folder with `provide` (kernel hook
+ * `tools`); those default to deferred, so tool_search finds them.
+ */
+export class ToolTable extends Map<string, ToolTableEntry> implements ToolTableSurface {
+  private index: { size: number; search: ToolSearchIndex } | undefined;
+  private aliasIndex: Map<string, string> | undefined;
 
-  const add = (name: string, definition: ToolDefinition<any, any>, origin: ToolTableEntry["origin"]) => {
-    const mode = coreToolPolicy[name] ?? "enabled";
-    const visibility = definition.capability?.visibility;
-    const defaultVisible =
-      mode !== "disabled" &&
-      visibility !== "hidden" &&
-      (listed
-        ? listed.has(name) || visibility === "always" || definition.defaultEnabled === true
-        : definition.defaultEnabled === true || !HIDDEN_UNTIL_DISCOVERED.has(visibility ?? "auto"));
+  constructor(private readonly settings: { coreToolPolicy: CoreToolPolicy; sandboxAvailable: boolean } = { coreToolPolicy: {}, sandboxAvailable: false }) {
+    super();
+  }
+
+  names(): string[] {
+    return [...this.keys()];
+  }
+
+  /** Add (or, internally, replace) an entry, applying policy, the visibility rule and schemas. */
+  add(name: string, definition: ToolDefinition<any, any>, origin: ToolOrigin, rule: { listed: boolean | null; authoredAutoCount: number; provider?: string }): ToolTableEntry {
+    const mode = this.settings.coreToolPolicy[name] ?? "enabled";
+    const { visibility, because } = inferVisibility({ origin, definition, listed: rule.listed, authoredAutoCount: rule.authoredAutoCount });
+    const builtIn = origin === "built-in";
+    const execution = builtIn && BUILT_IN_REQUIREMENTS[name as BuiltInToolName] === "sandbox" ? "sandbox" : inferExecution(definition);
+    const available = execution !== "sandbox" || this.settings.sandboxAvailable;
     const policy = definition.needsApproval;
     const approval = isApprovalPolicy(policy)
       ? { reason: policy.reason, sideEffect: policy.sideEffect }
       : policy === true || mode === "approval"
         ? { reason: mode === "approval" ? `Host policy requires approval for ${name}.` : `${name} requires approval.`, sideEffect: definition.sideEffect ?? "external" }
         : false;
-    table.set(name, {
+    const bridge = builtIn && BRIDGES.has(name);
+    const namespace = definition.capability?.namespace ?? (name.includes("__") ? name.split("__")[0]! : null);
+    const entry: ToolTableEntry = {
       name,
       definition,
       origin,
+      provider: rule.provider ?? null,
       mode,
-      defaultVisible,
+      visibility,
+      visibilityBecause: because,
+      execution,
+      available,
+      namespace,
+      tags: [...(definition.capability?.tags ?? [])],
+      aliases: [...(definition.capability?.aliases ?? [])],
+      bridge,
+      defaultVisible: !bridge && mode !== "disabled" && available && visibility === "always",
       approval,
       validateInput: compileSchema(definition.inputSchema),
       validateOutput: definition.outputSchema ? compileSchema(definition.outputSchema) : null,
-    });
-  };
+    };
+    this.set(name, entry);
+    this.aliasIndex = undefined;
+    return entry;
+  }
+
+  provide(name: string, definition: ToolDefinition<any, any>, options: { provider: string }): void {
+    const refuse = (problem: string): never => {
+      throw new AssemblyLineError("AL_ERR_TOOL_PROVIDED", `plugin ${options?.provider ?? "?"} provided tool "${name}": ${problem}`, {
+        fix: "Give provided tools a unique snake_case name (`<connection>__<tool>` for connection tools) and a defineTool(...) definition.",
+      });
+    };
+    if (typeof name !== "string" || !TOOL_NAME.test(name)) refuse("the name is not snake_case");
+    if (this.has(name)) refuse(`the name is taken by a ${this.get(name)!.origin} tool`);
+    if (!isToolDefinition(definition)) refuse("the definition is not a defineTool(...) result");
+    if (typeof definition.description !== "string" || definition.description.trim() === "") refuse("description must be a non-empty string");
+    const problem = capabilityProblem(definition);
+    if (problem) refuse(problem);
+    try {
+      this.add(name, definition, "provided", { listed: null, authoredAutoCount: 0, provider: options.provider });
+    } catch (error) {
+      refuse(`its inputSchema or outputSchema does not compile: ${(error as Error).message}`);
+    }
+  }
+
+  /** Tools tool_search may find and tool_call may reach without being offered: deferred, enabled, runnable. */
+  searchable(): ToolTableEntry[] {
+    return [...this.values()].filter((entry) => entry.visibility === "deferred" && entry.mode !== "disabled" && entry.available && !entry.bridge);
+  }
+
+  hasSearchable(): boolean {
+    return this.searchable().length > 0;
+  }
+
+  search(query: string, limit: number): ToolSearchHit[] {
+    if (!this.index || this.index.size !== this.size) {
+      this.index = { size: this.size, search: new ToolSearchIndex(new Map(this.searchable().map((entry) => [entry.name, entry]))) };
+    }
+    return this.index.search.search(query, limit);
+  }
+
+  /** A tool by name or alias (aliases are unique across the table, checked at build). */
+  resolve(nameOrAlias: string): ToolTableEntry | undefined {
+    const direct = this.get(nameOrAlias);
+    if (direct) return direct;
+    if (!this.aliasIndex) {
+      this.aliasIndex = new Map();
+      for (const entry of this.values()) for (const alias of entry.aliases) if (!this.has(alias)) this.aliasIndex.set(alias, entry.name);
+    }
+    const name = this.aliasIndex.get(nameOrAlias);
+    return name === undefined ? undefined : this.get(name);
+  }
+}
+
+/** Build the table from the manifest: built-ins, authored tools, overrides, disables, policy. */
+export function buildToolTable(input: ToolTableInput): ToolTable {
+  const { manifest, sourceBundle, coreToolPolicy, sandboxAvailable } = input;
+  const table = new ToolTable({ coreToolPolicy, sandboxAvailable });
+  const removed = new Set(manifest.tools.filter((entry) => entry.kind === "disabled").map((entry) => entry.name));
+  const authored = new Map(manifest.tools.filter((entry) => entry.kind !== "disabled").map((entry) => [entry.name, entry]));
+  const listed = manifest.agent.defaultTools ? new Set(manifest.agent.defaultTools) : null;
+  const listedOf = (name: string) => (listed ? listed.has(name) : null);
+  const authoredAutoCount = [...authored.values()].filter((entry) => {
+    const definition = sourceBundle.tools[entry.name];
+    return entry.kind === "authored" && definition && reachesAutoCount(definition, listedOf(entry.name));
+  }).length;
 
   for (const name of BUILT_IN_TOOL_NAMES) {
     if (removed.has(name) || authored.has(name)) continue;
     const requirement = BUILT_IN_REQUIREMENTS[name as BuiltInToolName];
-    if (requirement === "unavailable" || (requirement === "sandbox" && !sandboxAvailable)) continue;
+    if (requirement === "unavailable") continue;
     if (requirement === "skills" && (manifest.skills ?? []).length === 0 && !manifest.agent.selfImprovement?.writable) continue;
     if (requirement === "subagents" && (manifest.subagents ?? []).length === 0) continue;
-    add(name, builtInToolDefaults[name as BuiltInToolName], "built-in");
+    table.add(name, builtInToolDefaults[name as BuiltInToolName], "built-in", { listed: listedOf(name), authoredAutoCount });
   }
   for (const [name, entry] of authored) {
     const definition = sourceBundle.tools[name];
-    if (definition) add(name, definition, entry.kind === "override" ? "override" : "authored");
+    if (definition) table.add(name, definition, entry.kind === "override" ? "override" : "authored", { listed: listedOf(name), authoredAutoCount });
   }
   return table;
 }
 
-/** The tools a run offers: the table's defaults, or a resolver's list replacing them wholesale. */
+/**
+ * The tools a run offers: the table's defaults (the bridge tools only when
+ * something is deferred), or a resolver's list replacing them wholesale.
+ */
 export function visibleTools(table: ToolTable, defaultTools: string[] | null | undefined): ToolTableEntry[] {
-  const entries = [...table.values()].filter((entry) => entry.mode !== "disabled");
-  if (!defaultTools) return entries.filter((entry) => entry.defaultVisible);
-  const wanted = new Set(defaultTools);
-  return entries.filter((entry) => wanted.has(entry.name));
+  const entries = [...table.values()].filter((entry) => entry.mode !== "disabled" && entry.available);
+  if (defaultTools) {
+    const wanted = new Set(defaultTools);
+    return entries.filter((entry) => wanted.has(entry.name));
+  }
+  const discovery = table.hasSearchable();
+  return entries.filter((entry) => (entry.bridge ? discovery : entry.defaultVisible));
+}
+
+/**
+ * Why a defaultTools list cannot be honoured, naming each tool, or null. Tools
+ * the host disabled by policy are not errors: the policy is the host's word.
+ */
+export function defaultToolsProblem(table: ToolTable, defaultTools: string[]): string | null {
+  const problems: string[] = [];
+  for (const name of defaultTools) {
+    const entry = table.get(name);
+    if (!entry) problems.push(`"${name}" is not a tool of this agent`);
+    else if (entry.visibility === "hidden") problems.push(`"${name}" is hidden (runtime-internal)`);
+    else if (!entry.available) problems.push(`"${name}" needs a sandbox and this host has no sandbox adapter`);
+  }
+  return problems.length ? problems.join("; ") : null;
 }
 
 export function toModelToolSpec(entry: ToolTableEntry): ModelToolSpec {

@@ -9,6 +9,8 @@ export interface ProbeLog {
   outcomes: Array<{ call: ModelToolCall; outcome: ToolCallOutcome }>;
   /** Model calls that really ran (journal misses), not replays. */
   modelCalls: number;
+  /** The tool names offered at each model call that really ran. */
+  offeredPerCall: string[][];
 }
 
 /**
@@ -17,16 +19,18 @@ export interface ProbeLog {
  * calls: the strictest use of the durability contract.
  */
 export function probeHarness(responses: ProbeResponse[]): AgentHarness & { log: ProbeLog } {
-  const log: ProbeLog = { contexts: [], modelSpecs: [], outcomes: [], modelCalls: 0 };
+  const log: ProbeLog = { contexts: [], modelSpecs: [], outcomes: [], modelCalls: 0, offeredPerCall: [] };
   return {
     name: "probe",
     log,
     async runTurn(input: HarnessTurnInput, ctx) {
-      log.contexts.push(input.context);
+      // A copy: the runtime appends activated tools to the live list during the turn.
+      log.contexts.push(structuredClone(input.context));
       log.modelSpecs.push(input.modelSpec);
       for (let turn = 0; ; turn++) {
         const response = await ctx.step(`model:${turn}`, () => {
           log.modelCalls += 1;
+          log.offeredPerCall.push(input.context.tools.map((tool) => tool.name));
           const next = responses[turn];
           if (!next) throw new Error(`probe script exhausted at model call ${turn + 1}`);
           return next as JsonValue;

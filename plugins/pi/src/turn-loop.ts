@@ -27,7 +27,7 @@ export async function runPiTurn(input: HarnessTurnInput, ctx: HarnessContext, op
       async () => {
         // Resolved here, not up front: a replayed call needs no key.
         apiKey ??= { value: resolvePiApiKey(input.modelSpec, model, options) };
-        // Read at each call: loading a skill mid-turn adds the tools it activates to context.tools.
+        // Read per call: the runtime appends tools activated mid-turn (tool_describe, skills).
         const context: Context = { systemPrompt: input.context.instructions, messages: [...state.messages], tools: toPiTools(input.context.tools) };
         const message = await callModel({
           spec: input.modelSpec,

@@ -1,0 +1,44 @@
+import { AssemblyLineError, type JsonValue, type RunEvent } from "@assemblyline-agents/core";
+import type { RunScope } from "./run-scope.js";
+import { toModelToolSpec } from "./tool-table.js";
+
+export const TOOLS_ACTIVATED = "tools.activated";
+
+/**
+ * Offer more tools to the model for the rest of a run, durably: a
+ * `tools.activated` event records the names, so a resume (on any replica)
+ * offers the same set. tool_describe promotes the tool it describes; a skill
+ * activates its `skill`-visibility tools (`source: "skill:<name>"`). Names
+ * already offered are skipped; returns the names newly offered.
+ */
+export async function activateTools(scope: RunScope, names: string[], source: string): Promise<string[]> {
+  const fresh: string[] = [];
+  for (const name of new Set(names)) {
+    const entry = scope.table.get(name);
+    if (!entry || entry.visibility === "hidden" || entry.bridge) {
+      throw new AssemblyLineError("AL_ERR_DEFAULT_TOOL_UNKNOWN", `cannot activate "${name}" for run ${scope.runId}: it is not a tool the model may be offered`, {
+        fix: "Activate only tools of the agent's table that are not hidden.",
+      });
+    }
+    if (entry.mode === "disabled" || !entry.available || scope.visible.has(name)) continue;
+    fresh.push(name);
+  }
+  if (fresh.length === 0) return [];
+  await scope.journal.record(scope.runId, TOOLS_ACTIVATED, { names: fresh as JsonValue, source });
+  for (const name of fresh) {
+    scope.visible.add(name);
+    // The live list the engine was given: engines read it before each model call.
+    scope.offered.push(toModelToolSpec(scope.table.get(name)!));
+  }
+  return fresh;
+}
+
+/** Names activated earlier in the run, in order, from its journal. */
+export function activatedToolNames(events: RunEvent[]): string[] {
+  const names: string[] = [];
+  for (const event of events) {
+    if (event.type !== TOOLS_ACTIVATED || !Array.isArray(event.data.names)) continue;
+    for (const name of event.data.names) if (typeof name === "string" && !names.includes(name)) names.push(name);
+  }
+  return names;
+}

@@ -1,0 +1,335 @@
+import { mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { afterAll, describe, expect, it } from "vitest";
+import { defineTool, definePlugin, type JsonValue } from "@assemblyline-agents/core";
+import { activateTools, activatedToolNames, createKernel, idempotencyKeyFor, inferVisibility, AUTO_VISIBLE_LIMIT } from "@assemblyline-agents/runtime";
+import { MINIMAL_AGENT, agentFolder, toolSource } from "./support/agent-folder.js";
+import { DEFERRED_TOOLS, VISIBLE_TOOLS, discoveryAgentFiles } from "./support/discovery-agent.js";
+import { startAgent } from "./support/runtime.js";
+
+const FILE_TOOLS = ["delete", "edit", "grep", "list", "read", "write"];
+const BRIDGE_TOOLS = ["tool_call", "tool_describe", "tool_search"];
+const scratch = mkdtempSync(join(tmpdir(), "al-discovery-"));
+afterAll(() => rmSync(scratch, { recursive: true, force: true }));
+
+const names = (tools: Array<{ name: string }>) => tools.map((tool) => tool.name).sort();
+const promptSize = (context: { instructions: string; tools: unknown[] }) => context.instructions.length + JSON.stringify(context.tools).length;
+
+describe("an agent with 40 authored tools, 30 of them deferred", () => {
+  const executionLog = join(scratch, "refunds.log");
+  const dir = agentFolder(discoveryAgentFiles({ executionLog }));
+
+  it("offers the core tools and the ten visible ones only, then searches, describes and calls a deferred tool through approval exactly once", async () => {
+    writeFileSync(executionLog, "");
+    const refund = { id: "inv_42", amount: 12.5, note: "damaged" };
+    const { runtime, log, events } = await startAgent(dir, [
+      { toolCalls: [{ name: "tool_search", input: { query: "receivables" } }] },
+      { toolCalls: [{ name: "tool_search", input: { query: "refund payment", limit: 3 } }] },
+      { toolCalls: [{ name: "tool_describe", input: { name: "refund_payment" } }] },
+      { toolCalls: [{ name: "tool_call", input: { name: "refund_payment", input: refund } }] },
+      { text: "Refunded." },
+    ]);
+
+    const paused = await runtime.run({ message: "Refund invoice inv_42" });
+    expect(paused.status).toBe("waiting_approval");
+    // The recorded model input: core + visible + bridge tools, none of the deferred ones.
+    const first = log.contexts[0]!;
+    expect(names(first.tools)).toEqual([...VISIBLE_TOOLS, "ask_question", ...FILE_TOOLS, ...BRIDGE_TOOLS].sort());
+    expect(first.tools.some((tool) => DEFERRED_TOOLS.includes(tool.name))).toBe(false);
+    expect(first.instructions).toContain("tool_search");
+
+    const [byAlias, byWords, described] = log.outcomes.map((entry) => entry.outcome);
+    expect(byAlias).toMatchObject({ status: "completed", output: { results: [{ name: "create_invoice", namespace: "billing" }] } });
+    expect((byWords as { output: { results: Array<{ name: string }> } }).output.results[0]!.name).toBe("refund_payment");
+    expect((byWords as { output: { results: unknown[] } }).output.results.length).toBeLessThanOrEqual(3);
+    expect(described).toMatchObject({ status: "completed", output: { name: "refund_payment", needsApproval: true, inputSchema: { required: ["id"] } } });
+    // Described, so offered directly from the next model call on.
+    expect(log.offeredPerCall[2]).not.toContain("refund_payment");
+    expect(log.offeredPerCall[3]).toContain("refund_payment");
+
+    const approvalEvent = (await events(paused.runId)).find((event) => event.type === "approval.requested")!;
+    expect(approvalEvent.data).toMatchObject({ toolName: "refund_payment", input: refund, via: "tool_call" });
+    expect(paused.pendingApprovals?.[0]).toMatchObject({ toolName: "refund_payment" });
+    expect(readFileSync(executionLog, "utf8")).toBe("");
+
+    const done = await runtime.approve(paused.runId);
+    expect(done.status).toBe("completed");
+    const callId = approvalEvent.data.callId as string;
+    expect(readFileSync(executionLog, "utf8")).toBe(`${callId}\n`);
+    const completed = (await events(paused.runId)).filter((event) => event.type === "tool.completed" && event.data.toolName === "refund_payment");
+    expect(completed).toHaveLength(1);
+    expect(completed[0]!.data.output).toEqual({ refunded: 12.5, id: "inv_42", idempotencyKey: idempotencyKeyFor(paused.runId, callId, "refund") });
+    // The resumed turn's model input keeps the promoted tool (recorded as tools.activated).
+    expect(names(log.contexts[1]!.tools)).toContain("refund_payment");
+    expect((await events(paused.runId)).filter((event) => event.type === "tools.activated").map((event) => event.data)).toEqual([
+      { names: ["refund_payment"], source: "tool_describe" },
+    ]);
+  });
+
+  it("prints the prompt size with and without discovery", async () => {
+    const withDiscovery = await startAgent(dir, [{ text: "hi" }]);
+    await withDiscovery.runtime.run({ message: "hi" });
+    const everything = await startAgent(agentFolder(discoveryAgentFiles({ executionLog, discovery: false })), [{ text: "hi" }]);
+    await everything.runtime.run({ message: "hi" });
+    const small = promptSize(withDiscovery.log.contexts[0]!);
+    const large = promptSize(everything.log.contexts[0]!);
+    console.log(`prompt size for 40 authored tools: ${small} characters with discovery (30 deferred), ${large} without (${Math.round((100 * (large - small)) / large)}% smaller)`);
+    expect(names(everything.log.contexts[0]!.tools)).toEqual(expect.arrayContaining(DEFERRED_TOOLS));
+    expect(small).toBeLessThan(large / 2);
+  });
+
+  it("refuses through tool_call what a direct call would refuse: bad input names the inner tool and never executes", async () => {
+    writeFileSync(executionLog, "");
+    const { runtime, log, events } = await startAgent(dir, [
+      { toolCalls: [{ name: "tool_call", input: { name: "refund_payment", input: { amount: 3 } } }] },
+      { toolCalls: [{ name: "tool_call", input: { name: "no_such_tool", input: {} } }] },
+      { toolCalls: [{ name: "tool_call", input: { name: "tool_search", input: { query: "x" } } }] },
+      { toolCalls: [{ name: "tool_call", input: { tool: "refund_payment" } }] },
+      { toolCalls: [{ name: "refund_payment", input: { id: "x" } }] },
+      { text: "done" },
+    ]);
+    const result = await runtime.run({ message: "go" });
+    expect(result.status).toBe("completed");
+    const outputs = log.outcomes.map((entry) => entry.outcome);
+    expect(outputs[0]).toMatchObject({ isError: true, output: { error: expect.stringMatching(/^Invalid input for refund_payment: .*id/) } });
+    expect(outputs[1]).toMatchObject({ isError: true, output: { error: expect.stringMatching(/^Unknown tool "no_such_tool"/) } });
+    expect(outputs[2]).toMatchObject({ isError: true, output: { error: "tool_call cannot call tool_search; call it directly." } });
+    expect(outputs[3]).toMatchObject({ isError: true, output: { error: expect.stringMatching(/^Invalid input for tool_call/) } });
+    // A deferred tool is not offered, so a direct call is refused until it is described.
+    expect(outputs[4]).toMatchObject({ isError: true, output: { error: expect.stringMatching(/^Unknown tool "refund_payment".*tool_search/) } });
+    const invalid = (await events(result.runId)).filter((event) => event.type === "tool.input_invalid");
+    expect(invalid[0]!.data).toMatchObject({ toolName: "refund_payment" });
+    expect(readFileSync(executionLog, "utf8")).toBe("");
+  });
+
+  it("applies coreToolPolicy to the tool tool_call names", async () => {
+    const { runtime, log } = await startAgent(dir, [{ toolCalls: [{ name: "tool_call", input: { name: "void_invoice", input: { id: "i" } } }] }, { text: "ok" }], {
+      coreToolPolicy: { void_invoice: "approval", list_invoices: "disabled" },
+    });
+    const paused = await runtime.run({ message: "go" });
+    expect(paused.status).toBe("waiting_approval");
+    expect(paused.pendingApprovals?.[0]).toMatchObject({ toolName: "void_invoice" });
+    const done = await runtime.approve(paused.runId);
+    expect(done.status).toBe("completed");
+    expect(log.outcomes.at(-1)!.outcome).toMatchObject({ status: "completed", output: { tool: "void_invoice" } });
+
+    const disabled = await startAgent(dir, [{ toolCalls: [{ name: "tool_call", input: { name: "list_invoices", input: { id: "i" } } }] }, { text: "ok" }], {
+      coreToolPolicy: { list_invoices: "disabled" },
+    });
+    await disabled.runtime.run({ message: "go" });
+    expect(disabled.log.outcomes[0]!.outcome).toMatchObject({ isError: true, output: { error: expect.stringMatching(/disabled/) } });
+  });
+});
+
+describe("visibility values", () => {
+  const tool = (name: string, description: string, capability: string, extra = "") =>
+    `import { defineTool } from "@assemblyline-agents/core";
+export default defineTool({ description: ${JSON.stringify(description)}, inputSchema: { type: "object" }, capability: ${capability}, ${extra} async execute() { return { ran: "${name}" }; } });`;
+  const dir = agentFolder({
+    "agent.ts": MINIMAL_AGENT,
+    "tools/shown.ts": tool("shown", "Shown up front.", `{ visibility: "always" }`),
+    "tools/plain.ts": tool("plain", "An auto tool of a small agent.", `{}`),
+    "tools/later.ts": tool("later", "Reconcile ledger entries.", `{ visibility: "deferred", tags: ["accounting"] }`),
+    "tools/forced.ts": tool("forced", "Deferred but enabled by default.", `{ visibility: "deferred" }`, "defaultEnabled: true,"),
+    "tools/kept_back.ts": tool("kept_back", "Auto but kept back.", `{}`, "defaultEnabled: false,"),
+    "tools/for_skill.ts": tool("for_skill", "Reconcile ledger entries for a skill.", `{ visibility: "skill" }`),
+    "tools/internal.ts": tool("internal", "Reconcile ledger entries internally.", `{ visibility: "hidden" }`),
+  });
+
+  it("always, auto (small agent) and defaultEnabled: true are offered; deferred, defaultEnabled: false, skill and hidden are not", async () => {
+    const { runtime, log } = await startAgent(dir, [{ text: "hi" }]);
+    await runtime.run({ message: "hi" });
+    expect(names(log.contexts[0]!.tools)).toEqual(["ask_question", ...FILE_TOOLS, ...BRIDGE_TOOLS, "forced", "plain", "shown"].sort());
+  });
+
+  it("tool_search finds deferred tools by tag, never hidden or skill tools", async () => {
+    const { runtime, log } = await startAgent(dir, [
+      { toolCalls: [{ name: "tool_search", input: { query: "reconcile ledger" } }] },
+      { toolCalls: [{ name: "tool_search", input: { query: "accounting" } }] },
+      { toolCalls: [{ name: "tool_search", input: { query: "kept back" } }] },
+      { text: "ok" },
+    ]);
+    await runtime.run({ message: "hi" });
+    const found = log.outcomes.map((entry) => (entry.outcome as { output: { results: Array<{ name: string }> } }).output.results.map((hit) => hit.name));
+    expect(found[0]).toEqual(["later"]);
+    expect(found[1]).toEqual(["later"]);
+    expect(found[2]).toEqual(["kept_back"]);
+  });
+
+  it("tool_call reaches deferred tools, refuses skill tools until a skill activates them, and never reaches hidden ones", async () => {
+    const { runtime, log } = await startAgent(dir, [
+      { toolCalls: [{ name: "tool_call", input: { name: "later", input: {} } }] },
+      { toolCalls: [{ name: "tool_call", input: { name: "for_skill", input: {} } }] },
+      { toolCalls: [{ name: "tool_call", input: { name: "internal", input: {} } }] },
+      { toolCalls: [{ name: "internal", input: {} }] },
+      { toolCalls: [{ name: "tool_describe", input: { name: "internal" } }] },
+      { text: "ok" },
+    ]);
+    await runtime.run({ message: "hi" });
+    const outputs = log.outcomes.map((entry) => entry.outcome);
+    expect(outputs[0]).toEqual({ status: "completed", output: { ran: "later" }, isError: false });
+    expect(outputs[1]).toMatchObject({ isError: true, output: { error: 'Tool "for_skill" is available only while a skill that names it is active.' } });
+    expect(outputs[2]).toMatchObject({ isError: true, output: { error: expect.stringMatching(/^Unknown tool "internal"/) } });
+    expect(outputs[3]).toMatchObject({ isError: true, output: { error: expect.stringMatching(/^Unknown tool "internal"/) } });
+    expect(outputs[4]).toMatchObject({ isError: true, output: { error: 'No tool "internal". Search with tool_search.' } });
+  });
+
+  it("activateTools offers a skill tool for the rest of the run, recorded as tools.activated, and refuses hidden ones", async () => {
+    const { runtime } = await startAgent(dir, [{ text: "hi" }]);
+    const recorded: Array<{ type: string; data: unknown }> = [];
+    const scope = {
+      runId: "run_x",
+      table: runtime.toolTable,
+      visible: new Set<string>(["shown"]),
+      offered: [] as Array<{ name: string }>,
+      journal: { record: async (_runId: string, type: string, data: unknown) => void recorded.push({ type, data }) },
+    };
+    expect(await activateTools(scope as never, ["for_skill", "shown"], "skill:ledger")).toEqual(["for_skill"]);
+    expect(recorded).toEqual([{ type: "tools.activated", data: { names: ["for_skill"], source: "skill:ledger" } }]);
+    expect(scope.visible.has("for_skill")).toBe(true);
+    expect(scope.offered.map((tool) => tool.name)).toEqual(["for_skill"]);
+    expect(activatedToolNames(recorded.map((event, index) => ({ ...event, id: `e${index}`, runId: "run_x", seq: index + 1, createdAt: "" })) as never)).toEqual(["for_skill"]);
+    await expect(activateTools(scope as never, ["internal"], "skill:ledger")).rejects.toThrow(/AL_ERR_DEFAULT_TOOL_UNKNOWN/);
+  });
+
+  it("does not offer the bridge tools when nothing is deferred", async () => {
+    const { runtime, log } = await startAgent(agentFolder({ "agent.ts": MINIMAL_AGENT, "tools/alpha.ts": toolSource() }), [{ text: "hi" }]);
+    await runtime.run({ message: "hi" });
+    expect(names(log.contexts[0]!.tools)).toEqual(["alpha", "ask_question", ...FILE_TOOLS].sort());
+  });
+
+  it("offers a sandbox tool only when the host has a sandbox adapter", async () => {
+    const sandboxed = agentFolder({ "agent.ts": MINIMAL_AGENT, "tools/shell_job.ts": tool("shell_job", "Run a job in the sandbox.", `{ execution: "sandbox" }`) });
+    const without = await startAgent(sandboxed, [{ toolCalls: [{ name: "shell_job", input: {} }] }, { text: "ok" }]);
+    await without.runtime.run({ message: "hi" });
+    expect(names(without.log.contexts[0]!.tools)).not.toContain("shell_job");
+    expect(without.log.outcomes[0]!.outcome).toMatchObject({ isError: true, output: { error: 'Tool "shell_job" needs a sandbox, and this host has no sandbox adapter.' } });
+    // Only its presence matters here: nothing acquires a sandbox in this run.
+    const present = { name: "present", acquire: () => Promise.reject(new Error("not used")), release: async () => undefined };
+    const withSandbox = await startAgent(sandboxed, [{ text: "hi" }], { sandbox: present });
+    await withSandbox.runtime.run({ message: "hi" });
+    expect(names(withSandbox.log.contexts[0]!.tools)).toEqual(expect.arrayContaining(["shell_job", "bash"]));
+  });
+
+  it("shows up to AUTO_VISIBLE_LIMIT auto tools up front and defers all of them past it", async () => {
+    const autoTools = (count: number) => Object.fromEntries(Array.from({ length: count }, (_, index) => [`tools/auto_${index}.ts`, toolSource()]));
+    const small = await startAgent(agentFolder({ "agent.ts": MINIMAL_AGENT, ...autoTools(AUTO_VISIBLE_LIMIT) }), [{ text: "hi" }]);
+    await small.runtime.run({ message: "hi" });
+    expect(names(small.log.contexts[0]!.tools).filter((name) => name.startsWith("auto_"))).toHaveLength(AUTO_VISIBLE_LIMIT);
+    const large = await startAgent(agentFolder({ "agent.ts": MINIMAL_AGENT, ...autoTools(AUTO_VISIBLE_LIMIT + 1) }), [{ text: "hi" }]);
+    await large.runtime.run({ message: "hi" });
+    expect(names(large.log.contexts[0]!.tools).filter((name) => name.startsWith("auto_"))).toEqual([]);
+    expect(names(large.log.contexts[0]!.tools)).toEqual(expect.arrayContaining(BRIDGE_TOOLS));
+  });
+
+  it("writes the inference rule down as a function, first match wins", () => {
+    const rule = (origin: "built-in" | "authored" | "override" | "provided", definition: object, listed: boolean | null = null, authoredAutoCount = 1) =>
+      inferVisibility({ origin, definition, listed, authoredAutoCount }).visibility;
+    expect(rule("authored", { capability: { visibility: "hidden" } }, true)).toBe("hidden");
+    expect(rule("authored", { capability: { visibility: "skill" } }, true)).toBe("skill");
+    expect(rule("authored", { capability: { visibility: "deferred" } }, true)).toBe("always");
+    expect(rule("authored", { capability: { visibility: "deferred" }, defaultEnabled: true })).toBe("always");
+    expect(rule("authored", { capability: { visibility: "always" } }, false)).toBe("always");
+    expect(rule("built-in", {}, false)).toBe("deferred");
+    expect(rule("authored", { defaultEnabled: false })).toBe("deferred");
+    expect(rule("built-in", {})).toBe("always");
+    expect(rule("override", {})).toBe("always");
+    expect(rule("provided", {})).toBe("deferred");
+    expect(rule("authored", {}, null, AUTO_VISIBLE_LIMIT)).toBe("always");
+    expect(rule("authored", {}, null, AUTO_VISIBLE_LIMIT + 1)).toBe("deferred");
+  });
+});
+
+describe("agent.ts defaultTools and resolvers", () => {
+  it("keeps unlisted tools behind discovery when agent.ts lists defaultTools (ask_question declares always)", async () => {
+    const dir = agentFolder({
+      "agent.ts": `import { defineAgent } from "@assemblyline-agents/core";
+export default defineAgent({ model: "test/model", defaultTools: ["alpha", "read"] });`,
+      "tools/alpha.ts": toolSource(),
+      "tools/beta.ts": toolSource(),
+    });
+    const { runtime, log } = await startAgent(dir, [{ toolCalls: [{ name: "tool_call", input: { name: "beta", input: { value: "v" } } }] }, { text: "ok" }]);
+    await runtime.run({ message: "hi" });
+    expect(names(log.contexts[0]!.tools)).toEqual(["alpha", "ask_question", "read", ...BRIDGE_TOOLS].sort());
+    expect(log.outcomes[0]!.outcome).toEqual({ status: "completed", output: { echoed: "v" }, isError: false });
+  });
+
+  it("refuses to start a runtime whose agent.ts defaultTools names an unknown or unrunnable tool", async () => {
+    const dir = agentFolder({
+      "agent.ts": `import { defineAgent } from "@assemblyline-agents/core";
+export default defineAgent({ model: "test/model", defaultTools: ["read", "nonexistent", "bash"] });`,
+    });
+    await expect(startAgent(dir, [{ text: "hi" }])).rejects.toThrow(/AL_ERR_DEFAULT_TOOL_UNKNOWN: agent.ts defaultTools: "nonexistent" is not a tool of this agent; "bash" needs a sandbox/);
+  });
+
+  it("fails a run whose resolver names an unknown tool, naming it, instead of dropping it", async () => {
+    const dir = agentFolder({
+      "agent.ts": MINIMAL_AGENT,
+      "tools/alpha.ts": toolSource(),
+      "resolvers.ts": `import { defineRunResolver } from "@assemblyline-agents/core";
+export default defineRunResolver(async () => ({ defaultTools: ["alpha", "billing_lookup"] }));`,
+    });
+    const { runtime, log } = await startAgent(dir, [{ text: "hi" }]);
+    const result = await runtime.run({ message: "hi" });
+    expect(result.status).toBe("failed");
+    expect(result.error).toMatchObject({ code: "AL_ERR_DEFAULT_TOOL_UNKNOWN", message: expect.stringContaining('"billing_lookup" is not a tool of this agent') });
+    expect(log.contexts).toHaveLength(0);
+  });
+});
+
+describe("tools provided from outside the agent folder", () => {
+  const lookup = defineTool<{ email: string }, JsonValue>({
+    description: "Look up a CRM contact by email.",
+    inputSchema: { type: "object", properties: { email: { type: "string" } }, required: ["email"] },
+    capability: { tags: ["contact"] },
+    async execute(input) {
+      return { contact: input.email };
+    },
+  });
+  const connection = definePlugin({
+    name: "test-connection",
+    version: "0.1.0",
+    apply(kernel) {
+      kernel.hooks.tools.tap("test-connection", (table) => {
+        table.provide("crm__lookup_contact", lookup, { provider: "test-connection" });
+        return table;
+      });
+    },
+  });
+
+  it("defers them, finds them by namespace and calls them through tool_call", async () => {
+    const kernel = await createKernel({ plugins: [connection] });
+    const { runtime, log } = await startAgent(
+      agentFolder({ "agent.ts": MINIMAL_AGENT }),
+      [
+        { toolCalls: [{ name: "tool_search", input: { query: "crm contact" } }] },
+        { toolCalls: [{ name: "tool_call", input: { name: "crm__lookup_contact", input: { email: "a@example.com" } } }] },
+        { text: "ok" },
+      ],
+      { kernel },
+    );
+    await runtime.run({ message: "hi" });
+    expect(names(log.contexts[0]!.tools)).not.toContain("crm__lookup_contact");
+    expect(log.outcomes[0]!.outcome).toMatchObject({ output: { results: [{ name: "crm__lookup_contact", namespace: "crm" }] } });
+    expect(log.outcomes[1]!.outcome).toEqual({ status: "completed", output: { contact: "a@example.com" }, isError: false });
+    expect(runtime.toolTable.get("crm__lookup_contact")).toMatchObject({ origin: "provided", provider: "test-connection", visibility: "deferred" });
+  });
+
+  it("refuses a provided tool whose name is taken", async () => {
+    const clash = definePlugin({
+      name: "clash",
+      version: "0.1.0",
+      apply(kernel) {
+        kernel.hooks.tools.tap("clash", (table) => {
+          table.provide("read", lookup, { provider: "clash" });
+          return table;
+        });
+      },
+    });
+    const kernel = await createKernel({ plugins: [clash] });
+    await expect(startAgent(agentFolder({ "agent.ts": MINIMAL_AGENT }), [{ text: "hi" }], { kernel })).rejects.toThrow(
+      /AL_ERR_TOOL_PROVIDED: plugin clash provided tool "read": the name is taken by a built-in tool/,
+    );
+  });
+});
