@@ -31,7 +31,8 @@ import { createMemoryApi } from "./state/memory-api.js";
 import { createRuntimeFilesystem } from "./filesystem/runtime-filesystem.js";
 import type { RunServices } from "./run/run-scope.js";
 import { buildAgentProfiles, profileOfRun, type AgentProfile } from "./agents/agent-profile.js";
-import { SkillLibrary } from "./skills/skill-library.js";
+import { SkillLibrary, type SkillWriteResult } from "./skills/skill-library.js";
+import { createSelfImprovementApi } from "./skills/self-improvement-api.js";
 import { DEFAULT_SUBAGENT_LIMITS, type SubagentLimits } from "./subagents/limits.js";
 import { spawnSubagent } from "./subagents/spawner.js";
 
@@ -500,8 +501,13 @@ export class OpenEveRuntime {
       return sandbox;
     };
     const profile = profileOfRun(this.profiles, run);
+    const skills = this.skillLibrary(profile);
+    const onSkillChange = async (change: SkillWriteResult) => {
+      await this.journal.record(run.id, "skill.changed", { agentId: profile.agentId, name: change.name, path: change.path, before: change.before, after: change.after, changedBy: "agent" });
+    };
     return {
       getSandbox,
+      ...(skills.writable ? { selfImprovement: createSelfImprovementApi(skills, onSkillChange) } : {}),
       releaseSandbox: async () => {
         if (!sandbox || !sandboxAdapter || !ownsSandbox) return;
         sandbox = undefined;
@@ -524,7 +530,8 @@ export class OpenEveRuntime {
         files: this.state.files,
         blob: this.options.blob,
         getSandbox,
-        skills: this.skillLibrary(profile),
+        skills,
+        onSkillChange,
       }),
     };
   }

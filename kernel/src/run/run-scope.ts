@@ -8,6 +8,7 @@ import type {
   SubagentRequest,
   JsonValue,
   ModelToolSpec,
+  SelfImprovementApi,
 } from "@assemblyline-agents/core";
 import type { RuntimeFilesystem } from "../filesystem/runtime-filesystem.js";
 import type { RunJournal } from "./journal.js";
@@ -21,6 +22,8 @@ export interface RunServices {
   blob?: BlobStore;
   /** ctx.spawnSubagent for the tool call `callId`. */
   spawnSubagent(request: SubagentRequest, callId: string): Promise<JsonValue>;
+  /** ctx.selfImprovement, when agent.ts makes skills writable. */
+  selfImprovement?: SelfImprovementApi;
   /** The runtime filesystem the built-in file tools use. */
   filesystem: RuntimeFilesystem;
   /** Release the run's sandbox if it acquired one (best effort): called at completion and failure. */

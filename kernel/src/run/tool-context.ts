@@ -65,6 +65,7 @@ export function createToolContext(
       }
     },
     connections: {},
+    ...(services.selfImprovement ? { selfImprovement: services.selfImprovement } : {}),
     ...(scope.channel ? { channel: scope.channel } : {}),
     [RUNTIME_FILESYSTEM]: services.filesystem,
     [SKILL_ACTIVATION]: scope.skills,
