@@ -89,4 +89,33 @@ describe("self-improvement", () => {
     expect(log.outcomes[0]!.outcome).toMatchObject({ output: { error: "no selfImprovement" } });
     expect(await state.listSkills("learner")).toEqual([]);
   });
+
+  it("with writeApproval pauses each write for an approval bound to its exact content", async () => {
+    const state = new InMemoryStateAdapter();
+    const content = seed("Take notes.", "Write it down.");
+    const { runtime, events } = await startAgent(learner("{ writable: true, writeApproval: true }"), [
+      { toolCalls: [{ name: "write", input: { path: "/skills/notes/SKILL.md", content } }] },
+      { toolCalls: [{ name: "learn", input: {} }] },
+      { text: "done" },
+    ], { state });
+    const paused = await runtime.run({ message: "learn" });
+    expect(paused.status).toBe("waiting_approval");
+    const asked = (await events(paused.runId)).find((event) => event.type === "approval.requested")!;
+    expect(asked.data).toMatchObject({ toolName: "write", reason: expect.stringContaining("create /skills/notes/SKILL.md"), skillWrite: { name: "notes", path: "SKILL.md", before: null, after: expect.stringMatching(/^sha256:/) } });
+    expect(await state.getSkill("learner", "notes")).toBeUndefined();
+
+    // The learn tool makes two writes: each asks for its own approval.
+    const second = await runtime.approve(paused.runId);
+    expect(second.status).toBe("waiting_approval");
+    expect((await state.getSkill("learner", "notes"))?.files["SKILL.md"]).toBe(content);
+    const third = await runtime.approve(paused.runId);
+    expect(third.status).toBe("waiting_approval");
+    expect(await state.getSkill("learner", "deploy-checklist")).toBeDefined();
+    const done = await runtime.approve(paused.runId);
+    expect(done.error?.message ?? "").toBe("");
+    expect(done.status).toBe("completed");
+    expect((await state.getSkill("learner", "tweaked"))?.changedBy).toBe("agent");
+    const writes = (await events(paused.runId)).filter((event) => event.type === "approval.requested").map((event) => (event.data.skillWrite as { name: string }).name);
+    expect(writes).toEqual(["notes", "deploy-checklist", "tweaked"]);
+  });
 });

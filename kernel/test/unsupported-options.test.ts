@@ -15,7 +15,6 @@ async function refusal(files: Record<string, string>): Promise<Error & { code: s
 
 describe("options declared by the SDK but not built are refused at build, by name", () => {
   const cases: Array<[string, Record<string, string>, RegExp]> = [
-    ["selfImprovement.writeApproval", { "agent.ts": agentWith("selfImprovement: { writable: true, writeApproval: true }") }, /selfImprovement\.writeApproval \(agent\.ts selfImprovement\.writeApproval:\)/],
     ["dynamicAutomations", { "agent.ts": agentWith("dynamicAutomations: { dynamic: true }") }, /dynamicAutomations \(agent\.ts dynamicAutomations:\)/],
     ["dynamicConnections", { "agent.ts": agentWith('dynamicConnections: { dynamic: true, allowedHosts: ["a.example.com"] }') }, /dynamicConnections \(agent\.ts dynamicConnections:\)/],
     ["automations", { "agent.ts": MINIMAL_AGENT, "automations/daily.ts": "export default {};" }, /automations \(automations\/\)/],
@@ -36,8 +35,8 @@ describe("options declared by the SDK but not built are refused at build, by nam
   }
 
   it("names every unsupported option at once", async () => {
-    const error = await refusal({ "agent.ts": agentWith("selfImprovement: { writeApproval: true }, dynamicConnections: {}"), "instrumentation.ts": "export default {};" });
-    expect(error.details?.options).toEqual(["selfImprovement.writeApproval", "dynamicConnections", "instrumentation.ts"]);
+    const error = await refusal({ "agent.ts": agentWith("dynamicAutomations: {}, dynamicConnections: {}"), "instrumentation.ts": "export default {};" });
+    expect(error.details?.options).toEqual(["dynamicAutomations", "dynamicConnections", "instrumentation.ts"]);
   });
 
   it("builds the spec's local sandbox example", async () => {

@@ -33,11 +33,7 @@ const rootFile = (stem: string) => (use: FolderUse) => use.rootFile(stem) ?? nul
  * feature lands.
  */
 export const UNSUPPORTED_OPTIONS: readonly UnsupportedOption[] = [
-  {
-    option: "selfImprovement.writeApproval",
-    usedIn: (use) => ((use.agent.selfImprovement as { writeApproval?: unknown } | undefined)?.writeApproval === true ? `${use.agentFile} selfImprovement.writeApproval:` : null),
-    fix: "Remove writeApproval (or set it false); skill writes are recorded as skill.changed events.",
-  },
+
   { option: "dynamicAutomations", usedIn: agentKey("dynamicAutomations"), fix: "Remove dynamicAutomations from agent.ts." },
   { option: "dynamicConnections", usedIn: agentKey("dynamicConnections"), fix: "Remove dynamicConnections from agent.ts." },
   { option: "automations", usedIn: folder("automations"), fix: "Remove the automations/ folder." },

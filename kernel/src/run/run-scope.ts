@@ -24,6 +24,11 @@ export interface RunServices {
   spawnSubagent(request: SubagentRequest, callId: string): Promise<JsonValue>;
   /** ctx.selfImprovement, when agent.ts makes skills writable. */
   selfImprovement?: SelfImprovementApi;
+  /**
+   * The filesystem and skill API for one tool call, when skill writes need that
+   * call's approval (selfImprovement.writeApproval); the run-wide ones otherwise.
+   */
+  forCall?(call: { id: string; approved: boolean }): { filesystem: RuntimeFilesystem; selfImprovement?: SelfImprovementApi };
   /** The runtime filesystem the built-in file tools use. */
   filesystem: RuntimeFilesystem;
   /** Release the run's sandbox if it acquired one (best effort): called at completion and failure. */

@@ -23,6 +23,9 @@ export function createToolContext(
   asked: { question?: QuestionSuspension; subagent?: SubagentSuspension },
 ): ToolExecutionContext {
   const { services } = scope;
+  const perCall = services.forCall?.({ id: call.id, approved: approvedToolCall });
+  const filesystem = perCall?.filesystem ?? services.filesystem;
+  const selfImprovement = perCall ? perCall.selfImprovement : services.selfImprovement;
   return {
     runId: scope.runId,
     agentRevision: scope.agentRevision,
@@ -65,9 +68,9 @@ export function createToolContext(
       }
     },
     connections: {},
-    ...(services.selfImprovement ? { selfImprovement: services.selfImprovement } : {}),
+    ...(selfImprovement ? { selfImprovement } : {}),
     ...(scope.channel ? { channel: scope.channel } : {}),
-    [RUNTIME_FILESYSTEM]: services.filesystem,
+    [RUNTIME_FILESYSTEM]: filesystem,
     [SKILL_ACTIVATION]: scope.skills,
   } as ToolExecutionContext;
 }

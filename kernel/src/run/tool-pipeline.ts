@@ -13,6 +13,7 @@ import { reachableThroughBridge, runBridgeTool, unreachableReason, unwrapToolCal
 import { isInfrastructureFailure, leaseLost } from "./infrastructure-failure.js";
 import { isQuestionSuspension, type QuestionSuspension } from "./question.js";
 import { isSubagentSuspension, type SubagentSuspension } from "../subagents/suspension.js";
+import { isSkillApprovalSuspension } from "../skills/write-approval.js";
 import type { RunScope } from "./run-scope.js";
 import { createToolContext } from "./tool-context.js";
 import type { ToolTableEntry } from "./tool-table.js";
@@ -150,6 +151,18 @@ async function execute(
     if (asked.subagent) throw asked.subagent;
   } catch (error) {
     if (isInfrastructureFailure(error)) throw error;
+    if (isSkillApprovalSuspension(error)) {
+      // selfImprovement.writeApproval: pause for an approval of exactly this skill change.
+      const approvalId = approvalIdFor(scope.runId, call.id, inputDigest);
+      await scope.journal.record(
+        scope.runId,
+        "approval.requested",
+        { approvalId, callId: call.id, toolName: call.name, input: call.input, reason: error.reason, sideEffect: "idempotent", skillWrite: error.data },
+        { toolCall: { ...base, status: "waiting_approval", approvalId, updatedAt: now() } },
+      );
+      scope.pausedFor ??= "approval";
+      return { status: "paused", reason: "approval" };
+    }
     const waitingOnChild = isSubagentSuspension(error) ? error : asked.subagent;
     if (waitingOnChild && !isQuestionSuspension(error)) {
       // The call stays open (status requested): when the child finishes, the parent resumes and

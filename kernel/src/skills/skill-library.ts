@@ -126,10 +126,11 @@ export class SkillLibrary {
     await this.ready();
     const current = await this.store.getSkill(this.profile.agentId, name);
     if (mustExist && !current) throw notFound(name);
-    if (!mustExist && current) {
+    const next = files(mustExist ? current?.files : undefined);
+    // Creating what already exists, identically, is a replay of the same create: nothing to do.
+    if (!mustExist && current && current.digest !== skillDigest(next)) {
       throw new AssemblyLineError("AL_ERR_SKILL_CONFLICT", `skill "${name}" already exists`, { fix: "Update it instead, or pick another name." });
     }
-    const next = files(current?.files);
     this.checkSkillFile(name, next["SKILL.md"] ?? "");
     const digest = skillDigest(next);
     const change = { name, path: "SKILL.md", before: current?.digest ?? null, after: digest };
