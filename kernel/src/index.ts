@@ -19,3 +19,9 @@ export { activateTools, activatedToolNames, TOOLS_ACTIVATED } from "./run/tool-a
 export { noopLogger } from "@assemblyline-agents/core";
 export type { StateAdapter, StateStores } from "@assemblyline-agents/core";
 export { createRuntimeFilesystem, resolveLogicalPath, RUNTIME_ROOTS, type RuntimeFilesystem, type FileEntry } from "./filesystem/runtime-filesystem.js";
+export { SkillLibrary, type SkillView, type SkillSyncChange, type SkillWriteResult } from "./skills/skill-library.js";
+export { parseSkillFile, skillDigest, type ParsedSkill } from "./skills/skill-file.js";
+export type { SkillManifestEntry, SubagentManifestEntry } from "./compiler/manifest.js";
+export type { SubagentBundle } from "./compiler/bundle.js";
+export { childRunIdFor } from "./subagents/spawner.js";
+export { DEFAULT_SUBAGENT_LIMITS, type SubagentLimits } from "./subagents/limits.js";

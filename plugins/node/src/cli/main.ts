@@ -6,6 +6,7 @@ import { runCommand } from "./commands/run.js";
 import { pluginsCommand } from "./commands/plugins.js";
 import { devCommand, startCommand } from "./commands/serve.js";
 import { answerCommand, approveCommand, denyCommand, resumeCommand, runsCommand } from "./commands/runs.js";
+import { skillsCommand } from "./commands/skills.js";
 import { processIO, type CommandIO } from "./io.js";
 
 const HELP = `assembly-line <command>
@@ -26,6 +27,9 @@ const HELP = `assembly-line <command>
   deny <runId> [<callId>]              deny it; the model receives a denial result
   answer <runId> "text"                answer the run's question and resume it
   resume <runId>                       continue a run left running by a process that died
+  skills list | show <name> | diff <name> | reset <name>
+                                       the durable skill store: what changed since the seed, and undo it
+                                       ([--subagent <path>] for a subagent's skills)
   dev <agentDir> [--port <n>]          serve the agent over HTTP in dev mode (local defaults, readable logs)
   start <artifactDir> [--port <n>]     production boot of a built artifact (<agentDir>/.assembly-line)
   plugins list | search <words> | info <id> | add <id> | verify [dir]
@@ -43,6 +47,7 @@ const COMMANDS: Record<string, (args: string[], io: CommandIO) => Promise<number
   deny: denyCommand,
   answer: answerCommand,
   resume: resumeCommand,
+  skills: skillsCommand,
   plugins: pluginsCommand,
   dev: (args, io) => devCommand(args, io),
   start: (args, io) => startCommand(args, io),
