@@ -3,7 +3,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterAll, describe, expect, it } from "vitest";
 import { defineTool, definePlugin, type JsonValue } from "@assemblyline-agents/core";
-import { activateTools, activatedToolNames, createKernel, idempotencyKeyFor, inferVisibility, AUTO_VISIBLE_LIMIT } from "@assemblyline-agents/runtime";
+import { activateTools, activatedToolNames, buildAgent, createKernel, idempotencyKeyFor, inferVisibility, AUTO_VISIBLE_LIMIT } from "@assemblyline-agents/runtime";
 import { MINIMAL_AGENT, agentFolder, toolSource } from "./support/agent-folder.js";
 import { DEFERRED_TOOLS, VISIBLE_TOOLS, discoveryAgentFiles } from "./support/discovery-agent.js";
 import { startAgent } from "./support/runtime.js";
@@ -101,6 +101,33 @@ describe("an agent with 40 authored tools, 30 of them deferred", () => {
     const invalid = (await events(result.runId)).filter((event) => event.type === "tool.input_invalid");
     expect(invalid[0]!.data).toMatchObject({ toolName: "refund_payment" });
     expect(readFileSync(executionLog, "utf8")).toBe("");
+  });
+
+  it("replays a refused tool_call on resume instead of recording it again", async () => {
+    const { runtime, events } = await startAgent(dir, [
+      { toolCalls: [{ name: "tool_call", input: { tool: "refund_payment" } }] },
+      { toolCalls: [{ name: "tool_call", input: { name: "refund_payment", input: { id: "inv_1", amount: 1 } } }] },
+      { text: "done" },
+    ]);
+    const paused = await runtime.run({ message: "go" });
+    expect(paused.status).toBe("waiting_approval");
+    const approved = await runtime.approve(paused.runId);
+    expect(approved.error ?? null).toBeNull();
+    expect(approved.status).toBe("completed");
+    const recorded = await events(paused.runId);
+    expect(recorded.filter((event) => event.type === "tool.input_invalid")).toHaveLength(1);
+    expect(recorded.filter((event) => event.type === "tool.replayed").map((event) => event.data.toolName)).toEqual(["tool_call"]);
+  });
+
+  it("accepts an alias as the name in tool_describe and tool_call", async () => {
+    const { runtime, log } = await startAgent(dir, [
+      { toolCalls: [{ name: "tool_describe", input: { name: "receivables" } }] },
+      { toolCalls: [{ name: "tool_call", input: { name: "receivables", input: { id: "c-1" } } }] },
+      { text: "ok" },
+    ]);
+    await runtime.run({ message: "go" });
+    expect(log.outcomes[0]!.outcome).toMatchObject({ output: { name: "create_invoice", aliases: ["receivables"] } });
+    expect(log.outcomes[1]!.outcome).toMatchObject({ isError: false, output: { tool: "create_invoice", id: "c-1" } });
   });
 
   it("applies coreToolPolicy to the tool tool_call names", async () => {
@@ -332,4 +359,25 @@ describe("tools provided from outside the agent folder", () => {
       /AL_ERR_TOOL_PROVIDED: plugin clash provided tool "read": the name is taken by a built-in tool/,
     );
   });
+});
+
+describe("capability metadata at build", () => {
+  const withCapability = (extra: string) => toolSource({ extra });
+  const cases: Array<[string, Record<string, string>, RegExp]> = [
+    ["an unknown visibility", { "tools/a.ts": withCapability(`capability: { visibility: "sometimes" },`) }, /tools\/a\.ts: capability\.visibility "sometimes" is not one of auto, always, deferred, skill, hidden/],
+    ["an unknown execution", { "tools/a.ts": withCapability(`capability: { execution: "remote" },`) }, /capability\.execution "remote" is not one of auto, direct, sandbox, both/],
+    ["a namespace that is not a lowercase word", { "tools/a.ts": withCapability(`capability: { namespace: "Billing Team" },`) }, /capability\.namespace "Billing Team" must be a lowercase word/],
+    ["tags that are not words", { "tools/a.ts": withCapability(`capability: { tags: ["ok", 3] },`) }, /capability\.tags must be an array of lowercase words/],
+    ["an unknown capability key", { "tools/a.ts": withCapability(`capability: { visiblity: "deferred" },`) }, /capability has unknown key\(s\) visiblity/],
+    ["defaultEnabled on a hidden tool", { "tools/a.ts": withCapability(`capability: { visibility: "hidden" }, defaultEnabled: true,`) }, /defaultEnabled: true contradicts capability\.visibility "hidden"/],
+    ["an alias that is another tool's name", { "tools/a.ts": withCapability(`capability: { aliases: ["b"] },`), "tools/b.ts": toolSource() }, /tools\/a\.ts: alias "b" is already the name or an alias of tool b/],
+    ["an alias that is a built-in's name", { "tools/a.ts": withCapability(`capability: { aliases: ["read"] },`) }, /alias "read" is already the name or an alias of tool read/],
+  ];
+  for (const [what, files, message] of cases) {
+    it(`refuses ${what} with AL_ERR_TOOL_CAPABILITY`, async () => {
+      const error = await buildAgent(agentFolder({ "agent.ts": MINIMAL_AGENT, ...files })).catch((caught: Error) => caught);
+      expect(error).toMatchObject({ code: "AL_ERR_TOOL_CAPABILITY" });
+      expect((error as Error).message).toMatch(message);
+    });
+  }
 });

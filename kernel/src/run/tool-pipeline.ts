@@ -34,8 +34,8 @@ const now = () => new Date().toISOString();
 export async function callTool(scope: RunScope, requested: ModelToolCall): Promise<ToolCallOutcome> {
   // tool_call takes the pipeline as the call it names (bridge-tools.ts).
   const unwrapped = unwrapToolCall(scope, requested);
-  if ("refusal" in unwrapped) return recoverable(scope, requested, digestJson(requested.input), "tool.input_invalid", unwrapped.refusal);
-  const { call, via } = unwrapped;
+  const refusal = "refusal" in unwrapped ? unwrapped.refusal : null;
+  const { call, via } = "refusal" in unwrapped ? { call: requested, via: null } : unwrapped;
   const viaField: Record<string, JsonValue> = via ? { via } : {};
   const inputDigest = digestJson(call.input);
   const existing = await scope.runs.getToolCall(scope.runId, call.id);
@@ -49,6 +49,7 @@ export async function callTool(scope: RunScope, requested: ModelToolCall): Promi
     const settled = await settledOutcome(scope, existing);
     if (settled) return settled;
   }
+  if (refusal) return recoverable(scope, call, inputDigest, "tool.input_invalid", refusal);
 
   const entry = scope.table.get(call.name);
   const offered = entry && (via ? reachableThroughBridge(scope, entry) : scope.visible.has(call.name));
