@@ -60,15 +60,15 @@ describe("the runtime filesystem", () => {
         { name: "write", input: { path: "/memory/notes/a.md", content: "remember" } },
         { name: "read", input: { path: "/memory/notes/a.md" } },
         { name: "list", input: { path: "/skills" } },
-        { name: "read", input: { path: "/skills/triage.md" } },
+        { name: "read", input: { path: "/skills/triage/SKILL.md" } },
         { name: "list", input: { path: "/history" } },
       ],
-      { "skills/triage.md": "# Triage\nSort by urgency." },
+      { "skills/triage/SKILL.md": "---\ndescription: Triage.\n---\nSort by urgency." },
     );
     const values = outputs.map((outcome) => (outcome as { output: unknown }).output);
     expect(values[1]).toEqual({ path: "/memory/notes/a.md", content: "remember" });
-    expect(values[2]).toEqual({ entries: [{ path: "/skills/triage.md", type: "file", size: 25 }] });
-    expect(values[3]).toEqual({ path: "/skills/triage.md", content: "# Triage\nSort by urgency." });
+    expect(values[2]).toEqual({ entries: [{ path: "/skills/triage/SKILL.md", type: "file", size: 45 }] });
+    expect(values[3]).toEqual({ path: "/skills/triage/SKILL.md", content: "---\ndescription: Triage.\n---\nSort by urgency." });
     expect(values[4]).toMatchObject({ entries: [{ path: "/history/conversation.md" }] });
   });
 
@@ -81,8 +81,9 @@ describe("the runtime filesystem", () => {
       ["read", { path: "/workspace/a\u0000b" }, /AL_ERR_PATH_ESCAPE.*NUL/],
       ["write", { path: "/history/conversation.md", content: "x" }, /AL_ERR_PATH_READ_ONLY.*\/history/],
       ["write", { path: "/files/upload.txt", content: "x" }, /AL_ERR_PATH_READ_ONLY.*\/files/],
-      ["delete", { path: "/skills/triage.md" }, /AL_ERR_PATH_READ_ONLY.*\/skills/],
-      ["edit", { path: "/skills/triage.md", oldText: "a", newText: "b" }, /AL_ERR_PATH_READ_ONLY|AL_ERR_PATH_NOT_FOUND/],
+      // Without selfImprovement.writable, skills are manifest-only.
+      ["delete", { path: "/skills/triage/SKILL.md" }, /AL_ERR_SKILL_READ_ONLY.*\/skills\/triage\/SKILL\.md/],
+      ["edit", { path: "/skills/triage/SKILL.md", oldText: "a", newText: "b" }, /AL_ERR_PATH_NOT_FOUND|AL_ERR_SKILL_READ_ONLY/],
     ];
     for (const [name, input, pattern] of refusals) {
       const { result, outputs } = await runCalls([{ name, input }]);

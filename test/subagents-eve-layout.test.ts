@@ -20,7 +20,7 @@ function fixtureCopy(name: string): string {
 }
 
 async function node(args: string[], env: Record<string, string> = {}) {
-  return promisify(execFile)(process.execPath, args, { cwd: root, env: { ...process.env, ASSEMBLY_LINE_LOG_LEVEL: "error", ...env }, timeout: 60_000 }).then(
+  return promisify(execFile)(process.execPath, args, { cwd: root, env: { ...process.env, ASSEMBLY_LINE_LOG_LEVEL: "error", ...env }, timeout: 180_000 }).then(
     ({ stdout, stderr }) => ({ code: 0, signal: null as string | null, stdout, stderr }),
     (error: { code: number; signal: string | null; stdout: string; stderr: string }) => ({ code: error.code, signal: error.signal, stdout: error.stdout, stderr: error.stderr }),
   );
@@ -56,7 +56,7 @@ describe("an agent folder in eve's layout (instructions.md, skills with referenc
       await state.close();
     }
     expect(lines(effects)).toEqual(["record_finding checkout is slow", "archive_lookup checkout timeout", "summarize_hits"]);
-  });
+  }, 600_000);
 
   it("recovers parent and child after a SIGKILL while the child runs, repeating no completed work", async () => {
     const agent = fixtureCopy("crash");
@@ -89,5 +89,5 @@ describe("an agent folder in eve's layout (instructions.md, skills with referenc
     }
     // Completed work ran once; only the call the kill interrupted ran again.
     expect(lines(effects)).toEqual(["record_finding checkout is slow", "archive_lookup checkout timeout", "summarize_hits", "summarize_hits"]);
-  });
+  }, 300_000);
 });

@@ -39,7 +39,9 @@ import { createMemoryApi } from "./state/memory-api.js";
 import { createRuntimeFilesystem } from "./filesystem/runtime-filesystem.js";
 import type { RunServices } from "./run/run-scope.js";
 import { buildAgentProfiles, profileOfRun, type AgentProfile } from "./agents/agent-profile.js";
-import { SkillLibrary } from "./skills/skill-library.js";
+import { SkillLibrary, type SkillWriteGate, type SkillWriteResult } from "./skills/skill-library.js";
+import { skillWriteGate } from "./skills/write-approval.js";
+import { createSelfImprovementApi } from "./skills/self-improvement-api.js";
 import { DEFAULT_SUBAGENT_LIMITS, type SubagentLimits } from "./subagents/limits.js";
 import { spawnSubagent } from "./subagents/spawner.js";
 import { Automations } from "./automations/automations.js";
@@ -624,8 +626,25 @@ export class OpenEveRuntime {
       return sandbox;
     };
     const profile = profileOfRun(this.profiles, run);
+    const skills = this.skillLibrary(profile);
+    const onSkillChange = async (change: SkillWriteResult) => {
+      await this.journal.record(run.id, "skill.changed", { agentId: profile.agentId, name: change.name, path: change.path, before: change.before, after: change.after, changedBy: "agent" });
+    };
+    const filesystemWith = (skillGate: SkillWriteGate | undefined) =>
+      createRuntimeFilesystem({
+        memory: this.state.memory,
+        conversations: this.state.conversations,
+        conversationId: run.conversationId,
+        files: this.state.files,
+        blob: this.options.blob,
+        getSandbox,
+        skills,
+        onSkillChange,
+        ...(skillGate ? { skillGate } : {}),
+      });
     return {
       getSandbox,
+      ...(skills.writable ? { selfImprovement: createSelfImprovementApi(skills, onSkillChange) } : {}),
       releaseSandbox: async () => {
         if (!sandbox || !sandboxAdapter || !ownsSandbox) return;
         sandbox = undefined;
@@ -646,15 +665,15 @@ export class OpenEveRuntime {
           callId,
           request,
         ),
-      filesystem: createRuntimeFilesystem({
-        memory: this.state.memory,
-        conversations: this.state.conversations,
-        conversationId: run.conversationId,
-        files: this.state.files,
-        blob: this.options.blob,
-        getSandbox,
-        skills: this.skillLibrary(profile),
-      }),
+      filesystem: filesystemWith(undefined),
+      ...(profile.selfImprovement.writeApproval
+        ? {
+            forCall: (call: { id: string; approved: boolean }) => {
+              const gate = skillWriteGate(this.state.runs, run.id, call);
+              return { filesystem: filesystemWith(gate), ...(skills.writable ? { selfImprovement: createSelfImprovementApi(skills, onSkillChange, gate) } : {}) };
+            },
+          }
+        : {}),
     };
   }
 }

@@ -15,7 +15,7 @@ function contextAgent(options: DefaultContextOptions | null) {
   return agentFolder({
     "agent.ts": agentWithContext(options),
     "skills/close_month/SKILL.md": "---\nname: close_month\ndescription: Close the month's books step by step.\n---\n# Close month\n1. ...",
-    "skills/audit/SKILL.md": "---\ndescription: Check every ledger entry against its receipt.\n---\n# Audit\nCheck every ledger entry against its receipt.",
+    "skills/audit/SKILL.md": "---\ndescription: Check every ledger entry against its receipt.\n---\n# Audit\nCheck each entry.",
     "tools/alpha.ts": toolSource(),
     "tools/beta.ts": toolSource(),
     "tools/gamma.ts": toolSource(),

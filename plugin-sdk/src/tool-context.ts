@@ -33,6 +33,50 @@ export interface SubagentRequest {
   constraints?: string[];
 }
 
+/** A skill as `ctx.selfImprovement` returns it. */
+export interface SkillSummary {
+  name: string;
+  description: string;
+  /** Tools loading it activates. */
+  tools: string[];
+  /** The procedure: SKILL.md without its front matter. */
+  body: string;
+  /** Every file of the skill folder by relative path, SKILL.md included. */
+  files: Record<string, string>;
+  digest: string;
+  /** Who made the current content. */
+  changedBy: "seed" | "agent" | "user";
+  /** Set when a redeploy brought a seed that was not applied because the skill had changed. */
+  conflict: { seedDigest: string; seedRevision: string; detectedAt: string } | null;
+}
+
+export interface SkillDraft {
+  name: string;
+  description: string;
+  body: string;
+  tools?: string[];
+  /** Resource files besides SKILL.md, by relative path (e.g. `references/style.md`). */
+  files?: Record<string, string>;
+}
+
+/** What a skill write changed: the skill's digest before and after (null: absent). */
+export interface SkillChange {
+  name: string;
+  before: string | null;
+  after: string | null;
+}
+
+/** `ctx.selfImprovement`: present only when agent.ts sets `selfImprovement: { writable: true }`. */
+export interface SelfImprovementApi {
+  list(): Promise<SkillSummary[]>;
+  get(name: string): Promise<SkillSummary | undefined>;
+  /** Create a new skill; refused (AL_ERR_SKILL_CONFLICT) when one by that name exists. */
+  create(draft: SkillDraft): Promise<SkillChange>;
+  /** Change some of a skill's parts; files given replace those paths, others stay. */
+  update(change: Partial<Omit<SkillDraft, "name">> & { name: string }): Promise<SkillChange>;
+  delete(name: string): Promise<SkillChange>;
+}
+
 /** The channel a run came from, as tools may see it. */
 export interface ChannelView {
   name: string;
@@ -76,8 +120,8 @@ export interface ToolExecutionContext {
   readonly connections: Record<string, ConnectionInfo>;
   /** The originating channel view. */
   readonly channel?: ChannelView;
-  /** Present only when agent.ts enables self-improvement. */
-  readonly selfImprovement?: unknown;
+  /** Skill authoring; present only when agent.ts sets selfImprovement.writable. */
+  readonly selfImprovement?: SelfImprovementApi;
   /** Present only when agent.ts enables dynamic automations. */
   readonly automationManager?: AutomationManager;
   /** Present only when agent.ts enables dynamic connections. */

@@ -15,12 +15,12 @@ describe("first-party plugin packages", () => {
     }
   });
 
-  it("loads local: its plugin materializes file state with all 8 facets and file blobs", async () => {
+  it("loads local: its plugin materializes file state with all 9 facets and file blobs", async () => {
     const loaded = await loadPluginPackage(plugin("local"));
     expect(loaded.plugin).toMatchObject({ name: "local", version: loaded.version });
     const state = loaded.adapters.find((adapter) => adapter.provide.slot === "state");
     expect(state?.provide).toMatchObject({ contract: "state@1", export: "localState" });
-    expect(state?.provide.facets).toHaveLength(8);
+    expect(state?.provide.facets).toHaveLength(9);
     expect(loaded.adapters.find((adapter) => adapter.provide.slot === "blob")?.provide).toMatchObject({ contract: "blob@1", export: "localBlob" });
   });
 

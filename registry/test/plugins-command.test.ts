@@ -30,7 +30,7 @@ describe("assembly-line plugins list, search and info", () => {
     expect(code).toBe(0);
     const rows = out.split("\n");
     expect(rows[0]).toMatch(/^id\s+package\s+version\s+kernel\s+fits \S+\s+contracts$/);
-    expect(rows.find((row) => row.startsWith("local "))).toMatch(/@assemblyline-agents\/local\s+0\.1\.0\s+\^0\.1\.0\s+yes\s+state@1 \(8 facets\), blob@1/);
+    expect(rows.find((row) => row.startsWith("local "))).toMatch(/@assemblyline-agents\/local\s+0\.1\.0\s+\^0\.1\.0\s+yes\s+state@1 \(9 facets\), blob@1/);
     expect(rows.find((row) => row.startsWith("postgres "))).toMatch(/@assemblyline-agents\/postgres\s+\S+\s+\^0\.1\.0\s+yes\s+state@1/);
     expect(rows.find((row) => row.startsWith("node "))).toMatch(/@assemblyline-agents\/node\s+\S+\s+\^0\.1\.0\s+yes\s+runtime@1/);
     expect(rows.find((row) => row.startsWith("pi "))).toMatch(/@assemblyline-agents\/pi\s+\S+\s+\^0\.1\.0\s+yes\s+\(no gateway slots\)/);

@@ -42,4 +42,3 @@ export const toolCallTool = runtimeHandled(
   { name: { type: "string", minLength: 1 }, input: { type: "object" } },
   ["name", "input"],
 );
-

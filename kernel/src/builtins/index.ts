@@ -31,7 +31,7 @@ export type BuiltInRequirement = "always" | "sandbox" | "skills" | "subagents" |
  * Which built-ins need what before the model may be offered them. The file
  * tools work on /memory, /history, /files and /skills without a sandbox (only
  * their /workspace paths need one); `bash` needs one; load_skill needs skills
- * to load, spawn_subagent subagents to spawn.
+ * (or self-improvement, which can author them); spawn_subagent needs subagents.
  */
 export const BUILT_IN_REQUIREMENTS: Readonly<Record<BuiltInToolName, BuiltInRequirement>> = Object.freeze({
   read: "always",

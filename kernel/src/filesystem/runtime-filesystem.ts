@@ -1,5 +1,5 @@
 import { posix } from "node:path";
-import type { SkillLibrary, SkillWriteGate } from "../skills/skill-library.js";
+import type { SkillLibrary, SkillWriteGate, SkillWriteResult } from "../skills/skill-library.js";
 import {
   AssemblyLineError,
   type BlobStore,
@@ -40,6 +40,8 @@ export interface RuntimeFilesystemSources {
   skills: SkillLibrary;
   /** Asked before a skill write lands (approval of exactly that change). */
   skillGate?: SkillWriteGate;
+  /** Told after a skill write landed: recorded as a `skill.changed` event. */
+  onSkillChange?(change: SkillWriteResult): Promise<void>;
 }
 
 /** Split a logical path into its root and the part below, refusing anything that leaves its root. */
@@ -113,7 +115,8 @@ export function createRuntimeFilesystem(sources: RuntimeFilesystemSources): Runt
       if (root === "/memory") await sources.memory.writeMemory(relative, content);
       else if (root === "/skills") {
         const { name, file } = skillPath(relative);
-        await sources.skills.writeFile(name!, file!, content, "agent", sources.skillGate);
+        const change = await sources.skills.writeFile(name!, file!, content, "agent", sources.skillGate);
+        if (change.before !== change.after) await sources.onSkillChange?.(change);
       } else await (await sources.getSandbox()).writeFile(logical, content);
     },
     async delete(path) {
@@ -121,7 +124,7 @@ export function createRuntimeFilesystem(sources: RuntimeFilesystemSources): Runt
       if (root === "/memory") await sources.memory.deleteMemory(relative);
       else if (root === "/skills") {
         const { name, file } = skillPath(relative);
-        await sources.skills.deleteFile(name!, file!, sources.skillGate);
+        await sources.onSkillChange?.(await sources.skills.deleteFile(name!, file!, sources.skillGate));
       } else await (await sources.getSandbox()).deleteFile(logical);
     },
     async list(path) {

@@ -38,7 +38,7 @@ export interface ContextSources {
   conversations: ConversationStore;
   /** The run's filesystem: memory shape, /files manifest, attachments, skills. */
   filesystem: RuntimeFilesystem;
-  /** The compact skill catalog: what load_skill can load. */
+  /** The compact skill catalog: what load_skill can load (parsed front matter). */
   skills?: Array<{ name: string; description: string }>;
   /** Skills loaded earlier in this run: their procedures stay in the context on resumes. */
   activeSkills?: Array<{ name: string; body: string }>;
@@ -62,9 +62,9 @@ async function buildDefault(given: DefaultContextOptions, sources: ContextSource
     Promise.resolve(FILESYSTEM_CONTRACT),
     Promise.resolve(toolsPart(sources.tools, options)),
     Promise.resolve(capabilitiesPart(sources.deferred, options)),
-    skillsPart(sources, options),
-    Promise.resolve(activeSkillsPart(sources)),
-    Promise.resolve(subagentsPart(sources)),
+    Promise.resolve(skillsPart(sources.skills ?? [], options)),
+    Promise.resolve(activeSkillsPart(sources.activeSkills ?? [])),
+    Promise.resolve(subagentsPart(sources.subagents ?? [])),
     memoryPart(sources.filesystem, options),
     filesPart(sources.filesystem, options),
     attachmentsPart(sources.filesystem, info.runId, options),
@@ -103,26 +103,21 @@ function capabilitiesPart(deferred: CatalogTool[], options: ResolvedDefaultConte
   return `## More tools (find with tool_search, inspect with tool_describe, run with tool_call)\n${lines}`;
 }
 
-/** The compact skill catalog: from the skill library when the run has load_skill, else the /skills folder. */
-async function skillsPart(sources: ContextSources, options: ResolvedDefaultContextOptions): Promise<string> {
-  if (!options.skills.include) return "";
-  if (sources.skills) {
-    if (sources.skills.length === 0) return "";
-    const shown = sources.skills.slice(0, options.skills.maxEntries).map((skill) => `- ${skill.name}: ${firstLine(skill.description)}`);
-    return `## Skills (load a skill with load_skill before following it)\n${withRest(shown, sources.skills.length - shown.length, "skills", "/skills")}`;
-  }
-  const fs = sources.filesystem;
-  const skillFiles = (await fs.list("/skills")).filter((entry) => /^\/skills\/[^/]+\/SKILL\.md$/.test(entry.path));
-  if (skillFiles.length === 0) return "";
-  const shown = skillFiles.slice(0, options.skills.maxEntries);
-  const lines = await Promise.all(
-    shown.map(async (entry) => {
-      const name = entry.path.split("/")[2]!;
-      const description = skillDescription(await fs.read(entry.path).catch(() => ""));
-      return `- ${name}${description ? `: ${description}` : ""} (${entry.path})`;
-    }),
-  );
-  return `## Skills (read a skill's SKILL.md before following it)\n${withRest(lines, skillFiles.length - shown.length, "skills", "/skills")}`;
+function skillsPart(skills: Array<{ name: string; description: string }>, options: ResolvedDefaultContextOptions): string {
+  if (!options.skills.include || skills.length === 0) return "";
+  const shown = skills.slice(0, options.skills.maxEntries);
+  const lines = shown.map((skill) => `- ${skill.name}: ${firstLine(skill.description).slice(0, 200)} (/skills/${skill.name}/SKILL.md)`);
+  return `## Skills (load one with load_skill before following it)\n${withRest(lines, skills.length - shown.length, "skills", "/skills")}`;
+}
+
+/** Skills loaded earlier in the run: their procedures stay in the context when it resumes. */
+function activeSkillsPart(skills: Array<{ name: string; body: string }>): string {
+  return skills.map((skill) => `## Active skill: ${skill.name}\n${skill.body.trim()}`).join("\n\n");
+}
+
+function subagentsPart(subagents: Array<{ name: string; description: string }>): string {
+  if (subagents.length === 0) return "";
+  return `## Subagents (delegate with spawn_subagent({ name, task }))\n${subagents.map((agent) => `- ${agent.name}: ${firstLine(agent.description)}`).join("\n")}`;
 }
 
 /** Skills loaded earlier in the run: their procedures stay in the context on resumes. */
@@ -189,14 +184,6 @@ function withRest(lines: string[], rest: number, noun: string, root?: string): s
 function cut(text: string, max: number, what: string): string {
   if (text.length <= max) return text;
   return `${text.slice(0, max)}\n[${what} cut: ${text.length - max} more characters]`;
-}
-
-function skillDescription(markdown: string): string {
-  const front = /^---\n([\s\S]*?)\n---/.exec(markdown);
-  const declared = front ? /^description:\s*(.+)$/m.exec(front[1]!)?.[1] : undefined;
-  const body = front ? markdown.slice(front[0].length) : markdown;
-  const line = declared ?? body.split("\n").find((candidate) => candidate.trim() !== "" && !candidate.startsWith("#"));
-  return (line ?? "").trim().replace(/^["']|["']$/g, "").slice(0, 200);
 }
 
 function firstLine(text: string): string {

@@ -24,7 +24,7 @@ import { describeRun, type RunResult } from "./run-result.js";
 import type { RunScope, RunServices } from "./run-scope.js";
 import { holdForStep, runStep } from "./step.js";
 import { callTool } from "./tool-pipeline.js";
-import { activatedToolNames } from "./tool-activation.js";
+import { activateTools, activatedToolNames } from "./tool-activation.js";
 import { defaultToolsProblem, toModelToolSpec, visibleTools, type ToolTable, type ToolTableEntry } from "./tool-table.js";
 import { profileOfRun, type AgentProfile } from "../agents/agent-profile.js";
 import type { SkillLibrary, SkillView } from "../skills/skill-library.js";
@@ -325,25 +325,13 @@ export class RunDriver {
     signal?.addEventListener("abort", () => controller.abort(signal.reason), { once: true });
     lease.onLost.signal.addEventListener("abort", () => controller.abort(lease.onLost.signal.reason), { once: true });
     const services = this.parts.services(run);
-    const toolSpecs = offered.map(toModelToolSpec);
-    let offeredSpecs = toolSpecs;
-    const visible = new Set(offered.map((entry) => entry.name));
-    /** Offer a skill's tools from now on: to the pipeline (visible) and to the model (the context's tool list). */
-    const activate = (skill: SkillView) => {
-      for (const name of skill.tools) {
-        const entry = table.get(name);
-        if (!entry || entry.mode === "disabled" || visible.has(name)) continue;
-        visible.add(name);
-        offeredSpecs.push(toModelToolSpec(entry));
-      }
-    };
+    // Skills loaded earlier in the run: their procedures go back into the context (their tools came back above).
     const activeSkills: SkillView[] = [];
     for (const event of events) {
       if (event.type !== "skill.loaded" || activeSkills.some((skill) => skill.name === event.data.name)) continue;
       const skill = await library.get(String(event.data.name));
       if (skill) activeSkills.push(skill);
     }
-    for (const skill of activeSkills) activate(skill);
     const skills: SkillActivation = {
       load: async (name) => {
         const skill = await library.get(name);
@@ -352,8 +340,8 @@ export class RunDriver {
             fix: `Load one of: ${(await library.list()).map((entry) => entry.name).join(", ") || "(none)"}.`,
           });
         }
-        activate(skill);
         await journal.record(run.id, "skill.loaded", { name: skill.name, digest: skill.digest, tools: skill.tools });
+        await activateTools(scope, skill.tools, `skill:${skill.name}`);
         return skill;
       },
     };
@@ -363,8 +351,8 @@ export class RunDriver {
       runs: state.runs,
       journal,
       table,
-      visible,
-      offered: offeredSpecs,
+      visible: new Set(offered.map((entry) => entry.name)),
+      offered: [],
       skills,
       signal: controller.signal,
       services,
@@ -389,26 +377,24 @@ export class RunDriver {
         ...(run.input.channel ? { channel: run.input.channel } : {}),
       };
       const deferred = scope.visible.has("tool_search") ? table.searchable().filter((entry) => !scope.visible.has(entry.name)) : [];
-      const catalog = table.has("load_skill") ? (await library.list()).map((skill) => ({ name: skill.name, description: skill.description })) : undefined;
+      const catalog = table.has("load_skill") ? (await library.list()).map((skill) => ({ name: skill.name, description: skill.description })) : [];
       const built = await buildModelContext(
         profile.context,
         {
           instructions: started.instructions,
           message: run.input.message,
-          tools: offeredSpecs,
+          tools: offered.map(toModelToolSpec),
           deferred: deferred.map((entry) => ({ name: entry.name, namespace: entry.namespace })),
           conversations: state.conversations,
           filesystem: services.filesystem,
-          ...(catalog ? { skills: catalog } : {}),
+          skills: catalog,
           activeSkills: activeSkills.map((skill) => ({ name: skill.name, body: skill.body })),
           subagents: table.has("spawn_subagent") ? [...profile.subagents.values()].map((child) => ({ name: child.name, description: child.description ?? "" })) : [],
         },
         info,
       );
       const context = await hooks.context.promise(built, info);
-      // Tools activated during this turn (skills, tool_describe) join the list the engine reads before each model call.
-      offeredSpecs = context.tools;
-      scope.offered = offeredSpecs;
+      scope.offered = context.tools;
       const checkpoint = await state.runs.getCheckpoint(run.id);
       const harness = await this.parts.selectHarness(started.modelSpec, run.id);
       const harnessCtx: HarnessContext = {

@@ -9,6 +9,7 @@ import type {
   SubagentRequest,
   JsonValue,
   ModelToolSpec,
+  SelfImprovementApi,
 } from "@assemblyline-agents/core";
 import type { RuntimeFilesystem } from "../filesystem/runtime-filesystem.js";
 import type { RunBudget } from "./budget.js";
@@ -24,6 +25,13 @@ export interface RunServices {
   blob?: BlobStore;
   /** ctx.spawnSubagent for the tool call `callId`. */
   spawnSubagent(request: SubagentRequest, callId: string): Promise<JsonValue>;
+  /** ctx.selfImprovement, when agent.ts makes skills writable. */
+  selfImprovement?: SelfImprovementApi;
+  /**
+   * The filesystem and skill API for one tool call, when skill writes need that
+   * call's approval (selfImprovement.writeApproval); the run-wide ones otherwise.
+   */
+  forCall?(call: { id: string; approved: boolean }): { filesystem: RuntimeFilesystem; selfImprovement?: SelfImprovementApi };
   /** The runtime filesystem the built-in file tools use. */
   filesystem: RuntimeFilesystem;
   /** ctx.automationManager, when agent.ts enables dynamic automations; `gate(required)` asks for approval of a change. */

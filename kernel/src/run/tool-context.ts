@@ -25,6 +25,9 @@ export function createToolContext(
 ): ToolExecutionContext {
   const { services } = scope;
   const gate = (required: boolean) => changeGate(approvedToolCall, required, (suspension) => (asked.approval ??= suspension));
+  const perCall = services.forCall?.({ id: call.id, approved: approvedToolCall });
+  const filesystem = perCall?.filesystem ?? services.filesystem;
+  const selfImprovement = perCall ? perCall.selfImprovement : services.selfImprovement;
   return {
     runId: scope.runId,
     agentRevision: scope.agentRevision,
@@ -69,8 +72,9 @@ export function createToolContext(
     connections: services.connections ?? {},
     ...(services.automationManager ? { automationManager: services.automationManager(gate) } : {}),
     ...(services.connectionManager ? { connectionManager: services.connectionManager(gate) } : {}),
+    ...(selfImprovement ? { selfImprovement } : {}),
     ...(scope.channel ? { channel: scope.channel } : {}),
-    [RUNTIME_FILESYSTEM]: services.filesystem,
+    [RUNTIME_FILESYSTEM]: filesystem,
     [SKILL_ACTIVATION]: scope.skills,
   } as ToolExecutionContext;
 }

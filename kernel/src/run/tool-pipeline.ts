@@ -14,6 +14,7 @@ import { isInfrastructureFailure, leaseLost } from "./infrastructure-failure.js"
 import { isChangeApprovalSuspension, type ChangeApprovalSuspension } from "./change-approval.js";
 import { isQuestionSuspension, type QuestionSuspension } from "./question.js";
 import { isSubagentSuspension, type SubagentSuspension } from "../subagents/suspension.js";
+import { isSkillApprovalSuspension } from "../skills/write-approval.js";
 import type { RunScope } from "./run-scope.js";
 import { createToolContext } from "./tool-context.js";
 import type { ToolTableEntry } from "./tool-table.js";
@@ -163,6 +164,18 @@ async function execute(
         scope.runId,
         "approval.requested",
         { approvalId, callId: call.id, toolName: call.name, input: call.input, reason: approval.reason, sideEffect: "external", change: approval.change },
+        { toolCall: { ...base, status: "waiting_approval", approvalId, updatedAt: now() } },
+      );
+      scope.pausedFor ??= "approval";
+      return { status: "paused", reason: "approval" };
+    }
+    if (isSkillApprovalSuspension(error)) {
+      // selfImprovement.writeApproval: pause for an approval of exactly this skill change.
+      const approvalId = approvalIdFor(scope.runId, call.id, inputDigest);
+      await scope.journal.record(
+        scope.runId,
+        "approval.requested",
+        { approvalId, callId: call.id, toolName: call.name, input: call.input, reason: error.reason, sideEffect: "idempotent", skillWrite: error.data },
         { toolCall: { ...base, status: "waiting_approval", approvalId, updatedAt: now() } },
       );
       scope.pausedFor ??= "approval";

@@ -97,21 +97,7 @@ export class SkillLibrary {
       });
     }
     const files = { ...(current?.files ?? {}), [path]: content.replace(/\r\n/g, "\n") };
-    if (path === "SKILL.md") {
-      const parsed = parseSkillFile(files["SKILL.md"]!, name, `/skills/${name}/SKILL.md`);
-      if (parsed.name !== name) {
-        throw new AssemblyLineError("AL_ERR_SKILL_DEFINITION", `/skills/${name}/SKILL.md names itself "${parsed.name}"`, {
-          fix: `Leave name out of the front matter, or set it to "${name}" (the folder's name).`,
-        });
-      }
-      const known = new Set(this.profile.table.keys());
-      const unknown = parsed.tools.filter((tool) => !known.has(tool));
-      if (unknown.length > 0) {
-        throw new AssemblyLineError("AL_ERR_SKILL_DEFINITION", `/skills/${name}/SKILL.md activates ${unknown.join(", ")}, which this agent does not have`, {
-          fix: "Name only tools of this agent in tools: [...].",
-        });
-      }
-    }
+    if (path === "SKILL.md") this.checkSkillFile(name, files["SKILL.md"]!);
     const digest = skillDigest(files);
     const change = { name, path, before: current?.digest ?? null, after: digest };
     if (current?.digest === digest) return change;
@@ -131,8 +117,57 @@ export class SkillLibrary {
     return change;
   }
 
+  /**
+   * Write a whole skill folder at once: `mustExist` false creates (refused if
+   * present), true updates (refused if absent). Compare-and-set on the digest read.
+   */
+  async putFiles(name: string, files: (current: Record<string, string> | undefined) => Record<string, string>, changedBy: "agent" | "user", mustExist: boolean, gate?: SkillWriteGate): Promise<SkillWriteResult> {
+    this.requireWritable(name);
+    await this.ready();
+    const current = await this.store.getSkill(this.profile.agentId, name);
+    if (mustExist && !current) throw notFound(name);
+    const next = files(mustExist ? current?.files : undefined);
+    // Creating what already exists, identically, is a replay of the same create: nothing to do.
+    if (!mustExist && current && current.digest !== skillDigest(next)) {
+      throw new AssemblyLineError("AL_ERR_SKILL_CONFLICT", `skill "${name}" already exists`, { fix: "Update it instead, or pick another name." });
+    }
+    this.checkSkillFile(name, next["SKILL.md"] ?? "");
+    const digest = skillDigest(next);
+    const change = { name, path: "SKILL.md", before: current?.digest ?? null, after: digest };
+    if (current?.digest === digest) return change;
+    await gate?.(change);
+    const record: SkillRecord = {
+      agentId: this.profile.agentId,
+      name,
+      files: next,
+      digest,
+      seedDigest: current?.seedDigest ?? null,
+      seedRevision: current?.seedRevision ?? null,
+      changedBy,
+      conflict: current?.conflict ?? null,
+      updatedAt: new Date().toISOString(),
+    };
+    if (!(await this.store.putSkill(record, { expectedDigest: current?.digest ?? null }))) throw conflict(name);
+    return change;
+  }
+
+  private checkSkillFile(name: string, text: string): void {
+    const parsed = parseSkillFile(text, name, `/skills/${name}/SKILL.md`);
+    if (parsed.name !== name) {
+      throw new AssemblyLineError("AL_ERR_SKILL_DEFINITION", `/skills/${name}/SKILL.md names itself "${parsed.name}"`, {
+        fix: `Leave name out of the front matter, or set it to "${name}" (the folder's name).`,
+      });
+    }
+    const unknown = parsed.tools.filter((tool) => !this.profile.table.has(tool));
+    if (unknown.length > 0) {
+      throw new AssemblyLineError("AL_ERR_SKILL_DEFINITION", `/skills/${name}/SKILL.md activates ${unknown.join(", ")}, which this agent does not have`, {
+        fix: "Name only tools of this agent in tools: [...].",
+      });
+    }
+  }
+
   /** Delete one resource file, or the whole skill when `path` is SKILL.md. */
-  async deleteFile(name: string, path: string, gate?: SkillWriteGate): Promise<SkillWriteResult> {
+  async deleteFile(name: string, path: string, gate?: SkillWriteGate, changedBy: "agent" | "user" = "agent"): Promise<SkillWriteResult> {
     this.requireWritable(name);
     await this.ready();
     const current = await this.store.getSkill(this.profile.agentId, name);
@@ -150,7 +185,7 @@ export class SkillLibrary {
     const digest = skillDigest(files);
     const change = { name, path, before: current.digest, after: digest };
     await gate?.(change);
-    const record: SkillRecord = { ...current, files, digest, changedBy: "agent", updatedAt: new Date().toISOString() };
+    const record: SkillRecord = { ...current, files, digest, changedBy, updatedAt: new Date().toISOString() };
     if (!(await this.store.putSkill(record, { expectedDigest: current.digest }))) throw conflict(name);
     return change;
   }

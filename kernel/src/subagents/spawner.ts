@@ -49,10 +49,10 @@ export async function spawnSubagent(parts: SpawnerParts, parent: RunRecord, prof
   }
   const schema = outputSchemaOf(child, request);
   const childRunId = childRunIdFor(parent.id, callId);
-  let childRun = await parts.runs.getRun(childRunId);
-  if (!childRun) {
-    childRun = await startChild(parts, parent, child, callId, childRunId, request);
-  }
+  const existing = await parts.runs.getRun(childRunId);
+  if (!existing) await startChild(parts, parent, child, callId, childRunId, request);
+  // A crash between creating the child and recording it leaves the event to the replay.
+  else await recordOnce(parts, parent.id, "subagent.started", callId, { childRunId, subagent: child.path, callId, task: request.task, depth: existing.input.parent?.depth ?? 1 });
 
   const result = await parts.drive(childRunId).catch((error: unknown) => {
     // Leased by another replica: not the parent's failure. It stays running and recovery resumes both.
@@ -85,7 +85,7 @@ export async function spawnSubagent(parts: SpawnerParts, parent: RunRecord, prof
   return { subagent: child.path, runId: childRunId, output };
 }
 
-async function startChild(parts: SpawnerParts, parent: RunRecord, child: AgentProfile, callId: string, childRunId: string, request: SubagentRequest): Promise<RunRecord> {
+async function startChild(parts: SpawnerParts, parent: RunRecord, child: AgentProfile, callId: string, childRunId: string, request: SubagentRequest): Promise<void> {
   const depth = (parent.input.parent?.depth ?? 0) + 1;
   if (depth > parts.limits.maxDepth) {
     throw new AssemblyLineError("AL_ERR_SUBAGENT_LIMIT", `spawning ${child.path} would nest subagents ${depth} deep; the limit is ${parts.limits.maxDepth}`, {
@@ -115,7 +115,6 @@ async function startChild(parts: SpawnerParts, parent: RunRecord, child: AgentPr
   });
   if (created) await parts.journal.observe(run.id);
   await recordOnce(parts, parent.id, "subagent.started", callId, { childRunId, subagent: child.path, callId, task: request.task, depth });
-  return run;
 }
 
 function composeTask(request: SubagentRequest): string {

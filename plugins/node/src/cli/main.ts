@@ -9,6 +9,7 @@ import { pluginsCommand } from "./commands/plugins.js";
 import { devCommand, startCommand } from "./commands/serve.js";
 import { answerCommand, approveCommand, denyCommand, resumeCommand, runsCommand } from "./commands/runs.js";
 import { testCommand } from "./commands/test.js";
+import { skillsCommand } from "./commands/skills.js";
 import { processIO, type CommandIO } from "./io.js";
 
 const HELP = `assembly-line <command>
@@ -35,6 +36,9 @@ const HELP = `assembly-line <command>
   automations list                     the agent's automations: schedule, next due time, paused (--agent <dir>)
   automations run <name>               start one run of an automation now and print it
   automations pause|resume <name>      stop / restart an automation's schedule (survives restarts)
+  skills list | show <name> | diff <name> | reset <name>
+                                       the durable skill store: what changed since the seed, and undo it
+                                       ([--subagent <path>] for a subagent's skills)
   dev <agentDir> [--port <n>]          serve the agent over HTTP in dev mode (local defaults, readable logs)
   start <artifactDir> [--port <n>]     production boot of a built artifact (<agentDir>/.assembly-line)
   deploy <agentDir> --target local|docker|vps|fly|railway
@@ -55,6 +59,7 @@ const COMMANDS: Record<string, (args: string[], io: CommandIO) => Promise<number
   deny: denyCommand,
   answer: answerCommand,
   resume: resumeCommand,
+  skills: skillsCommand,
   plugins: pluginsCommand,
   test: testCommand,
   automations: automationsCommand,

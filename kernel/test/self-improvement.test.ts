@@ -1,0 +1,121 @@
+import { describe, expect, it } from "vitest";
+import { InMemoryStateAdapter } from "@assemblyline-agents/runtime";
+import { agentFolder, toolSource, writeFiles } from "./support/agent-folder.js";
+import { startAgent } from "./support/runtime.js";
+
+const agent = (policy: string) => `import { defineAgent } from "@assemblyline-agents/core";
+export default defineAgent({ id: "learner", model: "test/model", instructions: "Learn.", selfImprovement: ${policy} });
+`;
+const seed = (description: string, body: string) => `---\ndescription: ${description}\n---\n${body}\n`;
+
+/** A tool that authors skills through ctx.selfImprovement. */
+const LEARN = toolSource({
+  schema: `{ type: "object", properties: {}, additionalProperties: false }`,
+  execute: `
+    const api = ctx.selfImprovement;
+    if (!api) return { error: "no selfImprovement" };
+    const created = await api.create({ name: "deploy-checklist", description: "Check a deploy.", body: "1. Run the smoke tests.", files: { "references/hosts.md": "web-1" } });
+    const updated = await api.update({ name: "tweaked", body: "The agent's better procedure." });
+    return { created, updated, names: (await api.list()).map((skill) => skill.name) };`,
+});
+
+function learner(policy = "{ writable: true }") {
+  return agentFolder({
+    "agent.ts": agent(policy),
+    "skills/pristine/SKILL.md": seed("Left as seeded.", "Seed one."),
+    "skills/tweaked/SKILL.md": seed("Changed by the agent.", "Seed one."),
+    "tools/learn.ts": LEARN,
+  });
+}
+
+describe("self-improvement", () => {
+  it("seeds the store, lets the agent create and edit skills (file tools and ctx.selfImprovement), and records each change with digests", async () => {
+    const state = new InMemoryStateAdapter();
+    const dir = learner();
+    const { runtime, log, events } = await startAgent(dir, [
+      { toolCalls: [{ name: "learn", input: {} }] },
+      { toolCalls: [{ name: "write", input: { path: "/skills/notes/SKILL.md", content: seed("Take notes.", "Write it down.") } }] },
+      { toolCalls: [{ name: "edit", input: { path: "/skills/notes/SKILL.md", oldText: "Write it down.", newText: "Write it down twice." } }] },
+      { text: "learned" },
+    ], { state });
+    const result = await runtime.run({ message: "learn" });
+    expect(result.status).toBe("completed");
+    const learned = log.outcomes[0]!.outcome as { output: { created: { before: null; after: string }; updated: { before: string; after: string }; names: string[] } };
+    expect(learned.output.created).toMatchObject({ name: "deploy-checklist", before: null, after: expect.stringMatching(/^sha256:/) });
+    expect(learned.output.updated.before).not.toBe(learned.output.updated.after);
+    expect(learned.output.names).toEqual(["deploy-checklist", "pristine", "tweaked"]);
+
+    const recorded = await events(result.runId);
+    expect(recorded.filter((event) => event.type === "skill.seeded").map((event) => event.data.name)).toEqual(["pristine", "tweaked"]);
+    const changes = recorded.filter((event) => event.type === "skill.changed").map((event) => [event.data.name, event.data.before === null, typeof event.data.after]);
+    expect(changes).toEqual([["deploy-checklist", true, "string"], ["tweaked", false, "string"], ["notes", true, "string"], ["notes", false, "string"]]);
+    expect((await state.getSkill("learner", "notes"))?.files["SKILL.md"]).toContain("Write it down twice.");
+    expect((await state.getSkill("learner", "deploy-checklist"))?.files["references/hosts.md"]).toBe("web-1");
+    expect((await state.getSkill("learner", "tweaked"))?.changedBy).toBe("agent");
+  });
+
+  it("on redeploy upgrades a skill nobody changed and keeps a changed one, recording the conflict", async () => {
+    const state = new InMemoryStateAdapter();
+    const dir = learner();
+    const first = await startAgent(dir, [{ toolCalls: [{ name: "learn", input: {} }] }, { text: "ok" }], { state });
+    await first.runtime.run({ message: "learn" });
+
+    writeFiles(dir, { "skills/pristine/SKILL.md": seed("Left as seeded.", "Seed two."), "skills/tweaked/SKILL.md": seed("Changed by the agent.", "Seed two.") });
+    const second = await startAgent(dir, [{ text: "redeployed" }], { state });
+    expect(second.runtime.manifest.agentRevision).not.toBe(first.runtime.manifest.agentRevision);
+    const run = await second.runtime.run({ message: "hello" });
+    const types = await second.types(run.runId);
+    expect(types).toContain("skill.upgraded");
+    expect(types).toContain("skill.seed_conflict");
+
+    const pristine = await state.getSkill("learner", "pristine");
+    expect(pristine).toMatchObject({ changedBy: "seed", conflict: null, seedRevision: second.runtime.manifest.agentRevision });
+    expect(pristine?.files["SKILL.md"]).toContain("Seed two.");
+    const tweaked = await state.getSkill("learner", "tweaked");
+    expect(tweaked?.files["SKILL.md"]).toContain("The agent's better procedure.");
+    expect(tweaked?.conflict).toMatchObject({ seedRevision: second.runtime.manifest.agentRevision, seedDigest: second.runtime.manifest.skills.find((skill) => skill.name === "tweaked")!.digest });
+    expect(await state.getSkill("learner", "deploy-checklist")).toBeDefined();
+
+    // A third process on the same revision finds nothing more to do.
+    const third = await startAgent(dir, [{ text: "again" }], { state });
+    const again = await third.runtime.run({ message: "hello" });
+    expect((await third.types(again.runId)).filter((type) => type.startsWith("skill."))).toEqual([]);
+  });
+
+  it("with writable: false offers no ctx.selfImprovement and leaves the store untouched", async () => {
+    const state = new InMemoryStateAdapter();
+    const { runtime, log } = await startAgent(learner("{ writable: false }"), [{ toolCalls: [{ name: "learn", input: {} }] }, { text: "ok" }], { state });
+    await runtime.run({ message: "learn" });
+    expect(log.outcomes[0]!.outcome).toMatchObject({ output: { error: "no selfImprovement" } });
+    expect(await state.listSkills("learner")).toEqual([]);
+  });
+
+  it("with writeApproval pauses each write for an approval bound to its exact content", async () => {
+    const state = new InMemoryStateAdapter();
+    const content = seed("Take notes.", "Write it down.");
+    const { runtime, events } = await startAgent(learner("{ writable: true, writeApproval: true }"), [
+      { toolCalls: [{ name: "write", input: { path: "/skills/notes/SKILL.md", content } }] },
+      { toolCalls: [{ name: "learn", input: {} }] },
+      { text: "done" },
+    ], { state });
+    const paused = await runtime.run({ message: "learn" });
+    expect(paused.status).toBe("waiting_approval");
+    const asked = (await events(paused.runId)).find((event) => event.type === "approval.requested")!;
+    expect(asked.data).toMatchObject({ toolName: "write", reason: expect.stringContaining("create /skills/notes/SKILL.md"), skillWrite: { name: "notes", path: "SKILL.md", before: null, after: expect.stringMatching(/^sha256:/) } });
+    expect(await state.getSkill("learner", "notes")).toBeUndefined();
+
+    // The learn tool makes two writes: each asks for its own approval.
+    const second = await runtime.approve(paused.runId);
+    expect(second.status).toBe("waiting_approval");
+    expect((await state.getSkill("learner", "notes"))?.files["SKILL.md"]).toBe(content);
+    const third = await runtime.approve(paused.runId);
+    expect(third.status).toBe("waiting_approval");
+    expect(await state.getSkill("learner", "deploy-checklist")).toBeDefined();
+    const done = await runtime.approve(paused.runId);
+    expect(done.error?.message ?? "").toBe("");
+    expect(done.status).toBe("completed");
+    expect((await state.getSkill("learner", "tweaked"))?.changedBy).toBe("agent");
+    const writes = (await events(paused.runId)).filter((event) => event.type === "approval.requested").map((event) => (event.data.skillWrite as { name: string }).name);
+    expect(writes).toEqual(["notes", "deploy-checklist", "tweaked"]);
+  });
+});

@@ -1,0 +1,77 @@
+import { createTwoFilesPatch } from "diff";
+import { AssemblyLineError } from "@assemblyline-agents/core";
+import type { SkillView } from "@assemblyline-agents/runtime";
+import { parseCommand, requirePositional, stringOption, type ParsedCommand } from "../args.js";
+import type { CommandIO } from "../io.js";
+import { openLocalRuntime, type LocalRuntime } from "../local-runtime.js";
+
+const COMMON = { agent: { type: "string" }, "state-dir": { type: "string" }, subagent: { type: "string" }, json: { type: "boolean" } } as const;
+const USAGE = "assembly-line skills list | show <name> | diff <name> | reset <name> [--agent <dir>] [--subagent <path>] [--json]";
+
+async function open(parsed: ParsedCommand): Promise<LocalRuntime> {
+  const stateDir = stringOption(parsed, "state-dir");
+  return openLocalRuntime({ agentDir: stringOption(parsed, "agent") ?? ".", build: false, ...(stateDir ? { stateDir } : {}) });
+}
+
+/** Where a skill stands against the seed the current build holds. */
+function standing(skill: SkillView, seedDigest: string | undefined): string {
+  if (skill.conflict) return `changed by ${skill.changedBy}; the seed of ${skill.conflict.seedRevision} was not applied (conflict)`;
+  if (seedDigest === undefined) return `authored by ${skill.changedBy}`;
+  if (skill.digest === seedDigest) return "as seeded";
+  return `changed by ${skill.changedBy}`;
+}
+
+/** `skills list|show|diff|reset`: the durable skill store of the agent (or one of its subagents). */
+export async function skillsCommand(args: string[], io: CommandIO): Promise<number> {
+  const [sub, ...rest] = args;
+  if (!sub || !["list", "show", "diff", "reset"].includes(sub)) {
+    throw new AssemblyLineError("AL_ERR_CLI_USAGE", `unknown skills subcommand ${JSON.stringify(sub ?? "")}`, { fix: `usage: ${USAGE}` });
+  }
+  const parsed = parseCommand(rest, COMMON, USAGE);
+  const json = parsed.values.json === true;
+  const name = sub === "list" ? undefined : requirePositional(parsed.positionals, 0, "name", USAGE);
+  const local = await open(parsed);
+  try {
+    const library = local.runtime.skills(stringOption(parsed, "subagent") ?? "");
+    if (sub === "list") {
+      const skills = await library.list();
+      if (json) for (const skill of skills) io.out(JSON.stringify({ name: skill.name, description: skill.description, digest: skill.digest, changedBy: skill.changedBy, conflict: skill.conflict }));
+      else for (const skill of skills) io.out(`${skill.name.padEnd(24)} ${standing(skill, library.seedOf(skill.name)?.digest)}  ${skill.description}`);
+      if (!json && skills.length === 0) io.out("no skills");
+      return 0;
+    }
+    const skill = await library.get(name!);
+    const seed = library.seedOf(name!);
+    if (sub === "reset") {
+      const change = await library.reset(name!);
+      io.out(json ? JSON.stringify(change) : change.after === null ? `removed ${name} (it has no seed)` : `reset ${name} to its seed (${change.after})`);
+      return 0;
+    }
+    if (!skill) {
+      throw new AssemblyLineError("AL_ERR_SKILL_NOT_FOUND", `no skill "${name}"`, { fix: "List the skills with `assembly-line skills list`." });
+    }
+    if (sub === "show") {
+      if (json) {
+        io.out(JSON.stringify(skill));
+        return 0;
+      }
+      io.out(`${skill.name}  ${standing(skill, seed?.digest)}  ${skill.digest}`);
+      for (const [path, text] of Object.entries(skill.files)) io.out(`\n--- ${path}\n${text}`);
+      return 0;
+    }
+    // diff: the seed in this build against what the store holds.
+    const paths = [...new Set([...Object.keys(seed?.files ?? {}), ...Object.keys(skill.files)])].sort();
+    let differs = false;
+    for (const path of paths) {
+      const before = seed?.files[path] ?? "";
+      const after = skill.files[path] ?? "";
+      if (before === after) continue;
+      differs = true;
+      io.out(createTwoFilesPatch(`seed/${skill.name}/${path}`, `store/${skill.name}/${path}`, before, after).trimEnd());
+    }
+    if (!differs) io.out(seed ? `${name} is as seeded` : `${name} has no seed in this build`);
+    return 0;
+  } finally {
+    await local.close();
+  }
+}
