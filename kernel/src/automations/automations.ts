@@ -29,7 +29,7 @@ interface AutomationPayload {
   conversationId: string | null;
   enabled: boolean;
   paused: boolean;
-  /** New for every (re)creation, so a deleted and recreated automation never reuses a run key. */
+  /** Dynamic rows: new for every (re)creation, so a deleted and recreated automation never reuses a run key. Static rows: "static". */
   instance: string;
   /** Digest of the definition, to see whether a static file changed. */
   digest: string;
@@ -116,7 +116,8 @@ export class Automations {
         source: "static",
         ...definition,
         paused: existing?.payload.paused ?? false,
-        instance: existing?.payload.instance ?? randomUUID(),
+        // Fixed for static rows: replicas syncing at once write the same row, and the same due time the same run key.
+        instance: "static",
         digest,
       }, sameSchedule ? new Date(existing.record.nextRunAt) : firstDueTime(entry.schedule, now));
     }

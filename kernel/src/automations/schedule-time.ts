@@ -69,8 +69,14 @@ export function nextDueAfter(schedule: NormalizedSchedule, after: Date): Date | 
   }
 }
 
-/** The first due time of a schedule defined at `now`: the next cron slot, now + interval, or the one-shot time. */
+/**
+ * The first due time of a schedule defined at `now`: the next cron slot, the
+ * next multiple of the interval since the epoch, or the one-shot time. Each
+ * depends only on the definition and the slot `now` falls in, so replicas
+ * syncing the same automation at nearly the same moment write the same row.
+ */
 export function firstDueTime(schedule: NormalizedSchedule, now: Date): Date {
   if (schedule.kind === "at") return new Date(schedule.at);
+  if (schedule.kind === "every") return new Date((Math.floor(now.getTime() / schedule.everyMs) + 1) * schedule.everyMs);
   return nextDueAfter(schedule, now) ?? NEVER;
 }
