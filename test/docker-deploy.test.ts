@@ -64,7 +64,7 @@ if (probe.available) {
     it("builds an image running `assembly-line start`, serves /readyz and a run, with secrets only in the container's environment", async () => {
       first = await deploy();
       expect(first.url).toMatch(/^http:\/\/127\.0\.0\.1:\d+$/);
-      expect((await getJson(`${first.url}/readyz`)).status).toBe(200);
+      expect((await getJson(`${first.url}/readyz`, { authorization: `Bearer ${TOKEN}` })).status).toBe(200);
       const sent = await postJson(`${first.url}/message?wait=60`, { message: "hi" }, { authorization: `Bearer ${TOKEN}` });
       expect(sent.body).toMatchObject({ status: "completed", response: { text: "Hello from the release." } });
       expect(first.envNames).toEqual(expect.arrayContaining(["DATABASE_URL", "R2_ENDPOINT", "R2_SECRET_ACCESS_KEY", "ASSEMBLY_LINE_BEARER_TOKEN"]));
@@ -85,7 +85,7 @@ if (probe.available) {
       const second = await deploy();
       expect(second.id).not.toBe(first.id);
       expect(second.details.replaced).toEqual([first.id]);
-      expect((await getJson(`${second.url}/readyz`)).status).toBe(200);
+      expect((await getJson(`${second.url}/readyz`, { authorization: `Bearer ${TOKEN}` })).status).toBe(200);
       const releases = await docker.listContainers({ all: true, filters: { label: [`${DEPLOY_LABEL}=${name}`] } });
       expect(releases.map((info) => info.Names[0])).toEqual([`/${second.id}`]);
       first = second;
@@ -98,7 +98,7 @@ if (probe.available) {
       expect(isAssemblyLineError(error, "AL_ERR_DEPLOY_UNHEALTHY"), String(error)).toBe(true);
       // The release's own log says why: production boot refuses a missing DATABASE_URL.
       expect(String(error)).toMatch(/DATABASE_URL/);
-      expect((await getJson(`${first.url}/readyz`)).status).toBe(200);
+      expect((await getJson(`${first.url}/readyz`, { authorization: `Bearer ${TOKEN}` })).status).toBe(200);
       const releases = await docker.listContainers({ all: true, filters: { label: [`${DEPLOY_LABEL}=${name}`] } });
       expect(releases.map((info) => info.Names[0])).toEqual([`/${first.id}`]);
     }, 600_000);
@@ -106,7 +106,7 @@ if (probe.available) {
     it("rolls back a broken image build: nothing is replaced", async () => {
       const error = await deploy({ baseImage: "assembly-line-test/no-such-base:1" }).catch((caught: unknown) => caught);
       expect(isAssemblyLineError(error, "AL_ERR_DEPLOY_BUILD"), String(error)).toBe(true);
-      expect((await getJson(`${first.url}/readyz`)).status).toBe(200);
+      expect((await getJson(`${first.url}/readyz`, { authorization: `Bearer ${TOKEN}` })).status).toBe(200);
     }, 600_000);
   });
 }

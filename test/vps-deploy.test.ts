@@ -93,7 +93,7 @@ if (sshdInstalled("assembly-line deploy --target vps") && s3rverInstalled()) {
     await s3?.stop();
     await database?.drop();
     for (const dir of [remoteDir, root]) if (dir) rmSync(dir, { recursive: true, force: true });
-  });
+  }, 180_000);
 
   const env = (overrides: Record<string, string | undefined> = {}) => ({
     DATABASE_URL: database.url,
@@ -125,7 +125,7 @@ if (sshdInstalled("assembly-line deploy --target vps") && s3rverInstalled()) {
     it("ships the release over ssh + rsync, starts it, and serves /readyz and a run; secrets only in the host's env file", async () => {
       first = await deploy();
       expect(first.url).toBe(`http://127.0.0.1:${port}`);
-      expect((await getJson(`${first.url}/readyz`)).status).toBe(200);
+      expect((await getJson(`${first.url}/readyz`, { authorization: `Bearer ${TOKEN}` })).status).toBe(200);
       const sent = await postJson(`${first.url}/message?wait=60`, { message: "hi" }, { authorization: `Bearer ${TOKEN}` });
       expect(sent.body).toMatchObject({ status: "completed", response: { text: "Hello from the VPS." } });
       expect(readFileSync(join(remoteDir, "env"), "utf8")).toContain(`R2_SECRET_ACCESS_KEY='${SECRET}'`);

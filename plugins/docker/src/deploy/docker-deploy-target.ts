@@ -151,8 +151,11 @@ export class DockerDeployTarget implements DeployTarget {
       const hostPort = host ? listenPort : Number((await container.inspect()).NetworkSettings.Ports[`${listenPort}/tcp`]?.[0]?.HostPort);
       const address = host ? "127.0.0.1" : (this.options.hostIp ?? "127.0.0.1");
       const url = `http://${address.includes(":") ? `[${address}]` : address}:${hostPort}`;
+      const token = env.ASSEMBLY_LINE_BEARER_TOKEN;
       const ready = await waitForReady({
         url: `${url}/readyz`,
+        // A production host with a bearer token guards its probes too.
+        ...(token ? { headers: { authorization: `Bearer ${token}` } } : {}),
         timeoutMs: this.options.readyTimeoutMs ?? 60_000,
         alive: async () => (await container.inspect().catch(() => undefined))?.State.Running === true,
       });

@@ -38,6 +38,8 @@ export function runProgram(program: string, args: string[], input?: string): Pro
     child.stderr.on("data", (chunk) => (stderr += chunk));
     child.once("error", reject);
     child.once("close", (code) => resolve({ code: code ?? -1, stdout, stderr }));
+    // A remote command that does not read its input closes the pipe early; its exit code says how it went.
+    child.stdin.on("error", () => undefined);
     child.stdin.end(input ?? "");
   });
 }

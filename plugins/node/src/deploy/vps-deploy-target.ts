@@ -90,7 +90,7 @@ export class VpsDeployTarget implements DeployTarget {
       await remote(this.ssh, "writing the release environment", `umask 077 && cat > ${quote(`${dir}/envs/${id}`)}`, envFile(args.env, port));
       const previous = (await remoteResult(this.ssh, `readlink ${quote(`${dir}/current`)}`)).stdout.trim().replace(/^releases\//, "") || undefined;
 
-      const service = new ReleaseService(this.ssh, { name, dir, port, manager, node: this.options.nodePath ?? "node", cli: bundle.cli, artifactDir: bundle.artifactDir, startArgs: this.options.startArgs ?? [] });
+      const service = new ReleaseService(this.ssh, { name, dir, port, manager, token: args.env.ASSEMBLY_LINE_BEARER_TOKEN, node: this.options.nodePath ?? "node", cli: bundle.cli, artifactDir: bundle.artifactDir, startArgs: this.options.startArgs ?? [] });
       await service.switchTo(id);
       if (await service.waitReady(this.options.readyTimeoutMs ?? 60_000)) {
         await this.pruneReleases(dir, id, previous);
@@ -169,6 +169,8 @@ export function envFile(env: Record<string, string | undefined>, port: number): 
 
 interface ServiceSpec {
   name: string;
+  /** The release's bearer token: a production host guards /readyz with it. */
+  token: string | undefined;
   dir: string;
   port: number;
   manager: "systemd" | "process";
@@ -229,11 +231,12 @@ class ReleaseService {
 
   /** Poll /readyz from the host itself (the port need not be reachable from here). */
   async waitReady(timeoutMs: number): Promise<boolean> {
-    const probe = `fetch("http://127.0.0.1:${this.spec.port}/readyz").then((r) => process.exit(r.ok ? 0 : 1), () => process.exit(1))`;
+    const headers = this.spec.token ? `, { headers: { authorization: process.env.PROBE_AUTH } }` : "";
+    const probe = `fetch("http://127.0.0.1:${this.spec.port}/readyz"${headers}).then((r) => process.exit(r.ok ? 0 : 1), () => process.exit(1))`;
     const seconds = Math.max(1, Math.ceil(timeoutMs / 1000));
     const result = await remoteResult(
       this.ssh,
-      `i=0; while [ $i -lt ${seconds * 2} ]; do ${quote(this.spec.node)} -e ${quote(probe)} && exit 0; ${this.spec.manager === "process" ? `kill -0 "$(cat ${quote(`${this.spec.dir}/service.pid`)})" 2>/dev/null || exit 3; ` : ""}sleep 0.5; i=$((i+1)); done; exit 1`,
+      `i=0; while [ $i -lt ${seconds * 2} ]; do ${this.spec.token ? `PROBE_AUTH=${quote(`Bearer ${this.spec.token}`)} ` : ""}${quote(this.spec.node)} -e ${quote(probe)} && exit 0; ${this.spec.manager === "process" ? `kill -0 "$(cat ${quote(`${this.spec.dir}/service.pid`)})" 2>/dev/null || exit 3; ` : ""}sleep 0.5; i=$((i+1)); done; exit 1`,
     );
     return result.code === 0;
   }
