@@ -256,6 +256,8 @@ export class OpenEveRuntime {
     let library = this.libraries.get(key);
     if (!library) this.libraries.set(key, (library = new SkillLibrary(profile, this.state.skills, agentRevision)));
     return library;
+  }
+
   private readonly tracer: Tracer | undefined;
 
   /** Spans go to instrumentation.ts's sink and `telemetry` sinks, unless captureContent is "off". */

@@ -120,16 +120,6 @@ function subagentsPart(subagents: Array<{ name: string; description: string }>):
   return `## Subagents (delegate with spawn_subagent({ name, task }))\n${subagents.map((agent) => `- ${agent.name}: ${firstLine(agent.description)}`).join("\n")}`;
 }
 
-/** Skills loaded earlier in the run: their procedures stay in the context on resumes. */
-function activeSkillsPart(sources: ContextSources): string {
-  return (sources.activeSkills ?? []).map((skill) => `## Active skill: ${skill.name}\n${skill.body.trim()}`).join("\n\n");
-}
-
-function subagentsPart(sources: ContextSources): string {
-  if (!sources.subagents?.length) return "";
-  return `## Subagents\nDelegate with spawn_subagent({ name, task }).\n${sources.subagents.map((agent) => `- ${agent.name}: ${firstLine(agent.description)}`).join("\n")}`;
-}
-
 async function memoryPart(fs: RuntimeFilesystem, options: ResolvedDefaultContextOptions): Promise<string> {
   if (!options.memory.include) return "";
   const entries = await fs.list("/memory");
