@@ -185,15 +185,15 @@ export class RunDriver {
     // Renews only the lease this drive holds (same token): a lease that was taken over
     // or released (the run finished elsewhere) is never taken again by the heartbeat.
     const heartbeat = setInterval(() => {
-      state.runs.renewRunLease(runId, fence, leaseTtlMs).then(
-        async (renewed) => {
+      state.runs
+        .renewRunLease(runId, fence, leaseTtlMs)
+        .then(async (renewed) => {
           if (renewed || lease.lost) return;
           // Still our lease: the run just finished under it (a finished run is not renewed), nothing was lost.
           const run = await state.runs.getRun(runId);
           if (!fenceHolds(run?.lease, fence)) markLost();
-        },
-        (error) => this.parts.logger.warn({ runId, err: String(error) }, "lease heartbeat failed"),
-      );
+        })
+        .catch((error: unknown) => this.parts.logger.warn({ runId, err: String(error) }, "lease heartbeat failed"));
     }, Math.max(50, Math.floor(leaseTtlMs / 3)));
     heartbeat.unref();
     try {
