@@ -75,6 +75,9 @@ export class RunDriver {
   /** Runs this process is driving: one owner id per process, so the lease alone cannot tell two drives apart. */
   private readonly active = new Map<string, Promise<unknown>>();
 
+  /** Runs seen to be subagents' (their input names a parent): only their end can resume another run. */
+  private readonly subagentRuns = new Set<string>();
+
   constructor(private readonly parts: RunDriverParts) {}
 
   /**
@@ -94,7 +97,7 @@ export class RunDriver {
     } finally {
       if (this.active.get(runId) === driving) this.active.delete(runId);
     }
-    if (result.status === "completed" || result.status === "failed") await this.wakeParent(runId);
+    if ((result.status === "completed" || result.status === "failed") && this.subagentRuns.has(runId)) await this.wakeParent(runId);
     return result;
   }
 
@@ -165,6 +168,7 @@ export class RunDriver {
   private async step(runId: string, options: DriveOptions, lease: LeaseWatch): Promise<void> {
     const { state, manifest } = this.parts;
     const run = (await state.runs.getRun(runId))!;
+    if (run.input.parent) this.subagentRuns.add(runId);
     if (run.status === "completed" || run.status === "failed" || run.status === "waiting_approval" || run.status === "waiting_input") return;
     if (run.agentRevision !== manifest.agentRevision) {
       throw new AssemblyLineError("AL_ERR_CONTINUATION_VERSION", `run ${runId} belongs to revision ${run.agentRevision}; this runtime runs ${manifest.agentRevision}`, {
@@ -253,7 +257,8 @@ export class RunDriver {
     const profile = profileOfRun(this.parts.profiles, run);
     const table = profile.table;
     const library = this.parts.skillLibrary(profile);
-    const activated = activatedToolNames(await state.runs.listEvents(run.id))
+    const journalSoFar = await state.runs.listEvents(run.id);
+    const activated = activatedToolNames(journalSoFar)
       .map((name) => table.get(name))
       .filter((entry): entry is ToolTableEntry => entry !== undefined && entry.mode !== "disabled" && entry.available);
     const offered = [...visibleTools(table, started.defaultTools)];
@@ -263,7 +268,7 @@ export class RunDriver {
     const services = this.parts.services(run);
     // Skills loaded earlier in the run: their procedures go back into the context (their tools came back above).
     const activeSkills: SkillView[] = [];
-    for (const event of await state.runs.listEvents(run.id)) {
+    for (const event of journalSoFar) {
       if (event.type !== "skill.loaded" || activeSkills.some((skill) => skill.name === event.data.name)) continue;
       const skill = await library.get(String(event.data.name));
       if (skill) activeSkills.push(skill);

@@ -1,3 +1,4 @@
+import { MIGRATIONS } from "../src/schema/migrations.js";
 import { isAdapterDescriptor, isAssemblyLineError } from "@assemblyline-agents/core";
 import { afterAll, describe, expect, it } from "vitest";
 import { PostgresStateAdapter, createPostgresState, neonPostgres, postgresState } from "../src/index.js";
@@ -53,7 +54,7 @@ describe.skipIf(!probe.available)("createPostgresState", () => {
     const state = await createPostgresState(postgresState({ schema }), { env: { DATABASE_URL: TEST_DATABASE_URL } });
     try {
       const { rows } = await admin.query(`SELECT version FROM "${schema}".schema_migrations`);
-      expect(rows).toHaveLength(1);
+      expect(rows).toHaveLength(MIGRATIONS.length);
       expect((await state.createRun({ id: "r1", agentId: "a", agentRevision: "1", modelSpec: "m", input: { message: "", metadata: {} } })).created).toBe(true);
     } finally {
       await state.close();
