@@ -89,6 +89,9 @@ export class RunDriver {
   /** Runs this process is driving: one owner id per process, so the lease alone cannot tell two drives apart. */
   private readonly active = new Map<string, Promise<unknown>>();
 
+  /** Runs seen to be subagents' (their input names a parent): only their end can resume another run. */
+  private readonly subagentRuns = new Set<string>();
+
   constructor(private readonly parts: RunDriverParts) {}
 
   get journal(): RunJournal {
@@ -127,7 +130,7 @@ export class RunDriver {
     } finally {
       if (this.active.get(runId) === driving) this.active.delete(runId);
     }
-    if (result.status === "completed" || result.status === "failed") await this.wakeParent(runId);
+    if ((result.status === "completed" || result.status === "failed") && this.subagentRuns.has(runId)) await this.wakeParent(runId);
     return result;
   }
 
@@ -223,6 +226,7 @@ export class RunDriver {
   private async step(runId: string, options: DriveOptions, lease: LeaseWatch): Promise<void> {
     const { state, manifest } = this.parts;
     const run = (await state.runs.getRun(runId))!;
+    if (run.input.parent) this.subagentRuns.add(runId);
     if (run.status === "completed" || run.status === "failed" || run.status === "waiting_approval" || run.status === "waiting_input") return;
     const revision = options.revision ?? run.agentRevision;
     if (revision !== manifest.agentRevision) {

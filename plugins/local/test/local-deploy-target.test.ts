@@ -20,7 +20,7 @@ async function builtAgent(): Promise<{ agentDir: string; artifactRoot: string; r
   const brand = '$$type: "assembly-line.agent", $$version: 1';
   await writeFile(join(agentDir, "agent.ts"), `export default { ${brand}, model: "scripted:none", instructions: "Take notes." };\n`);
   await mkdir(join(agentDir, "skills", "notes"), { recursive: true });
-  await writeFile(join(agentDir, "skills", "notes", "SKILL.md"), "# Notes\r\nWrite things down.\r\n");
+  await writeFile(join(agentDir, "skills", "notes", "SKILL.md"), "---\r\ndescription: Notes.\r\n---\r\n# Notes\r\nWrite things down.\r\n");
   await writeFile(join(agentDir, "README.md"), "not behaviour");
   const { manifest, artifactRoot } = await buildAgent(agentDir);
   return { agentDir, artifactRoot, revision: manifest.agentRevision };
@@ -42,7 +42,7 @@ describe("LocalDeployTarget", () => {
       "skills/notes/SKILL.md",
     ]);
     // Bytes are copied untouched, CRLF included.
-    expect(await readFile(join(target, "skills/notes/SKILL.md"), "utf8")).toBe("# Notes\r\nWrite things down.\r\n");
+    expect(await readFile(join(target, "skills/notes/SKILL.md"), "utf8")).toBe("---\r\ndescription: Notes.\r\n---\r\n# Notes\r\nWrite things down.\r\n");
     expect(await readFile(join(agentDir, ".assembly-line-deployments", "CURRENT"), "utf8")).toBe(`${revision}\n`);
     // The deployment is itself a loadable artifact.
     const bundle = await loadRuntimeBundle(join(target, ".assembly-line"));
