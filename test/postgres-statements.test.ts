@@ -17,7 +17,10 @@ describe.skipIf(!database.available)("statements per turn on PostgreSQL", () => 
     sent.push(String(typeof args[0] === "string" ? args[0] : (args[0] as { text: string }).text).trim().split(/\s+/).slice(0, 3).join(" "));
     return query(...args);
   };
+  let state: PostgresStateAdapter | undefined;
   afterAll(async () => {
+    // The adapter holds a liveness session of its own: end it before dropping what it uses.
+    await state?.close();
     await pool.query(`DROP SCHEMA IF EXISTS ${schema} CASCADE`);
     await pool.end();
   });
@@ -33,7 +36,7 @@ export default defineTool({ description: "d", inputSchema: { type: "object" },
   async execute(_input, ctx) { await ctx.emit("saved.it", { key: ctx.idempotencyKey("save") }); return { saved: true }; } });`,
     });
     const bundle = await loadRuntimeBundle((await buildAgent(dir)).artifactRoot);
-    const state = new PostgresStateAdapter({ pool, schema });
+    state = new PostgresStateAdapter({ pool, schema });
     await state.migrate();
     const harness = scriptedHarness({ turns: [{ toolCalls: [{ name: "lookup", input: {} }] }, { toolCalls: [{ name: "save", input: {} }] }, { text: "done" }] });
     const runtime = new OpenEveRuntime({ ...bundle, state, agentHarness: harness, logger: noopLogger() });

@@ -1,4 +1,3 @@
-import { MIGRATIONS } from "../src/schema/migrations.js";
 import { isAdapterDescriptor, isAssemblyLineError } from "@assemblyline-agents/core";
 import { afterAll, describe, expect, it } from "vitest";
 import { PostgresStateAdapter, createPostgresState, neonPostgres, postgresState } from "../src/index.js";
