@@ -65,7 +65,9 @@ export class DockerSandboxAdapter implements SnapshottingSandboxAdapter {
     this.live.delete(key);
     const container = await this.find(key);
     if (!container) return;
-    if (this.options.snapshot?.mode === "auto") await this.commit(key, container, this.options.snapshot.reason ?? "run ended");
+    // At release the run has ended and nothing executes in the container, so it is committed as it stands:
+    // freezing its cgroup to pause it can hang on some engines.
+    if (this.options.snapshot?.mode === "auto") await this.commit(key, container, this.options.snapshot.reason ?? "run ended", { pause: false });
     await removeContainer(container);
   }
 
@@ -224,11 +226,11 @@ export class DockerSandboxAdapter implements SnapshottingSandboxAdapter {
     }
   }
 
-  private async commit(key: string, container: Docker.Container, reason: string | undefined): Promise<SandboxSnapshot> {
+  private async commit(key: string, container: Docker.Container, reason: string | undefined, options: { pause: boolean } = { pause: true }): Promise<SandboxSnapshot> {
     const now = Date.now();
     const id = `s${now}-${randomBytes(3).toString("hex")}`;
-    // Paused while committing, so the image is one consistent state of the files.
-    await engineCall(`snapshotting sandbox ${key}`, () => container.commit({ repo: this.snapshotRepo(key), tag: id, comment: reason ?? "", pause: true }));
+    // Paused while committing (unless the run is over), so the image is one consistent state of the files.
+    await engineCall(`snapshotting sandbox ${key}`, () => container.commit({ repo: this.snapshotRepo(key), tag: id, comment: reason ?? "", pause: options.pause }));
     await this.pruneSnapshots(key);
     return { id, key, createdAt: new Date(now).toISOString(), reason };
   }
