@@ -137,6 +137,25 @@ async function settledOutcome(scope: RunScope, record: ToolCallRecord): Promise<
   }
 }
 
+/** Pause the call for a person's decision, recorded as `approval.requested` bound to the exact input. */
+async function pauseForApproval(
+  scope: RunScope,
+  call: ModelToolCall,
+  inputDigest: string,
+  base: ToolCallRecord,
+  details: Record<string, JsonValue>,
+): Promise<ToolCallOutcome> {
+  const approvalId = approvalIdFor(scope.runId, call.id, inputDigest);
+  await scope.journal.record(
+    scope.runId,
+    "approval.requested",
+    { approvalId, callId: call.id, toolName: call.name, input: call.input, ...details },
+    { toolCall: { ...base, status: "waiting_approval", approvalId, updatedAt: now() } },
+  );
+  scope.pausedFor ??= "approval";
+  return { status: "paused", reason: "approval" };
+}
+
 async function execute(
   scope: RunScope,
   entry: ToolTableEntry,
@@ -156,31 +175,11 @@ async function execute(
     if (asked.approval) throw asked.approval;
   } catch (error) {
     if (isInfrastructureFailure(error)) throw error;
+    // A change a run-time API makes (an automation, a connection) waits for a person, like a gated tool.
     const approval = isChangeApprovalSuspension(error) ? error : asked.approval;
-    if (approval) {
-      // A change a run-time API makes (an automation, a connection) waits for a person, like a gated tool.
-      const approvalId = approvalIdFor(scope.runId, call.id, inputDigest);
-      await scope.journal.record(
-        scope.runId,
-        "approval.requested",
-        { approvalId, callId: call.id, toolName: call.name, input: call.input, reason: approval.reason, sideEffect: "external", change: approval.change },
-        { toolCall: { ...base, status: "waiting_approval", approvalId, updatedAt: now() } },
-      );
-      scope.pausedFor ??= "approval";
-      return { status: "paused", reason: "approval" };
-    }
-    if (isSkillApprovalSuspension(error)) {
-      // selfImprovement.writeApproval: pause for an approval of exactly this skill change.
-      const approvalId = approvalIdFor(scope.runId, call.id, inputDigest);
-      await scope.journal.record(
-        scope.runId,
-        "approval.requested",
-        { approvalId, callId: call.id, toolName: call.name, input: call.input, reason: error.reason, sideEffect: "idempotent", skillWrite: error.data },
-        { toolCall: { ...base, status: "waiting_approval", approvalId, updatedAt: now() } },
-      );
-      scope.pausedFor ??= "approval";
-      return { status: "paused", reason: "approval" };
-    }
+    if (approval) return pauseForApproval(scope, call, inputDigest, base, { reason: approval.reason, sideEffect: "external", change: approval.change });
+    // selfImprovement.writeApproval: pause for an approval of exactly this skill change.
+    if (isSkillApprovalSuspension(error)) return pauseForApproval(scope, call, inputDigest, base, { reason: error.reason, sideEffect: "idempotent", skillWrite: error.data });
     const waitingOnChild = isSubagentSuspension(error) ? error : asked.subagent;
     if (waitingOnChild && !isQuestionSuspension(error)) {
       // The call stays open (status requested): when the child finishes, the parent resumes and
