@@ -123,7 +123,8 @@ export class OpenEveRuntime {
   private readonly driver: RunDriver;
   private readonly admission: Admission;
   private readonly inFlight = new Set<Promise<unknown>>();
-  private readonly ownerId: string;
+  /** The owner this process's run leases carry (`RuntimeOptions.ownerId`, else host:pid:random). */
+  readonly ownerId: string;
   /** The agent's automations (static and dynamic) in the schedules facet; hosts run `dispatchDue` from their scheduler. */
   readonly automations: Automations;
   /** The agent's connections (host-declared and dynamic) as tools. */

@@ -53,10 +53,15 @@ export class RunRecovery {
     const now = Date.now();
     for (const run of await this.listAll("running")) {
       if (this.stopped) return;
-      if (run.lease && Date.parse(run.lease.expiresAt) > now) continue;
+      const leased = run.lease !== null && Date.parse(run.lease.expiresAt) > now;
+      // A live lease of this process is a drive in progress here.
+      if (leased && run.lease!.owner === this.runtime.ownerId) continue;
       // No lease at all is the moment between a decision and its drive taking the lease: give it time.
       if (!run.lease && now - Date.parse(run.updatedAt) < adoptAfterMs) continue;
-      this.logger.info({ event: "recovery.resume", runId: run.id }, "resuming a run whose owner stopped");
+      // Another owner's unexpired lease is tried too: the store hands the run over at once when
+      // that owner is provably dead (its state folder lock or database session is gone) and
+      // refuses while it lives (AL_ERR_RUN_NOT_RESUMABLE, ignored below).
+      if (!leased) this.logger.info({ event: "recovery.resume", runId: run.id }, "resuming a run whose owner stopped");
       this.runtime.resume(run.id, { recovered: true }).catch((error) => {
         if (!isAssemblyLineError(error, "AL_ERR_RUN_NOT_RESUMABLE")) {
           this.logger.warn({ event: "recovery.resume_failed", runId: run.id, err: String(error) }, "resuming an orphaned run failed");
