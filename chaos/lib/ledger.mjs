@@ -1,0 +1,77 @@
+// The ledger: a plain file outside the state store, appended (O_APPEND) by the
+// chaos agent's tool and hook in every process. Its line order is the order the
+// writes reached the file, so "an effect after the run completed" is visible.
+import { existsSync, readFileSync } from "node:fs";
+
+/** @returns {Array<{ kind: string, runId: string, callId?: string, key?: string, who: string, line: number }>} */
+export function readLedger(path) {
+  if (!existsSync(path)) return [];
+  return readFileSync(path, "utf8")
+    .split("\n")
+    .filter(Boolean)
+    .map((text, line) => {
+      const [kind, runId, ...rest] = text.split(" ");
+      if (kind === "completed") return { kind, runId, seq: rest[0].replace("seq=", ""), who: rest[1], line };
+      const [callId, key, who] = rest;
+      return { kind, runId, callId, key, who, line };
+    });
+}
+
+/**
+ * Count losses and duplicates of one scenario.
+ * @param {string} ledgerPath
+ * @param {Set<string>} started run ids the scenario started (acknowledged, or found in the store)
+ * @param {Map<string, { status: string, events: Array<{ seq: number, type: string }> }>} store what the state store says of each run
+ */
+export function audit(ledgerPath, started, store) {
+  const entries = readLedger(ledgerPath);
+  const byRun = new Map();
+  for (const entry of entries) {
+    if (!byRun.has(entry.runId)) byRun.set(entry.runId, []);
+    byRun.get(entry.runId).push(entry);
+    // A run the ledger saw is a started run, whatever the driver learned.
+    started.add(entry.runId);
+  }
+  const figures = { started: started.size, completed: 0, lost: 0, duplicateCompletions: 0, duplicateEffects: 0, effectsAfterCompletion: 0, seqGaps: 0, effectsDeduped: 0, completionsUnlogged: 0, hookRedeliveries: 0 };
+  const problems = [];
+  for (const runId of started) {
+    const lines = byRun.get(runId) ?? [];
+    const record = store.get(runId);
+    const effects = lines.filter((entry) => entry.kind === "effect");
+    const completions = lines.filter((entry) => entry.kind === "completed");
+    // Hooks are delivered at least once (a replica that finds a run finished delivers what
+    // was not yet marked observed): the same event (same seq) twice is a redelivery; a
+    // second completion is a second run.completed event, with a seq of its own.
+    const completionEvents = new Set(completions.map((entry) => entry.seq));
+    figures.hookRedeliveries += completions.length - completionEvents.size;
+    const firstCompletion = completions[0]?.line ?? Infinity;
+    const events = record?.events ?? [];
+    const storeCompletions = events.filter((event) => event.type === "run.completed").length;
+    figures.effectsDeduped += lines.filter((entry) => entry.kind === "deduped").length;
+    if (record?.status === "completed" && effects.length >= 1) figures.completed += 1;
+    else {
+      figures.lost += 1;
+      problems.push(`lost: ${runId} is ${record?.status ?? "missing from the store"} with ${effects.length} effect(s)`);
+    }
+    if (completionEvents.size > 1 || storeCompletions > 1) {
+      figures.duplicateCompletions += 1;
+      problems.push(`duplicate completion: ${runId} completed ${completionEvents.size} time(s) in the ledger, ${storeCompletions} run.completed event(s) (${completions.map((entry) => `seq ${entry.seq} by ${entry.who}`).join(", ")})`);
+    }
+    if (record?.status === "completed" && completions.length === 0) figures.completionsUnlogged += 1;
+    if (effects.length > 1) {
+      figures.duplicateEffects += effects.length - 1;
+      problems.push(`duplicate side effect: ${runId} applied ${effects.length} times (${effects.map((entry) => `${entry.who}:${entry.key}`).join(", ")})`);
+    }
+    const late = lines.filter((entry) => entry.kind !== "completed" && entry.line > firstCompletion);
+    if (late.length > 0) {
+      figures.effectsAfterCompletion += late.length;
+      problems.push(`work after completion: ${runId}: ${late.map((entry) => `${entry.kind} by ${entry.who}`).join(", ")}`);
+    }
+    if (events.some((event, index) => event.seq !== index + 1)) {
+      figures.seqGaps += 1;
+      problems.push(`event log not contiguous: ${runId}`);
+    }
+  }
+  const failed = figures.lost + figures.duplicateCompletions + figures.duplicateEffects + figures.effectsAfterCompletion + figures.seqGaps > 0;
+  return { figures, problems, failed };
+}
