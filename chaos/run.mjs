@@ -12,7 +12,8 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { buildAgent } from "@assemblyline-agents/runtime";
 import { startPrivatePostgres } from "./lib/private-postgres.mjs";
-import { stopAll } from "./lib/processes.mjs";
+import { midCall } from "./lib/ledger.mjs";
+import { stopAll, waitFor } from "./lib/processes.mjs";
 import { cliKills } from "./scenarios/cli-kills.mjs";
 import { replicaLoad } from "./scenarios/replicas.mjs";
 
@@ -65,7 +66,16 @@ try {
           schema: "chaos_replicas",
           faults: [
             { atMs: 3_000, name: "SIGKILL replica a", act: (replicas, figures) => ((replicas[0].dead = true), replicas[0].child.kill("SIGKILL"), (figures.kills += 1)) },
-            { atMs: stopAtMs, name: "SIGSTOP replica b", act: (replicas, figures) => (replicas[1].child.kill("SIGSTOP"), (figures.stops += 1)) },
+            {
+              atMs: stopAtMs,
+              name: "SIGSTOP replica b mid tool call",
+              act: async (replicas, figures) => {
+                // Freeze it while it is inside a tool call, so that waking it is the zombie case.
+                figures.frozenMidCall = (await waitFor(() => midCall(join(work, "replicas", "ledger.log"), "b") || undefined, 10_000, 5)) ?? 0;
+                replicas[1].child.kill("SIGSTOP");
+                figures.stops += 1;
+              },
+            },
             // Well past its 2 s lease: the others have taken over and finished its runs.
             { atMs: stopAtMs + 9_000, name: "SIGCONT replica b", act: (replicas) => replicas[1].child.kill("SIGCONT") },
           ],

@@ -32,7 +32,7 @@ export function audit(ledgerPath, started, store) {
     // A run the ledger saw is a started run, whatever the driver learned.
     started.add(entry.runId);
   }
-  const figures = { started: started.size, completed: 0, lost: 0, duplicateCompletions: 0, duplicateEffects: 0, effectsAfterCompletion: 0, seqGaps: 0, effectsDeduped: 0, completionsUnlogged: 0, hookRedeliveries: 0 };
+  const figures = { started: started.size, completed: 0, lost: 0, duplicateCompletions: 0, duplicateEffects: 0, effectsAfterCompletion: 0, eventsAfterCompletion: 0, seqGaps: 0, effectsDeduped: 0, completionsUnlogged: 0, hookRedeliveries: 0 };
   const problems = [];
   for (const runId of started) {
     const lines = byRun.get(runId) ?? [];
@@ -67,11 +67,29 @@ export function audit(ledgerPath, started, store) {
       figures.effectsAfterCompletion += late.length;
       problems.push(`work after completion: ${runId}: ${late.map((entry) => `${entry.kind} by ${entry.who}`).join(", ")}`);
     }
+    // The store's view of the same fault: nothing may be written to a run after its completion.
+    const completedAt = events.find((event) => event.type === "run.completed")?.seq ?? Infinity;
+    const after = events.filter((event) => event.seq > completedAt);
+    if (after.length > 0) {
+      figures.eventsAfterCompletion += after.length;
+      problems.push(`written after completion: ${runId}: ${after.map((event) => `${event.type} (seq ${event.seq})`).join(", ")}`);
+    }
     if (events.some((event, index) => event.seq !== index + 1)) {
       figures.seqGaps += 1;
       problems.push(`event log not contiguous: ${runId}`);
     }
   }
-  const failed = figures.lost + figures.duplicateCompletions + figures.duplicateEffects + figures.effectsAfterCompletion + figures.seqGaps > 0;
+  const failed = figures.lost + figures.duplicateCompletions + figures.duplicateEffects + figures.effectsAfterCompletion + figures.eventsAfterCompletion + figures.seqGaps > 0;
   return { figures, problems, failed };
+}
+
+/** How many runs `who` has started its side effect for (an attempt) and not yet applied. */
+export function midCall(ledgerPath, who) {
+  const open = new Set();
+  for (const entry of readLedger(ledgerPath)) {
+    if (entry.who !== who) continue;
+    if (entry.kind === "attempt") open.add(entry.runId);
+    else if (entry.kind === "effect" || entry.kind === "deduped") open.delete(entry.runId);
+  }
+  return open.size;
 }

@@ -15,7 +15,7 @@ const REPLICA = new URL("../replica.mjs", import.meta.url).pathname;
 function startReplica(name, { work, artifactRoot, url, schema, script, ledger }) {
   const child = track(
     spawn(process.execPath, [REPLICA, artifactRoot, url, schema, script], {
-      env: { ...process.env, CHAOS_LEDGER: ledger, CHAOS_WHO: name, CHAOS_TOOL_MS: "400", ASSEMBLY_LINE_LOG_LEVEL: "warn" },
+      env: { ...process.env, CHAOS_LEDGER: ledger, CHAOS_WHO: name, CHAOS_TOOL_MS: "800", ASSEMBLY_LINE_LOG_LEVEL: "warn" },
       stdio: ["ignore", "pipe", "pipe"],
     }),
   );

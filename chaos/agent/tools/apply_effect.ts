@@ -31,6 +31,9 @@ export default defineTool({
       if ((error as NodeJS.ErrnoException).code !== "EEXIST") throw error;
       ledger(`deduped ${ctx.runId} ${ctx.toolCallId} ${key} ${who}`);
     }
+    // Work after the effect (reading back a confirmation): a kill here re-runs a call
+    // whose effect is already applied, which only a stable idempotency key makes safe.
+    await new Promise((resolve) => setTimeout(resolve, Math.random() * Number(process.env.CHAOS_TOOL_MS ?? "300")));
     return { applied: true };
   },
 });
