@@ -56,7 +56,7 @@ try {
     const { artifactRoot } = await buildAgent(agentDir);
     const common = { artifactRoot, script: join(agentDir, "script.json"), postgres, runs: runsPerScenario, spacingMs: 200, log };
     if (!only || only === "replicas") {
-      log("scenario 2: three Node host replicas on PostgreSQL; one SIGKILLed, one SIGSTOPped past its lease and woken after the others finished");
+      log("scenario 2: three Node host replicas on PostgreSQL; one SIGKILLed (and replaced), one SIGSTOPped past its lease and woken after the others finished");
       const stopAtMs = 5_000;
       report(
         "replicas: kill + freeze",
@@ -66,6 +66,8 @@ try {
           schema: "chaos_replicas",
           faults: [
             { atMs: 3_000, name: "SIGKILL replica a", act: (replicas, figures) => ((replicas[0].dead = true), replicas[0].child.kill("SIGKILL"), (figures.kills += 1)) },
+            // Its replacement boots while b is frozen: it must take only what is provably free.
+            { atMs: 8_000, name: "start replica a2 in a's place", act: async (_replicas, figures, control) => (await control.restart(0, "a2"), (figures.replicaRestarts += 1)) },
             {
               atMs: stopAtMs,
               name: "SIGSTOP replica b mid tool call",

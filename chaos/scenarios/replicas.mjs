@@ -92,23 +92,31 @@ async function unfinished(url, schema, started) {
 }
 
 /**
- * @param {{ work: string, artifactRoot: string, script: string, postgres: { url: string, restart(mode?: string): void },
- *   schema: string, runs: number, spacingMs: number, faults: Array<{ atMs: number, name: string, act(replicas): void }>, log(line: string): void }} options
+ * @param {{ work: string, artifactRoot: string, script: string, postgres: { url: string, restart(mode?: string): Promise<unknown> },
+ *   schema: string, runs: number, spacingMs: number, log(line: string): void,
+ *   faults: Array<{ atMs: number, name: string, act(replicas, figures, control: { restart(index: number, name: string): Promise<void> }): unknown }> }} options
  */
 export async function replicaLoad(options) {
   const { work, artifactRoot, script, postgres, schema, runs, spacingMs, faults, log } = options;
   mkdirSync(work, { recursive: true });
   const ledger = join(work, "ledger.log");
   const begun = Date.now();
-  const replicas = await Promise.all(["a", "b", "c"].map((name) => startReplica(name, { work, artifactRoot, url: postgres.url, schema, script, ledger })));
-  const figures = { replicas: replicas.length, runsSubmitted: runs, kills: 0, stops: 0, restarts: 0, retried: 0, refused: 0 };
+  const start = (name) => startReplica(name, { work, artifactRoot, url: postgres.url, schema, script, ledger });
+  const replicas = await Promise.all(["a", "b", "c"].map((name) => start(name)));
+  // A fault may replace a replica by a new process under a new name (a restart).
+  const control = {
+    async restart(index, name) {
+      replicas[index] = await start(name);
+    },
+  };
+  const figures = { replicas: replicas.length, runsSubmitted: runs, kills: 0, stops: 0, restarts: 0, replicaRestarts: 0, retried: 0, refused: 0 };
   const started = new Set();
   try {
     const loadBegun = Date.now();
     const pending = faults.map(async (fault) => {
       await sleep(fault.atMs);
       log(`  t=${((Date.now() - loadBegun) / 1000).toFixed(1)}s ${fault.name}`);
-      await fault.act(replicas, figures);
+      await fault.act(replicas, figures, control);
       log(`  t=${((Date.now() - loadBegun) / 1000).toFixed(1)}s ${fault.name}: done`);
     });
     const acknowledged = [];
