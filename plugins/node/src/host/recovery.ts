@@ -63,6 +63,8 @@ export class RunRecovery {
       // refuses while it lives (AL_ERR_RUN_NOT_RESUMABLE, ignored below).
       if (!leased) this.logger.info({ event: "recovery.resume", runId: run.id }, "resuming a run whose owner stopped");
       this.runtime.resume(run.id, { recovered: true }).catch((error) => {
+        // A live replica's run of a build this host lacks (a rolling deploy) is not this host's business yet.
+        if (leased && isAssemblyLineError(error, "AL_ERR_CONTINUATION_VERSION")) return;
         if (!isAssemblyLineError(error, "AL_ERR_RUN_NOT_RESUMABLE")) {
           this.logger.warn({ event: "recovery.resume_failed", runId: run.id, err: String(error) }, "resuming an orphaned run failed");
         }
