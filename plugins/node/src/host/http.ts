@@ -38,8 +38,13 @@ export const STATE_OUTAGE_RETRY_AFTER_S = 5;
 
 /** A client that went away mid-request (reset, aborted body): its business, not an endpoint failure. */
 export function isClientAbort(error: unknown, req: { complete: boolean }): boolean {
-  if (error instanceof HttpError || req.complete) return false;
+  if (error instanceof HttpError) return false;
   const code = (error as { code?: unknown } | null)?.code;
+  // Node's own error for a request whose connection closed before it was answered: the
+  // body may have arrived whole (a stalled host reads request and hang-up at once).
+  if (error instanceof Error && error.message === "aborted" && code === "ECONNRESET") return true;
+  // Otherwise a complete request's reset is the handler's own (e.g. a database connection).
+  if (req.complete) return false;
   return code === "ECONNRESET" || code === "ERR_STREAM_PREMATURE_CLOSE" || (error instanceof Error && error.message === "aborted");
 }
 
