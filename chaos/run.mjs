@@ -115,6 +115,6 @@ log("");
 log(
   `chaos: ${total("started")} runs started, ${total("completed")} completed, ${total("kills")} kills, ${total("stops")} freezes, ${total("restarts")} database restarts; ` +
     `lost ${total("lost")}, duplicate completions ${total("duplicateCompletions")}, duplicate side effects ${total("duplicateEffects")}, ` +
-    `work after completion ${total("effectsAfterCompletion")}, writes after completion ${total("eventsAfterCompletion")}, seq gaps ${total("seqGaps")}; ${((Date.now() - begun) / 1000).toFixed(1)} s`,
+    `effects after completion ${total("effectsAfterCompletion")}, writes after completion ${total("eventsAfterCompletion")}, seq gaps ${total("seqGaps")}; ${((Date.now() - begun) / 1000).toFixed(1)} s`,
 );
 process.exitCode = results.some((result) => result.failed) ? 1 : 0;

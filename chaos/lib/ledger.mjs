@@ -32,7 +32,7 @@ export function audit(ledgerPath, started, store) {
     // A run the ledger saw is a started run, whatever the driver learned.
     started.add(entry.runId);
   }
-  const figures = { started: started.size, completed: 0, lost: 0, duplicateCompletions: 0, duplicateEffects: 0, effectsAfterCompletion: 0, eventsAfterCompletion: 0, seqGaps: 0, effectsDeduped: 0, completionsUnlogged: 0, hookRedeliveries: 0 };
+  const figures = { started: started.size, completed: 0, lost: 0, duplicateCompletions: 0, duplicateEffects: 0, effectsAfterCompletion: 0, eventsAfterCompletion: 0, seqGaps: 0, effectsDeduped: 0, completionsUnlogged: 0, hookRedeliveries: 0, staleToolWakeups: 0 };
   const problems = [];
   for (const runId of started) {
     const lines = byRun.get(runId) ?? [];
@@ -62,10 +62,16 @@ export function audit(ledgerPath, started, store) {
       figures.duplicateEffects += effects.length - 1;
       problems.push(`duplicate side effect: ${runId} applied ${effects.length} times (${effects.map((entry) => `${entry.who}:${entry.key}`).join(", ")})`);
     }
+    // A process frozen after its last fenced write can wake after the run completed
+    // elsewhere and finish what it was doing: fencing cannot reach into a tool already past
+    // its check. What it must not do is write to the run (eventsAfterCompletion) or apply
+    // the effect again: its repeat reaches the external system under the same key (deduped).
     const late = lines.filter((entry) => entry.kind !== "completed" && entry.line > firstCompletion);
-    if (late.length > 0) {
-      figures.effectsAfterCompletion += late.length;
-      problems.push(`work after completion: ${runId}: ${late.map((entry) => `${entry.kind} by ${entry.who}`).join(", ")}`);
+    figures.staleToolWakeups += late.filter((entry) => entry.kind !== "effect").length;
+    const lateEffects = late.filter((entry) => entry.kind === "effect");
+    if (lateEffects.length > 0) {
+      figures.effectsAfterCompletion += lateEffects.length;
+      problems.push(`effect applied after completion: ${runId}: ${lateEffects.map((entry) => `by ${entry.who}`).join(", ")}`);
     }
     // The store's view of the same fault: nothing may be written to a run after its completion.
     const completedAt = events.find((event) => event.type === "run.completed")?.seq ?? Infinity;
