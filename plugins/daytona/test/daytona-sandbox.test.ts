@@ -1,0 +1,153 @@
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { isAssemblyLineError } from "@assemblyline-agents/core";
+import { DaytonaSandboxAdapter, LABELS, daytonaSandbox } from "../src/index.js";
+import { IMAGE_MARKER, baseImages, probeEngine, randomScope } from "../../docker/test/support/engine.js";
+import { startFakeDaytona, type FakeDaytona } from "./support/fake-daytona.js";
+
+const text = (bytes: Uint8Array) => new TextDecoder().decode(bytes);
+const refusal = (run: () => unknown) => {
+  try {
+    run();
+  } catch (error) {
+    return error;
+  }
+  return undefined;
+};
+
+describe("daytonaSandbox options", () => {
+  it("refuses snapshot, which the Daytona adapter does not implement, naming the option", () => {
+    const error = refusal(() => daytonaSandbox({ image: "node:22", snapshot: { mode: "manual", retainLast: 3 } }));
+    expect(isAssemblyLineError(error, "AL_ERR_SANDBOX_DEFINITION"), String(error)).toBe(true);
+    expect(String(error)).toMatch(/option snapshot is not supported/);
+  });
+
+  it("refuses an API key in the options (they are build artifacts) and unknown options", () => {
+    expect(String(refusal(() => daytonaSandbox({ apiKey: "dtn_secret" } as never)))).toMatch(/apiKey is not accepted.*\n.*DAYTONA_API_KEY/);
+    expect(String(refusal(() => daytonaSandbox({ imgae: "node:22" } as never)))).toMatch(/option imgae/);
+    expect(String(refusal(() => daytonaSandbox({ network: "host" as never })))).toMatch(/option network/);
+  });
+
+  it("fails the first acquire, not the boot, when DAYTONA_API_KEY is missing", async () => {
+    const adapter = new DaytonaSandboxAdapter({ hostEnv: {} });
+    const error = await adapter.acquire("run-1").catch((caught: unknown) => caught);
+    expect(isAssemblyLineError(error, "AL_ERR_SANDBOX_ENGINE"), String(error)).toBe(true);
+    expect(String(error)).toMatch(/DAYTONA_API_KEY/);
+  });
+});
+
+const probe = await probeEngine("DaytonaSandboxAdapter behaviour");
+
+if (probe.available) {
+  const { docker } = probe;
+  let fake: FakeDaytona;
+  let image: string;
+  const adapters: DaytonaSandboxAdapter[] = [];
+  const adapter = (options: ConstructorParameters<typeof DaytonaSandboxAdapter>[0] = {}) => {
+    const made = new DaytonaSandboxAdapter({ scope: randomScope("dt"), hostEnv: { DAYTONA_API_KEY: fake.apiKey, DAYTONA_API_URL: fake.apiUrl }, ...options });
+    adapters.push(made);
+    return made;
+  };
+  beforeAll(async () => {
+    image = (await baseImages(docker)).busybox;
+    fake = await startFakeDaytona({ docker, image: "no-default-image", snapshots: { "al-test-snapshot": image } });
+  }, 120_000);
+  afterAll(async () => {
+    for (const made of adapters) await made.close();
+    await fake?.close();
+  });
+
+  describe("DaytonaSandboxAdapter against a local Daytona API", () => {
+    it("creates nothing until a tool asks, then one named, labelled sandbox per key, offline by default", async () => {
+      const made = adapter({ image, env: { GREETING: "hello" } });
+      const before = fake.requests.length;
+      await Promise.resolve();
+      expect(fake.requests.length).toBe(before);
+      const sandbox = await made.acquire("run-lazy");
+      expect(fake.creates.at(-1)).toMatchObject({
+        name: made.sandboxName("run-lazy"),
+        labels: { [LABELS.key]: "run-lazy", [LABELS.scope]: made.options.scope },
+        networkBlockAll: true,
+        buildInfo: { dockerfileContent: `FROM ${image}\n` },
+      });
+      const result = await sandbox.exec(`cat ${IMAGE_MARKER}; echo "$GREETING $PWD"; echo "\${HOME_SECRET:-unset}"`);
+      expect(result.stdout).toBe(`assembly-line test image: busybox\nhello /workspace\nunset\n`);
+    });
+
+    it("starts from a Daytona snapshot by name when baseSnapshot is given", async () => {
+      const sandbox = await adapter({ baseSnapshot: "al-test-snapshot" }).acquire("run-snapshot");
+      expect(fake.creates.at(-1)).toMatchObject({ snapshot: "al-test-snapshot" });
+      expect((await sandbox.exec(`cat ${IMAGE_MARKER}`)).stdout).toMatch(/busybox/);
+    });
+
+    it("kills the whole process tree at the timeout: a background child never writes", async () => {
+      const sandbox = await adapter({ image }).acquire("run-tree");
+      const result = await sandbox.exec("(sleep 1; echo late > /workspace/late.txt) & sleep 30", { timeoutMs: 300 });
+      expect(result).toMatchObject({ timedOut: true, exitCode: 124 });
+      await new Promise((resolve) => setTimeout(resolve, 1_500));
+      expect((await sandbox.listFiles("/workspace")).map((entry) => entry.path)).not.toContain("/workspace/late.txt");
+    }, 20_000);
+
+    it("moves binary files byte for byte through the toolbox's upload and download", async () => {
+      const sandbox = await adapter({ image }).acquire("run-binary");
+      const bytes = new Uint8Array(300_000).map((_, index) => (index * 7919) % 256);
+      await sandbox.writeFile("data/blob.bin", bytes);
+      expect(Buffer.from(await sandbox.readFile("/workspace/data/blob.bin")).equals(Buffer.from(bytes))).toBe(true);
+      expect(await sandbox.listFiles("/workspace/data")).toEqual([{ path: "/workspace/data/blob.bin", type: "file", size: 300_000 }]);
+      expect(fake.requests.some((line) => line.endsWith("/files/bulk-upload"))).toBe(true);
+      expect(fake.requests.some((line) => line.endsWith("/files/bulk-download"))).toBe(true);
+    });
+
+    it("refuses a symlink that leads out of /workspace", async () => {
+      const sandbox = await adapter({ image }).acquire("run-symlink");
+      await sandbox.exec("ln -s /etc /workspace/etc-link");
+      const error = await sandbox.readFile("/workspace/etc-link/passwd").catch((caught: unknown) => caught);
+      expect(isAssemblyLineError(error, "AL_ERR_PATH_ESCAPE"), String(error)).toBe(true);
+    });
+
+    it("after a host restart finds the run's sandbox again, starting it when Daytona stopped it", async () => {
+      const scope = randomScope("restart");
+      const first = adapter({ image, scope });
+      await (await first.acquire("run-resumed")).writeFile("/workspace/kept.txt", "kept");
+      await first.close();
+      const remote = [...fake.sandboxes.values()].find((entry) => entry.name === first.sandboxName("run-resumed"))!;
+      await remote.container.stop({ t: 1 });
+      remote.state = "stopped";
+      const creates = fake.creates.length;
+      const second = adapter({ image, scope });
+      const again = await second.acquire("run-resumed");
+      expect(text(await again.readFile("/workspace/kept.txt"))).toBe("kept");
+      expect(fake.creates.length).toBe(creates);
+      expect(fake.requests).toContain(`POST /api/sandbox/${remote.id}/start`);
+    });
+
+    it("deletes the sandbox at release, and a second release is a no-op", async () => {
+      const made = adapter({ image });
+      await made.acquire("run-released");
+      const name = made.sandboxName("run-released");
+      expect([...fake.sandboxes.values()].some((entry) => entry.name === name)).toBe(true);
+      await made.release("run-released");
+      expect([...fake.sandboxes.values()].some((entry) => entry.name === name)).toBe(false);
+      await made.release("run-released");
+    });
+
+    it("never uses a same-named sandbox that another key owns", async () => {
+      const made = adapter({ image });
+      await made.acquire("run-owner");
+      const remote = [...fake.sandboxes.values()].find((entry) => entry.name === made.sandboxName("run-owner"))!;
+      remote.labels[LABELS.key] = "someone-else";
+      const other = adapter({ image, scope: made.options.scope });
+      const error = await other.acquire("run-owner").catch((caught: unknown) => caught);
+      expect(String(error)).toMatch(/is not the sandbox of run-owner/);
+    });
+
+    it("reports a wrong API key as the provider's refusal, without the key in the message", async () => {
+      const wrongKey = "dtn_wrong_key_0123456789";
+      const made = adapter({ image, hostEnv: { DAYTONA_API_KEY: wrongKey, DAYTONA_API_URL: fake.apiUrl } });
+      const error = await made.acquire("run-wrong-key").catch((caught: unknown) => caught);
+      expect(isAssemblyLineError(error, "AL_ERR_SANDBOX_ENGINE"), String(error)).toBe(true);
+      expect(String(error)).toMatch(/HTTP 401/);
+      expect(String(error)).not.toContain(wrongKey);
+      expect((error as Error).cause).toBeUndefined();
+    });
+  });
+}
