@@ -28,11 +28,27 @@ function agentWithSandbox(sandboxSource: string): { agentDir: string; script: st
 }
 
 describe("sandbox.ts adapter resolution", () => {
-  it("fails the build when the adapter's plugin is not installed, naming what to install", async () => {
-    const { agentDir } = agentWithSandbox(`import { defineSandbox } from "@assemblyline-agents/core";\nexport default defineSandbox({ adapter: "daytona", image: "node:22" });\n`);
+  it("fails the build when no installed package provides the adapter, naming it", async () => {
+    const { agentDir } = agentWithSandbox(`import { defineSandbox } from "@assemblyline-agents/core";\nexport default defineSandbox({ adapter: "acme-vm", image: "node:22" });\n`);
     const error = await buildAgent(agentDir, { checkSandboxAdapter: checkSandboxAdapterInstalled }).catch((caught: unknown) => caught);
     expect(isAssemblyLineError(error, "AL_ERR_SANDBOX_ADAPTER_NOT_INSTALLED"), String(error)).toBe(true);
-    expect(String(error)).toMatch(/"daytona" sandbox/);
+    expect(String(error)).toMatch(/"acme-vm" sandbox/);
+  });
+
+  it("fails the build for a modal sandbox, saying no Modal adapter exists yet and naming the alternatives", async () => {
+    const { agentDir } = agentWithSandbox(`import { defineSandbox } from "@assemblyline-agents/core";\nexport default defineSandbox({ adapter: "modal", image: "node:22" });\n`);
+    const error = await buildAgent(agentDir, { checkSandboxAdapter: checkSandboxAdapterInstalled }).catch((caught: unknown) => caught);
+    expect(isAssemblyLineError(error, "AL_ERR_SANDBOX_ADAPTER_NOT_INSTALLED"), String(error)).toBe(true);
+    expect(String(error)).toMatch(/no Modal adapter exists yet/);
+    expect(String(error)).toMatch(/"daytona".*"e2b".*"docker"/);
+  });
+
+  it("resolves sandbox.ts's daytona and e2b spellings to their installed packages", async () => {
+    const { agentDir } = agentWithSandbox(`import { defineSandbox } from "@assemblyline-agents/core";\nexport default defineSandbox({ adapter: "daytona", image: "node:22" });\n`);
+    await checkSandboxAdapterInstalled("daytona", agentDir);
+    await checkSandboxAdapterInstalled("e2b", agentDir);
+    const { manifest } = await buildAgent(agentDir, { checkSandboxAdapter: checkSandboxAdapterInstalled });
+    expect(manifest.sandbox).toMatchObject({ adapter: "daytona", image: "node:22" });
   });
 });
 
