@@ -1,6 +1,7 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { isAssemblyLineError } from "@assemblyline-agents/core";
 import { DaytonaSandboxAdapter, LABELS, daytonaSandbox } from "../src/index.js";
+import { providerError } from "../src/provider-error.js";
 import { IMAGE_MARKER, baseImages, probeEngine, randomScope } from "../../docker/test/support/engine.js";
 import { startFakeDaytona, type FakeDaytona } from "./support/fake-daytona.js";
 
@@ -25,6 +26,14 @@ describe("daytonaSandbox options", () => {
     expect(String(refusal(() => daytonaSandbox({ apiKey: "dtn_secret" } as never)))).toMatch(/apiKey is not accepted.*\n.*DAYTONA_API_KEY/);
     expect(String(refusal(() => daytonaSandbox({ imgae: "node:22" } as never)))).toMatch(/option imgae/);
     expect(String(refusal(() => daytonaSandbox({ network: "host" as never })))).toMatch(/option network/);
+  });
+
+  it("masks the API key in a provider error's message and never keeps the SDK error (it holds the request headers)", () => {
+    const sdkError = Object.assign(new Error("request with Bearer dtn_live_secret was refused"), { statusCode: 403, config: { headers: { Authorization: "Bearer dtn_live_secret" } } });
+    const error = providerError("Daytona", "creating the sandbox", sdkError, ["dtn_live_secret"]);
+    expect(error.message).toContain("HTTP 403");
+    expect(JSON.stringify({ message: error.message, details: error.details, fix: error.fix })).not.toContain("dtn_live_secret");
+    expect(error.cause).toBeUndefined();
   });
 
   it("fails the first acquire, not the boot, when DAYTONA_API_KEY is missing", async () => {
