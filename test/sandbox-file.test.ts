@@ -46,12 +46,15 @@ describe("sandbox.ts adapter resolution", () => {
     expect(String(error)).toMatch(/"daytona".*"e2b".*"docker"/);
   });
 
-  it("resolves sandbox.ts's daytona and e2b spellings to their installed packages", async () => {
-    const { agentDir } = agentWithSandbox(`import { defineSandbox } from "@assemblyline-agents/core";\nexport default defineSandbox({ adapter: "daytona", image: "node:22" });\n`);
+  it("resolves sandbox.ts's daytona and e2b spellings to their installed packages (the spec's Daytona example builds)", async () => {
+    const { agentDir } = agentWithSandbox(
+      `import { defineSandbox } from "@assemblyline-agents/core";\nexport default defineSandbox({ adapter: "daytona", image: "node:22", snapshot: { mode: "manual", retainLast: 3, reason: "operator-requested checkpoint" } });\n`,
+    );
     await checkSandboxAdapterInstalled("daytona", agentDir);
     await checkSandboxAdapterInstalled("e2b", agentDir);
     const { manifest } = await buildAgent(agentDir, { checkSandboxAdapter: checkSandboxAdapterInstalled });
     expect(manifest.sandbox).toMatchObject({ adapter: "daytona", image: "node:22" });
+    expect(JSON.stringify(manifest.sandbox)).toContain("operator-requested checkpoint");
   });
 });
 

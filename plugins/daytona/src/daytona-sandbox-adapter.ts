@@ -1,6 +1,7 @@
-import { createHash } from "node:crypto";
+import { createHash, randomBytes } from "node:crypto";
+import { setTimeout as sleep } from "node:timers/promises";
 import { Daytona, type Sandbox as DaytonaSdkSandbox } from "@daytonaio/sdk";
-import { AssemblyLineError, type Sandbox, type SandboxAdapter } from "@assemblyline-agents/core";
+import { AssemblyLineError, type Sandbox, type SandboxSnapshot, type SnapshottingSandboxAdapter } from "@assemblyline-agents/core";
 import { resolveDaytonaOptions, type DaytonaSandboxOptions, type ResolvedDaytonaOptions } from "./options.js";
 import { providerError, statusOf } from "./provider-error.js";
 import { ShellSandbox, type SandboxDriver } from "./shell-sandbox.js";
@@ -25,12 +26,17 @@ export interface DaytonaSandboxAdapterOptions extends DaytonaSandboxOptions {
   hostEnv?: Record<string, string | undefined>;
 }
 
+/** Daytona snapshot states a snapshot no longer leaves. */
+const SNAPSHOT_FAILED = new Set(["error", "build_failed"]);
+
 /**
  * Daytona sandboxes over the official SDK: one sandbox per key (a run), named
  * after the key so a restarted host finds it again, created on first acquire,
- * started again when Daytona stopped it, and deleted on release.
+ * started again when Daytona stopped it, and deleted on release. With a
+ * snapshot policy, a sandbox is saved as a Daytona snapshot named after the key,
+ * and a key with no sandbox starts from its latest one.
  */
-export class DaytonaSandboxAdapter implements SandboxAdapter {
+export class DaytonaSandboxAdapter implements SnapshottingSandboxAdapter {
   readonly name = "daytona";
   readonly options: ResolvedDaytonaOptions;
   private readonly hostEnv: Record<string, string | undefined>;
@@ -57,16 +63,81 @@ export class DaytonaSandboxAdapter implements SandboxAdapter {
     return pending;
   }
 
-  /** Delete the key's sandbox. Releasing an unknown key is a no-op. */
+  /** Delete the key's sandbox (an `auto` policy snapshots it first). Releasing an unknown key is a no-op. */
   async release(key: string): Promise<void> {
     checkKey(key);
     this.live.delete(key);
     const remote = await this.find(key);
     if (!remote) return;
-    await this.call("deleting the sandbox", () => remote.delete(Math.ceil(this.options.createTimeoutMs / 1000))).catch((error: unknown) => {
-      // Already gone (deleted by another process, or by Daytona's auto-delete): nothing to release.
-      if ((error as AssemblyLineError).details?.status !== 404) throw error;
+    if (this.options.snapshot?.mode === "auto") await this.save(key, remote, this.options.snapshot.reason ?? "run ended");
+    await this.remove(remote);
+  }
+
+  /** Save the key's sandbox as a Daytona snapshot, then prune beyond retainLast. */
+  async snapshot(key: string, options: { reason?: string } = {}): Promise<SandboxSnapshot> {
+    checkKey(key);
+    const policy = this.requirePolicy();
+    const remote = await this.find(key);
+    if (!remote) {
+      throw new AssemblyLineError("AL_ERR_SANDBOX_UNAVAILABLE", `sandbox ${key} has no Daytona sandbox to snapshot`, {
+        fix: "Acquire the sandbox (run a command in it) before taking a snapshot.",
+        details: { key },
+      });
+    }
+    return this.save(key, remote, options.reason ?? policy.reason);
+  }
+
+  /** The key's snapshots, newest first. Daytona keeps no note with a snapshot, so only the one snapshot() returns carries its reason. */
+  async listSnapshots(key: string): Promise<SandboxSnapshot[]> {
+    checkKey(key);
+    const prefix = `${this.sandboxName(key)}-`;
+    const snapshots: SandboxSnapshot[] = [];
+    for (let page = 1, pages = 1; page <= pages; page += 1) {
+      const listed = await this.call("listing snapshots", () => this.sdk().snapshot.list(page, 100));
+      pages = listed.totalPages;
+      for (const item of listed.items) {
+        if (!item.name.startsWith(prefix)) continue;
+        const id = item.name.slice(prefix.length);
+        const created = Number(/^s(\d+)-/.exec(id)?.[1] ?? new Date(item.createdAt).getTime());
+        snapshots.push({ id, key, createdAt: new Date(created).toISOString(), reason: undefined });
+      }
+    }
+    // Ids start with a millisecond timestamp and a random tail: newest first, ties broken by id.
+    return snapshots.sort((a, b) => (a.id < b.id ? 1 : a.id > b.id ? -1 : 0));
+  }
+
+  /** Replace the key's sandbox with one made from a snapshot (default: the latest). */
+  async restore(key: string, snapshotId?: string): Promise<Sandbox> {
+    checkKey(key);
+    const snapshots = await this.listSnapshots(key);
+    const chosen = snapshotId === undefined ? snapshots[0] : snapshots.find((entry) => entry.id === snapshotId);
+    if (!chosen) {
+      throw new AssemblyLineError("AL_ERR_SNAPSHOT_NOT_FOUND", `sandbox ${key} has no snapshot ${snapshotId === undefined ? "at all" : JSON.stringify(snapshotId)}`, {
+        fix: `Restore one of: ${snapshots.map((entry) => entry.id).join(", ") || "(none; take a snapshot first)"}.`,
+        details: { key, snapshotId },
+      });
+    }
+    this.live.delete(key);
+    const existing = await this.find(key);
+    if (existing) await this.remove(existing);
+    const pending = this.create(key, 0, this.snapshotName(key, chosen.id)).catch((error: unknown) => {
+      this.live.delete(key);
+      throw error;
     });
+    this.live.set(key, pending);
+    return pending;
+  }
+
+  /** Delete the key's snapshots beyond the newest `retainLast` (default: the policy's). */
+  async pruneSnapshots(key: string, retainLast = this.options.snapshot?.retainLast ?? 3): Promise<string[]> {
+    const removed: string[] = [];
+    for (const old of (await this.listSnapshots(key)).slice(retainLast)) {
+      await this.call(`deleting snapshot ${old.id}`, () => this.sdk().snapshot.delete(this.snapshotName(key, old.id))).catch((error: unknown) => {
+        if ((error as AssemblyLineError).details?.status !== 404) throw error;
+      });
+      removed.push(old.id);
+    }
+    return removed;
   }
 
   /** Close the SDK client (its event connection). */
@@ -103,7 +174,7 @@ export class DaytonaSandboxAdapter implements SandboxAdapter {
       const timeout = Math.ceil(this.options.createTimeoutMs / 1000);
       if (RESUMABLE.has(state)) await this.call("starting the sandbox again", () => existing.start(timeout));
       else if (TRANSIENT.has(state)) await this.call("waiting for the sandbox to start", () => existing.waitUntilStarted(timeout));
-      else if (state === "destroyed" || state === "destroying") return this.create(key, attempt);
+      else if (state === "destroyed" || state === "destroying") return this.create(key, attempt, undefined);
       else if (state !== "started") {
         throw new AssemblyLineError("AL_ERR_SANDBOX_ENGINE", `Daytona sandbox ${existing.name} of ${key} is in state ${state}`, {
           fix: "Delete or recover it in Daytona; the next run then gets a new one.",
@@ -112,10 +183,11 @@ export class DaytonaSandboxAdapter implements SandboxAdapter {
       }
       return this.wrap(key, existing);
     }
-    return this.create(key, attempt);
+    const [latest] = this.options.snapshot ? await this.listSnapshots(key) : [];
+    return this.create(key, attempt, latest ? this.snapshotName(key, latest.id) : undefined);
   }
 
-  private async create(key: string, attempt: number): Promise<ShellSandbox> {
+  private async create(key: string, attempt: number, fromSnapshot?: string): Promise<ShellSandbox> {
     const { options } = this;
     const resources = { ...(options.cpus ? { cpu: options.cpus } : {}), ...(options.memoryGiB ? { memory: options.memoryGiB } : {}), ...(options.diskGiB ? { disk: options.diskGiB } : {}) };
     const base = {
@@ -124,7 +196,9 @@ export class DaytonaSandboxAdapter implements SandboxAdapter {
       networkBlockAll: options.networkBlockAll,
       ...(options.autoStopMinutes !== undefined ? { autoStopInterval: options.autoStopMinutes } : {}),
     };
-    const params = options.image ? { ...base, image: options.image, ...(Object.keys(resources).length ? { resources } : {}) } : { ...base, ...(options.baseSnapshot ? { snapshot: options.baseSnapshot } : {}) };
+    const startFrom = fromSnapshot ?? options.baseSnapshot;
+    const params =
+      options.image && !fromSnapshot ? { ...base, image: options.image, ...(Object.keys(resources).length ? { resources } : {}) } : { ...base, ...(startFrom ? { snapshot: startFrom } : {}) };
     let remote: DaytonaSdkSandbox;
     try {
       remote = await this.sdk().create(params, { timeout: Math.ceil(options.createTimeoutMs / 1000) });
@@ -134,11 +208,62 @@ export class DaytonaSandboxAdapter implements SandboxAdapter {
       throw providerError("Daytona", `creating the sandbox for ${key}`, error, [this.hostEnv.DAYTONA_API_KEY]);
     }
     const sandbox = this.wrap(key, remote);
+    // A sandbox made from a snapshot already has its /workspace.
+    if (fromSnapshot) return sandbox;
     await sandbox.prepare().catch(async (error: unknown) => {
       await remote.delete().catch(() => undefined);
       throw error;
     });
     return sandbox;
+  }
+
+  /** The Daytona snapshot a key's snapshot id maps to (named after the sandbox, so a restarted host lists it). */
+  snapshotName(key: string, id: string): string {
+    return `${this.sandboxName(key)}-${id}`;
+  }
+
+  private async save(key: string, remote: DaytonaSdkSandbox, reason: string | undefined): Promise<SandboxSnapshot> {
+    const now = Date.now();
+    const id = `s${now}-${randomBytes(3).toString("hex")}`;
+    const name = this.snapshotName(key, id);
+    const timeout = Math.ceil(this.options.createTimeoutMs / 1000);
+    await this.call(`snapshotting sandbox ${remote.name}`, () => remote.createSnapshot(name, timeout));
+    await this.untilActive(name);
+    await this.pruneSnapshots(key);
+    return { id, key, createdAt: new Date(now).toISOString(), reason };
+  }
+
+  /** A new snapshot is usable (as a sandbox's base) only once Daytona reports it active. */
+  private async untilActive(name: string): Promise<void> {
+    const deadline = Date.now() + this.options.createTimeoutMs;
+    for (;;) {
+      const found = await this.call(`reading snapshot ${name}`, () => this.sdk().snapshot.get(name));
+      const state = String(found.state);
+      if (state === "active") return;
+      if (SNAPSHOT_FAILED.has(state) || Date.now() > deadline) {
+        throw new AssemblyLineError("AL_ERR_SANDBOX_ENGINE", `Daytona snapshot ${name} is ${state}${found.errorReason ? `: ${found.errorReason}` : ""}`, {
+          fix: "Check the snapshot in Daytona; raise createTimeoutMs when snapshots take longer to become active.",
+          details: { name, state },
+        });
+      }
+      await sleep(1_000);
+    }
+  }
+
+  private async remove(remote: DaytonaSdkSandbox): Promise<void> {
+    await this.call("deleting the sandbox", () => remote.delete(Math.ceil(this.options.createTimeoutMs / 1000))).catch((error: unknown) => {
+      // Already gone (deleted by another process, or by Daytona's auto-delete): nothing to release.
+      if ((error as AssemblyLineError).details?.status !== 404) throw error;
+    });
+  }
+
+  private requirePolicy(): NonNullable<ResolvedDaytonaOptions["snapshot"]> {
+    if (!this.options.snapshot) {
+      throw new AssemblyLineError("AL_ERR_SNAPSHOT_DISABLED", "this daytona sandbox has no snapshot policy", {
+        fix: 'Add snapshot: { mode: "manual", retainLast: 3 } to daytonaSandbox({...}).',
+      });
+    }
+    return this.options.snapshot;
   }
 
   private wrap(key: string, remote: DaytonaSdkSandbox): ShellSandbox {

@@ -28,7 +28,7 @@ export interface DaytonaSandboxOptions {
   apiUrl?: string;
   /** The Daytona region. Default: $DAYTONA_TARGET, else the organization's default. */
   target?: string;
-  /** Snapshots are not implemented for Daytona yet: any value is refused. */
+  /** Opt-in snapshots: the sandbox saved as a Daytona snapshot, restored from the latest. */
   snapshot?: SandboxSnapshotPolicy;
   /** Accepted for sandbox.ts parity; only /workspace is valid. */
   workingDirectory?: "/workspace";
@@ -49,6 +49,7 @@ export interface ResolvedDaytonaOptions {
   createTimeoutMs: number;
   apiUrl: string | undefined;
   target: string | undefined;
+  snapshot: Required<Pick<SandboxSnapshotPolicy, "mode" | "retainLast">> & { reason: string | undefined } | undefined;
 }
 
 const KNOWN = ["image", "baseSnapshot", "network", "cpus", "memoryGiB", "diskGiB", "env", "defaultTimeoutMs", "maxOutputBytes", "scope", "autoStopMinutes", "createTimeoutMs", "apiUrl", "target", "snapshot", "workingDirectory", "adapter"];
@@ -79,11 +80,13 @@ export function resolveDaytonaOptions(options: DaytonaSandboxOptions, defaultSco
     }
     if (!KNOWN.includes(key)) throw badOption(key, record[key], `a known option (${KNOWN.filter((name) => name !== "adapter").join(", ")})`);
   }
+  let snapshot: ResolvedDaytonaOptions["snapshot"];
   if (options.snapshot !== undefined) {
-    throw new AssemblyLineError("AL_ERR_SANDBOX_DEFINITION", "daytonaSandbox option snapshot is not supported: the Daytona adapter does not take or restore snapshots yet", {
-      fix: 'Remove snapshot from the Daytona sandbox options, or use dockerSandbox({ snapshot: { mode: "manual" } }) where snapshots are needed.',
-      details: { option: "snapshot" },
-    });
+    const { mode, retainLast = 3, reason } = options.snapshot ?? ({} as SandboxSnapshotPolicy);
+    if (mode !== "manual" && mode !== "auto") throw badOption("snapshot.mode", mode, '"manual" or "auto"');
+    if (!Number.isInteger(retainLast) || retainLast < 1) throw badOption("snapshot.retainLast", retainLast, "a whole number of at least 1");
+    if (reason !== undefined && typeof reason !== "string") throw badOption("snapshot.reason", reason, "a string");
+    snapshot = { mode, retainLast, reason };
   }
   for (const name of ["image", "baseSnapshot", "apiUrl", "target"] as const) {
     if (options[name] !== undefined && (typeof options[name] !== "string" || options[name].trim() === "")) throw badOption(name, options[name], "a non-empty string");
@@ -118,5 +121,6 @@ export function resolveDaytonaOptions(options: DaytonaSandboxOptions, defaultSco
     createTimeoutMs,
     apiUrl: options.apiUrl,
     target: options.target,
+    snapshot,
   };
 }

@@ -12,7 +12,8 @@ import { killHostTree } from "./host-process.js";
  * A local Daytona: the REST API (/api/sandbox...) and the toolbox API
  * (/toolbox/<id>/...) for exactly the calls @daytonaio/sdk makes for what
  * the adapter uses: create, get by name, start, stop, delete, execute a
- * command, bulk upload and bulk download. Each sandbox is a container on the
+ * command, bulk upload and bulk download, and snapshots (snapshot a sandbox,
+ * list, get by name, delete, create a sandbox from one). Each sandbox is a container on the
  * local Docker engine, as on Daytona's runners, and the toolbox does inside it
  * what Daytona's daemon does: commands are split on spaces and quotes (no
  * shell), run with their output combined and killed at their timeout (HTTP 408).
@@ -38,6 +39,14 @@ interface FakeSandbox {
   updatedAt: string;
 }
 
+interface FakeSnapshot {
+  id: string;
+  name: string;
+  imageName: string;
+  sourceSandboxId: string;
+  createdAt: string;
+}
+
 export interface FakeDaytona {
   apiUrl: string;
   apiKey: string;
@@ -46,6 +55,7 @@ export interface FakeDaytona {
   /** Every create request's JSON body. */
   creates: Array<Record<string, unknown>>;
   sandboxes: Map<string, FakeSandbox>;
+  snapshots: Map<string, FakeSnapshot>;
   close(): Promise<void>;
 }
 
@@ -58,7 +68,29 @@ export async function startFakeDaytona(options: { docker: Docker; image: string;
   const sandboxes = new Map<string, FakeSandbox>();
   const requests: string[] = [];
   const creates: Array<Record<string, unknown>> = [];
+  const snapshots = new Map<string, FakeSnapshot>();
+  const snapshotRepo = `fake-daytona-snapshot-${instance}`;
   let origin = "";
+  const snapshotDto = (snapshot: FakeSnapshot) => ({
+    id: snapshot.id,
+    organizationId: "org-local",
+    general: false,
+    name: snapshot.name,
+    imageName: snapshot.imageName,
+    state: "active",
+    size: 0.1,
+    entrypoint: null,
+    cpu: 1,
+    gpu: 0,
+    mem: 1,
+    disk: 3,
+    errorReason: null,
+    createdAt: snapshot.createdAt,
+    updatedAt: snapshot.createdAt,
+    lastUsedAt: null,
+    sourceSandboxId: snapshot.sourceSandboxId,
+  });
+  const snapshotByIdOrName = (idOrName: string) => snapshots.get(idOrName) ?? [...snapshots.values()].find((entry) => entry.id === idOrName);
 
   const byIdOrName = (idOrName: string) => sandboxes.get(idOrName) ?? [...sandboxes.values()].find((entry) => entry.name === idOrName);
   const dto = (sandbox: FakeSandbox) => ({
@@ -93,8 +125,9 @@ export async function startFakeDaytona(options: { docker: Docker; image: string;
     const buildInfo = body.buildInfo as { dockerfileContent?: string } | undefined;
     const fromImage = /^FROM\s+(\S+)/m.exec(buildInfo?.dockerfileContent ?? "")?.[1];
     const snapshot = typeof body.snapshot === "string" ? body.snapshot : undefined;
-    if (snapshot && !options.snapshots?.[snapshot]) return json(response, 404, { statusCode: 404, message: `Snapshot ${snapshot} not found`, error: "Not Found" });
-    const image = fromImage ?? (snapshot ? options.snapshots![snapshot]! : options.image);
+    const snapshotImage = snapshot ? (snapshots.get(snapshot)?.imageName ?? options.snapshots?.[snapshot]) : undefined;
+    if (snapshot && !snapshotImage) return json(response, 404, { statusCode: 404, message: `Snapshot ${snapshot} not found`, error: "Not Found" });
+    const image = fromImage ?? snapshotImage ?? options.image;
     const id = randomUUID();
     const env = (body.env as Record<string, string> | undefined) ?? {};
     const container = await docker.createContainer({
@@ -241,6 +274,34 @@ export async function startFakeDaytona(options: { docker: Docker; image: string;
         return json(response, 200, dto(sandbox));
       }
       if (action === "toolbox-proxy-url" && request.method === "GET") return json(response, 200, { url: `${origin}/toolbox` });
+      if (action === "snapshot" && request.method === "POST") {
+        const { name } = (await readJson(request)) as { name?: string };
+        if (!name) return json(response, 400, { statusCode: 400, message: "name is required", error: "Bad Request" });
+        if (snapshots.has(name)) return json(response, 409, { statusCode: 409, message: `Snapshot ${name} already exists`, error: "Conflict" });
+        const tag = String(snapshots.size + 1) + randomBytes(3).toString("hex");
+        await sandbox.container.commit({ repo: snapshotRepo, tag, pause: false });
+        snapshots.set(name, { id: randomUUID(), name, imageName: `${snapshotRepo}:${tag}`, sourceSandboxId: sandbox.id, createdAt: new Date().toISOString() });
+        return json(response, 200, dto(sandbox));
+      }
+    }
+    const snapshotRoute = /^\/api\/snapshots(?:\/([^/]+))?$/.exec(url.pathname);
+    if (snapshotRoute) {
+      const [, idOrName] = snapshotRoute;
+      if (!idOrName && request.method === "GET") {
+        const page = Number(url.searchParams.get("page") ?? 1);
+        const limit = Number(url.searchParams.get("limit") ?? 100);
+        const all = [...snapshots.values()];
+        return json(response, 200, { items: all.slice((page - 1) * limit, page * limit).map(snapshotDto), total: all.length, page, totalPages: Math.max(1, Math.ceil(all.length / limit)) });
+      }
+      const snapshot = idOrName ? snapshotByIdOrName(decodeURIComponent(idOrName)) : undefined;
+      if (!snapshot) return json(response, 404, { statusCode: 404, message: `Snapshot ${idOrName} not found`, error: "Not Found" });
+      if (request.method === "GET") return json(response, 200, snapshotDto(snapshot));
+      if (request.method === "DELETE") {
+        await docker.getImage(snapshot.imageName).remove({ force: true }).catch(() => undefined);
+        snapshots.delete(snapshot.name);
+        response.writeHead(200);
+        return void response.end();
+      }
     }
     const toolbox = /^\/toolbox\/([^/]+)\/(process\/execute|files\/bulk-upload|files\/bulk-download)$/.exec(url.pathname);
     if (toolbox && request.method === "POST") {
@@ -271,11 +332,13 @@ export async function startFakeDaytona(options: { docker: Docker; image: string;
     requests,
     creates,
     sandboxes,
+    snapshots,
     async close() {
       server.closeAllConnections();
       await new Promise<void>((resolve) => server.close(() => resolve()));
       const left = await docker.listContainers({ all: true, filters: { label: [`${FAKE_LABEL}=${instance}`] } });
       await Promise.all(left.map((info) => docker.getContainer(info.Id).remove({ force: true }).catch(() => undefined)));
+      for (const snapshot of snapshots.values()) await docker.getImage(snapshot.imageName).remove({ force: true }).catch(() => undefined);
     },
   };
 }
