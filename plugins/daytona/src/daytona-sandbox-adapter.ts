@@ -1,6 +1,6 @@
 import { createHash, randomBytes } from "node:crypto";
 import { setTimeout as sleep } from "node:timers/promises";
-import { Daytona, type Sandbox as DaytonaSdkSandbox } from "@daytonaio/sdk";
+import type { Daytona, Sandbox as DaytonaSdkSandbox } from "@daytonaio/sdk";
 import { AssemblyLineError, type Sandbox, type SandboxSnapshot, type SnapshottingSandboxAdapter } from "@assemblyline-agents/core";
 import { resolveDaytonaOptions, type DaytonaSandboxOptions, type ResolvedDaytonaOptions } from "./options.js";
 import { providerError, statusOf } from "./provider-error.js";
@@ -93,7 +93,7 @@ export class DaytonaSandboxAdapter implements SnapshottingSandboxAdapter {
     const prefix = `${this.sandboxName(key)}-`;
     const snapshots: SandboxSnapshot[] = [];
     for (let page = 1, pages = 1; page <= pages; page += 1) {
-      const listed = await this.call("listing snapshots", () => this.sdk().snapshot.list(page, 100));
+      const listed = await this.call("listing snapshots", async () => (await this.sdk()).snapshot.list(page, 100));
       pages = listed.totalPages;
       for (const item of listed.items) {
         if (!item.name.startsWith(prefix)) continue;
@@ -132,7 +132,7 @@ export class DaytonaSandboxAdapter implements SnapshottingSandboxAdapter {
   async pruneSnapshots(key: string, retainLast = this.options.snapshot?.retainLast ?? 3): Promise<string[]> {
     const removed: string[] = [];
     for (const old of (await this.listSnapshots(key)).slice(retainLast)) {
-      await this.call(`deleting snapshot ${old.id}`, () => this.sdk().snapshot.delete(this.snapshotName(key, old.id))).catch((error: unknown) => {
+      await this.call(`deleting snapshot ${old.id}`, async () => (await this.sdk()).snapshot.delete(this.snapshotName(key, old.id))).catch((error: unknown) => {
         if ((error as AssemblyLineError).details?.status !== 404) throw error;
       });
       removed.push(old.id);
@@ -152,7 +152,8 @@ export class DaytonaSandboxAdapter implements SnapshottingSandboxAdapter {
     return `al-${this.options.scope}-${digest(key).slice(0, 24)}`;
   }
 
-  private sdk(): Daytona {
+  /** The SDK client, made on first use: the SDK (and its dependencies) loads only when a run needs a sandbox. */
+  private async sdk(): Promise<Daytona> {
     if (this.client) return this.client;
     const apiKey = this.hostEnv.DAYTONA_API_KEY;
     if (!apiKey) {
@@ -163,7 +164,8 @@ export class DaytonaSandboxAdapter implements SnapshottingSandboxAdapter {
     // An explicit URL keeps the SDK from reading the endpoint out of a .env file in the working folder.
     const apiUrl = this.options.apiUrl ?? this.hostEnv.DAYTONA_API_URL ?? DEFAULT_API_URL;
     const target = this.options.target ?? this.hostEnv.DAYTONA_TARGET;
-    this.client = new Daytona({ apiKey, apiUrl, ...(target ? { target } : {}) });
+    const { Daytona: Client } = await import("@daytonaio/sdk");
+    this.client ??= new Client({ apiKey, apiUrl, ...(target ? { target } : {}) });
     return this.client;
   }
 
@@ -201,7 +203,7 @@ export class DaytonaSandboxAdapter implements SnapshottingSandboxAdapter {
       options.image && !fromSnapshot ? { ...base, image: options.image, ...(Object.keys(resources).length ? { resources } : {}) } : { ...base, ...(startFrom ? { snapshot: startFrom } : {}) };
     let remote: DaytonaSdkSandbox;
     try {
-      remote = await this.sdk().create(params, { timeout: Math.ceil(options.createTimeoutMs / 1000) });
+      remote = await (await this.sdk()).create(params, { timeout: Math.ceil(options.createTimeoutMs / 1000) });
     } catch (error) {
       // Another process created it first: use theirs.
       if (statusOf(error) === 409 && attempt === 0) return this.open(key, attempt + 1);
@@ -237,7 +239,7 @@ export class DaytonaSandboxAdapter implements SnapshottingSandboxAdapter {
   private async untilActive(name: string): Promise<void> {
     const deadline = Date.now() + this.options.createTimeoutMs;
     for (;;) {
-      const found = await this.call(`reading snapshot ${name}`, () => this.sdk().snapshot.get(name));
+      const found = await this.call(`reading snapshot ${name}`, async () => (await this.sdk()).snapshot.get(name));
       const state = String(found.state);
       if (state === "active") return;
       if (SNAPSHOT_FAILED.has(state) || Date.now() > deadline) {
@@ -288,7 +290,7 @@ export class DaytonaSandboxAdapter implements SnapshottingSandboxAdapter {
     const name = this.sandboxName(key);
     let remote: DaytonaSdkSandbox;
     try {
-      remote = await this.sdk().get(name);
+      remote = await (await this.sdk()).get(name);
     } catch (error) {
       if (statusOf(error) === 404) return undefined;
       throw providerError("Daytona", `looking up sandbox ${name}`, error, [this.hostEnv.DAYTONA_API_KEY]);

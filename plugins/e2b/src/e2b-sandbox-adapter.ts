@@ -1,5 +1,5 @@
 import { createHash } from "node:crypto";
-import { Sandbox as E2bSdkSandbox, type SandboxInfo } from "e2b";
+import type { Sandbox as E2bSdkSandbox, SandboxInfo } from "e2b";
 import { AssemblyLineError, type Sandbox, type SandboxAdapter } from "@assemblyline-agents/core";
 import { resolveE2bOptions, type E2bSandboxOptions, type ResolvedE2bOptions } from "./options.js";
 import { providerError } from "./provider-error.js";
@@ -56,7 +56,7 @@ export class E2bSandboxAdapter implements SandboxAdapter {
     this.live.delete(key);
     for (const found of await this.find(key)) {
       // false: already gone (killed elsewhere, or E2B's lifetime ended), which is what release wants.
-      await this.call("killing the sandbox", () => E2bSdkSandbox.kill(found.sandboxId, this.connection()));
+      await this.call("killing the sandbox", async () => (await sdk()).kill(found.sandboxId, this.connection()));
     }
   }
 
@@ -78,7 +78,7 @@ export class E2bSandboxAdapter implements SandboxAdapter {
     const [existing] = await this.find(key);
     if (existing) {
       // Connecting resumes a paused sandbox and restarts its lifetime.
-      const remote = await this.call("connecting to the sandbox", () => E2bSdkSandbox.connect(existing.sandboxId, { ...this.connection(), timeoutMs: this.options.lifetimeMs }));
+      const remote = await this.call("connecting to the sandbox", async () => (await sdk()).connect(existing.sandboxId, { ...this.connection(), timeoutMs: this.options.lifetimeMs }));
       return this.wrap(key, remote);
     }
     const { options } = this;
@@ -89,7 +89,8 @@ export class E2bSandboxAdapter implements SandboxAdapter {
       allowInternetAccess: options.allowInternetAccess,
       lifecycle: { onTimeout: options.onTimeout },
     };
-    const remote = await this.call(`creating the sandbox for ${key}`, () => (options.template ? E2bSdkSandbox.create(options.template, params) : E2bSdkSandbox.create(params)));
+    const Client = await sdk();
+    const remote = await this.call(`creating the sandbox for ${key}`, () => (options.template ? Client.create(options.template, params) : Client.create(params)));
     const sandbox = this.wrap(key, remote);
     await sandbox.prepare().catch(async (error: unknown) => {
       await remote.kill().catch(() => undefined);
@@ -120,7 +121,7 @@ export class E2bSandboxAdapter implements SandboxAdapter {
 
   /** The key's sandboxes E2B still has (running or paused), oldest first. */
   private async find(key: string): Promise<SandboxInfo[]> {
-    const paginator = E2bSdkSandbox.list({ ...this.connection(), query: { metadata: { [METADATA.key]: key, [METADATA.scope]: this.options.scope }, state: ["running", "paused"] } });
+    const paginator = (await sdk()).list({ ...this.connection(), query: { metadata: { [METADATA.key]: key, [METADATA.scope]: this.options.scope }, state: ["running", "paused"] } });
     const found: SandboxInfo[] = [];
     while (paginator.hasNext) found.push(...(await this.call(`looking up the sandbox of ${key}`, () => paginator.nextItems())));
     // The API filters by metadata; checked again here so another key's sandbox is never used or killed.
@@ -134,6 +135,11 @@ export class E2bSandboxAdapter implements SandboxAdapter {
       throw providerError("E2B", action, error, [this.hostEnv.E2B_API_KEY]);
     }
   }
+}
+
+/** The SDK, loaded on first use: it (and its dependencies) loads only when a run needs a sandbox. */
+async function sdk(): Promise<typeof E2bSdkSandbox> {
+  return (await import("e2b")).Sandbox;
 }
 
 function checkKey(key: string): void {
