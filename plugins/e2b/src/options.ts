@@ -67,7 +67,7 @@ export function resolveE2bOptions(options: E2bSandboxOptions, defaultScope: stri
     if (!KNOWN.includes(key)) throw badOption(key, record[key], `a known option (${KNOWN.filter((name) => name !== "adapter").join(", ")})`);
   }
   if (options.snapshot !== undefined) {
-    throw unsupported("snapshot", "the E2B adapter does not take or restore snapshots yet", 'Remove snapshot from the E2B sandbox options, or use dockerSandbox({ snapshot: { mode: "manual" } }) where snapshots are needed.');
+    throw unsupported("snapshot", "the E2B adapter does not take or restore snapshots yet", 'Remove snapshot from the E2B sandbox options, or use daytonaSandbox({ snapshot: { mode: "manual" } }) or dockerSandbox({ snapshot: ... }) where snapshots are needed.');
   }
   if (options.image !== undefined) {
     throw unsupported("image", "E2B starts sandboxes from templates, not images", "Build a template from the image (E2B's template build) and set template to its name.");
