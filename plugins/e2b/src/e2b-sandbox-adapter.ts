@@ -1,6 +1,6 @@
-import { createHash } from "node:crypto";
+import { createHash, randomBytes } from "node:crypto";
 import type { Sandbox as E2bSdkSandbox, SandboxInfo } from "e2b";
-import { AssemblyLineError, type Sandbox, type SandboxAdapter } from "@assemblyline-agents/core";
+import { AssemblyLineError, type Sandbox, type SandboxSnapshot, type SnapshottingSandboxAdapter } from "@assemblyline-agents/core";
 import { resolveE2bOptions, type E2bSandboxOptions, type ResolvedE2bOptions } from "./options.js";
 import { providerError } from "./provider-error.js";
 import { ShellSandbox, type SandboxDriver } from "./shell-sandbox.js";
@@ -19,12 +19,20 @@ export interface E2bSandboxAdapterOptions extends E2bSandboxOptions {
   hostEnv?: Record<string, string | undefined>;
 }
 
+/** One of a key's E2B snapshots: our id (in its name) and E2B's id (to create from and delete). */
+interface StoredSnapshot {
+  id: string;
+  snapshotId: string;
+}
+
 /**
  * E2B sandboxes over the official SDK: one sandbox per key (a run), tagged with
  * the key in its metadata so a restarted host finds it again (E2B resumes a
- * paused one on connect), created on first acquire and killed on release.
+ * paused one on connect), created on first acquire and killed on release. With
+ * a snapshot policy, a sandbox is saved as an E2B snapshot named after the key,
+ * and a key with no sandbox starts from its latest one.
  */
-export class E2bSandboxAdapter implements SandboxAdapter {
+export class E2bSandboxAdapter implements SnapshottingSandboxAdapter {
   readonly name = "e2b";
   readonly options: ResolvedE2bOptions;
   private readonly hostEnv: Record<string, string | undefined>;
@@ -50,14 +58,112 @@ export class E2bSandboxAdapter implements SandboxAdapter {
     return pending;
   }
 
-  /** Kill the key's sandbox. Releasing an unknown key is a no-op. */
+  /** Kill the key's sandbox (an `auto` policy snapshots it first). Releasing an unknown key is a no-op. */
   async release(key: string): Promise<void> {
     checkKey(key);
     this.live.delete(key);
-    for (const found of await this.find(key)) {
-      // false: already gone (killed elsewhere, or E2B's lifetime ended), which is what release wants.
-      await this.call("killing the sandbox", async () => (await sdk()).kill(found.sandboxId, this.connection()));
+    const found = await this.find(key);
+    if (found[0] && this.options.snapshot?.mode === "auto") await this.save(key, found[0], this.options.snapshot.reason ?? "run ended");
+    await this.killAll(found);
+  }
+
+  /** Save the key's sandbox as an E2B snapshot, then prune beyond retainLast. */
+  async snapshot(key: string, options: { reason?: string } = {}): Promise<SandboxSnapshot> {
+    checkKey(key);
+    const policy = this.requirePolicy();
+    const [found] = await this.find(key);
+    if (!found) {
+      throw new AssemblyLineError("AL_ERR_SANDBOX_UNAVAILABLE", `sandbox ${key} has no E2B sandbox to snapshot`, {
+        fix: "Acquire the sandbox (run a command in it) before taking a snapshot.",
+        details: { key },
+      });
     }
+    return this.save(key, found, options.reason ?? policy.reason);
+  }
+
+  /** The key's snapshots, newest first. E2B keeps no note with a snapshot, so only the one snapshot() returns carries its reason. */
+  async listSnapshots(key: string): Promise<SandboxSnapshot[]> {
+    checkKey(key);
+    return (await this.stored(key)).map(({ id }) => ({ id, key, createdAt: new Date(Number(/^s(\d+)-/.exec(id)![1])).toISOString(), reason: undefined }));
+  }
+
+  /** Replace the key's sandbox with one made from a snapshot (default: the latest). */
+  async restore(key: string, snapshotId?: string): Promise<Sandbox> {
+    checkKey(key);
+    const stored = await this.stored(key);
+    const chosen = snapshotId === undefined ? stored[0] : stored.find((entry) => entry.id === snapshotId);
+    if (!chosen) {
+      throw new AssemblyLineError("AL_ERR_SNAPSHOT_NOT_FOUND", `sandbox ${key} has no snapshot ${snapshotId === undefined ? "at all" : JSON.stringify(snapshotId)}`, {
+        fix: `Restore one of: ${stored.map((entry) => entry.id).join(", ") || "(none; take a snapshot first)"}.`,
+        details: { key, snapshotId },
+      });
+    }
+    this.live.delete(key);
+    await this.killAll(await this.find(key));
+    const pending = this.create(key, chosen.snapshotId).catch((error: unknown) => {
+      this.live.delete(key);
+      throw error;
+    });
+    this.live.set(key, pending);
+    return pending;
+  }
+
+  /** Delete the key's snapshots beyond the newest `retainLast` (default: the policy's). */
+  async pruneSnapshots(key: string, retainLast = this.options.snapshot?.retainLast ?? 3): Promise<string[]> {
+    const removed: string[] = [];
+    for (const old of (await this.stored(key)).slice(retainLast)) {
+      // false: already deleted elsewhere, which is what pruning wants.
+      await this.call(`deleting snapshot ${old.id}`, async () => (await sdk()).deleteSnapshot(old.snapshotId, this.connection()));
+      removed.push(old.id);
+    }
+    return removed;
+  }
+
+  /** The E2B snapshot name a key's snapshots start with: lowercase hex, which any team's names accept. */
+  snapshotPrefix(key: string): string {
+    return `al-${createHash("sha256").update(`${this.options.scope}\0${key}`).digest("hex").slice(0, 24)}-`;
+  }
+
+  private async save(key: string, found: SandboxInfo, reason: string | undefined): Promise<SandboxSnapshot> {
+    // E2B snapshots a running sandbox only: a paused one is resumed first.
+    if (found.state === "paused") await this.call("resuming the sandbox", async () => (await sdk()).connect(found.sandboxId, { ...this.connection(), timeoutMs: this.options.lifetimeMs }));
+    const now = Date.now();
+    const id = `s${now}-${randomBytes(3).toString("hex")}`;
+    await this.call(`snapshotting sandbox ${found.sandboxId}`, async () => (await sdk()).createSnapshot(found.sandboxId, { ...this.connection(), name: `${this.snapshotPrefix(key)}${id}` }));
+    await this.pruneSnapshots(key);
+    return { id, key, createdAt: new Date(now).toISOString(), reason };
+  }
+
+  /** The key's snapshots as E2B lists them, newest first (names come back as "<team>/<name>:<tag>"). */
+  private async stored(key: string): Promise<StoredSnapshot[]> {
+    const prefix = this.snapshotPrefix(key);
+    const paginator = (await sdk()).listSnapshots({ ...this.connection(), limit: 100 });
+    const stored: StoredSnapshot[] = [];
+    while (paginator.hasNext) {
+      for (const info of await this.call("listing snapshots", () => paginator.nextItems())) {
+        const name = info.names.map((full) => full.slice(full.lastIndexOf("/") + 1).split(":")[0]!).find((short) => short.startsWith(prefix));
+        const id = name?.slice(prefix.length);
+        if (id && /^s\d+-[0-9a-f]+$/.test(id)) stored.push({ id, snapshotId: info.snapshotId });
+      }
+    }
+    // Ids start with a millisecond timestamp and a random tail: newest first, ties broken by id.
+    return stored.sort((a, b) => (a.id < b.id ? 1 : a.id > b.id ? -1 : 0));
+  }
+
+  private async killAll(found: SandboxInfo[]): Promise<void> {
+    for (const entry of found) {
+      // false: already gone (killed elsewhere, or E2B's lifetime ended), which is what release wants.
+      await this.call("killing the sandbox", async () => (await sdk()).kill(entry.sandboxId, this.connection()));
+    }
+  }
+
+  private requirePolicy(): NonNullable<ResolvedE2bOptions["snapshot"]> {
+    if (!this.options.snapshot) {
+      throw new AssemblyLineError("AL_ERR_SNAPSHOT_DISABLED", "this e2b sandbox has no snapshot policy", {
+        fix: 'Add snapshot: { mode: "manual", retainLast: 3 } to e2bSandbox({...}).',
+      });
+    }
+    return this.options.snapshot;
   }
 
   private connection(): { apiKey: string; apiUrl?: string; domain?: string; sandboxUrl?: string } {
@@ -81,6 +187,12 @@ export class E2bSandboxAdapter implements SandboxAdapter {
       const remote = await this.call("connecting to the sandbox", async () => (await sdk()).connect(existing.sandboxId, { ...this.connection(), timeoutMs: this.options.lifetimeMs }));
       return this.wrap(key, remote);
     }
+    const [latest] = this.options.snapshot ? await this.stored(key) : [];
+    return this.create(key, latest?.snapshotId);
+  }
+
+  /** A new sandbox for the key, from the template or (a snapshot's E2B id) a snapshot. */
+  private async create(key: string, fromSnapshot?: string): Promise<ShellSandbox> {
     const { options } = this;
     const params = {
       ...this.connection(),
@@ -89,9 +201,12 @@ export class E2bSandboxAdapter implements SandboxAdapter {
       allowInternetAccess: options.allowInternetAccess,
       lifecycle: { onTimeout: options.onTimeout },
     };
+    const template = fromSnapshot ?? options.template;
     const Client = await sdk();
-    const remote = await this.call(`creating the sandbox for ${key}`, () => (options.template ? Client.create(options.template, params) : Client.create(params)));
+    const remote = await this.call(`creating the sandbox for ${key}`, () => (template ? Client.create(template, params) : Client.create(params)));
     const sandbox = this.wrap(key, remote);
+    // A sandbox made from a snapshot already has its /workspace.
+    if (fromSnapshot) return sandbox;
     await sandbox.prepare().catch(async (error: unknown) => {
       await remote.kill().catch(() => undefined);
       throw error;

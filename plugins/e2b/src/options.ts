@@ -26,7 +26,7 @@ export interface E2bSandboxOptions {
   sandboxUrl?: string;
   /** E2B starts sandboxes from templates, not images: any value is refused (set template). */
   image?: string;
-  /** Snapshots are not implemented for E2B yet: any value is refused. */
+  /** Opt-in snapshots: the sandbox saved as an E2B snapshot, restored from the latest. */
   snapshot?: SandboxSnapshotPolicy;
   /** Accepted for sandbox.ts parity; only /workspace is valid. */
   workingDirectory?: "/workspace";
@@ -44,6 +44,7 @@ export interface ResolvedE2bOptions {
   apiUrl: string | undefined;
   domain: string | undefined;
   sandboxUrl: string | undefined;
+  snapshot: Required<Pick<SandboxSnapshotPolicy, "mode" | "retainLast">> & { reason: string | undefined } | undefined;
 }
 
 const KNOWN = ["template", "network", "env", "defaultTimeoutMs", "maxOutputBytes", "scope", "lifetimeMs", "onTimeout", "apiUrl", "domain", "sandboxUrl", "image", "snapshot", "workingDirectory", "adapter"];
@@ -66,8 +67,13 @@ export function resolveE2bOptions(options: E2bSandboxOptions, defaultScope: stri
     if (key === "apiKey") throw unsupported("apiKey", "options end up in build artifacts", "Remove apiKey and set E2B_API_KEY in the host's environment.");
     if (!KNOWN.includes(key)) throw badOption(key, record[key], `a known option (${KNOWN.filter((name) => name !== "adapter").join(", ")})`);
   }
+  let snapshot: ResolvedE2bOptions["snapshot"];
   if (options.snapshot !== undefined) {
-    throw unsupported("snapshot", "the E2B adapter does not take or restore snapshots yet", 'Remove snapshot from the E2B sandbox options, or use daytonaSandbox({ snapshot: { mode: "manual" } }) or dockerSandbox({ snapshot: ... }) where snapshots are needed.');
+    const { mode, retainLast = 3, reason } = options.snapshot ?? ({} as SandboxSnapshotPolicy);
+    if (mode !== "manual" && mode !== "auto") throw badOption("snapshot.mode", mode, '"manual" or "auto"');
+    if (!Number.isInteger(retainLast) || retainLast < 1) throw badOption("snapshot.retainLast", retainLast, "a whole number of at least 1");
+    if (reason !== undefined && typeof reason !== "string") throw badOption("snapshot.reason", reason, "a string");
+    snapshot = { mode, retainLast, reason };
   }
   if (options.image !== undefined) {
     throw unsupported("image", "E2B starts sandboxes from templates, not images", "Build a template from the image (E2B's template build) and set template to its name.");
@@ -104,5 +110,6 @@ export function resolveE2bOptions(options: E2bSandboxOptions, defaultScope: stri
     apiUrl: options.apiUrl,
     domain: options.domain,
     sandboxUrl: options.sandboxUrl,
+    snapshot,
   };
 }

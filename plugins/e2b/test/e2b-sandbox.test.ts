@@ -1,5 +1,5 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { isAssemblyLineError } from "@assemblyline-agents/core";
+import { isAssemblyLineError, isSnapshottingSandboxAdapter } from "@assemblyline-agents/core";
 import { E2bSandboxAdapter, METADATA, e2bSandbox } from "../src/index.js";
 import { IMAGE_MARKER, baseImages, probeEngine, randomScope } from "../../docker/test/support/engine.js";
 import { startFakeE2b, type FakeE2b } from "./support/fake-e2b.js";
@@ -16,15 +16,15 @@ const refusal = (run: () => unknown) => {
 };
 
 describe("e2bSandbox options", () => {
-  it("refuses snapshot and image, which the E2B adapter does not implement, naming each option", () => {
-    for (const [options, name] of [
-      [{ snapshot: { mode: "auto" as const } }, "snapshot"],
-      [{ image: "node:22" }, "image"],
-    ] as const) {
-      const error = refusal(() => e2bSandbox(options));
-      expect(isAssemblyLineError(error, "AL_ERR_SANDBOX_DEFINITION"), String(error)).toBe(true);
-      expect(String(error)).toContain(`option ${name} is not supported`);
-    }
+  it("refuses image, which E2B does not take (it starts from templates), naming the option", () => {
+    const error = refusal(() => e2bSandbox({ image: "node:22" }));
+    expect(isAssemblyLineError(error, "AL_ERR_SANDBOX_DEFINITION"), String(error)).toBe(true);
+    expect(String(error)).toContain("option image is not supported");
+  });
+
+  it("checks the snapshot policy where it is written", () => {
+    expect(String(refusal(() => e2bSandbox({ snapshot: { mode: "auto", retainLast: 0 } })))).toMatch(/option snapshot\.retainLast/);
+    expect(refusal(() => e2bSandbox({ snapshot: { mode: "manual", retainLast: 3, reason: "operator-requested checkpoint" } }))).toBeUndefined();
   });
 
   it("refuses an API key in the options (they are build artifacts) and unknown options", () => {
@@ -125,6 +125,52 @@ if (probe.available) {
       expect(String(error)).toMatch(/HTTP 401/);
       expect(String(error)).not.toContain(wrongKey);
       expect((error as Error).cause).toBeUndefined();
+    });
+  });
+
+  describe("E2bSandboxAdapter snapshots (E2B snapshots of the sandbox)", () => {
+    it("saves snapshots, keeps only retainLast, restores a chosen one and acquires from the latest", async () => {
+      const made = adapter({ snapshot: { mode: "manual", retainLast: 2, reason: "checkpoint" } });
+      expect(isSnapshottingSandboxAdapter(made)).toBe(true);
+      const sandbox = await made.acquire("run-snap");
+      const taken = [];
+      for (const version of ["v1", "v2", "v3"]) {
+        await sandbox.writeFile("state.txt", version);
+        taken.push(await made.snapshot("run-snap", version === "v3" ? { reason: "before deploy" } : {}));
+      }
+      expect(taken.map((entry) => entry.reason)).toEqual(["checkpoint", "checkpoint", "before deploy"]);
+      expect((await made.listSnapshots("run-snap")).map((entry) => entry.id)).toEqual([taken[2]!.id, taken[1]!.id]);
+      const ours = [...fake.snapshots.values()].filter((entry) => entry.names.some((name) => name.includes(made.snapshotPrefix("run-snap"))));
+      expect(ours).toHaveLength(2);
+      await sandbox.writeFile("state.txt", "v4 (not snapshotted)");
+      const restored = await made.restore("run-snap", taken[1]!.id);
+      expect(text(await restored.readFile("state.txt"))).toBe("v2");
+      expect(ours.map((entry) => entry.snapshotID)).toContain(fake.creates.at(-1)!.templateID);
+      // After the sandbox is gone, the key comes back from its latest snapshot.
+      await made.release("run-snap");
+      expect(text(await (await made.acquire("run-snap")).readFile("state.txt"))).toBe("v3");
+      const pruned = await made.restore("run-snap", taken[0]!.id).catch((caught: unknown) => caught);
+      expect(isAssemblyLineError(pruned, "AL_ERR_SNAPSHOT_NOT_FOUND"), String(pruned)).toBe(true);
+      await made.release("run-snap");
+    }, 120_000);
+
+    it("auto mode snapshots at release, so the run's files survive the sandbox, even for a restarted host", async () => {
+      const scope = randomScope("auto");
+      const made = adapter({ scope, snapshot: { mode: "auto", retainLast: 1 } });
+      await (await made.acquire("run-auto")).writeFile("notes.md", "kept across release");
+      await made.release("run-auto");
+      expect(await made.listSnapshots("run-auto")).toHaveLength(1);
+      const restarted = adapter({ scope, snapshot: { mode: "auto", retainLast: 1 } });
+      expect(text(await (await restarted.acquire("run-auto")).readFile("notes.md"))).toBe("kept across release");
+      await restarted.release("run-auto");
+      expect(await restarted.listSnapshots("run-auto")).toHaveLength(1);
+    }, 120_000);
+
+    it("refuses a snapshot when the sandbox has no snapshot policy", async () => {
+      const made = adapter();
+      await made.acquire("run-nosnap");
+      const error = await made.snapshot("run-nosnap").catch((caught: unknown) => caught);
+      expect(isAssemblyLineError(error, "AL_ERR_SNAPSHOT_DISABLED"), String(error)).toBe(true);
     });
   });
 }

@@ -11,7 +11,8 @@ import { envdProcessService } from "./envd-process-service.js";
 import { killHostTree } from "./host-process.js";
 
 /*
- * A local E2B: the REST API (create, list by metadata, connect, kill) and envd
+ * A local E2B: the REST API (create, list by metadata, connect, kill,
+ * snapshots: create, list, delete, a sandbox from one) and envd
  * (process.Process/Start over Connect, GET and POST /files, /health) for
  * exactly the calls the e2b SDK makes for what the adapter uses. One origin
  * serves both: the SDK's sandboxUrl setting sends every envd call there with
@@ -36,6 +37,12 @@ interface FakeSandbox {
   startedAt: string;
 }
 
+interface FakeSnapshot {
+  snapshotID: string;
+  names: string[];
+  image: string;
+}
+
 export interface FakeE2b {
   apiUrl: string;
   sandboxUrl: string;
@@ -43,6 +50,7 @@ export interface FakeE2b {
   requests: string[];
   creates: Array<Record<string, unknown>>;
   sandboxes: Map<string, FakeSandbox>;
+  snapshots: Map<string, FakeSnapshot>;
   /** What E2B does when a sandbox's lifetime ends with onTimeout "pause". */
   pause(id: string): Promise<void>;
   close(): Promise<void>;
@@ -57,6 +65,8 @@ export async function startFakeE2b(options: { docker: Docker; templates: Record<
   const sandboxes = new Map<string, FakeSandbox>();
   const requests: string[] = [];
   const creates: Array<Record<string, unknown>> = [];
+  const snapshots = new Map<string, FakeSnapshot>();
+  const snapshotRepo = `fake-e2b-snapshot-${instance}`;
   let origin = "";
 
   const created = (sandbox: FakeSandbox) => ({
@@ -86,7 +96,9 @@ export async function startFakeE2b(options: { docker: Docker; templates: Record<
   async function create(body: Record<string, unknown>, response: ServerResponse): Promise<void> {
     creates.push(body);
     const templateID = typeof body.templateID === "string" ? body.templateID : "";
-    const image = options.templates[templateID];
+    // A snapshot is addressed by its id or its qualified name, like a template.
+    const snapshot = snapshots.get(templateID) ?? [...snapshots.values()].find((entry) => entry.names.some((name) => name === templateID || name.split(":")[0] === templateID));
+    const image = snapshot?.image ?? options.templates[templateID];
     if (!image) return json(response, 404, { code: 404, message: `template '${templateID}' not found` });
     const id = `i${randomBytes(10).toString("hex")}`;
     const envVars = (body.envVars as Record<string, string> | undefined) ?? {};
@@ -240,7 +252,17 @@ export async function startFakeE2b(options: { docker: Docker; templates: Record<
     if (request.headers["x-api-key"] !== apiKey) return json(response, 401, { code: 401, message: "Invalid API key" });
     if (url.pathname === "/v2/sandboxes" && request.method === "POST") return create(await readJson(request), response);
     if (url.pathname === "/v2/sandboxes" && request.method === "GET") return list(url, response);
-    const one = /^\/(?:v2\/)?sandboxes\/([^/]+)(\/connect)?$/.exec(url.pathname);
+    if (url.pathname === "/snapshots" && request.method === "GET") return json(response, 200, [...snapshots.values()].map(({ snapshotID, names }) => ({ snapshotID, names })));
+    const template = /^\/templates\/([^/]+)$/.exec(url.pathname);
+    if (template && request.method === "DELETE") {
+      const snapshot = snapshots.get(decodeURIComponent(template[1]!));
+      if (!snapshot) return json(response, 404, { code: 404, message: `template '${template[1]}' not found` });
+      await docker.getImage(snapshot.image).remove({ force: true }).catch(() => undefined);
+      snapshots.delete(snapshot.snapshotID);
+      response.writeHead(204);
+      return void response.end();
+    }
+    const one = /^\/(?:v2\/)?sandboxes\/([^/]+)(\/connect|\/snapshots)?$/.exec(url.pathname);
     const sandbox = one ? sandboxes.get(one[1]!) : undefined;
     if (one && !sandbox) return json(response, 404, { code: 404, message: `sandbox "${one[1]}" not found` });
     if (sandbox && one![2] === "/connect" && request.method === "POST") {
@@ -252,6 +274,17 @@ export async function startFakeE2b(options: { docker: Docker; templates: Record<
         sandbox.state = "running";
       }
       return json(response, resumed ? 201 : 200, created(sandbox));
+    }
+    if (sandbox && one![2] === "/snapshots" && request.method === "POST") {
+      if (sandbox.state !== "running") return json(response, 409, { code: 409, message: `sandbox "${sandbox.id}" is not running` });
+      const { name } = (await readJson(request)) as { name?: string };
+      const names = name ? [`local-team/${name}:default`] : [];
+      if (names.length && [...snapshots.values()].some((entry) => entry.names.includes(names[0]!))) return json(response, 409, { code: 409, message: `snapshot '${name}' already exists` });
+      const snapshotID = randomUUID();
+      // Not frozen while committing: freezing a container can hang the engine here.
+      await sandbox.container.commit({ repo: snapshotRepo, tag: snapshotID, pause: false });
+      snapshots.set(snapshotID, { snapshotID, names, image: `${snapshotRepo}:${snapshotID}` });
+      return json(response, 201, { snapshotID, names });
     }
     if (sandbox && !one![2] && request.method === "DELETE") {
       await sandbox.container.remove({ force: true });
@@ -279,6 +312,7 @@ export async function startFakeE2b(options: { docker: Docker; templates: Record<
     requests,
     creates,
     sandboxes,
+    snapshots,
     async pause(id) {
       const sandbox = sandboxes.get(id)!;
       await sandbox.container.stop({ t: 1 });
@@ -289,6 +323,7 @@ export async function startFakeE2b(options: { docker: Docker; templates: Record<
       await new Promise<void>((resolve) => server.close(() => resolve()));
       const left = await docker.listContainers({ all: true, filters: { label: [`${FAKE_LABEL}=${instance}`] } });
       await Promise.all(left.map((info) => docker.getContainer(info.Id).remove({ force: true }).catch(() => undefined)));
+      for (const snapshot of snapshots.values()) await docker.getImage(snapshot.image).remove({ force: true }).catch(() => undefined);
     },
   };
 }
