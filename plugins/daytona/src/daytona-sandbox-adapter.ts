@@ -1,10 +1,9 @@
 import { createHash, randomBytes } from "node:crypto";
 import { setTimeout as sleep } from "node:timers/promises";
 import type { Daytona, Sandbox as DaytonaSdkSandbox } from "@daytonaio/sdk";
-import { AssemblyLineError, type Sandbox, type SandboxSnapshot, type SnapshottingSandboxAdapter } from "@assemblyline-agents/core";
+import { AssemblyLineError, type Sandbox, type SandboxDriver, type SandboxSnapshot, type SnapshottingSandboxAdapter, ShellSandbox } from "@assemblyline-agents/core";
 import { resolveDaytonaOptions, type DaytonaSandboxOptions, type ResolvedDaytonaOptions } from "./options.js";
 import { providerError, statusOf } from "./provider-error.js";
-import { ShellSandbox, type SandboxDriver } from "./shell-sandbox.js";
 
 /** Labels mark what this adapter made, so it finds its sandboxes again after a restart. */
 export const LABELS = {

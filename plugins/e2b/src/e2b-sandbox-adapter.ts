@@ -1,9 +1,8 @@
 import { createHash, randomBytes } from "node:crypto";
 import type { Sandbox as E2bSdkSandbox, SandboxInfo } from "e2b";
-import { AssemblyLineError, type Sandbox, type SandboxSnapshot, type SnapshottingSandboxAdapter } from "@assemblyline-agents/core";
+import { AssemblyLineError, type Sandbox, type SandboxDriver, type SandboxSnapshot, type SnapshottingSandboxAdapter, ShellSandbox } from "@assemblyline-agents/core";
 import { resolveE2bOptions, type E2bSandboxOptions, type ResolvedE2bOptions } from "./options.js";
 import { providerError } from "./provider-error.js";
-import { ShellSandbox, type SandboxDriver } from "./shell-sandbox.js";
 
 /** Metadata marks what this adapter made, so it finds its sandboxes again after a restart. */
 export const METADATA = {

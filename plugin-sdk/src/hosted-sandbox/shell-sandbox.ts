@@ -1,10 +1,16 @@
 import { posix } from "node:path";
-import { AssemblyLineError, type ExecResult, type Sandbox } from "@assemblyline-agents/core";
+import { AssemblyLineError } from "../errors.js";
+import type { ExecResult, Sandbox } from "../sandbox.js";
 import { parseWrapped, wrapScript, type ScriptRequest, type ScriptResult } from "./exec-script.js";
 import { FILE_SCRIPTS, parseListing, type Entry, type FileScript } from "./file-scripts.js";
 import { WORKSPACE, pathEscape, workspacePath } from "./workspace-path.js";
 
-/** What a hosted sandbox must offer: run one shell script, and move whole files by real path. */
+/**
+ * What a hosted sandbox provider must offer for ShellSandbox: run one shell
+ * script, and move whole files by real path. A provider adapter implements
+ * these three calls with its SDK; ShellSandbox keeps the Sandbox contract
+ * (physical /workspace, no escape, timeouts that kill the tree, output caps).
+ */
 export interface SandboxDriver {
   /** Runs `script` with `sh` in the sandbox and returns everything it printed (stdout, with stderr mixed in or not). */
   runScript(script: string, limitMs: number): Promise<string>;
@@ -12,7 +18,7 @@ export interface SandboxDriver {
   uploadFile(realPath: string, content: Uint8Array): Promise<void>;
 }
 
-export interface ExecDefaults {
+export interface ShellSandboxDefaults {
   timeoutMs: number;
   maxOutputBytes: number;
   env: Record<string, string>;
@@ -23,12 +29,13 @@ const FILE_OP_TIMEOUT_MS = 60_000;
 /** Extra time the provider grants a script beyond its own watchdog, so the watchdog always fires first. */
 const PROVIDER_GRACE_MS = 30_000;
 
-/** One run's hosted sandbox: files and a shell at a physical /workspace, through the provider's SDK. */
+/** One run's hosted sandbox: files and a shell at a physical /workspace, through a provider's SandboxDriver. */
 export class ShellSandbox implements Sandbox {
   constructor(
     readonly id: string,
     private readonly driver: SandboxDriver,
-    private readonly defaults: ExecDefaults,
+    private readonly defaults: ShellSandboxDefaults,
+    /** Names the provider in errors, e.g. "Daytona". */
     private readonly provider: string,
   ) {}
 
