@@ -17,6 +17,8 @@ const DEFAULT_API_URL = "https://app.daytona.io/api";
 const TRANSIENT = new Set(["creating", "restoring", "starting", "pending_build", "building_snapshot", "pulling_snapshot", "resizing", "snapshotting", "forking"]);
 /** States `start` brings back, files intact. */
 const RESUMABLE = new Set(["stopped", "stopping", "archived", "archiving", "paused", "pausing"]);
+/** Snapshot states a Daytona snapshot does not leave on its way to `active`. */
+const SNAPSHOT_FAILED = new Set(["error", "build_failed"]);
 
 export interface DaytonaSandboxAdapterOptions extends DaytonaSandboxOptions {
   /** The agent folder; the default scope is derived from it. */
@@ -24,9 +26,6 @@ export interface DaytonaSandboxAdapterOptions extends DaytonaSandboxOptions {
   /** Where DAYTONA_API_KEY, DAYTONA_API_URL and DAYTONA_TARGET are read (default process.env). */
   hostEnv?: Record<string, string | undefined>;
 }
-
-/** Daytona snapshot states a snapshot no longer leaves. */
-const SNAPSHOT_FAILED = new Set(["error", "build_failed"]);
 
 /**
  * Daytona sandboxes over the official SDK: one sandbox per key (a run), named
