@@ -8,6 +8,9 @@ import { buildAgent } from "@assemblyline-agents/runtime";
 import { checkSandboxAdapterInstalled } from "@assemblyline-agents/registry";
 import { openLocalRuntime } from "../plugins/node/src/cli/local-runtime.js";
 import { baseImages, probeEngine } from "../plugins/docker/test/support/engine.js";
+import { startFakeDaytona } from "../plugins/daytona/test/support/fake-daytona.js";
+import { startFakeE2b } from "../plugins/e2b/test/support/fake-e2b.js";
+import { e2bTemplateImage } from "../plugins/e2b/test/support/template-image.js";
 import { copyExample } from "./support/example-copy.js";
 
 const roots: string[] = [];
@@ -28,11 +31,30 @@ function agentWithSandbox(sandboxSource: string): { agentDir: string; script: st
 }
 
 describe("sandbox.ts adapter resolution", () => {
-  it("fails the build when the adapter's plugin is not installed, naming what to install", async () => {
-    const { agentDir } = agentWithSandbox(`import { defineSandbox } from "@assemblyline-agents/core";\nexport default defineSandbox({ adapter: "daytona", image: "node:22" });\n`);
+  it("fails the build when no installed package provides the adapter, naming it", async () => {
+    const { agentDir } = agentWithSandbox(`import { defineSandbox } from "@assemblyline-agents/core";\nexport default defineSandbox({ adapter: "acme-vm", image: "node:22" });\n`);
     const error = await buildAgent(agentDir, { checkSandboxAdapter: checkSandboxAdapterInstalled }).catch((caught: unknown) => caught);
     expect(isAssemblyLineError(error, "AL_ERR_SANDBOX_ADAPTER_NOT_INSTALLED"), String(error)).toBe(true);
-    expect(String(error)).toMatch(/"daytona" sandbox/);
+    expect(String(error)).toMatch(/"acme-vm" sandbox/);
+  });
+
+  it("fails the build for a modal sandbox, saying no Modal adapter exists yet and naming the alternatives", async () => {
+    const { agentDir } = agentWithSandbox(`import { defineSandbox } from "@assemblyline-agents/core";\nexport default defineSandbox({ adapter: "modal", image: "node:22" });\n`);
+    const error = await buildAgent(agentDir, { checkSandboxAdapter: checkSandboxAdapterInstalled }).catch((caught: unknown) => caught);
+    expect(isAssemblyLineError(error, "AL_ERR_SANDBOX_ADAPTER_NOT_INSTALLED"), String(error)).toBe(true);
+    expect(String(error)).toMatch(/no Modal adapter exists yet/);
+    expect(String(error)).toMatch(/"daytona".*"e2b".*"docker"/);
+  });
+
+  it("resolves sandbox.ts's daytona and e2b spellings to their installed packages (the spec's Daytona example builds)", async () => {
+    const { agentDir } = agentWithSandbox(
+      `import { defineSandbox } from "@assemblyline-agents/core";\nexport default defineSandbox({ adapter: "daytona", image: "node:22", snapshot: { mode: "manual", retainLast: 3, reason: "operator-requested checkpoint" } });\n`,
+    );
+    await checkSandboxAdapterInstalled("daytona", agentDir);
+    await checkSandboxAdapterInstalled("e2b", agentDir);
+    const { manifest } = await buildAgent(agentDir, { checkSandboxAdapter: checkSandboxAdapterInstalled });
+    expect(manifest.sandbox).toMatchObject({ adapter: "daytona", image: "node:22" });
+    expect(JSON.stringify(manifest.sandbox)).toContain("operator-requested checkpoint");
   });
 });
 
@@ -66,6 +88,60 @@ if (probe.available) {
       }
       // runtime.run returns after the release at the run's end.
       expect(await docker.listContainers({ all: true, filters: { label: [`${LABELS.key}=${runId}`] } })).toHaveLength(0);
+    }, 120_000);
+  });
+
+  describe("sandbox.ts choosing a hosted sandbox", () => {
+    /** Sets the variables for the test and hands back what undoes it. */
+    const withEnv = (values: Record<string, string>) => {
+      const saved = Object.fromEntries(Object.keys(values).map((name) => [name, process.env[name]]));
+      Object.assign(process.env, values);
+      return () => {
+        for (const [name, value] of Object.entries(saved)) {
+          if (value === undefined) delete process.env[name];
+          else process.env[name] = value;
+        }
+      };
+    };
+
+    it.each([
+      [
+        "daytona",
+        async () => {
+          const fake = await startFakeDaytona({ docker, image });
+          return { fake, env: { DAYTONA_API_KEY: fake.apiKey, DAYTONA_API_URL: fake.apiUrl }, alive: () => fake.sandboxes.size };
+        },
+      ],
+      [
+        "e2b",
+        async () => {
+          const fake = await startFakeE2b({ docker, templates: { base: await e2bTemplateImage(docker, image) } });
+          return { fake, env: { E2B_API_KEY: fake.apiKey, E2B_API_URL: fake.apiUrl, E2B_SANDBOX_URL: fake.sandboxUrl }, alive: () => fake.sandboxes.size };
+        },
+      ],
+    ] as const)("runs bash in the %s sandbox that sandbox.ts's defineSandbox({ adapter }) names", async (adapter, start) => {
+      const { fake, env, alive } = await start();
+      const restore = withEnv(env);
+      const { agentDir, script } = agentWithSandbox(`import { defineSandbox } from "@assemblyline-agents/core";\nexport default defineSandbox({ adapter: ${JSON.stringify(adapter)}, network: "none" });\n`);
+      try {
+        const local = await openLocalRuntime({ agentDir, build: true });
+        try {
+          expect(local.bundle.manifest.sandbox).toMatchObject({ adapter });
+          const result = await local.runtime.run({ message: "go", model: `scripted:${script}` });
+          expect(result.status).toBe("completed");
+          const calls = await local.runtime.state.runs.listToolCalls(result.runId);
+          const [name, marker] = ((calls[0]?.output as { stdout: string }).stdout ?? "").trim().split("\n");
+          expect(name).not.toBe(hostname());
+          expect(marker).toBe("assembly-line test image: busybox");
+        } finally {
+          await local.close();
+        }
+        // The run's end released (deleted) its hosted sandbox.
+        expect(alive()).toBe(0);
+      } finally {
+        restore();
+        await fake.close();
+      }
     }, 120_000);
   });
 }

@@ -1,0 +1,85 @@
+import { randomBytes } from "node:crypto";
+
+/** Exit code of a command stopped at its timeout (as coreutils `timeout` and the other sandboxes report). */
+export const TIMEOUT_EXIT_CODE = 124;
+
+export interface ScriptRequest {
+  /** A shell script run by `sh -c`, with `args` as its positional parameters. */
+  script: string;
+  args?: string[];
+  cwd: string;
+  env: Record<string, string>;
+  timeoutMs: number;
+  maxOutputBytes: number;
+}
+
+export interface ScriptResult {
+  exitCode: number;
+  stdout: string;
+  stderr: string;
+  timedOut: boolean;
+  truncated: boolean;
+}
+
+/** A shell word that means exactly `value`. */
+export function quote(value: string): string {
+  return `'${value.replace(/'/g, `'\\''`)}'`;
+}
+
+/*
+ * The provider runs one command and hands back its output. The wrapper makes
+ * that one command keep the sandbox contract itself, inside the sandbox: the
+ * command's stdout and stderr go to separate files, a watchdog kills its whole
+ * process tree at the timeout (found through /proc, so no procps is needed), and only the first maxOutputBytes of each stream come
+ * back, framed by a random boundary with the exit code and the full sizes.
+ */
+const KILL_TREE =
+  // A process is killed before its children (listed first), so a watchdog killed early never goes on to its next step.
+  'al_kill_tree() { al_kids=$(grep -l "^PPid:[[:space:]]*$1\\$" /proc/[0-9]*/status 2>/dev/null | cut -d/ -f3); kill -KILL "$1" 2>/dev/null; for al_kid in $al_kids; do al_kill_tree "$al_kid"; done; }';
+
+/** The wrapper script for one request, and the boundary its output is framed with. */
+export function wrapScript(request: ScriptRequest, boundary = randomBytes(12).toString("hex")): { script: string; boundary: string } {
+  const exports = Object.entries(request.env).map(([name, value]) => `export ${name}=${quote(value)}`);
+  const seconds = Math.max(request.timeoutMs, 1) / 1000;
+  const inner = ["sh", "-c", request.script, "sh", ...(request.args ?? [])].map(quote).join(" ");
+  const script = [
+    // The provider returns the wrapper's own stderr mixed into its output: keep it quiet.
+    "exec 2>/dev/null",
+    KILL_TREE,
+    `al_dir=$(mktemp -d) || { printf '%s\\n' 'could not make a temporary folder'; exit 0; }`,
+    `cd ${quote(request.cwd)} 2>/dev/null || { printf '%s\\n' ${quote(`no folder ${request.cwd}`)}; rm -rf "$al_dir"; exit 0; }`,
+    `( ${exports.join("; ")}${exports.length ? "; " : ""}exec ${inner} ) </dev/null >"$al_dir/out" 2>"$al_dir/err" &`,
+    "al_pid=$!",
+    `( sleep ${seconds.toFixed(3)}; : > "$al_dir/timed-out"; al_kill_tree "$al_pid" ) </dev/null >/dev/null 2>&1 &`,
+    "al_watch=$!",
+    'wait "$al_pid"; al_code=$?',
+    // A watchdog that fired is left to finish killing the tree; one that did not is stopped.
+    'if [ -e "$al_dir/timed-out" ]; then wait "$al_watch"; al_code=timeout; else al_kill_tree "$al_watch"; fi',
+    `printf '%s %s %s %s\\n' ${boundary} "$al_code" "$(wc -c < "$al_dir/out")" "$(wc -c < "$al_dir/err")"`,
+    `head -c ${request.maxOutputBytes} "$al_dir/out"`,
+    `printf '%s\\n' ${boundary}`,
+    `head -c ${request.maxOutputBytes} "$al_dir/err"`,
+    'rm -rf "$al_dir"',
+  ].join("\n");
+  return { script, boundary };
+}
+
+/** The framed output back as a result; undefined when the wrapper never ran (no shell, no such folder). */
+export function parseWrapped(output: string, boundary: string, maxOutputBytes: number): ScriptResult | undefined {
+  const header = new RegExp(`(?:^|\\n)${boundary} (\\d+|timeout) \\s*(\\d+) \\s*(\\d+)\\n`).exec(output);
+  if (!header) return undefined;
+  const [, code, outSize, errSize] = header as unknown as [string, string, string, string];
+  const rest = output.slice(header.index + header[0].length);
+  const split = rest.lastIndexOf(`${boundary}\n`);
+  if (split < 0) return undefined;
+  const stdout = rest.slice(0, split);
+  const stderr = rest.slice(split + boundary.length + 1);
+  const timedOut = code === "timeout";
+  return {
+    exitCode: timedOut ? TIMEOUT_EXIT_CODE : Number(code),
+    stdout,
+    stderr,
+    timedOut,
+    truncated: Number(outSize) > maxOutputBytes || Number(errSize) > maxOutputBytes,
+  };
+}

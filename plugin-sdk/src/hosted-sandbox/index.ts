@@ -1,0 +1,1 @@
+export { ShellSandbox, type SandboxDriver, type ShellSandboxDefaults } from "./shell-sandbox.js";

@@ -1,0 +1,143 @@
+import { posix } from "node:path";
+import { AssemblyLineError } from "../errors.js";
+import type { ExecResult, Sandbox } from "../sandbox.js";
+import { parseWrapped, wrapScript, type ScriptRequest, type ScriptResult } from "./exec-script.js";
+import { FILE_SCRIPTS, parseListing, type Entry, type FileScript } from "./file-scripts.js";
+import { WORKSPACE, pathEscape, workspacePath } from "./workspace-path.js";
+
+/**
+ * What a hosted sandbox provider must offer for ShellSandbox: run one shell
+ * script, and move whole files by real path. A provider adapter implements
+ * these three calls with its SDK; ShellSandbox keeps the Sandbox contract
+ * (physical /workspace, no escape, timeouts that kill the tree, output caps).
+ */
+export interface SandboxDriver {
+  /** Runs `script` with `sh` in the sandbox and returns everything it printed (stdout, with stderr mixed in or not). */
+  runScript(script: string, limitMs: number): Promise<string>;
+  downloadFile(realPath: string): Promise<Uint8Array>;
+  uploadFile(realPath: string, content: Uint8Array): Promise<void>;
+}
+
+export interface ShellSandboxDefaults {
+  timeoutMs: number;
+  maxOutputBytes: number;
+  env: Record<string, string>;
+}
+
+/** How long a file operation's helper script may take. */
+const FILE_OP_TIMEOUT_MS = 60_000;
+/** Extra time the provider grants a script beyond its own watchdog, so the watchdog always fires first. */
+const PROVIDER_GRACE_MS = 30_000;
+
+/** One run's hosted sandbox: files and a shell at a physical /workspace, through a provider's SandboxDriver. */
+export class ShellSandbox implements Sandbox {
+  constructor(
+    readonly id: string,
+    private readonly driver: SandboxDriver,
+    private readonly defaults: ShellSandboxDefaults,
+    /** Names the provider in errors, e.g. "Daytona". */
+    private readonly provider: string,
+  ) {}
+
+  async readFile(path: string): Promise<Uint8Array> {
+    const logical = workspacePath(path);
+    const result = await this.script("read", logical);
+    this.check(result, "read", logical, path);
+    return this.driver.downloadFile(result.stdout.trim());
+  }
+
+  async writeFile(path: string, content: Uint8Array | string): Promise<void> {
+    const logical = workspacePath(path);
+    if (logical === WORKSPACE) throw this.kindError("write", logical, "is the workspace folder itself");
+    const prepared = await this.script("prepareWrite", logical);
+    this.check(prepared, "write", logical, path);
+    const bytes = typeof content === "string" ? new TextEncoder().encode(content) : content;
+    await this.driver.uploadFile(posix.join(prepared.stdout.trim(), posix.basename(logical)), bytes);
+  }
+
+  /** Removes a file or a folder with its contents; a missing path is not an error; `/workspace` itself is emptied. */
+  async deleteFile(path: string): Promise<void> {
+    const logical = workspacePath(path);
+    this.check(await this.script("delete", logical), "delete", logical, path);
+  }
+
+  /** Everything under `path`, recursively, sorted (a file lists itself; a missing path lists nothing). */
+  async listFiles(path: string): Promise<Entry[]> {
+    const logical = workspacePath(path);
+    const result = await this.script("list", logical, 16 * 1024 * 1024);
+    this.check(result, "list", logical, path);
+    return parseListing(result.stdout);
+  }
+
+  /** `sh -c command` at `cwd` (default /workspace); a timeout kills its process tree (exit 124). */
+  async exec(command: string, options: { cwd?: string; timeoutMs?: number; maxOutputBytes?: number; env?: Record<string, string> } = {}): Promise<ExecResult> {
+    if (typeof command !== "string") throw new AssemblyLineError("AL_ERR_SANDBOX_DEFINITION", "exec(command): command is not a string", { fix: "Pass a shell command line." });
+    for (const name of Object.keys(options.env ?? {})) {
+      if (!/^[A-Za-z_][A-Za-z0-9_]*$/.test(name)) throw new AssemblyLineError("AL_ERR_SANDBOX_DEFINITION", `exec option env has the name ${JSON.stringify(name)}, not a variable name`, { fix: "Use names of letters, digits and _." });
+    }
+    return this.run({
+      script: command,
+      cwd: workspacePath(options.cwd ?? WORKSPACE),
+      env: { ...this.defaults.env, WORKSPACE, ...options.env },
+      timeoutMs: positive(options.timeoutMs, "timeoutMs") ?? this.defaults.timeoutMs,
+      maxOutputBytes: positive(options.maxOutputBytes, "maxOutputBytes") ?? this.defaults.maxOutputBytes,
+    });
+  }
+
+  /** Make /workspace (run once, when the provider has just created the sandbox). */
+  async prepare(): Promise<void> {
+    const result = await this.run({ script: FILE_SCRIPTS.prepareWorkspace, cwd: "/", env: {}, timeoutMs: FILE_OP_TIMEOUT_MS, maxOutputBytes: 4096 });
+    if (result.exitCode !== 0) {
+      throw new AssemblyLineError("AL_ERR_SANDBOX_ENGINE", `could not create ${WORKSPACE} in ${this.provider} sandbox ${this.id} (exit ${result.exitCode})`, {
+        fix: `Use an image whose user can create ${WORKSPACE} (root, or passwordless sudo), or one that already has a writable ${WORKSPACE}.`,
+      });
+    }
+  }
+
+  private async run(request: ScriptRequest): Promise<ScriptResult> {
+    const { script, boundary } = wrapScript(request);
+    const output = await this.driver.runScript(script, request.timeoutMs + PROVIDER_GRACE_MS);
+    const result = parseWrapped(output, boundary, request.maxOutputBytes);
+    if (!result) {
+      throw new AssemblyLineError("AL_ERR_SANDBOX_ENGINE", `${this.provider} sandbox ${this.id} did not run the command wrapper: ${output.trim().slice(0, 500) || "(no output)"}`, {
+        fix: `The sandbox image needs a POSIX shell with mktemp, head, wc, readlink, find and stat (busybox or coreutils), and ${WORKSPACE} must exist.`,
+      });
+    }
+    return result;
+  }
+
+  private script(name: FileScript, logical: string, maxOutputBytes = 64 * 1024): Promise<ScriptResult> {
+    return this.run({ script: FILE_SCRIPTS[name], args: [logical], cwd: "/", env: {}, timeoutMs: FILE_OP_TIMEOUT_MS, maxOutputBytes });
+  }
+
+  private check(result: ScriptResult, operation: string, logical: string, given: string): void {
+    if (result.exitCode === 0 && !result.timedOut) return;
+    if (result.exitCode === 2) {
+      throw new AssemblyLineError("AL_ERR_PATH_NOT_FOUND", `nothing at ${logical} in sandbox ${this.id}`, {
+        fix: "List the folder first (listFiles) and use a path it returns.",
+        details: { path: logical },
+      });
+    }
+    if (result.exitCode === 3) throw this.kindError(operation, logical, operation === "read" ? "is a folder, not a file" : "is a folder");
+    if (result.exitCode === 4) throw pathEscape(given, `resolves through a symlink to a location outside ${WORKSPACE}`);
+    throw new AssemblyLineError("AL_ERR_SANDBOX_ENGINE", `could not ${operation} ${logical} in ${this.provider} sandbox ${this.id}: ${result.stderr.trim() || `exit ${result.exitCode}`}`, {
+      fix: "Check that the sandbox is running and that its image has a POSIX shell with readlink, find and stat.",
+      details: { path: logical, exitCode: result.exitCode },
+    });
+  }
+
+  private kindError(operation: string, logical: string, why: string): AssemblyLineError {
+    return new AssemblyLineError("AL_ERR_PATH_NOT_FOUND", `cannot ${operation} ${logical} in sandbox ${this.id}: it ${why}`, {
+      fix: "Name a file under /workspace, not a folder.",
+      details: { path: logical },
+    });
+  }
+}
+
+function positive(value: number | undefined, name: string): number | undefined {
+  if (value === undefined) return undefined;
+  if (typeof value !== "number" || !Number.isFinite(value) || value <= 0) {
+    throw new AssemblyLineError("AL_ERR_SANDBOX_DEFINITION", `exec option ${name} is ${JSON.stringify(value)}, not a positive number`, { fix: `Pass a positive ${name} or omit it.` });
+  }
+  return value;
+}

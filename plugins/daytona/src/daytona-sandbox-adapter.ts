@@ -1,0 +1,323 @@
+import { createHash, randomBytes } from "node:crypto";
+import { setTimeout as sleep } from "node:timers/promises";
+import type { Daytona, Sandbox as DaytonaSdkSandbox } from "@daytonaio/sdk";
+import { AssemblyLineError, type Sandbox, type SandboxDriver, type SandboxSnapshot, type SnapshottingSandboxAdapter, ShellSandbox } from "@assemblyline-agents/core";
+import { resolveDaytonaOptions, type DaytonaSandboxOptions, type ResolvedDaytonaOptions } from "./options.js";
+import { providerError, statusOf } from "./provider-error.js";
+
+/** Labels mark what this adapter made, so it finds its sandboxes again after a restart. */
+export const LABELS = {
+  sandbox: "dev.assembly-line.sandbox",
+  key: "dev.assembly-line.sandbox.key",
+  scope: "dev.assembly-line.sandbox.scope",
+} as const;
+
+const DEFAULT_API_URL = "https://app.daytona.io/api";
+/** States a sandbox leaves by itself: wait for `started`. */
+const TRANSIENT = new Set(["creating", "restoring", "starting", "pending_build", "building_snapshot", "pulling_snapshot", "resizing", "snapshotting", "forking"]);
+/** States `start` brings back, files intact. */
+const RESUMABLE = new Set(["stopped", "stopping", "archived", "archiving", "paused", "pausing"]);
+/** Snapshot states a Daytona snapshot does not leave on its way to `active`. */
+const SNAPSHOT_FAILED = new Set(["error", "build_failed"]);
+
+export interface DaytonaSandboxAdapterOptions extends DaytonaSandboxOptions {
+  /** The agent folder; the default scope is derived from it. */
+  agentDir?: string;
+  /** Where DAYTONA_API_KEY, DAYTONA_API_URL and DAYTONA_TARGET are read (default process.env). */
+  hostEnv?: Record<string, string | undefined>;
+}
+
+/**
+ * Daytona sandboxes over the official SDK: one sandbox per key (a run), named
+ * after the key so a restarted host finds it again, created on first acquire,
+ * started again when Daytona stopped it, and deleted on release. With a
+ * snapshot policy, a sandbox is saved as a Daytona snapshot named after the key,
+ * and a key with no sandbox starts from its latest one.
+ */
+export class DaytonaSandboxAdapter implements SnapshottingSandboxAdapter {
+  readonly name = "daytona";
+  readonly options: ResolvedDaytonaOptions;
+  private readonly hostEnv: Record<string, string | undefined>;
+  private client: Daytona | undefined;
+  private readonly live = new Map<string, Promise<ShellSandbox>>();
+
+  constructor(options: DaytonaSandboxAdapterOptions) {
+    const { agentDir, hostEnv, ...rest } = options;
+    this.options = resolveDaytonaOptions(rest, agentDir ? `agent-${digest(agentDir).slice(0, 12)}` : "default");
+    this.hostEnv = hostEnv ?? process.env;
+  }
+
+  /** The key's sandbox: the live one, a stopped one started again, or a new one. */
+  acquire(key: string): Promise<Sandbox> {
+    checkKey(key);
+    let pending = this.live.get(key);
+    if (!pending) {
+      pending = this.open(key).catch((error: unknown) => {
+        this.live.delete(key);
+        throw error;
+      });
+      this.live.set(key, pending);
+    }
+    return pending;
+  }
+
+  /** Delete the key's sandbox (an `auto` policy snapshots it first). Releasing an unknown key is a no-op. */
+  async release(key: string): Promise<void> {
+    checkKey(key);
+    this.live.delete(key);
+    const remote = await this.find(key);
+    if (!remote) return;
+    if (this.options.snapshot?.mode === "auto") await this.save(key, remote, this.options.snapshot.reason ?? "run ended");
+    await this.remove(remote);
+  }
+
+  /** Save the key's sandbox as a Daytona snapshot, then prune beyond retainLast. */
+  async snapshot(key: string, options: { reason?: string } = {}): Promise<SandboxSnapshot> {
+    checkKey(key);
+    const policy = this.requirePolicy();
+    const remote = await this.find(key);
+    if (!remote) {
+      throw new AssemblyLineError("AL_ERR_SANDBOX_UNAVAILABLE", `sandbox ${key} has no Daytona sandbox to snapshot`, {
+        fix: "Acquire the sandbox (run a command in it) before taking a snapshot.",
+        details: { key },
+      });
+    }
+    return this.save(key, remote, options.reason ?? policy.reason);
+  }
+
+  /** The key's snapshots, newest first. Daytona keeps no note with a snapshot, so only the one snapshot() returns carries its reason. */
+  async listSnapshots(key: string): Promise<SandboxSnapshot[]> {
+    checkKey(key);
+    const prefix = `${this.sandboxName(key)}-`;
+    const snapshots: SandboxSnapshot[] = [];
+    for (let page = 1, pages = 1; page <= pages; page += 1) {
+      const listed = await this.call("listing snapshots", async () => (await this.sdk()).snapshot.list(page, 100));
+      pages = listed.totalPages;
+      for (const item of listed.items) {
+        if (!item.name.startsWith(prefix)) continue;
+        const id = item.name.slice(prefix.length);
+        const created = Number(/^s(\d+)-/.exec(id)?.[1] ?? new Date(item.createdAt).getTime());
+        snapshots.push({ id, key, createdAt: new Date(created).toISOString(), reason: undefined });
+      }
+    }
+    // Ids start with a millisecond timestamp and a random tail: newest first, ties broken by id.
+    return snapshots.sort((a, b) => (a.id < b.id ? 1 : a.id > b.id ? -1 : 0));
+  }
+
+  /** Replace the key's sandbox with one made from a snapshot (default: the latest). */
+  async restore(key: string, snapshotId?: string): Promise<Sandbox> {
+    checkKey(key);
+    const snapshots = await this.listSnapshots(key);
+    const chosen = snapshotId === undefined ? snapshots[0] : snapshots.find((entry) => entry.id === snapshotId);
+    if (!chosen) {
+      throw new AssemblyLineError("AL_ERR_SNAPSHOT_NOT_FOUND", `sandbox ${key} has no snapshot ${snapshotId === undefined ? "at all" : JSON.stringify(snapshotId)}`, {
+        fix: `Restore one of: ${snapshots.map((entry) => entry.id).join(", ") || "(none; take a snapshot first)"}.`,
+        details: { key, snapshotId },
+      });
+    }
+    this.live.delete(key);
+    const existing = await this.find(key);
+    if (existing) await this.remove(existing);
+    const pending = this.create(key, 0, this.snapshotName(key, chosen.id)).catch((error: unknown) => {
+      this.live.delete(key);
+      throw error;
+    });
+    this.live.set(key, pending);
+    return pending;
+  }
+
+  /** Delete the key's snapshots beyond the newest `retainLast` (default: the policy's). */
+  async pruneSnapshots(key: string, retainLast = this.options.snapshot?.retainLast ?? 3): Promise<string[]> {
+    const removed: string[] = [];
+    for (const old of (await this.listSnapshots(key)).slice(retainLast)) {
+      await this.call(`deleting snapshot ${old.id}`, async () => (await this.sdk()).snapshot.delete(this.snapshotName(key, old.id))).catch((error: unknown) => {
+        if ((error as AssemblyLineError).details?.status !== 404) throw error;
+      });
+      removed.push(old.id);
+    }
+    return removed;
+  }
+
+  /** Close the SDK client (its event connection). */
+  async close(): Promise<void> {
+    const client = this.client;
+    this.client = undefined;
+    if (client) await client[Symbol.asyncDispose]();
+  }
+
+  /** The sandbox name a key maps to (stable across processes, so a restarted host finds it). */
+  sandboxName(key: string): string {
+    return `al-${this.options.scope}-${digest(key).slice(0, 24)}`;
+  }
+
+  /** The SDK client, made on first use: the SDK (and its dependencies) loads only when a run needs a sandbox. */
+  private async sdk(): Promise<Daytona> {
+    if (this.client) return this.client;
+    const apiKey = this.hostEnv.DAYTONA_API_KEY;
+    if (!apiKey) {
+      throw new AssemblyLineError("AL_ERR_SANDBOX_ENGINE", "the Daytona sandbox needs DAYTONA_API_KEY, which is not set", {
+        fix: "Set DAYTONA_API_KEY (and DAYTONA_API_URL for a self-hosted Daytona) in the host's environment.",
+      });
+    }
+    // An explicit URL keeps the SDK from reading the endpoint out of a .env file in the working folder.
+    const apiUrl = this.options.apiUrl ?? this.hostEnv.DAYTONA_API_URL ?? DEFAULT_API_URL;
+    const target = this.options.target ?? this.hostEnv.DAYTONA_TARGET;
+    const { Daytona: Client } = await import("@daytonaio/sdk");
+    this.client ??= new Client({ apiKey, apiUrl, ...(target ? { target } : {}) });
+    return this.client;
+  }
+
+  private async open(key: string, attempt = 0): Promise<ShellSandbox> {
+    const existing = await this.find(key);
+    if (existing) {
+      const state = String(existing.state ?? "");
+      const timeout = Math.ceil(this.options.createTimeoutMs / 1000);
+      if (RESUMABLE.has(state)) await this.call("starting the sandbox again", () => existing.start(timeout));
+      else if (TRANSIENT.has(state)) await this.call("waiting for the sandbox to start", () => existing.waitUntilStarted(timeout));
+      else if (state === "destroyed" || state === "destroying") return this.create(key, attempt, undefined);
+      else if (state !== "started") {
+        throw new AssemblyLineError("AL_ERR_SANDBOX_ENGINE", `Daytona sandbox ${existing.name} of ${key} is in state ${state}`, {
+          fix: "Delete or recover it in Daytona; the next run then gets a new one.",
+          details: { key, state },
+        });
+      }
+      return this.wrap(key, existing);
+    }
+    const [latest] = this.options.snapshot ? await this.listSnapshots(key) : [];
+    return this.create(key, attempt, latest ? this.snapshotName(key, latest.id) : undefined);
+  }
+
+  private async create(key: string, attempt: number, fromSnapshot?: string): Promise<ShellSandbox> {
+    const { options } = this;
+    const resources = { ...(options.cpus ? { cpu: options.cpus } : {}), ...(options.memoryGiB ? { memory: options.memoryGiB } : {}), ...(options.diskGiB ? { disk: options.diskGiB } : {}) };
+    const base = {
+      name: this.sandboxName(key),
+      labels: { [LABELS.sandbox]: "1", [LABELS.key]: key, [LABELS.scope]: options.scope },
+      networkBlockAll: options.networkBlockAll,
+      ...(options.autoStopMinutes !== undefined ? { autoStopInterval: options.autoStopMinutes } : {}),
+    };
+    const startFrom = fromSnapshot ?? options.baseSnapshot;
+    const params =
+      options.image && !fromSnapshot ? { ...base, image: options.image, ...(Object.keys(resources).length ? { resources } : {}) } : { ...base, ...(startFrom ? { snapshot: startFrom } : {}) };
+    let remote: DaytonaSdkSandbox;
+    try {
+      remote = await (await this.sdk()).create(params, { timeout: Math.ceil(options.createTimeoutMs / 1000) });
+    } catch (error) {
+      // Another process created it first: use theirs.
+      if (statusOf(error) === 409 && attempt === 0) return this.open(key, attempt + 1);
+      throw providerError("Daytona", `creating the sandbox for ${key}`, error, [this.hostEnv.DAYTONA_API_KEY]);
+    }
+    const sandbox = this.wrap(key, remote);
+    // A sandbox made from a snapshot already has its /workspace.
+    if (fromSnapshot) return sandbox;
+    await sandbox.prepare().catch(async (error: unknown) => {
+      await remote.delete().catch(() => undefined);
+      throw error;
+    });
+    return sandbox;
+  }
+
+  /** The Daytona snapshot a key's snapshot id maps to (named after the sandbox, so a restarted host lists it). */
+  snapshotName(key: string, id: string): string {
+    return `${this.sandboxName(key)}-${id}`;
+  }
+
+  private async save(key: string, remote: DaytonaSdkSandbox, reason: string | undefined): Promise<SandboxSnapshot> {
+    const now = Date.now();
+    const id = `s${now}-${randomBytes(3).toString("hex")}`;
+    const name = this.snapshotName(key, id);
+    const timeout = Math.ceil(this.options.createTimeoutMs / 1000);
+    await this.call(`snapshotting sandbox ${remote.name}`, () => remote.createSnapshot(name, timeout));
+    await this.untilActive(name);
+    await this.pruneSnapshots(key);
+    return { id, key, createdAt: new Date(now).toISOString(), reason };
+  }
+
+  /** A new snapshot is usable (as a sandbox's base) only once Daytona reports it active. */
+  private async untilActive(name: string): Promise<void> {
+    const deadline = Date.now() + this.options.createTimeoutMs;
+    for (;;) {
+      const found = await this.call(`reading snapshot ${name}`, async () => (await this.sdk()).snapshot.get(name));
+      const state = String(found.state);
+      if (state === "active") return;
+      if (SNAPSHOT_FAILED.has(state) || Date.now() > deadline) {
+        throw new AssemblyLineError("AL_ERR_SANDBOX_ENGINE", `Daytona snapshot ${name} is ${state}${found.errorReason ? `: ${found.errorReason}` : ""}`, {
+          fix: "Check the snapshot in Daytona; raise createTimeoutMs when snapshots take longer to become active.",
+          details: { name, state },
+        });
+      }
+      await sleep(1_000);
+    }
+  }
+
+  private async remove(remote: DaytonaSdkSandbox): Promise<void> {
+    await this.call("deleting the sandbox", () => remote.delete(Math.ceil(this.options.createTimeoutMs / 1000))).catch((error: unknown) => {
+      // Already gone (deleted by another process, or by Daytona's auto-delete): nothing to release.
+      if ((error as AssemblyLineError).details?.status !== 404) throw error;
+    });
+  }
+
+  private requirePolicy(): NonNullable<ResolvedDaytonaOptions["snapshot"]> {
+    if (!this.options.snapshot) {
+      throw new AssemblyLineError("AL_ERR_SNAPSHOT_DISABLED", "this daytona sandbox has no snapshot policy", {
+        fix: 'Add snapshot: { mode: "manual", retainLast: 3 } to daytonaSandbox({...}).',
+      });
+    }
+    return this.options.snapshot;
+  }
+
+  private wrap(key: string, remote: DaytonaSdkSandbox): ShellSandbox {
+    return new ShellSandbox(key, this.driver(remote), { timeoutMs: this.options.defaultTimeoutMs, maxOutputBytes: this.options.maxOutputBytes, env: this.options.env }, "Daytona");
+  }
+
+  /** The toolbox calls a sandbox needs: one command, a file download, a file upload. */
+  private driver(remote: DaytonaSdkSandbox): SandboxDriver {
+    return {
+      runScript: async (script, limitMs) => {
+        // The toolbox splits the command on spaces and quotes without a shell, so the script travels as base64.
+        const command = `sh -c 'eval "$(echo ${Buffer.from(script, "utf8").toString("base64")} | base64 -d)"'`;
+        const response = await this.call("running a command", () => remote.process.executeCommand(command, undefined, undefined, Math.ceil(limitMs / 1000)));
+        return response.result ?? "";
+      },
+      downloadFile: async (path) => new Uint8Array(await this.call(`reading ${path}`, () => remote.fs.downloadFile(path))),
+      uploadFile: async (path, content) => this.call(`writing ${path}`, () => remote.fs.uploadFile(Buffer.from(content), path)),
+    };
+  }
+
+  private async find(key: string): Promise<DaytonaSdkSandbox | undefined> {
+    const name = this.sandboxName(key);
+    let remote: DaytonaSdkSandbox;
+    try {
+      remote = await (await this.sdk()).get(name);
+    } catch (error) {
+      if (statusOf(error) === 404) return undefined;
+      throw providerError("Daytona", `looking up sandbox ${name}`, error, [this.hostEnv.DAYTONA_API_KEY]);
+    }
+    // A same-named sandbox this adapter did not make is never used or deleted.
+    if (remote.labels?.[LABELS.key] !== key) {
+      throw new AssemblyLineError("AL_ERR_SANDBOX_ENGINE", `Daytona sandbox ${name} exists but is not the sandbox of ${key}`, {
+        fix: "Delete that sandbox, or give this sandbox another scope.",
+        details: { key, name },
+      });
+    }
+    return remote;
+  }
+
+  private async call<T>(action: string, operation: () => Promise<T>): Promise<T> {
+    try {
+      return await operation();
+    } catch (error) {
+      throw providerError("Daytona", action, error, [this.hostEnv.DAYTONA_API_KEY]);
+    }
+  }
+}
+
+function digest(text: string): string {
+  return createHash("sha256").update(text).digest("hex");
+}
+
+function checkKey(key: string): void {
+  if (typeof key !== "string" || key === "") {
+    throw new AssemblyLineError("AL_ERR_SANDBOX_DEFINITION", `sandbox key ${JSON.stringify(key)} is not a non-empty string`, { fix: "Key sandboxes by the run id." });
+  }
+}

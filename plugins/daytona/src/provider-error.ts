@@ -1,0 +1,22 @@
+import { AssemblyLineError } from "@assemblyline-agents/core";
+
+/**
+ * A provider SDK's failure as an AssemblyLineError. Only the message and status
+ * travel: the SDK's error object can hold the request (and its Authorization
+ * header), so it is never attached as a cause, and the key is masked in the text.
+ */
+export function providerError(provider: string, action: string, error: unknown, secrets: Array<string | undefined>): AssemblyLineError {
+  if (error instanceof AssemblyLineError) return error;
+  const status = statusOf(error);
+  let message = error instanceof Error ? error.message : String(error);
+  for (const secret of secrets) if (secret) message = message.split(secret).join("[redacted]");
+  return new AssemblyLineError("AL_ERR_SANDBOX_ENGINE", `${provider}: ${action} failed${status ? ` (HTTP ${status})` : ""}: ${message}`, {
+    fix: status === 401 || status === 403 ? `Check the ${provider} API key in the host's environment.` : `Check that the ${provider} API is reachable and the sandbox exists.`,
+    details: { provider, action, ...(status ? { status } : {}) },
+  });
+}
+
+export function statusOf(error: unknown): number | undefined {
+  const status = (error as { statusCode?: unknown; status?: unknown } | null)?.statusCode ?? (error as { status?: unknown } | null)?.status;
+  return typeof status === "number" ? status : undefined;
+}

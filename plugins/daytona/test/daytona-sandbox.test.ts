@@ -1,0 +1,209 @@
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { isAssemblyLineError, isSnapshottingSandboxAdapter } from "@assemblyline-agents/core";
+import { DaytonaSandboxAdapter, LABELS, daytonaSandbox } from "../src/index.js";
+import { providerError } from "../src/provider-error.js";
+import { IMAGE_MARKER, baseImages, probeEngine, randomScope } from "../../docker/test/support/engine.js";
+import { startFakeDaytona, type FakeDaytona } from "./support/fake-daytona.js";
+
+const text = (bytes: Uint8Array) => new TextDecoder().decode(bytes);
+const refusal = (run: () => unknown) => {
+  try {
+    run();
+  } catch (error) {
+    return error;
+  }
+  return undefined;
+};
+
+describe("daytonaSandbox options", () => {
+  it("checks the snapshot policy where it is written", () => {
+    const error = refusal(() => daytonaSandbox({ image: "node:22", snapshot: { mode: "hourly" as never } }));
+    expect(isAssemblyLineError(error, "AL_ERR_SANDBOX_DEFINITION"), String(error)).toBe(true);
+    expect(String(error)).toMatch(/option snapshot\.mode/);
+    expect(refusal(() => daytonaSandbox({ image: "node:22", snapshot: { mode: "manual", retainLast: 3, reason: "operator-requested checkpoint" } }))).toBeUndefined();
+  });
+
+  it("refuses an API key in the options (they are build artifacts) and unknown options", () => {
+    expect(String(refusal(() => daytonaSandbox({ apiKey: "dtn_secret" } as never)))).toMatch(/apiKey is not accepted.*\n.*DAYTONA_API_KEY/);
+    expect(String(refusal(() => daytonaSandbox({ imgae: "node:22" } as never)))).toMatch(/option imgae/);
+    expect(String(refusal(() => daytonaSandbox({ network: "host" as never })))).toMatch(/option network/);
+  });
+
+  it("masks the API key in a provider error's message and never keeps the SDK error (it holds the request headers)", () => {
+    const sdkError = Object.assign(new Error("request with Bearer dtn_live_secret was refused"), { statusCode: 403, config: { headers: { Authorization: "Bearer dtn_live_secret" } } });
+    const error = providerError("Daytona", "creating the sandbox", sdkError, ["dtn_live_secret"]);
+    expect(error.message).toContain("HTTP 403");
+    expect(JSON.stringify({ message: error.message, details: error.details, fix: error.fix })).not.toContain("dtn_live_secret");
+    expect(error.cause).toBeUndefined();
+  });
+
+  it("fails the first acquire, not the boot, when DAYTONA_API_KEY is missing", async () => {
+    const adapter = new DaytonaSandboxAdapter({ hostEnv: {} });
+    const error = await adapter.acquire("run-1").catch((caught: unknown) => caught);
+    expect(isAssemblyLineError(error, "AL_ERR_SANDBOX_ENGINE"), String(error)).toBe(true);
+    expect(String(error)).toMatch(/DAYTONA_API_KEY/);
+  });
+});
+
+const probe = await probeEngine("DaytonaSandboxAdapter behaviour");
+
+if (probe.available) {
+  const { docker } = probe;
+  let fake: FakeDaytona;
+  let image: string;
+  const adapters: DaytonaSandboxAdapter[] = [];
+  const adapter = (options: ConstructorParameters<typeof DaytonaSandboxAdapter>[0] = {}) => {
+    const made = new DaytonaSandboxAdapter({ scope: randomScope("dt"), hostEnv: { DAYTONA_API_KEY: fake.apiKey, DAYTONA_API_URL: fake.apiUrl }, ...options });
+    adapters.push(made);
+    return made;
+  };
+  beforeAll(async () => {
+    image = (await baseImages(docker)).busybox;
+    fake = await startFakeDaytona({ docker, image: "no-default-image", snapshots: { "al-test-snapshot": image } });
+  }, 120_000);
+  afterAll(async () => {
+    for (const made of adapters) await made.close();
+    await fake?.close();
+  });
+
+  describe("DaytonaSandboxAdapter against a local Daytona API", () => {
+    it("creates nothing until a tool asks, then one named, labelled sandbox per key, offline by default", async () => {
+      const made = adapter({ image, env: { GREETING: "hello" } });
+      const before = fake.requests.length;
+      await Promise.resolve();
+      expect(fake.requests.length).toBe(before);
+      const sandbox = await made.acquire("run-lazy");
+      expect(fake.creates.at(-1)).toMatchObject({
+        name: made.sandboxName("run-lazy"),
+        labels: { [LABELS.key]: "run-lazy", [LABELS.scope]: made.options.scope },
+        networkBlockAll: true,
+        buildInfo: { dockerfileContent: `FROM ${image}\n` },
+      });
+      const result = await sandbox.exec(`cat ${IMAGE_MARKER}; echo "$GREETING $PWD"; echo "\${HOME_SECRET:-unset}"`);
+      expect(result.stdout).toBe(`assembly-line test image: busybox\nhello /workspace\nunset\n`);
+    });
+
+    it("starts from a Daytona snapshot by name when baseSnapshot is given", async () => {
+      const sandbox = await adapter({ baseSnapshot: "al-test-snapshot" }).acquire("run-snapshot");
+      expect(fake.creates.at(-1)).toMatchObject({ snapshot: "al-test-snapshot" });
+      expect((await sandbox.exec(`cat ${IMAGE_MARKER}`)).stdout).toMatch(/busybox/);
+    });
+
+    it("kills the whole process tree at the timeout: a background child never writes", async () => {
+      const sandbox = await adapter({ image }).acquire("run-tree");
+      const result = await sandbox.exec("(sleep 1; echo late > /workspace/late.txt) & sleep 30", { timeoutMs: 300 });
+      expect(result).toMatchObject({ timedOut: true, exitCode: 124 });
+      await new Promise((resolve) => setTimeout(resolve, 1_500));
+      expect((await sandbox.listFiles("/workspace")).map((entry) => entry.path)).not.toContain("/workspace/late.txt");
+    }, 20_000);
+
+    it("moves binary files byte for byte through the toolbox's upload and download", async () => {
+      const sandbox = await adapter({ image }).acquire("run-binary");
+      const bytes = new Uint8Array(300_000).map((_, index) => (index * 7919) % 256);
+      await sandbox.writeFile("data/blob.bin", bytes);
+      expect(Buffer.from(await sandbox.readFile("/workspace/data/blob.bin")).equals(Buffer.from(bytes))).toBe(true);
+      expect(await sandbox.listFiles("/workspace/data")).toEqual([{ path: "/workspace/data/blob.bin", type: "file", size: 300_000 }]);
+      expect(fake.requests.some((line) => line.endsWith("/files/bulk-upload"))).toBe(true);
+      expect(fake.requests.some((line) => line.endsWith("/files/bulk-download"))).toBe(true);
+    });
+
+    it("refuses a symlink that leads out of /workspace", async () => {
+      const sandbox = await adapter({ image }).acquire("run-symlink");
+      await sandbox.exec("ln -s /etc /workspace/etc-link");
+      const error = await sandbox.readFile("/workspace/etc-link/passwd").catch((caught: unknown) => caught);
+      expect(isAssemblyLineError(error, "AL_ERR_PATH_ESCAPE"), String(error)).toBe(true);
+    });
+
+    it("after a host restart finds the run's sandbox again, starting it when Daytona stopped it", async () => {
+      const scope = randomScope("restart");
+      const first = adapter({ image, scope });
+      await (await first.acquire("run-resumed")).writeFile("/workspace/kept.txt", "kept");
+      await first.close();
+      const remote = [...fake.sandboxes.values()].find((entry) => entry.name === first.sandboxName("run-resumed"))!;
+      await remote.container.stop({ t: 1 });
+      remote.state = "stopped";
+      const creates = fake.creates.length;
+      const second = adapter({ image, scope });
+      const again = await second.acquire("run-resumed");
+      expect(text(await again.readFile("/workspace/kept.txt"))).toBe("kept");
+      expect(fake.creates.length).toBe(creates);
+      expect(fake.requests).toContain(`POST /api/sandbox/${remote.id}/start`);
+    });
+
+    it("deletes the sandbox at release, and a second release is a no-op", async () => {
+      const made = adapter({ image });
+      await made.acquire("run-released");
+      const name = made.sandboxName("run-released");
+      expect([...fake.sandboxes.values()].some((entry) => entry.name === name)).toBe(true);
+      await made.release("run-released");
+      expect([...fake.sandboxes.values()].some((entry) => entry.name === name)).toBe(false);
+      await made.release("run-released");
+    });
+
+    it("never uses a same-named sandbox that another key owns", async () => {
+      const made = adapter({ image });
+      await made.acquire("run-owner");
+      const remote = [...fake.sandboxes.values()].find((entry) => entry.name === made.sandboxName("run-owner"))!;
+      remote.labels[LABELS.key] = "someone-else";
+      const other = adapter({ image, scope: made.options.scope });
+      const error = await other.acquire("run-owner").catch((caught: unknown) => caught);
+      expect(String(error)).toMatch(/is not the sandbox of run-owner/);
+    });
+
+    it("reports a wrong API key as the provider's refusal, without the key in the message", async () => {
+      const wrongKey = "dtn_wrong_key_0123456789";
+      const made = adapter({ image, hostEnv: { DAYTONA_API_KEY: wrongKey, DAYTONA_API_URL: fake.apiUrl } });
+      const error = await made.acquire("run-wrong-key").catch((caught: unknown) => caught);
+      expect(isAssemblyLineError(error, "AL_ERR_SANDBOX_ENGINE"), String(error)).toBe(true);
+      expect(String(error)).toMatch(/HTTP 401/);
+      expect(String(error)).not.toContain(wrongKey);
+      expect((error as Error).cause).toBeUndefined();
+    });
+  });
+
+  describe("DaytonaSandboxAdapter snapshots (Daytona snapshots of the sandbox)", () => {
+    it("saves snapshots, keeps only retainLast, restores a chosen one and acquires from the latest", async () => {
+      const made = adapter({ image, snapshot: { mode: "manual", retainLast: 2, reason: "checkpoint" } });
+      expect(isSnapshottingSandboxAdapter(made)).toBe(true);
+      const sandbox = await made.acquire("run-snap");
+      const taken = [];
+      for (const version of ["v1", "v2", "v3"]) {
+        await sandbox.writeFile("state.txt", version);
+        taken.push(await made.snapshot("run-snap", version === "v3" ? { reason: "before deploy" } : {}));
+      }
+      expect(taken.map((entry) => entry.reason)).toEqual(["checkpoint", "checkpoint", "before deploy"]);
+      const kept = await made.listSnapshots("run-snap");
+      expect(kept.map((entry) => entry.id)).toEqual([taken[2]!.id, taken[1]!.id]);
+      expect([...fake.snapshots.keys()].filter((name) => name.startsWith(made.sandboxName("run-snap")))).toHaveLength(2);
+      await sandbox.writeFile("state.txt", "v4 (not snapshotted)");
+      const restored = await made.restore("run-snap", taken[1]!.id);
+      expect(text(await restored.readFile("state.txt"))).toBe("v2");
+      expect(fake.creates.at(-1)).toMatchObject({ snapshot: made.snapshotName("run-snap", taken[1]!.id) });
+      // After the sandbox is gone, the key comes back from its latest snapshot.
+      await made.release("run-snap");
+      expect(text(await (await made.acquire("run-snap")).readFile("state.txt"))).toBe("v3");
+      const pruned = await made.restore("run-snap", taken[0]!.id).catch((caught: unknown) => caught);
+      expect(isAssemblyLineError(pruned, "AL_ERR_SNAPSHOT_NOT_FOUND"), String(pruned)).toBe(true);
+      await made.release("run-snap");
+    }, 120_000);
+
+    it("auto mode snapshots at release, so the run's files survive the sandbox, even for a restarted host", async () => {
+      const scope = randomScope("auto");
+      const made = adapter({ image, scope, snapshot: { mode: "auto", retainLast: 1 } });
+      await (await made.acquire("run-auto")).writeFile("notes.md", "kept across release");
+      await made.release("run-auto");
+      expect(await made.listSnapshots("run-auto")).toHaveLength(1);
+      const restarted = adapter({ image, scope, snapshot: { mode: "auto", retainLast: 1 } });
+      expect(text(await (await restarted.acquire("run-auto")).readFile("notes.md"))).toBe("kept across release");
+      await restarted.release("run-auto");
+      expect(await restarted.listSnapshots("run-auto")).toHaveLength(1);
+    }, 120_000);
+
+    it("refuses a snapshot when the sandbox has no snapshot policy", async () => {
+      const made = adapter({ image });
+      await made.acquire("run-nosnap");
+      const error = await made.snapshot("run-nosnap").catch((caught: unknown) => caught);
+      expect(isAssemblyLineError(error, "AL_ERR_SNAPSHOT_DISABLED"), String(error)).toBe(true);
+    });
+  });
+}

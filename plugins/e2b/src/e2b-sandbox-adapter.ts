@@ -1,0 +1,263 @@
+import { createHash, randomBytes } from "node:crypto";
+import type { Sandbox as E2bSdkSandbox, SandboxInfo } from "e2b";
+import { AssemblyLineError, type Sandbox, type SandboxDriver, type SandboxSnapshot, type SnapshottingSandboxAdapter, ShellSandbox } from "@assemblyline-agents/core";
+import { resolveE2bOptions, type E2bSandboxOptions, type ResolvedE2bOptions } from "./options.js";
+import { providerError } from "./provider-error.js";
+
+/** Metadata marks what this adapter made, so it finds its sandboxes again after a restart. */
+export const METADATA = {
+  sandbox: "dev.assembly-line.sandbox",
+  key: "dev.assembly-line.sandbox.key",
+  scope: "dev.assembly-line.sandbox.scope",
+} as const;
+
+export interface E2bSandboxAdapterOptions extends E2bSandboxOptions {
+  /** The agent folder; the default scope is derived from it. */
+  agentDir?: string;
+  /** Where E2B_API_KEY, E2B_DOMAIN, E2B_API_URL and E2B_SANDBOX_URL are read (default process.env). */
+  hostEnv?: Record<string, string | undefined>;
+}
+
+/** One of a key's E2B snapshots: our id (in its name) and E2B's id (to create from and delete). */
+interface StoredSnapshot {
+  id: string;
+  snapshotId: string;
+}
+
+/**
+ * E2B sandboxes over the official SDK: one sandbox per key (a run), tagged with
+ * the key in its metadata so a restarted host finds it again (E2B resumes a
+ * paused one on connect), created on first acquire and killed on release. With
+ * a snapshot policy, a sandbox is saved as an E2B snapshot named after the key,
+ * and a key with no sandbox starts from its latest one.
+ */
+export class E2bSandboxAdapter implements SnapshottingSandboxAdapter {
+  readonly name = "e2b";
+  readonly options: ResolvedE2bOptions;
+  private readonly hostEnv: Record<string, string | undefined>;
+  private readonly live = new Map<string, Promise<ShellSandbox>>();
+
+  constructor(options: E2bSandboxAdapterOptions) {
+    const { agentDir, hostEnv, ...rest } = options;
+    this.options = resolveE2bOptions(rest, agentDir ? `agent-${createHash("sha256").update(agentDir).digest("hex").slice(0, 12)}` : "default");
+    this.hostEnv = hostEnv ?? process.env;
+  }
+
+  /** The key's sandbox: the live one, a running or paused one found by its metadata, or a new one. */
+  acquire(key: string): Promise<Sandbox> {
+    checkKey(key);
+    let pending = this.live.get(key);
+    if (!pending) {
+      pending = this.open(key).catch((error: unknown) => {
+        this.live.delete(key);
+        throw error;
+      });
+      this.live.set(key, pending);
+    }
+    return pending;
+  }
+
+  /** Kill the key's sandbox (an `auto` policy snapshots it first). Releasing an unknown key is a no-op. */
+  async release(key: string): Promise<void> {
+    checkKey(key);
+    this.live.delete(key);
+    const found = await this.find(key);
+    if (found[0] && this.options.snapshot?.mode === "auto") await this.save(key, found[0], this.options.snapshot.reason ?? "run ended");
+    await this.killAll(found);
+  }
+
+  /** Save the key's sandbox as an E2B snapshot, then prune beyond retainLast. */
+  async snapshot(key: string, options: { reason?: string } = {}): Promise<SandboxSnapshot> {
+    checkKey(key);
+    const policy = this.requirePolicy();
+    const [found] = await this.find(key);
+    if (!found) {
+      throw new AssemblyLineError("AL_ERR_SANDBOX_UNAVAILABLE", `sandbox ${key} has no E2B sandbox to snapshot`, {
+        fix: "Acquire the sandbox (run a command in it) before taking a snapshot.",
+        details: { key },
+      });
+    }
+    return this.save(key, found, options.reason ?? policy.reason);
+  }
+
+  /** The key's snapshots, newest first. E2B keeps no note with a snapshot, so only the one snapshot() returns carries its reason. */
+  async listSnapshots(key: string): Promise<SandboxSnapshot[]> {
+    checkKey(key);
+    return (await this.stored(key)).map(({ id }) => ({ id, key, createdAt: new Date(Number(/^s(\d+)-/.exec(id)![1])).toISOString(), reason: undefined }));
+  }
+
+  /** Replace the key's sandbox with one made from a snapshot (default: the latest). */
+  async restore(key: string, snapshotId?: string): Promise<Sandbox> {
+    checkKey(key);
+    const stored = await this.stored(key);
+    const chosen = snapshotId === undefined ? stored[0] : stored.find((entry) => entry.id === snapshotId);
+    if (!chosen) {
+      throw new AssemblyLineError("AL_ERR_SNAPSHOT_NOT_FOUND", `sandbox ${key} has no snapshot ${snapshotId === undefined ? "at all" : JSON.stringify(snapshotId)}`, {
+        fix: `Restore one of: ${stored.map((entry) => entry.id).join(", ") || "(none; take a snapshot first)"}.`,
+        details: { key, snapshotId },
+      });
+    }
+    this.live.delete(key);
+    await this.killAll(await this.find(key));
+    const pending = this.create(key, chosen.snapshotId).catch((error: unknown) => {
+      this.live.delete(key);
+      throw error;
+    });
+    this.live.set(key, pending);
+    return pending;
+  }
+
+  /** Delete the key's snapshots beyond the newest `retainLast` (default: the policy's). */
+  async pruneSnapshots(key: string, retainLast = this.options.snapshot?.retainLast ?? 3): Promise<string[]> {
+    const removed: string[] = [];
+    for (const old of (await this.stored(key)).slice(retainLast)) {
+      // false: already deleted elsewhere, which is what pruning wants.
+      await this.call(`deleting snapshot ${old.id}`, async () => (await sdk()).deleteSnapshot(old.snapshotId, this.connection()));
+      removed.push(old.id);
+    }
+    return removed;
+  }
+
+  /** The E2B snapshot name a key's snapshots start with: lowercase hex, which any team's names accept. */
+  snapshotPrefix(key: string): string {
+    return `al-${createHash("sha256").update(`${this.options.scope}\0${key}`).digest("hex").slice(0, 24)}-`;
+  }
+
+  private async save(key: string, found: SandboxInfo, reason: string | undefined): Promise<SandboxSnapshot> {
+    // E2B snapshots a running sandbox only: a paused one is resumed first.
+    if (found.state === "paused") await this.call("resuming the sandbox", async () => (await sdk()).connect(found.sandboxId, { ...this.connection(), timeoutMs: this.options.lifetimeMs }));
+    const now = Date.now();
+    const id = `s${now}-${randomBytes(3).toString("hex")}`;
+    await this.call(`snapshotting sandbox ${found.sandboxId}`, async () => (await sdk()).createSnapshot(found.sandboxId, { ...this.connection(), name: `${this.snapshotPrefix(key)}${id}` }));
+    await this.pruneSnapshots(key);
+    return { id, key, createdAt: new Date(now).toISOString(), reason };
+  }
+
+  /** The key's snapshots as E2B lists them, newest first (names come back as "<team>/<name>:<tag>"). */
+  private async stored(key: string): Promise<StoredSnapshot[]> {
+    const prefix = this.snapshotPrefix(key);
+    const paginator = (await sdk()).listSnapshots({ ...this.connection(), limit: 100 });
+    const stored: StoredSnapshot[] = [];
+    while (paginator.hasNext) {
+      for (const info of await this.call("listing snapshots", () => paginator.nextItems())) {
+        const name = info.names.map((full) => full.slice(full.lastIndexOf("/") + 1).split(":")[0]!).find((short) => short.startsWith(prefix));
+        const id = name?.slice(prefix.length);
+        if (id && /^s\d+-[0-9a-f]+$/.test(id)) stored.push({ id, snapshotId: info.snapshotId });
+      }
+    }
+    // Ids start with a millisecond timestamp and a random tail: newest first, ties broken by id.
+    return stored.sort((a, b) => (a.id < b.id ? 1 : a.id > b.id ? -1 : 0));
+  }
+
+  private async killAll(found: SandboxInfo[]): Promise<void> {
+    for (const entry of found) {
+      // false: already gone (killed elsewhere, or E2B's lifetime ended), which is what release wants.
+      await this.call("killing the sandbox", async () => (await sdk()).kill(entry.sandboxId, this.connection()));
+    }
+  }
+
+  private requirePolicy(): NonNullable<ResolvedE2bOptions["snapshot"]> {
+    if (!this.options.snapshot) {
+      throw new AssemblyLineError("AL_ERR_SNAPSHOT_DISABLED", "this e2b sandbox has no snapshot policy", {
+        fix: 'Add snapshot: { mode: "manual", retainLast: 3 } to e2bSandbox({...}).',
+      });
+    }
+    return this.options.snapshot;
+  }
+
+  private connection(): { apiKey: string; apiUrl?: string; domain?: string; sandboxUrl?: string } {
+    const apiKey = this.hostEnv.E2B_API_KEY;
+    if (!apiKey) {
+      throw new AssemblyLineError("AL_ERR_SANDBOX_ENGINE", "the E2B sandbox needs E2B_API_KEY, which is not set", {
+        fix: "Set E2B_API_KEY (and E2B_DOMAIN or E2B_API_URL for a self-hosted E2B) in the host's environment.",
+      });
+    }
+    const apiUrl = this.options.apiUrl ?? this.hostEnv.E2B_API_URL;
+    const domain = this.options.domain ?? this.hostEnv.E2B_DOMAIN;
+    const sandboxUrl = this.options.sandboxUrl ?? this.hostEnv.E2B_SANDBOX_URL;
+    // Passed explicitly, so the SDK's own reading of process.env never overrides the host's choice.
+    return { apiKey, ...(apiUrl ? { apiUrl } : {}), ...(domain ? { domain } : {}), ...(sandboxUrl ? { sandboxUrl } : {}) };
+  }
+
+  private async open(key: string): Promise<ShellSandbox> {
+    const [existing] = await this.find(key);
+    if (existing) {
+      // Connecting resumes a paused sandbox and restarts its lifetime.
+      const remote = await this.call("connecting to the sandbox", async () => (await sdk()).connect(existing.sandboxId, { ...this.connection(), timeoutMs: this.options.lifetimeMs }));
+      return this.wrap(key, remote);
+    }
+    const [latest] = this.options.snapshot ? await this.stored(key) : [];
+    return this.create(key, latest?.snapshotId);
+  }
+
+  /** A new sandbox for the key, from the template or (a snapshot's E2B id) a snapshot. */
+  private async create(key: string, fromSnapshot?: string): Promise<ShellSandbox> {
+    const { options } = this;
+    const params = {
+      ...this.connection(),
+      metadata: { [METADATA.sandbox]: "1", [METADATA.key]: key, [METADATA.scope]: options.scope },
+      timeoutMs: options.lifetimeMs,
+      allowInternetAccess: options.allowInternetAccess,
+      lifecycle: { onTimeout: options.onTimeout },
+    };
+    const template = fromSnapshot ?? options.template;
+    const Client = await sdk();
+    const remote = await this.call(`creating the sandbox for ${key}`, () => (template ? Client.create(template, params) : Client.create(params)));
+    const sandbox = this.wrap(key, remote);
+    // A sandbox made from a snapshot already has its /workspace.
+    if (fromSnapshot) return sandbox;
+    await sandbox.prepare().catch(async (error: unknown) => {
+      await remote.kill().catch(() => undefined);
+      throw error;
+    });
+    return sandbox;
+  }
+
+  private wrap(key: string, remote: E2bSdkSandbox): ShellSandbox {
+    return new ShellSandbox(key, this.driver(remote), { timeoutMs: this.options.defaultTimeoutMs, maxOutputBytes: this.options.maxOutputBytes, env: this.options.env }, "E2B");
+  }
+
+  /** The envd calls a sandbox needs: one process, a file read, a file write. */
+  private driver(remote: E2bSdkSandbox): SandboxDriver {
+    return {
+      runScript: async (script, limitMs) => {
+        const result = await this.call("running a command", () => remote.commands.run(script, { timeoutMs: limitMs }));
+        return result.stdout;
+      },
+      downloadFile: async (path) => this.call(`reading ${path}`, () => remote.files.read(path, { format: "bytes" })),
+      uploadFile: async (path, content) => {
+        // A copy whose buffer is exactly the bytes: the SDK sends the whole underlying ArrayBuffer.
+        const bytes = content.slice();
+        await this.call(`writing ${path}`, () => remote.files.write(path, bytes.buffer as ArrayBuffer));
+      },
+    };
+  }
+
+  /** The key's sandboxes E2B still has (running or paused), oldest first. */
+  private async find(key: string): Promise<SandboxInfo[]> {
+    const paginator = (await sdk()).list({ ...this.connection(), query: { metadata: { [METADATA.key]: key, [METADATA.scope]: this.options.scope }, state: ["running", "paused"] } });
+    const found: SandboxInfo[] = [];
+    while (paginator.hasNext) found.push(...(await this.call(`looking up the sandbox of ${key}`, () => paginator.nextItems())));
+    // The API filters by metadata; checked again here so another key's sandbox is never used or killed.
+    return found.filter((info) => info.metadata[METADATA.key] === key && info.metadata[METADATA.scope] === this.options.scope).sort((a, b) => a.startedAt.getTime() - b.startedAt.getTime());
+  }
+
+  private async call<T>(action: string, operation: () => Promise<T>): Promise<T> {
+    try {
+      return await operation();
+    } catch (error) {
+      throw providerError("E2B", action, error, [this.hostEnv.E2B_API_KEY]);
+    }
+  }
+}
+
+/** The SDK, loaded on first use: it (and its dependencies) loads only when a run needs a sandbox. */
+async function sdk(): Promise<typeof E2bSdkSandbox> {
+  return (await import("e2b")).Sandbox;
+}
+
+function checkKey(key: string): void {
+  if (typeof key !== "string" || key === "") {
+    throw new AssemblyLineError("AL_ERR_SANDBOX_DEFINITION", `sandbox key ${JSON.stringify(key)} is not a non-empty string`, { fix: "Key sandboxes by the run id." });
+  }
+}

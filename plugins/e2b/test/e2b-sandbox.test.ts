@@ -1,0 +1,176 @@
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { isAssemblyLineError, isSnapshottingSandboxAdapter } from "@assemblyline-agents/core";
+import { E2bSandboxAdapter, METADATA, e2bSandbox } from "../src/index.js";
+import { IMAGE_MARKER, baseImages, probeEngine, randomScope } from "../../docker/test/support/engine.js";
+import { startFakeE2b, type FakeE2b } from "./support/fake-e2b.js";
+import { e2bTemplateImage } from "./support/template-image.js";
+
+const text = (bytes: Uint8Array) => new TextDecoder().decode(bytes);
+const refusal = (run: () => unknown) => {
+  try {
+    run();
+  } catch (error) {
+    return error;
+  }
+  return undefined;
+};
+
+describe("e2bSandbox options", () => {
+  it("refuses image, which E2B does not take (it starts from templates), naming the option", () => {
+    const error = refusal(() => e2bSandbox({ image: "node:22" }));
+    expect(isAssemblyLineError(error, "AL_ERR_SANDBOX_DEFINITION"), String(error)).toBe(true);
+    expect(String(error)).toContain("option image is not supported");
+  });
+
+  it("checks the snapshot policy where it is written", () => {
+    expect(String(refusal(() => e2bSandbox({ snapshot: { mode: "auto", retainLast: 0 } })))).toMatch(/option snapshot\.retainLast/);
+    expect(refusal(() => e2bSandbox({ snapshot: { mode: "manual", retainLast: 3, reason: "operator-requested checkpoint" } }))).toBeUndefined();
+  });
+
+  it("refuses an API key in the options (they are build artifacts) and unknown options", () => {
+    expect(String(refusal(() => e2bSandbox({ apiKey: "e2b_secret" } as never)))).toMatch(/apiKey is not supported.*\n.*E2B_API_KEY/);
+    expect(String(refusal(() => e2bSandbox({ templat: "base" } as never)))).toMatch(/option templat/);
+    expect(String(refusal(() => e2bSandbox({ onTimeout: "stop" as never })))).toMatch(/option onTimeout/);
+  });
+
+  it("fails the first acquire, not the boot, when E2B_API_KEY is missing", async () => {
+    const error = await new E2bSandboxAdapter({ hostEnv: {} }).acquire("run-1").catch((caught: unknown) => caught);
+    expect(isAssemblyLineError(error, "AL_ERR_SANDBOX_ENGINE"), String(error)).toBe(true);
+    expect(String(error)).toMatch(/E2B_API_KEY/);
+  });
+});
+
+const probe = await probeEngine("E2bSandboxAdapter behaviour");
+
+if (probe.available) {
+  const { docker } = probe;
+  let fake: FakeE2b;
+  const adapter = (options: ConstructorParameters<typeof E2bSandboxAdapter>[0] = {}) =>
+    new E2bSandboxAdapter({ scope: randomScope("e2b"), hostEnv: { E2B_API_KEY: fake.apiKey, E2B_API_URL: fake.apiUrl, E2B_SANDBOX_URL: fake.sandboxUrl }, ...options });
+  beforeAll(async () => {
+    const template = await e2bTemplateImage(docker, (await baseImages(docker)).busybox);
+    fake = await startFakeE2b({ docker, templates: { base: template, "al-test": template } });
+  }, 120_000);
+  afterAll(() => fake?.close());
+
+  describe("E2bSandboxAdapter against a local E2B API and envd", () => {
+    it("creates nothing until a tool asks, then one sandbox per key tagged with it, offline by default", async () => {
+      const made = adapter({ template: "al-test", env: { GREETING: "hello" }, lifetimeMs: 120_000 });
+      const before = fake.requests.length;
+      await Promise.resolve();
+      expect(fake.requests.length).toBe(before);
+      const sandbox = await made.acquire("run-lazy");
+      expect(fake.creates.at(-1)).toMatchObject({
+        templateID: "al-test",
+        metadata: { [METADATA.key]: "run-lazy", [METADATA.scope]: made.options.scope },
+        allow_internet_access: false,
+        timeout: 120,
+        autoPause: true,
+      });
+      const result = await sandbox.exec(`cat ${IMAGE_MARKER}; echo "$GREETING $PWD"; echo "\${HOME_SECRET:-unset}"`);
+      expect(result.stdout).toBe(`assembly-line test image: busybox\nhello /workspace\nunset\n`);
+      expect(fake.requests).toContain("POST /process.Process/Start");
+    });
+
+    it("kills the whole process tree at the timeout: a background child never writes", async () => {
+      const sandbox = await adapter().acquire("run-tree");
+      const result = await sandbox.exec("(sleep 1; echo late > /workspace/late.txt) & sleep 30", { timeoutMs: 300 });
+      expect(result).toMatchObject({ timedOut: true, exitCode: 124 });
+      await new Promise((resolve) => setTimeout(resolve, 1_500));
+      expect((await sandbox.listFiles("/workspace")).map((entry) => entry.path)).not.toContain("/workspace/late.txt");
+    }, 20_000);
+
+    it("moves binary files byte for byte through envd's /files", async () => {
+      const sandbox = await adapter().acquire("run-binary");
+      const bytes = new Uint8Array(300_000).map((_, index) => (index * 7919) % 256);
+      await sandbox.writeFile("data/blob.bin", bytes.subarray(1000, 201_000));
+      const back = await sandbox.readFile("/workspace/data/blob.bin");
+      expect(Buffer.from(back).equals(Buffer.from(bytes.subarray(1000, 201_000)))).toBe(true);
+      expect(fake.requests.filter((line) => line === "POST /files" || line === "GET /files").length).toBeGreaterThanOrEqual(2);
+    });
+
+    it("after a host restart finds the run's sandbox by its metadata, resuming it when E2B paused it", async () => {
+      const scope = randomScope("restart");
+      const first = adapter({ scope });
+      await (await first.acquire("run-resumed")).writeFile("/workspace/kept.txt", "kept");
+      const remote = [...fake.sandboxes.values()].find((entry) => entry.metadata[METADATA.key] === "run-resumed" && entry.metadata[METADATA.scope] === scope)!;
+      await fake.pause(remote.id);
+      const creates = fake.creates.length;
+      const again = await adapter({ scope }).acquire("run-resumed");
+      expect(text(await again.readFile("/workspace/kept.txt"))).toBe("kept");
+      expect(fake.creates.length).toBe(creates);
+      expect(fake.requests).toContain(`POST /v2/sandboxes/${remote.id}/connect`);
+      expect(fake.sandboxes.get(remote.id)?.state).toBe("running");
+    });
+
+    it("kills the sandbox at release, leaves other scopes' sandboxes alone, and a second release is a no-op", async () => {
+      const made = adapter();
+      const other = adapter();
+      await made.acquire("run-released");
+      await other.acquire("run-released");
+      const ours = () => [...fake.sandboxes.values()].filter((entry) => entry.metadata[METADATA.key] === "run-released" && entry.metadata[METADATA.scope] === made.options.scope);
+      const theirs = () => [...fake.sandboxes.values()].filter((entry) => entry.metadata[METADATA.key] === "run-released" && entry.metadata[METADATA.scope] === other.options.scope);
+      expect(ours()).toHaveLength(1);
+      await made.release("run-released");
+      expect(ours()).toHaveLength(0);
+      expect(theirs()).toHaveLength(1);
+      await made.release("run-released");
+    });
+
+    it("reports a wrong API key as the provider's refusal, without the key in the message", async () => {
+      const wrongKey = "e2b_wrong_key_0123456789";
+      const made = adapter({ hostEnv: { E2B_API_KEY: wrongKey, E2B_API_URL: fake.apiUrl, E2B_SANDBOX_URL: fake.sandboxUrl } });
+      const error = await made.acquire("run-wrong-key").catch((caught: unknown) => caught);
+      expect(isAssemblyLineError(error, "AL_ERR_SANDBOX_ENGINE"), String(error)).toBe(true);
+      expect(String(error)).toMatch(/HTTP 401/);
+      expect(String(error)).not.toContain(wrongKey);
+      expect((error as Error).cause).toBeUndefined();
+    });
+  });
+
+  describe("E2bSandboxAdapter snapshots (E2B snapshots of the sandbox)", () => {
+    it("saves snapshots, keeps only retainLast, restores a chosen one and acquires from the latest", async () => {
+      const made = adapter({ snapshot: { mode: "manual", retainLast: 2, reason: "checkpoint" } });
+      expect(isSnapshottingSandboxAdapter(made)).toBe(true);
+      const sandbox = await made.acquire("run-snap");
+      const taken = [];
+      for (const version of ["v1", "v2", "v3"]) {
+        await sandbox.writeFile("state.txt", version);
+        taken.push(await made.snapshot("run-snap", version === "v3" ? { reason: "before deploy" } : {}));
+      }
+      expect(taken.map((entry) => entry.reason)).toEqual(["checkpoint", "checkpoint", "before deploy"]);
+      expect((await made.listSnapshots("run-snap")).map((entry) => entry.id)).toEqual([taken[2]!.id, taken[1]!.id]);
+      const ours = [...fake.snapshots.values()].filter((entry) => entry.names.some((name) => name.includes(made.snapshotPrefix("run-snap"))));
+      expect(ours).toHaveLength(2);
+      await sandbox.writeFile("state.txt", "v4 (not snapshotted)");
+      const restored = await made.restore("run-snap", taken[1]!.id);
+      expect(text(await restored.readFile("state.txt"))).toBe("v2");
+      expect(ours.map((entry) => entry.snapshotID)).toContain(fake.creates.at(-1)!.templateID);
+      // After the sandbox is gone, the key comes back from its latest snapshot.
+      await made.release("run-snap");
+      expect(text(await (await made.acquire("run-snap")).readFile("state.txt"))).toBe("v3");
+      const pruned = await made.restore("run-snap", taken[0]!.id).catch((caught: unknown) => caught);
+      expect(isAssemblyLineError(pruned, "AL_ERR_SNAPSHOT_NOT_FOUND"), String(pruned)).toBe(true);
+      await made.release("run-snap");
+    }, 120_000);
+
+    it("auto mode snapshots at release, so the run's files survive the sandbox, even for a restarted host", async () => {
+      const scope = randomScope("auto");
+      const made = adapter({ scope, snapshot: { mode: "auto", retainLast: 1 } });
+      await (await made.acquire("run-auto")).writeFile("notes.md", "kept across release");
+      await made.release("run-auto");
+      expect(await made.listSnapshots("run-auto")).toHaveLength(1);
+      const restarted = adapter({ scope, snapshot: { mode: "auto", retainLast: 1 } });
+      expect(text(await (await restarted.acquire("run-auto")).readFile("notes.md"))).toBe("kept across release");
+      await restarted.release("run-auto");
+      expect(await restarted.listSnapshots("run-auto")).toHaveLength(1);
+    }, 120_000);
+
+    it("refuses a snapshot when the sandbox has no snapshot policy", async () => {
+      const made = adapter();
+      await made.acquire("run-nosnap");
+      const error = await made.snapshot("run-nosnap").catch((caught: unknown) => caught);
+      expect(isAssemblyLineError(error, "AL_ERR_SNAPSHOT_DISABLED"), String(error)).toBe(true);
+    });
+  });
+}
