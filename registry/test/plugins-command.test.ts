@@ -152,6 +152,54 @@ describe("assembly-line plugins verify", () => {
     expect(out).toMatch(/- .*ChannelModule conformance > refuses every forged, stale or unauthenticated request with 401 or 403: /);
   });
 
+  it("runs the runtime kit on the subject a runtime plugin ships: the Node host passes", async () => {
+    const { code, out } = await plugins("verify", join(root, "plugins/node"));
+    expect(code).toBe(0);
+    expect(out).toMatch(/pass {2}conformance runtime "node" \(runtime@1\) with describeRuntimeConformance: 4 passed$/m);
+  }, 120_000);
+
+  it("runs the harness kit for a package's engines, and names the test an engine that ignores abort fails", async () => {
+    const engine = await mkdtemp(join(tmpdir(), "al-verify-engine-"));
+    folders.push(engine);
+    await writeFile(join(engine, "package.json"), JSON.stringify({
+      name: "@acme/echo-engine", version: "1.0.0", type: "module", main: "./index.js", exports: { ".": "./index.js", "./testkit": "./testkit.js" },
+      assemblyLine: { manifestVersion: 1, id: "echo-engine", kernel: "^0.1.0", provides: [], harnesses: [{ name: "echo", export: "echoHarness", contract: "harness@1", conformance: { module: "./testkit", export: "subject" } }] },
+    }));
+    // A queue-driven engine with no model server: it streams, calls tools, pauses and resumes, but never looks at ctx.signal.
+    await writeFile(join(engine, "index.js"), [
+      "export function echoHarness(model) {",
+      "  return { name: 'echo', async runTurn(input, ctx) {",
+      "    if (input.continuation && input.continuation.harness !== 'echo') throw new Error('not my continuation');",
+      "    const pending = input.continuation?.data.pending;",
+      "    if (pending) { const outcome = await ctx.callTool(pending); if (outcome.status === 'paused') return { status: 'paused', continuation: input.continuation }; model.saw(JSON.stringify(outcome.output)); }",
+      "    for (;;) {",
+      "      const reply = await model.next(input, pending);",
+      "      if (reply.text !== undefined) { ctx.textDelta(reply.text); return { status: 'completed', response: { text: reply.text } }; }",
+      "      const call = { id: reply.toolCall.id, name: reply.toolCall.name, input: reply.toolCall.input };",
+      "      const outcome = await ctx.callTool(call);",
+      "      if (outcome.status === 'paused') return { status: 'paused', continuation: { version: 1, harness: 'echo', agentRevision: input.agentRevision, data: { pending: call } } };",
+      "      model.saw(JSON.stringify(outcome.output));",
+      "    }",
+      "  } };",
+      "}",
+    ].join("\n"));
+    await writeFile(join(engine, "testkit.js"), [
+      "import { echoHarness } from './index.js';",
+      "export const subject = () => {",
+      "  const queue = []; const requests = []; let seen = '';",
+      "  const model = {",
+      "    async next(input) { requests.push(JSON.stringify({ input, seen })); const reply = queue.shift(); if (!reply || reply.hang) return new Promise(() => {}); return reply; },",
+      "    saw(output) { seen += output; },",
+      "  };",
+      "  return { state: { harness: echoHarness(model), modelSpec: 'echo/one', reply: (...r) => queue.push(...r), requests: () => requests } };",
+      "};",
+    ].join("\n"));
+    const { code, out } = await plugins("verify", engine);
+    expect(code).toBe(1);
+    expect(out).toMatch(/FAIL {2}conformance harness "echo" \(harness@1\) with describeHarnessConformance: \d+ passed, 1 failed/);
+    expect(out).toMatch(/- .*AgentHarness conformance > ends the turn when the run's signal aborts while the model is answering: /);
+  }, 120_000);
+
   it("prints the report as JSON with --json", async () => {
     const { code, out } = await plugins("verify", fixture("missing-facet-method"), "--json");
     expect(code).toBe(1);
