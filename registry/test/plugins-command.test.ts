@@ -1,5 +1,5 @@
 import { execFile } from "node:child_process";
-import { mkdtemp, readFile, rm, writeFile } from "node:fs/promises";
+import { mkdir, mkdtemp, readFile, readdir, rm, writeFile } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join, resolve } from "node:path";
 import { promisify } from "node:util";
@@ -230,14 +230,56 @@ describe("assembly-line plugins add", () => {
     expect(saved.dependencies["@acme/assembly-line-jsonfile"]).toMatch(/acme-assembly-line-jsonfile-0\.3\.0\.tgz$/);
   });
 
-  it("installs a package folder, but reports a plugin built for another kernel and how to remove it", async () => {
+  /** A project that already has a dependency installed, and a snapshot of its package.json and node_modules. */
+  async function projectWithDependency() {
     const project = await mkdtemp(join(tmpdir(), "al-add-"));
     folders.push(project);
-    await writeFile(join(project, "package.json"), JSON.stringify({ name: "project", private: true }));
-    const { code, err } = await plugins("add", fixture("wrong-kernel-range"), "--dir", project, "--offline");
-    expect(code).toBe(1);
-    expect(err).toContain("AL_ERR_PLUGIN_KERNEL_MISMATCH");
-    expect(err).toContain("npm uninstall @acme/assembly-line-jsonfile");
+    await writeFile(join(project, "package.json"), JSON.stringify({ name: "project", private: true, dependencies: { "left-pad-local": "file:./vendor/left-pad-local" } }, null, 2));
+    await mkdir(join(project, "vendor/left-pad-local"), { recursive: true });
+    await writeFile(join(project, "vendor/left-pad-local/package.json"), JSON.stringify({ name: "left-pad-local", version: "1.0.0" }));
+    await promisify(execFile)("npm", ["install", "--offline", "--no-audit", "--no-fund"], { cwd: project });
+    const snapshot = async () => ({
+      packageJson: await readFile(join(project, "package.json"), "utf8"),
+      lock: await readFile(join(project, "package-lock.json"), "utf8"),
+      nodeModules: (await readdir(join(project, "node_modules"), { recursive: true })).sort(),
+    });
+    return { project, before: await snapshot(), snapshot };
+  }
+
+  async function packFixture(name: string): Promise<string> {
+    const work = await mkdtemp(join(tmpdir(), "al-add-pack-"));
+    folders.push(work);
+    const { stdout } = await promisify(execFile)("npm", ["pack", fixture(name), "--pack-destination", work, "--json", "--ignore-scripts"], { cwd: work });
+    return join(work, (JSON.parse(stdout) as Array<{ filename: string }>)[0]!.filename);
+  }
+
+  it("refuses a tarball built for another kernel before installing it, naming the fix, and leaves the project as it was", async () => {
+    const { project, before, snapshot } = await projectWithDependency();
+    const tarball = await packFixture("wrong-kernel-range");
+    const refusal = await plugins("add", tarball, "--dir", project, "--offline").catch((error: unknown) => error);
+    expect(refusal).toMatchObject({ code: "AL_ERR_PLUGIN_KERNEL_MISMATCH" });
+    const message = (refusal as Error).message;
+    expect(message).toContain('assemblyLine.kernel "^2.0.0" does not include the running kernel');
+    expect(message).toContain("Nothing was installed");
+    expect(message).toContain(`fix: Install a release of @acme/assembly-line-jsonfile built for kernel ${KERNEL_VERSION}`);
+    expect(await snapshot()).toEqual(before);
+  });
+
+  it("refuses a tarball whose manifest fails the schema before installing it, naming the key, and leaves the project as it was", async () => {
+    const { project, before, snapshot } = await projectWithDependency();
+    const tarball = await packFixture("unknown-manifest-key");
+    const refusal = await plugins("add", tarball, "--dir", project, "--offline").catch((error: unknown) => error);
+    expect(refusal).toMatchObject({ code: "AL_ERR_PLUGIN_MANIFEST" });
+    expect((refusal as Error).message).toContain("slots");
+    expect((refusal as Error).message).toContain("Nothing was installed");
+    expect((refusal as Error).message).toMatch(/\n {2}fix: /);
+    expect(await snapshot()).toEqual(before);
+  });
+
+  it("refuses a package folder built for another kernel before installing it", async () => {
+    const { project, before, snapshot } = await projectWithDependency();
+    await expect(plugins("add", fixture("wrong-kernel-range"), "--dir", project, "--offline")).rejects.toMatchObject({ code: "AL_ERR_PLUGIN_KERNEL_MISMATCH" });
+    expect(await snapshot()).toEqual(before);
   });
 
   it("fails with AL_ERR_PLUGIN_INSTALL quoting npm when the package cannot be installed", async () => {
