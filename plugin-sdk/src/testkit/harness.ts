@@ -130,7 +130,9 @@ export function describeHarnessConformance(name: string, factory: StateKitFactor
         (result) => ({ settled: "resolved" as const, result }),
         (error: unknown) => ({ settled: "rejected" as const, error }),
       );
-      await waitFor(() => subject().requests().length === 1, "the model request");
+      const early = await Promise.race([waitFor(() => subject().requests().length === 1, "the model request").then(() => undefined), turn]);
+      if (early?.settled === "rejected") throw early.error;
+      if (early) throw new Error(`runTurn returned ${JSON.stringify(early.result)} before asking the model`);
       controller.abort(new Error("run cancelled by the kit"));
       const outcome = await Promise.race([turn, new Promise<"still running">((resolve) => setTimeout(() => resolve("still running"), 15_000))]);
       expect(outcome, "runTurn must settle once ctx.signal aborts").not.toBe("still running");
