@@ -3,7 +3,6 @@ import { existsSync, statSync } from "node:fs";
 import { mkdtemp, rm } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { extract } from "tar";
 import { AssemblyLineError, isAssemblyLineError } from "@assemblyline-agents/core";
 import { checkKernelRange, readPluginPackage, type PluginPackage } from "@assemblyline-agents/registry";
 
@@ -48,6 +47,8 @@ export async function checkPluginBeforeInstall(spec: string, options: { kernelVe
     let dir = spec;
     if (work) {
       const tarball = await npmPack(spec, work, options.offline === true);
+      // Loaded here: only `plugins add` unpacks anything.
+      const { extract } = await import("tar");
       await extract({ file: join(work, tarball), cwd: work });
       dir = join(work, "package");
     }
