@@ -169,7 +169,7 @@ describe("assembly-line plugins verify", () => {
     await writeFile(join(engine, "index.js"), [
       "export function echoHarness(model) {",
       "  return { name: 'echo', async runTurn(input, ctx) {",
-      "    if (input.continuation && input.continuation.harness !== 'echo') throw new Error('not my continuation');",
+      "    if (input.continuation && (input.continuation.harness !== 'echo' || input.continuation.version !== 1)) throw new Error('not my continuation');",
       "    const pending = input.continuation?.data.pending;",
       "    if (pending) { const outcome = await ctx.callTool(pending); if (outcome.status === 'paused') return { status: 'paused', continuation: input.continuation }; model.saw(JSON.stringify(outcome.output)); }",
       "    for (;;) {",

@@ -140,10 +140,18 @@ export function describeHarnessConformance(name: string, factory: StateKitFactor
       if (outcome !== "still running" && outcome.settled === "resolved") expect(outcome.result.status).not.toBe("completed");
     }, timeout);
 
-    it("refuses a continuation it did not make, before asking the model", async () => {
-      const foreign: HarnessContinuation = { version: 999_999, harness: `not-${subject().harness.name}`, agentRevision: "rev_kit", data: { anything: true } };
-      await expect(run(new KitHarnessContext(TOOLS), foreign)).rejects.toThrow();
-      expect(subject().requests()).toEqual([]);
+    it("refuses a continuation another engine or format made, before asking the model", async () => {
+      subject().reply({ toolCall: { id: "call_kit_ship", name: "kit_ship", input: { release: "v3" } } });
+      const first = new KitHarnessContext(TOOLS);
+      const paused = await run(first);
+      expect(paused.status).toBe("paused");
+      if (paused.status !== "paused") return;
+      const own = JSON.parse(JSON.stringify(paused.continuation)) as HarnessContinuation;
+      const asked = subject().requests().length;
+      // The engine's own data, only the maker or the format changed: the engine must look at both.
+      await expect(run(first.resume(), { ...own, harness: `not-${own.harness}` })).rejects.toThrow();
+      await expect(run(first.resume(), { ...own, version: own.version + 1_000 })).rejects.toThrow();
+      expect(subject().requests()).toHaveLength(asked);
     }, timeout);
   });
 }
