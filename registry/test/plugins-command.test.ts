@@ -158,6 +158,13 @@ describe("assembly-line plugins verify", () => {
     expect(out).toMatch(/pass {2}conformance runtime "node" \(runtime@1\) with describeRuntimeConformance: 4 passed$/m);
   }, 120_000);
 
+  it("runs the telemetry-sink kit for a package's sinks: the OTLP sink passes against its OTLP/JSON receiver", async () => {
+    const { code, out } = await plugins("verify", join(root, "plugins/otlp"));
+    expect(code).toBe(0);
+    expect(out).toMatch(/pass {2}exports: the package main exports createOtlpSink\(\)/);
+    expect(out).toMatch(/pass {2}conformance telemetry-sink "otlp" \(telemetry@1\) with describeTelemetrySinkConformance: 5 passed$/m);
+  }, 120_000);
+
   it("runs the harness kit for a package's engines, and names the test an engine that ignores abort fails", async () => {
     const engine = await mkdtemp(join(tmpdir(), "al-verify-engine-"));
     folders.push(engine);
