@@ -165,6 +165,12 @@ describe("assembly-line plugins verify", () => {
     expect(out).toMatch(/pass {2}conformance telemetry-sink "otlp" \(telemetry@1\) with describeTelemetrySinkConformance: 5 passed$/m);
   }, 120_000);
 
+  it("runs the harness kit for a package's engines: Pi passes against its OpenAI protocol server", async () => {
+    const { code, out } = await plugins("verify", join(root, "plugins/pi"));
+    expect(code).toBe(0);
+    expect(out).toMatch(/pass {2}conformance harness "pi" \(harness@1\) with describeHarnessConformance: 5 passed$/m);
+  }, 120_000);
+
   it("runs the harness kit for a package's engines, and names the test an engine that ignores abort fails", async () => {
     const engine = await mkdtemp(join(tmpdir(), "al-verify-engine-"));
     folders.push(engine);
