@@ -8,7 +8,8 @@ import { parseCommand, requirePositional, stringOption } from "../args.js";
 import type { CommandIO } from "../io.js";
 import { pluginFiles, scaffoldNames } from "../../scaffold/plugin-files.js";
 import { SCAFFOLD_SLOTS, SLOT_TEMPLATES } from "../../scaffold/slot-templates.js";
-import { SUBJECT_KIT_TEMPLATES, subjectKitFiles } from "../../scaffold/subject-kit-templates.js";
+import { subjectKitFiles } from "../../scaffold/subject-kit-files.js";
+import { SUBJECT_KIT_TEMPLATES } from "../../scaffold/subject-kit-templates.js";
 
 /** Every --slot value: the gateway slots, then the kinds whose kit runs on a subject the package ships. */
 const KINDS = [...SCAFFOLD_SLOTS.filter((slot) => !(slot in SUBJECT_KIT_TEMPLATES)), ...Object.keys(SUBJECT_KIT_TEMPLATES)];
