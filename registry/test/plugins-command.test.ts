@@ -6,6 +6,7 @@ import { promisify } from "node:util";
 import { afterAll, describe, expect, it } from "vitest";
 import { KERNEL_VERSION } from "@assemblyline-agents/runtime";
 import { pluginsCommand } from "../../plugins/node/src/cli/commands/plugins.js";
+import { codexRuns } from "../../plugins/codex/src/testkit/index.js";
 
 const root = resolve(import.meta.dirname, "../..");
 const thirdParty = join(root, "examples/third-party-plugin");
@@ -170,6 +171,12 @@ describe("assembly-line plugins verify", () => {
     expect(code).toBe(0);
     expect(out).toMatch(/pass {2}conformance harness "pi" \(harness@1\) with describeHarnessConformance: 5 passed$/m);
   }, 120_000);
+
+  it.skipIf(!codexRuns().ok)("runs the harness kit on the Codex engine: it passes on the real app-server", async () => {
+    const { code, out } = await plugins("verify", join(root, "plugins/codex"));
+    expect(code).toBe(0);
+    expect(out).toMatch(/pass {2}conformance harness "codex" \(harness@1\) with describeHarnessConformance: 5 passed$/m);
+  }, 180_000);
 
   it("runs the harness kit for a package's engines, and names the test an engine that ignores abort fails", async () => {
     const engine = await mkdtemp(join(tmpdir(), "al-verify-engine-"));
