@@ -6,10 +6,10 @@
 // importing the CLI module, and whether a provider SDK was loaded by it.
 // Numbers for docs/releasing.md; never run from the test suite.
 import { execFileSync, spawnSync } from "node:child_process";
-import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
+import { cpSync, mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { publishedWorkspaces, packWorkspaces } from "./workspaces.mjs";
+import { ROOT, publishedWorkspaces, packWorkspaces } from "./workspaces.mjs";
 
 const CLI = "@assemblyline-agents/node";
 const RUNS = 5;
@@ -21,7 +21,7 @@ const visit = (name) => {
   if (closure.has(name) || !byName.has(name)) return;
   closure.add(name);
   const pkg = byName.get(name).packageJson;
-  for (const dependency of Object.keys({ ...pkg.dependencies, ...pkg.peerDependencies })) visit(dependency);
+  for (const dependency of Object.keys({ ...pkg.dependencies, ...pkg.optionalDependencies, ...pkg.peerDependencies })) visit(dependency);
 };
 visit(CLI);
 
@@ -30,8 +30,12 @@ try {
   const packed = packWorkspaces(join(work, "tarballs"), workspaces.filter((workspace) => closure.has(workspace.name)));
   const app = join(work, "app");
   execFileSync("mkdir", ["-p", app]);
+  cpSync(join(ROOT, "examples/notes-agent"), join(app, "notes-agent"), { recursive: true, filter: (source) => !source.includes(".assembly-line") });
   writeFileSync(join(app, "package.json"), JSON.stringify({ name: "measure-cli", private: true, type: "module" }));
-  execFileSync("npm", ["install", "--prefer-offline", "--no-audit", "--no-fund", ...packed.map((entry) => entry.tarball)], { cwd: app, stdio: "ignore" });
+  // --omit-optional: what `npm install --omit=optional @assemblyline-agents/node` gives, without the Pi engine (an optional dependency).
+  const omitOptional = process.argv.includes("--omit-optional");
+  const tarballs = packed.filter((entry) => !(omitOptional && byName.get(CLI).packageJson.optionalDependencies?.[entry.name])).map((entry) => entry.tarball);
+  execFileSync("npm", ["install", "--prefer-offline", "--no-audit", "--no-fund", ...(omitOptional ? ["--omit=optional"] : []), ...tarballs], { cwd: app, stdio: "ignore" });
   const kilobytes = Number(execFileSync("du", ["-sk", join(app, "node_modules")], { encoding: "utf8" }).split("\t")[0]);
   const packages = Number(execFileSync("bash", ["-c", "find node_modules -name package.json -path '*node_modules/*/package.json' -not -path '*/node_modules/*/node_modules/*/*/package.json' | wc -l"], { cwd: app, encoding: "utf8" }));
   const median = (command, args) => {
@@ -63,7 +67,9 @@ try {
     helpMs: median(process.execPath, [bin, "help"]),
     importMs: median(process.execPath, ["--input-type=module", "-e", `await import(${JSON.stringify(main)})`]),
     // What importing the CLI cost while it imported the Pi engine at start-up: the same two graphs in one process.
-    importWithPiEngineMs: median(process.execPath, ["--input-type=module", "-e", `await import(${JSON.stringify(main)}); await import("@assemblyline-agents/pi")`]),
+    ...(omitOptional ? {} : { importWithPiEngineMs: median(process.execPath, ["--input-type=module", "-e", `await import(${JSON.stringify(main)}); await import("@assemblyline-agents/pi")`]) }),
+    // A run on a scripted model, which needs no engine package.
+    scriptedRunExit: spawnSync(process.execPath, [bin, "run", "notes-agent", "--message", "Remember to buy milk", "--model", "scripted:notes-agent/conversations/remember-milk.json", "--approve", "all"], { cwd: app, encoding: "utf8" }).status,
     modulesLoadedByImport: urls.length,
     dependencyModulesLoadedByImport: packagesLoaded,
   };

@@ -4,7 +4,7 @@ import { tmpdir } from "node:os";
 import { join, resolve } from "node:path";
 import { promisify } from "node:util";
 import { afterEach, describe, expect, it } from "vitest";
-import { startAnthropicMessagesServer, startOpenAIChatServer, type ScriptedModelServer } from "../plugins/pi/test/servers/index.js";
+import { startAnthropicMessagesServer, startOpenAIChatServer, type ScriptedModelServer } from "../plugins/pi/src/testkit/servers/index.js";
 
 const root = resolve(import.meta.dirname, "..");
 const bin = join(root, "plugins/node/bin/assembly-line.js");

@@ -133,6 +133,33 @@ export default defineGateway({ state: postgresState({ connectionString: ${JSON.s
     expect(passed.stdout + passed.stderr).toContain("verify passed: @acme/assembly-line-mem-blob@0.1.0 (plugin mem-blob) is ready to publish");
     expect(passed.code).toBe(0);
   }, SCAFFOLD_TIMEOUT);
+
+  it("scaffolds every other kind; each builds, and its verify runs the kit and names the file to write", async () => {
+    const kinds = { state: "state", sandbox: "sandbox-adapter", scheduler: "scheduler", deploy: "deploy-target", runtime: "host", harness: "harness", channel: "channel", "telemetry-sink": "sink" };
+    for (const [kind, file] of Object.entries(kinds)) {
+      const created = await cli(["plugins", "new", `@acme/assembly-line-kit-${kind}`, "--slot", kind, "--dir", `kit-${kind}`]);
+      expect(created.code, created.stderr).toBe(0);
+      const built = await run(process.execPath, [join(app, "node_modules/typescript/bin/tsc"), "-p", join(app, `kit-${kind}`)], app);
+      expect(built.stdout, kind).toBe("");
+      const verified = await cli(["plugins", "verify", `kit-${kind}`]);
+      expect(verified.code, kind).toBe(1);
+      expect(verified.stdout, kind).toContain("pass  options and live contracts");
+      expect(verified.stdout, kind).toMatch(/FAIL {2}conformance .* with describe\w+Conformance: \d+ passed, [1-9]\d* failed/);
+      expect(verified.stdout, kind).toContain(`is not implemented yet: write it in src/${file}.ts`);
+    }
+  }, SCAFFOLD_TIMEOUT);
+
+  // Last: it removes the Pi engine from the install.
+  it("runs without the Pi engine (npm install --omit=optional), and a real-model run names the command that installs it", async () => {
+    rmSync(join(app, "node_modules/@assemblyline-agents/pi"), { recursive: true, force: true });
+    const scripted = await cli(["run", "notes-agent", "--message", "Remember to buy milk", "--model", "scripted:notes-agent/conversations/remember-milk.json", "--approve", "all"]);
+    expect(scripted.code, scripted.stderr).toBe(0);
+    expect(scripted.stdout).toContain("Buy milk on the way home");
+    const real = await cli(["run", "notes-agent", "--message", "Remember to buy milk"], { OPENAI_API_KEY: "sk-not-used" });
+    expect(real.code).not.toBe(0);
+    expect(real.stdout + real.stderr).toContain("AL_ERR_HARNESS");
+    expect(real.stdout + real.stderr).toContain("npm install @assemblyline-agents/pi");
+  }, 5 * 60_000);
 });
 
 /** What a plugin author writes in place of the skeleton: a BlobStore in memory. */

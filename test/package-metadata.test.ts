@@ -28,6 +28,7 @@ interface PackageJson {
   scripts?: Record<string, string>;
   publishConfig?: { access?: string };
   dependencies?: Record<string, string>;
+  optionalDependencies?: Record<string, string>;
   peerDependencies?: Record<string, string>;
   devDependencies?: Record<string, string>;
   assemblyLine?: unknown;
@@ -83,7 +84,7 @@ describe("every published workspace can be installed on its own", () => {
     });
 
     it("depends on other workspaces by a semver range that includes their current version", () => {
-      for (const field of ["dependencies", "peerDependencies", "devDependencies"] as const) {
+      for (const field of ["dependencies", "optionalDependencies", "peerDependencies", "devDependencies"] as const) {
         for (const [name, range] of Object.entries(pkg[field] ?? {})) {
           const current = versions.get(name);
           if (current === undefined) continue;

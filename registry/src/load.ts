@@ -62,13 +62,18 @@ export async function inspectPluginPackage(packageDir: string, options: InspectO
     }
     await compileConfigSchema(pkg, provide);
   }
-  for (const channel of pkg.manifest.channels ?? []) {
-    if (typeof exports[channel.export] !== "function") {
+  const helpers = [
+    ...(pkg.manifest.channels ?? []).map((entry) => ({ list: "channels", what: "channel", helper: "the channel helper", entry })),
+    ...(pkg.manifest.harnesses ?? []).map((entry) => ({ list: "harnesses", what: "engine", helper: "the engine factory", entry })),
+    ...(pkg.manifest.telemetrySinks ?? []).map((entry) => ({ list: "telemetrySinks", what: "telemetry sink", helper: "the sink factory", entry })),
+  ];
+  for (const { list, what, helper, entry } of helpers) {
+    if (typeof exports[entry.export] !== "function") {
       throw pluginRefusal(
         "AL_ERR_PLUGIN_EXPORT",
         pkg,
-        `assemblyLine.channels names the export "${channel.export}" for channel "${channel.name}", but the main module ${exports[channel.export] === undefined ? "has no such export" : `exports a ${typeof exports[channel.export]}`}`,
-        `Export the channel helper ${channel.export}(options), or fix the name in the manifest.`,
+        `assemblyLine.${list} names the export "${entry.export}" for ${what} "${entry.name}", but the main module ${exports[entry.export] === undefined ? "has no such export" : `exports a ${typeof exports[entry.export]}`}`,
+        `Export ${helper} ${entry.export}(options), or fix the name in the manifest.`,
       );
     }
   }

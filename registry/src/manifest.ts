@@ -17,6 +17,14 @@ export interface PluginProvide {
   facets?: StateFacetName[];
   /** Overrides the package-level `configSchema` for this adapter's options. */
   configSchema?: string;
+  /** The kit subject factory, for a contract whose kit needs more than the adapter (runtime@1). */
+  conformance?: PluginConformance;
+}
+
+/** Where a kit subject factory lives: a subpath of the package's exports map and the export name. */
+export interface PluginConformance {
+  module: string;
+  export: string;
 }
 
 /** A channel helper the package exports, verified with the channel conformance kit. */
@@ -26,7 +34,16 @@ export interface PluginChannel {
   export: string;
   contract: "channel@1";
   /** The kit subject factory: a subpath of the package's exports map and the export name. */
-  conformance: { module: string; export: string };
+  conformance: PluginConformance;
+}
+
+/** An engine or telemetry sink the package exports, verified by its contract's kit through a subject factory. */
+export interface PluginSubjectExport<Contract extends string> {
+  name: string;
+  /** The package main's export (`piAgentHarness`, `createOtlpSink`). */
+  export: string;
+  contract: Contract;
+  conformance: PluginConformance;
 }
 
 export interface PluginEnvVar {
@@ -43,6 +60,8 @@ export interface PluginManifest {
   kernel: string;
   provides: PluginProvide[];
   channels?: PluginChannel[];
+  harnesses?: PluginSubjectExport<"harness@1">[];
+  telemetrySinks?: PluginSubjectExport<"telemetry@1">[];
   env?: PluginEnvVar[];
   configSchema?: string;
 }

@@ -8,7 +8,7 @@ import { isAssemblyLineError } from "@assemblyline-agents/core";
 import { DEFAULT_PLUGIN_TIMEOUT_MS } from "@assemblyline-agents/core";
 import { kernelHost } from "./kernel-host.js";
 import { inspectPluginPackage, loadPluginPackage } from "./load.js";
-import { checkKernelRange, readPluginPackage, type PluginChannel, type PluginPackage, type PluginProvide } from "./manifest.js";
+import { checkKernelRange, readPluginPackage, type PluginConformance, type PluginPackage, type PluginProvide } from "./manifest.js";
 import { locateKitRunner, type KitRunner } from "./kit-runner.js";
 
 /**
@@ -107,7 +107,7 @@ export async function verifyPluginPackage(packageDir: string, options: VerifyOpt
     })) &&
     (await attempt("exports", async () => {
       const inspected = await inspectPluginPackage(dir, { kernelVersion });
-      const names = [...(inspected.plugin ? ["plugin"] : []), ...inspected.manifest.provides.map((provide) => `${provide.export}()`), ...(inspected.manifest.channels ?? []).map((channel) => `${channel.export}()`)];
+      const names = [...(inspected.plugin ? ["plugin"] : []), ...inspected.manifest.provides.map((provide) => `${provide.export}()`), ...[...(inspected.manifest.channels ?? []), ...(inspected.manifest.harnesses ?? []), ...(inspected.manifest.telemetrySinks ?? [])].map((entry) => `${entry.export}()`)];
       return `the package main exports ${names.join(", ") || "nothing the kernel needs"}`;
     })) &&
     (await attempt("options and live contracts", async () => {
@@ -128,20 +128,50 @@ export async function verifyPluginPackage(packageDir: string, options: VerifyOpt
 }
 
 /**
+ * Kits whose subject the package itself ships (a factory named by a
+ * `conformance` entry), because the kit needs more than the materialized
+ * adapter: a fake provider to sign requests (channels), a scripted model
+ * server (engines), a backend to read spans back (telemetry sinks), or a
+ * host to boot (runtimes).
+ */
+export const SUBJECT_KITS: Record<string, string> = {
+  "channel@1": "describeChannelConformance",
+  "harness@1": "describeHarnessConformance",
+  "telemetry@1": "describeTelemetrySinkConformance",
+  "runtime@1": "describeRuntimeConformance",
+};
+
+/** The channel kit: run for every `assemblyLine.channels` entry against the subject factory the package ships. */
+export const CHANNEL_KIT = SUBJECT_KITS["channel@1"]!;
+
+/** A kit to run on a subject factory the package ships, and where the manifest declared it (for messages). */
+interface SubjectKitEntry {
+  outcome: KitOutcome;
+  conformance: PluginConformance | undefined;
+  /** e.g. `assemblyLine.harnesses[0]`. */
+  where: string;
+}
+
+/**
  * Run the kit of each provided contract, one generated test file and one
  * vitest run per kit, so progress shows kit by kit. The runner is the author's
  * vitest or the host's; with neither, each kit fails with the install command.
  */
 async function runConformanceKits(pkg: PluginPackage, options: VerifyOptions & { kernelVersion: string }): Promise<KitOutcome[]> {
-  const outcomes: KitOutcome[] = pkg.manifest.provides.map((provide) => {
-    const kit = CONFORMANCE_KITS[provide.contract];
-    return { slot: provide.slot, name: provide.name, contract: provide.contract, kit: kit?.kit, passed: 0, failed: 0, skipped: 0, failures: [] };
-  });
-  const channels = (pkg.manifest.channels ?? []).map((channel) => ({
-    channel,
-    outcome: { slot: "channel", name: channel.name, contract: channel.contract, kit: CHANNEL_KIT, passed: 0, failed: 0, skipped: 0, failures: [] } as KitOutcome,
-  }));
-  const runner = outcomes.some((outcome) => outcome.kit !== undefined) || channels.length > 0 ? locateKitRunner(pkg.dir) : undefined;
+  const blank = (slot: string, name: string, contract: string, kit: string | undefined): KitOutcome => ({ slot, name, contract, kit, passed: 0, failed: 0, skipped: 0, failures: [] });
+  const outcomes: KitOutcome[] = pkg.manifest.provides.map((provide) => blank(provide.slot, provide.name, provide.contract, CONFORMANCE_KITS[provide.contract]?.kit ?? SUBJECT_KITS[provide.contract]));
+  const subjectKits: SubjectKitEntry[] = [];
+  for (const [index, provide] of pkg.manifest.provides.entries()) {
+    if (!CONFORMANCE_KITS[provide.contract] && SUBJECT_KITS[provide.contract]) subjectKits.push({ outcome: outcomes[index]!, conformance: provide.conformance, where: `assemblyLine.provides[${index}]` });
+  }
+  const listed = [
+    ...(pkg.manifest.channels ?? []).map((entry, index) => ({ slot: "channel", entry, where: `assemblyLine.channels[${index}]` })),
+    ...(pkg.manifest.harnesses ?? []).map((entry, index) => ({ slot: "harness", entry, where: `assemblyLine.harnesses[${index}]` })),
+    ...(pkg.manifest.telemetrySinks ?? []).map((entry, index) => ({ slot: "telemetry-sink", entry, where: `assemblyLine.telemetrySinks[${index}]` })),
+  ];
+  for (const { slot, entry, where } of listed) subjectKits.push({ outcome: blank(slot, entry.name, entry.contract, SUBJECT_KITS[entry.contract]), conformance: entry.conformance, where });
+
+  const runner = outcomes.some((outcome) => outcome.kit !== undefined) || subjectKits.length > 0 ? locateKitRunner(pkg.dir) : undefined;
   /** One generated test file, one vitest run: progress shows kit by kit. */
   const runKit = async (outcome: KitOutcome, fileName: string, source: (runner: KitRunner) => string): Promise<void> => {
     if (!runner) return;
@@ -163,36 +193,38 @@ async function runConformanceKits(pkg: PluginPackage, options: VerifyOptions & {
     }
   };
   for (const [index, provide] of pkg.manifest.provides.entries()) {
-    const outcome = outcomes[index]!;
     const kit = CONFORMANCE_KITS[provide.contract];
-    if (kit) await runKit(outcome, `${index}-${provide.slot}.test.mjs`, (found) => kitTestFile(pkg, provide, kit, found, options));
+    if (!kit) continue;
+    const outcome = outcomes[index]!;
+    await runKit(outcome, `${index}-${provide.slot}.test.mjs`, (found) => kitTestFile(pkg, provide, kit, found, options));
     options.onProgress?.({ kit: outcome });
   }
-  for (const [index, { channel, outcome }] of channels.entries()) {
-    outcomes.push(outcome);
-    const subject = packageSubpathUrl(pkg, channel.conformance.module);
-    if (!subject) {
+  for (const [index, { outcome, conformance, where }] of subjectKits.entries()) {
+    if (!outcomes.includes(outcome)) outcomes.push(outcome);
+    const subject = conformance ? packageSubpathUrl(pkg, conformance.module) : undefined;
+    if (!conformance) {
       outcome.failed += 1;
-      outcome.failures.push({ test: "(finding the kit subject)", message: `assemblyLine.channels[${index}].conformance.module "${channel.conformance.module}" is not in the package's exports map` });
+      outcome.fix = `Export a kit subject factory (see ${outcome.kit} in @assemblyline-agents/core/testkit) and name it in ${where}.conformance: { "module": "./testkit", "export": "..." }.`;
+      outcome.failures.push({ test: "(finding the kit subject)", message: `${where} (${outcome.contract}) has no conformance entry naming the subject factory its kit runs on` });
+    } else if (!subject) {
+      outcome.failed += 1;
+      outcome.failures.push({ test: "(finding the kit subject)", message: `${where}.conformance.module "${conformance.module}" is not in the package's exports map` });
     } else {
-      await runKit(outcome, `channel-${index}-${channel.name}.test.mjs`, (found) => channelKitTestFile(pkg, channel, subject, found));
+      await runKit(outcome, `subject-${index}-${outcome.slot}-${outcome.name}.test.mjs`, (found) => subjectKitTestFile(pkg, outcome, conformance, subject, found));
     }
     options.onProgress?.({ kit: outcome });
   }
   return outcomes;
 }
 
-/** The channel kit: run for every `assemblyLine.channels` entry against the subject factory the package ships. */
-export const CHANNEL_KIT = "describeChannelConformance";
-
-function channelKitTestFile(pkg: PluginPackage, channel: PluginChannel, subjectUrl: string, runner: KitRunner): string {
-  const title = `${pkg.manifest.id}@${pkg.version} channel "${channel.name}"`;
+function subjectKitTestFile(pkg: PluginPackage, outcome: KitOutcome, conformance: PluginConformance, subjectUrl: string, runner: KitRunner): string {
+  const title = `${pkg.manifest.id}@${pkg.version} ${outcome.slot} "${outcome.name}"`;
   return [
     "// Generated by `assembly-line plugins verify`; removed when it finishes.",
-    `import { ${CHANNEL_KIT} } from ${JSON.stringify(runner.testkitUrl)};`,
-    `import { ${channel.conformance.export} as subject } from ${JSON.stringify(subjectUrl)};`,
+    `import { ${outcome.kit} } from ${JSON.stringify(runner.testkitUrl)};`,
+    `import { ${conformance.export} as subject } from ${JSON.stringify(subjectUrl)};`,
     "",
-    `${CHANNEL_KIT}(${JSON.stringify(title)}, subject);`,
+    `${outcome.kit}(${JSON.stringify(title)}, subject);`,
     "",
   ].join("\n");
 }

@@ -1,11 +1,12 @@
 import { execFile } from "node:child_process";
-import { mkdtemp, readFile, rm, writeFile } from "node:fs/promises";
+import { mkdir, mkdtemp, readFile, readdir, rm, writeFile } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join, resolve } from "node:path";
 import { promisify } from "node:util";
 import { afterAll, describe, expect, it } from "vitest";
 import { KERNEL_VERSION } from "@assemblyline-agents/runtime";
 import { pluginsCommand } from "../../plugins/node/src/cli/commands/plugins.js";
+import { codexRuns } from "../../plugins/codex/src/testkit/index.js";
 
 const root = resolve(import.meta.dirname, "../..");
 const thirdParty = join(root, "examples/third-party-plugin");
@@ -152,6 +153,73 @@ describe("assembly-line plugins verify", () => {
     expect(out).toMatch(/- .*ChannelModule conformance > refuses every forged, stale or unauthenticated request with 401 or 403: /);
   });
 
+  it("runs the runtime kit on the subject a runtime plugin ships: the Node host passes", async () => {
+    const { code, out } = await plugins("verify", join(root, "plugins/node"));
+    expect(code).toBe(0);
+    expect(out).toMatch(/pass {2}conformance runtime "node" \(runtime@1\) with describeRuntimeConformance: 4 passed$/m);
+  }, 120_000);
+
+  it("runs the telemetry-sink kit for a package's sinks: the OTLP sink passes against its OTLP/JSON receiver", async () => {
+    const { code, out } = await plugins("verify", join(root, "plugins/otlp"));
+    expect(code).toBe(0);
+    expect(out).toMatch(/pass {2}exports: the package main exports createOtlpSink\(\)/);
+    expect(out).toMatch(/pass {2}conformance telemetry-sink "otlp" \(telemetry@1\) with describeTelemetrySinkConformance: 5 passed$/m);
+  }, 120_000);
+
+  it("runs the harness kit for a package's engines: Pi passes against its OpenAI protocol server", async () => {
+    const { code, out } = await plugins("verify", join(root, "plugins/pi"));
+    expect(code).toBe(0);
+    expect(out).toMatch(/pass {2}conformance harness "pi" \(harness@1\) with describeHarnessConformance: 5 passed$/m);
+  }, 120_000);
+
+  it.skipIf(!codexRuns().ok)("runs the harness kit on the Codex engine: it passes on the real app-server", async () => {
+    const { code, out } = await plugins("verify", join(root, "plugins/codex"));
+    expect(code).toBe(0);
+    expect(out).toMatch(/pass {2}conformance harness "codex" \(harness@1\) with describeHarnessConformance: 5 passed$/m);
+  }, 180_000);
+
+  it("runs the harness kit for a package's engines, and names the test an engine that ignores abort fails", async () => {
+    const engine = await mkdtemp(join(tmpdir(), "al-verify-engine-"));
+    folders.push(engine);
+    await writeFile(join(engine, "package.json"), JSON.stringify({
+      name: "@acme/echo-engine", version: "1.0.0", type: "module", main: "./index.js", exports: { ".": "./index.js", "./testkit": "./testkit.js" },
+      assemblyLine: { manifestVersion: 1, id: "echo-engine", kernel: "^0.1.0", provides: [], harnesses: [{ name: "echo", export: "echoHarness", contract: "harness@1", conformance: { module: "./testkit", export: "subject" } }] },
+    }));
+    // A queue-driven engine with no model server: it streams, calls tools, pauses and resumes, but never looks at ctx.signal.
+    await writeFile(join(engine, "index.js"), [
+      "export function echoHarness(model) {",
+      "  return { name: 'echo', async runTurn(input, ctx) {",
+      "    if (input.continuation && (input.continuation.harness !== 'echo' || input.continuation.version !== 1)) throw new Error('not my continuation');",
+      "    const pending = input.continuation?.data.pending;",
+      "    if (pending) { const outcome = await ctx.callTool(pending); if (outcome.status === 'paused') return { status: 'paused', continuation: input.continuation }; model.saw(JSON.stringify(outcome.output)); }",
+      "    for (;;) {",
+      "      const reply = await model.next(input, pending);",
+      "      if (reply.text !== undefined) { ctx.textDelta(reply.text); return { status: 'completed', response: { text: reply.text } }; }",
+      "      const call = { id: reply.toolCall.id, name: reply.toolCall.name, input: reply.toolCall.input };",
+      "      const outcome = await ctx.callTool(call);",
+      "      if (outcome.status === 'paused') return { status: 'paused', continuation: { version: 1, harness: 'echo', agentRevision: input.agentRevision, data: { pending: call } } };",
+      "      model.saw(JSON.stringify(outcome.output));",
+      "    }",
+      "  } };",
+      "}",
+    ].join("\n"));
+    await writeFile(join(engine, "testkit.js"), [
+      "import { echoHarness } from './index.js';",
+      "export const subject = () => {",
+      "  const queue = []; const requests = []; let seen = '';",
+      "  const model = {",
+      "    async next(input) { requests.push(JSON.stringify({ input, seen })); const reply = queue.shift(); if (!reply || reply.hang) return new Promise(() => {}); return reply; },",
+      "    saw(output) { seen += output; },",
+      "  };",
+      "  return { state: { harness: echoHarness(model), modelSpec: 'echo/one', reply: (...r) => queue.push(...r), requests: () => requests } };",
+      "};",
+    ].join("\n"));
+    const { code, out } = await plugins("verify", engine);
+    expect(code).toBe(1);
+    expect(out).toMatch(/FAIL {2}conformance harness "echo" \(harness@1\) with describeHarnessConformance: \d+ passed, 1 failed/);
+    expect(out).toMatch(/- .*AgentHarness conformance > ends the turn when the run's signal aborts while the model is answering: /);
+  }, 120_000);
+
   it("prints the report as JSON with --json", async () => {
     const { code, out } = await plugins("verify", fixture("missing-facet-method"), "--json");
     expect(code).toBe(1);
@@ -182,14 +250,56 @@ describe("assembly-line plugins add", () => {
     expect(saved.dependencies["@acme/assembly-line-jsonfile"]).toMatch(/acme-assembly-line-jsonfile-0\.3\.0\.tgz$/);
   });
 
-  it("installs a package folder, but reports a plugin built for another kernel and how to remove it", async () => {
+  /** A project that already has a dependency installed, and a snapshot of its package.json and node_modules. */
+  async function projectWithDependency() {
     const project = await mkdtemp(join(tmpdir(), "al-add-"));
     folders.push(project);
-    await writeFile(join(project, "package.json"), JSON.stringify({ name: "project", private: true }));
-    const { code, err } = await plugins("add", fixture("wrong-kernel-range"), "--dir", project, "--offline");
-    expect(code).toBe(1);
-    expect(err).toContain("AL_ERR_PLUGIN_KERNEL_MISMATCH");
-    expect(err).toContain("npm uninstall @acme/assembly-line-jsonfile");
+    await writeFile(join(project, "package.json"), JSON.stringify({ name: "project", private: true, dependencies: { "left-pad-local": "file:./vendor/left-pad-local" } }, null, 2));
+    await mkdir(join(project, "vendor/left-pad-local"), { recursive: true });
+    await writeFile(join(project, "vendor/left-pad-local/package.json"), JSON.stringify({ name: "left-pad-local", version: "1.0.0" }));
+    await promisify(execFile)("npm", ["install", "--offline", "--no-audit", "--no-fund"], { cwd: project });
+    const snapshot = async () => ({
+      packageJson: await readFile(join(project, "package.json"), "utf8"),
+      lock: await readFile(join(project, "package-lock.json"), "utf8"),
+      nodeModules: (await readdir(join(project, "node_modules"), { recursive: true })).sort(),
+    });
+    return { project, before: await snapshot(), snapshot };
+  }
+
+  async function packFixture(name: string): Promise<string> {
+    const work = await mkdtemp(join(tmpdir(), "al-add-pack-"));
+    folders.push(work);
+    const { stdout } = await promisify(execFile)("npm", ["pack", fixture(name), "--pack-destination", work, "--json", "--ignore-scripts"], { cwd: work });
+    return join(work, (JSON.parse(stdout) as Array<{ filename: string }>)[0]!.filename);
+  }
+
+  it("refuses a tarball built for another kernel before installing it, naming the fix, and leaves the project as it was", async () => {
+    const { project, before, snapshot } = await projectWithDependency();
+    const tarball = await packFixture("wrong-kernel-range");
+    const refusal = await plugins("add", tarball, "--dir", project, "--offline").catch((error: unknown) => error);
+    expect(refusal).toMatchObject({ code: "AL_ERR_PLUGIN_KERNEL_MISMATCH" });
+    const message = (refusal as Error).message;
+    expect(message).toContain('assemblyLine.kernel "^2.0.0" does not include the running kernel');
+    expect(message).toContain("Nothing was installed");
+    expect(message).toContain(`fix: Install a release of @acme/assembly-line-jsonfile built for kernel ${KERNEL_VERSION}`);
+    expect(await snapshot()).toEqual(before);
+  });
+
+  it("refuses a tarball whose manifest fails the schema before installing it, naming the key, and leaves the project as it was", async () => {
+    const { project, before, snapshot } = await projectWithDependency();
+    const tarball = await packFixture("unknown-manifest-key");
+    const refusal = await plugins("add", tarball, "--dir", project, "--offline").catch((error: unknown) => error);
+    expect(refusal).toMatchObject({ code: "AL_ERR_PLUGIN_MANIFEST" });
+    expect((refusal as Error).message).toContain("slots");
+    expect((refusal as Error).message).toContain("Nothing was installed");
+    expect((refusal as Error).message).toMatch(/\n {2}fix: /);
+    expect(await snapshot()).toEqual(before);
+  });
+
+  it("refuses a package folder built for another kernel before installing it", async () => {
+    const { project, before, snapshot } = await projectWithDependency();
+    await expect(plugins("add", fixture("wrong-kernel-range"), "--dir", project, "--offline")).rejects.toMatchObject({ code: "AL_ERR_PLUGIN_KERNEL_MISMATCH" });
+    expect(await snapshot()).toEqual(before);
   });
 
   it("fails with AL_ERR_PLUGIN_INSTALL quoting npm when the package cannot be installed", async () => {

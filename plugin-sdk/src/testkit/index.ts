@@ -11,3 +11,6 @@ export { itIsReplaySafe } from "./replay-stress.js";
 export { describeChannelConformance, deliveryMetadataOf, type ChannelKitEvent, type ChannelKitSubject } from "./channel.js";
 export { describeTelemetrySinkConformance, type DeliveredSpan, type TelemetrySinkSubject } from "./telemetry-sink.js";
 export { describeSchedulerConformance, type SchedulerKitSubject } from "./scheduler.js";
+export { describeHarnessConformance, type HarnessKitReply, type HarnessKitSubject } from "./harness.js";
+export { KitHarnessContext, type KitTool } from "./harness-context.js";
+export { describeRuntimeConformance, type RuntimeKitHost, type RuntimeKitSubject } from "./runtime.js";

@@ -8,7 +8,7 @@ import { isAssemblyLineError } from "@assemblyline-agents/core";
 import { FileStateAdapter } from "@assemblyline-agents/local";
 import { InMemoryStateAdapter, OpenEveRuntime, buildAgent, loadRuntimeBundle, noopLogger, type RuntimeBundle } from "@assemblyline-agents/runtime";
 import { codexAgentHarness } from "../src/index.js";
-import { ResponsesServer } from "./servers/responses-server.js";
+import { ResponsesServer } from "../src/testkit/index.js";
 import { NOTES_AGENT, agentFolder, codexHome, codexRuns, removeAll } from "./support.js";
 
 const API_KEY = "sk-local-codex-test";

@@ -1,8 +1,28 @@
-import type { AgentHarness } from "@assemblyline-agents/core";
+import { AssemblyLineError, type AgentHarness } from "@assemblyline-agents/core";
 import type { PiModelCatalog } from "@assemblyline-agents/pi";
 
 type PiModule = typeof import("@assemblyline-agents/pi");
 let loading: Promise<PiModule> | undefined;
+
+/** The Pi engine's package: an optional dependency, so `npm install --omit=optional` leaves it (and pi-ai's provider SDKs) out. */
+export const PI_ENGINE_PACKAGE = "@assemblyline-agents/pi";
+
+/**
+ * Import an engine package by name; when the package itself is not installed
+ * (not a module it imports), the error says which command installs it.
+ */
+export async function importEngine<T>(packageName: string): Promise<T> {
+  try {
+    return (await import(packageName)) as T;
+  } catch (error) {
+    const missing = (error as NodeJS.ErrnoException).code === "ERR_MODULE_NOT_FOUND" && new RegExp(`['"]${packageName}['"]`).test((error as Error).message);
+    if (!missing) throw error;
+    throw new AssemblyLineError("AL_ERR_HARNESS", `this run needs the engine ${packageName}, which is not installed (it is an optional dependency of @assemblyline-agents/node)`, {
+      fix: `npm install ${packageName}, or choose another engine for the model (agentHarness / modelHarnesses).`,
+      cause: error,
+    });
+  }
+}
 
 /**
  * The Pi engine, and with it pi-ai's model catalog (thousands of modules),
@@ -11,7 +31,9 @@ let loading: Promise<PiModule> | undefined;
  * only when a run first calls that provider.
  */
 export function loadPi(): Promise<PiModule> {
-  loading ??= import("@assemblyline-agents/pi");
+  loading ??= importEngine<PiModule>(PI_ENGINE_PACKAGE);
+  // A failed load is not cached: `npm install` in another terminal fixes the next run.
+  loading.catch(() => (loading = undefined));
   return loading;
 }
 

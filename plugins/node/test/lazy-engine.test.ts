@@ -2,7 +2,7 @@ import { spawnSync } from "node:child_process";
 import { fileURLToPath } from "node:url";
 import { describe, expect, it } from "vitest";
 import { PI_HARNESS_NAME } from "@assemblyline-agents/pi";
-import { PI_ENGINE_NAME, defaultPiHarness } from "../src/pi-engine.js";
+import { PI_ENGINE_NAME, defaultPiHarness, importEngine } from "../src/pi-engine.js";
 
 const cliMain = fileURLToPath(new URL("../dist/cli/main.js", import.meta.url));
 
@@ -30,5 +30,17 @@ describe("the model engine loads when a run needs it", () => {
 
   it("checks a host's declared models when it starts, not at the first run", async () => {
     await expect(defaultPiHarness({ "nowhere/unknown-model": { baseUrl: "http://127.0.0.1:9/v1", api: "not-an-api" as never } })).rejects.toMatchObject({ code: "AL_ERR_MODEL_UNKNOWN" });
+  });
+});
+
+describe("an engine package that is not installed", () => {
+  it("fails the run with AL_ERR_HARNESS naming the npm install command, not a module-not-found stack", async () => {
+    const failure = await importEngine("@assemblyline-agents/engine-that-is-not-installed").catch((error: unknown) => error);
+    expect(failure).toMatchObject({ code: "AL_ERR_HARNESS", fix: expect.stringContaining("npm install @assemblyline-agents/engine-that-is-not-installed") });
+  });
+
+  it("passes on an error from inside an installed engine as it is", async () => {
+    // The package resolves; the subpath does not exist in its exports map: a different failure, not "not installed".
+    await expect(importEngine("@assemblyline-agents/pi/no-such-entry")).rejects.not.toMatchObject({ code: "AL_ERR_HARNESS" });
   });
 });

@@ -4,7 +4,7 @@ import { dirname, join } from "node:path";
 import { buildAgent, InMemoryStateAdapter, loadRuntimeBundle, noopLogger, OpenEveRuntime, type RuntimeOptions } from "@assemblyline-agents/runtime";
 import { afterAll, afterEach, beforeEach, describe, expect, it } from "vitest";
 import { NO_API_KEY, piAgentHarness } from "../src/index.js";
-import { startOpenAIChatServer, type ScriptedModelServer } from "./servers/index.js";
+import { startOpenAIChatServer, type ScriptedModelServer } from "../src/testkit/servers/index.js";
 
 /* Token and cost budgets counted from the usage a provider reported on the wire. */
 const folders: string[] = [];

@@ -1,7 +1,7 @@
 import { isAssemblyLineError, type AgentHarness, type JsonValue } from "@assemblyline-agents/core";
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
 import { piAgentHarness, resolvePiModel, type PiHarnessOptions } from "../src/index.js";
-import type { ScriptedModelServer } from "./servers/index.js";
+import type { ScriptedModelServer } from "../src/testkit/servers/index.js";
 import { JournalHarnessContext, type TestTool } from "./support/journal-harness-context.js";
 import { anthropicMessages, openAIChat, turnInput, type ProtocolCase } from "./support/protocols.js";
 

@@ -4,7 +4,7 @@ import { dirname, join } from "node:path";
 import { buildAgent, InMemoryStateAdapter, loadRuntimeBundle, noopLogger, OpenEveRuntime } from "@assemblyline-agents/runtime";
 import { afterAll, afterEach, beforeEach, describe, expect, it } from "vitest";
 import { NO_API_KEY, piAgentHarness } from "../src/index.js";
-import { startOpenAIChatServer, type ScriptedModelServer } from "./servers/index.js";
+import { startOpenAIChatServer, type ScriptedModelServer } from "../src/testkit/servers/index.js";
 
 /* The harness under the real runtime: its checkpoint store, approval gate and usage facet. */
 const folders: string[] = [];

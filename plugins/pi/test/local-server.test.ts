@@ -1,7 +1,7 @@
 import { isAssemblyLineError, type HarnessContinuation } from "@assemblyline-agents/core";
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
 import { NO_API_KEY, piAgentHarness } from "../src/index.js";
-import { startOpenAIChatServer, type ScriptedModelServer } from "./servers/index.js";
+import { startOpenAIChatServer, type ScriptedModelServer } from "../src/testkit/servers/index.js";
 import { JournalHarnessContext } from "./support/journal-harness-context.js";
 import { turnInput } from "./support/protocols.js";
 

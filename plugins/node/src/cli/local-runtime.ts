@@ -1,5 +1,5 @@
 import { join, resolve } from "node:path";
-import { AssemblyLineError, type BlobStore, type RunEvent, type SandboxAdapter, type StateAdapter } from "@assemblyline-agents/core";
+import { AssemblyLineError, isAssemblyLineError, type BlobStore, type RunEvent, type SandboxAdapter, type StateAdapter } from "@assemblyline-agents/core";
 import { checkSandboxAdapterInstalled, composeGateway, useKernelHost } from "@assemblyline-agents/registry";
 import { needsComposition } from "../host/local-defaults.js";
 import { FileStateAdapter, LocalBlobStore, LocalSandboxAdapter } from "@assemblyline-agents/local";
@@ -69,7 +69,12 @@ export async function chooseModel(agentModel: string, flags: ModelFlags & { offl
 export function staticModelCheck(models: PiModelCatalog | undefined): (modelSpec: string) => Promise<void> {
   return async (modelSpec) => {
     if (modelSpec.startsWith("scripted:") || servedByBuiltInRoute(modelSpec)) return;
-    (await loadPi()).resolvePiModel(modelSpec, models);
+    const pi = await loadPi().catch((error: unknown) => {
+      // Without the Pi engine installed there is no catalog to check against; a run that needs it says how to install it.
+      if (isAssemblyLineError(error, "AL_ERR_HARNESS")) return undefined;
+      throw error;
+    });
+    pi?.resolvePiModel(modelSpec, models);
   };
 }
 

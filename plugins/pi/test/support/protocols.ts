@@ -1,6 +1,6 @@
 import type { HarnessTurnInput, ModelToolSpec } from "@assemblyline-agents/core";
 import type { PiModelCatalog } from "../../src/index.js";
-import { startAnthropicMessagesServer, startOpenAIChatServer, type ScriptedModelServer } from "../servers/index.js";
+import { startAnthropicMessagesServer, startOpenAIChatServer, type ScriptedModelServer } from "../../src/testkit/servers/index.js";
 
 /** One provider wire protocol the harness is tested against, with how to read its requests. */
 export interface ProtocolCase {

@@ -8,8 +8,12 @@ import { parseCommand, requirePositional, stringOption } from "../args.js";
 import type { CommandIO } from "../io.js";
 import { pluginFiles, scaffoldNames } from "../../scaffold/plugin-files.js";
 import { SCAFFOLD_SLOTS, SLOT_TEMPLATES } from "../../scaffold/slot-templates.js";
+import { subjectKitFiles } from "../../scaffold/subject-kit-files.js";
+import { SUBJECT_KIT_TEMPLATES } from "../../scaffold/subject-kit-templates.js";
 
-const USAGE = `assembly-line plugins new <package-name> --slot ${SCAFFOLD_SLOTS.join("|")} [--id <id>] [--dir <folder>] [--facets runs,conversations,...]`;
+/** Every --slot value: the gateway slots, then the kinds whose kit runs on a subject the package ships. */
+const KINDS = [...SCAFFOLD_SLOTS.filter((slot) => !(slot in SUBJECT_KIT_TEMPLATES)), ...Object.keys(SUBJECT_KIT_TEMPLATES)];
+const USAGE = `assembly-line plugins new <package-name> --slot ${KINDS.join("|")} [--id <id>] [--dir <folder>] [--facets runs,conversations,...]`;
 const ID_PATTERN = /^[a-z][a-z0-9]*(-[a-z0-9]+)*$/;
 
 /** "@acme/assembly-line-s3" -> "s3"; the manifest id when --id is not given. */
@@ -47,15 +51,16 @@ export async function pluginsNewCommand(args: string[], io: CommandIO): Promise<
     throw new AssemblyLineError("AL_ERR_CLI_USAGE", `"${packageName}" is not a valid npm package name`, { fix: `Use lowercase letters, digits, "-" and ".", optionally scoped: @acme/assembly-line-s3. usage: ${USAGE}` });
   }
   const slot = stringOption(parsed, "slot");
-  const template = slot === undefined ? undefined : SLOT_TEMPLATES[slot as keyof typeof SLOT_TEMPLATES];
-  if (!template) {
-    throw new AssemblyLineError("AL_ERR_CLI_USAGE", slot === undefined ? "missing --slot" : `--slot ${slot} is not a slot a plugin can provide`, { fix: `Pick one of ${SCAFFOLD_SLOTS.join(", ")}. usage: ${USAGE}` });
+  const subjectTemplate = slot === undefined ? undefined : SUBJECT_KIT_TEMPLATES[slot];
+  const template = slot === undefined || subjectTemplate ? undefined : SLOT_TEMPLATES[slot as keyof typeof SLOT_TEMPLATES];
+  if (!template && !subjectTemplate) {
+    throw new AssemblyLineError("AL_ERR_CLI_USAGE", slot === undefined ? "missing --slot" : `--slot ${slot} is not a slot a plugin can provide`, { fix: `Pick one of ${KINDS.join(", ")}. usage: ${USAGE}` });
   }
   const id = stringOption(parsed, "id") ?? idFromPackageName(packageName);
   if (!ID_PATTERN.test(id)) {
     throw new AssemblyLineError("AL_ERR_CLI_USAGE", `plugin id "${id}" is not kebab-case`, { fix: `Pass --id <id>, e.g. --id acme-store (lowercase letters and digits, "-" between words).` });
   }
-  if (parsed.values.facets !== undefined && template.slot !== "state") throw new AssemblyLineError("AL_ERR_CLI_USAGE", "--facets applies to --slot state only", { fix: `usage: ${USAGE}` });
+  if (parsed.values.facets !== undefined && template?.slot !== "state") throw new AssemblyLineError("AL_ERR_CLI_USAGE", "--facets applies to --slot state only", { fix: `usage: ${USAGE}` });
   const facets = parseFacets(stringOption(parsed, "facets"));
   const dir = resolve(stringOption(parsed, "dir") ?? packageName.replace(/^@[^/]+\//, ""));
   if (existsSync(dir) && readdirSync(dir).length > 0) {
@@ -65,17 +70,32 @@ export async function pluginsNewCommand(args: string[], io: CommandIO): Promise<
   // The kernel and SDK move together within a minor: the new plugin fits this one and what follows in it.
   const kernel = semver.parse(KERNEL_VERSION)!;
   const range = `^${kernel.major}.${kernel.minor}.0`;
-  const request = { packageName, id, template, facets, kernelRange: range, coreRange: range };
-  for (const [file, text] of Object.entries(pluginFiles(request))) {
-    await mkdir(dirname(join(dir, file)), { recursive: true });
-    await writeFile(join(dir, file), text);
-  }
-  const names = scaffoldNames(request);
   const where = relative(process.cwd(), dir) || ".";
-  io.out(`created ${packageName} in ${where}: plugin "${id}", ${template.slot} adapter ${names.className} (${template.contract}), helper ${names.helper}()`);
+  const write = async (files: Record<string, string>) => {
+    for (const [file, text] of Object.entries(files)) {
+      await mkdir(dirname(join(dir, file)), { recursive: true });
+      await writeFile(join(dir, file), text);
+    }
+  };
+  if (subjectTemplate) {
+    const adapterFiles = pluginFiles({ packageName, id, template: SLOT_TEMPLATES.blob!, facets, kernelRange: range, coreRange: range });
+    await write(subjectKitFiles({ packageName, id, kernelRange: range, coreRange: range }, subjectTemplate, { tsconfig: adapterFiles["tsconfig.json"]!, gitignore: adapterFiles[".gitignore"]! }));
+    io.out(`created ${packageName} in ${where}: plugin "${id}", a ${subjectTemplate.kind} (${subjectTemplate.contract}) checked by ${subjectTemplate.kit} on the subject in src/testkit.ts`);
+    io.out(`next:`);
+    io.out(`  cd ${where} && npm install`);
+    io.out(`  implement src/${subjectTemplate.file}.ts (it throws "not implemented yet" until then) and adapt src/testkit.ts to your provider`);
+    io.out(`  npm run build && npm test`);
+    io.out(`  npm run verify      (assembly-line plugins verify .)`);
+    return 0;
+  }
+  const adapterTemplate = template!;
+  const request = { packageName, id, template: adapterTemplate, facets, kernelRange: range, coreRange: range };
+  await write(pluginFiles(request));
+  const names = scaffoldNames(request);
+  io.out(`created ${packageName} in ${where}: plugin "${id}", ${adapterTemplate.slot} adapter ${names.className} (${adapterTemplate.contract}), helper ${names.helper}()`);
   io.out(`next:`);
   io.out(`  cd ${where} && npm install`);
-  io.out(`  implement ${names.className} in src/${template.file}.ts (every method rejects with "not implemented yet" until then)`);
+  io.out(`  implement ${names.className} in src/${adapterTemplate.file}.ts (every method rejects with "not implemented yet" until then)`);
   io.out(`  npm run build && npm test`);
   io.out(`  npm run verify      (assembly-line plugins verify .)`);
   return 0;

@@ -20,6 +20,7 @@ import {
 import { parseCommand, requirePositional, stringOption, type ParsedCommand } from "../args.js";
 import type { CommandIO } from "../io.js";
 import { npmInstall } from "../npm-install.js";
+import { checkPluginBeforeInstall } from "../plugin-preflight.js";
 import { pluginsNewCommand } from "./plugins-new.js";
 
 const USAGE = `assembly-line plugins <subcommand>
@@ -178,6 +179,7 @@ async function addPlugin(args: string[], io: CommandIO): Promise<number> {
     spec = `${entry.package}@^${entry.version}`;
     knownName = entry.package;
   }
+  await checkPluginBeforeInstall(spec, { kernelVersion: KERNEL_VERSION, offline: parsed.values.offline === true });
   io.out(`installing ${spec} into ${project}`);
   const name = await npmInstall(project, spec, { offline: parsed.values.offline === true, ...(knownName ? { knownName } : {}) });
 

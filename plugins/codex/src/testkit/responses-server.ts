@@ -41,7 +41,7 @@ export class ResponsesServer {
         this.requests.push({ headers: req.headers, body });
         const next = this.script.shift();
         if (!next) {
-          res.writeHead(500, { "content-type": "application/json" }).end(JSON.stringify({ error: { message: "the test script has no response left", type: "server_error" } }));
+          res.writeHead(500, { "content-type": "application/json" }).end(JSON.stringify({ error: { message: "the script has no response left", type: "server_error" } }));
           return;
         }
         res.writeHead(200, { "content-type": "text/event-stream", "cache-control": "no-cache" });

@@ -1,0 +1,69 @@
+import { spawn } from "node:child_process";
+import { existsSync, statSync } from "node:fs";
+import { mkdtemp, rm } from "node:fs/promises";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { AssemblyLineError, isAssemblyLineError } from "@assemblyline-agents/core";
+import { checkKernelRange, readPluginPackage, type PluginPackage } from "@assemblyline-agents/registry";
+
+/** How many trailing lines of npm's output a pack failure quotes. */
+const QUOTED_LINES = 12;
+
+/** `npm pack <spec>` into `destination` with npm's own client; the tarball's file name. */
+async function npmPack(spec: string, destination: string, offline: boolean): Promise<string> {
+  const args = ["pack", spec, "--pack-destination", destination, "--json", "--ignore-scripts", ...(offline ? ["--offline"] : [])];
+  const output = await new Promise<{ code: number | null; stdout: string; stderr: string }>((resolvePromise, reject) => {
+    const child = spawn(process.platform === "win32" ? "npm.cmd" : "npm", args, { cwd: destination, shell: process.platform === "win32", stdio: ["ignore", "pipe", "pipe"] });
+    let stdout = "";
+    let stderr = "";
+    child.stdout.on("data", (chunk: Buffer) => (stdout += chunk.toString("utf8")));
+    child.stderr.on("data", (chunk: Buffer) => (stderr += chunk.toString("utf8")));
+    child.on("error", reject);
+    child.on("close", (code) => resolvePromise({ code, stdout, stderr }));
+  }).catch((error: Error) => {
+    throw new AssemblyLineError("AL_ERR_PLUGIN_INSTALL", `could not start npm to fetch ${spec}: ${error.message}`, { fix: "Install Node.js with npm on the PATH." });
+  });
+  if (output.code !== 0) {
+    const tail = `${output.stdout}\n${output.stderr}`.trim().split("\n").slice(-QUOTED_LINES).join("\n  ");
+    throw new AssemblyLineError("AL_ERR_PLUGIN_INSTALL", `npm ${args.join(" ")} failed (exit ${output.code}), so ${spec} was not installed:\n  ${tail}`, {
+      fix: "Fix what npm reports (network, registry access, a wrong name, path or tarball) and run the command again.",
+    });
+  }
+  const packed = JSON.parse(output.stdout) as Array<{ filename: string }>;
+  return packed[0]!.filename.replace(/^@/, "").replace(/\//, "-");
+}
+
+/**
+ * The checks `plugins add` makes before npm touches the project: the package
+ * (a folder as it is; a tarball or registry spec as `npm pack` fetches it,
+ * unpacked in a temporary folder) must have a manifest that passes
+ * plugin-schema.json and a kernel range that includes `kernelVersion`.
+ * A refusal keeps the loader's code and fix and says nothing was installed.
+ */
+export async function checkPluginBeforeInstall(spec: string, options: { kernelVersion: string; offline?: boolean }): Promise<PluginPackage> {
+  const isFolder = existsSync(spec) && statSync(spec).isDirectory();
+  const work = isFolder ? undefined : await mkdtemp(join(tmpdir(), "al-plugin-preflight-"));
+  try {
+    let dir = spec;
+    if (work) {
+      const tarball = await npmPack(spec, work, options.offline === true);
+      // Loaded here: only `plugins add` unpacks anything.
+      const { extract } = await import("tar");
+      await extract({ file: join(work, tarball), cwd: work });
+      dir = join(work, "package");
+    }
+    const pkg = await readPluginPackage(dir);
+    checkKernelRange(pkg, options.kernelVersion);
+    return pkg;
+  } catch (error) {
+    if (!isAssemblyLineError(error) || error.code === "AL_ERR_PLUGIN_INSTALL") throw error;
+    const what = error.message.slice(`${error.code}: `.length).split("\n  fix: ")[0];
+    throw new AssemblyLineError(error.code, `${what}\nNothing was installed: ${spec} was refused before npm install.`, {
+      ...(error.fix ? { fix: error.fix } : {}),
+      ...(error.details ? { details: error.details } : {}),
+      cause: error,
+    });
+  } finally {
+    if (work) await rm(work, { recursive: true, force: true });
+  }
+}

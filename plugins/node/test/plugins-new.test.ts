@@ -1,0 +1,250 @@
+import { execFile } from "node:child_process";
+import { mkdtemp, rm, writeFile } from "node:fs/promises";
+import { join, resolve } from "node:path";
+import { promisify } from "node:util";
+import { afterAll, describe, expect, it } from "vitest";
+import { verifyPluginPackage } from "@assemblyline-agents/registry";
+import { pluginsNewCommand } from "../src/cli/commands/plugins-new.js";
+
+const root = resolve(import.meta.dirname, "../../..");
+const tsc = join(root, "node_modules/.bin/tsc");
+const folders: string[] = [];
+/** `npm run build` of a scaffolded package; a type error fails the test with tsc's own output. */
+const build = (dir: string) =>
+  promisify(execFile)(tsc, ["-p", "."], { cwd: dir }).catch((error: { stdout?: string }) => {
+    throw new Error(`tsc -p ${dir} failed:\n${error.stdout ?? String(error)}`);
+  });
+afterAll(async () => {
+  await Promise.all(folders.map((folder) => rm(folder, { recursive: true, force: true })));
+});
+
+/**
+ * Scaffold into a folder inside this repository, so the package resolves
+ * @assemblyline-agents/core, typescript and vitest from its node_modules as an
+ * author's does after `npm install`; build it with tsc as `npm run build` does.
+ */
+async function scaffold(slot: string): Promise<{ dir: string; out: string[] }> {
+  const parent = await mkdtemp(join(import.meta.dirname, ".scaffold-"));
+  folders.push(parent);
+  const dir = join(parent, slot);
+  const out: string[] = [];
+  const code = await pluginsNewCommand([`@acme/assembly-line-kit-${slot}`, "--slot", slot, "--id", `kit-${slot}`, "--dir", dir], { out: (line) => out.push(line), err: (line) => out.push(line) });
+  expect(code).toBe(0);
+  await build(dir);
+  return { dir, out };
+}
+
+/** Each kind, the kit `verify` runs on it, and the file its stubs name. */
+const KINDS = [
+  { slot: "state", kit: "describeStateConformance", file: "src/state.ts" },
+  { slot: "blob", kit: "describeBlobStoreConformance", file: "src/blob-store.ts" },
+  { slot: "sandbox", kit: "describeSandboxConformance", file: "src/sandbox-adapter.ts" },
+  { slot: "scheduler", kit: "describeSchedulerConformance", file: "src/scheduler.ts" },
+  { slot: "deploy", kit: "describeDeployConformance", file: "src/deploy-target.ts" },
+  { slot: "runtime", kit: "describeRuntimeConformance", file: "src/host.ts" },
+  { slot: "harness", kit: "describeHarnessConformance", file: "src/harness.ts" },
+  { slot: "channel", kit: "describeChannelConformance", file: "src/channel.ts" },
+  { slot: "telemetry-sink", kit: "describeTelemetrySinkConformance", file: "src/sink.ts" },
+];
+
+describe("plugins new --slot <kind>: a skeleton that builds, whose kit fails clearly until it is written", () => {
+  it.each(KINDS)("$slot: verify passes the loader's checks, runs $kit and names $file in its failures", async ({ slot, kit, file }) => {
+    const { dir } = await scaffold(slot);
+    const report = await verifyPluginPackage(dir, { testTimeoutMs: 20_000 });
+    expect(report.steps.map((step) => [step.step, step.ok])).toEqual([
+      ["manifest", true],
+      ["kernel range", true],
+      ["exports", true],
+      ["options and live contracts", true],
+    ]);
+    expect(report.ok).toBe(false);
+    expect(report.kits).toHaveLength(1);
+    const [outcome] = report.kits;
+    expect(outcome).toMatchObject({ kit });
+    expect(outcome!.failed).toBeGreaterThan(0);
+    expect(outcome!.failures.some((failure) => failure.message.includes(`is not implemented yet: write it in ${file}`))).toBe(true);
+  }, 180_000);
+
+  it.each(Object.entries(WRITTEN))("%s: verify passes once the file the skeleton names is written", async (slot, { file, source }) => {
+    const { dir } = await scaffold(slot);
+    await writeFile(join(dir, file), source);
+    await build(dir);
+    const report = await verifyPluginPackage(dir, { testTimeoutMs: 60_000 });
+    expect(report.kits.map((kit) => [kit.kit, kit.failed, kit.failures])).toEqual([[KINDS.find((kind) => kind.slot === slot)!.kit, 0, []]]);
+    expect(report.ok).toBe(true);
+  }, 300_000);
+
+  it("telemetry-sink: verify passes once the sink is written as the README says", async () => {
+    const { dir, out } = await scaffold("telemetry-sink");
+    expect(out.join("\n")).toContain("implement src/sink.ts");
+    // Queue in export(), send in flush(): what the skeleton's doc comment asks for, to the skeleton's own backend.
+    await writeFile(
+      join(dir, "src/sink.ts"),
+      `import type { TelemetrySink, TelemetrySpan } from "@assemblyline-agents/core";
+
+export interface KitTelemetrySinkSinkOptions {
+  endpoint?: string;
+}
+
+export function createKitTelemetrySinkSink(options: KitTelemetrySinkSinkOptions = {}): TelemetrySink & { shutdown(): Promise<void> } {
+  let queue: object[] = [];
+  const flush = async (): Promise<void> => {
+    const batch = queue;
+    queue = [];
+    if (batch.length === 0) return;
+    const response = await fetch(options.endpoint ?? "http://127.0.0.1:4318/spans", { method: "POST", headers: { "content-type": "application/json" }, body: JSON.stringify(batch) });
+    if (!response.ok) throw new Error("the backend answered " + response.status);
+  };
+  return {
+    export(span: TelemetrySpan): void {
+      queue.push({
+        traceId: span.traceId,
+        spanId: span.spanId,
+        ...(span.parentSpanId ? { parentSpanId: span.parentSpanId } : {}),
+        name: span.name,
+        startTimeMs: span.startTimeMs,
+        endTimeMs: span.endTimeMs,
+        status: span.status.code,
+        attributes: structuredClone(span.attributes),
+        resource: structuredClone(span.resource),
+      });
+    },
+    flush,
+    shutdown: flush,
+  };
+}
+`,
+    );
+    await build(dir);
+    const report = await verifyPluginPackage(dir);
+    expect(report.kits.map((kit) => [kit.kit, kit.failed, kit.failures])).toEqual([["describeTelemetrySinkConformance", 0, []]]);
+    expect(report.ok).toBe(true);
+  }, 180_000);
+});
+
+/** What an author writes in place of a skeleton's stubs, against the skeleton's own src/testkit.ts. */
+const WRITTEN: Record<string, { file: string; source: string }> = {
+  harness: {
+    file: "src/harness.ts",
+    // An engine for the skeleton's JSON model server: one POST per model call, journaled, abortable, resumable.
+    source: `import type { AgentHarness, HarnessContext, HarnessTurnInput, HarnessTurnResult, JsonValue, ModelToolCall } from "@assemblyline-agents/core";
+
+export interface KitHarnessHarnessOptions {
+  baseUrl?: string;
+  apiKey?: string;
+}
+
+type Reply = { text: string } | { toolCall: ModelToolCall };
+interface State {
+  items: Array<{ role: string; content: JsonValue }>;
+  pending?: ModelToolCall;
+  calls: number;
+}
+
+export function kitHarnessAgentHarness(options: KitHarnessHarnessOptions = {}): AgentHarness {
+  return {
+    name: "kit-harness",
+    async runTurn(input: HarnessTurnInput, ctx: HarnessContext): Promise<HarnessTurnResult> {
+      let state: State;
+      if (input.continuation) {
+        const { harness, version } = input.continuation;
+        if (harness !== "kit-harness" || version !== 1) throw new Error("this continuation was made by " + harness + " v" + version + ", not kit-harness v1");
+        state = input.continuation.data as unknown as State;
+      } else {
+        state = { items: input.context.messages.map((message) => ({ role: message.role, content: message.content })), calls: 0 };
+      }
+      for (;;) {
+        if (state.pending) {
+          const outcome = await ctx.callTool(state.pending);
+          if (outcome.status === "paused") return { status: "paused", continuation: { version: 1, harness: "kit-harness", agentRevision: input.agentRevision, data: state as unknown as JsonValue } };
+          if (outcome.status === "failed") return { status: "completed", response: { text: outcome.output.error } };
+          state.items.push({ role: "tool", content: JSON.stringify(outcome.output) });
+          delete state.pending;
+        }
+        state.calls += 1;
+        const reply = (await ctx.modelCall("model:" + state.calls, async () => {
+          const response = await fetch(options.baseUrl!, {
+            method: "POST",
+            headers: { "content-type": "application/json", authorization: "Bearer " + options.apiKey },
+            body: JSON.stringify({ model: input.modelSpec, instructions: input.context.instructions, tools: input.context.tools.map((tool) => tool.name), items: state.items }),
+            signal: ctx.signal,
+          });
+          if (!response.ok) throw new Error("the model server answered " + response.status);
+          return (await response.json()) as JsonValue;
+        })) as unknown as Reply;
+        if ("text" in reply) {
+          ctx.textDelta(reply.text);
+          return { status: "completed", response: { text: reply.text } };
+        }
+        state.items.push({ role: "assistant", content: JSON.stringify(reply.toolCall) });
+        state.pending = reply.toolCall;
+      }
+    },
+  };
+}
+`,
+  },
+  channel: {
+    file: "src/channel.ts",
+    // HMAC-checked webhooks and replies posted to the provider, as the skeleton's fake provider speaks them.
+    source: `import { createHmac, timingSafeEqual } from "node:crypto";
+import type { ChannelAck, ChannelAttachment, ChannelDelivery, ChannelModule, ChannelRequest, ChannelTurn } from "@assemblyline-agents/core";
+
+export interface KitChannelChannelOptions {
+  signingSecret?: string;
+  apiBaseUrl?: string;
+}
+
+export function defineKitChannelChannel(options: KitChannelChannelOptions = {}): ChannelModule {
+  return {
+    config: { transport: "http", route: "/kit-channel/events", methods: ["POST"] },
+    async normalizeHttp(request: ChannelRequest): Promise<ChannelTurn | ChannelAck> {
+      const expected = createHmac("sha256", options.signingSecret ?? "").update(request.rawBody).digest();
+      const given = Buffer.from(request.headers["x-signature"] ?? "", "hex");
+      if (!options.signingSecret || given.length !== expected.length || !timingSafeEqual(given, expected)) throw Object.assign(new Error("bad signature"), { status: 401 });
+      const body = request.body as unknown as { id: string; conversation: string; text: string; attachment?: ChannelAttachment };
+      return { eventId: body.id, conversationId: "kit:" + body.conversation, message: body.text, metadata: { conversation: body.conversation }, ...(body.attachment ? { attachments: [body.attachment] } : {}) };
+    },
+    async deliver(delivery: ChannelDelivery): Promise<void> {
+      const response = await fetch(options.apiBaseUrl + "/messages", { method: "POST", headers: { "content-type": "application/json" }, body: JSON.stringify({ eventId: delivery.metadata?.eventId, text: delivery.text }) });
+      if (!response.ok) throw new Error("the provider answered " + response.status);
+    },
+  };
+}
+`,
+  },
+  runtime: {
+    file: "src/host.ts",
+    // The Node host does the serving; a real runtime plugin would be its own host.
+    source: `import type { AgentHarness } from "@assemblyline-agents/core";
+import { listenNodeRuntime } from "@assemblyline-agents/node";
+import { InMemoryStateAdapter, buildAgent, loadRuntimeBundle, noopLogger } from "@assemblyline-agents/runtime";
+
+export interface KitRuntimeHostOptions {
+  agentDir: string;
+  harness?: AgentHarness;
+  port?: number;
+  host?: string;
+}
+
+export interface KitRuntimeHost {
+  url: string;
+  shutdown(): Promise<void>;
+}
+
+export async function listenKitRuntimeRuntime(options: KitRuntimeHostOptions): Promise<KitRuntimeHost> {
+  const { artifactRoot } = await buildAgent(options.agentDir);
+  const handle = await listenNodeRuntime({
+    ...(await loadRuntimeBundle(artifactRoot)),
+    state: new InMemoryStateAdapter(),
+    ...(options.harness ? { agentHarness: options.harness } : {}),
+    port: options.port ?? 0,
+    host: options.host ?? "127.0.0.1",
+    devMode: true,
+    logger: noopLogger(),
+  });
+  return { url: handle.url, shutdown: () => handle.shutdown({ timeoutMs: 5_000 }) };
+}
+`,
+  },
+};
