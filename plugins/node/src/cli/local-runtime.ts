@@ -21,12 +21,6 @@ export interface ModelFlags {
   api?: string;
 }
 
-export const MODEL_OPTIONS = {
-  model: { type: "string" },
-  "base-url": { type: "string" },
-  api: { type: "string" },
-} as const;
-
 /** The pi catalog entry `--base-url` implies, if any. */
 export async function catalogFor(flags: ModelFlags): Promise<PiModelCatalog | undefined> {
   if (!flags.baseUrl) return undefined;
