@@ -96,9 +96,16 @@ export async function openLocalRuntime(options: {
   onTextDelta?: (runId: string, delta: string) => void;
   /** Dev mode warns about missing plugin env variables instead of refusing to boot. Default true. */
   devMode?: boolean;
+  /**
+   * Check agent.ts's model against the engine's catalog while building. Default true. A run
+   * given its model on the command line does not use that one, and skips loading the catalog
+   * (thousands of modules) for it; `build`, `dev` and `deploy` still check it.
+   */
+  checkAgentModel?: boolean;
 }): Promise<LocalRuntime> {
   const agentDir = resolve(options.agentDir);
-  const artifactRoot = options.build ? (await buildAgent(agentDir, { validateModel: staticModelCheck(options.models), checkSandboxAdapter: checkSandboxAdapterInstalled })).artifactRoot : join(agentDir, ARTIFACT_DIR);
+  const validateModel = options.checkAgentModel === false ? undefined : staticModelCheck(options.models);
+  const artifactRoot = options.build ? (await buildAgent(agentDir, { ...(validateModel ? { validateModel } : {}), checkSandboxAdapter: checkSandboxAdapterInstalled })).artifactRoot : join(agentDir, ARTIFACT_DIR);
   const bundle = await loadRuntimeBundle(artifactRoot);
   // gateway.ts chooses adapters per slot; the slots it leaves empty get the embedded defaults.
   const composed = needsComposition(bundle)

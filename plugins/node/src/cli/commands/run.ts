@@ -31,6 +31,7 @@ export async function runCommand(parsed: ParsedCommand, io: CommandIO): Promise<
   const local = await openLocalRuntime({
     agentDir,
     build: true,
+    checkAgentModel: flags.model === undefined,
     ...(stateDir ? { stateDir } : {}),
     ...(models ? { models } : {}),
     onEvent: (event) => {
