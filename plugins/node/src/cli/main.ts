@@ -17,7 +17,7 @@ export async function main(argv: string[], io: CommandIO = processIO, context: C
     if (argv.includes("--json")) io.out(errorEnvelope(body));
     else {
       const paint = colors(io, "err");
-      io.err(`${paint.red(paint.bold("error"))} ${paint.dim(body.code)} ${body.message}`);
+      io.err(`${paint.red(paint.bold("error"))} ${paint.bold(body.code)}: ${body.message}`);
       if (body.fix) io.err(`  ${paint.yellow("fix:")} ${body.fix}`);
     }
     return body.code === "AL_ERR_CLI_USAGE" ? EXIT.usage : EXIT.failed;

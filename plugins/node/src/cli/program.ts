@@ -184,7 +184,7 @@ export function buildProgram(io: CommandIO, context: CommandContext, exit: { cod
     examples(agentFlags(runs.command("migrate").description("move a paused run to the current build").argument("<runId>")).option("--to <revision>", "only: current (required)"), [
       "assembly-line runs migrate <runId> --to current",
     ]),
-    { load: async () => (await import("./commands/runs.js")).runsMigrate, config: AGENT_FILL, required: ["to"] },
+    { load: async () => (await import("./commands/runs.js")).runsMigrate, config: AGENT_FILL },
   );
 
   leaf(

@@ -127,7 +127,9 @@ export async function runsMigrate(parsed: ParsedCommand, io: CommandIO): Promise
     const from = await local.runtime.revisionOf(runId);
     const result = await local.runtime.migrateRun(runId, { actor: "cli" });
     if (!local.json) io.out(`run ${runId} moved from ${from} to ${local.runtime.manifest.agentRevision}`);
-    return reportResult(result, io, { json: local.json, agentDir: local.agentDir });
+    reportResult(result, io, { json: local.json, agentDir: local.agentDir });
+    // Moving the run is what was asked; it still waits for the decision it waited for.
+    return 0;
   } finally {
     await local.close();
   }
