@@ -226,6 +226,7 @@ export function buildProgram(io: CommandIO, context: CommandContext, exit: { cod
   );
 
   const automations = group("automations", "the agent's automations: schedule, next due time, paused");
+  examples(automations, ["assembly-line automations list --agent ./agent", "assembly-line automations pause nightly-report"]);
   const automation = (name: string, description: string, withName: boolean, lines: string[]) => {
     const command = agentFlags(automations.command(name).description(description));
     if (withName) command.argument("<name>", "the automation's name");
@@ -237,6 +238,7 @@ export function buildProgram(io: CommandIO, context: CommandContext, exit: { cod
   automation("resume", "restart an automation's schedule", true, ["assembly-line automations resume nightly-report"]);
 
   const skills = group("skills", "the durable skill store: what changed since the seed, and undo it");
+  examples(skills, ["assembly-line skills list", "assembly-line skills diff triage", "assembly-line skills list --subagent researcher"]);
   const skill = (name: string, description: string, withName: boolean, lines: string[]) => {
     const command = jsonFlag(
       skills
@@ -311,6 +313,7 @@ export function buildProgram(io: CommandIO, context: CommandContext, exit: { cod
 
   // --- plugins ---
   const plugins = group("plugins", "the plugin marketplace: find, install and check adapter plugins");
+  examples(plugins, ["assembly-line plugins search state", "assembly-line plugins add postgres", "assembly-line plugins verify ./my-plugin"]);
   plugins.addHelpText("after", "\nlist, search, info and add read the index named by --registry <url|file> or $ASSEMBLY_LINE_REGISTRY (a snapshot as `plugins list --json` prints it), else the one bundled with this version.");
   const registryFlag = (command: Command) => command.option("--registry <url|file>", "the registry index to read (default: $ASSEMBLY_LINE_REGISTRY, else the bundled one)");
   const pluginsLeaf = (command: Command, name: "listPlugins" | "searchPlugins" | "pluginInfo" | "addPlugin" | "verifyPlugin") =>
@@ -364,6 +367,7 @@ export function buildProgram(io: CommandIO, context: CommandContext, exit: { cod
 
   // --- config ---
   const config = group("config", "the project config (assembly-line.config.{ts,js,json} or package.json \"assembly-line\")");
+  examples(config, ["assembly-line config show"]);
   leaf(
     examples(
       jsonFlag(
