@@ -376,6 +376,9 @@ describe("the --json envelope", () => {
     const broken = await spawnCli(["config", "show", "--json"], { cwd: project });
     const error = errorEnvelope(broken, "AL_ERR_CLI_CONFIG", 1);
     expect(error.message).toContain('unknown key "agnet"');
+    const unreadable = write(join(work, "unreadable-config"), { "assembly-line.config.json": "{ agent: " });
+    const notJson = errorEnvelope(await spawnCli(["runs", "list", "--json"], { cwd: unreadable }), "AL_ERR_CLI_CONFIG", 1);
+    expect(notJson.message).toContain(join(unreadable, "assembly-line.config.json"));
   });
 
   it("start and dev: the address once listening; a bad port as a usage error", async () => {

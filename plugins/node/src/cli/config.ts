@@ -58,7 +58,9 @@ export async function loadProjectConfig(cwd: string = process.cwd()): Promise<Lo
     packageProp: PACKAGE_KEY,
     searchStrategy: "project",
     cache: false,
-    loaders: { ".ts": importModule, ".js": importModule, ".mjs": importModule },
+    // JSON.parse rather than cosmiconfig's parse-json, which loads a code-frame printer on every
+    // command that finds a package.json; a broken file is still named in the error below.
+    loaders: { ".ts": importModule, ".js": importModule, ".mjs": importModule, ".json": parseJsonFile },
   });
   let found;
   try {
@@ -71,6 +73,14 @@ export async function loadProjectConfig(cwd: string = process.cwd()): Promise<Lo
   }
   if (!found || found.isEmpty) return { values: {} };
   return { values: checkConfig(found.config, found.filepath), filepath: found.filepath };
+}
+
+function parseJsonFile(filepath: string, content: string): unknown {
+  try {
+    return JSON.parse(content) as unknown;
+  } catch (error) {
+    throw new Error(`${filepath} is not JSON: ${(error as Error).message}`);
+  }
 }
 
 function checkConfig(config: unknown, filepath: string): LoadedConfig["values"] {
