@@ -478,7 +478,7 @@ describe("colours, progress and start-up", () => {
     expect(json.stderr).toBe("");
   });
 
-  it("loads no command module, kernel runtime, registry or model stack for --help and --version, and no kernel runtime for runs list", () => {
+  it("loads no command module, kernel runtime, registry or model stack for --help and --version, no kernel runtime for runs list, no registry or catalog for a scripted run", () => {
     const hooks = `export async function resolve(s, c, next) { const r = await next(s, c); process.stderr.write("RESOLVED " + r.url + "\\n"); return r; }`;
     const trace = (args: string[], cwd = root) => {
       const source = `import { register } from "node:module"; register(${JSON.stringify(`data:text/javascript,${encodeURIComponent(hooks)}`)}); process.argv = [process.argv[0], ${JSON.stringify(bin)}, ...${JSON.stringify(args)}]; await import(${JSON.stringify(bin)});`;
@@ -494,5 +494,9 @@ describe("colours, progress and start-up", () => {
     const listing = trace(["runs", "list", "--agent", notes]);
     expect(listing.some((url) => url.endsWith("/dist/cli/commands/runs.js"))).toBe(true);
     expect(listing.filter((url) => /\/(kernel\/dist|registry\/dist|plugins\/pi\/|@mariozechner\/)/.test(url))).toEqual([]);
+    // A run given a scripted model, of an agent (on openai/gpt-5.4-mini) without gateway.ts: neither the registry nor the model catalog.
+    const run = trace(["run", notes, "-m", "hi", "--model", notesScript]);
+    expect(run.some((url) => url.includes("/kernel/dist/"))).toBe(true);
+    expect(run.filter((url) => /\/(registry\/dist|plugins\/pi\/|@mariozechner\/|typebox\/)/.test(url))).toEqual([]);
   });
 });
