@@ -20,7 +20,7 @@ import {
 import { jsonOption, requirePositional, stringOption, type ParsedCommand } from "../args.js";
 import type { CommandIO } from "../io.js";
 import { npmInstall } from "../npm-install.js";
-import { envelope } from "../output.js";
+import { envelope, progress } from "../output.js";
 
 /** `assembly-line plugins <args>` for embedding (tests, scripts): the command line's parsing; errors are thrown, not printed. */
 export async function pluginsCommand(args: string[], io: CommandIO): Promise<number> {
@@ -142,10 +142,12 @@ export async function addPlugin(parsed: ParsedCommand, io: CommandIO): Promise<n
     spec = `${entry.package}@^${entry.version}`;
     knownName = entry.package;
   }
-  if (!json) io.out(`installing ${spec} into ${project}`);
+  const step = progress(io, json);
+  step(`installing ${spec} into ${project} with npm`);
   const name = await npmInstall(project, spec, { offline: parsed.values.offline === true, ...(knownName ? { knownName } : {}) });
 
   let plugin: InspectedPlugin;
+  step(`checking ${name} against kernel ${KERNEL_VERSION}`);
   try {
     plugin = await inspectPluginPackage(join(project, "node_modules", name));
   } catch (error) {

@@ -8,7 +8,7 @@ import { installSignalHandlers } from "../../host/signals.js";
 import { jsonOption, requirePositional, stringOption, type CommandContext, type ParsedCommand } from "../args.js";
 import type { CommandIO } from "../io.js";
 import { catalogFor, chooseModel } from "../local-runtime.js";
-import { envelope } from "../output.js";
+import { envelope, progress } from "../output.js";
 
 const DEV_USAGE = "assembly-line dev [agentDir] (assembly-line dev --help)";
 const START_USAGE = "assembly-line start [artifactDir] (assembly-line start --help)";
@@ -28,6 +28,7 @@ export interface ServeControl {
 export async function dev(parsed: ParsedCommand, io: CommandIO, context: CommandContext = {}): Promise<number> {
   const control = context.serve ?? {};
   const agentDir = requirePositional(parsed.positionals, 0, "agentDir", DEV_USAGE);
+  progress(io, jsonOption(parsed))(`building ${agentDir}`);
   const { artifactRoot } = await buildAgent(agentDir, { checkSandboxAdapter: checkSandboxAdapterInstalled });
   const bundle = await loadRuntimeBundle(artifactRoot);
   const flags = modelFlags(parsed);
