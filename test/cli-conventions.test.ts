@@ -436,7 +436,7 @@ describe("project config", () => {
 
   it("reads assembly-line.config.ts through jiti and the package.json key", async () => {
     const tsProject = write(join(work, "ts-config"), {
-      "assembly-line.config.ts": `const model: string = "openai/gpt-5.4-mini";\nexport default { model, host: { host: "0.0.0.0" } };\n`,
+      "assembly-line.config.ts": `import type { ProjectConfig } from "@assemblyline-agents/node";\nconst model: string = "openai/gpt-5.4-mini";\nexport default { model, host: { host: "0.0.0.0" } } satisfies ProjectConfig;\n`,
     });
     const fromTs = JSON.parse((await spawnCli(["config", "show", "--json"], { cwd: join(tsProject) })).stdout).data;
     expect(fromTs.settings.model).toEqual({ value: "openai/gpt-5.4-mini", source: { config: join(tsProject, "assembly-line.config.ts") } });
