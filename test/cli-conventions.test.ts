@@ -429,6 +429,10 @@ describe("project config", () => {
       "host.port": { value: 4321, source: { config: file } },
       "host.host": { value: expect.any(String), source: "default" },
     });
+    // The config's model server goes with the config's model: a scripted --model runs without it.
+    write(project, { "assembly-line.config.json": JSON.stringify({ agent: "./agent", stateDir: "./runs-state", model: "local/llama3", baseUrl: "http://127.0.0.1:9/v1", host: { port: 4321 } }) });
+    const scripted = await spawnCli(["run", "-m", "hi", "--model", "scripted:agent/hello.json", "--json"], { cwd: project });
+    expect(JSON.parse(scripted.stdout).data.result.status).toBe("completed");
     const text = await spawnCli(["config", "show", "--api", "openai-completions"], { cwd: project });
     expect(text.stdout).toMatch(new RegExp(`stateDir\\s+${join(project, "runs-state")}\\s+from ${file}`));
     expect(text.stdout).toMatch(/api\s+openai-completions\s+from --api/);

@@ -64,8 +64,12 @@ function parsedFrom(command: Command): ParsedCommand {
   return { values, positionals: [...command.args] };
 }
 
+/** The config's base URL and API describe the config's model: a --model on the command line goes without them. */
+const MODEL_SERVER_FLAGS = ["base-url", "api"];
+
 async function applyConfig(parsed: ParsedCommand, spec: LeafSpec): Promise<void> {
-  const fill = Object.entries(spec.config ?? {}).filter(([flag]) => parsed.values[flag] === undefined);
+  const modelGiven = parsed.values.model !== undefined;
+  const fill = Object.entries(spec.config ?? {}).filter(([flag]) => parsed.values[flag] === undefined && !(modelGiven && MODEL_SERVER_FLAGS.includes(flag)));
   const needsAgent = spec.agentPositional !== undefined && parsed.positionals[0] === undefined;
   if (fill.length === 0 && !needsAgent) return;
   const { loadProjectConfig } = await import("./config.js");
@@ -80,7 +84,7 @@ async function applyConfig(parsed: ParsedCommand, spec: LeafSpec): Promise<void>
   }
 }
 
-/** Builds the whole command tree; `context.code` receives the exit code of the command that ran. */
+/** Builds the whole command tree; `exit.code` receives the exit code of the command that ran. */
 export function buildProgram(io: CommandIO, context: CommandContext, exit: { code: number }): Command {
   const help = pc.createColors(io.outColor === true);
   const program = new Command("assembly-line")
