@@ -150,6 +150,11 @@ describe("help and version", () => {
     };
     walk(program, []);
     expect(found.sort()).toEqual([...COMMANDS].sort());
+    // Every command that does something (not a group) takes --json.
+    const leaves: Command[] = [];
+    const collect = (command: Command) => (command.commands.length === 0 ? leaves.push(command) : command.commands.filter((child) => child.name() !== "help").forEach(collect));
+    program.commands.filter((child) => child.name() !== "help").forEach(collect);
+    expect(leaves.filter((leaf) => !leaf.options.some((option) => option.long === "--json")).map((leaf) => leaf.name())).toEqual([]);
 
     for (const path of ["", ...COMMANDS]) {
       const words = path === "" ? [] : path.split(" ");
