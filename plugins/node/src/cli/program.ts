@@ -149,8 +149,13 @@ export function buildProgram(io: CommandIO, context: CommandContext, exit: { cod
   leaf(
     examples(
       jsonFlag(
-        modelFlags(program.command("run").description("run one conversation turn and print its timeline").argument("[agentDir]", "the agent folder (default: the config's agent, else .)"))
-          .option("-m, --message <text>", "the user message (required)")
+        modelFlags(
+          program
+            .command("run")
+            .description("run one conversation turn and print its timeline")
+            .argument("[agentDir]", "the agent folder (default: the config's agent, else .)")
+            .option("-m, --message <text>", "the user message (required)"),
+        )
           .option("--offline-script <file.json>", "use this scripted conversation when the model's API key is not set")
           .addOption(new Option("--approve <decision>", "decide approval pauses now instead of leaving the run paused").choices(["all", "none"]))
           .option("--answer <text>", "answer a question the run asks")
