@@ -315,7 +315,7 @@ export function buildProgram(io: CommandIO, context: CommandContext, exit: { cod
           .addOption(new Option("--service-manager <manager>", "vps: how the release is kept running").choices(["systemd", "process"]))
           .option("--out <dir>", "fly, railway: where to write the config, Dockerfile and bundle"),
       ),
-      ["assembly-line deploy ./agent --target docker --port 8080", "assembly-line deploy ./agent --target vps --host deploy@example.com --identity ~/.ssh/id_ed25519", "assembly-line deploy ./agent --target fly --out ./fly-release"],
+      ["assembly-line deploy ./agent --target docker --port 8080", "assembly-line deploy ./agent --target vps --host 203.0.113.10 --user deploy --identity ~/.ssh/id_ed25519", "assembly-line deploy ./agent --target fly --out ./fly-release"],
     ),
     { load: async () => (await import("./commands/deploy.js")).deployCommand, agentPositional: "agent", required: ["target"] },
   );
