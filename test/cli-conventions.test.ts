@@ -1,4 +1,4 @@
-import { execFile, spawnSync } from "node:child_process";
+import { execFile, spawn, spawnSync } from "node:child_process";
 import { cpSync, mkdirSync, mkdtempSync, readFileSync, rmSync, symlinkSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { dirname, join, resolve } from "node:path";
@@ -179,6 +179,25 @@ describe("help and version", () => {
     expect((await cli(["-v"])).stdout).toBe(version);
     const spawned = await spawnCli(["--version"]);
     expect(spawned).toEqual({ code: 0, stdout: version, stderr: "" });
+  });
+
+  it("answers `help` with the overview, and `help <unknown>` as a usage error", async () => {
+    const overview = await cli(["help"]);
+    expect(overview.code).toBe(0);
+    expect(overview.stdout).toContain("Usage: assembly-line");
+    const unknown = await cli(["help", "nothing"]);
+    expect(unknown.code).toBe(2);
+    expect(unknown.stderr).toMatch(/AL_ERR_CLI_USAGE: unknown command 'nothing'/);
+  });
+
+  it("stops quietly when the reader closes the pipe early (| head)", async () => {
+    const child = spawn(process.execPath, [bin, "--help"], { stdio: ["ignore", "pipe", "pipe"] });
+    child.stdout.destroy();
+    let stderr = "";
+    child.stderr.on("data", (chunk: Buffer) => (stderr += chunk.toString()));
+    const code = await new Promise<number | null>((done) => child.on("close", done));
+    expect(stderr).not.toMatch(/EPIPE|Error/);
+    expect(code).toBe(0);
   });
 
   it("prints its help and exits 2 when no command is given", async () => {

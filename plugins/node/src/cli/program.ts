@@ -405,11 +405,17 @@ export async function runCommandLine(argv: string[], io: CommandIO, context: Com
     await program.parseAsync(argv, { from: "user" });
   } catch (error) {
     if (!(error instanceof CommanderError)) throw error;
-    if (error.code === "commander.helpDisplayed" || error.code === "commander.version") return 0;
+    // --help, --version and `help [command]` print what was asked and succeed.
+    if (error.code === "commander.helpDisplayed" || error.code === "commander.version" || (error.code === "commander.help" && error.exitCode === 0)) return 0;
     const { AssemblyLineError } = await import("@assemblyline-agents/core");
     const words = argv.filter((word) => !word.startsWith("-"));
-    // A group without its subcommand printed its help (to stderr) and stops as a usage error.
-    const message = error.code === "commander.help" ? `${words.length === 0 ? "assembly-line" : `assembly-line ${words[0]}`} needs a command` : error.message.replace(/^error: /, "");
+    // A group without its subcommand (or `help` of an unknown one) printed its help and stops as a usage error.
+    const message =
+      error.code !== "commander.help"
+        ? error.message.replace(/^error: /, "")
+        : words[0] === "help" && words[1] !== undefined
+          ? `unknown command '${words.slice(1).join(" ")}'`
+          : `${["assembly-line", ...words.slice(0, 1)].join(" ")} needs a command`;
     throw new AssemblyLineError("AL_ERR_CLI_USAGE", message, { fix: `See assembly-line ${commandPath(program, argv)}--help.` });
   }
   return exit.code;
