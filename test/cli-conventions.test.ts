@@ -259,6 +259,18 @@ describe("exit codes", () => {
     expect((await cli(["runs", "show", "run_missing", "--agent", notes])).code).toBe(1);
   });
 
+  it("1 and AL_ERR_CLI_UNEXPECTED, with the stack, for an error that carries no code", async () => {
+    const err: string[] = [];
+    const code = await main(["--version"], {
+      out: () => {
+        throw new TypeError("stdout is gone");
+      },
+      err: (line) => void err.push(line),
+    });
+    expect(code).toBe(1);
+    expect(err.join("\n")).toMatch(/AL_ERR_CLI_UNEXPECTED: TypeError: stdout is gone\n\s+at /);
+  });
+
   it("4 for a run left queued or running", () => {
     expect(exitCodeOf({ runId: "run_x", status: "running" } as never)).toBe(4);
     expect(exitCodeOf({ runId: "run_x", status: "queued" } as never)).toBe(4);

@@ -1,3 +1,4 @@
+import type { AssemblyLineError } from "@assemblyline-agents/core";
 import { EXIT } from "./exit-codes.js";
 import { processIO, type CommandIO } from "./io.js";
 import { colors, errorEnvelope, type ErrorBody } from "./output.js";
@@ -13,7 +14,9 @@ export async function main(argv: string[], io: CommandIO = processIO, context: C
   try {
     return await runCommandLine(argv, io, context);
   } catch (error) {
-    const body = errorBody(error);
+    // The error path alone loads the SDK's error helpers: --help and --version stay light.
+    const { isAssemblyLineError } = await import("@assemblyline-agents/core");
+    const body = isAssemblyLineError(error) ? knownError(error) : unexpectedError(error);
     if (argv.includes("--json")) io.out(errorEnvelope(body));
     else {
       const paint = colors(io, "err");
@@ -24,17 +27,16 @@ export async function main(argv: string[], io: CommandIO = processIO, context: C
   }
 }
 
-/** An AssemblyLineError's code, bare message and fix; anything else is unexpected and keeps its stack for the report. */
-function errorBody(error: unknown): ErrorBody {
-  const candidate = error as { name?: unknown; code?: unknown; message?: unknown; fix?: unknown; stack?: unknown };
-  if (candidate && candidate.name === "AssemblyLineError" && typeof candidate.code === "string") {
-    const prefix = `${candidate.code}: `;
-    let message = String(candidate.message);
-    if (message.startsWith(prefix)) message = message.slice(prefix.length);
-    const fix = typeof candidate.fix === "string" ? candidate.fix : null;
-    if (fix !== null) message = message.replace(`\n  fix: ${fix}`, "");
-    return { code: candidate.code, message, fix };
-  }
+/** An AssemblyLineError's code, its message without the code prefix and fix suffix it carries, and its fix. */
+function knownError(error: AssemblyLineError): ErrorBody {
+  let message = error.message;
+  if (message.startsWith(`${error.code}: `)) message = message.slice(`${error.code}: `.length);
+  if (error.fix !== undefined) message = message.replace(`\n  fix: ${error.fix}`, "");
+  return { code: error.code, message, fix: error.fix ?? null };
+}
+
+/** Anything else is a bug: reported with its stack. */
+function unexpectedError(error: unknown): ErrorBody {
   return {
     code: "AL_ERR_CLI_UNEXPECTED",
     message: error instanceof Error ? (error.stack ?? error.message) : String(error),
