@@ -42,14 +42,14 @@ describe.each(protocols)("assembly-line run against a local $name server", ({ st
     const agent = exampleCopy();
 
     const run = await cli(["run", agent, "--message", "What do I know about milk?", "--model", model, "--base-url", server.baseUrl, "--api", api, "--json"], env);
-    const lines = run.trim().split("\n").map((line) => JSON.parse(line));
-    const result = lines.at(-1).result;
+    const { data } = JSON.parse(run) as { data: { result: { status: string; runId: string; response: { text: string } }; events: Array<{ type: string; data: unknown }> } };
+    const result = data.result;
     expect(result.status).toBe("completed");
     expect(result.response.text).toBe("No notes about milk yet.");
-    expect(lines.find((line) => line.type === "tool.completed")?.data).toMatchObject({ toolName: "lookup_notes", modelOutput: { query: "milk", matches: [] } });
+    expect(data.events.find((event) => event.type === "tool.completed")?.data).toMatchObject({ toolName: "lookup_notes", modelOutput: { query: "milk", matches: [] } });
     expect(server.requests).toHaveLength(2);
 
-    const shown = JSON.parse(await cli(["runs", "show", result.runId, "--agent", agent, "--json"], env));
+    const shown = JSON.parse(await cli(["runs", "show", result.runId, "--agent", agent, "--json"], env)).data;
     const usage = shown.usage.sort((a: { id: string }, b: { id: string }) => a.id.localeCompare(b.id));
     expect(usage.map((record: { inputTokens: number; outputTokens: number; cacheReadTokens: number }) => [record.inputTokens, record.outputTokens, record.cacheReadTokens])).toEqual([
       [321, 17, 0],
@@ -63,7 +63,8 @@ describe.each(protocols)("assembly-line run against a local $name server", ({ st
     server = await start();
     server.text(["Hel", "lo ", "there"], { inputTokens: 5, outputTokens: 3 });
     const { stdout, stderr } = await cliOutput(["run", exampleCopy(), "--message", "hi", "--model", model, "--base-url", server.baseUrl, "--api", api, "--stream"], env);
-    expect(stderr).toContain("  > Hel\n  > lo \n  > there\n");
+    // One continuous stream, not a line per delta.
+    expect(stderr).toContain("Hello there\n");
     expect(stdout.match(/model\.response/g)).toHaveLength(1);
     expect(stdout.trim().split("\n").at(-1)).toBe("Hello there");
   }, 60_000);

@@ -31,13 +31,14 @@ function changeRecordNote(dir: string, build: string): void {
 
 async function pause(dir: string): Promise<string> {
   const paused = await cli(["run", dir, "--message", "Remember to buy milk", "--model", `scripted:${join(dir, "conversations/remember-milk.json")}`, "--json"]);
-  const result = JSON.parse(paused.stdout.trim().split("\n").at(-1)!).result;
+  expect(paused.code).toBe(3);
+  const result = JSON.parse(paused.stdout).data.result;
   expect(result.status).toBe("waiting_approval");
   return result.runId;
 }
 
 const recordOutput = async (dir: string, runId: string) => {
-  const shown = JSON.parse((await cli(["runs", "show", runId, "--agent", dir, "--json"])).stdout);
+  const shown = JSON.parse((await cli(["runs", "show", runId, "--agent", dir, "--json"])).stdout).data;
   return shown.toolCalls.find((call: { toolName: string }) => call.toolName === "record_note").output;
 };
 

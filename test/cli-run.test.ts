@@ -28,7 +28,8 @@ describe("assembly-line CLI", () => {
 
   it("runs the example on a scripted conversation, pausing for approval then completing with --approve all", async () => {
     const paused = await cli(["run", example, "--message", "Remember to buy milk", "--model", `scripted:${script}`]);
-    expect(paused.code).toBe(0);
+    // 3: the run paused awaiting a decision.
+    expect(paused.code).toBe(3);
     expect(paused.stdout).toMatch(/approval\.requested\s+record_note/);
     expect(paused.stdout).toMatch(/waits for approval of record_note[\s\S]*approve: npx assembly-line approve run_/);
 
@@ -41,8 +42,8 @@ describe("assembly-line CLI", () => {
 
   it("pauses in one process and completes in another when approved, without re-running completed work", async () => {
     const paused = await cli(["run", example, "--message", "Remember to buy milk", "--offline-script", script, "--json"]);
-    expect(paused.code).toBe(0);
-    const result = JSON.parse(paused.stdout.trim().split("\n").at(-1)!).result;
+    expect(paused.code).toBe(3);
+    const result = JSON.parse(paused.stdout).data.result;
     expect(result.status).toBe("waiting_approval");
     const pending = result.pendingApprovals[0];
 
@@ -55,7 +56,7 @@ describe("assembly-line CLI", () => {
     expect(approved.stdout.trim().split("\n").at(-1)).toBe('Noted: "Buy milk on the way home". It\'s the only note about milk.');
 
     const shown = await cli(["runs", "show", result.runId, "--agent", example, "--json"]);
-    const { events } = JSON.parse(shown.stdout);
+    const { events } = JSON.parse(shown.stdout).data;
     expect(events.map((event: { seq: number }) => event.seq)).toEqual(events.map((_: unknown, index: number) => index + 1));
     expect(events.filter((event: { type: string; data: { toolName?: string } }) => event.type === "tool.completed" && event.data.toolName === "record_note")).toHaveLength(1);
     expect(events.filter((event: { type: string }) => event.type === "model.response")).toHaveLength(3);
@@ -69,7 +70,8 @@ describe("assembly-line CLI", () => {
     const askScript = join(example, "conversations/ask.json");
     writeFileSync(askScript, JSON.stringify({ turns: [{ toolCalls: [{ name: "ask_question", input: { question: "Which shop?" } }] }, { text: "Got it." }] }));
     const asked = await cli(["run", example, "--message", "buy milk", "--model", `scripted:${askScript}`, "--json"]);
-    const result = JSON.parse(asked.stdout.trim().split("\n").at(-1)!).result;
+    expect(asked.code).toBe(3);
+    const result = JSON.parse(asked.stdout).data.result;
     expect(result.status).toBe("waiting_input");
     const answered = await cli(["answer", result.runId, "the corner shop", "--agent", example]);
     expect(answered.code).toBe(0);
@@ -77,14 +79,14 @@ describe("assembly-line CLI", () => {
     expect(answered.stdout.trim().split("\n").at(-1)).toBe("Got it.");
   });
 
-  it("prints one JSON event per line with --json", async () => {
+  it("prints one JSON envelope with the run's events and result with --json", async () => {
     const { code, stdout } = await cli(["run", example, "--message", "Remember", "--model", `scripted:${script}`, "--approve", "none", "--json"]);
     expect(code).toBe(0);
-    const lines = stdout.trim().split("\n").map((line) => JSON.parse(line));
-    const events = lines.filter((line) => "seq" in line);
-    expect(events.map((event) => event.seq)).toEqual(events.map((_, index) => index + 1));
-    expect(events.map((event) => event.type)).toContain("approval.denied");
-    expect(lines.at(-1).result.status).toBe("completed");
+    const { ok, data } = JSON.parse(stdout) as { ok: boolean; data: { events: Array<{ seq: number; type: string }>; result: { status: string } } };
+    expect(ok).toBe(true);
+    expect(data.events.map((event) => event.seq)).toEqual(data.events.map((_, index) => index + 1));
+    expect(data.events.map((event) => event.type)).toContain("approval.denied");
+    expect(data.result.status).toBe("completed");
   });
 
   it("explains a malformed model script and a bad option", async () => {
@@ -100,6 +102,6 @@ describe("assembly-line CLI", () => {
     expect(unknown.stderr).toMatch(/AL_ERR_MODEL_UNKNOWN[\s\S]*gpt-9-imaginary/);
     const usage = await cli(["run", example, "--approve", "maybe", "--message", "x"]);
     expect(usage.code).toBe(2);
-    expect(usage.stderr).toMatch(/--approve maybe is not all or none/);
+    expect(usage.stderr).toMatch(/--approve <decision>' argument 'maybe' is invalid. Allowed choices are all, none/);
   });
 });

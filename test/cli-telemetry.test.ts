@@ -45,8 +45,8 @@ async function cli(args: string[], env: Record<string, string> = {}) {
 describe("instrumentation.ts under the CLI", () => {
   it("`run` pauses and `approve` finishes in another process: the receiver gets one trace, each piece of work once", async () => {
     const paused = await cli(["run", example, "--message", "Remember to buy milk", "--model", `scripted:${script}`, "--json"]);
-    expect(paused.code).toBe(0);
-    const result = JSON.parse(paused.stdout.trim().split("\n").at(-1)!).result;
+    expect(paused.code).toBe(3);
+    const result = JSON.parse(paused.stdout).data.result;
     expect(result.status).toBe("waiting_approval");
     // The first process flushed its sink before exiting.
     expect(receiver.spans().map((span) => span.name).sort()).toEqual(["chat remember-milk.json", "step harness:model:0"]);

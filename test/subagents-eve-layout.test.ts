@@ -34,8 +34,8 @@ describe("an agent folder in eve's layout (instructions.md, skills with referenc
     const effects = join(work, "cli-effects.txt");
     const script = join(agent, "script.json");
     const paused = await node([bin, "run", agent, "--message", "Checkout is slow since noon.", "--model", `scripted:${script}`, "--json"], { EVE_SIDE_EFFECTS: effects });
-    expect(paused.code, paused.stderr).toBe(0);
-    const result = JSON.parse(paused.stdout.trim().split("\n").at(-1)!).result;
+    expect(paused.code, paused.stderr).toBe(3);
+    const result = JSON.parse(paused.stdout).data.result;
     expect(result.status).toBe("waiting_approval");
     expect(result.pendingApprovals).toEqual([expect.objectContaining({ toolName: "archive_lookup", subagent: "researcher" })]);
 

@@ -45,8 +45,8 @@ describe("deferred tool discovery from the command line", () => {
 
     const paused = await cli(["run", agent, "--message", "Refund inv_7", "--model", `scripted:${script}`, "--json"]);
     expect(paused.stderr).toBe("");
-    expect(paused.code).toBe(0);
-    const result = JSON.parse(paused.stdout.trim().split("\n").at(-1)!).result;
+    expect(paused.code).toBe(3);
+    const result = JSON.parse(paused.stdout).data.result;
     expect(result.status).toBe("waiting_approval");
     expect(result.pendingApprovals[0]).toMatchObject({ toolName: "refund_payment" });
     expect(readFileSync(executionLog, "utf8")).toBe("");
@@ -57,7 +57,7 @@ describe("deferred tool discovery from the command line", () => {
     expect(readFileSync(executionLog, "utf8")).toBe(`${result.pendingApprovals[0].callId}\n`);
 
     const shown = await cli(["runs", "show", result.runId, "--agent", agent, "--json"]);
-    const { events } = JSON.parse(shown.stdout) as { events: Array<{ type: string; data: Record<string, unknown> }> };
+    const { events } = JSON.parse(shown.stdout).data as { events: Array<{ type: string; data: Record<string, unknown> }> };
     // The recorded model input: what each model call was offered.
     const offered = events.filter((event) => event.type === "model.response").map((event) => event.data.offeredTools as string[]);
     expect(offered).toHaveLength(4);

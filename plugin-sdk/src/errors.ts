@@ -33,6 +33,8 @@ export const errorCatalogue = {
   AL_ERR_HOOK_TAP: "A kernel hook tap threw; the error names the hook and the plugin.",
   AL_ERR_EVENT_SEQ: "A state store was asked to append an event out of sequence.",
   AL_ERR_CLI_USAGE: "The command line is missing an argument or has an unknown option.",
+  AL_ERR_CLI_CONFIG: "The project config (assembly-line.config.* or package.json \"assembly-line\") cannot be read or has a wrong key or value.",
+  AL_ERR_CLI_UNEXPECTED: "A command failed with an error that carries no AL_ERR_ code: a bug, reported with its stack.",
   AL_ERR_TOOL_FAILED: "An authored tool threw; the tool call and its run failed.",
   AL_ERR_SANDBOX_UNAVAILABLE: "A tool asked for the sandbox but the host configured no sandbox adapter.",
   AL_ERR_MEMORY_NOT_FOUND: "ctx.memory.read found nothing at that path.",

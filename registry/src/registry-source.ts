@@ -8,7 +8,7 @@ import { describeSchemaErrors, generatedRegistryValidator, registryIndexValidato
 export const REGISTRY_SOURCE_ENV = "ASSEMBLY_LINE_REGISTRY";
 
 /**
- * A registry snapshot, as `assembly-line plugins list --json` prints it and as a
+ * A registry snapshot, as `assembly-line plugins list --json` prints it (inside its `data`) and as a
  * URL or file named by ASSEMBLY_LINE_REGISTRY serves it: each entry is the index
  * line joined with what its package's manifest says.
  */
@@ -50,8 +50,10 @@ function checkSnapshot(data: unknown, location: string): RegistrySnapshot {
     new AssemblyLineError("AL_ERR_REGISTRY_INVALID", `the registry at ${location} ${why}`, {
       fix: `Serve what \`assembly-line plugins list --json\` prints ({ "updatedAt", "plugins": [...] }), or unset ${REGISTRY_SOURCE_ENV} to use the bundled index.`,
     });
-  if (typeof data !== "object" || data === null || !Array.isArray((data as RegistrySnapshot).plugins)) throw fail("is not { plugins: [...] }");
-  const snapshot = data as RegistrySnapshot;
+  // `plugins list --json` wraps the snapshot in the command line's envelope, { "ok": true, "data": ... }; both are read.
+  const unwrapped = typeof data === "object" && data !== null && (data as { ok?: unknown }).ok === true && "data" in data ? (data as { data: unknown }).data : data;
+  if (typeof unwrapped !== "object" || unwrapped === null || !Array.isArray((unwrapped as RegistrySnapshot).plugins)) throw fail("is not { plugins: [...] }");
+  const snapshot = unwrapped as RegistrySnapshot;
   if (snapshot.updatedAt !== undefined && (typeof snapshot.updatedAt !== "string" || Number.isNaN(Date.parse(snapshot.updatedAt)))) throw fail(`has an updatedAt that is not a date: ${JSON.stringify(snapshot.updatedAt)}`);
   for (const [position, entry] of snapshot.plugins.entries()) {
     if (typeof entry !== "object" || entry === null || typeof entry.id !== "string") throw fail(`has a plugins[${position}] without an id`);

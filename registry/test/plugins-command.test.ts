@@ -39,7 +39,7 @@ describe("assembly-line plugins list, search and info", () => {
 
   it("prints the listing as JSON with --json", async () => {
     const { out } = await plugins("list", "--json");
-    const listing = JSON.parse(out) as { kernelVersion: string; plugins: Array<{ id: string }> };
+    const listing = (JSON.parse(out) as { ok: true; data: { kernelVersion: string; plugins: Array<{ id: string }> } }).data;
     expect(listing.kernelVersion).toBe(KERNEL_VERSION);
     expect(listing.plugins.map((plugin) => plugin.id)).toEqual(["codex", "connections", "daytona", "discord", "docker", "e2b", "local", "node", "otlp", "pi", "postgres", "redis", "s3"]);
   });
@@ -223,7 +223,7 @@ describe("assembly-line plugins verify", () => {
   it("prints the report as JSON with --json", async () => {
     const { code, out } = await plugins("verify", fixture("missing-facet-method"), "--json");
     expect(code).toBe(1);
-    const report = JSON.parse(out) as { ok: boolean; steps: Array<{ step: string; ok: boolean; code?: string }> };
+    const report = (JSON.parse(out) as { ok: true; data: { ok: boolean; steps: Array<{ step: string; ok: boolean; code?: string }> } }).data;
     expect(report.ok).toBe(false);
     expect(report.steps.at(-1)).toMatchObject({ step: "options and live contracts", ok: false, code: "AL_ERR_PLUGIN_CONTRACT" });
   });

@@ -15,7 +15,9 @@ export function createModuleLoader(agentDir: string) {
     },
     tryNative: true,
     moduleCache: false,
-    fsCache: false,
+    // Transpiled files are kept (agentDir/node_modules/.cache/jiti, else the OS temp folder) under a
+    // hash of their source, so an unchanged tool is not transpiled again by every command.
+    fsCache: true,
   });
   return async function loadModule(file: string): Promise<Record<string, unknown>> {
     try {

@@ -27,3 +27,4 @@ export { SHUTDOWN_STEPS } from "./host/shutdown.js";
 export { readableLogger } from "./host/readable-logger.js";
 export { noopLogger, type RateLimiterStore, type RateLimitRequest, type RateLimitDecision, type RuntimeLogger } from "@assemblyline-agents/core";
 export { NODE_PLUGIN_ID, nodeRuntime, plugin, type NodeRuntimeSlotOptions } from "./plugin.js";
+export type { ProjectConfig } from "./cli/config.js";

@@ -61,7 +61,7 @@ describe("automations from the command line and the dev host", () => {
     expect(await main(["automations", "pause", "tick", "--agent", agentDir], paused.io)).toBe(0);
     const afterPause = capture();
     await main(["automations", "list", "--agent", agentDir, "--json"], afterPause.io);
-    expect(afterPause.lines.map((line) => JSON.parse(line)).find((automation) => automation.name === "tick")).toMatchObject({ paused: true, nextRunAt: null });
+    expect(JSON.parse(afterPause.lines[0]!).data.automations.find((automation: { name: string }) => automation.name === "tick")).toMatchObject({ paused: true, nextRunAt: null });
 
     const ran = capture();
     expect(await main(["automations", "run", "tick", "--agent", agentDir, "--model", `scripted:${script}`], ran.io)).toBe(0);
@@ -70,7 +70,7 @@ describe("automations from the command line and the dev host", () => {
     expect(await main(["automations", "resume", "tick", "--agent", agentDir], capture().io)).toBe(0);
     const afterResume = capture();
     await main(["automations", "list", "--agent", agentDir, "--json"], afterResume.io);
-    expect(afterResume.lines.map((line) => JSON.parse(line)).find((automation) => automation.name === "tick")).toMatchObject({ paused: false, nextRunAt: expect.any(String) });
+    expect(JSON.parse(afterResume.lines[0]!).data.automations.find((automation: { name: string }) => automation.name === "tick")).toMatchObject({ paused: false, nextRunAt: expect.any(String) });
 
     const missing = capture();
     expect(await main(["automations", "pause", "nope", "--agent", agentDir], missing.io)).toBe(1);

@@ -1,19 +1,10 @@
-import { parseArgs, type ParseArgsConfig } from "node:util";
 import { AssemblyLineError } from "@assemblyline-agents/core";
+import type { CommandIO } from "./io.js";
 
+/** A command's options by long flag name (`state-dir`), and its positional arguments, as the command line parser left them. */
 export interface ParsedCommand {
-  values: Record<string, string | boolean | undefined>;
+  values: Record<string, string | boolean | string[] | undefined>;
   positionals: string[];
-}
-
-/** node:util parseArgs with errors that say which command and how to call it. */
-export function parseCommand(args: string[], options: NonNullable<ParseArgsConfig["options"]>, usage: string): ParsedCommand {
-  try {
-    const parsed = parseArgs({ args, options, allowPositionals: true, strict: true });
-    return { values: parsed.values as ParsedCommand["values"], positionals: parsed.positionals };
-  } catch (error) {
-    throw new AssemblyLineError("AL_ERR_CLI_USAGE", (error as Error).message, { fix: `usage: ${usage}` });
-  }
 }
 
 export function requirePositional(positionals: string[], index: number, name: string, usage: string): string {
@@ -26,3 +17,16 @@ export function stringOption(parsed: ParsedCommand, name: string): string | unde
   const value = parsed.values[name];
   return typeof value === "string" ? value : undefined;
 }
+
+export function jsonOption(parsed: ParsedCommand): boolean {
+  return parsed.values.json === true;
+}
+
+/** What an embedding caller (a test, a host) hands the commands besides the command line. */
+export interface CommandContext {
+  /** `dev` and `start`: see the handle when listening, and keep process signals alone. */
+  serve?: import("./commands/serve.js").ServeControl;
+}
+
+/** A command's body: it reads the parsed command line and returns the exit code. */
+export type CommandHandler = (parsed: ParsedCommand, io: CommandIO, context: CommandContext) => Promise<number>;

@@ -1,7 +1,6 @@
 import { join, resolve } from "node:path";
 import { AssemblyLineError, isAssemblyLineError, type BlobStore, type RunEvent, type SandboxAdapter, type StateAdapter } from "@assemblyline-agents/core";
-import { checkSandboxAdapterInstalled, composeGateway, useKernelHost } from "@assemblyline-agents/registry";
-import { needsComposition } from "../host/local-defaults.js";
+import { needsComposition } from "../host/needs-composition.js";
 import { FileStateAdapter, LocalBlobStore, LocalSandboxAdapter } from "@assemblyline-agents/local";
 import type { PiModelCatalog } from "@assemblyline-agents/pi";
 import { hostConnections } from "../host/host-connections.js";
@@ -9,8 +8,19 @@ import { ARTIFACT_DIR, OpenEveRuntime, buildAgent, kernelHost, loadRuntimeBundle
 import { defaultPiHarness, loadPi } from "../pi-engine.js";
 import { servedByBuiltInRoute, withBuiltInModelRoutes } from "../host/model-routes.js";
 
-// gateway.ts plugins are loaded against this host's kernel.
-useKernelHost(kernelHost);
+/**
+ * The registry, loaded when an agent composes plugins (gateway.ts, a sandbox.ts
+ * adapter): an agent on the embedded defaults never pays for it. Its plugins are
+ * loaded against this host's kernel.
+ */
+async function registry() {
+  const loaded = await import("@assemblyline-agents/registry");
+  loaded.useKernelHost(kernelHost);
+  return loaded;
+}
+
+/** The build's check that sandbox.ts's adapter plugin is installed, through the lazily loaded registry. */
+export const checkSandboxAdapter = async (adapter: string, agentDir: string): Promise<void> => (await registry()).checkSandboxAdapterInstalled(adapter, agentDir);
 
 /** How the command line chooses a model: a spec, and optionally where it is served. */
 export interface ModelFlags {
@@ -20,12 +30,6 @@ export interface ModelFlags {
   /** The server's wire API; default: the catalog's, or openai-completions for a model it does not know. */
   api?: string;
 }
-
-export const MODEL_OPTIONS = {
-  model: { type: "string" },
-  "base-url": { type: "string" },
-  api: { type: "string" },
-} as const;
 
 /** The pi catalog entry `--base-url` implies, if any. */
 export async function catalogFor(flags: ModelFlags): Promise<PiModelCatalog | undefined> {
@@ -107,13 +111,20 @@ export async function openLocalRuntime(options: {
   onTextDelta?: (runId: string, delta: string) => void;
   /** Dev mode warns about missing plugin env variables instead of refusing to boot. Default true. */
   devMode?: boolean;
+  /**
+   * Check agent.ts's model against the engine's catalog while building. Default true. A run
+   * given its model on the command line does not use that one, and skips loading the catalog
+   * (thousands of modules) for it; `build`, `dev` and `deploy` still check it.
+   */
+  checkAgentModel?: boolean;
 }): Promise<LocalRuntime> {
   const agentDir = resolve(options.agentDir);
-  const artifactRoot = options.build ? (await buildAgent(agentDir, { validateModel: staticModelCheck(options.models), checkSandboxAdapter: checkSandboxAdapterInstalled })).artifactRoot : join(agentDir, ARTIFACT_DIR);
+  const validateModel = options.checkAgentModel === false ? undefined : staticModelCheck(options.models);
+  const artifactRoot = options.build ? (await buildAgent(agentDir, { ...(validateModel ? { validateModel } : {}), checkSandboxAdapter })).artifactRoot : join(agentDir, ARTIFACT_DIR);
   const bundle = await loadRuntimeBundle(artifactRoot);
   // gateway.ts chooses adapters per slot; the slots it leaves empty get the embedded defaults.
   const composed = needsComposition(bundle)
-    ? await composeGateway({ gateway: bundle.sourceBundle.gateway, sandbox: bundle.manifest.sandbox, agentDir, devMode: options.devMode ?? true })
+    ? await (await registry()).composeGateway({ gateway: bundle.sourceBundle.gateway, sandbox: bundle.manifest.sandbox, agentDir, devMode: options.devMode ?? true })
     : undefined;
   const adapters = (composed?.adapters ?? {}) as { state?: StateAdapter; blob?: BlobStore; sandbox?: SandboxAdapter };
   const state = adapters.state ?? (await FileStateAdapter.open({ ...(options.stateDir ? { directory: resolve(options.stateDir) } : { agentDir }) }));

@@ -1,40 +1,62 @@
+import type { RunEvent } from "@assemblyline-agents/core";
 import type { RunResult } from "@assemblyline-agents/runtime";
+import { EXIT } from "./exit-codes.js";
 import type { CommandIO } from "./io.js";
+import { colors, envelope } from "./output.js";
 
-/** How the command line ends: the reply, the failure, or what the paused run waits for and how to continue it. */
-export function reportResult(result: RunResult, io: CommandIO, options: { json: boolean; agentDir: string }): number {
+/** The exit code a run's status stands for (docs/cli.md). */
+export function exitCodeOf(result: RunResult): number {
+  switch (result.status) {
+    case "completed":
+      return EXIT.ok;
+    case "failed":
+      return EXIT.failed;
+    case "waiting_approval":
+    case "waiting_input":
+      return EXIT.paused;
+    default:
+      return EXIT.unfinished;
+  }
+}
+
+/**
+ * How the command line ends: the reply, the failure, or what the paused run waits for and how to continue it.
+ * With --json: one envelope, `data: { result, events }` (events: those this command saw, when it printed them).
+ */
+export function reportResult(result: RunResult, io: CommandIO, options: { json: boolean; agentDir: string; events?: RunEvent[] }): number {
   if (options.json) {
-    io.out(JSON.stringify({ result }));
-    return result.status === "failed" ? 1 : 0;
+    io.out(envelope({ result, ...(options.events ? { events: options.events } : {}) }));
+    return exitCodeOf(result);
   }
   const agent = JSON.stringify(options.agentDir);
+  const paint = colors(io, "out");
   switch (result.status) {
     case "completed":
       io.out(`\n${result.response?.text ?? ""}`);
-      return 0;
+      break;
     case "failed":
-      io.err(`\nrun ${result.runId} failed: ${result.error?.message ?? "unknown error"}`);
-      return 1;
+      io.err(`\n${colors(io, "err").red(`run ${result.runId} failed`)}: ${result.error?.message ?? "unknown error"}`);
+      break;
     case "waiting_approval":
       if (result.pendingBudget) {
         const { budget, limit, used } = result.pendingBudget;
-        io.out(`\nrun ${result.runId} reached its ${budget} budget (${used} of ${limit}) and waits for a decision`);
+        io.out(`\n${paint.yellow(`run ${result.runId} reached its ${budget} budget`)} (${used} of ${limit}) and waits for a decision`);
         io.out(`  extend:  npx assembly-line approve ${result.runId} --agent ${agent}`);
         io.out(`  stop:    npx assembly-line deny ${result.runId} --agent ${agent}`);
       }
       for (const pending of result.pendingApprovals ?? []) {
         const origin = pending.subagent ? ` in subagent ${pending.subagent} (run ${pending.runId})` : "";
-        io.out(`\nrun ${result.runId} waits for approval of ${pending.toolName} ${JSON.stringify(pending.input)} (call ${pending.callId})${origin}`);
+        io.out(`\n${paint.yellow(`run ${result.runId} waits for approval`)} of ${pending.toolName} ${JSON.stringify(pending.input)} (call ${pending.callId})${origin}`);
         io.out(`  approve: npx assembly-line approve ${result.runId} ${pending.callId} --agent ${agent}`);
         io.out(`  deny:    npx assembly-line deny ${result.runId} ${pending.callId} --agent ${agent}`);
       }
-      return 0;
+      break;
     case "waiting_input":
-      io.out(`\nrun ${result.runId} asks: ${JSON.stringify(result.question?.question ?? null)}${result.question?.subagent ? ` (from subagent ${result.question.subagent}, run ${result.question.runId})` : ""}`);
+      io.out(`\n${paint.yellow(`run ${result.runId} asks:`)} ${JSON.stringify(result.question?.question ?? null)}${result.question?.subagent ? ` (from subagent ${result.question.subagent}, run ${result.question.runId})` : ""}`);
       io.out(`  answer: npx assembly-line answer ${result.runId} "..." --agent ${agent}`);
-      return 0;
+      break;
     default:
       io.out(`\nrun ${result.runId} is ${result.status}; continue it with: npx assembly-line resume ${result.runId} --agent ${agent}`);
-      return 0;
   }
+  return exitCodeOf(result);
 }

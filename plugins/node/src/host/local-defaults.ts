@@ -6,6 +6,7 @@ import { composeGateway, useKernelHost } from "@assemblyline-agents/registry";
 import { kernelHost, type RuntimeBundle } from "@assemblyline-agents/runtime";
 import { defaultPiHarness } from "../pi-engine.js";
 import { hostConnections } from "./host-connections.js";
+import { needsComposition } from "./needs-composition.js";
 
 // gateway.ts plugins are loaded against this host's kernel.
 useKernelHost(kernelHost);
@@ -26,10 +27,7 @@ export interface HostAdapters {
   close(): Promise<void>;
 }
 
-/** Whether the agent chooses any adapter beyond the embedded defaults. */
-export function needsComposition(bundle: RuntimeBundle): boolean {
-  return bundle.sourceBundle.gateway !== null || (bundle.manifest.sandbox !== null && bundle.manifest.sandbox.adapter !== "local");
-}
+export { needsComposition } from "./needs-composition.js";
 
 /**
  * The adapters a host runs an agent on: what gateway.ts chooses (each plugin

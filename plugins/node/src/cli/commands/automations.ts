@@ -1,11 +1,11 @@
-import { AssemblyLineError, type AutomationInfo, type NormalizedSchedule } from "@assemblyline-agents/core";
-import { parseCommand, requirePositional, stringOption, type ParsedCommand } from "../args.js";
+import type { AutomationInfo, NormalizedSchedule } from "@assemblyline-agents/core";
+import { jsonOption, requirePositional, stringOption, type ParsedCommand } from "../args.js";
 import type { CommandIO } from "../io.js";
-import { MODEL_OPTIONS, catalogFor, chooseModel, openLocalRuntime } from "../local-runtime.js";
+import { catalogFor, chooseModel, openLocalRuntime } from "../local-runtime.js";
+import { envelope } from "../output.js";
 import { reportResult } from "../report.js";
 import { formatEvent } from "../timeline.js";
 
-const COMMON = { agent: { type: "string" }, "state-dir": { type: "string" }, json: { type: "boolean" }, ...MODEL_OPTIONS } as const;
 const USAGE = "assembly-line automations list | run <name> | pause <name> | resume <name>  [--agent <dir>] [--state-dir <dir>] [--json]";
 
 /**
@@ -13,28 +13,23 @@ const USAGE = "assembly-line automations list | run <name> | pause <name> | resu
  * dynamic automations as the state store holds them. The built automations/
  * are synced into the store first, as a host does at start.
  */
-export async function automationsCommand(args: string[], io: CommandIO): Promise<number> {
-  const [sub, ...rest] = args;
-  if (sub !== "list" && sub !== "run" && sub !== "pause" && sub !== "resume") {
-    throw new AssemblyLineError("AL_ERR_CLI_USAGE", `unknown automations subcommand ${JSON.stringify(sub ?? "")}`, { fix: `usage: ${USAGE}` });
-  }
-  const parsed = parseCommand(rest, COMMON, USAGE);
+export const automationsCommand = (sub: string) => async (parsed: ParsedCommand, io: CommandIO): Promise<number> => {
   const name = sub === "list" ? undefined : requirePositional(parsed.positionals, 0, "name", USAGE);
-  const json = parsed.values.json === true;
+  const json = jsonOption(parsed);
   const local = await openAgent(parsed, io, sub === "run" && !json);
   try {
     const { automations } = local.runtime;
     await automations.syncStatic();
     if (sub === "list") {
       const all = await automations.list();
-      if (json) for (const automation of all) io.out(JSON.stringify(automation));
+      if (json) io.out(envelope({ automations: all }));
       else if (all.length === 0) io.out("no automations");
       else for (const automation of all) io.out(describeLine(automation));
       return 0;
     }
     if (sub === "pause" || sub === "resume") {
       const automation = await automations.setPaused(name!, sub === "pause");
-      io.out(json ? JSON.stringify(automation) : describeLine(automation));
+      io.out(json ? envelope(automation) : describeLine(automation));
       return 0;
     }
     const model = (await chooseModel(local.bundle.manifest.agent.model, { model: stringOption(parsed, "model"), baseUrl: stringOption(parsed, "base-url") })).model;
@@ -43,7 +38,7 @@ export async function automationsCommand(args: string[], io: CommandIO): Promise
   } finally {
     await local.close();
   }
-}
+};
 
 async function openAgent(parsed: ParsedCommand, io: CommandIO, printEvents: boolean) {
   const stateDir = stringOption(parsed, "state-dir");

@@ -5,9 +5,10 @@ import { checkSandboxAdapterInstalled, composeGateway, gatewayEnvNames } from "@
 import { buildAgent, loadRuntimeBundle } from "@assemblyline-agents/runtime";
 import { PlatformDeployTarget, PLATFORMS, type Platform } from "../../deploy/platform-deploy-target.js";
 import { VpsDeployTarget, type VpsDeployOptions } from "../../deploy/vps-deploy-target.js";
-import { parseCommand, requirePositional, stringOption } from "../args.js";
+import { jsonOption, requirePositional, stringOption, type ParsedCommand } from "../args.js";
 import type { CommandIO } from "../io.js";
 import { staticModelCheck } from "../local-runtime.js";
+import { envelope, progress } from "../output.js";
 
 export const DEPLOY_TARGETS = ["local", "docker", "vps", "fly", "railway"] as const;
 export type DeployTargetName = (typeof DEPLOY_TARGETS)[number];
@@ -18,24 +19,6 @@ const USAGE = `assembly-line deploy <agentDir> --target ${DEPLOY_TARGETS.join("|
     vps:    --host <host> [--user <user>] [--ssh-port <n>] [--identity <keyfile>] [--dir <remote dir>] [--node <remote node path>] [--service-manager systemd|process]
     fly, railway: [--out <dir>] (writes the config, Dockerfile and bundle; runs the platform CLI when it is installed)`;
 
-const OPTIONS = {
-  target: { type: "string" },
-  name: { type: "string" },
-  model: { type: "string" },
-  include: { type: "string", multiple: true },
-  port: { type: "string" },
-  "ready-timeout": { type: "string" },
-  "base-image": { type: "string" },
-  network: { type: "string" },
-  host: { type: "string" },
-  user: { type: "string" },
-  "ssh-port": { type: "string" },
-  identity: { type: "string" },
-  dir: { type: "string" },
-  node: { type: "string" },
-  "service-manager": { type: "string" },
-  out: { type: "string" },
-} as const;
 
 export interface DeployAgentOptions {
   agentDir: string;
@@ -56,6 +39,8 @@ export interface DeployAgentOptions {
   out?: string;
   /** Where the release's secrets come from. Default: process.env. */
   env?: Record<string, string | undefined>;
+  /** Told each stage as it starts (building, shipping). */
+  onProgress?: (step: string) => void;
 }
 
 export interface DeployOutcome {
@@ -78,6 +63,7 @@ export async function deployAgent(options: DeployAgentOptions): Promise<DeployOu
     throw new AssemblyLineError("AL_ERR_DEPLOY_CONFIG", `unknown deploy target ${JSON.stringify(options.target)}`, { fix: `Use --target ${DEPLOY_TARGETS.join("|")}.` });
   }
   const agentDir = resolve(options.agentDir);
+  options.onProgress?.(`building ${agentDir}`);
   const { artifactRoot } = await buildAgent(agentDir, { validateModel: staticModelCheck(undefined), checkSandboxAdapter: checkSandboxAdapterInstalled });
   const bundle = await loadRuntimeBundle(artifactRoot);
   const names = new Set(await gatewayEnvNames({ gateway: bundle.sourceBundle.gateway, sandbox: bundle.manifest.sandbox, agentDir }));
@@ -86,6 +72,7 @@ export async function deployAgent(options: DeployAgentOptions): Promise<DeployOu
   const startArgs = options.model ? ["--model", options.model] : [];
   const target = await chooseTarget(options, agentDir, bundle.sourceBundle.gateway?.deploy, startArgs);
   try {
+    options.onProgress?.(`deploying to ${options.target}`);
     const result = (await target.deploy({ artifactRoot, env })) as { id: string; url?: string } & Record<string, unknown>;
     const { id, url, ...details } = result;
     return { target: options.target, id, ...(url ? { url } : {}), envNames: Object.keys(env).sort(), details };
@@ -146,8 +133,8 @@ async function chooseTarget(
 }
 
 /** `assembly-line deploy <agentDir> --target ...` */
-export async function deployCommand(args: string[], io: CommandIO): Promise<number> {
-  const parsed = parseCommand(args, OPTIONS, USAGE);
+export async function deployCommand(parsed: ParsedCommand, io: CommandIO): Promise<number> {
+  const json = jsonOption(parsed);
   const agentDir = requirePositional(parsed.positionals, 0, "agentDir", USAGE);
   const target = stringOption(parsed, "target");
   if (!target) throw new AssemblyLineError("AL_ERR_CLI_USAGE", "missing --target", { fix: `usage: ${USAGE}` });
@@ -165,6 +152,7 @@ export async function deployCommand(args: string[], io: CommandIO): Promise<numb
   }
   const outcome = await deployAgent({
     agentDir,
+    onProgress: progress(io, json),
     target: target as DeployTargetName,
     ...optional("name", stringOption(parsed, "name")),
     ...optional("model", stringOption(parsed, "model")),
@@ -188,6 +176,10 @@ export async function deployCommand(args: string[], io: CommandIO): Promise<numb
         }
       : {}),
   });
+  if (json) {
+    io.out(envelope(outcome));
+    return 0;
+  }
   io.out(`deployed ${outcome.id} to ${outcome.target}${outcome.url ? ` at ${outcome.url}` : ""}`);
   io.out(`environment passed: ${outcome.envNames.join(", ") || "(none)"}`);
   const commands = outcome.details.commands as string[] | undefined;

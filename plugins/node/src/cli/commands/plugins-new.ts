@@ -4,8 +4,9 @@ import { dirname, join, relative, resolve } from "node:path";
 import semver from "semver";
 import { AssemblyLineError, STATE_FACET_NAMES, type StateFacetName } from "@assemblyline-agents/core";
 import { KERNEL_VERSION } from "@assemblyline-agents/runtime";
-import { parseCommand, requirePositional, stringOption } from "../args.js";
+import { jsonOption, requirePositional, stringOption, type ParsedCommand } from "../args.js";
 import type { CommandIO } from "../io.js";
+import { envelope } from "../output.js";
 import { pluginFiles, scaffoldNames } from "../../scaffold/plugin-files.js";
 import { SCAFFOLD_SLOTS, SLOT_TEMPLATES } from "../../scaffold/slot-templates.js";
 import { subjectKitFiles } from "../../scaffold/subject-kit-files.js";
@@ -44,8 +45,7 @@ function parseFacets(text: string | undefined): StateFacetName[] {
  * builds, with its manifest, an adapter skeleton whose methods say they are not
  * implemented, the slot's conformance kit wired into its tests, and a README.
  */
-export async function pluginsNewCommand(args: string[], io: CommandIO): Promise<number> {
-  const parsed = parseCommand(args, { slot: { type: "string" }, id: { type: "string" }, dir: { type: "string" }, facets: { type: "string" } }, USAGE);
+export async function pluginsNewCommand(parsed: ParsedCommand, io: CommandIO): Promise<number> {
   const packageName = requirePositional(parsed.positionals, 0, "package-name", USAGE);
   if (!/^(@[a-z0-9][a-z0-9._-]*\/)?[a-z0-9][a-z0-9._-]*$/.test(packageName)) {
     throw new AssemblyLineError("AL_ERR_CLI_USAGE", `"${packageName}" is not a valid npm package name`, { fix: `Use lowercase letters, digits, "-" and ".", optionally scoped: @acme/assembly-line-s3. usage: ${USAGE}` });
@@ -79,7 +79,12 @@ export async function pluginsNewCommand(args: string[], io: CommandIO): Promise<
   };
   if (subjectTemplate) {
     const adapterFiles = pluginFiles({ packageName, id, template: SLOT_TEMPLATES.blob!, facets, kernelRange: range, coreRange: range });
-    await write(subjectKitFiles({ packageName, id, kernelRange: range, coreRange: range }, subjectTemplate, { tsconfig: adapterFiles["tsconfig.json"]!, gitignore: adapterFiles[".gitignore"]! }));
+    const files = subjectKitFiles({ packageName, id, kernelRange: range, coreRange: range }, subjectTemplate, { tsconfig: adapterFiles["tsconfig.json"]!, gitignore: adapterFiles[".gitignore"]! });
+    await write(files);
+    if (jsonOption(parsed)) {
+      io.out(envelope({ packageName, id, slot, kind: subjectTemplate.kind, contract: subjectTemplate.contract, kit: subjectTemplate.kit, dir, files: Object.keys(files).sort() }));
+      return 0;
+    }
     io.out(`created ${packageName} in ${where}: plugin "${id}", a ${subjectTemplate.kind} (${subjectTemplate.contract}) checked by ${subjectTemplate.kit} on the subject in src/testkit.ts`);
     io.out(`next:`);
     io.out(`  cd ${where} && npm install`);
@@ -90,8 +95,13 @@ export async function pluginsNewCommand(args: string[], io: CommandIO): Promise<
   }
   const adapterTemplate = template!;
   const request = { packageName, id, template: adapterTemplate, facets, kernelRange: range, coreRange: range };
-  await write(pluginFiles(request));
+  const files = pluginFiles(request);
+  await write(files);
   const names = scaffoldNames(request);
+  if (jsonOption(parsed)) {
+    io.out(envelope({ packageName, id, slot: adapterTemplate.slot, contract: adapterTemplate.contract, dir, className: names.className, helper: names.helper, files: Object.keys(files).sort() }));
+    return 0;
+  }
   io.out(`created ${packageName} in ${where}: plugin "${id}", ${adapterTemplate.slot} adapter ${names.className} (${adapterTemplate.contract}), helper ${names.helper}()`);
   io.out(`next:`);
   io.out(`  cd ${where} && npm install`);

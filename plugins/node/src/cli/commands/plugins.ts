@@ -17,47 +17,16 @@ import {
   type RegistryEntry,
   type VerifyStep,
 } from "@assemblyline-agents/registry";
-import { parseCommand, requirePositional, stringOption, type ParsedCommand } from "../args.js";
+import { jsonOption, requirePositional, stringOption, type ParsedCommand } from "../args.js";
 import type { CommandIO } from "../io.js";
 import { npmInstall } from "../npm-install.js";
 import { checkPluginBeforeInstall } from "../plugin-preflight.js";
-import { pluginsNewCommand } from "./plugins-new.js";
+import { envelope, progress } from "../output.js";
 
-const USAGE = `assembly-line plugins <subcommand>
-
-  list [--json]                          every plugin in the registry: version, contracts, kernel range
-  search <words...> [--json]             plugins whose id, description, tags or contracts match every word
-  info <id> [--json]                     one plugin: adapters, facets, env, and the gateway.ts lines to use it
-  add <id|dir|tarball> [--dir <project>] [--from <npm spec>] [--offline]
-                                         npm install it into the project, check it fits this kernel
-  new <package-name> --slot <slot> [--id <id>] [--dir <folder>]
-                                         scaffold a plugin package: manifest, adapter skeleton, conformance test
-  verify [dir] [--options <json>] [--json]
-                                         what to run before publishing a plugin: manifest, kernel range,
-                                         exports, live contracts, and each contract's conformance kit
-
-  list, search, info and add read the index named by --registry <url|file> or $${REGISTRY_SOURCE_ENV}
-  (a snapshot as \`plugins list --json\` prints it), else the one bundled with this version.`;
-
-const SUBCOMMANDS: Record<string, (args: string[], io: CommandIO) => Promise<number>> = {
-  list: listPlugins,
-  search: searchPlugins,
-  info: pluginInfo,
-  add: addPlugin,
-  verify: verifyPlugin,
-  new: pluginsNewCommand,
-};
-
-/** `assembly-line plugins ...`: the marketplace and plugin tooling. */
+/** `assembly-line plugins <args>` for embedding (tests, scripts): the command line's parsing; errors are thrown, not printed. */
 export async function pluginsCommand(args: string[], io: CommandIO): Promise<number> {
-  const [name, ...rest] = args;
-  if (name === undefined || name === "help" || name === "--help" || name === "-h") {
-    io.out(USAGE);
-    return name === undefined ? 2 : 0;
-  }
-  const subcommand = SUBCOMMANDS[name];
-  if (!subcommand) throw new AssemblyLineError("AL_ERR_CLI_USAGE", `unknown plugins subcommand "${name}"`, { fix: USAGE });
-  return subcommand(rest, io);
+  const { runCommandLine } = await import("../program.js");
+  return runCommandLine(["plugins", ...args], io);
 }
 
 const fits = (range: string) => rangeIncludesKernel(range, KERNEL_VERSION);
@@ -82,8 +51,6 @@ function printEntries(entries: RegistryEntry[], io: CommandIO): void {
   );
 }
 
-const REGISTRY_OPTION = { registry: { type: "string" } } as const;
-
 /** The index to read (--registry, $ASSEMBLY_LINE_REGISTRY, or the bundled one), and a line on stderr saying which and how old. */
 async function openRegistry(parsed: ParsedCommand, io: CommandIO): Promise<LoadedRegistry> {
   const source = stringOption(parsed, "registry");
@@ -94,22 +61,20 @@ async function openRegistry(parsed: ParsedCommand, io: CommandIO): Promise<Loade
   return registry;
 }
 
-async function listPlugins(args: string[], io: CommandIO): Promise<number> {
-  const parsed = parseCommand(args, { json: { type: "boolean" }, ...REGISTRY_OPTION }, "assembly-line plugins list [--json] [--registry <url|file>]");
+export async function listPlugins(parsed: ParsedCommand, io: CommandIO): Promise<number> {
   const registry = await openRegistry(parsed, io);
   const entries = registry.entries;
-  if (parsed.values.json) io.out(JSON.stringify({ kernelVersion: KERNEL_VERSION, ...(registry.updatedAt ? { updatedAt: registry.updatedAt } : {}), plugins: entries }));
+  if (parsed.values.json) io.out(envelope({ kernelVersion: KERNEL_VERSION, ...(registry.updatedAt ? { updatedAt: registry.updatedAt } : {}), plugins: entries }));
   else printEntries(entries, io);
   return 0;
 }
 
-async function searchPlugins(args: string[], io: CommandIO): Promise<number> {
+export async function searchPlugins(parsed: ParsedCommand, io: CommandIO): Promise<number> {
   const usage = "assembly-line plugins search <words...> [--json] [--registry <url|file>]";
-  const parsed = parseCommand(args, { json: { type: "boolean" }, ...REGISTRY_OPTION }, usage);
   const { values, positionals } = parsed;
   requirePositional(positionals, 0, "words", usage);
   const found = searchRegistry((await openRegistry(parsed, io)).entries, positionals);
-  if (values.json) io.out(JSON.stringify({ plugins: found }));
+  if (values.json) io.out(envelope({ plugins: found }));
   else if (found.length === 0) io.out(`no plugin matches "${positionals.join(" ")}"; assembly-line plugins list shows them all`);
   else printEntries(found, io);
   return 0;
@@ -126,13 +91,12 @@ async function findEntry(id: string, parsed: ParsedCommand, io: CommandIO): Prom
   return entry;
 }
 
-async function pluginInfo(args: string[], io: CommandIO): Promise<number> {
+export async function pluginInfo(parsed: ParsedCommand, io: CommandIO): Promise<number> {
   const usage = "assembly-line plugins info <id> [--json] [--registry <url|file>]";
-  const parsed = parseCommand(args, { json: { type: "boolean" }, ...REGISTRY_OPTION }, usage);
   const { values, positionals } = parsed;
   const entry = await findEntry(requirePositional(positionals, 0, "id", usage), parsed, io);
   if (values.json) {
-    io.out(JSON.stringify({ plugin: entry, fitsKernel: fits(entry.kernel), kernelVersion: KERNEL_VERSION, gateway: gatewayUsage(entry) }));
+    io.out(envelope({ plugin: entry, fitsKernel: fits(entry.kernel), kernelVersion: KERNEL_VERSION, gateway: gatewayUsage(entry) }));
     return 0;
   }
   io.out(`${entry.id}: ${entry.package} ${entry.version}`);
@@ -161,9 +125,9 @@ function printGateway(lines: string[], io: CommandIO): void {
 
 const looksLikePath = (target: string) => /^(\.{1,2}[\\/]|[\\/]|[A-Za-z]:[\\/])/.test(target) || /\.(tgz|tar\.gz)$/.test(target) || existsSync(target);
 
-async function addPlugin(args: string[], io: CommandIO): Promise<number> {
+export async function addPlugin(parsed: ParsedCommand, io: CommandIO): Promise<number> {
   const usage = "assembly-line plugins add <id|dir|tarball> [--dir <project>] [--from <npm spec>] [--offline] [--registry <url|file>]";
-  const parsed = parseCommand(args, { dir: { type: "string" }, from: { type: "string" }, offline: { type: "boolean" }, ...REGISTRY_OPTION }, usage);
+  const json = jsonOption(parsed);
   const target = requirePositional(parsed.positionals, 0, "id", usage);
   const project = resolve(stringOption(parsed, "dir") ?? process.cwd());
   if (!existsSync(join(project, "package.json"))) {
@@ -179,18 +143,28 @@ async function addPlugin(args: string[], io: CommandIO): Promise<number> {
     spec = `${entry.package}@^${entry.version}`;
     knownName = entry.package;
   }
+  const step = progress(io, json);
+  step(`checking ${spec} before installing it`);
   await checkPluginBeforeInstall(spec, { kernelVersion: KERNEL_VERSION, offline: parsed.values.offline === true });
-  io.out(`installing ${spec} into ${project}`);
+  step(`installing ${spec} into ${project} with npm`);
   const name = await npmInstall(project, spec, { offline: parsed.values.offline === true, ...(knownName ? { knownName } : {}) });
 
   let plugin: InspectedPlugin;
+  step(`checking ${name} against kernel ${KERNEL_VERSION}`);
   try {
     plugin = await inspectPluginPackage(join(project, "node_modules", name));
   } catch (error) {
     if (!isAssemblyLineError(error)) throw error;
+    const fix = `${name} is installed but cannot be used with kernel ${KERNEL_VERSION}; remove it with: npm uninstall ${name}`;
+    if (json) throw new AssemblyLineError(error.code, error.message.split("\n")[0]!.replace(`${error.code}: `, ""), { fix, cause: error });
     io.err(error.message);
-    io.err(`${name} is installed but cannot be used with kernel ${KERNEL_VERSION}; remove it with: npm uninstall ${name}`);
+    io.err(fix);
     return 1;
+  }
+  if (json) {
+    const gateway = gatewayUsage({ package: name, provides: plugin.manifest.provides });
+    io.out(envelope({ package: name, version: plugin.version, plugin: plugin.manifest.id, kernel: plugin.manifest.kernel, provides: plugin.manifest.provides, env: plugin.manifest.env ?? [], gateway }));
+    return 0;
   }
   io.out(`added ${name}@${plugin.version}: plugin "${plugin.manifest.id}", kernel ${plugin.manifest.kernel} includes ${KERNEL_VERSION}`);
   for (const provide of plugin.manifest.provides) io.out(`  provides ${provide.slot} "${provide.name}" (${provide.contract}) via ${provide.export}()`);
@@ -200,19 +174,18 @@ async function addPlugin(args: string[], io: CommandIO): Promise<number> {
   return 0;
 }
 
-async function verifyPlugin(args: string[], io: CommandIO): Promise<number> {
+export async function verifyPlugin(parsed: ParsedCommand, io: CommandIO): Promise<number> {
   const usage = "assembly-line plugins verify [dir] [--options <json>] [--json]";
-  const parsed = parseCommand(args, { options: { type: "string" }, json: { type: "boolean" } }, usage);
   const dir = resolve(parsed.positionals[0] ?? process.cwd());
   const options = parseOptions(stringOption(parsed, "options"), usage);
-  const json = parsed.values.json === true;
+  const json = jsonOption(parsed);
   if (!json) io.out(`verifying ${dir} against kernel ${KERNEL_VERSION}`);
   const report = await verifyPluginPackage(dir, {
     ...(options ? { options } : {}),
     ...(json ? {} : { onProgress: (event) => ("step" in event ? printStep(event.step, io) : "running" in event ? printRunning(event.running, io) : printKit(event.kit, io)) }),
   });
   if (json) {
-    io.out(JSON.stringify(report));
+    io.out(envelope(report));
     return report.ok ? 0 : 1;
   }
   const who = report.plugin ? `${report.plugin.packageName}@${report.plugin.version} (plugin ${report.plugin.id})` : dir;

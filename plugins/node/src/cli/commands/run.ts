@@ -1,51 +1,52 @@
-import { AssemblyLineError } from "@assemblyline-agents/core";
+import type { RunEvent } from "@assemblyline-agents/core";
 import type { RunResult } from "@assemblyline-agents/runtime";
-import { parseCommand, requirePositional, stringOption } from "../args.js";
+import { jsonOption, requirePositional, stringOption, type ParsedCommand } from "../args.js";
 import type { CommandIO } from "../io.js";
-import { MODEL_OPTIONS, catalogFor, chooseModel, openLocalRuntime } from "../local-runtime.js";
+import { catalogFor, chooseModel, openLocalRuntime } from "../local-runtime.js";
+import { progress } from "../output.js";
 import { reportResult } from "../report.js";
 import { formatEvent } from "../timeline.js";
 
-const USAGE =
-  'assembly-line run <agentDir> --message "..." [--model <spec>] [--base-url <url>] [--api <api>] [--offline-script <file.json>] [--approve all|none] [--answer "..."] [--conversation <id>] [--state-dir <dir>] [--stream] [--json]';
+const USAGE = 'assembly-line run [agentDir] --message "..." (assembly-line run --help)';
 
-export async function runCommand(args: string[], io: CommandIO): Promise<number> {
-  const parsed = parseCommand(
-    args,
-    {
-      message: { type: "string", short: "m" },
-      ...MODEL_OPTIONS,
-      "offline-script": { type: "string" },
-      approve: { type: "string" },
-      answer: { type: "string" },
-      conversation: { type: "string" },
-      "state-dir": { type: "string" },
-      stream: { type: "boolean" },
-      json: { type: "boolean" },
-    },
-    USAGE,
-  );
+/** `assembly-line run`: one conversation turn, its timeline as it happens, and how it ended. */
+export async function runCommand(parsed: ParsedCommand, io: CommandIO): Promise<number> {
   const agentDir = requirePositional(parsed.positionals, 0, "agentDir", USAGE);
-  const message = stringOption(parsed, "message");
-  if (message === undefined) throw new AssemblyLineError("AL_ERR_CLI_USAGE", "missing --message", { fix: `usage: ${USAGE}` });
+  const message = stringOption(parsed, "message")!;
   const approve = stringOption(parsed, "approve");
-  if (approve !== undefined && approve !== "all" && approve !== "none") {
-    throw new AssemblyLineError("AL_ERR_CLI_USAGE", `--approve ${approve} is not all or none`, { fix: `usage: ${USAGE}` });
-  }
   const answer = stringOption(parsed, "answer");
-  const json = parsed.values.json === true;
+  const json = jsonOption(parsed);
   const flags = { model: stringOption(parsed, "model"), baseUrl: stringOption(parsed, "base-url"), api: stringOption(parsed, "api") };
   const models = await catalogFor(flags);
   const stateDir = stringOption(parsed, "state-dir");
+  const events: RunEvent[] = [];
+  // Deltas are not durable: written as they arrive, while the timeline shows the completed message.
+  let streaming = false;
+  const endStream = () => {
+    if (streaming) (io.errChunk ?? io.err)("\n");
+    streaming = false;
+  };
 
+  progress(io, json)(`building ${agentDir}`);
   const local = await openLocalRuntime({
     agentDir,
     build: true,
+    checkAgentModel: flags.model === undefined,
     ...(stateDir ? { stateDir } : {}),
     ...(models ? { models } : {}),
-    onEvent: (event) => io.out(json ? JSON.stringify(event) : formatEvent(event)),
-    // Deltas are not durable: shown as they arrive, while the timeline shows the completed message.
-    ...(parsed.values.stream === true ? { onTextDelta: (_runId: string, delta: string) => io.err(`  > ${delta}`) } : {}),
+    onEvent: (event) => {
+      if (json) return void events.push(event);
+      endStream();
+      io.out(formatEvent(event));
+    },
+    ...(parsed.values.stream === true
+      ? {
+          onTextDelta: (_runId: string, delta: string) => {
+            streaming = true;
+            (io.errChunk ?? io.err)(delta);
+          },
+        }
+      : {}),
   });
   try {
     const { model, note } = await chooseModel(local.bundle.manifest.agent.model, { ...flags, offlineScript: stringOption(parsed, "offline-script") });
@@ -63,7 +64,8 @@ export async function runCommand(args: string[], io: CommandIO): Promise<number>
         result = await local.runtime.answer(result.runId, answer, { actor: "cli" });
       } else break;
     }
-    return reportResult(result, io, { json, agentDir });
+    endStream();
+    return reportResult(result, io, { json, agentDir, events });
   } finally {
     await local.close();
   }

@@ -1,131 +1,169 @@
-import { AssemblyLineError, type RunStatus } from "@assemblyline-agents/core";
+import { existsSync } from "node:fs";
+import { readFile } from "node:fs/promises";
+import { join, resolve } from "node:path";
+import { AssemblyLineError, type RunEvent, type RunRecord, type RunStatus, type RunStore } from "@assemblyline-agents/core";
 import type { RunResult } from "@assemblyline-agents/runtime";
-import { parseCommand, requirePositional, stringOption, type ParsedCommand } from "../args.js";
+import { jsonOption, requirePositional, stringOption, type ParsedCommand } from "../args.js";
 import type { CommandIO } from "../io.js";
-import { MODEL_OPTIONS, catalogFor, openLocalRuntime, type LocalRuntime } from "../local-runtime.js";
+import { envelope } from "../output.js";
+import type { LocalRuntime } from "../local-runtime.js";
 import { reportResult } from "../report.js";
 import { formatEvent } from "../timeline.js";
 
-const COMMON = { agent: { type: "string" }, "state-dir": { type: "string" }, json: { type: "boolean" }, ...MODEL_OPTIONS } as const;
-const STATUSES: RunStatus[] = ["queued", "running", "waiting_approval", "waiting_input", "completed", "failed"];
-
-async function open(parsed: ParsedCommand, io: CommandIO, printEvents: boolean): Promise<LocalRuntime & { agentDir: string; json: boolean }> {
+async function open(parsed: ParsedCommand, io: CommandIO, events: RunEvent[] | undefined): Promise<LocalRuntime & { agentDir: string; json: boolean }> {
   const agentDir = stringOption(parsed, "agent") ?? ".";
-  const json = parsed.values.json === true;
+  const json = jsonOption(parsed);
   const stateDir = stringOption(parsed, "state-dir");
+  const { catalogFor, openLocalRuntime } = await import("../local-runtime.js");
   const models = await catalogFor({ model: stringOption(parsed, "model"), baseUrl: stringOption(parsed, "base-url"), api: stringOption(parsed, "api") });
   const local = await openLocalRuntime({
     agentDir,
     build: false,
     ...(stateDir ? { stateDir } : {}),
     ...(models ? { models } : {}),
-    ...(printEvents ? { onEvent: (event) => io.out(json ? JSON.stringify(event) : formatEvent(event)) } : {}),
+    ...(events ? { onEvent: (event) => (json ? events.push(event) : io.out(formatEvent(event))) } : {}),
   });
   return { ...local, agentDir, json };
 }
 
-/** `runs list` and `runs show <id>`. */
-export async function runsCommand(args: string[], io: CommandIO): Promise<number> {
-  const [sub, ...rest] = args;
-  if (sub === "list") {
-    const usage = "assembly-line runs list [--agent <dir>] [--status <status>] [--limit <n>] [--json]";
-    const parsed = parseCommand(rest, { ...COMMON, status: { type: "string" }, limit: { type: "string" } }, usage);
-    const status = stringOption(parsed, "status") as RunStatus | undefined;
-    if (status && !STATUSES.includes(status)) throw new AssemblyLineError("AL_ERR_CLI_USAGE", `--status ${status} is not one of ${STATUSES.join(", ")}`, { fix: `usage: ${usage}` });
-    const limit = Number(stringOption(parsed, "limit") ?? 20);
-    if (!Number.isInteger(limit) || limit < 1) throw new AssemblyLineError("AL_ERR_CLI_USAGE", "--limit must be a positive integer", { fix: `usage: ${usage}` });
-    const local = await open(parsed, io, false);
-    try {
-      const page = await local.runtime.state.runs.listRuns({ ...(status ? { status } : {}), limit });
-      if (local.json) for (const run of page.runs) io.out(JSON.stringify(run));
-      else {
-        for (const run of page.runs) {
-          const revision = await local.runtime.revisionOf(run.id);
-          const pinned = revision === local.runtime.manifest.agentRevision ? revision : `${revision} (earlier build)`;
-          io.out(`${run.id}  ${run.status.padEnd(16)} ${pinned}  ${run.createdAt}  ${JSON.stringify(run.input.message).slice(0, 60)}`);
-        }
-      }
-      if (!local.json && page.runs.length === 0) io.out("no runs");
+interface RunLister {
+  runs: RunStore;
+  currentRevision: string;
+  close(): Promise<void>;
+}
+
+/**
+ * The run store alone, for listing: the file state beside the agent when the
+ * build composes no gateway, which skips loading the agent and the kernel
+ * runtime; the whole local runtime otherwise.
+ */
+async function openLister(parsed: ParsedCommand, io: CommandIO): Promise<RunLister> {
+  const agentDir = resolve(stringOption(parsed, "agent") ?? ".");
+  const stateDir = stringOption(parsed, "state-dir");
+  const manifestPath = join(agentDir, ".assembly-line", "manifest.json");
+  if (existsSync(manifestPath)) {
+    const manifest = JSON.parse(await readFile(manifestPath, "utf8")) as { agentRevision: string; gateway: unknown; sandbox: { adapter?: string } | null };
+    if (manifest.gateway === null && (manifest.sandbox === null || manifest.sandbox.adapter === "local")) {
+      const { FileStateAdapter } = await import("@assemblyline-agents/local");
+      const state = await FileStateAdapter.open(stateDir ? { directory: resolve(stateDir) } : { agentDir });
+      return { runs: state, currentRevision: manifest.agentRevision, close: () => state.close() };
+    }
+  }
+  const local = await open(parsed, io, undefined);
+  return { runs: local.runtime.state.runs, currentRevision: local.runtime.manifest.agentRevision, close: () => local.close() };
+}
+
+/** The revision a run continues on, as the runtime's revisionOf reads it: the one it started under, or the last one it migrated to. */
+async function revisionOf(runs: RunStore, run: RunRecord, current: string): Promise<string> {
+  if (run.agentRevision === current) return run.agentRevision;
+  const migrated = (await runs.listEvents(run.id)).filter((event) => event.type === "run.migrated").at(-1);
+  return migrated ? String(migrated.data.to) : run.agentRevision;
+}
+
+/** `runs list`: a page of runs; `--cursor` continues where the previous page's nextCursor left off. */
+export async function runsList(parsed: ParsedCommand, io: CommandIO): Promise<number> {
+  const status = stringOption(parsed, "status") as RunStatus | undefined;
+  const limitText = stringOption(parsed, "limit") ?? "20";
+  const limit = Number(limitText);
+  if (!Number.isInteger(limit) || limit < 1) throw new AssemblyLineError("AL_ERR_CLI_USAGE", `--limit ${limitText} is not a positive integer`, { fix: "See assembly-line runs list --help." });
+  const cursor = stringOption(parsed, "cursor");
+  const json = jsonOption(parsed);
+  const lister = await openLister(parsed, io);
+  try {
+    const page = await lister.runs.listRuns({ ...(status ? { status } : {}), limit, ...(cursor ? { cursor } : {}) });
+    if (json) {
+      io.out(envelope({ runs: page.runs, nextCursor: page.nextCursor }));
       return 0;
-    } finally {
-      await local.close();
     }
+    for (const run of page.runs) {
+      const revision = await revisionOf(lister.runs, run, lister.currentRevision);
+      const pinned = revision === lister.currentRevision ? revision : `${revision} (earlier build)`;
+      io.out(`${run.id}  ${run.status.padEnd(16)} ${pinned}  ${run.createdAt}  ${JSON.stringify(run.input.message).slice(0, 60)}`);
+    }
+    if (page.runs.length === 0) io.out("no runs");
+    if (page.nextCursor) io.out(`more: assembly-line runs list --cursor ${page.nextCursor}${limit !== 20 ? ` --limit ${limit}` : ""}`);
+    return 0;
+  } finally {
+    await lister.close();
   }
-  if (sub === "show") {
-    const usage = "assembly-line runs show <runId> [--agent <dir>] [--json]";
-    const parsed = parseCommand(rest, COMMON, usage);
-    const runId = requirePositional(parsed.positionals, 0, "runId", usage);
-    const local = await open(parsed, io, false);
-    try {
-      const result = await local.runtime.getRun(runId);
-      const events = await local.runtime.listEvents(runId);
-      const usage = await local.runtime.state.usage.listUsage({ runId });
-      if (local.json) {
-        io.out(JSON.stringify({ result, events, toolCalls: await local.runtime.state.runs.listToolCalls(runId), usage }));
-        return 0;
-      }
-      const run = (await local.runtime.state.runs.getRun(runId))!;
-      io.out(`run ${run.id}  ${run.status}  revision ${run.agentRevision}  model ${run.modelSpec}`);
-      for (const event of events) io.out(formatEvent(event));
-      if (usage.length > 0) {
-        const total = usage.reduce((sum, record) => ({ input: sum.input + record.inputTokens, output: sum.output + record.outputTokens, cost: sum.cost + record.costUsd }), { input: 0, output: 0, cost: 0 });
-        for (const record of usage) io.out(`usage ${record.provider}/${record.model}: ${record.inputTokens} in, ${record.outputTokens} out, ${record.cacheReadTokens} cache read, $${record.costUsd.toFixed(6)}`);
-        io.out(`usage total: ${total.input} in, ${total.output} out, $${total.cost.toFixed(6)}`);
-      }
-      return reportResult(result, io, { json: false, agentDir: local.agentDir });
-    } finally {
-      await local.close();
+}
+
+/** `runs show <runId>`: the timeline, usage and what the run waits for. */
+export async function runsShow(parsed: ParsedCommand, io: CommandIO): Promise<number> {
+  const runId = requirePositional(parsed.positionals, 0, "runId", "assembly-line runs show <runId>");
+  const local = await open(parsed, io, undefined);
+  try {
+    const result = await local.runtime.getRun(runId);
+    const events = await local.runtime.listEvents(runId);
+    const usage = await local.runtime.state.usage.listUsage({ runId });
+    if (local.json) {
+      io.out(envelope({ result, events, toolCalls: await local.runtime.state.runs.listToolCalls(runId), usage }));
+      return 0;
     }
+    const run = (await local.runtime.state.runs.getRun(runId))!;
+    io.out(`run ${run.id}  ${run.status}  revision ${run.agentRevision}  model ${run.modelSpec}`);
+    for (const event of events) io.out(formatEvent(event));
+    if (usage.length > 0) {
+      const total = usage.reduce((sum, record) => ({ input: sum.input + record.inputTokens, output: sum.output + record.outputTokens, cost: sum.cost + record.costUsd }), { input: 0, output: 0, cost: 0 });
+      for (const record of usage) io.out(`usage ${record.provider}/${record.model}: ${record.inputTokens} in, ${record.outputTokens} out, ${record.cacheReadTokens} cache read, $${record.costUsd.toFixed(6)}`);
+      io.out(`usage total: ${total.input} in, ${total.output} out, $${total.cost.toFixed(6)}`);
+    }
+    reportResult(result, io, { json: false, agentDir: local.agentDir });
+    // Showing a run succeeds whatever state the run is in.
+    return 0;
+  } finally {
+    await local.close();
   }
-  if (sub === "migrate") {
-    const usage = "assembly-line runs migrate <runId> --to current [--agent <dir>] [--json]";
-    const parsed = parseCommand(rest, { ...COMMON, to: { type: "string" } }, usage);
-    const runId = requirePositional(parsed.positionals, 0, "runId", usage);
-    if (stringOption(parsed, "to") !== "current") {
-      throw new AssemblyLineError("AL_ERR_CLI_USAGE", "runs migrate moves a paused run to the current build only: pass --to current", { fix: `usage: ${usage}` });
-    }
-    const local = await open(parsed, io, false);
-    try {
-      const from = await local.runtime.revisionOf(runId);
-      const result = await local.runtime.migrateRun(runId, { actor: "cli" });
-      if (!local.json) io.out(`run ${runId} moved from ${from} to ${local.runtime.manifest.agentRevision}`);
-      return reportResult(result, io, { json: local.json, agentDir: local.agentDir });
-    } finally {
-      await local.close();
-    }
+}
+
+/** `runs migrate <runId> --to current`. */
+export async function runsMigrate(parsed: ParsedCommand, io: CommandIO): Promise<number> {
+  const runId = requirePositional(parsed.positionals, 0, "runId", "assembly-line runs migrate <runId> --to current");
+  if (stringOption(parsed, "to") !== "current") {
+    throw new AssemblyLineError("AL_ERR_CLI_USAGE", "runs migrate moves a paused run to the current build only: pass --to current", { fix: "See assembly-line runs migrate --help." });
   }
-  throw new AssemblyLineError("AL_ERR_CLI_USAGE", `unknown runs subcommand ${JSON.stringify(sub ?? "")}`, { fix: "assembly-line runs list | runs show <runId> | runs migrate <runId> --to current" });
+  const local = await open(parsed, io, undefined);
+  try {
+    const from = await local.runtime.revisionOf(runId);
+    const result = await local.runtime.migrateRun(runId, { actor: "cli" });
+    if (!local.json) io.out(`run ${runId} moved from ${from} to ${local.runtime.manifest.agentRevision}`);
+    reportResult(result, io, { json: local.json, agentDir: local.agentDir });
+    // Moving the run is what was asked; it still waits for the decision it waited for.
+    return 0;
+  } finally {
+    await local.close();
+  }
 }
 
 type Decision = (local: LocalRuntime, runId: string, parsed: ParsedCommand) => Promise<RunResult>;
 
-function decisionCommand(usage: string, extra: Record<string, { type: "string" | "boolean" }>, decide: Decision) {
-  return async (args: string[], io: CommandIO): Promise<number> => {
-    const parsed = parseCommand(args, { ...COMMON, ...extra }, usage);
+function decisionCommand(usage: string, decide: Decision) {
+  return async (parsed: ParsedCommand, io: CommandIO): Promise<number> => {
     const runId = requirePositional(parsed.positionals, 0, "runId", usage);
-    const local = await open(parsed, io, true);
+    const events: RunEvent[] = [];
+    const local = await open(parsed, io, events);
     try {
-      return reportResult(await decide(local, runId, parsed), io, { json: local.json, agentDir: local.agentDir });
+      return reportResult(await decide(local, runId, parsed), io, { json: local.json, agentDir: local.agentDir, events });
     } finally {
       await local.close();
     }
   };
 }
 
-export const approveCommand = decisionCommand("assembly-line approve <runId> [<callId>] [--agent <dir>]", {}, (local, runId, parsed) => {
+export const approveCommand = decisionCommand("assembly-line approve <runId> [<callId>] [--agent <dir>]", (local, runId, parsed) => {
   const callId = parsed.positionals[1];
   return local.runtime.approve(runId, { ...(callId ? { callId } : {}), actor: "cli" });
 });
 
-export const denyCommand = decisionCommand("assembly-line deny <runId> [<callId>] [--reason <text>] [--agent <dir>]", { reason: { type: "string" } }, (local, runId, parsed) => {
+export const denyCommand = decisionCommand("assembly-line deny <runId> [<callId>] [--reason <text>] [--agent <dir>]", (local, runId, parsed) => {
   const callId = parsed.positionals[1];
   const reason = stringOption(parsed, "reason");
   return local.runtime.deny(runId, { ...(callId ? { callId } : {}), ...(reason ? { reason } : {}), actor: "cli" });
 });
 
-export const answerCommand = decisionCommand('assembly-line answer <runId> "text" [--agent <dir>]', {}, (local, runId, parsed) => {
+export const answerCommand = decisionCommand('assembly-line answer <runId> "text" [--agent <dir>]', (local, runId, parsed) => {
   const text = requirePositional(parsed.positionals, 1, "text", 'assembly-line answer <runId> "text" [--agent <dir>]');
   return local.runtime.answer(runId, text, { actor: "cli" });
 });
 
-export const resumeCommand = decisionCommand("assembly-line resume <runId> [--agent <dir>]", {}, (local, runId) => local.runtime.resume(runId));
+export const resumeCommand = decisionCommand("assembly-line resume <runId> [--agent <dir>]", (local, runId) => local.runtime.resume(runId));

@@ -5,20 +5,13 @@ import { openLocalDefaults } from "../../host/local-defaults.js";
 import { readableLogger } from "../../host/readable-logger.js";
 import { listenNodeRuntime, type NodeRuntimeHandle } from "../../host/server.js";
 import { installSignalHandlers } from "../../host/signals.js";
-import { parseCommand, requirePositional, stringOption, type ParsedCommand } from "../args.js";
+import { jsonOption, requirePositional, stringOption, type CommandContext, type ParsedCommand } from "../args.js";
 import type { CommandIO } from "../io.js";
-import { MODEL_OPTIONS, catalogFor, chooseModel } from "../local-runtime.js";
+import { catalogFor, chooseModel } from "../local-runtime.js";
+import { envelope, progress } from "../output.js";
 
-const DEV_USAGE =
-  "assembly-line dev <agentDir> [--port <n>] [--host <addr>] [--model <spec>] [--base-url <url>] [--api <api>] [--offline-script <file.json>] [--state-dir <dir>] [--json-logs]";
-const START_USAGE = "assembly-line start <artifactDir> [--port <n>] [--host <addr>] [--model <spec>] [--base-url <url>] [--api <api>] [--state-dir <dir>]";
-
-const SERVE_OPTIONS = {
-  port: { type: "string" },
-  host: { type: "string" },
-  "state-dir": { type: "string" },
-  ...MODEL_OPTIONS,
-} as const;
+const DEV_USAGE = "assembly-line dev [agentDir] (assembly-line dev --help)";
+const START_USAGE = "assembly-line start [artifactDir] (assembly-line start --help)";
 
 /** For embedding the commands (tests): see the handle, and keep process signals alone. */
 export interface ServeControl {
@@ -32,9 +25,10 @@ export interface ServeControl {
  * 127.0.0.1 with local state, readable logs, open raw routes and /runs (unless
  * ASSEMBLY_LINE_BEARER_TOKEN is set). Runs until SIGTERM/SIGINT.
  */
-export async function devCommand(args: string[], io: CommandIO, control: ServeControl = {}): Promise<number> {
-  const parsed = parseCommand(args, { ...SERVE_OPTIONS, "offline-script": { type: "string" }, "json-logs": { type: "boolean" } }, DEV_USAGE);
+export async function dev(parsed: ParsedCommand, io: CommandIO, context: CommandContext = {}): Promise<number> {
+  const control = context.serve ?? {};
   const agentDir = requirePositional(parsed.positionals, 0, "agentDir", DEV_USAGE);
+  progress(io, jsonOption(parsed))(`building ${agentDir}`);
   const { artifactRoot } = await buildAgent(agentDir, { checkSandboxAdapter: checkSandboxAdapterInstalled });
   const bundle = await loadRuntimeBundle(artifactRoot);
   const flags = modelFlags(parsed);
@@ -48,8 +42,8 @@ export async function devCommand(args: string[], io: CommandIO, control: ServeCo
  * (`<agentDir>/.assembly-line`) without rebuilding: JSON logs, auth required
  * for /runs and raw routes, channel secrets required.
  */
-export async function startCommand(args: string[], io: CommandIO, control: ServeControl = {}): Promise<number> {
-  const parsed = parseCommand(args, SERVE_OPTIONS, START_USAGE);
+export async function start(parsed: ParsedCommand, io: CommandIO, context: CommandContext = {}): Promise<number> {
+  const control = context.serve ?? {};
   const artifactDir = requirePositional(parsed.positionals, 0, "artifactDir", START_USAGE);
   const bundle = await loadRuntimeBundle(artifactDir);
   const flags = modelFlags(parsed);
@@ -93,17 +87,25 @@ async function serve(
   }
   void handle.closed.then(() => local.close());
   const { manifest } = bundle;
+  if (jsonOption(parsed)) {
+    const channels = manifest.channels.map((channel) => ({ name: channel.name, methods: channel.methods, url: `${handle.url}${channel.route}` }));
+    io.out(envelope({ agentId: manifest.agent.id, agentRevision: manifest.agentRevision, url: handle.url, devMode: mode.devMode, model: mode.note, channels }));
+  } else printRoutes(bundle, handle, mode, local.scheduler !== undefined, io);
+  if (control.installSignals !== false) installSignalHandlers(handle);
+  control.onListening?.(handle);
+  await handle.closed;
+  return 0;
+}
+
+function printRoutes(bundle: RuntimeBundle, handle: NodeRuntimeHandle, mode: { devMode: boolean; note: string }, scheduler: boolean, io: CommandIO): void {
+  const { manifest } = bundle;
   io.out(`${manifest.agent.id} ${manifest.agentRevision}, ${mode.note}${mode.devMode ? " (dev mode)" : ""}`);
   io.out(`listening on ${handle.url}`);
   for (const channel of manifest.channels) io.out(`  ${channel.methods.join("|").padEnd(6)} ${handle.url}${channel.route}  (channel ${channel.name})`);
   io.out(`  GET    ${handle.url}/runs  /runs/:id  POST /runs/:id/approve|deny|answer`);
   io.out(`  run inspector: ${handle.url}/inspector${mode.devMode ? "" : "  (needs the host's auth)"}`);
   io.out(`  GET    ${handle.url}/healthz  /readyz  /admin/kill-switch`);
-  if (local.scheduler) io.out(`  scheduler: ${manifest.automations?.length ?? 0} static automation(s)${manifest.agent.dynamicAutomations?.dynamic ? ", dynamic automations on" : ""}`);
-  if (control.installSignals !== false) installSignalHandlers(handle);
-  control.onListening?.(handle);
-  await handle.closed;
-  return 0;
+  if (scheduler) io.out(`  scheduler: ${manifest.automations?.length ?? 0} static automation(s)${manifest.agent.dynamicAutomations?.dynamic ? ", dynamic automations on" : ""}`);
 }
 
 function modelFlags(parsed: ParsedCommand) {
@@ -118,4 +120,16 @@ function portOption(parsed: ParsedCommand, usage: string): number | undefined {
     throw new AssemblyLineError("AL_ERR_CLI_USAGE", `--port ${text} is not a port number (0-65535)`, { fix: `usage: ${usage}` });
   }
   return port;
+}
+
+/** `assembly-line dev <args>` for embedding (tests, scripts): the same parsing and checks as the command line. */
+export async function devCommand(args: string[], io: CommandIO, control: ServeControl = {}): Promise<number> {
+  const { runCommandLine } = await import("../program.js");
+  return runCommandLine(["dev", ...args], io, { serve: control });
+}
+
+/** `assembly-line start <args>` for embedding. */
+export async function startCommand(args: string[], io: CommandIO, control: ServeControl = {}): Promise<number> {
+  const { runCommandLine } = await import("../program.js");
+  return runCommandLine(["start", ...args], io, { serve: control });
 }

@@ -1,11 +1,11 @@
 import { createTwoFilesPatch } from "diff";
 import { AssemblyLineError } from "@assemblyline-agents/core";
 import type { SkillView } from "@assemblyline-agents/runtime";
-import { parseCommand, requirePositional, stringOption, type ParsedCommand } from "../args.js";
+import { jsonOption, requirePositional, stringOption, type ParsedCommand } from "../args.js";
 import type { CommandIO } from "../io.js";
 import { openLocalRuntime, type LocalRuntime } from "../local-runtime.js";
+import { envelope } from "../output.js";
 
-const COMMON = { agent: { type: "string" }, "state-dir": { type: "string" }, subagent: { type: "string" }, json: { type: "boolean" } } as const;
 const USAGE = "assembly-line skills list | show <name> | diff <name> | reset <name> [--agent <dir>] [--subagent <path>] [--json]";
 
 async function open(parsed: ParsedCommand): Promise<LocalRuntime> {
@@ -22,20 +22,15 @@ function standing(skill: SkillView, seedDigest: string | undefined): string {
 }
 
 /** `skills list|show|diff|reset`: the durable skill store of the agent (or one of its subagents). */
-export async function skillsCommand(args: string[], io: CommandIO): Promise<number> {
-  const [sub, ...rest] = args;
-  if (!sub || !["list", "show", "diff", "reset"].includes(sub)) {
-    throw new AssemblyLineError("AL_ERR_CLI_USAGE", `unknown skills subcommand ${JSON.stringify(sub ?? "")}`, { fix: `usage: ${USAGE}` });
-  }
-  const parsed = parseCommand(rest, COMMON, USAGE);
-  const json = parsed.values.json === true;
+export const skillsCommand = (sub: string) => async (parsed: ParsedCommand, io: CommandIO): Promise<number> => {
+  const json = jsonOption(parsed);
   const name = sub === "list" ? undefined : requirePositional(parsed.positionals, 0, "name", USAGE);
   const local = await open(parsed);
   try {
     const library = local.runtime.skills(stringOption(parsed, "subagent") ?? "");
     if (sub === "list") {
       const skills = await library.list();
-      if (json) for (const skill of skills) io.out(JSON.stringify({ name: skill.name, description: skill.description, digest: skill.digest, changedBy: skill.changedBy, conflict: skill.conflict }));
+      if (json) io.out(envelope({ skills: skills.map((skill) => ({ name: skill.name, description: skill.description, digest: skill.digest, changedBy: skill.changedBy, conflict: skill.conflict ?? null })) }));
       else for (const skill of skills) io.out(`${skill.name.padEnd(24)} ${standing(skill, library.seedOf(skill.name)?.digest)}  ${skill.description}`);
       if (!json && skills.length === 0) io.out("no skills");
       return 0;
@@ -44,7 +39,7 @@ export async function skillsCommand(args: string[], io: CommandIO): Promise<numb
     const seed = library.seedOf(name!);
     if (sub === "reset") {
       const change = await library.reset(name!);
-      io.out(json ? JSON.stringify(change) : change.after === null ? `removed ${name} (it has no seed)` : `reset ${name} to its seed (${change.after})`);
+      io.out(json ? envelope(change) : change.after === null ? `removed ${name} (it has no seed)` : `reset ${name} to its seed (${change.after})`);
       return 0;
     }
     if (!skill) {
@@ -52,7 +47,7 @@ export async function skillsCommand(args: string[], io: CommandIO): Promise<numb
     }
     if (sub === "show") {
       if (json) {
-        io.out(JSON.stringify(skill));
+        io.out(envelope(skill));
         return 0;
       }
       io.out(`${skill.name}  ${standing(skill, seed?.digest)}  ${skill.digest}`);
@@ -61,17 +56,18 @@ export async function skillsCommand(args: string[], io: CommandIO): Promise<numb
     }
     // diff: the seed in this build against what the store holds.
     const paths = [...new Set([...Object.keys(seed?.files ?? {}), ...Object.keys(skill.files)])].sort();
-    let differs = false;
+    const patches: Array<{ path: string; patch: string }> = [];
     for (const path of paths) {
       const before = seed?.files[path] ?? "";
       const after = skill.files[path] ?? "";
       if (before === after) continue;
-      differs = true;
-      io.out(createTwoFilesPatch(`seed/${skill.name}/${path}`, `store/${skill.name}/${path}`, before, after).trimEnd());
+      patches.push({ path, patch: createTwoFilesPatch(`seed/${skill.name}/${path}`, `store/${skill.name}/${path}`, before, after).trimEnd() });
     }
-    if (!differs) io.out(seed ? `${name} is as seeded` : `${name} has no seed in this build`);
+    if (json) io.out(envelope({ name, seeded: seed !== undefined, patches }));
+    else for (const { patch } of patches) io.out(patch);
+    if (!json && patches.length === 0) io.out(seed ? `${name} is as seeded` : `${name} has no seed in this build`);
     return 0;
   } finally {
     await local.close();
   }
-}
+};

@@ -1,25 +1,26 @@
 import { AssemblyLineError, describeReplayProblems } from "@assemblyline-agents/core";
 import { buildAgent, loadModelScript, loadRuntimeBundle, replayStress } from "@assemblyline-agents/runtime";
-import { parseCommand, requirePositional, stringOption } from "../args.js";
+import { jsonOption, requirePositional, stringOption, type ParsedCommand } from "../args.js";
 import type { CommandIO } from "../io.js";
 import { staticModelCheck } from "../local-runtime.js";
+import { envelope, progress } from "../output.js";
 
-const USAGE = 'assembly-line test <agentDir> --conversation <file.json> --replay-stress [--message "..."] [--json]';
+const USAGE = 'assembly-line test [agentDir] --conversation <file.json> --replay-stress [--message "..."] [--json]';
 
 /**
  * `test --replay-stress`: record a scripted conversation, then stop it after
  * every durable write and resume it in a fresh runtime, reporting each
  * boundary where the resumed run differs. Exit 0 when none does, 1 otherwise.
  */
-export async function testCommand(args: string[], io: CommandIO): Promise<number> {
-  const parsed = parseCommand(args, { conversation: { type: "string" }, "replay-stress": { type: "boolean" }, message: { type: "string" }, json: { type: "boolean" } }, USAGE);
+export async function testCommand(parsed: ParsedCommand, io: CommandIO): Promise<number> {
   const agentDir = requirePositional(parsed.positionals, 0, "agentDir", USAGE);
   const conversation = stringOption(parsed, "conversation");
   if (!conversation) throw new AssemblyLineError("AL_ERR_CLI_USAGE", "test needs --conversation <file.json>: the scripted model turns to play", { fix: `usage: ${USAGE}` });
   if (parsed.values["replay-stress"] !== true) {
     throw new AssemblyLineError("AL_ERR_CLI_USAGE", "test runs in --replay-stress mode: pass --replay-stress", { fix: `usage: ${USAGE}` });
   }
-  const json = parsed.values.json === true;
+  const json = jsonOption(parsed);
+  progress(io, json)(`building ${agentDir}`);
   const { artifactRoot } = await buildAgent(agentDir, { validateModel: staticModelCheck(undefined) });
   const report = await replayStress({
     bundle: await loadRuntimeBundle(artifactRoot),
@@ -31,7 +32,7 @@ export async function testCommand(args: string[], io: CommandIO): Promise<number
     },
   });
   if (json) {
-    io.out(JSON.stringify(report));
+    io.out(envelope(report));
   } else {
     for (const line of describeReplayProblems(report)) io.out(line);
     io.out(
