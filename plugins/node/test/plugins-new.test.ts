@@ -4,7 +4,7 @@ import { join, resolve } from "node:path";
 import { promisify } from "node:util";
 import { afterAll, describe, expect, it } from "vitest";
 import { verifyPluginPackage } from "@assemblyline-agents/registry";
-import { pluginsNewCommand } from "../src/cli/commands/plugins-new.js";
+import { pluginsCommand } from "../src/cli/commands/plugins.js";
 
 const root = resolve(import.meta.dirname, "../../..");
 const tsc = join(root, "node_modules/.bin/tsc");
@@ -28,7 +28,7 @@ async function scaffold(slot: string): Promise<{ dir: string; out: string[] }> {
   folders.push(parent);
   const dir = join(parent, slot);
   const out: string[] = [];
-  const code = await pluginsNewCommand([`@acme/assembly-line-kit-${slot}`, "--slot", slot, "--id", `kit-${slot}`, "--dir", dir], { out: (line) => out.push(line), err: (line) => out.push(line) });
+  const code = await pluginsCommand(["new", `@acme/assembly-line-kit-${slot}`, "--slot", slot, "--id", `kit-${slot}`, "--dir", dir], { out: (line) => out.push(line), err: (line) => out.push(line) });
   expect(code).toBe(0);
   await build(dir);
   return { dir, out };
