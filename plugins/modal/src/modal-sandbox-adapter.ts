@@ -104,8 +104,11 @@ export class ModalSandboxAdapter implements SandboxAdapter {
 
   private async open(key: string, attempt = 0): Promise<ShellSandbox> {
     const existing = await this.find(key);
-    if (existing) return this.wrap(key, existing);
-    return this.create(key, attempt);
+    if (!existing) return this.create(key, attempt);
+    const sandbox = this.wrap(key, existing);
+    // Lost a creation race: the winner may still be making /workspace, and making it again is harmless.
+    if (attempt > 0) await sandbox.prepare();
+    return sandbox;
   }
 
   private async create(key: string, attempt: number): Promise<ShellSandbox> {

@@ -56,7 +56,10 @@ if (probe.available) {
       const before = fake.calls.length;
       await Promise.resolve();
       expect(fake.calls.length).toBe(before);
+      const serverUrl = process.env.MODAL_SERVER_URL;
       const sandbox = await made.acquire("run-lazy");
+      // The server the SDK was given for its constructor is not left behind in the host's environment.
+      expect(process.env.MODAL_SERVER_URL).toBe(serverUrl);
       const request = fake.creates.at(-1) as { tags: Array<{ tagName: string; tagValue: string }>; definition: Record<string, unknown> };
       expect(request.definition).toMatchObject({ name: made.sandboxName("run-lazy"), timeoutSecs: 120, networkAccess: { networkAccessType: 2 /* BLOCKED */ } });
       expect(request.tags).toEqual(expect.arrayContaining([{ tagName: TAGS.key, tagValue: "run-lazy" }, { tagName: TAGS.scope, tagValue: made.options.scope }]));
@@ -121,6 +124,14 @@ if (probe.available) {
       expect(ours(other.options.scope, "run-released")).toHaveLength(1);
       await made.release("run-released");
       expect(fake.calls).toContain("ModalClient/SandboxTerminateV2");
+    });
+
+    it("two hosts acquiring the same run at once share one sandbox: the second create is refused by name and finds the first", async () => {
+      const scope = randomScope("race");
+      const [first, second] = await Promise.all([adapter({ scope }).acquire("run-race"), adapter({ scope }).acquire("run-race")]);
+      await first.writeFile("shared.txt", "one sandbox");
+      expect(text(await second.readFile("shared.txt"))).toBe("one sandbox");
+      expect(ours(scope, "run-race")).toHaveLength(1);
     });
 
     it("never uses a same-named sandbox tagged for another run", async () => {

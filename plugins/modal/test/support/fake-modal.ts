@@ -78,6 +78,8 @@ export async function startFakeModal(options: { docker: Docker; images: Record<s
   const sandboxes = new Map<string, FakeSandbox>();
   const apps = new Map<string, string>();
   const images = new Map<string, string>();
+  /** Names being created ("<appId>\0<name>"), settled once the sandbox runs. */
+  const creating = new Map<string, Promise<void>>();
   let routerUrl = "";
 
   const checkToken = (context: CallContext) => {
@@ -100,6 +102,48 @@ export async function startFakeModal(options: { docker: Docker; images: Record<s
       exec.exitCode ??= 137;
       exec.events.emit("change");
     }
+  }
+
+  async function startSandbox(
+    request: { appId: string; tags: Array<{ tagName: string; tagValue: string }>; secretSources: Array<{ env?: { contents: Record<string, string> } }> },
+    definition: Record<string, unknown>,
+    image: string,
+    name: string | undefined,
+  ) {
+    const env = Object.assign({}, ...request.secretSources.map((source) => source.env?.contents ?? {})) as Record<string, string>;
+    const id = `sb-${randomBytes(14).toString("hex")}`;
+    const entrypoint = (definition.entrypointArgs as string[] | undefined) ?? [];
+    const container = await docker.createContainer({
+      name: `fake-modal-${instance}-${id}`,
+      Image: image,
+      Entrypoint: entrypoint.length ? [] : ["/bin/sh", "-c"],
+      Cmd: entrypoint.length ? entrypoint : [KEEP_ALIVE],
+      Env: Object.entries(env).map(([key, value]) => `${key}=${value}`),
+      WorkingDir: (definition.workdir as string | undefined) || undefined,
+      Labels: { [FAKE_LABEL]: instance },
+      // The engine here has no bridge: every fake sandbox is offline whatever networkAccess says (the request is recorded).
+      HostConfig: { NetworkMode: "none", PidsLimit: 256 },
+    });
+    await container.start();
+    const sandbox: FakeSandbox = {
+      id,
+      taskId: `ta-${randomBytes(11).toString("hex")}`,
+      appId: request.appId,
+      name,
+      tags: Object.fromEntries(request.tags.map((tag) => [tag.tagName, tag.tagValue])),
+      state: "running",
+      jwt: randomBytes(24).toString("base64url"),
+      container,
+      definition,
+      env,
+      execs: new Map(),
+      lifetime: undefined,
+    };
+    const lifetimeSecs = Number(definition.timeoutSecs ?? 300);
+    sandbox.lifetime = setTimeout(() => void terminate(sandbox), lifetimeSecs * 1000);
+    sandbox.lifetime.unref();
+    sandboxes.set(id, sandbox);
+    return { sandboxId: id, taskId: sandbox.taskId, tunnels: [], commandRouterAccess: { url: routerUrl, jwt: sandbox.jwt } };
   }
 
   const control: Record<string, (request: never, context: CallContext) => unknown> = {
@@ -144,47 +188,26 @@ export async function startFakeModal(options: { docker: Docker; images: Record<s
       const image = images.get(String(definition.imageId));
       if (!image) throw new ServerError(Status.NOT_FOUND, `Image ${String(definition.imageId)} not found`);
       const name = (definition.name as string | undefined) || undefined;
-      if (name && [...sandboxes.values()].some((other) => other.state === "running" && other.appId === request.appId && other.name === name)) {
+      const nameKey = `${request.appId}\0${name}`;
+      if (name && (creating.has(nameKey) || [...sandboxes.values()].some((other) => other.state === "running" && other.appId === request.appId && other.name === name))) {
         throw new ServerError(Status.ALREADY_EXISTS, `Sandbox with name '${name}' already exists in App`);
       }
-      const env = Object.assign({}, ...request.secretSources.map((source) => source.env?.contents ?? {})) as Record<string, string>;
-      const id = `sb-${randomBytes(14).toString("hex")}`;
-      const entrypoint = (definition.entrypointArgs as string[] | undefined) ?? [];
-      const container = await docker.createContainer({
-        name: `fake-modal-${instance}-${id}`,
-        Image: image,
-        Entrypoint: entrypoint.length ? [] : ["/bin/sh", "-c"],
-        Cmd: entrypoint.length ? entrypoint : [KEEP_ALIVE],
-        Env: Object.entries(env).map(([key, value]) => `${key}=${value}`),
-        WorkingDir: (definition.workdir as string | undefined) || undefined,
-        Labels: { [FAKE_LABEL]: instance },
-        // The engine here has no bridge: every fake sandbox is offline whatever networkAccess says (the request is recorded).
-        HostConfig: { NetworkMode: "none", PidsLimit: 256 },
-      });
-      await container.start();
-      const sandbox: FakeSandbox = {
-        id,
-        taskId: `ta-${randomBytes(11).toString("hex")}`,
-        appId: request.appId,
-        name,
-        tags: Object.fromEntries(request.tags.map((tag) => [tag.tagName, tag.tagValue])),
-        state: "running",
-        jwt: randomBytes(24).toString("base64url"),
-        container,
-        definition,
-        env,
-        execs: new Map(),
-        lifetime: undefined,
-      };
-      const lifetimeSecs = Number(definition.timeoutSecs ?? 300);
-      sandbox.lifetime = setTimeout(() => void terminate(sandbox), lifetimeSecs * 1000);
-      sandbox.lifetime.unref();
-      sandboxes.set(id, sandbox);
-      return { sandboxId: id, taskId: sandbox.taskId, tunnels: [], commandRouterAccess: { url: routerUrl, jwt: sandbox.jwt } };
+      // The name is taken from this moment, as Modal registers a sandbox before its container runs.
+      let created!: () => void;
+      if (name) creating.set(nameKey, new Promise<void>((resolve) => (created = resolve)));
+      try {
+        return await startSandbox(request, definition, image, name);
+      } finally {
+        if (name) {
+          creating.delete(nameKey);
+          created();
+        }
+      }
     },
     async sandboxGetFromNameV2(request: { sandboxName: string; appName: string; environmentName: string }, context: CallContext) {
       checkToken(context);
       const appId = apps.get(`${request.environmentName}\0${request.appName}`);
+      await creating.get(`${appId}\0${request.sandboxName}`);
       const found = [...sandboxes.values()].find((sandbox) => sandbox.state === "running" && sandbox.appId === appId && sandbox.name === request.sandboxName);
       if (!found) throw new ServerError(Status.NOT_FOUND, `Sandbox with name '${request.sandboxName}' not found`);
       return { sandboxId: found.id };
