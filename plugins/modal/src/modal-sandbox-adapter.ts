@@ -185,8 +185,6 @@ export class ModalSandboxAdapter implements SandboxAdapter {
         this.call("running a command", async () => {
           // Modal takes exec timeouts in whole seconds.
           const process = await remote.exec(["sh", "-c", script], { timeoutMs: Math.ceil(limitMs / 1000) * 1000 });
-          // An exec's stdin stays open until closed: a command reading it would otherwise wait forever.
-          await process.stdin.close();
           const [stdout, stderr] = await Promise.all([process.stdout.readText(), process.stderr.readText(), process.wait()]);
           // The wrapper reports everything on stdout; stderr only explains a wrapper that did not run.
           return stdout || stderr;
@@ -194,7 +192,6 @@ export class ModalSandboxAdapter implements SandboxAdapter {
       downloadFile: async (path) =>
         this.call(`reading ${path}`, async () => {
           const process = await remote.exec(["cat", path], { mode: "binary" });
-          await process.stdin.close();
           const [bytes, stderr, code] = await Promise.all([process.stdout.readBytes(), process.stderr.readText(), process.wait()]);
           if (code !== 0) throw new Error(`cat exited with ${code}: ${stderr.trim()}`);
           return bytes;

@@ -68,7 +68,7 @@ if (probe.available) {
       expect(fake.calls).toEqual(expect.arrayContaining(["ModalClient/AppGetOrCreate", "ModalClient/ImageGetOrCreate", "ModalClient/SandboxCreateV2", "TaskCommandRouter/TaskExecStart", "TaskCommandRouter/TaskExecStdioRead", "TaskCommandRouter/TaskExecWait"]));
     });
 
-    it("closes each command's stdin, so a command that reads it ends instead of waiting", async () => {
+    it("gives a command that reads stdin an end of input instead of a wait", async () => {
       const sandbox = await adapter().acquire("run-stdin");
       const result = await sandbox.exec("cat; echo done", { timeoutMs: 5_000 });
       expect(result).toMatchObject({ exitCode: 0, timedOut: false, stdout: "done\n" });
