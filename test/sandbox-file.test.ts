@@ -1,5 +1,5 @@
-import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from "node:fs";
-import { hostname, tmpdir } from "node:os";
+import { mkdirSync, rmSync, writeFileSync } from "node:fs";
+import { hostname } from "node:os";
 import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { isAssemblyLineError } from "@assemblyline-agents/core";
@@ -37,16 +37,6 @@ describe("sandbox.ts adapter resolution", () => {
     const error = await buildAgent(agentDir, { checkSandboxAdapter: checkSandboxAdapterInstalled }).catch((caught: unknown) => caught);
     expect(isAssemblyLineError(error, "AL_ERR_SANDBOX_ADAPTER_NOT_INSTALLED"), String(error)).toBe(true);
     expect(String(error)).toMatch(/"acme-vm" sandbox/);
-  });
-
-  it("fails the build for a listed sandbox that is not installed where the agent resolves packages, naming the package to install", async () => {
-    // A folder outside the workspace resolves none of its packages.
-    const agentDir = mkdtempSync(join(tmpdir(), "al-no-modal-"));
-    roots.push(agentDir);
-    const error = await checkSandboxAdapterInstalled("modal", agentDir).catch((caught: unknown) => caught);
-    expect(isAssemblyLineError(error, "AL_ERR_SANDBOX_ADAPTER_NOT_INSTALLED"), String(error)).toBe(true);
-    expect(String(error)).toMatch(/"modal" sandbox, but no installed package provides it \(it is @assemblyline-agents\/modal\)/);
-    expect(String(error)).toMatch(/npm install @assemblyline-agents\/modal/);
   });
 
   it("resolves sandbox.ts's daytona, e2b and modal spellings to their installed packages (the spec's Daytona example builds)", async () => {
