@@ -82,12 +82,15 @@ export async function startFakeModal(options: { docker: Docker; images: Record<s
   const creating = new Map<string, Promise<void>>();
   let routerUrl = "";
 
-  const checkToken = (context: CallContext) => {
+  /** Auth tokens AuthTokenGet handed out; every other call carries one as x-modal-auth-token. */
+  const issued = new Set<string>();
+  const checkToken = (context: CallContext, authTokenGet = false) => {
     if (context.metadata.get("x-modal-token-id") !== tokenId || context.metadata.get("x-modal-token-secret") !== tokenSecret) {
       throw new ServerError(Status.UNAUTHENTICATED, "Token ID or secret is invalid");
     }
+    if (!authTokenGet && !issued.has(context.metadata.get("x-modal-auth-token") ?? "")) throw new ServerError(Status.UNAUTHENTICATED, "missing or unknown x-modal-auth-token");
   };
-  const running = (sandboxId: string | undefined) => {
+  const byId = (sandboxId: string | undefined) => {
     const sandbox = sandboxes.get(sandboxId ?? "");
     if (!sandbox) throw new ServerError(Status.NOT_FOUND, `Sandbox ${sandboxId} not found`);
     return sandbox;
@@ -112,12 +115,11 @@ export async function startFakeModal(options: { docker: Docker; images: Record<s
   ) {
     const env = Object.assign({}, ...request.secretSources.map((source) => source.env?.contents ?? {})) as Record<string, string>;
     const id = `sb-${randomBytes(14).toString("hex")}`;
-    const entrypoint = (definition.entrypointArgs as string[] | undefined) ?? [];
     const container = await docker.createContainer({
       name: `fake-modal-${instance}-${id}`,
       Image: image,
-      Entrypoint: entrypoint.length ? [] : ["/bin/sh", "-c"],
-      Cmd: entrypoint.length ? entrypoint : [KEEP_ALIVE],
+      Entrypoint: ["/bin/sh", "-c"],
+      Cmd: [KEEP_ALIVE],
       Env: Object.entries(env).map(([key, value]) => `${key}=${value}`),
       WorkingDir: (definition.workdir as string | undefined) || undefined,
       Labels: { [FAKE_LABEL]: instance },
@@ -148,10 +150,12 @@ export async function startFakeModal(options: { docker: Docker; images: Record<s
 
   const control: Record<string, (request: never, context: CallContext) => unknown> = {
     async authTokenGet(_request: never, context: CallContext) {
-      checkToken(context);
+      checkToken(context, true);
       const exp = Math.floor(Date.now() / 1000) + 3600;
       const part = (value: unknown) => Buffer.from(JSON.stringify(value)).toString("base64url");
-      return { token: `${part({ alg: "none", typ: "JWT" })}.${part({ exp, sub: tokenId })}.local` };
+      const token = `${part({ alg: "none", typ: "JWT" })}.${part({ exp, sub: tokenId, jti: randomBytes(8).toString("hex") })}.local`;
+      issued.add(token);
+      return { token };
     },
     async appGetOrCreate(request: { appName: string; environmentName: string; objectCreationType: number }, context: CallContext) {
       checkToken(context);
@@ -185,6 +189,8 @@ export async function startFakeModal(options: { docker: Docker; images: Record<s
       checkToken(context);
       creates.push(request as unknown as Record<string, unknown>);
       const definition = request.definition ?? {};
+      // A sandbox command (its entrypoint) is not run here: the adapter never sets one.
+      if (((definition.entrypointArgs as string[] | undefined) ?? []).length > 0) throw new ServerError(Status.UNIMPLEMENTED, "the local Modal runs no sandbox command (entrypointArgs)");
       const image = images.get(String(definition.imageId));
       if (!image) throw new ServerError(Status.NOT_FOUND, `Image ${String(definition.imageId)} not found`);
       const name = (definition.name as string | undefined) || undefined;
@@ -219,24 +225,24 @@ export async function startFakeModal(options: { docker: Docker; images: Record<s
     },
     async sandboxGetTaskIdV2(request: { sandboxId: string }, context: CallContext) {
       checkToken(context);
-      const sandbox = running(request.sandboxId);
+      const sandbox = byId(request.sandboxId);
       if (sandbox.state !== "running") return { taskResult: { status: TERMINATED, exception: "Sandbox terminated" } };
       return { taskId: sandbox.taskId };
     },
     async sandboxGetCommandRouterAccess(request: { sandboxId?: string }, context: CallContext) {
       checkToken(context);
-      const sandbox = running(request.sandboxId);
+      const sandbox = byId(request.sandboxId);
       if (sandbox.state !== "running") throw new ServerError(Status.FAILED_PRECONDITION, "Sandbox is not running");
       return { url: routerUrl, jwt: sandbox.jwt, workerIpv4Address: "127.0.0.1" };
     },
     async sandboxTagsGetV2(request: { sandboxId: string }, context: CallContext) {
       checkToken(context);
-      const sandbox = running(request.sandboxId);
+      const sandbox = byId(request.sandboxId);
       return { tags: Object.entries(sandbox.tags).map(([tagName, tagValue]) => ({ tagName, tagValue })) };
     },
     async sandboxTerminateV2(request: { sandboxId: string }, context: CallContext) {
       checkToken(context);
-      await terminate(running(request.sandboxId));
+      await terminate(byId(request.sandboxId));
       return {};
     },
   };
