@@ -175,14 +175,34 @@ export class ModalSandboxAdapter implements SandboxAdapter {
   }
 
   private wrap(key: string, remote: ModalSdkSandbox): ShellSandbox {
-    return new ShellSandbox(key, this.driver(remote), { timeoutMs: this.options.defaultTimeoutMs, maxOutputBytes: this.options.maxOutputBytes, env: this.options.env }, "Modal");
+    const sandbox: ShellSandbox = new ShellSandbox(key, this.driver(remote, () => this.forget(key, sandbox)), { timeoutMs: this.options.defaultTimeoutMs, maxOutputBytes: this.options.maxOutputBytes, env: this.options.env }, "Modal");
+    return sandbox;
+  }
+
+  /** Modal ended the key's sandbox (its lifetime ran out): the next acquire makes a new one instead of handing out the dead one. */
+  private forget(key: string, sandbox: ShellSandbox): void {
+    const pending = this.live.get(key);
+    void pending?.then(
+      (current) => {
+        if (current === sandbox && this.live.get(key) === pending) this.live.delete(key);
+      },
+      () => undefined,
+    );
   }
 
   /** The command router calls a sandbox needs: one exec per script, `cat` to read and to write a file. */
-  private driver(remote: ModalSdkSandbox): SandboxDriver {
+  private driver(remote: ModalSdkSandbox, ended: () => void): SandboxDriver {
+    const call = async <T>(action: string, operation: () => Promise<T>): Promise<T> => {
+      try {
+        return await operation();
+      } catch (error) {
+        if (grpcStatusOf(error) === "NOT_FOUND") ended();
+        throw this.failure(action, error);
+      }
+    };
     return {
       runScript: async (script, limitMs) =>
-        this.call("running a command", async () => {
+        call("running a command", async () => {
           // Modal takes exec timeouts in whole seconds.
           const process = await remote.exec(["sh", "-c", script], { timeoutMs: Math.ceil(limitMs / 1000) * 1000 });
           const [stdout, stderr] = await Promise.all([process.stdout.readText(), process.stderr.readText(), process.wait()]);
@@ -190,14 +210,14 @@ export class ModalSandboxAdapter implements SandboxAdapter {
           return stdout || stderr;
         }),
       downloadFile: async (path) =>
-        this.call(`reading ${path}`, async () => {
+        call(`reading ${path}`, async () => {
           const process = await remote.exec(["cat", path], { mode: "binary" });
           const [bytes, stderr, code] = await Promise.all([process.stdout.readBytes(), process.stderr.readText(), process.wait()]);
           if (code !== 0) throw new Error(`cat exited with ${code}: ${stderr.trim()}`);
           return bytes;
         }),
       uploadFile: async (path, content) =>
-        this.call(`writing ${path}`, async () => {
+        call(`writing ${path}`, async () => {
           const process = await remote.exec(["sh", "-c", 'cat > "$1"', "sh", path], { mode: "binary" });
           await process.stdin.writeBytes(content);
           await process.stdin.close();

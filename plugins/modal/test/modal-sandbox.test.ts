@@ -113,6 +113,20 @@ if (probe.available) {
       expect(ours(scope, "run-expired").map((entry) => entry.id)).not.toContain(remote!.id);
     });
 
+    it("fails a command in a sandbox Modal ended under a live run, and the run's next acquire gets a new one", async () => {
+      const scope = randomScope("ended");
+      const made = adapter({ scope });
+      const sandbox = await made.acquire("run-ended");
+      const [remote] = ours(scope, "run-ended");
+      await fake.expire(remote!.id);
+      const error = await sandbox.exec("echo hi").catch((caught: unknown) => caught);
+      expect(isAssemblyLineError(error, "AL_ERR_SANDBOX_ENGINE"), String(error)).toBe(true);
+      expect(String(error)).toMatch(/gRPC NOT_FOUND/);
+      const fresh = await made.acquire("run-ended");
+      expect(fresh).not.toBe(sandbox);
+      expect((await fresh.exec("echo again")).stdout).toBe("again\n");
+    });
+
     it("terminates the sandbox at release, leaves other scopes' sandboxes alone, and a second release is a no-op", async () => {
       const made = adapter();
       const other = adapter();
