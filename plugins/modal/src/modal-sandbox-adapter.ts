@@ -204,24 +204,24 @@ export class ModalSandboxAdapter implements SandboxAdapter {
       runScript: async (script, limitMs) =>
         call("running a command", async () => {
           // Modal takes exec timeouts in whole seconds.
-          const process = await remote.exec(["sh", "-c", script], { timeoutMs: Math.ceil(limitMs / 1000) * 1000 });
-          const [stdout, stderr] = await Promise.all([process.stdout.readText(), process.stderr.readText(), process.wait()]);
+          const child = await remote.exec(["sh", "-c", script], { timeoutMs: Math.ceil(limitMs / 1000) * 1000 });
+          const [stdout, stderr] = await Promise.all([child.stdout.readText(), child.stderr.readText(), child.wait()]);
           // The wrapper reports everything on stdout; stderr only explains a wrapper that did not run.
           return stdout || stderr;
         }),
       downloadFile: async (path) =>
         call(`reading ${path}`, async () => {
-          const process = await remote.exec(["cat", path], { mode: "binary" });
-          const [bytes, stderr, code] = await Promise.all([process.stdout.readBytes(), process.stderr.readText(), process.wait()]);
+          const child = await remote.exec(["cat", path], { mode: "binary" });
+          const [bytes, stderr, code] = await Promise.all([child.stdout.readBytes(), child.stderr.readText(), child.wait()]);
           if (code !== 0) throw new Error(`cat exited with ${code}: ${stderr.trim()}`);
           return bytes;
         }),
       uploadFile: async (path, content) =>
         call(`writing ${path}`, async () => {
-          const process = await remote.exec(["sh", "-c", 'cat > "$1"', "sh", path], { mode: "binary" });
-          await process.stdin.writeBytes(content);
-          await process.stdin.close();
-          const [, stderr, code] = await Promise.all([process.stdout.readBytes(), process.stderr.readText(), process.wait()]);
+          const child = await remote.exec(["sh", "-c", 'cat > "$1"', "sh", path], { mode: "binary" });
+          await child.stdin.writeBytes(content);
+          await child.stdin.close();
+          const [, stderr, code] = await Promise.all([child.stdout.readBytes(), child.stderr.readText(), child.wait()]);
           if (code !== 0) throw new Error(`writing exited with ${code}: ${stderr.trim()}`);
         }),
     };
