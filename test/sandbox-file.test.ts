@@ -11,6 +11,7 @@ import { baseImages, probeEngine } from "../plugins/docker/test/support/engine.j
 import { startFakeDaytona } from "../plugins/daytona/test/support/fake-daytona.js";
 import { startFakeE2b } from "../plugins/e2b/test/support/fake-e2b.js";
 import { e2bTemplateImage } from "../plugins/e2b/test/support/template-image.js";
+import { startFakeModal } from "../plugins/modal/test/support/fake-modal.js";
 import { copyExample } from "./support/example-copy.js";
 
 const roots: string[] = [];
@@ -38,20 +39,13 @@ describe("sandbox.ts adapter resolution", () => {
     expect(String(error)).toMatch(/"acme-vm" sandbox/);
   });
 
-  it("fails the build for a modal sandbox, saying no Modal adapter exists yet and naming the alternatives", async () => {
-    const { agentDir } = agentWithSandbox(`import { defineSandbox } from "@assemblyline-agents/core";\nexport default defineSandbox({ adapter: "modal", image: "node:22" });\n`);
-    const error = await buildAgent(agentDir, { checkSandboxAdapter: checkSandboxAdapterInstalled }).catch((caught: unknown) => caught);
-    expect(isAssemblyLineError(error, "AL_ERR_SANDBOX_ADAPTER_NOT_INSTALLED"), String(error)).toBe(true);
-    expect(String(error)).toMatch(/no Modal adapter exists yet/);
-    expect(String(error)).toMatch(/"daytona".*"e2b".*"docker"/);
-  });
-
-  it("resolves sandbox.ts's daytona and e2b spellings to their installed packages (the spec's Daytona example builds)", async () => {
+  it("resolves sandbox.ts's daytona, e2b and modal spellings to their installed packages (the spec's Daytona example builds)", async () => {
     const { agentDir } = agentWithSandbox(
       `import { defineSandbox } from "@assemblyline-agents/core";\nexport default defineSandbox({ adapter: "daytona", image: "node:22", snapshot: { mode: "manual", retainLast: 3, reason: "operator-requested checkpoint" } });\n`,
     );
     await checkSandboxAdapterInstalled("daytona", agentDir);
     await checkSandboxAdapterInstalled("e2b", agentDir);
+    await checkSandboxAdapterInstalled("modal", agentDir);
     const { manifest } = await buildAgent(agentDir, { checkSandboxAdapter: checkSandboxAdapterInstalled });
     expect(manifest.sandbox).toMatchObject({ adapter: "daytona", image: "node:22" });
     expect(JSON.stringify(manifest.sandbox)).toContain("operator-requested checkpoint");
@@ -117,6 +111,14 @@ if (probe.available) {
         async () => {
           const fake = await startFakeE2b({ docker, templates: { base: await e2bTemplateImage(docker, image) } });
           return { fake, env: { E2B_API_KEY: fake.apiKey, E2B_API_URL: fake.apiUrl, E2B_SANDBOX_URL: fake.sandboxUrl }, alive: () => fake.sandboxes.size };
+        },
+      ],
+      [
+        "modal",
+        async () => {
+          const fake = await startFakeModal({ docker, images: { "debian:bookworm-slim": image } });
+          const alive = () => [...fake.sandboxes.values()].filter((sandbox) => sandbox.state === "running").length;
+          return { fake, env: { MODAL_TOKEN_ID: fake.tokenId, MODAL_TOKEN_SECRET: fake.tokenSecret, MODAL_SERVER_URL: fake.serverUrl }, alive };
         },
       ],
     ] as const)("runs bash in the %s sandbox that sandbox.ts's defineSandbox({ adapter }) names", async (adapter, start) => {

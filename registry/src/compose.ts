@@ -165,9 +165,6 @@ export function withSandboxFile(gateway: GatewayDefinition, sandbox: ComposeGate
   return defineGateway({ ...gateway, sandbox: adapterDescriptor("sandbox", sandbox.adapter, { ...sandbox.options }) });
 }
 
-/** Sandbox names the spec lists whose first-party adapter does not exist yet: the build names the ones that do. */
-const PLANNED_SANDBOXES: Record<string, string> = { modal: "Modal" };
-
 /**
  * The build-time half of resolving sandbox.ts: its adapter's plugin must be
  * installed where the agent resolves packages, or the build fails naming the
@@ -180,13 +177,6 @@ export async function checkSandboxAdapterInstalled(adapter: string, agentDir: st
   } catch (error) {
     if (!isAssemblyLineError(error, "AL_ERR_PLUGIN_NOT_FOUND")) throw error;
     const listed = await readRegistryIndex().then((index) => index.plugins[adapter]?.package, () => undefined);
-    const planned = listed ? undefined : PLANNED_SANDBOXES[adapter];
-    if (planned) {
-      throw new AssemblyLineError("AL_ERR_SANDBOX_ADAPTER_NOT_INSTALLED", `sandbox.ts uses the "${adapter}" sandbox, but no ${planned} adapter exists yet`, {
-        fix: `Use one that does: adapter: "daytona" (npm install @assemblyline-agents/daytona), "e2b" (@assemblyline-agents/e2b), "docker" (@assemblyline-agents/docker) or "local"; or install a third-party package whose plugin id is "${adapter}".`,
-        details: { adapter },
-      });
-    }
     throw new AssemblyLineError("AL_ERR_SANDBOX_ADAPTER_NOT_INSTALLED", `sandbox.ts uses the "${adapter}" sandbox, but no installed package provides it${listed ? ` (it is ${listed})` : ""}`, {
       fix: listed ? `Install it: npm install ${listed} (or assembly-line plugins add ${adapter}).` : `Install the package that provides the "${adapter}" sandbox (assembly-line plugins search sandbox), or use adapter: "local".`,
       details: { adapter, ...(listed ? { package: listed } : {}) },

@@ -41,7 +41,7 @@ describe("assembly-line plugins list, search and info", () => {
     const { out } = await plugins("list", "--json");
     const listing = (JSON.parse(out) as { ok: true; data: { kernelVersion: string; plugins: Array<{ id: string }> } }).data;
     expect(listing.kernelVersion).toBe(KERNEL_VERSION);
-    expect(listing.plugins.map((plugin) => plugin.id)).toEqual(["codex", "connections", "daytona", "discord", "docker", "e2b", "local", "node", "otlp", "pi", "postgres", "redis", "s3"]);
+    expect(listing.plugins.map((plugin) => plugin.id)).toEqual(["codex", "connections", "daytona", "discord", "docker", "e2b", "local", "modal", "node", "otlp", "pi", "postgres", "redis", "s3"]);
   });
 
   it("finds plugins matching every word, and says so when none match", async () => {
@@ -62,7 +62,7 @@ describe("assembly-line plugins list, search and info", () => {
   });
 
   it("refuses an unknown id naming the ones that exist", async () => {
-    await expect(plugins("info", "kubernetes")).rejects.toMatchObject({ code: "AL_ERR_PLUGIN_NOT_FOUND", message: expect.stringContaining("local, node, otlp, pi, postgres") });
+    await expect(plugins("info", "kubernetes")).rejects.toMatchObject({ code: "AL_ERR_PLUGIN_NOT_FOUND", message: expect.stringContaining("local, modal, node, otlp, pi, postgres") });
     await expect(plugins("frobnicate")).rejects.toMatchObject({ code: "AL_ERR_CLI_USAGE" });
   });
 });

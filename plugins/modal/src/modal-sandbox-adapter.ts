@@ -1,0 +1,251 @@
+import { createHash } from "node:crypto";
+import type { ModalClient, Sandbox as ModalSdkSandbox } from "modal";
+import { AssemblyLineError, type Sandbox, type SandboxAdapter, type SandboxDriver, ShellSandbox } from "@assemblyline-agents/core";
+import { resolveModalOptions, type ModalSandboxOptions, type ResolvedModalOptions } from "./options.js";
+import { grpcStatusOf, providerError } from "./provider-error.js";
+
+/** Tags mark what this adapter made, so a same-named sandbox it did not make is never used or terminated. */
+export const TAGS = {
+  sandbox: "dev.assembly-line.sandbox",
+  key: "dev.assembly-line.sandbox.key",
+  scope: "dev.assembly-line.sandbox.scope",
+} as const;
+
+export interface ModalSandboxAdapterOptions extends ModalSandboxOptions {
+  /** The agent folder; the default scope is derived from it. */
+  agentDir?: string;
+  /** Where MODAL_TOKEN_ID, MODAL_TOKEN_SECRET, MODAL_SERVER_URL and MODAL_ENVIRONMENT are read (default process.env). */
+  hostEnv?: Record<string, string | undefined>;
+}
+
+/**
+ * Modal sandboxes over the official SDK (`modal`): one sandbox per key (a run)
+ * in one Modal App, named after the key so a restarted host finds it again,
+ * created on first acquire and terminated on release. Modal has no paused
+ * sandboxes: one whose lifetime ended is gone with its files, and the key gets
+ * a new one.
+ */
+export class ModalSandboxAdapter implements SandboxAdapter {
+  readonly name = "modal";
+  readonly options: ResolvedModalOptions;
+  private readonly hostEnv: Record<string, string | undefined>;
+  private client: ModalClient | undefined;
+  private readonly live = new Map<string, Promise<ShellSandbox>>();
+
+  constructor(options: ModalSandboxAdapterOptions) {
+    const { agentDir, hostEnv, ...rest } = options;
+    this.options = resolveModalOptions(rest, agentDir ? `agent-${digest(agentDir).slice(0, 12)}` : "default");
+    this.hostEnv = hostEnv ?? process.env;
+  }
+
+  /** The key's sandbox: the live one, a running one found by its name, or a new one. */
+  acquire(key: string): Promise<Sandbox> {
+    checkKey(key);
+    let pending = this.live.get(key);
+    if (!pending) {
+      pending = this.open(key).catch((error: unknown) => {
+        this.live.delete(key);
+        throw error;
+      });
+      this.live.set(key, pending);
+    }
+    return pending;
+  }
+
+  /** Terminate the key's sandbox. Releasing an unknown key (or one Modal already ended) is a no-op. */
+  async release(key: string): Promise<void> {
+    checkKey(key);
+    this.live.delete(key);
+    const remote = await this.find(key);
+    if (remote) await this.terminate(remote);
+  }
+
+  /** Drop the SDK client (its connections); the sandboxes keep running. */
+  close(): void {
+    this.client?.close();
+    this.client = undefined;
+  }
+
+  /** The sandbox name a key maps to: stable across processes and within Modal's 64-character object names. */
+  sandboxName(key: string): string {
+    return `al-${digest(`${this.options.scope}\0${key}`).slice(0, 40)}`;
+  }
+
+  /** The SDK client, made on first use: the SDK (and its gRPC stack) loads only when a run needs a sandbox. */
+  private async sdk(): Promise<ModalClient> {
+    if (this.client) return this.client;
+    const tokenId = this.hostEnv.MODAL_TOKEN_ID;
+    const tokenSecret = this.hostEnv.MODAL_TOKEN_SECRET;
+    if (!tokenId || !tokenSecret) {
+      throw new AssemblyLineError("AL_ERR_SANDBOX_ENGINE", `the Modal sandbox needs ${!tokenId ? "MODAL_TOKEN_ID" : "MODAL_TOKEN_SECRET"}, which is not set`, {
+        fix: "Set MODAL_TOKEN_ID and MODAL_TOKEN_SECRET (a Modal token: modal token new) in the host's environment.",
+      });
+    }
+    const { ModalClient: Client } = await import("modal");
+    const environment = this.options.environment ?? this.hostEnv.MODAL_ENVIRONMENT;
+    // The SDK takes its server and its sandbox backend from process.env only, in its synchronous
+    // constructor: they are set for that call alone, so the host's choice applies and nothing else sees it.
+    const pinned = { MODAL_SERVER_URL: this.options.serverUrl ?? this.hostEnv.MODAL_SERVER_URL, MODAL_SANDBOX_V2: "1" };
+    const saved = Object.fromEntries(Object.keys(pinned).map((name) => [name, process.env[name]]));
+    try {
+      for (const [name, value] of Object.entries(pinned)) {
+        if (value === undefined) delete process.env[name];
+        else process.env[name] = value;
+      }
+      this.client ??= new Client({ tokenId, tokenSecret, ...(environment ? { environment } : {}) });
+    } finally {
+      for (const [name, value] of Object.entries(saved)) {
+        if (value === undefined) delete process.env[name];
+        else process.env[name] = value;
+      }
+    }
+    return this.client;
+  }
+
+  private async open(key: string, attempt = 0): Promise<ShellSandbox> {
+    const existing = await this.find(key);
+    if (!existing) return this.create(key, attempt);
+    const sandbox = this.wrap(key, existing);
+    // Lost a creation race: the winner may still be making /workspace, and making it again is harmless.
+    if (attempt > 0) await sandbox.prepare();
+    return sandbox;
+  }
+
+  private async create(key: string, attempt: number): Promise<ShellSandbox> {
+    const { options } = this;
+    const client = await this.sdk();
+    const environment = options.environment ?? this.hostEnv.MODAL_ENVIRONMENT;
+    let remote: ModalSdkSandbox;
+    try {
+      const app = await client.apps.fromName(options.app, { createIfMissing: true, ...(environment ? { environment } : {}) });
+      remote = await client.sandboxes.create(app, client.images.fromRegistry(options.image), {
+        name: this.sandboxName(key),
+        tags: { [TAGS.sandbox]: "1", [TAGS.key]: key, [TAGS.scope]: options.scope },
+        timeoutMs: options.lifetimeMs,
+        ...(options.idleTimeoutMs ? { idleTimeoutMs: options.idleTimeoutMs } : {}),
+        blockNetwork: options.blockNetwork,
+        ...(options.cpu ? { cpu: options.cpu } : {}),
+        ...(options.memoryMiB ? { memoryMiB: options.memoryMiB } : {}),
+      });
+    } catch (error) {
+      // Another host created it first: use theirs.
+      if (grpcStatusOf(error) === "ALREADY_EXISTS" && attempt === 0) return this.open(key, attempt + 1);
+      throw this.failure(`creating the sandbox for ${key}`, error);
+    }
+    const sandbox = this.wrap(key, remote);
+    await sandbox.prepare().catch(async (error: unknown) => {
+      await remote.terminate().catch(() => undefined);
+      throw error;
+    });
+    return sandbox;
+  }
+
+  /** The key's running sandbox, looked up by its name in the App; undefined when there is none. */
+  private async find(key: string): Promise<ModalSdkSandbox | undefined> {
+    const name = this.sandboxName(key);
+    const client = await this.sdk();
+    const environment = this.options.environment ?? this.hostEnv.MODAL_ENVIRONMENT;
+    let remote: ModalSdkSandbox;
+    try {
+      remote = await client.sandboxes.fromName(this.options.app, name, environment ? { environment } : {});
+    } catch (error) {
+      // No running sandbox of that name (never made, released, or its lifetime ended); an App not made yet has none either.
+      if (grpcStatusOf(error) === "NOT_FOUND") return undefined;
+      throw this.failure(`looking up sandbox ${name}`, error);
+    }
+    const tags = await this.call(`reading the tags of sandbox ${name}`, () => remote.getTags());
+    if (tags[TAGS.key] !== key || tags[TAGS.scope] !== this.options.scope) {
+      throw new AssemblyLineError("AL_ERR_SANDBOX_ENGINE", `Modal sandbox ${name} in App ${this.options.app} was not made for ${key}`, {
+        fix: "Terminate that sandbox in Modal, or set another scope or app.",
+        details: { key, name },
+      });
+    }
+    return remote;
+  }
+
+  private async terminate(remote: ModalSdkSandbox): Promise<void> {
+    try {
+      await remote.terminate();
+    } catch (error) {
+      // Already ended (terminated elsewhere, or its lifetime ran out): nothing to release.
+      if (grpcStatusOf(error) !== "NOT_FOUND") throw this.failure("terminating the sandbox", error);
+    } finally {
+      remote.detach();
+    }
+  }
+
+  private wrap(key: string, remote: ModalSdkSandbox): ShellSandbox {
+    const sandbox: ShellSandbox = new ShellSandbox(key, this.driver(remote, () => this.forget(key, sandbox)), { timeoutMs: this.options.defaultTimeoutMs, maxOutputBytes: this.options.maxOutputBytes, env: this.options.env }, "Modal");
+    return sandbox;
+  }
+
+  /** Modal ended the key's sandbox (its lifetime ran out): the next acquire makes a new one instead of handing out the dead one. */
+  private forget(key: string, sandbox: ShellSandbox): void {
+    const pending = this.live.get(key);
+    void pending?.then(
+      (current) => {
+        if (current === sandbox && this.live.get(key) === pending) this.live.delete(key);
+      },
+      () => undefined,
+    );
+  }
+
+  /** The command router calls a sandbox needs: one exec per script, `cat` to read and to write a file. */
+  private driver(remote: ModalSdkSandbox, ended: () => void): SandboxDriver {
+    const call = async <T>(action: string, operation: () => Promise<T>): Promise<T> => {
+      try {
+        return await operation();
+      } catch (error) {
+        if (grpcStatusOf(error) === "NOT_FOUND") ended();
+        throw this.failure(action, error);
+      }
+    };
+    return {
+      runScript: async (script, limitMs) =>
+        call("running a command", async () => {
+          // Modal takes exec timeouts in whole seconds.
+          const child = await remote.exec(["sh", "-c", script], { timeoutMs: Math.ceil(limitMs / 1000) * 1000 });
+          const [stdout, stderr] = await Promise.all([child.stdout.readText(), child.stderr.readText(), child.wait()]);
+          // The wrapper reports everything on stdout; stderr only explains a wrapper that did not run.
+          return stdout || stderr;
+        }),
+      downloadFile: async (path) =>
+        call(`reading ${path}`, async () => {
+          const child = await remote.exec(["cat", path], { mode: "binary" });
+          const [bytes, stderr, code] = await Promise.all([child.stdout.readBytes(), child.stderr.readText(), child.wait()]);
+          if (code !== 0) throw new Error(`cat exited with ${code}: ${stderr.trim()}`);
+          return bytes;
+        }),
+      uploadFile: async (path, content) =>
+        call(`writing ${path}`, async () => {
+          const child = await remote.exec(["sh", "-c", 'cat > "$1"', "sh", path], { mode: "binary" });
+          await child.stdin.writeBytes(content);
+          await child.stdin.close();
+          const [, stderr, code] = await Promise.all([child.stdout.readBytes(), child.stderr.readText(), child.wait()]);
+          if (code !== 0) throw new Error(`writing exited with ${code}: ${stderr.trim()}`);
+        }),
+    };
+  }
+
+  private async call<T>(action: string, operation: () => Promise<T>): Promise<T> {
+    try {
+      return await operation();
+    } catch (error) {
+      throw this.failure(action, error);
+    }
+  }
+
+  private failure(action: string, error: unknown): AssemblyLineError {
+    return providerError(action, error, [this.hostEnv.MODAL_TOKEN_SECRET]);
+  }
+}
+
+function digest(text: string): string {
+  return createHash("sha256").update(text).digest("hex");
+}
+
+function checkKey(key: string): void {
+  if (typeof key !== "string" || key === "") {
+    throw new AssemblyLineError("AL_ERR_SANDBOX_DEFINITION", `sandbox key ${JSON.stringify(key)} is not a non-empty string`, { fix: "Key sandboxes by the run id." });
+  }
+}

@@ -1,0 +1,172 @@
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { isAssemblyLineError } from "@assemblyline-agents/core";
+import { ModalSandboxAdapter, TAGS, modalSandbox } from "../src/index.js";
+import { IMAGE_MARKER, baseImages, probeEngine, randomScope } from "../../docker/test/support/engine.js";
+import { startFakeModal, type FakeModal } from "./support/fake-modal.js";
+
+const text = (bytes: Uint8Array) => new TextDecoder().decode(bytes);
+const refusal = (run: () => unknown) => {
+  try {
+    run();
+  } catch (error) {
+    return error;
+  }
+  return undefined;
+};
+
+describe("modalSandbox options", () => {
+  it("refuses snapshot, which this adapter does not keep, naming the option", () => {
+    const error = refusal(() => modalSandbox({ snapshot: { mode: "manual", retainLast: 3 } }));
+    expect(isAssemblyLineError(error, "AL_ERR_SANDBOX_DEFINITION"), String(error)).toBe(true);
+    expect(String(error)).toContain("option snapshot is not supported");
+  });
+
+  it("refuses tokens in the options (they are build artifacts), unknown options and lifetimes Modal cannot take", () => {
+    expect(String(refusal(() => modalSandbox({ tokenSecret: "as-secret" } as never)))).toMatch(/tokenSecret is not supported.*\n.*MODAL_TOKEN_SECRET/);
+    expect(String(refusal(() => modalSandbox({ imag: "node:22" } as never)))).toMatch(/option imag\b/);
+    expect(String(refusal(() => modalSandbox({ lifetimeMs: 1500 })))).toMatch(/option lifetimeMs/);
+    expect(String(refusal(() => modalSandbox({ app: "my app" })))).toMatch(/option app/);
+    expect(refusal(() => modalSandbox({ image: "node:22", lifetimeMs: 120_000, network: "bridge" }))).toBeUndefined();
+  });
+
+  it("fails the first acquire, not the boot, when the Modal token is missing", async () => {
+    const error = await new ModalSandboxAdapter({ hostEnv: { MODAL_TOKEN_ID: "ak-1" } }).acquire("run-1").catch((caught: unknown) => caught);
+    expect(isAssemblyLineError(error, "AL_ERR_SANDBOX_ENGINE"), String(error)).toBe(true);
+    expect(String(error)).toMatch(/MODAL_TOKEN_SECRET/);
+  });
+});
+
+const probe = await probeEngine("ModalSandboxAdapter behaviour");
+
+if (probe.available) {
+  const { docker } = probe;
+  let fake: FakeModal;
+  const hostEnv = () => ({ MODAL_TOKEN_ID: fake.tokenId, MODAL_TOKEN_SECRET: fake.tokenSecret, MODAL_SERVER_URL: fake.serverUrl });
+  const adapter = (options: ConstructorParameters<typeof ModalSandboxAdapter>[0] = {}) => new ModalSandboxAdapter({ scope: randomScope("modal"), hostEnv: hostEnv(), ...options });
+  const ours = (scope: string, key: string) => [...fake.sandboxes.values()].filter((entry) => entry.state === "running" && entry.tags[TAGS.key] === key && entry.tags[TAGS.scope] === scope);
+  beforeAll(async () => {
+    const busybox = (await baseImages(docker)).busybox;
+    fake = await startFakeModal({ docker, images: { "debian:bookworm-slim": busybox, "al-test:1": busybox } });
+  }, 120_000);
+  afterAll(() => fake?.close());
+
+  describe("ModalSandboxAdapter against a local Modal control plane and command router", () => {
+    it("creates nothing until a tool asks, then one named, tagged sandbox per key, offline by default", async () => {
+      const made = adapter({ image: "al-test:1", app: "al-tests", env: { GREETING: "hello" }, lifetimeMs: 120_000 });
+      const before = fake.calls.length;
+      await Promise.resolve();
+      expect(fake.calls.length).toBe(before);
+      const serverUrl = process.env.MODAL_SERVER_URL;
+      const sandbox = await made.acquire("run-lazy");
+      // The server the SDK was given for its constructor is not left behind in the host's environment.
+      expect(process.env.MODAL_SERVER_URL).toBe(serverUrl);
+      const request = fake.creates.at(-1) as { tags: Array<{ tagName: string; tagValue: string }>; definition: Record<string, unknown> };
+      expect(request.definition).toMatchObject({ name: made.sandboxName("run-lazy"), timeoutSecs: 120, networkAccess: { networkAccessType: 2 /* BLOCKED */ } });
+      expect(request.tags).toEqual(expect.arrayContaining([{ tagName: TAGS.key, tagValue: "run-lazy" }, { tagName: TAGS.scope, tagValue: made.options.scope }]));
+      const result = await sandbox.exec(`cat ${IMAGE_MARKER}; echo "$GREETING $PWD"; echo "\${MODAL_TOKEN_SECRET:-unset}"`);
+      expect(result.stdout).toBe(`assembly-line test image: busybox\nhello /workspace\nunset\n`);
+      expect(fake.calls).toEqual(expect.arrayContaining(["ModalClient/AppGetOrCreate", "ModalClient/ImageGetOrCreate", "ModalClient/SandboxCreateV2", "TaskCommandRouter/TaskExecStart", "TaskCommandRouter/TaskExecStdioRead", "TaskCommandRouter/TaskExecWait"]));
+    });
+
+    it("gives a command that reads stdin an end of input instead of a wait", async () => {
+      const sandbox = await adapter().acquire("run-stdin");
+      const result = await sandbox.exec("cat; echo done", { timeoutMs: 5_000 });
+      expect(result).toMatchObject({ exitCode: 0, timedOut: false, stdout: "done\n" });
+    }, 20_000);
+
+    it("kills the whole process tree at the timeout: a background child never writes", async () => {
+      const sandbox = await adapter().acquire("run-tree");
+      const result = await sandbox.exec("(sleep 1; echo late > /workspace/late.txt) & sleep 30", { timeoutMs: 300 });
+      expect(result).toMatchObject({ timedOut: true, exitCode: 124 });
+      await new Promise((resolve) => setTimeout(resolve, 1_500));
+      expect((await sandbox.listFiles("/workspace")).map((entry) => entry.path)).not.toContain("/workspace/late.txt");
+    }, 20_000);
+
+    it("moves binary files byte for byte through exec stdin and stdout", async () => {
+      const sandbox = await adapter().acquire("run-binary");
+      const bytes = new Uint8Array(300_000).map((_, index) => (index * 7919) % 256);
+      await sandbox.writeFile("data/blob.bin", bytes.subarray(1000, 201_000));
+      const back = await sandbox.readFile("/workspace/data/blob.bin");
+      expect(Buffer.from(back).equals(Buffer.from(bytes.subarray(1000, 201_000)))).toBe(true);
+      expect(fake.calls).toContain("TaskCommandRouter/TaskExecStdinWrite");
+    });
+
+    it("after a host restart finds the run's sandbox by its name, files intact, and creates none", async () => {
+      const scope = randomScope("restart");
+      await (await adapter({ scope }).acquire("run-restart")).writeFile("/workspace/kept.txt", "kept");
+      const creates = fake.creates.length;
+      const again = await adapter({ scope }).acquire("run-restart");
+      expect(text(await again.readFile("/workspace/kept.txt"))).toBe("kept");
+      expect(fake.creates.length).toBe(creates);
+      expect(fake.calls).toEqual(expect.arrayContaining(["ModalClient/SandboxGetFromNameV2", "ModalClient/SandboxTagsGetV2", "ModalClient/SandboxGetTaskIdV2", "ModalClient/SandboxGetCommandRouterAccess"]));
+    });
+
+    it("gives a key a new sandbox once Modal ended its old one (lifetime over), and releasing it then is a no-op", async () => {
+      const scope = randomScope("expired");
+      const first = adapter({ scope });
+      await (await first.acquire("run-expired")).writeFile("gone.txt", "gone");
+      const [remote] = ours(scope, "run-expired");
+      await fake.expire(remote!.id);
+      await adapter({ scope }).release("run-expired");
+      const fresh = await adapter({ scope }).acquire("run-expired");
+      expect(await fresh.listFiles("/workspace")).toEqual([]);
+      expect(ours(scope, "run-expired").map((entry) => entry.id)).not.toContain(remote!.id);
+    });
+
+    it("fails a command in a sandbox Modal ended under a live run, and the run's next acquire gets a new one", async () => {
+      const scope = randomScope("ended");
+      const made = adapter({ scope });
+      const sandbox = await made.acquire("run-ended");
+      const [remote] = ours(scope, "run-ended");
+      await fake.expire(remote!.id);
+      const error = await sandbox.exec("echo hi").catch((caught: unknown) => caught);
+      expect(isAssemblyLineError(error, "AL_ERR_SANDBOX_ENGINE"), String(error)).toBe(true);
+      expect(String(error)).toMatch(/gRPC NOT_FOUND/);
+      const fresh = await made.acquire("run-ended");
+      expect(fresh).not.toBe(sandbox);
+      expect((await fresh.exec("echo again")).stdout).toBe("again\n");
+    });
+
+    it("terminates the sandbox at release, leaves other scopes' sandboxes alone, and a second release is a no-op", async () => {
+      const made = adapter();
+      const other = adapter();
+      await made.acquire("run-released");
+      await other.acquire("run-released");
+      expect(ours(made.options.scope, "run-released")).toHaveLength(1);
+      await made.release("run-released");
+      expect(ours(made.options.scope, "run-released")).toHaveLength(0);
+      expect(ours(other.options.scope, "run-released")).toHaveLength(1);
+      await made.release("run-released");
+      expect(fake.calls).toContain("ModalClient/SandboxTerminateV2");
+    });
+
+    it("two hosts acquiring the same run at once share one sandbox: the second create is refused by name and finds the first", async () => {
+      const scope = randomScope("race");
+      const [first, second] = await Promise.all([adapter({ scope }).acquire("run-race"), adapter({ scope }).acquire("run-race")]);
+      await first.writeFile("shared.txt", "one sandbox");
+      expect(text(await second.readFile("shared.txt"))).toBe("one sandbox");
+      expect(ours(scope, "run-race")).toHaveLength(1);
+    });
+
+    it("never uses a same-named sandbox tagged for another run", async () => {
+      const scope = randomScope("foreign");
+      await adapter({ scope }).acquire("run-foreign");
+      const [remote] = ours(scope, "run-foreign");
+      remote!.tags[TAGS.key] = "someone-else";
+      const error = await adapter({ scope }).acquire("run-foreign").catch((caught: unknown) => caught);
+      expect(isAssemblyLineError(error, "AL_ERR_SANDBOX_ENGINE"), String(error)).toBe(true);
+      expect(String(error)).toMatch(/was not made for run-foreign/);
+      expect(fake.sandboxes.get(remote!.id)?.state).toBe("running");
+    });
+
+    it("reports a wrong token as Modal's refusal, without the secret in the message", async () => {
+      const wrongSecret = "as-wrong-secret-0123456789";
+      const made = adapter({ hostEnv: { ...hostEnv(), MODAL_TOKEN_SECRET: wrongSecret } });
+      const error = await made.acquire("run-wrong-token").catch((caught: unknown) => caught);
+      expect(isAssemblyLineError(error, "AL_ERR_SANDBOX_ENGINE"), String(error)).toBe(true);
+      expect(String(error)).toMatch(/gRPC UNAUTHENTICATED/);
+      expect(String(error)).not.toContain(wrongSecret);
+      expect((error as Error).cause).toBeUndefined();
+    });
+  });
+}
