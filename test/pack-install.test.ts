@@ -114,7 +114,7 @@ export default defineGateway({ state: postgresState({ connectionString: ${JSON.s
 
     const noRunner = await cli(["plugins", "verify", "mem-blob"]);
     expect(noRunner.code).toBe(1);
-    expect(noRunner.stdout).toContain("pass  options and live contracts");
+    expect(noRunner.stdout, noRunner.stderr).toContain("pass  options and live contracts");
     expect(noRunner.stdout).toContain("no vitest is installed");
     const command = /fix: (cd .+ && npm install --save-dev vitest@\S+)/.exec(noRunner.stdout)?.[1];
     expect(command, noRunner.stdout).toBeDefined();
@@ -143,7 +143,7 @@ export default defineGateway({ state: postgresState({ connectionString: ${JSON.s
       expect(built.stdout, kind).toBe("");
       const verified = await cli(["plugins", "verify", `kit-${kind}`]);
       expect(verified.code, kind).toBe(1);
-      expect(verified.stdout, kind).toContain("pass  options and live contracts");
+      expect(verified.stdout, `${kind}: ${verified.stderr}`).toContain("pass  options and live contracts");
       expect(verified.stdout, kind).toMatch(/FAIL {2}conformance .* with describe\w+Conformance: \d+ passed, [1-9]\d* failed/);
       expect(verified.stdout, kind).toContain(`is not implemented yet: write it in src/${file}.ts`);
     }

@@ -1,3 +1,4 @@
+import "../registry-kernel.js";
 import { checkSandboxAdapterInstalled } from "@assemblyline-agents/registry";
 import { buildAgent } from "@assemblyline-agents/runtime";
 import { jsonOption, requirePositional, type ParsedCommand } from "../args.js";

@@ -1,3 +1,4 @@
+import "../registry-kernel.js";
 import { resolve } from "node:path";
 import { AssemblyLineError, adapterDescriptor, defineGateway, type DeployTarget } from "@assemblyline-agents/core";
 import { deployEnv } from "@assemblyline-agents/core/deploy";

@@ -1,3 +1,4 @@
+import "../registry-kernel.js";
 import { existsSync } from "node:fs";
 import { join, resolve } from "node:path";
 import { AssemblyLineError, isAssemblyLineError } from "@assemblyline-agents/core";
