@@ -1,5 +1,6 @@
 import {
   AssemblyLineError,
+  copyStateValue,
   fenceHolds,
   staleFenceError,
   TERMINAL_RUN_STATUSES,
@@ -55,7 +56,7 @@ interface StoredDelivery {
 }
 
 /** Every stored value and every returned value is a private copy. */
-const copy = <T>(value: T): T => structuredClone(value);
+const copy = <T>(value: T): T => copyStateValue(value);
 
 const isoOf = (now: Date | undefined): string => (now ?? new Date()).toISOString();
 
