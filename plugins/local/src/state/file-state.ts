@@ -658,7 +658,7 @@ export class FileStateAdapter implements StateAdapter {
     await this.ready();
     this.throwIfLogFailed();
     const answer = copy(query(this.tables));
-    await this.durable;
+    await this.whenDurable(this.durable);
     return answer;
   }
 
@@ -687,7 +687,7 @@ export class FileStateAdapter implements StateAdapter {
       this.durable = durable;
       const answer = copy(result(this.tables));
       if (this.shouldCompact()) {
-        await durable;
+        await this.whenDurable(durable);
         await this.compact();
       }
       return { answer, durable };
@@ -695,7 +695,7 @@ export class FileStateAdapter implements StateAdapter {
     const next = this.queue.then(task, task);
     this.queue = next.catch(() => undefined);
     return next.then(async ({ answer, durable }) => {
-      await durable;
+      await this.whenDurable(durable);
       return answer;
     });
   }
@@ -706,12 +706,25 @@ export class FileStateAdapter implements StateAdapter {
    */
   private throwIfLogFailed(): void {
     const failure = this.log?.failed;
-    if (!failure) return;
-    throw new AssemblyLineError("AL_ERR_STATE_UNAVAILABLE", `a write to the state log ${this.log!.path} failed: ${failure.message}`, {
+    if (failure) throw this.logFailedError(failure);
+  }
+
+  private logFailedError(failure: unknown): AssemblyLineError {
+    const message = failure instanceof Error ? failure.message : String(failure);
+    return new AssemblyLineError("AL_ERR_STATE_UNAVAILABLE", `a write to the state log in ${this.directory} failed: ${message}`, {
       fix: "Check the disk (space, permissions, health), then close this FileStateAdapter and open the folder again; the records acknowledged before the failure are intact.",
       details: { directory: this.directory },
       cause: failure,
     });
+  }
+
+  /** Wait for `durable`; a failed log write becomes the adapter's error. */
+  private async whenDurable(durable: Promise<void>): Promise<void> {
+    try {
+      await durable;
+    } catch (error) {
+      throw this.logFailedError(error);
+    }
   }
 
   private serialize(ops: StateOp[]): string {
