@@ -23,9 +23,13 @@ async function bare() {
   return { runOnce, close: async () => undefined };
 }
 
-/** pi-agent-core's agent loop with a stream function that answers from the script: its minimal model. */
-async function piAgentCore() {
-  const { runAgentLoop } = await import("@mariozechner/pi-agent-core");
+/**
+ * pi-agent-core with a stream function that answers from the script: its minimal
+ * model. `api: "loop"` drives runAgentLoop directly; `api: "agent"` uses the Agent
+ * class (a fresh Agent per run, as an application holds one per conversation).
+ */
+async function piAgentCore({ api }) {
+  const { Agent, runAgentLoop } = await import("@mariozechner/pi-agent-core");
   const { createAssistantMessageEventStream } = await import("@mariozechner/pi-ai");
   const model = {
     id: "bench", name: "bench", api: "bench", provider: "bench", baseUrl: "http://127.0.0.1", reasoning: false,
@@ -53,11 +57,20 @@ async function piAgentCore() {
     },
   }));
   const config = { model, convertToLlm: (messages) => messages };
-  const runOnce = async () => {
-    const context = { systemPrompt: "bench", messages: [], tools };
-    const messages = await runAgentLoop([{ role: "user", content: "go", timestamp: Date.now() }], context, config, () => undefined, undefined, streamFn);
+  const check = (messages) => {
     if (messages.at(-1)?.content?.[0]?.text !== "done") throw new Error("pi-agent-core did not finish the script");
   };
+  const runOnce =
+    api === "agent"
+      ? async () => {
+          const agent = new Agent({ initialState: { systemPrompt: "bench", model, tools }, streamFn, convertToLlm: config.convertToLlm });
+          await agent.prompt("go");
+          check(agent.state.messages);
+        }
+      : async () => {
+          const context = { systemPrompt: "bench", messages: [], tools };
+          check(await runAgentLoop([{ role: "user", content: "go", timestamp: Date.now() }], context, config, () => undefined, undefined, streamFn));
+        };
   return { runOnce, close: async () => undefined };
 }
 
@@ -107,7 +120,8 @@ export async function postgresState(connectionString, schema) {
 
 export const SYSTEMS = {
   bare: { label: "bare loop (floor)", open: bare },
-  "pi-agent-core": { label: "pi-agent-core (not durable)", open: piAgentCore },
+  "pi-agent-core": { label: "pi-agent-core Agent (not durable)", open: () => piAgentCore({ api: "agent" }) },
+  "pi-agent-loop": { label: "pi-agent-core runAgentLoop", open: () => piAgentCore({ api: "loop" }) },
   memory: { label: "Assembly Line, in-memory state", open: () => assemblyLine(memoryState) },
   file: { label: "Assembly Line, file state", open: () => assemblyLine(fileState) },
   postgres: {

@@ -58,6 +58,18 @@ export class RunJournal {
   }
 
   /**
+   * Forget where observers are in this run once it rests (finished or paused), after
+   * any delivery in flight: a resting run holds no memory in this process, and a
+   * later delivery reads its position back from the store.
+   */
+  forget(runId: string): Promise<void> {
+    return this.chain(runId, async () => {
+      this.observedSeq.delete(runId);
+      this.appendedByObservers.delete(runId);
+    });
+  }
+
+  /**
    * Append without waiting for observers: for events observers themselves cause
    * (`hook.failed`), which the running delivery picks up from the store.
    */

@@ -220,6 +220,7 @@ export class RunDriver {
       journal.holdFence(runId, undefined);
       // With the token: a lease another replica took meanwhile is never released by us.
       await state.runs.releaseRunLease(runId, ownerId, fence.token).catch(() => undefined);
+      await journal.forget(runId);
     }
   }
 
