@@ -6,16 +6,21 @@ import type { EventContext, KernelHooks } from "../hooks.js";
  * (`hooks.event`: hooks/ files, telemetry, hosts) see each one once, in order,
  * only after it is committed.
  *
- * The events an append returns are handed to observers directly, so observing
- * costs one `markObserved` per append; the store is read back only to catch up
- * (a run this process has not observed yet, or events appended by a failing
- * observer).
+ * The events an append returns are handed to observers directly; the store is
+ * read back only to catch up (a run this process has not observed yet, or events
+ * appended by a failing observer). While this process drives a run, where its
+ * observers are is written with the run's next append (`observedSeq`), not as a
+ * write of its own; when the run rests, or for a run it does not drive, with
+ * `markObserved`. A crash re-delivers at most the batch observed since the last
+ * write, as it would between an observer and a separate `markObserved`.
  */
 export class RunJournal {
   /** Per-run chain so observers see events in seq order even when appends race. */
   private readonly dispatching = new Map<string, Promise<void>>();
   /** The highest seq observers have seen, per run this process has observed. */
   private readonly observedSeq = new Map<string, number>();
+  /** Observer positions not yet written to the store: they ride on the run's next append. */
+  private readonly unwrittenSeq = new Map<string, number>();
   /** Runs an observer appended to while events were being delivered. */
   private readonly appendedByObservers = new Set<string>();
   /** The lease each run is driven under here: every write of it carries the fence, so a stale holder's writes are refused by the store. */
@@ -35,8 +40,19 @@ export class RunJournal {
   }
 
   async append(runId: string, events: NewRunEvent[], change?: RunStateChange, options?: { expectedLastSeq?: number }): Promise<RunEvent[]> {
-    const recorded = await this.runs.appendEvents(runId, events.map(withJsonData), change, this.fenced(runId, options));
+    const recorded = await this.write(runId, events.map(withJsonData), change, options);
     await this.chain(runId, () => this.deliver(runId, recorded));
+    return recorded;
+  }
+
+  /** appendEvents with the fence, carrying the observers' position if it is not written yet. */
+  private async write(runId: string, events: NewRunEvent[], change: RunStateChange | undefined, options: { expectedLastSeq?: number } | undefined): Promise<RunEvent[]> {
+    const observedSeq = this.unwrittenSeq.get(runId);
+    const recorded = await this.runs.appendEvents(runId, events, change, {
+      ...this.fenced(runId, options),
+      ...(observedSeq === undefined ? {} : { observedSeq }),
+    });
+    if (observedSeq !== undefined && this.unwrittenSeq.get(runId) === observedSeq) this.unwrittenSeq.delete(runId);
     return recorded;
   }
 
@@ -66,6 +82,10 @@ export class RunJournal {
     return this.chain(runId, async () => {
       this.observedSeq.delete(runId);
       this.appendedByObservers.delete(runId);
+      const unwritten = this.unwrittenSeq.get(runId);
+      if (unwritten === undefined) return;
+      this.unwrittenSeq.delete(runId);
+      await this.runs.markObserved(runId, unwritten);
     });
   }
 
@@ -74,7 +94,7 @@ export class RunJournal {
    * (`hook.failed`), which the running delivery picks up from the store.
    */
   async appendUnobserved(runId: string, events: NewRunEvent[]): Promise<RunEvent[]> {
-    const recorded = await this.runs.appendEvents(runId, events.map(withJsonData), undefined, this.fenced(runId, undefined));
+    const recorded = await this.write(runId, events.map(withJsonData), undefined, undefined);
     this.appendedByObservers.add(runId);
     return recorded;
   }
@@ -120,7 +140,9 @@ export class RunJournal {
       const last = batch.at(-1)!.seq;
       // Our position moves first: if the store write fails, this process still never re-delivers the batch.
       this.observedSeq.set(runId, last);
-      await this.runs.markObserved(runId, last);
+      // Driven here: the position rides on the run's next append (or is written when it rests).
+      if (this.fences.has(runId)) this.unwrittenSeq.set(runId, last);
+      else await this.runs.markObserved(runId, last);
       // An observer appended (hook.failed) while we delivered: deliver that too.
       if (!this.appendedByObservers.has(runId)) return;
       batch = [];

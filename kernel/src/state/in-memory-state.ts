@@ -13,6 +13,7 @@ import {
   type MemoryRecord,
   type NewRun,
   type NewRunEvent,
+  type AppendOptions,
   type RunEvent,
   type RunFence,
   type RunLease,
@@ -176,7 +177,7 @@ export class InMemoryStateAdapter implements StateAdapter {
     runId: string,
     events: NewRunEvent[],
     change?: RunStateChange,
-    options: { expectedLastSeq?: number; fence?: RunFence } = {},
+    options: AppendOptions = {},
   ): Promise<RunEvent[]> {
     const stored = this.requireRun(runId);
     const { record } = stored;
@@ -204,6 +205,7 @@ export class InMemoryStateAdapter implements StateAdapter {
     record.lastSeq += appended.length;
     record.updatedAt = now;
     if (next) this.applyChange(stored, next, now);
+    if (options.observedSeq !== undefined && options.observedSeq > record.observedSeq) record.observedSeq = options.observedSeq;
     return appended.map(copy);
   }
 

@@ -9,6 +9,7 @@ import {
   type MemoryRecord,
   type NewRun,
   type NewRunEvent,
+  type AppendOptions,
   type RunEvent,
   type RunFence,
   type RunLease,
@@ -141,7 +142,7 @@ export class PostgresStateAdapter implements StateAdapter {
   listRuns(filter?: RunListFilter): Promise<RunPage> {
     return runs.listRuns(this.db, filter);
   }
-  appendEvents(runId: string, events: NewRunEvent[], change?: RunStateChange, options?: { expectedLastSeq?: number; fence?: RunFence }): Promise<RunEvent[]> {
+  appendEvents(runId: string, events: NewRunEvent[], change?: RunStateChange, options?: AppendOptions): Promise<RunEvent[]> {
     return journal.appendEvents(this.db, runId, events, change, options);
   }
   listEvents(runId: string, options?: { afterSeq?: number; limit?: number }): Promise<RunEvent[]> {

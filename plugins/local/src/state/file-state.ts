@@ -15,6 +15,7 @@ import {
   type MemoryRecord,
   type NewRun,
   type NewRunEvent,
+  type AppendOptions,
   type RunEvent,
   type RunFence,
   type RunLease,
@@ -242,7 +243,7 @@ export class FileStateAdapter implements StateAdapter {
     runId: string,
     events: NewRunEvent[],
     change?: RunStateChange,
-    options: { expectedLastSeq?: number; fence?: RunFence } = {},
+    options: AppendOptions = {},
   ): Promise<RunEvent[]> {
     return this.mutate((tables) => {
       const entry = this.requireRun(tables, runId);
@@ -266,6 +267,7 @@ export class FileStateAdapter implements StateAdapter {
       });
 
       const record: RunRecord = { ...current, lastSeq: current.lastSeq + appended.length, updatedAt: now };
+      if (options.observedSeq !== undefined && options.observedSeq > record.observedSeq) record.observedSeq = options.observedSeq;
       const ops: StateOp[] = [];
       if (appended.length > 0) ops.push({ op: "events.append", runId, events: appended });
       if (change?.run) {
