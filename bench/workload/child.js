@@ -17,6 +17,9 @@ import { SYSTEMS, postgresState } from "./systems.js";
 
 const job = JSON.parse(process.argv[2]);
 const counters = { syncs: 0, statements: 0, clientCommits: 0 };
+/** Statements by what they do (their SQL up to the first parenthesis or WHERE), for the breakdown per run. */
+const statementKinds = new Map();
+const kindOf = (text) => text.replace(/\s+/g, " ").replace(/"[^"]*"\./g, "").split(/\(| WHERE /)[0].slice(0, 60);
 
 /** Count every fsync/fdatasync made through a FileHandle (the file state's only way to sync). */
 async function countSyncs() {
@@ -42,6 +45,8 @@ function countStatements() {
   pg.Client.prototype.query = function (config, ...rest) {
     const text = (typeof config === "string" ? config : config?.text ?? "").trimStart().toUpperCase();
     counters.statements += 1;
+    const kind = kindOf(typeof config === "string" ? config : config?.text ?? "");
+    statementKinds.set(kind, (statementKinds.get(kind) ?? 0) + 1);
     if (text.startsWith("BEGIN") || text.startsWith("START TRANSACTION")) inTransaction.add(this);
     else if (text.startsWith("COMMIT") || text.startsWith("ROLLBACK")) {
       if (text.startsWith("COMMIT")) counters.clientCommits += 1;
@@ -128,8 +133,13 @@ async function commits({ runs, connectionString }) {
     return { commits: (await xactCommits(connectionString)) - before, statements: counters.statements - statementsBefore };
   };
   const empty = await phase(0);
+  const kindsBefore = new Map(statementKinds);
   const full = await phase(runs);
-  return { runs, commitsPerRun: (full.commits - empty.commits) / runs, statementsPerRun: (full.statements - empty.statements) / runs };
+  const perRun = [...statementKinds]
+    .map(([kind, n]) => [kind, (n - 2 * (kindsBefore.get(kind) ?? 0)) / runs])
+    .filter(([, n]) => n >= 0.5)
+    .sort((a, b) => b[1] - a[1]);
+  return { runs, commitsPerRun: (full.commits - empty.commits) / runs, statementsPerRun: (full.statements - empty.statements) / runs, statementsByKind: Object.fromEntries(perRun) };
 }
 
 /**
