@@ -76,7 +76,8 @@ export async function runWorkloadBench({
       if (system === "postgres") systems[system].commits = await inChild({ kind: "commits", runs: 100, connectionString: database.url }, env);
     }
     const paused = await inChild({ kind: "paused", runs: pausedRuns }, {}, ["--expose-gc"]);
-    return { seconds, levels: LEVELS, systems, paused };
+    const disk = await inChild({ kind: "disk", ms: seconds * 1000 });
+    return { seconds, levels: LEVELS, systems, paused, disk };
   } finally {
     await database.drop?.();
   }
@@ -85,7 +86,8 @@ export async function runWorkloadBench({
 const at = (system, concurrency) => system.levels?.find((l) => l.concurrency === concurrency)?.runsPerSecond;
 
 /** The issue's targets as ratios of this run's figures; each { value, target, met }. */
-export function workloadTargets({ systems, paused }) {
+export function workloadTargets(result) {
+  const { systems, paused } = result;
   const targets = {};
   const ratio = (name, a, b, min) => {
     if (a === undefined || b === undefined) return;
@@ -105,6 +107,11 @@ export function workloadTargets({ systems, paused }) {
   }
   if (memory?.peakRssBytes && pi?.peakRssBytes) {
     targets["peak RSS at 50 concurrent, memory / pi-agent-core"] = { value: memory.peakRssBytes / pi.peakRssBytes, target: "<= 1", met: memory.peakRssBytes <= pi.peakRssBytes };
+  }
+  // The sequential file-state ceiling the disk allows at this many syncs per run, as a share of in-memory.
+  if (result.disk && file?.levels && memory?.levels) {
+    const ceiling = result.disk.syncsPerSecond / file.levels[0].syncsPerRun;
+    targets["file sequential ceiling from the disk's fdatasync rate / memory"] = { value: ceiling / at(memory, 1), target: "info", met: true };
   }
   // A few hundred bytes of noise per run is heap that moved, not heap held.
   targets["host heap per paused run (bytes)"] = { value: paused.hostBytesPerRun, target: "<= 64", met: paused.hostBytesPerRun <= 64 };
@@ -127,6 +134,12 @@ export function printWorkloadBench(result) {
     if (seq.syncsPerRun > 0) extra.push(`fdatasyncs ${system.levels.map((l) => l.syncsPerRun.toFixed(1)).join("/")}`);
     if (system.commits) extra.push(`${system.commits.statementsPerRun.toFixed(1)} statements, ${system.commits.commitsPerRun.toFixed(1)} commits`);
     console.log(`  ${system.label.padEnd(34)} ${system.levels.map((l) => l.runsPerSecond.toFixed(0).padStart(9)).join(" ")}  ${mb(system.peakRssBytes).padStart(8)}  ${extra.join("; ")}`);
+  }
+  const { disk } = result;
+  const file = systems.file?.levels?.[0];
+  if (disk) {
+    console.log(`  disk: ${disk.syncsPerSecond.toFixed(0)} fdatasyncs/s for one writer (${disk.msPerSync.toFixed(2)} ms each)` +
+      (file ? `; file state at ${file.syncsPerRun.toFixed(1)} per sequential run can do at most ${(disk.syncsPerSecond / file.syncsPerRun).toFixed(0)} runs/s` : ""));
   }
   console.log(`  paused runs: ${paused.runs} held ${(paused.hostHeapBytes / 1024).toFixed(0)} KB of host heap (${paused.hostBytesPerRun.toFixed(0)} B/run); their in-memory state rows ${mb(paused.stateHeapBytes)}`);
   console.log("  targets (ratios within this run):");

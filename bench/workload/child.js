@@ -6,6 +6,7 @@
 //   job "rss":        a fixed number of runs at 50 concurrent, then the peak RSS.
 //   job "commits":    PostgreSQL commits per run, from pg_stat_database of a private database.
 //   job "paused":     heap the runtime holds for 10,000 paused runs.
+//   job "disk":       the disk's own ceiling: 200-byte appends, each followed by fdatasync, one at a time.
 import { open, rm } from "node:fs/promises";
 import { createRequire } from "node:module";
 import { tmpdir } from "node:os";
@@ -179,9 +180,30 @@ async function paused({ runs }) {
   return { runs, hostHeapBytes: withRuntime - stateOnly, stateHeapBytes: stateOnly - start, hostBytesPerRun: (withRuntime - stateOnly) / runs };
 }
 
+/** fdatasyncs per second the disk gives one writer: the floor under any sequential durable boundary. */
+async function disk({ ms }) {
+  const path = join(process.env.BENCH_TMPDIR ?? tmpdir(), `al-bench-disk-${process.pid}`);
+  const handle = await open(path, "a");
+  const line = Buffer.alloc(200, 0x61);
+  let syncs = 0;
+  const t0 = performance.now();
+  try {
+    while (performance.now() - t0 < ms) {
+      await handle.write(line);
+      await handle.datasync();
+      syncs += 1;
+    }
+  } finally {
+    await handle.close();
+    await rm(path, { force: true });
+  }
+  const seconds = (performance.now() - t0) / 1000;
+  return { syncsPerSecond: syncs / seconds, msPerSync: (seconds * 1000) / syncs };
+}
+
 await countSyncs();
 if (job.system === "postgres" || job.kind === "commits") countStatements();
-const jobs = { throughput, rss, commits, paused };
+const jobs = { throughput, rss, commits, paused, disk };
 try {
   process.send({ ok: true, result: await jobs[job.kind](job) });
 } catch (error) {

@@ -85,7 +85,7 @@ export class PostgresStateAdapter implements StateAdapter {
         options.logger?.warn({ err: error, schema: this.schema }, "postgres state: idle connection failed; it will be replaced");
       });
     }
-    this.db = new StateDatabase(this.pool, this.schema, () => this.ready());
+    this.db = new StateDatabase(this.pool, this.schema, () => this.ready(), options.preparedStatements ?? true);
     this.liveness = new LivenessSession(this.pool, (message, error) => options.logger?.warn({ err: error, schema: this.schema }, message));
   }
 

@@ -20,6 +20,7 @@ export class StateDatabase {
     readonly pool: Pool,
     readonly schema: string,
     private readonly ready: () => Promise<unknown>,
+    private readonly prepared = true,
   ) {
     this.s = quoteIdent(schema);
   }
@@ -36,7 +37,7 @@ export class StateDatabase {
   ): Promise<QueryResult<R>> {
     await this.ready();
     try {
-      return await this.pool.query<R>({ name: this.statementName(text), text, values });
+      return await this.pool.query<R>(this.prepared ? { name: this.statementName(text), text, values } : { text, values });
     } catch (error) {
       throw mapError?.(error) ?? databaseError(error, operation, this.schema);
     }
