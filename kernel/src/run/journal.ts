@@ -1,5 +1,6 @@
 import type { JsonValue, NewRunEvent, RunEvent, RunFence, RunStateChange, RunStore, RuntimeLogger } from "@assemblyline-agents/core";
 import type { EventContext, KernelHooks } from "../hooks.js";
+import { OwnWrites } from "./own-writes.js";
 
 /**
  * Appends a run's events with their state changes, then lets observers
@@ -21,6 +22,8 @@ export class RunJournal {
   private readonly observedSeq = new Map<string, number>();
   /** Observer positions not yet written to the store: they ride on the run's next append. */
   private readonly unwrittenSeq = new Map<string, number>();
+  /** What drives of fresh runs have written (see OwnWrites), by run. */
+  private readonly ownWrites = new Map<string, OwnWrites>();
   /** Runs an observer appended to while events were being delivered. */
   private readonly appendedByObservers = new Set<string>();
   /** The lease each run is driven under here: every write of it carries the fence, so a stale holder's writes are refused by the store. */
@@ -32,6 +35,19 @@ export class RunJournal {
     private readonly eventContext: EventContext,
     private readonly logger: RuntimeLogger,
   ) {}
+
+  /**
+   * The run was queued when this drive took its lease: from now until `forget`,
+   * `ownWritesOf` answers for its steps, tool calls and checkpoint.
+   */
+  trackOwnWrites(runId: string): void {
+    this.ownWrites.set(runId, new OwnWrites(runId));
+  }
+
+  /** What this drive of a fresh run has written; undefined when the store must be asked. */
+  ownWritesOf(runId: string): OwnWrites | undefined {
+    return this.ownWrites.get(runId);
+  }
 
   /** Fence this run's writes with `fence` (the lease it is driven under), or stop fencing them (undefined). */
   holdFence(runId: string, fence: RunFence | undefined): void {
@@ -53,6 +69,7 @@ export class RunJournal {
       ...(observedSeq === undefined ? {} : { observedSeq }),
     });
     if (observedSeq !== undefined && this.unwrittenSeq.get(runId) === observedSeq) this.unwrittenSeq.delete(runId);
+    if (change) this.ownWrites.get(runId)?.committed(change);
     return recorded;
   }
 
@@ -79,6 +96,7 @@ export class RunJournal {
    * later delivery reads its position back from the store.
    */
   forget(runId: string): Promise<void> {
+    this.ownWrites.delete(runId);
     return this.chain(runId, async () => {
       this.observedSeq.delete(runId);
       this.appendedByObservers.delete(runId);

@@ -237,6 +237,8 @@ export class RunDriver {
     }
     let started: StartedData;
     const fresh = run.status === "queued";
+    // A queued run has no steps, tool calls or checkpoint, and under our lease only we add them.
+    if (fresh) this.parts.journal.trackOwnWrites(runId);
     try {
       started = fresh ? await this.start(run, options.forcedModel) : await this.startedData(run);
     } catch (error) {
@@ -400,7 +402,8 @@ export class RunDriver {
       );
       const context = await hooks.context.promise(built, info);
       scope.offered = context.tools;
-      const checkpoint = await state.runs.getCheckpoint(run.id);
+      const own = journal.ownWritesOf(run.id);
+      const checkpoint = own ? own.latestCheckpoint() : await state.runs.getCheckpoint(run.id);
       const harness = await this.parts.selectHarness(started.modelSpec, run.id);
       const harnessCtx: HarnessContext = {
         runId: run.id,
