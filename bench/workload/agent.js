@@ -5,11 +5,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { buildAgent, loadRuntimeBundle, scriptedHarness } from "@assemblyline-agents/runtime";
 
-export const TURNS = [
-  { toolCalls: [{ name: "first", input: { value: "alpha" } }] },
-  { toolCalls: [{ name: "second", input: { value: "beta" } }] },
-  { text: "done" },
-];
+import { TURNS } from "./script.js";
 
 const TOOL = (name, extra = "") => `import { defineTool, approvalRequired } from "@assemblyline-agents/core";
 export default defineTool({
@@ -19,12 +15,6 @@ export default defineTool({
   async execute(input) { return { ${name}: input.value.length }; },
 });
 `;
-
-/** The two tool functions themselves, for the systems that are not Assembly Line. */
-export const toolFunctions = {
-  first: async (input) => ({ first: input.value.length }),
-  second: async (input) => ({ second: input.value.length }),
-};
 
 /**
  * Compile the bench agent into a temp folder; `approval: true` makes the first

@@ -12,9 +12,7 @@ import { createRequire } from "node:module";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { performance } from "node:perf_hooks";
-import { InMemoryStateAdapter, OpenEveRuntime, noopLogger } from "@assemblyline-agents/runtime";
-import { benchAgent } from "./agent.js";
-import { SYSTEMS, postgresState } from "./systems.js";
+import { SYSTEMS } from "./systems.js";
 
 const job = JSON.parse(process.argv[2]);
 const counters = { syncs: 0, statements: 0, clientCommits: 0 };
@@ -157,6 +155,8 @@ async function paused({ runs }) {
     }
     return process.memoryUsage().heapUsed;
   };
+  const { InMemoryStateAdapter, OpenEveRuntime, noopLogger } = await import("@assemblyline-agents/runtime");
+  const { benchAgent } = await import("./agent.js");
   const agent = await benchAgent({ approval: true });
   const state = new InMemoryStateAdapter();
   let runtime = new OpenEveRuntime({ ...agent.bundle, state, agentHarness: agent.harness, logger: noopLogger(), maxConcurrentRuns: 50, maxQueuedRuns: 50 });

@@ -3,8 +3,11 @@
 import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { InMemoryStateAdapter, OpenEveRuntime, noopLogger } from "@assemblyline-agents/runtime";
-import { TURNS, benchAgent, toolFunctions } from "./agent.js";
+import { TURNS, toolFunctions } from "./script.js";
+
+// Assembly Line's modules load only in the processes that run it, so the other
+// systems' peak RSS does not include them.
+const runtimeModules = () => Promise.all([import("@assemblyline-agents/runtime"), import("./agent.js")]);
 
 const MAX_CONCURRENCY = 50;
 
@@ -76,6 +79,7 @@ async function piAgentCore({ api }) {
 
 /** Assembly Line's runtime over `state`; each run is runtime.run(), as a host calls it. */
 async function assemblyLine(openState) {
+  const [{ OpenEveRuntime, noopLogger }, { benchAgent }] = await runtimeModules();
   const agent = await benchAgent();
   const state = await openState();
   const runtime = new OpenEveRuntime({
@@ -95,7 +99,10 @@ async function assemblyLine(openState) {
   return { runOnce, close, state: state.adapter };
 }
 
-const memoryState = async () => ({ adapter: new InMemoryStateAdapter(), close: async () => undefined });
+async function memoryState() {
+  const { InMemoryStateAdapter } = await import("@assemblyline-agents/runtime");
+  return { adapter: new InMemoryStateAdapter(), close: async () => undefined };
+}
 
 async function fileState() {
   const { FileStateAdapter } = await import("@assemblyline-agents/local");
