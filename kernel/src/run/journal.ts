@@ -103,7 +103,10 @@ export class RunJournal {
       const unwritten = this.unwrittenSeq.get(runId);
       if (unwritten === undefined) return;
       this.unwrittenSeq.delete(runId);
-      await this.runs.markObserved(runId, unwritten);
+      // A position left behind only means observers in another process see that batch again.
+      await this.runs.markObserved(runId, unwritten).catch((error: unknown) =>
+        this.logger.warn({ runId, seq: unwritten, err: String(error) }, "recording where observers are failed; another process may deliver these events again"),
+      );
     });
   }
 
