@@ -48,7 +48,7 @@ export default defineTool({ description: "d", inputSchema: { type: "object" },
     const events = await state.listEvents(result.runId);
     const statements = sent.length - 1;
     // One statement per append (observers' position rides on the next append), plus the reads a turn needs.
-    expect(statements, sent.join("\n")).toBeLessThanOrEqual(27);
+    expect(statements, sent.join("\n")).toBeLessThanOrEqual(25);
     expect(sent.filter((text) => text.startsWith("SELECT first_seq")).length, "one append per recorded batch").toBeLessThanOrEqual(events.length);
   }, 60_000);
 });

@@ -246,7 +246,8 @@ export class RunDriver {
       await this.failRun(runId, error, isAssemblyLineError(error) ? error.code : "AL_ERR_RESOLVER_FAILED");
       return;
     }
-    await this.turn((await state.runs.getRun(runId))!, started, options.signal, lease, fresh);
+    // Starting changed only the run's status and model, which the turn reads from `started`.
+    await this.turn(fresh ? run : (await state.runs.getRun(runId))!, started, options.signal, lease, fresh);
   }
 
   /** Resolve capabilities (recorded before applied) and mark the run started. */
@@ -321,7 +322,8 @@ export class RunDriver {
     const profile = profileOfRun(this.parts.profiles, run);
     const table = profile.table;
     const library = this.parts.skillLibrary(profile);
-    const events = await state.runs.listEvents(run.id);
+    // A fresh run has only its creation and start behind it: no activations, no loaded skills.
+    const events = fresh ? [] : await state.runs.listEvents(run.id);
     // Tools activated earlier in the run (tool_describe, skills) are offered again on a resume.
     const activated = activatedToolNames(events)
       .map((name) => table.get(name))
