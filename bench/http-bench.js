@@ -1,8 +1,10 @@
 // The Node host over HTTP: a scripted run (3 model turns, 2 tool calls) per request,
-// POST /message?wait=10 answered with the reply, at 1, 16 and 64 concurrent
-// clients, beside a bare node:http handler (read the JSON body, answer JSON)
-// measured in the same run with the same client: the baseline. The clients run
-// in a worker thread, so they do not compete with the server for its event loop.
+// POST /message?wait=10 answered with the reply, at 1, 16 and 50 concurrent
+// clients, beside two baselines measured in the same run: a bare node:http handler
+// (read the JSON body, answer JSON) with the same client, and the same runtime
+// called directly (runtime.run() at the same concurrency): what the host adds over
+// the runtime is the ratio of the two. The clients run in a worker thread, so they
+// do not compete with the server for its event loop.
 //
 //   node bench/http-bench.js        (after `npx tsc -b plugins/node`)
 //
@@ -17,7 +19,7 @@ import { Worker, isMainThread, parentPort, workerData } from "node:worker_thread
 import { InMemoryStateAdapter, buildAgent, loadRuntimeBundle, noopLogger, scriptedHarness } from "@assemblyline-agents/runtime";
 import { listenNodeRuntime } from "@assemblyline-agents/node";
 
-const LEVELS = [1, 16, 64];
+const LEVELS = [1, 16, 50];
 const WARMUP_MS = 300;
 
 const TOOL = (name) => `import { defineTool } from "@assemblyline-agents/core";
@@ -74,6 +76,23 @@ function loadFromWorker(url, clients, ms) {
   });
 }
 
+/** The same run started by calling the host's runtime directly, `clients` at a time, for `ms`. */
+async function direct(runtime, clients, ms) {
+  let runs = 0;
+  const until = performance.now() + ms;
+  const started = performance.now();
+  await Promise.all(
+    Array.from({ length: clients }, async () => {
+      while (performance.now() < until) {
+        const result = await runtime.run({ message: `bench ${runs}` });
+        if (result.status !== "completed") throw new Error(`direct run ended ${result.status}`);
+        runs += 1;
+      }
+    }),
+  );
+  return { requests: runs, failures: 0, perSecond: (runs / (performance.now() - started)) * 1000 };
+}
+
 async function bareServer() {
   const server = createServer((req, res) => {
     const chunks = [];
@@ -120,9 +139,11 @@ export async function runHttpBench({ seconds = Number(process.env.BENCH_SECONDS 
     for (const clients of LEVELS) {
       await loadFromWorker(bare.url, clients, WARMUP_MS);
       const baseline = await loadFromWorker(bare.url, clients, seconds * 1000);
+      await direct(host.runtime, clients, WARMUP_MS);
+      const runtime = await direct(host.runtime, clients, seconds * 1000);
       await loadFromWorker(hostUrl, clients, WARMUP_MS);
       const hosted = await loadFromWorker(hostUrl, clients, seconds * 1000);
-      levels.push({ clients, baseline, hosted });
+      levels.push({ clients, baseline, runtime, hosted, hostOverhead: runtime.perSecond / hosted.perSecond - 1 });
     }
     return { seconds, levels };
   } finally {
@@ -136,9 +157,10 @@ export function printHttpBench({ levels }) {
   console.log("http: POST /message?wait=10 -> scripted run (3 model turns + 2 tool calls, in-memory state) -> reply; baseline: bare node:http JSON handler");
   const line = (label, result) =>
     `${label.padEnd(16)} ${result.perSecond.toFixed(0).padStart(7)} req/s  p50 ${result.p50.toFixed(2).padStart(7)} ms  p99 ${result.p99.toFixed(2).padStart(7)} ms${result.failures ? `  (${result.failures} non-2xx)` : ""}`;
-  for (const { clients, baseline, hosted } of levels) {
+  for (const { clients, baseline, runtime, hosted, hostOverhead } of levels) {
     console.log(`  ${String(clients).padStart(2)} client${clients === 1 ? " " : "s"}: ${line("bare node:http", baseline)}`);
-    console.log(`              ${line("assembly-line", hosted)}  (${(baseline.perSecond / hosted.perSecond).toFixed(1)}x fewer req/s, p50 ${(hosted.p50 / baseline.p50).toFixed(1)}x)`);
+    console.log(`              ${"runtime.run()".padEnd(16)} ${runtime.perSecond.toFixed(0).padStart(7)} runs/s (no HTTP)`);
+    console.log(`              ${line("assembly-line", hosted)}  (${(baseline.perSecond / hosted.perSecond).toFixed(1)}x fewer req/s than bare; host adds ${(hostOverhead * 100).toFixed(0)}% over runtime.run())`);
   }
 }
 

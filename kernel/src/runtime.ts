@@ -289,7 +289,9 @@ export class OpenEveRuntime {
     const release = await this.admission.acquire();
     return this.track(async () => {
       try {
-        const { runId, created } = await this.submit(input);
+        // The drive observes run.created itself, under the lease: no catch-up write of its own.
+        const { run, created } = await this.createRunFor(input);
+        const runId = run.id;
         if (!created) return this.getRun(runId);
         return await this.driver.drive(runId, { ...(input.model ? { forcedModel: input.model } : {}), ...(input.signal ? { signal: input.signal } : {}) });
       } finally {
@@ -303,10 +305,16 @@ export class OpenEveRuntime {
    * mailbox of hosts. `start(runId)` executes it later, on any replica.
    */
   async submit(input: RunAgentOptions): Promise<{ runId: string; created: boolean }> {
+    const { run, created } = await this.createRunFor(input);
+    if (created) await this.journal.observe(run.id);
+    return { runId: run.id, created };
+  }
+
+  private createRunFor(input: RunAgentOptions): Promise<{ run: RunRecord; created: boolean }> {
     if (typeof input?.message !== "string") {
       throw new TypeError("runtime.run({ message }): message must be a string");
     }
-    const { run, created } = await this.state.runs.createRun({
+    return this.state.runs.createRun({
       id: `run_${randomUUID()}`,
       agentId: this.manifest.agent.id,
       agentRevision: this.manifest.agentRevision,
@@ -315,8 +323,6 @@ export class OpenEveRuntime {
       input: { message: input.message, metadata: input.metadata ?? {}, ...(input.channel ? { channel: input.channel } : {}) },
       ...(input.idempotencyKey ? { idempotencyKey: input.idempotencyKey } : {}),
     });
-    if (created) await this.journal.observe(run.id);
-    return { runId: run.id, created };
   }
 
   /** Execute a submitted run through admission (RunCapacityError when full). */

@@ -1,21 +1,29 @@
 import type { JsonValue, NewRunEvent, RunEvent, RunFence, RunStateChange, RunStore, RuntimeLogger } from "@assemblyline-agents/core";
 import type { EventContext, KernelHooks } from "../hooks.js";
+import { OwnWrites } from "./own-writes.js";
 
 /**
  * Appends a run's events with their state changes, then lets observers
  * (`hooks.event`: hooks/ files, telemetry, hosts) see each one once, in order,
  * only after it is committed.
  *
- * The events an append returns are handed to observers directly, so observing
- * costs one `markObserved` per append; the store is read back only to catch up
- * (a run this process has not observed yet, or events appended by a failing
- * observer).
+ * The events an append returns are handed to observers directly; the store is
+ * read back only to catch up (a run this process has not observed yet, or events
+ * appended by a failing observer). While this process drives a run, where its
+ * observers are is written with the run's next append (`observedSeq`), not as a
+ * write of its own; when the run rests, or for a run it does not drive, with
+ * `markObserved`. A crash re-delivers at most the batch observed since the last
+ * write, as it would between an observer and a separate `markObserved`.
  */
 export class RunJournal {
   /** Per-run chain so observers see events in seq order even when appends race. */
   private readonly dispatching = new Map<string, Promise<void>>();
   /** The highest seq observers have seen, per run this process has observed. */
   private readonly observedSeq = new Map<string, number>();
+  /** Observer positions not yet written to the store: they ride on the run's next append. */
+  private readonly unwrittenSeq = new Map<string, number>();
+  /** What drives of fresh runs have written (see OwnWrites), by run. */
+  private readonly ownWrites = new Map<string, OwnWrites>();
   /** Runs an observer appended to while events were being delivered. */
   private readonly appendedByObservers = new Set<string>();
   /** The lease each run is driven under here: every write of it carries the fence, so a stale holder's writes are refused by the store. */
@@ -28,6 +36,19 @@ export class RunJournal {
     private readonly logger: RuntimeLogger,
   ) {}
 
+  /**
+   * The run was queued when this drive took its lease: from now until `forget`,
+   * `ownWritesOf` answers for its steps, tool calls and checkpoint.
+   */
+  trackOwnWrites(runId: string): void {
+    this.ownWrites.set(runId, new OwnWrites(runId));
+  }
+
+  /** What this drive of a fresh run has written; undefined when the store must be asked. */
+  ownWritesOf(runId: string): OwnWrites | undefined {
+    return this.ownWrites.get(runId);
+  }
+
   /** Fence this run's writes with `fence` (the lease it is driven under), or stop fencing them (undefined). */
   holdFence(runId: string, fence: RunFence | undefined): void {
     if (fence) this.fences.set(runId, { owner: fence.owner, token: fence.token });
@@ -35,8 +56,20 @@ export class RunJournal {
   }
 
   async append(runId: string, events: NewRunEvent[], change?: RunStateChange, options?: { expectedLastSeq?: number }): Promise<RunEvent[]> {
-    const recorded = await this.runs.appendEvents(runId, events.map(withJsonData), change, this.fenced(runId, options));
+    const recorded = await this.write(runId, events.map(withJsonData), change, options);
     await this.chain(runId, () => this.deliver(runId, recorded));
+    return recorded;
+  }
+
+  /** appendEvents with the fence, carrying the observers' position if it is not written yet. */
+  private async write(runId: string, events: NewRunEvent[], change: RunStateChange | undefined, options: { expectedLastSeq?: number } | undefined): Promise<RunEvent[]> {
+    const observedSeq = this.unwrittenSeq.get(runId);
+    const recorded = await this.runs.appendEvents(runId, events, change, {
+      ...this.fenced(runId, options),
+      ...(observedSeq === undefined ? {} : { observedSeq }),
+    });
+    if (observedSeq !== undefined && this.unwrittenSeq.get(runId) === observedSeq) this.unwrittenSeq.delete(runId);
+    if (change) this.ownWrites.get(runId)?.committed(change);
     return recorded;
   }
 
@@ -58,11 +91,31 @@ export class RunJournal {
   }
 
   /**
+   * Forget where observers are in this run once it rests (finished or paused), after
+   * any delivery in flight: a resting run holds no memory in this process, and a
+   * later delivery reads its position back from the store.
+   */
+  forget(runId: string): Promise<void> {
+    this.ownWrites.delete(runId);
+    return this.chain(runId, async () => {
+      this.observedSeq.delete(runId);
+      this.appendedByObservers.delete(runId);
+      const unwritten = this.unwrittenSeq.get(runId);
+      if (unwritten === undefined) return;
+      this.unwrittenSeq.delete(runId);
+      // A position left behind only means observers in another process see that batch again.
+      await this.runs.markObserved(runId, unwritten).catch((error: unknown) =>
+        this.logger.warn({ runId, seq: unwritten, err: String(error) }, "recording where observers are failed; another process may deliver these events again"),
+      );
+    });
+  }
+
+  /**
    * Append without waiting for observers: for events observers themselves cause
    * (`hook.failed`), which the running delivery picks up from the store.
    */
   async appendUnobserved(runId: string, events: NewRunEvent[]): Promise<RunEvent[]> {
-    const recorded = await this.runs.appendEvents(runId, events.map(withJsonData), undefined, this.fenced(runId, undefined));
+    const recorded = await this.write(runId, events.map(withJsonData), undefined, undefined);
     this.appendedByObservers.add(runId);
     return recorded;
   }
@@ -108,7 +161,9 @@ export class RunJournal {
       const last = batch.at(-1)!.seq;
       // Our position moves first: if the store write fails, this process still never re-delivers the batch.
       this.observedSeq.set(runId, last);
-      await this.runs.markObserved(runId, last);
+      // Driven here: the position rides on the run's next append (or is written when it rests).
+      if (this.fences.has(runId)) this.unwrittenSeq.set(runId, last);
+      else await this.runs.markObserved(runId, last);
       // An observer appended (hook.failed) while we delivered: deliver that too.
       if (!this.appendedByObservers.has(runId)) return;
       batch = [];

@@ -220,6 +220,7 @@ export class RunDriver {
       journal.holdFence(runId, undefined);
       // With the token: a lease another replica took meanwhile is never released by us.
       await state.runs.releaseRunLease(runId, ownerId, fence.token).catch(() => undefined);
+      await journal.forget(runId);
     }
   }
 
@@ -236,6 +237,8 @@ export class RunDriver {
     }
     let started: StartedData;
     const fresh = run.status === "queued";
+    // A queued run has no steps, tool calls or checkpoint, and under our lease only we add them.
+    if (fresh) this.parts.journal.trackOwnWrites(runId);
     try {
       started = fresh ? await this.start(run, options.forcedModel) : await this.startedData(run);
     } catch (error) {
@@ -243,7 +246,8 @@ export class RunDriver {
       await this.failRun(runId, error, isAssemblyLineError(error) ? error.code : "AL_ERR_RESOLVER_FAILED");
       return;
     }
-    await this.turn((await state.runs.getRun(runId))!, started, options.signal, lease, fresh);
+    // Starting changed only the run's status and model, which the turn reads from `started`.
+    await this.turn(fresh ? run : (await state.runs.getRun(runId))!, started, options.signal, lease, fresh);
   }
 
   /** Resolve capabilities (recorded before applied) and mark the run started. */
@@ -318,7 +322,8 @@ export class RunDriver {
     const profile = profileOfRun(this.parts.profiles, run);
     const table = profile.table;
     const library = this.parts.skillLibrary(profile);
-    const events = await state.runs.listEvents(run.id);
+    // A fresh run has only its creation and start behind it: no activations, no loaded skills.
+    const events = fresh ? [] : await state.runs.listEvents(run.id);
     // Tools activated earlier in the run (tool_describe, skills) are offered again on a resume.
     const activated = activatedToolNames(events)
       .map((name) => table.get(name))
@@ -399,7 +404,8 @@ export class RunDriver {
       );
       const context = await hooks.context.promise(built, info);
       scope.offered = context.tools;
-      const checkpoint = await state.runs.getCheckpoint(run.id);
+      const own = journal.ownWritesOf(run.id);
+      const checkpoint = own ? own.latestCheckpoint() : await state.runs.getCheckpoint(run.id);
       const harness = await this.parts.selectHarness(started.modelSpec, run.id);
       const harnessCtx: HarnessContext = {
         runId: run.id,

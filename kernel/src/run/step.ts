@@ -36,7 +36,8 @@ export async function runStep<T>(
       fix: "Use a key that identifies the substep within the run, e.g. `hydrate-customer:${id}`.",
     });
   }
-  const existing = await scope.runs.getStep(scope.runId, key);
+  const own = scope.journal.ownWritesOf(scope.runId);
+  const existing = own ? own.step(key) : await scope.runs.getStep(scope.runId, key);
   if (existing) {
     await scope.journal.record(scope.runId, "durable_step.replayed", { key, metadata: existing.metadata });
     return existing.result as T;

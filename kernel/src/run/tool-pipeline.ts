@@ -39,7 +39,8 @@ export async function callTool(scope: RunScope, requested: ModelToolCall): Promi
   const { call, via } = "refusal" in unwrapped ? { call: requested, via: null } : unwrapped;
   const viaField: Record<string, JsonValue> = via ? { via } : {};
   const inputDigest = digestJson(call.input);
-  const existing = await scope.runs.getToolCall(scope.runId, call.id);
+  const own = scope.journal.ownWritesOf(scope.runId);
+  const existing = own ? own.toolCall(call.id) : await scope.runs.getToolCall(scope.runId, call.id);
   if (existing && (existing.toolName !== call.name || (existing.inputDigest !== inputDigest && existing.status !== "approved"))) {
     // A replay must ask for the same call; a different one under a used id would get a stale result.
     throw new AssemblyLineError("AL_ERR_TOOL_CALL_ID_REUSED", `tool call id ${call.id} of run ${scope.runId} was ${existing.toolName} with other input; the engine reused it for ${call.name}`, {

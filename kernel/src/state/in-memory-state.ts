@@ -1,5 +1,6 @@
 import {
   AssemblyLineError,
+  copyStateValue,
   fenceHolds,
   staleFenceError,
   TERMINAL_RUN_STATUSES,
@@ -12,6 +13,7 @@ import {
   type MemoryRecord,
   type NewRun,
   type NewRunEvent,
+  type AppendOptions,
   type RunEvent,
   type RunFence,
   type RunLease,
@@ -55,7 +57,7 @@ interface StoredDelivery {
 }
 
 /** Every stored value and every returned value is a private copy. */
-const copy = <T>(value: T): T => structuredClone(value);
+const copy = <T>(value: T): T => copyStateValue(value);
 
 const isoOf = (now: Date | undefined): string => (now ?? new Date()).toISOString();
 
@@ -175,7 +177,7 @@ export class InMemoryStateAdapter implements StateAdapter {
     runId: string,
     events: NewRunEvent[],
     change?: RunStateChange,
-    options: { expectedLastSeq?: number; fence?: RunFence } = {},
+    options: AppendOptions = {},
   ): Promise<RunEvent[]> {
     const stored = this.requireRun(runId);
     const { record } = stored;
@@ -203,6 +205,7 @@ export class InMemoryStateAdapter implements StateAdapter {
     record.lastSeq += appended.length;
     record.updatedAt = now;
     if (next) this.applyChange(stored, next, now);
+    if (options.observedSeq !== undefined && options.observedSeq > record.observedSeq) record.observedSeq = options.observedSeq;
     return appended.map(copy);
   }
 

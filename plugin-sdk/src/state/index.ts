@@ -17,6 +17,7 @@ export * from "./guards.js";
 export * from "./skills.js";
 export * from "./skill-check.js";
 export * from "./fence.js";
+export * from "./copy.js";
 
 /** A full state adapter: the intersection of every facet. */
 export interface StateAdapter

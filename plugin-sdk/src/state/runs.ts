@@ -178,6 +178,14 @@ export interface RunStateChange {
   delivery?: NewDelivery;
 }
 
+/** Options of `RunStore.appendEvents`. */
+export interface AppendOptions {
+  expectedLastSeq?: number;
+  fence?: RunFence;
+  /** Observers have seen events up to this seq: moves `observedSeq` forward, never back. */
+  observedSeq?: number;
+}
+
 export interface RunListFilter {
   status?: RunStatus | RunStatus[];
   agentId?: string;
@@ -216,12 +224,15 @@ export interface RunStore {
    * With `expectedLastSeq`, refuse (AL_ERR_EVENT_SEQ) when the log moved on.
    * With `fence`, refuse (AL_ERR_RUN_LEASE_LOST) unless the run's lease still has
    * that owner and token, checked in the same transaction as the write.
+   * With `observedSeq`, also do what `markObserved(runId, observedSeq)` does, in the
+   * same transaction: the runtime sends where observers are with the run's next
+   * write instead of as a write of its own.
    */
   appendEvents(
     runId: string,
     events: NewRunEvent[],
     change?: RunStateChange,
-    options?: { expectedLastSeq?: number; fence?: RunFence },
+    options?: AppendOptions,
   ): Promise<RunEvent[]>;
   /** Events in seq order, after `afterSeq` (exclusive). */
   listEvents(runId: string, options?: { afterSeq?: number; limit?: number }): Promise<RunEvent[]>;

@@ -9,6 +9,7 @@ import {
   type MemoryRecord,
   type NewRun,
   type NewRunEvent,
+  type AppendOptions,
   type RunEvent,
   type RunFence,
   type RunLease,
@@ -84,7 +85,7 @@ export class PostgresStateAdapter implements StateAdapter {
         options.logger?.warn({ err: error, schema: this.schema }, "postgres state: idle connection failed; it will be replaced");
       });
     }
-    this.db = new StateDatabase(this.pool, this.schema, () => this.ready());
+    this.db = new StateDatabase(this.pool, this.schema, () => this.ready(), options.preparedStatements ?? true);
     this.liveness = new LivenessSession(this.pool, (message, error) => options.logger?.warn({ err: error, schema: this.schema }, message));
   }
 
@@ -141,7 +142,7 @@ export class PostgresStateAdapter implements StateAdapter {
   listRuns(filter?: RunListFilter): Promise<RunPage> {
     return runs.listRuns(this.db, filter);
   }
-  appendEvents(runId: string, events: NewRunEvent[], change?: RunStateChange, options?: { expectedLastSeq?: number; fence?: RunFence }): Promise<RunEvent[]> {
+  appendEvents(runId: string, events: NewRunEvent[], change?: RunStateChange, options?: AppendOptions): Promise<RunEvent[]> {
     return journal.appendEvents(this.db, runId, events, change, options);
   }
   listEvents(runId: string, options?: { afterSeq?: number; limit?: number }): Promise<RunEvent[]> {

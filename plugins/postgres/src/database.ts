@@ -1,4 +1,5 @@
 import type { AssemblyLineError } from "@assemblyline-agents/core";
+import { createHash } from "node:crypto";
 import type { Pool, QueryResult, QueryResultRow } from "pg";
 import { databaseError, inputInvalid } from "./errors.js";
 import { quoteIdent } from "./schema/migrate.js";
@@ -6,16 +7,20 @@ import { quoteIdent } from "./schema/migrate.js";
 /**
  * The pool and schema one adapter works in. Every statement goes through
  * `pool.query` (one round trip, its own transaction), after the schema is known
- * to be migrated.
+ * to be migrated, as a named prepared statement: each connection parses and
+ * plans a statement once, then only binds and executes it.
  */
 export class StateDatabase {
   /** The quoted schema name, for interpolating into SQL text. */
   readonly s: string;
+  /** Prepared-statement name per SQL text; the text includes the schema, so names never collide across schemas. */
+  private readonly names = new Map<string, string>();
 
   constructor(
     readonly pool: Pool,
     readonly schema: string,
     private readonly ready: () => Promise<unknown>,
+    private readonly prepared = true,
   ) {
     this.s = quoteIdent(schema);
   }
@@ -32,10 +37,19 @@ export class StateDatabase {
   ): Promise<QueryResult<R>> {
     await this.ready();
     try {
-      return await this.pool.query<R>(text, values);
+      return await this.pool.query<R>(this.prepared ? { name: this.statementName(text), text, values } : { text, values });
     } catch (error) {
       throw mapError?.(error) ?? databaseError(error, operation, this.schema);
     }
+  }
+
+  private statementName(text: string): string {
+    let name = this.names.get(text);
+    if (name === undefined) {
+      name = `al_${createHash("sha1").update(text).digest("hex").slice(0, 24)}`;
+      this.names.set(text, name);
+    }
+    return name;
   }
 
   async rows<R extends QueryResultRow>(

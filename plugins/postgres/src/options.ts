@@ -28,6 +28,12 @@ export interface PostgresStateOptions {
   connectionStringEnv?: readonly string[];
   /** Connections in the pool the adapter opens (pg's default is 10). */
   maxConnections?: number;
+  /**
+   * Send every statement as a named prepared statement, parsed and planned once per
+   * connection; default true. Set false behind a transaction-mode pooler that does
+   * not support prepared statements (PgBouncer before 1.21, or without `max_prepared_statements`).
+   */
+  preparedStatements?: boolean;
 }
 
 export interface PostgresStateRuntimeOptions extends PostgresStateOptions {

@@ -282,6 +282,20 @@ export function describeRunStoreConformance(name: string, factory: StateKitFacto
         await store().markObserved(run.id, 4);
         expect((await store().getRun(run.id))?.observedSeq).toBe(4);
       });
+
+      it("moves observedSeq with an append that carries it, forward only, in the same write", async () => {
+        const { run } = await store().createRun(newRun());
+        await store().appendEvents(run.id, [{ type: "a" }, { type: "b" }]);
+        await store().appendEvents(run.id, [{ type: "c" }], { run: { status: "running" } }, { observedSeq: 3 });
+        expect(await store().getRun(run.id)).toMatchObject({ observedSeq: 3, lastSeq: 4, status: "running" });
+        await store().appendEvents(run.id, [{ type: "d" }], undefined, { observedSeq: 2 });
+        expect((await store().getRun(run.id))?.observedSeq).toBe(3);
+        await store().appendEvents(run.id, [], undefined, { observedSeq: 5 });
+        expect((await store().getRun(run.id))?.observedSeq).toBe(5);
+        // A refused append moves nothing.
+        await expect(store().appendEvents(run.id, [{ type: "e" }], undefined, { expectedLastSeq: 1, observedSeq: 6 })).rejects.toMatchObject({ code: "AL_ERR_EVENT_SEQ" });
+        expect((await store().getRun(run.id))?.observedSeq).toBe(5);
+      });
     });
 
     describe("listRuns", () => {

@@ -1,5 +1,6 @@
 import {
   AssemblyLineError,
+  copyStateValue,
   checkSkillKey,
   checkSkillRecord,
   fenceHolds,
@@ -14,6 +15,7 @@ import {
   type MemoryRecord,
   type NewRun,
   type NewRunEvent,
+  type AppendOptions,
   type RunEvent,
   type RunFence,
   type RunLease,
@@ -83,7 +85,7 @@ interface Plan<T> {
   result: (tables: StateTables) => T;
 }
 
-const copy = <T>(value: T): T => structuredClone(value);
+const copy = <T>(value: T): T => copyStateValue(value);
 
 const leaseIsFree = (lease: { expiresAt: string } | null, now: Date): boolean =>
   lease === null || Date.parse(lease.expiresAt) <= now.getTime();
@@ -116,6 +118,8 @@ export class FileStateAdapter implements StateAdapter {
   private snapshotBytes = 0;
   /** Mutations run one at a time, in call order. */
   private queue: Promise<unknown> = Promise.resolve();
+  /** Resolves once the last record applied to the tables is on disk. */
+  private durable: Promise<void> = Promise.resolve();
   /**
    * Run leases (run id -> token) found when this adapter took the folder's lock.
    * Their holders were processes that no longer hold the lock (dead, or closed),
@@ -152,6 +156,7 @@ export class FileStateAdapter implements StateAdapter {
       if (!this.opening) return;
       await this.opening.catch(() => undefined);
       await this.queue.catch(() => undefined);
+      await this.durable.catch(() => undefined);
       await this.log?.close();
       this.log = undefined;
       await this.lock?.release();
@@ -238,7 +243,7 @@ export class FileStateAdapter implements StateAdapter {
     runId: string,
     events: NewRunEvent[],
     change?: RunStateChange,
-    options: { expectedLastSeq?: number; fence?: RunFence } = {},
+    options: AppendOptions = {},
   ): Promise<RunEvent[]> {
     return this.mutate((tables) => {
       const entry = this.requireRun(tables, runId);
@@ -262,6 +267,7 @@ export class FileStateAdapter implements StateAdapter {
       });
 
       const record: RunRecord = { ...current, lastSeq: current.lastSeq + appended.length, updatedAt: now };
+      if (options.observedSeq !== undefined && options.observedSeq > record.observedSeq) record.observedSeq = options.observedSeq;
       const ops: StateOp[] = [];
       if (appended.length > 0) ops.push({ op: "events.append", runId, events: appended });
       if (change?.run) {
@@ -646,34 +652,81 @@ export class FileStateAdapter implements StateAdapter {
 
   // ---- internals -------------------------------------------------------------
 
+  /**
+   * Answer from the tables as they are now, but only once every write they include
+   * is durable: nobody sees a record a crash could still take back.
+   */
   private async read<T>(query: (tables: StateTables) => T): Promise<T> {
     await this.ready();
-    return copy(query(this.tables));
+    this.throwIfLogFailed();
+    const answer = copy(query(this.tables));
+    await this.whenDurable(this.durable);
+    return answer;
   }
 
   /**
-   * Plan against the current tables, make the plan durable as one log record, then
-   * apply it. Calls queue behind each other, so a plan never sees a half-applied one.
+   * Plan against the current tables, append the plan as one log record, apply it,
+   * and answer once the record is durable. Plans run one at a time in call order, so
+   * a plan never sees a half-applied one; the next plan does not wait for this
+   * record's fdatasync, so records that arrive during one fdatasync share the next
+   * (group commit, see WriteAheadLog). The caller still gets its answer only after
+   * its record is on disk, and a read answers only after what it saw is on disk.
    */
   private mutate<T>(plan: (tables: StateTables) => Plan<T>): Promise<T> {
     // Checked at call time, so calls made before close() still complete.
     const ready = this.ready();
     ready.catch(() => undefined);
-    const task = async (): Promise<T> => {
+    const task = async (): Promise<{ answer: T; durable: Promise<void> }> => {
       await ready;
+      this.throwIfLogFailed();
       const { ops, result } = plan(this.tables);
-      if (ops.length > 0) {
-        const json = this.serialize(ops);
-        await this.log!.append(json);
-        // Apply the parsed record, so memory holds exactly what a replay would rebuild.
-        for (const op of (JSON.parse(json) as { ops: StateOp[] }).ops) this.tables.apply(op);
-        if (this.shouldCompact()) await this.compact();
+      if (ops.length === 0) return { answer: copy(result(this.tables)), durable: this.durable };
+      const json = this.serialize(ops);
+      const durable = this.log!.append(json);
+      durable.catch(() => undefined);
+      // Apply the parsed record, so memory holds exactly what a replay would rebuild.
+      for (const op of (JSON.parse(json) as { ops: StateOp[] }).ops) this.tables.apply(op);
+      this.durable = durable;
+      const answer = copy(result(this.tables));
+      if (this.shouldCompact()) {
+        await this.whenDurable(durable);
+        await this.compact();
       }
-      return copy(result(this.tables));
+      return { answer, durable };
     };
     const next = this.queue.then(task, task);
     this.queue = next.catch(() => undefined);
-    return next;
+    return next.then(async ({ answer, durable }) => {
+      await this.whenDurable(durable);
+      return answer;
+    });
+  }
+
+  /**
+   * After a failed log write the tables hold records the disk may not: refuse
+   * everything until the folder is reopened, which replays what the disk holds.
+   */
+  private throwIfLogFailed(): void {
+    const failure = this.log?.failed;
+    if (failure) throw this.logFailedError(failure);
+  }
+
+  private logFailedError(failure: unknown): AssemblyLineError {
+    const message = failure instanceof Error ? failure.message : String(failure);
+    return new AssemblyLineError("AL_ERR_STATE_UNAVAILABLE", `a write to the state log in ${this.directory} failed: ${message}`, {
+      fix: "Check the disk (space, permissions, health), then close this FileStateAdapter and open the folder again; the records acknowledged before the failure are intact.",
+      details: { directory: this.directory },
+      cause: failure,
+    });
+  }
+
+  /** Wait for `durable`; a failed log write becomes the adapter's error. */
+  private async whenDurable(durable: Promise<void>): Promise<void> {
+    try {
+      await durable;
+    } catch (error) {
+      throw this.logFailedError(error);
+    }
   }
 
   private serialize(ops: StateOp[]): string {

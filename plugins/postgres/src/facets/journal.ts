@@ -4,6 +4,7 @@ import {
   type CheckpointRecord,
   type JsonValue,
   type NewRunEvent,
+  type AppendOptions,
   type RunEvent,
   type RunFence,
   type RunStateChange,
@@ -18,8 +19,9 @@ import { runNotFound } from "./runs.js";
 
 const RUN_FIELDS = ["status", "modelSpec", "output", "error", "conversationId"] as const;
 
-/** The 35 arguments of the `append_events` SQL function, in its parameter order. */
-function appendArguments(runId: string, events: NewRunEvent[], change: RunStateChange | undefined, expectedLastSeq: number | undefined, fence: RunFence | undefined) {
+/** The 36 arguments of the `append_events` SQL function, in its parameter order. */
+function appendArguments(runId: string, events: NewRunEvent[], change: RunStateChange | undefined, options: AppendOptions) {
+  const { expectedLastSeq, fence, observedSeq } = options;
   const check = new ArgumentCheck(`appendEvents(run "${runId}")`);
   if (!Array.isArray(events)) check.fail("events", "an array", events);
   const types: string[] = [];
@@ -36,6 +38,7 @@ function appendArguments(runId: string, events: NewRunEvent[], change: RunStateC
     check.string("options.fence.owner", fence.owner);
     check.nonNegative("options.fence.token", fence.token);
   }
+  if (observedSeq !== undefined) check.number("options.observedSeq", observedSeq);
 
   const c = change === undefined || change === null ? {} : (check.object("change", change) as RunStateChange);
   const run = c.run === undefined || c.run === null ? {} : check.object("change.run", c.run);
@@ -91,10 +94,11 @@ function appendArguments(runId: string, events: NewRunEvent[], change: RunStateC
     delivery ? jsonParam(delivery.payload, op, "change.delivery.payload") : null,
     fence ? fence.owner : null,
     fence ? fence.token : null,
+    observedSeq === undefined ? null : Math.floor(observedSeq),
   ];
 }
 
-const APPEND_PLACEHOLDERS = Array.from({ length: 35 }, (_, i) => `$${i + 1}`).join(", ");
+const APPEND_PLACEHOLDERS = Array.from({ length: 36 }, (_, i) => `$${i + 1}`).join(", ");
 
 /**
  * One round trip: the `append_events` function locks the run row, checks
@@ -106,10 +110,10 @@ export async function appendEvents(
   runId: string,
   events: NewRunEvent[],
   change?: RunStateChange,
-  options: { expectedLastSeq?: number; fence?: RunFence } = {},
+  options: AppendOptions = {},
 ): Promise<RunEvent[]> {
   const expectedLastSeq = options?.expectedLastSeq;
-  const args = appendArguments(runId, events, change, expectedLastSeq, options?.fence);
+  const args = appendArguments(runId, events, change, options ?? {});
   const operation = `appendEvents(run "${runId}")`;
   const [row] = await db.rows<{ first_seq: number; recorded_at: Date }>(
     operation,

@@ -515,10 +515,36 @@ END
 $fn$;
 `;
 
+/** Migration 3's append_events signature, which migration 4 replaces. */
+const APPEND_EVENTS_V3_ARGS =
+  "text, integer, text[], json[], text[], text, text, json, json, text, text, text, json, text, text, json, json, text, text, json, text, text, text, json, json, text, text, json, text, text, text, text, json, text, bigint";
+
+/**
+ * Where observers are, sent with the run's next write: `append_events` takes
+ * `p_observed_seq` and moves `observed_seq` forward (never back) in the same
+ * statement, so the runtime spends no commit of its own on `markObserved` per
+ * append. The function is migration 3's with that parameter and that assignment
+ * added; migration 3's text is checksummed, so it cannot drift under this one.
+ */
+const observedWithAppend = (s: string) => {
+  const v3 = fencingTokens(s);
+  const create = v3.slice(v3.indexOf(`CREATE FUNCTION ${s}.append_events(`));
+  const withParameter = create.replace("  p_fence_token bigint\n)", "  p_fence_token bigint,\n  p_observed_seq integer\n)");
+  const withAssignment = withParameter.replace(
+    "    last_seq = v_last + v_count,\n",
+    "    last_seq = v_last + v_count,\n    observed_seq = greatest(observed_seq, coalesce(p_observed_seq, observed_seq)),\n",
+  );
+  if (withParameter === create || withAssignment === withParameter) {
+    throw new Error("migration 4 no longer finds migration 3's append_events; write its function out in full");
+  }
+  return `DROP FUNCTION ${s}.append_events(${APPEND_EVENTS_V3_ARGS});\n${withAssignment}`;
+};
+
 export const MIGRATIONS: readonly Migration[] = [
   { version: 1, name: "initial state schema", sql: initialSchema },
   skillsMigration,
   { version: 3, name: "run lease fencing tokens and liveness sessions", sql: fencingTokens },
+  { version: 4, name: "observer position written with appended events", sql: observedWithAppend },
 ];
 
 /** The schema version this code writes and expects. */

@@ -1,0 +1,35 @@
+// The one workload every system runs: a scripted model of 3 turns (tool call,
+// tool call, final text) and 2 tools, each returning a small JSON object.
+import { mkdtempSync, mkdirSync, rmSync, writeFileSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { buildAgent, loadRuntimeBundle, scriptedHarness } from "@assemblyline-agents/runtime";
+
+import { TURNS } from "./script.js";
+
+const TOOL = (name, extra = "") => `import { defineTool, approvalRequired } from "@assemblyline-agents/core";
+export default defineTool({
+  description: "${name}",
+  inputSchema: { type: "object", properties: { value: { type: "string" } }, required: ["value"] },
+  ${extra}
+  async execute(input) { return { ${name}: input.value.length }; },
+});
+`;
+
+/**
+ * Compile the bench agent into a temp folder; `approval: true` makes the first
+ * tool ask for approval, so every run pauses there (the paused-runs bench).
+ */
+export async function benchAgent({ approval = false, channel = false } = {}) {
+  const dir = mkdtempSync(join(tmpdir(), "al-bench-agent-"));
+  mkdirSync(join(dir, "tools"));
+  writeFileSync(join(dir, "agent.ts"), `import { defineAgent } from "@assemblyline-agents/core";\nexport default defineAgent({ model: "bench/model" });\n`);
+  writeFileSync(join(dir, "tools/first.ts"), TOOL("first", approval ? `needsApproval: approvalRequired("Reviewed."),` : ""));
+  writeFileSync(join(dir, "tools/second.ts"), TOOL("second"));
+  if (channel) {
+    mkdirSync(join(dir, "channels"));
+    writeFileSync(join(dir, "channels/message.ts"), `import { defineChannel } from "@assemblyline-agents/core";\nexport default defineChannel({ transport: "http", route: "/message" });\n`);
+  }
+  const bundle = await loadRuntimeBundle((await buildAgent(dir)).artifactRoot);
+  return { dir, bundle, harness: scriptedHarness({ turns: TURNS }), remove: () => rmSync(dir, { recursive: true, force: true }) };
+}

@@ -1,0 +1,212 @@
+// One system of the workload bench in a process of its own, so its peak RSS is its
+// own. The parent forks this file with a job and gets one message back.
+//
+//   job "throughput": runs/s at each level (sequential, 16, 50 concurrent) for
+//                     BENCH_SECONDS each, with fdatasyncs and SQL statements per run.
+//   job "rss":        a fixed number of runs at 50 concurrent, then the peak RSS.
+//   job "commits":    PostgreSQL commits per run, from pg_stat_database of a private database.
+//   job "paused":     heap the runtime holds for 10,000 paused runs.
+//   job "disk":       the disk's own ceiling: 200-byte appends, each followed by fdatasync, one at a time.
+import { open, rm } from "node:fs/promises";
+import { createRequire } from "node:module";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { performance } from "node:perf_hooks";
+import { SYSTEMS } from "./systems.js";
+
+const job = JSON.parse(process.argv[2]);
+const counters = { syncs: 0, statements: 0, clientCommits: 0 };
+/** Statements by what they do (their SQL up to the first parenthesis or WHERE), for the breakdown per run. */
+const statementKinds = new Map();
+const kindOf = (text) => text.replace(/\s+/g, " ").replace(/"[^"]*"\./g, "").split(/\(| WHERE /)[0].slice(0, 60);
+
+/** Count every fsync/fdatasync made through a FileHandle (the file state's only way to sync). */
+async function countSyncs() {
+  const path = join(tmpdir(), `al-bench-probe-${process.pid}`);
+  const handle = await open(path, "w");
+  const proto = Object.getPrototypeOf(handle);
+  await handle.close();
+  await rm(path, { force: true });
+  for (const name of ["datasync", "sync"]) {
+    const original = proto[name];
+    proto[name] = function (...args) {
+      counters.syncs += 1;
+      return original.apply(this, args);
+    };
+  }
+}
+
+/** Count every statement a pg client sends, and the commits they imply (autocommit statements + COMMIT). */
+function countStatements() {
+  const pg = createRequire(import.meta.url)("pg");
+  const original = pg.Client.prototype.query;
+  const inTransaction = new WeakSet();
+  pg.Client.prototype.query = function (config, ...rest) {
+    const text = (typeof config === "string" ? config : config?.text ?? "").trimStart().toUpperCase();
+    counters.statements += 1;
+    const kind = kindOf(typeof config === "string" ? config : config?.text ?? "");
+    statementKinds.set(kind, (statementKinds.get(kind) ?? 0) + 1);
+    if (text.startsWith("BEGIN") || text.startsWith("START TRANSACTION")) inTransaction.add(this);
+    else if (text.startsWith("COMMIT") || text.startsWith("ROLLBACK")) {
+      if (text.startsWith("COMMIT")) counters.clientCommits += 1;
+      inTransaction.delete(this);
+    } else if (!inTransaction.has(this)) counters.clientCommits += 1;
+    return original.call(this, config, ...rest);
+  };
+}
+
+/** Run `runOnce` on `concurrency` workers for `ms`, or for `count` runs; runs/s and counters per run. */
+async function measure(runOnce, { concurrency, ms, count }) {
+  const before = { ...counters };
+  const deadline = performance.now() + (ms ?? Infinity);
+  let started = 0;
+  let done = 0;
+  const t0 = performance.now();
+  await Promise.all(
+    Array.from({ length: concurrency }, async () => {
+      while (performance.now() < deadline && (count === undefined || started < count)) {
+        started += 1;
+        await runOnce();
+        done += 1;
+      }
+    }),
+  );
+  const seconds = (performance.now() - t0) / 1000;
+  const per = (key) => (counters[key] - before[key]) / done;
+  return { concurrency, runs: done, runsPerSecond: done / seconds, syncsPerRun: per("syncs"), statementsPerRun: per("statements"), clientCommitsPerRun: per("clientCommits") };
+}
+
+async function throughput({ system, levels, seconds, warmup }) {
+  const opened = await SYSTEMS[system].open();
+  try {
+    await measure(opened.runOnce, { concurrency: 1, count: warmup });
+    const results = [];
+    for (const concurrency of levels) {
+      await measure(opened.runOnce, { concurrency, count: Math.max(warmup / 4, concurrency * 2) });
+      results.push(await measure(opened.runOnce, { concurrency, ms: seconds * 1000 }));
+    }
+    return { levels: results };
+  } finally {
+    await opened.close();
+  }
+}
+
+async function rss({ system, runs, concurrency }) {
+  const opened = await SYSTEMS[system].open();
+  try {
+    const result = await measure(opened.runOnce, { concurrency, count: runs });
+    return { runs, concurrency, runsPerSecond: result.runsPerSecond, peakRssBytes: process.resourceUsage().maxRSS * 1024 };
+  } finally {
+    await opened.close();
+  }
+}
+
+/** xact_commit of this database, read on a connection of its own (stats are flushed when a backend exits). */
+async function xactCommits(connectionString) {
+  const pg = createRequire(import.meta.url)("pg");
+  const client = new pg.Client({ connectionString });
+  await client.connect();
+  try {
+    const { rows } = await client.query("SELECT xact_commit::bigint AS n FROM pg_stat_database WHERE datname = current_database()");
+    return Number(rows[0].n);
+  } finally {
+    await client.end();
+  }
+}
+
+/**
+ * Commits per run, counted by the server: open a system, do `runs` runs, close it, and
+ * read xact_commit; once with 0 runs and once with `runs`, so opening, migrating and
+ * closing cancel out.
+ */
+async function commits({ runs, connectionString }) {
+  const phase = async (count) => {
+    const settle = () => new Promise((resolve) => setTimeout(resolve, 300));
+    await settle();
+    const before = await xactCommits(connectionString);
+    const statementsBefore = counters.statements;
+    const opened = await SYSTEMS.postgres.open();
+    await measure(opened.runOnce, { concurrency: 1, count });
+    await opened.close();
+    await settle();
+    return { commits: (await xactCommits(connectionString)) - before, statements: counters.statements - statementsBefore };
+  };
+  const empty = await phase(0);
+  const kindsBefore = new Map(statementKinds);
+  const full = await phase(runs);
+  const perRun = [...statementKinds]
+    .map(([kind, n]) => [kind, (n - 2 * (kindsBefore.get(kind) ?? 0)) / runs])
+    .filter(([, n]) => n >= 0.5)
+    .sort((a, b) => b[1] - a[1]);
+  return { runs, commitsPerRun: (full.commits - empty.commits) / runs, statementsPerRun: (full.statements - empty.statements) / runs, statementsByKind: Object.fromEntries(perRun) };
+}
+
+/**
+ * Heap the host holds for paused runs: pause `runs` runs (the first tool asks for
+ * approval), then compare the heap with the runtime alive and after dropping it
+ * while keeping the state. In-memory state keeps its rows in this heap; that part
+ * is reported on its own as the state's.
+ */
+async function paused({ runs }) {
+  const gcNow = async () => {
+    for (let i = 0; i < 3; i++) {
+      globalThis.gc();
+      await new Promise((resolve) => setImmediate(resolve));
+    }
+    return process.memoryUsage().heapUsed;
+  };
+  const { InMemoryStateAdapter, OpenEveRuntime, noopLogger } = await import("@assemblyline-agents/runtime");
+  const { benchAgent } = await import("./agent.js");
+  const agent = await benchAgent({ approval: true });
+  const state = new InMemoryStateAdapter();
+  let runtime = new OpenEveRuntime({ ...agent.bundle, state, agentHarness: agent.harness, logger: noopLogger(), maxConcurrentRuns: 50, maxQueuedRuns: 50 });
+  await runtime.run({ message: "warm" });
+  const start = await gcNow();
+  let n = 0;
+  await Promise.all(
+    Array.from({ length: 50 }, async () => {
+      while (n < runs) {
+        n += 1;
+        const result = await runtime.run({ message: `pause ${n}` });
+        if (result.status !== "waiting_approval") throw new Error(`expected a run waiting for approval, got ${result.status}`);
+      }
+    }),
+  );
+  const withRuntime = await gcNow();
+  await runtime.close();
+  runtime = undefined;
+  const stateOnly = await gcNow();
+  agent.remove();
+  return { runs, hostHeapBytes: withRuntime - stateOnly, stateHeapBytes: stateOnly - start, hostBytesPerRun: (withRuntime - stateOnly) / runs };
+}
+
+/** fdatasyncs per second the disk gives one writer: the floor under any sequential durable boundary. */
+async function disk({ ms }) {
+  const path = join(process.env.BENCH_TMPDIR ?? tmpdir(), `al-bench-disk-${process.pid}`);
+  const handle = await open(path, "a");
+  const line = Buffer.alloc(200, 0x61);
+  let syncs = 0;
+  const t0 = performance.now();
+  try {
+    while (performance.now() - t0 < ms) {
+      await handle.write(line);
+      await handle.datasync();
+      syncs += 1;
+    }
+  } finally {
+    await handle.close();
+    await rm(path, { force: true });
+  }
+  const seconds = (performance.now() - t0) / 1000;
+  return { syncsPerSecond: syncs / seconds, msPerSync: (seconds * 1000) / syncs };
+}
+
+await countSyncs();
+if (job.system === "postgres" || job.kind === "commits") countStatements();
+const jobs = { throughput, rss, commits, paused, disk };
+try {
+  process.send({ ok: true, result: await jobs[job.kind](job) });
+} catch (error) {
+  process.send({ ok: false, error: error instanceof Error ? error.stack : String(error) });
+}
+process.disconnect();

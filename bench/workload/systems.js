@@ -1,0 +1,138 @@
+// One driver per system on the workload of agent.js. Each `open()` returns
+// { runOnce(), close(), maxConcurrency }; runOnce() runs the whole workload once.
+import { mkdtempSync, rmSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { TURNS, toolFunctions } from "./script.js";
+
+// Assembly Line's modules load only in the processes that run it, so the other
+// systems' peak RSS does not include them.
+const runtimeModules = () => Promise.all([import("@assemblyline-agents/runtime"), import("./agent.js")]);
+
+const MAX_CONCURRENCY = 50;
+
+/** The floor: the same 3 scripted responses and 2 tool calls, results JSON-encoded, nothing else. */
+async function bare() {
+  const runOnce = async () => {
+    const transcript = [{ role: "user", content: "go" }];
+    for (const turn of TURNS) {
+      transcript.push({ role: "assistant", turn });
+      for (const call of turn.toolCalls ?? []) {
+        transcript.push({ role: "tool", content: JSON.stringify(await toolFunctions[call.name](call.input)) });
+      }
+    }
+    return transcript;
+  };
+  return { runOnce, close: async () => undefined };
+}
+
+/**
+ * pi-agent-core with a stream function that answers from the script: its minimal
+ * model. `api: "loop"` drives runAgentLoop directly; `api: "agent"` uses the Agent
+ * class (a fresh Agent per run, as an application holds one per conversation).
+ */
+async function piAgentCore({ api }) {
+  const { Agent, runAgentLoop } = await import("@mariozechner/pi-agent-core");
+  const { createAssistantMessageEventStream } = await import("@mariozechner/pi-ai");
+  const model = {
+    id: "bench", name: "bench", api: "bench", provider: "bench", baseUrl: "http://127.0.0.1", reasoning: false,
+    input: ["text"], cost: { input: 0, output: 0, cacheRead: 0, cacheWrite: 0 }, contextWindow: 100_000, maxTokens: 1_000,
+  };
+  const usage = { input: 0, output: 0, cacheRead: 0, cacheWrite: 0, totalTokens: 0, cost: { input: 0, output: 0, cacheRead: 0, cacheWrite: 0, total: 0 } };
+  let callIds = 0;
+  const streamFn = (_model, context) => {
+    const turn = TURNS[context.messages.filter((m) => m.role === "assistant").length];
+    const content = turn.toolCalls
+      ? turn.toolCalls.map((call) => ({ type: "toolCall", id: `call-${(callIds += 1)}`, name: call.name, arguments: call.input }))
+      : [{ type: "text", text: turn.text }];
+    const message = { role: "assistant", content, api: "bench", provider: "bench", model: "bench", usage, stopReason: turn.toolCalls ? "toolUse" : "stop", timestamp: Date.now() };
+    const stream = createAssistantMessageEventStream();
+    stream.push({ type: "start", partial: message });
+    stream.push({ type: "done", reason: message.stopReason, message });
+    return stream;
+  };
+  const parameters = { type: "object", properties: { value: { type: "string" } }, required: ["value"] };
+  const tools = Object.entries(toolFunctions).map(([name, fn]) => ({
+    name, label: name, description: name, parameters,
+    execute: async (_id, params) => {
+      const result = await fn(params);
+      return { content: [{ type: "text", text: JSON.stringify(result) }], details: result };
+    },
+  }));
+  const config = { model, convertToLlm: (messages) => messages };
+  const check = (messages) => {
+    if (messages.at(-1)?.content?.[0]?.text !== "done") throw new Error("pi-agent-core did not finish the script");
+  };
+  const runOnce =
+    api === "agent"
+      ? async () => {
+          const agent = new Agent({ initialState: { systemPrompt: "bench", model, tools }, streamFn, convertToLlm: config.convertToLlm });
+          await agent.prompt("go");
+          check(agent.state.messages);
+        }
+      : async () => {
+          const context = { systemPrompt: "bench", messages: [], tools };
+          check(await runAgentLoop([{ role: "user", content: "go", timestamp: Date.now() }], context, config, () => undefined, undefined, streamFn));
+        };
+  return { runOnce, close: async () => undefined };
+}
+
+/** Assembly Line's runtime over `state`; each run is runtime.run(), as a host calls it. */
+async function assemblyLine(openState) {
+  const [{ OpenEveRuntime, noopLogger }, { benchAgent }] = await runtimeModules();
+  const agent = await benchAgent();
+  const state = await openState();
+  const runtime = new OpenEveRuntime({
+    ...agent.bundle, state: state.adapter, agentHarness: agent.harness, logger: noopLogger(),
+    maxConcurrentRuns: MAX_CONCURRENCY, maxQueuedRuns: MAX_CONCURRENCY,
+  });
+  let n = 0;
+  const runOnce = async () => {
+    const result = await runtime.run({ message: `go ${(n += 1)}` });
+    if (result.status !== "completed") throw new Error(`run ended ${result.status}: ${JSON.stringify(result.error ?? null)}`);
+  };
+  const close = async () => {
+    await runtime.close?.();
+    await state.close();
+    agent.remove();
+  };
+  return { runOnce, close, state: state.adapter };
+}
+
+async function memoryState() {
+  const { InMemoryStateAdapter } = await import("@assemblyline-agents/runtime");
+  return { adapter: new InMemoryStateAdapter(), close: async () => undefined };
+}
+
+async function fileState() {
+  const { FileStateAdapter } = await import("@assemblyline-agents/local");
+  const directory = mkdtempSync(join(process.env.BENCH_TMPDIR ?? tmpdir(), "al-bench-state-"));
+  const adapter = await FileStateAdapter.open({ directory });
+  return { adapter, close: async () => { await adapter.close(); rmSync(directory, { recursive: true, force: true }); } };
+}
+
+/** PostgreSQL state in a private schema of `connectionString`'s database, dropped on close. */
+export async function postgresState(connectionString, schema) {
+  const { PostgresStateAdapter } = await import("@assemblyline-agents/postgres");
+  const adapter = new PostgresStateAdapter({ connectionString, schema, maxConnections: MAX_CONCURRENCY + 2 });
+  await adapter.migrate();
+  return {
+    adapter,
+    close: async () => {
+      await adapter.pool.query(`DROP SCHEMA IF EXISTS "${schema}" CASCADE`).catch(() => undefined);
+      await adapter.close();
+    },
+  };
+}
+
+export const SYSTEMS = {
+  bare: { label: "bare loop (floor)", open: bare },
+  "pi-agent-core": { label: "pi-agent-core Agent (not durable)", open: () => piAgentCore({ api: "agent" }) },
+  "pi-agent-loop": { label: "pi-agent-core runAgentLoop", open: () => piAgentCore({ api: "loop" }) },
+  memory: { label: "Assembly Line, in-memory state", open: () => assemblyLine(memoryState) },
+  file: { label: "Assembly Line, file state", open: () => assemblyLine(fileState) },
+  postgres: {
+    label: "Assembly Line, PostgreSQL state",
+    open: () => assemblyLine(() => postgresState(process.env.BENCH_DATABASE_URL, `al_bench_${process.pid}`)),
+  },
+};

@@ -1,0 +1,124 @@
+import { mkdtemp, open, rm } from "node:fs/promises";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { afterEach, describe, expect, it } from "vitest";
+import { FileStateAdapter } from "../src/index.js";
+
+// Every fdatasync the adapter makes goes through FileHandle.prototype.datasync: the
+// tests hold each one until they release it, to see what waits for what.
+const folders: string[] = [];
+let restore: (() => void) | undefined;
+afterEach(async () => {
+  restore?.();
+  restore = undefined;
+  await Promise.all(folders.splice(0).map((folder) => rm(folder, { recursive: true, force: true })));
+});
+
+interface HeldSync {
+  release: () => void;
+  fail: (error: Error) => void;
+}
+
+/** Hold every fdatasync until released; `started` lists them in order. */
+async function holdSyncs(): Promise<{ started: HeldSync[]; next: () => Promise<HeldSync> }> {
+  const probe = join(tmpdir(), `al-sync-probe-${process.pid}`);
+  const handle = await open(probe, "w");
+  const proto = Object.getPrototypeOf(handle) as { datasync: (this: unknown) => Promise<void> };
+  await handle.close();
+  await rm(probe, { force: true });
+  const original = proto.datasync;
+  const started: HeldSync[] = [];
+  const waiters: Array<(sync: HeldSync) => void> = [];
+  proto.datasync = function (this: unknown) {
+    return new Promise<void>((resolve, reject) => {
+      const sync = { release: () => original.call(this).then(resolve, reject), fail: reject };
+      started.push(sync);
+      waiters.shift()?.(sync);
+    });
+  };
+  restore = () => {
+    proto.datasync = original;
+  };
+  let taken = 0;
+  const next = () => {
+    const index = taken++;
+    return started[index] ? Promise.resolve(started[index]!) : new Promise<HeldSync>((resolve) => waiters.push(resolve));
+  };
+  return { started, next };
+}
+
+const newRun = (id: string) => ({ id, agentId: "agent", agentRevision: "rev", modelSpec: "scripted/test", input: { message: "hi", metadata: {} } });
+const settle = () => new Promise((resolve) => setTimeout(resolve, 20));
+
+async function adapterWithRuns(count: number): Promise<{ directory: string; adapter: FileStateAdapter }> {
+  const directory = await mkdtemp(join(tmpdir(), "al-group-commit-"));
+  folders.push(directory);
+  const adapter = await FileStateAdapter.open({ directory });
+  for (let i = 0; i < count; i++) await adapter.createRun(newRun(`r${i}`));
+  return { directory, adapter };
+}
+
+describe("FileStateAdapter group commit", () => {
+  it("puts every write that arrives during an fdatasync into one next fdatasync, acknowledging each only after its own", async () => {
+    const { adapter } = await adapterWithRuns(20);
+    const syncs = await holdSyncs();
+    const acked: number[] = [];
+    const first = adapter.appendEvents("r0", [{ type: "tick" }]).then(() => acked.push(0));
+    const firstSync = await syncs.next();
+    const rest = Array.from({ length: 19 }, (_, i) => adapter.appendEvents(`r${i + 1}`, [{ type: "tick" }]).then(() => acked.push(i + 1)));
+    await settle();
+    expect(acked).toEqual([]);
+    expect(syncs.started).toHaveLength(1);
+
+    firstSync.release();
+    await first;
+    const secondSync = await syncs.next();
+    await settle();
+    // The 19 later writes wait for the second fdatasync, which covers all of them.
+    expect(acked).toEqual([0]);
+    expect(syncs.started).toHaveLength(2);
+
+    secondSync.release();
+    await Promise.all(rest);
+    expect(acked).toHaveLength(20);
+    expect(syncs.started).toHaveLength(2);
+    await adapter.close();
+  });
+
+  it("answers a read only once the writes it saw are on disk", async () => {
+    const { adapter } = await adapterWithRuns(1);
+    const syncs = await holdSyncs();
+    const write = adapter.appendEvents("r0", [{ type: "tick" }]);
+    const sync = await syncs.next();
+    let read: number | undefined;
+    const reading = adapter.getRun("r0").then((run) => (read = run?.lastSeq));
+    await settle();
+    expect(read).toBeUndefined();
+    sync.release();
+    await Promise.all([write, reading]);
+    expect(read).toBe(2);
+    await adapter.close();
+  });
+
+  it("fails the writes of a failed fdatasync and every later call, and a reopen finds only what was acknowledged", async () => {
+    const { directory, adapter } = await adapterWithRuns(2);
+    const syncs = await holdSyncs();
+    const lost = adapter.appendEvents("r0", [{ type: "lost" }]);
+    const sync = await syncs.next();
+    const alsoLost = adapter.appendEvents("r1", [{ type: "lost too" }]);
+    await settle();
+    sync.fail(Object.assign(new Error("EIO: i/o error, fdatasync"), { code: "EIO" }));
+    await expect(lost).rejects.toMatchObject({ code: "AL_ERR_STATE_UNAVAILABLE" });
+    await expect(alsoLost).rejects.toMatchObject({ code: "AL_ERR_STATE_UNAVAILABLE" });
+    await expect(adapter.getRun("r0")).rejects.toMatchObject({ code: "AL_ERR_STATE_UNAVAILABLE" });
+    await expect(adapter.appendEvents("r1", [{ type: "later" }])).rejects.toMatchObject({ code: "AL_ERR_STATE_UNAVAILABLE" });
+    await adapter.close();
+    restore?.();
+    restore = undefined;
+
+    const reopened = await FileStateAdapter.open({ directory });
+    expect((await reopened.getRun("r0"))?.lastSeq).toBe(1);
+    expect((await reopened.getRun("r1"))?.lastSeq).toBe(1);
+    await reopened.close();
+  });
+});
