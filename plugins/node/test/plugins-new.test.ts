@@ -1,5 +1,6 @@
 import { execFile } from "node:child_process";
 import { mkdtemp, readFile, rm, writeFile } from "node:fs/promises";
+import { tmpdir } from "node:os";
 import { join, resolve } from "node:path";
 import { promisify } from "node:util";
 import { afterAll, describe, expect, it } from "vitest";
@@ -20,7 +21,7 @@ const build = (dir: string) =>
  * empty config beside the package stands in for the one vitest would otherwise
  * find up in this repository, which an author's package does not sit in.
  */
-async function npmTest(dir: string): Promise<{ numPassedTests: number; numFailedTests: number }> {
+async function npmTest(dir: string): Promise<{ numPassedTests: number; numFailedTests: number; failures: string[] }> {
   const config = join(dir, "..", "vitest.config.mjs");
   await writeFile(config, "export default {};\n");
   const run = await promisify(execFile)(join(root, "node_modules/.bin/vitest"), ["run", "--config", config, "--reporter=json"], { cwd: dir, maxBuffer: 64 * 1024 * 1024 }).catch(
@@ -28,7 +29,8 @@ async function npmTest(dir: string): Promise<{ numPassedTests: number; numFailed
   );
   const start = run.stdout.indexOf("{");
   if (start < 0) throw new Error(`npm test in ${dir} printed no report:\n${run.stderr}`);
-  return JSON.parse(run.stdout.slice(start)) as { numPassedTests: number; numFailedTests: number };
+  const report = JSON.parse(run.stdout.slice(start)) as { numPassedTests: number; numFailedTests: number; testResults: Array<{ assertionResults: Array<{ failureMessages: string[] }> }> };
+  return { ...report, failures: report.testResults.flatMap((file) => file.assertionResults.flatMap((test) => test.failureMessages)) };
 }
 afterAll(async () => {
   await Promise.all(folders.map((folder) => rm(folder, { recursive: true, force: true })));
@@ -64,6 +66,13 @@ async function npmInstall(dir: string, names: string[]): Promise<void> {
   await writeFile(join(dir, "package.json"), `${JSON.stringify(manifest, null, 2)}\n`);
 }
 
+/** Step 2's "declare its options in config.schema.json": the schema's properties. */
+async function declareOptions(dir: string, properties: Record<string, unknown>): Promise<void> {
+  const schema = JSON.parse(await readFile(join(dir, "config.schema.json"), "utf8")) as { properties: Record<string, unknown> };
+  schema.properties = { ...schema.properties, ...properties };
+  await writeFile(join(dir, "config.schema.json"), `${JSON.stringify(schema, null, 2)}\n`);
+}
+
 /** Each kind, the kit `verify` runs on it, and the file its stubs name. */
 const KINDS = [
   { slot: "state", kit: "describeStateConformance", file: "src/state.ts" },
@@ -93,20 +102,26 @@ describe("plugins new --slot <kind>: a skeleton that builds, whose kit fails cle
     expect(outcome).toMatchObject({ kit });
     expect(outcome!.failed).toBeGreaterThan(0);
     expect(outcome!.failures.some((failure) => failure.message.includes(`is not implemented yet: write it in ${file}`))).toBe(true);
+    // `npm test` (the README's step 3) fails the same way before the file is written.
+    const tested = await npmTest(dir);
+    expect(tested.numFailedTests).toBeGreaterThan(0);
+    expect(tested.failures.some((message) => message.includes(`is not implemented yet: write it in ${file}`))).toBe(true);
   }, 180_000);
 
-  it.each(Object.entries(WRITTEN))("%s: verify passes once the file the skeleton names is written", async (slot, { file, source, install }) => {
+  it.each(Object.entries(WRITTEN))("%s: verify passes once the file the skeleton names is written", async (slot, { file, source, install, options }) => {
     const { dir, out } = await scaffold(slot);
     expect(out.join("\n")).toContain(` ${file} `);
     if (install) await npmInstall(dir, install);
     await writeFile(join(dir, file), source);
+    if (options) await declareOptions(dir, options.schema);
     await build(dir);
     // The README's step 3, `npm run build && npm test`: the package's own kit run.
     // (A kit may skip what a subject does not offer, e.g. a channel's handshake.)
     const tested = await npmTest(dir);
     expect(tested.numFailedTests).toBe(0);
     expect(tested.numPassedTests).toBeGreaterThan(0);
-    const report = await verifyPluginPackage(dir, { testTimeoutMs: 60_000 });
+    const report = await verifyPluginPackage(dir, { testTimeoutMs: 60_000, ...(options ? { options: options.given } : {}) });
+    expect(report.steps.every((step) => step.ok), JSON.stringify(report.steps)).toBe(true);
     expect(report.kits.map((kit) => [kit.kit, kit.failed, kit.failures])).toEqual([[KINDS.find((kind) => kind.slot === slot)!.kit, 0, []]]);
     expect(report.kits[0]!.passed).toBeGreaterThan(0);
     expect(report.ok).toBe(true);
@@ -167,7 +182,7 @@ export function createKitTelemetrySinkSink(options: KitTelemetrySinkSinkOptions 
  * What an author writes in place of a skeleton's stubs (against the skeleton's own
  * src/testkit.ts for the kinds that ship one), and what they `npm install` for it.
  */
-const WRITTEN: Record<string, { file: string; source: string; install?: string[] }> = {
+const WRITTEN: Record<string, { file: string; source: string; install?: string[]; options?: { schema: Record<string, unknown>; given: Record<string, unknown> } }> = {
   blob: {
     file: "src/blob-store.ts",
     // A store in memory: enough for the kit, which takes a fresh adapter per test.
@@ -246,6 +261,7 @@ export class KitSandboxSandbox implements SandboxAdapter {
   scheduler: {
     file: "src/scheduler.ts",
     install: ["@assemblyline-agents/local"],
+    options: { schema: { pollIntervalMs: { type: "integer", minimum: 1, description: "How often to look for due schedules." } }, given: { pollIntervalMs: 20 } },
     // The embedded polling scheduler, on the store the scaffold hands the class.
     source: `import type { ScheduleDispatch, Scheduler, ScheduleStateStore } from "@assemblyline-agents/core";
 import { LocalScheduler } from "@assemblyline-agents/local";
@@ -276,6 +292,7 @@ export class KitSchedulerScheduler implements Scheduler {
   },
   deploy: {
     file: "src/deploy-target.ts",
+    options: { schema: { directory: { type: "string", description: "Where releases go, one folder per revision." } }, given: { directory: join(tmpdir(), "kit-deploy-{{unique}}") } },
     // Ships a built revision by copying its artifact folder, named by revision, into a releases folder.
     source: `import { existsSync } from "node:fs";
 import { cp, readFile } from "node:fs/promises";
