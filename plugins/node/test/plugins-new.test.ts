@@ -16,6 +16,7 @@ const build = (dir: string) =>
   promisify(execFile)(tsc, ["-p", "."], { cwd: dir }).catch((error: { stdout?: string }) => {
     throw new Error(`tsc -p ${dir} failed:\n${error.stdout ?? String(error)}`);
   });
+
 /**
  * `npm test` of a scaffolded package: its own vitest on its own test/ folder. An
  * empty config beside the package stands in for the one vitest would otherwise
@@ -32,6 +33,7 @@ async function npmTest(dir: string): Promise<{ numPassedTests: number; numFailed
   const report = JSON.parse(run.stdout.slice(start)) as { numPassedTests: number; numFailedTests: number; testResults: Array<{ assertionResults: Array<{ failureMessages: string[] }> }> };
   return { ...report, failures: report.testResults.flatMap((file) => file.assertionResults.flatMap((test) => test.failureMessages)) };
 }
+
 afterAll(async () => {
   await Promise.all(folders.map((folder) => rm(folder, { recursive: true, force: true })));
 });
