@@ -415,6 +415,7 @@ export function defineKitChannelChannel(options: KitChannelChannelOptions = {}):
   },
   runtime: {
     file: "src/host.ts",
+    install: ["@assemblyline-agents/node", "@assemblyline-agents/runtime"],
     // The Node host does the serving; a real runtime plugin would be its own host.
     source: `import type { AgentHarness } from "@assemblyline-agents/core";
 import { listenNodeRuntime } from "@assemblyline-agents/node";
