@@ -1,8 +1,10 @@
 import { execFile } from "node:child_process";
-import { mkdtemp, rm, writeFile } from "node:fs/promises";
+import { mkdtemp, readFile, rm, writeFile } from "node:fs/promises";
+import { tmpdir } from "node:os";
 import { join, resolve } from "node:path";
 import { promisify } from "node:util";
 import { afterAll, describe, expect, it } from "vitest";
+import { STATE_FACET_METHODS } from "@assemblyline-agents/core";
 import { verifyPluginPackage } from "@assemblyline-agents/registry";
 import { pluginsCommand } from "../src/cli/commands/plugins.js";
 
@@ -14,6 +16,24 @@ const build = (dir: string) =>
   promisify(execFile)(tsc, ["-p", "."], { cwd: dir }).catch((error: { stdout?: string }) => {
     throw new Error(`tsc -p ${dir} failed:\n${error.stdout ?? String(error)}`);
   });
+
+/**
+ * `npm test` of a scaffolded package: its own vitest on its own test/ folder. An
+ * empty config beside the package stands in for the one vitest would otherwise
+ * find up in this repository, which an author's package does not sit in.
+ */
+async function npmTest(dir: string): Promise<{ numPassedTests: number; numFailedTests: number; failures: string[] }> {
+  const config = join(dir, "..", "vitest.config.mjs");
+  await writeFile(config, "export default {};\n");
+  const run = await promisify(execFile)(join(root, "node_modules/.bin/vitest"), ["run", "--config", config, "--reporter=json"], { cwd: dir, maxBuffer: 64 * 1024 * 1024 }).catch(
+    (error: { stdout?: string; stderr?: string }) => ({ stdout: error.stdout ?? "", stderr: error.stderr ?? String(error) }),
+  );
+  const start = run.stdout.indexOf("{");
+  if (start < 0) throw new Error(`npm test in ${dir} printed no report:\n${run.stderr}`);
+  const report = JSON.parse(run.stdout.slice(start)) as { numPassedTests: number; numFailedTests: number; testResults: Array<{ assertionResults: Array<{ failureMessages: string[] }> }> };
+  return { ...report, failures: report.testResults.flatMap((file) => file.assertionResults.flatMap((test) => test.failureMessages)) };
+}
+
 afterAll(async () => {
   await Promise.all(folders.map((folder) => rm(folder, { recursive: true, force: true })));
 });
@@ -32,6 +52,27 @@ async function scaffold(slot: string): Promise<{ dir: string; out: string[] }> {
   expect(code).toBe(0);
   await build(dir);
   return { dir, out };
+}
+
+/**
+ * `npm install <names>` in a scaffolded package: the dependencies land in its
+ * package.json at the range npm would record; the packages themselves resolve
+ * from this repository's node_modules, as core does.
+ */
+async function npmInstall(dir: string, names: string[]): Promise<void> {
+  const manifest = JSON.parse(await readFile(join(dir, "package.json"), "utf8")) as { dependencies?: Record<string, string> };
+  for (const name of names) {
+    const { version } = JSON.parse(await readFile(join(root, "node_modules", name, "package.json"), "utf8")) as { version: string };
+    manifest.dependencies = { ...manifest.dependencies, [name]: `^${version}` };
+  }
+  await writeFile(join(dir, "package.json"), `${JSON.stringify(manifest, null, 2)}\n`);
+}
+
+/** Step 2's "declare its options in config.schema.json": the schema's properties. */
+async function declareOptions(dir: string, properties: Record<string, unknown>): Promise<void> {
+  const schema = JSON.parse(await readFile(join(dir, "config.schema.json"), "utf8")) as { properties: Record<string, unknown> };
+  schema.properties = { ...schema.properties, ...properties };
+  await writeFile(join(dir, "config.schema.json"), `${JSON.stringify(schema, null, 2)}\n`);
 }
 
 /** Each kind, the kit `verify` runs on it, and the file its stubs name. */
@@ -63,14 +104,28 @@ describe("plugins new --slot <kind>: a skeleton that builds, whose kit fails cle
     expect(outcome).toMatchObject({ kit });
     expect(outcome!.failed).toBeGreaterThan(0);
     expect(outcome!.failures.some((failure) => failure.message.includes(`is not implemented yet: write it in ${file}`))).toBe(true);
+    // `npm test` (the README's step 3) fails the same way before the file is written.
+    const tested = await npmTest(dir);
+    expect(tested.numFailedTests).toBeGreaterThan(0);
+    expect(tested.failures.some((message) => message.includes(`is not implemented yet: write it in ${file}`))).toBe(true);
   }, 180_000);
 
-  it.each(Object.entries(WRITTEN))("%s: verify passes once the file the skeleton names is written", async (slot, { file, source }) => {
-    const { dir } = await scaffold(slot);
+  it.each(Object.entries(WRITTEN))("%s: verify passes once the file the skeleton names is written", async (slot, { file, source, install, options }) => {
+    const { dir, out } = await scaffold(slot);
+    expect(out.join("\n")).toContain(` ${file} `);
+    if (install) await npmInstall(dir, install);
     await writeFile(join(dir, file), source);
+    if (options) await declareOptions(dir, options.schema);
     await build(dir);
-    const report = await verifyPluginPackage(dir, { testTimeoutMs: 60_000 });
+    // The README's step 3, `npm run build && npm test`: the package's own kit run.
+    // (A kit may skip what a subject does not offer, e.g. a channel's handshake.)
+    const tested = await npmTest(dir);
+    expect(tested.numFailedTests).toBe(0);
+    expect(tested.numPassedTests).toBeGreaterThan(0);
+    const report = await verifyPluginPackage(dir, { testTimeoutMs: 60_000, ...(options ? { options: options.given } : {}) });
+    expect(report.steps.every((step) => step.ok), JSON.stringify(report.steps)).toBe(true);
     expect(report.kits.map((kit) => [kit.kit, kit.failed, kit.failures])).toEqual([[KINDS.find((kind) => kind.slot === slot)!.kit, 0, []]]);
+    expect(report.kits[0]!.passed).toBeGreaterThan(0);
     expect(report.ok).toBe(true);
   }, 300_000);
 
@@ -116,14 +171,159 @@ export function createKitTelemetrySinkSink(options: KitTelemetrySinkSinkOptions 
 `,
     );
     await build(dir);
+    const tested = await npmTest(dir);
+    expect(tested.numFailedTests).toBe(0);
+    expect(tested.numPassedTests).toBeGreaterThan(0);
     const report = await verifyPluginPackage(dir);
     expect(report.kits.map((kit) => [kit.kit, kit.failed, kit.failures])).toEqual([["describeTelemetrySinkConformance", 0, []]]);
     expect(report.ok).toBe(true);
   }, 180_000);
 });
 
-/** What an author writes in place of a skeleton's stubs, against the skeleton's own src/testkit.ts. */
-const WRITTEN: Record<string, { file: string; source: string }> = {
+/**
+ * What an author writes in place of a skeleton's stubs (against the skeleton's own
+ * src/testkit.ts for the kinds that ship one), and what they `npm install` for it.
+ */
+const WRITTEN: Record<string, { file: string; source: string; install?: string[]; options?: { schema: Record<string, unknown>; given: Record<string, unknown> } }> = {
+  blob: {
+    file: "src/blob-store.ts",
+    // A store in memory: enough for the kit, which takes a fresh adapter per test.
+    source: `import type { BlobStore } from "@assemblyline-agents/core";
+
+export interface KitBlobBlobStoreOptions {}
+
+export class KitBlobBlobStore implements BlobStore {
+  private readonly blobs = new Map<string, { body: Uint8Array; contentType: string }>();
+  constructor(readonly options: KitBlobBlobStoreOptions = {}) {}
+  async close(): Promise<void> {}
+  async put(key: string, body: Uint8Array, options?: { contentType?: string }) {
+    this.blobs.set(key, { body: new Uint8Array(body), contentType: options?.contentType ?? "application/octet-stream" });
+    return { key, size: body.byteLength };
+  }
+  async get(key: string) {
+    const blob = this.blobs.get(key);
+    return blob ? { body: new Uint8Array(blob.body), contentType: blob.contentType } : undefined;
+  }
+  async delete(key: string): Promise<void> {
+    this.blobs.delete(key);
+  }
+  async list(prefix = ""): Promise<string[]> {
+    return [...this.blobs.keys()].filter((key) => key.startsWith(prefix)).sort();
+  }
+}
+`,
+  },
+  state: {
+    file: "src/state.ts",
+    install: ["@assemblyline-agents/runtime"],
+    // The runs facet (the scaffold's default) over the kernel's in-memory state, method by method.
+    source: `import type { RunStore } from "@assemblyline-agents/core";
+import { InMemoryStateAdapter } from "@assemblyline-agents/runtime";
+
+export interface KitStateStateOptions {}
+
+export class KitStateState implements RunStore {
+  private readonly store = new InMemoryStateAdapter();
+  constructor(readonly options: KitStateStateOptions = {}) {}
+  async close(): Promise<void> {}
+${STATE_FACET_METHODS.runs.map((method) => `  ${method}(...args: Parameters<RunStore["${method}"]>): ReturnType<RunStore["${method}"]> {\n    return this.store.${method}(...args);\n  }`).join("\n")}
+}
+`,
+  },
+  sandbox: {
+    file: "src/sandbox-adapter.ts",
+    install: ["@assemblyline-agents/local"],
+    // Workspaces in a folder of their own, removed at close.
+    source: `import { mkdtempSync } from "node:fs";
+import { rm } from "node:fs/promises";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import type { Sandbox, SandboxAdapter } from "@assemblyline-agents/core";
+import { LocalSandboxAdapter } from "@assemblyline-agents/local";
+
+export interface KitSandboxSandboxOptions {}
+
+export class KitSandboxSandbox implements SandboxAdapter {
+  readonly name = "kit-sandbox";
+  private readonly root = mkdtempSync(join(tmpdir(), "kit-sandbox-"));
+  private readonly local = new LocalSandboxAdapter({ root: this.root });
+  constructor(readonly options: KitSandboxSandboxOptions = {}) {}
+  async close(): Promise<void> {
+    await rm(this.root, { recursive: true, force: true });
+  }
+  acquire(key: string): Promise<Sandbox> {
+    return this.local.acquire(key);
+  }
+  release(key: string): Promise<void> {
+    return this.local.release(key);
+  }
+}
+`,
+  },
+  scheduler: {
+    file: "src/scheduler.ts",
+    install: ["@assemblyline-agents/local"],
+    options: { schema: { pollIntervalMs: { type: "integer", minimum: 1, description: "How often to look for due schedules." } }, given: { pollIntervalMs: 20 } },
+    // The embedded polling scheduler, on the store the scaffold hands the class.
+    source: `import type { ScheduleDispatch, Scheduler, ScheduleStateStore } from "@assemblyline-agents/core";
+import { LocalScheduler } from "@assemblyline-agents/local";
+
+export interface KitSchedulerSchedulerOptions {
+  pollIntervalMs?: number;
+}
+
+export class KitSchedulerScheduler implements Scheduler {
+  private readonly local: LocalScheduler;
+  constructor(
+    readonly options: KitSchedulerSchedulerOptions = {},
+    readonly schedules?: ScheduleStateStore,
+  ) {
+    this.local = new LocalScheduler({ store: () => this.schedules, pollIntervalMs: options.pollIntervalMs ?? 50 });
+  }
+  async close(): Promise<void> {
+    await this.local.stop();
+  }
+  start(dispatch: ScheduleDispatch): Promise<void> {
+    return this.local.start(dispatch);
+  }
+  stop(): Promise<void> {
+    return this.local.stop();
+  }
+}
+`,
+  },
+  deploy: {
+    file: "src/deploy-target.ts",
+    options: { schema: { directory: { type: "string", description: "Where releases go, one folder per revision." } }, given: { directory: join(tmpdir(), "kit-deploy-{{unique}}") } },
+    // Ships a built revision by copying its artifact folder, named by revision, into a releases folder.
+    source: `import { existsSync } from "node:fs";
+import { cp, readFile } from "node:fs/promises";
+import { tmpdir } from "node:os";
+import { join, resolve } from "node:path";
+import { pathToFileURL } from "node:url";
+import { AssemblyLineError, type DeployTarget } from "@assemblyline-agents/core";
+
+export interface KitDeployDeployTargetOptions {
+  directory?: string;
+}
+
+export class KitDeployDeployTarget implements DeployTarget {
+  readonly name = "kit-deploy";
+  constructor(readonly options: KitDeployDeployTargetOptions = {}) {}
+  async close(): Promise<void> {}
+  async deploy(args: { artifactRoot: string; env: Record<string, string | undefined> }): Promise<{ url?: string; id: string }> {
+    const manifestPath = join(resolve(args.artifactRoot), "manifest.json");
+    if (!existsSync(manifestPath)) {
+      throw new AssemblyLineError("AL_ERR_MANIFEST_MISSING", "no manifest at " + manifestPath + " to deploy", { fix: "Run assembly-line build <agentDir> first." });
+    }
+    const { agentRevision } = JSON.parse(await readFile(manifestPath, "utf8")) as { agentRevision: string };
+    const release = join(resolve(this.options.directory ?? join(tmpdir(), "kit-deploy-releases")), agentRevision);
+    await cp(resolve(args.artifactRoot), release, { recursive: true });
+    return { id: agentRevision, url: pathToFileURL(release).href };
+  }
+}
+`,
+  },
   harness: {
     file: "src/harness.ts",
     // An engine for the skeleton's JSON model server: one POST per model call, journaled, abortable, resumable.
@@ -215,6 +415,7 @@ export function defineKitChannelChannel(options: KitChannelChannelOptions = {}):
   },
   runtime: {
     file: "src/host.ts",
+    install: ["@assemblyline-agents/node", "@assemblyline-agents/runtime"],
     // The Node host does the serving; a real runtime plugin would be its own host.
     source: `import type { AgentHarness } from "@assemblyline-agents/core";
 import { listenNodeRuntime } from "@assemblyline-agents/node";
