@@ -122,12 +122,12 @@ if (systemdImageReady()) {
     ...overrides,
   });
   // No --service-manager and no --node: the target finds systemd and node on the host itself.
-  const deploy = (environment = env()) =>
+  const deploy = (environment = env(), name = NAME, on = port) =>
     deployAgent({
       agentDir,
       target: "vps",
-      name: NAME,
-      port,
+      name,
+      port: on,
       model: "scripted:conversations/hello.json",
       include: ["conversations"],
       readyTimeoutMs: 120_000,
@@ -179,6 +179,18 @@ if (systemdImageReady()) {
       expect(inside(`systemctl is-active ${UNIT}`).stdout.trim()).toBe("active");
       expect(inside(`ls /opt/assembly-line/${NAME}/releases`).stdout.trim().split("\n")).toEqual([first.id]);
       expect(await ask(first.url, "still there?")).toMatchObject({ status: "completed", response: { text: "Hello from systemd." } });
+    }, 300_000);
+
+    it("removes the unit and the links when a first release never gets ready, so nothing starts it again", async () => {
+      const name = "vps-sd-first-broken";
+      const error = await deploy(env({ DATABASE_URL: undefined }), name, await freePort()).catch((caught: unknown) => caught);
+      expect(isAssemblyLineError(error, "AL_ERR_DEPLOY_UNHEALTHY"), error instanceof Error ? error.message : JSON.stringify(error)).toBe(true);
+      expect(String(error)).toContain("there was no previous release, so the service is stopped");
+      expect(inside(`systemctl is-active assembly-line-${name}`).stdout.trim()).not.toBe("active");
+      expect(inside(`test -e /etc/systemd/system/assembly-line-${name}.service`).code).not.toBe(0);
+      expect(inside(`ls -A /opt/assembly-line/${name}/releases; test -L /opt/assembly-line/${name}/current || echo unlinked`).stdout.trim()).toBe("unlinked");
+      // The other agent's unit was not touched.
+      expect(inside(`systemctl is-active ${UNIT}`).stdout.trim()).toBe("active");
     }, 300_000);
   });
 }

@@ -103,7 +103,7 @@ export class VpsDeployTarget implements DeployTarget {
         await service.switchTo(previous);
         await service.waitReady(readyTimeoutMs);
       } else {
-        await service.stop();
+        await service.remove();
       }
       await remote(this.ssh, "removing the failed release", `rm -rf ${quote(`${dir}/releases/${id}`)} ${quote(`${dir}/envs/${id}`)}`);
       throw new AssemblyLineError(
@@ -216,6 +216,17 @@ class ReleaseService {
       "starting the release",
       `cd ${quote(`${dir}/current/agent`)} && set -a && . ${quote(`${dir}/env`)} && set +a && nohup ${this.command.map(quote).join(" ")} > ${quote(`${dir}/service.log`)} 2>&1 < /dev/null & echo $! > ${quote(`${dir}/service.pid`)}`,
     );
+  }
+
+  /**
+   * After a first release failed: stop it, and leave nothing that points at it. Otherwise
+   * an enabled unit would start the removed release at boot, and the next deploy would
+   * read the dangling `current` link as a release to roll back to.
+   */
+  async remove(): Promise<void> {
+    if (this.spec.manager === "systemd") await remoteResult(this.ssh, `systemctl disable --now --quiet ${this.unitName} && rm -f ${quote(`/etc/systemd/system/${this.unitName}.service`)} && systemctl daemon-reload`);
+    else await this.stop();
+    await remote(this.ssh, "unlinking the failed release", `rm -f ${quote(`${this.spec.dir}/current`)} ${quote(`${this.spec.dir}/env`)}`);
   }
 
   async stop(): Promise<void> {
