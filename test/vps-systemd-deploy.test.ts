@@ -143,6 +143,8 @@ describe.skipIf(missing !== undefined)(`${SUITE}${missing ? `: skipped, ${missin
       expect(first).toMatchObject({ url: `http://127.0.0.1:${port}` });
       expect(inside(`systemctl is-active ${UNIT}`).stdout.trim()).toBe("active");
       expect(inside(`systemctl is-enabled ${UNIT}`).stdout.trim()).toBe("enabled");
+      // `node` was found on the host's PATH over ssh and written as an absolute path.
+      expect(unitShow("ExecStart")).toContain("argv[]=/usr/local/bin/node /opt/assembly-line/");
       expect(inside(`readlink /opt/assembly-line/${NAME}/current`).stdout.trim()).toBe(`releases/${first.id}`);
       expect((await getJson(`${first.url}/readyz`, { authorization: `Bearer ${TOKEN}` })).status).toBe(200);
       expect(await ask(first.url, "hi")).toMatchObject({ status: "completed", response: { text: "Hello from systemd." } });

@@ -90,7 +90,8 @@ export class VpsDeployTarget implements DeployTarget {
       await remote(this.ssh, "writing the release environment", `umask 077 && cat > ${quote(`${dir}/envs/${id}`)}`, envFile(args.env, port));
       const previous = (await remoteResult(this.ssh, `readlink ${quote(`${dir}/current`)}`)).stdout.trim().replace(/^releases\//, "") || undefined;
 
-      const service = new ReleaseService(this.ssh, { name, dir, port, manager, token: args.env.ASSEMBLY_LINE_BEARER_TOKEN, node: this.options.nodePath ?? "node", cli: bundle.cli, artifactDir: bundle.artifactDir, startArgs: this.options.startArgs ?? [] });
+      const node = await this.resolveNode(this.options.nodePath ?? "node");
+      const service = new ReleaseService(this.ssh, { name, dir, port, manager, token: args.env.ASSEMBLY_LINE_BEARER_TOKEN, node, cli: bundle.cli, artifactDir: bundle.artifactDir, startArgs: this.options.startArgs ?? [] });
       await service.switchTo(id);
       const readyTimeoutMs = this.options.readyTimeoutMs ?? 60_000;
       const outcome = await service.waitReady(readyTimeoutMs);
@@ -114,6 +115,21 @@ export class VpsDeployTarget implements DeployTarget {
     } finally {
       await rm(work, { recursive: true, force: true });
     }
+  }
+
+  /**
+   * node as an absolute path, found on the host's PATH over ssh: the unit then runs the
+   * same node the deploy checked (systemd searches its own fixed path, and before 239
+   * refuses a relative ExecStart), and a host without node fails here, not as a crash loop.
+   */
+  private async resolveNode(node: string): Promise<string> {
+    if (posix.isAbsolute(node)) return node;
+    const found = await remoteResult(this.ssh, `command -v ${quote(node)}`);
+    const path = found.stdout.trim();
+    if (found.code !== 0 || !posix.isAbsolute(path)) {
+      throw new AssemblyLineError("AL_ERR_DEPLOY_CONFIG", `${JSON.stringify(node)} is not on the PATH of ${this.ssh.user}@${this.ssh.host}`, { fix: "Install Node 20+ on the host, or pass --node <absolute path of node on the host>." });
+    }
+    return path;
   }
 
   /** The runtime packages go up once per dependency digest; later releases only link to them. */
