@@ -121,7 +121,7 @@ describe.skipIf(missing !== undefined)(`${SUITE}${missing ? `: skipped, ${missin
     ...overrides,
   });
   // No --service-manager and no --node: the target finds systemd and node on the host itself.
-  const deploy = (environment = env(), name = NAME, on = port) =>
+  const deploy = (environment = env(), name = NAME, on = port, nodePath?: string) =>
     deployAgent({
       agentDir,
       target: "vps",
@@ -131,7 +131,7 @@ describe.skipIf(missing !== undefined)(`${SUITE}${missing ? `: skipped, ${missin
       include: ["conversations"],
       readyTimeoutMs: 120_000,
       env: environment,
-      vps: { host: "127.0.0.1", user: "root", sshPort, identityFile: join(keys, "client_key"), sshOptions: ["StrictHostKeyChecking=no", "UserKnownHostsFile=/dev/null"] },
+      vps: { host: "127.0.0.1", user: "root", sshPort, identityFile: join(keys, "client_key"), sshOptions: ["StrictHostKeyChecking=no", "UserKnownHostsFile=/dev/null"], ...(nodePath ? { nodePath } : {}) },
     });
   const ask = async (url: string, message: string) => (await postJson(`${url}/message?wait=60`, { message }, { authorization: `Bearer ${TOKEN}` })).body;
 
@@ -193,5 +193,13 @@ describe.skipIf(missing !== undefined)(`${SUITE}${missing ? `: skipped, ${missin
       // The other agent's unit was not touched.
       expect(inside(`systemctl is-active ${UNIT}`).stdout.trim()).toBe("active");
     }, 300_000);
+
+    it("refuses a host where the given node is not on the PATH before it uploads or starts anything", async () => {
+      const name = "vps-sd-no-node";
+      const error = await deploy(env(), name, await freePort(), "no-such-node").catch((caught: unknown) => caught);
+      expect(isAssemblyLineError(error, "AL_ERR_DEPLOY_CONFIG"), String(error)).toBe(true);
+      expect(String(error)).toContain('"no-such-node" is not on the PATH of root@127.0.0.1');
+      expect(inside(`test -e /opt/assembly-line/${name} || echo absent`).stdout.trim()).toBe("absent");
+    }, 120_000);
   });
 });

@@ -82,6 +82,7 @@ export class VpsDeployTarget implements DeployTarget {
       const port = this.options.port ?? 3000;
       const id = `${new Date().toISOString().replace(/[-:.TZ]/g, "").slice(0, 14)}-${bundle.revision.slice(0, 16)}-${randomBytes(3).toString("hex")}`;
       const manager = this.options.serviceManager ?? ((await remoteResult(this.ssh, "test -d /run/systemd/system")).code === 0 ? "systemd" : "process");
+      const node = await this.resolveNode(this.options.nodePath ?? "node");
 
       await remote(this.ssh, "preparing the release folders", `mkdir -p ${quote(`${dir}/releases`)} ${quote(`${dir}/modules`)} && mkdir -p -m 700 ${quote(`${dir}/envs`)}`);
       await this.uploadModules(bundle, dir);
@@ -90,7 +91,6 @@ export class VpsDeployTarget implements DeployTarget {
       await remote(this.ssh, "writing the release environment", `umask 077 && cat > ${quote(`${dir}/envs/${id}`)}`, envFile(args.env, port));
       const previous = (await remoteResult(this.ssh, `readlink ${quote(`${dir}/current`)}`)).stdout.trim().replace(/^releases\//, "") || undefined;
 
-      const node = await this.resolveNode(this.options.nodePath ?? "node");
       const service = new ReleaseService(this.ssh, { name, dir, port, manager, token: args.env.ASSEMBLY_LINE_BEARER_TOKEN, node, cli: bundle.cli, artifactDir: bundle.artifactDir, startArgs: this.options.startArgs ?? [] });
       await service.switchTo(id);
       const readyTimeoutMs = this.options.readyTimeoutMs ?? 60_000;
