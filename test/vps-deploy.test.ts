@@ -138,6 +138,7 @@ if (sshdInstalled("assembly-line deploy --target vps") && s3rverInstalled()) {
       const error = await deploy(env({ DATABASE_URL: undefined })).catch((caught: unknown) => caught);
       expect(isAssemblyLineError(error, "AL_ERR_DEPLOY_UNHEALTHY"), String(error)).toBe(true);
       expect(String(error)).toContain(`rolled back to ${first.id}`);
+      expect(String(error)).toContain("exited before it answered /readyz");
       expect(readlinkSync(join(remoteDir, "current"))).toBe(`releases/${first.id}`);
       const sent = await postJson(`${first.url}/message?wait=60`, { message: "still there?" }, { authorization: `Bearer ${TOKEN}` });
       expect(sent.body).toMatchObject({ status: "completed", response: { text: "Hello from the VPS." } });

@@ -82,6 +82,7 @@ export class VpsDeployTarget implements DeployTarget {
       const port = this.options.port ?? 3000;
       const id = `${new Date().toISOString().replace(/[-:.TZ]/g, "").slice(0, 14)}-${bundle.revision.slice(0, 16)}-${randomBytes(3).toString("hex")}`;
       const manager = this.options.serviceManager ?? ((await remoteResult(this.ssh, "test -d /run/systemd/system")).code === 0 ? "systemd" : "process");
+      const node = await this.resolveNode(this.options.nodePath ?? "node");
 
       await remote(this.ssh, "preparing the release folders", `mkdir -p ${quote(`${dir}/releases`)} ${quote(`${dir}/modules`)} && mkdir -p -m 700 ${quote(`${dir}/envs`)}`);
       await this.uploadModules(bundle, dir);
@@ -90,28 +91,45 @@ export class VpsDeployTarget implements DeployTarget {
       await remote(this.ssh, "writing the release environment", `umask 077 && cat > ${quote(`${dir}/envs/${id}`)}`, envFile(args.env, port));
       const previous = (await remoteResult(this.ssh, `readlink ${quote(`${dir}/current`)}`)).stdout.trim().replace(/^releases\//, "") || undefined;
 
-      const service = new ReleaseService(this.ssh, { name, dir, port, manager, token: args.env.ASSEMBLY_LINE_BEARER_TOKEN, node: this.options.nodePath ?? "node", cli: bundle.cli, artifactDir: bundle.artifactDir, startArgs: this.options.startArgs ?? [] });
+      const service = new ReleaseService(this.ssh, { name, dir, port, manager, token: args.env.ASSEMBLY_LINE_BEARER_TOKEN, node, cli: bundle.cli, artifactDir: bundle.artifactDir, startArgs: this.options.startArgs ?? [] });
       await service.switchTo(id);
-      if (await service.waitReady(this.options.readyTimeoutMs ?? 60_000)) {
+      const readyTimeoutMs = this.options.readyTimeoutMs ?? 60_000;
+      const outcome = await service.waitReady(readyTimeoutMs);
+      if (outcome === "ready") {
         await this.pruneReleases(dir, id, previous);
         return { id, url: `http://${this.ssh.host.includes(":") ? `[${this.ssh.host}]` : this.ssh.host}:${port}`, previous, serviceManager: manager };
       }
       const logs = await service.logs();
       if (previous) {
         await service.switchTo(previous);
-        await service.waitReady(this.options.readyTimeoutMs ?? 60_000);
+        await service.waitReady(readyTimeoutMs);
       } else {
-        await service.stop();
+        await service.remove();
       }
       await remote(this.ssh, "removing the failed release", `rm -rf ${quote(`${dir}/releases/${id}`)} ${quote(`${dir}/envs/${id}`)}`);
       throw new AssemblyLineError(
         "AL_ERR_DEPLOY_UNHEALTHY",
-        `release ${id} did not answer /readyz on ${this.ssh.host}:${port}; ${previous ? `rolled back to ${previous}` : "there was no previous release, so the service is stopped"}.\n${logs}`,
+        `release ${id} ${outcome === "exited" ? "exited before it answered" : `did not answer within ${Math.ceil(readyTimeoutMs / 1000)} s`} /readyz on ${this.ssh.host}:${port}; ${previous ? `rolled back to ${previous}` : "there was no previous release, so the service is stopped"}.\n${logs}`,
         { fix: "Read the release's log lines above (a missing environment variable is the usual cause), fix, and deploy again.", details: { release: id, previous } },
       );
     } finally {
       await rm(work, { recursive: true, force: true });
     }
+  }
+
+  /**
+   * node as an absolute path, found on the host's PATH over ssh: the unit then runs the
+   * same node the deploy checked (systemd searches its own fixed path, and before 239
+   * refuses a relative ExecStart), and a host without node fails here, not as a crash loop.
+   */
+  private async resolveNode(node: string): Promise<string> {
+    if (posix.isAbsolute(node)) return node;
+    const found = await remoteResult(this.ssh, `command -v ${quote(node)}`);
+    const path = found.stdout.trim();
+    if (found.code !== 0 || !posix.isAbsolute(path)) {
+      throw new AssemblyLineError("AL_ERR_DEPLOY_CONFIG", `${JSON.stringify(node)} is not on the PATH of ${this.ssh.user}@${this.ssh.host}`, { fix: "Install Node 20+ on the host, or pass --node <absolute path of node on the host>." });
+    }
+    return path;
   }
 
   /** The runtime packages go up once per dependency digest; later releases only link to them. */
@@ -216,6 +234,17 @@ class ReleaseService {
     );
   }
 
+  /**
+   * After a first release failed: stop it, and leave nothing that points at it. Otherwise
+   * an enabled unit would start the removed release at boot, and the next deploy would
+   * read the dangling `current` link as a release to roll back to.
+   */
+  async remove(): Promise<void> {
+    if (this.spec.manager === "systemd") await remoteResult(this.ssh, `systemctl disable --now --quiet ${this.unitName} && rm -f ${quote(`/etc/systemd/system/${this.unitName}.service`)} && systemctl daemon-reload`);
+    else await this.stop();
+    await remote(this.ssh, "unlinking the failed release", `rm -f ${quote(`${this.spec.dir}/current`)} ${quote(`${this.spec.dir}/env`)}`);
+  }
+
   async stop(): Promise<void> {
     const { dir } = this.spec;
     if (this.spec.manager === "systemd") {
@@ -229,16 +258,28 @@ class ReleaseService {
     );
   }
 
-  /** Poll /readyz from the host itself (the port need not be reachable from here). */
-  async waitReady(timeoutMs: number): Promise<boolean> {
+  /**
+   * Poll /readyz from the host itself (the port need not be reachable from here).
+   * "exited": the release's process ended first. Under systemd that shows as a restart
+   * (Restart=always turns a crash into a loop that never fails the unit), so the deploy
+   * stops waiting at the first one instead of running out the timeout.
+   */
+  async waitReady(timeoutMs: number): Promise<"ready" | "exited" | "timeout"> {
     const headers = this.spec.token ? `, { headers: { authorization: process.env.PROBE_AUTH } }` : "";
     const probe = `fetch("http://127.0.0.1:${this.spec.port}/readyz"${headers}).then((r) => process.exit(r.ok ? 0 : 1), () => process.exit(1))`;
     const seconds = Math.max(1, Math.ceil(timeoutMs / 1000));
     const result = await remoteResult(
       this.ssh,
-      `i=0; while [ $i -lt ${seconds * 2} ]; do ${this.spec.token ? `PROBE_AUTH=${quote(`Bearer ${this.spec.token}`)} ` : ""}${quote(this.spec.node)} -e ${quote(probe)} && exit 0; ${this.spec.manager === "process" ? `kill -0 "$(cat ${quote(`${this.spec.dir}/service.pid`)})" 2>/dev/null || exit 3; ` : ""}sleep 0.5; i=$((i+1)); done; exit 1`,
+      `i=0; while [ $i -lt ${seconds * 2} ]; do ${this.spec.token ? `PROBE_AUTH=${quote(`Bearer ${this.spec.token}`)} ` : ""}${quote(this.spec.node)} -e ${quote(probe)} && exit 0; ${this.exitedCheck()} sleep 0.5; i=$((i+1)); done; exit 1`,
     );
-    return result.code === 0;
+    return result.code === 0 ? "ready" : result.code === 3 ? "exited" : "timeout";
+  }
+
+  /** Shell that exits 3 when the release's process has ended since it was started. */
+  private exitedCheck(): string {
+    if (this.spec.manager === "process") return `kill -0 "$(cat ${quote(`${this.spec.dir}/service.pid`)})" 2>/dev/null || exit 3;`;
+    // `systemctl restart` resets NRestarts; systemd older than 235 has no NRestarts, and SubState still tells.
+    return `systemctl show -p NRestarts -p SubState ${this.unitName} | grep -qxE 'NRestarts=[1-9][0-9]*|SubState=(auto-restart|failed|dead)' && exit 3;`;
   }
 
   async logs(): Promise<string> {
