@@ -93,14 +93,21 @@ async function direct(runtime, clients, ms) {
   return { requests: runs, failures: 0, perSecond: (runs / (performance.now() - started)) * 1000 };
 }
 
-async function bareServer() {
+/**
+ * A bare node:http JSON handler. Without `runtime` it echoes; with it, it awaits
+ * `runtime.run({ message })` and answers the RunResult: the runtime behind the
+ * same transport and client as the host, the baseline the host's own work is
+ * measured against.
+ */
+export async function bareServer(runtime) {
   const server = createServer((req, res) => {
     const chunks = [];
     req.on("data", (chunk) => chunks.push(chunk));
-    req.on("end", () => {
+    req.on("end", async () => {
       const { message } = JSON.parse(Buffer.concat(chunks).toString("utf8"));
-      const text = JSON.stringify({ status: "completed", response: { text: `echo ${message.length}` } });
-      res.writeHead(200, { "content-type": "application/json", "content-length": Buffer.byteLength(text) });
+      const result = runtime ? await runtime.run({ message }) : { status: "completed", response: { text: `echo ${message.length}` } };
+      const text = JSON.stringify(result);
+      res.writeHead(result.status === "completed" ? 200 : 500, { "content-type": "application/json", "content-length": Buffer.byteLength(text) });
       res.end(text);
     });
   });
@@ -108,10 +115,9 @@ async function bareServer() {
   return { url: `http://127.0.0.1:${server.address().port}/message`, close: () => new Promise((resolve) => server.close(resolve)) };
 }
 
-export async function runHttpBench({ seconds = Number(process.env.BENCH_SECONDS ?? 2) } = {}) {
+/** The bench agent (3 scripted turns, 2 tools, one raw HTTP channel) served by the Node host on in-memory state. */
+export async function startBenchHost(maxClients) {
   const dir = mkdtempSync(join(tmpdir(), "al-http-bench-"));
-  const bare = await bareServer();
-  let host;
   try {
     mkdirSync(join(dir, "tools"));
     mkdirSync(join(dir, "channels"));
@@ -120,7 +126,7 @@ export async function runHttpBench({ seconds = Number(process.env.BENCH_SECONDS 
     writeFileSync(join(dir, "tools/second.ts"), TOOL("second"));
     writeFileSync(join(dir, "channels/message.ts"), `import { defineChannel } from "@assemblyline-agents/core";\nexport default defineChannel({ transport: "http", route: "/message" });\n`);
     const bundle = await loadRuntimeBundle((await buildAgent(dir)).artifactRoot);
-    host = await listenNodeRuntime({
+    const handle = await listenNodeRuntime({
       ...bundle,
       state: new InMemoryStateAdapter(),
       agentHarness: scriptedHarness({
@@ -131,25 +137,55 @@ export async function runHttpBench({ seconds = Number(process.env.BENCH_SECONDS 
       devMode: true,
       logger: noopLogger(),
       env: {},
-      maxConcurrentRuns: Math.max(...LEVELS),
-      maxQueuedRuns: Math.max(...LEVELS),
+      maxConcurrentRuns: maxClients,
+      maxQueuedRuns: maxClients,
     });
-    const hostUrl = `${host.url}/message?wait=10`;
+    return {
+      handle,
+      url: `${handle.url}/message?wait=10`,
+      close: async () => {
+        await handle.shutdown({ timeoutMs: 5_000 });
+        rmSync(dir, { recursive: true, force: true });
+      },
+    };
+  } catch (error) {
+    rmSync(dir, { recursive: true, force: true });
+    throw error;
+  }
+}
+
+export async function runHttpBench({ seconds = Number(process.env.BENCH_SECONDS ?? 2) } = {}) {
+  const bare = await bareServer();
+  let host;
+  let wrapped;
+  try {
+    host = await startBenchHost(Math.max(...LEVELS));
+    wrapped = await bareServer(host.handle.runtime);
     const levels = [];
     for (const clients of LEVELS) {
       await loadFromWorker(bare.url, clients, WARMUP_MS);
       const baseline = await loadFromWorker(bare.url, clients, seconds * 1000);
-      await direct(host.runtime, clients, WARMUP_MS);
-      const runtime = await direct(host.runtime, clients, seconds * 1000);
-      await loadFromWorker(hostUrl, clients, WARMUP_MS);
-      const hosted = await loadFromWorker(hostUrl, clients, seconds * 1000);
-      levels.push({ clients, baseline, runtime, hosted, hostOverhead: runtime.perSecond / hosted.perSecond - 1 });
+      await direct(host.handle.runtime, clients, WARMUP_MS);
+      const runtime = await direct(host.handle.runtime, clients, seconds * 1000);
+      await loadFromWorker(wrapped.url, clients, WARMUP_MS);
+      const runtimeOverHttp = await loadFromWorker(wrapped.url, clients, seconds * 1000);
+      await loadFromWorker(host.url, clients, WARMUP_MS);
+      const hosted = await loadFromWorker(host.url, clients, seconds * 1000);
+      levels.push({
+        clients,
+        baseline,
+        runtime,
+        runtimeOverHttp,
+        hosted,
+        hostOverhead: runtimeOverHttp.perSecond / hosted.perSecond - 1,
+        overDirectRuntime: runtime.perSecond / hosted.perSecond - 1,
+      });
     }
     return { seconds, levels };
   } finally {
-    await host?.shutdown({ timeoutMs: 5_000 });
+    await host?.close();
+    await wrapped?.close();
     await bare.close();
-    rmSync(dir, { recursive: true, force: true });
   }
 }
 
