@@ -12,8 +12,9 @@
 //
 //   node bench/http-bench.js        (after `npx tsc -b plugins/node`)
 //
-// 127.0.0.1 only. Bounded: a warm-up (BENCH_HTTP_WARMUP, default 3 s per path), then 3 levels x 4 paths x
-// (300 ms + BENCH_SECONDS, default 2 s), about 40 s.
+// 127.0.0.1 only. Bounded: a warm-up (BENCH_HTTP_WARMUP, default 3 s per path), then per level (3) the bare
+// handler and runtime.run() for BENCH_SECONDS (default 2 s) each and the two compared paths for 2 x BENCH_SECONDS
+// each, in 4 alternating slices: about 60 s.
 import { mkdtempSync, mkdirSync, rmSync, writeFileSync } from "node:fs";
 import { Agent, createServer, request } from "node:http";
 import { tmpdir } from "node:os";
@@ -26,6 +27,8 @@ import { listenNodeRuntime } from "@assemblyline-agents/node";
 
 const LEVELS = [1, 16, 50];
 const WARMUP_MS = 300;
+/** Turns each of the two compared paths takes per level, BENCH_SECONDS / 2 each. */
+const SLICES = 4;
 
 const TOOL = (name) => `import { defineTool } from "@assemblyline-agents/core";
 export default defineTool({
@@ -69,7 +72,15 @@ async function load(url, clients, ms) {
   for (const agent of agents) agent.destroy();
   latencies.sort((a, b) => a - b);
   const at = (q) => latencies[Math.min(latencies.length - 1, Math.floor(q * latencies.length))] ?? NaN;
-  return { requests: latencies.length, failures, perSecond: (latencies.length / elapsed) * 1000, p50: at(0.5), p99: at(0.99) };
+  return { requests: latencies.length, failures, perSecond: (latencies.length / elapsed) * 1000, p50: at(0.5), p99: at(0.99), elapsed, latencies };
+}
+
+/** One result from slices of the same load: requests over the summed time, percentiles over every latency. */
+function merge(slices) {
+  const latencies = slices.flatMap((slice) => slice.latencies).sort((a, b) => a - b);
+  const elapsed = slices.reduce((sum, slice) => sum + slice.elapsed, 0);
+  const at = (q) => latencies[Math.min(latencies.length - 1, Math.floor(q * latencies.length))] ?? NaN;
+  return { requests: latencies.length, failures: slices.reduce((sum, slice) => sum + slice.failures, 0), perSecond: (latencies.length / elapsed) * 1000, p50: at(0.5), p99: at(0.99) };
 }
 
 /** Run `load` in a worker thread and resolve with its result. */
@@ -176,13 +187,21 @@ export async function runHttpBench({ seconds = Number(process.env.BENCH_SECONDS 
     const levels = [];
     for (const clients of LEVELS) {
       await loadFromWorker(bare.url, clients, WARMUP_MS);
-      const baseline = await loadFromWorker(bare.url, clients, seconds * 1000);
+      const { latencies: _bare, ...baseline } = await loadFromWorker(bare.url, clients, seconds * 1000);
       await direct(host.handle.runtime, clients, WARMUP_MS);
       const runtime = await direct(host.handle.runtime, clients, seconds * 1000);
-      await loadFromWorker(wrapped.url, clients, WARMUP_MS);
-      const runtimeOverHttp = await loadFromWorker(wrapped.url, clients, seconds * 1000);
-      await loadFromWorker(host.url, clients, WARMUP_MS);
-      const hosted = await loadFromWorker(host.url, clients, seconds * 1000);
+      // The two paths the target compares take turns in short slices, so a change in the
+      // machine's load (other processes) falls on both alike rather than on one.
+      const overHttpSlices = [];
+      const hostedSlices = [];
+      for (let slice = 0; slice < SLICES; slice += 1) {
+        await loadFromWorker(wrapped.url, clients, WARMUP_MS / 3);
+        overHttpSlices.push(await loadFromWorker(wrapped.url, clients, (seconds * 1000) / 2));
+        await loadFromWorker(host.url, clients, WARMUP_MS / 3);
+        hostedSlices.push(await loadFromWorker(host.url, clients, (seconds * 1000) / 2));
+      }
+      const runtimeOverHttp = merge(overHttpSlices);
+      const hosted = merge(hostedSlices);
       levels.push({
         clients,
         baseline,
