@@ -1,4 +1,4 @@
-export { OpenEveRuntime, type RuntimeOptions, type RunAgentOptions } from "./runtime.js";
+export { OpenEveRuntime, type RuntimeOptions, type RunAgentOptions, type SubmitOptions } from "./runtime.js";
 export { KERNEL_VERSION, createKernel, kernelHost, materializeGateway, type Kernel, type MaterializedGateway } from "./kernel.js";
 export { DEFAULT_PLUGIN_TIMEOUT_MS, withinTimeout } from "@assemblyline-agents/core";
 export { RunCapacityError } from "./run/admission.js";

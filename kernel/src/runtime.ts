@@ -114,6 +114,18 @@ export interface RunAgentOptions {
   signal?: AbortSignal;
 }
 
+/** How `submit` accepts a run. */
+export interface SubmitOptions {
+  /**
+   * false: leave telling observers (hooks, telemetry) of `run.created` to the
+   * run's first drive, which catches them up from the store under its lease,
+   * for a caller that starts the run at once. It saves reading back the run
+   * and writing the observers' position. Default true: observers hear of the
+   * queued run now.
+   */
+  observe?: boolean;
+}
+
 /** The kernel: runs an agent's manifest durably against a state store. */
 export class OpenEveRuntime {
   readonly hooks: KernelHooks;
@@ -304,9 +316,9 @@ export class OpenEveRuntime {
    * Accept a run durably without executing it (status `queued`): the durable
    * mailbox of hosts. `start(runId)` executes it later, on any replica.
    */
-  async submit(input: RunAgentOptions): Promise<{ runId: string; created: boolean }> {
+  async submit(input: RunAgentOptions, options: SubmitOptions = {}): Promise<{ runId: string; created: boolean }> {
     const { run, created } = await this.createRunFor(input);
-    if (created) await this.journal.observe(run.id);
+    if (created && options.observe !== false) await this.journal.observe(run.id);
     return { runId: run.id, created };
   }
 

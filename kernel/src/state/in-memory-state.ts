@@ -82,6 +82,8 @@ export class InMemoryStateAdapter implements StateAdapter {
   private readonly runs = new Map<string, StoredRun>();
   private readonly runIdByIdempotencyKey = new Map<string, string>();
   private readonly deliveries = new Map<string, StoredDelivery>();
+  /** The deliveries still pending, in creation order: a claim looks at these, not at every delivery ever made. */
+  private readonly pendingDeliveries = new Map<string, StoredDelivery>();
   private readonly conversations = new Map<string, ConversationMessage[]>();
   private readonly schedules = new Map<string, ScheduleRecord>();
   private readonly files = new Map<string, FileRecord>();
@@ -293,7 +295,7 @@ export class InMemoryStateAdapter implements StateAdapter {
   async claimDeliveries(options: ClaimOptions): Promise<DeliveryRecord[]> {
     const at = options.now ?? new Date();
     const lease = { owner: options.owner, expiresAt: new Date(at.getTime() + options.ttlMs).toISOString() };
-    const claimed = [...this.deliveries.values()]
+    const claimed = [...this.pendingDeliveries.values()]
       .filter(
         ({ record }) =>
           record.status === "pending" &&
@@ -313,6 +315,7 @@ export class InMemoryStateAdapter implements StateAdapter {
     const record = this.deliveries.get(deliveryId)?.record;
     if (!record || record.status !== "pending" || record.lease?.owner !== owner) return;
     record.status = "delivered";
+    this.pendingDeliveries.delete(deliveryId);
     record.attempts += 1;
     record.lease = null;
     record.lastError = null;
@@ -327,7 +330,10 @@ export class InMemoryStateAdapter implements StateAdapter {
     record.lease = null;
     record.updatedAt = new Date().toISOString();
     if (retryAt) record.availableAt = retryAt.toISOString();
-    else record.status = "failed";
+    else {
+      record.status = "failed";
+      this.pendingDeliveries.delete(deliveryId);
+    }
   }
 
   // ---- conversations ---------------------------------------------------------
@@ -553,7 +559,9 @@ export class InMemoryStateAdapter implements StateAdapter {
         createdAt: now,
         updatedAt: now,
       };
-      this.deliveries.set(delivery.id, { record: delivery, ordinal: this.nextOrdinal++ });
+      const entry = { record: delivery, ordinal: this.nextOrdinal++ };
+      this.deliveries.set(delivery.id, entry);
+      this.pendingDeliveries.set(delivery.id, entry);
       stored.deliveryIds.push(delivery.id);
     }
   }

@@ -112,6 +112,32 @@ describe("FileStateAdapter", () => {
     await second.close();
   });
 
+  for (const [label, compactAfterBytes] of [["the log", undefined], ["a snapshot", 1]] as const) {
+    it(`claims the pending deliveries, and only those, after a reopen from ${label}`, async () => {
+      const directory = await tempFolder();
+      const first = await FileStateAdapter.open({ directory, ...(compactAfterBytes ? { compactAfterBytes } : {}) });
+      for (const id of ["r1", "r2", "r3", "r4"]) {
+        await first.createRun(newRun(id));
+        await first.appendEvents(id, [{ type: "run.completed" }], { run: { status: "completed" }, delivery: { id: `d-${id}`, channel: "http", payload: {} } });
+      }
+      // r2 delivered, r3 failed for good, r4 failed once and due again: r1 and r4 stay pending.
+      const claimed = await first.claimDeliveries({ owner: "w", ttlMs: 60_000 });
+      expect(claimed.map((delivery) => delivery.id)).toEqual(["d-r1", "d-r2", "d-r3", "d-r4"]);
+      await first.completeDelivery("d-r2", "w");
+      await first.failDelivery("d-r3", "w", "gone");
+      const due = new Date(Date.now() - 1_000);
+      await first.failDelivery("d-r4", "w", "busy", due);
+      await first.failDelivery("d-r1", "w", "busy", due);
+      await first.close();
+      if (compactAfterBytes) expect(await readdir(directory)).toContain("snapshot.json");
+
+      const second = await FileStateAdapter.open({ directory });
+      expect((await second.claimDeliveries({ owner: "v", ttlMs: 60_000 })).map((delivery) => delivery.id)).toEqual(["d-r1", "d-r4"]);
+      expect(await second.claimDeliveries({ owner: "v", ttlMs: 60_000 })).toEqual([]);
+      await second.close();
+    });
+  }
+
   it("drops a torn last record and keeps everything before it", async () => {
     const directory = await tempFolder();
     const first = await FileStateAdapter.open({ directory });

@@ -404,7 +404,7 @@ export class FileStateAdapter implements StateAdapter {
     return this.mutate((tables) => {
       const at = options.now ?? new Date();
       const lease = { owner: options.owner, expiresAt: new Date(at.getTime() + options.ttlMs).toISOString() };
-      const claimed = [...tables.deliveries.values()]
+      const claimed = [...tables.pendingDeliveries.values()]
         .map((record, order) => ({ record, order }))
         .filter(
           ({ record }) => record.status === "pending" && Date.parse(record.availableAt) <= at.getTime() && leaseIsFree(record.lease, at),

@@ -88,6 +88,8 @@ export class StateTables {
   readonly runs = new Map<string, RunEntry>();
   readonly idempotency = new Map<string, string>();
   readonly deliveries = new Map<string, DeliveryRecord>();
+  /** The pending deliveries, in creation order: a claim looks at these, not at every delivery ever made. */
+  readonly pendingDeliveries = new Map<string, DeliveryRecord>();
   readonly conversations = new Map<string, ConversationMessage[]>();
   readonly schedules = new Map<string, ScheduleRecord>();
   readonly files = new Map<string, FileRecord>();
@@ -138,7 +140,7 @@ export class StateTables {
       case "delivery.put": {
         const entry = this.run(op.delivery.runId);
         if (!this.deliveries.has(op.delivery.id)) entry.deliveryIds.push(op.delivery.id);
-        this.deliveries.set(op.delivery.id, op.delivery);
+        this.putDelivery(op.delivery);
         return;
       }
       case "conversation.append": {
@@ -231,7 +233,7 @@ export class StateTables {
       tables.nextOrdinal = Math.max(tables.nextOrdinal, run.ordinal + 1);
     }
     for (const [key, runId] of snapshot.idempotency) tables.idempotency.set(key, runId);
-    for (const delivery of snapshot.deliveries) tables.deliveries.set(delivery.id, delivery);
+    for (const delivery of snapshot.deliveries) tables.putDelivery(delivery);
     for (const [id, messages] of snapshot.conversations) tables.conversations.set(id, messages);
     for (const schedule of snapshot.schedules) tables.schedules.set(schedule.id, schedule);
     for (const record of snapshot.files) tables.files.set(record.path, record);
@@ -242,6 +244,13 @@ export class StateTables {
     tables.settingAudit.push(...snapshot.settingAudit);
     for (const record of snapshot.skills ?? []) tables.skills.set(skillKey(record.agentId, record.name), record);
     return tables;
+  }
+
+  private putDelivery(delivery: DeliveryRecord): void {
+    this.deliveries.set(delivery.id, delivery);
+    // A delivery leaves pending only for good (delivered, or failed after its last attempt).
+    if (delivery.status === "pending") this.pendingDeliveries.set(delivery.id, delivery);
+    else this.pendingDeliveries.delete(delivery.id);
   }
 
   private run(runId: string): RunEntry {

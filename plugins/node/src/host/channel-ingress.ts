@@ -143,6 +143,9 @@ export class ChannelIngress {
     }
     let runId: string;
     let created: boolean;
+    // A new run that waits for no wait?=0 and no provider answer is watched from before it starts.
+    const waiting = waitSeconds > 0 && !turn.respond;
+    let watch: ReturnType<RunWatcher["watch"]> | undefined;
     try {
       const metadata = jsonRecord({
         eventId: turn.eventId,
@@ -157,9 +160,10 @@ export class ChannelIngress {
         idempotencyKey: `${channel}:${turn.eventId}`,
         channel: { name: channel, metadata },
         ...(model ? { model } : {}),
-      }));
+      }, { observe: !reservation.startsNow }));
       // Enqueue even a duplicate: a run queued by a process that died is adopted here.
       const current = created ? undefined : await runtime.state.runs.getRun(runId);
+      if (created && waiting) watch = watcher.watch(runId);
       if (created || current?.status === "queued") mailbox.enqueue(runId, conversationId, { prepare: !created || (turn.attachments?.length ?? 0) > 0 });
     } finally {
       reservation.release();
@@ -173,7 +177,7 @@ export class ChannelIngress {
       sendJson(ctx.res, turn.respond.status ?? 200, turn.respond.body ?? { ok: true });
       return;
     }
-    const result = await watcher.waitForRest(runId, waitSeconds * 1000);
+    const result = watch ? await watch.rested(waitSeconds * 1000) : await watcher.waitForRest(runId, waitSeconds * 1000);
     const rested = result.status !== "queued" && result.status !== "running";
     sendJson(ctx.res, waitSeconds > 0 && rested ? 200 : created ? 202 : 200, { ...result, conversationId, duplicate: !created, run: `/runs/${encodeURIComponent(runId)}` });
   }

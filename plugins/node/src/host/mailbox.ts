@@ -25,6 +25,12 @@ export interface MailboxRefusal {
   retryAfterMs: number;
 }
 
+/** Room for one event: it starts as soon as it is enqueued (`startsNow`), or waits its turn. */
+export interface MailboxReservation {
+  startsNow: boolean;
+  release(): void;
+}
+
 /**
  * The durable per-conversation mailbox. An accepted event is a `queued` run in
  * the state store (runtime.submit) before the request is answered; this class
@@ -56,7 +62,7 @@ export class ConversationMailbox {
    * wait while fewer than maxQueuedRuns wait. Call `release` once it is
    * enqueued, or dropped.
    */
-  reserve(conversationId: string | null): { release(): void } | MailboxRefusal {
+  reserve(conversationId: string | null): MailboxReservation | MailboxRefusal {
     const conversation = conversationId === null ? undefined : `c:${conversationId}`;
     // Waiting letters are all blocked by busy conversations whenever capacity is free
     // (pump runs on every change), so only this event's own conversation can hold it back.
@@ -75,6 +81,7 @@ export class ConversationMailbox {
     else this.reservedWait += 1;
     let released = false;
     return {
+      startsNow,
       release: () => {
         if (released) return;
         released = true;
