@@ -18,7 +18,7 @@ command -v mmdebstrap >/dev/null 2>&1 || apt_install mmdebstrap
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
 
-# The container runs privileged with the host's network, so units that would
+# The container shares the host's network and cgroups, so units that would
 # touch the host (devices, kernel settings, modules, clock) and the consoles
 # are masked. sshd's port and the authorized key come from the suite's mounts.
 mmdebstrap --quiet --variant=apt \

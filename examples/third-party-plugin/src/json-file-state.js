@@ -202,6 +202,8 @@ export class JsonFileState {
     stored.record.lastSeq += appended.length;
     stored.record.updatedAt = now;
     if (change) this.applyChange(stored, change, now);
+    // Observers' position rides on the append (one write instead of two); forward only.
+    if (options.observedSeq !== undefined && options.observedSeq > stored.record.observedSeq) stored.record.observedSeq = options.observedSeq;
     await this.persist();
     return copy(appended);
   }

@@ -65,9 +65,7 @@ export class DockerSandboxAdapter implements SnapshottingSandboxAdapter {
     this.live.delete(key);
     const container = await this.find(key);
     if (!container) return;
-    // At release the run has ended and nothing executes in the container, so it is committed as it stands:
-    // freezing its cgroup to pause it can hang on some engines.
-    if (this.options.snapshot?.mode === "auto") await this.commit(key, container, this.options.snapshot.reason ?? "run ended", { pause: false });
+    if (this.options.snapshot?.mode === "auto") await this.commit(key, container, this.options.snapshot.reason ?? "run ended");
     await removeContainer(container);
   }
 
@@ -226,11 +224,12 @@ export class DockerSandboxAdapter implements SnapshottingSandboxAdapter {
     }
   }
 
-  private async commit(key: string, container: Docker.Container, reason: string | undefined, options: { pause: boolean } = { pause: true }): Promise<SandboxSnapshot> {
+  private async commit(key: string, container: Docker.Container, reason: string | undefined): Promise<SandboxSnapshot> {
     const now = Date.now();
     const id = `s${now}-${randomBytes(3).toString("hex")}`;
-    // Paused while committing (unless the run is over), so the image is one consistent state of the files.
-    await engineCall(`snapshotting sandbox ${key}`, () => container.commit({ repo: this.snapshotRepo(key), tag: id, comment: reason ?? "", pause: options.pause }));
+    // Committed without pausing: freezing a container's cgroup (v1) to pause it can hang the whole engine,
+    // which is worse than a file a still-running command is writing being caught half written.
+    await engineCall(`snapshotting sandbox ${key}`, () => container.commit({ repo: this.snapshotRepo(key), tag: id, comment: reason ?? "", pause: false }));
     await this.pruneSnapshots(key);
     return { id, key, createdAt: new Date(now).toISOString(), reason };
   }
