@@ -1,1 +1,2 @@
 export { ShellSandbox, type SandboxDriver, type ShellSandboxDefaults } from "./shell-sandbox.js";
+export { SandboxOpenings } from "./sandbox-openings.js";

@@ -1,7 +1,7 @@
 import { createHash, randomBytes } from "node:crypto";
 import { setTimeout as sleep } from "node:timers/promises";
 import type { Daytona, Sandbox as DaytonaSdkSandbox } from "@daytonaio/sdk";
-import { AssemblyLineError, type Sandbox, type SandboxDriver, type SandboxSnapshot, type SnapshottingSandboxAdapter, ShellSandbox } from "@assemblyline-agents/core";
+import { AssemblyLineError, type Sandbox, type SandboxDriver, type SandboxSnapshot, type SnapshottingSandboxAdapter, ShellSandbox, SandboxOpenings } from "@assemblyline-agents/core";
 import { resolveDaytonaOptions, type DaytonaSandboxOptions, type ResolvedDaytonaOptions } from "./options.js";
 import { providerError, statusOf } from "./provider-error.js";
 
@@ -39,7 +39,7 @@ export class DaytonaSandboxAdapter implements SnapshottingSandboxAdapter {
   readonly options: ResolvedDaytonaOptions;
   private readonly hostEnv: Record<string, string | undefined>;
   private client: Daytona | undefined;
-  private readonly live = new Map<string, Promise<ShellSandbox>>();
+  private readonly live = new SandboxOpenings<ShellSandbox>();
 
   constructor(options: DaytonaSandboxAdapterOptions) {
     const { agentDir, hostEnv, ...rest } = options;
@@ -50,21 +50,13 @@ export class DaytonaSandboxAdapter implements SnapshottingSandboxAdapter {
   /** The key's sandbox: the live one, a stopped one started again, or a new one. */
   acquire(key: string): Promise<Sandbox> {
     checkKey(key);
-    let pending = this.live.get(key);
-    if (!pending) {
-      pending = this.open(key).catch((error: unknown) => {
-        this.live.delete(key);
-        throw error;
-      });
-      this.live.set(key, pending);
-    }
-    return pending;
+    return this.live.acquire(key, () => this.open(key));
   }
 
   /** Delete the key's sandbox (an `auto` policy snapshots it first). Releasing an unknown key is a no-op. */
   async release(key: string): Promise<void> {
     checkKey(key);
-    this.live.delete(key);
+    this.live.forget(key);
     const remote = await this.find(key);
     if (!remote) return;
     if (this.options.snapshot?.mode === "auto") await this.save(key, remote, this.options.snapshot.reason ?? "run ended");
@@ -115,15 +107,10 @@ export class DaytonaSandboxAdapter implements SnapshottingSandboxAdapter {
         details: { key, snapshotId },
       });
     }
-    this.live.delete(key);
+    this.live.forget(key);
     const existing = await this.find(key);
     if (existing) await this.remove(existing);
-    const pending = this.create(key, 0, this.snapshotName(key, chosen.id)).catch((error: unknown) => {
-      this.live.delete(key);
-      throw error;
-    });
-    this.live.set(key, pending);
-    return pending;
+    return this.live.replace(key, this.create(key, 0, this.snapshotName(key, chosen.id)));
   }
 
   /** Delete the key's snapshots beyond the newest `retainLast` (default: the policy's). */

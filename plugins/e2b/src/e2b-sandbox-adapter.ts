@@ -1,6 +1,6 @@
 import { createHash, randomBytes } from "node:crypto";
 import type { Sandbox as E2bSdkSandbox, SandboxInfo } from "e2b";
-import { AssemblyLineError, type Sandbox, type SandboxDriver, type SandboxSnapshot, type SnapshottingSandboxAdapter, ShellSandbox } from "@assemblyline-agents/core";
+import { AssemblyLineError, type Sandbox, type SandboxDriver, type SandboxSnapshot, type SnapshottingSandboxAdapter, ShellSandbox, SandboxOpenings } from "@assemblyline-agents/core";
 import { resolveE2bOptions, type E2bSandboxOptions, type ResolvedE2bOptions } from "./options.js";
 import { providerError } from "./provider-error.js";
 
@@ -35,7 +35,7 @@ export class E2bSandboxAdapter implements SnapshottingSandboxAdapter {
   readonly name = "e2b";
   readonly options: ResolvedE2bOptions;
   private readonly hostEnv: Record<string, string | undefined>;
-  private readonly live = new Map<string, Promise<ShellSandbox>>();
+  private readonly live = new SandboxOpenings<ShellSandbox>();
 
   constructor(options: E2bSandboxAdapterOptions) {
     const { agentDir, hostEnv, ...rest } = options;
@@ -46,21 +46,13 @@ export class E2bSandboxAdapter implements SnapshottingSandboxAdapter {
   /** The key's sandbox: the live one, a running or paused one found by its metadata, or a new one. */
   acquire(key: string): Promise<Sandbox> {
     checkKey(key);
-    let pending = this.live.get(key);
-    if (!pending) {
-      pending = this.open(key).catch((error: unknown) => {
-        this.live.delete(key);
-        throw error;
-      });
-      this.live.set(key, pending);
-    }
-    return pending;
+    return this.live.acquire(key, () => this.open(key));
   }
 
   /** Kill the key's sandbox (an `auto` policy snapshots it first). Releasing an unknown key is a no-op. */
   async release(key: string): Promise<void> {
     checkKey(key);
-    this.live.delete(key);
+    this.live.forget(key);
     const found = await this.find(key);
     if (found[0] && this.options.snapshot?.mode === "auto") await this.save(key, found[0], this.options.snapshot.reason ?? "run ended");
     await this.killAll(found);
@@ -97,14 +89,9 @@ export class E2bSandboxAdapter implements SnapshottingSandboxAdapter {
         details: { key, snapshotId },
       });
     }
-    this.live.delete(key);
+    this.live.forget(key);
     await this.killAll(await this.find(key));
-    const pending = this.create(key, chosen.snapshotId).catch((error: unknown) => {
-      this.live.delete(key);
-      throw error;
-    });
-    this.live.set(key, pending);
-    return pending;
+    return this.live.replace(key, this.create(key, chosen.snapshotId));
   }
 
   /** Delete the key's snapshots beyond the newest `retainLast` (default: the policy's). */

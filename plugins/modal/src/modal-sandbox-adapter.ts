@@ -1,6 +1,6 @@
 import { createHash } from "node:crypto";
 import type { ModalClient, Sandbox as ModalSdkSandbox } from "modal";
-import { AssemblyLineError, type Sandbox, type SandboxAdapter, type SandboxDriver, ShellSandbox } from "@assemblyline-agents/core";
+import { AssemblyLineError, type Sandbox, type SandboxAdapter, type SandboxDriver, ShellSandbox, SandboxOpenings } from "@assemblyline-agents/core";
 import { resolveModalOptions, type ModalSandboxOptions, type ResolvedModalOptions } from "./options.js";
 import { grpcStatusOf, providerError } from "./provider-error.js";
 
@@ -30,7 +30,7 @@ export class ModalSandboxAdapter implements SandboxAdapter {
   readonly options: ResolvedModalOptions;
   private readonly hostEnv: Record<string, string | undefined>;
   private client: ModalClient | undefined;
-  private readonly live = new Map<string, Promise<ShellSandbox>>();
+  private readonly live = new SandboxOpenings<ShellSandbox>();
 
   constructor(options: ModalSandboxAdapterOptions) {
     const { agentDir, hostEnv, ...rest } = options;
@@ -41,21 +41,13 @@ export class ModalSandboxAdapter implements SandboxAdapter {
   /** The key's sandbox: the live one, a running one found by its name, or a new one. */
   acquire(key: string): Promise<Sandbox> {
     checkKey(key);
-    let pending = this.live.get(key);
-    if (!pending) {
-      pending = this.open(key).catch((error: unknown) => {
-        this.live.delete(key);
-        throw error;
-      });
-      this.live.set(key, pending);
-    }
-    return pending;
+    return this.live.acquire(key, () => this.open(key));
   }
 
   /** Terminate the key's sandbox. Releasing an unknown key (or one Modal already ended) is a no-op. */
   async release(key: string): Promise<void> {
     checkKey(key);
-    this.live.delete(key);
+    this.live.forget(key);
     const remote = await this.find(key);
     if (remote) await this.terminate(remote);
   }
@@ -181,10 +173,10 @@ export class ModalSandboxAdapter implements SandboxAdapter {
 
   /** Modal ended the key's sandbox (its lifetime ran out): the next acquire makes a new one instead of handing out the dead one. */
   private forget(key: string, sandbox: ShellSandbox): void {
-    const pending = this.live.get(key);
+    const pending = this.live.peek(key);
     void pending?.then(
       (current) => {
-        if (current === sandbox && this.live.get(key) === pending) this.live.delete(key);
+        if (current === sandbox && this.live.peek(key) === pending) this.live.forget(key);
       },
       () => undefined,
     );

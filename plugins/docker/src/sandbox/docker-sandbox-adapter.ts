@@ -1,6 +1,6 @@
 import { createHash, randomBytes } from "node:crypto";
 import type Docker from "dockerode";
-import { AssemblyLineError, type Sandbox, type SandboxSnapshot, type SnapshottingSandboxAdapter } from "@assemblyline-agents/core";
+import { AssemblyLineError, type Sandbox, type SandboxSnapshot, type SnapshottingSandboxAdapter, SandboxOpenings } from "@assemblyline-agents/core";
 import { connectEngine, engineCall, engineError, ensureImage, statusOf } from "../engine.js";
 import { DockerSandbox } from "./docker-sandbox.js";
 import { resolveSandboxOptions, type DockerSandboxOptions, type ResolvedSandboxOptions } from "./options.js";
@@ -36,7 +36,7 @@ export class DockerSandboxAdapter implements SnapshottingSandboxAdapter {
   readonly name = "docker";
   readonly options: ResolvedSandboxOptions;
   private readonly docker: Docker;
-  private readonly live = new Map<string, Promise<DockerSandbox>>();
+  private readonly live = new SandboxOpenings<DockerSandbox>();
 
   constructor(options: DockerSandboxAdapterOptions) {
     const defaultScope = options.agentDir ? `agent-${digest(options.agentDir).slice(0, 12)}` : "default";
@@ -48,21 +48,13 @@ export class DockerSandboxAdapter implements SnapshottingSandboxAdapter {
   /** The key's sandbox: the live container, a stopped one restarted, or a new one (from the latest snapshot, if any). */
   acquire(key: string): Promise<Sandbox> {
     checkKey(key);
-    let pending = this.live.get(key);
-    if (!pending) {
-      pending = this.open(key).catch((error: unknown) => {
-        this.live.delete(key);
-        throw error;
-      });
-      this.live.set(key, pending);
-    }
-    return pending;
+    return this.live.acquire(key, () => this.open(key));
   }
 
   /** Remove the key's container (an `auto` policy snapshots it first). Releasing an unknown key is a no-op. */
   async release(key: string): Promise<void> {
     checkKey(key);
-    this.live.delete(key);
+    this.live.forget(key);
     const container = await this.find(key);
     if (!container) return;
     if (this.options.snapshot?.mode === "auto") await this.commit(key, container, this.options.snapshot.reason ?? "run ended");
@@ -116,15 +108,10 @@ export class DockerSandboxAdapter implements SnapshottingSandboxAdapter {
         details: { key, snapshotId },
       });
     }
-    this.live.delete(key);
+    this.live.forget(key);
     const existing = await this.find(key);
     if (existing) await removeContainer(existing);
-    const pending = this.create(key, `${this.snapshotRepo(key)}:${chosen.id}`).catch((error: unknown) => {
-      this.live.delete(key);
-      throw error;
-    });
-    this.live.set(key, pending);
-    return pending;
+    return this.live.replace(key, this.create(key, `${this.snapshotRepo(key)}:${chosen.id}`));
   }
 
   /** Delete the key's snapshots beyond the newest `retainLast` (default: the policy's). */
