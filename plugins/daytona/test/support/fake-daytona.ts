@@ -6,7 +6,7 @@ import { PassThrough, Writable } from "node:stream";
 import busboy from "busboy";
 import type Docker from "dockerode";
 import tar from "tar-stream";
-import { killHostTree } from "./host-process.js";
+import { killHostTree } from "../../../../test/support/host-process.js";
 
 /*
  * A local Daytona: the REST API (/api/sandbox...) and the toolbox API

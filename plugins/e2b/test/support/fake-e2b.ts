@@ -8,7 +8,7 @@ import busboy from "busboy";
 import type Docker from "dockerode";
 import tar from "tar-stream";
 import { envdProcessService } from "./envd-process-service.js";
-import { killHostTree } from "./host-process.js";
+import { killHostTree } from "../../../../test/support/host-process.js";
 
 /*
  * A local E2B: the REST API (create, list by metadata, connect, kill,

@@ -4,7 +4,7 @@ import type { Duplex } from "node:stream";
 import { Writable } from "node:stream";
 import type Docker from "dockerode";
 import { ServerError, Status, createServer, type CallContext } from "nice-grpc";
-import { killHostTree } from "./host-process.js";
+import { killHostTree } from "../../../../test/support/host-process.js";
 import { modalDefinitions, type ServiceDefinition } from "./modal-definitions.js";
 
 /*
