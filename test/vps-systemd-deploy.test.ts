@@ -90,9 +90,10 @@ describe.skipIf(missing !== undefined)(`${SUITE}${missing ? `: skipped, ${missin
     ]);
     if (run.code !== 0) throw new Error(`docker run ${IMAGE} failed: ${run.stderr}`);
     started = true;
-    // Until systemd has its bus up, systemctl prints nothing; then --wait blocks until boot ends.
+    // Until systemd has its bus up, systemctl prints nothing or "offline"; then --wait blocks until boot ends.
+    const notUpYet = (state: string) => state === "" || state === "offline";
     let booted = inside("systemctl is-system-running --wait");
-    for (let attempt = 0; attempt < 120 && !booted.stdout.trim(); attempt++) {
+    for (let attempt = 0; attempt < 120 && notUpYet(booted.stdout.trim()); attempt++) {
       await new Promise((resolve) => setTimeout(resolve, 500));
       booted = inside("systemctl is-system-running --wait");
     }
