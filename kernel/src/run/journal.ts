@@ -28,6 +28,8 @@ export class RunJournal {
   private readonly appendedByObservers = new Set<string>();
   /** The lease each run is driven under here: every write of it carries the fence, so a stale holder's writes are refused by the store. */
   private readonly fences = new Map<string, RunFence>();
+  /** Writes held for the run's next append (see `hold`). */
+  private readonly held = new Map<string, HeldWrite>();
 
   constructor(
     private readonly runs: RunStore,
@@ -56,7 +58,47 @@ export class RunJournal {
   }
 
   async append(runId: string, events: NewRunEvent[], change?: RunStateChange, options?: { expectedLastSeq?: number }): Promise<RunEvent[]> {
-    const recorded = await this.write(runId, events.map(withJsonData), change, options);
+    const own = events.map(withJsonData);
+    const held = this.held.get(runId);
+    this.held.delete(runId);
+    const merged = held ? mergeChanges(held.change, change) : change;
+    if (held && merged === CONFLICT) {
+      // Two changes to one record cannot share an append: the held one goes first, and the log moved by its events.
+      await this.commit(runId, held.events, held.change, options);
+      const shifted = options?.expectedLastSeq === undefined ? options : { ...options, expectedLastSeq: options.expectedLastSeq + held.events.length };
+      return this.commit(runId, own, change, shifted);
+    }
+    const recorded = await this.commit(runId, held ? [...held.events, ...own] : own, merged as RunStateChange | undefined, options);
+    return held ? recorded.slice(held.events.length) : recorded;
+  }
+
+  /**
+   * Hold events and their change for the run's next append, which commits them in
+   * the same write as its own. Only for what nothing outside this process acts on
+   * before that append: the run's start and a model call's result, whose tool calls
+   * are appended before they execute. A crash before that append loses the held
+   * work and the next drive does it again; nothing ever proceeds on it before it is
+   * durable. A drive that ends without another append (lease lost, store down)
+   * drops it (`forget`).
+   */
+  async hold(runId: string, events: NewRunEvent[], change?: RunStateChange): Promise<void> {
+    const own = events.map(withJsonData);
+    const held = this.held.get(runId);
+    if (!held) {
+      this.held.set(runId, { events: own, change });
+      return;
+    }
+    const merged = mergeChanges(held.change, change);
+    if (merged === CONFLICT) {
+      await this.append(runId, []);
+      this.held.set(runId, { events: own, change });
+      return;
+    }
+    this.held.set(runId, { events: [...held.events, ...own], change: merged });
+  }
+
+  private async commit(runId: string, events: NewRunEvent[], change: RunStateChange | undefined, options: { expectedLastSeq?: number } | undefined): Promise<RunEvent[]> {
+    const recorded = await this.write(runId, events, change, options);
     await this.chain(runId, () => this.deliver(runId, recorded));
     return recorded;
   }
@@ -97,6 +139,7 @@ export class RunJournal {
    */
   forget(runId: string): Promise<void> {
     this.ownWrites.delete(runId);
+    this.held.delete(runId);
     return this.chain(runId, async () => {
       this.observedSeq.delete(runId);
       this.appendedByObservers.delete(runId);
@@ -169,6 +212,33 @@ export class RunJournal {
       batch = [];
     }
   }
+}
+
+interface HeldWrite {
+  events: NewRunEvent[];
+  change: RunStateChange | undefined;
+}
+
+const CONFLICT = Symbol("conflict");
+
+/** One change doing what `first` then `second` do, or CONFLICT when both write the same record. */
+function mergeChanges(first: RunStateChange | undefined, second: RunStateChange | undefined): RunStateChange | undefined | typeof CONFLICT {
+  if (!first) return second;
+  if (!second) return first;
+  if ((first.step && second.step) || (first.toolCall && second.toolCall) || (first.delivery && second.delivery)) return CONFLICT;
+  const merged: RunStateChange = {};
+  const run = first.run && second.run ? { ...first.run, ...second.run } : (second.run ?? first.run);
+  if (run) merged.run = run;
+  const step = second.step ?? first.step;
+  if (step) merged.step = step;
+  const toolCall = second.toolCall ?? first.toolCall;
+  if (toolCall) merged.toolCall = toolCall;
+  const delivery = second.delivery ?? first.delivery;
+  if (delivery) merged.delivery = delivery;
+  // A checkpoint is set or cleared (null): the later one wins.
+  const checkpoint = second.checkpoint !== undefined ? second.checkpoint : first.checkpoint;
+  if (checkpoint !== undefined) merged.checkpoint = checkpoint;
+  return merged;
 }
 
 function withJsonData(event: NewRunEvent): NewRunEvent {

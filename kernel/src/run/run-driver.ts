@@ -288,7 +288,8 @@ export class RunDriver {
       defaultTools: declaration?.defaultTools ?? null,
     };
     const skillChanges = await this.parts.skillLibrary(profile).syncSeeds();
-    await this.parts.journal.append(
+    // Nothing acts on the start until the run's next append, so it commits with that one.
+    await this.parts.journal.hold(
       run.id,
       [
         ...skillChanges.map((change) => ({ type: change.type, data: change.data as unknown as Record<string, JsonValue> })),
@@ -417,8 +418,9 @@ export class RunDriver {
           return outcome;
         },
         step: (key, fn, options) => runStep(scope, `harness:${key}`, fn, options),
+        // A model call acts on nothing outside: its result commits with the next append (the tool call it asks for, or the run's end).
         modelCall: (key, fn, options) =>
-          runStep(scope, `harness:${key}`, fn, { ...options, metadata: { ...options?.metadata, modelCall: true } }, () => scope.budget.beforeModelCall()),
+          runStep(scope, `harness:${key}`, fn, { ...options, metadata: { ...options?.metadata, modelCall: true } }, () => scope.budget.beforeModelCall(), { hold: true }),
         emit: async (type, data) => {
           // Inside a step body (a model call) the event commits with the step's completion.
           if (holdForStep({ type, data: Object.fromEntries(Object.entries(data ?? {}).filter(([, value]) => value !== undefined)) as Record<string, JsonValue> })) return;

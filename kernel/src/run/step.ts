@@ -30,6 +30,8 @@ export async function runStep<T>(
   options: StepOptions = {},
   /** Runs only when the step will really execute, not on replay (budget checks). */
   beforeRunning?: () => Promise<void>,
+  /** `hold`: commit the result with the run's next append (see RunJournal.hold); only for a body with no effect outside. */
+  commit: { hold?: boolean } = {},
 ): Promise<T> {
   if (typeof key !== "string" || key === "") {
     throw new AssemblyLineError("AL_ERR_STEP_RESULT", "ctx.step(key, fn): key must be a non-empty string", {
@@ -54,10 +56,9 @@ export async function runStep<T>(
     });
   }
   const metadata = (options.metadata ?? {}) as Record<string, JsonValue>;
-  await scope.journal.append(
-    scope.runId,
-    [...held, { type: "durable_step.completed", data: { key, metadata, startedAt } }],
-    { step: { runId: scope.runId, key, result: result as JsonValue, metadata, createdAt: new Date().toISOString() } },
-  );
+  const events = [...held, { type: "durable_step.completed", data: { key, metadata, startedAt } }];
+  const change = { step: { runId: scope.runId, key, result: result as JsonValue, metadata, createdAt: new Date().toISOString() } };
+  if (commit.hold) await scope.journal.hold(scope.runId, events, change);
+  else await scope.journal.append(scope.runId, events, change);
   return structuredClone(result);
 }
