@@ -1,0 +1,131 @@
+import { afterEach, describe, expect, it } from "vitest";
+import { AssemblyLineError, type NewRunEvent, type RunEvent, type RunStateChange } from "@assemblyline-agents/core";
+import { InMemoryStateAdapter, noopLogger, scriptedHarness } from "@assemblyline-agents/runtime";
+import { createKernelHooks } from "../src/hooks.js";
+import { RunJournal } from "../src/run/journal.js";
+import { MINIMAL_AGENT, agentFolder, toolSource } from "./support/agent-folder.js";
+import { startAgent } from "./support/runtime.js";
+
+/** The tool below calls this while it executes: the test reads the store at that moment. */
+const PROBE = "__heldAppendsProbe";
+type Probe = () => Promise<void>;
+const probeSlot = globalThis as unknown as Record<string, Probe | undefined>;
+
+const probingTool = toolSource({ execute: `await globalThis.${PROBE}?.(); return { echoed: input.value };` });
+const script = () => scriptedHarness({ turns: [{ toolCalls: [{ name: "echo", input: { value: "x" } }] }, { text: "done" }] });
+
+/** State whose first append holding a `tool.called` fails as if the process died right before it. */
+class CrashBeforeToolCall extends InMemoryStateAdapter {
+  crashed = false;
+  override async appendEvents(runId: string, events: NewRunEvent[], change?: RunStateChange, options?: Parameters<InMemoryStateAdapter["appendEvents"]>[3]): Promise<RunEvent[]> {
+    if (!this.crashed && events.some((event) => event.type === "tool.called")) {
+      this.crashed = true;
+      throw new AssemblyLineError("AL_ERR_STATE_UNAVAILABLE", "the state store went away before the tool call was recorded");
+    }
+    return super.appendEvents(runId, events, change, options);
+  }
+}
+
+afterEach(() => {
+  delete probeSlot[PROBE];
+});
+
+describe("held appends", () => {
+  it("commit the run's start and the model call's result before the tool the model asked for executes", async () => {
+    const dir = agentFolder({ "agent.ts": MINIMAL_AGENT, "tools/echo.ts": probingTool });
+    const { runtime, state } = await startAgent(dir, [], { agentHarness: script() });
+    const seen: { types: string[]; status: string; step: boolean }[] = [];
+    probeSlot[PROBE] = async () => {
+      const [run] = (await state.listRuns()).runs;
+      seen.push({
+        types: (await state.listEvents(run!.id)).map((event) => event.type),
+        status: run!.status,
+        step: (await state.getStep(run!.id, "harness:model:0")) !== undefined,
+      });
+    };
+    expect((await runtime.run({ message: "go" })).status).toBe("completed");
+    expect(seen).toEqual([
+      {
+        types: ["run.created", "run.capabilities_resolved", "run.started", "model.response", "durable_step.completed", "tool.called"],
+        status: "running",
+        step: true,
+      },
+    ]);
+  });
+
+  it("are done again, once, when the process dies before the append that commits them", async () => {
+    const dir = agentFolder({ "agent.ts": MINIMAL_AGENT, "tools/echo.ts": probingTool });
+    const state = new CrashBeforeToolCall();
+    const { runtime, events } = await startAgent(dir, [], { state, agentHarness: script() });
+    let executions = 0;
+    probeSlot[PROBE] = async () => {
+      executions += 1;
+    };
+    await expect(runtime.run({ message: "go" })).rejects.toMatchObject({ code: "AL_ERR_STATE_UNAVAILABLE" });
+    const [run] = (await state.listRuns()).runs;
+    // Nothing the drive held reached the store, and the tool never ran on it.
+    expect((await events(run!.id)).map((event) => event.type)).toEqual(["run.created"]);
+    expect(executions).toBe(0);
+
+    expect((await runtime.resume(run!.id)).status).toBe("completed");
+    const recorded = await events(run!.id);
+    expect(recorded.filter((event) => event.type === "run.started")).toHaveLength(1);
+    expect(recorded.filter((event) => event.type === "model.response").map((event) => event.data.turn)).toEqual([0, 1]);
+    expect(executions).toBe(1);
+  });
+});
+
+describe("RunJournal.hold", () => {
+  const journalOver = (state: InMemoryStateAdapter) => {
+    const hooks = createKernelHooks();
+    const observed: number[] = [];
+    hooks.event.tap("test", (event) => {
+      observed.push(event.seq);
+    });
+    return { journal: new RunJournal(state, hooks, {} as never, noopLogger()), observed };
+  };
+  const step = (runId: string, key: string) => ({ step: { runId, key, result: key, metadata: {}, createdAt: new Date().toISOString() } });
+
+  it("commits held events with the next append, in order, and observers see each once after it commits", async () => {
+    const state = new InMemoryStateAdapter();
+    const { run } = await state.createRun({ id: "run_held", agentId: "a", agentRevision: "r", modelSpec: "m", input: { message: "go", metadata: {} } });
+    const { journal, observed } = journalOver(state);
+    await journal.observe(run.id);
+    await journal.hold(run.id, [{ type: "first", data: {} }], { run: { status: "running" } });
+    expect(await state.listEvents(run.id)).toHaveLength(1);
+    expect(observed).toEqual([1]);
+    const own = await journal.append(run.id, [{ type: "second", data: {} }], step(run.id, "s1"));
+    // The caller gets its own events back; the held one went first in the same write.
+    expect(own.map((event) => [event.seq, event.type])).toEqual([[3, "second"]]);
+    expect((await state.listEvents(run.id)).map((event) => event.type)).toEqual(["run.created", "first", "second"]);
+    expect((await state.getRun(run.id))!.status).toBe("running");
+    expect(await state.getStep(run.id, "s1")).toBeDefined();
+    expect(observed).toEqual([1, 2, 3]);
+  });
+
+  it("writes a held change first, on its own, when the next one changes the same record, and keeps expectedLastSeq meaning the store as the caller saw it", async () => {
+    const state = new InMemoryStateAdapter();
+    const { run } = await state.createRun({ id: "run_conflict", agentId: "a", agentRevision: "r", modelSpec: "m", input: { message: "go", metadata: {} } });
+    const { journal, observed } = journalOver(state);
+    await journal.observe(run.id);
+    await journal.hold(run.id, [{ type: "first", data: {} }], step(run.id, "s1"));
+    await journal.hold(run.id, [{ type: "second", data: {} }], step(run.id, "s2"));
+    // Two steps cannot share an append: the first was written when the second was held.
+    expect((await state.listEvents(run.id)).map((event) => event.type)).toEqual(["run.created", "first"]);
+    await journal.append(run.id, [{ type: "third", data: {} }], step(run.id, "s3"), { expectedLastSeq: 2 });
+    expect((await state.listEvents(run.id)).map((event) => event.type)).toEqual(["run.created", "first", "second", "third"]);
+    expect((await state.getStep(run.id, "s2"))?.result).toBe("s2");
+    expect((await state.getStep(run.id, "s3"))?.result).toBe("s3");
+    expect(observed).toEqual([1, 2, 3, 4]);
+  });
+
+  it("drops what it holds when the drive ends without another append", async () => {
+    const state = new InMemoryStateAdapter();
+    const { run } = await state.createRun({ id: "run_dropped", agentId: "a", agentRevision: "r", modelSpec: "m", input: { message: "go", metadata: {} } });
+    const { journal } = journalOver(state);
+    await journal.hold(run.id, [{ type: "held", data: {} }]);
+    await journal.forget(run.id);
+    await journal.append(run.id, [{ type: "next drive", data: {} }]);
+    expect((await state.listEvents(run.id)).map((event) => event.type)).toEqual(["run.created", "next drive"]);
+  });
+});
