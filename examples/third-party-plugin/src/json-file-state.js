@@ -7,6 +7,8 @@ import { AssemblyLineError, TERMINAL_RUN_STATUSES, fenceHolds, staleFenceError }
  * @typedef {import("@assemblyline-agents/core").RunRecord} RunRecord
  * @typedef {import("@assemblyline-agents/core").RunEvent} RunEvent
  * @typedef {import("@assemblyline-agents/core").NewRun} NewRun
+ * @typedef {import("@assemblyline-agents/core").CreateRunOptions} CreateRunOptions
+ * @typedef {import("@assemblyline-agents/core").ReleaseOptions} ReleaseOptions
  * @typedef {import("@assemblyline-agents/core").NewRunEvent} NewRunEvent
  * @typedef {import("@assemblyline-agents/core").RunStateChange} RunStateChange
  * @typedef {import("@assemblyline-agents/core").RunListFilter} RunListFilter
@@ -117,8 +119,8 @@ export class JsonFileState {
 
   // ---- runs ----------------------------------------------------------------
 
-  /** @param {NewRun} run */
-  async createRun(run) {
+  /** @param {NewRun} run @param {CreateRunOptions} [options] */
+  async createRun(run, options = {}) {
     await this.ready();
     const existingId = run.idempotencyKey !== undefined ? this.doc.idempotency[run.idempotencyKey] : undefined;
     const existing = this.doc.runs[existingId ?? run.id];
@@ -137,16 +139,17 @@ export class JsonFileState {
       error: null,
       lastSeq: 1,
       observedSeq: 0,
-      lease: null,
+      // Leased to its creator in the same write when asked: the first lease has token 1.
+      lease: options.lease ? { owner: options.lease.owner, expiresAt: new Date(Date.parse(now) + options.lease.ttlMs).toISOString(), token: 1 } : null,
       createdAt: now,
       updatedAt: now,
     };
     const data = { agentId: record.agentId, agentRevision: record.agentRevision, conversationId: record.conversationId, modelSpec: record.modelSpec, status: record.status, input: copy(/** @type {any} */ (run.input)) };
     const created = { id: `${run.id}:1`, runId: run.id, seq: 1, type: "run.created", data, createdAt: now };
-    this.doc.runs[run.id] = { record, ordinal: this.doc.nextOrdinal++, events: [created], toolCalls: {}, steps: {}, checkpoint: null, deliveryIds: [] };
+    this.doc.runs[run.id] = { record, ordinal: this.doc.nextOrdinal++, events: [created], toolCalls: {}, steps: {}, checkpoint: null, deliveryIds: [], ...(record.lease ? { fence: 1 } : {}) };
     if (run.idempotencyKey !== undefined) this.doc.idempotency[run.idempotencyKey] = run.id;
     await this.persist();
-    return { run: copy(record), created: true };
+    return { run: copy(record), created: true, createdEvent: copy(created) };
   }
 
   /** @param {string} runId */
@@ -280,13 +283,17 @@ export class JsonFileState {
     return copy(stored.record.lease);
   }
 
-  /** @param {string} runId @param {string} owner @param {number} [token] */
-  async releaseRunLease(runId, owner, token) {
+  /** @param {string} runId @param {string} owner @param {number} [token] @param {ReleaseOptions} [options] */
+  async releaseRunLease(runId, owner, token, options = {}) {
     await this.ready();
     const stored = this.doc.runs[runId];
-    const lease = stored?.record.lease;
-    if (!stored || lease?.owner !== owner || (token !== undefined && lease.token !== token)) return;
-    stored.record.lease = null;
+    if (!stored) return;
+    const lease = stored.record.lease;
+    const holds = lease?.owner === owner && (token === undefined || lease.token === token);
+    const observed = options.observedSeq !== undefined && options.observedSeq > stored.record.observedSeq;
+    if (!holds && !observed) return;
+    if (holds) stored.record.lease = null;
+    if (observed) stored.record.observedSeq = /** @type {number} */ (options.observedSeq);
     await this.persist();
   }
 

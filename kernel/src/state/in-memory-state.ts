@@ -1,4 +1,7 @@
 import {
+  type CreateRunOptions,
+  type CreatedRun,
+  type ReleaseOptions,
   AssemblyLineError,
   copyStateValue,
   fenceHolds,
@@ -96,7 +99,7 @@ export class InMemoryStateAdapter implements StateAdapter {
 
   // ---- runs ----------------------------------------------------------------
 
-  async createRun(run: NewRun): Promise<{ run: RunRecord; created: boolean }> {
+  async createRun(run: NewRun, options: CreateRunOptions = {}): Promise<CreatedRun> {
     const existingId =
       run.idempotencyKey !== undefined ? this.runIdByIdempotencyKey.get(run.idempotencyKey) : undefined;
     const existing = this.runs.get(existingId ?? run.id);
@@ -135,6 +138,7 @@ export class InMemoryStateAdapter implements StateAdapter {
       },
       createdAt: now,
     };
+    if (options.lease) record.lease = { owner: options.lease.owner, expiresAt: new Date(Date.parse(now) + options.lease.ttlMs).toISOString(), token: 1 };
     this.runs.set(run.id, {
       record,
       ordinal: this.nextOrdinal++,
@@ -143,10 +147,10 @@ export class InMemoryStateAdapter implements StateAdapter {
       steps: new Map(),
       checkpoint: undefined,
       deliveryIds: [],
-      fence: 0,
+      fence: options.lease ? 1 : 0,
     });
     if (run.idempotencyKey !== undefined) this.runIdByIdempotencyKey.set(run.idempotencyKey, run.id);
-    return { run: copy(record), created: true };
+    return { run: copy(record), created: true, createdEvent: copy(created) };
   }
 
   async getRun(runId: string): Promise<RunRecord | undefined> {
@@ -263,9 +267,10 @@ export class InMemoryStateAdapter implements StateAdapter {
     return copy(record.lease);
   }
 
-  async releaseRunLease(runId: string, owner: string, token?: number): Promise<void> {
+  async releaseRunLease(runId: string, owner: string, token?: number, options: ReleaseOptions = {}): Promise<void> {
     const record = this.runs.get(runId)?.record;
     if (record?.lease?.owner === owner && (token === undefined || record.lease.token === token)) record.lease = null;
+    if (record && options.observedSeq !== undefined && options.observedSeq > record.observedSeq) record.observedSeq = options.observedSeq;
   }
 
   async claimRecoverableRuns(options: ClaimOptions): Promise<RunRecord[]> {

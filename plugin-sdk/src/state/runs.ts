@@ -178,6 +178,32 @@ export interface RunStateChange {
   delivery?: NewDelivery;
 }
 
+/** Options of `RunStore.createRun`. */
+export interface CreateRunOptions {
+  /**
+   * Take the run's lease for `owner` in the same write as the creation (a fresh
+   * fencing token, expiring `ttlMs` from now), so the creator drives it with no
+   * write of its own to take the lease. Only a run this call creates is leased;
+   * an existing run (same id or idempotency key) is returned untouched.
+   */
+  lease?: { owner: string; ttlMs: number };
+}
+
+/** What `RunStore.createRun` returns. */
+export interface CreatedRun {
+  run: RunRecord;
+  /** False when a run with this id or idempotency key already existed (that run is returned). */
+  created: boolean;
+  /** The run's `run.created` event (seq 1), when this call created it. */
+  createdEvent?: RunEvent;
+}
+
+/** Options of `RunStore.releaseRunLease`. */
+export interface ReleaseOptions {
+  /** Observers have seen events up to this seq: moves `observedSeq` forward (never back), in the same write, whoever holds the lease. */
+  observedSeq?: number;
+}
+
 /** Options of `RunStore.appendEvents`. */
 export interface AppendOptions {
   expectedLastSeq?: number;
@@ -214,8 +240,12 @@ export interface ClaimOptions {
  * delivery obligations (the durable queue), leases and idempotency.
  */
 export interface RunStore {
-  /** Create a run and record `run.created` as seq 1, atomically. Idempotent on `idempotencyKey`. */
-  createRun(run: NewRun): Promise<{ run: RunRecord; created: boolean }>;
+  /**
+   * Create a run and record `run.created` as seq 1, atomically. Idempotent on
+   * `idempotencyKey`. With `options.lease`, a created run is leased to its creator
+   * in the same write (`run.lease` holds the lease).
+   */
+  createRun(run: NewRun, options?: CreateRunOptions): Promise<CreatedRun>;
   getRun(runId: string): Promise<RunRecord | undefined>;
   /** Newest first. */
   listRuns(filter?: RunListFilter): Promise<RunPage>;
@@ -253,8 +283,12 @@ export interface RunStore {
    * or failed. Never takes a lease that is not held.
    */
   renewRunLease(runId: string, fence: RunFence, ttlMs: number, now?: Date): Promise<RunLease | null>;
-  /** Drop the lease if `owner` holds it (and, with `token`, holds it with that token). */
-  releaseRunLease(runId: string, owner: string, token?: number): Promise<void>;
+  /**
+   * Drop the lease if `owner` holds it (and, with `token`, holds it with that
+   * token). With `options.observedSeq`, also do what `markObserved` does, in the
+   * same write: the runtime sends where observers are when a drive ends.
+   */
+  releaseRunLease(runId: string, owner: string, token?: number, options?: ReleaseOptions): Promise<void>;
   /** Lease (each with a new token) up to `limit` runs in `queued`/`running` whose lease is absent or expired. */
   claimRecoverableRuns(options: ClaimOptions): Promise<RunRecord[]>;
   listDeliveries(runId: string): Promise<DeliveryRecord[]>;

@@ -7,6 +7,9 @@ import {
   type FileRecord,
   type JsonValue,
   type MemoryRecord,
+  type CreatedRun,
+  type CreateRunOptions,
+  type ReleaseOptions,
   type NewRun,
   type NewRunEvent,
   type AppendOptions,
@@ -133,8 +136,8 @@ export class PostgresStateAdapter implements StateAdapter {
 
   // ---- runs ------------------------------------------------------------------
 
-  createRun(run: NewRun): Promise<{ run: RunRecord; created: boolean }> {
-    return runs.createRun(this.db, run);
+  async createRun(run: NewRun, options: CreateRunOptions = {}): Promise<CreatedRun> {
+    return runs.createRun(this.db, run, options, options.lease ? await this.livenessKey() : null);
   }
   getRun(runId: string): Promise<RunRecord | undefined> {
     return runs.getRun(this.db, runId);
@@ -169,8 +172,8 @@ export class PostgresStateAdapter implements StateAdapter {
   renewRunLease(runId: string, fence: RunFence, ttlMs: number, now?: Date): Promise<RunLease | null> {
     return runs.renewRunLease(this.db, runId, fence, ttlMs, now);
   }
-  releaseRunLease(runId: string, owner: string, token?: number): Promise<void> {
-    return runs.releaseRunLease(this.db, runId, owner, token);
+  releaseRunLease(runId: string, owner: string, token?: number, options: ReleaseOptions = {}): Promise<void> {
+    return runs.releaseRunLease(this.db, runId, owner, token, options);
   }
   async claimRecoverableRuns(options: ClaimOptions): Promise<RunRecord[]> {
     return runs.claimRecoverableRuns(this.db, options, await this.livenessKey());

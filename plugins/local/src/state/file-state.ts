@@ -16,6 +16,9 @@ import {
   type NewRun,
   type NewRunEvent,
   type AppendOptions,
+  type CreateRunOptions,
+  type CreatedRun,
+  type ReleaseOptions,
   type RunEvent,
   type RunFence,
   type RunLease,
@@ -167,8 +170,8 @@ export class FileStateAdapter implements StateAdapter {
 
   // ---- runs ----------------------------------------------------------------
 
-  createRun(run: NewRun): Promise<{ run: RunRecord; created: boolean }> {
-    return this.mutate<{ run: RunRecord; created: boolean }>((tables) => {
+  createRun(run: NewRun, options: CreateRunOptions = {}): Promise<CreatedRun> {
+    return this.mutate<CreatedRun>((tables) => {
       const existingId = run.idempotencyKey !== undefined ? tables.idempotency.get(run.idempotencyKey) : undefined;
       const existing = tables.runs.get(existingId ?? run.id);
       if (existing) return { ops: [], result: () => ({ run: existing.record, created: false }) };
@@ -186,7 +189,8 @@ export class FileStateAdapter implements StateAdapter {
         error: null,
         lastSeq: 1,
         observedSeq: 0,
-        lease: null,
+        // A new run's first lease has the first token.
+        lease: options.lease ? { owner: options.lease.owner, expiresAt: new Date(Date.parse(now) + options.lease.ttlMs).toISOString(), token: 1 } : null,
         createdAt: now,
         updatedAt: now,
       };
@@ -207,7 +211,7 @@ export class FileStateAdapter implements StateAdapter {
       };
       return {
         ops: [{ op: "run.create", run: record, ordinal: tables.nextOrdinal, idempotencyKey: run.idempotencyKey ?? null, event }],
-        result: (after) => ({ run: after.runs.get(run.id)!.record, created: true }),
+        result: (after) => ({ run: after.runs.get(run.id)!.record, created: true, createdEvent: event }),
       };
     });
   }
@@ -362,11 +366,14 @@ export class FileStateAdapter implements StateAdapter {
     });
   }
 
-  releaseRunLease(runId: string, owner: string, token?: number): Promise<void> {
+  releaseRunLease(runId: string, owner: string, token?: number, options: ReleaseOptions = {}): Promise<void> {
     return this.mutate((tables) => {
       const record = tables.runs.get(runId)?.record;
-      const holds = record?.lease?.owner === owner && (token === undefined || record.lease.token === token);
-      const ops: StateOp[] = holds ? [{ op: "run.put", run: { ...record, lease: null } }] : [];
+      if (!record) return { ops: [], result: () => undefined };
+      const holds = record.lease?.owner === owner && (token === undefined || record.lease.token === token);
+      const observed = options.observedSeq !== undefined && options.observedSeq > record.observedSeq;
+      const ops: StateOp[] =
+        holds || observed ? [{ op: "run.put", run: { ...record, ...(holds ? { lease: null } : {}), ...(observed ? { observedSeq: options.observedSeq! } : {}) } }] : [];
       return { ops, result: () => undefined };
     });
   }

@@ -1,4 +1,4 @@
-import { AssemblyLineError, type ClaimOptions, type NewRun, type RunFence, type RunLease, type RunListFilter, type RunPage, type RunRecord } from "@assemblyline-agents/core";
+import { AssemblyLineError, type ClaimOptions, type CreatedRun, type CreateRunOptions, type JsonValue, type NewRun, type ReleaseOptions, type RunEvent, type RunFence, type RunLease, type RunListFilter, type RunPage, type RunRecord } from "@assemblyline-agents/core";
 import { clockParam, jsonParam, type StateDatabase } from "../database.js";
 import { inputInvalid } from "../errors.js";
 import { CREATED_RUN_COLUMNS, RUN_COLUMNS, RUN_STATUSES, decodeRun, isJsonObject } from "../rows.js";
@@ -15,7 +15,7 @@ export function runNotFound(db: StateDatabase, runId: string, operation: string)
   });
 }
 
-export async function createRun(db: StateDatabase, run: NewRun): Promise<{ run: RunRecord; created: boolean }> {
+export async function createRun(db: StateDatabase, run: NewRun, options: CreateRunOptions, session: string | null): Promise<CreatedRun> {
   const check = new ArgumentCheck("createRun");
   check.object("run", run);
   const id = check.string("run.id", run.id);
@@ -28,6 +28,9 @@ export async function createRun(db: StateDatabase, run: NewRun): Promise<{ run: 
   check.text("run.input.message", input.message);
   check.object("run.input.metadata", input.metadata);
   const idempotencyKey = run.idempotencyKey === undefined ? null : check.string("run.idempotencyKey", run.idempotencyKey);
+  const lease = options.lease === undefined ? null : check.object("options.lease", options.lease);
+  const leaseOwner = lease === null ? null : check.string("options.lease.owner", lease.owner);
+  const leaseTtlMs = lease === null ? null : check.nonNegative("options.lease.ttlMs", lease.ttlMs);
   const operation = `createRun(run "${id}")`;
   const inputJson = jsonParam(input, "createRun", "run.input");
   const createdData = `{"agentId":${JSON.stringify(agentId)},"agentRevision":${JSON.stringify(agentRevision)},"conversationId":${JSON.stringify(conversationId)},"modelSpec":${JSON.stringify(modelSpec)},"status":${JSON.stringify(status)},"input":${inputJson}}`;
@@ -35,11 +38,8 @@ export async function createRun(db: StateDatabase, run: NewRun): Promise<{ run: 
   // One round trip: the create_run SQL function (see the migrations).
   const [row] = await db.rows<Record<string, unknown>>(
     operation,
-    // The join reads the fencing token of a run that already existed (the statement's snapshot
-    // does not see a run the function just inserted: its token is 0).
-    `SELECT ${prefixed("c", CREATED_RUN_COLUMNS)}, c.created, coalesce(r.lease_token, 0) AS lease_token
-     FROM ${db.s}.create_run($1, $2, $3, $4, $5, $6, $7, $8, $9) c LEFT JOIN ${db.s}.runs r ON r.id = c.id`,
-    [id, agentId, agentRevision, conversationId, status, modelSpec, inputJson, idempotencyKey, createdData],
+    `SELECT ${RUN_COLUMNS}, created FROM ${db.s}.create_run($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12)`,
+    [id, agentId, agentRevision, conversationId, status, modelSpec, inputJson, idempotencyKey, createdData, leaseOwner, leaseTtlMs, leaseOwner === null ? null : session],
   );
   if (!row || row.id === null) {
     // Only when the conflicting run vanished between the insert and the read (deleted by hand).
@@ -47,7 +47,10 @@ export async function createRun(db: StateDatabase, run: NewRun): Promise<{ run: 
       runId: id,
     });
   }
-  return { run: decodeRun(db.schema, row), created: row.created === true };
+  const record = decodeRun(db.schema, row);
+  if (row.created !== true) return { run: record, created: false };
+  const createdEvent: RunEvent = { id: `${id}:1`, runId: id, seq: 1, type: "run.created", data: JSON.parse(createdData) as Record<string, JsonValue>, createdAt: record.createdAt };
+  return { run: record, created: true, createdEvent };
 }
 
 export async function getRun(db: StateDatabase, runId: string): Promise<RunRecord | undefined> {
@@ -131,12 +134,19 @@ export async function renewRunLease(db: StateDatabase, runId: string, fence: Run
   return row ? { owner: fence.owner, expiresAt: row.expires_at.toISOString(), token: fence.token } : null;
 }
 
-export async function releaseRunLease(db: StateDatabase, runId: string, owner: string, token?: number): Promise<void> {
+export async function releaseRunLease(db: StateDatabase, runId: string, owner: string, token: number | undefined, options: ReleaseOptions): Promise<void> {
+  const observedSeq = options.observedSeq === undefined ? null : new ArgumentCheck("releaseRunLease").nonNegative("options.observedSeq", options.observedSeq);
+  // One statement either way: the lease goes if this owner (and token) holds it; the observers' position only moves forward.
+  const holds = `(lease_owner = $2 AND ($3::bigint IS NULL OR lease_token = $3))`;
   await db.run(
     `releaseRunLease(run "${runId}")`,
-    `UPDATE ${db.s}.runs SET lease_owner = NULL, lease_expires_at = NULL, lease_session = NULL
-     WHERE id = $1 AND lease_owner = $2 AND ($3::bigint IS NULL OR lease_token = $3)`,
-    [runId, owner, token ?? null],
+    `UPDATE ${db.s}.runs SET
+       lease_owner = CASE WHEN ${holds} THEN NULL ELSE lease_owner END,
+       lease_expires_at = CASE WHEN ${holds} THEN NULL ELSE lease_expires_at END,
+       lease_session = CASE WHEN ${holds} THEN NULL ELSE lease_session END,
+       observed_seq = greatest(observed_seq, coalesce($4::integer, observed_seq))
+     WHERE id = $1 AND (${holds} OR $4::integer > observed_seq)`,
+    [runId, owner, token ?? null, observedSeq],
   );
 }
 

@@ -540,11 +540,71 @@ const observedWithAppend = (s: string) => {
   return `DROP FUNCTION ${s}.append_events(${APPEND_EVENTS_V3_ARGS});\n${withAssignment}`;
 };
 
+/**
+ * createRun can lease the run to its creator in the same statement: `create_run`
+ * takes the lease's owner, time to live and liveness session, and returns the
+ * lease's fencing token (a run it created has token 1 when leased, else 0; the
+ * statement that calls it cannot see the row it inserted).
+ */
+const createRunWithLease = (s: string) => `
+DROP FUNCTION ${s}.create_run(text, text, text, text, text, text, json, text, json);
+CREATE FUNCTION ${s}.create_run(
+  p_id text,
+  p_agent_id text,
+  p_agent_revision text,
+  p_conversation_id text,
+  p_status text,
+  p_model_spec text,
+  p_input json,
+  p_idempotency_key text,
+  p_created_data json,
+  p_lease_owner text,
+  p_lease_ttl_ms double precision,
+  p_lease_session bigint
+) RETURNS TABLE (
+  created boolean, id text, agent_id text, agent_revision text, conversation_id text, status text, model_spec text,
+  input json, output json, error json, last_seq integer, observed_seq integer, lease_owner text,
+  lease_expires_at timestamptz, created_at timestamptz, updated_at timestamptz, lease_token bigint
+)
+LANGUAGE plpgsql AS $fn$
+#variable_conflict use_column
+DECLARE
+  v ${s}.runs%ROWTYPE;
+BEGIN
+  INSERT INTO ${s}.runs (id, agent_id, agent_revision, conversation_id, status, model_spec, input, last_seq, idempotency_key,
+    lease_owner, lease_expires_at, lease_token, lease_session)
+  VALUES (p_id, p_agent_id, p_agent_revision, p_conversation_id, p_status, p_model_spec, p_input, 1, p_idempotency_key,
+    p_lease_owner,
+    CASE WHEN p_lease_owner IS NULL THEN NULL ELSE now() + p_lease_ttl_ms * interval '1 millisecond' END,
+    CASE WHEN p_lease_owner IS NULL THEN 0 ELSE 1 END,
+    CASE WHEN p_lease_owner IS NULL THEN NULL ELSE p_lease_session END)
+  ON CONFLICT DO NOTHING
+  RETURNING * INTO v;
+  IF FOUND THEN
+    INSERT INTO ${s}.run_events (run_id, seq, type, data, created_at) VALUES (p_id, 1, 'run.created', p_created_data, v.created_at);
+    created := true;
+  ELSE
+    SELECT * INTO v FROM ${s}.runs r
+    WHERE (p_idempotency_key IS NOT NULL AND r.idempotency_key = p_idempotency_key) OR r.id = p_id
+    ORDER BY (r.idempotency_key IS NOT DISTINCT FROM p_idempotency_key) DESC
+    LIMIT 1;
+    created := false;
+  END IF;
+  id := v.id; agent_id := v.agent_id; agent_revision := v.agent_revision; conversation_id := v.conversation_id;
+  status := v.status; model_spec := v.model_spec; input := v.input; output := v.output; error := v.error;
+  last_seq := v.last_seq; observed_seq := v.observed_seq; lease_owner := v.lease_owner;
+  lease_expires_at := v.lease_expires_at; created_at := v.created_at; updated_at := v.updated_at; lease_token := v.lease_token;
+  RETURN NEXT;
+END
+$fn$;
+`;
+
 export const MIGRATIONS: readonly Migration[] = [
   { version: 1, name: "initial state schema", sql: initialSchema },
   skillsMigration,
   { version: 3, name: "run lease fencing tokens and liveness sessions", sql: fencingTokens },
   { version: 4, name: "observer position written with appended events", sql: observedWithAppend },
+  { version: 5, name: "runs created with their creator's lease", sql: createRunWithLease },
 ];
 
 /** The schema version this code writes and expects. */
