@@ -5,6 +5,8 @@ import {
   type AgentHarness,
   type BlobStore,
   type ConnectionProvider,
+  type CreatedRun,
+  type CreateRunOptions,
   type CoreToolPolicy,
   type JsonValue,
   type PluginKernel,
@@ -301,11 +303,14 @@ export class OpenEveRuntime {
     const release = await this.admission.acquire();
     return this.track(async () => {
       try {
-        // The drive observes run.created itself, under the lease: no catch-up write of its own.
-        const { run, created } = await this.createRunFor(input);
-        const runId = run.id;
-        if (!created) return this.getRun(runId);
-        return await this.driver.drive(runId, { ...(input.model ? { forcedModel: input.model } : {}), ...(input.signal ? { signal: input.signal } : {}) });
+        // Created leased to this process, in one write; the drive observes run.created itself, under the lease.
+        const { run, created, createdEvent } = await this.createRunFor(input, { lease: { owner: this.ownerId, ttlMs: this.options.leaseTtlMs ?? 30_000 } });
+        if (!created) return this.getRun(run.id);
+        return await this.driver.drive(run.id, {
+          created: { run, ...(createdEvent ? { event: createdEvent } : {}) },
+          ...(input.model ? { forcedModel: input.model } : {}),
+          ...(input.signal ? { signal: input.signal } : {}),
+        });
       } finally {
         release();
       }
@@ -322,7 +327,7 @@ export class OpenEveRuntime {
     return { runId: run.id, created };
   }
 
-  private createRunFor(input: RunAgentOptions): Promise<{ run: RunRecord; created: boolean }> {
+  private createRunFor(input: RunAgentOptions, options: CreateRunOptions = {}): Promise<CreatedRun> {
     if (typeof input?.message !== "string") {
       throw new TypeError("runtime.run({ message }): message must be a string");
     }
@@ -334,7 +339,7 @@ export class OpenEveRuntime {
       modelSpec: input.model ?? this.manifest.agent.model,
       input: { message: input.message, metadata: input.metadata ?? {}, ...(input.channel ? { channel: input.channel } : {}) },
       ...(input.idempotencyKey ? { idempotencyKey: input.idempotencyKey } : {}),
-    });
+    }, options);
   }
 
   /** Execute a submitted run through admission (RunCapacityError when full). */

@@ -1,4 +1,4 @@
-import type { JsonValue, NewRunEvent, RunEvent, RunFence, RunStateChange, RunStore, RuntimeLogger } from "@assemblyline-agents/core";
+import type { JsonValue, NewRunEvent, RunEvent, RunFence, RunRecord, RunStateChange, RunStore, RuntimeLogger } from "@assemblyline-agents/core";
 import type { EventContext, KernelHooks } from "../hooks.js";
 import { OwnWrites } from "./own-writes.js";
 
@@ -42,8 +42,8 @@ export class RunJournal {
    * The run was queued when this drive took its lease: from now until `forget`,
    * `ownWritesOf` answers for its steps, tool calls and checkpoint.
    */
-  trackOwnWrites(runId: string): void {
-    this.ownWrites.set(runId, new OwnWrites(runId));
+  trackOwnWrites(run: RunRecord): void {
+    this.ownWrites.set(run.id, new OwnWrites(run));
   }
 
   /** What this drive of a fresh run has written; undefined when the store must be asked. */
@@ -126,10 +126,28 @@ export class RunJournal {
     return event!;
   }
 
-  /** Deliver every committed event observers have not seen yet (also after a crash or in a new process). */
-  observe(runId: string): Promise<void> {
-    this.observedSeq.delete(runId);
-    return this.chain(runId, () => this.deliver(runId, []));
+  /**
+   * Deliver every committed event observers have not seen yet (also after a crash
+   * or in a new process). `known`: the run's observer position and the events
+   * after it, as the caller just wrote them (a run it created): nothing is read.
+   */
+  observe(runId: string, known?: { observedSeq: number; events: RunEvent[] }): Promise<void> {
+    if (known) this.observedSeq.set(runId, known.observedSeq);
+    else this.observedSeq.delete(runId);
+    return this.chain(runId, () => this.deliver(runId, known?.events ?? []));
+  }
+
+  /**
+   * Once deliveries in flight are done: where observers are in this run, if the
+   * store does not have it yet. The caller writes it (with the lease's release);
+   * the journal no longer will.
+   */
+  takeUnwrittenPosition(runId: string): Promise<number | undefined> {
+    let position: number | undefined;
+    return this.chain(runId, async () => {
+      position = this.unwrittenSeq.get(runId);
+      this.unwrittenSeq.delete(runId);
+    }).then(() => position);
   }
 
   /**

@@ -76,6 +76,12 @@ export interface DriveOptions {
    * decisions and execution can never interleave. Return false to stop there.
    */
   beforeDriving?: (run: RunRecord) => Promise<boolean>;
+  /**
+   * The run as this process just created it (createRun's answer): leased to this
+   * owner in the same write when the store could, with its `run.created` event.
+   * The drive then reads back none of it.
+   */
+  created?: { run: RunRecord; event?: RunEvent };
 }
 
 /** Shared between the heartbeat and the run's scope. */
@@ -159,7 +165,10 @@ export class RunDriver {
 
   private async driveLeased(runId: string, options: DriveOptions): Promise<RunResult> {
     const { state, ownerId, leaseTtlMs, journal } = this.parts;
-    const granted = await state.runs.acquireRunLease(runId, ownerId, leaseTtlMs);
+    const created = options.created?.run.id === runId ? options.created : undefined;
+    // Created leased to us, in the same write: no one else can have written to it since.
+    const leasedAtCreation = created?.run.lease?.owner === ownerId ? created.run.lease : null;
+    const granted = leasedAtCreation ?? (await state.runs.acquireRunLease(runId, ownerId, leaseTtlMs));
     if (!granted) {
       const run = await state.runs.getRun(runId);
       // A finished run takes no lease: nothing may write to it again.
@@ -200,7 +209,8 @@ export class RunDriver {
     }, Math.max(50, Math.floor(leaseTtlMs / 3)));
     heartbeat.unref();
     try {
-      await journal.observe(runId);
+      if (leasedAtCreation && created?.event) await journal.observe(runId, { observedSeq: created.run.observedSeq, events: [created.event] });
+      else await journal.observe(runId);
       if (options.beforeDriving && !(await options.beforeDriving((await state.runs.getRun(runId))!))) {
         return await describeRun(state.runs, (await state.runs.getRun(runId))!);
       }
@@ -210,23 +220,28 @@ export class RunDriver {
           await journal.record(runId, "run.resumed", { owner: ownerId, recovered: options.resumedBy.recovered });
         }
       }
-      await this.step(runId, options, lease);
-      return await describeRun(state.runs, (await state.runs.getRun(runId))!);
+      await this.step(runId, options, lease, leasedAtCreation ? created!.run : undefined);
+      // A fresh run's drive knows the record it left: no read back.
+      const known = journal.ownWritesOf(runId)?.run();
+      return await describeRun(state.runs, known ?? (await state.runs.getRun(runId))!);
     } catch (error) {
       if (isAssemblyLineError(error, "AL_ERR_RUN_LEASE_LOST")) markLost();
       throw error;
     } finally {
       clearInterval(heartbeat);
       journal.holdFence(runId, undefined);
-      // With the token: a lease another replica took meanwhile is never released by us.
-      await state.runs.releaseRunLease(runId, ownerId, fence.token).catch(() => undefined);
+      // Where observers are goes with the release, in one write. With the token: a lease another replica took meanwhile is never released by us.
+      const observedSeq = await journal.takeUnwrittenPosition(runId);
+      await state.runs.releaseRunLease(runId, ownerId, fence.token, observedSeq === undefined ? undefined : { observedSeq }).catch((error: unknown) => {
+        if (observedSeq !== undefined) this.parts.logger.warn({ runId, seq: observedSeq, err: String(error) }, "releasing the lease and recording where observers are failed; another process may deliver these events again");
+      });
       await journal.forget(runId);
     }
   }
 
-  private async step(runId: string, options: DriveOptions, lease: LeaseWatch): Promise<void> {
+  private async step(runId: string, options: DriveOptions, lease: LeaseWatch, created: RunRecord | undefined): Promise<void> {
     const { state, manifest } = this.parts;
-    const run = (await state.runs.getRun(runId))!;
+    const run = created ?? (await state.runs.getRun(runId))!;
     if (run.input.parent) this.subagentRuns.add(runId);
     if (run.status === "completed" || run.status === "failed" || run.status === "waiting_approval" || run.status === "waiting_input") return;
     const revision = options.revision ?? run.agentRevision;
@@ -238,7 +253,7 @@ export class RunDriver {
     let started: StartedData;
     const fresh = run.status === "queued";
     // A queued run has no steps, tool calls or checkpoint, and under our lease only we add them.
-    if (fresh) this.parts.journal.trackOwnWrites(runId);
+    if (fresh) this.parts.journal.trackOwnWrites(run);
     try {
       started = fresh ? await this.start(run, options.forcedModel) : await this.startedData(run);
     } catch (error) {

@@ -99,6 +99,39 @@ export function describeRunStoreConformance(name: string, factory: StateKitFacto
         expect(await store().listEvents(winner!)).toHaveLength(1);
       });
 
+      it("returns the run.created event it recorded, as listEvents gives it", async () => {
+        const { run, created, createdEvent } = await store().createRun(newRun());
+        expect(created).toBe(true);
+        expect(createdEvent).toEqual((await store().listEvents(run.id))[0]);
+        const again = await store().createRun(newRun({ id: run.id }));
+        expect(again.createdEvent).toBeUndefined();
+      });
+
+      it("leases a run it creates to the creator in the same write, with a token later takes exceed", async () => {
+        const { run } = await store().createRun(newRun(), { lease: { owner: "creator", ttlMs: 60_000 } });
+        expect(run.lease).toMatchObject({ owner: "creator", token: expect.any(Number) });
+        expect(Date.parse(run.lease!.expiresAt) - Date.now()).toBeGreaterThan(50_000);
+        expect((await store().getRun(run.id))?.lease).toEqual(run.lease);
+        // The lease fences writes and keeps others out, as a taken one does.
+        expect(await store().acquireRunLease(run.id, "other", 60_000)).toBeNull();
+        await store().appendEvents(run.id, [{ type: "a" }], undefined, { fence: run.lease! });
+        await expect(store().appendEvents(run.id, [{ type: "b" }], undefined, { fence: { owner: "creator", token: run.lease!.token + 1 } })).rejects.toMatchObject({
+          code: "AL_ERR_RUN_LEASE_LOST",
+        });
+        await store().releaseRunLease(run.id, "creator", run.lease!.token);
+        const next = await store().acquireRunLease(run.id, "other", 60_000);
+        expect(next!.token).toBeGreaterThan(run.lease!.token);
+      });
+
+      it("leaves an existing run's lease alone when asked to create it leased again", async () => {
+        const key = uniqueId("provider-event");
+        const first = await store().createRun(newRun({ idempotencyKey: key }));
+        const second = await store().createRun(newRun({ idempotencyKey: key }), { lease: { owner: "late", ttlMs: 60_000 } });
+        expect(second.created).toBe(false);
+        expect(second.run.lease).toBeNull();
+        expect((await store().getRun(first.run.id))?.lease).toBeNull();
+      });
+
       it("returns undefined for a run that does not exist", async () => {
         expect(await store().getRun(uniqueId("missing"))).toBeUndefined();
       });
@@ -411,6 +444,20 @@ export function describeRunStoreConformance(name: string, factory: StateKitFacto
         await store().releaseRunLease(run.id, "replica-a", lease!.token);
         expect((await store().getRun(run.id))?.lease).toBeNull();
         expect(await store().acquireRunLease(run.id, "replica-b", 60_000, clockAt(2))).not.toBeNull();
+      });
+
+      it("moves observedSeq with a release that carries it, forward only, holder or not", async () => {
+        const { run } = await store().createRun(newRun());
+        await store().appendEvents(run.id, [{ type: "a" }, { type: "b" }]);
+        const lease = await store().acquireRunLease(run.id, "replica-a", 60_000, clockAt(0));
+        await store().releaseRunLease(run.id, "replica-a", lease!.token, { observedSeq: 2 });
+        expect(await store().getRun(run.id)).toMatchObject({ observedSeq: 2, lease: null });
+        await store().releaseRunLease(run.id, "replica-a", lease!.token, { observedSeq: 1 });
+        expect((await store().getRun(run.id))?.observedSeq).toBe(2);
+        // Another owner's lease stays; the position still moves (observers here did see those events).
+        const other = await store().acquireRunLease(run.id, "replica-b", 60_000, clockAt(1));
+        await store().releaseRunLease(run.id, "replica-a", lease!.token, { observedSeq: 3 });
+        expect(await store().getRun(run.id)).toMatchObject({ observedSeq: 3, lease: { owner: "replica-b", token: other!.token } });
       });
 
       it("grants a contested lease to exactly one of 10 racing owners", async () => {
