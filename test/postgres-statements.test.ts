@@ -25,7 +25,7 @@ describe.skipIf(!database.available)("statements per turn on PostgreSQL", () => 
     await pool.end();
   });
 
-  it("keeps a turn of 3 model calls and 2 tool calls (one with a durable step) to a few dozen statements", async () => {
+  it("keeps a turn of 3 model calls and 2 tool calls (one with a durable step and a conversation) in at most 15 statements", async () => {
     const dir = agentFolder({
       "agent.ts": `import { defineAgent } from "@assemblyline-agents/core";\nexport default defineAgent({ id: "count", model: "test/m" });\n`,
       "tools/lookup.ts": `import { defineTool } from "@assemblyline-agents/core";
@@ -47,8 +47,33 @@ export default defineTool({ description: "d", inputSchema: { type: "object" },
     expect(result.status).toBe("completed");
     const events = await state.listEvents(result.runId);
     const statements = sent.length - 1;
-    // One statement per append (observers' position rides on the next append), plus the reads a turn needs.
-    expect(statements, sent.join("\n")).toBeLessThanOrEqual(25);
+    // One statement per durable boundary (the run's start and each model result ride on the next append,
+    // the observers' position on the next append or the release), plus the reads a turn needs.
+    expect(statements, sent.join("\n")).toBeLessThanOrEqual(15);
     expect(sent.filter((text) => text.startsWith("SELECT first_seq")).length, "one append per recorded batch").toBeLessThanOrEqual(events.length);
+  }, 60_000);
+
+  it("runs 3 model calls and 2 plain tool calls in 10 statements: 7 writes, one per durable boundary, and the context's 3 listings", async () => {
+    const dir = agentFolder({
+      "agent.ts": `import { defineAgent } from "@assemblyline-agents/core";\nexport default defineAgent({ id: "plain", model: "test/m" });\n`,
+      "tools/echo.ts": `import { defineTool } from "@assemblyline-agents/core";
+export default defineTool({ description: "d", inputSchema: { type: "object" }, async execute(input) { return { echoed: input }; } });`,
+    });
+    const bundle = await loadRuntimeBundle((await buildAgent(dir)).artifactRoot);
+    state ??= new PostgresStateAdapter({ pool, schema });
+    await state.migrate();
+    const harness = scriptedHarness({ turns: [{ toolCalls: [{ name: "echo", input: { a: 1 } }] }, { toolCalls: [{ name: "echo", input: { b: 2 } }] }, { text: "done" }] });
+    const runtime = new OpenEveRuntime({ ...bundle, state, agentHarness: harness, logger: noopLogger() });
+    await runtime.run({ message: "warm up" });
+
+    sent.length = 0;
+    const result = await runtime.run({ message: "count me" });
+    expect(result.status).toBe("completed");
+    const writes = sent.filter((text) => !text.startsWith("SELECT path") && !text.startsWith("SELECT key"));
+    // createRun (leased), 5 appends (start + model result + tool.called, tool.completed, ..., model result + run.completed), the release.
+    expect(sent.length, sent.join("\n")).toBe(10);
+    expect(writes, sent.join("\n")).toHaveLength(7);
+    const run = await state.getRun(result.runId);
+    expect(run).toMatchObject({ status: "completed", lease: null, observedSeq: run!.lastSeq });
   }, 60_000);
 });
