@@ -287,6 +287,10 @@ export interface RunStore {
    * Drop the lease if `owner` holds it (and, with `token`, holds it with that
    * token). With `options.observedSeq`, also do what `markObserved` does, in the
    * same write: the runtime sends where observers are when a drive ends.
+   * It need not be durable when it resolves (a store may let it join its next
+   * flush): lost in a crash, the lease still expires on its own and observers in
+   * another process see the last batch again. Later calls must see it, and a
+   * later write that is durable must make it durable too.
    */
   releaseRunLease(runId: string, owner: string, token?: number, options?: ReleaseOptions): Promise<void>;
   /** Lease (each with a new token) up to `limit` runs in `queued`/`running` whose lease is absent or expired. */

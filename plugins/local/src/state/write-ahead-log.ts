@@ -8,7 +8,9 @@ import { crc32 } from "node:zlib";
  *
  * Group commit: records appended while an fdatasync is running wait for it to end,
  * then go to disk together in one write() and one fdatasync. A record's `append`
- * resolves only once the fdatasync that covers it has returned.
+ * resolves only once the fdatasync that covers it has returned. A record appended
+ * with `appendLazily` starts no fdatasync of its own: it joins the next batch
+ * (another append's, a `syncSoon`, or one LAZY_SYNC_MS later).
  *
  * A crash mid-write leaves at most one torn record at the end (no newline, or a
  * checksum that does not match); `read` stops at the first such record and
@@ -16,12 +18,16 @@ import { crc32 } from "node:zlib";
  * not at all. A failed write or fdatasync fails its batch and every later append:
  * what the disk holds is then unknown, so the log must be reopened (replayed).
  */
+/** How long a lazily appended record waits for another batch to join before it starts one. */
+const LAZY_SYNC_MS = 50;
+
 export class WriteAheadLog {
   /** Records waiting for the next batch, in append order. */
   private pending: Array<{ line: Buffer; resolve: () => void; reject: (error: Error) => void }> = [];
   private pendingBytes = 0;
   private flushing: Promise<void> | undefined;
   private failure: Error | undefined;
+  private lazySync: NodeJS.Timeout | undefined;
   /** fdatasyncs made, and records they covered: what the bench reports per run. */
   readonly stats = { syncs: 0, records: 0 };
 
@@ -95,8 +101,32 @@ export class WriteAheadLog {
     return written;
   }
 
+  /**
+   * Append one record without starting an fdatasync for it: it goes to disk with
+   * the next batch. Resolves once it is on disk, like `append`; for records whose
+   * caller need not wait for that.
+   */
+  appendLazily(json: string): Promise<void> {
+    if (this.failure) return Promise.reject(this.failure);
+    const line = encodeLine(json);
+    this.pendingBytes += line.length;
+    const written = new Promise<void>((resolve, reject) => this.pending.push({ line, resolve, reject }));
+    this.lazySync ??= setTimeout(() => {
+      this.lazySync = undefined;
+      this.syncSoon();
+    }, LAZY_SYNC_MS);
+    return written;
+  }
+
+  /** Start writing the records that wait, if no batch is being written (a batch that is will take them next). */
+  syncSoon(): void {
+    if (this.pending.length > 0) this.flushing ??= this.flush();
+  }
+
   /** Write and sync batches until none is waiting: each batch is what arrived during the last sync. */
   private async flush(): Promise<void> {
+    clearTimeout(this.lazySync);
+    this.lazySync = undefined;
     while (this.pending.length > 0 && !this.failure) {
       const batch = this.pending;
       this.pending = [];
@@ -126,6 +156,7 @@ export class WriteAheadLog {
 
   /** Wait for every appended record to be synced (or failed), then close the file. */
   async close(): Promise<void> {
+    this.syncSoon();
     await this.flushing;
     await this.handle.close();
   }

@@ -140,11 +140,15 @@ export async function releaseRunLease(db: StateDatabase, runId: string, owner: s
   const holds = `(lease_owner = $2 AND ($3::bigint IS NULL OR lease_token = $3))`;
   await db.run(
     `releaseRunLease(run "${runId}")`,
-    `UPDATE ${db.s}.runs SET
+    // Committed without waiting for its WAL flush (RunStore.releaseRunLease need not be durable
+    // when it resolves): the join makes the statement run set_config, local to its transaction.
+    `WITH no_flush_wait AS (SELECT set_config('synchronous_commit', 'off', true))
+     UPDATE ${db.s}.runs SET
        lease_owner = CASE WHEN ${holds} THEN NULL ELSE lease_owner END,
        lease_expires_at = CASE WHEN ${holds} THEN NULL ELSE lease_expires_at END,
        lease_session = CASE WHEN ${holds} THEN NULL ELSE lease_session END,
        observed_seq = greatest(observed_seq, coalesce($4::integer, observed_seq))
+     FROM no_flush_wait
      WHERE id = $1 AND (${holds} OR $4::integer > observed_seq)`,
     [runId, owner, token ?? null, observedSeq],
   );
