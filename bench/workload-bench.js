@@ -73,7 +73,7 @@ export async function runWorkloadBench({
       const { levels } = await inChild({ kind: "throughput", system, levels: LEVELS, seconds, warmup }, env);
       const rss = await inChild({ kind: "rss", system, runs: rssRuns, concurrency: 50 }, env);
       systems[system] = { label: SYSTEMS[system].label, levels, peakRssBytes: rss.peakRssBytes };
-      if (system === "postgres") systems[system].commits = await inChild({ kind: "commits", runs: 100, connectionString: database.url }, env);
+      if (system === "postgres") systems[system].commits = await inChild({ kind: "commits", runs: 300, connectionString: database.url }, env);
     }
     const paused = await inChild({ kind: "paused", runs: pausedRuns }, {}, ["--expose-gc"]);
     const disk = await inChild({ kind: "disk", ms: seconds * 1000 });
@@ -102,7 +102,10 @@ export function workloadTargets(result) {
   ratio("postgres / memory, 16 concurrent", at(postgres, 16), at(postgres && memory, 16), 0.5);
   ratio("postgres / memory, 50 concurrent", at(postgres, 50), at(memory, 50), 0.5);
   if (postgres?.commits) {
-    targets["postgres commits per run"] = { value: postgres.commits.commitsPerRun, target: "<= 6", met: postgres.commits.commitsPerRun <= 6 };
+    // A commit costs a WAL flush the run waits for; read-only statements (each its own transaction, counted in
+    // commitsPerRun) write no WAL, and the lease's release commits without waiting for its flush.
+    const { walSyncsPerRun } = postgres.commits;
+    targets["postgres commits waiting for a WAL flush per run (WAL fdatasyncs, sequential)"] = { value: walSyncsPerRun, target: "<= 6", met: walSyncsPerRun <= 6 };
     targets["postgres statements per run"] = { value: postgres.commits.statementsPerRun, target: "<= 12", met: postgres.commits.statementsPerRun <= 12 };
   }
   if (memory?.peakRssBytes && pi?.peakRssBytes) {
@@ -127,7 +130,10 @@ export function printWorkloadBench(result) {
     const seq = system.levels[0];
     const extra = [];
     if (seq.syncsPerRun > 0) extra.push(`fdatasyncs ${system.levels.map((l) => l.syncsPerRun.toFixed(1)).join("/")}`);
-    if (system.commits) extra.push(`${system.commits.statementsPerRun.toFixed(1)} statements, ${system.commits.commitsPerRun.toFixed(1)} commits`);
+    if (system.commits) {
+      const { statementsPerRun, commitsPerRun, writeTransactionsPerRun, walSyncsPerRun } = system.commits;
+      extra.push(`${statementsPerRun.toFixed(1)} statements, ${commitsPerRun.toFixed(1)} transactions (${writeTransactionsPerRun.toFixed(1)} writing), ${walSyncsPerRun.toFixed(1)} WAL fdatasyncs`);
+    }
     console.log(`  ${system.label.padEnd(34)} ${system.levels.map((l) => l.runsPerSecond.toFixed(0).padStart(9)).join(" ")}  ${mb(system.peakRssBytes).padStart(8)}  ${extra.join("; ")}`);
   }
   const { disk } = result;

@@ -102,13 +102,24 @@ async function rss({ system, runs, concurrency }) {
 }
 
 /** xact_commit of this database, read on a connection of its own (stats are flushed when a backend exits). */
-async function xactCommits(connectionString) {
+/**
+ * The server's counters: transactions committed in this database (read-only ones
+ * included: each statement outside a transaction is one), transaction ids handed
+ * out (only a transaction that writes gets one; server-wide, so the bench wants
+ * a quiet server), and WAL fdatasyncs (server-wide; a commit that waits for its
+ * WAL flush causes one unless it shares another's).
+ */
+async function serverCounters(connectionString) {
   const pg = createRequire(import.meta.url)("pg");
   const client = new pg.Client({ connectionString });
   await client.connect();
   try {
-    const { rows } = await client.query("SELECT xact_commit::bigint AS n FROM pg_stat_database WHERE datname = current_database()");
-    return Number(rows[0].n);
+    const { rows } = await client.query(
+      `SELECT (SELECT xact_commit::bigint FROM pg_stat_database WHERE datname = current_database()) AS commits,
+        txid_snapshot_xmax(txid_current_snapshot())::bigint AS next_xid,
+        (SELECT wal_sync::bigint FROM pg_stat_wal) AS wal_syncs`,
+    );
+    return { commits: Number(rows[0].commits), writes: Number(rows[0].next_xid), walSyncs: Number(rows[0].wal_syncs) };
   } finally {
     await client.end();
   }
@@ -121,15 +132,23 @@ async function xactCommits(connectionString) {
  */
 async function commits({ runs, connectionString }) {
   const phase = async (count) => {
-    const settle = () => new Promise((resolve) => setTimeout(resolve, 300));
+    // Closing the pool ends its backends, which report their WAL counters as they exit; the
+    // WAL writer reports its own (the flushes of commits that did not wait) within about a second.
+    const settle = () => new Promise((resolve) => setTimeout(resolve, 1_500));
     await settle();
-    const before = await xactCommits(connectionString);
+    const before = await serverCounters(connectionString);
     const statementsBefore = counters.statements;
     const opened = await SYSTEMS.postgres.open();
     await measure(opened.runOnce, { concurrency: 1, count });
     await opened.close();
     await settle();
-    return { commits: (await xactCommits(connectionString)) - before, statements: counters.statements - statementsBefore };
+    const after = await serverCounters(connectionString);
+    return {
+      commits: after.commits - before.commits,
+      writes: after.writes - before.writes,
+      walSyncs: after.walSyncs - before.walSyncs,
+      statements: counters.statements - statementsBefore,
+    };
   };
   const empty = await phase(0);
   const kindsBefore = new Map(statementKinds);
@@ -138,7 +157,12 @@ async function commits({ runs, connectionString }) {
     .map(([kind, n]) => [kind, (n - 2 * (kindsBefore.get(kind) ?? 0)) / runs])
     .filter(([, n]) => n >= 0.5)
     .sort((a, b) => b[1] - a[1]);
-  return { runs, commitsPerRun: (full.commits - empty.commits) / runs, statementsPerRun: (full.statements - empty.statements) / runs, statementsByKind: Object.fromEntries(perRun) };
+  return {
+    runs,
+    commitsPerRun: (full.commits - empty.commits) / runs,
+    writeTransactionsPerRun: (full.writes - empty.writes) / runs,
+    walSyncsPerRun: (full.walSyncs - empty.walSyncs) / runs,
+    statementsPerRun: (full.statements - empty.statements) / runs, statementsByKind: Object.fromEntries(perRun) };
 }
 
 /**
