@@ -1,9 +1,11 @@
 // The one workload every system runs: a scripted model of 3 turns (tool call,
 // tool call, final text) and 2 tools, each returning a small JSON object.
+import { execFileSync } from "node:child_process";
 import { mkdtempSync, mkdirSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { buildAgent, loadRuntimeBundle, scriptedHarness } from "@assemblyline-agents/runtime";
+import { fileURLToPath } from "node:url";
+import { loadRuntimeBundle, scriptedHarness } from "@assemblyline-agents/runtime";
 
 import { TURNS } from "./script.js";
 
@@ -16,8 +18,12 @@ export default defineTool({
 });
 `;
 
+const BUILD = fileURLToPath(new URL("./build-agent.js", import.meta.url));
+
 /**
- * Compile the bench agent into a temp folder; `approval: true` makes the first
+ * Compile the bench agent into a temp folder (in a process of its own, as
+ * `assembly-line build` runs before a deploy: the runtime's process loads the
+ * built artifact and never holds the compiler); `approval: true` makes the first
  * tool ask for approval, so every run pauses there (the paused-runs bench).
  */
 export async function benchAgent({ approval = false, channel = false } = {}) {
@@ -30,6 +36,7 @@ export async function benchAgent({ approval = false, channel = false } = {}) {
     mkdirSync(join(dir, "channels"));
     writeFileSync(join(dir, "channels/message.ts"), `import { defineChannel } from "@assemblyline-agents/core";\nexport default defineChannel({ transport: "http", route: "/message" });\n`);
   }
-  const bundle = await loadRuntimeBundle((await buildAgent(dir)).artifactRoot);
+  const artifactRoot = execFileSync(process.execPath, [BUILD, dir], { encoding: "utf8" }).trim();
+  const bundle = await loadRuntimeBundle(artifactRoot);
   return { dir, bundle, harness: scriptedHarness({ turns: TURNS }), remove: () => rmSync(dir, { recursive: true, force: true }) };
 }
