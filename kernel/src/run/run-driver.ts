@@ -209,8 +209,14 @@ export class RunDriver {
     }, Math.max(50, Math.floor(leaseTtlMs / 3)));
     heartbeat.unref();
     try {
+      // Under our lease only this drive changes the run (observers' position and hook failures aside):
+      // one read serves the observers' catch-up and, when nothing is decided first, the drive.
+      let current = leasedAtCreation ? created!.run : undefined;
       if (leasedAtCreation && created?.event) await journal.observe(runId, { observedSeq: created.run.observedSeq, events: [created.event] });
-      else await journal.observe(runId);
+      else {
+        current ??= await state.runs.getRun(runId);
+        await journal.observe(runId, current ? { observedSeq: current.observedSeq, events: [] } : undefined);
+      }
       if (options.beforeDriving && !(await options.beforeDriving((await state.runs.getRun(runId))!))) {
         return await describeRun(state.runs, (await state.runs.getRun(runId))!);
       }
@@ -220,7 +226,7 @@ export class RunDriver {
           await journal.record(runId, "run.resumed", { owner: ownerId, recovered: options.resumedBy.recovered });
         }
       }
-      await this.step(runId, options, lease, leasedAtCreation ? created!.run : undefined);
+      await this.step(runId, options, lease, options.beforeDriving || options.resumedBy ? undefined : current);
       // A fresh run's drive knows the record it left: no read back.
       const known = journal.ownWritesOf(runId)?.run();
       return await describeRun(state.runs, known ?? (await state.runs.getRun(runId))!);
