@@ -43,7 +43,7 @@ import * as schedules from "./facets/schedules.js";
 import * as settings from "./facets/settings.js";
 import * as skills from "./facets/skills.js";
 import * as usage from "./facets/usage.js";
-import { resolveConnectionString, resolveSchema, type PostgresStateRuntimeOptions } from "./options.js";
+import { checkPoolSize, resolveConnectionString, resolveSchema, type PostgresStateRuntimeOptions } from "./options.js";
 import { migrateSchema, type MigrationResult } from "./schema/migrate.js";
 
 /**
@@ -73,6 +73,7 @@ export class PostgresStateAdapter implements StateAdapter {
 
   constructor(options: PostgresStateRuntimeOptions = {}) {
     this.schema = resolveSchema(options.schema);
+    checkPoolSize(options.pool ? (options.pool as { options?: { max?: number } }).options?.max : options.maxConnections, options.pool ? "pool" : "maxConnections");
     if (options.pool) {
       this.pool = options.pool;
       this.ownsPool = false;

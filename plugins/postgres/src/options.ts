@@ -26,7 +26,10 @@ export interface PostgresStateOptions {
    * the gateway descriptor is, so `gateway.ts` never captures a secret.
    */
   connectionStringEnv?: readonly string[];
-  /** Connections in the pool the adapter opens (pg's default is 10). */
+  /**
+   * Connections in the pool the adapter opens (pg's default is 10); at least 2:
+   * one stays open for the adapter's liveness session (see the README).
+   */
   maxConnections?: number;
   /**
    * Send every statement as a named prepared statement, parsed and planned once per
@@ -44,6 +47,15 @@ export interface PostgresStateRuntimeOptions extends PostgresStateOptions {
 }
 
 const SCHEMA_NAME = /^[A-Za-z_][A-Za-z0-9_]{0,62}$/;
+
+/** The liveness session keeps one pooled connection for itself: a pool of one would leave none for statements. */
+export function checkPoolSize(maxConnections: number | undefined, source: "maxConnections" | "pool"): void {
+  if (maxConnections === undefined || (Number.isInteger(maxConnections) && maxConnections >= 2)) return;
+  throw new AssemblyLineError("AL_ERR_STATE_CONFIG", `PostgreSQL state ${source === "pool" ? "pool's max" : "maxConnections"} is ${String(maxConnections)}: it needs at least 2 connections`, {
+    fix: `One connection holds the adapter's liveness session for as long as it is open; ${source === "pool" ? "create the pg.Pool with max >= 2" : "set maxConnections to 2 or more, or leave it out (10)"}.`,
+    details: { [source === "pool" ? "poolMax" : "maxConnections"]: maxConnections },
+  });
+}
 
 export function resolveSchema(schema: string | undefined): string {
   const name = schema ?? DEFAULT_SCHEMA;

@@ -38,6 +38,19 @@ describe("gateway helpers", () => {
   it("refuses a schema name that is not a plain identifier", () => {
     expect(() => new PostgresStateAdapter({ connectionString: TEST_DATABASE_URL, schema: 'x"; DROP TABLE y; --' })).toThrow(/AL_ERR_STATE_CONFIG/);
   });
+
+  it("refuses a pool of one connection, which the liveness session would take for itself, naming the option", async () => {
+    expect(() => new PostgresStateAdapter({ connectionString: TEST_DATABASE_URL, maxConnections: 1 })).toThrow(/maxConnections is 1: it needs at least 2 connections/);
+    const pg = (await import("pg")).default;
+    const single = new pg.Pool({ connectionString: TEST_DATABASE_URL, max: 1 });
+    try {
+      expect(() => new PostgresStateAdapter({ pool: single })).toThrow(/pool's max is 1/);
+    } finally {
+      await single.end();
+    }
+    const two = new PostgresStateAdapter({ connectionString: TEST_DATABASE_URL, maxConnections: 2 });
+    await two.close();
+  });
 });
 
 const probe = await probeDatabase("createPostgresState");
