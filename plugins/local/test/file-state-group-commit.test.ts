@@ -100,6 +100,58 @@ describe("FileStateAdapter group commit", () => {
     await adapter.close();
   });
 
+  it("answers a lease's release before it is on disk and syncs it with the next write, which waits for it", async () => {
+    const { directory, adapter } = await adapterWithRuns(2);
+    const lease = await adapter.acquireRunLease("r0", "me", 60_000);
+    const syncs = await holdSyncs();
+    // Answered with no fdatasync of its own started.
+    await adapter.releaseRunLease("r0", "me", lease!.token, { observedSeq: 1 });
+    expect(syncs.started).toHaveLength(0);
+    // The next write carries it: one fdatasync for both, and the write is acknowledged only after it.
+    let acked = false;
+    const write = adapter.appendEvents("r1", [{ type: "tick" }]).then(() => (acked = true));
+    const sync = await syncs.next();
+    await settle();
+    expect(acked).toBe(false);
+    sync.release();
+    await write;
+    expect(syncs.started).toHaveLength(1);
+    await adapter.close();
+    restore?.();
+    restore = undefined;
+    const reopened = await FileStateAdapter.open({ directory });
+    expect(await reopened.getRun("r0")).toMatchObject({ lease: null, observedSeq: 1 });
+    await reopened.close();
+  });
+
+  it("syncs a release on its own when no write follows: at once for a read that sees it, else within 50 ms", async () => {
+    const { directory, adapter } = await adapterWithRuns(2);
+    const first = await adapter.acquireRunLease("r0", "me", 60_000);
+    const second = await adapter.acquireRunLease("r1", "me", 60_000);
+    const syncs = await holdSyncs();
+    await adapter.releaseRunLease("r0", "me", first!.token);
+    let read: unknown;
+    const reading = adapter.getRun("r0").then((run) => (read = run?.lease));
+    // The read started the fdatasync (well before the 50 ms) and answers only after it.
+    await settle();
+    expect(syncs.started).toHaveLength(1);
+    const forRead = await syncs.next();
+    expect(read).toBeUndefined();
+    forRead.release();
+    await reading;
+    expect(read).toBeNull();
+
+    await adapter.releaseRunLease("r1", "me", second!.token);
+    const byTimer = await syncs.next();
+    byTimer.release();
+    await adapter.close();
+    restore?.();
+    restore = undefined;
+    const reopened = await FileStateAdapter.open({ directory });
+    expect((await reopened.getRun("r1"))?.lease).toBeNull();
+    await reopened.close();
+  });
+
   it("fails the writes of a failed fdatasync and every later call, and a reopen finds only what was acknowledged", async () => {
     const { directory, adapter } = await adapterWithRuns(2);
     const syncs = await holdSyncs();
