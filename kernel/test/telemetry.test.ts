@@ -76,6 +76,29 @@ async function runWith(mode: string, turns: ScriptedTurn[], extraFiles: Record<s
 const loginTurns: ScriptedTurn[] = [{ toolCalls: [{ name: "login", input: loginInput, id: "call_login" }] }, { text: "Logged in." }];
 
 describe("instrumentation.ts spans and captureContent", () => {
+  it("times each chat span over its model call, also the first, whose response commits with the run's start", async () => {
+    // Each model call takes 40 ms.
+    const slow = (): AgentHarness => {
+      const inner = withUsage(scriptedHarness({ turns: loginTurns }));
+      return {
+        name: inner.name,
+        runTurn: (input, ctx) =>
+          inner.runTurn(input, { ...ctx, modelCall: (key, fn, options) => ctx.modelCall(key, async () => (await new Promise((resolve) => setTimeout(resolve, 40)), fn()), options) }),
+      };
+    };
+    const { start, spans } = await runWith("usage", loginTurns, {}, slow);
+    const runtime = await start();
+    expect((await runtime.run({ message: "go" })).status).toBe("completed");
+    await runtime.close();
+    const chats = spans().filter((span) => span.attributes["gen_ai.operation.name"] === "chat");
+    const steps = spans().filter((span) => span.name.startsWith("step harness:model:"));
+    expect(chats).toHaveLength(2);
+    for (const [index, chat] of chats.entries()) {
+      expect(chat.endTimeMs - chat.startTimeMs).toBeGreaterThanOrEqual(35);
+      expect(chat.startTimeMs).toBe(steps[index]!.startTimeMs);
+    }
+  });
+
   it("off: the sink sees nothing", async () => {
     const { start, spans } = await runWith("off", loginTurns);
     const runtime = await start();

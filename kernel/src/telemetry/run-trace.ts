@@ -42,6 +42,8 @@ export class RunTrace {
   private outputTokens = 0;
   private costUsd = 0;
   private readonly tools = new Map<string, OpenTool>();
+  /** A model response whose chat span waits for the step completion committed with it (see `apply`). */
+  private pendingChat: { event: RunEvent; startMs: number; endMs: number } | undefined;
   readonly traceId: string;
   private readonly rootSpanId: string;
 
@@ -58,6 +60,16 @@ export class RunTrace {
     const at = Date.parse(event.createdAt);
     const previousMs = this.lastEventMs || at;
     this.lastEventMs = at;
+    const chat = this.pendingChat;
+    if (!chat) return this.fold(event, at, previousMs);
+    // A model call's step completion says when the call began: the events before the response may
+    // have been committed in the same append as it, after the call (the run's start is held for it).
+    this.pendingChat = undefined;
+    const started = event.type === "durable_step.completed" && typeof event.data.startedAt === "string" ? Date.parse(event.data.startedAt) : NaN;
+    return [this.chatSpan(chat.event, Number.isNaN(started) ? chat.startMs : started, chat.endMs), ...this.fold(event, at, previousMs)];
+  }
+
+  private fold(event: RunEvent, at: number, previousMs: number): TelemetrySpan[] {
     const data = event.data;
     switch (event.type) {
       case "run.created": {
@@ -74,7 +86,8 @@ export class RunTrace {
         this.instructions = text(data.instructions);
         return [];
       case "model.response":
-        return [this.chatSpan(event, previousMs, at)];
+        this.pendingChat = { event, startMs: previousMs, endMs: at };
+        return [];
       case "tool.called":
         this.tools.set(text(data.callId), { startMs: at, name: text(data.toolName), input: data.input });
         return [];
