@@ -134,10 +134,9 @@ function describe(value: unknown): string {
   return text.length > 60 ? `${text.slice(0, 57)}...` : text;
 }
 
-/** The run columns `create_run` returns; RUN_COLUMNS adds the lease's fencing token. */
-export const CREATED_RUN_COLUMNS =
-  "id, agent_id, agent_revision, conversation_id, status, model_spec, input, output, error, last_seq, observed_seq, lease_owner, lease_expires_at, created_at, updated_at";
-export const RUN_COLUMNS = `${CREATED_RUN_COLUMNS}, lease_token`;
+/** The columns of a run record, as `runs` and `create_run` (since migration 5) return them. */
+export const RUN_COLUMNS =
+  "id, agent_id, agent_revision, conversation_id, status, model_spec, input, output, error, last_seq, observed_seq, lease_owner, lease_expires_at, created_at, updated_at, lease_token";
 
 export function decodeRun(schema: string, row: Row): RunRecord {
   const id = typeof row.id === "string" ? row.id : String(row.id);

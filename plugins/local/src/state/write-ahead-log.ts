@@ -1,6 +1,9 @@
 import { open, type FileHandle } from "node:fs/promises";
 import { crc32 } from "node:zlib";
 
+/** How long a lazily appended record waits for another batch to join before it starts one. */
+const LAZY_SYNC_MS = 50;
+
 /**
  * An append-only file of checksummed records, one per line:
  *
@@ -18,9 +21,6 @@ import { crc32 } from "node:zlib";
  * not at all. A failed write or fdatasync fails its batch and every later append:
  * what the disk holds is then unknown, so the log must be reopened (replayed).
  */
-/** How long a lazily appended record waits for another batch to join before it starts one. */
-const LAZY_SYNC_MS = 50;
-
 export class WriteAheadLog {
   /** Records waiting for the next batch, in append order. */
   private pending: Array<{ line: Buffer; resolve: () => void; reject: (error: Error) => void }> = [];

@@ -1,7 +1,7 @@
 import { AssemblyLineError, type ClaimOptions, type CreatedRun, type CreateRunOptions, type JsonValue, type NewRun, type ReleaseOptions, type RunEvent, type RunFence, type RunLease, type RunListFilter, type RunPage, type RunRecord } from "@assemblyline-agents/core";
 import { clockParam, jsonParam, type StateDatabase } from "../database.js";
 import { inputInvalid } from "../errors.js";
-import { CREATED_RUN_COLUMNS, RUN_COLUMNS, RUN_STATUSES, decodeRun, isJsonObject } from "../rows.js";
+import { RUN_COLUMNS, RUN_STATUSES, decodeRun, isJsonObject } from "../rows.js";
 import { ArgumentCheck, claimParams, sizeParam } from "../validate.js";
 
 /** Page size of listRuns when the filter gives none. */
