@@ -4,7 +4,8 @@
 //   job "throughput": runs/s at each level (sequential, 16, 50 concurrent) for
 //                     BENCH_SECONDS each, with fdatasyncs and SQL statements per run.
 //   job "rss":        a fixed number of runs at 50 concurrent, then the peak RSS.
-//   job "commits":    PostgreSQL commits per run, from pg_stat_database of a private database.
+//   job "commits":    PostgreSQL statements, transactions, writing transactions and WAL fdatasyncs
+//                     per run, counted by the server for a private database.
 //   job "paused":     heap the runtime holds for 10,000 paused runs.
 //   job "disk":       the disk's own ceiling: 200-byte appends, each followed by fdatasync, one at a time.
 import { open, rm } from "node:fs/promises";
@@ -101,9 +102,8 @@ async function rss({ system, runs, concurrency }) {
   }
 }
 
-/** xact_commit of this database, read on a connection of its own (stats are flushed when a backend exits). */
 /**
- * The server's counters: transactions committed in this database (read-only ones
+ * The server's counters, read on a connection of its own: transactions committed in this database (read-only ones
  * included: each statement outside a transaction is one), transaction ids handed
  * out (only a transaction that writes gets one; server-wide, so the bench wants
  * a quiet server), and WAL fdatasyncs (server-wide; a commit that waits for its
@@ -126,9 +126,10 @@ async function serverCounters(connectionString) {
 }
 
 /**
- * Commits per run, counted by the server: open a system, do `runs` runs, close it, and
- * read xact_commit; once with 0 runs and once with `runs`, so opening, migrating and
- * closing cancel out.
+ * Transactions, writing transactions and WAL fdatasyncs per run, counted by the server
+ * (serverCounters), and statements by kind, counted at the client: open a system, do
+ * `runs` sequential runs, close it; once with 0 runs and once with `runs`, so opening,
+ * migrating and closing cancel out.
  */
 async function commits({ runs, connectionString }) {
   const phase = async (count) => {
