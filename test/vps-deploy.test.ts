@@ -1,5 +1,4 @@
 import { existsSync, mkdtempSync, readFileSync, readdirSync, readlinkSync, rmSync, statSync, writeFileSync } from "node:fs";
-import { createServer } from "node:net";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
@@ -11,21 +10,12 @@ import { copyExample } from "./support/example-copy.js";
 import { freshDatabase } from "./support/fresh-database.js";
 import { sshdInstalled, startSshd, type RunningSshd } from "./support/sshd.js";
 import { s3rverInstalled, startS3rver, type RunningS3rver } from "../plugins/s3/test/support/s3rver.js";
+import { freePort } from "./support/free-port.js";
 
 const TOKEN = "vps-token-77aa";
 const SECRET = "vps-secret-5e5e";
 const BUCKET = "vps-blobs";
 
-function freePort(): Promise<number> {
-  return new Promise((resolve, reject) => {
-    const server = createServer();
-    server.once("error", reject);
-    server.listen(0, "127.0.0.1", () => {
-      const address = server.address();
-      server.close(() => (typeof address === "object" && address ? resolve(address.port) : reject(new Error("no port"))));
-    });
-  });
-}
 
 function grepTree(dir: string, needle: string): string[] {
   const hits: string[] = [];

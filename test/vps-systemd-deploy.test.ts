@@ -1,7 +1,6 @@
 import { execFileSync, spawnSync } from "node:child_process";
 import { randomBytes } from "node:crypto";
 import { chmodSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
-import { createServer } from "node:net";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
@@ -11,6 +10,7 @@ import { getJson, postJson } from "./support/agent-server.js";
 import { copyExample } from "./support/example-copy.js";
 import { freshDatabase } from "./support/fresh-database.js";
 import { s3rverInstalled, startS3rver, type RunningS3rver } from "../plugins/s3/test/support/s3rver.js";
+import { freePort } from "./support/free-port.js";
 
 /*
  * The vps target's systemd path against a real systemd: a Debian container
@@ -39,16 +39,6 @@ function systemdImageMissing(): string | undefined {
   return missing;
 }
 
-function freePort(): Promise<number> {
-  return new Promise((resolve, reject) => {
-    const server = createServer();
-    server.once("error", reject);
-    server.listen(0, "127.0.0.1", () => {
-      const address = server.address();
-      server.close(() => (typeof address === "object" && address ? resolve(address.port) : reject(new Error("no port"))));
-    });
-  });
-}
 
 const missing = systemdImageMissing();
 describe.skipIf(missing !== undefined)(`${SUITE}${missing ? `: skipped, ${missing}` : ""}`, () => {

@@ -1,8 +1,8 @@
 import { execFileSync } from "node:child_process";
 import { chmodSync, chownSync, existsSync, mkdtempSync, readdirSync, rmSync } from "node:fs";
-import { createServer } from "node:net";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
+import { freePort } from "./free-port.js";
 
 /**
  * A throwaway PostgreSQL cluster of its own, so a test can restart the server
@@ -23,15 +23,6 @@ export function postgresBinDir(): string | undefined {
   return bin && existsSync(join(bin, "initdb")) ? bin : undefined;
 }
 
-export async function freePort(): Promise<number> {
-  return new Promise((resolve, reject) => {
-    const server = createServer();
-    server.listen(0, "127.0.0.1", () => {
-      const address = server.address();
-      server.close(() => (typeof address === "object" && address ? resolve(address.port) : reject(new Error("no port"))));
-    });
-  });
-}
 
 export async function startPrivatePostgres(): Promise<PrivatePostgres> {
   const bin = postgresBinDir();

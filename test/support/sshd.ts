@@ -1,8 +1,8 @@
 import { execFileSync, spawn, type ChildProcess } from "node:child_process";
 import { existsSync, mkdirSync, mkdtempSync, rmSync, writeFileSync } from "node:fs";
-import { createServer } from "node:net";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
+import { freePort } from "./free-port.js";
 
 export const SSHD = "/usr/sbin/sshd";
 
@@ -21,16 +21,6 @@ export function sshdInstalled(suite: string): boolean {
   return false;
 }
 
-function freePort(): Promise<number> {
-  return new Promise((resolve, reject) => {
-    const server = createServer();
-    server.once("error", reject);
-    server.listen(0, "127.0.0.1", () => {
-      const address = server.address();
-      server.close(() => (typeof address === "object" && address ? resolve(address.port) : reject(new Error("no port"))));
-    });
-  });
-}
 
 /** A private sshd on 127.0.0.1 with its own host key and one authorized client key. */
 export async function startSshd(): Promise<RunningSshd> {
