@@ -1,9 +1,9 @@
 import { afterEach, describe, expect, it } from "vitest";
-import { AssemblyLineError, type NewRunEvent, type RunEvent, type RunStateChange } from "@assemblyline-agents/core";
 import { InMemoryStateAdapter, noopLogger, scriptedHarness } from "@assemblyline-agents/runtime";
 import { createKernelHooks } from "../src/hooks.js";
 import { RunJournal } from "../src/run/journal.js";
 import { MINIMAL_AGENT, agentFolder, toolSource } from "./support/agent-folder.js";
+import { CrashOnceBefore } from "./support/crash-once-state.js";
 import { startAgent } from "./support/runtime.js";
 
 /** The tool below calls this while it executes: the test reads the store at that moment. */
@@ -13,18 +13,6 @@ const probeSlot = globalThis as unknown as Record<string, Probe | undefined>;
 
 const probingTool = toolSource({ execute: `await globalThis.${PROBE}?.(); return { echoed: input.value };` });
 const script = () => scriptedHarness({ turns: [{ toolCalls: [{ name: "echo", input: { value: "x" } }] }, { text: "done" }] });
-
-/** State whose first append holding a `tool.called` fails as if the process died right before it. */
-class CrashBeforeToolCall extends InMemoryStateAdapter {
-  crashed = false;
-  override async appendEvents(runId: string, events: NewRunEvent[], change?: RunStateChange, options?: Parameters<InMemoryStateAdapter["appendEvents"]>[3]): Promise<RunEvent[]> {
-    if (!this.crashed && events.some((event) => event.type === "tool.called")) {
-      this.crashed = true;
-      throw new AssemblyLineError("AL_ERR_STATE_UNAVAILABLE", "the state store went away before the tool call was recorded");
-    }
-    return super.appendEvents(runId, events, change, options);
-  }
-}
 
 afterEach(() => {
   delete probeSlot[PROBE];
@@ -55,7 +43,7 @@ describe("held appends", () => {
 
   it("are done again, once, when the process dies before the append that commits them", async () => {
     const dir = agentFolder({ "agent.ts": MINIMAL_AGENT, "tools/echo.ts": probingTool });
-    const state = new CrashBeforeToolCall();
+    const state = new CrashOnceBefore("tool.called");
     const { runtime, events } = await startAgent(dir, [], { state, agentHarness: script() });
     let executions = 0;
     probeSlot[PROBE] = async () => {

@@ -1,25 +1,13 @@
 import { describe, expect, it } from "vitest";
-import { AssemblyLineError, type NewRunEvent, type RunEvent, type RunStateChange } from "@assemblyline-agents/core";
-import { InMemoryStateAdapter, scriptedHarness } from "@assemblyline-agents/runtime";
+import { scriptedHarness } from "@assemblyline-agents/runtime";
+import { CrashOnceBefore } from "./support/crash-once-state.js";
 import { MINIMAL_AGENT, agentFolder, toolSource } from "./support/agent-folder.js";
 import { startAgent } from "./support/runtime.js";
-
-/** State whose first append of a step completion fails as if the process died right there. */
-class CrashAtStepCompletion extends InMemoryStateAdapter {
-  crashed = false;
-  override async appendEvents(runId: string, events: NewRunEvent[], change?: RunStateChange, options?: Parameters<InMemoryStateAdapter["appendEvents"]>[3]): Promise<RunEvent[]> {
-    if (!this.crashed && events.some((event) => event.type === "durable_step.completed")) {
-      this.crashed = true;
-      throw new AssemblyLineError("AL_ERR_STATE_UNAVAILABLE", "the state store went away before the step completed");
-    }
-    return super.appendEvents(runId, events, change, options);
-  }
-}
 
 describe("model.response", () => {
   it("is recorded exactly once per model call when the process dies between the model call and its step's completion", async () => {
     const dir = agentFolder({ "agent.ts": MINIMAL_AGENT, "tools/echo.ts": toolSource({ execute: "return { echoed: input.value };" }) });
-    const state = new CrashAtStepCompletion();
+    const state = new CrashOnceBefore("durable_step.completed");
     const harness = scriptedHarness({ turns: [{ toolCalls: [{ name: "echo", input: { value: "x" } }] }, { text: "done" }] });
     const { runtime, events } = await startAgent(dir, [], { state, agentHarness: harness });
     await expect(runtime.run({ message: "go" })).rejects.toMatchObject({ code: "AL_ERR_STATE_UNAVAILABLE" });
