@@ -11,9 +11,10 @@ import { OwnWrites } from "./own-writes.js";
  * read back only to catch up (a run this process has not observed yet, or events
  * appended by a failing observer). While this process drives a run, where its
  * observers are is written with the run's next append (`observedSeq`), not as a
- * write of its own; when the run rests, or for a run it does not drive, with
- * `markObserved`. A crash re-delivers at most the batch observed since the last
- * write, as it would between an observer and a separate `markObserved`.
+ * write of its own; when the drive ends, with the lease's release (`forget`
+ * hands it over); for a run it does not drive, with `markObserved`. A crash
+ * re-delivers at most the batch observed since the last write, as it would
+ * between an observer and a separate `markObserved`.
  */
 export class RunJournal {
   /** Per-run chain so observers see events in seq order even when appends race. */
@@ -138,37 +139,22 @@ export class RunJournal {
   }
 
   /**
-   * Once deliveries in flight are done: where observers are in this run, if the
-   * store does not have it yet. The caller writes it (with the lease's release);
-   * the journal no longer will.
+   * Forget the run once its drive ends (finished or paused), after any delivery in
+   * flight: a resting run holds no memory in this process, and a later delivery
+   * reads its position back from the store. Returns where observers got to if the
+   * store does not have it yet: the caller writes it, with the lease's release.
    */
-  takeUnwrittenPosition(runId: string): Promise<number | undefined> {
-    let position: number | undefined;
-    return this.chain(runId, async () => {
-      position = this.unwrittenSeq.get(runId);
-      this.unwrittenSeq.delete(runId);
-    }).then(() => position);
-  }
-
-  /**
-   * Forget where observers are in this run once it rests (finished or paused), after
-   * any delivery in flight: a resting run holds no memory in this process, and a
-   * later delivery reads its position back from the store.
-   */
-  forget(runId: string): Promise<void> {
+  async forget(runId: string): Promise<number | undefined> {
     this.ownWrites.delete(runId);
     this.held.delete(runId);
-    return this.chain(runId, async () => {
+    let unwritten: number | undefined;
+    await this.chain(runId, async () => {
       this.observedSeq.delete(runId);
       this.appendedByObservers.delete(runId);
-      const unwritten = this.unwrittenSeq.get(runId);
-      if (unwritten === undefined) return;
+      unwritten = this.unwrittenSeq.get(runId);
       this.unwrittenSeq.delete(runId);
-      // A position left behind only means observers in another process see that batch again.
-      await this.runs.markObserved(runId, unwritten).catch((error: unknown) =>
-        this.logger.warn({ runId, seq: unwritten, err: String(error) }, "recording where observers are failed; another process may deliver these events again"),
-      );
     });
+    return unwritten;
   }
 
   /**

@@ -237,11 +237,10 @@ export class RunDriver {
       clearInterval(heartbeat);
       journal.holdFence(runId, undefined);
       // Where observers are goes with the release, in one write. With the token: a lease another replica took meanwhile is never released by us.
-      const observedSeq = await journal.takeUnwrittenPosition(runId);
+      const observedSeq = await journal.forget(runId);
       await state.runs.releaseRunLease(runId, ownerId, fence.token, observedSeq === undefined ? undefined : { observedSeq }).catch((error: unknown) => {
         if (observedSeq !== undefined) this.parts.logger.warn({ runId, seq: observedSeq, err: String(error) }, "releasing the lease and recording where observers are failed; another process may deliver these events again");
       });
-      await journal.forget(runId);
     }
   }
 
