@@ -15,11 +15,13 @@ export class OwnWrites {
   private readonly toolCalls = new Map<string, ToolCallRecord>();
   private checkpoint: CheckpointRecord | undefined;
   private readonly record: RunRecord;
-  private readonly runId: string;
 
   constructor(run: RunRecord) {
     this.record = copyStateValue(run);
-    this.runId = run.id;
+  }
+
+  private get runId(): string {
+    return this.record.id;
   }
 
   /** Record a change its append has committed. */
