@@ -217,6 +217,19 @@ describe("FileStateAdapter", () => {
     await adapter.close();
   });
 
+  it("takes over a stale lock past a takeover guard left by an opener killed mid-takeover, empty or naming it", async () => {
+    const { hostname } = await import("node:os");
+    for (const guard of ["", JSON.stringify({ pid: deadPid(), host: hostname(), token: "guard" })]) {
+      const directory = await tempFolder();
+      await writeFile(join(directory, "LOCK"), JSON.stringify({ pid: deadPid(), host: hostname(), token: "old" }));
+      await writeFile(join(directory, "LOCK.takeover"), guard);
+      const adapter = await FileStateAdapter.open({ directory });
+      expect(JSON.parse(await readFile(join(directory, "LOCK"), "utf8")).pid).toBe(process.pid);
+      expect(await readdir(directory)).not.toContain("LOCK.takeover");
+      await adapter.close();
+    }
+  });
+
   it("lets exactly one of 5 openers racing for a stale lock take it over", async () => {
     const directory = await tempFolder();
     const { hostname } = await import("node:os");

@@ -1,6 +1,6 @@
 import { AssemblyLineError } from "@assemblyline-agents/core";
 import { randomBytes } from "node:crypto";
-import { link, open, readFile, readdir, unlink, writeFile } from "node:fs/promises";
+import { link, readFile, readdir, unlink, writeFile } from "node:fs/promises";
 import { hostname } from "node:os";
 import { join } from "node:path";
 import { setTimeout as sleep } from "node:timers/promises";
@@ -82,27 +82,30 @@ async function createExclusive(directory: string, lockPath: string, owner: LockO
  */
 async function takeOver(directory: string, lockPath: string, stale: LockOwner | "unreadable"): Promise<boolean> {
   const guardPath = join(directory, TAKEOVER_FILE);
-  let guard;
-  try {
-    guard = await open(guardPath, "wx");
-  } catch (error) {
-    if ((error as NodeJS.ErrnoException).code !== "EEXIST") throw error;
+  // Created whole, like LOCK: an opener killed mid-takeover leaves a guard naming it, never an empty one.
+  const guardOwner: LockOwner = { pid: process.pid, host: hostname(), token: randomBytes(8).toString("hex") };
+  if (!(await createExclusive(directory, guardPath, guardOwner))) {
     // A guard left by an opener that died mid-takeover would block everyone forever.
-    const guardOwner = await readOwner(guardPath);
-    if (typeof guardOwner === "object" && !isAlive(guardOwner)) await unlink(guardPath).catch(ignoreMissing);
+    const holder = await readOwner(guardPath);
+    if (holder === "unreadable" || (typeof holder === "object" && !isAlive(holder))) await unlinkIfUnchanged(guardPath, holder);
     return false;
   }
   try {
-    await guard.writeFile(JSON.stringify({ pid: process.pid, host: hostname(), token: "takeover" }));
     const current = await readOwner(lockPath);
     const unchanged =
       current === "unreadable" ? stale === "unreadable" : typeof current === "object" && typeof stale === "object" && current.token === stale.token;
     if (unchanged) await unlink(lockPath).catch(ignoreMissing);
     return true;
   } finally {
-    await guard.close();
-    await unlink(guardPath).catch(ignoreMissing);
+    await unlinkIfUnchanged(guardPath, guardOwner);
   }
+}
+
+/** Remove `path` if it still holds `owner`'s record (or is still unreadable), so a newer file of the same name is left alone. */
+async function unlinkIfUnchanged(path: string, owner: LockOwner | "unreadable"): Promise<void> {
+  const current = await readOwner(path);
+  const same = owner === "unreadable" ? current === "unreadable" : typeof current === "object" && current.token === owner.token;
+  if (same) await unlink(path).catch(ignoreMissing);
 }
 
 /** Temp files of openers killed between writing and linking them; live openers' files are left alone. */
