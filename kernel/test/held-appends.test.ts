@@ -1,5 +1,5 @@
 import { afterEach, describe, expect, it } from "vitest";
-import { InMemoryStateAdapter, noopLogger, scriptedHarness } from "@assemblyline-agents/runtime";
+import { InMemoryStateAdapter, noopLogger, scriptedHarness, type AgentHarness } from "@assemblyline-agents/runtime";
 import { createKernelHooks } from "../src/hooks.js";
 import { RunJournal } from "../src/run/journal.js";
 import { MINIMAL_AGENT, agentFolder, toolSource } from "./support/agent-folder.js";
@@ -60,6 +60,46 @@ describe("held appends", () => {
     expect(recorded.filter((event) => event.type === "run.started")).toHaveLength(1);
     expect(recorded.filter((event) => event.type === "model.response").map((event) => event.data.turn)).toEqual([0, 1]);
     expect(executions).toBe(1);
+  });
+});
+
+describe("events an engine emits inside a model call", () => {
+  /** Each run's model call waits for its gate, emits, and fails when the run's message says so. */
+  const gatedHarness = () => {
+    const gates = new Map<string, () => void>();
+    const entered: string[] = [];
+    const harness: AgentHarness = {
+      name: "gated",
+      async runTurn(input, ctx) {
+        const text = await ctx.modelCall("model:0", async () => {
+          entered.push(input.runId);
+          await new Promise<void>((resolve) => gates.set(input.runId, resolve));
+          await ctx.emit("probe.emitted", { runId: input.runId });
+          if (input.context.messages.some((message) => JSON.stringify(message).includes("fail"))) throw new Error("model call failed after emitting");
+          return "ok";
+        });
+        return { status: "completed", response: { text } };
+      },
+    };
+    return { harness, gates, entered };
+  };
+
+  it("stay with their own call while another run's call ends first: a call that fails after emitting records none", async () => {
+    const dir = agentFolder({ "agent.ts": MINIMAL_AGENT });
+    const { harness, gates, entered } = gatedHarness();
+    const { runtime, events } = await startAgent(dir, [], { agentHarness: harness });
+    const first = runtime.run({ message: "succeed" });
+    const second = runtime.run({ message: "fail" });
+    await expect.poll(() => entered.length).toBe(2);
+    const [firstId, secondId] = entered as [string, string];
+    // The first call ends while the second is still inside its body.
+    gates.get(firstId)!();
+    expect((await first).status).toBe("completed");
+    gates.get(secondId)!();
+    expect((await second).status).toBe("failed");
+    expect((await events(firstId)).filter((event) => event.type === "probe.emitted")).toHaveLength(1);
+    // Held for a step that never completed: dropped with it, never recorded on its own.
+    expect((await events(secondId)).filter((event) => event.type === "probe.emitted")).toEqual([]);
   });
 });
 

@@ -10,6 +10,22 @@ import type { RunScope } from "./run-scope.js";
  * replay that re-runs the body, record them twice.
  */
 const eventsOfStep = new AsyncLocalStorage<NewRunEvent[]>();
+/**
+ * Step bodies running now, in every run of the process. An enabled AsyncLocalStorage
+ * makes Node run its hooks for every promise the process creates; it is disabled
+ * whenever no body runs, so the runtime's own work between bodies pays nothing.
+ */
+let bodiesRunning = 0;
+
+async function runBody<T>(held: NewRunEvent[], fn: () => T | Promise<T>): Promise<T> {
+  bodiesRunning += 1;
+  try {
+    return await eventsOfStep.run(held, fn);
+  } finally {
+    bodiesRunning -= 1;
+    if (bodiesRunning === 0) eventsOfStep.disable();
+  }
+}
 
 /** Hold `event` for the step whose body is running, if any; false when no step body is running. */
 export function holdForStep(event: NewRunEvent): boolean {
@@ -48,7 +64,7 @@ export async function runStep<T>(
   // Recorded with the completion so telemetry can time the step in any process.
   const startedAt = new Date().toISOString();
   const held: NewRunEvent[] = [];
-  const result = await eventsOfStep.run(held, fn);
+  const result = await runBody(held, fn);
   const problem = findNonJson(result, `step "${key}" result`);
   if (problem) {
     throw new AssemblyLineError("AL_ERR_STEP_RESULT", problem, {

@@ -20,6 +20,12 @@ interface Watch {
  * (keep-alive sockets), so it is matched by request object, never by context.
  */
 const currentWatch = new AsyncLocalStorage<Watch>();
+/**
+ * Model calls being watched now. An enabled AsyncLocalStorage makes Node run its
+ * hooks for every promise the process creates, so it is disabled whenever no call
+ * is watched: the runtime's work between model calls pays nothing for it.
+ */
+let watching = 0;
 const watchOfRequest = new WeakMap<object, Watch>();
 let subscribed = false;
 
@@ -43,8 +49,14 @@ function subscribeOnce(): void {
 export async function watchProviderResponse<T>(fn: () => Promise<T>): Promise<{ value: T; response: ProviderResponse | undefined }> {
   subscribeOnce();
   const watch: Watch = {};
-  const value = await currentWatch.run(watch, fn);
-  return { value, response: watch.last };
+  watching += 1;
+  try {
+    const value = await currentWatch.run(watch, fn);
+    return { value, response: watch.last };
+  } finally {
+    watching -= 1;
+    if (watching === 0) currentWatch.disable();
+  }
 }
 
 /** undici passes raw headers as a flat [name, value, name, value, ...] list of Buffers or strings. */

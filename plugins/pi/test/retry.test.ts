@@ -112,6 +112,17 @@ describe("watchProviderResponse", () => {
         [500, "500"],
       ]);
       expect(sequential.response?.status).toBe(404);
+
+      // A call that sends its request only after another call's watch has ended still sees its own response.
+      let sendLate!: () => void;
+      const gate = new Promise<void>((resolve) => (sendLate = resolve));
+      const late = watchProviderResponse(async () => {
+        await gate;
+        return fetch(`${origin}/429`).then((r) => r.text());
+      });
+      expect((await call(503)).response?.status).toBe(503);
+      sendLate();
+      expect((await late).response?.status).toBe(429);
     } finally {
       server.closeAllConnections();
       await new Promise((resolve) => server.close(resolve));
