@@ -36,7 +36,7 @@ import {
   type UsageRecord,
 } from "@assemblyline-agents/core";
 import { randomUUID } from "node:crypto";
-import { mkdir, open, readFile, readdir, rename, unlink } from "node:fs/promises";
+import { mkdir, open, readFile, readdir, rename, unlink, type FileHandle } from "node:fs/promises";
 import { join, resolve } from "node:path";
 import { FolderLock } from "./folder-lock.js";
 import { StateTables, skillKey, type StateOp, type TablesSnapshot } from "./tables.js";
@@ -48,15 +48,19 @@ import { WriteAheadLog } from "./write-ahead-log.js";
  *   snapshot.json    every table as of the start of generation N (absent: empty, N = 0);
  *                    only ever replaced whole, by write-temp + fsync + rename + fsync(dir)
  *   log-N.wal        the write-ahead log of generation N: one checksummed line per
- *                    committed call, holding every primitive write (StateOp) it made
+ *                    committed call, holding every primitive write (StateOp) it made;
+ *                    log-(N+1), log-(N+2)... follow it while a newer snapshot is written
  *
  * A call computes its writes against the in-memory tables, appends them as ONE log
  * record, fdatasyncs, and only then applies them in memory and resolves. An event and
  * the state change it describes therefore share a record: after kill -9 both are on
- * disk or neither is. Opening replays snapshot + log-N and cuts a torn last record.
- * When log-N outgrows `compactAfterBytes` and the snapshot, the tables are written as snapshot N+1 and
- * the log restarts as log-(N+1); a crash between the two steps leaves either the old
- * snapshot with its full log, or the new snapshot with an empty log.
+ * disk or neither is. Opening replays the snapshot, then log-N, log-(N+1)... in turn,
+ * and cuts a torn last record of the last log.
+ * When the log outgrows `compactAfterBytes` and the snapshot, it is closed once every
+ * record in it is durable, writes go on in log-(N+1), and the tables as they were at
+ * that cut are written as snapshot N+1 in the background (writes never wait for it);
+ * once it replaced the old snapshot, log-N is deleted. A crash at any point leaves a
+ * snapshot and every log after it, which replay to the same tables.
  */
 
 const SNAPSHOT_FILE = "snapshot.json";
@@ -119,6 +123,8 @@ export class FileStateAdapter implements StateAdapter {
   private generation = 0;
   /** Size of the current snapshot: the log may grow to this before compaction, keeping rewrites linear. */
   private snapshotBytes = 0;
+  /** The snapshot being written in the background, if any (see the design note). */
+  private compaction: Promise<void> | undefined;
   /** Mutations run one at a time, in call order. */
   private queue: Promise<unknown> = Promise.resolve();
   /** Resolves once the last record applied to the tables is on disk. */
@@ -159,6 +165,7 @@ export class FileStateAdapter implements StateAdapter {
       if (!this.opening) return;
       await this.opening.catch(() => undefined);
       await this.queue.catch(() => undefined);
+      await this.compaction;
       this.log?.syncSoon();
       await this.durable.catch(() => undefined);
       await this.log?.close();
@@ -699,11 +706,7 @@ export class FileStateAdapter implements StateAdapter {
       for (const op of (JSON.parse(json) as { ops: StateOp[] }).ops) this.tables.apply(op);
       this.durable = durable;
       const answer = copy(result(this.tables));
-      if (this.shouldCompact()) {
-        this.log!.syncSoon();
-        await this.whenDurable(durable);
-        await this.compact();
-      }
+      if (this.shouldCompact()) await this.startCompaction();
       return { answer, durable };
     };
     const next = this.queue.then(task, task);
@@ -780,23 +783,40 @@ export class FileStateAdapter implements StateAdapter {
     try {
       const snapshot = await this.readSnapshot();
       const tables = snapshot ? StateTables.fromSnapshot(snapshot.tables) : new StateTables();
-      const generation = snapshot?.generation ?? 0;
-      const logPath = join(this.directory, logFile(generation));
-      const { records, validBytes } = await WriteAheadLog.read(logPath);
-      try {
-        for (const record of records) for (const op of (record as { ops: StateOp[] }).ops) tables.apply(op);
-      } catch (error) {
-        throw this.corruptError(logPath, error);
+      const first = snapshot?.generation ?? 0;
+      const logs = await this.logGenerations();
+      // The snapshot's log, then each later one: a compaction a crash cut short left them.
+      let generation = first;
+      let validBytes: number;
+      for (;;) {
+        const logPath = join(this.directory, logFile(generation));
+        const read = await WriteAheadLog.read(logPath);
+        try {
+          for (const record of read.records) for (const op of (record as { ops: StateOp[] }).ops) tables.apply(op);
+        } catch (error) {
+          throw this.corruptError(logPath, error);
+        }
+        validBytes = read.validBytes;
+        if (!logs.has(generation + 1)) break;
+        // Only the last log can end in a torn record: an earlier one was durable before the next began.
+        if (read.validBytes < read.totalBytes) throw this.corruptError(logPath, new Error("a torn record in a log that a later log follows"));
+        generation += 1;
       }
-      const log = await WriteAheadLog.openForAppend(logPath, validBytes);
+      const beyond = [...logs].find((found) => found > generation);
+      if (beyond !== undefined) throw this.corruptError(join(this.directory, logFile(beyond)), new Error(`log ${logFile(generation + 1)} is missing before it`));
+      const log = await WriteAheadLog.openForAppend(join(this.directory, logFile(generation)), validBytes);
       await syncDirectory(this.directory);
-      await this.removeStrayFiles(generation);
+      await this.removeStrayFiles(first);
       this.tables = tables;
       this.generation = generation;
       this.log = log;
       this.lock = lock;
       this.orphanedLeases = new Map([...tables.runs.values()].flatMap(({ record }) => (record.lease ? [[record.id, record.lease.token] as [string, number]] : [])));
-      if (this.shouldCompact()) await this.compact();
+      // Fold what a cut-short compaction left (or an outgrown log) before the first call.
+      if (generation > first || this.shouldCompact()) {
+        await this.startCompaction();
+        await this.compaction;
+      }
     } catch (error) {
       await this.log?.close().catch(() => undefined);
       this.log = undefined;
@@ -806,7 +826,17 @@ export class FileStateAdapter implements StateAdapter {
   }
 
   private shouldCompact(): boolean {
-    return this.log !== undefined && this.log.bytes > Math.max(this.compactAfterBytes, this.snapshotBytes);
+    return this.compaction === undefined && this.log !== undefined && this.log.bytes > Math.max(this.compactAfterBytes, this.snapshotBytes);
+  }
+
+  /** The generations of the log files in the folder. */
+  private async logGenerations(): Promise<Set<number>> {
+    const generations = new Set<number>();
+    for (const name of await readdir(this.directory)) {
+      const log = /^log-(\d+)\.wal$/.exec(name);
+      if (log) generations.add(Number(log[1]));
+    }
+    return generations;
   }
 
   private async readSnapshot(): Promise<SnapshotFile | undefined> {
@@ -831,36 +861,60 @@ export class FileStateAdapter implements StateAdapter {
     return parsed;
   }
 
-  /** Write the tables as snapshot N+1 and start log N+1 (see the design note). */
-  private async compact(): Promise<void> {
+  /**
+   * Start log N+1 and write the tables as they are now as snapshot N+1 in the
+   * background (see the design note). Runs inside a mutation, so no write lands
+   * between the cut and the tables it captures.
+   */
+  private async startCompaction(): Promise<void> {
+    // A record in log N+1 may depend on one in log N: log N is wholly on disk first.
+    this.log!.syncSoon();
+    await this.whenDurable(this.durable);
+    const tables = this.tables.toSnapshot();
     const next = this.generation + 1;
-    const temp = join(this.directory, `${SNAPSHOT_FILE}.${process.pid}.tmp`);
-    const body: SnapshotFile = { format: SNAPSHOT_FORMAT, generation: next, tables: this.tables.toSnapshot() };
-    const text = JSON.stringify(body);
-    const handle = await open(temp, "w");
-    try {
-      await handle.writeFile(text);
-      await handle.sync();
-    } finally {
-      await handle.close();
-    }
-    await rename(temp, join(this.directory, SNAPSHOT_FILE));
-    await syncDirectory(this.directory);
     const log = await WriteAheadLog.openForAppend(join(this.directory, logFile(next)), 0);
     await syncDirectory(this.directory);
-    const previous = this.log;
+    const previous = this.log!;
     this.log = log;
     this.generation = next;
-    this.snapshotBytes = Buffer.byteLength(text, "utf8");
-    await previous?.close();
-    await unlink(join(this.directory, logFile(next - 1))).catch(() => undefined);
+    this.compaction = this.writeSnapshot(next, tables, previous).finally(() => {
+      this.compaction = undefined;
+    });
   }
 
-  /** Logs of other generations and snapshot temp files are left by a crash mid-compaction. */
+  /**
+   * Replace the snapshot with `tables` as generation `generation`, then delete the
+   * logs it folds in. On failure (a full disk) nothing is lost: the old snapshot and
+   * every log after it stay, and the next compaction tries again.
+   */
+  private async writeSnapshot(generation: number, tables: TablesSnapshot, previous: WriteAheadLog): Promise<void> {
+    await previous.close().catch(() => undefined);
+    const temp = join(this.directory, `${SNAPSHOT_FILE}.${process.pid}.tmp`);
+    try {
+      const handle = await open(temp, "w");
+      let bytes: number;
+      try {
+        bytes = await writeSnapshotFile(handle, generation, tables);
+        await handle.sync();
+      } finally {
+        await handle.close();
+      }
+      await rename(temp, join(this.directory, SNAPSHOT_FILE));
+      await syncDirectory(this.directory);
+      this.snapshotBytes = bytes;
+      for (const older of await this.logGenerations()) {
+        if (older < generation) await unlink(join(this.directory, logFile(older))).catch(() => undefined);
+      }
+    } catch {
+      await unlink(temp).catch(() => undefined);
+    }
+  }
+
+  /** Logs the snapshot already holds and snapshot temp files are left by a crash mid-compaction. */
   private async removeStrayFiles(generation: number): Promise<void> {
     for (const name of await readdir(this.directory)) {
       const log = /^log-(\d+)\.wal$/.exec(name);
-      const stray = (log && Number(log[1]) !== generation) || /^snapshot\.json\..*\.tmp$/.test(name);
+      const stray = (log && Number(log[1]) < generation) || /^snapshot\.json\..*\.tmp$/.test(name);
       if (stray) await unlink(join(this.directory, name)).catch(() => undefined);
     }
   }
@@ -897,4 +951,45 @@ function decodeRunCursor(cursor: string): number {
   throw new AssemblyLineError("AL_ERR_STATE_INPUT_INVALID", `listRuns got cursor "${cursor}", which this state store did not produce`, {
     fix: "Pass back the nextCursor of the previous page unchanged, or omit cursor to start from the newest run.",
   });
+}
+
+/** How much snapshot text is written at a time: other calls run between the pieces. */
+const SNAPSHOT_CHUNK_CHARS = 1 << 20;
+
+/**
+ * Write a snapshot file (the JSON of a SnapshotFile) row by row, in pieces of about
+ * SNAPSHOT_CHUNK_CHARS, so a large state never stops the process for the whole
+ * serialization; returns the bytes written.
+ */
+async function writeSnapshotFile(handle: FileHandle, generation: number, tables: TablesSnapshot): Promise<number> {
+  let parts: string[] = [];
+  let chars = 0;
+  let bytes = 0;
+  const flush = async () => {
+    const buffer = Buffer.from(parts.join(""), "utf8");
+    parts = [];
+    chars = 0;
+    let written = 0;
+    while (written < buffer.length) written += (await handle.write(buffer, written, buffer.length - written)).bytesWritten;
+    bytes += buffer.length;
+  };
+  const push = (text: string) => {
+    parts.push(text);
+    chars += text.length;
+  };
+  push(`{"format":${SNAPSHOT_FORMAT},"generation":${generation},"tables":{`);
+  let firstTable = true;
+  for (const [name, rows] of Object.entries(tables) as Array<[string, unknown[] | undefined]>) {
+    if (rows === undefined) continue;
+    push(`${firstTable ? "" : ","}${JSON.stringify(name)}:[`);
+    firstTable = false;
+    for (let index = 0; index < rows.length; index += 1) {
+      push(`${index === 0 ? "" : ","}${JSON.stringify(rows[index])}`);
+      if (chars >= SNAPSHOT_CHUNK_CHARS) await flush();
+    }
+    push("]");
+  }
+  push("}}");
+  await flush();
+  return bytes;
 }

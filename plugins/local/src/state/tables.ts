@@ -191,28 +191,32 @@ export class StateTables {
     }
   }
 
+  /**
+   * Every table as it is now, unaffected by later ops: records are never changed in
+   * place (an op replaces them), so copying the lists ops append to is enough.
+   */
   toSnapshot(): TablesSnapshot {
     return {
       runs: [...this.runs.values()].map((entry) => ({
         record: entry.record,
         ordinal: entry.ordinal,
-        events: entry.events,
+        events: entry.events.slice(),
         toolCalls: [...entry.toolCalls.values()],
         steps: [...entry.steps.values()],
         checkpoint: entry.checkpoint ?? null,
-        deliveryIds: entry.deliveryIds,
+        deliveryIds: entry.deliveryIds.slice(),
         fence: entry.fence,
       })),
       idempotency: [...this.idempotency],
       deliveries: [...this.deliveries.values()],
-      conversations: [...this.conversations],
+      conversations: [...this.conversations].map(([id, messages]) => [id, messages.slice()]),
       schedules: [...this.schedules.values()],
       files: [...this.files.values()],
       usage: [...this.usage.values()],
       sandboxSessions: [...this.sandboxSessions.values()],
       memory: [...this.memory.values()],
       settings: [...this.settings],
-      settingAudit: this.settingAudit,
+      settingAudit: this.settingAudit.slice(),
       skills: [...this.skills.values()],
     };
   }
