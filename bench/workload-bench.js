@@ -2,8 +2,9 @@
 // every system, each in a child process of its own (bench/workload/child.js):
 // runs/s sequential, 16 and 50 concurrent; fdatasyncs per run (file state);
 // statements and commits per run (PostgreSQL, a private database made and dropped
-// here); peak RSS at 50 concurrent; heap held for 10,000 paused runs. Ratios are
-// the point: every figure is measured in the same run on the same machine.
+// here); peak RSS at 50 concurrent; heap held for 10,000 paused runs; the disk's and
+// the PostgreSQL server's own commit ceilings, which bound the durable systems. Ratios
+// are the point: every figure is measured in the same run on the same machine.
 //
 //   node bench/workload-bench.js          (after `npx tsc -b`)
 //
@@ -77,13 +78,29 @@ export async function runWorkloadBench({
     }
     const paused = await inChild({ kind: "paused", runs: pausedRuns }, {}, ["--expose-gc"]);
     const disk = await inChild({ kind: "disk", ms: seconds * 1000 });
-    return { seconds, levels: LEVELS, systems, paused, disk };
+    const postgresCeiling = database.url ? await inChild({ kind: "postgresCeiling", connectionString: database.url, levels: LEVELS, ms: seconds * 1000 }) : undefined;
+    return { seconds, levels: LEVELS, systems, paused, disk, postgresCeiling };
   } finally {
     await database.drop?.();
   }
 }
 
 const at = (system, concurrency) => system.levels?.find((l) => l.concurrency === concurrency)?.runsPerSecond;
+const levelName = (c) => (c === 1 ? "sequential" : `${c} concurrent`);
+
+/**
+ * PostgreSQL's ceiling at each level: one-row commits/s (the postgresCeiling job) over the commits per run
+ * that wait for a WAL flush. Empty when either is unknown.
+ */
+function postgresBounds(result) {
+  const postgres = result.systems.postgres;
+  if (!result.postgresCeiling || !postgres?.commits) return [];
+  // To one decimal, as the target on it is: the server's own few flushes per phase are not the runs'.
+  const flushedCommitsPerRun = Math.round(postgres.commits.walSyncsPerRun * 10) / 10;
+  return result.postgresCeiling.levels.map(({ concurrency, commitsPerSecond }) => ({
+    concurrency, commitsPerSecond, flushedCommitsPerRun, maxRunsPerSecond: commitsPerSecond / flushedCommitsPerRun,
+  }));
+}
 
 /** The issue's targets as ratios of this run's figures; each { value, target, met }. */
 export function workloadTargets(result) {
@@ -91,16 +108,38 @@ export function workloadTargets(result) {
   const targets = {};
   const ratio = (name, a, b, min) => {
     if (a === undefined || b === undefined) return;
-    targets[name] = { value: a / b, target: `>= ${min}`, met: a / b >= min };
+    return (targets[name] = { value: a / b, target: `>= ${min}`, met: a / b >= min });
+  };
+  // The most runs/s a ceiling measured apart (the disk's, the server's) allows, as a ratio: below the goal,
+  // the target is out of reach on this machine however fast the runtime gets.
+  const bound = (target, maxRunsPerSecond, memoryRunsPerSecond, min, reason) => {
+    if (!target || !(maxRunsPerSecond > 0) || !memoryRunsPerSecond) return;
+    const maxRatio = maxRunsPerSecond / memoryRunsPerSecond;
+    target.bound = { maxRunsPerSecond, maxRatio, reason };
+    // A figure above its own ceiling means the machine changed between the two measurements: nothing is proven then.
+    target.provenImpossible = maxRatio < min && target.value <= maxRatio;
   };
   const { memory, file, postgres } = systems;
   const pi = systems["pi-agent-core"];
-  for (const c of LEVELS) ratio(`memory / pi-agent-core, ${c === 1 ? "sequential" : `${c} concurrent`}`, at(memory, c), at(pi, c), 2);
-  ratio("file / memory, sequential", at(file, 1), at(memory, 1), 0.2);
+  for (const c of LEVELS) ratio(`memory / pi-agent-core, ${levelName(c)}`, at(memory, c), at(pi, c), 2);
+  const fileSequential = ratio("file / memory, sequential", at(file, 1), at(memory, 1), 0.2);
+  const fileSyncsPerRun = file?.levels?.[0]?.syncsPerRun;
+  if (result.disk && fileSyncsPerRun > 0) {
+    const maxRuns = result.disk.syncsPerSecond / fileSyncsPerRun;
+    bound(fileSequential, maxRuns, at(memory, 1), 0.2,
+      `The disk here does at most ${result.disk.syncsPerSecond.toFixed(0)} fdatasyncs/s for one writer; ${fileSyncsPerRun.toFixed(1)} per sequential run cap runs/s at ${maxRuns.toFixed(0)}`);
+  }
   ratio("file / memory, 50 concurrent", at(file, 50), at(memory, 50), 0.5);
-  ratio("postgres / memory, sequential", at(postgres, 1), at(memory, 1), 0.15);
-  ratio("postgres / memory, 16 concurrent", at(postgres, 16), at(postgres && memory, 16), 0.5);
-  ratio("postgres / memory, 50 concurrent", at(postgres, 50), at(memory, 50), 0.5);
+  const ceilings = postgresBounds(result);
+  for (const [c, min] of [[1, 0.15], [16, 0.5], [50, 0.5]]) {
+    const target = ratio(`postgres / memory, ${levelName(c)}`, at(postgres, c), at(memory, c), min);
+    const ceiling = ceilings.find((l) => l.concurrency === c);
+    if (ceiling) {
+      bound(target, ceiling.maxRunsPerSecond, at(memory, c), min,
+        `PostgreSQL on this machine commits at most ${ceiling.commitsPerSecond.toFixed(0)} one-row transactions/s on ${c} connection${c === 1 ? "" : "s"}; ` +
+          `${ceiling.flushedCommitsPerRun.toFixed(1)} flushed commits per run cap runs/s at ${ceiling.maxRunsPerSecond.toFixed(0)}`);
+    }
+  }
   if (postgres?.commits) {
     // A commit costs a WAL flush the run waits for; read-only statements (each its own transaction, counted in
     // commitsPerRun) write no WAL, and the lease's release commits without waiting for its flush.
@@ -145,10 +184,19 @@ export function printWorkloadBench(result) {
       (file ? `; file state at ${file.syncsPerRun.toFixed(1)} per sequential run can do at most ${(disk.syncsPerSecond / file.syncsPerRun).toFixed(0)} runs/s` : "") +
       (file && systems.memory?.levels ? ` (${((disk.syncsPerSecond / file.syncsPerRun / systems.memory.levels[0].runsPerSecond) * 100).toFixed(0)}% of in-memory sequential)` : ""));
   }
+  const ceilings = postgresBounds(result);
+  if (ceilings.length > 0) {
+    const memory = systems.memory;
+    const list = (f) => ceilings.map(f).join(" / ");
+    console.log(`  postgres: ${list((l) => l.commitsPerSecond.toFixed(0))} one-row commits/s (${levels.map((c) => (c === 1 ? "seq" : c)).join("/")}); ` +
+      `at ${ceilings[0].flushedCommitsPerRun.toFixed(1)} flushed commits per run at most ${list((l) => l.maxRunsPerSecond.toFixed(0))} runs/s` +
+      (memory?.levels ? ` (${list((l) => `${((l.maxRunsPerSecond / at(memory, l.concurrency)) * 100).toFixed(0)}%`)} of in-memory)` : ""));
+  }
   console.log(`  paused runs: ${paused.runs} held ${(paused.hostHeapBytes / 1024).toFixed(0)} KB of host heap (${paused.hostBytesPerRun.toFixed(0)} B/run); their in-memory state rows ${mb(paused.stateHeapBytes)}`);
   console.log("  targets (ratios within this run):");
-  for (const [name, { value, target, met }] of Object.entries(workloadTargets(result))) {
-    console.log(`    ${met ? "met " : "MISS"} ${name.padEnd(52)} ${value.toFixed(2).padStart(8)}  (${target})`);
+  for (const [name, { value, target, met, bound, provenImpossible }] of Object.entries(workloadTargets(result))) {
+    const ceiling = !met && bound ? `  ceiling here: ${bound.maxRatio.toFixed(2)}${provenImpossible ? ", proven impossible" : ""}` : "";
+    console.log(`    ${met ? "met " : "MISS"} ${name.padEnd(52)} ${value.toFixed(2).padStart(8)}  (${target})${ceiling}`);
   }
 }
 

@@ -8,6 +8,8 @@
 //                     per run, counted by the server for a private database.
 //   job "paused":     heap the runtime holds for 10,000 paused runs.
 //   job "disk":       the disk's own ceiling: 200-byte appends, each followed by fdatasync, one at a time.
+//   job "postgresCeiling": the server's own ceiling: one-row INSERTs, each its own transaction, on 1, 16
+//                     and 50 connections.
 import { open, rm } from "node:fs/promises";
 import { createRequire } from "node:module";
 import { tmpdir } from "node:os";
@@ -226,9 +228,53 @@ async function disk({ ms }) {
   return { syncsPerSecond: syncs / seconds, msPerSync: (seconds * 1000) / syncs };
 }
 
+/**
+ * Commits/s the PostgreSQL server gives, at each level, to transactions that each wait for their WAL flush:
+ * `concurrency` connections, each inserting one ~300-byte row per transaction (autocommit) in a loop for
+ * `ms`. Nothing is cheaper to commit, so a client that makes N such commits per run, one after another,
+ * can do at most commits/s / N runs/s at that level.
+ */
+async function postgresCeiling({ connectionString, levels, ms }) {
+  const pg = createRequire(import.meta.url)("pg");
+  const schema = `al_bench_ceiling_${process.pid}`;
+  const admin = new pg.Client({ connectionString });
+  await admin.connect();
+  try {
+    await admin.query(`CREATE SCHEMA ${schema}`);
+    await admin.query(`CREATE TABLE ${schema}.rows (id bigserial PRIMARY KEY, body text NOT NULL)`);
+    // A named statement is parsed once per connection, as the adapter's statements are.
+    const insert = { name: "ceiling_insert", text: `INSERT INTO ${schema}.rows (body) VALUES ($1)`, values: ["x".repeat(300)] };
+    const results = [];
+    for (const concurrency of levels) {
+      const clients = Array.from({ length: concurrency }, () => new pg.Client({ connectionString }));
+      try {
+        // Connect and prepare before the clock starts: the ceiling is of commits, not of connecting.
+        await Promise.all(clients.map(async (client) => { await client.connect(); await client.query(insert); }));
+        let commits = 0;
+        const t0 = performance.now();
+        await Promise.all(
+          clients.map(async (client) => {
+            while (performance.now() - t0 < ms) {
+              await client.query(insert);
+              commits += 1;
+            }
+          }),
+        );
+        results.push({ concurrency, commitsPerSecond: commits / ((performance.now() - t0) / 1000) });
+      } finally {
+        await Promise.all(clients.map((client) => client.end().catch(() => undefined)));
+      }
+    }
+    return { levels: results };
+  } finally {
+    await admin.query(`DROP SCHEMA IF EXISTS ${schema} CASCADE`).catch(() => undefined);
+    await admin.end();
+  }
+}
+
 await countSyncs();
 if (job.system === "postgres" || job.kind === "commits") countStatements();
-const jobs = { throughput, rss, commits, paused, disk };
+const jobs = { throughput, rss, commits, paused, disk, postgresCeiling };
 try {
   process.send({ ok: true, result: await jobs[job.kind](job) });
 } catch (error) {
