@@ -1,6 +1,6 @@
 // The workload of bench/workload/agent.js (3 model turns, 2 tool calls per run) on
 // every system, each in a child process of its own (bench/workload/child.js):
-// runs/s sequential, 16 and 50 concurrent; fdatasyncs per run (file state);
+// runs/s sequential, 16 and 50 concurrent; syncs per run (file state: synced writes or fdatasyncs);
 // statements and commits per run (PostgreSQL, a private database made and dropped
 // here); peak RSS at 50 concurrent; heap held for 10,000 paused runs; the disk's and
 // the PostgreSQL server's own commit ceilings, which bound the durable systems. Ratios
@@ -127,7 +127,7 @@ export function workloadTargets(result) {
   if (result.disk && fileSyncsPerRun > 0) {
     const maxRuns = result.disk.syncsPerSecond / fileSyncsPerRun;
     bound(fileSequential, maxRuns, at(memory, 1), 0.2,
-      `The disk here does at most ${result.disk.syncsPerSecond.toFixed(0)} fdatasyncs/s for one writer; ${fileSyncsPerRun.toFixed(1)} per sequential run cap runs/s at ${maxRuns.toFixed(0)}`);
+      `The disk here does at most ${result.disk.syncsPerSecond.toFixed(0)} syncs/s for one writer; ${fileSyncsPerRun.toFixed(1)} per sequential run cap runs/s at ${maxRuns.toFixed(0)}`);
   }
   ratio("file / memory, 50 concurrent", at(file, 50), at(memory, 50), 0.5);
   const ceilings = postgresBounds(result);
@@ -170,7 +170,7 @@ export function printWorkloadBench(result) {
     }
     const seq = system.levels[0];
     const extra = [];
-    if (seq.syncsPerRun > 0) extra.push(`fdatasyncs ${system.levels.map((l) => l.syncsPerRun.toFixed(1)).join("/")}`);
+    if (seq.syncsPerRun > 0) extra.push(`syncs ${system.levels.map((l) => l.syncsPerRun.toFixed(1)).join("/")}`);
     if (system.commits) {
       const { statementsPerRun, commitsPerRun, writeTransactionsPerRun, walSyncsPerRun } = system.commits;
       extra.push(`${statementsPerRun.toFixed(1)} statements, ${commitsPerRun.toFixed(1)} transactions (${writeTransactionsPerRun.toFixed(1)} writing), ${walSyncsPerRun.toFixed(1)} WAL fdatasyncs`);
@@ -180,7 +180,7 @@ export function printWorkloadBench(result) {
   const { disk } = result;
   const file = systems.file?.levels?.[0];
   if (disk) {
-    console.log(`  disk: ${disk.syncsPerSecond.toFixed(0)} fdatasyncs/s for one writer (${disk.msPerSync.toFixed(2)} ms each)` +
+    console.log(`  disk: ${disk.syncsPerSecond.toFixed(0)} syncs/s for one writer (${disk.msPerSync.toFixed(2)} ms each)` +
       (file ? `; file state at ${file.syncsPerRun.toFixed(1)} per sequential run can do at most ${(disk.syncsPerSecond / file.syncsPerRun).toFixed(0)} runs/s` : "") +
       (file && systems.memory?.levels ? ` (${((disk.syncsPerSecond / file.syncsPerRun / systems.memory.levels[0].runsPerSecond) * 100).toFixed(0)}% of in-memory sequential)` : ""));
   }

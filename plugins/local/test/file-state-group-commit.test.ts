@@ -1,11 +1,14 @@
-import { mkdtemp, open, rm } from "node:fs/promises";
+import { constants } from "node:fs";
+import { mkdtemp, open, readlink, rm } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterEach, describe, expect, it } from "vitest";
 import { FileStateAdapter } from "../src/index.js";
 
-// Every fdatasync the adapter makes goes through FileHandle.prototype.datasync: the
-// tests hold each one until they release it, to see what waits for what.
+// A batch of the log is durable when its synced write returns (the log is opened with
+// O_DSYNC where the platform has it; elsewhere, when its fdatasync returns). Every one
+// goes through FileHandle.prototype: the tests hold each until they release it, to see
+// what waits for what.
 const folders: string[] = [];
 let restore: (() => void) | undefined;
 afterEach(async () => {
@@ -19,25 +22,31 @@ interface HeldSync {
   fail: (error: Error) => void;
 }
 
-/** Hold every fdatasync until released; `started` lists them in order. */
+type Durable = (this: { fd: number }, ...args: unknown[]) => Promise<unknown>;
+
+/** Hold every sync of a log batch until released; `started` lists them in order. */
 async function holdSyncs(): Promise<{ started: HeldSync[]; next: () => Promise<HeldSync> }> {
   const probe = join(tmpdir(), `al-sync-probe-${process.pid}`);
   const handle = await open(probe, "w");
-  const proto = Object.getPrototypeOf(handle) as { datasync: (this: unknown) => Promise<void> };
+  const proto = Object.getPrototypeOf(handle) as Record<"write" | "datasync", Durable>;
   await handle.close();
   await rm(probe, { force: true });
-  const original = proto.datasync;
+  // With O_DSYNC the log's write is its sync; the handle does not keep its path, /proc does.
+  const method = constants.O_DSYNC !== undefined ? "write" : "datasync";
+  const isLog = async (fd: number) => /log-\d+\.wal$/.test(await readlink(`/proc/self/fd/${fd}`).catch(() => ""));
+  const original = proto[method];
   const started: HeldSync[] = [];
   const waiters: Array<(sync: HeldSync) => void> = [];
-  proto.datasync = function (this: unknown) {
-    return new Promise<void>((resolve, reject) => {
-      const sync = { release: () => original.call(this).then(resolve, reject), fail: reject };
+  proto[method] = async function (this: { fd: number }, ...args: unknown[]) {
+    if (!(await isLog(this.fd))) return original.apply(this, args);
+    return new Promise((resolve, reject) => {
+      const sync = { release: () => void original.apply(this, args).then(resolve, reject), fail: reject };
       started.push(sync);
       waiters.shift()?.(sync);
     });
   };
   restore = () => {
-    proto.datasync = original;
+    proto[method] = original;
   };
   let taken = 0;
   const next = () => {

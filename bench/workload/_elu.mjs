@@ -1,0 +1,11 @@
+import { performance } from "node:perf_hooks";
+import { SYSTEMS } from "./systems.js";
+const [system = "file", conc = "50"] = process.argv.slice(2);
+const opened = await SYSTEMS[system].open();
+for (let i = 0; i < 200; i++) await opened.runOnce();
+const elu0 = performance.eventLoopUtilization();
+const t = performance.now(); let n = 0;
+await Promise.all(Array.from({ length: Number(conc) }, async () => { while (performance.now() - t < 4000) { await opened.runOnce(); n++; } }));
+const elu = performance.eventLoopUtilization(elu0);
+console.log(system, conc, "runs/s", (n / 4).toFixed(0), "ELU", elu.utilization.toFixed(2));
+await opened.close();
