@@ -1,4 +1,5 @@
-import { appendFile, cp, mkdtemp, open, readdir, readlink, rm, unlink } from "node:fs/promises";
+import { execFileSync } from "node:child_process";
+import { appendFile, copyFile, mkdtemp, open, readdir, rm, unlink } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { crc32 } from "node:zlib";
@@ -13,78 +14,78 @@ async function tempFolder(): Promise<string> {
 }
 
 /**
- * Hold every fsync of a snapshot temp file until `release()`: the snapshot is then
- * being written, as a large one is for a while. fdatasyncs (the log) and the folder's
- * fsyncs pass. The path is read from /proc, as the handle does not keep it.
+ * Make the next snapshot wait: its temp file is a FIFO, so the compaction's open of it
+ * blocks until `release` reads it (then its fsync fails, as a pipe cannot be synced:
+ * that compaction fails, as one on a full disk would).
  */
-async function holdSnapshotSyncs() {
-  const probe = await open(join(tmpdir(), `al-compaction-probe-${process.pid}`), "w");
-  const proto = Object.getPrototypeOf(probe) as { sync: (this: { fd: number }) => Promise<void> };
-  await probe.close();
-  await rm(join(tmpdir(), `al-compaction-probe-${process.pid}`), { force: true });
-  const original = proto.sync;
-  let release!: () => void;
-  const released = new Promise<void>((resolve) => (release = resolve));
-  let held = 0;
-  proto.sync = async function (this: { fd: number }) {
-    const path = await readlink(`/proc/self/fd/${this.fd}`).catch(() => "");
-    if (/snapshot\.json\..*\.tmp$/.test(path)) {
-      held += 1;
-      await released;
-    }
-    return original.call(this);
-  };
+function holdNextSnapshot(directory: string) {
+  const temp = join(directory, `snapshot.json.${process.pid}.tmp`);
+  execFileSync("mkfifo", [temp]);
   return {
-    held: () => held,
-    release,
-    restore: () => {
-      release();
-      proto.sync = original;
+    release: async () => {
+      const reader = await open(temp, "r");
+      await reader.readFile();
+      await reader.close();
     },
   };
 }
 
-let restoreSyncs: (() => void) | undefined;
 afterEach(async () => {
-  restoreSyncs?.();
-  restoreSyncs = undefined;
   await Promise.all(folders.splice(0).map((folder) => rm(folder, { recursive: true, force: true })));
 });
 
 const newRun = (id: string) => ({ id, agentId: "agent", agentRevision: "rev", modelSpec: "scripted/test", input: { message: "hi", metadata: {} } });
 const tick = (index: number) => [{ type: "tick", data: { index, padding: "x".repeat(200) } }];
 const logsIn = async (directory: string) => (await readdir(directory)).filter((name) => name.endsWith(".wal")).sort();
+const seqs = (count: number) => Array.from({ length: count }, (_, i) => i + 1);
+
+/** What a kill -9 now would leave of `directory`: its snapshot and logs, in a new folder. */
+async function crashCopy(directory: string): Promise<string> {
+  const copy = await tempFolder();
+  for (const name of await readdir(directory)) {
+    if (name === "snapshot.json" || name.endsWith(".wal")) await copyFile(join(directory, name), join(copy, name));
+  }
+  return copy;
+}
+
+/** Append ticks to r1 until the log is cut (log-1 exists) while the snapshot is held; the last tick's index. */
+async function cutWithSnapshotHeld(state: FileStateAdapter, directory: string) {
+  const hold = holdNextSnapshot(directory);
+  let index = 0;
+  while (!(await logsIn(directory)).includes("log-1.wal")) await state.appendEvents("r1", tick((index += 1)));
+  return { hold, index };
+}
 
 describe("FileStateAdapter compaction", () => {
   it("never makes a write wait for the snapshot, and a crash while it is written loses nothing", async () => {
     const directory = await tempFolder();
-    const syncs = await holdSnapshotSyncs();
-    restoreSyncs = syncs.restore;
     const state = await FileStateAdapter.open({ directory, compactAfterBytes: 4_000 });
     await state.createRun(newRun("r1"));
-    let index = 0;
-    while (syncs.held() === 0) await state.appendEvents("r1", tick((index += 1)));
-    // The snapshot cannot finish; writes still commit, in the next generation's log.
+    const cut = await cutWithSnapshotHeld(state, directory);
+    let index = cut.index;
+    // The snapshot cannot be written; writes still commit, in the next generation's log.
     for (let more = 0; more < 30; more += 1) await state.appendEvents("r1", tick((index += 1)));
     expect(await logsIn(directory)).toEqual(["log-0.wal", "log-1.wal"]);
 
-    // What a kill -9 now would leave: the old snapshot (none), both logs and a half-written temp file.
-    const crashed = await tempFolder();
-    await cp(directory, crashed, { recursive: true });
-    await unlink(join(crashed, "LOCK"));
-    syncs.restore();
+    // A crash now leaves no snapshot and both logs: reopening replays both, then folds them.
+    const crashed = await crashCopy(directory);
     const reopened = await FileStateAdapter.open({ directory: crashed });
-    expect((await reopened.listEvents("r1")).map((event) => event.seq)).toEqual(Array.from({ length: index + 1 }, (_, i) => i + 1));
+    expect((await reopened.listEvents("r1")).map((event) => event.seq)).toEqual(seqs(index + 1));
     await reopened.close();
-    // Reopening folded both logs into a snapshot.
     expect(await logsIn(crashed)).toEqual(["log-2.wal"]);
-    expect((await readdir(crashed)).filter((name) => name.endsWith(".tmp"))).toEqual([]);
+    expect(await readdir(crashed)).toContain("snapshot.json");
 
+    // The held compaction fails; nothing is lost, and the next one folds both logs.
+    await cut.hold.release();
+    for (let more = 0; more < 30; more += 1) await state.appendEvents("r1", tick((index += 1)));
     await state.close();
-    expect(await logsIn(directory)).toEqual(["log-1.wal"]);
-    // The snapshot holds the tables as they were at the cut, not the writes made while it was written.
+    // Folded: one log is left, newer than both (writes that outgrow the new snapshot may have started another).
+    const left = await logsIn(directory);
+    expect(left).toHaveLength(1);
+    expect(Number(left[0]!.slice(4, -4))).toBeGreaterThanOrEqual(2);
+    expect((await readdir(directory)).filter((name) => name.endsWith(".tmp"))).toEqual([]);
     const again = await FileStateAdapter.open({ directory });
-    expect((await again.listEvents("r1")).map((event) => event.seq)).toEqual(Array.from({ length: index + 1 }, (_, i) => i + 1));
+    expect((await again.listEvents("r1")).map((event) => event.seq)).toEqual(seqs(index + 1));
     await again.close();
   });
 
@@ -107,23 +108,14 @@ describe("FileStateAdapter compaction", () => {
   });
 
   it("refuses to open a folder whose logs cannot be replayed in order, and changes nothing in it", async () => {
-    const syncs = await holdSnapshotSyncs();
-    restoreSyncs = syncs.restore;
     const directory = await tempFolder();
     const state = await FileStateAdapter.open({ directory, compactAfterBytes: 4_000 });
     await state.createRun(newRun("r1"));
-    let index = 0;
-    while (syncs.held() === 0) await state.appendEvents("r1", tick((index += 1)));
-    await state.appendEvents("r1", tick((index += 1)));
-    const copyOf = async () => {
-      const folder = await tempFolder();
-      await cp(directory, folder, { recursive: true });
-      await unlink(join(folder, "LOCK"));
-      return folder;
-    };
-    const torn = await copyOf();
-    const missing = await copyOf();
-    syncs.restore();
+    const { hold } = await cutWithSnapshotHeld(state, directory);
+    await state.appendEvents("r1", tick(0));
+    const torn = await crashCopy(directory);
+    const missing = await crashCopy(directory);
+    await hold.release();
     await state.close();
 
     // A torn record can only end the last log; in an earlier one, records after it depend on what it held.
