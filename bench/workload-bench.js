@@ -74,6 +74,8 @@ export async function runWorkloadBench({
       const { levels } = await inChild({ kind: "throughput", system, levels: LEVELS, seconds, warmup }, env);
       const rss = await inChild({ kind: "rss", system, runs: rssRuns, concurrency: 50 }, env);
       systems[system] = { label: SYSTEMS[system].label, levels, peakRssBytes: rss.peakRssBytes };
+      // The rows an in-memory state must hold for those runs are part of its peak; measured apart, as the paused job does.
+      if (system === "memory") systems[system].stateRowsBytes = (await inChild({ kind: "stateRows", runs: rssRuns, concurrency: 50 }, env, ["--expose-gc"])).stateRowsBytes;
       if (system === "postgres") systems[system].commits = await inChild({ kind: "commits", runs: 300, connectionString: database.url }, env);
     }
     const paused = await inChild({ kind: "paused", runs: pausedRuns }, {}, ["--expose-gc"]);
@@ -150,7 +152,13 @@ export function workloadTargets(result) {
     targets["postgres statements per run"] = { value: postgres.commits.statementsPerRun, target: "<= 12", met: postgres.commits.statementsPerRun <= 12 };
   }
   if (memory?.peakRssBytes && pi?.peakRssBytes) {
-    targets["peak RSS at 50 concurrent, memory / pi-agent-core"] = { value: memory.peakRssBytes / pi.peakRssBytes, target: "<= 1", met: memory.peakRssBytes <= pi.peakRssBytes };
+    const target = { value: memory.peakRssBytes / pi.peakRssBytes, target: "<= 1", met: memory.peakRssBytes <= pi.peakRssBytes };
+    if (memory.stateRowsBytes !== undefined) {
+      // pi-agent-core keeps nothing once a run ends; the in-memory state keeps every run's records in this heap.
+      target.withoutStateRows = (memory.peakRssBytes - memory.stateRowsBytes) / pi.peakRssBytes;
+      target.reason = `the in-memory state holds ${mb(memory.stateRowsBytes)} of rows for these runs in the process; pi-agent-core keeps none`;
+    }
+    targets["peak RSS at 50 concurrent, memory / pi-agent-core"] = target;
   }
   // A few hundred bytes of noise per run is heap that moved, not heap held.
   targets["host heap per paused run (bytes)"] = { value: paused.hostBytesPerRun, target: "<= 64", met: paused.hostBytesPerRun <= 64 };
@@ -194,9 +202,10 @@ export function printWorkloadBench(result) {
   }
   console.log(`  paused runs: ${paused.runs} held ${(paused.hostHeapBytes / 1024).toFixed(0)} KB of host heap (${paused.hostBytesPerRun.toFixed(0)} B/run); their in-memory state rows ${mb(paused.stateHeapBytes)}`);
   console.log("  targets (ratios within this run):");
-  for (const [name, { value, target, met, bound, provenImpossible }] of Object.entries(workloadTargets(result))) {
+  for (const [name, { value, target, met, bound, provenImpossible, withoutStateRows }] of Object.entries(workloadTargets(result))) {
     const ceiling = !met && bound ? `  ceiling here: ${bound.maxRatio.toFixed(2)}${provenImpossible ? ", proven impossible" : ""}` : "";
-    console.log(`    ${met ? "met " : "MISS"} ${name.padEnd(52)} ${value.toFixed(2).padStart(8)}  (${target})${ceiling}`);
+    const rows = !met && withoutStateRows !== undefined ? `  without the state's rows: ${withoutStateRows.toFixed(2)}` : "";
+    console.log(`    ${met ? "met " : "MISS"} ${name.padEnd(52)} ${value.toFixed(2).padStart(8)}  (${target})${ceiling}${rows}`);
   }
 }
 

@@ -4,6 +4,7 @@
 //   job "throughput": runs/s at each level (sequential, 16, 50 concurrent) for
 //                     BENCH_SECONDS each, with syncs (file state) and SQL statements per run.
 //   job "rss":        a fixed number of runs at 50 concurrent, then the peak RSS.
+//   job "stateRows":  the heap the in-memory state's rows take after the rss job's runs.
 //   job "commits":    PostgreSQL statements, transactions, writing transactions and WAL fdatasyncs
 //                     per run, counted by the server for a private database.
 //   job "paused":     heap the runtime holds for 10,000 paused runs.
@@ -153,6 +154,27 @@ async function serverCounters(connectionString) {
   } finally {
     await client.end();
   }
+}
+
+/**
+ * Heap the in-memory state's rows take after the rss job's workload: the same runs, then,
+ * with the runtime closed, the heap with the state kept minus the heap once it is dropped.
+ */
+async function stateRows({ runs, concurrency }) {
+  const gcNow = async () => {
+    for (let i = 0; i < 3; i++) {
+      globalThis.gc();
+      await new Promise((resolve) => setImmediate(resolve));
+    }
+    return process.memoryUsage().heapUsed;
+  };
+  let opened = await SYSTEMS.memory.open();
+  await measure(opened.runOnce, { concurrency, count: runs });
+  await opened.close();
+  const withState = await gcNow();
+  opened = undefined;
+  const withoutState = await gcNow();
+  return { runs, stateRowsBytes: withState - withoutState };
 }
 
 /**
@@ -306,7 +328,7 @@ async function postgresCeiling({ connectionString, levels, ms }) {
 
 await countSyncs();
 if (job.system === "postgres" || job.kind === "commits") countStatements();
-const jobs = { throughput, rss, commits, paused, disk, postgresCeiling };
+const jobs = { throughput, rss, stateRows, commits, paused, disk, postgresCeiling };
 try {
   process.send({ ok: true, result: await jobs[job.kind](job) });
 } catch (error) {
