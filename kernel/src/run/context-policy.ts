@@ -57,6 +57,8 @@ export async function buildModelContext(policy: ContextPolicy | undefined, sourc
 /** The default context: each part of DEFAULT_CONTEXT_PARTS, bounded by its options. */
 async function buildDefault(given: DefaultContextOptions, sources: ContextSources, info: ContextBuildInfo): Promise<ModelContext> {
   const options = resolveDefaultContextOptions(given);
+  // One listing of /files serves both the manifest and this run's attachments.
+  const files = options.files.includeManifest || options.attachments.include ? sources.filesystem.list("/files") : Promise.resolve([]);
   const parts = await Promise.all([
     Promise.resolve(cut(sources.instructions.trim(), options.instructions.maxChars, "instructions")),
     Promise.resolve(FILESYSTEM_CONTRACT),
@@ -66,8 +68,8 @@ async function buildDefault(given: DefaultContextOptions, sources: ContextSource
     Promise.resolve(activeSkillsPart(sources.activeSkills ?? [])),
     Promise.resolve(subagentsPart(sources.subagents ?? [])),
     memoryPart(sources.filesystem, options),
-    filesPart(sources.filesystem, options),
-    attachmentsPart(sources.filesystem, info.runId, options),
+    filesPart(files, options),
+    attachmentsPart(files, info.runId, options),
     Promise.resolve(channelPart(info, options)),
     Promise.resolve(eventPart(info, options)),
     Promise.resolve(options.trustBoundaries.include ? TRUST_BOUNDARY : ""),
@@ -127,16 +129,16 @@ async function memoryPart(fs: RuntimeFilesystem, options: ResolvedDefaultContext
   return `## Memory (paths and sizes only; read a file to see it)\n${shape}`;
 }
 
-async function filesPart(fs: RuntimeFilesystem, options: ResolvedDefaultContextOptions): Promise<string> {
+async function filesPart(files: Promise<FileEntry[]>, options: ResolvedDefaultContextOptions): Promise<string> {
   if (!options.files.includeManifest) return "";
-  const entries = (await fs.list("/files")).filter((entry) => !entry.path.startsWith("/files/attachments/"));
+  const entries = (await files).filter((entry) => !entry.path.startsWith("/files/attachments/"));
   if (entries.length === 0) return "";
   return `## Files\n${untrusted("file names", bounded(entries, options.files.maxEntries, sized, "files", "/files"))}`;
 }
 
-async function attachmentsPart(fs: RuntimeFilesystem, runId: string, options: ResolvedDefaultContextOptions): Promise<string> {
+async function attachmentsPart(files: Promise<FileEntry[]>, runId: string, options: ResolvedDefaultContextOptions): Promise<string> {
   if (!options.attachments.include) return "";
-  const entries = await fs.list(`/files/attachments/${runId}`);
+  const entries = (await files).filter((entry) => entry.path.startsWith(`/files/attachments/${runId}/`));
   if (entries.length === 0) return "";
   return `## Attachments of this message\n${untrusted("attachment names", bounded(entries, options.attachments.maxItems, sized, "attachments"))}`;
 }
