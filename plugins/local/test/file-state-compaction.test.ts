@@ -1,5 +1,5 @@
 import { execFileSync } from "node:child_process";
-import { appendFile, copyFile, mkdtemp, open, readdir, rm, unlink } from "node:fs/promises";
+import { appendFile, copyFile, mkdtemp, open, readdir, rm, stat, unlink } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { crc32 } from "node:zlib";
@@ -59,7 +59,7 @@ async function cutWithSnapshotHeld(state: FileStateAdapter, directory: string) {
 describe("FileStateAdapter compaction", () => {
   it("never makes a write wait for the snapshot, and a crash while it is written loses nothing", async () => {
     const directory = await tempFolder();
-    const state = await FileStateAdapter.open({ directory, compactAfterBytes: 4_000 });
+    const state = await FileStateAdapter.open({ directory, compactAfterBytes: 4_000, compactWhenSuperseded: 0 });
     await state.createRun(newRun("r1"));
     const cut = await cutWithSnapshotHeld(state, directory);
     let index = cut.index;
@@ -91,7 +91,7 @@ describe("FileStateAdapter compaction", () => {
 
   it("replays a snapshot that replaced the old one before the old log was deleted, and deletes that log", async () => {
     const directory = await tempFolder();
-    const state = await FileStateAdapter.open({ directory, compactAfterBytes: 4_000 });
+    const state = await FileStateAdapter.open({ directory, compactAfterBytes: 4_000, compactWhenSuperseded: 0 });
     await state.createRun(newRun("r1"));
     for (let index = 1; index <= 60; index += 1) await state.appendEvents("r1", tick(index));
     await state.close();
@@ -109,7 +109,7 @@ describe("FileStateAdapter compaction", () => {
 
   it("refuses to open a folder whose logs cannot be replayed in order, and changes nothing in it", async () => {
     const directory = await tempFolder();
-    const state = await FileStateAdapter.open({ directory, compactAfterBytes: 4_000 });
+    const state = await FileStateAdapter.open({ directory, compactAfterBytes: 4_000, compactWhenSuperseded: 0 });
     await state.createRun(newRun("r1"));
     const { hold } = await cutWithSnapshotHeld(state, directory);
     await state.appendEvents("r1", tick(0));
@@ -128,5 +128,59 @@ describe("FileStateAdapter compaction", () => {
     await rm(join(missing, "log-1.wal"));
     await expect(FileStateAdapter.open({ directory: missing })).rejects.toMatchObject({ code: "AL_ERR_STATE_ROW_INVALID", message: expect.stringContaining("log-2.wal") });
     expect(await logsIn(missing)).toEqual(["log-2.wal"]);
+  });
+
+  describe("policy", () => {
+    const folderBytes = async (directory: string) => {
+      let total = 0;
+      for (const name of await readdir(directory)) if (name === "snapshot.json" || name.endsWith(".wal")) total += (await stat(join(directory, name))).size;
+      return total;
+    };
+
+    it("does not rewrite a state that only grows", async () => {
+      const directory = await tempFolder();
+      const state = await FileStateAdapter.open({ directory, compactAfterBytes: 4_000 });
+      for (let run = 0; run < 40; run += 1) {
+        await state.createRun(newRun(`r${run}`));
+        await state.appendEvents(`r${run}`, tick(run));
+      }
+      await state.close();
+      // Well past the threshold, but nearly all of it is live: folding would copy it all to drop little.
+      expect(await folderBytes(directory)).toBeGreaterThan(8 * 4_000);
+      expect(await readdir(directory)).not.toContain("snapshot.json");
+      expect(await logsIn(directory)).toEqual(["log-0.wal"]);
+    });
+
+    it("folds a state whose records are replaced or deleted", async () => {
+      const directory = await tempFolder();
+      const state = await FileStateAdapter.open({ directory, compactAfterBytes: 4_000 });
+      const note = (round: number) => `round ${round} `.padEnd(1_000, "n");
+      // 200 KB of rewrites of one 1 KB record: the folder stays near the threshold.
+      for (let round = 0; round < 200; round += 1) await state.writeMemory("notes.md", note(round));
+      await state.close();
+      expect(await readdir(directory)).toContain("snapshot.json");
+      expect(await folderBytes(directory)).toBeLessThan(3 * 4_000);
+
+      // A deleted record counts at its own size: deleting a few large ones is enough to fold them away.
+      const again = await FileStateAdapter.open({ directory, compactAfterBytes: 4_000 });
+      for (let file = 0; file < 8; file += 1) await again.writeMemory(`big-${file}.md`, "b".repeat(20_000));
+      const withBigFiles = await folderBytes(directory);
+      for (let file = 0; file < 8; file += 1) await again.deleteMemory(`big-${file}.md`);
+      await again.close();
+      expect(await folderBytes(directory)).toBeLessThan(withBigFiles / 2);
+
+      const reopened = await FileStateAdapter.open({ directory });
+      expect((await reopened.readMemory("notes.md"))?.content).toBe(note(199));
+      expect(await reopened.listMemory()).toEqual(["notes.md"]);
+      await reopened.close();
+    });
+
+    it("refuses a share outside 0 to 1, naming the option", () => {
+      for (const compactWhenSuperseded of [-0.1, 1.5, Number.NaN]) {
+        expect(() => new FileStateAdapter({ directory: "/nonexistent", compactWhenSuperseded })).toThrow(
+          expect.objectContaining({ code: "AL_ERR_STATE_CONFIG", message: expect.stringContaining("compactWhenSuperseded") }),
+        );
+      }
+    });
   });
 });

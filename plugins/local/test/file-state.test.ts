@@ -33,7 +33,7 @@ describeStateConformance("FileStateAdapter", async () => {
 // The same kits again with a tiny compaction threshold, so most writes cross a snapshot.
 describeStateConformance("FileStateAdapter compacting on every write", async () => {
   const directory = await mkdtemp(join(tmpdir(), "al-file-state-kit-"));
-  const state = await FileStateAdapter.open({ directory, compactAfterBytes: 1 });
+  const state = await FileStateAdapter.open({ directory, compactAfterBytes: 1, compactWhenSuperseded: 0 });
   return {
     state,
     cleanup: async () => {
@@ -98,7 +98,7 @@ describe("FileStateAdapter", () => {
 
   it("keeps state across snapshots and the log written after them", async () => {
     const directory = await tempFolder();
-    const first = await FileStateAdapter.open({ directory, compactAfterBytes: 2_000 });
+    const first = await FileStateAdapter.open({ directory, compactAfterBytes: 2_000, compactWhenSuperseded: 0 });
     await first.createRun(newRun("r1"));
     for (let index = 0; index < 40; index += 1) await first.appendEvents("r1", [{ type: "tick", data: { index } }]);
     await first.close();
@@ -115,7 +115,7 @@ describe("FileStateAdapter", () => {
   for (const [label, compactAfterBytes] of [["the log", undefined], ["a snapshot", 1]] as const) {
     it(`claims the pending deliveries, and only those, after a reopen from ${label}`, async () => {
       const directory = await tempFolder();
-      const first = await FileStateAdapter.open({ directory, ...(compactAfterBytes ? { compactAfterBytes } : {}) });
+      const first = await FileStateAdapter.open({ directory, ...(compactAfterBytes ? { compactAfterBytes, compactWhenSuperseded: 0 } : {}) });
       for (const id of ["r1", "r2", "r3", "r4"]) {
         await first.createRun(newRun(id));
         await first.appendEvents(id, [{ type: "run.completed" }], { run: { status: "completed" }, delivery: { id: `d-${id}`, channel: "http", payload: {} } });

@@ -56,7 +56,9 @@ import { WriteAheadLog } from "./write-ahead-log.js";
  * the state change it describes therefore share a record: after kill -9 both are on
  * disk or neither is. Opening replays the snapshot, then log-N, log-(N+1)... in turn,
  * and cuts a torn last record of the last log.
- * When the log outgrows `compactAfterBytes` and the snapshot, it is closed once every
+ * When the log outgrows `compactAfterBytes` and the snapshot, and the records that later
+ * ones replaced or deleted make up `compactWhenSuperseded` of the folder (a state that
+ * mostly grows gains nothing from being rewritten), it is closed once every
  * record in it is durable, writes go on in log-(N+1), and the tables as they were at
  * that cut are written as snapshot N+1 in the background (writes never wait for it);
  * once it replaced the old snapshot, log-N is deleted. A crash at any point leaves a
@@ -66,6 +68,7 @@ import { WriteAheadLog } from "./write-ahead-log.js";
 const SNAPSHOT_FILE = "snapshot.json";
 const SNAPSHOT_FORMAT = 1;
 const DEFAULT_COMPACT_AFTER_BYTES = 8 * 1024 * 1024;
+const DEFAULT_COMPACT_WHEN_SUPERSEDED = 0.5;
 const DEFAULT_PAGE_SIZE = 50;
 const DEFAULT_CLAIM_LIMIT = 100;
 
@@ -76,8 +79,15 @@ export interface FileStateAdapterOptions {
   directory?: string;
   /** The agent folder the default `directory` is under. Default: the working directory. */
   agentDir?: string;
-  /** Fold the log into a new snapshot once it outgrows both this size and the last snapshot. Default 8 MiB. */
+  /** Fold the log into a new snapshot once it outgrows both this size and the last snapshot (and see compactWhenSuperseded). Default 8 MiB. */
   compactAfterBytes?: number;
+  /**
+   * ...and once records that later writes replaced or deleted make up at least this
+   * share of the snapshot and log (0 to 1). Default 0.5: the folder then stays within
+   * twice its live data, and a state that mostly grows is not rewritten over and over.
+   * 0 folds whenever the log outgrows the snapshot.
+   */
+  compactWhenSuperseded?: number;
 }
 
 interface SnapshotFile {
@@ -115,6 +125,7 @@ const compare = (a: string, b: string): number => (a < b ? -1 : a > b ? 1 : 0);
 export class FileStateAdapter implements StateAdapter {
   readonly directory: string;
   private readonly compactAfterBytes: number;
+  private readonly compactWhenSuperseded: number;
   private opening: Promise<void> | undefined;
   private closing: Promise<void> | undefined;
   private tables = new StateTables();
@@ -123,6 +134,8 @@ export class FileStateAdapter implements StateAdapter {
   private generation = 0;
   /** Size of the current snapshot: the log may grow to this before compaction, keeping rewrites linear. */
   private snapshotBytes = 0;
+  /** Bytes of records written since the last cut that later records replaced or deleted (an estimate, see StateTables.apply). */
+  private supersededBytes = 0;
   /** The snapshot being written in the background, if any (see the design note). */
   private compaction: Promise<void> | undefined;
   /** Mutations run one at a time, in call order. */
@@ -140,6 +153,12 @@ export class FileStateAdapter implements StateAdapter {
   constructor(options: FileStateAdapterOptions = {}) {
     this.directory = resolve(options.directory ?? join(options.agentDir ?? process.cwd(), ".assembly-line", "state"));
     this.compactAfterBytes = options.compactAfterBytes ?? DEFAULT_COMPACT_AFTER_BYTES;
+    this.compactWhenSuperseded = options.compactWhenSuperseded ?? DEFAULT_COMPACT_WHEN_SUPERSEDED;
+    if (!(this.compactWhenSuperseded >= 0 && this.compactWhenSuperseded <= 1)) {
+      throw new AssemblyLineError("AL_ERR_STATE_CONFIG", `FileStateAdapter option compactWhenSuperseded is ${String(options.compactWhenSuperseded)}; it must be a number from 0 to 1`, {
+        fix: "Pass the share of superseded records at which to compact, e.g. 0.5, or leave it out.",
+      });
+    }
   }
 
   /** Construct and open, so a locked or unreadable folder fails here rather than on first use. */
@@ -699,11 +718,12 @@ export class FileStateAdapter implements StateAdapter {
       this.throwIfLogFailed();
       const { ops, result } = plan(this.tables);
       if (ops.length === 0) return { answer: copy(result(this.tables)), durable: this.durable };
-      const json = this.serialize(ops);
+      const { json, opBytes } = this.serialize(ops);
       const durable = options.lazy ? this.log!.appendLazily(json) : this.log!.append(json);
       durable.catch(() => undefined);
       // Apply the parsed record, so memory holds exactly what a replay would rebuild.
-      for (const op of (JSON.parse(json) as { ops: StateOp[] }).ops) this.tables.apply(op);
+      const parsed = (JSON.parse(json) as { ops: StateOp[] }).ops;
+      for (let index = 0; index < parsed.length; index += 1) this.supersededBytes += this.tables.apply(parsed[index]!, opBytes[index]!);
       this.durable = durable;
       const answer = copy(result(this.tables));
       if (this.shouldCompact()) await this.startCompaction();
@@ -745,9 +765,11 @@ export class FileStateAdapter implements StateAdapter {
     }
   }
 
-  private serialize(ops: StateOp[]): string {
+  /** The record's JSON, and each op's share of it (what StateTables.apply weighs superseded records by). */
+  private serialize(ops: StateOp[]): { json: string; opBytes: number[] } {
     try {
-      return JSON.stringify({ ops });
+      const parts = ops.map((op) => JSON.stringify(op));
+      return { json: `{"ops":[${parts.join(",")}]}`, opBytes: parts.map((part) => part.length) };
     } catch (error) {
       throw new AssemblyLineError("AL_ERR_STATE_INPUT_INVALID", `a value written to the state in ${this.directory} is not JSON`, {
         fix: "Store only JSON values (no BigInt, no cycles); convert dates and buffers to strings first.",
@@ -826,7 +848,9 @@ export class FileStateAdapter implements StateAdapter {
   }
 
   private shouldCompact(): boolean {
-    return this.compaction === undefined && this.log !== undefined && this.log.bytes > Math.max(this.compactAfterBytes, this.snapshotBytes);
+    if (this.compaction !== undefined || this.log === undefined) return false;
+    const logBytes = this.log.bytes;
+    return logBytes > Math.max(this.compactAfterBytes, this.snapshotBytes) && this.supersededBytes >= this.compactWhenSuperseded * (this.snapshotBytes + logBytes);
   }
 
   /** The generations of the log files in the folder. */
@@ -871,6 +895,8 @@ export class FileStateAdapter implements StateAdapter {
     this.log!.syncSoon();
     await this.whenDurable(this.durable);
     const tables = this.tables.toSnapshot();
+    // The snapshot holds only what is live now: what later writes supersede is counted afresh.
+    this.supersededBytes = 0;
     const next = this.generation + 1;
     const log = await WriteAheadLog.openForAppend(join(this.directory, logFile(next)), 0);
     await syncDirectory(this.directory);

@@ -102,7 +102,14 @@ export class StateTables {
   readonly skills = new Map<string, SkillRecord>();
   nextOrdinal = 1;
 
-  apply(op: StateOp): void {
+  /**
+   * Apply one op; returns about how many bytes of earlier records it superseded
+   * (replaced or deleted), for the compaction policy. A record an op replaces is
+   * counted at `opBytes`, the size of the op that replaces it, as records of one kind
+   * are alike; one it deletes is counted at its own size, as deletes are rare and
+   * their records may be large.
+   */
+  apply(op: StateOp, opBytes = 0): number {
     switch (op.op) {
       case "run.create":
         this.runs.set(op.run.id, {
@@ -117,75 +124,67 @@ export class StateTables {
         });
         if (op.idempotencyKey !== null) this.idempotency.set(op.idempotencyKey, op.run.id);
         this.nextOrdinal = Math.max(this.nextOrdinal, op.ordinal + 1);
-        return;
+        return 0;
       case "run.put": {
         const entry = this.run(op.run.id);
         entry.record = op.run;
         // Tokens only grow: the counter follows every lease a put records, and survives releases.
         entry.fence = Math.max(entry.fence, op.run.lease?.token ?? 0);
-        return;
+        return opBytes;
       }
       case "events.append":
         this.run(op.runId).events.push(...op.events);
-        return;
+        return 0;
       case "toolCall.put":
-        this.run(op.call.runId).toolCalls.set(op.call.callId, op.call);
-        return;
+        return replaced(this.run(op.call.runId).toolCalls, op.call.callId, op.call, opBytes);
       case "step.put":
-        this.run(op.step.runId).steps.set(op.step.key, op.step);
-        return;
-      case "checkpoint.put":
-        this.run(op.runId).checkpoint = op.checkpoint ?? undefined;
-        return;
+        return replaced(this.run(op.step.runId).steps, op.step.key, op.step, opBytes);
+      case "checkpoint.put": {
+        const entry = this.run(op.runId);
+        const superseded = entry.checkpoint === undefined ? 0 : opBytes;
+        entry.checkpoint = op.checkpoint ?? undefined;
+        return superseded;
+      }
       case "delivery.put": {
         const entry = this.run(op.delivery.runId);
-        if (!this.deliveries.has(op.delivery.id)) entry.deliveryIds.push(op.delivery.id);
+        const known = this.deliveries.has(op.delivery.id);
+        if (!known) entry.deliveryIds.push(op.delivery.id);
         this.putDelivery(op.delivery);
-        return;
+        return known ? opBytes : 0;
       }
       case "conversation.append": {
         const list = this.conversations.get(op.conversationId) ?? [];
         list.push(...op.messages);
         this.conversations.set(op.conversationId, list);
-        return;
+        return 0;
       }
       case "schedule.put":
-        this.schedules.set(op.schedule.id, op.schedule);
-        return;
+        return replaced(this.schedules, op.schedule.id, op.schedule, opBytes);
       case "schedule.delete":
-        this.schedules.delete(op.id);
-        return;
+        return deleted(this.schedules, op.id, opBytes);
       case "file.put":
-        this.files.set(op.record.path, op.record);
-        return;
+        return replaced(this.files, op.record.path, op.record, opBytes);
       case "file.delete":
-        this.files.delete(op.path);
-        return;
+        return deleted(this.files, op.path, opBytes);
       case "usage.put":
-        this.usage.set(op.record.id, op.record);
-        return;
+        return replaced(this.usage, op.record.id, op.record, opBytes);
       case "sandboxSession.put":
-        this.sandboxSessions.set(op.record.key, op.record);
-        return;
+        return replaced(this.sandboxSessions, op.record.key, op.record, opBytes);
       case "sandboxSession.delete":
-        this.sandboxSessions.delete(op.key);
-        return;
+        return deleted(this.sandboxSessions, op.key, opBytes);
       case "memory.put":
-        this.memory.set(op.record.path, op.record);
-        return;
+        return replaced(this.memory, op.record.path, op.record, opBytes);
       case "memory.delete":
-        this.memory.delete(op.path);
-        return;
+        return deleted(this.memory, op.path, opBytes);
       case "setting.put":
+        // The audit trail keeps every value: nothing is superseded.
         this.settings.set(op.audit.key, op.audit.value);
         this.settingAudit.push(op.audit);
-        return;
+        return 0;
       case "skill.put":
-        this.skills.set(skillKey(op.record.agentId, op.record.name), op.record);
-        return;
+        return replaced(this.skills, skillKey(op.record.agentId, op.record.name), op.record, opBytes);
       case "skill.delete":
-        this.skills.delete(skillKey(op.agentId, op.name));
-        return;
+        return deleted(this.skills, skillKey(op.agentId, op.name), opBytes);
       default:
         throw new TypeError(`unknown state op ${JSON.stringify((op as { op?: unknown }).op)}`);
     }
@@ -266,4 +265,19 @@ export class StateTables {
 
 export function skillKey(agentId: string, name: string): string {
   return JSON.stringify([agentId, name]);
+}
+
+/** Put `value` at `key`; the bytes superseded: `opBytes` when it replaced a record. */
+function replaced<T>(table: Map<string, T>, key: string, value: T, opBytes: number): number {
+  const had = table.has(key);
+  table.set(key, value);
+  return had ? opBytes : 0;
+}
+
+/** Delete `key`; the bytes superseded: the deleted record's own size, and the delete's. */
+function deleted<T>(table: Map<string, T>, key: string, opBytes: number): number {
+  const record = table.get(key);
+  if (record === undefined) return opBytes;
+  table.delete(key);
+  return JSON.stringify(record).length + opBytes;
 }
