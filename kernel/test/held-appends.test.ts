@@ -103,6 +103,23 @@ describe("events an engine emits inside a model call", () => {
   });
 });
 
+describe("a model call's result", () => {
+  it("is the engine's own copy: changing it before the held step is written changes nothing stored", async () => {
+    const harness: AgentHarness = {
+      name: "mutates-its-reply",
+      async runTurn(_input, ctx) {
+        const reply = await ctx.modelCall("model:0", async () => ({ items: ["said"] }));
+        reply.items.push("changed afterwards");
+        return { status: "completed", response: { text: reply.items.join(", ") } };
+      },
+    };
+    const { runtime, state } = await startAgent(agentFolder({ "agent.ts": MINIMAL_AGENT }), [], { agentHarness: harness });
+    const result = await runtime.run({ message: "go" });
+    expect(result.status).toBe("completed");
+    expect((await state.getStep(result.runId, "harness:model:0"))?.result).toEqual({ items: ["said"] });
+  });
+});
+
 describe("RunJournal.hold", () => {
   const journalOver = (state: InMemoryStateAdapter) => {
     const hooks = createKernelHooks();

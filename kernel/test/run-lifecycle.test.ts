@@ -1,3 +1,5 @@
+import { getEventListeners } from "node:events";
+import type { AgentHarness } from "@assemblyline-agents/runtime";
 import { describe, expect, it } from "vitest";
 import { MINIMAL_AGENT, agentFolder, toolSource } from "./support/agent-folder.js";
 import { startAgent } from "./support/runtime.js";
@@ -167,5 +169,33 @@ export default defineHook({ events: { "run.completed"(event) { (globalThis.__com
     expect((globalThis as { __completedSeen?: string[] }).__completedSeen).toEqual([result.runId]);
     expect(await second.runtime.catchUpObservers()).toBe(0);
     expect((globalThis as { __completedSeen?: string[] }).__completedSeen).toEqual([result.runId]);
+  });
+});
+
+describe("the caller's abort signal", () => {
+  it("aborts the engine of the run it was given to, and holds no listener once runs end", async () => {
+    const engineSignals: AbortSignal[] = [];
+    const harness: AgentHarness = {
+      name: "waits-for-abort",
+      async runTurn(input, ctx) {
+        engineSignals.push(ctx.signal);
+        if (input.context.messages.some((message) => JSON.stringify(message).includes("wait"))) {
+          await new Promise((resolve) => ctx.signal.addEventListener("abort", resolve, { once: true }));
+          throw ctx.signal.reason;
+        }
+        return { status: "completed", response: { text: "ok" } };
+      },
+    };
+    const { runtime } = await startAgent(agentFolder({ "agent.ts": MINIMAL_AGENT }), [], { agentHarness: harness });
+    const shared = new AbortController();
+    for (let run = 0; run < 20; run += 1) expect((await runtime.run({ message: "quick", signal: shared.signal })).status).toBe("completed");
+    // One signal for many runs: each run's listener went with it.
+    expect(getEventListeners(shared.signal, "abort")).toHaveLength(0);
+
+    const waiting = runtime.run({ message: "wait", signal: shared.signal });
+    await expect.poll(() => engineSignals.length).toBe(21);
+    shared.abort(new Error("caller gave up"));
+    expect((await waiting).status).toBe("failed");
+    expect(engineSignals[20]!.aborted).toBe(true);
   });
 });

@@ -338,6 +338,18 @@ export class RunDriver {
   }
 
   private async turn(run: RunRecord, started: StartedData, signal: AbortSignal | undefined, lease: LeaseWatch, fresh: boolean): Promise<void> {
+    const controller = new AbortController();
+    // The caller's signal may outlive the run (one for many runs): its listener goes with the turn.
+    const forwardAbort = () => controller.abort(signal!.reason);
+    signal?.addEventListener("abort", forwardAbort, { once: true });
+    try {
+      await this.turnUnder(controller, run, started, lease, fresh);
+    } finally {
+      signal?.removeEventListener("abort", forwardAbort);
+    }
+  }
+
+  private async turnUnder(controller: AbortController, run: RunRecord, started: StartedData, lease: LeaseWatch, fresh: boolean): Promise<void> {
     const { state, journal, hooks, logger } = this.parts;
     await this.parts.beforeTurn?.();
     const profile = profileOfRun(this.parts.profiles, run);
@@ -351,8 +363,6 @@ export class RunDriver {
       .filter((entry): entry is ToolTableEntry => entry !== undefined && entry.mode !== "disabled" && entry.available);
     const offered = [...visibleTools(table, started.defaultTools, { discovery: this.parts.alwaysOfferDiscovery === true })];
     for (const entry of activated) if (!offered.includes(entry)) offered.push(entry);
-    const controller = new AbortController();
-    signal?.addEventListener("abort", () => controller.abort(signal.reason), { once: true });
     lease.onLost.signal.addEventListener("abort", () => controller.abort(lease.onLost.signal.reason), { once: true });
     const services = this.parts.services(run);
     // Skills loaded earlier in the run: their procedures go back into the context (their tools came back above).

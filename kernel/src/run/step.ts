@@ -1,5 +1,5 @@
 import { AsyncLocalStorage } from "node:async_hooks";
-import { AssemblyLineError, type JsonValue, type NewRunEvent, type StepOptions } from "@assemblyline-agents/core";
+import { AssemblyLineError, copyStateValue, type JsonValue, type NewRunEvent, type StepOptions } from "@assemblyline-agents/core";
 import { findNonJson } from "../json-check.js";
 import type { RunScope } from "./run-scope.js";
 
@@ -76,5 +76,6 @@ export async function runStep<T>(
   const change = { step: { runId: scope.runId, key, result: result as JsonValue, metadata, createdAt: new Date().toISOString() } };
   if (commit.hold) await scope.journal.hold(scope.runId, events, change);
   else await scope.journal.append(scope.runId, events, change);
-  return structuredClone(result);
+  // The caller's copy: the change above may still be held, and must not move with it.
+  return copyStateValue(result);
 }
