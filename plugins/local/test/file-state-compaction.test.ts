@@ -123,11 +123,16 @@ describe("FileStateAdapter compaction", () => {
     await expect(FileStateAdapter.open({ directory: torn })).rejects.toMatchObject({ code: "AL_ERR_STATE_ROW_INVALID" });
     expect(await logsIn(torn)).toEqual(["log-0.wal", "log-1.wal"]);
 
-    await unlink(join(missing, "log-0.wal"));
+    // A log missing between two others, or before the only one left.
     await appendFile(join(missing, "log-2.wal"), "");
     await rm(join(missing, "log-1.wal"));
     await expect(FileStateAdapter.open({ directory: missing })).rejects.toMatchObject({ code: "AL_ERR_STATE_ROW_INVALID", message: expect.stringContaining("log-2.wal") });
-    expect(await logsIn(missing)).toEqual(["log-2.wal"]);
+    expect(await logsIn(missing)).toEqual(["log-0.wal", "log-2.wal"]);
+    await rm(join(missing, "log-2.wal"));
+    await rm(join(missing, "log-0.wal"));
+    await appendFile(join(missing, "log-1.wal"), "");
+    await expect(FileStateAdapter.open({ directory: missing })).rejects.toMatchObject({ code: "AL_ERR_STATE_ROW_INVALID", message: expect.stringContaining("log-0.wal") });
+    expect(await logsIn(missing)).toEqual(["log-1.wal"]);
   });
 
   describe("policy", () => {

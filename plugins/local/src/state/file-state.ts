@@ -812,6 +812,8 @@ export class FileStateAdapter implements StateAdapter {
       let validBytes: number;
       for (;;) {
         const logPath = join(this.directory, logFile(generation));
+        // A log is made before any later one and deleted only with the logs before it: one missing before another lost records.
+        if (!logs.has(generation) && logs.has(generation + 1)) throw this.corruptError(logPath, new Error("the log is missing, and a later one is there"));
         const read = await WriteAheadLog.read(logPath);
         try {
           for (const record of read.records) for (const op of (record as { ops: StateOp[] }).ops) tables.apply(op);
