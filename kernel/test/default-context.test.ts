@@ -176,3 +176,26 @@ export default defineAgent({ model: "test/model", context: customContext });`,
     expect(log.outcomes[0]!.outcome).toEqual({ status: "completed", output: { channel: { name: "discord", conversationId: "c-9", metadata: { guild: "g-1" } } }, isError: false });
   });
 });
+
+describe("the memory part", () => {
+  const memoryShape = async (withEntries: boolean) => {
+    const { runtime, log, state } = await startAgent(contextAgent(null), [{ text: "ok" }]);
+    const stores = state as InMemoryStateAdapter;
+    await stores.writeMemory("ledger/march.md", "caf\u00e9");
+    await stores.writeMemory("preferences.md", "x".repeat(42));
+    let reads = 0;
+    const readMemory = stores.readMemory.bind(stores);
+    stores.readMemory = (path) => ((reads += 1), readMemory(path));
+    // A third-party store without listMemoryEntries.
+    if (!withEntries) Object.defineProperty(stores, "listMemoryEntries", { value: undefined });
+    await runtime.run({ message: "go" });
+    const prompt = log.contexts[0]!.instructions;
+    return { reads, shape: prompt.slice(prompt.indexOf("## Memory")).split("\n").slice(0, 3) };
+  };
+
+  it("sizes every file with one listing where the store has listMemoryEntries, and reads each file where it has not", async () => {
+    const expected = ["## Memory (paths and sizes only; read a file to see it)", "- /memory/ledger/march.md (5 bytes)", "- /memory/preferences.md (42 bytes)"];
+    expect(await memoryShape(true)).toEqual({ reads: 0, shape: expected });
+    expect(await memoryShape(false)).toEqual({ reads: 2, shape: expected });
+  });
+});

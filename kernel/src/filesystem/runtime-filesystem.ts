@@ -131,10 +131,12 @@ export function createRuntimeFilesystem(sources: RuntimeFilesystemSources): Runt
       const { root, relative, path: logical } = resolveLogicalPath(path);
       switch (root) {
         case "/memory": {
-          const paths = await sources.memory.listMemory(relative === "" ? undefined : relative);
-          return Promise.all(
-            paths.map(async (entry) => ({ path: `/memory/${entry}`, type: "file" as const, size: Buffer.byteLength((await sources.memory.readMemory(entry))?.content ?? "") })),
-          );
+          const prefix = relative === "" ? undefined : relative;
+          // One read where the store lists sizes; else a read per file to size it.
+          const entries = sources.memory.listMemoryEntries
+            ? await sources.memory.listMemoryEntries(prefix)
+            : await Promise.all((await sources.memory.listMemory(prefix)).map(async (path) => ({ path, size: Buffer.byteLength((await sources.memory.readMemory(path))?.content ?? "") })));
+          return entries.map((entry) => ({ path: `/memory/${entry.path}`, type: "file" as const, size: entry.size }));
         }
         case "/history":
           return sources.conversationId ? [{ path: "/history/conversation.md", type: "file", size: Buffer.byteLength(await renderHistory(sources)) }] : [];

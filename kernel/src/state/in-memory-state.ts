@@ -13,6 +13,7 @@ import {
   type DeliveryRecord,
   type FileRecord,
   type JsonValue,
+  type MemoryEntry,
   type MemoryRecord,
   type NewRun,
   type NewRunEvent,
@@ -469,6 +470,10 @@ export class InMemoryStateAdapter implements StateAdapter {
 
   async listMemory(prefix = ""): Promise<string[]> {
     return [...this.memory.keys()].filter((path) => path.startsWith(prefix)).sort(compare);
+  }
+
+  async listMemoryEntries(prefix = ""): Promise<MemoryEntry[]> {
+    return (await this.listMemory(prefix)).map((path) => ({ path, size: Buffer.byteLength(this.memory.get(path)!.content, "utf8") }));
   }
 
   async deleteMemory(path: string): Promise<void> {

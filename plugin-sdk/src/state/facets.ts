@@ -97,11 +97,24 @@ export interface MemoryRecord {
   updatedAt: string;
 }
 
+/** A memory file as a listing shows it. */
+export interface MemoryEntry {
+  path: string;
+  /** The content's length in UTF-8 bytes. */
+  size: number;
+}
+
 export interface MemoryStateStore {
   readMemory(path: string): Promise<MemoryRecord | undefined>;
   writeMemory(path: string, content: string): Promise<void>;
   /** Paths under `prefix`, sorted. */
   listMemory(prefix?: string): Promise<string[]>;
+  /**
+   * The paths of `listMemory` with their sizes, in one read. Optional: without it
+   * the runtime reads each file to size it, which costs a read per file on every
+   * run whose context shows the memory.
+   */
+  listMemoryEntries?(prefix?: string): Promise<MemoryEntry[]>;
   deleteMemory(path: string): Promise<void>;
 }
 

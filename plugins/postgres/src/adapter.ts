@@ -6,6 +6,7 @@ import {
   type DeliveryRecord,
   type FileRecord,
   type JsonValue,
+  type MemoryEntry,
   type MemoryRecord,
   type CreatedRun,
   type CreateRunOptions,
@@ -271,6 +272,10 @@ export class PostgresStateAdapter implements StateAdapter {
   }
   listMemory(prefix?: string): Promise<string[]> {
     return memory.listMemory(this.db, prefix);
+  }
+
+  listMemoryEntries(prefix?: string): Promise<MemoryEntry[]> {
+    return memory.listMemoryEntries(this.db, prefix);
   }
   deleteMemory(path: string): Promise<void> {
     return memory.deleteMemory(this.db, path);

@@ -270,6 +270,20 @@ export function describeMemoryStateStoreConformance(name: string, factory: State
       expect(await store().listMemory()).toEqual(["notes-old/c.md", "notes/a.md", "notes/b.md", "todo.md"]);
       expect(await store().listMemory("nothing/")).toEqual([]);
     });
+
+    it("lists paths with their sizes in UTF-8 bytes, as listMemory does, when it has listMemoryEntries", async (context) => {
+      const subject = store();
+      if (!subject.listMemoryEntries) return context.skip();
+      await subject.writeMemory("notes/a.md", "h\u00e9llo");
+      await subject.writeMemory("notes/b.md", "");
+      await subject.writeMemory("notes-old/c.md", "x".repeat(10));
+      expect(await subject.listMemoryEntries("notes/")).toEqual([
+        { path: "notes/a.md", size: 6 },
+        { path: "notes/b.md", size: 0 },
+      ]);
+      expect((await subject.listMemoryEntries()).map((entry) => entry.path)).toEqual(await subject.listMemory());
+      expect(await subject.listMemoryEntries("nothing/")).toEqual([]);
+    });
   });
 }
 

@@ -12,6 +12,7 @@ import {
   type DeliveryRecord,
   type FileRecord,
   type JsonValue,
+  type MemoryEntry,
   type MemoryRecord,
   type NewRun,
   type NewRunEvent,
@@ -623,6 +624,15 @@ export class FileStateAdapter implements StateAdapter {
 
   listMemory(prefix = ""): Promise<string[]> {
     return this.read((tables) => [...tables.memory.keys()].filter((path) => path.startsWith(prefix)).sort(compare));
+  }
+
+  listMemoryEntries(prefix = ""): Promise<MemoryEntry[]> {
+    return this.read((tables) =>
+      [...tables.memory.values()]
+        .filter((record) => record.path.startsWith(prefix))
+        .sort((a, b) => compare(a.path, b.path))
+        .map((record) => ({ path: record.path, size: Buffer.byteLength(record.content, "utf8") })),
+    );
   }
 
   deleteMemory(path: string): Promise<void> {

@@ -1,4 +1,4 @@
-import type { MemoryRecord } from "@assemblyline-agents/core";
+import type { MemoryEntry, MemoryRecord } from "@assemblyline-agents/core";
 import type { StateDatabase } from "../database.js";
 import { decodeMemory } from "../rows.js";
 import { ArgumentCheck } from "../validate.js";
@@ -28,6 +28,16 @@ export async function listMemory(db: StateDatabase, prefix = ""): Promise<string
     [prefix],
   );
   return rows.map((row) => row.path);
+}
+
+/** listMemory with each file's size in UTF-8 bytes, counted by the server. */
+export async function listMemoryEntries(db: StateDatabase, prefix = ""): Promise<MemoryEntry[]> {
+  const rows = await db.rows<{ path: string; size: number }>(
+    "listMemoryEntries",
+    `SELECT path, octet_length(content)::int AS size FROM ${db.s}.memory WHERE starts_with(path, $1) ORDER BY path COLLATE "C"`,
+    [prefix],
+  );
+  return rows.map((row) => ({ path: row.path, size: row.size }));
 }
 
 export async function deleteMemory(db: StateDatabase, path: string): Promise<void> {
