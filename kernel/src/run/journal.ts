@@ -123,7 +123,8 @@ export class RunJournal {
     change?: RunStateChange,
     options?: { expectedLastSeq?: number },
   ): Promise<RunEvent> {
-    const [event] = await this.append(runId, [{ type, data: dropUndefined(data) }], change, options);
+    // append drops the undefined values.
+    const [event] = await this.append(runId, [{ type, data: data as Record<string, JsonValue> }], change, options);
     return event!;
   }
 
@@ -249,8 +250,12 @@ function withJsonData(event: NewRunEvent): NewRunEvent {
   return { type: event.type, data: dropUndefined(event.data ?? {}) };
 }
 
-function dropUndefined(data: Record<string, JsonValue | undefined>): Record<string, JsonValue> {
+/** `data` without its undefined values (which JSON drops): a new object, so the caller's stays its own. */
+export function dropUndefined(data: Record<string, JsonValue | undefined>): Record<string, JsonValue> {
   const clean: Record<string, JsonValue> = {};
-  for (const [key, value] of Object.entries(data)) if (value !== undefined) clean[key] = value;
+  for (const key of Object.keys(data)) {
+    const value = data[key];
+    if (value !== undefined) clean[key] = value;
+  }
   return clean;
 }

@@ -19,7 +19,7 @@ import type { ResolvedState } from "../state/resolve-state.js";
 import { RunBudget, budgetExceededError, type BudgetExceeded } from "./budget.js";
 import { buildModelContext } from "./context-policy.js";
 import { isInfrastructureFailure, leaseLost } from "./infrastructure-failure.js";
-import type { RunJournal } from "./journal.js";
+import { dropUndefined, type RunJournal } from "./journal.js";
 import { describeRun, type RunResult } from "./run-result.js";
 import type { RunScope, RunServices } from "./run-scope.js";
 import { holdForStep, runStep } from "./step.js";
@@ -453,7 +453,7 @@ export class RunDriver {
           runStep(scope, `harness:${key}`, fn, { ...options, metadata: { ...options?.metadata, modelCall: true } }, () => scope.budget.beforeModelCall(), { hold: true }),
         emit: async (type, data) => {
           // Inside a step body (a model call) the event commits with the step's completion.
-          if (holdForStep({ type, data: Object.fromEntries(Object.entries(data ?? {}).filter(([, value]) => value !== undefined)) as Record<string, JsonValue> })) return;
+          if (holdForStep({ type, data: dropUndefined(data ?? {}) })) return;
           await journal.record(run.id, type, data ?? {});
         },
         textDelta: (delta) => this.parts.textDelta(run.id, delta),
