@@ -53,7 +53,9 @@ import { WriteAheadLog } from "./write-ahead-log.js";
  *                    log-(N+1), log-(N+2)... follow it while a newer snapshot is written
  *
  * A call computes its writes against the in-memory tables, appends them as ONE log
- * record, fdatasyncs, and only then applies them in memory and resolves. An event and
+ * record, applies them to the tables (the next call plans against them), and resolves
+ * only once the record is synced (see WriteAheadLog; a read likewise answers only
+ * once what it saw is synced). An event and
  * the state change it describes therefore share a record: after kill -9 both are on
  * disk or neither is. Opening replays the snapshot, then log-N, log-(N+1)... in turn,
  * and cuts a torn last record of the last log.

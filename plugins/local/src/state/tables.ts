@@ -141,7 +141,8 @@ export class StateTables {
         return replaced(this.run(op.step.runId).steps, op.step.key, op.step, opBytes);
       case "checkpoint.put": {
         const entry = this.run(op.runId);
-        const superseded = entry.checkpoint === undefined ? 0 : opBytes;
+        // Cleared, a continuation (which can be large) counts at its own size, as a delete does.
+        const superseded = entry.checkpoint === undefined ? 0 : op.checkpoint ? opBytes : JSON.stringify(entry.checkpoint).length + opBytes;
         entry.checkpoint = op.checkpoint ?? undefined;
         return superseded;
       }
