@@ -75,7 +75,7 @@ describe("FileStateAdapter", () => {
       delivery: { id: "d1", channel: "http", payload: { text: "done" } },
     });
     await first.appendConversationMessages("c1", [{ role: "user", content: "hello", runId: null, createdAt: new Date().toISOString() }]);
-    await first.writeMemory("notes/a.md", "remember");
+    await first.writeMemory("notes/a.md", "remember caf\u00e9 \u{1F600}");
     await first.putSetting("model", "x", { actor: "ops" });
     await first.recordUsage({
       id: "u1", runId: "r1", conversationId: null, provider: "p", model: "m",
@@ -89,7 +89,7 @@ describe("FileStateAdapter", () => {
     expect(await second.getStep("r1", "s")).toMatchObject({ result: 1 });
     expect(await second.listDeliveries("r1")).toHaveLength(1);
     expect(await second.listConversationMessages("c1")).toHaveLength(1);
-    expect(await second.readMemory("notes/a.md")).toMatchObject({ content: "remember" });
+    expect(await second.readMemory("notes/a.md")).toMatchObject({ content: "remember caf\u00e9 \u{1F600}" });
     expect(await second.getSetting("model")).toBe("x");
     expect(await second.listUsage({ runId: "r1" })).toHaveLength(1);
     expect((await second.createRun({ ...newRun("r2"), idempotencyKey: "evt-1" })).created).toBe(false);

@@ -170,9 +170,8 @@ export class WriteAheadLog {
 }
 
 function encodeLine(text: string): Buffer {
-  const json = Buffer.from(text, "utf8");
-  const checksum = Buffer.from(`${crc32(json).toString(16).padStart(8, "0")} `, "ascii");
-  return Buffer.concat([checksum, json, Buffer.from("\n", "ascii")]);
+  // crc32 of a string is of its UTF-8 bytes, as decodeLine checks it: one buffer, one copy of the record.
+  return Buffer.from(`${crc32(text).toString(16).padStart(8, "0")} ${text}\n`, "utf8");
 }
 
 function decodeLine(line: Buffer): unknown {
