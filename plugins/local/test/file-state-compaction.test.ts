@@ -1,5 +1,5 @@
 import { execFileSync } from "node:child_process";
-import { appendFile, copyFile, mkdtemp, open, readdir, rm, stat, unlink } from "node:fs/promises";
+import { appendFile, copyFile, mkdir, mkdtemp, open, readdir, rm, stat, unlink } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { crc32 } from "node:zlib";
@@ -133,6 +133,24 @@ describe("FileStateAdapter compaction", () => {
     await appendFile(join(missing, "log-1.wal"), "");
     await expect(FileStateAdapter.open({ directory: missing })).rejects.toMatchObject({ code: "AL_ERR_STATE_ROW_INVALID", message: expect.stringContaining("log-0.wal") });
     expect(await logsIn(missing)).toEqual(["log-1.wal"]);
+  });
+
+  it("keeps a write that outgrew the log when the next log cannot be made, and folds later", async () => {
+    const directory = await tempFolder();
+    const state = await FileStateAdapter.open({ directory, compactAfterBytes: 4_000, compactWhenSuperseded: 0 });
+    await state.createRun(newRun("r1"));
+    // log-1.wal cannot be opened as a file while a folder holds its name.
+    await mkdir(join(directory, "log-1.wal"));
+    let index = 0;
+    for (; index < 30; index += 1) await state.appendEvents("r1", tick(index + 1));
+    expect(await readdir(directory)).not.toContain("snapshot.json");
+    await rm(join(directory, "log-1.wal"), { recursive: true });
+    for (; index < 40; index += 1) await state.appendEvents("r1", tick(index + 1));
+    await state.close();
+    expect(await readdir(directory)).toContain("snapshot.json");
+    const reopened = await FileStateAdapter.open({ directory });
+    expect((await reopened.listEvents("r1")).map((event) => event.seq)).toEqual(seqs(index + 1));
+    await reopened.close();
   });
 
   describe("policy", () => {

@@ -908,12 +908,19 @@ export class FileStateAdapter implements StateAdapter {
     // A record in log N+1 may depend on one in log N: log N is wholly on disk first.
     this.log!.syncSoon();
     await this.whenDurable(this.durable);
+    const next = this.generation + 1;
+    let log: WriteAheadLog | undefined;
+    try {
+      log = await WriteAheadLog.openForAppend(join(this.directory, logFile(next)), 0);
+      await syncDirectory(this.directory);
+    } catch {
+      // The write that got here is durable and stands; writes go on in log N, and a later one tries again.
+      await log?.close().catch(() => undefined);
+      return;
+    }
     const tables = this.tables.toSnapshot();
     // The snapshot holds only what is live now: what later writes supersede is counted afresh.
     this.supersededBytes = 0;
-    const next = this.generation + 1;
-    const log = await WriteAheadLog.openForAppend(join(this.directory, logFile(next)), 0);
-    await syncDirectory(this.directory);
     const previous = this.log!;
     this.log = log;
     this.generation = next;
