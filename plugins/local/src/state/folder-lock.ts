@@ -91,10 +91,7 @@ async function takeOver(directory: string, lockPath: string, stale: LockOwner | 
     return false;
   }
   try {
-    const current = await readOwner(lockPath);
-    const unchanged =
-      current === "unreadable" ? stale === "unreadable" : typeof current === "object" && typeof stale === "object" && current.token === stale.token;
-    if (unchanged) await unlink(lockPath).catch(ignoreMissing);
+    await unlinkIfUnchanged(lockPath, stale);
     return true;
   } finally {
     await unlinkIfUnchanged(guardPath, guardOwner);
