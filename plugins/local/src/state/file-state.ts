@@ -76,6 +76,11 @@ const DEFAULT_PAGE_SIZE = 50;
 const DEFAULT_CLAIM_LIMIT = 100;
 
 const logFile = (generation: number) => `log-${generation}.wal`;
+/** The generation a file name is the log of, if it is one. */
+const logGeneration = (name: string): number | undefined => {
+  const log = /^log-(\d+)\.wal$/.exec(name);
+  return log ? Number(log[1]) : undefined;
+};
 
 export interface FileStateAdapterOptions {
   /** The state folder. Default: `<agentDir>/.assembly-line/state`. */
@@ -871,8 +876,8 @@ export class FileStateAdapter implements StateAdapter {
   private async logGenerations(): Promise<Set<number>> {
     const generations = new Set<number>();
     for (const name of await readdir(this.directory)) {
-      const log = /^log-(\d+)\.wal$/.exec(name);
-      if (log) generations.add(Number(log[1]));
+      const generation = logGeneration(name);
+      if (generation !== undefined) generations.add(generation);
     }
     return generations;
   }
@@ -949,19 +954,17 @@ export class FileStateAdapter implements StateAdapter {
       await rename(temp, join(this.directory, SNAPSHOT_FILE));
       await syncDirectory(this.directory);
       this.snapshotBytes = bytes;
-      for (const older of await this.logGenerations()) {
-        if (older < generation) await unlink(join(this.directory, logFile(older))).catch(() => undefined);
-      }
+      await this.removeStrayFiles(generation);
     } catch {
       await unlink(temp).catch(() => undefined);
     }
   }
 
-  /** Logs the snapshot already holds and snapshot temp files are left by a crash mid-compaction. */
+  /** Logs the snapshot at `generation` holds (once it replaced the old one, or left by a crash mid-compaction), and snapshot temp files of writers that died. */
   private async removeStrayFiles(generation: number): Promise<void> {
     for (const name of await readdir(this.directory)) {
-      const log = /^log-(\d+)\.wal$/.exec(name);
-      const stray = (log && Number(log[1]) < generation) || /^snapshot\.json\..*\.tmp$/.test(name);
+      const log = logGeneration(name);
+      const stray = (log !== undefined && log < generation) || /^snapshot\.json\..*\.tmp$/.test(name);
       if (stray) await unlink(join(this.directory, name)).catch(() => undefined);
     }
   }
