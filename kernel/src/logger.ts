@@ -1,4 +1,5 @@
-import pino from "pino";
+import { createRequire } from "node:module";
+import type pino from "pino";
 import type { RuntimeLogger } from "@assemblyline-agents/core";
 
 const LEVELS = ["debug", "info", "warn", "error"] as const;
@@ -12,9 +13,11 @@ export function createRuntimeLogger(options: { level?: string; env?: Record<stri
   if (!(LEVELS as readonly string[]).includes(level)) {
     throw new TypeError(`ASSEMBLY_LINE_LOG_LEVEL=${level} is not one of ${LEVELS.join(", ")}`);
   }
-  const logger = pino(
-    { level, base: undefined, timestamp: pino.stdTimeFunctions.isoTime, formatters: { level: (label) => ({ level: label }) } },
-    pino.destination({ fd: 2, sync: true }),
+  // Required here, not imported: a runtime given its own logger (or none) never loads pino.
+  const create = createRequire(import.meta.url)("pino") as typeof pino;
+  const logger = create(
+    { level, base: undefined, timestamp: create.stdTimeFunctions.isoTime, formatters: { level: (label) => ({ level: label }) } },
+    create.destination({ fd: 2, sync: true }),
   );
   return {
     debug: (fields, msg) => logger.debug(fields, msg),

@@ -1,5 +1,5 @@
-import matter from "gray-matter";
 import { AssemblyLineError, isSkillFilePath, isSkillName, type SelfImprovementApi, type SkillSummary } from "@assemblyline-agents/core";
+import { frontMatter } from "./front-matter.js";
 import type { SkillLibrary, SkillView, SkillWriteGate, SkillWriteResult } from "./skill-library.js";
 
 /**
@@ -41,7 +41,7 @@ export function createSelfImprovementApi(library: SkillLibrary, changed: (change
         await library.putFiles(
           change.name,
           (current) => {
-            const existing = matter((current ?? {})["SKILL.md"] ?? "", {});
+            const existing = frontMatter()((current ?? {})["SKILL.md"] ?? "", {});
             const data = existing.data as { description?: string; tools?: string[] };
             const skillFile = composeSkillFile(change.description ?? data.description ?? "", change.body ?? existing.content.replace(/^\n+/, ""), change.tools ?? data.tools);
             return { ...(current ?? {}), ...(change.files ?? {}), "SKILL.md": skillFile };
@@ -62,7 +62,7 @@ export function createSelfImprovementApi(library: SkillLibrary, changed: (change
 export function composeSkillFile(description: string, body: string, tools: string[] | undefined): string {
   const data: Record<string, unknown> = { description };
   if (tools?.length) data.tools = tools;
-  return matter.stringify(body.endsWith("\n") ? body : `${body}\n`, data);
+  return frontMatter().stringify(body.endsWith("\n") ? body : `${body}\n`, data);
 }
 
 function checkDraft(name: unknown, files: Record<string, string> | undefined): void {

@@ -1,6 +1,7 @@
-import matter from "gray-matter";
+import type matter from "gray-matter";
 import { AssemblyLineError, isSkillName } from "@assemblyline-agents/core";
 import { digestJson } from "../canonical-json.js";
+import { frontMatter } from "./front-matter.js";
 
 /** What a SKILL.md says: front matter (description, name, tools) and the procedure body. */
 export interface ParsedSkill {
@@ -22,7 +23,7 @@ export function parseSkillFile(text: string, folderName: string, where: string):
   let parsed: matter.GrayMatterFile<string>;
   try {
     // An empty options object keeps gray-matter from caching by content (its cache returns shared objects).
-    parsed = matter(text, {});
+    parsed = frontMatter()(text, {});
   } catch (error) {
     return refuse(`front matter is not valid YAML: ${(error as Error).message}`, "Fix the YAML between the --- lines.");
   }
