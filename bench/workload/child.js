@@ -11,6 +11,8 @@
 //   job "disk":       the disk's own ceiling: 200-byte appends, each durable before the next (as the log syncs).
 //   job "postgresCeiling": the server's own ceiling: one-row INSERTs, each its own transaction, on 1, 16
 //                     and 50 connections.
+//   job "recordsCeiling": the in-memory state's own ceiling: the writes one run makes, replayed on
+//                     InMemoryStateAdapter with no runtime around them, at each level.
 import { constants, readFileSync } from "node:fs";
 import { open, rm } from "node:fs/promises";
 import { createRequire } from "node:module";
@@ -326,9 +328,80 @@ async function postgresCeiling({ connectionString, levels, ms }) {
   }
 }
 
+/**
+ * The state writes one run of the workload makes, as the runtime made them: every outermost call on
+ * the state (a call the adapter makes on itself inside another is part of that one), reads left out
+ * (they build the model's context; no durability rule asks for them).
+ */
+async function recordedWrites() {
+  const opened = await SYSTEMS.memory.open();
+  try {
+    for (let i = 0; i < 50; i++) await opened.runOnce();
+    const calls = [];
+    let depth = 0;
+    const state = opened.state;
+    for (const name of Object.getOwnPropertyNames(Object.getPrototypeOf(state))) {
+      const method = state[name];
+      if (name === "constructor" || typeof method !== "function") continue;
+      state[name] = function (...args) {
+        if (depth === 0 && !/^(get|list|read|require)/.test(name)) calls.push([name, structuredClone(args)]);
+        // The in-memory state does a call's work before returning its promise: calls made meanwhile are nested.
+        depth += 1;
+        try {
+          return method.apply(this, args);
+        } finally {
+          depth -= 1;
+        }
+      };
+    }
+    await opened.runOnce();
+    return calls;
+  } finally {
+    await opened.close();
+  }
+}
+
+/**
+ * The most runs/s a runtime can reach on the in-memory state, at each level: the writes one run makes
+ * (its run, 14 events, tool calls, steps and their state changes, the lease's release), each awaited
+ * before the next as the durability rules ask, replayed on InMemoryStateAdapter with nothing else. A
+ * ring of distinct runs on a store made afresh each time it wraps, so the store stays small: this is
+ * faster than any real runtime's writes can be.
+ */
+async function recordsCeiling({ levels, ms }) {
+  const { InMemoryStateAdapter } = await import("@assemblyline-agents/runtime");
+  const calls = await recordedWrites();
+  const runId = calls.find(([name]) => name === "createRun")?.[1][0].id;
+  if (!runId) throw new Error(`the recorded run made no createRun: ${calls.map(([name]) => name).join(", ")}`);
+  const text = JSON.stringify(calls);
+  const RING = 200;
+  const ring = Array.from({ length: RING }, (_, i) => JSON.parse(text.split(runId).join(`run_ceiling_${i}`)));
+  let store;
+  let next = 0;
+  const runOnce = async () => {
+    const i = next++;
+    if (i % RING === 0) store = new InMemoryStateAdapter();
+    const into = store;
+    for (const [name, args] of ring[i % RING]) {
+      const result = await into[name](...args);
+      if (name === "createRun" && !result.created) throw new Error("a replayed run was not created");
+    }
+  };
+  await measure(runOnce, { concurrency: 1, count: 2000 });
+  const results = [];
+  for (const concurrency of levels) {
+    next = 0;
+    results.push(await measure(runOnce, { concurrency, ms }));
+  }
+  const counts = {};
+  for (const [name, args] of calls) counts[name] = (counts[name] ?? 0) + 1;
+  const events = calls.reduce((sum, [name, args]) => sum + (name === "createRun" ? 1 : name === "appendEvents" ? args[1].length : 0), 0);
+  return { levels: results.map(({ concurrency, runsPerSecond }) => ({ concurrency, runsPerSecond })), callsPerRun: counts, eventsPerRun: events };
+}
+
 await countSyncs();
 if (job.system === "postgres" || job.kind === "commits") countStatements();
-const jobs = { throughput, rss, stateRows, commits, paused, disk, postgresCeiling };
+const jobs = { throughput, rss, stateRows, commits, paused, disk, postgresCeiling, recordsCeiling };
 try {
   process.send({ ok: true, result: await jobs[job.kind](job) });
 } catch (error) {
