@@ -272,4 +272,49 @@ describe("FileStateAdapter", () => {
     expect((await adapter.getRun("r1"))?.lastSeq).toBe(1);
     await adapter.close();
   });
+
+  it("answers with what a reopen rebuilds, also for values JSON changes (Date, undefined, NaN, -0, toJSON)", async () => {
+    const directory = await tempFolder();
+    const first = await FileStateAdapter.open({ directory });
+    await first.createRun(newRun("r1"));
+    // Each in a write of its own: one such value in a record is enough to change how the record is kept.
+    const odd: Array<[unknown, unknown]> = [
+      [new Date("2026-01-02T03:04:05.000Z"), "2026-01-02T03:04:05.000Z"],
+      [[undefined, 1], [null, 1]],
+      [{ gone: undefined, kept: 1 }, { kept: 1 }],
+      [Number.NaN, null],
+      [-0, 0],
+      [{ toJSON: () => "as text" }, "as text"],
+      [{ nested: ["a", { b: true }] }, { nested: ["a", { b: true }] }],
+    ];
+    for (const [index, [value]] of odd.entries()) {
+      await first.appendEvents("r1", [{ type: "odd", data: { value } as never }], {
+        toolCall: { callId: `c${index}`, toolName: "t", input: { value } as never, inputDigest: "d", status: "completed", output: value as never },
+      });
+    }
+    const read = async (adapter: FileStateAdapter) => ({ events: await adapter.listEvents("r1"), calls: await adapter.listToolCalls("r1") });
+    const before = await read(first);
+    await first.close();
+    const second = await FileStateAdapter.open({ directory });
+    const after = await read(second);
+    await second.close();
+    // Compared as JSON-free structures: toEqual would let { gone: undefined } pass for {}.
+    const shape = (value: unknown) => JSON.stringify(value, (_key, item) => (item === undefined ? "<undefined>" : Object.is(item, -0) ? "<-0>" : Number.isNaN(item) ? "<NaN>" : item));
+    expect(shape(before)).toBe(shape(after));
+    expect(before.events.slice(1).map((event) => event.data.value)).toStrictEqual(odd.map(([, kept]) => kept));
+    expect(before.calls.map((call) => call.output)).toStrictEqual(odd.map(([, kept]) => kept));
+  });
+
+  it("keeps what it stored apart from the caller's objects, which the caller may change after the write", async () => {
+    const directory = await tempFolder();
+    const adapter = await FileStateAdapter.open({ directory });
+    await adapter.createRun(newRun("r1"));
+    const data = { list: ["a"], nested: { n: 1 } };
+    const [returned] = await adapter.appendEvents("r1", [{ type: "plain", data }]);
+    data.list.push("b");
+    data.nested.n = 2;
+    (returned!.data as { list: string[] }).list.push("c");
+    expect((await adapter.listEvents("r1"))[1]!.data).toEqual({ list: ["a"], nested: { n: 1 } });
+    await adapter.close();
+  });
 });

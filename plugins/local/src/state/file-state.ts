@@ -40,6 +40,7 @@ import { randomUUID } from "node:crypto";
 import { mkdir, open, readFile, readdir, rename, unlink, type FileHandle } from "node:fs/promises";
 import { join, resolve } from "node:path";
 import { FolderLock } from "./folder-lock.js";
+import { jsonExactCopy } from "./json-exact-copy.js";
 import { StateTables, skillKey, type StateOp, type TablesSnapshot } from "./tables.js";
 import { WriteAheadLog } from "./write-ahead-log.js";
 
@@ -735,12 +736,14 @@ export class FileStateAdapter implements StateAdapter {
       this.throwIfLogFailed();
       const { ops, result } = plan(this.tables);
       if (ops.length === 0) return { answer: copy(result(this.tables)), durable: this.durable };
-      const { json, opBytes } = this.serialize(ops);
+      // Memory holds exactly what a replay would rebuild: the ops' JSON-exact copy, logged as they are, or else
+      // the record parsed back from its JSON.
+      const exact = jsonExactCopy(ops);
+      const { json, opBytes } = this.serialize(exact ?? ops);
       const durable = options.lazy ? this.log!.appendLazily(json) : this.log!.append(json);
       durable.catch(() => undefined);
-      // Apply the parsed record, so memory holds exactly what a replay would rebuild.
-      const parsed = (JSON.parse(json) as { ops: StateOp[] }).ops;
-      for (let index = 0; index < parsed.length; index += 1) this.supersededBytes += this.tables.apply(parsed[index]!, opBytes[index]!);
+      const applied = exact ?? (JSON.parse(json) as { ops: StateOp[] }).ops;
+      for (let index = 0; index < applied.length; index += 1) this.supersededBytes += this.tables.apply(applied[index]!, opBytes[index]!);
       this.durable = durable;
       const answer = copy(result(this.tables));
       if (this.shouldCompact()) await this.startCompaction();
