@@ -5,6 +5,7 @@ import { join } from "node:path";
 import { crc32 } from "node:zlib";
 import { afterEach, describe, expect, it } from "vitest";
 import { FileStateAdapter } from "../src/index.js";
+import { StateTables } from "../src/state/tables.js";
 
 const folders: string[] = [];
 async function tempFolder(): Promise<string> {
@@ -205,5 +206,21 @@ describe("FileStateAdapter compaction", () => {
         );
       }
     });
+  });
+});
+
+describe("StateTables snapshot", () => {
+  it("keeps a run's record as it was at the cut while later writes patch it (the snapshot is written after)", () => {
+    const tables = new StateTables();
+    const at = "2026-01-01T00:00:00.000Z";
+    const run = { id: "r1", agentId: "a", agentRevision: "rev", conversationId: null, status: "queued" as const, modelSpec: "m", input: { message: "hi", metadata: {} }, output: null, error: null, lastSeq: 1, observedSeq: 0, lease: null, createdAt: at, updatedAt: at };
+    tables.apply({ op: "run.create", run, ordinal: 1, idempotencyKey: null, event: { id: "r1:1", runId: "r1", seq: 1, type: "run.created", data: {}, createdAt: at } });
+    const snapshot = tables.toSnapshot();
+    tables.apply({ op: "events.append", runId: "r1", events: [{ seq: 2, type: "later", data: {}, createdAt: at }] });
+    tables.apply({ op: "run.patch", runId: "r1", set: { lastSeq: 2, status: "running", lease: { owner: "w", expiresAt: at, token: 1 } } });
+    expect(snapshot.runs[0]!.record).toMatchObject({ lastSeq: 1, status: "queued", lease: null });
+    expect(snapshot.runs[0]!.events).toHaveLength(1);
+    expect(tables.runs.get("r1")!.record).toMatchObject({ lastSeq: 2, status: "running" });
+    expect(tables.runs.get("r1")!.fence).toBe(1);
   });
 });

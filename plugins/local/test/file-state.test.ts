@@ -5,6 +5,7 @@ import { spawnSync } from "node:child_process";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { fileURLToPath } from "node:url";
+import { crc32 } from "node:zlib";
 import { afterEach, describe, expect, it } from "vitest";
 import { FileStateAdapter } from "../src/index.js";
 
@@ -303,6 +304,37 @@ describe("FileStateAdapter", () => {
     expect(shape(before)).toBe(shape(after));
     expect(before.events.slice(1).map((event) => event.data.value)).toStrictEqual(odd.map(([, kept]) => kept));
     expect(before.calls.map((call) => call.output)).toStrictEqual(odd.map(([, kept]) => kept));
+  });
+
+  it("reads a log written before run patches and events without their ids, and writes on after it", async () => {
+    const directory = await tempFolder();
+    const at = "2026-01-01T00:00:00.000Z";
+    const run = { id: "r1", agentId: "agent", agentRevision: "rev", conversationId: null, status: "queued", modelSpec: "scripted/test", input: { message: "hi", metadata: {} }, output: null, error: null, lastSeq: 1, observedSeq: 0, lease: null, createdAt: at, updatedAt: at };
+    const created = { id: "r1:1", runId: "r1", seq: 1, type: "run.created", data: {}, createdAt: at };
+    const records = [
+      { ops: [{ op: "run.create", run, ordinal: 1, idempotencyKey: null, event: created }] },
+      { ops: [
+        { op: "events.append", runId: "r1", events: [{ id: "r1:2", runId: "r1", seq: 2, type: "run.started", data: { n: 2 }, createdAt: at }] },
+        { op: "run.put", run: { ...run, status: "running", lastSeq: 2, lease: { owner: "w", expiresAt: at, token: 3 } } },
+      ] },
+    ];
+    const line = (record: unknown) => {
+      const json = JSON.stringify(record);
+      return `${crc32(Buffer.from(json)).toString(16).padStart(8, "0")} ${json}\n`;
+    };
+    await writeFile(join(directory, "log-0.wal"), records.map(line).join(""));
+    const adapter = await FileStateAdapter.open({ directory });
+    expect(await adapter.getRun("r1")).toMatchObject({ status: "running", lastSeq: 2 });
+    await adapter.appendEvents("r1", [{ type: "later", data: { n: 3 } }], { run: { status: "completed" } });
+    await adapter.close();
+    const reopened = await FileStateAdapter.open({ directory });
+    expect((await reopened.listEvents("r1")).map(({ id, runId, seq, type, data }) => ({ id, runId, seq, type, data }))).toEqual([
+      { id: "r1:1", runId: "r1", seq: 1, type: "run.created", data: {} },
+      { id: "r1:2", runId: "r1", seq: 2, type: "run.started", data: { n: 2 } },
+      { id: "r1:3", runId: "r1", seq: 3, type: "later", data: { n: 3 } },
+    ]);
+    expect(await reopened.getRun("r1")).toMatchObject({ status: "completed", lastSeq: 3, lease: { owner: "w", token: 3 } });
+    await reopened.close();
   });
 
   it("keeps what it stored apart from the caller's objects, which the caller may change after the write", async () => {

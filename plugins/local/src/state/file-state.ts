@@ -41,7 +41,7 @@ import { mkdir, open, readFile, readdir, rename, unlink, type FileHandle } from 
 import { join, resolve } from "node:path";
 import { FolderLock } from "./folder-lock.js";
 import { jsonExactCopy } from "./json-exact-copy.js";
-import { StateTables, skillKey, type StateOp, type TablesSnapshot } from "./tables.js";
+import { StateTables, skillKey, type LoggedEvent, type StateOp, type TablesSnapshot } from "./tables.js";
 import { WriteAheadLog } from "./write-ahead-log.js";
 
 /*
@@ -301,24 +301,21 @@ export class FileStateAdapter implements StateAdapter {
         );
       }
       const now = new Date().toISOString();
-      const appended: RunEvent[] = events.map((event, index) => {
-        const seq = current.lastSeq + index + 1;
-        return { id: `${runId}:${seq}`, runId, seq, type: event.type, data: event.data ?? {}, createdAt: now };
-      });
+      const appended: LoggedEvent[] = events.map((event, index) => ({ seq: current.lastSeq + index + 1, type: event.type, data: event.data ?? {}, createdAt: now }));
 
-      const record: RunRecord = { ...current, lastSeq: current.lastSeq + appended.length, updatedAt: now };
-      if (options.observedSeq !== undefined && options.observedSeq > record.observedSeq) record.observedSeq = options.observedSeq;
+      const set: Partial<RunRecord> = { lastSeq: current.lastSeq + appended.length, updatedAt: now };
+      if (options.observedSeq !== undefined && options.observedSeq > current.observedSeq) set.observedSeq = options.observedSeq;
       const ops: StateOp[] = [];
       if (appended.length > 0) ops.push({ op: "events.append", runId, events: appended });
       if (change?.run) {
         const { status, modelSpec, output, error, conversationId } = change.run;
-        if (status !== undefined) record.status = status;
-        if (modelSpec !== undefined) record.modelSpec = modelSpec;
-        if (output !== undefined) record.output = output;
-        if (error !== undefined) record.error = error;
-        if (conversationId !== undefined) record.conversationId = conversationId;
+        if (status !== undefined) set.status = status;
+        if (modelSpec !== undefined) set.modelSpec = modelSpec;
+        if (output !== undefined) set.output = output;
+        if (error !== undefined) set.error = error;
+        if (conversationId !== undefined) set.conversationId = conversationId;
       }
-      ops.push({ op: "run.put", run: record });
+      ops.push({ op: "run.patch", runId, set });
       if (change?.toolCall) ops.push({ op: "toolCall.put", call: { ...change.toolCall, runId } });
       if (change?.step && !entry.steps.has(change.step.key)) ops.push({ op: "step.put", step: { ...change.step, runId } });
       if (change?.checkpoint !== undefined) {
@@ -361,7 +358,7 @@ export class FileStateAdapter implements StateAdapter {
   markObserved(runId: string, seq: number): Promise<void> {
     return this.mutate((tables) => {
       const { record } = this.requireRun(tables, runId);
-      return { ops: seq > record.observedSeq ? [{ op: "run.put", run: { ...record, observedSeq: seq } }] : [], result: () => undefined };
+      return { ops: seq > record.observedSeq ? [{ op: "run.patch", runId, set: { observedSeq: seq } }] : [], result: () => undefined };
     });
   }
 
@@ -389,7 +386,7 @@ export class FileStateAdapter implements StateAdapter {
       if (TERMINAL_RUN_STATUSES.includes(record.status)) return { ops: [], result: () => null };
       if (record.lease && record.lease.owner !== owner && !this.leaseIsFree(runId, record.lease, at)) return { ops: [], result: () => null };
       const lease: RunLease = { owner, expiresAt: new Date(at.getTime() + ttlMs).toISOString(), token: entry.fence + 1 };
-      return { ops: [{ op: "run.put", run: { ...record, lease } }], result: () => lease };
+      return { ops: [{ op: "run.patch", runId, set: { lease } }], result: () => lease };
     });
   }
 
@@ -398,7 +395,7 @@ export class FileStateAdapter implements StateAdapter {
       const { record } = this.requireRun(tables, runId);
       if (TERMINAL_RUN_STATUSES.includes(record.status) || !fenceHolds(record.lease, fence)) return { ops: [], result: () => null };
       const lease: RunLease = { owner: fence.owner, expiresAt: new Date((now ?? new Date()).getTime() + ttlMs).toISOString(), token: fence.token };
-      return { ops: [{ op: "run.put", run: { ...record, lease } }], result: () => lease };
+      return { ops: [{ op: "run.patch", runId, set: { lease } }], result: () => lease };
     });
   }
 
@@ -409,7 +406,7 @@ export class FileStateAdapter implements StateAdapter {
       const holds = record.lease?.owner === owner && (token === undefined || record.lease.token === token);
       const observed = options.observedSeq !== undefined && options.observedSeq > record.observedSeq;
       const ops: StateOp[] =
-        holds || observed ? [{ op: "run.put", run: { ...record, ...(holds ? { lease: null } : {}), ...(observed ? { observedSeq: options.observedSeq! } : {}) } }] : [];
+        holds || observed ? [{ op: "run.patch", runId, set: { ...(holds ? { lease: null } : {}), ...(observed ? { observedSeq: options.observedSeq! } : {}) } }] : [];
       return { ops, result: () => undefined };
       // Need not be on disk when answered (RunStore.releaseRunLease): it joins the next fdatasync.
     }, { lazy: true });

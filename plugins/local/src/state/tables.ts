@@ -24,7 +24,9 @@ import type {
 export type StateOp =
   | { op: "run.create"; run: RunRecord; ordinal: number; idempotencyKey: string | null; event: RunEvent }
   | { op: "run.put"; run: RunRecord }
-  | { op: "events.append"; runId: string; events: RunEvent[] }
+  /** The fields of the run's record that changed: most writes move a few small ones (lastSeq, a lease). */
+  | { op: "run.patch"; runId: string; set: Partial<RunRecord> }
+  | { op: "events.append"; runId: string; events: LoggedEvent[] }
   | { op: "toolCall.put"; call: ToolCallRecord }
   | { op: "step.put"; step: StepRecord }
   | { op: "checkpoint.put"; runId: string; checkpoint: CheckpointRecord | null }
@@ -42,6 +44,12 @@ export type StateOp =
   | { op: "setting.put"; audit: SettingAuditEvent }
   | { op: "skill.put"; record: SkillRecord }
   | { op: "skill.delete"; agentId: string; name: string };
+
+/**
+ * An event as the log holds it: its id and runId follow from the op's runId and its
+ * seq, so they are not written again for every event (logs written before carry them).
+ */
+export type LoggedEvent = Omit<RunEvent, "id" | "runId"> & Partial<Pick<RunEvent, "id" | "runId">>;
 
 export interface RunEntry {
   record: RunRecord;
@@ -132,9 +140,20 @@ export class StateTables {
         entry.fence = Math.max(entry.fence, op.run.lease?.token ?? 0);
         return opBytes;
       }
-      case "events.append":
-        this.run(op.runId).events.push(...op.events);
+      case "run.patch": {
+        const entry = this.run(op.runId);
+        // A new record, never a change in place: a snapshot in progress holds the old one.
+        entry.record = { ...entry.record, ...op.set };
+        entry.fence = Math.max(entry.fence, entry.record.lease?.token ?? 0);
+        return opBytes;
+      }
+      case "events.append": {
+        const { events } = this.run(op.runId);
+        for (const event of op.events) {
+          events.push(event.id !== undefined && event.runId !== undefined ? (event as RunEvent) : { id: `${op.runId}:${event.seq}`, runId: op.runId, seq: event.seq, type: event.type, data: event.data, createdAt: event.createdAt });
+        }
         return 0;
+      }
       case "toolCall.put":
         return replaced(this.run(op.call.runId).toolCalls, op.call.callId, op.call, opBytes);
       case "step.put":
