@@ -19,6 +19,7 @@ import {
   type StateStores,
   type RunBudgets,
   type TelemetrySink,
+  isoTimestamp,
 } from "@assemblyline-agents/core";
 import type { ActiveInstrumentation } from "./telemetry/instrumentation.js";
 import { Tracer } from "./telemetry/tracer.js";
@@ -392,7 +393,7 @@ export class OpenEveRuntime {
             runId,
             "input.received",
             { callId: asking.callId, answer, actor: options.actor ?? null },
-            { toolCall: { ...asking, status: "completed", output, modelOutput: output, updatedAt: new Date().toISOString() }, run: { status: "running" } },
+            { toolCall: { ...asking, status: "completed", output, modelOutput: output, updatedAt: isoTimestamp() }, run: { status: "running" } },
             { expectedLastSeq: run.lastSeq },
           );
           return true;
@@ -521,7 +522,7 @@ export class OpenEveRuntime {
               fix: `Pass one of: ${pending.map((candidate) => candidate.callId).join(", ")}.`,
             });
           }
-          const time = new Date().toISOString();
+          const time = isoTimestamp();
           const denial = { error: `The user denied this ${call.toolName} call.`, denied: true, ...(options.reason ? { reason: options.reason } : {}) } as JsonValue;
           const last = pending.length === 1;
           await driver.journal.record(

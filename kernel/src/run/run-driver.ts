@@ -11,6 +11,7 @@ import {
   type RunEvent,
   type RunRecord,
   type RuntimeLogger,
+  isoTimestamp,
 } from "@assemblyline-agents/core";
 import type { SourceBundle } from "../compiler/bundle.js";
 import type { AgentManifest } from "../compiler/manifest.js";
@@ -459,7 +460,7 @@ export class RunDriver {
         textDelta: (delta) => this.parts.textDelta(run.id, delta),
         recordUsage: async (usage) => {
           try {
-            await state.usage.recordUsage({ ...usage, runId: run.id, conversationId: run.conversationId, createdAt: new Date().toISOString() });
+            await state.usage.recordUsage({ ...usage, runId: run.id, conversationId: run.conversationId, createdAt: isoTimestamp() });
           } catch (error) {
             logger.warn({ runId: run.id, err: String(error), event: "usage.degraded" }, "usage could not be recorded");
           }
@@ -500,7 +501,7 @@ export class RunDriver {
         run.id,
         `run.${waiting}`,
         { harness: harness.name },
-        { run: { status: waiting }, checkpoint: { runId: run.id, continuation: result.continuation as unknown as JsonValue, createdAt: new Date().toISOString() } },
+        { run: { status: waiting }, checkpoint: { runId: run.id, continuation: result.continuation as unknown as JsonValue, createdAt: isoTimestamp() } },
       );
     } catch (error) {
       if (isInfrastructureFailure(error) || lease.lost) throw error;
@@ -518,7 +519,7 @@ export class RunDriver {
       // between neither loses the turn from the history nor writes it twice on recovery.
       const recent = await state.conversations.listConversationMessages(run.conversationId, { limit: 20 });
       if (!recent.some((message) => message.runId === run.id)) {
-        const createdAt = new Date().toISOString();
+        const createdAt = isoTimestamp();
         await state.conversations.appendConversationMessages(run.conversationId, [
           { role: "user", content: run.input.message, runId: run.id, createdAt },
           { role: "assistant", content: text, runId: run.id, createdAt },

@@ -1,5 +1,5 @@
 import { AsyncLocalStorage } from "node:async_hooks";
-import { AssemblyLineError, copyStateValue, type JsonValue, type NewRunEvent, type StepOptions } from "@assemblyline-agents/core";
+import { AssemblyLineError, copyStateValue, isoTimestamp, type JsonValue, type NewRunEvent, type StepOptions } from "@assemblyline-agents/core";
 import { findNonJson } from "../json-check.js";
 import type { RunScope } from "./run-scope.js";
 
@@ -62,7 +62,7 @@ export async function runStep<T>(
   }
   await beforeRunning?.();
   // Recorded with the completion so telemetry can time the step in any process.
-  const startedAt = new Date().toISOString();
+  const startedAt = isoTimestamp();
   const held: NewRunEvent[] = [];
   const result = await runBody(held, fn);
   const problem = findNonJson(result, `step "${key}" result`);
@@ -73,7 +73,7 @@ export async function runStep<T>(
   }
   const metadata = (options.metadata ?? {}) as Record<string, JsonValue>;
   const events = [...held, { type: "durable_step.completed", data: { key, metadata, startedAt } }];
-  const change = { step: { runId: scope.runId, key, result: result as JsonValue, metadata, createdAt: new Date().toISOString() } };
+  const change = { step: { runId: scope.runId, key, result: result as JsonValue, metadata, createdAt: isoTimestamp() } };
   if (commit.hold) await scope.journal.hold(scope.runId, events, change);
   else await scope.journal.append(scope.runId, events, change);
   // The caller's copy: the change above may still be held, and must not move with it.

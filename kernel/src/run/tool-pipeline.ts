@@ -5,6 +5,7 @@ import {
   type ModelToolCall,
   type ToolCallOutcome,
   type ToolCallRecord,
+  isoTimestamp,
 } from "@assemblyline-agents/core";
 import { digestJson } from "../canonical-json.js";
 import { findNonJson } from "../json-check.js";
@@ -23,8 +24,6 @@ import type { ToolTableEntry } from "./tool-table.js";
 export function approvalIdFor(runId: string, callId: string, inputDigest: string): string {
   return `appr_${digestJson([runId, callId, inputDigest]).slice(0, 32)}`;
 }
-
-const now = () => new Date().toISOString();
 
 /**
  * The tool pipeline: resolve (tool_call unwrapped into the call it names) ->
@@ -151,7 +150,7 @@ async function pauseForApproval(
     scope.runId,
     "approval.requested",
     { approvalId, callId: call.id, toolName: call.name, input: call.input, ...details },
-    { toolCall: { ...base, status: "waiting_approval", approvalId, updatedAt: now() } },
+    { toolCall: { ...base, status: "waiting_approval", approvalId, updatedAt: isoTimestamp() } },
   );
   scope.pausedFor ??= "approval";
   return { status: "paused", reason: "approval" };
@@ -195,7 +194,7 @@ async function execute(
         scope.runId,
         "input.requested",
         { callId: call.id, toolName: call.name, question: question.question, choices: question.options?.choices },
-        { toolCall: { ...base, status: "waiting_input", question: asking, updatedAt: now() } },
+        { toolCall: { ...base, status: "waiting_input", question: asking, updatedAt: isoTimestamp() } },
       );
       scope.pausedFor ??= "input";
       return { status: "paused", reason: "input" };
@@ -233,7 +232,7 @@ async function execute(
     scope.runId,
     "tool.completed",
     { callId: call.id, toolName: call.name, output: output as JsonValue, modelOutput: modelOutput as JsonValue },
-    { toolCall: { ...base, status: "completed", output: output as JsonValue, modelOutput: modelOutput as JsonValue, updatedAt: now() } },
+    { toolCall: { ...base, status: "completed", output: output as JsonValue, modelOutput: modelOutput as JsonValue, updatedAt: isoTimestamp() } },
   );
   return { status: "completed", output: modelOutput as JsonValue, isError: isErrorShaped(modelOutput) };
 }
@@ -245,7 +244,7 @@ async function fail(scope: RunScope, base: ToolCallRecord, call: ModelToolCall, 
     scope.runId,
     "tool.execution_failed",
     { callId: call.id, toolName: call.name, error: message, code },
-    { toolCall: { ...base, status: "failed", error: message, updatedAt: now() } },
+    { toolCall: { ...base, status: "failed", error: message, updatedAt: isoTimestamp() } },
   );
   scope.failure ??= { code: code ?? "AL_ERR_TOOL_FAILED", message: `tool ${call.name} failed: ${message}` };
   return { status: "failed", output: { error: message } };
@@ -276,7 +275,7 @@ function newRecord(
   status: ToolCallRecord["status"],
   extra: Partial<ToolCallRecord> = {},
 ): ToolCallRecord {
-  const time = now();
+  const time = isoTimestamp();
   return {
     runId: scope.runId,
     callId: call.id,

@@ -33,6 +33,7 @@ import {
   type StepRecord,
   type ToolCallRecord,
   type UsageRecord,
+  isoTimestamp,
 } from "@assemblyline-agents/core";
 import { randomUUID } from "node:crypto";
 import { InMemorySkillStore } from "./in-memory-skills.js";
@@ -63,7 +64,7 @@ interface StoredDelivery {
 /** Every stored value and every returned value is a private copy. */
 const copy = <T>(value: T): T => copyStateValue(value);
 
-const isoOf = (now: Date | undefined): string => (now ?? new Date()).toISOString();
+const isoOf = (now: Date | undefined): string => isoTimestamp(now?.getTime());
 
 const leaseIsFree = (lease: { expiresAt: string } | null, now: Date): boolean =>
   lease === null || Date.parse(lease.expiresAt) <= now.getTime();
@@ -106,7 +107,7 @@ export class InMemoryStateAdapter implements StateAdapter {
     const existing = this.runs.get(existingId ?? run.id);
     if (existing) return { run: copy(existing.record), created: false };
 
-    const now = new Date().toISOString();
+    const now = isoTimestamp();
     const input = copy(run.input);
     const record: RunRecord = {
       id: run.id,
@@ -139,7 +140,7 @@ export class InMemoryStateAdapter implements StateAdapter {
       },
       createdAt: now,
     };
-    if (options.lease) record.lease = { owner: options.lease.owner, expiresAt: new Date(Date.parse(now) + options.lease.ttlMs).toISOString(), token: 1 };
+    if (options.lease) record.lease = { owner: options.lease.owner, expiresAt: isoTimestamp(Date.parse(now) + options.lease.ttlMs), token: 1 };
     this.runs.set(run.id, {
       record,
       ordinal: this.nextOrdinal++,
@@ -201,7 +202,7 @@ export class InMemoryStateAdapter implements StateAdapter {
     }
 
     // Copy everything first: a value that cannot be cloned throws before anything changes.
-    const now = new Date().toISOString();
+    const now = isoTimestamp();
     const appended: RunEvent[] = events.map((event, index) => {
       const seq = record.lastSeq + index + 1;
       return { id: `${runId}:${seq}`, runId, seq, type: event.type, data: copy(event.data ?? {}), createdAt: now };
@@ -325,7 +326,7 @@ export class InMemoryStateAdapter implements StateAdapter {
     record.attempts += 1;
     record.lease = null;
     record.lastError = null;
-    record.updatedAt = new Date().toISOString();
+    record.updatedAt = isoTimestamp();
   }
 
   async failDelivery(deliveryId: string, owner: string, error: string, retryAt?: Date): Promise<void> {
@@ -334,7 +335,7 @@ export class InMemoryStateAdapter implements StateAdapter {
     record.attempts += 1;
     record.lastError = error;
     record.lease = null;
-    record.updatedAt = new Date().toISOString();
+    record.updatedAt = isoTimestamp();
     if (retryAt) record.availableAt = retryAt.toISOString();
     else {
       record.status = "failed";
@@ -465,7 +466,7 @@ export class InMemoryStateAdapter implements StateAdapter {
   }
 
   async writeMemory(path: string, content: string): Promise<void> {
-    this.memory.set(path, { path, content, updatedAt: new Date().toISOString() });
+    this.memory.set(path, { path, content, updatedAt: isoTimestamp() });
   }
 
   async listMemory(prefix = ""): Promise<string[]> {
@@ -495,7 +496,7 @@ export class InMemoryStateAdapter implements StateAdapter {
       previous: this.settings.has(key) ? copy(this.settings.get(key) ?? null) : null,
       actor: audit.actor,
       reason: audit.reason ?? null,
-      createdAt: new Date().toISOString(),
+      createdAt: isoTimestamp(),
     };
     this.settings.set(key, stored);
     this.settingAudit.push(event);

@@ -18,6 +18,7 @@ export * from "./skills.js";
 export * from "./skill-check.js";
 export * from "./fence.js";
 export * from "./copy.js";
+export * from "./iso-time.js";
 
 /** A full state adapter: the intersection of every facet. */
 export interface StateAdapter

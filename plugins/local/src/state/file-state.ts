@@ -35,6 +35,7 @@ import {
   type StepRecord,
   type ToolCallRecord,
   type UsageRecord,
+  isoTimestamp,
 } from "@assemblyline-agents/core";
 import { randomUUID } from "node:crypto";
 import { mkdir, open, readFile, readdir, rename, unlink, type FileHandle } from "node:fs/promises";
@@ -212,7 +213,7 @@ export class FileStateAdapter implements StateAdapter {
       const existing = tables.runs.get(existingId ?? run.id);
       if (existing) return { ops: [], result: () => ({ run: existing.record, created: false }) };
 
-      const now = new Date().toISOString();
+      const now = isoTimestamp();
       const record: RunRecord = {
         id: run.id,
         agentId: run.agentId,
@@ -226,7 +227,7 @@ export class FileStateAdapter implements StateAdapter {
         lastSeq: 1,
         observedSeq: 0,
         // A new run's first lease has the first token.
-        lease: options.lease ? { owner: options.lease.owner, expiresAt: new Date(Date.parse(now) + options.lease.ttlMs).toISOString(), token: 1 } : null,
+        lease: options.lease ? { owner: options.lease.owner, expiresAt: isoTimestamp(Date.parse(now) + options.lease.ttlMs), token: 1 } : null,
         createdAt: now,
         updatedAt: now,
       };
@@ -300,7 +301,7 @@ export class FileStateAdapter implements StateAdapter {
           },
         );
       }
-      const now = new Date().toISOString();
+      const now = isoTimestamp();
       const appended: LoggedEvent[] = events.map((event, index) => ({ seq: current.lastSeq + index + 1, type: event.type, data: event.data ?? {}, createdAt: now }));
 
       const set: Partial<RunRecord> = { lastSeq: current.lastSeq + appended.length, updatedAt: now };
@@ -470,7 +471,7 @@ export class FileStateAdapter implements StateAdapter {
         attempts: record.attempts + 1,
         lease: null,
         lastError: null,
-        updatedAt: new Date().toISOString(),
+        updatedAt: isoTimestamp(),
       };
       return { ops: [{ op: "delivery.put", delivery }], result: () => undefined };
     });
@@ -485,7 +486,7 @@ export class FileStateAdapter implements StateAdapter {
         attempts: record.attempts + 1,
         lastError: error,
         lease: null,
-        updatedAt: new Date().toISOString(),
+        updatedAt: isoTimestamp(),
         ...(retryAt ? { availableAt: retryAt.toISOString() } : { status: "failed" as const }),
       };
       return { ops: [{ op: "delivery.put", delivery }], result: () => undefined };
@@ -622,7 +623,7 @@ export class FileStateAdapter implements StateAdapter {
 
   writeMemory(path: string, content: string): Promise<void> {
     return this.mutate(() => ({
-      ops: [{ op: "memory.put", record: { path, content, updatedAt: new Date().toISOString() } }],
+      ops: [{ op: "memory.put", record: { path, content, updatedAt: isoTimestamp() } }],
       result: () => undefined,
     }));
   }
@@ -687,7 +688,7 @@ export class FileStateAdapter implements StateAdapter {
         previous: tables.settings.get(key) ?? null,
         actor: audit.actor,
         reason: audit.reason ?? null,
-        createdAt: new Date().toISOString(),
+        createdAt: isoTimestamp(),
       };
       return { ops: [{ op: "setting.put", audit: event }], result: (after) => after.settingAudit[after.settingAudit.length - 1]! };
     });
