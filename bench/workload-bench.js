@@ -5,11 +5,14 @@
 // here); peak RSS at 50 concurrent; heap held for 10,000 paused runs; the disk's and
 // the PostgreSQL server's own commit ceilings, which bound the durable systems, and the
 // in-memory state's own ceiling (one run's writes replayed with no runtime). Ratios
-// are the point: every figure is measured in the same run on the same machine.
+// are the point: every figure is measured in the same run on the same machine, and the
+// systems take turns within each level (BENCH_SLICES slices), so load from elsewhere on
+// the machine falls on all of them alike.
 //
 //   node bench/workload-bench.js          (after `npx tsc -b`)
 //
-// BENCH_SECONDS (default 2) per level; DATABASE_URL (default postgres://postgres@127.0.0.1:5432/test).
+// BENCH_SECONDS (default 2) per level and system; BENCH_SLICES (default 4);
+// DATABASE_URL (default postgres://postgres@127.0.0.1:5432/test).
 import { fork } from "node:child_process";
 import { randomBytes } from "node:crypto";
 import { createRequire } from "node:module";
@@ -31,6 +34,87 @@ function inChild(job, env = {}, execArgv = []) {
       else reject(new Error(answer?.error ?? `child for ${job.kind} ${job.system ?? ""} exited with ${code}`));
     });
   });
+}
+
+/**
+ * A system served by a child of its own (the "serve" job): `measure(concurrency, ms)` runs one slice
+ * of a level there and resolves with its figures.
+ */
+function servedSystem(system, env, warmup) {
+  const child = fork(CHILD, [JSON.stringify({ kind: "serve", system, warmup })], { env: { ...process.env, ...env }, stdio: ["ignore", "inherit", "inherit", "ipc"] });
+  let waiting;
+  let failure;
+  const settle = (fn) => {
+    const current = waiting;
+    waiting = undefined;
+    current && fn(current);
+  };
+  child.on("message", (message) => {
+    if (message.ready) settle(({ resolve }) => resolve(message.describe));
+    else if (message.measured) settle(({ resolve }) => resolve(message.measured));
+    else if (message.ok === false) failure = new Error(message.error);
+  });
+  child.once("exit", (code) => {
+    failure ??= new Error(`child serving ${system} exited with ${code}`);
+    settle(({ reject }) => reject(failure));
+  });
+  const next = () => (failure ? Promise.reject(failure) : new Promise((resolve, reject) => (waiting = { resolve, reject })));
+  const ready = next();
+  return {
+    ready,
+    measure: (concurrency, ms) => {
+      const answer = next();
+      child.send({ concurrency, ms });
+      return answer;
+    },
+    close: () => new Promise((resolve) => {
+      if (child.exitCode !== null) return resolve();
+      child.once("exit", () => resolve());
+      child.send({ close: true });
+    }),
+  };
+}
+
+/**
+ * Runs/s of every system at every level, the systems taking turns: each level's time is cut into
+ * `slices`, and in each slice every system runs once (the order rotating), so a change in the machine's
+ * speed (other work on a shared host) falls on all of them alike and the ratios between them hold.
+ */
+async function interleavedThroughput(systems, { seconds, slices, env }) {
+  const served = {};
+  const described = {};
+  try {
+    for (const system of systems) {
+      served[system] = servedSystem(system, env, system === "postgres" || system === "file" ? 100 : 500);
+      described[system] = await served[system].ready;
+    }
+    const levels = Object.fromEntries(systems.map((system) => [system, []]));
+    for (const concurrency of LEVELS) {
+      const totals = Object.fromEntries(systems.map((system) => [system, { runs: 0, seconds: 0, syncs: 0, statements: 0, clientCommits: 0 }]));
+      for (let slice = 0; slice < slices; slice += 1) {
+        const order = systems.map((_, index) => systems[(index + slice) % systems.length]);
+        for (const system of order) {
+          const measured = await served[system].measure(concurrency, (seconds * 1000) / slices);
+          const total = totals[system];
+          total.runs += measured.runs;
+          total.seconds += measured.runs / measured.runsPerSecond;
+          total.syncs += measured.syncsPerRun * measured.runs;
+          total.statements += measured.statementsPerRun * measured.runs;
+          total.clientCommits += measured.clientCommitsPerRun * measured.runs;
+        }
+      }
+      for (const system of systems) {
+        const { runs, seconds: spent, syncs, statements, clientCommits } = totals[system];
+        levels[system].push({
+          concurrency, runs, runsPerSecond: runs / spent,
+          syncsPerRun: syncs / runs, statementsPerRun: statements / runs, clientCommitsPerRun: clientCommits / runs,
+        });
+      }
+    }
+    return { levels, described };
+  } finally {
+    await Promise.all(Object.values(served).map((server) => server.close()));
+  }
 }
 
 /** A private database for the PostgreSQL runs, so pg_stat_database counts only ours; null when unavailable. */
@@ -58,6 +142,7 @@ async function privateDatabase(connectionString) {
 
 export async function runWorkloadBench({
   seconds = Number(process.env.BENCH_SECONDS ?? 2),
+  slices = Number(process.env.BENCH_SLICES ?? 4),
   rssRuns = Number(process.env.BENCH_RSS_RUNS ?? 2000),
   pausedRuns = Number(process.env.BENCH_PAUSED_RUNS ?? 10_000),
   connectionString = process.env.DATABASE_URL ?? "postgres://postgres@127.0.0.1:5432/test",
@@ -66,15 +151,19 @@ export async function runWorkloadBench({
   const env = database.url ? { BENCH_DATABASE_URL: database.url } : {};
   const systems = {};
   try {
+    const measured = Object.keys(SYSTEMS).filter((system) => system !== "postgres" || database.url);
+    const { levels, described } = await interleavedThroughput(measured, { seconds, slices, env });
     for (const system of Object.keys(SYSTEMS)) {
-      if (system === "postgres" && !database.url) {
+      if (!measured.includes(system)) {
         systems[system] = { label: SYSTEMS[system].label, skipped: `PostgreSQL unavailable: ${database.skipped}` };
         continue;
       }
-      const warmup = system === "postgres" || system === "file" ? 100 : 500;
-      const { levels } = await inChild({ kind: "throughput", system, levels: LEVELS, seconds, warmup }, env);
+      if (SYSTEMS[system].ceiling) {
+        systems[system] = { label: SYSTEMS[system].label, ceiling: true, levels: levels[system], ...described[system] };
+        continue;
+      }
       const rss = await inChild({ kind: "rss", system, runs: rssRuns, concurrency: 50 }, env);
-      systems[system] = { label: SYSTEMS[system].label, levels, peakRssBytes: rss.peakRssBytes };
+      systems[system] = { label: SYSTEMS[system].label, levels: levels[system], peakRssBytes: rss.peakRssBytes };
       // The rows an in-memory state must hold for those runs are part of its peak; measured apart, as the paused job does.
       if (system === "memory") systems[system].stateRowsBytes = (await inChild({ kind: "stateRows", runs: rssRuns, concurrency: 50 }, env, ["--expose-gc"])).stateRowsBytes;
       if (system === "postgres") systems[system].commits = await inChild({ kind: "commits", runs: 300, connectionString: database.url }, env);
@@ -82,8 +171,7 @@ export async function runWorkloadBench({
     const paused = await inChild({ kind: "paused", runs: pausedRuns }, {}, ["--expose-gc"]);
     const disk = await inChild({ kind: "disk", ms: seconds * 1000 });
     const postgresCeiling = database.url ? await inChild({ kind: "postgresCeiling", connectionString: database.url, levels: LEVELS, ms: seconds * 1000 }) : undefined;
-    const recordsCeiling = await inChild({ kind: "recordsCeiling", levels: LEVELS, ms: seconds * 1000 });
-    return { seconds, levels: LEVELS, systems, paused, disk, postgresCeiling, recordsCeiling };
+    return { seconds, slices, levels: LEVELS, systems, paused, disk, postgresCeiling };
   } finally {
     await database.drop?.();
   }
@@ -128,9 +216,10 @@ export function workloadTargets(result) {
   const pi = systems["pi-agent-core"];
   for (const c of LEVELS) {
     const target = ratio(`memory / pi-agent-core, ${levelName(c)}`, at(memory, c), at(pi, c), 2);
-    const writesOnly = at(result.recordsCeiling, c);
+    const writes = systems["memory-writes"];
+    const writesOnly = at(writes, c);
     if (writesOnly) {
-      const { eventsPerRun, callsPerRun } = result.recordsCeiling;
+      const { eventsPerRun, callsPerRun } = writes;
       bound(target, writesOnly, at(pi, c), 2,
         `One run's writes alone (${Object.entries(callsPerRun).map(([name, n]) => `${n} ${name}`).join(", ")}; ${eventsPerRun} events), ` +
           `replayed on InMemoryStateAdapter with no runtime around them, reach ${writesOnly.toFixed(0)} runs/s ${levelName(c)}; ` +
@@ -196,7 +285,8 @@ export function printWorkloadBench(result) {
       const { statementsPerRun, commitsPerRun, writeTransactionsPerRun, walSyncsPerRun } = system.commits;
       extra.push(`${statementsPerRun.toFixed(1)} statements, ${commitsPerRun.toFixed(1)} transactions (${writeTransactionsPerRun.toFixed(1)} writing), ${walSyncsPerRun.toFixed(1)} WAL fdatasyncs`);
     }
-    console.log(`  ${system.label.padEnd(34)} ${system.levels.map((l) => l.runsPerSecond.toFixed(0).padStart(9)).join(" ")}  ${mb(system.peakRssBytes).padStart(8)}  ${extra.join("; ")}`);
+    const rss = system.peakRssBytes === undefined ? "" : mb(system.peakRssBytes);
+    console.log(`  ${system.label.padEnd(34)} ${system.levels.map((l) => l.runsPerSecond.toFixed(0).padStart(9)).join(" ")}  ${rss.padStart(8)}  ${extra.join("; ")}`);
   }
   const { disk } = result;
   const file = systems.file?.levels?.[0];
@@ -213,9 +303,9 @@ export function printWorkloadBench(result) {
       `at ${ceilings[0].flushedCommitsPerRun.toFixed(1)} flushed commits per run at most ${list((l) => l.maxRunsPerSecond.toFixed(0))} runs/s` +
       (memory?.levels ? ` (${list((l) => `${((l.maxRunsPerSecond / at(memory, l.concurrency)) * 100).toFixed(0)}%`)} of in-memory)` : ""));
   }
-  if (result.recordsCeiling && systems["pi-agent-core"]?.levels) {
+  if (systems["memory-writes"]?.levels && systems["pi-agent-core"]?.levels) {
     const pi = systems["pi-agent-core"];
-    const list = (f) => result.recordsCeiling.levels.map(f).join(" / ");
+    const list = (f) => systems["memory-writes"].levels.map(f).join(" / ");
     console.log(`  in-memory state: one run's writes alone (no runtime) ${list((l) => l.runsPerSecond.toFixed(0))} runs/s ` +
       `(${list((l) => `${(l.runsPerSecond / at(pi, l.concurrency)).toFixed(2)}x`)} pi-agent-core)`);
   }

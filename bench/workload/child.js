@@ -3,6 +3,9 @@
 //
 //   job "throughput": runs/s at each level (sequential, 16, 50 concurrent) for
 //                     BENCH_SECONDS each, with syncs (file state) and SQL statements per run.
+//   job "serve":      open the system, warm it up, then measure a level each time the parent asks
+//                     ({ concurrency, ms }), until it says { close: true }: the parent takes turns
+//                     between systems, so every system is measured across the same stretch of time.
 //   job "rss":        a fixed number of runs at 50 concurrent, then the peak RSS.
 //   job "stateRows":  the heap the in-memory state's rows take after the rss job's runs.
 //   job "commits":    PostgreSQL statements, transactions, writing transactions and WAL fdatasyncs
@@ -11,8 +14,7 @@
 //   job "disk":       the disk's own ceiling: 200-byte appends, each durable before the next (as the log syncs).
 //   job "postgresCeiling": the server's own ceiling: one-row INSERTs, each its own transaction, on 1, 16
 //                     and 50 connections.
-//   job "recordsCeiling": the in-memory state's own ceiling: the writes one run makes, replayed on
-//                     InMemoryStateAdapter with no runtime around them, at each level.
+import { on } from "node:events";
 import { constants, readFileSync } from "node:fs";
 import { open, rm } from "node:fs/promises";
 import { createRequire } from "node:module";
@@ -130,6 +132,24 @@ async function rss({ system, runs, concurrency }) {
   try {
     const result = await measure(opened.runOnce, { concurrency, count: runs });
     return { runs, concurrency, runsPerSecond: result.runsPerSecond, peakRssBytes: process.resourceUsage().maxRSS * 1024 };
+  } finally {
+    await opened.close();
+  }
+}
+
+async function serve({ system, warmup }) {
+  const opened = await SYSTEMS[system].open();
+  try {
+    await measure(opened.runOnce, { concurrency: 1, count: warmup });
+    process.send({ ready: true, describe: opened.describe });
+    for await (const [request] of on(process, "message")) {
+      if (request.close) break;
+      const { concurrency, ms } = request;
+      // Fill the level's pipeline first: the measured slice starts with every worker busy.
+      await measure(opened.runOnce, { concurrency, count: concurrency * 2 });
+      process.send({ measured: await measure(opened.runOnce, { concurrency, ms }) });
+    }
+    return {};
   } finally {
     await opened.close();
   }
@@ -328,80 +348,9 @@ async function postgresCeiling({ connectionString, levels, ms }) {
   }
 }
 
-/**
- * The state writes one run of the workload makes, as the runtime made them: every outermost call on
- * the state (a call the adapter makes on itself inside another is part of that one), reads left out
- * (they build the model's context; no durability rule asks for them).
- */
-async function recordedWrites() {
-  const opened = await SYSTEMS.memory.open();
-  try {
-    for (let i = 0; i < 50; i++) await opened.runOnce();
-    const calls = [];
-    let depth = 0;
-    const state = opened.state;
-    for (const name of Object.getOwnPropertyNames(Object.getPrototypeOf(state))) {
-      const method = state[name];
-      if (name === "constructor" || typeof method !== "function") continue;
-      state[name] = function (...args) {
-        if (depth === 0 && !/^(get|list|read|require)/.test(name)) calls.push([name, structuredClone(args)]);
-        // The in-memory state does a call's work before returning its promise: calls made meanwhile are nested.
-        depth += 1;
-        try {
-          return method.apply(this, args);
-        } finally {
-          depth -= 1;
-        }
-      };
-    }
-    await opened.runOnce();
-    return calls;
-  } finally {
-    await opened.close();
-  }
-}
-
-/**
- * The most runs/s a runtime can reach on the in-memory state, at each level: the writes one run makes
- * (its run, 14 events, tool calls, steps and their state changes, the lease's release), each awaited
- * before the next as the durability rules ask, replayed on InMemoryStateAdapter with nothing else. A
- * ring of distinct runs on a store made afresh each time it wraps, so the store stays small: this is
- * faster than any real runtime's writes can be.
- */
-async function recordsCeiling({ levels, ms }) {
-  const { InMemoryStateAdapter } = await import("@assemblyline-agents/runtime");
-  const calls = await recordedWrites();
-  const runId = calls.find(([name]) => name === "createRun")?.[1][0].id;
-  if (!runId) throw new Error(`the recorded run made no createRun: ${calls.map(([name]) => name).join(", ")}`);
-  const text = JSON.stringify(calls);
-  const RING = 200;
-  const ring = Array.from({ length: RING }, (_, i) => JSON.parse(text.split(runId).join(`run_ceiling_${i}`)));
-  let store;
-  let next = 0;
-  const runOnce = async () => {
-    const i = next++;
-    if (i % RING === 0) store = new InMemoryStateAdapter();
-    const into = store;
-    for (const [name, args] of ring[i % RING]) {
-      const result = await into[name](...args);
-      if (name === "createRun" && !result.created) throw new Error("a replayed run was not created");
-    }
-  };
-  await measure(runOnce, { concurrency: 1, count: 2000 });
-  const results = [];
-  for (const concurrency of levels) {
-    next = 0;
-    results.push(await measure(runOnce, { concurrency, ms }));
-  }
-  const counts = {};
-  for (const [name, args] of calls) counts[name] = (counts[name] ?? 0) + 1;
-  const events = calls.reduce((sum, [name, args]) => sum + (name === "createRun" ? 1 : name === "appendEvents" ? args[1].length : 0), 0);
-  return { levels: results.map(({ concurrency, runsPerSecond }) => ({ concurrency, runsPerSecond })), callsPerRun: counts, eventsPerRun: events };
-}
-
 await countSyncs();
 if (job.system === "postgres" || job.kind === "commits") countStatements();
-const jobs = { throughput, rss, stateRows, commits, paused, disk, postgresCeiling, recordsCeiling };
+const jobs = { throughput, serve, rss, stateRows, commits, paused, disk, postgresCeiling };
 try {
   process.send({ ok: true, result: await jobs[job.kind](job) });
 } catch (error) {
