@@ -14,6 +14,8 @@ export class LiveUpdates {
 
   constructor(runtime: OpenEveRuntime, draining: AbortSignal) {
     runtime.hooks.event.tap("node-host:inspector", (event) => {
+      // Every committed event passes here: with no page open, nothing is built for it.
+      if (this.clients.size === 0) return;
       const message = `event: run\ndata: ${JSON.stringify({ runId: event.runId, seq: event.seq, type: event.type })}\n\n`;
       for (const client of this.clients) if (client.runId === null || client.runId === event.runId) client.res.write(message);
     });
