@@ -1,4 +1,4 @@
-import { createHash } from "node:crypto";
+import { hash } from "node:crypto";
 
 /**
  * Ids derived from what a span describes: the same work always gets the same
@@ -14,5 +14,5 @@ export function spanIdFor(runId: string, ...parts: Array<string | number>): stri
 }
 
 function digest(text: string, hexChars: number): string {
-  return createHash("sha256").update(text).digest("hex").slice(0, hexChars);
+  return hash("sha256", text, "hex").slice(0, hexChars);
 }
