@@ -1,5 +1,6 @@
 import { getEventListeners } from "node:events";
 import type { AgentHarness } from "@assemblyline-agents/runtime";
+import { InMemoryStateAdapter } from "@assemblyline-agents/runtime";
 import { describe, expect, it } from "vitest";
 import { MINIMAL_AGENT, agentFolder, toolSource } from "./support/agent-folder.js";
 import { startAgent } from "./support/runtime.js";
@@ -197,5 +198,35 @@ describe("the caller's abort signal", () => {
     shared.abort(new Error("caller gave up"));
     expect((await waiting).status).toBe("failed");
     expect(engineSignals[20]!.aborted).toBe(true);
+  });
+});
+
+describe("a lease lost mid-turn", () => {
+  it("aborts the engine's signal with AL_ERR_RUN_LEASE_LOST once another replica holds the run", async () => {
+    const state = new InMemoryStateAdapter();
+    const engineSignals: AbortSignal[] = [];
+    const harness: AgentHarness = {
+      name: "waits-for-abort",
+      async runTurn(_input, ctx) {
+        engineSignals.push(ctx.signal);
+        await new Promise((resolve) => ctx.signal.addEventListener("abort", resolve, { once: true }));
+        throw ctx.signal.reason;
+      },
+    };
+    // A 300 ms lease: the drive's heartbeat renews it every 100 ms, and finds it gone after the takeover.
+    const { runtime } = await startAgent(agentFolder({ "agent.ts": MINIMAL_AGENT }), [], { agentHarness: harness, state, leaseTtlMs: 300 });
+    // Settled at once: the run's own promise rejects while the test waits below.
+    const outcome = runtime.run({ message: "wait" }).then((result) => result, (error: unknown) => error);
+    await expect.poll(() => engineSignals.length).toBe(1);
+    const [run] = (await state.listRuns()).runs;
+    // Another replica takes the run as if the lease had expired (its clock a minute on).
+    expect(await state.acquireRunLease(run!.id, "replica-b", 60_000, new Date(Date.now() + 60_000))).toMatchObject({ owner: "replica-b" });
+    await expect.poll(() => engineSignals[0]!.aborted, { timeout: 3_000 }).toBe(true);
+    expect(engineSignals[0]!.reason).toMatchObject({ code: "AL_ERR_RUN_LEASE_LOST" });
+    // This process stops: it neither finishes the run nor writes to it under the other's lease.
+    expect(await outcome).toMatchObject({ code: "AL_ERR_RUN_LEASE_LOST" });
+    const after = await state.getRun(run!.id);
+    expect(after).toMatchObject({ lease: { owner: "replica-b" } });
+    expect(["queued", "running"]).toContain(after!.status);
   });
 });

@@ -88,8 +88,12 @@ export interface DriveOptions {
 /** Shared between the heartbeat and the run's scope. */
 interface LeaseWatch {
   lost: boolean;
-  /** Aborted when the lease is lost, so tools and engines stop with the run's signal. */
-  onLost: AbortController;
+  /**
+   * Called once when the lease is lost: the turn in progress sets it to abort its signal, so
+   * tools and engines stop with the run. A plain callback: an AbortController per drive cost
+   * as much as the rest of its bookkeeping, and turns run one at a time.
+   */
+  onLost?: (reason: Error) => void;
 }
 
 export class RunDriver {
@@ -188,11 +192,11 @@ export class RunDriver {
     }
     const fence = { owner: ownerId, token: granted.token };
     journal.holdFence(runId, fence);
-    const lease: LeaseWatch = { lost: false, onLost: new AbortController() };
+    const lease: LeaseWatch = { lost: false };
     const markLost = () => {
       if (lease.lost) return;
       lease.lost = true;
-      lease.onLost.abort(leaseLost(runId));
+      lease.onLost?.(leaseLost(runId));
       this.parts.logger.warn({ runId, event: "run.lease_lost", token: fence.token }, "another replica took over this run; this process stops writing to it");
     };
     // Renews only the lease this drive holds (same token): a lease that was taken over
@@ -364,7 +368,7 @@ export class RunDriver {
       .filter((entry): entry is ToolTableEntry => entry !== undefined && entry.mode !== "disabled" && entry.available);
     const offered = [...visibleTools(table, started.defaultTools, { discovery: this.parts.alwaysOfferDiscovery === true })];
     for (const entry of activated) if (!offered.includes(entry)) offered.push(entry);
-    lease.onLost.signal.addEventListener("abort", () => controller.abort(lease.onLost.signal.reason), { once: true });
+    lease.onLost = (reason) => controller.abort(reason);
     const services = this.parts.services(run);
     // Skills loaded earlier in the run: their procedures go back into the context (their tools came back above).
     const activeSkills: SkillView[] = [];
