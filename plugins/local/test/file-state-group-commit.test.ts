@@ -109,6 +109,38 @@ describe("FileStateAdapter group commit", () => {
     await adapter.close();
   });
 
+  it("answers a memory or file read without waiting for another table's writes in flight, but not before a write of its own table", async () => {
+    const { adapter } = await adapterWithRuns(1);
+    await adapter.writeMemory("notes.md", "durable");
+    await adapter.putFileRecord({ path: "/files/a.txt", blobKey: "b", size: 1, contentType: "text/plain", createdAt: new Date().toISOString() } as never);
+    const syncs = await holdSyncs();
+    const write = adapter.appendEvents("r0", [{ type: "tick" }]);
+    const sync = await syncs.next();
+    // Nothing the run's append holds can be in these: they answer while it is still being synced.
+    expect(await adapter.listMemory()).toEqual(["notes.md"]);
+    expect((await adapter.listMemoryEntries()).map((entry) => entry.path)).toEqual(["notes.md"]);
+    expect((await adapter.readMemory("notes.md"))?.content).toBe("durable");
+    expect((await adapter.listFileRecords()).map((record) => record.path)).toEqual(["/files/a.txt"]);
+    let run: number | undefined;
+    const reading = adapter.getRun("r0").then((record) => (run = record?.lastSeq));
+    await settle();
+    expect(run).toBeUndefined();
+    sync.release();
+    await Promise.all([write, reading]);
+
+    // A memory write being synced: a read that sees it waits for it.
+    const memoryWrite = adapter.writeMemory("notes.md", "newer");
+    const memorySync = await syncs.next();
+    let seen: string | undefined;
+    const memoryRead = adapter.readMemory("notes.md").then((record) => (seen = record?.content));
+    await settle();
+    expect(seen).toBeUndefined();
+    memorySync.release();
+    await Promise.all([memoryWrite, memoryRead]);
+    expect(seen).toBe("newer");
+    await adapter.close();
+  });
+
   it("answers a lease's release before it is on disk and syncs it with the next write, which waits for it", async () => {
     const { directory, adapter } = await adapterWithRuns(2);
     const lease = await adapter.acquireRunLease("r0", "me", 60_000);

@@ -153,6 +153,12 @@ export class FileStateAdapter implements StateAdapter {
   /** Resolves once the last record applied to the tables is on disk. */
   private durable: Promise<void> = Promise.resolve();
   /**
+   * The last write to the memory and file tables (each resolves once it is on disk): a read of
+   * one of them waits for that, not for every run's write in flight. A run's context reads both
+   * while other runs' events are being synced, and none of those can be in what it reads.
+   */
+  private readonly lastWriteTo: Record<SeparateTable, Promise<void>> = { memory: Promise.resolve(), file: Promise.resolve() };
+  /**
    * Run leases (run id -> token) found when this adapter took the folder's lock.
    * Their holders were processes that no longer hold the lock (dead, or closed),
    * so they can write nothing more: those runs are taken over at once instead of
@@ -564,13 +570,14 @@ export class FileStateAdapter implements StateAdapter {
   }
 
   getFileRecord(path: string): Promise<FileRecord | undefined> {
-    return this.read((tables) => tables.files.get(path));
+    return this.read((tables) => tables.files.get(path), "file");
   }
 
   listFileRecords(options: { prefix?: string } = {}): Promise<FileRecord[]> {
     const prefix = options.prefix ?? "";
-    return this.read((tables) =>
-      [...tables.files.values()].filter((record) => record.path.startsWith(prefix)).sort((a, b) => compare(a.path, b.path)),
+    return this.read(
+      (tables) => [...tables.files.values()].filter((record) => record.path.startsWith(prefix)).sort((a, b) => compare(a.path, b.path)),
+      "file",
     );
   }
 
@@ -618,7 +625,7 @@ export class FileStateAdapter implements StateAdapter {
   // ---- memory ----------------------------------------------------------------
 
   readMemory(path: string): Promise<MemoryRecord | undefined> {
-    return this.read((tables) => tables.memory.get(path));
+    return this.read((tables) => tables.memory.get(path), "memory");
   }
 
   writeMemory(path: string, content: string): Promise<void> {
@@ -629,15 +636,17 @@ export class FileStateAdapter implements StateAdapter {
   }
 
   listMemory(prefix = ""): Promise<string[]> {
-    return this.read((tables) => [...tables.memory.keys()].filter((path) => path.startsWith(prefix)).sort(compare));
+    return this.read((tables) => [...tables.memory.keys()].filter((path) => path.startsWith(prefix)).sort(compare), "memory");
   }
 
   listMemoryEntries(prefix = ""): Promise<MemoryEntry[]> {
-    return this.read((tables) =>
-      [...tables.memory.values()]
-        .filter((record) => record.path.startsWith(prefix))
-        .sort((a, b) => compare(a.path, b.path))
-        .map((record) => ({ path: record.path, size: Buffer.byteLength(record.content, "utf8") })),
+    return this.read(
+      (tables) =>
+        [...tables.memory.values()]
+          .filter((record) => record.path.startsWith(prefix))
+          .sort((a, b) => compare(a.path, b.path))
+          .map((record) => ({ path: record.path, size: Buffer.byteLength(record.content, "utf8") })),
+      "memory",
     );
   }
 
@@ -707,13 +716,15 @@ export class FileStateAdapter implements StateAdapter {
    * Answer from the tables as they are now, but only once every write they include
    * is durable: nobody sees a record a crash could still take back.
    */
-  private async read<T>(query: (tables: StateTables) => T): Promise<T> {
+  private async read<T>(query: (tables: StateTables) => T, onlyFrom?: SeparateTable): Promise<T> {
     await this.ready();
     this.throwIfLogFailed();
     const answer = copy(query(this.tables));
+    // Log order is durability order: the last write the query could have seen covers every earlier one.
+    const seen = onlyFrom === undefined ? this.durable : this.lastWriteTo[onlyFrom];
     // A lazily appended record it saw goes to disk now, not when its batch would have.
     this.log?.syncSoon();
-    await this.whenDurable(this.durable);
+    await this.whenDurable(seen);
     return answer;
   }
 
@@ -743,6 +754,10 @@ export class FileStateAdapter implements StateAdapter {
       const applied = exact ?? (JSON.parse(json) as { ops: StateOp[] }).ops;
       for (let index = 0; index < applied.length; index += 1) this.supersededBytes += this.tables.apply(applied[index]!, opBytes[index]!);
       this.durable = durable;
+      for (const op of ops) {
+        const table = separateTableOf(op);
+        if (table) this.lastWriteTo[table] = durable;
+      }
       const answer = copy(result(this.tables));
       if (this.shouldCompact()) await this.startCompaction();
       return { answer, durable };
@@ -1043,4 +1058,11 @@ async function writeSnapshotFile(handle: FileHandle, generation: number, tables:
   push("}}");
   await flush();
   return bytes;
+}
+
+/** Tables only their own ops write, whose reads wait for their own last write alone. */
+type SeparateTable = "memory" | "file";
+
+function separateTableOf(op: StateOp): SeparateTable | undefined {
+  return op.op === "memory.put" || op.op === "memory.delete" ? "memory" : op.op === "file.put" || op.op === "file.delete" ? "file" : undefined;
 }
