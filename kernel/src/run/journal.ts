@@ -198,7 +198,9 @@ export class RunJournal {
         }
       }
       this.appendedByObservers.delete(runId);
-      for (const event of batch) {
+      // No tap and no interceptor: nothing to call (the position below still moves).
+      const observed = this.hooks.event.isUsed() ? batch : [];
+      for (const event of observed) {
         try {
           await this.hooks.event.promise(event, this.eventContext);
         } catch (error) {
