@@ -1,11 +1,10 @@
 // One system of the workload bench in a process of its own, so its peak RSS is its
 // own. The parent forks this file with a job and gets one message back.
 //
-//   job "throughput": runs/s at each level (sequential, 16, 50 concurrent) for
-//                     BENCH_SECONDS each, with syncs (file state) and SQL statements per run.
 //   job "serve":      open the system, warm it up, then measure a level each time the parent asks
-//                     ({ concurrency, ms }), until it says { close: true }: the parent takes turns
-//                     between systems, so every system is measured across the same stretch of time.
+//                     ({ concurrency, ms }: runs/s, syncs (file state) and SQL statements per run),
+//                     until it says { close: true }: the parent takes turns between systems, so
+//                     every system is measured across the same stretch of time.
 //   job "rss":        a fixed number of runs at 50 concurrent, then the peak RSS.
 //   job "stateRows":  the heap the in-memory state's rows take after the rss job's runs.
 //   job "commits":    PostgreSQL statements, transactions, writing transactions and WAL fdatasyncs
@@ -110,21 +109,6 @@ async function measure(runOnce, { concurrency, ms, count }) {
   const seconds = (performance.now() - t0) / 1000;
   const per = (key) => (counters[key] - before[key]) / done;
   return { concurrency, runs: done, runsPerSecond: done / seconds, syncsPerRun: per("syncs"), statementsPerRun: per("statements"), clientCommitsPerRun: per("clientCommits") };
-}
-
-async function throughput({ system, levels, seconds, warmup }) {
-  const opened = await SYSTEMS[system].open();
-  try {
-    await measure(opened.runOnce, { concurrency: 1, count: warmup });
-    const results = [];
-    for (const concurrency of levels) {
-      await measure(opened.runOnce, { concurrency, count: Math.max(warmup / 4, concurrency * 2) });
-      results.push(await measure(opened.runOnce, { concurrency, ms: seconds * 1000 }));
-    }
-    return { levels: results };
-  } finally {
-    await opened.close();
-  }
 }
 
 async function rss({ system, runs, concurrency }) {
@@ -350,7 +334,7 @@ async function postgresCeiling({ connectionString, levels, ms }) {
 
 await countSyncs();
 if (job.system === "postgres" || job.kind === "commits") countStatements();
-const jobs = { throughput, serve, rss, stateRows, commits, paused, disk, postgresCeiling };
+const jobs = { serve, rss, stateRows, commits, paused, disk, postgresCeiling };
 try {
   process.send({ ok: true, result: await jobs[job.kind](job) });
 } catch (error) {
