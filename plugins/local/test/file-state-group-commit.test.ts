@@ -59,6 +59,19 @@ async function holdSyncs(): Promise<{ started: HeldSync[]; next: () => Promise<H
 const newRun = (id: string) => ({ id, agentId: "agent", agentRevision: "rev", modelSpec: "scripted/test", input: { message: "hi", metadata: {} } });
 const settle = () => new Promise((resolve) => setTimeout(resolve, 20));
 
+/** What `read` answers, having checked it did not answer while `sync` was held. */
+async function answeredAfter<T>(sync: HeldSync, read: Promise<T>): Promise<T> {
+  let answered = false;
+  const reading = read.then((value) => {
+    answered = true;
+    return value;
+  });
+  await settle();
+  expect(answered).toBe(false);
+  sync.release();
+  return reading;
+}
+
 async function adapterWithRuns(count: number): Promise<{ directory: string; adapter: FileStateAdapter }> {
   const directory = await mkdtemp(join(tmpdir(), "al-group-commit-"));
   folders.push(directory);
@@ -99,13 +112,8 @@ describe("FileStateAdapter group commit", () => {
     const syncs = await holdSyncs();
     const write = adapter.appendEvents("r0", [{ type: "tick" }]);
     const sync = await syncs.next();
-    let read: number | undefined;
-    const reading = adapter.getRun("r0").then((run) => (read = run?.lastSeq));
-    await settle();
-    expect(read).toBeUndefined();
-    sync.release();
-    await Promise.all([write, reading]);
-    expect(read).toBe(2);
+    expect((await answeredAfter(sync, adapter.getRun("r0")))?.lastSeq).toBe(2);
+    await write;
     await adapter.close();
   });
 
@@ -121,23 +129,13 @@ describe("FileStateAdapter group commit", () => {
     expect((await adapter.listMemoryEntries()).map((entry) => entry.path)).toEqual(["notes.md"]);
     expect((await adapter.readMemory("notes.md"))?.content).toBe("durable");
     expect((await adapter.listFileRecords()).map((record) => record.path)).toEqual(["/files/a.txt"]);
-    let run: number | undefined;
-    const reading = adapter.getRun("r0").then((record) => (run = record?.lastSeq));
-    await settle();
-    expect(run).toBeUndefined();
-    sync.release();
-    await Promise.all([write, reading]);
+    expect((await answeredAfter(sync, adapter.getRun("r0")))?.lastSeq).toBe(2);
+    await write;
 
     // A memory write being synced: a read that sees it waits for it.
     const memoryWrite = adapter.writeMemory("notes.md", "newer");
-    const memorySync = await syncs.next();
-    let seen: string | undefined;
-    const memoryRead = adapter.readMemory("notes.md").then((record) => (seen = record?.content));
-    await settle();
-    expect(seen).toBeUndefined();
-    memorySync.release();
-    await Promise.all([memoryWrite, memoryRead]);
-    expect(seen).toBe("newer");
+    expect((await answeredAfter(await syncs.next(), adapter.readMemory("notes.md")))?.content).toBe("newer");
+    await memoryWrite;
     await adapter.close();
   });
 
