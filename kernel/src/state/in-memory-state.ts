@@ -107,7 +107,8 @@ export class InMemoryStateAdapter implements StateAdapter {
     const existing = this.runs.get(existingId ?? run.id);
     if (existing) return { run: copy(existing.record), created: false };
 
-    const now = isoTimestamp();
+    const nowMs = Date.now();
+    const now = isoTimestamp(nowMs);
     const input = copy(run.input);
     const record: RunRecord = {
       id: run.id,
@@ -140,7 +141,7 @@ export class InMemoryStateAdapter implements StateAdapter {
       },
       createdAt: now,
     };
-    if (options.lease) record.lease = { owner: options.lease.owner, expiresAt: isoTimestamp(Date.parse(now) + options.lease.ttlMs), token: 1 };
+    if (options.lease) record.lease = { owner: options.lease.owner, expiresAt: isoTimestamp(nowMs + options.lease.ttlMs), token: 1 };
     this.runs.set(run.id, {
       record,
       ordinal: this.nextOrdinal++,

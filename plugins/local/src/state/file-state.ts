@@ -219,7 +219,8 @@ export class FileStateAdapter implements StateAdapter {
       const existing = tables.runs.get(existingId ?? run.id);
       if (existing) return { ops: [], result: () => ({ run: existing.record, created: false }) };
 
-      const now = isoTimestamp();
+      const nowMs = Date.now();
+      const now = isoTimestamp(nowMs);
       const record: RunRecord = {
         id: run.id,
         agentId: run.agentId,
@@ -233,7 +234,7 @@ export class FileStateAdapter implements StateAdapter {
         lastSeq: 1,
         observedSeq: 0,
         // A new run's first lease has the first token.
-        lease: options.lease ? { owner: options.lease.owner, expiresAt: isoTimestamp(Date.parse(now) + options.lease.ttlMs), token: 1 } : null,
+        lease: options.lease ? { owner: options.lease.owner, expiresAt: isoTimestamp(nowMs + options.lease.ttlMs), token: 1 } : null,
         createdAt: now,
         updatedAt: now,
       };
