@@ -23,7 +23,8 @@ export function createModuleLoader(agentDir: string) {
   });
   return async function loadModule(file: string): Promise<Record<string, unknown>> {
     try {
-      return (await (await (jiti ??= open())).import(file)) as Record<string, unknown>;
+      const loader = await (jiti ??= open());
+      return (await loader.import(file)) as Record<string, unknown>;
     } catch (error) {
       throw new AssemblyLineError("AL_ERR_SOURCE_LOAD", `${file} threw while loading: ${(error as Error).message}`, {
         fix: "Fix the error in that file (run it with `npx tsx <file>` to see the full stack).",
