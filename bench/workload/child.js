@@ -1,5 +1,5 @@
 // One system of the workload bench in a process of its own, so its peak RSS is its
-// own. The parent forks this file with a job and gets one message back.
+// own. The parent forks this file with a job and gets one message back (the serve job: one per request).
 //
 //   job "serve":      open the system, warm it up, then measure a level each time the parent asks
 //                     ({ concurrency, ms }: runs/s, syncs (file state) and SQL statements per run),
