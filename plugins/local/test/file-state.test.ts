@@ -337,6 +337,48 @@ describe("FileStateAdapter", () => {
     await reopened.close();
   });
 
+  it("logs a run's created event, its events' shared time and a tool call's later writes once each, and a reopen rebuilds what was answered", async () => {
+    const directory = await tempFolder();
+    const first = await FileStateAdapter.open({ directory });
+    const { createdEvent } = await first.createRun(newRun("r1"));
+    const call = (status: "requested" | "completed", output: { n: number } | null) => ({
+      callId: "c1", toolName: "t", input: { value: "alpha" }, inputDigest: "d1", status, output, modelOutput: output,
+      error: null, approvalId: null, question: null, createdAt: "2026-01-01T00:00:00.000Z", updatedAt: `2026-01-01T00:00:0${output ? 1 : 0}.000Z`,
+    });
+    await first.appendEvents("r1", [{ type: "a", data: { n: 1 } }, { type: "b", data: { n: 2 } }], { toolCall: call("requested", null) });
+    await first.appendEvents("r1", [{ type: "c", data: { n: 3 } }], { toolCall: call("completed", { n: 5 }) });
+    // A later write without a field the stored call has replaces the call, as an upsert does.
+    const { modelOutput: _dropped, ...withoutModelOutput } = call("completed", { n: 6 });
+    await first.appendEvents("r1", [], { toolCall: withoutModelOutput as never });
+    const read = async (adapter: FileStateAdapter) => ({ run: await adapter.getRun("r1"), events: await adapter.listEvents("r1"), calls: await adapter.listToolCalls("r1") });
+    const before = await read(first);
+    await first.close();
+
+    const ops = (await readFile(join(directory, "log-0.wal"), "utf8")).trim().split("\n").flatMap((line) => JSON.parse(line.slice(9)).ops);
+    expect(ops.find((op) => op.op === "run.create")).not.toHaveProperty("event");
+    const appends = ops.filter((op) => op.op === "events.append");
+    expect(appends.map((op) => typeof op.createdAt)).toEqual(["string", "string"]);
+    expect(appends.flatMap((op) => op.events).some((event: object) => "createdAt" in event)).toBe(false);
+    expect(ops.filter((op) => op.op.startsWith("toolCall.")).map((op) => [op.op, Object.keys(op.set ?? op.call).sort()])).toEqual([
+      ["toolCall.put", Object.keys({ ...call("requested", null), runId: "r1" }).sort()],
+      ["toolCall.patch", ["input", "modelOutput", "output", "status", "updatedAt"]],
+      ["toolCall.put", Object.keys({ ...withoutModelOutput, runId: "r1" }).sort()],
+    ]);
+
+    const second = await FileStateAdapter.open({ directory });
+    const after = await read(second);
+    await second.close();
+    expect(after).toStrictEqual(before);
+    expect(before.events[0]).toStrictEqual(createdEvent);
+    // What the log leaves out is what the record says: the event is the one the state kit expects.
+    expect(createdEvent!.data).toStrictEqual({ agentId: "agent", agentRevision: "rev", conversationId: null, modelSpec: "scripted/test", status: "queued", input: { message: "hi", metadata: {} } });
+    expect(createdEvent!.createdAt).toBe(before.run!.createdAt);
+    expect(before.events.map(({ seq, type, createdAt }) => [seq, type, typeof createdAt])).toEqual([
+      [1, "run.created", "string"], [2, "a", "string"], [3, "b", "string"], [4, "c", "string"],
+    ]);
+    expect(before.calls).toStrictEqual([{ ...withoutModelOutput, runId: "r1" }]);
+  });
+
   it("keeps what it stored apart from the caller's objects, which the caller may change after the write", async () => {
     const directory = await tempFolder();
     const adapter = await FileStateAdapter.open({ directory });

@@ -238,24 +238,13 @@ export class FileStateAdapter implements StateAdapter {
         createdAt: now,
         updatedAt: now,
       };
-      const event: RunEvent = {
-        id: `${run.id}:1`,
-        runId: run.id,
-        seq: 1,
-        type: "run.created",
-        data: {
-          agentId: record.agentId,
-          agentRevision: record.agentRevision,
-          conversationId: record.conversationId,
-          modelSpec: record.modelSpec,
-          status: record.status,
-          input: run.input as unknown as JsonValue,
-        },
-        createdAt: now,
-      };
       return {
-        ops: [{ op: "run.create", run: record, ordinal: tables.nextOrdinal, idempotencyKey: run.idempotencyKey ?? null, event }],
-        result: (after) => ({ run: after.runs.get(run.id)!.record, created: true, createdEvent: event }),
+        // The run.created event follows from the record: the log leaves it out, the tables derive it.
+        ops: [{ op: "run.create", run: record, ordinal: tables.nextOrdinal, idempotencyKey: run.idempotencyKey ?? null }],
+        result: (after) => {
+          const created = after.runs.get(run.id)!;
+          return { run: created.record, created: true, createdEvent: created.events[0]! };
+        },
       };
     });
   }
@@ -309,12 +298,13 @@ export class FileStateAdapter implements StateAdapter {
         );
       }
       const now = isoTimestamp();
-      const appended: LoggedEvent[] = events.map((event, index) => ({ seq: current.lastSeq + index + 1, type: event.type, data: event.data ?? {}, createdAt: now }));
+      // The events share one time, written once for the op.
+      const appended: LoggedEvent[] = events.map((event, index) => ({ seq: current.lastSeq + index + 1, type: event.type, data: event.data ?? {} }));
 
       const set: Partial<RunRecord> = { lastSeq: current.lastSeq + appended.length, updatedAt: now };
       if (options.observedSeq !== undefined && options.observedSeq > current.observedSeq) set.observedSeq = options.observedSeq;
       const ops: StateOp[] = [];
-      if (appended.length > 0) ops.push({ op: "events.append", runId, events: appended });
+      if (appended.length > 0) ops.push({ op: "events.append", runId, createdAt: now, events: appended });
       if (change?.run) {
         const { status, modelSpec, output, error, conversationId } = change.run;
         if (status !== undefined) set.status = status;
@@ -324,7 +314,7 @@ export class FileStateAdapter implements StateAdapter {
         if (conversationId !== undefined) set.conversationId = conversationId;
       }
       ops.push({ op: "run.patch", runId, set });
-      if (change?.toolCall) ops.push({ op: "toolCall.put", call: { ...change.toolCall, runId } });
+      if (change?.toolCall) ops.push(toolCallOp(entry.toolCalls.get(change.toolCall.callId), { ...change.toolCall, runId }));
       if (change?.step && !entry.steps.has(change.step.key)) ops.push({ op: "step.put", step: { ...change.step, runId } });
       if (change?.checkpoint !== undefined) {
         ops.push({ op: "checkpoint.put", runId, checkpoint: change.checkpoint === null ? null : { ...change.checkpoint, runId } });
@@ -993,6 +983,24 @@ export class FileStateAdapter implements StateAdapter {
       details: { path },
     });
   }
+}
+
+/**
+ * The op that stores `call`: a patch of the fields that are not the stored record's own
+ * values (a call's later writes move its status, output and times), or the whole record
+ * when there is none, or `call` drops or leaves undefined one of its fields (which a put,
+ * unlike a patch, removes).
+ */
+function toolCallOp(stored: ToolCallRecord | undefined, call: ToolCallRecord): StateOp {
+  if (!stored) return { op: "toolCall.put", call };
+  const set: Record<string, unknown> = {};
+  for (const key of Object.keys(stored)) if (!(key in call)) return { op: "toolCall.put", call };
+  for (const key of Object.keys(call) as Array<keyof ToolCallRecord>) {
+    if (call[key] === undefined) return { op: "toolCall.put", call };
+    // Identity, not deep equality: an object the caller passed is its own, so it is written again.
+    if (call[key] !== stored[key]) set[key] = call[key];
+  }
+  return { op: "toolCall.patch", runId: call.runId, callId: call.callId, set: set as Partial<ToolCallRecord> };
 }
 
 async function syncDirectory(directory: string): Promise<void> {

@@ -22,12 +22,16 @@ import type {
  * Every op carries final values (ids, times, leases), never a decision to redo.
  */
 export type StateOp =
-  | { op: "run.create"; run: RunRecord; ordinal: number; idempotencyKey: string | null; event: RunEvent }
+  /** `event` (run.created) follows from the record and is left out since; logs written before carry it. */
+  | { op: "run.create"; run: RunRecord; ordinal: number; idempotencyKey: string | null; event?: RunEvent }
   | { op: "run.put"; run: RunRecord }
   /** The fields of the run's record that changed: most writes move a few small ones (lastSeq, a lease). */
   | { op: "run.patch"; runId: string; set: Partial<RunRecord> }
-  | { op: "events.append"; runId: string; events: LoggedEvent[] }
+  /** `createdAt`: the time of every event that has none of its own (one append's events share it). */
+  | { op: "events.append"; runId: string; createdAt?: string; events: LoggedEvent[] }
   | { op: "toolCall.put"; call: ToolCallRecord }
+  /** The fields of a stored tool call that changed (its status, output, times), as run.patch does for runs. */
+  | { op: "toolCall.patch"; runId: string; callId: string; set: Partial<ToolCallRecord> }
   | { op: "step.put"; step: StepRecord }
   | { op: "checkpoint.put"; runId: string; checkpoint: CheckpointRecord | null }
   | { op: "delivery.put"; delivery: DeliveryRecord }
@@ -47,9 +51,10 @@ export type StateOp =
 
 /**
  * An event as the log holds it: its id and runId follow from the op's runId and its
- * seq, so they are not written again for every event (logs written before carry them).
+ * seq, and its time from the op's, so they are not written again for every event
+ * (logs written before carry them).
  */
-export type LoggedEvent = Omit<RunEvent, "id" | "runId"> & Partial<Pick<RunEvent, "id" | "runId">>;
+export type LoggedEvent = Omit<RunEvent, "id" | "runId" | "createdAt"> & Partial<Pick<RunEvent, "id" | "runId" | "createdAt">>;
 
 export interface RunEntry {
   record: RunRecord;
@@ -123,7 +128,7 @@ export class StateTables {
         this.runs.set(op.run.id, {
           record: op.run,
           ordinal: op.ordinal,
-          events: [op.event],
+          events: [op.event ?? createdEventOf(op.run)],
           toolCalls: new Map(),
           steps: new Map(),
           checkpoint: undefined,
@@ -150,12 +155,24 @@ export class StateTables {
       case "events.append": {
         const { events } = this.run(op.runId);
         for (const event of op.events) {
-          events.push(event.id !== undefined && event.runId !== undefined ? (event as RunEvent) : { id: `${op.runId}:${event.seq}`, runId: op.runId, seq: event.seq, type: event.type, data: event.data, createdAt: event.createdAt });
+          events.push(
+            event.id !== undefined && event.runId !== undefined && event.createdAt !== undefined
+              ? (event as RunEvent)
+              : { id: `${op.runId}:${event.seq}`, runId: op.runId, seq: event.seq, type: event.type, data: event.data, createdAt: (event.createdAt ?? op.createdAt)! },
+          );
         }
         return 0;
       }
       case "toolCall.put":
         return replaced(this.run(op.call.runId).toolCalls, op.call.callId, op.call, opBytes);
+      case "toolCall.patch": {
+        const { toolCalls } = this.run(op.runId);
+        const stored = toolCalls.get(op.callId);
+        if (!stored) throw new TypeError(`state op patches tool call ${op.callId} of run ${op.runId}, which the log never stored`);
+        // A new record, never a change in place: a snapshot in progress holds the old one.
+        toolCalls.set(op.callId, { ...stored, ...op.set });
+        return opBytes;
+      }
       case "step.put":
         return replaced(this.run(op.step.runId).steps, op.step.key, op.step, opBytes);
       case "checkpoint.put": {
@@ -288,6 +305,25 @@ export function skillKey(agentId: string, name: string): string {
 }
 
 /** Put `value` at `key`; the bytes superseded: `opBytes` when it replaced a record. */
+/** The run.created event a run.create op implies: the record's identity, status and input, at its creation time. */
+export function createdEventOf(run: RunRecord): RunEvent {
+  return {
+    id: `${run.id}:1`,
+    runId: run.id,
+    seq: 1,
+    type: "run.created",
+    data: {
+      agentId: run.agentId,
+      agentRevision: run.agentRevision,
+      conversationId: run.conversationId,
+      modelSpec: run.modelSpec,
+      status: run.status,
+      input: run.input as unknown as JsonValue,
+    },
+    createdAt: run.createdAt,
+  };
+}
+
 function replaced<T>(table: Map<string, T>, key: string, value: T, opBytes: number): number {
   const had = table.has(key);
   table.set(key, value);
