@@ -45,6 +45,25 @@ export function createKernelHooks() {
 }
 
 /**
+ * Whether calling `hook` reaches anyone: a tap, or an interceptor that sees calls.
+ * tapable's `isUsed()` also counts interceptors that only wrap registrations, which
+ * every kernel hook has (nameFailures), so it is true of every hook.
+ */
+export function reachesAnyone(hook: { taps: readonly unknown[]; interceptors: readonly HookCallInterceptor[] }): boolean {
+  return hook.taps.length > 0 || hook.interceptors.some((interceptor) => interceptor.call || interceptor.tap || interceptor.loop || interceptor.result || interceptor.error || interceptor.done);
+}
+
+/** The parts of a tapable interceptor that run when the hook is called. */
+interface HookCallInterceptor {
+  call?: unknown;
+  tap?: unknown;
+  loop?: unknown;
+  result?: unknown;
+  error?: unknown;
+  done?: unknown;
+}
+
+/**
  * Rethrow a tap's failure as an error naming the hook and the plugin's tap.
  * AssemblyLineErrors already say what is wrong and pass through unchanged.
  */

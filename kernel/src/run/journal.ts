@@ -1,5 +1,5 @@
-import type { JsonValue, NewRunEvent, RunEvent, RunFence, RunRecord, RunStateChange, RunStore, RuntimeLogger } from "@assemblyline-agents/core";
-import type { EventContext, KernelHooks } from "../hooks.js";
+import type { AppendOptions, JsonValue, NewRunEvent, RunEvent, RunFence, RunRecord, RunStateChange, RunStore, RuntimeLogger } from "@assemblyline-agents/core";
+import { reachesAnyone, type EventContext, type KernelHooks } from "../hooks.js";
 import { OwnWrites } from "./own-writes.js";
 
 /**
@@ -100,17 +100,36 @@ export class RunJournal {
 
   private async commit(runId: string, events: NewRunEvent[], change: RunStateChange | undefined, options: { expectedLastSeq?: number } | undefined): Promise<RunEvent[]> {
     const recorded = await this.write(runId, events, change, options);
+    if (!this.dispatching.has(runId) && this.passUnobserved(runId, recorded)) return recorded;
     await this.chain(runId, () => this.deliver(runId, recorded));
     return recorded;
+  }
+
+  /**
+   * What `deliver` does for a run driven here with no observer to call, no delivery in
+   * flight and the batch next in seq: move the position, at once. A run's every append
+   * takes this path when nothing observes events, so it skips the chain's promises.
+   * False when the full delivery is needed.
+   */
+  private passUnobserved(runId: string, recorded: RunEvent[]): boolean {
+    if (reachesAnyone(this.hooks.event) || !this.fences.has(runId) || this.appendedByObservers.has(runId) || recorded.length === 0) return false;
+    const seen = this.observedSeq.get(runId);
+    if (seen === undefined || recorded[0]!.seq !== seen + 1) return false;
+    const last = recorded[recorded.length - 1]!.seq;
+    this.observedSeq.set(runId, last);
+    this.unwrittenSeq.set(runId, last);
+    return true;
   }
 
   /** appendEvents with the fence, carrying the observers' position if it is not written yet. */
   private async write(runId: string, events: NewRunEvent[], change: RunStateChange | undefined, options: { expectedLastSeq?: number } | undefined): Promise<RunEvent[]> {
     const observedSeq = this.unwrittenSeq.get(runId);
-    const recorded = await this.runs.appendEvents(runId, events, change, {
-      ...this.fenced(runId, options),
-      ...(observedSeq === undefined ? {} : { observedSeq }),
-    });
+    const fence = this.fences.get(runId);
+    const appendOptions: AppendOptions = {};
+    if (options?.expectedLastSeq !== undefined) appendOptions.expectedLastSeq = options.expectedLastSeq;
+    if (fence) appendOptions.fence = fence;
+    if (observedSeq !== undefined) appendOptions.observedSeq = observedSeq;
+    const recorded = await this.runs.appendEvents(runId, events, change, appendOptions);
     if (observedSeq !== undefined && this.unwrittenSeq.get(runId) === observedSeq) this.unwrittenSeq.delete(runId);
     if (change) this.ownWrites.get(runId)?.committed(change);
     return recorded;
@@ -168,11 +187,6 @@ export class RunJournal {
     return recorded;
   }
 
-  private fenced(runId: string, options: { expectedLastSeq?: number } | undefined): { expectedLastSeq?: number; fence?: RunFence } | undefined {
-    const fence = this.fences.get(runId);
-    return fence ? { ...options, fence } : options;
-  }
-
   private chain(runId: string, work: () => Promise<void>): Promise<void> {
     const previous = this.dispatching.get(runId) ?? Promise.resolve();
     const next = previous.then(work, work);
@@ -199,7 +213,7 @@ export class RunJournal {
       }
       this.appendedByObservers.delete(runId);
       // No tap and no interceptor: nothing to call (the position below still moves).
-      const observed = this.hooks.event.isUsed() ? batch : [];
+      const observed = reachesAnyone(this.hooks.event) ? batch : [];
       for (const event of observed) {
         try {
           await this.hooks.event.promise(event, this.eventContext);
