@@ -12,7 +12,7 @@
 //
 //   node bench/http-bench.js        (after `npx tsc -b plugins/node`)
 //
-// 127.0.0.1 only. Bounded: a warm-up (BENCH_HTTP_WARMUP, default 3 s per path), then per level (3) the bare
+// Each level runs on a host and state of its own (startComparedPaths). 127.0.0.1 only. Bounded: a warm-up (BENCH_HTTP_WARMUP, default 3 s per path), then per level (3) the bare
 // handler and runtime.run() for BENCH_SECONDS (default 2 s) each and the two compared paths for 2 x BENCH_SECONDS
 // each, in 4 alternating slices: about 60 s.
 import { mkdtempSync, mkdirSync, rmSync, writeFileSync } from "node:fs";
@@ -50,19 +50,31 @@ function post(agent, url, body) {
   });
 }
 
-/** `clients` loops, each on its own keep-alive connection, sending requests back to back for `ms`; latency of each, in ms. */
-async function load(url, clients, ms) {
+/**
+ * `clients` loops, each on its own keep-alive connection, sending requests back to back:
+ * for `warmUpMs` unmeasured, then for `ms`, timing each. The same connections carry both,
+ * so the measured time holds no connection set-up: the first request on 50 new connections
+ * took 100-480 ms here (against 5-30 ms later), a third of a 1 s slice.
+ */
+async function load(url, clients, ms, warmUpMs = 0) {
   const agents = Array.from({ length: clients }, () => new Agent({ keepAlive: true, maxSockets: 1 }));
   const latencies = [];
   let failures = 0;
   let message = 0;
+  const send = (agent) => post(agent, url, JSON.stringify({ message: `bench ${(message += 1)}` }));
+  const warmUntil = performance.now() + warmUpMs;
+  await Promise.all(
+    agents.map(async (agent) => {
+      while (performance.now() < warmUntil) await send(agent);
+    }),
+  );
   const until = performance.now() + ms;
   const started = performance.now();
   await Promise.all(
     agents.map(async (agent) => {
       while (performance.now() < until) {
         const sent = performance.now();
-        const status = await post(agent, url, JSON.stringify({ message: `bench ${(message += 1)}` }));
+        const status = await send(agent);
         if (status >= 200 && status < 300) latencies.push(performance.now() - sent);
         else failures += 1;
       }
@@ -84,9 +96,9 @@ function merge(slices) {
 }
 
 /** Run `load` in a worker thread and resolve with its result. */
-function loadFromWorker(url, clients, ms) {
+function loadFromWorker(url, clients, ms, warmUpMs = 0) {
   return new Promise((resolve, reject) => {
-    const worker = new Worker(new URL(import.meta.url), { workerData: { url, clients, ms } });
+    const worker = new Worker(new URL(import.meta.url), { workerData: { url, clients, ms, warmUpMs } });
     worker.once("message", resolve);
     worker.once("error", reject);
   });
@@ -131,8 +143,8 @@ export async function bareServer(runtime) {
   return { url: `http://127.0.0.1:${server.address().port}/message`, close: () => new Promise((resolve) => server.close(resolve)) };
 }
 
-/** The bench agent (3 scripted turns, 2 tools, one raw HTTP channel) served by the Node host on in-memory state. */
-export async function startBenchHost(maxClients) {
+/** The bench agent (3 scripted turns, 2 tools, one raw HTTP channel), built; `remove()` deletes its folder. */
+export async function buildBenchAgent() {
   const dir = mkdtempSync(join(tmpdir(), "al-http-bench-"));
   try {
     mkdirSync(join(dir, "tools"));
@@ -142,8 +154,23 @@ export async function startBenchHost(maxClients) {
     writeFileSync(join(dir, "tools/second.ts"), TOOL("second"));
     writeFileSync(join(dir, "channels/message.ts"), `import { defineChannel } from "@assemblyline-agents/core";\nexport default defineChannel({ transport: "http", route: "/message" });\n`);
     const bundle = await loadRuntimeBundle((await buildAgent(dir)).artifactRoot);
+    return { bundle, remove: () => rmSync(dir, { recursive: true, force: true }) };
+  } catch (error) {
+    rmSync(dir, { recursive: true, force: true });
+    throw error;
+  }
+}
+
+/**
+ * The bench agent served by the Node host on a fresh in-memory state. `agent` (from
+ * buildBenchAgent) is built once and served by many hosts; without it, the host builds
+ * its own and removes it on close.
+ */
+export async function startBenchHost(maxClients, agent) {
+  const own = agent ? undefined : await buildBenchAgent();
+  try {
     const handle = await listenNodeRuntime({
-      ...bundle,
+      ...(agent ?? own).bundle,
       state: new InMemoryStateAdapter(),
       agentHarness: scriptedHarness({
         turns: [{ toolCalls: [{ name: "first", input: { value: "alpha" } }] }, { toolCalls: [{ name: "second", input: { value: "beta" } }] }, { text: "done" }],
@@ -161,33 +188,59 @@ export async function startBenchHost(maxClients) {
       url: `${handle.url}/message?wait=10`,
       close: async () => {
         await handle.shutdown({ timeoutMs: 5_000 });
-        rmSync(dir, { recursive: true, force: true });
+        own?.remove();
       },
     };
   } catch (error) {
-    rmSync(dir, { recursive: true, force: true });
+    own?.remove();
+    throw error;
+  }
+}
+
+/**
+ * A host and the bare handler over its runtime, on a state of their own: each level
+ * starts on an empty in-memory state, so its figures do not carry the heap of every
+ * run earlier levels left in the store (hundreds of MB by the last level, whose
+ * garbage collection taxes each path by how much it allocates).
+ */
+async function startComparedPaths(maxClients, agent) {
+  const host = await startBenchHost(maxClients, agent);
+  try {
+    const wrapped = await bareServer(host.handle.runtime);
+    return {
+      host,
+      wrapped,
+      close: async () => {
+        await wrapped.close();
+        await host.close();
+      },
+    };
+  } catch (error) {
+    await host.close();
     throw error;
   }
 }
 
 export async function runHttpBench({ seconds = Number(process.env.BENCH_SECONDS ?? 2) } = {}) {
   const bare = await bareServer();
-  let host;
-  let wrapped;
+  const agent = await buildBenchAgent();
+  let paths;
   try {
-    host = await startBenchHost(Math.max(...LEVELS));
-    wrapped = await bareServer(host.handle.runtime);
     // The JIT settles over seconds, not the 300 ms before each level: without this the
     // first paths measured run cold, and the comparison says more about order than cost.
     const warmUpMs = Number(process.env.BENCH_HTTP_WARMUP ?? 3) * 1000;
+    paths = await startComparedPaths(Math.max(...LEVELS), agent);
     await loadFromWorker(bare.url, 16, warmUpMs / 3);
-    await direct(host.handle.runtime, 16, warmUpMs);
-    await loadFromWorker(wrapped.url, 16, warmUpMs);
-    await loadFromWorker(host.url, 16, warmUpMs);
+    await direct(paths.host.handle.runtime, 16, warmUpMs);
+    await loadFromWorker(paths.wrapped.url, 16, warmUpMs);
+    await loadFromWorker(paths.host.url, 16, warmUpMs);
     const levels = [];
     for (const clients of LEVELS) {
-      await loadFromWorker(bare.url, clients, WARMUP_MS);
-      const { latencies: _bare, ...baseline } = await loadFromWorker(bare.url, clients, seconds * 1000);
+      await paths.close();
+      paths = undefined;
+      paths = await startComparedPaths(Math.max(...LEVELS), agent);
+      const { host, wrapped } = paths;
+      const { latencies: _bare, ...baseline } = await loadFromWorker(bare.url, clients, seconds * 1000, WARMUP_MS);
       await direct(host.handle.runtime, clients, WARMUP_MS);
       const runtime = await direct(host.handle.runtime, clients, seconds * 1000);
       // The two paths the target compares take turns in short slices, so a change in the
@@ -195,10 +248,8 @@ export async function runHttpBench({ seconds = Number(process.env.BENCH_SECONDS 
       const overHttpSlices = [];
       const hostedSlices = [];
       for (let slice = 0; slice < SLICES; slice += 1) {
-        await loadFromWorker(wrapped.url, clients, WARMUP_MS / 3);
-        overHttpSlices.push(await loadFromWorker(wrapped.url, clients, (seconds * 1000) / 2));
-        await loadFromWorker(host.url, clients, WARMUP_MS / 3);
-        hostedSlices.push(await loadFromWorker(host.url, clients, (seconds * 1000) / 2));
+        overHttpSlices.push(await loadFromWorker(wrapped.url, clients, (seconds * 1000) / 2, WARMUP_MS / 3));
+        hostedSlices.push(await loadFromWorker(host.url, clients, (seconds * 1000) / 2, WARMUP_MS / 3));
       }
       const runtimeOverHttp = merge(overHttpSlices);
       const hosted = merge(hostedSlices);
@@ -214,8 +265,8 @@ export async function runHttpBench({ seconds = Number(process.env.BENCH_SECONDS 
     }
     return { seconds, levels };
   } finally {
-    await host?.close();
-    await wrapped?.close();
+    await paths?.close();
+    agent.remove();
     await bare.close();
   }
 }
@@ -234,5 +285,5 @@ export function printHttpBench({ levels }) {
   }
 }
 
-if (!isMainThread && workerData?.url) parentPort.postMessage(await load(workerData.url, workerData.clients, workerData.ms));
+if (!isMainThread && workerData?.url) parentPort.postMessage(await load(workerData.url, workerData.clients, workerData.ms, workerData.warmUpMs));
 else if (import.meta.url === pathToFileURL(process.argv[1] ?? "").href) printHttpBench(await runHttpBench());
