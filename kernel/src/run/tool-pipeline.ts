@@ -79,7 +79,8 @@ export async function callTool(scope: RunScope, requested: ModelToolCall): Promi
     });
   }
 
-  const approvalId = approvalIdFor(scope.runId, call.id, inputDigest);
+  // Hashed only where an approval is asked for or was given: most calls need neither.
+  const approvalId = entry.approval || existing?.status === "approved" ? approvalIdFor(scope.runId, call.id, inputDigest) : "";
   const approved = existing?.status === "approved" && existing.approvalId === approvalId;
   if (entry.approval && !approved) {
     const record = newRecord(scope, call, inputDigest, "waiting_approval", { approvalId });
