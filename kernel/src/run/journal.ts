@@ -212,7 +212,7 @@ export class RunJournal {
         }
       }
       this.appendedByObservers.delete(runId);
-      // No tap and no interceptor: nothing to call (the position below still moves).
+      // Nothing the hook would reach (no tap, no interceptor that sees calls): nothing to call; the position below still moves.
       const observed = reachesAnyone(this.hooks.event) ? batch : [];
       for (const event of observed) {
         try {
