@@ -14,9 +14,9 @@
 //   job "postgresCeiling": the server's own ceiling: one-row INSERTs, each its own transaction, on 1, 16
 //                     and 50 connections.
 import { on } from "node:events";
-import { constants, readFileSync } from "node:fs";
+import fs, { constants, readFileSync } from "node:fs";
 import { open, rm } from "node:fs/promises";
-import { createRequire } from "node:module";
+import { createRequire, syncBuiltinESMExports } from "node:module";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { performance } from "node:perf_hooks";
@@ -29,9 +29,10 @@ const statementKinds = new Map();
 const kindOf = (text) => text.replace(/\s+/g, " ").replace(/"[^"]*"\./g, "").split(/\(| WHERE /)[0].slice(0, 60);
 
 /**
- * Count every sync made through a FileHandle (the file state's only way to sync): each
- * fsync/fdatasync, and each write to a file opened with O_DSYNC (a write that returns
- * once durable, which is how the file state's log syncs where the platform has it).
+ * Count every sync the file state can make: each fsync/fdatasync, through a FileHandle or
+ * fs's synchronous calls, and each write to a file opened with O_DSYNC (a write that returns
+ * once durable, which is how the file state's log syncs where the platform has it), through a
+ * FileHandle (its writes through the thread pool) or fs.writeSync (its writes on the event loop).
  */
 async function countSyncs() {
   const path = join(tmpdir(), `al-bench-probe-${process.pid}`);
@@ -69,6 +70,20 @@ async function countSyncs() {
     syncedFds.delete(this.fd);
     return close.apply(this, args);
   };
+  const { writeSync } = fs;
+  fs.writeSync = function (fd, ...args) {
+    if (isSynced(fd)) counters.syncs += 1;
+    return writeSync.call(this, fd, ...args);
+  };
+  for (const name of ["fdatasyncSync", "fsyncSync"]) {
+    const original = fs[name];
+    fs[name] = function (...args) {
+      counters.syncs += 1;
+      return original.apply(this, args);
+    };
+  }
+  // Modules that imported these names by name see the counted ones.
+  syncBuiltinESMExports();
 }
 
 /** Count every statement a pg client sends, and the commits they imply (autocommit statements + COMMIT). */

@@ -1,21 +1,58 @@
-import { constants } from "node:fs";
-import { mkdtemp, open, readlink, rm } from "node:fs/promises";
+import fs, { constants } from "node:fs";
+import { mkdtemp, open, rm } from "node:fs/promises";
+import { syncBuiltinESMExports } from "node:module";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterEach, describe, expect, it } from "vitest";
 import { FileStateAdapter } from "../src/index.js";
 
 // A batch of the log is durable when its synced write returns (the log is opened with
-// O_DSYNC where the platform has it; elsewhere, when its fdatasync returns). Every one
-// goes through FileHandle.prototype: the tests hold each until they release it, to see
-// what waits for what.
+// O_DSYNC where the platform has it; elsewhere, when its fdatasync returns). On a fast
+// disk a batch is written on the event loop (fs.writeSync), where the tests watch it;
+// once a batch there was slow, batches go through FileHandle.prototype, where the tests
+// hold each until they release it, to see what waits for what.
 const folders: string[] = [];
-let restore: (() => void) | undefined;
+const restores: Array<() => void> = [];
+const restoreAll = () => {
+  for (const restore of restores.splice(0).reverse()) restore();
+};
 afterEach(async () => {
-  restore?.();
-  restore = undefined;
+  restoreAll();
   await Promise.all(folders.splice(0).map((folder) => rm(folder, { recursive: true, force: true })));
 });
+
+const isLog = (fd: number) => {
+  try {
+    return /log-\d+\.wal$/.test(fs.readlinkSync(`/proc/self/fd/${fd}`));
+  } catch {
+    return false;
+  }
+};
+
+type WriteSync = (fd: number, buffer: Buffer, offset?: number, length?: number) => number;
+
+/**
+ * Replace fs.writeSync for the log's file with `replacement` (given the original): the log's
+ * inline batches. Imported names of node:fs follow once syncBuiltinESMExports runs.
+ */
+function onInlineWrites(replacement: (original: WriteSync, fd: number, buffer: Buffer, offset: number, length: number) => number): void {
+  const original = fs.writeSync as unknown as WriteSync;
+  (fs as unknown as { writeSync: WriteSync }).writeSync = (fd, buffer, offset = 0, length = buffer.length - offset) =>
+    isLog(fd) ? replacement(original, fd, buffer, offset, length) : original(fd, buffer, offset, length);
+  syncBuiltinESMExports();
+  restores.push(() => {
+    (fs as unknown as { writeSync: WriteSync }).writeSync = original;
+    syncBuiltinESMExports();
+  });
+}
+
+/** A disk whose every inline write takes `ms` longer: the first slow batch sends the log's writes to the thread pool. */
+function slowDisk(ms: number): void {
+  onInlineWrites((original, fd, buffer, offset, length) => {
+    Atomics.wait(new Int32Array(new SharedArrayBuffer(4)), 0, 0, ms);
+    return original(fd, buffer, offset, length);
+  });
+}
 
 interface HeldSync {
   release: () => void;
@@ -24,8 +61,13 @@ interface HeldSync {
 
 type Durable = (this: { fd: number }, ...args: unknown[]) => Promise<unknown>;
 
-/** Hold every sync of a log batch until released; `started` lists them in order. */
-async function holdSyncs(): Promise<{ started: HeldSync[]; next: () => Promise<HeldSync> }> {
+/**
+ * Hold every sync of a log batch made through the thread pool until released; `started` lists them
+ * in order. A slow disk (3 ms more per inline write) and one write on it first put the log there.
+ */
+async function holdSyncs(adapter: FileStateAdapter): Promise<{ started: HeldSync[]; next: () => Promise<HeldSync> }> {
+  slowDisk(3);
+  await adapter.createRun(newRun("slow-disk"));
   const probe = join(tmpdir(), `al-sync-probe-${process.pid}`);
   const handle = await open(probe, "w");
   const proto = Object.getPrototypeOf(handle) as Record<"write" | "datasync", Durable>;
@@ -33,21 +75,20 @@ async function holdSyncs(): Promise<{ started: HeldSync[]; next: () => Promise<H
   await rm(probe, { force: true });
   // With O_DSYNC the log's write is its sync; the handle does not keep its path, /proc does.
   const method = constants.O_DSYNC !== undefined ? "write" : "datasync";
-  const isLog = async (fd: number) => /log-\d+\.wal$/.test(await readlink(`/proc/self/fd/${fd}`).catch(() => ""));
   const original = proto[method];
   const started: HeldSync[] = [];
   const waiters: Array<(sync: HeldSync) => void> = [];
   proto[method] = async function (this: { fd: number }, ...args: unknown[]) {
-    if (!(await isLog(this.fd))) return original.apply(this, args);
+    if (!isLog(this.fd)) return original.apply(this, args);
     return new Promise((resolve, reject) => {
       const sync = { release: () => void original.apply(this, args).then(resolve, reject), fail: reject };
       started.push(sync);
       waiters.shift()?.(sync);
     });
   };
-  restore = () => {
+  restores.push(() => {
     proto[method] = original;
-  };
+  });
   let taken = 0;
   const next = () => {
     const index = taken++;
@@ -80,10 +121,10 @@ async function adapterWithRuns(count: number): Promise<{ directory: string; adap
   return { directory, adapter };
 }
 
-describe("FileStateAdapter group commit", () => {
+describe("FileStateAdapter group commit through the thread pool, once the disk was slow", () => {
   it("puts every write that arrives during an fdatasync into one next fdatasync, acknowledging each only after its own", async () => {
     const { adapter } = await adapterWithRuns(20);
-    const syncs = await holdSyncs();
+    const syncs = await holdSyncs(adapter);
     const acked: number[] = [];
     const first = adapter.appendEvents("r0", [{ type: "tick" }]).then(() => acked.push(0));
     const firstSync = await syncs.next();
@@ -109,7 +150,7 @@ describe("FileStateAdapter group commit", () => {
 
   it("answers a read only once the writes it saw are on disk", async () => {
     const { adapter } = await adapterWithRuns(1);
-    const syncs = await holdSyncs();
+    const syncs = await holdSyncs(adapter);
     const write = adapter.appendEvents("r0", [{ type: "tick" }]);
     const sync = await syncs.next();
     expect((await answeredAfter(sync, adapter.getRun("r0")))?.lastSeq).toBe(2);
@@ -121,7 +162,7 @@ describe("FileStateAdapter group commit", () => {
     const { adapter } = await adapterWithRuns(1);
     await adapter.writeMemory("notes.md", "durable");
     await adapter.putFileRecord({ path: "/files/a.txt", blobKey: "b", size: 1, contentType: "text/plain", createdAt: new Date().toISOString() } as never);
-    const syncs = await holdSyncs();
+    const syncs = await holdSyncs(adapter);
     const write = adapter.appendEvents("r0", [{ type: "tick" }]);
     const sync = await syncs.next();
     // Nothing the run's append holds can be in these: they answer while it is still being synced.
@@ -142,7 +183,7 @@ describe("FileStateAdapter group commit", () => {
   it("answers a lease's release before it is on disk and syncs it with the next write, which waits for it", async () => {
     const { directory, adapter } = await adapterWithRuns(2);
     const lease = await adapter.acquireRunLease("r0", "me", 60_000);
-    const syncs = await holdSyncs();
+    const syncs = await holdSyncs(adapter);
     // Answered with no fdatasync of its own started.
     await adapter.releaseRunLease("r0", "me", lease!.token, { observedSeq: 1 });
     expect(syncs.started).toHaveLength(0);
@@ -156,8 +197,7 @@ describe("FileStateAdapter group commit", () => {
     await write;
     expect(syncs.started).toHaveLength(1);
     await adapter.close();
-    restore?.();
-    restore = undefined;
+    restoreAll();
     const reopened = await FileStateAdapter.open({ directory });
     expect(await reopened.getRun("r0")).toMatchObject({ lease: null, observedSeq: 1 });
     await reopened.close();
@@ -167,7 +207,7 @@ describe("FileStateAdapter group commit", () => {
     const { directory, adapter } = await adapterWithRuns(2);
     const first = await adapter.acquireRunLease("r0", "me", 60_000);
     const second = await adapter.acquireRunLease("r1", "me", 60_000);
-    const syncs = await holdSyncs();
+    const syncs = await holdSyncs(adapter);
     await adapter.releaseRunLease("r0", "me", first!.token);
     let read: unknown;
     const reading = adapter.getRun("r0").then((run) => (read = run?.lease));
@@ -184,8 +224,7 @@ describe("FileStateAdapter group commit", () => {
     const byTimer = await syncs.next();
     byTimer.release();
     await adapter.close();
-    restore?.();
-    restore = undefined;
+    restoreAll();
     const reopened = await FileStateAdapter.open({ directory });
     expect((await reopened.getRun("r1"))?.lease).toBeNull();
     await reopened.close();
@@ -193,7 +232,7 @@ describe("FileStateAdapter group commit", () => {
 
   it("fails the writes of a failed fdatasync and every later call, and a reopen finds only what was acknowledged", async () => {
     const { directory, adapter } = await adapterWithRuns(2);
-    const syncs = await holdSyncs();
+    const syncs = await holdSyncs(adapter);
     const lost = adapter.appendEvents("r0", [{ type: "lost" }]);
     const sync = await syncs.next();
     const alsoLost = adapter.appendEvents("r1", [{ type: "lost too" }]);
@@ -204,12 +243,64 @@ describe("FileStateAdapter group commit", () => {
     await expect(adapter.getRun("r0")).rejects.toMatchObject({ code: "AL_ERR_STATE_UNAVAILABLE" });
     await expect(adapter.appendEvents("r1", [{ type: "later" }])).rejects.toMatchObject({ code: "AL_ERR_STATE_UNAVAILABLE" });
     await adapter.close();
-    restore?.();
-    restore = undefined;
+    restoreAll();
 
     const reopened = await FileStateAdapter.open({ directory });
     expect((await reopened.getRun("r0"))?.lastSeq).toBe(1);
     expect((await reopened.getRun("r1"))?.lastSeq).toBe(1);
+    await reopened.close();
+  });
+});
+
+describe("FileStateAdapter group commit on the event loop", () => {
+  it("writes the calls of one turn as one synced write at its end, and acknowledges none before that write returned", async () => {
+    const { adapter } = await adapterWithRuns(20);
+    const acked: number[] = [];
+    const writes: Array<{ records: number; ackedBefore: number }> = [];
+    onInlineWrites((original, fd, buffer, offset, length) => {
+      writes.push({ records: buffer.subarray(offset, offset + length).toString("utf8").split("\n").length - 1, ackedBefore: acked.length });
+      return original(fd, buffer, offset, length);
+    });
+    const calls = Array.from({ length: 20 }, (_, i) => adapter.appendEvents(`r${i}`, [{ type: "tick" }]).then(() => acked.push(i)));
+    await Promise.all(calls);
+    expect(writes).toEqual([{ records: 20, ackedBefore: 0 }]);
+    await adapter.appendEvents("r0", [{ type: "tock" }]);
+    expect(writes).toHaveLength(2);
+    await adapter.close();
+  });
+
+  it("fails the calls of a failed inline write and every later call, and a reopen finds only what was acknowledged", async () => {
+    const { directory, adapter } = await adapterWithRuns(2);
+    onInlineWrites(() => {
+      throw Object.assign(new Error("EIO: i/o error, write"), { code: "EIO" });
+    });
+    const lost = adapter.appendEvents("r0", [{ type: "lost" }]);
+    const alsoLost = adapter.appendEvents("r1", [{ type: "lost too" }]);
+    await expect(lost).rejects.toMatchObject({ code: "AL_ERR_STATE_UNAVAILABLE" });
+    await expect(alsoLost).rejects.toMatchObject({ code: "AL_ERR_STATE_UNAVAILABLE" });
+    await expect(adapter.getRun("r0")).rejects.toMatchObject({ code: "AL_ERR_STATE_UNAVAILABLE" });
+    await adapter.close();
+    restoreAll();
+    const reopened = await FileStateAdapter.open({ directory });
+    expect((await reopened.getRun("r0"))?.lastSeq).toBe(1);
+    expect((await reopened.getRun("r1"))?.lastSeq).toBe(1);
+    await reopened.close();
+  });
+
+  it("sends writes to the thread pool after one slow inline batch, so a slow disk holds the event loop once, not for every batch", async () => {
+    const { directory, adapter } = await adapterWithRuns(1);
+    let inline = 0;
+    onInlineWrites((original, fd, buffer, offset, length) => {
+      inline += 1;
+      Atomics.wait(new Int32Array(new SharedArrayBuffer(4)), 0, 0, 5);
+      return original(fd, buffer, offset, length);
+    });
+    for (let i = 0; i < 5; i++) await adapter.appendEvents("r0", [{ type: `tick ${i}` }]);
+    expect(inline).toBe(1);
+    await adapter.close();
+    restoreAll();
+    const reopened = await FileStateAdapter.open({ directory });
+    expect((await reopened.getRun("r0"))?.lastSeq).toBe(6);
     await reopened.close();
   });
 });

@@ -1,9 +1,16 @@
-import { constants } from "node:fs";
+import { constants, fdatasyncSync, ftruncateSync, writeSync } from "node:fs";
 import { open, type FileHandle } from "node:fs/promises";
 import { crc32 } from "node:zlib";
 
 /** How long a lazily appended record waits for another batch to join before it starts one. */
 const LAZY_SYNC_MS = 50;
+/**
+ * A batch written on the event loop that takes longer than this moves the log's writes to the thread
+ * pool: a slow disk must not stall every other task of the process for its syncs.
+ */
+const INLINE_WRITE_LIMIT_MS = 2;
+/** How long the log writes through the thread pool after a slow inline batch before it tries inline again. */
+const INLINE_RETRY_MS = 1_000;
 
 /**
  * Where the platform has O_DSYNC (Linux, macOS), the log is opened with it: a write()
@@ -14,17 +21,29 @@ const LAZY_SYNC_MS = 50;
 const SYNCED_WRITES = constants.O_DSYNC !== undefined;
 const LOG_FLAGS = SYNCED_WRITES ? constants.O_RDWR | constants.O_APPEND | constants.O_CREAT | constants.O_DSYNC : "a+";
 
+/** A record waiting for its batch: its line, and the settling of its append. */
+interface PendingRecord {
+  line: Buffer;
+  resolve: () => void;
+  reject: (error: Error) => void;
+}
+
 /**
  * An append-only file of checksummed records, one per line:
  *
  *   <crc32 of the JSON, 8 hex digits> <JSON>\n
  *
- * Group commit: records appended while a batch is being synced wait for it to end,
- * then go to disk together in one synced write (see SYNCED_WRITES; elsewhere one
- * write() and one fdatasync). A record's `append` resolves only once the sync that
- * covers it has returned. A record appended with `appendLazily` starts no sync of
- * its own: it joins the next batch (another append's, a `syncSoon`, or one
- * LAZY_SYNC_MS later).
+ * Group commit: the records appended in one turn of the event loop go to disk together
+ * in one synced write (see SYNCED_WRITES; elsewhere one write() and one fdatasync),
+ * made at the end of that turn (setImmediate) on the event loop itself: on a disk that
+ * syncs in a fraction of a millisecond, handing the write to the thread pool and
+ * waking up for its completion cost more than the write. When an inline batch takes
+ * longer than INLINE_WRITE_LIMIT_MS, batches go through the thread pool instead for
+ * INLINE_RETRY_MS (records appended while one is being synced wait for it, then go
+ * together), so a slow disk never holds the event loop for more than one batch.
+ * A record's `append` resolves only once the sync that covers it has returned. A
+ * record appended with `appendLazily` starts no sync of its own: it joins the next
+ * batch (another append's, a `syncSoon`, or one LAZY_SYNC_MS later).
  *
  * A crash mid-write leaves at most one torn record at the end (no newline, or a
  * checksum that does not match); `read` stops at the first such record and
@@ -34,11 +53,13 @@ const LOG_FLAGS = SYNCED_WRITES ? constants.O_RDWR | constants.O_APPEND | consta
  */
 export class WriteAheadLog {
   /** Records waiting for the next batch, in append order. */
-  private pending: Array<{ line: Buffer; resolve: () => void; reject: (error: Error) => void }> = [];
+  private pending: PendingRecord[] = [];
   private pendingBytes = 0;
   private flushing: Promise<void> | undefined;
   private failure: Error | undefined;
   private lazySync: NodeJS.Timeout | undefined;
+  /** Until when batches go through the thread pool, after an inline batch was slow (0: inline). */
+  private pooledUntil = 0;
 
   private constructor(
     readonly path: string,
@@ -106,7 +127,7 @@ export class WriteAheadLog {
     const line = encodeLine(json);
     this.pendingBytes += line.length;
     const written = new Promise<void>((resolve, reject) => this.pending.push({ line, resolve, reject }));
-    this.flushing ??= this.flush();
+    this.syncSoon();
     return written;
   }
 
@@ -129,36 +150,88 @@ export class WriteAheadLog {
 
   /** Start writing the records that wait, if no batch is being written (a batch that is will take them next). */
   syncSoon(): void {
-    if (this.pending.length > 0) this.flushing ??= this.flush();
+    if (this.pending.length === 0 || this.flushing) return;
+    this.flushing = performance.now() < this.pooledUntil ? this.flushThroughPool() : this.flushAtEndOfTurn();
   }
 
-  /** Write and sync batches until none is waiting: each batch is what arrived during the last sync. */
-  private async flush(): Promise<void> {
+  /** Write what waits as one batch once this turn's appends are in, on the event loop. */
+  private flushAtEndOfTurn(): Promise<void> {
+    return new Promise<void>((resolve) =>
+      setImmediate(() => {
+        this.flushing = undefined;
+        this.writeInline();
+        resolve();
+        // Appended by the records' callers as they resumed: the next turn's batch.
+        this.syncSoon();
+      }),
+    );
+  }
+
+  private writeInline(): void {
     clearTimeout(this.lazySync);
     this.lazySync = undefined;
-    while (this.pending.length > 0 && !this.failure) {
-      const batch = this.pending;
-      this.pending = [];
-      const bytes = batch.length === 1 ? batch[0]!.line : Buffer.concat(batch.map((record) => record.line));
+    const batch = this.takeBatch();
+    if (!batch) return;
+    const started = performance.now();
+    try {
+      let written = 0;
+      while (written < batch.bytes.length) written += writeSync(this.handle.fd, batch.bytes, written, batch.bytes.length - written);
+      if (!SYNCED_WRITES) fdatasyncSync(this.handle.fd);
+    } catch (error) {
+      try {
+        ftruncateSync(this.handle.fd, this.size);
+      } catch {
+        // The failure below already stops the log; a reopen cuts the torn tail.
+      }
+      this.fail(batch.records, error);
+      return;
+    }
+    const finished = performance.now();
+    if (finished - started > INLINE_WRITE_LIMIT_MS) this.pooledUntil = finished + INLINE_RETRY_MS;
+    this.settle(batch);
+  }
+
+  /** Write and sync batches through the thread pool until none is waiting: each batch is what arrived during the last sync. */
+  private async flushThroughPool(): Promise<void> {
+    clearTimeout(this.lazySync);
+    this.lazySync = undefined;
+    for (let batch = this.takeBatch(); batch; batch = this.takeBatch()) {
       try {
         let written = 0;
-        while (written < bytes.length) {
-          const { bytesWritten } = await this.handle.write(bytes, written, bytes.length - written);
+        while (written < batch.bytes.length) {
+          const { bytesWritten } = await this.handle.write(batch.bytes, written, batch.bytes.length - written);
           written += bytesWritten;
         }
         if (!SYNCED_WRITES) await this.handle.datasync();
-        this.size += bytes.length;
-        this.pendingBytes -= bytes.length;
-        for (const record of batch) record.resolve();
       } catch (error) {
         // Cut a partial write so a reopen does not find garbage before the torn-tail check.
         await this.handle.truncate(this.size).catch(() => undefined);
-        this.failure = error instanceof Error ? error : new Error(String(error));
-        for (const record of [...batch, ...this.pending]) record.reject(this.failure);
-        this.pending = [];
+        this.fail(batch.records, error);
+        break;
       }
+      this.settle(batch);
     }
     this.flushing = undefined;
+  }
+
+  /** The records waiting, as one batch and its bytes; none once the log failed. */
+  private takeBatch(): { records: PendingRecord[]; bytes: Buffer } | undefined {
+    if (this.pending.length === 0 || this.failure) return undefined;
+    const records = this.pending;
+    this.pending = [];
+    return { records, bytes: records.length === 1 ? records[0]!.line : Buffer.concat(records.map((record) => record.line)) };
+  }
+
+  private settle({ records, bytes }: { records: PendingRecord[]; bytes: Buffer }): void {
+    this.size += bytes.length;
+    this.pendingBytes -= bytes.length;
+    for (const record of records) record.resolve();
+  }
+
+  private fail(batch: PendingRecord[], error: unknown): void {
+    this.failure = error instanceof Error ? error : new Error(String(error));
+    for (const record of [...batch, ...this.pending]) record.reject(this.failure);
+    this.pending = [];
   }
 
   /** Wait for every appended record to be synced (or failed), then close the file. */
