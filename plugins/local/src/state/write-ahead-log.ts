@@ -5,10 +5,15 @@ import { crc32 } from "node:zlib";
 /** How long a lazily appended record waits for another batch to join before it starts one. */
 const LAZY_SYNC_MS = 50;
 /**
- * A batch written on the event loop that takes longer than this moves the log's writes to the thread
- * pool: a slow disk must not stall every other task of the process for its syncs.
+ * When the batches written on the event loop take longer than this on average, the log's writes move to
+ * the thread pool: a slow disk must not stall every other task of the process for its syncs.
  */
 const INLINE_WRITE_LIMIT_MS = 2;
+/**
+ * The weight of the newest inline batch in that average: one latency spike of a disk that is fast otherwise
+ * (a few ms here and there) does not move the writes, a disk that is slow moves them within a batch or two.
+ */
+const INLINE_AVERAGE_WEIGHT = 1 / 8;
 /** How long the log writes through the thread pool after a slow inline batch before it tries inline again. */
 const INLINE_RETRY_MS = 1_000;
 
@@ -37,10 +42,10 @@ interface PendingRecord {
  * in one synced write (see SYNCED_WRITES; elsewhere one write() and one fdatasync),
  * made at the end of that turn (setImmediate) on the event loop itself: on a disk that
  * syncs in a fraction of a millisecond, handing the write to the thread pool and
- * waking up for its completion cost more than the write. When an inline batch takes
- * longer than INLINE_WRITE_LIMIT_MS, batches go through the thread pool instead for
- * INLINE_RETRY_MS (records appended while one is being synced wait for it, then go
- * together), so a slow disk never holds the event loop for more than one batch.
+ * waking up for its completion cost more than the write. When the inline batches take
+ * longer than INLINE_WRITE_LIMIT_MS on average, batches go through the thread pool
+ * instead for INLINE_RETRY_MS (records appended while one is being synced wait for it,
+ * then go together), so a slow disk holds the event loop for a batch or two a second.
  * A record's `append` resolves only once the sync that covers it has returned. A
  * record appended with `appendLazily` starts no sync of its own: it joins the next
  * batch (another append's, a `syncSoon`, or one LAZY_SYNC_MS later).
@@ -58,8 +63,10 @@ export class WriteAheadLog {
   private flushing: Promise<void> | undefined;
   private failure: Error | undefined;
   private lazySync: NodeJS.Timeout | undefined;
-  /** Until when batches go through the thread pool, after an inline batch was slow (0: inline). */
+  /** Until when batches go through the thread pool, after the inline batches were slow (0: inline). */
   private pooledUntil = 0;
+  /** The inline batches' average time (exponentially weighted), in ms. */
+  private inlineAverageMs = 0;
 
   private constructor(
     readonly path: string,
@@ -187,7 +194,12 @@ export class WriteAheadLog {
       return;
     }
     const finished = performance.now();
-    if (finished - started > INLINE_WRITE_LIMIT_MS) this.pooledUntil = finished + INLINE_RETRY_MS;
+    this.inlineAverageMs += (finished - started - this.inlineAverageMs) * INLINE_AVERAGE_WEIGHT;
+    if (this.inlineAverageMs > INLINE_WRITE_LIMIT_MS) {
+      this.pooledUntil = finished + INLINE_RETRY_MS;
+      // Back on the event loop, the disk is judged afresh.
+      this.inlineAverageMs = 0;
+    }
     this.settle(batch);
   }
 
