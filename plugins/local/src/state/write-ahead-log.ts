@@ -14,7 +14,7 @@ const INLINE_WRITE_LIMIT_MS = 2;
  * (a few ms here and there) does not move the writes, a disk that is slow moves them within a batch or two.
  */
 const INLINE_AVERAGE_WEIGHT = 1 / 8;
-/** How long the log writes through the thread pool after a slow inline batch before it tries inline again. */
+/** How long the log writes through the thread pool, once the inline batches were slow, before it tries inline again. */
 const INLINE_RETRY_MS = 1_000;
 
 /**
