@@ -9,7 +9,7 @@ import { FileStateAdapter } from "../src/index.js";
 // A batch of the log is durable when its synced write returns (the log is opened with
 // O_DSYNC where the platform has it; elsewhere, when its fdatasync returns). On a fast
 // disk a batch is written on the event loop (fs.writeSync), where the tests watch it;
-// once a batch there was slow, batches go through FileHandle.prototype, where the tests
+// once the batches there were slow on average, batches go through FileHandle.prototype, where the tests
 // hold each until they release it, to see what waits for what.
 const folders: string[] = [];
 const restores: Array<() => void> = [];
