@@ -177,6 +177,12 @@ export async function runWorkloadBench({
   }
 }
 
+/**
+ * The most runs/s of two kinds of work one run does in series on the one thread (a rate each, measured apart):
+ * their times per run add.
+ */
+const inSeries = (...runsPerSecond) => 1 / runsPerSecond.reduce((sum, rate) => sum + 1 / rate, 0);
+
 const at = (system, concurrency) => system.levels?.find((l) => l.concurrency === concurrency)?.runsPerSecond;
 const levelName = (c) => (c === 1 ? "sequential" : `${c} concurrent`);
 
@@ -223,7 +229,7 @@ export function workloadTargets(result) {
       // Any durable run does the workload itself (at best the bare loop) and its writes. Both are CPU work on
       // the one JavaScript thread, so their times per run add: no runtime can overlap them.
       const { eventsPerRun, callsPerRun } = writes;
-      const maxRuns = 1 / (1 / writesOnly + 1 / floor);
+      const maxRuns = inSeries(writesOnly, floor);
       bound(target, maxRuns, at(pi, c), 2,
         `One run's writes alone (${Object.entries(callsPerRun).map(([name, n]) => `${n} ${name}`).join(", ")}; ${eventsPerRun} events), ` +
           `replayed on InMemoryStateAdapter with no runtime around them, reach ${writesOnly.toFixed(0)} runs/s ${levelName(c)}, ` +
@@ -238,7 +244,7 @@ export function workloadTargets(result) {
     // tables held in memory) and, at each durable boundary, waits for its sync before the step that depends on
     // it: the waits add to the run's own time, nothing of the run can go on meanwhile.
     const syncSeconds = fileSyncsPerRun / result.disk.syncsPerSecond;
-    const maxRuns = 1 / (1 / at(memory, 1) + syncSeconds);
+    const maxRuns = inSeries(at(memory, 1), 1 / syncSeconds);
     bound(fileSequential, maxRuns, at(memory, 1), 0.2,
       `The disk here does at most ${result.disk.syncsPerSecond.toFixed(0)} syncs/s for one writer; ${fileSyncsPerRun.toFixed(1)} per sequential run ` +
         `take ${(syncSeconds * 1000).toFixed(2)} ms, waited for in series on top of the in-memory run's ${(1000 / at(memory, 1)).toFixed(2)} ms: at most ${maxRuns.toFixed(0)} runs/s`);
@@ -304,7 +310,7 @@ export function printWorkloadBench(result) {
     console.log(`  disk: ${disk.syncsPerSecond.toFixed(0)} syncs/s for one writer (${disk.msPerSync.toFixed(2)} ms each)` +
       (file ? `; file state at ${file.syncsPerRun.toFixed(1)} per sequential run can do at most ${(disk.syncsPerSecond / file.syncsPerRun).toFixed(0)} runs/s` : "") +
       (file && systems.memory?.levels ? ` (${((disk.syncsPerSecond / file.syncsPerRun / systems.memory.levels[0].runsPerSecond) * 100).toFixed(0)}% of in-memory sequential; ` +
-        `${((1 / (1 + (file.syncsPerRun / disk.syncsPerSecond) * systems.memory.levels[0].runsPerSecond)) * 100).toFixed(0)}% with the in-memory run's own time added)` : ""));
+        `${((inSeries(systems.memory.levels[0].runsPerSecond, disk.syncsPerSecond / file.syncsPerRun) / systems.memory.levels[0].runsPerSecond) * 100).toFixed(0)}% with the in-memory run's own time added)` : ""));
   }
   const ceilings = postgresBounds(result);
   if (ceilings.length > 0) {
@@ -320,7 +326,7 @@ export function printWorkloadBench(result) {
     console.log(`  in-memory state: one run's writes alone (no runtime) ${list((l) => l.runsPerSecond.toFixed(0))} runs/s ` +
       `(${list((l) => `${(l.runsPerSecond / at(pi, l.concurrency)).toFixed(2)}x`)} pi-agent-core)`);
     if (systems.bare?.levels) {
-      const most = (l) => 1 / (1 / l.runsPerSecond + 1 / at(systems.bare, l.concurrency));
+      const most = (l) => inSeries(l.runsPerSecond, at(systems.bare, l.concurrency));
       console.log(`  writes plus the bare loop, the least a durable run does: at most ${list((l) => most(l).toFixed(0))} runs/s ` +
         `(${list((l) => `${(most(l) / at(pi, l.concurrency)).toFixed(2)}x`)} pi-agent-core)`);
     }

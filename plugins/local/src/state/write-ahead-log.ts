@@ -175,8 +175,6 @@ export class WriteAheadLog {
   }
 
   private writeInline(): void {
-    clearTimeout(this.lazySync);
-    this.lazySync = undefined;
     const batch = this.takeBatch();
     if (!batch) return;
     const started = performance.now();
@@ -205,8 +203,6 @@ export class WriteAheadLog {
 
   /** Write and sync batches through the thread pool until none is waiting: each batch is what arrived during the last sync. */
   private async flushThroughPool(): Promise<void> {
-    clearTimeout(this.lazySync);
-    this.lazySync = undefined;
     for (let batch = this.takeBatch(); batch; batch = this.takeBatch()) {
       try {
         let written = 0;
@@ -226,8 +222,10 @@ export class WriteAheadLog {
     this.flushing = undefined;
   }
 
-  /** The records waiting, as one batch and its bytes; none once the log failed. */
+  /** The records waiting, as one batch and its bytes; none once the log failed. A lazy record's timer is then moot. */
   private takeBatch(): { records: PendingRecord[]; bytes: Buffer } | undefined {
+    clearTimeout(this.lazySync);
+    this.lazySync = undefined;
     if (this.pending.length === 0 || this.failure) return undefined;
     const records = this.pending;
     this.pending = [];
