@@ -47,9 +47,11 @@ interface StoredRun {
   record: RunRecord;
   /** Creation order; listRuns pages by it so equal timestamps still order stably. */
   ordinal: number;
-  events: RunEvent[];
-  toolCalls: Map<string, ToolCallRecord>;
-  steps: Map<string, StepRecord>;
+  /** Each event's type, data and time as JSON text (`StoredText`); id, run id and seq follow from its index. */
+  events: string[];
+  /** Tool calls and steps as the JSON text of their whole record. */
+  toolCalls: Map<string, string>;
+  steps: Map<string, string>;
   checkpoint: CheckpointRecord | undefined;
   deliveryIds: string[];
   /** The highest fencing token ever issued for this run; survives releases. */
@@ -64,6 +66,45 @@ interface StoredDelivery {
 /** Every stored value and every returned value is a private copy. */
 const copy = <T>(value: T): T => copyStateValue(value);
 
+/**
+ * Rows a run only appends or replaces whole (events, tool calls, steps) are kept
+ * as JSON text: one string per row instead of a tree of objects, which the
+ * garbage collector copies and scans on every young-generation collection while
+ * the store grows (a third of a run's CPU when they were objects). JSON is also
+ * what the durable stores keep, so a value reads back here as it does there.
+ */
+function toText(value: unknown): string {
+  try {
+    return flat(JSON.stringify(value));
+  } catch (error) {
+    throw new AssemblyLineError("AL_ERR_STATE_INPUT_INVALID", "a value written to the in-memory state is not JSON", {
+      fix: "Store only JSON values (no BigInt, no cycles); convert dates and buffers to strings first.",
+      cause: error,
+    });
+  }
+}
+
+/**
+ * V8 builds a JSON.stringify result of more than a few dozen characters as a tree
+ * of string pieces; kept that way, each piece is one more object for the garbage
+ * collector. Converting the text to a number (NaN: it starts with `{`) makes V8
+ * flatten it into one string, and the collector then drops the pieces.
+ */
+function flat(text: string): string {
+  Number(text);
+  return text;
+}
+
+const fromText = <T>(text: string): T => JSON.parse(text) as T;
+
+const eventText = (type: string, data: unknown, createdAt: string): string => toText({ type, data, createdAt });
+
+function eventFromText(runId: string, index: number, text: string): RunEvent {
+  const { type, data, createdAt } = fromText<Pick<RunEvent, "type" | "data" | "createdAt">>(text);
+  const seq = index + 1;
+  return { id: `${runId}:${seq}`, runId, seq, type, data, createdAt };
+}
+
 const isoOf = (now: Date | undefined): string => isoTimestamp(now?.getTime());
 
 const leaseIsFree = (lease: { expiresAt: string } | null, now: Date): boolean =>
@@ -77,6 +118,10 @@ const claimLimit = (limit: number | undefined): number => Math.max(0, limit ?? D
  *
  * Each method does its reads and writes without awaiting in between, so every
  * call is atomic with respect to every other call on the same instance.
+ * Events, tool calls and steps are kept as JSON text, so they read back as the
+ * durable stores give them back (a Date as its ISO string, undefined fields
+ * left out); a value JSON cannot hold (a BigInt, a cycle) is refused with
+ * AL_ERR_STATE_INPUT_INVALID before anything is written.
  * Step keys are insert-once: a second write of the same key keeps the first.
  * completeDelivery/failDelivery/completeScheduleRun from an owner that does not
  * hold the lease are ignored, so a worker whose lease was taken over cannot
@@ -145,7 +190,7 @@ export class InMemoryStateAdapter implements StateAdapter {
     this.runs.set(run.id, {
       record,
       ordinal: this.nextOrdinal++,
-      events: [created],
+      events: [eventText(created.type, created.data, created.createdAt)],
       toolCalls: new Map(),
       steps: new Map(),
       checkpoint: undefined,
@@ -153,7 +198,7 @@ export class InMemoryStateAdapter implements StateAdapter {
       fence: options.lease ? 1 : 0,
     });
     if (run.idempotencyKey !== undefined) this.runIdByIdempotencyKey.set(run.idempotencyKey, run.id);
-    return { run: copy(record), created: true, createdEvent: copy(created) };
+    return { run: copy(record), created: true, createdEvent: created };
   }
 
   async getRun(runId: string): Promise<RunRecord | undefined> {
@@ -202,20 +247,22 @@ export class InMemoryStateAdapter implements StateAdapter {
       );
     }
 
-    // Copy everything first: a value that cannot be cloned throws before anything changes.
+    // Copy and serialize everything first: a value that cannot be stored throws before anything changes.
     const now = isoTimestamp();
     const appended: RunEvent[] = events.map((event, index) => {
       const seq = record.lastSeq + index + 1;
       return { id: `${runId}:${seq}`, runId, seq, type: event.type, data: copy(event.data ?? {}), createdAt: now };
     });
-    const next = change === undefined ? undefined : copy(change);
+    const texts = appended.map((event) => eventText(event.type, event.data, now));
+    const next = change === undefined ? undefined : storedChange(change, record.id);
 
-    stored.events.push(...appended);
+    for (const text of texts) stored.events.push(text);
     record.lastSeq += appended.length;
     record.updatedAt = now;
     if (next) this.applyChange(stored, next, now);
     if (options.observedSeq !== undefined && options.observedSeq > record.observedSeq) record.observedSeq = options.observedSeq;
-    return appended.map(copy);
+    // The appended events were built here and are kept only as text: the caller gets them as they are.
+    return appended;
   }
 
   async listEvents(runId: string, options: { afterSeq?: number; limit?: number } = {}): Promise<RunEvent[]> {
@@ -224,8 +271,10 @@ export class InMemoryStateAdapter implements StateAdapter {
     const afterSeq = options.afterSeq ?? 0;
     // Seqs are contiguous from 1, so the event with seq n sits at index n - 1.
     const start = Math.max(0, Math.min(stored.events.length, Math.floor(afterSeq)));
-    const end = options.limit === undefined ? undefined : start + Math.max(0, options.limit);
-    return stored.events.slice(start, end).map(copy);
+    const end = options.limit === undefined ? stored.events.length : Math.min(stored.events.length, start + Math.max(0, options.limit));
+    const listed: RunEvent[] = [];
+    for (let index = start; index < end; index++) listed.push(eventFromText(runId, index, stored.events[index]!));
+    return listed;
   }
 
   async markObserved(runId: string, seq: number): Promise<void> {
@@ -235,16 +284,16 @@ export class InMemoryStateAdapter implements StateAdapter {
 
   async getToolCall(runId: string, callId: string): Promise<ToolCallRecord | undefined> {
     const call = this.runs.get(runId)?.toolCalls.get(callId);
-    return call ? copy(call) : undefined;
+    return call === undefined ? undefined : fromText<ToolCallRecord>(call);
   }
 
   async listToolCalls(runId: string): Promise<ToolCallRecord[]> {
-    return [...(this.runs.get(runId)?.toolCalls.values() ?? [])].map(copy);
+    return [...(this.runs.get(runId)?.toolCalls.values() ?? [])].map((call) => fromText<ToolCallRecord>(call));
   }
 
   async getStep(runId: string, key: string): Promise<StepRecord | undefined> {
     const step = this.runs.get(runId)?.steps.get(key);
-    return step ? copy(step) : undefined;
+    return step === undefined ? undefined : fromText<StepRecord>(step);
   }
 
   async getCheckpoint(runId: string): Promise<CheckpointRecord | undefined> {
@@ -538,8 +587,8 @@ export class InMemoryStateAdapter implements StateAdapter {
     });
   }
 
-  /** Apply an already-copied change; the caller has validated everything that can fail. */
-  private applyChange(stored: StoredRun, change: RunStateChange, now: string): void {
+  /** Apply a change made ready by `storedChange`; the caller has validated everything that can fail. */
+  private applyChange(stored: StoredRun, change: StoredChange, now: string): void {
     const { record } = stored;
     if (change.run) {
       const { status, modelSpec, output, error, conversationId } = change.run;
@@ -549,10 +598,8 @@ export class InMemoryStateAdapter implements StateAdapter {
       if (error !== undefined) record.error = error;
       if (conversationId !== undefined) record.conversationId = conversationId;
     }
-    if (change.toolCall) stored.toolCalls.set(change.toolCall.callId, { ...change.toolCall, runId: record.id });
-    if (change.step && !stored.steps.has(change.step.key)) {
-      stored.steps.set(change.step.key, { ...change.step, runId: record.id });
-    }
+    if (change.toolCall) stored.toolCalls.set(change.toolCall.callId, change.toolCall.text);
+    if (change.step && !stored.steps.has(change.step.key)) stored.steps.set(change.step.key, change.step.text);
     if (change.checkpoint !== undefined) {
       stored.checkpoint = change.checkpoint === null ? undefined : { ...change.checkpoint, runId: record.id };
     }
@@ -577,6 +624,21 @@ export class InMemoryStateAdapter implements StateAdapter {
       stored.deliveryIds.push(delivery.id);
     }
   }
+}
+
+/** A run state change with its tool call and step already as stored text, the rest copied. */
+interface StoredChange extends Omit<RunStateChange, "toolCall" | "step"> {
+  toolCall?: { callId: string; text: string };
+  step?: { key: string; text: string };
+}
+
+/** Copy or serialize every part of `change` (throwing before anything is written), stamped with the run's id. */
+function storedChange(change: RunStateChange, runId: string): StoredChange {
+  const { toolCall, step, ...rest } = change;
+  const ready: StoredChange = copy(rest);
+  if (toolCall) ready.toolCall = { callId: toolCall.callId, text: toText({ ...toolCall, runId }) };
+  if (step) ready.step = { key: step.key, text: toText({ ...step, runId }) };
+  return ready;
 }
 
 /** Code-point order, so sorting does not depend on the host's locale. */
