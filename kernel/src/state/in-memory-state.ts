@@ -47,7 +47,7 @@ interface StoredRun {
   record: RunRecord;
   /** Creation order; listRuns pages by it so equal timestamps still order stably. */
   ordinal: number;
-  /** Each event's type, data and time as JSON text (`StoredText`); id, run id and seq follow from its index. */
+  /** Each event's type, data and time as JSON text (`eventText`); id, run id and seq follow from its index. */
   events: string[];
   /** Tool calls and steps as the JSON text of their whole record. */
   toolCalls: Map<string, string>;
@@ -70,7 +70,7 @@ const copy = <T>(value: T): T => copyStateValue(value);
  * Rows a run only appends or replaces whole (events, tool calls, steps) are kept
  * as JSON text: one string per row instead of a tree of objects, which the
  * garbage collector copies and scans on every young-generation collection while
- * the store grows (a third of a run's CPU when they were objects). JSON is also
+ * the store grows (about a third of a run's CPU when they were objects). JSON is also
  * what the durable stores keep, so a value reads back here as it does there.
  */
 function toText(value: unknown): string {
