@@ -179,11 +179,13 @@ describe("FileStateAdapter compaction", () => {
       const directory = await tempFolder();
       const state = await FileStateAdapter.open({ directory, compactAfterBytes: 4_000 });
       const note = (round: number) => `round ${round} `.padEnd(1_000, "n");
-      // 200 KB of rewrites of one 1 KB record: the folder stays near the threshold.
+      // 200 KB of rewrites of one 1 KB record: folded, the folder stays a small part of that. Writes go on
+      // into the next log while a fold runs in the background, so how far past the threshold it gets
+      // depends on how fast the disk syncs the fold (about 12 KB seen on a loaded machine); unfolded it holds all 200 KB.
       for (let round = 0; round < 200; round += 1) await state.writeMemory("notes.md", note(round));
       await state.close();
       expect(await readdir(directory)).toContain("snapshot.json");
-      expect(await folderBytes(directory)).toBeLessThan(3 * 4_000);
+      expect(await folderBytes(directory)).toBeLessThan(200 * 1_000 / 5);
 
       // A deleted record counts at its own size: deleting a few large ones is enough to fold them away.
       const again = await FileStateAdapter.open({ directory, compactAfterBytes: 4_000 });
