@@ -254,7 +254,7 @@ export class InMemoryStateAdapter implements StateAdapter {
       return { id: `${runId}:${seq}`, runId, seq, type: event.type, data: copy(event.data ?? {}), createdAt: now };
     });
     const texts = appended.map((event) => eventText(event.type, event.data, now));
-    const next = change === undefined ? undefined : storedChange(change, record.id);
+    const next = change === undefined ? undefined : storedChange(change, record.id, stored.steps);
 
     for (const text of texts) stored.events.push(text);
     record.lastSeq += appended.length;
@@ -599,7 +599,7 @@ export class InMemoryStateAdapter implements StateAdapter {
       if (conversationId !== undefined) record.conversationId = conversationId;
     }
     if (change.toolCall) stored.toolCalls.set(change.toolCall.callId, change.toolCall.text);
-    if (change.step && !stored.steps.has(change.step.key)) stored.steps.set(change.step.key, change.step.text);
+    if (change.step) stored.steps.set(change.step.key, change.step.text);
     if (change.checkpoint !== undefined) {
       stored.checkpoint = change.checkpoint === null ? undefined : { ...change.checkpoint, runId: record.id };
     }
@@ -626,18 +626,21 @@ export class InMemoryStateAdapter implements StateAdapter {
   }
 }
 
-/** A run state change with its tool call and step already as stored text, the rest copied. */
+/** A run state change with its tool call and a new step already as stored text, the rest copied. */
 interface StoredChange extends Omit<RunStateChange, "toolCall" | "step"> {
   toolCall?: { callId: string; text: string };
   step?: { key: string; text: string };
 }
 
-/** Copy or serialize every part of `change` (throwing before anything is written), stamped with the run's id. */
-function storedChange(change: RunStateChange, runId: string): StoredChange {
+/**
+ * Copy or serialize every part of `change` (throwing before anything is written), stamped with the run's id.
+ * A step whose key the run already has is left out: step keys are insert-once.
+ */
+function storedChange(change: RunStateChange, runId: string, steps: ReadonlyMap<string, string>): StoredChange {
   const { toolCall, step, ...rest } = change;
   const ready: StoredChange = copy(rest);
   if (toolCall) ready.toolCall = { callId: toolCall.callId, text: toText({ ...toolCall, runId }) };
-  if (step) ready.step = { key: step.key, text: toText({ ...step, runId }) };
+  if (step && !steps.has(step.key)) ready.step = { key: step.key, text: toText({ ...step, runId }) };
   return ready;
 }
 
