@@ -33,6 +33,12 @@ interface PendingRecord {
   reject: (error: Error) => void;
 }
 
+/** Records taken together for one synced write, and their bytes. */
+interface Batch {
+  records: PendingRecord[];
+  bytes: Buffer;
+}
+
 /**
  * An append-only file of checksummed records, one per line:
  *
@@ -45,7 +51,8 @@ interface PendingRecord {
  * waking up for its completion cost more than the write. When the inline batches take
  * longer than INLINE_WRITE_LIMIT_MS on average, batches go through the thread pool
  * instead for INLINE_RETRY_MS (records appended while one is being synced wait for it,
- * then go together), so a slow disk holds the event loop for a batch or two a second.
+ * then go together, see nextPooledBatch), so a slow disk holds the event loop for a
+ * batch or two a second.
  * A record's `append` resolves only once the sync that covers it has returned. A
  * record appended with `appendLazily` starts no sync of its own: it joins the next
  * batch (another append's, a `syncSoon`, or one LAZY_SYNC_MS later).
@@ -67,6 +74,8 @@ export class WriteAheadLog {
   private pooledUntil = 0;
   /** The inline batches' average time (exponentially weighted), in ms. */
   private inlineAverageMs = 0;
+  /** While the pool loop waits for its next batch to fill: how many records start it, and how. */
+  private batchWanted: { records: number; take: () => void } | undefined;
 
   private constructor(
     readonly path: string,
@@ -131,9 +140,7 @@ export class WriteAheadLog {
   /** Durably append one record, given as its JSON text; resolves only once it is on disk. */
   append(json: string): Promise<void> {
     if (this.failure) return Promise.reject(this.failure);
-    const line = encodeLine(json);
-    this.pendingBytes += line.length;
-    const written = new Promise<void>((resolve, reject) => this.pending.push({ line, resolve, reject }));
+    const written = this.enqueue(encodeLine(json));
     this.syncSoon();
     return written;
   }
@@ -145,9 +152,7 @@ export class WriteAheadLog {
    */
   appendLazily(json: string): Promise<void> {
     if (this.failure) return Promise.reject(this.failure);
-    const line = encodeLine(json);
-    this.pendingBytes += line.length;
-    const written = new Promise<void>((resolve, reject) => this.pending.push({ line, resolve, reject }));
+    const written = this.enqueue(encodeLine(json));
     this.lazySync ??= setTimeout(() => {
       this.lazySync = undefined;
       this.syncSoon();
@@ -201,9 +206,9 @@ export class WriteAheadLog {
     this.settle(batch);
   }
 
-  /** Write and sync batches through the thread pool until none is waiting: each batch is what arrived during the last sync. */
+  /** Write and sync batches through the thread pool until none is waiting (see nextPooledBatch). */
   private async flushThroughPool(): Promise<void> {
-    for (let batch = this.takeBatch(); batch; batch = this.takeBatch()) {
+    for (let batch = this.takeBatch(); batch; batch = await this.nextPooledBatch(batch.records.length)) {
       try {
         let written = 0;
         while (written < batch.bytes.length) {
@@ -222,8 +227,37 @@ export class WriteAheadLog {
     this.flushing = undefined;
   }
 
+  /**
+   * The batch to write after one of `synced` records: what waits, once it is at least half
+   * as many records, or else at the end of this turn. Taking at once what arrived during
+   * the sync made callers fall into two groups of fixed sizes (49 and 1 at 50 concurrent
+   * here): the large group's next records waited behind the small group's sync with the
+   * event loop idle. Taking half splits them evenly, so one half's sync overlaps the other
+   * half's work. A record still waits for no more than this turn to start its batch.
+   */
+  private nextPooledBatch(synced: number): Promise<Batch | undefined> {
+    if (this.pending.length * 2 >= synced) return Promise.resolve(this.takeBatch());
+    return new Promise((resolve) => {
+      const take = () => {
+        clearImmediate(endOfTurn);
+        this.batchWanted = undefined;
+        resolve(this.takeBatch());
+      };
+      const endOfTurn = setImmediate(take);
+      this.batchWanted = { records: Math.ceil(synced / 2), take };
+    });
+  }
+
+  /** Queue a record for the next batch; start that batch if the pool loop waits for it to fill. */
+  private enqueue(line: Buffer): Promise<void> {
+    this.pendingBytes += line.length;
+    const written = new Promise<void>((resolve, reject) => this.pending.push({ line, resolve, reject }));
+    if (this.batchWanted && this.pending.length >= this.batchWanted.records) this.batchWanted.take();
+    return written;
+  }
+
   /** The records waiting, as one batch and its bytes; none once the log failed. A lazy record's timer is then moot. */
-  private takeBatch(): { records: PendingRecord[]; bytes: Buffer } | undefined {
+  private takeBatch(): Batch | undefined {
     clearTimeout(this.lazySync);
     this.lazySync = undefined;
     if (this.pending.length === 0 || this.failure) return undefined;
@@ -232,7 +266,7 @@ export class WriteAheadLog {
     return { records, bytes: records.length === 1 ? records[0]!.line : Buffer.concat(records.map((record) => record.line)) };
   }
 
-  private settle({ records, bytes }: { records: PendingRecord[]; bytes: Buffer }): void {
+  private settle({ records, bytes }: Batch): void {
     this.size += bytes.length;
     this.pendingBytes -= bytes.length;
     for (const record of records) record.resolve();
