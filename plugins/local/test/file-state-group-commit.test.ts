@@ -60,6 +60,8 @@ function slowDisk(ms: number): void {
 interface HeldSync {
   release: () => void;
   fail: (error: Error) => void;
+  /** Records in the batch, where the sync is the log's write (O_DSYNC); NaN where it is an fdatasync. */
+  records: number;
 }
 
 type Durable = (this: { fd: number }, ...args: unknown[]) => Promise<unknown>;
@@ -84,7 +86,9 @@ async function holdSyncs(adapter: FileStateAdapter): Promise<{ started: HeldSync
   proto[method] = async function (this: { fd: number }, ...args: unknown[]) {
     if (!isLog(this.fd)) return original.apply(this, args);
     return new Promise((resolve, reject) => {
-      const sync = { release: () => void original.apply(this, args).then(resolve, reject), fail: reject };
+      const [buffer, offset = 0, length] = args as [Buffer, number?, number?];
+      const records = method === "write" ? buffer.subarray(offset, length === undefined ? undefined : offset + length).toString("utf8").split("\n").length - 1 : Number.NaN;
+      const sync = { release: () => void original.apply(this, args).then(resolve, reject), fail: reject, records };
       started.push(sync);
       waiters.shift()?.(sync);
     });
@@ -166,6 +170,55 @@ describe("FileStateAdapter group commit through the thread pool, once the disk w
     expect(syncs.started).toHaveLength(2);
     await adapter.close();
   });
+
+  it.skipIf(constants.O_DSYNC === undefined)(
+    "starts the next batch once half as many records as the last one wait, so callers that resume together are not split one from the rest",
+    async () => {
+      const { adapter } = await adapterWithRuns(20);
+      const syncs = await holdSyncs(adapter);
+      const tick = (run: string) => adapter.appendEvents(run, [{ type: "tick" }]);
+      const first = tick("r0");
+      const firstSync = await syncs.next();
+      const group = Array.from({ length: 19 }, (_, i) => tick(`r${i + 1}`));
+      firstSync.release();
+      await first;
+      const secondSync = await syncs.next();
+      expect(secondSync.records).toBe(19);
+      // One call arrives during the second sync; each of the 19 writes again as soon as it is acknowledged, as a run does.
+      const straggler = tick("r0");
+      const resumed = group.map((call, i) => call.then(() => tick(`r${i + 1}`)));
+      secondSync.release();
+      // Half of 19, rounded up: the straggler and 9 of them; the other 10 make the batch after.
+      const thirdSync = await syncs.next();
+      expect(thirdSync.records).toBe(10);
+      await settle();
+      expect(syncs.started).toHaveLength(3);
+      thirdSync.release();
+      const fourthSync = await syncs.next();
+      expect(fourthSync.records).toBe(10);
+      fourthSync.release();
+      await Promise.all([straggler, ...resumed]);
+
+      // A record that no resuming caller joins still starts its batch by the end of the turn.
+      const opener = tick("r0");
+      const openerSync = await syncs.next();
+      const many = Array.from({ length: 10 }, (_, i) => tick(`r${i + 1}`));
+      openerSync.release();
+      await opener;
+      const manySync = await syncs.next();
+      expect(manySync.records).toBe(10);
+      const lone = tick("r11");
+      manySync.release();
+      await Promise.all(many);
+      await settle();
+      expect(syncs.started).toHaveLength(7);
+      const loneSync = syncs.started[6]!;
+      expect(loneSync.records).toBe(1);
+      loneSync.release();
+      await lone;
+      await adapter.close();
+    },
+  );
 
   it("answers a read only once the writes it saw are on disk", async () => {
     const { adapter } = await adapterWithRuns(1);
