@@ -220,6 +220,41 @@ describe("FileStateAdapter group commit through the thread pool, once the disk w
     },
   );
 
+  it.skipIf(constants.O_DSYNC === undefined)("lets a lease's release made as a batch is acknowledged wait for the next write, not start a sync of its own", async () => {
+    const { adapter } = await adapterWithRuns(2);
+    const lease = await adapter.acquireRunLease("r0", "me", 60_000);
+    const syncs = await holdSyncs(adapter);
+    const write = adapter.appendEvents("r1", [{ type: "tick" }]);
+    const sync = await syncs.next();
+    const released = write.then(() => adapter.releaseRunLease("r0", "me", lease!.token));
+    sync.release();
+    await released;
+    await settle();
+    expect(syncs.started).toHaveLength(1);
+    const next = adapter.appendEvents("r1", [{ type: "tock" }]);
+    const nextSync = await syncs.next();
+    expect(nextSync.records).toBe(2);
+    nextSync.release();
+    await next;
+    await adapter.close();
+  });
+
+  it("syncs a lease's release made as a batch is acknowledged at once for a read that sees it", async () => {
+    const { adapter } = await adapterWithRuns(2);
+    const lease = await adapter.acquireRunLease("r0", "me", 60_000);
+    const syncs = await holdSyncs(adapter);
+    const write = adapter.appendEvents("r1", [{ type: "tick" }]);
+    const sync = await syncs.next();
+    const reading = write.then(() => adapter.releaseRunLease("r0", "me", lease!.token)).then(() => adapter.getRun("r0"));
+    sync.release();
+    // The read started the release's sync well before its 50 ms, and answers after it.
+    await settle();
+    expect(syncs.started).toHaveLength(2);
+    syncs.started[1]!.release();
+    expect((await reading)?.lease).toBeNull();
+    await adapter.close();
+  });
+
   it("answers a read only once the writes it saw are on disk", async () => {
     const { adapter } = await adapterWithRuns(1);
     const syncs = await holdSyncs(adapter);

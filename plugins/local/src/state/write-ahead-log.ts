@@ -74,8 +74,12 @@ export class WriteAheadLog {
   private pooledUntil = 0;
   /** The inline batches' average time (exponentially weighted), in ms. */
   private inlineAverageMs = 0;
-  /** While the pool loop waits for its next batch to fill: how many records start it, and how. */
+  /** While the pool loop waits for its next batch to fill: how many records appended with `append` start it, and how. */
   private batchWanted: { records: number; take: () => void } | undefined;
+  /** How many of the waiting records were appended with `append` (not lazily). */
+  private eagerPending = 0;
+  /** Whether `syncSoon` asked for the waiting records, lazy ones included, since the last batch was taken. */
+  private urgent = false;
 
   private constructor(
     readonly path: string,
@@ -140,8 +144,8 @@ export class WriteAheadLog {
   /** Durably append one record, given as its JSON text; resolves only once it is on disk. */
   append(json: string): Promise<void> {
     if (this.failure) return Promise.reject(this.failure);
-    const written = this.enqueue(encodeLine(json));
-    this.syncSoon();
+    const written = this.enqueue(encodeLine(json), true);
+    this.startBatches();
     return written;
   }
 
@@ -152,7 +156,7 @@ export class WriteAheadLog {
    */
   appendLazily(json: string): Promise<void> {
     if (this.failure) return Promise.reject(this.failure);
-    const written = this.enqueue(encodeLine(json));
+    const written = this.enqueue(encodeLine(json), false);
     this.lazySync ??= setTimeout(() => {
       this.lazySync = undefined;
       this.syncSoon();
@@ -160,8 +164,15 @@ export class WriteAheadLog {
     return written;
   }
 
-  /** Start writing the records that wait, if no batch is being written (a batch that is will take them next). */
+  /** Write the records that wait, lazy ones too, without waiting for a later append or a lazy record's timer. */
   syncSoon(): void {
+    if (this.pending.length === 0) return;
+    this.urgent = true;
+    this.startBatches();
+  }
+
+  /** Start writing the records that wait, if no batch is being written (a batch that is will take them next). */
+  private startBatches(): void {
     if (this.pending.length === 0 || this.flushing) return;
     this.flushing = performance.now() < this.pooledUntil ? this.flushThroughPool() : this.flushAtEndOfTurn();
   }
@@ -174,7 +185,7 @@ export class WriteAheadLog {
         this.writeInline();
         resolve();
         // Appended by the records' callers as they resumed: the next turn's batch.
-        this.syncSoon();
+        this.startBatches();
       }),
     );
   }
@@ -233,26 +244,35 @@ export class WriteAheadLog {
    * the sync made callers fall into two groups of fixed sizes (49 and 1 at 50 concurrent
    * here): the large group's next records waited behind the small group's sync with the
    * event loop idle. Taking half splits them evenly, so one half's sync overlaps the other
-   * half's work. A record still waits for no more than this turn to start its batch.
+   * half's work. A record still waits for no more than this turn to start its batch, and
+   * lazy records, which count for nothing here, for no more than they would otherwise.
    */
   private nextPooledBatch(synced: number): Promise<Batch | undefined> {
-    if (this.pending.length * 2 >= synced) return Promise.resolve(this.takeBatch());
+    const wanted = Math.ceil(synced / 2);
+    if (this.eagerPending >= wanted) return Promise.resolve(this.takeBatch());
     return new Promise((resolve) => {
-      const take = () => {
-        clearImmediate(endOfTurn);
+      const endOfTurn = setImmediate(() => {
         this.batchWanted = undefined;
-        resolve(this.takeBatch());
+        // Lazy records alone go on waiting for an append to join (or their timer), unless syncSoon asked for them.
+        resolve(this.eagerPending > 0 || this.urgent ? this.takeBatch() : undefined);
+      });
+      this.batchWanted = {
+        records: wanted,
+        take: () => {
+          clearImmediate(endOfTurn);
+          this.batchWanted = undefined;
+          resolve(this.takeBatch());
+        },
       };
-      const endOfTurn = setImmediate(take);
-      this.batchWanted = { records: Math.ceil(synced / 2), take };
     });
   }
 
   /** Queue a record for the next batch; start that batch if the pool loop waits for it to fill. */
-  private enqueue(line: Buffer): Promise<void> {
+  private enqueue(line: Buffer, eager: boolean): Promise<void> {
     this.pendingBytes += line.length;
     const written = new Promise<void>((resolve, reject) => this.pending.push({ line, resolve, reject }));
-    if (this.batchWanted && this.pending.length >= this.batchWanted.records) this.batchWanted.take();
+    if (eager) this.eagerPending += 1;
+    if (this.batchWanted && this.eagerPending >= this.batchWanted.records) this.batchWanted.take();
     return written;
   }
 
@@ -263,6 +283,8 @@ export class WriteAheadLog {
     if (this.pending.length === 0 || this.failure) return undefined;
     const records = this.pending;
     this.pending = [];
+    this.eagerPending = 0;
+    this.urgent = false;
     return { records, bytes: records.length === 1 ? records[0]!.line : Buffer.concat(records.map((record) => record.line)) };
   }
 
@@ -276,6 +298,7 @@ export class WriteAheadLog {
     this.failure = error instanceof Error ? error : new Error(String(error));
     for (const record of [...batch, ...this.pending]) record.reject(this.failure);
     this.pending = [];
+    this.eagerPending = 0;
   }
 
   /** Wait for every appended record to be synced (or failed), then close the file. */
