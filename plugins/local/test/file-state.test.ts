@@ -251,6 +251,20 @@ describe("FileStateAdapter", () => {
     await expect(adapter.getRun("x")).rejects.toMatchObject({ code: "AL_ERR_STATE_LOCKED" });
   });
 
+  it("brings back text outside ASCII after a reopen, checksummed over its UTF-8 bytes", async () => {
+    const directory = await tempFolder();
+    const adapter = await FileStateAdapter.open({ directory });
+    await adapter.createRun(newRun("r1"));
+    const text = "café, 東京, 🚀 and a lone \u00ff";
+    await adapter.appendEvents("r1", [{ type: "model.response", data: { text } }]);
+    await adapter.close();
+    const log = await readFile(join(directory, "log-0.wal"), "utf8");
+    expect(log).toContain(text);
+    const reopened = await FileStateAdapter.open({ directory });
+    expect((await reopened.listEvents("r1")).at(-1)?.data).toEqual({ text });
+    await reopened.close();
+  });
+
   it("finishes writes that were started before close", async () => {
     const directory = await tempFolder();
     const adapter = await FileStateAdapter.open({ directory });
