@@ -328,6 +328,43 @@ export class OpenEveRuntime {
     return { runId: run.id, created };
   }
 
+  /**
+   * submit() and start() in one, for a caller with room to drive the run now:
+   * the run is created leased to this process in the same write, as run()
+   * creates it, and driven at once, with no read of it and no second write to
+   * take its lease. Resolves once the run is stored; `result` settles when the
+   * drive ends (completed, failed or paused). A duplicate (its idempotency key
+   * started a run before) is not driven: `created` is false. At capacity it
+   * waits or refuses (AL_ERR_RUN_CAPACITY) as run() does, before storing anything.
+   */
+  async submitAndStart(input: RunAgentOptions): Promise<{ runId: string; created: true; result: Promise<RunResult> } | { runId: string; created: false }> {
+    const release = await this.admission.acquire();
+    let stored: CreatedRun;
+    try {
+      stored = await this.track(() => this.createRunFor(input, { lease: { owner: this.ownerId, ttlMs: this.options.leaseTtlMs ?? 30_000 } }));
+    } catch (error) {
+      release();
+      throw error;
+    }
+    const { run, created, createdEvent } = stored;
+    if (!created) {
+      release();
+      return { runId: run.id, created: false };
+    }
+    const result = this.track(async () => {
+      try {
+        return await this.driver.drive(run.id, {
+          created: { run, ...(createdEvent ? { event: createdEvent } : {}) },
+          ...(input.model ? { forcedModel: input.model } : {}),
+          ...(input.signal ? { signal: input.signal } : {}),
+        });
+      } finally {
+        release();
+      }
+    });
+    return { runId: run.id, created: true, result };
+  }
+
   private createRunFor(input: RunAgentOptions, options: CreateRunOptions = {}): Promise<CreatedRun> {
     if (typeof input?.message !== "string") {
       throw new TypeError("runtime.run({ message }): message must be a string");

@@ -7,7 +7,7 @@ import type {
   JsonValue,
   RuntimeLogger,
 } from "@assemblyline-agents/core";
-import type { OpenEveRuntime } from "@assemblyline-agents/runtime";
+import type { OpenEveRuntime, RunResult } from "@assemblyline-agents/runtime";
 import { HttpError, isJsonContentType, optionalString, parseJsonObject, readBody, requiredString, retryAfterSeconds, sendJson } from "./http.js";
 import type { IngressKillSwitch } from "./kill-switch.js";
 import type { ConversationMailbox } from "./mailbox.js";
@@ -146,25 +146,43 @@ export class ChannelIngress {
     // A new run that waits for no wait?=0 and no provider answer is watched from before it starts.
     const waiting = waitSeconds > 0 && !turn.respond;
     let watch: ReturnType<RunWatcher["watch"]> | undefined;
+    /** The drive of a run this request started itself, when it did. */
+    let drive: Promise<RunResult> | undefined;
+    const attachments = turn.attachments?.length ?? 0;
     try {
       const metadata = jsonRecord({
         eventId: turn.eventId,
         ...(turn.user ? { user: turn.user } : {}),
-        ...(turn.attachments && turn.attachments.length > 0 ? { attachments: turn.attachments } : {}),
+        ...(attachments > 0 ? { attachments: turn.attachments } : {}),
         ...(turn.metadata ?? {}),
       });
-      ({ runId, created } = await runtime.submit({
+      const input = {
         message: turn.message,
         ...(conversationId !== null ? { conversationId } : {}),
         metadata: jsonRecord(turn.metadata ?? {}),
         idempotencyKey: `${channel}:${turn.eventId}`,
         channel: { name: channel, metadata },
         ...(model ? { model } : {}),
-      }, { observe: !reservation.startsNow }));
+      };
+      if (reservation.startsNow && conversationId === null && attachments === 0) {
+        // No conversation to keep in order and nothing to prepare: stored leased to this process and
+        // driven at once, as runtime.run() does, without a read of the run or a second write for its lease.
+        const started = await runtime.submitAndStart(input);
+        ({ runId, created } = started);
+        if (started.created) {
+          mailbox.adopt(runId, started.result);
+          if (waiting) {
+            drive = started.result;
+            watch = watcher.watch(runId);
+          }
+        }
+      } else {
+        ({ runId, created } = await runtime.submit(input, { observe: !reservation.startsNow }));
+        if (created && waiting) watch = watcher.watch(runId);
+        if (created) mailbox.enqueue(runId, conversationId, { prepare: attachments > 0 });
+      }
       // Enqueue even a duplicate: a run queued by a process that died is adopted here.
-      const current = created ? undefined : await runtime.state.runs.getRun(runId);
-      if (created && waiting) watch = watcher.watch(runId);
-      if (created || current?.status === "queued") mailbox.enqueue(runId, conversationId, { prepare: !created || (turn.attachments?.length ?? 0) > 0 });
+      if (!created && (await runtime.state.runs.getRun(runId))?.status === "queued") mailbox.enqueue(runId, conversationId, { prepare: true });
     } finally {
       reservation.release();
     }
@@ -177,9 +195,24 @@ export class ChannelIngress {
       sendJson(ctx.res, turn.respond.status ?? 200, turn.respond.body ?? { ok: true });
       return;
     }
-    const result = watch ? await watch.rested(waitSeconds * 1000) : await watcher.waitForRest(runId, waitSeconds * 1000);
+    const result = watch ? await restedWithin(watch, waitSeconds * 1000, drive) : await watcher.waitForRest(runId, waitSeconds * 1000);
     const rested = result.status !== "queued" && result.status !== "running";
     sendJson(ctx.res, waitSeconds > 0 && rested ? 200 : created ? 202 : 200, { ...result, conversationId, duplicate: !created, run: `/runs/${encodeURIComponent(runId)}` });
+  }
+}
+
+/**
+ * What a request answers once its run rests, or after `timeoutMs`. A run this request drives
+ * rests when its drive ends, which needs no event: its watch, registered only once the run
+ * was stored, still answers a timeout or a shutdown.
+ */
+async function restedWithin(watch: ReturnType<RunWatcher["watch"]>, timeoutMs: number, drive: Promise<RunResult> | undefined): Promise<RunResult> {
+  const rested = watch.rested(timeoutMs);
+  if (!drive) return rested;
+  try {
+    return await Promise.race([drive.catch(() => rested), rested]);
+  } finally {
+    watch.cancel();
   }
 }
 

@@ -99,6 +99,26 @@ export class ConversationMailbox {
     this.pump();
   }
 
+  /**
+   * Count a run this process already drives (runtime.submitAndStart, on a
+   * reservation that starts now, for a turn with no conversation) as executing
+   * until its drive settles, as if the mailbox had started it.
+   */
+  adopt(runId: string, drive: Promise<unknown>): void {
+    const letter: Letter = { runId, conversation: `r:${runId}`, prepare: false };
+    this.known.add(runId);
+    this.executing += 1;
+    this.busy.add(letter.conversation);
+    const started = Date.now();
+    drive.then(
+      () => this.settle(letter, started, "done"),
+      (error: unknown) => {
+        this.options.logger.warn({ event: "mailbox.start_failed", runId, err: String(error) }, "driving a run failed; the recovery sweep retries it while it stays queued");
+        this.settle(letter, started, "drop");
+      },
+    );
+  }
+
   has(runId: string): boolean {
     return this.known.has(runId);
   }
