@@ -1,5 +1,5 @@
 import { beforeAll, describe, expect, it } from "vitest";
-import type { RuntimeBundle } from "@assemblyline-agents/runtime";
+import { InMemoryStateAdapter, type RuntimeBundle } from "@assemblyline-agents/runtime";
 import { call, fixtureBundle, startHost } from "./support/host.js";
 
 let bundle: RuntimeBundle;
@@ -24,4 +24,40 @@ describe("POST with ?wait=", () => {
     const duplicate = await call(`${host.url}/message?wait=120`, { body: { message: "echo: four" }, headers: { "idempotency-key": "k-1" } });
     expect(duplicate.body).toMatchObject({ runId: again.body.runId, status: "completed", response: { text: "hello back" }, duplicate: true });
   });
+
+  it("stores a message with no conversation leased to this host and drives it at once; a conversation's still queue in the mailbox", { timeout: 60_000 }, async () => {
+    const state = new LeaseCountingState();
+    const host = await startHost(bundle, { state });
+    const lone = await call(`${host.url}/message?wait=120`, { body: { message: "echo: alone" } });
+    expect(lone.status).toBe(200);
+    expect(lone.body).toMatchObject({ status: "completed", response: { text: "hello back" }, duplicate: false, conversationId: null });
+    // Created with its lease: the drive took none of its own.
+    expect(state.leasedAtCreation).toEqual([lone.body.runId]);
+    expect(state.leasesTaken).toEqual([]);
+    expect(await host.runtime.getRun(lone.body.runId)).toMatchObject({ status: "completed" });
+
+    const queued = await call(`${host.url}/message?wait=120`, { body: { message: "echo: in order", conversationId: "c" } });
+    expect(queued.body).toMatchObject({ status: "completed", conversationId: "c" });
+    expect(state.leasedAtCreation).toEqual([lone.body.runId]);
+    expect(state.leasesTaken).toEqual([queued.body.runId]);
+
+    // Not waited for: answered 202 once stored, and the run still completes.
+    const unwaited = await call(`${host.url}/message`, { body: { message: "echo: later" } });
+    expect(unwaited.status).toBe(202);
+    await expect.poll(async () => (await host.runtime.getRun(unwaited.body.runId)).status).toBe("completed");
+  });
 });
+
+/** Which runs were created already leased, and which had a lease taken after. */
+class LeaseCountingState extends InMemoryStateAdapter {
+  leasedAtCreation: string[] = [];
+  leasesTaken: string[] = [];
+  override createRun(...args: Parameters<InMemoryStateAdapter["createRun"]>) {
+    if (args[1]?.lease) this.leasedAtCreation.push(args[0].id);
+    return super.createRun(...args);
+  }
+  override acquireRunLease(...args: Parameters<InMemoryStateAdapter["acquireRunLease"]>) {
+    this.leasesTaken.push(args[0]);
+    return super.acquireRunLease(...args);
+  }
+}
