@@ -301,21 +301,8 @@ export class OpenEveRuntime {
 
   /** Start a brand-new run and drive it until it completes, fails or pauses. */
   async run(input: RunAgentOptions): Promise<RunResult> {
-    const release = await this.admission.acquire();
-    return this.track(async () => {
-      try {
-        // Created leased to this process, in one write; the drive observes run.created itself, under the lease.
-        const { run, created, createdEvent } = await this.createRunFor(input, { lease: { owner: this.ownerId, ttlMs: this.options.leaseTtlMs ?? 30_000 } });
-        if (!created) return this.getRun(run.id);
-        return await this.driver.drive(run.id, {
-          created: { run, ...(createdEvent ? { event: createdEvent } : {}) },
-          ...(input.model ? { forcedModel: input.model } : {}),
-          ...(input.signal ? { signal: input.signal } : {}),
-        });
-      } finally {
-        release();
-      }
-    });
+    const started = await this.submitAndStart(input);
+    return started.created ? started.result : this.getRun(started.runId);
   }
 
   /**
@@ -341,6 +328,7 @@ export class OpenEveRuntime {
     const release = await this.admission.acquire();
     let stored: CreatedRun;
     try {
+      // Created leased to this process, in one write; the drive observes run.created itself, under the lease.
       stored = await this.track(() => this.createRunFor(input, { lease: { owner: this.ownerId, ttlMs: this.options.leaseTtlMs ?? 30_000 } }));
     } catch (error) {
       release();
