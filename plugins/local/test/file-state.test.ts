@@ -302,10 +302,12 @@ describe("FileStateAdapter", () => {
       [{ toJSON: () => "as text" }, "as text"],
       [{ nested: ["a", { b: true }] }, { nested: ["a", { b: true }] }],
     ];
+    const returned = [];
     for (const [index, [value]] of odd.entries()) {
-      await first.appendEvents("r1", [{ type: "odd", data: { value } as never }], {
+      const appended = await first.appendEvents("r1", [{ type: "odd", data: { value } as never }], {
         toolCall: { callId: `c${index}`, toolName: "t", input: { value } as never, inputDigest: "d", status: "completed", output: value as never },
       });
+      returned.push(...appended);
     }
     const read = async (adapter: FileStateAdapter) => ({ events: await adapter.listEvents("r1"), calls: await adapter.listToolCalls("r1") });
     const before = await read(first);
@@ -316,6 +318,8 @@ describe("FileStateAdapter", () => {
     // Compared as JSON-free structures: toEqual would let { gone: undefined } pass for {}.
     const shape = (value: unknown) => JSON.stringify(value, (_key, item) => (item === undefined ? "<undefined>" : Object.is(item, -0) ? "<-0>" : Number.isNaN(item) ? "<NaN>" : item));
     expect(shape(before)).toBe(shape(after));
+    // appendEvents answers with the events as a read gives them back, not as the caller passed them.
+    expect(shape(returned)).toBe(shape(before.events.slice(1)));
     expect(before.events.slice(1).map((event) => event.data.value)).toStrictEqual(odd.map(([, kept]) => kept));
     expect(before.calls.map((call) => call.output)).toStrictEqual(odd.map(([, kept]) => kept));
   });
@@ -401,6 +405,7 @@ describe("FileStateAdapter", () => {
     const [returned] = await adapter.appendEvents("r1", [{ type: "plain", data }]);
     data.list.push("b");
     data.nested.n = 2;
+    expect(returned!.data).toEqual({ list: ["a"], nested: { n: 1 } });
     (returned!.data as { list: string[] }).list.push("c");
     expect((await adapter.listEvents("r1"))[1]!.data).toEqual({ list: ["a"], nested: { n: 1 } });
     await adapter.close();

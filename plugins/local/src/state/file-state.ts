@@ -42,7 +42,18 @@ import { mkdir, open, readFile, readdir, rename, unlink, type FileHandle } from 
 import { join, resolve } from "node:path";
 import { FolderLock } from "./folder-lock.js";
 import { jsonExactCopy } from "./json-exact-copy.js";
-import { StateTables, skillKey, type LoggedEvent, type StateOp, type TablesSnapshot } from "./tables.js";
+import {
+  StateTables,
+  loggedEventText,
+  skillKey,
+  snapshotRunJson,
+  type EventTextsOp,
+  type LoggedEvent,
+  type SnapshotRunRow,
+  type StateOp,
+  type TablesCut,
+  type TablesSnapshot,
+} from "./tables.js";
 import { WriteAheadLog } from "./write-ahead-log.js";
 
 /*
@@ -110,6 +121,8 @@ interface Plan<T> {
   ops: StateOp[];
   /** Reads the answer from the tables after the ops are applied. */
   result: (tables: StateTables) => T;
+  /** The answer is built afresh for the caller (events parsed from their texts): it is not copied again. */
+  fresh?: boolean;
 }
 
 const copy = <T>(value: T): T => copyStateValue(value);
@@ -243,8 +256,9 @@ export class FileStateAdapter implements StateAdapter {
         ops: [{ op: "run.create", run: record, ordinal: tables.nextOrdinal, idempotencyKey: run.idempotencyKey ?? null }],
         result: (after) => {
           const created = after.runs.get(run.id)!;
-          return { run: created.record, created: true, createdEvent: created.events[0]! };
+          return { run: copy(created.record), created: true, createdEvent: after.eventsOf(created, 0, 1)[0]! };
         },
+        fresh: true,
       };
     });
   }
@@ -339,18 +353,37 @@ export class FileStateAdapter implements StateAdapter {
         });
       }
       const count = appended.length;
-      return { ops, result: (after) => (count === 0 ? [] : after.runs.get(runId)!.events.slice(-count)) };
+      return {
+        ops,
+        result: (after) => {
+          const appendedTo = after.runs.get(runId)!;
+          const first = appendedTo.eventTexts.length - count;
+          // The caller's copy of what it just wrote: a JSON-exact copy of each event's data is what parsing its text
+          // would give, for less; data that has no such copy (a Date, an undefined field) is parsed from the text.
+          return appended.map((event, index) => {
+            const data = jsonExactCopy(event.data);
+            if (data === undefined) return after.eventsOf(appendedTo, first + index, first + index + 1)[0]!;
+            return { id: `${runId}:${event.seq}`, runId, seq: event.seq, type: event.type, data, createdAt: appendedTo.eventTimes[first + index]! };
+          });
+        },
+        fresh: true,
+      };
     });
   }
 
   listEvents(runId: string, options: { afterSeq?: number; limit?: number } = {}): Promise<RunEvent[]> {
-    return this.read((tables) => {
-      const events = tables.runs.get(runId)?.events ?? [];
-      // Seqs are contiguous from 1, so the event with seq n sits at index n - 1.
-      const start = Math.max(0, Math.min(events.length, Math.floor(options.afterSeq ?? 0)));
-      const end = options.limit === undefined ? undefined : start + Math.max(0, options.limit);
-      return events.slice(start, end);
-    });
+    return this.read(
+      (tables) => {
+        const entry = tables.runs.get(runId);
+        if (!entry) return [];
+        const count = entry.eventTexts.length;
+        // Seqs are contiguous from 1, so the event with seq n sits at index n - 1.
+        const start = Math.max(0, Math.min(count, Math.floor(options.afterSeq ?? 0)));
+        const end = options.limit === undefined ? count : Math.min(count, start + Math.max(0, options.limit));
+        return tables.eventsOf(entry, start, end);
+      },
+      { fresh: true },
+    );
   }
 
   markObserved(runId: string, seq: number): Promise<void> {
@@ -561,14 +594,14 @@ export class FileStateAdapter implements StateAdapter {
   }
 
   getFileRecord(path: string): Promise<FileRecord | undefined> {
-    return this.read((tables) => tables.files.get(path), "file");
+    return this.read((tables) => tables.files.get(path), { onlyFrom: "file" });
   }
 
   listFileRecords(options: { prefix?: string } = {}): Promise<FileRecord[]> {
     const prefix = options.prefix ?? "";
     return this.read(
       (tables) => [...tables.files.values()].filter((record) => record.path.startsWith(prefix)).sort((a, b) => compare(a.path, b.path)),
-      "file",
+      { onlyFrom: "file" },
     );
   }
 
@@ -616,7 +649,7 @@ export class FileStateAdapter implements StateAdapter {
   // ---- memory ----------------------------------------------------------------
 
   readMemory(path: string): Promise<MemoryRecord | undefined> {
-    return this.read((tables) => tables.memory.get(path), "memory");
+    return this.read((tables) => tables.memory.get(path), { onlyFrom: "memory" });
   }
 
   writeMemory(path: string, content: string): Promise<void> {
@@ -627,7 +660,7 @@ export class FileStateAdapter implements StateAdapter {
   }
 
   listMemory(prefix = ""): Promise<string[]> {
-    return this.read((tables) => [...tables.memory.keys()].filter((path) => path.startsWith(prefix)).sort(compare), "memory");
+    return this.read((tables) => [...tables.memory.keys()].filter((path) => path.startsWith(prefix)).sort(compare), { onlyFrom: "memory" });
   }
 
   listMemoryEntries(prefix = ""): Promise<MemoryEntry[]> {
@@ -637,7 +670,7 @@ export class FileStateAdapter implements StateAdapter {
           .filter((record) => record.path.startsWith(prefix))
           .sort((a, b) => compare(a.path, b.path))
           .map((record) => ({ path: record.path, size: Buffer.byteLength(record.content, "utf8") })),
-      "memory",
+      { onlyFrom: "memory" },
     );
   }
 
@@ -707,10 +740,13 @@ export class FileStateAdapter implements StateAdapter {
    * Answer from the tables as they are now, but only once every write they include
    * is durable: nobody sees a record a crash could still take back.
    */
-  private async read<T>(query: (tables: StateTables) => T, onlyFrom?: SeparateTable): Promise<T> {
+  private async read<T>(query: (tables: StateTables) => T, options: { onlyFrom?: SeparateTable; fresh?: boolean } = {}): Promise<T> {
+    const { onlyFrom, fresh = false } = options;
     await this.ready();
     this.throwIfLogFailed();
-    const answer = copy(query(this.tables));
+    const found = query(this.tables);
+    // A fresh answer (events parsed from their texts) is the caller's own already.
+    const answer = fresh ? found : copy(found);
     // Log order is durability order: the last write the query could have seen covers every earlier one.
     const seen = onlyFrom === undefined ? this.durable : this.lastWriteTo[onlyFrom];
     // A lazily appended record it saw goes to disk now, not when its batch would have.
@@ -734,22 +770,19 @@ export class FileStateAdapter implements StateAdapter {
     const task = async (): Promise<{ answer: T; durable: Promise<void> }> => {
       await ready;
       this.throwIfLogFailed();
-      const { ops, result } = plan(this.tables);
-      if (ops.length === 0) return { answer: copy(result(this.tables)), durable: this.durable };
-      // Memory holds exactly what a replay would rebuild: the ops' JSON-exact copy, logged as they are, or else
-      // the record parsed back from its JSON.
-      const exact = jsonExactCopy(ops);
-      const { json, opBytes } = this.serialize(exact ?? ops);
+      const { ops, result, fresh = false } = plan(this.tables);
+      const answerOf = (tables: StateTables) => (fresh ? result(tables) : copy(result(tables)));
+      if (ops.length === 0) return { answer: answerOf(this.tables), durable: this.durable };
+      const { json, opBytes, applied } = this.encode(ops);
       const durable = options.lazy ? this.log!.appendLazily(json) : this.log!.append(json);
       durable.catch(() => undefined);
-      const applied = exact ?? (JSON.parse(json) as { ops: StateOp[] }).ops;
       for (let index = 0; index < applied.length; index += 1) this.supersededBytes += this.tables.apply(applied[index]!, opBytes[index]!);
       this.durable = durable;
       for (const op of ops) {
         const table = separateTableOf(op);
         if (table) this.lastWriteTo[table] = durable;
       }
-      const answer = copy(result(this.tables));
+      const answer = answerOf(this.tables);
       if (this.shouldCompact()) await this.startCompaction();
       return { answer, durable };
     };
@@ -789,11 +822,29 @@ export class FileStateAdapter implements StateAdapter {
     }
   }
 
-  /** The record's JSON, and each op's share of it (what StateTables.apply weighs superseded records by). */
-  private serialize(ops: StateOp[]): { json: string; opBytes: number[] } {
+  /**
+   * The record's JSON, each op's share of it (what StateTables.apply weighs superseded records
+   * by), and the ops to apply: memory holds exactly what a replay would rebuild. Events are
+   * kept as the very texts the record is made of; every other op as its JSON-exact copy, or
+   * else parsed back from its JSON.
+   */
+  private encode(ops: StateOp[]): { json: string; opBytes: number[]; applied: Array<StateOp | EventTextsOp> } {
     try {
-      const parts = ops.map((op) => JSON.stringify(op));
-      return { json: `{"ops":[${parts.join(",")}]}`, opBytes: parts.map((part) => part.length) };
+      const parts: string[] = [];
+      const applied: Array<StateOp | EventTextsOp> = [];
+      for (const op of ops) {
+        if (op.op === "events.append" && op.createdAt !== undefined) {
+          const texts = op.events.map(loggedEventText);
+          parts.push(`{"op":"events.append","runId":${JSON.stringify(op.runId)},"createdAt":${JSON.stringify(op.createdAt)},"events":[${texts.join(",")}]}`);
+          applied.push({ op: "events.appendTexts", runId: op.runId, createdAt: op.createdAt, texts });
+          continue;
+        }
+        const exact = jsonExactCopy(op);
+        const part = JSON.stringify(exact ?? op);
+        parts.push(part);
+        applied.push(exact ?? (JSON.parse(part) as StateOp));
+      }
+      return { json: `{"ops":[${parts.join(",")}]}`, opBytes: parts.map((part) => part.length), applied };
     } catch (error) {
       throw new AssemblyLineError("AL_ERR_STATE_INPUT_INVALID", `a value written to the state in ${this.directory} is not JSON`, {
         fix: "Store only JSON values (no BigInt, no cycles); convert dates and buffers to strings first.",
@@ -946,7 +997,7 @@ export class FileStateAdapter implements StateAdapter {
    * logs it folds in. On failure (a full disk) nothing is lost: the old snapshot and
    * every log after it stay, and the next compaction tries again.
    */
-  private async writeSnapshot(generation: number, tables: TablesSnapshot, previous: WriteAheadLog): Promise<void> {
+  private async writeSnapshot(generation: number, tables: TablesCut, previous: WriteAheadLog): Promise<void> {
     await previous.close().catch(() => undefined);
     const temp = join(this.directory, `${SNAPSHOT_FILE}.${process.pid}.tmp`);
     try {
@@ -1036,7 +1087,7 @@ const SNAPSHOT_CHUNK_CHARS = 1 << 20;
  * SNAPSHOT_CHUNK_CHARS, so a large state never stops the process for the whole
  * serialization; returns the bytes written.
  */
-async function writeSnapshotFile(handle: FileHandle, generation: number, tables: TablesSnapshot): Promise<number> {
+async function writeSnapshotFile(handle: FileHandle, generation: number, tables: TablesCut): Promise<number> {
   let parts: string[] = [];
   let chars = 0;
   let bytes = 0;
@@ -1059,7 +1110,8 @@ async function writeSnapshotFile(handle: FileHandle, generation: number, tables:
     push(`${firstTable ? "" : ","}${JSON.stringify(name)}:[`);
     firstTable = false;
     for (let index = 0; index < rows.length; index += 1) {
-      push(`${index === 0 ? "" : ","}${JSON.stringify(rows[index])}`);
+      const row = name === "runs" ? snapshotRunJson(rows[index] as SnapshotRunRow) : JSON.stringify(rows[index]);
+      push(`${index === 0 ? "" : ","}${row}`);
       if (chars >= SNAPSHOT_CHUNK_CHARS) await flush();
     }
     push("]");

@@ -56,11 +56,29 @@ export type StateOp =
  */
 export type LoggedEvent = Omit<RunEvent, "id" | "runId" | "createdAt"> & Partial<Pick<RunEvent, "id" | "runId" | "createdAt">>;
 
+/**
+ * The form of `events.append` a live write applies: each event as the JSON text of
+ * its LoggedEvent (seq, type, data) that the log record holds. Never logged itself.
+ */
+export interface EventTextsOp {
+  op: "events.appendTexts";
+  runId: string;
+  createdAt: string;
+  texts: string[];
+}
+
 export interface RunEntry {
   record: RunRecord;
   /** Creation order: listRuns pages by it, so equal timestamps still order stably. */
   ordinal: number;
-  events: RunEvent[];
+  /**
+   * Each event as the JSON text of its LoggedEvent, `{"seq":…,"type":…,"data":…}`, and
+   * its time: a string per event, not a tree of objects for the collector to scan while
+   * the tables grow, and on a live write the very text the log holds, so nothing is
+   * copied to keep it. Seqs are contiguous from 1: seq n sits at index n - 1.
+   */
+  eventTexts: string[];
+  eventTimes: string[];
   toolCalls: Map<string, ToolCallRecord>;
   steps: Map<string, StepRecord>;
   checkpoint: CheckpointRecord | undefined;
@@ -96,6 +114,12 @@ export interface TablesSnapshot {
   skills?: SkillRecord[];
 }
 
+/** A run's row as the tables hand it to the snapshot writer: its events still as their texts (see snapshotRunJson). */
+export type SnapshotRunRow = Omit<TablesSnapshot["runs"][number], "events"> & { eventTexts: string[]; eventTimes: string[] };
+
+/** The tables at a cut, for the snapshot writer: a TablesSnapshot once written. */
+export type TablesCut = Omit<TablesSnapshot, "runs"> & { runs: SnapshotRunRow[] };
+
 /** The whole state in memory; changed only through `apply`. */
 export class StateTables {
   readonly runs = new Map<string, RunEntry>();
@@ -122,13 +146,15 @@ export class StateTables {
    * are alike; one it deletes is counted at its own size, as deletes are rare and
    * their records may be large.
    */
-  apply(op: StateOp, opBytes = 0): number {
+  apply(op: StateOp | EventTextsOp, opBytes = 0): number {
     switch (op.op) {
-      case "run.create":
+      case "run.create": {
+        const created = op.event ?? createdEventOf(op.run);
         this.runs.set(op.run.id, {
           record: op.run,
           ordinal: op.ordinal,
-          events: [op.event ?? createdEventOf(op.run)],
+          eventTexts: [loggedEventText(created)],
+          eventTimes: [created.createdAt],
           toolCalls: new Map(),
           steps: new Map(),
           checkpoint: undefined,
@@ -138,6 +164,7 @@ export class StateTables {
         if (op.idempotencyKey !== null) this.idempotency.set(op.idempotencyKey, op.run.id);
         this.nextOrdinal = Math.max(this.nextOrdinal, op.ordinal + 1);
         return 0;
+      }
       case "run.put": {
         const entry = this.run(op.run.id);
         entry.record = op.run;
@@ -153,13 +180,19 @@ export class StateTables {
         return opBytes;
       }
       case "events.append": {
-        const { events } = this.run(op.runId);
+        // Replayed from the log (or written before it held texts): ids and run ids follow from seq and the op.
+        const { eventTexts, eventTimes } = this.run(op.runId);
         for (const event of op.events) {
-          events.push(
-            event.id !== undefined && event.runId !== undefined && event.createdAt !== undefined
-              ? (event as RunEvent)
-              : { id: `${op.runId}:${event.seq}`, runId: op.runId, seq: event.seq, type: event.type, data: event.data, createdAt: (event.createdAt ?? op.createdAt)! },
-          );
+          eventTexts.push(loggedEventText(event));
+          eventTimes.push((event.createdAt ?? op.createdAt)!);
+        }
+        return 0;
+      }
+      case "events.appendTexts": {
+        const { eventTexts, eventTimes } = this.run(op.runId);
+        for (const text of op.texts) {
+          eventTexts.push(text);
+          eventTimes.push(op.createdAt);
         }
         return 0;
       }
@@ -231,12 +264,13 @@ export class StateTables {
    * Every table as it is now, unaffected by later ops: records are never changed in
    * place (an op replaces them), so copying the lists ops append to is enough.
    */
-  toSnapshot(): TablesSnapshot {
+  toSnapshot(): TablesCut {
     return {
       runs: [...this.runs.values()].map((entry) => ({
         record: entry.record,
         ordinal: entry.ordinal,
-        events: entry.events.slice(),
+        eventTexts: entry.eventTexts.slice(),
+        eventTimes: entry.eventTimes.slice(),
         toolCalls: [...entry.toolCalls.values()],
         steps: [...entry.steps.values()],
         checkpoint: entry.checkpoint ?? null,
@@ -263,7 +297,8 @@ export class StateTables {
       tables.runs.set(run.record.id, {
         record: run.record,
         ordinal: run.ordinal,
-        events: run.events,
+        eventTexts: run.events.map(loggedEventText),
+        eventTimes: run.events.map((event) => event.createdAt),
         toolCalls: new Map(run.toolCalls.map((call) => [call.callId, call])),
         steps: new Map(run.steps.map((step) => [step.key, step])),
         checkpoint: run.checkpoint ?? undefined,
@@ -286,6 +321,17 @@ export class StateTables {
     return tables;
   }
 
+  /** The events of `entry` from index `start` (seq start + 1) up to `end`, each parsed afresh: the caller's own. */
+  eventsOf(entry: RunEntry, start = 0, end = entry.eventTexts.length): RunEvent[] {
+    const runId = entry.record.id;
+    const events: RunEvent[] = [];
+    for (let index = start; index < end; index += 1) {
+      const { seq, type, data } = JSON.parse(entry.eventTexts[index]!) as LoggedEvent;
+      events.push({ id: `${runId}:${seq}`, runId, seq, type, data, createdAt: entry.eventTimes[index]! });
+    }
+    return events;
+  }
+
   private putDelivery(delivery: DeliveryRecord): void {
     this.deliveries.set(delivery.id, delivery);
     // A delivery leaves pending only for good (delivered, or failed after its last attempt).
@@ -298,6 +344,30 @@ export class StateTables {
     if (!entry) throw new TypeError(`state op names run ${runId}, which the log never created`);
     return entry;
   }
+}
+
+/**
+ * The JSON text of an event as the log holds it (seq, type, data), flattened: V8 builds a
+ * JSON.stringify result of more than a few dozen characters as a tree of pieces, and
+ * converting the text to a number (NaN: it starts with `{`) makes it one string.
+ */
+export function loggedEventText(event: Pick<RunEvent, "seq" | "type" | "data">): string {
+  const text = JSON.stringify({ seq: event.seq, type: event.type, data: event.data });
+  Number(text);
+  return text;
+}
+
+/**
+ * A snapshot row's JSON for `row`, its events in the shape they always had there
+ * (id, runId, seq, type, data, createdAt), built around their texts without parsing them.
+ */
+export function snapshotRunJson(row: SnapshotRunRow): string {
+  const { eventTexts, eventTimes, ...rest } = row;
+  const runId = JSON.stringify(rest.record.id);
+  const events = eventTexts.map(
+    (text, index) => `{"id":${JSON.stringify(`${rest.record.id}:${index + 1}`)},"runId":${runId},${text.slice(1, -1)},"createdAt":${JSON.stringify(eventTimes[index])}}`,
+  );
+  return `{"events":[${events.join(",")}],${JSON.stringify(rest).slice(1)}`;
 }
 
 export function skillKey(agentId: string, name: string): string {
