@@ -163,6 +163,8 @@ export class FileStateAdapter implements StateAdapter {
   private compaction: Promise<void> | undefined;
   /** Mutations run one at a time, in call order. */
   private queue: Promise<unknown> = Promise.resolve();
+  /** Tasks queued or running; with none, an open adapter runs a mutation's plan at once. */
+  private queued = 0;
   /** Resolves once the last record applied to the tables is on disk. */
   private durable: Promise<void> = Promise.resolve();
   /**
@@ -764,35 +766,70 @@ export class FileStateAdapter implements StateAdapter {
    * its record is on disk, and a read answers only after what it saw is on disk.
    */
   private mutate<T>(plan: (tables: StateTables) => Plan<T>, options: { lazy?: boolean } = {}): Promise<T> {
+    const lazy = options.lazy ?? false;
+    if (this.queued === 0 && this.log !== undefined && !this.closing) {
+      // Open, and no plan waits or runs: this one runs now, as the queue would have run it next.
+      let applied: { answer: T; durable: Promise<void> };
+      try {
+        applied = this.applyPlan(plan, lazy);
+      } catch (error) {
+        return Promise.reject(error);
+      }
+      // A failed cut leaves the log as it was (see startCompaction); the next write tries again.
+      if (this.shouldCompact()) this.enqueue(() => this.startCompaction()).catch(() => undefined);
+      return lazy ? Promise.resolve(applied.answer) : this.answerWhenDurable(applied);
+    }
     // Checked at call time, so calls made before close() still complete.
     const ready = this.ready();
     ready.catch(() => undefined);
-    const task = async (): Promise<{ answer: T; durable: Promise<void> }> => {
+    const next = this.enqueue(async () => {
       await ready;
-      this.throwIfLogFailed();
-      const { ops, result, fresh = false } = plan(this.tables);
-      const answerOf = (tables: StateTables) => (fresh ? result(tables) : copy(result(tables)));
-      if (ops.length === 0) return { answer: answerOf(this.tables), durable: this.durable };
-      const { json, opBytes, applied } = this.encode(ops);
-      const durable = options.lazy ? this.log!.appendLazily(json) : this.log!.append(json);
-      durable.catch(() => undefined);
-      for (let index = 0; index < applied.length; index += 1) this.supersededBytes += this.tables.apply(applied[index]!, opBytes[index]!);
-      this.durable = durable;
-      for (const op of ops) {
-        const table = separateTableOf(op);
-        if (table) this.lastWriteTo[table] = durable;
-      }
-      const answer = answerOf(this.tables);
+      const applied = this.applyPlan(plan, lazy);
       if (this.shouldCompact()) await this.startCompaction();
-      return { answer, durable };
-    };
-    const next = this.queue.then(task, task);
-    this.queue = next.catch(() => undefined);
-    return next.then(async ({ answer, durable }) => {
-      // A lazy write is answered at once; its failure still fails every later call.
-      if (!options.lazy) await this.whenDurable(durable);
-      return answer;
+      return applied;
     });
+    // A lazy write is answered at once; its failure still fails every later call.
+    return next.then((applied) => (lazy ? applied.answer : this.answerWhenDurable(applied)));
+  }
+
+  /** Run `task` after every task queued before it; the queue counts it until it settles. */
+  private enqueue<R>(task: () => Promise<R>): Promise<R> {
+    this.queued += 1;
+    const run = () => task().finally(() => (this.queued -= 1));
+    const next = this.queue.then(run, run);
+    this.queue = next.catch(() => undefined);
+    return next;
+  }
+
+  /**
+   * Plan against the current tables, append the plan's record to the log and apply it: all
+   * in one synchronous section, so no other plan or read sees the tables in between.
+   */
+  private applyPlan<T>(plan: (tables: StateTables) => Plan<T>, lazy: boolean): { answer: T; durable: Promise<void> } {
+    this.throwIfLogFailed();
+    const { ops, result, fresh = false } = plan(this.tables);
+    const answerOf = (tables: StateTables) => (fresh ? result(tables) : copy(result(tables)));
+    if (ops.length === 0) return { answer: answerOf(this.tables), durable: this.durable };
+    const { json, opBytes, applied } = this.encode(ops);
+    const durable = lazy ? this.log!.appendLazily(json) : this.log!.append(json);
+    durable.catch(() => undefined);
+    for (let index = 0; index < applied.length; index += 1) this.supersededBytes += this.tables.apply(applied[index]!, opBytes[index]!);
+    this.durable = durable;
+    for (const op of ops) {
+      const table = separateTableOf(op);
+      if (table) this.lastWriteTo[table] = durable;
+    }
+    return { answer: answerOf(this.tables), durable };
+  }
+
+  /** `answer` once `durable` resolves; a failed log write becomes the adapter's error. */
+  private answerWhenDurable<T>({ answer, durable }: { answer: T; durable: Promise<void> }): Promise<T> {
+    return durable.then(
+      () => answer,
+      (error: unknown) => {
+        throw this.logFailedError(error);
+      },
+    );
   }
 
   /**
@@ -830,21 +867,35 @@ export class FileStateAdapter implements StateAdapter {
    */
   private encode(ops: StateOp[]): { json: string; opBytes: number[]; applied: Array<StateOp | EventTextsOp> } {
     try {
-      const parts: string[] = [];
+      // The record is joined once, from every piece: a flat string, which the log encodes without flattening it again.
+      const pieces: string[] = ['{"ops":['];
+      const opBytes: number[] = [];
       const applied: Array<StateOp | EventTextsOp> = [];
       for (const op of ops) {
+        if (pieces.length > 1) pieces.push(",");
         if (op.op === "events.append" && op.createdAt !== undefined) {
           const texts = op.events.map(loggedEventText);
-          parts.push(`{"op":"events.append","runId":${JSON.stringify(op.runId)},"createdAt":${JSON.stringify(op.createdAt)},"events":[${texts.join(",")}]}`);
+          const head = `{"op":"events.append","runId":${JSON.stringify(op.runId)},"createdAt":${JSON.stringify(op.createdAt)},"events":[`;
+          let bytes = head.length + texts.length + 1;
+          pieces.push(head);
+          for (let index = 0; index < texts.length; index += 1) {
+            if (index > 0) pieces.push(",");
+            pieces.push(texts[index]!);
+            bytes += texts[index]!.length;
+          }
+          pieces.push("]}");
+          opBytes.push(bytes);
           applied.push({ op: "events.appendTexts", runId: op.runId, createdAt: op.createdAt, texts });
           continue;
         }
         const exact = jsonExactCopy(op);
         const part = JSON.stringify(exact ?? op);
-        parts.push(part);
+        pieces.push(part);
+        opBytes.push(part.length);
         applied.push(exact ?? (JSON.parse(part) as StateOp));
       }
-      return { json: `{"ops":[${parts.join(",")}]}`, opBytes: parts.map((part) => part.length), applied };
+      pieces.push("]}");
+      return { json: pieces.join(""), opBytes, applied };
     } catch (error) {
       throw new AssemblyLineError("AL_ERR_STATE_INPUT_INVALID", `a value written to the state in ${this.directory} is not JSON`, {
         fix: "Store only JSON values (no BigInt, no cycles); convert dates and buffers to strings first.",
