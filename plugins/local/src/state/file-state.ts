@@ -850,15 +850,6 @@ export class FileStateAdapter implements StateAdapter {
     });
   }
 
-  /** Wait for `durable`; a failed log write becomes the adapter's error. */
-  private async whenDurable(durable: Promise<void>): Promise<void> {
-    try {
-      await durable;
-    } catch (error) {
-      throw this.logFailedError(error);
-    }
-  }
-
   /**
    * The record's JSON, each op's share of it (what StateTables.apply weighs superseded records
    * by), and the ops to apply: memory holds exactly what a replay would rebuild. Events are
@@ -1021,7 +1012,7 @@ export class FileStateAdapter implements StateAdapter {
   private async startCompaction(): Promise<void> {
     // A record in log N+1 may depend on one in log N: log N is wholly on disk first.
     this.log!.syncSoon();
-    await this.whenDurable(this.durable);
+    await this.answerWhenDurable({ answer: undefined, durable: this.durable });
     const next = this.generation + 1;
     let log: WriteAheadLog | undefined;
     try {
