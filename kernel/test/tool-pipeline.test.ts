@@ -1,5 +1,6 @@
 import { describe, expect, it } from "vitest";
-import { approvalIdFor } from "@assemblyline-agents/runtime";
+import { approvalIdFor, InMemoryStateAdapter } from "@assemblyline-agents/runtime";
+import type { NewRunEvent, RunEvent, RunStateChange, ToolCallRecord } from "@assemblyline-agents/core";
 import { createHash } from "node:crypto";
 import { MINIMAL_AGENT, agentFolder, toolSource } from "./support/agent-folder.js";
 import { startAgent } from "./support/runtime.js";
@@ -172,7 +173,36 @@ describe("durable steps and replay", () => {
   });
 });
 
+/** In-memory state whose appends take `delayMs` (a store that waits for its disk), keeping the tool call each append wrote. */
+class SlowAppends extends InMemoryStateAdapter {
+  readonly toolCallsWritten: ToolCallRecord[] = [];
+
+  constructor(private readonly delayMs: number) {
+    super();
+  }
+
+  override async appendEvents(runId: string, events: NewRunEvent[], change?: RunStateChange, options?: Parameters<InMemoryStateAdapter["appendEvents"]>[3]): Promise<RunEvent[]> {
+    if (change?.toolCall) this.toolCallsWritten.push(structuredClone(change.toolCall));
+    await new Promise((resolve) => setTimeout(resolve, this.delayMs));
+    return super.appendEvents(runId, events, change, options);
+  }
+}
+
 describe("results", () => {
+  it("keeps the tool call's createdAt from when it was recorded, however long that write took", async () => {
+    const dir = agentFolder({ "agent.ts": MINIMAL_AGENT, "tools/echo.ts": toolSource({ execute: "return { echoed: input.value };" }) });
+    const state = new SlowAppends(25);
+    const { runtime } = await startAgent(dir, [call("echo", { value: "x" }), { text: "done" }], { state });
+    const result = await runtime.run({ message: "go" });
+    expect(result.status).toBe("completed");
+    const [requested, completed] = state.toolCallsWritten;
+    expect(requested).toMatchObject({ callId: "call_0_0", status: "requested" });
+    expect(completed).toMatchObject({ callId: "call_0_0", status: "completed" });
+    expect(completed!.createdAt).toBe(requested!.createdAt);
+    expect(Date.parse(completed!.updatedAt)).toBeGreaterThanOrEqual(Date.parse(requested!.createdAt) + 20);
+    expect((await state.getToolCall(result.runId, "call_0_0"))!.createdAt).toBe(requested!.createdAt);
+  });
+
   it("shows the model toModelOutput and persists the full result", async () => {
     const dir = agentFolder({
       "agent.ts": MINIMAL_AGENT,

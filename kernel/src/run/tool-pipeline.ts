@@ -100,18 +100,17 @@ export async function callTool(scope: RunScope, requested: ModelToolCall): Promi
     return { status: "paused", reason: "approval" };
   }
 
+  // The record the call's later writes build on: its createdAt stays the time the call was recorded.
+  let recorded = existing ?? null;
   if (!existing || existing.status !== "approved") {
     // An interrupted call (status "requested") runs again: idempotency keys make that safe.
     if (existing?.status !== "requested") {
-      await scope.journal.record(
-        scope.runId,
-        "tool.called",
-        { callId: call.id, toolName: call.name, input: call.input, ...viaField },
-        { toolCall: newRecord(scope, call, inputDigest, "requested") },
-      );
+      const requested = newRecord(scope, call, inputDigest, "requested");
+      await scope.journal.record(scope.runId, "tool.called", { callId: call.id, toolName: call.name, input: call.input, ...viaField }, { toolCall: requested });
+      recorded ??= requested;
     }
   }
-  return execute(scope, entry, call, inputDigest, approved, existing ?? null);
+  return execute(scope, entry, call, inputDigest, approved, recorded);
 }
 
 /** What an already-recorded call resolves to without executing; undefined when it must (re)execute. */
@@ -163,11 +162,11 @@ async function execute(
   call: ModelToolCall,
   inputDigest: string,
   approvedToolCall: boolean,
-  existing: ToolCallRecord | null,
+  recorded: ToolCallRecord | null,
 ): Promise<ToolCallOutcome> {
   const asked: { question?: QuestionSuspension; subagent?: SubagentSuspension; approval?: ChangeApprovalSuspension } = {};
   const ctx = createToolContext(scope, call, approvedToolCall, asked);
-  const base = existing ?? newRecord(scope, call, inputDigest, "requested");
+  const base = recorded ?? newRecord(scope, call, inputDigest, "requested");
   let output: unknown;
   try {
     output = entry.bridge ? await runBridgeTool(scope, entry, call.input) : await entry.definition.execute(call.input, ctx);
