@@ -100,15 +100,12 @@ export async function callTool(scope: RunScope, requested: ModelToolCall): Promi
     return { status: "paused", reason: "approval" };
   }
 
-  // The record the call's later writes build on: its createdAt stays the time the call was recorded.
-  let recorded = existing ?? null;
-  if (!existing || existing.status !== "approved") {
-    // An interrupted call (status "requested") runs again: idempotency keys make that safe.
-    if (existing?.status !== "requested") {
-      const requested = newRecord(scope, call, inputDigest, "requested");
-      await scope.journal.record(scope.runId, "tool.called", { callId: call.id, toolName: call.name, input: call.input, ...viaField }, { toolCall: requested });
-      recorded ??= requested;
-    }
+  // An interrupted call (status "requested") runs again: idempotency keys make that safe. The call's later
+  // writes build on the record written here, so its createdAt stays the time the call was recorded.
+  let recorded = existing;
+  if (!recorded || (recorded.status !== "approved" && recorded.status !== "requested")) {
+    recorded = newRecord(scope, call, inputDigest, "requested");
+    await scope.journal.record(scope.runId, "tool.called", { callId: call.id, toolName: call.name, input: call.input, ...viaField }, { toolCall: recorded });
   }
   return execute(scope, entry, call, inputDigest, approved, recorded);
 }
@@ -162,11 +159,11 @@ async function execute(
   call: ModelToolCall,
   inputDigest: string,
   approvedToolCall: boolean,
-  recorded: ToolCallRecord | null,
+  /** The call's stored record, which every later write of it builds on. */
+  base: ToolCallRecord,
 ): Promise<ToolCallOutcome> {
   const asked: { question?: QuestionSuspension; subagent?: SubagentSuspension; approval?: ChangeApprovalSuspension } = {};
   const ctx = createToolContext(scope, call, approvedToolCall, asked);
-  const base = recorded ?? newRecord(scope, call, inputDigest, "requested");
   let output: unknown;
   try {
     output = entry.bridge ? await runBridgeTool(scope, entry, call.input) : await entry.definition.execute(call.input, ctx);
