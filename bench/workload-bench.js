@@ -151,11 +151,12 @@ export async function runWorkloadBench({
   const env = database.url ? { BENCH_DATABASE_URL: database.url } : {};
   const systems = {};
   try {
-    const measured = Object.keys(SYSTEMS).filter((system) => system !== "postgres" || database.url);
+    const skipped = (system) => SYSTEMS[system].unavailable ?? (system === "postgres" && !database.url ? `PostgreSQL unavailable: ${database.skipped}` : undefined);
+    const measured = Object.keys(SYSTEMS).filter((system) => !skipped(system));
     const { levels, described } = await interleavedThroughput(measured, { seconds, slices, env });
     for (const system of Object.keys(SYSTEMS)) {
       if (!measured.includes(system)) {
-        systems[system] = { label: SYSTEMS[system].label, skipped: `PostgreSQL unavailable: ${database.skipped}` };
+        systems[system] = { label: SYSTEMS[system].label, skipped: skipped(system) };
         continue;
       }
       if (SYSTEMS[system].ceiling) {
@@ -249,7 +250,18 @@ export function workloadTargets(result) {
       `The disk here does at most ${result.disk.syncsPerSecond.toFixed(0)} syncs/s for one writer; ${fileSyncsPerRun.toFixed(1)} per sequential run ` +
         `take ${(syncSeconds * 1000).toFixed(2)} ms, waited for in series on top of the in-memory run's ${(1000 / at(memory, 1)).toFixed(2)} ms: at most ${maxRuns.toFixed(0)} runs/s`);
   }
-  ratio("file / memory, 50 concurrent", at(file, 50), at(memory, 50), 0.5);
+  const fileConcurrent = ratio("file / memory, 50 concurrent", at(file, 50), at(memory, 50), 0.5);
+  const inMemoryFolder = at(systems["file-memory-folder"], 50);
+  if (fileConcurrent && inMemoryFolder && at(memory, 50)) {
+    // Not a proof: what the file state's own work allows when a sync costs next to nothing. Above the goal,
+    // the disk is what keeps the target out of reach here; below it, the file state's own work does.
+    fileConcurrent.withFreeSyncs = {
+      runsPerSecond: inMemoryFolder,
+      ratio: inMemoryFolder / at(memory, 50),
+      reason: `the file state with its folder in memory (a sync costs next to nothing) runs ${inMemoryFolder.toFixed(0)} runs/s at 50 concurrent, ` +
+        `${(inMemoryFolder / at(memory, 50)).toFixed(2)} of in-memory: what its own work allows, whatever the disk`,
+    };
+  }
   const ceilings = postgresBounds(result);
   for (const [c, min] of [[1, 0.15], [16, 0.5], [50, 0.5]]) {
     const target = ratio(`postgres / memory, ${levelName(c)}`, at(postgres, c), at(memory, c), min);
@@ -333,10 +345,11 @@ export function printWorkloadBench(result) {
   }
   console.log(`  paused runs: ${paused.runs} held ${(paused.hostHeapBytes / 1024).toFixed(0)} KB of host heap (${paused.hostBytesPerRun.toFixed(0)} B/run); their in-memory state rows ${mb(paused.stateHeapBytes)}`);
   console.log("  targets (ratios within this run):");
-  for (const [name, { value, target, met, bound, provenImpossible, withoutStateRows }] of Object.entries(workloadTargets(result))) {
+  for (const [name, { value, target, met, bound, provenImpossible, withoutStateRows, withFreeSyncs }] of Object.entries(workloadTargets(result))) {
     const ceiling = !met && bound ? `  ceiling here: ${bound.maxRatio.toFixed(2)}${provenImpossible ? ", proven impossible" : ""}` : "";
     const rows = !met && withoutStateRows !== undefined ? `  without the state's rows: ${withoutStateRows.toFixed(2)}` : "";
-    console.log(`    ${met ? "met " : "MISS"} ${name.padEnd(52)} ${value.toFixed(2).padStart(8)}  (${target})${ceiling}${rows}`);
+    const freeSyncs = !met && withFreeSyncs ? `  with syncs that cost nothing (folder in memory): ${withFreeSyncs.ratio.toFixed(2)}` : "";
+    console.log(`    ${met ? "met " : "MISS"} ${name.padEnd(52)} ${value.toFixed(2).padStart(8)}  (${target})${ceiling}${rows}${freeSyncs}`);
   }
 }
 
