@@ -252,14 +252,16 @@ export function workloadTargets(result) {
   }
   const fileConcurrent = ratio("file / memory, 50 concurrent", at(file, 50), at(memory, 50), 0.5);
   const inMemoryFolder = at(systems["file-memory-folder"], 50);
-  if (fileConcurrent && inMemoryFolder && at(memory, 50)) {
+  // `ratio` gave a target only with both figures, so in-memory's is there.
+  if (fileConcurrent && inMemoryFolder) {
     // Not a proof: what the file state's own work allows when a sync costs next to nothing. Above the goal,
     // the disk is what keeps the target out of reach here; below it, the file state's own work does.
+    const freeRatio = inMemoryFolder / at(memory, 50);
     fileConcurrent.withFreeSyncs = {
       runsPerSecond: inMemoryFolder,
-      ratio: inMemoryFolder / at(memory, 50),
+      ratio: freeRatio,
       reason: `the file state with its folder in memory (a sync costs next to nothing) runs ${inMemoryFolder.toFixed(0)} runs/s at 50 concurrent, ` +
-        `${(inMemoryFolder / at(memory, 50)).toFixed(2)} of in-memory: what its own work allows, whatever the disk`,
+        `${freeRatio.toFixed(2)} of in-memory: what its own work allows, whatever the disk`,
     };
   }
   const ceilings = postgresBounds(result);
