@@ -53,6 +53,15 @@ export function reachesAnyone(hook: { taps: readonly unknown[]; interceptors: re
   return hook.taps.length > 0 || hook.interceptors.some((interceptor) => interceptor.call || interceptor.tap || interceptor.loop || interceptor.result || interceptor.error || interceptor.done);
 }
 
+/**
+ * Whether every tap of `hook` is synchronous (`tap`, not `tapPromise` or `tapAsync`) and no
+ * interceptor sees calls: its `callAsync` then runs every tap and its callback before it
+ * returns, so a caller need not wait for a promise per call.
+ */
+export function onlySyncTaps(hook: { taps: readonly { type: string }[]; interceptors: readonly HookCallInterceptor[] }): boolean {
+  return hook.taps.every((tap) => tap.type === "sync") && !hook.interceptors.some((interceptor) => interceptor.call || interceptor.tap || interceptor.loop || interceptor.result || interceptor.error || interceptor.done);
+}
+
 /** The parts of a tapable interceptor that run when the hook is called. */
 interface HookCallInterceptor {
   call?: unknown;

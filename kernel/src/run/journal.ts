@@ -1,5 +1,5 @@
 import type { AppendOptions, JsonValue, NewRunEvent, RunEvent, RunFence, RunRecord, RunStateChange, RunStore, RuntimeLogger } from "@assemblyline-agents/core";
-import { reachesAnyone, type EventContext, type KernelHooks } from "../hooks.js";
+import { onlySyncTaps, reachesAnyone, type EventContext, type KernelHooks } from "../hooks.js";
 import { OwnWrites } from "./own-writes.js";
 
 /**
@@ -100,21 +100,33 @@ export class RunJournal {
 
   private async commit(runId: string, events: NewRunEvent[], change: RunStateChange | undefined, options: { expectedLastSeq?: number } | undefined): Promise<RunEvent[]> {
     const recorded = await this.write(runId, events, change, options);
-    if (!this.dispatching.has(runId) && this.passUnobserved(runId, recorded)) return recorded;
+    if (!this.dispatching.has(runId) && this.deliverAtOnce(runId, recorded)) return recorded;
     await this.chain(runId, () => this.deliver(runId, recorded));
     return recorded;
   }
 
   /**
-   * What `deliver` does for a run driven here with no observer to call, no delivery in
-   * flight and the batch next in seq: move the position, at once. A run's every append
-   * takes this path when nothing observes events, so it skips the chain's promises.
-   * False when the full delivery is needed.
+   * What `deliver` does, done at once, for a run driven here with no delivery in flight
+   * and the batch next in seq, when every observer is a synchronous tap (or there is
+   * none): call them for each event in order, then move the position. A run's every
+   * append takes this path then, without the chain's promises and one per event
+   * (the host's own observers are such taps). False when the full delivery is needed:
+   * an async observer, an unknown position, events observers appended.
    */
-  private passUnobserved(runId: string, recorded: RunEvent[]): boolean {
-    if (reachesAnyone(this.hooks.event) || !this.fences.has(runId) || this.appendedByObservers.has(runId) || recorded.length === 0) return false;
+  private deliverAtOnce(runId: string, recorded: RunEvent[]): boolean {
+    if (!this.fences.has(runId) || this.appendedByObservers.has(runId) || recorded.length === 0) return false;
     const seen = this.observedSeq.get(runId);
     if (seen === undefined || recorded[0]!.seq !== seen + 1) return false;
+    const observers = this.hooks.event;
+    if (reachesAnyone(observers)) {
+      if (!onlySyncTaps(observers)) return false;
+      for (const event of recorded) {
+        // Synchronous taps: the callback has run, with the first tap's error if any, before callAsync returns.
+        observers.callAsync(event, this.eventContext, (error) => {
+          if (error) this.logger.error({ runId, seq: event.seq, err: String(error) }, "event observer failed");
+        });
+      }
+    }
     const last = recorded[recorded.length - 1]!.seq;
     this.observedSeq.set(runId, last);
     this.unwrittenSeq.set(runId, last);
@@ -155,6 +167,7 @@ export class RunJournal {
   observe(runId: string, known?: { observedSeq: number; events: RunEvent[] }): Promise<void> {
     if (known) this.observedSeq.set(runId, known.observedSeq);
     else this.observedSeq.delete(runId);
+    if (known && !this.dispatching.has(runId) && this.deliverAtOnce(runId, known.events)) return Promise.resolve();
     return this.chain(runId, () => this.deliver(runId, known?.events ?? []));
   }
 
