@@ -1,13 +1,14 @@
 // The Node host over HTTP: a scripted run (3 model turns, 2 tool calls) per request,
 // POST /message?wait=10 answered with the reply, at 1, 16 and 50 concurrent
 // clients, beside three baselines measured in the same run: a bare node:http
-// handler (read the JSON body, answer JSON) with the same client; the same runtime
-// called directly (runtime.run() at the same concurrency); and that bare handler
-// awaiting runtime.run() on the same runtime and state and answering its result.
+// handler (read the JSON body, answer JSON) with the same client; the agent's
+// runtime on its own (benchRuntime: same bundle, script, state adapter and limits,
+// not tapped by a host) called directly (runtime.run() at the same concurrency); and
+// that bare handler awaiting runtime.run() on it and answering its result.
 // What the host adds over the runtime is its rate against the last one: the same
-// transport, client, state, workload and wait (the reply once the run rests), so
-// the difference is the host's own work (routing, auth, ingress, the durable
-// mailbox, the watcher, the outbox). The clients run in a worker thread, so they
+// transport, client, state adapter, workload and wait (the reply once the run rests),
+// so the difference is the host's own work (routing, auth, ingress, the durable
+// mailbox, the watcher and outbox observing the runtime's events, the outbox). The clients run in a worker thread, so they
 // do not compete with the server for its event loop.
 //
 //   node bench/http-bench.js        (after `npx tsc -b plugins/node`)
@@ -22,7 +23,7 @@ import { join } from "node:path";
 import { performance } from "node:perf_hooks";
 import { pathToFileURL } from "node:url";
 import { Worker, isMainThread, parentPort, workerData } from "node:worker_threads";
-import { InMemoryStateAdapter, buildAgent, loadRuntimeBundle, noopLogger, scriptedHarness } from "@assemblyline-agents/runtime";
+import { InMemoryStateAdapter, OpenEveRuntime, buildAgent, loadRuntimeBundle, noopLogger, scriptedHarness } from "@assemblyline-agents/runtime";
 import { listenNodeRuntime } from "@assemblyline-agents/node";
 
 const LEVELS = [1, 16, 50];
@@ -172,9 +173,7 @@ export async function startBenchHost(maxClients, agent) {
     const handle = await listenNodeRuntime({
       ...(agent ?? own).bundle,
       state: new InMemoryStateAdapter(),
-      agentHarness: scriptedHarness({
-        turns: [{ toolCalls: [{ name: "first", input: { value: "alpha" } }] }, { toolCalls: [{ name: "second", input: { value: "beta" } }] }, { text: "done" }],
-      }),
+      agentHarness: benchScript(),
       port: 0,
       host: "127.0.0.1",
       devMode: true,
@@ -197,21 +196,49 @@ export async function startBenchHost(maxClients, agent) {
   }
 }
 
+/** The bench's script: 3 model turns, the first two calling one tool each. */
+function benchScript() {
+  return scriptedHarness({
+    turns: [{ toolCalls: [{ name: "first", input: { value: "alpha" } }] }, { toolCalls: [{ name: "second", input: { value: "beta" } }] }, { text: "done" }],
+  });
+}
+
 /**
- * A host and the bare handler over its runtime, on a state of their own: each level
- * starts on an empty in-memory state, so its figures do not carry the heap of every
- * run earlier levels left in the store (hundreds of MB by the last level, whose
- * garbage collection taxes each path by how much it allocates).
+ * The bench agent's runtime on its own, as an application embeds it: the same bundle,
+ * script, state adapter and limits as the host's, but not the host's runtime, whose
+ * event hook the host taps (its run watcher and outbox): that observing is the host's
+ * work, so the baseline must not carry it.
+ */
+export function benchRuntime(maxClients, agent) {
+  return new OpenEveRuntime({
+    ...agent.bundle,
+    state: new InMemoryStateAdapter(),
+    agentHarness: benchScript(),
+    logger: noopLogger(),
+    env: {},
+    maxConcurrentRuns: maxClients,
+    maxQueuedRuns: maxClients,
+  });
+}
+
+/**
+ * A host, and the bare handler over a runtime of its own (benchRuntime), each on a
+ * state of its own: each level starts on empty in-memory states, so its figures do
+ * not carry the heap of every run earlier levels left in the store (hundreds of MB
+ * by the last level, whose garbage collection taxes each path by how much it allocates).
  */
 async function startComparedPaths(maxClients, agent) {
   const host = await startBenchHost(maxClients, agent);
   try {
-    const wrapped = await bareServer(host.handle.runtime);
+    const runtime = benchRuntime(maxClients, agent);
+    const wrapped = await bareServer(runtime);
     return {
       host,
+      runtime,
       wrapped,
       close: async () => {
         await wrapped.close();
+        await runtime.close?.();
         await host.close();
       },
     };
@@ -231,7 +258,7 @@ export async function runHttpBench({ seconds = Number(process.env.BENCH_SECONDS 
     const warmUpMs = Number(process.env.BENCH_HTTP_WARMUP ?? 3) * 1000;
     paths = await startComparedPaths(Math.max(...LEVELS), agent);
     await loadFromWorker(bare.url, 16, warmUpMs / 3);
-    await direct(paths.host.handle.runtime, 16, warmUpMs);
+    await direct(paths.runtime, 16, warmUpMs);
     await loadFromWorker(paths.wrapped.url, 16, warmUpMs);
     await loadFromWorker(paths.host.url, 16, warmUpMs);
     const levels = [];
@@ -241,8 +268,8 @@ export async function runHttpBench({ seconds = Number(process.env.BENCH_SECONDS 
       paths = await startComparedPaths(Math.max(...LEVELS), agent);
       const { host, wrapped } = paths;
       const { latencies: _bare, ...baseline } = await loadFromWorker(bare.url, clients, seconds * 1000, WARMUP_MS);
-      await direct(host.handle.runtime, clients, WARMUP_MS);
-      const runtime = await direct(host.handle.runtime, clients, seconds * 1000);
+      await direct(paths.runtime, clients, WARMUP_MS);
+      const runtime = await direct(paths.runtime, clients, seconds * 1000);
       // The two paths the target compares take turns in short slices, so a change in the
       // machine's load (other processes) falls on both alike rather than on one.
       const overHttpSlices = [];

@@ -9,15 +9,18 @@ import { Agent, request } from "node:http";
 import { writeFileSync } from "node:fs";
 import { Session } from "node:inspector/promises";
 import { performance } from "node:perf_hooks";
-import { bareServer, startBenchHost } from "./http-bench.js";
+import { bareServer, benchRuntime, buildBenchAgent, startBenchHost } from "./http-bench.js";
 
 const seconds = Number(process.argv[2] ?? 4);
 const clients = Number(process.argv[3] ?? 16);
 const mode = process.argv[4] ?? "host";
 const warmUp = Number(process.argv[5] ?? 3);
-const host = await startBenchHost(clients);
-const server = mode === "wrapped" || mode === "bare" ? await bareServer(mode === "wrapped" ? host.handle.runtime : undefined) : undefined;
-const url = server?.url ?? host.url;
+const agent = await buildBenchAgent();
+const host = mode === "host" ? await startBenchHost(clients, agent) : undefined;
+// The runtime on its own, as the bench compares the host with (not the host's runtime, which it taps).
+const runtime = mode === "direct" || mode === "wrapped" ? benchRuntime(clients, agent) : undefined;
+const server = mode === "wrapped" || mode === "bare" ? await bareServer(runtime) : undefined;
+const url = server?.url ?? host?.url;
 
 async function load(ms) {
   const until = performance.now() + ms;
@@ -26,7 +29,7 @@ async function load(ms) {
     Array.from({ length: clients }, async () => {
       const agent = new Agent({ keepAlive: true, maxSockets: 1 });
       while (performance.now() < until) {
-        if (mode === "direct") await host.handle.runtime.run({ message: `bench ${done}` });
+        if (mode === "direct") await runtime.run({ message: `bench ${done}` });
         else {
           const body = JSON.stringify({ message: `bench ${done}` });
           await new Promise((resolve, reject) => {
@@ -65,5 +68,7 @@ try {
   console.log(`${mode}: ${(done / seconds).toFixed(0)}/s at ${clients} clients, CPU ${((used.user + used.system) / 1e3 / done).toFixed(3)} ms per request`);
 } finally {
   await server?.close();
-  await host.close();
+  await runtime?.close();
+  await host?.close();
+  agent.remove();
 }

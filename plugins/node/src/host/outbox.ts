@@ -88,10 +88,11 @@ export class DeliveryOutbox {
         this.logger.warn({ event: "outbox.claim_failed", err: String(error) }, "claiming deliveries failed; retrying after the poll interval");
       }
       if (this.stopped || claimed.length === this.batchSize) continue;
-      // A kick (a run completed) shortens the wait, but claims stay at most one per
-      // MIN_CLAIM_INTERVAL_MS: a claim scans the pending deliveries, and completions come in bursts.
-      if (this.kicked) await this.sleep(Math.max(0, MIN_CLAIM_INTERVAL_MS - (Date.now() - started)), false);
-      else await this.sleep(this.pollIntervalMs, true);
+      if (!this.kicked) await this.sleep(this.pollIntervalMs, true);
+      // A kick (a run completed) ends the wait, but claims stay at most one per
+      // MIN_CLAIM_INTERVAL_MS: each is a write, and completions come in bursts, so the
+      // deliveries of a burst share a claim rather than taking one each.
+      if (this.kicked && !this.stopped) await this.sleep(Math.max(0, MIN_CLAIM_INTERVAL_MS - (Date.now() - started)), false);
     }
   }
 

@@ -1,0 +1,78 @@
+import { afterEach, describe, expect, it } from "vitest";
+import { InMemoryStateAdapter, noopLogger } from "@assemblyline-agents/runtime";
+import type { ChannelModule } from "@assemblyline-agents/core";
+import { DeliveryOutbox } from "../src/host/outbox.js";
+
+/** An in-memory state whose claims are counted. */
+function countingState() {
+  const state = new InMemoryStateAdapter();
+  let claims = 0;
+  const claim = state.claimDeliveries.bind(state);
+  state.claimDeliveries = (options) => {
+    claims += 1;
+    return claim(options);
+  };
+  return { state, claims: () => claims };
+}
+
+/** A completed run of channel `raw` that owes it its reply, as the kernel writes it with run.completed. */
+async function completedRun(state: InMemoryStateAdapter, id: string): Promise<void> {
+  await state.createRun({ id, agentId: "agent", agentRevision: "rev-1", modelSpec: "scripted/test", input: { message: "hi", metadata: {}, channel: { name: "raw" } } });
+  await state.appendEvents(id, [{ type: "run.completed", data: { text: "done" } }], {
+    run: { status: "completed", output: { text: "done" } },
+    delivery: { id: `dlv_${id}`, channel: "raw", payload: { runId: id, text: "done" } },
+  });
+}
+
+const raw = { config: { transport: "http", route: "/raw" } } as unknown as ChannelModule;
+const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
+
+let outbox: DeliveryOutbox | undefined;
+afterEach(async () => {
+  await outbox?.stop();
+  outbox = undefined;
+});
+
+describe("the delivery outbox's claims", () => {
+  it("a burst of completions shares claims (one per 25 ms, and one per full batch), and every delivery is completed", async () => {
+    const { state, claims } = countingState();
+    outbox = new DeliveryOutbox(state, { raw }, noopLogger());
+    outbox.start();
+    await sleep(20);
+    const before = claims();
+    // 60 runs completing 2 ms apart, each kicking the outbox as the host's run.completed tap does: about 120 ms.
+    const started = Date.now();
+    for (let i = 0; i < 60; i += 1) {
+      await completedRun(state, `run-${i}`);
+      outbox.kick();
+      await sleep(2);
+    }
+    const burstMs = Date.now() - started;
+    for (let i = 0; i < 60; i += 1) {
+      const deadline = Date.now() + 5_000;
+      while ((await state.listDeliveries(`run-${i}`))[0]?.status !== "delivered") {
+        if (Date.now() > deadline) throw new Error(`delivery of run-${i} was not completed`);
+        await sleep(5);
+      }
+    }
+    // One claim per 25 ms of the burst, one more per full batch of 8 (claimed again at once), one at
+    // each end: 20 or so for this burst, where a claim per completion would be 60.
+    expect(claims() - before).toBeLessThanOrEqual(Math.ceil(burstMs / 25) + Math.ceil(60 / 8) + 2);
+  });
+
+  it("a lone completion after a quiet spell is claimed at once, not after the poll interval", async () => {
+    const { state } = countingState();
+    outbox = new DeliveryOutbox(state, { raw }, noopLogger(), { pollIntervalMs: 60_000 });
+    outbox.start();
+    await sleep(50);
+    await completedRun(state, "lone");
+    const kicked = Date.now();
+    outbox.kick();
+    const deadline = kicked + 5_000;
+    while ((await state.listDeliveries("lone"))[0]?.status !== "delivered") {
+      if (Date.now() > deadline) throw new Error("the lone delivery waited for the 60 s poll");
+      await sleep(2);
+    }
+    expect((await state.listDeliveries("lone"))[0]).toMatchObject({ status: "delivered", attempts: 1 });
+  });
+});
