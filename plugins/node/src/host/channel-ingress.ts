@@ -70,7 +70,7 @@ export class ChannelIngress {
         headers: { "retry-after": "5" },
       });
     }
-    if (await killSwitch.engaged()) {
+    if (killSwitch.engagedIfFresh() ?? (await killSwitch.engaged())) {
       logger.info({ event: "ingress.rejected", reason: "kill_switch", channel, requestId: ctx.requestId }, "ingress kill switch is engaged");
       throw new HttpError(503, "AL_ERR_INGRESS_DISABLED", "the ingress kill switch is engaged; no new turns are accepted", {
         fix: 'An operator releases it with POST /admin/kill-switch {"engaged": false}.',
@@ -150,16 +150,20 @@ export class ChannelIngress {
     let drive: Promise<RunResult> | undefined;
     const attachments = turn.attachments?.length ?? 0;
     try {
-      const metadata = jsonRecord({
-        eventId: turn.eventId,
-        ...(turn.user ? { user: turn.user } : {}),
-        ...(attachments > 0 ? { attachments: turn.attachments } : {}),
-        ...(turn.metadata ?? {}),
-      });
+      // A channel module's user, attachments and metadata are made plain JSON; the event id is a checked string.
+      const moduleFields = turn.user !== undefined || attachments > 0 || turn.metadata !== undefined;
+      const metadata = moduleFields
+        ? jsonRecord({
+            eventId: turn.eventId,
+            ...(turn.user ? { user: turn.user } : {}),
+            ...(attachments > 0 ? { attachments: turn.attachments } : {}),
+            ...(turn.metadata ?? {}),
+          })
+        : { eventId: turn.eventId };
       const input = {
         message: turn.message,
         ...(conversationId !== null ? { conversationId } : {}),
-        metadata: jsonRecord(turn.metadata ?? {}),
+        metadata: turn.metadata ? jsonRecord(turn.metadata) : {},
         idempotencyKey: `${channel}:${turn.eventId}`,
         channel: { name: channel, metadata },
         ...(model ? { model } : {}),

@@ -37,6 +37,11 @@ export class IngressKillSwitch {
     return state;
   }
 
+  /** The position while the last read is fresh, without waiting; undefined when it must be read (`engaged()`). */
+  engagedIfFresh(): boolean | undefined {
+    return this.cached && Date.now() - this.cached.at < REFRESH_MS ? this.cached.state.engaged : undefined;
+  }
+
   async engaged(): Promise<boolean> {
     try {
       return (await this.state()).engaged;
