@@ -86,6 +86,14 @@ export interface RuntimeOptions {
   env?: Record<string, string | undefined>;
   /** Streamed text as engines produce it (not durable). */
   onTextDelta?(runId: string, delta: string): void;
+  /**
+   * Whether a run that came from `channel` owes it its reply through the delivery
+   * outbox: a delivery row, written with `run.completed`, that a host sends with the
+   * channel's `deliver()`. Default: every channel does. `listenNodeRuntime` answers
+   * from its channel modules: a channel without `deliver()` (a raw route, whose
+   * caller reads the reply from the run) owes none.
+   */
+  owesDelivery?(channel: string): boolean;
   /** Subagent spawning limits (env ASSEMBLY_LINE_SUBAGENT_MAX_DEPTH, ASSEMBLY_LINE_SUBAGENT_MAX_SPAWNS; defaults 3 and 16). */
   subagents?: Partial<SubagentLimits>;
   /**
@@ -239,6 +247,7 @@ export class OpenEveRuntime {
       selectHarness: (modelSpec, runId) => this.selectHarness(modelSpec, runId),
       services: (run) => this.servicesFor(run),
       textDelta: (runId, delta) => this.options.onTextDelta?.(runId, delta),
+      owesDelivery: (channel) => this.options.owesDelivery?.(channel) ?? true,
       beforeTurn: () => this.connections.refresh(),
       alwaysOfferDiscovery: this.dynamicConnections.dynamic,
     });

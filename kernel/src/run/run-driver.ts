@@ -48,6 +48,8 @@ export interface RunDriverParts {
   selectHarness(modelSpec: string, runId: string): Promise<AgentHarness>;
   services(run: RunRecord): RunServices;
   textDelta(runId: string, delta: string): void;
+  /** Whether a run from this channel owes it a delivery row (RuntimeOptions.owesDelivery). */
+  owesDelivery(channel: string): boolean;
   /** Before each turn: add tools that appeared since (connections added on another replica, or at run time). */
   beforeTurn?(): Promise<void>;
   /** Offer tool_search and tool_call even while nothing is deferred yet (dynamic connections on). */
@@ -530,10 +532,11 @@ export class RunDriver {
         ]);
       }
     }
-    // A run that came from a channel owes it the reply: one delivery per run, by id.
-    const delivery = run.input.channel
-      ? { id: `dlv_${run.id}`, channel: run.input.channel.name, conversationId: run.conversationId, payload: { runId: run.id, text } }
-      : undefined;
+    // A run that came from a channel owes it the reply (unless the channel reads it from the run): one delivery per run, by id.
+    const delivery =
+      run.input.channel && this.parts.owesDelivery(run.input.channel.name)
+        ? { id: `dlv_${run.id}`, channel: run.input.channel.name, conversationId: run.conversationId, payload: { runId: run.id, text } }
+        : undefined;
     await journal.record(run.id, "run.completed", { text }, { run: { status: "completed", output: { text } }, checkpoint: null, ...(delivery ? { delivery } : {}) });
   }
 

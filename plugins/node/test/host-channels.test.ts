@@ -27,6 +27,9 @@ describe("raw channel routes (the default message fallback)", () => {
     expect(details.result.response.text).toBe("hello back");
     expect(details.run.input.channel).toMatchObject({ name: "message" });
     expect(host.logger.events("ingress.accepted")).toHaveLength(1);
+    // A raw route has no deliver(): its caller reads the reply from the run, so the run owes no delivery.
+    expect(details.deliveries).toEqual([]);
+    expect(await host.runtime.state.runs.listDeliveries(reply.body.runId)).toEqual([]);
   });
 
   it("answers 200 with the resting result when the caller waits", async () => {
@@ -98,6 +101,7 @@ describe("provider channels (normalizeHttp and deliver)", () => {
     });
     const [delivery] = await host.runtime.state.runs.listDeliveries(reply.body.runId);
     expect(delivery).toMatchObject({ status: "delivered", attempts: 1, channel: "provider" });
+    expect((await call(`${host.url}/runs/${reply.body.runId}`)).body.deliveries).toMatchObject([{ id: `dlv_${reply.body.runId}`, channel: "provider", status: "delivered" }]);
     // The same provider event again starts nothing new.
     const again = await call(`${host.url}/provider/events`, { raw: event.raw, headers: event.headers });
     expect(again.body).toMatchObject({ runId: reply.body.runId, duplicate: true });

@@ -5,8 +5,11 @@ import type { HostAuthOptions } from "./auth.js";
 import type { OutboxOptions } from "./outbox.js";
 import type { RateLimitOptions } from "./rate-limit.js";
 
-/** What `listenNodeRuntime` takes: the runtime's options plus the host's. */
-export interface NodeRuntimeOptions extends RuntimeOptions {
+/**
+ * What `listenNodeRuntime` takes: the runtime's options plus the host's. The host
+ * decides `owesDelivery` itself, from its channel modules.
+ */
+export interface NodeRuntimeOptions extends Omit<RuntimeOptions, "owesDelivery"> {
   /**
    * Development mode: raw channel routes and `/runs` work without auth, and a
    * channel's missing `requiredSecretEnv` is a warning. Default false (production).

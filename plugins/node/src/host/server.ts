@@ -52,8 +52,15 @@ export async function listenNodeRuntime(options: NodeRuntimeOptions): Promise<No
   const config = resolveHostConfig(options, env);
   checkChannelSecrets(options.manifest, env, config.devMode, logger);
 
+  let channels: Record<string, ChannelModule> = {};
   const runtime = new OpenEveRuntime({
     ...options,
+    // A raw route (no deliver()) reads its reply from the run: no delivery row for the outbox to complete.
+    // A channel this revision lacks still gets one, which the outbox fails visibly (delivery.failed).
+    owesDelivery: (name) => {
+      const module = channels[name];
+      return module === undefined || typeof module.deliver === "function";
+    },
     // The default engine, with the host's model catalog (RuntimeOptions.models).
     defaultHarness: options.defaultHarness ?? (await defaultPiHarness(options.models as PiModelCatalog | undefined)),
     modelHarnesses: withBuiltInModelRoutes(options.modelHarnesses, env),
@@ -63,7 +70,7 @@ export async function listenNodeRuntime(options: NodeRuntimeOptions): Promise<No
     maxQueuedRuns: config.maxQueuedRuns,
     leaseTtlMs: config.leaseTtlMs,
   });
-  const channels = collectChannels(runtime, options.sourceBundle.channels);
+  channels = collectChannels(runtime, options.sourceBundle.channels);
   const auth = new HostAuth(options.auth, env, config.devMode, logger);
   const rateLimiter = resolveRateLimit(options.rateLimit, env, logger, HostAuth.fingerprint);
   const watcher = new RunWatcher(runtime);
