@@ -60,6 +60,11 @@ export const DEFAULT_MAX_BODY_BYTES = 1024 * 1024;
 const DEFAULT_LEASE_TTL_MS = 30_000;
 
 export function resolveHostConfig(options: NodeRuntimeOptions, env: Record<string, string | undefined>): HostConfig {
+  if ((options as { owesDelivery?: unknown }).owesDelivery !== undefined) {
+    throw new AssemblyLineError("AL_ERR_HOST_CONFIG", "listenNodeRuntime decides owesDelivery itself, from its channel modules", {
+      fix: "Leave owesDelivery out: a channel with deliver() gets its runs' replies through the outbox, one without reads them from the run.",
+    });
+  }
   const devMode = options.devMode === true;
   const leaseTtlMs = options.leaseTtlMs ?? DEFAULT_LEASE_TTL_MS;
   return {
