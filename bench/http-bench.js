@@ -96,6 +96,12 @@ function merge(slices) {
   return { requests: latencies.length, failures: slices.reduce((sum, slice) => sum + slice.failures, 0), perSecond: (latencies.length / elapsed) * 1000, p50: at(0.5), p99: at(0.99) };
 }
 
+function median(values) {
+  const sorted = [...values].sort((a, b) => a - b);
+  const middle = Math.floor(sorted.length / 2);
+  return sorted.length % 2 === 1 ? sorted[middle] : (sorted[middle - 1] + sorted[middle]) / 2;
+}
+
 /** Run `load` in a worker thread and resolve with its result. */
 function loadFromWorker(url, clients, ms, warmUpMs = 0) {
   return new Promise((resolve, reject) => {
@@ -280,6 +286,9 @@ export async function runHttpBench({ seconds = Number(process.env.BENCH_SECONDS 
       }
       const runtimeOverHttp = merge(overHttpSlices);
       const hosted = merge(hostedSlices);
+      // Each slice of the host against the slice of the baseline just before it: a load spike
+      // on this shared machine moves one pair, where it moves the merged rate whole.
+      const pairs = hostedSlices.map((slice, index) => overHttpSlices[index].perSecond / slice.perSecond - 1);
       levels.push({
         clients,
         baseline,
@@ -287,6 +296,8 @@ export async function runHttpBench({ seconds = Number(process.env.BENCH_SECONDS 
         runtimeOverHttp,
         hosted,
         hostOverhead: runtimeOverHttp.perSecond / hosted.perSecond - 1,
+        hostOverheadBySlice: pairs,
+        hostOverheadMedianOfSlices: median(pairs),
         overDirectRuntime: runtime.perSecond / hosted.perSecond - 1,
       });
     }
@@ -302,13 +313,15 @@ export function printHttpBench({ levels }) {
   console.log("http: POST /message?wait=10 -> scripted run (3 model turns + 2 tool calls, in-memory state) -> reply; baselines: bare node:http JSON handler, and runtime.run() behind it");
   const line = (label, result) =>
     `${label.padEnd(22)} ${result.perSecond.toFixed(0).padStart(7)} req/s  p50 ${result.p50.toFixed(2).padStart(7)} ms  p99 ${result.p99.toFixed(2).padStart(7)} ms${result.failures ? `  (${result.failures} non-2xx)` : ""}`;
-  for (const { clients, baseline, runtime, runtimeOverHttp, hosted, hostOverhead, overDirectRuntime } of levels) {
+  for (const { clients, baseline, runtime, runtimeOverHttp, hosted, hostOverhead, hostOverheadBySlice, hostOverheadMedianOfSlices, overDirectRuntime } of levels) {
     console.log(`  ${String(clients).padStart(2)} client${clients === 1 ? " " : "s"}: ${line("bare node:http", baseline)}`);
     console.log(`              ${"runtime.run()".padEnd(22)} ${runtime.perSecond.toFixed(0).padStart(7)} runs/s (no HTTP)`);
     console.log(`              ${line("runtime.run() over http", runtimeOverHttp)}`);
     console.log(
       `              ${line("assembly-line host", hosted)}  (host adds ${(hostOverhead * 100).toFixed(0)}% over runtime.run() behind node:http; ${(overDirectRuntime * 100).toFixed(0)}% over runtime.run() without HTTP)`,
     );
+    const percents = hostOverheadBySlice.map((ratio) => `${(ratio * 100).toFixed(0)}%`).join(" / ");
+    console.log(`              ${"".padEnd(22)} slice by slice: ${percents} (median ${(hostOverheadMedianOfSlices * 100).toFixed(0)}%)`);
   }
 }
 

@@ -32,10 +32,17 @@ function cliTargets({ commands }) {
   );
 }
 
-/** The HTTP host may add at most 25% over calling the runtime directly, at every level. */
+/**
+ * The HTTP host may add at most 25% over the runtime behind node:http, at every level: judged
+ * on the merged rates; the median of the slice pairs is kept beside it, as the figure a load
+ * spike in one slice moves least.
+ */
 function httpTargets({ levels }) {
   return Object.fromEntries(
-    levels.map(({ clients, hostOverhead }) => [`http host overhead over runtime.run() behind node:http, ${clients} client${clients === 1 ? "" : "s"}`, { value: hostOverhead, target: "<= 0.25", met: hostOverhead <= 0.25 }]),
+    levels.map(({ clients, hostOverhead, hostOverheadMedianOfSlices }) => [
+      `http host overhead over runtime.run() behind node:http, ${clients} client${clients === 1 ? "" : "s"}`,
+      { value: hostOverhead, target: "<= 0.25", met: hostOverhead <= 0.25, medianOfSlicePairs: hostOverheadMedianOfSlices },
+    ]),
   );
 }
 
