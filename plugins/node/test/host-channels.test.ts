@@ -1,4 +1,4 @@
-import { cpSync, writeFileSync } from "node:fs";
+import { cpSync, rmSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { beforeAll, describe, expect, it, onTestFinished } from "vitest";
 import { isAssemblyLineError } from "@assemblyline-agents/core";
@@ -192,5 +192,30 @@ describe("channel ingress secrets", () => {
     const refused = await listenNodeRuntime({ ...clashing, port: 0, host: "127.0.0.1", devMode: true, logger: noopLogger(), env: {} }).catch((error: unknown) => error);
     expect(isAssemblyLineError(refused, "AL_ERR_CHANNEL_DEFINITION")).toBe(true);
     expect((refused as Error).message).toMatch(/route \/runs\/latest, which the host serves itself/);
+  });
+});
+
+describe("the outbox of a host whose channels have no deliver()", () => {
+  it("is not woken by completions, which owe nothing: no claim per run", async () => {
+    const agentDir = join(tempDir("al-host-raw-only-"), "agent");
+    cpSync(FIXTURE_AGENT, agentDir, { recursive: true });
+    rmSync(join(agentDir, "channels/provider.ts"));
+    const rawOnly = await loadRuntimeBundle((await buildAgent(agentDir)).artifactRoot);
+    const state = new InMemoryStateAdapter();
+    let claims = 0;
+    const claim = state.claimDeliveries.bind(state);
+    state.claimDeliveries = (options) => {
+      claims += 1;
+      return claim(options);
+    };
+    const host = await startHost(rawOnly, { state, outbox: { pollIntervalMs: 60_000 } });
+    await waitFor(() => claims > 0 || undefined, 5_000, "the outbox's first claim at start");
+    const atStart = claims;
+    for (let i = 0; i < 5; i += 1) {
+      const reply = await call(`${host.url}/message?wait=10`, { body: { message: "echo: hi" } });
+      expect(reply.body).toMatchObject({ status: "completed" });
+      await new Promise((resolve) => setTimeout(resolve, 30));
+    }
+    expect(claims).toBe(atStart);
   });
 });

@@ -92,9 +92,13 @@ export async function listenNodeRuntime(options: NodeRuntimeOptions): Promise<No
   const drainController = new AbortController();
 
   // Spans reach options.telemetry through the runtime's tracer (captureContent applied there).
-  runtime.hooks.event.tap("node-host:outbox", (event) => {
-    if (event.type === "run.completed") outbox.kick();
-  });
+  // Only runs from a channel with deliver() owe a delivery (owesDelivery above): without one, a
+  // completion has nothing to claim, and rows of channels this revision lacks wait for the poll.
+  if (Object.values(channels).some((module) => typeof module.deliver === "function")) {
+    runtime.hooks.event.tap("node-host:outbox", (event) => {
+      if (event.type === "run.completed") outbox.kick();
+    });
+  }
 
   const router = new Router();
   for (const route of [
