@@ -8,8 +8,8 @@
 // What the host adds over the runtime is its rate against the last one: the same
 // transport, client, state adapter, workload and wait (the reply once the run rests),
 // so the difference is the host's own work (routing, auth, ingress, the durable
-// mailbox, the watcher and outbox observing the runtime's events, the outbox). The clients run in a worker thread, so they
-// do not compete with the server for its event loop.
+// mailbox, the run watcher observing the runtime's events, the outbox). The clients
+// run in a worker thread, so they do not compete with the server for its event loop.
 //
 //   node bench/http-bench.js        (after `npx tsc -b plugins/node`)
 //
