@@ -50,7 +50,7 @@ export function createKernelHooks() {
  * every kernel hook has (nameFailures), so it is true of every hook.
  */
 export function reachesAnyone(hook: { taps: readonly unknown[]; interceptors: readonly HookCallInterceptor[] }): boolean {
-  return hook.taps.length > 0 || hook.interceptors.some((interceptor) => interceptor.call || interceptor.tap || interceptor.loop || interceptor.result || interceptor.error || interceptor.done);
+  return hook.taps.length > 0 || hook.interceptors.some(seesCalls);
 }
 
 /**
@@ -59,7 +59,12 @@ export function reachesAnyone(hook: { taps: readonly unknown[]; interceptors: re
  * returns, so a caller need not wait for a promise per call.
  */
 export function onlySyncTaps(hook: { taps: readonly { type: string }[]; interceptors: readonly HookCallInterceptor[] }): boolean {
-  return hook.taps.every((tap) => tap.type === "sync") && !hook.interceptors.some((interceptor) => interceptor.call || interceptor.tap || interceptor.loop || interceptor.result || interceptor.error || interceptor.done);
+  return hook.taps.every((tap) => tap.type === "sync") && !hook.interceptors.some(seesCalls);
+}
+
+/** Whether an interceptor runs when the hook is called (not only when a tap registers). */
+function seesCalls(interceptor: HookCallInterceptor): boolean {
+  return Boolean(interceptor.call || interceptor.tap || interceptor.loop || interceptor.result || interceptor.error || interceptor.done);
 }
 
 /** The parts of a tapable interceptor that run when the hook is called. */

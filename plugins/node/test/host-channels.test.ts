@@ -4,7 +4,7 @@ import { beforeAll, describe, expect, it, onTestFinished } from "vitest";
 import { isAssemblyLineError } from "@assemblyline-agents/core";
 import { InMemoryStateAdapter, buildAgent, loadRuntimeBundle, type RuntimeBundle } from "@assemblyline-agents/runtime";
 import { listenNodeRuntime, noopLogger } from "../src/index.js";
-import { FIXTURE_AGENT, call, captureServer, fixtureBundle, signedEvent, startHost, tempDir, waitFor } from "./support/host.js";
+import { FIXTURE_AGENT, call, captureServer, countingClaimsState, fixtureBundle, signedEvent, startHost, tempDir, waitFor } from "./support/host.js";
 
 let bundle: RuntimeBundle;
 beforeAll(async () => {
@@ -201,21 +201,15 @@ describe("the outbox of a host whose channels have no deliver()", () => {
     cpSync(FIXTURE_AGENT, agentDir, { recursive: true });
     rmSync(join(agentDir, "channels/provider.ts"));
     const rawOnly = await loadRuntimeBundle((await buildAgent(agentDir)).artifactRoot);
-    const state = new InMemoryStateAdapter();
-    let claims = 0;
-    const claim = state.claimDeliveries.bind(state);
-    state.claimDeliveries = (options) => {
-      claims += 1;
-      return claim(options);
-    };
+    const { state, claims } = countingClaimsState();
     const host = await startHost(rawOnly, { state, outbox: { pollIntervalMs: 60_000 } });
-    await waitFor(() => claims > 0 || undefined, 5_000, "the outbox's first claim at start");
-    const atStart = claims;
+    await waitFor(() => claims() > 0 || undefined, 5_000, "the outbox's first claim at start");
+    const atStart = claims();
     for (let i = 0; i < 5; i += 1) {
       const reply = await call(`${host.url}/message?wait=10`, { body: { message: "echo: hi" } });
       expect(reply.body).toMatchObject({ status: "completed" });
       await new Promise((resolve) => setTimeout(resolve, 30));
     }
-    expect(claims).toBe(atStart);
+    expect(claims()).toBe(atStart);
   });
 });

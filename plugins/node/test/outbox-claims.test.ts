@@ -2,18 +2,7 @@ import { afterEach, describe, expect, it } from "vitest";
 import { InMemoryStateAdapter, noopLogger } from "@assemblyline-agents/runtime";
 import type { ChannelModule } from "@assemblyline-agents/core";
 import { DeliveryOutbox } from "../src/host/outbox.js";
-
-/** An in-memory state whose claims are counted. */
-function countingState() {
-  const state = new InMemoryStateAdapter();
-  let claims = 0;
-  const claim = state.claimDeliveries.bind(state);
-  state.claimDeliveries = (options) => {
-    claims += 1;
-    return claim(options);
-  };
-  return { state, claims: () => claims };
-}
+import { countingClaimsState } from "./support/host.js";
 
 /** A completed run of channel `raw` that owes it its reply, as the kernel writes it with run.completed. */
 async function completedRun(state: InMemoryStateAdapter, id: string): Promise<void> {
@@ -35,7 +24,7 @@ afterEach(async () => {
 
 describe("the delivery outbox's claims", () => {
   it("a burst of completions shares claims (one per 25 ms, and one per full batch), and every delivery is completed", async () => {
-    const { state, claims } = countingState();
+    const { state, claims } = countingClaimsState();
     outbox = new DeliveryOutbox(state, { raw }, noopLogger());
     outbox.start();
     await sleep(20);
@@ -61,7 +50,7 @@ describe("the delivery outbox's claims", () => {
   });
 
   it("a lone completion after a quiet spell is claimed at once, not after the poll interval", async () => {
-    const { state } = countingState();
+    const { state } = countingClaimsState();
     outbox = new DeliveryOutbox(state, { raw }, noopLogger(), { pollIntervalMs: 60_000 });
     outbox.start();
     await sleep(50);

@@ -59,7 +59,7 @@ export async function listenNodeRuntime(options: NodeRuntimeOptions): Promise<No
     // A channel this revision lacks still gets one, which the outbox fails visibly (delivery.failed).
     owesDelivery: (name) => {
       const module = channels[name];
-      return module === undefined || typeof module.deliver === "function";
+      return module === undefined || delivers(module);
     },
     // The default engine, with the host's model catalog (RuntimeOptions.models).
     defaultHarness: options.defaultHarness ?? (await defaultPiHarness(options.models as PiModelCatalog | undefined)),
@@ -94,7 +94,7 @@ export async function listenNodeRuntime(options: NodeRuntimeOptions): Promise<No
   // Spans reach options.telemetry through the runtime's tracer (captureContent applied there).
   // Only runs from a channel with deliver() owe a delivery (owesDelivery above): without one, a
   // completion has nothing to claim, and rows of channels this revision lacks wait for the poll.
-  if (Object.values(channels).some((module) => typeof module.deliver === "function")) {
+  if (Object.values(channels).some(delivers)) {
     runtime.hooks.event.tap("node-host:outbox", (event) => {
       if (event.type === "run.completed") outbox.kick();
     });
@@ -272,6 +272,11 @@ export async function listenNodeRuntime(options: NodeRuntimeOptions): Promise<No
 }
 
 /** Channel modules by name: the agent's channels/, plus any a plugin registers through hooks.channel. */
+/** Whether a channel pushes replies itself (`deliver()`); one without is read from the run. */
+function delivers(module: ChannelModule): boolean {
+  return typeof module.deliver === "function";
+}
+
 function collectChannels(runtime: OpenEveRuntime, authored: Record<string, ChannelModule>): Record<string, ChannelModule> {
   const byRoute = new Map(Object.values(authored).map((module) => [module.config.route, module] as const));
   const registered = runtime.hooks.channel.call(byRoute);

@@ -192,3 +192,15 @@ export async function captureServer(
   ownedByCurrentTest(close, () => closers.push(close));
   return { url: `http://127.0.0.1:${port}`, requests, close };
 }
+
+/** An in-memory state whose delivery claims are counted. */
+export function countingClaimsState(): { state: InMemoryStateAdapter; claims(): number } {
+  const state = new InMemoryStateAdapter();
+  let claims = 0;
+  const claim = state.claimDeliveries.bind(state);
+  state.claimDeliveries = (options) => {
+    claims += 1;
+    return claim(options);
+  };
+  return { state, claims: () => claims };
+}
