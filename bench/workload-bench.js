@@ -164,7 +164,10 @@ export async function runWorkloadBench({
         continue;
       }
       const rss = await inChild({ kind: "rss", system, runs: rssRuns, concurrency: 50 }, env);
-      systems[system] = { label: SYSTEMS[system].label, levels: levels[system], peakRssBytes: rss.peakRssBytes };
+      systems[system] = {
+        label: SYSTEMS[system].label, levels: levels[system], peakRssBytes: rss.peakRssBytes,
+        heapDuringPeak: { runs: rss.runs, oldSpaceGrowthBytes: rss.oldSpaceGrowthBytes, minorCollections: rss.minorCollections, majorCollections: rss.majorCollections },
+      };
       // The rows an in-memory state must hold for those runs are part of its peak; measured apart, as the paused job does.
       if (system === "memory") systems[system].stateRowsBytes = (await inChild({ kind: "stateRows", runs: rssRuns, concurrency: 50 }, env, ["--expose-gc"])).stateRowsBytes;
       if (system === "postgres") systems[system].commits = await inChild({ kind: "commits", runs: 300, connectionString: database.url }, env);
@@ -290,6 +293,15 @@ export function workloadTargets(result) {
       target.withoutStateRows = (memory.peakRssBytes - memory.stateRowsBytes) / pi.peakRssBytes;
       target.reason = `the in-memory state holds ${mb(memory.stateRowsBytes)} of rows for these runs in the process; pi-agent-core keeps none`;
     }
+    const [ours, theirs] = [memory.heapDuringPeak, pi.heapDuringPeak];
+    if (ours && theirs) {
+      // The peak follows the old generation: objects alive across two young collections are promoted
+      // there and stay until a major collection, which the runs here may never reach.
+      target.oldSpaceGrowth = {
+        memoryBytesPerRun: ours.oldSpaceGrowthBytes / ours.runs, piBytesPerRun: theirs.oldSpaceGrowthBytes / theirs.runs,
+        memoryMajorCollections: ours.majorCollections, piMajorCollections: theirs.majorCollections,
+      };
+    }
     targets["peak RSS at 50 concurrent, memory / pi-agent-core"] = target;
   }
   // A few hundred bytes of noise per run is heap that moved, not heap held.
@@ -314,6 +326,10 @@ export function printWorkloadBench(result) {
     if (system.commits) {
       const { statementsPerRun, commitsPerRun, writeTransactionsPerRun, walSyncsPerRun } = system.commits;
       extra.push(`${statementsPerRun.toFixed(1)} statements, ${commitsPerRun.toFixed(1)} transactions (${writeTransactionsPerRun.toFixed(1)} writing), ${walSyncsPerRun.toFixed(1)} WAL fdatasyncs`);
+    }
+    if (system.heapDuringPeak) {
+      const { runs, oldSpaceGrowthBytes, majorCollections } = system.heapDuringPeak;
+      extra.push(`peak: old generation +${mb(oldSpaceGrowthBytes)} over ${runs} runs, ${majorCollections} major GC`);
     }
     const rss = system.peakRssBytes === undefined ? "" : mb(system.peakRssBytes);
     console.log(`  ${system.label.padEnd(34)} ${system.levels.map((l) => l.runsPerSecond.toFixed(0).padStart(9)).join(" ")}  ${rss.padStart(8)}  ${extra.join("; ")}`);

@@ -5,7 +5,8 @@
 //                     ({ concurrency, ms }: runs/s, syncs (file state) and SQL statements per run),
 //                     until it says { close: true }: the parent takes turns between systems, so
 //                     every system is measured across the same stretch of time.
-//   job "rss":        a fixed number of runs at 50 concurrent, then the peak RSS.
+//   job "rss":        a fixed number of runs at 50 concurrent, then the peak RSS, with how much the old
+//                     generation grew meanwhile and the collections that ran (what the peak follows).
 //   job "stateRows":  the heap the in-memory state's rows take after the rss job's runs.
 //   job "commits":    PostgreSQL statements, transactions, writing transactions and WAL fdatasyncs
 //                     per run, counted by the server for a private database.
@@ -19,7 +20,8 @@ import { open, rm } from "node:fs/promises";
 import { createRequire, syncBuiltinESMExports } from "node:module";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { performance } from "node:perf_hooks";
+import { PerformanceObserver, constants as perfConstants, performance } from "node:perf_hooks";
+import { getHeapSpaceStatistics } from "node:v8";
 import { SYSTEMS } from "./systems.js";
 
 const job = JSON.parse(process.argv[2]);
@@ -126,12 +128,30 @@ async function measure(runOnce, { concurrency, ms, count }) {
   return { concurrency, runs: done, runsPerSecond: done / seconds, syncsPerRun: per("syncs"), statementsPerRun: per("statements"), clientCommitsPerRun: per("clientCommits") };
 }
 
+const oldSpaceBytes = () => getHeapSpaceStatistics().find((space) => space.space_name === "old_space")?.space_size ?? 0;
+
 async function rss({ system, runs, concurrency }) {
   const opened = await SYSTEMS[system].open();
+  const collections = { minor: 0, major: 0 };
+  const observer = new PerformanceObserver((list) => {
+    for (const { detail } of list.getEntries()) {
+      if (detail?.kind === perfConstants.NODE_PERFORMANCE_GC_MAJOR) collections.major += 1;
+      else if (detail?.kind === perfConstants.NODE_PERFORMANCE_GC_MINOR) collections.minor += 1;
+    }
+  });
+  observer.observe({ entryTypes: ["gc"] });
   try {
+    const oldSpaceBefore = oldSpaceBytes();
     const result = await measure(opened.runOnce, { concurrency, count: runs });
-    return { runs, concurrency, runsPerSecond: result.runsPerSecond, peakRssBytes: process.resourceUsage().maxRSS * 1024 };
+    const oldSpaceGrowthBytes = oldSpaceBytes() - oldSpaceBefore;
+    // The observer hears of collections after the runs, once the event loop turns.
+    await new Promise((resolve) => setTimeout(resolve, 50));
+    return {
+      runs, concurrency, runsPerSecond: result.runsPerSecond, peakRssBytes: process.resourceUsage().maxRSS * 1024,
+      oldSpaceGrowthBytes, minorCollections: collections.minor, majorCollections: collections.major,
+    };
   } finally {
+    observer.disconnect();
     await opened.close();
   }
 }
