@@ -280,8 +280,8 @@ export async function runHttpBench({ seconds = Number(process.env.BENCH_SECONDS 
       // machine's load (other processes) falls on both alike rather than on one.
       const overHttpSlices = [];
       const hostedSlices = [];
-      // Which goes first alternates (ABBA): the path measured second inherits the first one's garbage
-      // (a major collection its allocations made due), so a fixed order would charge it to one side.
+      // Which goes first alternates (ABBA): the path measured second can inherit the first one's garbage
+      // (a major collection its allocations made due), and a fixed order would charge that to one side.
       const slice = (url) => loadFromWorker(url, clients, (seconds * 1000) / 2, WARMUP_MS / 3);
       for (let index = 0; index < SLICES; index += 1) {
         if (index % 2 === 0) {
@@ -294,7 +294,7 @@ export async function runHttpBench({ seconds = Number(process.env.BENCH_SECONDS 
       }
       const runtimeOverHttp = merge(overHttpSlices);
       const hosted = merge(hostedSlices);
-      // Each slice of the host against the slice of the baseline just before it: a load spike
+      // Each slice of the host against the baseline's slice beside it (before or after): a load spike
       // on this shared machine moves one pair, where it moves the merged rate whole.
       const pairs = hostedSlices.map((slice, index) => overHttpSlices[index].perSecond / slice.perSecond - 1);
       levels.push({

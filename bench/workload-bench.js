@@ -296,7 +296,7 @@ export function workloadTargets(result) {
     const [ours, theirs] = [memory.heapDuringPeak, pi.heapDuringPeak];
     if (ours && theirs) {
       // The peak follows the old generation: objects alive across two young collections are promoted
-      // there and stay until a major collection, which the runs here may never reach.
+      // there and stay until a major collection, which need not come before the peak.
       target.oldSpaceGrowth = {
         memoryBytesPerRun: ours.oldSpaceGrowthBytes / ours.runs, piBytesPerRun: theirs.oldSpaceGrowthBytes / theirs.runs,
         memoryMajorCollections: ours.majorCollections, piMajorCollections: theirs.majorCollections,
