@@ -17,20 +17,13 @@ import { OwnWrites } from "./own-writes.js";
  * between an observer and a separate `markObserved`.
  */
 export class RunJournal {
-  /** Per-run chain so observers see events in seq order even when appends race. */
-  private readonly dispatching = new Map<string, Promise<void>>();
-  /** The highest seq observers have seen, per run this process has observed. */
-  private readonly observedSeq = new Map<string, number>();
-  /** Observer positions not yet written to the store: they ride on the run's next append. */
-  private readonly unwrittenSeq = new Map<string, number>();
-  /** What drives of fresh runs have written (see OwnWrites), by run. */
-  private readonly ownWrites = new Map<string, OwnWrites>();
-  /** Runs an observer appended to while events were being delivered. */
-  private readonly appendedByObservers = new Set<string>();
-  /** The lease each run is driven under here: every write of it carries the fence, so a stale holder's writes are refused by the store. */
-  private readonly fences = new Map<string, RunFence>();
-  /** Writes held for the run's next append (see `hold`). */
-  private readonly held = new Map<string, HeldWrite>();
+  /**
+   * What this process knows of each run it drives or observes, in one record per run: a
+   * run's every append reads and moves it, as fields rather than entries in a map each
+   * (a map's entries coming and going reallocate its table, and those tables outlived
+   * young collections: about a kilobyte per run promoted at 50 concurrent).
+   */
+  private readonly known = new Map<string, JournalRun>();
 
   constructor(
     private readonly runs: RunStore,
@@ -39,29 +32,67 @@ export class RunJournal {
     private readonly logger: RuntimeLogger,
   ) {}
 
+  /** How many runs this journal keeps a record of: none once every run it drove or observed here rests. */
+  get runsKnown(): number {
+    return this.known.size;
+  }
+
+  /** The run's record here, made on first use. */
+  private entry(runId: string): JournalRun {
+    let run = this.known.get(runId);
+    if (!run) {
+      run = { dispatching: undefined, observedSeq: undefined, unwrittenSeq: undefined, ownWrites: undefined, appendedByObservers: false, fence: undefined, held: undefined };
+      this.known.set(runId, run);
+    }
+    return run;
+  }
+
+  /** Forget the run's record once nothing is left in it: a resting run holds no memory in this process. */
+  private dropIfEmpty(runId: string, run: JournalRun): void {
+    const empty =
+      run.dispatching === undefined &&
+      run.observedSeq === undefined &&
+      run.unwrittenSeq === undefined &&
+      run.ownWrites === undefined &&
+      !run.appendedByObservers &&
+      run.fence === undefined &&
+      run.held === undefined;
+    if (empty && this.known.get(runId) === run) this.known.delete(runId);
+  }
+
   /**
    * The run was queued when this drive took its lease: from now until `forget`,
    * `ownWritesOf` answers for its steps, tool calls and checkpoint.
    */
   trackOwnWrites(run: RunRecord): void {
-    this.ownWrites.set(run.id, new OwnWrites(run));
+    this.entry(run.id).ownWrites = new OwnWrites(run);
   }
 
   /** What this drive of a fresh run has written; undefined when the store must be asked. */
   ownWritesOf(runId: string): OwnWrites | undefined {
-    return this.ownWrites.get(runId);
+    return this.known.get(runId)?.ownWrites;
   }
 
   /** Fence this run's writes with `fence` (the lease it is driven under), or stop fencing them (undefined). */
   holdFence(runId: string, fence: RunFence | undefined): void {
-    if (fence) this.fences.set(runId, { owner: fence.owner, token: fence.token });
-    else this.fences.delete(runId);
+    if (fence) {
+      this.entry(runId).fence = { owner: fence.owner, token: fence.token };
+      return;
+    }
+    const run = this.known.get(runId);
+    if (!run) return;
+    run.fence = undefined;
+    this.dropIfEmpty(runId, run);
   }
 
   async append(runId: string, events: NewRunEvent[], change?: RunStateChange, options?: { expectedLastSeq?: number }): Promise<RunEvent[]> {
     const own = events.map(withJsonData);
-    const held = this.held.get(runId);
-    this.held.delete(runId);
+    const run = this.known.get(runId);
+    const held = run?.held;
+    if (run && held) {
+      run.held = undefined;
+      this.dropIfEmpty(runId, run);
+    }
     const merged = held ? mergeChanges(held.change, change) : change;
     if (held && merged === CONFLICT) {
       // Two changes to one record cannot share an append: the held one goes first, and the log moved by its events.
@@ -84,23 +115,24 @@ export class RunJournal {
    */
   async hold(runId: string, events: NewRunEvent[], change?: RunStateChange): Promise<void> {
     const own = events.map(withJsonData);
-    const held = this.held.get(runId);
+    const run = this.entry(runId);
+    const held = run.held;
     if (!held) {
-      this.held.set(runId, { events: own, change });
+      run.held = { events: own, change };
       return;
     }
     const merged = mergeChanges(held.change, change);
     if (merged === CONFLICT) {
       await this.append(runId, []);
-      this.held.set(runId, { events: own, change });
+      this.entry(runId).held = { events: own, change };
       return;
     }
-    this.held.set(runId, { events: [...held.events, ...own], change: merged });
+    run.held = { events: [...held.events, ...own], change: merged };
   }
 
   private async commit(runId: string, events: NewRunEvent[], change: RunStateChange | undefined, options: { expectedLastSeq?: number } | undefined): Promise<RunEvent[]> {
     const recorded = await this.write(runId, events, change, options);
-    if (!this.dispatching.has(runId) && this.deliverAtOnce(runId, recorded)) return recorded;
+    if (this.known.get(runId)?.dispatching === undefined && this.deliverAtOnce(runId, recorded)) return recorded;
     await this.chain(runId, () => this.deliver(runId, recorded));
     return recorded;
   }
@@ -114,8 +146,9 @@ export class RunJournal {
    * an async observer, an unknown position, events observers appended.
    */
   private deliverAtOnce(runId: string, recorded: RunEvent[]): boolean {
-    if (!this.fences.has(runId) || this.appendedByObservers.has(runId) || recorded.length === 0) return false;
-    const seen = this.observedSeq.get(runId);
+    const run = this.known.get(runId);
+    if (run?.fence === undefined || run.appendedByObservers || recorded.length === 0) return false;
+    const seen = run.observedSeq;
     if (seen === undefined || recorded[0]!.seq !== seen + 1) return false;
     const observers = this.hooks.event;
     if (reachesAnyone(observers)) {
@@ -128,22 +161,29 @@ export class RunJournal {
       }
     }
     const last = recorded[recorded.length - 1]!.seq;
-    this.observedSeq.set(runId, last);
-    this.unwrittenSeq.set(runId, last);
+    // Read again: a tap may have reached this journal.
+    const after = this.entry(runId);
+    after.observedSeq = last;
+    after.unwrittenSeq = last;
     return true;
   }
 
   /** appendEvents with the fence, carrying the observers' position if it is not written yet. */
   private async write(runId: string, events: NewRunEvent[], change: RunStateChange | undefined, options: { expectedLastSeq?: number } | undefined): Promise<RunEvent[]> {
-    const observedSeq = this.unwrittenSeq.get(runId);
-    const fence = this.fences.get(runId);
+    const run = this.known.get(runId);
+    const observedSeq = run?.unwrittenSeq;
+    const fence = run?.fence;
     const appendOptions: AppendOptions = {};
     if (options?.expectedLastSeq !== undefined) appendOptions.expectedLastSeq = options.expectedLastSeq;
     if (fence) appendOptions.fence = fence;
     if (observedSeq !== undefined) appendOptions.observedSeq = observedSeq;
     const recorded = await this.runs.appendEvents(runId, events, change, appendOptions);
-    if (observedSeq !== undefined && this.unwrittenSeq.get(runId) === observedSeq) this.unwrittenSeq.delete(runId);
-    if (change) this.ownWrites.get(runId)?.committed(change);
+    const after = this.known.get(runId);
+    if (after && observedSeq !== undefined && after.unwrittenSeq === observedSeq) {
+      after.unwrittenSeq = undefined;
+      this.dropIfEmpty(runId, after);
+    }
+    if (change) after?.ownWrites?.committed(change);
     return recorded;
   }
 
@@ -165,9 +205,13 @@ export class RunJournal {
    * after it, as the caller just wrote them (a run it created): nothing is read.
    */
   observe(runId: string, known?: { observedSeq: number; events: RunEvent[] }): Promise<void> {
-    if (known) this.observedSeq.set(runId, known.observedSeq);
-    else this.observedSeq.delete(runId);
-    if (known && !this.dispatching.has(runId) && this.deliverAtOnce(runId, known.events)) return Promise.resolve();
+    if (known) this.entry(runId).observedSeq = known.observedSeq;
+    else {
+      // Kept (or not) by the chain below, which reads the position from the store.
+      const run = this.known.get(runId);
+      if (run) run.observedSeq = undefined;
+    }
+    if (known && this.known.get(runId)?.dispatching === undefined && this.deliverAtOnce(runId, known.events)) return Promise.resolve();
     return this.chain(runId, () => this.deliver(runId, known?.events ?? []));
   }
 
@@ -178,14 +222,18 @@ export class RunJournal {
    * store does not have it yet: the caller writes it, with the lease's release.
    */
   async forget(runId: string): Promise<number | undefined> {
-    this.ownWrites.delete(runId);
-    this.held.delete(runId);
+    const run = this.known.get(runId);
+    if (run) {
+      run.ownWrites = undefined;
+      run.held = undefined;
+    }
     let unwritten: number | undefined;
     await this.chain(runId, async () => {
-      this.observedSeq.delete(runId);
-      this.appendedByObservers.delete(runId);
-      unwritten = this.unwrittenSeq.get(runId);
-      this.unwrittenSeq.delete(runId);
+      const current = this.entry(runId);
+      current.observedSeq = undefined;
+      current.appendedByObservers = false;
+      unwritten = current.unwrittenSeq;
+      current.unwrittenSeq = undefined;
     });
     return unwritten;
   }
@@ -196,35 +244,39 @@ export class RunJournal {
    */
   async appendUnobserved(runId: string, events: NewRunEvent[]): Promise<RunEvent[]> {
     const recorded = await this.write(runId, events.map(withJsonData), undefined, undefined);
-    this.appendedByObservers.add(runId);
+    this.entry(runId).appendedByObservers = true;
     return recorded;
   }
 
   private chain(runId: string, work: () => Promise<void>): Promise<void> {
-    const previous = this.dispatching.get(runId) ?? Promise.resolve();
+    const run = this.entry(runId);
+    const previous = run.dispatching ?? Promise.resolve();
     const next = previous.then(work, work);
     const tracked = next.finally(() => {
-      if (this.dispatching.get(runId) === tracked) this.dispatching.delete(runId);
+      const current = this.known.get(runId);
+      if (current?.dispatching !== tracked) return;
+      current.dispatching = undefined;
+      this.dropIfEmpty(runId, current);
     });
-    this.dispatching.set(runId, tracked);
+    run.dispatching = tracked;
     return tracked;
   }
 
   private async deliver(runId: string, recorded: RunEvent[]): Promise<void> {
     let batch = recorded;
     for (;;) {
-      const seen = this.observedSeq.get(runId);
+      const seen = this.known.get(runId)?.observedSeq;
       // Unknown position, nothing in hand, or not the next seq: read what observers missed from the store.
       if (seen === undefined || batch.length === 0 || batch[0]!.seq !== seen + 1) {
         const from = seen ?? (await this.runs.getRun(runId))?.observedSeq;
         if (from === undefined) return;
         batch = await this.runs.listEvents(runId, { afterSeq: from });
         if (batch.length === 0) {
-          this.observedSeq.set(runId, from);
+          this.entry(runId).observedSeq = from;
           return;
         }
       }
-      this.appendedByObservers.delete(runId);
+      this.entry(runId).appendedByObservers = false;
       // Nothing the hook would reach (no tap, no interceptor that sees calls): nothing to call; the position below still moves.
       const observed = reachesAnyone(this.hooks.event) ? batch : [];
       for (const event of observed) {
@@ -237,15 +289,34 @@ export class RunJournal {
       }
       const last = batch.at(-1)!.seq;
       // Our position moves first: if the store write fails, this process still never re-delivers the batch.
-      this.observedSeq.set(runId, last);
+      const run = this.entry(runId);
+      run.observedSeq = last;
       // Driven here: the position rides on the run's next append (or is written when it rests).
-      if (this.fences.has(runId)) this.unwrittenSeq.set(runId, last);
+      if (run.fence !== undefined) run.unwrittenSeq = last;
       else await this.runs.markObserved(runId, last);
       // An observer appended (hook.failed) while we delivered: deliver that too.
-      if (!this.appendedByObservers.has(runId)) return;
+      if (!this.known.get(runId)?.appendedByObservers) return;
       batch = [];
     }
   }
+}
+
+/** What the journal knows of one run; undefined where it knows nothing. */
+interface JournalRun {
+  /** The observers' delivery chain, so they see events in seq order even when appends race. */
+  dispatching: Promise<void> | undefined;
+  /** The highest seq observers have seen, once this process has observed the run. */
+  observedSeq: number | undefined;
+  /** The observers' position not yet written to the store: it rides on the run's next append. */
+  unwrittenSeq: number | undefined;
+  /** What the drive of a fresh run has written (see OwnWrites). */
+  ownWrites: OwnWrites | undefined;
+  /** Whether an observer appended to the run while its events were being delivered. */
+  appendedByObservers: boolean;
+  /** The lease the run is driven under here: every write of it carries the fence, so a stale holder's writes are refused by the store. */
+  fence: RunFence | undefined;
+  /** Writes held for the run's next append (see `hold`). */
+  held: HeldWrite | undefined;
 }
 
 interface HeldWrite {

@@ -1,0 +1,55 @@
+import { describe, expect, it } from "vitest";
+import type { OpenEveRuntime } from "@assemblyline-agents/runtime";
+import type { RunJournal } from "../src/run/journal.js";
+import { MINIMAL_AGENT, agentFolder, toolSource } from "./support/agent-folder.js";
+import { startAgent } from "./support/runtime.js";
+
+/** The runtime's journal: what this process keeps per run between its appends. */
+const journalOf = (runtime: OpenEveRuntime) => (runtime as unknown as { journal: RunJournal }).journal;
+
+const agent = () =>
+  agentFolder({
+    "agent.ts": MINIMAL_AGENT,
+    "tools/echo.ts": toolSource(),
+    "tools/publish.ts": toolSource({ extra: `needsApproval: approvalRequired("Publishing is externally visible."),` }),
+  });
+
+describe("the journal keeps nothing of a run once it rests", () => {
+  it("after runs that complete, pause on an approval, fail, and resume, with synchronous observers", async () => {
+    const { runtime } = await startAgent(agent(), [{ toolCalls: [{ name: "echo", input: { value: "a" } }] }, { text: "done" }]);
+    expect((await runtime.run({ message: "go" })).status).toBe("completed");
+    expect(journalOf(runtime).runsKnown).toBe(0);
+    await runtime.close?.();
+
+    const paused = await startAgent(agent(), [{ toolCalls: [{ name: "publish", input: { value: "a" } }] }, { text: "published" }]);
+    const waiting = await paused.runtime.run({ message: "publish" });
+    expect(waiting.status).toBe("waiting_approval");
+    expect(journalOf(paused.runtime).runsKnown).toBe(0);
+    expect((await paused.runtime.approve(waiting.runId)).status).toBe("completed");
+    expect(journalOf(paused.runtime).runsKnown).toBe(0);
+    await paused.runtime.close?.();
+
+    // The probe's script has no second response: the run fails on its second model call.
+    const failing = await startAgent(agent(), [{ toolCalls: [{ name: "echo", input: { value: "a" } }] }]);
+    expect((await failing.runtime.run({ message: "go" })).status).toBe("failed");
+    expect(journalOf(failing.runtime).runsKnown).toBe(0);
+    await failing.runtime.close?.();
+  });
+
+  it("after runs whose observer is asynchronous (every event through the full delivery), and runs submitted before they start", async () => {
+    const { runtime, observed } = await startAgent(agent(), [{ toolCalls: [{ name: "echo", input: { value: "a" } }] }, { text: "done" }]);
+    const seen: string[] = [];
+    runtime.hooks.event.tapPromise("slow-observer", async (event) => {
+      await new Promise((resolve) => setImmediate(resolve));
+      seen.push(event.type);
+    });
+    const results = await Promise.all([runtime.run({ message: "one" }), runtime.run({ message: "two" })]);
+    expect(results.map((result) => result.status)).toEqual(["completed", "completed"]);
+    const submitted = await runtime.submit({ message: "three" });
+    expect((await runtime.start(submitted.runId)).status).toBe("completed");
+    expect(seen.filter((type) => type === "run.completed")).toHaveLength(3);
+    expect(observed.filter((event) => event.type === "run.completed")).toHaveLength(3);
+    expect(journalOf(runtime).runsKnown).toBe(0);
+    await runtime.close?.();
+  });
+});
