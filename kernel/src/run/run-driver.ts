@@ -22,14 +22,14 @@ import { buildModelContext } from "./context-policy.js";
 import { isInfrastructureFailure, leaseLost } from "./infrastructure-failure.js";
 import { dropUndefined, type RunJournal } from "./journal.js";
 import { describeRun, type RunResult } from "./run-result.js";
-import type { RunScope, RunServices } from "./run-scope.js";
+import { DriveScope, type RunScope, type RunServices } from "./run-scope.js";
+import { RunSkills } from "./run-skills.js";
 import { holdForStep, runStep } from "./step.js";
 import { callTool } from "./tool-pipeline.js";
-import { activateTools, activatedToolNames } from "./tool-activation.js";
+import { activatedToolNames } from "./tool-activation.js";
 import { defaultToolsProblem, toModelToolSpec, visibleTools, type ToolTable, type ToolTableEntry } from "./tool-table.js";
 import { profileOfRun, type AgentProfile } from "../agents/agent-profile.js";
 import type { SkillLibrary, SkillView } from "../skills/skill-library.js";
-import type { SkillActivation } from "./run-access.js";
 
 export interface RunDriverParts {
   manifest: AgentManifest;
@@ -379,31 +379,19 @@ export class RunDriver {
       const skill = await library.get(String(event.data.name));
       if (skill) activeSkills.push(skill);
     }
-    const skills: SkillActivation = {
-      load: async (name) => {
-        const skill = await library.get(name);
-        if (!skill) {
-          throw new AssemblyLineError("AL_ERR_SKILL_NOT_FOUND", `no skill "${name}"`, {
-            fix: `Load one of: ${(await library.list()).map((entry) => entry.name).join(", ") || "(none)"}.`,
-          });
-        }
-        await journal.record(run.id, "skill.loaded", { name: skill.name, digest: skill.digest, tools: skill.tools });
-        await activateTools(scope, skill.tools, `skill:${skill.name}`);
-        return skill;
-      },
-    };
-    const scope: RunScope = {
-      runId: run.id,
-      agentRevision: run.agentRevision,
-      runs: state.runs,
+    // Made with `new`, not as object literals: see DriveScope.
+    const skills = new RunSkills(library, () => scope);
+    const scope: RunScope = new DriveScope(
+      run.id,
+      run.agentRevision,
+      state.runs,
       journal,
       table,
-      visible: new Set(offered.map((entry) => entry.name)),
-      offered: [],
+      new Set(offered.map((entry) => entry.name)),
       skills,
-      signal: controller.signal,
+      controller.signal,
       services,
-      channel: run.input.channel
+      run.input.channel
         ? {
             name: run.input.channel.name,
             ...(run.conversationId ? { conversationId: run.conversationId } : {}),
@@ -411,10 +399,9 @@ export class RunDriver {
           }
         : undefined,
       logger,
-      failure: null,
       lease,
-      budget: await RunBudget.load(run, this.parts.budgets, state, { fresh }),
-    };
+      await RunBudget.load(run, this.parts.budgets, state, { fresh }),
+    );
     try {
       const info = {
         runId: run.id,

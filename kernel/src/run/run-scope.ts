@@ -70,3 +70,34 @@ export interface RunScope {
   /** What the first paused call waits for: the run's status once the engine returns its continuation. */
   pausedFor?: "approval" | "input";
 }
+
+/**
+ * A run's scope, made with `new` rather than as an object literal. V8 pretenures an
+ * object literal's allocation site once most of what it allocates outlives a young
+ * collection, as each run's scope does with many runs in flight: every scope after
+ * that starts in the old generation, and until the next full collection it keeps
+ * what it reaches (the run's services, tools, budget) alive through every young
+ * collection, long after its run ended. Objects made with `new` are not tracked by
+ * allocation site, so they start young like the rest of the run.
+ */
+export class DriveScope implements RunScope {
+  offered: ModelToolSpec[] = [];
+  failure: { code?: string; message: string } | null = null;
+  pausedFor?: "approval" | "input";
+
+  constructor(
+    readonly runId: string,
+    readonly agentRevision: string,
+    readonly runs: RunStore,
+    readonly journal: RunJournal,
+    readonly table: ToolTable,
+    readonly visible: Set<string>,
+    readonly skills: SkillActivation,
+    readonly signal: AbortSignal,
+    readonly services: RunServices,
+    readonly channel: ChannelView | undefined,
+    readonly logger: RuntimeLogger,
+    readonly lease: { lost: boolean },
+    readonly budget: RunBudget,
+  ) {}
+}

@@ -1,0 +1,30 @@
+import { AssemblyLineError } from "@assemblyline-agents/core";
+import type { SkillLibrary, SkillView } from "../skills/skill-library.js";
+import type { SkillActivation } from "./run-access.js";
+import type { RunScope } from "./run-scope.js";
+import { activateTools } from "./tool-activation.js";
+
+/**
+ * What load_skill reaches in one run: records the skill as loaded and offers its
+ * tools. A class, not an object literal, for the reason DriveScope gives.
+ */
+export class RunSkills implements SkillActivation {
+  constructor(
+    private readonly library: SkillLibrary,
+    /** The run's scope, made after this (it holds this). */
+    private readonly scopeOf: () => RunScope,
+  ) {}
+
+  async load(name: string): Promise<SkillView> {
+    const skill = await this.library.get(name);
+    if (!skill) {
+      throw new AssemblyLineError("AL_ERR_SKILL_NOT_FOUND", `no skill "${name}"`, {
+        fix: `Load one of: ${(await this.library.list()).map((entry) => entry.name).join(", ") || "(none)"}.`,
+      });
+    }
+    const scope = this.scopeOf();
+    await scope.journal.record(scope.runId, "skill.loaded", { name: skill.name, digest: skill.digest, tools: skill.tools });
+    await activateTools(scope, skill.tools, `skill:${skill.name}`);
+    return skill;
+  }
+}
