@@ -40,7 +40,7 @@ import { ToolTable, buildToolTable, defaultToolsProblem, mergeToolPolicy } from 
 import { resolveState, type ResolvedState } from "./state/resolve-state.js";
 import { createMemoryApi } from "./state/memory-api.js";
 import { createRuntimeFilesystem } from "./filesystem/runtime-filesystem.js";
-import type { RunServices } from "./run/run-scope.js";
+import { RunServicesRecord, type RunServices } from "./run/run-scope.js";
 import { buildAgentProfiles, profileOfRun, type AgentProfile } from "./agents/agent-profile.js";
 import { SkillLibrary, type SkillWriteGate, type SkillWriteResult } from "./skills/skill-library.js";
 import { skillWriteGate } from "./skills/write-approval.js";
@@ -703,22 +703,10 @@ export class OpenEveRuntime {
         onSkillChange,
         ...(skillGate ? { skillGate } : {}),
       });
-    return {
+    // Made with `new`, not as an object literal: see RunServicesRecord.
+    const services = new RunServicesRecord(
       getSandbox,
-      ...(skills.writable ? { selfImprovement: createSelfImprovementApi(skills, onSkillChange) } : {}),
-      releaseSandbox: async () => {
-        if (!sandbox || !sandboxAdapter || !ownsSandbox) return;
-        sandbox = undefined;
-        await sandboxAdapter.release(run.id).catch((error) => this.logger.warn({ runId: run.id, err: String(error) }, "sandbox release failed"));
-      },
-      memory: createMemoryApi(this.state.memory),
-      ...(this.manifest.agent.dynamicAutomations?.dynamic
-        ? { automationManager: (gate) => createAutomationManager(this.automations, gate(this.manifest.agent.dynamicAutomations.approval)) }
-        : {}),
-      connections: this.connections.connections(),
-      ...(this.dynamicConnections.dynamic ? { connectionManager: (gate) => this.connections.manager(gate(this.dynamicConnections.approval), run.id) } : {}),
-      ...(this.options.blob ? { blob: this.options.blob } : {}),
-      spawnSubagent: (request, callId) =>
+      (request, callId) =>
         spawnSubagent(
           { runs: this.state.runs, journal: this.journal, limits: this.subagentLimits, drive: (childRunId) => this.driver.drive(childRunId) },
           run,
@@ -726,16 +714,27 @@ export class OpenEveRuntime {
           callId,
           request,
         ),
-      filesystem: filesystemWith(undefined),
-      ...(profile.selfImprovement.writeApproval
-        ? {
-            forCall: (call: { id: string; approved: boolean }) => {
-              const gate = skillWriteGate(this.state.runs, run.id, call);
-              return { filesystem: filesystemWith(gate), ...(skills.writable ? { selfImprovement: createSelfImprovementApi(skills, onSkillChange, gate) } : {}) };
-            },
-          }
-        : {}),
-    };
+      filesystemWith(undefined),
+      async () => {
+        if (!sandbox || !sandboxAdapter || !ownsSandbox) return;
+        sandbox = undefined;
+        await sandboxAdapter.release(run.id).catch((error) => this.logger.warn({ runId: run.id, err: String(error) }, "sandbox release failed"));
+      },
+    );
+    if (skills.writable) services.selfImprovement = createSelfImprovementApi(skills, onSkillChange);
+    services.memory = createMemoryApi(this.state.memory);
+    const automations = this.manifest.agent.dynamicAutomations;
+    if (automations?.dynamic) services.automationManager = (gate) => createAutomationManager(this.automations, gate(automations.approval));
+    services.connections = this.connections.connections();
+    if (this.dynamicConnections.dynamic) services.connectionManager = (gate) => this.connections.manager(gate(this.dynamicConnections.approval), run.id);
+    if (this.options.blob) services.blob = this.options.blob;
+    if (profile.selfImprovement.writeApproval) {
+      services.forCall = (call: { id: string; approved: boolean }) => {
+        const gate = skillWriteGate(this.state.runs, run.id, call);
+        return { filesystem: filesystemWith(gate), ...(skills.writable ? { selfImprovement: createSelfImprovementApi(skills, onSkillChange, gate) } : {}) };
+      };
+    }
+    return services;
   }
 }
 

@@ -44,6 +44,29 @@ export interface RunServices {
   releaseSandbox(): Promise<void>;
 }
 
+/**
+ * A run's services, made with `new` rather than as an object literal, for the
+ * reason DriveScope gives (behind the Node host, V8 pretenured the literal this
+ * replaced): the members every run has in the constructor, the optional ones set
+ * after it.
+ */
+export class RunServicesRecord implements RunServices {
+  memory?: MemoryApi;
+  blob?: BlobStore;
+  selfImprovement?: SelfImprovementApi;
+  forCall?: RunServices["forCall"];
+  automationManager?: RunServices["automationManager"];
+  connectionManager?: RunServices["connectionManager"];
+  connections?: Record<string, unknown>;
+
+  constructor(
+    readonly getSandbox: () => Promise<Sandbox>,
+    readonly spawnSubagent: (request: SubagentRequest, callId: string) => Promise<JsonValue>,
+    readonly filesystem: RuntimeFilesystem,
+    readonly releaseSandbox: () => Promise<void>,
+  ) {}
+}
+
 /** Everything one execution of one run shares. */
 export interface RunScope {
   runId: string;
