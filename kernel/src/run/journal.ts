@@ -18,10 +18,11 @@ import { OwnWrites } from "./own-writes.js";
  */
 export class RunJournal {
   /**
-   * What this process knows of each run it drives or observes, in one record per run: a
-   * run's every append reads and moves it, as fields rather than entries in a map each
-   * (a map's entries coming and going reallocate its table, and those tables outlived
-   * young collections: about a kilobyte per run promoted at 50 concurrent).
+   * What this process knows of each run it drives or observes, in one record per run whose
+   * fields a run's appends change. Not a map per field: entries set and deleted on every
+   * append made each map reallocate its table, and a dropped table kept what it pointed at
+   * alive through young collections until the next full one (docs/performance.md,
+   * "Objects that live for a run").
    */
   private readonly known = new Map<string, JournalRun>();
 
