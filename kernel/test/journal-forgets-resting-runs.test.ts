@@ -1,4 +1,4 @@
-import { describe, expect, it } from "vitest";
+import { afterEach, describe, expect, it } from "vitest";
 import type { OpenEveRuntime } from "@assemblyline-agents/runtime";
 import type { RunJournal } from "../src/run/journal.js";
 import { MINIMAL_AGENT, agentFolder, toolSource } from "./support/agent-folder.js";
@@ -6,6 +6,18 @@ import { startAgent } from "./support/runtime.js";
 
 /** The runtime's journal: what this process keeps per run between its appends. */
 const journalOf = (runtime: OpenEveRuntime) => (runtime as unknown as { journal: RunJournal }).journal;
+
+/** Runtimes this file started: each test closes its own, also when an assertion fails. */
+const started: OpenEveRuntime[] = [];
+afterEach(async () => {
+  for (const runtime of started.splice(0)) await runtime.close?.();
+});
+
+const start = async (...args: Parameters<typeof startAgent>) => {
+  const agentRuntime = await startAgent(...args);
+  started.push(agentRuntime.runtime);
+  return agentRuntime;
+};
 
 const agent = () =>
   agentFolder({
@@ -16,28 +28,25 @@ const agent = () =>
 
 describe("the journal keeps nothing of a run once it rests", () => {
   it("after runs that complete, pause on an approval, fail, and resume, with synchronous observers", async () => {
-    const { runtime } = await startAgent(agent(), [{ toolCalls: [{ name: "echo", input: { value: "a" } }] }, { text: "done" }]);
+    const { runtime } = await start(agent(), [{ toolCalls: [{ name: "echo", input: { value: "a" } }] }, { text: "done" }]);
     expect((await runtime.run({ message: "go" })).status).toBe("completed");
     expect(journalOf(runtime).runsKnown).toBe(0);
-    await runtime.close?.();
 
-    const paused = await startAgent(agent(), [{ toolCalls: [{ name: "publish", input: { value: "a" } }] }, { text: "published" }]);
+    const paused = await start(agent(), [{ toolCalls: [{ name: "publish", input: { value: "a" } }] }, { text: "published" }]);
     const waiting = await paused.runtime.run({ message: "publish" });
     expect(waiting.status).toBe("waiting_approval");
     expect(journalOf(paused.runtime).runsKnown).toBe(0);
     expect((await paused.runtime.approve(waiting.runId)).status).toBe("completed");
     expect(journalOf(paused.runtime).runsKnown).toBe(0);
-    await paused.runtime.close?.();
 
     // The probe's script has no second response: the run fails on its second model call.
-    const failing = await startAgent(agent(), [{ toolCalls: [{ name: "echo", input: { value: "a" } }] }]);
+    const failing = await start(agent(), [{ toolCalls: [{ name: "echo", input: { value: "a" } }] }]);
     expect((await failing.runtime.run({ message: "go" })).status).toBe("failed");
     expect(journalOf(failing.runtime).runsKnown).toBe(0);
-    await failing.runtime.close?.();
   });
 
   it("after runs whose observer is asynchronous (every event through the full delivery), and runs submitted before they start", async () => {
-    const { runtime, observed } = await startAgent(agent(), [{ toolCalls: [{ name: "echo", input: { value: "a" } }] }, { text: "done" }]);
+    const { runtime, observed } = await start(agent(), [{ toolCalls: [{ name: "echo", input: { value: "a" } }] }, { text: "done" }]);
     const seen: string[] = [];
     runtime.hooks.event.tapPromise("slow-observer", async (event) => {
       await new Promise((resolve) => setImmediate(resolve));
@@ -50,6 +59,5 @@ describe("the journal keeps nothing of a run once it rests", () => {
     expect(seen.filter((type) => type === "run.completed")).toHaveLength(3);
     expect(observed.filter((event) => event.type === "run.completed")).toHaveLength(3);
     expect(journalOf(runtime).runsKnown).toBe(0);
-    await runtime.close?.();
   });
 });
