@@ -47,9 +47,14 @@ interface StoredRun {
   record: RunRecord;
   /** Creation order; listRuns pages by it so equal timestamps still order stably. */
   ordinal: number;
-  /** Each event's type, data and time as JSON text (`eventText`); id, run id and seq follow from its index. */
+  /** Each event's type and data as JSON text (`eventText`); id, run id and seq follow from its index. */
   events: string[];
-  /** Tool calls and steps as the JSON text of their whole record. */
+  /**
+   * Each event's time, beside its text: the events of one append share one time, so they share
+   * one string here instead of each text repeating its 24 characters.
+   */
+  eventTimes: string[];
+  /** Tool calls and steps as the JSON text of their record without its run id, which is the run's. */
   toolCalls: Map<string, string>;
   steps: Map<string, string>;
   checkpoint: CheckpointRecord | undefined;
@@ -97,13 +102,22 @@ function flat(text: string): string {
 
 const fromText = <T>(text: string): T => JSON.parse(text) as T;
 
-const eventText = (type: string, data: unknown, createdAt: string): string => toText({ type, data, createdAt });
+const eventText = (type: string, data: unknown): string => toText({ type, data });
 
-function eventFromText(runId: string, index: number, text: string): RunEvent {
-  const { type, data, createdAt } = fromText<Pick<RunEvent, "type" | "data" | "createdAt">>(text);
+function eventFromText(runId: string, index: number, text: string, createdAt: string): RunEvent {
+  const { type, data } = fromText<Pick<RunEvent, "type" | "data">>(text);
   const seq = index + 1;
   return { id: `${runId}:${seq}`, runId, seq, type, data, createdAt };
 }
+
+/** The text a tool call or step is kept as: its record without the run id (see `withRunId`). */
+function rowText(row: { runId?: string }): string {
+  // JSON leaves out a field that is undefined: cheaper than a copy without the key.
+  return toText({ ...row, runId: undefined });
+}
+
+/** A tool call or step read back from its text, with its run's id first, as records are written. */
+const withRunId = <T>(runId: string, text: string): T => ({ runId, ...fromText<object>(text) }) as T;
 
 const isoOf = (now: Date | undefined): string => isoTimestamp(now?.getTime());
 
@@ -190,7 +204,8 @@ export class InMemoryStateAdapter implements StateAdapter {
     this.runs.set(run.id, {
       record,
       ordinal: this.nextOrdinal++,
-      events: [eventText(created.type, created.data, created.createdAt)],
+      events: [eventText(created.type, created.data)],
+      eventTimes: [now],
       toolCalls: new Map(),
       steps: new Map(),
       checkpoint: undefined,
@@ -253,10 +268,13 @@ export class InMemoryStateAdapter implements StateAdapter {
       const seq = record.lastSeq + index + 1;
       return { id: `${runId}:${seq}`, runId, seq, type: event.type, data: copy(event.data ?? {}), createdAt: now };
     });
-    const texts = appended.map((event) => eventText(event.type, event.data, now));
-    const next = change === undefined ? undefined : storedChange(change, record.id, stored.steps);
+    const texts = appended.map((event) => eventText(event.type, event.data));
+    const next = change === undefined ? undefined : storedChange(change, stored.steps);
 
-    for (const text of texts) stored.events.push(text);
+    for (const text of texts) {
+      stored.events.push(text);
+      stored.eventTimes.push(now);
+    }
     record.lastSeq += appended.length;
     record.updatedAt = now;
     if (next) this.applyChange(stored, next, now);
@@ -273,7 +291,7 @@ export class InMemoryStateAdapter implements StateAdapter {
     const start = Math.max(0, Math.min(stored.events.length, Math.floor(afterSeq)));
     const end = options.limit === undefined ? stored.events.length : Math.min(stored.events.length, start + Math.max(0, options.limit));
     const listed: RunEvent[] = [];
-    for (let index = start; index < end; index++) listed.push(eventFromText(runId, index, stored.events[index]!));
+    for (let index = start; index < end; index++) listed.push(eventFromText(runId, index, stored.events[index]!, stored.eventTimes[index]!));
     return listed;
   }
 
@@ -284,16 +302,16 @@ export class InMemoryStateAdapter implements StateAdapter {
 
   async getToolCall(runId: string, callId: string): Promise<ToolCallRecord | undefined> {
     const call = this.runs.get(runId)?.toolCalls.get(callId);
-    return call === undefined ? undefined : fromText<ToolCallRecord>(call);
+    return call === undefined ? undefined : withRunId<ToolCallRecord>(runId, call);
   }
 
   async listToolCalls(runId: string): Promise<ToolCallRecord[]> {
-    return [...(this.runs.get(runId)?.toolCalls.values() ?? [])].map((call) => fromText<ToolCallRecord>(call));
+    return [...(this.runs.get(runId)?.toolCalls.values() ?? [])].map((call) => withRunId<ToolCallRecord>(runId, call));
   }
 
   async getStep(runId: string, key: string): Promise<StepRecord | undefined> {
     const step = this.runs.get(runId)?.steps.get(key);
-    return step === undefined ? undefined : fromText<StepRecord>(step);
+    return step === undefined ? undefined : withRunId<StepRecord>(runId, step);
   }
 
   async getCheckpoint(runId: string): Promise<CheckpointRecord | undefined> {
@@ -633,14 +651,15 @@ interface StoredChange extends Omit<RunStateChange, "toolCall" | "step"> {
 }
 
 /**
- * Copy or serialize every part of `change` (throwing before anything is written), stamped with the run's id.
+ * Copy or serialize every part of `change`, throwing before anything is written; tool calls and steps are kept
+ * without their run id, which reads back as the run's.
  * A step whose key the run already has is left out: step keys are insert-once.
  */
-function storedChange(change: RunStateChange, runId: string, steps: ReadonlyMap<string, string>): StoredChange {
+function storedChange(change: RunStateChange, steps: ReadonlyMap<string, string>): StoredChange {
   const { toolCall, step, ...rest } = change;
   const ready: StoredChange = copy(rest);
-  if (toolCall) ready.toolCall = { callId: toolCall.callId, text: toText({ ...toolCall, runId }) };
-  if (step && !steps.has(step.key)) ready.step = { key: step.key, text: toText({ ...step, runId }) };
+  if (toolCall) ready.toolCall = { callId: toolCall.callId, text: rowText(toolCall) };
+  if (step && !steps.has(step.key)) ready.step = { key: step.key, text: rowText(step) };
   return ready;
 }
 

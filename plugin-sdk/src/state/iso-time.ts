@@ -1,31 +1,23 @@
-/**
- * "YYYY-MM-DDTHH:MM:SS." of the two seconds last formatted: a write's own time
- * and a lease's expiry a few seconds on alternate.
- */
-const seconds = [Number.NaN, Number.NaN];
-const prefixes = ["", ""];
-let older = 0;
+/** How many distinct milliseconds are remembered: a write's own time, a lease's expiry and a retry time or two. */
+const REMEMBERED = 4;
+const times: number[] = new Array<number>(REMEMBERED).fill(Number.NaN);
+const texts: string[] = new Array<string>(REMEMBERED).fill("");
+let oldest = 0;
 
 /**
- * `new Date(ms).toISOString()`, without formatting a Date for every call: the
- * text up to the milliseconds is kept for the second it belongs to. State records
- * carry several timestamps per write, and formatting a Date costs about a
- * microsecond, more than the rest of a small in-memory write.
+ * `new Date(ms).toISOString()`, formatted once per millisecond: the text of the last
+ * few milliseconds asked for is kept and handed out again. State records carry
+ * several timestamps per write, and at a few thousand runs a second most of them
+ * fall in a millisecond already formatted. Stores keep these texts, so every record
+ * of one millisecond shares one string, and it is a flat one: a text joined from a
+ * cached prefix and the milliseconds would be a tree of four strings, all kept.
  */
 export function isoTimestamp(ms: number = Date.now()): string {
-  // A fraction of a millisecond is cut toward zero by Date: left to it.
-  if (!Number.isInteger(ms)) return new Date(ms).toISOString();
-  const second = Math.floor(ms / 1000);
-  const slot = seconds[0] === second ? 0 : seconds[1] === second ? 1 : -1;
-  if (slot < 0) {
-    const full = new Date(ms).toISOString();
-    // Years outside 0000-9999 are written with a sign and six digits: not kept.
-    if (full.length !== 24) return full;
-    seconds[older] = second;
-    prefixes[older] = full.slice(0, 20);
-    older = 1 - older;
-    return full;
-  }
-  const millis = ms - second * 1000;
-  return `${prefixes[slot]}${millis < 10 ? "00" : millis < 100 ? "0" : ""}${millis}Z`;
+  for (let slot = 0; slot < REMEMBERED; slot += 1) if (times[slot] === ms) return texts[slot]!;
+  // Throws a RangeError for a time that is not one, as Date does; nothing is remembered then.
+  const text = new Date(ms).toISOString();
+  times[oldest] = ms;
+  texts[oldest] = text;
+  oldest = (oldest + 1) % REMEMBERED;
+  return text;
 }

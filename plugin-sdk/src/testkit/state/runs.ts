@@ -153,6 +153,17 @@ export function describeRunStoreConformance(name: string, factory: StateKitFacto
         expect(await store().listEvents(run.id)).toEqual([...(await store().listEvents(run.id, { limit: 1 })), ...appended]);
       });
 
+      it("keeps each append's time on its own events", async () => {
+        const { run } = await store().createRun(newRun());
+        const first = await store().appendEvents(run.id, [{ type: "run.started" }, { type: "model.response" }]);
+        await new Promise((resolve) => setTimeout(resolve, 5));
+        const second = await store().appendEvents(run.id, [{ type: "run.completed" }]);
+        expect(first[0]!.createdAt).toBe(first[1]!.createdAt);
+        expect(Date.parse(second[0]!.createdAt)).toBeGreaterThan(Date.parse(first[0]!.createdAt));
+        const listed = await store().listEvents(run.id);
+        expect(listed.map((event) => event.createdAt)).toEqual([run.createdAt, first[0]!.createdAt, first[1]!.createdAt, second[0]!.createdAt]);
+      });
+
       it("keeps seq contiguous when 50 writers append at once", async () => {
         const { run } = await store().createRun(newRun());
         const writes = Array.from({ length: 50 }, (_, writer) =>
@@ -233,8 +244,8 @@ export function describeRunStoreConformance(name: string, factory: StateKitFacto
           conversationId: "conv-9",
           lastSeq: 2,
         });
-        expect(await store().getToolCall(run.id, "call-1")).toMatchObject({ status: "completed", output: { ok: true }, modelOutput: "ok" });
-        expect(await store().getStep(run.id, "step-1")).toMatchObject({ key: "step-1", result: { value: 1 }, metadata: { kind: "model" } });
+        expect(await store().getToolCall(run.id, "call-1")).toMatchObject({ runId: run.id, callId: "call-1", status: "completed", output: { ok: true }, modelOutput: "ok" });
+        expect(await store().getStep(run.id, "step-1")).toMatchObject({ runId: run.id, key: "step-1", result: { value: 1 }, metadata: { kind: "model" } });
         expect(await store().getCheckpoint(run.id)).toMatchObject({ continuation: { v: 1, cursor: "abc" } });
         const deliveries = await store().listDeliveries(run.id);
         expect(deliveries).toHaveLength(1);
@@ -283,6 +294,7 @@ export function describeRunStoreConformance(name: string, factory: StateKitFacto
         });
         const calls = await store().listToolCalls(run.id);
         expect(calls.map((call) => call.callId).sort()).toEqual(["a", "b"]);
+        expect(calls.map((call) => call.runId)).toEqual([run.id, run.id]);
         expect(await store().getToolCall(run.id, "a")).toMatchObject({ status: "completed", output: [1, 2, 3] });
         expect(await store().getToolCall(run.id, "missing")).toBeUndefined();
       });
