@@ -11,7 +11,8 @@
 //   job "commits":    PostgreSQL statements, transactions, writing transactions and WAL fdatasyncs
 //                     per run, counted by the server for a private database.
 //   job "paused":     heap the runtime holds for 10,000 paused runs.
-//   job "disk":       the disk's own ceiling: 200-byte appends, each durable before the next (as the log syncs).
+//   job "disk":       the disk's own ceiling: 200-byte synced writes, each durable before the next, as the log
+//                     writes them (into space filled ahead where the platform has O_DSYNC, else appended).
 //   job "postgresCeiling": the server's own ceiling: one-row INSERTs, each its own transaction, on 1, 16
 //                     and 50 connections.
 import { on } from "node:events";
@@ -63,10 +64,15 @@ async function countSyncs() {
     }
     return syncedFds.get(fd);
   };
-  const { write, close } = proto;
+  const { write, writev, close } = proto;
   proto.write = function (...args) {
     if (isSynced(this.fd)) counters.syncs += 1;
     return write.apply(this, args);
+  };
+  // The log's fills of zeros ahead of its end (one synced write each).
+  proto.writev = function (...args) {
+    if (isSynced(this.fd)) counters.syncs += 1;
+    return writev.apply(this, args);
   };
   proto.close = function (...args) {
     syncedFds.delete(this.fd);
@@ -305,13 +311,20 @@ async function paused({ runs }) {
 async function disk({ ms }) {
   const path = join(process.env.BENCH_TMPDIR ?? tmpdir(), `al-bench-disk-${process.pid}`);
   const synced = constants.O_DSYNC !== undefined;
-  const handle = await open(path, synced ? constants.O_RDWR | constants.O_APPEND | constants.O_CREAT | constants.O_DSYNC : "a");
+  const handle = await open(path, synced ? constants.O_RDWR | constants.O_CREAT | constants.O_DSYNC : "a");
   const line = Buffer.alloc(200, 0x61);
+  // As the log writes where it has O_DSYNC: into space filled with zeros ahead (synced before the clock starts).
+  const ahead = synced ? 64 * 1024 * 1024 : 0;
+  if (synced) {
+    const zeros = Buffer.alloc(1024 * 1024);
+    for (let at = 0; at < ahead; at += zeros.length) await handle.write(zeros, 0, zeros.length, at);
+  }
   let syncs = 0;
   const t0 = performance.now();
   try {
     while (performance.now() - t0 < ms) {
-      await handle.write(line);
+      const position = synced ? (syncs * line.length) % ahead : null;
+      await handle.write(line, 0, line.length, position);
       if (!synced) await handle.datasync();
       syncs += 1;
     }

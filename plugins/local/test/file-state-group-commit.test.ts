@@ -29,16 +29,16 @@ const isLog = (fd: number) => {
   }
 };
 
-type WriteSync = (fd: number, buffer: Buffer, offset?: number, length?: number) => number;
+type WriteSync = (fd: number, buffer: Buffer, offset?: number, length?: number, position?: number | null) => number;
 
 /**
  * Replace fs.writeSync for the log's file with `replacement` (given the original): the log's
  * inline batches. Imported names of node:fs follow once syncBuiltinESMExports runs.
  */
-function onInlineWrites(replacement: (original: WriteSync, fd: number, buffer: Buffer, offset: number, length: number) => number): void {
+function onInlineWrites(replacement: (original: WriteSync, fd: number, buffer: Buffer, offset: number, length: number, position: number | null) => number): void {
   const original = fs.writeSync as unknown as WriteSync;
-  (fs as unknown as { writeSync: WriteSync }).writeSync = (fd, buffer, offset = 0, length = buffer.length - offset) =>
-    isLog(fd) ? replacement(original, fd, buffer, offset, length) : original(fd, buffer, offset, length);
+  (fs as unknown as { writeSync: WriteSync }).writeSync = (fd, buffer, offset = 0, length = buffer.length - offset, position = null) =>
+    isLog(fd) ? replacement(original, fd, buffer, offset, length, position) : original(fd, buffer, offset, length, position);
   syncBuiltinESMExports();
   restores.push(() => {
     (fs as unknown as { writeSync: WriteSync }).writeSync = original;
@@ -51,9 +51,9 @@ const blockFor = (ms: number) => Atomics.wait(new Int32Array(new SharedArrayBuff
 
 /** A disk whose every inline write takes `ms` longer: past 16 ms, its first batch sends the log's writes to the thread pool. */
 function slowDisk(ms: number): void {
-  onInlineWrites((original, fd, buffer, offset, length) => {
+  onInlineWrites((original, fd, buffer, offset, length, position) => {
     blockFor(ms);
-    return original(fd, buffer, offset, length);
+    return original(fd, buffer, offset, length, position);
   });
 }
 
@@ -354,9 +354,9 @@ describe("FileStateAdapter group commit on the event loop", () => {
     const { adapter } = await adapterWithRuns(20);
     const acked: number[] = [];
     const writes: Array<{ records: number; ackedBefore: number }> = [];
-    onInlineWrites((original, fd, buffer, offset, length) => {
+    onInlineWrites((original, fd, buffer, offset, length, position) => {
       writes.push({ records: buffer.subarray(offset, offset + length).toString("utf8").split("\n").length - 1, ackedBefore: acked.length });
-      return original(fd, buffer, offset, length);
+      return original(fd, buffer, offset, length, position);
     });
     const calls = Array.from({ length: 20 }, (_, i) => adapter.appendEvents(`r${i}`, [{ type: "tick" }]).then(() => acked.push(i)));
     await Promise.all(calls);
@@ -380,10 +380,10 @@ describe("FileStateAdapter group commit on the event loop", () => {
     const { directory, adapter } = await adapterWithRuns(1);
     const delays = [6, 0, 0, 0, 30];
     let inline = 0;
-    onInlineWrites((original, fd, buffer, offset, length) => {
+    onInlineWrites((original, fd, buffer, offset, length, position) => {
       const delay = delays[inline++] ?? 0;
       if (delay > 0) blockFor(delay);
-      return original(fd, buffer, offset, length);
+      return original(fd, buffer, offset, length, position);
     });
     for (let i = 0; i < 10; i++) await adapter.appendEvents("r0", [{ type: `tick ${i}` }]);
     // A 6 ms spike leaves the writes on the event loop; a 30 ms batch moves every later one to the thread pool.

@@ -62,7 +62,8 @@ import { WriteAheadLog } from "./write-ahead-log.js";
  *   snapshot.json    every table as of the start of generation N (absent: empty, N = 0);
  *                    only ever replaced whole, by write-temp + fsync + rename + fsync(dir)
  *   log-N.wal        the write-ahead log of generation N: one checksummed line per
- *                    committed call, holding every primitive write (StateOp) it made;
+ *                    committed call, holding every primitive write (StateOp) it made,
+ *                    and while open zeros written ahead of them (see WriteAheadLog);
  *                    log-(N+1), log-(N+2)... follow it while a newer snapshot is written
  *
  * A call computes its writes against the in-memory tables, appends them as ONE log

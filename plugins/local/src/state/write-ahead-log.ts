@@ -24,7 +24,20 @@ const INLINE_RETRY_MS = 1_000;
  * event loop relays, and that relay waited behind every run's work in between.
  */
 const SYNCED_WRITES = constants.O_DSYNC !== undefined;
-const LOG_FLAGS = SYNCED_WRITES ? constants.O_RDWR | constants.O_APPEND | constants.O_CREAT | constants.O_DSYNC : "a+";
+/**
+ * With synced writes, the log writes each batch at its end into space already filled with
+ * zeros ahead of it, not past the end of the file: a synced write that grows the file must
+ * also commit the file's new size (a journal commit of the file system), one into space the
+ * file has must not (on the development machine, 0.15-0.18 ms against 0.29-0.48 ms per
+ * synced write of 5-50 KB). Elsewhere the log appends, as before.
+ */
+const FILLS_AHEAD = SYNCED_WRITES;
+const LOG_FLAGS = SYNCED_WRITES ? constants.O_RDWR | constants.O_CREAT | constants.O_DSYNC : "a+";
+/** The first fill ahead of a log's end; each next one doubles, up to FILL_MAX_BYTES: a small folder stays small. */
+const FILL_MIN_BYTES = 64 * 1024;
+const FILL_MAX_BYTES = 4 * 1024 * 1024;
+/** Zeros written per call of a fill. */
+const FILL_CHUNK_BYTES = 64 * 1024;
 
 /** A record waiting for its batch: its line, and the settling of its append. */
 interface PendingRecord {
@@ -57,10 +70,14 @@ interface Batch {
  * record appended with `appendLazily` starts no sync of its own: it joins the next
  * batch (another append's, a `syncSoon`, or one LAZY_SYNC_MS later).
  *
+ * With FILLS_AHEAD the records are followed by zeros written ahead of them (a fill,
+ * through the thread pool, while batches go on before it; a batch that would reach
+ * the zeros still being written waits for them), and `close` cuts them off again.
+ *
  * A crash mid-write leaves at most one torn record at the end (no newline, or a
- * checksum that does not match); `read` stops at the first such record and
- * `openForAppend` cuts the file there, so a record is either wholly in the log or
- * not at all. A failed write or fdatasync fails its batch and every later append:
+ * checksum that does not match), and maybe zeros after it; `read` stops at the first
+ * such record and `openForAppend` cuts the file there, so a record is either wholly in
+ * the log or not at all. A failed write or fdatasync fails its batch and every later append:
  * what the disk holds is then unknown, so the log must be reopened (replayed).
  */
 export class WriteAheadLog {
@@ -80,15 +97,25 @@ export class WriteAheadLog {
   private eagerPending = 0;
   /** Whether `syncSoon` asked for the waiting records, lazy ones included, since the last batch was taken. */
   private urgent = false;
+  /** Where the file's written bytes end, records and the zeros filled ahead of them (FILLS_AHEAD). */
+  private filledTo: number;
+  /** The fill being written, from `from` on: no batch may reach past `from` until it is done. */
+  private filling: { from: number; done: Promise<void> } | undefined;
+  private nextFillBytes = FILL_MIN_BYTES;
 
   private constructor(
     readonly path: string,
     private readonly handle: FileHandle,
     /** Bytes on disk and synced. */
     private size: number,
-  ) {}
+  ) {
+    this.filledTo = size;
+  }
 
-  /** Parse every intact record; `validBytes` is where the intact prefix ends. */
+  /**
+   * Parse every intact record; `validBytes` is where the intact prefix ends, `totalBytes` where the
+   * file's last byte that is not zero does: the zeros filled ahead of the records are no torn record.
+   */
   static async read(path: string): Promise<{ records: unknown[]; validBytes: number; totalBytes: number }> {
     let bytes: Buffer;
     try {
@@ -112,10 +139,12 @@ export class WriteAheadLog {
       records.push(record);
       offset = end + 1;
     }
-    return { records, validBytes: offset, totalBytes: bytes.length };
+    let totalBytes = bytes.length;
+    while (totalBytes > offset && bytes[totalBytes - 1] === 0) totalBytes -= 1;
+    return { records, validBytes: offset, totalBytes };
   }
 
-  /** Open for appending after cutting anything past `validBytes` (a torn tail). */
+  /** Open for appending after cutting anything past `validBytes` (a torn tail, zeros filled ahead). */
   static async openForAppend(path: string, validBytes: number): Promise<WriteAheadLog> {
     const handle = await open(path, LOG_FLAGS);
     try {
@@ -181,11 +210,17 @@ export class WriteAheadLog {
   private flushAtEndOfTurn(): Promise<void> {
     return new Promise<void>((resolve) =>
       setImmediate(() => {
-        this.flushing = undefined;
-        this.writeInline();
-        resolve();
-        // Appended by the records' callers as they resumed: the next turn's batch.
-        this.startBatches();
+        const write = () => {
+          this.flushing = undefined;
+          this.writeInline();
+          resolve();
+          // Appended by the records' callers as they resumed: the next turn's batch.
+          this.startBatches();
+        };
+        // A batch that would reach into zeros still being written waits for them (this flush is still on).
+        const fill = this.fillInTheWay(this.size + this.pendingBytes);
+        if (fill) void fill.then(write);
+        else write();
       }),
     );
   }
@@ -196,7 +231,7 @@ export class WriteAheadLog {
     const started = performance.now();
     try {
       let written = 0;
-      while (written < batch.bytes.length) written += writeSync(this.handle.fd, batch.bytes, written, batch.bytes.length - written);
+      while (written < batch.bytes.length) written += writeSync(this.handle.fd, batch.bytes, written, batch.bytes.length - written, this.positionOf(written));
       if (!SYNCED_WRITES) fdatasyncSync(this.handle.fd);
     } catch (error) {
       try {
@@ -220,10 +255,11 @@ export class WriteAheadLog {
   /** Write and sync batches through the thread pool until none is waiting (see nextPooledBatch). */
   private async flushThroughPool(): Promise<void> {
     for (let batch = this.takeBatch(); batch; batch = await this.nextPooledBatch(batch.records.length)) {
+      await this.fillInTheWay(this.size + batch.bytes.length);
       try {
         let written = 0;
         while (written < batch.bytes.length) {
-          const { bytesWritten } = await this.handle.write(batch.bytes, written, batch.bytes.length - written);
+          const { bytesWritten } = await this.handle.write(batch.bytes, written, batch.bytes.length - written, this.positionOf(written));
           written += bytesWritten;
         }
         if (!SYNCED_WRITES) await this.handle.datasync();
@@ -291,7 +327,50 @@ export class WriteAheadLog {
   private settle({ records, bytes }: Batch): void {
     this.size += bytes.length;
     this.pendingBytes -= bytes.length;
+    this.filledTo = Math.max(this.filledTo, this.size);
     for (const record of records) record.resolve();
+    this.fillAheadIfLow();
+  }
+
+  /** Where byte `written` of the batch being written goes: after the last record (zeros may follow it); else appended. */
+  private positionOf(written: number): number | null {
+    return FILLS_AHEAD ? this.size + written : null;
+  }
+
+  /** The fill a batch ending at `end` must wait for: one being written at or before `end`. */
+  private fillInTheWay(end: number): Promise<void> | undefined {
+    return this.filling && end > this.filling.from ? this.filling.done : undefined;
+  }
+
+  /**
+   * Start writing zeros ahead of the last record (through the thread pool) once less than half
+   * of the next fill is left, while batches go on into the space before it. A failed fill (a
+   * full disk) only leaves the batches writing past the end of the file, as without fills.
+   */
+  private fillAheadIfLow(): void {
+    if (!FILLS_AHEAD || this.filling || this.failure) return;
+    if (this.filledTo - this.size - this.pendingBytes >= this.nextFillBytes / 2) return;
+    const from = this.filledTo;
+    const bytes = this.nextFillBytes;
+    this.nextFillBytes = Math.min(FILL_MAX_BYTES, bytes * 2);
+    const done = (async () => {
+      try {
+        const chunk = zeros();
+        let written = 0;
+        while (written < bytes) {
+          // One synced write of the whole fill, its chunks all the same zeros.
+          const chunks = Array.from({ length: Math.ceil((bytes - written) / chunk.length) }, () => chunk);
+          const { bytesWritten } = await this.handle.writev(chunks, from + written);
+          written += bytesWritten;
+        }
+        this.filledTo = Math.max(this.filledTo, from + bytes);
+      } catch {
+        // Nothing to undo: zeros past the last record are no record (see read).
+      } finally {
+        this.filling = undefined;
+      }
+    })();
+    this.filling = { from, done };
   }
 
   private fail(batch: PendingRecord[], error: unknown): void {
@@ -301,12 +380,22 @@ export class WriteAheadLog {
     this.eagerPending = 0;
   }
 
-  /** Wait for every appended record to be synced (or failed), then close the file. */
+  /** Wait for every appended record to be synced (or failed), then close the file, cut at its last record. */
   async close(): Promise<void> {
     this.syncSoon();
     await this.flushing;
+    await this.filling?.done;
+    // A closed log ends at its last record, without the zeros filled ahead of it.
+    if (FILLS_AHEAD && this.filledTo > this.size) await this.handle.truncate(this.size).catch(() => undefined);
     await this.handle.close();
   }
+}
+
+let zeroChunk: Buffer | undefined;
+/** The zeros every fill writes, made on the first fill. */
+function zeros(): Buffer {
+  zeroChunk ??= Buffer.alloc(FILL_CHUNK_BYTES);
+  return zeroChunk;
 }
 
 function encodeLine(text: string): Buffer {
