@@ -353,24 +353,26 @@ export class WriteAheadLog {
     const from = this.filledTo;
     const bytes = this.nextFillBytes;
     this.nextFillBytes = Math.min(FILL_MAX_BYTES, bytes * 2);
-    const done = (async () => {
-      try {
-        const chunk = zeros();
-        let written = 0;
-        while (written < bytes) {
-          // One synced write of the whole fill, its chunks all the same zeros.
-          const chunks = Array.from({ length: Math.ceil((bytes - written) / chunk.length) }, () => chunk);
-          const { bytesWritten } = await this.handle.writev(chunks, from + written);
-          written += bytesWritten;
-        }
-        this.filledTo = Math.max(this.filledTo, from + bytes);
-      } catch {
-        // Nothing to undo: zeros past the last record are no record (see read).
-      } finally {
-        this.filling = undefined;
-      }
-    })();
+    // Settled a turn later at the soonest: `filling` is set below before it is cleared.
+    const done = this.writeZeros(from, bytes).finally(() => (this.filling = undefined));
     this.filling = { from, done };
+  }
+
+  /** Write `bytes` zeros at `from` as one synced write; never rejects. */
+  private async writeZeros(from: number, bytes: number): Promise<void> {
+    try {
+      const chunk = zeros();
+      let written = 0;
+      while (written < bytes) {
+        // The chunks of one write are all the same zeros.
+        const chunks = Array.from({ length: Math.ceil((bytes - written) / chunk.length) }, () => chunk);
+        const { bytesWritten } = await this.handle.writev(chunks, from + written);
+        written += bytesWritten;
+      }
+      this.filledTo = Math.max(this.filledTo, from + bytes);
+    } catch {
+      // Nothing to undo: zeros past the last record are no record (see read).
+    }
   }
 
   private fail(batch: PendingRecord[], error: unknown): void {
