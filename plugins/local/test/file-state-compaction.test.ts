@@ -1,18 +1,13 @@
 import { execFileSync } from "node:child_process";
-import { appendFile, copyFile, mkdir, mkdtemp, open, readFile, readdir, rm, stat, unlink } from "node:fs/promises";
-import { tmpdir } from "node:os";
+import { appendFile, mkdir, open, readFile, readdir, rm, stat, unlink } from "node:fs/promises";
 import { join } from "node:path";
-import { crc32 } from "node:zlib";
 import { afterEach, describe, expect, it } from "vitest";
 import { FileStateAdapter } from "../src/index.js";
 import { StateTables } from "../src/state/tables.js";
+import { crashCopy as copyStateFolder, logLine, tempFolders } from "./support/state-folders.js";
 
-const folders: string[] = [];
-async function tempFolder(): Promise<string> {
-  const folder = await mkdtemp(join(tmpdir(), "al-file-state-compaction-"));
-  folders.push(folder);
-  return folder;
-}
+const folders = tempFolders("al-file-state-compaction-");
+const tempFolder = () => folders.make();
 
 /**
  * Make the next snapshot wait: its temp file is a FIFO, so the compaction's open of it
@@ -31,23 +26,15 @@ function holdNextSnapshot(directory: string) {
   };
 }
 
-afterEach(async () => {
-  await Promise.all(folders.splice(0).map((folder) => rm(folder, { recursive: true, force: true })));
-});
+afterEach(() => folders.removeAll());
 
 const newRun = (id: string) => ({ id, agentId: "agent", agentRevision: "rev", modelSpec: "scripted/test", input: { message: "hi", metadata: {} } });
 const tick = (index: number) => [{ type: "tick", data: { index, padding: "x".repeat(200) } }];
 const logsIn = async (directory: string) => (await readdir(directory)).filter((name) => name.endsWith(".wal")).sort();
 const seqs = (count: number) => Array.from({ length: count }, (_, i) => i + 1);
 
-/** What a kill -9 now would leave of `directory`: its snapshot and logs, in a new folder. */
-async function crashCopy(directory: string): Promise<string> {
-  const copy = await tempFolder();
-  for (const name of await readdir(directory)) {
-    if (name === "snapshot.json" || name.endsWith(".wal")) await copyFile(join(directory, name), join(copy, name));
-  }
-  return copy;
-}
+/** What a kill -9 now would leave of `directory`, in a new folder. */
+const crashCopy = async (directory: string) => copyStateFolder(directory, await tempFolder());
 
 /** Append ticks to r1 until the log is cut (log-1 exists) while the snapshot is held; the last tick's index. */
 async function cutWithSnapshotHeld(state: FileStateAdapter, directory: string) {
@@ -121,8 +108,8 @@ describe("FileStateAdapter compaction", () => {
     expect(logs).toHaveLength(1);
     // The crash came after the rename: a log the snapshot already holds is still there (replayed, it would add seq 62).
     const current = Number(logs[0]!.slice(4, -4));
-    const json = JSON.stringify({ ops: [{ op: "events.append", runId: "r1", events: [{ id: "r1:62", runId: "r1", seq: 62, type: "tick", data: {}, createdAt: new Date().toISOString() }] }] });
-    await appendFile(join(directory, `log-${current - 1}.wal`), `${crc32(Buffer.from(json)).toString(16).padStart(8, "0")} ${json}\n`);
+    const record = { ops: [{ op: "events.append", runId: "r1", events: [{ id: "r1:62", runId: "r1", seq: 62, type: "tick", data: {}, createdAt: new Date().toISOString() }] }] };
+    await appendFile(join(directory, `log-${current - 1}.wal`), logLine(record));
     const reopened = await FileStateAdapter.open({ directory });
     expect((await reopened.listEvents("r1")).map((event) => event.seq)).toEqual(Array.from({ length: 61 }, (_, i) => i + 1));
     await reopened.close();

@@ -1,10 +1,9 @@
 import { constants } from "node:fs";
-import { copyFile, mkdtemp, open, readFile, readdir, rm, stat, writeFile } from "node:fs/promises";
-import { tmpdir } from "node:os";
+import { open, readFile, rm, stat, writeFile } from "node:fs/promises";
 import { join } from "node:path";
-import { crc32 } from "node:zlib";
 import { afterEach, describe, expect, it } from "vitest";
 import { FileStateAdapter } from "../src/index.js";
+import { crashCopy as copyStateFolder, logLine, tempFolders } from "./support/state-folders.js";
 
 // Where the platform has O_DSYNC, the log writes its batches into zeros written ahead of its
 // last record, so a synced write need not commit a new file size. These tests hold the file
@@ -12,15 +11,9 @@ import { FileStateAdapter } from "../src/index.js";
 // never taken for a record (nor for a torn one), and a closed log ends at its last record.
 const fillsAhead = constants.O_DSYNC !== undefined;
 
-const folders: string[] = [];
-async function tempFolder(): Promise<string> {
-  const folder = await mkdtemp(join(tmpdir(), "al-file-state-fill-"));
-  folders.push(folder);
-  return folder;
-}
-afterEach(async () => {
-  await Promise.all(folders.splice(0).map((folder) => rm(folder, { recursive: true, force: true })));
-});
+const folders = tempFolders("al-file-state-fill-");
+const tempFolder = () => folders.make();
+afterEach(() => folders.removeAll());
 
 const newRun = (id: string) => ({ id, agentId: "agent", agentRevision: "rev", modelSpec: "scripted/test", input: { message: "hi", metadata: {} } });
 const tick = (index: number) => [{ type: "tick", data: { index, padding: "x".repeat(500) } }];
@@ -28,19 +21,15 @@ const tick = (index: number) => [{ type: "tick", data: { index, padding: "x".rep
 /** Where the log's records end: after its last newline. */
 const recordsEnd = (bytes: Buffer) => bytes.lastIndexOf(0x0a) + 1;
 
-/** What a kill -9 now would leave of `directory`: its snapshot and logs, in a new folder. */
-async function crashCopy(directory: string): Promise<string> {
-  const copy = await tempFolder();
-  for (const name of await readdir(directory)) {
-    if (name === "snapshot.json" || name.endsWith(".wal")) await copyFile(join(directory, name), join(copy, name));
-  }
-  return copy;
-}
+/** What a kill -9 now would leave of `directory`, in a new folder. */
+const crashCopy = async (directory: string) => copyStateFolder(directory, await tempFolder());
 
-const line = (record: unknown) => {
-  const json = JSON.stringify(record);
-  return `${crc32(Buffer.from(json)).toString(16).padStart(8, "0")} ${json}\n`;
-};
+/** The log line that creates run r1, as a record of the log holds it. */
+function runCreatedLine(): string {
+  const at = new Date().toISOString();
+  const run = { id: "r1", agentId: "agent", agentRevision: "rev", conversationId: null, status: "queued", modelSpec: "scripted/test", input: { message: "hi", metadata: {} }, output: null, error: null, lastSeq: 1, observedSeq: 0, lease: null, createdAt: at, updatedAt: at };
+  return logLine({ ops: [{ op: "run.create", run, ordinal: 1, idempotencyKey: null }] });
+}
 
 describe.skipIf(!fillsAhead)("FileStateAdapter log: zeros filled ahead", () => {
   it("writes the records into zeros ahead of them while open, and a closed log ends at its last record", async () => {
@@ -49,10 +38,10 @@ describe.skipIf(!fillsAhead)("FileStateAdapter log: zeros filled ahead", () => {
     await state.createRun(newRun("r1"));
     for (let index = 1; index <= 40; index += 1) await state.appendEvents("r1", tick(index));
     const log = join(directory, "log-0.wal");
-    const open = await readFile(log);
-    const end = recordsEnd(open);
-    expect(open.length).toBeGreaterThan(end);
-    expect(open.subarray(end).every((byte) => byte === 0)).toBe(true);
+    const whileOpen = await readFile(log);
+    const end = recordsEnd(whileOpen);
+    expect(whileOpen.length).toBeGreaterThan(end);
+    expect(whileOpen.subarray(end).every((byte) => byte === 0)).toBe(true);
     await state.close();
     expect((await stat(log)).size).toBe(end);
   });
@@ -116,11 +105,9 @@ describe.skipIf(!fillsAhead)("FileStateAdapter log: zeros filled ahead", () => {
 
   it("opens a log that ends in zeros and that a later log follows (a crash before the old log was closed)", async () => {
     const directory = await tempFolder();
-    const at = new Date().toISOString();
-    const run = { id: "r1", agentId: "agent", agentRevision: "rev", conversationId: null, status: "queued", modelSpec: "scripted/test", input: { message: "hi", metadata: {} }, output: null, error: null, lastSeq: 1, observedSeq: 0, lease: null, createdAt: at, updatedAt: at };
-    const first = line({ ops: [{ op: "run.create", run, ordinal: 1, idempotencyKey: null }] });
-    await writeFile(join(directory, "log-0.wal"), Buffer.concat([Buffer.from(first), Buffer.alloc(64 * 1024)]));
-    await writeFile(join(directory, "log-1.wal"), line({ ops: [{ op: "events.append", runId: "r1", createdAt: at, events: [{ seq: 2, type: "later", data: {} }] }, { op: "run.patch", runId: "r1", set: { lastSeq: 2 } }] }));
+    await writeFile(join(directory, "log-0.wal"), Buffer.concat([Buffer.from(runCreatedLine()), Buffer.alloc(64 * 1024)]));
+    const later = { ops: [{ op: "events.append", runId: "r1", createdAt: new Date().toISOString(), events: [{ seq: 2, type: "later", data: {} }] }, { op: "run.patch", runId: "r1", set: { lastSeq: 2 } }] };
+    await writeFile(join(directory, "log-1.wal"), logLine(later));
     const state = await FileStateAdapter.open({ directory });
     expect((await state.listEvents("r1")).map((event) => event.type)).toEqual(["run.created", "later"]);
     await state.close();
@@ -128,10 +115,7 @@ describe.skipIf(!fillsAhead)("FileStateAdapter log: zeros filled ahead", () => {
 
   it("still refuses a log with a torn record that a later log follows, zeros after it or not", async () => {
     const directory = await tempFolder();
-    const at = new Date().toISOString();
-    const run = { id: "r1", agentId: "agent", agentRevision: "rev", conversationId: null, status: "queued", modelSpec: "scripted/test", input: { message: "hi", metadata: {} }, output: null, error: null, lastSeq: 1, observedSeq: 0, lease: null, createdAt: at, updatedAt: at };
-    const first = line({ ops: [{ op: "run.create", run, ordinal: 1, idempotencyKey: null }] });
-    await writeFile(join(directory, "log-0.wal"), Buffer.concat([Buffer.from(first), Buffer.from('0badc0de {"ops":[{"op":"run.pa'), Buffer.alloc(4096)]));
+    await writeFile(join(directory, "log-0.wal"), Buffer.concat([Buffer.from(runCreatedLine()), Buffer.from('0badc0de {"ops":[{"op":"run.pa'), Buffer.alloc(4096)]));
     await writeFile(join(directory, "log-1.wal"), "");
     await expect(FileStateAdapter.open({ directory })).rejects.toMatchObject({ code: "AL_ERR_STATE_ROW_INVALID", message: expect.stringContaining("log-0.wal") });
   });

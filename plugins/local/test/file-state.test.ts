@@ -5,19 +5,13 @@ import { spawnSync } from "node:child_process";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { fileURLToPath } from "node:url";
-import { crc32 } from "node:zlib";
 import { afterEach, describe, expect, it } from "vitest";
 import { FileStateAdapter } from "../src/index.js";
+import { logLine, tempFolders } from "./support/state-folders.js";
 
-const folders: string[] = [];
-async function tempFolder(): Promise<string> {
-  const folder = await mkdtemp(join(tmpdir(), "al-file-state-"));
-  folders.push(folder);
-  return folder;
-}
-afterEach(async () => {
-  await Promise.all(folders.splice(0).map((folder) => rm(folder, { recursive: true, force: true })));
-});
+const folders = tempFolders("al-file-state-");
+const tempFolder = () => folders.make();
+afterEach(() => folders.removeAll());
 
 describeStateConformance("FileStateAdapter", async () => {
   const directory = await mkdtemp(join(tmpdir(), "al-file-state-kit-"));
@@ -336,11 +330,7 @@ describe("FileStateAdapter", () => {
         { op: "run.put", run: { ...run, status: "running", lastSeq: 2, lease: { owner: "w", expiresAt: at, token: 3 } } },
       ] },
     ];
-    const line = (record: unknown) => {
-      const json = JSON.stringify(record);
-      return `${crc32(Buffer.from(json)).toString(16).padStart(8, "0")} ${json}\n`;
-    };
-    await writeFile(join(directory, "log-0.wal"), records.map(line).join(""));
+    await writeFile(join(directory, "log-0.wal"), records.map(logLine).join(""));
     const adapter = await FileStateAdapter.open({ directory });
     expect(await adapter.getRun("r1")).toMatchObject({ status: "running", lastSeq: 2 });
     await adapter.appendEvents("r1", [{ type: "later", data: { n: 3 } }], { run: { status: "completed" } });

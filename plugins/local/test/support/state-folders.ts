@@ -1,0 +1,36 @@
+import { copyFile, mkdtemp, readdir, rm } from "node:fs/promises";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { crc32 } from "node:zlib";
+
+/**
+ * Temp folders for one test file: `make` a new one, `removeAll` in the file's afterEach,
+ * so each test's folders are gone before the next test starts.
+ */
+export function tempFolders(prefix: string) {
+  const made: string[] = [];
+  return {
+    async make(): Promise<string> {
+      const folder = await mkdtemp(join(tmpdir(), prefix));
+      made.push(folder);
+      return folder;
+    },
+    async removeAll(): Promise<void> {
+      await Promise.all(made.splice(0).map((folder) => rm(folder, { recursive: true, force: true })));
+    },
+  };
+}
+
+/** What a kill -9 now would leave of the state folder `directory`: its snapshot and logs, copied into `copy`. */
+export async function crashCopy(directory: string, copy: string): Promise<string> {
+  for (const name of await readdir(directory)) {
+    if (name === "snapshot.json" || name.endsWith(".wal")) await copyFile(join(directory, name), join(copy, name));
+  }
+  return copy;
+}
+
+/** `record` as one line of the file state's log: `<crc32 of the JSON, 8 hex digits> <JSON>\n`. */
+export function logLine(record: unknown): string {
+  const json = JSON.stringify(record);
+  return `${crc32(Buffer.from(json)).toString(16).padStart(8, "0")} ${json}\n`;
+}
