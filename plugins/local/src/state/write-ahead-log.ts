@@ -255,7 +255,8 @@ export class WriteAheadLog {
   /** Write and sync batches through the thread pool until none is waiting (see nextPooledBatch). */
   private async flushThroughPool(): Promise<void> {
     for (let batch = this.takeBatch(); batch; batch = await this.nextPooledBatch(batch.records.length)) {
-      await this.fillInTheWay(this.size + batch.bytes.length);
+      const fill = this.fillInTheWay(this.size + batch.bytes.length);
+      if (fill) await fill;
       try {
         let written = 0;
         while (written < batch.bytes.length) {
