@@ -439,8 +439,11 @@ export class FileStateAdapter implements StateAdapter {
       if (!record) return { ops: [], result: () => undefined };
       const holds = record.lease?.owner === owner && (token === undefined || record.lease.token === token);
       const observed = options.observedSeq !== undefined && options.observedSeq > record.observedSeq;
-      const ops: StateOp[] =
-        holds || observed ? [{ op: "run.patch", runId, set: { ...(holds ? { lease: null } : {}), ...(observed ? { observedSeq: options.observedSeq! } : {}) } }] : [];
+      // Set key by key, not spread from conditional objects: V8 gives every object spread that way a map of its own.
+      const set: Partial<RunRecord> = {};
+      if (holds) set.lease = null;
+      if (observed) set.observedSeq = options.observedSeq!;
+      const ops: StateOp[] = holds || observed ? [{ op: "run.patch", runId, set }] : [];
       return { ops, result: () => undefined };
       // Need not be on disk when answered (RunStore.releaseRunLease): it joins the next fdatasync.
     }, { lazy: true });
