@@ -14,8 +14,8 @@
 //   node bench/http-bench.js        (after `npx tsc -b plugins/node`)
 //
 // Each level runs on a host and state of its own (startComparedPaths). 127.0.0.1 only. Bounded: a warm-up (BENCH_HTTP_WARMUP, default 3 s per path), then per level (3) the bare
-// handler and runtime.run() for BENCH_SECONDS (default 2 s) each and the two compared paths for 2 x BENCH_SECONDS
-// each, in 4 alternating slices: about 60 s.
+// handler and runtime.run() for BENCH_SECONDS (default 2 s) each and the two compared paths for 4 x BENCH_SECONDS
+// each, in 8 alternating slices: about 90 s.
 import { mkdtempSync, mkdirSync, rmSync, writeFileSync } from "node:fs";
 import { Agent, createServer, request } from "node:http";
 import { tmpdir } from "node:os";
@@ -28,8 +28,11 @@ import { listenNodeRuntime } from "@assemblyline-agents/node";
 
 const LEVELS = [1, 16, 50];
 const WARMUP_MS = 300;
-/** Turns each of the two compared paths takes per level, BENCH_SECONDS / 2 each. */
-const SLICES = 4;
+/**
+ * Turns each of the two compared paths takes per level, BENCH_SECONDS / 2 each. A 1 s slice here moves by
+ * tens of points with the machine's load: with 4 the merged figure of one run still moved by 20 points.
+ */
+const SLICES = 8;
 
 const TOOL = (name) => `import { defineTool } from "@assemblyline-agents/core";
 export default defineTool({
