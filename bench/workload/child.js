@@ -8,6 +8,7 @@
 //   job "rss":        a fixed number of runs at 50 concurrent, then the peak RSS, with how much the old
 //                     generation grew meanwhile and the collections that ran (what the peak follows).
 //   job "stateRows":  the heap the in-memory state's rows take after the rss job's runs.
+//   job "runRows":    the values the in-memory state keeps as one run's rows (for the pi-agent-core-rows floor).
 //   job "commits":    PostgreSQL statements, transactions, writing transactions and WAL fdatasyncs
 //                     per run, counted by the server for a private database.
 //   job "paused":     heap the runtime holds for 10,000 paused runs.
@@ -23,7 +24,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { PerformanceObserver, constants as perfConstants, performance } from "node:perf_hooks";
 import { getHeapSpaceStatistics } from "node:v8";
-import { SYSTEMS } from "./systems.js";
+import { SYSTEMS, rowsOfOneRun } from "./systems.js";
 
 const job = JSON.parse(process.argv[2]);
 const counters = { syncs: 0, statements: 0, clientCommits: 0 };
@@ -136,8 +137,8 @@ async function measure(runOnce, { concurrency, ms, count }) {
 
 const oldSpaceBytes = () => getHeapSpaceStatistics().find((space) => space.space_name === "old_space")?.space_size ?? 0;
 
-async function rss({ system, runs, concurrency }) {
-  const opened = await SYSTEMS[system].open();
+async function rss({ system, runs, concurrency, rows }) {
+  const opened = await SYSTEMS[system].open({ rows });
   const collections = { minor: 0, major: 0 };
   const observer = new PerformanceObserver((list) => {
     for (const { detail } of list.getEntries()) {
@@ -382,7 +383,7 @@ async function postgresCeiling({ connectionString, levels, ms }) {
 
 await countSyncs();
 if (job.system === "postgres" || job.kind === "commits") countStatements();
-const jobs = { serve, rss, stateRows, commits, paused, disk, postgresCeiling };
+const jobs = { serve, rss, stateRows, runRows: rowsOfOneRun, commits, paused, disk, postgresCeiling };
 try {
   process.send({ ok: true, result: await jobs[job.kind](job) });
 } catch (error) {

@@ -192,10 +192,69 @@ async function writesAlone() {
   return { runOnce, close: async () => undefined, describe: { callsPerRun, eventsPerRun } };
 }
 
+/**
+ * The rows the in-memory state keeps for one run of the workload, as the values it stores them from: the
+ * run's record, each event's type and data, each tool call and step without its run id (runRows job).
+ */
+export async function rowsOfOneRun() {
+  const opened = await assemblyLine(memoryState);
+  try {
+    for (let i = 0; i < 5; i++) await opened.runOnce();
+    const [record] = (await opened.state.listRuns({ limit: 1 })).runs;
+    const events = await opened.state.listEvents(record.id);
+    const stepKeys = events.filter((event) => event.type === "durable_step.completed").map((event) => event.data.key);
+    const steps = await Promise.all(stepKeys.map((key) => opened.state.getStep(record.id, key)));
+    const withoutRunId = ({ runId: _runId, ...row }) => row;
+    return {
+      record,
+      events: events.map(({ type, data }) => ({ type, data })),
+      toolCalls: (await opened.state.listToolCalls(record.id)).map(withoutRunId),
+      steps: steps.map(withoutRunId),
+    };
+  } finally {
+    await opened.close();
+  }
+}
+
+/**
+ * The least memory a runtime on pi-agent-core's loop that keeps the in-memory state's rows could need:
+ * pi-agent-core's Agent runs the workload, and each run then leaves the rows the in-memory state keeps
+ * for one (`rows`, from rowsOfOneRun), held as that state holds them (flat JSON text, the record as an
+ * object, maps by run, call and step). Nothing of Assembly Line is loaded. It keeps less than the state
+ * does (one time for all of a run's events, no idempotency or ordinal index), so its peak is a floor.
+ */
+async function piAgentCoreWithRows({ rows }) {
+  if (!rows) throw new Error("pi-agent-core-rows needs the rows of one run (the runRows job)");
+  const pi = await piAgentCore({ api: "agent" });
+  const { randomUUID } = await import("node:crypto");
+  // As the in-memory state keeps a text: flattened from the tree of pieces JSON.stringify builds.
+  const text = (value) => {
+    const json = JSON.stringify(value);
+    Number(json);
+    return json;
+  };
+  const runs = new Map();
+  const runOnce = async () => {
+    await pi.runOnce();
+    const id = `run_${randomUUID()}`;
+    const time = new Date().toISOString();
+    runs.set(id, {
+      record: { ...rows.record, id, createdAt: time, updatedAt: time },
+      events: rows.events.map(text),
+      eventTimes: rows.events.map(() => time),
+      toolCalls: new Map(rows.toolCalls.map((call) => [call.callId, text(call)])),
+      steps: new Map(rows.steps.map((step) => [step.key, text(step)])),
+    });
+  };
+  return { runOnce, close: async () => undefined };
+}
+
 export const SYSTEMS = {
   bare: { label: "bare loop (floor)", open: bare },
   "pi-agent-core": { label: "pi-agent-core Agent (not durable)", open: () => piAgentCore({ api: "agent" }) },
   "pi-agent-loop": { label: "pi-agent-core runAgentLoop", open: () => piAgentCore({ api: "loop" }) },
+  // A floor for peak RSS only (the peak job's): its runs/s are pi-agent-core's and a few copies.
+  "pi-agent-core-rows": { label: "pi-agent-core + the state's rows", open: piAgentCoreWithRows, peakOnly: true },
   memory: { label: "Assembly Line, in-memory state", open: () => assemblyLine(memoryState) },
   file: { label: "Assembly Line, file state", open: () => assemblyLine(fileState) },
   postgres: {
