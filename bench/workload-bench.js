@@ -209,7 +209,7 @@ export async function runWorkloadBench({
  */
 const inSeries = (...runsPerSecond) => 1 / runsPerSecond.reduce((sum, rate) => sum + 1 / rate, 0);
 
-const at = (system, concurrency) => system.levels?.find((l) => l.concurrency === concurrency)?.runsPerSecond;
+const at = (system, concurrency) => system?.levels?.find((l) => l.concurrency === concurrency)?.runsPerSecond;
 const levelName = (c) => (c === 1 ? "sequential" : `${c} concurrent`);
 
 /**
