@@ -98,6 +98,41 @@ describe("FileStateAdapter compaction", () => {
     await reopened.close();
   });
 
+  it("writes tool calls and steps to the snapshot whole, and reads them back as they were", async () => {
+    const directory = await tempFolder();
+    const state = await FileStateAdapter.open({ directory, compactAfterBytes: 2_000, compactWhenSuperseded: 0 });
+    await state.createRun(newRun("r1"));
+    const call = (index: number, status: "requested" | "completed") => ({
+      callId: `c${index}`, toolName: "t", input: { text: 'quotes " and ünïcødé 🎉', index }, inputDigest: `d${index}`, status,
+      output: status === "completed" ? { index } : null, modelOutput: null, error: null, approvalId: null, question: null,
+    });
+    for (let index = 0; index < 20; index += 1) {
+      await state.appendEvents("r1", [{ type: "tick", data: { index } }], { toolCall: call(index, "requested"), step: { key: `s${index}`, result: { index, list: [1, "two"] }, metadata: { n: index } } });
+      await state.appendEvents("r1", [{ type: "tock", data: { index } }], { toolCall: call(index, "completed") });
+    }
+    const read = async (adapter: FileStateAdapter) => ({
+      calls: await adapter.listToolCalls("r1"),
+      call: await adapter.getToolCall("r1", "c3"),
+      steps: await Promise.all(Array.from({ length: 20 }, (_, index) => adapter.getStep("r1", `s${index}`))),
+    });
+    const before = await read(state);
+    await state.close();
+
+    const [row] = JSON.parse(await readFile(join(directory, "snapshot.json"), "utf8")).tables.runs;
+    expect(row.toolCalls.length).toBeGreaterThan(2);
+    // The cut may have come between a call's two writes: its last call may be older than the one read.
+    const cut = row.toolCalls.length - 1;
+    expect(row.toolCalls.slice(0, cut)).toStrictEqual(before.calls.slice(0, cut));
+    expect(row.toolCalls[cut]).toStrictEqual({ ...before.calls[cut], ...(row.toolCalls[cut].status === "requested" ? { status: "requested", output: null } : {}) });
+    expect(row.steps).toStrictEqual(before.steps.slice(0, row.steps.length));
+    expect(before.call).toMatchObject({ runId: "r1", callId: "c3", status: "completed", output: { index: 3 } });
+    expect(before.steps[19]).toMatchObject({ runId: "r1", key: "s19", result: { index: 19, list: [1, "two"] }, metadata: { n: 19 } });
+
+    const reopened = await FileStateAdapter.open({ directory });
+    expect(await read(reopened)).toStrictEqual(before);
+    await reopened.close();
+  });
+
   it("replays a snapshot that replaced the old one before the old log was deleted, and deletes that log", async () => {
     const directory = await tempFolder();
     const state = await FileStateAdapter.open({ directory, compactAfterBytes: 4_000, compactWhenSuperseded: 0 });

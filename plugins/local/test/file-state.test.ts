@@ -345,7 +345,31 @@ describe("FileStateAdapter", () => {
     await reopened.close();
   });
 
-  it("logs a run's created event, its events' shared time and a tool call's later writes once each, and a reopen rebuilds what was answered", async () => {
+  it("reads a log whose tool calls were patched (as earlier versions wrote them), and hands out its own copies", async () => {
+    const directory = await tempFolder();
+    const at = "2026-01-01T00:00:00.000Z";
+    const run = { id: "r1", agentId: "agent", agentRevision: "rev", conversationId: null, status: "running", modelSpec: "scripted/test", input: { message: "hi", metadata: {} }, output: null, error: null, lastSeq: 1, observedSeq: 0, lease: null, createdAt: at, updatedAt: at };
+    const call = { runId: "r1", callId: "c1", toolName: "t", input: { value: "alpha" }, inputDigest: "d1", status: "requested", output: null, modelOutput: null, error: null, approvalId: null, question: null, createdAt: at, updatedAt: at };
+    const records = [
+      { ops: [{ op: "run.create", run, ordinal: 1, idempotencyKey: null }] },
+      { ops: [{ op: "toolCall.put", call }, { op: "step.put", step: { runId: "r1", key: "s1", result: { n: 1 }, createdAt: at } }] },
+      { ops: [{ op: "toolCall.patch", runId: "r1", callId: "c1", set: { status: "completed", output: { n: 5 }, updatedAt: "2026-01-01T00:00:01.000Z" } }] },
+    ];
+    await writeFile(join(directory, "log-0.wal"), records.map(logLine).join(""));
+    const adapter = await FileStateAdapter.open({ directory });
+    const completed = { ...call, status: "completed", output: { n: 5 }, updatedAt: "2026-01-01T00:00:01.000Z" };
+    expect(await adapter.getToolCall("r1", "c1")).toStrictEqual(completed);
+    // What a read hands out is the caller's: changing it changes nothing stored.
+    const [listed] = await adapter.listToolCalls("r1");
+    (listed!.output as { n: number }).n = 6;
+    const step = await adapter.getStep("r1", "s1");
+    (step!.result as { n: number }).n = 2;
+    expect(await adapter.listToolCalls("r1")).toStrictEqual([completed]);
+    expect(await adapter.getStep("r1", "s1")).toStrictEqual({ runId: "r1", key: "s1", result: { n: 1 }, createdAt: at });
+    await adapter.close();
+  });
+
+  it("logs a run's created event and its events' shared time once each, a tool call's every write whole, and a reopen rebuilds what was answered", async () => {
     const directory = await tempFolder();
     const first = await FileStateAdapter.open({ directory });
     const { createdEvent } = await first.createRun(newRun("r1"));
@@ -369,7 +393,7 @@ describe("FileStateAdapter", () => {
     expect(appends.flatMap((op) => op.events).some((event: object) => "createdAt" in event)).toBe(false);
     expect(ops.filter((op) => op.op.startsWith("toolCall.")).map((op) => [op.op, Object.keys(op.set ?? op.call).sort()])).toEqual([
       ["toolCall.put", Object.keys({ ...call("requested", null), runId: "r1" }).sort()],
-      ["toolCall.patch", ["input", "modelOutput", "output", "status", "updatedAt"]],
+      ["toolCall.put", Object.keys({ ...call("completed", { n: 5 }), runId: "r1" }).sort()],
       ["toolCall.put", Object.keys({ ...withoutModelOutput, runId: "r1" }).sort()],
     ]);
 

@@ -44,10 +44,14 @@ import { FolderLock } from "./folder-lock.js";
 import { jsonExactCopy } from "./json-exact-copy.js";
 import {
   StateTables,
+  createdEventOf,
+  flatJson,
   loggedEventText,
+  stepOf,
+  toolCallOf,
   skillKey,
   snapshotRunJson,
-  type EventTextsOp,
+  type AppliedOp,
   type LoggedEvent,
   type SnapshotRunRow,
   type StateOp,
@@ -258,8 +262,9 @@ export class FileStateAdapter implements StateAdapter {
         // The run.created event follows from the record: the log leaves it out, the tables derive it.
         ops: [{ op: "run.create", run: record, ordinal: tables.nextOrdinal, idempotencyKey: run.idempotencyKey ?? null }],
         result: (after) => {
-          const created = after.runs.get(run.id)!;
-          return { run: copy(created.record), created: true, createdEvent: after.eventsOf(created, 0, 1)[0]! };
+          const { record: stored } = after.runs.get(run.id)!;
+          // The event its text was made from, from a copy of the stored record: what parsing that text gives, for less.
+          return { run: copy(stored), created: true, createdEvent: createdEventOf(copy(stored)) };
         },
         fresh: true,
       };
@@ -331,7 +336,8 @@ export class FileStateAdapter implements StateAdapter {
         if (conversationId !== undefined) set.conversationId = conversationId;
       }
       ops.push({ op: "run.patch", runId, set });
-      if (change?.toolCall) ops.push(toolCallOp(entry.toolCalls.get(change.toolCall.callId), { ...change.toolCall, runId }));
+      // The whole call, even when a few fields changed: the tables keep it as the text the log holds.
+      if (change?.toolCall) ops.push({ op: "toolCall.put", call: { ...change.toolCall, runId } });
       if (change?.step && !entry.steps.has(change.step.key)) ops.push({ op: "step.put", step: { ...change.step, runId } });
       if (change?.checkpoint !== undefined) {
         ops.push({ op: "checkpoint.put", runId, checkpoint: change.checkpoint === null ? null : { ...change.checkpoint, runId } });
@@ -397,15 +403,27 @@ export class FileStateAdapter implements StateAdapter {
   }
 
   getToolCall(runId: string, callId: string): Promise<ToolCallRecord | undefined> {
-    return this.read((tables) => tables.runs.get(runId)?.toolCalls.get(callId));
+    return this.read(
+      (tables) => {
+        const text = tables.runs.get(runId)?.toolCalls.get(callId);
+        return text === undefined ? undefined : toolCallOf(text);
+      },
+      { fresh: true },
+    );
   }
 
   listToolCalls(runId: string): Promise<ToolCallRecord[]> {
-    return this.read((tables) => [...(tables.runs.get(runId)?.toolCalls.values() ?? [])]);
+    return this.read((tables) => [...(tables.runs.get(runId)?.toolCalls.values() ?? [])].map(toolCallOf), { fresh: true });
   }
 
   getStep(runId: string, key: string): Promise<StepRecord | undefined> {
-    return this.read((tables) => tables.runs.get(runId)?.steps.get(key));
+    return this.read(
+      (tables) => {
+        const text = tables.runs.get(runId)?.steps.get(key);
+        return text === undefined ? undefined : stepOf(text);
+      },
+      { fresh: true },
+    );
   }
 
   getCheckpoint(runId: string): Promise<CheckpointRecord | undefined> {
@@ -856,16 +874,21 @@ export class FileStateAdapter implements StateAdapter {
 
   /**
    * The record's JSON, each op's share of it (what StateTables.apply weighs superseded records
-   * by), and the ops to apply: memory holds exactly what a replay would rebuild. Events are
-   * kept as the very texts the record is made of; every other op as its JSON-exact copy, or
-   * else parsed back from its JSON.
+   * by), and the ops to apply: memory holds exactly what a replay would rebuild. Events, tool
+   * calls and steps are kept as the very texts the record is made of; every other op as its
+   * JSON-exact copy, or else parsed back from its JSON.
    */
-  private encode(ops: StateOp[]): { json: string; opBytes: number[]; applied: Array<StateOp | EventTextsOp> } {
+  private encode(ops: StateOp[]): { json: string; opBytes: number[]; applied: AppliedOp[] } {
     try {
       // The record is joined once, from every piece: a flat string, which the log encodes without flattening it again.
       const pieces: string[] = ['{"ops":['];
       const opBytes: number[] = [];
-      const applied: Array<StateOp | EventTextsOp> = [];
+      const applied: AppliedOp[] = [];
+      const push = (piece: string, bytes: number, op: AppliedOp) => {
+        pieces.push(piece);
+        opBytes.push(bytes);
+        applied.push(op);
+      };
       for (const op of ops) {
         if (pieces.length > 1) pieces.push(",");
         if (op.op === "events.append" && op.createdAt !== undefined) {
@@ -883,11 +906,21 @@ export class FileStateAdapter implements StateAdapter {
           applied.push({ op: "events.appendTexts", runId: op.runId, createdAt: op.createdAt, texts });
           continue;
         }
+        if (op.op === "toolCall.put") {
+          const text = flatJson(op.call);
+          const piece = `{"op":"toolCall.put","call":${text}}`;
+          push(piece, piece.length, { op: "toolCall.putText", runId: op.call.runId, callId: op.call.callId, text });
+          continue;
+        }
+        if (op.op === "step.put") {
+          const text = flatJson(op.step);
+          const piece = `{"op":"step.put","step":${text}}`;
+          push(piece, piece.length, { op: "step.putText", runId: op.step.runId, key: op.step.key, text });
+          continue;
+        }
         const exact = jsonExactCopy(op);
         const part = JSON.stringify(exact ?? op);
-        pieces.push(part);
-        opBytes.push(part.length);
-        applied.push(exact ?? (JSON.parse(part) as StateOp));
+        push(part, part.length, exact ?? (JSON.parse(part) as StateOp));
       }
       pieces.push("]}");
       return { json: pieces.join(""), opBytes, applied };
@@ -1088,18 +1121,6 @@ export class FileStateAdapter implements StateAdapter {
  * when there is none, or `call` drops or leaves undefined one of its fields (which a put,
  * unlike a patch, removes).
  */
-function toolCallOp(stored: ToolCallRecord | undefined, call: ToolCallRecord): StateOp {
-  if (!stored) return { op: "toolCall.put", call };
-  const set: Record<string, unknown> = {};
-  for (const key of Object.keys(stored)) if (!(key in call)) return { op: "toolCall.put", call };
-  for (const key of Object.keys(call) as Array<keyof ToolCallRecord>) {
-    if (call[key] === undefined) return { op: "toolCall.put", call };
-    // Identity, not deep equality: an object the caller passed is its own, so it is written again.
-    if (call[key] !== stored[key]) set[key] = call[key];
-  }
-  return { op: "toolCall.patch", runId: call.runId, callId: call.callId, set: set as Partial<ToolCallRecord> };
-}
-
 async function syncDirectory(directory: string): Promise<void> {
   const handle = await open(directory, "r");
   try {

@@ -67,6 +67,25 @@ export interface EventTextsOp {
   texts: string[];
 }
 
+/** The form of `toolCall.put` a live write applies: the call as the JSON text the log record holds. Never logged itself. */
+export interface ToolCallTextOp {
+  op: "toolCall.putText";
+  runId: string;
+  callId: string;
+  text: string;
+}
+
+/** The form of `step.put` a live write applies: the step as the JSON text the log record holds. Never logged itself. */
+export interface StepTextOp {
+  op: "step.putText";
+  runId: string;
+  key: string;
+  text: string;
+}
+
+/** What a live write applies: the ops of its log record, those with texts as the texts the record is made of. */
+export type AppliedOp = StateOp | EventTextsOp | ToolCallTextOp | StepTextOp;
+
 export interface RunEntry {
   record: RunRecord;
   /** Creation order: listRuns pages by it, so equal timestamps still order stably. */
@@ -79,8 +98,13 @@ export interface RunEntry {
    */
   eventTexts: string[];
   eventTimes: string[];
-  toolCalls: Map<string, ToolCallRecord>;
-  steps: Map<string, StepRecord>;
+  /**
+   * Tool calls by call id and steps by key, each as the JSON text of its record (run id
+   * included), for the same reasons as the events: nothing for the collector to scan, and
+   * on a live write the very text the log holds. Parsed afresh for each read.
+   */
+  toolCalls: Map<string, string>;
+  steps: Map<string, string>;
   checkpoint: CheckpointRecord | undefined;
   deliveryIds: string[];
   /** The highest fencing token the run's lease ever had; kept when the lease is released. */
@@ -114,8 +138,13 @@ export interface TablesSnapshot {
   skills?: SkillRecord[];
 }
 
-/** A run's row as the tables hand it to the snapshot writer: its events still as their texts (see snapshotRunJson). */
-export type SnapshotRunRow = Omit<TablesSnapshot["runs"][number], "events"> & { eventTexts: string[]; eventTimes: string[] };
+/** A run's row as the tables hand it to the snapshot writer: its events, tool calls and steps still as their texts (see snapshotRunJson). */
+export type SnapshotRunRow = Omit<TablesSnapshot["runs"][number], "events" | "toolCalls" | "steps"> & {
+  eventTexts: string[];
+  eventTimes: string[];
+  toolCalls: string[];
+  steps: string[];
+};
 
 /** The tables at a cut, for the snapshot writer: a TablesSnapshot once written. */
 export type TablesCut = Omit<TablesSnapshot, "runs"> & { runs: SnapshotRunRow[] };
@@ -146,7 +175,7 @@ export class StateTables {
    * are alike; one it deletes is counted at its own size, as deletes are rare and
    * their records may be large.
    */
-  apply(op: StateOp | EventTextsOp, opBytes = 0): number {
+  apply(op: AppliedOp, opBytes = 0): number {
     switch (op.op) {
       case "run.create": {
         const created = op.event ?? createdEventOf(op.run);
@@ -197,17 +226,21 @@ export class StateTables {
         return 0;
       }
       case "toolCall.put":
-        return replaced(this.run(op.call.runId).toolCalls, op.call.callId, op.call, opBytes);
+        return replaced(this.run(op.call.runId).toolCalls, op.call.callId, flatJson(op.call), opBytes);
+      case "toolCall.putText":
+        return replaced(this.run(op.runId).toolCalls, op.callId, op.text, opBytes);
       case "toolCall.patch": {
+        // Written by earlier versions: a live write now logs the whole call.
         const { toolCalls } = this.run(op.runId);
         const stored = toolCalls.get(op.callId);
-        if (!stored) throw new TypeError(`state op patches tool call ${op.callId} of run ${op.runId}, which the log never stored`);
-        // A new record, never a change in place: a snapshot in progress holds the old one.
-        toolCalls.set(op.callId, { ...stored, ...op.set });
+        if (stored === undefined) throw new TypeError(`state op patches tool call ${op.callId} of run ${op.runId}, which the log never stored`);
+        toolCalls.set(op.callId, flatJson({ ...(JSON.parse(stored) as ToolCallRecord), ...op.set }));
         return opBytes;
       }
       case "step.put":
-        return replaced(this.run(op.step.runId).steps, op.step.key, op.step, opBytes);
+        return replaced(this.run(op.step.runId).steps, op.step.key, flatJson(op.step), opBytes);
+      case "step.putText":
+        return replaced(this.run(op.runId).steps, op.key, op.text, opBytes);
       case "checkpoint.put": {
         const entry = this.run(op.runId);
         // Cleared, a continuation (which can be large) counts at its own size, as a delete does.
@@ -299,8 +332,8 @@ export class StateTables {
         ordinal: run.ordinal,
         eventTexts: run.events.map(loggedEventText),
         eventTimes: run.events.map((event) => event.createdAt),
-        toolCalls: new Map(run.toolCalls.map((call) => [call.callId, call])),
-        steps: new Map(run.steps.map((step) => [step.key, step])),
+        toolCalls: new Map(run.toolCalls.map((call) => [call.callId, flatJson(call)])),
+        steps: new Map(run.steps.map((step) => [step.key, flatJson(step)])),
         checkpoint: run.checkpoint ?? undefined,
         deliveryIds: run.deliveryIds,
         fence: run.fence ?? run.record.lease?.token ?? 0,
@@ -346,28 +379,44 @@ export class StateTables {
   }
 }
 
-/**
- * The JSON text of an event as the log holds it (seq, type, data), flattened: V8 builds a
- * JSON.stringify result of more than a few dozen characters as a tree of pieces, and
- * converting the text to a number (NaN: it starts with `{`) makes it one string.
- */
+/** The JSON text of an event as the log holds it (seq, type, data), flattened (see flatJson). */
 export function loggedEventText(event: Pick<RunEvent, "seq" | "type" | "data">): string {
-  const text = JSON.stringify({ seq: event.seq, type: event.type, data: event.data });
+  return flatJson({ seq: event.seq, type: event.type, data: event.data });
+}
+
+/**
+ * `value`'s JSON text as one flat string: V8 builds a JSON.stringify result of more than a
+ * few dozen characters as a tree of pieces, and converting the text to a number (NaN: it
+ * starts with `{`) makes it one string. For records (objects) only.
+ */
+export function flatJson(value: object): string {
+  const text = JSON.stringify(value);
   Number(text);
   return text;
 }
 
+/** A stored tool call's record, parsed from its text: the caller's own. */
+export function toolCallOf(text: string): ToolCallRecord {
+  return JSON.parse(text) as ToolCallRecord;
+}
+
+/** A stored step's record, parsed from its text: the caller's own. */
+export function stepOf(text: string): StepRecord {
+  return JSON.parse(text) as StepRecord;
+}
+
 /**
  * A snapshot row's JSON for `row`, its events in the shape they always had there
- * (id, runId, seq, type, data, createdAt), built around their texts without parsing them.
+ * (id, runId, seq, type, data, createdAt), built around their texts without parsing them,
+ * and its tool calls and steps as their texts.
  */
 export function snapshotRunJson(row: SnapshotRunRow): string {
-  const { eventTexts, eventTimes, ...rest } = row;
+  const { eventTexts, eventTimes, toolCalls, steps, ...rest } = row;
   const runId = JSON.stringify(rest.record.id);
   const events = eventTexts.map(
     (text, index) => `{"id":${JSON.stringify(`${rest.record.id}:${index + 1}`)},"runId":${runId},${text.slice(1, -1)},"createdAt":${JSON.stringify(eventTimes[index])}}`,
   );
-  return `{"events":[${events.join(",")}],${JSON.stringify(rest).slice(1)}`;
+  return `{"events":[${events.join(",")}],"toolCalls":[${toolCalls.join(",")}],"steps":[${steps.join(",")}],${JSON.stringify(rest).slice(1)}`;
 }
 
 export function skillKey(agentId: string, name: string): string {
