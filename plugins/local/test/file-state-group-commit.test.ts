@@ -376,6 +376,36 @@ describe("FileStateAdapter group commit on the event loop", () => {
     await expectStoppedWithNothingLost(directory, adapter, [lost, alsoLost]);
   });
 
+  it("brings writes back to the event loop a second after the disk was slow, also while writes never stop", async () => {
+    const { directory, adapter } = await adapterWithRuns(8);
+    let inline = 0;
+    onInlineWrites((original, fd, buffer, offset, length, position) => {
+      // The first inline batch is slow: later ones go through the thread pool.
+      if (inline++ === 0) blockFor(30);
+      return original(fd, buffer, offset, length, position);
+    });
+    // Eight writers that append again as soon as their last append is durable: the pool always has a next batch.
+    let stop = false;
+    const writers = Array.from({ length: 8 }, async (_, index) => {
+      let count = 0;
+      while (!stop) {
+        await adapter.appendEvents(`r${index}`, [{ type: `tick ${count}` }]);
+        count += 1;
+      }
+      return count;
+    });
+    await new Promise((resolve) => setTimeout(resolve, 1_500));
+    const inlineWhileWriting = inline;
+    stop = true;
+    const counts = await Promise.all(writers);
+    expect(inlineWhileWriting).toBeGreaterThan(1);
+    await adapter.close();
+    restoreAll();
+    const reopened = await FileStateAdapter.open({ directory });
+    for (const [index, count] of counts.entries()) expect((await reopened.getRun(`r${index}`))?.lastSeq).toBe(1 + count);
+    await reopened.close();
+  });
+
   it("sends writes to the thread pool once the inline batches are slow on average, but not for one spike", async () => {
     const { directory, adapter } = await adapterWithRuns(1);
     const delays = [6, 0, 0, 0, 30];

@@ -252,9 +252,14 @@ export class WriteAheadLog {
     this.settle(batch);
   }
 
-  /** Write and sync batches through the thread pool until none is waiting (see nextPooledBatch). */
+  /**
+   * Write and sync batches through the thread pool until none is waiting (see nextPooledBatch), or
+   * until INLINE_RETRY_MS is over: then the records that wait go inline, and the disk is judged afresh,
+   * also under a load that never lets the pool run out of batches.
+   */
   private async flushThroughPool(): Promise<void> {
-    for (let batch = this.takeBatch(); batch; batch = await this.nextPooledBatch(batch.records.length)) {
+    const next = (synced: number) => (performance.now() < this.pooledUntil ? this.nextPooledBatch(synced) : undefined);
+    for (let batch = this.takeBatch(); batch; batch = await next(batch.records.length)) {
       const fill = this.fillInTheWay(this.size + batch.bytes.length);
       if (fill) await fill;
       try {
@@ -273,6 +278,8 @@ export class WriteAheadLog {
       this.settle(batch);
     }
     this.flushing = undefined;
+    // Stopped for the time limit, with records waiting that would have gone next: they go inline now.
+    if (this.eagerPending > 0 || this.urgent) this.startBatches();
   }
 
   /**
