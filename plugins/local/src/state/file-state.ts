@@ -47,10 +47,10 @@ import {
   createdEventOf,
   flatJson,
   loggedEventText,
-  stepOf,
-  toolCallOf,
   skillKey,
   snapshotRunJson,
+  stepOf,
+  toolCallOf,
   type AppliedOp,
   type LoggedEvent,
   type SnapshotRunRow,
@@ -1115,12 +1115,6 @@ export class FileStateAdapter implements StateAdapter {
   }
 }
 
-/**
- * The op that stores `call`: a patch of the fields that are not the stored record's own
- * values (a call's later writes move its status, output and times), or the whole record
- * when there is none, or `call` drops or leaves undefined one of its fields (which a put,
- * unlike a patch, removes).
- */
 async function syncDirectory(directory: string): Promise<void> {
   const handle = await open(directory, "r");
   try {
