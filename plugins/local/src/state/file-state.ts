@@ -263,8 +263,8 @@ export class FileStateAdapter implements StateAdapter {
         ops: [{ op: "run.create", run: record, ordinal: tables.nextOrdinal, idempotencyKey: run.idempotencyKey ?? null }],
         result: (after) => {
           const { record: stored } = after.runs.get(run.id)!;
-          // The event its text was made from, from a copy of the stored record: what parsing that text gives, for less.
-          return { run: copy(stored), created: true, createdEvent: createdEventOf(copy(stored)) };
+          // A copy of the event its text was made from: what parsing that text gives, for less.
+          return { run: copy(stored), created: true, createdEvent: copy(createdEventOf(stored)) };
         },
         fresh: true,
       };
