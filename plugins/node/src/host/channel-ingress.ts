@@ -56,7 +56,8 @@ export class ChannelIngress {
   handle(channel: string, ctx: RequestContext): Promise<void> {
     const work = this.accept(channel, ctx);
     this.inFlight.add(work);
-    void work.finally(() => this.inFlight.delete(work)).catch(() => undefined);
+    const forget = () => void this.inFlight.delete(work);
+    work.then(forget, forget);
     return work;
   }
 

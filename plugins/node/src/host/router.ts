@@ -46,14 +46,15 @@ export class Router {
 
   match(method: string, path: string): { route: Route; params: Record<string, string> } {
     const segments = split(path);
-    const allowed = new Set<string>();
+    // Made only for a path that has routes, none of them for this method: most requests never need it.
+    let allowed: Set<string> | undefined;
     for (const route of this.routes) {
       const params = matchSegments(route.segments, segments);
       if (!params) continue;
       if (route.method === method || (method === "HEAD" && route.method === "GET")) return { route, params };
-      allowed.add(route.method);
+      (allowed ??= new Set()).add(route.method);
     }
-    if (allowed.size > 0) {
+    if (allowed) {
       throw new HttpError(405, "AL_ERR_HTTP_METHOD", `${method} is not allowed on ${path}`, {
         fix: `Use ${[...allowed].join(" or ")}.`,
         headers: { allow: [...allowed].join(", ") },
@@ -69,17 +70,20 @@ function split(path: string): string[] {
 
 function matchSegments(pattern: string[], segments: string[]): Record<string, string> | undefined {
   if (pattern.length !== segments.length) return undefined;
+  // Compared before anything is decoded or allocated: most patterns a request meets differ in a fixed segment.
+  for (let index = 0; index < pattern.length; index += 1) {
+    const expected = pattern[index]!;
+    if (!expected.startsWith(":") && expected !== segments[index]) return undefined;
+  }
   const params: Record<string, string> = {};
   for (let index = 0; index < pattern.length; index += 1) {
     const expected = pattern[index]!;
-    const actual = segments[index]!;
-    if (expected.startsWith(":")) {
-      try {
-        params[expected.slice(1)] = decodeURIComponent(actual);
-      } catch {
-        return undefined;
-      }
-    } else if (expected !== actual) return undefined;
+    if (!expected.startsWith(":")) continue;
+    try {
+      params[expected.slice(1)] = decodeURIComponent(segments[index]!);
+    } catch {
+      return undefined;
+    }
   }
   return params;
 }
