@@ -1,5 +1,5 @@
 import { createServer, request, type IncomingMessage, type Server } from "node:http";
-import type { AddressInfo } from "node:net";
+import { connect, type AddressInfo } from "node:net";
 import { afterEach, describe, expect, it } from "vitest";
 import { readBody } from "../src/host/http.js";
 
@@ -12,8 +12,8 @@ afterEach(async () => {
 });
 
 /** A server answering each request with what readBody made of its body (after `delayMs`), as hex, or the error's code. */
-async function echoServer(delayMs = 0): Promise<number> {
-  server = createServer((req: IncomingMessage, res) => {
+async function echoServer(delayMs = 0, options: { insecureHTTPParser?: boolean } = {}): Promise<number> {
+  server = createServer(options, (req: IncomingMessage, res) => {
     const read = async () => {
       // A wait as the host's own awaits before it reads (auth, kill switch, rate limit).
       if (delayMs > 0) await new Promise((resolve) => setTimeout(resolve, delayMs));
@@ -72,6 +72,23 @@ describe("readBody", () => {
     const port = await echoServer(20);
     const reply = await post(port, [body.subarray(0, 5), body.subarray(5)], { "transfer-encoding": "chunked" }, 30);
     expect(reply).toEqual({ hex: body.toString("hex") });
+  });
+
+  it("reads a chunked body by its chunks even beside a Content-Length a lenient parser let through", async () => {
+    const port = await echoServer(20, { insecureHTTPParser: true });
+    // The first chunk holds the declared 5 bytes and is all the server has when it reads; the body is the 11 both chunks hold.
+    const head = ["POST / HTTP/1.1", "Host: x", "Content-Length: 5", "Transfer-Encoding: chunked", "Connection: close", "", "5", "hello", ""].join("\r\n");
+    const rest = ["6", " world", "0", "", ""].join("\r\n");
+    const reply = await new Promise<string>((resolve, reject) => {
+      // Written without a half-close: the server closes the connection once it has answered (Connection: close).
+      const socket = connect(port, "127.0.0.1", () => socket.write(head, () => setTimeout(() => socket.write(rest), 80)));
+      let text = "";
+      socket.on("data", (chunk) => (text += chunk));
+      socket.on("end", () => resolve(text));
+      socket.on("error", reject);
+    });
+    expect(reply).toMatch(/^HTTP\/1.1 200 /);
+    expect(JSON.parse(reply.slice(reply.indexOf("\r\n\r\n") + 4))).toEqual({ hex: Buffer.from("hello world").toString("hex") });
   });
 
   it("returns an empty body for Content-Length: 0", async () => {

@@ -100,9 +100,12 @@ export async function readBody(req: IncomingMessage, maxBytes: number): Promise<
     });
   const declared = Number(req.headers["content-length"]);
   if (Number.isFinite(declared) && declared > maxBytes) throw tooLarge();
-  if (Number.isFinite(declared) && req.readableLength === declared && req.readableFlowing === null && !req.destroyed) {
+  const framedByLength = Number.isFinite(declared) && req.headers["transfer-encoding"] === undefined;
+  if (framedByLength && req.readableLength === declared && req.readableFlowing === null && !req.destroyed) {
     // A small body usually arrives with its headers: once every declared byte waits in the stream's
     // buffer, it is taken at once, without the listeners and promise below (the stream ends on its own).
+    // Only for a body framed by its Content-Length: with a Transfer-Encoding (which a lenient parser
+    // may accept beside it), the declared length need not be the body's.
     return declared === 0 ? Buffer.alloc(0) : (req.read() as Buffer);
   }
   // Events rather than `for await`: an async iterator per request costs more than the small bodies it reads.
