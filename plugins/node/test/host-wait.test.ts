@@ -46,7 +46,56 @@ describe("POST with ?wait=", () => {
     expect(unwaited.status).toBe(202);
     await expect.poll(async () => (await host.runtime.getRun(unwaited.body.runId)).status).toBe("completed");
   });
+
+  // The run is driven by the request's own process, so its wait ends with the drive or the timeout, never an event.
+  it("answers a run it drives that outlasts ?wait when the wait runs out, with the run as it stands", { timeout: 60_000 }, async () => {
+    process.env.HOST_FIXTURE_STEP_MS = "3000";
+    try {
+      const host = await startHost(bundle);
+      const sent = Date.now();
+      const reply = await call(`${host.url}/message?wait=0.3`, { body: { message: "slow: past the wait" } });
+      expect(Date.now() - sent).toBeLessThan(2_500);
+      expect(reply.status).toBe(202);
+      expect(reply.body).toMatchObject({ status: "running", duplicate: false, conversationId: null });
+      await expect.poll(async () => (await host.runtime.getRun(reply.body.runId)).status, { timeout: 10_000 }).toBe("completed");
+    } finally {
+      process.env.HOST_FIXTURE_STEP_MS = "150";
+    }
+  });
+
+  it("waits on a run whose drive failed until it rests, when another drive takes it over", { timeout: 60_000 }, async () => {
+    const state = new OutageState("slow: flaky");
+    const host = await startHost(bundle, { state });
+    const waiting = call(`${host.url}/message?wait=60`, { body: { message: "slow: flaky" } });
+    // The store refuses the run's writes until its drive has given up (the mailbox logs the failed drive).
+    await expect.poll(() => host.logger.events("mailbox.start_failed").length, { timeout: 10_000 }).toBe(1);
+    state.outageOf = undefined;
+    expect((await host.runtime.getRun(state.failedRun!)).status).toBe("running");
+    // Resumed as the recovery sweep would: the waiting request is answered by that drive's end.
+    await host.runtime.resume(state.failedRun!, { recovered: true });
+    const reply = await waiting;
+    expect(reply.status).toBe(200);
+    expect(reply.body).toMatchObject({ runId: state.failedRun, status: "completed", response: { text: "slow done" } });
+  });
 });
+
+/** Refuses every append to the run whose message is `outageOf` once its first tool has completed, until `outageOf` is cleared. */
+class OutageState extends InMemoryStateAdapter {
+  failedRun: string | undefined;
+  constructor(public outageOf: string | undefined) {
+    super();
+  }
+  override async appendEvents(...args: Parameters<InMemoryStateAdapter["appendEvents"]>) {
+    const [runId, events] = args;
+    if (this.outageOf !== undefined && (runId === this.failedRun || events.some((event) => event.type === "tool.completed"))) {
+      if (runId === this.failedRun || (await super.getRun(runId))?.input.message === this.outageOf) {
+        this.failedRun = runId;
+        throw new Error("the store is unreachable");
+      }
+    }
+    return super.appendEvents(...args);
+  }
+}
 
 /** Which runs were created already leased, and which had a lease taken after. */
 class LeaseCountingState extends InMemoryStateAdapter {

@@ -78,7 +78,8 @@ export class ChannelIngress {
       });
     }
     const bucket: RateLimitBucket = provider ? "provider-channel" : "run-create";
-    const limited = await rateLimiter?.check({ bucket, channel, method: ctx.method, path: ctx.path, headers: ctx.headers, remoteAddress: ctx.remoteAddress });
+    // Without a limiter, not even an await: every turn of the microtask queue is paid per request.
+    const limited = rateLimiter ? await rateLimiter.check({ bucket, channel, method: ctx.method, path: ctx.path, headers: ctx.headers, remoteAddress: ctx.remoteAddress }) : undefined;
     if (limited) {
       logger.info({ event: "ingress.rejected", reason: "rate_limit", bucket, channel, requestId: ctx.requestId, retryAfterMs: limited.retryAfterMs }, "rate limit reached");
       throw new HttpError(429, "AL_ERR_RATE_LIMITED", `the ${bucket} rate limit is reached for this caller`, {
@@ -144,10 +145,11 @@ export class ChannelIngress {
     }
     let runId: string;
     let created: boolean;
-    // A new run that waits for no wait?=0 and no provider answer is watched from before it starts.
+    // A new run that waits for no wait?=0 and no provider answer is watched from before it starts,
+    // or, when this request drives it, waited on through its drive.
     const waiting = waitSeconds > 0 && !turn.respond;
     let watch: ReturnType<RunWatcher["watch"]> | undefined;
-    /** The drive of a run this request started itself, when it did. */
+    /** The drive of a run this request started itself and waits on, when it did. */
     let drive: Promise<RunResult> | undefined;
     const attachments = turn.attachments?.length ?? 0;
     try {
@@ -176,10 +178,7 @@ export class ChannelIngress {
         ({ runId, created } = started);
         if (started.created) {
           mailbox.adopt(runId, started.result);
-          if (waiting) {
-            drive = started.result;
-            watch = watcher.watch(runId);
-          }
+          if (waiting) drive = started.result;
         }
       } else {
         ({ runId, created } = await runtime.submit(input, { observe: !reservation.startsNow }));
@@ -200,27 +199,13 @@ export class ChannelIngress {
       sendJson(ctx.res, turn.respond.status ?? 200, turn.respond.body ?? { ok: true });
       return;
     }
-    const result = watch ? await restedWithin(watch, waitSeconds * 1000, drive) : await watcher.waitForRest(runId, waitSeconds * 1000);
+    const waitMs = waitSeconds * 1000;
+    const result = drive ? await watcher.untilDriven(runId, drive, waitMs) : watch ? await watch.rested(waitMs) : await watcher.waitForRest(runId, waitMs);
     const rested = result.status !== "queued" && result.status !== "running";
     // Object.assign, not a spread followed by keys the result lacks: V8 gives every object built that way a map
     // of its own, which costs a slow path to build and another to stringify, on every request.
     const body = Object.assign({}, result, { conversationId, duplicate: !created, run: `/runs/${encodeURIComponent(runId)}` });
     sendJson(ctx.res, waitSeconds > 0 && rested ? 200 : created ? 202 : 200, body);
-  }
-}
-
-/**
- * What a request answers once its run rests, or after `timeoutMs`. A run this request drives
- * rests when its drive ends, which needs no event: its watch, registered only once the run
- * was stored, still answers a timeout or a shutdown.
- */
-async function restedWithin(watch: ReturnType<RunWatcher["watch"]>, timeoutMs: number, drive: Promise<RunResult> | undefined): Promise<RunResult> {
-  const rested = watch.rested(timeoutMs);
-  if (!drive) return rested;
-  try {
-    return await Promise.race([drive.catch(() => rested), rested]);
-  } finally {
-    watch.cancel();
   }
 }
 

@@ -11,10 +11,13 @@ const RESTING_EVENTS = new Set(["run.completed", "run.failed", "run.waiting_appr
  */
 export class RunWatcher {
   private readonly waiters = new Map<string, Set<(event?: RunEvent) => void>>();
+  /** Requests waiting on a drive of this process (`untilDriven`): woken only by release(). */
+  private readonly drivenWaits = new Set<() => void>();
 
   constructor(private readonly runtime: OpenEveRuntime) {
     runtime.hooks.event.tap("node-host:run-watcher", (event) => {
-      if (!RESTING_EVENTS.has(event.type)) return;
+      // Every committed event passes here; requests waiting on runs they drive need none of them.
+      if (this.waiters.size === 0 || !RESTING_EVENTS.has(event.type)) return;
       const waiting = this.waiters.get(event.runId);
       if (waiting) for (const wake of waiting) wake(event);
     });
@@ -34,6 +37,30 @@ export class RunWatcher {
       return current;
     }
     return watch.rested(timeoutMs);
+  }
+
+  /**
+   * The result of `drive`, a drive of `runId` this process runs, or the run as it stands after
+   * `timeoutMs` (or `release()`). The drive ends when the run rests, so no event is watched for it;
+   * a drive that fails leaves the run to whoever takes it over, and the rest of `timeoutMs` is
+   * waited on its events, as `waitForRest` does.
+   */
+  async untilDriven(runId: string, drive: Promise<RunResult>, timeoutMs: number): Promise<RunResult> {
+    const deadline = Date.now() + timeoutMs;
+    let wake!: () => void;
+    const woken = new Promise<"woken">((resolve) => (wake = () => resolve("woken")));
+    this.drivenWaits.add(wake);
+    const timer = setTimeout(wake, timeoutMs);
+    let ended: RunResult | "woken" | "failed";
+    try {
+      ended = await Promise.race([drive.catch(() => "failed" as const), woken]);
+    } finally {
+      clearTimeout(timer);
+      this.drivenWaits.delete(wake);
+    }
+    if (ended === "woken") return this.runtime.getRun(runId);
+    if (ended === "failed") return this.waitForRest(runId, deadline - Date.now());
+    return ended;
   }
 
   /**
@@ -75,5 +102,6 @@ export class RunWatcher {
   /** Answer every waiting request now (shutdown): they report the run as it stands. */
   release(): void {
     for (const set of this.waiters.values()) for (const wake of set) wake();
+    for (const wake of this.drivenWaits) wake();
   }
 }
