@@ -8,46 +8,110 @@
 // request (the profile's samples that are not idle: the figure the bench's ratio tends to at 50 clients,
 // where the server's event loop is the bound), then the host's excess on each; and writes
 // <prefix>-<host|wrapped>-<round>.cpuprofile (main thread) for each turn. Default prefix /tmp/http-paths.
-import { Worker, isMainThread, parentPort, workerData } from "node:worker_threads";
-import { Agent, request } from "node:http";
 import { writeFileSync } from "node:fs";
+import { Agent, request } from "node:http";
 import { performance } from "node:perf_hooks";
-if (!isMainThread) {
-  const { url, clients, ms } = workerData;
-  const post = (agent, body) => new Promise((resolve, reject) => { const req = request(url, { method: "POST", agent, headers: { "content-type": "application/json", "content-length": Buffer.byteLength(body) } }, (res) => { res.resume(); res.on("end", () => resolve(res.statusCode)); }); req.on("error", reject); req.end(body); });
-  const agents = Array.from({ length: clients }, () => new Agent({ keepAlive: true, maxSockets: 1 })); let n = 0, m = 0;
-  const until = performance.now() + ms; const t0 = performance.now();
-  await Promise.all(agents.map(async (a) => { while (performance.now() < until) { await post(a, JSON.stringify({ message: `b ${m++}` })); n++; } }));
-  parentPort.postMessage({ n, el: performance.now() - t0 }); for (const a of agents) a.destroy();
-} else {
-  /** The main thread's sampled time that is not idle, in µs: what the event loop spent on the path. */
-  const mainThreadBusyUs = (profile) => {
-    const idle = new Set(profile.nodes.filter((node) => node.callFrame.functionName === "(idle)").map((node) => node.id));
-    let busy = 0;
-    for (let i = 0; i < profile.samples.length; i++) if (!idle.has(profile.samples[i])) busy += profile.timeDeltas[i] ?? 0;
-    return busy;
-  };
+import { Worker, isMainThread, parentPort, workerData } from "node:worker_threads";
+
+/** POST `body` to `url` on `agent`'s connection and resolve with the status. */
+function post(agent, url, body) {
+  return new Promise((resolve, reject) => {
+    const req = request(url, { method: "POST", agent, headers: { "content-type": "application/json", "content-length": Buffer.byteLength(body) } }, (res) => {
+      res.resume();
+      res.on("end", () => resolve(res.statusCode));
+    });
+    req.on("error", reject);
+    req.end(body);
+  });
+}
+
+/** `clients` keep-alive connections sending back to back for `ms`: the requests answered 2xx, the others, the time taken. */
+async function load({ url, clients, ms }) {
+  const agents = Array.from({ length: clients }, () => new Agent({ keepAlive: true, maxSockets: 1 }));
+  let answered = 0;
+  let failed = 0;
+  let sent = 0;
+  const started = performance.now();
+  const until = started + ms;
+  await Promise.all(
+    agents.map(async (agent) => {
+      while (performance.now() < until) {
+        const status = await post(agent, url, JSON.stringify({ message: `bench ${(sent += 1)}` }));
+        if (status >= 200 && status < 300) answered += 1;
+        else failed += 1;
+      }
+    }),
+  );
+  const elapsedMs = performance.now() - started;
+  for (const agent of agents) agent.destroy();
+  return { answered, failed, elapsedMs };
+}
+
+/** The main thread's sampled time that is not idle, in µs: what the event loop spent on the path. */
+function mainThreadBusyUs(profile) {
+  const idle = new Set(profile.nodes.filter((node) => node.callFrame.functionName === "(idle)").map((node) => node.id));
+  let busy = 0;
+  for (let index = 0; index < profile.samples.length; index += 1) if (!idle.has(profile.samples[index])) busy += profile.timeDeltas[index] ?? 0;
+  return busy;
+}
+
+async function main() {
   const { Session } = await import("node:inspector/promises");
   const { bareServer, benchRuntime, buildBenchAgent, startBenchHost } = await import("./http-bench.js");
-  const [rounds = "4", ms = "3000", clients = "50", out = "/tmp/http-paths"] = process.argv.slice(2);
+  const [rounds = 4, ms = 3000, clients = 50] = process.argv.slice(2, 5).map(Number);
+  const prefix = process.argv[5] ?? "/tmp/http-paths";
   const agent = await buildBenchAgent();
-  const host = await startBenchHost(50, agent);
-  const rt = benchRuntime(50, agent); const wrapped = await bareServer(rt);
-  const load = (url, ms) => new Promise((res, rej) => { const w = new Worker(new URL(import.meta.url), { workerData: { url, clients: Number(clients), ms } }); w.once("message", res); w.once("error", rej); });
-  await load(host.url, 3000); await load(wrapped.url, 3000);
-  const s = new Session(); s.connect(); await s.post("Profiler.enable");
-  const tot = { host: [0, 0, 0, 0], wrapped: [0, 0, 0, 0] };
-  for (let r = 0; r < Number(rounds); r++) for (const [name, url] of r % 2 ? [["wrapped", wrapped.url], ["host", host.url]] : [["host", host.url], ["wrapped", wrapped.url]]) {
-    await load(url, 200);
-    await s.post("Profiler.start"); const cpu = process.cpuUsage();
-    const { n, el } = await load(url, Number(ms));
-    const u = process.cpuUsage(cpu); const { profile } = await s.post("Profiler.stop");
-    writeFileSync(`${out}-${name}-${r}.cpuprofile`, JSON.stringify(profile));
-    const busy = mainThreadBusyUs(profile);
-    tot[name][0] += n; tot[name][1] += el; tot[name][2] += u.user + u.system; tot[name][3] += busy;
-    console.log(name, r, n, (n / el * 1000).toFixed(0), "req/s", ((u.user + u.system) / n).toFixed(1), "µs CPU/req,", (busy / n).toFixed(1), "µs main thread busy/req");
+  const host = await startBenchHost(clients, agent);
+  const runtime = benchRuntime(clients, agent);
+  const wrapped = await bareServer(runtime);
+  const paths = { host: host.url, wrapped: wrapped.url };
+  const fromWorker = (url, loadMs) =>
+    new Promise((resolve, reject) => {
+      const worker = new Worker(new URL(import.meta.url), { workerData: { url, clients, ms: loadMs } });
+      worker.once("message", resolve);
+      worker.once("error", reject);
+    });
+  try {
+    // The JIT settles over seconds: both paths warm before anything is measured.
+    for (const url of Object.values(paths)) await fromWorker(url, 3000);
+    const session = new Session();
+    session.connect();
+    await session.post("Profiler.enable");
+    const totals = Object.fromEntries(Object.keys(paths).map((name) => [name, { answered: 0, failed: 0, elapsedMs: 0, cpuUs: 0, busyUs: 0 }]));
+    for (let round = 0; round < rounds; round += 1) {
+      // Which path goes first alternates, so a change in the machine's load falls on both alike.
+      const order = round % 2 === 0 ? ["host", "wrapped"] : ["wrapped", "host"];
+      for (const name of order) {
+        await fromWorker(paths[name], 200);
+        await session.post("Profiler.start");
+        const cpu = process.cpuUsage();
+        const { answered, failed, elapsedMs } = await fromWorker(paths[name], ms);
+        const used = process.cpuUsage(cpu);
+        const { profile } = await session.post("Profiler.stop");
+        writeFileSync(`${prefix}-${name}-${round}.cpuprofile`, JSON.stringify(profile));
+        const total = totals[name];
+        const cpuUs = used.user + used.system;
+        const busyUs = mainThreadBusyUs(profile);
+        Object.assign(total, { answered: total.answered + answered, failed: total.failed + failed, elapsedMs: total.elapsedMs + elapsedMs, cpuUs: total.cpuUs + cpuUs, busyUs: total.busyUs + busyUs });
+        console.log(`${name.padEnd(7)} round ${round}: ${((answered / elapsedMs) * 1000).toFixed(0)} req/s, ${(cpuUs / answered).toFixed(1)} µs CPU and ${(busyUs / answered).toFixed(1)} µs main thread busy per request${failed ? ` (${failed} non-2xx)` : ""}`);
+      }
+    }
+    session.disconnect();
+    const perSecond = ({ answered, elapsedMs }) => (answered / elapsedMs) * 1000;
+    const busyPerRequest = ({ answered, busyUs }) => busyUs / answered;
+    for (const [name, total] of Object.entries(totals)) {
+      console.log(`${name.padEnd(7)} all rounds: ${perSecond(total).toFixed(0)} req/s, ${(total.cpuUs / total.answered).toFixed(1)} µs CPU and ${busyPerRequest(total).toFixed(1)} µs main thread busy per request`);
+    }
+    const busyExcess = busyPerRequest(totals.host) / busyPerRequest(totals.wrapped) - 1;
+    const rateExcess = perSecond(totals.wrapped) / perSecond(totals.host) - 1;
+    console.log(`host over the baseline: main thread busy +${(busyExcess * 100).toFixed(0)}% per request, requests/s +${(rateExcess * 100).toFixed(0)}%`);
+  } finally {
+    await wrapped.close();
+    await runtime.close?.();
+    await host.close();
+    agent.remove();
   }
-  for (const [k, [n, el, c, busy]] of Object.entries(tot)) console.log(k, (n / el * 1000).toFixed(0), "req/s,", (c / n).toFixed(1), "µs CPU/req,", (busy / n).toFixed(1), "µs main thread busy/req");
-  console.log(`host over the baseline: main thread busy ${((tot.host[3] / tot.host[0] / (tot.wrapped[3] / tot.wrapped[0]) - 1) * 100).toFixed(0)}% per request, requests/s ${((tot.wrapped[0] / tot.wrapped[1] / (tot.host[0] / tot.host[1]) - 1) * 100).toFixed(0)}%`);
-  await wrapped.close(); await rt.close?.(); await host.close(); agent.remove();
 }
+
+if (isMainThread) await main();
+else parentPort.postMessage(await load(workerData));
