@@ -41,7 +41,8 @@ export class RunWatcher {
 
   /**
    * The result of `drive`, a drive of `runId` this process runs, or the run as it stands after
-   * `timeoutMs` (or `release()`). The drive ends when the run rests, so no event is watched for it;
+   * `timeoutMs` (or `release()`). The drive ends when the run rests (and its lease is released,
+   * as `runtime.run()` resolves), so no event is watched for it;
    * a drive that fails leaves the run to whoever takes it over, and the rest of `timeoutMs` is
    * waited on its events, as `waitForRest` does.
    */
