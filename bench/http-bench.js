@@ -106,7 +106,7 @@ function median(values) {
 }
 
 /** Run `load` in a worker thread and resolve with its result. */
-function loadFromWorker(url, clients, ms, warmUpMs = 0) {
+export function loadFromWorker(url, clients, ms, warmUpMs = 0) {
   return new Promise((resolve, reject) => {
     const worker = new Worker(new URL(import.meta.url), { workerData: { url, clients, ms, warmUpMs } });
     worker.once("message", resolve);

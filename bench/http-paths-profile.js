@@ -9,43 +9,8 @@
 // where the server's event loop is the bound), then the host's excess on each; and writes
 // <prefix>-<host|wrapped>-<round>.cpuprofile (main thread) for each turn. Default prefix /tmp/http-paths.
 import { writeFileSync } from "node:fs";
-import { Agent, request } from "node:http";
-import { performance } from "node:perf_hooks";
-import { Worker, isMainThread, parentPort, workerData } from "node:worker_threads";
-
-/** POST `body` to `url` on `agent`'s connection and resolve with the status. */
-function post(agent, url, body) {
-  return new Promise((resolve, reject) => {
-    const req = request(url, { method: "POST", agent, headers: { "content-type": "application/json", "content-length": Buffer.byteLength(body) } }, (res) => {
-      res.resume();
-      res.on("end", () => resolve(res.statusCode));
-    });
-    req.on("error", reject);
-    req.end(body);
-  });
-}
-
-/** `clients` keep-alive connections sending back to back for `ms`: the requests answered 2xx, the others, the time taken. */
-async function load({ url, clients, ms }) {
-  const agents = Array.from({ length: clients }, () => new Agent({ keepAlive: true, maxSockets: 1 }));
-  let answered = 0;
-  let failed = 0;
-  let sent = 0;
-  const started = performance.now();
-  const until = started + ms;
-  await Promise.all(
-    agents.map(async (agent) => {
-      while (performance.now() < until) {
-        const status = await post(agent, url, JSON.stringify({ message: `bench ${(sent += 1)}` }));
-        if (status >= 200 && status < 300) answered += 1;
-        else failed += 1;
-      }
-    }),
-  );
-  const elapsedMs = performance.now() - started;
-  for (const agent of agents) agent.destroy();
-  return { answered, failed, elapsedMs };
-}
+import { Session } from "node:inspector/promises";
+import { bareServer, benchRuntime, buildBenchAgent, loadFromWorker, startBenchHost } from "./http-bench.js";
 
 /** The main thread's sampled time that is not idle, in µs: what the event loop spent on the path. */
 function mainThreadBusyUs(profile) {
@@ -56,8 +21,6 @@ function mainThreadBusyUs(profile) {
 }
 
 async function main() {
-  const { Session } = await import("node:inspector/promises");
-  const { bareServer, benchRuntime, buildBenchAgent, startBenchHost } = await import("./http-bench.js");
   const [rounds = 4, ms = 3000, clients = 50] = process.argv.slice(2, 5).map(Number);
   const prefix = process.argv[5] ?? "/tmp/http-paths";
   const agent = await buildBenchAgent();
@@ -65,15 +28,9 @@ async function main() {
   const runtime = benchRuntime(clients, agent);
   const wrapped = await bareServer(runtime);
   const paths = { host: host.url, wrapped: wrapped.url };
-  const fromWorker = (url, loadMs) =>
-    new Promise((resolve, reject) => {
-      const worker = new Worker(new URL(import.meta.url), { workerData: { url, clients, ms: loadMs } });
-      worker.once("message", resolve);
-      worker.once("error", reject);
-    });
   try {
     // The JIT settles over seconds: both paths warm before anything is measured.
-    for (const url of Object.values(paths)) await fromWorker(url, 3000);
+    for (const url of Object.values(paths)) await loadFromWorker(url, clients, 3000);
     const session = new Session();
     session.connect();
     await session.post("Profiler.enable");
@@ -82,10 +39,10 @@ async function main() {
       // Which path goes first alternates, so a change in the machine's load falls on both alike.
       const order = round % 2 === 0 ? ["host", "wrapped"] : ["wrapped", "host"];
       for (const name of order) {
-        await fromWorker(paths[name], 200);
+        await loadFromWorker(paths[name], clients, 200);
         await session.post("Profiler.start");
         const cpu = process.cpuUsage();
-        const { answered, failed, elapsedMs } = await fromWorker(paths[name], ms);
+        const { requests: answered, failures: failed, elapsed: elapsedMs } = await loadFromWorker(paths[name], clients, ms);
         const used = process.cpuUsage(cpu);
         const { profile } = await session.post("Profiler.stop");
         writeFileSync(`${prefix}-${name}-${round}.cpuprofile`, JSON.stringify(profile));
@@ -113,5 +70,4 @@ async function main() {
   }
 }
 
-if (isMainThread) await main();
-else parentPort.postMessage(await load(workerData));
+await main();
