@@ -22,6 +22,8 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { performance } from "node:perf_hooks";
 import { pathToFileURL } from "node:url";
+import { setFlagsFromString } from "node:v8";
+import { runInNewContext } from "node:vm";
 import { Worker, isMainThread, parentPort, workerData } from "node:worker_threads";
 import { InMemoryStateAdapter, OpenEveRuntime, buildAgent, loadRuntimeBundle, noopLogger, scriptedHarness } from "@assemblyline-agents/runtime";
 import { listenNodeRuntime } from "@assemblyline-agents/node";
@@ -103,6 +105,17 @@ function median(values) {
   const sorted = [...values].sort((a, b) => a - b);
   const middle = Math.floor(sorted.length / 2);
   return sorted.length % 2 === 1 ? sorted[middle] : (sorted[middle - 1] + sorted[middle]) / 2;
+}
+
+/**
+ * A full garbage collection, between timed slices. Both paths share this process's heap, and their
+ * in-memory states keep every run (hundreds of MB by a level's end): a major collection's marking took
+ * 20-190 ms of the main thread here, fell on whichever path was running, and moved one 1 s slice by
+ * up to a fifth. Collected before each slice, none falls inside one.
+ */
+export function collectGarbage() {
+  if (!globalThis.gc) setFlagsFromString("--expose-gc");
+  (globalThis.gc ?? runInNewContext("gc"))();
 }
 
 /** Run `load` in a worker thread and resolve with its result. */
@@ -285,7 +298,10 @@ export async function runHttpBench({ seconds = Number(process.env.BENCH_SECONDS 
       const hostedSlices = [];
       // Which goes first alternates (ABBA): the path measured second can inherit the first one's garbage
       // (a major collection its allocations made due), and a fixed order would charge that to one side.
-      const slice = (url) => loadFromWorker(url, clients, (seconds * 1000) / 2, WARMUP_MS / 3);
+      const slice = (url) => {
+        collectGarbage();
+        return loadFromWorker(url, clients, (seconds * 1000) / 2, WARMUP_MS / 3);
+      };
       for (let index = 0; index < SLICES; index += 1) {
         if (index % 2 === 0) {
           overHttpSlices.push(await slice(wrapped.url));
