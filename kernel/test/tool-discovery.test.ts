@@ -343,6 +343,23 @@ describe("tools provided from outside the agent folder", () => {
     expect(runtime.toolTable.get("crm__lookup_contact")).toMatchObject({ origin: "provided", provider: "test-connection", visibility: "deferred" });
   });
 
+  it("refuses a provided tool whose input schema does not compile, when it is provided", async () => {
+    const broken = definePlugin({
+      name: "broken",
+      version: "0.1.0",
+      apply(kernel) {
+        kernel.hooks.tools.tap("broken", (table) => {
+          table.provide("crm__broken", { ...lookup, inputSchema: { type: "object", properties: { email: { type: "no-such-type" } } } }, { provider: "broken" });
+          return table;
+        });
+      },
+    });
+    const kernel = await createKernel({ plugins: [broken] });
+    await expect(startAgent(agentFolder({ "agent.ts": MINIMAL_AGENT }), [{ text: "hi" }], { kernel })).rejects.toThrow(
+      /AL_ERR_TOOL_PROVIDED: plugin broken provided tool "crm__broken": its inputSchema or outputSchema does not compile/,
+    );
+  });
+
   it("refuses a provided tool whose name is taken", async () => {
     const clash = definePlugin({
       name: "clash",

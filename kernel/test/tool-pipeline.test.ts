@@ -1,4 +1,5 @@
-import { describe, expect, it } from "vitest";
+import { Ajv } from "ajv";
+import { describe, expect, it, vi } from "vitest";
 import { approvalIdFor, InMemoryStateAdapter } from "@assemblyline-agents/runtime";
 import type { NewRunEvent, RunEvent, RunStateChange, ToolCallRecord } from "@assemblyline-agents/core";
 import { createHash } from "node:crypto";
@@ -22,6 +23,33 @@ describe("input schema check", () => {
     const invalid = recorded.find((event) => event.type === "tool.input_invalid")!;
     expect(invalid.data).toMatchObject({ toolName: "echo", callId: "call_0_0" });
     expect(await types(result.runId)).toContain("run.completed");
+  });
+});
+
+describe("tool schemas", () => {
+  it("are compiled on a tool's first call, not when the runtime opens, and then kept", async () => {
+    const dir = agentFolder({
+      "agent.ts": MINIMAL_AGENT,
+      "tools/echo.ts": toolSource(),
+      "tools/count.ts": toolSource({ schema: `{ type: "object", properties: { count: { type: "integer" } }, required: ["count"] }` }),
+    });
+    const compile = vi.spyOn(Ajv.prototype, "compile");
+    try {
+      const compiled = () => compile.mock.calls.map(([schema]) => JSON.stringify(schema));
+      const { runtime, log } = await startAgent(dir, [call("echo", { value: 42 }), call("echo", { value: "ok" }), { text: "done" }]);
+      // The build checks the authored tools' schemas; the runtime compiles none, not even the built-ins'.
+      const authored = ["echo", "count"].map((name) => JSON.stringify(runtime.toolTable.get(name)!.definition.inputSchema));
+      expect(compiled().filter((schema) => !authored.includes(schema))).toEqual([]);
+      compile.mockClear();
+      const result = await runtime.run({ message: "hi" });
+      expect(result.status).toBe("completed");
+      expect(JSON.stringify(log.outcomes[0]!.outcome)).toContain("input/value must be string");
+      expect(log.outcomes[1]!.outcome).toMatchObject({ output: { echoed: "ok" }, isError: false });
+      // echo's input schema, once for both calls; nothing else.
+      expect(compiled()).toEqual([authored[0]]);
+    } finally {
+      compile.mockRestore();
+    }
   });
 });
 

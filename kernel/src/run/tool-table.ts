@@ -98,6 +98,10 @@ export class ToolTable extends Map<string, ToolTableEntry> implements ToolTableS
         : false;
     const bridge = builtIn && BRIDGES.has(name);
     const namespace = definition.capability?.namespace ?? (name.includes("__") ? name.split("__")[0]! : null);
+    // Compiled on a tool's first call: a command that opens a runtime (runs show, approve) or a host whose runs
+    // call a few of their tools does not compile every schema, and ajv's meta-schema, before its first step.
+    // The build has compiled every authored tool's schemas; the built-ins' are the kernel's own.
+    const compiled: { input?: ValidateFunction; output?: ValidateFunction | null } = {};
     const entry: ToolTableEntry = {
       name,
       definition,
@@ -114,9 +118,16 @@ export class ToolTable extends Map<string, ToolTableEntry> implements ToolTableS
       bridge,
       defaultVisible: !bridge && mode !== "disabled" && available && visibility === "always",
       approval,
-      validateInput: compileSchema(definition.inputSchema),
-      validateOutput: definition.outputSchema ? compileSchema(definition.outputSchema) : null,
+      get validateInput() {
+        return (compiled.input ??= compileSchema(definition.inputSchema));
+      },
+      get validateOutput() {
+        if (compiled.output === undefined) compiled.output = definition.outputSchema ? compileSchema(definition.outputSchema) : null;
+        return compiled.output;
+      },
     };
+    // A provided tool arrives at run time, unchecked: its schemas compile now, so a bad one is refused at once.
+    if (origin === "provided") void [entry.validateInput, entry.validateOutput];
     this.set(name, entry);
     this.aliasIndex = undefined;
     return entry;
