@@ -1,10 +1,13 @@
-import { Ajv, type ErrorObject, type ValidateFunction } from "ajv";
+import { createRequire } from "node:module";
+import type { Ajv, ErrorObject, ValidateFunction } from "ajv";
 
 /** One ajv instance per process; compiled validators are cached by schema object. */
 let shared: Ajv | undefined;
 
 export function schemaCompiler(): Ajv {
-  shared ??= new Ajv({ allErrors: true, strict: false });
+  // ajv is large and CommonJS: required when the first schema is compiled (a build, a tool's first call),
+  // so a process that opens a runtime to read its runs does not load it.
+  shared ??= new (createRequire(import.meta.url)("ajv") as typeof import("ajv")).Ajv({ allErrors: true, strict: false });
   return shared;
 }
 
