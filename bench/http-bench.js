@@ -110,7 +110,7 @@ function median(values) {
 /**
  * A full garbage collection, between timed slices. Both paths share this process's heap, and their
  * in-memory states keep every run (hundreds of MB by a level's end): a major collection's marking took
- * 20-190 ms of the main thread here, fell on whichever path was running, and moved one 1 s slice by
+ * 8-190 ms of the main thread here, fell on whichever path was running, and moved one 1 s slice by
  * up to a fifth. Collected before each slice, none falls inside one.
  */
 export function collectGarbage() {

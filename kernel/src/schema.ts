@@ -15,6 +15,21 @@ export function compileSchema(schema: unknown): ValidateFunction {
   return schemaCompiler().compile(schema as object);
 }
 
+/**
+ * A validator that compiles `schema` on its first call, for schemas already known to compile (a built
+ * tool's): `errors` holds the last call's errors, as on ajv's own.
+ */
+export function compileOnFirstCall(schema: unknown): ValidateFunction {
+  let compiled: ValidateFunction | undefined;
+  const validate = ((data: unknown) => {
+    compiled ??= compileSchema(schema);
+    const valid = compiled(data);
+    validate.errors = compiled.errors;
+    return valid;
+  }) as ValidateFunction;
+  return validate;
+}
+
 /** ajv errors as short, model- and human-readable lines: `/note must be string`. */
 export function describeSchemaErrors(errors: ErrorObject[] | null | undefined): string[] {
   return (errors ?? []).map((error) => {

@@ -17,7 +17,7 @@ import {
 import { BUILT_IN_REQUIREMENTS, builtInToolDefaults } from "../builtins/index.js";
 import type { SourceBundle } from "../compiler/bundle.js";
 import type { AgentManifest } from "../compiler/manifest.js";
-import { compileSchema } from "../schema.js";
+import { compileOnFirstCall, compileSchema } from "../schema.js";
 import { ToolSearchIndex, type ToolSearchHit } from "./tool-search.js";
 import {
   capabilityProblem,
@@ -100,8 +100,9 @@ export class ToolTable extends Map<string, ToolTableEntry> implements ToolTableS
     const namespace = definition.capability?.namespace ?? (name.includes("__") ? name.split("__")[0]! : null);
     // Compiled on a tool's first call: a command that opens a runtime (runs show, approve) or a host whose runs
     // call a few of their tools does not compile every schema, and ajv's meta-schema, before its first step.
-    // The build has compiled every authored tool's schemas; the built-ins' are the kernel's own.
-    const compiled: { input?: ValidateFunction; output?: ValidateFunction | null } = {};
+    // The build has compiled every authored tool's schemas and the built-ins' are the kernel's own; a tool
+    // provided at run time arrives unchecked, so its schemas compile now and a bad one is refused at once.
+    const validator = origin === "provided" ? compileSchema : compileOnFirstCall;
     const entry: ToolTableEntry = {
       name,
       definition,
@@ -118,16 +119,9 @@ export class ToolTable extends Map<string, ToolTableEntry> implements ToolTableS
       bridge,
       defaultVisible: !bridge && mode !== "disabled" && available && visibility === "always",
       approval,
-      get validateInput() {
-        return (compiled.input ??= compileSchema(definition.inputSchema));
-      },
-      get validateOutput() {
-        if (compiled.output === undefined) compiled.output = definition.outputSchema ? compileSchema(definition.outputSchema) : null;
-        return compiled.output;
-      },
+      validateInput: validator(definition.inputSchema),
+      validateOutput: definition.outputSchema ? validator(definition.outputSchema) : null,
     };
-    // A provided tool arrives at run time, unchecked: its schemas compile now, so a bad one is refused at once.
-    if (origin === "provided") void [entry.validateInput, entry.validateOutput];
     this.set(name, entry);
     this.aliasIndex = undefined;
     return entry;
