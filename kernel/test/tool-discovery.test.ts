@@ -314,16 +314,19 @@ describe("tools provided from outside the agent folder", () => {
       return { contact: input.email };
     },
   });
-  const connection = definePlugin({
-    name: "test-connection",
-    version: "0.1.0",
-    apply(kernel) {
-      kernel.hooks.tools.tap("test-connection", (table) => {
-        table.provide("crm__lookup_contact", lookup, { provider: "test-connection" });
-        return table;
-      });
-    },
-  });
+  /** A plugin that provides one tool, as a connection does. */
+  const providing = (plugin: string, name: string, definition: typeof lookup) =>
+    definePlugin({
+      name: plugin,
+      version: "0.1.0",
+      apply(kernel) {
+        kernel.hooks.tools.tap(plugin, (table) => {
+          table.provide(name, definition, { provider: plugin });
+          return table;
+        });
+      },
+    });
+  const connection = providing("test-connection", "crm__lookup_contact", lookup);
 
   it("defers them, finds them by namespace and calls them through tool_call", async () => {
     const kernel = await createKernel({ plugins: [connection] });
@@ -344,16 +347,7 @@ describe("tools provided from outside the agent folder", () => {
   });
 
   it("refuses a provided tool whose input schema does not compile, when it is provided", async () => {
-    const broken = definePlugin({
-      name: "broken",
-      version: "0.1.0",
-      apply(kernel) {
-        kernel.hooks.tools.tap("broken", (table) => {
-          table.provide("crm__broken", { ...lookup, inputSchema: { type: "object", properties: { email: { type: "no-such-type" } } } }, { provider: "broken" });
-          return table;
-        });
-      },
-    });
+    const broken = providing("broken", "crm__broken", { ...lookup, inputSchema: { type: "object", properties: { email: { type: "no-such-type" } } } });
     const kernel = await createKernel({ plugins: [broken] });
     await expect(startAgent(agentFolder({ "agent.ts": MINIMAL_AGENT }), [{ text: "hi" }], { kernel })).rejects.toThrow(
       /AL_ERR_TOOL_PROVIDED: plugin broken provided tool "crm__broken": its inputSchema or outputSchema does not compile/,
@@ -361,16 +355,7 @@ describe("tools provided from outside the agent folder", () => {
   });
 
   it("refuses a provided tool whose name is taken", async () => {
-    const clash = definePlugin({
-      name: "clash",
-      version: "0.1.0",
-      apply(kernel) {
-        kernel.hooks.tools.tap("clash", (table) => {
-          table.provide("read", lookup, { provider: "clash" });
-          return table;
-        });
-      },
-    });
+    const clash = providing("clash", "read", lookup);
     const kernel = await createKernel({ plugins: [clash] });
     await expect(startAgent(agentFolder({ "agent.ts": MINIMAL_AGENT }), [{ text: "hi" }], { kernel })).rejects.toThrow(
       /AL_ERR_TOOL_PROVIDED: plugin clash provided tool "read": the name is taken by a built-in tool/,
