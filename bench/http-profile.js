@@ -9,7 +9,7 @@ import { Agent, request } from "node:http";
 import { writeFileSync } from "node:fs";
 import { Session } from "node:inspector/promises";
 import { performance } from "node:perf_hooks";
-import { bareServer, benchRuntime, buildBenchAgent, startBenchHost } from "./http-bench.js";
+import { bareServer, benchRuntime, buildBenchAgent, channelRun, startBenchHost } from "./http-bench.js";
 
 const seconds = Number(process.argv[2] ?? 4);
 const clients = Number(process.argv[3] ?? 16);
@@ -29,7 +29,7 @@ async function load(ms) {
     Array.from({ length: clients }, async () => {
       const agent = new Agent({ keepAlive: true, maxSockets: 1 });
       while (performance.now() < until) {
-        if (mode === "direct") await runtime.run({ message: `bench ${done}` });
+        if (mode === "direct") await runtime.run(channelRun(`bench ${done}`));
         else {
           const body = JSON.stringify({ message: `bench ${done}` });
           await new Promise((resolve, reject) => {
