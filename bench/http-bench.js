@@ -245,9 +245,13 @@ function benchScript() {
  * work, so the baseline must not carry it.
  */
 export function benchRuntime(maxClients, agent) {
+  const { channels } = agent.bundle.sourceBundle;
   return new OpenEveRuntime({
     ...agent.bundle,
     state: new InMemoryStateAdapter(),
+    // As the host decides it (its server.ts): a channel without deliver() (the bench's raw `message` route)
+    // owes no delivery row, since its reply is read from the run. The runtime's default owes one for any channel.
+    owesDelivery: (name) => channels[name] === undefined || typeof channels[name].deliver === "function",
     agentHarness: benchScript(),
     logger: noopLogger(),
     env: {},
