@@ -2,7 +2,7 @@
 // POST /message?wait=10 answered with the reply, at 1, 16 and 50 concurrent
 // clients, beside three baselines measured in the same run: a bare node:http
 // handler (read the JSON body, answer JSON) with the same client; the agent's
-// runtime on its own (benchRuntime: same bundle, script, state adapter and limits,
+// runtime on its own (benchRuntime: same bundle, script, state adapter, limits and deliveries owed,
 // not tapped by a host) called directly (runtime.run() at the same concurrency); and
 // that bare handler awaiting runtime.run() on it and answering its result. Both start
 // the run the host starts for the message: the same channel and idempotency key (channelRun).
