@@ -1,7 +1,9 @@
 // The ledger: a plain file outside the state store, appended (O_APPEND) by the
 // chaos agent's tool and hook in every process. Its line order is the order the
 // writes reached the file, so "an effect after the run completed" is visible.
+import { createHash } from "node:crypto";
 import { existsSync, readFileSync } from "node:fs";
+import { join } from "node:path";
 
 /** @returns {Array<{ kind: string, runId: string, callId?: string, key?: string, who: string, line: number }>} */
 export function readLedger(path) {
@@ -15,6 +17,14 @@ export function readLedger(path) {
       const [callId, key, who] = rest;
       return { kind, runId, callId, key, who, line };
     });
+}
+
+/**
+ * Whether the "external system" (an O_EXCL file per idempotency key, beside the ledger) applied `key`:
+ * the truth the ledger's `effect` line reports, which a kill between the two can leave unwritten.
+ */
+function applied(ledgerPath, key) {
+  return existsSync(join(`${ledgerPath}.keys`, createHash("sha256").update(key).digest("hex")));
 }
 
 /**
@@ -32,12 +42,18 @@ export function audit(ledgerPath, started, store) {
     // A run the ledger saw is a started run, whatever the driver learned.
     started.add(entry.runId);
   }
-  const figures = { started: started.size, completed: 0, lost: 0, duplicateCompletions: 0, duplicateEffects: 0, effectsAfterCompletion: 0, eventsAfterCompletion: 0, seqGaps: 0, effectsDeduped: 0, completionsUnlogged: 0, hookRedeliveries: 0, staleToolWakeups: 0 };
+  const figures = { started: started.size, completed: 0, lost: 0, duplicateCompletions: 0, duplicateEffects: 0, effectsAfterCompletion: 0, eventsAfterCompletion: 0, seqGaps: 0, effectsDeduped: 0, effectsUnlogged: 0, completionsUnlogged: 0, hookRedeliveries: 0, staleToolWakeups: 0 };
   const problems = [];
   for (const runId of started) {
     const lines = byRun.get(runId) ?? [];
     const record = store.get(runId);
     const effects = lines.filter((entry) => entry.kind === "effect");
+    // What the external system applied for this run: each key its tool attempted (written before the
+    // effect) that the system holds. A kill after the effect and before its ledger line leaves the
+    // effect applied with no `effect` line, and the retry's line says `deduped`.
+    const appliedKeys = [...new Set(lines.filter((entry) => entry.kind === "attempt").map((entry) => entry.key))].filter((key) => applied(ledgerPath, key));
+    const loggedKeys = new Set(effects.map((entry) => entry.key));
+    figures.effectsUnlogged += appliedKeys.filter((key) => !loggedKeys.has(key)).length;
     const completions = lines.filter((entry) => entry.kind === "completed");
     // Hooks are delivered at least once (a replica that finds a run finished delivers what
     // was not yet marked observed): the same event (same seq) twice is a redelivery; a
@@ -48,19 +64,22 @@ export function audit(ledgerPath, started, store) {
     const events = record?.events ?? [];
     const storeCompletions = events.filter((event) => event.type === "run.completed").length;
     figures.effectsDeduped += lines.filter((entry) => entry.kind === "deduped").length;
-    if (record?.status === "completed" && effects.length >= 1) figures.completed += 1;
+    if (record?.status === "completed" && appliedKeys.length >= 1) figures.completed += 1;
     else {
       figures.lost += 1;
-      problems.push(`lost: ${runId} is ${record?.status ?? "missing from the store"} with ${effects.length} effect(s)`);
+      const history = lines.map((entry) => (entry.kind === "completed" ? `completed seq=${entry.seq} by ${entry.who}` : `${entry.kind} by ${entry.who}`)).join(", ");
+      const stored = (record?.events ?? []).map((event) => event.type).join(", ");
+      problems.push(`lost: ${runId} is ${record?.status ?? "missing from the store"} with ${appliedKeys.length} effect(s) applied (ledger: ${history || "nothing"}; events: ${stored || "none"})`);
     }
     if (completionEvents.size > 1 || storeCompletions > 1) {
       figures.duplicateCompletions += 1;
       problems.push(`duplicate completion: ${runId} completed ${completionEvents.size} time(s) in the ledger, ${storeCompletions} run.completed event(s) (${completions.map((entry) => `seq ${entry.seq} by ${entry.who}`).join(", ")})`);
     }
     if (record?.status === "completed" && completions.length === 0) figures.completionsUnlogged += 1;
-    if (effects.length > 1) {
-      figures.duplicateEffects += effects.length - 1;
-      problems.push(`duplicate side effect: ${runId} applied ${effects.length} times (${effects.map((entry) => `${entry.who}:${entry.key}`).join(", ")})`);
+    // The system applies each key once, so a second effect is the call run under a second key.
+    if (appliedKeys.length > 1) {
+      figures.duplicateEffects += appliedKeys.length - 1;
+      problems.push(`duplicate side effect: ${runId} applied under ${appliedKeys.length} keys (${appliedKeys.join(", ")})`);
     }
     // A process frozen after its last fenced write can wake after the run completed
     // elsewhere and finish what it was doing: fencing cannot reach into a tool already past
