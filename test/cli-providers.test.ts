@@ -1,16 +1,23 @@
 import { execFile } from "node:child_process";
-import { cpSync, mkdtempSync } from "node:fs";
+import { cpSync, mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join, resolve } from "node:path";
 import { promisify } from "node:util";
-import { afterEach, describe, expect, it } from "vitest";
+import { afterAll, afterEach, describe, expect, it } from "vitest";
 import { startAnthropicMessagesServer, startOpenAIChatServer, type ScriptedModelServer } from "../plugins/pi/src/testkit/servers/index.js";
 
 const root = resolve(import.meta.dirname, "..");
 const bin = join(root, "plugins/node/bin/assembly-line.js");
 
+const copies: string[] = [];
+afterAll(() => {
+  for (const parent of copies.splice(0)) rmSync(parent, { recursive: true, force: true });
+});
+
 function exampleCopy(): string {
-  const dir = join(mkdtempSync(join(tmpdir(), "al-provider-")), "notes-agent");
+  const parent = mkdtempSync(join(tmpdir(), "al-provider-"));
+  copies.push(parent);
+  const dir = join(parent, "notes-agent");
   cpSync(join(root, "examples/notes-agent"), dir, { recursive: true, filter: (source) => !source.includes(".assembly-line") });
   return dir;
 }

@@ -1,14 +1,19 @@
 import { execFile } from "node:child_process";
-import { cpSync, mkdirSync, writeFileSync, mkdtempSync } from "node:fs";
+import { cpSync, mkdirSync, mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join, resolve } from "node:path";
 import { promisify } from "node:util";
-import { describe, expect, it } from "vitest";
+import { afterAll, describe, expect, it } from "vitest";
 
 const root = resolve(import.meta.dirname, "..");
 const bin = join(root, "plugins/node/bin/assembly-line.js");
 // A private copy: runs keep file state beside the agent, and other suites use the example too.
-const example = join(mkdtempSync(join(tmpdir(), "al-cli-")), "notes-agent");
+const copy = mkdtempSync(join(tmpdir(), "al-cli-"));
+const example = join(copy, "notes-agent");
+const scratch: string[] = [copy];
+afterAll(() => {
+  for (const dir of scratch.splice(0)) rmSync(dir, { recursive: true, force: true });
+});
 cpSync(join(root, "examples/notes-agent"), example, { recursive: true, filter: (source) => !source.includes(".assembly-line") });
 const script = join(example, "conversations/remember-milk.json");
 
@@ -91,6 +96,7 @@ describe("assembly-line CLI", () => {
 
   it("explains a malformed model script and a bad option", async () => {
     const dir = mkdtempSync(join(tmpdir(), "al-script-"));
+    scratch.push(dir);
     writeFileSync(join(dir, "bad.json"), JSON.stringify({ turns: [{ toolCalls: [] }] }));
     const bad = await cli(["run", example, "--message", "x", "--model", `scripted:${join(dir, "bad.json")}`]);
     expect(bad.code).toBe(1);

@@ -1,7 +1,7 @@
-import { existsSync, mkdtempSync, symlinkSync } from "node:fs";
+import { existsSync, mkdtempSync, rmSync, symlinkSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { describe, expect, it } from "vitest";
+import { afterAll, describe, expect, it } from "vitest";
 import type { JsonValue, SandboxAdapter } from "@assemblyline-agents/core";
 import { FileStateAdapter, LocalSandboxAdapter } from "@assemblyline-agents/local";
 import { OpenEveRuntime, buildAgent, loadRuntimeBundle, noopLogger, resolveLogicalPath } from "@assemblyline-agents/runtime";
@@ -17,10 +17,16 @@ function countingSandbox(root: string): SandboxAdapter & { acquired: string[] } 
   return { name: inner.name, acquired, acquire: (key) => (acquired.push(key), inner.acquire(key)), release: (key) => inner.release(key) };
 }
 
+const sandboxRoots: string[] = [];
+afterAll(() => {
+  for (const root of sandboxRoots.splice(0)) rmSync(root, { recursive: true, force: true });
+});
+
 async function runCalls(calls: Array<{ name: string; input: JsonValue }>, files: Record<string, string> = {}) {
   const dir = agentFolder({ "agent.ts": AGENT, ...files });
   const bundle = await loadRuntimeBundle((await buildAgent(dir)).artifactRoot);
   const sandboxRoot = mkdtempSync(join(tmpdir(), "al-sandboxes-"));
+  sandboxRoots.push(sandboxRoot);
   const sandbox = countingSandbox(sandboxRoot);
   const harness = probeHarness([{ toolCalls: calls }, { text: "done" }]);
   const state = await FileStateAdapter.open({ directory: join(dir, ".assembly-line", "state") });
