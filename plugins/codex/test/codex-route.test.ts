@@ -125,8 +125,11 @@ describe.skipIf(!binary.ok)(`the openai-codex route on the real app-server (${bi
     server.reply(lookup, { hang: true }, lookup, { text: "Milk, on the way home." });
     const stateDir = agentFolder({});
     dirs.push(stateDir);
+    // The killed process never reaches its turn's cleanup: its temp folders go in one this test removes.
+    const childTmp = agentFolder({});
+    dirs.push(childTmp);
     const child = spawn(process.execPath, [join(import.meta.dirname, "fixtures/run-child.mjs"), bundle.artifactRoot, stateDir, "What did I want to buy?"], {
-      env: { ...process.env, CODEX_HOME: home },
+      env: { ...process.env, CODEX_HOME: home, TMPDIR: childTmp },
       cwd: import.meta.dirname,
       stdio: ["ignore", "pipe", "inherit"],
     });
