@@ -34,12 +34,11 @@ import {
   type ToolCallRecord,
   type UsageRecord,
   isoTimestamp,
+  RunsInCreationOrder,
 } from "@assemblyline-agents/core";
 import { randomUUID } from "node:crypto";
 import { InMemorySkillStore } from "./in-memory-skills.js";
 
-/** Page size of listRuns when the filter gives none. */
-const DEFAULT_PAGE_SIZE = 50;
 /** How many records one claim call leases when the caller gives no limit. */
 const DEFAULT_CLAIM_LIMIT = 100;
 
@@ -144,6 +143,8 @@ const claimLimit = (limit: number | undefined): number => Math.max(0, limit ?? D
  */
 export class InMemoryStateAdapter implements StateAdapter {
   private readonly runs = new Map<string, StoredRun>();
+  /** The same runs in creation order, which listRuns pages through from the newest. */
+  private readonly runOrder = new RunsInCreationOrder<StoredRun>();
   private readonly runIdByIdempotencyKey = new Map<string, string>();
   private readonly deliveries = new Map<string, StoredDelivery>();
   /** The deliveries still pending, in creation order: a claim looks at these, not at every delivery ever made. */
@@ -201,7 +202,7 @@ export class InMemoryStateAdapter implements StateAdapter {
       createdAt: now,
     };
     if (options.lease) record.lease = { owner: options.lease.owner, expiresAt: isoTimestamp(nowMs + options.lease.ttlMs), token: 1 };
-    this.runs.set(run.id, {
+    const stored: StoredRun = {
       record,
       ordinal: this.nextOrdinal++,
       events: [eventText(created.type, created.data)],
@@ -211,7 +212,9 @@ export class InMemoryStateAdapter implements StateAdapter {
       checkpoint: undefined,
       deliveryIds: [],
       fence: options.lease ? 1 : 0,
-    });
+    };
+    this.runs.set(run.id, stored);
+    this.runOrder.add(stored);
     if (run.idempotencyKey !== undefined) this.runIdByIdempotencyKey.set(run.idempotencyKey, run.id);
     return { run: copy(record), created: true, createdEvent: created };
   }
@@ -222,24 +225,8 @@ export class InMemoryStateAdapter implements StateAdapter {
   }
 
   async listRuns(filter: RunListFilter = {}): Promise<RunPage> {
-    const limit = Math.max(1, filter.limit ?? DEFAULT_PAGE_SIZE);
-    const statuses = filter.status === undefined ? undefined : new Set([filter.status].flat());
-    const before = filter.cursor === undefined ? Number.POSITIVE_INFINITY : decodeRunCursor(filter.cursor);
-    const matching = [...this.runs.values()]
-      .filter(
-        ({ record, ordinal }) =>
-          ordinal < before &&
-          (statuses === undefined || statuses.has(record.status)) &&
-          (filter.agentId === undefined || record.agentId === filter.agentId) &&
-          (filter.conversationId === undefined || record.conversationId === filter.conversationId),
-      )
-      .sort((a, b) => b.ordinal - a.ordinal);
-    const page = matching.slice(0, limit);
-    const last = page[page.length - 1];
-    return {
-      runs: page.map(({ record }) => copy(record)),
-      nextCursor: matching.length > limit && last ? encodeRunCursor(last.ordinal) : null,
-    };
+    const { runs, nextCursor } = this.runOrder.page(filter);
+    return { runs: runs.map(({ record }) => copy(record)), nextCursor };
   }
 
   async appendEvents(
@@ -668,18 +655,3 @@ function compare(a: string, b: string): number {
   return a < b ? -1 : a > b ? 1 : 0;
 }
 
-function encodeRunCursor(ordinal: number): string {
-  return Buffer.from(JSON.stringify({ before: ordinal }), "utf8").toString("base64url");
-}
-
-function decodeRunCursor(cursor: string): number {
-  try {
-    const parsed = JSON.parse(Buffer.from(cursor, "base64url").toString("utf8")) as { before?: unknown };
-    if (typeof parsed.before === "number" && Number.isFinite(parsed.before)) return parsed.before;
-  } catch {
-    // fall through to the error below
-  }
-  throw new AssemblyLineError("AL_ERR_STATE_INPUT_INVALID", `listRuns got cursor "${cursor}", which this state store did not produce`, {
-    fix: "Pass back the nextCursor of the previous page unchanged, or omit cursor to start from the newest run.",
-  });
-}

@@ -19,6 +19,7 @@ export * from "./skill-check.js";
 export * from "./fence.js";
 export * from "./copy.js";
 export * from "./iso-time.js";
+export * from "./run-pages.js";
 
 /** A full state adapter: the intersection of every facet. */
 export interface StateAdapter

@@ -90,7 +90,6 @@ const SNAPSHOT_FILE = "snapshot.json";
 const SNAPSHOT_FORMAT = 1;
 const DEFAULT_COMPACT_AFTER_BYTES = 8 * 1024 * 1024;
 const DEFAULT_COMPACT_WHEN_SUPERSEDED = 0.5;
-const DEFAULT_PAGE_SIZE = 50;
 const DEFAULT_CLAIM_LIMIT = 100;
 
 const logFile = (generation: number) => `log-${generation}.wal`;
@@ -277,24 +276,8 @@ export class FileStateAdapter implements StateAdapter {
 
   listRuns(filter: RunListFilter = {}): Promise<RunPage> {
     return this.read((tables) => {
-      const limit = Math.max(1, filter.limit ?? DEFAULT_PAGE_SIZE);
-      const statuses = filter.status === undefined ? undefined : new Set([filter.status].flat());
-      const before = filter.cursor === undefined ? Number.POSITIVE_INFINITY : decodeRunCursor(filter.cursor);
-      const matching = [...tables.runs.values()]
-        .filter(
-          ({ record, ordinal }) =>
-            ordinal < before &&
-            (statuses === undefined || statuses.has(record.status)) &&
-            (filter.agentId === undefined || record.agentId === filter.agentId) &&
-            (filter.conversationId === undefined || record.conversationId === filter.conversationId),
-        )
-        .sort((a, b) => b.ordinal - a.ordinal);
-      const page = matching.slice(0, limit);
-      const last = page[page.length - 1];
-      return {
-        runs: page.map(({ record }) => record),
-        nextCursor: matching.length > limit && last ? encodeRunCursor(last.ordinal) : null,
-      };
+      const { runs, nextCursor } = tables.runOrder.page(filter);
+      return { runs: runs.map(({ record }) => record), nextCursor };
     });
   }
 
@@ -1124,21 +1107,6 @@ async function syncDirectory(directory: string): Promise<void> {
   }
 }
 
-function encodeRunCursor(ordinal: number): string {
-  return Buffer.from(JSON.stringify({ before: ordinal }), "utf8").toString("base64url");
-}
-
-function decodeRunCursor(cursor: string): number {
-  try {
-    const parsed = JSON.parse(Buffer.from(cursor, "base64url").toString("utf8")) as { before?: unknown };
-    if (typeof parsed.before === "number" && Number.isFinite(parsed.before)) return parsed.before;
-  } catch {
-    // fall through to the error below
-  }
-  throw new AssemblyLineError("AL_ERR_STATE_INPUT_INVALID", `listRuns got cursor "${cursor}", which this state store did not produce`, {
-    fix: "Pass back the nextCursor of the previous page unchanged, or omit cursor to start from the newest run.",
-  });
-}
 
 /** How much snapshot text is written at a time: other calls run between the pieces. */
 const SNAPSHOT_CHUNK_CHARS = 1 << 20;

@@ -15,6 +15,7 @@ import type {
   ToolCallRecord,
   UsageRecord,
 } from "@assemblyline-agents/core";
+import { RunsInCreationOrder } from "@assemblyline-agents/core";
 
 /**
  * One primitive write. A committed log record is a list of these; replaying the
@@ -152,6 +153,8 @@ export type TablesCut = Omit<TablesSnapshot, "runs"> & { runs: SnapshotRunRow[] 
 /** The whole state in memory; changed only through `apply`. */
 export class StateTables {
   readonly runs = new Map<string, RunEntry>();
+  /** The same runs in creation order, which listRuns pages through from the newest. */
+  readonly runOrder = new RunsInCreationOrder<RunEntry>();
   readonly idempotency = new Map<string, string>();
   readonly deliveries = new Map<string, DeliveryRecord>();
   /** The pending deliveries, in creation order: a claim looks at these, not at every delivery ever made. */
@@ -168,6 +171,14 @@ export class StateTables {
   readonly skills = new Map<string, SkillRecord>();
   nextOrdinal = 1;
 
+  /** Hold a run, in both its tables; one the log creates again replaces the one held. */
+  private addRun(entry: RunEntry): void {
+    const held = this.runs.get(entry.record.id);
+    if (held) this.runOrder.remove(held);
+    this.runs.set(entry.record.id, entry);
+    this.runOrder.add(entry);
+  }
+
   /**
    * Apply one op; returns about how many bytes of earlier records it superseded
    * (replaced or deleted), for the compaction policy. A record an op replaces is
@@ -179,7 +190,7 @@ export class StateTables {
     switch (op.op) {
       case "run.create": {
         const created = op.event ?? createdEventOf(op.run);
-        this.runs.set(op.run.id, {
+        this.addRun({
           record: op.run,
           ordinal: op.ordinal,
           eventTexts: [loggedEventText(created)],
@@ -327,7 +338,7 @@ export class StateTables {
   static fromSnapshot(snapshot: TablesSnapshot): StateTables {
     const tables = new StateTables();
     for (const run of snapshot.runs) {
-      tables.runs.set(run.record.id, {
+      tables.addRun({
         record: run.record,
         ordinal: run.ordinal,
         eventTexts: run.events.map(loggedEventText),

@@ -1,0 +1,90 @@
+import { AssemblyLineError } from "../errors.js";
+import type { RunListFilter, RunRecord } from "./runs.js";
+
+/** Page size of listRuns when the filter gives none. */
+export const DEFAULT_RUN_PAGE_SIZE = 50;
+
+/** A run as a store that keeps its runs in memory holds it: its record and its place in creation order. */
+export interface OrderedRun {
+  record: RunRecord;
+  /** Grows with every run created: listRuns pages by it, so runs created in the same millisecond keep their order. */
+  ordinal: number;
+}
+
+/**
+ * Runs in creation order (ordinals ascending), for a state store that keeps its runs in memory: a
+ * `listRuns` page is read walking back from its cursor until the page is full, instead of filtering
+ * and sorting every run the store holds (140 ms a page at 500,000 runs, on every run list and every
+ * recovery sweep of a host that has served that many).
+ */
+export class RunsInCreationOrder<T extends OrderedRun> {
+  private readonly runs: T[] = [];
+
+  get size(): number {
+    return this.runs.length;
+  }
+
+  /** Add a run; one made after every run held goes at the end, as a store creating runs adds them. */
+  add(run: T): void {
+    const last = this.runs[this.runs.length - 1];
+    if (last === undefined || last.ordinal < run.ordinal) {
+      this.runs.push(run);
+      return;
+    }
+    this.runs.splice(this.countBefore(run.ordinal), 0, run);
+  }
+
+  /** Take a run out (the one added with this ordinal), if it is held. */
+  remove(run: T): void {
+    const index = this.countBefore(run.ordinal);
+    if (this.runs[index] === run) this.runs.splice(index, 1);
+  }
+
+  /**
+   * One page of `filter`: the newest matching runs created before its cursor, at most its limit,
+   * and the cursor of the next page when more match.
+   */
+  page(filter: RunListFilter = {}): { runs: T[]; nextCursor: string | null } {
+    const limit = Math.max(1, filter.limit ?? DEFAULT_RUN_PAGE_SIZE);
+    const statuses = filter.status === undefined ? undefined : new Set([filter.status].flat());
+    let index = (filter.cursor === undefined ? this.runs.length : this.countBefore(decodeRunCursor(filter.cursor))) - 1;
+    const runs: T[] = [];
+    for (; index >= 0; index -= 1) {
+      const { record } = this.runs[index]!;
+      if (statuses !== undefined && !statuses.has(record.status)) continue;
+      if (filter.agentId !== undefined && record.agentId !== filter.agentId) continue;
+      if (filter.conversationId !== undefined && record.conversationId !== filter.conversationId) continue;
+      if (runs.length === limit) return { runs, nextCursor: encodeRunCursor(runs[runs.length - 1]!.ordinal) };
+      runs.push(this.runs[index]!);
+    }
+    return { runs, nextCursor: null };
+  }
+
+  /** How many held runs have an ordinal below `ordinal`: where a run with it goes. */
+  private countBefore(ordinal: number): number {
+    let low = 0;
+    let high = this.runs.length;
+    while (low < high) {
+      const middle = (low + high) >>> 1;
+      if (this.runs[middle]!.ordinal < ordinal) low = middle + 1;
+      else high = middle;
+    }
+    return low;
+  }
+}
+
+function encodeRunCursor(ordinal: number): string {
+  return Buffer.from(JSON.stringify({ before: ordinal }), "utf8").toString("base64url");
+}
+
+function decodeRunCursor(cursor: string): number {
+  try {
+    const parsed = JSON.parse(Buffer.from(cursor, "base64url").toString("utf8")) as { before?: unknown };
+    if (typeof parsed.before === "number" && Number.isFinite(parsed.before)) return parsed.before;
+  } catch {
+    // fall through to the error below
+  }
+  throw new AssemblyLineError("AL_ERR_STATE_INPUT_INVALID", `listRuns got cursor "${cursor}", which this state store did not produce`, {
+    fix: "Pass back the nextCursor of the previous page unchanged, or omit cursor to start from the newest run.",
+  });
+}

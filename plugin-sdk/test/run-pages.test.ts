@@ -1,0 +1,33 @@
+import { describe, expect, it } from "vitest";
+import { RunsInCreationOrder, type OrderedRun, type RunRecord } from "../src/index.js";
+
+const run = (ordinal: number, status: RunRecord["status"] = "queued"): OrderedRun => ({
+  ordinal,
+  record: { id: `run_${ordinal}`, agentId: "a", agentRevision: "r", conversationId: null, status, modelSpec: "m", input: { message: "" }, output: null, error: null, lastSeq: 1, observedSeq: 0, lease: null, createdAt: "", updatedAt: "" },
+});
+const ids = (page: { runs: OrderedRun[] }) => page.runs.map(({ record }) => record.id);
+
+describe("RunsInCreationOrder", () => {
+  it("keeps runs added out of order in creation order, and takes out the one it holds", () => {
+    const order = new RunsInCreationOrder<OrderedRun>();
+    const runs = [5, 1, 9, 3, 7].map((ordinal) => run(ordinal));
+    for (const added of runs) order.add(added);
+    expect(ids(order.page())).toEqual(["run_9", "run_7", "run_5", "run_3", "run_1"]);
+    order.remove(runs[3]!);
+    // A different run with a held ordinal is not the one held: nothing is taken out.
+    order.remove(run(7));
+    expect(ids(order.page())).toEqual(["run_9", "run_7", "run_5", "run_1"]);
+    expect(order.size).toBe(4);
+  });
+
+  it("starts a page before its cursor's run, even when that run is gone", () => {
+    const order = new RunsInCreationOrder<OrderedRun>();
+    const runs = [1, 2, 3, 4, 5].map((ordinal) => run(ordinal, ordinal % 2 === 0 ? "completed" : "queued"));
+    for (const added of runs) order.add(added);
+    const first = order.page({ limit: 2 });
+    expect(ids(first)).toEqual(["run_5", "run_4"]);
+    order.remove(runs[3]!);
+    expect(ids(order.page({ limit: 2, cursor: first.nextCursor! }))).toEqual(["run_3", "run_2"]);
+    expect(order.page({ status: "completed", limit: 1 })).toMatchObject({ runs: [{ ordinal: 2 }], nextCursor: null });
+  });
+});
