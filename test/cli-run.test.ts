@@ -17,10 +17,16 @@ afterAll(() => {
 cpSync(join(root, "examples/notes-agent"), example, { recursive: true, filter: (source) => !source.includes(".assembly-line") });
 const script = join(example, "conversations/remember-milk.json");
 
+/** A command that has not exited by then is killed and fails its test by name, instead of running into the test's timeout. */
+const COMMAND_TIMEOUT_MS = 40_000;
+
 async function cli(args: string[]) {
-  return promisify(execFile)(process.execPath, [bin, ...args], { cwd: root, env: { ...process.env, ASSEMBLY_LINE_LOG_LEVEL: "error" } }).then(
+  return promisify(execFile)(process.execPath, [bin, ...args], { cwd: root, env: { ...process.env, ASSEMBLY_LINE_LOG_LEVEL: "error" }, timeout: COMMAND_TIMEOUT_MS, killSignal: "SIGKILL" }).then(
     ({ stdout, stderr }) => ({ code: 0, stdout, stderr }),
-    (error: { code: number; stdout: string; stderr: string }) => ({ code: error.code, stdout: error.stdout, stderr: error.stderr }),
+    (error: { code: number; killed?: boolean; stdout: string; stderr: string }) => {
+      if (error.killed) throw new Error(`assembly-line ${args.join(" ")} did not exit within ${COMMAND_TIMEOUT_MS} ms\nstdout: ${error.stdout}\nstderr: ${error.stderr}`);
+      return { code: error.code, stdout: error.stdout, stderr: error.stderr };
+    },
   );
 }
 
