@@ -30,4 +30,11 @@ describe("RunsInCreationOrder", () => {
     expect(ids(order.page({ limit: 2, cursor: first.nextCursor! }))).toEqual(["run_3", "run_2"]);
     expect(order.page({ status: "completed", limit: 1 })).toMatchObject({ runs: [{ ordinal: 2 }], nextCursor: null });
   });
+
+  it("takes a fractional limit as the whole runs below it, and refuses one that is not a number", () => {
+    const order = new RunsInCreationOrder<OrderedRun>();
+    for (const ordinal of [1, 2, 3]) order.add(run(ordinal));
+    expect(ids(order.page({ limit: 2.5 }))).toEqual(["run_3", "run_2"]);
+    expect(() => order.page({ limit: Number.NaN })).toThrow(expect.objectContaining({ code: "AL_ERR_STATE_INPUT_INVALID" }));
+  });
 });

@@ -45,7 +45,12 @@ export class RunsInCreationOrder<T extends OrderedRun> {
    * and the cursor of the next page when more match.
    */
   page(filter: RunListFilter = {}): { runs: T[]; nextCursor: string | null } {
-    const limit = Math.max(1, filter.limit ?? DEFAULT_RUN_PAGE_SIZE);
+    const limit = Math.max(1, Math.floor(filter.limit ?? DEFAULT_RUN_PAGE_SIZE));
+    if (Number.isNaN(limit)) {
+      throw new AssemblyLineError("AL_ERR_STATE_INPUT_INVALID", `listRuns got limit ${String(filter.limit)}, which is not a number`, {
+        fix: "Give limit as a whole number of runs per page (1 or more), or leave it out for 50.",
+      });
+    }
     const statuses = filter.status === undefined ? undefined : new Set([filter.status].flat());
     let index = (filter.cursor === undefined ? this.runs.length : this.countBefore(decodeRunCursor(filter.cursor))) - 1;
     const runs: T[] = [];
