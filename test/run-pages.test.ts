@@ -1,12 +1,17 @@
 import { existsSync, mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { afterAll, describe, expect, it } from "vitest";
+import { afterAll, afterEach, describe, expect, it } from "vitest";
 import type { RunListFilter, RunRecord, RunStatus, StateAdapter } from "@assemblyline-agents/core";
 import { FileStateAdapter } from "@assemblyline-agents/local";
 import { InMemoryStateAdapter } from "@assemblyline-agents/runtime";
 
 const folders: string[] = [];
+/** File states a test opened, closed after it even when it fails. */
+const opened: FileStateAdapter[] = [];
+afterEach(async () => {
+  for (const state of opened.splice(0)) await state.close();
+});
 afterAll(() => {
   for (const folder of folders.splice(0)) rmSync(folder, { recursive: true, force: true });
 });
@@ -89,8 +94,9 @@ describe.each([
   [
     "file",
     async () => {
-      const directory = folder();
-      return { state: (await FileStateAdapter.open({ directory })) as StateAdapter };
+      const state = await FileStateAdapter.open({ directory: folder() });
+      opened.push(state);
+      return { state: state as StateAdapter };
     },
   ],
 ])("listRuns on the %s state", (_name, make) => {
@@ -98,7 +104,6 @@ describe.each([
     const { state } = await make();
     await seed(state);
     await expectPagesOf(state);
-    await state.close?.();
   });
 
   it("filters on the status a run has now, not the one it was created with", async () => {
@@ -108,10 +113,9 @@ describe.each([
     const completed = (await state.listRuns({ status: "completed" })).runs.map((run) => run.id);
     expect(completed[0]).toBe("run_22");
     expect((await state.listRuns({ status: "queued" })).runs.map((run) => run.id)).not.toContain("run_22");
-    await state.close?.();
   });
 
-  it("answers a page past the oldest run with none, and refuses a cursor it did not make", async () => {
+  it("ends with the page that holds the oldest run and no cursor, and refuses a cursor it did not make", async () => {
     const { state } = await make();
     await seed(state);
     const last = (await pages(state, { limit: 23 })).at(-1)!;
@@ -120,28 +124,26 @@ describe.each([
     const after = await state.listRuns({ limit: 22, cursor: oldest.nextCursor! });
     expect(after).toEqual({ runs: [expect.objectContaining({ id: "run_00" })], nextCursor: null });
     await expect(state.listRuns({ cursor: "not-ours" })).rejects.toMatchObject({ code: "AL_ERR_STATE_INPUT_INVALID" });
-    await state.close?.();
   });
-
 });
 
 describe("listRuns on the file state, opened again", () => {
   it("pages the same from its log and from a snapshot", async () => {
     const directory = folder();
-    const reopen = (options = {}) => FileStateAdapter.open({ directory, ...options });
-    const state = await reopen();
-    await seed(state);
-    await state.close();
+    /** Open the folder; the state is closed at once after `use`, or after the test if `use` fails. */
+    const withState = async (use: (state: FileStateAdapter) => Promise<void>, options = {}) => {
+      const state = await FileStateAdapter.open({ directory, ...options });
+      opened.push(state);
+      await use(state);
+      opened.splice(opened.indexOf(state), 1);
+      await state.close();
+    };
+    await withState(seed);
     // Replayed from the log.
-    const replayed = await reopen();
-    await expectPagesOf(replayed);
-    await replayed.close();
+    await withState(expectPagesOf);
     // Folded into a snapshot on open (any log outgrows 1 byte; nothing superseded is asked for), then read from it.
-    const compacted = await reopen({ compactAfterBytes: 1, compactWhenSuperseded: 0 });
-    await compacted.close();
+    await withState(async () => undefined, { compactAfterBytes: 1, compactWhenSuperseded: 0 });
     expect(existsSync(join(directory, "snapshot.json"))).toBe(true);
-    const fromSnapshot = await reopen();
-    await expectPagesOf(fromSnapshot);
-    await fromSnapshot.close();
+    await withState(expectPagesOf);
   });
 });

@@ -1,21 +1,21 @@
-import type {
-  CheckpointRecord,
-  ConversationMessage,
-  DeliveryRecord,
-  FileRecord,
-  JsonValue,
-  MemoryRecord,
-  RunEvent,
-  RunRecord,
-  SandboxSessionRecord,
-  ScheduleRecord,
-  SettingAuditEvent,
-  SkillRecord,
-  StepRecord,
-  ToolCallRecord,
-  UsageRecord,
+import {
+  RunsInCreationOrder,
+  type CheckpointRecord,
+  type ConversationMessage,
+  type DeliveryRecord,
+  type FileRecord,
+  type JsonValue,
+  type MemoryRecord,
+  type RunEvent,
+  type RunRecord,
+  type SandboxSessionRecord,
+  type ScheduleRecord,
+  type SettingAuditEvent,
+  type SkillRecord,
+  type StepRecord,
+  type ToolCallRecord,
+  type UsageRecord,
 } from "@assemblyline-agents/core";
-import { RunsInCreationOrder } from "@assemblyline-agents/core";
 
 /**
  * One primitive write. A committed log record is a list of these; replaying the
