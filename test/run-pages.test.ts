@@ -21,7 +21,10 @@ const folder = () => {
   return made;
 };
 
-/** 23 runs over two agents and three conversations; every fifth one completed afterwards, every seventh failed. */
+/**
+ * 23 runs over two agents and three conversations, some created running or waiting for an approval;
+ * every fifth one completed afterwards, every seventh failed.
+ */
 async function seed(state: StateAdapter): Promise<void> {
   for (let index = 0; index < 23; index += 1) {
     const id = `run_${String(index).padStart(2, "0")}`;
@@ -32,6 +35,7 @@ async function seed(state: StateAdapter): Promise<void> {
       modelSpec: "test/model",
       input: { message: `message ${index}` },
       ...(index % 4 === 0 ? {} : { conversationId: `c${index % 3}` }),
+      ...(index % 6 === 1 ? { status: "running" as const } : index % 6 === 3 ? { status: "waiting_approval" as const } : {}),
     });
     if (index % 5 === 0) await state.appendEvents(id, [{ type: "run.completed", data: {} }], { run: { status: "completed" } });
     else if (index % 7 === 0) await state.appendEvents(id, [{ type: "run.failed", data: {} }], { run: { status: "failed" } });
@@ -73,6 +77,9 @@ const FILTERS: RunListFilter[] = [
   { conversationId: "c1", limit: 2 },
   { agentId: "other", status: "completed" },
   { status: "running" },
+  { status: ["queued", "running", "waiting_approval", "waiting_input"], limit: 4 },
+  { status: "waiting_approval", agentId: "notes" },
+  { status: ["running", "completed"], limit: 3 },
 ];
 
 async function expectPagesOf(state: StateAdapter): Promise<void> {
@@ -87,6 +94,23 @@ async function expectPagesOf(state: StateAdapter): Promise<void> {
     expect(found.at(-1)!.length).toBeLessThanOrEqual(limit);
     if (found.length > 1) expect(found.at(-1)!.length).toBeGreaterThan(0);
   }
+}
+
+/** Recovery claims lease the oldest queued and running runs with no live lease, up to their limit, each once. */
+async function expectClaimsOf(state: StateAdapter): Promise<void> {
+  const all = (await state.listRuns({ limit: 1000 })).runs;
+  const recoverable = all
+    .filter((run) => run.status === "queued" || run.status === "running")
+    .map((run) => run.id)
+    .sort();
+  expect(recoverable.length).toBeGreaterThan(6);
+  const at = new Date("2030-01-01T00:00:00.000Z");
+  const claim = async (owner: string, limit: number) =>
+    (await state.claimRecoverableRuns({ owner, ttlMs: 60_000, limit, now: at })).map((run) => run.id);
+  expect(await claim("first", 3)).toEqual(recoverable.slice(0, 3));
+  expect(await claim("second", 100)).toEqual(recoverable.slice(3));
+  expect(await claim("third", 100)).toEqual([]);
+  expect((await state.getRun(recoverable[0]!))?.lease?.owner).toBe("first");
 }
 
 describe.each([
@@ -115,6 +139,12 @@ describe.each([
     expect((await state.listRuns({ status: "queued" })).runs.map((run) => run.id)).not.toContain("run_22");
   });
 
+  it("claims for recovery the oldest queued and running runs that no one holds, up to the limit", async () => {
+    const { state } = await make();
+    await seed(state);
+    await expectClaimsOf(state);
+  });
+
   it("ends with the page that holds the oldest run and no cursor, and refuses a cursor it did not make", async () => {
     const { state } = await make();
     await seed(state);
@@ -128,7 +158,7 @@ describe.each([
 });
 
 describe("listRuns on the file state, opened again", () => {
-  it("pages the same from its log and from a snapshot", async () => {
+  it("pages and claims the same from its log and from a snapshot", async () => {
     const directory = folder();
     /** Open the folder; the state is closed at once after `use`, or after the test if `use` fails. */
     const withState = async (use: (state: FileStateAdapter) => Promise<void>, options = {}) => {
@@ -144,6 +174,9 @@ describe("listRuns on the file state, opened again", () => {
     // Folded into a snapshot on open (any log outgrows 1 byte; nothing superseded is asked for), then read from it.
     await withState(async () => undefined, { compactAfterBytes: 1, compactWhenSuperseded: 0 });
     expect(existsSync(join(directory, "snapshot.json"))).toBe(true);
-    await withState(expectPagesOf);
+    await withState(async (state) => {
+      await expectPagesOf(state);
+      await expectClaimsOf(state);
+    });
   });
 });

@@ -333,12 +333,10 @@ export class InMemoryStateAdapter implements StateAdapter {
   async claimRecoverableRuns(options: ClaimOptions): Promise<RunRecord[]> {
     const at = options.now ?? new Date();
     const expiresAt = new Date(at.getTime() + options.ttlMs).toISOString();
-    const claimed = [...this.runs.values()]
-      .filter(
-        ({ record }) => (record.status === "queued" || record.status === "running") && leaseIsFree(record.lease, at),
-      )
-      .sort((a, b) => a.ordinal - b.ordinal)
-      .slice(0, claimLimit(options.limit));
+    const claimed = this.runOrder.oldestUnfinished(
+      ({ record }) => (record.status === "queued" || record.status === "running") && leaseIsFree(record.lease, at),
+      claimLimit(options.limit),
+    );
     for (const stored of claimed) {
       stored.fence += 1;
       stored.record.lease = { owner: options.owner, expiresAt, token: stored.fence };
@@ -597,7 +595,10 @@ export class InMemoryStateAdapter implements StateAdapter {
     const { record } = stored;
     if (change.run) {
       const { status, modelSpec, output, error, conversationId } = change.run;
-      if (status !== undefined) record.status = status;
+      if (status !== undefined && status !== record.status) {
+        record.status = status;
+        this.runOrder.statusChanged(stored);
+      }
       if (modelSpec !== undefined) record.modelSpec = modelSpec;
       if (output !== undefined) record.output = output;
       if (error !== undefined) record.error = error;

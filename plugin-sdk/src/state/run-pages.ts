@@ -1,5 +1,5 @@
 import { AssemblyLineError } from "../errors.js";
-import type { RunListFilter, RunRecord } from "./runs.js";
+import { TERMINAL_RUN_STATUSES, type RunListFilter, type RunRecord, type RunStatus } from "./runs.js";
 
 /** Page size of listRuns when the filter gives none. */
 export const DEFAULT_RUN_PAGE_SIZE = 50;
@@ -15,10 +15,15 @@ export interface OrderedRun {
  * Runs in creation order (ordinals ascending), for a state store that keeps its runs in memory: a
  * `listRuns` page is read walking back from its cursor until the page is full, instead of filtering
  * and sorting every run the store holds (140 ms a page at 500,000 runs, on every run list and every
- * recovery sweep of a host that has served that many).
+ * recovery sweep of a host that has served that many). The runs not completed or failed are also
+ * kept apart, in the same order, so that a page of unfinished runs and a recovery claim cost the
+ * runs in flight, not every run the store has finished.
+ *
+ * The store tells it of every status change (`statusChanged`); a run's ordinal never changes.
  */
 export class RunsInCreationOrder<T extends OrderedRun> {
   private readonly runs: T[] = [];
+  private readonly unfinished: T[] = [];
 
   get size(): number {
     return this.runs.length;
@@ -26,18 +31,20 @@ export class RunsInCreationOrder<T extends OrderedRun> {
 
   /** Add a run; one made after every run held goes at the end, as a store creating runs adds them. */
   add(run: T): void {
-    const last = this.runs[this.runs.length - 1];
-    if (last === undefined || last.ordinal < run.ordinal) {
-      this.runs.push(run);
-      return;
-    }
-    this.runs.splice(this.countBefore(run.ordinal), 0, run);
+    insertInOrder(this.runs, run);
+    if (!isFinished(run.record.status)) insertInOrder(this.unfinished, run);
   }
 
   /** Take a run out (the one added with this ordinal), if it is held. */
   remove(run: T): void {
-    const index = this.countBefore(run.ordinal);
-    if (this.runs[index] === run) this.runs.splice(index, 1);
+    removeFromOrder(this.runs, run);
+    removeFromOrder(this.unfinished, run);
+  }
+
+  /** Call after a held run's status changed: it joins or leaves the unfinished runs. */
+  statusChanged(run: T): void {
+    if (isFinished(run.record.status)) removeFromOrder(this.unfinished, run);
+    else if (this.unfinished[countBefore(this.unfinished, run.ordinal)] !== run) insertInOrder(this.unfinished, run);
   }
 
   /**
@@ -52,30 +59,58 @@ export class RunsInCreationOrder<T extends OrderedRun> {
       });
     }
     const statuses = filter.status === undefined ? undefined : new Set([filter.status].flat());
-    let index = (filter.cursor === undefined ? this.runs.length : this.countBefore(decodeRunCursor(filter.cursor))) - 1;
+    const held = statuses !== undefined && ![...statuses].some(isFinished) ? this.unfinished : this.runs;
+    let index = (filter.cursor === undefined ? held.length : countBefore(held, decodeRunCursor(filter.cursor))) - 1;
     const runs: T[] = [];
     for (; index >= 0; index -= 1) {
-      const { record } = this.runs[index]!;
+      const { record } = held[index]!;
       if (statuses !== undefined && !statuses.has(record.status)) continue;
       if (filter.agentId !== undefined && record.agentId !== filter.agentId) continue;
       if (filter.conversationId !== undefined && record.conversationId !== filter.conversationId) continue;
       if (runs.length === limit) return { runs, nextCursor: encodeRunCursor(runs[runs.length - 1]!.ordinal) };
-      runs.push(this.runs[index]!);
+      runs.push(held[index]!);
     }
     return { runs, nextCursor: null };
   }
 
-  /** How many held runs have an ordinal below `ordinal`: where a run with it goes. */
-  private countBefore(ordinal: number): number {
-    let low = 0;
-    let high = this.runs.length;
-    while (low < high) {
-      const middle = (low + high) >>> 1;
-      if (this.runs[middle]!.ordinal < ordinal) low = middle + 1;
-      else high = middle;
+  /** The oldest unfinished runs that `accept` takes, at most `limit`: what a recovery claim leases. */
+  oldestUnfinished(accept: (run: T) => boolean, limit: number): T[] {
+    // Whole runs below a fractional limit, none for NaN: as the filter-and-slice it replaces.
+    const most = Math.trunc(limit) || 0;
+    const found: T[] = [];
+    for (const run of this.unfinished) {
+      if (found.length >= most) break;
+      if (accept(run)) found.push(run);
     }
-    return low;
+    return found;
   }
+}
+
+function isFinished(status: RunStatus): boolean {
+  return TERMINAL_RUN_STATUSES.includes(status);
+}
+
+function insertInOrder<T extends OrderedRun>(runs: T[], run: T): void {
+  const last = runs[runs.length - 1];
+  if (last === undefined || last.ordinal < run.ordinal) runs.push(run);
+  else runs.splice(countBefore(runs, run.ordinal), 0, run);
+}
+
+function removeFromOrder<T extends OrderedRun>(runs: T[], run: T): void {
+  const index = countBefore(runs, run.ordinal);
+  if (runs[index] === run) runs.splice(index, 1);
+}
+
+/** How many of `runs` have an ordinal below `ordinal`: where a run with it goes. */
+function countBefore(runs: readonly OrderedRun[], ordinal: number): number {
+  let low = 0;
+  let high = runs.length;
+  while (low < high) {
+    const middle = (low + high) >>> 1;
+    if (runs[middle]!.ordinal < ordinal) low = middle + 1;
+    else high = middle;
+  }
+  return low;
 }
 
 function encodeRunCursor(ordinal: number): string {

@@ -454,10 +454,10 @@ export class FileStateAdapter implements StateAdapter {
     return this.mutate((tables) => {
       const at = options.now ?? new Date();
       const expiresAt = new Date(at.getTime() + options.ttlMs).toISOString();
-      const claimed = [...tables.runs.values()]
-        .filter(({ record }) => (record.status === "queued" || record.status === "running") && this.leaseIsFree(record.id, record.lease, at))
-        .sort((a, b) => a.ordinal - b.ordinal)
-        .slice(0, claimLimit(options.limit));
+      const claimed = tables.runOrder.oldestUnfinished(
+        ({ record }) => (record.status === "queued" || record.status === "running") && this.leaseIsFree(record.id, record.lease, at),
+        claimLimit(options.limit),
+      );
       return {
         ops: claimed.map(({ record, fence }) => ({ op: "run.put", run: { ...record, lease: { owner: options.owner, expiresAt, token: fence + 1 } } }) as StateOp),
         result: (after) => claimed.map(({ record }) => after.runs.get(record.id)!.record),

@@ -207,7 +207,9 @@ export class StateTables {
       }
       case "run.put": {
         const entry = this.run(op.run.id);
+        const before = entry.record.status;
         entry.record = op.run;
+        if (op.run.status !== before) this.runOrder.statusChanged(entry);
         // Tokens only grow: the counter follows every lease a put records, and survives releases.
         entry.fence = Math.max(entry.fence, op.run.lease?.token ?? 0);
         return opBytes;
@@ -215,7 +217,9 @@ export class StateTables {
       case "run.patch": {
         const entry = this.run(op.runId);
         // A new record, never a change in place: a snapshot in progress holds the old one.
+        const before = entry.record.status;
         entry.record = { ...entry.record, ...op.set };
+        if (entry.record.status !== before) this.runOrder.statusChanged(entry);
         entry.fence = Math.max(entry.fence, entry.record.lease?.token ?? 0);
         return opBytes;
       }
