@@ -35,6 +35,7 @@ import {
   type UsageRecord,
   isoTimestamp,
   RunsInCreationOrder,
+  PendingDeliveries,
 } from "@assemblyline-agents/core";
 import { randomUUID } from "node:crypto";
 import { InMemorySkillStore } from "./in-memory-skills.js";
@@ -60,11 +61,6 @@ interface StoredRun {
   deliveryIds: string[];
   /** The highest fencing token ever issued for this run; survives releases. */
   fence: number;
-}
-
-interface StoredDelivery {
-  record: DeliveryRecord;
-  ordinal: number;
 }
 
 /** Every stored value and every returned value is a private copy. */
@@ -146,9 +142,9 @@ export class InMemoryStateAdapter implements StateAdapter {
   /** The same runs in creation order, which listRuns pages through from the newest. */
   private readonly runOrder = new RunsInCreationOrder<StoredRun>();
   private readonly runIdByIdempotencyKey = new Map<string, string>();
-  private readonly deliveries = new Map<string, StoredDelivery>();
-  /** The deliveries still pending, in creation order: a claim looks at these, not at every delivery ever made. */
-  private readonly pendingDeliveries = new Map<string, StoredDelivery>();
+  private readonly deliveries = new Map<string, DeliveryRecord>();
+  /** The deliveries still pending, by when they are due: a claim looks at the due ones, not at every delivery ever made. */
+  private readonly pendingDeliveries = new PendingDeliveries();
   private readonly conversations = new Map<string, ConversationMessage[]>();
   private readonly schedules = new Map<string, ScheduleRecord>();
   private readonly files = new Map<string, FileRecord>();
@@ -347,32 +343,24 @@ export class InMemoryStateAdapter implements StateAdapter {
   async listDeliveries(runId: string): Promise<DeliveryRecord[]> {
     const ids = this.runs.get(runId)?.deliveryIds ?? [];
     return ids.flatMap((id) => {
-      const stored = this.deliveries.get(id);
-      return stored ? [copy(stored.record)] : [];
+      const delivery = this.deliveries.get(id);
+      return delivery ? [copy(delivery)] : [];
     });
   }
 
   async claimDeliveries(options: ClaimOptions): Promise<DeliveryRecord[]> {
     const at = options.now ?? new Date();
     const lease = { owner: options.owner, expiresAt: new Date(at.getTime() + options.ttlMs).toISOString() };
-    const claimed = [...this.pendingDeliveries.values()]
-      .filter(
-        ({ record }) =>
-          record.status === "pending" &&
-          Date.parse(record.availableAt) <= at.getTime() &&
-          leaseIsFree(record.lease, at),
-      )
-      .sort((a, b) => Date.parse(a.record.availableAt) - Date.parse(b.record.availableAt) || a.ordinal - b.ordinal)
-      .slice(0, claimLimit(options.limit));
-    for (const { record } of claimed) {
+    const claimed = this.pendingDeliveries.due(at.getTime(), (record) => leaseIsFree(record.lease, at), claimLimit(options.limit));
+    for (const record of claimed) {
       record.lease = { ...lease };
       record.updatedAt = at.toISOString();
     }
-    return claimed.map(({ record }) => copy(record));
+    return claimed.map((record) => copy(record));
   }
 
   async completeDelivery(deliveryId: string, owner: string): Promise<void> {
-    const record = this.deliveries.get(deliveryId)?.record;
+    const record = this.deliveries.get(deliveryId);
     if (!record || record.status !== "pending" || record.lease?.owner !== owner) return;
     record.status = "delivered";
     this.pendingDeliveries.delete(deliveryId);
@@ -383,17 +371,15 @@ export class InMemoryStateAdapter implements StateAdapter {
   }
 
   async failDelivery(deliveryId: string, owner: string, error: string, retryAt?: Date): Promise<void> {
-    const record = this.deliveries.get(deliveryId)?.record;
+    const record = this.deliveries.get(deliveryId);
     if (!record || record.status !== "pending" || record.lease?.owner !== owner) return;
     record.attempts += 1;
     record.lastError = error;
     record.lease = null;
     record.updatedAt = isoTimestamp();
     if (retryAt) record.availableAt = retryAt.toISOString();
-    else {
-      record.status = "failed";
-      this.pendingDeliveries.delete(deliveryId);
-    }
+    else record.status = "failed";
+    this.pendingDeliveries.put(record);
   }
 
   // ---- conversations ---------------------------------------------------------
@@ -624,9 +610,8 @@ export class InMemoryStateAdapter implements StateAdapter {
         createdAt: now,
         updatedAt: now,
       };
-      const entry = { record: delivery, ordinal: this.nextOrdinal++ };
-      this.deliveries.set(delivery.id, entry);
-      this.pendingDeliveries.set(delivery.id, entry);
+      this.deliveries.set(delivery.id, delivery);
+      this.pendingDeliveries.put(delivery);
       stored.deliveryIds.push(delivery.id);
     }
   }

@@ -20,6 +20,7 @@ export * from "./fence.js";
 export * from "./copy.js";
 export * from "./iso-time.js";
 export * from "./run-pages.js";
+export * from "./pending-deliveries.js";
 
 /** A full state adapter: the intersection of every facet. */
 export interface StateAdapter

@@ -483,14 +483,7 @@ export class FileStateAdapter implements StateAdapter {
     return this.mutate((tables) => {
       const at = options.now ?? new Date();
       const lease = { owner: options.owner, expiresAt: new Date(at.getTime() + options.ttlMs).toISOString() };
-      const claimed = [...tables.pendingDeliveries.values()]
-        .map((record, order) => ({ record, order }))
-        .filter(
-          ({ record }) => record.status === "pending" && Date.parse(record.availableAt) <= at.getTime() && leaseIsFree(record.lease, at),
-        )
-        .sort((a, b) => Date.parse(a.record.availableAt) - Date.parse(b.record.availableAt) || a.order - b.order)
-        .slice(0, claimLimit(options.limit))
-        .map(({ record }) => record);
+      const claimed = tables.pendingDeliveries.due(at.getTime(), (record) => leaseIsFree(record.lease, at), claimLimit(options.limit));
       return {
         ops: claimed.map((record) => ({ op: "delivery.put", delivery: { ...record, lease, updatedAt: at.toISOString() } }) as StateOp),
         result: (after) => claimed.map((record) => after.deliveries.get(record.id)!),

@@ -1,5 +1,6 @@
 import {
   RunsInCreationOrder,
+  PendingDeliveries,
   type CheckpointRecord,
   type ConversationMessage,
   type DeliveryRecord,
@@ -157,8 +158,8 @@ export class StateTables {
   readonly runOrder = new RunsInCreationOrder<RunEntry>();
   readonly idempotency = new Map<string, string>();
   readonly deliveries = new Map<string, DeliveryRecord>();
-  /** The pending deliveries, in creation order: a claim looks at these, not at every delivery ever made. */
-  readonly pendingDeliveries = new Map<string, DeliveryRecord>();
+  /** The pending deliveries, by when they are due: a claim looks at the due ones, not at every delivery ever made. */
+  readonly pendingDeliveries = new PendingDeliveries();
   readonly conversations = new Map<string, ConversationMessage[]>();
   readonly schedules = new Map<string, ScheduleRecord>();
   readonly files = new Map<string, FileRecord>();
@@ -383,8 +384,7 @@ export class StateTables {
   private putDelivery(delivery: DeliveryRecord): void {
     this.deliveries.set(delivery.id, delivery);
     // A delivery leaves pending only for good (delivered, or failed after its last attempt).
-    if (delivery.status === "pending") this.pendingDeliveries.set(delivery.id, delivery);
-    else this.pendingDeliveries.delete(delivery.id);
+    this.pendingDeliveries.put(delivery);
   }
 
   private run(runId: string): RunEntry {

@@ -1,0 +1,96 @@
+import { cpSync, existsSync, mkdtempSync, rmSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { afterAll, afterEach, describe, expect, it } from "vitest";
+import type { StateAdapter } from "@assemblyline-agents/core";
+import { FileStateAdapter } from "@assemblyline-agents/local";
+import { InMemoryStateAdapter } from "@assemblyline-agents/runtime";
+
+const folders: string[] = [];
+/** File states a test opened, closed after it even when it fails. */
+const opened: FileStateAdapter[] = [];
+afterEach(async () => {
+  for (const state of opened.splice(0)) await state.close();
+});
+afterAll(() => {
+  for (const folder of folders.splice(0)) rmSync(folder, { recursive: true, force: true });
+});
+const folder = () => {
+  const made = mkdtempSync(join(tmpdir(), "al-delivery-claims-"));
+  folders.push(made);
+  return made;
+};
+const openFileState = async (directory: string, options = {}) => {
+  const state = await FileStateAdapter.open({ directory, ...options });
+  opened.push(state);
+  return state;
+};
+
+/** Six completed runs, each owing one delivery, d0 to d5 in that order; every one claimed once at `start`. */
+async function seed(state: StateAdapter, start: number): Promise<void> {
+  for (let index = 0; index < 6; index += 1) {
+    await state.createRun({ id: `run_${index}`, agentId: "notes", agentRevision: "rev", modelSpec: "test/model", input: { message: `${index}` } });
+    await state.appendEvents(`run_${index}`, [{ type: "run.completed", data: {} }], {
+      run: { status: "completed" },
+      delivery: { id: `d${index}`, channel: "chat", payload: { text: `${index}` } },
+    });
+  }
+  const claimed = await state.claimDeliveries({ owner: "a", ttlMs: 1_000, limit: 100, now: new Date(start) });
+  expect(claimed.map((delivery) => delivery.id)).toEqual(["d0", "d1", "d2", "d3", "d4", "d5"]);
+  // A channel that fails: d1, d3 and d4 are retried later, d5 fails for good, d0 goes through, d2 stays leased.
+  await state.failDelivery("d1", "a", "503", new Date(start + 5_000));
+  await state.failDelivery("d3", "a", "503", new Date(start + 2_000));
+  await state.failDelivery("d4", "a", "503", new Date(start + 2_000));
+  await state.failDelivery("d5", "a", "400");
+  await state.completeDelivery("d0", "a");
+}
+
+const claim = async (state: StateAdapter, owner: string, at: number, limit = 100, ttlMs = 1_000) =>
+  (await state.claimDeliveries({ owner, ttlMs, limit, now: new Date(at) })).map((delivery) => delivery.id);
+
+/** What each claim after `seed` leases: the due ones with no live lease, earliest due first, then in creation order. */
+async function expectClaimsAfterSeed(state: StateAdapter, start: number): Promise<void> {
+  expect(await claim(state, "b", start + 500)).toEqual([]);
+  // d2's lease expired; the retries are not due yet. b holds it until start + 6 s.
+  expect(await claim(state, "b", start + 1_000, 100, 5_000)).toEqual(["d2"]);
+  // d3 and d4 fall due together: the one created first goes first, and the limit holds.
+  expect(await claim(state, "c", start + 2_000, 1)).toEqual(["d3"]);
+  expect(await claim(state, "c", start + 2_000)).toEqual(["d4"]);
+  // Every lease has expired: each pending delivery once, by when it fell due.
+  expect(await claim(state, "d", start + 10_000)).toEqual(["d2", "d3", "d4", "d1"]);
+  expect(await claim(state, "e", start + 10_000)).toEqual([]);
+}
+
+describe.each([
+  ["in-memory", async () => new InMemoryStateAdapter() as StateAdapter],
+  ["file", async () => (await openFileState(folder())) as StateAdapter],
+])("claimDeliveries on the %s state", (_name, make) => {
+  it("leases the due deliveries with no live lease, earliest due first, each once, up to the limit", async () => {
+    const state = await make();
+    const start = Date.now() + 1_000;
+    await seed(state, start);
+    await expectClaimsAfterSeed(state, start);
+  });
+});
+
+describe("claimDeliveries on the file state, opened again", () => {
+  it("claims the same from its log and from a snapshot", async () => {
+    const directory = folder();
+    const start = Date.now() + 1_000;
+    const first = await openFileState(directory);
+    await seed(first, start);
+    await first.close();
+    opened.splice(opened.indexOf(first), 1);
+    // The claims below write, so a copy of the folder as seed left it is what the snapshot is made of.
+    const copy = folder();
+    cpSync(directory, copy, { recursive: true });
+    // Replayed from the log.
+    await expectClaimsAfterSeed(await openFileState(directory), start);
+    // Folded into a snapshot on open (any log outgrows 1 byte), then read from it.
+    const compacted = await openFileState(copy, { compactAfterBytes: 1, compactWhenSuperseded: 0 });
+    await compacted.close();
+    opened.splice(opened.indexOf(compacted), 1);
+    expect(existsSync(join(copy, "snapshot.json"))).toBe(true);
+    await expectClaimsAfterSeed(await openFileState(copy), start);
+  });
+});
