@@ -36,6 +36,7 @@ import {
   isoTimestamp,
   RunsInCreationOrder,
   PendingDeliveries,
+  UsageRecords,
 } from "@assemblyline-agents/core";
 import { randomUUID } from "node:crypto";
 import { InMemorySkillStore } from "./in-memory-skills.js";
@@ -148,7 +149,7 @@ export class InMemoryStateAdapter implements StateAdapter {
   private readonly conversations = new Map<string, ConversationMessage[]>();
   private readonly schedules = new Map<string, ScheduleRecord>();
   private readonly files = new Map<string, FileRecord>();
-  private readonly usage = new Map<string, UsageRecord>();
+  private readonly usage = new UsageRecords();
   private readonly sandboxSessions = new Map<string, SandboxSessionRecord>();
   private readonly memory = new Map<string, MemoryRecord>();
   private readonly settings = new Map<string, JsonValue>();
@@ -465,17 +466,11 @@ export class InMemoryStateAdapter implements StateAdapter {
   // ---- usage -----------------------------------------------------------------
 
   async recordUsage(record: UsageRecord): Promise<void> {
-    if (!this.usage.has(record.id)) this.usage.set(record.id, copy(record));
+    if (!this.usage.has(record.id)) this.usage.put(copy(record));
   }
 
   async listUsage(filter: { runId?: string; conversationId?: string }): Promise<UsageRecord[]> {
-    return [...this.usage.values()]
-      .filter(
-        (record) =>
-          (filter.runId === undefined || record.runId === filter.runId) &&
-          (filter.conversationId === undefined || record.conversationId === filter.conversationId),
-      )
-      .map(copy);
+    return this.usage.list(filter).map(copy);
   }
 
   // ---- sandbox sessions ------------------------------------------------------

@@ -21,6 +21,7 @@ export * from "./copy.js";
 export * from "./iso-time.js";
 export * from "./run-pages.js";
 export * from "./pending-deliveries.js";
+export * from "./usage-records.js";
 
 /** A full state adapter: the intersection of every facet. */
 export interface StateAdapter

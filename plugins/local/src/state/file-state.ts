@@ -616,13 +616,7 @@ export class FileStateAdapter implements StateAdapter {
   }
 
   listUsage(filter: { runId?: string; conversationId?: string }): Promise<UsageRecord[]> {
-    return this.read((tables) =>
-      [...tables.usage.values()].filter(
-        (record) =>
-          (filter.runId === undefined || record.runId === filter.runId) &&
-          (filter.conversationId === undefined || record.conversationId === filter.conversationId),
-      ),
-    );
+    return this.read((tables) => tables.usage.list(filter));
   }
 
   // ---- sandbox sessions ------------------------------------------------------

@@ -1,6 +1,7 @@
 import {
   RunsInCreationOrder,
   PendingDeliveries,
+  UsageRecords,
   type CheckpointRecord,
   type ConversationMessage,
   type DeliveryRecord,
@@ -163,7 +164,7 @@ export class StateTables {
   readonly conversations = new Map<string, ConversationMessage[]>();
   readonly schedules = new Map<string, ScheduleRecord>();
   readonly files = new Map<string, FileRecord>();
-  readonly usage = new Map<string, UsageRecord>();
+  readonly usage = new UsageRecords();
   readonly sandboxSessions = new Map<string, SandboxSessionRecord>();
   readonly memory = new Map<string, MemoryRecord>();
   readonly settings = new Map<string, JsonValue>();
@@ -286,7 +287,7 @@ export class StateTables {
       case "file.delete":
         return deleted(this.files, op.path, opBytes);
       case "usage.put":
-        return replaced(this.usage, op.record.id, op.record, opBytes);
+        return this.usage.put(op.record) ? opBytes : 0;
       case "sandboxSession.put":
         return replaced(this.sandboxSessions, op.record.key, op.record, opBytes);
       case "sandboxSession.delete":
@@ -361,7 +362,7 @@ export class StateTables {
     for (const [id, messages] of snapshot.conversations) tables.conversations.set(id, messages);
     for (const schedule of snapshot.schedules) tables.schedules.set(schedule.id, schedule);
     for (const record of snapshot.files) tables.files.set(record.path, record);
-    for (const record of snapshot.usage) tables.usage.set(record.id, record);
+    for (const record of snapshot.usage) tables.usage.put(record);
     for (const record of snapshot.sandboxSessions) tables.sandboxSessions.set(record.key, record);
     for (const record of snapshot.memory) tables.memory.set(record.path, record);
     for (const [key, value] of snapshot.settings) tables.settings.set(key, value);
