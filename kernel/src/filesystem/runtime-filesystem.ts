@@ -24,8 +24,8 @@ export interface RuntimeFilesystem {
   read(path: string): Promise<string>;
   write(path: string, content: string): Promise<void>;
   delete(path: string): Promise<void>;
-  /** Files under `path`, recursively, with logical paths. */
-  list(path: string): Promise<FileEntry[]>;
+  /** Files under `path`, recursively, with logical paths; with `except`, none whose path starts with it. */
+  list(path: string, options?: { except?: string }): Promise<FileEntry[]>;
 }
 
 export interface RuntimeFilesystemSources {
@@ -127,36 +127,43 @@ export function createRuntimeFilesystem(sources: RuntimeFilesystemSources): Runt
         await sources.onSkillChange?.(await sources.skills.deleteFile(name!, file!, sources.skillGate));
       } else await (await sources.getSandbox()).deleteFile(logical);
     },
-    async list(path) {
-      const { root, relative, path: logical } = resolveLogicalPath(path);
-      switch (root) {
-        case "/memory": {
-          const prefix = relative === "" ? undefined : relative;
-          // One read where the store lists sizes; else a read per file to size it.
-          const entries = sources.memory.listMemoryEntries
-            ? await sources.memory.listMemoryEntries(prefix)
-            : await Promise.all((await sources.memory.listMemory(prefix)).map(async (path) => ({ path, size: Buffer.byteLength((await sources.memory.readMemory(path))?.content ?? "") })));
-          return entries.map((entry) => ({ path: `/memory/${entry.path}`, type: "file" as const, size: entry.size }));
-        }
-        case "/history":
-          return sources.conversationId ? [{ path: "/history/conversation.md", type: "file", size: Buffer.byteLength(await renderHistory(sources)) }] : [];
-        case "/files":
-          return (await sources.files.listFileRecords({ prefix: logical })).map((record) => ({ path: record.path, type: "file" as const, size: record.size }));
-        case "/skills": {
-          const entries: FileEntry[] = [];
-          for (const skill of await sources.skills.list()) {
-            for (const [file, text] of Object.entries(skill.files)) {
-              const path = `/skills/${skill.name}/${file}`;
-              if (relative === "" || path === logical || path.startsWith(logical + "/")) entries.push({ path, type: "file", size: Buffer.byteLength(text) });
-            }
-          }
-          return entries.sort((a, b) => (a.path < b.path ? -1 : a.path > b.path ? 1 : 0));
-        }
-        case "/workspace":
-          return (await sources.getSandbox()).listFiles(logical);
-      }
+    async list(path, options = {}) {
+      const { except } = options;
+      const entries = await listUnder(path, except);
+      return except === undefined ? entries : entries.filter((entry) => !entry.path.startsWith(except));
     },
   };
+
+  /** Files under `path`; `except` is only a hint here, which the file index takes to leave those records unread. */
+  async function listUnder(path: string, except: string | undefined): Promise<FileEntry[]> {
+    const { root, relative, path: logical } = resolveLogicalPath(path);
+    switch (root) {
+      case "/memory": {
+        const prefix = relative === "" ? undefined : relative;
+        // One read where the store lists sizes; else a read per file to size it.
+        const entries = sources.memory.listMemoryEntries
+          ? await sources.memory.listMemoryEntries(prefix)
+          : await Promise.all((await sources.memory.listMemory(prefix)).map(async (path) => ({ path, size: Buffer.byteLength((await sources.memory.readMemory(path))?.content ?? "") })));
+        return entries.map((entry) => ({ path: `/memory/${entry.path}`, type: "file" as const, size: entry.size }));
+      }
+      case "/history":
+        return sources.conversationId ? [{ path: "/history/conversation.md", type: "file", size: Buffer.byteLength(await renderHistory(sources)) }] : [];
+      case "/files":
+        return (await sources.files.listFileRecords({ prefix: logical, ...(except === undefined ? {} : { excludePrefix: except }) })).map((record) => ({ path: record.path, type: "file" as const, size: record.size }));
+      case "/skills": {
+        const entries: FileEntry[] = [];
+        for (const skill of await sources.skills.list()) {
+          for (const [file, text] of Object.entries(skill.files)) {
+            const path = `/skills/${skill.name}/${file}`;
+            if (relative === "" || path === logical || path.startsWith(logical + "/")) entries.push({ path, type: "file", size: Buffer.byteLength(text) });
+          }
+        }
+        return entries.sort((a, b) => (a.path < b.path ? -1 : a.path > b.path ? 1 : 0));
+      }
+      case "/workspace":
+        return (await sources.getSandbox()).listFiles(logical);
+    }
+  }
 }
 
 async function renderHistory(sources: RuntimeFilesystemSources): Promise<string> {

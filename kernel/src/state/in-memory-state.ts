@@ -37,6 +37,8 @@ import {
   RunsInCreationOrder,
   PendingDeliveries,
   UsageRecords,
+  FileRecordsByPath,
+  type FileListOptions,
 } from "@assemblyline-agents/core";
 import { randomUUID } from "node:crypto";
 import { InMemorySkillStore } from "./in-memory-skills.js";
@@ -148,7 +150,7 @@ export class InMemoryStateAdapter implements StateAdapter {
   private readonly pendingDeliveries = new PendingDeliveries();
   private readonly conversations = new Map<string, ConversationMessage[]>();
   private readonly schedules = new Map<string, ScheduleRecord>();
-  private readonly files = new Map<string, FileRecord>();
+  private readonly files = new FileRecordsByPath();
   private readonly usage = new UsageRecords();
   private readonly sandboxSessions = new Map<string, SandboxSessionRecord>();
   private readonly memory = new Map<string, MemoryRecord>();
@@ -451,12 +453,8 @@ export class InMemoryStateAdapter implements StateAdapter {
     return record ? copy(record) : undefined;
   }
 
-  async listFileRecords(options: { prefix?: string } = {}): Promise<FileRecord[]> {
-    const prefix = options.prefix ?? "";
-    return [...this.files.values()]
-      .filter((record) => record.path.startsWith(prefix))
-      .sort((a, b) => compare(a.path, b.path))
-      .map(copy);
+  async listFileRecords(options: FileListOptions = {}): Promise<FileRecord[]> {
+    return this.files.list(options).map(copy);
   }
 
   async deleteFileRecord(path: string): Promise<void> {

@@ -46,10 +46,18 @@ export interface FileRecord {
   createdAt: string;
 }
 
+export interface FileListOptions {
+  /** Only the records whose path starts with this; all of them when left out. */
+  prefix?: string;
+  /** Leave out the records whose path starts with this (the context's manifest of /files leaves out /files/attachments/). */
+  excludePrefix?: string;
+}
+
 export interface FileIndexStore {
   putFileRecord(record: FileRecord): Promise<void>;
   getFileRecord(path: string): Promise<FileRecord | undefined>;
-  listFileRecords(options?: { prefix?: string }): Promise<FileRecord[]>;
+  /** Sorted by path. */
+  listFileRecords(options?: FileListOptions): Promise<FileRecord[]>;
   deleteFileRecord(path: string): Promise<void>;
 }
 

@@ -4,6 +4,7 @@ import {
   type ClaimOptions,
   type ConversationMessage,
   type DeliveryRecord,
+  type FileListOptions,
   type FileRecord,
   type JsonValue,
   type MemoryEntry,
@@ -231,7 +232,7 @@ export class PostgresStateAdapter implements StateAdapter {
   getFileRecord(path: string): Promise<FileRecord | undefined> {
     return files.getFileRecord(this.db, path);
   }
-  listFileRecords(options?: { prefix?: string }): Promise<FileRecord[]> {
+  listFileRecords(options?: FileListOptions): Promise<FileRecord[]> {
     return files.listFileRecords(this.db, options);
   }
   deleteFileRecord(path: string): Promise<void> {

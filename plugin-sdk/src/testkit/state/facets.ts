@@ -172,6 +172,17 @@ export function describeFileIndexStoreConformance(name: string, factory: StateKi
       expect((await store().listFileRecords({ prefix: "/files/b/" })).map((f) => f.path)).toEqual(["/files/b/1.txt", "/files/b/2.txt"]);
       expect((await store().listFileRecords()).map((f) => f.path)).toEqual(["/files/a.txt", "/files/b/1.txt", "/files/b/2.txt", "/other/x.txt"]);
     });
+
+    it("leaves out the records under excludePrefix, whatever sorts around them", async () => {
+      for (const path of ["/files/attachments/r1/a.png", "/files/z.txt", "/files/attachments/r2/b.png", "/files/a.txt", "/files/attachmentsX.txt", "/other/x.txt"]) {
+        await store().putFileRecord(file(path));
+      }
+      const list = async (options: { prefix?: string; excludePrefix?: string }) => (await store().listFileRecords(options)).map((f) => f.path);
+      expect(await list({ prefix: "/files", excludePrefix: "/files/attachments/" })).toEqual(["/files/a.txt", "/files/attachmentsX.txt", "/files/z.txt"]);
+      expect(await list({ excludePrefix: "/files/" })).toEqual(["/other/x.txt"]);
+      expect(await list({ prefix: "/files/attachments/", excludePrefix: "/files/attachments/r1/" })).toEqual(["/files/attachments/r2/b.png"]);
+      expect(await list({ prefix: "/files/attachments/r2/", excludePrefix: "/nowhere/" })).toEqual(["/files/attachments/r2/b.png"]);
+    });
   });
 }
 

@@ -10,6 +10,7 @@ import {
   type ClaimOptions,
   type ConversationMessage,
   type DeliveryRecord,
+  type FileListOptions,
   type FileRecord,
   type JsonValue,
   type MemoryEntry,
@@ -597,12 +598,8 @@ export class FileStateAdapter implements StateAdapter {
     return this.read((tables) => tables.files.get(path), { onlyFrom: "file" });
   }
 
-  listFileRecords(options: { prefix?: string } = {}): Promise<FileRecord[]> {
-    const prefix = options.prefix ?? "";
-    return this.read(
-      (tables) => [...tables.files.values()].filter((record) => record.path.startsWith(prefix)).sort((a, b) => compare(a.path, b.path)),
-      { onlyFrom: "file" },
-    );
+  listFileRecords(options: FileListOptions = {}): Promise<FileRecord[]> {
+    return this.read((tables) => tables.files.list(options), { onlyFrom: "file" });
   }
 
   deleteFileRecord(path: string): Promise<void> {

@@ -2,6 +2,7 @@ import {
   RunsInCreationOrder,
   PendingDeliveries,
   UsageRecords,
+  FileRecordsByPath,
   type CheckpointRecord,
   type ConversationMessage,
   type DeliveryRecord,
@@ -163,7 +164,7 @@ export class StateTables {
   readonly pendingDeliveries = new PendingDeliveries();
   readonly conversations = new Map<string, ConversationMessage[]>();
   readonly schedules = new Map<string, ScheduleRecord>();
-  readonly files = new Map<string, FileRecord>();
+  readonly files = new FileRecordsByPath();
   readonly usage = new UsageRecords();
   readonly sandboxSessions = new Map<string, SandboxSessionRecord>();
   readonly memory = new Map<string, MemoryRecord>();
@@ -459,14 +460,22 @@ export function createdEventOf(run: RunRecord): RunEvent {
   };
 }
 
-function replaced<T>(table: Map<string, T>, key: string, value: T, opBytes: number): number {
+function replaced<T>(table: KeyedTable<T>, key: string, value: T, opBytes: number): number {
   const had = table.has(key);
   table.set(key, value);
   return had ? opBytes : 0;
 }
 
 /** Delete `key`; the bytes superseded: the deleted record's own size, and the delete's. */
-function deleted<T>(table: Map<string, T>, key: string, opBytes: number): number {
+/** What `replaced` and `deleted` need of a table: a Map, or a store's own keyed index. */
+interface KeyedTable<T> {
+  has(key: string): boolean;
+  get(key: string): T | undefined;
+  set(key: string, value: T): unknown;
+  delete(key: string): boolean;
+}
+
+function deleted<T>(table: KeyedTable<T>, key: string, opBytes: number): number {
   const record = table.get(key);
   if (record === undefined) return opBytes;
   table.delete(key);

@@ -1,4 +1,4 @@
-import type { FileRecord } from "@assemblyline-agents/core";
+import type { FileListOptions, FileRecord } from "@assemblyline-agents/core";
 import type { StateDatabase } from "../database.js";
 import { decodeFile } from "../rows.js";
 import { ArgumentCheck } from "../validate.js";
@@ -33,11 +33,11 @@ export async function getFileRecord(db: StateDatabase, path: string): Promise<Fi
 }
 
 /** Sorted by path in code-point order, whatever the database's collation. */
-export async function listFileRecords(db: StateDatabase, options: { prefix?: string } = {}): Promise<FileRecord[]> {
+export async function listFileRecords(db: StateDatabase, options: FileListOptions = {}): Promise<FileRecord[]> {
   const rows = await db.rows(
     "listFileRecords",
-    `SELECT ${FILE_COLUMNS} FROM ${db.s}.files WHERE starts_with(path, $1) ORDER BY path COLLATE "C"`,
-    [options.prefix ?? ""],
+    `SELECT ${FILE_COLUMNS} FROM ${db.s}.files WHERE starts_with(path, $1) AND ($2::text IS NULL OR NOT starts_with(path, $2)) ORDER BY path COLLATE "C"`,
+    [options.prefix ?? "", options.excludePrefix ?? null],
   );
   return rows.map((row) => decodeFile(db.schema, row));
 }
