@@ -62,7 +62,8 @@ async function buildDefault(given: DefaultContextOptions, sources: ContextSource
   const options = resolveDefaultContextOptions(given);
   // Each listing reads only what it shows: every attachment the host ever took in is under ATTACHMENTS.
   const files = options.files.includeManifest ? sources.filesystem.list("/files", { except: ATTACHMENTS }) : Promise.resolve([]);
-  const attachments = options.attachments.include ? sources.filesystem.list(`${ATTACHMENTS}${info.runId}`) : Promise.resolve([]);
+  // Attachments come only with a channel's message: a run started without a channel has none to list.
+  const attachments = options.attachments.include && info.channel ? sources.filesystem.list(`${ATTACHMENTS}${info.runId}`) : Promise.resolve([]);
   const parts = await Promise.all([
     Promise.resolve(cut(sources.instructions.trim(), options.instructions.maxChars, "instructions")),
     Promise.resolve(FILESYSTEM_CONTRACT),
