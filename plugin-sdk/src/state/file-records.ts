@@ -3,7 +3,7 @@ import type { FileListOptions, FileRecord } from "./facets.js";
 /**
  * The file records of a state store that keeps them in memory, also held as a sorted list of their
  * paths, so that a listing under a prefix reads the records under it, not every record the store
- * holds. The default context lists /files on every model call (its manifest and this run's
+ * holds. The default context lists /files every time it is built (its manifest and this run's
  * attachments), and every attachment a host ever took in has a record there: filtering, copying
  * and sorting them all cost 72 ms a call at 100,000 attachments.
  */
