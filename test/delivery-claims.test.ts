@@ -1,35 +1,16 @@
-import { cpSync, existsSync, mkdtempSync, rmSync } from "node:fs";
-import { tmpdir } from "node:os";
+import { cpSync, existsSync } from "node:fs";
 import { join } from "node:path";
-import { afterAll, afterEach, describe, expect, it } from "vitest";
+import { describe, expect, it } from "vitest";
 import type { StateAdapter } from "@assemblyline-agents/core";
-import { FileStateAdapter } from "@assemblyline-agents/local";
 import { InMemoryStateAdapter } from "@assemblyline-agents/runtime";
+import { useFileStates } from "./support/file-states.js";
 
-const folders: string[] = [];
-/** File states a test opened, closed after it even when it fails. */
-const opened: FileStateAdapter[] = [];
-afterEach(async () => {
-  for (const state of opened.splice(0)) await state.close();
-});
-afterAll(() => {
-  for (const folder of folders.splice(0)) rmSync(folder, { recursive: true, force: true });
-});
-const folder = () => {
-  const made = mkdtempSync(join(tmpdir(), "al-delivery-claims-"));
-  folders.push(made);
-  return made;
-};
-const openFileState = async (directory: string, options = {}) => {
-  const state = await FileStateAdapter.open({ directory, ...options });
-  opened.push(state);
-  return state;
-};
+const fileStates = useFileStates("al-delivery-claims-");
 
 /** Six completed runs, each owing one delivery, d0 to d5 in that order; every one claimed once at `start`. */
 async function seed(state: StateAdapter, start: number): Promise<void> {
   for (let index = 0; index < 6; index += 1) {
-    await state.createRun({ id: `run_${index}`, agentId: "notes", agentRevision: "rev", modelSpec: "test/model", input: { message: `${index}` } });
+    await state.createRun({ id: `run_${index}`, agentId: "notes", agentRevision: "rev", modelSpec: "test/model", input: { message: `${index}`, metadata: {} } });
     await state.appendEvents(`run_${index}`, [{ type: "run.completed", data: {} }], {
       run: { status: "completed" },
       delivery: { id: `d${index}`, channel: "chat", payload: { text: `${index}` } },
@@ -63,7 +44,7 @@ async function expectClaimsAfterSeed(state: StateAdapter, start: number): Promis
 
 describe.each([
   ["in-memory", async () => new InMemoryStateAdapter() as StateAdapter],
-  ["file", async () => (await openFileState(folder())) as StateAdapter],
+  ["file", async () => (await fileStates.open(fileStates.folder())) as StateAdapter],
 ])("claimDeliveries on the %s state", (_name, make) => {
   it("leases the due deliveries with no live lease, earliest due first, each once, up to the limit", async () => {
     const state = await make();
@@ -75,22 +56,20 @@ describe.each([
 
 describe("claimDeliveries on the file state, opened again", () => {
   it("claims the same from its log and from a snapshot", async () => {
-    const directory = folder();
+    const directory = fileStates.folder();
     const start = Date.now() + 1_000;
-    const first = await openFileState(directory);
+    const first = await fileStates.open(directory);
     await seed(first, start);
-    await first.close();
-    opened.splice(opened.indexOf(first), 1);
+    await fileStates.close(first);
     // The claims below write, so a copy of the folder as seed left it is what the snapshot is made of.
-    const copy = folder();
+    const copy = fileStates.folder();
     cpSync(directory, copy, { recursive: true });
     // Replayed from the log.
-    await expectClaimsAfterSeed(await openFileState(directory), start);
+    await expectClaimsAfterSeed(await fileStates.open(directory), start);
     // Folded into a snapshot on open (any log outgrows 1 byte), then read from it.
-    const compacted = await openFileState(copy, { compactAfterBytes: 1, compactWhenSuperseded: 0 });
-    await compacted.close();
-    opened.splice(opened.indexOf(compacted), 1);
+    const compacted = await fileStates.open(copy, { compactAfterBytes: 1, compactWhenSuperseded: 0 });
+    await fileStates.close(compacted);
     expect(existsSync(join(copy, "snapshot.json"))).toBe(true);
-    await expectClaimsAfterSeed(await openFileState(copy), start);
+    await expectClaimsAfterSeed(await fileStates.open(copy), start);
   });
 });

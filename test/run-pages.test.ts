@@ -1,25 +1,12 @@
-import { existsSync, mkdtempSync, rmSync } from "node:fs";
-import { tmpdir } from "node:os";
+import { existsSync } from "node:fs";
 import { join } from "node:path";
-import { afterAll, afterEach, describe, expect, it } from "vitest";
+import { describe, expect, it } from "vitest";
 import type { RunListFilter, RunRecord, RunStatus, StateAdapter } from "@assemblyline-agents/core";
-import { FileStateAdapter } from "@assemblyline-agents/local";
+import type { FileStateAdapter } from "@assemblyline-agents/local";
 import { InMemoryStateAdapter } from "@assemblyline-agents/runtime";
+import { useFileStates } from "./support/file-states.js";
 
-const folders: string[] = [];
-/** File states a test opened, closed after it even when it fails. */
-const opened: FileStateAdapter[] = [];
-afterEach(async () => {
-  for (const state of opened.splice(0)) await state.close();
-});
-afterAll(() => {
-  for (const folder of folders.splice(0)) rmSync(folder, { recursive: true, force: true });
-});
-const folder = () => {
-  const made = mkdtempSync(join(tmpdir(), "al-run-pages-"));
-  folders.push(made);
-  return made;
-};
+const fileStates = useFileStates("al-run-pages-");
 
 /**
  * 23 runs over two agents and three conversations, some created running or waiting for an approval;
@@ -33,7 +20,7 @@ async function seed(state: StateAdapter): Promise<void> {
       agentId: index % 3 === 0 ? "other" : "notes",
       agentRevision: "rev",
       modelSpec: "test/model",
-      input: { message: `message ${index}` },
+      input: { message: `message ${index}`, metadata: {} },
       ...(index % 4 === 0 ? {} : { conversationId: `c${index % 3}` }),
       ...(index % 6 === 1 ? { status: "running" as const } : index % 6 === 3 ? { status: "waiting_approval" as const } : {}),
     });
@@ -117,11 +104,7 @@ describe.each([
   ["in-memory", async () => ({ state: new InMemoryStateAdapter() as StateAdapter })],
   [
     "file",
-    async () => {
-      const state = await FileStateAdapter.open({ directory: folder() });
-      opened.push(state);
-      return { state: state as StateAdapter };
-    },
+    async () => ({ state: (await fileStates.open(fileStates.folder())) as StateAdapter }),
   ],
 ])("listRuns on the %s state", (_name, make) => {
   it("pages every filter newest first, each run once, following nextCursor to the end", async () => {
@@ -159,14 +142,12 @@ describe.each([
 
 describe("listRuns on the file state, opened again", () => {
   it("pages and claims the same from its log and from a snapshot", async () => {
-    const directory = folder();
+    const directory = fileStates.folder();
     /** Open the folder; the state is closed at once after `use`, or after the test if `use` fails. */
     const withState = async (use: (state: FileStateAdapter) => Promise<void>, options = {}) => {
-      const state = await FileStateAdapter.open({ directory, ...options });
-      opened.push(state);
+      const state = await fileStates.open(directory, options);
       await use(state);
-      opened.splice(opened.indexOf(state), 1);
-      await state.close();
+      await fileStates.close(state);
     };
     await withState(seed);
     // Replayed from the log.

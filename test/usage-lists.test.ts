@@ -1,34 +1,11 @@
-import { cpSync, existsSync, mkdtempSync, rmSync } from "node:fs";
-import { tmpdir } from "node:os";
+import { cpSync, existsSync } from "node:fs";
 import { join } from "node:path";
-import { afterAll, afterEach, describe, expect, it } from "vitest";
+import { describe, expect, it } from "vitest";
 import type { StateAdapter, UsageRecord } from "@assemblyline-agents/core";
-import { FileStateAdapter } from "@assemblyline-agents/local";
 import { InMemoryStateAdapter } from "@assemblyline-agents/runtime";
+import { useFileStates } from "./support/file-states.js";
 
-const folders: string[] = [];
-/** File states a test opened, closed after it even when it fails. */
-const opened: FileStateAdapter[] = [];
-afterEach(async () => {
-  for (const state of opened.splice(0)) await state.close();
-});
-afterAll(() => {
-  for (const folder of folders.splice(0)) rmSync(folder, { recursive: true, force: true });
-});
-const folder = () => {
-  const made = mkdtempSync(join(tmpdir(), "al-usage-lists-"));
-  folders.push(made);
-  return made;
-};
-const openFileState = async (directory: string, options = {}) => {
-  const state = await FileStateAdapter.open({ directory, ...options });
-  opened.push(state);
-  return state;
-};
-const closeFileState = async (state: FileStateAdapter) => {
-  opened.splice(opened.indexOf(state), 1);
-  await state.close();
-};
+const fileStates = useFileStates("al-usage-lists-");
 
 /** 30 model calls' usage over 7 runs and 3 conversations (and none), runs interleaved, each recorded twice. */
 async function seed(state: StateAdapter): Promise<void> {
@@ -70,7 +47,7 @@ async function expectListsOf(state: StateAdapter): Promise<void> {
 
 describe.each([
   ["in-memory", async () => new InMemoryStateAdapter() as StateAdapter],
-  ["file", async () => (await openFileState(folder())) as StateAdapter],
+  ["file", async () => (await fileStates.open(fileStates.folder())) as StateAdapter],
 ])("listUsage on the %s state", (_name, make) => {
   it("lists a run's or a conversation's usage, in the order recorded, each record once", async () => {
     const state = await make();
@@ -81,17 +58,17 @@ describe.each([
 
 describe("listUsage on the file state, opened again", () => {
   it("lists the same from its log and from a snapshot", async () => {
-    const directory = folder();
-    const first = await openFileState(directory);
+    const directory = fileStates.folder();
+    const first = await fileStates.open(directory);
     await seed(first);
-    await closeFileState(first);
-    const copy = folder();
+    await fileStates.close(first);
+    const copy = fileStates.folder();
     cpSync(directory, copy, { recursive: true });
     // Replayed from the log.
-    await expectListsOf(await openFileState(directory));
+    await expectListsOf(await fileStates.open(directory));
     // Folded into a snapshot on open (any log outgrows 1 byte), then read from it.
-    await closeFileState(await openFileState(copy, { compactAfterBytes: 1, compactWhenSuperseded: 0 }));
+    await fileStates.close(await fileStates.open(copy, { compactAfterBytes: 1, compactWhenSuperseded: 0 }));
     expect(existsSync(join(copy, "snapshot.json"))).toBe(true);
-    await expectListsOf(await openFileState(copy));
+    await expectListsOf(await fileStates.open(copy));
   });
 });

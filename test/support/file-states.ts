@@ -1,0 +1,38 @@
+import { mkdtempSync, rmSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { afterAll, afterEach } from "vitest";
+import { FileStateAdapter, type FileStateAdapterOptions } from "@assemblyline-agents/local";
+
+/**
+ * File states a test file opens, each folder its own: every state still open is closed after each
+ * test, even one that failed, and the folders are removed after the file. Call at the top of a test file.
+ */
+export function useFileStates(prefix: string) {
+  const folders: string[] = [];
+  const opened: FileStateAdapter[] = [];
+  afterEach(async () => {
+    for (const state of opened.splice(0)) await state.close();
+  });
+  afterAll(() => {
+    for (const made of folders.splice(0)) rmSync(made, { recursive: true, force: true });
+  });
+  return {
+    /** A new empty folder, removed after the file. */
+    folder(): string {
+      const made = mkdtempSync(join(tmpdir(), prefix));
+      folders.push(made);
+      return made;
+    },
+    /** Open the file state in `directory`; closed after the test unless `close` closed it first. */
+    async open(directory: string, options: FileStateAdapterOptions = {}): Promise<FileStateAdapter> {
+      const state = await FileStateAdapter.open({ directory, ...options });
+      opened.push(state);
+      return state;
+    },
+    async close(state: FileStateAdapter): Promise<void> {
+      opened.splice(opened.indexOf(state), 1);
+      await state.close();
+    },
+  };
+}
