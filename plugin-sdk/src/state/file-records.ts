@@ -1,4 +1,5 @@
 import type { FileListOptions, FileRecord } from "./facets.js";
+import { partitionPoint } from "./partition-point.js";
 
 /**
  * The file records of a state store that keeps them in memory, also held as a sorted list of their
@@ -63,24 +64,10 @@ export class FileRecordsByPath {
 
 /** The index of the first path not below `path` in sorted `paths`. */
 function firstAtOrAfter(paths: readonly string[], path: string): number {
-  let low = 0;
-  let high = paths.length;
-  while (low < high) {
-    const middle = (low + high) >>> 1;
-    if (paths[middle]! < path) low = middle + 1;
-    else high = middle;
-  }
-  return low;
+  return partitionPoint(paths, (other) => other < path);
 }
 
 /** From `start`, a path under `prefix`, the index of the first path that is not under it. */
 function firstNotUnder(paths: readonly string[], prefix: string, start: number): number {
-  let low = start;
-  let high = paths.length;
-  while (low < high) {
-    const middle = (low + high) >>> 1;
-    if (paths[middle]!.startsWith(prefix)) low = middle + 1;
-    else high = middle;
-  }
-  return low;
+  return partitionPoint(paths, (other) => other.startsWith(prefix), start);
 }

@@ -1,3 +1,4 @@
+import { partitionPoint } from "./partition-point.js";
 import type { DeliveryRecord } from "./runs.js";
 
 /** A pending delivery as held: its record, when it is due, and the order it was first held in. */
@@ -72,15 +73,7 @@ export class PendingDeliveries {
 
   /** How many held deliveries come before `entry` (its index when held, where it goes when not). */
   private countBefore(entry: HeldDelivery): number {
-    let low = 0;
-    let high = this.queue.length;
-    while (low < high) {
-      const middle = (low + high) >>> 1;
-      const other = this.queue[middle]!;
-      if (other.dueMs < entry.dueMs || (other.dueMs === entry.dueMs && other.order < entry.order)) low = middle + 1;
-      else high = middle;
-    }
-    return low;
+    return partitionPoint(this.queue, (other) => other.dueMs < entry.dueMs || (other.dueMs === entry.dueMs && other.order < entry.order));
   }
 }
 

@@ -1,4 +1,5 @@
 import { AssemblyLineError } from "../errors.js";
+import { partitionPoint } from "./partition-point.js";
 import { TERMINAL_RUN_STATUSES, type RunListFilter, type RunRecord, type RunStatus } from "./runs.js";
 
 /** Page size of listRuns when the filter gives none. */
@@ -103,14 +104,7 @@ function removeFromOrder<T extends OrderedRun>(runs: T[], run: T): void {
 
 /** How many of `runs` have an ordinal below `ordinal`: where a run with it goes. */
 function countBefore(runs: readonly OrderedRun[], ordinal: number): number {
-  let low = 0;
-  let high = runs.length;
-  while (low < high) {
-    const middle = (low + high) >>> 1;
-    if (runs[middle]!.ordinal < ordinal) low = middle + 1;
-    else high = middle;
-  }
-  return low;
+  return partitionPoint(runs, (run) => run.ordinal < ordinal);
 }
 
 function encodeRunCursor(ordinal: number): string {
