@@ -37,7 +37,8 @@ import {
   RunsInCreationOrder,
   PendingDeliveries,
   UsageRecords,
-  FileRecordsByPath,
+  RecordsByPath,
+  MemoryRecordsByPath,
   type FileListOptions,
 } from "@assemblyline-agents/core";
 import { randomUUID } from "node:crypto";
@@ -150,10 +151,10 @@ export class InMemoryStateAdapter implements StateAdapter {
   private readonly pendingDeliveries = new PendingDeliveries();
   private readonly conversations = new Map<string, ConversationMessage[]>();
   private readonly schedules = new Map<string, ScheduleRecord>();
-  private readonly files = new FileRecordsByPath();
+  private readonly files = new RecordsByPath<FileRecord>();
   private readonly usage = new UsageRecords();
   private readonly sandboxSessions = new Map<string, SandboxSessionRecord>();
-  private readonly memory = new Map<string, MemoryRecord>();
+  private readonly memory = new MemoryRecordsByPath();
   private readonly settings = new Map<string, JsonValue>();
   private readonly settingAudit: SettingAuditEvent[] = [];
   private nextOrdinal = 1;
@@ -502,11 +503,11 @@ export class InMemoryStateAdapter implements StateAdapter {
   }
 
   async listMemory(prefix = ""): Promise<string[]> {
-    return [...this.memory.keys()].filter((path) => path.startsWith(prefix)).sort(compare);
+    return this.memory.listPaths({ prefix });
   }
 
   async listMemoryEntries(prefix = ""): Promise<MemoryEntry[]> {
-    return (await this.listMemory(prefix)).map((path) => ({ path, size: Buffer.byteLength(this.memory.get(path)!.content, "utf8") }));
+    return this.memory.entries(prefix);
   }
 
   async deleteMemory(path: string): Promise<void> {

@@ -22,7 +22,8 @@ export * from "./iso-time.js";
 export * from "./run-pages.js";
 export * from "./pending-deliveries.js";
 export * from "./usage-records.js";
-export * from "./file-records.js";
+export * from "./records-by-path.js";
+export * from "./memory-records.js";
 
 /** A full state adapter: the intersection of every facet. */
 export interface StateAdapter

@@ -295,6 +295,22 @@ export function describeMemoryStateStoreConformance(name: string, factory: State
       expect((await subject.listMemoryEntries()).map((entry) => entry.path)).toEqual(await subject.listMemory());
       expect(await subject.listMemoryEntries("nothing/")).toEqual([]);
     });
+
+    it("lists the size a file was last written with, and no file deleted", async (context) => {
+      const subject = store();
+      if (!subject.listMemoryEntries) return context.skip();
+      await subject.writeMemory("notes/a.md", "short");
+      await subject.writeMemory("notes/b.md", "gone");
+      await subject.writeMemory("notes/a.md", "\u00e9".repeat(20));
+      await subject.deleteMemory("notes/b.md");
+      expect(await subject.listMemoryEntries("notes/")).toEqual([{ path: "notes/a.md", size: 40 }]);
+      expect(await subject.listMemory("notes/")).toEqual(["notes/a.md"]);
+      await subject.writeMemory("notes/b.md", "back");
+      expect(await subject.listMemoryEntries("notes/")).toEqual([
+        { path: "notes/a.md", size: 40 },
+        { path: "notes/b.md", size: 4 },
+      ]);
+    });
   });
 }
 

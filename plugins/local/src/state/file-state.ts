@@ -651,18 +651,11 @@ export class FileStateAdapter implements StateAdapter {
   }
 
   listMemory(prefix = ""): Promise<string[]> {
-    return this.read((tables) => [...tables.memory.keys()].filter((path) => path.startsWith(prefix)).sort(compare), { onlyFrom: "memory" });
+    return this.read((tables) => tables.memory.listPaths({ prefix }), { onlyFrom: "memory" });
   }
 
   listMemoryEntries(prefix = ""): Promise<MemoryEntry[]> {
-    return this.read(
-      (tables) =>
-        [...tables.memory.values()]
-          .filter((record) => record.path.startsWith(prefix))
-          .sort((a, b) => compare(a.path, b.path))
-          .map((record) => ({ path: record.path, size: Buffer.byteLength(record.content, "utf8") })),
-      { onlyFrom: "memory" },
-    );
+    return this.read((tables) => tables.memory.entries(prefix), { onlyFrom: "memory" });
   }
 
   deleteMemory(path: string): Promise<void> {

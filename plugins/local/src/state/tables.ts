@@ -2,7 +2,8 @@ import {
   RunsInCreationOrder,
   PendingDeliveries,
   UsageRecords,
-  FileRecordsByPath,
+  RecordsByPath,
+  MemoryRecordsByPath,
   type CheckpointRecord,
   type ConversationMessage,
   type DeliveryRecord,
@@ -164,10 +165,10 @@ export class StateTables {
   readonly pendingDeliveries = new PendingDeliveries();
   readonly conversations = new Map<string, ConversationMessage[]>();
   readonly schedules = new Map<string, ScheduleRecord>();
-  readonly files = new FileRecordsByPath();
+  readonly files = new RecordsByPath<FileRecord>();
   readonly usage = new UsageRecords();
   readonly sandboxSessions = new Map<string, SandboxSessionRecord>();
-  readonly memory = new Map<string, MemoryRecord>();
+  readonly memory = new MemoryRecordsByPath();
   readonly settings = new Map<string, JsonValue>();
   readonly settingAudit: SettingAuditEvent[] = [];
   /** Skills by JSON [agentId, name]. */
@@ -466,7 +467,6 @@ function replaced<T>(table: KeyedTable<T>, key: string, value: T, opBytes: numbe
   return had ? opBytes : 0;
 }
 
-/** Delete `key`; the bytes superseded: the deleted record's own size, and the delete's. */
 /** What `replaced` and `deleted` need of a table: a Map, or a store's own keyed index. */
 interface KeyedTable<T> {
   has(key: string): boolean;
@@ -475,6 +475,7 @@ interface KeyedTable<T> {
   delete(key: string): boolean;
 }
 
+/** Delete `key`; the bytes superseded: the deleted record's own size, and the delete's. */
 function deleted<T>(table: KeyedTable<T>, key: string, opBytes: number): number {
   const record = table.get(key);
   if (record === undefined) return opBytes;

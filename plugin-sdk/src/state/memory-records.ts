@@ -1,0 +1,27 @@
+import type { MemoryEntry, MemoryRecord } from "./facets.js";
+import { RecordsByPath } from "./records-by-path.js";
+
+/**
+ * The memory files of a state store that keeps them in memory, by path (sorted, see RecordsByPath),
+ * each with its size in UTF-8 bytes measured when written: the default context lists the sizes of
+ * /memory every time it is built, and measuring every file's content at each listing read all of
+ * the agent's memory once per run start.
+ */
+export class MemoryRecordsByPath extends RecordsByPath<MemoryRecord> {
+  private readonly sizes = new Map<string, number>();
+
+  override set(path: string, record: MemoryRecord): this {
+    this.sizes.set(path, Buffer.byteLength(record.content, "utf8"));
+    return super.set(path, record);
+  }
+
+  override delete(path: string): boolean {
+    this.sizes.delete(path);
+    return super.delete(path);
+  }
+
+  /** The paths under `prefix` and their sizes, sorted by path. */
+  entries(prefix = ""): MemoryEntry[] {
+    return this.listPaths({ prefix }).map((path) => ({ path, size: this.sizes.get(path)! }));
+  }
+}
