@@ -38,8 +38,10 @@ import {
   type UsageRecord,
   isoTimestamp,
 } from "@assemblyline-agents/core";
+import { parseChunked } from "@discoveryjs/json-ext";
+import { constants } from "node:buffer";
 import { randomUUID } from "node:crypto";
-import { mkdir, open, readFile, readdir, rename, unlink, type FileHandle } from "node:fs/promises";
+import { mkdir, open, readdir, rename, unlink, type FileHandle } from "node:fs/promises";
 import { join, resolve } from "node:path";
 import { FolderLock } from "./folder-lock.js";
 import { jsonExactCopy } from "./json-exact-copy.js";
@@ -928,12 +930,13 @@ export class FileStateAdapter implements StateAdapter {
         const logPath = join(this.directory, logFile(generation));
         // A log is made before any later one and deleted only with the logs before it: one missing before another lost records.
         if (!logs.has(generation) && logs.has(generation + 1)) throw this.corruptError(logPath, new Error("the log is missing, and a later one is there"));
-        const read = await WriteAheadLog.read(logPath);
-        try {
-          for (const record of read.records) for (const op of (record as { ops: StateOp[] }).ops) tables.apply(op);
-        } catch (error) {
-          throw this.corruptError(logPath, error);
-        }
+        const read = await WriteAheadLog.read(logPath, (record) => {
+          try {
+            for (const op of (record as { ops: StateOp[] }).ops) tables.apply(op);
+          } catch (error) {
+            throw this.corruptError(logPath, error);
+          }
+        });
         validBytes = read.validBytes;
         if (!logs.has(generation + 1)) break;
         // Only the last log can end in a torn record: an earlier one was durable before the next began.
@@ -979,25 +982,39 @@ export class FileStateAdapter implements StateAdapter {
     return generations;
   }
 
+  /**
+   * The snapshot, read whole as text while that fits in one string, else parsed as it is read, a
+   * piece at a time: one grown past 512 MiB is longer than the longest string Node.js can make, and
+   * reading it whole would fail, and with it the opening of the folder. Parsing in pieces is
+   * slower (about 4 ms more per MB here), so the snapshots that fit are read as before.
+   */
   private async readSnapshot(): Promise<SnapshotFile | undefined> {
     const path = join(this.directory, SNAPSHOT_FILE);
-    let text: string;
+    let handle: FileHandle;
     try {
-      text = await readFile(path, "utf8");
+      handle = await open(path, "r");
     } catch (error) {
       if ((error as NodeJS.ErrnoException).code === "ENOENT") return undefined;
       throw error;
     }
     let parsed: SnapshotFile;
     try {
-      parsed = JSON.parse(text) as SnapshotFile;
-    } catch (error) {
-      throw this.corruptError(path, error);
+      const { size } = await handle.stat();
+      try {
+        // UTF-8 text never decodes to more characters than it has bytes.
+        parsed = (size <= constants.MAX_STRING_LENGTH ? JSON.parse(await handle.readFile("utf8")) : await parseChunked(handle.createReadStream({ autoClose: false }))) as SnapshotFile;
+      } catch (error) {
+        // A read that failed is the disk's error; anything else is the text's.
+        if ((error as NodeJS.ErrnoException).syscall !== undefined) throw error;
+        throw this.corruptError(path, error);
+      }
+      this.snapshotBytes = size;
+    } finally {
+      await handle.close();
     }
-    if (parsed.format !== SNAPSHOT_FORMAT || !Number.isInteger(parsed.generation) || typeof parsed.tables !== "object") {
-      throw this.corruptError(path, new TypeError(`snapshot format ${String(parsed.format)} is not ${SNAPSHOT_FORMAT}`));
+    if (typeof parsed !== "object" || parsed === null || parsed.format !== SNAPSHOT_FORMAT || !Number.isInteger(parsed.generation) || typeof parsed.tables !== "object") {
+      throw this.corruptError(path, new TypeError(`snapshot format ${String((parsed as Partial<SnapshotFile> | null)?.format)} is not ${SNAPSHOT_FORMAT}`));
     }
-    this.snapshotBytes = Buffer.byteLength(text, "utf8");
     return parsed;
   }
 

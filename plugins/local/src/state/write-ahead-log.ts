@@ -38,6 +38,8 @@ const FILL_MIN_BYTES = 64 * 1024;
 const FILL_MAX_BYTES = 4 * 1024 * 1024;
 /** Zeros written per call of a fill. */
 const FILL_CHUNK_BYTES = 64 * 1024;
+/** How much of a log is read at a time when its folder is opened (see `read`). */
+const READ_CHUNK_BYTES = 4 * 1024 * 1024;
 
 /** A record waiting for its batch: its line, and the settling of its append. */
 interface PendingRecord {
@@ -113,35 +115,67 @@ export class WriteAheadLog {
   }
 
   /**
-   * Parse every intact record; `validBytes` is where the intact prefix ends, `totalBytes` where the
-   * file's last byte that is not zero does: the zeros filled ahead of the records are no torn record.
+   * Hand every intact record to `onRecord`, in order; `validBytes` is where the intact prefix ends,
+   * `totalBytes` where the file's last byte that is not zero does: the zeros filled ahead of the
+   * records are no torn record. The file is read `chunkBytes` at a time, never whole: a log can
+   * outgrow the 2 GiB that Node.js reads into one Buffer, and a folder that could not be read
+   * back would lose everything in it.
    */
-  static async read(path: string): Promise<{ records: unknown[]; validBytes: number; totalBytes: number }> {
-    let bytes: Buffer;
+  static async read(path: string, onRecord: (record: unknown) => void, chunkBytes = READ_CHUNK_BYTES): Promise<{ validBytes: number; totalBytes: number }> {
+    let handle: FileHandle;
     try {
-      const handle = await open(path, "r");
-      try {
-        bytes = await handle.readFile();
-      } finally {
-        await handle.close();
-      }
+      handle = await open(path, "r");
     } catch (error) {
-      if ((error as NodeJS.ErrnoException).code === "ENOENT") return { records: [], validBytes: 0, totalBytes: 0 };
+      if ((error as NodeJS.ErrnoException).code === "ENOENT") return { validBytes: 0, totalBytes: 0 };
       throw error;
     }
-    const records: unknown[] = [];
-    let offset = 0;
-    while (offset < bytes.length) {
-      const end = bytes.indexOf(0x0a, offset);
-      if (end < 0) break;
-      const record = decodeLine(bytes.subarray(offset, end));
-      if (record === undefined) break;
-      records.push(record);
-      offset = end + 1;
+    try {
+      const chunk = Buffer.allocUnsafe(chunkBytes);
+      const zeros = Buffer.alloc(chunkBytes);
+      /** The line being read, up to the chunk it ends in: copies, as the chunk is read into again. */
+      let partial: Buffer[] = [];
+      let validBytes = 0;
+      let endOfNonZero = 0;
+      let intact = true;
+      for (let position = 0; ; ) {
+        const { bytesRead } = await handle.read(chunk, 0, chunkBytes, position);
+        if (bytesRead === 0) break;
+        const bytes = chunk.subarray(0, bytesRead);
+        // Compared whole first: a stretch of zeros filled ahead is megabytes long.
+        if (!bytes.equals(zeros.subarray(0, bytesRead))) {
+          let end = bytesRead;
+          while (bytes[end - 1] === 0) end -= 1;
+          endOfNonZero = position + end;
+        }
+        let offset = 0;
+        while (intact && offset < bytesRead) {
+          const end = bytes.indexOf(0x0a, offset);
+          const piece = bytes.subarray(offset, end < 0 ? bytesRead : end);
+          // A record is JSON text behind its checksum, and never holds a zero byte: zeros are the
+          // fill ahead of the records or a torn write, and the intact records end before them.
+          if (piece.includes(0)) intact = false;
+          else if (end < 0) {
+            partial.push(Buffer.from(piece));
+            break;
+          } else {
+            const record = decodeLine(partial.length === 0 ? piece : Buffer.concat([...partial, piece]));
+            partial = [];
+            if (record === undefined) intact = false;
+            else {
+              onRecord(record);
+              offset = end + 1;
+              validBytes = position + offset;
+            }
+          }
+        }
+        // Past the intact records, the rest is read only for where its last byte that is not zero is.
+        if (!intact) partial = [];
+        position += bytesRead;
+      }
+      return { validBytes, totalBytes: Math.max(validBytes, endOfNonZero) };
+    } finally {
+      await handle.close();
     }
-    let totalBytes = bytes.length;
-    while (totalBytes > offset && bytes[totalBytes - 1] === 0) totalBytes -= 1;
-    return { records, validBytes: offset, totalBytes };
   }
 
   /** Open for appending after cutting anything past `validBytes` (a torn tail, zeros filled ahead). */

@@ -1,0 +1,137 @@
+import { appendFile, open, readFile, stat, truncate, writeFile } from "node:fs/promises";
+import { join } from "node:path";
+import { afterEach, describe, expect, it } from "vitest";
+import { FileStateAdapter } from "../src/index.js";
+import { WriteAheadLog } from "../src/state/write-ahead-log.js";
+import { logLine, tempFolders } from "./support/state-folders.js";
+
+// A folder is opened by reading its snapshot and logs back. Node.js reads at most 2 GiB into one
+// Buffer and makes no string longer than 512 MiB, so a folder whose log or snapshot outgrew those
+// could no longer be opened at all: every run in it lost to the host. These tests hold the file
+// state to reading both a piece at a time, and to reading the same records whatever the pieces.
+
+const folders = tempFolders("al-file-state-large-");
+afterEach(() => folders.removeAll());
+
+const newRun = (id: string) => ({ id, agentId: "agent", agentRevision: "rev", modelSpec: "scripted/test", input: { message: "hi", metadata: {} } });
+
+/** Read `path` with `chunkBytes`, collecting what `read` hands over. */
+async function readLog(path: string, chunkBytes?: number) {
+  const records: unknown[] = [];
+  const ends = await WriteAheadLog.read(path, (record) => records.push(record), chunkBytes);
+  return { records, ...ends };
+}
+
+describe("WriteAheadLog.read, a piece at a time", () => {
+  it("reads the same records, intact prefix and end of data, however the file is cut into pieces", async () => {
+    const path = join(await folders.make(), "log-0.wal");
+    const records = Array.from({ length: 25 }, (_, index) => ({ index, text: "é".repeat(index * 7) }));
+    const lines = records.map(logLine).join("");
+    const intact = Buffer.byteLength(lines);
+    // A torn record (a line whose checksum fails), then more records the reader must not take, then zeros.
+    const torn = logLine({ index: 99 }).replace(/^./, (digit) => (digit === "0" ? "1" : "0"));
+    await writeFile(path, Buffer.concat([Buffer.from(lines + torn + logLine({ index: 100 })), Buffer.alloc(3000)]));
+    const dataEnd = intact + Buffer.byteLength(torn + logLine({ index: 100 }));
+    for (const chunkBytes of [1, 7, 64, 1000, undefined]) {
+      expect(await readLog(path, chunkBytes), String(chunkBytes)).toEqual({ records, validBytes: intact, totalBytes: dataEnd });
+    }
+  });
+
+  it("stops at zeros, even where a line goes on after them, and counts only zeros as no data", async () => {
+    const path = join(await folders.make(), "log-0.wal");
+    const head = logLine({ index: 0 });
+    const next = logLine({ index: 1 });
+    // A write torn inside the second record: its first bytes never reached the disk.
+    const holed = Buffer.from(head + next);
+    holed.fill(0, Buffer.byteLength(head), Buffer.byteLength(head) + 5);
+    await writeFile(path, Buffer.concat([holed, Buffer.alloc(100)]));
+    for (const chunkBytes of [3, 16, undefined]) {
+      expect(await readLog(path, chunkBytes)).toEqual({ records: [{ index: 0 }], validBytes: Buffer.byteLength(head), totalBytes: holed.length });
+    }
+    const onlyZeros = join(await folders.make(), "log-1.wal");
+    await writeFile(onlyZeros, Buffer.alloc(50));
+    expect(await readLog(onlyZeros, 8)).toEqual({ records: [], validBytes: 0, totalBytes: 0 });
+    expect(await readLog(join(await folders.make(), "absent.wal"))).toEqual({ records: [], validBytes: 0, totalBytes: 0 });
+  });
+});
+
+describe("FileStateAdapter: a folder past Node.js's read limits", () => {
+  it("opens a folder whose log is longer than 2 GiB", async () => {
+    const directory = await folders.make();
+    const state = await FileStateAdapter.open({ directory });
+    await state.createRun(newRun("r1"));
+    await state.appendEvents("r1", [{ type: "note", data: { text: "kept" } }]);
+    await state.close();
+    // The log grown past 2 GiB: zeros after its records, as a fill ahead leaves them (a sparse file: no disk used).
+    const log = join(directory, "log-0.wal");
+    const records = (await stat(log)).size;
+    await truncate(log, 2 ** 31 + 4096);
+
+    const reopened = await FileStateAdapter.open({ directory });
+    expect((await reopened.listEvents("r1")).map((event) => event.type)).toEqual(["run.created", "note"]);
+    await reopened.appendEvents("r1", [{ type: "note", data: { text: "after" } }]);
+    await reopened.close();
+    expect((await stat(log)).size).toBeGreaterThan(records);
+    expect((await stat(log)).size).toBeLessThan(records * 2);
+    const again = await FileStateAdapter.open({ directory });
+    expect((await again.listEvents("r1")).map((event) => event.data)).toEqual([expect.anything(), { text: "kept" }, { text: "after" }]);
+    await again.close();
+  }, 60_000);
+
+  it("opens a folder whose snapshot is larger than the longest string Node.js can make", async () => {
+    const directory = await folders.make();
+    // A snapshot on disk (compacting on open) holding one memory file, which is then made 40 files of 16 MiB.
+    const state = await FileStateAdapter.open({ directory });
+    await state.writeMemory("big.md", "MARK");
+    const marker = JSON.stringify(await state.readMemory("big.md"));
+    await state.createRun(newRun("r1"));
+    await state.close();
+    await FileStateAdapter.open({ directory, compactAfterBytes: 1, compactWhenSuperseded: 0 }).then((compacting) => compacting.close());
+    const snapshotPath = join(directory, "snapshot.json");
+    const small = await readFile(snapshotPath, "utf8");
+    expect(small).toContain(marker);
+    const [before, after] = small.split(marker) as [string, string];
+    // The record around its content: `{"path":"big.md","content":"` and `","updatedAt":"..."}`.
+    const [head, tail] = marker.split("MARK") as [string, string];
+    const files = 40;
+    const content = Buffer.alloc(16 * 1024 * 1024, "x");
+    const handle = await open(snapshotPath, "w");
+    try {
+      await handle.write(before);
+      for (let index = 0; index < files; index += 1) {
+        await handle.write(`${index === 0 ? "" : ","}${head.replace("big.md", `big-${String(index).padStart(2, "0")}.md`)}`);
+        await handle.write(content);
+        await handle.write(tail);
+      }
+      await handle.write(after);
+    } finally {
+      await handle.close();
+    }
+    expect((await stat(snapshotPath)).size).toBeGreaterThan(2 ** 29 + 2 ** 20);
+
+    const reopened = await FileStateAdapter.open({ directory });
+    const entries = await reopened.listMemoryEntries();
+    expect(entries).toHaveLength(files);
+    expect(entries.every((entry) => entry.size === content.length)).toBe(true);
+    expect((await reopened.readMemory("big-39.md"))?.content.slice(0, 3)).toBe("xxx");
+    expect((await reopened.getRun("r1"))?.status).toBe("queued");
+    await reopened.close();
+
+    // Parsed in pieces, a damaged snapshot is refused as one read whole is.
+    await appendFile(snapshotPath, "}");
+    await expect(FileStateAdapter.open({ directory })).rejects.toMatchObject({ code: "AL_ERR_STATE_ROW_INVALID" });
+  }, 120_000);
+
+  it("refuses a snapshot that is not JSON with the folder's error, and leaves it as it is", async () => {
+    const directory = await folders.make();
+    const state = await FileStateAdapter.open({ directory });
+    await state.createRun(newRun("r1"));
+    await state.close();
+    await FileStateAdapter.open({ directory, compactAfterBytes: 1, compactWhenSuperseded: 0 }).then((compacting) => compacting.close());
+    const snapshotPath = join(directory, "snapshot.json");
+    await appendFile(snapshotPath, "}");
+    const damaged = await readFile(snapshotPath);
+    await expect(FileStateAdapter.open({ directory })).rejects.toMatchObject({ code: "AL_ERR_STATE_ROW_INVALID" });
+    expect(await readFile(snapshotPath)).toEqual(damaged);
+  });
+});
