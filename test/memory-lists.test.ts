@@ -34,6 +34,9 @@ async function expectListsOf(state: MemoryStateStore): Promise<void> {
     const entries = await state.listMemoryEntries!(prefix);
     expect(entries, prefix).toEqual(await expected(state, prefix));
     expect(await state.listMemory(prefix), prefix).toEqual(entries.map((entry) => entry.path));
+    for (const limit of [0, 1, 3, 50]) {
+      expect(await state.firstMemoryEntries!(prefix, limit), `${prefix} ${limit}`).toEqual({ entries: entries.slice(0, limit), total: entries.length });
+    }
   }
   expect(await state.listMemoryEntries!("notes/05.md")).toEqual([{ path: "notes/05.md", size: 105 }]);
   expect(await state.listMemoryEntries!("users-old/01.md")).toEqual([{ path: "users-old/01.md", size: 2 }]);

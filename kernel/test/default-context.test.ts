@@ -178,24 +178,50 @@ export default defineAgent({ model: "test/model", context: customContext });`,
 });
 
 describe("the memory part", () => {
-  const memoryShape = async (withEntries: boolean) => {
+  type Listing = "first" | "entries" | "neither";
+  /** Run once with `files` in memory on a store that has firstMemoryEntries, only listMemoryEntries, or neither. */
+  const memoryShape = async (listing: Listing, files: Array<[string, string]>) => {
     const { runtime, log, state } = await startAgent(contextAgent(null), [{ text: "ok" }]);
     const stores = state as InMemoryStateAdapter;
-    await stores.writeMemory("ledger/march.md", "caf\u00e9");
-    await stores.writeMemory("preferences.md", "x".repeat(42));
+    for (const [path, content] of files) await stores.writeMemory(path, content);
     let reads = 0;
     const readMemory = stores.readMemory.bind(stores);
     stores.readMemory = (path) => ((reads += 1), readMemory(path));
-    // A third-party store without listMemoryEntries.
-    if (!withEntries) Object.defineProperty(stores, "listMemoryEntries", { value: undefined });
+    let listedAll = 0;
+    const listMemoryEntries = stores.listMemoryEntries.bind(stores);
+    stores.listMemoryEntries = (prefix) => ((listedAll += 1), listMemoryEntries(prefix));
+    const limits: number[] = [];
+    const firstMemoryEntries = stores.firstMemoryEntries.bind(stores);
+    stores.firstMemoryEntries = (prefix, limit) => (limits.push(limit), firstMemoryEntries(prefix, limit));
+    // Third-party stores without the newer listings.
+    if (listing !== "first") Object.defineProperty(stores, "firstMemoryEntries", { value: undefined });
+    if (listing === "neither") Object.defineProperty(stores, "listMemoryEntries", { value: undefined });
     await runtime.run({ message: "go" });
     const prompt = log.contexts[0]!.instructions;
-    return { reads, shape: prompt.slice(prompt.indexOf("## Memory")).split("\n").slice(0, 3) };
+    const part = prompt.slice(prompt.indexOf("## Memory"));
+    return { reads, listedAll, limits, shape: part.slice(0, part.indexOf("\n\n") < 0 ? undefined : part.indexOf("\n\n")).split("\n") };
   };
 
-  it("sizes every file with one listing where the store has listMemoryEntries, and reads each file where it has not", async () => {
+  it("sizes every file with one listing where the store has one, and reads each file where it has not", async () => {
+    const files: Array<[string, string]> = [
+      ["ledger/march.md", "caf\u00e9"],
+      ["preferences.md", "x".repeat(42)],
+    ];
     const expected = ["## Memory (paths and sizes only; read a file to see it)", "- /memory/ledger/march.md (5 bytes)", "- /memory/preferences.md (42 bytes)"];
-    expect(await memoryShape(true)).toEqual({ reads: 0, shape: expected });
-    expect(await memoryShape(false)).toEqual({ reads: 2, shape: expected });
+    expect(await memoryShape("first", files)).toEqual({ reads: 0, listedAll: 0, limits: [50], shape: expected });
+    expect(await memoryShape("entries", files)).toEqual({ reads: 0, listedAll: 1, limits: [], shape: expected });
+    expect(await memoryShape("neither", files)).toEqual({ reads: 2, listedAll: 0, limits: [], shape: expected });
+  });
+
+  it("reads only the files it shows and the count of the rest, where the store can, and shows the same either way", async () => {
+    const files = Array.from({ length: 60 }, (_, index): [string, string] => [`notes/${String(59 - index).padStart(2, "0")}.md`, "x".repeat(index)]);
+    const first = await memoryShape("first", files);
+    expect(first).toMatchObject({ reads: 0, listedAll: 0, limits: [50] });
+    expect(first.shape).toHaveLength(1 + 50 + 1);
+    expect(first.shape[1]).toBe("- /memory/notes/00.md (59 bytes)");
+    expect(first.shape[50]).toBe("- /memory/notes/49.md (10 bytes)");
+    expect(first.shape[51]).toBe("- ... and 10 more files (list /memory to see all)");
+    expect((await memoryShape("entries", files)).shape).toEqual(first.shape);
+    expect((await memoryShape("neither", files)).shape).toEqual(first.shape);
   });
 });

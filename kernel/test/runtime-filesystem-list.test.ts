@@ -43,3 +43,23 @@ describe("RuntimeFilesystem.list with except", () => {
     expect(paths(await fs.list("/files", { except: "/files/attachments/" }))).toEqual(["/files/guide.md", "/files/zz.md"]);
   });
 });
+
+describe("RuntimeFilesystem.first", () => {
+  it("gives the first files of a listing and how many it has, under /memory and every other root", async () => {
+    const fs = await filesystem();
+    const memory = await fs.first("/memory", 2);
+    expect({ paths: paths(memory.entries), total: memory.total }).toEqual({ paths: ["/memory/notes.md", "/memory/private/key.md"], total: 3 });
+    expect(memory.entries[0]).toEqual({ path: "/memory/notes.md", type: "file", size: 3 });
+    expect(await fs.first("/memory/private", 5)).toEqual({ entries: [{ path: "/memory/private/key.md", type: "file", size: 3 }], total: 1 });
+    expect(await fs.first("/memory", 0)).toEqual({ entries: [], total: 3 });
+    const files = await fs.first("/files", 1);
+    expect({ paths: paths(files.entries), total: files.total }).toEqual({ paths: [(await fs.list("/files"))[0]!.path], total: 4 });
+  });
+
+  it("refuses a limit that is not a whole number of entries, naming it", async () => {
+    const fs = await filesystem();
+    for (const limit of [-1, 2.5, Number.NaN]) {
+      await expect(fs.first("/memory", limit)).rejects.toMatchObject({ code: "AL_ERR_STATE_INPUT_INVALID", message: expect.stringContaining(`limit ${limit}`) });
+    }
+  });
+});

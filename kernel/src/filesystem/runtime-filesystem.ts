@@ -2,9 +2,11 @@ import { posix } from "node:path";
 import type { SkillLibrary, SkillWriteGate, SkillWriteResult } from "../skills/skill-library.js";
 import {
   AssemblyLineError,
+  checkListLimit,
   type BlobStore,
   type ConversationStore,
   type FileIndexStore,
+  type MemoryEntry,
   type MemoryStateStore,
   type Sandbox,
 } from "@assemblyline-agents/core";
@@ -26,6 +28,11 @@ export interface RuntimeFilesystem {
   delete(path: string): Promise<void>;
   /** Files under `path`, recursively, with logical paths; with `except`, none whose path starts with it. */
   list(path: string, options?: { except?: string }): Promise<FileEntry[]>;
+  /**
+   * The first `limit` files of `list(path)` and how many it has in all: under /memory, a store with
+   * `firstMemoryEntries` reads only those (the default context shows the first ones at every run start).
+   */
+  first(path: string, limit: number): Promise<{ entries: FileEntry[]; total: number }>;
 }
 
 export interface RuntimeFilesystemSources {
@@ -132,6 +139,16 @@ export function createRuntimeFilesystem(sources: RuntimeFilesystemSources): Runt
       const entries = await listUnder(path, except);
       return except === undefined ? entries : entries.filter((entry) => !entry.path.startsWith(except));
     },
+    async first(path, limit) {
+      checkListLimit(limit, `first("${path}")`);
+      const { root, relative } = resolveLogicalPath(path);
+      if (root === "/memory" && sources.memory.firstMemoryEntries) {
+        const page = await sources.memory.firstMemoryEntries(relative === "" ? undefined : relative, limit);
+        return { entries: page.entries.map(memoryFileEntry), total: page.total };
+      }
+      const entries = await listUnder(path, undefined);
+      return { entries: entries.slice(0, limit), total: entries.length };
+    },
   };
 
   /** Files under `path`; `except` is only a hint here, which the file index takes to leave those records unread. */
@@ -144,7 +161,7 @@ export function createRuntimeFilesystem(sources: RuntimeFilesystemSources): Runt
         const entries = sources.memory.listMemoryEntries
           ? await sources.memory.listMemoryEntries(prefix)
           : await Promise.all((await sources.memory.listMemory(prefix)).map(async (path) => ({ path, size: Buffer.byteLength((await sources.memory.readMemory(path))?.content ?? "") })));
-        return entries.map((entry) => ({ path: `/memory/${entry.path}`, type: "file" as const, size: entry.size }));
+        return entries.map(memoryFileEntry);
       }
       case "/history":
         return sources.conversationId ? [{ path: "/history/conversation.md", type: "file", size: Buffer.byteLength(await renderHistory(sources)) }] : [];
@@ -164,6 +181,11 @@ export function createRuntimeFilesystem(sources: RuntimeFilesystemSources): Runt
         return (await sources.getSandbox()).listFiles(logical);
     }
   }
+}
+
+/** A memory file as the filesystem lists it: under /memory. */
+function memoryFileEntry(entry: MemoryEntry): FileEntry {
+  return { path: `/memory/${entry.path}`, type: "file", size: entry.size };
 }
 
 async function renderHistory(sources: RuntimeFilesystemSources): Promise<string> {

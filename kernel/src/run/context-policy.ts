@@ -129,8 +129,9 @@ function subagentsPart(subagents: Array<{ name: string; description: string }>):
 
 async function memoryPart(fs: RuntimeFilesystem, options: ResolvedDefaultContextOptions): Promise<string> {
   if (!options.memory.include) return "";
-  const entries = await fs.list("/memory");
-  const shape = entries.length === 0 ? "/memory is empty." : bounded(entries, options.memory.maxEntries, sized, "files", "/memory");
+  // Only the files it shows are read, and the count of the rest: an agent's memory can hold thousands.
+  const { entries, total } = await fs.first("/memory", options.memory.maxEntries);
+  const shape = total === 0 ? "/memory is empty." : withRest(entries.map(sized), total - entries.length, "files", "/memory");
   return `## Memory (paths and sizes only; read a file to see it)\n${shape}`;
 }
 

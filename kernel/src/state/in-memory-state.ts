@@ -14,6 +14,7 @@ import {
   type FileRecord,
   type JsonValue,
   type MemoryEntry,
+  type MemoryPage,
   type MemoryRecord,
   type NewRun,
   type NewRunEvent,
@@ -508,6 +509,10 @@ export class InMemoryStateAdapter implements StateAdapter {
 
   async listMemoryEntries(prefix = ""): Promise<MemoryEntry[]> {
     return this.memory.entries(prefix);
+  }
+
+  async firstMemoryEntries(prefix: string | undefined, limit: number): Promise<MemoryPage> {
+    return this.memory.first(prefix ?? "", limit);
   }
 
   async deleteMemory(path: string): Promise<void> {

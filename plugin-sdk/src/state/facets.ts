@@ -123,7 +123,20 @@ export interface MemoryStateStore {
    * run whose context shows the memory.
    */
   listMemoryEntries?(prefix?: string): Promise<MemoryEntry[]>;
+  /**
+   * The first `limit` entries of `listMemoryEntries` (a whole number, 0 or more), and how many
+   * files are under `prefix` in all, in one read. Optional: the default context shows the first
+   * files of /memory and the count of the rest at every run start, and without this it lists
+   * every file to show them.
+   */
+  firstMemoryEntries?(prefix: string | undefined, limit: number): Promise<MemoryPage>;
   deleteMemory(path: string): Promise<void>;
+}
+
+/** The first memory files under a prefix, and how many there are in all. */
+export interface MemoryPage {
+  entries: MemoryEntry[];
+  total: number;
 }
 
 export interface SettingAuditEvent {

@@ -24,6 +24,7 @@ export * from "./pending-deliveries.js";
 export * from "./usage-records.js";
 export * from "./records-by-path.js";
 export * from "./memory-records.js";
+export * from "./list-limit.js";
 
 /** A full state adapter: the intersection of every facet. */
 export interface StateAdapter

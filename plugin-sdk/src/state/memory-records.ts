@@ -1,4 +1,5 @@
-import type { MemoryEntry, MemoryRecord } from "./facets.js";
+import type { MemoryEntry, MemoryPage, MemoryRecord } from "./facets.js";
+import { checkListLimit } from "./list-limit.js";
 import { RecordsByPath } from "./records-by-path.js";
 
 /**
@@ -20,8 +21,14 @@ export class MemoryRecordsByPath extends RecordsByPath<MemoryRecord> {
     return super.delete(path);
   }
 
-  /** The paths under `prefix` and their sizes, sorted by path. */
-  entries(prefix = ""): MemoryEntry[] {
-    return this.listPaths({ prefix }).map((path) => ({ path, size: this.sizes.get(path)! }));
+  /** The paths under `prefix` and their sizes, sorted by path; at most `limit` of them. */
+  entries(prefix = "", limit?: number): MemoryEntry[] {
+    return this.listPaths({ prefix, ...(limit === undefined ? {} : { limit }) }).map((path) => ({ path, size: this.sizes.get(path)! }));
+  }
+
+  /** The first `limit` entries under `prefix`, and how many there are in all (see MemoryStateStore.firstMemoryEntries). */
+  first(prefix: string, limit: number): MemoryPage {
+    checkListLimit(limit, "firstMemoryEntries");
+    return { entries: this.entries(prefix, limit), total: this.countUnder(prefix) };
   }
 }

@@ -6,6 +6,8 @@ export interface PathListOptions {
   prefix?: string;
   /** Leave out the records whose path starts with this. */
   excludePrefix?: string;
+  /** At most this many, the first by path; all of them when left out. */
+  limit?: number;
 }
 
 /**
@@ -52,10 +54,10 @@ export class RecordsByPath<R> {
   /** The paths that start with `prefix` and not with `excludePrefix`, sorted. */
   listPaths(options: PathListOptions = {}): string[] {
     const prefix = options.prefix ?? "";
-    const { excludePrefix } = options;
+    const { excludePrefix, limit = Number.POSITIVE_INFINITY } = options;
     const found: string[] = [];
     let index = firstAtOrAfter(this.paths, prefix);
-    while (index < this.paths.length && this.paths[index]!.startsWith(prefix)) {
+    while (found.length < limit && index < this.paths.length && this.paths[index]!.startsWith(prefix)) {
       const path = this.paths[index]!;
       if (excludePrefix !== undefined && path.startsWith(excludePrefix)) {
         // The paths under excludePrefix sort together: step over all of them at once.
@@ -66,6 +68,12 @@ export class RecordsByPath<R> {
       index += 1;
     }
     return found;
+  }
+
+  /** How many paths start with `prefix`: two binary searches, however many there are. */
+  countUnder(prefix: string): number {
+    const start = firstAtOrAfter(this.paths, prefix);
+    return firstNotUnder(this.paths, prefix, start) - start;
   }
 
   /** The records whose path starts with `prefix` and not with `excludePrefix`, sorted by path. */

@@ -8,6 +8,7 @@ import {
   type FileRecord,
   type JsonValue,
   type MemoryEntry,
+  type MemoryPage,
   type MemoryRecord,
   type CreatedRun,
   type CreateRunOptions,
@@ -277,6 +278,10 @@ export class PostgresStateAdapter implements StateAdapter {
 
   listMemoryEntries(prefix?: string): Promise<MemoryEntry[]> {
     return memory.listMemoryEntries(this.db, prefix);
+  }
+
+  firstMemoryEntries(prefix: string | undefined, limit: number): Promise<MemoryPage> {
+    return memory.firstMemoryEntries(this.db, prefix, limit);
   }
   deleteMemory(path: string): Promise<void> {
     return memory.deleteMemory(this.db, path);

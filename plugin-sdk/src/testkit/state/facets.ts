@@ -296,6 +296,21 @@ export function describeMemoryStateStoreConformance(name: string, factory: State
       expect(await subject.listMemoryEntries("nothing/")).toEqual([]);
     });
 
+    it("lists the first files under a prefix and how many there are, when it has firstMemoryEntries", async (context) => {
+      const subject = store();
+      if (!subject.firstMemoryEntries || !subject.listMemoryEntries) return context.skip();
+      for (const path of ["notes/d.md", "notes/b.md", "todo.md", "notes/a.md", "notes-old/c.md", "notes/c.md", "notes/e.md"]) await subject.writeMemory(path, `${path} \u00e9`);
+      const notes = await subject.listMemoryEntries("notes/");
+      expect(notes.map((entry) => entry.path)).toEqual(["notes/a.md", "notes/b.md", "notes/c.md", "notes/d.md", "notes/e.md"]);
+      for (const limit of [0, 1, 2, 5, 9]) expect(await subject.firstMemoryEntries("notes/", limit), `limit ${limit}`).toEqual({ entries: notes.slice(0, limit), total: 5 });
+      expect(await subject.firstMemoryEntries(undefined, 2)).toEqual({ entries: (await subject.listMemoryEntries()).slice(0, 2), total: 7 });
+      expect(await subject.firstMemoryEntries("notes", 9)).toMatchObject({ total: 6 });
+      expect(await subject.firstMemoryEntries("nothing/", 3)).toEqual({ entries: [], total: 0 });
+      for (const limit of [-1, 1.5, Number.NaN]) {
+        await expect(subject.firstMemoryEntries("notes/", limit), `limit ${limit}`).rejects.toMatchObject({ code: "AL_ERR_STATE_INPUT_INVALID" });
+      }
+    });
+
     it("lists the size a file was last written with, and no file deleted", async (context) => {
       const subject = store();
       if (!subject.listMemoryEntries) return context.skip();

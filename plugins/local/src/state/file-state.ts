@@ -14,6 +14,7 @@ import {
   type FileRecord,
   type JsonValue,
   type MemoryEntry,
+  type MemoryPage,
   type MemoryRecord,
   type NewRun,
   type NewRunEvent,
@@ -658,6 +659,10 @@ export class FileStateAdapter implements StateAdapter {
 
   listMemoryEntries(prefix = ""): Promise<MemoryEntry[]> {
     return this.read((tables) => tables.memory.entries(prefix), { onlyFrom: "memory" });
+  }
+
+  firstMemoryEntries(prefix: string | undefined, limit: number): Promise<MemoryPage> {
+    return this.read((tables) => tables.memory.first(prefix ?? "", limit), { onlyFrom: "memory" });
   }
 
   deleteMemory(path: string): Promise<void> {

@@ -1,4 +1,4 @@
-import type { MemoryEntry, MemoryRecord } from "@assemblyline-agents/core";
+import { checkListLimit, type MemoryEntry, type MemoryPage, type MemoryRecord } from "@assemblyline-agents/core";
 import type { StateDatabase } from "../database.js";
 import { decodeMemory } from "../rows.js";
 import { ArgumentCheck } from "../validate.js";
@@ -38,6 +38,24 @@ export async function listMemoryEntries(db: StateDatabase, prefix = ""): Promise
     [prefix],
   );
   return rows.map((row) => ({ path: row.path, size: row.size }));
+}
+
+/**
+ * The first `limit` files under `prefix` with their sizes, and how many there are in all, in one
+ * statement: only those rows cross the wire, and the count reads the primary key alone.
+ */
+export async function firstMemoryEntries(db: StateDatabase, prefix = "", limit: number): Promise<MemoryPage> {
+  checkListLimit(limit, "firstMemoryEntries");
+  const rows = await db.rows<{ path: string | null; size: number | null; total: number }>(
+    "firstMemoryEntries",
+    `SELECT path, octet_length(content)::int AS size, total
+       FROM (SELECT count(*)::int AS total FROM ${db.s}.memory WHERE starts_with(path, $1)) AS counted
+       LEFT JOIN LATERAL (SELECT path, content FROM ${db.s}.memory WHERE starts_with(path, $1) ORDER BY path COLLATE "C" LIMIT $2) AS first ON true
+      ORDER BY path COLLATE "C"`,
+    [prefix, limit],
+  );
+  const entries = rows.flatMap((row) => (row.path === null ? [] : [{ path: row.path, size: row.size! }]));
+  return { entries, total: rows[0]?.total ?? 0 };
 }
 
 export async function deleteMemory(db: StateDatabase, path: string): Promise<void> {
