@@ -174,12 +174,17 @@ export function describeFileIndexStoreConformance(name: string, factory: StateKi
     });
 
     it("leaves out the records under excludePrefix, whatever sorts around them", async () => {
-      for (const path of ["/files/attachments/r1/a.png", "/files/z.txt", "/files/attachments/r2/b.png", "/files/a.txt", "/files/attachmentsX.txt", "/other/x.txt"]) {
+      for (const path of ["/files/attachments/r1/a.png", "/files/z.txt", "/files/attachments/r2/b.png", "/files/a.txt", "/files/attachmentsX.txt", "/other/x.txt", "/files/attachments0.txt", "/files/attachments.txt", "/files/\u00e9a.txt", "/files/\u00eab.txt"]) {
         await store().putFileRecord(file(path));
       }
       const list = async (options: { prefix?: string; excludePrefix?: string }) => (await store().listFileRecords(options)).map((f) => f.path);
-      expect(await list({ prefix: "/files", excludePrefix: "/files/attachments/" })).toEqual(["/files/a.txt", "/files/attachmentsX.txt", "/files/z.txt"]);
+      const kept = ["/files/a.txt", "/files/attachments.txt", "/files/attachments0.txt", "/files/attachmentsX.txt", "/files/z.txt", "/files/\u00e9a.txt", "/files/\u00eab.txt"];
+      expect(await list({ prefix: "/files", excludePrefix: "/files/attachments/" })).toEqual(kept);
+      // Just past the excluded range, and a last character outside ASCII.
+      expect(await list({ prefix: "/files/", excludePrefix: "/files/\u00e9" })).toEqual([...kept.slice(0, 5), "/files/attachments/r1/a.png", "/files/attachments/r2/b.png", "/files/\u00eab.txt"].sort((a, b) => (a < b ? -1 : 1)));
+      expect(await list({ prefix: "/files/", excludePrefix: "/files/attachments" })).toEqual(["/files/a.txt", "/files/z.txt", "/files/\u00e9a.txt", "/files/\u00eab.txt"]);
       expect(await list({ excludePrefix: "/files/" })).toEqual(["/other/x.txt"]);
+      expect(await list({ excludePrefix: "" })).toEqual([]);
       expect(await list({ prefix: "/files/attachments/", excludePrefix: "/files/attachments/r1/" })).toEqual(["/files/attachments/r2/b.png"]);
       expect(await list({ prefix: "/files/attachments/r2/", excludePrefix: "/nowhere/" })).toEqual(["/files/attachments/r2/b.png"]);
     });
