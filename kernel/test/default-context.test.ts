@@ -225,3 +225,36 @@ describe("the memory part", () => {
     expect((await memoryShape("neither", files)).shape).toEqual(first.shape);
   });
 });
+
+describe("the files part", () => {
+  const fileRecord = (path: string, runId: string | null) => ({ path, blobKey: path, size: 42, contentType: "text/plain", sha256: "0".repeat(64), runId, createdAt: new Date().toISOString() });
+  /** Run once with `count` files and an attachment in the index, on a store with firstFileRecords or without it. */
+  const filesShape = async (withPages: boolean, count: number) => {
+    const { runtime, log, state } = await startAgent(contextAgent(null), [{ text: "ok" }]);
+    const stores = state as InMemoryStateAdapter;
+    for (let index = 0; index < count; index += 1) await stores.putFileRecord(fileRecord(`/files/docs/${String(count - index).padStart(3, "0")}.md`, null));
+    await stores.putFileRecord(fileRecord("/files/attachments/run_other/photo.png", "run_other"));
+    let listedAll = 0;
+    const listFileRecords = stores.listFileRecords.bind(stores);
+    stores.listFileRecords = (options) => ((listedAll += 1), listFileRecords(options));
+    if (!withPages) Object.defineProperty(stores, "firstFileRecords", { value: undefined });
+    await runtime.run({ message: "go" });
+    const prompt = log.contexts[0]!.instructions;
+    const part = prompt.indexOf("## Files") < 0 ? "" : prompt.slice(prompt.indexOf("## Files"));
+    return { listedAll, part: part.slice(0, part.indexOf("\n\n") < 0 ? undefined : part.indexOf("\n\n")) };
+  };
+
+  it("reads only the files it shows and the count of the rest, where the store can, and shows the same either way", async () => {
+    const pages = await filesShape(true, 60);
+    expect(pages.listedAll).toBe(0);
+    expect(pages.part).toContain("/files/docs/001.md");
+    expect(pages.part).toContain("/files/docs/050.md");
+    expect(pages.part).not.toContain("/files/docs/051.md");
+    expect(pages.part).toContain("- ... and 10 more files (list /files to see all)");
+    expect(pages.part).not.toContain("attachments");
+    const listed = await filesShape(false, 60);
+    expect(listed.listedAll).toBe(1);
+    expect(listed.part).toBe(pages.part);
+    expect((await filesShape(true, 0)).part).toBe("");
+  });
+});

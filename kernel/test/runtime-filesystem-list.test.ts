@@ -56,6 +56,25 @@ describe("RuntimeFilesystem.first", () => {
     expect({ paths: paths(files.entries), total: files.total }).toEqual({ paths: [(await fs.list("/files"))[0]!.path], total: 4 });
   });
 
+  it("leaves out the files under except, with the store's firstFileRecords and without it", async () => {
+    const withPages = await filesystem();
+    // A store from before firstFileRecords: the filesystem lists and cuts.
+    const without = await filesystem((state) => ({
+      putFileRecord: (record) => state.putFileRecord(record),
+      getFileRecord: (path) => state.getFileRecord(path),
+      deleteFileRecord: (path) => state.deleteFileRecord(path),
+      listFileRecords: (options) => state.listFileRecords(options),
+    }));
+    for (const fs of [withPages, without]) {
+      const page = await fs.first("/files", 1, { except: "/files/attachments/" });
+      expect({ paths: paths(page.entries), total: page.total }).toEqual({ paths: ["/files/guide.md"], total: 2 });
+      expect(await fs.first("/files/attachments/", 5, { except: "/files/attachments/run_1/" })).toEqual({
+        entries: [{ path: "/files/attachments/run_2/b.png", type: "file", size: 3 }],
+        total: 1,
+      });
+    }
+  });
+
   it("refuses a limit that is not a whole number of entries, naming it", async () => {
     const fs = await filesystem();
     for (const limit of [-1, 2.5, Number.NaN]) {

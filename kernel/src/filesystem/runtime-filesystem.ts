@@ -6,6 +6,7 @@ import {
   type BlobStore,
   type ConversationStore,
   type FileIndexStore,
+  type FileRecord,
   type MemoryEntry,
   type MemoryStateStore,
   type Sandbox,
@@ -29,10 +30,11 @@ export interface RuntimeFilesystem {
   /** Files under `path`, recursively, with logical paths; with `except`, none whose path starts with it. */
   list(path: string, options?: { except?: string }): Promise<FileEntry[]>;
   /**
-   * The first `limit` files of `list(path)` and how many it has in all: under /memory, a store with
-   * `firstMemoryEntries` reads only those (the default context shows the first ones at every run start).
+   * The first `limit` files of `list(path, options)` and how many it has in all: under /memory a
+   * store with `firstMemoryEntries`, under /files one with `firstFileRecords`, reads only those (the
+   * default context shows the first ones at every run start).
    */
-  first(path: string, limit: number): Promise<{ entries: FileEntry[]; total: number }>;
+  first(path: string, limit: number, options?: { except?: string }): Promise<{ entries: FileEntry[]; total: number }>;
 }
 
 export interface RuntimeFilesystemSources {
@@ -134,22 +136,31 @@ export function createRuntimeFilesystem(sources: RuntimeFilesystemSources): Runt
         await sources.onSkillChange?.(await sources.skills.deleteFile(name!, file!, sources.skillGate));
       } else await (await sources.getSandbox()).deleteFile(logical);
     },
-    async list(path, options = {}) {
-      const { except } = options;
-      const entries = await listUnder(path, except);
-      return except === undefined ? entries : entries.filter((entry) => !entry.path.startsWith(except));
+    list(path, options = {}) {
+      return listExcept(path, options.except);
     },
-    async first(path, limit) {
+    async first(path, limit, options = {}) {
       checkListLimit(limit, `first("${path}")`);
-      const { root, relative } = resolveLogicalPath(path);
-      if (root === "/memory" && sources.memory.firstMemoryEntries) {
+      const { except } = options;
+      const { root, relative, path: logical } = resolveLogicalPath(path);
+      if (root === "/memory" && except === undefined && sources.memory.firstMemoryEntries) {
         const page = await sources.memory.firstMemoryEntries(relative === "" ? undefined : relative, limit);
         return { entries: page.entries.map(memoryFileEntry), total: page.total };
       }
-      const entries = await listUnder(path, undefined);
+      if (root === "/files" && sources.files.firstFileRecords) {
+        const page = await sources.files.firstFileRecords({ prefix: logical, ...(except === undefined ? {} : { excludePrefix: except }) }, limit);
+        return { entries: page.records.map(fileEntry), total: page.total };
+      }
+      const entries = await listExcept(path, except);
       return { entries: entries.slice(0, limit), total: entries.length };
     },
   };
+
+  /** Files under `path`, none under `except`. */
+  async function listExcept(path: string, except: string | undefined): Promise<FileEntry[]> {
+    const entries = await listUnder(path, except);
+    return except === undefined ? entries : entries.filter((entry) => !entry.path.startsWith(except));
+  }
 
   /** Files under `path`; `except` is only a hint here, which the file index takes to leave those records unread. */
   async function listUnder(path: string, except: string | undefined): Promise<FileEntry[]> {
@@ -166,7 +177,7 @@ export function createRuntimeFilesystem(sources: RuntimeFilesystemSources): Runt
       case "/history":
         return sources.conversationId ? [{ path: "/history/conversation.md", type: "file", size: Buffer.byteLength(await renderHistory(sources)) }] : [];
       case "/files":
-        return (await sources.files.listFileRecords({ prefix: logical, ...(except === undefined ? {} : { excludePrefix: except }) })).map((record) => ({ path: record.path, type: "file" as const, size: record.size }));
+        return (await sources.files.listFileRecords({ prefix: logical, ...(except === undefined ? {} : { excludePrefix: except }) })).map(fileEntry);
       case "/skills": {
         const entries: FileEntry[] = [];
         for (const skill of await sources.skills.list()) {
@@ -181,6 +192,11 @@ export function createRuntimeFilesystem(sources: RuntimeFilesystemSources): Runt
         return (await sources.getSandbox()).listFiles(logical);
     }
   }
+}
+
+/** A file record as the filesystem lists it. */
+function fileEntry(record: FileRecord): FileEntry {
+  return { path: record.path, type: "file", size: record.size };
 }
 
 /** A memory file as the filesystem lists it: under /memory. */

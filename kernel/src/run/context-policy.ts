@@ -61,7 +61,7 @@ export async function buildModelContext(policy: ContextPolicy | undefined, sourc
 async function buildDefault(given: DefaultContextOptions, sources: ContextSources, info: ContextBuildInfo): Promise<ModelContext> {
   const options = resolveDefaultContextOptions(given);
   // Each listing reads only what it shows: every attachment the host ever took in is under ATTACHMENTS.
-  const files = options.files.includeManifest ? sources.filesystem.list("/files", { except: ATTACHMENTS }) : Promise.resolve([]);
+  const files = options.files.includeManifest ? sources.filesystem.first("/files", options.files.maxEntries, { except: ATTACHMENTS }) : Promise.resolve(NO_FILES);
   // Attachments come only with a channel's message: a run started without a channel has none to list.
   const attachments = options.attachments.include && info.channel ? sources.filesystem.list(`${ATTACHMENTS}${info.runId}`) : Promise.resolve([]);
   const parts = await Promise.all([
@@ -135,12 +135,15 @@ async function memoryPart(fs: RuntimeFilesystem, options: ResolvedDefaultContext
   return `## Memory (paths and sizes only; read a file to see it)\n${shape}`;
 }
 
-async function filesPart(files: Promise<FileEntry[]>, options: ResolvedDefaultContextOptions): Promise<string> {
+async function filesPart(files: Promise<{ entries: FileEntry[]; total: number }>, options: ResolvedDefaultContextOptions): Promise<string> {
   if (!options.files.includeManifest) return "";
-  const entries = await files;
-  if (entries.length === 0) return "";
-  return `## Files\n${untrusted("file names", bounded(entries, options.files.maxEntries, sized, "files", "/files"))}`;
+  // Only the files it shows are read, and the count of the rest, where the store can.
+  const { entries, total } = await files;
+  if (total === 0) return "";
+  return `## Files\n${untrusted("file names", withRest(entries.map(sized), total - entries.length, "files", "/files"))}`;
 }
+
+const NO_FILES = { entries: [], total: 0 };
 
 async function attachmentsPart(files: Promise<FileEntry[]>, runId: string, options: ResolvedDefaultContextOptions): Promise<string> {
   if (!options.attachments.include) return "";

@@ -12,6 +12,7 @@ import {
   type ConversationMessage,
   type DeliveryRecord,
   type FileRecord,
+  type FileRecordPage,
   type JsonValue,
   type MemoryEntry,
   type MemoryPage,
@@ -457,6 +458,11 @@ export class InMemoryStateAdapter implements StateAdapter {
 
   async listFileRecords(options: FileListOptions = {}): Promise<FileRecord[]> {
     return this.files.list(options).map(copy);
+  }
+
+  async firstFileRecords(options: FileListOptions, limit: number): Promise<FileRecordPage> {
+    const { records, total } = this.files.page(options, limit);
+    return { records: records.map(copy), total };
   }
 
   async deleteFileRecord(path: string): Promise<void> {

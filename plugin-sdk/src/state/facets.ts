@@ -58,7 +58,19 @@ export interface FileIndexStore {
   getFileRecord(path: string): Promise<FileRecord | undefined>;
   /** Sorted by path. */
   listFileRecords(options?: FileListOptions): Promise<FileRecord[]>;
+  /**
+   * The first `limit` records of `listFileRecords(options)` (a whole number, 0 or more), and how
+   * many it has in all, in one read. Optional: the default context shows the first files of its
+   * /files manifest and the count of the rest at every run start, and without this it lists them all.
+   */
+  firstFileRecords?(options: FileListOptions, limit: number): Promise<FileRecordPage>;
   deleteFileRecord(path: string): Promise<void>;
+}
+
+/** The first file records of a listing, and how many it has in all. */
+export interface FileRecordPage {
+  records: FileRecord[];
+  total: number;
 }
 
 export interface UsageRecord {

@@ -1,3 +1,4 @@
+import { checkListLimit } from "./list-limit.js";
 import { partitionPoint } from "./partition-point.js";
 
 /** Which records a listing by path takes. */
@@ -74,6 +75,23 @@ export class RecordsByPath<R> {
   countUnder(prefix: string): number {
     const start = firstAtOrAfter(this.paths, prefix);
     return firstNotUnder(this.paths, prefix, start) - start;
+  }
+
+  /** How many paths `listPaths(options)` gives, without listing them: a few binary searches. */
+  count(options: Omit<PathListOptions, "limit"> = {}): number {
+    const prefix = options.prefix ?? "";
+    const { excludePrefix } = options;
+    const under = this.countUnder(prefix);
+    if (excludePrefix === undefined) return under;
+    // Either prefix is within the other's range, or the two ranges are apart.
+    if (excludePrefix.startsWith(prefix)) return under - this.countUnder(excludePrefix);
+    return prefix.startsWith(excludePrefix) ? 0 : under;
+  }
+
+  /** The first `limit` records of `list(options)` and how many it has in all (see FileIndexStore.firstFileRecords). */
+  page(options: Omit<PathListOptions, "limit">, limit: number): { records: R[]; total: number } {
+    checkListLimit(limit, "firstFileRecords");
+    return { records: this.list({ ...options, limit }), total: this.count(options) };
   }
 
   /** The records whose path starts with `prefix` and not with `excludePrefix`, sorted by path. */

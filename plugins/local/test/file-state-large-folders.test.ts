@@ -1,7 +1,7 @@
 import { appendFile, open, readFile, stat, truncate, writeFile } from "node:fs/promises";
 import { join } from "node:path";
 import { afterEach, describe, expect, it } from "vitest";
-import { FileStateAdapter } from "../src/index.js";
+import { FileStateAdapter, type FileStateAdapterOptions } from "../src/index.js";
 import { WriteAheadLog } from "../src/state/write-ahead-log.js";
 import { logLine, tempFolders } from "./support/state-folders.js";
 
@@ -11,7 +11,18 @@ import { logLine, tempFolders } from "./support/state-folders.js";
 // state to reading both a piece at a time, and to reading the same records whatever the pieces.
 
 const folders = tempFolders("al-file-state-large-");
-afterEach(() => folders.removeAll());
+const opened: FileStateAdapter[] = [];
+afterEach(async () => {
+  // Closed even when a test failed before closing them itself (closing twice is a no-op).
+  for (const state of opened.splice(0)) await state.close();
+  await folders.removeAll();
+});
+
+async function openState(options: FileStateAdapterOptions): Promise<FileStateAdapter> {
+  const state = await FileStateAdapter.open(options);
+  opened.push(state);
+  return state;
+}
 
 const newRun = (id: string) => ({ id, agentId: "agent", agentRevision: "rev", modelSpec: "scripted/test", input: { message: "hi", metadata: {} } });
 
@@ -58,7 +69,7 @@ describe("WriteAheadLog.read, a piece at a time", () => {
 describe("FileStateAdapter: a folder past Node.js's read limits", () => {
   it("opens a folder whose log is longer than 2 GiB", async () => {
     const directory = await folders.make();
-    const state = await FileStateAdapter.open({ directory });
+    const state = await openState({ directory });
     await state.createRun(newRun("r1"));
     await state.appendEvents("r1", [{ type: "note", data: { text: "kept" } }]);
     await state.close();
@@ -67,13 +78,13 @@ describe("FileStateAdapter: a folder past Node.js's read limits", () => {
     const records = (await stat(log)).size;
     await truncate(log, 2 ** 31 + 4096);
 
-    const reopened = await FileStateAdapter.open({ directory });
+    const reopened = await openState({ directory });
     expect((await reopened.listEvents("r1")).map((event) => event.type)).toEqual(["run.created", "note"]);
     await reopened.appendEvents("r1", [{ type: "note", data: { text: "after" } }]);
     await reopened.close();
     expect((await stat(log)).size).toBeGreaterThan(records);
     expect((await stat(log)).size).toBeLessThan(records * 2);
-    const again = await FileStateAdapter.open({ directory });
+    const again = await openState({ directory });
     expect((await again.listEvents("r1")).map((event) => event.data)).toEqual([expect.anything(), { text: "kept" }, { text: "after" }]);
     await again.close();
   }, 60_000);
@@ -81,12 +92,12 @@ describe("FileStateAdapter: a folder past Node.js's read limits", () => {
   it("opens a folder whose snapshot is larger than the longest string Node.js can make", async () => {
     const directory = await folders.make();
     // A snapshot on disk (compacting on open) holding one memory file, which is then made 40 files of 16 MiB.
-    const state = await FileStateAdapter.open({ directory });
+    const state = await openState({ directory });
     await state.writeMemory("big.md", "MARK");
     const marker = JSON.stringify(await state.readMemory("big.md"));
     await state.createRun(newRun("r1"));
     await state.close();
-    await FileStateAdapter.open({ directory, compactAfterBytes: 1, compactWhenSuperseded: 0 }).then((compacting) => compacting.close());
+    await (await openState({ directory, compactAfterBytes: 1, compactWhenSuperseded: 0 })).close();
     const snapshotPath = join(directory, "snapshot.json");
     const small = await readFile(snapshotPath, "utf8");
     expect(small).toContain(marker);
@@ -109,7 +120,7 @@ describe("FileStateAdapter: a folder past Node.js's read limits", () => {
     }
     expect((await stat(snapshotPath)).size).toBeGreaterThan(2 ** 29 + 2 ** 20);
 
-    const reopened = await FileStateAdapter.open({ directory });
+    const reopened = await openState({ directory });
     const entries = await reopened.listMemoryEntries();
     expect(entries).toHaveLength(files);
     expect(entries.every((entry) => entry.size === content.length)).toBe(true);
@@ -124,10 +135,10 @@ describe("FileStateAdapter: a folder past Node.js's read limits", () => {
 
   it("refuses a snapshot that is not JSON with the folder's error, and leaves it as it is", async () => {
     const directory = await folders.make();
-    const state = await FileStateAdapter.open({ directory });
+    const state = await openState({ directory });
     await state.createRun(newRun("r1"));
     await state.close();
-    await FileStateAdapter.open({ directory, compactAfterBytes: 1, compactWhenSuperseded: 0 }).then((compacting) => compacting.close());
+    await (await openState({ directory, compactAfterBytes: 1, compactWhenSuperseded: 0 })).close();
     const snapshotPath = join(directory, "snapshot.json");
     await appendFile(snapshotPath, "}");
     const damaged = await readFile(snapshotPath);

@@ -6,6 +6,7 @@ import {
   type DeliveryRecord,
   type FileListOptions,
   type FileRecord,
+  type FileRecordPage,
   type JsonValue,
   type MemoryEntry,
   type MemoryPage,
@@ -235,6 +236,9 @@ export class PostgresStateAdapter implements StateAdapter {
   }
   listFileRecords(options?: FileListOptions): Promise<FileRecord[]> {
     return files.listFileRecords(this.db, options);
+  }
+  firstFileRecords(options: FileListOptions, limit: number): Promise<FileRecordPage> {
+    return files.firstFileRecords(this.db, options, limit);
   }
   deleteFileRecord(path: string): Promise<void> {
     return files.deleteFileRecord(this.db, path);

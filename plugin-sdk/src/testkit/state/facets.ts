@@ -188,6 +188,33 @@ export function describeFileIndexStoreConformance(name: string, factory: StateKi
       expect(await list({ prefix: "/files/attachments/", excludePrefix: "/files/attachments/r1/" })).toEqual(["/files/attachments/r2/b.png"]);
       expect(await list({ prefix: "/files/attachments/r2/", excludePrefix: "/nowhere/" })).toEqual(["/files/attachments/r2/b.png"]);
     });
+
+    it("gives the first records of a listing and how many it has, when it has firstFileRecords", async (context) => {
+      const subject = store();
+      if (!subject.firstFileRecords) return context.skip();
+      for (const path of ["/files/attachments/r1/a.png", "/files/z.txt", "/files/attachments/r2/b.png", "/files/a.txt", "/files/attachmentsX.txt", "/files/attachments0.txt", "/other/x.txt", "/files/m.txt"]) {
+        await subject.putFileRecord(file(path));
+      }
+      const listings = [
+        {},
+        { prefix: "/files/" },
+        { prefix: "/files", excludePrefix: "/files/attachments/" },
+        { prefix: "/files/attachments/", excludePrefix: "/files/attachments/r1/" },
+        { prefix: "/files/attachments/r2/", excludePrefix: "/files/" },
+        { prefix: "/files/", excludePrefix: "/other/" },
+        { excludePrefix: "" },
+        { prefix: "/nothing/" },
+      ];
+      for (const options of listings) {
+        const listed = await subject.listFileRecords(options);
+        for (const limit of [0, 1, 3, 100]) {
+          expect(await subject.firstFileRecords(options, limit), `${JSON.stringify(options)} ${limit}`).toEqual({ records: listed.slice(0, limit), total: listed.length });
+        }
+      }
+      for (const limit of [-1, 0.5, Number.NaN]) {
+        await expect(subject.firstFileRecords({}, limit), `limit ${limit}`).rejects.toMatchObject({ code: "AL_ERR_STATE_INPUT_INVALID" });
+      }
+    });
   });
 }
 

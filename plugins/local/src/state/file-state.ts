@@ -12,6 +12,7 @@ import {
   type DeliveryRecord,
   type FileListOptions,
   type FileRecord,
+  type FileRecordPage,
   type JsonValue,
   type MemoryEntry,
   type MemoryPage,
@@ -603,6 +604,10 @@ export class FileStateAdapter implements StateAdapter {
 
   listFileRecords(options: FileListOptions = {}): Promise<FileRecord[]> {
     return this.read((tables) => tables.files.list(options), { onlyFrom: "file" });
+  }
+
+  firstFileRecords(options: FileListOptions, limit: number): Promise<FileRecordPage> {
+    return this.read((tables) => tables.files.page(options, limit), { onlyFrom: "file" });
   }
 
   deleteFileRecord(path: string): Promise<void> {

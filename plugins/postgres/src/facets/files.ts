@@ -1,4 +1,4 @@
-import type { FileListOptions, FileRecord } from "@assemblyline-agents/core";
+import { checkListLimit, type FileListOptions, type FileRecord, type FileRecordPage } from "@assemblyline-agents/core";
 import type { StateDatabase } from "../database.js";
 import { decodeFile } from "../rows.js";
 import { ArgumentCheck } from "../validate.js";
@@ -39,26 +39,45 @@ export async function getFileRecord(db: StateDatabase, path: string): Promise<Fi
  * cost the server 39 ms a run start at 100,000 attachments.
  */
 export async function listFileRecords(db: StateDatabase, options: FileListOptions = {}): Promise<FileRecord[]> {
+  const { ranges, values } = listedRanges(options);
+  const listed = ranges.map((range) => `SELECT ${FILE_COLUMNS} FROM ${db.s}.files WHERE ${range}`).join(" UNION ALL ");
+  const rows = await db.rows("listFileRecords", `SELECT ${FILE_COLUMNS} FROM (${listed}) AS listed ORDER BY path COLLATE "C"`, values);
+  return rows.map((row) => decodeFile(db.schema, row));
+}
+
+/**
+ * The first `limit` records of listFileRecords and how many it has, in one statement: each range
+ * reads its first rows in index order and stops, and the count reads the primary key alone.
+ */
+export async function firstFileRecords(db: StateDatabase, options: FileListOptions, limit: number): Promise<FileRecordPage> {
+  checkListLimit(limit, "firstFileRecords");
+  const { ranges, values } = listedRanges(options);
+  const limitParameter = `$${values.length + 1}`;
+  const counts = ranges.map((range) => `(SELECT count(*)::int FROM ${db.s}.files WHERE ${range})`).join(" + ");
+  const firsts = ranges.map((range) => `(SELECT ${FILE_COLUMNS} FROM ${db.s}.files WHERE ${range} ORDER BY path COLLATE "C" LIMIT ${limitParameter})`).join(" UNION ALL ");
+  const rows = await db.rows<{ path: string | null; total: number }>(
+    "firstFileRecords",
+    `SELECT ${FILE_COLUMNS}, total
+       FROM (SELECT ${counts} AS total) AS counted
+       LEFT JOIN LATERAL (SELECT ${FILE_COLUMNS} FROM (${firsts}) AS firsts ORDER BY path COLLATE "C" LIMIT ${limitParameter}) AS first ON true
+      ORDER BY path COLLATE "C"`,
+    [...values, limit],
+  );
+  return { records: rows.flatMap((row) => (row.path === null ? [] : [decodeFile(db.schema, row)])), total: rows[0]?.total ?? 0 };
+}
+
+/**
+ * The ranges of the primary key `options` lists (conditions on `path`), and their parameters: the
+ * paths before the excluded range and after it, or one filtered range where it cannot be stepped over.
+ */
+function listedRanges(options: FileListOptions): { ranges: string[]; values: unknown[] } {
   const prefix = options.prefix ?? "";
   const { excludePrefix } = options;
   const pastExcluded = excludePrefix === undefined ? undefined : pastPrefix(excludePrefix);
-  const rows =
-    excludePrefix !== undefined && pastExcluded !== undefined
-      ? await db.rows(
-          "listFileRecords",
-          `SELECT ${FILE_COLUMNS} FROM (
-             SELECT ${FILE_COLUMNS} FROM ${db.s}.files WHERE starts_with(path, $1) AND path < $2
-             UNION ALL
-             SELECT ${FILE_COLUMNS} FROM ${db.s}.files WHERE starts_with(path, $1) AND path >= $3
-           ) AS around_excluded ORDER BY path COLLATE "C"`,
-          [prefix, excludePrefix, pastExcluded],
-        )
-      : await db.rows(
-          "listFileRecords",
-          `SELECT ${FILE_COLUMNS} FROM ${db.s}.files WHERE starts_with(path, $1) AND ($2::text IS NULL OR NOT starts_with(path, $2)) ORDER BY path COLLATE "C"`,
-          [prefix, excludePrefix ?? null],
-        );
-  return rows.map((row) => decodeFile(db.schema, row));
+  if (excludePrefix !== undefined && pastExcluded !== undefined) {
+    return { ranges: ["starts_with(path, $1) AND path < $2", "starts_with(path, $1) AND path >= $3"], values: [prefix, excludePrefix, pastExcluded] };
+  }
+  return { ranges: ["starts_with(path, $1) AND ($2::text IS NULL OR NOT starts_with(path, $2))"], values: [prefix, excludePrefix ?? null] };
 }
 
 /**
