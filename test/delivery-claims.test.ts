@@ -1,5 +1,3 @@
-import { cpSync, existsSync } from "node:fs";
-import { join } from "node:path";
 import { describe, expect, it } from "vitest";
 import type { StateAdapter } from "@assemblyline-agents/core";
 import { InMemoryStateAdapter } from "@assemblyline-agents/runtime";
@@ -56,20 +54,11 @@ describe.each([
 
 describe("claimDeliveries on the file state, opened again", () => {
   it("claims the same from its log and from a snapshot", async () => {
-    const directory = fileStates.folder();
     const start = Date.now() + 1_000;
-    const first = await fileStates.open(directory);
-    await seed(first, start);
-    await fileStates.close(first);
-    // The claims below write, so a copy of the folder as seed left it is what the snapshot is made of.
-    const copy = fileStates.folder();
-    cpSync(directory, copy, { recursive: true });
-    // Replayed from the log.
-    await expectClaimsAfterSeed(await fileStates.open(directory), start);
-    // Folded into a snapshot on open (any log outgrows 1 byte), then read from it.
-    const compacted = await fileStates.open(copy, { compactAfterBytes: 1, compactWhenSuperseded: 0 });
-    await fileStates.close(compacted);
-    expect(existsSync(join(copy, "snapshot.json"))).toBe(true);
-    await expectClaimsAfterSeed(await fileStates.open(copy), start);
+    // The claims write: the snapshot is made of a copy of the folder as seed left it.
+    await fileStates.reopenedFromLogAndSnapshot(
+      (state) => seed(state, start),
+      (state) => expectClaimsAfterSeed(state, start),
+    );
   });
 });

@@ -1,5 +1,3 @@
-import { cpSync, existsSync } from "node:fs";
-import { join } from "node:path";
 import { describe, expect, it } from "vitest";
 import type { MemoryStateStore, StateAdapter } from "@assemblyline-agents/core";
 import { InMemoryStateAdapter } from "@assemblyline-agents/runtime";
@@ -55,17 +53,6 @@ describe.each([
 
 describe("memory listings on the file state, opened again", () => {
   it("list the same from its log and from a snapshot", async () => {
-    const directory = fileStates.folder();
-    const first = await fileStates.open(directory);
-    await seed(first);
-    await fileStates.close(first);
-    const copy = fileStates.folder();
-    cpSync(directory, copy, { recursive: true });
-    // Replayed from the log.
-    await expectListsOf(await fileStates.open(directory));
-    // Folded into a snapshot on open (any log outgrows 1 byte), then read from it.
-    await fileStates.close(await fileStates.open(copy, { compactAfterBytes: 1, compactWhenSuperseded: 0 }));
-    expect(existsSync(join(copy, "snapshot.json"))).toBe(true);
-    await expectListsOf(await fileStates.open(copy));
+    await fileStates.reopenedFromLogAndSnapshot(seed, expectListsOf);
   });
 });

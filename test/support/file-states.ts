@@ -1,7 +1,7 @@
-import { mkdtempSync, rmSync } from "node:fs";
+import { cpSync, existsSync, mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { afterAll, afterEach } from "vitest";
+import { afterAll, afterEach, expect } from "vitest";
 import { FileStateAdapter, type FileStateAdapterOptions } from "@assemblyline-agents/local";
 
 /**
@@ -33,6 +33,25 @@ export function useFileStates(prefix: string) {
     async close(state: FileStateAdapter): Promise<void> {
       opened.splice(opened.indexOf(state), 1);
       await state.close();
+    },
+    /**
+     * Seed a file state in a new folder, then hand `check` that state opened again twice: replayed
+     * from its log, and read from a snapshot (a copy of the folder as seeded, folded on open, so
+     * what the first check writes is not in it).
+     */
+    async reopenedFromLogAndSnapshot(seed: (state: FileStateAdapter) => Promise<void>, check: (state: FileStateAdapter) => Promise<void>): Promise<void> {
+      const directory = this.folder();
+      const first = await this.open(directory);
+      await seed(first);
+      await this.close(first);
+      const copy = this.folder();
+      cpSync(directory, copy, { recursive: true });
+      // Replayed from the log.
+      await check(await this.open(directory));
+      // Folded into a snapshot on open (any log outgrows 1 byte), then read from it.
+      await this.close(await this.open(copy, { compactAfterBytes: 1, compactWhenSuperseded: 0 }));
+      expect(existsSync(join(copy, "snapshot.json"))).toBe(true);
+      await check(await this.open(copy));
     },
   };
 }
