@@ -1,5 +1,5 @@
 import { describe, expect, it } from "vitest";
-import { pastPrefix } from "../src/facets/files.js";
+import { pastPrefix } from "../src/facets/past-prefix.js";
 
 describe("pastPrefix", () => {
   it("raises the last character by one: the least string above all that start with the prefix", () => {

@@ -2,6 +2,8 @@ import { checkListLimit, type FileListOptions, type FileRecord, type FileRecordP
 import type { StateDatabase } from "../database.js";
 import { decodeFile } from "../rows.js";
 import { ArgumentCheck } from "../validate.js";
+import { pastPrefix } from "./past-prefix.js";
+import { countOfPaths } from "./path-counts.js";
 
 const FILE_COLUMNS = "path, blob_key, size, content_type, sha256, run_id, created_at";
 
@@ -47,23 +49,25 @@ export async function listFileRecords(db: StateDatabase, options: FileListOption
 
 /**
  * The first `limit` records of listFileRecords and how many it has, in one statement: each range
- * reads its first rows in index order and stops, and the count reads the primary key alone.
+ * reads its first rows in index order and stops, and the count sums the folders' counter rows
+ * (countOfPaths), so neither grows with the files the store holds.
  */
 export async function firstFileRecords(db: StateDatabase, options: FileListOptions, limit: number): Promise<FileRecordPage> {
   checkListLimit(limit, "firstFileRecords");
   const { ranges, values } = listedRanges(options);
-  const limitParameter = `$${values.length + 1}`;
-  const counts = ranges.map((range) => `(SELECT count(*)::int FROM ${db.s}.files WHERE ${range})`).join(" + ");
+  values.push(limit);
+  const limitParameter = `$${values.length}`;
+  const total = countOfPaths(db, "files", values, options.prefix ?? "", options.excludePrefix);
   const firsts = ranges.map((range) => `(SELECT ${FILE_COLUMNS} FROM ${db.s}.files WHERE ${range} ORDER BY path COLLATE "C" LIMIT ${limitParameter})`).join(" UNION ALL ");
-  const rows = await db.rows<{ path: string | null; total: number }>(
+  const rows = await db.rows<{ path: string | null; total: string }>(
     "firstFileRecords",
     `SELECT ${FILE_COLUMNS}, total
-       FROM (SELECT ${counts} AS total) AS counted
+       FROM (SELECT ${total} AS total) AS counted
        LEFT JOIN LATERAL (SELECT ${FILE_COLUMNS} FROM (${firsts}) AS firsts ORDER BY path COLLATE "C" LIMIT ${limitParameter}) AS first ON true
       ORDER BY path COLLATE "C"`,
-    [...values, limit],
+    values,
   );
-  return { records: rows.flatMap((row) => (row.path === null ? [] : [decodeFile(db.schema, row)])), total: rows[0]?.total ?? 0 };
+  return { records: rows.flatMap((row) => (row.path === null ? [] : [decodeFile(db.schema, row)])), total: Number(rows[0]?.total ?? 0) };
 }
 
 /**
@@ -78,17 +82,6 @@ function listedRanges(options: FileListOptions): { ranges: string[]; values: unk
     return { ranges: ["starts_with(path, $1) AND path < $2", "starts_with(path, $1) AND path >= $3"], values: [prefix, excludePrefix, pastExcluded] };
   }
   return { ranges: ["starts_with(path, $1) AND ($2::text IS NULL OR NOT starts_with(path, $2))"], values: [prefix, excludePrefix ?? null] };
-}
-
-/**
- * The least string above every string that starts with `prefix` (in the primary key's byte order,
- * which is code-point order): `prefix` with its last character raised by one. Undefined where that
- * is not a character of its own (no prefix, a surrogate, U+FFFF): the listing then filters instead.
- */
-export function pastPrefix(prefix: string): string | undefined {
-  const last = prefix.charCodeAt(prefix.length - 1);
-  if (Number.isNaN(last) || (last >= 0xd7ff && last <= 0xdfff) || last === 0xffff) return undefined;
-  return prefix.slice(0, -1) + String.fromCharCode(last + 1);
 }
 
 export async function deleteFileRecord(db: StateDatabase, path: string): Promise<void> {

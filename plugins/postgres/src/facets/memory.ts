@@ -2,6 +2,7 @@ import { checkListLimit, type MemoryEntry, type MemoryPage, type MemoryRecord } 
 import type { StateDatabase } from "../database.js";
 import { decodeMemory } from "../rows.js";
 import { ArgumentCheck } from "../validate.js";
+import { countOfPaths } from "./path-counts.js";
 
 export async function readMemory(db: StateDatabase, path: string): Promise<MemoryRecord | undefined> {
   const [row] = await db.rows(`readMemory(path "${path}")`, `SELECT path, content, updated_at FROM ${db.s}.memory WHERE path = $1`, [path]);
@@ -42,20 +43,23 @@ export async function listMemoryEntries(db: StateDatabase, prefix = ""): Promise
 
 /**
  * The first `limit` files under `prefix` with their sizes, and how many there are in all, in one
- * statement: only those rows cross the wire, and the count reads the primary key alone.
+ * statement: only those rows cross the wire, and the count sums the folders' counter rows
+ * (countOfPaths), so neither grows with the files the store holds.
  */
 export async function firstMemoryEntries(db: StateDatabase, prefix = "", limit: number): Promise<MemoryPage> {
   checkListLimit(limit, "firstMemoryEntries");
-  const rows = await db.rows<{ path: string | null; size: number | null; total: number }>(
+  const values: unknown[] = [prefix, limit];
+  const total = countOfPaths(db, "memory", values, prefix);
+  const rows = await db.rows<{ path: string | null; size: number | null; total: string }>(
     "firstMemoryEntries",
     `SELECT path, octet_length(content)::int AS size, total
-       FROM (SELECT count(*)::int AS total FROM ${db.s}.memory WHERE starts_with(path, $1)) AS counted
+       FROM (SELECT ${total} AS total) AS counted
        LEFT JOIN LATERAL (SELECT path, content FROM ${db.s}.memory WHERE starts_with(path, $1) ORDER BY path COLLATE "C" LIMIT $2) AS first ON true
       ORDER BY path COLLATE "C"`,
-    [prefix, limit],
+    values,
   );
   const entries = rows.flatMap((row) => (row.path === null ? [] : [{ path: row.path, size: row.size! }]));
-  return { entries, total: rows[0]?.total ?? 0 };
+  return { entries, total: Number(rows[0]?.total ?? 0) };
 }
 
 export async function deleteMemory(db: StateDatabase, path: string): Promise<void> {

@@ -26,6 +26,7 @@
  * - Statuses are checked when rows are read, not by CHECK constraints, so a new
  *   status is a code change rather than a migration, and a bad row names itself.
  */
+import { pathCountsMigration } from "./path-counts-migration.js";
 import { skillsMigration } from "./skills-migration.js";
 
 export interface Migration {
@@ -605,6 +606,7 @@ export const MIGRATIONS: readonly Migration[] = [
   { version: 3, name: "run lease fencing tokens and liveness sessions", sql: fencingTokens },
   { version: 4, name: "observer position written with appended events", sql: observedWithAppend },
   { version: 5, name: "runs created with their creator's lease", sql: createRunWithLease },
+  pathCountsMigration,
 ];
 
 /** The schema version this code writes and expects. */

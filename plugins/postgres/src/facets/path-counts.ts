@@ -1,0 +1,47 @@
+import type { StateDatabase } from "../database.js";
+import { pastPrefix } from "./past-prefix.js";
+
+/** The tables whose paths the `path_counts` rows count (see schema/path-counts-migration.ts). */
+export type CountedTable = "files" | "memory";
+
+/** A path's folder ends at its third `/` at most: deeper prefixes are counted row by row. */
+const FOLDER_DEPTH = 3;
+
+const slashes = (text: string): number => text.split("/").length - 1;
+
+/** Whether the paths under `prefix` are exactly those whose folder starts with it: the whole table, or a folder. */
+const isFolder = (prefix: string): boolean => prefix === "" || (prefix.endsWith("/") && slashes(prefix) <= FOLDER_DEPTH);
+
+/**
+ * An SQL expression (bigint) for how many paths of `table` start with `prefix`, and not with
+ * `excludePrefix` when given; its values are appended to `values` and named as `$n`.
+ *
+ * A folder's count sums its counter rows, whatever the number of paths in it; a prefix that ends
+ * inside a name of the first levels (`/files`) is that folder (`/files/`) and two ranges of the
+ * primary key beside it (`/files.txt`, `/files-old/...`), empty as a rule; a deeper prefix counts its
+ * rows in the primary key.
+ */
+export function countOfPaths(db: StateDatabase, table: CountedTable, values: unknown[], prefix: string, excludePrefix?: string): string {
+  // Everything listed is excluded, or the two sets are apart, or the excluded one lies inside.
+  if (excludePrefix !== undefined && prefix.startsWith(excludePrefix)) return "0::bigint";
+  const under = countUnder(db, table, values, prefix);
+  if (excludePrefix === undefined || !excludePrefix.startsWith(prefix)) return under;
+  return `(${under} - ${countUnder(db, table, values, excludePrefix)})`;
+}
+
+function countUnder(db: StateDatabase, table: CountedTable, values: unknown[], prefix: string): string {
+  const value = (text: string): string => {
+    values.push(text);
+    return `$${values.length}::text`;
+  };
+  const folders = (folder: string) =>
+    `(SELECT coalesce(sum(count), 0)::bigint FROM ${db.s}.path_counts WHERE kind = '${table}' AND starts_with(folder, ${value(folder)}))`;
+  const range = (from: string, to: string) => `(SELECT count(*) FROM ${db.s}.${table} WHERE path >= ${value(from)} AND path < ${value(to)})`;
+  if (isFolder(prefix)) return folders(prefix);
+  const past = pastPrefix(prefix);
+  if (slashes(prefix) < FOLDER_DEPTH && past !== undefined) {
+    // "/" + 1 is "0": the two ranges hold what starts with the prefix and not with prefix + "/".
+    return `(${folders(`${prefix}/`)} + ${range(prefix, `${prefix}/`)} + ${range(`${prefix}0`, past)})`;
+  }
+  return `(SELECT count(*) FROM ${db.s}.${table} WHERE starts_with(path, ${value(prefix)}))`;
+}
