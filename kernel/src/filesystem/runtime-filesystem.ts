@@ -148,7 +148,7 @@ export function createRuntimeFilesystem(sources: RuntimeFilesystemSources): Runt
         return { entries: page.entries.map(memoryFileEntry), total: page.total };
       }
       if (root === "/files" && sources.files.firstFileRecords) {
-        const page = await sources.files.firstFileRecords({ prefix: logical, ...(except === undefined ? {} : { excludePrefix: except }) }, limit);
+        const page = await sources.files.firstFileRecords({ prefix: filesPrefix(logical), ...(except === undefined ? {} : { excludePrefix: except }) }, limit);
         return { entries: page.records.map(fileEntry), total: page.total };
       }
       const entries = await listExcept(path, except);
@@ -177,7 +177,7 @@ export function createRuntimeFilesystem(sources: RuntimeFilesystemSources): Runt
       case "/history":
         return sources.conversationId ? [{ path: "/history/conversation.md", type: "file", size: Buffer.byteLength(await renderHistory(sources)) }] : [];
       case "/files":
-        return (await sources.files.listFileRecords({ prefix: logical, ...(except === undefined ? {} : { excludePrefix: except }) })).map(fileEntry);
+        return (await sources.files.listFileRecords({ prefix: filesPrefix(logical), ...(except === undefined ? {} : { excludePrefix: except }) })).map(fileEntry);
       case "/skills": {
         const entries: FileEntry[] = [];
         for (const skill of await sources.skills.list()) {
@@ -192,6 +192,14 @@ export function createRuntimeFilesystem(sources: RuntimeFilesystemSources): Runt
         return (await sources.getSandbox()).listFiles(logical);
     }
   }
+}
+
+/**
+ * The prefix of the file records under `logical`. Every record's path is under `/files/`, so the
+ * root is listed as that folder, which a store can count from its folders' counts (PostgreSQL).
+ */
+function filesPrefix(logical: string): string {
+  return logical === "/files" ? "/files/" : logical;
 }
 
 /** A file record as the filesystem lists it. */

@@ -2,7 +2,7 @@ import { checkListLimit, type FileListOptions, type FileRecord, type FileRecordP
 import type { StateDatabase } from "../database.js";
 import { decodeFile } from "../rows.js";
 import { ArgumentCheck } from "../validate.js";
-import { pastPrefix } from "./past-prefix.js";
+import { parameters, pastPrefix, underPrefix } from "./prefix-range.js";
 import { countOfPaths } from "./path-counts.js";
 
 const FILE_COLUMNS = "path, blob_key, size, content_type, sha256, run_id, created_at";
@@ -75,13 +75,16 @@ export async function firstFileRecords(db: StateDatabase, options: FileListOptio
  * paths before the excluded range and after it, or one filtered range where it cannot be stepped over.
  */
 function listedRanges(options: FileListOptions): { ranges: string[]; values: unknown[] } {
-  const prefix = options.prefix ?? "";
+  const values: unknown[] = [];
+  const parameter = parameters(values);
+  const under = underPrefix("path", options.prefix ?? "", parameter);
+  const range = (conditions: string[]) => (conditions.length === 0 ? "true" : conditions.join(" AND "));
   const { excludePrefix } = options;
-  const pastExcluded = excludePrefix === undefined ? undefined : pastPrefix(excludePrefix);
-  if (excludePrefix !== undefined && pastExcluded !== undefined) {
-    return { ranges: ["starts_with(path, $1) AND path < $2", "starts_with(path, $1) AND path >= $3"], values: [prefix, excludePrefix, pastExcluded] };
-  }
-  return { ranges: ["starts_with(path, $1) AND ($2::text IS NULL OR NOT starts_with(path, $2))"], values: [prefix, excludePrefix ?? null] };
+  if (excludePrefix === undefined) return { ranges: [range(under)], values };
+  const pastExcluded = pastPrefix(excludePrefix);
+  if (pastExcluded === undefined) return { ranges: [range([...under, `NOT starts_with(path, ${parameter(excludePrefix)})`])], values };
+  const [before, after] = [parameter(excludePrefix), parameter(pastExcluded)];
+  return { ranges: [range([...under, `path < ${before}`]), range([...under, `path >= ${after}`])], values };
 }
 
 export async function deleteFileRecord(db: StateDatabase, path: string): Promise<void> {

@@ -3,6 +3,7 @@ import type { StateDatabase } from "../database.js";
 import { decodeMemory } from "../rows.js";
 import { ArgumentCheck } from "../validate.js";
 import { countOfPaths } from "./path-counts.js";
+import { parameters, underPrefix } from "./prefix-range.js";
 
 export async function readMemory(db: StateDatabase, path: string): Promise<MemoryRecord | undefined> {
   const [row] = await db.rows(`readMemory(path "${path}")`, `SELECT path, content, updated_at FROM ${db.s}.memory WHERE path = $1`, [path]);
@@ -48,13 +49,14 @@ export async function listMemoryEntries(db: StateDatabase, prefix = ""): Promise
  */
 export async function firstMemoryEntries(db: StateDatabase, prefix = "", limit: number): Promise<MemoryPage> {
   checkListLimit(limit, "firstMemoryEntries");
-  const values: unknown[] = [prefix, limit];
+  const values: unknown[] = [limit];
+  const under = ["true", ...underPrefix("path", prefix, parameters(values))].join(" AND ");
   const total = countOfPaths(db, "memory", values, prefix);
   const rows = await db.rows<{ path: string | null; size: number | null; total: string }>(
     "firstMemoryEntries",
     `SELECT path, octet_length(content)::int AS size, total
        FROM (SELECT ${total} AS total) AS counted
-       LEFT JOIN LATERAL (SELECT path, content FROM ${db.s}.memory WHERE starts_with(path, $1) ORDER BY path COLLATE "C" LIMIT $2) AS first ON true
+       LEFT JOIN LATERAL (SELECT path, content FROM ${db.s}.memory WHERE ${under} ORDER BY path COLLATE "C" LIMIT $1) AS first ON true
       ORDER BY path COLLATE "C"`,
     values,
   );

@@ -1,5 +1,5 @@
 import type { StateDatabase } from "../database.js";
-import { pastPrefix } from "./past-prefix.js";
+import { parameters, pastPrefix, underPrefix } from "./prefix-range.js";
 
 /** The tables whose paths the `path_counts` rows count (see schema/path-counts-migration.ts). */
 export type CountedTable = "files" | "memory";
@@ -30,18 +30,15 @@ export function countOfPaths(db: StateDatabase, table: CountedTable, values: unk
 }
 
 function countUnder(db: StateDatabase, table: CountedTable, values: unknown[], prefix: string): string {
-  const value = (text: string): string => {
-    values.push(text);
-    return `$${values.length}::text`;
-  };
+  const parameter = parameters(values);
+  const where = (conditions: string[]) => (conditions.length === 0 ? "" : ` AND ${conditions.join(" AND ")}`);
   const folders = (folder: string) =>
-    `(SELECT coalesce(sum(count), 0)::bigint FROM ${db.s}.path_counts WHERE kind = '${table}' AND starts_with(folder, ${value(folder)}))`;
-  const range = (from: string, to: string) => `(SELECT count(*) FROM ${db.s}.${table} WHERE path >= ${value(from)} AND path < ${value(to)})`;
+    `(SELECT coalesce(sum(count), 0)::bigint FROM ${db.s}.path_counts WHERE kind = '${table}'${where(underPrefix("folder", folder, parameter))})`;
+  const rows = (conditions: string[]) => `(SELECT count(*) FROM ${db.s}.${table} WHERE true${where(conditions)})`;
   if (isFolder(prefix)) return folders(prefix);
   const past = pastPrefix(prefix);
-  if (slashes(prefix) < FOLDER_DEPTH && past !== undefined) {
-    // "/" + 1 is "0": the two ranges hold what starts with the prefix and not with prefix + "/".
-    return `(${folders(`${prefix}/`)} + ${range(prefix, `${prefix}/`)} + ${range(`${prefix}0`, past)})`;
-  }
-  return `(SELECT count(*) FROM ${db.s}.${table} WHERE starts_with(path, ${value(prefix)}))`;
+  if (past === undefined || slashes(prefix) >= FOLDER_DEPTH) return rows(underPrefix("path", prefix, parameter));
+  // "/" + 1 is "0": the two ranges hold what starts with the prefix and not with prefix + "/".
+  const beside = (from: string, to: string) => rows([`path >= ${parameter(from)}`, `path < ${parameter(to)}`]);
+  return `(${folders(`${prefix}/`)} + ${beside(prefix, `${prefix}/`)} + ${beside(`${prefix}0`, past)})`;
 }

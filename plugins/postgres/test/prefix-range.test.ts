@@ -1,5 +1,5 @@
 import { describe, expect, it } from "vitest";
-import { pastPrefix } from "../src/facets/past-prefix.js";
+import { parameters, pastPrefix, underPrefix } from "../src/facets/prefix-range.js";
 
 describe("pastPrefix", () => {
   it("raises the last character by one: the least string above all that start with the prefix", () => {
@@ -13,5 +13,21 @@ describe("pastPrefix", () => {
     expect(pastPrefix("/files/\uffff")).toBeUndefined();
     expect(pastPrefix("/files/\ud7ff")).toBeUndefined();
     expect(pastPrefix("/files/\u{1F600}")).toBeUndefined();
+  });
+});
+
+describe("underPrefix", () => {
+  const conditions = (prefix: string) => {
+    const values: unknown[] = [];
+    return { conditions: underPrefix("path", prefix, parameters(values)), values };
+  };
+
+  it("is a range of the key with parameters, nothing for an empty prefix", () => {
+    expect(conditions("")).toEqual({ conditions: [], values: [] });
+    expect(conditions("/files/")).toEqual({ conditions: ["path >= $1::text", "path < $2::text"], values: ["/files/", "/files0"] });
+  });
+
+  it("filters with starts_with where the range would have no end of its own", () => {
+    expect(conditions("/files/\uffff")).toEqual({ conditions: ["starts_with(path, $1::text)"], values: ["/files/\uffff"] });
   });
 });
