@@ -30,6 +30,43 @@ describe("RecordsByPath", () => {
     expect(files.get("/files/c.txt")?.path).toBe("/files/c.txt");
     expect(paths([...files.values()])).toEqual(["/files/b.txt", "/files/c.txt"]);
   });
+  it("lists and counts as filtering and sorting every path would, through thousands of writes and deletes in any order", () => {
+    // Paths from a small alphabet, so prefixes share paths, with the units at the edges of UTF-16's order.
+    const alphabet = ["a", "b", "/", "\u00e9", "\ud83d\ude00", "\uffff"];
+    let seed = 7;
+    const random = (n: number) => {
+      // An LCG's high bits: its low bits repeat in short cycles.
+      seed = (seed * 1103515245 + 12345) % 2147483648;
+      return Math.floor((seed / 2147483648) * n);
+    };
+    const randomPath = () => Array.from({ length: 1 + random(5) }, () => alphabet[random(alphabet.length)]).join("");
+    const files = new RecordsByPath<FileRecord>();
+    const held = new Set<string>();
+    const check = () => {
+      const sorted = [...held].sort();
+      for (let probe = 0; probe < 20; probe += 1) {
+        const prefix = random(4) === 0 ? "" : randomPath().slice(0, 1 + random(3));
+        const excludePrefix = random(2) === 0 ? undefined : prefix + randomPath().slice(0, random(3));
+        const expected = sorted.filter((path) => path.startsWith(prefix) && !(excludePrefix !== undefined && path.startsWith(excludePrefix)));
+        const options = { prefix, ...(excludePrefix === undefined ? {} : { excludePrefix }) };
+        expect({ options, paths: files.listPaths(options), count: files.count(options) }).toEqual({ options, paths: expected, count: expected.length });
+        expect(files.countUnder(prefix)).toBe(sorted.filter((path) => path.startsWith(prefix)).length);
+        expect(files.page(options, 3)).toEqual({ records: expected.slice(0, 3).map((path) => files.get(path)), total: expected.length });
+      }
+    };
+    for (let step = 0; step < 3000; step += 1) {
+      const path = randomPath();
+      if (random(3) === 0) {
+        expect(files.delete(path)).toBe(held.delete(path));
+      } else {
+        files.set(path, file(path));
+        held.add(path);
+      }
+      if (step % 100 === 0) check();
+    }
+    check();
+    expect(files.size).toBe(held.size);
+  });
 });
 
 describe("MemoryRecordsByPath", () => {
