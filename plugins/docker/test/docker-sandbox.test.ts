@@ -70,6 +70,17 @@ if (probe.available) {
       await adapter.release("run-timeout");
     }, 30_000);
 
+    it("stops a command before killing its children at the timeout, so it runs nothing once one of them dies", async () => {
+      const adapter = new DockerSandboxAdapter({ image: images.busybox, network: "none", scope: scoped(), docker });
+      const sandbox = await adapter.acquire("run-timeout-order");
+      // The shell waits on its first child; killed first, it would wake and write while its other twenty children die.
+      const command = "sleep 31 & first=$!; for i in $(seq 20); do sleep 40 & done; wait $first; echo after > /workspace/after";
+      expect(await sandbox.exec(command, { timeoutMs: 500 })).toMatchObject({ timedOut: true, exitCode: TIMEOUT_EXIT_CODE });
+      expect((await sandbox.exec("sleep 1; ls /workspace")).stdout).not.toContain("after");
+      expect((await sandbox.exec("cat /proc/[0-9]*/cmdline | tr '\\0' ' '")).stdout).not.toMatch(/sleep (31|40)/);
+      await adapter.release("run-timeout-order");
+    }, 30_000);
+
     it("refuses to follow a symlink out of /workspace", async () => {
       const adapter = new DockerSandboxAdapter({ image: images.busybox, network: "none", scope: scoped(), docker });
       const sandbox = await adapter.acquire("run-link");

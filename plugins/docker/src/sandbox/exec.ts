@@ -55,11 +55,13 @@ class CappedSink extends Writable {
 /*
  * The engine cannot kill an exec'd process, so the wrapper records its pid in a
  * file and a timeout runs a second exec that kills that process's whole tree
- * (children first, found through /proc, so it needs no procps in the image).
+ * (found through /proc, so it needs no procps in the image). Each process is
+ * stopped before its children are killed: a shell whose child died first would
+ * otherwise run its next command (`sleep 32; echo done > file`) before its own kill.
  */
 const WRAPPER = 'echo $$ > "$0"; exec "$@"';
 const KILL_TREE = [
-  'kill_tree() { for child in $(grep -l "^PPid:[[:space:]]*$1\\$" /proc/[0-9]*/status 2>/dev/null | cut -d/ -f3); do kill_tree "$child"; done; kill -KILL "$1" 2>/dev/null; }',
+  'kill_tree() { kill -STOP "$1" 2>/dev/null; for child in $(grep -l "^PPid:[[:space:]]*$1\\$" /proc/[0-9]*/status 2>/dev/null | cut -d/ -f3); do kill_tree "$child"; done; kill -KILL "$1" 2>/dev/null; }',
   'pid=$(cat "$0" 2>/dev/null) && [ -n "$pid" ] && kill_tree "$pid"; rm -f "$0"',
 ].join("\n");
 
