@@ -20,8 +20,8 @@ export interface PathListOptions {
  *
  * The paths are a balanced tree that knows each path's rank (js-sdsl's OrderedSet with its index),
  * not a sorted array: inserting into an array moves every path after the new one, 0.24 ms a new
- * file at 100,000 paths, so a file state holding 300,000 attachments took 78 s to open. In the tree
- * a new path costs a few microseconds, and a count under a prefix is the difference of two ranks.
+ * file at 100,000 paths, and a file state folder holding 100,000 attachments took 6.1 s to open. In
+ * the tree a new path costs a few microseconds, and a count under a prefix is the difference of two ranks.
  */
 export class RecordsByPath<R> {
   private readonly records = new Map<string, R>();
