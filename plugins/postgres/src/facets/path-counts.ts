@@ -18,8 +18,8 @@ const isFolder = (prefix: string): boolean => prefix === "" || (prefix.endsWith(
  *
  * A folder's count sums its counter rows, whatever the number of paths in it; a prefix that ends
  * inside a name of the first levels (`/files`) is that folder (`/files/`) and two ranges of the
- * primary key beside it (`/files.txt`, `/files-old/...`), empty as a rule; a deeper prefix counts its
- * rows in the primary key.
+ * primary key beside it (`/files.txt`, `/files-old/...`: empty as a rule beside a root such as
+ * `/files`); a deeper prefix counts its rows in the primary key.
  */
 export function countOfPaths(db: StateDatabase, table: CountedTable, values: unknown[], prefix: string, excludePrefix?: string): string {
   // Everything listed is excluded, or the two sets are apart, or the excluded one lies inside.
