@@ -52,6 +52,12 @@ const byCodePoint = (a: string, b: string): number => {
   return x.length - y.length;
 };
 
+/** A file record at each of FILE_PATHS and a memory file at each of MEMORY_PATHS. */
+async function writeEveryPath(state: PostgresStateAdapter): Promise<void> {
+  for (const path of FILE_PATHS) await state.putFileRecord(fileRecord(path));
+  for (const path of MEMORY_PATHS) await state.writeMemory(path, `content of ${path}`);
+}
+
 /** Every listing's count and first entries, against the rows the tables hold, read and filtered here. */
 async function expectCountsAsStored(state: PostgresStateAdapter, pool: Pool, schema: string): Promise<void> {
   const stored = async (table: string) => (await pool.query<{ path: string }>(`SELECT path FROM "${schema}".${table}`)).rows.map((row) => row.path).sort(byCodePoint);
@@ -89,8 +95,7 @@ describe.skipIf(!probe.available)("PostgreSQL folder counts", () => {
     const schema = newSchema();
     const state = new PostgresStateAdapter({ pool: admin, schema });
     try {
-      for (const path of FILE_PATHS) await state.putFileRecord(fileRecord(path));
-      for (const path of MEMORY_PATHS) await state.writeMemory(path, `content of ${path}`);
+      await writeEveryPath(state);
       await expectCountsAsStored(state, admin, schema);
       // A rewrite is the same path: counted once.
       await state.putFileRecord(fileRecord("/files/docs/x.md", "blob:rewritten"));
@@ -152,8 +157,7 @@ describe.skipIf(!probe.available)("PostgreSQL folder counts", () => {
     const schema = newSchema();
     const state = new PostgresStateAdapter({ pool: admin, schema });
     try {
-      for (const path of FILE_PATHS) await state.putFileRecord(fileRecord(path));
-      for (const path of MEMORY_PATHS) await state.writeMemory(path, "x");
+      await writeEveryPath(state);
       await admin.query(`UPDATE "${schema}".files SET path = '/files/moved/' || md5(path) WHERE starts_with(path, '/files/docs/')`);
       await admin.query(`TRUNCATE "${schema}".memory`);
       await expectCountsAsStored(state, admin, schema);

@@ -1,16 +1,15 @@
 import type { StateDatabase } from "../database.js";
+import { PATH_FOLDER_DEPTH } from "../schema/path-counts-migration.js";
 import { parameters, pastPrefix, underPrefix } from "./prefix-range.js";
 
 /** The tables whose paths the `path_counts` rows count (see schema/path-counts-migration.ts). */
 export type CountedTable = "files" | "memory";
 
-/** A path's folder ends at its third `/` at most: deeper prefixes are counted row by row. */
-const FOLDER_DEPTH = 3;
 
 const slashes = (text: string): number => text.split("/").length - 1;
 
 /** Whether the paths under `prefix` are exactly those whose folder starts with it: the whole table, or a folder. */
-const isFolder = (prefix: string): boolean => prefix === "" || (prefix.endsWith("/") && slashes(prefix) <= FOLDER_DEPTH);
+const isFolder = (prefix: string): boolean => prefix === "" || (prefix.endsWith("/") && slashes(prefix) <= PATH_FOLDER_DEPTH);
 
 /**
  * An SQL expression (bigint) for how many paths of `table` start with `prefix`, and not with
@@ -37,7 +36,7 @@ function countUnder(db: StateDatabase, table: CountedTable, values: unknown[], p
   const rows = (conditions: string[]) => `(SELECT count(*) FROM ${db.s}.${table} WHERE true${where(conditions)})`;
   if (isFolder(prefix)) return folders(prefix);
   const past = pastPrefix(prefix);
-  if (past === undefined || slashes(prefix) >= FOLDER_DEPTH) return rows(underPrefix("path", prefix, parameter));
+  if (past === undefined || slashes(prefix) >= PATH_FOLDER_DEPTH) return rows(underPrefix("path", prefix, parameter));
   // "/" + 1 is "0": the two ranges hold what starts with the prefix and not with prefix + "/".
   const beside = (from: string, to: string) => rows([`path >= ${parameter(from)}`, `path < ${parameter(to)}`]);
   return `(${folders(`${prefix}/`)} + ${beside(prefix, `${prefix}/`)} + ${beside(`${prefix}0`, past)})`;

@@ -7,6 +7,12 @@ import type { Migration } from "./migrations.js";
 export const PATH_COUNT_SHARDS = 32;
 
 /**
+ * A path's folder ends at its `/` of this number at most (its last, with fewer); the counts answer
+ * no deeper prefix. Part of migration 6's text, so never changed once released.
+ */
+export const PATH_FOLDER_DEPTH = 3;
+
+/**
  * How many memory files and file records each folder holds, kept by triggers.
  * The default context says how many files it leaves out of its listing of
  * /memory and /files at every run start, and `count(*)` read every key it
@@ -38,7 +44,7 @@ CREATE TABLE ${s}.path_counts (
 
 CREATE FUNCTION ${s}.path_folder(path text) RETURNS text
   LANGUAGE sql IMMUTABLE STRICT PARALLEL SAFE
-  AS $fn$ SELECT substring(path from '^(?:[^/]*/){0,3}') $fn$;
+  AS $fn$ SELECT substring(path from '^(?:[^/]*/){0,${PATH_FOLDER_DEPTH}}') $fn$;
 
 CREATE FUNCTION ${s}.count_paths() RETURNS trigger
   LANGUAGE plpgsql
