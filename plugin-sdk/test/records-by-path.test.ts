@@ -31,8 +31,9 @@ describe("RecordsByPath", () => {
     expect(paths([...files.values()])).toEqual(["/files/b.txt", "/files/c.txt"]);
   });
   it("lists and counts as filtering and sorting every path would, through thousands of writes and deletes in any order", () => {
-    // Paths from a small alphabet, so prefixes share paths, with the units at the edges of UTF-16's order.
-    const alphabet = ["a", "b", "/", "\u00e9", "\ud83d\ude00", "\uffff"];
+    // Paths from a small alphabet, so prefixes share paths, with the characters where UTF-16's order
+    // and code points' part: on either side of the surrogates, and above U+FFFF.
+    const alphabet = ["a", "b", "/", "\u00e9", "\ud7ff", "\ue000", "\ud83d\ude00", "\uffff", "\u{10ffff}"];
     let seed = 7;
     const random = (n: number) => {
       // An LCG's high bits: its low bits repeat in short cycles.
@@ -43,7 +44,8 @@ describe("RecordsByPath", () => {
     const files = new RecordsByPath<FileRecord>();
     const held = new Set<string>();
     const check = () => {
-      const sorted = [...held].sort();
+      // Code-point order, as UTF-8 bytes sort (every path here is well-formed UTF-16).
+      const sorted = [...held].sort((a, b) => Buffer.compare(Buffer.from(a), Buffer.from(b)));
       for (let probe = 0; probe < 20; probe += 1) {
         const prefix = random(4) === 0 ? "" : randomPath().slice(0, 1 + random(3));
         const excludePrefix = random(2) === 0 ? undefined : prefix + randomPath().slice(0, random(3));

@@ -1,4 +1,4 @@
-import { checkSkillKey, checkSkillRecord, type SkillRecord, type SkillStore } from "@assemblyline-agents/core";
+import { checkSkillKey, checkSkillRecord, compareCodePoints, type SkillRecord, type SkillStore } from "@assemblyline-agents/core";
 
 /** The skills facet in process memory; InMemoryStateAdapter delegates to it. */
 export class InMemorySkillStore implements SkillStore {
@@ -12,7 +12,7 @@ export class InMemorySkillStore implements SkillStore {
   async listSkills(agentId: string): Promise<SkillRecord[]> {
     return [...this.skills.values()]
       .filter((record) => record.agentId === agentId)
-      .sort((a, b) => (a.name < b.name ? -1 : a.name > b.name ? 1 : 0))
+      .sort((a, b) => compareCodePoints(a.name, b.name))
       .map((record) => structuredClone(record));
   }
 

@@ -40,6 +40,7 @@ import {
   PendingDeliveries,
   UsageRecords,
   RecordsByPath,
+  compareCodePoints,
   MemoryRecordsByPath,
   type FileListOptions,
 } from "@assemblyline-agents/core";
@@ -420,7 +421,7 @@ export class InMemoryStateAdapter implements StateAdapter {
   }
 
   async listSchedules(): Promise<ScheduleRecord[]> {
-    return [...this.schedules.values()].sort((a, b) => compare(a.id, b.id)).map(copy);
+    return [...this.schedules.values()].sort((a, b) => compareCodePoints(a.id, b.id)).map(copy);
   }
 
   async claimDueSchedules(options: { owner: string; ttlMs: number; now?: Date; limit?: number }): Promise<ScheduleRecord[]> {
@@ -428,7 +429,7 @@ export class InMemoryStateAdapter implements StateAdapter {
     const expiresAt = new Date(at.getTime() + options.ttlMs).toISOString();
     const claimed = [...this.schedules.values()]
       .filter((s) => s.enabled && Date.parse(s.nextRunAt) <= at.getTime() && leaseIsFree(s.lease, at))
-      .sort((a, b) => Date.parse(a.nextRunAt) - Date.parse(b.nextRunAt) || compare(a.id, b.id))
+      .sort((a, b) => Date.parse(a.nextRunAt) - Date.parse(b.nextRunAt) || compareCodePoints(a.id, b.id))
       .slice(0, claimLimit(options.limit));
     for (const schedule of claimed) schedule.lease = { owner: options.owner, expiresAt };
     return claimed.map(copy);
@@ -495,7 +496,7 @@ export class InMemoryStateAdapter implements StateAdapter {
   }
 
   async listSandboxSessions(): Promise<SandboxSessionRecord[]> {
-    return [...this.sandboxSessions.values()].sort((a, b) => compare(a.key, b.key)).map(copy);
+    return [...this.sandboxSessions.values()].sort((a, b) => compareCodePoints(a.key, b.key)).map(copy);
   }
 
   // ---- memory ----------------------------------------------------------------
@@ -641,8 +642,4 @@ function storedChange(change: RunStateChange, steps: ReadonlyMap<string, string>
   return ready;
 }
 
-/** Code-point order, so sorting does not depend on the host's locale. */
-function compare(a: string, b: string): number {
-  return a < b ? -1 : a > b ? 1 : 0;
-}
 

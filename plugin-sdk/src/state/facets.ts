@@ -27,6 +27,7 @@ export interface ScheduleRecord {
 export interface ScheduleStateStore {
   upsertSchedule(schedule: Omit<ScheduleRecord, "lease">): Promise<void>;
   getSchedule(id: string): Promise<ScheduleRecord | undefined>;
+  /** Sorted by id, in code-point order (see compareCodePoints). */
   listSchedules(): Promise<ScheduleRecord[]>;
   /** Lease enabled schedules due at `now`. */
   claimDueSchedules(options: { owner: string; ttlMs: number; now?: Date; limit?: number }): Promise<ScheduleRecord[]>;
@@ -56,7 +57,7 @@ export interface FileListOptions {
 export interface FileIndexStore {
   putFileRecord(record: FileRecord): Promise<void>;
   getFileRecord(path: string): Promise<FileRecord | undefined>;
-  /** Sorted by path. */
+  /** Sorted by path, in code-point order (see compareCodePoints). */
   listFileRecords(options?: FileListOptions): Promise<FileRecord[]>;
   /**
    * The first `limit` records of `listFileRecords(options)` (a whole number, 0 or more), and how
@@ -108,6 +109,7 @@ export interface SandboxSessionStore {
   getSandboxSession(key: string): Promise<SandboxSessionRecord | undefined>;
   putSandboxSession(record: SandboxSessionRecord): Promise<void>;
   deleteSandboxSession(key: string): Promise<void>;
+  /** Sorted by key, in code-point order (see compareCodePoints). */
   listSandboxSessions(): Promise<SandboxSessionRecord[]>;
 }
 
@@ -127,7 +129,7 @@ export interface MemoryEntry {
 export interface MemoryStateStore {
   readMemory(path: string): Promise<MemoryRecord | undefined>;
   writeMemory(path: string, content: string): Promise<void>;
-  /** Paths under `prefix`, sorted. */
+  /** Paths under `prefix`, sorted in code-point order (see compareCodePoints). */
   listMemory(prefix?: string): Promise<string[]>;
   /**
    * The paths of `listMemory` with their sizes, in one read. Optional: without it

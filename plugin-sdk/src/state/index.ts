@@ -23,6 +23,7 @@ export * from "./run-pages.js";
 export * from "./pending-deliveries.js";
 export * from "./usage-records.js";
 export * from "./records-by-path.js";
+export * from "./code-point-order.js";
 export * from "./memory-records.js";
 export * from "./list-limit.js";
 

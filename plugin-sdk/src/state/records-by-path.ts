@@ -1,5 +1,6 @@
-import { checkListLimit } from "./list-limit.js";
 import { OrderedSet, type OrderedSetIterator } from "js-sdsl";
+import { codePointKey, fromCodePointKey } from "./code-point-order.js";
+import { checkListLimit } from "./list-limit.js";
 
 /** Which records a listing by path takes. */
 export interface PathListOptions {
@@ -22,10 +23,12 @@ export interface PathListOptions {
  * not a sorted array: inserting into an array moves every path after the new one, 0.24 ms a new
  * file at 100,000 paths, and a file state folder holding 100,000 attachments took 6.1 s to open. In
  * the tree a new path costs a few microseconds, and a count under a prefix is the difference of two ranks.
+ * Listings are in code-point order, as in every state store: the tree holds each path's codePointKey.
  */
 export class RecordsByPath<R> {
   private readonly records = new Map<string, R>();
-  private readonly paths = new OrderedSet<string>([], byCodeUnit, true);
+  /** The paths' keys (see codePointKey), sorted. */
+  private readonly keys = new OrderedSet<string>([], byCodeUnit, true);
 
   get size(): number {
     return this.records.size;
@@ -41,14 +44,14 @@ export class RecordsByPath<R> {
 
   /** Hold `record` under `path` (its own path), replacing any record held there. */
   set(path: string, record: R): this {
-    if (!this.records.has(path)) this.paths.insert(path);
+    if (!this.records.has(path)) this.keys.insert(codePointKey(path));
     this.records.set(path, record);
     return this;
   }
 
   delete(path: string): boolean {
     if (!this.records.delete(path)) return false;
-    this.paths.eraseElementByKey(path);
+    this.keys.eraseElementByKey(codePointKey(path));
     return true;
   }
 
@@ -59,19 +62,20 @@ export class RecordsByPath<R> {
 
   /** The paths that start with `prefix` and not with `excludePrefix`, sorted. */
   listPaths(options: PathListOptions = {}): string[] {
-    const prefix = options.prefix ?? "";
-    const { excludePrefix, limit = Number.POSITIVE_INFINITY } = options;
+    const prefix = codePointKey(options.prefix ?? "");
+    const excludePrefix = options.excludePrefix === undefined ? undefined : codePointKey(options.excludePrefix);
+    const { limit = Number.POSITIVE_INFINITY } = options;
     const found: string[] = [];
-    const end = this.paths.end();
-    let at = this.paths.lowerBound(prefix);
+    const end = this.keys.end();
+    let at = this.keys.lowerBound(prefix);
     while (found.length < limit && !at.equals(end) && at.pointer.startsWith(prefix)) {
-      const path = at.pointer;
-      if (excludePrefix !== undefined && path.startsWith(excludePrefix)) {
+      const key = at.pointer;
+      if (excludePrefix !== undefined && key.startsWith(excludePrefix)) {
         // The paths under excludePrefix sort together: step over all of them at once.
         at = this.firstNotUnder(excludePrefix);
         continue;
       }
-      found.push(path);
+      found.push(fromCodePointKey(key));
       at.next();
     }
     return found;
@@ -79,7 +83,8 @@ export class RecordsByPath<R> {
 
   /** How many paths start with `prefix`: two ranks in the tree, however many paths there are. */
   countUnder(prefix: string): number {
-    return this.rank(this.firstNotUnder(prefix)) - this.rank(this.paths.lowerBound(prefix));
+    const key = codePointKey(prefix);
+    return this.rank(this.firstNotUnder(key)) - this.rank(this.keys.lowerBound(key));
   }
 
   /** How many paths `listPaths(options)` gives, without listing them: a few searches of the tree. */
@@ -104,19 +109,19 @@ export class RecordsByPath<R> {
     return this.listPaths(options).map((path) => this.records.get(path)!);
   }
 
-  /** How many paths sort before `at`; js-sdsl gives the end's index as the last path's, so the end is counted here. */
+  /** How many keys sort before `at`; js-sdsl gives the end's index as the last key's, so the end is counted here. */
   private rank(at: OrderedSetIterator<string>): number {
-    return at.equals(this.paths.end()) ? this.paths.size() : at.index;
+    return at.equals(this.keys.end()) ? this.keys.size() : at.index;
   }
 
-  /** The first path that sorts after every path starting with `prefix` (the end when none does). */
-  private firstNotUnder(prefix: string): OrderedSetIterator<string> {
-    const past = pastPrefix(prefix);
-    return past === undefined ? this.paths.end() : this.paths.lowerBound(past);
+  /** The first key that sorts after every key starting with `prefixKey` (the end when none does). */
+  private firstNotUnder(prefixKey: string): OrderedSetIterator<string> {
+    const past = pastPrefix(prefixKey);
+    return past === undefined ? this.keys.end() : this.keys.lowerBound(past);
   }
 }
 
-/** JavaScript's own order of strings (UTF-16 code units), which `<` gives and `Array.prototype.sort` uses. */
+/** JavaScript's own order of strings (UTF-16 code units), which `<` gives: the keys' order. */
 const byCodeUnit = (a: string, b: string): number => (a < b ? -1 : a > b ? 1 : 0);
 
 /**

@@ -34,7 +34,7 @@ export interface SkillRecord {
  */
 export interface SkillStore {
   getSkill(agentId: string, name: string): Promise<SkillRecord | undefined>;
-  /** Sorted by name. */
+  /** Sorted by name, in code-point order (see compareCodePoints). */
   listSkills(agentId: string): Promise<SkillRecord[]>;
   putSkill(record: SkillRecord, options: { expectedDigest: string | null }): Promise<boolean>;
   deleteSkill(agentId: string, name: string, options: { expectedDigest: string }): Promise<boolean>;

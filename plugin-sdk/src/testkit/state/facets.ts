@@ -3,6 +3,7 @@ import type {
   ConversationMessage,
   ConversationStore,
   FileIndexStore,
+  FileListOptions,
   FileRecord,
   MemoryStateStore,
   RuntimeSettingsStore,
@@ -93,6 +94,11 @@ export function describeScheduleStateStoreConformance(name: string, factory: Sta
       await store().deleteSchedule("a");
       expect(await store().getSchedule("a")).toBeUndefined();
       expect((await store().listSchedules()).map((s) => s.id)).toEqual(["b"]);
+    });
+
+    it("lists schedules by id in code-point order", async () => {
+      for (const id of ["job-\u{1F600}", "job-\uffff", "job-a"]) await store().upsertSchedule(schedule(id, clockAt(0)));
+      expect((await store().listSchedules()).map((s) => s.id)).toEqual(["job-a", "job-\uffff", "job-\u{1F600}"]);
     });
 
     it("claims only enabled schedules that are due, and leases them", async () => {
@@ -187,6 +193,19 @@ export function describeFileIndexStoreConformance(name: string, factory: StateKi
       expect(await list({ excludePrefix: "" })).toEqual([]);
       expect(await list({ prefix: "/files/attachments/", excludePrefix: "/files/attachments/r1/" })).toEqual(["/files/attachments/r2/b.png"]);
       expect(await list({ prefix: "/files/attachments/r2/", excludePrefix: "/nowhere/" })).toEqual(["/files/attachments/r2/b.png"]);
+    });
+
+    it("sorts paths in code-point order: characters above U+FFFF after U+E000-U+FFFF", async () => {
+      const paths = ["/files/\u{1F600}/b.txt", "/files/\uffff.txt", "/files/\u{1F600}.txt", "/files/\ue000.txt", "/files/\ud7ff.txt", "/files/\u{10000}.txt", "/files/a.txt"];
+      for (const path of paths) await store().putFileRecord(file(path));
+      const inCodePointOrder = ["/files/a.txt", "/files/\ud7ff.txt", "/files/\ue000.txt", "/files/\uffff.txt", "/files/\u{10000}.txt", "/files/\u{1F600}.txt", "/files/\u{1F600}/b.txt"];
+      const list = async (options: FileListOptions) => (await store().listFileRecords(options)).map((f) => f.path);
+      expect(await list({ prefix: "/files/" })).toEqual(inCodePointOrder);
+      expect(await list({ prefix: "/files/", excludePrefix: "/files/\uffff" })).toEqual(inCodePointOrder.filter((path) => !path.startsWith("/files/\uffff")));
+      expect(await list({ prefix: "/files/", excludePrefix: "/files/\u{1F600}" })).toEqual(inCodePointOrder.slice(0, 5));
+      expect(await list({ prefix: "/files/\u{1F600}" })).toEqual(inCodePointOrder.slice(5));
+      const first = store().firstFileRecords;
+      if (first) expect(await first.call(store(), { prefix: "/files/", excludePrefix: "/files/\ue000" }, 4)).toEqual({ records: (await store().listFileRecords({ prefix: "/files/", excludePrefix: "/files/\ue000" })).slice(0, 4), total: 6 });
     });
 
     it("gives the first records of a listing and how many it has, when it has firstFileRecords", async (context) => {
@@ -288,6 +307,11 @@ export function describeSandboxSessionStoreConformance(name: string, factory: St
       expect(await store().getSandboxSession("run-b")).toBeUndefined();
       expect(await store().listSandboxSessions()).toHaveLength(1);
     });
+
+    it("lists sessions by key in code-point order", async () => {
+      for (const key of ["run-\u{1F600}", "run-\uffff", "run-a"]) await store().putSandboxSession(session(key, key));
+      expect((await store().listSandboxSessions()).map((s) => s.key)).toEqual(["run-a", "run-\uffff", "run-\u{1F600}"]);
+    });
   });
 }
 
@@ -326,6 +350,17 @@ export function describeMemoryStateStoreConformance(name: string, factory: State
       ]);
       expect((await subject.listMemoryEntries()).map((entry) => entry.path)).toEqual(await subject.listMemory());
       expect(await subject.listMemoryEntries("nothing/")).toEqual([]);
+    });
+
+    it("sorts paths in code-point order: characters above U+FFFF after U+E000-U+FFFF", async () => {
+      for (const path of ["notes/\u{1F600}.md", "notes/\uffff.md", "notes/a.md", "notes/\ue000.md", "notes/\u{10000}.md"]) await store().writeMemory(path, path);
+      const inCodePointOrder = ["notes/a.md", "notes/\ue000.md", "notes/\uffff.md", "notes/\u{10000}.md", "notes/\u{1F600}.md"];
+      expect(await store().listMemory("notes/")).toEqual(inCodePointOrder);
+      expect(await store().listMemory("notes/\u{1F600}")).toEqual(["notes/\u{1F600}.md"]);
+      const entries = store().listMemoryEntries;
+      if (entries) expect((await entries.call(store(), "notes/")).map((entry) => entry.path)).toEqual(inCodePointOrder);
+      const first = store().firstMemoryEntries;
+      if (first) expect((await first.call(store(), "notes/", 3)).entries.map((entry) => entry.path)).toEqual(inCodePointOrder.slice(0, 3));
     });
 
     it("lists the first files under a prefix and how many there are, when it has firstMemoryEntries", async (context) => {

@@ -3,6 +3,7 @@ import {
   copyStateValue,
   checkSkillKey,
   checkSkillRecord,
+  compareCodePoints,
   fenceHolds,
   staleFenceError,
   TERMINAL_RUN_STATUSES,
@@ -141,8 +142,6 @@ const leaseIsFree = (lease: { expiresAt: string } | null, now: Date): boolean =>
 
 const claimLimit = (limit: number | undefined): number => Math.max(0, limit ?? DEFAULT_CLAIM_LIMIT);
 
-/** Code-point order, so sorting does not depend on the host's locale. */
-const compare = (a: string, b: string): number => (a < b ? -1 : a > b ? 1 : 0);
 
 /**
  * Every state facet in a folder on the local disk: the embedded default when an
@@ -559,7 +558,7 @@ export class FileStateAdapter implements StateAdapter {
   }
 
   listSchedules(): Promise<ScheduleRecord[]> {
-    return this.read((tables) => [...tables.schedules.values()].sort((a, b) => compare(a.id, b.id)));
+    return this.read((tables) => [...tables.schedules.values()].sort((a, b) => compareCodePoints(a.id, b.id)));
   }
 
   claimDueSchedules(options: { owner: string; ttlMs: number; now?: Date; limit?: number }): Promise<ScheduleRecord[]> {
@@ -568,7 +567,7 @@ export class FileStateAdapter implements StateAdapter {
       const lease = { owner: options.owner, expiresAt: new Date(at.getTime() + options.ttlMs).toISOString() };
       const claimed = [...tables.schedules.values()]
         .filter((s) => s.enabled && Date.parse(s.nextRunAt) <= at.getTime() && leaseIsFree(s.lease, at))
-        .sort((a, b) => Date.parse(a.nextRunAt) - Date.parse(b.nextRunAt) || compare(a.id, b.id))
+        .sort((a, b) => Date.parse(a.nextRunAt) - Date.parse(b.nextRunAt) || compareCodePoints(a.id, b.id))
         .slice(0, claimLimit(options.limit));
       return {
         ops: claimed.map((schedule) => ({ op: "schedule.put", schedule: { ...schedule, lease } }) as StateOp),
@@ -642,7 +641,7 @@ export class FileStateAdapter implements StateAdapter {
   }
 
   listSandboxSessions(): Promise<SandboxSessionRecord[]> {
-    return this.read((tables) => [...tables.sandboxSessions.values()].sort((a, b) => compare(a.key, b.key)));
+    return this.read((tables) => [...tables.sandboxSessions.values()].sort((a, b) => compareCodePoints(a.key, b.key)));
   }
 
   // ---- memory ----------------------------------------------------------------
@@ -681,7 +680,7 @@ export class FileStateAdapter implements StateAdapter {
   }
 
   listSkills(agentId: string): Promise<SkillRecord[]> {
-    return this.read((tables) => [...tables.skills.values()].filter((record) => record.agentId === agentId).sort((a, b) => compare(a.name, b.name)));
+    return this.read((tables) => [...tables.skills.values()].filter((record) => record.agentId === agentId).sort((a, b) => compareCodePoints(a.name, b.name)));
   }
 
   /** Compare-and-set inside the mutation queue: the check and the write are one step. */
