@@ -1,10 +1,10 @@
 import { execFileSync } from "node:child_process";
-import { appendFile, mkdir, open, readFile, readdir, rm, stat, unlink } from "node:fs/promises";
+import { appendFile, mkdir, open, readFile, readdir, rm, stat, unlink, writeFile } from "node:fs/promises";
 import { join } from "node:path";
 import { afterEach, describe, expect, it } from "vitest";
 import { FileStateAdapter } from "../src/index.js";
 import { StateTables } from "../src/state/tables.js";
-import { crashCopy as copyStateFolder, logLine, tempFolders } from "./support/state-folders.js";
+import { crashCopy as copyStateFolder, logLine, readSnapshotRows, tempFolders } from "./support/state-folders.js";
 
 const folders = tempFolders("al-file-state-compaction-");
 const tempFolder = () => folders.make();
@@ -42,6 +42,48 @@ async function cutWithSnapshotHeld(state: FileStateAdapter, directory: string) {
   let index = 0;
   while (!(await logsIn(directory)).includes("log-1.wal")) await state.appendEvents("r1", tick((index += 1)));
   return { hold, index };
+}
+
+/** A write to every table a snapshot holds. */
+async function fillEveryTable(state: FileStateAdapter): Promise<void> {
+  await state.createRun({ ...newRun("r1"), idempotencyKey: "key-1" });
+  await state.appendEvents("r1", [{ type: "tick", data: { text: "ünïcødé 🎉" } }], {
+    toolCall: { runId: "r1", callId: "c1", toolName: "t", input: { a: 1 }, inputDigest: "d1", status: "completed", output: { ok: true }, modelOutput: null, error: null, approvalId: null, question: null, createdAt: "2030-01-01T00:00:00.000Z", updatedAt: "2030-01-01T00:00:00.000Z" },
+    step: { runId: "r1", key: "s1", result: { n: 1 }, metadata: { m: true }, createdAt: "2030-01-01T00:00:00.000Z" },
+    checkpoint: { runId: "r1", continuation: { messages: ["hi"] }, createdAt: "2030-01-01T00:00:00.000Z" },
+    delivery: { id: "d1", channel: "http", conversationId: null, payload: { text: "done" } },
+  });
+  await state.appendConversationMessages("conv-1", [{ role: "user", content: "hello", runId: "r1", createdAt: "2030-01-01T00:00:00.000Z" }]);
+  await state.upsertSchedule({ id: "job-1", intervalMs: 60_000, nextRunAt: "2030-01-01T00:00:00.000Z", payload: { job: 1 }, enabled: true });
+  await state.putFileRecord({ path: "/files/a.txt", blobKey: "blob-a", size: 1, contentType: "text/plain", sha256: "0", runId: "r1", createdAt: "2030-01-01T00:00:00.000Z" });
+  await state.recordUsage({ id: "u1", runId: "r1", conversationId: null, provider: "p", model: "m", inputTokens: 1, outputTokens: 2, cacheReadTokens: 0, cacheWriteTokens: 0, costUsd: 0, createdAt: "2030-01-01T00:00:00.000Z" });
+  await state.putSandboxSession({ key: "run-r1", adapter: "local", sessionId: "s1", data: { dir: "/tmp/s1" }, createdAt: "2030-01-01T00:00:00.000Z", updatedAt: "2030-01-01T00:00:00.000Z" });
+  await state.writeMemory("notes/a.md", "remember");
+  await state.putSetting("mode", { fast: true }, { actor: "tester" });
+  const skill = { agentId: "agent", name: "skill-a", files: { "SKILL.md": "---\ndescription: a\n---\nbody" }, digest: "digest-a", seedDigest: null, seedRevision: null, changedBy: "user", conflict: null, updatedAt: "2030-01-01T00:00:00.000Z" } as const;
+  expect(await state.putSkill(skill, { expectedDigest: null })).toBe(true);
+}
+
+/** What every table holds, read through the adapter. */
+async function everyTable(state: FileStateAdapter) {
+  return {
+    run: await state.getRun("r1"),
+    idempotent: (await state.createRun({ ...newRun("r2"), idempotencyKey: "key-1" })).run.id,
+    events: await state.listEvents("r1"),
+    toolCalls: await state.listToolCalls("r1"),
+    step: await state.getStep("r1", "s1"),
+    checkpoint: await state.getCheckpoint("r1"),
+    conversation: await state.listConversationMessages("conv-1"),
+    schedules: await state.listSchedules(),
+    files: await state.listFileRecords(),
+    usage: await state.listUsage({ runId: "r1" }),
+    sandboxSessions: await state.listSandboxSessions(),
+    memory: await state.listMemory(),
+    setting: await state.getSetting("mode"),
+    audit: await state.listSettingAudit({ key: "mode" }),
+    skills: await state.listSkills("agent"),
+    deliveries: await state.listDeliveries("r1"),
+  };
 }
 
 describe("FileStateAdapter compaction", () => {
@@ -86,8 +128,7 @@ describe("FileStateAdapter compaction", () => {
     const before = await state.listEvents("r1");
     await state.close();
 
-    const snapshot = JSON.parse(await readFile(join(directory, "snapshot.json"), "utf8"));
-    const [row] = snapshot.tables.runs;
+    const [row] = (await readSnapshotRows(directory)).tables.runs!;
     // Each event in the snapshot has every field a reader of the file expects, in that order.
     expect(row.events.length).toBeGreaterThan(1);
     expect(row.events).toStrictEqual(before.slice(0, row.events.length).map(({ id, runId, seq, type, data, createdAt }) => ({ id, runId, seq, type, data, createdAt })));
@@ -118,7 +159,7 @@ describe("FileStateAdapter compaction", () => {
     const before = await read(state);
     await state.close();
 
-    const [row] = JSON.parse(await readFile(join(directory, "snapshot.json"), "utf8")).tables.runs;
+    const [row] = (await readSnapshotRows(directory)).tables.runs!;
     expect(row.toolCalls.length).toBeGreaterThan(2);
     // The cut may have come between a call's two writes: its last call may be older than the one read.
     const cut = row.toolCalls.length - 1;
@@ -131,6 +172,64 @@ describe("FileStateAdapter compaction", () => {
     const reopened = await FileStateAdapter.open({ directory });
     expect(await read(reopened)).toStrictEqual(before);
     await reopened.close();
+  });
+
+  it("reads every table back from a snapshot written by versions before format 2 (one JSON document), and writes the next in format 2", async () => {
+    const directory = await tempFolder();
+    const state = await FileStateAdapter.open({ directory });
+    await fillEveryTable(state);
+    await state.close();
+    const compacted = await FileStateAdapter.open({ directory, compactAfterBytes: 1, compactWhenSuperseded: 0 });
+    const before = await everyTable(compacted);
+    await compacted.close();
+    // Format 1 held the same rows, as one document: {"format":1,"generation":N,"tables":{"runs":[...],...}}.
+    const { header, tables } = await readSnapshotRows(directory);
+    expect(Object.keys(tables)).toEqual(expect.arrayContaining(["runs", "idempotency", "deliveries", "conversations", "schedules", "files", "usage", "sandboxSessions", "memory", "settings", "settingAudit", "skills"]));
+    await writeFile(join(directory, "snapshot.json"), JSON.stringify({ format: 1, generation: header.generation, tables }));
+
+    const reopened = await FileStateAdapter.open({ directory, compactAfterBytes: 1, compactWhenSuperseded: 0 });
+    expect(await everyTable(reopened)).toStrictEqual(before);
+    // Pending, as it was: the outbox can claim it.
+    expect((await reopened.claimDeliveries({ owner: "o", ttlMs: 60_000 })).map((delivery) => delivery.id)).toEqual(["d1"]);
+    // Larger than the snapshot, so the log outgrows it: the next snapshot is written.
+    await reopened.writeMemory("notes/after.md", "after".repeat(2_000));
+    await reopened.close();
+    expect((await readSnapshotRows(directory)).header).toMatchObject({ format: 2 });
+    const again = await FileStateAdapter.open({ directory });
+    const { memory, deliveries, ...rest } = await everyTable(again);
+    const { memory: _memory, deliveries: _deliveries, ...restBefore } = before;
+    expect(rest).toStrictEqual(restBefore);
+    expect(memory).toEqual(["notes/a.md", "notes/after.md"]);
+    expect(deliveries.map((delivery) => delivery.lease?.owner)).toEqual(["o"]);
+    expect((await again.readMemory("notes/after.md"))?.content).toBe("after".repeat(2_000));
+    await again.close();
+  });
+
+  it("refuses a snapshot with a damaged line, or cut short of its end line, and leaves it as it is", async () => {
+    const directory = await tempFolder();
+    const state = await FileStateAdapter.open({ directory });
+    await fillEveryTable(state);
+    await state.close();
+    await (await FileStateAdapter.open({ directory, compactAfterBytes: 1, compactWhenSuperseded: 0 })).close();
+    const path = join(directory, "snapshot.json");
+    const written = await readFile(path, "utf8");
+    const lines = written.split("\n").slice(0, -1);
+    const variants = {
+      // A changed byte in a row: its checksum no longer matches.
+      damaged: written.replace('"notes/a.md"', '"notes/b.md"'),
+      // Whole lines lost at its end, as a cut at a line's end would lose them.
+      "cut short": `${lines.slice(0, -3).join("\n")}\n`,
+      "rows after the end": `${written}${logLine(["memory", { path: "late.md", content: "", updatedAt: "2030-01-01T00:00:00.000Z" }])}`,
+      "a table it does not know": `${lines.slice(0, -1).join("\n")}\n${logLine(["nothing", {}])}${logLine(["end", lines.length - 1])}`,
+    };
+    for (const [name, text] of Object.entries(variants)) {
+      expect(text, name).not.toBe(written);
+      await writeFile(path, text);
+      await expect(FileStateAdapter.open({ directory }), name).rejects.toMatchObject({ code: "AL_ERR_STATE_ROW_INVALID" });
+      expect(await readFile(path, "utf8"), name).toBe(text);
+    }
+    await writeFile(path, written);
+    await (await FileStateAdapter.open({ directory })).close();
   });
 
   it("replays a snapshot that replaced the old one before the old log was deleted, and deletes that log", async () => {

@@ -26,6 +26,16 @@ async function openState(options: FileStateAdapterOptions): Promise<FileStateAda
 
 const newRun = (id: string) => ({ id, agentId: "agent", agentRevision: "rev", modelSpec: "scripted/test", input: { message: "hi", metadata: {} } });
 
+/** Open `directory` and find the `files` memory files of `size` bytes its snapshot holds. */
+async function expectBigMemory(directory: string, files: number, size: number): Promise<FileStateAdapter> {
+  const reopened = await openState({ directory });
+  const entries = await reopened.listMemoryEntries();
+  expect(entries).toHaveLength(files);
+  expect(entries.every((entry) => entry.size === size)).toBe(true);
+  expect((await reopened.readMemory("big-39.md"))?.content.slice(0, 3)).toBe("xxx");
+  return reopened;
+}
+
 /** Read `path` with `chunkBytes`, collecting what `read` hands over. */
 async function readLog(path: string, chunkBytes?: number) {
   const records: unknown[] = [];
@@ -91,42 +101,52 @@ describe("FileStateAdapter: a folder past Node.js's read limits", () => {
 
   it("opens a folder whose snapshot is larger than the longest string Node.js can make", async () => {
     const directory = await folders.make();
-    // A snapshot on disk (compacting on open) holding one memory file, which is then made 40 files of 16 MiB.
+    // A snapshot on disk (compacting on open) holding one run, then given 40 memory files of 16 MiB, a line each.
     const state = await openState({ directory });
-    await state.writeMemory("big.md", "MARK");
-    const marker = JSON.stringify(await state.readMemory("big.md"));
     await state.createRun(newRun("r1"));
     await state.close();
     await (await openState({ directory, compactAfterBytes: 1, compactWhenSuperseded: 0 })).close();
     const snapshotPath = join(directory, "snapshot.json");
-    const small = await readFile(snapshotPath, "utf8");
-    expect(small).toContain(marker);
-    const [before, after] = small.split(marker) as [string, string];
-    // The record around its content: `{"path":"big.md","content":"` and `","updatedAt":"..."}`.
-    const [head, tail] = marker.split("MARK") as [string, string];
+    const lines = (await readFile(snapshotPath, "utf8")).split("\n").slice(0, -1);
+    expect(lines.at(-1)).toContain('["end",');
+    const content = "x".repeat(16 * 1024 * 1024);
     const files = 40;
-    const content = Buffer.alloc(16 * 1024 * 1024, "x");
     const handle = await open(snapshotPath, "w");
     try {
-      await handle.write(before);
+      await handle.write(lines.slice(0, -1).map((line) => `${line}\n`).join(""));
       for (let index = 0; index < files; index += 1) {
-        await handle.write(`${index === 0 ? "" : ","}${head.replace("big.md", `big-${String(index).padStart(2, "0")}.md`)}`);
-        await handle.write(content);
-        await handle.write(tail);
+        await handle.write(logLine(["memory", { path: `big-${String(index).padStart(2, "0")}.md`, content, updatedAt: "2030-01-01T00:00:00.000Z" }]));
       }
-      await handle.write(after);
+      await handle.write(logLine(["end", lines.length - 2 + files]));
     } finally {
       await handle.close();
     }
     expect((await stat(snapshotPath)).size).toBeGreaterThan(2 ** 29 + 2 ** 20);
-
-    const reopened = await openState({ directory });
-    const entries = await reopened.listMemoryEntries();
-    expect(entries).toHaveLength(files);
-    expect(entries.every((entry) => entry.size === content.length)).toBe(true);
-    expect((await reopened.readMemory("big-39.md"))?.content.slice(0, 3)).toBe("xxx");
+    const reopened = await expectBigMemory(directory, files, content.length);
     expect((await reopened.getRun("r1"))?.status).toBe("queued");
     await reopened.close();
+  }, 120_000);
+
+  it("opens a folder whose snapshot of format 1, one JSON document, is larger than the longest string Node.js can make", async () => {
+    const directory = await folders.make();
+    // As versions before format 2 wrote it, with the tables this test fills.
+    const snapshotPath = join(directory, "snapshot.json");
+    const content = Buffer.alloc(16 * 1024 * 1024, "x");
+    const files = 40;
+    const handle = await open(snapshotPath, "w");
+    try {
+      await handle.write('{"format":1,"generation":1,"tables":{"runs":[],"memory":[');
+      for (let index = 0; index < files; index += 1) {
+        await handle.write(`${index === 0 ? "" : ","}{"path":"big-${String(index).padStart(2, "0")}.md","content":"`);
+        await handle.write(content);
+        await handle.write('","updatedAt":"2030-01-01T00:00:00.000Z"}');
+      }
+      await handle.write("]}}");
+    } finally {
+      await handle.close();
+    }
+    expect((await stat(snapshotPath)).size).toBeGreaterThan(2 ** 29 + 2 ** 20);
+    await (await expectBigMemory(directory, files, content.length)).close();
 
     // Parsed in pieces, a damaged snapshot is refused as one read whole is.
     await appendFile(snapshotPath, "}");

@@ -143,6 +143,20 @@ export interface TablesSnapshot {
   skills?: SkillRecord[];
 }
 
+/** The tables of a snapshot. */
+export type SnapshotTable = keyof TablesSnapshot;
+/** A row of a snapshot's `table`. */
+export type SnapshotRow<T extends SnapshotTable> = NonNullable<TablesSnapshot[T]>[number];
+/** Every snapshot table (a Record, so none is left out), in the order the snapshot writer writes them. */
+const SNAPSHOT_TABLE_SET: Record<SnapshotTable, true> = {
+  runs: true, idempotency: true, deliveries: true, conversations: true, schedules: true, files: true,
+  usage: true, sandboxSessions: true, memory: true, settings: true, settingAudit: true, skills: true,
+};
+export const SNAPSHOT_TABLES = Object.keys(SNAPSHOT_TABLE_SET) as SnapshotTable[];
+
+/** Whether `name` is a snapshot table. */
+export const isSnapshotTable = (name: unknown): name is SnapshotTable => typeof name === "string" && Object.hasOwn(SNAPSHOT_TABLE_SET, name);
+
 /** A run's row as the tables hand it to the snapshot writer: its events, tool calls and steps still as their texts (see snapshotRunJson). */
 export type SnapshotRunRow = Omit<TablesSnapshot["runs"][number], "events" | "toolCalls" | "steps"> & {
   eventTexts: string[];
@@ -345,32 +359,73 @@ export class StateTables {
 
   static fromSnapshot(snapshot: TablesSnapshot): StateTables {
     const tables = new StateTables();
-    for (const run of snapshot.runs) {
-      tables.addRun({
-        record: run.record,
-        ordinal: run.ordinal,
-        eventTexts: run.events.map(loggedEventText),
-        eventTimes: run.events.map((event) => event.createdAt),
-        toolCalls: new Map(run.toolCalls.map((call) => [call.callId, flatJson(call)])),
-        steps: new Map(run.steps.map((step) => [step.key, flatJson(step)])),
-        checkpoint: run.checkpoint ?? undefined,
-        deliveryIds: run.deliveryIds,
-        fence: run.fence ?? run.record.lease?.token ?? 0,
-      });
-      tables.nextOrdinal = Math.max(tables.nextOrdinal, run.ordinal + 1);
-    }
-    for (const [key, runId] of snapshot.idempotency) tables.idempotency.set(key, runId);
-    for (const delivery of snapshot.deliveries) tables.putDelivery(delivery);
-    for (const [id, messages] of snapshot.conversations) tables.conversations.set(id, messages);
-    for (const schedule of snapshot.schedules) tables.schedules.set(schedule.id, schedule);
-    for (const record of snapshot.files) tables.files.set(record.path, record);
-    for (const record of snapshot.usage) tables.usage.put(record);
-    for (const record of snapshot.sandboxSessions) tables.sandboxSessions.set(record.key, record);
-    for (const record of snapshot.memory) tables.memory.set(record.path, record);
-    for (const [key, value] of snapshot.settings) tables.settings.set(key, value);
-    tables.settingAudit.push(...snapshot.settingAudit);
-    for (const record of snapshot.skills ?? []) tables.skills.set(skillKey(record.agentId, record.name), record);
+    for (const table of SNAPSHOT_TABLES) for (const row of snapshot[table] ?? []) tables.addSnapshotRow(table, row);
     return tables;
+  }
+
+  /** Hold one row of a snapshot's `table`, as the snapshot writer wrote it (see toSnapshot). */
+  addSnapshotRow<T extends SnapshotTable>(table: T, row: SnapshotRow<T>): void;
+  addSnapshotRow(table: SnapshotTable, row: unknown): void {
+    switch (table) {
+      case "runs": {
+        const run = row as TablesSnapshot["runs"][number];
+        this.addRun({
+          record: run.record,
+          ordinal: run.ordinal,
+          eventTexts: run.events.map(loggedEventText),
+          eventTimes: run.events.map((event) => event.createdAt),
+          toolCalls: new Map(run.toolCalls.map((call) => [call.callId, flatJson(call)])),
+          steps: new Map(run.steps.map((step) => [step.key, flatJson(step)])),
+          checkpoint: run.checkpoint ?? undefined,
+          deliveryIds: run.deliveryIds,
+          fence: run.fence ?? run.record.lease?.token ?? 0,
+        });
+        this.nextOrdinal = Math.max(this.nextOrdinal, run.ordinal + 1);
+        return;
+      }
+      case "idempotency": {
+        const [key, runId] = row as [string, string];
+        this.idempotency.set(key, runId);
+        return;
+      }
+      case "deliveries":
+        return this.putDelivery(row as DeliveryRecord);
+      case "conversations": {
+        const [id, messages] = row as [string, ConversationMessage[]];
+        this.conversations.set(id, messages);
+        return;
+      }
+      case "schedules":
+        this.schedules.set((row as ScheduleRecord).id, row as ScheduleRecord);
+        return;
+      case "files":
+        this.files.set((row as FileRecord).path, row as FileRecord);
+        return;
+      case "usage":
+        this.usage.put(row as UsageRecord);
+        return;
+      case "sandboxSessions":
+        this.sandboxSessions.set((row as SandboxSessionRecord).key, row as SandboxSessionRecord);
+        return;
+      case "memory":
+        this.memory.set((row as MemoryRecord).path, row as MemoryRecord);
+        return;
+      case "settings": {
+        const [key, value] = row as [string, JsonValue];
+        this.settings.set(key, value);
+        return;
+      }
+      case "settingAudit":
+        this.settingAudit.push(row as SettingAuditEvent);
+        return;
+      case "skills": {
+        const record = row as SkillRecord;
+        this.skills.set(skillKey(record.agentId, record.name), record);
+        return;
+      }
+      default:
+        throw new TypeError(`unknown snapshot table ${JSON.stringify(table)}`);
+    }
   }
 
   /** The events of `entry` from index `start` (seq start + 1) up to `end`, each parsed afresh: the caller's own. */

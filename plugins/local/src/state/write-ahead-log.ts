@@ -442,7 +442,8 @@ function zeros(): Buffer {
   return zeroChunk;
 }
 
-function encodeLine(text: string): Buffer {
+/** A record's line, `<crc32 of the JSON, 8 hex digits> <JSON>\n`: what a log holds, and a snapshot (see FileStateAdapter). */
+export function encodeLine(text: string): Buffer {
   // The text is encoded to UTF-8 once, in place, and its checksum taken of those bytes (crc32 of a
   // string would encode it a second time): about a third less time per record.
   const length = Buffer.byteLength(text, "utf8");

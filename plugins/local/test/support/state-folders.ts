@@ -1,7 +1,8 @@
-import { copyFile, mkdtemp, readdir, rm } from "node:fs/promises";
+import { copyFile, mkdtemp, readFile, readdir, rm } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { crc32 } from "node:zlib";
+import { expect } from "vitest";
 
 /**
  * Temp folders for one test file: `make` a new one, `removeAll` in the file's afterEach,
@@ -33,4 +34,20 @@ export async function crashCopy(directory: string, copy: string): Promise<string
 export function logLine(record: unknown): string {
   const json = JSON.stringify(record);
   return `${crc32(Buffer.from(json)).toString(16).padStart(8, "0")} ${json}\n`;
+}
+
+/** The snapshot of `directory` (format 2: a checksummed line per row), as its header and its rows by table. */
+export async function readSnapshotRows(directory: string): Promise<{ header: Record<string, unknown>; tables: Record<string, any[]>; end: unknown }> {
+  const lines = (await readFile(join(directory, "snapshot.json"), "utf8")).split("\n");
+  expect(lines.pop()).toBe("");
+  const records = lines.map((line) => {
+    const json = line.slice(9);
+    expect(line.slice(0, 9)).toBe(`${crc32(Buffer.from(json)).toString(16).padStart(8, "0")} `);
+    return JSON.parse(json) as unknown;
+  });
+  const [header, ...rows] = records as [Record<string, unknown>, ...Array<[string, unknown]>];
+  const [, end] = rows.pop()!;
+  const tables: Record<string, any[]> = {};
+  for (const [table, row] of rows) (tables[table] ??= []).push(row);
+  return { header, tables, end };
 }
