@@ -641,5 +641,3 @@ function storedChange(change: RunStateChange, steps: ReadonlyMap<string, string>
   if (step && !steps.has(step.key)) ready.step = { key: step.key, text: rowText(step) };
   return ready;
 }
-
-
