@@ -41,7 +41,6 @@ import {
   type UsageRecord,
   isoTimestamp,
 } from "@assemblyline-agents/core";
-import { parseChunked } from "@discoveryjs/json-ext";
 import { constants } from "node:buffer";
 import { randomUUID } from "node:crypto";
 import { mkdir, open, readdir, rename, unlink, type FileHandle } from "node:fs/promises";
@@ -1076,7 +1075,12 @@ export class FileStateAdapter implements StateAdapter {
     let parsed: LegacySnapshotFile;
     try {
       // UTF-8 text never decodes to more characters than it has bytes.
-      parsed = (size <= constants.MAX_STRING_LENGTH ? JSON.parse(await handle.readFile("utf8")) : await parseChunked(handle.createReadStream({ autoClose: false, start: 0 }))) as LegacySnapshotFile;
+      if (size <= constants.MAX_STRING_LENGTH) parsed = JSON.parse(await handle.readFile("utf8")) as LegacySnapshotFile;
+      else {
+        // Loaded for this alone: no other read needs it, and a process that opens a folder loads it no more.
+        const { parseChunked } = await import("@discoveryjs/json-ext");
+        parsed = (await parseChunked(handle.createReadStream({ autoClose: false, start: 0 }))) as LegacySnapshotFile;
+      }
     } catch (error) {
       if ((error as NodeJS.ErrnoException).syscall !== undefined) throw error;
       throw this.corruptError(path, error);
