@@ -48,10 +48,8 @@ import { join, resolve } from "node:path";
 import { FolderLock } from "./folder-lock.js";
 import { jsonExactCopy } from "./json-exact-copy.js";
 import {
-  SNAPSHOT_TABLES,
   StateTables,
   createdEventOf,
-  isSnapshotTable,
   flatJson,
   loggedEventText,
   skillKey,
@@ -1045,7 +1043,7 @@ export class FileStateAdapter implements StateAdapter {
       if (!Array.isArray(record) || record.length !== 2) throw new TypeError("a snapshot row is not [table, row]");
       const [table, row] = record as [unknown, unknown];
       if (table === "end") end = row;
-      else if (isSnapshotTable(table)) {
+      else if (StateTables.isSnapshotTable(table)) {
         tables.addSnapshotRow(table, row as never);
         rows += 1;
       } else throw new TypeError(`the snapshot names no table ${JSON.stringify(table)}`);
@@ -1208,7 +1206,7 @@ async function writeSnapshotFile(handle: FileHandle, generation: number, tables:
   };
   push(`{"format":${SNAPSHOT_FORMAT},"generation":${generation}}`);
   let count = 0;
-  for (const name of SNAPSHOT_TABLES) {
+  for (const name of StateTables.snapshotTables) {
     const rows: unknown[] = tables[name] ?? [];
     const tag = JSON.stringify(name);
     for (let index = 0; index < rows.length; index += 1) {

@@ -147,16 +147,6 @@ export interface TablesSnapshot {
 export type SnapshotTable = keyof TablesSnapshot;
 /** A row of a snapshot's `table`. */
 export type SnapshotRow<T extends SnapshotTable> = NonNullable<TablesSnapshot[T]>[number];
-/** Every snapshot table (a Record, so none is left out), in the order the snapshot writer writes them. */
-const SNAPSHOT_TABLE_SET: Record<SnapshotTable, true> = {
-  runs: true, idempotency: true, deliveries: true, conversations: true, schedules: true, files: true,
-  usage: true, sandboxSessions: true, memory: true, settings: true, settingAudit: true, skills: true,
-};
-export const SNAPSHOT_TABLES = Object.keys(SNAPSHOT_TABLE_SET) as SnapshotTable[];
-
-/** Whether `name` is a snapshot table. */
-export const isSnapshotTable = (name: unknown): name is SnapshotTable => typeof name === "string" && Object.hasOwn(SNAPSHOT_TABLE_SET, name);
-
 /** A run's row as the tables hand it to the snapshot writer: its events, tool calls and steps still as their texts (see snapshotRunJson). */
 export type SnapshotRunRow = Omit<TablesSnapshot["runs"][number], "events" | "toolCalls" | "steps"> & {
   eventTexts: string[];
@@ -357,75 +347,56 @@ export class StateTables {
     };
   }
 
+  /**
+   * How a row of each snapshot table is held: a holder for every table a snapshot has (a mapped type,
+   * so none is left out), in the order the snapshot writer writes them.
+   */
+  private static readonly snapshotRowHolders: { [T in SnapshotTable]: (tables: StateTables, row: SnapshotRow<T>) => void } = {
+    runs: (tables, run) => {
+      tables.addRun({
+        record: run.record,
+        ordinal: run.ordinal,
+        eventTexts: run.events.map(loggedEventText),
+        eventTimes: run.events.map((event) => event.createdAt),
+        toolCalls: new Map(run.toolCalls.map((call) => [call.callId, flatJson(call)])),
+        steps: new Map(run.steps.map((step) => [step.key, flatJson(step)])),
+        checkpoint: run.checkpoint ?? undefined,
+        deliveryIds: run.deliveryIds,
+        fence: run.fence ?? run.record.lease?.token ?? 0,
+      });
+      tables.nextOrdinal = Math.max(tables.nextOrdinal, run.ordinal + 1);
+    },
+    idempotency: (tables, [key, runId]) => tables.idempotency.set(key, runId),
+    deliveries: (tables, delivery) => tables.putDelivery(delivery),
+    conversations: (tables, [id, messages]) => tables.conversations.set(id, messages),
+    schedules: (tables, schedule) => tables.schedules.set(schedule.id, schedule),
+    files: (tables, record) => tables.files.set(record.path, record),
+    usage: (tables, record) => tables.usage.put(record),
+    sandboxSessions: (tables, record) => tables.sandboxSessions.set(record.key, record),
+    memory: (tables, record) => tables.memory.set(record.path, record),
+    settings: (tables, [key, value]) => tables.settings.set(key, value),
+    settingAudit: (tables, audit) => tables.settingAudit.push(audit),
+    skills: (tables, record) => tables.skills.set(skillKey(record.agentId, record.name), record),
+  };
+
+  /** Every snapshot table, in the order the snapshot writer writes them. */
+  static readonly snapshotTables = Object.keys(StateTables.snapshotRowHolders) as SnapshotTable[];
+
+  /** Whether `name` is a snapshot table. */
+  static isSnapshotTable(name: unknown): name is SnapshotTable {
+    return typeof name === "string" && Object.hasOwn(StateTables.snapshotRowHolders, name);
+  }
+
   static fromSnapshot(snapshot: TablesSnapshot): StateTables {
     const tables = new StateTables();
-    for (const table of SNAPSHOT_TABLES) for (const row of snapshot[table] ?? []) tables.addSnapshotRow(table, row);
+    for (const table of StateTables.snapshotTables) for (const row of snapshot[table] ?? []) tables.addSnapshotRow(table, row);
     return tables;
   }
 
   /** Hold one row of a snapshot's `table`, as the snapshot writer wrote it (see toSnapshot). */
-  addSnapshotRow<T extends SnapshotTable>(table: T, row: SnapshotRow<T>): void;
-  addSnapshotRow(table: SnapshotTable, row: unknown): void {
-    switch (table) {
-      case "runs": {
-        const run = row as TablesSnapshot["runs"][number];
-        this.addRun({
-          record: run.record,
-          ordinal: run.ordinal,
-          eventTexts: run.events.map(loggedEventText),
-          eventTimes: run.events.map((event) => event.createdAt),
-          toolCalls: new Map(run.toolCalls.map((call) => [call.callId, flatJson(call)])),
-          steps: new Map(run.steps.map((step) => [step.key, flatJson(step)])),
-          checkpoint: run.checkpoint ?? undefined,
-          deliveryIds: run.deliveryIds,
-          fence: run.fence ?? run.record.lease?.token ?? 0,
-        });
-        this.nextOrdinal = Math.max(this.nextOrdinal, run.ordinal + 1);
-        return;
-      }
-      case "idempotency": {
-        const [key, runId] = row as [string, string];
-        this.idempotency.set(key, runId);
-        return;
-      }
-      case "deliveries":
-        return this.putDelivery(row as DeliveryRecord);
-      case "conversations": {
-        const [id, messages] = row as [string, ConversationMessage[]];
-        this.conversations.set(id, messages);
-        return;
-      }
-      case "schedules":
-        this.schedules.set((row as ScheduleRecord).id, row as ScheduleRecord);
-        return;
-      case "files":
-        this.files.set((row as FileRecord).path, row as FileRecord);
-        return;
-      case "usage":
-        this.usage.put(row as UsageRecord);
-        return;
-      case "sandboxSessions":
-        this.sandboxSessions.set((row as SandboxSessionRecord).key, row as SandboxSessionRecord);
-        return;
-      case "memory":
-        this.memory.set((row as MemoryRecord).path, row as MemoryRecord);
-        return;
-      case "settings": {
-        const [key, value] = row as [string, JsonValue];
-        this.settings.set(key, value);
-        return;
-      }
-      case "settingAudit":
-        this.settingAudit.push(row as SettingAuditEvent);
-        return;
-      case "skills": {
-        const record = row as SkillRecord;
-        this.skills.set(skillKey(record.agentId, record.name), record);
-        return;
-      }
-      default:
-        throw new TypeError(`unknown snapshot table ${JSON.stringify(table)}`);
-    }
+  addSnapshotRow<T extends SnapshotTable>(table: T, row: SnapshotRow<T>): void {
+    // The holder of `table` takes its rows; TypeScript cannot tie the two type parameters together.
+    (StateTables.snapshotRowHolders[table] as (tables: StateTables, row: SnapshotRow<T>) => void)(this, row);
   }
 
   /** The events of `entry` from index `start` (seq start + 1) up to `end`, each parsed afresh: the caller's own. */

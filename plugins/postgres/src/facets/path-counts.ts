@@ -5,7 +5,6 @@ import { parameters, pastPrefix, underPrefix } from "./prefix-range.js";
 /** The tables whose paths the `path_counts` rows count (see schema/path-counts-migration.ts). */
 export type CountedTable = "files" | "memory";
 
-
 const slashes = (text: string): number => text.split("/").length - 1;
 
 /** Whether the paths under `prefix` are exactly those whose folder starts with it: the whole table, or a folder. */
