@@ -44,6 +44,16 @@ async function cutWithSnapshotHeld(state: FileStateAdapter, directory: string) {
   return { hold, index };
 }
 
+/** A folder whose snapshot holds a row of every table (written, then folded when the folder is opened again). */
+async function folderWithEveryTableInItsSnapshot(): Promise<string> {
+  const directory = await tempFolder();
+  const state = await FileStateAdapter.open({ directory });
+  await fillEveryTable(state);
+  await state.close();
+  await (await FileStateAdapter.open({ directory, compactAfterBytes: 1, compactWhenSuperseded: 0 })).close();
+  return directory;
+}
+
 /** A write to every table a snapshot holds. */
 async function fillEveryTable(state: FileStateAdapter): Promise<void> {
   await state.createRun({ ...newRun("r1"), idempotencyKey: "key-1" });
@@ -175,13 +185,10 @@ describe("FileStateAdapter compaction", () => {
   });
 
   it("reads every table back from a snapshot written by versions before format 2 (one JSON document), and writes the next in format 2", async () => {
-    const directory = await tempFolder();
+    const directory = await folderWithEveryTableInItsSnapshot();
     const state = await FileStateAdapter.open({ directory });
-    await fillEveryTable(state);
+    const before = await everyTable(state);
     await state.close();
-    const compacted = await FileStateAdapter.open({ directory, compactAfterBytes: 1, compactWhenSuperseded: 0 });
-    const before = await everyTable(compacted);
-    await compacted.close();
     // Format 1 held the same rows, as one document: {"format":1,"generation":N,"tables":{"runs":[...],...}}.
     const { header, tables } = await readSnapshotRows(directory);
     expect(Object.keys(tables)).toEqual(expect.arrayContaining(["runs", "idempotency", "deliveries", "conversations", "schedules", "files", "usage", "sandboxSessions", "memory", "settings", "settingAudit", "skills"]));
@@ -206,11 +213,7 @@ describe("FileStateAdapter compaction", () => {
   });
 
   it("refuses a snapshot with a damaged line, or cut short of its end line, and leaves it as it is", async () => {
-    const directory = await tempFolder();
-    const state = await FileStateAdapter.open({ directory });
-    await fillEveryTable(state);
-    await state.close();
-    await (await FileStateAdapter.open({ directory, compactAfterBytes: 1, compactWhenSuperseded: 0 })).close();
+    const directory = await folderWithEveryTableInItsSnapshot();
     const path = join(directory, "snapshot.json");
     const written = await readFile(path, "utf8");
     const lines = written.split("\n").slice(0, -1);
