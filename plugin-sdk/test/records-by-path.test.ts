@@ -71,6 +71,18 @@ describe("RecordsByPath", () => {
   });
 });
 
+describe("a page's limit", () => {
+  it("is refused unless a whole number, 0 or more, in an error naming the method it was given to", () => {
+    const files = new RecordsByPath<FileRecord>();
+    const memory = new MemoryRecordsByPath();
+    for (const limit of [-1, 0.5, Number.NaN, Number.POSITIVE_INFINITY]) {
+      expect(() => files.page({}, limit), `limit ${limit}`).toThrow(expect.objectContaining({ code: "AL_ERR_STATE_INPUT_INVALID", message: expect.stringContaining("RecordsByPath.page") }));
+      expect(() => memory.first("", limit), `limit ${limit}`).toThrow(expect.objectContaining({ code: "AL_ERR_STATE_INPUT_INVALID", message: expect.stringContaining("MemoryRecordsByPath.first") }));
+    }
+    expect(files.page({}, 0)).toEqual({ records: [], total: 0 });
+  });
+});
+
 describe("MemoryRecordsByPath", () => {
   const note = (path: string, content: string): MemoryRecord => ({ path, content, updatedAt: "2030-01-01T00:00:00.000Z" });
 

@@ -41,6 +41,7 @@ import {
   UsageRecords,
   RecordsByPath,
   compareCodePoints,
+  checkListLimit,
   MemoryRecordsByPath,
   type FileListOptions,
 } from "@assemblyline-agents/core";
@@ -462,6 +463,7 @@ export class InMemoryStateAdapter implements StateAdapter {
   }
 
   async firstFileRecords(options: FileListOptions, limit: number): Promise<FileRecordPage> {
+    checkListLimit(limit, "firstFileRecords");
     const { records, total } = this.files.page(options, limit);
     return { records: records.map(copy), total };
   }
@@ -519,6 +521,7 @@ export class InMemoryStateAdapter implements StateAdapter {
   }
 
   async firstMemoryEntries(prefix: string | undefined, limit: number): Promise<MemoryPage> {
+    checkListLimit(limit, "firstMemoryEntries");
     return this.memory.first(prefix ?? "", limit);
   }
 

@@ -28,7 +28,7 @@ export class MemoryRecordsByPath extends RecordsByPath<MemoryRecord> {
 
   /** The first `limit` entries under `prefix`, and how many there are in all (see MemoryStateStore.firstMemoryEntries). */
   first(prefix: string, limit: number): MemoryPage {
-    checkListLimit(limit, "firstMemoryEntries");
+    checkListLimit(limit, "MemoryRecordsByPath.first");
     return { entries: this.entries(prefix, limit), total: this.countUnder(prefix) };
   }
 }

@@ -100,7 +100,7 @@ export class RecordsByPath<R> {
 
   /** The first `limit` records of `list(options)` and how many it has in all (see FileIndexStore.firstFileRecords). */
   page(options: Omit<PathListOptions, "limit">, limit: number): { records: R[]; total: number } {
-    checkListLimit(limit, "firstFileRecords");
+    checkListLimit(limit, "RecordsByPath.page");
     return { records: this.list({ ...options, limit }), total: this.count(options) };
   }
 

@@ -217,18 +217,21 @@ describe("FileStateAdapter compaction", () => {
     const path = join(directory, "snapshot.json");
     const written = await readFile(path, "utf8");
     const lines = written.split("\n").slice(0, -1);
-    const variants = {
+    const rows = lines.length - 2;
+    // Each damage, and what the refusal says of it.
+    const variants: Record<string, [text: string, says: string]> = {
       // A changed byte in a row: its checksum no longer matches.
-      damaged: written.replace('"notes/a.md"', '"notes/b.md"'),
+      damaged: [written.replace('"notes/a.md"', '"notes/b.md"'), "a damaged line at byte"],
       // Whole lines lost at its end, as a cut at a line's end would lose them.
-      "cut short": `${lines.slice(0, -3).join("\n")}\n`,
-      "rows after the end": `${written}${logLine(["memory", { path: "late.md", content: "", updatedAt: "2030-01-01T00:00:00.000Z" }])}`,
-      "a table it does not know": `${lines.slice(0, -1).join("\n")}\n${logLine(["nothing", {}])}${logLine(["end", lines.length - 1])}`,
+      "cut short": [`${lines.slice(0, -3).join("\n")}\n`, `ends after ${rows - 2} rows, without its end line`],
+      "an end line that counts other rows": [`${lines.slice(0, -1).join("\n")}\n${logLine(["end", rows + 1])}`, `end line counts ${rows + 1} rows, but it holds ${rows}`],
+      "rows after the end": [`${written}${logLine(["memory", { path: "late.md", content: "", updatedAt: "2030-01-01T00:00:00.000Z" }])}`, "rows after its end"],
+      "a table it does not know": [`${lines.slice(0, -1).join("\n")}\n${logLine(["nothing", {}])}${logLine(["end", rows + 1])}`, 'names no table "nothing"'],
     };
-    for (const [name, text] of Object.entries(variants)) {
+    for (const [name, [text, says]] of Object.entries(variants)) {
       expect(text, name).not.toBe(written);
       await writeFile(path, text);
-      await expect(FileStateAdapter.open({ directory }), name).rejects.toMatchObject({ code: "AL_ERR_STATE_ROW_INVALID" });
+      await expect(FileStateAdapter.open({ directory }), name).rejects.toMatchObject({ code: "AL_ERR_STATE_ROW_INVALID", message: expect.stringContaining(says) });
       expect(await readFile(path, "utf8"), name).toBe(text);
     }
     await writeFile(path, written);

@@ -231,7 +231,7 @@ export function describeFileIndexStoreConformance(name: string, factory: StateKi
         }
       }
       for (const limit of [-1, 0.5, Number.NaN]) {
-        await expect(subject.firstFileRecords({}, limit), `limit ${limit}`).rejects.toMatchObject({ code: "AL_ERR_STATE_INPUT_INVALID" });
+        await expect(subject.firstFileRecords({}, limit), `limit ${limit}`).rejects.toMatchObject({ code: "AL_ERR_STATE_INPUT_INVALID", message: expect.stringContaining("firstFileRecords") });
       }
     });
   });
@@ -374,7 +374,7 @@ export function describeMemoryStateStoreConformance(name: string, factory: State
       expect(await subject.firstMemoryEntries("notes", 9)).toMatchObject({ total: 6 });
       expect(await subject.firstMemoryEntries("nothing/", 3)).toEqual({ entries: [], total: 0 });
       for (const limit of [-1, 1.5, Number.NaN]) {
-        await expect(subject.firstMemoryEntries("notes/", limit), `limit ${limit}`).rejects.toMatchObject({ code: "AL_ERR_STATE_INPUT_INVALID" });
+        await expect(subject.firstMemoryEntries("notes/", limit), `limit ${limit}`).rejects.toMatchObject({ code: "AL_ERR_STATE_INPUT_INVALID", message: expect.stringContaining("firstMemoryEntries") });
       }
     });
 

@@ -1,5 +1,6 @@
 import {
   AssemblyLineError,
+  checkListLimit,
   copyStateValue,
   checkSkillKey,
   checkSkillRecord,
@@ -620,7 +621,8 @@ export class FileStateAdapter implements StateAdapter {
     return this.read((tables) => tables.files.list(options), { onlyFrom: "file" });
   }
 
-  firstFileRecords(options: FileListOptions, limit: number): Promise<FileRecordPage> {
+  async firstFileRecords(options: FileListOptions, limit: number): Promise<FileRecordPage> {
+    checkListLimit(limit, "firstFileRecords");
     return this.read((tables) => tables.files.page(options, limit), { onlyFrom: "file" });
   }
 
@@ -680,7 +682,8 @@ export class FileStateAdapter implements StateAdapter {
     return this.read((tables) => tables.memory.entries(prefix), { onlyFrom: "memory" });
   }
 
-  firstMemoryEntries(prefix: string | undefined, limit: number): Promise<MemoryPage> {
+  async firstMemoryEntries(prefix: string | undefined, limit: number): Promise<MemoryPage> {
+    checkListLimit(limit, "firstMemoryEntries");
     return this.read((tables) => tables.memory.first(prefix ?? "", limit), { onlyFrom: "memory" });
   }
 
@@ -1058,7 +1061,8 @@ export class FileStateAdapter implements StateAdapter {
     }
     // Written whole before it was renamed into place: a snapshot that ends early was damaged since.
     if (read.validBytes < read.totalBytes) throw this.corruptError(path, new Error(`a damaged line at byte ${read.validBytes}`));
-    if (end !== rows) throw this.corruptError(path, new Error(`the snapshot ends after ${rows} rows, without its end line (${JSON.stringify(end)})`));
+    if (end === undefined) throw this.corruptError(path, new Error(`the snapshot ends after ${rows} rows, without its end line`));
+    if (end !== rows) throw this.corruptError(path, new Error(`the snapshot's end line counts ${JSON.stringify(end)} rows, but it holds ${rows}`));
     this.snapshotBytes = read.validBytes;
     return { generation: generation!, tables };
   }
@@ -1162,7 +1166,8 @@ export class FileStateAdapter implements StateAdapter {
   }
 
   private corruptError(path: string, cause: unknown): AssemblyLineError {
-    return new AssemblyLineError("AL_ERR_STATE_ROW_INVALID", `the local state file ${path} cannot be read back`, {
+    const reason = cause instanceof Error ? cause.message : String(cause);
+    return new AssemblyLineError("AL_ERR_STATE_ROW_INVALID", `the local state file ${path} cannot be read back: ${reason}`, {
       fix: `The file was changed outside Assembly Line or damaged. Restore ${this.directory} from a backup, or move it away to start with empty state.`,
       cause,
       details: { path },
