@@ -82,4 +82,17 @@ describe("bench: in-memory against pi-agent-core, bounded by the writes alone", 
     // The runtime faster than its ceiling: the machine changed between the two measurements.
     expect(sequential(17_000, 16_000, 16_000).provenImpossible).toBe(false);
   });
+
+  it("is proven out of reach when the figure lands on its ceiling, a hair above it, as a runtime at its bound does", () => {
+    const target = sequential(16_200, 16_000, 16_000);
+    expect(target.value).toBeGreaterThan(target.bound.maxRatio);
+    expect(target.provenImpossible).toBe(true);
+  });
+
+  it("proves nothing when the ceiling, off by the machine's noise, would allow the goal", () => {
+    const target = sequential(5_000, 10_000, 19_500);
+    expect(target.bound.maxRatio).toBeLessThan(2);
+    expect(target.bound.maxRatio * 1.05).toBeGreaterThan(2);
+    expect(target.provenImpossible).toBe(false);
+  });
 });
