@@ -1022,15 +1022,14 @@ export class FileStateAdapter implements StateAdapter {
     try {
       const first = Buffer.alloc(1);
       await handle.read(first, 0, 1, 0);
-      if (first[0] === 0x7b) return await this.readLegacySnapshot(path, handle);
+      return first[0] === 0x7b ? await this.readLegacySnapshot(path, handle) : await this.readSnapshotLines(path, handle);
     } finally {
       await handle.close();
     }
-    return this.readSnapshotLines(path);
   }
 
   /** A snapshot of SNAPSHOT_FORMAT: its lines read in turn, each row held as it is read. */
-  private async readSnapshotLines(path: string): Promise<ReadSnapshot> {
+  private async readSnapshotLines(path: string, handle: FileHandle): Promise<ReadSnapshot> {
     const tables = new StateTables();
     let generation: number | undefined;
     let rows = 0;
@@ -1053,7 +1052,7 @@ export class FileStateAdapter implements StateAdapter {
     };
     let read: { validBytes: number; totalBytes: number };
     try {
-      read = await WriteAheadLog.read(path, onRecord);
+      read = await WriteAheadLog.readFrom(handle, onRecord);
     } catch (error) {
       // A read that failed is the disk's error; anything else is the text's.
       if ((error as NodeJS.ErrnoException).syscall !== undefined) throw error;

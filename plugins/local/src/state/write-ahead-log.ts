@@ -130,52 +130,57 @@ export class WriteAheadLog {
       throw error;
     }
     try {
-      const chunk = Buffer.allocUnsafe(chunkBytes);
-      const zeros = Buffer.alloc(chunkBytes);
-      /** The line being read, up to the chunk it ends in: copies, as the chunk is read into again. */
-      let partial: Buffer[] = [];
-      let validBytes = 0;
-      let endOfNonZero = 0;
-      let intact = true;
-      for (let position = 0; ; ) {
-        const { bytesRead } = await handle.read(chunk, 0, chunkBytes, position);
-        if (bytesRead === 0) break;
-        const bytes = chunk.subarray(0, bytesRead);
-        // Compared whole first: a stretch of zeros filled ahead is megabytes long.
-        if (!bytes.equals(zeros.subarray(0, bytesRead))) {
-          let end = bytesRead;
-          while (bytes[end - 1] === 0) end -= 1;
-          endOfNonZero = position + end;
-        }
-        let offset = 0;
-        while (intact && offset < bytesRead) {
-          const end = bytes.indexOf(0x0a, offset);
-          const piece = bytes.subarray(offset, end < 0 ? bytesRead : end);
-          // A record is JSON text behind its checksum, and never holds a zero byte: zeros are the
-          // fill ahead of the records or a torn write, and the intact records end before them.
-          if (piece.includes(0)) intact = false;
-          else if (end < 0) {
-            partial.push(Buffer.from(piece));
-            break;
-          } else {
-            const record = decodeLine(partial.length === 0 ? piece : Buffer.concat([...partial, piece]));
-            partial = [];
-            if (record === undefined) intact = false;
-            else {
-              onRecord(record);
-              offset = end + 1;
-              validBytes = position + offset;
-            }
-          }
-        }
-        // Past the intact records, the rest is read only for where its last byte that is not zero is.
-        if (!intact) partial = [];
-        position += bytesRead;
-      }
-      return { validBytes, totalBytes: Math.max(validBytes, endOfNonZero) };
+      return await WriteAheadLog.readFrom(handle, onRecord, chunkBytes);
     } finally {
       await handle.close();
     }
+  }
+
+  /** `read` through a handle the caller opened (and closes), from the file's first byte. */
+  static async readFrom(handle: FileHandle, onRecord: (record: unknown) => void, chunkBytes = READ_CHUNK_BYTES): Promise<{ validBytes: number; totalBytes: number }> {
+    const chunk = Buffer.allocUnsafe(chunkBytes);
+    const zeros = Buffer.alloc(chunkBytes);
+    /** The line being read, up to the chunk it ends in: copies, as the chunk is read into again. */
+    let partial: Buffer[] = [];
+    let validBytes = 0;
+    let endOfNonZero = 0;
+    let intact = true;
+    for (let position = 0; ; ) {
+      const { bytesRead } = await handle.read(chunk, 0, chunkBytes, position);
+      if (bytesRead === 0) break;
+      const bytes = chunk.subarray(0, bytesRead);
+      // Compared whole first: a stretch of zeros filled ahead is megabytes long.
+      if (!bytes.equals(zeros.subarray(0, bytesRead))) {
+        let end = bytesRead;
+        while (bytes[end - 1] === 0) end -= 1;
+        endOfNonZero = position + end;
+      }
+      let offset = 0;
+      while (intact && offset < bytesRead) {
+        const end = bytes.indexOf(0x0a, offset);
+        const piece = bytes.subarray(offset, end < 0 ? bytesRead : end);
+        // A record is JSON text behind its checksum, and never holds a zero byte: zeros are the
+        // fill ahead of the records or a torn write, and the intact records end before them.
+        if (piece.includes(0)) intact = false;
+        else if (end < 0) {
+          partial.push(Buffer.from(piece));
+          break;
+        } else {
+          const record = decodeLine(partial.length === 0 ? piece : Buffer.concat([...partial, piece]));
+          partial = [];
+          if (record === undefined) intact = false;
+          else {
+            onRecord(record);
+            offset = end + 1;
+            validBytes = position + offset;
+          }
+        }
+      }
+      // Past the intact records, the rest is read only for where its last byte that is not zero is.
+      if (!intact) partial = [];
+      position += bytesRead;
+    }
+    return { validBytes, totalBytes: Math.max(validBytes, endOfNonZero) };
   }
 
   /** Open for appending after cutting anything past `validBytes` (a torn tail, zeros filled ahead). */
