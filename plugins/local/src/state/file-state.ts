@@ -158,7 +158,6 @@ const leaseIsFree = (lease: { expiresAt: string } | null, now: Date): boolean =>
 
 const claimLimit = (limit: number | undefined): number => Math.max(0, limit ?? DEFAULT_CLAIM_LIMIT);
 
-
 /**
  * Every state facet in a folder on the local disk: the embedded default when an
  * agent runs without a gateway. Crash-safe (see the design note above) and
@@ -1182,7 +1181,6 @@ async function syncDirectory(directory: string): Promise<void> {
     await handle.close();
   }
 }
-
 
 /** How many snapshot bytes are written at a time: other calls run between the pieces. */
 const SNAPSHOT_CHUNK_BYTES = 1 << 20;
