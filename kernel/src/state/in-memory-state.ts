@@ -41,7 +41,6 @@ import {
   UsageRecords,
   RecordsByPath,
   compareCodePoints,
-  checkListLimit,
   MemoryRecordsByPath,
   type FileListOptions,
 } from "@assemblyline-agents/core";
@@ -463,8 +462,7 @@ export class InMemoryStateAdapter implements StateAdapter {
   }
 
   async firstFileRecords(options: FileListOptions, limit: number): Promise<FileRecordPage> {
-    checkListLimit(limit, "firstFileRecords");
-    const { records, total } = this.files.page(options, limit);
+    const { records, total } = this.files.page(options, limit, "firstFileRecords");
     return { records: records.map(copy), total };
   }
 
@@ -521,8 +519,7 @@ export class InMemoryStateAdapter implements StateAdapter {
   }
 
   async firstMemoryEntries(prefix: string | undefined, limit: number): Promise<MemoryPage> {
-    checkListLimit(limit, "firstMemoryEntries");
-    return this.memory.first(prefix ?? "", limit);
+    return this.memory.first(prefix ?? "", limit, "firstMemoryEntries");
   }
 
   async deleteMemory(path: string): Promise<void> {

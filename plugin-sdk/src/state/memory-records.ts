@@ -26,9 +26,12 @@ export class MemoryRecordsByPath extends RecordsByPath<MemoryRecord> {
     return this.listPaths({ prefix, ...(limit === undefined ? {} : { limit }) }).map((path) => ({ path, size: this.sizes.get(path)! }));
   }
 
-  /** The first `limit` entries under `prefix`, and how many there are in all (see MemoryStateStore.firstMemoryEntries). */
-  first(prefix: string, limit: number): MemoryPage {
-    checkListLimit(limit, "MemoryRecordsByPath.first");
+  /**
+   * The first `limit` entries under `prefix`, and how many there are in all (see MemoryStateStore.firstMemoryEntries).
+   * A limit that is not a whole number is refused in an error naming `caller`, as `RecordsByPath.page` does.
+   */
+  first(prefix: string, limit: number, caller = "MemoryRecordsByPath.first"): MemoryPage {
+    checkListLimit(limit, caller);
     return { entries: this.entries(prefix, limit), total: this.countUnder(prefix) };
   }
 }

@@ -98,9 +98,12 @@ export class RecordsByPath<R> {
     return prefix.startsWith(excludePrefix) ? 0 : under;
   }
 
-  /** The first `limit` records of `list(options)` and how many it has in all (see FileIndexStore.firstFileRecords). */
-  page(options: Omit<PathListOptions, "limit">, limit: number): { records: R[]; total: number } {
-    checkListLimit(limit, "RecordsByPath.page");
+  /**
+   * The first `limit` records of `list(options)` and how many it has in all (see FileIndexStore.firstFileRecords).
+   * A limit that is not a whole number is refused in an error naming `caller`: the method the caller was given it to.
+   */
+  page(options: Omit<PathListOptions, "limit">, limit: number, caller = "RecordsByPath.page"): { records: R[]; total: number } {
+    checkListLimit(limit, caller);
     return { records: this.list({ ...options, limit }), total: this.count(options) };
   }
 

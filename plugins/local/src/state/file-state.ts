@@ -1,6 +1,5 @@
 import {
   AssemblyLineError,
-  checkListLimit,
   copyStateValue,
   checkSkillKey,
   checkSkillRecord,
@@ -620,9 +619,8 @@ export class FileStateAdapter implements StateAdapter {
     return this.read((tables) => tables.files.list(options), { onlyFrom: "file" });
   }
 
-  async firstFileRecords(options: FileListOptions, limit: number): Promise<FileRecordPage> {
-    checkListLimit(limit, "firstFileRecords");
-    return this.read((tables) => tables.files.page(options, limit), { onlyFrom: "file" });
+  firstFileRecords(options: FileListOptions, limit: number): Promise<FileRecordPage> {
+    return this.read((tables) => tables.files.page(options, limit, "firstFileRecords"), { onlyFrom: "file" });
   }
 
   deleteFileRecord(path: string): Promise<void> {
@@ -681,9 +679,8 @@ export class FileStateAdapter implements StateAdapter {
     return this.read((tables) => tables.memory.entries(prefix), { onlyFrom: "memory" });
   }
 
-  async firstMemoryEntries(prefix: string | undefined, limit: number): Promise<MemoryPage> {
-    checkListLimit(limit, "firstMemoryEntries");
-    return this.read((tables) => tables.memory.first(prefix ?? "", limit), { onlyFrom: "memory" });
+  firstMemoryEntries(prefix: string | undefined, limit: number): Promise<MemoryPage> {
+    return this.read((tables) => tables.memory.first(prefix ?? "", limit, "firstMemoryEntries"), { onlyFrom: "memory" });
   }
 
   deleteMemory(path: string): Promise<void> {
