@@ -59,7 +59,13 @@ export interface ChannelConfig {
 /** What a channel module implements (`channels/*.ts` or a provider helper). */
 export interface ChannelModule {
   config: ChannelConfig;
-  /** Verify and normalize a request into a turn or a fast acknowledgement. */
+  /**
+   * Verify and normalize a request into a turn or a fast acknowledgement. To refuse a
+   * request, throw an error with a 4xx `status` (or `statusCode`), e.g. 401 for a bad
+   * signature: the host answers with that status and the error's message, so write it for
+   * the caller. Any other error is the channel failing: the host logs it and answers a
+   * generic 500 (503 while the state store is down) that shows nothing of it.
+   */
   normalizeHttp?(request: ChannelRequest): ChannelTurn | ChannelAck | Promise<ChannelTurn | ChannelAck>;
   /** Deliver a reply; throwing makes the outbox retry with backoff. */
   deliver?(delivery: ChannelDelivery): Promise<void>;

@@ -4,7 +4,7 @@ import { resolveDiscordAttachment } from "./attachments.js";
 import { DiscordDelivery } from "./delivery.js";
 import { normalizeInteraction } from "./interaction.js";
 import { DISCORD_MESSAGE_LIMIT, resolveDiscordOptions, type DiscordChannelOptions } from "./options.js";
-import { DiscordRequestRefused, parsePublicKey, verifyDiscordRequest } from "./signature.js";
+import { parsePublicKey, verifyDiscordRequest } from "./signature.js";
 
 export type DiscordChannel = ChannelDefinition & Required<Pick<ChannelModule, "normalizeHttp" | "deliver" | "resolveAttachment">>;
 
@@ -24,14 +24,10 @@ export function defineDiscordChannel(options: DiscordChannelOptions = {}): Disco
   let cached: { hex: string; key: KeyObject } | undefined;
   const publicKey = (): KeyObject => {
     const hex = resolved.env[resolved.publicKeyEnv] ?? "";
-    if (cached?.hex !== hex) {
-      try {
-        cached = { hex, key: parsePublicKey(hex, resolved.publicKeyEnv) };
-      } catch (error) {
-        // Nothing can be verified without the key: refuse as unauthenticated (fail closed).
-        throw new DiscordRequestRefused(401, `cannot verify requests: ${(error as Error).message.split("\n")[0]}`, `Set ${resolved.publicKeyEnv} to the application's public key.`);
-      }
-    }
+    // Nothing can be verified without the key, so nothing passes (fail closed). A key that is missing or
+    // malformed is the host's misconfiguration, not the caller's doing: the AL_ERR_DISCORD_CONFIG error
+    // declares no refusal status, so the host logs it and answers a 500 that does not show it.
+    if (cached?.hex !== hex) cached = { hex, key: parsePublicKey(hex, resolved.publicKeyEnv) };
     return cached.key;
   };
   const definition = defineChannel({

@@ -1,7 +1,7 @@
 import { join } from "node:path";
 import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
-import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
+import { afterAll, afterEach, beforeAll, describe, expect, it, onTestFinished } from "vitest";
 import { isAssemblyLineError } from "@assemblyline-agents/core";
 import { LocalBlobStore } from "@assemblyline-agents/local";
 import { listenNodeRuntime, type NodeRuntimeHandle, type NodeRuntimeOptions } from "@assemblyline-agents/node";
@@ -109,6 +109,22 @@ describe("the Discord channel on the Node host", () => {
     expect(JSON.stringify(reply.body)).not.toMatch(/127\.0\.0\.1|at .*\.js/);
     expect((await host.runtime.state.runs.listRuns()).runs).toHaveLength(0);
     expect(host.logger.events("security.channel_rejected")).toHaveLength(1);
+  });
+
+  it("answers a malformed public key with a 500 that names nothing of it, and logs why", async () => {
+    process.env.DISCORD_PUBLIC_KEY = "not-hex";
+    onTestFinished(() => {
+      process.env.DISCORD_PUBLIC_KEY = keys.publicKeyHex;
+    });
+    const host = await startHost({ turns: [{ text: "never" }] });
+    const body = interaction("ping the agent").body;
+    const reply = await post(host, body, signDiscordBody(body, keys.privateKey));
+    expect(reply.status).toBe(500);
+    expect(reply.body.error.code).toBe("AL_ERR_HOST_INTERNAL");
+    expect(JSON.stringify(reply.body)).not.toMatch(/DISCORD_PUBLIC_KEY|hex|Ed25519/);
+    expect(host.logger.events("http.failed").map((entry) => String(entry.fields.err))).toEqual([expect.stringContaining("DISCORD_PUBLIC_KEY")]);
+    expect(host.logger.events("security.channel_rejected")).toHaveLength(0);
+    expect((await host.runtime.state.runs.listRuns()).runs).toHaveLength(0);
   });
 
   it("starts one run for a duplicate interaction id and delivers its reply once", async () => {

@@ -64,17 +64,18 @@ describe("defineDiscordChannel options", () => {
     expect(() => defineDiscordChannel(options as never)).toThrow(/AL_ERR_DISCORD_CONFIG/);
   });
 
-  it("fails closed with 401 while the public key is missing or malformed", () => {
+  it("fails closed with a configuration error, not a refusal, while the public key is missing or malformed", () => {
     for (const env of [{}, { DISCORD_PUBLIC_KEY: "not-hex" }]) {
       const channel = defineDiscordChannel({ env });
-      let refusal: unknown;
+      let failure: unknown;
       try {
         channel.normalizeHttp({ method: "POST", path: "/discord/interactions", headers: {}, body: { type: 1 }, rawBody: new Uint8Array() });
       } catch (error) {
-        refusal = error;
+        failure = error;
       }
-      expect((refusal as { status?: number }).status).toBe(401);
-      expect(String(refusal)).toContain("DISCORD_PUBLIC_KEY");
+      expect(String(failure)).toMatch(/AL_ERR_DISCORD_CONFIG.*DISCORD_PUBLIC_KEY/);
+      // No 4xx status: the host treats it as its own failure (a 500 that shows nothing of it), not the caller's.
+      expect((failure as { status?: number }).status).toBeUndefined();
     }
   });
 });

@@ -125,6 +125,18 @@ describe("provider channels (normalizeHttp and deliver)", () => {
     expect((await host.runtime.state.runs.listRuns()).runs).toHaveLength(0);
   });
 
+  it("answers a normalizeHttp that fails, rather than refusing, with a 500 that shows nothing of the error", async () => {
+    const host = await startHost(bundle);
+    // The fixture's /other channel reads body.id: an empty body makes it throw a TypeError, not a refusal.
+    const reply = await call(`${host.url}/other`, { raw: "", headers: { "content-type": "application/json" } });
+    expect(reply.status).toBe(500);
+    expect(reply.body.error).toMatchObject({ code: "AL_ERR_HOST_INTERNAL", message: "the endpoint failed unexpectedly" });
+    expect(JSON.stringify(reply.body)).not.toMatch(/Cannot read|properties|\.js/);
+    expect(host.logger.events("http.failed").map((entry) => String(entry.fields.err))).toEqual([expect.stringContaining("Cannot read properties of undefined")]);
+    expect(host.logger.events("security.channel_rejected")).toHaveLength(0);
+    expect((await host.runtime.state.runs.listRuns()).runs).toHaveLength(0);
+  });
+
   it("retries a failed delivery with backoff and delivers it exactly once", async () => {
     const provider = await captureServer(({ index }) => ({ status: index < 2 ? 503 : 200 }));
     process.env.FIXTURE_DELIVERY_URL = provider.url;

@@ -54,6 +54,30 @@ describe("ingress rate limits", () => {
     expect((await message(host.url)).status).toBe(202);
   });
 
+  it("take a provider channel's token only for requests its channel verified", async () => {
+    const host = await startHost(bundle, { rateLimit: { limits: { "provider-channel": { capacity: 2, refillPerSecond: 0.01 } } } });
+    const unsigned = () => call(`${host.url}/provider/events`, { body: { type: "message", id: "forged", conversation: "c", text: "echo: x" } });
+    expect(await statuses(5, unsigned)).toEqual([401, 401, 401, 401, 401]);
+    const signed = (id: string) => {
+      const event = signedEvent({ type: "message", id, conversation: id, text: "echo: x" });
+      return call(`${host.url}/provider/events`, { raw: event.raw, headers: event.headers });
+    };
+    expect(await statuses(3, () => signed(`e${Math.random()}`))).toEqual([202, 202, 429]);
+  });
+
+  it("key a caller by its bearer token only when the token is a configured one", async () => {
+    const host = await startHost(bundle, {
+      devMode: false,
+      // A policy lets this caller in whatever token it sends: made-up tokens must not each get a bucket of their own.
+      auth: { bearerToken: "real-token", authorize: (request) => request.remoteAddress === "127.0.0.1" || request.remoteAddress === "::ffff:127.0.0.1" },
+      rateLimit: { limits: { "run-create": { capacity: 2, refillPerSecond: 0.01 } } },
+    });
+    let junk = 0;
+    expect(await statuses(4, () => message(host.url, { authorization: `Bearer junk-${(junk += 1)}` }))).toEqual([202, 202, 429, 429]);
+    // The configured token is a key of its own, apart from the address the made-up ones shared.
+    expect(await statuses(3, () => message(host.url, { authorization: "Bearer real-token" }))).toEqual([202, 202, 429]);
+  });
+
   it("key raw callers apart by bearer token, and keyFor can exempt a request", async () => {
     const host = await startHost(bundle, {
       rateLimit: {
@@ -88,7 +112,7 @@ describe("ingress rate limits", () => {
         return memory.take(`recording:${key}`, request);
       },
     };
-    const host = await startHost(bundle, { rateLimit: { store: recording, limits: { "run-create": { capacity: 5, refillPerSecond: 1 } } } });
+    const host = await startHost(bundle, { auth: { bearerToken: "abc" }, rateLimit: { store: recording, limits: { "run-create": { capacity: 5, refillPerSecond: 1 } } } });
     await message(host.url, { authorization: "Bearer abc" });
     expect(keys).toHaveLength(1);
     expect(keys[0]).toMatch(/^run-create:token:[0-9a-f]{16}$/);

@@ -90,10 +90,14 @@ export class HostAuth {
     });
   }
 
-  /** The presented token's fingerprint, for rate-limit keys that must not hold the token itself. */
-  static fingerprint(headers: Record<string, string | undefined>): string | undefined {
+  /**
+   * The fingerprint of the presented token when it is one of the configured tokens, for rate-limit keys
+   * that must not hold the token itself. Any other token is undefined: a caller let in by a policy could
+   * otherwise send a new made-up token with every request and never meet its limit.
+   */
+  verifiedFingerprint(headers: Record<string, string | undefined>): string | undefined {
     const token = bearerOf(headers.authorization);
-    return token === undefined ? undefined : digest(token).subarray(0, 8).toString("hex");
+    return token !== undefined && this.matches(token) ? digest(token).subarray(0, 8).toString("hex") : undefined;
   }
 
   private matches(token: string): boolean {

@@ -77,24 +77,30 @@ export class ChannelIngress {
         fix: 'An operator releases it with POST /admin/kill-switch {"engaged": false}.',
       });
     }
-    const bucket: RateLimitBucket = provider ? "provider-channel" : "run-create";
     // Without a limiter, not even an await: every turn of the microtask queue is paid per request.
-    const limited = rateLimiter ? await rateLimiter.check({ bucket, channel, method: ctx.method, path: ctx.path, headers: ctx.headers, remoteAddress: ctx.remoteAddress }) : undefined;
-    if (limited) {
-      logger.info({ event: "ingress.rejected", reason: "rate_limit", bucket, channel, requestId: ctx.requestId, retryAfterMs: limited.retryAfterMs }, "rate limit reached");
-      throw new HttpError(429, "AL_ERR_RATE_LIMITED", `the ${bucket} rate limit is reached for this caller`, {
-        fix: "Retry after the Retry-After seconds, or raise rateLimit.limits.",
-        headers: { "retry-after": String(retryAfterSeconds(limited.retryAfterMs)) },
-      });
-    }
+    if (rateLimiter && !provider) await this.takeToken(rateLimiter, "run-create", channel, ctx);
     const raw = await readBody(ctx.req, this.parts.maxBodyBytes);
     const normalized = provider ? await this.normalizeProvider(channel, module, ctx, raw) : this.normalizeMessage(channel, ctx, raw);
+    // A provider channel's one bucket is taken from only once its channel verified the request:
+    // unsigned requests, refused above, must not use up the tokens its real webhooks need.
+    if (rateLimiter && provider) await this.takeToken(rateLimiter, "provider-channel", channel, ctx);
     if ("ack" in normalized) {
       logger.debug({ event: "ingress.ack", channel, requestId: ctx.requestId }, "channel acknowledged without a turn");
       sendJson(ctx.res, normalized.status ?? 200, normalized.body ?? { ok: true });
       return;
     }
     await this.submit(channel, normalized, ctx);
+  }
+
+  /** Take a token of `bucket` for the request, or refuse it with 429 and Retry-After. */
+  private async takeToken(rateLimiter: IngressRateLimiter, bucket: RateLimitBucket, channel: string, ctx: RequestContext): Promise<void> {
+    const limited = await rateLimiter.check({ bucket, channel, method: ctx.method, path: ctx.path, headers: ctx.headers, remoteAddress: ctx.remoteAddress });
+    if (!limited) return;
+    this.parts.logger.info({ event: "ingress.rejected", reason: "rate_limit", bucket, channel, requestId: ctx.requestId, retryAfterMs: limited.retryAfterMs }, "rate limit reached");
+    throw new HttpError(429, "AL_ERR_RATE_LIMITED", `the ${bucket} rate limit is reached for this caller`, {
+      fix: "Retry after the Retry-After seconds, or raise rateLimit.limits.",
+      headers: { "retry-after": String(retryAfterSeconds(limited.retryAfterMs)) },
+    });
   }
 
   /** The default message fallback: `{ message, conversationId? }`, deduped on Idempotency-Key. */
@@ -112,8 +118,12 @@ export class ChannelIngress {
     try {
       result = await module.normalizeHttp!(request);
     } catch (error) {
-      const declared = Number((error as { status?: unknown; statusCode?: unknown })?.status ?? (error as { statusCode?: unknown })?.statusCode);
-      const status = declared >= 400 && declared < 500 ? declared : 400;
+      const status = refusalStatus(error);
+      // Only a refusal the channel declares (a 4xx status) is the caller's doing, and its message is
+      // written for the caller. Anything else is the channel failing (a bug, a secret it cannot read,
+      // a store that is down): its message may name files, addresses or SQL, so it is logged, and the
+      // caller gets the host's generic 500 (or 503 for a state outage), which a provider retries.
+      if (status === undefined) throw error;
       const message = error instanceof Error ? error.message : String(error);
       this.parts.logger.warn({ event: "security.channel_rejected", channel, status, requestId: ctx.requestId, remoteAddress: ctx.remoteAddress, err: message }, "channel refused the request");
       throw new HttpError(status, "AL_ERR_CHANNEL_REJECTED", `channel ${channel} refused the request: ${message}`, { fix: "Check the provider's signing secret and the request." });
@@ -216,6 +226,12 @@ function parseWait(value: string | null): number {
     throw new HttpError(400, "AL_ERR_HTTP_BODY_INVALID", `?wait=${value} is not a number of seconds`, { fix: `Use ?wait=30 (at most ${MAX_WAIT_SECONDS}).` });
   }
   return Math.min(seconds, MAX_WAIT_SECONDS);
+}
+
+/** The 4xx status a thrown refusal declares (`status` or `statusCode`), if it declares one. */
+function refusalStatus(error: unknown): number | undefined {
+  const declared = (error as { status?: unknown; statusCode?: unknown } | null)?.status ?? (error as { statusCode?: unknown } | null)?.statusCode;
+  return Number.isInteger(declared) && (declared as number) >= 400 && (declared as number) < 500 ? (declared as number) : undefined;
 }
 
 /** Provider bodies: JSON or form-encoded are parsed; anything else reaches normalizeHttp as rawBody only. */

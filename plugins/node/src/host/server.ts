@@ -72,7 +72,7 @@ export async function listenNodeRuntime(options: NodeRuntimeOptions): Promise<No
   });
   channels = collectChannels(runtime, options.sourceBundle.channels);
   const auth = new HostAuth(options.auth, env, config.devMode, logger);
-  const rateLimiter = resolveRateLimit(options.rateLimit, env, logger, HostAuth.fingerprint);
+  const rateLimiter = resolveRateLimit(options.rateLimit, env, logger, (headers) => auth.verifiedFingerprint(headers));
   const watcher = new RunWatcher(runtime);
   const killSwitch = new IngressKillSwitch(runtime.state.settings, logger);
   const attachments = new AttachmentIngest(
