@@ -89,4 +89,28 @@ describe("bad input gets the right status and a JSON error, and changes no store
     expectError(await call(`${host.url}/runs/${done.body.runId}/answer`, { body: {}, headers: auth }), 400, "AL_ERR_HTTP_BODY_INVALID");
     expect(await storedState()).toEqual(before);
   });
+
+  it("answers a request target that is not a path with 400, and reads //x/admin as that path, not as a host x", async () => {
+    const before = await storedState();
+    const failedBefore = host.logger.events("http.failed").length;
+    /** Sent as the request line's target, as written: fetch would normalize it first. */
+    const target = (path: string, method = "GET") =>
+      new Promise<Reply>((resolve, reject) => {
+        const req = request(host.url, { method, path, headers: { ...auth, "content-type": "application/json" } }, (res) => {
+          let text = "";
+          res.on("data", (chunk) => (text += chunk));
+          res.on("end", () => resolve({ status: res.statusCode ?? 0, headers: new Headers(res.headers as Record<string, string>), body: JSON.parse(text) }));
+        });
+        req.on("error", reject);
+        req.end(method === "POST" ? JSON.stringify({ message: "x" }) : undefined);
+      });
+    expectError(await target("//["), 404, "AL_ERR_HTTP_NOT_FOUND");
+    expectError(await target("http://a:99999/message", "POST"), 400, "AL_ERR_HTTP_TARGET_INVALID");
+    expectError(await target("//a:99999/message", "POST"), 404, "AL_ERR_HTTP_NOT_FOUND");
+    expectError(await target("//anything/admin/kill-switch", "POST"), 404, "AL_ERR_HTTP_NOT_FOUND");
+    expectError(await target("*", "OPTIONS"), 400, "AL_ERR_HTTP_TARGET_INVALID");
+    // A target that is the caller's error is no endpoint failure: nothing for the error log.
+    expect(host.logger.events("http.failed")).toHaveLength(failedBefore);
+    expect(await storedState()).toEqual(before);
+  });
 });

@@ -74,6 +74,29 @@ export function errorResponse(error: unknown, requestId: string): { status: numb
   };
 }
 
+/** The origin request targets are read against: routing looks at the path and query only. */
+const PLACEHOLDER_ORIGIN = "http://host.invalid";
+
+/**
+ * The request target as a URL, for its path and query. An origin-form target ("/path?q") is a path
+ * whatever follows its first slash: read against the base URL, "//x/admin" would be the host x and
+ * the path /admin. An absolute-form target (what a client talking to a proxy sends) gives its path
+ * and query; anything else, or a target no URL parser takes, is the caller's error, a 400.
+ */
+export function requestTarget(target: string | undefined): URL {
+  const raw = target ?? "/";
+  try {
+    if (raw.startsWith("/")) return new URL(`${PLACEHOLDER_ORIGIN}${raw}`);
+    const absolute = new URL(raw);
+    if (absolute.protocol === "http:" || absolute.protocol === "https:") return new URL(`${PLACEHOLDER_ORIGIN}${absolute.pathname}${absolute.search}`);
+  } catch {
+    // Refused below, as every other target that is not a path.
+  }
+  throw new HttpError(400, "AL_ERR_HTTP_TARGET_INVALID", "the request target is not a path this host can read", {
+    fix: "Send an origin-form request target such as /message or /runs/<id>.",
+  });
+}
+
 /** Retry-After is whole seconds; never advertise 0, which invites a hot retry loop. */
 export function retryAfterSeconds(ms: number): number {
   return Math.max(1, Math.ceil(ms / 1000));

@@ -10,7 +10,7 @@ import { HostAuth } from "./auth.js";
 import { ChannelIngress } from "./channel-ingress.js";
 import { checkChannelSecrets } from "./channel-secrets.js";
 import { killSwitchRoutes, probeRoutes } from "./control.js";
-import { errorResponse, headerRecord, isClientAbort, sendJson } from "./http.js";
+import { errorResponse, headerRecord, isClientAbort, requestTarget, sendJson } from "./http.js";
 import { inspectionRoutes } from "./inspection.js";
 import { withBuiltInModelRoutes } from "./model-routes.js";
 import { inspectorRoutes } from "./inspector/routes.js";
@@ -142,7 +142,7 @@ export async function listenNodeRuntime(options: NodeRuntimeOptions): Promise<No
     let path = "/";
     let kind = "unknown";
     try {
-      const url = new URL(req.url ?? "/", "http://host.invalid");
+      const url = requestTarget(req.url);
       path = url.pathname;
       const { route, params } = router.match(method, path);
       kind = route.auth;
