@@ -1,6 +1,7 @@
 import { hostname } from "node:os";
 import { randomUUID } from "node:crypto";
 import {
+  BUILT_IN_TOOL_NAMES,
   AssemblyLineError,
   type AgentHarness,
   type BlobStore,
@@ -31,17 +32,18 @@ import { STAGE, createKernelHooks, type KernelHooks } from "./hooks.js";
 import type { Kernel } from "./kernel.js";
 import { createRuntimeLogger } from "./logger.js";
 import { Admission } from "./run/admission.js";
-import { budgetPauseOf, decideBudgetPause, resolveBudgets } from "./run/budget.js";
+import { budgetPauseOf, decideBudgetPause } from "./run/budget.js";
 import { RunJournal } from "./run/journal.js";
 import { RunDriver } from "./run/run-driver.js";
 import { RevisionDrivers } from "./run/revision-drivers.js";
 import { describeRun, type RunResult } from "./run/run-result.js";
 import { ToolTable, buildToolTable, defaultToolsProblem, mergeToolPolicy } from "./run/tool-table.js";
+import { unknownPolicyTools } from "./run/tool-policy.js";
 import { resolveState, type ResolvedState } from "./state/resolve-state.js";
 import { createMemoryApi } from "./state/memory-api.js";
 import { createRuntimeFilesystem } from "./filesystem/runtime-filesystem.js";
 import { RunServicesRecord, type RunServices } from "./run/run-scope.js";
-import { buildAgentProfiles, profileOfRun, type AgentProfile } from "./agents/agent-profile.js";
+import { buildAgentProfiles, connectionsOf, narrowConnectionTools, profileOfRun, type AgentProfile } from "./agents/agent-profile.js";
 import { SkillLibrary, type SkillWriteGate, type SkillWriteResult } from "./skills/skill-library.js";
 import { skillWriteGate } from "./skills/write-approval.js";
 import { createSelfImprovementApi } from "./skills/self-improvement-api.js";
@@ -219,13 +221,19 @@ export class OpenEveRuntime {
         fix: "Add tools with table.provide(name, definition, { provider }) and return the same table.",
       });
     }
+    const unknownPolicyNames = unknownPolicyTools(toolTableInput.coreToolPolicy, new Set([...table.names(), ...BUILT_IN_TOOL_NAMES]));
+    if (unknownPolicyNames.length > 0) {
+      throw new AssemblyLineError("AL_ERR_TOOL_POLICY", `coreToolPolicy names ${unknownPolicyNames.map((name) => JSON.stringify(name)).join(", ")}, which this agent has no tool of`, {
+        fix: `Name tools this agent has (built-ins, tools/, plugin-provided; connection tools as <connection>__<tool>): ${table.names().join(", ")}.`,
+      });
+    }
     const listedProblem = manifest.agent.defaultTools ? defaultToolsProblem(table, manifest.agent.defaultTools) : null;
     if (listedProblem) {
       throw new AssemblyLineError("AL_ERR_DEFAULT_TOOL_UNKNOWN", `agent.ts defaultTools: ${listedProblem}`, {
         fix: "List only tools this agent has (built-ins, tools/, plugin-provided) and this host can run; bash needs a sandbox adapter.",
       });
     }
-    const profiles = buildAgentProfiles(table, toolTableInput);
+    const profiles = buildAgentProfiles(table, toolTableInput, this.options.budgets);
     const journal = new RunJournal(
       this.state.runs,
       this.hooks,
@@ -243,12 +251,14 @@ export class OpenEveRuntime {
       logger: this.logger,
       ownerId: this.ownerId,
       leaseTtlMs: this.options.leaseTtlMs ?? 30_000,
-      budgets: resolveBudgets(manifest.agent.budgets, this.options.budgets),
       selectHarness: (modelSpec, runId) => this.selectHarness(modelSpec, runId),
       services: (run) => this.servicesFor(run),
       textDelta: (runId, delta) => this.options.onTextDelta?.(runId, delta),
       owesDelivery: (channel) => this.options.owesDelivery?.(channel) ?? true,
-      beforeTurn: () => this.connections.refresh(),
+      beforeTurn: async () => {
+        await this.connections.refresh();
+        narrowConnectionTools(profiles, this.connections.connections());
+      },
       alwaysOfferDiscovery: this.dynamicConnections.dynamic,
     });
   }
@@ -538,7 +548,7 @@ export class OpenEveRuntime {
           const pending = (await this.state.runs.listToolCalls(runId)).filter((call) => call.status === "waiting_approval");
           const budgetPause = run.status === "waiting_approval" && pending.length === 0 ? budgetPauseOf(await this.state.runs.listEvents(runId)) : null;
           if (budgetPause) {
-            await decideBudgetPause(driver.journal, run, budgetPause, driver.budgets, decision, options.actor ?? null);
+            await decideBudgetPause(driver.journal, run, budgetPause, driver.budgetsOf(run), decision, options.actor ?? null);
             return decision === "approved";
           }
           if (run.status !== "waiting_approval" || pending.length === 0) {
@@ -725,8 +735,9 @@ export class OpenEveRuntime {
     services.memory = createMemoryApi(this.state.memory);
     const automations = this.manifest.agent.dynamicAutomations;
     if (automations?.dynamic) services.automationManager = (gate) => createAutomationManager(this.automations, gate(automations.approval));
-    services.connections = this.connections.connections();
-    if (this.dynamicConnections.dynamic) services.connectionManager = (gate) => this.connections.manager(gate(this.dynamicConnections.approval), run.id);
+    services.connections = connectionsOf(profile, this.connections.connections());
+    // Adding and removing connections is the root agent's: a subagent sees only what it names.
+    if (this.dynamicConnections.dynamic && profile.path === "") services.connectionManager = (gate) => this.connections.manager(gate(this.dynamicConnections.approval), run.id);
     if (this.options.blob) services.blob = this.options.blob;
     if (profile.selfImprovement.writeApproval) {
       services.forCall = (call: { id: string; approved: boolean }) => {

@@ -110,6 +110,17 @@ describe("coreToolPolicy", () => {
     await expect(startAgent(dir, [], { env: { ASSEMBLY_LINE_BASH_TOOL_MODE: "sometimes" } })).rejects.toThrow(/ASSEMBLY_LINE_BASH_TOOL_MODE=sometimes/);
   });
 
+  it("refuses a host coreToolPolicy with a mode it does not know, or a tool the agent does not have", async () => {
+    const dir = agentFolder({ "agent.ts": MINIMAL_AGENT, "tools/send_email.ts": toolSource() });
+    await expect(startAgent(dir, [], { coreToolPolicy: { send_email: "aproval" as never } })).rejects.toThrow(/AL_ERR_TOOL_POLICY: RuntimeOptions\.coreToolPolicy: send_email has mode "aproval"/);
+    await expect(startAgent(dir, [], { coreToolPolicy: { send_emial: "approval" } })).rejects.toThrow(/AL_ERR_TOOL_POLICY: coreToolPolicy names "send_emial"[\s\S]*send_email/);
+    // Built-ins (even one this agent lacks without a sandbox) and connection tools, which may come later, pass.
+    const gated = await startAgent(dir, [{ toolCalls: [{ name: "send_email", input: { value: "x" } }] }, { text: "ok" }], {
+      coreToolPolicy: { send_email: "approval", bash: "disabled", billing__charge: "approval" },
+    });
+    expect((await gated.runtime.run({ message: "hi" })).status).toBe("waiting_approval");
+  });
+
   it("applies agent.ts coreToolPolicy and counts it in agentRevision", async () => {
     const dir = agentFolder({ "agent.ts": MINIMAL_AGENT, "tools/alpha.ts": toolSource() });
     const before = (await buildAgent(dir)).manifest.agentRevision;

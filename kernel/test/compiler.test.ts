@@ -108,6 +108,40 @@ describe("assembly-line build", () => {
     expect(error.message).toContain("fix:");
   });
 
+  const agentWith = (fields: string) => `import { defineAgent } from "@assemblyline-agents/core";\nexport default defineAgent({ model: "m/x", ${fields} } as never);\n`;
+  const channelWith = (fields: string) => `import { defineChannel } from "@assemblyline-agents/core";\nexport default defineChannel({ transport: "http", route: "/hook", ${fields} } as never);\nexport function normalizeHttp() { return { ack: true }; }`;
+  const connectionWith = (helper: string, fields: string) => `import { ${helper} } from "@assemblyline-agents/core";\nexport default ${helper}({ description: "d", ${fields} } as never);\n`;
+  it.each([
+    ["agent.ts", { "agent.ts": agentWith("budget: { maxTurns: 1 }") }, "AL_ERR_AGENT_DEFINITION", /agent\.ts: unknown key "budget"/],
+    ["a tool", { "agent.ts": MINIMAL_AGENT, "tools/send.ts": toolSource({ extra: "needApproval: true," }) }, "AL_ERR_TOOL_DEFINITION", /tools\/send\.ts: defineTool: unknown key "needApproval"/],
+    ["a channel", { "agent.ts": MINIMAL_AGENT, "channels/hook.ts": channelWith(`method: ["GET"]`) }, "AL_ERR_CHANNEL_DEFINITION", /channels\/hook\.ts: defineChannel: unknown key "method"/],
+    ["a channel's ingress", { "agent.ts": MINIMAL_AGENT, "channels/hook.ts": channelWith(`ingress: { requiredSecretEnvs: [["S"]] }`) }, "AL_ERR_CHANNEL_DEFINITION", /defineChannel ingress: unknown key "requiredSecretEnvs"/],
+    ["dynamicAutomations", { "agent.ts": agentWith("dynamicAutomations: { dynamic: true, aproval: true }") }, "AL_ERR_AGENT_DEFINITION", /dynamicAutomations: unknown key "aproval"/],
+    ["dynamicConnections", { "agent.ts": agentWith(`dynamicConnections: { dynamic: true, allowedHost: ["a.example"] }`) }, "AL_ERR_AGENT_DEFINITION", /dynamicConnections: unknown key "allowedHost"/],
+    ["an HTTP connection", { "agent.ts": MINIMAL_AGENT, "connections/billing.ts": connectionWith("defineHttpConnection", `baseUrl: "https://b.example", endpoints: {}, requireApproval: true`) }, "AL_ERR_CONNECTION_DEFINITION", /connections\/billing\.ts: the connection: unknown key "requireApproval"/],
+    ["an MCP connection", { "agent.ts": MINIMAL_AGENT, "connections/docs.ts": connectionWith("defineMcpConnection", `url: "https://m.example/mcp", spec: "x"`) }, "AL_ERR_CONNECTION_DEFINITION", /unknown key "spec"/],
+    ["coreToolPolicy's modes", { "agent.ts": agentWith(`coreToolPolicy: { write: "aproval" }`) }, "AL_ERR_TOOL_POLICY", /agent\.ts coreToolPolicy: write has mode "aproval"/],
+  ])("refuses a key or value %s does not take, naming it, where a typo would have built without its effect", async (_what, files, code, message) => {
+    const error = await buildError(files as Record<string, string>);
+    expect(error.code).toBe(code);
+    expect(error.message).toMatch(message);
+    expect(error.message).toContain("fix:");
+  });
+
+  it("builds every key the helpers take", async () => {
+    const dir = agentFolder({
+      "agent.ts": agentWith(`id: "full", name: "Full", description: "d", instructions: "i", defaultTools: ["send"], coreToolPolicy: { bash: "approval", write: "disabled", send: "enabled" }, budgets: { maxTurns: 5 }, selfImprovement: { writable: false }, dynamicAutomations: { dynamic: true, approval: true }, dynamicConnections: { dynamic: true, approval: true, allowedHosts: ["a.example"] }`),
+      "tools/send.ts": toolSource({ extra: `outputSchema: { type: "object" }, toModelOutput: (output) => output, needsApproval: true, defaultEnabled: true, sideEffect: "external", capability: { tags: ["mail"] },` }),
+      "channels/hook.ts": channelWith(`methods: ["POST"], ingress: { requiredSecretEnv: [["HOOK_SECRET"]] }`),
+      "connections/billing.ts": connectionWith("defineHttpConnection", `baseUrl: "https://b.example", endpoints: {}, auth: { grant: "g", header: "x-key" }, approval: true`),
+      "connections/docs.ts": connectionWith("defineMcpConnection", `url: "https://m.example/mcp", approval: false`),
+      "connections/spec.ts": connectionWith("defineOpenApiConnection", `spec: "https://s.example/openapi.json", baseUrl: "https://s.example"`),
+    });
+    const { manifest } = await buildAgent(dir);
+    expect(manifest.agent.coreToolPolicy).toEqual({ bash: "approval", write: "disabled", send: "enabled" });
+    expect(manifest.connections.map((connection) => connection.name)).toEqual(["billing", "docs", "spec"]);
+  });
+
   it("refuses a sandbox.ts whose workingDirectory is not /workspace, and records a valid one", async () => {
     const error = await buildError({
       "agent.ts": MINIMAL_AGENT,

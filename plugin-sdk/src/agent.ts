@@ -22,9 +22,9 @@ export interface DynamicConnectionsPolicy {
 
 /** Fields every agent.ts may give; see RootAgentOptions and SubagentOptions. */
 export interface AgentOptionsBase {
-  /** Stable agent id; defaults to the folder name. */
+  /** Root agents only: stable agent id; defaults to the folder name. */
   id?: string;
-  /** Display name; defaults to the id. */
+  /** Root agents only: display name; defaults to the id. A subagent's name is its folder's (the build refuses it). */
   name?: string;
   /** What the agent does. Required for a subagent: its parent reads it to decide when to delegate. */
   description?: string;
@@ -38,14 +38,22 @@ export interface AgentOptionsBase {
   context?: ContextPolicy;
   /** Host-independent tool policy that versions with the agent. */
   coreToolPolicy?: CoreToolPolicy;
-  /** Per-run and per-conversation limits; a host's `budgets` are ceilings over these. */
+  /**
+   * Per-run and per-conversation limits; a host's `budgets` are ceilings over these.
+   * On a subagent they bound each of its runs: a budget it leaves out is its parent's,
+   * and one it sets may not be above its parent's (the build refuses it).
+   */
   budgets?: RunBudgets;
   selfImprovement?: SelfImprovementPolicy;
   dynamicAutomations?: DynamicAutomationsPolicy;
   dynamicConnections?: DynamicConnectionsPolicy;
   /** Subagents only: parent tools this subagent may also use (it never inherits authored tools otherwise). */
   tools?: string[];
-  /** Subagents only: parent connections this subagent may use. */
+  /**
+   * Subagents only: parent connections this subagent may use (the root's are its
+   * `connections/<name>.ts` files). Its runs see these connections' tools and no
+   * others: none when it names none.
+   */
   connections?: string[];
   /** Subagents only: share the parent run's workspace (default) or get its own. */
   workspace?: "shared" | "isolated";

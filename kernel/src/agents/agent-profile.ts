@@ -1,13 +1,15 @@
-import type { ContextPolicy, JsonSchema, RunRecord } from "@assemblyline-agents/core";
+import type { ConnectionInfo, ContextPolicy, JsonSchema, RunBudgets, RunRecord } from "@assemblyline-agents/core";
 import { AssemblyLineError } from "@assemblyline-agents/core";
 import type { SourceBundle, SubagentBundle } from "../compiler/bundle.js";
 import type { AgentManifest, SkillManifestEntry, SubagentManifestEntry } from "../compiler/manifest.js";
+import { CONNECTION_TOOL_PROVIDER } from "../connections/connection-registry.js";
+import { resolveBudgets } from "../run/budget.js";
 import { ToolTable, buildToolTable, type ToolTableInput } from "../run/tool-table.js";
 
 /**
  * One agent of the folder as a run sees it: the root agent, or a subagent at
- * `path`. Runs of a subagent use its instructions, model, tools and skills,
- * never the parent's (beyond what it named).
+ * `path`. Runs of a subagent use its instructions, model, tools, skills,
+ * connections and budgets, never the parent's (beyond what it named or inherits).
  */
 export interface AgentProfile {
   /** "" for the root agent, else `researcher` or `researcher/fact_checker`. */
@@ -27,12 +29,19 @@ export interface AgentProfile {
   selfImprovement: { writable: boolean; writeApproval: boolean };
   outputSchema: JsonSchema | null;
   workspace: "shared" | "isolated";
+  /** The limits its runs run under: agent.ts budgets (a subagent's over its parent's) with the host's ceilings and the defaults applied. */
+  budgets: RunBudgets;
+  /** The connections its runs may use: null for the root (all of them), else the ones its agent.ts names (none when it names none). */
+  connections: ReadonlySet<string> | null;
   /** Direct children by folder name. */
   subagents: Map<string, AgentProfile>;
 }
 
-/** The root profile and, below it, every subagent's, each with its tool table. */
-export function buildAgentProfiles(rootTable: ToolTable, tableInput: ToolTableInput): AgentProfile {
+/**
+ * The root profile and, below it, every subagent's, each with its tool table
+ * and its budgets under `hostBudgets` (RuntimeOptions.budgets, ceilings over agent.ts's).
+ */
+export function buildAgentProfiles(rootTable: ToolTable, tableInput: ToolTableInput, hostBudgets: RunBudgets | undefined): AgentProfile {
   const { manifest, sourceBundle } = tableInput;
   const root: AgentProfile = {
     path: "",
@@ -49,13 +58,15 @@ export function buildAgentProfiles(rootTable: ToolTable, tableInput: ToolTableIn
     selfImprovement: manifest.agent.selfImprovement ?? { writable: false, writeApproval: false },
     outputSchema: null,
     workspace: "shared",
+    budgets: resolveBudgets(manifest.agent.budgets, hostBudgets),
+    connections: null,
     subagents: new Map(),
   };
-  addChildren(root, manifest.subagents ?? [], sourceBundle.subagents ?? {}, tableInput);
+  addChildren(root, manifest.subagents ?? [], sourceBundle.subagents ?? {}, tableInput, hostBudgets);
   return root;
 }
 
-function addChildren(parent: AgentProfile, entries: SubagentManifestEntry[], bundles: Record<string, SubagentBundle>, tableInput: ToolTableInput): void {
+function addChildren(parent: AgentProfile, entries: SubagentManifestEntry[], bundles: Record<string, SubagentBundle>, tableInput: ToolTableInput, hostBudgets: RunBudgets | undefined): void {
   for (const entry of entries) {
     const bundle = bundles[entry.name];
     if (!bundle) {
@@ -80,9 +91,12 @@ function addChildren(parent: AgentProfile, entries: SubagentManifestEntry[], bun
       selfImprovement: { writable: false, writeApproval: false },
       outputSchema: entry.outputSchema,
       workspace: entry.workspace,
+      // The manifest holds its budgets over its ancestors' already; absent when none declares any.
+      budgets: resolveBudgets(entry.budgets, hostBudgets),
+      connections: new Set(entry.connections),
       subagents: new Map(),
     };
-    addChildren(child, entry.subagents, bundle.subagents, tableInput);
+    addChildren(child, entry.subagents, bundle.subagents, tableInput, hostBudgets);
     parent.subagents.set(entry.name, child);
   }
 }
@@ -118,6 +132,37 @@ function subagentTable(parentTable: ToolTable, entry: SubagentManifestEntry, bun
   }
   for (const [name, tool] of own) if (tool.origin !== "built-in") table.set(name, tool);
   return table;
+}
+
+/** ctx.connections for a run of `profile`: every connection for the root, only the named ones for a subagent. */
+export function connectionsOf(profile: AgentProfile, all: Record<string, ConnectionInfo>): Record<string, ConnectionInfo> {
+  const allowed = profile.connections;
+  if (allowed === null) return all;
+  return Object.fromEntries(Object.entries(all).filter(([name]) => allowed.has(name)));
+}
+
+/**
+ * Connection tools reach the root's table (ConnectionRegistry.refresh); give
+ * each subagent's table the tools of the connections it names, and only those,
+ * taking back tools of connections that are gone. Call after every refresh.
+ */
+export function narrowConnectionTools(root: AgentProfile, all: Record<string, ConnectionInfo>): void {
+  const visit = (parent: AgentProfile) => {
+    for (const child of parent.subagents.values()) {
+      const wanted = new Set(Object.values(connectionsOf(child, all)).flatMap((info) => info.tools));
+      for (const [name, entry] of child.table) {
+        if (entry.origin === "provided" && entry.provider === CONNECTION_TOOL_PROVIDER && !wanted.has(name)) child.table.delete(name);
+      }
+      for (const name of wanted) {
+        const entry = root.table.get(name);
+        const current = child.table.get(name);
+        // A tool of the subagent's own by that name stays its own.
+        if (entry && current !== entry && (current === undefined || current.provider === CONNECTION_TOOL_PROVIDER)) child.table.set(name, entry);
+      }
+      visit(child);
+    }
+  };
+  visit(root);
 }
 
 /** The profile a run executes: the root's, or the subagent's its input names. */

@@ -34,6 +34,8 @@ import { capabilityProblem } from "../run/tool-visibility.js";
 import { compileSchema } from "../schema.js";
 import { createModuleLoader } from "./load-module.js";
 import { refuseUnsupportedOptions, sandboxUse } from "./unsupported-options.js";
+import { KNOWN_KEYS, refuseUnknownKeys } from "./known-keys.js";
+import { checkToolPolicy } from "../run/tool-policy.js";
 import {
   MANIFEST_VERSION,
   type AgentManifest,
@@ -103,6 +105,7 @@ export async function buildAgent(agentDirInput: string, options: BuildOptions = 
       fix: "Remove the harness: key; hosts pick the engine with agentHarness or modelHarnesses in RuntimeOptions.",
     });
   }
+  refuseUnknownKeys(agent, KNOWN_KEYS.agent, agentFile, "AL_ERR_AGENT_DEFINITION");
   if (typeof agent.model !== "string" || agent.model.trim() === "") {
     throw new AssemblyLineError("AL_ERR_AGENT_DEFINITION", `${agentFile} has no model`, {
       fix: 'Set model: "provider/model", e.g. "openai/gpt-5.4-mini".',
@@ -133,7 +136,7 @@ export async function buildAgent(agentDirInput: string, options: BuildOptions = 
   const skills = await compileSkills(agentDir, "", new Set([...ownTools, ...BUILT_IN_TOOL_NAMES]));
   const subagents = await compileSubagents(
     { rootDir: agentDir, load, compileTools: (dir) => compileTools(dir, load), findSource },
-    { prefix: "", model: agent.model, tools: ownTools, connections: new Set() },
+    { prefix: "", model: agent.model, tools: ownTools, connections: new Set((await listSourceDir(agentDir, "connections")).map(stemOf)), budgets: agent.budgets },
   );
   const hooks = await compileHooks(agentDir, load);
   const resolver = await compileResolver(agentDir, load);
@@ -166,7 +169,7 @@ export async function buildAgent(agentDirInput: string, options: BuildOptions = 
       model: agent.model,
       instructions,
       defaultTools: agent.defaultTools ?? null,
-      coreToolPolicy: agent.coreToolPolicy ?? {},
+      coreToolPolicy: checkToolPolicy(agent.coreToolPolicy, `${agentFile} coreToolPolicy`),
       ...(agent.budgets !== undefined ? { budgets: agent.budgets } : {}),
       context: describeContext(agentContext, agentContext === undefined ? null : (contextSource?.exports.some((exported) => sameContextPolicy(exported, agentContext)) ? contextSource.source : await hashSource(agentDir, agentFile))),
       dynamicAutomations,
@@ -281,6 +284,7 @@ async function compileTools(agentDir: string, load: Loader): Promise<ToolManifes
         fix: "Write `export default defineTool({ description, inputSchema, execute })`.",
       });
     }
+    refuseUnknownKeys(exported, KNOWN_KEYS.tool, `${file}: defineTool`, "AL_ERR_TOOL_DEFINITION");
     entries.push(toolEntry(file, name, exported, source, builtIns.has(name) ? "override" : "authored"));
   }
   // An alias is another name for one tool: it may not shadow a tool or another alias.
@@ -430,6 +434,8 @@ async function compileChannels(agentDir: string, load: Loader): Promise<ChannelM
     };
     if (!isChannelDefinition(config)) fail("does not default-export defineChannel(...) or a provider helper", 'Write `export default defineChannel({ transport: "http", route: "/message", methods: ["POST"] })`.');
     const channel = config as ChannelDefinition;
+    refuseUnknownKeys(channel, KNOWN_KEYS.channel, `${file}: defineChannel`, "AL_ERR_CHANNEL_DEFINITION");
+    refuseUnknownKeys(channel.ingress, KNOWN_KEYS.channelIngress, `${file}: defineChannel ingress`, "AL_ERR_CHANNEL_DEFINITION");
     if (channel.transport !== "http") fail(`transport ${JSON.stringify(channel.transport)} is not supported`, 'Use transport: "http".');
     if (typeof channel.route !== "string" || !channel.route.startsWith("/")) fail(`route ${JSON.stringify(channel.route)} must start with /`, 'Use a path such as "/message".');
     const methods = channel.methods ?? ["POST"];
@@ -501,6 +507,7 @@ async function compileConnections(agentDir: string, load: Loader): Promise<Conne
     const exported: unknown = (await load(join(agentDir, file))).default;
     if (!isConnectionDefinition(exported)) fail("does not default-export defineMcpConnection / defineOpenApiConnection / defineHttpConnection", 'Write `export default defineMcpConnection({ url: "https://mcp.example.com/mcp", description: "..." })`.');
     const connection = exported as { kind: "mcp" | "openapi" | "http"; description?: unknown; auth?: { grant?: unknown } };
+    refuseUnknownKeys(connection, KNOWN_KEYS[`${connection.kind}Connection`], `${file}: the connection`, "AL_ERR_CONNECTION_DEFINITION");
     if (typeof connection.description !== "string" || connection.description.trim() === "") fail("description is required", "Say what the service offers; tool_search shows it.");
     if (connection.auth !== undefined && (typeof connection.auth?.grant !== "string" || Object.keys(connection.auth).some((key) => key !== "grant" && key !== "header"))) {
       fail("auth must be { grant: \"<grant id>\", header? }", "Refer to a grant in the host's grant store; secrets never go in the agent folder.");
@@ -512,6 +519,7 @@ async function compileConnections(agentDir: string, load: Loader): Promise<Conne
 
 function checkDynamicAutomations(agent: AgentDefinition, agentFile: string): AgentManifest["agent"]["dynamicAutomations"] {
   const policy = agent.dynamicAutomations ?? {};
+  refuseUnknownKeys(policy, KNOWN_KEYS.dynamicAutomations, `${agentFile}: dynamicAutomations`, "AL_ERR_AGENT_DEFINITION");
   for (const key of ["dynamic", "approval"] as const) {
     if (policy[key] !== undefined && typeof policy[key] !== "boolean") {
       throw new AssemblyLineError("AL_ERR_AGENT_DEFINITION", `${agentFile}: dynamicAutomations.${key} must be a boolean`, { fix: "Write dynamicAutomations: { dynamic: true, approval: false }." });
@@ -522,6 +530,7 @@ function checkDynamicAutomations(agent: AgentDefinition, agentFile: string): Age
 
 function checkDynamicConnections(agent: AgentDefinition, agentFile: string): AgentManifest["agent"]["dynamicConnections"] {
   const policy = agent.dynamicConnections ?? {};
+  refuseUnknownKeys(policy, KNOWN_KEYS.dynamicConnections, `${agentFile}: dynamicConnections`, "AL_ERR_AGENT_DEFINITION");
   const fail = (problem: string): never => {
     throw new AssemblyLineError("AL_ERR_AGENT_DEFINITION", `${agentFile}: dynamicConnections.${problem}`, {
       fix: 'Write dynamicConnections: { dynamic: true, approval: true, allowedHosts: ["mcp.example.com"] }.',
@@ -542,7 +551,7 @@ async function compileSandbox(agentDir: string, load: Loader): Promise<SandboxMa
   const declared = sandboxOptions((await load(join(agentDir, file))).default);
   if (!declared) {
     throw new AssemblyLineError("AL_ERR_SANDBOX_DEFINITION", `${file} does not default-export defineSandbox({ adapter, ... }) or a sandbox helper such as dockerSandbox({...})`, {
-      fix: 'Write `export default defineSandbox({ adapter: "local", image: "node:22" })`.',
+      fix: 'Write `export default defineSandbox({ adapter: "local" })`, or `defineSandbox({ adapter: "docker", image: "node:22" })` to run commands in an image.',
     });
   }
   const { adapter, options } = declared;

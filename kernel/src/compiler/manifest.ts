@@ -120,8 +120,13 @@ export interface SubagentManifestEntry {
   workspace: "shared" | "isolated";
   /** Parent tools it named (`tools: [...]`). */
   inheritedTools: string[];
-  /** Parent connections it named (`connections: [...]`). */
+  /** Parent connections it named (`connections: [...]`): its runs see these and no other. */
   connections: string[];
+  /**
+   * Its agent.ts `budgets` over its parent's (each no looser than the parent's),
+   * absent when neither sets any: its runs run under these, host ceilings and defaults applied.
+   */
+  budgets?: RunBudgets;
   tools: ToolManifestEntry[];
   skills: SkillManifestEntry[];
   subagents: SubagentManifestEntry[];

@@ -1,23 +1,28 @@
 import { existsSync, readdirSync } from "node:fs";
 import { join } from "node:path";
-import { AssemblyLineError, BUILT_IN_TOOL_NAMES, isAgentDefinition, type AgentDefinition } from "@assemblyline-agents/core";
+import { AssemblyLineError, BUILT_IN_TOOL_NAMES, RUN_BUDGET_NAMES, isAgentDefinition, type AgentDefinition, type RunBudgets } from "@assemblyline-agents/core";
+import { checkBudgets } from "../run/budget.js";
 import { compileSchema } from "../schema.js";
 import { resolveInstructions } from "./instructions.js";
 import type { createModuleLoader } from "./load-module.js";
 import type { SourceRef, SubagentManifestEntry, ToolManifestEntry } from "./manifest.js";
 import { compileSkills } from "./skills.js";
 import { hashSource } from "./source-files.js";
+import { KNOWN_KEYS, refuseUnknownKeys } from "./known-keys.js";
 
 type Loader = ReturnType<typeof createModuleLoader>;
 
-/** What a subagent may narrow: its parent's model, tools and connections. */
+/** What a subagent may narrow: its parent's model, tools, connections and budgets. */
 export interface ParentScope {
   /** e.g. `subagents/researcher/` ("" for the root). */
   prefix: string;
   model: string;
   /** Tools a child may name in `tools: [...]`: the parent's authored tools and the ones it inherited. */
   tools: ReadonlySet<string>;
+  /** Connections a child may name in `connections: [...]`: the root's connections/ files, or the ones the parent named. */
   connections: ReadonlySet<string>;
+  /** The parent's budgets as declared: its own agent.ts `budgets` over its parent's (undefined when none declares any). */
+  budgets: RunBudgets | undefined;
 }
 
 export interface SubagentCompilerParts {
@@ -32,8 +37,8 @@ const SUBAGENT_NAME = /^[a-z][a-z0-9_-]*$/;
 /** Parts of a root agent folder that have no meaning inside a subagent. */
 const ROOT_ONLY_PARTS = ["hooks", "channels", "automations", "connections"];
 const ROOT_ONLY_FILES = ["gateway", "resolvers", "context", "sandbox", "instrumentation"];
-/** agent.ts keys that only a root agent may set. */
-const ROOT_ONLY_KEYS = ["defaultTools", "coreToolPolicy", "selfImprovement", "dynamicAutomations", "dynamicConnections", "id", "context"] as const;
+/** agent.ts keys that only a root agent may set (a subagent's name is its folder's). */
+const ROOT_ONLY_KEYS = ["defaultTools", "coreToolPolicy", "selfImprovement", "dynamicAutomations", "dynamicConnections", "id", "name", "context"] as const;
 /** agent.ts keys only a subagent may set. */
 export const SUBAGENT_ONLY_KEYS = ["tools", "connections", "workspace", "outputSchema"] as const;
 
@@ -69,11 +74,17 @@ async function compileSubagent(parts: SubagentCompilerParts, parent: ParentScope
       fix: "Remove the harness: key; subagents run on the same engine route as their model.",
     });
   }
+  refuseUnknownKeys(definition, KNOWN_KEYS.agent, `${prefix}${agentFile}`, "AL_ERR_SUBAGENT_DEFINITION");
   if (typeof definition.description !== "string" || definition.description.trim() === "") {
     refuse("agent.ts has no description", "Set description: the parent reads it to decide when to delegate.");
   }
   for (const key of ROOT_ONLY_KEYS) {
-    if (definition[key] !== undefined) refuse(`agent.ts sets ${key}, which only a root agent may set`, `Remove ${key} from ${prefix}${agentFile}.`);
+    if (definition[key] !== undefined) {
+      refuse(
+        `agent.ts sets ${key}, which only a root agent may set`,
+        key === "name" ? `Remove name from ${prefix}${agentFile}: a subagent's name is its folder's (rename ${prefix} to rename it).` : `Remove ${key} from ${prefix}${agentFile}.`,
+      );
+    }
   }
   for (const part of ROOT_ONLY_PARTS) {
     if (existsSync(join(dir, part))) refuse(`has a ${part}/ folder, which only a root agent may have`, `Move ${part}/ to the root agent folder.`);
@@ -96,8 +107,12 @@ async function compileSubagent(parts: SubagentCompilerParts, parent: ParentScope
   const connections = stringList(definition.connections, "connections", refuse);
   const missingConnections = connections.filter((connection) => !parent.connections.has(connection));
   if (missingConnections.length > 0) {
-    narrowing(`names connection${missingConnections.length > 1 ? "s" : ""} ${missingConnections.map((c) => `"${c}"`).join(", ")} that the parent lacks`, `Name only the parent's connections (${[...parent.connections].sort().join(", ") || "none"}).`);
+    narrowing(
+      `names connection${missingConnections.length > 1 ? "s" : ""} ${missingConnections.map((c) => `"${c}"`).join(", ")} that the parent lacks`,
+      `Name only the parent's connections (${[...parent.connections].sort().join(", ") || "none"}): ${parent.prefix ? "the ones it names in its connections: [...]" : "the root's connections/<name>.ts files"}.`,
+    );
   }
+  const budgets = subagentBudgets(definition.budgets, parent, `${prefix}${agentFile}`, narrowing);
   const workspace = definition.workspace ?? "shared";
   if (workspace !== "shared" && workspace !== "isolated") refuse(`workspace ${JSON.stringify(workspace)} is not "shared" or "isolated"`, 'Use workspace: "shared" (the parent run\'s) or "isolated" (its own).');
   if (definition.outputSchema !== undefined) {
@@ -115,7 +130,7 @@ async function compileSubagent(parts: SubagentCompilerParts, parent: ParentScope
   const available = new Set([...own, ...inheritedTools, ...BUILT_IN_TOOL_NAMES]);
   const { instructions, instructionsSource } = await resolveInstructions(parts.rootDir, prefix, agentFile, definition);
   const skills = await compileSkills(dir, prefix, available);
-  const subagents = await compileSubagents(parts, { prefix, model, tools: new Set([...own, ...inheritedTools]), connections: new Set(connections) });
+  const subagents = await compileSubagents(parts, { prefix, model, tools: new Set([...own, ...inheritedTools]), connections: new Set(connections), budgets });
   return {
     name,
     dir: prefix.replace(/\/$/, ""),
@@ -129,10 +144,30 @@ async function compileSubagent(parts: SubagentCompilerParts, parent: ParentScope
     workspace,
     inheritedTools,
     connections,
+    ...(budgets !== undefined ? { budgets } : {}),
     tools,
     skills,
     subagents,
   };
+}
+
+/**
+ * The budgets a subagent's runs run under before host ceilings and defaults:
+ * its own over its parent's, each no looser than the parent's (a child only narrows).
+ */
+function subagentBudgets(own: unknown, parent: ParentScope, where: string, narrowing: (problem: string, fix: string) => never): RunBudgets | undefined {
+  checkBudgets(own, `${where} budgets`);
+  if (own === undefined) return parent.budgets;
+  for (const name of RUN_BUDGET_NAMES) {
+    const limit = own[name];
+    const ceiling = parent.budgets?.[name];
+    if (limit !== undefined && ceiling !== undefined && limit > ceiling) {
+      narrowing(`budgets.${name} is ${limit}, above the parent's ${ceiling}`, `Set budgets.${name} to at most ${ceiling}, or leave it out to inherit the parent's.`);
+    }
+  }
+  const merged: RunBudgets = { ...parent.budgets };
+  for (const [name, value] of Object.entries(own)) if (value !== undefined) Object.assign(merged, { [name]: value });
+  return merged;
 }
 
 function stringList(value: unknown, key: string, refuse: (problem: string, fix: string) => never): string[] {

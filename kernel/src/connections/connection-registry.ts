@@ -16,7 +16,8 @@ import type { ChangeGate } from "../run/change-approval.js";
 import type { ToolTable } from "../run/tool-table.js";
 
 const NAME = /^[a-z][a-z0-9]*(_[a-z0-9]+)*$/;
-const PROVIDER = "connections";
+/** The `provider` of every tool a connection provides (ToolTableEntry.provider). */
+export const CONNECTION_TOOL_PROVIDER = "connections";
 
 interface StoredConnection {
   spec: DynamicConnectionSpec;
@@ -131,7 +132,7 @@ export class ConnectionRegistry {
     const tools = this.parts.provider!.tools(name, definition, record, policy);
     for (const [toolName, tool] of Object.entries(tools)) {
       if (this.parts.table.has(toolName)) this.parts.table.delete(toolName);
-      this.parts.table.provide(toolName, tool, { provider: PROVIDER });
+      this.parts.table.provide(toolName, tool, { provider: CONNECTION_TOOL_PROVIDER });
     }
     this.provided.set(name, { digest, info: { name, kind: definition.kind, source, description: definition.description ?? "", tools: Object.keys(tools).sort() } });
   }

@@ -43,8 +43,6 @@ export interface RunDriverParts {
   logger: RuntimeLogger;
   ownerId: string;
   leaseTtlMs: number;
-  /** The limits every run runs under (agent.ts and host ceilings resolved). */
-  budgets: RunBudgets;
   selectHarness(modelSpec: string, runId: string): Promise<AgentHarness>;
   services(run: RunRecord): RunServices;
   textDelta(runId: string, delta: string): void;
@@ -111,9 +109,9 @@ export class RunDriver {
     return this.parts.journal;
   }
 
-  /** The limits runs of this build run under. */
-  get budgets(): RunBudgets {
-    return this.parts.budgets;
+  /** The limits `run` runs under: its agent's (the root's or its subagent's), host ceilings applied. */
+  budgetsOf(run: RunRecord): RunBudgets {
+    return profileOfRun(this.parts.profiles, run).budgets;
   }
 
   /** The root agent's tool table. */
@@ -400,7 +398,7 @@ export class RunDriver {
         : undefined,
       logger,
       lease,
-      await RunBudget.load(run, this.parts.budgets, state, { fresh }),
+      await RunBudget.load(run, profile.budgets, state, { fresh }),
     );
     try {
       const info = {
@@ -475,7 +473,7 @@ export class RunDriver {
       if (lease.lost) throw leaseLost(run.id);
       // An engine that swallowed the refusal still ends the run over budget.
       if (scope.budget.exceeded) {
-        await this.failOverBudget(run.id, scope.budget.exceeded);
+        await this.failOverBudget(run.id, scope.budget.exceeded, profile.budgets);
         await services.releaseSandbox();
         return;
       }
@@ -498,7 +496,7 @@ export class RunDriver {
       );
     } catch (error) {
       if (isInfrastructureFailure(error) || lease.lost) throw error;
-      if (scope.budget.exceeded) await this.failOverBudget(run.id, scope.budget.exceeded);
+      if (scope.budget.exceeded) await this.failOverBudget(run.id, scope.budget.exceeded, profile.budgets);
       else if (scope.failure) await this.failRun(run.id, new Error(scope.failure.message), scope.failure.code);
       else await this.failRun(run.id, error, isAssemblyLineError(error) ? error.code : undefined);
       await services.releaseSandbox();
@@ -533,8 +531,8 @@ export class RunDriver {
    * checkpoint: approving re-drives the turn from it, replaying every journaled
    * model call and tool call up to the one the budget refused.
    */
-  private async failOverBudget(runId: string, exceeded: BudgetExceeded): Promise<void> {
-    if (this.parts.budgets.onExceeded === "pause") {
+  private async failOverBudget(runId: string, exceeded: BudgetExceeded, budgets: RunBudgets): Promise<void> {
+    if (budgets.onExceeded === "pause") {
       this.parts.logger.info({ runId, ...exceeded }, "run reached a budget; paused for a decision");
       await this.parts.journal.append(
         runId,

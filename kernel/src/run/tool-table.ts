@@ -19,6 +19,7 @@ import type { SourceBundle } from "../compiler/bundle.js";
 import type { AgentManifest } from "../compiler/manifest.js";
 import { compileOnFirstCall, compileSchema } from "../schema.js";
 import { ToolSearchIndex, type ToolSearchHit } from "./tool-search.js";
+import { checkToolPolicy, isToolMode } from "./tool-policy.js";
 import {
   capabilityProblem,
   inferExecution,
@@ -239,13 +240,13 @@ export function toModelToolSpec(entry: ToolTableEntry): ModelToolSpec {
 
 /** Merge agent policy, the env shorthand for bash, and host policy (host wins). */
 export function mergeToolPolicy(agentPolicy: CoreToolPolicy, hostPolicy: CoreToolPolicy | undefined, env: Record<string, string | undefined>): CoreToolPolicy {
-  const merged: CoreToolPolicy = { ...agentPolicy };
+  const merged: CoreToolPolicy = { ...checkToolPolicy(agentPolicy, "agent.ts coreToolPolicy") };
   const bashMode = env.ASSEMBLY_LINE_BASH_TOOL_MODE;
   if (bashMode) {
-    if (bashMode !== "enabled" && bashMode !== "approval" && bashMode !== "disabled") {
-      throw new TypeError(`ASSEMBLY_LINE_BASH_TOOL_MODE=${bashMode} is not one of enabled, approval, disabled`);
+    if (!isToolMode(bashMode)) {
+      throw new AssemblyLineError("AL_ERR_TOOL_POLICY", `ASSEMBLY_LINE_BASH_TOOL_MODE=${bashMode} is not one of enabled, approval, disabled`, { fix: "Set it to enabled, approval or disabled, or unset it." });
     }
     merged.bash = bashMode;
   }
-  return { ...merged, ...(hostPolicy ?? {}) };
+  return { ...merged, ...checkToolPolicy(hostPolicy, "RuntimeOptions.coreToolPolicy") };
 }

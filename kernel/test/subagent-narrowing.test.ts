@@ -1,0 +1,186 @@
+import { writeFileSync } from "node:fs";
+import { join } from "node:path";
+import { describe, expect, it } from "vitest";
+import { defineTool, type ConnectionProvider, type JsonValue } from "@assemblyline-agents/core";
+import { InMemoryStateAdapter, OpenEveRuntime, buildAgent, loadRuntimeBundle, noopLogger, type RuntimeOptions } from "@assemblyline-agents/runtime";
+import { agentFolder, toolSource } from "./support/agent-folder.js";
+
+const SCRIPTED_ROOT = (extra = "") => `import { defineAgent } from "@assemblyline-agents/core";
+export default defineAgent({ model: "scripted:" + new URL("./script.json", import.meta.url).pathname${extra} });
+`;
+const subagent = (options: string) => `import { defineAgent } from "@assemblyline-agents/core";
+export default defineAgent({ description: "Does delegated work.", ${options} });
+`;
+
+function folder(files: Record<string, string>, script: object = { turns: [{ text: "done" }] }): string {
+  const dir = agentFolder({ "agent.ts": SCRIPTED_ROOT(), ...files });
+  writeFileSync(join(dir, "script.json"), JSON.stringify(script));
+  return dir;
+}
+
+async function start(dir: string, options: Partial<RuntimeOptions> = {}) {
+  const bundle = await loadRuntimeBundle((await buildAgent(dir)).artifactRoot);
+  const state = new InMemoryStateAdapter();
+  const runtime = new OpenEveRuntime({ ...bundle, state, logger: noopLogger(), ...options });
+  return { runtime, state, manifest: bundle.manifest };
+}
+
+/** The parent spawns `name` once; the child calls `echo` forever. */
+const SPAWN_A_LOOPING_CHILD = {
+  turns: [{ toolCalls: [{ name: "spawn_subagent", input: { name: "worker", task: "Loop." } }] }, { text: "The parent is done." }],
+  subagents: { worker: { turns: [{ toolCalls: [{ name: "echo", input: { value: "again" } }] }], loop: true } },
+};
+
+async function childOf(runtime: OpenEveRuntime, parentRunId: string): Promise<string> {
+  const started = (await runtime.listEvents(parentRunId)).find((event) => event.type === "subagent.started");
+  return started!.data.childRunId as string;
+}
+
+describe("subagent budgets", () => {
+  it("stops a subagent's run at its own budget, not the root's", async () => {
+    const dir = folder({ "subagents/worker/agent.ts": subagent("budgets: { maxTurns: 3 }"), "subagents/worker/tools/echo.ts": toolSource() }, SPAWN_A_LOOPING_CHILD);
+    const { runtime, manifest } = await start(dir);
+    expect(manifest.subagents[0]!.budgets).toEqual({ maxTurns: 3 });
+
+    const parent = await runtime.run({ message: "go" });
+    const child = await runtime.getRun(await childOf(runtime, parent.runId));
+    expect(child.status).toBe("failed");
+    expect(child.error?.code).toBe("AL_ERR_BUDGET_EXCEEDED");
+    const childEvents = await runtime.listEvents(child.runId);
+    expect(childEvents.find((event) => event.type === "budget.exceeded")?.data).toEqual({ budget: "maxTurns", limit: 3, used: 3, action: "fail" });
+    expect(childEvents.filter((event) => event.type === "tool.completed")).toHaveLength(3);
+    // The root's own runs keep the root's limits.
+    expect(runtime.profiles.budgets.maxTurns).toBe(50);
+  });
+
+  it("inherits the parent's budgets, lets the host's ceiling win, and pauses the child when its budget says so", async () => {
+    const inherited = folder(
+      { "agent.ts": SCRIPTED_ROOT(", budgets: { maxTurns: 4, maxCostUsd: 2 }"), "subagents/worker/agent.ts": subagent("budgets: { maxCostUsd: 1 }"), "subagents/worker/tools/echo.ts": toolSource() },
+      SPAWN_A_LOOPING_CHILD,
+    );
+    const { runtime, manifest } = await start(inherited, { budgets: { maxTurns: 2 } });
+    expect(manifest.subagents[0]!.budgets).toEqual({ maxTurns: 4, maxCostUsd: 1 });
+    const parent = await runtime.run({ message: "go" });
+    const childEvents = await runtime.listEvents(await childOf(runtime, parent.runId));
+    expect(childEvents.find((event) => event.type === "budget.exceeded")?.data).toEqual({ budget: "maxTurns", limit: 2, used: 2, action: "fail" });
+
+    const pausing = folder({ "subagents/worker/agent.ts": subagent('budgets: { maxTurns: 2, onExceeded: "pause" }'), "subagents/worker/tools/echo.ts": toolSource() }, SPAWN_A_LOOPING_CHILD);
+    const paused = await start(pausing);
+    const waiting = await paused.runtime.run({ message: "go" });
+    expect(waiting.status).toBe("waiting_approval");
+    const childId = await childOf(paused.runtime, waiting.runId);
+    expect((await paused.runtime.getRun(childId)).pendingBudget).toEqual({ budget: "maxTurns", limit: 2, used: 2 });
+    // Approving grows the child's budget by the child's own limit (2), not the root's (50).
+    const again = await paused.runtime.approve(childId);
+    expect(again.pendingBudget).toEqual({ budget: "maxTurns", limit: 4, used: 4 });
+  });
+
+  it("refuses a subagent budget looser than its parent's, an invalid one, and a subagent name", async () => {
+    await expect(buildAgent(folder({ "agent.ts": SCRIPTED_ROOT(", budgets: { maxTurns: 10 }"), "subagents/worker/agent.ts": subagent("budgets: { maxTurns: 20 }") }))).rejects.toMatchObject({
+      code: "AL_ERR_SUBAGENT_NARROWING",
+      message: expect.stringContaining("subagents/worker/: budgets.maxTurns is 20, above the parent's 10"),
+    });
+    await expect(
+      buildAgent(folder({ "subagents/worker/agent.ts": subagent("budgets: { maxTurns: 5 }"), "subagents/worker/subagents/helper/agent.ts": subagent("budgets: { maxTurns: 6 }") })),
+    ).rejects.toMatchObject({ code: "AL_ERR_SUBAGENT_NARROWING", message: expect.stringContaining("subagents/worker/subagents/helper/: budgets.maxTurns is 6, above the parent's 5") });
+    await expect(buildAgent(folder({ "subagents/worker/agent.ts": subagent("budgets: { maxTurn: 5 }") }))).rejects.toMatchObject({
+      code: "AL_ERR_BUDGET_INVALID",
+      message: expect.stringContaining('subagents/worker/agent.ts budgets has an unknown budget "maxTurn"'),
+    });
+    await expect(buildAgent(folder({ "subagents/worker/agent.ts": subagent('name: "Worker"') }))).rejects.toMatchObject({
+      code: "AL_ERR_SUBAGENT_DEFINITION",
+      message: expect.stringContaining("agent.ts sets name, which only a root agent may set"),
+      fix: expect.stringContaining("a subagent's name is its folder's"),
+    });
+    // A misspelled key would otherwise build a subagent without the narrowing it meant.
+    await expect(buildAgent(folder({ "subagents/worker/agent.ts": subagent('tool: ["list_connections"]') }))).rejects.toMatchObject({
+      code: "AL_ERR_SUBAGENT_DEFINITION",
+      message: expect.stringContaining('subagents/worker/agent.ts: unknown key "tool"'),
+    });
+  });
+});
+
+/** A connections provider whose every connection has one tool, `<name>__ping`. */
+function pingConnections(): ConnectionProvider {
+  return {
+    describe: async () => ({}),
+    tools: (name) => ({
+      [`${name}__ping`]: defineTool({
+        description: `Ping ${name}.`,
+        inputSchema: { type: "object", properties: {}, additionalProperties: false },
+        execute: async () => ({ from: name }),
+      }),
+    }),
+  };
+}
+
+const httpConnection = (name: string) => `import { defineHttpConnection } from "@assemblyline-agents/core";
+export default defineHttpConnection({ description: "The ${name} service.", baseUrl: "https://${name}.example.com", endpoints: {} });
+`;
+
+const LIST_CONNECTIONS = toolSource({ schema: `{ type: "object", properties: {}, additionalProperties: false }`, execute: "return { connections: Object.keys(ctx.connections).sort() };" });
+
+/** The child lists its connections, then calls each connection's tool through tool_call. */
+const childScript = {
+  turns: [
+    { toolCalls: [{ name: "list_connections", input: {} }] },
+    { toolCalls: [{ name: "tool_call", input: { name: "billing__ping", input: {} } }] },
+    { toolCalls: [{ name: "tool_call", input: { name: "crm__ping", input: {} } }] },
+    { text: "checked" },
+  ],
+};
+
+describe("subagent connections", () => {
+  it("gives a subagent only the parent connections it names; one that names none gets none", async () => {
+    const dir = folder(
+      {
+        "connections/billing.ts": httpConnection("billing"),
+        "connections/crm.ts": httpConnection("crm"),
+        "tools/list_connections.ts": LIST_CONNECTIONS,
+        "subagents/accountant/agent.ts": subagent('connections: ["billing"], tools: ["list_connections"]'),
+        "subagents/writer/agent.ts": subagent('tools: ["list_connections"]'),
+      },
+      {
+        turns: [
+          { toolCalls: [{ name: "spawn_subagent", input: { name: "accountant", task: "Check." } }] },
+          { toolCalls: [{ name: "spawn_subagent", input: { name: "writer", task: "Check." } }] },
+          { toolCalls: [{ name: "list_connections", input: {} }] },
+          { text: "done" },
+        ],
+        subagents: { accountant: childScript, writer: childScript },
+      },
+    );
+    const { runtime, state, manifest } = await start(dir, { connections: pingConnections() });
+    expect(manifest.subagents.map((entry) => [entry.name, entry.connections])).toEqual([
+      ["accountant", ["billing"]],
+      ["writer", []],
+    ]);
+    const parent = await runtime.run({ message: "go" });
+    expect(parent.status).toBe("completed");
+
+    const started = (await runtime.listEvents(parent.runId)).filter((event) => event.type === "subagent.started");
+    const outputsOf = async (runId: string) => Object.fromEntries((await state.listToolCalls(runId)).map((call) => [call.toolName, call.output as JsonValue]));
+    const accountant = await outputsOf(started[0]!.data.childRunId as string);
+    expect(accountant.list_connections).toEqual({ connections: ["billing"] });
+    expect(accountant.billing__ping).toEqual({ from: "billing" });
+    expect(accountant.crm__ping).toMatchObject({ error: expect.stringContaining('Unknown tool "crm__ping"') });
+
+    const writer = await outputsOf(started[1]!.data.childRunId as string);
+    expect(writer.list_connections).toEqual({ connections: [] });
+    // No connection tool reached its table: nothing is deferred, so it is not even offered tool_call.
+    expect(writer).toEqual({ list_connections: { connections: [] }, tool_call: { error: expect.stringContaining('Unknown tool "tool_call"') } });
+
+    // The root keeps both.
+    const root = await outputsOf(parent.runId);
+    expect(root.list_connections).toEqual({ connections: ["billing", "crm"] });
+  });
+
+  it("refuses a subagent that names a connection the parent has no connections/ file for", async () => {
+    const dir = folder({ "connections/billing.ts": httpConnection("billing"), "subagents/accountant/agent.ts": subagent('connections: ["crm"]') });
+    await expect(buildAgent(dir)).rejects.toMatchObject({
+      code: "AL_ERR_SUBAGENT_NARROWING",
+      message: expect.stringContaining('names connection "crm" that the parent lacks'),
+      fix: expect.stringContaining("(billing)"),
+    });
+  });
+});
