@@ -26,4 +26,5 @@ export * from "./rate-limit.js";
 export * from "./automation.js";
 export * from "./connection.js";
 export * from "./timeout.js";
+export * from "./options-schema.js";
 export * from "./net/index.js";

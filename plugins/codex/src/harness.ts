@@ -4,6 +4,7 @@ import { join } from "node:path";
 import { AssemblyLineError, type AgentHarness, type HarnessContext, type HarnessTurnInput, type HarnessTurnResult } from "@assemblyline-agents/core";
 import { readContinuation, writeContinuation, type CodexContinuationData } from "./continuation.js";
 import { functionOutputItem, toResponseItems, toolOutputText, userItem } from "./items.js";
+import { checkCodexOptions } from "./config-schema.js";
 import { CODEX_HARNESS_NAME, CODEX_PROVIDER, appServerArgs, resolveCodexCommand, type CodexHarnessOptions } from "./options.js";
 import { runAppServerTurn } from "./turn.js";
 
@@ -16,6 +17,7 @@ import { runAppServerTurn } from "./turn.js";
  * answers the pending calls first and rebuilds the thread from it.
  */
 export function codexAgentHarness(options: CodexHarnessOptions = {}): AgentHarness {
+  checkCodexOptions(options);
   return {
     name: CODEX_HARNESS_NAME,
     runTurn: (input, ctx) => runCodexTurn(input, ctx, options),

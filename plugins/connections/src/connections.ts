@@ -11,14 +11,13 @@ import {
   type OutboundResolver,
   type ToolDefinition,
 } from "@assemblyline-agents/core";
+import { checkConnectionsOptions } from "./config-schema.js";
 import type { GrantStore } from "./grants.js";
 import { describeHttp, type HttpRecord } from "./http.js";
 import { fillPath, send } from "./http-request.js";
 import { McpClients, failure, type McpTarget, type McpToolRecord } from "./mcp.js";
 import { describeOpenApi, openApiRequest, type OpenApiRecord } from "./openapi.js";
 import { connectionFetch } from "./outbound.js";
-
-const NAME = /^[a-z][a-z0-9]*(_[a-z0-9]+)*$/;
 
 export interface ConnectionsOptions {
   /** Host-declared connections by name (snake_case): defineMcpConnection / defineOpenApiConnection / defineHttpConnection. */
@@ -44,6 +43,8 @@ type AnyDefinition = ConnectionDefinition | DynamicConnectionSpec;
  * every request through the one outbound address guard.
  */
 export function createConnections(options: ConnectionsOptions = {}): ConnectionProvider {
+  // Unknown keys and names that are not snake_case are refused by config.schema.json; each definition's shape below.
+  checkConnectionsOptions(options);
   const connections = options.connections ?? {};
   for (const [name, definition] of Object.entries(connections)) checkDefinition(name, definition);
   const outbound = { grants: options.grants, ...(options.resolve ? { resolve: options.resolve } : {}) };
@@ -133,7 +134,6 @@ function checkDefinition(name: string, definition: ConnectionDefinition): void {
   const fail = (problem: string, fix: string): never => {
     throw new AssemblyLineError("AL_ERR_CONNECTION_DEFINITION", `connection "${name}": ${problem}`, { fix });
   };
-  if (!NAME.test(name)) fail("the name is not snake_case", "Name connections like github or weather_api; tools become <connection>__<tool>.");
   if (!isConnectionDefinition(definition)) fail("is not a defineMcpConnection / defineOpenApiConnection / defineHttpConnection result", "Declare it with one of those helpers from @assemblyline-agents/core.");
   if (typeof definition.description !== "string" || definition.description.trim() === "") fail("description is required", "Say what the service offers; tool_search shows it.");
   if (definition.kind === "mcp" && !definition.url === !definition.command) fail("give exactly one of url (Streamable HTTP) or command (stdio)", 'defineMcpConnection({ url: "https://mcp.example.com/mcp", description })');

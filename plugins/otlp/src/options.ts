@@ -1,4 +1,5 @@
 import { AssemblyLineError } from "@assemblyline-agents/core";
+import { checkOtlpOptions } from "./config-schema.js";
 
 export interface OtlpSinkOptions {
   /** OTLP/HTTP base URL, e.g. https://cloud.langfuse.com/api/public/otel; `/v1/traces` is appended unless the URL already ends with it. */
@@ -29,26 +30,11 @@ export type ResolvedOtlpOptions = Required<Omit<OtlpSinkOptions, "onWarning" | "
 const DEFAULTS = { maxBatchSize: 512, maxQueueSize: 2048, scheduledDelayMs: 1000, timeoutMs: 10_000, maxAttempts: 5, initialBackoffMs: 500, maxBackoffMs: 30_000 };
 
 export function resolveOtlpOptions(options: OtlpSinkOptions): ResolvedOtlpOptions {
+  // Limits and headers are checked by config.schema.json; the URL's form is checked here.
+  checkOtlpOptions(options);
   const url = options?.url !== undefined ? tracesUrl(options.url, { appendPath: false }) : tracesUrl(options?.endpoint);
   const { endpoint: _endpoint, url: _url, ...rest } = definedOnly(options ?? {});
-  const resolved = { ...DEFAULTS, ...rest, headers: { ...(options.headers ?? {}) }, url };
-  for (const key of Object.keys(DEFAULTS) as Array<keyof typeof DEFAULTS>) {
-    const value = resolved[key];
-    const least = key === "scheduledDelayMs" || key.endsWith("BackoffMs") ? 0 : 1;
-    if (!Number.isInteger(value) || value < least) {
-      throw new AssemblyLineError("AL_ERR_OTLP_CONFIG", `createOtlpSink: ${key} ${JSON.stringify(value)} must be an integer >= ${least}`, {
-        fix: `Pass a whole number for ${key}, or leave it out for the default ${DEFAULTS[key]}.`,
-      });
-    }
-  }
-  for (const [name, value] of Object.entries(resolved.headers)) {
-    if (!/^[!#$%&'*+.^_`|~0-9A-Za-z-]+$/.test(name) || typeof value !== "string" || /[\r\n]/.test(value)) {
-      throw new AssemblyLineError("AL_ERR_OTLP_CONFIG", `createOtlpSink: header ${JSON.stringify(name)} is not a valid HTTP header`, {
-        fix: "Use token characters for header names and single-line string values.",
-      });
-    }
-  }
-  return resolved;
+  return { ...DEFAULTS, ...rest, headers: { ...(options.headers ?? {}) }, url };
 }
 
 /** The URL spans are posted to: the base endpoint plus the OTLP traces path. */

@@ -185,7 +185,7 @@ describe("createOtlpSink", () => {
   it("refuses a bad endpoint or limit with AL_ERR_OTLP_CONFIG", () => {
     expect(() => createOtlpSink({ endpoint: "localhost:4318" })).toThrow(expect.objectContaining({ code: "AL_ERR_OTLP_CONFIG" }));
     expect(() => createOtlpSink({ endpoint: "grpc://collector:4317" })).toThrow(/OTLP\/HTTP needs http: or https:/);
-    expect(() => createOtlpSink({ endpoint: "http://c:4318", maxBatchSize: 0 })).toThrow(/maxBatchSize 0 must be an integer >= 1/);
+    expect(() => createOtlpSink({ endpoint: "http://c:4318", maxBatchSize: 0 })).toThrow(/options.maxBatchSize must be >= 1/);
   });
 });
 

@@ -1,0 +1,25 @@
+import { describe, expect, it } from "vitest";
+import { codexAgentHarness, codexPlugin } from "../src/index.js";
+
+describe("codexAgentHarness's options, checked against config.schema.json", () => {
+  it("refuses a misspelt or unknown option, naming it, instead of ignoring it", () => {
+    const refusal = () => codexAgentHarness({ modle: "gpt-5.1-codex", bogus: true } as never);
+    expect(refusal).toThrow(expect.objectContaining({ code: "AL_ERR_PLUGIN_OPTIONS" }));
+    expect(refusal).toThrow(/codexAgentHarness: "modle" is not an option; "bogus" is not an option/);
+    expect(refusal).toThrow(/fix: .*\(command, config, env\).*model spec/);
+  });
+
+  it("refuses them through codexPlugin() too, and values of the wrong type", () => {
+    expect(() => codexPlugin({ cmd: "/usr/bin/codex" } as never)).toThrow(/"cmd" is not an option/);
+    expect(() => codexAgentHarness({ config: { model_reasoning_effort: 3 } } as never)).toThrow(/options.config.model_reasoning_effort must be string/);
+    expect(() => codexAgentHarness({ command: "" })).toThrow(/options.command must NOT have fewer than 1 characters/);
+  });
+
+  it("accepts every documented option, and none", () => {
+    const env = { ...process.env, CODEX_HOME: "/tmp/codex-home", UNSET: undefined };
+    expect(codexAgentHarness({ command: "/usr/local/bin/codex", config: { model_reasoning_effort: '"high"' }, env }).name).toBe("codex");
+    expect(codexAgentHarness({ command: undefined }).name).toBe("codex");
+    expect(codexAgentHarness().name).toBe("codex");
+    expect(codexPlugin({ env }).name).toBe("codex");
+  });
+});

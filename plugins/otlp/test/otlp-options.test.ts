@@ -1,0 +1,46 @@
+import { describe, expect, it } from "vitest";
+import { createOtlpSink, createOtlpSinkFromEnv } from "@assemblyline-agents/otlp";
+
+const endpoint = "http://collector.invalid:4318";
+
+describe("createOtlpSink's options, checked against config.schema.json", () => {
+  it("refuses a misspelt option, naming it, instead of ignoring it", () => {
+    const refusal = () => createOtlpSink({ endpoint, maxBatch: 10, timeout: 5_000 } as never);
+    expect(refusal).toThrow(expect.objectContaining({ code: "AL_ERR_OTLP_CONFIG" }));
+    expect(refusal).toThrow(/"maxBatch" is not an option; "timeout" is not an option/);
+    expect(refusal).toThrow(/fix: .*maxBatchSize.*timeoutMs/);
+  });
+
+  it("refuses a misspelt override of createOtlpSinkFromEnv too", () => {
+    expect(() => createOtlpSinkFromEnv({}, { scheduledDelay: 10 } as never)).toThrow(/AL_ERR_OTLP_CONFIG: createOtlpSink: "scheduledDelay" is not an option/);
+  });
+
+  it("refuses limits that are not whole numbers in range, and headers HTTP cannot carry", () => {
+    expect(() => createOtlpSink({ endpoint, timeoutMs: 1.5 })).toThrow(/options.timeoutMs must be integer/);
+    expect(() => createOtlpSink({ endpoint, maxQueueSize: Infinity })).toThrow(/options.maxQueueSize must be <= 2147483647/);
+    expect(() => createOtlpSinkFromEnv({ OTEL_EXPORTER_OTLP_TIMEOUT: "soon" })).toThrow(/options.timeoutMs must be integer/);
+    expect(() => createOtlpSink({ endpoint, headers: { "x tenant": "acme" } })).toThrow(/options.headers key "x tenant" must match pattern/);
+    expect(() => createOtlpSink({ endpoint, headers: { "x-tenant": "acme\r\nx-evil: 1" } })).toThrow(/options.headers.x-tenant must match pattern/);
+  });
+
+  it("accepts every documented option, and undefined for any of them", async () => {
+    const everything = createOtlpSink({
+      endpoint,
+      headers: { Authorization: "Basic abc", "x-tenant": "acme" },
+      maxBatchSize: 100,
+      maxQueueSize: 1_000,
+      scheduledDelayMs: 0,
+      timeoutMs: 2_000,
+      maxAttempts: 3,
+      initialBackoffMs: 0,
+      maxBackoffMs: 1_000,
+      onWarning: () => {},
+    });
+    const byUrl = createOtlpSink({ url: `${endpoint}/custom/traces`, endpoint: undefined, maxBatchSize: undefined });
+    const fromEnv = createOtlpSinkFromEnv({ OTEL_EXPORTER_OTLP_ENDPOINT: endpoint, OTEL_EXPORTER_OTLP_HEADERS: "a=b", OTEL_EXPORTER_OTLP_TIMEOUT: "500" }, { maxAttempts: 1 });
+    for (const sink of [everything, byUrl, fromEnv]) {
+      expect(sink.stats()).toEqual({ exported: 0, dropped: 0, queued: 0 });
+      await sink.shutdown();
+    }
+  });
+});
