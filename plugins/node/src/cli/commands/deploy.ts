@@ -14,12 +14,62 @@ import { envelope, progress } from "../output.js";
 export const DEPLOY_TARGETS = ["local", "docker", "vps", "fly", "railway"] as const;
 export type DeployTargetName = (typeof DEPLOY_TARGETS)[number];
 
-const USAGE = `assembly-line deploy <agentDir> --target ${DEPLOY_TARGETS.join("|")}
-    [--name <name>] [--model <spec>] [--include <path>]... [--port <n>] [--ready-timeout <seconds>]
-    docker: [--base-image <image>] [--network bridge|host]
-    vps:    --host <host> [--user <user>] [--ssh-port <n>] [--identity <keyfile>] [--dir <remote dir>] [--node <remote node path>] [--service-manager systemd|process]
+const USAGE = `assembly-line deploy <agentDir> --target ${DEPLOY_TARGETS.join("|")} [--json]
+    local:   no other flags (copies the built revision to <agentDir>/.assembly-line-deployments/<revision>; starts nothing)
+    docker, vps, fly, railway: [--name <name>] [--model <spec>] [--include <path>]... [--port <n>]
+    docker, vps:  [--ready-timeout <seconds>]
+    docker, fly, railway: [--base-image <image>]
+    docker:  [--network bridge|host]
+    vps:     --host <host> [--user <user>] [--ssh-port <n>] [--identity <keyfile>] [--dir <remote dir>] [--node <remote node path>] [--service-manager systemd|process]
     fly, railway: [--out <dir>] (writes the config, Dockerfile and bundle; runs the platform CLI when it is installed)`;
 
+/** The targets that start a release (local only copies the revision). */
+const RELEASE_TARGETS = ["docker", "vps", "fly", "railway"] as const satisfies readonly DeployTargetName[];
+
+/**
+ * Each target-specific option of deployAgent, the flags that set it, and the
+ * targets that honour it. Any other target refuses it rather than drop it.
+ * Exhaustive: a new option does not compile until it is listed here.
+ */
+const TARGET_OPTIONS = {
+  name: { flags: ["--name"], targets: RELEASE_TARGETS },
+  model: { flags: ["--model"], targets: RELEASE_TARGETS },
+  include: { flags: ["--include"], targets: RELEASE_TARGETS },
+  port: { flags: ["--port"], targets: RELEASE_TARGETS },
+  readyTimeoutMs: { flags: ["--ready-timeout"], targets: ["docker", "vps"] },
+  baseImage: { flags: ["--base-image"], targets: ["docker", "fly", "railway"] },
+  network: { flags: ["--network"], targets: ["docker"] },
+  vps: { flags: ["--host", "--user", "--ssh-port", "--identity", "--dir", "--node", "--service-manager"], targets: ["vps"] },
+  out: { flags: ["--out"], targets: ["fly", "railway"] },
+} as const satisfies Record<TargetOption, { flags: readonly string[]; targets: readonly DeployTargetName[] }>;
+type TargetOption = Exclude<keyof DeployAgentOptions, "agentDir" | "target" | "env" | "onProgress">;
+
+/** Why a target refuses an option, said with the refusal. */
+const TARGET_NOTES: Partial<Record<DeployTargetName, string>> = {
+  local: "--target local copies the built revision into a deployments folder beside the agent and starts nothing, so it takes no release flags (its folder comes from gateway.ts's localDeploy({ directory }))",
+};
+
+/** What a refusal says: the flag, the option it sets, who takes it, and how to fix the command. */
+interface IgnoredOption {
+  flag: string;
+  option: TargetOption;
+  /** "only --target docker|vps do" */
+  takers: string;
+  fix: string;
+}
+
+/** Throw `refuse(...)` for the first option (or flag) the chosen target would not honour. */
+function refuseIgnoredOptions(target: DeployTargetName, given: (option: TargetOption, flag: string) => boolean, refuse: (ignored: IgnoredOption) => AssemblyLineError): void {
+  for (const [option, spec] of Object.entries(TARGET_OPTIONS) as Array<[TargetOption, { flags: readonly string[]; targets: readonly DeployTargetName[] }]>) {
+    if (spec.targets.includes(target)) continue;
+    const targets = `--target ${spec.targets.join("|")}`;
+    for (const flag of spec.flags) {
+      if (!given(option, flag)) continue;
+      const note = TARGET_NOTES[target];
+      throw refuse({ flag, option, takers: `only ${targets} ${spec.targets.length === 1 ? "does" : "do"}`, fix: `Leave ${flag} out, or deploy with ${targets}.${note ? ` ${note}.` : ""}` });
+    }
+  }
+}
 
 export interface DeployAgentOptions {
   agentDir: string;
@@ -63,6 +113,12 @@ export async function deployAgent(options: DeployAgentOptions): Promise<DeployOu
   if (!DEPLOY_TARGETS.includes(options.target)) {
     throw new AssemblyLineError("AL_ERR_DEPLOY_CONFIG", `unknown deploy target ${JSON.stringify(options.target)}`, { fix: `Use --target ${DEPLOY_TARGETS.join("|")}.` });
   }
+  refuseIgnoredOptions(
+    options.target,
+    (option) => options[option] !== undefined,
+    ({ flag, option, takers, fix }) =>
+      new AssemblyLineError("AL_ERR_DEPLOY_CONFIG", `deploy target ${options.target} does not take option ${option} (${flag}): ${takers}`, { fix, details: { target: options.target, option } }),
+  );
   const agentDir = resolve(options.agentDir);
   options.onProgress?.(`building ${agentDir}`);
   const { artifactRoot } = await buildAgent(agentDir, { validateModel: staticModelCheck(undefined), checkSandboxAdapter: checkSandboxAdapterInstalled });
@@ -139,6 +195,13 @@ export async function deployCommand(parsed: ParsedCommand, io: CommandIO): Promi
   const agentDir = requirePositional(parsed.positionals, 0, "agentDir", USAGE);
   const target = stringOption(parsed, "target");
   if (!target) throw new AssemblyLineError("AL_ERR_CLI_USAGE", "missing --target", { fix: `usage: ${USAGE}` });
+  if (DEPLOY_TARGETS.includes(target as DeployTargetName)) {
+    refuseIgnoredOptions(
+      target as DeployTargetName,
+      (_option, flag) => parsed.values[flag.slice(2)] !== undefined,
+      ({ flag, takers, fix }) => new AssemblyLineError("AL_ERR_CLI_USAGE", `--target ${target} does not take ${flag}: ${takers}`, { fix: `${fix}\nusage: ${USAGE}`, details: { target, flag } }),
+    );
+  }
   const port = numberOption(stringOption(parsed, "port"), "--port");
   const sshPort = numberOption(stringOption(parsed, "ssh-port"), "--ssh-port");
   const host = stringOption(parsed, "host");

@@ -7,6 +7,7 @@ import { listenNodeRuntime, type NodeRuntimeHandle } from "../../host/server.js"
 import { installSignalHandlers } from "../../host/signals.js";
 import { jsonOption, requirePositional, stringOption, type CommandContext, type ParsedCommand } from "../args.js";
 import type { CommandIO } from "../io.js";
+import { gatewayListenOptions, listenAddress } from "../listen-address.js";
 import { catalogFor, chooseModel } from "../local-runtime.js";
 import { envelope, progress } from "../output.js";
 
@@ -58,13 +59,13 @@ async function serve(
   control: ServeControl,
   mode: { devMode: boolean; usage: string; logger: RuntimeLogger; model: string | undefined; note: string },
 ): Promise<number> {
-  const port = portOption(parsed, mode.usage);
-  const host = stringOption(parsed, "host");
+  const flags = { port: portOption(parsed, mode.usage), host: hostOption(parsed, mode.usage) };
   const stateDir = stringOption(parsed, "state-dir");
   const models = await catalogFor(modelFlags(parsed));
   const local = await openLocalDefaults(bundle, { ...(stateDir ? { stateDir } : {}), ...(models ? { models } : {}), devMode: mode.devMode });
   let handle: NodeRuntimeHandle;
   try {
+    const fromGateway = await gatewayListenOptions(bundle, local.kernel, { agentDir: local.agentDir, devMode: mode.devMode, env: process.env });
     handle = await listenNodeRuntime({
       ...bundle,
       state: local.state,
@@ -76,8 +77,7 @@ async function serve(
       ...(local.kernel ? { kernel: local.kernel } : {}),
       devMode: mode.devMode,
       logger: mode.logger,
-      ...(port !== undefined ? { port } : {}),
-      ...(host ? { host } : {}),
+      ...listenAddress(flags, process.env, fromGateway),
       ...(mode.model ? { model: mode.model } : {}),
     });
   } catch (error) {
@@ -120,6 +120,12 @@ function portOption(parsed: ParsedCommand, usage: string): number | undefined {
     throw new AssemblyLineError("AL_ERR_CLI_USAGE", `--port ${text} is not a port number (0-65535)`, { fix: `usage: ${usage}` });
   }
   return port;
+}
+
+function hostOption(parsed: ParsedCommand, usage: string): string | undefined {
+  const host = stringOption(parsed, "host");
+  if (host !== undefined && host.trim() === "") throw new AssemblyLineError("AL_ERR_CLI_USAGE", "--host is empty", { fix: `Give the address to listen on (e.g. --host 127.0.0.1), or leave --host out. usage: ${usage}` });
+  return host;
 }
 
 /** `assembly-line dev <args>` for embedding (tests, scripts): the same parsing and checks as the command line. */

@@ -1,0 +1,98 @@
+import { cpSync, existsSync, readFileSync } from "node:fs";
+import { join, resolve } from "node:path";
+import { fileURLToPath } from "node:url";
+import { describe, expect, it } from "vitest";
+import { AssemblyLineError, isAssemblyLineError } from "@assemblyline-agents/core";
+import { deployAgent } from "../src/cli/commands/deploy.js";
+import { runCommandLine } from "../src/cli/program.js";
+import { tempDir } from "./support/host.js";
+
+const example = resolve(import.meta.dirname, "../../../examples/notes-agent");
+const quiet = { out: () => undefined, err: () => undefined };
+
+/** The error `assembly-line deploy <args>` stops with. Refusals come before the build, so the agent folder need not exist. */
+async function deployError(args: string[]): Promise<AssemblyLineError> {
+  const error = await runCommandLine(["deploy", join(tempDir("al-deploy-"), "no-agent"), ...args], quiet).then(
+    () => undefined,
+    (caught: unknown) => caught,
+  );
+  if (!isAssemblyLineError(error)) throw new Error(`expected an AssemblyLineError, got ${String(error)}`);
+  return error;
+}
+
+describe("assembly-line deploy --target local", () => {
+  // Every flag the usage lists for a started release: local copies the revision and starts nothing.
+  it.each([
+    ["--name", "support-bot", "docker|vps|fly|railway"],
+    ["--model", "scripted:conversations/hello.json", "docker|vps|fly|railway"],
+    ["--include", "conversations", "docker|vps|fly|railway"],
+    ["--port", "8080", "docker|vps|fly|railway"],
+    ["--ready-timeout", "30", "docker|vps"],
+    ["--base-image", "node:22", "docker|fly|railway"],
+    ["--network", "host", "docker"],
+    ["--host", "203.0.113.10", "vps"],
+    ["--user", "deploy", "vps"],
+    ["--ssh-port", "2222", "vps"],
+    ["--identity", "id_ed25519", "vps"],
+    ["--dir", "/opt/agent", "vps"],
+    ["--node", "/usr/bin/node", "vps"],
+    ["--service-manager", "process", "vps"],
+    ["--out", "release", "fly|railway"],
+  ])("refuses %s, naming the targets that take it, instead of dropping it", async (flag, value, takers) => {
+    const error = await deployError(["--target", "local", flag, value]);
+    expect(error.code).toBe("AL_ERR_CLI_USAGE");
+    expect(error.message).toContain(`--target local does not take ${flag}: only --target ${takers}`);
+    expect(error.fix).toContain(`Leave ${flag} out`);
+    expect(error.fix).toContain("starts nothing");
+  });
+
+  it("refuses an --include path that does not exist before building anything, rather than deploying without it", async () => {
+    const agentDir = join(tempDir("al-deploy-"), "notes-agent");
+    cpSync(example, agentDir, { recursive: true, filter: (source) => !source.includes(`${example}/.assembly-line`) });
+    const error = await runCommandLine(["deploy", agentDir, "--target", "local", "--include", "no-such-folder"], quiet).catch((caught: unknown) => caught);
+    expect(isAssemblyLineError(error, "AL_ERR_CLI_USAGE")).toBe(true);
+    expect((error as Error).message).toContain("--include");
+    expect(existsSync(join(agentDir, ".assembly-line"))).toBe(false);
+  });
+
+  it("still copies the built revision when given no other flags", async () => {
+    const agentDir = join(tempDir("al-deploy-"), "notes-agent");
+    cpSync(example, agentDir, { recursive: true, filter: (source) => !source.includes(`${example}/.assembly-line`) });
+    const lines: string[] = [];
+    expect(await runCommandLine(["deploy", agentDir, "--target", "local", "--json"], { out: (line) => lines.push(line), err: () => undefined })).toBe(0);
+    const outcome = (JSON.parse(lines.at(-1)!) as { data: { target: string; id: string; url: string } }).data;
+    expect(outcome).toMatchObject({ target: "local", id: expect.stringMatching(/^rev_/) });
+    const folder = fileURLToPath(outcome.url);
+    expect(existsSync(join(folder, ".assembly-line", "manifest.json"))).toBe(true);
+    expect(readFileSync(join(agentDir, ".assembly-line-deployments", "CURRENT"), "utf8").trim()).toBe(outcome.id);
+  }, 60_000);
+});
+
+describe("assembly-line deploy: a flag the chosen target would ignore", () => {
+  it.each([
+    ["fly", "--ready-timeout", "30", "docker|vps"],
+    ["railway", "--network", "host", "docker"],
+    ["docker", "--host", "203.0.113.10", "vps"],
+    ["docker", "--out", "release", "fly|railway"],
+    ["vps", "--base-image", "node:22", "docker|fly|railway"],
+  ])("--target %s refuses %s", async (target, flag, value, takers) => {
+    const extra = target === "vps" ? ["--host", "203.0.113.10"] : [];
+    const error = await deployError(["--target", target, ...extra, flag, value]);
+    expect(error.code).toBe("AL_ERR_CLI_USAGE");
+    expect(error.message).toContain(`--target ${target} does not take ${flag}: only --target ${takers}`);
+  });
+});
+
+describe("deployAgent", () => {
+  it("refuses an option its target does not take, naming the option and its flag", async () => {
+    const error = await deployAgent({ agentDir: join(tempDir("al-deploy-"), "no-agent"), target: "local", include: ["conversations"] }).catch((caught: unknown) => caught);
+    expect(isAssemblyLineError(error, "AL_ERR_DEPLOY_CONFIG")).toBe(true);
+    expect((error as Error).message).toContain("deploy target local does not take option include (--include): only --target docker|vps|fly|railway do");
+  });
+
+  it("refuses vps connection options on another target", async () => {
+    const error = await deployAgent({ agentDir: join(tempDir("al-deploy-"), "no-agent"), target: "docker", vps: { host: "203.0.113.10" } }).catch((caught: unknown) => caught);
+    expect(isAssemblyLineError(error, "AL_ERR_DEPLOY_CONFIG")).toBe(true);
+    expect((error as Error).message).toContain("option vps");
+  });
+});
