@@ -1,5 +1,5 @@
 export { listenNodeRuntime, type NodeRuntimeHandle } from "./host/server.js";
-export { installSignalHandlers, type SignalHandlerOptions } from "./host/signals.js";
+export { EXIT_GRACE_MS, installSignalHandlers, type SignalHandlerOptions } from "./host/signals.js";
 export {
   DEFAULT_MAX_BODY_BYTES,
   DEFAULT_MAX_CONCURRENT_RUNS,

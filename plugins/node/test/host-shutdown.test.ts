@@ -87,9 +87,9 @@ describe("SIGTERM under load", () => {
     for (const child of children) if (child.exitCode === null) child.kill("SIGKILL");
   });
 
-  function spawnHost(stateDir: string): Promise<{ child: ChildProcess; url: string; stderr: () => string; exited: Promise<number | null> }> {
+  function spawnHost(stateDir: string, env: Record<string, string> = {}): Promise<{ child: ChildProcess; url: string; stdout: () => string; stderr: () => string; exited: Promise<number | null> }> {
     const child = spawn(process.execPath, [childScript, bundle.artifactRoot, stateDir], {
-      env: { ...process.env, HOST_FIXTURE_STEP_MS: "400", FIXTURE_SECRET: "x", ASSEMBLY_LINE_LOG_LEVEL: "info" },
+      env: { ...process.env, HOST_FIXTURE_STEP_MS: "400", FIXTURE_SECRET: "x", ASSEMBLY_LINE_LOG_LEVEL: "info", ...env },
       stdio: ["ignore", "pipe", "pipe"],
     });
     children.push(child);
@@ -104,7 +104,7 @@ describe("SIGTERM under load", () => {
         const match = /READY (\S+)/.exec(out);
         if (match) {
           clearTimeout(timer);
-          ready({ child, url: match[1]!, stderr: () => stderr, exited });
+          ready({ child, url: match[1]!, stdout: () => out, stderr: () => stderr, exited });
         }
       });
       child.on("exit", () => fail(new Error(`host exited early:\n${stderr}`)));
@@ -170,4 +170,18 @@ describe("SIGTERM under load", () => {
     expect(lines.find((line) => line.event === "shutdown.completed")).toMatchObject({ level: "info", msg: "graceful shutdown completed", time: expect.any(String) });
     expect(lines.some((line) => line.event === "ingress.accepted")).toBe(true);
   }, 90_000);
+
+  it("lets the embedder's code after `await handle.closed` run before the process ends, with code 0", async () => {
+    const host = await spawnHost(join(tempDir(), "state"), { CHILD_AFTER_CLOSED_MS: "300" });
+    host.child.kill("SIGTERM");
+    expect(await host.exited).toBe(0);
+    expect(host.stdout()).toContain("AFTER CLOSED");
+  }, 30_000);
+
+  it("ends a process something holds open once the grace after shutdown is over", async () => {
+    const host = await spawnHost(join(tempDir(), "state"), { CHILD_AFTER_CLOSED_MS: "100", CHILD_HOLD_OPEN: "1" });
+    host.child.kill("SIGTERM");
+    expect(await host.exited).toBe(0);
+    expect(host.stdout()).toContain("AFTER CLOSED");
+  }, 30_000);
 });

@@ -1,11 +1,20 @@
 import type { NodeRuntimeHandle } from "./server.js";
 
+/**
+ * How long the process may go on once shutdown completed before it is ended: long enough for the
+ * embedder's own code after `await handle.closed` (a final flush), short enough that a handle
+ * something left open cannot keep a stopped host alive.
+ */
+export const EXIT_GRACE_MS = 5_000;
+
 export interface SignalHandlerOptions {
   /** Default SIGTERM and SIGINT. */
   signals?: NodeJS.Signals[];
   /**
-   * Exit the process once shutdown completes (code 0), and at once on a second
-   * signal (code 1). Default true; embedders that own the process pass false.
+   * End the process once shutdown completes: it ends on its own when nothing is left to run (the code
+   * after `await handle.closed` included), or EXIT_GRACE_MS later if something holds it open; code 0,
+   * or 1 when shutdown failed. A second signal exits at once (code 1). Default true; embedders that
+   * own the process pass false.
    */
   exit?: boolean;
 }
@@ -25,13 +34,16 @@ export function installSignalHandlers(handle: Pick<NodeRuntimeHandle, "shutdown"
       if (exit) process.exit(1);
       return;
     }
+    const end = (code: number) => {
+      if (!exit) return;
+      if (code !== 0) process.exitCode = code;
+      // Not process.exit() at once: that would cut off the code after `await handle.closed`. Unref'd, the
+      // timer keeps nothing alive: the process ends as soon as the rest of its work does.
+      setTimeout(() => process.exit(code), EXIT_GRACE_MS).unref();
+    };
     void handle.shutdown().then(
-      () => {
-        if (exit) process.exit(0);
-      },
-      () => {
-        if (exit) process.exit(1);
-      },
+      () => end(0),
+      () => end(1),
     );
   };
   for (const signal of signals) process.on(signal, onSignal);
