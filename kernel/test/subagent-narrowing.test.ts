@@ -92,6 +92,12 @@ describe("subagent budgets", () => {
       message: expect.stringContaining("agent.ts sets name, which only a root agent may set"),
       fix: expect.stringContaining("a subagent's name is its folder's"),
     });
+    // A subagent written as a file would otherwise be left out of the build without a word.
+    await expect(buildAgent(folder({ "subagents/researcher.ts": subagent("") }))).rejects.toMatchObject({
+      code: "AL_ERR_SUBAGENT_DEFINITION",
+      message: expect.stringContaining("subagents/researcher.ts: a subagent is a folder, not a file"),
+      fix: expect.stringContaining("subagents/researcher/agent.ts"),
+    });
     // A misspelled key would otherwise build a subagent without the narrowing it meant.
     await expect(buildAgent(folder({ "subagents/worker/agent.ts": subagent('tool: ["list_connections"]') }))).rejects.toMatchObject({
       code: "AL_ERR_SUBAGENT_DEFINITION",

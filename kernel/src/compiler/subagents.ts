@@ -46,8 +46,17 @@ export const SUBAGENT_ONLY_KEYS = ["tools", "connections", "workspace", "outputS
 export async function compileSubagents(parts: SubagentCompilerParts, parent: ParentScope): Promise<SubagentManifestEntry[]> {
   const dir = join(parts.rootDir, parent.prefix, "subagents");
   if (!existsSync(dir)) return [];
-  const names = readdirSync(dir, { withFileTypes: true })
-    .filter((entry) => entry.isDirectory() && !entry.name.startsWith("."))
+  const listed = readdirSync(dir, { withFileTypes: true }).filter((entry) => !entry.name.startsWith("."));
+  // A source file here would be left out of the build without a word: a subagent is a folder.
+  const file = listed.find((entry) => !entry.isDirectory() && /\.(m?ts|m?js)$/.test(entry.name));
+  if (file) {
+    const stem = file.name.replace(/\.(m?ts|m?js)$/, "");
+    throw new AssemblyLineError("AL_ERR_SUBAGENT_DEFINITION", `${parent.prefix}subagents/${file.name}: a subagent is a folder, not a file`, {
+      fix: `Move it to ${parent.prefix}subagents/${stem}/agent.ts, default-exporting defineAgent({ description: "When to delegate to ${stem}" }).`,
+    });
+  }
+  const names = listed
+    .filter((entry) => entry.isDirectory())
     .map((entry) => entry.name)
     .sort();
   const entries: SubagentManifestEntry[] = [];
