@@ -2,7 +2,8 @@ import { writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { describe, expect, it } from "vitest";
 import { defineTool, type ConnectionProvider, type JsonValue } from "@assemblyline-agents/core";
-import { InMemoryStateAdapter, OpenEveRuntime, buildAgent, loadRuntimeBundle, noopLogger, type RuntimeOptions } from "@assemblyline-agents/runtime";
+import { buildAgent, type OpenEveRuntime } from "@assemblyline-agents/runtime";
+import { startBuilt } from "./support/runtime.js";
 import { agentFolder, toolSource } from "./support/agent-folder.js";
 
 const SCRIPTED_ROOT = (extra = "") => `import { defineAgent } from "@assemblyline-agents/core";
@@ -18,12 +19,7 @@ function folder(files: Record<string, string>, script: object = { turns: [{ text
   return dir;
 }
 
-async function start(dir: string, options: Partial<RuntimeOptions> = {}) {
-  const bundle = await loadRuntimeBundle((await buildAgent(dir)).artifactRoot);
-  const state = new InMemoryStateAdapter();
-  const runtime = new OpenEveRuntime({ ...bundle, state, logger: noopLogger(), ...options });
-  return { runtime, state, manifest: bundle.manifest };
-}
+const start = startBuilt;
 
 /** The parent spawns `name` once; the child calls `echo` forever. */
 const SPAWN_A_LOOPING_CHILD = {

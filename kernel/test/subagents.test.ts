@@ -1,7 +1,8 @@
 import { writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { describe, expect, it } from "vitest";
-import { InMemoryStateAdapter, OpenEveRuntime, buildAgent, loadRuntimeBundle, noopLogger, type RuntimeOptions } from "@assemblyline-agents/runtime";
+import { buildAgent } from "@assemblyline-agents/runtime";
+import { startBuilt } from "./support/runtime.js";
 import { agentFolder, toolSource } from "./support/agent-folder.js";
 
 /** A parent with one subagent laid out the way eve lays one out. */
@@ -28,12 +29,7 @@ export default defineAgent({ description: "Looks facts up in the archive.", tool
   return dir;
 }
 
-async function start(dir: string, options: Partial<RuntimeOptions> = {}) {
-  const bundle = await loadRuntimeBundle((await buildAgent(dir)).artifactRoot);
-  const state = new InMemoryStateAdapter();
-  const runtime = new OpenEveRuntime({ ...bundle, state, logger: noopLogger(), ...options });
-  return { runtime, state, bundle };
-}
+const start = startBuilt;
 
 const SPAWN_AND_FINISH = {
   turns: [

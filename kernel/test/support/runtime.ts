@@ -17,3 +17,11 @@ export async function startAgent(dir: string, responses: ProbeResponse[], option
   const types = async (runId: string) => (await events(runId)).map((event) => event.type);
   return { runtime, harness, log: harness.log, state, observed, events, types, bundle };
 }
+
+/** Build a folder and start a runtime on it with the engine its model names (a scripted model file, say). */
+export async function startBuilt(dir: string, options: Partial<RuntimeOptions> = {}) {
+  const bundle = await loadRuntimeBundle((await buildAgent(dir)).artifactRoot);
+  const state = new InMemoryStateAdapter();
+  const runtime = new OpenEveRuntime({ ...bundle, state, logger: noopLogger(), ...options });
+  return { runtime, state, bundle, manifest: bundle.manifest };
+}
