@@ -1,7 +1,6 @@
 import { hostname } from "node:os";
 import { randomUUID } from "node:crypto";
 import {
-  BUILT_IN_TOOL_NAMES,
   AssemblyLineError,
   type AgentHarness,
   type BlobStore,
@@ -38,7 +37,7 @@ import { RunDriver } from "./run/run-driver.js";
 import { RevisionDrivers } from "./run/revision-drivers.js";
 import { describeRun, type RunResult } from "./run/run-result.js";
 import { ToolTable, buildToolTable, defaultToolsProblem, mergeToolPolicy } from "./run/tool-table.js";
-import { unknownPolicyTools } from "./run/tool-policy.js";
+import { refuseUnknownPolicyTools } from "./run/tool-policy.js";
 import { resolveState, type ResolvedState } from "./state/resolve-state.js";
 import { createMemoryApi } from "./state/memory-api.js";
 import { createRuntimeFilesystem } from "./filesystem/runtime-filesystem.js";
@@ -180,6 +179,9 @@ export class OpenEveRuntime {
     this.journal = this.driver.journal;
     this.toolTable = this.driver.table;
     this.profiles = this.driver.profiles;
+    // Checked against the build this runtime serves only: a build that runs on for its paused runs may
+    // lack a tool the host's policy now gates, and its runs must still continue.
+    refuseUnknownPolicyTools(mergeToolPolicy(this.manifest.agent.coreToolPolicy, options.coreToolPolicy, env), this.profiles);
     this.connections = new ConnectionRegistry({
       provider: options.connections,
       folder: options.sourceBundle.connections ?? {},
@@ -219,12 +221,6 @@ export class OpenEveRuntime {
     if (!(table instanceof ToolTable)) {
       throw new AssemblyLineError("AL_ERR_HOOK_TAP", "a hooks.tools tap returned something other than the tool table it was given", {
         fix: "Add tools with table.provide(name, definition, { provider }) and return the same table.",
-      });
-    }
-    const unknownPolicyNames = unknownPolicyTools(toolTableInput.coreToolPolicy, new Set([...table.names(), ...BUILT_IN_TOOL_NAMES]));
-    if (unknownPolicyNames.length > 0) {
-      throw new AssemblyLineError("AL_ERR_TOOL_POLICY", `coreToolPolicy names ${unknownPolicyNames.map((name) => JSON.stringify(name)).join(", ")}, which this agent has no tool of`, {
-        fix: `Name tools this agent has (built-ins, tools/, plugin-provided; connection tools as <connection>__<tool>): ${table.names().join(", ")}.`,
       });
     }
     const listedProblem = manifest.agent.defaultTools ? defaultToolsProblem(table, manifest.agent.defaultTools) : null;

@@ -51,6 +51,15 @@ describe("runs pinned to their revision", () => {
     expect(await publishedBy(rebuilt, fresh.runId)).toMatchObject({ output: { by: "v2" } });
   });
 
+  it("approves a run paused under an earlier build when the host's coreToolPolicy gates a tool only the new build has", async () => {
+    const { dir, state, runId } = await pausedRun();
+    writeFileSync(join(dir, "tools/archive.ts"), publishTool("v2").replace("Publish a note.", "Archive a note."));
+    const bundle = await loadRuntimeBundle((await buildAgent(dir)).artifactRoot);
+    const rebuilt = new OpenEveRuntime({ ...bundle, state, agentHarness: scriptedHarness(script), logger: noopLogger(), coreToolPolicy: { archive: "approval" } });
+    // The policy is checked against the build the runtime serves; the earlier build runs on without archive.
+    expect((await rebuilt.approve(runId)).status).toBe("completed");
+  });
+
   it("moves a paused run to the current build with migrateRun, recorded as run.migrated", async () => {
     const { dir, state, runId, revision } = await pausedRun();
     writeFileSync(join(dir, "tools/publish.ts"), publishTool("v2"));

@@ -2,7 +2,7 @@ import { writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { describe, expect, it } from "vitest";
 import { defineTool, type ConnectionProvider, type JsonValue } from "@assemblyline-agents/core";
-import { buildAgent, type OpenEveRuntime } from "@assemblyline-agents/runtime";
+import { InMemoryStateAdapter, OpenEveRuntime, buildAgent, loadRuntimeBundle, noopLogger } from "@assemblyline-agents/runtime";
 import { startBuilt } from "./support/runtime.js";
 import { agentFolder, toolSource } from "./support/agent-folder.js";
 
@@ -71,6 +71,17 @@ describe("subagent budgets", () => {
     expect(again.pendingBudget).toEqual({ budget: "maxTurns", limit: 4, used: 4 });
   });
 
+  it("bounds a subagent by the root's budgets when its manifest entry has none (a build from before subagents had budgets)", async () => {
+    const dir = folder({ "agent.ts": SCRIPTED_ROOT(", budgets: { maxTurns: 3 }"), "subagents/worker/agent.ts": subagent(""), "subagents/worker/tools/echo.ts": toolSource() }, SPAWN_A_LOOPING_CHILD);
+    const bundle = await loadRuntimeBundle((await buildAgent(dir)).artifactRoot);
+    const { budgets: _merged, ...olderEntry } = bundle.manifest.subagents[0]!;
+    const older = { ...bundle.manifest, subagents: [olderEntry] };
+    const runtime = new OpenEveRuntime({ ...bundle, manifest: older, state: new InMemoryStateAdapter(), logger: noopLogger() });
+    const parent = await runtime.run({ message: "go" });
+    const childEvents = await runtime.listEvents(await childOf(runtime, parent.runId));
+    expect(childEvents.find((event) => event.type === "budget.exceeded")?.data).toEqual({ budget: "maxTurns", limit: 3, used: 3, action: "fail" });
+  });
+
   it("refuses a subagent budget looser than its parent's, an invalid one, and a subagent name", async () => {
     await expect(buildAgent(folder({ "agent.ts": SCRIPTED_ROOT(", budgets: { maxTurns: 10 }"), "subagents/worker/agent.ts": subagent("budgets: { maxTurns: 20 }") }))).rejects.toMatchObject({
       code: "AL_ERR_SUBAGENT_NARROWING",
@@ -88,6 +99,10 @@ describe("subagent budgets", () => {
       message: expect.stringContaining("agent.ts sets name, which only a root agent may set"),
       fix: expect.stringContaining("a subagent's name is its folder's"),
     });
+    // A host's policy may gate a subagent's own tool; a name no table has is still refused.
+    const withOwnTool = folder({ "subagents/worker/agent.ts": subagent(""), "subagents/worker/tools/lookup.ts": toolSource() });
+    await expect(start(withOwnTool, { coreToolPolicy: { lookup: "approval" } })).resolves.toBeDefined();
+    await expect(start(withOwnTool, { coreToolPolicy: { lokup: "approval" } })).rejects.toMatchObject({ code: "AL_ERR_TOOL_POLICY", message: expect.stringContaining('"lokup"') });
     // A subagent written as a file would otherwise be left out of the build without a word.
     await expect(buildAgent(folder({ "subagents/researcher.ts": subagent("") }))).rejects.toMatchObject({
       code: "AL_ERR_SUBAGENT_DEFINITION",

@@ -62,11 +62,19 @@ export function buildAgentProfiles(rootTable: ToolTable, tableInput: ToolTableIn
     connections: null,
     subagents: new Map(),
   };
-  addChildren(root, manifest.subagents ?? [], sourceBundle.subagents ?? {}, tableInput, hostBudgets);
+  addChildren(root, manifest.subagents ?? [], sourceBundle.subagents ?? {}, tableInput, hostBudgets, manifest.agent.budgets);
   return root;
 }
 
-function addChildren(parent: AgentProfile, entries: SubagentManifestEntry[], bundles: Record<string, SubagentBundle>, tableInput: ToolTableInput, hostBudgets: RunBudgets | undefined): void {
+function addChildren(
+  parent: AgentProfile,
+  entries: SubagentManifestEntry[],
+  bundles: Record<string, SubagentBundle>,
+  tableInput: ToolTableInput,
+  hostBudgets: RunBudgets | undefined,
+  /** The budgets the parent declared, over its ancestors'. */
+  parentBudgets: RunBudgets | undefined,
+): void {
   for (const entry of entries) {
     const bundle = bundles[entry.name];
     if (!bundle) {
@@ -91,12 +99,13 @@ function addChildren(parent: AgentProfile, entries: SubagentManifestEntry[], bun
       selfImprovement: { writable: false, writeApproval: false },
       outputSchema: entry.outputSchema,
       workspace: entry.workspace,
-      // The manifest holds its budgets over its ancestors' already; absent when none declares any.
-      budgets: resolveBudgets(entry.budgets, hostBudgets),
+      // The manifest holds its budgets over its ancestors' already. Absent when none declares any, and in
+      // a manifest built before subagents had budgets: either way the parent's bound its runs.
+      budgets: resolveBudgets(entry.budgets ?? parentBudgets, hostBudgets),
       connections: new Set(entry.connections),
       subagents: new Map(),
     };
-    addChildren(child, entry.subagents, bundle.subagents, tableInput, hostBudgets);
+    addChildren(child, entry.subagents, bundle.subagents, tableInput, hostBudgets, entry.budgets ?? parentBudgets);
     parent.subagents.set(entry.name, child);
   }
 }

@@ -1,4 +1,4 @@
-import { AssemblyLineError, type CoreToolMode, type CoreToolPolicy } from "@assemblyline-agents/core";
+import { AssemblyLineError, BUILT_IN_TOOL_NAMES, type CoreToolMode, type CoreToolPolicy } from "@assemblyline-agents/core";
 
 const MODES: readonly CoreToolMode[] = ["enabled", "approval", "disabled"];
 
@@ -26,11 +26,27 @@ export function checkToolPolicy(policy: unknown, where: string): CoreToolPolicy 
   return policy as CoreToolPolicy;
 }
 
+/** A table of tools by name, and the tables of an agent's subagents: what a policy's names are looked up in. */
+interface PolicyScope {
+  table: { names(): string[] };
+  subagents: ReadonlyMap<string, PolicyScope>;
+}
+
 /**
- * The policy's tool names that no tool of `tools` has: a misspelled name would leave the tool it meant
- * ungated. Names with `__` are a connection's tools, which may be added while a run goes on; `tools`
- * holds the built-ins' names too, since a host's policy for bash stands where an agent removed bash.
+ * Refuse a policy naming a tool that no table of the agent or of its subagents has: a misspelled name
+ * would leave the tool it meant ungated. Built-ins pass, since a host's policy for bash stands where an
+ * agent removed bash; so do names with `__`, a connection's tools, which may be added while a run goes on.
  */
-export function unknownPolicyTools(policy: CoreToolPolicy, tools: ReadonlySet<string>): string[] {
-  return Object.keys(policy).filter((name) => !name.includes("__") && !tools.has(name));
+export function refuseUnknownPolicyTools(policy: CoreToolPolicy, root: PolicyScope): void {
+  const known = new Set<string>(BUILT_IN_TOOL_NAMES);
+  const collect = (scope: PolicyScope) => {
+    for (const name of scope.table.names()) known.add(name);
+    for (const child of scope.subagents.values()) collect(child);
+  };
+  collect(root);
+  const unknown = Object.keys(policy).filter((name) => !name.includes("__") && !known.has(name));
+  if (unknown.length === 0) return;
+  throw new AssemblyLineError("AL_ERR_TOOL_POLICY", `coreToolPolicy names ${unknown.map((name) => JSON.stringify(name)).join(", ")}, which this agent has no tool of`, {
+    fix: `Name tools this agent or one of its subagents has (built-ins, tools/, plugin-provided; connection tools as <connection>__<tool>): ${[...known].sort().join(", ")}.`,
+  });
 }
