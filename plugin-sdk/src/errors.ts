@@ -76,7 +76,6 @@ export const errorCatalogue = {
   AL_ERR_VERIFY_RUNNER_MISSING: "`plugins verify` found no vitest beside @assemblyline-agents/core/testkit to run a conformance kit.",
   AL_ERR_REGISTRY_INVALID: "registry/index.json or registry/generated.json breaks its schema, or names a package that is missing or disagrees with it.",
   AL_ERR_HOST_CONFIG: "A listenNodeRuntime option or its environment variable has an invalid value.",
-  AL_ERR_HOST_AUTH_CONFIG: "A configured bearer token cannot be carried as one token by an Authorization: Bearer header.",
   AL_ERR_HOST_AUTH_REQUIRED: "A production request reached a route that needs host auth, and the host configured none.",
   AL_ERR_HOST_DRAINING: "The host is shutting down and accepts no new work.",
   AL_ERR_HOST_INTERNAL: "An HTTP endpoint failed unexpectedly; the host logged the cause.",

@@ -62,8 +62,6 @@ describe("bad input gets the right status and a JSON error, and changes no store
     expectError(await call(message, { body: { message: "hi" } }), 401, "AL_ERR_HTTP_UNAUTHORIZED");
     expectError(await call(message, { body: { message: "hi" }, headers: { authorization: "Bearer wrong" } }), 401, "AL_ERR_HTTP_UNAUTHORIZED");
     expectError(await call(message, { body: { message: "hi" }, headers: { authorization: TOKEN } }), 401, "AL_ERR_HTTP_UNAUTHORIZED");
-    expectError(await call(message, { body: { message: "hi" }, headers: { authorization: `Bearer ${TOKEN} ${TOKEN}` } }), 401, "AL_ERR_HTTP_UNAUTHORIZED");
-    expectError(await call(message, { body: { message: "hi" }, headers: { authorization: `Basic ${TOKEN}` } }), 401, "AL_ERR_HTTP_UNAUTHORIZED");
     expectError(await call(`${host.url}/runs`), 401, "AL_ERR_HTTP_UNAUTHORIZED");
     expectError(await call(`${host.url}/admin/kill-switch`, { body: { engaged: true } }), 401, "AL_ERR_HTTP_UNAUTHORIZED");
     expectError(await call(`${host.url}/nowhere`, { headers: auth }), 404, "AL_ERR_HTTP_NOT_FOUND");
@@ -114,17 +112,5 @@ describe("bad input gets the right status and a JSON error, and changes no store
     // A target that is the caller's error is no endpoint failure: nothing for the error log.
     expect(host.logger.events("http.failed")).toHaveLength(failedBefore);
     expect(await storedState()).toEqual(before);
-  });
-
-  it("takes the Bearer scheme in any case, and refuses to start with a token no Authorization header can carry", async () => {
-    const reply = await call(`${host.url}/runs`, { headers: { authorization: `bearer ${TOKEN}` } });
-    expect(reply.status).toBe(200);
-    for (const token of ["two words", "tok,en", "a=b"]) {
-      await expect(startHost(bundle, { devMode: false, auth: { bearerToken: ["fine-token", token] } })).rejects.toMatchObject({ code: "AL_ERR_HOST_AUTH_CONFIG", message: expect.stringContaining("auth.bearerToken") });
-    }
-    await expect(startHost(bundle, { devMode: false, env: { FIXTURE_SECRET: "s3cret", ASSEMBLY_LINE_BEARER_TOKEN: "ok-token,bad token" } })).rejects.toMatchObject({
-      code: "AL_ERR_HOST_AUTH_CONFIG",
-      message: expect.stringContaining("ASSEMBLY_LINE_BEARER_TOKEN"),
-    });
   });
 });
