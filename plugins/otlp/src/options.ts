@@ -30,8 +30,13 @@ export type ResolvedOtlpOptions = Required<Omit<OtlpSinkOptions, "onWarning" | "
 const DEFAULTS = { maxBatchSize: 512, maxQueueSize: 2048, scheduledDelayMs: 1000, timeoutMs: 10_000, maxAttempts: 5, initialBackoffMs: 500, maxBackoffMs: 30_000 };
 
 export function resolveOtlpOptions(options: OtlpSinkOptions): ResolvedOtlpOptions {
-  // Limits and headers are checked by config.schema.json; the URL's form is checked here.
+  // Limits and headers are checked by config.schema.json; the URL's form, and onWarning (no JSON type), here.
   checkOtlpOptions(options);
+  if (options?.onWarning !== undefined && typeof options.onWarning !== "function") {
+    throw new AssemblyLineError("AL_ERR_OTLP_CONFIG", `createOtlpSink: onWarning is ${typeof options.onWarning}, not a function`, {
+      fix: "Pass onWarning(message, fields) as a function, or leave it out to log warnings with the runtime's logger.",
+    });
+  }
   const url = options?.url !== undefined ? tracesUrl(options.url, { appendPath: false }) : tracesUrl(options?.endpoint);
   const { endpoint: _endpoint, url: _url, ...rest } = definedOnly(options ?? {});
   return { ...DEFAULTS, ...rest, headers: { ...(options.headers ?? {}) }, url };

@@ -21,6 +21,8 @@ describe("createOtlpSink's options, checked against config.schema.json", () => {
     expect(() => createOtlpSinkFromEnv({ OTEL_EXPORTER_OTLP_TIMEOUT: "soon" })).toThrow(/options.timeoutMs must be integer/);
     expect(() => createOtlpSink({ endpoint, headers: { "x tenant": "acme" } })).toThrow(/options.headers key "x tenant" must match pattern/);
     expect(() => createOtlpSink({ endpoint, headers: { "x-tenant": "acme\r\nx-evil: 1" } })).toThrow(/options.headers.x-tenant must match pattern/);
+    // JSON Schema has no type for a function: checked in code, before it would throw on the warning path.
+    expect(() => createOtlpSink({ endpoint, onWarning: "log" } as never)).toThrow(/AL_ERR_OTLP_CONFIG: createOtlpSink: onWarning is string, not a function/);
   });
 
   it("accepts every documented option, and undefined for any of them", async () => {

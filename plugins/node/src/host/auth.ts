@@ -108,6 +108,12 @@ export class HostAuth {
   }
 }
 
+/**
+ * The token of `Authorization: Bearer <token>`. A pattern rather than a parser library: auth-header
+ * refuses every token outside RFC 6750's token68 (tokens such as p@ss:word that hosts have set and
+ * clients send), http-auth-utils a scheme in lower case. What it yields is only ever compared, in
+ * constant time, with the configured tokens.
+ */
 function bearerOf(header: string | undefined): string | undefined {
   const match = /^Bearer\s+(.+)$/i.exec(header ?? "");
   return match ? match[1]!.trim() : undefined;
