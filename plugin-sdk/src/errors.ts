@@ -68,7 +68,7 @@ export const errorCatalogue = {
   AL_ERR_PLUGIN_IMPORT: "A plugin package's main module is missing or threw while importing.",
   AL_ERR_PLUGIN_EXPORT: "A plugin package lacks its `plugin` export or an export its manifest names, or one of them returns the wrong thing.",
   AL_ERR_PLUGIN_CONFIG_SCHEMA: "A plugin's configSchema file is missing, not JSON, or not a JSON Schema ajv compiles.",
-  AL_ERR_PLUGIN_OPTIONS: "The options a gateway.ts helper passes to a plugin's adapter break the plugin's configSchema.",
+  AL_ERR_PLUGIN_OPTIONS: "The options a gateway.ts helper passes to a plugin's adapter, or a plugin factory is called with, break the plugin's config schema.",
   AL_ERR_PLUGIN_NOT_FOUND: "No installed package declares the plugin id a gateway.ts slot or a `plugins` command names.",
   AL_ERR_PLUGIN_DUPLICATE_ID: "Two different installed packages declare the same plugin id.",
   AL_ERR_PLUGIN_INSTALL: "npm could not install a plugin package for `assembly-line plugins add`.",

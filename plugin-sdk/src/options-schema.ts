@@ -47,7 +47,8 @@ function describeProblems(errors: ErrorObject[] | null | undefined): string[] {
     // A bad key under propertyNames is reported twice (the rule, then "property name must be valid"); the first says more.
     .filter((error) => error.keyword !== "propertyNames")
     .map((error) => {
-      const at = `options${error.instancePath.replaceAll("/", ".")}`;
+      // A JSON pointer: its segments joined with dots, their ~1 and ~0 read back as / and ~ (a model spec's slash).
+      const at = ["options", ...error.instancePath.split("/").slice(1).map((segment) => segment.replaceAll("~1", "/").replaceAll("~0", "~"))].join(".");
       if (error.keyword === "additionalProperties") {
         const key = JSON.stringify((error.params as { additionalProperty: string }).additionalProperty);
         return error.instancePath === "" ? `${key} is not an option` : `${at} has an unknown key ${key}`;

@@ -65,6 +65,11 @@ export interface PiRetryOptions {
   maxDelayMs?: number;
 }
 
+/**
+ * Checked against the package's config.schema.json when the harness is made, so
+ * an unknown key at any level is refused; test/harness-options.test.ts keeps the
+ * schema and these types listing the same keys.
+ */
 export interface PiHarnessOptions {
   /** Adds or overrides pi-ai catalog entries. Host configuration, never read from the agent folder. */
   models?: PiModelCatalog;

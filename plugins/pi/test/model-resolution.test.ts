@@ -82,7 +82,7 @@ describe("resolvePiModel", () => {
 
   it("is checked for every declared model when the harness is made", () => {
     expect(() => piAgentHarness({ models: { "local/llama3": { api: "openai-completions" } } })).toThrow(/must set baseUrl/);
-    expect(() => piAgentHarness({ retry: { maxRetries: -1 } })).toThrow(/retry.maxRetries must be a non-negative number/);
+    expect(() => piAgentHarness({ retry: { maxRetries: -1 } })).toThrow(/options.retry.maxRetries must be >= 0/);
   });
 });
 
