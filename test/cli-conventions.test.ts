@@ -294,8 +294,10 @@ describe("the --json envelope", () => {
     const data = okEnvelope(await cli(["run", notes, "-m", "Remember to buy milk", "--model", notesScript, "--json"]), 3);
     expect(data.result).toMatchObject({ status: "waiting_approval", pendingApprovals: [{ toolName: "record_note" }] });
     expect(data.events.map((event: { type: string }) => event.type)).toContain("approval.requested");
-    const failed = okEnvelope(await cli(["run", small, "-m", "x", "--model", `scripted:${join(small, "bad.json")}`, "--json"]), 1);
-    expect(failed.result).toMatchObject({ status: "failed", error: { message: expect.stringMatching(/turns\[0\]\.toolCalls must be a non-empty array/) } });
+    const failed = okEnvelope(await cli(["run", small, "-m", "x", "--model", `scripted:${join(small, "explode.json")}`, "--json"]), 1);
+    expect(failed.result).toMatchObject({ status: "failed", error: { code: "AL_ERR_TOOL_FAILED" } });
+    // A script that cannot be read is the command's error, refused before any run exists.
+    errorEnvelope(await cli(["run", small, "-m", "x", "--model", `scripted:${join(small, "bad.json")}`, "--json"]), "AL_ERR_SCRIPTED_MODEL", 1);
     const error = errorEnvelope(await cli(["run", join(work, "nowhere"), "-m", "x", "--json"]), "AL_ERR_AGENT_DEFINITION", 1);
     expect(error.fix).toEqual(expect.any(String));
     expect(error.message).not.toContain("fix:");
@@ -450,6 +452,7 @@ describe("project config", () => {
     const listed = await spawnCli(["runs", "list", "--json"], { cwd: project });
     expect(JSON.parse(listed.stdout).data.runs).toHaveLength(1);
     // The flag wins over the config: another state folder has no runs.
+    mkdirSync(join(work, "other-state"), { recursive: true });
     const elsewhere = await spawnCli(["runs", "list", "--state-dir", join(work, "other-state"), "--json"], { cwd: project });
     expect(JSON.parse(elsewhere.stdout).data.runs).toHaveLength(0);
 

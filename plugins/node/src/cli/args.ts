@@ -5,6 +5,8 @@ import type { CommandIO } from "./io.js";
 export interface ParsedCommand {
   values: Record<string, string | boolean | string[] | undefined>;
   positionals: string[];
+  /** The flags (by long name) whose values the project config filled rather than the command line. */
+  configured?: string[];
 }
 
 export function requirePositional(positionals: string[], index: number, name: string, usage: string): string {

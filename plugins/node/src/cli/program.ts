@@ -31,7 +31,8 @@ interface LeafSpec {
 }
 
 const MODEL_FILL: ConfigFill = { model: "model", "base-url": "baseUrl", api: "api" };
-const AGENT_FILL: ConfigFill = { agent: "agent", "state-dir": "stateDir", ...MODEL_FILL };
+const STORE_FILL: ConfigFill = { agent: "agent", "state-dir": "stateDir" };
+const AGENT_FILL: ConfigFill = { ...STORE_FILL, ...MODEL_FILL };
 
 function examples(command: Command, lines: string[]): Command {
   return command.addHelpText("after", `\nExamples:\n${lines.map((line) => `  $ ${line}`).join("\n")}`);
@@ -41,17 +42,34 @@ function jsonFlag(command: Command): Command {
   return command.option("--json", 'print one JSON object: { "ok": true, "data": ... } or { "ok": false, "error": { code, message, fix } }');
 }
 
-function modelFlags(command: Command): Command {
+/** The model flags of a command that starts runs (run, automations run, dev, start); `runs` says which. */
+function modelFlags(command: Command, runs: string): Command {
   return command
-    .option("--model <spec>", "provider/model (e.g. openai/gpt-5.4-mini), or scripted:<file.json>")
-    .option("--base-url <url>", "serve the model from an OpenAI- or Anthropic-compatible server")
-    .option("--api <api>", "that server's wire API (default: the catalog's, else openai-completions)");
+    .option("--model <spec>", `the model ${runs} use: provider/model (e.g. openai/gpt-5.4-mini) or scripted:<file.json> (default: the config's model, else agent.ts's); checked before any run starts`)
+    .option("--base-url <url>", "serve that model from an OpenAI- or Anthropic-compatible server")
+    .option("--api <api>", "that server's wire API (needs --base-url; default: the catalog's, else openai-completions)");
 }
 
-/** --agent, --state-dir, the model flags and --json: what every command on existing runs takes. */
-function agentFlags(command: Command): Command {
-  command.option("--agent <dir>", "the agent folder (default: the config's agent, else .)").option("--state-dir <dir>", "where runs are kept (default <agent>/.assembly-line/state)");
-  return jsonFlag(modelFlags(command));
+/**
+ * --agent, --state-dir, the model flags and --json of a command that continues a run (approve, deny, answer,
+ * resume): a run keeps the model it started with, so --model can only name that one; --base-url and --api
+ * say where it is served.
+ */
+function continuedFlags(command: Command): Command {
+  storeOptions(command)
+    .option("--model <spec>", "the run's own model, as a check: a run continues on the model it started with, so another model is refused")
+    .option("--base-url <url>", "serve the run's model from this OpenAI- or Anthropic-compatible server (e.g. a local model the run started on)")
+    .option("--api <api>", "that server's wire API (needs --base-url; default: the catalog's, else openai-completions)");
+  return jsonFlag(command);
+}
+
+function storeOptions(command: Command): Command {
+  return command.option("--agent <dir>", "the agent folder (default: the config's agent, else .)").option("--state-dir <dir>", "where runs are kept (default <agent>/.assembly-line/state)");
+}
+
+/** --agent, --state-dir and --json: what every command on existing runs takes. */
+function storeFlags(command: Command): Command {
+  return jsonFlag(storeOptions(command));
 }
 
 /** The option values by long flag name, and the positionals, as the command bodies read them. */
@@ -76,7 +94,9 @@ async function applyConfig(parsed: ParsedCommand, spec: LeafSpec): Promise<void>
   const config = await loadProjectConfig();
   for (const [flag, key] of fill) {
     const value = config.values?.[key!];
-    if (value !== undefined) parsed.values[flag] = String(value);
+    if (value === undefined) continue;
+    parsed.values[flag] = String(value);
+    (parsed.configured ??= []).push(flag);
   }
   if (needsAgent) {
     const agent = typeof config.values?.agent === "string" ? config.values.agent : ".";
@@ -154,7 +174,8 @@ export function buildProgram(io: CommandIO, context: CommandContext, exit: { cod
             .command("run")
             .description("run one conversation turn and print its timeline")
             .argument("[agentDir]", "the agent folder (default: the config's agent, else .)")
-            .option("-m, --message <text>", "the user message (required)"),
+            .option("-m, --message <text>", "the user message (required, not empty)"),
+          "the run",
         )
           .option("--offline-script <file.json>", "use this scripted conversation when the model's API key is not set")
           .addOption(new Option("--approve <decision>", "decide approval pauses now instead of leaving the run paused").choices(["all", "none"]))
@@ -177,43 +198,43 @@ export function buildProgram(io: CommandIO, context: CommandContext, exit: { cod
   examples(runs, ["assembly-line runs list --status waiting_approval", "assembly-line runs show <runId> --json"]);
   leaf(
     examples(
-      agentFlags(runs.command("list").description("runs of the agent, newest first"))
+      storeFlags(runs.command("list").description("runs of the agent, newest first"))
         .addOption(new Option("--status <status>", "only runs in this status").choices(["queued", "running", "waiting_approval", "waiting_input", "completed", "failed"]))
         .option("--limit <n>", "runs per page (default 20)")
         .option("--cursor <cursor>", "the next page: the cursor the previous page printed"),
       ["assembly-line runs list", "assembly-line runs list --limit 10 --json", "assembly-line runs list --cursor <nextCursor> --json"],
     ),
-    { load: async () => (await import("./commands/runs.js")).runsList, config: AGENT_FILL },
+    { load: async () => (await import("./commands/runs.js")).runsList, config: STORE_FILL },
   );
-  leaf(examples(agentFlags(runs.command("show").description("a run's timeline, usage and what it waits for").argument("<runId>")), ["assembly-line runs show <runId>"]), {
+  leaf(examples(storeFlags(runs.command("show").description("a run's timeline, usage and what it waits for").argument("<runId>")), ["assembly-line runs show <runId>"]), {
     load: async () => (await import("./commands/runs.js")).runsShow,
-    config: AGENT_FILL,
+    config: STORE_FILL,
   });
   leaf(
-    examples(agentFlags(runs.command("migrate").description("move a paused run to the current build").argument("<runId>")).option("--to <revision>", "only: current (required)"), [
+    examples(storeFlags(runs.command("migrate").description("move a paused run to the current build").argument("<runId>")).option("--to <revision>", "only: current (required)"), [
       "assembly-line runs migrate <runId> --to current",
     ]),
-    { load: async () => (await import("./commands/runs.js")).runsMigrate, config: AGENT_FILL },
+    { load: async () => (await import("./commands/runs.js")).runsMigrate, config: STORE_FILL },
   );
 
   leaf(
-    examples(agentFlags(program.command("approve").description("approve a paused tool call (or a budget extension) and resume the run").argument("<runId>").argument("[callId]", "the call to approve (default: the first pending one)")), [
+    examples(continuedFlags(program.command("approve").description("approve a paused tool call (or a budget extension) and resume the run").argument("<runId>").argument("[callId]", "the call to approve (default: the first pending one)")), [
       "assembly-line approve <runId>",
       "assembly-line approve <runId> <callId> --agent ./agent",
     ]),
     { load: async () => (await import("./commands/runs.js")).approveCommand, config: AGENT_FILL },
   );
   leaf(
-    examples(agentFlags(program.command("deny").description("deny it; the model receives a denial result").argument("<runId>").argument("[callId]")).option("--reason <text>", "why, as the model sees it"), [
+    examples(continuedFlags(program.command("deny").description("deny it; the model receives a denial result").argument("<runId>").argument("[callId]")).option("--reason <text>", "why, as the model sees it"), [
       'assembly-line deny <runId> --reason "not today"',
     ]),
     { load: async () => (await import("./commands/runs.js")).denyCommand, config: AGENT_FILL },
   );
-  leaf(examples(agentFlags(program.command("answer").description("answer the run's question and resume it").argument("<runId>").argument("<text>")), ['assembly-line answer <runId> "Tuesday"']), {
+  leaf(examples(continuedFlags(program.command("answer").description("answer the run's question and resume it").argument("<runId>").argument("<text>")), ['assembly-line answer <runId> "Tuesday"']), {
     load: async () => (await import("./commands/runs.js")).answerCommand,
     config: AGENT_FILL,
   });
-  leaf(examples(agentFlags(program.command("resume").description("continue a run left running by a process that died").argument("<runId>")), ["assembly-line resume <runId>"]), {
+  leaf(examples(continuedFlags(program.command("resume").description("continue a run left running by a process that died").argument("<runId>")), ["assembly-line resume <runId>"]), {
     load: async () => (await import("./commands/runs.js")).resumeCommand,
     config: AGENT_FILL,
   });
@@ -237,9 +258,11 @@ export function buildProgram(io: CommandIO, context: CommandContext, exit: { cod
   const automations = group("automations", "the agent's automations: schedule, next due time, paused");
   examples(automations, ["assembly-line automations list --agent ./agent", "assembly-line automations pause nightly-report"]);
   const automation = (name: string, description: string, withName: boolean, lines: string[]) => {
-    const command = agentFlags(automations.command(name).description(description));
+    // Only `run` starts a run, so only it takes the model flags.
+    const command = storeFlags(automations.command(name).description(description));
+    if (name === "run") modelFlags(command, "the automation's run");
     if (withName) command.argument("<name>", "the automation's name");
-    leaf(examples(command, lines), { load: async () => (await import("./commands/automations.js")).automationsCommand(name), config: AGENT_FILL });
+    leaf(examples(command, lines), { load: async () => (await import("./commands/automations.js")).automationsCommand(name), config: name === "run" ? AGENT_FILL : STORE_FILL });
   };
   automation("list", "every automation with its schedule and state", false, ["assembly-line automations list --agent ./agent"]);
   automation("run", "start one run of an automation now and print it", true, ["assembly-line automations run nightly-report"]);
@@ -268,7 +291,7 @@ export function buildProgram(io: CommandIO, context: CommandContext, exit: { cod
   // --- hosting ---
   const serveFlags = (command: Command) =>
     jsonFlag(
-      modelFlags(command)
+      modelFlags(command, "the host's runs")
         .option("--port <n>", "the port (0 picks a free one; default: the config's host.port, else 3000)")
         .option("--host <addr>", "the address to listen on (default: the config's host.host, else 127.0.0.1)")
         .option("--state-dir <dir>", "where runs are kept"),
@@ -380,10 +403,15 @@ export function buildProgram(io: CommandIO, context: CommandContext, exit: { cod
   leaf(
     examples(
       jsonFlag(
-        modelFlags(config.command("show").description("the effective config and where each value came from (flag, config file, default)"))
+        config
+          .command("show")
+          .description("the effective config and where each value came from (flag, config file, default)")
+          .option("--model <spec>", "as a command would be given it")
+          .option("--base-url <url>", "as a command would be given it")
+          .option("--api <api>", "as a command would be given it")
           .option("--agent <dir>", "as a command would be given it")
           .option("--state-dir <dir>", "as a command would be given it")
-          .option("--port <n>", "as dev/start would be given it")
+          .option("--port <n>", "as dev/start would be given it (checked as they check it)")
           .option("--host <addr>", "as dev/start would be given it"),
       ),
       ["assembly-line config show", "assembly-line config show --model openai/gpt-5.4-mini --json"],

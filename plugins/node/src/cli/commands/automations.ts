@@ -1,9 +1,12 @@
 import type { AutomationInfo, NormalizedSchedule } from "@assemblyline-agents/core";
+import type { PiModelCatalog } from "@assemblyline-agents/pi";
 import { jsonOption, requirePositional, stringOption, type ParsedCommand } from "../args.js";
 import type { CommandIO } from "../io.js";
-import { catalogFor, chooseModel, openLocalRuntime } from "../local-runtime.js";
+import { catalogFor, chooseModel, openLocalRuntime, type ModelFlags } from "../local-runtime.js";
+import { checkModelSpec, modelFlagsOf } from "../model-flags.js";
 import { envelope } from "../output.js";
 import { reportResult } from "../report.js";
+import { stateDirOption } from "../state-dir.js";
 import { formatEvent } from "../timeline.js";
 
 const USAGE = "assembly-line automations list | run <name> | pause <name> | resume <name>  [--agent <dir>] [--state-dir <dir>] [--json]";
@@ -16,7 +19,11 @@ const USAGE = "assembly-line automations list | run <name> | pause <name> | resu
 export const automationsCommand = (sub: string) => async (parsed: ParsedCommand, io: CommandIO): Promise<number> => {
   const name = sub === "list" ? undefined : requirePositional(parsed.positionals, 0, "name", USAGE);
   const json = jsonOption(parsed);
-  const local = await openAgent(parsed, io, sub === "run" && !json);
+  // Only `automations run` calls a model (the others do not take the model flags): it checks the one chosen here before starting a run.
+  const flags: ModelFlags = sub === "run" ? modelFlagsOf(parsed) : {};
+  const models = await catalogFor(flags);
+  if (flags.model !== undefined) await checkModelSpec(flags.model, models);
+  const local = await openAgent(parsed, io, sub === "run" && !json, models);
   try {
     const { automations } = local.runtime;
     await automations.syncStatic();
@@ -32,7 +39,7 @@ export const automationsCommand = (sub: string) => async (parsed: ParsedCommand,
       io.out(json ? envelope(automation) : describeLine(automation));
       return 0;
     }
-    const model = (await chooseModel(local.bundle.manifest.agent.model, { model: stringOption(parsed, "model"), baseUrl: stringOption(parsed, "base-url") })).model;
+    const model = (await chooseModel(local.bundle.manifest.agent.model, flags)).model;
     const { runId } = await automations.runNow(name!, model ? { model } : {});
     return reportResult(await local.runtime.start(runId), io, { json, agentDir: stringOption(parsed, "agent") ?? "." });
   } finally {
@@ -40,9 +47,8 @@ export const automationsCommand = (sub: string) => async (parsed: ParsedCommand,
   }
 };
 
-async function openAgent(parsed: ParsedCommand, io: CommandIO, printEvents: boolean) {
-  const stateDir = stringOption(parsed, "state-dir");
-  const models = await catalogFor({ model: stringOption(parsed, "model"), baseUrl: stringOption(parsed, "base-url"), api: stringOption(parsed, "api") });
+async function openAgent(parsed: ParsedCommand, io: CommandIO, printEvents: boolean, models: PiModelCatalog | undefined) {
+  const stateDir = stateDirOption(parsed, { mustExist: false, usage: USAGE });
   return openLocalRuntime({
     agentDir: stringOption(parsed, "agent") ?? ".",
     build: false,

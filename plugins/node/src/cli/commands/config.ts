@@ -2,6 +2,7 @@ import { join, resolve } from "node:path";
 import { stringOption, jsonOption, type ParsedCommand } from "../args.js";
 import { CONFIG_KEYS, effectiveValue, loadProjectConfig, type ConfigKey, type EffectiveValue } from "../config.js";
 import type { CommandIO } from "../io.js";
+import { parsePort } from "../port.js";
 import { colors, envelope } from "../output.js";
 
 /** What a command uses when neither a flag nor the config says. */
@@ -21,6 +22,8 @@ const DEFAULT_NOTES: Partial<Record<ConfigKey, string>> = { model: "agent.ts's m
 
 /** `config show`: each setting's effective value and where it came from (flag, config file, default). */
 export async function configShow(parsed: ParsedCommand, io: CommandIO): Promise<number> {
+  // Shown as dev and start would take it, so refused as they would refuse it.
+  parsePort(stringOption(parsed, "port"), "assembly-line config show [--port <n>] (assembly-line config show --help)");
   const config = await loadProjectConfig();
   const agent = effectiveValue(stringOption(parsed, "agent"), "agent", config, resolve("."));
   if (agent.source === "flag") agent.value = resolve(String(agent.value));

@@ -1,10 +1,12 @@
-import type { RunEvent } from "@assemblyline-agents/core";
+import { AssemblyLineError, type RunEvent } from "@assemblyline-agents/core";
 import type { RunResult } from "@assemblyline-agents/runtime";
 import { jsonOption, requirePositional, stringOption, type ParsedCommand } from "../args.js";
 import type { CommandIO } from "../io.js";
 import { catalogFor, chooseModel, openLocalRuntime } from "../local-runtime.js";
+import { checkModelSpec, checkOfflineScript, modelFlagsOf } from "../model-flags.js";
 import { progress } from "../output.js";
 import { reportResult } from "../report.js";
+import { stateDirOption } from "../state-dir.js";
 import { formatEvent } from "../timeline.js";
 
 const USAGE = 'assembly-line run [agentDir] --message "..." (assembly-line run --help)';
@@ -13,12 +15,17 @@ const USAGE = 'assembly-line run [agentDir] --message "..." (assembly-line run -
 export async function runCommand(parsed: ParsedCommand, io: CommandIO): Promise<number> {
   const agentDir = requirePositional(parsed.positionals, 0, "agentDir", USAGE);
   const message = stringOption(parsed, "message")!;
+  if (message.trim() === "") throw new AssemblyLineError("AL_ERR_CLI_USAGE", "--message is empty", { fix: `Give the user message the run starts with, e.g. -m "Remember to buy milk". usage: ${USAGE}` });
   const approve = stringOption(parsed, "approve");
   const answer = stringOption(parsed, "answer");
   const json = jsonOption(parsed);
-  const flags = { model: stringOption(parsed, "model"), baseUrl: stringOption(parsed, "base-url"), api: stringOption(parsed, "api") };
+  // Everything the command line chose is checked before the build and before any run is created.
+  const flags = modelFlagsOf(parsed);
   const models = await catalogFor(flags);
-  const stateDir = stringOption(parsed, "state-dir");
+  if (flags.model !== undefined) await checkModelSpec(flags.model, models);
+  const offlineScript = stringOption(parsed, "offline-script");
+  checkOfflineScript(offlineScript);
+  const stateDir = stateDirOption(parsed, { mustExist: false, usage: USAGE });
   const events: RunEvent[] = [];
   // Deltas are not durable: written as they arrive, while the timeline shows the completed message.
   let streaming = false;
@@ -49,7 +56,7 @@ export async function runCommand(parsed: ParsedCommand, io: CommandIO): Promise<
       : {}),
   });
   try {
-    const { model, note } = await chooseModel(local.bundle.manifest.agent.model, { ...flags, offlineScript: stringOption(parsed, "offline-script") });
+    const { model, note } = await chooseModel(local.bundle.manifest.agent.model, { ...flags, ...(offlineScript !== undefined ? { offlineScript } : {}) });
     if (!json) io.out(`${local.bundle.manifest.agent.id} ${local.bundle.manifest.agentRevision}, ${note}`);
     const conversationId = stringOption(parsed, "conversation");
     let result: RunResult = await local.runtime.run({ message, ...(model ? { model } : {}), ...(conversationId ? { conversationId } : {}) });

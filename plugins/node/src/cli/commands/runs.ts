@@ -2,25 +2,41 @@ import { existsSync } from "node:fs";
 import { readFile } from "node:fs/promises";
 import { join, resolve } from "node:path";
 import { AssemblyLineError, type RunEvent, type RunRecord, type RunStatus, type RunStore } from "@assemblyline-agents/core";
+import type { PiModelCatalog } from "@assemblyline-agents/pi";
 import type { RunResult } from "@assemblyline-agents/runtime";
 import { jsonOption, requirePositional, stringOption, type ParsedCommand } from "../args.js";
 import type { CommandIO } from "../io.js";
 import { envelope } from "../output.js";
 import type { LocalRuntime } from "../local-runtime.js";
 import { reportResult } from "../report.js";
+import { stateDirOption } from "../state-dir.js";
 import { formatEvent } from "../timeline.js";
 
-async function open(parsed: ParsedCommand, io: CommandIO, events: RunEvent[] | undefined): Promise<LocalRuntime & { agentDir: string; json: boolean }> {
+const LIST_USAGE = "assembly-line runs list [--agent <dir>] [--state-dir <dir>] (assembly-line runs list --help)";
+const SHOW_USAGE = "assembly-line runs show <runId> [--agent <dir>] [--state-dir <dir>]";
+const MIGRATE_USAGE = "assembly-line runs migrate <runId> --to current";
+
+/** Options for opening the agent's runtime on existing runs. */
+interface OpenOptions {
+  /** Print (or, with --json, collect) the events the command sees. */
+  events?: RunEvent[];
+  usage: string;
+  /** The catalog entry that serves a continued run's model (--base-url). */
+  models?: PiModelCatalog;
+}
+
+async function open(parsed: ParsedCommand, io: CommandIO, options: OpenOptions): Promise<LocalRuntime & { agentDir: string; json: boolean }> {
   const agentDir = stringOption(parsed, "agent") ?? ".";
   const json = jsonOption(parsed);
-  const stateDir = stringOption(parsed, "state-dir");
-  const { catalogFor, openLocalRuntime } = await import("../local-runtime.js");
-  const models = await catalogFor({ model: stringOption(parsed, "model"), baseUrl: stringOption(parsed, "base-url"), api: stringOption(parsed, "api") });
+  // Every command here works on runs already kept: a --state-dir that does not exist is refused, not created.
+  const stateDir = stateDirOption(parsed, { mustExist: true, usage: options.usage });
+  const events = options.events;
+  const { openLocalRuntime } = await import("../local-runtime.js");
   const local = await openLocalRuntime({
     agentDir,
     build: false,
     ...(stateDir ? { stateDir } : {}),
-    ...(models ? { models } : {}),
+    ...(options.models ? { models: options.models } : {}),
     ...(events ? { onEvent: (event) => (json ? events.push(event) : io.out(formatEvent(event))) } : {}),
   });
   return { ...local, agentDir, json };
@@ -39,7 +55,7 @@ interface RunLister {
  */
 async function openLister(parsed: ParsedCommand, io: CommandIO): Promise<RunLister> {
   const agentDir = resolve(stringOption(parsed, "agent") ?? ".");
-  const stateDir = stringOption(parsed, "state-dir");
+  const stateDir = stateDirOption(parsed, { mustExist: true, usage: LIST_USAGE });
   const manifestPath = join(agentDir, ".assembly-line", "manifest.json");
   if (existsSync(manifestPath)) {
     const manifest = JSON.parse(await readFile(manifestPath, "utf8")) as { agentRevision: string; gateway: unknown; sandbox: { adapter?: string } | null };
@@ -49,7 +65,7 @@ async function openLister(parsed: ParsedCommand, io: CommandIO): Promise<RunList
       return { runs: state, currentRevision: manifest.agentRevision, close: () => state.close() };
     }
   }
-  const local = await open(parsed, io, undefined);
+  const local = await open(parsed, io, { usage: LIST_USAGE });
   return { runs: local.runtime.state.runs, currentRevision: local.runtime.manifest.agentRevision, close: () => local.close() };
 }
 
@@ -90,8 +106,8 @@ export async function runsList(parsed: ParsedCommand, io: CommandIO): Promise<nu
 
 /** `runs show <runId>`: the timeline, usage and what the run waits for. */
 export async function runsShow(parsed: ParsedCommand, io: CommandIO): Promise<number> {
-  const runId = requirePositional(parsed.positionals, 0, "runId", "assembly-line runs show <runId>");
-  const local = await open(parsed, io, undefined);
+  const runId = requirePositional(parsed.positionals, 0, "runId", SHOW_USAGE);
+  const local = await open(parsed, io, { usage: SHOW_USAGE });
   try {
     const result = await local.runtime.getRun(runId);
     const events = await local.runtime.listEvents(runId);
@@ -118,11 +134,11 @@ export async function runsShow(parsed: ParsedCommand, io: CommandIO): Promise<nu
 
 /** `runs migrate <runId> --to current`. */
 export async function runsMigrate(parsed: ParsedCommand, io: CommandIO): Promise<number> {
-  const runId = requirePositional(parsed.positionals, 0, "runId", "assembly-line runs migrate <runId> --to current");
+  const runId = requirePositional(parsed.positionals, 0, "runId", MIGRATE_USAGE);
   if (stringOption(parsed, "to") !== "current") {
     throw new AssemblyLineError("AL_ERR_CLI_USAGE", "runs migrate moves a paused run to the current build only: pass --to current", { fix: "See assembly-line runs migrate --help." });
   }
-  const local = await open(parsed, io, undefined);
+  const local = await open(parsed, io, { usage: MIGRATE_USAGE });
   try {
     const from = await local.runtime.revisionOf(runId);
     const result = await local.runtime.migrateRun(runId, { actor: "cli" });
@@ -140,9 +156,23 @@ type Decision = (local: LocalRuntime, runId: string, parsed: ParsedCommand) => P
 function decisionCommand(usage: string, decide: Decision) {
   return async (parsed: ParsedCommand, io: CommandIO): Promise<number> => {
     const runId = requirePositional(parsed.positionals, 0, "runId", usage);
+    const command = usage.split(" ")[1]!;
     const events: RunEvent[] = [];
-    const local = await open(parsed, io, events);
+    let local = await open(parsed, io, { events, usage });
     try {
+      // The run continues on its own model: the model flags are checked against it, and --base-url serves it.
+      const run = await local.runtime.state.runs.getRun(runId);
+      if (run) {
+        const { continuedRunModels } = await import("../model-flags.js");
+        const models = await continuedRunModels(parsed, run, local.runtime.manifest.agent.model, command);
+        if (models) {
+          // The engine takes its catalog when the runtime is made: reopen with the run's model served at --base-url.
+          const first = local;
+          await first.close();
+          local = { ...first, close: async () => undefined };
+          local = await open(parsed, io, { events, usage, models });
+        }
+      }
       return reportResult(await decide(local, runId, parsed), io, { json: local.json, agentDir: local.agentDir, events });
     } finally {
       await local.close();

@@ -1,4 +1,5 @@
 import { AssemblyLineError, type RuntimeLogger } from "@assemblyline-agents/core";
+import type { PiModelCatalog } from "@assemblyline-agents/pi";
 import { buildAgent, createRuntimeLogger, loadRuntimeBundle, type RuntimeBundle } from "@assemblyline-agents/runtime";
 import { checkSandboxAdapterInstalled } from "@assemblyline-agents/registry";
 import { openLocalDefaults } from "../../host/local-defaults.js";
@@ -8,7 +9,10 @@ import { installSignalHandlers } from "../../host/signals.js";
 import { jsonOption, requirePositional, stringOption, type CommandContext, type ParsedCommand } from "../args.js";
 import type { CommandIO } from "../io.js";
 import { gatewayListenOptions, listenAddress } from "../listen-address.js";
-import { catalogFor, chooseModel } from "../local-runtime.js";
+import { parsePort } from "../port.js";
+import { catalogFor, chooseModel, staticModelCheck, type ModelFlags } from "../local-runtime.js";
+import { checkModelSpec, checkOfflineScript, modelFlagsOf } from "../model-flags.js";
+import { stateDirOption } from "../state-dir.js";
 import { envelope, progress } from "../output.js";
 
 const DEV_USAGE = "assembly-line dev [agentDir] (assembly-line dev --help)";
@@ -29,13 +33,18 @@ export interface ServeControl {
 export async function dev(parsed: ParsedCommand, io: CommandIO, context: CommandContext = {}): Promise<number> {
   const control = context.serve ?? {};
   const agentDir = requirePositional(parsed.positionals, 0, "agentDir", DEV_USAGE);
+  // Everything the command line chose is checked before building, and the model before any server listens.
+  const options = await serveOptions(parsed, DEV_USAGE);
+  const offlineScript = stringOption(parsed, "offline-script");
+  checkOfflineScript(offlineScript);
   progress(io, jsonOption(parsed))(`building ${agentDir}`);
-  const { artifactRoot } = await buildAgent(agentDir, { checkSandboxAdapter: checkSandboxAdapterInstalled });
+  // agent.ts's model is the one served unless --model replaces it: the build checks it as `build` does.
+  const validateModel = options.flags.model === undefined ? { validateModel: staticModelCheck(options.models) } : {};
+  const { artifactRoot } = await buildAgent(agentDir, { ...validateModel, checkSandboxAdapter: checkSandboxAdapterInstalled });
   const bundle = await loadRuntimeBundle(artifactRoot);
-  const flags = modelFlags(parsed);
-  const { model, note } = await chooseModel(bundle.manifest.agent.model, { ...flags, offlineScript: stringOption(parsed, "offline-script") });
+  const { model, note } = await chooseModel(bundle.manifest.agent.model, { ...options.flags, ...(offlineScript !== undefined ? { offlineScript } : {}) });
   const logger: RuntimeLogger = parsed.values["json-logs"] === true ? createRuntimeLogger() : readableLogger(io.err);
-  return serve(bundle, parsed, io, control, { devMode: true, usage: DEV_USAGE, logger, model, note });
+  return serve(bundle, parsed, io, control, { ...options, devMode: true, logger, model, note });
 }
 
 /**
@@ -46,10 +55,28 @@ export async function dev(parsed: ParsedCommand, io: CommandIO, context: Command
 export async function start(parsed: ParsedCommand, io: CommandIO, context: CommandContext = {}): Promise<number> {
   const control = context.serve ?? {};
   const artifactDir = requirePositional(parsed.positionals, 0, "artifactDir", START_USAGE);
+  const options = await serveOptions(parsed, START_USAGE);
   const bundle = await loadRuntimeBundle(artifactDir);
-  const flags = modelFlags(parsed);
+  const { flags } = options;
   const model = flags.model ? (await chooseModel(bundle.manifest.agent.model, flags)).model : undefined;
-  return serve(bundle, parsed, io, control, { devMode: false, usage: START_USAGE, logger: createRuntimeLogger(), model, note: `model ${flags.model ?? bundle.manifest.agent.model}` });
+  return serve(bundle, parsed, io, control, { ...options, devMode: false, logger: createRuntimeLogger(), model, note: `model ${flags.model ?? bundle.manifest.agent.model}` });
+}
+
+/** What dev and start read from the command line, checked before anything is built, opened or listened on. */
+interface ServeOptions {
+  flags: ModelFlags;
+  models: PiModelCatalog | undefined;
+  listen: { port: number | undefined; host: string | undefined };
+  stateDir: string | undefined;
+}
+
+async function serveOptions(parsed: ParsedCommand, usage: string): Promise<ServeOptions> {
+  const listen = { port: parsePort(stringOption(parsed, "port"), usage), host: hostOption(parsed, usage) };
+  const stateDir = stateDirOption(parsed, { mustExist: false, usage });
+  const flags = modelFlagsOf(parsed);
+  const models = await catalogFor(flags);
+  if (flags.model !== undefined) await checkModelSpec(flags.model, models);
+  return { flags, models, listen, stateDir };
 }
 
 async function serve(
@@ -57,11 +84,9 @@ async function serve(
   parsed: ParsedCommand,
   io: CommandIO,
   control: ServeControl,
-  mode: { devMode: boolean; usage: string; logger: RuntimeLogger; model: string | undefined; note: string },
+  mode: ServeOptions & { devMode: boolean; logger: RuntimeLogger; model: string | undefined; note: string },
 ): Promise<number> {
-  const flags = { port: portOption(parsed, mode.usage), host: hostOption(parsed, mode.usage) };
-  const stateDir = stringOption(parsed, "state-dir");
-  const models = await catalogFor(modelFlags(parsed));
+  const { stateDir, models } = mode;
   const local = await openLocalDefaults(bundle, { ...(stateDir ? { stateDir } : {}), ...(models ? { models } : {}), devMode: mode.devMode });
   let handle: NodeRuntimeHandle;
   try {
@@ -77,7 +102,7 @@ async function serve(
       ...(local.kernel ? { kernel: local.kernel } : {}),
       devMode: mode.devMode,
       logger: mode.logger,
-      ...listenAddress(flags, process.env, fromGateway),
+      ...listenAddress(mode.listen, process.env, fromGateway),
       ...(mode.model ? { model: mode.model } : {}),
     });
   } catch (error) {
@@ -106,20 +131,6 @@ function printRoutes(bundle: RuntimeBundle, handle: NodeRuntimeHandle, mode: { d
   io.out(`  run inspector: ${handle.url}/inspector${mode.devMode ? "" : "  (needs the host's auth)"}`);
   io.out(`  GET    ${handle.url}/healthz  /readyz  /admin/kill-switch`);
   if (scheduler) io.out(`  scheduler: ${manifest.automations?.length ?? 0} static automation(s)${manifest.agent.dynamicAutomations?.dynamic ? ", dynamic automations on" : ""}`);
-}
-
-function modelFlags(parsed: ParsedCommand) {
-  return { model: stringOption(parsed, "model"), baseUrl: stringOption(parsed, "base-url"), api: stringOption(parsed, "api") };
-}
-
-function portOption(parsed: ParsedCommand, usage: string): number | undefined {
-  const text = stringOption(parsed, "port");
-  if (text === undefined) return undefined;
-  const port = Number(text);
-  if (!Number.isInteger(port) || port < 0 || port > 65_535) {
-    throw new AssemblyLineError("AL_ERR_CLI_USAGE", `--port ${text} is not a port number (0-65535)`, { fix: `usage: ${usage}` });
-  }
-  return port;
 }
 
 function hostOption(parsed: ParsedCommand, usage: string): string | undefined {

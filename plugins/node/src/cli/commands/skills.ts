@@ -5,11 +5,13 @@ import { jsonOption, requirePositional, stringOption, type ParsedCommand } from 
 import type { CommandIO } from "../io.js";
 import { openLocalRuntime, type LocalRuntime } from "../local-runtime.js";
 import { envelope } from "../output.js";
+import { stateDirOption } from "../state-dir.js";
 
 const USAGE = "assembly-line skills list | show <name> | diff <name> | reset <name> [--agent <dir>] [--subagent <path>] [--json]";
 
-async function open(parsed: ParsedCommand): Promise<LocalRuntime> {
-  const stateDir = stringOption(parsed, "state-dir");
+async function open(parsed: ParsedCommand, sub: string): Promise<LocalRuntime> {
+  // list, show and diff read the store: a mistyped --state-dir is refused, not created.
+  const stateDir = stateDirOption(parsed, { mustExist: sub !== "reset", usage: USAGE });
   return openLocalRuntime({ agentDir: stringOption(parsed, "agent") ?? ".", build: false, ...(stateDir ? { stateDir } : {}) });
 }
 
@@ -25,7 +27,7 @@ function standing(skill: SkillView, seedDigest: string | undefined): string {
 export const skillsCommand = (sub: string) => async (parsed: ParsedCommand, io: CommandIO): Promise<number> => {
   const json = jsonOption(parsed);
   const name = sub === "list" ? undefined : requirePositional(parsed.positionals, 0, "name", USAGE);
-  const local = await open(parsed);
+  const local = await open(parsed, sub);
   try {
     const library = local.runtime.skills(stringOption(parsed, "subagent") ?? "");
     if (sub === "list") {
