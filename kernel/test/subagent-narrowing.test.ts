@@ -104,6 +104,7 @@ describe("subagent budgets", () => {
     await expect(start(withOwnTool, { coreToolPolicy: { lookup: "approval" } })).resolves.toBeDefined();
     await expect(start(withOwnTool, { coreToolPolicy: { lokup: "approval" } })).rejects.toMatchObject({ code: "AL_ERR_TOOL_POLICY", message: expect.stringContaining('"lokup"') });
     // A subagent written as a file would otherwise be left out of the build without a word.
+    await expect(buildAgent(folder({ "subagents/worker/agent.ts": subagent(""), "subagents/env.d.ts": "declare const x: number;\n" }))).resolves.toBeDefined();
     await expect(buildAgent(folder({ "subagents/researcher.ts": subagent("") }))).rejects.toMatchObject({
       code: "AL_ERR_SUBAGENT_DEFINITION",
       message: expect.stringContaining("subagents/researcher.ts: a subagent is a folder, not a file"),

@@ -47,8 +47,8 @@ export async function compileSubagents(parts: SubagentCompilerParts, parent: Par
   const dir = join(parts.rootDir, parent.prefix, "subagents");
   if (!existsSync(dir)) return [];
   const listed = readdirSync(dir, { withFileTypes: true }).filter((entry) => !entry.name.startsWith("."));
-  // A source file here would be left out of the build without a word: a subagent is a folder.
-  const file = listed.find((entry) => !entry.isDirectory() && /\.(m?ts|m?js)$/.test(entry.name));
+  // A source file here would be left out of the build without a word: a subagent is a folder (declarations aside).
+  const file = listed.find((entry) => !entry.isDirectory() && /\.(m?ts|m?js)$/.test(entry.name) && !/\.d\.m?ts$/.test(entry.name));
   if (file) {
     const stem = file.name.replace(/\.(m?ts|m?js)$/, "");
     throw new AssemblyLineError("AL_ERR_SUBAGENT_DEFINITION", `${parent.prefix}subagents/${file.name}: a subagent is a folder, not a file`, {

@@ -1,4 +1,4 @@
-import { cpSync, existsSync, mkdirSync, readdirSync, writeFileSync } from "node:fs";
+import { cpSync, existsSync, mkdirSync, readFileSync, readdirSync, writeFileSync } from "node:fs";
 import { join, resolve } from "node:path";
 import { afterEach, describe, expect, it } from "vitest";
 import { startOpenAIChatServer, type ScriptedModelServer } from "@assemblyline-agents/pi/testkit";
@@ -88,6 +88,24 @@ describe("--model, --base-url and --api on commands that continue a run", () => 
     expect(approved.out).toContain("It's the only note about milk.");
   }, 60_000);
 
+  it("takes agent.ts's relative scripted model as --model on approve, as the run stored it", async () => {
+    const { agentDir } = notesAgent();
+    const agentFile = join(agentDir, "agent.ts");
+    writeFileSync(agentFile, readFileSync(agentFile, "utf8").replace('"openai/gpt-5.4-mini"', '"scripted:conversations/remember-milk.json"'));
+    const cwd = process.cwd();
+    // A relative scripted spec is read from the working folder, by the run and by the check alike.
+    process.chdir(agentDir);
+    try {
+      const paused = await cli(["run", ".", "-m", "Remember to buy milk", "--state-dir", "state", "--json"]);
+      expect(paused.code, paused.err).toBe(3);
+      const runId = JSON.parse(paused.out).data.result.runId as string;
+      const approved = await cli(["approve", runId, "--agent", ".", "--state-dir", "state", "--model", "scripted:conversations/remember-milk.json"]);
+      expect(approved.code, approved.err).toBe(0);
+    } finally {
+      process.chdir(cwd);
+    }
+  }, 60_000);
+
   it("refuses --base-url for a run on a scripted model, and --api without --base-url", async () => {
     const { agentDir, stateDir, runId } = await pausedRun();
     expectUsageError(await cli(["approve", runId, "--agent", agentDir, "--state-dir", stateDir, "--base-url", "http://127.0.0.1:9/v1"]), "--base-url http://127.0.0.1:9/v1", /scripted model/);
@@ -120,6 +138,28 @@ describe("--model, --base-url and --api on commands that continue a run", () => 
       expect(JSON.parse(approved.out).data.result).toMatchObject({ status: "completed", response: { text: "Noted." } });
       // Both model calls went to the server --base-url named.
       expect(server.requests).toHaveLength(2);
+    }, 60_000);
+
+    it("keeps the config's server for a run on the config's model when approve repeats that model as --model", async () => {
+      server = await startOpenAIChatServer({ apiKey: "sk-test" });
+      process.env.OPENAI_API_KEY = "sk-test";
+      server.toolCalls([{ id: "call_note_1", name: "record_note", argumentChunks: ['{"note": "Buy milk"}'] }]);
+      server.text(["Noted."]);
+      const { agentDir } = notesAgent();
+      writeFileSync(join(agentDir, "assembly-line.config.json"), JSON.stringify({ model: "openai/gpt-4o-mini", baseUrl: server.baseUrl, api: "openai-completions" }));
+      const cwd = process.cwd();
+      process.chdir(agentDir);
+      try {
+        const paused = await cli(["run", ".", "-m", "Remember to buy milk", "--state-dir", "state", "--json"]);
+        expect(paused.code, paused.err + paused.out).toBe(3);
+        const runId = JSON.parse(paused.out).data.result.runId as string;
+        const approved = await cli(["approve", runId, "--agent", ".", "--state-dir", "state", "--model", "openai/gpt-4o-mini", "--json"]);
+        expect(approved.code, approved.err + approved.out).toBe(0);
+        expect(JSON.parse(approved.out).data.result).toMatchObject({ status: "completed", response: { text: "Noted." } });
+        expect(server.requests).toHaveLength(2);
+      } finally {
+        process.chdir(cwd);
+      }
     }, 60_000);
   });
 

@@ -34,7 +34,7 @@ export function resolveOtlpOptions(options: OtlpSinkOptions): ResolvedOtlpOption
   checkOtlpOptions(options);
   if (options?.onWarning !== undefined && typeof options.onWarning !== "function") {
     throw new AssemblyLineError("AL_ERR_OTLP_CONFIG", `createOtlpSink: onWarning is ${typeof options.onWarning}, not a function`, {
-      fix: "Pass onWarning(message, fields) as a function, or leave it out to log warnings with the runtime's logger.",
+      fix: "Pass onWarning(message, fields) as a function, or leave it out for one JSON line on stderr per warning.",
     });
   }
   const url = options?.url !== undefined ? tracesUrl(options.url, { appendPath: false }) : tracesUrl(options?.endpoint);

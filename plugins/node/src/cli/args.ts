@@ -7,6 +7,8 @@ export interface ParsedCommand {
   positionals: string[];
   /** The flags (by long name) whose values the project config filled rather than the command line. */
   configured?: string[];
+  /** The config's model, for a command continuing a run, when --model on the command line kept it from filling `model`. */
+  configModel?: string;
 }
 
 export function requirePositional(positionals: string[], index: number, name: string, usage: string): string {

@@ -95,14 +95,17 @@ export function checkOfflineScript(file: string | undefined): void {
 export async function continuedRunModels(parsed: ParsedCommand, run: { id: string; modelSpec: string }, agentModel: string, command: string): Promise<PiModelCatalog | undefined> {
   const flags = modelFlagsOf(parsed);
   const configured = (flag: string) => parsed.configured?.includes(flag) === true;
-  if (flags.model !== undefined && !configured("model") && absoluteModelSpec(flags.model) !== run.modelSpec) {
+  // A scripted spec is read relative to the working folder, by the scripted route as here: compared resolved on both sides.
+  const runModel = absoluteModelSpec(run.modelSpec);
+  if (flags.model !== undefined && !configured("model") && absoluteModelSpec(flags.model) !== runModel) {
     throw usage(
       `--model ${flags.model}: run ${run.id} continues on its own model ${run.modelSpec}; ${command} cannot switch a started run to another model`,
       `Leave --model out (or pass --model ${run.modelSpec}). To use ${flags.model}, start a new run: assembly-line run --model ${flags.model}.`,
     );
   }
-  const configModel = configured("model") ? absoluteModelSpec(flags.model!) : agentModel;
-  const fromConfigApplies = configModel === run.modelSpec;
+  // The config's model, also when --model repeated the run's own on the command line (the config's server then still applies).
+  const configModel = configured("model") ? flags.model! : (parsed.configModel ?? agentModel);
+  const fromConfigApplies = absoluteModelSpec(configModel) === runModel;
   const baseUrl = configured("base-url") && !fromConfigApplies ? undefined : flags.baseUrl;
   const api = configured("api") && !fromConfigApplies ? undefined : flags.api;
   if (baseUrl === undefined) {

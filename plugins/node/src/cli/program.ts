@@ -28,6 +28,8 @@ interface LeafSpec {
    * "did you mean" of a mistyped required flag.
    */
   required?: string[];
+  /** The command continues a stored run (approve, deny, answer, resume): its --model only repeats the run's own. */
+  continuesRun?: true;
 }
 
 const MODEL_FILL: ConfigFill = { model: "model", "base-url": "baseUrl", api: "api" };
@@ -86,8 +88,9 @@ function parsedFrom(command: Command): ParsedCommand {
 const MODEL_SERVER_FLAGS = ["base-url", "api"];
 
 async function applyConfig(parsed: ParsedCommand, spec: LeafSpec): Promise<void> {
-  const modelGiven = parsed.values.model !== undefined;
-  const fill = Object.entries(spec.config ?? {}).filter(([flag]) => parsed.values[flag] === undefined && !(modelGiven && MODEL_SERVER_FLAGS.includes(flag)));
+  // On a command that continues a run, --model names the run's own model, not another one the config's server does not serve.
+  const modelChosen = parsed.values.model !== undefined && spec.continuesRun !== true;
+  const fill = Object.entries(spec.config ?? {}).filter(([flag]) => parsed.values[flag] === undefined && !(modelChosen && MODEL_SERVER_FLAGS.includes(flag)));
   const needsAgent = spec.agentPositional !== undefined && parsed.positionals[0] === undefined;
   if (fill.length === 0 && !needsAgent) return;
   const { loadProjectConfig } = await import("./config.js");
@@ -98,6 +101,7 @@ async function applyConfig(parsed: ParsedCommand, spec: LeafSpec): Promise<void>
     parsed.values[flag] = String(value);
     (parsed.configured ??= []).push(flag);
   }
+  if (spec.continuesRun && parsed.configured?.includes("model") !== true && config.values?.model !== undefined) parsed.configModel = String(config.values.model);
   if (needsAgent) {
     const agent = typeof config.values?.agent === "string" ? config.values.agent : ".";
     parsed.positionals[0] = spec.agentPositional === "artifact" ? join(agent, ".assembly-line") : agent;
@@ -222,21 +226,23 @@ export function buildProgram(io: CommandIO, context: CommandContext, exit: { cod
       "assembly-line approve <runId>",
       "assembly-line approve <runId> <callId> --agent ./agent",
     ]),
-    { load: async () => (await import("./commands/runs.js")).approveCommand, config: AGENT_FILL },
+    { load: async () => (await import("./commands/runs.js")).approveCommand, config: AGENT_FILL, continuesRun: true },
   );
   leaf(
     examples(continuedFlags(program.command("deny").description("deny it; the model receives a denial result").argument("<runId>").argument("[callId]")).option("--reason <text>", "why, as the model sees it"), [
       'assembly-line deny <runId> --reason "not today"',
     ]),
-    { load: async () => (await import("./commands/runs.js")).denyCommand, config: AGENT_FILL },
+    { load: async () => (await import("./commands/runs.js")).denyCommand, config: AGENT_FILL, continuesRun: true },
   );
   leaf(examples(continuedFlags(program.command("answer").description("answer the run's question and resume it").argument("<runId>").argument("<text>")), ['assembly-line answer <runId> "Tuesday"']), {
     load: async () => (await import("./commands/runs.js")).answerCommand,
     config: AGENT_FILL,
+    continuesRun: true,
   });
   leaf(examples(continuedFlags(program.command("resume").description("continue a run left running by a process that died").argument("<runId>")), ["assembly-line resume <runId>"]), {
     load: async () => (await import("./commands/runs.js")).resumeCommand,
     config: AGENT_FILL,
+    continuesRun: true,
   });
 
   leaf(

@@ -39,7 +39,8 @@ export function installSignalHandlers(handle: Pick<NodeRuntimeHandle, "shutdown"
       if (code !== 0) process.exitCode = code;
       // Not process.exit() at once: that would cut off the code after `await handle.closed`. Unref'd, the
       // timer keeps nothing alive: the process ends as soon as the rest of its work does.
-      setTimeout(() => process.exit(code), EXIT_GRACE_MS).unref();
+      // With no code on success: an exit code the embedder set after `await handle.closed` stands.
+      setTimeout(() => (code === 0 ? process.exit() : process.exit(code)), EXIT_GRACE_MS).unref();
     };
     void handle.shutdown().then(
       () => end(0),
