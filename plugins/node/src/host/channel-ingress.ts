@@ -231,7 +231,9 @@ function parseWait(value: string | null): number {
 /** The 4xx status a thrown refusal declares (`status` or `statusCode`), if it declares one. */
 function refusalStatus(error: unknown): number | undefined {
   const declared = (error as { status?: unknown; statusCode?: unknown } | null)?.status ?? (error as { statusCode?: unknown } | null)?.statusCode;
-  return Number.isInteger(declared) && (declared as number) >= 400 && (declared as number) < 500 ? (declared as number) : undefined;
+  // A number, or its digits as a string ("401"), as channels have declared it.
+  const status = typeof declared === "string" && /^\d{3}$/.test(declared) ? Number(declared) : declared;
+  return typeof status === "number" && Number.isInteger(status) && status >= 400 && status < 500 ? status : undefined;
 }
 
 /** Provider bodies: JSON or form-encoded are parsed; anything else reaches normalizeHttp as rawBody only. */
