@@ -1,6 +1,6 @@
 import { cpSync, existsSync, mkdirSync, readFileSync, readdirSync, writeFileSync } from "node:fs";
 import { join, resolve } from "node:path";
-import { afterEach, describe, expect, it } from "vitest";
+import { afterEach, beforeEach, describe, expect, it } from "vitest";
 import { startOpenAIChatServer, type ScriptedModelServer } from "@assemblyline-agents/pi/testkit";
 import { main } from "../src/cli/main.js";
 import { devCommand } from "../src/cli/commands/serve.js";
@@ -62,6 +62,17 @@ async function runIds(agentDir: string, stateDir: string): Promise<Array<{ id: s
   return JSON.parse(listed.out).data.runs;
 }
 
+/** Run `body` with `dir` as the working folder, where the CLI reads the project config and relative paths. */
+async function inFolder(dir: string, body: () => Promise<void>): Promise<void> {
+  const cwd = process.cwd();
+  process.chdir(dir);
+  try {
+    await body();
+  } finally {
+    process.chdir(cwd);
+  }
+}
+
 /** A run of the notes example paused for approval of record_note, on the scripted model. */
 async function pausedRun(): Promise<{ agentDir: string; script: string; stateDir: string; runId: string }> {
   const { agentDir, script } = notesAgent();
@@ -92,18 +103,14 @@ describe("--model, --base-url and --api on commands that continue a run", () => 
     const { agentDir } = notesAgent();
     const agentFile = join(agentDir, "agent.ts");
     writeFileSync(agentFile, readFileSync(agentFile, "utf8").replace('"openai/gpt-5.4-mini"', '"scripted:conversations/remember-milk.json"'));
-    const cwd = process.cwd();
     // A relative scripted spec is read from the working folder, by the run and by the check alike.
-    process.chdir(agentDir);
-    try {
+    await inFolder(agentDir, async () => {
       const paused = await cli(["run", ".", "-m", "Remember to buy milk", "--state-dir", "state", "--json"]);
       expect(paused.code, paused.err).toBe(3);
       const runId = JSON.parse(paused.out).data.result.runId as string;
       const approved = await cli(["approve", runId, "--agent", ".", "--state-dir", "state", "--model", "scripted:conversations/remember-milk.json"]);
       expect(approved.code, approved.err).toBe(0);
-    } finally {
-      process.chdir(cwd);
-    }
+    });
   }, 60_000);
 
   it("refuses --base-url for a run on a scripted model, and --api without --base-url", async () => {
@@ -114,19 +121,22 @@ describe("--model, --base-url and --api on commands that continue a run", () => 
   }, 60_000);
 
   describe("against an OpenAI-compatible server", () => {
-    let server: (ScriptedModelServer & { baseUrl: string }) | undefined;
+    let server: ScriptedModelServer & { baseUrl: string };
     const key = process.env.OPENAI_API_KEY;
+    // Each test's notes run: record_note (paused for approval), then the reply once it is approved.
+    beforeEach(async () => {
+      server = await startOpenAIChatServer({ apiKey: "sk-test" });
+      process.env.OPENAI_API_KEY = "sk-test";
+      server.toolCalls([{ id: "call_note_1", name: "record_note", argumentChunks: ['{"note": "Buy milk"}'] }]);
+      server.text(["Noted."]);
+    });
     afterEach(async () => {
-      await server?.close();
+      await server.close();
       if (key === undefined) delete process.env.OPENAI_API_KEY;
       else process.env.OPENAI_API_KEY = key;
     });
 
     it("serves the run's own model from --base-url when approve continues it, without --model", async () => {
-      server = await startOpenAIChatServer({ apiKey: "sk-test" });
-      process.env.OPENAI_API_KEY = "sk-test";
-      server.toolCalls([{ id: "call_note_1", name: "record_note", argumentChunks: ['{"note": "Buy milk"}'] }]);
-      server.text(["Noted."]);
       const { agentDir } = notesAgent();
       const stateDir = join(agentDir, "state");
       const paused = await cli(["run", agentDir, "-m", "Remember to buy milk", "--model", "openai/gpt-4o-mini", "--base-url", server.baseUrl, "--api", "openai-completions", "--state-dir", stateDir, "--json"]);
@@ -141,15 +151,9 @@ describe("--model, --base-url and --api on commands that continue a run", () => 
     }, 60_000);
 
     it("keeps the config's server for a run on the config's model when approve repeats that model as --model", async () => {
-      server = await startOpenAIChatServer({ apiKey: "sk-test" });
-      process.env.OPENAI_API_KEY = "sk-test";
-      server.toolCalls([{ id: "call_note_1", name: "record_note", argumentChunks: ['{"note": "Buy milk"}'] }]);
-      server.text(["Noted."]);
       const { agentDir } = notesAgent();
       writeFileSync(join(agentDir, "assembly-line.config.json"), JSON.stringify({ model: "openai/gpt-4o-mini", baseUrl: server.baseUrl, api: "openai-completions" }));
-      const cwd = process.cwd();
-      process.chdir(agentDir);
-      try {
+      await inFolder(agentDir, async () => {
         const paused = await cli(["run", ".", "-m", "Remember to buy milk", "--state-dir", "state", "--json"]);
         expect(paused.code, paused.err + paused.out).toBe(3);
         const runId = JSON.parse(paused.out).data.result.runId as string;
@@ -157,9 +161,7 @@ describe("--model, --base-url and --api on commands that continue a run", () => 
         expect(approved.code, approved.err + approved.out).toBe(0);
         expect(JSON.parse(approved.out).data.result).toMatchObject({ status: "completed", response: { text: "Noted." } });
         expect(server.requests).toHaveLength(2);
-      } finally {
-        process.chdir(cwd);
-      }
+      });
     }, 60_000);
   });
 
