@@ -477,8 +477,7 @@ async function compileAutomations(agentDir: string, load: Loader): Promise<Autom
     if (!isAutomationDefinition(exported)) fail("does not default-export defineAutomation(...)", 'Write `export default defineAutomation({ schedule: "0 9 * * *", message: "..." })`.');
     const automation = exported as AutomationDefinition;
     const { schedule, message, conversationId, enabled } = automation;
-    const unknown = Object.keys(automation).filter((key) => !key.startsWith("$$") && !["schedule", "message", "conversationId", "enabled"].includes(key));
-    if (unknown.length > 0) fail(`unknown field ${unknown.join(", ")}`, "defineAutomation takes schedule, message, conversationId? and enabled?.");
+    refuseUnknownKeys(automation, KNOWN_KEYS.automation, `${file}: defineAutomation`, "AL_ERR_AUTOMATION_DEFINITION");
     if (typeof message !== "string" || message.trim() === "") fail("message must be a non-empty string", "Say what each run should do.");
     if (conversationId !== undefined && (typeof conversationId !== "string" || conversationId === "")) fail("conversationId must be a non-empty string", "Omit it for standalone runs.");
     if (enabled !== undefined && typeof enabled !== "boolean") fail("enabled must be a boolean", "Pass true or false, or omit it (true).");

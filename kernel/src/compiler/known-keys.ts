@@ -12,6 +12,7 @@ export const KNOWN_KEYS = {
   // A provider helper (e.g. defineDiscordChannel) returns the definition with its module's functions on it.
   channel: ["transport", "route", "methods", "ingress", "normalizeHttp", "deliver", "resolveAttachment"],
   channelIngress: ["requiredSecretEnv"],
+  automation: ["schedule", "message", "conversationId", "enabled"],
   dynamicAutomations: ["dynamic", "approval"],
   dynamicConnections: ["dynamic", "approval", "allowedHosts"],
   mcpConnection: ["kind", "description", "auth", "approval", "url", "command", "args", "env"],
