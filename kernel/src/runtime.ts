@@ -230,6 +230,7 @@ export class OpenEveRuntime {
       });
     }
     const profiles = buildAgentProfiles(table, toolTableInput, this.options.budgets);
+    let narrowedAt = -1;
     const journal = new RunJournal(
       this.state.runs,
       this.hooks,
@@ -253,7 +254,10 @@ export class OpenEveRuntime {
       owesDelivery: (channel) => this.options.owesDelivery?.(channel) ?? true,
       beforeTurn: async () => {
         await this.connections.refresh();
+        // Subagents' connection tools are derived from the root table's: made again only once connections changed.
+        if (narrowedAt === this.connections.version) return;
         narrowConnectionTools(profiles, this.connections.connections());
+        narrowedAt = this.connections.version;
       },
       alwaysOfferDiscovery: this.dynamicConnections.dynamic,
     });

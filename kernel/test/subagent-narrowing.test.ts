@@ -193,6 +193,28 @@ describe("subagent connections", () => {
     expect(root.list_connections).toEqual({ connections: ["billing", "crm"] });
   });
 
+  it("gives a subagent a named connection that comes up after the run's first turn", async () => {
+    const dir = folder(
+      { "connections/billing.ts": httpConnection("billing"), "tools/list_connections.ts": LIST_CONNECTIONS, "subagents/accountant/agent.ts": subagent('connections: ["billing"], tools: ["list_connections"]') },
+      { turns: [{ toolCalls: [{ name: "spawn_subagent", input: { name: "accountant", task: "Check." } }] }, { text: "done" }], subagents: { accountant: childScript } },
+    );
+    // billing is down for the parent's first turn and answers from the next describe on.
+    const provider = pingConnections();
+    let described = 0;
+    const describe = provider.describe;
+    provider.describe = async (...args) => {
+      described += 1;
+      if (described === 1) throw new Error("billing is down");
+      return describe(...args);
+    };
+    const { runtime, state } = await start(dir, { connections: provider });
+    const parent = await runtime.run({ message: "go" });
+    const child = (await runtime.listEvents(parent.runId)).find((event) => event.type === "subagent.started")!.data.childRunId as string;
+    const calls = Object.fromEntries((await state.listToolCalls(child)).map((call) => [call.toolName, call.output as JsonValue]));
+    expect(calls.list_connections).toEqual({ connections: ["billing"] });
+    expect(calls.billing__ping).toEqual({ from: "billing" });
+  });
+
   it("refuses a subagent that names a connection the parent has no connections/ file for", async () => {
     const dir = folder({ "connections/billing.ts": httpConnection("billing"), "subagents/accountant/agent.ts": subagent('connections: ["crm"]') });
     await expect(buildAgent(dir)).rejects.toMatchObject({

@@ -36,6 +36,7 @@ interface StoredConnection {
 export class ConnectionRegistry {
   private readonly provided = new Map<string, { digest: string; info: ConnectionInfo }>();
   private readonly failedStatic = new Set<string>();
+  private changes = 0;
 
   constructor(
     private readonly parts: {
@@ -90,6 +91,11 @@ export class ConnectionRegistry {
     for (const [name, provided] of this.provided) if (provided.info.source === "dynamic" && !(name in stored)) this.withdraw(name);
   }
 
+  /** Counts the connections provided and withdrawn: what was derived from the tool table is stale once it moved. */
+  get version(): number {
+    return this.changes;
+  }
+
   /** ctx.connections: what this run can use. */
   connections(): Record<string, ConnectionInfo> {
     return Object.fromEntries([...this.provided].map(([name, entry]) => [name, entry.info]));
@@ -135,6 +141,7 @@ export class ConnectionRegistry {
       this.parts.table.provide(toolName, tool, { provider: CONNECTION_TOOL_PROVIDER });
     }
     this.provided.set(name, { digest, info: { name, kind: definition.kind, source, description: definition.description ?? "", tools: Object.keys(tools).sort() } });
+    this.changes += 1;
   }
 
   private withdraw(name: string): void {
@@ -142,6 +149,7 @@ export class ConnectionRegistry {
     if (!provided) return;
     for (const tool of provided.info.tools) this.parts.table.delete(tool);
     this.provided.delete(name);
+    this.changes += 1;
   }
 
   private async stored(): Promise<Record<string, StoredConnection>> {
