@@ -42,7 +42,7 @@ import { resolveState, type ResolvedState } from "./state/resolve-state.js";
 import { createMemoryApi } from "./state/memory-api.js";
 import { createRuntimeFilesystem } from "./filesystem/runtime-filesystem.js";
 import { RunServicesRecord, type RunServices } from "./run/run-scope.js";
-import { buildAgentProfiles, connectionsOf, narrowConnectionTools, profileOfRun, type AgentProfile } from "./agents/agent-profile.js";
+import { buildAgentProfiles, connectionsOf, narrowConnectionTools, profileOfRun, refuseUnknownSubagentConnections, type AgentProfile } from "./agents/agent-profile.js";
 import { SkillLibrary, type SkillWriteGate, type SkillWriteResult } from "./skills/skill-library.js";
 import { skillWriteGate } from "./skills/write-approval.js";
 import { createSelfImprovementApi } from "./skills/self-improvement-api.js";
@@ -191,6 +191,11 @@ export class OpenEveRuntime {
       dynamic: this.dynamicConnections,
       logger: this.logger,
     });
+    refuseUnknownSubagentConnections(
+      this.profiles,
+      new Set([...Object.keys(options.sourceBundle.connections ?? {}), ...Object.keys(options.connections?.connections ?? {})]),
+      this.dynamicConnections.dynamic,
+    );
     this.automations = new Automations({
       store: this.state.schedules,
       agentId: this.manifest.agent.id,

@@ -215,9 +215,52 @@ describe("subagent connections", () => {
     expect(calls.billing__ping).toEqual({ from: "billing" });
   });
 
-  it("refuses a subagent that names a connection the parent has no connections/ file for", async () => {
+  it("gives a subagent a connection the host declares, which no connections/ file names", async () => {
+    const dir = folder(
+      { "connections/billing.ts": httpConnection("billing"), "tools/list_connections.ts": LIST_CONNECTIONS, "subagents/accountant/agent.ts": subagent('connections: ["crm"], tools: ["list_connections"]') },
+      { turns: [{ toolCalls: [{ name: "spawn_subagent", input: { name: "accountant", task: "Check." } }] }, { text: "done" }], subagents: { accountant: childScript } },
+    );
+    const provider: ConnectionProvider = { ...pingConnections(), connections: { crm: { kind: "http", description: "The CRM.", baseUrl: "https://crm.example.com", endpoints: {} } } };
+    const { runtime, state } = await start(dir, { connections: provider });
+    const parent = await runtime.run({ message: "go" });
+    expect(parent.status).toBe("completed");
+    const child = (await runtime.listEvents(parent.runId)).find((event) => event.type === "subagent.started")!.data.childRunId as string;
+    const calls = Object.fromEntries((await state.listToolCalls(child)).map((call) => [call.toolName, call.output as JsonValue]));
+    expect(calls.list_connections).toEqual({ connections: ["crm"] });
+    expect(calls.crm__ping).toEqual({ from: "crm" });
+    expect(calls.billing__ping).toMatchObject({ error: expect.stringContaining('Unknown tool "billing__ping"') });
+  });
+
+  it("refuses at start a subagent connection neither connections/ nor the host declares, unless runs may add connections", async () => {
     const dir = folder({ "connections/billing.ts": httpConnection("billing"), "subagents/accountant/agent.ts": subagent('connections: ["crm"]') });
-    await expect(buildAgent(dir)).rejects.toMatchObject({
+    const refusal = {
+      code: "AL_ERR_SUBAGENT_NARROWING",
+      message: expect.stringContaining('subagents/accountant/agent.ts names connection "crm", which neither connections/ nor the host declares'),
+      fix: expect.stringContaining("(billing)"),
+    };
+    await expect(start(dir, { connections: pingConnections() })).rejects.toMatchObject(refusal);
+    // Without a connections provider the name is no more declared.
+    await expect(start(dir)).rejects.toMatchObject(refusal);
+    // A run may add "crm" when dynamic connections are on: the name waits for it.
+    const dynamic = folder({
+      "agent.ts": SCRIPTED_ROOT(', dynamicConnections: { dynamic: true, approval: false, allowedHosts: ["crm.example.com"] }'),
+      "subagents/accountant/agent.ts": subagent('connections: ["crm"]'),
+    });
+    await expect(start(dynamic, { connections: pingConnections() })).resolves.toBeDefined();
+  });
+
+  it("refuses at build a connection name no connection can have, and one a subagent's own parent did not name", async () => {
+    await expect(buildAgent(folder({ "subagents/accountant/agent.ts": subagent('connections: ["Billing API"]') }))).rejects.toMatchObject({
+      code: "AL_ERR_SUBAGENT_DEFINITION",
+      message: expect.stringContaining('connections names "Billing API", which is no connection name'),
+    });
+    const nested = folder({
+      "connections/billing.ts": httpConnection("billing"),
+      "connections/crm.ts": httpConnection("crm"),
+      "subagents/accountant/agent.ts": subagent('connections: ["billing"]'),
+      "subagents/accountant/subagents/clerk/agent.ts": subagent('connections: ["crm"]'),
+    });
+    await expect(buildAgent(nested)).rejects.toMatchObject({
       code: "AL_ERR_SUBAGENT_NARROWING",
       message: expect.stringContaining('names connection "crm" that the parent lacks'),
       fix: expect.stringContaining("(billing)"),

@@ -151,6 +151,27 @@ export function connectionsOf(profile: AgentProfile, all: Record<string, Connect
 }
 
 /**
+ * The build checks a subagent's `connections: [...]` against the connections/
+ * files only: a name beyond those must be one the host declares, or one a run
+ * may add when dynamic connections are on. Refused when the runtime starts, so
+ * a misspelt name never leaves a subagent quietly without its connection.
+ */
+export function refuseUnknownSubagentConnections(root: AgentProfile, declared: ReadonlySet<string>, dynamic: boolean): void {
+  if (dynamic) return;
+  for (const child of root.subagents.values()) {
+    const unknown = [...(child.connections ?? [])].filter((name) => !declared.has(name));
+    if (unknown.length === 0) continue;
+    throw new AssemblyLineError(
+      "AL_ERR_SUBAGENT_NARROWING",
+      `subagents/${child.path}/agent.ts names connection${unknown.length > 1 ? "s" : ""} ${unknown.map((name) => `"${name}"`).join(", ")}, which neither connections/ nor the host declares`,
+      {
+        fix: `Name only the agent's connections (${[...declared].sort().join(", ") || "none"}): its connections/<name>.ts files and those the host's connections provider declares; or turn on dynamicConnections for connections runs add.`,
+      },
+    );
+  }
+}
+
+/**
  * Connection tools reach the root's table (ConnectionRegistry.refresh); give
  * each subagent's table the tools of the connections it names, and only those,
  * taking back tools of connections that are gone. Call after every refresh.

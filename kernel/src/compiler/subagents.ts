@@ -19,7 +19,11 @@ export interface ParentScope {
   model: string;
   /** Tools a child may name in `tools: [...]`: the parent's authored tools and the ones it inherited. */
   tools: ReadonlySet<string>;
-  /** Connections a child may name in `connections: [...]`: the root's connections/ files, or the ones the parent named. */
+  /**
+   * Connections a child may name in `connections: [...]`: the root's connections/ files, or the ones the parent named.
+   * The root's children may name others too: the host declares connections the build cannot see, so the runtime
+   * checks those names when it starts (refuseUnknownSubagentConnections).
+   */
   connections: ReadonlySet<string>;
   /** The parent's budgets as declared: its own agent.ts `budgets` over its parent's (undefined when none declares any). */
   budgets: RunBudgets | undefined;
@@ -34,6 +38,8 @@ export interface SubagentCompilerParts {
 }
 
 const SUBAGENT_NAME = /^[a-z][a-z0-9_-]*$/;
+/** As connections/ file names and dynamic connection names must be. */
+const CONNECTION_NAME = /^[a-z][a-z0-9]*(_[a-z0-9]+)*$/;
 /** Parts of a root agent folder that have no meaning inside a subagent. */
 const ROOT_ONLY_PARTS = ["hooks", "channels", "automations", "connections"];
 const ROOT_ONLY_FILES = ["gateway", "resolvers", "context", "sandbox", "instrumentation"];
@@ -114,11 +120,13 @@ async function compileSubagent(parts: SubagentCompilerParts, parent: ParentScope
     narrowing(`names tool${lacking.length > 1 ? "s" : ""} ${lacking.map((tool) => `"${tool}"`).join(", ")} that the parent lacks`, `Name only the parent's tools (${[...parent.tools].sort().join(", ") || "none"}), or add them to the parent.`);
   }
   const connections = stringList(definition.connections, "connections", refuse);
-  const missingConnections = connections.filter((connection) => !parent.connections.has(connection));
+  const misnamed = connections.find((connection) => !CONNECTION_NAME.test(connection));
+  if (misnamed !== undefined) refuse(`connections names ${JSON.stringify(misnamed)}, which is no connection name`, "Name connections as their files or the host name them: snake_case, e.g. weather_api.");
+  const missingConnections = parent.prefix === "" ? [] : connections.filter((connection) => !parent.connections.has(connection));
   if (missingConnections.length > 0) {
     narrowing(
       `names connection${missingConnections.length > 1 ? "s" : ""} ${missingConnections.map((c) => `"${c}"`).join(", ")} that the parent lacks`,
-      `Name only the parent's connections (${[...parent.connections].sort().join(", ") || "none"}): ${parent.prefix ? "the ones it names in its connections: [...]" : "the root's connections/<name>.ts files"}.`,
+      `Name only the parent's connections (${[...parent.connections].sort().join(", ") || "none"}): the ones it names in its connections: [...].`,
     );
   }
   const budgets = subagentBudgets(definition.budgets, parent, `${prefix}${agentFile}`, narrowing);
