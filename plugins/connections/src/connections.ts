@@ -1,7 +1,5 @@
 import {
-  AssemblyLineError,
   defineTool,
-  isConnectionDefinition,
   type ConnectionApproval,
   type ConnectionDefinition,
   type ConnectionPolicy,
@@ -12,6 +10,7 @@ import {
   type ToolDefinition,
 } from "@assemblyline-agents/core";
 import { checkConnectionsOptions } from "./config-schema.js";
+import { checkDefinition, isDynamicSpec, type AnyDefinition } from "./definition.js";
 import type { GrantStore } from "./grants.js";
 import { describeHttp, type HttpRecord } from "./http.js";
 import { fillPath, send } from "./http-request.js";
@@ -34,8 +33,6 @@ type ConnectionRecord =
   | { kind: "openapi"; description: string; api: OpenApiRecord }
   | { kind: "http"; description: string; api: HttpRecord };
 
-type AnyDefinition = ConnectionDefinition | DynamicConnectionSpec;
-
 /**
  * The connections plugin's provider for `RuntimeOptions.connections`: MCP
  * (Streamable HTTP and stdio, through @modelcontextprotocol/sdk), OpenAPI 3
@@ -51,16 +48,18 @@ export function createConnections(options: ConnectionsOptions = {}): ConnectionP
   const mcp = new McpClients(outbound);
 
   const mcpTarget = (definition: AnyDefinition): McpTarget => {
-    if (definition.kind !== "mcp") throw new Error("not an MCP connection");
-    if ("command" in definition && definition.command) {
+    // A run's spec is a remote server whatever it carries: only a host's definition starts a local command.
+    if (!isDynamicSpec(definition) && definition.kind === "mcp" && definition.command) {
       return { command: definition.command, ...(definition.args ? { args: definition.args } : {}), ...(definition.env ? { env: definition.env } : {}) };
     }
-    return { url: definition.url!, ...(definition.auth ? { auth: definition.auth } : {}) };
+    return { url: (definition as { url: string }).url, ...(definition.auth ? { auth: definition.auth } : {}) };
   };
 
   return {
     connections,
     async describe(name, definition, policy): Promise<JsonValue> {
+      // connections/<name>.ts definitions and a run's specs reach the provider here, not through createConnections.
+      checkDefinition(name, definition);
       const description = definition.description ?? "";
       let record: ConnectionRecord;
       if (definition.kind === "mcp") {
@@ -75,7 +74,7 @@ export function createConnections(options: ConnectionsOptions = {}): ConnectionP
     },
     tools(name, definition, stored, policy): Record<string, ToolDefinition<any, any>> {
       const record = stored as unknown as ConnectionRecord;
-      const approval = (tool: string, description: string) => approves("approval" in definition ? (definition as ConnectionDefinition).approval : undefined, name, tool, description);
+      const approval = (tool: string, description: string) => approves(isDynamicSpec(definition) ? undefined : definition.approval, name, tool, description);
       const tools: Record<string, ToolDefinition<any, any>> = {};
       const add = (tool: string, description: string, inputSchema: Record<string, unknown>, execute: (input: Record<string, unknown>, ctx: { signal: AbortSignal; idempotencyKey(scope: string): string }) => Promise<JsonValue>) => {
         tools[`${name}__${tool}`] = defineTool({
@@ -128,17 +127,6 @@ function httpRequest(api: HttpRecord, tool: HttpRecord["tools"][number], input: 
 function approves(approval: ConnectionApproval | undefined, connection: string, tool: string, description: string): boolean {
   if (typeof approval === "function") return approval({ connection, tool, description }) === true;
   return approval === true;
-}
-
-function checkDefinition(name: string, definition: ConnectionDefinition): void {
-  const fail = (problem: string, fix: string): never => {
-    throw new AssemblyLineError("AL_ERR_CONNECTION_DEFINITION", `connection "${name}": ${problem}`, { fix });
-  };
-  if (!isConnectionDefinition(definition)) fail("is not a defineMcpConnection / defineOpenApiConnection / defineHttpConnection result", "Declare it with one of those helpers from @assemblyline-agents/core.");
-  if (typeof definition.description !== "string" || definition.description.trim() === "") fail("description is required", "Say what the service offers; tool_search shows it.");
-  if (definition.kind === "mcp" && !definition.url === !definition.command) fail("give exactly one of url (Streamable HTTP) or command (stdio)", 'defineMcpConnection({ url: "https://mcp.example.com/mcp", description })');
-  if (definition.kind === "openapi" && (typeof definition.spec !== "string" && (typeof definition.spec !== "object" || definition.spec === null))) fail("spec must be a URL or an OpenAPI document", "Pass spec: \"https://api.example.com/openapi.json\".");
-  if (definition.auth !== undefined && typeof definition.auth?.grant !== "string") fail("auth must be { grant: \"<id>\" }", "Refer to a grant in the host's grant store; never put the secret here.");
 }
 
 export type { ConnectionPolicy };

@@ -1,4 +1,4 @@
-import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from "node:fs";
+import { existsSync, mkdirSync, mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { dirname, join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
@@ -203,6 +203,23 @@ describe("refusals", () => {
       expect(mcp.requests.length).toBe(before);
     });
   }
+
+  it("refuses a run's MCP spec that carries a local command, and never starts it, even with a forged brand", async () => {
+    const marker = join(work, `started-${Math.random().toString(36).slice(2, 8)}`);
+    const command = { command: process.execPath, args: ["-e", `require("node:fs").writeFileSync(${JSON.stringify(marker)}, "ran")`] };
+    for (const forged of [{}, { $$type: "assembly-line.connection", $$version: 1 }]) {
+      const refused = await tryConnect(NO_APPROVAL, { name: "local", kind: "mcp", url: `http://mcp.test:${mcp.port}/mcp`, ...command, ...forged });
+      expect(refused).toMatchObject({ error: "AL_ERR_CONNECTION_DEFINITION" });
+      expect(refused.message).toMatch(/"command", "args".* are not fields of a run's mcp connection \(a run may only add remote services/);
+    }
+    expect(existsSync(marker)).toBe(false);
+  });
+
+  it("refuses a run's spec with a field no connection reads, naming it", async () => {
+    const refused = await tryConnect(NO_APPROVAL, { name: "weather", kind: "mcp", url: `http://mcp.test:${mcp.port}/mcp`, headers: { "x-api-key": "k" } });
+    expect(refused).toMatchObject({ error: "AL_ERR_CONNECTION_DEFINITION" });
+    expect(refused.message).toMatch(/"headers" is not a field of a run's mcp connection/);
+  });
 
   it("offers no connectionManager when dynamic connections are off", async () => {
     expect(await tryConnect("", { name: "weather", kind: "mcp", url: `http://mcp.test:${mcp.port}/mcp` })).toEqual({ error: "no connectionManager" });
