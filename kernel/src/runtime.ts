@@ -78,6 +78,12 @@ export interface RuntimeOptions {
   logger?: RuntimeLogger;
   sandbox?: SandboxAdapter;
   blob?: BlobStore;
+  /**
+   * The host's own clients and handles (a database pool, an API client, a
+   * feature-flag reader), given to every tool call as `ctx.resources`, the
+   * root's and its subagents' alike. Not persisted: each process passes its own.
+   */
+  resources?: Record<string, unknown>;
   /** A kernel whose plugins already tapped its hooks (`createKernel({ plugins })`); a bare one by default. */
   kernel?: PluginKernel;
   /** This replica's lease owner id; unique per process by default. */
@@ -158,6 +164,11 @@ export class OpenEveRuntime {
     if (!options?.manifest || !options.sourceBundle) {
       throw new AssemblyLineError("AL_ERR_MANIFEST_MISSING", "OpenEveRuntime needs manifest and sourceBundle", {
         fix: "new OpenEveRuntime({ ...(await loadRuntimeBundle(artifactRoot)), state })",
+      });
+    }
+    if (options.resources !== undefined && (typeof options.resources !== "object" || options.resources === null || Array.isArray(options.resources))) {
+      throw new AssemblyLineError("AL_ERR_RUNTIME_RESOURCES", `RuntimeOptions.resources must be an object of named handles, not ${options.resources === null ? "null" : Array.isArray(options.resources) ? "an array" : typeof options.resources}`, {
+        fix: "Pass resources: { db: pool, crm: client }; tools read them as ctx.resources.db, ctx.resources.crm. Omit it when there are none.",
       });
     }
     const env = options.env ?? process.env;
@@ -744,6 +755,7 @@ export class OpenEveRuntime {
     // Adding and removing connections is the root agent's: a subagent sees only what it names.
     if (this.dynamicConnections.dynamic && profile.path === "") services.connectionManager = (gate) => this.connections.manager(gate(this.dynamicConnections.approval), run.id);
     if (this.options.blob) services.blob = this.options.blob;
+    if (this.options.resources) services.resources = this.options.resources;
     if (profile.selfImprovement.writeApproval) {
       services.forCall = (call: { id: string; approved: boolean }) => {
         const gate = skillWriteGate(this.state.runs, run.id, call);

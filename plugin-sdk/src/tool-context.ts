@@ -112,7 +112,7 @@ export interface ToolExecutionContext {
   readonly blob?: BlobStore;
   /** Durable memory, when the host configured one. */
   readonly memory?: MemoryApi;
-  /** Resource APIs, when available. */
+  /** The host's own clients and handles (RuntimeOptions.resources), when it passed any. */
   readonly resources?: Record<string, unknown>;
   /** Run a compiled subagent. */
   spawnSubagent(request: SubagentRequest): Promise<JsonValue>;

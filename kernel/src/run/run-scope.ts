@@ -23,6 +23,8 @@ export interface RunServices {
   getSandbox(): Promise<Sandbox>;
   memory?: MemoryApi;
   blob?: BlobStore;
+  /** ctx.resources: RuntimeOptions.resources, when the host passed them. */
+  resources?: Record<string, unknown>;
   /** ctx.spawnSubagent for the tool call `callId`. */
   spawnSubagent(request: SubagentRequest, callId: string): Promise<JsonValue>;
   /** ctx.selfImprovement, when agent.ts makes skills writable. */
@@ -53,6 +55,7 @@ export interface RunServices {
 export class RunServicesRecord implements RunServices {
   memory?: MemoryApi;
   blob?: BlobStore;
+  resources?: Record<string, unknown>;
   selfImprovement?: SelfImprovementApi;
   forCall?: RunServices["forCall"];
   automationManager?: RunServices["automationManager"];

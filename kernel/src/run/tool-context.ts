@@ -60,6 +60,7 @@ export function createToolContext(
     getSandbox: () => services.getSandbox(),
     ...(services.blob ? { blob: services.blob } : {}),
     ...(services.memory ? { memory: services.memory } : {}),
+    ...(services.resources ? { resources: services.resources } : {}),
     async spawnSubagent(request) {
       try {
         return await services.spawnSubagent(request, call.id);
