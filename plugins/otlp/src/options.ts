@@ -14,9 +14,9 @@ export interface OtlpSinkOptions {
   maxQueueSize?: number;
   /** How long a partial batch waits for more spans before it is sent (default 1000 ms). */
   scheduledDelayMs?: number;
-  /** One request's time limit (default 10000 ms). */
+  /** One batch's time limit, every try and backoff included, as OTEL_EXPORTER_OTLP_TIMEOUT means it (default 10000 ms). */
   timeoutMs?: number;
-  /** Tries per batch on 429, 5xx and network errors before it is dropped (default 5). */
+  /** Tries per batch on 429, 5xx and network errors, within timeoutMs, before it is dropped (default 5). */
   maxAttempts?: number;
   /** First retry delay, doubled per attempt with jitter, capped by maxBackoffMs; Retry-After wins when sent (defaults 500 / 30000 ms). */
   initialBackoffMs?: number;

@@ -1,5 +1,5 @@
 import type { TelemetrySink, TelemetrySpan } from "@assemblyline-agents/core";
-import { encodeExportRequest } from "./encode.js";
+import { encodeSpan, exportRequestOf, type EncodedSpan } from "./encode.js";
 import { resolveOtlpOptions, type OtlpSinkOptions, type ResolvedOtlpOptions } from "./options.js";
 import { retryDelayMs, shouldRetry } from "./retry.js";
 
@@ -20,16 +20,18 @@ export interface OtlpSink extends TelemetrySink {
 }
 
 /**
- * OTLP/HTTP JSON trace export: spans are queued (bounded), sent in batches when
- * a batch fills or after scheduledDelayMs, retried with backoff on 429, 5xx and
- * network errors, and flushed on host shutdown.
+ * OTLP/HTTP JSON trace export: spans are encoded when exported (a span a
+ * collector would refuse is dropped alone, not with its batch), queued
+ * (bounded), sent in batches when a batch fills or after scheduledDelayMs,
+ * retried with backoff on 429, 5xx and network errors within timeoutMs per
+ * batch, and flushed on host shutdown. Nothing here throws into a run.
  */
 export function createOtlpSink(options: OtlpSinkOptions): OtlpSink {
   return new OtlpExporter(resolveOtlpOptions(options));
 }
 
 class OtlpExporter implements OtlpSink {
-  private readonly queue: TelemetrySpan[] = [];
+  private readonly queue: EncodedSpan[] = [];
   private timer: NodeJS.Timeout | undefined;
   private sending: Promise<void> | undefined;
   private closed = false;
@@ -40,7 +42,13 @@ class OtlpExporter implements OtlpSink {
   export(span: TelemetrySpan): void {
     if (this.closed) return this.drop(1, "the sink is shut down");
     if (this.queue.length >= this.options.maxQueueSize) return this.drop(1, `the queue is full (maxQueueSize ${this.options.maxQueueSize})`);
-    this.queue.push(span);
+    let encoded: EncodedSpan;
+    try {
+      encoded = encodeSpan(span);
+    } catch (error) {
+      return this.drop(1, `span ${JSON.stringify(String(span?.name))} is not valid OTLP (${error instanceof Error ? error.message : String(error)})`);
+    }
+    this.queue.push(encoded);
     if (this.queue.length >= this.options.maxBatchSize) void this.pump();
     else this.timer ??= setTimeout(() => void this.pump(), this.options.scheduledDelayMs).unref();
   }
@@ -64,7 +72,11 @@ class OtlpExporter implements OtlpSink {
     this.timer = undefined;
     this.sending ??= (async () => {
       try {
-        while (this.queue.length > 0) await this.send(this.queue.splice(0, this.options.maxBatchSize));
+        while (this.queue.length > 0) {
+          const batch = this.queue.splice(0, this.options.maxBatchSize);
+          // A failure here must not become an unhandled rejection (export() and the timer do not await this).
+          await this.send(batch).catch((error: unknown) => this.drop(batch.length, `export failed (${error instanceof Error ? error.message : String(error)})`));
+        }
       } finally {
         this.sending = undefined;
       }
@@ -72,8 +84,15 @@ class OtlpExporter implements OtlpSink {
     return this.sending;
   }
 
-  private async send(batch: TelemetrySpan[]): Promise<void> {
-    const body = JSON.stringify(encodeExportRequest(batch));
+  /**
+   * One batch, tried until it is accepted, refused, out of attempts or out of
+   * time: timeoutMs bounds the whole export, every try and wait included (what
+   * OTEL_EXPORTER_OTLP_TIMEOUT means), so an unreachable backend holds a flush,
+   * and with it the host's shutdown, for at most timeoutMs per batch.
+   */
+  private async send(batch: EncodedSpan[]): Promise<void> {
+    const body = JSON.stringify(exportRequestOf(batch));
+    const deadline = Date.now() + this.options.timeoutMs;
     for (let attempt = 1; ; attempt += 1) {
       let status: number | undefined;
       let retryAfter: string | null = null;
@@ -83,7 +102,7 @@ class OtlpExporter implements OtlpSink {
           method: "POST",
           headers: { ...this.options.headers, "content-type": "application/json" },
           body,
-          signal: AbortSignal.timeout(this.options.timeoutMs),
+          signal: AbortSignal.timeout(Math.max(1, deadline - Date.now())),
         });
         status = response.status;
         retryAfter = response.headers.get("retry-after");
@@ -100,7 +119,9 @@ class OtlpExporter implements OtlpSink {
       }
       if (!shouldRetry(status)) return this.drop(batch.length, `the backend refused the batch (${problem})`, { status });
       if (attempt >= this.options.maxAttempts) return this.drop(batch.length, `export failed ${attempt} times (last: ${problem})`, { status });
-      await sleep(retryDelayMs(attempt, retryAfter, this.options));
+      const delay = retryDelayMs(attempt, retryAfter, this.options);
+      if (Date.now() + delay >= deadline) return this.drop(batch.length, `export failed ${attempt} time(s) within timeoutMs ${this.options.timeoutMs} (last: ${problem})`, { status });
+      await sleep(delay);
     }
   }
 
@@ -108,7 +129,11 @@ class OtlpExporter implements OtlpSink {
     this.counts.dropped += count;
     const message = `OTLP export to ${new URL(this.options.url).origin} dropped ${count} span(s): ${why}`;
     const warn = this.options.onWarning ?? ((text, extra) => process.stderr.write(JSON.stringify({ level: "warn", time: new Date().toISOString(), msg: text, ...extra }) + "\n"));
-    warn(message, { event: "telemetry.spans_dropped", dropped: count, ...fields });
+    try {
+      warn(message, { event: "telemetry.spans_dropped", dropped: count, ...fields });
+    } catch {
+      // A throwing onWarning must not reach the run that exported the span, nor the background sender.
+    }
   }
 }
 

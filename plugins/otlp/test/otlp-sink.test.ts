@@ -1,4 +1,6 @@
 import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from "node:fs";
+import { createServer } from "node:http";
+import type { AddressInfo } from "node:net";
 import { dirname, join } from "node:path";
 import { fileURLToPath } from "node:url";
 import { afterEach, describe, expect, it } from "vitest";
@@ -180,6 +182,57 @@ describe("createOtlpSink", () => {
     expect(otlp.attempts()).toBe(3);
     expect(sink.stats()).toEqual({ exported: 0, dropped: 2, queued: 0 });
     expect(warnings).toEqual([expect.stringContaining("refused the batch (HTTP 400)"), expect.stringContaining("export failed 2 times (last: HTTP 500)")]);
+  });
+
+  it("sends numbers a collector decodes (NaN, infinities, integers past 2^53) and drops alone a span it would refuse", async () => {
+    const otlp = await receiver();
+    const warnings: string[] = [];
+    const sink = createOtlpSink({ endpoint: otlp.url, scheduledDelayMs: 3_600_000, onWarning: (message) => void warnings.push(message) });
+    sink.export(span(1, { attributes: { "assembly_line.usage.cost_usd": Number.NaN, big: 1e21, up: Infinity, down: -Infinity, "gen_ai.usage.input_tokens": -3 } }));
+    sink.export(span(2, { endTimeMs: Number.NaN }));
+    sink.export(span(3, { spanId: "not-hex-at-all!!" }));
+    sink.export(span(4));
+    await sink.flush();
+    expect(otlp.failures).toEqual([]);
+    expect(otlp.spans().map((item) => item.spanId)).toEqual(["0000000000000001", "0000000000000004"]);
+    expect(otlp.spans()[0]!.attributes).toEqual({ "assembly_line.usage.cost_usd": Number.NaN, big: 1e21, up: Infinity, down: -Infinity, "gen_ai.usage.input_tokens": -3 });
+    expect(sink.stats()).toEqual({ exported: 2, dropped: 2, queued: 0 });
+    expect(warnings).toEqual([expect.stringMatching(/endTimeMs NaN is not a time/), expect.stringMatching(/spanId "not-hex-at-all!!" is not 16 lowercase hex/)]);
+  });
+
+  it("gives up on a batch within timeoutMs, every try included, so a silent backend cannot hold a flush (and the host's shutdown)", async () => {
+    let attempts = 0;
+    const silent = createServer(() => void (attempts += 1));
+    await new Promise<void>((resolve) => silent.listen(0, "127.0.0.1", resolve));
+    cleanups.push(() => new Promise<void>((resolve) => (silent.closeAllConnections(), silent.close(() => resolve()))));
+    const warnings: string[] = [];
+    const sink = createOtlpSink({
+      endpoint: `http://127.0.0.1:${(silent.address() as AddressInfo).port}`,
+      timeoutMs: 400,
+      maxAttempts: 5,
+      initialBackoffMs: 50,
+      scheduledDelayMs: 3_600_000,
+      onWarning: (message) => void warnings.push(message),
+    });
+    sink.export(span(1));
+    const started = Date.now();
+    await sink.flush();
+    // Five tries of 400 ms each, plus backoff, would hold it more than two seconds.
+    expect(Date.now() - started).toBeLessThan(1_000);
+    expect(attempts).toBe(1);
+    expect(sink.stats()).toEqual({ exported: 0, dropped: 1, queued: 0 });
+    expect(warnings).toEqual([expect.stringContaining("within timeoutMs 400")]);
+  });
+
+  it("drops a batch at once when the backend's Retry-After is past its timeoutMs, instead of sleeping through it", async () => {
+    const otlp = await receiver({ responses: [{ status: 429, headers: { "retry-after": "30" } }] });
+    const sink = createOtlpSink({ endpoint: otlp.url, timeoutMs: 2_000, scheduledDelayMs: 3_600_000, onWarning: () => {} });
+    sink.export(span(1));
+    const started = Date.now();
+    await sink.flush();
+    expect(Date.now() - started).toBeLessThan(1_000);
+    expect(otlp.attempts()).toBe(1);
+    expect(sink.stats()).toMatchObject({ exported: 0, dropped: 1 });
   });
 
   it("refuses a bad endpoint or limit with AL_ERR_OTLP_CONFIG", () => {

@@ -125,7 +125,8 @@ function checkFields(type: protobuf.Type, value: unknown, path: string): void {
     if (!field) throw new Error(`${path}.${key} is not a field of ${type.fullName}`);
     field.resolve();
     if (ID_FIELDS.has(key) && (typeof item !== "string" || !/^[0-9a-f]*$/.test(item))) throw new Error(`${path}.${key} must be a hex string`);
-    if ((field.type === "fixed64" || field.type === "int64") && (typeof item !== "string" || !/^\d+$/.test(item))) throw new Error(`${path}.${key} must be a decimal string`);
+    if (field.type === "fixed64" && (typeof item !== "string" || !/^\d+$/.test(item))) throw new Error(`${path}.${key} must be a decimal string`);
+    if (field.type === "int64" && (typeof item !== "string" || !/^-?\d+$/.test(item))) throw new Error(`${path}.${key} must be a decimal string`);
     if (field.resolvedType instanceof protobuf.Type) {
       const nested = field.resolvedType;
       if (field.repeated) {
