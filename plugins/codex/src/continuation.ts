@@ -8,7 +8,10 @@ export type ResponseItem = Record<string, JsonValue>;
 
 /** A tool call the app-server asked for that was not answered when the run paused. */
 export interface PendingCodexCall {
+  /** The model's id of the call (its function_call item's call_id). */
   callId: string;
+  /** The id the runtime journals the call under, when it is not callId (see turn.ts: a re-asked model names calls anew). */
+  journalId?: string;
   tool: string;
   arguments: JsonValue;
 }
@@ -23,8 +26,10 @@ export interface CodexContinuationData {
   model: string;
   items: ResponseItem[];
   pending: PendingCodexCall[];
-  /** Model calls so far, for usage ids that stay unique across resumes. */
+  /** Model calls so far, for usage ids and model-call step keys that stay unique across resumes. */
   modelCalls: number;
+  /** Tool calls the app-server asked for so far in this run; the next is journaled as `codex:call:<toolCalls + 1>`. Absent in older continuations. */
+  toolCalls?: number;
 }
 
 export function writeContinuation(agentRevision: string, data: CodexContinuationData): HarnessContinuation {

@@ -25,7 +25,7 @@ export function codexAgentHarness(options: CodexHarnessOptions = {}): AgentHarne
 }
 
 async function runCodexTurn(input: HarnessTurnInput, ctx: HarnessContext, options: CodexHarnessOptions): Promise<HarnessTurnResult> {
-  const state: CodexContinuationData = input.continuation ? readContinuation(input.continuation) : { model: modelOf(input.modelSpec), items: [], pending: [], modelCalls: 0 };
+  const state: CodexContinuationData = input.continuation ? readContinuation(input.continuation) : { model: modelOf(input.modelSpec), items: [], pending: [], modelCalls: 0, toolCalls: 0 };
   let text: string | undefined;
   if (!input.continuation) {
     // The last user message starts the Codex turn; everything before it is history.
@@ -41,7 +41,7 @@ async function runCodexTurn(input: HarnessTurnInput, ctx: HarnessContext, option
   // Calls left open when the run paused are answered first, through the pipeline.
   while (state.pending.length > 0) {
     const call = state.pending[0]!;
-    const outcome = await ctx.callTool({ id: call.callId, name: call.tool, input: call.arguments });
+    const outcome = await ctx.callTool({ id: call.journalId ?? call.callId, name: call.tool, input: call.arguments });
     if (outcome.status === "paused") return { status: "paused", continuation: writeContinuation(input.agentRevision, state) };
     if (outcome.status === "failed") return { status: "completed", response: { text: outcome.output.error } };
     state.items.push(functionOutputItem(call.callId, toolOutputText(outcome.output)));

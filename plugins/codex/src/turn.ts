@@ -1,3 +1,4 @@
+import { isDeepStrictEqual } from "node:util";
 import { AssemblyLineError, type HarnessContext, type HarnessTurnInput, type HarnessTurnResult, type JsonValue } from "@assemblyline-agents/core";
 import { CodexAppServer, type ServerRequest } from "./app-server.js";
 import { checkLoginSession } from "./auth.js";
@@ -37,7 +38,7 @@ export async function runAppServerTurn(
   const background: Array<Promise<void>> = [];
   let toolChain: Promise<unknown> = Promise.resolve();
 
-  const answerTool = async (request: ServerRequest): Promise<unknown> => {
+  const answerTool = async (request: ServerRequest, ordinal: number): Promise<unknown> => {
     const callId = String(request.params.callId);
     const tool = String(request.params.tool);
     const args = (request.params.arguments ?? {}) as JsonValue;
@@ -45,7 +46,8 @@ export async function runAppServerTurn(
       state.pending.push({ callId, tool, arguments: args });
       return new Promise(() => undefined);
     }
-    const outcome = await ctx.callTool({ id: callId, name: tool, input: args });
+    const journalId = await journalIdOf(ctx, ordinal, { callId, tool, arguments: args });
+    const outcome = await ctx.callTool({ id: journalId, name: tool, input: args });
     if (outcome.status === "completed") {
       const text = toolOutputText(outcome.output);
       state.items.push(functionOutputItem(callId, text));
@@ -53,7 +55,7 @@ export async function runAppServerTurn(
     }
     stopped = true;
     if (outcome.status === "paused") {
-      state.pending.push({ callId, tool, arguments: args });
+      state.pending.push({ callId, ...(journalId !== callId ? { journalId } : {}), tool, arguments: args });
       settle({ kind: "paused" });
     } else {
       settle({ kind: "tool_failed", error: outcome.output.error });
@@ -79,19 +81,42 @@ export async function runAppServerTurn(
           const last = (params.tokenUsage as { last?: Record<string, number> } | undefined)?.last;
           if (last) {
             state.modelCalls += 1;
+            const key = `model:${state.modelCalls}`;
+            const usage = {
+              inputTokens: last.inputTokens ?? 0,
+              outputTokens: last.outputTokens ?? 0,
+              cacheReadTokens: last.cachedInputTokens ?? 0,
+              cacheWriteTokens: last.cacheWriteInputTokens ?? 0,
+              // Billed to the Codex login (a ChatGPT plan or its key); no per-token price is known here.
+              costUsd: 0,
+            };
+            // The app-server calls the model itself, so the call is journaled once it is made: the
+            // runtime counts it against the run's budgets (maxTurns, maxTokens, ...) and refuses the
+            // first call past one, ending the turn; a call re-made after a crash replays, uncounted.
+            const counted = stopped
+              ? Promise.resolve()
+              : ctx
+                  .modelCall(key, async () => {
+                    await ctx.emit("model.response", { step: key, provider: CODEX_PROVIDER, model: state.model, usage });
+                    return usage;
+                  }, { metadata: { modelSpec: input.modelSpec } })
+                  .then(() => undefined);
             background.push(
-              ctx.recordUsage({
-                // The turn id is new on every app-server, so a turn re-run after a crash records its own calls.
-                id: `${input.runId}:codex:${String(params.turnId)}:${state.modelCalls}`,
-                provider: CODEX_PROVIDER,
-                model: state.model,
-                inputTokens: last.inputTokens ?? 0,
-                outputTokens: last.outputTokens ?? 0,
-                cacheReadTokens: last.cachedInputTokens ?? 0,
-                cacheWriteTokens: last.cacheWriteInputTokens ?? 0,
-                // Billed to the Codex login (a ChatGPT plan or its key); no per-token price is known here.
-                costUsd: 0,
-              }),
+              counted.then(
+                // After the check, which reads the usage recorded before this call.
+                () =>
+                  ctx.recordUsage({
+                    // The turn id is new on every app-server, so a turn re-run after a crash records its own calls.
+                    id: `${input.runId}:codex:${String(params.turnId)}:${state.modelCalls}`,
+                    provider: CODEX_PROVIDER,
+                    model: state.model,
+                    ...usage,
+                  }),
+                (error: unknown) => {
+                  stopped = true;
+                  fail(error);
+                },
+              ),
             );
           }
         } else if (method === "turn/completed") {
@@ -113,7 +138,10 @@ export async function runAppServerTurn(
         if (request.method === "item/tool/call") {
           if (threadId !== undefined && request.params.threadId !== threadId) throw new Error("unknown thread");
           state.items.push(functionCallItem(String(request.params.callId), String(request.params.tool), (request.params.arguments ?? {}) as JsonValue));
-          const answer = toolChain.then(() => answerTool(request));
+          // Numbered in the order the server asks, which is the order the model made them.
+          state.toolCalls = (state.toolCalls ?? 0) + 1;
+          const ordinal = state.toolCalls;
+          const answer = toolChain.then(() => answerTool(request, ordinal));
           toolChain = answer.catch(() => undefined);
           return answer;
         }
@@ -152,4 +180,18 @@ export async function runAppServerTurn(
     ctx.signal.removeEventListener("abort", abort);
     await appServer.close();
   }
+}
+
+/**
+ * The id a tool call is journaled under. A turn that re-runs after a crash asks
+ * the model again, and the model names its calls anew (`call_…` ids are fresh
+ * on every response), so the call's own id would not find the completed call
+ * in the journal and the tool would run twice. The first id the app-server
+ * gave the run's n-th call is journaled as a step; the same call (same tool,
+ * same arguments) at the same place is journaled under it again and replays.
+ * A call the model changed is new work, under its own id.
+ */
+async function journalIdOf(ctx: HarnessContext, ordinal: number, call: { callId: string; tool: string; arguments: JsonValue }): Promise<string> {
+  const first = await ctx.step(`codex:call:${ordinal}`, () => call);
+  return first.tool === call.tool && isDeepStrictEqual(first.arguments, call.arguments) ? first.callId : call.callId;
 }

@@ -122,7 +122,9 @@ describe.skipIf(!binary.ok)(`the openai-codex route on the real app-server (${bi
   it("resumes a run whose process was killed mid-turn, replaying the completed tool call instead of running it again", async () => {
     await startModel();
     const lookup = { toolCalls: [{ callId: "call_lookup", name: "lookup_notes", arguments: { topic: "milk" } }] };
-    server.reply(lookup, { hang: true }, lookup, { text: "Milk, on the way home." });
+    // Asked again after the crash, the model makes the same call under a new id, as the Responses API does.
+    const again = { toolCalls: [{ callId: "call_lookup_again", name: "lookup_notes", arguments: { topic: "milk" } }] };
+    server.reply(lookup, { hang: true }, again, { text: "Milk, on the way home." });
     const stateDir = agentFolder({});
     dirs.push(stateDir);
     // The killed process never reaches its turn's cleanup: its temp folders go in one this test removes.
@@ -153,13 +155,37 @@ describe.skipIf(!binary.ok)(`the openai-codex route on the real app-server (${bi
         const events = await runtime.listEvents(runId);
         expect(events.filter((event) => event.type === "notes.looked_up")).toHaveLength(1);
         expect(events.map((event) => event.type)).toContain("tool.replayed");
-        expect(server.itemsOf(3, "function_call_output")).toEqual([expect.objectContaining({ call_id: "call_lookup", output: JSON.stringify({ notes: ["Buy milk on the way home"] }) })]);
+        expect(server.itemsOf(3, "function_call_output")).toEqual([expect.objectContaining({ call_id: "call_lookup_again", output: JSON.stringify({ notes: ["Buy milk on the way home"] }) })]);
       } finally {
         await runtime.close();
       }
     } finally {
       child.kill("SIGKILL");
       await exited;
+    }
+  });
+
+  it("counts each model call against the run's maxTurns budget and fails the run at the first one past it", async () => {
+    await startModel();
+    server.reply({ toolCalls: [{ callId: "call_lookup", name: "lookup_notes", arguments: { topic: "milk" } }] }, { text: "one call too many" });
+    const runtime = new OpenEveRuntime({
+      ...bundle,
+      state: new InMemoryStateAdapter(),
+      modelHarnesses: { "openai-codex": codexAgentHarness({ env: { ...process.env, CODEX_HOME: home } }) },
+      logger: noopLogger(),
+      budgets: { maxTurns: 1 },
+    });
+    try {
+      const result = await runtime.run({ message: "What did I want to buy?" });
+      expect(result).toMatchObject({ status: "failed", error: { code: "AL_ERR_BUDGET_EXCEEDED" } });
+      const events = await runtime.listEvents(result.runId);
+      expect(events.find((event) => event.type === "budget.exceeded")?.data).toMatchObject({ budget: "maxTurns", limit: 1 });
+      // The first call is journaled as a model call (a chat span for telemetry), with its usage.
+      expect(events.filter((event) => event.type === "model.response").map((event) => event.data)).toEqual([
+        expect.objectContaining({ step: "model:1", provider: "openai-codex", model: "gpt-5.1-codex", usage: expect.objectContaining({ inputTokens: 120, outputTokens: 8 }) }),
+      ]);
+    } finally {
+      await runtime.close();
     }
   });
 
