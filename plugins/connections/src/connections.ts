@@ -13,7 +13,7 @@ import { checkConnectionsOptions } from "./config-schema.js";
 import { checkDefinition, isDynamicSpec, type AnyDefinition } from "./definition.js";
 import type { GrantStore } from "./grants.js";
 import { describeHttp, type HttpRecord } from "./http.js";
-import { fillPath, send } from "./http-request.js";
+import { fillPath, send, withTimeout } from "./http-request.js";
 import { McpClients, failure, type McpTarget, type McpToolRecord } from "./mcp.js";
 import { describeOpenApi, openApiRequest, type OpenApiRecord } from "./openapi.js";
 import { connectionFetch } from "./outbound.js";
@@ -25,7 +25,11 @@ export interface ConnectionsOptions {
   grants?: GrantStore;
   /** DNS resolver for the address guard; default the system's. */
   resolve?: OutboundResolver;
+  /** How long one request to a service may take; default 60 000 ms, the MCP SDK's own request timeout. */
+  requestTimeoutMs?: number;
 }
+
+const DEFAULT_REQUEST_TIMEOUT_MS = 60_000;
 
 /** What `describe` persists per kind: JSON, no secrets. */
 type ConnectionRecord =
@@ -45,7 +49,8 @@ export function createConnections(options: ConnectionsOptions = {}): ConnectionP
   const connections = options.connections ?? {};
   for (const [name, definition] of Object.entries(connections)) checkDefinition(name, definition);
   const outbound = { grants: options.grants, ...(options.resolve ? { resolve: options.resolve } : {}) };
-  const mcp = new McpClients(outbound);
+  const timeoutMs = options.requestTimeoutMs ?? DEFAULT_REQUEST_TIMEOUT_MS;
+  const mcp = new McpClients(outbound, timeoutMs);
 
   const mcpTarget = (definition: AnyDefinition): McpTarget => {
     // A run's spec is a remote server whatever it carries: only a host's definition starts a local command.
@@ -66,7 +71,7 @@ export function createConnections(options: ConnectionsOptions = {}): ConnectionP
         record = { kind: "mcp", description, tools: await mcp.describe(name, mcpTarget(definition), policy) };
       } else if (definition.kind === "openapi") {
         const fetchFn = connectionFetch(name, policy, definition.auth, outbound);
-        record = { kind: "openapi", description, api: await describeOpenApi(name, definition.spec, definition.baseUrl, fetchFn, policy) };
+        record = { kind: "openapi", description, api: await describeOpenApi(name, definition.spec, definition.baseUrl, fetchFn, timeoutMs) };
       } else {
         record = { kind: "http", description, api: describeHttp(name, definition.baseUrl, definition.endpoints) };
       }
@@ -107,7 +112,8 @@ export function createConnections(options: ConnectionsOptions = {}): ConnectionP
           add(tool.name, tool.description, tool.inputSchema, async (input, ctx) => {
             const request = record.kind === "openapi" ? openApiRequest(record.api, tool as OpenApiRecord["tools"][number], input) : httpRequest(record.api, tool, input);
             if ("error" in request) return { error: request.error };
-            return send(fetchFn, { method: tool.method, ...request, headers: { ...request.headers, "idempotency-key": ctx.idempotencyKey(`${name}__${tool.name}`) } }, ctx.signal);
+            const prepared = { method: tool.method, ...request, headers: { ...request.headers, "idempotency-key": ctx.idempotencyKey(`${name}__${tool.name}`) } };
+            return withTimeout(name, `calling ${tool.name}`, timeoutMs, ctx.signal, (signal) => send(fetchFn, prepared, signal));
           });
         }
       }

@@ -1,4 +1,4 @@
-import type { JsonValue } from "@assemblyline-agents/core";
+import { AssemblyLineError, type JsonValue } from "@assemblyline-agents/core";
 
 export interface PreparedRequest {
   method: string;
@@ -16,6 +16,23 @@ export function fillPath(path: string, values: Record<string, unknown>): string 
     return encodeURIComponent(String(value ?? ""));
   });
   return missing ? { error: `path parameter "${missing}" is required` } : filled;
+}
+
+/**
+ * Run `request` under the run's signal and the connection's timeout (reading
+ * the body included), so a service that accepts and never answers fails the
+ * call instead of holding the run.
+ */
+export async function withTimeout<T>(connection: string, doing: string, timeoutMs: number, signal: AbortSignal | undefined, request: (signal: AbortSignal) => Promise<T>): Promise<T> {
+  const timeout = AbortSignal.timeout(timeoutMs);
+  try {
+    return await request(signal ? AbortSignal.any([signal, timeout]) : timeout);
+  } catch (error) {
+    if (!timeout.aborted || signal?.aborted) throw error;
+    throw new AssemblyLineError("AL_ERR_CONNECTION_FAILED", `connection "${connection}" did not answer ${doing} within ${timeoutMs} ms`, {
+      fix: "Check the service is up and answering; raise createConnections({ requestTimeoutMs }) if it is only slow.",
+    });
+  }
 }
 
 /**

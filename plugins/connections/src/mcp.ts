@@ -23,7 +23,11 @@ export interface McpToolRecord {
 export class McpClients {
   private readonly clients = new Map<string, Promise<Client>>();
 
-  constructor(private readonly outbound: OutboundOptions) {}
+  constructor(
+    private readonly outbound: OutboundOptions,
+    /** Every MCP request (handshake, listing, call) fails after this long: the SDK's RequestOptions.timeout. */
+    private readonly timeoutMs: number,
+  ) {}
 
   async describe(connection: string, target: McpTarget, policy: ConnectionPolicy): Promise<McpToolRecord[]> {
     const client = await this.client(connection, target, policy);
@@ -31,7 +35,7 @@ export class McpClients {
     try {
       let cursor: string | undefined;
       do {
-        const page = await client.listTools(cursor ? { cursor } : {});
+        const page = await client.listTools(cursor ? { cursor } : {}, { timeout: this.timeoutMs });
         tools.push(...page.tools);
         cursor = page.nextCursor;
       } while (cursor);
@@ -48,7 +52,7 @@ export class McpClients {
     const result = await client.callTool(
       { name: tool, arguments: (input ?? {}) as Record<string, unknown>, _meta: { "assembly-line/idempotency-key": options.idempotencyKey } },
       undefined,
-      { signal: options.signal },
+      { signal: options.signal, timeout: this.timeoutMs },
     );
     const content = (result.content ?? []) as Array<{ type: string; text?: string }>;
     const text = content.filter((part) => part.type === "text" && typeof part.text === "string").map((part) => part.text).join("\n");
@@ -80,10 +84,10 @@ export class McpClients {
       if ("url" in target) {
         const { StreamableHTTPClientTransport } = await import("@modelcontextprotocol/sdk/client/streamableHttp.js");
         // Redirects are left to the guarded fetch, which re-checks every hop.
-        await client.connect(new StreamableHTTPClientTransport(new URL(target.url), { fetch: connectionFetch(connection, policy, target.auth, this.outbound), redirectPolicy: "follow" }));
+        await client.connect(new StreamableHTTPClientTransport(new URL(target.url), { fetch: connectionFetch(connection, policy, target.auth, this.outbound), redirectPolicy: "follow" }), { timeout: this.timeoutMs });
       } else {
         const { StdioClientTransport, getDefaultEnvironment } = await import("@modelcontextprotocol/sdk/client/stdio.js");
-        await client.connect(new StdioClientTransport({ command: target.command, args: target.args ?? [], env: { ...getDefaultEnvironment(), ...(target.env ?? {}) }, stderr: "ignore" }));
+        await client.connect(new StdioClientTransport({ command: target.command, args: target.args ?? [], env: { ...getDefaultEnvironment(), ...(target.env ?? {}) }, stderr: "ignore" }), { timeout: this.timeoutMs });
       }
     } catch (error) {
       await client.close().catch(() => undefined);
@@ -97,7 +101,7 @@ export class McpClients {
 export function failure(connection: string, doing: string, error: unknown): Error {
   const refusal = findRefusal(error);
   if (refusal) return refusal;
-  return new AssemblyLineError("AL_ERR_CONNECTION_FAILED", `connection "${connection}" failed ${doing}: ${error instanceof Error ? error.message : String(error)}`, {
+  return new AssemblyLineError("AL_ERR_CONNECTION_FAILED", `connection "${connection}" failed ${doing}: ${reason(error)}`, {
     fix: "Check the service is up and speaks the protocol of its kind.",
     cause: error,
   });
@@ -107,4 +111,12 @@ function findRefusal(error: unknown, depth = 0): Error | undefined {
   if (depth > 5 || typeof error !== "object" || error === null) return undefined;
   if (isAssemblyLineError(error)) return error;
   return findRefusal((error as { cause?: unknown }).cause, depth + 1);
+}
+
+/** What went wrong, with the cause fetch hides behind "fetch failed" (connect ECONNREFUSED 127.0.0.1:8080, ENOTFOUND, ...). */
+function reason(error: unknown): string {
+  if (!(error instanceof Error)) return String(error);
+  const cause = (error as { cause?: unknown }).cause;
+  const inner = cause instanceof Error ? cause.message || (cause as { code?: string }).code : undefined;
+  return inner && !error.message.includes(inner) ? `${error.message} (${inner})` : error.message;
 }

@@ -1,4 +1,5 @@
-import { AssemblyLineError, type ConnectionPolicy, type JsonValue } from "@assemblyline-agents/core";
+import { AssemblyLineError, type JsonValue } from "@assemblyline-agents/core";
+import { withTimeout } from "./http-request.js";
 import { failure } from "./mcp.js";
 import { plainSchema, uniqueNames } from "./tool-names.js";
 
@@ -36,18 +37,25 @@ type Operation = {
  * guard), and turn each operation into a tool whose input schema is its
  * parameters plus `body`.
  */
-export async function describeOpenApi(connection: string, spec: string | Record<string, unknown>, baseUrl: string | undefined, fetchFn: typeof fetch, _policy: ConnectionPolicy): Promise<OpenApiRecord> {
+export async function describeOpenApi(connection: string, spec: string | Record<string, unknown>, baseUrl: string | undefined, fetchFn: typeof fetch, timeoutMs: number): Promise<OpenApiRecord> {
   let document: Record<string, unknown>;
   if (typeof spec === "string") {
-    let response: Response;
+    const doing = `fetching its OpenAPI document ${spec}`;
+    let text: string;
     try {
-      response = await fetchFn(spec, { headers: { accept: "application/json" } });
+      text = await withTimeout(connection, doing, timeoutMs, undefined, async (signal) => {
+        const response = await fetchFn(spec, { headers: { accept: "application/json" }, signal });
+        if (!response.ok) {
+          await response.body?.cancel();
+          throw new Error(`HTTP ${response.status}`);
+        }
+        return response.text();
+      });
     } catch (error) {
-      throw failure(connection, `fetching its OpenAPI document ${spec}`, error);
+      throw failure(connection, doing, error);
     }
-    if (!response.ok) throw failure(connection, `fetching its OpenAPI document ${spec}`, new Error(`HTTP ${response.status}`));
     try {
-      document = JSON.parse(await response.text()) as Record<string, unknown>;
+      document = JSON.parse(text) as Record<string, unknown>;
     } catch (error) {
       throw failure(connection, "reading its OpenAPI document (JSON expected)", error);
     }
