@@ -1,4 +1,4 @@
-import { REST, DiscordAPIError, HTTPError, RateLimitError } from "@discordjs/rest";
+import { REST, DiscordAPIError, HTTPError, RateLimitError, type RateLimitData } from "@discordjs/rest";
 import { AssemblyLineError, type ChannelDelivery } from "@assemblyline-agents/core";
 import { deliveryMetadata } from "./interaction.js";
 import { apiBaseUrl, type ResolvedDiscordOptions } from "./options.js";
@@ -8,16 +8,42 @@ import { splitMessage } from "./split-message.js";
 export const EMPTY_REPLY = "(no reply)";
 
 /**
- * Delivers replies through the interaction's follow-up webhook: the first chunk
- * replaces the deferred "thinking..." response (PATCH .../messages/@original,
- * idempotent, so a retried delivery edits the same message), every further
- * chunk is a follow-up message. @discordjs/rest honours Discord's rate-limit
- * headers (X-RateLimit-* per bucket, the global limit, 429 retry_after) and one
- * client per API base is shared by every delivery, so buckets are tracked
- * across runs. Mentions are never parsed: a reply cannot ping @everyone.
+ * How long one delivery may take, rate-limit waits included: under the Node
+ * host outbox's deliver timeout (20 s by default), so an attempt has stopped
+ * sending before the outbox gives up on it and tries again.
+ */
+export const DELIVERY_BUDGET_MS = 15_000;
+
+/** An interaction token lives 15 minutes; progress older than that can never be used. */
+const TOKEN_LIFETIME_MS = 15 * 60_000;
+
+/** Follow-up messages already sent for a reply, in this process. */
+interface Progress {
+  text: string;
+  sent: number;
+  at: number;
+}
+
+/**
+ * Delivers replies through the interaction's follow-up webhook. A reply that
+ * fits one message replaces the deferred "thinking..." response (PATCH
+ * .../messages/@original, idempotent). A longer one is sent as follow-up
+ * messages first and the original is edited last, so an original that already
+ * shows the first chunk means the whole reply went out: a delivery retried after
+ * a crash (in any process) reads it (GET .../messages/@original) and sends
+ * nothing twice, and one retried in this process after a failure half way
+ * sends only the chunks still missing. @discordjs/rest honours Discord's
+ * rate-limit headers (X-RateLimit-* per bucket, the global limit, 429
+ * retry_after), one client per API base shared by every delivery; a wait past
+ * the delivery's budget fails it at once instead, and the outbox retries with
+ * backoff. Mentions are never parsed: a reply cannot ping @everyone.
  */
 export class DiscordDelivery {
   private readonly clients = new Map<string, REST>();
+  private readonly progress = new Map<string, Progress>();
+  /** Per interaction webhook path: when its delivery must be done, and the attempt under way. */
+  private readonly deadlines = new Map<string, number>();
+  private readonly inFlight = new Map<string, Promise<void>>();
 
   constructor(private readonly options: ResolvedDiscordOptions) {}
 
@@ -28,29 +54,76 @@ export class DiscordDelivery {
         fix: "Only runs started by a Discord interaction can be delivered through this channel.",
       });
     }
-    const chunks = splitMessage(delivery.text.trim() === "" ? EMPTY_REPLY : delivery.text, this.options.messageLimit);
-    const rest = this.client();
     const webhook = `/webhooks/${encodeURIComponent(target.applicationId)}/${encodeURIComponent(target.interactionToken)}` as const;
+    // One attempt per interaction at a time: a retry waits for one still sending, then goes on from its progress.
+    const previous = this.inFlight.get(webhook);
+    const attempt = (previous ? previous.catch(() => undefined) : Promise.resolve()).then(() => this.send(delivery, webhook));
+    this.inFlight.set(webhook, attempt);
     try {
-      await rest.patch(`${webhook}/messages/@original`, { body: message(chunks[0]!), auth: false });
-      for (const chunk of chunks.slice(1)) await rest.post(webhook, { body: message(chunk), auth: false });
+      await attempt;
+    } finally {
+      if (this.inFlight.get(webhook) === attempt) this.inFlight.delete(webhook);
+    }
+  }
+
+  private async send(delivery: ChannelDelivery, webhook: `/webhooks/${string}`): Promise<void> {
+    const text = delivery.text.trim() === "" ? EMPTY_REPLY : delivery.text;
+    const chunks = splitMessage(text, this.options.messageLimit);
+    const rest = this.client();
+    const signal = AbortSignal.timeout(DELIVERY_BUDGET_MS);
+    this.deadlines.set(webhook, Date.now() + DELIVERY_BUDGET_MS);
+    this.forgetExpired();
+    const original = `${webhook}/messages/@original` as const;
+    try {
+      if (chunks.length > 1) {
+        let progress = this.progress.get(webhook);
+        if (progress?.text !== text) {
+          progress = { text, sent: 0, at: Date.now() };
+          // Nothing known here: did an attempt elsewhere (before a crash) finish? Its last step was the original's edit.
+          const current = (await rest.get(original, { auth: false, signal })) as { content?: unknown };
+          if (current.content === chunks[0]) return;
+          this.progress.set(webhook, progress);
+        }
+        for (let index = progress.sent + 1; index < chunks.length; index += 1) {
+          await rest.post(webhook, { body: message(chunks[index]!), auth: false, signal });
+          progress.sent = index;
+        }
+      }
+      await rest.patch(original, { body: message(chunks[0]!), auth: false, signal });
+      this.progress.delete(webhook);
     } catch (error) {
+      // No `cause`: Discord's errors carry the request URL, and with it the interaction token.
       throw new AssemblyLineError("AL_ERR_DISCORD_DELIVERY", `delivering run ${delivery.runId}'s reply to Discord failed: ${describeFailure(error)}`, {
         fix: "The outbox retries with backoff; an interaction token expires 15 minutes after the interaction.",
-        cause: error,
       });
+    } finally {
+      this.deadlines.delete(webhook);
     }
+  }
+
+  private forgetExpired(): void {
+    const oldest = Date.now() - TOKEN_LIFETIME_MS;
+    for (const [key, progress] of this.progress) if (progress.at < oldest) this.progress.delete(key);
   }
 
   private client(): REST {
     const base = apiBaseUrl(this.options);
     let rest = this.clients.get(base);
     if (!rest) {
-      // No retries of its own for failures: the outbox retries with backoff. 429s are still waited out.
-      rest = new REST({ version: "10", api: base, retries: 0, timeout: 15_000 });
+      // No retries of its own for failures: the outbox retries with backoff. 429s are waited out, within the delivery's budget.
+      rest = new REST({ version: "10", api: base, retries: 0, timeout: DELIVERY_BUDGET_MS, rejectOnRateLimit: (limit) => this.waitTooLong(limit) });
       this.clients.set(base, rest);
     }
     return rest;
+  }
+
+  /** A rate-limit wait that would end past the delivery's budget fails it now (RateLimitError). */
+  private waitTooLong(limit: RateLimitData): boolean {
+    const path = new URL(limit.url).pathname;
+    for (const [webhook, deadline] of this.deadlines) {
+      if (path.includes(webhook)) return Date.now() + limit.timeToReset > deadline;
+    }
+    return false;
   }
 }
 
@@ -62,6 +135,7 @@ function message(content: string) {
 function describeFailure(error: unknown): string {
   if (error instanceof DiscordAPIError) return `Discord answered ${error.status} (code ${String(error.code)}): ${error.message}`;
   if (error instanceof HTTPError) return `Discord answered ${error.status}`;
-  if (error instanceof RateLimitError) return `rate limited for ${error.timeToReset} ms`;
+  if (error instanceof RateLimitError) return `rate limited for ${error.timeToReset} ms, longer than a delivery may wait (${DELIVERY_BUDGET_MS} ms)`;
+  if (error instanceof Error && (error.name === "TimeoutError" || error.name === "AbortError")) return `no answer within ${DELIVERY_BUDGET_MS} ms`;
   return error instanceof Error ? error.message.replace(/\/webhooks\/[^\s]+/g, "/webhooks/<redacted>") : String(error);
 }

@@ -149,10 +149,12 @@ describe("the Discord channel on the Node host", () => {
     expect((await post(host, body, signDiscordBody(body, keys.privateKey))).status).toBe(200);
     await waitFor(() => host.logger.events("delivery.completed").length === 1, "the delivery");
     const messages = repliesTo(payload.token);
-    expect(messages.map((message) => message.kind)).toEqual(["edit-original", ...messages.slice(1).map(() => "followup")]);
+    // The follow-ups go first and the original is edited last: its content marks the reply as whole.
+    expect(messages.map((message) => message.kind)).toEqual([...messages.slice(1).map(() => "followup"), "edit-original"]);
     expect(messages.length).toBeGreaterThanOrEqual(2);
     for (const message of messages) expect(message.content.length).toBeLessThanOrEqual(2000);
-    expect(messages.map((message) => message.content).join("")).toBe(text);
+    // The channel shows the original response above its follow-ups, in the reply's order.
+    expect(api.messages(payload.token).join("")).toBe(text);
   });
 
   it("waits out a 429 and an exhausted rate-limit bucket before sending again", async () => {
@@ -166,9 +168,10 @@ describe("the Discord channel on the Node host", () => {
     await waitFor(() => host.logger.events("delivery.completed").length === 1, "the delivery");
     const webhookCalls = api.requests.slice(before).filter((request) => request.path.startsWith("/api/v10/webhooks/"));
     // The local API refuses (and counts) any request sent before its bucket's announced reset.
-    expect(webhookCalls.map((request) => request.status)).toEqual([429, 200, 204, 204]);
+    // GET the original (429, then 200), two follow-ups (the second waits for its bucket), then the original's edit.
+    expect(webhookCalls.map((request) => `${request.method} ${request.status}`)).toEqual(["GET 429", "GET 200", "POST 204", "POST 204", "PATCH 200"]);
     expect(api.violations).toEqual([]);
-    expect(repliesTo(payload.token).map((message) => message.content).join("")).toBe(text);
+    expect(api.messages(payload.token).join("")).toBe(text);
     expect(host.logger.events("delivery.failed")).toHaveLength(0);
   });
 

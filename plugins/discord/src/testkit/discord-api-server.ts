@@ -14,8 +14,9 @@ export interface ReceivedDiscordMessage {
 /**
  * A local server speaking the parts of Discord's HTTP API the channel uses, on
  * Discord's wire format: the interaction webhook (PATCH
- * /api/v10/webhooks/{app}/{token}/messages/@original, POST
- * /api/v10/webhooks/{app}/{token}), its errors (401 Invalid Webhook Token,
+ * and GET /api/v10/webhooks/{app}/{token}/messages/@original, POST
+ * /api/v10/webhooks/{app}/{token}), the channel's view of an interaction's
+ * messages (the deferred original first, `messages(token)`), its errors (401 Invalid Webhook Token,
  * 400 Invalid Form Body for empty or over-2000-character content), its rate
  * limits (X-RateLimit-* headers on every answer, 429 with `retry_after` and
  * Retry-After), and a CDN serving attachment bytes at /attachments/{id}/{name}.
@@ -25,6 +26,9 @@ export class FakeDiscordApi {
   /** Every request, in order, with when it arrived (for rate-limit checks). */
   readonly requests: Array<{ method: string; path: string; at: number; status: number }> = [];
   private readonly tokens = new Set<string>();
+  /** Per interaction token, its messages as the channel shows them: the deferred original, then the follow-ups. */
+  private readonly channel = new Map<string, { original: string | undefined; followups: string[] }>();
+  private failAfterCount: number | undefined;
   private readonly files = new Map<string, { bytes: Uint8Array; contentType: string }>();
   private rateLimited = 0;
   private retryAfterSeconds = 0.2;
@@ -62,6 +66,14 @@ export class FakeDiscordApi {
   /** Discord knows the token of every interaction it sent; others get 401. */
   registerInteraction(token: string): void {
     this.tokens.add(token);
+    // The deferred response (type 5) made the original message, empty and loading, above anything sent later.
+    if (!this.channel.has(token)) this.channel.set(token, { original: undefined, followups: [] });
+  }
+
+  /** The interaction's messages in channel order: the original response (once edited), then each follow-up. */
+  messages(token: string): string[] {
+    const messages = this.channel.get(token);
+    return messages ? [...(messages.original !== undefined ? [messages.original] : []), ...messages.followups] : [];
   }
 
   /** Serve bytes at the CDN; returns the attachment's URL. */
@@ -86,6 +98,11 @@ export class FakeDiscordApi {
     this.failures = count;
   }
 
+  /** The webhook request after the next `count` ones fails with 500. */
+  failAfter(count: number): void {
+    this.failAfterCount = count;
+  }
+
   private async serve(req: IncomingMessage, res: ServerResponse): Promise<void> {
     const url = new URL(req.url ?? "/", this.baseUrl);
     const method = req.method ?? "GET";
@@ -108,8 +125,8 @@ export class FakeDiscordApi {
       return;
     }
     const webhook = /^\/api\/v10\/webhooks\/([^/]+)\/([^/]+)(\/messages\/@original)?$/.exec(url.pathname);
-    if (!webhook || !((method === "PATCH" && webhook[3]) || (method === "POST" && !webhook[3]))) return send(404, { message: "404: Not Found", code: 0 });
-    const bucket = webhook[3] ? "webhook-edit" : "webhook-execute";
+    if (!webhook || !(((method === "PATCH" || method === "GET") && webhook[3]) || (method === "POST" && !webhook[3]))) return send(404, { message: "404: Not Found", code: 0 });
+    const bucket = method === "GET" ? "webhook-get" : webhook[3] ? "webhook-edit" : "webhook-execute";
     const limitHeaders = (remaining: number, resetAfter: number) => ({
       "x-ratelimit-limit": "5",
       "x-ratelimit-remaining": String(remaining),
@@ -132,12 +149,22 @@ export class FakeDiscordApi {
         "x-ratelimit-scope": "user",
       });
     }
+    if (this.failAfterCount !== undefined) {
+      if (this.failAfterCount === 0) this.failures += 1;
+      this.failAfterCount = this.failAfterCount === 0 ? undefined : this.failAfterCount - 1;
+    }
     if (this.failures > 0) {
       this.failures -= 1;
       return send(500, { message: "500: Internal Server Error", code: 0 });
     }
     const [, applicationId, token] = webhook as unknown as [string, string, string];
     if (!this.tokens.has(decodeURIComponent(token))) return send(401, { message: "Invalid Webhook Token", code: 50027 });
+    const channel = this.channel.get(decodeURIComponent(token))!;
+    if (method === "GET") {
+      // Until it is edited, a deferred original is empty with the LOADING flag (1 << 7).
+      const original = { id: "1000", type: 20, content: channel.original ?? "", flags: channel.original === undefined ? 128 : 0, channel_id: "0", author: { id: applicationId, username: "bot" }, attachments: [], embeds: [], mentions: [], timestamp: new Date().toISOString() };
+      return send(200, original, limitHeaders(4, 1));
+    }
     let body: { content?: unknown; allowed_mentions?: unknown };
     try {
       body = JSON.parse(Buffer.concat(chunks).toString("utf8") || "{}") as typeof body;
@@ -150,6 +177,8 @@ export class FakeDiscordApi {
       return send(400, { message: "Invalid Form Body", code: 50035, errors: { content: { _errors: [{ code: "BASE_TYPE_MAX_LENGTH", message: "Must be 2000 or fewer in length." }] } } });
     }
     this.received.push({ applicationId: decodeURIComponent(applicationId), interactionToken: decodeURIComponent(token), kind: webhook[3] ? "edit-original" : "followup", content, allowedMentions: body.allowed_mentions });
+    if (webhook[3]) channel.original = content;
+    else channel.followups.push(content);
     const exhausted = webhook[3] ? 0 : this.exhaustBucketFor;
     if (!webhook[3]) this.exhaustBucketFor = 0;
     const message = { id: String((this.messageId += 1)), type: 0, content, channel_id: "0", author: { id: applicationId, username: "bot" }, attachments: [], embeds: [], mentions: [], timestamp: new Date().toISOString() };

@@ -63,7 +63,8 @@ export async function discordChannelKitSubject(): Promise<{ state: ChannelKitSub
     },
     received(eventId) {
       const token = [...interactions.values()].find((interaction) => interaction.id === eventId)?.token;
-      return api.received.filter((message) => message.interactionToken === token).map((message) => message.content);
+      // As the channel shows them: the original response above its follow-ups.
+      return token ? api.messages(token) : [];
     },
     failNextDelivery: () => api.failNext(1),
   };

@@ -1,0 +1,72 @@
+import { inspect } from "node:util";
+import { afterEach, beforeEach, describe, expect, it } from "vitest";
+import { isAssemblyLineError } from "@assemblyline-agents/core";
+import { DELIVERY_BUDGET_MS, defineDiscordChannel } from "../src/index.js";
+import { FakeDiscordApi, discordTestKeys, slashCommandInteraction } from "../src/testkit/index.js";
+
+let api: FakeDiscordApi;
+const keys = discordTestKeys();
+
+beforeEach(async () => {
+  api = await new FakeDiscordApi().start();
+});
+
+afterEach(async () => {
+  await api.stop();
+});
+
+/** A channel as one process has it: its own REST client and what it remembers. */
+const process_ = () => defineDiscordChannel({ env: { DISCORD_PUBLIC_KEY: keys.publicKeyHex }, apiBaseUrl: api.apiBaseUrl });
+
+function reply(text: string) {
+  const interaction = slashCommandInteraction({ channelId: "1100000000000000001", text: "question" });
+  api.registerInteraction(interaction.token);
+  const metadata = { discord: { applicationId: interaction.application_id, interactionId: interaction.id, interactionToken: interaction.token, interactionType: 2, channelId: "1100000000000000001", guildId: null } };
+  return { token: interaction.token, delivery: { conversationId: "discord:1100000000000000001", runId: "run_1", text, metadata } };
+}
+
+const long = ["a".repeat(1990), "b".repeat(1990), "c".repeat(500)].join("\n");
+
+describe("delivering a reply through the interaction's webhook", () => {
+  it("sends nothing twice when a long reply is delivered again by another process (a crash before the outbox recorded it)", async () => {
+    const { token, delivery } = reply(long);
+    await process_().deliver(delivery);
+    expect(api.messages(token).join("")).toBe(long);
+    const before = api.requests.length;
+    // The process died after sending, before the outbox marked the delivery done: a new process delivers it again.
+    await process_().deliver(delivery);
+    expect(api.messages(token)).toHaveLength(3);
+    expect(api.messages(token).join("")).toBe(long);
+    expect(api.requests.slice(before).map((request) => request.method)).toEqual(["GET"]);
+  });
+
+  it("sends only the missing chunks when a retry follows a failure half way", async () => {
+    const { token, delivery } = reply(long);
+    const channel = process_();
+    api.failAfter(2); // the GET and the first follow-up pass; the second follow-up gets a 500
+    const failure = await channel.deliver(delivery).catch((error: unknown) => error);
+    expect(isAssemblyLineError(failure, "AL_ERR_DISCORD_DELIVERY"), String(failure)).toBe(true);
+    expect(api.messages(token)).toHaveLength(1);
+    await channel.deliver(delivery);
+    expect(api.messages(token)).toEqual([long.slice(0, 1991), long.slice(1991, 3982), long.slice(3982)]);
+  });
+
+  it("fails at once, so the outbox backs off, when Discord asks for a wait longer than a delivery may take", async () => {
+    const { token, delivery } = reply("short answer");
+    api.rateLimitNext(1, (DELIVERY_BUDGET_MS + 45_000) / 1000);
+    const started = Date.now();
+    const failure = await process_().deliver(delivery).catch((error: unknown) => error);
+    expect(Date.now() - started).toBeLessThan(2_000);
+    expect(String(failure)).toMatch(/AL_ERR_DISCORD_DELIVERY.*rate limited/);
+    expect(api.messages(token)).toEqual([]);
+  });
+
+  it("keeps the interaction token out of a failed delivery's error, its cause included", async () => {
+    const { token, delivery } = reply("hello");
+    api.failNext(1);
+    const failure = await process_().deliver(delivery).catch((error: unknown) => error);
+    expect(isAssemblyLineError(failure, "AL_ERR_DISCORD_DELIVERY")).toBe(true);
+    expect(inspect(failure, { depth: 10 })).not.toContain(token);
+    expect(JSON.stringify(failure)).not.toContain(token);
+  });
+});
