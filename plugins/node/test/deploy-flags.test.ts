@@ -90,6 +90,15 @@ describe("deployAgent", () => {
     expect((error as Error).message).toContain("deploy target local does not take option include (--include): only --target docker|vps|fly|railway do");
   });
 
+  it("gives the release its model provider's key, and no other provider's", async () => {
+    const agentDir = join(tempDir("al-deploy-"), "notes-agent");
+    cpSync(example, agentDir, { recursive: true, filter: (source) => !source.includes(`${example}/.assembly-line`) });
+    const env = { OPENAI_API_KEY: "sk-release", ANTHROPIC_API_KEY: "sk-other", HOME: "/root", ASSEMBLY_LINE_BEARER_TOKEN: "t" };
+    // notes-agent's agent.ts names openai/gpt-5.4-mini.
+    const outcome = await deployAgent({ agentDir, target: "local", env });
+    expect(outcome.envNames).toEqual(["ASSEMBLY_LINE_BEARER_TOKEN", "OPENAI_API_KEY"]);
+  }, 60_000);
+
   it("refuses vps connection options on another target", async () => {
     const error = await deployAgent({ agentDir: join(tempDir("al-deploy-"), "no-agent"), target: "docker", vps: { host: "203.0.113.10" } }).catch((caught: unknown) => caught);
     expect(isAssemblyLineError(error, "AL_ERR_DEPLOY_CONFIG")).toBe(true);

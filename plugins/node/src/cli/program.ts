@@ -295,17 +295,17 @@ export function buildProgram(io: CommandIO, context: CommandContext, exit: { cod
   skill("reset", "put a skill back to its seed (or remove one without a seed)", true, ["assembly-line skills reset triage"]);
 
   // --- hosting ---
-  const serveFlags = (command: Command) =>
+  const serveFlags = (command: Command, defaultHost: string) =>
     jsonFlag(
       modelFlags(command, "the host's runs")
-        .option("--port <n>", "the port (0 picks a free one; default: the config's host.port, else 3000)")
-        .option("--host <addr>", "the address to listen on (default: the config's host.host, else 127.0.0.1)")
+        .option("--port <n>", "the port (0 picks a free one; default: the config's host.port, else PORT, else gateway.ts's, else 3000)")
+        .option("--host <addr>", `the address to listen on (default: the config's host.host, else HOST, else gateway.ts's, else ${defaultHost})`)
         .option("--state-dir <dir>", "where runs are kept"),
     );
   const SERVE_FILL: ConfigFill = { "state-dir": "stateDir", port: "host.port", host: "host.host", ...MODEL_FILL };
   leaf(
     examples(
-      serveFlags(program.command("dev").description("serve the agent over HTTP in dev mode (local defaults, readable logs)").argument("[agentDir]", "the agent folder (default: the config's agent, else .)"))
+      serveFlags(program.command("dev").description("serve the agent over HTTP in dev mode (local defaults, readable logs)").argument("[agentDir]", "the agent folder (default: the config's agent, else .)"), "127.0.0.1")
         .option("--offline-script <file.json>", "use this scripted conversation when the model's API key is not set")
         .option("--json-logs", "JSON log lines instead of readable ones"),
       ["assembly-line dev ./agent --port 3000", "assembly-line dev --offline-script conversations/hello.json"],
@@ -313,7 +313,7 @@ export function buildProgram(io: CommandIO, context: CommandContext, exit: { cod
     { load: async () => (await import("./commands/serve.js")).dev, config: SERVE_FILL, agentPositional: "agent" },
   );
   leaf(
-    examples(serveFlags(program.command("start").description("production boot of a built artifact (<agentDir>/.assembly-line)").argument("[artifactDir]", "the built artifact (default: <config agent>/.assembly-line, else ./.assembly-line)")), [
+    examples(serveFlags(program.command("start").description("production boot of a built artifact (<agentDir>/.assembly-line)").argument("[artifactDir]", "the built artifact (default: <config agent>/.assembly-line, else ./.assembly-line)"), "0.0.0.0"), [
       "assembly-line start ./agent/.assembly-line --port 8080",
     ]),
     { load: async () => (await import("./commands/serve.js")).start, config: SERVE_FILL, agentPositional: "artifact" },

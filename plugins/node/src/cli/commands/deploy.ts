@@ -1,6 +1,6 @@
 import "../registry-kernel.js";
 import { resolve } from "node:path";
-import { AssemblyLineError, adapterDescriptor, defineGateway, type DeployTarget } from "@assemblyline-agents/core";
+import { AssemblyLineError, adapterDescriptor, defineGateway, isAssemblyLineError, type DeployTarget } from "@assemblyline-agents/core";
 import { deployEnv } from "@assemblyline-agents/core/deploy";
 import { checkSandboxAdapterInstalled, composeGateway, gatewayEnvNames } from "@assemblyline-agents/registry";
 import { buildAgent, loadRuntimeBundle } from "@assemblyline-agents/runtime";
@@ -9,6 +9,8 @@ import { VpsDeployTarget, type VpsDeployOptions } from "../../deploy/vps-deploy-
 import { jsonOption, requirePositional, stringOption, type ParsedCommand } from "../args.js";
 import type { CommandIO } from "../io.js";
 import { staticModelCheck } from "../local-runtime.js";
+import { servedByBuiltInRoute } from "../../host/model-routes.js";
+import { loadPi } from "../../pi-engine.js";
 import { envelope, progress } from "../output.js";
 
 export const DEPLOY_TARGETS = ["local", "docker", "vps", "fly", "railway"] as const;
@@ -125,6 +127,8 @@ export async function deployAgent(options: DeployAgentOptions): Promise<DeployOu
   const bundle = await loadRuntimeBundle(artifactRoot);
   const names = new Set(await gatewayEnvNames({ gateway: bundle.sourceBundle.gateway, sandbox: bundle.manifest.sandbox, agentDir }));
   for (const channel of bundle.manifest.channels) for (const group of channel.requiredSecretEnv) for (const name of group) names.add(name);
+  const modelKey = await modelKeyVariable(options.model ?? bundle.manifest.agent.model);
+  if (modelKey) names.add(modelKey);
   const env = deployEnv(options.env ?? process.env, { names });
   const startArgs = options.model ? ["--model", options.model] : [];
   const target = await chooseTarget(options, agentDir, bundle.sourceBundle.gateway?.deploy, startArgs);
@@ -136,6 +140,23 @@ export async function deployAgent(options: DeployAgentOptions): Promise<DeployOu
   } finally {
     await (target as { close?(): Promise<void> }).close?.();
   }
+}
+
+/**
+ * The variable the Pi engine reads the release's model provider key from
+ * (`OPENAI_API_KEY` for openai/...): without it a release cannot call its model.
+ * Subagents share the root's provider. None for scripted models, the Codex
+ * route (its session lives in CODEX_HOME on this machine) and providers whose
+ * credentials are no one variable (Bedrock's AWS profile).
+ */
+async function modelKeyVariable(modelSpec: string): Promise<string | undefined> {
+  if (modelSpec.startsWith("scripted:") || servedByBuiltInRoute(modelSpec)) return undefined;
+  const pi = await loadPi().catch((error: unknown) => {
+    if (isAssemblyLineError(error, "AL_ERR_HARNESS")) return undefined;
+    throw error;
+  });
+  const variable = pi?.apiKeyVariable(modelSpec.split("/")[0]!);
+  return variable !== undefined && /^[A-Z_][A-Z0-9_]*$/.test(variable) ? variable : undefined;
 }
 
 async function chooseTarget(
