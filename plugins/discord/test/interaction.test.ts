@@ -64,6 +64,15 @@ describe("defineDiscordChannel options", () => {
     expect(() => defineDiscordChannel(options as never)).toThrow(/AL_ERR_DISCORD_CONFIG/);
   });
 
+  it("accepts through the package's config.schema.json every option defineDiscordChannel takes (a host checks plugin options against it)", async () => {
+    const { optionsSchemaCheck } = await import("@assemblyline-agents/core");
+    const check = optionsSchemaCheck(new URL("../config.schema.json", import.meta.url), { helper: "defineDiscordChannel", code: "AL_ERR_DISCORD_CONFIG", fix: () => "" });
+    const options = { route: "/d", publicKeyEnv: "MY_KEY", apiBaseUrl: "http://127.0.0.1:1/api", attachmentHosts: ["cdn.discordapp.com"], maxTimestampSkewSeconds: 60, messageLimit: 1000, env: { MY_KEY: "ab" } };
+    expect(() => defineDiscordChannel(options)).not.toThrow();
+    expect(() => check(options)).not.toThrow();
+    expect(() => check({ publicKey: "abc" })).toThrow(/AL_ERR_DISCORD_CONFIG/);
+  });
+
   it("fails closed with a configuration error, not a refusal, while the public key is missing or malformed", () => {
     for (const env of [{}, { DISCORD_PUBLIC_KEY: "not-hex" }]) {
       const channel = defineDiscordChannel({ env });
