@@ -21,6 +21,7 @@ export interface McpToolRecord {
  * import it.
  */
 export class McpClients {
+  /** Keyed by connection and what it connects to under which policy: a connection added again elsewhere, or held to other hosts, gets a client of its own. */
   private readonly clients = new Map<string, Promise<Client>>();
 
   constructor(
@@ -30,29 +31,33 @@ export class McpClients {
   ) {}
 
   async describe(connection: string, target: McpTarget, policy: ConnectionPolicy): Promise<McpToolRecord[]> {
-    const client = await this.client(connection, target, policy);
-    const tools: Array<{ name: string; description?: string; inputSchema: unknown }> = [];
-    try {
+    const tools = await this.using(connection, target, policy, "listing its tools", async (client) => {
+      const listed: Array<{ name: string; description?: string; inputSchema: unknown }> = [];
+      const seen = new Set<string>();
       let cursor: string | undefined;
       do {
         const page = await client.listTools(cursor ? { cursor } : {}, { timeout: this.timeoutMs });
-        tools.push(...page.tools);
+        listed.push(...page.tools);
         cursor = page.nextCursor;
+        // A server that hands back a cursor it gave before would be listed for ever.
+        if (cursor !== undefined && seen.has(cursor)) throw new Error(`the server repeated the cursor ${JSON.stringify(cursor)} after ${listed.length} tools`);
+        if (cursor !== undefined) seen.add(cursor);
+        if (seen.size >= MAX_TOOL_PAGES) throw new Error(`the server listed more than ${MAX_TOOL_PAGES} pages of tools`);
       } while (cursor);
-    } catch (error) {
-      throw failure(connection, "listing its tools", error);
-    }
+      return listed;
+    });
     const names = uniqueNames(tools.map((tool) => tool.name));
     return tools.map((tool, index) => ({ tool: tool.name, name: names[index]!, description: tool.description ?? tool.name, inputSchema: plainSchema(tool.inputSchema) }));
   }
 
   /** Call one tool; a tool error is a result the model sees, a refusal or a dead server throws. */
   async call(connection: string, target: McpTarget, policy: ConnectionPolicy, tool: string, input: unknown, options: { signal: AbortSignal; idempotencyKey: string }): Promise<JsonValue> {
-    const client = await this.client(connection, target, policy);
-    const result = await client.callTool(
-      { name: tool, arguments: (input ?? {}) as Record<string, unknown>, _meta: { "assembly-line/idempotency-key": options.idempotencyKey } },
-      undefined,
-      { signal: options.signal, timeout: this.timeoutMs },
+    const result = await this.using(connection, target, policy, `calling ${tool}`, (client) =>
+      client.callTool(
+        { name: tool, arguments: (input ?? {}) as Record<string, unknown>, _meta: { "assembly-line/idempotency-key": options.idempotencyKey } },
+        undefined,
+        { signal: options.signal, timeout: this.timeoutMs },
+      ),
     );
     const content = (result.content ?? []) as Array<{ type: string; text?: string }>;
     const text = content.filter((part) => part.type === "text" && typeof part.text === "string").map((part) => part.text).join("\n");
@@ -66,15 +71,54 @@ export class McpClients {
     await Promise.allSettled(clients.map(async (client) => (await client).close()));
   }
 
-  private client(connection: string, target: McpTarget, policy: ConnectionPolicy): Promise<Client> {
-    let client = this.clients.get(connection);
+  /**
+   * Run `use` with the connection's client. A server that no longer knows the
+   * session (it restarted: HTTP 404 on a session, which the MCP spec says means
+   * "start a new one") gets a new session and the request once more, since the
+   * server refused it unread. A client whose transport failed is dropped, so the
+   * next use connects again instead of failing for ever.
+   */
+  private async using<T>(connection: string, target: McpTarget, policy: ConnectionPolicy, doing: string, use: (client: Client) => Promise<T>): Promise<T> {
+    const key = JSON.stringify([connection, target, policy.allowedHosts, policy.onlyAllowedHosts]);
+    for (let attempt = 0; ; attempt += 1) {
+      const opened = this.client(key, connection, target, policy);
+      const client = await opened;
+      try {
+        return await use(client);
+      } catch (error) {
+        if (await isTransportFailure(error)) this.forget(key, opened);
+        if (attempt === 0 && (await isSessionGone(error))) continue;
+        throw failure(connection, doing, error);
+      }
+    }
+  }
+
+  private client(key: string, connection: string, target: McpTarget, policy: ConnectionPolicy): Promise<Client> {
+    let client = this.clients.get(key);
     if (!client) {
-      client = this.open(connection, target, policy);
-      this.clients.set(connection, client);
+      const opening = this.open(connection, target, policy);
+      client = opening;
+      this.clients.set(key, opening);
       // A failed handshake is not cached: the next use tries again.
-      client.catch(() => this.clients.delete(connection));
+      opening.then(
+        (opened) => {
+          // A stdio server that exited (or a transport the SDK closed) is opened again on next use.
+          opened.onclose = () => {
+            if (this.clients.get(key) === opening) this.clients.delete(key);
+          };
+        },
+        () => {
+          if (this.clients.get(key) === opening) this.clients.delete(key);
+        },
+      );
     }
     return client;
+  }
+
+  private forget(key: string, client: Promise<Client>): void {
+    if (this.clients.get(key) !== client) return;
+    this.clients.delete(key);
+    void client.then((opened) => opened.close()).catch(() => undefined);
   }
 
   private async open(connection: string, target: McpTarget, policy: ConnectionPolicy): Promise<Client> {
@@ -95,6 +139,21 @@ export class McpClients {
     }
     return client;
   }
+}
+
+/** Pages of tools/list read before a server is taken to list for ever. */
+const MAX_TOOL_PAGES = 1000;
+
+/** The server answered 404 to a request that carried its session: the session is gone (MCP spec, session management). */
+async function isSessionGone(error: unknown): Promise<boolean> {
+  const { StreamableHTTPError } = await import("@modelcontextprotocol/sdk/client/streamableHttp.js");
+  return error instanceof StreamableHTTPError && error.code === 404;
+}
+
+/** Anything but an answer of the server (a JSON-RPC error, a timeout it may still answer) or a refusal: the client is no longer usable. */
+async function isTransportFailure(error: unknown): Promise<boolean> {
+  const { McpError } = await import("@modelcontextprotocol/sdk/types.js");
+  return !(error instanceof McpError) && !isAssemblyLineError(error);
 }
 
 /** Refusals of the guard keep their code; anything else is the connection failing. */
