@@ -10,8 +10,10 @@ export interface S3BlobOptions {
   region?: string;
   /** Path-style URLs (`endpoint/bucket/key`), which most S3-compatible servers need. Default: true with an endpoint. */
   forcePathStyle?: boolean;
-  /** Every key is stored under this prefix (e.g. `agents/support/`); list() returns keys without it. */
+  /** Every key is stored under this prefix, which ends with "/" (e.g. `agents/support/`); list() returns keys without it. */
   prefix?: string;
+  /** A request that sends or receives nothing for this long fails (each of the SDK's 3 attempts). Default 30 s. */
+  requestTimeoutMs?: number;
   /** Objects at least this large are sent as a multipart upload. Default 8 MiB. */
   multipartThresholdBytes?: number;
   /** Part size of a multipart upload (S3's minimum is 5 MiB). Default 8 MiB. */
@@ -28,6 +30,7 @@ export interface S3BlobOptions {
 }
 
 export const DEFAULT_PART_SIZE = 8 * 1024 * 1024;
+export const DEFAULT_REQUEST_TIMEOUT_MS = 30_000;
 export const S3_MINIMUM_PART_SIZE = 5 * 1024 * 1024;
 
 export const S3_ENV = {
@@ -55,6 +58,7 @@ export interface ResolvedS3Settings {
   credentials: { accessKeyId: string; secretAccessKey: string } | undefined;
   multipartThresholdBytes: number;
   partSizeBytes: number;
+  requestTimeoutMs: number;
 }
 
 const firstSet = (env: Record<string, string | undefined>, names: readonly string[] | undefined): string | undefined => {
@@ -67,6 +71,17 @@ const firstSet = (env: Record<string, string | undefined>, names: readonly strin
 
 export function configError(message: string, fix: string): AssemblyLineError {
   return new AssemblyLineError("AL_ERR_BLOB_CONFIG", message, { fix });
+}
+
+const OPTION_NAMES = ["bucket", "endpoint", "region", "forcePathStyle", "prefix", "requestTimeoutMs", "multipartThresholdBytes", "partSizeBytes", "bucketEnv", "accessKeyIdEnv", "secretAccessKeyEnv", "endpointEnv", "accountIdEnv"];
+
+/** A misspelt option would otherwise be dropped silently (e.g. `perfix` storing every key at the bucket's root). */
+export function refuseUnknownOptions(options: object, extra: readonly string[] = []): void {
+  const known = new Set([...OPTION_NAMES, ...extra]);
+  const unknown = Object.keys(options).filter((name) => !known.has(name));
+  if (unknown.length > 0) {
+    throw configError(`unknown option${unknown.length > 1 ? "s" : ""} ${unknown.join(", ")}`, `Remove ${unknown.length > 1 ? "them" : "it"}; the options are ${OPTION_NAMES.join(", ")}.`);
+  }
 }
 
 /** Read the options' env variables now (when the host materializes the descriptor), failing with what is missing. */
@@ -117,14 +132,35 @@ export function resolveS3Settings(given: S3BlobOptions, env: Record<string, stri
   if (!Number.isInteger(multipartThresholdBytes) || multipartThresholdBytes < 1) {
     throw configError(`multipartThresholdBytes ${multipartThresholdBytes} is not a positive integer`, "Use a byte count such as 8388608.");
   }
+  const requestTimeoutMs = options.requestTimeoutMs ?? DEFAULT_REQUEST_TIMEOUT_MS;
+  if (typeof requestTimeoutMs !== "number" || !Number.isFinite(requestTimeoutMs) || requestTimeoutMs <= 0) {
+    throw configError(`requestTimeoutMs ${JSON.stringify(options.requestTimeoutMs)} is not a positive number of milliseconds`, "Use a number such as 30000, or omit it.");
+  }
   return {
     bucket,
     endpoint,
     region: options.region ?? (options.accountIdEnv ? "auto" : (env.AWS_REGION ?? "us-east-1")),
     forcePathStyle: options.forcePathStyle ?? endpoint !== undefined,
-    prefix: options.prefix ?? "",
+    prefix: checkPrefix(options.prefix ?? ""),
     credentials: accessKeyId && secretAccessKey ? { accessKeyId, secretAccessKey } : undefined,
     multipartThresholdBytes,
     partSizeBytes,
+    requestTimeoutMs,
   };
+}
+
+/*
+ * A prefix is a folder: without its closing "/", the store with prefix
+ * "agents/a" would list, read and delete the keys of the one with "agents/ab".
+ */
+function checkPrefix(prefix: string): string {
+  if (typeof prefix !== "string") throw configError(`prefix ${JSON.stringify(prefix)} is not a string`, 'Use a prefix such as "agents/support/", or omit it.');
+  if (prefix === "") return prefix;
+  if (!prefix.endsWith("/")) {
+    throw configError(`prefix ${JSON.stringify(prefix)} does not end with "/", so its keys would mix with those of every prefix that starts the same way`, `Use ${JSON.stringify(`${prefix}/`)}.`);
+  }
+  if (prefix.slice(0, -1).split("/").some((segment) => segment === "" || segment === "." || segment === "..")) {
+    throw configError(`prefix ${JSON.stringify(prefix)} has an empty, "." or ".." segment`, 'Use "/"-separated names, e.g. "agents/support/".');
+  }
+  return prefix;
 }

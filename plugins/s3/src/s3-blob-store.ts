@@ -9,9 +9,11 @@ import {
   S3ServiceException,
 } from "@aws-sdk/client-s3";
 import { Upload } from "@aws-sdk/lib-storage";
-import { resolveS3Settings, type ResolvedS3Settings, type S3BlobOptions } from "./options.js";
+import { refuseUnknownOptions, resolveS3Settings, type ResolvedS3Settings, type S3BlobOptions } from "./options.js";
 
 const OCTET_STREAM = "application/octet-stream";
+/** S3's longest object key, in UTF-8 bytes (the prefix included). */
+const MAX_KEY_BYTES = 1024;
 
 export interface S3BlobStoreOptions extends S3BlobOptions {
   /** A client to use instead of building one; the store never destroys a client it was given. */
@@ -30,6 +32,7 @@ export class S3BlobStore implements BlobStore {
   private readonly ownsClient: boolean;
 
   constructor(options: S3BlobStoreOptions = {}) {
+    refuseUnknownOptions(options, ["client", "env"]);
     this.settings = resolveS3Settings(options, options.env ?? process.env);
     this.ownsClient = options.client === undefined;
     this.client =
@@ -42,6 +45,8 @@ export class S3BlobStore implements BlobStore {
         // Checksums only where S3 requires them: R2 and most S3-compatible servers reject the newer default headers.
         requestChecksumCalculation: "WHEN_REQUIRED",
         responseChecksumValidation: "WHEN_REQUIRED",
+        // Without these the SDK waits forever on an endpoint that accepts a connection and never answers.
+        requestHandler: { connectionTimeout: Math.min(this.settings.requestTimeoutMs, 10_000), socketTimeout: this.settings.requestTimeoutMs },
       });
   }
 
@@ -120,11 +125,21 @@ export class S3BlobStore implements BlobStore {
     await this.send("put", key, () => upload.done());
   }
 
+  /*
+   * "." and ".." segments are resolved on the way to the server, so "../x" would
+   * land outside the prefix and "a/../b" on "b"; an empty segment ("/x", "a//b")
+   * is refused by S3-compatible servers. The same rules as the local store.
+   */
   private objectKey(key: string): string {
-    if (typeof key !== "string" || key === "") {
-      throw new AssemblyLineError("AL_ERR_BLOB_KEY", `blob key ${JSON.stringify(key)} is not a non-empty string`, { fix: "Use a key such as files/run-1/report.pdf." });
-    }
-    return this.settings.prefix + key;
+    const refuse = (reason: string, fix = 'Use "/"-separated segments, none empty, "." or "..", e.g. "files/run-1/report.pdf".'): never => {
+      throw new AssemblyLineError("AL_ERR_BLOB_KEY", `blob key ${JSON.stringify(key)} ${reason}`, { fix, details: { key } });
+    };
+    if (typeof key !== "string" || key === "") return refuse("is not a non-empty string", "Use a key such as files/run-1/report.pdf.");
+    if (key.split("/").some((segment) => segment === "" || segment === "." || segment === "..")) return refuse('has an empty, "." or ".." segment');
+    const objectKey = this.settings.prefix + key;
+    const bytes = Buffer.byteLength(objectKey, "utf8");
+    if (bytes > MAX_KEY_BYTES) return refuse(`is ${bytes} bytes long with its prefix, over S3's ${MAX_KEY_BYTES}`, "Use a shorter key (hash a long name, e.g. files/<sha256>.bin).");
+    return objectKey;
   }
 
   private async send<T>(operation: string, key: string, call: () => Promise<T>): Promise<T> {
@@ -137,8 +152,12 @@ export class S3BlobStore implements BlobStore {
 
   private failure(operation: string, key: string, error: unknown): AssemblyLineError {
     const status = error instanceof S3ServiceException ? ` (${error.name}, HTTP ${error.$metadata.httpStatusCode ?? "?"})` : "";
-    return new AssemblyLineError("AL_ERR_BLOB_UNAVAILABLE", `S3 ${operation} of ${JSON.stringify(key)} in bucket ${this.settings.bucket} failed${status}: ${(error as Error).message}`, {
-      fix: "Check the endpoint, bucket name and keys (AWS_/R2_ variables), and that the bucket exists.",
+    const where = this.settings.endpoint ? ` at ${new URL(this.settings.endpoint).origin}` : "";
+    const timedOut = (error as { name?: unknown })?.name === "TimeoutError";
+    return new AssemblyLineError("AL_ERR_BLOB_UNAVAILABLE", `S3 ${operation} of ${JSON.stringify(key)} in bucket ${this.settings.bucket}${where} failed${status}: ${(error as Error).message}`, {
+      fix: timedOut
+        ? `The endpoint did not answer within requestTimeoutMs (${this.settings.requestTimeoutMs} ms): check that it is up and reachable, or raise requestTimeoutMs.`
+        : "Check the endpoint, bucket name and keys (AWS_/R2_ variables), and that the bucket exists.",
       cause: error,
       details: { operation, key, bucket: this.settings.bucket },
     });

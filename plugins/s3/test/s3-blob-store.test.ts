@@ -1,4 +1,5 @@
 import { randomBytes, randomUUID } from "node:crypto";
+import { createServer, type Socket } from "node:net";
 import { Readable } from "node:stream";
 import { isAssemblyLineError } from "@assemblyline-agents/core";
 import { describeBlobStoreConformance } from "@assemblyline-agents/core/testkit";
@@ -79,6 +80,42 @@ if (!s3rverInstalled()) {
       await store.close();
     });
 
+    it('refuses keys with ".", ".." or empty segments, which the request path would resolve outside the prefix', async () => {
+      const prefix = `dots-${randomUUID()}/`;
+      const store = new S3BlobStore({ bucket: BUCKET, endpoint: server.endpoint, prefix: `${prefix}tenant/`, env: KEYS });
+      const whole = new S3BlobStore({ bucket: BUCKET, endpoint: server.endpoint, prefix, env: KEYS });
+      for (const key of ["../escaped.txt", "a/../b.txt", "./c.txt", "/d.txt", "e//f.txt"]) {
+        const error = await store.put(key, new TextEncoder().encode(key)).catch((caught: unknown) => caught);
+        expect(isAssemblyLineError(error, "AL_ERR_BLOB_KEY"), `${key}: ${String(error)}`).toBe(true);
+        expect(String(error)).toContain(JSON.stringify(key));
+        expect(isAssemblyLineError(await store.get(key).catch((caught: unknown) => caught), "AL_ERR_BLOB_KEY")).toBe(true);
+      }
+      expect(await whole.list()).toEqual([]);
+      await store.close();
+      await whole.close();
+    });
+
+    it("refuses a key longer than S3's 1024 bytes (prefix included) before sending it", async () => {
+      const store = new S3BlobStore({ bucket: BUCKET, endpoint: server.endpoint, prefix: `long-${randomUUID()}/`, env: KEYS });
+      const key = Array.from({ length: 11 }, () => "k".repeat(99)).join("/");
+      const error = await store.put(key, new Uint8Array([1])).catch((caught: unknown) => caught);
+      expect(isAssemblyLineError(error, "AL_ERR_BLOB_KEY"), String(error)).toBe(true);
+      expect(String(error)).toContain("1024");
+      expect(await store.list()).toEqual([]);
+      await store.close();
+    });
+
+    it("keeps two stores whose prefixes start the same way apart", async () => {
+      const base = `tenants-${randomUUID()}/`;
+      const a = new S3BlobStore({ bucket: BUCKET, endpoint: server.endpoint, prefix: `${base}a/`, env: KEYS });
+      const ab = new S3BlobStore({ bucket: BUCKET, endpoint: server.endpoint, prefix: `${base}ab/`, env: KEYS });
+      await ab.put("secret.txt", new TextEncoder().encode("ab's"));
+      expect(await a.list()).toEqual([]);
+      expect(await ab.list()).toEqual(["secret.txt"]);
+      await a.close();
+      await ab.close();
+    });
+
     it("materializes r2Blob() against an S3 endpoint given by R2_ENDPOINT, with R2 keys", async () => {
       const store = createS3Blob(r2Blob(), { env: { R2_ENDPOINT: server.endpoint, R2_BUCKET: BUCKET, R2_ACCESS_KEY_ID: "S3RVER", R2_SECRET_ACCESS_KEY: "S3RVER" } });
       expect(store.settings).toMatchObject({ bucket: BUCKET, endpoint: server.endpoint, region: "auto", forcePathStyle: true, credentials: { accessKeyId: "S3RVER", secretAccessKey: "S3RVER" } });
@@ -89,6 +126,34 @@ if (!s3rverInstalled()) {
     });
   });
 }
+
+describe("S3BlobStore against an endpoint that never answers", () => {
+  it("fails with AL_ERR_BLOB_UNAVAILABLE naming the endpoint after requestTimeoutMs, instead of waiting forever", async () => {
+    // Accepts connections and reads requests, never answers: a hung proxy or server.
+    const sockets = new Set<Socket>();
+    const silent = createServer((socket) => {
+      sockets.add(socket);
+      socket.resume();
+    });
+    await new Promise<void>((resolve) => silent.listen(0, "127.0.0.1", resolve));
+    const endpoint = `http://127.0.0.1:${(silent.address() as { port: number }).port}`;
+    const store = new S3BlobStore({ bucket: BUCKET, endpoint, requestTimeoutMs: 300, env: KEYS });
+    try {
+      const started = Date.now();
+      for (const attempt of [() => store.get("x"), () => store.put("x", new Uint8Array([1])), () => store.list()]) {
+        const error = await attempt().catch((caught: unknown) => caught);
+        expect(isAssemblyLineError(error, "AL_ERR_BLOB_UNAVAILABLE"), String(error)).toBe(true);
+        expect(String(error)).toContain(endpoint);
+        expect((error as { fix: string }).fix).toContain("requestTimeoutMs");
+      }
+      expect(Date.now() - started).toBeLessThan(15_000);
+    } finally {
+      await store.close();
+      for (const socket of sockets) socket.destroy();
+      await new Promise((resolve) => silent.close(resolve));
+    }
+  }, 30_000);
+});
 
 describe("s3Blob() / r2Blob() settings", () => {
   it("derives R2's endpoint from R2_ACCOUNT_ID", () => {
@@ -101,6 +166,10 @@ describe("s3Blob() / r2Blob() settings", () => {
     ["s3Blob() without a bucket", () => createS3Blob(s3Blob(), { env: {} }), "S3_BUCKET"],
     ["half a key pair", () => createS3Blob(s3Blob({ bucket: "media" }), { env: { AWS_ACCESS_KEY_ID: "k" } }), "AWS_SECRET_ACCESS_KEY"],
     ["a non-URL endpoint", () => createS3Blob(s3Blob({ bucket: "media", endpoint: "localhost:9000" }), { env: {} }), "localhost:9000"],
+    ["a prefix without its closing /", () => createS3Blob(s3Blob({ bucket: "media", prefix: "agents/support" }), { env: {} }), '"agents/support/"'],
+    ["a prefix with a .. segment", () => createS3Blob(s3Blob({ bucket: "media", prefix: "agents/../other/" }), { env: {} }), "agents/../other/"],
+    ["a misspelt option", () => createS3Blob(s3Blob({ bucket: "media", perfix: "agents/" } as never), { env: {} }), "perfix"],
+    ["a requestTimeoutMs of 0", () => createS3Blob(s3Blob({ bucket: "media", requestTimeoutMs: 0 }), { env: {} }), "requestTimeoutMs"],
   ])("refuses %s with AL_ERR_BLOB_CONFIG naming it", (_, make, named) => {
     let error: unknown;
     try {
