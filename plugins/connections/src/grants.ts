@@ -1,6 +1,6 @@
 import { createCipheriv, createDecipheriv, randomBytes, scryptSync } from "node:crypto";
-import { mkdir, readFile, rename, writeFile } from "node:fs/promises";
-import { dirname } from "node:path";
+import { mkdir, readFile, rename, rm, writeFile } from "node:fs/promises";
+import { dirname, resolve as resolvePath } from "node:path";
 import { AssemblyLineError } from "@assemblyline-agents/core";
 
 /**
@@ -36,9 +36,11 @@ interface SealedGrant {
  * sealed value cannot be moved to another id), keyed by scrypt of the host
  * secret ASSEMBLY_LINE_SECRET_KEY. Writes replace the file atomically.
  */
+/** The change in progress per grant file (absolute path), shared by every store of this process on that file. */
+const writing = new Map<string, Promise<void>>();
+
 export class EncryptedGrantStore implements GrantStore {
   private readonly key: Buffer;
-  private writing: Promise<void> = Promise.resolve();
 
   constructor(private readonly options: EncryptedGrantStoreOptions) {
     const secret = options.secretKey ?? (options.env ?? process.env).ASSEMBLY_LINE_SECRET_KEY;
@@ -51,18 +53,16 @@ export class EncryptedGrantStore implements GrantStore {
   }
 
   async get(id: string): Promise<string | undefined> {
-    const sealed = (await this.read())[id];
-    if (!sealed) return undefined;
-    try {
-      const decipher = createDecipheriv("aes-256-gcm", this.key, Buffer.from(sealed.iv, "base64"));
-      decipher.setAAD(Buffer.from(id, "utf8"));
-      decipher.setAuthTag(Buffer.from(sealed.tag, "base64"));
-      return Buffer.concat([decipher.update(Buffer.from(sealed.data, "base64")), decipher.final()]).toString("utf8");
-    } catch {
+    const grants = await this.read();
+    // Own entries only: "constructor" or "toString" are no grants.
+    if (!Object.hasOwn(grants, id)) return undefined;
+    const secret = this.open(id, grants[id]!);
+    if (secret === undefined) {
       throw new AssemblyLineError("AL_ERR_GRANT_KEY", `grant "${id}" does not decrypt with this ASSEMBLY_LINE_SECRET_KEY`, {
         fix: "Use the key the grant was stored with, or store the grant again.",
       });
     }
+    return secret;
   }
 
   async put(id: string, secret: string): Promise<void> {
@@ -73,31 +73,78 @@ export class EncryptedGrantStore implements GrantStore {
     const cipher = createCipheriv("aes-256-gcm", this.key, iv);
     cipher.setAAD(Buffer.from(id, "utf8"));
     const data = Buffer.concat([cipher.update(secret, "utf8"), cipher.final()]);
-    await this.update((grants) => ({ ...grants, [id]: { iv: iv.toString("base64"), tag: cipher.getAuthTag().toString("base64"), data: data.toString("base64") } }));
+    await this.update((grants) => {
+      // A store sealed under another key would end up half readable: refuse before writing anything.
+      const other = Object.keys(grants).find((stored) => stored !== id);
+      if (other !== undefined && this.open(other, grants[other]!) === undefined) {
+        throw new AssemblyLineError("AL_ERR_GRANT_KEY", `grants.put("${id}"): the grants already in ${this.options.path} (such as "${other}") do not decrypt with this ASSEMBLY_LINE_SECRET_KEY; nothing was written`, {
+          fix: "Use the key the store was written with (the same on every replica), or move the file away to start a new store.",
+        });
+      }
+      return { ...grants, [id]: { iv: iv.toString("base64"), tag: cipher.getAuthTag().toString("base64"), data: data.toString("base64") } };
+    });
   }
 
   async delete(id: string): Promise<void> {
     await this.update(({ [id]: _removed, ...rest }) => rest);
   }
 
-  private async read(): Promise<Record<string, SealedGrant>> {
+  /** The secret sealed under `id`, or undefined when it does not decrypt with this key. */
+  private open(id: string, sealed: SealedGrant): string | undefined {
     try {
-      return JSON.parse(await readFile(this.options.path, "utf8")) as Record<string, SealedGrant>;
+      const decipher = createDecipheriv("aes-256-gcm", this.key, Buffer.from(sealed.iv, "base64"));
+      decipher.setAAD(Buffer.from(id, "utf8"));
+      decipher.setAuthTag(Buffer.from(sealed.tag, "base64"));
+      return Buffer.concat([decipher.update(Buffer.from(sealed.data, "base64")), decipher.final()]).toString("utf8");
+    } catch {
+      return undefined;
+    }
+  }
+
+  private async read(): Promise<Record<string, SealedGrant>> {
+    let text: string;
+    try {
+      text = await readFile(this.options.path, "utf8");
     } catch (error) {
       if ((error as NodeJS.ErrnoException).code === "ENOENT") return {};
       throw error;
     }
+    let grants: unknown;
+    try {
+      grants = JSON.parse(text);
+    } catch (error) {
+      grants = error;
+    }
+    const sealed = (value: unknown) => typeof value === "object" && value !== null && ["iv", "tag", "data"].every((field) => typeof (value as Record<string, unknown>)[field] === "string");
+    if (typeof grants !== "object" || grants === null || Array.isArray(grants) || grants instanceof Error || !Object.values(grants).every(sealed)) {
+      throw new AssemblyLineError("AL_ERR_GRANT_KEY", `${this.options.path} is not a grant store (${grants instanceof Error ? `not JSON: ${grants.message}` : "not an object of sealed grants"}); it was left as it is`, {
+        fix: "Restore the file from a backup, or move it away and store the grants again.",
+      });
+    }
+    return grants as Record<string, SealedGrant>;
   }
 
+  /** Read, change, write to a temporary file, rename: one change at a time per file in this process. */
   private update(change: (grants: Record<string, SealedGrant>) => Record<string, SealedGrant>): Promise<void> {
-    const next = this.writing.then(async () => {
+    const path = resolvePath(this.options.path);
+    const next = (writing.get(path) ?? Promise.resolve()).then(async () => {
       const grants = change(await this.read());
-      await mkdir(dirname(this.options.path), { recursive: true });
-      const temporary = `${this.options.path}.${process.pid}.tmp`;
-      await writeFile(temporary, JSON.stringify(grants), { mode: 0o600 });
-      await rename(temporary, this.options.path);
+      await mkdir(dirname(path), { recursive: true });
+      // Unique per write: two stores (or processes) on one file never write the same temporary file.
+      const temporary = `${path}.${process.pid}.${randomBytes(6).toString("hex")}.tmp`;
+      try {
+        await writeFile(temporary, JSON.stringify(grants), { mode: 0o600 });
+        await rename(temporary, path);
+      } catch (error) {
+        await rm(temporary, { force: true });
+        throw error;
+      }
     });
-    this.writing = next.catch(() => undefined);
+    const settled = next.catch(() => undefined);
+    writing.set(path, settled);
+    void settled.then(() => {
+      if (writing.get(path) === settled) writing.delete(path);
+    });
     return next;
   }
 }
