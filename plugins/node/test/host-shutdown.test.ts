@@ -1,10 +1,10 @@
 import { spawn, type ChildProcess } from "node:child_process";
 import { join, resolve } from "node:path";
-import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { afterAll, beforeAll, describe, expect, it, vi } from "vitest";
 import { FileStateAdapter } from "@assemblyline-agents/local";
 import { InMemoryStateAdapter, type RuntimeBundle } from "@assemblyline-agents/runtime";
 import { SHUTDOWN_STEPS } from "../src/index.js";
-import { createShutdown } from "../src/host/shutdown.js";
+import { TELEMETRY_FLUSH_FLOOR_MS, createShutdown } from "../src/host/shutdown.js";
 import { call, captureLogger, fixtureBundle, startHost, tempDir, waitFor } from "./support/host.js";
 
 let bundle: RuntimeBundle;
@@ -76,6 +76,61 @@ describe("graceful shutdown", () => {
     await shutdown();
     expect(order).toEqual(["readyz", "listener", "workers", "flush", "close", "force"]);
     expect(logger.events("shutdown.step_failed")[0]!.fields).toMatchObject({ step: "scheduler", err: "Error: scheduler stuck" });
+  });
+
+  it("closes the state when telemetry never finishes flushing, after the flush's share of the timeout", async () => {
+    vi.useFakeTimers({ toFake: ["setTimeout", "clearTimeout", "Date"] });
+    try {
+      const logger = captureLogger();
+      const order: string[] = [];
+      const shutdown = createShutdown(
+        {
+          markDraining: () => undefined,
+          closeListener: async () => undefined,
+          stopScheduler: async () => undefined,
+          stopWorkers: async () => undefined,
+          runtimeIdle: async () => undefined,
+          // A sink whose backend never answers.
+          flushTelemetry: () => new Promise(() => void order.push("flush")),
+          closeState: async () => void order.push("close"),
+          forceClose: () => void order.push("force"),
+        },
+        logger,
+        20_000,
+      );
+      const done = shutdown();
+      // The runs drained at once: the flush may use what is left of the 20 s.
+      await vi.advanceTimersByTimeAsync(19_000);
+      expect(order).toEqual(["flush"]);
+      await vi.advanceTimersByTimeAsync(1_100);
+      await done;
+      expect(order).toEqual(["flush", "close", "force"]);
+      expect(logger.events("shutdown.telemetry_flush_timeout")[0]!.fields).toMatchObject({ timeoutMs: 20_000 });
+
+      // Past the deadline, it still gets TELEMETRY_FLUSH_FLOOR_MS.
+      const late = createShutdown(
+        {
+          markDraining: () => undefined,
+          closeListener: async () => undefined,
+          stopScheduler: async () => undefined,
+          stopWorkers: async () => undefined,
+          runtimeIdle: () => new Promise(() => undefined),
+          flushTelemetry: () => new Promise(() => undefined),
+          closeState: async () => void order.push("late close"),
+          forceClose: () => undefined,
+        },
+        logger,
+        100,
+      );
+      const lateDone = late();
+      await vi.advanceTimersByTimeAsync(100 + TELEMETRY_FLUSH_FLOOR_MS - 50);
+      expect(order).not.toContain("late close");
+      await vi.advanceTimersByTimeAsync(100);
+      await lateDone;
+      expect(order).toContain("late close");
+    } finally {
+      vi.useRealTimers();
+    }
   });
 });
 

@@ -19,9 +19,17 @@ export interface ShutdownSteps {
 export const SHUTDOWN_STEPS = ["readyz", "listener", "scheduler", "workers", "runtime.onIdle", "telemetry.flush", "state.close"] as const;
 
 /**
+ * The least time telemetry gets to flush, even when waiting for runs used the
+ * whole timeout: spans of the runs just drained are worth a few seconds, a
+ * backend that never answers is not worth the state's close.
+ */
+export const TELEMETRY_FLUSH_FLOOR_MS = 5_000;
+
+/**
  * Build an idempotent shutdown: the first call drains in order and every call
  * returns the same promise. Waiting for in-flight work is bounded by
- * `timeoutMs` overall; flush and close always run after it.
+ * `timeoutMs` overall; flush and close always run after it, the flush bounded
+ * by what is left of the timeout or TELEMETRY_FLUSH_FLOOR_MS, the longer.
  */
 export function createShutdown(steps: ShutdownSteps, logger: RuntimeLogger, defaultTimeoutMs: number): (options?: { timeoutMs?: number }) => Promise<void> {
   let done: Promise<void> | undefined;
@@ -52,7 +60,12 @@ export function createShutdown(steps: ShutdownSteps, logger: RuntimeLogger, defa
           );
         }
       });
-      await step("telemetry.flush", () => steps.flushTelemetry());
+      await step("telemetry.flush", async () => {
+        const flushMs = Math.max(deadline - Date.now(), TELEMETRY_FLUSH_FLOOR_MS);
+        if (!(await bounded(steps.flushTelemetry(), flushMs))) {
+          logger.warn({ event: "shutdown.telemetry_flush_timeout", timeoutMs: flushMs }, "telemetry did not flush in time; closing the state without waiting for it");
+        }
+      });
       await step("state.close", () => steps.closeState());
       steps.forceClose();
       logger.info({ event: "shutdown.completed", elapsedMs: Date.now() - started }, "graceful shutdown completed");
