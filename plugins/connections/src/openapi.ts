@@ -1,7 +1,7 @@
 import { AssemblyLineError, type JsonValue } from "@assemblyline-agents/core";
 import { withTimeout } from "./http-request.js";
 import { failure } from "./mcp.js";
-import { plainSchema, uniqueNames } from "./tool-names.js";
+import { acyclic, plainSchema, uniqueNames } from "./tool-names.js";
 
 const METHODS = ["get", "put", "post", "delete", "patch"] as const;
 
@@ -12,8 +12,8 @@ export interface OpenApiToolRecord {
   path: string;
   description: string;
   inputSchema: Record<string, unknown>;
-  /** Where each input property goes. */
-  parameters: Array<{ name: string; in: "path" | "query" | "header" }>;
+  /** Where each input property goes, and how an array or object is written there (OpenAPI `style`, `explode`; absent: the defaults). */
+  parameters: Array<{ name: string; in: "path" | "query" | "header"; style?: string; explode?: boolean }>;
   hasBody: boolean;
 }
 
@@ -26,7 +26,7 @@ type Operation = {
   operationId?: string;
   summary?: string;
   description?: string;
-  parameters?: Array<{ name: string; in: string; required?: boolean; description?: string; schema?: unknown }>;
+  parameters?: Array<{ name: string; in: string; required?: boolean; description?: string; schema?: unknown; style?: string; explode?: boolean }>;
   requestBody?: { required?: boolean; content?: Record<string, { schema?: unknown }> };
 };
 
@@ -68,7 +68,7 @@ export async function describeOpenApi(connection: string, spec: string | Record<
     });
   }
   const { default: SwaggerParser } = await import("@apidevtools/swagger-parser");
-  let api: { servers?: Array<{ url: string }>; paths?: Record<string, Record<string, Operation>> };
+  let api: { servers?: Array<{ url: string; variables?: Record<string, { default?: unknown }> }>; paths?: Record<string, Record<string, Operation>> };
   try {
     api = (await SwaggerParser.validate(document as never, { resolve: { external: false } } as never)) as unknown as typeof api;
   } catch (error) {
@@ -76,11 +76,7 @@ export async function describeOpenApi(connection: string, spec: string | Record<
       fix: "Fix the document (swagger-parser validates it), or point spec at a valid one.",
     });
   }
-  const server = baseUrl ?? api.servers?.[0]?.url;
-  if (!server) {
-    throw new AssemblyLineError("AL_ERR_CONNECTION_DEFINITION", `connection "${connection}": no baseUrl and the document lists no servers`, { fix: "Pass baseUrl." });
-  }
-  const resolvedBase = new URL(server, typeof spec === "string" ? spec : undefined).toString().replace(/\/$/, "");
+  const resolvedBase = serverUrl(connection, baseUrl, api.servers?.[0], typeof spec === "string" ? spec : undefined);
   const operations: Array<{ method: string; path: string; operation: Operation }> = [];
   for (const [path, item] of Object.entries(api.paths ?? {})) {
     for (const method of METHODS) {
@@ -95,13 +91,13 @@ export async function describeOpenApi(connection: string, spec: string | Record<
     const parameters: OpenApiToolRecord["parameters"] = [];
     for (const parameter of operation.parameters ?? []) {
       if (parameter.in !== "path" && parameter.in !== "query" && parameter.in !== "header") continue;
-      properties[parameter.name] = { ...plainSchema(parameter.schema ?? { type: "string" }), ...(parameter.description ? { description: parameter.description } : {}) };
+      properties[parameter.name] = { ...plainSchema(acyclic(parameter.schema ?? { type: "string" })), ...(parameter.description ? { description: parameter.description } : {}) };
       if (parameter.required || parameter.in === "path") required.push(parameter.name);
-      parameters.push({ name: parameter.name, in: parameter.in });
+      parameters.push({ name: parameter.name, in: parameter.in, ...(parameter.style ? { style: parameter.style } : {}), ...(typeof parameter.explode === "boolean" ? { explode: parameter.explode } : {}) });
     }
     const bodySchema = operation.requestBody?.content?.["application/json"]?.schema;
     if (bodySchema) {
-      properties.body = plainSchema(bodySchema);
+      properties.body = plainSchema(acyclic(bodySchema));
       if (operation.requestBody?.required) required.push("body");
     }
     return {
@@ -126,14 +122,65 @@ export function openApiRequest(record: OpenApiRecord, tool: OpenApiToolRecord, i
     const value = input[parameter.name];
     if (parameter.in === "path") {
       if (value === undefined || value === null || value === "") return { error: `path parameter "${parameter.name}" is required` };
-      path = path.replace(`{${parameter.name}}`, encodeURIComponent(String(value)));
+      path = path.replace(`{${parameter.name}}`, encodeURIComponent(simpleStyle(value, parameter.explode === true)));
     } else if (value !== undefined && value !== null) {
-      if (parameter.in === "query") query.set(parameter.name, typeof value === "string" ? value : JSON.stringify(value));
-      else headers[parameter.name] = String(value);
+      if (parameter.in === "query") appendQuery(query, parameter, value);
+      else headers[parameter.name] = simpleStyle(value, parameter.explode === true);
     }
   }
   const search = query.toString();
   return { url: `${record.baseUrl}${path}${search ? `?${search}` : ""}`, headers, ...(tool.hasBody && input.body !== undefined ? { body: input.body } : {}) };
+}
+
+/**
+ * Where requests go: baseUrl, else the document's first server with its
+ * variables at their defaults, resolved against the document's own URL (a
+ * document without servers is served from "/", as OpenAPI 3 says).
+ */
+function serverUrl(connection: string, baseUrl: string | undefined, server: { url: string; variables?: Record<string, { default?: unknown }> } | undefined, documentUrl: string | undefined): string {
+  if (baseUrl) return baseUrl.replace(/\/$/, "");
+  const template = server?.url ?? "/";
+  const url = template.replace(/\{([^}]+)\}/g, (whole, name: string) => {
+    const value = server?.variables?.[name]?.default;
+    return value === undefined ? whole : String(value);
+  });
+  let resolved: URL;
+  try {
+    resolved = new URL(url, documentUrl);
+  } catch {
+    throw new AssemblyLineError("AL_ERR_CONNECTION_DEFINITION", `connection "${connection}": the document's server ${JSON.stringify(template)} is not an absolute URL${documentUrl ? "" : " and the document was given inline, so there is no URL to resolve it against"}`, {
+      fix: 'Pass baseUrl: "https://api.example.com/v1".',
+    });
+  }
+  if (/\{[^}]+\}/.test(decodeURI(resolved.toString()))) {
+    throw new AssemblyLineError("AL_ERR_CONNECTION_DEFINITION", `connection "${connection}": the document's server ${JSON.stringify(template)} has a variable without a default`, { fix: "Give the variable a default in the document, or pass baseUrl." });
+  }
+  return resolved.toString().replace(/\/$/, "");
+}
+
+/** OpenAPI's `simple` style (path and header parameters): arrays and objects as comma-separated lists. */
+function simpleStyle(value: unknown, explode: boolean): string {
+  if (Array.isArray(value)) return value.map(String).join(",");
+  if (typeof value === "object" && value !== null) return Object.entries(value).map(([key, item]) => (explode ? `${key}=${String(item)}` : `${key},${String(item)}`)).join(",");
+  return String(value);
+}
+
+/** A query parameter in its OpenAPI style: `form` (default; explode: ids=1&ids=2), `spaceDelimited`, `pipeDelimited`, `deepObject` (filter[sky]=clear). */
+function appendQuery(query: URLSearchParams, parameter: OpenApiToolRecord["parameters"][number], value: unknown): void {
+  const style = parameter.style ?? "form";
+  const explode = parameter.explode ?? style === "form";
+  const text = (item: unknown) => (typeof item === "string" ? item : typeof item === "object" && item !== null ? JSON.stringify(item) : String(item));
+  if (Array.isArray(value)) {
+    if (explode) for (const item of value) query.append(parameter.name, text(item));
+    else query.append(parameter.name, value.map(text).join(style === "spaceDelimited" ? " " : style === "pipeDelimited" ? "|" : ","));
+  } else if (typeof value === "object" && value !== null) {
+    const entries = Object.entries(value);
+    if (style === "deepObject") for (const [key, item] of entries) query.append(`${parameter.name}[${key}]`, text(item));
+    else if (explode) for (const [key, item] of entries) query.append(key, text(item));
+    else query.append(parameter.name, entries.flatMap(([key, item]) => [key, text(item)]).join(","));
+  } else {
+    query.append(parameter.name, text(value));
+  }
 }
 
 export type { JsonValue };

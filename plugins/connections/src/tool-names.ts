@@ -27,3 +27,18 @@ export function plainSchema(schema: unknown): Record<string, unknown> {
   const { $schema: _dialect, ...rest } = schema as Record<string, unknown>;
   return rest;
 }
+
+/**
+ * A dereferenced schema as a tree: swagger-parser resolves a recursive `$ref`
+ * (a Node whose children are Nodes) into an object that contains itself, which
+ * no JSON can hold. Where a schema would contain one of its own ancestors, it
+ * accepts any value instead.
+ */
+export function acyclic(value: unknown, ancestors: Set<object> = new Set()): unknown {
+  if (typeof value !== "object" || value === null) return value;
+  if (ancestors.has(value)) return { description: "(recursive: the same shape as an enclosing value)" };
+  ancestors.add(value);
+  const copy = Array.isArray(value) ? value.map((item) => acyclic(item, ancestors)) : Object.fromEntries(Object.entries(value).map(([key, item]) => [key, acyclic(item, ancestors)]));
+  ancestors.delete(value);
+  return copy;
+}

@@ -1,0 +1,99 @@
+import { createServer, type Server } from "node:http";
+import type { AddressInfo } from "node:net";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { defineOpenApiConnection, type ConnectionPolicy, type OutboundResolver } from "@assemblyline-agents/core";
+import { createConnections } from "../src/index.js";
+
+const resolve: OutboundResolver = async () => [{ address: "127.0.0.1", family: 4 }];
+const policy: ConnectionPolicy = { allowedHosts: ["api.test"], onlyAllowedHosts: true };
+const callCtx = () => ({ signal: new AbortController().signal, idempotencyKey: (scope: string) => `al_${scope}` }) as never;
+
+let server: Server;
+let port: number;
+/** Every request the service received: path with query, and body. */
+const received: Array<{ url: string; body: unknown }> = [];
+
+const treeDocument = () => ({
+  openapi: "3.0.3",
+  info: { title: "Trees", version: "1.0.0" },
+  servers: [{ url: `http://api.test:${port}/{version}`, variables: { version: { default: "v2", enum: ["v1", "v2"] } } }],
+  paths: {
+    "/nodes": {
+      post: {
+        operationId: "addNode",
+        requestBody: { required: true, content: { "application/json": { schema: { $ref: "#/components/schemas/Node" } } } },
+        responses: { "200": { description: "ok" } },
+      },
+      get: {
+        operationId: "findNodes",
+        parameters: [
+          { name: "ids", in: "query", schema: { type: "array", items: { type: "integer" } } },
+          { name: "tags", in: "query", explode: false, schema: { type: "array", items: { type: "string" } } },
+          { name: "filter", in: "query", style: "deepObject", schema: { type: "object", properties: { sky: { type: "string" } } } },
+        ],
+        responses: { "200": { description: "ok" } },
+      },
+    },
+  },
+  components: { schemas: { Node: { type: "object", properties: { name: { type: "string" }, children: { type: "array", items: { $ref: "#/components/schemas/Node" } } } } } },
+});
+
+beforeAll(async () => {
+  server = createServer(async (req, res) => {
+    const chunks: Buffer[] = [];
+    for await (const chunk of req) chunks.push(chunk as Buffer);
+    const body = chunks.length ? JSON.parse(Buffer.concat(chunks).toString("utf8")) : null;
+    if (req.url === "/docs/openapi.json") {
+      const { servers: _servers, ...withoutServers } = treeDocument();
+      res.writeHead(200, { "content-type": "application/json" }).end(JSON.stringify(withoutServers));
+      return;
+    }
+    received.push({ url: req.url ?? "/", body });
+    res.writeHead(200, { "content-type": "application/json" }).end(JSON.stringify({ ok: true }));
+  });
+  await new Promise<void>((done) => server.listen(0, "127.0.0.1", done));
+  port = (server.address() as AddressInfo).port;
+});
+afterAll(async () => {
+  server.closeAllConnections();
+  await new Promise<void>((done) => server.close(() => done()));
+});
+
+async function toolsOf(definition: ReturnType<typeof defineOpenApiConnection>) {
+  const provider = createConnections({ resolve });
+  const record = await provider.describe("trees", definition, policy);
+  return { record, tools: provider.tools("trees", definition, record, policy) };
+}
+
+describe("OpenAPI documents as real services write them", () => {
+  it("describes a recursive schema (a node whose children are nodes) and sends a tree to the server the variables name", async () => {
+    const { record, tools } = await toolsOf(defineOpenApiConnection({ spec: treeDocument(), description: "Trees" }));
+    expect(() => JSON.stringify(record)).not.toThrow();
+    const tree = { name: "root", children: [{ name: "leaf", children: [] }] };
+    expect(await tools.trees__add_node!.execute({ body: tree }, callCtx())).toMatchObject({ status: 200 });
+    expect(received.at(-1)).toEqual({ url: "/v2/nodes", body: tree });
+  });
+
+  it("writes array and object query parameters in their OpenAPI style", async () => {
+    const { tools } = await toolsOf(defineOpenApiConnection({ spec: treeDocument(), description: "Trees" }));
+    await tools.trees__find_nodes!.execute({ ids: [1, 2], tags: ["a", "b"], filter: { sky: "clear" } }, callCtx());
+    expect(new URL(received.at(-1)!.url, "http://x").search).toBe(`?ids=1&ids=2&tags=a%2Cb&filter%5Bsky%5D=clear`);
+  });
+
+  it("serves a fetched document that lists no servers from its own origin", async () => {
+    const { tools } = await toolsOf(defineOpenApiConnection({ spec: `http://api.test:${port}/docs/openapi.json`, description: "Trees" }));
+    await tools.trees__find_nodes!.execute({ ids: [3] }, callCtx());
+    expect(received.at(-1)!.url).toBe("/nodes?ids=3");
+  });
+
+  it("refuses an inline document whose server is relative, asking for baseUrl", async () => {
+    const document = { ...treeDocument(), servers: [{ url: "/v1" }] };
+    await expect(toolsOf(defineOpenApiConnection({ spec: document, description: "Trees" }))).rejects.toMatchObject({
+      code: "AL_ERR_CONNECTION_DEFINITION",
+      message: expect.stringMatching(/connection "trees": the document's server "\/v1" is not an absolute URL and the document was given inline[\s\S]*fix: Pass baseUrl/),
+    });
+    const { tools } = await toolsOf(defineOpenApiConnection({ spec: document, baseUrl: `http://api.test:${port}/v1`, description: "Trees" }));
+    await tools.trees__find_nodes!.execute({}, callCtx());
+    expect(received.at(-1)!.url).toBe("/v1/nodes");
+  });
+});
