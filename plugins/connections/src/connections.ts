@@ -17,6 +17,7 @@ import { fillPath, send, withTimeout } from "./http-request.js";
 import { McpClients, failure, type McpTarget, type McpToolRecord } from "./mcp.js";
 import { describeOpenApi, openApiRequest, type OpenApiRecord } from "./openapi.js";
 import { connectionFetch } from "./outbound.js";
+import { redactError, redactionFor, redactValue } from "./redact.js";
 
 export interface ConnectionsOptions {
   /** Host-declared connections by name (snake_case): defineMcpConnection / defineOpenApiConnection / defineHttpConnection. */
@@ -67,15 +68,20 @@ export function createConnections(options: ConnectionsOptions = {}): ConnectionP
       checkDefinition(name, definition);
       const description = definition.description ?? "";
       let record: ConnectionRecord;
-      if (definition.kind === "mcp") {
-        record = { kind: "mcp", description, tools: await mcp.describe(name, mcpTarget(definition), policy) };
-      } else if (definition.kind === "openapi") {
-        const fetchFn = connectionFetch(name, policy, definition.auth, outbound);
-        record = { kind: "openapi", description, api: await describeOpenApi(name, definition.spec, definition.baseUrl, fetchFn, timeoutMs) };
-      } else {
-        record = { kind: "http", description, api: describeHttp(name, definition.baseUrl, definition.endpoints) };
+      try {
+        if (definition.kind === "mcp") {
+          record = { kind: "mcp", description, tools: await mcp.describe(name, mcpTarget(definition), policy) };
+        } else if (definition.kind === "openapi") {
+          const fetchFn = connectionFetch(name, policy, definition.auth, outbound);
+          record = { kind: "openapi", description, api: await describeOpenApi(name, definition.spec, definition.baseUrl, fetchFn, timeoutMs) };
+        } else {
+          record = { kind: "http", description, api: describeHttp(name, definition.baseUrl, definition.endpoints) };
+        }
+      } catch (error) {
+        throw redactError(error, await redactionFor(definition.auth, options.grants));
       }
-      return record as unknown as JsonValue;
+      // The record is persisted (settings facet) and shown to the model: no secret a service echoed into it.
+      return redactValue(record, await redactionFor(definition.auth, options.grants)) as unknown as JsonValue;
     },
     tools(name, definition, stored, policy): Record<string, ToolDefinition<any, any>> {
       const record = stored as unknown as ConnectionRecord;
@@ -90,10 +96,11 @@ export function createConnections(options: ConnectionsOptions = {}): ConnectionP
           capability: { visibility: "deferred", namespace: name, tags: ["connection", record.kind] },
           execute: async (input, ctx) => {
             try {
-              return await execute((input ?? {}) as Record<string, unknown>, ctx);
+              const result = await execute((input ?? {}) as Record<string, unknown>, ctx);
+              return redactValue(result, await redactionFor(definition.auth, options.grants));
             } catch (error) {
               // Refusals and unreachable services are results the model can act on; the run goes on.
-              const failed = failure(name, `calling ${tool}`, error) as Error & { code?: string };
+              const failed = redactError(failure(name, `calling ${tool}`, error), await redactionFor(definition.auth, options.grants)) as Error & { code?: string };
               return { error: failed.message.split("\n")[0]!, ...(failed.code ? { code: failed.code } : {}) };
             }
           },
