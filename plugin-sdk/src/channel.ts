@@ -41,11 +41,36 @@ export interface ChannelRequest {
   rawBody: Uint8Array;
 }
 
+/** One attempt at delivering a run's reply (`ChannelModule.deliver`). */
 export interface ChannelDelivery {
+  /** The same for every attempt at this reply, in any process: a key for the provider's idempotency, or for the channel's own record of what it sent. */
+  deliveryId: string;
+  /** 1 for the first attempt, 2 for the first retry... */
+  attempt: number;
+  /**
+   * Aborted when the host stops waiting for this attempt (its deliver timeout):
+   * stop sending, since the outbox will try again, and a late send could repeat it.
+   */
+  signal: AbortSignal;
   conversationId: string | null;
   runId: string;
   text: string;
+  /** The channel metadata of the run's turn (what normalizeHttp put in ChannelTurn.metadata). */
   metadata?: Record<string, JsonValue>;
+}
+
+/**
+ * Mark a deliver() failure that trying again cannot mend (the provider says the
+ * conversation or its token is gone): the outbox fails the delivery at once
+ * instead of retrying it with backoff. `throw finalDeliveryFailure(error)`.
+ */
+export function finalDeliveryFailure<E extends Error>(error: E): E & { retryable: false } {
+  return Object.assign(error, { retryable: false as const });
+}
+
+/** Whether a deliver() failure was marked with finalDeliveryFailure. */
+export function isFinalDeliveryFailure(error: unknown): boolean {
+  return typeof error === "object" && error !== null && (error as { retryable?: unknown }).retryable === false;
 }
 
 export interface ChannelConfig {
@@ -67,7 +92,10 @@ export interface ChannelModule {
    * generic 500 (503 while the state store is down) that shows nothing of it.
    */
   normalizeHttp?(request: ChannelRequest): ChannelTurn | ChannelAck | Promise<ChannelTurn | ChannelAck>;
-  /** Deliver a reply; throwing makes the outbox retry with backoff. */
+  /**
+   * Deliver a reply; throwing makes the outbox retry with backoff (up to its last
+   * attempt), unless the error is a finalDeliveryFailure. Stop when `signal` aborts.
+   */
   deliver?(delivery: ChannelDelivery): Promise<void>;
   /** Turn an attachment into a download request; undefined for a plain URL download. */
   resolveAttachment?(

@@ -1,6 +1,6 @@
 import { randomUUID } from "node:crypto";
 import { describe, expect, it } from "vitest";
-import type { ChannelAck, ChannelModule, ChannelRequest, ChannelTurn } from "../channel.js";
+import type { ChannelAck, ChannelDelivery, ChannelModule, ChannelRequest, ChannelTurn } from "../channel.js";
 import type { JsonValue } from "../json.js";
 import { useSubject, type StateKitFactory } from "./state/subject.js";
 
@@ -46,6 +46,14 @@ export function deliveryMetadataOf(turn: ChannelTurn): Record<string, JsonValue>
     }),
   ) as Record<string, JsonValue>;
 }
+
+/** A first delivery attempt, as a host's outbox makes it. */
+const attempt = (reply: Pick<ChannelDelivery, "conversationId" | "runId" | "text" | "metadata">): ChannelDelivery => ({
+  deliveryId: `dlv_${randomUUID()}`,
+  attempt: 1,
+  signal: new AbortController().signal,
+  ...reply,
+});
 
 const isAck = (value: ChannelTurn | ChannelAck): value is ChannelAck => (value as ChannelAck).ack === true;
 
@@ -116,7 +124,7 @@ export function describeChannelConformance(name: string, factory: StateKitFactor
     it("delivers a reply to the event it answers", async () => {
       expect(typeof subject().module.deliver, "a provider channel exports deliver").toBe("function");
       const turn = await turnOf(event());
-      await subject().module.deliver!({ conversationId: turn.conversationId, runId: `run_${randomUUID()}`, text: "the agent's reply", metadata: deliveryMetadataOf(turn) });
+      await subject().module.deliver!(attempt({ conversationId: turn.conversationId, runId: `run_${randomUUID()}`, text: "the agent's reply", metadata: deliveryMetadataOf(turn) }));
       expect((await subject().received(turn.eventId)).join("")).toBe("the agent's reply");
     });
 
@@ -125,7 +133,7 @@ export function describeChannelConformance(name: string, factory: StateKitFactor
       if (!limit) return ctx.skip();
       const turn = await turnOf(event());
       const text = Array.from({ length: Math.ceil((limit * 2.5) / 12) }, (_, index) => `word${String(index).padStart(6, "0")} `).join("") + "\nend";
-      await subject().module.deliver!({ conversationId: turn.conversationId, runId: `run_${randomUUID()}`, text, metadata: deliveryMetadataOf(turn) });
+      await subject().module.deliver!(attempt({ conversationId: turn.conversationId, runId: `run_${randomUUID()}`, text, metadata: deliveryMetadataOf(turn) }));
       const pieces = await subject().received(turn.eventId);
       expect(pieces.length).toBeGreaterThan(2);
       for (const piece of pieces) expect(piece.length).toBeLessThanOrEqual(limit);
@@ -136,9 +144,9 @@ export function describeChannelConformance(name: string, factory: StateKitFactor
       if (!subject().failNextDelivery) return ctx.skip();
       const turn = await turnOf(event());
       subject().failNextDelivery!();
-      const delivery = { conversationId: turn.conversationId, runId: `run_${randomUUID()}`, text: "retried reply", metadata: deliveryMetadataOf(turn) };
+      const delivery = attempt({ conversationId: turn.conversationId, runId: `run_${randomUUID()}`, text: "retried reply", metadata: deliveryMetadataOf(turn) });
       await expect(subject().module.deliver!(delivery)).rejects.toThrow();
-      await subject().module.deliver!(delivery);
+      await subject().module.deliver!({ ...delivery, attempt: 2 });
       expect(await subject().received(turn.eventId)).toContain("retried reply");
     });
 

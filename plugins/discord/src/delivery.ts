@@ -1,5 +1,5 @@
 import { REST, DiscordAPIError, HTTPError, RateLimitError, type RateLimitData } from "@discordjs/rest";
-import { AssemblyLineError, type ChannelDelivery } from "@assemblyline-agents/core";
+import { AssemblyLineError, finalDeliveryFailure, type ChannelDelivery } from "@assemblyline-agents/core";
 import { deliveryMetadata } from "./interaction.js";
 import { apiBaseUrl, type ResolvedDiscordOptions } from "./options.js";
 import { splitMessage } from "./split-message.js";
@@ -13,6 +13,13 @@ export const EMPTY_REPLY = "(no reply)";
  * sending before the outbox gives up on it and tries again.
  */
 export const DELIVERY_BUDGET_MS = 15_000;
+
+/**
+ * Discord's answers no retry can mend: the interaction's token expired (15
+ * minutes) or is unknown, the webhook or message is gone. The outbox then fails
+ * the delivery at once instead of trying 8 times over an hour.
+ */
+const FINAL_ERROR_CODES = new Set([10008 /* Unknown Message */, 10015 /* Unknown Webhook */, 50027 /* Invalid Webhook Token */]);
 
 /** An interaction token lives 15 minutes; progress older than that can never be used. */
 const TOKEN_LIFETIME_MS = 15 * 60_000;
@@ -70,7 +77,8 @@ export class DiscordDelivery {
     const text = delivery.text.trim() === "" ? EMPTY_REPLY : delivery.text;
     const chunks = splitMessage(text, this.options.messageLimit);
     const rest = this.client();
-    const signal = AbortSignal.timeout(DELIVERY_BUDGET_MS);
+    // The host's abort (its deliver timeout) or this channel's own budget, whichever comes first.
+    const signal = AbortSignal.any([delivery.signal, AbortSignal.timeout(DELIVERY_BUDGET_MS)]);
     this.deadlines.set(webhook, Date.now() + DELIVERY_BUDGET_MS);
     this.forgetExpired();
     const original = `${webhook}/messages/@original` as const;
@@ -93,9 +101,10 @@ export class DiscordDelivery {
       this.progress.delete(webhook);
     } catch (error) {
       // No `cause`: Discord's errors carry the request URL, and with it the interaction token.
-      throw new AssemblyLineError("AL_ERR_DISCORD_DELIVERY", `delivering run ${delivery.runId}'s reply to Discord failed: ${describeFailure(error)}`, {
+      const failure = new AssemblyLineError("AL_ERR_DISCORD_DELIVERY", `delivering run ${delivery.runId}'s reply to Discord failed: ${describeFailure(error)}`, {
         fix: "The outbox retries with backoff; an interaction token expires 15 minutes after the interaction.",
       });
+      throw error instanceof DiscordAPIError && FINAL_ERROR_CODES.has(Number(error.code)) ? finalDeliveryFailure(failure) : failure;
     } finally {
       this.deadlines.delete(webhook);
     }

@@ -1,6 +1,6 @@
 import { inspect } from "node:util";
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
-import { isAssemblyLineError } from "@assemblyline-agents/core";
+import { isAssemblyLineError, isFinalDeliveryFailure } from "@assemblyline-agents/core";
 import { DELIVERY_BUDGET_MS, defineDiscordChannel } from "../src/index.js";
 import { FakeDiscordApi, discordTestKeys, slashCommandInteraction } from "../src/testkit/index.js";
 
@@ -22,7 +22,7 @@ function reply(text: string) {
   const interaction = slashCommandInteraction({ channelId: "1100000000000000001", text: "question" });
   api.registerInteraction(interaction.token);
   const metadata = { discord: { applicationId: interaction.application_id, interactionId: interaction.id, interactionToken: interaction.token, interactionType: 2, channelId: "1100000000000000001", guildId: null } };
-  return { token: interaction.token, delivery: { conversationId: "discord:1100000000000000001", runId: "run_1", text, metadata } };
+  return { token: interaction.token, delivery: { deliveryId: "dlv_1", attempt: 1, signal: new AbortController().signal, conversationId: "discord:1100000000000000001", runId: "run_1", text, metadata } };
 }
 
 const long = ["a".repeat(1990), "b".repeat(1990), "c".repeat(500)].join("\n");
@@ -58,6 +58,31 @@ describe("delivering a reply through the interaction's webhook", () => {
     const failure = await process_().deliver(delivery).catch((error: unknown) => error);
     expect(Date.now() - started).toBeLessThan(2_000);
     expect(String(failure)).toMatch(/AL_ERR_DISCORD_DELIVERY.*rate limited/);
+    expect(api.messages(token)).toEqual([]);
+  });
+
+  it("marks a delivery to an interaction Discord does not know (an expired token) as final, and a server error as worth retrying", async () => {
+    const { delivery } = reply("hello");
+    const expired = { ...delivery, metadata: { discord: { ...(delivery.metadata.discord as object), interactionToken: "expired-token" } } };
+    const refused = await process_().deliver(expired).catch((error: unknown) => error);
+    expect(String(refused)).toMatch(/AL_ERR_DISCORD_DELIVERY.*401 \(code 50027\)/);
+    expect(isFinalDeliveryFailure(refused)).toBe(true);
+    api.failNext(1);
+    const failed = await process_().deliver(delivery).catch((error: unknown) => error);
+    expect(isAssemblyLineError(failed, "AL_ERR_DISCORD_DELIVERY")).toBe(true);
+    expect(isFinalDeliveryFailure(failed)).toBe(false);
+  });
+
+  it("stops sending when the host stops waiting for the delivery", async () => {
+    const { token, delivery } = reply("late reply");
+    const host = new AbortController();
+    // Discord asks for a 1 s wait; the host gives up on the attempt during it.
+    api.rateLimitNext(1, 1);
+    const sending = process_().deliver({ ...delivery, signal: host.signal }).catch((error: unknown) => error);
+    setTimeout(() => host.abort(new Error("deliver() did not settle within 200 ms")), 200);
+    expect(String(await sending)).toMatch(/AL_ERR_DISCORD_DELIVERY/);
+    // The wait is over: the attempt the host gave up on sent nothing after it.
+    await new Promise((resolve) => setTimeout(resolve, 300));
     expect(api.messages(token)).toEqual([]);
   });
 

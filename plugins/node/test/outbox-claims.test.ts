@@ -1,6 +1,6 @@
 import { afterEach, describe, expect, it } from "vitest";
 import { InMemoryStateAdapter, noopLogger } from "@assemblyline-agents/runtime";
-import type { ChannelModule } from "@assemblyline-agents/core";
+import { finalDeliveryFailure, type ChannelModule } from "@assemblyline-agents/core";
 import { DeliveryOutbox } from "../src/host/outbox.js";
 import { countingClaimsState } from "./support/host.js";
 
@@ -63,5 +63,57 @@ describe("the delivery outbox's claims", () => {
       await sleep(2);
     }
     expect((await state.listDeliveries("lone"))[0]).toMatchObject({ status: "delivered", attempts: 1 });
+  });
+});
+
+describe("what the outbox gives a channel's deliver()", () => {
+  /** Wait until the delivery of `runId` is no longer pending (or in flight). */
+  async function settled(state: InMemoryStateAdapter, runId: string) {
+    const deadline = Date.now() + 5_000;
+    for (;;) {
+      const delivery = (await state.listDeliveries(runId))[0]!;
+      if (delivery.status !== "pending" || delivery.attempts > 0) return delivery;
+      if (Date.now() > deadline) throw new Error(`delivery of ${runId} never settled`);
+      await sleep(5);
+    }
+  }
+
+  it("the delivery's id and attempt number, and fails it at once when the channel says retrying cannot help", async () => {
+    const state = new InMemoryStateAdapter();
+    const seen: Array<{ deliveryId: string; attempt: number }> = [];
+    const gone = {
+      config: { transport: "http", route: "/gone" },
+      deliver: async (delivery: { deliveryId: string; attempt: number }) => {
+        seen.push({ deliveryId: delivery.deliveryId, attempt: delivery.attempt });
+        throw finalDeliveryFailure(new Error("the provider says this conversation is gone"));
+      },
+    } as unknown as ChannelModule;
+    outbox = new DeliveryOutbox(state, { raw: gone }, noopLogger(), { baseDelayMs: 10 });
+    outbox.start();
+    await completedRun(state, "gone");
+    outbox.kick();
+    const delivery = await settled(state, "gone");
+    await sleep(100);
+    expect(delivery).toMatchObject({ status: "failed", attempts: 1, lastError: "the provider says this conversation is gone" });
+    expect(seen).toEqual([{ deliveryId: "dlv_gone", attempt: 1 }]);
+  });
+
+  it("aborts its signal when the outbox stops waiting, so a late send can be stopped", async () => {
+    const state = new InMemoryStateAdapter();
+    let aborted: unknown;
+    const stuck = {
+      config: { transport: "http", route: "/stuck" },
+      deliver: (delivery: { signal: AbortSignal }) =>
+        new Promise<void>(() => {
+          delivery.signal.addEventListener("abort", () => (aborted = delivery.signal.reason));
+        }),
+    } as unknown as ChannelModule;
+    outbox = new DeliveryOutbox(state, { raw: stuck }, noopLogger(), { deliverTimeoutMs: 50, baseDelayMs: 60_000 });
+    outbox.start();
+    await completedRun(state, "stuck");
+    outbox.kick();
+    const delivery = await settled(state, "stuck");
+    expect(delivery).toMatchObject({ status: "pending", attempts: 1, lastError: "deliver() did not settle within 50 ms" });
+    expect(String(aborted)).toContain("deliver() did not settle within 50 ms");
   });
 });

@@ -1,6 +1,6 @@
 import { randomUUID } from "node:crypto";
 import { hostname } from "node:os";
-import type { ChannelModule, DeliveryRecord, JsonValue, RunStore, RuntimeLogger } from "@assemblyline-agents/core";
+import { isFinalDeliveryFailure, type ChannelModule, type DeliveryRecord, type JsonValue, type RunStore, type RuntimeLogger } from "@assemblyline-agents/core";
 
 export interface OutboxOptions {
   /** How often pending deliveries are looked for when nothing wakes the worker. Default 500 ms. */
@@ -128,23 +128,31 @@ export class DeliveryOutbox {
       this.logger.debug({ event: "delivery.skipped", ...fields }, "channel has no deliver(); the reply is read through /runs");
       return;
     }
+    const abort = new AbortController();
     try {
       const run = await this.runs.getRun(delivery.runId);
       const metadata = run?.input.channel?.metadata;
       await withTimeout(
         module.deliver({
+          deliveryId: delivery.id,
+          attempt: delivery.attempts + 1,
+          signal: abort.signal,
           conversationId: delivery.conversationId,
           runId: payload.runId ?? delivery.runId,
           text: typeof payload.text === "string" ? payload.text : "",
           ...(metadata ? { metadata: metadata as Record<string, JsonValue> } : {}),
         }),
         this.deliverTimeoutMs,
+        abort,
       );
     } catch (error) {
       const message = error instanceof Error ? error.message : String(error);
-      if (delivery.attempts + 1 >= this.maxAttempts) {
+      if (delivery.attempts + 1 >= this.maxAttempts || isFinalDeliveryFailure(error)) {
         await this.runs.failDelivery(delivery.id, this.owner, message);
-        this.logger.error({ event: "delivery.failed", ...fields, err: message, final: true }, "delivery failed for good after its last attempt");
+        this.logger.error(
+          { event: "delivery.failed", ...fields, err: message, final: true },
+          isFinalDeliveryFailure(error) ? "delivery failed for good: the channel says trying again cannot help" : "delivery failed for good after its last attempt",
+        );
       } else {
         const delayMs = this.backoff(delivery.attempts + 1);
         await this.runs.failDelivery(delivery.id, this.owner, message, new Date(Date.now() + delayMs));
@@ -163,13 +171,18 @@ export class DeliveryOutbox {
   }
 }
 
-async function withTimeout(work: Promise<void>, ms: number): Promise<void> {
+/** `work`, or a failure after `ms`, when `abort` tells the channel to stop sending. */
+async function withTimeout(work: Promise<void>, ms: number, abort: AbortController): Promise<void> {
   let timer: NodeJS.Timeout | undefined;
   try {
     await Promise.race([
       work,
       new Promise<never>((_, reject) => {
-        timer = setTimeout(() => reject(new Error(`deliver() did not settle within ${ms} ms`)), ms);
+        timer = setTimeout(() => {
+          const timedOut = new Error(`deliver() did not settle within ${ms} ms`);
+          abort.abort(timedOut);
+          reject(timedOut);
+        }, ms);
       }),
     ]);
   } finally {
