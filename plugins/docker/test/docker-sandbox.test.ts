@@ -115,6 +115,48 @@ if (probe.available) {
       await third.release("run-restart");
     }, 60_000);
 
+    it("stops the command a crashed or stalled owner left running when another process reopens the run's sandbox", async () => {
+      const scope = scoped();
+      // The first owner starts a long command and is never heard from again (its own timer would fire only after 60 s).
+      const crashed = new DockerSandboxAdapter({ image: images.busybox, network: "none", scope, docker });
+      const abandoned = (await crashed.acquire("run-orphan")).exec("sleep 4; echo late > /workspace/late.txt", { timeoutMs: 60_000 });
+      const sandbox = await crashed.acquire("run-orphan");
+      await expect.poll(async () => (await sandbox.exec("cat /proc/[0-9]*/cmdline | tr '\\0' ' '")).stdout, { timeout: 10_000 }).toMatch(/sleep 4/);
+      // The run resumes in a new process: a fresh adapter with the same options.
+      const resumed = new DockerSandboxAdapter({ image: images.busybox, network: "none", scope, docker });
+      const again = await resumed.acquire("run-orphan");
+      expect((await again.exec("cat /proc/[0-9]*/cmdline | tr '\\0' ' '")).stdout).not.toMatch(/sleep 4/);
+      await abandoned;
+      await new Promise((resolve) => setTimeout(resolve, 5_000));
+      expect((await again.listFiles("/workspace")).map((entry) => entry.path)).not.toContain("/workspace/late.txt");
+      await resumed.release("run-orphan");
+    }, 60_000);
+
+    it("lets commands run as `user` write their workspace and the files writeFile made", async () => {
+      const adapter = new DockerSandboxAdapter({ image: images.busybox, network: "none", user: "65534", scope: scoped(), docker });
+      const sandbox = await adapter.acquire("run-user");
+      const own = await sandbox.exec("id -u; echo made > /workspace/by-command.txt && cat by-command.txt");
+      expect(own).toMatchObject({ exitCode: 0, stdout: "65534\nmade\n" });
+      await sandbox.writeFile("notes/by-tool.txt", "from the tool\n");
+      const edited = await sandbox.exec("echo appended >> notes/by-tool.txt && cat notes/by-tool.txt && stat -c '%u:%g' notes/by-tool.txt");
+      expect(edited).toMatchObject({ exitCode: 0, stdout: "from the tool\nappended\n65534:65534\n" });
+      // Its timeouts still stop its commands.
+      expect(await sandbox.exec("sleep 30", { timeoutMs: 500 })).toMatchObject({ timedOut: true, exitCode: TIMEOUT_EXIT_CODE });
+      expect((await sandbox.exec("cat /proc/[0-9]*/cmdline | tr '\\0' ' '")).stdout).not.toMatch(/sleep 30/);
+      await adapter.release("run-user");
+    }, 60_000);
+
+    it("refuses to read a file larger than readFile's 256 MiB instead of returning its beginning", async () => {
+      const adapter = new DockerSandboxAdapter({ image: images.busybox, network: "none", scope: scoped(), docker });
+      const sandbox = await adapter.acquire("run-big");
+      await sandbox.exec(`head -c ${256 * 1024 * 1024 + 1} /dev/zero > /workspace/big.bin`);
+      const error = await refusal(sandbox.readFile("big.bin"));
+      expect(isAssemblyLineError(error, "AL_ERR_SANDBOX_UNAVAILABLE"), String(error)).toBe(true);
+      expect(String(error)).toContain("/workspace/big.bin");
+      expect(String(error)).toContain("larger than");
+      await adapter.release("run-big");
+    }, 60_000);
+
     it("fails with AL_ERR_SANDBOX_IMAGE naming an image the engine does not have", async () => {
       const adapter = new DockerSandboxAdapter({ image: "assembly-line-test/missing:none", network: "none", scope: scoped(), docker });
       const error = await refusal(adapter.acquire("run-missing"));

@@ -3,6 +3,8 @@ import type Docker from "dockerode";
 import { AssemblyLineError, type Sandbox, type SandboxSnapshot, type SnapshottingSandboxAdapter, SandboxOpenings } from "@assemblyline-agents/core";
 import { connectEngine, engineCall, engineError, ensureImage, statusOf } from "../engine.js";
 import { DockerSandbox } from "./docker-sandbox.js";
+import { PID_DIR, killLeftoverCommands } from "./exec.js";
+import { packFolders } from "./single-file-tar.js";
 import { resolveSandboxOptions, type DockerSandboxOptions, type ResolvedSandboxOptions } from "./options.js";
 import { WORKSPACE } from "./workspace-path.js";
 
@@ -17,7 +19,7 @@ export const LABELS = {
  * PID 1 of a sandbox container: keep the container alive between commands and
  * exit at once on `docker stop` (a shell as PID 1 ignores SIGTERM without a trap).
  */
-const KEEP_ALIVE = `mkdir -p ${WORKSPACE}; trap 'exit 0' TERM INT; while :; do sleep 3600 & wait $!; done`;
+const KEEP_ALIVE = `mkdir -p ${WORKSPACE} ${PID_DIR} 2>/dev/null; trap 'exit 0' TERM INT; while :; do sleep 3600 & wait $!; done`;
 
 export interface DockerSandboxAdapterOptions extends DockerSandboxOptions {
   /** An engine client to use instead of connecting to socketPath / DOCKER_HOST. */
@@ -140,6 +142,8 @@ export class DockerSandboxAdapter implements SnapshottingSandboxAdapter {
     if (existing) {
       const info = await engineCall(`inspecting sandbox ${key}`, () => existing.inspect());
       if (!info.State.Running) await engineCall(`restarting sandbox ${key}`, () => existing.start()).catch(ignoreStatus(304));
+      // Opened by this process for the first time: any command still running was left by the run's earlier owner.
+      await killLeftoverCommands(existing);
       return this.wrap(key, existing);
     }
     const [latest] = this.options.snapshot ? await this.listSnapshots(key) : [];
@@ -181,7 +185,25 @@ export class DockerSandboxAdapter implements SnapshottingSandboxAdapter {
       await removeContainer(container).catch(() => undefined);
       throw error;
     });
-    return this.wrap(key, container);
+    const sandbox = this.wrap(key, container);
+    await this.giveWorkspaceTo(key, sandbox).catch(async (error: unknown) => {
+      await removeContainer(container).catch(() => undefined);
+      throw error;
+    });
+    return sandbox;
+  }
+
+  /*
+   * The engine makes /workspace (the working directory) as root, and commands
+   * running as another user (the `user` option, or the image's USER) have no
+   * right to create it or to chown it: the engine hands it over instead, by
+   * extracting folder entries owned by that user over it.
+   */
+  private async giveWorkspaceTo(key: string, sandbox: DockerSandbox): Promise<void> {
+    const owner = await sandbox.fileOwner();
+    if (owner.uid === 0) return;
+    const archive = await packFolders([WORKSPACE.slice(1), PID_DIR.slice(1)], owner);
+    await engineCall(`giving ${WORKSPACE} of sandbox ${key} to uid ${owner.uid}`, () => sandbox.container.putArchive(archive, { path: "/" }));
   }
 
   private wrap(key: string, container: Docker.Container): DockerSandbox {

@@ -53,6 +53,8 @@ if [ -d "$real" ]; then find "$real" -mindepth 1 \\( -type f -o -type d \\) -exe
 
 /** One run's container: files and a shell at a physical /workspace. */
 export class DockerSandbox implements Sandbox {
+  private owner: Promise<{ uid: number; gid: number }> | undefined;
+
   constructor(
     readonly id: string,
     readonly container: Docker.Container,
@@ -73,7 +75,7 @@ export class DockerSandbox implements Sandbox {
     this.check(prepared, "write", logical, path);
     const parent = prepared.stdout.toString("utf8").trim();
     const bytes = typeof content === "string" ? Buffer.from(content, "utf8") : Buffer.from(content);
-    const archive = await pack(posix.basename(logical), bytes);
+    const archive = await pack(posix.basename(logical), bytes, await this.fileOwner());
     await engineCall(`writing ${logical}`, () => this.container.putArchive(archive, { path: parent }));
   }
 
@@ -114,6 +116,25 @@ export class DockerSandbox implements Sandbox {
     return toExecResult(raw);
   }
 
+  /** Who a written file belongs to: the user commands run as (the `user` option, else the image's), so they can change what a tool wrote. */
+  fileOwner(): Promise<{ uid: number; gid: number }> {
+    this.owner ??= execInContainer(this.container, { argv: ["/bin/sh", "-c", "id -u; id -g"], cwd: "/", env: {}, user: this.defaults.user, timeoutMs: FILE_OP_TIMEOUT_MS, maxOutputBytes: 1024 })
+      .then((result) => {
+        const [uid, gid] = result.stdout.toString("utf8").trim().split("\n").map(Number);
+        if (result.exitCode !== 0 || !Number.isInteger(uid) || !Number.isInteger(gid)) {
+          throw new AssemblyLineError("AL_ERR_SANDBOX_UNAVAILABLE", `could not find the ids of user ${this.defaults.user ?? "(the image's)"} in sandbox ${this.id}: ${result.stderr.toString("utf8").trim() || `exit ${result.exitCode}`}`, {
+            fix: "Check that the image has `id` (busybox or coreutils) and knows the user.",
+          });
+        }
+        return { uid: uid!, gid: gid! };
+      })
+      .catch((error: unknown) => {
+        this.owner = undefined;
+        throw error;
+      });
+    return this.owner;
+  }
+
   private script(name: keyof typeof SCRIPTS, logical: string, maxOutputBytes = 16 * 1024 * 1024): Promise<RawExecResult> {
     return execInContainer(this.container, {
       argv: ["/bin/sh", "-c", SCRIPTS[name], "sh", logical],
@@ -126,6 +147,13 @@ export class DockerSandbox implements Sandbox {
   }
 
   private check(result: RawExecResult, operation: string, logical: string, given: string): void {
+    // Output past the cap is dropped: a file or listing cut short must never pass for the whole.
+    if (result.truncated && result.exitCode === 0 && !result.timedOut) {
+      throw new AssemblyLineError("AL_ERR_SANDBOX_UNAVAILABLE", `could not ${operation} ${logical} in sandbox ${this.id}: ${operation === "read" ? `the file is larger than ${MAX_READ_BYTES} bytes, the most readFile returns` : "its output passed the file helper's cap"}`, {
+        fix: operation === "read" ? `Read it in parts with a command (e.g. exec("split -b 64m ${logical} part-")), or compress it first.` : "List a smaller folder.",
+        details: { path: logical },
+      });
+    }
     if (result.exitCode === 0 && !result.timedOut) return;
     if (result.exitCode === 2) {
       throw new AssemblyLineError("AL_ERR_PATH_NOT_FOUND", `nothing at ${logical} in sandbox ${this.id}`, {

@@ -52,6 +52,8 @@ class CappedSink extends Writable {
   }
 }
 
+/** Where each running command's pid file is, inside the container. */
+export const PID_DIR = "/tmp/.assembly-line";
 /*
  * The engine cannot kill an exec'd process, so the wrapper records its pid in a
  * file and a timeout runs a second exec that kills that process's whole tree
@@ -59,15 +61,23 @@ class CappedSink extends Writable {
  * stopped before its children are killed: a shell whose child died first would
  * otherwise run its next command (`sleep 32; echo done > file`) before its own kill.
  */
-const WRAPPER = 'echo $$ > "$0"; exec "$@"';
-const KILL_TREE = [
-  'kill_tree() { kill -STOP "$1" 2>/dev/null; for child in $(grep -l "^PPid:[[:space:]]*$1\\$" /proc/[0-9]*/status 2>/dev/null | cut -d/ -f3); do kill_tree "$child"; done; kill -KILL "$1" 2>/dev/null; }',
-  'pid=$(cat "$0" 2>/dev/null) && [ -n "$pid" ] && kill_tree "$pid"; rm -f "$0"',
+const WRAPPER = 'mkdir -p "${0%/*}" 2>/dev/null; echo $$ > "$0"; exec "$@"';
+const KILL_TREE_FUNCTION =
+  'kill_tree() { kill -STOP "$1" 2>/dev/null; for child in $(grep -l "^PPid:[[:space:]]*$1\\$" /proc/[0-9]*/status 2>/dev/null | cut -d/ -f3); do kill_tree "$child"; done; kill -KILL "$1" 2>/dev/null; }';
+const KILL_TREE = [KILL_TREE_FUNCTION, 'pid=$(cat "$0" 2>/dev/null) && [ -n "$pid" ] && kill_tree "$pid"; rm -f "$0"'].join("\n");
+/*
+ * Every pid file left in PID_DIR belongs to a command some earlier process
+ * started and never saw end (it crashed, or lost the run). PID 1 is skipped: a
+ * file from before a container restart may name a number now reused.
+ */
+const KILL_LEFTOVERS = [
+  KILL_TREE_FUNCTION,
+  `for file in ${PID_DIR}/*.pid; do [ -f "$file" ] || continue; pid=$(cat "$file" 2>/dev/null); case "$pid" in ''|1|*[!0-9]*) ;; *) kill_tree "$pid";; esac; rm -f "$file"; done`,
 ].join("\n");
 
 /** Run argv in the container; a timeout kills the process tree and reports exit code 124. */
 export async function execInContainer(container: Docker.Container, request: ContainerExec): Promise<RawExecResult> {
-  const pidFile = `/tmp/.assembly-line-exec-${randomBytes(8).toString("hex")}.pid`;
+  const pidFile = `${PID_DIR}/exec-${randomBytes(8).toString("hex")}.pid`;
   const exec = await engineCall("exec create", () =>
     container.exec({
       Cmd: ["/bin/sh", "-c", WRAPPER, pidFile, ...request.argv],
@@ -111,9 +121,22 @@ export async function execInContainer(container: Docker.Container, request: Cont
   };
 }
 
+/**
+ * Stop every command an earlier process started in this container and did not
+ * see end, so a run resumed elsewhere never races the command its crashed
+ * owner left running (which nothing would ever time out).
+ */
+export async function killLeftoverCommands(container: Docker.Container): Promise<void> {
+  await runToEnd(container, ["/bin/sh", "-c", KILL_LEFTOVERS]);
+}
+
 async function killTree(container: Docker.Container, pidFile: string): Promise<void> {
+  await runToEnd(container, ["/bin/sh", "-c", KILL_TREE, pidFile]);
+}
+
+async function runToEnd(container: Docker.Container, argv: string[]): Promise<void> {
   try {
-    const killer = await container.exec({ Cmd: ["/bin/sh", "-c", KILL_TREE, pidFile], AttachStdout: true, AttachStderr: true });
+    const killer = await container.exec({ Cmd: argv, AttachStdout: true, AttachStderr: true });
     const stream = await killer.start({ hijack: true, stdin: false });
     stream.resume();
     await new Promise((resolve) => {
