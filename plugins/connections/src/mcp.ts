@@ -46,7 +46,7 @@ export class McpClients {
       } while (cursor);
       return listed;
     });
-    const names = uniqueNames(tools.map((tool) => tool.name));
+    const names = uniqueNames(tools.map((tool) => tool.name), connection);
     return tools.map((tool, index) => ({ tool: tool.name, name: names[index]!, description: tool.description ?? tool.name, inputSchema: plainSchema(tool.inputSchema) }));
   }
 

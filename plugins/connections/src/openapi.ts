@@ -84,7 +84,7 @@ export async function describeOpenApi(connection: string, spec: string | Record<
       if (operation) operations.push({ method, path, operation: { ...operation, parameters: [...((item as { parameters?: Operation["parameters"] }).parameters ?? []), ...(operation.parameters ?? [])] } });
     }
   }
-  const names = uniqueNames(operations.map(({ method, path, operation }) => operation.operationId ?? `${method}_${path}`));
+  const names = uniqueNames(operations.map(({ method, path, operation }) => operation.operationId ?? `${method}_${path}`), connection);
   const tools = operations.map(({ method, path, operation }, index): OpenApiToolRecord => {
     const properties: Record<string, unknown> = {};
     const required: string[] = [];

@@ -1,3 +1,5 @@
+import { createHash } from "node:crypto";
+
 /** A service's own tool name as the snake_case part of `<connection>__<tool>`. */
 export function snakeToolName(name: string): string {
   const snake = name
@@ -10,14 +12,25 @@ export function snakeToolName(name: string): string {
   return safe || "tool";
 }
 
-/** Give each tool of a connection a unique model-facing name. */
-export function uniqueNames(names: string[]): string[] {
-  const seen = new Map<string, number>();
+/** Model providers refuse tool names longer than this (OpenAI and Anthropic: ^[a-zA-Z0-9_-]{1,64}$), and with them the whole request. */
+export const MAX_TOOL_NAME_LENGTH = 64;
+
+/**
+ * Give each tool of a connection a unique model-facing name that fits, with
+ * `<connection>__`, in MAX_TOOL_NAME_LENGTH: a longer one keeps its start and
+ * ends in a digest of the service's own name, so it stays the same in every
+ * process and distinct from its neighbours.
+ */
+export function uniqueNames(names: string[], connection: string): string[] {
+  const max = Math.max(16, MAX_TOOL_NAME_LENGTH - connection.length - 2);
+  const fit = (base: string, original: string) => (base.length <= max ? base : `${base.slice(0, max - 9).replace(/_+$/, "")}_${createHash("sha256").update(original).digest("hex").slice(0, 8)}`);
+  const used = new Set<string>();
   return names.map((name) => {
-    const base = snakeToolName(name);
-    const count = seen.get(base) ?? 0;
-    seen.set(base, count + 1);
-    return count === 0 ? base : `${base}_${count + 1}`;
+    const base = fit(snakeToolName(name), name);
+    let unique = base;
+    for (let count = 2; used.has(unique); count += 1) unique = `${base.slice(0, max - `_${count}`.length)}_${count}`;
+    used.add(unique);
+    return unique;
   });
 }
 

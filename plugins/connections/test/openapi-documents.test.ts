@@ -97,3 +97,24 @@ describe("OpenAPI documents as real services write them", () => {
     expect(received.at(-1)!.url).toBe("/v1/nodes");
   });
 });
+
+describe("tool names", () => {
+  it("fits every <connection>__<tool> name in the 64 characters model providers accept, each distinct and the same in every process", async () => {
+    const long = "reposGetRepositoryCollaboratorPermissionLevelForAUserInAnOrganization";
+    const operations = [`${long}Admin`, `${long}Member`, "list_items", "listItems", "list_items_2"];
+    const document = {
+      openapi: "3.0.3",
+      info: { title: "Long", version: "1.0.0" },
+      servers: [{ url: `http://api.test:${port}` }],
+      paths: Object.fromEntries(operations.map((operationId, index) => [`/op${index}`, { get: { operationId, responses: { "200": { description: "ok" } } } }])),
+    };
+    const names = async () => Object.keys((await toolsOf(defineOpenApiConnection({ spec: document, description: "Long" }))).tools);
+    const first = await names();
+    expect(first).toHaveLength(operations.length);
+    expect(new Set(first).size).toBe(operations.length);
+    for (const name of first) expect(name).toMatch(/^trees__[a-z][a-z0-9_]*$/);
+    for (const name of first) expect(name.length).toBeLessThanOrEqual(64);
+    expect(first[0]!.startsWith("trees__repos_get_repository_collaborator")).toBe(true);
+    expect(await names()).toEqual(first);
+  });
+});
