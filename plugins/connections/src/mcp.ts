@@ -124,6 +124,7 @@ export class McpClients {
   private async open(connection: string, target: McpTarget, policy: ConnectionPolicy): Promise<Client> {
     const { Client } = await import("@modelcontextprotocol/sdk/client/index.js");
     const client = new Client({ name: "assembly-line", version: "0.1.0" });
+    let stderr = "";
     try {
       if ("url" in target) {
         const { StreamableHTTPClientTransport } = await import("@modelcontextprotocol/sdk/client/streamableHttp.js");
@@ -131,14 +132,30 @@ export class McpClients {
         await client.connect(new StreamableHTTPClientTransport(new URL(target.url), { fetch: connectionFetch(connection, policy, target.auth, this.outbound), redirectPolicy: "follow" }), { timeout: this.timeoutMs });
       } else {
         const { StdioClientTransport, getDefaultEnvironment } = await import("@modelcontextprotocol/sdk/client/stdio.js");
-        await client.connect(new StdioClientTransport({ command: target.command, args: target.args ?? [], env: { ...getDefaultEnvironment(), ...(target.env ?? {}) }, stderr: "ignore" }), { timeout: this.timeoutMs });
+        const transport = new StdioClientTransport({ command: target.command, args: target.args ?? [], env: { ...getDefaultEnvironment(), ...(target.env ?? {}) }, stderr: "pipe" });
+        // The tail of what the server printed is read all along (a full pipe would block the server) and says why a start failed.
+        transport.stderr?.on("data", (chunk: Buffer) => {
+          stderr = (stderr + chunk.toString("utf8")).slice(-STDERR_TAIL);
+        });
+        await client.connect(transport, { timeout: this.timeoutMs });
       }
     } catch (error) {
       await client.close().catch(() => undefined);
-      throw failure(connection, "connecting", error);
+      const printed = "command" in target ? withoutEnvValues(stderr.trim(), target.env) : "";
+      throw failure(connection, "connecting", printed ? new Error(`${error instanceof Error ? error.message : String(error)}; the server printed: ${printed.replace(/\s*\n\s*/g, " | ")}`, { cause: error }) : error);
     }
     return client;
   }
+}
+
+/** Characters of a stdio server's stderr kept for the error of a failed start. */
+const STDERR_TAIL = 1000;
+
+/** The host gave the server its credentials through env: a server that prints them must not put them in an error. */
+function withoutEnvValues(text: string, env: Record<string, string> | undefined): string {
+  let redacted = text;
+  for (const [name, value] of Object.entries(env ?? {})) if (value.length >= 4) redacted = redacted.replaceAll(value, `[env ${name}]`);
+  return redacted;
 }
 
 /** Pages of tools/list read before a server is taken to list for ever. */

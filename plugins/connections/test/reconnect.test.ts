@@ -120,3 +120,18 @@ describe("MCP clients", () => {
     }
   }, 20_000);
 });
+
+describe("a stdio MCP server that fails to start", () => {
+  it("fails with what the server printed, its env values hidden", async () => {
+    const provider = createConnections();
+    const script = `console.error("calc: cannot read /etc/calc.toml (token " + process.env.CALC_TOKEN + ")"); process.exit(3);`;
+    const definition = defineMcpConnection({ command: process.execPath, args: ["-e", script], env: { CALC_TOKEN: "calc-token-91ac44e0" }, description: "Calc" });
+    try {
+      const error = (await provider.describe("calc", definition, policy).catch((caught: unknown) => caught)) as Error & { code: string };
+      expect(error).toMatchObject({ code: "AL_ERR_CONNECTION_FAILED", message: expect.stringMatching(/connection "calc" failed connecting: .*the server printed: calc: cannot read \/etc\/calc.toml \(token \[env CALC_TOKEN\]\)/) });
+      expect(error.message).not.toContain("calc-token-91ac44e0");
+    } finally {
+      await provider.close?.();
+    }
+  }, 20_000);
+});
