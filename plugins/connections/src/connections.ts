@@ -134,6 +134,7 @@ function httpRequest(api: HttpRecord, tool: HttpRecord["tools"][number], input: 
   const path = fillPath(tool.path, input);
   if (typeof path !== "string") return path;
   const query = new URLSearchParams((input.query ?? {}) as Record<string, string>).toString();
+  if (input.body !== undefined && tool.hasBody === false) return { error: `${tool.name} takes no body (${tool.method} ${tool.path}); call it without body` };
   return { url: `${api.baseUrl}${path}${query ? `?${query}` : ""}`, headers: {}, ...(input.body !== undefined ? { body: input.body } : {}) };
 }
 

@@ -10,6 +10,8 @@ export interface HttpToolRecord {
   path: string;
   description: string;
   inputSchema: Record<string, unknown>;
+  /** The endpoint declares a body; absent in records described before it was kept (then a body is sent when given). */
+  hasBody?: boolean;
 }
 
 export interface HttpRecord {
@@ -42,7 +44,9 @@ export function describeHttp(connection: string, baseUrl: string, endpoints: Rec
       method: endpoint.method,
       path: endpoint.path,
       description: endpoint.description,
-      inputSchema: { type: "object", properties, ...(pathParams.length ? { required: pathParams } : {}) },
+      // Any other field would be dropped unsent: the tool pipeline refuses it, naming it, so the model can correct the call.
+      inputSchema: { type: "object", properties, additionalProperties: false, ...(pathParams.length ? { required: pathParams } : {}) },
+      hasBody: Boolean(endpoint.body),
     };
   });
   return { baseUrl: baseUrl.replace(/\/$/, ""), tools };

@@ -1,7 +1,7 @@
 import { createServer, type Server } from "node:http";
 import type { AddressInfo } from "node:net";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { defineOpenApiConnection, type ConnectionPolicy, type OutboundResolver } from "@assemblyline-agents/core";
+import { defineHttpConnection, defineOpenApiConnection, type ConnectionPolicy, type OutboundResolver } from "@assemblyline-agents/core";
 import { createConnections } from "../src/index.js";
 
 const resolve: OutboundResolver = async () => [{ address: "127.0.0.1", family: 4 }];
@@ -116,5 +116,24 @@ describe("tool names", () => {
     for (const name of first) expect(name.length).toBeLessThanOrEqual(64);
     expect(first[0]!.startsWith("trees__repos_get_repository_collaborator")).toBe(true);
     expect(await names()).toEqual(first);
+  });
+});
+
+describe("HTTP endpoints", () => {
+  it("answers a body given to an endpoint that declares none with an error the model can act on, sending nothing", async () => {
+    const provider = createConnections({ resolve });
+    const definition = defineHttpConnection({
+      baseUrl: `http://api.test:${port}`,
+      description: "Nodes",
+      endpoints: { list_nodes: { method: "GET", path: "/nodes", description: "List" }, add_node: { method: "POST", path: "/nodes", description: "Add", body: { type: "object" } } },
+    });
+    const record = await provider.describe("nodes", definition, policy);
+    const tools = provider.tools("nodes", definition, record, policy);
+    expect(tools.nodes__list_nodes!.inputSchema).toMatchObject({ additionalProperties: false });
+    const before = received.length;
+    expect(await tools.nodes__list_nodes!.execute({ body: { name: "x" } }, callCtx())).toEqual({ error: "list_nodes takes no body (GET /nodes); call it without body" });
+    expect(received.length).toBe(before);
+    expect(await tools.nodes__add_node!.execute({ body: { name: "x" } }, callCtx())).toMatchObject({ status: 200 });
+    expect(received.at(-1)).toEqual({ url: "/nodes", body: { name: "x" } });
   });
 });
