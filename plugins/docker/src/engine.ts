@@ -35,19 +35,43 @@ export function engineError(what: string, error: unknown): AssemblyLineError {
   });
 }
 
-/** Run an engine call, turning its failure into AL_ERR_SANDBOX_ENGINE naming `what`. */
-export async function engineCall<T>(what: string, call: () => Promise<T>): Promise<T> {
+/**
+ * Run an engine call, turning its failure into AL_ERR_SANDBOX_ENGINE naming
+ * `what`. With `timeoutMs`, an engine that does not answer in time fails the
+ * call too: a hung engine (dockerode has no deadline of its own) would
+ * otherwise hold the run, and its lease, forever.
+ */
+export async function engineCall<T>(what: string, call: () => Promise<T>, timeoutMs?: number): Promise<T> {
   try {
-    return await call();
+    return await (timeoutMs === undefined ? call() : withDeadline(what, call(), timeoutMs));
   } catch (error) {
     throw engineError(what, error);
   }
 }
 
+/** `promise`, or AL_ERR_SANDBOX_ENGINE once `timeoutMs` passes without an answer. */
+export function withDeadline<T>(what: string, promise: Promise<T>, timeoutMs: number): Promise<T> {
+  let timer: NodeJS.Timeout | undefined;
+  const expired = new Promise<never>((_, reject) => {
+    timer = setTimeout(
+      () =>
+        reject(
+          new AssemblyLineError("AL_ERR_SANDBOX_ENGINE", `Docker engine ${what} did not answer within ${timeoutMs} ms`, {
+            fix: "The engine is hung or overloaded: check `docker info` and the engine's log, restart dockerd if it stays stuck, or raise the sandbox's engineTimeoutMs.",
+            details: { timeoutMs },
+          }),
+        ),
+      timeoutMs,
+    );
+  });
+  return Promise.race([promise, expired]).finally(() => clearTimeout(timer));
+}
+
 /** Make sure `image` is on the engine: present, or pulled; otherwise AL_ERR_SANDBOX_IMAGE. */
-export async function ensureImage(docker: Docker, image: string): Promise<void> {
+export async function ensureImage(docker: Docker, image: string, timeoutMs?: number): Promise<void> {
   try {
-    await docker.getImage(image).inspect();
+    const inspected = docker.getImage(image).inspect();
+    await (timeoutMs === undefined ? inspected : withDeadline(`inspecting image ${image}`, inspected, timeoutMs));
     return;
   } catch (error) {
     if (statusOf(error) !== 404) throw engineError(`inspecting image ${image}`, error);

@@ -1,4 +1,7 @@
-import { hostname } from "node:os";
+import { mkdtempSync, rmSync } from "node:fs";
+import { createServer, type Socket } from "node:net";
+import { hostname, tmpdir } from "node:os";
+import { join } from "node:path";
 import { isAssemblyLineError, isSnapshottingSandboxAdapter } from "@assemblyline-agents/core";
 import { afterAll, describe, expect, it } from "vitest";
 import { DockerSandboxAdapter, LABELS, TIMEOUT_EXIT_CODE, createDockerSandbox, dockerSandbox } from "../src/index.js";
@@ -13,6 +16,44 @@ async function refusal(promise: Promise<unknown>): Promise<unknown> {
     (error: unknown) => error,
   );
 }
+
+describe("DockerSandboxAdapter without a working engine", () => {
+  it("fails with AL_ERR_SANDBOX_ENGINE saying how to start the engine when nothing listens on its socket", async () => {
+    const folder = mkdtempSync(join(tmpdir(), "al-no-engine-"));
+    try {
+      const adapter = new DockerSandboxAdapter({ image: "busybox", socketPath: join(folder, "docker.sock") });
+      const error = await refusal(adapter.acquire("run-no-engine"));
+      expect(isAssemblyLineError(error, "AL_ERR_SANDBOX_ENGINE"), String(error)).toBe(true);
+      expect((error as { fix: string }).fix).toContain("Start the Docker engine");
+    } finally {
+      rmSync(folder, { recursive: true, force: true });
+    }
+  });
+
+  it("fails with AL_ERR_SANDBOX_ENGINE after engineTimeoutMs when the engine accepts and never answers, instead of hanging the run", async () => {
+    const folder = mkdtempSync(join(tmpdir(), "al-hung-engine-"));
+    const socketPath = join(folder, "docker.sock");
+    const sockets = new Set<Socket>();
+    const hung = createServer((socket) => {
+      sockets.add(socket);
+      socket.resume();
+    });
+    await new Promise<void>((resolve) => hung.listen(socketPath, resolve));
+    try {
+      const adapter = new DockerSandboxAdapter({ image: "busybox", socketPath, engineTimeoutMs: 300 });
+      const started = Date.now();
+      const error = await refusal(adapter.acquire("run-hung-engine"));
+      expect(isAssemblyLineError(error, "AL_ERR_SANDBOX_ENGINE"), String(error)).toBe(true);
+      expect(String(error)).toContain("did not answer within 300 ms");
+      expect((error as { fix: string }).fix).toContain("engineTimeoutMs");
+      expect(Date.now() - started).toBeLessThan(5_000);
+    } finally {
+      for (const socket of sockets) socket.destroy();
+      await new Promise((resolve) => hung.close(resolve));
+      rmSync(folder, { recursive: true, force: true });
+    }
+  }, 15_000);
+});
 
 if (probe.available) {
   const { docker } = probe;

@@ -1,7 +1,7 @@
 import { createHash, randomBytes } from "node:crypto";
 import type Docker from "dockerode";
 import { AssemblyLineError, type Sandbox, type SandboxSnapshot, type SnapshottingSandboxAdapter, SandboxOpenings } from "@assemblyline-agents/core";
-import { connectEngine, engineCall, engineError, ensureImage, statusOf } from "../engine.js";
+import { connectEngine, engineCall, engineError, ensureImage, statusOf, withDeadline } from "../engine.js";
 import { DockerSandbox } from "./docker-sandbox.js";
 import { PID_DIR, killLeftoverCommands } from "./exec.js";
 import { packFolders } from "./single-file-tar.js";
@@ -60,7 +60,7 @@ export class DockerSandboxAdapter implements SnapshottingSandboxAdapter {
     const container = await this.find(key);
     if (!container) return;
     if (this.options.snapshot?.mode === "auto") await this.commit(key, container, this.options.snapshot.reason ?? "run ended");
-    await removeContainer(container);
+    await removeContainer(container, this.options.engineTimeoutMs);
   }
 
   /** Commit the key's container to a snapshot image, then prune beyond retainLast. */
@@ -112,7 +112,7 @@ export class DockerSandboxAdapter implements SnapshottingSandboxAdapter {
     }
     this.live.forget(key);
     const existing = await this.find(key);
-    if (existing) await removeContainer(existing);
+    if (existing) await removeContainer(existing, this.options.engineTimeoutMs);
     return this.live.replace(key, this.create(key, `${this.snapshotRepo(key)}:${chosen.id}`));
   }
 
@@ -140,10 +140,10 @@ export class DockerSandboxAdapter implements SnapshottingSandboxAdapter {
   private async open(key: string): Promise<DockerSandbox> {
     const existing = await this.find(key);
     if (existing) {
-      const info = await engineCall(`inspecting sandbox ${key}`, () => existing.inspect());
-      if (!info.State.Running) await engineCall(`restarting sandbox ${key}`, () => existing.start()).catch(ignoreStatus(304));
+      const info = await engineCall(`inspecting sandbox ${key}`, () => existing.inspect(), this.options.engineTimeoutMs);
+      if (!info.State.Running) await engineCall(`restarting sandbox ${key}`, () => existing.start(), this.options.engineTimeoutMs).catch(ignoreStatus(304));
       // Opened by this process for the first time: any command still running was left by the run's earlier owner.
-      await killLeftoverCommands(existing);
+      await killLeftoverCommands(existing, this.options.engineTimeoutMs);
       return this.wrap(key, existing);
     }
     const [latest] = this.options.snapshot ? await this.listSnapshots(key) : [];
@@ -151,12 +151,12 @@ export class DockerSandboxAdapter implements SnapshottingSandboxAdapter {
   }
 
   private async create(key: string, image: string): Promise<DockerSandbox> {
-    await ensureImage(this.docker, image);
+    await ensureImage(this.docker, image, this.options.engineTimeoutMs);
     const name = this.containerName(key);
     const { options } = this;
     let container: Docker.Container;
     try {
-      container = await this.docker.createContainer({
+      container = await withDeadline(`creating the sandbox container for ${key}`, this.docker.createContainer({
         name,
         Image: image,
         Entrypoint: ["/bin/sh", "-c"],
@@ -172,7 +172,7 @@ export class DockerSandboxAdapter implements SnapshottingSandboxAdapter {
           ...(options.nanoCpus ? { NanoCpus: options.nanoCpus } : {}),
           ...(options.memoryBytes ? { Memory: options.memoryBytes, MemorySwap: options.memoryBytes } : {}),
         },
-      });
+      }), options.engineTimeoutMs);
     } catch (error) {
       // Another process created it first: use theirs.
       if (statusOf(error) === 409) {
@@ -181,13 +181,13 @@ export class DockerSandboxAdapter implements SnapshottingSandboxAdapter {
       }
       throw engineError(`creating the sandbox container for ${key}`, error);
     }
-    await engineCall(`starting sandbox ${key}`, () => container.start()).catch(async (error: unknown) => {
-      await removeContainer(container).catch(() => undefined);
+    await engineCall(`starting sandbox ${key}`, () => container.start(), options.engineTimeoutMs).catch(async (error: unknown) => {
+      await removeContainer(container, this.options.engineTimeoutMs).catch(() => undefined);
       throw error;
     });
     const sandbox = this.wrap(key, container);
     await this.giveWorkspaceTo(key, sandbox).catch(async (error: unknown) => {
-      await removeContainer(container).catch(() => undefined);
+      await removeContainer(container, this.options.engineTimeoutMs).catch(() => undefined);
       throw error;
     });
     return sandbox;
@@ -212,13 +212,14 @@ export class DockerSandboxAdapter implements SnapshottingSandboxAdapter {
       maxOutputBytes: this.options.maxOutputBytes,
       env: this.options.env,
       user: this.options.user,
+      engineTimeoutMs: this.options.engineTimeoutMs,
     });
   }
 
   private async find(key: string): Promise<Docker.Container | undefined> {
     const container = this.docker.getContainer(this.containerName(key));
     try {
-      const info = await container.inspect();
+      const info = await withDeadline(`looking up sandbox ${key}`, container.inspect(), this.options.engineTimeoutMs);
       // A same-named container this adapter did not make is never used or removed.
       if (info.Config.Labels?.[LABELS.key] !== key) {
         throw new AssemblyLineError("AL_ERR_SANDBOX_ENGINE", `container ${this.containerName(key)} exists but is not the sandbox of ${key}`, {
@@ -278,8 +279,8 @@ function ignoreStatus(status: number): (error: unknown) => void {
   };
 }
 
-async function removeContainer(container: Docker.Container): Promise<void> {
-  await engineCall("removing a sandbox container", () => container.remove({ force: true, v: true })).catch((error: unknown) => {
+async function removeContainer(container: Docker.Container, timeoutMs?: number): Promise<void> {
+  await engineCall("removing a sandbox container", () => container.remove({ force: true, v: true }), timeoutMs).catch((error: unknown) => {
     if (statusOf((error as { cause?: unknown }).cause) !== 404) throw error;
   });
 }

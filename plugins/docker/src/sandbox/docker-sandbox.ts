@@ -11,6 +11,7 @@ export interface ExecDefaults {
   maxOutputBytes: number;
   env: Record<string, string>;
   user: string | undefined;
+  engineTimeoutMs: number;
 }
 
 type Entry = { path: string; type: "file" | "directory"; size: number };
@@ -110,6 +111,7 @@ export class DockerSandbox implements Sandbox {
       cwd,
       env: { ...this.defaults.env, WORKSPACE, ...options.env },
       user: this.defaults.user,
+      engineTimeoutMs: this.defaults.engineTimeoutMs,
       timeoutMs: positive(options.timeoutMs, "timeoutMs") ?? this.defaults.timeoutMs,
       maxOutputBytes: positive(options.maxOutputBytes, "maxOutputBytes") ?? this.defaults.maxOutputBytes,
     });
@@ -118,7 +120,7 @@ export class DockerSandbox implements Sandbox {
 
   /** Who a written file belongs to: the user commands run as (the `user` option, else the image's), so they can change what a tool wrote. */
   fileOwner(): Promise<{ uid: number; gid: number }> {
-    this.owner ??= execInContainer(this.container, { argv: ["/bin/sh", "-c", "id -u; id -g"], cwd: "/", env: {}, user: this.defaults.user, timeoutMs: FILE_OP_TIMEOUT_MS, maxOutputBytes: 1024 })
+    this.owner ??= execInContainer(this.container, { argv: ["/bin/sh", "-c", "id -u; id -g"], cwd: "/", env: {}, user: this.defaults.user, engineTimeoutMs: this.defaults.engineTimeoutMs, timeoutMs: FILE_OP_TIMEOUT_MS, maxOutputBytes: 1024 })
       .then((result) => {
         const [uid, gid] = result.stdout.toString("utf8").trim().split("\n").map(Number);
         if (result.exitCode !== 0 || !Number.isInteger(uid) || !Number.isInteger(gid)) {
@@ -141,6 +143,7 @@ export class DockerSandbox implements Sandbox {
       cwd: "/",
       env: {},
       user: this.defaults.user,
+      engineTimeoutMs: this.defaults.engineTimeoutMs,
       timeoutMs: FILE_OP_TIMEOUT_MS,
       maxOutputBytes,
     });

@@ -2,7 +2,7 @@ import { randomBytes } from "node:crypto";
 import { Writable } from "node:stream";
 import type Docker from "dockerode";
 import type { ExecResult } from "@assemblyline-agents/core";
-import { engineCall } from "../engine.js";
+import { engineCall, withDeadline } from "../engine.js";
 
 /** Exit code of a command stopped at its timeout (as coreutils `timeout` and the local sandbox report). */
 export const TIMEOUT_EXIT_CODE = 124;
@@ -16,6 +16,8 @@ export interface ContainerExec {
   maxOutputBytes: number;
   /** Raw bytes, not decoded (file reads). */
   binary?: boolean;
+  /** Deadline of each engine call around the command (not of the command itself). */
+  engineTimeoutMs?: number;
 }
 
 export interface RawExecResult {
@@ -78,7 +80,9 @@ const KILL_LEFTOVERS = [
 /** Run argv in the container; a timeout kills the process tree and reports exit code 124. */
 export async function execInContainer(container: Docker.Container, request: ContainerExec): Promise<RawExecResult> {
   const pidFile = `${PID_DIR}/exec-${randomBytes(8).toString("hex")}.pid`;
-  const exec = await engineCall("exec create", () =>
+  const exec = await engineCall(
+    "exec create",
+    () =>
     container.exec({
       Cmd: ["/bin/sh", "-c", WRAPPER, pidFile, ...request.argv],
       AttachStdout: true,
@@ -87,8 +91,9 @@ export async function execInContainer(container: Docker.Container, request: Cont
       Env: Object.entries(request.env).map(([name, value]) => `${name}=${value}`),
       ...(request.user ? { User: request.user } : {}),
     }),
+    request.engineTimeoutMs,
   );
-  const stream = await engineCall("exec start", () => exec.start({ hijack: true, stdin: false }));
+  const stream = await engineCall("exec start", () => exec.start({ hijack: true, stdin: false }), request.engineTimeoutMs);
   const stdout = new CappedSink(request.maxOutputBytes);
   const stderr = new CappedSink(request.maxOutputBytes);
   container.modem.demuxStream(stream, stdout, stderr);
@@ -110,7 +115,7 @@ export async function execInContainer(container: Docker.Container, request: Cont
   } finally {
     clearTimeout(timer);
   }
-  const inspected = await engineCall("exec inspect", () => exec.inspect());
+  const inspected = await engineCall("exec inspect", () => exec.inspect(), request.engineTimeoutMs);
   if (!timedOut) void container.exec({ Cmd: ["rm", "-f", pidFile] }).then((cleanup) => cleanup.start({})).catch(() => undefined);
   return {
     exitCode: timedOut ? TIMEOUT_EXIT_CODE : (inspected.ExitCode ?? -1),
@@ -126,8 +131,8 @@ export async function execInContainer(container: Docker.Container, request: Cont
  * see end, so a run resumed elsewhere never races the command its crashed
  * owner left running (which nothing would ever time out).
  */
-export async function killLeftoverCommands(container: Docker.Container): Promise<void> {
-  await runToEnd(container, ["/bin/sh", "-c", KILL_LEFTOVERS]);
+export async function killLeftoverCommands(container: Docker.Container, engineTimeoutMs: number): Promise<void> {
+  await withDeadline("stopping commands left running", runToEnd(container, ["/bin/sh", "-c", KILL_LEFTOVERS]), engineTimeoutMs);
 }
 
 async function killTree(container: Docker.Container, pidFile: string): Promise<void> {

@@ -26,6 +26,8 @@ export interface DockerSandboxOptions {
   snapshot?: SandboxSnapshotPolicy;
   /** The engine's socket. Default: $DOCKER_HOST, else /var/run/docker.sock. */
   socketPath?: string;
+  /** How long the engine has to answer a control call (inspect, create, start, exec, remove). Default 60 s. */
+  engineTimeoutMs?: number;
   /** Accepted for sandbox.ts parity; only /workspace is valid. */
   workingDirectory?: "/workspace";
 }
@@ -43,10 +45,11 @@ export interface ResolvedSandboxOptions {
   scope: string;
   snapshot: Required<Pick<SandboxSnapshotPolicy, "mode" | "retainLast">> & { reason: string | undefined } | undefined;
   socketPath: string | undefined;
+  engineTimeoutMs: number;
 }
 
 const UNITS: Record<string, number> = { b: 1, k: 1024, m: 1024 ** 2, g: 1024 ** 3 };
-const KNOWN = new Set(["image", "network", "cpus", "memory", "pidsLimit", "user", "env", "defaultTimeoutMs", "maxOutputBytes", "scope", "snapshot", "socketPath", "workingDirectory", "adapter"]);
+const KNOWN = new Set(["image", "network", "cpus", "memory", "pidsLimit", "user", "env", "defaultTimeoutMs", "maxOutputBytes", "scope", "snapshot", "socketPath", "engineTimeoutMs", "workingDirectory", "adapter"]);
 
 export function badOption(name: string, value: unknown, expected: string): AssemblyLineError {
   return new AssemblyLineError("AL_ERR_SANDBOX_DEFINITION", `dockerSandbox option ${name} is ${JSON.stringify(value)}, not ${expected}`, {
@@ -68,7 +71,7 @@ export function parseMemory(value: number | string): number {
 /** Check every option once, at construction, so a typo fails the boot instead of the first run. */
 export function resolveSandboxOptions(options: DockerSandboxOptions, defaultScope: string): ResolvedSandboxOptions {
   for (const key of Object.keys(options)) {
-    if (!KNOWN.has(key)) throw badOption(key, (options as unknown as Record<string, unknown>)[key], "a known option (image, network, cpus, memory, pidsLimit, user, env, defaultTimeoutMs, maxOutputBytes, scope, snapshot, socketPath)");
+    if (!KNOWN.has(key)) throw badOption(key, (options as unknown as Record<string, unknown>)[key], "a known option (image, network, cpus, memory, pidsLimit, user, env, defaultTimeoutMs, maxOutputBytes, scope, snapshot, socketPath, engineTimeoutMs)");
   }
   if (typeof options.image !== "string" || options.image.trim() === "") throw badOption("image", options.image, 'an image reference such as "node:22-slim"');
   if (options.workingDirectory !== undefined && options.workingDirectory !== "/workspace") throw badOption("workingDirectory", options.workingDirectory, '"/workspace" (commands see a physical /workspace)');
@@ -81,6 +84,8 @@ export function resolveSandboxOptions(options: DockerSandboxOptions, defaultScop
   if (typeof defaultTimeoutMs !== "number" || !(defaultTimeoutMs > 0)) throw badOption("defaultTimeoutMs", defaultTimeoutMs, "a positive number of milliseconds");
   const maxOutputBytes = options.maxOutputBytes ?? 64 * 1024;
   if (!Number.isInteger(maxOutputBytes) || maxOutputBytes < 0) throw badOption("maxOutputBytes", maxOutputBytes, "a non-negative whole number of bytes");
+  const engineTimeoutMs = options.engineTimeoutMs ?? 60_000;
+  if (typeof engineTimeoutMs !== "number" || !Number.isFinite(engineTimeoutMs) || !(engineTimeoutMs > 0)) throw badOption("engineTimeoutMs", engineTimeoutMs, "a positive number of milliseconds");
   const scope = (options.scope ?? defaultScope).toLowerCase();
   if (!/^[a-z0-9][a-z0-9_.-]{0,40}$/.test(scope)) throw badOption("scope", options.scope, "lowercase letters, digits, '.', '_' or '-' (at most 41)");
   for (const [name, value] of Object.entries(options.env ?? {})) {
@@ -107,5 +112,6 @@ export function resolveSandboxOptions(options: DockerSandboxOptions, defaultScop
     scope,
     snapshot,
     socketPath: options.socketPath,
+    engineTimeoutMs,
   };
 }
