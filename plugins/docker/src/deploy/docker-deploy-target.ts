@@ -11,6 +11,7 @@ import { connectEngine, engineCall, engineError, engineMessage, statusOf } from 
 import { renderDockerfile, renderRuntimeDockerfile } from "./dockerfile.js";
 
 export const DEPLOY_LABEL = "dev.assembly-line.deploy";
+const DEPLOY_OPTIONS = ["name", "baseImage", "port", "network", "hostIp", "readyTimeoutMs", "startArgs", "packages", "include", "socketPath"];
 
 export interface DockerDeployOptions {
   /** Image repository and container name prefix. Default: the agent id. */
@@ -63,6 +64,20 @@ export class DockerDeployTarget implements DeployTarget {
     }
     if (options.name !== undefined && !/^[a-z0-9][a-z0-9_.-]{0,62}$/.test(options.name)) {
       throw new AssemblyLineError("AL_ERR_DEPLOY_CONFIG", `dockerDeploy name ${JSON.stringify(options.name)} is not a valid image and container name`, { fix: "Use lowercase letters, digits, '.', '_' and '-'." });
+    }
+    const unknown = Object.keys(options).filter((key) => !DEPLOY_OPTIONS.includes(key));
+    if (unknown.length > 0) {
+      throw new AssemblyLineError("AL_ERR_DEPLOY_CONFIG", `dockerDeploy has no option ${unknown.join(", ")}`, { fix: `Remove it; the options are ${DEPLOY_OPTIONS.join(", ")}.`, details: { options: unknown } });
+    }
+    // A release on "none" can never answer /readyz: refused now, not after readyTimeoutMs of waiting.
+    if (options.network !== undefined && (typeof options.network !== "string" || options.network === "none" || !/^[A-Za-z0-9][A-Za-z0-9_.-]*$/.test(options.network))) {
+      throw new AssemblyLineError("AL_ERR_DEPLOY_CONFIG", `dockerDeploy network ${JSON.stringify(options.network)} cannot serve a release`, {
+        fix: 'Use "bridge" (publishes the port on hostIp), "host", or the name of a network the engine has.',
+        details: { option: "network" },
+      });
+    }
+    if (options.readyTimeoutMs !== undefined && !(Number.isInteger(options.readyTimeoutMs) && options.readyTimeoutMs > 0)) {
+      throw new AssemblyLineError("AL_ERR_DEPLOY_CONFIG", `dockerDeploy readyTimeoutMs ${JSON.stringify(options.readyTimeoutMs)} is not a positive whole number of milliseconds`, { fix: "Use e.g. 60000, or omit it.", details: { option: "readyTimeoutMs" } });
     }
     this.docker = docker ?? connectEngine(options.socketPath ? { socketPath: options.socketPath } : {});
   }
