@@ -217,8 +217,27 @@ function checkSpec(spec: DynamicConnectionSpec, allowedHosts: readonly string[])
     }
   }
   if (spec.auth !== undefined && (typeof spec.auth !== "object" || spec.auth === null || typeof spec.auth.grant !== "string")) fail(`connection "${spec.name}": auth must be { grant: "<grant id>" }`, "Refer to a grant the host stored; never pass a secret.");
+  // What a run asks for is stored and handed to the provider as it is: a field no spec has (`command`, `env`) must not ride along.
+  const known = SPEC_KEYS[spec.kind];
+  const unknown = Object.keys(spec).filter((key) => !known.includes(key));
+  const unknownAuth = spec.auth ? Object.keys(spec.auth).filter((key) => key !== "grant" && key !== "header") : [];
+  if (unknown.length > 0 || unknownAuth.length > 0) {
+    const fields = [...unknown, ...unknownAuth.map((key) => `auth.${key}`)];
+    const local = unknown.some((key) => key === "command" || key === "args" || key === "env");
+    fail(
+      `connection "${spec.name}": ${fields.map((field) => JSON.stringify(field)).join(", ")} ${fields.length > 1 ? "are not fields" : "is not a field"} of a run's ${spec.kind} connection${local ? " (a run may only add remote services, never start a local command)" : ""}`,
+      `Use only ${known.join(", ")}${spec.auth ? " (auth: grant, header)" : ""}.`,
+    );
+  }
   return spec;
 }
+
+/** The fields of each kind of DynamicConnectionSpec. */
+const SPEC_KEYS: Record<DynamicConnectionSpec["kind"], readonly string[]> = {
+  mcp: ["name", "kind", "url", "description", "auth"],
+  openapi: ["name", "kind", "spec", "baseUrl", "description", "auth"],
+  http: ["name", "kind", "baseUrl", "endpoints", "description", "auth"],
+};
 
 function describeTarget(spec: DynamicConnectionSpec): string {
   return spec.kind === "mcp" ? `the MCP server ${spec.url}` : spec.kind === "openapi" ? `the OpenAPI service ${spec.spec}` : `the HTTP service ${spec.baseUrl}`;
