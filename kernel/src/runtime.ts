@@ -265,7 +265,7 @@ export class OpenEveRuntime {
       ownerId: this.ownerId,
       leaseTtlMs: this.options.leaseTtlMs ?? 30_000,
       selectHarness: (modelSpec, runId) => this.selectHarness(modelSpec, runId),
-      services: (run) => this.servicesFor(run),
+      services: (run, resumed) => this.servicesFor(run, resumed),
       textDelta: (runId, delta) => this.options.onTextDelta?.(runId, delta),
       owesDelivery: (channel) => this.options.owesDelivery?.(channel) ?? true,
       beforeTurn: async () => {
@@ -691,7 +691,7 @@ export class OpenEveRuntime {
     }
   }
 
-  private servicesFor(run: RunRecord): RunServices {
+  private servicesFor(run: RunRecord, resumed: boolean): RunServices {
     const sandboxAdapter = this.options.sandbox;
     // A subagent with workspace "shared" works in the sandbox of the run it names; it never releases it.
     const sandboxKey = run.input.parent?.sandboxRunId ?? run.id;
@@ -742,7 +742,8 @@ export class OpenEveRuntime {
         ),
       filesystemWith(undefined),
       async () => {
-        if (!sandbox || !sandboxAdapter || !ownsSandbox) return;
+        // A run that starts and ends in one drive without acquiring its sandbox has none to release.
+        if (!sandboxAdapter || !ownsSandbox || (!sandbox && !resumed)) return;
         sandbox = undefined;
         await sandboxAdapter.release(run.id).catch((error) => this.logger.warn({ runId: run.id, err: String(error) }, "sandbox release failed"));
       },

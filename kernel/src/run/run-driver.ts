@@ -44,7 +44,8 @@ export interface RunDriverParts {
   ownerId: string;
   leaseTtlMs: number;
   selectHarness(modelSpec: string, runId: string): Promise<AgentHarness>;
-  services(run: RunRecord): RunServices;
+  /** The services of one drive of `run`; `resumed` when the run was driven before (it may own a sandbox already). */
+  services(run: RunRecord, resumed: boolean): RunServices;
   textDelta(runId: string, delta: string): void;
   /** Whether a run from this channel owes it a delivery row (RuntimeOptions.owesDelivery). */
   owesDelivery(channel: string): boolean;
@@ -369,7 +370,7 @@ export class RunDriver {
     const offered = [...visibleTools(table, started.defaultTools, { discovery: this.parts.alwaysOfferDiscovery === true })];
     for (const entry of activated) if (!offered.includes(entry)) offered.push(entry);
     lease.onLost = (reason) => controller.abort(reason);
-    const services = this.parts.services(run);
+    const services = this.parts.services(run, !fresh);
     // Skills loaded earlier in the run: their procedures go back into the context (their tools came back above).
     const activeSkills: SkillView[] = [];
     for (const event of events) {

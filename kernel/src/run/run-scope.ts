@@ -42,7 +42,11 @@ export interface RunServices {
   connectionManager?(gate: (required: boolean) => ChangeGate): unknown;
   /** ctx.connections: the resolved connections. */
   connections?: Record<string, unknown>;
-  /** Release the run's sandbox if it acquired one (best effort): called at completion and failure. */
+  /**
+   * Release the run's sandbox (best effort): called at completion and failure.
+   * Also when this drive did not acquire it, if the run was driven before (a
+   * resume, a recovery): an earlier drive, in this process or another, may have.
+   */
   releaseSandbox(): Promise<void>;
 }
 
