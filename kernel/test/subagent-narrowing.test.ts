@@ -1,6 +1,6 @@
 import { writeFileSync } from "node:fs";
 import { join } from "node:path";
-import { describe, expect, it } from "vitest";
+import { describe, expect, it, vi } from "vitest";
 import { defineTool, type ConnectionProvider, type JsonValue } from "@assemblyline-agents/core";
 import { InMemoryStateAdapter, OpenEveRuntime, buildAgent, loadRuntimeBundle, noopLogger } from "@assemblyline-agents/runtime";
 import { startBuilt } from "./support/runtime.js";
@@ -193,12 +193,12 @@ describe("subagent connections", () => {
     expect(root.list_connections).toEqual({ connections: ["billing", "crm"] });
   });
 
-  it("gives a subagent a named connection that comes up after the run's first turn", async () => {
+  it("gives a subagent a named connection that comes up after the subagent's tools were first derived", async () => {
     const dir = folder(
       { "connections/billing.ts": httpConnection("billing"), "tools/list_connections.ts": LIST_CONNECTIONS, "subagents/accountant/agent.ts": subagent('connections: ["billing"], tools: ["list_connections"]') },
       { turns: [{ toolCalls: [{ name: "spawn_subagent", input: { name: "accountant", task: "Check." } }] }, { text: "done" }], subagents: { accountant: childScript } },
     );
-    // billing is down for the parent's first turn and answers from the next describe on.
+    // billing is down for the first run and answers from the next describe on.
     const provider = pingConnections();
     let described = 0;
     const describe = provider.describe;
@@ -208,11 +208,22 @@ describe("subagent connections", () => {
       return describe(...args);
     };
     const { runtime, state } = await start(dir, { connections: provider });
-    const parent = await runtime.run({ message: "go" });
-    const child = (await runtime.listEvents(parent.runId)).find((event) => event.type === "subagent.started")!.data.childRunId as string;
-    const calls = Object.fromEntries((await state.listToolCalls(child)).map((call) => [call.toolName, call.output as JsonValue]));
-    expect(calls.list_connections).toEqual({ connections: ["billing"] });
-    expect(calls.billing__ping).toEqual({ from: "billing" });
+    const childCalls = async () => {
+      const parent = await runtime.run({ message: "go" });
+      const child = (await runtime.listEvents(parent.runId)).find((event) => event.type === "subagent.started")!.data.childRunId as string;
+      return Object.fromEntries((await state.listToolCalls(child)).map((call) => [call.toolName, call.output as JsonValue]));
+    };
+    expect((await childCalls()).list_connections).toEqual({ connections: [] });
+    // A connection that failed is tried again after a backoff (a second, at first).
+    vi.useFakeTimers({ toFake: ["Date"] });
+    try {
+      vi.setSystemTime(Date.now() + 1_100);
+      const calls = await childCalls();
+      expect(calls.list_connections).toEqual({ connections: ["billing"] });
+      expect(calls.billing__ping).toEqual({ from: "billing" });
+    } finally {
+      vi.useRealTimers();
+    }
   });
 
   it("gives a subagent a connection the host declares, which no connections/ file names", async () => {

@@ -16,6 +16,16 @@ import type { ChangeGate } from "../run/change-approval.js";
 import type { ToolTable } from "../run/tool-table.js";
 
 const NAME = /^[a-z][a-z0-9]*(_[a-z0-9]+)*$/;
+/** A host connection that could not be described is tried again this long after, doubling with each failure... */
+export const RETRY_FIRST_MS = 1_000;
+/** ...up to this. */
+const RETRY_MAX_MS = 5 * 60_000;
+/**
+ * How long a turn waits for a connection's first describe (a stdio server may
+ * take seconds to start), and for a retry, before going on without the
+ * connection: the describe goes on, for a later turn.
+ */
+export const DESCRIBE_WAIT_MS = { first: 15_000, retry: 2_000 };
 /** The `provider` of every tool a connection provides (ToolTableEntry.provider). */
 export const CONNECTION_TOOL_PROVIDER = "connections";
 
@@ -35,7 +45,11 @@ interface StoredConnection {
  */
 export class ConnectionRegistry {
   private readonly provided = new Map<string, { digest: string; info: ConnectionInfo }>();
-  private readonly failedStatic = new Set<string>();
+  /** Host connections whose describe failed: how often in a row, and when to try again. */
+  private readonly failedStatic = new Map<string, { failures: number; retryAt: number }>();
+  /** Describes under way, shared by the turns that refresh meanwhile. */
+  private readonly describing = new Map<string, Promise<void>>();
+  private warnedNoProvider = false;
   private changes = 0;
 
   constructor(
@@ -59,28 +73,34 @@ export class ConnectionRegistry {
     return { allowedHosts: this.parts.dynamic.allowedHosts, onlyAllowedHosts: true };
   }
 
-  /** Provide the tools of every connection this process has not provided yet. */
+  /**
+   * Provide the tools of every connection this process has not provided yet. A
+   * host connection is described once, turns waiting for it a while
+   * (DESCRIBE_WAIT_MS); one that failed is tried again after a backoff, so a
+   * service that is down or never answers does not slow every turn.
+   */
   async refresh(): Promise<void> {
     const { provider, folder } = this.parts;
     if (!provider) {
-      if (Object.keys(folder).length > 0 && this.failedStatic.size === 0) {
-        this.failedStatic.add("*");
+      if (Object.keys(folder).length > 0 && !this.warnedNoProvider) {
+        this.warnedNoProvider = true;
         this.parts.logger.warn({ event: "connection.unavailable", connections: Object.keys(folder) }, "connections/ declares connections but the host installed no connections provider (AL_ERR_CONNECTIONS_UNAVAILABLE); their tools are missing");
       }
       return;
     }
+    const pending: Array<Promise<void>> = [];
     for (const [name, definition] of Object.entries({ ...folder, ...(provider.connections ?? {}) })) {
       if (this.provided.has(name)) continue;
-      try {
-        const policy = staticPolicy(definition);
-        this.provide(name, "static", definition, await provider.describe(name, definition, policy), policy);
-        this.failedStatic.delete(name);
-      } catch (error) {
-        // A host connection that is down must not fail every run: its tools are missing until it answers.
-        if (!this.failedStatic.has(name)) this.parts.logger.warn({ event: "connection.unavailable", connection: name, err: errorText(error) }, "a connection could not be described; retrying next turn");
-        this.failedStatic.add(name);
+      const failed = this.failedStatic.get(name);
+      if (failed && Date.now() < failed.retryAt) continue;
+      let describing = this.describing.get(name);
+      if (!describing) {
+        describing = this.describeStatic(provider, name, definition).finally(() => this.describing.delete(name));
+        this.describing.set(name, describing);
       }
+      pending.push(waitAtMost(describing, failed ? DESCRIBE_WAIT_MS.retry : DESCRIBE_WAIT_MS.first));
     }
+    await Promise.all(pending);
     const stored = await this.stored();
     for (const [name, entry] of Object.entries(stored)) {
       const digest = digestJson(entry as unknown as JsonValue);
@@ -89,6 +109,21 @@ export class ConnectionRegistry {
       this.provide(name, "dynamic", entry.spec, entry.record, this.dynamicPolicy, digest);
     }
     for (const [name, provided] of this.provided) if (provided.info.source === "dynamic" && !(name in stored)) this.withdraw(name);
+  }
+
+  /** Describe a host connection and provide its tools; a failure is remembered with when to try again. Never throws. */
+  private async describeStatic(provider: ConnectionProvider, name: string, definition: ConnectionDefinition): Promise<void> {
+    try {
+      const policy = staticPolicy(definition);
+      this.provide(name, "static", definition, await provider.describe(name, definition, policy), policy);
+      this.failedStatic.delete(name);
+    } catch (error) {
+      // A host connection that is down must not fail every run: its tools are missing until it answers.
+      const failures = (this.failedStatic.get(name)?.failures ?? 0) + 1;
+      const retryInMs = Math.min(RETRY_MAX_MS, RETRY_FIRST_MS * 2 ** (failures - 1));
+      this.failedStatic.set(name, { failures, retryAt: Date.now() + retryInMs });
+      if (failures === 1) this.parts.logger.warn({ event: "connection.unavailable", connection: name, err: errorText(error), retryInMs }, "a connection could not be described; its tools are missing until a later turn describes it");
+    }
   }
 
   /** Counts the connections provided and withdrawn: what was derived from the tool table is stale once it moved. */
@@ -241,6 +276,20 @@ const SPEC_KEYS: Record<DynamicConnectionSpec["kind"], readonly string[]> = {
 
 function describeTarget(spec: DynamicConnectionSpec): string {
   return spec.kind === "mcp" ? `the MCP server ${spec.url}` : spec.kind === "openapi" ? `the OpenAPI service ${spec.spec}` : `the HTTP service ${spec.baseUrl}`;
+}
+
+/** `work`, but no longer than `ms`: it goes on in the background. */
+async function waitAtMost(work: Promise<void>, ms: number): Promise<void> {
+  let timer: NodeJS.Timeout | undefined;
+  const waited = new Promise<void>((resolve) => {
+    timer = setTimeout(resolve, ms);
+    timer.unref();
+  });
+  try {
+    await Promise.race([work, waited]);
+  } finally {
+    clearTimeout(timer);
+  }
 }
 
 function errorText(error: unknown): string {
