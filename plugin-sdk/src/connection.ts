@@ -115,7 +115,7 @@ export interface ConnectionManager {
 export interface ConnectionPolicy {
   /** Hosts requests may go to; for dynamic connections the agent's dynamicConnections.allowedHosts. */
   allowedHosts: readonly string[];
-  /** Refuse hosts outside allowedHosts (dynamic connections); static ones may reach any public host. */
+  /** Refuse hosts outside allowedHosts: true for every connection (a host-declared one may reach the hosts its definition names). */
   onlyAllowedHosts: boolean;
 }
 

@@ -34,6 +34,8 @@ export class S3BlobStore implements BlobStore {
   constructor(options: S3BlobStoreOptions = {}) {
     refuseUnknownOptions(options, ["client", "env"]);
     this.settings = resolveS3Settings(options, options.env ?? process.env);
+    // They hold the secret key: a store logged or printed must not show it.
+    Object.defineProperty(this, "settings", { enumerable: false });
     this.ownsClient = options.client === undefined;
     this.client =
       options.client ??

@@ -1,6 +1,7 @@
 import { randomBytes, randomUUID } from "node:crypto";
 import { createServer, type Socket } from "node:net";
 import { Readable } from "node:stream";
+import { inspect } from "node:util";
 import { isAssemblyLineError } from "@assemblyline-agents/core";
 import { describeBlobStoreConformance } from "@assemblyline-agents/core/testkit";
 import { S3Client } from "@aws-sdk/client-s3";
@@ -117,8 +118,11 @@ if (!s3rverInstalled()) {
     });
 
     it("materializes r2Blob() against an S3 endpoint given by R2_ENDPOINT, with R2 keys", async () => {
-      const store = createS3Blob(r2Blob(), { env: { R2_ENDPOINT: server.endpoint, R2_BUCKET: BUCKET, R2_ACCESS_KEY_ID: "S3RVER", R2_SECRET_ACCESS_KEY: "S3RVER" } });
-      expect(store.settings).toMatchObject({ bucket: BUCKET, endpoint: server.endpoint, region: "auto", forcePathStyle: true, credentials: { accessKeyId: "S3RVER", secretAccessKey: "S3RVER" } });
+      const secret = `secret-${randomUUID()}`;
+      const store = createS3Blob(r2Blob(), { env: { R2_ENDPOINT: server.endpoint, R2_BUCKET: BUCKET, R2_ACCESS_KEY_ID: "S3RVER", R2_SECRET_ACCESS_KEY: secret } });
+      expect(store.settings).toMatchObject({ bucket: BUCKET, endpoint: server.endpoint, region: "auto", forcePathStyle: true, credentials: { accessKeyId: "S3RVER", secretAccessKey: secret } });
+      // A store that is logged or printed shows no secret key.
+      expect(inspect(store, { depth: 10 })).not.toContain(secret);
       const key = `r2-${randomUUID()}`;
       await store.put(key, new TextEncoder().encode("via r2"));
       expect(new TextDecoder().decode((await store.get(key))?.body)).toBe("via r2");
