@@ -75,7 +75,8 @@ export class DiscordDelivery {
 
   private async send(delivery: ChannelDelivery, webhook: `/webhooks/${string}`): Promise<void> {
     const text = delivery.text.trim() === "" ? EMPTY_REPLY : delivery.text;
-    const chunks = splitMessage(text, this.options.messageLimit);
+    // A run of whitespace longer than a message would be a chunk of its own, which Discord refuses as empty.
+    const chunks = splitMessage(text, this.options.messageLimit).filter((chunk) => chunk.trim() !== "");
     const rest = this.client();
     // The host's abort (its deliver timeout) or this channel's own budget, whichever comes first.
     const signal = AbortSignal.any([delivery.signal, AbortSignal.timeout(DELIVERY_BUDGET_MS)]);

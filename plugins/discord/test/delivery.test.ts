@@ -86,6 +86,15 @@ describe("delivering a reply through the interaction's webhook", () => {
     expect(api.messages(token)).toEqual([]);
   });
 
+  it("leaves out a piece that would be only whitespace, which Discord refuses as an empty message", async () => {
+    const text = `start${" ".repeat(4_500)}end`;
+    const { token, delivery } = reply(text);
+    await process_().deliver(delivery);
+    const sent = api.messages(token);
+    expect(sent.every((piece) => piece.trim() !== "")).toBe(true);
+    expect(sent.join("").replace(/\s+/g, " ")).toBe("start end");
+  });
+
   it("keeps the interaction token out of a failed delivery's error, its cause included", async () => {
     const { token, delivery } = reply("hello");
     api.failNext(1);

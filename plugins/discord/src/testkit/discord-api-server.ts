@@ -172,7 +172,8 @@ export class FakeDiscordApi {
       return send(400, { message: "400: Bad Request", code: 50109 });
     }
     const content = typeof body.content === "string" ? body.content : "";
-    if (content.length === 0) return send(400, { message: "Cannot send an empty message", code: 50006 });
+    // Discord trims what it shows: whitespace alone is an empty message.
+    if (content.trim().length === 0) return send(400, { message: "Cannot send an empty message", code: 50006 });
     if (content.length > 2000) {
       return send(400, { message: "Invalid Form Body", code: 50035, errors: { content: { _errors: [{ code: "BASE_TYPE_MAX_LENGTH", message: "Must be 2000 or fewer in length." }] } } });
     }
