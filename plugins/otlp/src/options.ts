@@ -57,6 +57,12 @@ export function tracesUrl(endpoint: string | undefined, { appendPath = true } = 
       fix: "Use the collector's OTLP/HTTP address (port 4318 by default), not its gRPC one.",
     });
   }
+  if (url.username !== "" || url.password !== "") {
+    // fetch refuses a URL with credentials: every batch would fail, and the URL would be in each warning.
+    throw new AssemblyLineError("AL_ERR_OTLP_CONFIG", `OTLP endpoint ${url.origin} carries a user name or password in its URL`, {
+      fix: 'Take them out of the URL and send them as a header: createOtlpSink({ headers: { authorization: "Basic <base64 of user:password>" } }) or OTEL_EXPORTER_OTLP_HEADERS.',
+    });
+  }
   if (appendPath && !url.pathname.endsWith("/v1/traces")) url.pathname = `${url.pathname.replace(/\/+$/, "")}/v1/traces`;
   return url.toString();
 }

@@ -36,12 +36,24 @@ class OtlpExporter implements OtlpSink {
   private sending: Promise<void> | undefined;
   private closed = false;
   private readonly counts = { exported: 0, dropped: 0 };
+  /** Spans dropped since the queue filled up: warned once when it fills, once more in sum when it takes spans again. */
+  private droppedWhileFull = 0;
 
   constructor(private readonly options: ResolvedOtlpOptions) {}
 
   export(span: TelemetrySpan): void {
     if (this.closed) return this.drop(1, "the sink is shut down");
-    if (this.queue.length >= this.options.maxQueueSize) return this.drop(1, `the queue is full (maxQueueSize ${this.options.maxQueueSize})`);
+    if (this.queue.length >= this.options.maxQueueSize) {
+      // A backend that is down for long fills the queue with every span a run makes: one line, not one per span.
+      this.droppedWhileFull += 1;
+      if (this.droppedWhileFull === 1) return this.drop(1, `the queue is full (maxQueueSize ${this.options.maxQueueSize}); further spans are dropped without a warning each until it has room`);
+      this.counts.dropped += 1;
+      return;
+    }
+    if (this.droppedWhileFull > 1) {
+      this.warn(`OTLP export to ${new URL(this.options.url).origin} dropped ${this.droppedWhileFull} span(s) while its queue was full; it has room again`, { event: "telemetry.spans_dropped", dropped: this.droppedWhileFull - 1 });
+    }
+    this.droppedWhileFull = 0;
     let encoded: EncodedSpan;
     try {
       encoded = encodeSpan(span);
@@ -127,10 +139,13 @@ class OtlpExporter implements OtlpSink {
 
   private drop(count: number, why: string, fields: Record<string, unknown> = {}): void {
     this.counts.dropped += count;
-    const message = `OTLP export to ${new URL(this.options.url).origin} dropped ${count} span(s): ${why}`;
+    this.warn(`OTLP export to ${new URL(this.options.url).origin} dropped ${count} span(s): ${why}`, { event: "telemetry.spans_dropped", dropped: count, ...fields });
+  }
+
+  private warn(message: string, fields: Record<string, unknown>): void {
     const warn = this.options.onWarning ?? ((text, extra) => process.stderr.write(JSON.stringify({ level: "warn", time: new Date().toISOString(), msg: text, ...extra }) + "\n"));
     try {
-      warn(message, { event: "telemetry.spans_dropped", dropped: count, ...fields });
+      warn(message, fields);
     } catch {
       // A throwing onWarning must not reach the run that exported the span, nor the background sender.
     }

@@ -21,6 +21,10 @@ describe("createOtlpSink's options, checked against config.schema.json", () => {
     expect(() => createOtlpSinkFromEnv({ OTEL_EXPORTER_OTLP_TIMEOUT: "soon" })).toThrow(/options.timeoutMs must be integer/);
     expect(() => createOtlpSink({ endpoint, headers: { "x tenant": "acme" } })).toThrow(/options.headers key "x tenant" must match pattern/);
     expect(() => createOtlpSink({ endpoint, headers: { "x-tenant": "acme\r\nx-evil: 1" } })).toThrow(/options.headers.x-tenant must match pattern/);
+    // fetch refuses such a URL: every batch would fail. The password is not repeated in the error.
+    const withPassword = () => createOtlpSink({ endpoint: "https://user:hunter2@otlp.example.com" });
+    expect(withPassword).toThrow(/AL_ERR_OTLP_CONFIG: OTLP endpoint https:\/\/otlp.example.com carries a user name or password in its URL/);
+    expect(withPassword).not.toThrow(/hunter2/);
     // JSON Schema has no type for a function: checked in code, before it would throw on the warning path.
     expect(() => createOtlpSink({ endpoint, onWarning: "log" } as never)).toThrow(/AL_ERR_OTLP_CONFIG: createOtlpSink: onWarning is string, not a function/);
   });

@@ -158,6 +158,12 @@ describe("createOtlpSink", () => {
     await sink.flush();
     expect(otlp.spans().map((item) => item.spanId)).toEqual([1, 2, 3, 4, 5].map((index) => index.toString(16).padStart(16, "0")));
     expect(warnings[0]).toMatch(/dropped 1 span\(s\): the queue is full \(maxQueueSize 5\)/);
+    // One warning for the three dropped spans, and one in sum once the queue takes spans again.
+    expect(warnings).toHaveLength(1);
+    sink.export(span(9));
+    expect(warnings).toHaveLength(2);
+    expect(warnings[1]).toMatch(/dropped 3 span\(s\) while its queue was full; it has room again/);
+    expect(sink.stats()).toEqual({ exported: 5, dropped: 3, queued: 1 });
   });
 
   it("retries 503 and 429 (honouring Retry-After) and delivers the batch once", async () => {
