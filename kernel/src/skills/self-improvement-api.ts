@@ -1,5 +1,5 @@
 import { AssemblyLineError, isSkillFilePath, isSkillName, type SelfImprovementApi, type SkillSummary } from "@assemblyline-agents/core";
-import { frontMatter } from "./front-matter.js";
+import { frontMatter, parseFrontMatter } from "./front-matter.js";
 import type { SkillLibrary, SkillView, SkillWriteGate, SkillWriteResult } from "./skill-library.js";
 
 /**
@@ -41,7 +41,7 @@ export function createSelfImprovementApi(library: SkillLibrary, changed: (change
         await library.putFiles(
           change.name,
           (current) => {
-            const existing = frontMatter()((current ?? {})["SKILL.md"] ?? "", {});
+            const existing = parseFrontMatter((current ?? {})["SKILL.md"] ?? "");
             const data = existing.data as { description?: string; tools?: string[] };
             const skillFile = composeSkillFile(change.description ?? data.description ?? "", change.body ?? existing.content.replace(/^\n+/, ""), change.tools ?? data.tools);
             return { ...(current ?? {}), ...(change.files ?? {}), "SKILL.md": skillFile };

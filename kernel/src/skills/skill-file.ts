@@ -1,7 +1,7 @@
 import type matter from "gray-matter";
 import { AssemblyLineError, isSkillName } from "@assemblyline-agents/core";
 import { digestJson } from "../canonical-json.js";
-import { frontMatter } from "./front-matter.js";
+import { FrontMatterLanguageError, parseFrontMatter } from "./front-matter.js";
 
 /** What a SKILL.md says: front matter (description, name, tools) and the procedure body. */
 export interface ParsedSkill {
@@ -22,9 +22,9 @@ export function parseSkillFile(text: string, folderName: string, where: string):
   };
   let parsed: matter.GrayMatterFile<string>;
   try {
-    // An empty options object keeps gray-matter from caching by content (its cache returns shared objects).
-    parsed = frontMatter()(text, {});
+    parsed = parseFrontMatter(text);
   } catch (error) {
+    if (error instanceof FrontMatterLanguageError) return refuse(error.message, "Write the front matter as YAML between plain --- lines.");
     return refuse(`front matter is not valid YAML: ${(error as Error).message}`, "Fix the YAML between the --- lines.");
   }
   const data = parsed.data as Record<string, unknown>;
