@@ -17,6 +17,7 @@ import { fillPath, send, withTimeout } from "./http-request.js";
 import { McpClients, failure, type McpTarget, type McpToolRecord } from "./mcp.js";
 import { describeOpenApi, openApiRequest, type OpenApiRecord } from "./openapi.js";
 import { connectionFetch } from "./outbound.js";
+import { DEFAULT_MAX_RESPONSE_BYTES } from "./response-limit.js";
 import { redactError, redactionFor, redactValue } from "./redact.js";
 
 export interface ConnectionsOptions {
@@ -28,6 +29,8 @@ export interface ConnectionsOptions {
   resolve?: OutboundResolver;
   /** How long one request to a service may take; default 60 000 ms, the MCP SDK's own request timeout. */
   requestTimeoutMs?: number;
+  /** The most bytes of one answer (an HTTP or OpenAPI response body, an MCP tool result) a call reads and gives the model; default 1 MiB. */
+  maxResponseBytes?: number;
 }
 
 const DEFAULT_REQUEST_TIMEOUT_MS = 60_000;
@@ -51,7 +54,8 @@ export function createConnections(options: ConnectionsOptions = {}): ConnectionP
   for (const [name, definition] of Object.entries(connections)) checkDefinition(name, definition);
   const outbound = { grants: options.grants, ...(options.resolve ? { resolve: options.resolve } : {}) };
   const timeoutMs = options.requestTimeoutMs ?? DEFAULT_REQUEST_TIMEOUT_MS;
-  const mcp = new McpClients(outbound, timeoutMs);
+  const maxResponseBytes = options.maxResponseBytes ?? DEFAULT_MAX_RESPONSE_BYTES;
+  const mcp = new McpClients(outbound, timeoutMs, maxResponseBytes);
 
   const mcpTarget = (definition: AnyDefinition): McpTarget => {
     // A run's spec is a remote server whatever it carries: only a host's definition starts a local command.
@@ -120,7 +124,7 @@ export function createConnections(options: ConnectionsOptions = {}): ConnectionP
             const request = record.kind === "openapi" ? openApiRequest(record.api, tool as OpenApiRecord["tools"][number], input) : httpRequest(record.api, tool, input);
             if ("error" in request) return { error: request.error };
             const prepared = { method: tool.method, ...request, headers: { ...request.headers, "idempotency-key": ctx.idempotencyKey(`${name}__${tool.name}`) } };
-            return withTimeout(name, `calling ${tool.name}`, timeoutMs, ctx.signal, (signal) => send(fetchFn, prepared, signal));
+            return withTimeout(name, `calling ${tool.name}`, timeoutMs, ctx.signal, (signal) => send(fetchFn, prepared, signal, maxResponseBytes));
           });
         }
       }

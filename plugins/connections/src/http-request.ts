@@ -1,4 +1,5 @@
 import { AssemblyLineError, type JsonValue } from "@assemblyline-agents/core";
+import { readBounded, tooLarge } from "./response-limit.js";
 
 export interface PreparedRequest {
   method: string;
@@ -38,9 +39,10 @@ export async function withTimeout<T>(connection: string, doing: string, timeoutM
 /**
  * Send one request with the connection's fetch and shape the answer for the
  * model: `{ status, body }`, or `{ error, status, body }` for a non-2xx status
- * (a result the model can act on, not a failure of the run).
+ * (a result the model can act on, not a failure of the run). A body past
+ * `maxBytes` is not read further: the answer says so (`{ error, code, status }`).
  */
-export async function send(fetchFn: typeof fetch, request: PreparedRequest, signal: AbortSignal): Promise<JsonValue> {
+export async function send(fetchFn: typeof fetch, request: PreparedRequest, signal: AbortSignal, maxBytes: number): Promise<JsonValue> {
   const headers: Record<string, string> = { accept: "application/json", ...request.headers };
   let body: string | undefined;
   if (request.body !== undefined) {
@@ -48,7 +50,11 @@ export async function send(fetchFn: typeof fetch, request: PreparedRequest, sign
     body = JSON.stringify(request.body);
   }
   const response = await fetchFn(request.url, { method: request.method, headers, ...(body !== undefined ? { body } : {}), signal });
-  const text = await response.text();
+  const text = await readBounded(response, maxBytes);
+  if (text === undefined) {
+    const url = new URL(request.url);
+    return { ...tooLarge(`${request.method} ${url.origin}${url.pathname}`, maxBytes), status: response.status };
+  }
   let parsed: JsonValue = text;
   if ((response.headers.get("content-type") ?? "").includes("json") && text !== "") {
     try {

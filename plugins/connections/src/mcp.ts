@@ -1,6 +1,7 @@
 import { AssemblyLineError, isAssemblyLineError, type ConnectionAuth, type ConnectionPolicy, type JsonValue } from "@assemblyline-agents/core";
 import type { Client } from "@modelcontextprotocol/sdk/client/index.js";
 import { connectionFetch, type OutboundOptions } from "./outbound.js";
+import { tooLarge } from "./response-limit.js";
 import { plainSchema, uniqueNames } from "./tool-names.js";
 
 /** Where an MCP server is: Streamable HTTP, or a local process over stdio. */
@@ -28,6 +29,8 @@ export class McpClients {
     private readonly outbound: OutboundOptions,
     /** Every MCP request (handshake, listing, call) fails after this long: the SDK's RequestOptions.timeout. */
     private readonly timeoutMs: number,
+    /** A tool result whose serialized content is longer is answered as an error (maxResponseBytes). */
+    private readonly maxResultBytes: number,
   ) {}
 
   async describe(connection: string, target: McpTarget, policy: ConnectionPolicy): Promise<McpToolRecord[]> {
@@ -60,9 +63,12 @@ export class McpClients {
       ),
     );
     const content = (result.content ?? []) as Array<{ type: string; text?: string }>;
+    // Measured as it would enter the model's context: every part (text, images' base64, resources) and structuredContent.
+    const serialized = JSON.stringify({ content, ...(result.structuredContent ? { structuredContent: result.structuredContent } : {}) });
+    if (Buffer.byteLength(serialized) > this.maxResultBytes) return tooLarge(`${connection} tool ${tool}`, this.maxResultBytes);
     const text = content.filter((part) => part.type === "text" && typeof part.text === "string").map((part) => part.text).join("\n");
     if (result.isError) return { error: text || `${connection} tool ${tool} failed` };
-    return JSON.parse(JSON.stringify({ content, ...(result.structuredContent ? { structuredContent: result.structuredContent } : {}) })) as JsonValue;
+    return JSON.parse(serialized) as JsonValue;
   }
 
   async close(): Promise<void> {
