@@ -1,7 +1,7 @@
-import type { AssemblyLineError } from "@assemblyline-agents/core";
+import { AssemblyLineError } from "@assemblyline-agents/core";
 import { createHash } from "node:crypto";
 import type { Pool, QueryResult, QueryResultRow } from "pg";
-import { databaseError, inputInvalid } from "./errors.js";
+import { databaseError, inputInvalid, printable } from "./errors.js";
 import { quoteIdent } from "./schema/migrate.js";
 
 /**
@@ -36,6 +36,7 @@ export class StateDatabase {
     mapError?: (error: unknown) => AssemblyLineError | undefined,
   ): Promise<QueryResult<R>> {
     await this.ready();
+    checkStorableText(operation, values);
     try {
       return await this.pool.query<R>(this.prepared ? { name: this.statementName(text), text, values } : { text, values });
     } catch (error) {
@@ -60,6 +61,34 @@ export class StateDatabase {
   ): Promise<R[]> {
     return (await this.run<R>(operation, text, values, mapError)).rows;
   }
+}
+
+/**
+ * Refuse a text parameter PostgreSQL cannot store as given, before it is sent: a NUL
+ * character (the server rejects it in text) or a lone UTF-16 surrogate (UTF-8 cannot
+ * encode one, so the driver sends U+FFFD instead: the text would change silently, and
+ * two different ids or paths would meet in one row). JSON parameters are never
+ * affected: JSON.stringify writes both as \u escapes, which `json` keeps as they are.
+ */
+export function checkStorableText(operation: string, values: readonly unknown[]): void {
+  for (const value of values) {
+    if (typeof value === "string") checkText(operation, value);
+    else if (Array.isArray(value)) for (const item of value) if (typeof item === "string") checkText(operation, item);
+  }
+}
+
+function checkText(operation: string, text: string): void {
+  const nul = text.includes("\u0000");
+  // Native in every Node.js this package supports (20.19+); ES2023's lib does not declare it yet.
+  if (!nul && (text as unknown as { isWellFormed(): boolean }).isWellFormed()) return;
+  const problem = nul ? "a NUL character (U+0000)" : "a lone UTF-16 surrogate (half of a character, e.g. an emoji cut in two)";
+  const shown = JSON.stringify(text.length > 80 ? `${text.slice(0, 77)}...` : text);
+  throw new AssemblyLineError("AL_ERR_STATE_INPUT_INVALID", `${printable(operation)}: the text ${shown} holds ${problem}, which PostgreSQL cannot store in a text column`, {
+    fix: nul
+      ? "Remove NUL characters from ids, paths and text before storing them (JSON payloads may hold them)."
+      : "Cut text on character boundaries (e.g. with Array.from or Intl.Segmenter, not String.slice), or replace the lone surrogate before storing it.",
+    details: { operation: printable(operation), problem: nul ? "nul" : "lone-surrogate" },
+  });
 }
 
 /**

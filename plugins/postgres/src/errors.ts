@@ -53,8 +53,9 @@ export function isTransientError(error: unknown): boolean {
 }
 
 /** Turn a driver error into a coded error that says what was being done. */
-export function databaseError(error: unknown, operation: string, schema: string): AssemblyLineError {
+export function databaseError(error: unknown, raw: string, schema: string): AssemblyLineError {
   if (error instanceof AssemblyLineError) return error;
+  const operation = printable(raw);
   const reason = error instanceof Error ? error.message : String(error);
   if (isConnectionError(error) || isTransientError(error)) {
     return new AssemblyLineError(
@@ -89,3 +90,9 @@ export function inputInvalid(operation: string, problem: string, details: Record
     details: { operation, ...details },
   });
 }
+
+/** `text` with control characters and lone surrogates written as \u escapes, for messages and logs. */
+export function printable(text: string): string {
+  return text.replace(/[\u0000-\u001f\u007f]|[\ud800-\udbff](?![\udc00-\udfff])|(?<![\ud800-\udbff])[\udc00-\udfff]/g, (c) => `\\u${c.charCodeAt(0).toString(16).padStart(4, "0")}`);
+}
+
