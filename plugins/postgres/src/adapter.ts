@@ -47,7 +47,7 @@ import * as schedules from "./facets/schedules.js";
 import * as settings from "./facets/settings.js";
 import * as skills from "./facets/skills.js";
 import * as usage from "./facets/usage.js";
-import { checkPoolSize, resolveConnectionString, resolveSchema, type PostgresStateRuntimeOptions } from "./options.js";
+import { checkOptions, checkPoolSize, resolveConnectionString, resolveSchema, type PostgresStateRuntimeOptions } from "./options.js";
 import { migrateSchema, type MigrationResult } from "./schema/migrate.js";
 
 /**
@@ -76,6 +76,7 @@ export class PostgresStateAdapter implements StateAdapter {
   private readonly liveness: LivenessSession;
 
   constructor(options: PostgresStateRuntimeOptions = {}) {
+    checkOptions(options);
     this.schema = resolveSchema(options.schema);
     checkPoolSize(options.pool ? (options.pool as { options?: { max?: number } }).options?.max : options.maxConnections, options.pool ? "pool" : "maxConnections");
     if (options.pool) {

@@ -68,6 +68,15 @@ export function databaseError(error: unknown, raw: string, schema: string): Asse
       },
     );
   }
+  const code = sqlState(error);
+  // 28xxx: the user or password was refused; 3D000: no such database. A setting to fix, not a schema.
+  if (code !== undefined && (code.startsWith("28") || code === "3D000")) {
+    return new AssemblyLineError("AL_ERR_STATE_CONFIG", `${operation}: PostgreSQL refused the connection: ${reason}`, {
+      fix: "Check the user, password and database name in the connection string (DATABASE_URL), and that the user may connect to that database.",
+      cause: error,
+      details: { operation, schema, sqlState: code },
+    });
+  }
   return new AssemblyLineError("AL_ERR_STATE_QUERY", `${operation} was rejected by PostgreSQL: ${reason}`, {
     fix: `Check the state schema "${schema}" (has it been altered by hand?) and the database logs; the error's cause carries the SQLSTATE.`,
     cause: error,

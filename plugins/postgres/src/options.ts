@@ -48,6 +48,69 @@ export interface PostgresStateRuntimeOptions extends PostgresStateOptions {
 
 const SCHEMA_NAME = /^[A-Za-z_][A-Za-z0-9_]{0,62}$/;
 
+/** Every option the adapter reads; any other key is a typo the adapter would otherwise ignore. */
+const OPTION_TYPES: Record<keyof PostgresStateRuntimeOptions, string> = {
+  connectionString: "string",
+  pool: "object",
+  schema: "string",
+  connectionStringEnv: "array",
+  maxConnections: "number",
+  preparedStatements: "boolean",
+  env: "object",
+  logger: "object",
+};
+
+/**
+ * Refuse options the adapter would otherwise ignore or misread (`maxConnection`,
+ * `preparedStatements: "false"`), naming them. The plugin loader checks the same
+ * against config.schema.json; this covers `new PostgresStateAdapter()` and
+ * `createPostgresState()` called directly.
+ */
+export function checkOptions(options: unknown): void {
+  const fail = (problem: string, fix: string, details: Record<string, unknown>): never => {
+    throw new AssemblyLineError("AL_ERR_STATE_CONFIG", `PostgreSQL state options: ${problem}`, { fix, details });
+  };
+  if (typeof options !== "object" || options === null || Array.isArray(options)) {
+    fail(`expected an object, got ${options === null ? "null" : Array.isArray(options) ? "an array" : typeof options}`, "Pass an options object, e.g. { schema: \"assembly_line\" }, or nothing.", {});
+  }
+  const given = options as Record<string, unknown>;
+  const known = Object.keys(OPTION_TYPES);
+  const unknown = Object.keys(given).filter((key) => !known.includes(key));
+  if (unknown.length > 0) {
+    fail(`unknown option${unknown.length === 1 ? "" : "s"} ${unknown.map((key) => JSON.stringify(key)).join(", ")}`, `The options are ${known.join(", ")}.`, { unknown });
+  }
+  for (const [key, expected] of Object.entries(OPTION_TYPES)) {
+    const value = given[key];
+    if (value === undefined) continue;
+    const actual = value === null ? "null" : Array.isArray(value) ? "array" : typeof value;
+    if (actual !== expected) fail(`${key} must be ${expected === "array" ? "an array" : `a${expected === "object" ? "n" : ""} ${expected}`}, got ${actual}`, `Pass ${key} as ${expected === "array" ? "an array of variable names" : `a${expected === "object" ? "n" : ""} ${expected}`}, or leave it out.`, { option: key });
+  }
+  const names = given.connectionStringEnv as unknown[] | undefined;
+  if (names !== undefined && (names.length === 0 || names.some((name) => typeof name !== "string" || name === ""))) {
+    fail("connectionStringEnv must list at least one environment variable name, each a non-empty string", 'Pass e.g. ["DATABASE_URL"], or leave it out.', { option: "connectionStringEnv" });
+  }
+}
+
+/**
+ * Refuse a connection string the driver would misread, without repeating it (it may
+ * hold a password). pg reads anything that is not a URL as a path under
+ * "postgres://base", and fails a malformed URL only at connect time, as a query error.
+ */
+function checkConnectionString(value: string, source: string): string {
+  if (value.startsWith("/")) return value;
+  let protocol: string | undefined;
+  try {
+    protocol = new URL(value).protocol;
+  } catch {
+    protocol = undefined;
+  }
+  if (protocol === "postgres:" || protocol === "postgresql:" || protocol === "socket:") return value;
+  throw new AssemblyLineError("AL_ERR_STATE_CONFIG", `the PostgreSQL connection string in ${source} is not a ${protocol === undefined ? "valid URL" : "postgres:// URL"}`, {
+    fix: "Use postgres://user:password@host:port/database (percent-encode special characters in the user and password; a port is a number).",
+    details: { source },
+  });
+}
+
 /** The liveness session keeps one pooled connection for itself: a pool of one would leave none for statements. */
 export function checkPoolSize(maxConnections: number | undefined, source: "maxConnections" | "pool"): void {
   if (maxConnections === undefined || (Number.isInteger(maxConnections) && maxConnections >= 2)) return;
@@ -71,7 +134,7 @@ export function resolveSchema(schema: string | undefined): string {
 /** The connection string to open a pool with, from the options or the environment. */
 export function resolveConnectionString(options: PostgresStateRuntimeOptions): string {
   if (options.connectionString !== undefined) {
-    if (typeof options.connectionString === "string" && options.connectionString.trim() !== "") return options.connectionString;
+    if (typeof options.connectionString === "string" && options.connectionString.trim() !== "") return checkConnectionString(options.connectionString, "connectionString");
     throw new AssemblyLineError("AL_ERR_STATE_CONFIG", "postgresState({ connectionString }) is empty", {
       fix: "Pass a postgres:// URL, or leave connectionString out to read DATABASE_URL.",
     });
@@ -80,7 +143,7 @@ export function resolveConnectionString(options: PostgresStateRuntimeOptions): s
   const env = options.env ?? process.env;
   for (const name of names) {
     const value = env[name];
-    if (typeof value === "string" && value.trim() !== "") return value;
+    if (typeof value === "string" && value.trim() !== "") return checkConnectionString(value, `$${name}`);
   }
   throw new AssemblyLineError(
     "AL_ERR_STATE_CONFIG",

@@ -39,6 +39,44 @@ describe("gateway helpers", () => {
     expect(() => new PostgresStateAdapter({ connectionString: TEST_DATABASE_URL, schema: 'x"; DROP TABLE y; --' })).toThrow(/AL_ERR_STATE_CONFIG/);
   });
 
+  it("refuses unknown and ill-typed options, naming them, instead of ignoring them", () => {
+    const refused = (options: unknown) => {
+      try {
+        new PostgresStateAdapter(options as never);
+      } catch (error) {
+        expect(isAssemblyLineError(error, "AL_ERR_STATE_CONFIG"), String(error)).toBe(true);
+        return (error as Error).message;
+      }
+      throw new Error(`accepted ${JSON.stringify(options)}`);
+    };
+    expect(refused({ connectionString: TEST_DATABASE_URL, maxConnection: 5, ssl: true })).toContain('unknown options "maxConnection", "ssl"');
+    expect(refused({ connectionString: TEST_DATABASE_URL, preparedStatements: "false" })).toContain("preparedStatements must be a boolean, got string");
+    expect(refused({ connectionString: TEST_DATABASE_URL, maxConnections: "4" })).toContain("maxConnections must be a number, got string");
+    expect(refused({ connectionStringEnv: "DATABASE_URL", env: { DATABASE_URL: TEST_DATABASE_URL } })).toContain("connectionStringEnv must be an array");
+    expect(refused({ connectionStringEnv: [], env: {} })).toContain("connectionStringEnv must list at least one");
+    expect(refused({ ...postgresState().options, env: { DATABASE_URL: TEST_DATABASE_URL }, tableprefix: "x" })).toContain('unknown option "tableprefix"');
+  });
+
+  it("refuses a malformed connection string at once, without repeating it (it may hold a password)", () => {
+    for (const [options, source] of [
+      [{ connectionString: "postgres://app:s3cret@db.internal:54x2/app" }, "connectionString"],
+      [{ connectionString: "app:s3cret@db.internal/app" }, "connectionString"],
+      [{ ...postgresState().options, env: { DATABASE_URL: "postgres://app:s3cret@[db/app" } }, "$DATABASE_URL"],
+      [{ ...postgresState().options, env: { DATABASE_URL: "mysql://app:s3cret@db/app" } }, "$DATABASE_URL"],
+    ] as const) {
+      let error: unknown;
+      try {
+        new PostgresStateAdapter(options);
+      } catch (caught) {
+        error = caught;
+      }
+      expect(isAssemblyLineError(error, "AL_ERR_STATE_CONFIG"), String(error)).toBe(true);
+      expect((error as Error).message).toContain(`connection string in ${source}`);
+      expect(JSON.stringify(error, Object.getOwnPropertyNames(error))).not.toContain("s3cret");
+      expect(String((error as Error).stack)).not.toContain("s3cret");
+    }
+  });
+
   it("refuses a pool of one connection, which the liveness session would take for itself, naming the option", async () => {
     expect(() => new PostgresStateAdapter({ connectionString: TEST_DATABASE_URL, maxConnections: 1 })).toThrow(/maxConnections is 1: it needs at least 2 connections/);
     const pg = (await import("pg")).default;
@@ -71,6 +109,21 @@ describe.skipIf(!probe.available)("createPostgresState", () => {
       expect((await state.createRun({ id: "r1", agentId: "a", agentRevision: "1", modelSpec: "m", input: { message: "", metadata: {} } })).created).toBe(true);
     } finally {
       await state.close();
+    }
+  });
+
+  it("reports a refused user or a missing database as a setting to fix, naming neither the schema nor the password", async () => {
+    const url = new URL(TEST_DATABASE_URL);
+    const noUser = new URL(url);
+    noUser.username = `al_no_such_user_${Date.now()}`;
+    noUser.password = "s3cret";
+    const noDatabase = new URL(url);
+    noDatabase.pathname = `/al_no_such_database_${Date.now()}`;
+    for (const connectionString of [noUser.toString(), noDatabase.toString()]) {
+      const error = await createPostgresState({ connectionString, schema }).then(() => undefined, (caught: unknown) => caught);
+      expect(isAssemblyLineError(error, "AL_ERR_STATE_CONFIG"), String(error)).toBe(true);
+      expect((error as Error).message).toMatch(/PostgreSQL refused the connection: (role|password|database)/);
+      expect((error as Error).message).not.toContain("s3cret");
     }
   });
 
