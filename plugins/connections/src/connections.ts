@@ -7,13 +7,14 @@ import {
   type DynamicConnectionSpec,
   type JsonValue,
   type OutboundResolver,
+  type RuntimeLogger,
   type ToolDefinition,
 } from "@assemblyline-agents/core";
 import { checkConnectionsOptions } from "./config-schema.js";
 import { checkDefinition, isDynamicSpec, type AnyDefinition } from "./definition.js";
 import type { GrantStore } from "./grants.js";
 import { describeHttp, type HttpRecord } from "./http.js";
-import { fillPath, send, withTimeout } from "./http-request.js";
+import { fillPath, jsonBody, send, withTimeout, type RequestBody } from "./http-request.js";
 import { McpClients, failure, type McpTarget, type McpToolRecord } from "./mcp.js";
 import { describeOpenApi, openApiRequest, type OpenApiRecord } from "./openapi.js";
 import { connectionFetch } from "./outbound.js";
@@ -31,6 +32,8 @@ export interface ConnectionsOptions {
   requestTimeoutMs?: number;
   /** The most bytes of one answer (an HTTP or OpenAPI response body, an MCP tool result) a call reads and gives the model; default 1 MiB. */
   maxResponseBytes?: number;
+  /** Where warnings go (an OpenAPI operation left out of the tools, and why); default process.emitWarning. */
+  logger?: Pick<RuntimeLogger, "warn">;
 }
 
 const DEFAULT_REQUEST_TIMEOUT_MS = 60_000;
@@ -56,6 +59,10 @@ export function createConnections(options: ConnectionsOptions = {}): ConnectionP
   const timeoutMs = options.requestTimeoutMs ?? DEFAULT_REQUEST_TIMEOUT_MS;
   const maxResponseBytes = options.maxResponseBytes ?? DEFAULT_MAX_RESPONSE_BYTES;
   const mcp = new McpClients(outbound, timeoutMs, maxResponseBytes);
+  const warn = (fields: Record<string, unknown>, message: string) => {
+    if (options.logger) options.logger.warn(fields, message);
+    else process.emitWarning(message, { type: "AssemblyLineWarning" });
+  };
 
   const mcpTarget = (definition: AnyDefinition): McpTarget => {
     // A run's spec is a remote server whatever it carries: only a host's definition starts a local command.
@@ -77,7 +84,9 @@ export function createConnections(options: ConnectionsOptions = {}): ConnectionP
           record = { kind: "mcp", description, tools: await mcp.describe(name, mcpTarget(definition), policy) };
         } else if (definition.kind === "openapi") {
           const fetchFn = connectionFetch(name, policy, definition.auth, outbound);
-          record = { kind: "openapi", description, api: await describeOpenApi(name, definition.spec, definition.baseUrl, fetchFn, timeoutMs) };
+          record = { kind: "openapi", description, api: await describeOpenApi(name, definition.spec, definition.baseUrl, fetchFn, timeoutMs, (operation, reason) => {
+            warn({ event: "connection.operation_omitted", connection: name, operation }, `connection "${name}": OpenAPI operation ${operation} is not offered as a tool: ${reason}`);
+          }) };
         } else {
           record = { kind: "http", description, api: describeHttp(name, definition.baseUrl, definition.endpoints) };
         }
@@ -134,12 +143,12 @@ export function createConnections(options: ConnectionsOptions = {}): ConnectionP
   };
 }
 
-function httpRequest(api: HttpRecord, tool: HttpRecord["tools"][number], input: Record<string, unknown>): { url: string; headers: Record<string, string>; body?: unknown } | { error: string } {
+function httpRequest(api: HttpRecord, tool: HttpRecord["tools"][number], input: Record<string, unknown>): { url: string; headers: Record<string, string>; body?: RequestBody } | { error: string } {
   const path = fillPath(tool.path, input);
   if (typeof path !== "string") return path;
   const query = new URLSearchParams((input.query ?? {}) as Record<string, string>).toString();
   if (input.body !== undefined && tool.hasBody === false) return { error: `${tool.name} takes no body (${tool.method} ${tool.path}); call it without body` };
-  return { url: `${api.baseUrl}${path}${query ? `?${query}` : ""}`, headers: {}, ...(input.body !== undefined ? { body: input.body } : {}) };
+  return { url: `${api.baseUrl}${path}${query ? `?${query}` : ""}`, headers: {}, ...(input.body !== undefined ? { body: jsonBody(input.body) } : {}) };
 }
 
 function approves(approval: ConnectionApproval | undefined, connection: string, tool: string, description: string): boolean {

@@ -1,11 +1,22 @@
 import { AssemblyLineError, type JsonValue } from "@assemblyline-agents/core";
 import { readBounded, tooLarge } from "./response-limit.js";
 
+/** A request body as sent: its Content-Type and its text. */
+export interface RequestBody {
+  contentType: string;
+  text: string;
+}
+
 export interface PreparedRequest {
   method: string;
   url: string;
   headers: Record<string, string>;
-  body?: unknown;
+  body?: RequestBody;
+}
+
+/** `value` as a JSON body (`mediaType`: the operation's own, such as application/merge-patch+json). */
+export function jsonBody(value: unknown, mediaType = "application/json"): RequestBody {
+  return { contentType: mediaType, text: JSON.stringify(value) };
 }
 
 /** Fill `{name}` path segments from the input; missing ones are an error the model can fix. */
@@ -44,12 +55,8 @@ export async function withTimeout<T>(connection: string, doing: string, timeoutM
  */
 export async function send(fetchFn: typeof fetch, request: PreparedRequest, signal: AbortSignal, maxBytes: number): Promise<JsonValue> {
   const headers: Record<string, string> = { accept: "application/json", ...request.headers };
-  let body: string | undefined;
-  if (request.body !== undefined) {
-    headers["content-type"] = "application/json";
-    body = JSON.stringify(request.body);
-  }
-  const response = await fetchFn(request.url, { method: request.method, headers, ...(body !== undefined ? { body } : {}), signal });
+  if (request.body) headers["content-type"] = request.body.contentType;
+  const response = await fetchFn(request.url, { method: request.method, headers, ...(request.body ? { body: request.body.text } : {}), signal });
   const text = await readBounded(response, maxBytes);
   if (text === undefined) {
     const url = new URL(request.url);

@@ -1,5 +1,5 @@
 import { AssemblyLineError, type JsonValue } from "@assemblyline-agents/core";
-import { withTimeout } from "./http-request.js";
+import { jsonBody, withTimeout, type RequestBody } from "./http-request.js";
 import { failure } from "./mcp.js";
 import { acyclic, plainSchema, uniqueNames } from "./tool-names.js";
 
@@ -13,8 +13,10 @@ export interface OpenApiToolRecord {
   description: string;
   inputSchema: Record<string, unknown>;
   /** Where each input property goes, and how an array or object is written there (OpenAPI `style`, `explode`; absent: the defaults). */
-  parameters: Array<{ name: string; in: "path" | "query" | "header"; style?: string; explode?: boolean }>;
+  parameters: Array<{ name: string; in: "path" | "query" | "header" | "cookie"; style?: string; explode?: boolean }>;
   hasBody: boolean;
+  /** The media type `body` is sent as (absent: application/json), and for a form how each field is written. */
+  body?: { mediaType: string; encoding?: Record<string, { style?: string; explode?: boolean }> };
 }
 
 export interface OpenApiRecord {
@@ -27,8 +29,12 @@ type Operation = {
   summary?: string;
   description?: string;
   parameters?: Array<{ name: string; in: string; required?: boolean; description?: string; schema?: unknown; style?: string; explode?: boolean }>;
-  requestBody?: { required?: boolean; content?: Record<string, { schema?: unknown }> };
+  requestBody?: { required?: boolean; content?: Record<string, { schema?: unknown; encoding?: Record<string, { style?: string; explode?: boolean }> }> };
 };
+
+const FORM = "application/x-www-form-urlencoded";
+/** Header parameters OpenAPI 3 says to ignore: the request's own headers decide them (and the grant's, Authorization). */
+const IGNORED_HEADERS = new Set(["accept", "content-type", "authorization"]);
 
 /**
  * Read an OpenAPI 3 document (fetched through the connection's guarded fetch
@@ -37,7 +43,15 @@ type Operation = {
  * guard), and turn each operation into a tool whose input schema is its
  * parameters plus `body`.
  */
-export async function describeOpenApi(connection: string, spec: string | Record<string, unknown>, baseUrl: string | undefined, fetchFn: typeof fetch, timeoutMs: number): Promise<OpenApiRecord> {
+export async function describeOpenApi(
+  connection: string,
+  spec: string | Record<string, unknown>,
+  baseUrl: string | undefined,
+  fetchFn: typeof fetch,
+  timeoutMs: number,
+  /** Told once per operation left out of the tools, with why. */
+  warn: (operation: string, reason: string) => void,
+): Promise<OpenApiRecord> {
   let document: Record<string, unknown>;
   if (typeof spec === "string") {
     const doing = `fetching its OpenAPI document ${spec}`;
@@ -84,20 +98,28 @@ export async function describeOpenApi(connection: string, spec: string | Record<
       if (operation) operations.push({ method, path, operation: { ...operation, parameters: [...((item as { parameters?: Operation["parameters"] }).parameters ?? []), ...(operation.parameters ?? [])] } });
     }
   }
-  const names = uniqueNames(operations.map(({ method, path, operation }) => operation.operationId ?? `${method}_${path}`), connection);
-  const tools = operations.map(({ method, path, operation }, index): OpenApiToolRecord => {
+  // An operation whose required body no supported media type can carry would be a tool that always fails: it is left out, said once.
+  const callable = operations.filter(({ method, path, operation }) => {
+    const content = operation.requestBody?.content ?? {};
+    if (!operation.requestBody?.required || Object.keys(content).length === 0 || bodyMedia(content)) return true;
+    warn(operation.operationId ?? `${method.toUpperCase()} ${path}`, `its request body is required and only comes as ${Object.keys(content).join(", ")}; tools send application/json or ${FORM}`);
+    return false;
+  });
+  const names = uniqueNames(callable.map(({ method, path, operation }) => operation.operationId ?? `${method}_${path}`), connection);
+  const tools = callable.map(({ method, path, operation }, index): OpenApiToolRecord => {
     const properties: Record<string, unknown> = {};
     const required: string[] = [];
     const parameters: OpenApiToolRecord["parameters"] = [];
     for (const parameter of operation.parameters ?? []) {
-      if (parameter.in !== "path" && parameter.in !== "query" && parameter.in !== "header") continue;
+      if (parameter.in !== "path" && parameter.in !== "query" && parameter.in !== "header" && parameter.in !== "cookie") continue;
+      if (parameter.in === "header" && IGNORED_HEADERS.has(parameter.name.toLowerCase())) continue;
       properties[parameter.name] = { ...plainSchema(acyclic(parameter.schema ?? { type: "string" })), ...(parameter.description ? { description: parameter.description } : {}) };
       if (parameter.required || parameter.in === "path") required.push(parameter.name);
       parameters.push({ name: parameter.name, in: parameter.in, ...(parameter.style ? { style: parameter.style } : {}), ...(typeof parameter.explode === "boolean" ? { explode: parameter.explode } : {}) });
     }
-    const bodySchema = operation.requestBody?.content?.["application/json"]?.schema;
-    if (bodySchema) {
-      properties.body = plainSchema(acyclic(bodySchema));
+    const media = bodyMedia(operation.requestBody?.content ?? {});
+    if (media) {
+      properties.body = plainSchema(acyclic(media.schema ?? (media.mediaType === FORM ? { type: "object" } : {})));
       if (operation.requestBody?.required) required.push("body");
     }
     return {
@@ -107,17 +129,19 @@ export async function describeOpenApi(connection: string, spec: string | Record<
       description: operation.summary ?? operation.description ?? `${method.toUpperCase()} ${path}`,
       inputSchema: { type: "object", properties, ...(required.length ? { required } : {}) },
       parameters,
-      hasBody: Boolean(bodySchema),
+      hasBody: Boolean(media),
+      ...(media ? { body: { mediaType: media.mediaType, ...(media.encoding ? { encoding: media.encoding } : {}) } } : {}),
     };
   });
   return JSON.parse(JSON.stringify({ baseUrl: resolvedBase, tools })) as OpenApiRecord;
 }
 
 /** The request an OpenAPI tool call makes. */
-export function openApiRequest(record: OpenApiRecord, tool: OpenApiToolRecord, input: Record<string, unknown>): { url: string; headers: Record<string, string>; body?: unknown } | { error: string } {
+export function openApiRequest(record: OpenApiRecord, tool: OpenApiToolRecord, input: Record<string, unknown>): { url: string; headers: Record<string, string>; body?: RequestBody } | { error: string } {
   let path = tool.path;
   const query = new URLSearchParams();
   const headers: Record<string, string> = {};
+  const cookies: string[] = [];
   for (const parameter of tool.parameters) {
     const value = input[parameter.name];
     if (parameter.in === "path") {
@@ -125,11 +149,44 @@ export function openApiRequest(record: OpenApiRecord, tool: OpenApiToolRecord, i
       path = path.replace(`{${parameter.name}}`, encodeURIComponent(simpleStyle(value, parameter.explode === true)));
     } else if (value !== undefined && value !== null) {
       if (parameter.in === "query") appendQuery(query, parameter, value);
+      else if (parameter.in === "cookie") cookies.push(`${parameter.name}=${cookieValue(value)}`);
       else headers[parameter.name] = simpleStyle(value, parameter.explode === true);
     }
   }
+  if (cookies.length) headers.cookie = cookies.join("; ");
   const search = query.toString();
-  return { url: `${record.baseUrl}${path}${search ? `?${search}` : ""}`, headers, ...(tool.hasBody && input.body !== undefined ? { body: input.body } : {}) };
+  const url = `${record.baseUrl}${path}${search ? `?${search}` : ""}`;
+  if (!tool.hasBody || input.body === undefined) return { url, headers };
+  const mediaType = tool.body?.mediaType ?? "application/json";
+  if (mediaType !== FORM) return { url, headers, body: jsonBody(input.body, mediaType) };
+  if (typeof input.body !== "object" || input.body === null || Array.isArray(input.body)) return { error: `body of ${tool.name} must be an object: its fields are sent as a form (${FORM})` };
+  const form = new URLSearchParams();
+  for (const [field, value] of Object.entries(input.body)) {
+    if (value !== undefined && value !== null) appendQuery(form, { name: field, ...tool.body?.encoding?.[field] }, value);
+  }
+  return { url, headers, body: { contentType: FORM, text: form.toString() } };
+}
+
+/**
+ * The media type a body is sent as: JSON (`application/json`, any `+json`, or
+ * a wildcard that admits it) before an HTML form; undefined when the operation
+ * takes neither (multipart, octet-stream, XML, text).
+ */
+function bodyMedia(content: NonNullable<Operation["requestBody"]>["content"] & object): { mediaType: string; schema?: unknown; encoding?: Record<string, { style?: string; explode?: boolean }> } | undefined {
+  const entries = Object.entries(content).map(([key, media]) => ({ key, type: key.split(";")[0]!.trim().toLowerCase(), media }));
+  const json = entries.find(({ type }) => type === "application/json" || /^application\/[^/]+\+json$/.test(type) || type === "*/*" || type === "application/*");
+  if (json) return { mediaType: json.type.includes("*") ? "application/json" : json.key, schema: json.media?.schema };
+  const form = entries.find(({ type }) => type === FORM);
+  if (form) return { mediaType: FORM, schema: form.media?.schema, ...(form.media?.encoding ? { encoding: form.media.encoding } : {}) };
+  return undefined;
+}
+
+/** A cookie parameter's value (OpenAPI `form`, not exploded): percent-encoded, as RFC 6265 allows no `;`, `,` or spaces in it; items joined by commas. */
+function cookieValue(value: unknown): string {
+  const text = (item: unknown) => encodeURIComponent(typeof item === "object" && item !== null ? JSON.stringify(item) : String(item));
+  if (Array.isArray(value)) return value.map(text).join(",");
+  if (typeof value === "object" && value !== null) return Object.entries(value).flatMap(([key, item]) => [text(key), text(item)]).join(",");
+  return text(value);
 }
 
 /**
@@ -165,8 +222,8 @@ function simpleStyle(value: unknown, explode: boolean): string {
   return String(value);
 }
 
-/** A query parameter in its OpenAPI style: `form` (default; explode: ids=1&ids=2), `spaceDelimited`, `pipeDelimited`, `deepObject` (filter[sky]=clear). */
-function appendQuery(query: URLSearchParams, parameter: OpenApiToolRecord["parameters"][number], value: unknown): void {
+/** A query parameter (or a form field) in its OpenAPI style: `form` (default; explode: ids=1&ids=2), `spaceDelimited`, `pipeDelimited`, `deepObject` (filter[sky]=clear). */
+function appendQuery(query: URLSearchParams, parameter: { name: string; style?: string; explode?: boolean }, value: unknown): void {
   const style = parameter.style ?? "form";
   const explode = parameter.explode ?? style === "form";
   const text = (item: unknown) => (typeof item === "string" ? item : typeof item === "object" && item !== null ? JSON.stringify(item) : String(item));

@@ -9,7 +9,7 @@ describe("createConnections's options, checked against config.schema.json", () =
     const refusal = () => createConnections({ connection: { weather } } as never);
     expect(refusal).toThrow(expect.objectContaining({ code: "AL_ERR_CONNECTION_DEFINITION" }));
     expect(refusal).toThrow(/createConnections: "connection" is not an option/);
-    expect(refusal).toThrow(/fix: .*\(connections, grants, resolve, requestTimeoutMs, maxResponseBytes\)/);
+    expect(refusal).toThrow(/fix: .*\(connections, grants, resolve, requestTimeoutMs, maxResponseBytes, logger\)/);
   });
 
   it("refuses a connection name that is not snake_case, and a definition that is not an object", () => {
