@@ -212,6 +212,38 @@ describe("FileStateAdapter", () => {
     await adapter.close();
   });
 
+  it("takes over a lock of an earlier process that had this process's pid (a restarted container), but not one of this process", async () => {
+    const directory = await tempFolder();
+    const { hostname } = await import("node:os");
+    // What a container killed and restarted on the same folder finds: its own pid and host, written by the process before.
+    await writeFile(join(directory, "LOCK"), JSON.stringify({ pid: process.pid, host: hostname(), token: "old", process: "an-earlier-process" }));
+    const adapter = await FileStateAdapter.open({ directory });
+    const written = JSON.parse(await readFile(join(directory, "LOCK"), "utf8"));
+    expect(written).toMatchObject({ pid: process.pid, host: hostname() });
+    expect(written.process).not.toBe("an-earlier-process");
+    const second = await FileStateAdapter.open({ directory }).catch((caught: unknown) => caught);
+    expect(isAssemblyLineError(second, "AL_ERR_STATE_LOCKED")).toBe(true);
+    await adapter.close();
+  });
+
+  it.skipIf(process.platform !== "linux")("takes over a lock whose pid now belongs to another process, started later", async () => {
+    const directory = await tempFolder();
+    const { hostname } = await import("node:os");
+    const { spawn } = await import("node:child_process");
+    const other = spawn(process.execPath, ["-e", "setTimeout(() => undefined, 60_000)"], { stdio: "ignore" });
+    const exited = new Promise((resolve) => other.on("exit", resolve));
+    try {
+      // The pid is alive, but its start time is not the one the holder recorded: the pid was reused.
+      await writeFile(join(directory, "LOCK"), JSON.stringify({ pid: other.pid, host: hostname(), token: "old", process: "gone", started: "boot:1" }));
+      const adapter = await FileStateAdapter.open({ directory });
+      expect(JSON.parse(await readFile(join(directory, "LOCK"), "utf8")).pid).toBe(process.pid);
+      await adapter.close();
+    } finally {
+      other.kill("SIGKILL");
+      await exited;
+    }
+  });
+
   it("takes over a stale lock past a takeover guard left by an opener killed mid-takeover, empty or naming it", async () => {
     const { hostname } = await import("node:os");
     for (const guard of ["", JSON.stringify({ pid: deadPid(), host: hostname(), token: "guard" })]) {

@@ -1,5 +1,6 @@
 import { AssemblyLineError } from "@assemblyline-agents/core";
 import { randomBytes } from "node:crypto";
+import { readFileSync } from "node:fs";
 import { link, readFile, readdir, unlink, writeFile } from "node:fs/promises";
 import { hostname } from "node:os";
 import { join } from "node:path";
@@ -15,6 +16,37 @@ interface LockOwner {
   pid: number;
   host: string;
   token: string;
+  /**
+   * Which process, beyond its pid: pids are reused, and a container restarted on the same
+   * folder runs as the same pid on the same host (1, or whatever its entrypoint makes it).
+   * `process`: a random id per process (shared by every copy of this module in it);
+   * `started`: where readable, the boot and the start time of the pid (Linux /proc).
+   * Absent in LOCKs written before they were recorded.
+   */
+  process?: string;
+  started?: string;
+}
+
+/** This process's id for LOCK files, on globalThis so that two copies of the package agree. */
+const PROCESS_ID: string = ((globalThis as Record<symbol, string | undefined>)[Symbol.for("@assemblyline-agents/local.lockProcessId")] ??= randomBytes(8).toString("hex"));
+
+/** A new LOCK (or guard) record for this process. */
+function thisProcess(): LockOwner {
+  const started = startOf(process.pid);
+  return { pid: process.pid, host: hostname(), token: randomBytes(8).toString("hex"), process: PROCESS_ID, ...(started ? { started } : {}) };
+}
+
+/** The boot and start time of `pid` (Linux), or undefined where /proc cannot tell. */
+function startOf(pid: number): string | undefined {
+  try {
+    const stat = readFileSync(`/proc/${pid}/stat`, "utf8");
+    // The command name (field 2) may hold spaces and parentheses: count fields after its last ")".
+    const starttime = stat.slice(stat.lastIndexOf(")") + 2).split(" ")[19];
+    const boot = readFileSync("/proc/sys/kernel/random/boot_id", "utf8").trim();
+    return starttime === undefined ? undefined : `${boot}:${starttime}`;
+  } catch {
+    return undefined;
+  }
 }
 
 /**
@@ -32,7 +64,7 @@ export class FolderLock {
   ) {}
 
   static async acquire(directory: string): Promise<FolderLock> {
-    const owner: LockOwner = { pid: process.pid, host: hostname(), token: randomBytes(8).toString("hex") };
+    const owner = thisProcess();
     const lockPath = join(directory, LOCK_FILE);
     for (let attempt = 0; attempt < ATTEMPTS; attempt += 1) {
       if (await createExclusive(directory, lockPath, owner)) {
@@ -83,7 +115,7 @@ async function createExclusive(directory: string, lockPath: string, owner: LockO
 async function takeOver(directory: string, lockPath: string, stale: LockOwner | "unreadable"): Promise<boolean> {
   const guardPath = join(directory, TAKEOVER_FILE);
   // Created whole, like LOCK: an opener killed mid-takeover leaves a guard naming it, never an empty one.
-  const guardOwner: LockOwner = { pid: process.pid, host: hostname(), token: randomBytes(8).toString("hex") };
+  const guardOwner = thisProcess();
   if (!(await createExclusive(directory, guardPath, guardOwner))) {
     // A guard left by an opener that died mid-takeover would block everyone forever.
     const holder = await readOwner(guardPath);
@@ -126,7 +158,13 @@ async function readOwner(path: string): Promise<LockOwner | "missing" | "unreada
   try {
     const parsed = JSON.parse(text) as Partial<LockOwner>;
     if (typeof parsed.pid === "number" && typeof parsed.host === "string") {
-      return { pid: parsed.pid, host: parsed.host, token: typeof parsed.token === "string" ? parsed.token : "" };
+      return {
+        pid: parsed.pid,
+        host: parsed.host,
+        token: typeof parsed.token === "string" ? parsed.token : "",
+        ...(typeof parsed.process === "string" ? { process: parsed.process } : {}),
+        ...(typeof parsed.started === "string" ? { started: parsed.started } : {}),
+      };
     }
   } catch {
     // an unreadable LOCK was not written by this code; treat it as stale
@@ -134,15 +172,22 @@ async function readOwner(path: string): Promise<LockOwner | "missing" | "unreada
   return "unreadable";
 }
 
-/** A holder on another host cannot be checked, so it counts as alive. */
+/**
+ * A holder on another host cannot be checked, so it counts as alive. On this host, a
+ * live pid is the holder only if it is the same process: this one (same process id),
+ * or one started when the holder was (where /proc tells).
+ */
 function isAlive(owner: LockOwner): boolean {
   if (owner.host !== hostname()) return true;
+  if (owner.pid === process.pid && owner.process !== undefined) return owner.process === PROCESS_ID;
   try {
     process.kill(owner.pid, 0);
-    return true;
   } catch (error) {
-    return (error as NodeJS.ErrnoException).code === "EPERM";
+    if ((error as NodeJS.ErrnoException).code !== "EPERM") return false;
   }
+  if (owner.started === undefined) return true;
+  const started = startOf(owner.pid);
+  return started === undefined || started === owner.started;
 }
 
 function lockedError(directory: string, holder: LockOwner): AssemblyLineError {
