@@ -56,6 +56,25 @@ describe("FileStateAdapter", () => {
     expect(isStateAdapter(new FileStateAdapter({ directory: "/nonexistent" }))).toBe(true);
   });
 
+  it("refuses options it would ignore or misread, naming them", () => {
+    const refused = (options: unknown) => {
+      try {
+        new FileStateAdapter(options as never);
+      } catch (error) {
+        expect(isAssemblyLineError(error, "AL_ERR_STATE_CONFIG"), String(error)).toBe(true);
+        return (error as Error).message;
+      }
+      throw new Error(`accepted ${JSON.stringify(options)}`);
+    };
+    expect(refused({ dir: "/tmp/state" })).toContain('option "dir" unknown');
+    // "8MB" was compared as NaN: the log was never folded into a snapshot.
+    expect(refused({ directory: "/tmp/state", compactAfterBytes: "8MB" })).toContain('compactAfterBytes is "8MB"');
+    expect(refused({ directory: "/tmp/state", compactAfterBytes: Number.NaN })).toContain("compactAfterBytes");
+    expect(refused({ directory: "/tmp/state", compactWhenSuperseded: "0.5" })).toContain("compactWhenSuperseded");
+    expect(refused({ directory: 42 })).toContain("option directory is 42");
+    expect(new FileStateAdapter({ directory: "/tmp/state", compactAfterBytes: 0, compactWhenSuperseded: 1 }).directory).toBe("/tmp/state");
+  });
+
   it("defaults to .assembly-line/state under the agent folder", () => {
     expect(new FileStateAdapter({ agentDir: "/srv/agent" }).directory).toBe("/srv/agent/.assembly-line/state");
   });

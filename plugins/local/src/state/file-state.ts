@@ -129,6 +129,31 @@ export interface FileStateAdapterOptions {
   compactWhenSuperseded?: number;
 }
 
+const OPTION_NAMES: readonly (keyof FileStateAdapterOptions)[] = ["directory", "agentDir", "compactAfterBytes", "compactWhenSuperseded"];
+
+/**
+ * Refuse what the adapter would ignore or misread: an unknown key (`dir`), a path
+ * that is not a string, or a compactAfterBytes that is not a size (`"8MB"` compared
+ * as NaN: the log was never folded and grew without end). localState() is checked
+ * against its JSON schema too; this covers `new FileStateAdapter()`.
+ */
+function checkOptions(options: FileStateAdapterOptions): void {
+  const fail = (problem: string, fix: string): never => {
+    throw new AssemblyLineError("AL_ERR_STATE_CONFIG", `FileStateAdapter ${problem}`, { fix });
+  };
+  if (typeof options !== "object" || options === null || Array.isArray(options)) fail("options must be an object", "Pass { directory } or nothing.");
+  const unknown = Object.keys(options).filter((key) => !(OPTION_NAMES as readonly string[]).includes(key));
+  if (unknown.length > 0) fail(`option${unknown.length === 1 ? "" : "s"} ${unknown.map((key) => JSON.stringify(key)).join(", ")} unknown`, `The options are ${OPTION_NAMES.join(", ")}.`);
+  for (const key of ["directory", "agentDir"] as const) {
+    const value = options[key];
+    if (value !== undefined && (typeof value !== "string" || value === "")) fail(`option ${key} is ${JSON.stringify(value)}; it must be a folder path`, `Pass ${key} as a non-empty string, or leave it out.`);
+  }
+  const size = options.compactAfterBytes;
+  if (size !== undefined && !(typeof size === "number" && Number.isFinite(size) && size >= 0)) {
+    fail(`option compactAfterBytes is ${JSON.stringify(size)}; it must be a number of bytes, 0 or more`, "Pass a size in bytes, e.g. 8388608 for 8 MiB, or leave it out.");
+  }
+}
+
 /** A snapshot of format 1, as it is parsed. */
 interface LegacySnapshotFile {
   format: number;
@@ -204,10 +229,11 @@ export class FileStateAdapter implements StateAdapter {
   private orphanedLeases = new Map<string, number>();
 
   constructor(options: FileStateAdapterOptions = {}) {
+    checkOptions(options);
     this.directory = resolve(options.directory ?? join(options.agentDir ?? process.cwd(), ".assembly-line", "state"));
     this.compactAfterBytes = options.compactAfterBytes ?? DEFAULT_COMPACT_AFTER_BYTES;
     this.compactWhenSuperseded = options.compactWhenSuperseded ?? DEFAULT_COMPACT_WHEN_SUPERSEDED;
-    if (!(this.compactWhenSuperseded >= 0 && this.compactWhenSuperseded <= 1)) {
+    if (!(typeof this.compactWhenSuperseded === "number" && this.compactWhenSuperseded >= 0 && this.compactWhenSuperseded <= 1)) {
       throw new AssemblyLineError("AL_ERR_STATE_CONFIG", `FileStateAdapter option compactWhenSuperseded is ${String(options.compactWhenSuperseded)}; it must be a number from 0 to 1`, {
         fix: "Pass the share of superseded records at which to compact, e.g. 0.5, or leave it out.",
       });
