@@ -17,6 +17,39 @@ export interface RedisRateLimiterStoreOptions {
   env?: Record<string, string | undefined>;
 }
 
+const OPTION_TYPES: Record<keyof RedisRateLimiterStoreOptions, string> = {
+  client: "object",
+  url: "string",
+  keyPrefix: "string",
+  commandTimeoutMs: "number",
+  env: "object",
+};
+
+/**
+ * Refuse options the store would ignore or misread, naming them: a typo
+ * (`keyprefix`: every replica's buckets would land under the default prefix), a
+ * wrong type, or a timeout that is not a positive number of ms.
+ */
+function checkOptions(options: unknown): void {
+  const fail = (problem: string, fix: string): never => {
+    throw new AssemblyLineError("AL_ERR_PLUGIN_OPTIONS", `redisRateLimiterStore(): ${problem}`, { fix });
+  };
+  if (typeof options !== "object" || options === null || Array.isArray(options)) fail("the options are not an object", "Pass { url?, client?, keyPrefix?, commandTimeoutMs? } or nothing.");
+  const given = options as Record<string, unknown>;
+  const known = Object.keys(OPTION_TYPES);
+  const unknown = Object.keys(given).filter((key) => !known.includes(key));
+  if (unknown.length > 0) fail(`unknown option${unknown.length === 1 ? "" : "s"} ${unknown.map((key) => JSON.stringify(key)).join(", ")}`, `The options are ${known.join(", ")}.`);
+  for (const [key, expected] of Object.entries(OPTION_TYPES)) {
+    const value = given[key];
+    if (value === undefined) continue;
+    const actual = value === null ? "null" : Array.isArray(value) ? "array" : typeof value;
+    if (actual !== expected) fail(`option ${key} must be a${expected === "object" ? "n" : ""} ${expected}, got ${actual}`, `Pass ${key} as a${expected === "object" ? "n" : ""} ${expected}, or leave it out.`);
+  }
+  if (given.url === "") fail("option url is empty", "Pass a redis:// URL, or leave url out to read REDIS_URL.");
+  const timeout = given.commandTimeoutMs as number | undefined;
+  if (timeout !== undefined && !(Number.isFinite(timeout) && timeout > 0)) fail(`option commandTimeoutMs is ${timeout}; it must be a positive number of milliseconds`, "Pass e.g. 1000, or leave it out.");
+}
+
 type TakeCommand = (key: string, capacity: number, refillPerSecond: number, cost: number, now: number) => Promise<[number, string, number]>;
 
 /**
@@ -31,6 +64,7 @@ export class RedisRateLimiterStore implements RateLimiterStore {
   private readonly keyPrefix: string;
 
   constructor(options: RedisRateLimiterStoreOptions = {}) {
+    checkOptions(options);
     const env = options.env ?? process.env;
     this.owned = options.client === undefined;
     this.client =

@@ -115,3 +115,22 @@ describe.skipIf(unreachable !== undefined)("RedisRateLimiterStore against a real
     }
   });
 });
+
+describe("redisRateLimiterStore options", () => {
+  it("refuses options it would ignore or misread, naming them, before connecting", () => {
+    const refused = (options: unknown) => {
+      try {
+        redisRateLimiterStore(options as never);
+      } catch (error) {
+        expect(isAssemblyLineError(error, "AL_ERR_PLUGIN_OPTIONS"), String(error)).toBe(true);
+        return (error as Error).message;
+      }
+      throw new Error(`accepted ${JSON.stringify(options)}`);
+    };
+    // A typo would put every replica's buckets under the default prefix, shared with other hosts.
+    expect(refused({ url, keyprefix: "tenant-a:" })).toContain('unknown option "keyprefix"');
+    expect(refused({ url, keyPrefix: 7 })).toContain("keyPrefix must be a string, got number");
+    expect(refused({ url, commandTimeoutMs: 0 })).toContain("commandTimeoutMs is 0");
+    expect(refused({ url, commandTimeoutMs: "1000" })).toContain("commandTimeoutMs must be a number, got string");
+  });
+});
