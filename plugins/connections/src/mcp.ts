@@ -1,6 +1,7 @@
 import { AssemblyLineError, isAssemblyLineError, type ConnectionAuth, type ConnectionPolicy, type JsonValue } from "@assemblyline-agents/core";
 import type { Client } from "@modelcontextprotocol/sdk/client/index.js";
 import { connectionFetch, type OutboundOptions } from "./outbound.js";
+import { redactText, secretForms } from "./redact.js";
 import { tooLarge } from "./response-limit.js";
 import { plainSchema, uniqueNames } from "./tool-names.js";
 
@@ -160,7 +161,7 @@ const STDERR_TAIL = 1000;
 /** The host gave the server its credentials through env: a server that prints them must not put them in an error. */
 function withoutEnvValues(text: string, env: Record<string, string> | undefined): string {
   let redacted = text;
-  for (const [name, value] of Object.entries(env ?? {})) if (value.length >= 4) redacted = redacted.replaceAll(value, `[env ${name}]`);
+  for (const [name, value] of Object.entries(env ?? {})) if (value.length >= 4) redacted = redactText(redacted, { forms: secretForms(value), mark: `[env ${name}]` });
   return redacted;
 }
 

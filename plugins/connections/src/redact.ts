@@ -8,21 +8,63 @@ import type { GrantStore } from "./grants.js";
  * model, events, logs and the settings store, where a secret must never be.
  */
 export interface Redaction {
-  secret: string;
+  /** The secret and its encoded forms (secretForms), longest first. */
+  forms: string[];
   mark: string;
+}
+
+/** Encoded forms shorter than this are not looked for: a few base64 characters also occur by chance in any text. */
+const MIN_ENCODED_LENGTH = 8;
+
+/**
+ * The ways a service may quote a secret: verbatim, percent-encoded (a URL, a
+ * form; upper- or lower-case hex), JSON-escaped, and base64 or base64url, also
+ * inside a longer encoded value ("Basic " + base64("user:" + secret), a header
+ * dump encoded whole). For the latter, each of the three byte alignments is
+ * encoded and cut to the characters that depend on the secret's bytes alone,
+ * so only the 1-3 characters it shares with its neighbours stay visible.
+ * Longest first, so a shorter form never splits a longer one.
+ */
+export function secretForms(secret: string): string[] {
+  const bytes = Buffer.from(secret, "utf8");
+  const encoded = [
+    encodeURIComponent(secret),
+    new URLSearchParams({ s: secret }).toString().slice(2),
+    JSON.stringify(secret).slice(1, -1),
+    bytes.toString("base64"),
+    bytes.toString("base64url"),
+  ];
+  for (let shift = 0; shift < 3; shift += 1) {
+    const total = shift + bytes.length;
+    // Characters made partly of the bytes before the secret, and of those after it.
+    const start = [0, 2, 3][shift]!;
+    const end = Math.floor(total / 3) * 4 + [0, 1, 2][total % 3]!;
+    const aligned = Buffer.concat([Buffer.alloc(shift), bytes]);
+    encoded.push(aligned.toString("base64").slice(start, end), aligned.toString("base64url").slice(start, end));
+  }
+  const withLowerHex = encoded.flatMap((form) => [form, form.replace(/%[0-9A-F]{2}/g, (escape) => escape.toLowerCase())]);
+  const forms = new Set([secret, ...withLowerHex.filter((form) => form.length >= MIN_ENCODED_LENGTH)]);
+  return [...forms].sort((a, b) => b.length - a.length);
 }
 
 /** The redaction for `auth`, or undefined without auth or when the grant cannot be read (then nothing was sent either). */
 export async function redactionFor(auth: ConnectionAuth | undefined, grants: GrantStore | undefined): Promise<Redaction | undefined> {
   if (!auth || !grants) return undefined;
   const secret = await grants.get(auth.grant).catch(() => undefined);
-  return secret ? { secret, mark: `[grant ${auth.grant}]` } : undefined;
+  return secret ? { forms: secretForms(secret), mark: `[grant ${auth.grant}]` } : undefined;
+}
+
+/** `text` with every form of the secret replaced by the mark. */
+export function redactText(text: string, redaction: Redaction): string {
+  let redacted = text;
+  for (const form of redaction.forms) if (redacted.includes(form)) redacted = redacted.replaceAll(form, redaction.mark);
+  return redacted;
 }
 
 export function redactValue<T>(value: T, redaction: Redaction | undefined): T {
   if (!redaction) return value;
   const walk = (item: unknown): unknown => {
-    if (typeof item === "string") return item.replaceAll(redaction.secret, redaction.mark);
+    if (typeof item === "string") return redactText(item, redaction);
     if (Array.isArray(item)) return item.map(walk);
     if (typeof item === "object" && item !== null) return Object.fromEntries(Object.entries(item).map(([key, inner]) => [walk(key) as string, walk(inner)]));
     return item;
@@ -37,9 +79,10 @@ export function redactError(error: unknown, redaction: Redaction | undefined): u
   for (let depth = 0; depth < 6 && typeof current === "object" && current !== null; depth += 1) {
     const inner = current as { message?: unknown; stack?: unknown; cause?: unknown };
     for (const field of ["message", "stack"] as const) {
-      if (typeof inner[field] === "string" && (inner[field] as string).includes(redaction.secret)) {
-        Object.defineProperty(current, field, { value: (inner[field] as string).replaceAll(redaction.secret, redaction.mark), writable: true, configurable: true });
-      }
+      const text = inner[field];
+      if (typeof text !== "string") continue;
+      const redacted = redactText(text, redaction);
+      if (redacted !== text) Object.defineProperty(current, field, { value: redacted, writable: true, configurable: true });
     }
     current = inner.cause;
   }

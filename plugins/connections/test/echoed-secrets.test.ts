@@ -11,6 +11,8 @@ import { defineHttpConnection, defineMcpConnection, type ConnectionPolicy, type 
 import { EncryptedGrantStore, createConnections } from "../src/index.js";
 
 const SECRET = "echoed-4d1f9a7b2c6e8053-secret";
+/** A secret whose URL, form and base64 encodings all differ from it. */
+const ODD_SECRET = "sk/9f+2 Q=a&b?c~d7e31c0b";
 const resolve: OutboundResolver = async () => [{ address: "127.0.0.1", family: 4 }];
 const policy: ConnectionPolicy = { allowedHosts: ["svc.test"], onlyAllowedHosts: true };
 const callCtx = () => ({ signal: new AbortController().signal, idempotencyKey: (scope: string) => `al_${scope}` }) as never;
@@ -29,6 +31,21 @@ async function handle(req: IncomingMessage, res: ServerResponse): Promise<void> 
   for await (const chunk of req) chunks.push(chunk as Buffer);
   const url = new URL(req.url ?? "/", "http://x");
   if (url.pathname === "/echo") return void res.writeHead(200, { "content-type": "application/json" }).end(JSON.stringify({ headers: req.headers }));
+  if (url.pathname === "/encoded") {
+    const authorization = req.headers.authorization ?? "";
+    const token = authorization.replace(/^Bearer /, "");
+    return void res.writeHead(200, { "content-type": "application/json" }).end(
+      JSON.stringify({
+        dump: Buffer.from(JSON.stringify(req.headers)).toString("base64"),
+        basic: `Basic ${Buffer.from(`me:${token}`).toString("base64")}`,
+        jwtish: `eyJ0.${Buffer.from(token).toString("base64url")}.sig`,
+        link: `https://svc.test/callback?key=${encodeURIComponent(token)}&x=1`,
+        form: new URLSearchParams({ key: token }).toString(),
+        lower: encodeURIComponent(token).replace(/%[0-9A-F]{2}/g, (escape) => escape.toLowerCase()),
+      }),
+    );
+  }
+  if (url.pathname === "/mcp-fail-encoded") return void res.writeHead(500, { "content-type": "text/plain" }).end(`bad request ${Buffer.from(req.headers.authorization ?? "").toString("base64")} from ?auth=${encodeURIComponent(req.headers.authorization ?? "")}`);
   if (url.pathname === "/fail" || url.pathname === "/mcp-fail") return void res.writeHead(500, { "content-type": "text/plain" }).end(`internal error handling request with authorization ${req.headers.authorization}`);
   const mcp = new McpServer({ name: "echo", version: "1.0.0" }, { capabilities: { tools: {} } });
   mcp.setRequestHandler(ListToolsRequestSchema, async (_request, extra) => ({
@@ -44,6 +61,7 @@ async function handle(req: IncomingMessage, res: ServerResponse): Promise<void> 
 beforeAll(async () => {
   grants = new EncryptedGrantStore({ path: join(work, "grants.json"), secretKey: "s".repeat(40) });
   await grants.put("echo-token", SECRET);
+  await grants.put("odd-token", ODD_SECRET);
   server = createServer((req, res) => void handle(req, res));
   await new Promise<void>((done) => server.listen(0, "127.0.0.1", done));
   port = (server.address() as AddressInfo).port;
@@ -85,6 +103,38 @@ describe("a grant's secret echoed back by the service", () => {
       const error = (await failing.catch((caught: unknown) => caught)) as Error & { code: string };
       expect(error).toMatchObject({ code: "AL_ERR_CONNECTION_FAILED", message: expect.stringContaining("authorization Bearer [grant echo-token]") });
       expect(`${error.message}${error.stack}${String((error.cause as Error | undefined)?.message)}`).not.toContain(SECRET);
+    } finally {
+      await provider.close?.();
+    }
+  });
+
+  it("is replaced also where the service quoted it base64-, base64url-, URL- or form-encoded, in results and errors", async () => {
+    const provider = createConnections({ resolve, grants });
+    try {
+      const definition = defineHttpConnection({
+        baseUrl: `http://svc.test:${port}`,
+        description: "Careless",
+        auth: { grant: "odd-token" },
+        endpoints: { encoded: { method: "GET", path: "/encoded", description: "Encode what was sent" } },
+      });
+      const tools = provider.tools("careless", definition, await provider.describe("careless", definition, policy), policy);
+      const { body } = (await tools.careless__encoded!.execute({}, callCtx())) as { body: Record<string, string> };
+      const mark = "[grant odd-token]";
+      // Of an encoded secret inside a longer value, at most the few characters it shares with its neighbours stay.
+      expect(body.basic).toMatch(/^Basic bWU6[A-Za-z0-9+/]?\[grant odd-token\][A-Za-z0-9+/]{0,3}=*$/);
+      expect(body.jwtish).toMatch(/^eyJ0\.\[grant odd-token\][A-Za-z0-9_-]{0,3}\.sig$/);
+      expect(body.dump).toContain(mark);
+      expect(Buffer.from(body.dump!.split(mark)[0]!, "base64").toString("utf8")).toContain('"authorization":"Bearer');
+      expect(body.link).toBe(`https://svc.test/callback?key=${mark}&x=1`);
+      expect(body.form).toBe(`key=${mark}`);
+      expect(body.lower).toBe(mark);
+      const decoded = Object.values(body).flatMap((text) => [text, Buffer.from(text.replace(/^Basic /, ""), "base64").toString("utf8"), Buffer.from(text, "base64url").toString("utf8")]);
+      for (const text of decoded) expect(text).not.toContain(ODD_SECRET);
+
+      const failing = provider.describe("failing", defineMcpConnection({ url: `http://svc.test:${port}/mcp-fail-encoded`, description: "Fails", auth: { grant: "odd-token" } }), policy);
+      const error = (await failing.catch((caught: unknown) => caught)) as Error;
+      expect(error.message).toMatch(/bad request [A-Za-z0-9+/]*\[grant odd-token\][A-Za-z0-9+/=]{0,4} from \?auth=Bearer%20\[grant odd-token\]/);
+      expect(`${error.message}${error.stack}`).not.toContain(encodeURIComponent(ODD_SECRET));
     } finally {
       await provider.close?.();
     }
