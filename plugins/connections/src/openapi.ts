@@ -58,7 +58,7 @@ export async function describeOpenApi(
     let text: string;
     try {
       text = await withTimeout(connection, doing, timeoutMs, undefined, async (signal) => {
-        const response = await fetchFn(spec, { headers: { accept: "application/json" }, signal });
+        const response = await fetchFn(spec, { headers: { accept: "application/json, application/yaml;q=0.9, */*;q=0.8" }, signal });
         if (!response.ok) {
           await response.body?.cancel();
           throw new Error(`HTTP ${response.status}`);
@@ -69,9 +69,9 @@ export async function describeOpenApi(
       throw failure(connection, doing, error);
     }
     try {
-      document = JSON.parse(text) as Record<string, unknown>;
+      document = await parseDocument(spec, text);
     } catch (error) {
-      throw failure(connection, "reading its OpenAPI document (JSON expected)", error);
+      throw failure(connection, "reading its OpenAPI document (JSON or YAML expected)", error);
     }
   } else {
     document = structuredClone(spec);
@@ -134,6 +134,22 @@ export async function describeOpenApi(
     };
   });
   return JSON.parse(JSON.stringify({ baseUrl: resolvedBase, tools })) as OpenApiRecord;
+}
+
+/**
+ * A fetched document's text as an object: JSON, else YAML (services publish
+ * openapi.yaml as often as openapi.json), read by swagger-parser's own parsers
+ * from the text already fetched through the guard; nothing else is read.
+ */
+async function parseDocument(url: string, text: string): Promise<Record<string, unknown>> {
+  try {
+    return JSON.parse(text) as Record<string, unknown>;
+  } catch {
+    const { default: SwaggerParser } = await import("@apidevtools/swagger-parser");
+    const fetched = { order: 1, canRead: true, read: () => text };
+    const options = { resolve: { external: false, file: false, http: false, fetched }, parse: { text: false, binary: false } };
+    return (await SwaggerParser.parse(url, options as never)) as unknown as Record<string, unknown>;
+  }
 }
 
 /** The request an OpenAPI tool call makes. */

@@ -38,11 +38,39 @@ const treeDocument = () => ({
   components: { schemas: { Node: { type: "object", properties: { name: { type: "string" }, children: { type: "array", items: { $ref: "#/components/schemas/Node" } } } } } },
 });
 
+/** A document as services often publish it: YAML, with a $ref, served without servers. */
+const YAML_DOCUMENT = `openapi: 3.0.3
+info:
+  title: Trees
+  version: 1.0.0
+paths:
+  /nodes/{id}:
+    get:
+      operationId: getNode
+      parameters:
+        - $ref: "#/components/parameters/Id"
+      responses:
+        "200":
+          description: ok
+components:
+  parameters:
+    Id:
+      name: id
+      in: path
+      required: true
+      schema:
+        type: integer
+`;
+
 beforeAll(async () => {
   server = createServer(async (req, res) => {
     const chunks: Buffer[] = [];
     for await (const chunk of req) chunks.push(chunk as Buffer);
     const body = chunks.length ? JSON.parse(Buffer.concat(chunks).toString("utf8")) : null;
+    if (req.url === "/docs/openapi.yaml") {
+      res.writeHead(200, { "content-type": "application/yaml" }).end(YAML_DOCUMENT);
+      return;
+    }
     if (req.url === "/docs/openapi.json") {
       const { servers: _servers, ...withoutServers } = treeDocument();
       res.writeHead(200, { "content-type": "application/json" }).end(JSON.stringify(withoutServers));
@@ -84,6 +112,13 @@ describe("OpenAPI documents as real services write them", () => {
     const { tools } = await toolsOf(defineOpenApiConnection({ spec: `http://api.test:${port}/docs/openapi.json`, description: "Trees" }));
     await tools.trees__find_nodes!.execute({ ids: [3] }, callCtx());
     expect(received.at(-1)!.url).toBe("/nodes?ids=3");
+  });
+
+  it("reads a document fetched as YAML", async () => {
+    const { tools } = await toolsOf(defineOpenApiConnection({ spec: `http://api.test:${port}/docs/openapi.yaml`, description: "Trees" }));
+    expect(tools.trees__get_node!.inputSchema).toMatchObject({ properties: { id: { type: "integer" } }, required: ["id"] });
+    await tools.trees__get_node!.execute({ id: 7 }, callCtx());
+    expect(received.at(-1)!.url).toBe("/nodes/7");
   });
 
   it("refuses an inline document whose server is relative, asking for baseUrl", async () => {
