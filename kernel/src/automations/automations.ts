@@ -12,11 +12,16 @@ import {
 } from "@assemblyline-agents/core";
 import { digestJson } from "../canonical-json.js";
 import type { AutomationManifestEntry } from "../compiler/manifest.js";
-import { NEVER, firstDueTime, nextDueAfter, normalizeSchedule } from "./schedule-time.js";
+import { NEVER, firstDueTime, nextDueAfter, nextDueAfterNow, normalizeSchedule } from "./schedule-time.js";
 
 const NAME = /^[a-z0-9][a-z0-9_-]{0,63}$/;
-/** Due times missed by more than this collapse into one run (see docs: missed due times). */
-export const DEFAULT_CATCH_UP_MS = 30_000;
+/**
+ * Due times missed by more than this collapse into one run (see docs: missed
+ * due times). Longer than the scheduler's default lease (60 s), so the due
+ * times after one a dead replica was dispatching still run each, once its lease
+ * expires, instead of collapsing into the run it had already started.
+ */
+export const DEFAULT_CATCH_UP_MS = 180_000;
 
 /** What a schedule row of an automation carries in its payload. */
 interface AutomationPayload {
@@ -109,17 +114,20 @@ export class Automations {
       const digest = digestJson(definition as unknown as JsonValue);
       if (existing && existing.payload.digest === digest) continue;
       const sameSchedule = existing && digestJson(existing.payload.schedule as unknown as JsonValue) === digestJson(entry.schedule as unknown as JsonValue);
+      const paused = existing?.payload.paused ?? false;
+      // A row that rested (enabled: false) and now may run continues from its next due time after now, not from where it stopped.
+      const next = !sameSchedule ? firstDueTime(entry.schedule, now) : !existing.record.enabled && entry.enabled && !paused ? this.resumeTime(entry.schedule, new Date(existing.record.nextRunAt)) : new Date(existing.record.nextRunAt);
       await this.write({
         kind: "automation",
         agentId: this.parts.agentId,
         name: entry.name,
         source: "static",
         ...definition,
-        paused: existing?.payload.paused ?? false,
+        paused,
         // Fixed for static rows: replicas syncing at once write the same row, and the same due time the same run key.
         instance: "static",
         digest,
-      }, sameSchedule ? new Date(existing.record.nextRunAt) : firstDueTime(entry.schedule, now));
+      }, next);
     }
     for (const [id, row] of rows) {
       if (row.payload.source === "static" && !wanted.has(id)) await this.parts.store.deleteSchedule(id);
@@ -158,6 +166,7 @@ export class Automations {
   /** Throws when `name` is not a dynamic automation or the patch is malformed, without writing. */
   async checkUpdate(name: string, patch: UpdateAutomationInput): Promise<void> {
     const { payload } = await this.requireDynamic(name, "change");
+    refuseUnknownFields(patch, UPDATE_FIELDS, `update of automation "${name}"`);
     checkInput({ name, schedule: patch.schedule ?? (payload.schedule as never), message: patch.message ?? payload.message, enabled: patch.enabled ?? payload.enabled }, true);
   }
 
@@ -175,9 +184,12 @@ export class Automations {
 
   async update(name: string, patch: UpdateAutomationInput): Promise<AutomationInfo> {
     const { record, payload } = await this.requireDynamic(name, "update");
+    refuseUnknownFields(patch, UPDATE_FIELDS, `update of automation "${name}"`);
     const checked = checkInput({ name: payload.name, schedule: patch.schedule ?? (payload.schedule as never), message: patch.message ?? payload.message, ...(patch.conversationId !== undefined ? { conversationId: patch.conversationId } : payload.conversationId ? { conversationId: payload.conversationId } : {}), enabled: patch.enabled ?? payload.enabled }, true);
     const rescheduled = patch.schedule !== undefined;
-    const next = rescheduled ? firstDueTime(checked.schedule, this.now()) : new Date(record.nextRunAt);
+    const enabling = !record.enabled && checked.enabled && !payload.paused;
+    // Re-enabled, it continues from its next due time after now: the due times it rested through are not owed.
+    const next = rescheduled ? firstDueTime(checked.schedule, this.now()) : enabling ? this.resumeTime(checked.schedule, new Date(record.nextRunAt)) : new Date(record.nextRunAt);
     const updated: AutomationPayload = { ...payload, ...checked };
     return this.write({ ...updated, digest: digestDefinition(updated) }, next);
   }
@@ -209,18 +221,32 @@ export class Automations {
     const runs: AutomationRun[] = [];
     if (now.getTime() - first.getTime() > this.catchUpMs) {
       // The host was down: one run stands for every missed due time, then back on schedule.
-      let missed = 0;
-      for (let due: Date | null = first; due && due.getTime() <= now.getTime() && missed < 100_000; due = nextDueAfter(payload.schedule, due)) missed += 1;
-      this.parts.logger.warn({ event: "automation.missed", automation: payload.name, firstMissed: first.toISOString(), missed }, "automation missed due times while no scheduler ran; running it once");
-      runs.push(await this.submit(claimed.id, payload, first.toISOString(), first.toISOString(), missed, options));
-      return { nextRunAt: nextDueAfter(payload.schedule, now) ?? NEVER, runs };
+      const missed: Date[] = [];
+      for (let due: Date | null = first; due && due.getTime() <= now.getTime() && missed.length < 100_000; due = nextDueAfter(payload.schedule, due)) missed.push(due);
+      this.parts.logger.warn({ event: "automation.missed", automation: payload.name, firstMissed: first.toISOString(), missed: missed.length }, "automation missed due times while no scheduler ran; running it once");
+      runs.push(await this.submit(claimed.id, payload, first.toISOString(), first.toISOString(), missed.length, options));
+      return { nextRunAt: await this.keepNewer(claimed, nextDueAfterNow(payload.schedule, now) ?? NEVER), runs };
     }
     let due: Date | null = first;
     while (due && due.getTime() <= now.getTime()) {
       runs.push(await this.submit(claimed.id, payload, due.toISOString(), due.toISOString(), 1, options));
       due = nextDueAfter(payload.schedule, due);
     }
-    return { nextRunAt: due ?? NEVER, runs };
+    return { nextRunAt: await this.keepNewer(claimed, due ?? NEVER), runs };
+  }
+
+  /**
+   * Where the row moves after a dispatch: `computed`, unless the row was
+   * rewritten since it was claimed (an update re-timed it, a pause or resume,
+   * a sync of a changed file, another replica after this lease expired). The
+   * scheduler then writes the time stored, so an edit made during a dispatch
+   * is not undone by the old schedule's next due time.
+   */
+  private async keepNewer(claimed: ScheduleRecord, computed: Date): Promise<Date> {
+    const current = await this.parts.store.getSchedule(claimed.id);
+    if (!current) return computed;
+    const same = current.nextRunAt === claimed.nextRunAt && current.enabled === claimed.enabled && digestJson(current.payload) === digestJson(claimed.payload);
+    return same ? computed : new Date(current.nextRunAt);
   }
 
   private async submit(rowId: string, payload: AutomationPayload, dueAt: string, keyTime: string, missed: number, options: DispatchOptions): Promise<AutomationRun> {
@@ -237,7 +263,7 @@ export class Automations {
   private resumeTime(schedule: NormalizedSchedule, stored: Date): Date {
     const now = this.now();
     if (stored.getTime() > now.getTime()) return stored;
-    return schedule.kind === "at" ? stored : (nextDueAfter(schedule, now) ?? NEVER);
+    return schedule.kind === "at" ? stored : (nextDueAfterNow(schedule, now) ?? NEVER);
   }
 
   private async write(payload: AutomationPayload, nextRunAt: Date): Promise<AutomationInfo> {
@@ -317,6 +343,7 @@ function checkInput(
     throw new AssemblyLineError("AL_ERR_AUTOMATION_INPUT", problem, { fix });
   };
   if (typeof input !== "object" || input === null) fail("automation input must be an object", "Pass { name, schedule, message, conversationId?, enabled? }.");
+  if (!keepSchedule) refuseUnknownFields(input, CREATE_FIELDS, `automation ${JSON.stringify(input.name)}`);
   if (typeof input.name !== "string" || !NAME.test(input.name)) fail(`name ${JSON.stringify(input.name)} is not a valid automation name`, "Use 1-64 lowercase letters, digits, _ or -.");
   if (typeof input.message !== "string" || input.message.trim() === "") fail(`automation "${input.name}": message must be a non-empty string`, "Say what each run should do.");
   if (input.conversationId !== undefined && input.conversationId !== null && (typeof input.conversationId !== "string" || input.conversationId === "")) {
@@ -325,6 +352,22 @@ function checkInput(
   if (input.enabled !== undefined && typeof input.enabled !== "boolean") fail(`automation "${input.name}": enabled must be a boolean`, "Pass true or false.");
   const schedule = keepSchedule && isNormalized(input.schedule) ? input.schedule : normalizeSchedule(input.schedule, `automation "${input.name}"`);
   return { name: input.name, schedule, message: input.message, conversationId: input.conversationId ?? null, enabled: input.enabled ?? true };
+}
+
+const CREATE_FIELDS = ["name", "schedule", "message", "conversationId", "enabled"];
+const UPDATE_FIELDS = ["schedule", "message", "conversationId", "enabled"];
+
+/** A field nothing reads (a misspelling, `timezone` beside schedule, a rename) is refused, never dropped. */
+function refuseUnknownFields(input: object, known: string[], where: string): void {
+  if (typeof input !== "object" || input === null) {
+    throw new AssemblyLineError("AL_ERR_AUTOMATION_INPUT", `${where}: the change must be an object`, { fix: `Pass an object with some of ${known.join(", ")}.` });
+  }
+  const unknown = Object.keys(input).filter((key) => !known.includes(key));
+  if (unknown.length > 0) {
+    throw new AssemblyLineError("AL_ERR_AUTOMATION_INPUT", `${where}: unknown field${unknown.length > 1 ? "s" : ""} ${unknown.join(", ")}`, {
+      fix: `Use only ${known.join(", ")}${unknown.includes("timezone") ? '; a time zone goes inside the schedule: { cron: "0 9 * * *", timezone: "Europe/Paris" }' : ""}${unknown.includes("name") && !known.includes("name") ? "; to rename, create the new automation and delete the old one" : ""}.`,
+    });
+  }
 }
 
 function isNormalized(value: unknown): value is NormalizedSchedule {

@@ -1,4 +1,4 @@
-import { Cron } from "croner";
+import { Cron, CronPattern } from "croner";
 import { AssemblyLineError, type AutomationSchedule, type NormalizedSchedule } from "@assemblyline-agents/core";
 
 /** Where a schedule that will not run again rests (a one-shot that ran). */
@@ -42,6 +42,10 @@ function cron(expression: unknown, timezone: unknown, fail: (problem: string) =>
   if (typeof expression !== "string" || expression.trim() === "") fail(`cron ${JSON.stringify(expression)} is not a cron expression`);
   if (typeof timezone !== "string") fail(`timezone ${JSON.stringify(timezone)} is not an IANA time zone name`);
   const text = (expression as string).trim();
+  const fields = text.split(/\s+/);
+  // croner reads a string holding ":" as a one-shot date, and "?" as the current time at each parse.
+  if (!text.startsWith("@") && (fields.length < 5 || fields.length > 6)) fail(`cron ${JSON.stringify(text)} has ${fields.length} fields, not 5 (or 6 with seconds first); for one run at a set time use { at: "2026-12-01T09:00:00Z" }`);
+  if (text.includes("?")) fail(`cron ${JSON.stringify(text)} uses "?", which croner replaces with the time the schedule is read, so each replica and each read would see another schedule; write the value itself`);
   try {
     new Intl.DateTimeFormat("en-US", { timeZone: timezone as string });
   } catch {
@@ -59,7 +63,7 @@ function cron(expression: unknown, timezone: unknown, fail: (problem: string) =>
 export function nextDueAfter(schedule: NormalizedSchedule, after: Date): Date | null {
   switch (schedule.kind) {
     case "cron":
-      return new Cron(schedule.expression, { timezone: schedule.timezone, paused: true }).nextRun(after) ?? null;
+      return nextCronTime(schedule.expression, schedule.timezone, after);
     case "every":
       return new Date(after.getTime() + schedule.everyMs);
     case "at": {
@@ -67,6 +71,52 @@ export function nextDueAfter(schedule: NormalizedSchedule, after: Date): Date | 
       return at.getTime() > after.getTime() ? at : null;
     }
   }
+}
+
+/**
+ * The next time of a cron schedule strictly after `after`. croner counts in
+ * wall-clock time, so where daylight saving time ends and an hour repeats it
+ * skips the repeated hour's instants (and, asked from inside that hour, can
+ * answer a time before `after`). Vixie cron's rule is kept: a schedule that
+ * fires every hour ("*\/5 * * * *") also fires through the repeated hour, one
+ * at a set hour ("30 1 * * *") fires once.
+ */
+function nextCronTime(expression: string, timezone: string, after: Date): Date | null {
+  const inZone = new Cron(expression, { timezone, paused: true });
+  let next = inZone.nextRun(after) ?? null;
+  const offset = offsetMinutes(timezone, new Date(after.getTime() + 1));
+  const fine = next !== null && next.getTime() > after.getTime();
+  if (fine && offsetMinutes(timezone, next!) === offset) return next;
+  // An offset change lies ahead (or croner went back): count in each offset in force, keeping answers the zone agrees with.
+  const everyHour = new CronPattern(expression, timezone).hour.every((hour) => hour === 1);
+  const offsets = new Set([offset, offsetMinutes(timezone, next ?? new Date(after.getTime() + 86_400_000))]);
+  let best = fine ? next : null;
+  for (const utcOffset of offsets) {
+    const candidate = new Cron(expression, { utcOffset, paused: true }).nextRun(after) ?? null;
+    if (candidate === null || candidate.getTime() <= after.getTime() || offsetMinutes(timezone, candidate) !== utcOffset) continue;
+    if (!everyHour && repeatedWallTime(timezone, candidate)) continue;
+    if (best === null || candidate.getTime() < best.getTime()) best = candidate;
+  }
+  if (best !== null) return best;
+  // Asked from inside a repeated hour, croner maps the wall time back to its first pass: look again past the repetition.
+  for (let hours = 1; next !== null && next.getTime() <= after.getTime() && hours <= 4; hours++) next = inZone.nextRun(new Date(after.getTime() + hours * 3_600_000)) ?? null;
+  return next;
+}
+
+/** The zone's UTC offset at `at`, in minutes (east positive). */
+function offsetMinutes(timezone: string, at: Date): number {
+  const name = new Intl.DateTimeFormat("en-US", { timeZone: timezone, timeZoneName: "longOffset" }).formatToParts(at).find((part) => part.type === "timeZoneName")?.value ?? "GMT";
+  const match = /GMT([+-])(\d{2}):(\d{2})/.exec(name);
+  return match ? (match[1] === "-" ? -1 : 1) * (Number(match[2]) * 60 + Number(match[3])) : 0;
+}
+
+/** Whether the wall-clock time at `at` already happened earlier, under the offset in force before a fall-back. */
+function repeatedWallTime(timezone: string, at: Date): boolean {
+  const now = offsetMinutes(timezone, at);
+  const before = offsetMinutes(timezone, new Date(at.getTime() - 86_400_000));
+  if (before <= now) return false;
+  const earlier = new Date(at.getTime() - (before - now) * 60_000);
+  return offsetMinutes(timezone, earlier) === before;
 }
 
 /**
@@ -79,4 +129,14 @@ export function firstDueTime(schedule: NormalizedSchedule, now: Date): Date {
   if (schedule.kind === "at") return new Date(schedule.at);
   if (schedule.kind === "every") return new Date((Math.floor(now.getTime() / schedule.everyMs) + 1) * schedule.everyMs);
   return nextDueAfter(schedule, now) ?? NEVER;
+}
+
+/**
+ * The first due time of a schedule's series strictly after `now`, or null:
+ * where a schedule continues after its missed due times collapsed or after a
+ * resume. An interval stays on its series (multiples of the interval since the
+ * epoch), rather than restarting from `now`.
+ */
+export function nextDueAfterNow(schedule: NormalizedSchedule, now: Date): Date | null {
+  return schedule.kind === "every" ? firstDueTime(schedule, now) : nextDueAfter(schedule, now);
 }

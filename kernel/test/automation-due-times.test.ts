@@ -1,0 +1,173 @@
+import { describe, expect, it } from "vitest";
+import { isAssemblyLineError, noopLogger, type ScheduleRecord } from "@assemblyline-agents/core";
+import { Automations, InMemoryStateAdapter, buildAgent, loadRuntimeBundle, nextDueAfter, normalizeSchedule } from "@assemblyline-agents/runtime";
+import { MINIMAL_AGENT, agentFolder } from "./support/agent-folder.js";
+
+const automation = (schedule: string, extra = "") => `import { defineAutomation } from "@assemblyline-agents/core";
+export default defineAutomation({ schedule: ${schedule}, message: "send the report"${extra} });
+`;
+
+async function refusal(work: () => unknown): Promise<{ code: string; message: string; fix?: string }> {
+  const error = await Promise.resolve().then(work).then(() => undefined, (caught: unknown) => caught);
+  expect(isAssemblyLineError(error)).toBe(true);
+  return error as { code: string; message: string; fix?: string };
+}
+
+/** Automations over an in-memory store whose clock the test moves; `submit` dedupes by key like runtime.submit. */
+async function automationsAt(files: Record<string, string>, start: string) {
+  const { artifactRoot } = await buildAgent(agentFolder({ "agent.ts": MINIMAL_AGENT, ...files }));
+  const bundle = await loadRuntimeBundle(artifactRoot);
+  const state = new InMemoryStateAdapter();
+  const clock = { now: new Date(start) };
+  const runs = new Map<string, { runId: string; metadata: unknown }>();
+  const make = (statics = bundle.manifest.automations) =>
+    new Automations({
+      store: state,
+      agentId: bundle.manifest.agent.id,
+      statics,
+      logger: noopLogger(),
+      now: () => clock.now,
+      submit: async (input) => {
+        const known = runs.get(input.idempotencyKey);
+        if (known) return { runId: known.runId, created: false };
+        runs.set(input.idempotencyKey, { runId: `run_${runs.size + 1}`, metadata: input.metadata });
+        return { runId: `run_${runs.size}`, created: true };
+      },
+    });
+  const automations = make();
+  await automations.syncStatic();
+  const claim = async (owner = "test"): Promise<ScheduleRecord[]> => state.claimDueSchedules({ owner, ttlMs: 60_000, now: clock.now });
+  const dispatchAll = async () => {
+    const results = [];
+    for (const row of await claim()) {
+      const result = await automations.dispatchDue(row);
+      await state.completeScheduleRun(row.id, "test", result.nextRunAt);
+      results.push(result);
+    }
+    return results;
+  };
+  return { automations, make, bundle, state, clock, runs, dispatchAll, claim };
+}
+
+describe("automations that were disabled", () => {
+  it("a static automation switched from enabled: false to true starts at its next due time, with no run for the time it rested", async () => {
+    const { make, bundle, clock, dispatchAll, runs } = await automationsAt({ "automations/daily.ts": automation(`"0 9 * * *"`, ", enabled: false") }, "2026-03-01T08:00:00.000Z");
+    clock.now = new Date("2026-03-20T12:00:00.000Z");
+    expect(await dispatchAll()).toEqual([]);
+    // The next build turns it on.
+    const enabled = make(bundle.manifest.automations.map((entry) => ({ ...entry, enabled: true })));
+    await enabled.syncStatic();
+    expect((await enabled.get("daily")).nextRunAt).toBe("2026-03-21T09:00:00.000Z");
+    expect(await dispatchAll()).toEqual([]);
+    expect(runs.size).toBe(0);
+  });
+
+  it("a dynamic automation updated to enabled: true starts at its next due time", async () => {
+    const { automations, clock, dispatchAll, runs } = await automationsAt({}, "2026-03-01T08:00:00.000Z");
+    await automations.create({ name: "poll", schedule: { every: 3_600_000 }, message: "poll", enabled: false });
+    clock.now = new Date("2026-03-05T10:20:00.000Z");
+    const updated = await automations.update("poll", { enabled: true });
+    expect(updated.nextRunAt).toBe("2026-03-05T11:00:00.000Z");
+    expect(await dispatchAll()).toEqual([]);
+    expect(runs.size).toBe(0);
+  });
+});
+
+describe("interval schedules after downtime or a pause", () => {
+  it("continue on the interval's series after collapsed missed due times", async () => {
+    const { clock, dispatchAll } = await automationsAt({ "automations/hourly.ts": automation(`{ every: 3_600_000 }`) }, "2026-03-01T10:30:00.000Z");
+    clock.now = new Date("2026-03-02T10:59:00.000Z");
+    const [result] = await dispatchAll();
+    expect(result!.runs).toHaveLength(1);
+    // 11:00 is the series' next due time; now + 1 h (11:59) would drop it.
+    expect(result!.nextRunAt.toISOString()).toBe("2026-03-02T11:00:00.000Z");
+  });
+
+  it("resume on the interval's series", async () => {
+    const { automations, clock } = await automationsAt({ "automations/tick.ts": automation(`{ every: 60000 }`) }, "2026-03-01T10:00:00.000Z");
+    await automations.setPaused("tick", true);
+    clock.now = new Date("2026-03-01T10:30:20.000Z");
+    expect((await automations.setPaused("tick", false)).nextRunAt).toBe("2026-03-01T10:31:00.000Z");
+  });
+});
+
+describe("a replica that died while dispatching", () => {
+  it("loses none of the due times after the one it started: the next replica runs each once the default lease (60 s) expires", async () => {
+    const { automations, clock, state, runs } = await automationsAt({ "automations/often.ts": automation(`{ every: 20_000 }`) }, "2026-03-01T10:00:05.000Z");
+    clock.now = new Date("2026-03-01T10:00:20.000Z");
+    const [row] = await state.claimDueSchedules({ owner: "dead", ttlMs: 60_000, now: clock.now });
+    await automations.dispatchDue(row!); // submits 10:00:20, then the replica dies before moving the row
+    expect(runs.size).toBe(1);
+    clock.now = new Date("2026-03-01T10:01:21.000Z");
+    const [again] = await state.claimDueSchedules({ owner: "survivor", ttlMs: 60_000, now: clock.now });
+    const result = await automations.dispatchDue(again!);
+    expect(result.runs.map((run) => [run.dueAt, run.created])).toEqual([
+      ["2026-03-01T10:00:20.000Z", false],
+      ["2026-03-01T10:00:40.000Z", true],
+      ["2026-03-01T10:01:00.000Z", true],
+      ["2026-03-01T10:01:20.000Z", true],
+    ]);
+    expect(result.nextRunAt.toISOString()).toBe("2026-03-01T10:01:40.000Z");
+    // A second dispatch of the same claim (a stalled replica waking up) starts nothing more.
+    expect((await automations.dispatchDue(again!)).runs.filter((run) => run.created)).toEqual([]);
+  });
+});
+
+describe("an automation edited while a dispatch holds its row", () => {
+  it("keeps the new schedule's next due time instead of the old schedule's", async () => {
+    const { automations, clock, state } = await automationsAt({}, "2026-03-01T08:00:00.000Z");
+    await automations.create({ name: "report", schedule: "0 9 * * *", message: "report" });
+    clock.now = new Date("2026-03-01T09:00:01.000Z");
+    const [row] = await state.claimDueSchedules({ owner: "scheduler", ttlMs: 60_000, now: clock.now });
+    // While the dispatch runs, the agent moves the report to 17:00.
+    await automations.update("report", { schedule: "0 17 * * *" });
+    const result = await automations.dispatchDue(row!);
+    await state.completeScheduleRun(row!.id, "scheduler", result.nextRunAt);
+    expect((await automations.get("report")).nextRunAt).toBe("2026-03-01T17:00:00.000Z");
+  });
+});
+
+describe("fields nothing reads", () => {
+  it("are refused on create and update, naming the field and the fix", async () => {
+    const { automations } = await automationsAt({}, "2026-03-01T08:00:00.000Z");
+    const misplaced = await refusal(() => automations.create({ name: "digest", schedule: "0 8 * * *", message: "m", timezone: "Europe/Paris" } as never));
+    expect(misplaced).toMatchObject({ code: "AL_ERR_AUTOMATION_INPUT", message: expect.stringContaining("timezone") });
+    expect(misplaced.fix).toContain('{ cron: "0 9 * * *", timezone: "Europe/Paris" }');
+    expect(await automations.list()).toEqual([]);
+    await automations.create({ name: "digest", schedule: "0 8 * * *", message: "m" });
+    const rename = await refusal(() => automations.update("digest", { name: "morning" } as never));
+    expect(rename).toMatchObject({ code: "AL_ERR_AUTOMATION_INPUT", message: expect.stringContaining("name") });
+    await expect(automations.checkUpdate("digest", { messages: "x" } as never)).rejects.toMatchObject({ code: "AL_ERR_AUTOMATION_INPUT" });
+    expect((await automations.get("digest")).message).toBe("m");
+  });
+});
+
+describe("cron schedules", () => {
+  it("refuse a date string and '?', which croner would read as a one-shot and as the time of reading", async () => {
+    expect(await refusal(() => normalizeSchedule("2026-12-01T09:00:00Z", "automation \"x\""))).toMatchObject({ code: "AL_ERR_AUTOMATION_SCHEDULE", message: expect.stringMatching(/automation "x".*fields.*\{ at/) });
+    expect(await refusal(() => normalizeSchedule("? * * * *", "automation \"x\""))).toMatchObject({ code: "AL_ERR_AUTOMATION_SCHEDULE", message: expect.stringContaining('"?"') });
+    expect(normalizeSchedule("@daily", "x")).toEqual({ kind: "cron", expression: "@daily", timezone: "UTC" });
+  });
+
+  it("keep firing every half hour through the hour repeated when daylight saving time ends", () => {
+    const halfHourly = normalizeSchedule({ cron: "*/30 * * * *", timezone: "America/New_York" }, "test");
+    const times: string[] = [];
+    for (let at: Date | null = new Date("2026-11-01T05:10:00Z"); times.length < 5; ) times.push((at = nextDueAfter(halfHourly, at!))!.toISOString());
+    // 01:30 EDT, 01:00 EST, 01:30 EST, 02:00 EST, 02:30 EST: one every 30 minutes.
+    expect(times).toEqual(["2026-11-01T05:30:00.000Z", "2026-11-01T06:00:00.000Z", "2026-11-01T06:30:00.000Z", "2026-11-01T07:00:00.000Z", "2026-11-01T07:30:00.000Z"]);
+  });
+
+  it("fire a set time once on the day it repeats, and never answer a time before the one asked from", () => {
+    const daily = normalizeSchedule({ cron: "45 1 * * *", timezone: "America/New_York" }, "test");
+    expect(nextDueAfter(daily, new Date("2026-11-01T05:00:00Z"))?.toISOString()).toBe("2026-11-01T05:45:00.000Z");
+    expect(nextDueAfter(daily, new Date("2026-11-01T05:45:00Z"))?.toISOString()).toBe("2026-11-02T06:45:00.000Z");
+    // From inside the repeated hour (01:10 EST), not back to 01:45 EDT.
+    expect(nextDueAfter(daily, new Date("2026-11-01T06:10:00Z"))?.toISOString()).toBe("2026-11-02T06:45:00.000Z");
+    // Spring forward: 02:30 does not exist; it runs once, at 03:30 EDT, as croner places it.
+    const early = normalizeSchedule({ cron: "30 2 * * *", timezone: "America/New_York" }, "test");
+    expect(nextDueAfter(early, new Date("2026-03-08T05:00:00Z"))?.toISOString()).toBe("2026-03-08T07:30:00.000Z");
+    expect(nextDueAfter(early, new Date("2026-03-08T07:30:00Z"))?.toISOString()).toBe("2026-03-09T06:30:00.000Z");
+    const halfHourly = normalizeSchedule({ cron: "*/30 * * * *", timezone: "America/New_York" }, "test");
+    expect(nextDueAfter(halfHourly, new Date("2026-03-08T06:30:00Z"))?.toISOString()).toBe("2026-03-08T07:00:00.000Z");
+  });
+});
