@@ -1,3 +1,5 @@
+import { rmSync } from "node:fs";
+import { join } from "node:path";
 import { describe, expect, it } from "vitest";
 import { InMemoryStateAdapter } from "@assemblyline-agents/runtime";
 import { agentFolder, toolSource, writeFiles } from "./support/agent-folder.js";
@@ -80,6 +82,22 @@ describe("self-improvement", () => {
     const third = await startAgent(dir, [{ text: "again" }], { state });
     const again = await third.runtime.run({ message: "hello" });
     expect((await third.types(again.runId)).filter((type) => type.startsWith("skill."))).toEqual([]);
+  });
+
+  it("loads a skill the agent wrote whose tool a later build dropped, telling the model, instead of failing the run", async () => {
+    const state = new InMemoryStateAdapter();
+    const dir = learner();
+    writeFiles(dir, { "tools/lookup.ts": toolSource({ extra: 'capability: { visibility: "skill" },' }) });
+    const skill = `---\ndescription: Look things up.\ntools: [lookup]\n---\nUse lookup.\n`;
+    const first = await startAgent(dir, [{ toolCalls: [{ name: "write", input: { path: "/skills/research/SKILL.md", content: skill } }] }, { text: "written" }], { state });
+    expect((await first.runtime.run({ message: "learn" })).status).toBe("completed");
+
+    // The next build has no lookup tool; the agent's skill still names it.
+    rmSync(join(dir, "tools/lookup.ts"));
+    const second = await startAgent(dir, [{ toolCalls: [{ name: "load_skill", input: { name: "research" } }] }, { text: "loaded" }], { state });
+    const run = await second.runtime.run({ message: "research" });
+    expect(run.status).toBe("completed");
+    expect(second.log.outcomes[0]!.outcome.output).toMatchObject({ name: "research", activatedTools: [], unavailableTools: ["lookup"] });
   });
 
   it("with writable: false offers no ctx.selfImprovement and leaves the store untouched", async () => {

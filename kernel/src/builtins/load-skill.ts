@@ -9,6 +9,8 @@ interface LoadedSkill {
   resources: string[];
   /** Tools the skill made available. */
   activatedTools: string[];
+  /** Tools the skill names that this agent no longer has: its steps that need them cannot be followed. */
+  unavailableTools?: string[];
 }
 
 /**
@@ -23,13 +25,14 @@ export const loadSkillTool = defineTool<{ name: string }, LoadedSkill | { error:
   capability: { execution: "direct" },
   async execute(input, ctx) {
     try {
-      const skill = await skillActivationOf(ctx).load(input.name);
+      const { skill, unavailableTools } = await skillActivationOf(ctx).load(input.name);
       return {
         name: skill.name,
         description: skill.description,
         instructions: skill.body,
         resources: Object.keys(skill.files).filter((path) => path !== "SKILL.md").map((path) => `/skills/${skill.name}/${path}`),
-        activatedTools: skill.tools,
+        activatedTools: skill.tools.filter((tool) => !unavailableTools.includes(tool)),
+        ...(unavailableTools.length > 0 ? { unavailableTools } : {}),
       };
     } catch (error) {
       // An unknown name is the model's mistake: it can pick another from the catalog.

@@ -9,8 +9,11 @@ import type { SkillView } from "../skills/skill-library.js";
 export const SKILL_ACTIVATION = Symbol.for("assembly-line.skill-activation");
 
 export interface SkillActivation {
-  /** Record the skill as active for the run (durably), offer the tools it activates, and return it. */
-  load(name: string): Promise<SkillView>;
+  /**
+   * Record the skill as active for the run (durably), offer the tools it activates, and return it
+   * with the tools it names that this build cannot offer (a skill the agent wrote may outlive them).
+   */
+  load(name: string): Promise<{ skill: SkillView; unavailableTools: string[] }>;
 }
 
 export function skillActivationOf(ctx: ToolExecutionContext): SkillActivation {

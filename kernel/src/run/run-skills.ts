@@ -15,7 +15,7 @@ export class RunSkills implements SkillActivation {
     private readonly scopeOf: () => RunScope,
   ) {}
 
-  async load(name: string): Promise<SkillView> {
+  async load(name: string): Promise<{ skill: SkillView; unavailableTools: string[] }> {
     const skill = await this.library.get(name);
     if (!skill) {
       throw new AssemblyLineError("AL_ERR_SKILL_NOT_FOUND", `no skill "${name}"`, {
@@ -23,8 +23,14 @@ export class RunSkills implements SkillActivation {
       });
     }
     const scope = this.scopeOf();
+    // The build checks a folder skill's tools; a skill the agent wrote, kept across builds, may name a tool a later build dropped.
+    const offerable = (tool: string) => {
+      const entry = scope.table.get(tool);
+      return entry !== undefined && entry.visibility !== "hidden" && !entry.bridge;
+    };
+    const unavailableTools = skill.tools.filter((tool) => !offerable(tool));
     await scope.journal.record(scope.runId, "skill.loaded", { name: skill.name, digest: skill.digest, tools: skill.tools });
-    await activateTools(scope, skill.tools, `skill:${skill.name}`);
-    return skill;
+    await activateTools(scope, skill.tools.filter(offerable), `skill:${skill.name}`);
+    return { skill, unavailableTools };
   }
 }
