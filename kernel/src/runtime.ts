@@ -105,7 +105,7 @@ export interface RuntimeOptions {
   subagents?: Partial<SubagentLimits>;
   /**
    * Automation due times missed by at most this many ms each still run; older
-   * ones (the host was down) collapse into one run. Default 30 000.
+   * ones (the host was down) collapse into one run. Default 180 000.
    */
   automationCatchUpMs?: number;
   /**
@@ -253,7 +253,8 @@ export class OpenEveRuntime {
       { agentId: manifest.agent.id, agentName: manifest.agent.name, agentRevision: manifest.agentRevision },
       this.logger,
     );
-    return new RunDriver({
+    // Its runs' subagents run on the same build: a child carries its parent's revision.
+    const driver: RunDriver = new RunDriver({
       manifest,
       sourceBundle,
       hooks: this.hooks,
@@ -265,7 +266,7 @@ export class OpenEveRuntime {
       ownerId: this.ownerId,
       leaseTtlMs: this.options.leaseTtlMs ?? 30_000,
       selectHarness: (modelSpec, runId) => this.selectHarness(modelSpec, runId),
-      services: (run, resumed) => this.servicesFor(run, resumed),
+      services: (run, resumed) => this.servicesFor(run, resumed, { manifest, profiles, journal, drive: (childRunId) => driver.drive(childRunId) }),
       textDelta: (runId, delta) => this.options.onTextDelta?.(runId, delta),
       owesDelivery: (channel) => this.options.owesDelivery?.(channel) ?? true,
       beforeTurn: async () => {
@@ -277,6 +278,7 @@ export class OpenEveRuntime {
       },
       alwaysOfferDiscovery: this.dynamicConnections.dynamic,
     });
+    return driver;
   }
 
   private get dynamicConnections(): { dynamic: boolean; approval: boolean; allowedHosts: string[] } {
@@ -691,7 +693,8 @@ export class OpenEveRuntime {
     }
   }
 
-  private servicesFor(run: RunRecord, resumed: boolean): RunServices {
+  /** A run's services under the build it runs on (`build`: the served one, or an earlier one its paused runs are pinned to). */
+  private servicesFor(run: RunRecord, resumed: boolean, build: { manifest: AgentManifest; profiles: AgentProfile; journal: RunJournal; drive(childRunId: string): Promise<RunResult> }): RunServices {
     const sandboxAdapter = this.options.sandbox;
     // A subagent with workspace "shared" works in the sandbox of the run it names; it never releases it.
     const sandboxKey = run.input.parent?.sandboxRunId ?? run.id;
@@ -712,10 +715,10 @@ export class OpenEveRuntime {
       });
       return sandbox;
     };
-    const profile = profileOfRun(this.profiles, run);
-    const skills = this.skillLibrary(profile);
+    const profile = profileOfRun(build.profiles, run);
+    const skills = this.skillLibrary(profile, build.manifest.agentRevision);
     const onSkillChange = async (change: SkillWriteResult) => {
-      await this.journal.record(run.id, "skill.changed", { agentId: profile.agentId, name: change.name, path: change.path, before: change.before, after: change.after, changedBy: "agent" });
+      await build.journal.record(run.id, "skill.changed", { agentId: profile.agentId, name: change.name, path: change.path, before: change.before, after: change.after, changedBy: "agent" });
     };
     const filesystemWith = (skillGate: SkillWriteGate | undefined) =>
       createRuntimeFilesystem({
@@ -734,7 +737,7 @@ export class OpenEveRuntime {
       getSandbox,
       (request, callId) =>
         spawnSubagent(
-          { runs: this.state.runs, journal: this.journal, limits: this.subagentLimits, drive: (childRunId) => this.driver.drive(childRunId) },
+          { runs: this.state.runs, journal: build.journal, limits: this.subagentLimits, drive: build.drive },
           run,
           profile,
           callId,
@@ -750,7 +753,7 @@ export class OpenEveRuntime {
     );
     if (skills.writable) services.selfImprovement = createSelfImprovementApi(skills, onSkillChange);
     services.memory = createMemoryApi(this.state.memory);
-    const automations = this.manifest.agent.dynamicAutomations;
+    const automations = build.manifest.agent.dynamicAutomations;
     if (automations?.dynamic) services.automationManager = (gate) => createAutomationManager(this.automations, gate(automations.approval));
     services.connections = connectionsOf(profile, this.connections.connections());
     // Adding and removing connections is the root agent's: a subagent sees only what it names.

@@ -60,6 +60,27 @@ describe("runs pinned to their revision", () => {
     expect((await rebuilt.approve(runId)).status).toBe("completed");
   });
 
+  it("runs the subagents a run spawns after its approval on its own build, when the rebuilt folder dropped them", async () => {
+    const worker = `import { defineAgent } from "@assemblyline-agents/core";\nexport default defineAgent({ description: "Does the work." });\n`;
+    const dir = agentFolder({ "agent.ts": MINIMAL_AGENT, "tools/publish.ts": publishTool("v1"), "subagents/worker/agent.ts": worker });
+    const spawning = {
+      turns: [{ toolCalls: [{ name: "publish", input: { note: "milk" } }] }, { toolCalls: [{ name: "spawn_subagent", input: { name: "worker", task: "Check it." } }] }, { text: "done" }],
+      subagents: { worker: { turns: [{ text: "checked" }] } },
+    };
+    const state = new InMemoryStateAdapter();
+    const start = async () => new OpenEveRuntime({ ...(await loadRuntimeBundle((await buildAgent(dir)).artifactRoot)), state, agentHarness: scriptedHarness(spawning), logger: noopLogger() });
+    const paused = await (await start()).run({ message: "publish, then check" });
+    expect(paused.status).toBe("waiting_approval");
+
+    rmSync(join(dir, "subagents"), { recursive: true });
+    const rebuilt = await start();
+    expect(rebuilt.profiles.subagents.size).toBe(0);
+    const done = await rebuilt.approve(paused.runId);
+    expect(done).toMatchObject({ status: "completed", response: { text: "done" } });
+    const child = (await rebuilt.listEvents(paused.runId)).find((event) => event.type === "subagent.completed");
+    expect(child?.data).toMatchObject({ subagent: "worker", status: "completed", output: "checked" });
+  });
+
   it("moves a paused run to the current build with migrateRun, recorded as run.migrated", async () => {
     const { dir, state, runId, revision } = await pausedRun();
     writeFileSync(join(dir, "tools/publish.ts"), publishTool("v2"));
