@@ -1,5 +1,6 @@
 export * from "./brand.js";
 export * from "./errors.js";
+export * from "./text.js";
 export * from "./json.js";
 export * from "./events.js";
 export * from "./model.js";

@@ -6,6 +6,7 @@ import {
   type ToolCallOutcome,
   type ToolCallRecord,
   isoTimestamp,
+  storableText,
 } from "@assemblyline-agents/core";
 import { digestJson } from "../canonical-json.js";
 import { findNonJson } from "../json-check.js";
@@ -235,7 +236,8 @@ async function execute(
 }
 
 async function fail(scope: RunScope, base: ToolCallRecord, call: ModelToolCall, error: unknown): Promise<ToolCallOutcome> {
-  const message = error instanceof Error ? error.message : String(error);
+  // Recorded with the call: text every store can hold (PostgreSQL refuses NUL and lone surrogates).
+  const message = storableText(error instanceof Error ? error.message : String(error));
   const code = isAssemblyLineError(error) ? error.code : undefined;
   await scope.journal.record(
     scope.runId,

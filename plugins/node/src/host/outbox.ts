@@ -1,6 +1,6 @@
 import { randomUUID } from "node:crypto";
 import { hostname } from "node:os";
-import { isFinalDeliveryFailure, type ChannelModule, type DeliveryRecord, type JsonValue, type RunStore, type RuntimeLogger } from "@assemblyline-agents/core";
+import { isFinalDeliveryFailure, storableText, type ChannelModule, type DeliveryRecord, type JsonValue, type RunStore, type RuntimeLogger } from "@assemblyline-agents/core";
 
 export interface OutboxOptions {
   /** How often pending deliveries are looked for when nothing wakes the worker. Default 500 ms. */
@@ -146,7 +146,8 @@ export class DeliveryOutbox {
         abort,
       );
     } catch (error) {
-      const message = error instanceof Error ? error.message : String(error);
+      // Stored as the delivery's last error: text every store can hold.
+      const message = storableText(error instanceof Error ? error.message : String(error));
       if (delivery.attempts + 1 >= this.maxAttempts || isFinalDeliveryFailure(error)) {
         await this.runs.failDelivery(delivery.id, this.owner, message);
         this.logger.error(
