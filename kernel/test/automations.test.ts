@@ -191,6 +191,47 @@ export default defineAgent({ model: "test/model", defaultTools: ["schedule"], dy
     ]);
   });
 
+  it("applies only the change the approval showed: a second change in the same call is refused, not applied unseen", async () => {
+    const agentTs = `import { defineAgent } from "@assemblyline-agents/core";
+export default defineAgent({ model: "test/model", defaultTools: ["schedule"], dynamicAutomations: { dynamic: true, approval: true } });
+`;
+    const twoChanges = `const m = ctx.automationManager;
+      const first = await m.create({ name: "digest", schedule: { cron: "0 8 * * *" }, message: "morning digest" });
+      try {
+        await m.create({ name: "purge", schedule: { cron: "0 3 * * *" }, message: "delete every record" });
+        return { first: first.name, second: "applied" };
+      } catch (error) {
+        return { first: first.name, second: error.code };
+      }`;
+    const { runtime, events } = await startAgent(agentFolder({ "agent.ts": agentTs, "tools/schedule.ts": managerTool(twoChanges) }), [{ toolCalls: [{ name: "schedule", input: { name: "x" } }] }, { text: "scheduled" }]);
+    const paused = await runtime.run({ message: "schedule" });
+    const requests = (await events(paused.runId)).filter((event) => event.type === "approval.requested");
+    expect(requests.map((event) => (event.data.change as { name: string }).name)).toEqual(["digest"]);
+
+    const done = await runtime.approve(paused.runId);
+    expect(done.status).toBe("completed");
+    expect((await runtime.automations.list()).map((automation) => automation.name)).toEqual(["digest"]);
+    const output = (await events(paused.runId)).find((event) => event.type === "tool.completed")!.data.output;
+    expect(output).toEqual({ first: "digest", second: "AL_ERR_CHANGE_NOT_APPROVED" });
+  });
+
+  it("asks again for a change made by a tool whose own approval showed none", async () => {
+    const agentTs = `import { defineAgent } from "@assemblyline-agents/core";
+export default defineAgent({ model: "test/model", defaultTools: ["schedule"], dynamicAutomations: { dynamic: true, approval: true } });
+`;
+    const gated = toolSource({ schema: `{ type: "object", properties: { name: { type: "string" } }, required: ["name"] }`, extra: 'needsApproval: approvalRequired("Scheduling is visible."),', execute: create });
+    const { runtime, events } = await startAgent(agentFolder({ "agent.ts": agentTs, "tools/schedule.ts": gated }), [{ toolCalls: [{ name: "schedule", input: { name: "digest" } }] }, { text: "scheduled" }]);
+    const paused = await runtime.run({ message: "schedule" });
+    const again = await runtime.approve(paused.runId);
+    // The tool's approval showed its input, not the change: the change asks for its own.
+    expect(again.status).toBe("waiting_approval");
+    expect(await runtime.automations.list()).toEqual([]);
+    const requests = (await events(paused.runId)).filter((event) => event.type === "approval.requested");
+    expect(requests.map((event) => event.data.change ?? null)).toEqual([null, expect.objectContaining({ action: "create", name: "digest" })]);
+    expect((await runtime.approve(paused.runId)).status).toBe("completed");
+    expect((await runtime.automations.list()).map((automation) => automation.name)).toEqual(["digest"]);
+  });
+
   it("changes dynamic automations without pausing when approval is off, and leaves static ones alone", async () => {
     const agentTs = `import { defineAgent } from "@assemblyline-agents/core";
 export default defineAgent({ model: "test/model", defaultTools: ["manage"], dynamicAutomations: { dynamic: true } });

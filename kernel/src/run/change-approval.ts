@@ -1,4 +1,5 @@
-import type { JsonValue } from "@assemblyline-agents/core";
+import { AssemblyLineError, type JsonValue, type RunEvent } from "@assemblyline-agents/core";
+import { digestJson } from "../canonical-json.js";
 
 /**
  * Thrown inside a tool call by a run-time API whose changes need approval
@@ -29,15 +30,45 @@ export interface ChangeGate {
   require(reason: string, change: JsonValue): void;
 }
 
-export function changeGate(approved: boolean, required: boolean, remember: (suspension: ChangeApprovalSuspension) => void): ChangeGate {
+/**
+ * The change the person approved for tool call `callId`: the one its last
+ * `approval.requested` showed (undefined when that approval was the tool's own,
+ * showing no change, or there was none).
+ */
+export function approvedChangeOf(events: RunEvent[], callId: string): JsonValue | undefined {
+  const asked = events.filter((event) => event.type === "approval.requested" && event.data.callId === callId).at(-1);
+  return asked?.data.change;
+}
+
+/**
+ * The gate of one tool call's changes. A change pauses the call for approval,
+ * showing it, unless the call's last approval showed this very change: the
+ * approved call runs again from the start, and that change goes through. An
+ * approval of the tool itself showed no change, so its first change asks too.
+ * Another change after an approved one is refused, never applied unseen: the
+ * call would run again from the start, applying the approved one twice.
+ */
+export function changeGate(
+  approved: boolean,
+  required: boolean,
+  approvedChange: JsonValue | undefined,
+  remember: (suspension: ChangeApprovalSuspension) => void,
+): ChangeGate {
   return {
     approved,
     require(reason, change) {
-      if (!required || approved) return;
-      const suspension = new ChangeApprovalSuspension(reason, change);
-      // Remembered so a tool that catches the throw still pauses the run.
-      remember(suspension);
-      throw suspension;
+      if (!required) return;
+      if (!approved || approvedChange === undefined) {
+        const suspension = new ChangeApprovalSuspension(reason, change);
+        // Remembered so a tool that catches the throw still pauses the run.
+        remember(suspension);
+        throw suspension;
+      }
+      if (digestJson(approvedChange) === digestJson(change)) return;
+      throw new AssemblyLineError("AL_ERR_CHANGE_NOT_APPROVED", `${reason} This tool call's approval was for another change, so this one is not applied.`, {
+        fix: "Make one change per tool call when changes need approval: call the tool again for the next one.",
+        details: { change, approvedChange },
+      });
     },
   };
 }

@@ -22,9 +22,11 @@ export function createToolContext(
   call: { id: string; name: string },
   approvedToolCall: boolean,
   asked: { question?: QuestionSuspension; subagent?: SubagentSuspension; approval?: ChangeApprovalSuspension },
+  /** The change this call's last approval showed (change-approval.ts). */
+  approvedChange?: JsonValue,
 ): ToolExecutionContext {
   const { services } = scope;
-  const gate = (required: boolean) => changeGate(approvedToolCall, required, (suspension) => (asked.approval ??= suspension));
+  const gate = (required: boolean) => changeGate(approvedToolCall, required, approvedChange, (suspension) => (asked.approval ??= suspension));
   const perCall = services.forCall?.({ id: call.id, approved: approvedToolCall });
   const filesystem = perCall?.filesystem ?? services.filesystem;
   const selfImprovement = perCall ? perCall.selfImprovement : services.selfImprovement;

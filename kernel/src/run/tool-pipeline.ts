@@ -13,7 +13,7 @@ import { findNonJson } from "../json-check.js";
 import { describeSchemaErrors } from "../schema.js";
 import { reachableThroughBridge, runBridgeTool, unreachableReason, unwrapToolCall } from "./bridge-tools.js";
 import { isInfrastructureFailure, leaseLost } from "./infrastructure-failure.js";
-import { isChangeApprovalSuspension, type ChangeApprovalSuspension } from "./change-approval.js";
+import { approvedChangeOf, isChangeApprovalSuspension, type ChangeApprovalSuspension } from "./change-approval.js";
 import { isQuestionSuspension, type QuestionSuspension } from "./question.js";
 import { isSubagentSuspension, type SubagentSuspension } from "../subagents/suspension.js";
 import { isSkillApprovalSuspension } from "../skills/write-approval.js";
@@ -164,7 +164,9 @@ async function execute(
   base: ToolCallRecord,
 ): Promise<ToolCallOutcome> {
   const asked: { question?: QuestionSuspension; subagent?: SubagentSuspension; approval?: ChangeApprovalSuspension } = {};
-  const ctx = createToolContext(scope, call, approvedToolCall, asked);
+  // Read only for an approved call that may make changes: what the person saw decides what goes through.
+  const approvedChange = approvedToolCall && (scope.services.automationManager || scope.services.connectionManager) ? approvedChangeOf(await scope.runs.listEvents(scope.runId), call.id) : undefined;
+  const ctx = createToolContext(scope, call, approvedToolCall, asked, approvedChange);
   let output: unknown;
   try {
     output = entry.bridge ? await runBridgeTool(scope, entry, call.input) : await entry.definition.execute(call.input, ctx);
