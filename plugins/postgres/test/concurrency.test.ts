@@ -182,19 +182,19 @@ describe.skipIf(!probe.available)("PostgresStateAdapter under concurrency and fa
       });
       const outcome = append.then(() => "committed", (error: unknown) => error);
 
+      // Waiting on a lock after it has written (it holds a transaction id), so the kill lands mid-transaction.
+      // Looked for until then: on a loaded machine the append may be seen before its first write.
       let victim: { pid: number; backend_xid: string | null } | undefined;
-      for (let i = 0; i < 100 && !victim; i++) {
+      for (let i = 0; i < 250 && !victim; i++) {
         const { rows } = await admin.query<{ pid: number; backend_xid: string | null }>(
           `SELECT pid, backend_xid::text FROM pg_stat_activity
-           WHERE application_name = $1 AND wait_event_type = 'Lock' AND query LIKE '%append_events%'`,
+           WHERE application_name = $1 AND wait_event_type = 'Lock' AND query LIKE '%append_events%' AND backend_xid IS NOT NULL`,
           [schema],
         );
         victim = rows[0];
         if (!victim) await sleep(20);
       }
-      expect(victim, "the append never blocked on the held delivery").toBeDefined();
-      // It has written (it holds a transaction id), so the kill lands mid-transaction.
-      expect(victim!.backend_xid).not.toBeNull();
+      expect(victim, "the append never blocked on the held delivery after writing").toBeDefined();
       await admin.query("SELECT pg_terminate_backend($1)", [victim!.pid]);
 
       expect(await outcome).toMatchObject({ name: "AssemblyLineError", code: "AL_ERR_STATE_UNAVAILABLE" });
