@@ -1,7 +1,7 @@
 import { describe, expect, it } from "vitest";
-import { isAssemblyLineError, noopLogger, type ScheduleRecord } from "@assemblyline-agents/core";
-import { Automations, InMemoryStateAdapter, buildAgent, loadRuntimeBundle, nextDueAfter, normalizeSchedule } from "@assemblyline-agents/runtime";
-import { MINIMAL_AGENT, agentFolder } from "./support/agent-folder.js";
+import { isAssemblyLineError } from "@assemblyline-agents/core";
+import { nextDueAfter, normalizeSchedule } from "@assemblyline-agents/runtime";
+import { automationsAt } from "./support/automations-at.js";
 
 const automation = (schedule: string, extra = "") => `import { defineAutomation } from "@assemblyline-agents/core";
 export default defineAutomation({ schedule: ${schedule}, message: "send the report"${extra} });
@@ -13,41 +13,6 @@ async function refusal(work: () => unknown): Promise<{ code: string; message: st
   return error as { code: string; message: string; fix?: string };
 }
 
-/** Automations over an in-memory store whose clock the test moves; `submit` dedupes by key like runtime.submit. */
-async function automationsAt(files: Record<string, string>, start: string) {
-  const { artifactRoot } = await buildAgent(agentFolder({ "agent.ts": MINIMAL_AGENT, ...files }));
-  const bundle = await loadRuntimeBundle(artifactRoot);
-  const state = new InMemoryStateAdapter();
-  const clock = { now: new Date(start) };
-  const runs = new Map<string, { runId: string; metadata: unknown }>();
-  const make = (statics = bundle.manifest.automations) =>
-    new Automations({
-      store: state,
-      agentId: bundle.manifest.agent.id,
-      statics,
-      logger: noopLogger(),
-      now: () => clock.now,
-      submit: async (input) => {
-        const known = runs.get(input.idempotencyKey);
-        if (known) return { runId: known.runId, created: false };
-        runs.set(input.idempotencyKey, { runId: `run_${runs.size + 1}`, metadata: input.metadata });
-        return { runId: `run_${runs.size}`, created: true };
-      },
-    });
-  const automations = make();
-  await automations.syncStatic();
-  const claim = async (owner = "test"): Promise<ScheduleRecord[]> => state.claimDueSchedules({ owner, ttlMs: 60_000, now: clock.now });
-  const dispatchAll = async () => {
-    const results = [];
-    for (const row of await claim()) {
-      const result = await automations.dispatchDue(row);
-      await state.completeScheduleRun(row.id, "test", result.nextRunAt);
-      results.push(result);
-    }
-    return results;
-  };
-  return { automations, make, bundle, state, clock, runs, dispatchAll, claim };
-}
 
 describe("automations that were disabled", () => {
   it("a static automation switched from enabled: false to true starts at its next due time, with no run for the time it rested", async () => {

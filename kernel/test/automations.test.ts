@@ -1,8 +1,9 @@
 import { describe, expect, it } from "vitest";
 import { isAssemblyLineError, noopLogger, type ScheduleRecord } from "@assemblyline-agents/core";
-import { Automations, InMemoryStateAdapter, NEVER, buildAgent, loadRuntimeBundle, nextDueAfter, normalizeSchedule } from "@assemblyline-agents/runtime";
+import { Automations, NEVER, buildAgent, nextDueAfter, normalizeSchedule } from "@assemblyline-agents/runtime";
 import { MINIMAL_AGENT, agentFolder, toolSource, writeFiles } from "./support/agent-folder.js";
 import { startAgent } from "./support/runtime.js";
+import { automationsAt } from "./support/automations-at.js";
 
 const automation = (schedule: string, extra = "") => `import { defineAutomation } from "@assemblyline-agents/core";
 export default defineAutomation({ schedule: ${schedule}, message: "send the report"${extra} });
@@ -56,41 +57,6 @@ describe("schedule times", () => {
   });
 });
 
-/** Automations on an in-memory store whose clock the test moves. */
-async function automationsAt(files: Record<string, string>, start: string) {
-  const { artifactRoot } = await buildAgent(agentFolder({ "agent.ts": MINIMAL_AGENT, ...files }));
-  const bundle = await loadRuntimeBundle(artifactRoot);
-  const state = new InMemoryStateAdapter();
-  const clock = { now: new Date(start) };
-  const submitted: Array<{ idempotencyKey: string; metadata: unknown }> = [];
-  const runs = new Map<string, string>();
-  const automations = new Automations({
-    store: state,
-    agentId: bundle.manifest.agent.id,
-    statics: bundle.manifest.automations,
-    logger: noopLogger(),
-    now: () => clock.now,
-    submit: async (input) => {
-      submitted.push({ idempotencyKey: input.idempotencyKey, metadata: input.metadata });
-      const known = runs.get(input.idempotencyKey);
-      if (known) return { runId: known, created: false };
-      runs.set(input.idempotencyKey, `run_${runs.size + 1}`);
-      return { runId: runs.get(input.idempotencyKey)!, created: true };
-    },
-  });
-  await automations.syncStatic();
-  const claim = async (): Promise<ScheduleRecord[]> => state.claimDueSchedules({ owner: "test", ttlMs: 60_000, now: clock.now });
-  const dispatchAll = async () => {
-    const results = [];
-    for (const row of await claim()) {
-      const result = await automations.dispatchDue(row);
-      await state.completeScheduleRun(row.id, "test", result.nextRunAt);
-      results.push(result);
-    }
-    return results;
-  };
-  return { automations, state, clock, submitted, dispatchAll, claim };
-}
 
 describe("dispatching due times", () => {
   it("runs each due time a short outage missed, once each", async () => {
