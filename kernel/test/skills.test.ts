@@ -1,3 +1,5 @@
+import { symlinkSync, writeFileSync } from "node:fs";
+import { join } from "node:path";
 import { describe, expect, it } from "vitest";
 import { InMemoryStateAdapter, buildAgent } from "@assemblyline-agents/runtime";
 import { agentFolder, toolSource, writeFiles } from "./support/agent-folder.js";
@@ -55,6 +57,21 @@ describe("skills", () => {
     await expect(buildAgent(agentFolder({ "agent.ts": AGENT, "skills/x/SKILL.md": "---\ndescription: d\ntools: [nope]\n---\nbody" }))).rejects.toMatchObject({
       code: "AL_ERR_SKILL_DEFINITION",
       message: expect.stringContaining('activates "nope"'),
+    });
+  });
+
+  it("refuses a skill file that is a link (it could copy any file of the building machine into the build) or not UTF-8 text", async () => {
+    const linked = releaseAgent();
+    symlinkSync("/etc/hostname", join(linked, "skills/release-notes/references/host.md"));
+    await expect(buildAgent(linked)).rejects.toMatchObject({
+      code: "AL_ERR_SKILL_DEFINITION",
+      message: expect.stringContaining("skills/release-notes/references/host.md is a symbolic link"),
+    });
+    const binary = releaseAgent();
+    writeFileSync(join(binary, "skills/release-notes/references/logo.png"), Buffer.from([0x89, 0x50, 0x4e, 0x47, 0x0d, 0x0a, 0x1a, 0x0a, 0xff, 0xfe]));
+    await expect(buildAgent(binary)).rejects.toMatchObject({
+      code: "AL_ERR_SKILL_DEFINITION",
+      message: expect.stringContaining("skills/release-notes/references/logo.png is not UTF-8 text"),
     });
   });
 

@@ -25,8 +25,8 @@ export async function compileSkills(dir: string, prefix: string, toolNames: Read
       });
     }
     const files: Record<string, string> = {};
-    for (const file of await listFiles(folderPath)) {
-      files[file] = (await readFile(join(folderPath, file), "utf8")).replace(/\r\n/g, "\n");
+    for (const file of await listFiles(folderPath, where)) {
+      files[file] = readText(await readFile(join(folderPath, file)), `${where}/${file}`).replace(/\r\n/g, "\n");
     }
     const parsed = parseSkillFile(files["SKILL.md"]!, folder, `${where}/SKILL.md`);
     const unknownTools = parsed.tools.filter((tool) => !toolNames.has(tool));
@@ -47,16 +47,37 @@ export async function compileSkills(dir: string, prefix: string, toolNames: Read
   return entries;
 }
 
-async function listFiles(root: string): Promise<string[]> {
+/** The skill's files, as paths relative to its folder. `where` names the folder in errors. */
+async function listFiles(root: string, where: string): Promise<string[]> {
   const files: string[] = [];
   async function walk(dir: string): Promise<void> {
     for (const entry of await readdir(dir, { withFileTypes: true })) {
       if (entry.name.startsWith(".")) continue;
       const path = join(dir, entry.name);
+      const shown = `${where}/${relative(root, path).split(sep).join("/")}`;
       if (entry.isDirectory()) await walk(path);
       else if (entry.isFile()) files.push(relative(root, path).split(sep).join("/"));
+      // A link may lead anywhere on the building machine, whose file would be copied into the build.
+      else {
+        throw new AssemblyLineError("AL_ERR_SKILL_DEFINITION", `${shown} is ${entry.isSymbolicLink() ? "a symbolic link" : "not a regular file"}`, {
+          fix: "Put the file itself in the skill's folder (skills are copied into the build and the skill store).",
+        });
+      }
     }
   }
   await walk(root);
   return files.sort();
+}
+
+const UTF8 = new TextDecoder("utf-8", { fatal: true });
+
+/** A skill file's text: the skill store holds text, so a file that is not UTF-8 (an image, a PDF) would come out corrupted. */
+function readText(bytes: Buffer, shown: string): string {
+  try {
+    return UTF8.decode(bytes);
+  } catch {
+    throw new AssemblyLineError("AL_ERR_SKILL_DEFINITION", `${shown} is not UTF-8 text`, {
+      fix: "Skills hold text files (Markdown, code, data as text): keep binary files elsewhere, e.g. in /files through the blob store, and refer to them.",
+    });
+  }
 }
