@@ -181,6 +181,21 @@ export default defineAgent({ model: "test/model", defaultTools: ["schedule"], dy
     expect(output).toEqual({ first: "digest", second: "AL_ERR_CHANGE_NOT_APPROVED" });
   });
 
+  it("refuses a name already taken before asking anyone to approve the change", async () => {
+    const agentTs = `import { defineAgent } from "@assemblyline-agents/core";
+export default defineAgent({ model: "test/model", defaultTools: ["schedule"], dynamicAutomations: { dynamic: true, approval: true } });
+`;
+    const guarded = `try { ${create} } catch (error) { return { error: error.code, message: error.message }; }`;
+    const dir = agentFolder({ "agent.ts": agentTs, "tools/schedule.ts": managerTool(guarded), "automations/digest.ts": automation(`"0 8 * * *"`) });
+    const { runtime, events } = await startAgent(dir, [{ toolCalls: [{ name: "schedule", input: { name: "digest" } }] }, { text: "taken" }]);
+    await runtime.automations.syncStatic();
+    const run = await runtime.run({ message: "schedule a digest" });
+    expect(run.status).toBe("completed");
+    expect((await events(run.runId)).some((event) => event.type === "approval.requested")).toBe(false);
+    const output = (await events(run.runId)).find((event) => event.type === "tool.completed")!.data.output;
+    expect(output).toMatchObject({ error: "AL_ERR_AUTOMATION_INPUT", message: expect.stringContaining('an automation named "digest" already exists') });
+  });
+
   it("asks again for a change made by a tool whose own approval showed none", async () => {
     const agentTs = `import { defineAgent } from "@assemblyline-agents/core";
 export default defineAgent({ model: "test/model", defaultTools: ["schedule"], dynamicAutomations: { dynamic: true, approval: true } });

@@ -14,8 +14,8 @@ export function createAutomationManager(automations: Automations, gate: ChangeGa
   return {
     list: () => automations.list(),
     async create(input) {
-      // A malformed request fails at once instead of waiting for a person first.
-      automations.check(input);
+      // A malformed request, or a name already taken, fails at once instead of after a person approved it.
+      await automations.check(input);
       ask("create", String(input?.name), { automation: input as unknown as JsonValue });
       return automations.create(input);
     },

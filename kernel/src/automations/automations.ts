@@ -158,9 +158,9 @@ export class Automations {
     return this.submit(this.rowId(payload.source, payload.name), payload, dueAt, `manual:${randomUUID()}`, 0, options);
   }
 
-  /** Throws what create() would refuse for its input, without writing. */
-  check(input: CreateAutomationInput): void {
-    checkInput(input);
+  /** Throws what create() would refuse for its input (a name taken included), without writing. */
+  async check(input: CreateAutomationInput): Promise<void> {
+    await this.refuseTakenName(checkInput(input).name);
   }
 
   /** Throws when `name` is not a dynamic automation or the patch is malformed, without writing. */
@@ -172,14 +172,18 @@ export class Automations {
 
   async create(input: CreateAutomationInput): Promise<AutomationInfo> {
     const checked = checkInput(input);
+    await this.refuseTakenName(checked.name);
+    const payload: AutomationPayload = { kind: "automation", agentId: this.parts.agentId, source: "dynamic", ...checked, paused: false, instance: randomUUID(), digest: "" };
+    return this.write({ ...payload, digest: digestDefinition(payload) }, firstDueTime(checked.schedule, this.now()));
+  }
+
+  private async refuseTakenName(name: string): Promise<void> {
     const rows = await this.rows();
-    if (rows.has(this.rowId("static", checked.name)) || rows.has(this.rowId("dynamic", checked.name))) {
-      throw new AssemblyLineError("AL_ERR_AUTOMATION_INPUT", `an automation named "${checked.name}" already exists`, {
+    if (rows.has(this.rowId("static", name)) || rows.has(this.rowId("dynamic", name))) {
+      throw new AssemblyLineError("AL_ERR_AUTOMATION_INPUT", `an automation named "${name}" already exists`, {
         fix: "Pick another name, or update the existing automation.",
       });
     }
-    const payload: AutomationPayload = { kind: "automation", agentId: this.parts.agentId, source: "dynamic", ...checked, paused: false, instance: randomUUID(), digest: "" };
-    return this.write({ ...payload, digest: digestDefinition(payload) }, firstDueTime(checked.schedule, this.now()));
   }
 
   async update(name: string, patch: UpdateAutomationInput): Promise<AutomationInfo> {
