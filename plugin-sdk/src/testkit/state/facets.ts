@@ -331,6 +331,28 @@ export function describeMemoryStateStoreConformance(name: string, factory: State
       expect(await store().readMemory("notes/a.md")).toBeUndefined();
     });
 
+    it("keeps text with NUL or a lone surrogate exactly, or refuses it (AL_ERR_STATE_INPUT_INVALID), never storing it changed or merging two paths", async () => {
+      const kept = async (write: () => Promise<unknown>): Promise<boolean> => {
+        try {
+          await write();
+          return true;
+        } catch (error) {
+          expect((error as { code?: unknown }).code, String(error)).toBe("AL_ERR_STATE_INPUT_INVALID");
+          return false;
+        }
+      };
+      for (const content of ["half an emoji \ud83d", "a \u0000 byte"]) {
+        await store().writeMemory("odd/content.md", "before");
+        if (await kept(() => store().writeMemory("odd/content.md", content))) expect((await store().readMemory("odd/content.md"))?.content).toBe(content);
+        else expect((await store().readMemory("odd/content.md"))?.content).toBe("before");
+      }
+      // Two paths that differ only in a lone surrogate stay two, or are refused.
+      const first = await kept(() => store().writeMemory("odd/\ud800.md", "first"));
+      const second = await kept(() => store().writeMemory("odd/\udc00.md", "second"));
+      if (first) expect((await store().readMemory("odd/\ud800.md"))?.content).toBe("first");
+      if (second) expect((await store().readMemory("odd/\udc00.md"))?.content).toBe("second");
+    });
+
     it("lists paths under a prefix, sorted", async () => {
       for (const path of ["notes/b.md", "todo.md", "notes/a.md", "notes-old/c.md"]) await store().writeMemory(path, path);
       expect(await store().listMemory("notes/")).toEqual(["notes/a.md", "notes/b.md"]);
