@@ -10,6 +10,7 @@ import {
   type ResolvedDefaultContextOptions,
 } from "@assemblyline-agents/core";
 import type { FileEntry, RuntimeFilesystem } from "../filesystem/runtime-filesystem.js";
+import { headOf } from "../text-cut.js";
 
 const FILESYSTEM_CONTRACT = `## Runtime filesystem
 /memory     durable memory, writable through memory tools
@@ -184,7 +185,7 @@ function withRest(lines: string[], rest: number, noun: string, root?: string): s
 /** Cut text at `max` characters, saying so, so a bound never silently hides that something was left out. */
 function cut(text: string, max: number, what: string): string {
   if (text.length <= max) return text;
-  return `${text.slice(0, max)}\n[${what} cut: ${text.length - max} more characters]`;
+  return `${headOf(text, max)}\n[${what} cut: ${text.length - max} more characters]`;
 }
 
 function firstLine(text: string): string {

@@ -1,4 +1,5 @@
 import { CAPTURE_BODY_LIMITS, type CaptureContent, type JsonValue } from "@assemblyline-agents/core";
+import { headOf } from "../text-cut.js";
 
 /** Keys whose values are withheld from every sink, whatever the capture mode. */
 const SECRET_KEY = /authorization|api[-_]?key|apikey|passw(or)?d|token|cookie|secret|credential|private[-_]?key/i;
@@ -48,5 +49,5 @@ function redactString(text: string, depth: number): string {
 
 export function truncate(text: string, limit: number): string {
   if (text.length <= limit) return text;
-  return `${text.slice(0, limit)}…[truncated ${text.length - limit} chars]`;
+  return `${headOf(text, limit)}…[truncated ${text.length - limit} chars]`;
 }
