@@ -2,6 +2,7 @@ import { AssemblyLineError, type JsonValue } from "@assemblyline-agents/core";
 import { jsonBody, withTimeout, type RequestBody } from "./http-request.js";
 import { failure } from "./mcp.js";
 import { acyclic, plainSchema, uniqueNames } from "./tool-names.js";
+import { readBounded } from "./response-limit.js";
 
 const METHODS = ["get", "put", "post", "delete", "patch"] as const;
 
@@ -37,6 +38,12 @@ const FORM = "application/x-www-form-urlencoded";
 const IGNORED_HEADERS = new Set(["accept", "content-type", "authorization"]);
 
 /**
+ * The most of an OpenAPI document fetched by URL that is read: large public
+ * ones run to tens of MB (a service that never stops sending is cut off here).
+ */
+const MAX_DOCUMENT_BYTES = 64 * 1024 * 1024;
+
+/**
  * Read an OpenAPI 3 document (fetched through the connection's guarded fetch
  * when `spec` is a URL), validate and dereference it with swagger-parser
  * (external `$ref`s are not followed: they would be requests outside the
@@ -63,7 +70,9 @@ export async function describeOpenApi(
           await response.body?.cancel();
           throw new Error(`HTTP ${response.status}`);
         }
-        return response.text();
+        const body = await readBounded(response, MAX_DOCUMENT_BYTES);
+        if (body === undefined) throw new Error(`the document is larger than ${MAX_DOCUMENT_BYTES / (1024 * 1024)} MiB; give it inline (spec: the parsed document) if it is this large`);
+        return body;
       });
     } catch (error) {
       throw failure(connection, doing, error);

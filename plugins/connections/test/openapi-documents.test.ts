@@ -67,6 +67,11 @@ beforeAll(async () => {
     const chunks: Buffer[] = [];
     for await (const chunk of req) chunks.push(chunk as Buffer);
     const body = chunks.length ? JSON.parse(Buffer.concat(chunks).toString("utf8")) : null;
+    if (req.url === "/docs/huge.json") {
+      // Announces 70 MB, sends a little, and holds the connection open.
+      res.writeHead(200, { "content-type": "application/json", "content-length": String(70 * 1024 * 1024) }).write('{"openapi":"3.0.0",');
+      return;
+    }
     if (req.url === "/docs/openapi.yaml") {
       res.writeHead(200, { "content-type": "application/yaml" }).end(YAML_DOCUMENT);
       return;
@@ -119,6 +124,11 @@ describe("OpenAPI documents as real services write them", () => {
     expect(tools.trees__get_node!.inputSchema).toMatchObject({ properties: { id: { type: "integer" } }, required: ["id"] });
     await tools.trees__get_node!.execute({ id: 7 }, callCtx());
     expect(received.at(-1)!.url).toBe("/nodes/7");
+  });
+
+  it("refuses a fetched document past 64 MiB without reading it, saying to give it inline", async () => {
+    const refused = await toolsOf(defineOpenApiConnection({ spec: `http://api.test:${port}/docs/huge.json`, description: "Trees" })).catch((error: unknown) => error);
+    expect(String(refused)).toMatch(/AL_ERR_CONNECTION_FAILED.*larger than 64 MiB.*inline/s);
   });
 
   it("refuses an inline document whose server is relative, asking for baseUrl", async () => {
