@@ -99,20 +99,35 @@ export class RunBudget {
     return new RunBudget(run, extendedLimits(limits, events), stores.usage, turns, calls.length, idleTime(events));
   }
 
-  /** Before a model call that will really run (not a replay). */
+  /**
+   * Before a model call that will really run (not a replay). The call is counted
+   * before the first await: an engine that makes calls concurrently (parallel tool
+   * calls, a background model call) must not see the same count twice and let
+   * every one of them past the limit.
+   */
   async beforeModelCall(): Promise<void> {
     this.check("maxTurns", this.turns + 1);
     this.checkDuration();
-    await this.checkUsage();
     this.turns += 1;
+    try {
+      await this.checkUsage();
+    } catch (error) {
+      this.turns -= 1;
+      throw error;
+    }
   }
 
-  /** Before a tool call that is new to the run (not a replay). */
+  /** Before a tool call that is new to the run (not a replay); counted at once, as above. */
   async beforeToolCall(): Promise<void> {
     this.check("maxToolCalls", this.toolCalls + 1);
     this.checkDuration();
-    await this.checkUsage();
     this.toolCalls += 1;
+    try {
+      await this.checkUsage();
+    } catch (error) {
+      this.toolCalls -= 1;
+      throw error;
+    }
   }
 
   private checkDuration(): void {
