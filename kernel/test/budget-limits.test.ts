@@ -1,4 +1,4 @@
-import { buildAgent, InMemoryStateAdapter, loadRuntimeBundle, noopLogger, OpenEveRuntime } from "@assemblyline-agents/runtime";
+import { buildAgent, InMemoryStateAdapter, loadRuntimeBundle, noopLogger, OpenEveRuntime, type RuntimeOptions } from "@assemblyline-agents/runtime";
 import type { AgentHarness, ModelToolCall, RunEvent } from "@assemblyline-agents/core";
 import { describe, expect, it } from "vitest";
 import { agentFolder, toolSource } from "./support/agent-folder.js";
@@ -34,9 +34,9 @@ function parallelEngine(options: { calls: number; models?: number }): AgentHarne
   };
 }
 
-async function runtimeFor(dir: string, engine: AgentHarness) {
+async function runtimeFor(dir: string, engine: AgentHarness, options: Partial<RuntimeOptions> = {}) {
   const { artifactRoot } = await buildAgent(dir);
-  return new OpenEveRuntime({ ...(await loadRuntimeBundle(artifactRoot)), state: new InMemoryStateAdapter(), agentHarness: engine, logger: noopLogger() });
+  return new OpenEveRuntime({ ...(await loadRuntimeBundle(artifactRoot)), state: new InMemoryStateAdapter(), agentHarness: engine, logger: noopLogger(), ...options });
 }
 
 const count = (events: RunEvent[], type: string) => events.filter((event) => event.type === type).length;
@@ -77,5 +77,25 @@ describe("budgets under concurrent calls", () => {
     const completed = (await state.listEvents(paused.runId)).filter((event) => event.type === "tool.completed").map((event) => event.data.callId);
     expect(completed.sort()).toEqual(["call_0", "call_1", "call_2", "call_3", "call_4"]);
     await second.close();
+  });
+});
+
+describe("budget values", () => {
+  it("refuses a count budget that is not a whole number, at build and from the host, naming it", async () => {
+    await expect(buildAgent(agentWith("{ maxTurns: 2.5 }"))).rejects.toMatchObject({
+      code: "AL_ERR_BUDGET_INVALID",
+      message: expect.stringContaining("maxTurns is 2.5"),
+    });
+    await expect(buildAgent(agentWith("{ maxConversationTokensPerDay: 1000.5 }"))).rejects.toMatchObject({ code: "AL_ERR_BUDGET_INVALID", message: expect.stringContaining("maxConversationTokensPerDay") });
+    await expect(runtimeFor(agentWith("{ maxTurns: 5 }"), parallelEngine({ calls: 0 }), { budgets: { maxToolCalls: 0.5 } })).rejects.toMatchObject({
+      code: "AL_ERR_BUDGET_INVALID",
+      message: expect.stringContaining("maxToolCalls is 0.5"),
+    });
+  });
+
+  it("keeps fractional limits where they measure money or time", async () => {
+    const runtime = await runtimeFor(agentWith("{ maxCostUsd: 0.25, maxDurationMs: 60000.5 }"), parallelEngine({ calls: 1 }));
+    expect((await runtime.run({ message: "go" })).status).toBe("completed");
+    await runtime.close();
   });
 });

@@ -50,8 +50,22 @@ export function checkBudgets(budgets: unknown, where: string): asserts budgets i
         fix: `Set ${name} to a positive finite number, or leave it out.`,
       });
     }
+    // A count limit of 2.5 would allow 2 and report "2 used of 2.5": refuse it rather than guess.
+    if (value !== undefined && COUNTED.has(name) && !Number.isInteger(value)) {
+      throw new AssemblyLineError("AL_ERR_BUDGET_INVALID", `${where}.${name} is ${JSON.stringify(value)}; it counts whole ${COUNTED.get(name)}, so it must be a whole number`, {
+        fix: `Set ${name} to a whole number such as ${Math.max(1, Math.round(value as number))}, or leave it out.`,
+      });
+    }
   }
 }
+
+/** Budgets that count whole things, and what they count. */
+const COUNTED = new Map<string, string>([
+  ["maxTurns", "model calls"],
+  ["maxToolCalls", "tool calls"],
+  ["maxTokens", "tokens"],
+  ["maxConversationTokensPerDay", "tokens"],
+]);
 
 export interface BudgetExceeded {
   budget: RunBudgetName;
