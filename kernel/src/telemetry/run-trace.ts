@@ -111,13 +111,14 @@ export class RunTrace {
     const data = event.data;
     const usage = (data.usage ?? {}) as Record<string, JsonValue>;
     const { provider: specProvider, model: requestModel } = splitModelSpec(this.modelSpec);
+    const finishReason = typeof data.stopReason === "string" ? semconvFinishReason(data.stopReason) : undefined;
     const attributes: Record<string, SpanAttributeValue | undefined> = {
       "gen_ai.operation.name": "chat",
-      "gen_ai.provider.name": typeof data.provider === "string" ? data.provider : specProvider,
+      "gen_ai.provider.name": semconvProvider(typeof data.provider === "string" ? data.provider : specProvider),
       "gen_ai.request.model": requestModel,
       "gen_ai.response.model": typeof data.model === "string" ? data.model : undefined,
       "gen_ai.response.id": typeof data.responseId === "string" ? data.responseId : undefined,
-      "gen_ai.response.finish_reasons": typeof data.stopReason === "string" ? [data.stopReason] : undefined,
+      "gen_ai.response.finish_reasons": finishReason ? [finishReason] : undefined,
       "gen_ai.usage.input_tokens": numberOrUndefined(usage.inputTokens),
       "gen_ai.usage.output_tokens": numberOrUndefined(usage.outputTokens),
       "gen_ai.usage.cache_read.input_tokens": numberOrUndefined(usage.cacheReadTokens),
@@ -129,7 +130,8 @@ export class RunTrace {
     this.costUsd += numberOrUndefined(usage.costUsd) ?? 0;
     if (capturesBodies(this.settings.mode)) {
       const toolCalls = Array.isArray(data.toolCalls) ? data.toolCalls.map((name) => ({ type: "tool_call", name: text(name) })) : [];
-      attributes["gen_ai.output.messages"] = captureBody([{ role: "assistant", parts: [{ type: "text", content: data.text ?? "" }, ...toolCalls] }], this.settings.mode);
+      const finish = finishReason ?? (toolCalls.length > 0 ? "tool_call" : "stop");
+      attributes["gen_ai.output.messages"] = captureBody([{ role: "assistant", parts: [{ type: "text", content: data.text ?? "" }, ...toolCalls], finish_reason: finish }], this.settings.mode);
     }
     return this.span(`chat ${requestModel}`, spanIdFor(this.runId, "chat", event.seq), "client", startMs, endMs, attributes);
   }
@@ -174,7 +176,7 @@ export class RunTrace {
       "gen_ai.operation.name": "invoke_agent",
       "gen_ai.agent.id": agent.agentId,
       "gen_ai.agent.name": agent.agentName,
-      "gen_ai.provider.name": splitModelSpec(this.modelSpec).provider,
+      "gen_ai.provider.name": semconvProvider(splitModelSpec(this.modelSpec).provider),
       "gen_ai.request.model": splitModelSpec(this.modelSpec).model,
       "gen_ai.usage.input_tokens": this.inputTokens,
       "gen_ai.usage.output_tokens": this.outputTokens,
@@ -184,7 +186,7 @@ export class RunTrace {
     };
     if (capturesBodies(mode)) {
       attributes["gen_ai.input.messages"] = captureBody([{ role: "user", parts: [{ type: "text", content: this.message }] }], mode);
-      if (!failed) attributes["gen_ai.output.messages"] = captureBody([{ role: "assistant", parts: [{ type: "text", content: event.data.text ?? "" }] }], mode);
+      if (!failed) attributes["gen_ai.output.messages"] = captureBody([{ role: "assistant", parts: [{ type: "text", content: event.data.text ?? "" }], finish_reason: "stop" }], mode);
     }
     if (mode === "full") {
       attributes["gen_ai.system_instructions"] = captureBody(this.instructions, mode);
@@ -243,6 +245,50 @@ function splitModelSpec(spec: string): { provider: string | undefined; model: st
   if (colon > 0 && (slash < 0 || colon < slash)) return { provider: spec.slice(0, colon), model: spec.slice(colon + 1).split("/").pop() ?? "" };
   if (slash > 0) return { provider: spec.slice(0, slash), model: spec.slice(slash + 1) };
   return { provider: undefined, model: spec };
+}
+
+/**
+ * Engines report stop reasons in their provider's words (`toolUse`, `end_turn`,
+ * `max_tokens`); `gen_ai.response.finish_reasons` takes the semantic conventions'
+ * values, so dashboards group every provider's calls alike. Others pass through.
+ */
+const FINISH_REASONS: Record<string, string> = {
+  stop: "stop",
+  end_turn: "stop",
+  stop_sequence: "stop",
+  completed: "stop",
+  length: "length",
+  max_tokens: "length",
+  max_output_tokens: "length",
+  tooluse: "tool_call",
+  tool_use: "tool_call",
+  tool_calls: "tool_call",
+  tool_call: "tool_call",
+  function_call: "tool_call",
+  content_filter: "content_filter",
+  safety: "content_filter",
+  refusal: "content_filter",
+  error: "error",
+  aborted: "error",
+};
+
+function semconvFinishReason(reason: string): string {
+  return FINISH_REASONS[reason.toLowerCase()] ?? reason;
+}
+
+/** `gen_ai.provider.name` well-known values for the providers whose engine names differ; others pass through. */
+const PROVIDER_NAMES: Record<string, string> = {
+  google: "gcp.gemini",
+  "google-gemini-cli": "gcp.gemini",
+  "google-vertex": "gcp.vertex_ai",
+  "amazon-bedrock": "aws.bedrock",
+  "azure-openai-responses": "azure.ai.openai",
+  mistral: "mistral_ai",
+  xai: "x_ai",
+};
+
+function semconvProvider(provider: string | undefined): string | undefined {
+  return provider === undefined ? undefined : (PROVIDER_NAMES[provider] ?? provider);
 }
 
 function text(value: JsonValue | undefined): string {
