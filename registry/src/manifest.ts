@@ -154,7 +154,22 @@ function checkRangeSyntax(pkg: PluginPackage): void {
       'Declare the kernel versions the plugin was tested with, e.g. "kernel": "^0.1.0" (no "*", "x", "latest" or empty range).',
     );
   }
+  // ">=0.1.0" would load the plugin on every future major, whose contracts it has never seen: each alternative needs a ceiling.
+  const open = new semver.Range(range).set.find((comparators) => !comparators.some(hasCeiling));
+  if (open) {
+    throw pluginRefusal(
+      "AL_ERR_PLUGIN_MANIFEST",
+      pkg,
+      `assemblyLine.kernel "${range}" has no upper bound (${open.map((comparator) => comparator.value).join(" ")} includes every later kernel major)`,
+      `Bound it to the kernels the plugin was tested with, e.g. "kernel": "^${semver.minVersion(range)?.version ?? "0.1.0"}" or ">=0.1.0 <0.3.0".`,
+      { details: { kernelRange: range } },
+    );
+  }
 }
+
+/** A comparator that caps the versions a set admits: "<", "<=" or an exact version ("" with a version, not the "any" comparator). */
+const hasCeiling = (comparator: semver.Comparator): boolean =>
+  comparator.operator === "<" || comparator.operator === "<=" || (comparator.operator === "" && comparator.value !== "");
 
 /*
  * One adapter per slot: a gateway descriptor names only the plugin and the slot,

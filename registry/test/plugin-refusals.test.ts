@@ -4,7 +4,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { describe, expect, it } from "vitest";
 import { isAssemblyLineError, type ErrorCode } from "@assemblyline-agents/core";
-import { loadPluginPackage, type LoadPluginOptions } from "@assemblyline-agents/registry";
+import { loadPluginPackage, readPluginPackage, type LoadPluginOptions } from "@assemblyline-agents/registry";
 
 /**
  * Each folder under fixtures/ with an _expect.json is a broken plugin package:
@@ -70,5 +70,23 @@ describe("loading a broken plugin package", () => {
   it("carries the plugin, its version and the package in the error details", async () => {
     const error = await loadPluginPackage(join(fixtures, "wrong-kernel-range")).catch((caught: unknown) => caught);
     expect(error).toMatchObject({ details: { plugin: "jsonfile", version: "0.3.0", package: "@acme/assembly-line-jsonfile", kernelRange: "^2.0.0" } });
+  });
+
+  it("accepts kernel ranges with a ceiling and refuses one whose any alternative is open-ended", async () => {
+    const dir = await mkdtemp(join(tmpdir(), "al-plugin-"));
+    const withKernel = (kernel: string) =>
+      writeFile(join(dir, "package.json"), JSON.stringify({ name: "@acme/ranges", version: "1.0.0", assemblyLine: { manifestVersion: 1, id: "ranges", kernel, provides: [] } }));
+    try {
+      for (const kernel of ["^0.1.0", "~0.1.2", "0.1.x", "0.1.0", ">=0.1.0 <0.3.0", "^0.1.0 || ^1.0.0"]) {
+        await withKernel(kernel);
+        await expect(readPluginPackage(dir), kernel).resolves.toMatchObject({ manifest: { kernel } });
+      }
+      for (const kernel of [">0.0.0", "^0.1.0 || >=1.0.0"]) {
+        await withKernel(kernel);
+        await expect(readPluginPackage(dir), kernel).rejects.toMatchObject({ code: "AL_ERR_PLUGIN_MANIFEST", message: expect.stringContaining(`"${kernel}" has no upper bound`), fix: expect.stringContaining('"kernel": "^') });
+      }
+    } finally {
+      await rm(dir, { recursive: true, force: true });
+    }
   });
 });
