@@ -302,6 +302,29 @@ describe("assembly-line plugins add", () => {
     expect(await snapshot()).toEqual(before);
   });
 
+  it("puts package.json, the lock file and node_modules back when the installed package does not load", async () => {
+    const { project, before, snapshot } = await projectWithDependency();
+    // Manifest and kernel range pass the check before npm install; the main lacks the export the manifest names.
+    const plugin = await mkdtemp(join(tmpdir(), "al-add-plugin-"));
+    folders.push(plugin);
+    await writeFile(join(plugin, "index.js"), "export const somethingElse = 1;\n");
+    await writeFile(
+      join(plugin, "package.json"),
+      JSON.stringify({
+        name: "@acme/no-exports",
+        version: "1.0.0",
+        type: "module",
+        main: "./index.js",
+        assemblyLine: { manifestVersion: 1, id: "no-exports", kernel: `^${KERNEL_VERSION}`, provides: [{ slot: "blob", name: "no-exports", export: "noExportsBlob", contract: "blob@1" }] },
+      }),
+    );
+    const refusal = await plugins("add", plugin, "--dir", project, "--offline").catch((error: unknown) => error);
+    expect(refusal).toMatchObject({ code: "AL_ERR_PLUGIN_EXPORT", details: { restored: true } });
+    expect((refusal as Error).message).toContain("Nothing was kept");
+    expect((refusal as Error).message).toContain("no `plugin` export");
+    expect(await snapshot()).toEqual(before);
+  });
+
   it("fails with AL_ERR_PLUGIN_INSTALL quoting npm when the package cannot be installed", async () => {
     const project = await mkdtemp(join(tmpdir(), "al-add-"));
     folders.push(project);

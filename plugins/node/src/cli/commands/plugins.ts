@@ -1,5 +1,7 @@
 import "../registry-kernel.js";
+import { spawn } from "node:child_process";
 import { existsSync } from "node:fs";
+import { readFile, rm, rmdir, writeFile } from "node:fs/promises";
 import { join, resolve } from "node:path";
 import { AssemblyLineError, isAssemblyLineError } from "@assemblyline-agents/core";
 import { KERNEL_VERSION } from "@assemblyline-agents/runtime";
@@ -147,6 +149,7 @@ export async function addPlugin(parsed: ParsedCommand, io: CommandIO): Promise<n
   const step = progress(io, json);
   step(`checking ${spec} before installing it`);
   await checkPluginBeforeInstall(spec, { kernelVersion: KERNEL_VERSION, offline: parsed.values.offline === true });
+  const before = await snapshotProject(project);
   step(`installing ${spec} into ${project} with npm`);
   const name = await npmInstall(project, spec, { offline: parsed.values.offline === true, ...(knownName ? { knownName } : {}) });
 
@@ -156,11 +159,18 @@ export async function addPlugin(parsed: ParsedCommand, io: CommandIO): Promise<n
     plugin = await inspectPluginPackage(join(project, "node_modules", name));
   } catch (error) {
     if (!isAssemblyLineError(error)) throw error;
-    const fix = `${name} is installed but cannot be used with kernel ${KERNEL_VERSION}; remove it with: npm uninstall ${name}`;
-    if (json) throw new AssemblyLineError(error.code, error.message.split("\n")[0]!.replace(`${error.code}: `, ""), { fix, cause: error });
-    io.err(error.message);
-    io.err(fix);
-    return 1;
+    // A package the host would refuse at boot is no use in the project: put package.json, the lock file and node_modules back.
+    step(`${name} does not load; restoring ${project} as it was`);
+    const restored = await restoreProject(project, before, name, parsed.values.offline === true);
+    const what = error.message.slice(`${error.code}: `.length).split("\n  fix: ")[0]!;
+    const outcome = restored.ok
+      ? `Nothing was kept: ${project}'s package.json, lock file and node_modules are as they were before plugins add.`
+      : `Putting the project back failed (${restored.reason}); ${project}'s package.json and lock file are restored, run npm install there to match node_modules to them.`;
+    throw new AssemblyLineError(error.code, `${what}\n${outcome}`, {
+      ...(error.fix ? { fix: `${error.fix} (a fix for the plugin's author; until then, use another release)` } : {}),
+      details: { ...error.details, package: name, restored: restored.ok },
+      cause: error,
+    });
   }
   if (json) {
     const gateway = gatewayUsage({ package: name, provides: plugin.manifest.provides });
@@ -173,6 +183,48 @@ export async function addPlugin(parsed: ParsedCommand, io: CommandIO): Promise<n
   if (required.length > 0) io.out(`  set before a production boot: ${required.map((variable) => variable.name).join(", ")}`);
   printGateway(gatewayUsage({ package: name, provides: plugin.manifest.provides }), io);
   return 0;
+}
+
+/** The files `npm install --save` rewrites, as they were; undefined for a file that did not exist. */
+interface ProjectSnapshot {
+  packageJson: string;
+  lock: string | undefined;
+}
+
+async function snapshotProject(project: string): Promise<ProjectSnapshot> {
+  return {
+    packageJson: await readFile(join(project, "package.json"), "utf8"),
+    lock: await readFile(join(project, "package-lock.json"), "utf8").catch(() => undefined),
+  };
+}
+
+/**
+ * Write package.json and the lock file back, then let npm make node_modules
+ * match them (it prunes what they no longer name). A lock file npm created is
+ * removed again. Never throws: the caller reports a failed restore.
+ */
+async function restoreProject(project: string, before: ProjectSnapshot, name: string, offline: boolean): Promise<{ ok: true } | { ok: false; reason: string }> {
+  const lockFile = join(project, "package-lock.json");
+  try {
+    await writeFile(join(project, "package.json"), before.packageJson);
+    if (before.lock !== undefined) await writeFile(lockFile, before.lock);
+    const args = ["install", "--no-audit", "--no-fund", ...(offline ? ["--offline"] : [])];
+    const result = await new Promise<{ code: number | null; text: string }>((resolvePromise, reject) => {
+      const child = spawn(process.platform === "win32" ? "npm.cmd" : "npm", args, { cwd: project, shell: process.platform === "win32", stdio: ["ignore", "pipe", "pipe"] });
+      let text = "";
+      child.stdout.on("data", (chunk: Buffer) => (text += chunk.toString("utf8")));
+      child.stderr.on("data", (chunk: Buffer) => (text += chunk.toString("utf8")));
+      child.on("error", reject);
+      child.on("close", (code) => resolvePromise({ code, text }));
+    });
+    if (before.lock === undefined) await rm(lockFile, { force: true });
+    // npm prunes the package but leaves its scope folder behind; remove it when nothing else is in it.
+    const scope = name.startsWith("@") ? join(project, "node_modules", name.split("/")[0]!) : undefined;
+    if (scope) await rmdir(scope).catch(() => undefined);
+    return result.code === 0 ? { ok: true } : { ok: false, reason: `npm ${args.join(" ")} exited ${result.code}: ${result.text.trim().split("\n").slice(-3).join(" / ")}` };
+  } catch (error) {
+    return { ok: false, reason: (error as Error).message };
+  }
 }
 
 export async function verifyPlugin(parsed: ParsedCommand, io: CommandIO): Promise<number> {
