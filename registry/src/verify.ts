@@ -10,6 +10,7 @@ import { kernelHost } from "./kernel-host.js";
 import { inspectPluginPackage, loadPluginPackage } from "./load.js";
 import { checkKernelRange, readPluginPackage, type PluginConformance, type PluginPackage, type PluginProvide } from "./manifest.js";
 import { locateKitRunner, type KitRunner } from "./kit-runner.js";
+import { checkPublishedFiles } from "./published-files.js";
 
 /**
  * The conformance kit of each contract, as exported by
@@ -25,7 +26,7 @@ export const CONFORMANCE_KITS: Record<string, { kit: string; extraArgs(provide: 
 };
 
 export interface VerifyStep {
-  step: "manifest" | "kernel range" | "exports" | "options and live contracts";
+  step: "manifest" | "kernel range" | "exports" | "options and live contracts" | "published files";
   ok: boolean;
   detail: string;
   code?: string;
@@ -71,7 +72,8 @@ export interface VerifyOptions {
 
 /**
  * What a plugin author runs before publishing: the loader's checks one by one
- * (manifest, kernel range, exports, options and live contracts), then the
+ * (manifest, kernel range, exports, options and live contracts), that the
+ * files a host reads are in what `npm pack` would publish, then the
  * conformance kit of every contract the package provides, run by vitest on a
  * generated test file. Never throws for a broken plugin: the report says why.
  */
@@ -121,9 +123,11 @@ export async function verifyPluginPackage(packageDir: string, options: VerifyOpt
       return claims.join("; ") || "nothing to materialize";
     }));
   if (!ok) return report;
+  // Not a gate for the kits: they run from the folder, which has every file either way.
+  const published = await attempt("published files", async () => `npm pack would ship ${(await checkPublishedFiles(pkg!)).join(", ")}`);
 
   report.kits = await runConformanceKits(pkg!, { ...options, kernelVersion });
-  report.ok = report.kits.every((kit) => kit.failed === 0);
+  report.ok = published && report.kits.every((kit) => kit.failed === 0);
   return report;
 }
 

@@ -75,6 +75,7 @@ describe("assembly-line plugins verify", () => {
     expect(out).toMatch(/pass {2}kernel range: "\^0\.1\.0" includes kernel/);
     expect(out).toMatch(/pass {2}exports: the package main exports plugin, jsonFileState\(\)/);
     expect(out).toMatch(/pass {2}options and live contracts: state "jsonfile" has every method of state@1 \(runs, conversations\)/);
+    expect(out).toMatch(/pass {2}published files: npm pack would ship src\/index\.js, config\.schema\.json$/m);
     expect(out).toMatch(/pass {2}conformance state "jsonfile" \(state@1\) with describeStateConformance: \d+ passed$/m);
     expect(out).toContain("verify passed: @acme/assembly-line-jsonfile@0.3.0 (plugin jsonfile) is ready to publish");
   });
@@ -219,6 +220,31 @@ describe("assembly-line plugins verify", () => {
     expect(out).toMatch(/FAIL {2}conformance harness "echo" \(harness@1\) with describeHarnessConformance: \d+ passed, 1 failed/);
     expect(out).toMatch(/- .*AgentHarness conformance > ends the turn when the run's signal aborts while the model is answering: /);
   }, 120_000);
+
+  it("fails a package whose published tarball would leave out its config schema, while the kit still runs", async () => {
+    const leaky = await mkdtemp(join(tmpdir(), "al-verify-files-"));
+    folders.push(leaky);
+    // Loads fine from its folder; "files" ships only index.js, so an installed copy has no config.schema.json.
+    await writeFile(join(leaky, "package.json"), JSON.stringify({
+      name: "@acme/leaky", version: "1.0.0", type: "module", main: "./index.js", files: ["index.js"],
+      assemblyLine: { manifestVersion: 1, id: "leaky", kernel: "^0.1.0", configSchema: "./config.schema.json", provides: [{ slot: "state", name: "leaky", export: "leakyState", contract: "state@1", facets: ["runs"] }] },
+    }));
+    await writeFile(join(leaky, "config.schema.json"), JSON.stringify({ type: "object", additionalProperties: false, properties: {} }));
+    await writeFile(join(leaky, "index.js"), [
+      'import { adapterDescriptor, definePlugin } from "@assemblyline-agents/core";',
+      `import { JsonFileState } from ${JSON.stringify(join(thirdParty, "src/json-file-state.js"))};`,
+      'export const leakyState = (options = {}) => adapterDescriptor("state", "leaky", options);',
+      'export const plugin = definePlugin({ name: "leaky", version: "1.0.0", apply(kernel) {',
+      '  kernel.hooks.slot.for("state").tapPromise("leaky", async (d, ctx) => d.plugin === "leaky" ? JsonFileState.open({ file: `${ctx.agentDir}/s.json` }) : undefined);',
+      "} });",
+    ].join("\n"));
+    const { code, out, err } = await plugins("verify", leaky);
+    expect(code).toBe(1);
+    expect(out).toMatch(/FAIL {2}published files: AL_ERR_PLUGIN_CONFIG_SCHEMA: plugin leaky@1\.0\.0 .*without config\.schema\.json \(the configSchema of the state adapter "leaky"\)/);
+    expect(out).toContain('fix: Add "config.schema.json" (or its folder) to "files" in package.json');
+    expect(out).toMatch(/pass {2}conformance state "leaky" \(state@1\) with describeStateConformance: \d+ passed$/m);
+    expect(err).toContain("verify failed: @acme/leaky@1.0.0 (plugin leaky), 1 problem(s) above");
+  });
 
   it("prints the report as JSON with --json", async () => {
     const { code, out } = await plugins("verify", fixture("missing-facet-method"), "--json");
