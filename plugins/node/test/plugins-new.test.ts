@@ -449,3 +449,22 @@ export async function listenKitRuntimeRuntime(options: KitRuntimeHostOptions): P
 `,
   },
 };
+
+describe("plugins new: a package ready to publish on its own", () => {
+  it("ships an MIT LICENSE and a README beside its license field, for an adapter and a subject-kit package", async () => {
+    const parent = await mkdtemp(join(tmpdir(), "al-new-license-"));
+    folders.push(parent);
+    for (const slot of ["blob", "telemetry-sink"]) {
+      const dir = join(parent, slot);
+      const code = await pluginsCommand(["new", `@acme/assembly-line-lic-${slot}`, "--slot", slot, "--dir", dir], { out: () => undefined, err: () => undefined });
+      expect(code).toBe(0);
+      const manifest = JSON.parse(await readFile(join(dir, "package.json"), "utf8")) as { license: string };
+      expect(manifest.license).toBe("MIT");
+      const license = await readFile(join(dir, "LICENSE"), "utf8");
+      expect(license).toMatch(/^MIT License\n\nCopyright \(c\) \d{4} the authors of @acme\/assembly-line-lic-/);
+      const { stdout } = await promisify(execFile)("npm", ["pack", "--dry-run", "--json", "--ignore-scripts"], { cwd: dir });
+      const packed = (JSON.parse(stdout) as Array<{ files: Array<{ path: string }> }>)[0]!.files.map((file) => file.path);
+      expect(packed, slot).toEqual(expect.arrayContaining(["LICENSE", "README.md", "package.json", ...(slot === "blob" ? ["config.schema.json"] : [])]));
+    }
+  });
+});

@@ -40,6 +40,32 @@ function parseFacets(text: string | undefined): StateFacetName[] {
   return facets as StateFacetName[];
 }
 
+/** The MIT license text, for the year the package is created; the author puts their name over the placeholder. */
+function mitLicense(packageName: string): string {
+  return `MIT License
+
+Copyright (c) ${new Date().getFullYear()} the authors of ${packageName}
+
+Permission is hereby granted, free of charge, to any person obtaining a copy
+of this software and associated documentation files (the "Software"), to deal
+in the Software without restriction, including without limitation the rights
+to use, copy, modify, merge, publish, distribute, sublicense, and/or sell
+copies of the Software, and to permit persons to whom the Software is
+furnished to do so, subject to the following conditions:
+
+The above copyright notice and this permission notice shall be included in all
+copies or substantial portions of the Software.
+
+THE SOFTWARE IS PROVIDED "AS IS", WITHOUT WARRANTY OF ANY KIND, EXPRESS OR
+IMPLIED, INCLUDING BUT NOT LIMITED TO THE WARRANTIES OF MERCHANTABILITY,
+FITNESS FOR A PARTICULAR PURPOSE AND NONINFRINGEMENT. IN NO EVENT SHALL THE
+AUTHORS OR COPYRIGHT HOLDERS BE LIABLE FOR ANY CLAIM, DAMAGES OR OTHER
+LIABILITY, WHETHER IN AN ACTION OF CONTRACT, TORT OR OTHERWISE, ARISING FROM,
+OUT OF OR IN CONNECTION WITH THE SOFTWARE OR THE USE OR OTHER DEALINGS IN THE
+SOFTWARE.
+`;
+}
+
 /**
  * `assembly-line plugins new <name> --slot <slot>`: a plugin package that
  * builds, with its manifest, an adapter skeleton whose methods say they are not
@@ -72,6 +98,8 @@ export async function pluginsNewCommand(parsed: ParsedCommand, io: CommandIO): P
   const range = `^${kernel.major}.${kernel.minor}.0`;
   const where = relative(process.cwd(), dir) || ".";
   const write = async (files: Record<string, string>) => {
+    // package.json says "license": "MIT"; the license text must ship with the package for that to hold.
+    files["LICENSE"] ??= mitLicense(packageName);
     for (const [file, text] of Object.entries(files)) {
       await mkdir(dirname(join(dir, file)), { recursive: true });
       await writeFile(join(dir, file), text);
