@@ -97,6 +97,7 @@ describe("plugins new --slot <kind>: a skeleton that builds, whose kit fails cle
       ["kernel range", true],
       ["exports", true],
       ["options and live contracts", true],
+      ["published files", true],
     ]);
     expect(report.ok).toBe(false);
     expect(report.kits).toHaveLength(1);
