@@ -21,6 +21,7 @@ export {
   type LoadedAdapter,
 } from "./load.js";
 export { packageEntry } from "./package-main.js";
+export { runNpm, type NpmOutput } from "./run-npm.js";
 export { checkAdapterOptions, compileConfigSchema, configSchemaPath } from "./config-schema.js";
 export { scanInstalledPlugins, discoverPackage, findPackageDir, nodeModulesChain, type DiscoveredPlugin } from "./discover.js";
 export { checkSandboxAdapterInstalled, composeGateway, gatewayEnvNames, withSandboxFile, type ComposeGatewayOptions, type ComposedGateway, type ComposedSlot, type MissingEnvVar } from "./compose.js";

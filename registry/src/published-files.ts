@@ -1,25 +1,15 @@
-import { spawn } from "node:child_process";
 import { join, relative, sep } from "node:path";
 import { AssemblyLineError, type ErrorCode } from "@assemblyline-agents/core";
 import { configSchemaPath } from "./config-schema.js";
 import { pluginRefusal, type PluginPackage } from "./manifest.js";
 import { packageEntry } from "./package-main.js";
+import { runNpm } from "./run-npm.js";
 
 /** The files `npm pack` would put in the tarball (paths relative to the package, "/"-separated), asked of npm's own client. */
 export async function packedFiles(dir: string): Promise<Set<string>> {
   // --ignore-scripts: verify must not build; it checks what is there, as a publish right now would ship it.
   const args = ["pack", "--dry-run", "--json", "--ignore-scripts"];
-  const output = await new Promise<{ code: number | null; stdout: string; stderr: string }>((resolvePromise, reject) => {
-    const child = spawn(process.platform === "win32" ? "npm.cmd" : "npm", args, { cwd: dir, shell: process.platform === "win32", stdio: ["ignore", "pipe", "pipe"] });
-    let stdout = "";
-    let stderr = "";
-    child.stdout.on("data", (chunk: Buffer) => (stdout += chunk.toString("utf8")));
-    child.stderr.on("data", (chunk: Buffer) => (stderr += chunk.toString("utf8")));
-    child.on("error", reject);
-    child.on("close", (code) => resolvePromise({ code, stdout, stderr }));
-  }).catch((error: Error) => {
-    throw new AssemblyLineError("AL_ERR_PLUGIN_INSTALL", `could not start npm to list the files ${dir} would publish: ${error.message}`, { fix: "Install Node.js with npm on the PATH." });
-  });
+  const output = await runNpm(args, dir, `list the files ${dir} would publish`);
   if (output.code !== 0) {
     throw new AssemblyLineError("AL_ERR_PLUGIN_INSTALL", `npm ${args.join(" ")} failed in ${dir} (exit ${output.code}): ${output.stderr.trim().split("\n").slice(-3).join(" / ")}`, {
       fix: "Fix what npm reports about package.json, then run verify again.",

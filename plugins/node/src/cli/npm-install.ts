@@ -1,4 +1,4 @@
-import { spawn } from "node:child_process";
+import { runNpm } from "@assemblyline-agents/registry";
 import { readFile } from "node:fs/promises";
 import { basename, join } from "node:path";
 import { AssemblyLineError } from "@assemblyline-agents/core";
@@ -19,16 +19,8 @@ async function dependencies(projectDir: string): Promise<Record<string, string>>
 export async function npmInstall(projectDir: string, spec: string, options: { offline?: boolean; knownName?: string } = {}): Promise<string> {
   const before = await dependencies(projectDir);
   const args = ["install", "--save", "--no-audit", "--no-fund", ...(options.offline ? ["--offline"] : []), spec];
-  const output = await new Promise<{ code: number | null; text: string }>((resolvePromise, reject) => {
-    const child = spawn(process.platform === "win32" ? "npm.cmd" : "npm", args, { cwd: projectDir, shell: process.platform === "win32", stdio: ["ignore", "pipe", "pipe"] });
-    let text = "";
-    child.stdout.on("data", (chunk: Buffer) => (text += chunk.toString("utf8")));
-    child.stderr.on("data", (chunk: Buffer) => (text += chunk.toString("utf8")));
-    child.on("error", reject);
-    child.on("close", (code) => resolvePromise({ code, text }));
-  }).catch((error: Error) => {
-    throw new AssemblyLineError("AL_ERR_PLUGIN_INSTALL", `could not start npm to install ${spec}: ${error.message}`, { fix: "Install Node.js with npm on the PATH." });
-  });
+  const ran = await runNpm(args, projectDir, `install ${spec}`);
+  const output = { code: ran.code, text: `${ran.stdout}${ran.stderr}` };
   if (output.code !== 0) {
     const tail = output.text.trim().split("\n").slice(-QUOTED_LINES).join("\n  ");
     throw new AssemblyLineError("AL_ERR_PLUGIN_INSTALL", `npm ${args.join(" ")} failed in ${projectDir} (exit ${output.code}):\n  ${tail}`, {

@@ -1,10 +1,9 @@
-import { spawn } from "node:child_process";
 import { existsSync, statSync } from "node:fs";
 import { mkdtemp, rm } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { AssemblyLineError, isAssemblyLineError } from "@assemblyline-agents/core";
-import { checkKernelRange, readPluginPackage, type PluginPackage } from "@assemblyline-agents/registry";
+import { checkKernelRange, readPluginPackage, runNpm, type PluginPackage } from "@assemblyline-agents/registry";
 
 /** How many trailing lines of npm's output a pack failure quotes. */
 const QUOTED_LINES = 12;
@@ -12,17 +11,7 @@ const QUOTED_LINES = 12;
 /** `npm pack <spec>` into `destination` with npm's own client; the tarball's file name. */
 async function npmPack(spec: string, destination: string, offline: boolean): Promise<string> {
   const args = ["pack", spec, "--pack-destination", destination, "--json", "--ignore-scripts", ...(offline ? ["--offline"] : [])];
-  const output = await new Promise<{ code: number | null; stdout: string; stderr: string }>((resolvePromise, reject) => {
-    const child = spawn(process.platform === "win32" ? "npm.cmd" : "npm", args, { cwd: destination, shell: process.platform === "win32", stdio: ["ignore", "pipe", "pipe"] });
-    let stdout = "";
-    let stderr = "";
-    child.stdout.on("data", (chunk: Buffer) => (stdout += chunk.toString("utf8")));
-    child.stderr.on("data", (chunk: Buffer) => (stderr += chunk.toString("utf8")));
-    child.on("error", reject);
-    child.on("close", (code) => resolvePromise({ code, stdout, stderr }));
-  }).catch((error: Error) => {
-    throw new AssemblyLineError("AL_ERR_PLUGIN_INSTALL", `could not start npm to fetch ${spec}: ${error.message}`, { fix: "Install Node.js with npm on the PATH." });
-  });
+  const output = await runNpm(args, destination, `fetch ${spec}`);
   if (output.code !== 0) {
     const tail = `${output.stdout}\n${output.stderr}`.trim().split("\n").slice(-QUOTED_LINES).join("\n  ");
     throw new AssemblyLineError("AL_ERR_PLUGIN_INSTALL", `npm ${args.join(" ")} failed (exit ${output.code}), so ${spec} was not installed:\n  ${tail}`, {

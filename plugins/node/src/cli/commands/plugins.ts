@@ -1,5 +1,4 @@
 import "../registry-kernel.js";
-import { spawn } from "node:child_process";
 import { existsSync } from "node:fs";
 import { readFile, rm, rmdir, writeFile } from "node:fs/promises";
 import { join, resolve } from "node:path";
@@ -19,6 +18,7 @@ import {
   type PluginProvide,
   type RegistryEntry,
   type VerifyStep,
+  runNpm,
 } from "@assemblyline-agents/registry";
 import { jsonOption, requirePositional, stringOption, type ParsedCommand } from "../args.js";
 import type { CommandIO } from "../io.js";
@@ -209,14 +209,8 @@ async function restoreProject(project: string, before: ProjectSnapshot, name: st
     await writeFile(join(project, "package.json"), before.packageJson);
     if (before.lock !== undefined) await writeFile(lockFile, before.lock);
     const args = ["install", "--no-audit", "--no-fund", ...(offline ? ["--offline"] : [])];
-    const result = await new Promise<{ code: number | null; text: string }>((resolvePromise, reject) => {
-      const child = spawn(process.platform === "win32" ? "npm.cmd" : "npm", args, { cwd: project, shell: process.platform === "win32", stdio: ["ignore", "pipe", "pipe"] });
-      let text = "";
-      child.stdout.on("data", (chunk: Buffer) => (text += chunk.toString("utf8")));
-      child.stderr.on("data", (chunk: Buffer) => (text += chunk.toString("utf8")));
-      child.on("error", reject);
-      child.on("close", (code) => resolvePromise({ code, text }));
-    });
+    const ran = await runNpm(args, project, `restore ${project}`);
+    const result = { code: ran.code, text: `${ran.stdout}${ran.stderr}` };
     if (before.lock === undefined) await rm(lockFile, { force: true });
     // npm prunes the package but leaves its scope folder behind; remove it when nothing else is in it.
     const scope = name.startsWith("@") ? join(project, "node_modules", name.split("/")[0]!) : undefined;
