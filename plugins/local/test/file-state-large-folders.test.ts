@@ -58,6 +58,34 @@ describe("WriteAheadLog.read, a piece at a time", () => {
     }
   });
 
+  it("finds where a later synced write starts past a damaged record, however the file is cut into pieces", async () => {
+    const path = join(await folders.make(), "log-0.wal");
+    const head = logLine({ index: 0 }, { startsWrite: true }) + logLine({ index: 1 });
+    const damaged = logLine({ index: 2 }, { startsWrite: true }).replace('"index"', '"indez"');
+    // Records of the damaged record's own write may follow it (a torn write), then a later write's.
+    const sameWrite = logLine({ index: 3 });
+    const later = logLine({ index: 4 }, { startsWrite: true }) + logLine({ index: 5 });
+    const laterWriteAt = Buffer.byteLength(head + damaged + sameWrite);
+    await writeFile(path, Buffer.concat([Buffer.from(head + damaged + sameWrite + later), Buffer.alloc(3000)]));
+    for (const chunkBytes of [1, 7, 64, 1000, undefined]) {
+      const read = await readLog(path, chunkBytes);
+      expect(read.records, String(chunkBytes)).toEqual([{ index: 0 }, { index: 1 }]);
+      expect(read.validBytes).toBe(Buffer.byteLength(head));
+      expect(read.laterWriteAt, String(chunkBytes)).toBe(laterWriteAt);
+    }
+
+    // Zeros where the damaged write's first bytes never reached the disk, the rest of it did: a torn last write.
+    const torn = Buffer.from(head + damaged.replace("indez", "index") + sameWrite);
+    torn.fill(0, Buffer.byteLength(head), Buffer.byteLength(head) + 12);
+    await writeFile(path, Buffer.concat([torn, Buffer.alloc(3000)]));
+    for (const chunkBytes of [5, 64, undefined]) {
+      expect(await readLog(path, chunkBytes)).toEqual({ records: [{ index: 0 }, { index: 1 }], validBytes: Buffer.byteLength(head), totalBytes: torn.length, laterWriteAt: undefined });
+    }
+    // The same with a later write after it: the zeros are then damage to a write already synced.
+    await writeFile(path, Buffer.concat([torn, Buffer.from(later)]));
+    expect((await readLog(path, 16)).laterWriteAt).toBe(torn.length);
+  });
+
   it("stops at zeros, even where a line goes on after them, and counts only zeros as no data", async () => {
     const path = join(await folders.make(), "log-0.wal");
     const head = logLine({ index: 0 });

@@ -1,6 +1,6 @@
 import { isAssemblyLineError, isStateAdapter } from "@assemblyline-agents/core";
 import { describeStateConformance } from "@assemblyline-agents/core/testkit";
-import { appendFile, mkdtemp, readdir, readFile, rm, stat, writeFile } from "node:fs/promises";
+import { appendFile, mkdtemp, readdir, readFile, rm, stat, truncate, writeFile } from "node:fs/promises";
 import { spawnSync } from "node:child_process";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
@@ -170,6 +170,49 @@ describe("FileStateAdapter", () => {
     const third = await FileStateAdapter.open({ directory });
     expect((await third.listEvents("r1")).map((event) => event.type)).toEqual(["run.created", "one", "two"]);
     await third.close();
+  });
+
+  it("refuses a log whose damaged record records written after it follow, and cuts nothing", async () => {
+    const directory = await tempFolder();
+    const first = await FileStateAdapter.open({ directory });
+    await first.createRun(newRun("r1"));
+    // Each call waited for: each record its own synced write.
+    for (const type of ["one", "two", "three"]) await first.appendEvents("r1", [{ type }]);
+    await first.close();
+    const log = join(directory, "log-0.wal");
+    const text = await readFile(log, "utf8");
+    const damagedAt = text.indexOf("\n", text.indexOf('"one"')) + 1;
+    const damaged = text.replace('"two"', '"owt"');
+    await writeFile(log, damaged);
+
+    const error = await FileStateAdapter.open({ directory }).catch((caught: unknown) => caught);
+    expect(isAssemblyLineError(error, "AL_ERR_STATE_ROW_INVALID")).toBe(true);
+    expect((error as Error).message).toContain(`the record at byte ${damagedAt} is damaged`);
+    expect((error as { fix?: string }).fix).toContain(`truncate -s ${damagedAt} ${log}`);
+    expect(await readFile(log, "utf8")).toBe(damaged);
+
+    // Cut where the fix says, the folder opens with the records before the damage.
+    await truncate(log, damagedAt);
+    const cut = await FileStateAdapter.open({ directory });
+    expect((await cut.listEvents("r1")).map((event) => event.type)).toEqual(["run.created", "one"]);
+    await cut.close();
+  });
+
+  it("cuts a damaged record of the last synced write, and that write's records after it", async () => {
+    const directory = await tempFolder();
+    const first = await FileStateAdapter.open({ directory });
+    await first.createRun(newRun("r1"));
+    await first.createRun(newRun("r2"));
+    // Called together: one synced write holds both records, as a write a power cut tore could.
+    await Promise.all([first.appendEvents("r1", [{ type: "one" }]), first.appendEvents("r2", [{ type: "two" }])]);
+    await first.close();
+    const log = join(directory, "log-0.wal");
+    await writeFile(log, (await readFile(log, "utf8")).replace('"one"', '"eno"'));
+
+    const second = await FileStateAdapter.open({ directory });
+    expect((await second.listEvents("r1")).map((event) => event.type)).toEqual(["run.created"]);
+    expect((await second.listEvents("r2")).map((event) => event.type)).toEqual(["run.created"]);
+    await second.close();
   });
 
   it("ignores a last record whose checksum does not match", async () => {

@@ -82,7 +82,8 @@ import { WriteAheadLog, encodeLine } from "./write-ahead-log.js";
  * once what it saw is synced). An event and
  * the state change it describes therefore share a record: after kill -9 both are on
  * disk or neither is. Opening replays the snapshot, then log-N, log-(N+1)... in turn,
- * and cuts a torn last record of the last log.
+ * and cuts a torn last record of the last log; a damaged record that records of a later
+ * synced write follow is no torn write, and the folder is refused (see WriteAheadLog).
  * When the log outgrows `compactAfterBytes` and the snapshot, and the records that later
  * ones replaced or deleted make up `compactWhenSuperseded` of the folder (a state that
  * mostly grows gains nothing from being rewritten), it is closed once every
@@ -987,6 +988,8 @@ export class FileStateAdapter implements StateAdapter {
           }
         });
         validBytes = read.validBytes;
+        // Records synced after the damaged one would go with a cut there: the log is refused instead.
+        if (read.laterWriteAt !== undefined) throw this.damagedLogError(logPath, read.validBytes, read.laterWriteAt);
         if (!logs.has(generation + 1)) break;
         // Only the last log can end in a torn record: an earlier one was durable before the next began.
         if (read.validBytes < read.totalBytes) throw this.corruptError(logPath, new Error("a torn record in a log that a later log follows"));
@@ -1184,6 +1187,18 @@ export class FileStateAdapter implements StateAdapter {
       const stray = (log !== undefined && log < generation) || /^snapshot\.json\..*\.tmp$/.test(name);
       if (stray) await unlink(join(this.directory, name)).catch(() => undefined);
     }
+  }
+
+  /** A log damaged at `damagedAt`, with records a later synced write made from `laterWriteAt` on. */
+  private damagedLogError(path: string, damagedAt: number, laterWriteAt: number): AssemblyLineError {
+    return new AssemblyLineError(
+      "AL_ERR_STATE_ROW_INVALID",
+      `the local state file ${path} cannot be read back: the record at byte ${damagedAt} is damaged, and records written after it was on disk follow from byte ${laterWriteAt}`,
+      {
+        fix: `The file was changed outside Assembly Line or damaged on disk; nothing was cut from it. Restore ${this.directory} from a backup. To keep only the records before the damage instead, cut the file to ${damagedAt} bytes (truncate -s ${damagedAt} ${path}): the records after it are then lost.`,
+        details: { path, damagedAt, laterWriteAt },
+      },
+    );
   }
 
   private corruptError(path: string, cause: unknown): AssemblyLineError {

@@ -38,6 +38,12 @@ const FILL_MIN_BYTES = 64 * 1024;
 const FILL_MAX_BYTES = 4 * 1024 * 1024;
 /** Zeros written per call of a fill. */
 const FILL_CHUNK_BYTES = 64 * 1024;
+/**
+ * The byte between a record's checksum and its JSON: a space, but for the first record of each synced
+ * write, which has this instead. Logs written before the mark have none, and are read as before it.
+ */
+const BATCH_START = 0x3a; // ":"
+const RECORD_SEPARATOR = 0x20; // " "
 /** How much of a log is read at a time when its folder is opened (see `read`). */
 const READ_CHUNK_BYTES = 4 * 1024 * 1024;
 
@@ -46,6 +52,13 @@ interface PendingRecord {
   line: Buffer;
   resolve: () => void;
   reject: (error: Error) => void;
+}
+
+/** What `read` found: where the intact records end, the data ends, and a later synced write starts past damage. */
+export interface LogReadEnds {
+  validBytes: number;
+  totalBytes: number;
+  laterWriteAt: number | undefined;
 }
 
 /** Records taken together for one synced write, and their bytes. */
@@ -81,6 +94,11 @@ interface Batch {
  * such record and `openForAppend` cuts the file there, so a record is either wholly in
  * the log or not at all. A failed write or fdatasync fails its batch and every later append:
  * what the disk holds is then unknown, so the log must be reopened (replayed).
+ *
+ * Only the last synced write can be torn: the next starts once it returned. So the first
+ * record of each synced write is marked (BATCH_START), and a damaged record followed by an
+ * intact marked one is no torn write but damage to records already synced, which `read`
+ * reports (`laterWriteAt`) for the caller to refuse the log rather than cut those records off.
  */
 export class WriteAheadLog {
   /** Records waiting for the next batch, in append order. */
@@ -117,16 +135,17 @@ export class WriteAheadLog {
   /**
    * Hand every intact record to `onRecord`, in order; `validBytes` is where the intact prefix ends,
    * `totalBytes` where the file's last byte that is not zero does: the zeros filled ahead of the
-   * records are no torn record. The file is read `chunkBytes` at a time, never whole: a log can
-   * outgrow the 2 GiB that Node.js reads into one Buffer, and a folder that could not be read
-   * back would lose everything in it.
+   * records are no torn record. `laterWriteAt`, past a damaged record, is where an intact record
+   * that began a later synced write starts: the damage is then no torn write (see the class). The
+   * file is read `chunkBytes` at a time, never whole: a log can outgrow the 2 GiB that Node.js reads
+   * into one Buffer, and a folder that could not be read back would lose everything in it.
    */
-  static async read(path: string, onRecord: (record: unknown) => void, chunkBytes = READ_CHUNK_BYTES): Promise<{ validBytes: number; totalBytes: number }> {
+  static async read(path: string, onRecord: (record: unknown) => void, chunkBytes = READ_CHUNK_BYTES): Promise<LogReadEnds> {
     let handle: FileHandle;
     try {
       handle = await open(path, "r");
     } catch (error) {
-      if ((error as NodeJS.ErrnoException).code === "ENOENT") return { validBytes: 0, totalBytes: 0 };
+      if ((error as NodeJS.ErrnoException).code === "ENOENT") return { validBytes: 0, totalBytes: 0, laterWriteAt: undefined };
       throw error;
     }
     try {
@@ -137,50 +156,60 @@ export class WriteAheadLog {
   }
 
   /** `read` through a handle the caller opened (and closes), from the file's first byte. */
-  static async readFrom(handle: FileHandle, onRecord: (record: unknown) => void, chunkBytes = READ_CHUNK_BYTES): Promise<{ validBytes: number; totalBytes: number }> {
+  static async readFrom(handle: FileHandle, onRecord: (record: unknown) => void, chunkBytes = READ_CHUNK_BYTES): Promise<LogReadEnds> {
     const chunk = Buffer.allocUnsafe(chunkBytes);
     const zeros = Buffer.alloc(chunkBytes);
     /** The line being read, up to the chunk it ends in: copies, as the chunk is read into again. */
     let partial: Buffer[] = [];
+    /** Whether the line being read holds a zero byte: no record does (zeros are a fill ahead, or a torn write). */
+    let lineHasZero = false;
+    let lineStart = 0;
     let validBytes = 0;
     let endOfNonZero = 0;
     let intact = true;
-    for (let position = 0; ; ) {
+    let laterWriteAt: number | undefined;
+    for (let position = 0; laterWriteAt === undefined; ) {
       const { bytesRead } = await handle.read(chunk, 0, chunkBytes, position);
       if (bytesRead === 0) break;
       const bytes = chunk.subarray(0, bytesRead);
-      // Compared whole first: a stretch of zeros filled ahead is megabytes long.
-      if (!bytes.equals(zeros.subarray(0, bytesRead))) {
-        let end = bytesRead;
-        while (bytes[end - 1] === 0) end -= 1;
-        endOfNonZero = position + end;
+      // Compared whole first: a stretch of zeros filled ahead is megabytes long, and holds no line.
+      if (bytes.equals(zeros.subarray(0, bytesRead))) {
+        lineHasZero = true;
+        partial = [];
+        position += bytesRead;
+        continue;
       }
-      let offset = 0;
-      while (intact && offset < bytesRead) {
-        const end = bytes.indexOf(0x0a, offset);
-        const piece = bytes.subarray(offset, end < 0 ? bytesRead : end);
-        // A record is JSON text behind its checksum, and never holds a zero byte: zeros are the
-        // fill ahead of the records or a torn write, and the intact records end before them.
-        if (piece.includes(0)) intact = false;
-        else if (end < 0) {
-          partial.push(Buffer.from(piece));
+      let end = bytesRead;
+      while (bytes[end - 1] === 0) end -= 1;
+      endOfNonZero = position + end;
+      for (let offset = 0; offset < bytesRead; ) {
+        const newline = bytes.indexOf(0x0a, offset);
+        const piece = bytes.subarray(offset, newline < 0 ? bytesRead : newline);
+        if (piece.includes(0)) lineHasZero = true;
+        if (newline < 0) {
+          if (!lineHasZero) partial.push(Buffer.from(piece));
           break;
-        } else {
-          const record = decodeLine(partial.length === 0 ? piece : Buffer.concat([...partial, piece]));
-          partial = [];
+        }
+        const line = lineHasZero ? undefined : partial.length === 0 ? piece : Buffer.concat([...partial, piece]);
+        partial = [];
+        lineHasZero = false;
+        if (intact) {
+          const record = line && decodeLine(line);
           if (record === undefined) intact = false;
           else {
             onRecord(record);
-            offset = end + 1;
-            validBytes = position + offset;
+            validBytes = position + newline + 1;
           }
+        } else if (line?.[8] === BATCH_START && decodeLine(line) !== undefined) {
+          laterWriteAt = lineStart;
+          break;
         }
+        offset = newline + 1;
+        lineStart = position + offset;
       }
-      // Past the intact records, the rest is read only for where its last byte that is not zero is.
-      if (!intact) partial = [];
       position += bytesRead;
     }
-    return { validBytes, totalBytes: Math.max(validBytes, endOfNonZero) };
+    return { validBytes, totalBytes: Math.max(validBytes, endOfNonZero), laterWriteAt };
   }
 
   /** Open for appending after cutting anything past `validBytes` (a torn tail, zeros filled ahead). */
@@ -368,6 +397,7 @@ export class WriteAheadLog {
     this.pending = [];
     this.eagerPending = 0;
     this.urgent = false;
+    records[0]!.line[8] = BATCH_START;
     return { records, bytes: records.length === 1 ? records[0]!.line : Buffer.concat(records.map((record) => record.line)) };
   }
 
@@ -455,13 +485,13 @@ export function encodeLine(text: string): Buffer {
   const line = Buffer.allocUnsafe(length + 10);
   line.write(text, 9, length, "utf8");
   line.write(crc32(line.subarray(9, 9 + length)).toString(16).padStart(8, "0"), 0, 8, "latin1");
-  line[8] = 0x20;
+  line[8] = RECORD_SEPARATOR;
   line[length + 9] = 0x0a;
   return line;
 }
 
 function decodeLine(line: Buffer): unknown {
-  if (line.length < 10 || line[8] !== 0x20) return undefined;
+  if (line.length < 10 || (line[8] !== RECORD_SEPARATOR && line[8] !== BATCH_START)) return undefined;
   const expected = Number.parseInt(line.subarray(0, 8).toString("ascii"), 16);
   const json = line.subarray(9);
   if (!Number.isInteger(expected) || crc32(json) !== expected) return undefined;

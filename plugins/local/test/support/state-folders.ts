@@ -30,10 +30,13 @@ export async function crashCopy(directory: string, copy: string): Promise<string
   return copy;
 }
 
-/** `record` as one line of the file state's log: `<crc32 of the JSON, 8 hex digits> <JSON>\n`. */
-export function logLine(record: unknown): string {
+/**
+ * `record` as one line of the file state's log: `<crc32 of the JSON, 8 hex digits> <JSON>\n`, with
+ * `:` in place of the space when the record `startsWrite` (the first of a synced write).
+ */
+export function logLine(record: unknown, { startsWrite = false } = {}): string {
   const json = JSON.stringify(record);
-  return `${crc32(Buffer.from(json)).toString(16).padStart(8, "0")} ${json}\n`;
+  return `${crc32(Buffer.from(json)).toString(16).padStart(8, "0")}${startsWrite ? ":" : " "}${json}\n`;
 }
 
 /** The snapshot of `directory` (format 2: a checksummed line per row), as its header and its rows by table. */
