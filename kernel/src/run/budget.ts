@@ -156,9 +156,10 @@ export class RunBudget {
       this.check("maxTokens", sumTokens(records), true);
       this.check("maxCostUsd", sumCost(records), true);
     }
-    if (this.run.conversationId && (maxConversationTokensPerDay !== undefined || maxConversationCostUsdPerDay !== undefined)) {
+    const conversationId = budgetConversationOf(this.run);
+    if (conversationId && (maxConversationTokensPerDay !== undefined || maxConversationCostUsdPerDay !== undefined)) {
       const today = new Date().toISOString().slice(0, 10);
-      const records = (await this.usage.listUsage({ conversationId: this.run.conversationId })).filter((record) => record.createdAt.startsWith(today));
+      const records = (await this.usage.listUsage({ conversationId })).filter((record) => record.createdAt.startsWith(today));
       this.check("maxConversationTokensPerDay", sumTokens(records), true);
       this.check("maxConversationCostUsdPerDay", sumCost(records), true);
     }
@@ -176,6 +177,15 @@ export class RunBudget {
       throw budgetExceededError(this.run.id, this.exceeded);
     }
   }
+}
+
+/**
+ * The conversation whose daily budgets count `run`'s model calls: its own, or for a subagent's run its
+ * root run's, so that delegating never spends past the day's limit of the conversation it serves.
+ */
+export function budgetConversationOf(run: RunRecord): string | null {
+  const parent = run.input.parent;
+  return parent?.budgetConversationId !== undefined ? parent.budgetConversationId : run.conversationId;
 }
 
 /** A budget a human extended (`budget.extended`) keeps its larger limit for the rest of the run. */

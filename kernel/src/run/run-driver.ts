@@ -17,7 +17,7 @@ import type { SourceBundle } from "../compiler/bundle.js";
 import type { AgentManifest } from "../compiler/manifest.js";
 import type { KernelHooks } from "../hooks.js";
 import type { ResolvedState } from "../state/resolve-state.js";
-import { RunBudget, budgetExceededError, type BudgetExceeded } from "./budget.js";
+import { RunBudget, budgetConversationOf, budgetExceededError, type BudgetExceeded } from "./budget.js";
 import { buildModelContext } from "./context-policy.js";
 import { isInfrastructureFailure, leaseLost } from "./infrastructure-failure.js";
 import { dropUndefined, type RunJournal } from "./journal.js";
@@ -452,7 +452,7 @@ export class RunDriver {
         textDelta: (delta) => this.parts.textDelta(run.id, delta),
         recordUsage: async (usage) => {
           try {
-            await state.usage.recordUsage({ ...usage, runId: run.id, conversationId: run.conversationId, createdAt: isoTimestamp() });
+            await state.usage.recordUsage({ ...usage, runId: run.id, conversationId: budgetConversationOf(run), createdAt: isoTimestamp() });
           } catch (error) {
             logger.warn({ runId: run.id, err: String(error), event: "usage.degraded" }, "usage could not be recorded");
           }

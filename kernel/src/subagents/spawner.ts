@@ -9,6 +9,7 @@ import {
 } from "@assemblyline-agents/core";
 import type { AgentProfile } from "../agents/agent-profile.js";
 import { digestJson } from "../canonical-json.js";
+import { budgetConversationOf } from "../run/budget.js";
 import type { RunJournal } from "../run/journal.js";
 import type { RunResult } from "../run/run-result.js";
 import { compileSchema, describeSchemaErrors } from "../schema.js";
@@ -109,7 +110,7 @@ async function startChild(parts: SpawnerParts, parent: RunRecord, child: AgentPr
     input: {
       message: composeTask(request),
       metadata: {},
-      parent: { runId: parent.id, callId, subagent: child.path, depth, sandboxRunId },
+      parent: { runId: parent.id, callId, subagent: child.path, depth, sandboxRunId, budgetConversationId: budgetConversationOf(parent) },
     },
     idempotencyKey: `subagent:${childRunId}`,
   });

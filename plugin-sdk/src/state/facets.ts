@@ -78,6 +78,7 @@ export interface UsageRecord {
   /** Unique per model call; recording the same id twice counts once. */
   id: string;
   runId: string;
+  /** The conversation whose daily budgets count this call: the run's, or for a subagent's run its root run's (`SubagentParent.budgetConversationId`). */
   conversationId: string | null;
   provider: string;
   model: string;

@@ -25,6 +25,12 @@ export interface SubagentParent {
   depth: number;
   /** The run whose sandbox a `workspace: "shared"` subagent uses. */
   sandboxRunId: string;
+  /**
+   * The conversation whose daily budgets (`maxConversationTokensPerDay`, `maxConversationCostUsdPerDay`)
+   * the subagent's model calls count against: the root run's, null when it has none. Absent on runs
+   * spawned before it existed, which count against their own conversation.
+   */
+  budgetConversationId?: string | null;
 }
 
 export interface RunError {

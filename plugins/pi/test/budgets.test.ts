@@ -12,10 +12,11 @@ afterAll(() => {
   for (const dir of folders) rmSync(dir, { recursive: true, force: true });
 });
 
-function lookupAgent(): string {
+function lookupAgent(extraFiles: Record<string, string> = {}): string {
   const dir = mkdtempSync(join(tmpdir(), "al-pi-budget-"));
   folders.push(dir);
   const files = {
+    ...extraFiles,
     "agent.ts": `import { defineAgent } from "@assemblyline-agents/core";
 export default defineAgent({ model: "local/priced", instructions: "Look things up." });
 `,
@@ -41,8 +42,8 @@ describe("budgets against a provider's reported usage", () => {
   });
   afterEach(() => server.close());
 
-  async function runtime(options: Partial<RuntimeOptions>) {
-    const bundle = await loadRuntimeBundle((await buildAgent(lookupAgent())).artifactRoot);
+  async function runtime(options: Partial<RuntimeOptions>, extraFiles: Record<string, string> = {}) {
+    const bundle = await loadRuntimeBundle((await buildAgent(lookupAgent(extraFiles))).artifactRoot);
     // USD per million tokens: a call of 40 input + 9 output tokens costs 0.04 + 0.018 = 0.058.
     const harness = piAgentHarness({
       models: { "local/priced": { api: "openai-completions", baseUrl: server.baseUrl, apiKeyEnv: false, cost: { input: 1000, output: 2000 } } },
@@ -81,6 +82,30 @@ describe("budgets against a provider's reported usage", () => {
 
     server.text(["other"], { inputTokens: 40, outputTokens: 9 });
     expect((await host.run({ message: "three", conversationId: "chat-2" })).status).toBe("completed");
+    await host.close();
+  });
+
+  it("counts a subagent's model calls in the day of the conversation it works for", async () => {
+    const helper = {
+      "subagents/helper/agent.ts": `import { defineAgent } from "@assemblyline-agents/core";
+export default defineAgent({ description: "Looks things up for the parent." });
+`,
+    };
+    const host = await runtime({ budgets: { maxConversationTokensPerDay: 100 } }, helper);
+    const spawn = [{ id: "s1", name: "spawn_subagent", argumentChunks: ['{"name":"helper","task":"Find milk."}'] }];
+    // The parent asks the helper (49 tokens), the helper answers (49), the parent answers (49).
+    server.toolCalls(spawn, { inputTokens: 40, outputTokens: 9 }).text(["milk is white"], { inputTokens: 40, outputTokens: 9 }).text(["done"], { inputTokens: 40, outputTokens: 9 });
+    const first = await host.run({ message: "one", conversationId: "chat-1" });
+    expect(first.status).toBe("completed");
+    const records = await host.state.usage.listUsage({ conversationId: "chat-1" });
+    expect(records).toHaveLength(3);
+    expect(new Set(records.map((record) => record.runId)).size).toBe(2);
+
+    // The parent's own calls used 98 of the 100: the helper's 49 put the conversation past its day's limit.
+    server.text(["never"], { inputTokens: 40, outputTokens: 9 });
+    const second = await host.run({ message: "two", conversationId: "chat-1" });
+    expect(second.error?.code).toBe("AL_ERR_BUDGET_EXCEEDED");
+    expect((await host.listEvents(second.runId)).find((event) => event.type === "budget.exceeded")?.data).toMatchObject({ budget: "maxConversationTokensPerDay", used: 147 });
     await host.close();
   });
 });
