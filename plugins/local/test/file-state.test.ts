@@ -3,6 +3,7 @@ import { describeStateConformance } from "@assemblyline-agents/core/testkit";
 import { appendFile, mkdtemp, readdir, readFile, rm, stat, truncate, writeFile } from "node:fs/promises";
 import { spawnSync } from "node:child_process";
 import { tmpdir } from "node:os";
+import { crc32 } from "node:zlib";
 import { join } from "node:path";
 import { fileURLToPath } from "node:url";
 import { afterEach, describe, expect, it } from "vitest";
@@ -181,6 +182,10 @@ describe("FileStateAdapter", () => {
     await first.close();
     const log = join(directory, "log-0.wal");
     const text = await readFile(log, "utf8");
+    // Each write's first record is marked in a way a reader of any version takes as a line like the rest.
+    const lines = text.split("\n").slice(0, -1);
+    expect(lines.filter((line) => line.startsWith(" ", 9)).length).toBeGreaterThanOrEqual(4);
+    for (const line of lines) expect(line.slice(0, 9)).toBe(`${crc32(Buffer.from(line.slice(9))).toString(16).padStart(8, "0")} `);
     const damagedAt = text.indexOf("\n", text.indexOf('"one"')) + 1;
     const damaged = text.replace('"two"', '"owt"');
     await writeFile(log, damaged);

@@ -39,11 +39,11 @@ const FILL_MAX_BYTES = 4 * 1024 * 1024;
 /** Zeros written per call of a fill. */
 const FILL_CHUNK_BYTES = 64 * 1024;
 /**
- * The byte between a record's checksum and its JSON: a space, but for the first record of each synced
- * write, which has this instead. Logs written before the mark have none, and are read as before it.
+ * The first record of each synced write has its JSON text start with a space (checksummed with it; JSON
+ * never starts so otherwise), so a reader of any version takes the line as the record it is. Logs
+ * written before the mark have none, and are read as before it.
  */
-const BATCH_START = 0x3a; // ":"
-const RECORD_SEPARATOR = 0x20; // " "
+const WRITE_START_MARK = 0x20; // " "
 /** How much of a log is read at a time when its folder is opened (see `read`). */
 const READ_CHUNK_BYTES = 4 * 1024 * 1024;
 
@@ -96,7 +96,7 @@ interface Batch {
  * what the disk holds is then unknown, so the log must be reopened (replayed).
  *
  * Only the last synced write can be torn: the next starts once it returned. So the first
- * record of each synced write is marked (BATCH_START), and a damaged record followed by an
+ * record of each synced write is marked (WRITE_START_MARK), and a damaged record followed by an
  * intact marked one is no torn write but damage to records already synced, which `read`
  * reports (`laterWriteAt`) for the caller to refuse the log rather than cut those records off.
  */
@@ -200,7 +200,7 @@ export class WriteAheadLog {
             onRecord(record);
             validBytes = position + newline + 1;
           }
-        } else if (line?.[8] === BATCH_START && decodeLine(line) !== undefined) {
+        } else if (line?.[9] === WRITE_START_MARK && decodeLine(line) !== undefined) {
           laterWriteAt = lineStart;
           break;
         }
@@ -241,7 +241,7 @@ export class WriteAheadLog {
   /** Durably append one record, given as its JSON text; resolves only once it is on disk. */
   append(json: string): Promise<void> {
     if (this.failure) return Promise.reject(this.failure);
-    const written = this.enqueue(encodeLine(json), true);
+    const written = this.enqueue(json, true);
     this.startBatches();
     return written;
   }
@@ -253,7 +253,7 @@ export class WriteAheadLog {
    */
   appendLazily(json: string): Promise<void> {
     if (this.failure) return Promise.reject(this.failure);
-    const written = this.enqueue(encodeLine(json), false);
+    const written = this.enqueue(json, false);
     this.lazySync ??= setTimeout(() => {
       this.lazySync = undefined;
       this.syncSoon();
@@ -380,7 +380,9 @@ export class WriteAheadLog {
   }
 
   /** Queue a record for the next batch; start that batch if the pool loop waits for it to fill. */
-  private enqueue(line: Buffer, eager: boolean): Promise<void> {
+  private enqueue(json: string, eager: boolean): Promise<void> {
+    // Every batch takes all that waits, so a record that finds nothing waiting starts the next synced write.
+    const line = encodeLine(json, this.pending.length === 0);
     this.pendingBytes += line.length;
     const written = new Promise<void>((resolve, reject) => this.pending.push({ line, resolve, reject }));
     if (eager) this.eagerPending += 1;
@@ -397,7 +399,6 @@ export class WriteAheadLog {
     this.pending = [];
     this.eagerPending = 0;
     this.urgent = false;
-    records[0]!.line[8] = BATCH_START;
     return { records, bytes: records.length === 1 ? records[0]!.line : Buffer.concat(records.map((record) => record.line)) };
   }
 
@@ -477,21 +478,26 @@ function zeros(): Buffer {
   return zeroChunk;
 }
 
-/** A record's line, `<crc32 of the JSON, 8 hex digits> <JSON>\n`: what a log holds, and a snapshot (see FileStateAdapter). */
-export function encodeLine(text: string): Buffer {
+/**
+ * A record's line, `<crc32 of the JSON, 8 hex digits> <JSON>\n`: what a log holds, and a snapshot (see
+ * FileStateAdapter); with `startsWrite`, the JSON has WRITE_START_MARK before it.
+ */
+export function encodeLine(text: string, startsWrite = false): Buffer {
   // The text is encoded to UTF-8 once, in place, and its checksum taken of those bytes (crc32 of a
   // string would encode it a second time): about a third less time per record.
+  const start = startsWrite ? 10 : 9;
   const length = Buffer.byteLength(text, "utf8");
-  const line = Buffer.allocUnsafe(length + 10);
-  line.write(text, 9, length, "utf8");
-  line.write(crc32(line.subarray(9, 9 + length)).toString(16).padStart(8, "0"), 0, 8, "latin1");
-  line[8] = RECORD_SEPARATOR;
-  line[length + 9] = 0x0a;
+  const line = Buffer.allocUnsafe(start + length + 1);
+  line.write(text, start, length, "utf8");
+  if (startsWrite) line[9] = WRITE_START_MARK;
+  line.write(crc32(line.subarray(9, start + length)).toString(16).padStart(8, "0"), 0, 8, "latin1");
+  line[8] = 0x20;
+  line[start + length] = 0x0a;
   return line;
 }
 
 function decodeLine(line: Buffer): unknown {
-  if (line.length < 10 || (line[8] !== RECORD_SEPARATOR && line[8] !== BATCH_START)) return undefined;
+  if (line.length < 10 || line[8] !== 0x20) return undefined;
   const expected = Number.parseInt(line.subarray(0, 8).toString("ascii"), 16);
   const json = line.subarray(9);
   if (!Number.isInteger(expected) || crc32(json) !== expected) return undefined;

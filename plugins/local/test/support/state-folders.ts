@@ -31,12 +31,12 @@ export async function crashCopy(directory: string, copy: string): Promise<string
 }
 
 /**
- * `record` as one line of the file state's log: `<crc32 of the JSON, 8 hex digits> <JSON>\n`, with
- * `:` in place of the space when the record `startsWrite` (the first of a synced write).
+ * `record` as one line of the file state's log: `<crc32 of the JSON, 8 hex digits> <JSON>\n`, the JSON
+ * starting with a space when the record `startsWrite` (the first of a synced write).
  */
 export function logLine(record: unknown, { startsWrite = false } = {}): string {
-  const json = JSON.stringify(record);
-  return `${crc32(Buffer.from(json)).toString(16).padStart(8, "0")}${startsWrite ? ":" : " "}${json}\n`;
+  const json = `${startsWrite ? " " : ""}${JSON.stringify(record)}`;
+  return `${crc32(Buffer.from(json)).toString(16).padStart(8, "0")} ${json}\n`;
 }
 
 /** The snapshot of `directory` (format 2: a checksummed line per row), as its header and its rows by table. */
