@@ -28,6 +28,8 @@ async function npmPack(spec: string, destination: string, offline: boolean): Pro
  * unpacked in a temporary folder) must have a manifest that passes
  * plugin-schema.json and a kernel range that includes `kernelVersion`.
  * A refusal keeps the loader's code and fix and says nothing was installed.
+ * The package returned is the release `npm pack` resolved the spec to: install
+ * that version, since the spec's range may resolve to a newer release later.
  */
 export async function checkPluginBeforeInstall(spec: string, options: { kernelVersion: string; offline?: boolean }): Promise<PluginPackage> {
   const isFolder = existsSync(spec) && statSync(spec).isDirectory();

@@ -148,10 +148,12 @@ export async function addPlugin(parsed: ParsedCommand, io: CommandIO): Promise<n
   }
   const step = progress(io, json);
   step(`checking ${spec} before installing it`);
-  await checkPluginBeforeInstall(spec, { kernelVersion: KERNEL_VERSION, offline: parsed.values.offline === true });
+  const checked = await checkPluginBeforeInstall(spec, { kernelVersion: KERNEL_VERSION, offline: parsed.values.offline === true });
+  // npm install would resolve the range again, and a release published since the check would go in unchecked.
+  const install = knownName ? `${knownName}@${checked.version}` : spec;
   const before = await snapshotProject(project);
-  step(`installing ${spec} into ${project} with npm`);
-  const name = await npmInstall(project, spec, { offline: parsed.values.offline === true, ...(knownName ? { knownName } : {}) });
+  step(`installing ${install} into ${project} with npm`);
+  const name = await npmInstall(project, install, { offline: parsed.values.offline === true, ...(knownName ? { knownName } : {}) });
 
   let plugin: InspectedPlugin;
   step(`checking ${name} against kernel ${KERNEL_VERSION}`);
