@@ -37,14 +37,15 @@ export interface DaytonaSandboxAdapterOptions extends DaytonaSandboxOptions {
 export class DaytonaSandboxAdapter implements SnapshottingSandboxAdapter {
   readonly name = "daytona";
   readonly options: ResolvedDaytonaOptions;
-  private readonly hostEnv: Record<string, string | undefined>;
-  private client: Daytona | undefined;
+  // #private: util.inspect, console.log and JSON.stringify never show them, so the key they hold stays out of logs.
+  readonly #hostEnv: Record<string, string | undefined>;
+  #client: Daytona | undefined;
   private readonly live = new SandboxOpenings<ShellSandbox>();
 
   constructor(options: DaytonaSandboxAdapterOptions) {
     const { agentDir, hostEnv, ...rest } = options;
     this.options = resolveDaytonaOptions(rest, agentDir ? `agent-${digest(agentDir).slice(0, 12)}` : "default");
-    this.hostEnv = hostEnv ?? process.env;
+    this.#hostEnv = hostEnv ?? process.env;
   }
 
   /** The key's sandbox: the live one, a stopped one started again, or a new one. */
@@ -127,8 +128,8 @@ export class DaytonaSandboxAdapter implements SnapshottingSandboxAdapter {
 
   /** Close the SDK client (its event connection). */
   async close(): Promise<void> {
-    const client = this.client;
-    this.client = undefined;
+    const client = this.#client;
+    this.#client = undefined;
     if (client) await client[Symbol.asyncDispose]();
   }
 
@@ -139,19 +140,19 @@ export class DaytonaSandboxAdapter implements SnapshottingSandboxAdapter {
 
   /** The SDK client, made on first use: the SDK (and its dependencies) loads only when a run needs a sandbox. */
   private async sdk(): Promise<Daytona> {
-    if (this.client) return this.client;
-    const apiKey = this.hostEnv.DAYTONA_API_KEY;
+    if (this.#client) return this.#client;
+    const apiKey = this.#hostEnv.DAYTONA_API_KEY;
     if (!apiKey) {
       throw new AssemblyLineError("AL_ERR_SANDBOX_ENGINE", "the Daytona sandbox needs DAYTONA_API_KEY, which is not set", {
         fix: "Set DAYTONA_API_KEY (and DAYTONA_API_URL for a self-hosted Daytona) in the host's environment.",
       });
     }
     // An explicit URL keeps the SDK from reading the endpoint out of a .env file in the working folder.
-    const apiUrl = this.options.apiUrl ?? this.hostEnv.DAYTONA_API_URL ?? DEFAULT_API_URL;
-    const target = this.options.target ?? this.hostEnv.DAYTONA_TARGET;
+    const apiUrl = this.options.apiUrl ?? this.#hostEnv.DAYTONA_API_URL ?? DEFAULT_API_URL;
+    const target = this.options.target ?? this.#hostEnv.DAYTONA_TARGET;
     const { Daytona: Client } = await import("@daytonaio/sdk");
-    this.client ??= new Client({ apiKey, apiUrl, ...(target ? { target } : {}) });
-    return this.client;
+    this.#client ??= new Client({ apiKey, apiUrl, ...(target ? { target } : {}) });
+    return this.#client;
   }
 
   private async open(key: string, attempt = 0): Promise<ShellSandbox> {
@@ -192,7 +193,7 @@ export class DaytonaSandboxAdapter implements SnapshottingSandboxAdapter {
     } catch (error) {
       // Another process created it first: use theirs.
       if (statusOf(error) === 409 && attempt === 0) return this.open(key, attempt + 1);
-      throw providerError("Daytona", `creating the sandbox for ${key}`, error, [this.hostEnv.DAYTONA_API_KEY]);
+      throw providerError("Daytona", `creating the sandbox for ${key}`, error, [this.#hostEnv.DAYTONA_API_KEY]);
     }
     const sandbox = this.wrap(key, remote);
     // A sandbox made from a snapshot already has its /workspace.
@@ -278,7 +279,7 @@ export class DaytonaSandboxAdapter implements SnapshottingSandboxAdapter {
       remote = await (await this.sdk()).get(name);
     } catch (error) {
       if (statusOf(error) === 404) return undefined;
-      throw providerError("Daytona", `looking up sandbox ${name}`, error, [this.hostEnv.DAYTONA_API_KEY]);
+      throw providerError("Daytona", `looking up sandbox ${name}`, error, [this.#hostEnv.DAYTONA_API_KEY]);
     }
     // A same-named sandbox this adapter did not make is never used or deleted.
     if (remote.labels?.[LABELS.key] !== key) {
@@ -294,7 +295,7 @@ export class DaytonaSandboxAdapter implements SnapshottingSandboxAdapter {
     try {
       return await operation();
     } catch (error) {
-      throw providerError("Daytona", action, error, [this.hostEnv.DAYTONA_API_KEY]);
+      throw providerError("Daytona", action, error, [this.#hostEnv.DAYTONA_API_KEY]);
     }
   }
 }

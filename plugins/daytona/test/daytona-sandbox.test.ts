@@ -1,3 +1,4 @@
+import { inspect } from "node:util";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { isAssemblyLineError, isSnapshottingSandboxAdapter } from "@assemblyline-agents/core";
 import { DaytonaSandboxAdapter, LABELS, daytonaSandbox } from "../src/index.js";
@@ -148,6 +149,15 @@ if (probe.available) {
       const other = adapter({ image, scope: made.options.scope });
       const error = await other.acquire("run-owner").catch((caught: unknown) => caught);
       expect(String(error)).toMatch(/is not the sandbox of run-owner/);
+    });
+
+    it("never shows the API key when the adapter or its sandbox is logged, inspected or serialized", async () => {
+      const made = adapter({ image });
+      const sandbox = await made.acquire("run-inspected");
+      for (const shown of [inspect(made, { depth: Infinity, showHidden: true }), inspect(sandbox, { depth: Infinity, showHidden: true }), JSON.stringify(made), JSON.stringify(sandbox)]) {
+        expect(shown).not.toContain(fake.apiKey);
+      }
+      await made.release("run-inspected");
     });
 
     it("reports a wrong API key as the provider's refusal, without the key in the message", async () => {

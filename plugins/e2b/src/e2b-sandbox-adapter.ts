@@ -34,13 +34,14 @@ interface StoredSnapshot {
 export class E2bSandboxAdapter implements SnapshottingSandboxAdapter {
   readonly name = "e2b";
   readonly options: ResolvedE2bOptions;
-  private readonly hostEnv: Record<string, string | undefined>;
+  // #private: util.inspect, console.log and JSON.stringify never show them, so the key they hold stays out of logs.
+  readonly #hostEnv: Record<string, string | undefined>;
   private readonly live = new SandboxOpenings<ShellSandbox>();
 
   constructor(options: E2bSandboxAdapterOptions) {
     const { agentDir, hostEnv, ...rest } = options;
     this.options = resolveE2bOptions(rest, agentDir ? `agent-${createHash("sha256").update(agentDir).digest("hex").slice(0, 12)}` : "default");
-    this.hostEnv = hostEnv ?? process.env;
+    this.#hostEnv = hostEnv ?? process.env;
   }
 
   /** The key's sandbox: the live one, a running or paused one found by its metadata, or a new one. */
@@ -153,15 +154,15 @@ export class E2bSandboxAdapter implements SnapshottingSandboxAdapter {
   }
 
   private connection(): { apiKey: string; apiUrl?: string; domain?: string; sandboxUrl?: string } {
-    const apiKey = this.hostEnv.E2B_API_KEY;
+    const apiKey = this.#hostEnv.E2B_API_KEY;
     if (!apiKey) {
       throw new AssemblyLineError("AL_ERR_SANDBOX_ENGINE", "the E2B sandbox needs E2B_API_KEY, which is not set", {
         fix: "Set E2B_API_KEY (and E2B_DOMAIN or E2B_API_URL for a self-hosted E2B) in the host's environment.",
       });
     }
-    const apiUrl = this.options.apiUrl ?? this.hostEnv.E2B_API_URL;
-    const domain = this.options.domain ?? this.hostEnv.E2B_DOMAIN;
-    const sandboxUrl = this.options.sandboxUrl ?? this.hostEnv.E2B_SANDBOX_URL;
+    const apiUrl = this.options.apiUrl ?? this.#hostEnv.E2B_API_URL;
+    const domain = this.options.domain ?? this.#hostEnv.E2B_DOMAIN;
+    const sandboxUrl = this.options.sandboxUrl ?? this.#hostEnv.E2B_SANDBOX_URL;
     // Passed explicitly, so the SDK's own reading of process.env never overrides the host's choice.
     return { apiKey, ...(apiUrl ? { apiUrl } : {}), ...(domain ? { domain } : {}), ...(sandboxUrl ? { sandboxUrl } : {}) };
   }
@@ -233,7 +234,7 @@ export class E2bSandboxAdapter implements SnapshottingSandboxAdapter {
     try {
       return await operation();
     } catch (error) {
-      throw providerError("E2B", action, error, [this.hostEnv.E2B_API_KEY]);
+      throw providerError("E2B", action, error, [this.#hostEnv.E2B_API_KEY]);
     }
   }
 }

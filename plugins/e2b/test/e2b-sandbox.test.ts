@@ -1,3 +1,4 @@
+import { inspect } from "node:util";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { isAssemblyLineError, isSnapshottingSandboxAdapter } from "@assemblyline-agents/core";
 import { E2bSandboxAdapter, METADATA, e2bSandbox } from "../src/index.js";
@@ -115,6 +116,15 @@ if (probe.available) {
       expect(ours()).toHaveLength(0);
       expect(theirs()).toHaveLength(1);
       await made.release("run-released");
+    });
+
+    it("never shows the API key when the adapter or its sandbox is logged, inspected or serialized", async () => {
+      const made = adapter();
+      const sandbox = await made.acquire("run-inspected");
+      for (const shown of [inspect(made, { depth: Infinity, showHidden: true }), inspect(sandbox, { depth: Infinity, showHidden: true }), JSON.stringify(made), JSON.stringify(sandbox)]) {
+        expect(shown).not.toContain(fake.apiKey);
+      }
+      await made.release("run-inspected");
     });
 
     it("reports a wrong API key as the provider's refusal, without the key in the message", async () => {

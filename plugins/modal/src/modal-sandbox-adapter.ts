@@ -28,14 +28,15 @@ export interface ModalSandboxAdapterOptions extends ModalSandboxOptions {
 export class ModalSandboxAdapter implements SandboxAdapter {
   readonly name = "modal";
   readonly options: ResolvedModalOptions;
-  private readonly hostEnv: Record<string, string | undefined>;
-  private client: ModalClient | undefined;
+  // #private: util.inspect, console.log and JSON.stringify never show them, so the key they hold stays out of logs.
+  readonly #hostEnv: Record<string, string | undefined>;
+  #client: ModalClient | undefined;
   private readonly live = new SandboxOpenings<ShellSandbox>();
 
   constructor(options: ModalSandboxAdapterOptions) {
     const { agentDir, hostEnv, ...rest } = options;
     this.options = resolveModalOptions(rest, agentDir ? `agent-${digest(agentDir).slice(0, 12)}` : "default");
-    this.hostEnv = hostEnv ?? process.env;
+    this.#hostEnv = hostEnv ?? process.env;
   }
 
   /** The key's sandbox: the live one, a running one found by its name, or a new one. */
@@ -54,8 +55,8 @@ export class ModalSandboxAdapter implements SandboxAdapter {
 
   /** Drop the SDK client (its connections); the sandboxes keep running. */
   close(): void {
-    this.client?.close();
-    this.client = undefined;
+    this.#client?.close();
+    this.#client = undefined;
   }
 
   /** The sandbox name a key maps to: stable across processes and within Modal's 64-character object names. */
@@ -65,33 +66,33 @@ export class ModalSandboxAdapter implements SandboxAdapter {
 
   /** The SDK client, made on first use: the SDK (and its gRPC stack) loads only when a run needs a sandbox. */
   private async sdk(): Promise<ModalClient> {
-    if (this.client) return this.client;
-    const tokenId = this.hostEnv.MODAL_TOKEN_ID;
-    const tokenSecret = this.hostEnv.MODAL_TOKEN_SECRET;
+    if (this.#client) return this.#client;
+    const tokenId = this.#hostEnv.MODAL_TOKEN_ID;
+    const tokenSecret = this.#hostEnv.MODAL_TOKEN_SECRET;
     if (!tokenId || !tokenSecret) {
       throw new AssemblyLineError("AL_ERR_SANDBOX_ENGINE", `the Modal sandbox needs ${!tokenId ? "MODAL_TOKEN_ID" : "MODAL_TOKEN_SECRET"}, which is not set`, {
         fix: "Set MODAL_TOKEN_ID and MODAL_TOKEN_SECRET (a Modal token: modal token new) in the host's environment.",
       });
     }
     const { ModalClient: Client } = await import("modal");
-    const environment = this.options.environment ?? this.hostEnv.MODAL_ENVIRONMENT;
+    const environment = this.options.environment ?? this.#hostEnv.MODAL_ENVIRONMENT;
     // The SDK takes its server and its sandbox backend from process.env only, in its synchronous
     // constructor: they are set for that call alone, so the host's choice applies and nothing else sees it.
-    const pinned = { MODAL_SERVER_URL: this.options.serverUrl ?? this.hostEnv.MODAL_SERVER_URL, MODAL_SANDBOX_V2: "1" };
+    const pinned = { MODAL_SERVER_URL: this.options.serverUrl ?? this.#hostEnv.MODAL_SERVER_URL, MODAL_SANDBOX_V2: "1" };
     const saved = Object.fromEntries(Object.keys(pinned).map((name) => [name, process.env[name]]));
     try {
       for (const [name, value] of Object.entries(pinned)) {
         if (value === undefined) delete process.env[name];
         else process.env[name] = value;
       }
-      this.client ??= new Client({ tokenId, tokenSecret, ...(environment ? { environment } : {}) });
+      this.#client ??= new Client({ tokenId, tokenSecret, ...(environment ? { environment } : {}) });
     } finally {
       for (const [name, value] of Object.entries(saved)) {
         if (value === undefined) delete process.env[name];
         else process.env[name] = value;
       }
     }
-    return this.client;
+    return this.#client;
   }
 
   private async open(key: string, attempt = 0): Promise<ShellSandbox> {
@@ -106,7 +107,7 @@ export class ModalSandboxAdapter implements SandboxAdapter {
   private async create(key: string, attempt: number): Promise<ShellSandbox> {
     const { options } = this;
     const client = await this.sdk();
-    const environment = options.environment ?? this.hostEnv.MODAL_ENVIRONMENT;
+    const environment = options.environment ?? this.#hostEnv.MODAL_ENVIRONMENT;
     let remote: ModalSdkSandbox;
     try {
       const app = await client.apps.fromName(options.app, { createIfMissing: true, ...(environment ? { environment } : {}) });
@@ -136,7 +137,7 @@ export class ModalSandboxAdapter implements SandboxAdapter {
   private async find(key: string): Promise<ModalSdkSandbox | undefined> {
     const name = this.sandboxName(key);
     const client = await this.sdk();
-    const environment = this.options.environment ?? this.hostEnv.MODAL_ENVIRONMENT;
+    const environment = this.options.environment ?? this.#hostEnv.MODAL_ENVIRONMENT;
     let remote: ModalSdkSandbox;
     try {
       remote = await client.sandboxes.fromName(this.options.app, name, environment ? { environment } : {});
@@ -228,7 +229,7 @@ export class ModalSandboxAdapter implements SandboxAdapter {
   }
 
   private failure(action: string, error: unknown): AssemblyLineError {
-    return providerError(action, error, [this.hostEnv.MODAL_TOKEN_SECRET]);
+    return providerError(action, error, [this.#hostEnv.MODAL_TOKEN_SECRET]);
   }
 }
 

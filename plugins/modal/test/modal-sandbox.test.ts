@@ -1,3 +1,4 @@
+import { inspect } from "node:util";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { isAssemblyLineError } from "@assemblyline-agents/core";
 import { ModalSandboxAdapter, TAGS, modalSandbox } from "../src/index.js";
@@ -157,6 +158,15 @@ if (probe.available) {
       expect(isAssemblyLineError(error, "AL_ERR_SANDBOX_ENGINE"), String(error)).toBe(true);
       expect(String(error)).toMatch(/was not made for run-foreign/);
       expect(fake.sandboxes.get(remote!.id)?.state).toBe("running");
+    });
+
+    it("never shows the token secret when the adapter or its sandbox is logged, inspected or serialized", async () => {
+      const made = adapter();
+      const sandbox = await made.acquire("run-inspected");
+      for (const shown of [inspect(made, { depth: Infinity, showHidden: true }), inspect(sandbox, { depth: Infinity, showHidden: true }), JSON.stringify(made), JSON.stringify(sandbox)]) {
+        expect(shown).not.toContain(fake.tokenSecret);
+      }
+      await made.release("run-inspected");
     });
 
     it("reports a wrong token as Modal's refusal, without the secret in the message", async () => {
