@@ -31,6 +31,13 @@ export interface AttachmentOptions {
 
 const DEFAULT_MAX_BYTES = 25 * 1024 * 1024;
 
+/** Where one attachment's bytes come from (a channel's resolveAttachment, or its plain URL). */
+interface DownloadRequest {
+  url: string;
+  headers: Record<string, string>;
+  filename?: string;
+}
+
 /**
  * Downloads a turn's attachments before its run starts, through the module of
  * the channel that produced the turn and no other (so one channel's credentials
@@ -69,11 +76,14 @@ export class AttachmentIngest {
       this.parts.logger.warn({ event: "attachment.skipped", runId, count: attachments.length }, "the host has no blob store; attachments are not downloaded");
       return;
     }
+    const channel = run.input.channel!.name;
     for (const attachment of attachments) {
-      const path = `/files/attachments/${runId}/${safeName(attachment)}`;
-      if (await this.parts.files.getFileRecord(path)) continue;
       try {
-        const record = await this.store(attachment, { channel: run.input.channel!.name, conversationId: run.conversationId ?? "", runId, path });
+        const request = await this.resolve(attachment, channel, run.conversationId ?? "");
+        // The channel's filename (a provider's file id often comes without one) names the stored file.
+        const path = `/files/attachments/${runId}/${safeName(attachment.id, request.filename ?? attachment.filename)}`;
+        if (await this.parts.files.getFileRecord(path)) continue;
+        const record = await this.store(attachment, request, { runId, path });
         await this.parts.runs.appendEvents(runId, [{ type: "attachment.stored", data: { attachmentId: attachment.id, path, size: record.size, contentType: record.contentType, sha256: record.sha256 } }]);
       } catch (error) {
         const code = error instanceof AssemblyLineError ? error.code : "AL_ERR_ATTACHMENT_DOWNLOAD";
@@ -84,17 +94,22 @@ export class AttachmentIngest {
     }
   }
 
-  /** Download one attachment through its own channel and store it at `path`. */
-  async store(attachment: ChannelAttachment, ctx: { channel: string; conversationId: string; runId: string | null; path: string }): Promise<FileRecord> {
-    const module = this.parts.channels[ctx.channel];
-    const resolved = module?.resolveAttachment ? await module.resolveAttachment(attachment, { conversationId: ctx.conversationId }) : undefined;
+  /** The download request for one attachment, from the module of the channel that produced it and no other. */
+  private async resolve(attachment: ChannelAttachment, channel: string, conversationId: string): Promise<DownloadRequest> {
+    const module = this.parts.channels[channel];
+    const resolved = module?.resolveAttachment ? await module.resolveAttachment(attachment, { conversationId }) : undefined;
     const url = resolved?.url ?? attachment.url;
     if (!url) {
-      throw new AssemblyLineError("AL_ERR_ATTACHMENT_REFUSED", `attachment ${attachment.id} has no url and channel ${ctx.channel} resolved none`, {
+      throw new AssemblyLineError("AL_ERR_ATTACHMENT_REFUSED", `attachment ${attachment.id} has no url and channel ${channel} resolved none`, {
         fix: "Give the attachment a url, or export resolveAttachment from the channel module.",
       });
     }
-    const { body, contentType } = await this.download(url, resolved?.headers ?? {}, attachment.id);
+    return { url, headers: resolved?.headers ?? {}, ...(typeof resolved?.filename === "string" && resolved.filename !== "" ? { filename: resolved.filename } : {}) };
+  }
+
+  /** Download one attachment as `request` says and store it at `path`. */
+  private async store(attachment: ChannelAttachment, request: DownloadRequest, ctx: { runId: string | null; path: string }): Promise<FileRecord> {
+    const { body, contentType } = await this.download(request.url, request.headers, attachment.id);
     const blobKey = ctx.path.replace(/^\/files\//, "");
     const type = attachment.contentType ?? contentType ?? "application/octet-stream";
     await this.parts.blob!.put(blobKey, body, { contentType: type });
@@ -194,8 +209,8 @@ function attachmentsOf(run: RunRecord | undefined): ChannelAttachment[] {
 }
 
 /** One path segment per attachment (the id keeps same-named files apart): provider names can hold anything. */
-function safeName(attachment: ChannelAttachment): string {
+function safeName(attachmentId: string, filename: string | undefined): string {
   const clean = (text: string) => text.replace(/[^A-Za-z0-9._-]+/g, "_").replace(/^\.+/, "_").slice(0, 100);
-  const id = clean(attachment.id) || "attachment";
-  return attachment.filename ? `${id}-${clean(attachment.filename)}` : id;
+  const id = clean(attachmentId) || "attachment";
+  return filename ? `${id}-${clean(filename)}` : id;
 }

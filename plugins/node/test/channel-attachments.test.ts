@@ -1,0 +1,50 @@
+import { mkdirSync, writeFileSync } from "node:fs";
+import { join } from "node:path";
+import { beforeAll, describe, expect, it, onTestFinished } from "vitest";
+import { LocalBlobStore } from "@assemblyline-agents/local";
+import { buildAgent, loadRuntimeBundle, type RuntimeBundle } from "@assemblyline-agents/runtime";
+import { call, captureServer, startHost, tempDir } from "./support/host.js";
+
+// A provider whose events name files by id only (as chat providers' file ids do): the channel's
+// resolveAttachment finds the download URL and the file's name.
+const FILES_CHANNEL = `import { defineChannel } from "@assemblyline-agents/core";
+export default defineChannel({ transport: "http", route: "/files-provider", methods: ["POST"] });
+export function normalizeHttp(request) {
+  const body = request.body;
+  return { eventId: body.id, conversationId: body.conversation, message: body.text, attachments: body.attachments };
+}
+export function resolveAttachment(attachment) {
+  return { url: process.env.FILES_PROVIDER_URL + "/files/" + attachment.id, filename: "Q3 report.pdf" };
+}
+`;
+
+let bundle: RuntimeBundle;
+beforeAll(async () => {
+  const agentDir = join(tempDir("al-channel-agent-"), "agent");
+  mkdirSync(join(agentDir, "channels"), { recursive: true });
+  writeFileSync(join(agentDir, "agent.ts"), `import { defineAgent } from "@assemblyline-agents/core";\nexport default defineAgent({ model: "test/model", instructions: "Test." });\n`);
+  writeFileSync(join(agentDir, "channels", "files.ts"), FILES_CHANNEL);
+  bundle = await loadRuntimeBundle((await buildAgent(agentDir)).artifactRoot);
+});
+
+describe("channel attachments", () => {
+  it("stores an attachment under the filename its channel's resolveAttachment returns", async () => {
+    const provider = await captureServer(({ path }) => (path === "/files/F123" ? { status: 200, body: "%PDF-1.7 numbers", headers: { "content-type": "application/pdf" } } : { status: 404 }));
+    process.env.FILES_PROVIDER_URL = provider.url;
+    onTestFinished(() => {
+      delete process.env.FILES_PROVIDER_URL;
+    });
+    const blob = new LocalBlobStore({ directory: join(tempDir(), "blobs") });
+    const host = await startHost(bundle, { blob, attachments: { allowedHosts: ["127.0.0.1"] } });
+    const reply = await call(`${host.url}/files-provider?wait=10`, {
+      body: { id: "evt-file-1", conversation: "c-files", text: "echo: see attached", attachments: [{ id: "F123" }] },
+    });
+    expect(reply.body.status).toBe("completed");
+    const runId = reply.body.runId as string;
+    const path = `/files/attachments/${runId}/F123-Q3_report.pdf`;
+    const stored = (await host.runtime.listEvents(runId)).find((event) => event.type === "attachment.stored");
+    expect(stored?.data).toMatchObject({ attachmentId: "F123", path, size: 16, contentType: "application/pdf" });
+    const record = await host.runtime.state.files.getFileRecord(path);
+    expect(new TextDecoder().decode((await blob.get(record!.blobKey))!.body)).toBe("%PDF-1.7 numbers");
+  });
+});
