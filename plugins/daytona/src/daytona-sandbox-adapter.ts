@@ -151,7 +151,7 @@ export class DaytonaSandboxAdapter implements SnapshottingSandboxAdapter {
     const apiUrl = this.options.apiUrl ?? this.#hostEnv.DAYTONA_API_URL ?? DEFAULT_API_URL;
     const target = this.options.target ?? this.#hostEnv.DAYTONA_TARGET;
     const { Daytona: Client } = await import("@daytonaio/sdk");
-    this.#client ??= new Client({ apiKey, apiUrl, ...(target ? { target } : {}) });
+    this.#client ??= new Client({ apiKey, apiUrl, requestTimeoutMs: this.options.requestTimeoutMs, ...(target ? { target } : {}) });
     return this.#client;
   }
 

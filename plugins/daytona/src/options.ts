@@ -24,6 +24,8 @@ export interface DaytonaSandboxOptions {
   autoStopMinutes?: number;
   /** How long creating (and building) a sandbox may take. Default 120 s. */
   createTimeoutMs?: number;
+  /** How long any other call to the Daytona API may go unanswered (a command gets its own timeout on top). Default 60 s. */
+  requestTimeoutMs?: number;
   /** The Daytona API. Default: $DAYTONA_API_URL, else Daytona's cloud. */
   apiUrl?: string;
   /** The Daytona region. Default: $DAYTONA_TARGET, else the organization's default. */
@@ -47,12 +49,13 @@ export interface ResolvedDaytonaOptions {
   scope: string;
   autoStopMinutes: number | undefined;
   createTimeoutMs: number;
+  requestTimeoutMs: number;
   apiUrl: string | undefined;
   target: string | undefined;
   snapshot: Required<Pick<SandboxSnapshotPolicy, "mode" | "retainLast">> & { reason: string | undefined } | undefined;
 }
 
-const KNOWN = ["image", "baseSnapshot", "network", "cpus", "memoryGiB", "diskGiB", "env", "defaultTimeoutMs", "maxOutputBytes", "scope", "autoStopMinutes", "createTimeoutMs", "apiUrl", "target", "snapshot", "workingDirectory", "adapter"];
+const KNOWN = ["image", "baseSnapshot", "network", "cpus", "memoryGiB", "diskGiB", "env", "defaultTimeoutMs", "maxOutputBytes", "scope", "autoStopMinutes", "createTimeoutMs", "requestTimeoutMs", "apiUrl", "target", "snapshot", "workingDirectory", "adapter"];
 
 export function badOption(name: string, value: unknown, expected: string): AssemblyLineError {
   return new AssemblyLineError("AL_ERR_SANDBOX_DEFINITION", `daytonaSandbox option ${name} is ${JSON.stringify(value)}, not ${expected}`, {
@@ -97,6 +100,8 @@ export function resolveDaytonaOptions(options: DaytonaSandboxOptions, defaultSco
   if (network !== "none" && network !== "bridge") throw badOption("network", network, '"none" or "bridge"');
   const defaultTimeoutMs = positiveNumber(record, "defaultTimeoutMs") ?? 60_000;
   const createTimeoutMs = positiveNumber(record, "createTimeoutMs") ?? 120_000;
+  // The SDK's own default is a day: a Daytona API that stops answering would hold the run that long.
+  const requestTimeoutMs = positiveNumber(record, "requestTimeoutMs") ?? 60_000;
   const maxOutputBytes = options.maxOutputBytes ?? 64 * 1024;
   if (!Number.isInteger(maxOutputBytes) || maxOutputBytes < 0) throw badOption("maxOutputBytes", maxOutputBytes, "a non-negative whole number of bytes");
   const autoStopMinutes = options.autoStopMinutes;
@@ -119,6 +124,7 @@ export function resolveDaytonaOptions(options: DaytonaSandboxOptions, defaultSco
     scope,
     autoStopMinutes,
     createTimeoutMs,
+    requestTimeoutMs,
     apiUrl: options.apiUrl,
     target: options.target,
     snapshot,

@@ -11,7 +11,12 @@ export function providerError(provider: string, action: string, error: unknown, 
   let message = error instanceof Error ? error.message : String(error);
   for (const secret of secrets) if (secret) message = message.split(secret).join("[redacted]");
   return new AssemblyLineError("AL_ERR_SANDBOX_ENGINE", `${provider}: ${action} failed${status ? ` (HTTP ${status})` : ""}: ${message}`, {
-    fix: status === 401 || status === 403 ? `Check the ${provider} API key in the host's environment.` : `Check that the ${provider} API is reachable and the sandbox exists.`,
+    fix:
+      status === 401 || status === 403
+        ? `Check the ${provider} API key in the host's environment.`
+        : timedOut(error)
+          ? `The ${provider} API did not answer in time: check its status, or raise the sandbox's requestTimeoutMs.`
+          : `Check that the ${provider} API is reachable and the sandbox exists.`,
     details: { provider, action, ...(status ? { status } : {}) },
   });
 }
@@ -19,4 +24,10 @@ export function providerError(provider: string, action: string, error: unknown, 
 export function statusOf(error: unknown): number | undefined {
   const status = (error as { statusCode?: unknown; status?: unknown } | null)?.statusCode ?? (error as { status?: unknown } | null)?.status;
   return typeof status === "number" ? status : undefined;
+}
+
+/** The SDK's request deadline passed (axios reports it as ECONNABORTED or ETIMEDOUT). */
+function timedOut(error: unknown): boolean {
+  const { name, code } = (error ?? {}) as { name?: unknown; code?: unknown };
+  return name === "DaytonaConnectionTimeoutError" || code === "ECONNABORTED" || code === "ETIMEDOUT";
 }

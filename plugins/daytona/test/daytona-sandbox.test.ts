@@ -151,6 +151,24 @@ if (probe.available) {
       expect(String(error)).toMatch(/is not the sandbox of run-owner/);
     });
 
+    it("fails a call to a Daytona API that stops answering after requestTimeoutMs, naming the option, instead of holding the run", async () => {
+      const made = adapter({ image, requestTimeoutMs: 1_000 });
+      const resume = fake.stall(new RegExp(`^GET /api/sandbox/${made.sandboxName("run-hung")}$`));
+      try {
+        const started = Date.now();
+        const error = await made.acquire("run-hung").catch((caught: unknown) => caught);
+        expect(isAssemblyLineError(error, "AL_ERR_SANDBOX_ENGINE"), String(error)).toBe(true);
+        expect(String(error)).toMatch(/requestTimeoutMs/);
+        expect(Date.now() - started).toBeLessThan(15_000);
+      } finally {
+        resume();
+      }
+    }, 30_000);
+
+    it("checks requestTimeoutMs where it is written", () => {
+      expect(String(refusal(() => daytonaSandbox({ requestTimeoutMs: 0 })))).toMatch(/option requestTimeoutMs/);
+    });
+
     it("never shows the API key when the adapter or its sandbox is logged, inspected or serialized", async () => {
       const made = adapter({ image });
       const sandbox = await made.acquire("run-inspected");

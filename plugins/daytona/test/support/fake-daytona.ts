@@ -56,6 +56,8 @@ export interface FakeDaytona {
   creates: Array<Record<string, unknown>>;
   sandboxes: Map<string, FakeSandbox>;
   snapshots: Map<string, FakeSnapshot>;
+  /** Hold every request whose "METHOD /path" matches unanswered, as a hung API does, until the returned function is called. */
+  stall(match: RegExp): () => void;
   close(): Promise<void>;
 }
 
@@ -71,6 +73,7 @@ export async function startFakeDaytona(options: { docker: Docker; image: string;
   const snapshots = new Map<string, FakeSnapshot>();
   const snapshotRepo = `fake-daytona-snapshot-${instance}`;
   let origin = "";
+  const stalls = new Map<RegExp, Promise<void>>();
   const snapshotDto = (snapshot: FakeSnapshot) => ({
     id: snapshot.id,
     organizationId: "org-local",
@@ -249,6 +252,7 @@ export async function startFakeDaytona(options: { docker: Docker; image: string;
   async function route(request: IncomingMessage, response: ServerResponse): Promise<void> {
     const url = new URL(request.url ?? "/", origin);
     requests.push(`${request.method} ${url.pathname}`);
+    for (const [match, resumed] of stalls) if (match.test(`${request.method} ${url.pathname}`)) await resumed;
     if (request.headers.authorization !== `Bearer ${apiKey}`) return json(response, 401, { statusCode: 401, message: "Invalid credentials", error: "Unauthorized" });
     const api = /^\/api\/sandbox(?:\/([^/]+))?(?:\/([a-z-]+))?$/.exec(url.pathname);
     if (api) {
@@ -333,6 +337,14 @@ export async function startFakeDaytona(options: { docker: Docker; image: string;
     creates,
     sandboxes,
     snapshots,
+    stall(match) {
+      let resume!: () => void;
+      stalls.set(match, new Promise<void>((resolve) => (resume = resolve)));
+      return () => {
+        stalls.delete(match);
+        resume();
+      };
+    },
     async close() {
       server.closeAllConnections();
       await new Promise<void>((resolve) => server.close(() => resolve()));
