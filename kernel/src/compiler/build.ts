@@ -1,7 +1,7 @@
 import { existsSync, statSync } from "node:fs";
 import { randomBytes } from "node:crypto";
 import { mkdir, open, readdir, rename, unlink, writeFile } from "node:fs/promises";
-import { basename, join, relative, resolve } from "node:path";
+import { basename, dirname, join, relative, resolve } from "node:path";
 import {
   AssemblyLineError,
   BUILT_IN_TOOL_NAMES,
@@ -51,6 +51,7 @@ import {
   type ToolManifestEntry,
 } from "./manifest.js";
 import { hashSource, listBehaviourFiles } from "./source-files.js";
+import { findSource, listSourceDir, stemOf } from "./folder-files.js";
 import { resolveInstructions } from "./instructions.js";
 import { compileSkills } from "./skills.js";
 import { SUBAGENT_ONLY_KEYS, compileSubagents } from "./subagents.js";
@@ -60,7 +61,6 @@ import { checkInstrumentation } from "../telemetry/instrumentation.js";
 export const ARTIFACT_DIR = ".assembly-line";
 export const MANIFEST_FILE = "manifest.json";
 const SNAKE_CASE = /^[a-z][a-z0-9]*(_[a-z0-9]+)*$/;
-const SOURCE_EXTENSIONS = [".ts", ".mts", ".js", ".mjs"];
 
 export interface BuildOptions {
   /** Check a static model spec (e.g. the engine's catalog); throw to fail the build. */
@@ -135,8 +135,8 @@ export async function buildAgent(agentDirInput: string, options: BuildOptions = 
   const ownTools = new Set(tools.filter((entry) => entry.kind !== "disabled").map((entry) => entry.name));
   const skills = await compileSkills(agentDir, "", new Set([...ownTools, ...BUILT_IN_TOOL_NAMES]));
   const subagents = await compileSubagents(
-    { rootDir: agentDir, load, compileTools: (dir) => compileTools(dir, load), findSource },
-    { prefix: "", model: agent.model, tools: ownTools, connections: new Set((await listSourceDir(agentDir, "connections")).map(stemOf)), budgets: agent.budgets },
+    { rootDir: agentDir, load, compileTools: (prefix) => compileTools(agentDir, load, prefix) },
+    { prefix: "", model: agent.model, tools: ownTools, connections: new Set((await listSourceDir(agentDir, "connections", "connection")).map(stemOf)), budgets: agent.budgets },
   );
   const hooks = await compileHooks(agentDir, load);
   const resolver = await compileResolver(agentDir, load);
@@ -197,10 +197,12 @@ export async function buildAgent(agentDirInput: string, options: BuildOptions = 
   const manifest: AgentManifest = { ...body, agentRevision: `rev_${digestJson(revisionInput).slice(0, 32)}` };
 
   await mkdir(artifactRoot, { recursive: true });
+  await writeFile(join(artifactRoot, ".gitignore"), "*\n");
+  // The revision copy first: a build that fails writing it leaves the previous manifest in place,
+  // never a current manifest whose revision a paused run could not be resumed on.
+  await snapshotRevision(agentDir, artifactRoot, manifest);
   const manifestPath = join(artifactRoot, MANIFEST_FILE);
   await writeAtomically(manifestPath, JSON.stringify(manifest, null, 2) + "\n");
-  await writeFile(join(artifactRoot, ".gitignore"), "*\n");
-  await snapshotRevision(agentDir, artifactRoot, manifest);
   return { manifest, manifestPath, artifactRoot };
 }
 
@@ -237,35 +239,18 @@ async function writeAtomically(path: string, text: string): Promise<void> {
   }
 }
 
-function findSource(dir: string, stem: string): string | undefined {
-  const ext = SOURCE_EXTENSIONS.find((candidate) => existsSync(join(dir, stem + candidate)));
-  return ext === undefined ? undefined : stem + ext;
-}
-
-async function listSourceDir(agentDir: string, dir: string): Promise<string[]> {
-  const full = join(agentDir, dir);
-  if (!existsSync(full)) return [];
-  return (await readdir(full))
-    .filter((name) => SOURCE_EXTENSIONS.some((ext) => name.endsWith(ext)) && !name.endsWith(".d.ts") && !name.startsWith("."))
-    .sort()
-    .map((name) => `${dir}/${name}`);
-}
-
-function stemOf(file: string): string {
-  return basename(file).replace(/\.(ts|mts|js|mjs)$/, "");
-}
-
 type Loader = ReturnType<typeof createModuleLoader>;
 
-async function compileTools(agentDir: string, load: Loader): Promise<ToolManifestEntry[]> {
+/** Compile `<prefix>tools/` (prefix: "" for the root, `subagents/<name>/` for a subagent); files are named from `agentDir`. */
+async function compileTools(agentDir: string, load: Loader, prefix = ""): Promise<ToolManifestEntry[]> {
   const entries: ToolManifestEntry[] = [];
   const builtIns = new Set<string>(BUILT_IN_TOOL_NAMES);
-  for (const file of await listSourceDir(agentDir, "tools")) {
+  for (const file of await listSourceDir(agentDir, `${prefix}tools`, "tool")) {
     const name = stemOf(file);
     if (!SNAKE_CASE.test(name)) {
       const suggestion = name.replace(/([a-z0-9])([A-Z])/g, "$1_$2").replace(/[-\s.]+/g, "_").toLowerCase();
       throw new AssemblyLineError("AL_ERR_TOOL_NAME", `${file}: tool name "${name}" is not snake_case`, {
-        fix: `Rename the file to tools/${suggestion}.ts; the filename stem is the name the model sees.`,
+        fix: `Rename the file to ${dirname(file)}/${suggestion}.ts; the filename stem is the name the model sees.`,
       });
     }
     const exported = (await load(join(agentDir, file))).default;
@@ -371,7 +356,7 @@ function toolEntry(file: string, name: string, tool: ToolDefinition, source: Sou
 
 async function compileHooks(agentDir: string, load: Loader): Promise<HookManifestEntry[]> {
   const entries: HookManifestEntry[] = [];
-  for (const file of await listSourceDir(agentDir, "hooks")) {
+  for (const file of await listSourceDir(agentDir, "hooks", "hook")) {
     const hook = (await load(join(agentDir, file))).default;
     if (!isHookDefinition(hook)) {
       throw new AssemblyLineError("AL_ERR_HOOK_DEFINITION", `${file} does not default-export defineHook(...)`, {
@@ -425,7 +410,7 @@ async function compileContextFile(agentDir: string, load: Loader): Promise<{ sou
 async function compileChannels(agentDir: string, load: Loader): Promise<ChannelManifestEntry[]> {
   const entries: ChannelManifestEntry[] = [];
   const routes = new Map<string, string>();
-  for (const file of await listSourceDir(agentDir, "channels")) {
+  for (const file of await listSourceDir(agentDir, "channels", "channel")) {
     const name = stemOf(file);
     const module = await load(join(agentDir, file));
     const config = module.default;
@@ -467,7 +452,7 @@ const AUTOMATION_NAME = /^[a-z0-9][a-z0-9_-]{0,63}$/;
 
 async function compileAutomations(agentDir: string, load: Loader): Promise<AutomationManifestEntry[]> {
   const entries: AutomationManifestEntry[] = [];
-  for (const file of await listSourceDir(agentDir, "automations")) {
+  for (const file of await listSourceDir(agentDir, "automations", "automation")) {
     const name = stemOf(file);
     const fail = (problem: string, fix: string): never => {
       throw new AssemblyLineError("AL_ERR_AUTOMATION_DEFINITION", `${file}: ${problem}`, { fix });
@@ -497,7 +482,7 @@ const CONNECTION_NAME = /^[a-z][a-z0-9]*(_[a-z0-9]+)*$/;
 
 async function compileConnections(agentDir: string, load: Loader): Promise<ConnectionManifestEntry[]> {
   const entries: ConnectionManifestEntry[] = [];
-  for (const file of await listSourceDir(agentDir, "connections")) {
+  for (const file of await listSourceDir(agentDir, "connections", "connection")) {
     const name = stemOf(file);
     const fail = (problem: string, fix: string): never => {
       throw new AssemblyLineError("AL_ERR_CONNECTION_DEFINITION", `${file}: ${problem}`, { fix });

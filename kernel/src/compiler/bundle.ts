@@ -24,7 +24,7 @@ import {
 import { MANIFEST_FILE } from "./build.js";
 import { createModuleLoader } from "./load-module.js";
 import { MANIFEST_VERSION, type AgentManifest } from "./manifest.js";
-import { hashSource } from "./source-files.js";
+import { hashSource, listBehaviourFiles } from "./source-files.js";
 import { checkInstrumentation, startInstrumentation, type ActiveInstrumentation } from "../telemetry/instrumentation.js";
 
 /** A subagent's live code: its agent.ts, its own tools, its subagents. */
@@ -101,6 +101,14 @@ async function loadSourceBundle(agentDir: string, manifest: AgentManifest): Prom
         fix: `Run \`assembly-line build ${agentDir}\` again.`,
       });
     }
+  }
+  // A file the build never saw (a new tool, or one whose build failed) would be left out without a word.
+  const built = new Set(manifest.sources.map((source) => source.file));
+  const added = (await listBehaviourFiles(agentDir)).filter((file) => !built.has(file));
+  if (added.length > 0) {
+    throw new AssemblyLineError("AL_ERR_MANIFEST_STALE", `${added.join(", ")} ${added.length === 1 ? "was" : "were"} added after the manifest was built (revision ${manifest.agentRevision})`, {
+      fix: `Run \`assembly-line build ${agentDir}\` again (it names any file that does not build), or remove ${added.length === 1 ? "the file" : "the files"}.`,
+    });
   }
   const load = createModuleLoader(agentDir);
   const defaultExport = async (file: string) => (await load(join(agentDir, file))).default;

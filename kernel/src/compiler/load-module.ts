@@ -1,3 +1,4 @@
+import { isAbsolute, relative, sep } from "node:path";
 import { fileURLToPath } from "node:url";
 import type { Jiti } from "jiti";
 import { AssemblyLineError } from "@assemblyline-agents/core";
@@ -26,7 +27,9 @@ export function createModuleLoader(agentDir: string) {
       const loader = await (jiti ??= open());
       return (await loader.import(file)) as Record<string, unknown>;
     } catch (error) {
-      throw new AssemblyLineError("AL_ERR_SOURCE_LOAD", `${file} threw while loading: ${(error as Error).message}`, {
+      // Named from the agent folder, as every other build error names its file.
+      const shown = relative(agentDir, file);
+      throw new AssemblyLineError("AL_ERR_SOURCE_LOAD", `${shown.startsWith("..") || isAbsolute(shown) ? file : shown.split(sep).join("/")} threw while loading: ${(error as Error).message}`, {
         fix: "Fix the error in that file (run it with `npx tsx <file>` to see the full stack).",
         cause: error,
       });

@@ -5,7 +5,8 @@ import { checkBudgets } from "../run/budget.js";
 import { compileSchema } from "../schema.js";
 import { resolveInstructions } from "./instructions.js";
 import type { createModuleLoader } from "./load-module.js";
-import type { SourceRef, SubagentManifestEntry, ToolManifestEntry } from "./manifest.js";
+import type { SubagentManifestEntry, ToolManifestEntry } from "./manifest.js";
+import { findSource } from "./folder-files.js";
 import { compileSkills } from "./skills.js";
 import { hashSource } from "./source-files.js";
 import { KNOWN_KEYS, refuseUnknownKeys } from "./known-keys.js";
@@ -32,9 +33,8 @@ export interface ParentScope {
 export interface SubagentCompilerParts {
   rootDir: string;
   load: Loader;
-  /** Compile `<dir>/tools/`; sources relative to `dir`. */
-  compileTools(dir: string): Promise<ToolManifestEntry[]>;
-  findSource(dir: string, stem: string): string | undefined;
+  /** Compile `<prefix>tools/`; sources (and errors) name files from the root agent folder. */
+  compileTools(prefix: string): Promise<ToolManifestEntry[]>;
 }
 
 const SUBAGENT_NAME = /^[a-z][a-z0-9_-]*$/;
@@ -80,7 +80,7 @@ async function compileSubagent(parts: SubagentCompilerParts, parent: ParentScope
     throw new AssemblyLineError("AL_ERR_SUBAGENT_NARROWING", `${prefix}: ${problem}`, { fix });
   };
   if (!SUBAGENT_NAME.test(name)) refuse(`"${name}" is not a subagent name`, "Name the folder with lower-case letters, digits, '_' or '-', starting with a letter.");
-  const agentFile = parts.findSource(dir, "agent") ?? refuse("has no agent.ts", 'Add agent.ts: `export default defineAgent({ description: "When to delegate to this subagent" })`.');
+  const agentFile = findSource(parts.rootDir, "agent", prefix) ?? refuse("has no agent.ts", 'Add agent.ts: `export default defineAgent({ description: "When to delegate to this subagent" })`.');
   const agent = (await parts.load(join(dir, agentFile))).default;
   if (!isAgentDefinition(agent)) refuse(`${agentFile} does not default-export defineAgent(...)`, 'Write `export default defineAgent({ description: "..." })`.');
   const definition = agent as AgentDefinition;
@@ -105,7 +105,7 @@ async function compileSubagent(parts: SubagentCompilerParts, parent: ParentScope
     if (existsSync(join(dir, part))) refuse(`has a ${part}/ folder, which only a root agent may have`, `Move ${part}/ to the root agent folder.`);
   }
   for (const stem of ROOT_ONLY_FILES) {
-    const file = parts.findSource(dir, stem);
+    const file = findSource(parts.rootDir, stem, prefix);
     if (file) refuse(`has ${file}, which only a root agent may have`, `Move ${file} to the root agent folder.`);
   }
 
@@ -140,7 +140,7 @@ async function compileSubagent(parts: SubagentCompilerParts, parent: ParentScope
     }
   }
 
-  const tools = (await parts.compileTools(dir)).map((entry) => ({ ...entry, source: prefixed(entry.source, prefix) }));
+  const tools = await parts.compileTools(prefix);
   const clash = tools.find((entry) => inheritedTools.includes(entry.name));
   if (clash) refuse(`tools/${clash.name} has the name of a parent tool it also names in tools: [...]`, "Rename one of them.");
   const own = new Set(tools.filter((entry) => entry.kind !== "disabled").map((entry) => entry.name));
@@ -193,10 +193,6 @@ function stringList(value: unknown, key: string, refuse: (problem: string, fix: 
     refuse(`${key} must be a list of names`, `Write ${key}: ["name", ...].`);
   }
   return [...new Set(value as string[])];
-}
-
-function prefixed(source: SourceRef, prefix: string): SourceRef {
-  return { ...source, file: `${prefix}${source.file}` };
 }
 
 export function providerOf(modelSpec: string): string {

@@ -1,0 +1,73 @@
+import { describe, expect, it } from "vitest";
+import { buildAgent } from "@assemblyline-agents/runtime";
+import { MINIMAL_AGENT, agentFolder, toolSource } from "./support/agent-folder.js";
+
+const buildError = async (files: Record<string, string>) =>
+  buildAgent(agentFolder(files)).then(
+    () => {
+      throw new Error("expected the build to fail");
+    },
+    (error: Error & { code?: string }) => error,
+  );
+
+const subagent = `import { defineAgent } from "@assemblyline-agents/core";\nexport default defineAgent({ description: "Researches." });\n`;
+
+describe("an agent folder the compiler cannot build as it is", () => {
+  it.each([
+    ["tools/", { "tools/echo.ts": toolSource(), "tools/echo.js": toolSource() }, /tools\/echo\.js and tools\/echo\.ts are both the tool "echo"/],
+    ["tools/ (.mts)", { "tools/echo.ts": toolSource(), "tools/echo.mts": toolSource() }, /tools\/echo\.mts and tools\/echo\.ts are both the tool "echo"/],
+    ["channels/", { "channels/hook.ts": "export default 1;", "channels/hook.mjs": "export default 1;" }, /channels\/hook\.mjs and channels\/hook\.ts are both the channel "hook"/],
+    ["a subagent's tools/", { "subagents/res/agent.ts": subagent, "subagents/res/tools/find.ts": toolSource(), "subagents/res/tools/find.js": toolSource() }, /subagents\/res\/tools\/find\.js and subagents\/res\/tools\/find\.ts are both the tool "find"/],
+  ])("refuses two files of one name in %s instead of building both", async (_where, files, message) => {
+    const error = await buildError({ "agent.ts": MINIMAL_AGENT, ...files });
+    expect(error.code).toBe("AL_ERR_AGENT_FOLDER");
+    expect(error.message).toMatch(message);
+    expect(error.message).toMatch(/fix: Keep one of them/);
+  });
+
+  it("refuses agent.ts beside agent.js instead of building one of them", async () => {
+    const error = await buildError({ "agent.ts": MINIMAL_AGENT, "agent.js": MINIMAL_AGENT });
+    expect(error.code).toBe("AL_ERR_AGENT_FOLDER");
+    expect(error.message).toMatch(/agent\.js and agent\.ts are both the agent definition/);
+  });
+
+  it("refuses gateway.ts beside gateway.mjs", async () => {
+    const error = await buildError({ "agent.ts": MINIMAL_AGENT, "gateway.ts": "export default 1;", "gateway.mjs": "export default 1;" });
+    expect(error.code).toBe("AL_ERR_AGENT_FOLDER");
+    expect(error.message).toMatch(/gateway\.mjs and gateway\.ts/);
+  });
+
+  it.each([
+    ["tools/echo.cts", "tools/echo.cts"],
+    ["tools/echo.tsx", "tools/echo.tsx"],
+    ["hooks/audit.cjs", "hooks/audit.cjs"],
+    ["subagents/res/tools/find.cts", "subagents/res/tools/find.cts"],
+  ])("refuses %s, a code file the compiler would skip, instead of leaving it out without a word", async (file, shown) => {
+    const error = await buildError({ "agent.ts": MINIMAL_AGENT, "subagents/res/agent.ts": subagent, [file]: toolSource() });
+    expect(error.code).toBe("AL_ERR_AGENT_FOLDER");
+    expect(error.message).toContain(`${shown} is not loaded`);
+    expect(error.message).toMatch(/fix: Rename it to .*\.ts/);
+  });
+
+  it("builds a folder whose tools/ also holds notes, data and type declarations", async () => {
+    const dir = agentFolder({ "agent.ts": MINIMAL_AGENT, "tools/echo.ts": toolSource(), "tools/README.md": "notes", "tools/data.json": "{}", "tools/types.d.ts": "export type X = 1;\n" });
+    expect((await buildAgent(dir)).manifest.tools.map((tool) => tool.name)).toEqual(["echo"]);
+  });
+
+  it.each([
+    ["does not default-export a tool", { "subagents/res/tools/bad.ts": "export default 1;\n" }, "AL_ERR_TOOL_DEFINITION", /subagents\/res\/tools\/bad\.ts does not default-export defineTool/],
+    ["is not snake_case", { "subagents/res/tools/Bad.ts": toolSource() }, "AL_ERR_TOOL_NAME", /subagents\/res\/tools\/Bad\.ts: tool name "Bad"/],
+    ["throws while loading", { "subagents/res/tools/boom.ts": `throw new Error("kaboom");\n` }, "AL_ERR_SOURCE_LOAD", /^AL_ERR_SOURCE_LOAD: subagents\/res\/tools\/boom\.ts threw while loading: kaboom/],
+  ])("names a subagent's tool file from the agent folder when it %s", async (_what, files, code, message) => {
+    const error = await buildError({ "agent.ts": MINIMAL_AGENT, "subagents/res/agent.ts": subagent, ...files });
+    expect(error.code).toBe(code);
+    expect(error.message).toMatch(message);
+  });
+
+  it("names agent.ts and the line of a syntax error in it", async () => {
+    const error = await buildError({ "agent.ts": `import { defineAgent } from "@assemblyline-agents/core";\nexport default defineAgent({\n  model: "m/x",\n  instructions: "x" +,\n});\n` });
+    expect(error.code).toBe("AL_ERR_SOURCE_LOAD");
+    expect(error.message).toMatch(/^AL_ERR_SOURCE_LOAD: agent\.ts threw while loading/);
+    expect(error.message).toMatch(/agent\.ts:4:/);
+  });
+});
