@@ -3,6 +3,7 @@ import { setTimeout as sleep } from "node:timers/promises";
 import type { Daytona, Sandbox as DaytonaSdkSandbox } from "@daytonaio/sdk";
 import { AssemblyLineError, type Sandbox, type SandboxDriver, type SandboxSnapshot, type SnapshottingSandboxAdapter, ShellSandbox, SandboxOpenings } from "@assemblyline-agents/core";
 import { resolveDaytonaOptions, type DaytonaSandboxOptions, type ResolvedDaytonaOptions } from "./options.js";
+import { KILL_LEFTOVERS, tracked } from "./leftover-commands.js";
 import { providerError, statusOf } from "./provider-error.js";
 
 /** Labels mark what this adapter made, so it finds its sandboxes again after a restart. */
@@ -169,6 +170,8 @@ export class DaytonaSandboxAdapter implements SnapshottingSandboxAdapter {
           details: { key, state },
         });
       }
+      // Opened by this process for the first time (not just lost a creation race): any command still running was left by the run's earlier owner.
+      if (attempt === 0) await this.call("stopping commands left running", () => this.execute(existing, KILL_LEFTOVERS, 60_000));
       return this.wrap(key, existing);
     }
     const [latest] = this.options.snapshot ? await this.listSnapshots(key) : [];
@@ -261,15 +264,18 @@ export class DaytonaSandboxAdapter implements SnapshottingSandboxAdapter {
   /** The toolbox calls a sandbox needs: one command, a file download, a file upload. */
   private driver(remote: DaytonaSdkSandbox): SandboxDriver {
     return {
-      runScript: async (script, limitMs) => {
-        // The toolbox splits the command on spaces and quotes without a shell, so the script travels as base64.
-        const command = `sh -c 'eval "$(echo ${Buffer.from(script, "utf8").toString("base64")} | base64 -d)"'`;
-        const response = await this.call("running a command", () => remote.process.executeCommand(command, undefined, undefined, Math.ceil(limitMs / 1000)));
-        return response.result ?? "";
-      },
+      runScript: async (script, limitMs) => this.call("running a command", () => this.execute(remote, tracked(script), limitMs)),
       downloadFile: async (path) => new Uint8Array(await this.call(`reading ${path}`, () => remote.fs.downloadFile(path))),
       uploadFile: async (path, content) => this.call(`writing ${path}`, () => remote.fs.uploadFile(Buffer.from(content), path)),
     };
+  }
+
+  /** Everything `script` printed, run by `sh` through the toolbox. */
+  private async execute(remote: DaytonaSdkSandbox, script: string, limitMs: number): Promise<string> {
+    // The toolbox splits the command on spaces and quotes without a shell, so the script travels as base64.
+    const command = `sh -c 'eval "$(echo ${Buffer.from(script, "utf8").toString("base64")} | base64 -d)"'`;
+    const response = await remote.process.executeCommand(command, undefined, undefined, Math.ceil(limitMs / 1000));
+    return response.result ?? "";
   }
 
   private async find(key: string): Promise<DaytonaSdkSandbox | undefined> {

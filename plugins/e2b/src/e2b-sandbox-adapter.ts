@@ -2,6 +2,7 @@ import { createHash, randomBytes } from "node:crypto";
 import type { Sandbox as E2bSdkSandbox, SandboxInfo } from "e2b";
 import { AssemblyLineError, type Sandbox, type SandboxDriver, type SandboxSnapshot, type SnapshottingSandboxAdapter, ShellSandbox, SandboxOpenings } from "@assemblyline-agents/core";
 import { resolveE2bOptions, type E2bSandboxOptions, type ResolvedE2bOptions } from "./options.js";
+import { KILL_LEFTOVERS, tracked } from "./leftover-commands.js";
 import { providerError } from "./provider-error.js";
 
 /** Metadata marks what this adapter made, so it finds its sandboxes again after a restart. */
@@ -172,6 +173,8 @@ export class E2bSandboxAdapter implements SnapshottingSandboxAdapter {
     if (existing) {
       // Connecting resumes a paused sandbox and restarts its lifetime.
       const remote = await this.call("connecting to the sandbox", async () => (await sdk()).connect(existing.sandboxId, { ...this.connection(), timeoutMs: this.options.lifetimeMs }));
+      // Opened by this process for the first time: any command still running was left by the run's earlier owner.
+      await this.call("stopping commands left running", () => remote.commands.run(KILL_LEFTOVERS, { timeoutMs: 60_000 }));
       return this.wrap(key, remote);
     }
     const [latest] = this.options.snapshot ? await this.stored(key) : [];
@@ -209,7 +212,7 @@ export class E2bSandboxAdapter implements SnapshottingSandboxAdapter {
   private driver(remote: E2bSdkSandbox): SandboxDriver {
     return {
       runScript: async (script, limitMs) => {
-        const result = await this.call("running a command", () => remote.commands.run(script, { timeoutMs: limitMs }));
+        const result = await this.call("running a command", () => remote.commands.run(tracked(script), { timeoutMs: limitMs }));
         return result.stdout;
       },
       downloadFile: async (path) => this.call(`reading ${path}`, () => remote.files.read(path, { format: "bytes" })),

@@ -104,6 +104,22 @@ if (probe.available) {
       expect(fake.sandboxes.get(remote.id)?.state).toBe("running");
     });
 
+    it("stops a command the run's earlier owner left running when another process opens the sandbox", async () => {
+      const scope = randomScope("leftover");
+      const first = adapter({ scope });
+      const owner = await first.acquire("run-leftover");
+      // The owner stalls (or crashed) while its command still runs, with a long timeout of its own.
+      const abandoned = owner.exec("sleep 2; echo late > /workspace/late.txt", { timeoutMs: 60_000 }).catch((error: unknown) => error);
+      await new Promise((resolve) => setTimeout(resolve, 700));
+      const second = adapter({ scope });
+      const resumed = await second.acquire("run-leftover");
+      await new Promise((resolve) => setTimeout(resolve, 2_500));
+      expect((await resumed.listFiles("/workspace")).map((entry) => entry.path)).not.toContain("/workspace/late.txt");
+      expect((await resumed.exec("echo still usable")).stdout).toBe("still usable\n");
+      await abandoned;
+      await second.release("run-leftover");
+    }, 30_000);
+
     it("kills the sandbox at release, leaves other scopes' sandboxes alone, and a second release is a no-op", async () => {
       const made = adapter();
       const other = adapter();

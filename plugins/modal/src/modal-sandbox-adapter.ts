@@ -2,6 +2,7 @@ import { createHash } from "node:crypto";
 import type { ModalClient, Sandbox as ModalSdkSandbox } from "modal";
 import { AssemblyLineError, type Sandbox, type SandboxAdapter, type SandboxDriver, ShellSandbox, SandboxOpenings } from "@assemblyline-agents/core";
 import { resolveModalOptions, type ModalSandboxOptions, type ResolvedModalOptions } from "./options.js";
+import { KILL_LEFTOVERS, tracked } from "./leftover-commands.js";
 import { grpcStatusOf, providerError } from "./provider-error.js";
 
 /** Tags mark what this adapter made, so a same-named sandbox it did not make is never used or terminated. */
@@ -101,6 +102,8 @@ export class ModalSandboxAdapter implements SandboxAdapter {
     const sandbox = this.wrap(key, existing);
     // Lost a creation race: the winner may still be making /workspace, and making it again is harmless.
     if (attempt > 0) await sandbox.prepare();
+    // Otherwise opened by this process for the first time: any command still running was left by the run's earlier owner.
+    else await this.call("stopping commands left running", () => runToEnd(existing, KILL_LEFTOVERS, 60_000));
     return sandbox;
   }
 
@@ -196,9 +199,7 @@ export class ModalSandboxAdapter implements SandboxAdapter {
     return {
       runScript: async (script, limitMs) =>
         call("running a command", async () => {
-          // Modal takes exec timeouts in whole seconds.
-          const child = await remote.exec(["sh", "-c", script], { timeoutMs: Math.ceil(limitMs / 1000) * 1000 });
-          const [stdout, stderr] = await Promise.all([child.stdout.readText(), child.stderr.readText(), child.wait()]);
+          const { stdout, stderr } = await runToEnd(remote, tracked(script), limitMs);
           // The wrapper reports everything on stdout; stderr only explains a wrapper that did not run.
           return stdout || stderr;
         }),
@@ -231,6 +232,14 @@ export class ModalSandboxAdapter implements SandboxAdapter {
   private failure(action: string, error: unknown): AssemblyLineError {
     return providerError(action, error, [this.#hostEnv.MODAL_TOKEN_SECRET]);
   }
+}
+
+/** `script` run by `sh` in the sandbox, to its end. */
+async function runToEnd(remote: ModalSdkSandbox, script: string, limitMs: number): Promise<{ stdout: string; stderr: string }> {
+  // Modal takes exec timeouts in whole seconds.
+  const child = await remote.exec(["sh", "-c", script], { timeoutMs: Math.ceil(limitMs / 1000) * 1000 });
+  const [stdout, stderr] = await Promise.all([child.stdout.readText(), child.stderr.readText(), child.wait()]);
+  return { stdout, stderr };
 }
 
 function digest(text: string): string {
