@@ -3,9 +3,9 @@
  * these codes; `docs/errors.md` documents each one and a test keeps the two in step.
  */
 export const errorCatalogue = {
-  AL_ERR_TOOL_NAME: "A tools/ filename stem is not snake_case.",
+  AL_ERR_TOOL_NAME: "A tools/ filename stem is not a snake_case tool name of at most 64 characters.",
   AL_ERR_TOOL_DEFINITION: "A tools/ file does not default-export defineTool(...) or disableTool().",
-  AL_ERR_TOOL_SCHEMA: "A tool's inputSchema or outputSchema does not compile as JSON Schema.",
+  AL_ERR_TOOL_SCHEMA: "A tool's inputSchema or outputSchema does not compile as JSON Schema or is not JSON data, or the inputSchema is not an object schema.",
   AL_ERR_DISABLE_UNKNOWN_BUILTIN: "disableTool() in a tools/ file whose name matches no built-in tool.",
   AL_ERR_AGENT_DEFINITION: "agent.ts is missing or does not default-export defineAgent(...).",
   AL_ERR_AGENT_HARNESS_KEY: "agent.ts declares a harness: key; the engine is chosen by the host.",

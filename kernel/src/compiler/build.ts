@@ -32,6 +32,7 @@ import { checkBudgets } from "../run/budget.js";
 import { snapshotRevision } from "./revisions.js";
 import { capabilityProblem } from "../run/tool-visibility.js";
 import { compileSchema } from "../schema.js";
+import { findNonJson } from "../json-check.js";
 import { createModuleLoader } from "./load-module.js";
 import { refuseUnsupportedOptions, sandboxUse } from "./unsupported-options.js";
 import { KNOWN_KEYS, refuseUnknownKeys } from "./known-keys.js";
@@ -52,6 +53,7 @@ import {
 } from "./manifest.js";
 import { hashSource, listBehaviourFiles } from "./source-files.js";
 import { findSource, listSourceDir, stemOf } from "./folder-files.js";
+import { checkToolName } from "./tool-names.js";
 import { resolveInstructions } from "./instructions.js";
 import { compileSkills } from "./skills.js";
 import { SUBAGENT_ONLY_KEYS, compileSubagents } from "./subagents.js";
@@ -60,7 +62,6 @@ import { checkInstrumentation } from "../telemetry/instrumentation.js";
 
 export const ARTIFACT_DIR = ".assembly-line";
 export const MANIFEST_FILE = "manifest.json";
-const SNAKE_CASE = /^[a-z][a-z0-9]*(_[a-z0-9]+)*$/;
 
 export interface BuildOptions {
   /** Check a static model spec (e.g. the engine's catalog); throw to fail the build. */
@@ -247,14 +248,17 @@ async function compileTools(agentDir: string, load: Loader, prefix = ""): Promis
   const builtIns = new Set<string>(BUILT_IN_TOOL_NAMES);
   for (const file of await listSourceDir(agentDir, `${prefix}tools`, "tool")) {
     const name = stemOf(file);
-    if (!SNAKE_CASE.test(name)) {
-      const suggestion = name.replace(/([a-z0-9])([A-Z])/g, "$1_$2").replace(/[-\s.]+/g, "_").toLowerCase();
-      throw new AssemblyLineError("AL_ERR_TOOL_NAME", `${file}: tool name "${name}" is not snake_case`, {
-        fix: `Rename the file to ${dirname(file)}/${suggestion}.ts; the filename stem is the name the model sees.`,
+    checkToolName(file, name);
+    const module = await load(join(agentDir, file));
+    const exported = module.default;
+    const source = await hashSource(agentDir, file);
+    // One tool per file: a second one exported by name would never be offered to the model.
+    const named = Object.keys(module).filter((key) => key !== "default" && (isToolDefinition(module[key]) || isDisabledTool(module[key])));
+    if (named.length > 0 && (isToolDefinition(exported) || isDisabledTool(exported))) {
+      throw new AssemblyLineError("AL_ERR_TOOL_DEFINITION", `${file} also exports a tool as ${named.map((key) => `"${key}"`).join(", ")}, which would never be offered (one tool per file)`, {
+        fix: `Move it to its own file, e.g. ${dirname(file)}/${named[0]}.ts with \`export default\`, or stop exporting it.`,
       });
     }
-    const exported = (await load(join(agentDir, file))).default;
-    const source = await hashSource(agentDir, file);
     if (isDisabledTool(exported)) {
       if (!builtIns.has(name)) {
         throw new AssemblyLineError("AL_ERR_DISABLE_UNKNOWN_BUILTIN", `${file}: disableTool() but "${name}" is not a built-in tool`, {
@@ -266,7 +270,9 @@ async function compileTools(agentDir: string, load: Loader, prefix = ""): Promis
     }
     if (!isToolDefinition(exported)) {
       throw new AssemblyLineError("AL_ERR_TOOL_DEFINITION", `${file} does not default-export defineTool(...) or disableTool()`, {
-        fix: "Write `export default defineTool({ description, inputSchema, execute })`.",
+        fix: named.length > 0
+          ? `It exports the tool as "${named[0]}": write \`export default ${named[0]}\` (the file name, not the export's, names the tool).`
+          : "Write `export default defineTool({ description, inputSchema, execute })`.",
       });
     }
     refuseUnknownKeys(exported, KNOWN_KEYS.tool, `${file}: defineTool`, "AL_ERR_TOOL_DEFINITION");
@@ -320,6 +326,19 @@ function toolEntry(file: string, name: string, tool: ToolDefinition, source: Sou
   for (const field of ["inputSchema", "outputSchema"] as const) {
     const schema = tool[field];
     if (schema === undefined) continue;
+    // The manifest records the schema as JSON and the revision covers that copy: it must be the one that runs.
+    const notJson = findNonJson(schema, field);
+    if (notJson !== undefined) {
+      throw new AssemblyLineError("AL_ERR_TOOL_SCHEMA", `${file}: ${notJson}`, {
+        fix: `Write the ${field} of tool "${name}" as plain JSON data (strings, numbers, booleans, null, arrays, objects).`,
+      });
+    }
+    // Model APIs take a tool's arguments as one JSON object; any other root is refused by the provider at run time.
+    if (field === "inputSchema" && (typeof schema !== "object" || schema === null || (schema as { type?: unknown }).type !== "object")) {
+      throw new AssemblyLineError("AL_ERR_TOOL_SCHEMA", `${file}: inputSchema must be an object schema (type: "object"), the arguments the model passes`, {
+        fix: `Write inputSchema: { type: "object", properties: { ... }, required: [...] }; wrap a single value as one property.`,
+      });
+    }
     try {
       compileSchema(schema);
     } catch (error) {
