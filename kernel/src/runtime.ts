@@ -478,15 +478,37 @@ export class OpenEveRuntime {
   }
 
   /**
-   * Deliver to observers (hooks, telemetry) the events of recently finished runs
-   * that a crash kept from them: a finished run is never driven again, so
-   * nothing else would. Called by recoverRuns.
+   * Deliver to observers (hooks, telemetry) the events of this agent's resting runs (finished, or
+   * paused for a decision) that a crash kept from them: nothing drives such a run again until a
+   * decision, and a hook that pages the approver must not wait for the approval. A run is left to its
+   * holder while its lease is live (the release writes where observers got to).
+   *
+   * By default only the newest `limit` resting runs (200) are looked at, which is cheap enough for
+   * every recovery sweep and finds what a replica that died lately left. With `everyRun`, every run
+   * whose observers are behind is found (`listRuns({ observersBehind: true })`, which may read every
+   * run of the store): what a host does once when it starts.
    */
-  async catchUpObservers(options: { limit?: number } = {}): Promise<number> {
-    const { runs } = await this.state.runs.listRuns({ status: ["completed", "failed"], limit: options.limit ?? 50 });
-    const behind = runs.filter((run) => run.observedSeq < run.lastSeq);
-    for (const run of behind) await this.journal.observe(run.id);
-    return behind.length;
+  async catchUpObservers(options: { limit?: number; everyRun?: boolean } = {}): Promise<number> {
+    const limit = options.everyRun ? Number.POSITIVE_INFINITY : (options.limit ?? 200);
+    const now = Date.now();
+    let listed = 0;
+    let caughtUp = 0;
+    let cursor: string | undefined;
+    do {
+      const page = await this.state.runs.listRuns({
+        status: ["completed", "failed", "waiting_approval", "waiting_input"],
+        agentId: this.manifest.agent.id,
+        ...(options.everyRun ? { observersBehind: true } : {}),
+        limit: Math.min(limit - listed, 50),
+        ...(cursor ? { cursor } : {}),
+      });
+      listed += page.runs.length;
+      const behind = page.runs.filter((run) => run.observedSeq < run.lastSeq && (!run.lease || Date.parse(run.lease.expiresAt) <= now));
+      for (const run of behind) await this.journal.observe(run.id);
+      caughtUp += behind.length;
+      cursor = page.nextCursor ?? undefined;
+    } while (cursor && listed < limit);
+    return caughtUp;
   }
 
   /** Take over runs whose owner's lease expired, and drive each. */

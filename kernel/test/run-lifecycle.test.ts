@@ -149,27 +149,62 @@ export default defineHook({ events: { "run.completed"(event) { (globalThis.__com
     });
     const first = await startAgent(dir, [{ text: "done" }]);
     const result = await first.runtime.run({ message: "go" });
+    const seen = () => (globalThis as { __completedSeen?: string[] }).__completedSeen;
+    expect(seen()).toEqual([result.runId]);
     (globalThis as { __completedSeen?: string[] }).__completedSeen = [];
-    // As if the process had died between recording run.completed and running the observers.
-    const lastSeq = (await first.state.getRun(result.runId))!.lastSeq;
-    const rewound = Object.assign(Object.create(Object.getPrototypeOf(first.state)), first.state);
-    rewound.getRun = async (id: string) => {
-      const run = await first.state.getRun(id);
-      return run && id === result.runId && !(globalThis as { __caughtUp?: boolean }).__caughtUp ? { ...run, observedSeq: lastSeq - 1 } : run;
+    // What a process that died between recording a run's end and running the observers leaves.
+    const agentId = first.bundle.manifest.agent.id;
+    const orphan = async (status: "completed" | "waiting_approval", lease?: { owner: string; ttlMs: number }) => {
+      const { run } = await first.state.createRun({ id: `run_orphan_${status}_${lease ? "leased" : "free"}`, agentId, agentRevision: first.bundle.manifest.agentRevision, conversationId: null, modelSpec: "test/m", input: { message: "go", metadata: {} } }, lease ? { lease } : {});
+      await first.state.appendEvents(run.id, [{ type: status === "completed" ? "run.completed" : "run.waiting_approval", data: {} }], { run: { status } });
+      return run.id;
     };
-    rewound.listRuns = async (filter: never) => {
-      const page = await first.state.listRuns(filter);
-      return { ...page, runs: page.runs.map((run) => (run.id === result.runId && !(globalThis as { __caughtUp?: boolean }).__caughtUp ? { ...run, observedSeq: lastSeq - 1 } : run)) };
-    };
-    rewound.markObserved = async (id: string, seq: number) => {
-      (globalThis as { __caughtUp?: boolean }).__caughtUp = true;
-      return first.state.markObserved(id, seq);
-    };
-    const second = await startAgent(dir, [{ text: "done" }], { state: rewound });
-    expect(await second.runtime.catchUpObservers()).toBe(1);
-    expect((globalThis as { __completedSeen?: string[] }).__completedSeen).toEqual([result.runId]);
+    const finished = await orphan("completed");
+    const paused = await orphan("waiting_approval");
+    // A run whose holder's lease is live is the holder's to deliver.
+    const held = await orphan("completed", { owner: "alive", ttlMs: 60_000 });
+    // Runs of another agent in the same store are its own host's business.
+    await first.state.createRun({ id: "run_other_agent", agentId: "someone-else", agentRevision: "rev_x", conversationId: null, modelSpec: "test/m", input: { message: "go", metadata: {} } });
+    await first.state.appendEvents("run_other_agent", [{ type: "run.completed", data: {} }], { run: { status: "completed" } });
+
+    const second = await startAgent(dir, [{ text: "done" }], { state: first.state });
+    expect(await second.runtime.catchUpObservers()).toBe(2);
+    expect(seen()).toEqual([finished]);
+    for (const runId of [finished, paused]) expect((await first.state.getRun(runId))!.observedSeq).toBe(2);
+    expect((await first.state.getRun(held))!.observedSeq).toBe(0);
+    expect((await first.state.getRun("run_other_agent"))!.observedSeq).toBe(0);
     expect(await second.runtime.catchUpObservers()).toBe(0);
-    expect((globalThis as { __completedSeen?: string[] }).__completedSeen).toEqual([result.runId]);
+    expect(seen()).toEqual([finished]);
+  });
+
+  it("catches up the newest resting runs by default, and every run behind when asked", async () => {
+    const dir = agentFolder({
+      "agent.ts": MINIMAL_AGENT,
+      "hooks/count.ts": `import { defineHook } from "@assemblyline-agents/core";
+export default defineHook({ events: { "run.completed"(event) { (globalThis.__lateSeen ??= []).push(event.runId); } } });`,
+    });
+    const first = await startAgent(dir, Array.from({ length: 120 }, () => ({ text: "done" })));
+    const agentId = first.bundle.manifest.agent.id;
+    const behind: string[] = [];
+    for (let index = 0; index < 3; index += 1) {
+      const { run } = await first.state.createRun({ id: `run_behind_${index}`, agentId, agentRevision: first.bundle.manifest.agentRevision, conversationId: null, modelSpec: "test/m", input: { message: "go", metadata: {} } });
+      await first.state.appendEvents(run.id, [{ type: "run.completed", data: {} }], { run: { status: "completed" } });
+      behind.push(run.id);
+    }
+    // 60 newer runs whose observers saw everything: the behind ones are past the newest 50.
+    for (let index = 0; index < 60; index += 1) await first.runtime.run({ message: `newer ${index}` });
+    (globalThis as { __lateSeen?: string[] }).__lateSeen = [];
+    expect(await first.runtime.catchUpObservers({ limit: 50 })).toBe(0);
+    expect(await first.runtime.catchUpObservers()).toBe(3);
+    expect([...(globalThis as { __lateSeen?: string[] }).__lateSeen!].sort()).toEqual(behind);
+
+    // Past the newest runs, found when asked for every run.
+    const { run } = await first.state.createRun({ id: "run_behind_old", agentId, agentRevision: first.bundle.manifest.agentRevision, conversationId: null, modelSpec: "test/m", input: { message: "go", metadata: {} } });
+    await first.state.appendEvents(run.id, [{ type: "run.completed", data: {} }], { run: { status: "completed" } });
+    for (let index = 0; index < 60; index += 1) await first.runtime.run({ message: `newest ${index}` });
+    expect(await first.runtime.catchUpObservers({ limit: 50 })).toBe(0);
+    expect(await first.runtime.catchUpObservers({ everyRun: true })).toBe(1);
+    expect((globalThis as { __lateSeen?: string[] }).__lateSeen).toContain("run_behind_old");
   });
 });
 

@@ -72,6 +72,7 @@ export class RunsInCreationOrder<T extends OrderedRun> {
       if (statuses !== undefined && !statuses.has(record.status)) continue;
       if (filter.agentId !== undefined && record.agentId !== filter.agentId) continue;
       if (filter.conversationId !== undefined && record.conversationId !== filter.conversationId) continue;
+      if (filter.observersBehind === true && record.observedSeq >= record.lastSeq) continue;
       if (runs.length === limit) return { runs, nextCursor: encodeRunCursor(runs[runs.length - 1]!.ordinal) };
       runs.push(run);
     }

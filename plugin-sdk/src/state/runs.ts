@@ -222,6 +222,12 @@ export interface RunListFilter {
   status?: RunStatus | RunStatus[];
   agentId?: string;
   conversationId?: string;
+  /**
+   * Only runs whose observers (hooks, telemetry) have not seen every event yet: `observedSeq < lastSeq`.
+   * What a host's catch-up looks for when it starts; a store may read every run to answer it (an
+   * index on the two positions would cost every append the update it makes in place).
+   */
+  observersBehind?: boolean;
   /** Page size; default 50. */
   limit?: number;
   /** Opaque cursor from a previous page. */

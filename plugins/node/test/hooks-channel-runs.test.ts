@@ -2,6 +2,7 @@ import { mkdirSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { beforeAll, describe, expect, it, onTestFinished } from "vitest";
 import { LocalBlobStore } from "@assemblyline-agents/local";
+import { InMemoryStateAdapter } from "@assemblyline-agents/runtime";
 import { buildAgent, loadRuntimeBundle, type RuntimeBundle } from "@assemblyline-agents/runtime";
 import { call, captureServer, startHost, tempDir, waitFor } from "./support/host.js";
 
@@ -49,5 +50,19 @@ describe("hooks on channel runs", () => {
     expect(recorded.map((event) => event.type)).toContain("attachment.stored");
     await waitFor(() => audit().length >= recorded.length || undefined, 5_000, "the hook to see every event");
     expect(audit()).toEqual(recorded.map((event) => `${runId}#${event.seq}:${event.type}`));
+  });
+
+  it("get, when a host starts, the events a stopped process recorded for a resting run and never delivered", async () => {
+    audit().length = 0;
+    onTestFinished(() => void (audit().length = 0));
+    const state = new InMemoryStateAdapter();
+    // A process died after recording the run's pause for approval, before its hooks ran (a hook that pages the approver, say).
+    const { run } = await state.createRun({ id: "run_paused", agentId: bundle.manifest.agent.id, agentRevision: bundle.manifest.agentRevision, conversationId: null, modelSpec: "test/model", input: { message: "go", metadata: {} } });
+    await state.appendEvents(run.id, [{ type: "run.waiting_approval", data: {} }], { run: { status: "waiting_approval" } });
+    const host = await startHost(bundle, { state });
+    await waitFor(() => audit().length >= 2 || undefined, 5_000, "the hook to see the paused run's events");
+    expect(audit()).toEqual(["run_paused#1:run.created", "run_paused#2:run.waiting_approval"]);
+    expect((await host.runtime.state.runs.getRun("run_paused"))!.observedSeq).toBe(2);
+    expect(host.logger.events("recovery.observers_caught_up")).toHaveLength(1);
   });
 });

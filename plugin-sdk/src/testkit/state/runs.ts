@@ -361,6 +361,33 @@ export function describeRunStoreConformance(name: string, factory: StateKitFacto
         expect((await store().listRuns({ agentId })).runs[0]).toMatchObject({ id: c.id, status: "completed", lastSeq: 2 });
       });
 
+      it("lists only the runs whose observers are behind their events, with the other filters and the cursor", async () => {
+        const agentId = uniqueId("agent");
+        const seen = (await store().createRun(newRun({ agentId }))).run;
+        await store().markObserved(seen.id, seen.lastSeq);
+        const running = (await store().createRun(newRun({ agentId, status: "running" }))).run;
+        await store().appendEvents(running.id, [{ type: "a" }, { type: "b" }]);
+        await store().markObserved(running.id, 2);
+        const done = (await store().createRun(newRun({ agentId }))).run;
+        await store().appendEvents(done.id, [{ type: "run.completed" }], { run: { status: "completed" } }, { observedSeq: 2 });
+        const doneUnseen = (await store().createRun(newRun({ agentId }))).run;
+        await store().appendEvents(doneUnseen.id, [{ type: "run.completed" }], { run: { status: "completed" } }, { observedSeq: 1 });
+
+        const ids = async (filter: Parameters<RunStore["listRuns"]>[0]) =>
+          (await store().listRuns({ agentId, observersBehind: true, ...filter })).runs.map((run) => run.id);
+        expect(await ids({})).toEqual([doneUnseen.id, running.id]);
+        expect(await ids({ status: "completed" })).toEqual([doneUnseen.id]);
+        expect(await ids({ status: ["queued", "running"] })).toEqual([running.id]);
+        const first = await store().listRuns({ agentId, observersBehind: true, limit: 1 });
+        expect(first.runs.map((run) => run.id)).toEqual([doneUnseen.id]);
+        const second = await store().listRuns({ agentId, observersBehind: true, limit: 1, cursor: first.nextCursor! });
+        expect(second.runs.map((run) => run.id)).toEqual([running.id]);
+        // Once observers caught up, the run is no longer listed.
+        await store().markObserved(doneUnseen.id, 2);
+        expect(await ids({})).toEqual([running.id]);
+        expect(await ids({ observersBehind: false })).toEqual([doneUnseen.id, done.id, running.id, seen.id]);
+      });
+
       it("pages through every run exactly once with the opaque cursor", async () => {
         const agentId = uniqueId("agent");
         const created: string[] = [];

@@ -7,7 +7,8 @@ import type { ConversationMailbox } from "./mailbox.js";
  * up: `running` runs whose lease expired are resumed at once (resumes bypass
  * admission), `queued` runs go back into the mailbox in acceptance order, so
  * they keep their conversation order and the concurrency limit. The lease on
- * each run decides which replica executes it.
+ * each run decides which replica executes it. Finished and paused runs whose
+ * hooks missed events get them (`runtime.catchUpObservers`).
  */
 export class RunRecovery {
   private timer: NodeJS.Timeout | undefined;
@@ -24,7 +25,7 @@ export class RunRecovery {
 
   /** Sweep now (boot: every queued run is adopted), then every `intervalMs`. */
   async start(intervalMs: number): Promise<void> {
-    await this.sweep(0);
+    await this.sweep(0, { everyRun: true });
     const tick = () => {
       if (this.stopped) return;
       this.timer = setTimeout(async () => {
@@ -42,14 +43,15 @@ export class RunRecovery {
     await this.sweeping;
   }
 
-  sweep(adoptAfterMs: number): Promise<void> {
-    this.sweeping ??= this.sweepOnce(adoptAfterMs)
+  /** With `everyRun`, hooks get the missed events of every resting run, not only the newest (see catchUpObservers). */
+  sweep(adoptAfterMs: number, options: { everyRun?: boolean } = {}): Promise<void> {
+    this.sweeping ??= this.sweepOnce(adoptAfterMs, options.everyRun === true)
       .catch((error) => this.logger.warn({ event: "recovery.sweep_failed", err: String(error) }, "looking for orphaned runs failed; retrying next interval"))
       .finally(() => (this.sweeping = undefined));
     return this.sweeping;
   }
 
-  private async sweepOnce(adoptAfterMs: number): Promise<void> {
+  private async sweepOnce(adoptAfterMs: number, everyRun: boolean): Promise<void> {
     const now = Date.now();
     for (const run of await this.listAll("running")) {
       if (this.stopped) return;
@@ -82,6 +84,11 @@ export class RunRecovery {
       adopted += 1;
     }
     if (adopted > 0) this.logger.info({ event: "recovery.adopted", count: adopted }, "queued runs taken into the mailbox");
+    if (this.stopped) return;
+    // Resting runs are driven by nobody: their events a crash kept from the hooks are delivered here,
+    // every run's once at boot, the newest runs' at each sweep after.
+    const caughtUp = await this.runtime.catchUpObservers({ everyRun });
+    if (caughtUp > 0) this.logger.info({ event: "recovery.observers_caught_up", count: caughtUp }, "hooks given the events of resting runs that a stopped process had not delivered");
   }
 
   private async listAll(status: RunStatus): Promise<RunRecord[]> {

@@ -70,7 +70,7 @@ export async function listRuns(db: StateDatabase, filter: RunListFilter = {}): P
      WHERE ($1::bigint IS NULL OR position < $1)
        AND ($2::text[] IS NULL OR status = ANY ($2))
        AND ($3::text IS NULL OR agent_id = $3)
-       AND ($4::text IS NULL OR conversation_id = $4)
+       AND ($4::text IS NULL OR conversation_id = $4)${filter.observersBehind === true ? "\n       AND observed_seq < last_seq" : ""}
      ORDER BY position DESC
      LIMIT $5`,
     [before, statuses, filter.agentId ?? null, filter.conversationId ?? null, limit + 1],
