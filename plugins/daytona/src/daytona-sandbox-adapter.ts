@@ -5,6 +5,7 @@ import { AssemblyLineError, type Sandbox, type SandboxDriver, type SandboxSnapsh
 import { resolveDaytonaOptions, type DaytonaSandboxOptions, type ResolvedDaytonaOptions } from "./options.js";
 import { KILL_LEFTOVERS, tracked } from "./leftover-commands.js";
 import { providerError, statusOf } from "./provider-error.js";
+import { checkReadSize, sizeScript } from "./read-limit.js";
 
 /** Labels mark what this adapter made, so it finds its sandboxes again after a restart. */
 export const LABELS = {
@@ -265,7 +266,13 @@ export class DaytonaSandboxAdapter implements SnapshottingSandboxAdapter {
   private driver(remote: DaytonaSdkSandbox): SandboxDriver {
     return {
       runScript: async (script, limitMs) => this.call("running a command", () => this.execute(remote, tracked(script), limitMs)),
-      downloadFile: async (path) => new Uint8Array(await this.call(`reading ${path}`, () => remote.fs.downloadFile(path))),
+      downloadFile: async (path) => {
+        checkReadSize("Daytona", path, Number((await this.call(`reading the size of ${path}`, () => this.execute(remote, sizeScript(path), 60_000))).trim()));
+        const bytes = new Uint8Array(await this.call(`reading ${path}`, () => remote.fs.downloadFile(path)));
+        // The file may have grown since its size was read.
+        checkReadSize("Daytona", path, bytes.length);
+        return bytes;
+      },
       uploadFile: async (path, content) => this.call(`writing ${path}`, () => remote.fs.uploadFile(Buffer.from(content), path)),
     };
   }

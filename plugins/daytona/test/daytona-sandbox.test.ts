@@ -108,6 +108,15 @@ if (probe.available) {
       expect(fake.requests.some((line) => line.endsWith("/files/bulk-download"))).toBe(true);
     });
 
+    it("refuses to read a file larger than readFile returns, naming its size, instead of loading it whole", async () => {
+      const sandbox = await adapter({ image }).acquire("run-huge-read");
+      await sandbox.exec("head -c 268435457 /dev/zero > huge.bin", { timeoutMs: 60_000 });
+      const error = await sandbox.readFile("huge.bin").catch((caught: unknown) => caught);
+      expect(isAssemblyLineError(error, "AL_ERR_SANDBOX_UNAVAILABLE"), String(error)).toBe(true);
+      expect(String(error)).toMatch(/268435457 bytes, more than the 268435456 readFile returns/);
+      await sandbox.deleteFile("huge.bin");
+    }, 120_000);
+
     it("refuses a symlink that leads out of /workspace", async () => {
       const sandbox = await adapter({ image }).acquire("run-symlink");
       await sandbox.exec("ln -s /etc /workspace/etc-link");

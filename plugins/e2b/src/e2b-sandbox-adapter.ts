@@ -4,6 +4,7 @@ import { AssemblyLineError, type Sandbox, type SandboxDriver, type SandboxSnapsh
 import { resolveE2bOptions, type E2bSandboxOptions, type ResolvedE2bOptions } from "./options.js";
 import { KILL_LEFTOVERS, tracked } from "./leftover-commands.js";
 import { providerError } from "./provider-error.js";
+import { checkReadSize, sizeScript } from "./read-limit.js";
 
 /** Metadata marks what this adapter made, so it finds its sandboxes again after a restart. */
 export const METADATA = {
@@ -215,7 +216,14 @@ export class E2bSandboxAdapter implements SnapshottingSandboxAdapter {
         const result = await this.call("running a command", () => remote.commands.run(tracked(script), { timeoutMs: limitMs }));
         return result.stdout;
       },
-      downloadFile: async (path) => this.call(`reading ${path}`, () => remote.files.read(path, { format: "bytes" })),
+      downloadFile: async (path) => {
+        const size = await this.call(`reading the size of ${path}`, () => remote.commands.run(sizeScript(path), { timeoutMs: 60_000 }));
+        checkReadSize("E2B", path, Number(size.stdout.trim()));
+        const bytes = await this.call(`reading ${path}`, () => remote.files.read(path, { format: "bytes" }));
+        // The file may have grown since its size was read.
+        checkReadSize("E2B", path, bytes.length);
+        return bytes;
+      },
       uploadFile: async (path, content) => {
         // A copy whose buffer is exactly the bytes: the SDK sends the whole underlying ArrayBuffer.
         const bytes = content.slice();

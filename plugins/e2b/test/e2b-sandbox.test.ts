@@ -90,6 +90,15 @@ if (probe.available) {
       expect(fake.requests.filter((line) => line === "POST /files" || line === "GET /files").length).toBeGreaterThanOrEqual(2);
     });
 
+    it("refuses to read a file larger than readFile returns, naming its size, instead of loading it whole", async () => {
+      const sandbox = await adapter().acquire("run-huge-read");
+      await sandbox.exec("head -c 268435457 /dev/zero > huge.bin", { timeoutMs: 60_000 });
+      const error = await sandbox.readFile("huge.bin").catch((caught: unknown) => caught);
+      expect(isAssemblyLineError(error, "AL_ERR_SANDBOX_UNAVAILABLE"), String(error)).toBe(true);
+      expect(String(error)).toMatch(/268435457 bytes, more than the 268435456 readFile returns/);
+      await sandbox.deleteFile("huge.bin");
+    }, 120_000);
+
     it("after a host restart finds the run's sandbox by its metadata, resuming it when E2B paused it", async () => {
       const scope = randomScope("restart");
       const first = adapter({ scope });

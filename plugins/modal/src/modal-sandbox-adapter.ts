@@ -4,6 +4,7 @@ import { AssemblyLineError, type Sandbox, type SandboxAdapter, type SandboxDrive
 import { resolveModalOptions, type ModalSandboxOptions, type ResolvedModalOptions } from "./options.js";
 import { KILL_LEFTOVERS, tracked } from "./leftover-commands.js";
 import { grpcStatusOf, providerError } from "./provider-error.js";
+import { MAX_READ_BYTES, checkReadSize, sizeScript } from "./read-limit.js";
 
 /** Tags mark what this adapter made, so a same-named sandbox it did not make is never used or terminated. */
 export const TAGS = {
@@ -205,9 +206,12 @@ export class ModalSandboxAdapter implements SandboxAdapter {
         }),
       downloadFile: async (path) =>
         call(`reading ${path}`, async () => {
-          const child = await remote.exec(["cat", path], { mode: "binary" });
+          checkReadSize("Modal", path, Number((await runToEnd(remote, sizeScript(path), 60_000)).stdout.trim()));
+          // And one byte past the limit, in case the file grew since: never read whole, and a larger file told apart from one exactly at it.
+          const child = await remote.exec(["head", "-c", String(MAX_READ_BYTES + 1), "--", path], { mode: "binary" });
           const [bytes, stderr, code] = await Promise.all([child.stdout.readBytes(), child.stderr.readText(), child.wait()]);
-          if (code !== 0) throw new Error(`cat exited with ${code}: ${stderr.trim()}`);
+          if (code !== 0) throw new Error(`head exited with ${code}: ${stderr.trim()}`);
+          checkReadSize("Modal", path, bytes.length);
           return bytes;
         }),
       uploadFile: async (path, content) =>
