@@ -54,6 +54,7 @@ import {
 import { hashSource, listBehaviourFiles } from "./source-files.js";
 import { findSource, listSourceDir, stemOf } from "./folder-files.js";
 import { checkToolName } from "./tool-names.js";
+import { checkAgentFieldTypes } from "./agent-fields.js";
 import { resolveInstructions } from "./instructions.js";
 import { compileSkills } from "./skills.js";
 import { SUBAGENT_ONLY_KEYS, compileSubagents } from "./subagents.js";
@@ -107,12 +108,9 @@ export async function buildAgent(agentDirInput: string, options: BuildOptions = 
     });
   }
   refuseUnknownKeys(agent, KNOWN_KEYS.agent, agentFile, "AL_ERR_AGENT_DEFINITION");
-  if (typeof agent.model !== "string" || agent.model.trim() === "") {
-    throw new AssemblyLineError("AL_ERR_AGENT_DEFINITION", `${agentFile} has no model`, {
-      fix: 'Set model: "provider/model", e.g. "openai/gpt-5.4-mini".',
-    });
-  }
-  await options.validateModel?.(agent.model);
+  checkAgentFieldTypes(agent, agentFile, "AL_ERR_AGENT_DEFINITION", { root: true });
+  const model = agent.model as string;
+  await options.validateModel?.(model);
   checkBudgets(agent.budgets, `${agentFile} budgets`);
   const sandboxFile = findSource(agentDir, "sandbox");
   refuseUnsupportedOptions({
@@ -137,7 +135,7 @@ export async function buildAgent(agentDirInput: string, options: BuildOptions = 
   const skills = await compileSkills(agentDir, "", new Set([...ownTools, ...BUILT_IN_TOOL_NAMES]));
   const subagents = await compileSubagents(
     { rootDir: agentDir, load, compileTools: (prefix) => compileTools(agentDir, load, prefix) },
-    { prefix: "", model: agent.model, tools: ownTools, connections: new Set((await listSourceDir(agentDir, "connections", "connection")).map(stemOf)), budgets: agent.budgets },
+    { prefix: "", model, tools: ownTools, connections: new Set((await listSourceDir(agentDir, "connections", "connection")).map(stemOf)), budgets: agent.budgets },
   );
   const hooks = await compileHooks(agentDir, load);
   const resolver = await compileResolver(agentDir, load);
@@ -167,7 +165,7 @@ export async function buildAgent(agentDirInput: string, options: BuildOptions = 
       id: agent.id ?? basename(agentDir),
       name: agent.name ?? agent.id ?? basename(agentDir),
       description: agent.description ?? null,
-      model: agent.model,
+      model,
       instructions,
       defaultTools: agent.defaultTools ?? null,
       coreToolPolicy: checkToolPolicy(agent.coreToolPolicy, `${agentFile} coreToolPolicy`),

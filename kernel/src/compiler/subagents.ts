@@ -7,6 +7,7 @@ import { resolveInstructions } from "./instructions.js";
 import type { createModuleLoader } from "./load-module.js";
 import type { SubagentManifestEntry, ToolManifestEntry } from "./manifest.js";
 import { findSource } from "./folder-files.js";
+import { checkAgentFieldTypes } from "./agent-fields.js";
 import { compileSkills } from "./skills.js";
 import { hashSource } from "./source-files.js";
 import { KNOWN_KEYS, refuseUnknownKeys } from "./known-keys.js";
@@ -90,6 +91,7 @@ async function compileSubagent(parts: SubagentCompilerParts, parent: ParentScope
     });
   }
   refuseUnknownKeys(definition, KNOWN_KEYS.agent, `${prefix}${agentFile}`, "AL_ERR_SUBAGENT_DEFINITION");
+  checkAgentFieldTypes(definition, `${prefix}${agentFile}`, "AL_ERR_SUBAGENT_DEFINITION", { root: false });
   if (typeof definition.description !== "string" || definition.description.trim() === "") {
     refuse("agent.ts has no description", "Set description: the parent reads it to decide when to delegate.");
   }
