@@ -27,7 +27,7 @@ import type { SourceBundle } from "./compiler/bundle.js";
 import type { AgentManifest } from "./compiler/manifest.js";
 import { SCRIPTED_PREFIX, loadModelScript, scriptedHarness } from "./harness/scripted.js";
 import { loadDefaultEngine } from "./harness/default-engine.js";
-import { STAGE, createKernelHooks, type KernelHooks } from "./hooks.js";
+import { AGENT_HOOK_TAP_PREFIX, STAGE, createKernelHooks, type KernelHooks } from "./hooks.js";
 import type { Kernel } from "./kernel.js";
 import { createRuntimeLogger } from "./logger.js";
 import { Admission } from "./run/admission.js";
@@ -108,6 +108,11 @@ export interface RuntimeOptions {
    * ones (the host was down) collapse into one run. Default 180 000.
    */
   automationCatchUpMs?: number;
+  /**
+   * How long a `hooks/` handler may take for one event before it counts as failed (`hook.failed`,
+   * and the run goes on without waiting for it further). Default 10 000.
+   */
+  hookTimeoutMs?: number;
   /**
    * MCP, OpenAPI and HTTP connections as tools (`createConnections()` from
    * @assemblyline-agents/connections): host-declared ones, and dynamic ones
@@ -696,12 +701,15 @@ export class OpenEveRuntime {
   }
 
   private tapUserHooks(): void {
+    const timeoutMs = this.options.hookTimeoutMs ?? DEFAULT_HOOK_TIMEOUT_MS;
+    if (!Number.isInteger(timeoutMs) || timeoutMs < 1) throw new TypeError(`hookTimeoutMs is ${String(timeoutMs)}; give a whole number of milliseconds, 1 or more (default ${DEFAULT_HOOK_TIMEOUT_MS})`);
     for (const { file, hook } of this.options.sourceBundle.hooks) {
-      this.hooks.event.tapPromise({ name: `hooks/${file}`, stage: STAGE.DEFAULT }, async (event, context) => {
+      this.hooks.event.tapPromise({ name: `${AGENT_HOOK_TAP_PREFIX}${file}`, stage: STAGE.DEFAULT }, async (event, context) => {
         const handlers = [hook.events[event.type], hook.events["*"]].filter((handler) => typeof handler === "function");
         for (const handler of handlers) {
           try {
-            await handler!(event, { runId: event.runId, agentRevision: context.agentRevision, agent: { id: context.agentId, name: context.agentName } });
+            const handled = handler!(event, { runId: event.runId, agentRevision: context.agentRevision, agent: { id: context.agentId, name: context.agentName } });
+            await finishedWithin(handled, timeoutMs);
           } catch (error) {
             const message = error instanceof Error ? error.message : String(error);
             this.logger.warn({ event: "hook.failed", hook: file, eventType: event.type, runId: event.runId, err: message }, "hook handler threw");
@@ -794,6 +802,26 @@ export class OpenEveRuntime {
 
 function providerOf(modelSpec: string): string {
   return modelSpec.split(/[/:]/)[0] ?? modelSpec;
+}
+
+/** How long a hooks/ handler may take for one event by default (RuntimeOptions.hookTimeoutMs). */
+const DEFAULT_HOOK_TIMEOUT_MS = 10_000;
+
+/**
+ * Wait for a hook handler at most `ms`: the run waits for its hooks (they see events in order), and
+ * one that never settles must not hold the run, its lease and its slot for good. It runs on unawaited.
+ */
+async function finishedWithin(handled: unknown, ms: number): Promise<void> {
+  if (typeof (handled as PromiseLike<unknown> | undefined)?.then !== "function") return;
+  let timer: NodeJS.Timeout | undefined;
+  const late = new Promise<never>((_, reject) => {
+    timer = setTimeout(() => reject(new Error(`the handler did not finish within ${ms} ms (RuntimeOptions.hookTimeoutMs); the run went on without it`)), ms);
+  });
+  try {
+    await Promise.race([handled as PromiseLike<unknown>, late]);
+  } finally {
+    clearTimeout(timer);
+  }
 }
 
 function positiveInt(value: string | undefined, name: string, allowZero = false): number | undefined {

@@ -41,6 +41,17 @@ export default defineHook({ events: { ${hookBody} } });
     expect(failed[0]!.data).toMatchObject({ hook: "hooks/audit.ts", eventType: "tool.completed", error: "audit db offline" });
   });
 
+  it("counts a handler that does not finish in time as failed and lets the run go on without it", async () => {
+    const dir = hookAgent(`"tool.completed"() { return new Promise(() => {}); }`);
+    const { runtime, events } = await startAgent(dir, [{ toolCalls: [{ name: "note", input: { value: "a" } }] }, { text: "ok" }], { hookTimeoutMs: 50 });
+    const result = await runtime.run({ message: "go" });
+    expect(result.status).toBe("completed");
+    const failed = (await events(result.runId)).filter((event) => event.type === "hook.failed");
+    expect(failed).toHaveLength(1);
+    expect(failed[0]!.data).toMatchObject({ hook: "hooks/audit.ts", eventType: "tool.completed", error: expect.stringContaining("did not finish within 50 ms") });
+    await expect(startAgent(dir, [], { hookTimeoutMs: 0 })).rejects.toThrow(/hookTimeoutMs is 0/);
+  });
+
   it("refuses ctx.emit of a runtime event type", async () => {
     const dir = agentFolder({ "agent.ts": MINIMAL_AGENT, "tools/forge.ts": toolSource({ execute: `await ctx.emit("run.completed", {}); return {};` }) });
     const { runtime } = await startAgent(dir, [{ toolCalls: [{ name: "forge", input: { value: "a" } }] }, { text: "never" }]);
