@@ -1,4 +1,5 @@
-import { readdir, readFile } from "node:fs/promises";
+import { readdir, readFile, realpath, stat } from "node:fs/promises";
+import { AssemblyLineError } from "@assemblyline-agents/core";
 import { join, relative, sep } from "node:path";
 import { sha256 } from "../canonical-json.js";
 import type { SourceRef } from "./manifest.js";
@@ -21,18 +22,44 @@ export async function hashSource(agentDir: string, file: string): Promise<Source
  */
 export async function listBehaviourFiles(agentDir: string): Promise<string[]> {
   const files: string[] = [];
-  async function walk(dir: string): Promise<void> {
+  /** `linked`: the real paths of the linked folders the walk is inside, so a link cycle ends; null outside any. */
+  async function walk(dir: string, found: string[], linked: Set<string> | null): Promise<void> {
     const entries = await readdir(dir, { withFileTypes: true });
     for (const entry of entries) {
       if (entry.name.startsWith(".") || SKIPPED_DIRS.has(entry.name)) continue;
       const path = join(dir, entry.name);
-      if (entry.isDirectory()) await walk(path);
-      else if (entry.isFile()) {
-        const rel = relative(agentDir, path).split(sep).join("/");
-        if (CODE_FILE.test(rel) || rel === "package.json" || AGENT_PART.test(rel)) files.push(rel);
+      const rel = relative(agentDir, path).split(sep).join("/");
+      if (entry.isSymbolicLink()) {
+        await refuseLink(path, rel, linked);
+        continue;
       }
+      if (entry.isDirectory()) await walk(path, found, linked);
+      else if (entry.isFile() && isBehaviourFile(rel)) found.push(rel);
     }
   }
-  await walk(agentDir);
+  /**
+   * A link may lead anywhere: its files would run without the revision covering
+   * them, and a revision copy of the folder would not hold them. One to data only is left alone.
+   */
+  async function refuseLink(path: string, rel: string, seen: Set<string> | null): Promise<void> {
+    const target = await stat(path).catch(() => undefined);
+    let holds: string | undefined;
+    if (target?.isDirectory()) {
+      const real = await realpath(path);
+      if (seen?.has(real)) return;
+      const inside: string[] = [];
+      await walk(path, inside, new Set([...(seen ?? []), real]));
+      holds = inside[0];
+      if (holds === undefined) return;
+    } else if (!isBehaviourFile(rel)) return;
+    throw new AssemblyLineError("AL_ERR_AGENT_FOLDER", `${rel} is a symbolic link${holds ? ` to a folder with code (${holds})` : ""}: the build covers and keeps only the folder's own files`, {
+      fix: "Put the file itself in the agent folder (the build copies each file it runs into its revision), or import shared code from a package in node_modules.",
+    });
+  }
+  await walk(agentDir, files, null);
   return files.sort();
+}
+
+function isBehaviourFile(rel: string): boolean {
+  return CODE_FILE.test(rel) || rel === "package.json" || AGENT_PART.test(rel);
 }
