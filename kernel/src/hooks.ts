@@ -34,33 +34,14 @@ export function createKernelHooks() {
     tools: new SyncWaterfallHook<[ToolTable, ToolTableInput]>(["toolTable", "input"]),
     /** Per-run capability resolution (resolvers.ts); each tap may refine the declaration. */
     resolveRun: new AsyncSeriesWaterfallHook<[RunCapabilityDeclaration | null, RunResolverContext]>(["declaration", "ctx"]),
-    /** Observe each durably recorded event; observe-only (agent hooks/ taps each get a copy of the event). */
+    /** Observe each durably recorded event; observe-only (an agent's hooks/ files each get a copy of the event). */
     event: new AsyncParallelHook<[RunEvent, EventContext]>(["event", "context"]),
   });
   for (const [name, hook] of Object.entries(hooks)) {
     if (hook instanceof HookMap) hook.intercept({ factory: (key, created) => nameFailures(`slot.for("${String(key)}")`, created) });
     else nameFailures(name, hook);
   }
-  copyEventsForAgentHooks(hooks.event);
   return hooks;
-}
-
-/** The tap name prefix of an agent's `hooks/<file>` handlers (the runtime taps each file as `hooks/<file>`). */
-export const AGENT_HOOK_TAP_PREFIX = "hooks/";
-
-/**
- * Hand each agent hooks/ file its own copy of every event. The event object is the one every
- * other observer (telemetry, the host's watcher and outbox) receives: user code changing its
- * type, run id or data would change what they see. Plugins' taps are trusted and get it as is.
- */
-function copyEventsForAgentHooks(hook: AsyncParallelHook<[RunEvent, EventContext]>): void {
-  hook.intercept({
-    register(tap: RegisteredTap) {
-      if (!tap.name.startsWith(AGENT_HOOK_TAP_PREFIX)) return tap;
-      const fn = tap.fn as (event: RunEvent, ...rest: unknown[]) => unknown;
-      return { ...tap, fn: (event: RunEvent, ...rest: unknown[]) => fn(structuredClone(event), ...rest) };
-    },
-  });
 }
 
 /**

@@ -27,7 +27,7 @@ import type { SourceBundle } from "./compiler/bundle.js";
 import type { AgentManifest } from "./compiler/manifest.js";
 import { SCRIPTED_PREFIX, loadModelScript, scriptedHarness } from "./harness/scripted.js";
 import { loadDefaultEngine } from "./harness/default-engine.js";
-import { AGENT_HOOK_TAP_PREFIX, STAGE, createKernelHooks, type KernelHooks } from "./hooks.js";
+import { STAGE, createKernelHooks, type KernelHooks } from "./hooks.js";
 import type { Kernel } from "./kernel.js";
 import { createRuntimeLogger } from "./logger.js";
 import { Admission } from "./run/admission.js";
@@ -704,11 +704,14 @@ export class OpenEveRuntime {
     const timeoutMs = this.options.hookTimeoutMs ?? DEFAULT_HOOK_TIMEOUT_MS;
     if (!Number.isInteger(timeoutMs) || timeoutMs < 1) throw new TypeError(`hookTimeoutMs is ${String(timeoutMs)}; give a whole number of milliseconds, 1 or more (default ${DEFAULT_HOOK_TIMEOUT_MS})`);
     for (const { file, hook } of this.options.sourceBundle.hooks) {
-      this.hooks.event.tapPromise({ name: `${AGENT_HOOK_TAP_PREFIX}${file}`, stage: STAGE.DEFAULT }, async (event, context) => {
+      this.hooks.event.tapPromise({ name: `hooks/${file}`, stage: STAGE.DEFAULT }, async (event, context) => {
         const handlers = [hook.events[event.type], hook.events["*"]].filter((handler) => typeof handler === "function");
+        if (handlers.length === 0) return;
+        // The event object is the one every other observer (telemetry, the host's watcher and outbox) gets: a hook changing it would change what they see.
+        const copy = structuredClone(event);
         for (const handler of handlers) {
           try {
-            const handled = handler!(event, { runId: event.runId, agentRevision: context.agentRevision, agent: { id: context.agentId, name: context.agentName } });
+            const handled = handler!(copy, { runId: event.runId, agentRevision: context.agentRevision, agent: { id: context.agentId, name: context.agentName } });
             await finishedWithin(handled, timeoutMs);
           } catch (error) {
             const message = error instanceof Error ? error.message : String(error);
