@@ -17,6 +17,15 @@ export function requirePositional(positionals: string[], index: number, name: st
   return value;
 }
 
+/**
+ * A text the reader must give (the message, an answer). Empty or blank is refused: it is
+ * most often a shell variable that was not set, and a run cannot take it back.
+ */
+export function requireText(value: string, name: string, fix: string, usage: string): string {
+  if (value.trim() === "") throw new AssemblyLineError("AL_ERR_CLI_USAGE", `${name} is empty`, { fix: `${fix} usage: ${usage}` });
+  return value;
+}
+
 export function stringOption(parsed: ParsedCommand, name: string): string | undefined {
   const value = parsed.values[name];
   return typeof value === "string" ? value : undefined;

@@ -1,5 +1,5 @@
 import { join, resolve } from "node:path";
-import { AssemblyLineError, isAssemblyLineError, type BlobStore, type RunEvent, type SandboxAdapter, type StateAdapter } from "@assemblyline-agents/core";
+import { AssemblyLineError, isAssemblyLineError, type BlobStore, type RunEvent, type RuntimeLogger, type SandboxAdapter, type StateAdapter } from "@assemblyline-agents/core";
 import { needsComposition } from "../host/needs-composition.js";
 import { FileStateAdapter, LocalBlobStore, LocalSandboxAdapter } from "@assemblyline-agents/local";
 import type { PiModelCatalog } from "@assemblyline-agents/pi";
@@ -109,6 +109,8 @@ export async function openLocalRuntime(options: {
   models?: PiModelCatalog;
   onEvent?: (event: RunEvent) => void;
   onTextDelta?: (runId: string, delta: string) => void;
+  /** The runtime's logger (default: JSON lines on stderr); commands that print a timeline pass a readable one. */
+  logger?: RuntimeLogger;
   /** Dev mode warns about missing plugin env variables instead of refusing to boot. Default true. */
   devMode?: boolean;
   /**
@@ -138,6 +140,7 @@ export async function openLocalRuntime(options: {
     ...(connectionsFor(bundle, agentDir)),
     modelHarnesses: withBuiltInModelRoutes(undefined, process.env),
     ...(options.onTextDelta ? { onTextDelta: options.onTextDelta } : {}),
+    ...(options.logger ? { logger: options.logger } : {}),
   });
   // A fresh build may leave earlier ones that no unfinished run needs any more.
   if (options.build) await runtime.pruneRevisions().catch((error) => runtime.logger.warn({ err: String(error) }, "pruning kept builds failed"));

@@ -1,3 +1,4 @@
+import { Console } from "node:console";
 import type { AssemblyLineError } from "@assemblyline-agents/core";
 import { EXIT } from "./exit-codes.js";
 import { processIO, type CommandIO } from "./io.js";
@@ -11,20 +12,40 @@ import type { CommandContext } from "./args.js";
  * the exit code (docs/cli.md lists them).
  */
 export async function main(argv: string[], io: CommandIO = processIO, context: CommandContext = {}): Promise<number> {
+  const json = argv.includes("--json");
+  const restoreConsole = json ? consoleToStderr() : () => {};
   try {
     return await runCommandLine(argv, io, context);
   } catch (error) {
     // The error path alone loads the SDK's error helpers: --help and --version stay light.
     const { isAssemblyLineError } = await import("@assemblyline-agents/core");
     const body = isAssemblyLineError(error) ? knownError(error) : unexpectedError(error);
-    if (argv.includes("--json")) io.out(errorEnvelope(body));
+    if (json) io.out(errorEnvelope(body));
     else {
       const paint = colors(io, "err");
       io.err(`${paint.red(paint.bold("error"))} ${paint.bold(body.code)}: ${body.message}`);
       if (body.fix) io.err(`  ${paint.yellow("fix:")} ${body.fix}`);
     }
     return body.code === "AL_ERR_CLI_USAGE" ? EXIT.usage : EXIT.failed;
+  } finally {
+    restoreConsole();
   }
+}
+
+/**
+ * With --json, stdout holds exactly one envelope: what the agent's own code (a tool, a
+ * hook) prints with console.log goes to stderr for as long as the command runs, beside
+ * the logs, instead of in front of the envelope where it breaks `| jq`.
+ */
+function consoleToStderr(): () => void {
+  const toStderr = new Console({ stdout: process.stderr, stderr: process.stderr });
+  const target = console as unknown as Record<string, unknown>;
+  const saved: Record<string, unknown> = {};
+  for (const name of ["log", "info", "debug", "dir", "dirxml", "table", "group", "groupCollapsed", "groupEnd", "count", "countReset", "time", "timeEnd", "timeLog"]) {
+    saved[name] = target[name];
+    target[name] = (toStderr as unknown as Record<string, unknown>)[name];
+  }
+  return () => Object.assign(target, saved);
 }
 
 /** An AssemblyLineError's code, its message without the code prefix and fix suffix it carries, and its fix. */

@@ -1,7 +1,7 @@
 import { resolve } from "node:path";
 import { AssemblyLineError, isAssemblyLineError } from "@assemblyline-agents/core";
 import type { PiModelCatalog } from "@assemblyline-agents/pi";
-import { SCRIPTED_PREFIX, loadModelScript } from "@assemblyline-agents/runtime";
+import { SCRIPTED_PREFIX, loadModelScript, type ModelScript } from "@assemblyline-agents/runtime";
 import { stringOption, type ParsedCommand } from "./args.js";
 import { catalogFor, staticModelCheck, type ModelFlags } from "./local-runtime.js";
 
@@ -74,11 +74,19 @@ export async function checkModelSpec(spec: string, models: PiModelCatalog | unde
 export function checkOfflineScript(file: string | undefined): void {
   if (file === undefined) return;
   if (file.trim() === "") throw usage("--offline-script is empty", "Give a scripted conversation file (e.g. conversations/hello.json), or leave --offline-script out.");
+  checkScriptFile(file, "--offline-script");
+}
+
+/**
+ * A scripted conversation a flag names (--offline-script, test's --conversation), read
+ * before anything is built: its errors name that flag, not the scripted: model spec.
+ */
+export function checkScriptFile(file: string, flag: string): ModelScript {
   try {
-    loadModelScript(resolve(file));
+    return loadModelScript(resolve(file));
   } catch (error) {
     if (!isAssemblyLineError(error)) throw error;
-    throw new AssemblyLineError(error.code, `--offline-script ${file}: ${error.message.split("\n")[0]!.replace(/^AL_ERR_\w+: /, "")}`, {
+    throw new AssemblyLineError(error.code, `${flag} ${file}: ${error.message.split("\n")[0]!.replace(/^AL_ERR_\w+: /, "")}`, {
       fix: 'Give a JSON file of scripted turns that exists, e.g. { "turns": [ { "text": "Done." } ] }.',
       cause: error,
     });

@@ -150,6 +150,8 @@ export function buildProgram(io: CommandIO, context: CommandContext, exit: { cod
     command.action(async (...args: unknown[]) => {
       const self = args.at(-1) as Command;
       const parsed = parsedFrom(self);
+      const swallowed = await flagTakenAsValue(self, rawArgsOf(self));
+      if (swallowed) throw swallowed;
       const missing = (spec.required ?? []).filter((flag) => parsed.values[flag] === undefined);
       if (missing.length > 0) {
         const { AssemblyLineError } = await import("@assemblyline-agents/core");
@@ -222,7 +224,7 @@ export function buildProgram(io: CommandIO, context: CommandContext, exit: { cod
   );
 
   leaf(
-    examples(continuedFlags(program.command("approve").description("approve a paused tool call (or a budget extension) and resume the run").argument("<runId>").argument("[callId]", "the call to approve (default: the first pending one)")), [
+    examples(continuedFlags(program.command("approve").description("approve a paused tool call (or a budget extension) and resume the run").argument("<runId>").argument("[callId]", "the call to approve (default: the only pending one)")), [
       "assembly-line approve <runId>",
       "assembly-line approve <runId> <callId> --agent ./agent",
     ]),
@@ -441,6 +443,9 @@ export async function runCommandLine(argv: string[], io: CommandIO, context: Com
     if (!(error instanceof CommanderError)) throw error;
     // --help, --version and `help [command]` print what was asked and succeed.
     if (error.code === "commander.helpDisplayed" || error.code === "commander.version" || (error.code === "commander.help" && error.exitCode === 0)) return 0;
+    // A flag that took the next flag as its value leaves commander counting the words after it wrong ("too many arguments"): that flag is what to fix.
+    const swallowed = await flagTakenAsValue(commandNamed(program, argv), argv);
+    if (swallowed) throw swallowed;
     const { AssemblyLineError } = await import("@assemblyline-agents/core");
     const words = argv.filter((word) => !word.startsWith("-"));
     // A group without its subcommand (or `help` of an unknown one) printed its help and stops as a usage error.
@@ -453,6 +458,50 @@ export async function runCommandLine(argv: string[], io: CommandIO, context: Com
     throw new AssemblyLineError("AL_ERR_CLI_USAGE", message, { fix: `See assembly-line ${commandPath(program, argv)}--help.` });
   }
   return exit.code;
+}
+
+/**
+ * A flag that takes a value takes the next word, even when that word is another of the
+ * command's flags (`run -m --json`, `runs list --agent --json`): found in the words as
+ * given, so that it is refused rather than read as the value. `--message=--json` still
+ * gives a value that starts with "-".
+ */
+async function flagTakenAsValue(command: Command, words: string[]): Promise<Error | undefined> {
+  const named = (word: string) => command.options.find((option) => option.long === word || option.short === word);
+  for (let index = 0; index < words.length - 1; index++) {
+    const word = words[index]!;
+    if (word === "--") break;
+    const option = named(word);
+    const next = words[index + 1]!;
+    if (option?.required && (next === "-h" || next === "--help" || named(next.split("=")[0]!) !== undefined)) {
+      const { AssemblyLineError } = await import("@assemblyline-agents/core");
+      const long = option.long ?? option.flags;
+      return new AssemblyLineError("AL_ERR_CLI_USAGE", `option '${option.flags}' argument missing: ${next} is an option, not its value`, {
+        fix: `Give ${long} a value (one that starts with "-" goes as ${long}=<value>). See ${fullName(command)} --help.`,
+      });
+    }
+    // A value already taken is skipped: `-m -x` where -x is not a flag of this command stays a value.
+    if (option?.required) index++;
+  }
+  return undefined;
+}
+
+/** The words parse() was given; commander keeps them on the program without typing them. */
+function rawArgsOf(command: Command): string[] {
+  let root = command;
+  while (root.parent) root = root.parent;
+  return (root as Command & { rawArgs?: string[] }).rawArgs ?? [];
+}
+
+/** The (sub)command argv names, as far as its words name known commands. */
+function commandNamed(program: Command, argv: string[]): Command {
+  let current = program;
+  for (const word of argv) {
+    const next = current.commands.find((command) => command.name() === word);
+    if (!next) break;
+    current = next;
+  }
+  return current;
 }
 
 /** "assembly-line runs list" for the runs list command. */

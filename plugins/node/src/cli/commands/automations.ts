@@ -1,6 +1,8 @@
 import type { AutomationInfo, NormalizedSchedule } from "@assemblyline-agents/core";
 import type { PiModelCatalog } from "@assemblyline-agents/pi";
+import { builtAgentFolder } from "../agent-folder.js";
 import { jsonOption, requirePositional, stringOption, type ParsedCommand } from "../args.js";
+import { commandLogger } from "../command-logger.js";
 import type { CommandIO } from "../io.js";
 import { catalogFor, chooseModel, openLocalRuntime, type ModelFlags } from "../local-runtime.js";
 import { checkModelSpec, modelFlagsOf } from "../model-flags.js";
@@ -48,12 +50,15 @@ export const automationsCommand = (sub: string) => async (parsed: ParsedCommand,
 };
 
 async function openAgent(parsed: ParsedCommand, io: CommandIO, printEvents: boolean, models: PiModelCatalog | undefined) {
+  const agentDir = builtAgentFolder(parsed, USAGE);
   const stateDir = stateDirOption(parsed, { mustExist: false, usage: USAGE });
+  const logger = commandLogger(io, jsonOption(parsed));
   return openLocalRuntime({
-    agentDir: stringOption(parsed, "agent") ?? ".",
+    agentDir,
     build: false,
     ...(stateDir ? { stateDir } : {}),
     ...(models ? { models } : {}),
+    ...(logger ? { logger } : {}),
     ...(printEvents ? { onEvent: (event) => io.out(formatEvent(event)) } : {}),
   });
 }

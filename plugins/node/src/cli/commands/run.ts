@@ -1,7 +1,8 @@
 import { AssemblyLineError, type RunEvent } from "@assemblyline-agents/core";
 import type { RunResult } from "@assemblyline-agents/runtime";
-import { jsonOption, requirePositional, stringOption, type ParsedCommand } from "../args.js";
+import { jsonOption, requirePositional, requireText, stringOption, type ParsedCommand } from "../args.js";
 import type { CommandIO } from "../io.js";
+import { commandLogger } from "../command-logger.js";
 import { catalogFor, chooseModel, openLocalRuntime } from "../local-runtime.js";
 import { checkModelSpec, checkOfflineScript, modelFlagsOf } from "../model-flags.js";
 import { progress } from "../output.js";
@@ -14,10 +15,10 @@ const USAGE = 'assembly-line run [agentDir] --message "..." (assembly-line run -
 /** `assembly-line run`: one conversation turn, its timeline as it happens, and how it ended. */
 export async function runCommand(parsed: ParsedCommand, io: CommandIO): Promise<number> {
   const agentDir = requirePositional(parsed.positionals, 0, "agentDir", USAGE);
-  const message = stringOption(parsed, "message")!;
-  if (message.trim() === "") throw new AssemblyLineError("AL_ERR_CLI_USAGE", "--message is empty", { fix: `Give the user message the run starts with, e.g. -m "Remember to buy milk". usage: ${USAGE}` });
+  const message = requireText(stringOption(parsed, "message")!, "--message", 'Give the user message the run starts with, e.g. -m "Remember to buy milk".', USAGE);
   const approve = stringOption(parsed, "approve");
-  const answer = stringOption(parsed, "answer");
+  const answerText = stringOption(parsed, "answer");
+  const answer = answerText === undefined ? undefined : requireText(answerText, "--answer", 'Give the text that answers the question the run asks, or leave --answer out to let the run pause for `assembly-line answer`.', USAGE);
   const json = jsonOption(parsed);
   // Everything the command line chose is checked before the build and before any run is created.
   const flags = modelFlagsOf(parsed);
@@ -34,11 +35,13 @@ export async function runCommand(parsed: ParsedCommand, io: CommandIO): Promise<
     streaming = false;
   };
 
+  const logger = commandLogger(io, json);
   progress(io, json)(`building ${agentDir}`);
   const local = await openLocalRuntime({
     agentDir,
     build: true,
     checkAgentModel: flags.model === undefined,
+    ...(logger ? { logger } : {}),
     ...(stateDir ? { stateDir } : {}),
     ...(models ? { models } : {}),
     onEvent: (event) => {

@@ -1,10 +1,12 @@
 import { existsSync } from "node:fs";
 import { readFile } from "node:fs/promises";
 import { join, resolve } from "node:path";
-import { AssemblyLineError, type RunEvent, type RunRecord, type RunStatus, type RunStore } from "@assemblyline-agents/core";
+import { AssemblyLineError, isAssemblyLineError, type RunEvent, type RunRecord, type RunStatus, type RunStore } from "@assemblyline-agents/core";
 import type { PiModelCatalog } from "@assemblyline-agents/pi";
 import type { RunResult } from "@assemblyline-agents/runtime";
-import { jsonOption, requirePositional, stringOption, type ParsedCommand } from "../args.js";
+import { builtAgentFolder } from "../agent-folder.js";
+import { jsonOption, requirePositional, requireText, stringOption, type ParsedCommand } from "../args.js";
+import { commandLogger } from "../command-logger.js";
 import type { CommandIO } from "../io.js";
 import { envelope } from "../output.js";
 import type { LocalRuntime } from "../local-runtime.js";
@@ -26,25 +28,49 @@ interface OpenOptions {
 }
 
 async function open(parsed: ParsedCommand, io: CommandIO, options: OpenOptions): Promise<LocalRuntime & { agentDir: string; json: boolean }> {
-  const agentDir = stringOption(parsed, "agent") ?? ".";
+  const agentDir = builtAgentFolder(parsed, options.usage);
   const json = jsonOption(parsed);
   // Every command here works on runs already kept: a --state-dir that does not exist is refused, not created.
   const stateDir = stateDirOption(parsed, { mustExist: true, usage: options.usage });
   const events = options.events;
+  const logger = commandLogger(io, json);
   const { openLocalRuntime } = await import("../local-runtime.js");
   const local = await openLocalRuntime({
     agentDir,
     build: false,
     ...(stateDir ? { stateDir } : {}),
     ...(options.models ? { models: options.models } : {}),
+    ...(logger ? { logger } : {}),
     ...(events ? { onEvent: (event) => (json ? events.push(event) : io.out(formatEvent(event))) } : {}),
   });
   return { ...local, agentDir, json };
 }
 
+/** A run of this agent: its own id, or a subagent's (`<agent id>/<path>`). */
+function ofAgent(run: RunRecord, agentId: string): boolean {
+  return run.agentId === agentId || run.agentId.startsWith(`${agentId}/`);
+}
+
+/**
+ * The run a command is about to decide, resume or migrate, refused when a --state-dir (or
+ * the config's stateDir) holds another agent's runs: this agent's build would continue it.
+ * The agent's own state folder holds its own runs only, and is not checked.
+ */
+async function requireOwnRun(local: LocalRuntime & { agentDir: string }, parsed: ParsedCommand, runId: string): Promise<RunRecord | undefined> {
+  const run = await local.runtime.state.runs.getRun(runId);
+  const agentId = local.runtime.manifest.agent.id;
+  const stateDir = stringOption(parsed, "state-dir");
+  if (!run || stateDir === undefined || ofAgent(run, agentId)) return run;
+  const named = parsed.configured?.includes("state-dir") ? `the config's stateDir ${stateDir}` : `--state-dir ${stateDir}`;
+  throw new AssemblyLineError("AL_ERR_CLI_USAGE", `run ${runId} belongs to agent "${run.agentId}", not to "${agentId}" (${resolve(local.agentDir)}): ${named} keeps another agent's runs`, {
+    fix: `Pass the folder of agent "${run.agentId}" as --agent <dir>, or give this agent's own state folder; its build, not this one, continues the run.`,
+  });
+}
+
 interface RunLister {
   runs: RunStore;
   currentRevision: string;
+  agentId: string;
   close(): Promise<void>;
 }
 
@@ -54,19 +80,19 @@ interface RunLister {
  * runtime; the whole local runtime otherwise.
  */
 async function openLister(parsed: ParsedCommand, io: CommandIO): Promise<RunLister> {
-  const agentDir = resolve(stringOption(parsed, "agent") ?? ".");
+  const agentDir = resolve(builtAgentFolder(parsed, LIST_USAGE));
   const stateDir = stateDirOption(parsed, { mustExist: true, usage: LIST_USAGE });
   const manifestPath = join(agentDir, ".assembly-line", "manifest.json");
   if (existsSync(manifestPath)) {
-    const manifest = JSON.parse(await readFile(manifestPath, "utf8")) as { agentRevision: string; gateway: unknown; sandbox: { adapter?: string } | null };
+    const manifest = JSON.parse(await readFile(manifestPath, "utf8")) as { agentRevision: string; agent: { id: string }; gateway: unknown; sandbox: { adapter?: string } | null };
     if (manifest.gateway === null && (manifest.sandbox === null || manifest.sandbox.adapter === "local")) {
       const { FileStateAdapter } = await import("@assemblyline-agents/local");
       const state = await FileStateAdapter.open(stateDir ? { directory: resolve(stateDir) } : { agentDir });
-      return { runs: state, currentRevision: manifest.agentRevision, close: () => state.close() };
+      return { runs: state, currentRevision: manifest.agentRevision, agentId: manifest.agent.id, close: () => state.close() };
     }
   }
   const local = await open(parsed, io, { usage: LIST_USAGE });
-  return { runs: local.runtime.state.runs, currentRevision: local.runtime.manifest.agentRevision, close: () => local.close() };
+  return { runs: local.runtime.state.runs, currentRevision: local.runtime.manifest.agentRevision, agentId: local.runtime.manifest.agent.id, close: () => local.close() };
 }
 
 /** The revision a run continues on, as the runtime's revisionOf reads it: the one it started under, or the last one it migrated to. */
@@ -80,20 +106,29 @@ async function revisionOf(runs: RunStore, run: RunRecord, current: string): Prom
 export async function runsList(parsed: ParsedCommand, io: CommandIO): Promise<number> {
   const status = stringOption(parsed, "status") as RunStatus | undefined;
   const limitText = stringOption(parsed, "limit") ?? "20";
-  const limit = Number(limitText);
+  // Digits only: Number() would also read "1e1" and "0x10".
+  const limit = /^\d+$/.test(limitText) ? Number(limitText) : Number.NaN;
   if (!Number.isInteger(limit) || limit < 1) throw new AssemblyLineError("AL_ERR_CLI_USAGE", `--limit ${limitText} is not a positive integer`, { fix: "See assembly-line runs list --help." });
   const cursor = stringOption(parsed, "cursor");
   const json = jsonOption(parsed);
   const lister = await openLister(parsed, io);
   try {
-    const page = await lister.runs.listRuns({ ...(status ? { status } : {}), limit, ...(cursor ? { cursor } : {}) });
+    const page = await lister.runs.listRuns({ ...(status ? { status } : {}), limit, ...(cursor !== undefined ? { cursor } : {}) }).catch((error: unknown) => {
+      // The store refuses a cursor it did not print: that is the command line's --cursor.
+      if (cursor === undefined || !isAssemblyLineError(error, "AL_ERR_STATE_INPUT_INVALID")) throw error;
+      throw new AssemblyLineError("AL_ERR_CLI_USAGE", `--cursor ${cursor} is not a cursor this state store printed`, {
+        fix: "Pass the nextCursor the previous page printed, unchanged (its `more:` line, or nextCursor with --json), or leave --cursor out to start from the newest run.",
+        cause: error,
+      });
+    });
     if (json) {
       io.out(envelope({ runs: page.runs, nextCursor: page.nextCursor }));
       return 0;
     }
     for (const run of page.runs) {
       const revision = await revisionOf(lister.runs, run, lister.currentRevision);
-      const pinned = revision === lister.currentRevision ? revision : `${revision} (earlier build)`;
+      // A --state-dir shared with another agent: its runs are not this agent's earlier builds.
+      const pinned = !ofAgent(run, lister.agentId) ? `${revision} (agent ${run.agentId})` : revision === lister.currentRevision ? revision : `${revision} (earlier build)`;
       io.out(`${run.id}  ${run.status.padEnd(16)} ${pinned}  ${run.createdAt}  ${JSON.stringify(run.input.message).slice(0, 60)}`);
     }
     if (page.runs.length === 0) io.out("no runs");
@@ -117,7 +152,8 @@ export async function runsShow(parsed: ParsedCommand, io: CommandIO): Promise<nu
       return 0;
     }
     const run = (await local.runtime.state.runs.getRun(runId))!;
-    io.out(`run ${run.id}  ${run.status}  revision ${run.agentRevision}  model ${run.modelSpec}`);
+    const agentId = local.runtime.manifest.agent.id;
+    io.out(`run ${run.id}  ${run.status}  revision ${run.agentRevision}  model ${run.modelSpec}${ofAgent(run, agentId) ? "" : `  agent ${run.agentId} (not ${agentId})`}`);
     for (const event of events) io.out(formatEvent(event));
     if (usage.length > 0) {
       const total = usage.reduce((sum, record) => ({ input: sum.input + record.inputTokens, output: sum.output + record.outputTokens, cost: sum.cost + record.costUsd }), { input: 0, output: 0, cost: 0 });
@@ -140,6 +176,7 @@ export async function runsMigrate(parsed: ParsedCommand, io: CommandIO): Promise
   }
   const local = await open(parsed, io, { usage: MIGRATE_USAGE });
   try {
+    await requireOwnRun(local, parsed, runId);
     const from = await local.runtime.revisionOf(runId);
     const result = await local.runtime.migrateRun(runId, { actor: "cli" });
     if (!local.json) io.out(`run ${runId} moved from ${from} to ${local.runtime.manifest.agentRevision}`);
@@ -161,7 +198,7 @@ function decisionCommand(usage: string, decide: Decision) {
     let local = await open(parsed, io, { events, usage });
     try {
       // The run continues on its own model: the model flags are checked against it, and --base-url serves it.
-      const run = await local.runtime.state.runs.getRun(runId);
+      const run = await requireOwnRun(local, parsed, runId);
       if (run) {
         const { continuedRunModels } = await import("../model-flags.js");
         const models = await continuedRunModels(parsed, run, local.runtime.manifest.agent.model, command);
@@ -180,19 +217,37 @@ function decisionCommand(usage: string, decide: Decision) {
   };
 }
 
-export const approveCommand = decisionCommand("assembly-line approve <runId> [<callId>] [--agent <dir>]", (local, runId, parsed) => {
+/**
+ * A callId given for a run that waits on a budget, not on a tool call, is refused: the
+ * runtime would extend (or stop at) the budget and never read the callId, so a call id
+ * copied from another run would decide this one.
+ */
+async function refuseCallIdOnBudgetPause(local: LocalRuntime, runId: string, callId: string | undefined, command: string): Promise<void> {
+  if (callId === undefined) return;
+  const waiting = await local.runtime.getRun(runId);
+  if (waiting.status !== "waiting_approval" || !waiting.pendingBudget || (waiting.pendingApprovals ?? []).length > 0) return;
+  throw new AssemblyLineError("AL_ERR_APPROVAL_NOT_FOUND", `run ${runId} has no pending approval ${callId}: it waits for a decision on its ${waiting.pendingBudget.budget} budget, not on a tool call`, {
+    fix: `Leave the callId out: \`assembly-line ${command} ${runId}\` ${command === "approve" ? "extends the budget" : "stops the run at it"}.`,
+  });
+}
+
+export const approveCommand = decisionCommand("assembly-line approve <runId> [<callId>] [--agent <dir>]", async (local, runId, parsed) => {
   const callId = parsed.positionals[1];
+  await refuseCallIdOnBudgetPause(local, runId, callId, "approve");
   return local.runtime.approve(runId, { ...(callId ? { callId } : {}), actor: "cli" });
 });
 
-export const denyCommand = decisionCommand("assembly-line deny <runId> [<callId>] [--reason <text>] [--agent <dir>]", (local, runId, parsed) => {
+export const denyCommand = decisionCommand("assembly-line deny <runId> [<callId>] [--reason <text>] [--agent <dir>]", async (local, runId, parsed) => {
   const callId = parsed.positionals[1];
   const reason = stringOption(parsed, "reason");
+  await refuseCallIdOnBudgetPause(local, runId, callId, "deny");
   return local.runtime.deny(runId, { ...(callId ? { callId } : {}), ...(reason ? { reason } : {}), actor: "cli" });
 });
 
-export const answerCommand = decisionCommand('assembly-line answer <runId> "text" [--agent <dir>]', (local, runId, parsed) => {
-  const text = requirePositional(parsed.positionals, 1, "text", 'assembly-line answer <runId> "text" [--agent <dir>]');
+const ANSWER_USAGE = 'assembly-line answer <runId> "text" [--agent <dir>]';
+
+export const answerCommand = decisionCommand(ANSWER_USAGE, (local, runId, parsed) => {
+  const text = requireText(requirePositional(parsed.positionals, 1, "text", ANSWER_USAGE), "the answer", 'Give the text that answers the question, e.g. "the corner shop".', ANSWER_USAGE);
   return local.runtime.answer(runId, text, { actor: "cli" });
 });
 

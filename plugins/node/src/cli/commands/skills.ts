@@ -1,7 +1,9 @@
 import { createTwoFilesPatch } from "diff";
 import { AssemblyLineError } from "@assemblyline-agents/core";
 import type { SkillView } from "@assemblyline-agents/runtime";
+import { builtAgentFolder } from "../agent-folder.js";
 import { jsonOption, requirePositional, stringOption, type ParsedCommand } from "../args.js";
+import { commandLogger } from "../command-logger.js";
 import type { CommandIO } from "../io.js";
 import { openLocalRuntime, type LocalRuntime } from "../local-runtime.js";
 import { envelope } from "../output.js";
@@ -9,10 +11,12 @@ import { stateDirOption } from "../state-dir.js";
 
 const USAGE = "assembly-line skills list | show <name> | diff <name> | reset <name> [--agent <dir>] [--subagent <path>] [--json]";
 
-async function open(parsed: ParsedCommand, sub: string): Promise<LocalRuntime> {
+async function open(parsed: ParsedCommand, io: CommandIO, sub: string): Promise<LocalRuntime> {
+  const agentDir = builtAgentFolder(parsed, USAGE);
   // list, show and diff read the store: a mistyped --state-dir is refused, not created.
   const stateDir = stateDirOption(parsed, { mustExist: sub !== "reset", usage: USAGE });
-  return openLocalRuntime({ agentDir: stringOption(parsed, "agent") ?? ".", build: false, ...(stateDir ? { stateDir } : {}) });
+  const logger = commandLogger(io, jsonOption(parsed));
+  return openLocalRuntime({ agentDir, build: false, ...(stateDir ? { stateDir } : {}), ...(logger ? { logger } : {}) });
 }
 
 /** Where a skill stands against the seed the current build holds. */
@@ -27,7 +31,7 @@ function standing(skill: SkillView, seedDigest: string | undefined): string {
 export const skillsCommand = (sub: string) => async (parsed: ParsedCommand, io: CommandIO): Promise<number> => {
   const json = jsonOption(parsed);
   const name = sub === "list" ? undefined : requirePositional(parsed.positionals, 0, "name", USAGE);
-  const local = await open(parsed, sub);
+  const local = await open(parsed, io, sub);
   try {
     const library = local.runtime.skills(stringOption(parsed, "subagent") ?? "");
     if (sub === "list") {

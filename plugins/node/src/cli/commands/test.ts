@@ -1,8 +1,9 @@
 import { AssemblyLineError, describeReplayProblems } from "@assemblyline-agents/core";
-import { buildAgent, loadModelScript, loadRuntimeBundle, replayStress } from "@assemblyline-agents/runtime";
+import { buildAgent, loadRuntimeBundle, replayStress } from "@assemblyline-agents/runtime";
 import { jsonOption, requirePositional, stringOption, type ParsedCommand } from "../args.js";
 import type { CommandIO } from "../io.js";
 import { staticModelCheck } from "../local-runtime.js";
+import { checkScriptFile } from "../model-flags.js";
 import { envelope, progress } from "../output.js";
 
 const USAGE = 'assembly-line test [agentDir] --conversation <file.json> --replay-stress [--message "..."] [--json]';
@@ -20,11 +21,13 @@ export async function testCommand(parsed: ParsedCommand, io: CommandIO): Promise
     throw new AssemblyLineError("AL_ERR_CLI_USAGE", "test runs in --replay-stress mode: pass --replay-stress", { fix: `usage: ${USAGE}` });
   }
   const json = jsonOption(parsed);
+  // Read before the build: a wrong path is refused at once, naming --conversation.
+  const script = checkScriptFile(conversation, "--conversation");
   progress(io, json)(`building ${agentDir}`);
   const { artifactRoot } = await buildAgent(agentDir, { validateModel: staticModelCheck(undefined) });
   const report = await replayStress({
     bundle: await loadRuntimeBundle(artifactRoot),
-    script: loadModelScript(conversation),
+    script,
     message: stringOption(parsed, "message") ?? "replay stress",
     conversationId: "replay-stress",
     onBoundary: (boundary, of, problems) => {
