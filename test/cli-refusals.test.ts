@@ -251,3 +251,18 @@ describe("output a reader relies on", () => {
     expect(failed.stderr.match(/OPENAI_API_KEY is not set/g)).toHaveLength(1);
   });
 });
+
+describe("runs migrate", () => {
+  it("says a paused run already on the current build has nothing to move, and how to go on", async () => {
+    const paused = JSON.parse((await cli(["run", notes, "-m", "Remember to buy milk", "--model", milk, "--json"])).stdout).data.result;
+    const before = await shown(paused.runId, notes);
+    const refused = await cli(["runs", "migrate", paused.runId, "--to", "current", "--agent", notes, "--json"]);
+    expect(refused.code).toBe(1);
+    const error = JSON.parse(refused.stdout).error;
+    expect(error.code).toBe("AL_ERR_RUN_MIGRATION");
+    expect(error.message).toMatch(new RegExp(`^run ${paused.runId} already runs on the current build rev_\\w+: there is nothing to move$`));
+    expect(error.fix).toContain("assembly-line build");
+    expect(error.fix).not.toContain("change the tool back");
+    expect(await shown(paused.runId, notes)).toEqual(before);
+  });
+});

@@ -176,8 +176,15 @@ export async function runsMigrate(parsed: ParsedCommand, io: CommandIO): Promise
   }
   const local = await open(parsed, io, { usage: MIGRATE_USAGE });
   try {
-    await requireOwnRun(local, parsed, runId);
+    const run = await requireOwnRun(local, parsed, runId);
     const from = await local.runtime.revisionOf(runId);
+    const current = local.runtime.manifest.agentRevision;
+    if (from === current && (run?.status === "waiting_approval" || run?.status === "waiting_input")) {
+      // The runtime's refusal here advises changing a tool back, which is not what is wrong.
+      throw new AssemblyLineError("AL_ERR_RUN_MIGRATION", `run ${runId} already runs on the current build ${current}: there is nothing to move`, {
+        fix: `Migrate after a rebuild (\`assembly-line build ${JSON.stringify(local.agentDir)}\`) changed the agent; otherwise decide the run as it is (approve, deny or answer).`,
+      });
+    }
     const result = await local.runtime.migrateRun(runId, { actor: "cli" });
     if (!local.json) io.out(`run ${runId} moved from ${from} to ${local.runtime.manifest.agentRevision}`);
     reportResult(result, io, { json: local.json, agentDir: local.agentDir });
