@@ -29,6 +29,7 @@ export const RUN_EVENT_TYPES = [
   "run.completed",
   "run.failed",
   "model.response",
+  "model.failed",
   "tool.called",
   "tool.input_invalid",
   "tool.completed",

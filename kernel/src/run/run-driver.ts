@@ -12,6 +12,7 @@ import {
   type RunRecord,
   type RuntimeLogger,
   isoTimestamp,
+  storableText,
 } from "@assemblyline-agents/core";
 import type { SourceBundle } from "../compiler/bundle.js";
 import type { AgentManifest } from "../compiler/manifest.js";
@@ -442,8 +443,16 @@ export class RunDriver {
         },
         step: (key, fn, options) => runStep(scope, `harness:${key}`, fn, options),
         // A model call acts on nothing outside: its result commits with the next append (the tool call it asks for, or the run's end).
-        modelCall: (key, fn, options) =>
-          runStep(scope, `harness:${key}`, fn, { ...options, metadata: { ...options?.metadata, modelCall: true } }, () => scope.budget.beforeModelCall(), { hold: true }),
+        modelCall: async (key, fn, options) => {
+          const startedAt = isoTimestamp();
+          try {
+            return await runStep(scope, `harness:${key}`, fn, { ...options, metadata: { ...options?.metadata, modelCall: true } }, () => scope.budget.beforeModelCall(), { hold: true });
+          } catch (error) {
+            // A failed call completes no step: `model.failed` is its only record (telemetry's failed chat span).
+            if (!isInfrastructureFailure(error) && !lease.lost) await journal.hold(run.id, [modelFailed(`harness:${key}`, startedAt, error)]);
+            throw error;
+          }
+        },
         emit: async (type, data) => {
           // Inside a step body (a model call) the event commits with the step's completion.
           if (holdForStep({ type, data: dropUndefined(data ?? {}) })) return;
@@ -567,4 +576,12 @@ export class RunDriver {
       { run: { status: "failed", error: { message, ...(code ? { code } : {}) } }, checkpoint: null },
     );
   }
+}
+
+/** A model call that threw (provider error, lost connection, budget refusal): which call, since when, and its code or error class. */
+function modelFailed(key: string, startedAt: string, error: unknown): { type: string; data: Record<string, JsonValue> } {
+  const data: Record<string, JsonValue> = { key, startedAt, error: storableText(error instanceof Error ? error.message : String(error)) };
+  if (isAssemblyLineError(error)) data.code = error.code;
+  else if (error instanceof Error) data.errorClass = error.name;
+  return { type: "model.failed", data };
 }

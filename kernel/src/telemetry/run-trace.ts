@@ -88,6 +88,8 @@ export class RunTrace {
       case "model.response":
         this.pendingChat = { event, startMs: previousMs, endMs: at };
         return [];
+      case "model.failed":
+        return [this.failedChatSpan(event, at)];
       case "tool.called":
         this.tools.set(text(data.callId), { startMs: at, name: text(data.toolName), input: data.input });
         return [];
@@ -134,6 +136,20 @@ export class RunTrace {
       attributes["gen_ai.output.messages"] = captureBody([{ role: "assistant", parts: [{ type: "text", content: data.text ?? "" }, ...toolCalls], finish_reason: finish }], this.settings.mode);
     }
     return this.span(`chat ${requestModel}`, spanIdFor(this.runId, "chat", event.seq), "client", startMs, endMs, attributes);
+  }
+
+  /** A model call that threw: its chat span ends with the error (GenAI conventions: status error, `error.type`). */
+  private failedChatSpan(event: RunEvent, endMs: number): TelemetrySpan {
+    const data = event.data;
+    const { provider, model } = splitModelSpec(this.modelSpec);
+    const started = typeof data.startedAt === "string" ? Date.parse(data.startedAt) : NaN;
+    const attributes: Record<string, SpanAttributeValue | undefined> = {
+      "gen_ai.operation.name": "chat",
+      "gen_ai.provider.name": semconvProvider(provider),
+      "gen_ai.request.model": model,
+      "error.type": text(data.code) || text(data.errorClass) || "_OTHER",
+    };
+    return this.span(`chat ${model}`, spanIdFor(this.runId, "chat", event.seq), "client", Number.isNaN(started) ? endMs : started, endMs, attributes, this.errorStatus(data));
   }
 
   private toolSpan(event: RunEvent, previousMs: number, endMs: number): TelemetrySpan {
