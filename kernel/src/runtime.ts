@@ -415,7 +415,7 @@ export class OpenEveRuntime {
     const release = await this.admission.acquire();
     return this.track(async () => {
       try {
-        const run = await this.requireRun(runId);
+        const run = await this.requireOwnRun(runId);
         if (run.status !== "queued") return describeRun(this.state.runs, run);
         const { driver, revision } = await this.revisions.driverFor(run);
         return await driver.drive(runId, { revision });
@@ -444,7 +444,7 @@ export class OpenEveRuntime {
       return this.getRun(runId);
     }
     return this.track(async () => {
-      const { driver, revision } = await this.revisions.driverFor(await this.requireRun(runId));
+      const { driver, revision } = await this.revisions.driverFor(await this.requireOwnRun(runId));
       // Recorded under the run's lease, so an answer can never interleave with the turn that asked.
       return driver.drive(runId, {
         revision,
@@ -475,7 +475,7 @@ export class OpenEveRuntime {
    */
   async resume(runId: string, options: { recovered?: boolean } = {}): Promise<RunResult> {
     return this.track(async () => {
-      const run = await this.requireRun(runId);
+      const run = await this.requireOwnRun(runId);
       if (run.status !== "running" && run.status !== "queued") return describeRun(this.state.runs, run);
       const { driver, revision } = await this.revisions.driverFor(run);
       return driver.drive(runId, { revision, resumedBy: { recovered: options.recovered ?? false } });
@@ -536,7 +536,7 @@ export class OpenEveRuntime {
    * (`assembly-line runs migrate <runId> --to current`).
    */
   async migrateRun(runId: string, options: { actor?: string } = {}): Promise<RunResult> {
-    await this.requireRun(runId);
+    await this.requireOwnRun(runId);
     return this.track(() => this.revisions.migrate(runId, options));
   }
 
@@ -584,7 +584,7 @@ export class OpenEveRuntime {
       return this.getRun(runId);
     }
     return this.track(async () => {
-      const { driver, revision } = await this.revisions.driverFor(await this.requireRun(runId));
+      const { driver, revision } = await this.revisions.driverFor(await this.requireOwnRun(runId));
       // Recorded under the run's lease: a decision can never interleave with the turn that paused,
       // nor with another replica acting on the same run.
       return driver.drive(runId, {
@@ -593,6 +593,11 @@ export class OpenEveRuntime {
           const pending = (await this.state.runs.listToolCalls(runId)).filter((call) => call.status === "waiting_approval");
           const budgetPause = run.status === "waiting_approval" && pending.length === 0 ? budgetPauseOf(await this.state.runs.listEvents(runId)) : null;
           if (budgetPause) {
+            if (options.callId !== undefined) {
+              throw new AssemblyLineError("AL_ERR_APPROVAL_NOT_FOUND", `run ${runId} waits on its ${budgetPause.budget} budget, not on tool call ${options.callId}`, {
+                fix: "Decide the budget pause without a call id (`assembly-line approve <runId>` grows the budget, deny stops the run).",
+              });
+            }
             await decideBudgetPause(driver.journal, run, budgetPause, driver.budgetsOf(run), decision, options.actor ?? null);
             return decision === "approved";
           }
@@ -646,6 +651,22 @@ export class OpenEveRuntime {
       if (child?.status === status) return child.id;
     }
     return undefined;
+  }
+
+  /**
+   * A run this runtime may act on: its agent's, or one of its subagents' (`<agent id>/<path>`). A store
+   * shared with another agent holds runs this build would otherwise continue, decide or migrate.
+   */
+  private async requireOwnRun(runId: string): Promise<RunRecord> {
+    const run = await this.requireRun(runId);
+    const agentId = this.manifest.agent.id;
+    if (run.agentId !== agentId && !run.agentId.startsWith(`${agentId}/`)) {
+      throw new AssemblyLineError("AL_ERR_RUN_NOT_FOUND", `run ${runId} belongs to agent "${run.agentId}", not to "${agentId}", which this runtime serves`, {
+        fix: `Act on it through a runtime (or host) of agent "${run.agentId}".`,
+        details: { runId, agentId: run.agentId },
+      });
+    }
+    return run;
   }
 
   private async requireRun(runId: string): Promise<RunRecord> {

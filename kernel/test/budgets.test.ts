@@ -101,6 +101,20 @@ describe("run budgets", () => {
     const paused = await (await runtimeFor(dir, { state })).run({ message: "go" });
     expect(paused).toMatchObject({ status: "waiting_approval", pendingApprovals: [], pendingBudget: { budget: "maxTurns", limit: 3, used: 3 } });
 
+    // A call id names a tool call: the budget pause has none, and is left as it is.
+    const naming = await runtimeFor(dir, { state });
+    await expect(naming.approve(paused.runId, { callId: "call_0_0" })).rejects.toMatchObject({ code: "AL_ERR_APPROVAL_NOT_FOUND", message: expect.stringContaining("maxTurns budget") });
+    await expect(naming.deny(paused.runId, { callId: "call_0_0" })).rejects.toMatchObject({ code: "AL_ERR_APPROVAL_NOT_FOUND" });
+    expect(await naming.getRun(paused.runId)).toMatchObject({ status: "waiting_approval", pendingBudget: { budget: "maxTurns", limit: 3, used: 3 } });
+
+    // Another agent sharing the store does not act on this agent's runs.
+    const other = await runtimeFor(agentWith('{ maxTurns: 3, onExceeded: "pause" }'), { state });
+    expect(other.manifest.agent.id).not.toBe(naming.manifest.agent.id);
+    for (const act of [() => other.approve(paused.runId), () => other.deny(paused.runId), () => other.answer(paused.runId, "yes"), () => other.resume(paused.runId), () => other.migrateRun(paused.runId)]) {
+      await expect(act()).rejects.toMatchObject({ code: "AL_ERR_RUN_NOT_FOUND", message: expect.stringContaining(`belongs to agent "${naming.manifest.agent.id}"`) });
+    }
+    expect(await naming.getRun(paused.runId)).toMatchObject({ status: "waiting_approval", pendingBudget: { budget: "maxTurns", limit: 3, used: 3 } });
+
     // Approved in a runtime that has never seen the run: the turn is replayed from the journal, then goes on.
     const again = await (await runtimeFor(dir, { state })).approve(paused.runId, { actor: "ada" });
     expect(again).toMatchObject({ status: "waiting_approval", pendingBudget: { budget: "maxTurns", limit: 6, used: 6 } });
