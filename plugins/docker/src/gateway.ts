@@ -29,7 +29,7 @@ export function dockerDeploy(options: DockerDeployOptions = {}): DockerDeployDes
 }
 
 /** The host's side of dockerSandbox(): a live adapter. */
-export function createDockerSandbox(options: DockerSandboxDescriptor | DockerSandboxAdapterOptions, context: Pick<DockerSandboxAdapterOptions, "docker" | "agentDir"> = {}): DockerSandboxAdapter {
+export function createDockerSandbox(options: DockerSandboxDescriptor | DockerSandboxAdapterOptions, context: Pick<DockerSandboxAdapterOptions, "docker" | "agentDir" | "logger"> = {}): DockerSandboxAdapter {
   const resolved = isAdapterDescriptor(options) ? (options.options as DockerSandboxOptions) : options;
   return new DockerSandboxAdapter({ ...resolved, ...context });
 }

@@ -5,5 +5,6 @@ export { TIMEOUT_EXIT_CODE } from "./sandbox/exec.js";
 export { parseMemory, type DockerSandboxOptions } from "./sandbox/options.js";
 export { DEPLOY_LABEL, DockerDeployTarget, type DockerDeployOptions, type DockerDeployResult } from "./deploy/docker-deploy-target.js";
 export { renderDockerfile, renderRuntimeDockerfile } from "./deploy/dockerfile.js";
+export { DEPLOY_IMAGE_LABELS } from "./deploy/release-images.js";
 export { connectEngine, ensureImage, type DockerEngineOptions } from "./engine.js";
 export { plugin } from "./plugin.js";

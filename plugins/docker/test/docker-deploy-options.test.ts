@@ -8,6 +8,9 @@ describe("dockerDeploy() options", () => {
     [{ readyTimeoutMs: 0 }, "readyTimeoutMs"],
     [{ baseimage: "node:22-slim" }, "baseimage"],
     [{ port: 70_000 }, "port"],
+    [{ keepReleases: 0 }, "keepReleases"],
+    [{ keepReleases: 2.5 }, "keepReleases"],
+    [{ keepReleases: "3" }, "keepReleases"],
   ])("refuses %j with AL_ERR_DEPLOY_CONFIG naming %s before anything is built", (options, named) => {
     let error: unknown;
     try {
@@ -21,5 +24,9 @@ describe("dockerDeploy() options", () => {
 
   it("accepts bridge, host and a named network", () => {
     for (const network of ["bridge", "host", "agents_net"]) expect(createDockerDeploy(dockerDeploy({ network })).name).toBe("docker");
+  });
+
+  it("accepts keepReleases of 1 or more", () => {
+    for (const keepReleases of [1, 3, 10]) expect(createDockerDeploy(dockerDeploy({ keepReleases })).name).toBe("docker");
   });
 });

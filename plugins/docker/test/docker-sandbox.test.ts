@@ -240,23 +240,26 @@ if (probe.available) {
       await sandbox.writeFile("state.txt", "v4 (not snapshotted)");
       const restored = await adapter.restore("run-snap", taken[1]!.id);
       expect(text(await restored.readFile("state.txt"))).toBe("v2");
-      // After the container is gone, the key comes back from its latest snapshot.
-      await adapter.release("run-snap");
-      expect(text(await (await adapter.acquire("run-snap")).readFile("state.txt"))).toBe("v3");
-      const pruned = isAssemblyLineError(await refusal(adapter.restore("run-snap", taken[0]!.id)), "AL_ERR_SNAPSHOT_NOT_FOUND");
+      // When a paused run's container is lost, its resume comes back from the latest snapshot.
+      await docker.getContainer(adapter.containerName("run-snap")).remove({ force: true });
+      const resumed = new DockerSandboxAdapter({ image: images.busybox, network: "none", scope: adapter.options.scope, snapshot: { mode: "manual", retainLast: 2 }, docker });
+      expect(text(await (await resumed.acquire("run-snap")).readFile("state.txt"))).toBe("v3");
+      const pruned = isAssemblyLineError(await refusal(resumed.restore("run-snap", taken[0]!.id)), "AL_ERR_SNAPSHOT_NOT_FOUND");
       expect(pruned).toBe(true);
-      await adapter.release("run-snap");
+      await resumed.release("run-snap");
     }, 120_000);
 
-    it("auto mode snapshots at release, so the run's files survive the container", async () => {
+    it("auto mode takes no snapshot at release, and the release removes the run's snapshots: a finished run never resumes", async () => {
       const adapter = new DockerSandboxAdapter({ image: images.busybox, network: "none", scope: scoped(), snapshot: { mode: "auto", retainLast: 1 }, docker });
-      await (await adapter.acquire("run-auto")).writeFile("notes.md", "kept across release");
-      await adapter.release("run-auto");
-      const [snapshot] = await adapter.listSnapshots("run-auto");
-      expect(snapshot?.reason).toBe("run ended");
-      expect(text(await (await adapter.acquire("run-auto")).readFile("notes.md"))).toBe("kept across release");
-      await adapter.release("run-auto");
+      const sandbox = await adapter.acquire("run-auto");
+      await sandbox.writeFile("notes.md", "taken while running");
+      await adapter.snapshot("run-auto");
       expect(await adapter.listSnapshots("run-auto")).toHaveLength(1);
+      await adapter.release("run-auto");
+      expect(await adapter.listSnapshots("run-auto")).toEqual([]);
+      // Acquired again, the key starts from the image.
+      expect((await (await adapter.acquire("run-auto")).listFiles("/workspace")).map((entry) => entry.path)).toEqual([]);
+      await adapter.release("run-auto");
     }, 120_000);
 
     it("refuses a snapshot when the sandbox has no snapshot policy", async () => {

@@ -5,13 +5,17 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import type Docker from "dockerode";
 import tarFs from "tar-fs";
-import { AssemblyLineError, type DeployTarget } from "@assemblyline-agents/core";
+import { AssemblyLineError, type DeployTarget, type RuntimeLogger } from "@assemblyline-agents/core";
 import { stageDeployBundle, waitForReady } from "@assemblyline-agents/core/deploy";
 import { connectEngine, engineCall, engineError, engineMessage, statusOf } from "../engine.js";
+import { removeImageTag } from "../image-removal.js";
+import { stderrLogger } from "../stderr-logger.js";
 import { renderDockerfile, renderRuntimeDockerfile } from "./dockerfile.js";
+import { releaseImageLabels, removeOldReleaseImages, runtimeImageLabels } from "./release-images.js";
 
+/** On a release's container (never on an image: a container a user runs from a release image must not pass for one). */
 export const DEPLOY_LABEL = "dev.assembly-line.deploy";
-const DEPLOY_OPTIONS = ["name", "baseImage", "port", "network", "hostIp", "readyTimeoutMs", "startArgs", "packages", "include", "socketPath"];
+const DEPLOY_OPTIONS = ["name", "baseImage", "port", "network", "hostIp", "readyTimeoutMs", "startArgs", "packages", "include", "socketPath", "keepReleases"];
 
 export interface DockerDeployOptions {
   /** Image repository and container name prefix. Default: the agent id. */
@@ -34,6 +38,11 @@ export interface DockerDeployOptions {
   include?: string[];
   /** The engine's socket. Default: $DOCKER_HOST, else /var/run/docker.sock. */
   socketPath?: string;
+  /**
+   * Release images kept for rolling back, the one just deployed included; older
+   * ones are removed after each deploy, except any a running container uses. Default 3.
+   */
+  keepReleases?: number;
 }
 
 export interface DockerDeployResult {
@@ -42,6 +51,8 @@ export interface DockerDeployResult {
   image: string;
   /** Containers of earlier releases that were removed once this one was ready. */
   replaced: string[];
+  /** Images removed after this deploy: releases beyond keepReleases, and runtime images only they were built on. */
+  removedImages: string[];
 }
 
 /**
@@ -53,10 +64,12 @@ export interface DockerDeployResult {
 export class DockerDeployTarget implements DeployTarget {
   readonly name = "docker";
   private readonly docker: Docker;
+  private readonly logger: RuntimeLogger;
 
   constructor(
     private readonly options: DockerDeployOptions = {},
     docker?: Docker,
+    logger?: RuntimeLogger,
   ) {
     const port = options.port ?? 3000;
     if (!Number.isInteger(port) || port < 1 || port > 65_535) {
@@ -79,7 +92,14 @@ export class DockerDeployTarget implements DeployTarget {
     if (options.readyTimeoutMs !== undefined && !(Number.isInteger(options.readyTimeoutMs) && options.readyTimeoutMs > 0)) {
       throw new AssemblyLineError("AL_ERR_DEPLOY_CONFIG", `dockerDeploy readyTimeoutMs ${JSON.stringify(options.readyTimeoutMs)} is not a positive whole number of milliseconds`, { fix: "Use e.g. 60000, or omit it.", details: { option: "readyTimeoutMs" } });
     }
+    if (options.keepReleases !== undefined && !(Number.isInteger(options.keepReleases) && options.keepReleases >= 1)) {
+      throw new AssemblyLineError("AL_ERR_DEPLOY_CONFIG", `dockerDeploy keepReleases ${JSON.stringify(options.keepReleases)} is not a whole number of at least 1`, {
+        fix: "Use e.g. 3 (the release just deployed counts as one), or omit it.",
+        details: { option: "keepReleases" },
+      });
+    }
     this.docker = docker ?? connectEngine(options.socketPath ? { socketPath: options.socketPath } : {});
+    this.logger = logger ?? stderrLogger();
   }
 
   async deploy(args: { artifactRoot: string; env: Record<string, string | undefined> }): Promise<DockerDeployResult> {
@@ -96,13 +116,20 @@ export class DockerDeployTarget implements DeployTarget {
       const baseImage = this.options.baseImage ?? "node:22-slim";
       const runtimeImage = `assembly-line-runtime:${createHash("sha256").update(`${baseImage}\0${bundle.modules.digest}`).digest("hex").slice(0, 16)}`;
       if (!(await this.hasImage(runtimeImage))) {
-        await writeFile(join(bundle.modules.dir, "Dockerfile"), renderRuntimeDockerfile(baseImage));
+        await writeFile(join(bundle.modules.dir, "Dockerfile"), renderRuntimeDockerfile(baseImage, runtimeImageLabels(runtimeImage, baseImage)));
         await this.build(bundle.modules.dir, runtimeImage);
       }
-      await writeFile(join(bundle.dir, "Dockerfile"), renderDockerfile(bundle, { runtimeImage, port, startArgs: this.options.startArgs ?? [] }));
       const image = `${name}:${bundle.revision.toLowerCase().replace(/[^a-z0-9_.-]/g, "-").slice(0, 100)}-${bundle.digest}`;
+      await writeFile(join(bundle.dir, "Dockerfile"), renderDockerfile(bundle, { runtimeImage, port, startArgs: this.options.startArgs ?? [], labels: releaseImageLabels(name, image, runtimeImage) }));
+      const builtBefore = await this.hasImage(image);
       await this.build(bundle.dir, image);
-      return await this.release(name, image, port, args.env);
+      const released = await this.release(name, image, port, args.env).catch(async (error: unknown) => {
+        // A release that never got ready served nothing: its image goes with its container, so it takes no rollback slot.
+        if (!builtBefore) await removeImageTag(this.docker, image, this.logger, { deploy: name });
+        throw error;
+      });
+      const removedImages = await removeOldReleaseImages(this.docker, { name, keep: this.options.keepReleases ?? 3, current: image, logger: this.logger });
+      return { ...released, removedImages };
     } finally {
       await rm(work, { recursive: true, force: true });
     }
@@ -141,7 +168,7 @@ export class DockerDeployTarget implements DeployTarget {
     });
   }
 
-  private async release(name: string, image: string, port: number, env: Record<string, string | undefined>): Promise<DockerDeployResult> {
+  private async release(name: string, image: string, port: number, env: Record<string, string | undefined>): Promise<Omit<DockerDeployResult, "removedImages">> {
     const network = this.options.network ?? "bridge";
     const host = network === "host";
     const listenPort = host ? await freePort() : port;

@@ -1,19 +1,35 @@
 import { createHash, randomBytes } from "node:crypto";
 import type Docker from "dockerode";
-import { AssemblyLineError, type Sandbox, type SandboxSnapshot, type SnapshottingSandboxAdapter, SandboxOpenings } from "@assemblyline-agents/core";
-import { connectEngine, engineCall, engineError, ensureImage, statusOf, withDeadline } from "../engine.js";
+import { AssemblyLineError, type RuntimeLogger, type Sandbox, type SandboxSnapshot, type SnapshottingSandboxAdapter, SandboxOpenings } from "@assemblyline-agents/core";
+import { connectEngine, engineCall, engineError, engineMessage, ensureImage, statusOf, withDeadline } from "../engine.js";
+import { removeImageTag } from "../image-removal.js";
+import { stderrLogger } from "../stderr-logger.js";
 import { DockerSandbox } from "./docker-sandbox.js";
 import { PID_DIR, killLeftoverCommands } from "./exec.js";
 import { packFolders } from "./single-file-tar.js";
 import { resolveSandboxOptions, type DockerSandboxOptions, type ResolvedSandboxOptions } from "./options.js";
 import { WORKSPACE } from "./workspace-path.js";
 
-/** Labels mark what this adapter made, so it finds its containers again after a restart. */
+/**
+ * Labels mark what this adapter made, so it finds its containers again after a
+ * restart and removes only its own snapshot images. A snapshot image keeps its
+ * container's labels and adds its own id.
+ */
 export const LABELS = {
   sandbox: "dev.assembly-line.sandbox",
   key: "dev.assembly-line.sandbox.key",
   scope: "dev.assembly-line.sandbox.scope",
+  snapshot: "dev.assembly-line.sandbox.snapshot",
 } as const;
+
+/** One snapshot as the engine lists it: the tag it was committed under, and the image behind it. */
+interface SnapshotImage {
+  id: string;
+  reference: string;
+  imageId: string;
+  createdMs: number;
+  labels: Record<string, string>;
+}
 
 /*
  * PID 1 of a sandbox container: keep the container alive between commands and
@@ -26,18 +42,21 @@ export interface DockerSandboxAdapterOptions extends DockerSandboxOptions {
   docker?: Docker;
   /** The agent folder; the default scope is derived from it. */
   agentDir?: string;
+  /** Where an image the adapter could not remove is reported. Default: warnings as JSON lines on stderr. */
+  logger?: RuntimeLogger;
 }
 
 /**
  * The Docker sandbox: one container per key (a run), created on first acquire
  * from `image` (or the key's latest snapshot), with a physical /workspace, the
  * network mode and resource limits of the options, found again by name after a
- * host restart, and removed on release (after an `auto` snapshot).
+ * host restart, and removed with the key's snapshots on release.
  */
 export class DockerSandboxAdapter implements SnapshottingSandboxAdapter {
   readonly name = "docker";
   readonly options: ResolvedSandboxOptions;
   private readonly docker: Docker;
+  private readonly logger: RuntimeLogger;
   private readonly live = new SandboxOpenings<DockerSandbox>();
 
   constructor(options: DockerSandboxAdapterOptions) {
@@ -45,6 +64,7 @@ export class DockerSandboxAdapter implements SnapshottingSandboxAdapter {
     this.options = resolveSandboxOptions(withoutHostOnly(options), defaultScope);
     // Connecting is lazy in dockerode: nothing touches the engine until a run acquires a sandbox.
     this.docker = options.docker ?? connectEngine(this.options.socketPath ? { socketPath: this.options.socketPath } : {});
+    this.logger = options.logger ?? stderrLogger();
   }
 
   /** The key's sandbox: the live container, a stopped one restarted, or a new one (from the latest snapshot, if any). */
@@ -53,14 +73,22 @@ export class DockerSandboxAdapter implements SnapshottingSandboxAdapter {
     return this.live.acquire(key, () => this.open(key));
   }
 
-  /** Remove the key's container (an `auto` policy snapshots it first). Releasing an unknown key is a no-op. */
+  /**
+   * Remove the key's container and its snapshots. The runtime releases a run's
+   * sandbox only once the run has finished (completed or failed), and a finished
+   * run is never resumed, so nothing restores from them again; a paused run is
+   * not released, and keeps its container and snapshots. That is also why
+   * `auto` takes no snapshot here: the release would remove it at once.
+   * Releasing an unknown key is a no-op; a snapshot image the engine will not
+   * remove is logged and left, never failing the release.
+   */
   async release(key: string): Promise<void> {
     checkKey(key);
     this.live.forget(key);
     const container = await this.find(key);
-    if (!container) return;
-    if (this.options.snapshot?.mode === "auto") await this.commit(key, container, this.options.snapshot.reason ?? "run ended");
-    await removeContainer(container, this.options.engineTimeoutMs);
+    // The container first: a snapshot it was made from cannot go while it exists.
+    if (container) await removeContainer(container, this.options.engineTimeoutMs);
+    await this.removeSnapshots(key);
   }
 
   /** Commit the key's container to a snapshot image, then prune beyond retainLast. */
@@ -80,23 +108,15 @@ export class DockerSandboxAdapter implements SnapshottingSandboxAdapter {
   /** The key's snapshots, newest first. */
   async listSnapshots(key: string): Promise<SandboxSnapshot[]> {
     checkKey(key);
-    const repo = this.snapshotRepo(key);
-    const images = await engineCall("listing snapshots", () => this.docker.listImages({ filters: { reference: [`${repo}:*`] } }));
     const snapshots: SandboxSnapshot[] = [];
-    for (const image of images) {
-      for (const tag of image.RepoTags ?? []) {
-        if (!tag.startsWith(`${repo}:`)) continue;
-        const id = tag.slice(repo.length + 1);
-        const created = Number(/^s(\d+)-/.exec(id)?.[1] ?? image.Created * 1000);
-        const comment = await this.docker
-          .getImage(tag)
-          .inspect()
-          .then((info) => info.Comment, () => "");
-        snapshots.push({ id, key, createdAt: new Date(created).toISOString(), reason: comment === "" ? undefined : comment });
-      }
+    for (const image of await this.snapshotImages(key)) {
+      const comment = await this.docker
+        .getImage(image.reference)
+        .inspect()
+        .then((info) => info.Comment, () => "");
+      snapshots.push({ id: image.id, key, createdAt: new Date(image.createdMs).toISOString(), reason: comment === "" ? undefined : comment });
     }
-    // Ids start with a millisecond timestamp and a random tail: newest first, ties broken by id.
-    return snapshots.sort((a, b) => (a.id < b.id ? 1 : a.id > b.id ? -1 : 0));
+    return snapshots;
   }
 
   /** Replace the key's container with a new one made from a snapshot (default: the latest). */
@@ -113,21 +133,27 @@ export class DockerSandboxAdapter implements SnapshottingSandboxAdapter {
     this.live.forget(key);
     const existing = await this.find(key);
     if (existing) await removeContainer(existing, this.options.engineTimeoutMs);
-    return this.live.replace(key, this.create(key, `${this.snapshotRepo(key)}:${chosen.id}`));
+    const sandbox = await this.live.replace(key, this.create(key, `${this.snapshotRepo(key)}:${chosen.id}`));
+    // The container just removed may have been made from a snapshot pruning kept for it.
+    if (this.options.snapshot) await this.pruneQuietly(key);
+    return sandbox;
   }
 
-  /** Delete the key's snapshots beyond the newest `retainLast` (default: the policy's). */
+  /**
+   * Delete the key's snapshots beyond the newest `retainLast` (default: the
+   * policy's); returns the ids deleted. The snapshot the key's container was
+   * made from (after a restore) is kept while that container exists, and
+   * deleted by the cleanup after it goes (the next snapshot, restore or release):
+   * untagging it now would leave an image no cleanup could name again.
+   */
   async pruneSnapshots(key: string, retainLast = this.options.snapshot?.retainLast ?? 3): Promise<string[]> {
+    checkKey(key);
+    const images = await this.snapshotImages(key);
+    const inUse = await this.containerImageId(key);
     const removed: string[] = [];
-    for (const old of (await this.listSnapshots(key)).slice(retainLast)) {
-      // Untag only: a container made from this snapshot keeps its layers until it is removed.
-      await engineCall(`removing snapshot ${old.id}`, () => this.docker.getImage(`${this.snapshotRepo(key)}:${old.id}`).remove({ noprune: false }))
-        .then(() => removed.push(old.id))
-        .catch(async (error: unknown) => {
-          if (statusOf((error as { cause?: unknown }).cause) !== 409) throw error;
-          await this.docker.getImage(`${this.snapshotRepo(key)}:${old.id}`).remove({ force: true });
-          removed.push(old.id);
-        });
+    for (const old of images.slice(retainLast)) {
+      if (old.imageId === inUse) continue;
+      if (await this.removeSnapshotImage(key, old)) removed.push(old.id);
     }
     return removed;
   }
@@ -239,9 +265,75 @@ export class DockerSandboxAdapter implements SnapshottingSandboxAdapter {
     const id = `s${now}-${randomBytes(3).toString("hex")}`;
     // Committed without pausing: freezing a container's cgroup (v1) to pause it can hang the whole engine,
     // which is worse than a file a still-running command is writing being caught half written.
-    await engineCall(`snapshotting sandbox ${key}`, () => container.commit({ repo: this.snapshotRepo(key), tag: id, comment: reason ?? "", pause: false }));
-    await this.pruneSnapshots(key);
+    // The id label is what later cleanups check before removing the image (see isOwnSnapshot).
+    await engineCall(`snapshotting sandbox ${key}`, () =>
+      container.commit({ repo: this.snapshotRepo(key), tag: id, comment: reason ?? "", pause: false, changes: `LABEL ${LABELS.snapshot}=${id}` }),
+    );
+    await this.pruneQuietly(key);
     return { id, key, createdAt: new Date(now).toISOString(), reason };
+  }
+
+  /** The key's snapshot images, newest first. */
+  private async snapshotImages(key: string): Promise<SnapshotImage[]> {
+    const repo = this.snapshotRepo(key);
+    const images = await engineCall("listing snapshots", () => this.docker.listImages({ filters: { reference: [`${repo}:*`] } }), this.options.engineTimeoutMs);
+    const found: SnapshotImage[] = [];
+    for (const image of images) {
+      for (const tag of image.RepoTags ?? []) {
+        if (!tag.startsWith(`${repo}:`)) continue;
+        const id = tag.slice(repo.length + 1);
+        const createdMs = Number(/^s(\d+)-/.exec(id)?.[1] ?? image.Created * 1000);
+        found.push({ id, reference: tag, imageId: image.Id, createdMs, labels: image.Labels ?? {} });
+      }
+    }
+    // Ids start with a millisecond timestamp and a random tail: newest first, ties broken by id.
+    return found.sort((a, b) => (a.id < b.id ? 1 : a.id > b.id ? -1 : 0));
+  }
+
+  /**
+   * Whether this adapter committed `image` as the key's snapshot: it carries the
+   * key and scope of the container it was made from, and its own id (images
+   * committed before the id label existed have none). An image merely tagged
+   * into the snapshot repository, or built from a snapshot under another tag,
+   * fails this and is never removed.
+   */
+  private isOwnSnapshot(key: string, image: SnapshotImage): boolean {
+    const { labels } = image;
+    return labels[LABELS.key] === key && labels[LABELS.scope] === this.options.scope && (labels[LABELS.snapshot] ?? image.id) === image.id;
+  }
+
+  private async removeSnapshotImage(key: string, image: SnapshotImage): Promise<boolean> {
+    if (!this.isOwnSnapshot(key, image)) {
+      this.logger.warn({ event: "docker.image_left", image: image.reference, key }, `left image ${image.reference}: it is in the snapshot repository of sandbox ${key} but lacks the labels of a snapshot this sandbox took, so it is not this plugin's to remove`);
+      return false;
+    }
+    return removeImageTag(this.docker, image.reference, this.logger, { key, snapshot: image.id }, this.options.engineTimeoutMs);
+  }
+
+  /** Every snapshot of a released key; a failure is logged, never thrown (the run is over either way). */
+  private async removeSnapshots(key: string): Promise<void> {
+    let images: SnapshotImage[];
+    try {
+      images = await this.snapshotImages(key);
+    } catch (error) {
+      this.logger.warn({ event: "docker.image_left", key, reason: engineMessage(error) }, `could not list the snapshots of released sandbox ${key}; they are left: ${engineMessage(error)}`);
+      return;
+    }
+    for (const image of images) await this.removeSnapshotImage(key, image);
+  }
+
+  /** pruneSnapshots after a snapshot or a restore, which a failed cleanup must not fail. */
+  private async pruneQuietly(key: string): Promise<void> {
+    await this.pruneSnapshots(key).catch((error: unknown) => {
+      this.logger.warn({ event: "docker.image_left", key, reason: engineMessage(error) }, `could not prune the snapshots of sandbox ${key}; older ones are left until the next cleanup: ${engineMessage(error)}`);
+    });
+  }
+
+  /** The image the key's container runs on, if it has one. */
+  private async containerImageId(key: string): Promise<string | undefined> {
+    const container = await this.find(key);
+    if (!container) return undefined;
+    return (await engineCall(`inspecting sandbox ${key}`, () => container.inspect(), this.options.engineTimeoutMs)).Image;
   }
 
   private snapshotRepo(key: string): string {
@@ -259,7 +351,7 @@ export class DockerSandboxAdapter implements SnapshottingSandboxAdapter {
 }
 
 function withoutHostOnly(options: DockerSandboxAdapterOptions): DockerSandboxOptions {
-  const { docker: _docker, agentDir: _agentDir, ...rest } = options;
+  const { docker: _docker, agentDir: _agentDir, logger: _logger, ...rest } = options;
   return rest;
 }
 

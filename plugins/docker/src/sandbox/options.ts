@@ -22,7 +22,7 @@ export interface DockerSandboxOptions {
   maxOutputBytes?: number;
   /** Separates the containers of agents sharing an engine. Default: derived from the agent folder. */
   scope?: string;
-  /** Opt-in snapshots: commit the container to an image, restore from the latest. */
+  /** Opt-in snapshots: commit the container to an image, restore from the latest; a release removes the key's snapshots. */
   snapshot?: SandboxSnapshotPolicy;
   /** The engine's socket. Default: $DOCKER_HOST, else /var/run/docker.sock. */
   socketPath?: string;
