@@ -282,6 +282,7 @@ export class OpenEveRuntime {
         narrowedAt = this.connections.version;
       },
       alwaysOfferDiscovery: this.dynamicConnections.dynamic,
+      driveWatch: this.tracer,
     });
     return driver;
   }

@@ -54,6 +54,15 @@ export interface RunDriverParts {
   beforeTurn?(): Promise<void>;
   /** Offer tool_search and tool_call even while nothing is deferred yet (dynamic connections on). */
   alwaysOfferDiscovery?: boolean;
+  /** Told when this process starts and stops driving a run (telemetry keeps a run's open spans only in between). */
+  driveWatch?: DriveWatch;
+}
+
+/** Watches which runs this process drives. Neither method may throw. */
+export interface DriveWatch {
+  driveStarted(runId: string): void;
+  /** The drive ended, or its lease was lost (`leaseLost`: another replica owns the run now); called again when a lost drive ends. */
+  driveStopped(runId: string, leaseLost: boolean): Promise<void>;
 }
 
 
@@ -194,11 +203,14 @@ export class RunDriver {
     }
     const fence = { owner: ownerId, token: granted.token };
     journal.holdFence(runId, fence);
+    this.parts.driveWatch?.driveStarted(runId);
     const lease: LeaseWatch = { lost: false };
     const markLost = () => {
       if (lease.lost) return;
       lease.lost = true;
       lease.onLost?.(leaseLost(runId));
+      // At once, not when the drive ends: a tool that ignores the abort must not keep its span open.
+      void this.parts.driveWatch?.driveStopped(runId, true);
       this.parts.logger.warn({ runId, event: "run.lease_lost", token: fence.token }, "another replica took over this run; this process stops writing to it");
     };
     // Renews only the lease this drive holds (same token): a lease that was taken over
@@ -244,7 +256,7 @@ export class RunDriver {
       clearInterval(heartbeat);
       journal.holdFence(runId, undefined);
       // Where observers are goes with the release, in one write. With the token: a lease another replica took meanwhile is never released by us.
-      const observedSeq = await journal.forget(runId);
+      const observedSeq = await journal.forget(runId).finally(() => this.parts.driveWatch?.driveStopped(runId, lease.lost));
       await state.runs.releaseRunLease(runId, ownerId, fence.token, observedSeq === undefined ? undefined : { observedSeq }).catch((error: unknown) => {
         if (observedSeq !== undefined) this.parts.logger.warn({ runId, seq: observedSeq, err: String(error) }, "releasing the lease and recording where observers are failed; another process may deliver these events again");
       });

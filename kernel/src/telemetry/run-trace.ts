@@ -177,6 +177,31 @@ export class RunTrace {
     return this.span(`execute_tool ${name}`, spanIdFor(this.runId, "tool", callId), "internal", open?.startMs ?? previousMs, endMs, attributes, status);
   }
 
+  /**
+   * This process lost the run to another replica: the tool calls it left open
+   * end here, with the error. Their ids are this attempt's own (the time it was
+   * given up): the new owner continues each call and exports the call's span.
+   */
+  abandon(atMs: number): TelemetrySpan[] {
+    const spans = [...this.tools].map(([callId, open]) => {
+      const attributes: Record<string, SpanAttributeValue | undefined> = {
+        "gen_ai.operation.name": "execute_tool",
+        "gen_ai.tool.name": open.name,
+        "gen_ai.tool.call.id": callId,
+        "gen_ai.tool.type": "function",
+        "assembly_line.tool.outcome": "lease_lost",
+        "assembly_line.tool.approval": open.approval,
+        "error.type": "AL_ERR_RUN_LEASE_LOST",
+      };
+      if (capturesBodies(this.settings.mode)) attributes["gen_ai.tool.call.arguments"] = captureBody(open.input ?? null, this.settings.mode);
+      // The message quotes nothing of the run: it is kept in every mode.
+      const status = { code: "error" as const, message: `this process lost run ${this.runId} to another replica, which continues this call` };
+      return this.span(`execute_tool ${open.name}`, spanIdFor(this.runId, "tool", callId, "lease_lost", atMs), "internal", open.startMs, atMs, attributes, status);
+    });
+    this.tools.clear();
+    return spans;
+  }
+
   private stepSpan(event: RunEvent, previousMs: number, endMs: number): TelemetrySpan {
     const key = text(event.data.key);
     const started = typeof event.data.startedAt === "string" ? Date.parse(event.data.startedAt) : NaN;

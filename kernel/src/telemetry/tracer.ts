@@ -17,17 +17,53 @@ export interface TracerOptions {
  * It sees every event once (the journal's contract), so work that resumes or
  * replays is never exported twice. A run first seen mid-way (resumed in this
  * process) is caught up from its stored events without exporting them again.
+ *
+ * A run's trace is kept between its events only while this process drives the
+ * run: between drives, or once another replica took the run over, others may
+ * write to it, and a trace kept from before would build their work's spans
+ * from stale state.
  */
 export class Tracer {
   private readonly traces = new Map<string, RunTrace>();
+  /** Runs this process drives now (see DriveWatch). */
+  private readonly driven = new Set<string>();
+  /** Per run, the tracer's work in order: a lost lease is handled after the events delivered before it. */
+  private readonly queues = new Map<string, Promise<void>>();
 
   constructor(private readonly options: TracerOptions) {}
 
-  async observe(event: RunEvent, context: EventContext): Promise<void> {
-    const trace = this.traces.get(event.runId) ?? (await this.catchUp(event, context));
-    const spans = trace.apply(event);
-    if (RESTING.has(event.type)) this.traces.delete(event.runId);
-    for (const span of spans) await this.export(span);
+  /** How many runs the tracer keeps anything of: none once no run is driven here. */
+  get runsKnown(): number {
+    return new Set([...this.traces.keys(), ...this.driven, ...this.queues.keys()]).size;
+  }
+
+  observe(event: RunEvent, context: EventContext): Promise<void> {
+    return this.inOrder(event.runId, async () => {
+      const trace = this.traces.get(event.runId) ?? (await this.catchUp(event, context));
+      const spans = trace.apply(event);
+      if (this.driven.has(event.runId) && !RESTING.has(event.type)) this.traces.set(event.runId, trace);
+      else this.traces.delete(event.runId);
+      for (const span of spans) await this.export(span);
+    });
+  }
+
+  driveStarted(runId: string): void {
+    this.driven.add(runId);
+  }
+
+  /**
+   * The drive ended, or lost its lease. With the lease lost, the tool calls this
+   * process left open end now, with the error: the replica that took the run
+   * over continues them, and exports their own spans when they end.
+   */
+  driveStopped(runId: string, leaseLost: boolean): Promise<void> {
+    return this.inOrder(runId, async () => {
+      this.driven.delete(runId);
+      const trace = this.traces.get(runId);
+      this.traces.delete(runId);
+      if (!trace || !leaseLost) return;
+      for (const span of trace.abandon(Date.now())) await this.export(span);
+    });
   }
 
   async flush(): Promise<void> {
@@ -52,8 +88,18 @@ export class Tracer {
       const earlier = await this.options.runs.listEvents(event.runId);
       for (const past of earlier) if (past.seq < event.seq) trace.apply(past);
     }
-    this.traces.set(event.runId, trace);
     return trace;
+  }
+
+  private inOrder(runId: string, work: () => Promise<void>): Promise<void> {
+    const done = (this.queues.get(runId) ?? Promise.resolve()).then(work);
+    const tracked = done
+      .catch(() => undefined)
+      .finally(() => {
+        if (this.queues.get(runId) === tracked) this.queues.delete(runId);
+      });
+    this.queues.set(runId, tracked);
+    return done;
   }
 
   private async export(span: TelemetrySpan): Promise<void> {
