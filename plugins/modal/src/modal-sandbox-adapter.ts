@@ -4,6 +4,7 @@ import { AssemblyLineError, type Sandbox, type SandboxAdapter, type SandboxDrive
 import { resolveModalOptions, type ModalSandboxOptions, type ResolvedModalOptions } from "./options.js";
 import { KILL_LEFTOVERS, tracked } from "./leftover-commands.js";
 import { grpcStatusOf, providerError } from "./provider-error.js";
+import { withinDeadline } from "./deadline.js";
 import { MAX_READ_BYTES, checkReadSize, sizeScript } from "./read-limit.js";
 
 /** Tags mark what this adapter made, so a same-named sandbox it did not make is never used or terminated. */
@@ -104,7 +105,7 @@ export class ModalSandboxAdapter implements SandboxAdapter {
     // Lost a creation race: the winner may still be making /workspace, and making it again is harmless.
     if (attempt > 0) await sandbox.prepare();
     // Otherwise opened by this process for the first time: any command still running was left by the run's earlier owner.
-    else await this.call("stopping commands left running", () => runToEnd(existing, KILL_LEFTOVERS, 60_000));
+    else await this.call("stopping commands left running", () => this.runToEnd(existing, "stopping commands left running", KILL_LEFTOVERS, 60_000));
     return sandbox;
   }
 
@@ -114,8 +115,9 @@ export class ModalSandboxAdapter implements SandboxAdapter {
     const environment = options.environment ?? this.#hostEnv.MODAL_ENVIRONMENT;
     let remote: ModalSdkSandbox;
     try {
-      const app = await client.apps.fromName(options.app, { createIfMissing: true, ...(environment ? { environment } : {}) });
-      remote = await client.sandboxes.create(app, client.images.fromRegistry(options.image), {
+      const app = await this.deadline(`looking up App ${options.app}`, () => client.apps.fromName(options.app, { createIfMissing: true, ...(environment ? { environment } : {}) }));
+      // The first sandbox of an image also builds it, within the same deadline.
+      remote = await this.deadline(`creating the sandbox for ${key}`, () => client.sandboxes.create(app, client.images.fromRegistry(options.image), {
         name: this.sandboxName(key),
         tags: { [TAGS.sandbox]: "1", [TAGS.key]: key, [TAGS.scope]: options.scope },
         timeoutMs: options.lifetimeMs,
@@ -123,7 +125,7 @@ export class ModalSandboxAdapter implements SandboxAdapter {
         blockNetwork: options.blockNetwork,
         ...(options.cpu ? { cpu: options.cpu } : {}),
         ...(options.memoryMiB ? { memoryMiB: options.memoryMiB } : {}),
-      });
+      }));
     } catch (error) {
       // Another host created it first: use theirs.
       if (grpcStatusOf(error) === "ALREADY_EXISTS" && attempt === 0) return this.open(key, attempt + 1);
@@ -131,7 +133,7 @@ export class ModalSandboxAdapter implements SandboxAdapter {
     }
     const sandbox = this.wrap(key, remote);
     await sandbox.prepare().catch(async (error: unknown) => {
-      await remote.terminate().catch(() => undefined);
+      await this.deadline("terminating the sandbox", () => remote.terminate()).catch(() => undefined);
       throw error;
     });
     return sandbox;
@@ -144,13 +146,13 @@ export class ModalSandboxAdapter implements SandboxAdapter {
     const environment = this.options.environment ?? this.#hostEnv.MODAL_ENVIRONMENT;
     let remote: ModalSdkSandbox;
     try {
-      remote = await client.sandboxes.fromName(this.options.app, name, environment ? { environment } : {});
+      remote = await this.deadline(`looking up sandbox ${name}`, () => client.sandboxes.fromName(this.options.app, name, environment ? { environment } : {}));
     } catch (error) {
       // No running sandbox of that name (never made, released, or its lifetime ended); an App not made yet has none either.
       if (grpcStatusOf(error) === "NOT_FOUND") return undefined;
       throw this.failure(`looking up sandbox ${name}`, error);
     }
-    const tags = await this.call(`reading the tags of sandbox ${name}`, () => remote.getTags());
+    const tags = await this.call(`reading the tags of sandbox ${name}`, () => this.deadline(`reading the tags of sandbox ${name}`, () => remote.getTags()));
     if (tags[TAGS.key] !== key || tags[TAGS.scope] !== this.options.scope) {
       throw new AssemblyLineError("AL_ERR_SANDBOX_ENGINE", `Modal sandbox ${name} in App ${this.options.app} was not made for ${key}`, {
         fix: "Terminate that sandbox in Modal, or set another scope or app.",
@@ -162,7 +164,7 @@ export class ModalSandboxAdapter implements SandboxAdapter {
 
   private async terminate(remote: ModalSdkSandbox): Promise<void> {
     try {
-      await remote.terminate();
+      await this.deadline("terminating the sandbox", () => remote.terminate());
     } catch (error) {
       // Already ended (terminated elsewhere, or its lifetime ran out): nothing to release.
       if (grpcStatusOf(error) !== "NOT_FOUND") throw this.failure("terminating the sandbox", error);
@@ -200,29 +202,48 @@ export class ModalSandboxAdapter implements SandboxAdapter {
     return {
       runScript: async (script, limitMs) =>
         call("running a command", async () => {
-          const { stdout, stderr } = await runToEnd(remote, tracked(script), limitMs);
+          const { stdout, stderr } = await this.runToEnd(remote, "running a command", tracked(script), limitMs);
           // The wrapper reports everything on stdout; stderr only explains a wrapper that did not run.
           return stdout || stderr;
         }),
       downloadFile: async (path) =>
         call(`reading ${path}`, async () => {
-          checkReadSize("Modal", path, Number((await runToEnd(remote, sizeScript(path), 60_000)).stdout.trim()));
-          // And one byte past the limit, in case the file grew since: never read whole, and a larger file told apart from one exactly at it.
-          const child = await remote.exec(["head", "-c", String(MAX_READ_BYTES + 1), "--", path], { mode: "binary" });
-          const [bytes, stderr, code] = await Promise.all([child.stdout.readBytes(), child.stderr.readText(), child.wait()]);
+          checkReadSize("Modal", path, Number((await this.runToEnd(remote, `reading the size of ${path}`, sizeScript(path), 60_000)).stdout.trim()));
+          const [bytes, stderr, code] = await this.deadline(`reading ${path}`, async () => {
+            // And one byte past the limit, in case the file grew since: never read whole, and a larger file told apart from one exactly at it.
+            const child = await remote.exec(["head", "-c", String(MAX_READ_BYTES + 1), "--", path], { mode: "binary" });
+            return Promise.all([child.stdout.readBytes(), child.stderr.readText(), child.wait()]);
+          });
           if (code !== 0) throw new Error(`head exited with ${code}: ${stderr.trim()}`);
           checkReadSize("Modal", path, bytes.length);
           return bytes;
         }),
       uploadFile: async (path, content) =>
         call(`writing ${path}`, async () => {
-          const child = await remote.exec(["sh", "-c", 'cat > "$1"', "sh", path], { mode: "binary" });
-          await child.stdin.writeBytes(content);
-          await child.stdin.close();
-          const [, stderr, code] = await Promise.all([child.stdout.readBytes(), child.stderr.readText(), child.wait()]);
+          const [, stderr, code] = await this.deadline(`writing ${path}`, async () => {
+            const child = await remote.exec(["sh", "-c", 'cat > "$1"', "sh", path], { mode: "binary" });
+            await child.stdin.writeBytes(content);
+            await child.stdin.close();
+            return Promise.all([child.stdout.readBytes(), child.stderr.readText(), child.wait()]);
+          });
           if (code !== 0) throw new Error(`writing exited with ${code}: ${stderr.trim()}`);
         }),
     };
+  }
+
+  /** One SDK call, failed after requestTimeoutMs without an answer. */
+  private deadline<T>(action: string, operation: () => Promise<T>): Promise<T> {
+    return withinDeadline(action, this.options.requestTimeoutMs, "requestTimeoutMs", operation);
+  }
+
+  /** `script` run by `sh` in the sandbox, to its end: the call lasts as long as the command may (Modal takes exec timeouts in whole seconds). */
+  private runToEnd(remote: ModalSdkSandbox, action: string, script: string, limitMs: number): Promise<{ stdout: string; stderr: string }> {
+    const seconds = Math.ceil(limitMs / 1000) * 1000;
+    return withinDeadline(action, seconds, "the command's timeout", async () => {
+      const child = await remote.exec(["sh", "-c", script], { timeoutMs: seconds });
+      const [stdout, stderr] = await Promise.all([child.stdout.readText(), child.stderr.readText(), child.wait()]);
+      return { stdout, stderr };
+    });
   }
 
   private async call<T>(action: string, operation: () => Promise<T>): Promise<T> {
@@ -236,14 +257,6 @@ export class ModalSandboxAdapter implements SandboxAdapter {
   private failure(action: string, error: unknown): AssemblyLineError {
     return providerError(action, error, [this.#hostEnv.MODAL_TOKEN_SECRET]);
   }
-}
-
-/** `script` run by `sh` in the sandbox, to its end. */
-async function runToEnd(remote: ModalSdkSandbox, script: string, limitMs: number): Promise<{ stdout: string; stderr: string }> {
-  // Modal takes exec timeouts in whole seconds.
-  const child = await remote.exec(["sh", "-c", script], { timeoutMs: Math.ceil(limitMs / 1000) * 1000 });
-  const [stdout, stderr] = await Promise.all([child.stdout.readText(), child.stderr.readText(), child.wait()]);
-  return { stdout, stderr };
 }
 
 function digest(text: string): string {

@@ -26,6 +26,8 @@ export interface ModalSandboxOptions {
   lifetimeMs?: number;
   /** Idle time after which Modal terminates the sandbox. Whole seconds. Default: none. */
   idleTimeoutMs?: number;
+  /** How long any call to Modal may go unanswered (creating a sandbox builds its image, a command gets its own timeout). Default 60 s. */
+  requestTimeoutMs?: number;
   /** Modal's API. Default: $MODAL_SERVER_URL, else Modal's own. */
   serverUrl?: string;
   /** Not supported: this adapter keeps no snapshots (Modal's filesystem snapshots are not wired in); any value is refused. */
@@ -47,10 +49,11 @@ export interface ResolvedModalOptions {
   scope: string;
   lifetimeMs: number;
   idleTimeoutMs: number | undefined;
+  requestTimeoutMs: number;
   serverUrl: string | undefined;
 }
 
-const KNOWN = ["image", "app", "environment", "network", "cpu", "memoryMiB", "env", "defaultTimeoutMs", "maxOutputBytes", "scope", "lifetimeMs", "idleTimeoutMs", "serverUrl", "snapshot", "workingDirectory", "adapter"];
+const KNOWN = ["image", "app", "environment", "network", "cpu", "memoryMiB", "env", "defaultTimeoutMs", "maxOutputBytes", "scope", "lifetimeMs", "idleTimeoutMs", "requestTimeoutMs", "serverUrl", "snapshot", "workingDirectory", "adapter"];
 const DAY_MS = 24 * 60 * 60_000;
 
 export function badOption(name: string, value: unknown, expected: string): AssemblyLineError {
@@ -84,7 +87,7 @@ export function resolveModalOptions(options: ModalSandboxOptions, defaultScope: 
   if (options.workingDirectory !== undefined && options.workingDirectory !== "/workspace") throw badOption("workingDirectory", options.workingDirectory, '"/workspace" (commands see a physical /workspace)');
   const network = options.network ?? "none";
   if (network !== "none" && network !== "bridge") throw badOption("network", network, '"none" or "bridge"');
-  const positive = (name: "defaultTimeoutMs" | "cpu" | "memoryMiB", fallback?: number) => {
+  const positive = (name: "defaultTimeoutMs" | "requestTimeoutMs" | "cpu" | "memoryMiB", fallback?: number) => {
     const value = options[name] ?? fallback;
     if (value === undefined) return undefined;
     if (typeof value !== "number" || !Number.isFinite(value) || !(value > 0)) throw badOption(name, value, "a positive number");
@@ -117,6 +120,8 @@ export function resolveModalOptions(options: ModalSandboxOptions, defaultScope: 
     scope,
     lifetimeMs: seconds("lifetimeMs", 60 * 60_000)!,
     idleTimeoutMs: seconds("idleTimeoutMs"),
+    // The SDK sets no deadline of its own: a Modal server that stops answering would hold the run forever.
+    requestTimeoutMs: positive("requestTimeoutMs", 60_000)!,
     serverUrl: options.serverUrl,
   };
 }

@@ -185,6 +185,44 @@ if (probe.available) {
       expect(fake.sandboxes.get(remote!.id)?.state).toBe("running");
     });
 
+    it("fails a call to a Modal server that stops answering after requestTimeoutMs, naming the option, instead of holding the run", async () => {
+      const made = adapter({ requestTimeoutMs: 1_000 });
+      const resume = fake.stall(/^ModalClient\/SandboxGetFromNameV2$/);
+      try {
+        const started = Date.now();
+        const error = await made.acquire("run-hung").catch((caught: unknown) => caught);
+        expect(isAssemblyLineError(error, "AL_ERR_SANDBOX_ENGINE"), String(error)).toBe(true);
+        expect(String(error)).toMatch(/requestTimeoutMs/);
+        expect(Date.now() - started).toBeLessThan(10_000);
+      } finally {
+        resume();
+      }
+    }, 30_000);
+
+    it("fails a terminate Modal never answers after requestTimeoutMs too", async () => {
+      const made = adapter({ requestTimeoutMs: 1_000 });
+      await made.acquire("run-hung-release");
+      const resume = fake.stall(/SandboxTerminateV2$/);
+      try {
+        const error = await made.release("run-hung-release").catch((caught: unknown) => caught);
+        expect(isAssemblyLineError(error, "AL_ERR_SANDBOX_ENGINE"), String(error)).toBe(true);
+        expect(String(error)).toMatch(/terminating the sandbox.*requestTimeoutMs/s);
+      } finally {
+        resume();
+      }
+      await made.release("run-hung-release");
+    }, 30_000);
+
+    it("gives a command as long as its own timeout, not requestTimeoutMs", async () => {
+      const sandbox = await adapter({ requestTimeoutMs: 1_000 }).acquire("run-long-command");
+      const result = await sandbox.exec("sleep 2; echo finished", { timeoutMs: 10_000 });
+      expect(result).toMatchObject({ exitCode: 0, timedOut: false, stdout: "finished\n" });
+    }, 30_000);
+
+    it("checks requestTimeoutMs where it is written", () => {
+      expect(String(refusal(() => modalSandbox({ requestTimeoutMs: 0 })))).toMatch(/option requestTimeoutMs/);
+    });
+
     it("never shows the token secret when the adapter or its sandbox is logged, inspected or serialized", async () => {
       const made = adapter();
       const sandbox = await made.acquire("run-inspected");

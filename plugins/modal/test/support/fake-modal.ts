@@ -62,6 +62,8 @@ export interface FakeModal {
   sandboxes: Map<string, FakeSandbox>;
   /** What Modal does when a sandbox's lifetime (timeoutSecs) ends: terminate it. */
   expire(sandboxId: string): Promise<void>;
+  /** Hold every call whose "<Service>/<Method>" matches unanswered, as a hung server does, until the returned function is called. */
+  stall(match: RegExp): () => void;
   close(): Promise<void>;
 }
 
@@ -81,6 +83,10 @@ export async function startFakeModal(options: { docker: Docker; images: Record<s
   /** Names being created ("<appId>\0<name>"), settled once the sandbox runs. */
   const creating = new Map<string, Promise<void>>();
   let routerUrl = "";
+  const stalls = new Map<RegExp, Promise<void>>();
+  const held = async (path: string) => {
+    for (const [match, resumed] of stalls) if (match.test(path)) await resumed;
+  };
 
   /** Auth tokens AuthTokenGet handed out; every other call carries one as x-modal-auth-token. */
   const issued = new Set<string>();
@@ -359,12 +365,14 @@ export async function startFakeModal(options: { docker: Docker; images: Record<s
       if (spec.responseStream) {
         implementation[method] = async function* (request: never, context: CallContext) {
           calls.push(path);
+          await held(path);
           if (!handler) throw unimplemented();
           yield* handler(request, context) as AsyncIterable<unknown>;
         };
       } else {
         implementation[method] = async (request: never, context: CallContext) => {
           calls.push(path);
+          await held(path);
           if (!handler) throw unimplemented();
           return handler(request, context);
         };
@@ -388,6 +396,14 @@ export async function startFakeModal(options: { docker: Docker; images: Record<s
     sandboxes,
     async expire(sandboxId) {
       await terminate(sandboxes.get(sandboxId)!);
+    },
+    stall(match) {
+      let resume!: () => void;
+      stalls.set(match, new Promise<void>((resolve) => (resume = resolve)));
+      return () => {
+        stalls.delete(match);
+        resume();
+      };
     },
     async close() {
       for (const sandbox of sandboxes.values()) clearTimeout(sandbox.lifetime);
