@@ -8,7 +8,7 @@ export interface DaytonaSandboxOptions {
   baseSnapshot?: string;
   /** "none" blocks all network access (Daytona's networkBlockAll); "bridge" keeps Daytona's default egress. Default "none". */
   network?: "none" | "bridge";
-  /** Resources: CPU cores, memory and disk in GiB (Daytona's units). */
+  /** Resources: CPU cores, memory and disk in GiB (Daytona's units). Only with `image`: a sandbox made from a snapshot has the snapshot's. */
   cpus?: number;
   memoryGiB?: number;
   diskGiB?: number;
@@ -95,6 +95,14 @@ export function resolveDaytonaOptions(options: DaytonaSandboxOptions, defaultSco
     if (options[name] !== undefined && (typeof options[name] !== "string" || options[name].trim() === "")) throw badOption(name, options[name], "a non-empty string");
   }
   if (options.image !== undefined && options.baseSnapshot !== undefined) throw badOption("baseSnapshot", options.baseSnapshot, "set together with image (choose one)");
+  // Daytona takes resources only for a sandbox built from an image; one made from a snapshot gets the snapshot's.
+  const resources = (["cpus", "memoryGiB", "diskGiB"] as const).filter((name) => options[name] !== undefined);
+  if (resources.length > 0 && options.image === undefined) {
+    throw new AssemblyLineError("AL_ERR_SANDBOX_DEFINITION", `daytonaSandbox option ${resources.join(", ")} needs image: ${options.baseSnapshot === undefined ? "without image Daytona starts the sandbox from its default snapshot" : `baseSnapshot ${JSON.stringify(options.baseSnapshot)} is used instead of an image`}, and a sandbox made from a snapshot has the snapshot's resources, so ${resources.length > 1 ? "they" : "it"} would be ignored`, {
+      fix: `Set image (Daytona then builds the sandbox with these resources), or remove ${resources.join(", ")} and give the snapshot the resources it needs in Daytona.`,
+      details: { option: resources[0], options: resources },
+    });
+  }
   if (options.workingDirectory !== undefined && options.workingDirectory !== "/workspace") throw badOption("workingDirectory", options.workingDirectory, '"/workspace" (commands see a physical /workspace)');
   const network = options.network ?? "none";
   if (network !== "none" && network !== "bridge") throw badOption("network", network, '"none" or "bridge"');

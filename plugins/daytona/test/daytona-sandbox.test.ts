@@ -30,6 +30,16 @@ describe("daytonaSandbox options", () => {
     expect(String(refusal(() => daytonaSandbox({ network: "host" as never })))).toMatch(/option network/);
   });
 
+  it("refuses cpus, memoryGiB or diskGiB without image, naming them, instead of dropping them (a snapshot brings its own resources)", () => {
+    for (const options of [{ cpus: 2 }, { memoryGiB: 4, baseSnapshot: "al-test-snapshot" }, { diskGiB: 10, cpus: 1, baseSnapshot: "al-test-snapshot" }]) {
+      const error = refusal(() => daytonaSandbox(options));
+      expect(isAssemblyLineError(error, "AL_ERR_SANDBOX_DEFINITION"), String(error)).toBe(true);
+      for (const name of Object.keys(options).filter((key) => key !== "baseSnapshot")) expect(String(error)).toContain(name);
+      expect((error as { fix?: string }).fix).toMatch(/image/);
+    }
+    expect(refusal(() => daytonaSandbox({ image: "node:22", cpus: 2, memoryGiB: 4, diskGiB: 10 }))).toBeUndefined();
+  });
+
   it("masks the API key in a provider error's message and never keeps the SDK error (it holds the request headers)", () => {
     const sdkError = Object.assign(new Error("request with Bearer dtn_live_secret was refused"), { statusCode: 403, config: { headers: { Authorization: "Bearer dtn_live_secret" } } });
     const error = providerError("Daytona", "creating the sandbox", sdkError, ["dtn_live_secret"]);
