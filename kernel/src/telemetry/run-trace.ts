@@ -16,10 +16,15 @@ interface OpenTool {
   approval?: "granted" | "denied";
 }
 
-/** Terminal tool events and the outcome each records on the span. */
+/**
+ * Terminal tool events and the outcome each records on the span. A denied call
+ * ends with its denial: nothing is recorded for it after (the engine is given
+ * the refusal as the call's result).
+ */
 const TOOL_ENDINGS: Record<string, string> = {
   "tool.completed": "completed",
   "tool.execution_failed": "failed",
+  "approval.denied": "denied",
   "tool.denied": "denied",
   "tool.input_invalid": "input_invalid",
   "tool.disabled": "disabled",
@@ -97,7 +102,7 @@ export class RunTrace {
       case "approval.denied": {
         const open = this.tools.get(text(data.callId));
         if (open) open.approval = event.type === "approval.granted" ? "granted" : "denied";
-        return [];
+        return event.type === "approval.denied" ? [this.toolSpan(event, previousMs, at)] : [];
       }
       case "durable_step.completed":
         return [this.stepSpan(event, previousMs, at)];
@@ -165,15 +170,17 @@ export class RunTrace {
       "gen_ai.tool.call.id": callId,
       "gen_ai.tool.type": "function",
       "assembly_line.tool.outcome": outcome,
-      "assembly_line.tool.approval": open?.approval,
-      "error.type": outcome === "failed" ? text(data.code) || "tool_error" : undefined,
+      "assembly_line.tool.approval": open?.approval ?? (outcome === "denied" ? "denied" : undefined),
+      // A call that did not run (denied, invalid input, disabled) ended in an error too: the model is given one as its result.
+      "error.type": outcome === "completed" ? undefined : outcome === "failed" ? text(data.code) || "tool_error" : outcome,
     };
     if (capturesBodies(this.settings.mode)) {
       attributes["gen_ai.tool.call.arguments"] = captureBody(open?.input ?? data.input ?? null, this.settings.mode);
-      const result = event.type === "tool.completed" ? data.output : event.type === "tool.execution_failed" ? { error: data.error ?? null } : data;
+      const result =
+        event.type === "tool.completed" ? data.output : event.type === "tool.execution_failed" ? { error: data.error ?? null } : event.type === "approval.denied" ? { denied: true, reason: data.reason ?? null } : data;
       attributes["gen_ai.tool.call.result"] = captureBody(result ?? null, this.settings.mode);
     }
-    const status = outcome === "failed" ? this.errorStatus(data) : { code: "ok" as const };
+    const status = outcome === "completed" ? { code: "ok" as const } : outcome === "failed" ? this.errorStatus(data) : this.refusalStatus(outcome, data);
     return this.span(`execute_tool ${name}`, spanIdFor(this.runId, "tool", callId), "internal", open?.startMs ?? previousMs, endMs, attributes, status);
   }
 
@@ -242,6 +249,13 @@ export class RunTrace {
   private errorStatus(data: Record<string, JsonValue>): TelemetrySpan["status"] {
     const code = text(data.code);
     const message = capturesBodies(this.settings.mode) ? captureBody(data.error ?? "", this.settings.mode) : code || "failed";
+    return { code: "error", message };
+  }
+
+  /** A call that did not run: named by its outcome under usage, with its reason under content and full. */
+  private refusalStatus(outcome: string, data: Record<string, JsonValue>): TelemetrySpan["status"] {
+    const reason = data.error ?? data.reason;
+    const message = capturesBodies(this.settings.mode) && typeof reason === "string" && reason !== "" ? captureBody(reason, this.settings.mode) : outcome;
     return { code: "error", message };
   }
 

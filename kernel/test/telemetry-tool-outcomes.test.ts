@@ -1,0 +1,75 @@
+import { afterEach, describe, expect, it } from "vitest";
+import type { TelemetrySpan } from "@assemblyline-agents/core";
+import { InMemoryStateAdapter, OpenEveRuntime, buildAgent, loadRuntimeBundle, noopLogger, scriptedHarness, type ScriptedTurn } from "@assemblyline-agents/runtime";
+import { MINIMAL_AGENT, agentFolder, toolSource } from "./support/agent-folder.js";
+
+const collected = globalThis as unknown as { __toolOutcomeSpans?: TelemetrySpan[] };
+afterEach(() => void delete collected.__toolOutcomeSpans);
+
+/** An agent whose publish tool needs an approval, exporting spans under `captureContent`; `start()` is one process. */
+async function agent(captureContent: "usage" | "content", turns: ScriptedTurn[]) {
+  const dir = agentFolder({
+    "agent.ts": MINIMAL_AGENT,
+    "tools/publish.ts": toolSource({ extra: 'needsApproval: approvalRequired("Publishing is externally visible."),' }),
+    "instrumentation.ts": `import { defineInstrumentation } from "@assemblyline-agents/core";
+export default defineInstrumentation({
+  captureContent: ${JSON.stringify(captureContent)},
+  setup: () => ({ export(span) { (globalThis.__toolOutcomeSpans ??= []).push(span); } }),
+});
+`,
+  });
+  const { artifactRoot } = await buildAgent(dir);
+  const state = new InMemoryStateAdapter();
+  const start = async () => new OpenEveRuntime({ ...(await loadRuntimeBundle(artifactRoot)), state, agentHarness: scriptedHarness({ turns }), logger: noopLogger() });
+  return { start };
+}
+
+const spans = () => collected.__toolOutcomeSpans ?? [];
+const spanNamed = (name: string) => spans().find((span) => span.name === name)!;
+const root = () => spans().find((span) => span.attributes["gen_ai.operation.name"] === "invoke_agent")!;
+
+describe("execute_tool spans of calls that did not run", () => {
+  it("a denied call ends its span with the denial, in the process that decided it, under the run's root", async () => {
+    const { start } = await agent("content", [{ toolCalls: [{ name: "publish", input: { value: "v" }, id: "call_pub" }] }, { text: "Not published." }]);
+    const first = await start();
+    const paused = await first.run({ message: "publish v" });
+    expect(paused.status).toBe("waiting_approval");
+    await first.close();
+    // Another process takes the decision.
+    const second = await start();
+    expect((await second.deny(paused.runId, { reason: "not before the launch" })).status).toBe("completed");
+    await second.close();
+
+    const publish = spanNamed("execute_tool publish");
+    expect(publish).toBeDefined();
+    expect(publish).toMatchObject({ traceId: root().traceId, parentSpanId: root().spanId, status: { code: "error", message: "not before the launch" } });
+    expect(publish.attributes).toMatchObject({
+      "gen_ai.tool.call.id": "call_pub",
+      "assembly_line.tool.outcome": "denied",
+      "assembly_line.tool.approval": "denied",
+      "error.type": "denied",
+    });
+    expect(JSON.parse(String(publish.attributes["gen_ai.tool.call.result"]))).toEqual({ denied: true, reason: "not before the launch" });
+    // From the call to its denial, the wait for a person included.
+    const events = await second.listEvents(paused.runId);
+    expect(publish.startTimeMs).toBe(Date.parse(events.find((event) => event.type === "tool.called")!.createdAt));
+    expect(publish.endTimeMs).toBe(Date.parse(events.find((event) => event.type === "approval.denied")!.createdAt));
+  });
+
+  it("a call the runtime refuses (unknown tool, invalid input) ends in error named by its outcome; under usage without the message, which quotes the input", async () => {
+    const { start } = await agent("usage", [
+      { toolCalls: [{ name: "publish", input: { value: 42, secret_note: "sk-do-not-export" }, id: "call_bad" }] },
+      { toolCalls: [{ name: "no_such_tool", input: {}, id: "call_unknown" }] },
+      { text: "Gave up." },
+    ]);
+    const runtime = await start();
+    expect((await runtime.run({ message: "go" })).status).toBe("completed");
+    await runtime.close();
+    const tools = spans().filter((span) => span.attributes["gen_ai.operation.name"] === "execute_tool");
+    expect(tools.map((span) => [span.attributes["gen_ai.tool.call.id"], span.status, span.attributes["error.type"]])).toEqual([
+      ["call_bad", { code: "error", message: "input_invalid" }, "input_invalid"],
+      ["call_unknown", { code: "error", message: "input_invalid" }, "input_invalid"],
+    ]);
+    expect(JSON.stringify(spans())).not.toContain("sk-do-not-export");
+  });
+});
