@@ -16,7 +16,7 @@ export interface OtlpSinkOptions {
   scheduledDelayMs?: number;
   /** One batch's time limit, every try and backoff included, as OTEL_EXPORTER_OTLP_TIMEOUT means it (default 10000 ms). */
   timeoutMs?: number;
-  /** Tries per batch on 429, 5xx and network errors, within timeoutMs, before it is dropped (default 5). */
+  /** Tries per batch on 429, 502, 503, 504 and network errors, within timeoutMs, before it is dropped (default 5). */
   maxAttempts?: number;
   /** First retry delay, doubled per attempt with jitter, capped by maxBackoffMs; Retry-After wins when sent (defaults 500 / 30000 ms). */
   initialBackoffMs?: number;

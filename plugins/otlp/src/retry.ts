@@ -1,6 +1,12 @@
-/** 429 and 5xx are worth another try; so is a network error (no status). Other answers are final. */
+/**
+ * The answers OTLP/HTTP says to retry: "All other 4xx or 5xx response status
+ * codes MUST NOT be retried" (a 500 from a collector is final, not transient).
+ */
+const RETRYABLE_STATUSES = new Set([429, 502, 503, 504]);
+
+/** A retryable answer, or a network error (no status), is worth another try; other answers are final. */
 export function shouldRetry(status: number | undefined): boolean {
-  return status === undefined || status === 429 || (status >= 500 && status <= 599);
+  return status === undefined || RETRYABLE_STATUSES.has(status);
 }
 
 /**

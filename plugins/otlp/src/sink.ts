@@ -23,7 +23,7 @@ export interface OtlpSink extends TelemetrySink {
  * OTLP/HTTP JSON trace export: spans are encoded when exported (a span a
  * collector would refuse is dropped alone, not with its batch), queued
  * (bounded), sent in batches when a batch fills or after scheduledDelayMs,
- * retried with backoff on 429, 5xx and network errors within timeoutMs per
+ * retried with backoff on 429, 502, 503, 504 and network errors within timeoutMs per
  * batch, and flushed on host shutdown. Nothing here throws into a run.
  */
 export function createOtlpSink(options: OtlpSinkOptions): OtlpSink {

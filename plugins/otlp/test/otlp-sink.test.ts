@@ -177,7 +177,7 @@ describe("createOtlpSink", () => {
   });
 
   it("drops a batch the backend refuses (400) without retrying, and one that runs out of attempts", async () => {
-    const otlp = await receiver({ responses: [{ status: 400, body: '{"message":"bad"}' }, { status: 500 }, { status: 500 }] });
+    const otlp = await receiver({ responses: [{ status: 400, body: '{"message":"bad"}' }, { status: 503 }, { status: 503 }] });
     const warnings: string[] = [];
     const sink = createOtlpSink({ endpoint: otlp.url, maxAttempts: 2, initialBackoffMs: 1, maxBackoffMs: 2, scheduledDelayMs: 3_600_000, onWarning: (message) => void warnings.push(message) });
     sink.export(span(1));
@@ -187,7 +187,20 @@ describe("createOtlpSink", () => {
     await sink.flush();
     expect(otlp.attempts()).toBe(3);
     expect(sink.stats()).toEqual({ exported: 0, dropped: 2, queued: 0 });
-    expect(warnings).toEqual([expect.stringContaining("refused the batch (HTTP 400)"), expect.stringContaining("export failed 2 times (last: HTTP 500)")]);
+    expect(warnings).toEqual([expect.stringContaining("refused the batch (HTTP 400)"), expect.stringContaining("export failed 2 times (last: HTTP 503)")]);
+  });
+
+  it("does not retry a 500, 501 or 408: OTLP/HTTP retries only 429, 502, 503 and 504", async () => {
+    const otlp = await receiver({ responses: [{ status: 500 }, { status: 501 }, { status: 408 }] });
+    const warnings: string[] = [];
+    const sink = createOtlpSink({ endpoint: otlp.url, initialBackoffMs: 1, maxBackoffMs: 2, scheduledDelayMs: 3_600_000, onWarning: (message) => void warnings.push(message) });
+    for (const index of [1, 2, 3]) {
+      sink.export(span(index));
+      await sink.flush();
+    }
+    expect(otlp.attempts()).toBe(3);
+    expect(sink.stats()).toEqual({ exported: 0, dropped: 3, queued: 0 });
+    expect(warnings).toEqual(["HTTP 500", "HTTP 501", "HTTP 408"].map((status) => expect.stringContaining(`refused the batch (${status})`)));
   });
 
   it("sends numbers a collector decodes (NaN, infinities, integers past 2^53) and drops alone a span it would refuse", async () => {
