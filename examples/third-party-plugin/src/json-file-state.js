@@ -175,7 +175,8 @@ export class JsonFileState {
         ordinal < before &&
         (statuses === undefined || statuses.includes(record.status)) &&
         (filter.agentId === undefined || record.agentId === filter.agentId) &&
-        (filter.conversationId === undefined || record.conversationId === filter.conversationId))
+        (filter.conversationId === undefined || record.conversationId === filter.conversationId) &&
+        (filter.observersBehind !== true || record.observedSeq < record.lastSeq))
       .sort((a, b) => b.ordinal - a.ordinal);
     const page = matching.slice(0, limit);
     const last = page.at(-1);
