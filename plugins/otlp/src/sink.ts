@@ -3,6 +3,14 @@ import { encodeSpan, exportRequestOf, type EncodedSpan } from "./encode.js";
 import { resolveOtlpOptions, type OtlpSinkOptions, type ResolvedOtlpOptions } from "./options.js";
 import { retryDelayMs, shouldRetry } from "./retry.js";
 
+/**
+ * The largest request body a batch is sent in (4 MiB, gRPC's default message
+ * limit, which collectors and vendors' gateways often keep for OTLP/HTTP): a
+ * batch of large spans (`captureContent: "full"`) goes in parts instead of
+ * being refused whole.
+ */
+const MAX_REQUEST_BYTES = 4 * 1024 * 1024;
+
 export interface OtlpSinkStats {
   /** Spans the backend accepted. */
   exported: number;
@@ -102,9 +110,9 @@ class OtlpExporter implements OtlpSink {
    * OTEL_EXPORTER_OTLP_TIMEOUT means), so an unreachable backend holds a flush,
    * and with it the host's shutdown, for at most timeoutMs per batch.
    */
-  private async send(batch: EncodedSpan[]): Promise<void> {
+  private async send(batch: EncodedSpan[], deadline = Date.now() + this.options.timeoutMs): Promise<void> {
     const body = JSON.stringify(exportRequestOf(batch));
-    const deadline = Date.now() + this.options.timeoutMs;
+    if (batch.length > 1 && Buffer.byteLength(body) > MAX_REQUEST_BYTES) return this.sendHalves(batch, deadline);
     for (let attempt = 1; ; attempt += 1) {
       let status: number | undefined;
       let retryAfter: string | null = null;
@@ -129,12 +137,22 @@ class OtlpExporter implements OtlpSink {
       } catch (error) {
         problem = error instanceof Error ? error.message : String(error);
       }
+      // Too large for this backend: the halves may not be, down to a single span, which is dropped alone.
+      if (status === 413 && batch.length > 1) return this.sendHalves(batch, deadline);
+      if (status === 413) return this.drop(1, `the backend refused span ${JSON.stringify(String(batch[0]!.span.name))} as too large (${problem}); a smaller captureContent keeps spans small`, { status });
       if (!shouldRetry(status)) return this.drop(batch.length, `the backend refused the batch (${problem})`, { status });
       if (attempt >= this.options.maxAttempts) return this.drop(batch.length, `export failed ${attempt} times (last: ${problem})`, { status });
       const delay = retryDelayMs(attempt, retryAfter, this.options);
       if (Date.now() + delay >= deadline) return this.drop(batch.length, `export failed ${attempt} time(s) within timeoutMs ${this.options.timeoutMs} (last: ${problem})`, { status });
       await sleep(delay);
     }
+  }
+
+  /** The batch in two requests, one after the other, within the batch's deadline. */
+  private async sendHalves(batch: EncodedSpan[], deadline: number): Promise<void> {
+    const half = Math.ceil(batch.length / 2);
+    await this.send(batch.slice(0, half), deadline);
+    await this.send(batch.slice(half), deadline);
   }
 
   private drop(count: number, why: string, fields: Record<string, unknown> = {}): void {

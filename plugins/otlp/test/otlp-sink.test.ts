@@ -190,6 +190,29 @@ describe("createOtlpSink", () => {
     expect(warnings).toEqual([expect.stringContaining("refused the batch (HTTP 400)"), expect.stringContaining("export failed 2 times (last: HTTP 503)")]);
   });
 
+  it("sends a batch a backend refuses as too large (413) again in halves, and drops alone a span it still refuses", async () => {
+    // The batch of three, then its first half, then that half's first span are refused; the rest is taken.
+    const otlp = await receiver({ responses: [{ status: 413 }, { status: 413 }, { status: 413 }] });
+    const warnings: string[] = [];
+    const sink = createOtlpSink({ endpoint: otlp.url, scheduledDelayMs: 3_600_000, onWarning: (message) => void warnings.push(message) });
+    for (const index of [1, 2, 3]) sink.export(span(index));
+    await sink.flush();
+    expect(otlp.requests.map((request) => request.spans.map((item) => item.name))).toEqual([["execute_tool t2"], ["execute_tool t3"]]);
+    expect(sink.stats()).toEqual({ exported: 2, dropped: 1, queued: 0 });
+    expect(warnings).toEqual([expect.stringContaining('refused span "execute_tool t1" as too large (HTTP 413)')]);
+  });
+
+  it("sends a batch of large spans in requests of at most 4 MiB", async () => {
+    const otlp = await receiver();
+    const sink = createOtlpSink({ endpoint: otlp.url, scheduledDelayMs: 3_600_000 });
+    // Five spans of about 1 MiB each, as captureContent "full" makes them for long tool results.
+    for (const index of [1, 2, 3, 4, 5]) sink.export(span(index, { attributes: { "gen_ai.tool.call.result": "r".repeat(1024 * 1024) } }));
+    await sink.flush();
+    expect(otlp.failures).toEqual([]);
+    expect(otlp.requests.map((request) => request.spans.length)).toEqual([3, 2]);
+    expect(sink.stats()).toEqual({ exported: 5, dropped: 0, queued: 0 });
+  });
+
   it("does not retry a 500, 501 or 408: OTLP/HTTP retries only 429, 502, 503 and 504", async () => {
     const otlp = await receiver({ responses: [{ status: 500 }, { status: 501 }, { status: 408 }] });
     const warnings: string[] = [];
