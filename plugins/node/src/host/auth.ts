@@ -1,4 +1,5 @@
 import { createHash, timingSafeEqual } from "node:crypto";
+import { isIP } from "node:net";
 import type { RuntimeLogger } from "@assemblyline-agents/core";
 import { HttpError } from "./http.js";
 
@@ -63,8 +64,26 @@ export class HostAuth {
   /** Resolve when the request may proceed; throw 401/403 otherwise. */
   async check(request: AuthRequest): Promise<void> {
     if (request.kind === "probe" && (this.publicProbes || !this.configured)) return;
+    // Decisions and kill-switch flips act on what a browser sends by itself (an open dev host, a policy
+    // that trusts the caller's address or cookies): another site's page must not be able to send them.
+    if ((request.kind === "runs" || request.kind === "admin") && !SAFE_METHODS.has(request.method) && crossSite(request.headers)) {
+      this.logger.warn({ event: "security.cross_site_refused", method: request.method, path: request.path, remoteAddress: request.remoteAddress }, "request sent by another site's page refused");
+      throw new HttpError(403, "AL_ERR_HOST_AUTH_REQUIRED", `${request.method} ${request.path} was sent by another site's page`, {
+        fix: "Send it from the host's own pages (the run inspector), or from a client that is not a browser.",
+      });
+    }
     if (!this.configured) {
-      if (this.devMode) return;
+      if (this.devMode) {
+        // Open only to pages addressed to this machine: a name another site controls (DNS rebinding)
+        // would make its page same-origin with the host and let it read and decide every run.
+        if (!loopbackAddressed(request.headers.host)) {
+          this.logger.warn({ event: "security.foreign_host_refused", method: request.method, path: request.path, remoteAddress: request.remoteAddress }, "dev mode: request addressed to a name other than localhost refused");
+          throw new HttpError(403, "AL_ERR_HOST_AUTH_REQUIRED", `${request.method} ${request.path} is open in dev mode only when addressed to localhost or an IP address`, {
+            fix: "Open the host as http://127.0.0.1:<port>, or set ASSEMBLY_LINE_BEARER_TOKEN to reach it under another name.",
+          });
+        }
+        return;
+      }
       throw new HttpError(403, "AL_ERR_HOST_AUTH_REQUIRED", `${request.method} ${request.path} needs host auth in production, and none is configured`, {
         fix: "Set ASSEMBLY_LINE_BEARER_TOKEN (or listenNodeRuntime({ auth: { bearerToken } }) or an auth.authorize policy).",
       });
@@ -106,6 +125,40 @@ export class HostAuth {
     for (const expected of this.digests) found = timingSafeEqual(presented, expected) || found;
     return found;
   }
+}
+
+const SAFE_METHODS: ReadonlySet<string> = new Set(["GET", "HEAD", "OPTIONS"]);
+
+/**
+ * Whether a browser says another origin's page sent the request: Sec-Fetch-Site where the browser
+ * sends it (every current one), else an Origin whose host is not the one addressed. Clients that are
+ * not browsers send neither.
+ */
+function crossSite(headers: Record<string, string | undefined>): boolean {
+  const site = headers["sec-fetch-site"];
+  if (site !== undefined) return site !== "same-origin" && site !== "none";
+  const origin = headers.origin;
+  if (origin === undefined) return false;
+  try {
+    return new URL(origin).host !== (headers.host ?? "").toLowerCase();
+  } catch {
+    // "null" (a sandboxed frame, a file) or garbage: no page of this host.
+    return true;
+  }
+}
+
+/** A Host header naming localhost or an IP address: names no other site can point at this machine. */
+function loopbackAddressed(host: string | undefined): boolean {
+  if (host === undefined) return false;
+  let hostname: string;
+  try {
+    hostname = new URL(`http://${host}`).hostname;
+  } catch {
+    return false;
+  }
+  if (hostname === "localhost" || hostname.endsWith(".localhost")) return true;
+  // The URL parser has already normalized IPv4 (even 0x7f.1) and bracketed IPv6 literals.
+  return isIP(hostname.replace(/^\[(.*)\]$/, "$1")) !== 0;
 }
 
 /**

@@ -1,0 +1,88 @@
+import { existsSync } from "node:fs";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { chromium, type Browser } from "playwright-core";
+import type { RuntimeBundle } from "@assemblyline-agents/runtime";
+import { call, captureServer, fixtureBundle, startHost } from "./support/host.js";
+
+const CHROMIUM = "/usr/bin/chromium";
+const haveChromium = existsSync(CHROMIUM);
+if (!haveChromium) {
+  // Outside CI a machine without Debian's chromium skips; in CI it must be there (.ci/run installs it).
+  if (process.env.CI === "true") throw new Error(`${CHROMIUM} is missing: apt-get install -y chromium`);
+  console.warn(`skipping the run inspector browser security tests: ${CHROMIUM} is missing (apt-get install -y chromium)`);
+}
+
+let bundle: RuntimeBundle;
+beforeAll(async () => {
+  bundle = await fixtureBundle();
+});
+
+const send = (url: string, message: string, conversationId?: string) =>
+  call(`${url}/message?wait=10`, { body: { message, ...(conversationId ? { conversationId } : {}) } });
+
+describe.skipIf(!haveChromium)("the inspector against other sites, in headless chromium", () => {
+  let browser: Browser;
+  beforeAll(async () => {
+    // Two names another site could own, both pointing at this machine: what DNS rebinding gives an attacker.
+    browser = await chromium.launch({ executablePath: CHROMIUM, args: ["--no-sandbox", "--host-resolver-rules=MAP rebind.test 127.0.0.1, MAP attacker.test 127.0.0.1"] });
+  }, 60_000);
+  afterAll(async () => {
+    await browser?.close();
+  });
+
+  it("does not let another site's page approve a paused run in dev mode (cross-site request forgery)", async () => {
+    const host = await startHost(bundle);
+    const { runId } = (await send(host.url, "approve: launch", "csrf")).body;
+    const attacker = await captureServer(() => ({ status: 200, body: "<!doctype html><title>cat pictures</title>", headers: { "content-type": "text/html" } }));
+    const page = await browser.newPage();
+    try {
+      await page.goto(attacker.url.replace("127.0.0.1", "attacker.test"));
+      // A form-like request a page may send anywhere without asking: no body, no custom header.
+      await page.evaluate(async (url) => {
+        await fetch(url, { method: "POST", mode: "no-cors" }).catch(() => undefined);
+      }, `${host.url}/runs/${runId}/approve`);
+    } finally {
+      await page.close();
+    }
+    const view = await call(`${host.url}/inspector/api/runs/${runId}`);
+    expect(view.body.run.status).toBe("waiting_approval");
+    expect(host.logger.events("security.cross_site_refused")).toHaveLength(1);
+  }, 60_000);
+
+  it("shows a dev host's runs only to pages addressed to it by loopback name or address (DNS rebinding)", async () => {
+    const host = await startHost(bundle);
+    const { runId } = (await send(host.url, "echo: my private notes", "rebinding")).body;
+    const page = await browser.newPage();
+    try {
+      // The attacker's name now resolves to the dev host: to the browser, its page and the host share an origin.
+      await page.goto(`http://rebind.test:${host.port}/inspector`);
+      const stolen = await page.evaluate(async (id) => {
+        const list = await fetch("/inspector/api/runs");
+        const run = await fetch(`/inspector/api/runs/${encodeURIComponent(id)}`);
+        return { listStatus: list.status, runStatus: run.status, list: await list.text(), run: await run.text() };
+      }, runId);
+      expect(stolen).toMatchObject({ listStatus: 403, runStatus: 403 });
+      expect(stolen.list).not.toContain(runId);
+      expect(stolen.run).not.toContain("private notes");
+
+      // The same page, opened the way `assembly-line dev` prints it, works.
+      await page.goto(`${host.url}/inspector`);
+      await page.getByRole("link", { name: `Run ${runId}, Completed` }).waitFor();
+    } finally {
+      await page.close();
+    }
+  }, 60_000);
+});
+
+describe("inspector decisions from other sites", () => {
+  it("refuses a decision whose Origin is another site when the browser sends no Sec-Fetch-Site, and takes the host's own", async () => {
+    const host = await startHost(bundle);
+    const { runId } = (await send(host.url, "approve: launch", "origin")).body;
+    const forged = await call(`${host.url}/runs/${runId}/approve`, { method: "POST", headers: { origin: "http://attacker.test" } });
+    expect(forged.status).toBe(403);
+    expect(forged.body.error.code).toBe("AL_ERR_HOST_AUTH_REQUIRED");
+    const own = await call(`${host.url}/runs/${runId}/approve`, { method: "POST", headers: { origin: host.url } });
+    expect(own.status).toBe(200);
+    expect(own.body.status).toBe("completed");
+  });
+});
