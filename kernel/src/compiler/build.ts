@@ -52,6 +52,7 @@ import {
   type ToolManifestEntry,
 } from "./manifest.js";
 import { hashSource, listBehaviourFiles } from "./source-files.js";
+import { listImportedFiles } from "./imported-files.js";
 import { findSource, listSourceDir, stemOf } from "./folder-files.js";
 import { checkToolName } from "./tool-names.js";
 import { checkAgentFieldTypes } from "./agent-fields.js";
@@ -63,6 +64,8 @@ import { checkInstrumentation } from "../telemetry/instrumentation.js";
 
 export const ARTIFACT_DIR = ".assembly-line";
 export const MANIFEST_FILE = "manifest.json";
+/** What each module imports, as last read: a build of unchanged modules does not parse them again. */
+const IMPORTS_CACHE_FILE = "imports.json";
 
 export interface BuildOptions {
   /** Check a static model spec (e.g. the engine's catalog); throw to fail the build. */
@@ -155,8 +158,11 @@ export async function buildAgent(agentDirInput: string, options: BuildOptions = 
       fix: "Use defaultContext({...}) or a defineContext({...}) exported from context.ts.",
     });
   }
-  const sources = await Promise.all((await listBehaviourFiles(agentDir)).map((file) => hashSource(agentDir, file)));
+  // Code anywhere in the folder, plus what the loaded modules import from it (data such as ./table.json).
   const artifactRoot = join(agentDir, ARTIFACT_DIR);
+  const imported = await listImportedFiles(agentDir, load.loaded, join(artifactRoot, IMPORTS_CACHE_FILE));
+  const hashed = new Set([...(await listBehaviourFiles(agentDir)), ...imported]);
+  const sources = await Promise.all([...hashed].sort().map((file) => hashSource(agentDir, file)));
 
   const body: Omit<AgentManifest, "agentRevision"> = {
     manifestVersion: MANIFEST_VERSION,

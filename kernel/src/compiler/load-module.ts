@@ -1,14 +1,22 @@
+import { realpathSync } from "node:fs";
+import { createRequire } from "node:module";
 import { isAbsolute, relative, sep } from "node:path";
 import { fileURLToPath } from "node:url";
 import type { Jiti } from "jiti";
 import { AssemblyLineError } from "@assemblyline-agents/core";
 
+/** Node's module cache, which jiti's JSON imports go through whatever its own moduleCache says. */
+const requireCache = createRequire(import.meta.url).cache;
+
 /**
  * Load agent-folder TypeScript through jiti. The SDK packages are aliased to the
  * host's own copies, so user code and host share one instance even when the
- * agent folder has no node_modules of its own.
+ * agent folder has no node_modules of its own. `loaded` holds every file loaded,
+ * the modules whose imports the build follows (listImportedFiles).
  */
 export function createModuleLoader(agentDir: string) {
+  const loaded = new Set<string>();
+  const roots = [...new Set([agentDir, realpathSync(agentDir)])].map((dir) => dir + sep);
   // Loaded on first use: a runtime that loads only a built agent never needs jiti (13 MB of RSS).
   let jiti: Promise<Jiti> | undefined;
   const open = async (): Promise<Jiti> => (await import("jiti")).createJiti(agentDir + "/", {
@@ -22,7 +30,13 @@ export function createModuleLoader(agentDir: string) {
     // hash of their source, so an unchanged tool is not transpiled again by every command.
     fsCache: true,
   });
-  return async function loadModule(file: string): Promise<Record<string, unknown>> {
+  const loadModule = async function loadModule(file: string): Promise<Record<string, unknown>> {
+    loaded.add(file);
+    // A JSON file of the folder stays in Node's cache across loads: a rebuild in this process
+    // would hash the new file but run the old data. Packages stay cached (one shared instance).
+    for (const key of Object.keys(requireCache)) {
+      if (roots.some((root) => key.startsWith(root)) && !key.includes(`${sep}node_modules${sep}`)) delete requireCache[key];
+    }
     try {
       const loader = await (jiti ??= open());
       return (await loader.import(file)) as Record<string, unknown>;
@@ -35,4 +49,5 @@ export function createModuleLoader(agentDir: string) {
       });
     }
   };
+  return Object.assign(loadModule, { loaded });
 }

@@ -170,6 +170,6 @@ export interface AgentManifest {
   automations: AutomationManifestEntry[];
   connections: ConnectionManifestEntry[];
   instrumentation: InstrumentationManifest | null;
-  /** Every behaviour-bearing file, sorted: the revision covers them all. */
+  /** Every behaviour-bearing file, sorted: the revision covers them all and its copy keeps them (code, and the data files modules import). */
   sources: SourceRef[];
 }

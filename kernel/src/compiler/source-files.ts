@@ -18,7 +18,8 @@ export async function hashSource(agentDir: string, file: string): Promise<Source
 /**
  * Every file that can change behaviour: code anywhere in the folder, package.json,
  * instructions.md beside an agent.ts, and everything under a skills/ folder (the
- * root's or a subagent's). Docs and test data elsewhere do not count.
+ * root's or a subagent's). Docs and test data elsewhere do not count; data files the
+ * agent's modules import are added by listImportedFiles.
  */
 export async function listBehaviourFiles(agentDir: string): Promise<string[]> {
   const files: string[] = [];
