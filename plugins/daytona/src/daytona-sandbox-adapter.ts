@@ -6,6 +6,7 @@ import { resolveDaytonaOptions, type DaytonaSandboxOptions, type ResolvedDaytona
 import { KILL_LEFTOVERS, tracked } from "./leftover-commands.js";
 import { providerError, statusOf } from "./provider-error.js";
 import { checkReadSize, sizeScript } from "./read-limit.js";
+import { retryRateLimited } from "./rate-limit.js";
 
 /** Labels mark what this adapter made, so it finds its sandboxes again after a restart. */
 export const LABELS = {
@@ -86,7 +87,7 @@ export class DaytonaSandboxAdapter implements SnapshottingSandboxAdapter {
     const prefix = `${this.sandboxName(key)}-`;
     const snapshots: SandboxSnapshot[] = [];
     for (let page = 1, pages = 1; page <= pages; page += 1) {
-      const listed = await this.call("listing snapshots", async () => (await this.sdk()).snapshot.list(page, 100));
+      const listed = await this.call("listing snapshots", async () => (await this.sdk()).snapshot.list(page, 100), this.options.requestTimeoutMs);
       pages = listed.totalPages;
       for (const item of listed.items) {
         if (!item.name.startsWith(prefix)) continue;
@@ -120,7 +121,7 @@ export class DaytonaSandboxAdapter implements SnapshottingSandboxAdapter {
   async pruneSnapshots(key: string, retainLast = this.options.snapshot?.retainLast ?? 3): Promise<string[]> {
     const removed: string[] = [];
     for (const old of (await this.listSnapshots(key)).slice(retainLast)) {
-      await this.call(`deleting snapshot ${old.id}`, async () => (await this.sdk()).snapshot.delete(this.snapshotName(key, old.id))).catch((error: unknown) => {
+      await this.call(`deleting snapshot ${old.id}`, async () => (await this.sdk()).snapshot.delete(this.snapshotName(key, old.id)), this.options.requestTimeoutMs).catch((error: unknown) => {
         if ((error as AssemblyLineError).details?.status !== 404) throw error;
       });
       removed.push(old.id);
@@ -163,7 +164,7 @@ export class DaytonaSandboxAdapter implements SnapshottingSandboxAdapter {
       const state = String(existing.state ?? "");
       const timeout = Math.ceil(this.options.createTimeoutMs / 1000);
       if (RESUMABLE.has(state)) await this.call("starting the sandbox again", () => existing.start(timeout));
-      else if (TRANSIENT.has(state)) await this.call("waiting for the sandbox to start", () => existing.waitUntilStarted(timeout));
+      else if (TRANSIENT.has(state)) await this.call("waiting for the sandbox to start", () => existing.waitUntilStarted(timeout), this.options.createTimeoutMs);
       else if (state === "destroyed" || state === "destroying") return this.create(key, attempt, undefined);
       else if (state !== "started") {
         throw new AssemblyLineError("AL_ERR_SANDBOX_ENGINE", `Daytona sandbox ${existing.name} of ${key} is in state ${state}`, {
@@ -193,7 +194,9 @@ export class DaytonaSandboxAdapter implements SnapshottingSandboxAdapter {
       options.image && !fromSnapshot ? { ...base, image: options.image, ...(Object.keys(resources).length ? { resources } : {}) } : { ...base, ...(startFrom ? { snapshot: startFrom } : {}) };
     let remote: DaytonaSdkSandbox;
     try {
-      remote = await (await this.sdk()).create(params, { timeout: Math.ceil(options.createTimeoutMs / 1000) });
+      const client = await this.sdk();
+      // Named: a repeat after a create that went through is refused as a conflict, handled below.
+      remote = await retryRateLimited(() => client.create(params, { timeout: Math.ceil(options.createTimeoutMs / 1000) }), options.createTimeoutMs);
     } catch (error) {
       // Another process created it first: use theirs.
       if (statusOf(error) === 409 && attempt === 0) return this.open(key, attempt + 1);
@@ -229,7 +232,7 @@ export class DaytonaSandboxAdapter implements SnapshottingSandboxAdapter {
   private async untilActive(name: string): Promise<void> {
     const deadline = Date.now() + this.options.createTimeoutMs;
     for (;;) {
-      const found = await this.call(`reading snapshot ${name}`, async () => (await this.sdk()).snapshot.get(name));
+      const found = await this.call(`reading snapshot ${name}`, async () => (await this.sdk()).snapshot.get(name), this.options.requestTimeoutMs);
       const state = String(found.state);
       if (state === "active") return;
       if (SNAPSHOT_FAILED.has(state) || Date.now() > deadline) {
@@ -243,7 +246,7 @@ export class DaytonaSandboxAdapter implements SnapshottingSandboxAdapter {
   }
 
   private async remove(remote: DaytonaSdkSandbox): Promise<void> {
-    await this.call("deleting the sandbox", () => remote.delete(Math.ceil(this.options.createTimeoutMs / 1000))).catch((error: unknown) => {
+    await this.call("deleting the sandbox", () => remote.delete(Math.ceil(this.options.createTimeoutMs / 1000)), this.options.createTimeoutMs).catch((error: unknown) => {
       // Already gone (deleted by another process, or by Daytona's auto-delete): nothing to release.
       if ((error as AssemblyLineError).details?.status !== 404) throw error;
     });
@@ -268,12 +271,12 @@ export class DaytonaSandboxAdapter implements SnapshottingSandboxAdapter {
       runScript: async (script, limitMs) => this.call("running a command", () => this.execute(remote, tracked(script), limitMs)),
       downloadFile: async (path) => {
         checkReadSize("Daytona", path, Number((await this.call(`reading the size of ${path}`, () => this.execute(remote, sizeScript(path), 60_000))).trim()));
-        const bytes = new Uint8Array(await this.call(`reading ${path}`, () => remote.fs.downloadFile(path)));
+        const bytes = new Uint8Array(await this.call(`reading ${path}`, () => remote.fs.downloadFile(path), this.options.requestTimeoutMs));
         // The file may have grown since its size was read.
         checkReadSize("Daytona", path, bytes.length);
         return bytes;
       },
-      uploadFile: async (path, content) => this.call(`writing ${path}`, () => remote.fs.uploadFile(Buffer.from(content), path)),
+      uploadFile: async (path, content) => this.call(`writing ${path}`, () => remote.fs.uploadFile(Buffer.from(content), path), this.options.requestTimeoutMs),
     };
   }
 
@@ -281,7 +284,8 @@ export class DaytonaSandboxAdapter implements SnapshottingSandboxAdapter {
   private async execute(remote: DaytonaSdkSandbox, script: string, limitMs: number): Promise<string> {
     // The toolbox splits the command on spaces and quotes without a shell, so the script travels as base64.
     const command = `sh -c 'eval "$(echo ${Buffer.from(script, "utf8").toString("base64")} | base64 -d)"'`;
-    const response = await remote.process.executeCommand(command, undefined, undefined, Math.ceil(limitMs / 1000));
+    // A command the rate limiter refused never ran: trying it again runs it once.
+    const response = await retryRateLimited(() => remote.process.executeCommand(command, undefined, undefined, Math.ceil(limitMs / 1000)), limitMs);
     return response.result ?? "";
   }
 
@@ -289,7 +293,8 @@ export class DaytonaSandboxAdapter implements SnapshottingSandboxAdapter {
     const name = this.sandboxName(key);
     let remote: DaytonaSdkSandbox;
     try {
-      remote = await (await this.sdk()).get(name);
+      const client = await this.sdk();
+      remote = await retryRateLimited(() => client.get(name), this.options.requestTimeoutMs);
     } catch (error) {
       if (statusOf(error) === 404) return undefined;
       throw providerError("Daytona", `looking up sandbox ${name}`, error, [this.#hostEnv.DAYTONA_API_KEY]);
@@ -304,9 +309,10 @@ export class DaytonaSandboxAdapter implements SnapshottingSandboxAdapter {
     return remote;
   }
 
-  private async call<T>(action: string, operation: () => Promise<T>): Promise<T> {
+  /** One SDK call, its failure as an AssemblyLineError; with `retryWithinMs`, a call safe to repeat is tried again when rate-limited (rate-limit.ts). */
+  private async call<T>(action: string, operation: () => Promise<T>, retryWithinMs?: number): Promise<T> {
     try {
-      return await operation();
+      return await (retryWithinMs === undefined ? operation() : retryRateLimited(operation, retryWithinMs));
     } catch (error) {
       throw providerError("Daytona", action, error, [this.#hostEnv.DAYTONA_API_KEY]);
     }

@@ -1,4 +1,5 @@
 import { AssemblyLineError } from "@assemblyline-agents/core";
+import { retryAfterMs } from "./rate-limit.js";
 
 /**
  * A provider SDK's failure as an AssemblyLineError. Only the message and status
@@ -14,9 +15,11 @@ export function providerError(provider: string, action: string, error: unknown, 
     fix:
       status === 401 || status === 403
         ? `Check the ${provider} API key in the host's environment.`
-        : timedOut(error)
-          ? `The ${provider} API did not answer in time: check its status, or raise the sandbox's requestTimeoutMs.`
-          : `Check that the ${provider} API is reachable and the sandbox exists.`,
+        : status === 429
+          ? `${provider} refused the call for its rate limit${waitAsked(error)}: space out the runs that use it, or ask ${provider} for higher limits.`
+          : timedOut(error)
+            ? `The ${provider} API did not answer in time: check its status, or raise the sandbox's requestTimeoutMs.`
+            : `Check that the ${provider} API is reachable and the sandbox exists.`,
     details: { provider, action, ...(status ? { status } : {}) },
   });
 }
@@ -30,4 +33,10 @@ export function statusOf(error: unknown): number | undefined {
 function timedOut(error: unknown): boolean {
   const { name, code } = (error ?? {}) as { name?: unknown; code?: unknown };
   return name === "DaytonaConnectionTimeoutError" || code === "ECONNABORTED" || code === "ETIMEDOUT";
+}
+
+/** ", asking to wait N s" when a 429 said how long. */
+function waitAsked(error: unknown): string {
+  const ms = retryAfterMs(error);
+  return ms === undefined ? "" : `, asking to wait ${Math.ceil(ms / 1000)} s`;
 }

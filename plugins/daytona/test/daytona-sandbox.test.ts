@@ -200,6 +200,39 @@ if (probe.available) {
       }
     }, 30_000);
 
+    it("waits out Daytona's rate limit for the time Retry-After says and tries again, instead of failing the run", async () => {
+      const made = adapter({ image });
+      fake.rateLimit(new RegExp(`^GET /api/sandbox/${made.sandboxName("run-limited")}$`), 2, "1");
+      const started = Date.now();
+      const sandbox = await made.acquire("run-limited");
+      expect(Date.now() - started).toBeGreaterThanOrEqual(2_000);
+      expect(fake.limited.filter((line) => line.endsWith(made.sandboxName("run-limited")))).toHaveLength(2);
+      // A command refused by the rate limiter never ran, so it is tried again too.
+      const remote = [...fake.sandboxes.values()].find((entry) => entry.name === made.sandboxName("run-limited"))!;
+      fake.rateLimit(new RegExp(`^POST /toolbox/${remote.id}/process/execute$`), 1, "1");
+      expect((await sandbox.exec("echo after the limit")).stdout).toBe("after the limit\n");
+      await made.release("run-limited");
+    }, 30_000);
+
+    it("fails a rate-limited call at once, as Daytona's 429, when Retry-After asks for longer than it waits", async () => {
+      const made = adapter({ image });
+      fake.rateLimit(new RegExp(`^GET /api/sandbox/${made.sandboxName("run-limited-long")}$`), 1, "600");
+      const started = Date.now();
+      const error = await made.acquire("run-limited-long").catch((caught: unknown) => caught);
+      expect(isAssemblyLineError(error, "AL_ERR_SANDBOX_ENGINE"), String(error)).toBe(true);
+      expect(String(error)).toMatch(/HTTP 429/);
+      expect((error as { fix?: string }).fix).toMatch(/rate limit/);
+      expect(Date.now() - started).toBeLessThan(5_000);
+    });
+
+    it("stops retrying a rate-limited call after three tries", async () => {
+      const made = adapter({ image });
+      fake.rateLimit(new RegExp(`^GET /api/sandbox/${made.sandboxName("run-limited-often")}$`), 5, "0");
+      const error = await made.acquire("run-limited-often").catch((caught: unknown) => caught);
+      expect(String(error)).toMatch(/HTTP 429/);
+      expect(fake.limited.filter((line) => line.endsWith(made.sandboxName("run-limited-often")))).toHaveLength(3);
+    });
+
     it("checks requestTimeoutMs where it is written", () => {
       expect(String(refusal(() => daytonaSandbox({ requestTimeoutMs: 0 })))).toMatch(/option requestTimeoutMs/);
     });

@@ -58,6 +58,10 @@ export interface FakeDaytona {
   snapshots: Map<string, FakeSnapshot>;
   /** Hold every request whose "METHOD /path" matches unanswered, as a hung API does, until the returned function is called. */
   stall(match: RegExp): () => void;
+  /** Answer the next `times` requests whose "METHOD /path" matches with 429 and `Retry-After: retryAfter`, as Daytona's rate limiter does, before handling them. */
+  rateLimit(match: RegExp, times: number, retryAfter: string): void;
+  /** "METHOD /path" of every request answered 429, in order. */
+  limited: string[];
   close(): Promise<void>;
 }
 
@@ -74,6 +78,8 @@ export async function startFakeDaytona(options: { docker: Docker; image: string;
   const snapshotRepo = `fake-daytona-snapshot-${instance}`;
   let origin = "";
   const stalls = new Map<RegExp, Promise<void>>();
+  const limits: Array<{ match: RegExp; left: number; retryAfter: string }> = [];
+  const limited: string[] = [];
   const snapshotDto = (snapshot: FakeSnapshot) => ({
     id: snapshot.id,
     organizationId: "org-local",
@@ -253,6 +259,15 @@ export async function startFakeDaytona(options: { docker: Docker; image: string;
     const url = new URL(request.url ?? "/", origin);
     requests.push(`${request.method} ${url.pathname}`);
     for (const [match, resumed] of stalls) if (match.test(`${request.method} ${url.pathname}`)) await resumed;
+    // Daytona's API (NestJS's throttler) refuses before the request is handled, with the wait in Retry-After.
+    const limit = limits.find((entry) => entry.left > 0 && entry.match.test(`${request.method} ${url.pathname}`));
+    if (limit) {
+      limit.left -= 1;
+      limited.push(`${request.method} ${url.pathname}`);
+      request.resume();
+      response.writeHead(429, { "content-type": "application/json", "retry-after": limit.retryAfter });
+      return void response.end(JSON.stringify({ statusCode: 429, message: "ThrottlerException: Too Many Requests" }));
+    }
     if (request.headers.authorization !== `Bearer ${apiKey}`) return json(response, 401, { statusCode: 401, message: "Invalid credentials", error: "Unauthorized" });
     const api = /^\/api\/sandbox(?:\/([^/]+))?(?:\/([a-z-]+))?$/.exec(url.pathname);
     if (api) {
@@ -337,6 +352,10 @@ export async function startFakeDaytona(options: { docker: Docker; image: string;
     creates,
     sandboxes,
     snapshots,
+    limited,
+    rateLimit(match, times, retryAfter) {
+      limits.push({ match, left: times, retryAfter });
+    },
     stall(match) {
       let resume!: () => void;
       stalls.set(match, new Promise<void>((resolve) => (resume = resolve)));
