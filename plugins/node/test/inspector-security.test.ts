@@ -1,8 +1,11 @@
 import { existsSync } from "node:fs";
+import { ServerResponse } from "node:http";
+import { connect } from "node:net";
+import { queryObjects } from "node:v8";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { chromium, type Browser } from "playwright-core";
 import type { RuntimeBundle } from "@assemblyline-agents/runtime";
-import { call, captureServer, fixtureBundle, startHost } from "./support/host.js";
+import { call, captureServer, fixtureBundle, routedHarness, SCRIPTS, startHost } from "./support/host.js";
 
 const CHROMIUM = "/usr/bin/chromium";
 const haveChromium = existsSync(CHROMIUM);
@@ -85,4 +88,46 @@ describe("inspector decisions from other sites", () => {
     expect(own.status).toBe(200);
     expect(own.body.status).toBe("completed");
   });
+});
+
+describe("inspector live updates", () => {
+  it("keeps nothing for a client that went away while its request was being authorized", async () => {
+    // A host policy that takes a while (a session lookup): the client may be gone when the stream opens.
+    const host = await startHost(bundle, {
+      auth: {
+        authorize: async () => {
+          await new Promise((resolve) => setTimeout(resolve, 150));
+          return true;
+        },
+      },
+    });
+    const streams = () => queryObjects(ServerResponse, { format: "count" }) as number;
+    const before = streams();
+    for (let index = 0; index < 20; index += 1) {
+      const socket = connect(host.port, "127.0.0.1", () => socket.write(`GET /inspector/api/stream HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n`));
+      setTimeout(() => socket.destroy(), 20);
+    }
+    await new Promise((resolve) => setTimeout(resolve, 500));
+    // Every response the 20 abandoned streams had is collectable once they are gone.
+    expect(streams() - before).toBeLessThan(5);
+  });
+
+  it("drops the stream of a client that stops reading instead of buffering for it without end", async () => {
+    const many = { turns: [{ toolCalls: Array.from({ length: 10_000 }, (_, index) => ({ name: "no_such_tool", input: { index } })) }, { text: "done" }] };
+    const host = await startHost(bundle, { agentHarness: routedHarness({ ...SCRIPTS, many }), budgets: { maxToolCalls: 20_000 } });
+    const stalled = connect(host.port, "127.0.0.1", () => stalled.write(`GET /inspector/api/stream HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n`));
+    stalled.pause();
+    const ended = new Promise<void>((resolve) => stalled.once("end", resolve));
+    try {
+      // Each run records some 10 000 events, each a message on the stream nobody reads.
+      for (let round = 0; round < 4; round += 1) await call(`${host.url}/message?wait=60`, { body: { message: "many: go" } });
+      // Read what the host had sent: a dropped stream then ends; one still held open does not.
+      stalled.resume();
+      let timer: NodeJS.Timeout | undefined;
+      const late = new Promise((_, reject) => (timer = setTimeout(() => reject(new Error("the stalled stream was never dropped")), 5_000)));
+      await Promise.race([ended, late]).finally(() => clearTimeout(timer));
+    } finally {
+      stalled.destroy();
+    }
+  }, 120_000);
 });
