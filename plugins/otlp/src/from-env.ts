@@ -8,46 +8,66 @@ const DEFAULT_ENDPOINT = "http://localhost:4318";
  * The sink the standard OpenTelemetry variables describe:
  * OTEL_EXPORTER_OTLP_TRACES_ENDPOINT (used as is) or OTEL_EXPORTER_OTLP_ENDPOINT
  * (+ /v1/traces, default http://localhost:4318), OTEL_EXPORTER_OTLP_HEADERS and
- * OTEL_EXPORTER_OTLP_TIMEOUT. Explicit options win over the environment.
+ * OTEL_EXPORTER_OTLP_TIMEOUT. The traces-only variables win over the general
+ * ones, as in every OpenTelemetry SDK: OTEL_EXPORTER_OTLP_TRACES_HEADERS adds to
+ * (and overrides keys of) the general headers, OTEL_EXPORTER_OTLP_TRACES_TIMEOUT
+ * replaces the general timeout. Explicit options win over the environment.
  */
 export function createOtlpSinkFromEnv(env: Record<string, string | undefined> = process.env, overrides: Partial<OtlpSinkOptions> = {}): OtlpSink {
   const tracesEndpoint = nonEmpty(env.OTEL_EXPORTER_OTLP_TRACES_ENDPOINT);
   const endpoint = nonEmpty(env.OTEL_EXPORTER_OTLP_ENDPOINT) ?? DEFAULT_ENDPOINT;
-  const timeout = nonEmpty(env.OTEL_EXPORTER_OTLP_TIMEOUT);
+  const timeoutVariable = nonEmpty(env.OTEL_EXPORTER_OTLP_TRACES_TIMEOUT) !== undefined ? "OTEL_EXPORTER_OTLP_TRACES_TIMEOUT" : "OTEL_EXPORTER_OTLP_TIMEOUT";
+  const timeout = nonEmpty(env[timeoutVariable]);
   return createOtlpSink(
     {
       // A traces endpoint is the full URL already; only the base endpoint gets /v1/traces.
       ...(tracesEndpoint ? { url: tracesEndpoint } : { endpoint }),
-      headers: parseOtlpHeaders(env.OTEL_EXPORTER_OTLP_HEADERS),
-      ...(timeout !== undefined ? { timeoutMs: Number(timeout) } : {}),
+      headers: withHeaders(parseOtlpHeaders(env.OTEL_EXPORTER_OTLP_HEADERS), parseOtlpHeaders(env.OTEL_EXPORTER_OTLP_TRACES_HEADERS, "OTEL_EXPORTER_OTLP_TRACES_HEADERS")),
+      ...(timeout !== undefined ? { timeoutMs: milliseconds(timeout, timeoutVariable) } : {}),
       ...overrides,
     },
   );
 }
 
 /** `key=value` pairs separated by commas, values URL-decoded (the OTel specification's format). */
-export function parseOtlpHeaders(text: string | undefined): Record<string, string> {
+export function parseOtlpHeaders(text: string | undefined, variable = "OTEL_EXPORTER_OTLP_HEADERS"): Record<string, string> {
   const headers: Record<string, string> = {};
   for (const pair of (text ?? "").split(",")) {
     if (pair.trim() === "") continue;
     const at = pair.indexOf("=");
     const name = at > 0 ? pair.slice(0, at).trim() : "";
     if (name === "") {
-      throw new AssemblyLineError("AL_ERR_OTLP_CONFIG", `OTEL_EXPORTER_OTLP_HEADERS has an entry without a key=value form (${JSON.stringify(pair.trim().slice(0, 20))}…)`, {
-        fix: 'Write OTEL_EXPORTER_OTLP_HEADERS="Authorization=Basic%20<base64>,x-tenant=acme".',
+      throw new AssemblyLineError("AL_ERR_OTLP_CONFIG", `${variable} has an entry without a key=value form (${JSON.stringify(pair.trim().slice(0, 20))}…)`, {
+        fix: `Write ${variable}="Authorization=Basic%20<base64>,x-tenant=acme".`,
       });
     }
     let value: string;
     try {
       value = decodeURIComponent(pair.slice(at + 1).trim());
     } catch {
-      throw new AssemblyLineError("AL_ERR_OTLP_CONFIG", `OTEL_EXPORTER_OTLP_HEADERS: the value of ${name} is not valid URL encoding`, {
+      throw new AssemblyLineError("AL_ERR_OTLP_CONFIG", `${variable}: the value of ${name} is not valid URL encoding`, {
         fix: "Percent-encode special characters in header values (a space is %20).",
       });
     }
     headers[name] = value;
   }
   return headers;
+}
+
+/** `general` with `specific` over it; names that differ only in case are one header (fetch would send both values joined). */
+function withHeaders(general: Record<string, string>, specific: Record<string, string>): Record<string, string> {
+  const overridden = new Set(Object.keys(specific).map((name) => name.toLowerCase()));
+  return { ...Object.fromEntries(Object.entries(general).filter(([name]) => !overridden.has(name.toLowerCase()))), ...specific };
+}
+
+/** A timeout variable's value: a whole number of milliseconds, as the OpenTelemetry specification defines it. */
+function milliseconds(text: string, variable: string): number {
+  if (!/^\d+$/.test(text) || Number(text) < 1) {
+    throw new AssemblyLineError("AL_ERR_OTLP_CONFIG", `${variable} is ${JSON.stringify(text)}, not a whole number of milliseconds of at least 1`, {
+      fix: `Set ${variable} in milliseconds, e.g. ${variable}=10000 for ten seconds, or unset it for the default.`,
+    });
+  }
+  return Number(text);
 }
 
 function nonEmpty(value: string | undefined): string | undefined {

@@ -18,7 +18,9 @@ describe("createOtlpSink's options, checked against config.schema.json", () => {
   it("refuses limits that are not whole numbers in range, and headers HTTP cannot carry", () => {
     expect(() => createOtlpSink({ endpoint, timeoutMs: 1.5 })).toThrow(/options.timeoutMs must be integer/);
     expect(() => createOtlpSink({ endpoint, maxQueueSize: Infinity })).toThrow(/options.maxQueueSize must be <= 2147483647/);
-    expect(() => createOtlpSinkFromEnv({ OTEL_EXPORTER_OTLP_TIMEOUT: "soon" })).toThrow(/options.timeoutMs must be integer/);
+    expect(() => createOtlpSinkFromEnv({ OTEL_EXPORTER_OTLP_TIMEOUT: "soon" })).toThrow(/AL_ERR_OTLP_CONFIG: OTEL_EXPORTER_OTLP_TIMEOUT is "soon", not a whole number of milliseconds/);
+    expect(() => createOtlpSinkFromEnv({ OTEL_EXPORTER_OTLP_TIMEOUT: "500", OTEL_EXPORTER_OTLP_TRACES_TIMEOUT: "10s" })).toThrow(/OTEL_EXPORTER_OTLP_TRACES_TIMEOUT is "10s"/);
+    expect(() => createOtlpSinkFromEnv({ OTEL_EXPORTER_OTLP_TRACES_HEADERS: "Authorization" })).toThrow(/OTEL_EXPORTER_OTLP_TRACES_HEADERS has an entry without a key=value form/);
     expect(() => createOtlpSink({ endpoint, headers: { "x tenant": "acme" } })).toThrow(/options.headers key "x tenant" must match pattern/);
     expect(() => createOtlpSink({ endpoint, headers: { "x-tenant": "acme\r\nx-evil: 1" } })).toThrow(/options.headers.x-tenant must match pattern/);
     // fetch refuses such a URL: every batch would fail. The password is not repeated in the error.

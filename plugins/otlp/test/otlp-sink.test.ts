@@ -296,6 +296,32 @@ describe("createOtlpSinkFromEnv", () => {
     expect(otlp.requests.map((request) => request.path)).toEqual(["/api/public/otel/v1/traces", "/custom/traces"]);
   });
 
+  it("sends OTEL_EXPORTER_OTLP_TRACES_HEADERS with the general headers, winning for a header both name, and honours OTEL_EXPORTER_OTLP_TRACES_TIMEOUT", async () => {
+    const otlp = await receiver();
+    const sink = createOtlpSinkFromEnv({
+      OTEL_EXPORTER_OTLP_ENDPOINT: otlp.url,
+      OTEL_EXPORTER_OTLP_HEADERS: "authorization=Basic%20general,x-tenant=acme",
+      OTEL_EXPORTER_OTLP_TRACES_HEADERS: "Authorization=Bearer%20traces-only",
+    });
+    sink.export(span(1));
+    await sink.flush();
+    expect(otlp.requests[0]!.headers).toMatchObject({ authorization: "Bearer traces-only", "x-tenant": "acme" });
+
+    // A backend that never answers: the traces timeout, not the general one, bounds the export.
+    const silent = createServer(() => undefined);
+    await new Promise<void>((resolve) => silent.listen(0, "127.0.0.1", resolve));
+    cleanups.push(() => new Promise<void>((resolve) => (silent.closeAllConnections(), silent.close(() => resolve()))));
+    const bounded = createOtlpSinkFromEnv(
+      { OTEL_EXPORTER_OTLP_ENDPOINT: `http://127.0.0.1:${(silent.address() as AddressInfo).port}`, OTEL_EXPORTER_OTLP_TIMEOUT: "30000", OTEL_EXPORTER_OTLP_TRACES_TIMEOUT: "200" },
+      { onWarning: () => {} },
+    );
+    bounded.export(span(2));
+    const started = Date.now();
+    await bounded.flush();
+    expect(Date.now() - started).toBeLessThan(2_000);
+    expect(bounded.stats()).toMatchObject({ exported: 0, dropped: 1 });
+  });
+
   it("parses OTEL_EXPORTER_OTLP_HEADERS as comma-separated, URL-encoded key=value pairs", () => {
     expect(parseOtlpHeaders("Authorization=Basic%20YWJjOmRlZg==, x-tenant = acme ,")).toEqual({ Authorization: "Basic YWJjOmRlZg==", "x-tenant": "acme" });
     expect(parseOtlpHeaders(undefined)).toEqual({});
