@@ -14,7 +14,7 @@ export interface E2bSandboxOptions {
   maxOutputBytes?: number;
   /** Separates the sandboxes of agents sharing a team (metadata). Default: derived from the agent folder. */
   scope?: string;
-  /** How long a sandbox lives after each acquire before E2B acts on it (onTimeout). Default 1 h. */
+  /** How long a sandbox lives after each acquire before E2B acts on it (onTimeout). At most 24 h (E2B's Pro plan; 1 h on Hobby). Default 1 h. */
   lifetimeMs?: number;
   /** What E2B does at the end of the lifetime: "pause" keeps the files for the next acquire; "kill" deletes them. Default "pause". */
   onTimeout?: "pause" | "kill";
@@ -48,6 +48,9 @@ export interface ResolvedE2bOptions {
 }
 
 const KNOWN = ["template", "network", "env", "defaultTimeoutMs", "maxOutputBytes", "scope", "lifetimeMs", "onTimeout", "apiUrl", "domain", "sandboxUrl", "image", "snapshot", "workingDirectory", "adapter"];
+
+/** E2B's longest sandbox timeout, on its Pro plan. */
+export const MAX_LIFETIME_MS = 24 * 60 * 60_000;
 
 export function badOption(name: string, value: unknown, expected: string): AssemblyLineError {
   return new AssemblyLineError("AL_ERR_SANDBOX_DEFINITION", `e2bSandbox option ${name} is ${JSON.stringify(value)}, not ${expected}`, {
@@ -91,6 +94,9 @@ export function resolveE2bOptions(options: E2bSandboxOptions, defaultScope: stri
     if (typeof value !== "number" || !Number.isFinite(value) || !(value > 0)) throw badOption(name, value, "a positive number of milliseconds");
     return value;
   };
+  const lifetimeMs = positive("lifetimeMs", 60 * 60_000);
+  // E2B refuses a longer sandbox timeout on every plan (Hobby's limit, 1 h, it reports itself: the API does not say a key's plan).
+  if (lifetimeMs > MAX_LIFETIME_MS) throw badOption("lifetimeMs", lifetimeMs, "at most 24 h (86400000 ms), the longest sandbox timeout E2B allows (on Pro; 1 h on Hobby)");
   const maxOutputBytes = options.maxOutputBytes ?? 64 * 1024;
   if (!Number.isInteger(maxOutputBytes) || maxOutputBytes < 0) throw badOption("maxOutputBytes", maxOutputBytes, "a non-negative whole number of bytes");
   const scope = (options.scope ?? defaultScope).toLowerCase();
@@ -105,7 +111,7 @@ export function resolveE2bOptions(options: E2bSandboxOptions, defaultScope: stri
     defaultTimeoutMs: positive("defaultTimeoutMs", 60_000),
     maxOutputBytes,
     scope,
-    lifetimeMs: positive("lifetimeMs", 60 * 60_000),
+    lifetimeMs,
     onTimeout,
     apiUrl: options.apiUrl,
     domain: options.domain,

@@ -14,7 +14,12 @@ export function providerError(provider: string, action: string, error: unknown, 
   let message = error instanceof Error ? error.message : String(error);
   for (const secret of secrets) if (secret) message = message.split(secret).join("[redacted]");
   return new AssemblyLineError("AL_ERR_SANDBOX_ENGINE", `${provider}: ${action} failed${status ? ` (HTTP ${status})` : ""}: ${message}`, {
-    fix: status === 401 || status === 403 ? `Check the ${provider} API key in the host's environment.` : `Check that the ${provider} API is reachable and the sandbox exists.`,
+    fix:
+      status === 401 || status === 403
+        ? `Check the ${provider} API key in the host's environment.`
+        : /timeout cannot be greater than/i.test(message)
+          ? "Lower the sandbox's lifetimeMs to at most what the E2B plan allows (the hours named above: 1 on Hobby, 24 on Pro)."
+          : `Check that the ${provider} API is reachable and the sandbox exists.`,
     details: { provider, action, ...(status ? { status } : {}) },
   });
 }

@@ -34,6 +34,13 @@ describe("e2bSandbox options", () => {
     expect(String(refusal(() => e2bSandbox({ onTimeout: "stop" as never })))).toMatch(/option onTimeout/);
   });
 
+  it("refuses a lifetimeMs over E2B's longest sandbox timeout (24 h, on Pro), naming the option and the limit", () => {
+    const error = refusal(() => e2bSandbox({ lifetimeMs: 24 * 60 * 60_000 + 1_000 }));
+    expect(isAssemblyLineError(error, "AL_ERR_SANDBOX_DEFINITION"), String(error)).toBe(true);
+    expect(String(error)).toMatch(/option lifetimeMs.*24 h/);
+    expect(refusal(() => e2bSandbox({ lifetimeMs: 24 * 60 * 60_000 }))).toBeUndefined();
+  });
+
   it("fails the first acquire, not the boot, when E2B_API_KEY is missing", async () => {
     const error = await new E2bSandboxAdapter({ hostEnv: {} }).acquire("run-1").catch((caught: unknown) => caught);
     expect(isAssemblyLineError(error, "AL_ERR_SANDBOX_ENGINE"), String(error)).toBe(true);
@@ -141,6 +148,18 @@ if (probe.available) {
       expect(ours()).toHaveLength(0);
       expect(theirs()).toHaveLength(1);
       await made.release("run-released");
+    });
+
+    it("reports E2B's refusal of a lifetime over the plan's maximum (1 h on Hobby), saying to lower lifetimeMs", async () => {
+      fake.maxLifetimeHours = 1;
+      try {
+        const error = await adapter({ lifetimeMs: 2 * 60 * 60_000 }).acquire("run-too-long").catch((caught: unknown) => caught);
+        expect(isAssemblyLineError(error, "AL_ERR_SANDBOX_ENGINE"), String(error)).toBe(true);
+        expect(String(error)).toMatch(/HTTP 400.*Timeout cannot be greater than 1 hours/);
+        expect((error as { fix?: string }).fix).toMatch(/lifetimeMs/);
+      } finally {
+        fake.maxLifetimeHours = 24;
+      }
     });
 
     it("never shows the API key when the adapter or its sandbox is logged, inspected or serialized", async () => {

@@ -53,6 +53,8 @@ export interface FakeE2b {
   snapshots: Map<string, FakeSnapshot>;
   /** What E2B does when a sandbox's lifetime ends with onTimeout "pause". */
   pause(id: string): Promise<void>;
+  /** The longest sandbox timeout the team's plan allows, in hours (24 on Pro, 1 on Hobby); a longer create or connect is refused with 400, as E2B does. */
+  maxLifetimeHours: number;
   close(): Promise<void>;
 }
 
@@ -68,6 +70,9 @@ export async function startFakeE2b(options: { docker: Docker; templates: Record<
   const snapshots = new Map<string, FakeSnapshot>();
   const snapshotRepo = `fake-e2b-snapshot-${instance}`;
   let origin = "";
+  let maxLifetimeHours = 24;
+  /** E2B's refusal of a timeout (seconds) over the plan's maximum, or undefined when it fits. */
+  const overLimit = (timeout: unknown) => (typeof timeout === "number" && timeout > maxLifetimeHours * 3600 ? { code: 400, message: `Timeout cannot be greater than ${maxLifetimeHours} hours` } : undefined);
 
   const created = (sandbox: FakeSandbox) => ({
     sandboxID: sandbox.id,
@@ -95,6 +100,8 @@ export async function startFakeE2b(options: { docker: Docker; templates: Record<
 
   async function create(body: Record<string, unknown>, response: ServerResponse): Promise<void> {
     creates.push(body);
+    const refused = overLimit(body.timeout);
+    if (refused) return json(response, 400, refused);
     const templateID = typeof body.templateID === "string" ? body.templateID : "";
     // A snapshot is addressed by its id or its qualified name, like a template.
     const snapshot = snapshots.get(templateID) ?? [...snapshots.values()].find((entry) => entry.names.some((name) => name === templateID || name.split(":")[0] === templateID));
@@ -267,6 +274,8 @@ export async function startFakeE2b(options: { docker: Docker; templates: Record<
     if (one && !sandbox) return json(response, 404, { code: 404, message: `sandbox "${one[1]}" not found` });
     if (sandbox && one![2] === "/connect" && request.method === "POST") {
       const body = await readJson(request);
+      const refused = overLimit(body.timeout);
+      if (refused) return json(response, 400, refused);
       if (typeof body.timeout === "number") sandbox.timeoutSeconds = body.timeout;
       const resumed = sandbox.state === "paused";
       if (resumed) {
@@ -313,6 +322,12 @@ export async function startFakeE2b(options: { docker: Docker; templates: Record<
     creates,
     sandboxes,
     snapshots,
+    get maxLifetimeHours() {
+      return maxLifetimeHours;
+    },
+    set maxLifetimeHours(hours: number) {
+      maxLifetimeHours = hours;
+    },
     async pause(id) {
       const sandbox = sandboxes.get(id)!;
       await sandbox.container.stop({ t: 1 });
