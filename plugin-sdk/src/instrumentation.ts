@@ -11,11 +11,11 @@ export type SpanAttributeValue = string | number | boolean | string[];
  * work always has the same span id (a backend deduplicates a re-export).
  */
 export interface TelemetrySpan {
-  /** 32 lowercase hex characters; one trace per run. */
+  /** 32 lowercase hex characters; one trace per run a user starts (a subagent's run joins its parent's). */
   traceId: string;
   /** 16 lowercase hex characters. */
   spanId: string;
-  /** Absent on the run's root span (`invoke_agent`). */
+  /** Absent on the root span (`invoke_agent`) of a run a user started; a subagent's points at the spawning call. */
   parentSpanId?: string;
   /** E.g. `invoke_agent support-bot`, `chat openai/gpt-5.4-mini`, `execute_tool record_note`, `step harness:model:0`. */
   name: string;

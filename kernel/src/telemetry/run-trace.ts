@@ -9,6 +9,12 @@ export interface TraceSettings {
   agent: EventContext;
 }
 
+/** Where a subagent's run sits: in its root run's trace, under the tool call that spawned it. */
+export interface TraceLineage {
+  traceId: string;
+  parentSpanId: string;
+}
+
 interface OpenTool {
   startMs: number;
   name: string;
@@ -52,11 +58,16 @@ export class RunTrace {
   readonly traceId: string;
   private readonly rootSpanId: string;
 
+  /** The run's own agent: a subagent's run is recorded with its id (`<agent id>/<path>`) and named by its folder. */
+  private agentId = "";
+  private subagentPath = "";
+
   constructor(
     readonly runId: string,
     private readonly settings: TraceSettings,
+    private readonly lineage?: TraceLineage,
   ) {
-    this.traceId = traceIdFor(runId);
+    this.traceId = lineage?.traceId ?? traceIdFor(runId);
     this.rootSpanId = spanIdFor(runId, "invoke_agent");
   }
 
@@ -81,7 +92,9 @@ export class RunTrace {
         this.startMs = at;
         this.modelSpec = text(data.modelSpec);
         this.conversationId = typeof data.conversationId === "string" ? data.conversationId : null;
+        this.agentId = text(data.agentId);
         const input = (data.input ?? {}) as Record<string, JsonValue>;
+        this.subagentPath = text(parentOf(data)?.subagent);
         this.message = input.message ?? null;
         this.metadata = input.metadata ?? null;
         return [];
@@ -222,8 +235,8 @@ export class RunTrace {
     const failed = event.type === "run.failed";
     const attributes: Record<string, SpanAttributeValue | undefined> = {
       "gen_ai.operation.name": "invoke_agent",
-      "gen_ai.agent.id": agent.agentId,
-      "gen_ai.agent.name": agent.agentName,
+      "gen_ai.agent.id": this.agentId || agent.agentId,
+      "gen_ai.agent.name": this.agentName,
       "gen_ai.provider.name": semconvProvider(splitModelSpec(this.modelSpec).provider),
       "gen_ai.request.model": splitModelSpec(this.modelSpec).model,
       "gen_ai.usage.input_tokens": this.inputTokens,
@@ -240,9 +253,15 @@ export class RunTrace {
       attributes["gen_ai.system_instructions"] = captureBody(this.instructions, mode);
       attributes["assembly_line.run.metadata"] = captureBody(this.metadata, mode);
     }
-    const span = this.span(`invoke_agent ${agent.agentName}`, this.rootSpanId, "internal", this.startMs || endMs, endMs, attributes, failed ? this.errorStatus(event.data) : { code: "ok" });
-    delete span.parentSpanId;
+    const span = this.span(`invoke_agent ${this.agentName}`, this.rootSpanId, "internal", this.startMs || endMs, endMs, attributes, failed ? this.errorStatus(event.data) : { code: "ok" });
+    if (this.lineage) span.parentSpanId = this.lineage.parentSpanId;
+    else delete span.parentSpanId;
     return span;
+  }
+
+  /** A subagent is named by its folder (`researcher` for `researcher` or `lead/researcher`), as its parent calls it. */
+  private get agentName(): string {
+    return this.subagentPath ? this.subagentPath.split("/").pop()! : this.settings.agent.agentName;
   }
 
   /** Under usage an error is named by its code only: messages can quote inputs. */
@@ -352,4 +371,13 @@ function text(value: JsonValue | undefined): string {
 
 function numberOrUndefined(value: JsonValue | undefined): number | undefined {
   return typeof value === "number" && Number.isFinite(value) ? value : undefined;
+}
+
+/** The spawning run and call of a subagent's run, from its `run.created` event; undefined for a root run. */
+export function parentOf(created: Record<string, JsonValue>): { runId: string; callId: string; subagent?: JsonValue } | undefined {
+  const input = created.input;
+  if (typeof input !== "object" || input === null || Array.isArray(input)) return undefined;
+  const parent = input.parent;
+  if (typeof parent !== "object" || parent === null || Array.isArray(parent)) return undefined;
+  return typeof parent.runId === "string" && typeof parent.callId === "string" ? { runId: parent.runId, callId: parent.callId, subagent: parent.subagent } : undefined;
 }

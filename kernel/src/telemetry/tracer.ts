@@ -1,5 +1,6 @@
 import type { CaptureContent, EventContext, RunEvent, RunStore, RuntimeLogger, TelemetrySink, TelemetrySpan } from "@assemblyline-agents/core";
-import { RunTrace } from "./run-trace.js";
+import { parentOf, RunTrace, type TraceLineage } from "./run-trace.js";
+import { spanIdFor, traceIdFor } from "./span-ids.js";
 
 /** Events after which a run holds no open span in this process. */
 const RESTING = new Set(["run.completed", "run.failed", "run.waiting_approval", "run.waiting_input"]);
@@ -79,16 +80,37 @@ export class Tracer {
   }
 
   private async catchUp(event: RunEvent, context: EventContext): Promise<RunTrace> {
-    const trace = new RunTrace(event.runId, {
-      mode: this.options.captureContent,
-      resource: { "service.name": this.options.serviceName, "service.version": context.agentRevision },
-      agent: context,
-    });
-    if (event.seq > 1) {
-      const earlier = await this.options.runs.listEvents(event.runId);
-      for (const past of earlier) if (past.seq < event.seq) trace.apply(past);
-    }
+    const earlier = event.seq > 1 ? (await this.options.runs.listEvents(event.runId)).filter((past) => past.seq < event.seq) : [];
+    const created = [...earlier, event].find((candidate) => candidate.type === "run.created");
+    const trace = new RunTrace(
+      event.runId,
+      {
+        mode: this.options.captureContent,
+        resource: { "service.name": this.options.serviceName, "service.version": context.agentRevision },
+        agent: context,
+      },
+      created ? await this.lineageOf(created) : undefined,
+    );
+    for (const past of earlier) trace.apply(past);
     return trace;
+  }
+
+  /**
+   * A subagent's run joins the trace of the run at the top of its chain of
+   * parents (the run a user started), under the tool call that spawned it, so a
+   * backend shows the subagent's work inside the call that waited for it.
+   */
+  private async lineageOf(created: RunEvent): Promise<TraceLineage | undefined> {
+    const parent = parentOf(created.data);
+    if (!parent) return undefined;
+    let top = parent.runId;
+    // Bounded: a chain of parents is as deep as subagents nest (a handful).
+    for (let depth = 0; depth < 64; depth += 1) {
+      const above = (await this.options.runs.getRun(top))?.input.parent;
+      if (!above) break;
+      top = above.runId;
+    }
+    return { traceId: traceIdFor(top), parentSpanId: spanIdFor(parent.runId, "tool", parent.callId) };
   }
 
   private inOrder(runId: string, work: () => Promise<void>): Promise<void> {
