@@ -136,6 +136,39 @@ if (probe.available) {
       await second.release("run-leftover");
     }, 30_000);
 
+    it("keeps a command running after its client disconnects or its connection is cut, as envd does, until the command's own timeout", async () => {
+      const scope = randomScope("disconnect");
+      const made = adapter({ scope });
+      const sandbox = await made.acquire("run-disconnect");
+      const remote = [...fake.sandboxes.values()].find((entry) => entry.metadata[METADATA.key] === "run-disconnect" && entry.metadata[METADATA.scope] === scope)!;
+      const { Sandbox } = await import("e2b");
+      const client = await Sandbox.connect(remote.id, { apiKey: fake.apiKey, apiUrl: fake.apiUrl, sandboxUrl: fake.sandboxUrl });
+      const handle = await client.commands.run("sleep 1; echo kept > /workspace/kept.txt; sleep 30; echo late > /workspace/late.txt", { background: true, timeoutMs: 3_000 });
+      await handle.disconnect();
+      // The SDK may keep the stream open after disconnect(): cut it, as a crashed client does.
+      fake.dropConnections();
+      await new Promise((resolve) => setTimeout(resolve, 4_000));
+      const written = (await sandbox.listFiles("/workspace")).map((entry) => entry.path);
+      expect(written).toContain("/workspace/kept.txt");
+      // The request's timeout still ends it.
+      expect((await sandbox.exec("ps -o args | grep -c '[s]leep 30' || true")).stdout.trim()).toBe("0");
+      await made.release("run-disconnect");
+    }, 30_000);
+
+    it("stops a command a crashed owner left running (its connection gone, the command alive) when another process opens the sandbox", async () => {
+      const scope = randomScope("crashed");
+      const owner = await adapter({ scope }).acquire("run-crashed");
+      const abandoned = owner.exec("sleep 2; echo late > /workspace/late.txt", { timeoutMs: 60_000 }).catch((error: unknown) => error);
+      await new Promise((resolve) => setTimeout(resolve, 700));
+      fake.dropConnections();
+      await abandoned;
+      const second = adapter({ scope });
+      const resumed = await second.acquire("run-crashed");
+      await new Promise((resolve) => setTimeout(resolve, 2_500));
+      expect((await resumed.listFiles("/workspace")).map((entry) => entry.path)).not.toContain("/workspace/late.txt");
+      await second.release("run-crashed");
+    }, 30_000);
+
     it("kills the sandbox at release, leaves other scopes' sandboxes alone, and a second release is a no-op", async () => {
       const made = adapter();
       const other = adapter();

@@ -55,6 +55,8 @@ export interface FakeE2b {
   pause(id: string): Promise<void>;
   /** The longest sandbox timeout the team's plan allows, in hours (24 on Pro, 1 on Hobby); a longer create or connect is refused with 400, as E2B does. */
   maxLifetimeHours: number;
+  /** Cut every client connection, as a host that crashed does (envd keeps the commands they started running). */
+  dropConnections(): void;
   close(): Promise<void>;
 }
 
@@ -148,7 +150,7 @@ export async function startFakeE2b(options: { docker: Docker; templates: Record<
   const processHandler = connectNodeAdapter({
     routes(router) {
       router.service(envdProcessService(), {
-        async *start(request: { process?: { cmd: string; args: string[]; envs: Record<string, string>; cwd?: string } }, context: { requestHeader: Headers; signal: AbortSignal }) {
+        async *start(request: { process?: { cmd: string; args: string[]; envs: Record<string, string>; cwd?: string } }, context: { requestHeader: Headers }) {
           const sandbox = envdSandbox(context.requestHeader);
           const spec = request.process!;
           const user = basicUser(context.requestHeader.get("authorization"));
@@ -176,34 +178,34 @@ export async function startFakeE2b(options: { docker: Docker; templates: Record<
               },
             });
           sandbox.container.modem.demuxStream(stream, sink("stdout"), sink("stderr"));
+          const info = await exec.inspect();
+          // envd runs the process on a context of its own: a client that goes away (disconnect(), a crash) leaves it
+          // running, and only the request's Connect-Timeout-Ms (the SDK's timeoutMs) kills it.
+          const limitMs = Number(context.requestHeader.get("connect-timeout-ms") ?? 0);
+          // The pid, read when the deadline comes: the engine may not know it yet right after the start.
+          const deadline = limitMs > 0 ? setTimeout(() => void exec.inspect().then((latest) => killHostTree(latest.Pid), () => undefined), limitMs) : undefined;
+          deadline?.unref();
           const finish = () => {
+            clearTimeout(deadline);
             ended = true;
             wake?.();
           };
           stream.once("end", finish);
           stream.once("close", finish);
           stream.once("error", finish);
-          const info = await exec.inspect();
-          // The client going away (its timeout) kills the process, as envd does.
-          const onAbort = () => killHostTree(info.Pid);
-          context.signal.addEventListener("abort", onAbort);
-          try {
-            yield { event: { event: { case: "start", value: { pid: info.Pid } } } };
-            while (!ended || queue.length > 0) {
-              const item = queue.shift();
-              if (!item) {
-                await new Promise<void>((resolve) => (wake = resolve));
-                wake = undefined;
-                continue;
-              }
-              const output = item.stdout ? { case: "stdout" as const, value: new Uint8Array(item.stdout) } : { case: "stderr" as const, value: new Uint8Array(item.stderr!) };
-              yield { event: { event: { case: "data", value: { output } } } };
+          yield { event: { event: { case: "start", value: { pid: info.Pid } } } };
+          while (!ended || queue.length > 0) {
+            const item = queue.shift();
+            if (!item) {
+              await new Promise<void>((resolve) => (wake = resolve));
+              wake = undefined;
+              continue;
             }
-            const exitCode = (await exec.inspect()).ExitCode ?? -1;
-            yield { event: { event: { case: "end", value: { exitCode, exited: true, status: `exit status ${exitCode}` } } } };
-          } finally {
-            context.signal.removeEventListener("abort", onAbort);
+            const output = item.stdout ? { case: "stdout" as const, value: new Uint8Array(item.stdout) } : { case: "stderr" as const, value: new Uint8Array(item.stderr!) };
+            yield { event: { event: { case: "data", value: { output } } } };
           }
+          const exitCode = (await exec.inspect()).ExitCode ?? -1;
+          yield { event: { event: { case: "end", value: { exitCode, exited: true, status: `exit status ${exitCode}` } } } };
         },
       } as never);
     },
@@ -327,6 +329,9 @@ export async function startFakeE2b(options: { docker: Docker; templates: Record<
     },
     set maxLifetimeHours(hours: number) {
       maxLifetimeHours = hours;
+    },
+    dropConnections() {
+      server.closeAllConnections();
     },
     async pause(id) {
       const sandbox = sandboxes.get(id)!;
