@@ -31,6 +31,10 @@ const turns: ScriptedTurn[] = [{ toolCalls: [{ name: "echo", input: { value: "a"
 
 async function chatSpans(captureContent: string, provider: string, stopReasons: string[]): Promise<TelemetrySpan[]> {
   const dir = agentFolder({ "agent.ts": MINIMAL_AGENT, "tools/echo.ts": toolSource(), "instrumentation.ts": instrumentation(captureContent) });
+  return runSpans(dir, provider, stopReasons);
+}
+
+async function runSpans(dir: string, provider = "openai", stopReasons: string[] = []): Promise<TelemetrySpan[]> {
   const { artifactRoot } = await buildAgent(dir);
   const runtime = new OpenEveRuntime({
     ...(await loadRuntimeBundle(artifactRoot)),
@@ -61,5 +65,14 @@ describe("chat spans in the GenAI semantic conventions' values", () => {
     expect(outputs.map((messages) => messages[0]!.finish_reason)).toEqual(["tool_call", "stop"]);
     const root = (sinks.__semconvSpans ?? []).find((span) => span.attributes["gen_ai.operation.name"] === "invoke_agent")!;
     expect(JSON.parse(String(root.attributes["gen_ai.output.messages"]))).toEqual([{ role: "assistant", parts: [{ type: "text", content: "Done." }], finish_reason: "stop" }]);
+  });
+});
+
+describe("the run's span in the GenAI semantic conventions' forms", () => {
+  it("records full's system instructions as the conventions' list of parts", async () => {
+    const dir = agentFolder({ "agent.ts": MINIMAL_AGENT, "tools/echo.ts": toolSource(), "instrumentation.ts": instrumentation("full") });
+    await runSpans(dir);
+    const root = (sinks.__semconvSpans ?? []).find((span) => span.attributes["gen_ai.operation.name"] === "invoke_agent")!;
+    expect(JSON.parse(String(root.attributes["gen_ai.system_instructions"]))).toEqual([{ type: "text", content: "You are a test agent." }]);
   });
 });

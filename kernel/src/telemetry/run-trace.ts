@@ -250,7 +250,8 @@ export class RunTrace {
       if (!failed) attributes["gen_ai.output.messages"] = captureBody([{ role: "assistant", parts: [{ type: "text", content: event.data.text ?? "" }], finish_reason: "stop" }], mode);
     }
     if (mode === "full") {
-      attributes["gen_ai.system_instructions"] = captureBody(this.instructions, mode);
+      // The conventions' form: a list of parts, as the messages' (a backend renders it as the system prompt).
+      attributes["gen_ai.system_instructions"] = captureBody([{ type: "text", content: this.instructions }], mode);
       attributes["assembly_line.run.metadata"] = captureBody(this.metadata, mode);
     }
     const span = this.span(`invoke_agent ${this.agentName}`, this.rootSpanId, "internal", this.startMs || endMs, endMs, attributes, failed ? this.errorStatus(event.data) : { code: "ok" });
