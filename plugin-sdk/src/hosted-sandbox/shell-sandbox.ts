@@ -24,6 +24,8 @@ export interface ShellSandboxDefaults {
   env: Record<string, string>;
 }
 
+/** Largest listing listFiles returns: the provider hands the script's output back whole, in memory. */
+const MAX_LISTING_BYTES = 16 * 1024 * 1024;
 /** How long a file operation's helper script may take. */
 const FILE_OP_TIMEOUT_MS = 60_000;
 /** Extra time the provider grants a script beyond its own watchdog, so the watchdog always fires first. */
@@ -61,11 +63,18 @@ export class ShellSandbox implements Sandbox {
     this.check(await this.script("delete", logical), "delete", logical, path);
   }
 
-  /** Everything under `path`, recursively, sorted (a file lists itself; a missing path lists nothing). */
+  /** Everything under `path`, recursively, sorted (a file lists itself; a missing path lists nothing). A listing over 16 MiB is refused, never returned cut short. */
   async listFiles(path: string): Promise<Entry[]> {
     const logical = workspacePath(path);
-    const result = await this.script("list", logical, 16 * 1024 * 1024);
+    const result = await this.script("list", logical, MAX_LISTING_BYTES);
     this.check(result, "list", logical, path);
+    // Cut at the cap, the listing would silently miss entries (and end in half a line).
+    if (result.truncated) {
+      throw new AssemblyLineError("AL_ERR_SANDBOX_UNAVAILABLE", `could not list ${logical} in ${this.provider} sandbox ${this.id}: the listing of ${logical} is more than the 16 MiB listFiles returns`, {
+        fix: `List a subfolder of ${logical} instead, or search it with exec (find ${logical} -maxdepth 2 | head -n 1000).`,
+        details: { path: logical, limit: MAX_LISTING_BYTES },
+      });
+    }
     return parseListing(result.stdout);
   }
 

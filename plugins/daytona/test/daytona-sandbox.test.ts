@@ -127,6 +127,21 @@ if (probe.available) {
       await sandbox.deleteFile("huge.bin");
     }, 120_000);
 
+    it("refuses a listing larger than listFiles returns (16 MiB), naming the folder, instead of returning it cut short", async () => {
+      const made = adapter({ image });
+      const sandbox = await made.acquire("run-huge-listing");
+      // About 6,000 files under a 3,000-character path: a listing of some 18 MiB.
+      const deep = Array.from({ length: 12 }, (_, index) => `${String(index).padStart(2, "0")}${"d".repeat(248)}`).join("/");
+      const setup = await sandbox.exec(`mkdir -p ${deep} && cd ${deep} && seq 1 6000 | xargs touch && echo ok`, { timeoutMs: 60_000 });
+      expect(setup.stdout).toBe("ok\n");
+      const error = await sandbox.listFiles("/workspace").catch((caught: unknown) => caught);
+      expect(isAssemblyLineError(error, "AL_ERR_SANDBOX_UNAVAILABLE"), Array.isArray(error) ? `listed ${error.length} entries` : String(error)).toBe(true);
+      expect(String(error)).toMatch(/listing of \/workspace .*more than the 16 MiB/);
+      // A smaller folder still lists whole.
+      expect(await sandbox.listFiles(`/workspace/${deep}/1`)).toEqual([{ path: `/workspace/${deep}/1`, type: "file", size: 0 }]);
+      await made.release("run-huge-listing");
+    }, 120_000);
+
     it("refuses a symlink that leads out of /workspace", async () => {
       const sandbox = await adapter({ image }).acquire("run-symlink");
       await sandbox.exec("ln -s /etc /workspace/etc-link");
