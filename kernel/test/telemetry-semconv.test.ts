@@ -34,15 +34,15 @@ async function chatSpans(captureContent: string, provider: string, stopReasons: 
   return runSpans(dir, provider, stopReasons);
 }
 
-async function runSpans(dir: string, provider = "openai", stopReasons: string[] = []): Promise<TelemetrySpan[]> {
+async function runSpans(dir: string, provider = "openai", stopReasons: string[] = [], script = turns, message = "go"): Promise<TelemetrySpan[]> {
   const { artifactRoot } = await buildAgent(dir);
   const runtime = new OpenEveRuntime({
     ...(await loadRuntimeBundle(artifactRoot)),
     state: new InMemoryStateAdapter(),
-    agentHarness: reporting(scriptedHarness({ turns }), provider, stopReasons),
+    agentHarness: reporting(scriptedHarness({ turns: script }), provider, stopReasons),
     logger: noopLogger(),
   });
-  expect((await runtime.run({ message: "go" })).status).toBe("completed");
+  expect((await runtime.run({ message })).status).toBe("completed");
   await runtime.close();
   return (sinks.__semconvSpans ?? []).filter((span) => span.attributes["gen_ai.operation.name"] === "chat");
 }
@@ -74,5 +74,20 @@ describe("the run's span in the GenAI semantic conventions' forms", () => {
     await runSpans(dir);
     const root = (sinks.__semconvSpans ?? []).find((span) => span.attributes["gen_ai.operation.name"] === "invoke_agent")!;
     expect(JSON.parse(String(root.attributes["gen_ai.system_instructions"]))).toEqual([{ type: "text", content: "You are a test agent." }]);
+  });
+
+  it("keeps long messages JSON a backend can read: each part's text is cut, not the attribute", async () => {
+    const dir = agentFolder({ "agent.ts": MINIMAL_AGENT, "instrumentation.ts": instrumentation("content") });
+    const reply = "r".repeat(10_000);
+    const chats = await runSpans(dir, "openai", [], [{ text: reply }], "q".repeat(9_000));
+    const root = (sinks.__semconvSpans ?? []).find((span) => span.attributes["gen_ai.operation.name"] === "invoke_agent")!;
+    const output = JSON.parse(String(root.attributes["gen_ai.output.messages"])) as Array<{ parts: Array<{ content: string }>; finish_reason: string }>;
+    expect(output[0]!.finish_reason).toBe("stop");
+    expect(output[0]!.parts[0]!.content).toBe(`${"r".repeat(4_096)}…[truncated 5904 chars]`);
+    const input = JSON.parse(String(root.attributes["gen_ai.input.messages"])) as Array<{ role: string; parts: Array<{ content: string }> }>;
+    expect(input[0]!.role).toBe("user");
+    expect(input[0]!.parts[0]!.content).toMatch(/^q{4096}…\[truncated \d+ chars\]$/);
+    const chatOutput = JSON.parse(String(chats[0]!.attributes["gen_ai.output.messages"])) as Array<{ parts: Array<{ content: string }> }>;
+    expect(chatOutput[0]!.parts[0]!.content.length).toBeLessThan(4_096 + 40);
   });
 });

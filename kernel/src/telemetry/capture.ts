@@ -23,6 +23,27 @@ export function captureBody(value: unknown, mode: "content" | "full"): string {
   return truncate(text, CAPTURE_BODY_LIMITS[mode]);
 }
 
+/**
+ * Messages and instructions in the GenAI conventions' JSON form (`[{ role, parts:
+ * [{ type, content }] }]`): redacted like any body, then each part's `content`
+ * cut to the mode's limit, so the attribute stays JSON a backend can show as a
+ * conversation (a body cut as a whole would end mid-JSON).
+ */
+export function captureMessages(messages: unknown[], mode: "content" | "full"): string {
+  return JSON.stringify(cutContents(redact(messages), CAPTURE_BODY_LIMITS[mode]));
+}
+
+function cutContents(value: unknown, limit: number): unknown {
+  if (Array.isArray(value)) return value.map((item) => cutContents(item, limit));
+  if (typeof value !== "object" || value === null) return value;
+  const cut: Record<string, unknown> = {};
+  for (const [key, item] of Object.entries(value)) {
+    if (key !== "content") cut[key] = cutContents(item, limit);
+    else cut[key] = truncate(typeof item === "string" ? item : JSON.stringify(item ?? null), limit);
+  }
+  return cut;
+}
+
 export function redact(value: unknown, depth = 0): unknown {
   if (depth > 32) return REDACTED;
   if (typeof value === "string") return redactString(value, depth);

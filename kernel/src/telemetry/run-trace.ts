@@ -1,5 +1,5 @@
 import type { CaptureContent, EventContext, JsonValue, RunEvent, SpanAttributeValue, TelemetrySpan } from "@assemblyline-agents/core";
-import { captureBody, capturesBodies } from "./capture.js";
+import { captureBody, captureMessages, capturesBodies } from "./capture.js";
 import { spanIdFor, traceIdFor } from "./span-ids.js";
 
 /** How the tracer labels every span it builds. */
@@ -151,7 +151,7 @@ export class RunTrace {
     if (capturesBodies(this.settings.mode)) {
       const toolCalls = Array.isArray(data.toolCalls) ? data.toolCalls.map((name) => ({ type: "tool_call", name: text(name) })) : [];
       const finish = finishReason ?? (toolCalls.length > 0 ? "tool_call" : "stop");
-      attributes["gen_ai.output.messages"] = captureBody([{ role: "assistant", parts: [{ type: "text", content: data.text ?? "" }, ...toolCalls], finish_reason: finish }], this.settings.mode);
+      attributes["gen_ai.output.messages"] = captureMessages([{ role: "assistant", parts: [{ type: "text", content: data.text ?? "" }, ...toolCalls], finish_reason: finish }], this.settings.mode);
     }
     return this.span(`chat ${requestModel}`, spanIdFor(this.runId, "chat", event.seq), "client", startMs, endMs, attributes);
   }
@@ -246,12 +246,12 @@ export class RunTrace {
       "error.type": failed ? text(event.data.code) || "run_failed" : undefined,
     };
     if (capturesBodies(mode)) {
-      attributes["gen_ai.input.messages"] = captureBody([{ role: "user", parts: [{ type: "text", content: this.message }] }], mode);
-      if (!failed) attributes["gen_ai.output.messages"] = captureBody([{ role: "assistant", parts: [{ type: "text", content: event.data.text ?? "" }], finish_reason: "stop" }], mode);
+      attributes["gen_ai.input.messages"] = captureMessages([{ role: "user", parts: [{ type: "text", content: this.message }] }], mode);
+      if (!failed) attributes["gen_ai.output.messages"] = captureMessages([{ role: "assistant", parts: [{ type: "text", content: event.data.text ?? "" }], finish_reason: "stop" }], mode);
     }
     if (mode === "full") {
       // The conventions' form: a list of parts, as the messages' (a backend renders it as the system prompt).
-      attributes["gen_ai.system_instructions"] = captureBody([{ type: "text", content: this.instructions }], mode);
+      attributes["gen_ai.system_instructions"] = captureMessages([{ type: "text", content: this.instructions }], mode);
       attributes["assembly_line.run.metadata"] = captureBody(this.metadata, mode);
     }
     const span = this.span(`invoke_agent ${this.agentName}`, this.rootSpanId, "internal", this.startMs || endMs, endMs, attributes, failed ? this.errorStatus(event.data) : { code: "ok" });
