@@ -44,7 +44,7 @@ export async function listImportedFiles(agentDir: string, entries: Iterable<stri
   const cache = await ReferenceCache.open(cacheFile);
   while (queue.length > 0) {
     const importer = queue.shift()!;
-    if (!MODULE_FILE.test(importer) || importer.endsWith(".d.ts")) continue;
+    if (!MODULE_FILE.test(importer) || /\.d\.[cm]?ts$/.test(importer)) continue;
     const source = await readFile(importer, "utf8");
     const references = cache.get(shown(importer), source) ?? cache.set(shown(importer), source, referencesOf(jiti, importer, source));
     for (const reference of references) {
