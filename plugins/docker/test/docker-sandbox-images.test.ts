@@ -34,7 +34,7 @@ if (probe.available) {
   describe("DockerSandboxAdapter snapshot images", () => {
     it("keeps the newest retainLast snapshots of a session and no other image; the one a restored container runs on stays until that container goes", async () => {
       const scope = scoped();
-      const adapter = new DockerSandboxAdapter({ image: images.busybox, network: "none", scope, snapshot: { mode: "auto", retainLast: 2 }, docker, logger: recordingLogger() });
+      const adapter = new DockerSandboxAdapter({ image: images.busybox, network: "none", scope, snapshot: { mode: "manual", retainLast: 2 }, docker, logger: recordingLogger() });
       const sandbox = await adapter.acquire("run-session");
       const taken = [];
       for (const version of ["v1", "v2", "v3", "v4"]) {
@@ -69,7 +69,7 @@ if (probe.available) {
 
     it("removes every snapshot of a released session, and keeps a paused run's newest snapshot for its resume after a restart", async () => {
       const scope = scoped();
-      const policy = { mode: "auto", retainLast: 3 } as const;
+      const policy = { mode: "manual", retainLast: 3 } as const;
       const before = new DockerSandboxAdapter({ image: images.busybox, network: "none", scope, snapshot: policy, docker, logger: recordingLogger() });
       for (const key of ["run-finished", "run-paused"]) {
         const sandbox = await before.acquire(key);

@@ -249,17 +249,31 @@ if (probe.available) {
       await resumed.release("run-snap");
     }, 120_000);
 
-    it("auto mode takes no snapshot at release, and the release removes the run's snapshots: a finished run never resumes", async () => {
+    it("auto mode snapshots at release and keeps it, so the finished run's files survive the container", async () => {
       const adapter = new DockerSandboxAdapter({ image: images.busybox, network: "none", scope: scoped(), snapshot: { mode: "auto", retainLast: 1 }, docker });
-      const sandbox = await adapter.acquire("run-auto");
-      await sandbox.writeFile("notes.md", "taken while running");
-      await adapter.snapshot("run-auto");
+      await (await adapter.acquire("run-auto")).writeFile("notes.md", "kept across release");
+      await adapter.release("run-auto");
+      const [snapshot] = await adapter.listSnapshots("run-auto");
+      expect(snapshot?.reason).toBe("run ended");
+      expect(text(await (await adapter.acquire("run-auto")).readFile("notes.md"))).toBe("kept across release");
+      await adapter.release("run-auto");
+      // retainLast bounds what the key keeps: the second release's snapshot replaced the first.
       expect(await adapter.listSnapshots("run-auto")).toHaveLength(1);
-      await adapter.release("run-auto");
+      // Kept until removed: a release under a manual policy removes them.
+      await new DockerSandboxAdapter({ image: images.busybox, network: "none", scope: adapter.options.scope, snapshot: { mode: "manual" }, docker }).release("run-auto");
       expect(await adapter.listSnapshots("run-auto")).toEqual([]);
+    }, 120_000);
+
+    it("manual mode removes the run's snapshots at release: a finished run never resumes", async () => {
+      const adapter = new DockerSandboxAdapter({ image: images.busybox, network: "none", scope: scoped(), snapshot: { mode: "manual", retainLast: 2 }, docker });
+      await (await adapter.acquire("run-manual")).writeFile("notes.md", "taken while running");
+      await adapter.snapshot("run-manual");
+      expect(await adapter.listSnapshots("run-manual")).toHaveLength(1);
+      await adapter.release("run-manual");
+      expect(await adapter.listSnapshots("run-manual")).toEqual([]);
       // Acquired again, the key starts from the image.
-      expect((await (await adapter.acquire("run-auto")).listFiles("/workspace")).map((entry) => entry.path)).toEqual([]);
-      await adapter.release("run-auto");
+      expect((await (await adapter.acquire("run-manual")).listFiles("/workspace")).map((entry) => entry.path)).toEqual([]);
+      await adapter.release("run-manual");
     }, 120_000);
 
     it("refuses a snapshot when the sandbox has no snapshot policy", async () => {

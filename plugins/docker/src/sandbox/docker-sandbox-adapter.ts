@@ -74,18 +74,27 @@ export class DockerSandboxAdapter implements SnapshottingSandboxAdapter {
   }
 
   /**
-   * Remove the key's container and its snapshots. The runtime releases a run's
-   * sandbox only once the run has finished (completed or failed), and a finished
-   * run is never resumed, so nothing restores from them again; a paused run is
-   * not released, and keeps its container and snapshots. That is also why
-   * `auto` takes no snapshot here: the release would remove it at once.
-   * Releasing an unknown key is a no-op; a snapshot image the engine will not
-   * remove is logged and left, never failing the release.
+   * Remove the key's container. The runtime releases a run's sandbox only once the run has finished
+   * (completed or failed), and a finished run is never resumed; a paused run is not released, and
+   * keeps its container and snapshots. So with `auto` the finished run's workspace is committed
+   * first and kept (the key's newest `retainLast` snapshots), which is what `auto` is for; otherwise
+   * nothing restores from the key's snapshots again, and they go with the container. Releasing an
+   * unknown key is a no-op; a snapshot image the engine will not remove is logged and left, never
+   * failing the release.
    */
   async release(key: string): Promise<void> {
     checkKey(key);
     this.live.forget(key);
     const container = await this.find(key);
+    if (this.options.snapshot?.mode === "auto") {
+      if (container) {
+        await this.commit(key, container, this.options.snapshot.reason ?? "run ended");
+        await removeContainer(container, this.options.engineTimeoutMs);
+        // The snapshot the container was made from was kept while it ran; past retainLast it goes now.
+        await this.pruneSnapshots(key);
+      }
+      return;
+    }
     // The container first: a snapshot it was made from cannot go while it exists.
     if (container) await removeContainer(container, this.options.engineTimeoutMs);
     await this.removeSnapshots(key);
