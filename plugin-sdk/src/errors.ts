@@ -13,7 +13,7 @@ export const errorCatalogue = {
   AL_ERR_RESOLVER_DEFINITION: "resolvers.ts does not default-export defineRunResolver(...).",
   AL_ERR_CONTEXT_DEFINITION: "context.ts or agent.ts context is not a defineContext/defaultContext policy.",
   AL_ERR_SOURCE_LOAD: "A source file of the agent folder threw while loading.",
-  AL_ERR_AGENT_FOLDER: "A file of the agent folder cannot be built as it is: two files of one name, code in an extension the compiler skips, or a symbolic link.",
+  AL_ERR_AGENT_FOLDER: "A file of the agent folder cannot be built as it is: two files of one name, code in an extension the compiler skips, a symbolic link, or an import from outside the folder.",
   AL_ERR_MANIFEST_MISSING: "No built manifest was found; run `assembly-line build` first.",
   AL_ERR_MANIFEST_STALE: "A source file changed after the manifest was built.",
   AL_ERR_MANIFEST_VERSION: "The manifest was written by an incompatible compiler.",
