@@ -4,6 +4,7 @@ import { connect } from "node:net";
 import { queryObjects } from "node:v8";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { chromium, type Browser } from "playwright-core";
+import type { AgentHarness } from "@assemblyline-agents/core";
 import type { RuntimeBundle } from "@assemblyline-agents/runtime";
 import { call, captureServer, fixtureBundle, routedHarness, SCRIPTS, startHost } from "./support/host.js";
 
@@ -22,6 +23,45 @@ beforeAll(async () => {
 
 const send = (url: string, message: string, conversationId?: string) =>
   call(`${url}/message?wait=10`, { body: { message, ...(conversationId ? { conversationId } : {}) } });
+
+/** Every way a string has broken out of its place in a page: tags, attributes, URLs, script ends, line separators, controls. */
+const HOSTILE = `</script><script>window.__pwned="script"</script>"><img src=x onerror="window.__pwned='img'">'><svg onload="window.__pwned='svg'"></svg> javascript:window.__pwned='url' \u2028\u2029 \u0000\u0007\u001b[31m </pre></textarea>`;
+
+describe.skipIf(!haveChromium)("the inspector showing what strangers, models and tools wrote, in headless chromium", () => {
+  it("shows every hostile string as text and runs none of it", async () => {
+    const xss = { turns: [{ toolCalls: [{ name: `no_such_tool ${HOSTILE}`, input: {} }, { name: "publish", input: { body: HOSTILE } }] }, { text: HOSTILE }] };
+    const host = await startHost(bundle, { agentHarness: routedHarness({ ...SCRIPTS, xss }) });
+    const { runId, status } = (await send(host.url, `xss: ${HOSTILE}`, HOSTILE)).body;
+    expect(status).toBe("waiting_approval");
+    const browser = await chromium.launch({ executablePath: CHROMIUM, args: ["--no-sandbox"] });
+    try {
+      const page = await browser.newPage();
+      const dialogs: string[] = [];
+      page.on("dialog", (dialog) => {
+        dialogs.push(dialog.message());
+        void dialog.dismiss();
+      });
+      await page.goto(`${host.url}/inspector#/runs/${encodeURIComponent(runId)}`);
+      const pending = page.getByRole("region", { name: "Approval needed for publish" });
+      await pending.waitFor();
+      expect(await pending.locator("pre").textContent()).toContain("<img src=x onerror=");
+      await pending.getByRole("button", { name: "Approve" }).click();
+      await page.locator("#detail-title .badge", { hasText: "Completed" }).waitFor({ timeout: 15_000 });
+      const shown = await page.locator("#detail-body").textContent();
+      expect(shown).toContain(`xss: </script><script>window.__pwned="script"</script>`);
+      expect(shown).toContain(`no_such_tool </script>`);
+      // A run id that is itself hostile, from a link someone sent.
+      await page.goto(`${host.url}/inspector#/runs/${encodeURIComponent(HOSTILE)}`);
+      await page.locator("#detail-title", { hasText: "Run not found" }).waitFor();
+      expect(await page.locator("#detail-body").textContent()).toContain("<svg onload=");
+      expect(await page.evaluate(() => (window as { __pwned?: string }).__pwned)).toBeUndefined();
+      expect(await page.locator("img, svg, script:not([src])").count()).toBe(0);
+      expect(dialogs).toEqual([]);
+    } finally {
+      await browser.close();
+    }
+  }, 60_000);
+});
 
 describe.skipIf(!haveChromium)("the inspector against other sites, in headless chromium", () => {
   let browser: Browser;
@@ -130,4 +170,46 @@ describe("inspector live updates", () => {
       stalled.destroy();
     }
   }, 120_000);
+});
+
+describe("inspector data", () => {
+  it("answers a run of over 10 000 events with its newest 500 and the count, and cuts a huge error", async () => {
+    const many = { turns: [{ toolCalls: Array.from({ length: 10_000 }, (_, index) => ({ name: "no_such_tool", input: { index } })) }, { text: "done" }] };
+    const huge: AgentHarness = {
+      name: "scripted",
+      runTurn: () => {
+        throw new Error(`a provider answered ${"x".repeat(1_000_000)}`);
+      },
+    };
+    const host = await startHost(bundle, { agentHarness: routedHarness({ ...SCRIPTS, many }), budgets: { maxToolCalls: 20_000 } });
+    const { runId } = (await call(`${host.url}/message?wait=60`, { body: { message: "many: go" } })).body;
+    const response = await fetch(`${host.url}/inspector/api/runs/${runId}`);
+    expect(response.headers.get("cache-control")).toBe("no-store");
+    expect(response.headers.get("x-content-type-options")).toBe("nosniff");
+    const text = await response.text();
+    expect(text.length).toBeLessThan(1_000_000);
+    const view = JSON.parse(text);
+    expect(view.timelineTotal).toBeGreaterThan(10_000);
+    expect(view.timeline).toHaveLength(500);
+    expect(view.timeline.at(-1).type).toBe("run.completed");
+    expect(view.toolCallsTotal).toBe(10_000);
+    expect(view.toolCalls).toHaveLength(200);
+
+    const failing = await startHost(bundle, { agentHarness: huge });
+    const failed = (await send(failing.url, "anything")).body;
+    const failedView = (await call(`${failing.url}/inspector/api/runs/${failed.runId}`)).body;
+    expect(failedView.run.status).toBe("failed");
+    expect(failedView.run.error.message).toMatch(/^a provider answered x+…\[truncated \d+ chars\]$/);
+    expect(failedView.run.error.message.length).toBeLessThan(5_000);
+  }, 120_000);
+
+  it("serves the page with a policy that keeps out other origins' scripts, frames, bases and form targets", async () => {
+    const host = await startHost(bundle);
+    const page = await fetch(`${host.url}/inspector`);
+    const csp = page.headers.get("content-security-policy") ?? "";
+    for (const directive of ["script-src 'self'", "object-src 'none'", "base-uri 'none'", "form-action 'none'", "frame-ancestors 'none'"]) expect(csp).toContain(directive);
+    expect(page.headers.get("x-frame-options")).toBe("DENY");
+    const list = await fetch(`${host.url}/inspector/api/runs`);
+    expect(list.headers.get("cache-control")).toBe("no-store");
+  });
 });

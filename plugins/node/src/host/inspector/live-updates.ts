@@ -36,7 +36,7 @@ export class LiveUpdates {
   open(res: ServerResponse, runId: string | null): void {
     // A client that left while its request was authorized is closed already: its 'close' will not come again.
     if (res.destroyed) return;
-    res.writeHead(200, { "content-type": "text/event-stream; charset=utf-8", "cache-control": "no-store", connection: "keep-alive", "x-accel-buffering": "no" });
+    res.writeHead(200, { "content-type": "text/event-stream; charset=utf-8", "cache-control": "no-store", "x-content-type-options": "nosniff", connection: "keep-alive", "x-accel-buffering": "no" });
     res.write(": connected\n\n");
     const client = { res, runId };
     this.clients.add(client);

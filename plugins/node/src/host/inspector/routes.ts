@@ -13,6 +13,13 @@ const ASSETS: Record<string, string> = {
   "inspector.js": "text/javascript; charset=utf-8",
 };
 const ASSET_DIR = new URL("../../../inspector/", import.meta.url);
+/** Run data is for whoever asked, now: never kept by a cache, never read as anything but JSON. */
+const DATA_HEADERS = { "cache-control": "no-store", "x-content-type-options": "nosniff" };
+/**
+ * The page loads only its own files and sends data only to its host; no base, form target, plugin or
+ * frame around it. What a value that ever escaped the page's text nodes could do stays here.
+ */
+const PAGE_CSP = "default-src 'self'; style-src 'self'; script-src 'self'; connect-src 'self'; img-src 'self' data:; object-src 'none'; base-uri 'none'; form-action 'none'; frame-ancestors 'none'";
 const STATUSES: RunStatus[] = ["queued", "running", "waiting_approval", "waiting_input", "completed", "failed"];
 
 export interface InspectorOptions {
@@ -38,7 +45,9 @@ export function inspectorRoutes(runtime: OpenEveRuntime, options: InspectorOptio
         "content-type": ASSETS[name]!,
         "cache-control": "no-cache",
         "x-content-type-options": "nosniff",
-        "content-security-policy": "default-src 'self'; style-src 'self'; script-src 'self'; connect-src 'self'; img-src 'self' data:; frame-ancestors 'none'",
+        "content-security-policy": PAGE_CSP,
+        "x-frame-options": "DENY",
+        "referrer-policy": "no-referrer",
       });
       ctx.res.end(text);
     },
@@ -52,10 +61,10 @@ export function inspectorRoutes(runtime: OpenEveRuntime, options: InspectorOptio
       const unknown = statuses.find((status) => !STATUSES.includes(status as RunStatus));
       if (unknown) throw new HttpError(400, "AL_ERR_HTTP_BODY_INVALID", `status=${unknown} is not one of ${STATUSES.join(", ")}`, { fix: "GET /inspector/api/runs?status=waiting_approval" });
       const page = await runtime.state.runs.listRuns({ agentId: runtime.manifest.agent.id, limit: 100, ...(statuses.length > 0 ? { status: statuses as RunStatus[] } : {}) });
-      sendJson(ctx.res, 200, { agent: { id: runtime.manifest.agent.id, revision: runtime.manifest.agentRevision }, runs: page.runs.map(summary) });
+      sendJson(ctx.res, 200, { agent: { id: runtime.manifest.agent.id, revision: runtime.manifest.agentRevision }, runs: page.runs.map(summary) }, DATA_HEADERS);
     }),
     api("/inspector/api/runs/:runId", async (ctx) => {
-      sendJson(ctx.res, 200, await runView(runtime, ctx.params.runId!, options.captureContent));
+      sendJson(ctx.res, 200, await runView(runtime, ctx.params.runId!, options.captureContent), DATA_HEADERS);
     }),
     api("/inspector/api/stream", async (ctx) => {
       live.open(ctx.res, ctx.query.get("runId"));

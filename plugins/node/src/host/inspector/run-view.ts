@@ -4,6 +4,16 @@ import { captureBody, capturesBodies, type OpenEveRuntime } from "@assemblyline-
 /** A body as the inspector may show it: null when captureContent keeps bodies out. */
 type Body = string | null;
 
+/**
+ * What one view carries at most, newest kept: the page refetches the view on every event, so a
+ * run with 100 000 events must not cost megabytes each time. The rest is at /runs/:id/events.
+ */
+const TIMELINE_LIMIT = 500;
+const TOOL_CALLS_LIMIT = 200;
+const STEPS_LIMIT = 200;
+/** Free text outside bodies (errors, questions, reasons, step keys) that a tool, hook or model may make huge. */
+const TEXT_LIMIT = 2_000;
+
 export interface RunSummaryView {
   id: string;
   status: RunRecord["status"];
@@ -28,18 +38,20 @@ export async function runView(runtime: OpenEveRuntime, runId: string, mode: Capt
   ]);
   const body = (value: JsonValue | undefined): Body => (capturesBodies(mode) && value !== undefined ? captureBody(value, mode) : null);
   const eventCost = events.reduce((sum, event) => sum + costOf(event), 0);
+  const steps = events.filter((event) => event.type === "durable_step.completed" || event.type === "durable_step.replayed");
   return {
     captureContent: mode,
-    run: { ...summary(run!), agentRevision: run!.agentRevision, modelSpec: run!.modelSpec, error: run!.error },
+    run: { ...summary(run!), agentRevision: run!.agentRevision, modelSpec: cut(run!.modelSpec), error: run!.error ? { ...run!.error, message: cut(run!.error.message) } : run!.error },
     message: body(run!.input.message),
     response: result.response ? body(result.response.text) : null,
     pendingApprovals: (result.pendingApprovals ?? []).map((pending) => ({ callId: pending.callId, toolName: pending.toolName, input: body(pending.input), reason: approvalReason(events, pending.callId) })),
-    question: result.question ? { callId: result.question.callId, toolName: result.question.toolName, question: questionText(result.question.question) } : null,
-    timeline: events.map((event) => ({ seq: event.seq, at: event.createdAt, type: event.type, detail: detail(event) })),
-    toolCalls: toolCalls.map((call) => toolCallView(call, body)),
-    steps: events
-      .filter((event) => event.type === "durable_step.completed" || event.type === "durable_step.replayed")
-      .map((event) => ({ seq: event.seq, key: String(event.data.key), replayed: event.type === "durable_step.replayed", at: event.createdAt })),
+    question: result.question ? { callId: result.question.callId, toolName: result.question.toolName, question: cut(questionText(result.question.question)) } : null,
+    timelineTotal: events.length,
+    timeline: events.slice(-TIMELINE_LIMIT).map((event) => ({ seq: event.seq, at: event.createdAt, type: event.type, detail: cut(detail(event)) })),
+    toolCallsTotal: toolCalls.length,
+    toolCalls: toolCalls.slice(-TOOL_CALLS_LIMIT).map((call) => toolCallView(call, body)),
+    stepsTotal: steps.length,
+    steps: steps.slice(-STEPS_LIMIT).map((event) => ({ seq: event.seq, key: cut(String(event.data.key)), replayed: event.type === "durable_step.replayed", at: event.createdAt })),
     usage: {
       inputTokens: usage.reduce((sum, record) => sum + record.inputTokens, 0),
       outputTokens: usage.reduce((sum, record) => sum + record.outputTokens, 0),
@@ -77,7 +89,7 @@ function detail(event: RunEvent): string {
 
 function approvalReason(events: RunEvent[], callId: string): string | null {
   const requested = events.find((event) => event.type === "approval.requested" && event.data.callId === callId);
-  return typeof requested?.data.reason === "string" ? requested.data.reason : null;
+  return typeof requested?.data.reason === "string" ? cut(requested.data.reason) : null;
 }
 
 function questionText(question: JsonValue): string {
@@ -90,4 +102,8 @@ function costOf(event: RunEvent): number {
   if (event.type !== "model.response") return 0;
   const usage = event.data.usage;
   return usage && typeof usage === "object" && !Array.isArray(usage) && typeof usage.costUsd === "number" ? usage.costUsd : 0;
+}
+
+function cut(text: string): string {
+  return text.length <= TEXT_LIMIT ? text : `${text.slice(0, TEXT_LIMIT)}…[truncated ${text.length - TEXT_LIMIT} chars]`;
 }
