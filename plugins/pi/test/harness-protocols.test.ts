@@ -206,6 +206,17 @@ describe.each([openAIChat, anthropicMessages])("pi harness against $name", (prot
     expect(server.requests).toHaveLength(1);
   }, 10_000);
 
+  it("fails the turn when the provider's connection drops mid-answer, never taking the part received for the answer", async () => {
+    server.enqueue({ kind: "stream", text: ["Once upon", " a time"], holdAfter: { events: 1, until: new Promise(() => undefined) } });
+    const ctx = new JournalHarnessContext("run_1", tools);
+    ctx.onTextDelta = () => void server.close();
+
+    const outcome = await harness({ retry: { ...fastRetry, maxRetries: 0 } }).runTurn(turnInput(protocol.spec), ctx).catch((e: unknown) => e);
+
+    expect(outcome).toBeInstanceOf(Error);
+    expect(ctx.journal.size).toBe(0);
+  }, 10_000);
+
   it("ends the turn with the tool's error when a tool fails", async () => {
     server.toolCalls([
       { id: "call_1", name: "explode", argumentChunks: ["{}"] },
