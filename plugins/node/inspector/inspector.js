@@ -107,7 +107,7 @@ function renderRun(view) {
     ...pendingParts(view),
     body("Message", view.message),
     body("Response", view.response),
-    el("h3", { text: `Timeline (${view.timeline.length} events)` }),
+    el("h3", { text: shownOf("Timeline", view.timeline.length, view.timelineTotal, "events") }),
     el(
       "ol",
       { class: "timeline", "aria-label": "Events in order" },
@@ -122,7 +122,7 @@ function renderRun(view) {
         ),
       ),
     ),
-    el("h3", { text: "Tool calls" }),
+    el("h3", { text: view.toolCallsTotal > view.toolCalls.length ? shownOf("Tool calls", view.toolCalls.length, view.toolCallsTotal, "calls") : "Tool calls" }),
     view.toolCalls.length === 0
       ? el("p", { class: "muted", text: "None." })
       : el(
@@ -145,7 +145,7 @@ function renderRun(view) {
             ),
           ),
         ),
-    el("h3", { text: "Durable steps" }),
+    el("h3", { text: view.stepsTotal > view.steps.length ? shownOf("Durable steps", view.steps.length, view.stepsTotal, "steps") : "Durable steps" }),
     view.steps.length === 0
       ? el("p", { class: "muted", text: "None." })
       : el("ul", {}, view.steps.map((step) => el("li", {}, el("code", { text: step.key }), step.replayed ? " (replayed)" : "", when(step.at)))),
@@ -162,6 +162,11 @@ function renderRun(view) {
   const notice = state.notice ? el("p", { class: "error", role: "alert", text: state.notice }) : null;
   state.notice = "";
   $("detail-body").replaceChildren(...[notice, ...parts].flat().filter(Boolean));
+}
+
+/** A heading that says when the host sent only the newest part of a long list. */
+function shownOf(label, shown, total, noun) {
+  return total > shown ? `${label} (newest ${shown} of ${total} ${noun})` : `${label} (${shown} ${noun})`;
 }
 
 function timelineClass(type) {

@@ -194,6 +194,18 @@ describe("inspector data", () => {
     expect(view.timeline.at(-1).type).toBe("run.completed");
     expect(view.toolCallsTotal).toBe(10_000);
     expect(view.toolCalls).toHaveLength(200);
+    if (haveChromium) {
+      // The page says it shows the newest part, not the whole run.
+      const browser = await chromium.launch({ executablePath: CHROMIUM, args: ["--no-sandbox"] });
+      try {
+        const page = await browser.newPage();
+        await page.goto(`${host.url}/inspector#/runs/${encodeURIComponent(runId)}`);
+        await page.getByRole("heading", { name: `Timeline (newest 500 of ${view.timelineTotal} events)` }).waitFor({ timeout: 15_000 });
+        await page.getByRole("heading", { name: "Tool calls (newest 200 of 10000 calls)" }).waitFor();
+      } finally {
+        await browser.close();
+      }
+    }
 
     const failing = await startHost(bundle, { agentHarness: huge });
     const failed = (await send(failing.url, "anything")).body;
