@@ -1,11 +1,9 @@
 import { createHash, randomBytes } from "node:crypto";
 import { setTimeout as sleep } from "node:timers/promises";
 import type { Daytona, Sandbox as DaytonaSdkSandbox } from "@daytonaio/sdk";
-import { AssemblyLineError, type Sandbox, type SandboxDriver, type SandboxSnapshot, type SnapshottingSandboxAdapter, ShellSandbox, SandboxOpenings } from "@assemblyline-agents/core";
+import { AssemblyLineError, KILL_LEFTOVERS, checkReadSize, sizeScript, tracked, type Sandbox, type SandboxDriver, type SandboxSnapshot, type SnapshottingSandboxAdapter, ShellSandbox, SandboxOpenings } from "@assemblyline-agents/core";
 import { resolveDaytonaOptions, type DaytonaSandboxOptions, type ResolvedDaytonaOptions } from "./options.js";
-import { KILL_LEFTOVERS, tracked } from "./leftover-commands.js";
 import { providerError, statusOf } from "./provider-error.js";
-import { checkReadSize, sizeScript } from "./read-limit.js";
 import { retryRateLimited } from "./rate-limit.js";
 
 /** Labels mark what this adapter made, so it finds its sandboxes again after a restart. */

@@ -1,10 +1,8 @@
 import { createHash, randomBytes } from "node:crypto";
 import type { Sandbox as E2bSdkSandbox, SandboxInfo } from "e2b";
-import { AssemblyLineError, type Sandbox, type SandboxDriver, type SandboxSnapshot, type SnapshottingSandboxAdapter, ShellSandbox, SandboxOpenings } from "@assemblyline-agents/core";
+import { AssemblyLineError, KILL_LEFTOVERS, checkReadSize, sizeScript, tracked, type Sandbox, type SandboxDriver, type SandboxSnapshot, type SnapshottingSandboxAdapter, ShellSandbox, SandboxOpenings } from "@assemblyline-agents/core";
 import { resolveE2bOptions, type E2bSandboxOptions, type ResolvedE2bOptions } from "./options.js";
-import { KILL_LEFTOVERS, tracked } from "./leftover-commands.js";
 import { providerError } from "./provider-error.js";
-import { checkReadSize, sizeScript } from "./read-limit.js";
 
 /** Metadata marks what this adapter made, so it finds its sandboxes again after a restart. */
 export const METADATA = {

@@ -1,11 +1,9 @@
 import { createHash } from "node:crypto";
 import type { ModalClient, Sandbox as ModalSdkSandbox } from "modal";
-import { AssemblyLineError, type Sandbox, type SandboxAdapter, type SandboxDriver, ShellSandbox, SandboxOpenings } from "@assemblyline-agents/core";
+import { AssemblyLineError, KILL_LEFTOVERS, MAX_READ_BYTES, checkReadSize, sizeScript, tracked, type Sandbox, type SandboxAdapter, type SandboxDriver, ShellSandbox, SandboxOpenings } from "@assemblyline-agents/core";
 import { resolveModalOptions, type ModalSandboxOptions, type ResolvedModalOptions } from "./options.js";
-import { KILL_LEFTOVERS, tracked } from "./leftover-commands.js";
 import { grpcStatusOf, providerError } from "./provider-error.js";
 import { withinDeadline } from "./deadline.js";
-import { MAX_READ_BYTES, checkReadSize, sizeScript } from "./read-limit.js";
 
 /** Tags mark what this adapter made, so a same-named sandbox it did not make is never used or terminated. */
 export const TAGS = {

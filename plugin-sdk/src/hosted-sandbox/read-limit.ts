@@ -1,12 +1,8 @@
-import { AssemblyLineError } from "@assemblyline-agents/core";
+import { AssemblyLineError } from "../errors.js";
+import { quote } from "./exec-script.js";
 
 /** Largest file readFile returns: the provider hands a file back whole, in memory (the Docker sandbox's limit too). */
 export const MAX_READ_BYTES = 256 * 1024 * 1024;
-
-/** A shell word that means exactly `value`. */
-export function quote(value: string): string {
-  return `'${value.replace(/'/g, `'\\''`)}'`;
-}
 
 /** A script printing the size of the file at `path` in bytes (stat reads no content). */
 export function sizeScript(path: string): string {
