@@ -373,7 +373,7 @@ export function buildProgram(io: CommandIO, context: CommandContext, exit: { cod
             .description("npm install a plugin into the project and check it fits this kernel")
             .argument("<id|dir|tarball>", "a registry id, a package folder or a .tgz")
             .option("--dir <project>", "the project to install into (default: the working folder)")
-            .option("--from <spec>", "install from this npm spec instead")
+            .option("--from <spec>", "install from this npm spec instead (a range or tag installs the release checked)")
             .option("--offline", "npm install --offline"),
         ),
       ),

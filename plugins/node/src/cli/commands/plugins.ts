@@ -22,6 +22,7 @@ import {
 } from "@assemblyline-agents/registry";
 import { jsonOption, requirePositional, stringOption, type ParsedCommand } from "../args.js";
 import type { CommandIO } from "../io.js";
+import { readFromSpec, type InstallSource } from "../install-source.js";
 import { npmInstall } from "../npm-install.js";
 import { checkPluginBeforeInstall } from "../plugin-preflight.js";
 import { envelope, progress } from "../output.js";
@@ -137,23 +138,23 @@ export async function addPlugin(parsed: ParsedCommand, io: CommandIO): Promise<n
     throw new AssemblyLineError("AL_ERR_CLI_USAGE", `${project} has no package.json to add the plugin to`, { fix: "Run it in your project folder (npm init -y creates one), or pass --dir <project>." });
   }
   const from = stringOption(parsed, "from");
-  let spec: string;
-  let knownName: string | undefined;
-  if (from !== undefined) spec = from;
-  else if (looksLikePath(target)) spec = resolve(target);
-  else {
+  let source: InstallSource;
+  if (from !== undefined) source = readFromSpec(from, usage);
+  else if (looksLikePath(target)) {
+    const path = resolve(target);
+    source = { check: path, install: () => path };
+  } else {
     const entry = await findEntry(target, parsed, io);
-    spec = `${entry.package}@^${entry.version}`;
-    knownName = entry.package;
+    source = { check: `${entry.package}@^${entry.version}`, name: entry.package, install: (version) => `${entry.package}@${version}` };
   }
   const step = progress(io, json);
-  step(`checking ${spec} before installing it`);
-  const checked = await checkPluginBeforeInstall(spec, { kernelVersion: KERNEL_VERSION, offline: parsed.values.offline === true });
-  // npm install would resolve the range again, and a release published since the check would go in unchecked.
-  const install = knownName ? `${knownName}@${checked.version}` : spec;
+  step(`checking ${source.check} before installing it`);
+  const checked = await checkPluginBeforeInstall(source.check, { kernelVersion: KERNEL_VERSION, offline: parsed.values.offline === true });
+  // npm install would resolve a range or tag again, and a release published since the check would go in unchecked.
+  const install = source.install(checked.version);
   const before = await snapshotProject(project);
   step(`installing ${install} into ${project} with npm`);
-  const name = await npmInstall(project, install, { offline: parsed.values.offline === true, ...(knownName ? { knownName } : {}) });
+  const name = await npmInstall(project, install, { offline: parsed.values.offline === true, ...(source.name ? { knownName: source.name } : {}) });
 
   let plugin: InspectedPlugin;
   step(`checking ${name} against kernel ${KERNEL_VERSION}`);
