@@ -5,6 +5,7 @@ import { cp, mkdir, readFile, rename, rm, writeFile } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { dirname, isAbsolute, join, relative, resolve, sep } from "node:path";
 import { AssemblyLineError } from "../errors.js";
+import { markModulesCopyUsed, pruneModulesCache } from "./modules-cache.js";
 
 /*
  * A deploy bundle is a folder a plain `node` can run anywhere, with no registry:
@@ -32,6 +33,8 @@ export interface StageDeployBundleOptions {
   /**
    * Where copies of the runtime packages are kept, one folder per dependency
    * digest, reused by later deploys. Default: `<os.tmpdir()>/assembly-line-deploy-modules`.
+   * Each deploy removes copies beyond the 3 most recently used that no deploy
+   * used within the last hour.
    */
   modulesCache?: string;
 }
@@ -99,8 +102,11 @@ export async function stageDeployBundle(options: StageDeployBundleOptions): Prom
   const roots = new Set([HOST_PACKAGE, ...(await declaredDependencies(agentDir)), ...(options.packages ?? [])]);
   const plan = await planPackages([...roots], agentDir);
   const modulesDigest = createHash("sha256").update(plan.map((entry) => `${entry.dest}\0${entry.version}\0${entry.real}\0${contentSignature(entry)}`).join("\n")).digest("hex").slice(0, 16);
-  const modulesDir = join(resolve(options.modulesCache ?? join(tmpdir(), "assembly-line-deploy-modules")), modulesDigest);
-  if (!existsSync(join(modulesDir, "node_modules"))) {
+  const modulesCache = resolve(options.modulesCache ?? join(tmpdir(), "assembly-line-deploy-modules"));
+  const modulesDir = join(modulesCache, modulesDigest);
+  if (existsSync(join(modulesDir, "node_modules"))) {
+    await markModulesCopyUsed(modulesDir);
+  } else {
     // Staged beside and renamed into place, so a folder named after a digest is always complete.
     const staging = `${modulesDir}.staging-${randomBytes(6).toString("hex")}`;
     try {
@@ -113,6 +119,7 @@ export async function stageDeployBundle(options: StageDeployBundleOptions): Prom
       await rm(staging, { recursive: true, force: true });
     }
   }
+  await pruneModulesCache(modulesCache, modulesDigest);
   digest.update(modulesDigest);
   const cli = join("node_modules", ...HOST_PACKAGE.split("/"), "bin", "assembly-line.js");
   if (!existsSync(join(modulesDir, cli))) {
