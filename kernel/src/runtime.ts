@@ -20,6 +20,7 @@ import {
   type RunBudgets,
   type TelemetrySink,
   isoTimestamp,
+  isRunOfAgent,
 } from "@assemblyline-agents/core";
 import type { ActiveInstrumentation } from "./telemetry/instrumentation.js";
 import { Tracer } from "./telemetry/tracer.js";
@@ -661,7 +662,7 @@ export class OpenEveRuntime {
   private async requireOwnRun(runId: string): Promise<RunRecord> {
     const run = await this.requireRun(runId);
     const agentId = this.manifest.agent.id;
-    if (run.agentId !== agentId && !run.agentId.startsWith(`${agentId}/`)) {
+    if (!isRunOfAgent(run, agentId)) {
       throw new AssemblyLineError("AL_ERR_RUN_NOT_FOUND", `run ${runId} belongs to agent "${run.agentId}", not to "${agentId}", which this runtime serves`, {
         fix: `Act on it through a runtime (or host) of agent "${run.agentId}".`,
         details: { runId, agentId: run.agentId },

@@ -87,6 +87,16 @@ export interface RunRecord {
   updatedAt: string;
 }
 
+/**
+ * Whether `run` is a run of agent `agentId`: its own, or one of its subagents' (agent id
+ * `<agent id>/<path>`). One store may hold several agents' runs (e.g. one database): a runtime,
+ * host or command acts on and shows only its agent's, and every one of them decides it here.
+ */
+export function isRunOfAgent(run: { agentId: string }, agentId: string): boolean {
+  // The "/" keeps agent "support" from claiming the runs of agent "support-eu".
+  return run.agentId === agentId || run.agentId.startsWith(`${agentId}/`);
+}
+
 export interface NewRun {
   id: string;
   agentId: string;

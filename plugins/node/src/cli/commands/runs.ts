@@ -1,7 +1,7 @@
 import { existsSync } from "node:fs";
 import { readFile } from "node:fs/promises";
 import { join, resolve } from "node:path";
-import { AssemblyLineError, isAssemblyLineError, type RunEvent, type RunRecord, type RunStatus, type RunStore } from "@assemblyline-agents/core";
+import { AssemblyLineError, isAssemblyLineError, isRunOfAgent, type RunEvent, type RunRecord, type RunStatus, type RunStore } from "@assemblyline-agents/core";
 import type { PiModelCatalog } from "@assemblyline-agents/pi";
 import type { RunResult } from "@assemblyline-agents/runtime";
 import { builtAgentFolder } from "../agent-folder.js";
@@ -46,11 +46,6 @@ async function open(parsed: ParsedCommand, io: CommandIO, options: OpenOptions):
   return { ...local, agentDir, json };
 }
 
-/** A run of this agent: its own id, or a subagent's (`<agent id>/<path>`). */
-function ofAgent(run: RunRecord, agentId: string): boolean {
-  return run.agentId === agentId || run.agentId.startsWith(`${agentId}/`);
-}
-
 /**
  * The run a command is about to decide, resume or migrate, refused when a --state-dir (or
  * the config's stateDir) holds another agent's runs: this agent's build would continue it.
@@ -60,7 +55,7 @@ async function requireOwnRun(local: LocalRuntime & { agentDir: string }, parsed:
   const run = await local.runtime.state.runs.getRun(runId);
   const agentId = local.runtime.manifest.agent.id;
   const stateDir = stringOption(parsed, "state-dir");
-  if (!run || stateDir === undefined || ofAgent(run, agentId)) return run;
+  if (!run || stateDir === undefined || isRunOfAgent(run, agentId)) return run;
   const named = parsed.configured?.includes("state-dir") ? `the config's stateDir ${stateDir}` : `--state-dir ${stateDir}`;
   throw new AssemblyLineError("AL_ERR_CLI_USAGE", `run ${runId} belongs to agent "${run.agentId}", not to "${agentId}" (${resolve(local.agentDir)}): ${named} keeps another agent's runs`, {
     fix: `Pass the folder of agent "${run.agentId}" as --agent <dir>, or give this agent's own state folder; its build, not this one, continues the run.`,
@@ -128,7 +123,7 @@ export async function runsList(parsed: ParsedCommand, io: CommandIO): Promise<nu
     for (const run of page.runs) {
       const revision = await revisionOf(lister.runs, run, lister.currentRevision);
       // A --state-dir shared with another agent: its runs are not this agent's earlier builds.
-      const pinned = !ofAgent(run, lister.agentId) ? `${revision} (agent ${run.agentId})` : revision === lister.currentRevision ? revision : `${revision} (earlier build)`;
+      const pinned = !isRunOfAgent(run, lister.agentId) ? `${revision} (agent ${run.agentId})` : revision === lister.currentRevision ? revision : `${revision} (earlier build)`;
       io.out(`${run.id}  ${run.status.padEnd(16)} ${pinned}  ${run.createdAt}  ${JSON.stringify(run.input.message).slice(0, 60)}`);
     }
     if (page.runs.length === 0) io.out("no runs");
@@ -153,7 +148,7 @@ export async function runsShow(parsed: ParsedCommand, io: CommandIO): Promise<nu
     }
     const run = (await local.runtime.state.runs.getRun(runId))!;
     const agentId = local.runtime.manifest.agent.id;
-    io.out(`run ${run.id}  ${run.status}  revision ${run.agentRevision}  model ${run.modelSpec}${ofAgent(run, agentId) ? "" : `  agent ${run.agentId} (not ${agentId})`}`);
+    io.out(`run ${run.id}  ${run.status}  revision ${run.agentRevision}  model ${run.modelSpec}${isRunOfAgent(run, agentId) ? "" : `  agent ${run.agentId} (not ${agentId})`}`);
     for (const event of events) io.out(formatEvent(event));
     if (usage.length > 0) {
       const total = usage.reduce((sum, record) => ({ input: sum.input + record.inputTokens, output: sum.output + record.outputTokens, cost: sum.cost + record.costUsd }), { input: 0, output: 0, cost: 0 });
