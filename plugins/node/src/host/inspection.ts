@@ -1,6 +1,7 @@
 import type { JsonValue, RunEvent, RunListFilter, RunStatus } from "@assemblyline-agents/core";
 import type { OpenEveRuntime, RunResult } from "@assemblyline-agents/runtime";
 import { formatEvent } from "../cli/timeline.js";
+import { requireAgentRun } from "./agent-runs.js";
 import { HttpError, optionalString, parseJsonObject, readBody, requiredString, sendJson } from "./http.js";
 import type { RequestContext, Route } from "./router.js";
 
@@ -11,7 +12,9 @@ const DEFAULT_DECISION_WAIT_MS = 30_000;
 
 /**
  * The /runs endpoints: list with filters and paging, one run with everything
- * recorded about it, and the decisions that resume a paused run.
+ * recorded about it, and the decisions that resume a paused run. Each serves
+ * the host's agent's runs only: another agent's, in a shared store, is listed
+ * nowhere and answered as an unknown id (requireAgentRun).
  */
 export function inspectionRoutes(runtime: OpenEveRuntime, maxBodyBytes: number, draining: AbortSignal): Route[] {
   const runs = runtime.state.runs;
@@ -19,6 +22,7 @@ export function inspectionRoutes(runtime: OpenEveRuntime, maxBodyBytes: number, 
 
   return [
     route("GET", "/runs", async (ctx) => {
+      // The store's agentId filter keeps other agents' runs (and this agent's subagent runs) out of the page.
       const filter: RunListFilter = { agentId: runtime.manifest.agent.id, limit: pageSize(ctx.query.get("limit")) };
       const statuses = ctx.query.getAll("status").flatMap((value) => value.split(",")).filter(Boolean);
       const unknown = statuses.find((status) => !STATUSES.includes(status as RunStatus));
@@ -38,6 +42,7 @@ export function inspectionRoutes(runtime: OpenEveRuntime, maxBodyBytes: number, 
 
     route("GET", "/runs/:runId", async (ctx) => {
       const runId = ctx.params.runId!;
+      await requireAgentRun(runtime, runId);
       const result = await runtime.getRun(runId);
       const [run, events, toolCalls, checkpoint, deliveries, usage] = await Promise.all([
         runs.getRun(runId),
@@ -62,7 +67,7 @@ export function inspectionRoutes(runtime: OpenEveRuntime, maxBodyBytes: number, 
     route("GET", "/runs/:runId/events", async (ctx) => {
       const afterSeq = Number(ctx.query.get("afterSeq") ?? 0);
       if (!Number.isInteger(afterSeq) || afterSeq < 0) throw badQuery("afterSeq must be a non-negative integer");
-      await runtime.getRun(ctx.params.runId!);
+      await requireAgentRun(runtime, ctx.params.runId!);
       sendJson(ctx.res, 200, { events: await runs.listEvents(ctx.params.runId!, { afterSeq, limit: pageSize(ctx.query.get("limit")) }) });
     }),
 
@@ -95,6 +100,8 @@ export function inspectionRoutes(runtime: OpenEveRuntime, maxBodyBytes: number, 
  * or 202 with its current state when it is still going after `?wait` seconds.
  */
 async function decide(ctx: RequestContext, runtime: OpenEveRuntime, draining: AbortSignal, resume: () => Promise<RunResult>): Promise<void> {
+  // The runtime refuses another agent's run too, but its refusal names that agent: answered here as an unknown id.
+  await requireAgentRun(runtime, ctx.params.runId!);
   const waitMs = ctx.query.has("wait") ? Math.max(0, Number(ctx.query.get("wait")) * 1000 || 0) : DEFAULT_DECISION_WAIT_MS;
   const resumed = resume();
   let timer: NodeJS.Timeout | undefined;

@@ -1,6 +1,7 @@
 import { readFile } from "node:fs/promises";
 import type { CaptureContent, RunStatus } from "@assemblyline-agents/core";
 import type { OpenEveRuntime } from "@assemblyline-agents/runtime";
+import { requireAgentRun } from "../agent-runs.js";
 import { HttpError, sendJson } from "../http.js";
 import type { RequestContext, Route } from "../router.js";
 import { LiveUpdates } from "./live-updates.js";
@@ -32,6 +33,8 @@ export interface InspectorOptions {
  * The run inspector: /inspector serves the page (no run data in it); every
  * piece of run data comes from /inspector/api/* behind the host's auth, like
  * /runs. Decisions go through the existing POST /runs/:id/approve|deny|answer.
+ * Like /runs, it shows the host's agent's runs only: another agent's, in a
+ * shared store, is not listed, not streamed and reads as an unknown id.
  */
 export function inspectorRoutes(runtime: OpenEveRuntime, options: InspectorOptions): Route[] {
   const live = new LiveUpdates(runtime, options.draining);
@@ -64,6 +67,7 @@ export function inspectorRoutes(runtime: OpenEveRuntime, options: InspectorOptio
       sendJson(ctx.res, 200, { agent: { id: runtime.manifest.agent.id, revision: runtime.manifest.agentRevision }, runs: page.runs.map(summary) }, DATA_HEADERS);
     }),
     api("/inspector/api/runs/:runId", async (ctx) => {
+      await requireAgentRun(runtime, ctx.params.runId!);
       sendJson(ctx.res, 200, await runView(runtime, ctx.params.runId!, options.captureContent), DATA_HEADERS);
     }),
     api("/inspector/api/stream", async (ctx) => {
