@@ -1,11 +1,12 @@
 import { randomUUID } from "node:crypto";
-import type {
-  ChannelAck,
-  ChannelModule,
-  ChannelRequest,
-  ChannelTurn,
-  JsonValue,
-  RuntimeLogger,
+import {
+  isRunOfAgent,
+  type ChannelAck,
+  type ChannelModule,
+  type ChannelRequest,
+  type ChannelTurn,
+  type JsonValue,
+  type RuntimeLogger,
 } from "@assemblyline-agents/core";
 import type { OpenEveRuntime, RunResult } from "@assemblyline-agents/runtime";
 import { HttpError, isJsonContentType, optionalString, parseJsonObject, readBody, requiredString, retryAfterSeconds, sendJson } from "./http.js";
@@ -195,8 +196,19 @@ export class ChannelIngress {
         if (created && waiting) watch = watcher.watch(runId);
         if (created) mailbox.enqueue(runId, conversationId, { prepare: attachments > 0 });
       }
-      // Enqueue even a duplicate: a run queued by a process that died is adopted here.
-      if (!created && (await runtime.state.runs.getRun(runId))?.status === "queued") mailbox.enqueue(runId, conversationId, { prepare: true });
+      if (!created) {
+        const existing = await runtime.state.runs.getRun(runId);
+        // Runs are deduped on the event id across the whole store: in a store shared with other agents, the
+        // run an event id names may be another agent's, whose reply this caller must not be answered with.
+        if (existing && !isRunOfAgent(existing, runtime.manifest.agent.id)) {
+          logger.warn({ event: "ingress.event_taken", channel, eventId: turn.eventId, requestId: ctx.requestId }, "the event id already started a run of another agent in this state store");
+          throw new HttpError(409, "AL_ERR_INGRESS_EVENT_TAKEN", `event ${turn.eventId} of channel ${channel} already started a run of another agent in this state store`, {
+            fix: "Send the turn under an event id (Idempotency-Key) of its own: agents that share a state store share its event ids.",
+          });
+        }
+        // Enqueue even a duplicate: a run queued by a process that died is adopted here.
+        if (existing?.status === "queued") mailbox.enqueue(runId, conversationId, { prepare: true });
+      }
     } finally {
       reservation.release();
     }
