@@ -30,7 +30,9 @@ async function agentBundle(id: string, files: Record<string, string> = {}): Prom
   const agentDir = join(tempDir("al-host-agent-"), "agent");
   cpSync(FIXTURE_AGENT, agentDir, { recursive: true });
   const agentFile = join(agentDir, "agent.ts");
-  writeFileSync(agentFile, readFileSync(agentFile, "utf8").replace('id: "host-agent"', `id: ${JSON.stringify(id)}`));
+  const source = readFileSync(agentFile, "utf8");
+  if (!source.includes('id: "host-agent"')) throw new Error(`the fixture's agent.ts no longer declares id: "host-agent"; give ${id} another way`);
+  writeFileSync(agentFile, source.replace('id: "host-agent"', `id: ${JSON.stringify(id)}`));
   for (const [file, text] of Object.entries(files)) {
     mkdirSync(dirname(join(agentDir, file)), { recursive: true });
     writeFileSync(join(agentDir, file), text);
