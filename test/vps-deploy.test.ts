@@ -1,4 +1,4 @@
-import { existsSync, mkdtempSync, readFileSync, readdirSync, readlinkSync, rmSync, statSync, writeFileSync } from "node:fs";
+import { existsSync, mkdirSync, mkdtempSync, readFileSync, readdirSync, readlinkSync, rmSync, statSync, utimesSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
@@ -113,7 +113,16 @@ if (sshdInstalled("assembly-line deploy --target vps") && s3rverInstalled()) {
     let first: Awaited<ReturnType<typeof deployAgent>>;
 
     it("ships the release over ssh + rsync, starts it, and serves /readyz and a run; secrets only in the host's env file", async () => {
+      // Runtime packages of earlier dependency sets that no release links to: one unused for a day, one uploaded a minute ago.
+      const stale = join(remoteDir, "modules", "00000000000000aa");
+      const recent = join(remoteDir, "modules", "00000000000000bb");
+      for (const dir of [stale, recent]) mkdirSync(join(dir, "node_modules"), { recursive: true });
+      const dayAgo = new Date(Date.now() - 24 * 3_600_000);
+      utimesSync(stale, dayAgo, dayAgo);
       first = await deploy();
+      expect(existsSync(stale)).toBe(false);
+      expect(existsSync(recent)).toBe(true);
+      expect(existsSync(join(remoteDir, "releases", first.id, "node_modules", "@assemblyline-agents", "node", "package.json"))).toBe(true);
       expect(first.url).toBe(`http://127.0.0.1:${port}`);
       expect((await getJson(`${first.url}/readyz`, { authorization: `Bearer ${TOKEN}` })).status).toBe(200);
       const sent = await postJson(`${first.url}/message?wait=60`, { message: "hi" }, { authorization: `Bearer ${TOKEN}` });

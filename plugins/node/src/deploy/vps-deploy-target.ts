@@ -45,6 +45,7 @@ export interface VpsDeployResult {
 /*
  * Layout on the host (<dir> = options.directory):
  *   <dir>/modules/<digest>/node_modules    runtime packages, shared by releases with the same dependencies
+ *                                          (removed once no kept release links to them)
  *   <dir>/releases/<id>/agent              one release: sources + manifest
  *   <dir>/releases/<id>/node_modules  ->   ../../modules/<digest>/node_modules
  *   <dir>/current                     ->   releases/<id>
@@ -97,6 +98,7 @@ export class VpsDeployTarget implements DeployTarget {
       const outcome = await service.waitReady(readyTimeoutMs);
       if (outcome === "ready") {
         await this.pruneReleases(dir, id, previous);
+        await this.pruneModules(dir, bundle.modules.digest);
         return { id, url: `http://${this.ssh.host.includes(":") ? `[${this.ssh.host}]` : this.ssh.host}:${port}`, previous, serviceManager: manager };
       }
       const logs = await service.logs();
@@ -135,7 +137,8 @@ export class VpsDeployTarget implements DeployTarget {
   /** The runtime packages go up once per dependency digest; later releases only link to them. */
   private async uploadModules(bundle: DeployBundle, dir: string): Promise<void> {
     const target = `${dir}/modules/${bundle.modules.digest}`;
-    if ((await remoteResult(this.ssh, `test -f ${quote(`${target}/.complete`)}`)).code === 0) return;
+    // Touched when reused: the folder's modification time is its last use (see pruneModules).
+    if ((await remoteResult(this.ssh, `test -f ${quote(`${target}/.complete`)} && touch ${quote(target)}`)).code === 0) return;
     await this.copy(`${bundle.modules.dir}/node_modules/`, `${target}/node_modules/`);
     await remote(this.ssh, "marking the packages complete", `touch ${quote(`${target}/.complete`)}`);
   }
@@ -165,6 +168,20 @@ export class VpsDeployTarget implements DeployTarget {
     const listed = (await remote(this.ssh, "listing releases", `ls -1 ${quote(`${dir}/releases`)}`)).split("\n").filter(Boolean).sort().reverse();
     const old = listed.slice(keep).filter((release) => release !== current && release !== previous);
     if (old.length > 0) await remote(this.ssh, "pruning old releases", `cd ${quote(dir)} && rm -rf ${old.flatMap((release) => [quote(`releases/${release}`), quote(`envs/${release}`)]).join(" ")}`);
+  }
+
+  /**
+   * The runtime packages of dependency sets no kept release links to (about
+   * 200 MB each) go with the releases that used them; a folder used within the
+   * hour stays, as a deploy from another machine may have just uploaded it.
+   */
+  private async pruneModules(dir: string, inUse: string): Promise<void> {
+    const script =
+      `cd ${quote(dir)} && for m in modules/*/; do d=\${m#modules/}; d=\${d%/}; ` +
+      `[ -d "modules/$d" ] && [ "$d" != ${quote(inUse)} ] || continue; ` +
+      `for r in releases/*/node_modules; do [ "$(readlink "$r")" = "../../modules/$d/node_modules" ] && continue 2; done; ` +
+      `[ -z "$(find "modules/$d" -maxdepth 0 -mmin -60)" ] && rm -rf "modules/$d"; done; true`;
+    await remote(this.ssh, "pruning unused runtime packages", script);
   }
 }
 
