@@ -1,5 +1,5 @@
 import { execFile } from "node:child_process";
-import { cpSync, mkdirSync, mkdtempSync, rmSync, writeFileSync } from "node:fs";
+import { cpSync, existsSync, mkdirSync, mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join, resolve } from "node:path";
 import { promisify } from "node:util";
@@ -88,6 +88,19 @@ describe("assembly-line CLI", () => {
     expect(answered.code).toBe(0);
     expect(answered.stdout).toMatch(/input\.received/);
     expect(answered.stdout.trim().split("\n").at(-1)).toBe("Got it.");
+  });
+
+  it("releases, when it starts a run, the sandbox a stopped process left of a finished run", async () => {
+    const done = await cli(["run", example, "--message", "Remember to buy milk", "--model", `scripted:${script}`, "--approve", "all", "--json"]);
+    expect(done.code).toBe(0);
+    const { runId } = JSON.parse(done.stdout).data.result as { runId: string };
+    // As if the process had stopped between the run's end and its sandbox's release.
+    const left = join(example, ".assembly-line", "sandboxes", runId);
+    mkdirSync(join(left, "workspace"), { recursive: true });
+    writeFileSync(join(left, "workspace", "draft.md"), "left behind");
+    const next = await cli(["run", example, "--message", "Remember to buy milk", "--model", `scripted:${script}`, "--approve", "all"]);
+    expect(next.code).toBe(0);
+    expect(existsSync(left)).toBe(false);
   });
 
   it("prints one JSON envelope with the run's events and result with --json", async () => {

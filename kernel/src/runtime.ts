@@ -518,6 +518,33 @@ export class OpenEveRuntime {
     return caughtUp;
   }
 
+  /**
+   * Release the sandboxes of this agent's finished runs that no process
+   * released: a run's sandbox is released after its end is recorded, so a
+   * process that stops in between (or whose release fails) leaves it, running,
+   * for good. Needs the adapter's `listKeys`; a run whose lease is still live
+   * is left to its holder, which may be releasing it now. Hosts call it in their
+   * recovery sweep. Returns the keys released.
+   */
+  async releaseFinishedSandboxes(): Promise<string[]> {
+    const adapter = this.options.sandbox;
+    if (!adapter?.listKeys) return [];
+    const agentId = this.manifest.agent.id;
+    const released: string[] = [];
+    for (const key of await adapter.listKeys()) {
+      const run = await this.state.runs.getRun(key);
+      if (!run || !isRunOfAgent(run, agentId) || (run.status !== "completed" && run.status !== "failed")) continue;
+      if (run.lease && Date.parse(run.lease.expiresAt) > Date.now()) continue;
+      try {
+        await adapter.release(key);
+        released.push(key);
+      } catch (error) {
+        this.logger.warn({ runId: run.id, err: String(error) }, "releasing a finished run's sandbox failed; the next sweep tries again");
+      }
+    }
+    return released;
+  }
+
   /** Take over runs whose owner's lease expired, and drive each. */
   async recoverRuns(options: { limit?: number } = {}): Promise<RunResult[]> {
     await this.catchUpObservers().catch((error) => this.logger.warn({ err: String(error) }, "observer catch-up failed"));

@@ -25,6 +25,14 @@ export interface SandboxAdapter {
   readonly name: string;
   acquire(key: string): Promise<Sandbox>;
   release(key: string): Promise<void>;
+  /**
+   * The keys this adapter holds something for (a sandbox, or snapshots a release
+   * would remove), so that a host can release those of finished runs: a process
+   * that stops between a run's end and its release, or whose release fails,
+   * leaves them behind (`runtime.releaseFinishedSandboxes()`). Optional: without
+   * it such a sandbox stays until released by hand.
+   */
+  listKeys?(): Promise<string[]>;
 }
 
 /** When a sandbox adapter commits a workspace to a snapshot it can restore from. Opt-in. */

@@ -8,8 +8,9 @@ const text = (body: Uint8Array) => new TextDecoder().decode(body);
 
 /**
  * The SandboxAdapter contract: one workspace per key, files under logical
- * `/workspace` paths that cannot escape it, and a shell that starts in the
- * workspace with a timeout and an output cap.
+ * `/workspace` paths that cannot escape it, a shell that starts in the
+ * workspace with a timeout and an output cap, and (optional) `listKeys` naming
+ * the keys it holds.
  */
 export function describeSandboxConformance(name: string, factory: StateKitFactory<SandboxAdapter>): void {
   describe(`${name}: SandboxAdapter conformance`, () => {
@@ -69,5 +70,15 @@ export function describeSandboxConformance(name: string, factory: StateKitFactor
       const again = await adapter().acquire(first);
       expect((await again.listFiles("/workspace")).some((entry) => entry.path === "/workspace/kept.txt")).toBe(false);
     });
+
+    it("lists a key it holds a sandbox for until the key is released, when it lists keys at all", async () => {
+      const subject = adapter();
+      if (!subject.listKeys) return;
+      const held = key();
+      await subject.acquire(held);
+      expect(await subject.listKeys()).toContain(held);
+      await subject.release(held);
+      expect(await subject.listKeys()).not.toContain(held);
+    }, 20_000);
   });
 }

@@ -97,6 +97,31 @@ if (probe.available) {
       expect(await imagesOfScope(scope)).toEqual([]);
     }, 180_000);
 
+    it("lists the keys it holds a container or, but under auto, snapshots for, in its own scope only, stopped containers too", async () => {
+      const scope = scoped();
+      const manual = new DockerSandboxAdapter({ image: images.busybox, network: "none", scope, snapshot: { mode: "manual" }, docker, logger: recordingLogger() });
+      expect(await manual.listKeys()).toEqual([]);
+      await manual.acquire("run-live");
+      await manual.acquire("run-stopped");
+      await docker.getContainer(manual.containerName("run-stopped")).stop({ t: 0 });
+      // A crash between the container's removal and its snapshots': only snapshots are left.
+      await manual.acquire("run-snapshots-left");
+      await manual.snapshot("run-snapshots-left");
+      await docker.getContainer(manual.containerName("run-snapshots-left")).remove({ force: true });
+      const otherScope = scoped();
+      await new DockerSandboxAdapter({ image: images.busybox, network: "none", scope: otherScope, docker, logger: recordingLogger() }).acquire("run-of-another-scope");
+
+      expect(await manual.listKeys()).toEqual(["run-live", "run-snapshots-left", "run-stopped"]);
+      // auto keeps a released key's snapshots on purpose: only containers are listed.
+      const auto = new DockerSandboxAdapter({ image: images.busybox, network: "none", scope, snapshot: { mode: "auto" }, docker, logger: recordingLogger() });
+      expect(await auto.listKeys()).toEqual(["run-live", "run-stopped"]);
+
+      await manual.release("run-snapshots-left");
+      await manual.release("run-stopped");
+      expect(await manual.listKeys()).toEqual(["run-live"]);
+      expect(await tagsOfKey(scope, "run-snapshots-left")).toEqual([]);
+    }, 180_000);
+
     it("never removes an image without the labels of a snapshot it took, and logs a snapshot a container still uses instead of failing the release", async () => {
       const scope = scoped();
       const logger = recordingLogger();

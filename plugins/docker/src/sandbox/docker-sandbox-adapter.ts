@@ -100,6 +100,29 @@ export class DockerSandboxAdapter implements SnapshottingSandboxAdapter {
     await this.removeSnapshots(key);
   }
 
+  /**
+   * The keys of this scope's sandbox containers, stopped ones too, and of its
+   * snapshots but under `auto` (whose snapshots outlive their release on purpose):
+   * what a release of each would remove.
+   */
+  async listKeys(): Promise<string[]> {
+    const scope = `${LABELS.scope}=${this.options.scope}`;
+    const keys = new Set<string>();
+    const containers = await engineCall("listing sandboxes", () => this.docker.listContainers({ all: true, filters: { label: [`${LABELS.sandbox}=1`, scope] } }), this.options.engineTimeoutMs);
+    for (const container of containers) {
+      const key = container.Labels?.[LABELS.key];
+      if (key) keys.add(key);
+    }
+    if (this.options.snapshot?.mode !== "auto") {
+      const images = await engineCall("listing snapshots", () => this.docker.listImages({ filters: { label: [LABELS.snapshot, scope] } }), this.options.engineTimeoutMs);
+      for (const image of images) {
+        const key = image.Labels?.[LABELS.key];
+        if (key) keys.add(key);
+      }
+    }
+    return [...keys].sort();
+  }
+
   /** Commit the key's container to a snapshot image, then prune beyond retainLast. */
   async snapshot(key: string, options: { reason?: string } = {}): Promise<SandboxSnapshot> {
     checkKey(key);

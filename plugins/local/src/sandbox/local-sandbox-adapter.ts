@@ -1,6 +1,6 @@
 import { AssemblyLineError, type SandboxAdapter, type SandboxSessionStore } from "@assemblyline-agents/core";
 import { createHash } from "node:crypto";
-import { mkdir, realpath, rm } from "node:fs/promises";
+import { mkdir, readdir, realpath, rm } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join, resolve } from "node:path";
 import { LocalSandbox, badOption, type ExecDefaults } from "./local-sandbox.js";
@@ -85,6 +85,15 @@ export class LocalSandboxAdapter implements SandboxAdapter {
     await this.sessions?.deleteSandboxSession(key);
   }
 
+  /** The keys whose folders are under the root (a key too long for a folder name of its own is not listed). */
+  async listKeys(): Promise<string[]> {
+    const names = await readdir(this.root).catch((error: NodeJS.ErrnoException) => {
+      if (error.code === "ENOENT") return [] as string[];
+      throw error;
+    });
+    return names.map(keyOfFolder).filter((key): key is string => key !== undefined).sort();
+  }
+
   /** The host folder a key's sandbox lives in (its workspace is `<folder>/workspace`). */
   folderFor(key: string): string {
     return join(this.root, folderName(key));
@@ -129,4 +138,12 @@ function folderName(key: string): string {
   // "~" never survives encoding, so a shortened name cannot equal another key's full one.
   if (name.length > MAX_FOLDER_NAME) name = `${name.slice(0, 120)}~${createHash("sha256").update(key).digest("hex").slice(0, 40)}`;
   return name;
+}
+
+/** The key a folder name encodes (folderName's inverse); undefined for a shortened name or one it never makes. */
+function keyOfFolder(name: string): string | undefined {
+  if (!/^(?:[A-Za-z0-9._-]|%[0-9A-F]{2})+$/.test(name) || name === "." || name === "..") return undefined;
+  const bytes = Buffer.from(name.replace(/%([0-9A-F]{2})/g, (_, hex: string) => String.fromCharCode(Number.parseInt(hex, 16))), "latin1");
+  const key = bytes.toString("utf8");
+  return folderName(key) === name ? key : undefined;
 }

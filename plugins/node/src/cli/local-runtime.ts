@@ -144,6 +144,8 @@ export async function openLocalRuntime(options: {
   });
   // A fresh build may leave earlier ones that no unfinished run needs any more.
   if (options.build) await runtime.pruneRevisions().catch((error) => runtime.logger.warn({ err: String(error) }, "pruning kept builds failed"));
+  // A process stopped between a run's end and its sandbox's release left that sandbox behind.
+  if (options.build) await runtime.releaseFinishedSandboxes().catch((error) => runtime.logger.warn({ err: String(error) }, "releasing finished runs' sandboxes failed"));
   if (options.onEvent) {
     const onEvent = options.onEvent;
     runtime.hooks.event.tap("cli-timeline", (event) => onEvent(event));

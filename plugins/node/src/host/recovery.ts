@@ -8,7 +8,9 @@ import type { ConversationMailbox } from "./mailbox.js";
  * admission), `queued` runs go back into the mailbox in acceptance order, so
  * they keep their conversation order and the concurrency limit. The lease on
  * each run decides which replica executes it. Finished and paused runs whose
- * hooks missed events get them (`runtime.catchUpObservers`).
+ * hooks missed events get them (`runtime.catchUpObservers`), and the
+ * sandboxes of finished runs that were never released are
+ * (`runtime.releaseFinishedSandboxes`).
  */
 export class RunRecovery {
   private timer: NodeJS.Timeout | undefined;
@@ -89,6 +91,9 @@ export class RunRecovery {
     // every run's once at boot, the newest runs' at each sweep after.
     const caughtUp = await this.runtime.catchUpObservers({ everyRun });
     if (caughtUp > 0) this.logger.info({ event: "recovery.observers_caught_up", count: caughtUp }, "hooks given the events of resting runs that a stopped process had not delivered");
+    if (this.stopped) return;
+    const released = await this.runtime.releaseFinishedSandboxes();
+    if (released.length > 0) this.logger.info({ event: "recovery.sandboxes_released", runIds: released }, "sandboxes of finished runs that a stopped process had not released are released");
   }
 
   private async listAll(status: RunStatus): Promise<RunRecord[]> {
