@@ -71,9 +71,9 @@ export function describeSandboxConformance(name: string, factory: StateKitFactor
       expect((await again.listFiles("/workspace")).some((entry) => entry.path === "/workspace/kept.txt")).toBe(false);
     });
 
-    it("lists a key it holds a sandbox for until the key is released, when it lists keys at all", async () => {
+    it("lists a key it holds a sandbox for until the key is released, when it lists keys at all", async (context) => {
       const subject = adapter();
-      if (!subject.listKeys) return;
+      if (!subject.listKeys) return context.skip("the adapter has no listKeys (optional)");
       const held = key();
       await subject.acquire(held);
       expect(await subject.listKeys()).toContain(held);

@@ -1,3 +1,4 @@
+import pRetry from "p-retry";
 import { setTimeout as sleep } from "node:timers/promises";
 
 /** Tries of one call at most: the first and two more. */
@@ -17,18 +18,22 @@ const FALLBACK_WAIT_MS = 1_000;
  */
 
 /** `operation`, tried again after the time a 429's Retry-After says, at most MAX_TRIES times and never past `withinMs` from now. */
-export async function retryRateLimited<T>(operation: () => Promise<T>, withinMs: number): Promise<T> {
+export function retryRateLimited<T>(operation: () => Promise<T>, withinMs: number): Promise<T> {
   const deadline = Date.now() + withinMs;
-  for (let attempt = 1; ; attempt += 1) {
-    try {
-      return await operation();
-    } catch (error) {
-      if ((error as { statusCode?: unknown } | null)?.statusCode !== 429 || attempt >= MAX_TRIES) throw error;
-      const wait = retryAfterMs(error) ?? FALLBACK_WAIT_MS * 2 ** (attempt - 1);
-      if (wait > MAX_WAIT_MS || Date.now() + wait > deadline) throw error;
+  return pRetry(operation, {
+    retries: MAX_TRIES - 1,
+    // p-retry's own backoff is off: the wait is the one Daytona asks for, taken in shouldRetry.
+    minTimeout: 0,
+    maxTimeout: 0,
+    randomize: false,
+    async shouldRetry({ error, attemptNumber }) {
+      if ((error as { statusCode?: unknown } | null)?.statusCode !== 429) return false;
+      const wait = retryAfterMs(error) ?? FALLBACK_WAIT_MS * 2 ** (attemptNumber - 1);
+      if (wait > MAX_WAIT_MS || Date.now() + wait > deadline) return false;
       await sleep(wait);
-    }
-  }
+      return true;
+    },
+  });
 }
 
 /** The Retry-After of an SDK error's response headers (seconds, or an HTTP date) in ms; undefined when absent or unreadable. */
