@@ -50,6 +50,7 @@ const badge = (status) => el("span", { class: `badge ${status}`, text: STATUS_LA
 const when = (iso) => el("time", { datetime: iso, text: new Date(iso).toLocaleTimeString() });
 
 async function loadRuns() {
+  listLoadedAt = Date.now();
   const query = state.status ? `?status=${encodeURIComponent(state.status)}` : "";
   const response = await api(`/inspector/api/runs${query}`);
   const body = await response.json();
@@ -246,24 +247,51 @@ function alertMessage(text) {
 }
 
 let refreshing = null;
-let again = false;
-async function refresh() {
-  if (refreshing) {
-    again = true;
-    return refreshing;
-  }
+/** What the next refresh reloads: the run list, the open run's view. */
+const stale = { runs: false, run: false };
+async function refresh(what = { runs: true, run: true }) {
+  stale.runs ||= what.runs;
+  stale.run ||= what.run;
+  if (refreshing) return refreshing;
   refreshing = (async () => {
-    try {
-      await Promise.all([loadRuns(), loadRun()]);
-    } catch (error) {
-      if (!(error instanceof AuthNeeded)) console.error(error);
+    while (stale.runs || stale.run) {
+      const loads = [stale.runs ? loadRuns() : null, stale.run ? loadRun() : null];
+      stale.runs = stale.run = false;
+      try {
+        await Promise.all(loads);
+      } catch (error) {
+        if (!(error instanceof AuthNeeded)) console.error(error);
+      }
     }
   })();
   await refreshing;
   refreshing = null;
-  if (again) {
-    again = false;
-    await refresh();
+}
+
+/**
+ * A run's event makes the open run's view stale only when it is that run's; the
+ * list (ids and statuses) is reloaded at most once a second however many runs
+ * are busy, so an open page does not refetch without pause under load.
+ */
+const LIST_INTERVAL_MS = 1000;
+let listLoadedAt = 0;
+let listTimer = null;
+function onRunEvent(runId) {
+  if (runId === state.runId) void refresh({ runs: false, run: true });
+  if (listTimer !== null) return;
+  listTimer = setTimeout(() => {
+    listTimer = null;
+    void refresh({ runs: true, run: false });
+  }, Math.max(0, listLoadedAt + LIST_INTERVAL_MS - Date.now()));
+}
+
+/** The run id of a stream message (`data: {"runId":...}`); null when it carries none. */
+function runIdOf(message) {
+  const data = /^data: (.*)$/m.exec(message)?.[1];
+  try {
+    return data ? JSON.parse(data).runId ?? null : null;
+  } catch {
+    return null;
   }
 }
 
@@ -284,7 +312,7 @@ async function listen() {
         while ((cut = buffer.indexOf("\n\n")) >= 0) {
           const message = buffer.slice(0, cut);
           buffer = buffer.slice(cut + 2);
-          if (message.startsWith("event: run")) void refresh();
+          if (message.startsWith("event: run")) onRunEvent(runIdOf(message));
         }
       }
     } catch (error) {

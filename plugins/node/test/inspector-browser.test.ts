@@ -92,6 +92,35 @@ describe.skipIf(!haveChromium)("run inspector in headless chromium", () => {
     await page.getByRole("link", { name: `Run ${sent.body.runId}, Waiting for approval` }).waitFor({ timeout: 15_000 });
     expect(await page.locator("#run-list li").count()).toBe(before + 1);
   }, 60_000);
+
+  it("refetches the open run's view for that run's events only; other runs' events reload the list", async () => {
+    const watched: string = (await call(`${host.url}/message?wait=30`, { body: { message: "Remember to buy milk", conversationId: "watched" } })).body.runId;
+    await page.goto(`${host.url}/inspector#/runs/${encodeURIComponent(watched)}`);
+    await page.locator("#live.on").waitFor();
+    await page.locator("#detail-title .badge", { hasText: "Waiting for approval" }).waitFor();
+    const views: string[] = [];
+    const lists: string[] = [];
+    const seen = (request: { url(): string }) => {
+      const path = new URL(request.url()).pathname;
+      if (path === `/inspector/api/runs/${watched}`) views.push(path);
+      else if (path === "/inspector/api/runs") lists.push(path);
+    };
+    page.on("request", seen);
+    try {
+      for (let i = 0; i < 3; i++) {
+        const other: string = (await call(`${host.url}/message?wait=30`, { body: { message: "Remember to buy milk", conversationId: `busy-${i}` } })).body.runId;
+        await page.getByRole("link", { name: `Run ${other}, Waiting for approval` }).waitFor({ timeout: 15_000 });
+      }
+      expect(lists.length).toBeGreaterThan(0);
+      expect(views).toEqual([]);
+      // The watched run's own events do refetch its view.
+      expect((await call(`${host.url}/runs/${watched}/approve`, { body: {} })).status).toBe(200);
+      await page.locator("#detail-title .badge", { hasText: "Completed" }).waitFor({ timeout: 30_000 });
+      expect(views.length).toBeGreaterThan(0);
+    } finally {
+      page.off("request", seen);
+    }
+  }, 60_000);
 });
 
 describe("run inspector auth in production", () => {
