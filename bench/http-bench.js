@@ -38,10 +38,12 @@ const WARMUP_MS = 300;
  */
 const SLICES = 8;
 
+// defaultEnabled: the scripted model calls both tools by name, and an authored tool is otherwise deferred.
 const TOOL = (name) => `import { defineTool } from "@assemblyline-agents/core";
 export default defineTool({
   description: "${name}",
   inputSchema: { type: "object", properties: { value: { type: "string" } }, required: ["value"] },
+  defaultEnabled: true,
   async execute(input) { return { ${name}: input.value.length }; },
 });
 `;

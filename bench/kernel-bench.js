@@ -6,10 +6,12 @@ import { join } from "node:path";
 import { performance } from "node:perf_hooks";
 import { InMemoryStateAdapter, OpenEveRuntime, buildAgent, loadRuntimeBundle, noopLogger, scriptedHarness } from "@assemblyline-agents/runtime";
 
+// defaultEnabled: the scripted model calls both tools by name, and an authored tool is otherwise deferred.
 const TOOL = (name) => `import { defineTool } from "@assemblyline-agents/core";
 export default defineTool({
   description: "${name}",
   inputSchema: { type: "object", properties: { value: { type: "string" } }, required: ["value"] },
+  defaultEnabled: true,
   async execute(input) { return { ${name}: input.value.length }; },
 });
 `;

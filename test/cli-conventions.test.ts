@@ -125,7 +125,7 @@ beforeAll(async () => {
   notesScript = `scripted:${join(notes, "conversations/remember-milk.json")}`;
   small = write(join(work, "small"), {
     "agent.ts": AGENT(', selfImprovement: { writable: true }'),
-    "tools/explode.ts": `import { defineTool } from "@assemblyline-agents/core";\nexport default defineTool({ description: "Always fails.", inputSchema: { type: "object", properties: {} }, async execute() { throw new Error("boom"); } });\n`,
+    "tools/explode.ts": `import { defineTool } from "@assemblyline-agents/core";\nexport default defineTool({ description: "Always fails.", inputSchema: { type: "object", properties: {} }, defaultEnabled: true, async execute() { throw new Error("boom"); } });\n`,
     "automations/tick.ts": `import { defineAutomation } from "@assemblyline-agents/core";\nexport default defineAutomation({ schedule: { every: 60000 }, message: "tick" });\n`,
     "skills/audit/SKILL.md": "---\ndescription: Audit entries.\n---\nCheck receipts.\n",
     "hello.json": JSON.stringify({ turns: [{ text: "hello" }] }),

@@ -62,7 +62,7 @@ beforeAll(async () => {
   notes = notesCopy("notes");
   milk = `scripted:${join(notes, "conversations/remember-milk.json")}`;
   probe = write(join(work, "probe"), {
-    "agent.ts": `import { defineAgent } from "@assemblyline-agents/core";\nexport default defineAgent({ id: "probe", model: "scripted:unused", budgets: { maxToolCalls: 1, onExceeded: "pause" } });\n`,
+    "agent.ts": `import { defineAgent } from "@assemblyline-agents/core";\nexport default defineAgent({ id: "probe", model: "scripted:unused", defaultTools: ["noop", "chatty"], budgets: { maxToolCalls: 1, onExceeded: "pause" } });\n`,
     "tools/noop.ts": tool("return { ok: true };"),
     "tools/chatty.ts": tool('console.log("chatty ran"); return { ok: true };'),
     "hooks/noisy.ts": `import { defineHook } from "@assemblyline-agents/core";\nexport default defineHook({ events: { "run.completed"() { throw new Error("hook broke"); } } });\n`,

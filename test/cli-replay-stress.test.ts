@@ -29,7 +29,7 @@ describe("assembly-line test --replay-stress", () => {
   it("fails on a tool that appends without an idempotency key, naming the boundary and the repeated write", async () => {
     const dir = join(workDir, "unsafe-agent");
     mkdirSync(join(dir, "tools"), { recursive: true });
-    writeFileSync(join(dir, "agent.ts"), `import { defineAgent } from "@assemblyline-agents/core";\nexport default defineAgent({ model: "scripted:unused", instructions: "Log visits." });\n`);
+    writeFileSync(join(dir, "agent.ts"), `import { defineAgent } from "@assemblyline-agents/core";\nexport default defineAgent({ model: "scripted:unused", instructions: "Log visits.", defaultTools: ["log_visit"] });\n`);
     writeFileSync(
       join(dir, "tools/log_visit.ts"),
       `import { defineTool } from "@assemblyline-agents/core";

@@ -22,7 +22,7 @@ describe.skipIf(!canRun)("PostgreSQL restarted during a run", () => {
 
   it("loses nothing: the run completes (directly or by recovery) with a contiguous log and one side effect", async () => {
     const dir = agentFolder({
-      "agent.ts": `import { defineAgent } from "@assemblyline-agents/core";\nexport default defineAgent({ id: "restart-agent", model: "test/m" });\n`,
+      "agent.ts": `import { defineAgent } from "@assemblyline-agents/core";\nexport default defineAgent({ id: "restart-agent", model: "test/m", defaultTools: ["slow_write"] });\n`,
       "tools/slow_write.ts": `import { appendFileSync, existsSync } from "node:fs";
 import { defineTool } from "@assemblyline-agents/core";
 export default defineTool({

@@ -27,7 +27,7 @@ describe.skipIf(!database.available)("statements per turn on PostgreSQL", () => 
 
   it("keeps a turn of 3 model calls and 2 tool calls (one with a durable step and a conversation) in at most 15 statements", async () => {
     const dir = agentFolder({
-      "agent.ts": `import { defineAgent } from "@assemblyline-agents/core";\nexport default defineAgent({ id: "count", model: "test/m" });\n`,
+      "agent.ts": `import { defineAgent } from "@assemblyline-agents/core";\nexport default defineAgent({ id: "count", model: "test/m", defaultTools: ["lookup", "save"] });\n`,
       "tools/lookup.ts": `import { defineTool } from "@assemblyline-agents/core";
 export default defineTool({ description: "d", inputSchema: { type: "object" },
   async execute(_input, ctx) { return ctx.step("scan", async () => ({ found: 1 })); } });`,
@@ -55,7 +55,7 @@ export default defineTool({ description: "d", inputSchema: { type: "object" },
 
   it("runs 3 model calls and 2 plain tool calls in 9 statements: 7 writes, one per durable boundary, and the context's 2 listings (memory, files)", async () => {
     const dir = agentFolder({
-      "agent.ts": `import { defineAgent } from "@assemblyline-agents/core";\nexport default defineAgent({ id: "plain", model: "test/m" });\n`,
+      "agent.ts": `import { defineAgent } from "@assemblyline-agents/core";\nexport default defineAgent({ id: "plain", model: "test/m", defaultTools: ["echo"] });\n`,
       "tools/echo.ts": `import { defineTool } from "@assemblyline-agents/core";
 export default defineTool({ description: "d", inputSchema: { type: "object" }, async execute(input) { return { echoed: input }; } });`,
     });

@@ -9,10 +9,12 @@ import { loadRuntimeBundle, scriptedHarness } from "@assemblyline-agents/runtime
 
 import { TURNS } from "./script.js";
 
+// defaultEnabled: the scripted model calls both tools by name, and an authored tool is otherwise deferred.
 const TOOL = (name, extra = "") => `import { defineTool, approvalRequired } from "@assemblyline-agents/core";
 export default defineTool({
   description: "${name}",
   inputSchema: { type: "object", properties: { value: { type: "string" } }, required: ["value"] },
+  defaultEnabled: true,
   ${extra}
   async execute(input) { return { ${name}: input.value.length }; },
 });

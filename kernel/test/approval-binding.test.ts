@@ -26,6 +26,7 @@ const gated = () =>
   agentFolder({
     "agent.ts": MINIMAL_AGENT,
     "tools/publish.ts": toolSource({
+      upFront: true,
       extra: `needsApproval: approvalRequired("Publishing is externally visible."),`,
       execute: "(globalThis.__published ??= []).push(input.value); return { published: input.value };",
     }),

@@ -132,7 +132,10 @@ describe("ctx.automationManager", () => {
   const create = `return ctx.automationManager ? await ctx.automationManager.create({ name: input.name, schedule: { cron: "0 8 * * *", timezone: "America/New_York" }, message: "morning digest" }) : { error: "no automationManager" };`;
 
   it("is absent unless agent.ts enables dynamic automations", async () => {
-    const agent = startAgent(agentFolder({ "agent.ts": MINIMAL_AGENT, "tools/schedule.ts": managerTool(create) }), [{ toolCalls: [{ name: "schedule", input: { name: "digest" } }] }, { text: "done" }], { });
+    const agentTs = `import { defineAgent } from "@assemblyline-agents/core";
+export default defineAgent({ model: "test/model", defaultTools: ["schedule"] });
+`;
+    const agent = startAgent(agentFolder({ "agent.ts": agentTs, "tools/schedule.ts": managerTool(create) }), [{ toolCalls: [{ name: "schedule", input: { name: "digest" } }] }, { text: "done" }], { });
     const { runtime, log } = await agent;
     const result = await runtime.run({ message: "go" });
     expect(result.status).toBe("completed");

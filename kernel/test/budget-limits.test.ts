@@ -9,7 +9,7 @@ const agentWith = (budgets: string) =>
 export default defineAgent({ model: "test/model", instructions: "Fan out.", budgets: ${budgets} });
 `,
     // Each call takes a moment, so calls made together are in flight together.
-    "tools/echo.ts": toolSource({ execute: "await new Promise((resolve) => setTimeout(resolve, 5)); return { echoed: input.value };" }),
+    "tools/echo.ts": toolSource({ upFront: true, execute: "await new Promise((resolve) => setTimeout(resolve, 5)); return { echoed: input.value };" }),
   });
 
 /**

@@ -3,7 +3,7 @@ import { DEFAULT_RUN_BUDGETS, type RunEvent } from "@assemblyline-agents/core";
 import { describe, expect, it } from "vitest";
 import { agentFolder, toolSource } from "./support/agent-folder.js";
 
-const agentWith = (budgets?: string, tool = toolSource()) =>
+const agentWith = (budgets?: string, tool = toolSource({ upFront: true })) =>
   agentFolder({
     "agent.ts": `import { defineAgent } from "@assemblyline-agents/core";
 export default defineAgent({ model: "test/model", instructions: "Loop." ${budgets ? `, budgets: ${budgets}` : ""} });
@@ -58,7 +58,7 @@ describe("run budgets", () => {
   });
 
   it("counts from the durable records, so resuming in a fresh runtime does not reset the count", async () => {
-    const approvalTool = toolSource({ extra: `needsApproval: approvalRequired("Each call is reviewed."),` });
+    const approvalTool = toolSource({ upFront: true, extra: `needsApproval: approvalRequired("Each call is reviewed."),` });
     const dir = agentWith("{ maxTurns: 3 }", approvalTool);
     const state = new InMemoryStateAdapter();
     let result = await (await runtimeFor(dir, { state })).run({ message: "go" });
@@ -75,7 +75,7 @@ describe("run budgets", () => {
   });
 
   it("does not count the time a run waited for a human against maxDurationMs", async () => {
-    const approvalTool = toolSource({ extra: `needsApproval: approvalRequired("Reviewed."),` });
+    const approvalTool = toolSource({ upFront: true, extra: `needsApproval: approvalRequired("Reviewed."),` });
     const dir = agentWith("{ maxDurationMs: 150 }", approvalTool);
     const state = new InMemoryStateAdapter();
     const script: ModelScript = { turns: [{ toolCalls: [{ name: "echo", input: { value: "a" } }] }, { text: "done" }] };
@@ -87,7 +87,7 @@ describe("run budgets", () => {
   });
 
   it("stops a run whose active time passed maxDurationMs", async () => {
-    const slowTool = toolSource({ execute: `await new Promise((resolve) => setTimeout(resolve, 60)); return { ok: true };` });
+    const slowTool = toolSource({ upFront: true, execute: `await new Promise((resolve) => setTimeout(resolve, 60)); return { ok: true };` });
     const runtime = await runtimeFor(agentWith("{ maxDurationMs: 50 }", slowTool));
     const result = await runtime.run({ message: "go" });
     const exceeded = (await runtime.listEvents(result.runId)).find((event) => event.type === "budget.exceeded");

@@ -77,7 +77,7 @@ export default defineTool({ ...ask, async execute(input, ctx) { await ctx.emit("
 });
 
 describe("coreToolPolicy", () => {
-  const twoTools = () => agentFolder({ "agent.ts": MINIMAL_AGENT, "tools/alpha.ts": toolSource(), "tools/beta.ts": toolSource() });
+  const twoTools = () => agentFolder({ "agent.ts": MINIMAL_AGENT, "tools/alpha.ts": toolSource({ upFront: true }), "tools/beta.ts": toolSource({ upFront: true }) });
 
   it("removes a disabled tool from the offer and refuses forced calls by name", async () => {
     const { runtime, log, types } = await startAgent(twoTools(), [{ toolCalls: [{ name: "beta", input: { value: "x" } }] }, { text: "ok" }], {
@@ -111,7 +111,7 @@ describe("coreToolPolicy", () => {
   });
 
   it("refuses a host coreToolPolicy with a mode it does not know, or a tool the agent does not have", async () => {
-    const dir = agentFolder({ "agent.ts": MINIMAL_AGENT, "tools/send_email.ts": toolSource() });
+    const dir = agentFolder({ "agent.ts": MINIMAL_AGENT, "tools/send_email.ts": toolSource({ upFront: true }) });
     await expect(startAgent(dir, [], { coreToolPolicy: { send_email: "aproval" as never } })).rejects.toThrow(/AL_ERR_TOOL_POLICY: RuntimeOptions\.coreToolPolicy: send_email has mode "aproval"/);
     await expect(startAgent(dir, [], { coreToolPolicy: { send_emial: "approval" } })).rejects.toThrow(/AL_ERR_TOOL_POLICY: coreToolPolicy names "send_emial"[\s\S]*send_email/);
     // Built-ins (even one this agent lacks without a sandbox) and connection tools, which may come later, pass.
@@ -122,7 +122,7 @@ describe("coreToolPolicy", () => {
   });
 
   it("applies agent.ts coreToolPolicy and counts it in agentRevision", async () => {
-    const dir = agentFolder({ "agent.ts": MINIMAL_AGENT, "tools/alpha.ts": toolSource() });
+    const dir = agentFolder({ "agent.ts": MINIMAL_AGENT, "tools/alpha.ts": toolSource({ upFront: true }) });
     const before = (await buildAgent(dir)).manifest.agentRevision;
     writeFiles(dir, {
       "agent.ts": `import { defineAgent } from "@assemblyline-agents/core";

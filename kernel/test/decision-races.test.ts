@@ -6,6 +6,7 @@ const gatedAgent = (hook = "") =>
   agentFolder({
     "agent.ts": MINIMAL_AGENT,
     "tools/publish.ts": toolSource({
+      upFront: true,
       extra: `needsApproval: true,`,
       execute: `globalThis.__published = (globalThis.__published ?? 0) + 1; return { published: true };`,
     }),
@@ -64,7 +65,7 @@ describe("a lost lease", () => {
   it("stops this process writing the run once another owner holds its lease", async () => {
     const dir = agentFolder({
       "agent.ts": MINIMAL_AGENT,
-      "tools/slow.ts": toolSource({ execute: `await new Promise((resolve) => (globalThis.__releaseSlow = resolve)); return { done: true };` }),
+      "tools/slow.ts": toolSource({ upFront: true, execute: `await new Promise((resolve) => (globalThis.__releaseSlow = resolve)); return { done: true };` }),
     });
     const warnings: string[] = [];
     const logger = { debug() {}, info() {}, error() {}, warn: (fields: Record<string, unknown>) => void warnings.push(String(fields.event)) };

@@ -16,9 +16,9 @@ function contextAgent(options: DefaultContextOptions | null) {
     "agent.ts": agentWithContext(options),
     "skills/close_month/SKILL.md": "---\nname: close_month\ndescription: Close the month's books step by step.\n---\n# Close month\n1. ...",
     "skills/audit/SKILL.md": "---\ndescription: Check every ledger entry against its receipt.\n---\n# Audit\nCheck each entry.",
-    "tools/alpha.ts": toolSource(),
-    "tools/beta.ts": toolSource(),
-    "tools/gamma.ts": toolSource(),
+    "tools/alpha.ts": toolSource({ upFront: true }),
+    "tools/beta.ts": toolSource({ upFront: true }),
+    "tools/gamma.ts": toolSource({ upFront: true }),
     "tools/create_invoice.ts": deferred("create_invoice", "billing"),
     "tools/void_invoice.ts": deferred("void_invoice", "billing"),
     "tools/find_customer.ts": deferred("find_customer", "crm"),
@@ -170,7 +170,7 @@ export default defineAgent({ model: "test/model", context: customContext });`,
   });
 
   it("gives tools the channel with its metadata in ctx.channel", async () => {
-    const dir = agentFolder({ "agent.ts": agentWithContext(null), "tools/where.ts": toolSource({ schema: `{ type: "object" }`, execute: "return { channel: ctx.channel };" }) });
+    const dir = agentFolder({ "agent.ts": agentWithContext(null), "tools/where.ts": toolSource({ upFront: true, schema: `{ type: "object" }`, execute: "return { channel: ctx.channel };" }) });
     const { runtime, log } = await startAgent(dir, [{ toolCalls: [{ name: "where", input: {} }] }, { text: "ok" }]);
     await runtime.run({ message: "hi", conversationId: "c-9", channel: { name: "discord", metadata: { guild: "g-1" } } });
     expect(log.outcomes[0]!.outcome).toEqual({ status: "completed", output: { channel: { name: "discord", conversationId: "c-9", metadata: { guild: "g-1" } } }, isError: false });

@@ -27,7 +27,7 @@ class LeaselessCreate extends InMemoryStateAdapter {
   }
 }
 
-const agent = () => agentFolder({ "agent.ts": MINIMAL_AGENT, "tools/echo.ts": toolSource() });
+const agent = () => agentFolder({ "agent.ts": MINIMAL_AGENT, "tools/echo.ts": toolSource({ upFront: true }) });
 const script = () => scriptedHarness({ turns: [{ toolCalls: [{ name: "echo", input: { value: "a" } }] }, { toolCalls: [{ name: "echo", input: { value: "b" } }] }, { text: "done" }] });
 
 describe("a fresh run's writes", () => {

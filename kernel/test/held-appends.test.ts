@@ -11,7 +11,7 @@ const PROBE = "__heldAppendsProbe";
 type Probe = () => Promise<void>;
 const probeSlot = globalThis as unknown as Record<string, Probe | undefined>;
 
-const probingTool = toolSource({ execute: `await globalThis.${PROBE}?.(); return { echoed: input.value };` });
+const probingTool = toolSource({ upFront: true, execute: `await globalThis.${PROBE}?.(); return { echoed: input.value };` });
 const script = () => scriptedHarness({ turns: [{ toolCalls: [{ name: "echo", input: { value: "x" } }] }, { text: "done" }] });
 
 afterEach(() => {

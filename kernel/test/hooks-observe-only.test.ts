@@ -11,7 +11,7 @@ describe("hooks are observe-only", () => {
   it("gives each hooks/ file its own copy of an event: one that changes it changes nothing other hooks, the host or the log see", async () => {
     const dir = agentFolder({
       "agent.ts": MINIMAL_AGENT,
-      "tools/note.ts": toolSource(),
+      "tools/note.ts": toolSource({ upFront: true }),
       // Sorted before b.ts, so it is tapped (and called) first.
       "hooks/a-rewrites.ts": hookFile(`"*"(event) { event.type = "rewritten." + event.type; event.runId = "run_other"; event.data.injected = true; }`),
       "hooks/b-records.ts": hookFile(`"*"(event) { (globalThis.__hookCopies ??= []).push({ type: event.type, runId: event.runId, injected: "injected" in event.data }); }`),

@@ -12,6 +12,7 @@ function customerAgent(): string {
 export default defineAgent({ model: "scripted:" + new URL("./script.json", import.meta.url).pathname });
 `,
     "tools/lookup.ts": toolSource({
+      upFront: true,
       execute: "if (!ctx.resources) return { available: false };\n    return { available: true, customer: await ctx.resources.customers.find(input.value) };",
     }),
     "subagents/clerk/agent.ts": `import { defineAgent } from "@assemblyline-agents/core";

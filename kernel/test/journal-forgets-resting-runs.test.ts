@@ -22,8 +22,8 @@ const start = async (...args: Parameters<typeof startAgent>) => {
 const agent = () =>
   agentFolder({
     "agent.ts": MINIMAL_AGENT,
-    "tools/echo.ts": toolSource(),
-    "tools/publish.ts": toolSource({ extra: `needsApproval: approvalRequired("Publishing is externally visible."),` }),
+    "tools/echo.ts": toolSource({ upFront: true }),
+    "tools/publish.ts": toolSource({ upFront: true, extra: `needsApproval: approvalRequired("Publishing is externally visible."),` }),
   });
 
 describe("the journal keeps nothing of a run once it rests", () => {

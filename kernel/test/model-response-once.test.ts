@@ -6,7 +6,7 @@ import { startAgent } from "./support/runtime.js";
 
 describe("model.response", () => {
   it("is recorded exactly once per model call when the process dies between the model call and its step's completion", async () => {
-    const dir = agentFolder({ "agent.ts": MINIMAL_AGENT, "tools/echo.ts": toolSource({ execute: "return { echoed: input.value };" }) });
+    const dir = agentFolder({ "agent.ts": MINIMAL_AGENT, "tools/echo.ts": toolSource({ upFront: true, execute: "return { echoed: input.value };" }) });
     const state = new CrashOnceBefore("durable_step.completed");
     const harness = scriptedHarness({ turns: [{ toolCalls: [{ name: "echo", input: { value: "x" } }] }, { text: "done" }] });
     const { runtime, events } = await startAgent(dir, [], { state, agentHarness: harness });

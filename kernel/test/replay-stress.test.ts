@@ -10,7 +10,7 @@ const examples = resolve(import.meta.dirname, "../../examples");
 const noteAgent = (keyed: boolean) =>
   agentFolder({
     "agent.ts": `import { defineAgent } from "@assemblyline-agents/core";
-export default defineAgent({ model: "test/model", instructions: "Take notes." });
+export default defineAgent({ model: "test/model", instructions: "Take notes.", defaultTools: ["save_note"] });
 `,
     "tools/save_note.ts": `import { randomUUID } from "node:crypto";
 import { defineTool } from "@assemblyline-agents/core";

@@ -6,6 +6,7 @@ import { MINIMAL_AGENT, agentFolder, toolSource } from "./support/agent-folder.j
 
 /** A publish tool that needs approval and reports the prices it imported, statically and inside execute. */
 const publishTool = toolSource({
+  upFront: true,
   imports: `import prices from "../data/prices.json";`,
   extra: `needsApproval: approvalRequired("Publishing is visible."),`,
   execute: `const discounts = (await import("../data/discounts.json")).default;
@@ -54,7 +55,7 @@ describe("a paused run continues on the data files its build imported", () => {
 
   it("approves on its own build after an unrelated tool was added and the folder was rebuilt", async () => {
     const { dir, state, runId, revision } = await pausedRun();
-    writeFileSync(join(dir, "tools/archive.ts"), toolSource());
+    writeFileSync(join(dir, "tools/archive.ts"), toolSource({ upFront: true }));
     const rebuilt = await host(dir, state);
     expect(rebuilt.manifest.agentRevision).not.toBe(revision);
 

@@ -4,12 +4,13 @@ import { buildAgent, InMemoryStateAdapter, loadRuntimeBundle, noopLogger, OpenEv
 import { describe, expect, it } from "vitest";
 import { MINIMAL_AGENT, agentFolder } from "./support/agent-folder.js";
 
-/** A publish tool that needs approval; `version` shows which build executed it. */
+/** A publish tool that needs approval, offered up front; `version` shows which build executed it. */
 const publishTool = (version: string, schema = `{ type: "object", properties: { note: { type: "string" } }, required: ["note"], additionalProperties: false }`) =>
   `import { defineTool, approvalRequired } from "@assemblyline-agents/core";
 export default defineTool({
   description: "Publish a note.",
   inputSchema: ${schema},
+  defaultEnabled: true,
   needsApproval: approvalRequired("Publishing is visible."),
   async execute(input) { return { published: input.note ?? input.text, by: "${version}" }; },
 });

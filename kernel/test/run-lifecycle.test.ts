@@ -9,7 +9,7 @@ describe("ctx.emit and hooks", () => {
   const hookAgent = (hookBody: string) =>
     agentFolder({
       "agent.ts": MINIMAL_AGENT,
-      "tools/note.ts": toolSource({ execute: `await ctx.emit("note.recorded", { note: input.value }); return { ok: true };` }),
+      "tools/note.ts": toolSource({ upFront: true, execute: `await ctx.emit("note.recorded", { note: input.value }); return { ok: true };` }),
       "hooks/audit.ts": `import { defineHook } from "@assemblyline-agents/core";
 globalThis.__hookSeen = [];
 export default defineHook({ events: { ${hookBody} } });
@@ -53,7 +53,7 @@ export default defineHook({ events: { ${hookBody} } });
   });
 
   it("refuses ctx.emit of a runtime event type", async () => {
-    const dir = agentFolder({ "agent.ts": MINIMAL_AGENT, "tools/forge.ts": toolSource({ execute: `await ctx.emit("run.completed", {}); return {};` }) });
+    const dir = agentFolder({ "agent.ts": MINIMAL_AGENT, "tools/forge.ts": toolSource({ upFront: true, execute: `await ctx.emit("run.completed", {}); return {};` }) });
     const { runtime } = await startAgent(dir, [{ toolCalls: [{ name: "forge", input: { value: "a" } }] }, { text: "never" }]);
     const result = await runtime.run({ message: "go" });
     expect(result.status).toBe("failed");
@@ -66,8 +66,8 @@ describe("resolvers.ts", () => {
     agentFolder({
       "agent.ts": `import { defineAgent } from "@assemblyline-agents/core";
 export default defineAgent({ model: "test/authored", instructions: "Authored identity." });`,
-      "tools/alpha.ts": toolSource(),
-      "tools/beta.ts": toolSource(),
+      "tools/alpha.ts": toolSource({ upFront: true }),
+      "tools/beta.ts": toolSource({ upFront: true }),
       "resolvers.ts": `import { defineRunResolver } from "@assemblyline-agents/core";
 export default defineRunResolver(async (ctx) => { ${body} });`,
     });

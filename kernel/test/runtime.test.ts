@@ -47,7 +47,7 @@ describe("admission", () => {
   it("throws RunCapacityError with retryAfterMs beyond maxConcurrentRuns + maxQueuedRuns, and onIdle waits for the rest", async () => {
     const bundle = await bundleFor({
       "agent.ts": MINIMAL_AGENT,
-      "tools/wait.ts": toolSource({ execute: `await new Promise((resolve) => (globalThis.__release ??= []).push(resolve)); return { ok: true };` }),
+      "tools/wait.ts": toolSource({ upFront: true, execute: `await new Promise((resolve) => (globalThis.__release ??= []).push(resolve)); return { ok: true };` }),
     });
     const harness = scriptedHarness({ turns: [{ toolCalls: [{ name: "wait", input: { value: "x" } }] }, { text: "done" }] });
     const runtime = new OpenEveRuntime({ ...bundle, agentHarness: harness, logger: noopLogger(), maxConcurrentRuns: 2, maxQueuedRuns: 1 });
@@ -112,7 +112,7 @@ describe("engines", () => {
   it("chooses the route from the persisted model spec again when another runtime resumes the run", async () => {
     const bundle = await bundleFor({
       "agent.ts": MINIMAL_AGENT,
-      "tools/publish.ts": toolSource({ extra: "needsApproval: true," }),
+      "tools/publish.ts": toolSource({ upFront: true, extra: "needsApproval: true," }),
     });
     const state = new InMemoryStateAdapter();
     const script = { turns: [{ toolCalls: [{ name: "publish", input: { value: "x" } }] }, { text: "published by alt" }] };

@@ -12,6 +12,7 @@ const seed = (description: string, body: string) => `---\ndescription: ${descrip
 
 /** A tool that authors skills through ctx.selfImprovement. */
 const LEARN = toolSource({
+  upFront: true,
   schema: `{ type: "object", properties: {}, additionalProperties: false }`,
   execute: `
     const api = ctx.selfImprovement;

@@ -102,7 +102,7 @@ describe("skills", () => {
   });
 
   it("keeps a loaded skill active across a pause: the resumed turn has its body and its tool", async () => {
-    const approvalTool = toolSource({ extra: `needsApproval: approvalRequired("Check first."),` });
+    const approvalTool = toolSource({ upFront: true, extra: `needsApproval: approvalRequired("Check first."),` });
     const { runtime, log } = await startAgent(releaseAgent({ "tools/confirm.ts": approvalTool }), [
       { toolCalls: [{ name: "load_skill", input: { name: "release-notes" } }] },
       { toolCalls: [{ name: "confirm", input: { value: "go" } }] },

@@ -34,7 +34,7 @@ async function childOf(runtime: OpenEveRuntime, parentRunId: string): Promise<st
 
 describe("subagent budgets", () => {
   it("stops a subagent's run at its own budget, not the root's", async () => {
-    const dir = folder({ "subagents/worker/agent.ts": subagent("budgets: { maxTurns: 3 }"), "subagents/worker/tools/echo.ts": toolSource() }, SPAWN_A_LOOPING_CHILD);
+    const dir = folder({ "subagents/worker/agent.ts": subagent("budgets: { maxTurns: 3 }"), "subagents/worker/tools/echo.ts": toolSource({ upFront: true }) }, SPAWN_A_LOOPING_CHILD);
     const { runtime, manifest } = await start(dir);
     expect(manifest.subagents[0]!.budgets).toEqual({ maxTurns: 3 });
 
@@ -51,7 +51,7 @@ describe("subagent budgets", () => {
 
   it("inherits the parent's budgets, lets the host's ceiling win, and pauses the child when its budget says so", async () => {
     const inherited = folder(
-      { "agent.ts": SCRIPTED_ROOT(", budgets: { maxTurns: 4, maxCostUsd: 2 }"), "subagents/worker/agent.ts": subagent("budgets: { maxCostUsd: 1 }"), "subagents/worker/tools/echo.ts": toolSource() },
+      { "agent.ts": SCRIPTED_ROOT(", budgets: { maxTurns: 4, maxCostUsd: 2 }"), "subagents/worker/agent.ts": subagent("budgets: { maxCostUsd: 1 }"), "subagents/worker/tools/echo.ts": toolSource({ upFront: true }) },
       SPAWN_A_LOOPING_CHILD,
     );
     const { runtime, manifest } = await start(inherited, { budgets: { maxTurns: 2 } });
@@ -60,7 +60,7 @@ describe("subagent budgets", () => {
     const childEvents = await runtime.listEvents(await childOf(runtime, parent.runId));
     expect(childEvents.find((event) => event.type === "budget.exceeded")?.data).toEqual({ budget: "maxTurns", limit: 2, used: 2, action: "fail" });
 
-    const pausing = folder({ "subagents/worker/agent.ts": subagent('budgets: { maxTurns: 2, onExceeded: "pause" }'), "subagents/worker/tools/echo.ts": toolSource() }, SPAWN_A_LOOPING_CHILD);
+    const pausing = folder({ "subagents/worker/agent.ts": subagent('budgets: { maxTurns: 2, onExceeded: "pause" }'), "subagents/worker/tools/echo.ts": toolSource({ upFront: true }) }, SPAWN_A_LOOPING_CHILD);
     const paused = await start(pausing);
     const waiting = await paused.runtime.run({ message: "go" });
     expect(waiting.status).toBe("waiting_approval");
@@ -72,7 +72,7 @@ describe("subagent budgets", () => {
   });
 
   it("bounds a subagent by the root's budgets when its manifest entry has none (a build from before subagents had budgets)", async () => {
-    const dir = folder({ "agent.ts": SCRIPTED_ROOT(", budgets: { maxTurns: 3 }"), "subagents/worker/agent.ts": subagent(""), "subagents/worker/tools/echo.ts": toolSource() }, SPAWN_A_LOOPING_CHILD);
+    const dir = folder({ "agent.ts": SCRIPTED_ROOT(", budgets: { maxTurns: 3 }"), "subagents/worker/agent.ts": subagent(""), "subagents/worker/tools/echo.ts": toolSource({ upFront: true }) }, SPAWN_A_LOOPING_CHILD);
     const bundle = await loadRuntimeBundle((await buildAgent(dir)).artifactRoot);
     const { budgets: _merged, ...olderEntry } = bundle.manifest.subagents[0]!;
     const older = { ...bundle.manifest, subagents: [olderEntry] };
@@ -100,7 +100,7 @@ describe("subagent budgets", () => {
       fix: expect.stringContaining("a subagent's name is its folder's"),
     });
     // A host's policy may gate a subagent's own tool; a name no table has is still refused.
-    const withOwnTool = folder({ "subagents/worker/agent.ts": subagent(""), "subagents/worker/tools/lookup.ts": toolSource() });
+    const withOwnTool = folder({ "subagents/worker/agent.ts": subagent(""), "subagents/worker/tools/lookup.ts": toolSource({ upFront: true }) });
     await expect(start(withOwnTool, { coreToolPolicy: { lookup: "approval" } })).resolves.toBeDefined();
     await expect(start(withOwnTool, { coreToolPolicy: { lokup: "approval" } })).rejects.toMatchObject({ code: "AL_ERR_TOOL_POLICY", message: expect.stringContaining('"lokup"') });
     // A subagent written as a file would otherwise be left out of the build without a word.
@@ -136,7 +136,7 @@ const httpConnection = (name: string) => `import { defineHttpConnection } from "
 export default defineHttpConnection({ description: "The ${name} service.", baseUrl: "https://${name}.example.com", endpoints: {} });
 `;
 
-const LIST_CONNECTIONS = toolSource({ schema: `{ type: "object", properties: {}, additionalProperties: false }`, execute: "return { connections: Object.keys(ctx.connections).sort() };" });
+const LIST_CONNECTIONS = toolSource({ upFront: true, schema: `{ type: "object", properties: {}, additionalProperties: false }`, execute: "return { connections: Object.keys(ctx.connections).sort() };" });
 
 /** The child lists its connections, then calls each connection's tool through tool_call. */
 const childScript = {

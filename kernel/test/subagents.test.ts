@@ -12,12 +12,13 @@ function researchAgent(script: object, extra: Record<string, string> = {}) {
 export default defineAgent({ model: "scripted:" + new URL("./script.json", import.meta.url).pathname });
 `,
     "instructions.md": "You coordinate research.",
-    "tools/summarize.ts": toolSource({ execute: `return { summary: input.value.toUpperCase() };` }),
+    "tools/summarize.ts": toolSource({ upFront: true, execute: `return { summary: input.value.toUpperCase() };` }),
     "subagents/researcher/agent.ts": `import { defineAgent } from "@assemblyline-agents/core";
 export default defineAgent({ description: "Looks facts up in the archive.", tools: ["summarize"] });
 `,
     "subagents/researcher/instructions.md": "You research facts.",
     "subagents/researcher/tools/lookup.ts": toolSource({
+      upFront: true,
       extra: `needsApproval: approvalRequired("The archive is billed per lookup."),`,
       execute: `globalThis.__lookups = (globalThis.__lookups ?? 0) + 1; return { fact: "42 is the answer to " + input.value };`,
     }),

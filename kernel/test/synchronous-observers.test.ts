@@ -18,7 +18,7 @@ const SEEN_SO_FAR = "__alSyncObserverSeen";
  */
 async function observedRuntime() {
   const execute = `(globalThis.${SEEN_AT_EXECUTE} ??= []).push([...(globalThis.${SEEN_SO_FAR} ?? [])]); return { echoed: input.value };`;
-  const dir = agentFolder({ "agent.ts": MINIMAL_AGENT, "tools/echo.ts": toolSource({ execute }) });
+  const dir = agentFolder({ "agent.ts": MINIMAL_AGENT, "tools/echo.ts": toolSource({ upFront: true, execute }) });
   const bundle = await loadRuntimeBundle((await buildAgent(dir)).artifactRoot);
   const state = new InMemoryStateAdapter();
   const errors: string[] = [];

@@ -27,7 +27,7 @@ async function runtimeFor(captureContent: "usage" | "content", options: Partial<
     "agent.ts": `import { defineAgent } from "@assemblyline-agents/core";
 export default defineAgent({ model: ${JSON.stringify(MODEL)}, instructions: "Help." });
 `,
-    "tools/echo.ts": toolSource({ execute: "await globalThis.__beforeSecondCall?.(); return { echoed: input.value };" }),
+    "tools/echo.ts": toolSource({ upFront: true, execute: "await globalThis.__beforeSecondCall?.(); return { echoed: input.value };" }),
     "instrumentation.ts": `import { defineInstrumentation } from "@assemblyline-agents/core";
 export default defineInstrumentation({
   captureContent: ${JSON.stringify(captureContent)},

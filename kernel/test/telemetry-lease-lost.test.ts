@@ -39,8 +39,8 @@ async function replicas(turns: ScriptedTurn[]) {
   const dir = agentFolder({
     "agent.ts": MINIMAL_AGENT,
     // Ignores its abort signal: it returns when the test opens the gate, whoever holds the run by then.
-    "tools/slow.ts": toolSource({ execute: "globalThis.__slowStarted = (globalThis.__slowStarted ?? 0) + 1; await globalThis.__slowGate; return { echoed: input.value };" }),
-    "tools/publish.ts": toolSource({ extra: 'needsApproval: approvalRequired("Publishing is externally visible."),' }),
+    "tools/slow.ts": toolSource({ upFront: true, execute: "globalThis.__slowStarted = (globalThis.__slowStarted ?? 0) + 1; await globalThis.__slowGate; return { echoed: input.value };" }),
+    "tools/publish.ts": toolSource({ upFront: true, extra: 'needsApproval: approvalRequired("Publishing is externally visible."),' }),
   });
   const bundle = await loadRuntimeBundle((await buildAgent(dir)).artifactRoot);
   const state = new InMemoryStateAdapter();

@@ -30,7 +30,7 @@ function reporting(inner: AgentHarness, provider: string, stopReasons: string[])
 const turns: ScriptedTurn[] = [{ toolCalls: [{ name: "echo", input: { value: "a" }, id: "call_1" }] }, { text: "Done." }];
 
 async function chatSpans(captureContent: string, provider: string, stopReasons: string[]): Promise<TelemetrySpan[]> {
-  const dir = agentFolder({ "agent.ts": MINIMAL_AGENT, "tools/echo.ts": toolSource(), "instrumentation.ts": instrumentation(captureContent) });
+  const dir = agentFolder({ "agent.ts": MINIMAL_AGENT, "tools/echo.ts": toolSource({ upFront: true }), "instrumentation.ts": instrumentation(captureContent) });
   return runSpans(dir, provider, stopReasons);
 }
 
@@ -70,7 +70,7 @@ describe("chat spans in the GenAI semantic conventions' values", () => {
 
 describe("the run's span in the GenAI semantic conventions' forms", () => {
   it("records full's system instructions as the conventions' list of parts", async () => {
-    const dir = agentFolder({ "agent.ts": MINIMAL_AGENT, "tools/echo.ts": toolSource(), "instrumentation.ts": instrumentation("full") });
+    const dir = agentFolder({ "agent.ts": MINIMAL_AGENT, "tools/echo.ts": toolSource({ upFront: true }), "instrumentation.ts": instrumentation("full") });
     await runSpans(dir);
     const root = (sinks.__semconvSpans ?? []).find((span) => span.attributes["gen_ai.operation.name"] === "invoke_agent")!;
     expect(JSON.parse(String(root.attributes["gen_ai.system_instructions"]))).toEqual([{ type: "text", content: "You are a test agent." }]);

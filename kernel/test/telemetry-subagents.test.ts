@@ -14,7 +14,7 @@ export default defineAgent({ model: "scripted:" + new URL("./script.json", impor
     "subagents/researcher/agent.ts": `import { defineAgent } from "@assemblyline-agents/core";
 export default defineAgent({ description: "Looks facts up." });
 `,
-    "subagents/researcher/tools/lookup.ts": toolSource(lookupNeedsApproval ? { extra: 'needsApproval: approvalRequired("The archive is billed per lookup."),' } : {}),
+    "subagents/researcher/tools/lookup.ts": toolSource({ upFront: true, ...(lookupNeedsApproval ? { extra: 'needsApproval: approvalRequired("The archive is billed per lookup."),' } : {}) }),
     "subagents/researcher/subagents/fact_checker/agent.ts": `import { defineAgent } from "@assemblyline-agents/core";
 export default defineAgent({ description: "Checks a fact." });
 `,

@@ -10,7 +10,7 @@ afterEach(() => void delete collected.__toolOutcomeSpans);
 async function agent(captureContent: "usage" | "content", turns: ScriptedTurn[]) {
   const dir = agentFolder({
     "agent.ts": MINIMAL_AGENT,
-    "tools/publish.ts": toolSource({ extra: 'needsApproval: approvalRequired("Publishing is externally visible."),' }),
+    "tools/publish.ts": toolSource({ upFront: true, extra: 'needsApproval: approvalRequired("Publishing is externally visible."),' }),
     "instrumentation.ts": `import { defineInstrumentation } from "@assemblyline-agents/core";
 export default defineInstrumentation({
   captureContent: ${JSON.stringify(captureContent)},

@@ -66,7 +66,7 @@ function replayingEngine(responses: ProbeResponse[]): AgentHarness {
 }
 
 async function runWith(mode: string, turns: ScriptedTurn[], extraFiles: Record<string, string> = {}, engine?: () => AgentHarness) {
-  const dir = agentFolder({ "agent.ts": MINIMAL_AGENT, "tools/login.ts": toolSource({ schema: "{ type: 'object' }", execute: "return { ok: true, token: input.password ?? null };" }), "instrumentation.ts": instrumentation(mode, mode), ...extraFiles });
+  const dir = agentFolder({ "agent.ts": MINIMAL_AGENT, "tools/login.ts": toolSource({ upFront: true, schema: "{ type: 'object' }", execute: "return { ok: true, token: input.password ?? null };" }), "instrumentation.ts": instrumentation(mode, mode), ...extraFiles });
   const { artifactRoot } = await buildAgent(dir);
   const state = new InMemoryStateAdapter();
   const start = async () => new OpenEveRuntime({ ...(await loadRuntimeBundle(artifactRoot)), state, agentHarness: engine?.() ?? withUsage(scriptedHarness({ turns })), logger: noopLogger() });
@@ -182,7 +182,7 @@ describe("instrumentation.ts spans and captureContent", () => {
   }
 
   it("a resumed run exports each piece of work once: no span for replayed steps or tool calls", async () => {
-    const gated = { "tools/publish.ts": toolSource({ extra: 'needsApproval: approvalRequired("visible"),', execute: "return { published: true };" }) };
+    const gated = { "tools/publish.ts": toolSource({ upFront: true, extra: 'needsApproval: approvalRequired("visible"),', execute: "return { published: true };" }) };
     const responses: ProbeResponse[] = [{ toolCalls: [{ name: "login", input: { user: "ada" } }, { name: "publish", input: { value: "v" } }] }, { text: "done" }];
     const { start, spans } = await runWith("usage", [], gated, () => replayingEngine(responses));
     const first = await start();

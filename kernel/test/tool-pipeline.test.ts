@@ -10,7 +10,7 @@ const call = (name: string, input: unknown) => ({ toolCalls: [{ name, input: inp
 
 describe("input schema check", () => {
   it("returns a schema violation to the model as a recoverable error, records it, and never executes", async () => {
-    const dir = agentFolder({ "agent.ts": MINIMAL_AGENT, "tools/echo.ts": toolSource({ execute: "globalThis.__echoRuns = (globalThis.__echoRuns ?? 0) + 1; return { echoed: input.value };" }) });
+    const dir = agentFolder({ "agent.ts": MINIMAL_AGENT, "tools/echo.ts": toolSource({ upFront: true, execute: "globalThis.__echoRuns = (globalThis.__echoRuns ?? 0) + 1; return { echoed: input.value };" }) });
     const { runtime, log, types, events } = await startAgent(dir, [call("echo", { value: 42 }), call("echo", { value: "ok" }), { text: "done" }]);
     const result = await runtime.run({ message: "hi" });
     expect(result.status).toBe("completed");
@@ -30,8 +30,8 @@ describe("tool schemas", () => {
   it("are compiled on a tool's first call, not when the runtime opens, and then kept", async () => {
     const dir = agentFolder({
       "agent.ts": MINIMAL_AGENT,
-      "tools/echo.ts": toolSource(),
-      "tools/count.ts": toolSource({ schema: `{ type: "object", properties: { count: { type: "integer" } }, required: ["count"] }` }),
+      "tools/echo.ts": toolSource({ upFront: true }),
+      "tools/count.ts": toolSource({ upFront: true, schema: `{ type: "object", properties: { count: { type: "integer" } }, required: ["count"] }` }),
     });
     const compile = vi.spyOn(Ajv.prototype, "compile");
     try {
@@ -58,6 +58,7 @@ describe("approval gate", () => {
     agentFolder({
       "agent.ts": MINIMAL_AGENT,
       "tools/publish.ts": toolSource({
+        upFront: true,
         extra: `needsApproval: approvalRequired("Publishing is externally visible."),`,
         execute: "return { published: input.value, approved: ctx.approvedToolCall };",
       }),
@@ -112,6 +113,7 @@ describe("ctx.askQuestion", () => {
     const dir = agentFolder({
       "agent.ts": MINIMAL_AGENT,
       "tools/confirm.ts": toolSource({
+        upFront: true,
         execute: `await ctx.askQuestion("Which color?", { choices: ["red", "blue"] });
     globalThis.__afterQuestion = true;
     return { unreachable: true };`,
@@ -132,7 +134,7 @@ describe("ctx.askQuestion", () => {
   it("pauses even when the tool catches the suspension", async () => {
     const dir = agentFolder({
       "agent.ts": MINIMAL_AGENT,
-      "tools/sneaky.ts": toolSource({ execute: `try { await ctx.askQuestion("Sure?"); } catch {} return { swallowed: true };` }),
+      "tools/sneaky.ts": toolSource({ upFront: true, execute: `try { await ctx.askQuestion("Sure?"); } catch {} return { swallowed: true };` }),
     });
     const { runtime } = await startAgent(dir, [call("sneaky", { value: "x" }), { text: "done" }]);
     expect((await runtime.run({ message: "go" })).status).toBe("waiting_input");
@@ -144,13 +146,14 @@ describe("durable steps and replay", () => {
     agentFolder({
       "agent.ts": MINIMAL_AGENT,
       "tools/hydrate.ts": toolSource({
+        upFront: true,
         execute: `const profile = await ctx.step("hydrate:" + input.value, async () => {
       globalThis.__hydrations = (globalThis.__hydrations ?? 0) + 1;
       return { id: input.value, key: ctx.idempotencyKey("customer") };
     }, { metadata: { customerId: input.value } });
     return { profile };`,
       }),
-      "tools/publish.ts": toolSource({ extra: `needsApproval: true,`, execute: "return { ok: true };" }),
+      "tools/publish.ts": toolSource({ upFront: true, extra: `needsApproval: true,`, execute: "return { ok: true };" }),
     });
 
   it("replays a completed step and a completed tool call on resume instead of running them again", async () => {
@@ -190,7 +193,7 @@ describe("durable steps and replay", () => {
   it("keeps ctx.idempotencyKey stable per run, tool call and scope", async () => {
     const dir = agentFolder({
       "agent.ts": MINIMAL_AGENT,
-      "tools/keys.ts": toolSource({ execute: `return { a: ctx.idempotencyKey("x"), b: ctx.idempotencyKey("x"), c: ctx.idempotencyKey("y") };` }),
+      "tools/keys.ts": toolSource({ upFront: true, execute: `return { a: ctx.idempotencyKey("x"), b: ctx.idempotencyKey("x"), c: ctx.idempotencyKey("y") };` }),
     });
     const { runtime, log } = await startAgent(dir, [{ toolCalls: [{ name: "keys", input: { value: "1" } }, { name: "keys", input: { value: "1" } }] }, { text: "ok" }]);
     await runtime.run({ message: "go" });
@@ -218,7 +221,7 @@ class SlowAppends extends InMemoryStateAdapter {
 
 describe("results", () => {
   it("keeps the tool call's createdAt from when it was recorded, however long that write took", async () => {
-    const dir = agentFolder({ "agent.ts": MINIMAL_AGENT, "tools/echo.ts": toolSource({ execute: "return { echoed: input.value };" }) });
+    const dir = agentFolder({ "agent.ts": MINIMAL_AGENT, "tools/echo.ts": toolSource({ upFront: true, execute: "return { echoed: input.value };" }) });
     const state = new SlowAppends(25);
     const { runtime } = await startAgent(dir, [call("echo", { value: "x" }), { text: "done" }], { state });
     const result = await runtime.run({ message: "go" });
@@ -235,6 +238,7 @@ describe("results", () => {
     const dir = agentFolder({
       "agent.ts": MINIMAL_AGENT,
       "tools/lookup.ts": toolSource({
+        upFront: true,
         execute: `return { summary: "Found " + input.value, internalScore: 0.98 };`,
         extra: `toModelOutput(output) { return { summary: output.summary }; },`,
       }),
@@ -247,7 +251,7 @@ describe("results", () => {
   });
 
   it("fails the call and the run with a clear error when the result is not JSON-serializable", async () => {
-    const dir = agentFolder({ "agent.ts": MINIMAL_AGENT, "tools/dated.ts": toolSource({ execute: `return { when: new Date(0) };` }) });
+    const dir = agentFolder({ "agent.ts": MINIMAL_AGENT, "tools/dated.ts": toolSource({ upFront: true, execute: `return { when: new Date(0) };` }) });
     const { runtime, events } = await startAgent(dir, [call("dated", { value: "x" }), { text: "never" }]);
     const result = await runtime.run({ message: "go" });
     expect(result.status).toBe("failed");
@@ -257,7 +261,7 @@ describe("results", () => {
   });
 
   it("fails the tool call and the run when execute throws, surfacing { error } to the model", async () => {
-    const dir = agentFolder({ "agent.ts": MINIMAL_AGENT, "tools/broken.ts": toolSource({ execute: `throw new Error("database is down");` }) });
+    const dir = agentFolder({ "agent.ts": MINIMAL_AGENT, "tools/broken.ts": toolSource({ upFront: true, execute: `throw new Error("database is down");` }) });
     const { runtime, log, types } = await startAgent(dir, [call("broken", { value: "x" }), { text: "never" }]);
     const result = await runtime.run({ message: "go" });
     expect(result.status).toBe("failed");
@@ -270,7 +274,7 @@ describe("results", () => {
   });
 
   it("does not fail the run for an error-shaped return", async () => {
-    const dir = agentFolder({ "agent.ts": MINIMAL_AGENT, "tools/careful.ts": toolSource({ execute: `return { error: "Run validate first." };` }) });
+    const dir = agentFolder({ "agent.ts": MINIMAL_AGENT, "tools/careful.ts": toolSource({ upFront: true, execute: `return { error: "Run validate first." };` }) });
     const { runtime, log } = await startAgent(dir, [call("careful", { value: "x" }), { text: "I will validate" }]);
     const result = await runtime.run({ message: "go" });
     expect(result.status).toBe("completed");
@@ -280,7 +284,7 @@ describe("results", () => {
   it("checks outputSchema", async () => {
     const dir = agentFolder({
       "agent.ts": MINIMAL_AGENT,
-      "tools/typed.ts": toolSource({ execute: `return { count: "three" };`, extra: `outputSchema: { type: "object", properties: { count: { type: "number" } } },` }),
+      "tools/typed.ts": toolSource({ upFront: true, execute: `return { count: "three" };`, extra: `outputSchema: { type: "object", properties: { count: { type: "number" } } },` }),
     });
     const { runtime } = await startAgent(dir, [call("typed", { value: "x" }), { text: "never" }]);
     const result = await runtime.run({ message: "go" });

@@ -8,7 +8,7 @@ const script = () => scriptedHarness({ turns: [{ toolCalls: [{ name: "echo", inp
 
 /** A runtime on the echo agent, nothing tapped; `calls` counts what reached the event hook's promise. */
 async function runtimeWithoutObservers() {
-  const dir = agentFolder({ "agent.ts": MINIMAL_AGENT, "tools/echo.ts": toolSource() });
+  const dir = agentFolder({ "agent.ts": MINIMAL_AGENT, "tools/echo.ts": toolSource({ upFront: true }) });
   const bundle = await loadRuntimeBundle((await buildAgent(dir)).artifactRoot);
   const state = new InMemoryStateAdapter();
   const runtime = new OpenEveRuntime({ ...bundle, state, agentHarness: script(), logger: noopLogger() });

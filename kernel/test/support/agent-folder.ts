@@ -27,13 +27,18 @@ export const MINIMAL_AGENT = `import { defineAgent } from "@assemblyline-agents/
 export default defineAgent({ model: "test/model", instructions: "You are a test agent." });
 `;
 
-/** A tool source with the given body for execute and extra definition fields. */
-export function toolSource(options: { execute?: string; extra?: string; schema?: string; imports?: string } = {}): string {
+/**
+ * A tool source with the given body for execute and extra definition fields.
+ * `upFront` sets `defaultEnabled: true`: an authored tool on `auto` is deferred,
+ * and a scripted model that calls the tool by name needs it offered.
+ */
+export function toolSource(options: { execute?: string; extra?: string; schema?: string; imports?: string; upFront?: boolean } = {}): string {
   return `import { defineTool, approvalRequired } from "@assemblyline-agents/core";
 ${options.imports ?? ""}
 export default defineTool({
   description: "A test tool.",
   inputSchema: ${options.schema ?? `{ type: "object", properties: { value: { type: "string" } }, required: ["value"], additionalProperties: false }`},
+  ${options.upFront ? "defaultEnabled: true," : ""}
   ${options.extra ?? ""}
   async execute(input, ctx) {
     ${options.execute ?? "return { echoed: input.value };"}

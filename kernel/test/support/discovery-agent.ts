@@ -1,6 +1,6 @@
 import { MINIMAL_AGENT } from "./agent-folder.js";
 
-/** Ten everyday tools left on `auto`: at AUTO_VISIBLE_LIMIT, so all ten are offered up front. */
+/** Ten everyday tools, offered up front: each declares `capability: { visibility: "always" }`. */
 export const VISIBLE_TOOLS = [
   "get_weather",
   "list_notes",
@@ -63,7 +63,7 @@ export default defineTool({
 export function discoveryAgentFiles(options: { executionLog: string; discovery?: boolean }): Record<string, string> {
   const discovery = options.discovery ?? true;
   const files: Record<string, string> = { "agent.ts": MINIMAL_AGENT };
-  for (const name of VISIBLE_TOOLS) files[`tools/${name}.ts`] = toolFile(name, discovery ? {} : { capability: `capability: { visibility: "always" },` });
+  for (const name of VISIBLE_TOOLS) files[`tools/${name}.ts`] = toolFile(name, { capability: `capability: { visibility: "always" },` });
   for (const [namespace, names] of Object.entries(DEFERRED_NAMESPACES)) {
     for (const name of names) {
       const aliases = name === "create_invoice" ? `, aliases: ["receivables"]` : "";

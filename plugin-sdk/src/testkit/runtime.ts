@@ -24,7 +24,7 @@ export interface RuntimeKitSubject {
 
 const AGENT_FILES: Record<string, string> = {
   "agent.ts": `import { defineAgent } from "@assemblyline-agents/core";
-export default defineAgent({ id: "runtime-kit", model: "kit/scripted", instructions: "The runtime conformance kit's agent." });
+export default defineAgent({ id: "runtime-kit", model: "kit/scripted", instructions: "The runtime conformance kit's agent.", defaultTools: ["kit_echo"] });
 `,
   "channels/kit.ts": `import { defineChannel } from "@assemblyline-agents/core";
 export default defineChannel({ transport: "http", route: "/kit/message", methods: ["POST"] });

@@ -18,7 +18,7 @@ export function removeAll(dirs: string[]): void {
 
 export const NOTES_AGENT = {
   "agent.ts": `import { defineAgent } from "@assemblyline-agents/core";
-export default defineAgent({ model: "openai-codex/gpt-5.1-codex", instructions: "You keep notes for the user." });
+export default defineAgent({ model: "openai-codex/gpt-5.1-codex", instructions: "You keep notes for the user.", defaultTools: ["lookup_notes", "record_note"] });
 `,
   "tools/lookup_notes.ts": `import { defineTool } from "@assemblyline-agents/core";
 export default defineTool({

@@ -24,6 +24,7 @@ export default defineAgent({ model: "local/priced", instructions: "Look things u
 export default defineTool({
   description: "Look a word up.",
   inputSchema: { type: "object", properties: { word: { type: "string" } }, required: ["word"], additionalProperties: false },
+  defaultEnabled: true,
   async execute(input) { return { found: input.word }; },
 });
 `,

@@ -25,7 +25,7 @@ function agentFolder(files: Record<string, string>): string {
 const publishAgent = () =>
   agentFolder({
     "agent.ts": `import { defineAgent } from "@assemblyline-agents/core";
-export default defineAgent({ model: "local/llama3", instructions: "You publish notes." });
+export default defineAgent({ model: "local/llama3", instructions: "You publish notes.", defaultTools: ["publish"] });
 `,
     "tools/publish.ts": `import { defineTool, approvalRequired } from "@assemblyline-agents/core";
 export default defineTool({
