@@ -14,7 +14,7 @@ export { createRuntimeLogger } from "./logger.js";
 export { approvalIdFor } from "./run/tool-pipeline.js";
 export { idempotencyKeyFor } from "./run/tool-context.js";
 export { ToolTable, type ToolTableEntry, type ToolTableInput } from "./run/tool-table.js";
-export { AUTO_VISIBLE_LIMIT, inferVisibility, type ResolvedVisibility, type ResolvedExecution, type ToolOrigin } from "./run/tool-visibility.js";
+export { inferVisibility, type ResolvedVisibility, type ResolvedExecution, type ToolOrigin } from "./run/tool-visibility.js";
 export { activateTools, activatedToolNames, TOOLS_ACTIVATED } from "./run/tool-activation.js";
 export { noopLogger } from "@assemblyline-agents/core";
 export type { StateAdapter, StateStores } from "@assemblyline-agents/core";

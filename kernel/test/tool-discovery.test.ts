@@ -3,7 +3,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterAll, describe, expect, it } from "vitest";
 import { defineTool, definePlugin, type JsonValue } from "@assemblyline-agents/core";
-import { activateTools, activatedToolNames, buildAgent, createKernel, idempotencyKeyFor, inferVisibility, AUTO_VISIBLE_LIMIT } from "@assemblyline-agents/runtime";
+import { activateTools, activatedToolNames, buildAgent, createKernel, idempotencyKeyFor, inferVisibility } from "@assemblyline-agents/runtime";
 import { MINIMAL_AGENT, agentFolder, toolSource } from "./support/agent-folder.js";
 import { DEFERRED_TOOLS, VISIBLE_TOOLS, discoveryAgentFiles } from "./support/discovery-agent.js";
 import { startAgent } from "./support/runtime.js";
@@ -164,10 +164,10 @@ export default defineTool({ description: ${JSON.stringify(description)}, inputSc
     "tools/internal.ts": tool("internal", "Reconcile ledger entries internally.", `{ visibility: "hidden" }`),
   });
 
-  it("always, auto (small agent) and defaultEnabled: true are offered; deferred, defaultEnabled: false, skill and hidden are not", async () => {
+  it("always and defaultEnabled: true are offered; auto (even in a small agent), deferred, defaultEnabled: false, skill and hidden are not", async () => {
     const { runtime, log } = await startAgent(dir, [{ text: "hi" }]);
     await runtime.run({ message: "hi" });
-    expect(names(log.contexts[0]!.tools)).toEqual(["ask_question", ...FILE_TOOLS, ...BRIDGE_TOOLS, "forced", "plain", "shown"].sort());
+    expect(names(log.contexts[0]!.tools)).toEqual(["ask_question", ...FILE_TOOLS, ...BRIDGE_TOOLS, "forced", "shown"].sort());
   });
 
   it("tool_search finds deferred tools by tag, never hidden or skill tools", async () => {
@@ -221,13 +221,13 @@ export default defineTool({ description: ${JSON.stringify(description)}, inputSc
   });
 
   it("does not offer the bridge tools when nothing is deferred", async () => {
-    const { runtime, log } = await startAgent(agentFolder({ "agent.ts": MINIMAL_AGENT, "tools/alpha.ts": toolSource() }), [{ text: "hi" }]);
+    const { runtime, log } = await startAgent(agentFolder({ "agent.ts": MINIMAL_AGENT, "tools/alpha.ts": toolSource({ upFront: true }) }), [{ text: "hi" }]);
     await runtime.run({ message: "hi" });
     expect(names(log.contexts[0]!.tools)).toEqual(["alpha", "ask_question", ...FILE_TOOLS].sort());
   });
 
   it("offers a sandbox tool only when the host has a sandbox adapter", async () => {
-    const sandboxed = agentFolder({ "agent.ts": MINIMAL_AGENT, "tools/shell_job.ts": tool("shell_job", "Run a job in the sandbox.", `{ execution: "sandbox" }`) });
+    const sandboxed = agentFolder({ "agent.ts": MINIMAL_AGENT, "tools/shell_job.ts": tool("shell_job", "Run a job in the sandbox.", `{ visibility: "always", execution: "sandbox" }`) });
     const without = await startAgent(sandboxed, [{ toolCalls: [{ name: "shell_job", input: {} }] }, { text: "ok" }]);
     await without.runtime.run({ message: "hi" });
     expect(names(without.log.contexts[0]!.tools)).not.toContain("shell_job");
@@ -239,20 +239,9 @@ export default defineTool({ description: ${JSON.stringify(description)}, inputSc
     expect(names(withSandbox.log.contexts[0]!.tools)).toEqual(expect.arrayContaining(["shell_job", "bash"]));
   });
 
-  it("shows up to AUTO_VISIBLE_LIMIT auto tools up front and defers all of them past it", async () => {
-    const autoTools = (count: number) => Object.fromEntries(Array.from({ length: count }, (_, index) => [`tools/auto_${index}.ts`, toolSource()]));
-    const small = await startAgent(agentFolder({ "agent.ts": MINIMAL_AGENT, ...autoTools(AUTO_VISIBLE_LIMIT) }), [{ text: "hi" }]);
-    await small.runtime.run({ message: "hi" });
-    expect(names(small.log.contexts[0]!.tools).filter((name) => name.startsWith("auto_"))).toHaveLength(AUTO_VISIBLE_LIMIT);
-    const large = await startAgent(agentFolder({ "agent.ts": MINIMAL_AGENT, ...autoTools(AUTO_VISIBLE_LIMIT + 1) }), [{ text: "hi" }]);
-    await large.runtime.run({ message: "hi" });
-    expect(names(large.log.contexts[0]!.tools).filter((name) => name.startsWith("auto_"))).toEqual([]);
-    expect(names(large.log.contexts[0]!.tools)).toEqual(expect.arrayContaining(BRIDGE_TOOLS));
-  });
-
   it("writes the inference rule down as a function, first match wins", () => {
-    const rule = (origin: "built-in" | "authored" | "override" | "provided", definition: object, listed: boolean | null = null, authoredAutoCount = 1) =>
-      inferVisibility({ origin, definition, listed, authoredAutoCount }).visibility;
+    const rule = (origin: "built-in" | "authored" | "override" | "provided", definition: object, listed: boolean | null = null) =>
+      inferVisibility({ origin, definition, listed }).visibility;
     expect(rule("authored", { capability: { visibility: "hidden" } }, true)).toBe("hidden");
     expect(rule("authored", { capability: { visibility: "skill" } }, true)).toBe("skill");
     expect(rule("authored", { capability: { visibility: "deferred" } }, true)).toBe("always");
@@ -263,8 +252,59 @@ export default defineTool({ description: ${JSON.stringify(description)}, inputSc
     expect(rule("built-in", {})).toBe("always");
     expect(rule("override", {})).toBe("always");
     expect(rule("provided", {})).toBe("deferred");
-    expect(rule("authored", {}, null, AUTO_VISIBLE_LIMIT)).toBe("always");
-    expect(rule("authored", {}, null, AUTO_VISIBLE_LIMIT + 1)).toBe("deferred");
+    expect(rule("authored", {})).toBe("deferred");
+    expect(rule("authored", { capability: { namespace: "billing", tags: ["invoice"] } })).toBe("deferred");
+    expect(rule("authored", {}, true)).toBe("always");
+    expect(rule("authored", { defaultEnabled: true })).toBe("always");
+    expect(rule("authored", { capability: { visibility: "always" } })).toBe("always");
+  });
+});
+
+describe("an authored tool's default visibility", () => {
+  /** A tool that declares nothing about its visibility, unless `extra` does. */
+  const tool = (description: string, extra = "") =>
+    `import { defineTool } from "@assemblyline-agents/core";
+export default defineTool({ description: ${JSON.stringify(description)}, inputSchema: { type: "object", properties: { id: { type: "string" } } }, ${extra} async execute(input) { return { ran: ${JSON.stringify(description)}, id: input.id }; } });`;
+
+  it("is deferred when it declares nothing, even as the agent's only tool: not offered, found by tool_search, run by tool_call", async () => {
+    const dir = agentFolder({ "agent.ts": MINIMAL_AGENT, "tools/lookup_order.ts": tool("Look up a customer order by its id.") });
+    const { runtime, log } = await startAgent(dir, [
+      { toolCalls: [{ name: "lookup_order", input: { id: "o-1" } }] },
+      { toolCalls: [{ name: "tool_search", input: { query: "customer order" } }] },
+      { toolCalls: [{ name: "tool_call", input: { name: "lookup_order", input: { id: "o-1" } } }] },
+      { text: "done" },
+    ]);
+    expect((await runtime.run({ message: "find order o-1" })).status).toBe("completed");
+    expect(runtime.toolTable.get("lookup_order")).toMatchObject({ origin: "authored", visibility: "deferred" });
+    expect(names(log.contexts[0]!.tools)).toEqual(["ask_question", ...FILE_TOOLS, ...BRIDGE_TOOLS].sort());
+    const [direct, searched, called] = log.outcomes.map((entry) => entry.outcome);
+    expect(direct).toMatchObject({ isError: true, output: { error: expect.stringMatching(/^Unknown tool "lookup_order".*tool_search/) } });
+    expect(searched).toMatchObject({ isError: false, output: { results: [{ name: "lookup_order" }] } });
+    expect(called).toEqual({ status: "completed", output: { ran: "Look up a customer order by its id.", id: "o-1" }, isError: false });
+  });
+
+  it('is offered up front when agent.ts defaultTools lists it, defaultEnabled is true or capability.visibility is "always"; a namespace and tags only help tool_search', async () => {
+    const declared = agentFolder({
+      "agent.ts": MINIMAL_AGENT,
+      "tools/enabled.ts": tool("Enabled by default.", "defaultEnabled: true,"),
+      "tools/shown.ts": tool("Always shown.", `capability: { visibility: "always" },`),
+      "tools/tagged.ts": tool("Send an invoice reminder.", `capability: { namespace: "billing", tags: ["invoice"] },`),
+      "tools/plain.ts": tool("Declares nothing."),
+    });
+    const first = await startAgent(declared, [{ toolCalls: [{ name: "tool_search", input: { query: "invoice" } }] }, { text: "ok" }]);
+    await first.runtime.run({ message: "hi" });
+    expect(names(first.log.contexts[0]!.tools)).toEqual(["ask_question", ...FILE_TOOLS, ...BRIDGE_TOOLS, "enabled", "shown"].sort());
+    expect(first.log.outcomes[0]!.outcome).toMatchObject({ output: { results: [{ name: "tagged", namespace: "billing" }] } });
+
+    const listed = agentFolder({
+      "agent.ts": `import { defineAgent } from "@assemblyline-agents/core";
+export default defineAgent({ model: "test/model", defaultTools: ["listed", "ask_question", "read"] });`,
+      "tools/listed.ts": tool("Listed in agent.ts."),
+    });
+    const second = await startAgent(listed, [{ toolCalls: [{ name: "listed", input: { id: "x" } }] }, { text: "ok" }]);
+    await second.runtime.run({ message: "hi" });
+    expect(names(second.log.contexts[0]!.tools)).toEqual(["ask_question", "listed", "read", ...BRIDGE_TOOLS].sort());
+    expect(second.log.outcomes[0]!.outcome).toEqual({ status: "completed", output: { ran: "Listed in agent.ts.", id: "x" }, isError: false });
   });
 });
 

@@ -8,6 +8,12 @@ export type ToolExecution = "auto" | "direct" | "sandbox" | "both";
 
 /** Discovery metadata of a tool (the spec's `capability` block). */
 export interface ToolCapability {
+  /**
+   * Default `auto`: an authored tool is deferred (found by `tool_search`, run by
+   * `tool_call`) unless agent.ts `defaultTools` lists it or `defaultEnabled` is
+   * true; `always` offers it up front. `namespace`, `tags` and `aliases` only
+   * help `tool_search` find it.
+   */
   visibility?: ToolVisibility;
   execution?: ToolExecution;
   namespace?: string;

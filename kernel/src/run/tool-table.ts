@@ -24,7 +24,6 @@ import {
   capabilityProblem,
   inferExecution,
   inferVisibility,
-  reachesAutoCount,
   type ResolvedExecution,
   type ResolvedVisibility,
   type ToolOrigin,
@@ -85,9 +84,9 @@ export class ToolTable extends Map<string, ToolTableEntry> implements ToolTableS
   }
 
   /** Add (or, internally, replace) an entry, applying policy, the visibility rule and schemas. */
-  add(name: string, definition: ToolDefinition<any, any>, origin: ToolOrigin, rule: { listed: boolean | null; authoredAutoCount: number; provider?: string }): ToolTableEntry {
+  add(name: string, definition: ToolDefinition<any, any>, origin: ToolOrigin, rule: { listed: boolean | null; provider?: string }): ToolTableEntry {
     const mode = this.settings.coreToolPolicy[name] ?? "enabled";
-    const { visibility, because } = inferVisibility({ origin, definition, listed: rule.listed, authoredAutoCount: rule.authoredAutoCount });
+    const { visibility, because } = inferVisibility({ origin, definition, listed: rule.listed });
     const builtIn = origin === "built-in";
     const execution = builtIn && BUILT_IN_REQUIREMENTS[name as BuiltInToolName] === "sandbox" ? "sandbox" : inferExecution(definition);
     const available = execution !== "sandbox" || this.settings.sandboxAvailable;
@@ -141,7 +140,7 @@ export class ToolTable extends Map<string, ToolTableEntry> implements ToolTableS
     const problem = capabilityProblem(definition);
     if (problem) refuse(problem);
     try {
-      this.add(name, definition, "provided", { listed: null, authoredAutoCount: 0, provider: options.provider });
+      this.add(name, definition, "provided", { listed: null, provider: options.provider });
     } catch (error) {
       refuse(`its inputSchema or outputSchema does not compile: ${(error as Error).message}`);
     }
@@ -184,10 +183,6 @@ export function buildToolTable(input: ToolTableInput): ToolTable {
   const authored = new Map(manifest.tools.filter((entry) => entry.kind !== "disabled").map((entry) => [entry.name, entry]));
   const listed = manifest.agent.defaultTools ? new Set(manifest.agent.defaultTools) : null;
   const listedOf = (name: string) => (listed ? listed.has(name) : null);
-  const authoredAutoCount = [...authored.values()].filter((entry) => {
-    const definition = sourceBundle.tools[entry.name];
-    return entry.kind === "authored" && definition && reachesAutoCount(definition, listedOf(entry.name));
-  }).length;
 
   for (const name of BUILT_IN_TOOL_NAMES) {
     if (removed.has(name) || authored.has(name)) continue;
@@ -195,11 +190,11 @@ export function buildToolTable(input: ToolTableInput): ToolTable {
     if (requirement === "unavailable") continue;
     if (requirement === "skills" && (manifest.skills ?? []).length === 0 && !manifest.agent.selfImprovement?.writable) continue;
     if (requirement === "subagents" && (manifest.subagents ?? []).length === 0) continue;
-    table.add(name, builtInToolDefaults[name as BuiltInToolName], "built-in", { listed: listedOf(name), authoredAutoCount });
+    table.add(name, builtInToolDefaults[name as BuiltInToolName], "built-in", { listed: listedOf(name) });
   }
   for (const [name, entry] of authored) {
     const definition = sourceBundle.tools[name];
-    if (definition) table.add(name, definition, entry.kind === "override" ? "override" : "authored", { listed: listedOf(name), authoredAutoCount });
+    if (definition) table.add(name, definition, entry.kind === "override" ? "override" : "authored", { listed: listedOf(name) });
   }
   return table;
 }

@@ -7,24 +7,19 @@ export type ToolOrigin = "built-in" | "authored" | "override" | "provided";
 export type ResolvedVisibility = Exclude<ToolVisibility, "auto">;
 export type ResolvedExecution = Exclude<ToolExecution, "auto">;
 
-/**
- * With at most this many authored tools left on `auto`, all of them are visible
- * up front; with more, all of them are deferred behind `tool_search`. All or
- * nothing, so adding one tool never silently reshuffles which others are shown.
- */
-export const AUTO_VISIBLE_LIMIT = 10;
-
 export interface VisibilityInput {
   origin: ToolOrigin;
   definition: Pick<ToolDefinition, "capability" | "defaultEnabled">;
   /** Whether agent.ts defaultTools lists the tool; null when agent.ts has no defaultTools. */
   listed: boolean | null;
-  /** How many authored tools reach the last rule (`auto`, no defaultEnabled, no defaultTools list). */
-  authoredAutoCount: number;
 }
 
 /**
- * The inference rule, first match wins:
+ * The inference rule, first match wins. Runs start with the core harness tools;
+ * an authored tool is offered up front only when agent.ts `defaultTools` lists it,
+ * `defaultEnabled` is true or `capability.visibility` is "always" (the capability
+ * metadata that makes it visible). Other metadata (namespace, tags, aliases) on an
+ * `auto` tool only helps `tool_search` find it.
  *  1. `hidden` and `skill` are kept as declared.
  *  2. A tool agent.ts `defaultTools` lists is visible (`always`).
  *  3. `defaultEnabled: true` is visible.
@@ -33,7 +28,7 @@ export interface VisibilityInput {
  *  6. `auto` with `defaultEnabled: false`: deferred.
  *  7. `auto` built-in tools and overrides of them: visible (core harness tools).
  *  8. `auto` tools provided from outside the agent folder (connections, plugins): deferred.
- *  9. `auto` authored tools: visible when the agent has at most AUTO_VISIBLE_LIMIT of them, else deferred.
+ *  9. `auto` authored tools (a subagent's own tools too): deferred, found through tool_search and run through tool_call.
  */
 export function inferVisibility(input: VisibilityInput): { visibility: ResolvedVisibility; because: string } {
   const declared = input.definition.capability?.visibility ?? "auto";
@@ -45,15 +40,7 @@ export function inferVisibility(input: VisibilityInput): { visibility: ResolvedV
   if (input.definition.defaultEnabled === false) return { visibility: "deferred", because: "defaultEnabled is false" };
   if (input.origin === "built-in" || input.origin === "override") return { visibility: "always", because: "core harness tool" };
   if (input.origin === "provided") return { visibility: "deferred", because: "provided from outside the agent folder" };
-  return input.authoredAutoCount <= AUTO_VISIBLE_LIMIT
-    ? { visibility: "always", because: `one of ${input.authoredAutoCount} auto tools (at most ${AUTO_VISIBLE_LIMIT} are shown up front)` }
-    : { visibility: "deferred", because: `one of ${input.authoredAutoCount} auto tools (more than ${AUTO_VISIBLE_LIMIT} are deferred)` };
-}
-
-/** Whether an authored tool reaches rule 9 (counted against AUTO_VISIBLE_LIMIT). */
-export function reachesAutoCount(definition: Pick<ToolDefinition, "capability" | "defaultEnabled">, listed: boolean | null): boolean {
-  const declared = definition.capability?.visibility ?? "auto";
-  return declared === "auto" && definition.defaultEnabled === undefined && listed === null;
+  return { visibility: "deferred", because: "authored tool on auto" };
 }
 
 /**
