@@ -11,19 +11,23 @@ const DEFAULT_ENDPOINT = "http://localhost:4318";
  * OTEL_EXPORTER_OTLP_TIMEOUT. The traces-only variables win over the general
  * ones, as in every OpenTelemetry SDK: OTEL_EXPORTER_OTLP_TRACES_HEADERS adds to
  * (and overrides keys of) the general headers, OTEL_EXPORTER_OTLP_TRACES_TIMEOUT
- * replaces the general timeout. Explicit options win over the environment.
+ * replaces the general timeout, and OTEL_EXPORTER_OTLP_TRACES_COMPRESSION the general
+ * OTEL_EXPORTER_OTLP_COMPRESSION (gzip or none). Explicit options win over the environment.
  */
 export function createOtlpSinkFromEnv(env: Record<string, string | undefined> = process.env, overrides: Partial<OtlpSinkOptions> = {}): OtlpSink {
   const tracesEndpoint = nonEmpty(env.OTEL_EXPORTER_OTLP_TRACES_ENDPOINT);
   const endpoint = nonEmpty(env.OTEL_EXPORTER_OTLP_ENDPOINT) ?? DEFAULT_ENDPOINT;
   const timeoutVariable = nonEmpty(env.OTEL_EXPORTER_OTLP_TRACES_TIMEOUT) !== undefined ? "OTEL_EXPORTER_OTLP_TRACES_TIMEOUT" : "OTEL_EXPORTER_OTLP_TIMEOUT";
   const timeout = nonEmpty(env[timeoutVariable]);
+  const compressionVariable = nonEmpty(env.OTEL_EXPORTER_OTLP_TRACES_COMPRESSION) !== undefined ? "OTEL_EXPORTER_OTLP_TRACES_COMPRESSION" : "OTEL_EXPORTER_OTLP_COMPRESSION";
+  const compression = nonEmpty(env[compressionVariable]);
   return createOtlpSink(
     {
       // A traces endpoint is the full URL already; only the base endpoint gets /v1/traces.
       ...(tracesEndpoint ? { url: tracesEndpoint } : { endpoint }),
       headers: withHeaders(parseOtlpHeaders(env.OTEL_EXPORTER_OTLP_HEADERS), parseOtlpHeaders(env.OTEL_EXPORTER_OTLP_TRACES_HEADERS, "OTEL_EXPORTER_OTLP_TRACES_HEADERS")),
       ...(timeout !== undefined ? { timeoutMs: milliseconds(timeout, timeoutVariable) } : {}),
+      ...(compression !== undefined ? { compression: compressionOf(compression, compressionVariable) } : {}),
       ...overrides,
     },
   );
@@ -72,4 +76,12 @@ function milliseconds(text: string, variable: string): number {
 
 function nonEmpty(value: string | undefined): string | undefined {
   return value === undefined || value.trim() === "" ? undefined : value.trim();
+}
+
+/** OTEL_EXPORTER_OTLP_COMPRESSION's values (the specification's, case as written there). */
+function compressionOf(text: string, variable: string): "gzip" | "none" {
+  if (text === "gzip" || text === "none") return text;
+  throw new AssemblyLineError("AL_ERR_OTLP_CONFIG", `${variable} is ${JSON.stringify(text)}; OTLP/HTTP compression is gzip or none`, {
+    fix: `Set ${variable}=gzip to compress request bodies, or none (or leave it unset) to send them as they are.`,
+  });
 }

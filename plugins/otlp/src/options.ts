@@ -21,13 +21,15 @@ export interface OtlpSinkOptions {
   /** First retry delay, doubled per attempt with jitter, capped by maxBackoffMs; Retry-After wins when sent (defaults 500 / 30000 ms). */
   initialBackoffMs?: number;
   maxBackoffMs?: number;
+  /** How request bodies are encoded: `gzip` (sent with Content-Encoding: gzip) or `none` (default), as OTEL_EXPORTER_OTLP_COMPRESSION says it. */
+  compression?: "gzip" | "none";
   /** Where dropped or refused batches are reported (default: one JSON line on stderr). */
   onWarning?(message: string, fields: Record<string, unknown>): void;
 }
 
 export type ResolvedOtlpOptions = Required<Omit<OtlpSinkOptions, "onWarning" | "endpoint" | "url">> & Pick<OtlpSinkOptions, "onWarning"> & { url: string };
 
-const DEFAULTS = { maxBatchSize: 512, maxQueueSize: 2048, scheduledDelayMs: 1000, timeoutMs: 10_000, maxAttempts: 5, initialBackoffMs: 500, maxBackoffMs: 30_000 };
+const DEFAULTS = { maxBatchSize: 512, maxQueueSize: 2048, scheduledDelayMs: 1000, timeoutMs: 10_000, maxAttempts: 5, initialBackoffMs: 500, maxBackoffMs: 30_000, compression: "none" as const };
 
 export function resolveOtlpOptions(options: OtlpSinkOptions): ResolvedOtlpOptions {
   // Limits and headers are checked by config.schema.json; the URL's form, and onWarning (no JSON type), here.

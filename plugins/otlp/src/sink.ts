@@ -1,7 +1,11 @@
+import { promisify } from "node:util";
+import { gzip } from "node:zlib";
 import type { TelemetrySink, TelemetrySpan } from "@assemblyline-agents/core";
 import { encodeSpan, exportRequestOf, type EncodedSpan } from "./encode.js";
 import { resolveOtlpOptions, type OtlpSinkOptions, type ResolvedOtlpOptions } from "./options.js";
 import { retryDelayMs, shouldRetry } from "./retry.js";
+
+const gzipAsync = promisify(gzip);
 
 /**
  * The largest request body a batch is sent in (4 MiB, gRPC's default message
@@ -113,6 +117,8 @@ class OtlpExporter implements OtlpSink {
   private async send(batch: EncodedSpan[], deadline = Date.now() + this.options.timeoutMs): Promise<void> {
     const body = JSON.stringify(exportRequestOf(batch));
     if (batch.length > 1 && Buffer.byteLength(body) > MAX_REQUEST_BYTES) return this.sendHalves(batch, deadline);
+    // The 4 MiB bound applies before compression: what the collector holds once it has decoded the body.
+    const encoded = this.options.compression === "gzip" ? await gzipAsync(body) : body;
     for (let attempt = 1; ; attempt += 1) {
       let status: number | undefined;
       let retryAfter: string | null = null;
@@ -120,8 +126,8 @@ class OtlpExporter implements OtlpSink {
       try {
         const response = await fetch(this.options.url, {
           method: "POST",
-          headers: { ...this.options.headers, "content-type": "application/json" },
-          body,
+          headers: { ...this.options.headers, "content-type": "application/json", ...(encoded === body ? {} : { "content-encoding": "gzip" }) },
+          body: encoded,
           signal: AbortSignal.timeout(Math.max(1, deadline - Date.now())),
         });
         status = response.status;

@@ -322,6 +322,27 @@ describe("createOtlpSinkFromEnv", () => {
     expect(bounded.stats()).toMatchObject({ exported: 0, dropped: 1 });
   });
 
+  it("compresses request bodies with gzip when OTEL_EXPORTER_OTLP_COMPRESSION says so, the traces variable winning, and refuses other values", async () => {
+    const otlp = await receiver();
+    const gzipped = createOtlpSinkFromEnv({ OTEL_EXPORTER_OTLP_ENDPOINT: otlp.url, OTEL_EXPORTER_OTLP_COMPRESSION: "gzip" });
+    gzipped.export(span(1));
+    await gzipped.flush();
+    const plain = createOtlpSinkFromEnv({ OTEL_EXPORTER_OTLP_ENDPOINT: otlp.url, OTEL_EXPORTER_OTLP_COMPRESSION: "gzip", OTEL_EXPORTER_OTLP_TRACES_COMPRESSION: "none" });
+    plain.export(span(2));
+    await plain.flush();
+    const byOption = createOtlpSink({ endpoint: otlp.url, compression: "gzip" });
+    byOption.export(span(3));
+    await byOption.flush();
+    expect(otlp.failures).toEqual([]);
+    expect(otlp.requests.map((request) => [request.headers["content-encoding"], request.spans.map((received) => received.name)])).toEqual([
+      ["gzip", [span(1).name]],
+      [undefined, [span(2).name]],
+      ["gzip", [span(3).name]],
+    ]);
+    expect(() => createOtlpSinkFromEnv({ OTEL_EXPORTER_OTLP_ENDPOINT: otlp.url, OTEL_EXPORTER_OTLP_TRACES_COMPRESSION: "zstd" })).toThrow(/OTEL_EXPORTER_OTLP_TRACES_COMPRESSION is "zstd"; OTLP\/HTTP compression is gzip or none/);
+    expect(() => createOtlpSink({ endpoint: otlp.url, compression: "deflate" as never })).toThrow(expect.objectContaining({ code: "AL_ERR_OTLP_CONFIG" }));
+  });
+
   it("parses OTEL_EXPORTER_OTLP_HEADERS as comma-separated, URL-encoded key=value pairs", () => {
     expect(parseOtlpHeaders("Authorization=Basic%20YWJjOmRlZg==, x-tenant = acme ,")).toEqual({ Authorization: "Basic YWJjOmRlZg==", "x-tenant": "acme" });
     expect(parseOtlpHeaders(undefined)).toEqual({});

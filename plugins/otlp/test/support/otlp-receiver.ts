@@ -2,6 +2,7 @@ import { createServer, type IncomingHttpHeaders, type Server } from "node:http";
 import type { AddressInfo } from "node:net";
 import { dirname, join } from "node:path";
 import { fileURLToPath } from "node:url";
+import { gunzipSync } from "node:zlib";
 import protobuf from "protobufjs";
 
 const PROTO_DIR = join(dirname(fileURLToPath(import.meta.url)), "..", "proto");
@@ -63,7 +64,11 @@ export async function startOtlpReceiver(options: { responses?: Array<{ status: n
       try {
         if (req.method !== "POST") throw new Error(`method ${req.method}`);
         if (req.headers["content-type"] !== "application/json") throw new Error(`content-type ${req.headers["content-type"]}`);
-        const spans = decode(requestType, JSON.parse(Buffer.concat(chunks).toString("utf8")));
+        // As a collector does: a gzip body (Content-Encoding: gzip) is decoded first, any other encoding refused.
+        const encoding = req.headers["content-encoding"];
+        if (encoding !== undefined && encoding !== "gzip") throw new Error(`content-encoding ${encoding}`);
+        const raw = encoding === "gzip" ? gunzipSync(Buffer.concat(chunks)) : Buffer.concat(chunks);
+        const spans = decode(requestType, JSON.parse(raw.toString("utf8")));
         requests.push({ path: req.url ?? "", headers: req.headers, spans });
         res.writeHead(200, { "content-type": "application/json" }).end(next?.body ?? "{}");
       } catch (error) {
