@@ -139,13 +139,13 @@ export class RunTrace {
       "gen_ai.response.model": typeof data.model === "string" ? data.model : undefined,
       "gen_ai.response.id": typeof data.responseId === "string" ? data.responseId : undefined,
       "gen_ai.response.finish_reasons": finishReason ? [finishReason] : undefined,
-      "gen_ai.usage.input_tokens": numberOrUndefined(usage.inputTokens),
+      "gen_ai.usage.input_tokens": promptTokens(usage),
       "gen_ai.usage.output_tokens": numberOrUndefined(usage.outputTokens),
       "gen_ai.usage.cache_read.input_tokens": numberOrUndefined(usage.cacheReadTokens),
       "gen_ai.usage.cache_creation.input_tokens": numberOrUndefined(usage.cacheWriteTokens),
       "assembly_line.usage.cost_usd": numberOrUndefined(usage.costUsd),
     };
-    this.inputTokens += numberOrUndefined(usage.inputTokens) ?? 0;
+    this.inputTokens += promptTokens(usage) ?? 0;
     this.outputTokens += numberOrUndefined(usage.outputTokens) ?? 0;
     this.costUsd += numberOrUndefined(usage.costUsd) ?? 0;
     if (capturesBodies(this.settings.mode)) {
@@ -381,4 +381,16 @@ export function parentOf(created: Record<string, JsonValue>): { runId: string; c
   const parent = input.parent;
   if (typeof parent !== "object" || parent === null || Array.isArray(parent)) return undefined;
   return typeof parent.runId === "string" && typeof parent.callId === "string" ? { runId: parent.runId, callId: parent.callId, subagent: parent.subagent } : undefined;
+}
+
+/**
+ * The GenAI conventions' input tokens: every token of the prompt, "including
+ * cached tokens", of which cache_read and cache_creation are parts. A usage
+ * record keeps the three apart (inputTokens are those neither read from nor
+ * written to the provider's cache), so the attribute is their sum.
+ */
+function promptTokens(usage: Record<string, JsonValue>): number | undefined {
+  const input = numberOrUndefined(usage.inputTokens);
+  if (input === undefined) return undefined;
+  return input + (numberOrUndefined(usage.cacheReadTokens) ?? 0) + (numberOrUndefined(usage.cacheWriteTokens) ?? 0);
 }

@@ -82,9 +82,12 @@ export interface UsageRecord {
   conversationId: string | null;
   provider: string;
   model: string;
+  /** Prompt tokens neither read from nor written to the provider's cache (pi-ai's `usage.input`); the prompt is this plus the two cache counts. */
   inputTokens: number;
   outputTokens: number;
+  /** Prompt tokens read from the provider's cache. */
   cacheReadTokens: number;
+  /** Prompt tokens written to the provider's cache. */
   cacheWriteTokens: number;
   /** Cost in USD as the engine's catalog prices it. */
   costUsd: number;

@@ -83,7 +83,8 @@ export async function runAppServerTurn(
             state.modelCalls += 1;
             const key = `model:${state.modelCalls}`;
             const usage = {
-              inputTokens: last.inputTokens ?? 0,
+              // The app-server's inputTokens include the cached ones (OpenAI's input_tokens); a usage record keeps them apart.
+              inputTokens: Math.max(0, (last.inputTokens ?? 0) - (last.cachedInputTokens ?? 0)),
               outputTokens: last.outputTokens ?? 0,
               cacheReadTokens: last.cachedInputTokens ?? 0,
               cacheWriteTokens: last.cacheWriteInputTokens ?? 0,

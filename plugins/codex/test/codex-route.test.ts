@@ -75,8 +75,8 @@ describe.skipIf(!binary.ok)(`the openai-codex route on the real app-server (${bi
       expect(events).toEqual(expect.arrayContaining(["codex.thread_started", "tool.completed", "run.completed"]));
       const usage = await state.listUsage({ runId: result.runId });
       expect(usage.map((record) => [record.provider, record.model, record.inputTokens, record.outputTokens, record.cacheReadTokens])).toEqual([
-        ["openai-codex", "gpt-5.1-codex", 120, 8, 20],
-        ["openai-codex", "gpt-5.1-codex", 120, 8, 20],
+        ["openai-codex", "gpt-5.1-codex", 100, 8, 20],
+        ["openai-codex", "gpt-5.1-codex", 100, 8, 20],
       ]);
     } finally {
       await runtime.close();
@@ -182,7 +182,7 @@ describe.skipIf(!binary.ok)(`the openai-codex route on the real app-server (${bi
       expect(events.find((event) => event.type === "budget.exceeded")?.data).toMatchObject({ budget: "maxTurns", limit: 1 });
       // The first call is journaled as a model call (a chat span for telemetry), with its usage.
       expect(events.filter((event) => event.type === "model.response").map((event) => event.data)).toEqual([
-        expect.objectContaining({ step: "model:1", provider: "openai-codex", model: "gpt-5.1-codex", usage: expect.objectContaining({ inputTokens: 120, outputTokens: 8 }) }),
+        expect.objectContaining({ step: "model:1", provider: "openai-codex", model: "gpt-5.1-codex", usage: expect.objectContaining({ inputTokens: 100, cacheReadTokens: 20, outputTokens: 8 }) }),
       ]);
     } finally {
       await runtime.close();
