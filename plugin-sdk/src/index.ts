@@ -28,4 +28,5 @@ export * from "./automation.js";
 export * from "./connection.js";
 export * from "./timeout.js";
 export * from "./options-schema.js";
+export * from "./source-hash.js";
 export * from "./net/index.js";

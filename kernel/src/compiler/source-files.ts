@@ -1,7 +1,6 @@
 import { readdir, readFile, realpath, stat } from "node:fs/promises";
-import { AssemblyLineError } from "@assemblyline-agents/core";
+import { AssemblyLineError, sourceFileHash } from "@assemblyline-agents/core";
 import { join, relative, sep } from "node:path";
-import { sha256 } from "../canonical-json.js";
 import type { SourceRef } from "./manifest.js";
 
 const CODE_FILE = /\.(ts|mts|cts|js|mjs|cjs)$/;
@@ -9,10 +8,9 @@ const CODE_FILE = /\.(ts|mts|cts|js|mjs|cjs)$/;
 const AGENT_PART = /^(subagents\/[^/]+\/)*(instructions\.md$|skills\/)/;
 const SKIPPED_DIRS = new Set(["node_modules", ".assembly-line", ".git"]);
 
-/** Hash text with normalized line endings, so a Windows checkout builds the same revision. */
+/** A file's manifest hash: text with normalized line endings (a Windows checkout builds the same revision), anything else byte for byte. */
 export async function hashSource(agentDir: string, file: string): Promise<SourceRef> {
-  const text = (await readFile(join(agentDir, file), "utf8")).replace(/\r\n/g, "\n");
-  return { file, hash: sha256(text) };
+  return { file, hash: sourceFileHash(await readFile(join(agentDir, file))) };
 }
 
 /**

@@ -5,6 +5,7 @@ import { cp, mkdir, readFile, rename, rm, writeFile } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { dirname, isAbsolute, join, relative, resolve, sep } from "node:path";
 import { AssemblyLineError } from "../errors.js";
+import { sourceFileHash } from "../source-hash.js";
 import { markModulesCopyUsed, pruneModulesCache } from "./modules-cache.js";
 
 /*
@@ -82,7 +83,7 @@ export async function stageDeployBundle(options: StageDeployBundleOptions): Prom
   for (const source of manifest.sources) {
     if (isAbsolute(source.file) || source.file.split(/[\\/]/).includes("..")) throw staleError(`lists a source ${JSON.stringify(source.file)} outside the agent folder`, agentDir);
     const bytes = await readFile(join(agentDir, source.file)).catch(() => undefined);
-    if (bytes === undefined || sha256(bytes.toString("utf8").replace(/\r\n/g, "\n")) !== source.hash) {
+    if (bytes === undefined || sourceFileHash(bytes) !== source.hash) {
       throw staleError(`${source.file} is missing or changed after revision ${manifest.agentRevision} was built`, agentDir);
     }
     await mkdir(dirname(join(outDir, "agent", source.file)), { recursive: true });
@@ -287,8 +288,4 @@ function copyError(from: string, errors: string): AssemblyLineError {
 
 function staleError(why: string, agentDir: string): AssemblyLineError {
   return new AssemblyLineError("AL_ERR_MANIFEST_STALE", `the built manifest ${why}`, { fix: `Run \`assembly-line build ${agentDir}\` again, then deploy.` });
-}
-
-function sha256(text: string): string {
-  return createHash("sha256").update(text).digest("hex");
 }

@@ -1,5 +1,5 @@
-import { AssemblyLineError, type DeployTarget } from "@assemblyline-agents/core";
-import { createHash, randomBytes } from "node:crypto";
+import { AssemblyLineError, sourceFileHash, type DeployTarget } from "@assemblyline-agents/core";
+import { randomBytes } from "node:crypto";
 import { existsSync } from "node:fs";
 import { mkdir, readFile, rename, rm, writeFile } from "node:fs/promises";
 import { dirname, isAbsolute, join, resolve } from "node:path";
@@ -61,8 +61,8 @@ export class LocalDeployTarget implements DeployTarget {
       try {
         for (const source of manifest.sources) {
           const bytes = await readFile(join(sourceRoot, source.file)).catch(() => undefined);
-          // The compiler hashes the text with CRLF as LF; copy the bytes untouched.
-          if (bytes === undefined || sha256(bytes.toString("utf8").replace(/\r\n/g, "\n")) !== source.hash) {
+          // Checked by the compiler's own hash (text with CRLF as LF, other files byte for byte); the bytes are copied untouched.
+          if (bytes === undefined || sourceFileHash(bytes) !== source.hash) {
             throw new AssemblyLineError("AL_ERR_MANIFEST_STALE", `${source.file} is missing or changed after revision ${manifest.agentRevision} was built`, {
               fix: `Run \`assembly-line build ${sourceRoot}\` again, then deploy.`,
               details: { file: source.file, revision: manifest.agentRevision },
@@ -113,8 +113,4 @@ function readManifest(text: string, manifestPath: string): ManifestView {
     if (!ok || typeof source.hash !== "string") return invalid(`lists a source ${JSON.stringify(file)} that is not a relative path inside the agent folder`);
   }
   return manifest as ManifestView;
-}
-
-function sha256(text: string): string {
-  return createHash("sha256").update(text).digest("hex");
 }
