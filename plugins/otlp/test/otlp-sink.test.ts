@@ -37,7 +37,7 @@ function agentFolder(files: Record<string, string>): string {
 
 const SECRET = "hunter2-secret-value";
 const AGENT = `import { defineAgent } from "@assemblyline-agents/core";
-export default defineAgent({ id: "learning-agent", model: "openai/gpt-5.4-mini", instructions: "Help." });
+export default defineAgent({ id: "learning-agent", model: "openai/gpt-5.4-mini", instructions: "Help.", defaultTools: ["lookup"] });
 `;
 const TOOL = `import { defineTool } from "@assemblyline-agents/core";
 export default defineTool({
@@ -109,7 +109,7 @@ describe("the spec's instrumentation.ts exporting to an OTLP/HTTP receiver", () 
       expect(BigInt(child.startTimeUnixNano)).toBeLessThanOrEqual(BigInt(child.endTimeUnixNano));
     }
     expect(children.find((item) => item.name.startsWith("chat"))).toMatchObject({ kind: 3, attributes: { "gen_ai.operation.name": "chat", "gen_ai.provider.name": "openai" } });
-    expect(children.find((item) => item.name === "execute_tool lookup")!.attributes).toMatchObject({ "gen_ai.tool.name": "lookup", "gen_ai.tool.call.id": "call_lookup" });
+    expect(children.find((item) => item.name === "execute_tool lookup")!.attributes).toMatchObject({ "gen_ai.tool.name": "lookup", "gen_ai.tool.call.id": "call_lookup", "assembly_line.tool.outcome": "completed" });
     const wire = JSON.stringify(spans);
     expect(wire).not.toContain(SECRET);
     expect(wire).not.toContain("It means hi.");
