@@ -57,7 +57,8 @@ export class RunJournal {
       run.ownWrites === undefined &&
       !run.appendedByObservers &&
       run.fence === undefined &&
-      run.held === undefined;
+      run.held === undefined &&
+      run.unwrittenHeld === undefined;
     if (empty && this.known.get(runId) === run) this.known.delete(runId);
   }
 
@@ -95,14 +96,28 @@ export class RunJournal {
       this.dropIfEmpty(runId, run);
     }
     const merged = held ? mergeChanges(held.change, change) : change;
+    // Held events whose append failed are kept for `heldEvents` only (what a lost lease abandoned), never written again.
+    const keepUnwritten = (error: unknown) => {
+      if (run && held) run.unwrittenHeld = held.events;
+      throw error;
+    };
     if (held && merged === CONFLICT) {
       // Two changes to one record cannot share an append: the held one goes first, and the log moved by its events.
-      await this.commit(runId, held.events, held.change, options);
+      await this.commit(runId, held.events, held.change, options).catch(keepUnwritten);
       const shifted = options?.expectedLastSeq === undefined ? options : { ...options, expectedLastSeq: options.expectedLastSeq + held.events.length };
       return this.commit(runId, own, change, shifted);
     }
-    const recorded = await this.commit(runId, held ? [...held.events, ...own] : own, merged as RunStateChange | undefined, options);
+    const recorded = await this.commit(runId, held ? [...held.events, ...own] : own, merged as RunStateChange | undefined, options).catch(keepUnwritten);
     return held ? recorded.slice(held.events.length) : recorded;
+  }
+
+  /**
+   * The events held for the run's next append (see `hold`), and those whose
+   * append failed, as copies: what a drive that lost its lease leaves unwritten.
+   */
+  heldEvents(runId: string): NewRunEvent[] {
+    const run = this.known.get(runId);
+    return structuredClone([...(run?.unwrittenHeld ?? []), ...(run?.held?.events ?? [])]);
   }
 
   /**
@@ -227,6 +242,7 @@ export class RunJournal {
     if (run) {
       run.ownWrites = undefined;
       run.held = undefined;
+      run.unwrittenHeld = undefined;
     }
     let unwritten: number | undefined;
     await this.chain(runId, async () => {
@@ -318,6 +334,8 @@ interface JournalRun {
   fence: RunFence | undefined;
   /** Writes held for the run's next append (see `hold`). */
   held: HeldWrite | undefined;
+  /** Held events whose append failed, kept for `heldEvents` until `forget`. */
+  unwrittenHeld?: NewRunEvent[];
 }
 
 interface HeldWrite {

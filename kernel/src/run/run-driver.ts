@@ -8,6 +8,7 @@ import {
   type JsonValue,
   type RunBudgets,
   type RunCapabilityDeclaration,
+  type NewRunEvent,
   type RunEvent,
   type RunRecord,
   type RuntimeLogger,
@@ -61,8 +62,20 @@ export interface RunDriverParts {
 /** Watches which runs this process drives. Neither method may throw. */
 export interface DriveWatch {
   driveStarted(runId: string): void;
-  /** The drive ended, or its lease was lost (`leaseLost`: another replica owns the run now); called again when a lost drive ends. */
-  driveStopped(runId: string, leaseLost: boolean): Promise<void>;
+  /**
+   * The drive ended, or its lease was lost (`leaseLost`: another replica owns the run now); called again when a lost drive ends.
+   * With the lease lost, `abandoned` holds the model calls whose results this process will never record: those still
+   * running, and those done whose results were held for the next append (their events), which another replica makes again.
+   */
+  driveStopped(runId: string, leaseLost: boolean, abandoned?: AbandonedModelCalls): Promise<void>;
+}
+
+/** Model calls a drive that lost its lease leaves unrecorded (see DriveWatch.driveStopped). */
+export interface AbandonedModelCalls {
+  /** Step key and start (ISO time) of each call still running. */
+  running: Array<{ key: string; startedAt: string }>;
+  /** The held events of calls that returned: each `model.response` with the `durable_step.completed` that times it. */
+  held: NewRunEvent[];
 }
 
 
@@ -99,6 +112,8 @@ export interface DriveOptions {
 /** Shared between the heartbeat and the run's scope. */
 interface LeaseWatch {
   lost: boolean;
+  /** Model calls running now, by step key, with their start (ISO time): what a lost lease abandons. */
+  readonly modelCalls: Map<string, string>;
   /**
    * Called once when the lease is lost: the turn in progress sets it to abort its signal, so
    * tools and engines stop with the run. A plain callback: an AbortController per drive cost
@@ -204,13 +219,14 @@ export class RunDriver {
     const fence = { owner: ownerId, token: granted.token };
     journal.holdFence(runId, fence);
     this.parts.driveWatch?.driveStarted(runId);
-    const lease: LeaseWatch = { lost: false };
+    const lease: LeaseWatch = { lost: false, modelCalls: new Map() };
     const markLost = () => {
       if (lease.lost) return;
       lease.lost = true;
+      const abandoned = { running: [...lease.modelCalls].map(([key, startedAt]) => ({ key, startedAt })), held: journal.heldEvents(runId) };
       lease.onLost?.(leaseLost(runId));
       // At once, not when the drive ends: a tool that ignores the abort must not keep its span open.
-      void this.parts.driveWatch?.driveStopped(runId, true);
+      void this.parts.driveWatch?.driveStopped(runId, true, abandoned);
       this.parts.logger.warn({ runId, event: "run.lease_lost", token: fence.token }, "another replica took over this run; this process stops writing to it");
     };
     // Renews only the lease this drive holds (same token): a lease that was taken over
@@ -457,12 +473,16 @@ export class RunDriver {
         // A model call acts on nothing outside: its result commits with the next append (the tool call it asks for, or the run's end).
         modelCall: async (key, fn, options) => {
           const startedAt = isoTimestamp();
+          const stepKey = `harness:${key}`;
+          lease.modelCalls.set(stepKey, startedAt);
           try {
-            return await runStep(scope, `harness:${key}`, fn, { ...options, metadata: { ...options?.metadata, modelCall: true } }, () => scope.budget.beforeModelCall(), { hold: true });
+            return await runStep(scope, stepKey, fn, { ...options, metadata: { ...options?.metadata, modelCall: true } }, () => scope.budget.beforeModelCall(), { hold: true });
           } catch (error) {
             // A failed call completes no step: `model.failed` is its only record (telemetry's failed chat span).
-            if (!isInfrastructureFailure(error) && !lease.lost) await journal.hold(run.id, [modelFailed(`harness:${key}`, startedAt, error)]);
+            if (!isInfrastructureFailure(error) && !lease.lost) await journal.hold(run.id, [modelFailed(stepKey, startedAt, error)]);
             throw error;
+          } finally {
+            lease.modelCalls.delete(stepKey);
           }
         },
         emit: async (type, data) => {

@@ -1,6 +1,7 @@
 import type { CaptureContent, EventContext, JsonValue, RunEvent, SpanAttributeValue, TelemetrySpan } from "@assemblyline-agents/core";
 import { captureBody, captureMessages, capturesBodies } from "./capture.js";
 import { spanIdFor, traceIdFor } from "./span-ids.js";
+import type { AbandonedModelCalls } from "../run/run-driver.js";
 
 /** How the tracer labels every span it builds. */
 export interface TraceSettings {
@@ -128,7 +129,10 @@ export class RunTrace {
   }
 
   private chatSpan(event: RunEvent, startMs: number, endMs: number): TelemetrySpan {
-    const data = event.data;
+    return this.chatSpanOf(event.data, spanIdFor(this.runId, "chat", event.seq), startMs, endMs);
+  }
+
+  private chatSpanOf(data: Record<string, JsonValue>, spanId: string, startMs: number, endMs: number): TelemetrySpan {
     const usage = (data.usage ?? {}) as Record<string, JsonValue>;
     const { provider: specProvider, model: requestModel } = splitModelSpec(this.modelSpec);
     const finishReason = typeof data.stopReason === "string" ? semconvFinishReason(data.stopReason) : undefined;
@@ -153,7 +157,7 @@ export class RunTrace {
       const finish = finishReason ?? (toolCalls.length > 0 ? "tool_call" : "stop");
       attributes["gen_ai.output.messages"] = captureMessages([{ role: "assistant", parts: [{ type: "text", content: data.text ?? "" }, ...toolCalls], finish_reason: finish }], this.settings.mode);
     }
-    return this.span(`chat ${requestModel}`, spanIdFor(this.runId, "chat", event.seq), "client", startMs, endMs, attributes);
+    return this.span(`chat ${requestModel}`, spanId, "client", startMs, endMs, attributes);
   }
 
   /** A model call that threw: its chat span ends with the error (GenAI conventions: status error, `error.type`). */
@@ -202,7 +206,7 @@ export class RunTrace {
    * end here, with the error. Their ids are this attempt's own (the time it was
    * given up): the new owner continues each call and exports the call's span.
    */
-  abandon(atMs: number): TelemetrySpan[] {
+  abandon(atMs: number, modelCalls?: AbandonedModelCalls): TelemetrySpan[] {
     const spans = [...this.tools].map(([callId, open]) => {
       const attributes: Record<string, SpanAttributeValue | undefined> = {
         "gen_ai.operation.name": "execute_tool",
@@ -219,6 +223,31 @@ export class RunTrace {
       return this.span(`execute_tool ${open.name}`, spanIdFor(this.runId, "tool", callId, "lease_lost", atMs), "internal", open.startMs, atMs, attributes, status);
     });
     this.tools.clear();
+    return modelCalls ? [...spans, ...this.abandonedChats(atMs, modelCalls)] : spans;
+  }
+
+  /**
+   * The model calls a lost lease left unrecorded: made (and billed) here, their
+   * results never written, made again by the replica that took the run over.
+   * Each ends now with the error; one that returned keeps its response's usage.
+   */
+  private abandonedChats(atMs: number, { running, held }: AbandonedModelCalls): TelemetrySpan[] {
+    const status = { code: "error" as const, message: `this process lost run ${this.runId} to another replica, which makes this model call again` };
+    const spans: TelemetrySpan[] = [];
+    held.forEach((event, index) => {
+      if (event.type !== "model.response") return;
+      const step = held.slice(index + 1).find((next) => next.type === "durable_step.completed");
+      const key = text(step?.data?.key) || `response:${index}`;
+      const started = typeof step?.data?.startedAt === "string" ? Date.parse(step.data.startedAt) : NaN;
+      const span = this.chatSpanOf(event.data ?? {}, spanIdFor(this.runId, "chat", key, "lease_lost", atMs), Number.isNaN(started) ? atMs : started, atMs);
+      spans.push({ ...span, attributes: { ...span.attributes, "error.type": "AL_ERR_RUN_LEASE_LOST" }, status });
+    });
+    const { provider, model } = splitModelSpec(this.modelSpec);
+    for (const call of running) {
+      const started = Date.parse(call.startedAt);
+      const attributes = { "gen_ai.operation.name": "chat", "gen_ai.provider.name": semconvProvider(provider), "gen_ai.request.model": model, "error.type": "AL_ERR_RUN_LEASE_LOST" };
+      spans.push(this.span(`chat ${model}`, spanIdFor(this.runId, "chat", call.key, "lease_lost", atMs), "client", Number.isNaN(started) ? atMs : started, atMs, attributes, status));
+    }
     return spans;
   }
 

@@ -1,6 +1,7 @@
 import type { CaptureContent, EventContext, RunEvent, RunStore, RuntimeLogger, TelemetrySink, TelemetrySpan } from "@assemblyline-agents/core";
 import { parentOf, RunTrace, type TraceLineage } from "./run-trace.js";
 import { spanIdFor, traceIdFor } from "./span-ids.js";
+import type { AbandonedModelCalls } from "../run/run-driver.js";
 
 /** Events after which a run holds no open span in this process. */
 const RESTING = new Set(["run.completed", "run.failed", "run.waiting_approval", "run.waiting_input"]);
@@ -55,15 +56,16 @@ export class Tracer {
   /**
    * The drive ended, or lost its lease. With the lease lost, the tool calls this
    * process left open end now, with the error: the replica that took the run
-   * over continues them, and exports their own spans when they end.
+   * over continues them, and exports their own spans when they end; so do the
+   * model calls it made whose results it will never record (`abandoned`).
    */
-  driveStopped(runId: string, leaseLost: boolean): Promise<void> {
+  driveStopped(runId: string, leaseLost: boolean, abandoned?: AbandonedModelCalls): Promise<void> {
     return this.inOrder(runId, async () => {
       this.driven.delete(runId);
       const trace = this.traces.get(runId);
       this.traces.delete(runId);
       if (!trace || !leaseLost) return;
-      for (const span of trace.abandon(Date.now())) await this.export(span);
+      for (const span of trace.abandon(Date.now(), abandoned)) await this.export(span);
     });
   }
 
