@@ -27,9 +27,10 @@ interface StoredSnapshot {
 /**
  * E2B sandboxes over the official SDK: one sandbox per key (a run), tagged with
  * the key in its metadata so a restarted host finds it again (E2B resumes a
- * paused one on connect), created on first acquire and killed on release. With
- * a snapshot policy, a sandbox is saved as an E2B snapshot named after the key,
- * and a key with no sandbox starts from its latest one.
+ * paused one on connect), created on first acquire and killed on release;
+ * listKeys finds the scope's by their metadata, so a host releases the ones a
+ * crash left. With a snapshot policy, a sandbox is saved as an E2B snapshot
+ * named after the key, and a key with no sandbox starts from its latest one.
  */
 export class E2bSandboxAdapter implements SnapshottingSandboxAdapter {
   readonly name = "e2b";
@@ -57,6 +58,25 @@ export class E2bSandboxAdapter implements SnapshottingSandboxAdapter {
     const found = await this.find(key);
     if (found[0] && this.options.snapshot?.mode === "auto") await this.save(key, found[0], this.options.snapshot.reason ?? "run ended");
     await this.killAll(found);
+  }
+
+  /**
+   * The keys this scope has sandboxes for at E2B, running or paused: what a
+   * release kills. Snapshots are not listed, since a release keeps them.
+   */
+  async listKeys(): Promise<string[]> {
+    const { scope } = this.options;
+    // limit: E2B's largest page (100); the paginator follows X-Next-Token to the last one.
+    const paginator = (await sdk()).list({ ...this.connection(), limit: 100, query: { metadata: { [METADATA.sandbox]: "1", [METADATA.scope]: scope }, state: ["running", "paused"] } });
+    const keys = new Set<string>();
+    while (paginator.hasNext) {
+      for (const info of await this.call("listing sandboxes", () => paginator.nextItems())) {
+        const key = info.metadata[METADATA.key];
+        // The API filters by metadata; checked again here, as find does, so another scope's key is never listed.
+        if (key && info.metadata[METADATA.scope] === scope) keys.add(key);
+      }
+    }
+    return [...keys].sort();
   }
 
   /** Save the key's sandbox as an E2B snapshot, then prune beyond retainLast. */

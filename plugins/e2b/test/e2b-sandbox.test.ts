@@ -183,6 +183,44 @@ if (probe.available) {
       await made.release("run-released");
     });
 
+    it("lists the keys of its scope's sandboxes, paused ones too, until each is released, and never another scope's", async () => {
+      const made = adapter();
+      expect(await made.listKeys()).toEqual([]);
+      await made.acquire("run-listed");
+      await made.acquire("run-paused");
+      const paused = [...fake.sandboxes.values()].find((entry) => entry.metadata[METADATA.key] === "run-paused" && entry.metadata[METADATA.scope] === made.options.scope)!;
+      await fake.pause(paused.id);
+      await adapter().acquire("run-of-another-scope");
+      expect(await made.listKeys()).toEqual(["run-listed", "run-paused"]);
+      await made.release("run-paused");
+      expect(await made.listKeys()).toEqual(["run-listed"]);
+      await made.release("run-listed");
+      expect(await made.listKeys()).toEqual([]);
+    });
+
+    it("lists every key of its scope across E2B's pages of at most 100, following X-Next-Token", async () => {
+      const made = adapter();
+      const keys = Array.from({ length: 250 }, (_, index) => `run-${String(index).padStart(3, "0")}`);
+      const ids = keys.map((key) => fake.addPaused({ [METADATA.sandbox]: "1", [METADATA.key]: key, [METADATA.scope]: made.options.scope }));
+      try {
+        const before = fake.requests.length;
+        expect(await made.listKeys()).toEqual(keys);
+        expect(fake.requests.slice(before).filter((line) => line === "GET /v2/sandboxes")).toHaveLength(3);
+      } finally {
+        for (const id of ids) fake.sandboxes.delete(id);
+      }
+    });
+
+    it("reports a listing E2B refuses as an AssemblyLineError, without the API key anywhere in it", async () => {
+      const wrongKey = "e2b_wrong_listing_key_0123456789";
+      const made = adapter({ hostEnv: { E2B_API_KEY: wrongKey, E2B_API_URL: fake.apiUrl, E2B_SANDBOX_URL: fake.sandboxUrl } });
+      const error = await made.listKeys().catch((caught: unknown) => caught);
+      expect(isAssemblyLineError(error, "AL_ERR_SANDBOX_ENGINE"), String(error)).toBe(true);
+      expect(String(error)).toMatch(/listing sandboxes failed \(HTTP 401\)/);
+      expect(inspect(error, { depth: Infinity, showHidden: true })).not.toContain(wrongKey);
+      expect((error as Error).cause).toBeUndefined();
+    });
+
     it("reports E2B's refusal of a lifetime over the plan's maximum (1 h on Hobby), saying to lower lifetimeMs", async () => {
       fake.maxLifetimeHours = 1;
       try {

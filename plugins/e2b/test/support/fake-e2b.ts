@@ -11,7 +11,7 @@ import { envdProcessService } from "./envd-process-service.js";
 import { killHostTree } from "../../../../test/support/host-process.js";
 
 /*
- * A local E2B: the REST API (create, list by metadata, connect, kill,
+ * A local E2B: the REST API (create, list by metadata and state in pages, connect, kill,
  * snapshots: create, list, delete, a sandbox from one) and envd
  * (process.Process/Start over Connect, GET and POST /files, /health) for
  * exactly the calls the e2b SDK makes for what the adapter uses. One origin
@@ -33,7 +33,8 @@ interface FakeSandbox {
   timeoutSeconds: number | undefined;
   onTimeout: "pause" | "kill";
   accessToken: string;
-  container: Docker.Container;
+  /** None for one addPaused recorded: E2B keeps a paused sandbox as a snapshot, with no VM running. */
+  container: Docker.Container | undefined;
   startedAt: string;
 }
 
@@ -53,6 +54,8 @@ export interface FakeE2b {
   snapshots: Map<string, FakeSnapshot>;
   /** What E2B does when a sandbox's lifetime ends with onTimeout "pause". */
   pause(id: string): Promise<void>;
+  /** Record a paused sandbox with these metadata, without a container (listing at scale; it cannot be resumed here). Its id. */
+  addPaused(metadata: Record<string, string>): string;
   /** The longest sandbox timeout the team's plan allows, in hours (24 on Pro, 1 on Hobby); a longer create or connect is refused with 400, as E2B does. */
   maxLifetimeHours: number;
   /** Cut every client connection, as a host that crashed does (envd keeps the commands they started running). */
@@ -139,12 +142,43 @@ export async function startFakeE2b(options: { docker: Docker; templates: Record<
     json(response, 201, created(sandbox));
   }
 
+  /**
+   * GET /v2/sandboxes as E2B answers it: filtered by state and metadata, sorted
+   * by start time (newest first unless order=asc, ties by id), a page of at most
+   * `limit` (1-100, default 100), and an X-Next-Token header (base64 of
+   * "<startedAt>__<id>" of the page's last sandbox) when more follow.
+   */
   function list(url: URL, response: ServerResponse): void {
+    const query = url.searchParams;
     // The SDK sends metadata as a query-string of URI-encoded pairs, itself one query parameter.
-    const wanted = [...new URLSearchParams(url.searchParams.get("metadata") ?? "").entries()].map(([key, value]) => [decodeURIComponent(key), decodeURIComponent(value)] as const);
-    const states = (url.searchParams.get("state") ?? "running,paused").split(",");
-    const matches = [...sandboxes.values()].filter((sandbox) => states.includes(sandbox.state) && wanted.every(([key, value]) => sandbox.metadata[key] === value));
-    json(response, 200, matches.map(listed));
+    const pairs = (query.get("metadata") ?? "").split("&").filter((pair) => pair !== "");
+    if (pairs.some((pair) => pair.split("=").length !== 2)) return json(response, 400, { code: 400, message: "Error parsing metadata" });
+    const wanted = [...new URLSearchParams(query.get("metadata") ?? "").entries()].map(([key, value]) => [decodeURIComponent(key), decodeURIComponent(value)] as const);
+    // An array parameter the SDK sends comma-separated (form style, not exploded).
+    const states = (query.get("state") ?? "running,paused").split(",");
+    if (states.some((state) => state !== "running" && state !== "paused")) return json(response, 400, { code: 400, message: `invalid state: ${query.get("state")}` });
+    const limit = Number(query.get("limit") ?? 100);
+    if (!Number.isInteger(limit) || limit < 1 || limit > 100) return json(response, 400, { code: 400, message: "limit must be a whole number from 1 to 100" });
+    const order = query.get("order") ?? "desc";
+    if (order !== "asc" && order !== "desc") return json(response, 400, { code: 400, message: `invalid order: ${order}` });
+    const direction = order === "asc" ? 1 : -1;
+    const token = query.get("nextToken");
+    const cursor = token ? parseNextToken(token) : undefined;
+    if (token && !cursor) return json(response, 400, { code: 400, message: "Invalid next token" });
+    const after = (sandbox: FakeSandbox) => {
+      if (!cursor) return true;
+      const time = Date.parse(sandbox.startedAt);
+      return (time - cursor.time) * direction > 0 || (time === cursor.time && sandbox.id > cursor.id);
+    };
+    const matches = [...sandboxes.values()]
+      .filter((sandbox) => states.includes(sandbox.state) && wanted.every(([key, value]) => sandbox.metadata[key] === value))
+      .sort((a, b) => (Date.parse(a.startedAt) - Date.parse(b.startedAt)) * direction || (a.id < b.id ? -1 : a.id > b.id ? 1 : 0));
+    const rest = matches.filter(after);
+    const page = rest.slice(0, limit);
+    const last = page.at(-1);
+    const headers: Record<string, string> = { "x-total-running": String(matches.filter((sandbox) => sandbox.state === "running").length) };
+    if (rest.length > limit && last) headers["x-next-token"] = Buffer.from(`${last.startedAt}__${last.id}`).toString("base64").replace(/\+/g, "-").replace(/\//g, "_");
+    json(response, 200, page.map(listed), headers);
   }
 
   const processHandler = connectNodeAdapter({
@@ -211,12 +245,12 @@ export async function startFakeE2b(options: { docker: Docker; templates: Record<
     },
   });
 
-  function envdSandbox(headers: Headers | IncomingMessage["headers"]): FakeSandbox {
+  function envdSandbox(headers: Headers | IncomingMessage["headers"]): FakeSandbox & { container: Docker.Container } {
     const get = (name: string) => (headers instanceof Headers ? headers.get(name) : (headers[name] as string | undefined)) ?? undefined;
     const sandbox = sandboxes.get(get("e2b-sandbox-id") ?? "");
-    if (!sandbox || sandbox.state !== "running") throw Object.assign(new Error("sandbox not found"), { status: 502 });
+    if (!sandbox || sandbox.state !== "running" || !sandbox.container) throw Object.assign(new Error("sandbox not found"), { status: 502 });
     if (get("x-access-token") !== sandbox.accessToken) throw Object.assign(new Error("invalid access token"), { status: 401 });
-    return sandbox;
+    return sandbox as FakeSandbox & { container: Docker.Container };
   }
 
   async function files(request: IncomingMessage, response: ServerResponse, url: URL): Promise<void> {
@@ -281,13 +315,14 @@ export async function startFakeE2b(options: { docker: Docker; templates: Record<
       if (typeof body.timeout === "number") sandbox.timeoutSeconds = body.timeout;
       const resumed = sandbox.state === "paused";
       if (resumed) {
+        if (!sandbox.container) return json(response, 500, { code: 500, message: `the local E2B cannot resume sandbox "${sandbox.id}": it was added without a container` });
         await sandbox.container.start();
         sandbox.state = "running";
       }
       return json(response, resumed ? 201 : 200, created(sandbox));
     }
     if (sandbox && one![2] === "/snapshots" && request.method === "POST") {
-      if (sandbox.state !== "running") return json(response, 409, { code: 409, message: `sandbox "${sandbox.id}" is not running` });
+      if (sandbox.state !== "running" || !sandbox.container) return json(response, 409, { code: 409, message: `sandbox "${sandbox.id}" is not running` });
       const { name } = (await readJson(request)) as { name?: string };
       const names = name ? [`local-team/${name}:default`] : [];
       if (names.length && [...snapshots.values()].some((entry) => entry.names.includes(names[0]!))) return json(response, 409, { code: 409, message: `snapshot '${name}' already exists` });
@@ -298,7 +333,7 @@ export async function startFakeE2b(options: { docker: Docker; templates: Record<
       return json(response, 201, { snapshotID, names });
     }
     if (sandbox && !one![2] && request.method === "DELETE") {
-      await sandbox.container.remove({ force: true });
+      await sandbox.container?.remove({ force: true });
       sandboxes.delete(sandbox.id);
       response.writeHead(204);
       return void response.end();
@@ -335,8 +370,15 @@ export async function startFakeE2b(options: { docker: Docker; templates: Record<
     },
     async pause(id) {
       const sandbox = sandboxes.get(id)!;
-      await sandbox.container.stop({ t: 1 });
+      await sandbox.container?.stop({ t: 1 });
       sandbox.state = "paused";
+    },
+    addPaused(metadata) {
+      const id = `i${randomBytes(10).toString("hex")}`;
+      // Sandboxes added within one millisecond share a start time: E2B pages such ties by id.
+      const startedAt = new Date().toISOString();
+      sandboxes.set(id, { id, templateID: "base", state: "paused", metadata: { ...metadata }, envVars: {}, allowInternetAccess: false, timeoutSeconds: 300, onTimeout: "pause", accessToken: randomBytes(16).toString("hex"), container: undefined, startedAt });
+      return id;
     },
     async close() {
       server.closeAllConnections();
@@ -400,7 +442,14 @@ async function readJson(request: IncomingMessage): Promise<Record<string, unknow
   return text === "" ? {} : (JSON.parse(text) as Record<string, unknown>);
 }
 
-function json(response: ServerResponse, status: number, body: unknown): void {
-  response.writeHead(status, { "content-type": "application/json" });
+/** The start time and id an X-Next-Token holds (base64 of "<RFC 3339 time>__<id>"), or undefined when it holds none. */
+function parseNextToken(token: string): { time: number; id: string } | undefined {
+  const parts = Buffer.from(token.replace(/-/g, "+").replace(/_/g, "/"), "base64").toString("utf8").split("__");
+  const time = Date.parse(parts[0] ?? "");
+  return parts.length === 2 && !Number.isNaN(time) ? { time, id: parts[1]! } : undefined;
+}
+
+function json(response: ServerResponse, status: number, body: unknown, headers: Record<string, string> = {}): void {
+  response.writeHead(status, { "content-type": "application/json", ...headers });
   response.end(JSON.stringify(body));
 }
