@@ -18,6 +18,8 @@ const DEFAULT_API_URL = "https://app.daytona.io/api";
 const TRANSIENT = new Set(["creating", "restoring", "starting", "pending_build", "building_snapshot", "pulling_snapshot", "resizing", "snapshotting", "forking"]);
 /** States `start` brings back, files intact. */
 const RESUMABLE = new Set(["stopped", "stopping", "archived", "archiving", "paused", "pausing"]);
+/** Sandboxes per page of a listing: Daytona's default (it takes up to 200). */
+const PAGE_SIZE = 100;
 /** Snapshot states a Daytona snapshot does not leave on its way to `active`. */
 const SNAPSHOT_FAILED = new Set(["error", "build_failed"]);
 
@@ -31,9 +33,10 @@ export interface DaytonaSandboxAdapterOptions extends DaytonaSandboxOptions {
 /**
  * Daytona sandboxes over the official SDK: one sandbox per key (a run), named
  * after the key so a restarted host finds it again, created on first acquire,
- * started again when Daytona stopped it, and deleted on release. With a
- * snapshot policy, a sandbox is saved as a Daytona snapshot named after the key,
- * and a key with no sandbox starts from its latest one.
+ * started again when Daytona stopped it, and deleted on release; listKeys
+ * finds the scope's by their labels, so a host releases the ones a crash
+ * left. With a snapshot policy, a sandbox is saved as a Daytona snapshot named
+ * after the key, and a key with no sandbox starts from its latest one.
  */
 export class DaytonaSandboxAdapter implements SnapshottingSandboxAdapter {
   readonly name = "daytona";
@@ -63,6 +66,33 @@ export class DaytonaSandboxAdapter implements SnapshottingSandboxAdapter {
     if (!remote) return;
     if (this.options.snapshot?.mode === "auto") await this.save(key, remote, this.options.snapshot.reason ?? "run ended");
     await this.remove(remote);
+  }
+
+  /**
+   * The keys this scope has sandboxes for at Daytona, in any state Daytona
+   * keeps (started, stopped, archived, errored): what a release deletes.
+   * Snapshots are not listed, since a release keeps them.
+   */
+  async listKeys(): Promise<string[]> {
+    const { scope } = this.options;
+    const client = await this.sdk();
+    // The SDK follows nextCursor page by page, each request bounded by requestTimeoutMs; a rate-limited page starts the listing over, which repeats harmlessly.
+    const listed = await this.call(
+      "listing sandboxes",
+      async () => {
+        const found: DaytonaSdkSandbox[] = [];
+        for await (const remote of client.list({ labels: { [LABELS.sandbox]: "1", [LABELS.scope]: scope }, limit: PAGE_SIZE })) found.push(remote);
+        return found;
+      },
+      this.options.requestTimeoutMs,
+    );
+    const keys = new Set<string>();
+    for (const remote of listed) {
+      const key = remote.labels?.[LABELS.key];
+      // The API filters by labels; checked again here, as find does, so another scope's key is never listed.
+      if (key && remote.labels[LABELS.scope] === scope) keys.add(key);
+    }
+    return [...keys].sort();
   }
 
   /** Save the key's sandbox as a Daytona snapshot, then prune beyond retainLast. */

@@ -155,7 +155,7 @@ if (probe.available) {
       await (await first.acquire("run-resumed")).writeFile("/workspace/kept.txt", "kept");
       await first.close();
       const remote = [...fake.sandboxes.values()].find((entry) => entry.name === first.sandboxName("run-resumed"))!;
-      await remote.container.stop({ t: 1 });
+      await remote.container!.stop({ t: 1 });
       remote.state = "stopped";
       const creates = fake.creates.length;
       const second = adapter({ image, scope });
@@ -189,6 +189,57 @@ if (probe.available) {
       await made.release("run-released");
       expect([...fake.sandboxes.values()].some((entry) => entry.name === name)).toBe(false);
       await made.release("run-released");
+    });
+
+    it("lists the keys of its scope's sandboxes, stopped and archived ones too, until each is released, and never another scope's", async () => {
+      const made = adapter({ image });
+      expect(await made.listKeys()).toEqual([]);
+      await made.acquire("run-listed");
+      await made.acquire("run-stopped");
+      const stopped = [...fake.sandboxes.values()].find((entry) => entry.name === made.sandboxName("run-stopped"))!;
+      await stopped.container!.stop({ t: 1 });
+      stopped.state = "stopped";
+      fake.addArchived({ name: made.sandboxName("run-archived"), labels: { [LABELS.sandbox]: "1", [LABELS.key]: "run-archived", [LABELS.scope]: made.options.scope } });
+      await adapter({ image }).acquire("run-of-another-scope");
+      expect(await made.listKeys()).toEqual(["run-archived", "run-listed", "run-stopped"]);
+      await made.release("run-archived");
+      await made.release("run-stopped");
+      expect(await made.listKeys()).toEqual(["run-listed"]);
+      await made.release("run-listed");
+      expect(await made.listKeys()).toEqual([]);
+    });
+
+    it("lists every key of its scope across Daytona's pages, following nextCursor", async () => {
+      const made = adapter({ image });
+      const keys = Array.from({ length: 250 }, (_, index) => `run-${String(index).padStart(3, "0")}`);
+      const ids = keys.map((key) => fake.addArchived({ name: made.sandboxName(key), labels: { [LABELS.sandbox]: "1", [LABELS.key]: key, [LABELS.scope]: made.options.scope } }));
+      try {
+        const before = fake.requests.length;
+        expect(await made.listKeys()).toEqual(keys);
+        expect(fake.requests.slice(before).filter((line) => line === "GET /api/sandbox")).toHaveLength(3);
+      } finally {
+        for (const id of ids) fake.sandboxes.delete(id);
+      }
+    });
+
+    it("lists again once Daytona's rate limit lets it, instead of failing the sweep", async () => {
+      const made = adapter({ image });
+      fake.addArchived({ name: made.sandboxName("run-limited-listing"), labels: { [LABELS.sandbox]: "1", [LABELS.key]: "run-limited-listing", [LABELS.scope]: made.options.scope } });
+      const limited = fake.limited.length;
+      fake.rateLimit(/^GET \/api\/sandbox$/, 1, "1");
+      expect(await made.listKeys()).toEqual(["run-limited-listing"]);
+      expect(fake.limited.slice(limited)).toEqual(["GET /api/sandbox"]);
+      await made.release("run-limited-listing");
+    });
+
+    it("reports a listing Daytona refuses as an AssemblyLineError, without the API key anywhere in it", async () => {
+      const wrongKey = "dtn_wrong_listing_key_0123456789";
+      const made = adapter({ image, hostEnv: { DAYTONA_API_KEY: wrongKey, DAYTONA_API_URL: fake.apiUrl } });
+      const error = await made.listKeys().catch((caught: unknown) => caught);
+      expect(isAssemblyLineError(error, "AL_ERR_SANDBOX_ENGINE"), String(error)).toBe(true);
+      expect(String(error)).toMatch(/listing sandboxes failed \(HTTP 401\)/);
+      expect(inspect(error, { depth: Infinity, showHidden: true })).not.toContain(wrongKey);
+      expect((error as Error).cause).toBeUndefined();
     });
 
     it("never uses a same-named sandbox that another key owns", async () => {

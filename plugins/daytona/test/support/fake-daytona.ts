@@ -6,12 +6,13 @@ import { PassThrough, Writable } from "node:stream";
 import busboy from "busboy";
 import type Docker from "dockerode";
 import tar from "tar-stream";
+import { SandboxState } from "@daytonaio/sdk";
 import { killHostTree } from "../../../../test/support/host-process.js";
 
 /*
  * A local Daytona: the REST API (/api/sandbox...) and the toolbox API
  * (/toolbox/<id>/...) for exactly the calls @daytonaio/sdk makes for what
- * the adapter uses: create, get by name, start, stop, delete, execute a
+ * the adapter uses: create, get by name, list by labels (cursor pages), start, stop, delete, execute a
  * command, bulk upload and bulk download, and snapshots (snapshot a sandbox,
  * list, get by name, delete, create a sandbox from one). Each sandbox is a container on the
  * local Docker engine, as on Daytona's runners, and the toolbox does inside it
@@ -24,7 +25,7 @@ export const FAKE_LABEL = "dev.assembly-line.test.fake-daytona";
 interface FakeSandbox {
   id: string;
   name: string;
-  state: "started" | "stopped" | "destroyed";
+  state: "started" | "stopped" | "archived" | "destroyed";
   labels: Record<string, string>;
   env: Record<string, string>;
   networkBlockAll: boolean;
@@ -34,7 +35,8 @@ interface FakeSandbox {
   cpu: number;
   memory: number;
   disk: number;
-  container: Docker.Container;
+  /** None for one addArchived recorded: Daytona keeps an archived sandbox's files in object storage, on no runner. */
+  container: Docker.Container | undefined;
   createdAt: string;
   updatedAt: string;
 }
@@ -56,6 +58,8 @@ export interface FakeDaytona {
   creates: Array<Record<string, unknown>>;
   sandboxes: Map<string, FakeSandbox>;
   snapshots: Map<string, FakeSnapshot>;
+  /** Record an archived sandbox (name, labels) without a container, as Daytona keeps one off any runner (listing at scale; it cannot be started here). Its id. */
+  addArchived(options: { name: string; labels: Record<string, string> }): string;
   /** Hold every request whose "METHOD /path" matches unanswered, as a hung API does, until the returned function is called. */
   stall(match: RegExp): () => void;
   /** Answer the next `times` requests whose "METHOD /path" matches with 429 and `Retry-After: retryAfter`, as Daytona's rate limiter does, before handling them. */
@@ -66,6 +70,20 @@ export interface FakeDaytona {
 }
 
 const KEEP_ALIVE = "trap 'exit 0' TERM INT; while :; do sleep 3600 & wait $!; done";
+/** A sandbox that runs: one with a container. */
+type Running = FakeSandbox & { container: Docker.Container };
+/** The sandbox fields GET /api/sandbox sorts by (the SDK's SandboxListSortField), as this fake keeps them. */
+const SORT_FIELDS: Record<string, (sandbox: FakeSandbox) => string | number> = {
+  name: (sandbox) => sandbox.name,
+  cpu: (sandbox) => sandbox.cpu,
+  memoryGib: (sandbox) => sandbox.memory,
+  diskGib: (sandbox) => sandbox.disk,
+  // Daytona's default; here a sandbox's last activity is its last update.
+  lastActivityAt: (sandbox) => sandbox.updatedAt,
+  createdAt: (sandbox) => sandbox.createdAt,
+};
+/** States a listing may filter by: all but destroyed, which it never lists. */
+const LISTED_STATES = Object.values(SandboxState).filter((state) => state !== SandboxState.DESTROYED && state !== SandboxState.UNKNOWN_DEFAULT_OPEN_API) as string[];
 
 export async function startFakeDaytona(options: { docker: Docker; image: string; snapshots?: Record<string, string> }): Promise<FakeDaytona> {
   const { docker } = options;
@@ -172,7 +190,7 @@ export async function startFakeDaytona(options: { docker: Docker; image: string;
     json(response, 200, dto(sandbox));
   }
 
-  async function execute(sandbox: FakeSandbox, body: { command?: string; timeout?: number; cwd?: string }, response: ServerResponse): Promise<void> {
+  async function execute(sandbox: Running, body: { command?: string; timeout?: number; cwd?: string }, response: ServerResponse): Promise<void> {
     const argv = parseCommand(body.command ?? "");
     if (argv.length === 0) return json(response, 400, { statusCode: 400, message: "empty command" });
     const exec = await sandbox.container.exec({ Cmd: argv, AttachStdout: true, AttachStderr: true, ...(body.cwd ? { WorkingDir: body.cwd } : {}) });
@@ -204,7 +222,7 @@ export async function startFakeDaytona(options: { docker: Docker; image: string;
     json(response, 200, { exitCode: info.ExitCode ?? -1, result: Buffer.concat(combined).toString("utf8") });
   }
 
-  async function upload(sandbox: FakeSandbox, request: IncomingMessage, response: ServerResponse): Promise<void> {
+  async function upload(sandbox: Running, request: IncomingMessage, response: ServerResponse): Promise<void> {
     const paths = new Map<string, string>();
     const files: Array<{ path: string; bytes: number }> = [];
     const writes: Array<Promise<void>> = [];
@@ -238,7 +256,7 @@ export async function startFakeDaytona(options: { docker: Docker; image: string;
     json(response, 200, { files });
   }
 
-  async function download(sandbox: FakeSandbox, body: { paths?: string[] }, response: ServerResponse): Promise<void> {
+  async function download(sandbox: Running, body: { paths?: string[] }, response: ServerResponse): Promise<void> {
     if (!Array.isArray(body.paths) || body.paths.length === 0) return json(response, 400, { error: 'request body must be {"paths": [ ... ]} and non-empty' });
     const boundary = "DAYTONA-FILE-BOUNDARY";
     const parts: Buffer[] = [];
@@ -253,6 +271,65 @@ export async function startFakeDaytona(options: { docker: Docker; image: string;
     parts.push(Buffer.from(`--${boundary}--\r\n`));
     response.writeHead(200, { "content-type": `multipart/form-data; boundary=${boundary}` });
     response.end(Buffer.concat(parts));
+  }
+
+  /**
+   * GET /api/sandbox as Daytona answers it: the organization's sandboxes but
+   * destroyed ones, filtered by labels (JSON, every one given must match),
+   * states and id or name prefix, sorted (default lastActivityAt, newest first;
+   * ties by id), a page of `limit` (1-200, default 100), and the cursor of the
+   * next page in `nextCursor` (null on the last). A bad parameter is a 400.
+   */
+  function listSandboxes(url: URL, response: ServerResponse): void {
+    const query = url.searchParams;
+    const invalid = (message: string | string[]) => json(response, 400, { statusCode: 400, message, error: "Bad Request" });
+    const limit = Number(query.get("limit") ?? 100);
+    if (!Number.isInteger(limit)) return invalid(["limit must be an integer number"]);
+    if (limit < 1 || limit > 200) return invalid([limit < 1 ? "limit must not be less than 1" : "limit must not be greater than 200"]);
+    let labels: Record<string, string> = {};
+    try {
+      labels = JSON.parse(query.get("labels") ?? "{}") as Record<string, string>;
+    } catch {
+      return invalid("Invalid labels JSON format");
+    }
+    const states = query.getAll("states");
+    if (states.some((state) => !LISTED_STATES.includes(state))) return invalid([`each value in states must be one of the following values: ${LISTED_STATES.join(", ")}`]);
+    const field = query.get("sort") ?? "lastActivityAt";
+    const sortBy = SORT_FIELDS[field];
+    if (!sortBy) return invalid([`sort must be one of the following values: ${Object.keys(SORT_FIELDS).join(", ")}`]);
+    const order = query.get("order") ?? "desc";
+    if (order !== "asc" && order !== "desc") return invalid(["order must be one of the following values: asc, desc"]);
+    const direction = order === "asc" ? 1 : -1;
+    const compare = (a: string | number, b: string | number) => (a < b ? -1 : a > b ? 1 : 0);
+    const position = (sandbox: FakeSandbox) => ({ value: sortBy(sandbox), id: sandbox.id });
+    const before = (a: { value: string | number; id: string }, b: { value: string | number; id: string }) => (compare(a.value, b.value) || compare(a.id, b.id)) * direction;
+    let cursor: { value: string | number; id: string } | undefined;
+    const token = query.get("cursor");
+    if (token) {
+      try {
+        cursor = JSON.parse(Buffer.from(token, "base64url").toString("utf8")) as { value: string | number; id: string };
+        if (typeof cursor?.id !== "string" || (typeof cursor.value !== "string" && typeof cursor.value !== "number")) throw new Error("shape");
+      } catch {
+        return invalid("Invalid cursor");
+      }
+    }
+    const idPrefix = query.get("id")?.toLowerCase();
+    const namePrefix = query.get("name")?.toLowerCase();
+    const matching = [...sandboxes.values()]
+      .filter(
+        (sandbox) =>
+          sandbox.state !== "destroyed" &&
+          Object.entries(labels).every(([key, value]) => sandbox.labels[key] === value) &&
+          (states.length === 0 || states.includes(sandbox.state)) &&
+          (!idPrefix || sandbox.id.toLowerCase().startsWith(idPrefix)) &&
+          (!namePrefix || sandbox.name.toLowerCase().startsWith(namePrefix)),
+      )
+      .sort((a, b) => before(position(a), position(b)));
+    const rest = cursor ? matching.filter((sandbox) => before(position(sandbox), cursor) > 0) : matching;
+    const page = rest.slice(0, limit);
+    const last = page.at(-1);
+    const nextCursor = rest.length > limit && last ? Buffer.from(JSON.stringify(position(last))).toString("base64url") : null;
+    json(response, 200, { items: page.map(dto), nextCursor });
   }
 
   async function route(request: IncomingMessage, response: ServerResponse): Promise<void> {
@@ -273,22 +350,24 @@ export async function startFakeDaytona(options: { docker: Docker; image: string;
     if (api) {
       const [, idOrName, action] = api;
       if (!idOrName && request.method === "POST") return createSandbox(await readJson(request), response);
+      if (!idOrName && !action && request.method === "GET") return listSandboxes(url, response);
       const sandbox = idOrName ? byIdOrName(decodeURIComponent(idOrName)) : undefined;
       if (!sandbox) return json(response, 404, { statusCode: 404, message: `Sandbox with ID or name ${idOrName} not found`, error: "Not Found" });
       if (!action && request.method === "GET") return json(response, 200, dto(sandbox));
       if (!action && request.method === "DELETE") {
-        await sandbox.container.remove({ force: true });
+        await sandbox.container?.remove({ force: true });
         sandbox.state = "destroyed";
         sandboxes.delete(sandbox.id);
         return json(response, 200, dto(sandbox));
       }
       if (action === "start" && request.method === "POST") {
+        if (!sandbox.container) return json(response, 400, { statusCode: 400, message: `the local Daytona cannot restore archived sandbox ${sandbox.id}: it was added without a container`, error: "Bad Request" });
         if (sandbox.state !== "started") await sandbox.container.start();
         sandbox.state = "started";
         return json(response, 200, dto(sandbox));
       }
       if (action === "stop" && request.method === "POST") {
-        await sandbox.container.stop({ t: 1 });
+        await sandbox.container?.stop({ t: 1 });
         sandbox.state = "stopped";
         return json(response, 200, dto(sandbox));
       }
@@ -296,6 +375,7 @@ export async function startFakeDaytona(options: { docker: Docker; image: string;
       if (action === "snapshot" && request.method === "POST") {
         const { name } = (await readJson(request)) as { name?: string };
         if (!name) return json(response, 400, { statusCode: 400, message: "name is required", error: "Bad Request" });
+        if (!sandbox.container) return json(response, 400, { statusCode: 400, message: `Sandbox is ${sandbox.state}`, error: "Bad Request" });
         if (snapshots.has(name)) return json(response, 409, { statusCode: 409, message: `Snapshot ${name} already exists`, error: "Conflict" });
         const tag = String(snapshots.size + 1) + randomBytes(3).toString("hex");
         await sandbox.container.commit({ repo: snapshotRepo, tag, pause: false });
@@ -326,10 +406,11 @@ export async function startFakeDaytona(options: { docker: Docker; image: string;
     if (toolbox && request.method === "POST") {
       const sandbox = sandboxes.get(toolbox[1]!);
       if (!sandbox) return json(response, 404, { statusCode: 404, message: "Sandbox not found", error: "Not Found" });
-      if (sandbox.state !== "started") return json(response, 400, { statusCode: 400, message: `Sandbox is ${sandbox.state}`, error: "Bad Request" });
-      if (toolbox[2] === "process/execute") return execute(sandbox, await readJson(request), response);
-      if (toolbox[2] === "files/bulk-upload") return upload(sandbox, request, response);
-      return download(sandbox, await readJson(request), response);
+      if (sandbox.state !== "started" || !sandbox.container) return json(response, 400, { statusCode: 400, message: `Sandbox is ${sandbox.state}`, error: "Bad Request" });
+      const running = sandbox as Running;
+      if (toolbox[2] === "process/execute") return execute(running, await readJson(request), response);
+      if (toolbox[2] === "files/bulk-upload") return upload(running, request, response);
+      return download(running, await readJson(request), response);
     }
     json(response, 404, { statusCode: 404, message: `Cannot ${request.method} ${url.pathname}`, error: "Not Found" });
   }
@@ -353,6 +434,12 @@ export async function startFakeDaytona(options: { docker: Docker; image: string;
     sandboxes,
     snapshots,
     limited,
+    addArchived({ name, labels }) {
+      const id = randomUUID();
+      const now = new Date().toISOString();
+      sandboxes.set(id, { id, name, state: "archived", labels: { ...labels }, env: {}, networkBlockAll: true, snapshot: undefined, image: options.image, autoStopInterval: 15, cpu: 1, memory: 1, disk: 3, container: undefined, createdAt: now, updatedAt: now });
+      return id;
+    },
     rateLimit(match, times, retryAfter) {
       limits.push({ match, left: times, retryAfter });
     },
