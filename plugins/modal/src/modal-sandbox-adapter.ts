@@ -22,9 +22,10 @@ export interface ModalSandboxAdapterOptions extends ModalSandboxOptions {
 /**
  * Modal sandboxes over the official SDK (`modal`): one sandbox per key (a run)
  * in one Modal App, named after the key so a restarted host finds it again,
- * created on first acquire and terminated on release. Modal has no paused
- * sandboxes: one whose lifetime ended is gone with its files, and the key gets
- * a new one.
+ * created on first acquire and terminated on release; listKeys finds the
+ * scope's by their tags, so a host releases the ones a crash left. Modal has
+ * no paused sandboxes: one whose lifetime ended is gone with its files, and
+ * the key gets a new one.
  */
 export class ModalSandboxAdapter implements SandboxAdapter {
   readonly name = "modal";
@@ -52,6 +53,46 @@ export class ModalSandboxAdapter implements SandboxAdapter {
     this.live.forget(key);
     const remote = await this.find(key);
     if (remote) await this.terminate(remote);
+  }
+
+  /**
+   * The keys this scope has running sandboxes for in the App: what a release
+   * terminates (Modal keeps no stopped ones). Each listed page and each
+   * sandbox's tags is one call, bounded by requestTimeoutMs.
+   */
+  async listKeys(): Promise<string[]> {
+    const { app: appName, scope } = this.options;
+    const client = await this.sdk();
+    const environment = this.options.environment ?? this.#hostEnv.MODAL_ENVIRONMENT;
+    let appId: string;
+    try {
+      appId = (await this.deadline(`looking up App ${appName}`, () => client.apps.fromName(appName, environment ? { environment } : {}))).appId;
+    } catch (error) {
+      // No App yet: no sandbox was ever made in it.
+      if (grpcStatusOf(error) === "NOT_FOUND") return [];
+      throw this.failure(`looking up App ${appName}`, error);
+    }
+    // The SDK asks for the next page (sandboxes made before the last one listed) until one comes back empty.
+    const listing = client.sandboxes.list({ appId, tags: { [TAGS.sandbox]: "1", [TAGS.scope]: scope } });
+    const keys = new Set<string>();
+    for (;;) {
+      const next = await this.call("listing sandboxes", () => this.deadline("listing sandboxes", () => listing.next()));
+      if (next.done) break;
+      const remote = next.value;
+      let tags: Record<string, string>;
+      try {
+        // A listed sandbox carries only its id: the key is among its tags.
+        tags = await this.deadline(`reading the tags of sandbox ${remote.sandboxId}`, () => remote.getTags());
+      } catch (error) {
+        // Ended since it was listed: nothing left to release.
+        if (grpcStatusOf(error) === "NOT_FOUND") continue;
+        throw this.failure(`reading the tags of sandbox ${remote.sandboxId}`, error);
+      }
+      // Modal filters by tags; checked again here, as find does, so another scope's key is never listed.
+      const key = tags[TAGS.key];
+      if (key && tags[TAGS.scope] === scope) keys.add(key);
+    }
+    return [...keys].sort();
   }
 
   /** Drop the SDK client (its connections); the sandboxes keep running. */

@@ -166,6 +166,64 @@ if (probe.available) {
       expect(fake.calls).toContain("ModalClient/SandboxTerminateV2");
     });
 
+    it("lists the keys of its scope's running sandboxes in its App until each is released or ended, and never another scope's", async () => {
+      const made = adapter({ app: randomScope("app") });
+      // No App yet: nothing was ever made.
+      expect(await made.listKeys()).toEqual([]);
+      await made.acquire("run-listed");
+      await made.acquire("run-ended");
+      await adapter({ app: made.options.app }).acquire("run-of-another-scope");
+      await adapter({ scope: made.options.scope }).acquire("run-in-another-app");
+      expect(await made.listKeys()).toEqual(["run-ended", "run-listed"]);
+      // Modal keeps no stopped sandbox: one whose lifetime ended is gone, and so is its key.
+      await fake.expire(ours(made.options.scope, "run-ended")[0]!.id);
+      expect(await made.listKeys()).toEqual(["run-listed"]);
+      await made.release("run-listed");
+      expect(await made.listKeys()).toEqual([]);
+      expect(fake.calls).toContain("ModalClient/SandboxListV2");
+    });
+
+    it("lists every key of its scope across Modal's pages, each asked for by the creation time of the last one listed", async () => {
+      const made = adapter({ app: randomScope("app") });
+      await made.acquire("run-first");
+      const { appId } = ours(made.options.scope, "run-first")[0]!;
+      const keys = Array.from({ length: 250 }, (_, index) => `run-${String(index).padStart(3, "0")}`);
+      const ids = keys.map((key) => fake.addRunning({ appId, name: made.sandboxName(key), tags: { [TAGS.sandbox]: "1", [TAGS.key]: key, [TAGS.scope]: made.options.scope } }));
+      try {
+        const before = fake.calls.length;
+        expect(await made.listKeys()).toEqual([...keys, "run-first"].sort());
+        // Three full pages and the empty one that ends the listing.
+        expect(fake.calls.slice(before).filter((call) => call === "ModalClient/SandboxListV2")).toHaveLength(4);
+      } finally {
+        for (const id of ids) fake.sandboxes.delete(id);
+      }
+      await made.release("run-first");
+    }, 30_000);
+
+    it("reports a listing Modal refuses as an AssemblyLineError, without the token secret anywhere in it", async () => {
+      const wrongSecret = "as-wrong-listing-secret-0123456789";
+      const made = adapter({ hostEnv: { ...hostEnv(), MODAL_TOKEN_SECRET: wrongSecret } });
+      const error = await made.listKeys().catch((caught: unknown) => caught);
+      expect(isAssemblyLineError(error, "AL_ERR_SANDBOX_ENGINE"), String(error)).toBe(true);
+      expect(String(error)).toMatch(/gRPC UNAUTHENTICATED/);
+      expect(inspect(error, { depth: Infinity, showHidden: true })).not.toContain(wrongSecret);
+      expect((error as Error).cause).toBeUndefined();
+    });
+
+    it("fails a listing Modal never answers after requestTimeoutMs, naming the option", async () => {
+      const made = adapter({ requestTimeoutMs: 1_000 });
+      await made.acquire("run-hung-listing");
+      const resume = fake.stall(/SandboxListV2$/);
+      try {
+        const error = await made.listKeys().catch((caught: unknown) => caught);
+        expect(isAssemblyLineError(error, "AL_ERR_SANDBOX_ENGINE"), String(error)).toBe(true);
+        expect(String(error)).toMatch(/listing sandboxes.*requestTimeoutMs/s);
+      } finally {
+        resume();
+      }
+      await made.release("run-hung-listing");
+    }, 30_000);
+
     it("two hosts acquiring the same run at once share one sandbox: the second create is refused by name and finds the first", async () => {
       const scope = randomScope("race");
       const [first, second] = await Promise.all([adapter({ scope }).acquire("run-race"), adapter({ scope }).acquire("run-race")]);

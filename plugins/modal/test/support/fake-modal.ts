@@ -11,7 +11,8 @@ import { modalDefinitions, type ServiceDefinition } from "./modal-definitions.js
  * A local Modal: the control plane (modal.client.ModalClient) and the task
  * command router (modal.task_command_router.TaskCommandRouter) over gRPC,
  * served with nice-grpc from the definitions the installed SDK bundles, for
- * exactly the calls the modal SDK makes for what the adapter uses, on the
+ * exactly the calls the modal SDK makes for what the adapter uses (listing
+ * included, in pages by creation time), on the
  * SDK's default (V2) sandbox path. One plain HTTP/2 port serves both: the SDK
  * dials a localhost control plane without TLS, and then also the router (whose
  * URL must still say https). Each sandbox is a container on the local Docker
@@ -24,6 +25,12 @@ const IMAGE_BUILDER_VERSION = "2025.06";
 const SUCCESS = 1;
 const FAILURE = 2;
 const TERMINATED = 3;
+/**
+ * Sandboxes per SandboxListV2 answer. Modal does not document its page size; the
+ * SDK asks for the next page (created before the last one listed) until one is
+ * empty, so any size pages the same way.
+ */
+const LIST_PAGE = 100;
 
 interface FakeExec {
   id: string;
@@ -43,8 +50,11 @@ interface FakeSandbox {
   name: string | undefined;
   tags: Record<string, string>;
   state: "running" | "terminated";
+  /** Seconds since the epoch, as SandboxInfo.created_at; distinct per sandbox, as Modal's fine-grained times practically are. */
+  createdAt: number;
   jwt: string;
-  container: Docker.Container;
+  /** None for one addRunning recorded (listing at scale): commands in it fail. */
+  container: Docker.Container | undefined;
   definition: Record<string, unknown>;
   env: Record<string, string>;
   execs: Map<string, FakeExec>;
@@ -62,6 +72,8 @@ export interface FakeModal {
   sandboxes: Map<string, FakeSandbox>;
   /** What Modal does when a sandbox's lifetime (timeoutSecs) ends: terminate it. */
   expire(sandboxId: string): Promise<void>;
+  /** Record a running sandbox of the App with these tags, without a container (listing at scale). Its id. */
+  addRunning(options: { appId: string; tags: Record<string, string>; name?: string }): string;
   /** Hold every call whose "<Service>/<Method>" matches unanswered, as a hung server does, until the returned function is called. */
   stall(match: RegExp): () => void;
   close(): Promise<void>;
@@ -87,6 +99,8 @@ export async function startFakeModal(options: { docker: Docker; images: Record<s
   const held = async (path: string) => {
     for (const [match, resumed] of stalls) if (match.test(path)) await resumed;
   };
+  let lastCreatedAt = 0;
+  const createdNow = () => (lastCreatedAt = Math.max(Date.now() / 1000, lastCreatedAt + 0.000_001));
 
   /** Auth tokens AuthTokenGet handed out; every other call carries one as x-modal-auth-token. */
   const issued = new Set<string>();
@@ -106,7 +120,7 @@ export async function startFakeModal(options: { docker: Docker; images: Record<s
     if (sandbox.state === "terminated") return;
     sandbox.state = "terminated";
     clearTimeout(sandbox.lifetime);
-    await sandbox.container.remove({ force: true }).catch(() => undefined);
+    await sandbox.container?.remove({ force: true }).catch(() => undefined);
     for (const exec of sandbox.execs.values()) {
       exec.exitCode ??= 137;
       exec.events.emit("change");
@@ -140,6 +154,7 @@ export async function startFakeModal(options: { docker: Docker; images: Record<s
       name,
       tags: Object.fromEntries(request.tags.map((tag) => [tag.tagName, tag.tagValue])),
       state: "running",
+      createdAt: createdNow(),
       jwt: randomBytes(24).toString("base64url"),
       container,
       definition,
@@ -241,6 +256,35 @@ export async function startFakeModal(options: { docker: Docker; images: Record<s
       if (sandbox.state !== "running") throw new ServerError(Status.FAILED_PRECONDITION, "Sandbox is not running");
       return { url: routerUrl, jwt: sandbox.jwt, workerIpv4Address: "127.0.0.1" };
     },
+    /**
+     * The App's (or, without one, the environment's) sandboxes with every tag
+     * asked, running ones only unless includeFinished, newest first, those made
+     * before beforeTimestamp when it is set, LIST_PAGE at most.
+     */
+    async sandboxListV2(request: { appId: string; beforeTimestamp: number; environmentName: string; includeFinished: boolean; tags: Array<{ tagName: string; tagValue: string }> }, context: CallContext) {
+      checkToken(context);
+      const environmentApps = new Set([...apps].filter(([key]) => key.split("\0")[0] === request.environmentName).map(([, appId]) => appId));
+      const listed = [...sandboxes.values()]
+        .filter(
+          (sandbox) =>
+            (request.appId ? sandbox.appId === request.appId : environmentApps.has(sandbox.appId)) &&
+            (request.includeFinished || sandbox.state === "running") &&
+            request.tags.every((tag) => sandbox.tags[tag.tagName] === tag.tagValue) &&
+            (!request.beforeTimestamp || sandbox.createdAt < request.beforeTimestamp),
+        )
+        .sort((a, b) => b.createdAt - a.createdAt)
+        .slice(0, LIST_PAGE);
+      return {
+        sandboxes: listed.map((sandbox) => ({
+          id: sandbox.id,
+          createdAt: sandbox.createdAt,
+          appId: sandbox.appId,
+          tags: Object.entries(sandbox.tags).map(([tagName, tagValue]) => ({ tagName, tagValue })),
+          name: sandbox.name ?? "",
+          timeoutSecs: Number(sandbox.definition.timeoutSecs ?? 300),
+        })),
+      };
+    },
     async sandboxTagsGetV2(request: { sandboxId: string }, context: CallContext) {
       checkToken(context);
       const sandbox = byId(request.sandboxId);
@@ -259,7 +303,8 @@ export async function startFakeModal(options: { docker: Docker; images: Record<s
     if (!sandbox) throw new ServerError(Status.NOT_FOUND, `task ${taskId} not found`);
     if (context.metadata.get("authorization") !== `Bearer ${sandbox.jwt}`) throw new ServerError(Status.UNAUTHENTICATED, "invalid or missing JWT");
     if (sandbox.state !== "running") throw new ServerError(Status.NOT_FOUND, `task ${taskId} has finished`);
-    return sandbox;
+    if (!sandbox.container) throw new ServerError(Status.UNIMPLEMENTED, `the local Modal runs no command in sandbox ${sandbox.id}: it was added without a container`);
+    return sandbox as FakeSandbox & { container: Docker.Container };
   };
   const execOf = (sandbox: FakeSandbox, execId: string) => {
     const exec = sandbox.execs.get(execId);
@@ -396,6 +441,26 @@ export async function startFakeModal(options: { docker: Docker; images: Record<s
     sandboxes,
     async expire(sandboxId) {
       await terminate(sandboxes.get(sandboxId)!);
+    },
+    addRunning({ appId, tags, name }) {
+      const id = `sb-${randomBytes(14).toString("hex")}`;
+      const sandbox: FakeSandbox = {
+        id,
+        taskId: `ta-${randomBytes(11).toString("hex")}`,
+        appId,
+        name,
+        tags: { ...tags },
+        state: "running",
+        createdAt: createdNow(),
+        jwt: randomBytes(24).toString("base64url"),
+        container: undefined,
+        definition: { timeoutSecs: 300 },
+        env: {},
+        execs: new Map(),
+        lifetime: undefined,
+      };
+      sandboxes.set(id, sandbox);
+      return id;
     },
     stall(match) {
       let resume!: () => void;
