@@ -1,7 +1,7 @@
 // @ts-check
 import { mkdir, open, readFile, rename } from "node:fs/promises";
 import { dirname } from "node:path";
-import { AssemblyLineError, TERMINAL_RUN_STATUSES, fenceHolds, staleFenceError } from "@assemblyline-agents/core";
+import { AssemblyLineError, TERMINAL_RUN_STATUSES, fenceHolds, isRunOfAgent, staleFenceError } from "@assemblyline-agents/core";
 
 /**
  * @typedef {import("@assemblyline-agents/core").RunRecord} RunRecord
@@ -302,8 +302,11 @@ export class JsonFileState {
   async claimRecoverableRuns(options) {
     await this.ready();
     const now = options.now ?? new Date();
+    const { agentId } = options;
     const claimed = Object.values(this.doc.runs)
       .filter(({ record }) => (record.status === "queued" || record.status === "running") && leaseIsFree(record.lease, now))
+      // Only the agent's own runs and its subagents' when it asks: another agent's run is not its to drive.
+      .filter(({ record }) => agentId === undefined || isRunOfAgent(record, agentId))
       .sort((a, b) => a.ordinal - b.ordinal)
       .slice(0, Math.max(0, options.limit ?? DEFAULT_CLAIM_LIMIT));
     for (const stored of claimed) {
@@ -324,8 +327,17 @@ export class JsonFileState {
   async claimDeliveries(options) {
     await this.ready();
     const now = options.now ?? new Date();
+    const { agentId } = options;
+    /** @param {DeliveryRecord} record */
+    const ofAgent = (record) => {
+      if (agentId === undefined) return true;
+      const run = this.doc.runs[record.runId]?.record;
+      return run !== undefined && isRunOfAgent(run, agentId);
+    };
     const claimed = Object.values(this.doc.deliveries)
       .filter(({ record }) => record.status === "pending" && Date.parse(record.availableAt) <= now.getTime() && leaseIsFree(record.lease, now))
+      // Only replies of the agent's own runs when it asks: another agent's host would send them through its own channel.
+      .filter(({ record }) => ofAgent(record))
       .sort((a, b) => a.ordinal - b.ordinal)
       .slice(0, Math.max(0, options.limit ?? DEFAULT_CLAIM_LIMIT));
     for (const { record } of claimed) {

@@ -36,6 +36,7 @@ import {
   type ToolCallRecord,
   type UsageRecord,
   isoTimestamp,
+  isRunOfAgent,
   RunsInCreationOrder,
   PendingDeliveries,
   UsageRecords,
@@ -336,8 +337,10 @@ export class InMemoryStateAdapter implements StateAdapter {
   async claimRecoverableRuns(options: ClaimOptions): Promise<RunRecord[]> {
     const at = options.now ?? new Date();
     const expiresAt = new Date(at.getTime() + options.ttlMs).toISOString();
+    const { agentId } = options;
     const claimed = this.runOrder.oldestUnfinished(
-      ({ record }) => (record.status === "queued" || record.status === "running") && leaseIsFree(record.lease, at),
+      ({ record }) =>
+        (record.status === "queued" || record.status === "running") && leaseIsFree(record.lease, at) && (agentId === undefined || isRunOfAgent(record, agentId)),
       claimLimit(options.limit),
     );
     for (const stored of claimed) {
@@ -358,7 +361,14 @@ export class InMemoryStateAdapter implements StateAdapter {
   async claimDeliveries(options: ClaimOptions): Promise<DeliveryRecord[]> {
     const at = options.now ?? new Date();
     const lease = { owner: options.owner, expiresAt: new Date(at.getTime() + options.ttlMs).toISOString() };
-    const claimed = this.pendingDeliveries.due(at.getTime(), (record) => leaseIsFree(record.lease, at), claimLimit(options.limit));
+    const { agentId } = options;
+    // Another agent's reply is skipped before the limit, so it never uses up this agent's claim.
+    const ofAgent = (record: DeliveryRecord) => {
+      if (agentId === undefined) return true;
+      const run = this.runs.get(record.runId)?.record;
+      return run !== undefined && isRunOfAgent(run, agentId);
+    };
+    const claimed = this.pendingDeliveries.due(at.getTime(), (record) => leaseIsFree(record.lease, at) && ofAgent(record), claimLimit(options.limit));
     for (const record of claimed) {
       record.lease = { ...lease };
       record.updatedAt = at.toISOString();

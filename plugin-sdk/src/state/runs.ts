@@ -255,6 +255,16 @@ export interface ClaimOptions {
   limit?: number;
   /** Clock override for tests; defaults to now. */
   now?: Date;
+  /**
+   * Claim only what belongs to this agent: its runs and its subagents' (`isRunOfAgent`), and
+   * for `claimDeliveries` the deliveries of those runs. Left out, every agent's. One store may
+   * hold several agents' runs (e.g. one database): a host that claimed another agent's run or
+   * reply would drive it with its own build or deliver it through its own channel of that name.
+   * A store must apply it before `limit` (other agents' records never use up a claim) and in the
+   * same atomic step as the lease. Callers still check what comes back and leave another agent's
+   * record alone, so a store built before the option works while one agent uses it.
+   */
+  agentId?: string;
 }
 
 /**
@@ -315,10 +325,16 @@ export interface RunStore {
    * later write that is durable must make it durable too.
    */
   releaseRunLease(runId: string, owner: string, token?: number, options?: ReleaseOptions): Promise<void>;
-  /** Lease (each with a new token) up to `limit` runs in `queued`/`running` whose lease is absent or expired. */
+  /**
+   * Lease (each with a new token) up to `limit` runs in `queued`/`running` whose lease is absent or
+   * expired; with `agentId`, only runs of that agent and its subagents.
+   */
   claimRecoverableRuns(options: ClaimOptions): Promise<RunRecord[]>;
   listDeliveries(runId: string): Promise<DeliveryRecord[]>;
-  /** Lease up to `limit` pending deliveries that are available now. */
+  /**
+   * Lease up to `limit` pending deliveries that are available now; with `agentId`, only those of
+   * runs of that agent and its subagents.
+   */
   claimDeliveries(options: ClaimOptions): Promise<DeliveryRecord[]>;
   completeDelivery(deliveryId: string, owner: string): Promise<void>;
   /** Count an attempt; `retryAt` makes it pending again, otherwise it is failed for good. */

@@ -80,8 +80,8 @@ export const DEFAULT_CLAIM_LIMIT = 100;
 /** The arguments every lease claim (runs, deliveries, schedules) takes, checked once. */
 export function claimParams(
   operation: string,
-  options: { owner: string; ttlMs: number; now?: Date; limit?: number },
-): { owner: string; ttlMs: number; now: ReturnType<ArgumentCheck["optionalDate"]>; limit: number } {
+  options: { owner: string; ttlMs: number; now?: Date; limit?: number; agentId?: string },
+): { owner: string; ttlMs: number; now: ReturnType<ArgumentCheck["optionalDate"]>; limit: number; agentId: string | undefined } {
   const check = new ArgumentCheck(operation);
   check.object("options", options);
   return {
@@ -89,5 +89,6 @@ export function claimParams(
     ttlMs: check.nonNegative("options.ttlMs", options.ttlMs),
     now: check.optionalDate("options.now", options.now),
     limit: sizeParam(options.limit, DEFAULT_CLAIM_LIMIT, 0),
+    agentId: options.agentId === undefined ? undefined : check.string("options.agentId", options.agentId),
   };
 }

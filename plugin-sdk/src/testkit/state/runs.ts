@@ -595,6 +595,34 @@ export function describeRunStoreConformance(name: string, factory: StateKitFacto
         expect(await store().acquireRunLease(run.id, "a", 1_000, clockAt(1_500))).toBeNull();
       });
 
+      it("with agentId, leases only the runs of that agent and its subagents, never another agent's", async () => {
+        // "_" and "%" in the id: a LIKE pattern made of it would match other agents' ids too.
+        const agent = `${uniqueId("agent")}_%`;
+        const other = agent.replace("_%", "xy");
+        const own = (await store().createRun(newRun({ agentId: agent }))).run;
+        const child = (await store().createRun(newRun({ agentId: `${agent}/researcher`, status: "running" }))).run;
+        const grandchild = (await store().createRun(newRun({ agentId: `${agent}/researcher/checker` }))).run;
+        // An id that starts with the agent's without the "/" of a subagent is another agent's.
+        const prefixed = (await store().createRun(newRun({ agentId: `${agent}-eu`, status: "running" }))).run;
+        const foreign = (await store().createRun(newRun({ agentId: other }))).run;
+        const foreignChild = (await store().createRun(newRun({ agentId: `${other}/researcher` }))).run;
+
+        const claimed = await store().claimRecoverableRuns({ owner: "recoverer", ttlMs: 30_000, now: clockAt(1_000), agentId: agent });
+        expect(claimed.map((run) => run.id).sort()).toEqual([own.id, child.id, grandchild.id].sort());
+        for (const run of [prefixed, foreign, foreignChild]) expect((await store().getRun(run.id))?.lease, run.agentId).toBeNull();
+
+        const theirs = await store().claimRecoverableRuns({ owner: "their-recoverer", ttlMs: 30_000, now: clockAt(1_000), agentId: `${agent}-eu` });
+        expect(theirs.map((run) => run.id)).toEqual([prefixed.id]);
+      });
+
+      it("with agentId, skips other agents' runs before the limit", async () => {
+        const agent = uniqueId("agent");
+        for (let index = 0; index < 3; index += 1) await store().createRun(newRun({ agentId: uniqueId("other-agent") }));
+        const mine = [(await store().createRun(newRun({ agentId: agent }))).run.id, (await store().createRun(newRun({ agentId: `${agent}/helper` }))).run.id];
+        const claimed = await store().claimRecoverableRuns({ owner: "recoverer", ttlMs: 30_000, limit: 2, now: clockAt(0), agentId: agent });
+        expect(claimed.map((run) => run.id).sort()).toEqual([...mine].sort());
+      });
+
       it("claims each run once across 5 concurrent claimers and honours limit", async () => {
         const agentId = uniqueId("agent");
         const ids: string[] = [];
@@ -615,8 +643,8 @@ export function describeRunStoreConformance(name: string, factory: StateKitFacto
     });
 
     describe("deliveries", () => {
-      async function runWithDelivery(payload: unknown = { text: "hi" }) {
-        const { run } = await store().createRun(newRun());
+      async function runWithDelivery(payload: unknown = { text: "hi" }, agentId?: string) {
+        const { run } = await store().createRun(newRun(agentId === undefined ? {} : { agentId }));
         const id = uniqueId("delivery");
         await store().appendEvents(run.id, [{ type: "run.completed" }], {
           run: { status: "completed" },
@@ -684,6 +712,34 @@ export function describeRunStoreConformance(name: string, factory: StateKitFacto
         for (const claim of claims) expect(claim.length).toBeLessThanOrEqual(2);
         const claimed = claims.flat().map((d) => d.id).filter((id) => ids.includes(id));
         expect(new Set(claimed).size).toBe(claimed.length);
+      });
+
+      it("with agentId, leases only the deliveries of runs of that agent and its subagents, never another agent's", async () => {
+        const agent = `${uniqueId("agent")}_%`;
+        const other = agent.replace("_%", "xy");
+        const own = await runWithDelivery({ to: "own" }, agent);
+        const child = await runWithDelivery({ to: "child" }, `${agent}/researcher`);
+        const prefixed = await runWithDelivery({ to: "prefixed" }, `${agent}-eu`);
+        const foreign = await runWithDelivery({ to: "foreign" }, other);
+        const foreignChild = await runWithDelivery({ to: "foreign child" }, `${other}/researcher`);
+        const now = soon();
+
+        const claimed = await store().claimDeliveries({ owner: "worker-a", ttlMs: 30_000, now, agentId: agent });
+        expect(claimed.map((d) => d.id).sort()).toEqual([own.id, child.id].sort());
+        for (const { run, id } of [prefixed, foreign, foreignChild]) {
+          expect((await store().listDeliveries(run.id)).find((d) => d.id === id), run.agentId).toMatchObject({ status: "pending", attempts: 0, lease: null });
+        }
+
+        const theirs = await store().claimDeliveries({ owner: "worker-eu", ttlMs: 30_000, now, agentId: `${agent}-eu` });
+        expect(theirs.map((d) => d.id)).toEqual([prefixed.id]);
+      });
+
+      it("with agentId, skips other agents' deliveries before the limit", async () => {
+        const agent = uniqueId("agent");
+        for (let index = 0; index < 3; index += 1) await runWithDelivery({ index }, uniqueId("other-agent"));
+        const mine = [(await runWithDelivery({ n: 1 }, agent)).id, (await runWithDelivery({ n: 2 }, `${agent}/helper`)).id];
+        const claimed = await store().claimDeliveries({ owner: "worker-a", ttlMs: 30_000, limit: 2, now: soon(), agentId: agent });
+        expect(claimed.map((d) => d.id).sort()).toEqual([...mine].sort());
       });
 
       it("enqueues a delivery id once even when two changes carry it", async () => {

@@ -5,6 +5,7 @@ import {
   checkSkillRecord,
   compareCodePoints,
   fenceHolds,
+  isRunOfAgent,
   staleFenceError,
   TERMINAL_RUN_STATUSES,
   type CheckpointRecord,
@@ -499,8 +500,12 @@ export class FileStateAdapter implements StateAdapter {
     return this.mutate((tables) => {
       const at = options.now ?? new Date();
       const expiresAt = new Date(at.getTime() + options.ttlMs).toISOString();
+      const { agentId } = options;
       const claimed = tables.runOrder.oldestUnfinished(
-        ({ record }) => (record.status === "queued" || record.status === "running") && this.leaseIsFree(record.id, record.lease, at),
+        ({ record }) =>
+          (record.status === "queued" || record.status === "running") &&
+          this.leaseIsFree(record.id, record.lease, at) &&
+          (agentId === undefined || isRunOfAgent(record, agentId)),
         claimLimit(options.limit),
       );
       return {
@@ -528,7 +533,14 @@ export class FileStateAdapter implements StateAdapter {
     return this.mutate((tables) => {
       const at = options.now ?? new Date();
       const lease = { owner: options.owner, expiresAt: new Date(at.getTime() + options.ttlMs).toISOString() };
-      const claimed = tables.pendingDeliveries.due(at.getTime(), (record) => leaseIsFree(record.lease, at), claimLimit(options.limit));
+      const { agentId } = options;
+      // Another agent's reply is skipped before the limit, so it never uses up this agent's claim.
+      const ofAgent = (record: DeliveryRecord) => {
+        if (agentId === undefined) return true;
+        const run = tables.runs.get(record.runId)?.record;
+        return run !== undefined && isRunOfAgent(run, agentId);
+      };
+      const claimed = tables.pendingDeliveries.due(at.getTime(), (record) => leaseIsFree(record.lease, at) && ofAgent(record), claimLimit(options.limit));
       return {
         ops: claimed.map((record) => ({ op: "delivery.put", delivery: { ...record, lease, updatedAt: at.toISOString() } }) as StateOp),
         result: (after) => claimed.map((record) => after.deliveries.get(record.id)!),

@@ -2,7 +2,8 @@ import type { ClaimOptions, DeliveryRecord } from "@assemblyline-agents/core";
 import { clockParam, type StateDatabase } from "../database.js";
 import { DELIVERY_COLUMNS, decodeDelivery } from "../rows.js";
 import { ArgumentCheck, claimParams } from "../validate.js";
-import { prefixed } from "./runs.js";
+import { parameters } from "./prefix-range.js";
+import { prefixed, runOfAgent } from "./runs.js";
 
 /*
  * The durable outbox. Deliveries are enqueued by appendEvents (with the event
@@ -21,16 +22,22 @@ export async function listDeliveries(db: StateDatabase, runId: string): Promise<
 }
 
 export async function claimDeliveries(db: StateDatabase, options: ClaimOptions): Promise<DeliveryRecord[]> {
-  const { owner, ttlMs, now, limit } = claimParams("claimDeliveries", options);
+  const { owner, ttlMs, now, limit, agentId } = claimParams("claimDeliveries", options);
   if (limit === 0) return [];
+  const values: unknown[] = [owner, ttlMs, clockParam(now), limit];
+  // A delivery's agent is its run's: each due delivery (deliveries_pending, earliest first) looks
+  // its run up by primary key, and another agent's is skipped before the limit.
+  const [runs, ofAgent] =
+    agentId === undefined ? ["", ""] : [`, ${db.s}.runs r`, `AND r.id = d.run_id AND ${runOfAgent("r.agent_id", agentId, parameters(values))}`];
   const rows = await db.rows(
     "claimDeliveries",
     `WITH clock AS (SELECT coalesce($3::timestamptz, now()) AS now),
      candidates AS (
-       SELECT d.id FROM ${db.s}.deliveries d, clock
+       SELECT d.id FROM ${db.s}.deliveries d${runs}, clock
        WHERE d.status = 'pending'
          AND d.available_at <= clock.now
          AND (d.lease_owner IS NULL OR d.lease_expires_at IS NULL OR d.lease_expires_at <= clock.now)
+         ${ofAgent}
        ORDER BY d.available_at, d.position
        LIMIT $4
        FOR UPDATE OF d SKIP LOCKED
@@ -42,7 +49,7 @@ export async function claimDeliveries(db: StateDatabase, options: ClaimOptions):
      FROM candidates, clock
      WHERE d.id = candidates.id
      RETURNING d.position, ${prefixed("d", DELIVERY_COLUMNS)}`,
-    [owner, ttlMs, clockParam(now), limit],
+    values,
   );
   return rows
     .map((row) => ({ position: Number(row.position), record: decodeDelivery(db.schema, row) }))

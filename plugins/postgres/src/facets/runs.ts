@@ -3,6 +3,7 @@ import { clockParam, jsonParam, type StateDatabase } from "../database.js";
 import { inputInvalid } from "../errors.js";
 import { RUN_COLUMNS, RUN_STATUSES, decodeRun, isJsonObject } from "../rows.js";
 import { ArgumentCheck, claimParams, sizeParam } from "../validate.js";
+import { parameters, underPrefix, type Parameter } from "./prefix-range.js";
 
 /** Page size of listRuns when the filter gives none. */
 const DEFAULT_PAGE_SIZE = 50;
@@ -155,8 +156,11 @@ export async function releaseRunLease(db: StateDatabase, runId: string, owner: s
 }
 
 export async function claimRecoverableRuns(db: StateDatabase, options: ClaimOptions, session: string | null): Promise<RunRecord[]> {
-  const { owner, ttlMs, now, limit } = claimParams("claimRecoverableRuns", options);
+  const { owner, ttlMs, now, limit, agentId } = claimParams("claimRecoverableRuns", options);
   if (limit === 0) return [];
+  const values: unknown[] = [owner, ttlMs, clockParam(now), limit, session];
+  // Walks runs_recoverable (the unfinished runs, oldest first) and skips other agents' before the limit.
+  const ofAgent = agentId === undefined ? "" : `AND ${runOfAgent("r.agent_id", agentId, parameters(values))}`;
   // SKIP LOCKED: concurrent claimers each take different rows instead of queueing
   // on the same ones; a row committed by another claimer meanwhile is re-checked
   // against the lease condition before it is locked.
@@ -167,6 +171,7 @@ export async function claimRecoverableRuns(db: StateDatabase, options: ClaimOpti
        SELECT r.id FROM ${db.s}.runs r, clock
        WHERE r.status IN ('queued', 'running')
          AND (r.lease_owner IS NULL OR r.lease_expires_at IS NULL OR r.lease_expires_at <= clock.now OR ${HOLDER_GONE("r.")})
+         ${ofAgent}
        ORDER BY r.position
        LIMIT $4
        FOR UPDATE OF r SKIP LOCKED
@@ -176,9 +181,18 @@ export async function claimRecoverableRuns(db: StateDatabase, options: ClaimOpti
      FROM candidates, clock
      WHERE r.id = candidates.id
      RETURNING r.position, ${prefixed("r", RUN_COLUMNS)}`,
-    [owner, ttlMs, clockParam(now), limit, session],
+    values,
   );
   return rows.sort((a, b) => Number(a.position) - Number(b.position)).map((row) => decodeRun(db.schema, row));
+}
+
+/**
+ * The condition on `column` (a run's agent_id) that holds for the runs of agent `agentId` and its
+ * subagents, as isRunOfAgent decides: the id itself, or an id in the range under `<agentId>/`. A
+ * range of the key, not `LIKE`: `_` and `%` in an agent id would match other agents' ids.
+ */
+export function runOfAgent(column: string, agentId: string, parameter: Parameter): string {
+  return `(${column} = ${parameter(agentId)} OR (${underPrefix(column, `${agentId}/`, parameter).join(" AND ")}))`;
 }
 
 export function prefixed(alias: string, columns: string): string {
