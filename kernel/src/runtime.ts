@@ -545,12 +545,25 @@ export class OpenEveRuntime {
     return released;
   }
 
-  /** Take over runs whose owner's lease expired, and drive each. */
+  /**
+   * Take over this agent's runs (its own and its subagents') whose owner's lease expired, and drive
+   * each. Another agent's runs in a shared store are never claimed: this build cannot drive them.
+   */
   async recoverRuns(options: { limit?: number } = {}): Promise<RunResult[]> {
     await this.catchUpObservers().catch((error) => this.logger.warn({ err: String(error) }, "observer catch-up failed"));
-    const claimed = await this.state.runs.claimRecoverableRuns({ owner: this.ownerId, ttlMs: this.options.leaseTtlMs ?? 30_000, limit: options.limit ?? 10 });
+    const agentId = this.manifest.agent.id;
+    const claimed = await this.state.runs.claimRecoverableRuns({ owner: this.ownerId, ttlMs: this.options.leaseTtlMs ?? 30_000, limit: options.limit ?? 10, agentId });
+    // A store built before claimRecoverableRuns' agentId hands over every agent's runs: another agent's is let go at once, for its own runtime.
+    const foreign = claimed.filter((run) => !isRunOfAgent(run, agentId));
+    if (foreign.length > 0) {
+      this.logger.warn(
+        { event: "state.claim_filter_ignored", runIds: foreign.map((run) => run.id) },
+        "the state store handed over other agents' runs: it ignores claimRecoverableRuns' agentId; they were released undriven; upgrade the state adapter",
+      );
+      await Promise.all(foreign.map((run) => this.state.runs.releaseRunLease(run.id, this.ownerId, run.lease?.token)));
+    }
     return Promise.all(
-      claimed.map((run) =>
+      claimed.filter((run) => isRunOfAgent(run, agentId)).map((run) =>
         this.track(async () => {
           // The claim leased the run to us; drive renews that lease.
           const { driver, revision } = await this.revisions.driverFor(run);
