@@ -25,7 +25,7 @@ afterEach(async () => {
 describe("the delivery outbox's claims", () => {
   it("a burst of completions shares claims (one per 25 ms, and one per full batch), and every delivery is completed", async () => {
     const { state, claims } = countingClaimsState();
-    outbox = new DeliveryOutbox(state, { raw }, noopLogger());
+    outbox = new DeliveryOutbox(state, "agent", { raw }, noopLogger());
     outbox.start();
     await sleep(20);
     const before = claims();
@@ -51,7 +51,7 @@ describe("the delivery outbox's claims", () => {
 
   it("a lone completion after a quiet spell is claimed at once, not after the poll interval", async () => {
     const { state } = countingClaimsState();
-    outbox = new DeliveryOutbox(state, { raw }, noopLogger(), { pollIntervalMs: 60_000 });
+    outbox = new DeliveryOutbox(state, "agent", { raw }, noopLogger(), { pollIntervalMs: 60_000 });
     outbox.start();
     await sleep(50);
     await completedRun(state, "lone");
@@ -88,7 +88,7 @@ describe("what the outbox gives a channel's deliver()", () => {
         throw finalDeliveryFailure(new Error("the provider says this conversation is gone"));
       },
     } as unknown as ChannelModule;
-    outbox = new DeliveryOutbox(state, { raw: gone }, noopLogger(), { baseDelayMs: 10 });
+    outbox = new DeliveryOutbox(state, "agent", { raw: gone }, noopLogger(), { baseDelayMs: 10 });
     outbox.start();
     await completedRun(state, "gone");
     outbox.kick();
@@ -108,7 +108,7 @@ describe("what the outbox gives a channel's deliver()", () => {
           delivery.signal.addEventListener("abort", () => (aborted = delivery.signal.reason));
         }),
     } as unknown as ChannelModule;
-    outbox = new DeliveryOutbox(state, { raw: stuck }, noopLogger(), { deliverTimeoutMs: 50, baseDelayMs: 60_000 });
+    outbox = new DeliveryOutbox(state, "agent", { raw: stuck }, noopLogger(), { deliverTimeoutMs: 50, baseDelayMs: 60_000 });
     outbox.start();
     await completedRun(state, "stuck");
     outbox.kick();

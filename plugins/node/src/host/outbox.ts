@@ -1,6 +1,6 @@
 import { randomUUID } from "node:crypto";
 import { hostname } from "node:os";
-import { isFinalDeliveryFailure, storableText, type ChannelModule, type DeliveryRecord, type JsonValue, type RunStore, type RuntimeLogger } from "@assemblyline-agents/core";
+import { isFinalDeliveryFailure, isRunOfAgent, storableText, type ChannelModule, type DeliveryRecord, type JsonValue, type RunRecord, type RunStore, type RuntimeLogger } from "@assemblyline-agents/core";
 
 export interface OutboxOptions {
   /** How often pending deliveries are looked for when nothing wakes the worker. Default 500 ms. */
@@ -31,6 +31,10 @@ interface DeliveryPayload {
  * exponential backoff. The lease outlives the deliver timeout by a margin, so
  * no other worker can claim a delivery while this one may still be sending it,
  * and a completed delivery is never claimed again.
+ *
+ * It claims only the replies of its agent's runs (and its subagents'): in a store
+ * several agents share, another agent's reply is that agent's host's to send,
+ * through its own channel of that name.
  */
 export class DeliveryOutbox {
   readonly owner = `outbox:${hostname()}:${process.pid}:${randomUUID().slice(0, 8)}`;
@@ -44,9 +48,12 @@ export class DeliveryOutbox {
   private stopped = false;
   private wake: (() => void) | undefined;
   private kicked = false;
+  private warnedForeign = false;
 
   constructor(
     private readonly runs: RunStore,
+    /** The host's agent: only its runs' replies are claimed. */
+    private readonly agentId: string,
     private readonly channels: Record<string, ChannelModule>,
     private readonly logger: RuntimeLogger,
     options: OutboxOptions = {},
@@ -82,7 +89,7 @@ export class DeliveryOutbox {
       this.kicked = false;
       const started = Date.now();
       try {
-        claimed = await this.runs.claimDeliveries({ owner: this.owner, ttlMs: this.deliverTimeoutMs * 2 + 10_000, limit: this.batchSize });
+        claimed = await this.runs.claimDeliveries({ owner: this.owner, ttlMs: this.deliverTimeoutMs * 2 + 10_000, limit: this.batchSize, agentId: this.agentId });
         await Promise.all(claimed.map((delivery) => this.deliver(delivery)));
       } catch (error) {
         this.logger.warn({ event: "outbox.claim_failed", err: String(error) }, "claiming deliveries failed; retrying after the poll interval");
@@ -116,6 +123,17 @@ export class DeliveryOutbox {
     const module = this.channels[delivery.channel];
     const payload = delivery.payload as unknown as DeliveryPayload;
     const fields = { deliveryId: delivery.id, runId: delivery.runId, channel: delivery.channel, attempt: delivery.attempts + 1 };
+    let run: RunRecord | undefined;
+    try {
+      run = await this.runs.getRun(delivery.runId);
+    } catch (error) {
+      await this.failed(delivery, fields, error);
+      return;
+    }
+    if (run && !isRunOfAgent(run, this.agentId)) {
+      this.leaveForeign(delivery, run);
+      return;
+    }
     if (!module) {
       // E.g. the channel was removed in this revision: retrying cannot help.
       await this.runs.failDelivery(delivery.id, this.owner, `this agent has no channel ${delivery.channel}`);
@@ -130,7 +148,6 @@ export class DeliveryOutbox {
     }
     const abort = new AbortController();
     try {
-      const run = await this.runs.getRun(delivery.runId);
       const metadata = run?.input.channel?.metadata;
       await withTimeout(
         module.deliver({
@@ -146,23 +163,41 @@ export class DeliveryOutbox {
         abort,
       );
     } catch (error) {
-      // Stored as the delivery's last error: text every store can hold.
-      const message = storableText(error instanceof Error ? error.message : String(error));
-      if (delivery.attempts + 1 >= this.maxAttempts || isFinalDeliveryFailure(error)) {
-        await this.runs.failDelivery(delivery.id, this.owner, message);
-        this.logger.error(
-          { event: "delivery.failed", ...fields, err: message, final: true },
-          isFinalDeliveryFailure(error) ? "delivery failed for good: the channel says trying again cannot help" : "delivery failed for good after its last attempt",
-        );
-      } else {
-        const delayMs = this.backoff(delivery.attempts + 1);
-        await this.runs.failDelivery(delivery.id, this.owner, message, new Date(Date.now() + delayMs));
-        this.logger.warn({ event: "delivery.failed", ...fields, err: message, retryInMs: delayMs }, "delivery failed; retrying with backoff");
-      }
+      await this.failed(delivery, fields, error);
       return;
     }
     await this.runs.completeDelivery(delivery.id, this.owner);
     this.logger.info({ event: "delivery.completed", ...fields }, "reply delivered");
+  }
+
+  /** Count the attempt: retried with backoff, or failed for good after the last one or when the channel says so. */
+  private async failed(delivery: DeliveryRecord, fields: Record<string, unknown>, error: unknown): Promise<void> {
+    // Stored as the delivery's last error: text every store can hold.
+    const message = storableText(error instanceof Error ? error.message : String(error));
+    if (delivery.attempts + 1 >= this.maxAttempts || isFinalDeliveryFailure(error)) {
+      await this.runs.failDelivery(delivery.id, this.owner, message);
+      this.logger.error(
+        { event: "delivery.failed", ...fields, err: message, final: true },
+        isFinalDeliveryFailure(error) ? "delivery failed for good: the channel says trying again cannot help" : "delivery failed for good after its last attempt",
+      );
+    } else {
+      const delayMs = this.backoff(delivery.attempts + 1);
+      await this.runs.failDelivery(delivery.id, this.owner, message, new Date(Date.now() + delayMs));
+      this.logger.warn({ event: "delivery.failed", ...fields, err: message, retryInMs: delayMs }, "delivery failed; retrying with backoff");
+    }
+  }
+
+  /**
+   * Another agent's reply, handed over by a store that ignores claimDeliveries' agentId (one built
+   * before it): neither sent nor failed, it is left to that agent's host once this lease runs out.
+   */
+  private leaveForeign(delivery: DeliveryRecord, run: RunRecord): void {
+    if (this.warnedForeign) return;
+    this.warnedForeign = true;
+    this.logger.warn(
+      { event: "state.claim_filter_ignored", deliveryId: delivery.id, runId: run.id, agentId: run.agentId },
+      "the state store handed over another agent's reply: it ignores claimDeliveries' agentId, so replies wait for leases to run out; upgrade the state adapter",
+    );
   }
 
   /** Exponential with full jitter on the upper half, so a provider outage is not hammered in lockstep. */

@@ -86,7 +86,7 @@ export async function listenNodeRuntime(options: NodeRuntimeOptions): Promise<No
     logger,
     beforeStart: (runId) => attachments.ingestRun(runId),
   });
-  const outbox = new DeliveryOutbox(runtime.state.runs, channels, logger, options.outbox);
+  const outbox = new DeliveryOutbox(runtime.state.runs, runtime.manifest.agent.id, channels, logger, options.outbox);
   const recovery = new RunRecovery(runtime, mailbox, logger, config.leaseTtlMs * 2);
   const ingress = new ChannelIngress({ runtime, channels, mailbox, watcher, killSwitch, rateLimiter, logger, maxBodyBytes: config.maxBodyBytes, model: options.model });
   const drainController = new AbortController();
