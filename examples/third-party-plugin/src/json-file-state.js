@@ -375,18 +375,29 @@ export class JsonFileState {
 
   // ---- conversations ---------------------------------------------------------
 
-  /** @param {string} conversationId @param {ConversationMessage[]} messages */
-  async appendConversationMessages(conversationId, messages) {
+  /**
+   * Each message is kept with the agent it belongs to (null without one).
+   * @param {string} conversationId @param {ConversationMessage[]} messages @param {{ agentId?: string }} [options]
+   */
+  async appendConversationMessages(conversationId, messages, options = {}) {
     await this.ready();
-    (this.doc.conversations[conversationId] ??= []).push(...copy(messages));
+    const agentId = options.agentId ?? null;
+    (this.doc.conversations[conversationId] ??= []).push(...copy(messages).map((message) => ({ ...message, agentId })));
     await this.persist();
   }
 
-  /** Oldest first; with `limit`, only the last `limit`. @param {string} conversationId @param {{ limit?: number }} [options] */
+  /**
+   * Oldest first; with `limit`, only the last `limit`; with `agentId`, only that agent's and those
+   * without an agent (files written before it), filtered before the limit.
+   * @param {string} conversationId @param {{ limit?: number, agentId?: string }} [options]
+   */
   async listConversationMessages(conversationId, options = {}) {
     await this.ready();
-    const all = this.doc.conversations[conversationId] ?? [];
-    return copy(options.limit === undefined ? all : options.limit <= 0 ? [] : all.slice(-options.limit));
+    const { agentId } = options;
+    const stored = this.doc.conversations[conversationId] ?? [];
+    const all = agentId === undefined ? stored : stored.filter((message) => message.agentId === agentId || (message.agentId ?? null) === null);
+    const tail = options.limit === undefined ? all : options.limit <= 0 ? [] : all.slice(-options.limit);
+    return copy(tail).map((message) => ({ ...message, agentId: message.agentId ?? null }));
   }
 
   // ---- internals -------------------------------------------------------------

@@ -10,6 +10,7 @@ import {
   type CheckpointRecord,
   type ClaimOptions,
   type ConversationMessage,
+  type ConversationScope,
   type DeliveryRecord,
   type FileRecord,
   type FileRecordPage,
@@ -401,8 +402,9 @@ export class InMemoryStateAdapter implements StateAdapter {
 
   // ---- conversations ---------------------------------------------------------
 
-  async appendConversationMessages(conversationId: string, messages: ConversationMessage[]): Promise<void> {
-    const copies = messages.map(copy);
+  async appendConversationMessages(conversationId: string, messages: ConversationMessage[], options: ConversationScope = {}): Promise<void> {
+    const agentId = options.agentId ?? null;
+    const copies = messages.map((message) => ({ ...copy(message), agentId }));
     const list = this.conversations.get(conversationId) ?? [];
     list.push(...copies);
     this.conversations.set(conversationId, list);
@@ -410,9 +412,12 @@ export class InMemoryStateAdapter implements StateAdapter {
 
   async listConversationMessages(
     conversationId: string,
-    options: { limit?: number } = {},
+    options: { limit?: number } & ConversationScope = {},
   ): Promise<ConversationMessage[]> {
-    const list = this.conversations.get(conversationId) ?? [];
+    const { agentId } = options;
+    const all = this.conversations.get(conversationId) ?? [];
+    // Filtered before the limit, so another agent's messages never use it up.
+    const list = agentId === undefined ? all : all.filter((message) => message.agentId === agentId || message.agentId === null);
     // slice(-0) would return everything, so a zero limit is handled on its own.
     const tail = options.limit === undefined ? list : options.limit <= 0 ? [] : list.slice(-options.limit);
     return tail.map(copy);

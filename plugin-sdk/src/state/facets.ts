@@ -5,13 +5,39 @@ export interface ConversationMessage {
   content: string;
   runId: string | null;
   createdAt: string;
+  /**
+   * The agent whose history holds the message: the `agentId` it was appended with (the run's agent
+   * id; a subagent's is `<agent id>/<path>`), null when appended without one. A store sets it on what
+   * it lists; on what is appended it is ignored (the append's `agentId` decides). A store built
+   * before the option lists no such field.
+   */
+  agentId?: string | null;
 }
 
-/** Conversation history, read by the context policy. */
+/**
+ * Whose history an append writes or a listing reads. One store may hold several agents'
+ * conversations (e.g. one database), and two agents may serve the same conversation id (one chat
+ * channel): each agent's model context holds only its own messages.
+ */
+export interface ConversationScope {
+  /**
+   * Appending: the agent the messages belong to. Listing: only that agent's messages and those
+   * appended without an agent (written before the option), and `limit` counts only those. Matched
+   * exactly: a subagent's history is its own agent id's, not its root agent's. Left out, a listing
+   * reads every agent's messages, as before.
+   */
+  agentId?: string;
+}
+
+/**
+ * Conversation history, read by the context policy. The runtime always passes `agentId`; a store
+ * built before it ignores it (appends without an agent, lists every agent's messages, listing no
+ * `agentId` field): the runtime then drops another agent's messages by their run's agent.
+ */
 export interface ConversationStore {
-  appendConversationMessages(conversationId: string, messages: ConversationMessage[]): Promise<void>;
-  /** Oldest first; with `limit`, only the last `limit` messages. */
-  listConversationMessages(conversationId: string, options?: { limit?: number }): Promise<ConversationMessage[]>;
+  appendConversationMessages(conversationId: string, messages: ConversationMessage[], options?: ConversationScope): Promise<void>;
+  /** Oldest first; with `limit`, only the last `limit` messages; with `agentId`, see `ConversationScope`. */
+  listConversationMessages(conversationId: string, options?: { limit?: number } & ConversationScope): Promise<ConversationMessage[]>;
 }
 
 export interface ScheduleRecord {

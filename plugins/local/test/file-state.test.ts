@@ -128,6 +128,29 @@ describe("FileStateAdapter", () => {
   });
 
   for (const [label, compactAfterBytes] of [["the log", undefined], ["a snapshot", 1]] as const) {
+    it(`replays conversation messages a log of an earlier version wrote (no agent) to every agent, beside agents' own, from ${label}`, async () => {
+      const directory = await tempFolder();
+      const created = await FileStateAdapter.open({ directory });
+      await created.close();
+      // The op as versions before agentId wrote it.
+      const legacy = { op: "conversation.append", conversationId: "c1", messages: [{ role: "user", content: "old", runId: "r0", createdAt: "2030-01-01T00:00:00.000Z" }] };
+      await appendFile(join(directory, "log-0.wal"), logLine({ ops: [legacy] }, { startsWrite: true }));
+      const first = await FileStateAdapter.open({ directory, ...(compactAfterBytes ? { compactAfterBytes, compactWhenSuperseded: 0 } : {}) });
+      await first.appendConversationMessages("c1", [{ role: "user", content: "mine", runId: "r1", createdAt: "2030-01-01T00:00:01.000Z" }], { agentId: "support" });
+      await first.appendConversationMessages("c1", [{ role: "user", content: "theirs", runId: "r2", createdAt: "2030-01-01T00:00:02.000Z" }], { agentId: "sales" });
+      await first.close();
+      if (compactAfterBytes) expect(await readdir(directory)).toContain("snapshot.json");
+
+      const second = await FileStateAdapter.open({ directory });
+      const of = async (agentId?: string) => (await second.listConversationMessages("c1", agentId ? { agentId } : {})).map((m) => [m.content, m.agentId]);
+      expect(await of("support")).toEqual([["old", null], ["mine", "support"]]);
+      expect(await of("sales")).toEqual([["old", null], ["theirs", "sales"]]);
+      expect(await of()).toEqual([["old", null], ["mine", "support"], ["theirs", "sales"]]);
+      await second.close();
+    });
+  }
+
+  for (const [label, compactAfterBytes] of [["the log", undefined], ["a snapshot", 1]] as const) {
     it(`claims the pending deliveries, and only those, after a reopen from ${label}`, async () => {
       const directory = await tempFolder();
       const first = await FileStateAdapter.open({ directory, ...(compactAfterBytes ? { compactAfterBytes, compactWhenSuperseded: 0 } : {}) });

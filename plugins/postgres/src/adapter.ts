@@ -3,6 +3,7 @@ import {
   type CheckpointRecord,
   type ClaimOptions,
   type ConversationMessage,
+  type ConversationScope,
   type DeliveryRecord,
   type FileListOptions,
   type FileRecord,
@@ -199,10 +200,10 @@ export class PostgresStateAdapter implements StateAdapter {
 
   // ---- conversations -----------------------------------------------------------
 
-  appendConversationMessages(conversationId: string, messages: ConversationMessage[]): Promise<void> {
-    return conversations.appendConversationMessages(this.db, conversationId, messages);
+  appendConversationMessages(conversationId: string, messages: ConversationMessage[], options?: ConversationScope): Promise<void> {
+    return conversations.appendConversationMessages(this.db, conversationId, messages, options);
   }
-  listConversationMessages(conversationId: string, options?: { limit?: number }): Promise<ConversationMessage[]> {
+  listConversationMessages(conversationId: string, options?: { limit?: number } & ConversationScope): Promise<ConversationMessage[]> {
     return conversations.listConversationMessages(this.db, conversationId, options);
   }
 

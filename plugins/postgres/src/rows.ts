@@ -259,6 +259,7 @@ export function decodeMessage(schema: string, row: Row): ConversationMessage {
     content: read.string("content"),
     runId: read.nullableString("run_id"),
     createdAt: read.string("created_at"),
+    agentId: read.nullableString("agent_id"),
   };
 }
 

@@ -137,8 +137,9 @@ describe.skipIf(!probe.available)("PostgreSQL folder counts", () => {
 
   it("counts a store written before its counts were kept when it migrates", async () => {
     const schema = newSchema();
-    const before = MIGRATIONS.filter((migration) => migration.name !== "folder counts of memory and files");
-    expect(before).toHaveLength(MIGRATIONS.length - 1);
+    // The migrations before the counts' (6); it and any after it apply when the adapter migrates.
+    const counts = MIGRATIONS.find((migration) => migration.name === "folder counts of memory and files")!;
+    const before = MIGRATIONS.filter((migration) => migration.version < counts.version);
     await migrateSchema(admin, schema, before);
     for (const path of FILE_PATHS) {
       await admin.query(`INSERT INTO "${schema}".files (path, blob_key, size, content_type, sha256, run_id, created_at) VALUES ($1, 'b', 1, 'text/plain', 's', NULL, 'c')`, [path]);
@@ -146,7 +147,7 @@ describe.skipIf(!probe.available)("PostgreSQL folder counts", () => {
     for (const path of MEMORY_PATHS) await admin.query(`INSERT INTO "${schema}".memory (path, content, updated_at) VALUES ($1, 'x', now())`, [path]);
     const state = new PostgresStateAdapter({ pool: admin, schema });
     try {
-      expect((await state.migrate()).applied).toEqual([MIGRATIONS.at(-1)!.version]);
+      expect((await state.migrate()).applied).toEqual(MIGRATIONS.filter((migration) => migration.version >= counts.version).map((migration) => migration.version));
       await expectCountsAsStored(state, admin, schema);
     } finally {
       await state.close();

@@ -61,6 +61,45 @@ export function describeConversationStoreConformance(name: string, factory: Stat
       expect(listed.map((m) => m.content).sort()).toEqual(Array.from({ length: 20 }, (_, index) => `m${index}`).sort());
     });
 
+    it("lists two agents' messages in one conversation id apart; without agentId, all of them", async () => {
+      const id = uniqueId("conv");
+      await store().appendConversationMessages(id, [message("a1"), message("a2", "assistant")], { agentId: "support" });
+      await store().appendConversationMessages(id, [message("b1")], { agentId: "sales" });
+      // A subagent's history is its own agent id's; the message's own agentId field is not the append's.
+      await store().appendConversationMessages(id, [message("s1")], { agentId: "support/researcher" });
+      await store().appendConversationMessages(id, [{ ...message("a3"), agentId: "sales" }], { agentId: "support" });
+      const of = async (agentId?: string) =>
+        (await store().listConversationMessages(id, agentId === undefined ? {} : { agentId })).map((m) => [m.content, m.agentId]);
+      expect(await of("support")).toEqual([["a1", "support"], ["a2", "support"], ["a3", "support"]]);
+      expect(await of("sales")).toEqual([["b1", "sales"]]);
+      expect(await of("support/researcher")).toEqual([["s1", "support/researcher"]]);
+      expect(await of("support/")).toEqual([]);
+      expect(await of()).toEqual([["a1", "support"], ["a2", "support"], ["b1", "sales"], ["s1", "support/researcher"], ["a3", "support"]]);
+    });
+
+    it("counts only the agent's messages in `limit`", async () => {
+      const id = uniqueId("conv");
+      await store().appendConversationMessages(id, ["1", "2", "3"].map((content) => message(content)), { agentId: "support" });
+      await store().appendConversationMessages(id, ["x", "y", "z"].map((content) => message(content)), { agentId: "sales" });
+      expect((await store().listConversationMessages(id, { agentId: "support", limit: 2 })).map((m) => m.content)).toEqual(["2", "3"]);
+      expect((await store().listConversationMessages(id, { agentId: "support", limit: 5 })).map((m) => m.content)).toEqual(["1", "2", "3"]);
+      expect(await store().listConversationMessages(id, { agentId: "support", limit: 0 })).toEqual([]);
+      expect((await store().listConversationMessages(id, { limit: 2 })).map((m) => m.content)).toEqual(["y", "z"]);
+    });
+
+    it("lists messages appended without an agent (legacy) to every agent, agentId null", async () => {
+      const id = uniqueId("conv");
+      await store().appendConversationMessages(id, [message("old")]);
+      await store().appendConversationMessages(id, [message("a1")], { agentId: "support" });
+      await store().appendConversationMessages(id, [message("b1")], { agentId: "sales" });
+      const of = async (options: { agentId?: string; limit?: number }) =>
+        (await store().listConversationMessages(id, options)).map((m) => [m.content, m.agentId]);
+      expect(await of({ agentId: "support" })).toEqual([["old", null], ["a1", "support"]]);
+      expect(await of({ agentId: "sales" })).toEqual([["old", null], ["b1", "sales"]]);
+      expect(await of({ agentId: "sales", limit: 1 })).toEqual([["b1", "sales"]]);
+      expect(await of({ agentId: "nobody" })).toEqual([["old", null]]);
+    });
+
     it("stores copies of the messages it is given and returns copies", async () => {
       const id = uniqueId("conv");
       const input = [message("original")];

@@ -11,6 +11,7 @@ import {
   type CheckpointRecord,
   type ClaimOptions,
   type ConversationMessage,
+  type ConversationScope,
   type DeliveryRecord,
   type FileListOptions,
   type FileRecord,
@@ -582,18 +583,24 @@ export class FileStateAdapter implements StateAdapter {
 
   // ---- conversations ---------------------------------------------------------
 
-  appendConversationMessages(conversationId: string, messages: ConversationMessage[]): Promise<void> {
+  appendConversationMessages(conversationId: string, messages: ConversationMessage[], options: ConversationScope = {}): Promise<void> {
+    const { agentId } = options;
     return this.mutate(() => ({
-      ops: messages.length > 0 ? [{ op: "conversation.append", conversationId, messages }] : [],
+      ops: messages.length > 0 ? [{ op: "conversation.append", conversationId, messages, ...(agentId !== undefined ? { agentId } : {}) }] : [],
       result: () => undefined,
     }));
   }
 
-  listConversationMessages(conversationId: string, options: { limit?: number } = {}): Promise<ConversationMessage[]> {
+  listConversationMessages(conversationId: string, options: { limit?: number } & ConversationScope = {}): Promise<ConversationMessage[]> {
+    const { agentId } = options;
     return this.read((tables) => {
-      const list = tables.conversations.get(conversationId) ?? [];
+      const all = tables.conversations.get(conversationId) ?? [];
+      // Filtered before the limit, so another agent's messages never use it up. Messages of logs and
+      // snapshots written before agentId have none: legacy, listed to every agent.
+      const list = agentId === undefined ? all : all.filter((message) => message.agentId === agentId || (message.agentId ?? null) === null);
       // slice(-0) would return everything, so a zero limit is handled on its own.
-      return options.limit === undefined ? list : options.limit <= 0 ? [] : list.slice(-options.limit);
+      const tail = options.limit === undefined ? list : options.limit <= 0 ? [] : list.slice(-options.limit);
+      return tail.map((message) => ({ ...message, agentId: message.agentId ?? null }));
     });
   }
 

@@ -40,7 +40,8 @@ export type StateOp =
   | { op: "step.put"; step: StepRecord }
   | { op: "checkpoint.put"; runId: string; checkpoint: CheckpointRecord | null }
   | { op: "delivery.put"; delivery: DeliveryRecord }
-  | { op: "conversation.append"; conversationId: string; messages: ConversationMessage[] }
+  /** `agentId`: whose history the messages are; logs written before it have none (messages every agent lists). */
+  | { op: "conversation.append"; conversationId: string; messages: ConversationMessage[]; agentId?: string }
   | { op: "schedule.put"; schedule: ScheduleRecord }
   | { op: "schedule.delete"; id: string }
   | { op: "file.put"; record: FileRecord }
@@ -280,7 +281,8 @@ export class StateTables {
       }
       case "conversation.append": {
         const list = this.conversations.get(op.conversationId) ?? [];
-        list.push(...op.messages);
+        const agentId = op.agentId ?? null;
+        list.push(...op.messages.map((message) => ({ ...message, agentId })));
         this.conversations.set(op.conversationId, list);
         return 0;
       }

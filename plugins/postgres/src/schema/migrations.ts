@@ -26,6 +26,7 @@
  * - Statuses are checked when rows are read, not by CHECK constraints, so a new
  *   status is a code change rather than a migration, and a bad row names itself.
  */
+import { conversationAgentsMigration } from "./conversation-agents-migration.js";
 import { pathCountsMigration } from "./path-counts-migration.js";
 import { skillsMigration } from "./skills-migration.js";
 
@@ -607,6 +608,7 @@ export const MIGRATIONS: readonly Migration[] = [
   { version: 4, name: "observer position written with appended events", sql: observedWithAppend },
   { version: 5, name: "runs created with their creator's lease", sql: createRunWithLease },
   pathCountsMigration,
+  conversationAgentsMigration,
 ];
 
 /** The schema version this code writes and expects. */
