@@ -30,6 +30,7 @@ import { SCRIPTED_PREFIX, loadModelScript, scriptedHarness } from "./harness/scr
 import { loadDefaultEngine } from "./harness/default-engine.js";
 import { STAGE, createKernelHooks, type KernelHooks } from "./hooks.js";
 import type { Kernel } from "./kernel.js";
+import { agentConversations } from "./state/agent-conversations.js";
 import { createRuntimeLogger } from "./logger.js";
 import { Admission } from "./run/admission.js";
 import { budgetPauseOf, decideBudgetPause } from "./run/budget.js";
@@ -819,7 +820,8 @@ export class OpenEveRuntime {
     const filesystemWith = (skillGate: SkillWriteGate | undefined) =>
       createRuntimeFilesystem({
         memory: this.state.memory,
-        conversations: this.state.conversations,
+        // /history shows the run's agent's messages only, as its context does.
+        conversations: agentConversations(this.state.conversations, run.agentId, this.state.runs, this.logger),
         conversationId: run.conversationId,
         files: this.state.files,
         blob: this.options.blob,

@@ -174,5 +174,9 @@ describe("subagents", () => {
     expect(secondChild!.conversationId).toBe(firstChild!.conversationId);
     const history = await state.listConversationMessages(secondChild!.conversationId!);
     expect(history.map((message) => message.content)).toEqual(["remember 7", "noted", "remember 7", "noted"]);
+    // The subagent's history is its own agent id's (`<agent id>/researcher`), as its run records it.
+    expect(secondChild!.agentId.endsWith("/researcher")).toBe(true);
+    expect(history.map((message) => message.agentId)).toEqual(Array(4).fill(secondChild!.agentId));
+    expect(await state.listConversationMessages(secondChild!.conversationId!, { agentId: secondChild!.agentId })).toHaveLength(4);
   });
 });

@@ -18,6 +18,7 @@ import {
 import type { SourceBundle } from "../compiler/bundle.js";
 import type { AgentManifest } from "../compiler/manifest.js";
 import type { KernelHooks } from "../hooks.js";
+import { agentConversations } from "../state/agent-conversations.js";
 import type { ResolvedState } from "../state/resolve-state.js";
 import { RunBudget, budgetConversationOf, budgetExceededError, type BudgetExceeded } from "./budget.js";
 import { buildModelContext } from "./context-policy.js";
@@ -447,7 +448,8 @@ export class RunDriver {
           message: run.input.message,
           tools: offered.map(toModelToolSpec),
           deferred: deferred.map((entry) => ({ name: entry.name, namespace: entry.namespace })),
-          conversations: state.conversations,
+          // The history of the agent the run records, never another agent's in a shared store.
+          conversations: agentConversations(state.conversations, run.agentId, state.runs, logger),
           filesystem: services.filesystem,
           skills: catalog,
           activeSkills: activeSkills.map((skill) => ({ name: skill.name, body: skill.body })),
@@ -548,12 +550,15 @@ export class RunDriver {
   private async complete(run: RunRecord, text: string): Promise<void> {
     const { journal, state } = this.parts;
     if (run.conversationId) {
+      // The turn is the history of the agent the run records (a subagent's own id), so another agent
+      // serving the same conversation id never lists it.
+      const conversations = agentConversations(state.conversations, run.agentId, state.runs, this.parts.logger);
       // Written before the completion record and skipped when already there, so a crash in
       // between neither loses the turn from the history nor writes it twice on recovery.
-      const recent = await state.conversations.listConversationMessages(run.conversationId, { limit: 20 });
+      const recent = await conversations.listConversationMessages(run.conversationId, { limit: 20 });
       if (!recent.some((message) => message.runId === run.id)) {
         const createdAt = isoTimestamp();
-        await state.conversations.appendConversationMessages(run.conversationId, [
+        await conversations.appendConversationMessages(run.conversationId, [
           { role: "user", content: run.input.message, runId: run.id, createdAt },
           { role: "assistant", content: text, runId: run.id, createdAt },
         ]);

@@ -1,0 +1,164 @@
+import { mkdtempSync, mkdirSync, rmSync, writeFileSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { afterAll, beforeAll, describe, expect, it, onTestFinished } from "vitest";
+import type { AgentHarness, ConversationMessage, ConversationScope, ModelMessage, RuntimeLogger, StateAdapter } from "@assemblyline-agents/core";
+import { FileStateAdapter } from "@assemblyline-agents/local";
+import { createPostgresState } from "@assemblyline-agents/postgres";
+import { InMemoryStateAdapter, OpenEveRuntime, buildAgent, loadRuntimeBundle, type RuntimeBundle } from "@assemblyline-agents/runtime";
+import { TEST_DATABASE_URL, dropSchema, probeDatabase, randomSchema, testPool } from "../plugins/postgres/test/support/database.js";
+
+/**
+ * Two agents' runtimes on one state store, both serving conversation "shared" (one chat channel's
+ * id). Agent B's id starts with agent A's, without the "/" of a subagent.
+ */
+const AGENT_A = "chatting-agent";
+const AGENT_B = "chatting-agent-eu";
+const CONVERSATION = "shared";
+
+const database = await probeDatabase("conversation history in a shared store");
+const work = mkdtempSync(join(tmpdir(), "al-shared-history-"));
+const schemaPrefix = randomSchema("al_shared_history");
+let schemas = 0;
+let bundleA: RuntimeBundle;
+let bundleB: RuntimeBundle;
+
+beforeAll(async () => {
+  [bundleA, bundleB] = await Promise.all([agentBundle(AGENT_A), agentBundle(AGENT_B)]);
+});
+afterAll(async () => {
+  rmSync(work, { recursive: true, force: true });
+  if (!database.available) return;
+  const pool = testPool();
+  const { rows } = await pool.query<{ nspname: string }>("SELECT nspname FROM pg_namespace WHERE starts_with(nspname, $1)", [schemaPrefix]);
+  for (const row of rows) await dropSchema(pool, row.nspname);
+  await pool.end();
+});
+
+async function agentBundle(id: string): Promise<RuntimeBundle> {
+  const dir = join(work, id);
+  mkdirSync(dir, { recursive: true });
+  writeFileSync(
+    join(dir, "agent.ts"),
+    `import { defineAgent } from "@assemblyline-agents/core";\nexport default defineAgent({ id: ${JSON.stringify(id)}, model: "test/model", instructions: "Answer." });\n`,
+  );
+  return loadRuntimeBundle((await buildAgent(dir)).artifactRoot);
+}
+
+const stores: Record<string, () => Promise<StateAdapter>> = {
+  "in-memory state": async () => new InMemoryStateAdapter(),
+  "file state": async () => FileStateAdapter.open({ directory: mkdtempSync(join(work, "state-")) }),
+  ...(database.available ? { "PostgreSQL state": async () => createPostgresState({ connectionString: TEST_DATABASE_URL, schema: `${schemaPrefix}_${++schemas}` }) } : {}),
+};
+
+/** The store, closed once when the test ends, after the runtimes on it stopped (their close leaves it open). */
+async function sharedStore(open: () => Promise<StateAdapter>): Promise<StateAdapter> {
+  const state = await open();
+  const close = state.close!.bind(state);
+  state.close = async () => undefined;
+  onTestFinished(close);
+  return state;
+}
+
+/** A runtime whose engine keeps the messages of every model context it is given, and answers with its agent's id. */
+function runtimeOf(bundle: RuntimeBundle, state: StateAdapter, logger?: RuntimeLogger): { runtime: OpenEveRuntime; contexts: ModelMessage[][] } {
+  const contexts: ModelMessage[][] = [];
+  const agentHarness: AgentHarness = {
+    name: "keeps-contexts",
+    async runTurn(input, ctx) {
+      contexts.push(input.context.messages);
+      // The history as the agent's file tools show it.
+      if (input.context.messages.at(-1)?.content === "read /history") {
+        const outcome = await ctx.callTool({ id: "call_history", name: "read", input: { path: "/history/conversation.md" } });
+        return { status: "completed", response: { text: JSON.stringify(outcome.output) } };
+      }
+      return { status: "completed", response: { text: `answered by ${bundle.manifest.agent.id}` } };
+    },
+  };
+  const runtime = new OpenEveRuntime({ ...bundle, state, agentHarness, ...(logger ? { logger } : {}) });
+  onTestFinished(() => runtime.close());
+  return { runtime, contexts };
+}
+
+/** A logger that keeps the fields of every warning. */
+function warningsLogger(): RuntimeLogger & { warnings: Array<Record<string, unknown>> } {
+  const warnings: Array<Record<string, unknown>> = [];
+  return { warnings, debug: () => undefined, info: () => undefined, error: () => undefined, warn: (fields) => void warnings.push(fields) };
+}
+
+const texts = (messages: ModelMessage[]) => messages.map((message) => (typeof message.content === "string" ? message.content : JSON.stringify(message.content)));
+
+/** A and B take turns in conversation "shared"; returns what each engine was given. */
+async function takeTurns(state: StateAdapter, logger?: RuntimeLogger) {
+  const a = runtimeOf(bundleA, state, logger);
+  const b = runtimeOf(bundleB, state);
+  expect((await a.runtime.run({ message: "A asks first", conversationId: CONVERSATION })).status).toBe("completed");
+  expect((await b.runtime.run({ message: "B asks first", conversationId: CONVERSATION })).status).toBe("completed");
+  expect((await a.runtime.run({ message: "A asks again", conversationId: CONVERSATION })).status).toBe("completed");
+  expect((await b.runtime.run({ message: "B asks again", conversationId: CONVERSATION })).status).toBe("completed");
+  const history = (await a.runtime.run({ message: "read /history", conversationId: CONVERSATION })).response?.text ?? "";
+  a.contexts.pop();
+  return { a: a.contexts.map(texts), b: b.contexts.map(texts), history };
+}
+
+describe.each(Object.entries(stores))("conversation history on a store shared with another agent (%s)", (_name, open) => {
+  it("gives each agent's model only its own messages of a conversation id both serve, and the ones written without an agent", async () => {
+    const state = await sharedStore(open);
+    // Written before histories had an agent: every agent's, as before.
+    await state.appendConversationMessages(CONVERSATION, [{ role: "user", content: "legacy question", runId: null, createdAt: new Date().toISOString() }]);
+    const logger = warningsLogger();
+    const { a, b, history } = await takeTurns(state, logger);
+
+    expect(a).toEqual([
+      ["legacy question", "A asks first"],
+      ["legacy question", "A asks first", `answered by ${AGENT_A}`, "A asks again"],
+    ]);
+    expect(history).toContain("A asks again");
+    expect(history).toContain("legacy question");
+    expect(history).not.toContain("B asks");
+    expect(b).toEqual([
+      ["legacy question", "B asks first"],
+      ["legacy question", "B asks first", `answered by ${AGENT_B}`, "B asks again"],
+    ]);
+    expect(logger.warnings.filter((fields) => fields.event === "state.conversation_filter_ignored")).toEqual([]);
+    // The store holds both agents' turns, each under the agent of its run.
+    expect((await state.listConversationMessages(CONVERSATION)).map((message) => [message.content, message.agentId])).toEqual([
+      ["legacy question", null],
+      ["A asks first", AGENT_A],
+      [`answered by ${AGENT_A}`, AGENT_A],
+      ["B asks first", AGENT_B],
+      [`answered by ${AGENT_B}`, AGENT_B],
+      ["A asks again", AGENT_A],
+      [`answered by ${AGENT_A}`, AGENT_A],
+      ["B asks again", AGENT_B],
+      [`answered by ${AGENT_B}`, AGENT_B],
+      ["read /history", AGENT_A],
+      [expect.stringContaining("A asks again"), AGENT_A],
+    ]);
+  });
+});
+
+describe("conversation history on a store that ignores agentId (one built before it)", () => {
+  it("leaves the other agent's messages out of the model context, by their run's agent, and says the store ignores the option", async () => {
+    const state = await sharedStore(async () => new InMemoryStateAdapter());
+    // As a store built before the option: appends without an agent, lists everything, no agentId field.
+    const append = state.appendConversationMessages.bind(state);
+    const list = state.listConversationMessages.bind(state);
+    state.appendConversationMessages = (conversationId: string, messages: ConversationMessage[]) => append(conversationId, messages);
+    state.listConversationMessages = async (conversationId: string, { agentId: _ignored, ...options }: { limit?: number } & ConversationScope = {}) =>
+      (await list(conversationId, options)).map(({ agentId: _dropped, ...message }) => message);
+    await append(CONVERSATION, [{ role: "user", content: "legacy question", runId: null, createdAt: new Date().toISOString() }]);
+    const logger = warningsLogger();
+    const { a, history } = await takeTurns(state, logger);
+
+    expect(a).toEqual([
+      ["legacy question", "A asks first"],
+      ["legacy question", "A asks first", `answered by ${AGENT_A}`, "A asks again"],
+    ]);
+    expect(history).toContain("A asks again");
+    expect(history).not.toContain("B asks");
+    expect(logger.warnings.filter((fields) => fields.event === "state.conversation_filter_ignored")).toEqual([
+      { event: "state.conversation_filter_ignored", agentId: AGENT_A, conversationId: CONVERSATION, dropped: 2 },
+    ]);
+  });
+});
