@@ -1,12 +1,7 @@
-import { mkdtempSync, mkdirSync, rmSync, writeFileSync } from "node:fs";
-import { tmpdir } from "node:os";
-import { join } from "node:path";
-import { afterAll, beforeAll, describe, expect, it, onTestFinished } from "vitest";
+import { describe, expect, it, onTestFinished } from "vitest";
 import type { AgentHarness, ConversationMessage, ConversationScope, ModelMessage, RuntimeLogger, StateAdapter } from "@assemblyline-agents/core";
-import { FileStateAdapter } from "@assemblyline-agents/local";
-import { createPostgresState } from "@assemblyline-agents/postgres";
-import { InMemoryStateAdapter, OpenEveRuntime, buildAgent, loadRuntimeBundle, type RuntimeBundle } from "@assemblyline-agents/runtime";
-import { TEST_DATABASE_URL, dropSchema, probeDatabase, randomSchema, testPool } from "../plugins/postgres/test/support/database.js";
+import { InMemoryStateAdapter, OpenEveRuntime, type RuntimeBundle } from "@assemblyline-agents/runtime";
+import { twoAgentsOnOneStore } from "./support/two-agents-one-store.js";
 
 /**
  * Two agents' runtimes on one state store, both serving conversation "shared" (one chat channel's
@@ -16,49 +11,7 @@ const AGENT_A = "chatting-agent";
 const AGENT_B = "chatting-agent-eu";
 const CONVERSATION = "shared";
 
-const database = await probeDatabase("conversation history in a shared store");
-const work = mkdtempSync(join(tmpdir(), "al-shared-history-"));
-const schemaPrefix = randomSchema("al_shared_history");
-let schemas = 0;
-let bundleA: RuntimeBundle;
-let bundleB: RuntimeBundle;
-
-beforeAll(async () => {
-  [bundleA, bundleB] = await Promise.all([agentBundle(AGENT_A), agentBundle(AGENT_B)]);
-});
-afterAll(async () => {
-  rmSync(work, { recursive: true, force: true });
-  if (!database.available) return;
-  const pool = testPool();
-  const { rows } = await pool.query<{ nspname: string }>("SELECT nspname FROM pg_namespace WHERE starts_with(nspname, $1)", [schemaPrefix]);
-  for (const row of rows) await dropSchema(pool, row.nspname);
-  await pool.end();
-});
-
-async function agentBundle(id: string): Promise<RuntimeBundle> {
-  const dir = join(work, id);
-  mkdirSync(dir, { recursive: true });
-  writeFileSync(
-    join(dir, "agent.ts"),
-    `import { defineAgent } from "@assemblyline-agents/core";\nexport default defineAgent({ id: ${JSON.stringify(id)}, model: "test/model", instructions: "Answer." });\n`,
-  );
-  return loadRuntimeBundle((await buildAgent(dir)).artifactRoot);
-}
-
-const stores: Record<string, () => Promise<StateAdapter>> = {
-  "in-memory state": async () => new InMemoryStateAdapter(),
-  "file state": async () => FileStateAdapter.open({ directory: mkdtempSync(join(work, "state-")) }),
-  ...(database.available ? { "PostgreSQL state": async () => createPostgresState({ connectionString: TEST_DATABASE_URL, schema: `${schemaPrefix}_${++schemas}` }) } : {}),
-};
-
-/** The store, closed once when the test ends, after the runtimes on it stopped (their close leaves it open). */
-async function sharedStore(open: () => Promise<StateAdapter>): Promise<StateAdapter> {
-  const state = await open();
-  const close = state.close!.bind(state);
-  state.close = async () => undefined;
-  onTestFinished(close);
-  return state;
-}
+const { agents, stores, sharedStore } = await twoAgentsOnOneStore("conversation history in a shared store", "al_shared_history", [AGENT_A, AGENT_B]);
 
 /** A runtime whose engine keeps the messages of every model context it is given, and answers with its agent's id. */
 function runtimeOf(bundle: RuntimeBundle, state: StateAdapter, logger?: RuntimeLogger): { runtime: OpenEveRuntime; contexts: ModelMessage[][] } {
@@ -90,8 +43,8 @@ const texts = (messages: ModelMessage[]) => messages.map((message) => (typeof me
 
 /** A and B take turns in conversation "shared"; returns what each engine was given. */
 async function takeTurns(state: StateAdapter, logger?: RuntimeLogger) {
-  const a = runtimeOf(bundleA, state, logger);
-  const b = runtimeOf(bundleB, state);
+  const a = runtimeOf(agents.a, state, logger);
+  const b = runtimeOf(agents.b, state);
   expect((await a.runtime.run({ message: "A asks first", conversationId: CONVERSATION })).status).toBe("completed");
   expect((await b.runtime.run({ message: "B asks first", conversationId: CONVERSATION })).status).toBe("completed");
   expect((await a.runtime.run({ message: "A asks again", conversationId: CONVERSATION })).status).toBe("completed");

@@ -1,12 +1,7 @@
-import { mkdtempSync, mkdirSync, rmSync, writeFileSync } from "node:fs";
-import { tmpdir } from "node:os";
-import { join } from "node:path";
-import { afterAll, beforeAll, describe, expect, it, onTestFinished } from "vitest";
+import { describe, expect, it, onTestFinished } from "vitest";
 import type { ClaimOptions, RunRecord, RuntimeLogger, StateAdapter } from "@assemblyline-agents/core";
-import { FileStateAdapter } from "@assemblyline-agents/local";
-import { createPostgresState } from "@assemblyline-agents/postgres";
-import { InMemoryStateAdapter, OpenEveRuntime, buildAgent, loadRuntimeBundle, scriptedHarness, type RuntimeBundle } from "@assemblyline-agents/runtime";
-import { TEST_DATABASE_URL, dropSchema, probeDatabase, randomSchema, testPool } from "../plugins/postgres/test/support/database.js";
+import { InMemoryStateAdapter, OpenEveRuntime, scriptedHarness, type RuntimeBundle } from "@assemblyline-agents/runtime";
+import { twoAgentsOnOneStore } from "./support/two-agents-one-store.js";
 
 /**
  * Two agents' runtimes on one state store (as two agents on one database are). Agent B's id starts
@@ -15,49 +10,7 @@ import { TEST_DATABASE_URL, dropSchema, probeDatabase, randomSchema, testPool } 
 const AGENT_A = "recovering-agent";
 const AGENT_B = "recovering-agent-eu";
 
-const database = await probeDatabase("recoverRuns in a shared store");
-const work = mkdtempSync(join(tmpdir(), "al-shared-recovery-"));
-const schemaPrefix = randomSchema("al_shared_recovery");
-let schemas = 0;
-let bundleA: RuntimeBundle;
-let bundleB: RuntimeBundle;
-
-beforeAll(async () => {
-  [bundleA, bundleB] = await Promise.all([agentBundle(AGENT_A), agentBundle(AGENT_B)]);
-});
-afterAll(async () => {
-  rmSync(work, { recursive: true, force: true });
-  if (!database.available) return;
-  const pool = testPool();
-  const { rows } = await pool.query<{ nspname: string }>("SELECT nspname FROM pg_namespace WHERE starts_with(nspname, $1)", [schemaPrefix]);
-  for (const row of rows) await dropSchema(pool, row.nspname);
-  await pool.end();
-});
-
-async function agentBundle(id: string): Promise<RuntimeBundle> {
-  const dir = join(work, id);
-  mkdirSync(dir, { recursive: true });
-  writeFileSync(
-    join(dir, "agent.ts"),
-    `import { defineAgent } from "@assemblyline-agents/core";\nexport default defineAgent({ id: ${JSON.stringify(id)}, model: "test/model", instructions: "Answer." });\n`,
-  );
-  return loadRuntimeBundle((await buildAgent(dir)).artifactRoot);
-}
-
-const stores: Record<string, () => Promise<StateAdapter>> = {
-  "in-memory state": async () => new InMemoryStateAdapter(),
-  "file state": async () => FileStateAdapter.open({ directory: mkdtempSync(join(work, "state-")) }),
-  ...(database.available ? { "PostgreSQL state": async () => createPostgresState({ connectionString: TEST_DATABASE_URL, schema: `${schemaPrefix}_${++schemas}` }) } : {}),
-};
-
-/** The store, closed once when the test ends, after the runtimes on it stopped (their close leaves it open). */
-async function sharedStore(open: () => Promise<StateAdapter>): Promise<StateAdapter> {
-  const state = await open();
-  const close = state.close!.bind(state);
-  state.close = async () => undefined;
-  onTestFinished(close);
-  return state;
-}
+const { agents, stores, sharedStore } = await twoAgentsOnOneStore("recoverRuns in a shared store", "al_shared_recovery", [AGENT_A, AGENT_B]);
 
 function runtimeOf(bundle: RuntimeBundle, state: StateAdapter, logger?: RuntimeLogger): OpenEveRuntime {
   const runtime = new OpenEveRuntime({ ...bundle, state, agentHarness: scriptedHarness({ turns: [{ text: `answered by ${bundle.manifest.agent.id}` }] }), ...(logger ? { logger } : {}) });
@@ -88,11 +41,11 @@ async function orphanedRun(state: StateAdapter, bundle: RuntimeBundle, agentId =
 describe.each(Object.entries(stores))("runtime.recoverRuns on a store shared with another agent (%s)", (_name, open) => {
   it("takes over and drives only its own agent's runs; the other agent's runtime drives the other's", async () => {
     const state = await sharedStore(open);
-    const mine = await orphanedRun(state, bundleA);
-    const theirs = await orphanedRun(state, bundleB);
+    const mine = await orphanedRun(state, agents.a);
+    const theirs = await orphanedRun(state, agents.b);
     const logger = warningsLogger();
-    const a = runtimeOf(bundleA, state, logger);
-    const b = runtimeOf(bundleB, state);
+    const a = runtimeOf(agents.a, state, logger);
+    const b = runtimeOf(agents.b, state);
 
     const recoveredByA = await a.recoverRuns();
     expect(recoveredByA.map((result) => result.runId)).toEqual([mine.id]);
@@ -113,15 +66,15 @@ describe("runtime.recoverRuns on a store that ignores claimRecoverableRuns' agen
     const claim = state.claimRecoverableRuns.bind(state);
     state.claimRecoverableRuns = ({ agentId: _ignored, ...options }: ClaimOptions) => claim(options);
     const logger = warningsLogger();
-    const mine = await orphanedRun(state, bundleA);
-    const theirs = await orphanedRun(state, bundleB);
+    const mine = await orphanedRun(state, agents.a);
+    const theirs = await orphanedRun(state, agents.b);
 
-    const recovered = await runtimeOf(bundleA, state, logger).recoverRuns();
+    const recovered = await runtimeOf(agents.a, state, logger).recoverRuns();
     expect(recovered.map((result) => result.runId)).toEqual([mine.id]);
     expect(await state.getRun(theirs.id)).toMatchObject({ status: "running", lease: null, lastSeq: theirs.lastSeq });
     expect(logger.warnings.filter((fields) => fields.event === "state.claim_filter_ignored")).toEqual([{ event: "state.claim_filter_ignored", runIds: [theirs.id] }]);
 
     // Released, not held to its lease's end: B's runtime takes it at once.
-    expect((await runtimeOf(bundleB, state).recoverRuns()).map((result) => result.runId)).toEqual([theirs.id]);
+    expect((await runtimeOf(agents.b, state).recoverRuns()).map((result) => result.runId)).toEqual([theirs.id]);
   });
 });
