@@ -1,7 +1,7 @@
 // @ts-check
 import { mkdir, open, readFile, rename } from "node:fs/promises";
 import { dirname } from "node:path";
-import { AssemblyLineError, TERMINAL_RUN_STATUSES, fenceHolds, isRunOfAgent, staleFenceError } from "@assemblyline-agents/core";
+import { AssemblyLineError, TERMINAL_RUN_STATUSES, fenceHolds, isClaimableBy, isInConversationScope, staleFenceError } from "@assemblyline-agents/core";
 
 /**
  * @typedef {import("@assemblyline-agents/core").RunRecord} RunRecord
@@ -306,7 +306,7 @@ export class JsonFileState {
     const claimed = Object.values(this.doc.runs)
       .filter(({ record }) => (record.status === "queued" || record.status === "running") && leaseIsFree(record.lease, now))
       // Only the agent's own runs and its subagents' when it asks: another agent's run is not its to drive.
-      .filter(({ record }) => agentId === undefined || isRunOfAgent(record, agentId))
+      .filter(({ record }) => isClaimableBy(record, agentId))
       .sort((a, b) => a.ordinal - b.ordinal)
       .slice(0, Math.max(0, options.limit ?? DEFAULT_CLAIM_LIMIT));
     for (const stored of claimed) {
@@ -328,16 +328,10 @@ export class JsonFileState {
     await this.ready();
     const now = options.now ?? new Date();
     const { agentId } = options;
-    /** @param {DeliveryRecord} record */
-    const ofAgent = (record) => {
-      if (agentId === undefined) return true;
-      const run = this.doc.runs[record.runId]?.record;
-      return run !== undefined && isRunOfAgent(run, agentId);
-    };
     const claimed = Object.values(this.doc.deliveries)
       .filter(({ record }) => record.status === "pending" && Date.parse(record.availableAt) <= now.getTime() && leaseIsFree(record.lease, now))
       // Only replies of the agent's own runs when it asks: another agent's host would send them through its own channel.
-      .filter(({ record }) => ofAgent(record))
+      .filter(({ record }) => isClaimableBy(this.doc.runs[record.runId]?.record, agentId))
       .sort((a, b) => a.ordinal - b.ordinal)
       .slice(0, Math.max(0, options.limit ?? DEFAULT_CLAIM_LIMIT));
     for (const { record } of claimed) {
@@ -395,7 +389,7 @@ export class JsonFileState {
     await this.ready();
     const { agentId } = options;
     const stored = this.doc.conversations[conversationId] ?? [];
-    const all = agentId === undefined ? stored : stored.filter((message) => message.agentId === agentId || (message.agentId ?? null) === null);
+    const all = agentId === undefined ? stored : stored.filter((message) => isInConversationScope(message, agentId));
     const tail = options.limit === undefined ? all : options.limit <= 0 ? [] : all.slice(-options.limit);
     return copy(tail).map((message) => ({ ...message, agentId: message.agentId ?? null }));
   }

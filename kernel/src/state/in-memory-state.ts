@@ -37,7 +37,8 @@ import {
   type ToolCallRecord,
   type UsageRecord,
   isoTimestamp,
-  isRunOfAgent,
+  isClaimableBy,
+  isInConversationScope,
   RunsInCreationOrder,
   PendingDeliveries,
   UsageRecords,
@@ -341,7 +342,7 @@ export class InMemoryStateAdapter implements StateAdapter {
     const { agentId } = options;
     const claimed = this.runOrder.oldestUnfinished(
       ({ record }) =>
-        (record.status === "queued" || record.status === "running") && leaseIsFree(record.lease, at) && (agentId === undefined || isRunOfAgent(record, agentId)),
+        (record.status === "queued" || record.status === "running") && leaseIsFree(record.lease, at) && isClaimableBy(record, agentId),
       claimLimit(options.limit),
     );
     for (const stored of claimed) {
@@ -364,12 +365,11 @@ export class InMemoryStateAdapter implements StateAdapter {
     const lease = { owner: options.owner, expiresAt: new Date(at.getTime() + options.ttlMs).toISOString() };
     const { agentId } = options;
     // Another agent's reply is skipped before the limit, so it never uses up this agent's claim.
-    const ofAgent = (record: DeliveryRecord) => {
-      if (agentId === undefined) return true;
-      const run = this.runs.get(record.runId)?.record;
-      return run !== undefined && isRunOfAgent(run, agentId);
-    };
-    const claimed = this.pendingDeliveries.due(at.getTime(), (record) => leaseIsFree(record.lease, at) && ofAgent(record), claimLimit(options.limit));
+    const claimed = this.pendingDeliveries.due(
+      at.getTime(),
+      (record) => leaseIsFree(record.lease, at) && isClaimableBy(this.runs.get(record.runId)?.record, agentId),
+      claimLimit(options.limit),
+    );
     for (const record of claimed) {
       record.lease = { ...lease };
       record.updatedAt = at.toISOString();
@@ -417,7 +417,7 @@ export class InMemoryStateAdapter implements StateAdapter {
     const { agentId } = options;
     const all = this.conversations.get(conversationId) ?? [];
     // Filtered before the limit, so another agent's messages never use it up.
-    const list = agentId === undefined ? all : all.filter((message) => message.agentId === agentId || message.agentId === null);
+    const list = agentId === undefined ? all : all.filter((message) => isInConversationScope(message, agentId));
     // slice(-0) would return everything, so a zero limit is handled on its own.
     const tail = options.limit === undefined ? list : options.limit <= 0 ? [] : list.slice(-options.limit);
     return tail.map(copy);

@@ -30,6 +30,15 @@ export interface ConversationScope {
 }
 
 /**
+ * Whether a listing scoped to `agentId` (`ConversationScope`) holds `message`: every message when
+ * no agent is asked for; else that agent's, and those appended without one (`agentId` null, or no
+ * such field in what a store kept before the option).
+ */
+export function isInConversationScope(message: Pick<ConversationMessage, "agentId">, agentId: string | undefined): boolean {
+  return agentId === undefined || (message.agentId ?? null) === null || message.agentId === agentId;
+}
+
+/**
  * Conversation history, read by the context policy. The runtime always passes `agentId`; a store
  * built before it ignores it (appends without an agent, lists every agent's messages, listing no
  * `agentId` field): the runtime then drops another agent's messages by their run's agent.

@@ -97,6 +97,15 @@ export function isRunOfAgent(run: { agentId: string }, agentId: string): boolean
   return run.agentId === agentId || run.agentId.startsWith(`${agentId}/`);
 }
 
+/**
+ * Whether a claim asked with `agentId` (`ClaimOptions.agentId`) may take a record of `run`: any
+ * record when no agent is asked for; else a record of a run of that agent or of its subagents
+ * (`isRunOfAgent`). A record whose run is gone is no agent's. Stores test it before the limit.
+ */
+export function isClaimableBy(run: { agentId: string } | undefined, agentId: string | undefined): boolean {
+  return agentId === undefined || (run !== undefined && isRunOfAgent(run, agentId));
+}
+
 export interface NewRun {
   id: string;
   agentId: string;

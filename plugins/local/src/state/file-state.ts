@@ -5,7 +5,8 @@ import {
   checkSkillRecord,
   compareCodePoints,
   fenceHolds,
-  isRunOfAgent,
+  isClaimableBy,
+  isInConversationScope,
   staleFenceError,
   TERMINAL_RUN_STATUSES,
   type CheckpointRecord,
@@ -506,7 +507,7 @@ export class FileStateAdapter implements StateAdapter {
         ({ record }) =>
           (record.status === "queued" || record.status === "running") &&
           this.leaseIsFree(record.id, record.lease, at) &&
-          (agentId === undefined || isRunOfAgent(record, agentId)),
+          isClaimableBy(record, agentId),
         claimLimit(options.limit),
       );
       return {
@@ -536,12 +537,11 @@ export class FileStateAdapter implements StateAdapter {
       const lease = { owner: options.owner, expiresAt: new Date(at.getTime() + options.ttlMs).toISOString() };
       const { agentId } = options;
       // Another agent's reply is skipped before the limit, so it never uses up this agent's claim.
-      const ofAgent = (record: DeliveryRecord) => {
-        if (agentId === undefined) return true;
-        const run = tables.runs.get(record.runId)?.record;
-        return run !== undefined && isRunOfAgent(run, agentId);
-      };
-      const claimed = tables.pendingDeliveries.due(at.getTime(), (record) => leaseIsFree(record.lease, at) && ofAgent(record), claimLimit(options.limit));
+      const claimed = tables.pendingDeliveries.due(
+        at.getTime(),
+        (record) => leaseIsFree(record.lease, at) && isClaimableBy(tables.runs.get(record.runId)?.record, agentId),
+        claimLimit(options.limit),
+      );
       return {
         ops: claimed.map((record) => ({ op: "delivery.put", delivery: { ...record, lease, updatedAt: at.toISOString() } }) as StateOp),
         result: (after) => claimed.map((record) => after.deliveries.get(record.id)!),
@@ -597,7 +597,7 @@ export class FileStateAdapter implements StateAdapter {
       const all = tables.conversations.get(conversationId) ?? [];
       // Filtered before the limit, so another agent's messages never use it up. Messages of logs and
       // snapshots written before agentId have none: legacy, listed to every agent.
-      const list = agentId === undefined ? all : all.filter((message) => message.agentId === agentId || (message.agentId ?? null) === null);
+      const list = agentId === undefined ? all : all.filter((message) => isInConversationScope(message, agentId));
       // slice(-0) would return everything, so a zero limit is handled on its own.
       const tail = options.limit === undefined ? list : options.limit <= 0 ? [] : list.slice(-options.limit);
       return tail.map((message) => ({ ...message, agentId: message.agentId ?? null }));
