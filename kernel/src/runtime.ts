@@ -20,6 +20,7 @@ import {
   type RunBudgets,
   type TelemetrySink,
   isoTimestamp,
+  isLeaseFree,
   isRunOfAgent,
 } from "@assemblyline-agents/core";
 import type { ActiveInstrumentation } from "./telemetry/instrumentation.js";
@@ -498,7 +499,7 @@ export class OpenEveRuntime {
    */
   async catchUpObservers(options: { limit?: number; everyRun?: boolean } = {}): Promise<number> {
     const limit = options.everyRun ? Number.POSITIVE_INFINITY : (options.limit ?? 200);
-    const now = Date.now();
+    const now = new Date();
     let listed = 0;
     let caughtUp = 0;
     let cursor: string | undefined;
@@ -511,7 +512,7 @@ export class OpenEveRuntime {
         ...(cursor ? { cursor } : {}),
       });
       listed += page.runs.length;
-      const behind = page.runs.filter((run) => run.observedSeq < run.lastSeq && (!run.lease || Date.parse(run.lease.expiresAt) <= now));
+      const behind = page.runs.filter((run) => run.observedSeq < run.lastSeq && isLeaseFree(run.lease, now));
       for (const run of behind) await this.journal.observe(run.id);
       caughtUp += behind.length;
       cursor = page.nextCursor ?? undefined;
@@ -535,7 +536,7 @@ export class OpenEveRuntime {
     for (const key of await adapter.listKeys()) {
       const run = await this.state.runs.getRun(key);
       if (!run || !isRunOfAgent(run, agentId) || (run.status !== "completed" && run.status !== "failed")) continue;
-      if (run.lease && Date.parse(run.lease.expiresAt) > Date.now()) continue;
+      if (!isLeaseFree(run.lease)) continue;
       try {
         await adapter.release(key);
         released.push(key);

@@ -1,7 +1,7 @@
 // @ts-check
 import { mkdir, open, readFile, rename } from "node:fs/promises";
 import { dirname } from "node:path";
-import { AssemblyLineError, TERMINAL_RUN_STATUSES, fenceHolds, isClaimableBy, isInConversationScope, staleFenceError } from "@assemblyline-agents/core";
+import { AssemblyLineError, TERMINAL_RUN_STATUSES, fenceHolds, isClaimableBy, isInConversationScope, isLeaseFree, staleFenceError } from "@assemblyline-agents/core";
 
 /**
  * @typedef {import("@assemblyline-agents/core").RunRecord} RunRecord
@@ -35,7 +35,6 @@ const DEFAULT_CLAIM_LIMIT = 100;
 /** @type {<T>(value: T) => T} Every stored and returned value is a private copy. */
 const copy = (value) => structuredClone(value);
 /** @param {{ expiresAt: string } | null} lease @param {Date} now */
-const leaseIsFree = (lease, now) => lease === null || Date.parse(lease.expiresAt) <= now.getTime();
 
 /** @returns {Document} */
 const emptyDocument = () => ({ format: FORMAT, nextOrdinal: 1, runs: {}, idempotency: {}, deliveries: {}, conversations: {} });
@@ -264,7 +263,7 @@ export class JsonFileState {
     const stored = this.requireRun(runId);
     const lease = stored.record.lease;
     if (TERMINAL_RUN_STATUSES.includes(stored.record.status)) return null;
-    if (lease && lease.owner !== owner && !leaseIsFree(lease, now)) return null;
+    if (lease && lease.owner !== owner && !isLeaseFree(lease, now)) return null;
     stored.fence = (stored.fence ?? lease?.token ?? 0) + 1;
     stored.record.lease = { owner, expiresAt: new Date(now.getTime() + ttlMs).toISOString(), token: stored.fence };
     await this.persist();
@@ -304,7 +303,7 @@ export class JsonFileState {
     const now = options.now ?? new Date();
     const { agentId } = options;
     const claimed = Object.values(this.doc.runs)
-      .filter(({ record }) => (record.status === "queued" || record.status === "running") && leaseIsFree(record.lease, now))
+      .filter(({ record }) => (record.status === "queued" || record.status === "running") && isLeaseFree(record.lease, now))
       // Only the agent's own runs and its subagents' when it asks: another agent's run is not its to drive.
       .filter(({ record }) => isClaimableBy(record, agentId))
       .sort((a, b) => a.ordinal - b.ordinal)
@@ -329,7 +328,7 @@ export class JsonFileState {
     const now = options.now ?? new Date();
     const { agentId } = options;
     const claimed = Object.values(this.doc.deliveries)
-      .filter(({ record }) => record.status === "pending" && Date.parse(record.availableAt) <= now.getTime() && leaseIsFree(record.lease, now))
+      .filter(({ record }) => record.status === "pending" && Date.parse(record.availableAt) <= now.getTime() && isLeaseFree(record.lease, now))
       // Only replies of the agent's own runs when it asks: another agent's host would send them through its own channel.
       .filter(({ record }) => isClaimableBy(this.doc.runs[record.runId]?.record, agentId))
       .sort((a, b) => a.ordinal - b.ordinal)

@@ -38,6 +38,7 @@ import {
   type UsageRecord,
   isoTimestamp,
   isClaimableBy,
+  isLeaseFree,
   isInConversationScope,
   RunsInCreationOrder,
   PendingDeliveries,
@@ -125,9 +126,6 @@ function rowText(row: { runId?: string }): string {
 const withRunId = <T>(runId: string, text: string): T => ({ runId, ...fromText<object>(text) }) as T;
 
 const isoOf = (now: Date | undefined): string => isoTimestamp(now?.getTime());
-
-const leaseIsFree = (lease: { expiresAt: string } | null, now: Date): boolean =>
-  lease === null || Date.parse(lease.expiresAt) <= now.getTime();
 
 const claimLimit = (limit: number | undefined): number => Math.max(0, limit ?? DEFAULT_CLAIM_LIMIT);
 
@@ -317,7 +315,7 @@ export class InMemoryStateAdapter implements StateAdapter {
     const { record } = stored;
     const at = now ?? new Date();
     if (TERMINAL_RUN_STATUSES.includes(record.status)) return null;
-    if (record.lease && record.lease.owner !== owner && !leaseIsFree(record.lease, at)) return null;
+    if (record.lease && record.lease.owner !== owner && !isLeaseFree(record.lease, at)) return null;
     stored.fence += 1;
     record.lease = { owner, expiresAt: new Date(at.getTime() + ttlMs).toISOString(), token: stored.fence };
     return copy(record.lease);
@@ -342,7 +340,7 @@ export class InMemoryStateAdapter implements StateAdapter {
     const { agentId } = options;
     const claimed = this.runOrder.oldestUnfinished(
       ({ record }) =>
-        (record.status === "queued" || record.status === "running") && leaseIsFree(record.lease, at) && isClaimableBy(record, agentId),
+        (record.status === "queued" || record.status === "running") && isLeaseFree(record.lease, at) && isClaimableBy(record, agentId),
       claimLimit(options.limit),
     );
     for (const stored of claimed) {
@@ -367,7 +365,7 @@ export class InMemoryStateAdapter implements StateAdapter {
     // Another agent's reply is skipped before the limit, so it never uses up this agent's claim.
     const claimed = this.pendingDeliveries.due(
       at.getTime(),
-      (record) => leaseIsFree(record.lease, at) && isClaimableBy(this.runs.get(record.runId)?.record, agentId),
+      (record) => isLeaseFree(record.lease, at) && isClaimableBy(this.runs.get(record.runId)?.record, agentId),
       claimLimit(options.limit),
     );
     for (const record of claimed) {
@@ -443,7 +441,7 @@ export class InMemoryStateAdapter implements StateAdapter {
     const at = options.now ?? new Date();
     const expiresAt = new Date(at.getTime() + options.ttlMs).toISOString();
     const claimed = [...this.schedules.values()]
-      .filter((s) => s.enabled && Date.parse(s.nextRunAt) <= at.getTime() && leaseIsFree(s.lease, at))
+      .filter((s) => s.enabled && Date.parse(s.nextRunAt) <= at.getTime() && isLeaseFree(s.lease, at))
       .sort((a, b) => Date.parse(a.nextRunAt) - Date.parse(b.nextRunAt) || compareCodePoints(a.id, b.id))
       .slice(0, claimLimit(options.limit));
     for (const schedule of claimed) schedule.lease = { owner: options.owner, expiresAt };

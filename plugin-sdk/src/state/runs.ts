@@ -97,6 +97,11 @@ export function isRunOfAgent(run: { agentId: string }, agentId: string): boolean
   return run.agentId === agentId || run.agentId.startsWith(`${agentId}/`);
 }
 
+/** Whether a lease is free at `now`: none, or one that has expired (its holder may be gone; a store may hand it over). */
+export function isLeaseFree(lease: { expiresAt: string } | null, now: Date = new Date()): boolean {
+  return lease === null || Date.parse(lease.expiresAt) <= now.getTime();
+}
+
 /**
  * Whether a claim asked with `agentId` (`ClaimOptions.agentId`) may take a record of `run`: any
  * record when no agent is asked for; else a record of a run of that agent or of its subagents

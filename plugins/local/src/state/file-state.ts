@@ -6,6 +6,7 @@ import {
   compareCodePoints,
   fenceHolds,
   isClaimableBy,
+  isLeaseFree,
   isInConversationScope,
   staleFenceError,
   TERMINAL_RUN_STATUSES,
@@ -180,9 +181,6 @@ interface Plan<T> {
 }
 
 const copy = <T>(value: T): T => copyStateValue(value);
-
-const leaseIsFree = (lease: { expiresAt: string } | null, now: Date): boolean =>
-  lease === null || Date.parse(lease.expiresAt) <= now.getTime();
 
 const claimLimit = (limit: number | undefined): number => Math.max(0, limit ?? DEFAULT_CLAIM_LIMIT);
 
@@ -519,7 +517,7 @@ export class FileStateAdapter implements StateAdapter {
 
   /** Free when expired, or when its holder lost the folder lock before this adapter took it. */
   private leaseIsFree(runId: string, lease: RunLease | null, at: Date): boolean {
-    return leaseIsFree(lease, at) || (lease !== null && this.orphanedLeases.get(runId) === lease.token);
+    return isLeaseFree(lease, at) || (lease !== null && this.orphanedLeases.get(runId) === lease.token);
   }
 
   listDeliveries(runId: string): Promise<DeliveryRecord[]> {
@@ -539,7 +537,7 @@ export class FileStateAdapter implements StateAdapter {
       // Another agent's reply is skipped before the limit, so it never uses up this agent's claim.
       const claimed = tables.pendingDeliveries.due(
         at.getTime(),
-        (record) => leaseIsFree(record.lease, at) && isClaimableBy(tables.runs.get(record.runId)?.record, agentId),
+        (record) => isLeaseFree(record.lease, at) && isClaimableBy(tables.runs.get(record.runId)?.record, agentId),
         claimLimit(options.limit),
       );
       return {
@@ -626,7 +624,7 @@ export class FileStateAdapter implements StateAdapter {
       const at = options.now ?? new Date();
       const lease = { owner: options.owner, expiresAt: new Date(at.getTime() + options.ttlMs).toISOString() };
       const claimed = [...tables.schedules.values()]
-        .filter((s) => s.enabled && Date.parse(s.nextRunAt) <= at.getTime() && leaseIsFree(s.lease, at))
+        .filter((s) => s.enabled && Date.parse(s.nextRunAt) <= at.getTime() && isLeaseFree(s.lease, at))
         .sort((a, b) => Date.parse(a.nextRunAt) - Date.parse(b.nextRunAt) || compareCodePoints(a.id, b.id))
         .slice(0, claimLimit(options.limit));
       return {

@@ -1,4 +1,4 @@
-import { isAssemblyLineError, type RunRecord, type RunStatus, type RuntimeLogger } from "@assemblyline-agents/core";
+import { isAssemblyLineError, isLeaseFree, type RunRecord, type RunStatus, type RuntimeLogger } from "@assemblyline-agents/core";
 import type { OpenEveRuntime } from "@assemblyline-agents/runtime";
 import type { ConversationMailbox } from "./mailbox.js";
 
@@ -55,9 +55,10 @@ export class RunRecovery {
 
   private async sweepOnce(adoptAfterMs: number, everyRun: boolean): Promise<void> {
     const now = Date.now();
+    const at = new Date(now);
     for (const run of await this.listAll("running")) {
       if (this.stopped) return;
-      const leased = run.lease !== null && Date.parse(run.lease.expiresAt) > now;
+      const leased = !isLeaseFree(run.lease, at);
       // A live lease of this process is a drive in progress here.
       if (leased && run.lease!.owner === this.runtime.ownerId) continue;
       // No lease at all is the moment between a decision and its drive taking the lease: give it time.
@@ -80,7 +81,7 @@ export class RunRecovery {
     for (const run of queued) {
       if (this.stopped) return;
       if (this.mailbox.has(run.id)) continue;
-      if (run.lease && Date.parse(run.lease.expiresAt) > now) continue;
+      if (!isLeaseFree(run.lease, at)) continue;
       if (now - Date.parse(run.createdAt) < adoptAfterMs) continue;
       this.mailbox.enqueue(run.id, run.conversationId);
       adopted += 1;
