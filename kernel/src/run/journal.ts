@@ -96,19 +96,21 @@ export class RunJournal {
       this.dropIfEmpty(runId, run);
     }
     const merged = held ? mergeChanges(held.change, change) : change;
-    // Held events whose append failed are kept for `heldEvents` only (what a lost lease abandoned), never written again.
-    const keepUnwritten = (error: unknown) => {
-      if (run && held) run.unwrittenHeld = held.events;
+    if (!run || !held) return this.commit(runId, own, merged as RunStateChange | undefined, options);
+    try {
+      if (merged === CONFLICT) {
+        // Two changes to one record cannot share an append: the held one goes first, and the log moved by its events.
+        await this.commit(runId, held.events, held.change, options);
+      } else {
+        return (await this.commit(runId, [...held.events, ...own], merged, options)).slice(held.events.length);
+      }
+    } catch (error) {
+      // Kept for `heldEvents` only (what a lost lease abandoned), never written again.
+      run.unwrittenHeld = held.events;
       throw error;
-    };
-    if (held && merged === CONFLICT) {
-      // Two changes to one record cannot share an append: the held one goes first, and the log moved by its events.
-      await this.commit(runId, held.events, held.change, options).catch(keepUnwritten);
-      const shifted = options?.expectedLastSeq === undefined ? options : { ...options, expectedLastSeq: options.expectedLastSeq + held.events.length };
-      return this.commit(runId, own, change, shifted);
     }
-    const recorded = await this.commit(runId, held ? [...held.events, ...own] : own, merged as RunStateChange | undefined, options).catch(keepUnwritten);
-    return held ? recorded.slice(held.events.length) : recorded;
+    const shifted = options?.expectedLastSeq === undefined ? options : { ...options, expectedLastSeq: options.expectedLastSeq + held.events.length };
+    return this.commit(runId, own, change, shifted);
   }
 
   /**
