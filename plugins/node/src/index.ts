@@ -22,7 +22,7 @@ export {
 } from "./host/rate-limit.js";
 export type { AttachmentOptions } from "./host/attachments.js";
 export type { OutboxOptions } from "./host/outbox.js";
-export { KILL_SWITCH_SETTING, type KillSwitchState } from "./host/kill-switch.js";
+export { KILL_SWITCH_SETTING, killSwitchSetting, type KillSwitchState } from "./host/kill-switch.js";
 export { SHUTDOWN_STEPS } from "./host/shutdown.js";
 export { readableLogger } from "./host/readable-logger.js";
 export { noopLogger, type RateLimiterStore, type RateLimitRequest, type RateLimitDecision, type RuntimeLogger } from "@assemblyline-agents/core";

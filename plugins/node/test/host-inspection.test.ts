@@ -103,7 +103,7 @@ describe("the ingress kill switch", () => {
     const host = await startHost(bundle);
     const paused = (await send(host.url, "approve: before")).body.runId;
     const engaged = await call(`${host.url}/admin/kill-switch`, { body: { engaged: true, reason: "provider incident", actor: "alice" } });
-    expect(engaged.body).toMatchObject({ engaged: true, actor: "alice", reason: "provider incident", auditEvent: { key: "ingress.killSwitch", actor: "alice" } });
+    expect(engaged.body).toMatchObject({ engaged: true, actor: "alice", reason: "provider incident", auditEvent: { key: "ingress.killSwitch:host-agent", actor: "alice" } });
     const refused = await send(host.url, "echo: during");
     expect(refused.status).toBe(503);
     expect(refused.body.error.code).toBe("AL_ERR_INGRESS_DISABLED");

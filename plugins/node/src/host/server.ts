@@ -74,7 +74,7 @@ export async function listenNodeRuntime(options: NodeRuntimeOptions): Promise<No
   const auth = new HostAuth(options.auth, env, config.devMode, logger);
   const rateLimiter = resolveRateLimit(options.rateLimit, env, logger, (headers) => auth.verifiedFingerprint(headers));
   const watcher = new RunWatcher(runtime);
-  const killSwitch = new IngressKillSwitch(runtime.state.settings, logger);
+  const killSwitch = new IngressKillSwitch(runtime.state.settings, runtime.manifest.agent.id, logger);
   const attachments = new AttachmentIngest(
     { channels, blob: options.blob, files: runtime.state.files, runs: runtime.state.runs, logger },
     options.attachments,

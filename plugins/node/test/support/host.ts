@@ -1,5 +1,5 @@
 import { createHmac } from "node:crypto";
-import { cpSync, mkdtempSync, rmSync } from "node:fs";
+import { cpSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join, resolve } from "node:path";
 import { afterAll, onTestFinished } from "vitest";
@@ -43,10 +43,16 @@ export function tempDir(prefix = "al-host-"): string {
   return dir;
 }
 
-/** Copy the fixture agent to a temp folder and build it there (the repo stays clean). */
-export async function fixtureBundle(): Promise<RuntimeBundle & { agentDir: string }> {
+/** Copy the fixture agent to a temp folder and build it there (the repo stays clean), under `agentId` when given. */
+export async function fixtureBundle(agentId?: string): Promise<RuntimeBundle & { agentDir: string }> {
   const agentDir = join(tempDir("al-host-agent-"), "agent");
   cpSync(FIXTURE_AGENT, agentDir, { recursive: true });
+  if (agentId !== undefined) {
+    const file = join(agentDir, "agent.ts");
+    const source = readFileSync(file, "utf8");
+    if (!source.includes('id: "host-agent"')) throw new Error(`the fixture's ${file} no longer says id: "host-agent"; give fixtureBundle another way to change it`);
+    writeFileSync(file, source.replace('id: "host-agent"', `id: ${JSON.stringify(agentId)}`));
+  }
   const { artifactRoot } = await buildAgent(agentDir);
   return { ...(await loadRuntimeBundle(artifactRoot)), agentDir };
 }
