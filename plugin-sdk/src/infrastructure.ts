@@ -15,9 +15,18 @@ export interface ScheduleDispatchResult {
  */
 export type ScheduleDispatch = (scheduleId: string, claimed: ScheduleRecord) => Promise<ScheduleDispatchResult | void>;
 
+/** What a host tells its scheduler when it starts it. */
+export interface SchedulerStartOptions {
+  /**
+   * The host's agent: claim only its schedules and those of no agent (`ScheduleClaimOptions`), so
+   * hosts of several agents on one store each dispatch their own. Left out, every agent's.
+   */
+  agentId?: string;
+}
+
 /** Leases due schedules and dispatches each due time once. */
 export interface Scheduler {
-  start(dispatch: ScheduleDispatch): Promise<void>;
+  start(dispatch: ScheduleDispatch, options?: SchedulerStartOptions): Promise<void>;
   stop(): Promise<void>;
 }
 

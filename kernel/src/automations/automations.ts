@@ -106,6 +106,7 @@ export class Automations {
     const rows = await this.rows();
     const now = this.now();
     const wanted = new Set<string>();
+    const written = new Set<string>();
     for (const entry of this.parts.statics) {
       const id = this.rowId("static", entry.name);
       wanted.add(id);
@@ -117,6 +118,7 @@ export class Automations {
       const paused = existing?.payload.paused ?? false;
       // A row that rested (enabled: false) and now may run continues from its next due time after now, not from where it stopped.
       const next = !sameSchedule ? firstDueTime(entry.schedule, now) : !existing.record.enabled && entry.enabled && !paused ? this.resumeTime(entry.schedule, new Date(existing.record.nextRunAt)) : new Date(existing.record.nextRunAt);
+      written.add(id);
       await this.write({
         kind: "automation",
         agentId: this.parts.agentId,
@@ -129,8 +131,10 @@ export class Automations {
         digest,
       }, next);
     }
-    for (const [id, row] of rows) {
-      if (row.payload.source === "static" && !wanted.has(id)) await this.parts.store.deleteSchedule(id);
+    for (const [id, { record, payload }] of rows) {
+      if (payload.source === "static" && !wanted.has(id)) await this.parts.store.deleteSchedule(id);
+      // A row written before schedules had an agent: any agent's scheduler could claim it until it names its own.
+      else if (!written.has(id) && (record.agentId ?? null) === null) await this.parts.store.upsertSchedule({ ...withoutLease(record), agentId: this.parts.agentId });
     }
   }
 
@@ -216,7 +220,7 @@ export class Automations {
     const payload = automationPayload(claimed.payload);
     if (!payload || payload.agentId !== this.parts.agentId) {
       throw new AssemblyLineError("AL_ERR_AUTOMATION_NOT_FOUND", `schedule ${claimed.id} is not an automation of agent ${this.parts.agentId}`, {
-        fix: "Give each agent its own state store (or schema) when it has automations; this row is left to its own agent's scheduler.",
+        fix: "Use a scheduler and state adapter that claim by agent (claimDueSchedules' agentId); this row is left to its own agent's scheduler.",
       });
     }
     const now = this.now();
@@ -273,6 +277,7 @@ export class Automations {
   private async write(payload: AutomationPayload, nextRunAt: Date): Promise<AutomationInfo> {
     const record: Omit<ScheduleRecord, "lease"> = {
       id: this.rowId(payload.source, payload.name),
+      agentId: this.parts.agentId,
       intervalMs: payload.schedule.kind === "every" ? payload.schedule.everyMs : 0,
       nextRunAt: nextRunAt.toISOString(),
       payload: payload as unknown as JsonValue,
@@ -376,4 +381,8 @@ function refuseUnknownFields(input: object, known: string[], where: string): voi
 
 function isNormalized(value: unknown): value is NormalizedSchedule {
   return typeof value === "object" && value !== null && "kind" in value;
+}
+
+function withoutLease({ lease: _lease, ...record }: ScheduleRecord): Omit<ScheduleRecord, "lease"> {
+  return record;
 }

@@ -29,6 +29,7 @@ import {
   type RunRecord,
   type RunStateChange,
   type SandboxSessionRecord,
+  type ScheduleClaimOptions,
   type ScheduleRecord,
   type SettingAuditEvent,
   type SkillRecord,
@@ -39,6 +40,7 @@ import {
   isoTimestamp,
   isClaimableBy,
   isLeaseFree,
+  isScheduleClaimableBy,
   isInConversationScope,
   RunsInCreationOrder,
   PendingDeliveries,
@@ -437,11 +439,11 @@ export class InMemoryStateAdapter implements StateAdapter {
     return [...this.schedules.values()].sort((a, b) => compareCodePoints(a.id, b.id)).map(copy);
   }
 
-  async claimDueSchedules(options: { owner: string; ttlMs: number; now?: Date; limit?: number }): Promise<ScheduleRecord[]> {
+  async claimDueSchedules(options: ScheduleClaimOptions): Promise<ScheduleRecord[]> {
     const at = options.now ?? new Date();
     const expiresAt = new Date(at.getTime() + options.ttlMs).toISOString();
     const claimed = [...this.schedules.values()]
-      .filter((s) => s.enabled && Date.parse(s.nextRunAt) <= at.getTime() && isLeaseFree(s.lease, at))
+      .filter((s) => s.enabled && Date.parse(s.nextRunAt) <= at.getTime() && isLeaseFree(s.lease, at) && isScheduleClaimableBy(s, options.agentId))
       .sort((a, b) => Date.parse(a.nextRunAt) - Date.parse(b.nextRunAt) || compareCodePoints(a.id, b.id))
       .slice(0, claimLimit(options.limit));
     for (const schedule of claimed) schedule.lease = { owner: options.owner, expiresAt };

@@ -51,6 +51,12 @@ export interface ConversationStore {
 
 export interface ScheduleRecord {
   id: string;
+  /**
+   * The agent whose scheduler dispatches it (an automation's row carries its agent). Null or left
+   * out: any agent's scheduler may (a schedule written without an agent, or before the field). A
+   * store keeps what `upsertSchedule` was given; one built before the field lists none.
+   */
+  agentId?: string | null;
   /** Milliseconds between runs. */
   intervalMs: number;
   nextRunAt: string;
@@ -59,13 +65,37 @@ export interface ScheduleRecord {
   lease: { owner: string; expiresAt: string } | null;
 }
 
+export interface ScheduleClaimOptions {
+  owner: string;
+  ttlMs: number;
+  /** Clock override for tests; defaults to now. */
+  now?: Date;
+  limit?: number;
+  /**
+   * Claim only this agent's schedules and those of no agent (`ScheduleRecord.agentId`). Left out,
+   * every agent's. One store may hold several agents' schedules (e.g. one database): a scheduler
+   * that leased another agent's row would hold it from that agent's scheduler for a whole lease,
+   * or start its run as the wrong agent. A store applies it before `limit`, in the same atomic step
+   * as the lease; callers still check what comes back (a store built before the option ignores it).
+   */
+  agentId?: string;
+}
+
+/**
+ * Whether a claim asked with `agentId` (`ScheduleClaimOptions`) may take `schedule`: any schedule
+ * when no agent is asked for; else that agent's and those of no agent.
+ */
+export function isScheduleClaimableBy(schedule: Pick<ScheduleRecord, "agentId">, agentId: string | undefined): boolean {
+  return agentId === undefined || (schedule.agentId ?? null) === null || schedule.agentId === agentId;
+}
+
 export interface ScheduleStateStore {
   upsertSchedule(schedule: Omit<ScheduleRecord, "lease">): Promise<void>;
   getSchedule(id: string): Promise<ScheduleRecord | undefined>;
   /** Sorted by id, in code-point order (see compareCodePoints). */
   listSchedules(): Promise<ScheduleRecord[]>;
-  /** Lease enabled schedules due at `now`. */
-  claimDueSchedules(options: { owner: string; ttlMs: number; now?: Date; limit?: number }): Promise<ScheduleRecord[]>;
+  /** Lease enabled schedules due at `now`; with `agentId`, only that agent's and those of no agent. */
+  claimDueSchedules(options: ScheduleClaimOptions): Promise<ScheduleRecord[]>;
   /** Release the lease and move the schedule to its next time. */
   completeScheduleRun(id: string, owner: string, nextRunAt: Date): Promise<void>;
   deleteSchedule(id: string): Promise<void>;

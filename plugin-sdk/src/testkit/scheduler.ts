@@ -15,7 +15,8 @@ const HOUR = 3_600_000;
 /**
  * The Scheduler contract: once started it dispatches each due, enabled
  * schedule from its store and moves it to its next time; it leaves schedules
- * that are disabled or not yet due alone; stop() waits for the dispatches
+ * that are disabled or not yet due alone, and, started with an agentId, those
+ * of another agent; stop() waits for the dispatches
  * already running. Dispatches are awaited through promises, never timers: the
  * test timeout bounds a scheduler that never dispatches.
  */
@@ -66,6 +67,33 @@ export function describeSchedulerConformance(name: string, factory: StateKitFact
       }
       expect(seen).not.toContain(disabled);
       expect(seen).not.toContain(later);
+    });
+
+    it("started with an agentId, dispatches that agent's schedules and none of another agent's", async () => {
+      const own = `kit-own-${randomUUID()}`;
+      const other = `kit-other-${randomUUID()}`;
+      const row = (id: string, agentId: string, dueMs: number) =>
+        subject().schedules.upsertSchedule({ id, agentId, intervalMs: HOUR, nextRunAt: new Date(Date.now() - dueMs).toISOString(), payload: { kit: true }, enabled: true });
+      // The other agent's row is due first: a scheduler that ignores the agent would dispatch it no later than its own.
+      await row(other, "kit-agent-b", 120_000);
+      await row(own, "kit-agent-a", 60_000);
+      const seen: string[] = [];
+      let dispatched!: () => void;
+      const ownSeen = new Promise<void>((resolve) => (dispatched = resolve));
+      await subject().scheduler.start(
+        async (scheduleId) => {
+          seen.push(scheduleId);
+          if (scheduleId === own) dispatched();
+        },
+        { agentId: "kit-agent-a" },
+      );
+      try {
+        await ownSeen;
+      } finally {
+        await subject().scheduler.stop();
+      }
+      expect(seen).not.toContain(other);
+      expect(Date.parse((await subject().schedules.getSchedule(other))!.nextRunAt)).toBeLessThan(Date.now());
     });
 
     it("waits in stop() for a dispatch that is still running", async () => {

@@ -113,6 +113,53 @@ describe("LocalScheduler", () => {
     expect(dispatched).toEqual(["late"]);
   });
 
+  it("started for an agent, dispatches that agent's schedules and those of no agent, never another agent's", async () => {
+    const store = new InMemoryStateAdapter();
+    const due = new Date(0).toISOString();
+    await store.upsertSchedule({ id: "a-report", agentId: "agent-a", intervalMs: HOUR, nextRunAt: due, payload: {}, enabled: true });
+    await store.upsertSchedule({ id: "b-report", agentId: "agent-b", intervalMs: HOUR, nextRunAt: due, payload: {}, enabled: true });
+    await store.upsertSchedule({ id: "anyone", intervalMs: HOUR, nextRunAt: due, payload: {}, enabled: true });
+    const dispatched: string[] = [];
+    const warnings: Array<Record<string, unknown>> = [];
+    const logger = { debug() {}, info() {}, error() {}, warn: (fields: Record<string, unknown>) => void warnings.push(fields) };
+    const ofA = new LocalScheduler({ store, pollIntervalMs: 10, logger });
+    running.push(ofA);
+    await ofA.start(async (id) => void dispatched.push(id), { agentId: "agent-a" });
+    await until(() => dispatched.length === 2);
+    await sleep(60);
+    expect(dispatched.sort()).toEqual(["a-report", "anyone"]);
+    // The store itself left B's row alone: nothing had to be handed back.
+    expect(warnings).toEqual([]);
+    expect(await store.getSchedule("b-report")).toMatchObject({ lease: null, nextRunAt: due });
+  });
+
+  it("hands another agent's schedule back at once, due time kept, when its store ignores the claim's agent", async () => {
+    const store = new InMemoryStateAdapter();
+    const due = new Date(0).toISOString();
+    await store.upsertSchedule({ id: "b-report", agentId: "agent-b", intervalMs: HOUR, nextRunAt: due, payload: {}, enabled: true });
+    // A store built before the option: it leases every agent's rows.
+    const ignoring = Object.assign(Object.create(store) as InMemoryStateAdapter, {
+      claimDueSchedules: (options: { owner: string; ttlMs: number; now?: Date; limit?: number; agentId?: string }) =>
+        store.claimDueSchedules({ owner: options.owner, ttlMs: options.ttlMs, ...(options.now ? { now: options.now } : {}), ...(options.limit !== undefined ? { limit: options.limit } : {}) }),
+    });
+    const warnings: Array<Record<string, unknown>> = [];
+    const logger = { debug() {}, info() {}, error() {}, warn: (fields: Record<string, unknown>) => void warnings.push(fields) };
+    const ofA = new LocalScheduler({ store: ignoring, pollIntervalMs: 10, logger });
+    running.push(ofA);
+    const dispatchedByA: string[] = [];
+    await ofA.start(async (id) => void dispatchedByA.push(id), { agentId: "agent-a" });
+    await until(() => warnings.length > 0);
+    await ofA.stop();
+    expect(await store.getSchedule("b-report")).toMatchObject({ lease: null, nextRunAt: due });
+    expect(warnings[0]).toMatchObject({ event: "state.claim_filter_ignored", scheduleId: "b-report", agentId: "agent-b" });
+    // B's own scheduler takes it without waiting out A's lease (60 s by default).
+    const dispatchedByB: string[] = [];
+    await scheduler(store).start(async (id) => void dispatchedByB.push(id), { agentId: "agent-b" });
+    await until(() => dispatchedByB.length === 1);
+    expect(dispatchedByA).toEqual([]);
+    expect(dispatchedByB).toEqual(["b-report"]);
+  });
+
   it("moves the next run one interval on, skipping slots missed while down", () => {
     const due = "2025-01-01T00:00:00.000Z";
     expect(nextRunAt({ intervalMs: HOUR, nextRunAt: due }, new Date("2025-01-01T00:00:05Z")).toISOString()).toBe("2025-01-01T01:00:00.000Z");

@@ -26,6 +26,7 @@ import {
   type RunRecord,
   type RunStateChange,
   type SandboxSessionRecord,
+  type ScheduleClaimOptions,
   type ScheduleRecord,
   type SettingAuditEvent,
   type SkillRecord,
@@ -218,7 +219,7 @@ export class PostgresStateAdapter implements StateAdapter {
   listSchedules(): Promise<ScheduleRecord[]> {
     return schedules.listSchedules(this.db);
   }
-  claimDueSchedules(options: { owner: string; ttlMs: number; now?: Date; limit?: number }): Promise<ScheduleRecord[]> {
+  claimDueSchedules(options: ScheduleClaimOptions): Promise<ScheduleRecord[]> {
     return schedules.claimDueSchedules(this.db, options);
   }
   completeScheduleRun(id: string, owner: string, nextRunAt: Date): Promise<void> {

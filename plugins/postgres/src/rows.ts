@@ -266,8 +266,11 @@ export function decodeMessage(schema: string, row: Row): ConversationMessage {
 export function decodeSchedule(schema: string, row: Row): ScheduleRecord {
   const id = String(row.id);
   const read = new RowReader(schema, row, `schedule "${id}"`, { scheduleId: id, table: "schedules" });
+  const agentId = read.nullableString("agent_id");
   return {
     id,
+    // A schedule of no agent lists no field, as one written without it was given none.
+    ...(agentId !== null ? { agentId } : {}),
     intervalMs: read.number("interval_ms"),
     nextRunAt: read.time("next_run_at"),
     payload: read.json("payload"),

@@ -178,6 +178,30 @@ export function describeScheduleStateStoreConformance(name: string, factory: Sta
       expect(await store().claimDueSchedules({ owner: "b", ttlMs: 5_000, now: clockAt(60_000) })).toHaveLength(1);
     });
 
+    it("keeps the agent a schedule is written with, and none when written without", async () => {
+      await store().upsertSchedule({ ...schedule("job", clockAt(0)), agentId: "agent-a" });
+      expect(await store().getSchedule("job")).toEqual({ ...schedule("job", clockAt(0)), agentId: "agent-a", lease: null });
+      expect((await store().listSchedules()).map((s) => s.agentId)).toEqual(["agent-a"]);
+      await store().upsertSchedule(schedule("job", clockAt(0)));
+      expect((await store().getSchedule("job"))?.agentId ?? null).toBeNull();
+    });
+
+    it("claims for an agent only its schedules and those of no agent, before the limit", async () => {
+      await store().upsertSchedule({ ...schedule("b-first", clockAt(-2)), agentId: "agent-b" });
+      await store().upsertSchedule({ ...schedule("b-second", clockAt(-1)), agentId: "agent-b" });
+      await store().upsertSchedule({ ...schedule("a-own", clockAt(0)), agentId: "agent-a" });
+      await store().upsertSchedule(schedule("no-agent", clockAt(0)));
+      const claimed = await store().claimDueSchedules({ owner: "a", ttlMs: 5_000, now: clockAt(0), limit: 2, agentId: "agent-a" });
+      expect(claimed.map((s) => s.id)).toEqual(["a-own", "no-agent"]);
+      expect((await store().getSchedule("b-first"))?.lease).toBeNull();
+      expect(await store().claimDueSchedules({ owner: "a", ttlMs: 5_000, now: clockAt(0), agentId: "agent-a" })).toEqual([]);
+      const unscoped = await store().claimDueSchedules({ owner: "b", ttlMs: 5_000, now: clockAt(0) });
+      expect(unscoped.map((s) => [s.id, s.agentId])).toEqual([
+        ["b-first", "agent-b"],
+        ["b-second", "agent-b"],
+      ]);
+    });
+
     it("keeps a live lease when the schedule is upserted again", async () => {
       await store().upsertSchedule(schedule("job", clockAt(0)));
       await store().claimDueSchedules({ owner: "a", ttlMs: 5_000, now: clockAt(0) });

@@ -1,4 +1,4 @@
-import { AssemblyLineError, isScheduleStateStore, noopLogger, type RuntimeLogger, type ScheduleDispatch, type Scheduler, type ScheduleRecord, type ScheduleStateStore } from "@assemblyline-agents/core";
+import { AssemblyLineError, isScheduleClaimableBy, isScheduleStateStore, noopLogger, type RuntimeLogger, type ScheduleDispatch, type Scheduler, type ScheduleRecord, type SchedulerStartOptions, type ScheduleStateStore } from "@assemblyline-agents/core";
 import { randomUUID } from "node:crypto";
 import { hostname } from "node:os";
 
@@ -45,6 +45,8 @@ export class LocalScheduler implements Scheduler {
   private readonly logger: RuntimeLogger;
   private readonly now: () => Date;
   private dispatch: ScheduleDispatch | undefined;
+  private agentId: string | undefined;
+  private warnedForeign = false;
   private timer: NodeJS.Timeout | undefined;
   private polling: Promise<void> | undefined;
   private readonly inFlight = new Set<Promise<void>>();
@@ -60,13 +62,17 @@ export class LocalScheduler implements Scheduler {
     this.now = options.now ?? (() => new Date());
   }
 
-  /** Begin polling (the first poll starts at once). Call stop() before starting again. */
-  async start(dispatch: ScheduleDispatch): Promise<void> {
+  /**
+   * Begin polling (the first poll starts at once). With `agentId`, claim only that agent's
+   * schedules and those of no agent. Call stop() before starting again.
+   */
+  async start(dispatch: ScheduleDispatch, options: SchedulerStartOptions = {}): Promise<void> {
     if (this.dispatch !== undefined) {
       throw new Error(`LocalScheduler ${this.owner} is already started; call stop() before start() again`);
     }
     this.store ??= scheduleStore(typeof this.storeSource === "function" ? this.storeSource() : this.storeSource);
     this.dispatch = dispatch;
+    this.agentId = options.agentId;
     this.schedule(0);
   }
 
@@ -96,14 +102,39 @@ export class LocalScheduler implements Scheduler {
     if (dispatch === undefined || store === undefined) return;
     let due: ScheduleRecord[];
     try {
-      due = await store.claimDueSchedules({ owner: this.owner, ttlMs: this.leaseMs, now: this.now(), limit: this.batchSize });
+      due = await store.claimDueSchedules({
+        owner: this.owner,
+        ttlMs: this.leaseMs,
+        now: this.now(),
+        limit: this.batchSize,
+        ...(this.agentId !== undefined ? { agentId: this.agentId } : {}),
+      });
     } catch (error) {
       this.logger.error({ err: error, owner: this.owner }, "claiming due schedules failed; trying again next poll");
       return;
     }
     for (const schedule of due) {
-      const run = this.run(store, schedule, dispatch).finally(() => this.inFlight.delete(run));
+      const run = (isScheduleClaimableBy(schedule, this.agentId) ? this.run(store, schedule, dispatch) : this.handBack(store, schedule)).finally(() => this.inFlight.delete(run));
       this.inFlight.add(run);
+    }
+  }
+
+  /**
+   * Another agent's schedule from a store that ignores the claim's agentId: release it at once,
+   * due time unchanged, so its own agent's scheduler takes it without waiting out this lease.
+   */
+  private async handBack(store: ScheduleStateStore, schedule: ScheduleRecord): Promise<void> {
+    if (!this.warnedForeign) {
+      this.warnedForeign = true;
+      this.logger.warn(
+        { event: "state.claim_filter_ignored", scheduleId: schedule.id, agentId: schedule.agentId },
+        "the state store handed over another agent's schedule: it ignores claimDueSchedules' agentId; upgrade the state adapter",
+      );
+    }
+    try {
+      await store.completeScheduleRun(schedule.id, this.owner, new Date(schedule.nextRunAt));
+    } catch (error) {
+      this.logger.error({ err: error, scheduleId: schedule.id }, "releasing another agent's schedule failed; its agent's scheduler takes it when the lease expires");
     }
   }
 

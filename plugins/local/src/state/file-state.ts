@@ -7,6 +7,7 @@ import {
   fenceHolds,
   isClaimableBy,
   isLeaseFree,
+  isScheduleClaimableBy,
   isInConversationScope,
   staleFenceError,
   TERMINAL_RUN_STATUSES,
@@ -36,6 +37,7 @@ import {
   type RunRecord,
   type RunStateChange,
   type SandboxSessionRecord,
+  type ScheduleClaimOptions,
   type ScheduleRecord,
   type SettingAuditEvent,
   type SkillRecord,
@@ -619,12 +621,12 @@ export class FileStateAdapter implements StateAdapter {
     return this.read((tables) => [...tables.schedules.values()].sort((a, b) => compareCodePoints(a.id, b.id)));
   }
 
-  claimDueSchedules(options: { owner: string; ttlMs: number; now?: Date; limit?: number }): Promise<ScheduleRecord[]> {
+  claimDueSchedules(options: ScheduleClaimOptions): Promise<ScheduleRecord[]> {
     return this.mutate((tables) => {
       const at = options.now ?? new Date();
       const lease = { owner: options.owner, expiresAt: new Date(at.getTime() + options.ttlMs).toISOString() };
       const claimed = [...tables.schedules.values()]
-        .filter((s) => s.enabled && Date.parse(s.nextRunAt) <= at.getTime() && isLeaseFree(s.lease, at))
+        .filter((s) => s.enabled && Date.parse(s.nextRunAt) <= at.getTime() && isLeaseFree(s.lease, at) && isScheduleClaimableBy(s, options.agentId))
         .sort((a, b) => Date.parse(a.nextRunAt) - Date.parse(b.nextRunAt) || compareCodePoints(a.id, b.id))
         .slice(0, claimLimit(options.limit));
       return {

@@ -3,7 +3,7 @@ import { defaultPiHarness } from "../pi-engine.js";
 import { randomUUID } from "node:crypto";
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from "node:http";
 import type { AddressInfo } from "node:net";
-import { AssemblyLineError, isAssemblyLineError, type ChannelModule, type JsonValue, type TelemetrySink } from "@assemblyline-agents/core";
+import { AssemblyLineError, isAssemblyLineError, isScheduleClaimableBy, type ChannelModule, type JsonValue, type TelemetrySink } from "@assemblyline-agents/core";
 import { OpenEveRuntime, createRuntimeLogger, isAutomationSchedule } from "@assemblyline-agents/runtime";
 import { AttachmentIngest } from "./attachments.js";
 import { HostAuth } from "./auth.js";
@@ -177,9 +177,17 @@ export async function listenNodeRuntime(options: NodeRuntimeOptions): Promise<No
   // automations/ is written into the schedules facet before any scheduler looks for due rows.
   await runtime.automations.syncStatic();
   if (options.scheduler) {
+    const agentId = runtime.manifest.agent.id;
     await options.scheduler.start(async (scheduleId, claimed) => {
       const schedule = claimed ?? (await runtime.state.schedules.getSchedule(scheduleId));
       if (!schedule) return;
+      if (!isScheduleClaimableBy(schedule, agentId)) {
+        // A scheduler that ignores the start's agentId: the throw leaves the row to its own agent's host once this lease runs out.
+        logger.warn({ event: "scheduler.agent_filter_ignored", scheduleId, agentId: schedule.agentId }, "the scheduler dispatched another agent's schedule; nothing started");
+        throw new AssemblyLineError("AL_ERR_AUTOMATION_NOT_FOUND", `schedule ${scheduleId} belongs to agent ${schedule.agentId}, not ${agentId}`, {
+          fix: "Use a scheduler that claims by agent (Scheduler.start's agentId, as LocalScheduler does); the row is left to its own agent's host.",
+        });
+      }
       if (isAutomationSchedule(schedule)) {
         const { nextRunAt, runs } = await runtime.automations.dispatchDue(schedule, options.model ? { model: options.model } : {});
         for (const run of runs) if (run.created) mailbox.enqueue(run.runId, run.conversationId, { prepare: false });
@@ -198,7 +206,7 @@ export async function listenNodeRuntime(options: NodeRuntimeOptions): Promise<No
         ...(options.model ? { model: options.model } : {}),
       });
       if (created) mailbox.enqueue(runId, conversationId, { prepare: false });
-    });
+    }, { agentId });
   }
   try {
     await new Promise<void>((resolve, reject) => {

@@ -1,9 +1,9 @@
-import type { ScheduleRecord } from "@assemblyline-agents/core";
+import type { ScheduleClaimOptions, ScheduleRecord } from "@assemblyline-agents/core";
 import { clockParam, jsonParam, type StateDatabase } from "../database.js";
 import { decodeSchedule } from "../rows.js";
 import { ArgumentCheck, claimParams } from "../validate.js";
 
-const SCHEDULE_COLUMNS = "id, interval_ms, next_run_at, payload, enabled, lease_owner, lease_expires_at";
+const SCHEDULE_COLUMNS = "id, agent_id, interval_ms, next_run_at, payload, enabled, lease_owner, lease_expires_at";
 
 /** Insert or replace a schedule; a lease held on it survives the update. */
 export async function upsertSchedule(db: StateDatabase, schedule: Omit<ScheduleRecord, "lease">): Promise<void> {
@@ -13,14 +13,15 @@ export async function upsertSchedule(db: StateDatabase, schedule: Omit<ScheduleR
   const intervalMs = check.nonNegative("schedule.intervalMs", schedule.intervalMs);
   const nextRunAt = check.time("schedule.nextRunAt", schedule.nextRunAt);
   if (typeof schedule.enabled !== "boolean") check.fail("schedule.enabled", "a boolean", schedule.enabled);
+  const agentId = schedule.agentId === undefined || schedule.agentId === null ? null : check.string("schedule.agentId", schedule.agentId);
   await db.run(
     `upsertSchedule(schedule "${id}")`,
-    `INSERT INTO ${db.s}.schedules (id, interval_ms, next_run_at, payload, enabled)
-     VALUES ($1, $2, $3, $4::json, $5)
+    `INSERT INTO ${db.s}.schedules (id, interval_ms, next_run_at, payload, enabled, agent_id)
+     VALUES ($1, $2, $3, $4::json, $5, $6)
      ON CONFLICT (id) DO UPDATE SET
        interval_ms = EXCLUDED.interval_ms, next_run_at = EXCLUDED.next_run_at,
-       payload = EXCLUDED.payload, enabled = EXCLUDED.enabled`,
-    [id, Math.round(intervalMs), nextRunAt, jsonParam(schedule.payload, check.operation, "schedule.payload"), schedule.enabled],
+       payload = EXCLUDED.payload, enabled = EXCLUDED.enabled, agent_id = EXCLUDED.agent_id`,
+    [id, Math.round(intervalMs), nextRunAt, jsonParam(schedule.payload, check.operation, "schedule.payload"), schedule.enabled, agentId],
   );
 }
 
@@ -36,10 +37,12 @@ export async function listSchedules(db: StateDatabase): Promise<ScheduleRecord[]
 
 export async function claimDueSchedules(
   db: StateDatabase,
-  options: { owner: string; ttlMs: number; now?: Date; limit?: number },
+  options: ScheduleClaimOptions,
 ): Promise<ScheduleRecord[]> {
-  const { owner, ttlMs, now, limit } = claimParams("claimDueSchedules", options);
+  const { owner, ttlMs, now, limit, agentId } = claimParams("claimDueSchedules", options);
   if (limit === 0) return [];
+  const values: unknown[] = [owner, ttlMs, clockParam(now), limit];
+  const ofAgent = agentId === undefined ? "" : `AND (sc.agent_id IS NULL OR sc.agent_id = $${values.push(agentId)})`;
   const rows = await db.rows(
     "claimDueSchedules",
     `WITH clock AS (SELECT coalesce($3::timestamptz, now()) AS now),
@@ -47,6 +50,7 @@ export async function claimDueSchedules(
        SELECT sc.id FROM ${db.s}.schedules sc, clock
        WHERE sc.enabled AND sc.next_run_at <= clock.now
          AND (sc.lease_owner IS NULL OR sc.lease_expires_at IS NULL OR sc.lease_expires_at <= clock.now)
+         ${ofAgent}
        ORDER BY sc.next_run_at, sc.id COLLATE "C"
        LIMIT $4
        FOR UPDATE OF sc SKIP LOCKED
@@ -54,8 +58,8 @@ export async function claimDueSchedules(
      UPDATE ${db.s}.schedules sc SET lease_owner = $1, lease_expires_at = clock.now + $2::double precision * interval '1 millisecond'
      FROM candidates, clock
      WHERE sc.id = candidates.id
-     RETURNING sc.id, sc.interval_ms, sc.next_run_at, sc.payload, sc.enabled, sc.lease_owner, sc.lease_expires_at`,
-    [owner, ttlMs, clockParam(now), limit],
+     RETURNING sc.id, sc.agent_id, sc.interval_ms, sc.next_run_at, sc.payload, sc.enabled, sc.lease_owner, sc.lease_expires_at`,
+    values,
   );
   return rows
     .map((row) => decodeSchedule(db.schema, row))

@@ -27,6 +27,7 @@
  *   status is a code change rather than a migration, and a bad row names itself.
  */
 import { conversationAgentsMigration } from "./conversation-agents-migration.js";
+import { scheduleAgentsMigration } from "./schedule-agents-migration.js";
 import { pathCountsMigration } from "./path-counts-migration.js";
 import { skillsMigration } from "./skills-migration.js";
 
@@ -609,6 +610,7 @@ export const MIGRATIONS: readonly Migration[] = [
   { version: 5, name: "runs created with their creator's lease", sql: createRunWithLease },
   pathCountsMigration,
   conversationAgentsMigration,
+  scheduleAgentsMigration,
 ];
 
 /** The schema version this code writes and expects. */

@@ -1,0 +1,65 @@
+import { afterAll, describe, expect, it } from "vitest";
+import { MIGRATIONS, PostgresStateAdapter, migrateSchema } from "../src/index.js";
+import { dropSchema, probeDatabase, randomSchema, testPool } from "./support/database.js";
+
+const probe = await probeDatabase("PostgreSQL schedules by agent");
+
+describe.skipIf(!probe.available)("PostgreSQL schedules by agent", () => {
+  const prefix = randomSchema("al_sched_agents");
+  let counter = 0;
+  const admin = testPool();
+  const newSchema = () => `${prefix}_${++counter}`;
+
+  afterAll(async () => {
+    const { rows } = await admin.query<{ nspname: string }>("SELECT nspname FROM pg_namespace WHERE starts_with(nspname, $1)", [prefix]);
+    for (const row of rows) await dropSchema(admin, row.nspname);
+    await admin.end();
+  });
+
+  it("gives the automation rows a store held before agents the agent their payload names when it migrates; other rows stay every agent's", async () => {
+    const schema = newSchema();
+    const agents = MIGRATIONS.find((migration) => migration.name === "schedules by agent")!;
+    await migrateSchema(
+      admin,
+      schema,
+      MIGRATIONS.filter((migration) => migration.version < agents.version),
+    );
+    const rows: Array<[string, unknown]> = [
+      ["automation:support:static:tick", { kind: "automation", agentId: "support", name: "tick" }],
+      ["automation:sales:dynamic:digest", { kind: "automation", agentId: "sales", name: "digest" }],
+      ["host-report", { message: "send the report" }],
+      ["odd-agent", { kind: "automation", agentId: 7 }],
+      ["not-an-object", ["automation"]],
+      ["no-payload", null],
+    ];
+    for (const [id, payload] of rows) {
+      await admin.query(`INSERT INTO "${schema}".schedules (id, interval_ms, next_run_at, payload, enabled) VALUES ($1, 60000, '2026-01-01T00:00:00Z', $2::json, true)`, [id, JSON.stringify(payload)]);
+    }
+    const state = new PostgresStateAdapter({ pool: admin, schema });
+    try {
+      expect((await state.migrate()).applied).toEqual([agents.version]);
+      const agentOf = async (id: string) => (await state.getSchedule(id))?.agentId ?? null;
+      expect(await agentOf("automation:support:static:tick")).toBe("support");
+      expect(await agentOf("automation:sales:dynamic:digest")).toBe("sales");
+      for (const id of ["host-report", "odd-agent", "not-an-object", "no-payload"]) expect(await agentOf(id), id).toBeNull();
+      const claimed = await state.claimDueSchedules({ owner: "support-host", ttlMs: 60_000, agentId: "support" });
+      expect(claimed.map((row) => row.id).sort()).toEqual(["automation:support:static:tick", "host-report", "no-payload", "not-an-object", "odd-agent"]);
+    } finally {
+      await state.close();
+    }
+  });
+
+  it("refuses a schedule whose agentId is not a non-empty string, naming the field, and keeps the row it had", async () => {
+    const state = new PostgresStateAdapter({ pool: admin, schema: newSchema() });
+    try {
+      const row = { id: "job", agentId: "support", intervalMs: 60_000, nextRunAt: "2026-01-01T00:00:00.000Z", payload: {}, enabled: true };
+      await state.upsertSchedule(row);
+      for (const agentId of ["", 7]) {
+        await expect(state.upsertSchedule({ ...row, agentId: agentId as string })).rejects.toThrow(/schedule\.agentId must be a non-empty string/);
+      }
+      expect(await state.getSchedule("job")).toEqual({ ...row, lease: null });
+    } finally {
+      await state.close();
+    }
+  });
+});
