@@ -6,7 +6,7 @@ import type { JsonValue, SandboxAdapter } from "@assemblyline-agents/core";
 import { FileStateAdapter, LocalSandboxAdapter } from "@assemblyline-agents/local";
 import { OpenEveRuntime, buildAgent, loadRuntimeBundle, noopLogger, resolveLogicalPath } from "@assemblyline-agents/runtime";
 import { agentFolder } from "../kernel/test/support/agent-folder.js";
-import { probeHarness } from "../kernel/test/support/probe-harness.js";
+import { type CompletedOutcome, probeHarness } from "../kernel/test/support/probe-harness.js";
 
 const AGENT = `import { defineAgent } from "@assemblyline-agents/core";\nexport default defineAgent({ id: "fs-agent", model: "test/m" });\n`;
 
@@ -105,7 +105,7 @@ describe("the runtime filesystem", () => {
       { name: "bash", input: { command: "ln -s / escape && ls escape/etc >/dev/null && echo linked" } },
       { name: "read", input: { path: "/workspace/escape/etc/hostname" } },
     ]);
-    expect((outputs[0] as { output: { stdout: string } }).output.stdout).toBe("linked\n");
+    expect((outputs[0] as CompletedOutcome<{ stdout: string }>).output.stdout).toBe("linked\n");
     expect(JSON.stringify(outputs[1])).toMatch(/AL_ERR_PATH_ESCAPE/);
   });
 

@@ -1,6 +1,7 @@
 import { describe, expect, it, onTestFinished } from "vitest";
 import type { AgentHarness, ConversationMessage, ConversationScope, ModelMessage, RuntimeLogger, StateAdapter } from "@assemblyline-agents/core";
 import { InMemoryStateAdapter, OpenEveRuntime, type RuntimeBundle } from "@assemblyline-agents/runtime";
+import { outputOf } from "../kernel/test/support/probe-harness.js";
 import { twoAgentsOnOneStore } from "./support/two-agents-one-store.js";
 
 /**
@@ -23,7 +24,7 @@ function runtimeOf(bundle: RuntimeBundle, state: StateAdapter, logger?: RuntimeL
       // The history as the agent's file tools show it.
       if (input.context.messages.at(-1)?.content === "read /history") {
         const outcome = await ctx.callTool({ id: "call_history", name: "read", input: { path: "/history/conversation.md" } });
-        return { status: "completed", response: { text: JSON.stringify(outcome.output) } };
+        return { status: "completed", response: { text: JSON.stringify(outputOf(outcome)) } };
       }
       return { status: "completed", response: { text: `answered by ${bundle.manifest.agent.id}` } };
     },

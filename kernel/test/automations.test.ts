@@ -4,6 +4,7 @@ import { Automations, NEVER, buildAgent, nextDueAfter, normalizeSchedule } from 
 import { MINIMAL_AGENT, agentFolder, toolSource, writeFiles } from "./support/agent-folder.js";
 import { startAgent } from "./support/runtime.js";
 import { automationsAt } from "./support/automations-at.js";
+import { outputOf } from "./support/probe-harness.js";
 
 const automation = (schedule: string, extra = "") => `import { defineAutomation } from "@assemblyline-agents/core";
 export default defineAutomation({ schedule: ${schedule}, message: "send the report"${extra} });
@@ -240,7 +241,7 @@ export default defineAgent({ model: "test/model", defaultTools: ["manage"], dyna
     ]);
     await runtime.automations.syncStatic();
     expect((await runtime.run({ message: "go" })).status).toBe("completed");
-    const outputs = log.outcomes.map((entry) => entry.outcome.output);
+    const outputs = log.outcomes.map((entry) => outputOf(entry.outcome));
     expect(outputs[1]).toMatchObject({ name: "poller", message: "poll harder" });
     expect(outputs[2]).toEqual({ error: "AL_ERR_AUTOMATION_INPUT" });
     expect(outputs[3]).toEqual({ error: "AL_ERR_AUTOMATION_INPUT" });

@@ -1,5 +1,5 @@
 import { describe, expect, it } from "vitest";
-import { BUILT_IN_TOOL_NAMES } from "@assemblyline-agents/core";
+import { BUILT_IN_TOOL_NAMES, type JsonValue } from "@assemblyline-agents/core";
 import { buildAgent, builtInToolDefaults } from "@assemblyline-agents/runtime";
 import { MINIMAL_AGENT, agentFolder, toolSource, writeFiles } from "./support/agent-folder.js";
 import { startAgent } from "./support/runtime.js";
@@ -138,7 +138,7 @@ export default defineAgent({ model: "test/model", instructions: "You are a test 
 
 describe("file tools without a sandbox adapter", () => {
   it("read, write, edit, list, grep and delete /memory, and read /history, with /workspace refused as a recoverable error", async () => {
-    const calls = [
+    const calls: Array<{ name: string; input: JsonValue }> = [
       { name: "write", input: { path: "/memory/notes/today.md", content: "buy milk\nbuy bread" } },
       { name: "edit", input: { path: "/memory/notes/today.md", oldText: "bread", newText: "eggs" } },
       { name: "read", input: { path: "/memory/notes/today.md" } },

@@ -45,7 +45,7 @@ describe("files an agent's modules import count toward its revision", () => {
 
   it("follows imports made inside execute, through a helper module, and files named by new URL(..., import.meta.url)", async () => {
     const dir = folder();
-    for (const [file, text] of [["data/lazy.json", `{ "eggs": 3 }`], ["lib/units.json", `{ "length": "ft" }`], ["prompts/lookup.md", "Look harder.\n"]]) {
+    for (const [file, text] of [["data/lazy.json", `{ "eggs": 3 }`], ["lib/units.json", `{ "length": "ft" }`], ["prompts/lookup.md", "Look harder.\n"]] as const) {
       const before = await revisionOf(dir);
       writeFileSync(join(dir, file), text);
       expect(await revisionOf(dir), file).not.toBe(before);

@@ -1,5 +1,6 @@
 import { afterEach, describe, expect, it } from "vitest";
-import { InMemoryStateAdapter, noopLogger, scriptedHarness, type AgentHarness } from "@assemblyline-agents/runtime";
+import type { AgentHarness } from "@assemblyline-agents/core";
+import { InMemoryStateAdapter, noopLogger, scriptedHarness } from "@assemblyline-agents/runtime";
 import { createKernelHooks } from "../src/hooks.js";
 import { RunJournal } from "../src/run/journal.js";
 import { MINIMAL_AGENT, agentFolder, toolSource } from "./support/agent-folder.js";

@@ -1,5 +1,5 @@
 import { getEventListeners } from "node:events";
-import type { AgentHarness } from "@assemblyline-agents/runtime";
+import type { AgentHarness } from "@assemblyline-agents/core";
 import { InMemoryStateAdapter } from "@assemblyline-agents/runtime";
 import { describe, expect, it } from "vitest";
 import { MINIMAL_AGENT, agentFolder, toolSource } from "./support/agent-folder.js";

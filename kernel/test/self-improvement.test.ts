@@ -3,6 +3,7 @@ import { join } from "node:path";
 import { describe, expect, it } from "vitest";
 import { InMemoryStateAdapter } from "@assemblyline-agents/runtime";
 import { agentFolder, toolSource, writeFiles } from "./support/agent-folder.js";
+import { type CompletedOutcome, outputOf } from "./support/probe-harness.js";
 import { startAgent } from "./support/runtime.js";
 
 const agent = (policy: string) => `import { defineAgent } from "@assemblyline-agents/core";
@@ -43,7 +44,7 @@ describe("self-improvement", () => {
     ], { state });
     const result = await runtime.run({ message: "learn" });
     expect(result.status).toBe("completed");
-    const learned = log.outcomes[0]!.outcome as { output: { created: { before: null; after: string }; updated: { before: string; after: string }; names: string[] } };
+    const learned = log.outcomes[0]!.outcome as CompletedOutcome<{ created: { before: null; after: string }; updated: { before: string; after: string }; names: string[] }>;
     expect(learned.output.created).toMatchObject({ name: "deploy-checklist", before: null, after: expect.stringMatching(/^sha256:/) });
     expect(learned.output.updated.before).not.toBe(learned.output.updated.after);
     expect(learned.output.names).toEqual(["deploy-checklist", "pristine", "tweaked"]);
@@ -98,7 +99,7 @@ describe("self-improvement", () => {
     const second = await startAgent(dir, [{ toolCalls: [{ name: "load_skill", input: { name: "research" } }] }, { text: "loaded" }], { state });
     const run = await second.runtime.run({ message: "research" });
     expect(run.status).toBe("completed");
-    expect(second.log.outcomes[0]!.outcome.output).toMatchObject({ name: "research", activatedTools: [], unavailableTools: ["lookup"] });
+    expect(outputOf(second.log.outcomes[0]!.outcome)).toMatchObject({ name: "research", activatedTools: [], unavailableTools: ["lookup"] });
   });
 
   it("with writable: false offers no ctx.selfImprovement and leaves the store untouched", async () => {

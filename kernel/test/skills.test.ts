@@ -108,7 +108,7 @@ describe("skills", () => {
       { toolCalls: [{ name: "confirm", input: { value: "go" } }] },
       { toolCalls: [{ name: "publish_notes", input: { value: "v2" } }] },
       { text: "done" },
-    ], { defaultTools: undefined });
+    ]);
     const paused = await runtime.run({ message: "ship" });
     expect(paused.status).toBe("waiting_approval");
     const resumed = await runtime.approve(paused.runId);

@@ -1,7 +1,7 @@
 import { writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { describe, expect, it, vi } from "vitest";
-import { defineTool, type ConnectionProvider, type JsonValue } from "@assemblyline-agents/core";
+import { defineHttpConnection, defineTool, type ConnectionProvider, type JsonValue } from "@assemblyline-agents/core";
 import { InMemoryStateAdapter, OpenEveRuntime, buildAgent, loadRuntimeBundle, noopLogger } from "@assemblyline-agents/runtime";
 import { startBuilt } from "./support/runtime.js";
 import { agentFolder, toolSource } from "./support/agent-folder.js";
@@ -231,7 +231,7 @@ describe("subagent connections", () => {
       { "connections/billing.ts": httpConnection("billing"), "tools/list_connections.ts": LIST_CONNECTIONS, "subagents/accountant/agent.ts": subagent('connections: ["crm"], tools: ["list_connections"]') },
       { turns: [{ toolCalls: [{ name: "spawn_subagent", input: { name: "accountant", task: "Check." } }] }, { text: "done" }], subagents: { accountant: childScript } },
     );
-    const provider: ConnectionProvider = { ...pingConnections(), connections: { crm: { kind: "http", description: "The CRM.", baseUrl: "https://crm.example.com", endpoints: {} } } };
+    const provider: ConnectionProvider = { ...pingConnections(), connections: { crm: defineHttpConnection({ description: "The CRM.", baseUrl: "https://crm.example.com", endpoints: {} }) } };
     const { runtime, state } = await start(dir, { connections: provider });
     const parent = await runtime.run({ message: "go" });
     expect(parent.status).toBe("completed");

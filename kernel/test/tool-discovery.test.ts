@@ -6,6 +6,7 @@ import { defineTool, definePlugin, type JsonValue } from "@assemblyline-agents/c
 import { activateTools, activatedToolNames, buildAgent, createKernel, idempotencyKeyFor, inferVisibility } from "@assemblyline-agents/runtime";
 import { MINIMAL_AGENT, agentFolder, toolSource } from "./support/agent-folder.js";
 import { DEFERRED_TOOLS, VISIBLE_TOOLS, discoveryAgentFiles } from "./support/discovery-agent.js";
+import type { CompletedOutcome } from "./support/probe-harness.js";
 import { startAgent } from "./support/runtime.js";
 
 const FILE_TOOLS = ["delete", "edit", "grep", "list", "read", "write"];
@@ -41,8 +42,8 @@ describe("an agent with 40 authored tools, 30 of them deferred", () => {
 
     const [byAlias, byWords, described] = log.outcomes.map((entry) => entry.outcome);
     expect(byAlias).toMatchObject({ status: "completed", output: { results: [{ name: "create_invoice", namespace: "billing" }] } });
-    expect((byWords as { output: { results: Array<{ name: string }> } }).output.results[0]!.name).toBe("refund_payment");
-    expect((byWords as { output: { results: unknown[] } }).output.results.length).toBeLessThanOrEqual(3);
+    expect((byWords as CompletedOutcome<{ results: Array<{ name: string }> }>).output.results[0]!.name).toBe("refund_payment");
+    expect((byWords as CompletedOutcome<{ results: JsonValue[] }>).output.results.length).toBeLessThanOrEqual(3);
     expect(described).toMatchObject({ status: "completed", output: { name: "refund_payment", needsApproval: true, inputSchema: { required: ["id"] } } });
     // Described, so offered directly from the next model call on.
     expect(log.offeredPerCall[2]).not.toContain("refund_payment");
@@ -178,7 +179,7 @@ export default defineTool({ description: ${JSON.stringify(description)}, inputSc
       { text: "ok" },
     ]);
     await runtime.run({ message: "hi" });
-    const found = log.outcomes.map((entry) => (entry.outcome as { output: { results: Array<{ name: string }> } }).output.results.map((hit) => hit.name));
+    const found = log.outcomes.map((entry) => (entry.outcome as CompletedOutcome<{ results: Array<{ name: string }> }>).output.results.map((hit) => hit.name));
     expect(found[0]).toEqual(["later"]);
     expect(found[1]).toEqual(["later"]);
     expect(found[2]).toEqual(["kept_back"]);

@@ -4,6 +4,7 @@ import { approvalIdFor, InMemoryStateAdapter } from "@assemblyline-agents/runtim
 import type { NewRunEvent, RunEvent, RunStateChange, ToolCallRecord } from "@assemblyline-agents/core";
 import { createHash } from "node:crypto";
 import { MINIMAL_AGENT, agentFolder, toolSource } from "./support/agent-folder.js";
+import type { CompletedOutcome } from "./support/probe-harness.js";
 import { startAgent } from "./support/runtime.js";
 
 const call = (name: string, input: unknown) => ({ toolCalls: [{ name, input: input as never }] });
@@ -197,7 +198,7 @@ describe("durable steps and replay", () => {
     });
     const { runtime, log } = await startAgent(dir, [{ toolCalls: [{ name: "keys", input: { value: "1" } }, { name: "keys", input: { value: "1" } }] }, { text: "ok" }]);
     await runtime.run({ message: "go" });
-    const [first, second] = log.outcomes.map((entry) => entry.outcome as { output: { a: string; b: string; c: string } });
+    const [first, second] = log.outcomes.map((entry) => entry.outcome as CompletedOutcome<{ a: string; b: string; c: string }>);
     expect(first!.output.a).toBe(first!.output.b);
     expect(first!.output.a).not.toBe(first!.output.c);
     expect(first!.output.a).not.toBe(second!.output.a);

@@ -2,6 +2,14 @@ import type { AgentHarness, HarnessTurnInput, JsonValue, ModelContext, ModelTool
 
 export type ProbeResponse = { text: string } | { toolCalls: Array<{ name: string; input: JsonValue }> };
 
+/** A completed tool call whose output a test reads as the shape it expects. */
+export type CompletedOutcome<Output extends JsonValue> = { status: "completed"; output: Output; isError: boolean };
+
+/** What a tool call handed back to the model: a completed or failed call's output, nothing for a paused one. */
+export function outputOf(outcome: ToolCallOutcome): JsonValue | undefined {
+  return outcome.status === "paused" ? undefined : outcome.output;
+}
+
 /** What the model side saw: every context it was given and every tool result. */
 export interface ProbeLog {
   contexts: ModelContext[];
