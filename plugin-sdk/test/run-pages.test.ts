@@ -3,7 +3,7 @@ import { RunsInCreationOrder, type OrderedRun, type RunRecord } from "../src/ind
 
 const run = (ordinal: number, status: RunRecord["status"] = "queued"): OrderedRun => ({
   ordinal,
-  record: { id: `run_${ordinal}`, agentId: "a", agentRevision: "r", conversationId: null, status, modelSpec: "m", input: { message: "" }, output: null, error: null, lastSeq: 1, observedSeq: 0, lease: null, createdAt: "", updatedAt: "" },
+  record: { id: `run_${ordinal}`, agentId: "a", agentRevision: "r", conversationId: null, status, modelSpec: "m", input: { message: "", metadata: {} }, output: null, error: null, lastSeq: 1, observedSeq: 0, lease: null, createdAt: "", updatedAt: "" },
 });
 const ids = (page: { runs: OrderedRun[] }) => page.runs.map(({ record }) => record.id);
 

@@ -153,12 +153,13 @@ describe("FileStateAdapter compaction", () => {
     const directory = await tempFolder();
     const state = await FileStateAdapter.open({ directory, compactAfterBytes: 2_000, compactWhenSuperseded: 0 });
     await state.createRun(newRun("r1"));
+    const at = "2030-01-01T00:00:00.000Z";
     const call = (index: number, status: "requested" | "completed") => ({
-      callId: `c${index}`, toolName: "t", input: { text: 'quotes " and ünïcødé 🎉', index }, inputDigest: `d${index}`, status,
-      output: status === "completed" ? { index } : null, modelOutput: null, error: null, approvalId: null, question: null,
+      runId: "r1", callId: `c${index}`, toolName: "t", input: { text: 'quotes " and ünïcødé 🎉', index }, inputDigest: `d${index}`, status,
+      output: status === "completed" ? { index } : null, modelOutput: null, error: null, approvalId: null, question: null, createdAt: at, updatedAt: at,
     });
     for (let index = 0; index < 20; index += 1) {
-      await state.appendEvents("r1", [{ type: "tick", data: { index } }], { toolCall: call(index, "requested"), step: { key: `s${index}`, result: { index, list: [1, "two"] }, metadata: { n: index } } });
+      await state.appendEvents("r1", [{ type: "tick", data: { index } }], { toolCall: call(index, "requested"), step: { runId: "r1", key: `s${index}`, result: { index, list: [1, "two"] }, metadata: { n: index }, createdAt: at } });
       await state.appendEvents("r1", [{ type: "tock", data: { index } }], { toolCall: call(index, "completed") });
     }
     const read = async (adapter: FileStateAdapter) => ({

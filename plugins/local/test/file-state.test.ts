@@ -421,7 +421,10 @@ describe("FileStateAdapter", () => {
     const returned = [];
     for (const [index, [value]] of odd.entries()) {
       const appended = await first.appendEvents("r1", [{ type: "odd", data: { value } as never }], {
-        toolCall: { callId: `c${index}`, toolName: "t", input: { value } as never, inputDigest: "d", status: "completed", output: value as never },
+        toolCall: {
+          runId: "r1", callId: `c${index}`, toolName: "t", input: { value } as never, inputDigest: "d", status: "completed", output: value as never,
+          modelOutput: null, error: null, approvalId: null, question: null, createdAt: "2026-01-01T00:00:00.000Z", updatedAt: "2026-01-01T00:00:00.000Z",
+        },
       });
       returned.push(...appended);
     }
@@ -452,7 +455,7 @@ describe("FileStateAdapter", () => {
         { op: "run.put", run: { ...run, status: "running", lastSeq: 2, lease: { owner: "w", expiresAt: at, token: 3 } } },
       ] },
     ];
-    await writeFile(join(directory, "log-0.wal"), records.map(logLine).join(""));
+    await writeFile(join(directory, "log-0.wal"), records.map((record) => logLine(record)).join(""));
     const adapter = await FileStateAdapter.open({ directory });
     expect(await adapter.getRun("r1")).toMatchObject({ status: "running", lastSeq: 2 });
     await adapter.appendEvents("r1", [{ type: "later", data: { n: 3 } }], { run: { status: "completed" } });
@@ -477,7 +480,7 @@ describe("FileStateAdapter", () => {
       { ops: [{ op: "toolCall.put", call }, { op: "step.put", step: { runId: "r1", key: "s1", result: { n: 1 }, createdAt: at } }] },
       { ops: [{ op: "toolCall.patch", runId: "r1", callId: "c1", set: { status: "completed", output: { n: 5 }, updatedAt: "2026-01-01T00:00:01.000Z" } }] },
     ];
-    await writeFile(join(directory, "log-0.wal"), records.map(logLine).join(""));
+    await writeFile(join(directory, "log-0.wal"), records.map((record) => logLine(record)).join(""));
     const adapter = await FileStateAdapter.open({ directory });
     const completed = { ...call, status: "completed", output: { n: 5 }, updatedAt: "2026-01-01T00:00:01.000Z" };
     expect(await adapter.getToolCall("r1", "c1")).toStrictEqual(completed);
@@ -496,7 +499,7 @@ describe("FileStateAdapter", () => {
     const first = await FileStateAdapter.open({ directory });
     const { createdEvent } = await first.createRun(newRun("r1"));
     const call = (status: "requested" | "completed", output: { n: number } | null) => ({
-      callId: "c1", toolName: "t", input: { value: "alpha" }, inputDigest: "d1", status, output, modelOutput: output,
+      runId: "r1", callId: "c1", toolName: "t", input: { value: "alpha" }, inputDigest: "d1", status, output, modelOutput: output,
       error: null, approvalId: null, question: null, createdAt: "2026-01-01T00:00:00.000Z", updatedAt: `2026-01-01T00:00:0${output ? 1 : 0}.000Z`,
     });
     await first.appendEvents("r1", [{ type: "a", data: { n: 1 } }, { type: "b", data: { n: 2 } }], { toolCall: call("requested", null) });
