@@ -4,11 +4,13 @@ import { tmpdir } from "node:os";
 import { dirname, join, resolve } from "node:path";
 import { promisify } from "node:util";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import type { Command } from "commander";
 import { main } from "../plugins/node/src/cli/main.js";
 import { buildProgram } from "../plugins/node/src/cli/program.js";
 import { takesColor } from "../plugins/node/src/cli/io.js";
 import { exitCodeOf } from "../plugins/node/src/cli/report.js";
+
+/** The CLI's own commander Command (the node plugin's commander, not whichever one the root resolves). */
+type Command = ReturnType<typeof buildProgram>;
 
 const root = resolve(import.meta.dirname, "..");
 const bin = join(root, "plugins/node/bin/assembly-line.js");

@@ -33,10 +33,21 @@ async function cliOutput(args: string[], env: Record<string, string>) {
   });
 }
 
-let server: (ScriptedModelServer & { baseUrl: string }) | undefined;
+type LocalModelServer = ScriptedModelServer & { baseUrl: string };
+
+let server: LocalModelServer | undefined;
 afterEach(async () => server?.close());
 
-const protocols = [
+/** A provider protocol the CLI speaks, its local server, and the environment that holds its key. */
+interface Protocol {
+  name: string;
+  start: () => Promise<LocalModelServer>;
+  model: string;
+  api: string;
+  env: Record<string, string>;
+}
+
+const protocols: Protocol[] = [
   { name: "OpenAI chat completions", start: () => startOpenAIChatServer({ apiKey: "sk-test" }), model: "openai/gpt-4o-mini", api: "openai-completions", env: { OPENAI_API_KEY: "sk-test" } },
   { name: "Anthropic messages", start: () => startAnthropicMessagesServer({ apiKey: "sk-ant-test" }), model: "anthropic/claude-sonnet-4-5", api: "anthropic-messages", env: { ANTHROPIC_API_KEY: "sk-ant-test" } },
 ];

@@ -138,7 +138,7 @@ describe.skipIf(missing !== undefined)(`${SUITE}${missing ? `: skipped, ${missin
       expect(unitShow("ExecStart")).toContain("argv[]=/usr/local/bin/node /opt/assembly-line/");
       expect(inside(`readlink /opt/assembly-line/${NAME}/current`).stdout.trim()).toBe(`releases/${first.id}`);
       expect((await getJson(`${first.url}/readyz`, { authorization: `Bearer ${TOKEN}` })).status).toBe(200);
-      expect(await ask(first.url, "hi")).toMatchObject({ status: "completed", response: { text: "Hello from systemd." } });
+      expect(await ask(first.url!, "hi")).toMatchObject({ status: "completed", response: { text: "Hello from systemd." } });
       // The unit's process got the env file's values byte for byte.
       const environ = inside(`tr '\\0' '\\n' < /proc/${unitShow("MainPID")}/environ`).stdout.split("\n");
       expect(environ).toContain(`R2_SECRET_ACCESS_KEY=${SECRET}`);
@@ -170,7 +170,7 @@ describe.skipIf(missing !== undefined)(`${SUITE}${missing ? `: skipped, ${missin
       expect(inside(`readlink /opt/assembly-line/${NAME}/current`).stdout.trim()).toBe(`releases/${first.id}`);
       expect(inside(`systemctl is-active ${UNIT}`).stdout.trim()).toBe("active");
       expect(inside(`ls /opt/assembly-line/${NAME}/releases`).stdout.trim().split("\n")).toEqual([first.id]);
-      expect(await ask(first.url, "still there?")).toMatchObject({ status: "completed", response: { text: "Hello from systemd." } });
+      expect(await ask(first.url!, "still there?")).toMatchObject({ status: "completed", response: { text: "Hello from systemd." } });
     }, 300_000);
 
     it("removes the unit and the links when a first release never gets ready, so nothing starts it again", async () => {

@@ -3,7 +3,7 @@ import { tmpdir } from "node:os";
 import { join, resolve } from "node:path";
 import { afterEach, describe, expect, it } from "vitest";
 import { adapter, adapterDescriptor, defineGateway, missingContractMethods, type RuntimeLogger } from "@assemblyline-agents/core";
-import { OpenEveRuntime, buildAgent, loadRuntimeBundle } from "@assemblyline-agents/runtime";
+import { OpenEveRuntime, buildAgent, loadRuntimeBundle, type Kernel } from "@assemblyline-agents/runtime";
 import { composeGateway, type ComposedGateway } from "@assemblyline-agents/registry";
 
 const root = resolve(import.meta.dirname, "../..");
@@ -29,6 +29,9 @@ async function compose(options: Parameters<typeof composeGateway>[0]): Promise<C
   return gateway;
 }
 
+/** The plugins a composition applied: its kernel is the runtime's, the kernel host test/setup installs. */
+const appliedPlugins = (gateway: ComposedGateway) => (gateway.kernel as Kernel).plugins;
+
 function recordingLogger() {
   const warnings: Array<{ fields: Record<string, unknown>; msg?: string }> = [];
   const logger: RuntimeLogger = { debug() {}, info() {}, error() {}, warn: (fields, msg) => warnings.push({ fields, ...(msg ? { msg } : {}) }) };
@@ -43,7 +46,7 @@ describe("composeGateway", () => {
     expect(missingContractMethods(result.adapters.state, "state@1", ["runs", "conversations", "memory"])).toEqual([]);
     expect((result.adapters.state as { directory: string }).directory).toBe(join(dir, ".assembly-line", "state"));
     expect((result.adapters.blob as { directory: string }).directory).toBe(join(dir, ".assembly-line", "blobs"));
-    expect(result.kernel.plugins.map((plugin) => plugin.name)).toEqual(["local"]);
+    expect(appliedPlugins(result).map((plugin) => plugin.name)).toEqual(["local"]);
     expect(result.slots.map((slot) => [slot.slot, slot.plugin.manifest.id, slot.provide.contract])).toEqual([
       ["state", "local", "state@1"],
       ["blob", "local", "blob@1"],
@@ -58,7 +61,7 @@ describe("composeGateway", () => {
   it("composes nothing for an agent without gateway.ts", async () => {
     const result = await compose({ gateway: null, agentDir: await agentDir() });
     expect(result.adapters).toEqual({});
-    expect(result.kernel.plugins).toEqual([]);
+    expect(appliedPlugins(result)).toEqual([]);
   });
 
   it("uses a plugin folder the host names, and the adapter persists beside the agent", async () => {

@@ -1,5 +1,5 @@
 import { beforeAll, describe, expect, it } from "vitest";
-import { definePlugin, type ChannelModule, type TelemetrySpan } from "@assemblyline-agents/core";
+import { definePlugin, type ChannelModule, type ScheduleDispatch, type TelemetrySpan } from "@assemblyline-agents/core";
 import { createKernel, type RuntimeBundle } from "@assemblyline-agents/runtime";
 import { readableLogger } from "../src/index.js";
 import { call, fixtureBundle, startHost, waitFor } from "./support/host.js";
@@ -67,11 +67,13 @@ describe("host integrations", () => {
   });
 
   it("turns a due schedule into one mailbox run per due time", async () => {
-    let dispatch: ((scheduleId: string) => Promise<void>) | undefined;
+    let dispatch: ScheduleDispatch | undefined;
     const host = await startHost(bundle, { scheduler: { start: async (fn) => void (dispatch = fn), stop: async () => undefined } });
     await host.runtime.state.schedules.upsertSchedule({ id: "daily", intervalMs: 86_400_000, nextRunAt: "2030-01-01T00:00:00.000Z", payload: { message: "echo: scheduled", conversationId: "sched" }, enabled: true });
-    await dispatch!("daily");
-    await dispatch!("daily");
+    // Each dispatch hands over the row, as a scheduler hands over the schedule it claimed.
+    const due = (await host.runtime.state.schedules.getSchedule("daily"))!;
+    await dispatch!("daily", due);
+    await dispatch!("daily", due);
     const runs = await waitFor(async () => {
       const page = await host.runtime.state.runs.listRuns({ conversationId: "sched" });
       return page.runs.length === 1 && page.runs[0]!.status === "completed" ? page.runs : undefined;

@@ -5,7 +5,7 @@ import { queryObjects } from "node:v8";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { chromium, type Browser } from "playwright-core";
 import type { AgentHarness } from "@assemblyline-agents/core";
-import type { RuntimeBundle } from "@assemblyline-agents/runtime";
+import type { ModelScript, RuntimeBundle } from "@assemblyline-agents/runtime";
 import { call, captureServer, fixtureBundle, routedHarness, SCRIPTS, startHost } from "./support/host.js";
 
 const CHROMIUM = "/usr/bin/chromium";
@@ -29,7 +29,7 @@ const HOSTILE = `</script><script>window.__pwned="script"</script>"><img src=x o
 
 describe.skipIf(!haveChromium)("the inspector showing what strangers, models and tools wrote, in headless chromium", () => {
   it("shows every hostile string as text and runs none of it", async () => {
-    const xss = { turns: [{ toolCalls: [{ name: `no_such_tool ${HOSTILE}`, input: {} }, { name: "publish", input: { body: HOSTILE } }] }, { text: HOSTILE }] };
+    const xss: ModelScript = { turns: [{ toolCalls: [{ name: `no_such_tool ${HOSTILE}`, input: {} }, { name: "publish", input: { body: HOSTILE } }] }, { text: HOSTILE }] };
     const host = await startHost(bundle, { agentHarness: routedHarness({ ...SCRIPTS, xss }) });
     const { runId, status } = (await send(host.url, `xss: ${HOSTILE}`, HOSTILE)).body;
     expect(status).toBe("waiting_approval");
@@ -54,7 +54,7 @@ describe.skipIf(!haveChromium)("the inspector showing what strangers, models and
       await page.goto(`${host.url}/inspector#/runs/${encodeURIComponent(HOSTILE)}`);
       await page.locator("#detail-title", { hasText: "Run not found" }).waitFor();
       expect(await page.locator("#detail-body").textContent()).toContain("<svg onload=");
-      expect(await page.evaluate(() => (window as { __pwned?: string }).__pwned)).toBeUndefined();
+      expect(await page.evaluate(() => (globalThis as { __pwned?: string }).__pwned)).toBeUndefined();
       expect(await page.locator("img, svg, script:not([src])").count()).toBe(0);
       expect(dialogs).toEqual([]);
     } finally {

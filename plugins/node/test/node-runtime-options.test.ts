@@ -2,7 +2,7 @@ import { cpSync, symlinkSync, writeFileSync } from "node:fs";
 import { createServer } from "node:net";
 import { join, resolve } from "node:path";
 import { afterEach, describe, expect, it } from "vitest";
-import { adapter, isAssemblyLineError } from "@assemblyline-agents/core";
+import { adapter, defineGateway, isAssemblyLineError } from "@assemblyline-agents/core";
 import { composeGateway } from "@assemblyline-agents/registry";
 import { kernelHost } from "@assemblyline-agents/runtime";
 import { devCommand } from "../src/cli/commands/serve.js";
@@ -91,7 +91,7 @@ describe("nodeRuntime({ port, host }) in gateway.ts", () => {
 
   it("the registry refuses a port that is not a port number against the plugin's config schema", async () => {
     const agentDir = agentWithGateway(gatewayWith("nodeRuntime()")).agentDir;
-    const error = await composeGateway({ gateway: { runtime: adapter("node", { port: 70_000 }) }, agentDir, devMode: true }).catch((caught: unknown) => caught);
+    const error = await composeGateway({ gateway: defineGateway({ runtime: adapter("node", { port: 70_000 }) }), agentDir, devMode: true }).catch((caught: unknown) => caught);
     expect(isAssemblyLineError(error, "AL_ERR_PLUGIN_OPTIONS")).toBe(true);
     expect((error as Error).message).toContain("config.schema.json");
     expect((error as Error).message).toMatch(/port.*65535/);

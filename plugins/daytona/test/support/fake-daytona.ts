@@ -505,7 +505,8 @@ async function readFrom(container: Docker.Container, path: string): Promise<Buff
   let first = true;
   extract.on("entry", (header, stream, next) => {
     const chunks: Buffer[] = [];
-    stream.on("data", (chunk: Buffer) => chunks.push(chunk));
+    // tar-stream's entry is a streamx Readable, typed with unknown chunks; it emits Buffers.
+    stream.on("data", (chunk: unknown) => chunks.push(chunk as Buffer));
     stream.on("end", () => {
       if (first && header.type === "file") content = Buffer.concat(chunks);
       first = false;

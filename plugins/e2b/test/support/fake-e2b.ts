@@ -268,6 +268,10 @@ export async function startFakeE2b(options: { docker: Docker; templates: Record<
       const parser = busboy({ headers: request.headers, preservePath: true });
       parser.on("file", (_name, stream, info) => {
         const path = url.searchParams.get("path") || info.filename;
+        if (!path) {
+          stream.resume();
+          return reject(Object.assign(new Error("a file part needs a path: the path parameter or the part's filename"), { status: 400 }));
+        }
         const chunks: Buffer[] = [];
         stream.on("data", (chunk: Buffer) => chunks.push(chunk));
         stream.on("end", () => {
@@ -420,7 +424,8 @@ async function readFrom(container: Docker.Container, path: string): Promise<Buff
   let first = true;
   extract.on("entry", (header, stream, next) => {
     const chunks: Buffer[] = [];
-    stream.on("data", (chunk: Buffer) => chunks.push(chunk));
+    // tar-stream's entry is a streamx Readable, typed with unknown chunks; it emits Buffers.
+    stream.on("data", (chunk: unknown) => chunks.push(chunk as Buffer));
     stream.on("end", () => {
       if (first && header.type === "file") content = Buffer.concat(chunks);
       first = false;
