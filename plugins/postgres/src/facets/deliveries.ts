@@ -22,18 +22,30 @@ export async function listDeliveries(db: StateDatabase, runId: string): Promise<
 }
 
 export async function claimDeliveries(db: StateDatabase, options: ClaimOptions): Promise<DeliveryRecord[]> {
-  const { owner, ttlMs, now, limit, agentId } = claimParams("claimDeliveries", options);
-  if (limit === 0) return [];
+  const claim = claimParams("claimDeliveries", options);
+  if (claim.limit === 0) return [];
+  const { text, values } = claimStatement(db.s, claim);
+  const rows = await db.rows("claimDeliveries", text, values);
+  return rows
+    .map((row) => ({ position: Number(row.position), record: decodeDelivery(db.schema, row) }))
+    .sort((a, b) => Date.parse(a.record.availableAt) - Date.parse(b.record.availableAt) || a.position - b.position)
+    .map(({ record }) => record);
+}
+
+/** The claim's one statement on schema `s` (quoted), and its values. */
+export function claimStatement(
+  s: string,
+  { owner, ttlMs, now, limit, agentId }: ReturnType<typeof claimParams>,
+): { text: string; values: unknown[] } {
   const values: unknown[] = [owner, ttlMs, clockParam(now), limit];
-  // A delivery's agent is its run's: each due delivery (deliveries_pending, earliest first) looks
-  // its run up by primary key, and another agent's is skipped before the limit.
-  const [runs, ofAgent] =
-    agentId === undefined ? ["", ""] : [`, ${db.s}.runs r`, `AND r.id = d.run_id AND ${runOfAgent("r.agent_id", agentId, parameters(values))}`];
-  const rows = await db.rows(
-    "claimDeliveries",
-    `WITH clock AS (SELECT coalesce($3::timestamptz, now()) AS now),
+  // A delivery's agent is its run's, written with it (migration 9). deliveries_pending_by_agent
+  // keys the rows by their root agent (the id before any "/"), so the agent's and its subagents'
+  // come in claim order and another agent's are never read; the run test then picks exactly.
+  const parameter = parameters(values);
+  const ofAgent = agentId === undefined ? "" : `AND split_part(d.agent_id, '/', 1) = split_part(${parameter(agentId)}, '/', 1) AND ${runOfAgent("d.agent_id", agentId, parameter)}`;
+  const text = `WITH clock AS (SELECT coalesce($3::timestamptz, now()) AS now),
      candidates AS (
-       SELECT d.id FROM ${db.s}.deliveries d${runs}, clock
+       SELECT d.id FROM ${s}.deliveries d, clock
        WHERE d.status = 'pending'
          AND d.available_at <= clock.now
          AND (d.lease_owner IS NULL OR d.lease_expires_at IS NULL OR d.lease_expires_at <= clock.now)
@@ -42,19 +54,15 @@ export async function claimDeliveries(db: StateDatabase, options: ClaimOptions):
        LIMIT $4
        FOR UPDATE OF d SKIP LOCKED
      )
-     UPDATE ${db.s}.deliveries d SET
+     UPDATE ${s}.deliveries d SET
        lease_owner = $1,
        lease_expires_at = clock.now + $2::double precision * interval '1 millisecond',
        updated_at = clock.now
-     FROM candidates, clock
-     WHERE d.id = candidates.id
-     RETURNING d.position, ${prefixed("d", DELIVERY_COLUMNS)}`,
-    values,
-  );
-  return rows
-    .map((row) => ({ position: Number(row.position), record: decodeDelivery(db.schema, row) }))
-    .sort((a, b) => Date.parse(a.record.availableAt) - Date.parse(b.record.availableAt) || a.position - b.position)
-    .map(({ record }) => record);
+     FROM clock
+     -- By primary key: a join with the candidates may scan the whole table in a generic plan.
+     WHERE d.id = ANY (ARRAY(SELECT id FROM candidates))
+     RETURNING d.position, ${prefixed("d", DELIVERY_COLUMNS)}`;
+  return { text, values };
 }
 
 export async function completeDelivery(db: StateDatabase, deliveryId: string, owner: string): Promise<void> {

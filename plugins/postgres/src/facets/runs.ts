@@ -156,19 +156,28 @@ export async function releaseRunLease(db: StateDatabase, runId: string, owner: s
 }
 
 export async function claimRecoverableRuns(db: StateDatabase, options: ClaimOptions, session: string | null): Promise<RunRecord[]> {
-  const { owner, ttlMs, now, limit, agentId } = claimParams("claimRecoverableRuns", options);
-  if (limit === 0) return [];
+  const claim = claimParams("claimRecoverableRuns", options);
+  if (claim.limit === 0) return [];
+  const { text, values } = recoverableClaimStatement(db.s, claim, session);
+  const rows = await db.rows("claimRecoverableRuns", text, values);
+  return rows.sort((a, b) => Number(a.position) - Number(b.position)).map((row) => decodeRun(db.schema, row));
+}
+
+/** The recovery claim's one statement on schema `s` (quoted), and its values. */
+export function recoverableClaimStatement(
+  s: string,
+  { owner, ttlMs, now, limit, agentId }: ReturnType<typeof claimParams>,
+  session: string | null,
+): { text: string; values: unknown[] } {
   const values: unknown[] = [owner, ttlMs, clockParam(now), limit, session];
   // Walks runs_recoverable (the unfinished runs, oldest first) and skips other agents' before the limit.
   const ofAgent = agentId === undefined ? "" : `AND ${runOfAgent("r.agent_id", agentId, parameters(values))}`;
   // SKIP LOCKED: concurrent claimers each take different rows instead of queueing
   // on the same ones; a row committed by another claimer meanwhile is re-checked
   // against the lease condition before it is locked.
-  const rows = await db.rows(
-    "claimRecoverableRuns",
-    `WITH clock AS (SELECT coalesce($3::timestamptz, now()) AS now),
+  const text = `WITH clock AS (SELECT coalesce($3::timestamptz, now()) AS now),
      candidates AS (
-       SELECT r.id FROM ${db.s}.runs r, clock
+       SELECT r.id FROM ${s}.runs r, clock
        WHERE r.status IN ('queued', 'running')
          AND (r.lease_owner IS NULL OR r.lease_expires_at IS NULL OR r.lease_expires_at <= clock.now OR ${HOLDER_GONE("r.")})
          ${ofAgent}
@@ -176,14 +185,13 @@ export async function claimRecoverableRuns(db: StateDatabase, options: ClaimOpti
        LIMIT $4
        FOR UPDATE OF r SKIP LOCKED
      )
-     UPDATE ${db.s}.runs r SET lease_owner = $1, lease_expires_at = clock.now + $2::double precision * interval '1 millisecond',
+     UPDATE ${s}.runs r SET lease_owner = $1, lease_expires_at = clock.now + $2::double precision * interval '1 millisecond',
        lease_token = r.lease_token + 1, lease_session = $5::bigint
-     FROM candidates, clock
-     WHERE r.id = candidates.id
-     RETURNING r.position, ${prefixed("r", RUN_COLUMNS)}`,
-    values,
-  );
-  return rows.sort((a, b) => Number(a.position) - Number(b.position)).map((row) => decodeRun(db.schema, row));
+     FROM clock
+     -- By primary key: a join with the candidates may scan the whole table in a generic plan.
+     WHERE r.id = ANY (ARRAY(SELECT id FROM candidates))
+     RETURNING r.position, ${prefixed("r", RUN_COLUMNS)}`;
+  return { text, values };
 }
 
 /**

@@ -35,19 +35,23 @@ export async function listSchedules(db: StateDatabase): Promise<ScheduleRecord[]
   return rows.map((row) => decodeSchedule(db.schema, row));
 }
 
-export async function claimDueSchedules(
-  db: StateDatabase,
-  options: ScheduleClaimOptions,
-): Promise<ScheduleRecord[]> {
-  const { owner, ttlMs, now, limit, agentId } = claimParams("claimDueSchedules", options);
-  if (limit === 0) return [];
+export async function claimDueSchedules(db: StateDatabase, options: ScheduleClaimOptions): Promise<ScheduleRecord[]> {
+  const claim = claimParams("claimDueSchedules", options);
+  if (claim.limit === 0) return [];
+  const { text, values } = scheduleClaimStatement(db.s, claim);
+  const rows = await db.rows("claimDueSchedules", text, values);
+  return rows
+    .map((row) => decodeSchedule(db.schema, row))
+    .sort((a, b) => Date.parse(a.nextRunAt) - Date.parse(b.nextRunAt) || (a.id < b.id ? -1 : a.id > b.id ? 1 : 0));
+}
+
+/** The schedule claim's one statement on schema `s` (quoted), and its values. */
+export function scheduleClaimStatement(s: string, { owner, ttlMs, now, limit, agentId }: ReturnType<typeof claimParams>): { text: string; values: unknown[] } {
   const values: unknown[] = [owner, ttlMs, clockParam(now), limit];
   const ofAgent = agentId === undefined ? "" : `AND (sc.agent_id IS NULL OR sc.agent_id = $${values.push(agentId)})`;
-  const rows = await db.rows(
-    "claimDueSchedules",
-    `WITH clock AS (SELECT coalesce($3::timestamptz, now()) AS now),
+  const text = `WITH clock AS (SELECT coalesce($3::timestamptz, now()) AS now),
      candidates AS (
-       SELECT sc.id FROM ${db.s}.schedules sc, clock
+       SELECT sc.id FROM ${s}.schedules sc, clock
        WHERE sc.enabled AND sc.next_run_at <= clock.now
          AND (sc.lease_owner IS NULL OR sc.lease_expires_at IS NULL OR sc.lease_expires_at <= clock.now)
          ${ofAgent}
@@ -55,15 +59,12 @@ export async function claimDueSchedules(
        LIMIT $4
        FOR UPDATE OF sc SKIP LOCKED
      )
-     UPDATE ${db.s}.schedules sc SET lease_owner = $1, lease_expires_at = clock.now + $2::double precision * interval '1 millisecond'
-     FROM candidates, clock
-     WHERE sc.id = candidates.id
-     RETURNING sc.id, sc.agent_id, sc.interval_ms, sc.next_run_at, sc.payload, sc.enabled, sc.lease_owner, sc.lease_expires_at`,
-    values,
-  );
-  return rows
-    .map((row) => decodeSchedule(db.schema, row))
-    .sort((a, b) => Date.parse(a.nextRunAt) - Date.parse(b.nextRunAt) || (a.id < b.id ? -1 : a.id > b.id ? 1 : 0));
+     UPDATE ${s}.schedules sc SET lease_owner = $1, lease_expires_at = clock.now + $2::double precision * interval '1 millisecond'
+     FROM clock
+     -- By primary key: a join with the candidates may scan the whole table in a generic plan.
+     WHERE sc.id = ANY (ARRAY(SELECT id FROM candidates))
+     RETURNING sc.id, sc.agent_id, sc.interval_ms, sc.next_run_at, sc.payload, sc.enabled, sc.lease_owner, sc.lease_expires_at`;
+  return { text, values };
 }
 
 /** Release the lease and move to the next time; ignored unless `owner` holds the lease. */

@@ -602,6 +602,42 @@ END
 $fn$;
 `;
 
+/**
+ * Whose reply each delivery is. Several agents may share one database: a claim with `agentId`
+ * walks `deliveries_pending_by_agent` over that agent's pending rows only (its runs' and its
+ * subagents', whose ids start with `<agent id>/`: keyed by the part before the first `/`, the
+ * rows come in claim order for any plan), instead of every due row with its run looked up, so
+ * another agent's backlog (a host gone, its replies due) costs it nothing. Existing rows take their
+ * run's agent; `append_events` (migration 4's, the same signature) writes the run's agent with
+ * each delivery it enqueues, read from the run row it already locks.
+ */
+const deliveriesByAgent = (s: string) => {
+  const v4 = observedWithAppend(s);
+  const create = v4.slice(v4.indexOf(`CREATE FUNCTION ${s}.append_events(`));
+  const replaced = [
+    [`CREATE FUNCTION ${s}.append_events(`, `CREATE OR REPLACE FUNCTION ${s}.append_events(`],
+    ["  v_lease_token bigint;\n", "  v_lease_token bigint;\n  v_agent_id text;\n"],
+    [
+      "SELECT r.last_seq, r.lease_owner, r.lease_token INTO v_last, v_lease_owner, v_lease_token\n",
+      "SELECT r.last_seq, r.lease_owner, r.lease_token, r.agent_id INTO v_last, v_lease_owner, v_lease_token, v_agent_id\n",
+    ],
+    ["      available_at, created_at, updated_at)\n", "      available_at, created_at, updated_at, agent_id)\n"],
+    ["      'pending', 0, v_now, v_now, v_now)\n", "      'pending', 0, v_now, v_now, v_now, v_agent_id)\n"],
+  ].reduce((text, [from, to]) => {
+    if (!text.includes(from!)) throw new Error(`migration 9 no longer finds ${JSON.stringify(from)} in migration 4's append_events; write its function out in full`);
+    return text.replace(from!, to!);
+  }, create);
+  return `
+ALTER TABLE ${s}.deliveries ADD COLUMN agent_id text COLLATE "C";
+
+UPDATE ${s}.deliveries AS d SET agent_id = r.agent_id
+FROM ${s}.runs AS r
+WHERE r.id = d.run_id;
+
+CREATE INDEX deliveries_pending_by_agent ON ${s}.deliveries (split_part(agent_id, '/', 1), available_at, position) WHERE status = 'pending';
+${replaced}`;
+};
+
 export const MIGRATIONS: readonly Migration[] = [
   { version: 1, name: "initial state schema", sql: initialSchema },
   skillsMigration,
@@ -611,6 +647,7 @@ export const MIGRATIONS: readonly Migration[] = [
   pathCountsMigration,
   conversationAgentsMigration,
   scheduleAgentsMigration,
+  { version: 9, name: "deliveries by agent", sql: deliveriesByAgent },
 ];
 
 /** The schema version this code writes and expects. */
