@@ -266,7 +266,7 @@ export class KitSandboxSandbox implements SandboxAdapter {
     install: ["@assemblyline-agents/local"],
     options: { schema: { pollIntervalMs: { type: "integer", minimum: 1, description: "How often to look for due schedules." } }, given: { pollIntervalMs: 20 } },
     // The embedded polling scheduler, on the store the scaffold hands the class.
-    source: `import type { ScheduleDispatch, Scheduler, ScheduleStateStore } from "@assemblyline-agents/core";
+    source: `import type { ScheduleDispatch, Scheduler, SchedulerStartOptions, ScheduleStateStore } from "@assemblyline-agents/core";
 import { LocalScheduler } from "@assemblyline-agents/local";
 
 export interface KitSchedulerSchedulerOptions {
@@ -284,8 +284,8 @@ export class KitSchedulerScheduler implements Scheduler {
   async close(): Promise<void> {
     await this.local.stop();
   }
-  start(dispatch: ScheduleDispatch): Promise<void> {
-    return this.local.start(dispatch);
+  start(dispatch: ScheduleDispatch, options?: SchedulerStartOptions): Promise<void> {
+    return this.local.start(dispatch, options);
   }
   stop(): Promise<void> {
     return this.local.stop();

@@ -15,6 +15,7 @@ import { inspectionRoutes } from "./inspection.js";
 import { withBuiltInModelRoutes } from "./model-routes.js";
 import { inspectorRoutes } from "./inspector/routes.js";
 import { IngressKillSwitch } from "./kill-switch.js";
+import { noteAgentOnStore } from "./shared-store.js";
 import { ConversationMailbox } from "./mailbox.js";
 import { resolveHostConfig, type NodeRuntimeOptions } from "./options.js";
 import { DeliveryOutbox } from "./outbox.js";
@@ -170,6 +171,7 @@ export async function listenNodeRuntime(options: NodeRuntimeOptions): Promise<No
     }
   }
 
+  await noteAgentOnStore(runtime.state.settings, runtime.manifest.agent.id, logger);
   // Builds of earlier revisions stay only while an unfinished run needs them.
   await runtime.pruneRevisions().catch((error) => logger.warn({ event: "revisions.prune_failed", err: String(error) }, "pruning kept builds failed"));
   await recovery.start(config.recoveryIntervalMs);
