@@ -60,8 +60,8 @@ export interface HarnessContext {
   emit(type: string, data?: Record<string, JsonValue>): Promise<void>;
   /** Stream a text delta to the host as it arrives (not durable). */
   textDelta(delta: string): void;
-  /** Record a model call's usage (idempotent on `id`). */
-  recordUsage(usage: Omit<UsageRecord, "runId" | "conversationId" | "createdAt">): Promise<void>;
+  /** Record a model call's usage (idempotent on `id`); the runtime adds the run, its agent, the budget's conversation and the time. */
+  recordUsage(usage: Omit<UsageRecord, "runId" | "conversationId" | "createdAt" | "agentId">): Promise<void>;
   readonly logger: RuntimeLogger;
 }
 

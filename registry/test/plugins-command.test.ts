@@ -74,7 +74,7 @@ describe("assembly-line plugins verify", () => {
     expect(out).toMatch(/pass {2}manifest: .*id "jsonfile"/);
     expect(out).toMatch(/pass {2}kernel range: "\^0\.1\.0" includes kernel/);
     expect(out).toMatch(/pass {2}exports: the package main exports plugin, jsonFileState\(\)/);
-    expect(out).toMatch(/pass {2}options and live contracts: state "jsonfile" has every method of state@1 \(runs, conversations\)/);
+    expect(out).toMatch(/pass {2}options and live contracts: state "jsonfile" has every method of state@1 \(runs, conversations, usage\)/);
     expect(out).toMatch(/pass {2}published files: npm pack would ship src\/index\.js, config\.schema\.json$/m);
     expect(out).toMatch(/pass {2}conformance state "jsonfile" \(state@1\) with describeStateConformance: \d+ passed$/m);
     expect(out).toContain("verify passed: @acme/assembly-line-jsonfile@0.3.0 (plugin jsonfile) is ready to publish");

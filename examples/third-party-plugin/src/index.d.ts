@@ -1,4 +1,4 @@
-import type { AdapterDescriptor, ConversationStore, PluginDefinition, RunStore } from "@assemblyline-agents/core";
+import type { AdapterDescriptor, ConversationStore, PluginDefinition, RunStore, UsageStore } from "@assemblyline-agents/core";
 
 export declare const JSONFILE_PLUGIN_ID: "jsonfile";
 
@@ -12,8 +12,8 @@ export declare function jsonFileState(options?: JsonFileStateOptions): AdapterDe
 
 export declare const plugin: PluginDefinition;
 
-/** Runs and conversations in one JSON file; one process per file. */
-export declare class JsonFileState implements RunStore, ConversationStore {
+/** Runs, conversations and usage in one JSON file; one process per file. */
+export declare class JsonFileState implements RunStore, ConversationStore, UsageStore {
   constructor(options: { file: string });
   static open(options: { file: string }): Promise<JsonFileState>;
   readonly file: string;
@@ -38,4 +38,6 @@ export declare class JsonFileState implements RunStore, ConversationStore {
   failDelivery: RunStore["failDelivery"];
   appendConversationMessages: ConversationStore["appendConversationMessages"];
   listConversationMessages: ConversationStore["listConversationMessages"];
+  recordUsage: UsageStore["recordUsage"];
+  listUsage: UsageStore["listUsage"];
 }

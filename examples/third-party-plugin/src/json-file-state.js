@@ -1,7 +1,7 @@
 // @ts-check
 import { mkdir, open, readFile, rename } from "node:fs/promises";
 import { dirname } from "node:path";
-import { AssemblyLineError, TERMINAL_RUN_STATUSES, fenceHolds, isClaimableBy, isInConversationScope, isLeaseFree, staleFenceError } from "@assemblyline-agents/core";
+import { AssemblyLineError, TERMINAL_RUN_STATUSES, fenceHolds, isClaimableBy, isInConversationScope, isInUsageScope, isLeaseFree, staleFenceError } from "@assemblyline-agents/core";
 
 /**
  * @typedef {import("@assemblyline-agents/core").RunRecord} RunRecord
@@ -18,6 +18,8 @@ import { AssemblyLineError, TERMINAL_RUN_STATUSES, fenceHolds, isClaimableBy, is
  * @typedef {import("@assemblyline-agents/core").CheckpointRecord} CheckpointRecord
  * @typedef {import("@assemblyline-agents/core").DeliveryRecord} DeliveryRecord
  * @typedef {import("@assemblyline-agents/core").ConversationMessage} ConversationMessage
+ * @typedef {import("@assemblyline-agents/core").UsageRecord} UsageRecord
+ * @typedef {import("@assemblyline-agents/core").UsageFilter} UsageFilter
  * @typedef {import("@assemblyline-agents/core").RunFence} RunFence
  * @typedef {import("@assemblyline-agents/core").RunLease} RunLease
  *
@@ -25,7 +27,8 @@ import { AssemblyLineError, TERMINAL_RUN_STATUSES, fenceHolds, isClaimableBy, is
  *   steps: Record<string, StepRecord>, checkpoint: CheckpointRecord | null, deliveryIds: string[],
  *   fence?: number }} StoredRun (fence: the highest lease token issued; kept across releases)
  * @typedef {{ format: 1, nextOrdinal: number, runs: Record<string, StoredRun>, idempotency: Record<string, string>,
- *   deliveries: Record<string, { record: DeliveryRecord, ordinal: number }>, conversations: Record<string, ConversationMessage[]> }} Document
+ *   deliveries: Record<string, { record: DeliveryRecord, ordinal: number }>, conversations: Record<string, ConversationMessage[]>,
+ *   usage?: UsageRecord[] }} Document (usage: in the order recorded; files written before it have none)
  */
 
 const FORMAT = 1;
@@ -40,7 +43,7 @@ const copy = (value) => structuredClone(value);
 const emptyDocument = () => ({ format: FORMAT, nextOrdinal: 1, runs: {}, idempotency: {}, deliveries: {}, conversations: {} });
 
 /**
- * Runs and conversations in one JSON file. Every call reads and changes the
+ * Runs, conversations and usage in one JSON file. Every call reads and changes the
  * in-memory document without awaiting in between, so calls are atomic with
  * respect to each other; a call that changes something resolves once a file
  * write that includes its change has been fsynced and renamed into place.
@@ -391,6 +394,34 @@ export class JsonFileState {
     const all = agentId === undefined ? stored : stored.filter((message) => isInConversationScope(message, agentId));
     const tail = options.limit === undefined ? all : options.limit <= 0 ? [] : all.slice(-options.limit);
     return copy(tail).map((message) => ({ ...message, agentId: message.agentId ?? null }));
+  }
+
+  // ---- usage -----------------------------------------------------------------
+
+  /** Recording the same id twice counts once; the record keeps its agent (null without one). @param {UsageRecord} record */
+  async recordUsage(record) {
+    await this.ready();
+    const usage = (this.doc.usage ??= []);
+    if (usage.some((held) => held.id === record.id)) return;
+    usage.push({ ...copy(record), agentId: record.agentId ?? null });
+    await this.persist();
+  }
+
+  /**
+   * In the order recorded; every given field must match, and with `agentId` only that agent's and its
+   * subagents' records and those without an agent.
+   * @param {UsageFilter} filter
+   */
+  async listUsage(filter) {
+    await this.ready();
+    const { runId, conversationId, agentId } = filter;
+    const listed = (this.doc.usage ?? []).filter(
+      (record) =>
+        (runId === undefined || record.runId === runId) &&
+        (conversationId === undefined || record.conversationId === conversationId) &&
+        isInUsageScope(record, agentId),
+    );
+    return copy(listed);
   }
 
   // ---- internals -------------------------------------------------------------

@@ -11,7 +11,7 @@ async function freshState() {
   return { state, cleanup: async () => { await state.close(); await rm(directory, { recursive: true, force: true }); } };
 }
 
-describeStateConformance("JsonFileState", freshState, { facets: ["runs", "conversations"] });
+describeStateConformance("JsonFileState", freshState, { facets: ["runs", "conversations", "usage"] });
 
 describe("JsonFileState on disk", () => {
   it("finds runs and conversations again after a restart", async () => {

@@ -36,6 +36,7 @@ import {
   type StateAdapter,
   type StepRecord,
   type ToolCallRecord,
+  type UsageFilter,
   type UsageRecord,
   isoTimestamp,
   isClaimableBy,
@@ -491,7 +492,7 @@ export class InMemoryStateAdapter implements StateAdapter {
     if (!this.usage.has(record.id)) this.usage.put(copy(record));
   }
 
-  async listUsage(filter: { runId?: string; conversationId?: string }): Promise<UsageRecord[]> {
+  async listUsage(filter: UsageFilter): Promise<UsageRecord[]> {
     return this.usage.list(filter).map(copy);
   }
 

@@ -1,4 +1,5 @@
 import type { JsonValue } from "../json.js";
+import { isRunOfAgent } from "./runs.js";
 
 export interface ConversationMessage {
   role: "user" | "assistant";
@@ -157,11 +158,48 @@ export interface UsageRecord {
   /** Cost in USD as the engine's catalog prices it. */
   costUsd: number;
   createdAt: string;
+  /**
+   * The agent of the run that made the call (`RunRecord.agentId`; a subagent's run's is
+   * `<agent id>/<path>`), null when recorded without one. A store keeps what `recordUsage` was given
+   * and lists it back; records kept before the field have none (null, or no such field).
+   */
+  agentId?: string | null;
 }
 
+/** Which usage records a listing holds; every given field must match. */
+export interface UsageFilter {
+  runId?: string;
+  conversationId?: string;
+  /**
+   * Only the records of this agent and of its subagents (`isRunOfAgent`: the id itself, or one under
+   * `<agentId>/`), and those recorded without an agent (written before the field). One store may hold
+   * several agents' usage (e.g. one database), and two agents may serve the same conversation id (one
+   * chat channel): a conversation's daily budgets count only the agent's own calls, its subagents'
+   * included (their usage carries the root run's conversation id). Left out, every agent's records.
+   */
+  agentId?: string;
+}
+
+/**
+ * Whether a listing scoped to `agentId` (`UsageFilter.agentId`) holds `record`: every record when no
+ * agent is asked for; else that agent's and its subagents' (`isRunOfAgent`: "support" holds
+ * "support/researcher" but not "support-eu"), and those recorded without one (`agentId` null, or no
+ * such field in what a store kept before the field).
+ */
+export function isInUsageScope(record: Pick<UsageRecord, "agentId">, agentId: string | undefined): boolean {
+  const owner = record.agentId ?? null;
+  return agentId === undefined || owner === null || isRunOfAgent({ agentId: owner }, agentId);
+}
+
+/**
+ * Model usage, read by run budgets and reports. The runtime records every call with its run's agent,
+ * and a run's conversation budgets list with `agentId` (the run's root agent); over a store built
+ * before it (one that lists every agent's records) the runtime drops the records of another agent.
+ */
 export interface UsageStore {
   recordUsage(record: UsageRecord): Promise<void>;
-  listUsage(filter: { runId?: string; conversationId?: string }): Promise<UsageRecord[]>;
+  /** In the order first recorded; with `agentId`, see `UsageFilter`. */
+  listUsage(filter: UsageFilter): Promise<UsageRecord[]>;
 }
 
 export interface SandboxSessionRecord {

@@ -1,4 +1,4 @@
-import type { UsageRecord } from "./facets.js";
+import { isInUsageScope, type UsageFilter, type UsageRecord } from "./facets.js";
 
 /** A usage record as held: the record and the order its id was first recorded in. */
 interface HeldUsage {
@@ -49,9 +49,12 @@ export class UsageRecords {
     return true;
   }
 
-  /** The records of a run, of a conversation, of both, or every record; in the order first recorded. */
-  list(filter: { runId?: string; conversationId?: string }): UsageRecord[] {
-    const { runId, conversationId } = filter;
+  /**
+   * The records of a run, of a conversation, of both, or every record, each of them only the agent's
+   * (`isInUsageScope`) when `agentId` is given; in the order first recorded.
+   */
+  list(filter: UsageFilter): UsageRecord[] {
+    const { runId, conversationId, agentId } = filter;
     const entries =
       runId !== undefined
         ? (this.byRun.get(runId) ?? [])
@@ -60,7 +63,7 @@ export class UsageRecords {
           : [...this.held.values()];
     const records: UsageRecord[] = [];
     for (const { record } of entries) {
-      if (conversationId === undefined || record.conversationId === conversationId) records.push(record);
+      if ((conversationId === undefined || record.conversationId === conversationId) && isInUsageScope(record, agentId)) records.push(record);
     }
     return records;
   }

@@ -33,7 +33,7 @@ export class KitHarnessContext implements HarnessContext {
   readonly executed: string[] = [];
   readonly approved = new Set<string>();
   readonly events: Array<{ type: string; data: Record<string, JsonValue> }> = [];
-  readonly usage: Array<Omit<UsageRecord, "runId" | "conversationId" | "createdAt">> = [];
+  readonly usage: Array<Omit<UsageRecord, "runId" | "conversationId" | "createdAt" | "agentId">> = [];
 
   constructor(
     private readonly tools: Record<string, KitTool>,
@@ -82,7 +82,7 @@ export class KitHarnessContext implements HarnessContext {
     this.deltas.push(delta);
   }
 
-  async recordUsage(usage: Omit<UsageRecord, "runId" | "conversationId" | "createdAt">): Promise<void> {
+  async recordUsage(usage: Omit<UsageRecord, "runId" | "conversationId" | "createdAt" | "agentId">): Promise<void> {
     this.usage.push(usage);
   }
 }

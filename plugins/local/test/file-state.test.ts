@@ -128,6 +128,43 @@ describe("FileStateAdapter", () => {
   });
 
   for (const [label, compactAfterBytes] of [["the log", undefined], ["a snapshot", 1]] as const) {
+    it(`replays usage a log of an earlier version wrote (no agent) into every agent's conversation budgets, beside agents' own, from ${label}`, async () => {
+      const directory = await tempFolder();
+      const created = await FileStateAdapter.open({ directory });
+      await created.close();
+      const record = (id: string) => ({
+        id,
+        runId: `run-${id}`,
+        conversationId: "c1",
+        provider: "p",
+        model: "m",
+        inputTokens: 1,
+        outputTokens: 1,
+        cacheReadTokens: 0,
+        cacheWriteTokens: 0,
+        costUsd: 0,
+        createdAt: "2030-01-01T00:00:00.000Z",
+      });
+      // The op as versions before agentId wrote it.
+      await appendFile(join(directory, "log-0.wal"), logLine({ ops: [{ op: "usage.put", record: record("old") }] }, { startsWrite: true }));
+      const first = await FileStateAdapter.open({ directory, ...(compactAfterBytes ? { compactAfterBytes, compactWhenSuperseded: 0 } : {}) });
+      await first.recordUsage({ ...record("mine"), agentId: "support" });
+      await first.recordUsage({ ...record("sub"), agentId: "support/researcher" });
+      await first.recordUsage({ ...record("theirs"), agentId: "support-eu" });
+      await first.close();
+      if (compactAfterBytes) expect(await readdir(directory)).toContain("snapshot.json");
+
+      const second = await FileStateAdapter.open({ directory });
+      const of = async (agentId?: string) =>
+        (await second.listUsage({ conversationId: "c1", ...(agentId ? { agentId } : {}) })).map((u) => [u.id, u.agentId ?? null]);
+      expect(await of("support")).toEqual([["old", null], ["mine", "support"], ["sub", "support/researcher"]]);
+      expect(await of("support-eu")).toEqual([["old", null], ["theirs", "support-eu"]]);
+      expect(await of()).toEqual([["old", null], ["mine", "support"], ["sub", "support/researcher"], ["theirs", "support-eu"]]);
+      await second.close();
+    });
+  }
+
+  for (const [label, compactAfterBytes] of [["the log", undefined], ["a snapshot", 1]] as const) {
     it(`replays conversation messages a log of an earlier version wrote (no agent) to every agent, beside agents' own, from ${label}`, async () => {
       const directory = await tempFolder();
       const created = await FileStateAdapter.open({ directory });

@@ -33,6 +33,7 @@ import {
   type StateAdapter,
   type StepRecord,
   type ToolCallRecord,
+  type UsageFilter,
   type UsageRecord,
 } from "@assemblyline-agents/core";
 import pg from "pg";
@@ -252,7 +253,7 @@ export class PostgresStateAdapter implements StateAdapter {
   recordUsage(record: UsageRecord): Promise<void> {
     return usage.recordUsage(this.db, record);
   }
-  listUsage(filter: { runId?: string; conversationId?: string }): Promise<UsageRecord[]> {
+  listUsage(filter: UsageFilter): Promise<UsageRecord[]> {
     return usage.listUsage(this.db, filter);
   }
 

@@ -308,6 +308,7 @@ export function decodeUsage(schema: string, row: Row): UsageRecord {
     cacheWriteTokens: read.number("cache_write_tokens"),
     costUsd: read.number("cost_usd"),
     createdAt: read.string("created_at"),
+    agentId: read.nullableString("agent_id"),
   };
 }
 

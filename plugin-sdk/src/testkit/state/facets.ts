@@ -340,6 +340,53 @@ export function describeUsageStoreConformance(name: string, factory: StateKitFac
       expect(await store().listUsage({ conversationId: conversation })).toHaveLength(2);
       expect(await store().listUsage({ runId: runB, conversationId: conversation })).toHaveLength(1);
     });
+
+    it("keeps the agent a record was written with; one written without an agent reads back with none", async () => {
+      const runId = uniqueId("run");
+      await store().recordUsage({ ...usage("agent-a", runId, null), agentId: "support" });
+      await store().recordUsage({ ...usage("agent-sub", runId, null), agentId: "support/researcher" });
+      await store().recordUsage({ ...usage("agent-null", runId, null), agentId: null });
+      await store().recordUsage(usage("agent-none", runId, null));
+      const listed = await store().listUsage({ runId });
+      expect(listed.map((u) => [u.id, u.agentId ?? null])).toEqual([
+        ["agent-a", "support"],
+        ["agent-sub", "support/researcher"],
+        ["agent-null", null],
+        ["agent-none", null],
+      ]);
+    });
+
+    it("lists a conversation's usage of one agent: its own, its subagents' and those without an agent, not another agent's", async () => {
+      const conversation = uniqueId("conv");
+      const runId = uniqueId("run");
+      // "support-eu" starts with "support" without the "/" of a subagent: another agent.
+      const written: Array<[string, string | null | undefined]> = [
+        ["support", "support"],
+        ["eu", "support-eu"],
+        ["researcher", "support/researcher"],
+        ["sales", "sales"],
+        ["legacy-null", null],
+        ["eu-researcher", "support-eu/researcher"],
+        ["legacy-none", undefined],
+        ["support-again", "support"],
+      ];
+      for (const [id, agentId] of written) {
+        const record = usage(`${conversation}-${id}`, runId, conversation);
+        await store().recordUsage(agentId === undefined ? record : { ...record, agentId });
+      }
+      // The same agent in another conversation is not this conversation's.
+      await store().recordUsage({ ...usage(uniqueId("u"), runId, uniqueId("conv")), agentId: "support" });
+      const of = async (filter: { agentId?: string; runId?: string }) =>
+        (await store().listUsage({ conversationId: conversation, ...filter })).map((u) => u.id.slice(conversation.length + 1));
+      expect(await of({ agentId: "support" })).toEqual(["support", "researcher", "legacy-null", "legacy-none", "support-again"]);
+      expect(await of({ agentId: "support-eu" })).toEqual(["eu", "legacy-null", "eu-researcher", "legacy-none"]);
+      expect(await of({ agentId: "support/researcher" })).toEqual(["researcher", "legacy-null", "legacy-none"]);
+      expect(await of({ agentId: "sup" })).toEqual(["legacy-null", "legacy-none"]);
+      expect(await of({ agentId: "support", runId })).toEqual(["support", "researcher", "legacy-null", "legacy-none", "support-again"]);
+      expect(await of({ agentId: "support", runId: uniqueId("run") })).toEqual([]);
+      expect(await of({})).toEqual(written.map(([id]) => id));
+      expect((await store().listUsage({ runId, agentId: "sales" })).map((u) => u.id.slice(conversation.length + 1))).toEqual(["sales", "legacy-null", "legacy-none"]);
+    });
   });
 }
 

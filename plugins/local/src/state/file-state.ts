@@ -44,6 +44,7 @@ import {
   type StateAdapter,
   type StepRecord,
   type ToolCallRecord,
+  type UsageFilter,
   type UsageRecord,
   isoTimestamp,
 } from "@assemblyline-agents/core";
@@ -679,7 +680,7 @@ export class FileStateAdapter implements StateAdapter {
     return this.mutate((tables) => ({ ops: tables.usage.has(record.id) ? [] : [{ op: "usage.put", record }], result: () => undefined }));
   }
 
-  listUsage(filter: { runId?: string; conversationId?: string }): Promise<UsageRecord[]> {
+  listUsage(filter: UsageFilter): Promise<UsageRecord[]> {
     return this.read((tables) => tables.usage.list(filter));
   }
 

@@ -46,6 +46,7 @@ export type StateOp =
   | { op: "schedule.delete"; id: string }
   | { op: "file.put"; record: FileRecord }
   | { op: "file.delete"; path: string }
+  /** `record.agentId`: the agent of the run that made the call; records of logs written before it have none (counted by every agent). */
   | { op: "usage.put"; record: UsageRecord }
   | { op: "sandboxSession.put"; record: SandboxSessionRecord }
   | { op: "sandboxSession.delete"; key: string }

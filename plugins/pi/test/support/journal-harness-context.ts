@@ -7,7 +7,7 @@ export interface TestTool {
   approval?: boolean;
 }
 
-export type RecordedUsage = Omit<UsageRecord, "runId" | "conversationId" | "createdAt">;
+export type RecordedUsage = Omit<UsageRecord, "runId" | "conversationId" | "createdAt" | "agentId">;
 
 /**
  * The runtime's side of the harness contract, small but real: a journal for

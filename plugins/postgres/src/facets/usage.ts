@@ -1,10 +1,12 @@
-import type { UsageRecord } from "@assemblyline-agents/core";
+import type { UsageFilter, UsageRecord } from "@assemblyline-agents/core";
 import type { StateDatabase } from "../database.js";
 import { decodeUsage } from "../rows.js";
 import { ArgumentCheck } from "../validate.js";
+import { parameters } from "./prefix-range.js";
+import { runOfAgent } from "./runs.js";
 
 const USAGE_COLUMNS =
-  "id, run_id, conversation_id, provider, model, input_tokens, output_tokens, cache_read_tokens, cache_write_tokens, cost_usd, created_at";
+  "id, run_id, conversation_id, provider, model, input_tokens, output_tokens, cache_read_tokens, cache_write_tokens, cost_usd, created_at, agent_id";
 
 /** Recording the same id twice counts once. */
 export async function recordUsage(db: StateDatabase, record: UsageRecord): Promise<void> {
@@ -13,7 +15,7 @@ export async function recordUsage(db: StateDatabase, record: UsageRecord): Promi
   const id = check.string("record.id", record.id);
   await db.run(
     `recordUsage(usage "${id}")`,
-    `INSERT INTO ${db.s}.usage (${USAGE_COLUMNS}) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11)
+    `INSERT INTO ${db.s}.usage (${USAGE_COLUMNS}) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12)
      ON CONFLICT (id) DO NOTHING`,
     [
       id,
@@ -27,18 +29,35 @@ export async function recordUsage(db: StateDatabase, record: UsageRecord): Promi
       check.number("record.cacheWriteTokens", record.cacheWriteTokens),
       check.number("record.costUsd", record.costUsd),
       check.text("record.createdAt", record.createdAt),
+      record.agentId === undefined || record.agentId === null ? null : check.string("record.agentId", record.agentId),
     ],
   );
 }
 
 /** In recording order. */
-export async function listUsage(db: StateDatabase, filter: { runId?: string; conversationId?: string } = {}): Promise<UsageRecord[]> {
-  const rows = await db.rows(
-    "listUsage",
-    `SELECT ${USAGE_COLUMNS} FROM ${db.s}.usage
-     WHERE ($1::text IS NULL OR run_id = $1) AND ($2::text IS NULL OR conversation_id = $2)
-     ORDER BY position`,
-    [filter?.runId ?? null, filter?.conversationId ?? null],
-  );
+export async function listUsage(db: StateDatabase, filter: UsageFilter = {}): Promise<UsageRecord[]> {
+  const check = new ArgumentCheck("listUsage");
+  const agentId = filter?.agentId === undefined ? undefined : check.string("filter.agentId", filter.agentId);
+  const { text, values } = listStatement(db.s, { runId: filter?.runId, conversationId: filter?.conversationId, agentId });
+  const rows = await db.rows("listUsage", text, values);
   return rows.map((row) => decodeUsage(db.schema, row));
+}
+
+/**
+ * The listing's statement on schema `s` (quoted), and its values: one text per set of fields given,
+ * so each is planned with its own conditions (an `$1 IS NULL OR` for a field left out kept a generic
+ * plan from the indexes). With an agent, its rows and its subagents' (the id, or the range under
+ * `<agentId>/`, as isRunOfAgent decides) and those without one: for a conversation's listing, three
+ * ranges of usage_by_conversation_agent, so the conversation's other agents' rows are never read.
+ * Exported for the test that reads its plan.
+ */
+export function listStatement(s: string, filter: UsageFilter): { text: string; values: unknown[] } {
+  const values: unknown[] = [];
+  const parameter = parameters(values);
+  const conditions: string[] = [];
+  if (filter.runId !== undefined) conditions.push(`run_id = ${parameter(filter.runId)}`);
+  if (filter.conversationId !== undefined) conditions.push(`conversation_id = ${parameter(filter.conversationId)}`);
+  if (filter.agentId !== undefined) conditions.push(`(agent_id IS NULL OR ${runOfAgent("agent_id", filter.agentId, parameter)})`);
+  const where = conditions.length === 0 ? "" : `WHERE ${conditions.join(" AND ")}`;
+  return { text: `SELECT ${USAGE_COLUMNS} FROM ${s}.usage ${where} ORDER BY position`, values };
 }

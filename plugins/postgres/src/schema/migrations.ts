@@ -30,6 +30,7 @@ import { conversationAgentsMigration } from "./conversation-agents-migration.js"
 import { scheduleAgentsMigration } from "./schedule-agents-migration.js";
 import { pathCountsMigration } from "./path-counts-migration.js";
 import { skillsMigration } from "./skills-migration.js";
+import { usageAgentsMigration } from "./usage-agents-migration.js";
 
 export interface Migration {
   version: number;
@@ -648,6 +649,7 @@ export const MIGRATIONS: readonly Migration[] = [
   conversationAgentsMigration,
   scheduleAgentsMigration,
   { version: 9, name: "deliveries by agent", sql: deliveriesByAgent },
+  usageAgentsMigration,
 ];
 
 /** The schema version this code writes and expects. */

@@ -1,0 +1,120 @@
+import type { UsageRecord } from "@assemblyline-agents/core";
+import { afterAll, describe, expect, it } from "vitest";
+import { MIGRATIONS, PostgresStateAdapter, migrateSchema } from "../src/index.js";
+import { listStatement } from "../src/facets/usage.js";
+import { dropSchema, probeDatabase, randomSchema, testPool } from "./support/database.js";
+
+const probe = await probeDatabase("PostgreSQL usage by agent");
+
+const usage = (id: string, runId: string, conversationId: string | null): UsageRecord => ({
+  id,
+  runId,
+  conversationId,
+  provider: "p",
+  model: "m",
+  inputTokens: 1,
+  outputTokens: 1,
+  cacheReadTokens: 0,
+  cacheWriteTokens: 0,
+  costUsd: 0.001,
+  createdAt: "2026-01-01T00:00:00.000Z",
+});
+
+describe.skipIf(!probe.available)("PostgreSQL usage by agent", () => {
+  const prefix = randomSchema("al_usage_agents");
+  let counter = 0;
+  const admin = testPool();
+  const newSchema = () => `${prefix}_${++counter}`;
+
+  afterAll(async () => {
+    const { rows } = await admin.query<{ nspname: string }>("SELECT nspname FROM pg_namespace WHERE starts_with(nspname, $1)", [prefix]);
+    for (const row of rows) await dropSchema(admin, row.nspname);
+    await admin.end();
+  });
+
+  it("gives the usage a store held before agents the agent of its run when it migrates; usage whose run is gone stays every agent's", async () => {
+    const schema = newSchema();
+    const agents = MIGRATIONS.find((migration) => migration.name === "usage by agent")!;
+    await migrateSchema(
+      admin,
+      schema,
+      MIGRATIONS.filter((migration) => migration.version < agents.version),
+    );
+    for (const [id, agentId] of [["r-support", "support"], ["r-sub", "support/researcher"], ["r-eu", "support-eu"]]) {
+      await admin.query(`INSERT INTO "${schema}".runs (id, agent_id, agent_revision, status, model_spec, input) VALUES ($1, $2, 'rev', 'completed', 'm', '{}')`, [id, agentId]);
+    }
+    // In order: a call of each agent's run, one of a run that is gone.
+    for (const [id, runId] of [["support's", "r-support"], ["researcher's", "r-sub"], ["eu's", "r-eu"], ["gone run's", "r-gone"]]) {
+      await admin.query(
+        `INSERT INTO "${schema}".usage (id, run_id, conversation_id, provider, model, input_tokens, output_tokens, cache_read_tokens, cache_write_tokens, cost_usd, created_at)
+         VALUES ($1, $2, 'shared', 'p', 'm', 1, 1, 0, 0, 0.001, 't')`,
+        [id, runId],
+      );
+    }
+    const state = new PostgresStateAdapter({ pool: admin, schema });
+    try {
+      expect((await state.migrate()).applied).toEqual(MIGRATIONS.filter((migration) => migration.version >= agents.version).map((migration) => migration.version));
+      const of = async (agentId?: string) => (await state.listUsage({ conversationId: "shared", ...(agentId ? { agentId } : {}) })).map((u) => [u.id, u.agentId]);
+      expect(await of("support")).toEqual([["support's", "support"], ["researcher's", "support/researcher"], ["gone run's", null]]);
+      expect(await of("support-eu")).toEqual([["eu's", "support-eu"], ["gone run's", null]]);
+      expect(await of()).toEqual([["support's", "support"], ["researcher's", "support/researcher"], ["eu's", "support-eu"], ["gone run's", null]]);
+    } finally {
+      await state.close();
+    }
+  });
+
+  it("refuses an agentId that is not a non-empty string, naming the field", async () => {
+    const state = new PostgresStateAdapter({ pool: admin, schema: newSchema() });
+    try {
+      for (const agentId of ["", 7]) {
+        await expect(state.listUsage({ conversationId: "shared", agentId: agentId as string })).rejects.toThrow(/listUsage: filter\.agentId must be a non-empty string/);
+        await expect(state.recordUsage({ ...usage("u1", "r1", "shared"), agentId: agentId as string })).rejects.toThrow(/record\.agentId must be a non-empty string/);
+      }
+      expect(await state.listUsage({ conversationId: "shared" })).toEqual([]);
+    } finally {
+      await state.close();
+    }
+  });
+
+  it("lists an agent's usage of a conversation through usage_by_conversation_agent, never reading the other agents' rows", async () => {
+    const schema = newSchema();
+    const state = new PostgresStateAdapter({ pool: admin, schema });
+    try {
+      await state.migrate();
+      const rows = async (count: number, agentId: string | null, conversationId = "shared") =>
+        admin.query(
+          `INSERT INTO "${schema}".usage (id, run_id, conversation_id, agent_id, provider, model, input_tokens, output_tokens, cache_read_tokens, cache_write_tokens, cost_usd, created_at)
+           SELECT $1 || i, 'run', $2, $3::text, 'p', 'm', 1, 1, 0, 0, 0.001, 't' FROM generate_series(1, $4) AS i`,
+          [`${conversationId}-${agentId}-`, conversationId, agentId, count],
+        );
+      await rows(10, null);
+      await rows(100, "support");
+      await rows(20, "support/researcher");
+      await rows(20_000, "support-eu");
+      await rows(5_000, "support", "other");
+      await admin.query(`ANALYZE "${schema}".usage`);
+      const listing = listStatement(`"${schema}"`, { conversationId: "shared", agentId: "support" });
+      const client = await admin.connect();
+      try {
+        await client.query(`PREPARE listing AS ${listing.text}`);
+        const literal = (value: unknown) => `'${String(value)}'`;
+        // The plan for any agent (generic) and for this one's values (custom): both read only its rows and the ones without an agent.
+        for (const mode of ["force_generic_plan", "force_custom_plan"]) {
+          await client.query(`SET plan_cache_mode = ${mode}`);
+          const { rows: lines } = await client.query<{ "QUERY PLAN": string }>(`EXPLAIN (ANALYZE, COSTS OFF, TIMING OFF, SUMMARY OFF) EXECUTE listing (${listing.values.map(literal).join(", ")})`);
+          const plan = lines.map((line) => line["QUERY PLAN"]).join("\n");
+          expect(plan, `${mode}:\n${plan}`).not.toContain("Seq Scan");
+          // Three ranges: the agent's rows, its subagents' (under "support/"), and those without an agent.
+          expect(plan.match(/Index Scan on usage_by_conversation_agent/g), `${mode}:\n${plan}`).toHaveLength(3);
+          for (const scanned of plan.matchAll(/(?:Index|Bitmap Heap|Bitmap Index) Scan.*\(actual rows=(\d+)/g)) expect(Number(scanned[1]), `${mode}:\n${plan}`).toBeLessThanOrEqual(130);
+          for (const removed of plan.matchAll(/Rows Removed by (?:Filter|Index Recheck): (\d+)/g)) expect(Number(removed[1]), `${mode}:\n${plan}`).toBe(0);
+        }
+      } finally {
+        client.release();
+      }
+      expect(await state.listUsage({ conversationId: "shared", agentId: "support" })).toHaveLength(130);
+    } finally {
+      await state.close();
+    }
+  });
+});
