@@ -1,6 +1,7 @@
 import { writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { describe, expect, it } from "vitest";
+import type { AgentHarness } from "@assemblyline-agents/core";
 import { buildAgent } from "@assemblyline-agents/runtime";
 import { startBuilt } from "./support/runtime.js";
 import { agentFolder, toolSource } from "./support/agent-folder.js";
@@ -178,5 +179,50 @@ describe("subagents", () => {
     expect(secondChild!.agentId.endsWith("/researcher")).toBe(true);
     expect(history.map((message) => message.agentId)).toEqual(Array(4).fill(secondChild!.agentId));
     expect(await state.listConversationMessages(secondChild!.conversationId!, { agentId: secondChild!.agentId })).toHaveLength(4);
+  });
+
+  it("counts the root agent's calls, and its own, against the daily budget of the conversation its root run serves", async () => {
+    const dir = researchAgent(SPAWN_AND_FINISH, {
+      "agent.ts": `import { defineAgent } from "@assemblyline-agents/core";
+export default defineAgent({ model: "test/model", budgets: { maxConversationTokensPerDay: 100 } });
+`,
+    });
+    // The root run spawns the researcher; the researcher makes two model calls of 20 tokens each.
+    const agentHarness: AgentHarness = {
+      name: "spends-in-subagent",
+      async runTurn(input, ctx) {
+        if (input.subagent === undefined) {
+          await ctx.callTool({ id: "call_spawn", name: "spawn_subagent", input: { name: "researcher", task: "look it up" } });
+          return { status: "completed", response: { text: "done" } };
+        }
+        for (const key of ["first", "second"]) {
+          await ctx.modelCall(key, async () => {
+            await ctx.recordUsage({ id: `${input.runId}:${key}`, provider: "test", model: "model", inputTokens: 10, outputTokens: 10, cacheReadTokens: 0, cacheWriteTokens: 0, costUsd: 0 });
+            return null;
+          });
+        }
+        return { status: "completed", response: { text: "found" } };
+      },
+    };
+    const { runtime, state, manifest } = await start(dir, { agentHarness });
+    const rootAgent = manifest.agent.id;
+    // The root agent spent 90 today in the conversation; another agent (an id that starts with the root's) spent 500 there.
+    const spent = (id: string, agentId: string, inputTokens: number) =>
+      state.recordUsage({ id, runId: `run_${id}`, conversationId: "conv-budget", agentId, provider: "test", model: "model", inputTokens, outputTokens: 0, cacheReadTokens: 0, cacheWriteTokens: 0, costUsd: 0, createdAt: new Date().toISOString() });
+    await spent("root-earlier", rootAgent, 90);
+    await spent("other-agent", `${rootAgent}-eu`, 500);
+
+    const result = await runtime.run({ message: "go", conversationId: "conv-budget" });
+    const childRunId = (await runtime.listEvents(result.runId)).find((event) => event.type === "subagent.started")!.data.childRunId as string;
+    const child = await state.getRun(childRunId);
+    expect(child).toMatchObject({ agentId: `${rootAgent}/researcher`, status: "failed" });
+    // Its first call passed at 90; its second was refused at 110: the root's 90 and its own 20, not the other agent's 500.
+    expect((await runtime.listEvents(childRunId)).find((event) => event.type === "budget.exceeded")?.data).toEqual({
+      budget: "maxConversationTokensPerDay",
+      limit: 100,
+      used: 110,
+      action: "fail",
+    });
+    expect((await state.listUsage({ runId: childRunId })).map((record) => [record.conversationId, record.agentId])).toEqual([["conv-budget", `${rootAgent}/researcher`]]);
   });
 });

@@ -12,9 +12,10 @@ import { TEST_DATABASE_URL, dropSchema, probeDatabase, randomSchema, testPool } 
  * Two agents whose runtimes share one state store, as two agents on one database do: their
  * built bundles (set before the file's tests run), the stores to run them on (PostgreSQL when it
  * answers), and `sharedStore`, which opens one and closes it once when the test ends, after the
- * runtimes on it stopped. Everything it makes is removed after the file.
+ * runtimes on it stopped. Everything it makes is removed after the file. `agentFields` are added to
+ * both agents' agent.ts (e.g. `{ budgets: { maxConversationTokensPerDay: 100 } }`), as JSON values.
  */
-export async function twoAgentsOnOneStore(label: string, prefix: string, [idA, idB]: [string, string]) {
+export async function twoAgentsOnOneStore(label: string, prefix: string, [idA, idB]: [string, string], agentFields: Record<string, unknown> = {}) {
   const database = await probeDatabase(label);
   const work = mkdtempSync(join(tmpdir(), `${prefix.replaceAll("_", "-")}-`));
   const schemaPrefix = randomSchema(prefix);
@@ -36,9 +37,12 @@ export async function twoAgentsOnOneStore(label: string, prefix: string, [idA, i
   async function agentBundle(id: string): Promise<RuntimeBundle> {
     const dir = join(work, id);
     mkdirSync(dir, { recursive: true });
+    const fields = Object.entries(agentFields)
+      .map(([name, value]) => `, ${name}: ${JSON.stringify(value)}`)
+      .join("");
     writeFileSync(
       join(dir, "agent.ts"),
-      `import { defineAgent } from "@assemblyline-agents/core";\nexport default defineAgent({ id: ${JSON.stringify(id)}, model: "test/model", instructions: "Answer." });\n`,
+      `import { defineAgent } from "@assemblyline-agents/core";\nexport default defineAgent({ id: ${JSON.stringify(id)}, model: "test/model", instructions: "Answer."${fields} });\n`,
     );
     return loadRuntimeBundle((await buildAgent(dir)).artifactRoot);
   }

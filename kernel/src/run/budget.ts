@@ -159,7 +159,8 @@ export class RunBudget {
     const conversationId = budgetConversationOf(this.run);
     if (conversationId && (maxConversationTokensPerDay !== undefined || maxConversationCostUsdPerDay !== undefined)) {
       const today = new Date().toISOString().slice(0, 10);
-      const records = (await this.usage.listUsage({ conversationId })).filter((record) => record.createdAt.startsWith(today));
+      // Only the root agent's calls (its subagents' included): another agent serving the same conversation id spends its own budget.
+      const records = (await this.usage.listUsage({ conversationId, agentId: rootAgentOf(this.run) })).filter((record) => record.createdAt.startsWith(today));
       this.check("maxConversationTokensPerDay", sumTokens(records), true);
       this.check("maxConversationCostUsdPerDay", sumCost(records), true);
     }
@@ -186,6 +187,15 @@ export class RunBudget {
 export function budgetConversationOf(run: RunRecord): string | null {
   const parent = run.input.parent;
   return parent?.budgetConversationId !== undefined ? parent.budgetConversationId : run.conversationId;
+}
+
+/**
+ * The agent whose conversation budgets count `run`'s model calls: its own, or for a subagent's run
+ * (agent id `<agent id>/<path>`) the root agent's.
+ */
+export function rootAgentOf(run: RunRecord): string {
+  const path = run.input.parent?.subagent;
+  return path !== undefined && run.agentId.endsWith(`/${path}`) ? run.agentId.slice(0, -path.length - 1) : run.agentId;
 }
 
 /** A budget a human extended (`budget.extended`) keeps its larger limit for the rest of the run. */

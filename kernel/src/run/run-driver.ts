@@ -19,6 +19,7 @@ import type { SourceBundle } from "../compiler/bundle.js";
 import type { AgentManifest } from "../compiler/manifest.js";
 import type { KernelHooks } from "../hooks.js";
 import { agentConversations } from "../state/agent-conversations.js";
+import { agentUsage } from "../state/agent-usage.js";
 import type { ResolvedState } from "../state/resolve-state.js";
 import { RunBudget, budgetConversationOf, budgetExceededError, type BudgetExceeded } from "./budget.js";
 import { buildModelContext } from "./context-policy.js";
@@ -429,7 +430,8 @@ export class RunDriver {
         : undefined,
       logger,
       lease,
-      await RunBudget.load(run, profile.budgets, state, { fresh }),
+      // Conversation budgets count the run's root agent's calls only, even over a store that ignores agentId.
+      await RunBudget.load(run, profile.budgets, { runs: state.runs, usage: agentUsage(state.usage, logger) }, { fresh }),
     );
     try {
       const info = {
@@ -495,7 +497,7 @@ export class RunDriver {
         textDelta: (delta) => this.parts.textDelta(run.id, delta),
         recordUsage: async (usage) => {
           try {
-            await state.usage.recordUsage({ ...usage, runId: run.id, conversationId: budgetConversationOf(run), createdAt: isoTimestamp() });
+            await state.usage.recordUsage({ ...usage, runId: run.id, conversationId: budgetConversationOf(run), agentId: run.agentId, createdAt: isoTimestamp() });
           } catch (error) {
             logger.warn({ runId: run.id, err: String(error), event: "usage.degraded" }, "usage could not be recorded");
           }
