@@ -1,5 +1,6 @@
 import { AssemblyLineError, isAssemblyLineError, type ConnectionAuth, type ConnectionPolicy, type JsonValue } from "@assemblyline-agents/core";
 import type { Client } from "@modelcontextprotocol/sdk/client/index.js";
+import { ANSWER_CAP_MARK, answerCap, cappedAnswers } from "./mcp-answer-cap.js";
 import { connectionFetch, type OutboundOptions } from "./outbound.js";
 import { redactText, secretForms } from "./redact.js";
 import { tooLarge } from "./response-limit.js";
@@ -56,13 +57,20 @@ export class McpClients {
 
   /** Call one tool; a tool error is a result the model sees, a refusal or a dead server throws. */
   async call(connection: string, target: McpTarget, policy: ConnectionPolicy, tool: string, input: unknown, options: { signal: AbortSignal; idempotencyKey: string }): Promise<JsonValue> {
-    const result = await this.using(connection, target, policy, `calling ${tool}`, (client) =>
-      client.callTool(
-        { name: tool, arguments: (input ?? {}) as Record<string, unknown>, _meta: { "assembly-line/idempotency-key": options.idempotencyKey } },
-        undefined,
-        { signal: options.signal, timeout: this.timeoutMs },
-      ),
-    );
+    let result: Awaited<ReturnType<Client["callTool"]>>;
+    try {
+      result = await this.using(connection, target, policy, `calling ${tool}`, (client) =>
+        client.callTool(
+          { name: tool, arguments: (input ?? {}) as Record<string, unknown>, _meta: { "assembly-line/idempotency-key": options.idempotencyKey } },
+          undefined,
+          { signal: options.signal, timeout: this.timeoutMs },
+        ),
+      );
+    } catch (error) {
+      // The answer was cut unread (cappedAnswers): the same result as one too large once read.
+      if (wasCut(error)) return tooLarge(`${connection} tool ${tool}`, this.maxResultBytes);
+      throw error;
+    }
     const content = (result.content ?? []) as Array<{ type: string; text?: string }>;
     // Measured as it would enter the model's context: every part (text, images' base64, resources) and structuredContent.
     const serialized = JSON.stringify({ content, ...(result.structuredContent ? { structuredContent: result.structuredContent } : {}) });
@@ -136,7 +144,8 @@ export class McpClients {
       if ("url" in target) {
         const { StreamableHTTPClientTransport } = await import("@modelcontextprotocol/sdk/client/streamableHttp.js");
         // Redirects are left to the guarded fetch, which re-checks every hop.
-        await client.connect(new StreamableHTTPClientTransport(new URL(target.url), { fetch: connectionFetch(connection, policy, target.auth, this.outbound), redirectPolicy: "follow" }), { timeout: this.timeoutMs });
+        const fetchFn = cappedAnswers(connectionFetch(connection, policy, target.auth, this.outbound), answerCap(this.maxResultBytes));
+        await client.connect(new StreamableHTTPClientTransport(new URL(target.url), { fetch: fetchFn, redirectPolicy: "follow" }), { timeout: this.timeoutMs });
       } else {
         const { StdioClientTransport, getDefaultEnvironment } = await import("@modelcontextprotocol/sdk/client/stdio.js");
         const transport = new StdioClientTransport({ command: target.command, args: target.args ?? [], env: { ...getDefaultEnvironment(), ...(target.env ?? {}) }, stderr: "pipe" });
@@ -153,6 +162,14 @@ export class McpClients {
     }
     return client;
   }
+}
+
+/** Whether `error` (or what it wraps) is the error cappedAnswers put in place of an answer it cut. */
+function wasCut(error: unknown, depth = 0): boolean {
+  if (depth > 5 || typeof error !== "object" || error === null) return false;
+  const data = (error as { data?: unknown }).data;
+  if (typeof data === "object" && data !== null && ANSWER_CAP_MARK in data) return true;
+  return wasCut((error as { cause?: unknown }).cause, depth + 1);
 }
 
 /** Characters of a stdio server's stderr kept for the error of a failed start. */

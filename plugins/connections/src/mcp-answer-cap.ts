@@ -1,0 +1,71 @@
+import { readBounded } from "./response-limit.js";
+
+/** Marks the JSON-RPC error a capped answer is replaced with, so the caller can tell it from the server's own. */
+export const ANSWER_CAP_MARK = "assembly-line/answer-too-large";
+
+/**
+ * How many bytes of one MCP answer (the body of the POST that carried a request) are read at
+ * most, for a tool result limited to `maxResultBytes` once parsed: room for JSON's escapes (a
+ * character may take six bytes as `\uXXXX`) and the envelope, so a result the parsed check
+ * would pass is never cut.
+ */
+export function answerCap(maxResultBytes: number): number {
+  return maxResultBytes * 6 + 64 * 1024;
+}
+
+/**
+ * An MCP connection's fetch whose answers to requests are read up to `maxBytes`: the SDK would
+ * otherwise hold a whole answer (a JSON body, or an SSE event still open) however large. Past
+ * it the rest is never read and the SDK gets, in the same wire format, a JSON-RPC error for each
+ * request the POST carried (`data` holding ANSWER_CAP_MARK), so the call fails at once instead of
+ * waiting for a response that will never come. Other requests (the session's GET stream, DELETE)
+ * pass as they are.
+ */
+export function cappedAnswers(fetchFn: typeof fetch, maxBytes: number): typeof fetch {
+  return (async (input: string | URL | Request, init?: RequestInit) => {
+    const response = await fetchFn(input, init);
+    const ids = requestIds(init);
+    if (ids.length === 0 || response.body === null || !response.ok) return response;
+    const type = (response.headers.get("content-type") ?? "").split(";")[0]!.trim().toLowerCase();
+    const headers = new Headers(response.headers);
+    headers.delete("content-length");
+    const answer = (body: string | ReadableStream<Uint8Array>) => new Response(body, { status: response.status, statusText: response.statusText, headers });
+    if (type === "text/event-stream") return answer(cutStream(response.body, maxBytes, ids));
+    const text = await readBounded(response, maxBytes);
+    return answer(text ?? JSON.stringify(ids.length === 1 ? tooLarge(ids[0]!, maxBytes) : ids.map((id) => tooLarge(id, maxBytes))));
+  }) as typeof fetch;
+}
+
+/** The events of an SSE answer up to `maxBytes`; then an end to any event cut short, one error event per request, and no more. */
+function cutStream(body: ReadableStream<Uint8Array>, maxBytes: number, ids: Array<string | number>): ReadableStream<Uint8Array> {
+  let read = 0;
+  return body.pipeThrough(
+    new TransformStream<Uint8Array, Uint8Array>({
+      transform(chunk, controller) {
+        read += chunk.byteLength;
+        if (read <= maxBytes) return controller.enqueue(chunk);
+        const events = ids.map((id) => `event: message\ndata: ${JSON.stringify(tooLarge(id, maxBytes))}\n\n`).join("");
+        controller.enqueue(new TextEncoder().encode(`\n\n${events}`));
+        // Ends what reaches the SDK and cancels the rest of the server's stream.
+        controller.terminate();
+      },
+    }),
+  );
+}
+
+function tooLarge(id: string | number, maxBytes: number) {
+  return { jsonrpc: "2.0", id, error: { code: -32000, message: `the server's answer was longer than ${maxBytes} bytes, so it was not read`, data: { [ANSWER_CAP_MARK]: maxBytes } } };
+}
+
+/** The ids of the JSON-RPC requests a POST carries (the SDK sends its body as a JSON string). */
+function requestIds(init: RequestInit | undefined): Array<string | number> {
+  if ((init?.method ?? "GET").toUpperCase() !== "POST" || typeof init?.body !== "string") return [];
+  try {
+    const parsed: unknown = JSON.parse(init.body);
+    return (Array.isArray(parsed) ? parsed : [parsed]).flatMap((message) =>
+      typeof message === "object" && message !== null && "method" in message && "id" in message && (typeof message.id === "string" || typeof message.id === "number") ? [message.id] : [],
+    );
+  } catch {
+    return [];
+  }
+}

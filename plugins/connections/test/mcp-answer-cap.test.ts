@@ -1,0 +1,92 @@
+import { createServer, type IncomingMessage, type Server, type ServerResponse } from "node:http";
+import type { AddressInfo } from "node:net";
+import { afterEach, describe, expect, it } from "vitest";
+import { Server as McpServer } from "@modelcontextprotocol/sdk/server/index.js";
+import { StreamableHTTPServerTransport } from "@modelcontextprotocol/sdk/server/streamableHttp.js";
+import { CallToolRequestSchema, ListToolsRequestSchema } from "@modelcontextprotocol/sdk/types.js";
+import { defineMcpConnection, type ConnectionPolicy, type OutboundResolver } from "@assemblyline-agents/core";
+import { createConnections } from "../src/index.js";
+import { answerCap } from "../src/mcp-answer-cap.js";
+
+const resolve: OutboundResolver = async () => [{ address: "127.0.0.1", family: 4 }];
+const policy: ConnectionPolicy = { allowedHosts: ["svc.test"], onlyAllowedHosts: true };
+const callCtx = () => ({ signal: new AbortController().signal, idempotencyKey: (scope: string) => `al_${scope}` }) as never;
+const LIMIT = 16 * 1024;
+
+const servers: Server[] = [];
+afterEach(async () => {
+  for (const server of servers.splice(0)) {
+    server.closeAllConnections();
+    await new Promise<void>((done) => server.close(() => done()));
+  }
+});
+
+/**
+ * An MCP server (the SDK's own, answering SSE or JSON as `json` says) whose `tools/call` answer is
+ * instead an endless stream in that format: one SSE event (or one JSON body) that never ends,
+ * written as fast as the socket drains. Records how much it wrote before the client hung up.
+ */
+async function endlessAnswers(json: boolean) {
+  const endless = { written: 0, closed: false };
+  const server = createServer(async (req: IncomingMessage, res: ServerResponse) => {
+    const chunks: Buffer[] = [];
+    for await (const chunk of req) chunks.push(chunk as Buffer);
+    const body = chunks.length ? JSON.parse(Buffer.concat(chunks).toString("utf8")) : undefined;
+    if (body?.method === "tools/call") {
+      res.writeHead(200, { "content-type": json ? "application/json" : "text/event-stream" });
+      res.on("close", () => (endless.closed = true));
+      res.write(json ? `{"jsonrpc":"2.0","id":${JSON.stringify(body.id)},"result":{"content":[{"type":"text","text":"` : `event: message\ndata: {"jsonrpc":"2.0","id":${JSON.stringify(body.id)},"result":{"content":[{"type":"text","text":"`);
+      const chunk = Buffer.from("log ".repeat(4 * 1024));
+      while (!res.destroyed) {
+        endless.written += chunk.length;
+        if (!res.write(chunk)) await drainedOrClosed(res);
+      }
+      return;
+    }
+    const mcp = new McpServer({ name: "endless", version: "1.0.0" }, { capabilities: { tools: {} } });
+    mcp.setRequestHandler(ListToolsRequestSchema, async () => ({ tools: [{ name: "read_log", description: "Reads the log", inputSchema: { type: "object" } }] }));
+    mcp.setRequestHandler(CallToolRequestSchema, async () => ({ content: [{ type: "text", text: "short" }] }));
+    const transport = new StreamableHTTPServerTransport({ sessionIdGenerator: undefined, enableJsonResponse: json });
+    res.on("close", () => void transport.close());
+    await mcp.connect(transport);
+    await transport.handleRequest(req, res, body);
+  });
+  await new Promise<void>((done) => server.listen(0, "127.0.0.1", done));
+  servers.push(server);
+  return { port: (server.address() as AddressInfo).port, endless };
+}
+
+function drainedOrClosed(res: ServerResponse): Promise<void> {
+  return new Promise((done) => {
+    const settle = () => {
+      res.off("drain", settle).off("close", settle);
+      done();
+    };
+    res.on("drain", settle).on("close", settle);
+  });
+}
+
+describe("an MCP server whose answer never ends", () => {
+  for (const json of [false, true]) {
+    it(`answers the call at once as too large, reading ${json ? "the JSON body" : "the SSE event"} only up to the cap, and hangs up`, async () => {
+      const { port, endless } = await endlessAnswers(json);
+      // The call's timeout is far off: only the cap can end the call before it.
+      const provider = createConnections({ resolve, maxResponseBytes: LIMIT, requestTimeoutMs: 60_000 });
+      try {
+        const definition = defineMcpConnection({ url: `http://svc.test:${port}/mcp`, description: "Endless" });
+        const tools = provider.tools("endless", definition, await provider.describe("endless", definition, policy), policy);
+        const startedAt = Date.now();
+        expect(await tools.endless__read_log!.execute({}, callCtx())).toEqual({
+          code: "AL_ERR_CONNECTION_FAILED",
+          error: expect.stringMatching(new RegExp(`endless tool read_log answered more than ${LIMIT} bytes .*maxResponseBytes`)),
+        });
+        expect(Date.now() - startedAt).toBeLessThan(20_000);
+        await expect.poll(() => endless.closed).toBe(true);
+        // What the server wrote before the client hung up: the cap and socket buffers, not the stream.
+        expect(endless.written).toBeLessThan(answerCap(LIMIT) + 16 * 1024 * 1024);
+      } finally {
+        await provider.close?.();
+      }
+    }, 30_000);
+  }
+});
