@@ -33,7 +33,7 @@ describe.skipIf(!probe.available)("PostgreSQL deliveries by agent", () => {
     );
   }
 
-  it("gives the deliveries a store held before agents their run's agent when it migrates", async () => {
+  it("gives the pending deliveries a store held before agents their run's agent when it migrates", async () => {
     const schema = newSchema();
     const agents = MIGRATIONS.find((migration) => migration.name === "deliveries by agent")!;
     await migrateSchema(
@@ -42,6 +42,8 @@ describe.skipIf(!probe.available)("PostgreSQL deliveries by agent", () => {
       MIGRATIONS.filter((migration) => migration.version < agents.version),
     );
     for (const agentId of ["support", "support/researcher", "support-eu"]) await dueReplies(schema, agentId, 2, false);
+    // Delivered long ago: never claimed again, so the migration leaves it as it is.
+    await admin.query(`UPDATE "${schema}".deliveries SET status = 'delivered' WHERE id = 'reply-support-eu-2'`);
     const state = new PostgresStateAdapter({ pool: admin, schema });
     try {
       expect((await state.migrate()).applied).toEqual(MIGRATIONS.filter((migration) => migration.version >= agents.version).map((migration) => migration.version));
@@ -50,7 +52,7 @@ describe.skipIf(!probe.available)("PostgreSQL deliveries by agent", () => {
         ["reply-support-1", "support"],
         ["reply-support-2", "support"],
         ["reply-support-eu-1", "support-eu"],
-        ["reply-support-eu-2", "support-eu"],
+        ["reply-support-eu-2", null],
         ["reply-support_researcher-1", "support/researcher"],
         ["reply-support_researcher-2", "support/researcher"],
       ]);

@@ -608,9 +608,10 @@ $fn$;
  * walks `deliveries_pending_by_agent` over that agent's pending rows only (its runs' and its
  * subagents', whose ids start with `<agent id>/`: keyed by the part before the first `/`, the
  * rows come in claim order for any plan), instead of every due row with its run looked up, so
- * another agent's backlog (a host gone, its replies due) costs it nothing. Existing rows take their
- * run's agent; `append_events` (migration 4's, the same signature) writes the run's agent with
- * each delivery it enqueues, read from the run row it already locks.
+ * another agent's backlog (a host gone, its replies due) costs it nothing. Pending rows take their
+ * run's agent (only they are ever claimed: a delivered or failed row never is pending again, so a
+ * long history of them is not rewritten); `append_events` (migration 4's, the same signature)
+ * writes the run's agent with each delivery it enqueues, read from the run row it already locks.
  */
 const deliveriesByAgent = (s: string) => {
   const v4 = observedWithAppend(s);
@@ -633,7 +634,7 @@ ALTER TABLE ${s}.deliveries ADD COLUMN agent_id text COLLATE "C";
 
 UPDATE ${s}.deliveries AS d SET agent_id = r.agent_id
 FROM ${s}.runs AS r
-WHERE r.id = d.run_id;
+WHERE r.id = d.run_id AND d.status = 'pending';
 
 CREATE INDEX deliveries_pending_by_agent ON ${s}.deliveries (split_part(agent_id, '/', 1), available_at, position) WHERE status = 'pending';
 ${replaced}`;
