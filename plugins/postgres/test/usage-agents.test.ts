@@ -32,7 +32,7 @@ describe.skipIf(!probe.available)("PostgreSQL usage by agent", () => {
     await admin.end();
   });
 
-  it("gives the usage a store held before agents the agent of its run when it migrates; usage whose run is gone stays every agent's", async () => {
+  it("gives the recent usage a store held before agents the agent of its run when it migrates; older usage and usage whose run is gone stay every agent's", async () => {
     const schema = newSchema();
     const agents = MIGRATIONS.find((migration) => migration.name === "usage by agent")!;
     await migrateSchema(
@@ -43,21 +43,22 @@ describe.skipIf(!probe.available)("PostgreSQL usage by agent", () => {
     for (const [id, agentId] of [["r-support", "support"], ["r-sub", "support/researcher"], ["r-eu", "support-eu"]]) {
       await admin.query(`INSERT INTO "${schema}".runs (id, agent_id, agent_revision, status, model_spec, input) VALUES ($1, $2, 'rev', 'completed', 'm', '{}')`, [id, agentId]);
     }
-    // In order: a call of each agent's run, one of a run that is gone.
-    for (const [id, runId] of [["support's", "r-support"], ["researcher's", "r-sub"], ["eu's", "r-eu"], ["gone run's", "r-gone"]]) {
+    // In order: a call of each agent's run today, one of a run that is gone, one of last year (no daily budget counts it).
+    const today = new Date().toISOString();
+    for (const [id, runId, at] of [["support's", "r-support", today], ["researcher's", "r-sub", today], ["eu's", "r-eu", today], ["gone run's", "r-gone", today], ["last year's", "r-eu", "2025-01-01T00:00:00.000Z"]]) {
       await admin.query(
         `INSERT INTO "${schema}".usage (id, run_id, conversation_id, provider, model, input_tokens, output_tokens, cache_read_tokens, cache_write_tokens, cost_usd, created_at)
-         VALUES ($1, $2, 'shared', 'p', 'm', 1, 1, 0, 0, 0.001, 't')`,
-        [id, runId],
+         VALUES ($1, $2, 'shared', 'p', 'm', 1, 1, 0, 0, 0.001, $3)`,
+        [id, runId, at],
       );
     }
     const state = new PostgresStateAdapter({ pool: admin, schema });
     try {
       expect((await state.migrate()).applied).toEqual(MIGRATIONS.filter((migration) => migration.version >= agents.version).map((migration) => migration.version));
       const of = async (agentId?: string) => (await state.listUsage({ conversationId: "shared", ...(agentId ? { agentId } : {}) })).map((u) => [u.id, u.agentId]);
-      expect(await of("support")).toEqual([["support's", "support"], ["researcher's", "support/researcher"], ["gone run's", null]]);
-      expect(await of("support-eu")).toEqual([["eu's", "support-eu"], ["gone run's", null]]);
-      expect(await of()).toEqual([["support's", "support"], ["researcher's", "support/researcher"], ["eu's", "support-eu"], ["gone run's", null]]);
+      expect(await of("support")).toEqual([["support's", "support"], ["researcher's", "support/researcher"], ["gone run's", null], ["last year's", null]]);
+      expect(await of("support-eu")).toEqual([["eu's", "support-eu"], ["gone run's", null], ["last year's", null]]);
+      expect(await of()).toEqual([["support's", "support"], ["researcher's", "support/researcher"], ["eu's", "support-eu"], ["gone run's", null], ["last year's", null]]);
     } finally {
       await state.close();
     }
