@@ -1,33 +1,20 @@
 import type { ConversationMessage } from "@assemblyline-agents/core";
-import { afterAll, describe, expect, it } from "vitest";
-import { MIGRATIONS, PostgresStateAdapter, migrateSchema } from "../src/index.js";
+import { describe, expect, it } from "vitest";
+import { PostgresStateAdapter } from "../src/index.js";
 import { listStatement } from "../src/facets/conversations.js";
-import { dropSchema, probeDatabase, randomSchema, testPool } from "./support/database.js";
+import { probeDatabase } from "./support/database.js";
+import { migratedUpTo, scratchSchemas } from "./support/scratch-schemas.js";
 
 const probe = await probeDatabase("PostgreSQL conversation messages by agent");
 
 const message = (content: string): ConversationMessage => ({ role: "user", content, runId: null, createdAt: "2026-01-01T00:00:00.000Z" });
 
 describe.skipIf(!probe.available)("PostgreSQL conversation messages by agent", () => {
-  const prefix = randomSchema("al_conv_agents");
-  let counter = 0;
-  const admin = testPool();
-  const newSchema = () => `${prefix}_${++counter}`;
-
-  afterAll(async () => {
-    const { rows } = await admin.query<{ nspname: string }>("SELECT nspname FROM pg_namespace WHERE starts_with(nspname, $1)", [prefix]);
-    for (const row of rows) await dropSchema(admin, row.nspname);
-    await admin.end();
-  });
+  const { admin, newSchema } = scratchSchemas("al_conv_agents");
 
   it("gives the messages a store held before agents the agent of their run when it migrates; those it cannot attribute stay every agent's", async () => {
     const schema = newSchema();
-    const agents = MIGRATIONS.find((migration) => migration.name === "conversation messages by agent")!;
-    await migrateSchema(
-      admin,
-      schema,
-      MIGRATIONS.filter((migration) => migration.version < agents.version),
-    );
+    const applied = await migratedUpTo(admin, schema, "conversation messages by agent");
     for (const [id, agentId] of [["r-support", "support"], ["r-sub", "support/researcher"], ["r-sales", "sales"]]) {
       await admin.query(`INSERT INTO "${schema}".runs (id, agent_id, agent_revision, status, model_spec, input) VALUES ($1, $2, 'rev', 'completed', 'm', '{}')`, [id, agentId]);
     }
@@ -37,7 +24,7 @@ describe.skipIf(!probe.available)("PostgreSQL conversation messages by agent", (
     }
     const state = new PostgresStateAdapter({ pool: admin, schema });
     try {
-      expect((await state.migrate()).applied).toEqual(MIGRATIONS.filter((migration) => migration.version >= agents.version).map((migration) => migration.version));
+      expect((await state.migrate()).applied).toEqual(applied);
       const of = async (agentId?: string) => (await state.listConversationMessages("shared", agentId ? { agentId } : {})).map((m) => [m.content, m.agentId]);
       expect(await of("support")).toEqual([["support's", "support"], ["no run", null], ["gone run", null]]);
       expect(await of("support/researcher")).toEqual([["researcher's", "support/researcher"], ["no run", null], ["gone run", null]]);

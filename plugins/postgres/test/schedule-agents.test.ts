@@ -1,29 +1,16 @@
-import { afterAll, describe, expect, it } from "vitest";
-import { MIGRATIONS, PostgresStateAdapter, migrateSchema } from "../src/index.js";
-import { dropSchema, probeDatabase, randomSchema, testPool } from "./support/database.js";
+import { describe, expect, it } from "vitest";
+import { PostgresStateAdapter } from "../src/index.js";
+import { probeDatabase } from "./support/database.js";
+import { migratedUpTo, scratchSchemas } from "./support/scratch-schemas.js";
 
 const probe = await probeDatabase("PostgreSQL schedules by agent");
 
 describe.skipIf(!probe.available)("PostgreSQL schedules by agent", () => {
-  const prefix = randomSchema("al_sched_agents");
-  let counter = 0;
-  const admin = testPool();
-  const newSchema = () => `${prefix}_${++counter}`;
-
-  afterAll(async () => {
-    const { rows } = await admin.query<{ nspname: string }>("SELECT nspname FROM pg_namespace WHERE starts_with(nspname, $1)", [prefix]);
-    for (const row of rows) await dropSchema(admin, row.nspname);
-    await admin.end();
-  });
+  const { admin, newSchema } = scratchSchemas("al_sched_agents");
 
   it("gives the automation rows a store held before agents the agent their payload names when it migrates; other rows stay every agent's", async () => {
     const schema = newSchema();
-    const agents = MIGRATIONS.find((migration) => migration.name === "schedules by agent")!;
-    await migrateSchema(
-      admin,
-      schema,
-      MIGRATIONS.filter((migration) => migration.version < agents.version),
-    );
+    const applied = await migratedUpTo(admin, schema, "schedules by agent");
     const rows: Array<[string, unknown]> = [
       ["automation:support:static:tick", { kind: "automation", agentId: "support", name: "tick" }],
       ["automation:sales:dynamic:digest", { kind: "automation", agentId: "sales", name: "digest" }],
@@ -37,7 +24,7 @@ describe.skipIf(!probe.available)("PostgreSQL schedules by agent", () => {
     }
     const state = new PostgresStateAdapter({ pool: admin, schema });
     try {
-      expect((await state.migrate()).applied).toEqual(MIGRATIONS.filter((migration) => migration.version >= agents.version).map((migration) => migration.version));
+      expect((await state.migrate()).applied).toEqual(applied);
       const agentOf = async (id: string) => (await state.getSchedule(id))?.agentId ?? null;
       expect(await agentOf("automation:support:static:tick")).toBe("support");
       expect(await agentOf("automation:sales:dynamic:digest")).toBe("sales");

@@ -1,8 +1,9 @@
 import type { UsageRecord } from "@assemblyline-agents/core";
-import { afterAll, describe, expect, it } from "vitest";
-import { MIGRATIONS, PostgresStateAdapter, migrateSchema } from "../src/index.js";
+import { describe, expect, it } from "vitest";
+import { PostgresStateAdapter } from "../src/index.js";
 import { listStatement } from "../src/facets/usage.js";
-import { dropSchema, probeDatabase, randomSchema, testPool } from "./support/database.js";
+import { probeDatabase } from "./support/database.js";
+import { migratedUpTo, scratchSchemas } from "./support/scratch-schemas.js";
 
 const probe = await probeDatabase("PostgreSQL usage by agent");
 
@@ -21,25 +22,11 @@ const usage = (id: string, runId: string, conversationId: string | null): UsageR
 });
 
 describe.skipIf(!probe.available)("PostgreSQL usage by agent", () => {
-  const prefix = randomSchema("al_usage_agents");
-  let counter = 0;
-  const admin = testPool();
-  const newSchema = () => `${prefix}_${++counter}`;
-
-  afterAll(async () => {
-    const { rows } = await admin.query<{ nspname: string }>("SELECT nspname FROM pg_namespace WHERE starts_with(nspname, $1)", [prefix]);
-    for (const row of rows) await dropSchema(admin, row.nspname);
-    await admin.end();
-  });
+  const { admin, newSchema } = scratchSchemas("al_usage_agents");
 
   it("gives the recent usage a store held before agents the agent of its run when it migrates; older usage and usage whose run is gone stay every agent's", async () => {
     const schema = newSchema();
-    const agents = MIGRATIONS.find((migration) => migration.name === "usage by agent")!;
-    await migrateSchema(
-      admin,
-      schema,
-      MIGRATIONS.filter((migration) => migration.version < agents.version),
-    );
+    const applied = await migratedUpTo(admin, schema, "usage by agent");
     for (const [id, agentId] of [["r-support", "support"], ["r-sub", "support/researcher"], ["r-eu", "support-eu"]]) {
       await admin.query(`INSERT INTO "${schema}".runs (id, agent_id, agent_revision, status, model_spec, input) VALUES ($1, $2, 'rev', 'completed', 'm', '{}')`, [id, agentId]);
     }
@@ -54,7 +41,7 @@ describe.skipIf(!probe.available)("PostgreSQL usage by agent", () => {
     }
     const state = new PostgresStateAdapter({ pool: admin, schema });
     try {
-      expect((await state.migrate()).applied).toEqual(MIGRATIONS.filter((migration) => migration.version >= agents.version).map((migration) => migration.version));
+      expect((await state.migrate()).applied).toEqual(applied);
       const of = async (agentId?: string) => (await state.listUsage({ conversationId: "shared", ...(agentId ? { agentId } : {}) })).map((u) => [u.id, u.agentId]);
       expect(await of("support")).toEqual([["support's", "support"], ["researcher's", "support/researcher"], ["gone run's", null], ["last year's", null]]);
       expect(await of("support-eu")).toEqual([["eu's", "support-eu"], ["gone run's", null], ["last year's", null]]);
