@@ -104,3 +104,24 @@ describe("daily conversation budgets on a store that ignores agentId (one built 
     expect(ignored(loggers.a)).toEqual([{ event: "state.usage_filter_ignored", agentId: AGENT_A, conversationId: CONVERSATION, dropped: 1 }]);
   });
 });
+
+describe("daily conversation budgets and yesterday's usage", () => {
+  it("list the conversation's usage since today's midnight (UTC), and count none of yesterday's even from a store that ignores since", async () => {
+    const state = await sharedStore(async () => new InMemoryStateAdapter());
+    // Yesterday A spent far past its daily limit; a store that ignores `since` lists it anyway.
+    const yesterday = new Date(Date.now() - 24 * 60 * 60 * 1000).toISOString();
+    await state.recordUsage({ ...tokens(10 * LIMIT), id: "yesterday", runId: "run_yesterday", conversationId: CONVERSATION, agentId: AGENT_A, createdAt: yesterday });
+    const filters: UsageFilter[] = [];
+    const list = state.listUsage.bind(state);
+    state.listUsage = ({ since: _ignored, ...filter }: UsageFilter) => {
+      filters.push({ ...filter, ...(_ignored !== undefined ? { since: _ignored } : {}) });
+      return list(filter);
+    };
+    const a = runtimeOf(agents.a, state);
+    expect(await refusal(state, await a.run({ message: "go", conversationId: CONVERSATION }))).toBeNull();
+    const midnight = `${new Date().toISOString().slice(0, 10)}T00:00:00.000Z`;
+    const listings = filters.filter((filter) => filter.conversationId === CONVERSATION);
+    expect(listings.length).toBeGreaterThan(0);
+    expect(listings).toEqual(listings.map(() => ({ conversationId: CONVERSATION, agentId: AGENT_A, since: midnight })));
+  });
+});

@@ -1,7 +1,7 @@
 // @ts-check
 import { mkdir, open, readFile, rename } from "node:fs/promises";
 import { dirname } from "node:path";
-import { AssemblyLineError, TERMINAL_RUN_STATUSES, fenceHolds, isClaimableBy, isInConversationScope, isInUsageScope, isLeaseFree, staleFenceError } from "@assemblyline-agents/core";
+import { AssemblyLineError, TERMINAL_RUN_STATUSES, fenceHolds, isClaimableBy, isInConversationScope, isInUsageScope, isLeaseFree, isUsageSince, staleFenceError } from "@assemblyline-agents/core";
 
 /**
  * @typedef {import("@assemblyline-agents/core").RunRecord} RunRecord
@@ -414,12 +414,13 @@ export class JsonFileState {
    */
   async listUsage(filter) {
     await this.ready();
-    const { runId, conversationId, agentId } = filter;
+    const { runId, conversationId, agentId, since } = filter;
     const listed = (this.doc.usage ?? []).filter(
       (record) =>
         (runId === undefined || record.runId === runId) &&
         (conversationId === undefined || record.conversationId === conversationId) &&
-        isInUsageScope(record, agentId),
+        isInUsageScope(record, agentId) &&
+        isUsageSince(record, since),
     );
     return copy(listed);
   }

@@ -160,7 +160,9 @@ export class RunBudget {
     if (conversationId && (maxConversationTokensPerDay !== undefined || maxConversationCostUsdPerDay !== undefined)) {
       const today = new Date().toISOString().slice(0, 10);
       // Only the root agent's calls (its subagents' included): another agent serving the same conversation id spends its own budget.
-      const records = (await this.usage.listUsage({ conversationId, agentId: rootAgentOf(this.run) })).filter((record) => record.createdAt.startsWith(today));
+      // Only today's, read from the store as such (`since`), so a long conversation's history is not listed before every call.
+      const listed = await this.usage.listUsage({ conversationId, agentId: rootAgentOf(this.run), since: `${today}T00:00:00.000Z` });
+      const records = listed.filter((record) => record.createdAt.startsWith(today));
       this.check("maxConversationTokensPerDay", sumTokens(records), true);
       this.check("maxConversationCostUsdPerDay", sumCost(records), true);
     }

@@ -178,6 +178,18 @@ export interface UsageFilter {
    * included (their usage carries the root run's conversation id). Left out, every agent's records.
    */
   agentId?: string;
+  /**
+   * Only the records whose `createdAt` is at or after this time: an ISO 8601 UTC time in the form the
+   * runtime records (`YYYY-MM-DDTHH:mm:ss.sssZ`), compared as text, as the records hold it. A run's
+   * daily budgets list the day's records only, so a conversation's long history is not read before
+   * every model call.
+   */
+  since?: string;
+}
+
+/** Whether `record` was recorded at or after `since` (`UsageFilter.since`; every record without it). */
+export function isUsageSince(record: Pick<UsageRecord, "createdAt">, since: string | undefined): boolean {
+  return since === undefined || record.createdAt >= since;
 }
 
 /**

@@ -1,4 +1,4 @@
-import { isInUsageScope, type UsageFilter, type UsageRecord } from "./facets.js";
+import { isInUsageScope, isUsageSince, type UsageFilter, type UsageRecord } from "./facets.js";
 
 /** A usage record as held: the record and the order its id was first recorded in. */
 interface HeldUsage {
@@ -51,10 +51,11 @@ export class UsageRecords {
 
   /**
    * The records of a run, of a conversation, of both, or every record, each of them only the agent's
-   * (`isInUsageScope`) when `agentId` is given; in the order first recorded.
+   * (`isInUsageScope`) when `agentId` is given and only those since `since` when it is; in the order
+   * first recorded.
    */
   list(filter: UsageFilter): UsageRecord[] {
-    const { runId, conversationId, agentId } = filter;
+    const { runId, conversationId, agentId, since } = filter;
     const entries =
       runId !== undefined
         ? (this.byRun.get(runId) ?? [])
@@ -63,7 +64,7 @@ export class UsageRecords {
           : [...this.held.values()];
     const records: UsageRecord[] = [];
     for (const { record } of entries) {
-      if ((conversationId === undefined || record.conversationId === conversationId) && isInUsageScope(record, agentId)) records.push(record);
+      if ((conversationId === undefined || record.conversationId === conversationId) && isInUsageScope(record, agentId) && isUsageSince(record, since)) records.push(record);
     }
     return records;
   }

@@ -3,7 +3,7 @@ import { describe, expect, it } from "vitest";
 import { PostgresStateAdapter } from "../src/index.js";
 import { listStatement } from "../src/facets/usage.js";
 import { probeDatabase } from "./support/database.js";
-import { migratedUpTo, scratchSchemas } from "./support/scratch-schemas.js";
+import { executedPlans, migratedUpTo, scratchSchemas } from "./support/scratch-schemas.js";
 
 const probe = await probeDatabase("PostgreSQL usage by agent");
 
@@ -101,6 +101,43 @@ describe.skipIf(!probe.available)("PostgreSQL usage by agent", () => {
         client.release();
       }
       expect(await state.listUsage({ conversationId: "shared", agentId: "support" })).toHaveLength(130);
+    } finally {
+      await state.close();
+    }
+  });
+  it("lists a conversation's usage since a time from usage_by_conversation_agent, never reading the agent's older rows", async () => {
+    const schema = newSchema();
+    const state = new PostgresStateAdapter({ pool: admin, schema });
+    try {
+      await state.migrate();
+      const rows = async (count: number, agentId: string | null, createdAt: string) =>
+        admin.query(
+          `INSERT INTO "${schema}".usage (id, run_id, conversation_id, agent_id, provider, model, input_tokens, output_tokens, cache_read_tokens, cache_write_tokens, cost_usd, created_at)
+           SELECT $1 || i, 'run', 'shared', $2::text, 'p', 'm', 1, 1, 0, 0, 0.001, $3 FROM generate_series(1, $4) AS i`,
+          [`${agentId}-${createdAt}-`, agentId, createdAt, count],
+        );
+      await rows(20_000, "support", "2025-06-01T10:00:00.000Z");
+      await rows(2_000, null, "2025-06-01T10:00:00.000Z");
+      await rows(2_000, "support/researcher", "2025-06-01T10:00:00.000Z");
+      await rows(4, "support", "2026-03-02T08:00:00.000Z");
+      await rows(2, "support/researcher", "2026-03-02T09:00:00.000Z");
+      await rows(1, null, "2026-03-02T10:00:00.000Z");
+      await admin.query(`ANALYZE "${schema}".usage`);
+      const listing = listStatement(`"${schema}"`, { conversationId: "shared", agentId: "support", since: "2026-03-02T00:00:00.000Z" });
+      // The plan for any values (generic) and for these (custom): the day's rows, read from the index's ranges.
+      for (const [mode, plan] of Object.entries(await executedPlans(admin, listing))) {
+        expect(plan, `${mode}:\n${plan}`).not.toContain("Seq Scan");
+        expect(plan, `${mode}:\n${plan}`).toContain("usage_by_conversation_agent");
+        // The subagents' range is read by its agent ids, the day tested in the index: at most their 2,002 index entries, 2 rows from the table.
+        for (const scanned of plan.matchAll(/(?:Index Scan|Bitmap Heap Scan).*\(actual rows=(\d+)/g)) expect(Number(scanned[1]), `${mode}:\n${plan}`).toBeLessThanOrEqual(7);
+        for (const removed of plan.matchAll(/Rows Removed by (?:Filter|Index Recheck): (\d+)/g)) expect(Number(removed[1]), `${mode}:\n${plan}`).toBe(0);
+      }
+      expect((await state.listUsage({ conversationId: "shared", agentId: "support", since: "2026-03-02T00:00:00.000Z" })).map((u) => u.createdAt)).toEqual([
+        ...Array(4).fill("2026-03-02T08:00:00.000Z"),
+        ...Array(2).fill("2026-03-02T09:00:00.000Z"),
+        "2026-03-02T10:00:00.000Z",
+      ]);
+      await expect(state.listUsage({ conversationId: "shared", since: "yesterday" })).rejects.toThrow(/listUsage: filter\.since must be an ISO-8601 time/);
     } finally {
       await state.close();
     }

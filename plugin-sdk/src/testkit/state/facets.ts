@@ -387,6 +387,22 @@ export function describeUsageStoreConformance(name: string, factory: StateKitFac
       expect(await of({})).toEqual(written.map(([id]) => id));
       expect((await store().listUsage({ runId, agentId: "sales" })).map((u) => u.id.slice(conversation.length + 1))).toEqual(["sales", "legacy-null", "legacy-none"]);
     });
+
+    it("lists only the records since a time, with the agent's filter too, in the order recorded", async () => {
+      const conversation = uniqueId("conv");
+      const runId = uniqueId("run");
+      const at = (id: string, createdAt: string, agentId?: string) => store().recordUsage({ ...usage(`${conversation}-${id}`, runId, conversation), createdAt, ...(agentId ? { agentId } : {}) });
+      await at("yesterday", "2026-03-01T23:59:59.999Z", "support");
+      await at("midnight", "2026-03-02T00:00:00.000Z", "support");
+      await at("other-agent", "2026-03-02T08:00:00.000Z", "support-eu");
+      await at("morning", "2026-03-02T09:30:00.000Z");
+      await at("noon", "2026-03-02T12:00:00.000Z", "support");
+      const of = async (filter: { agentId?: string; since: string }) => (await store().listUsage({ conversationId: conversation, ...filter })).map((u) => u.id.slice(conversation.length + 1));
+      expect(await of({ since: "2026-03-02T00:00:00.000Z" })).toEqual(["midnight", "other-agent", "morning", "noon"]);
+      expect(await of({ since: "2026-03-02T00:00:00.000Z", agentId: "support" })).toEqual(["midnight", "morning", "noon"]);
+      expect(await of({ since: "2026-03-02T12:00:00.001Z", agentId: "support" })).toEqual([]);
+      expect((await store().listUsage({ runId, since: "2026-03-02T09:30:00.000Z" })).map((u) => u.id.slice(conversation.length + 1))).toEqual(["morning", "noon"]);
+    });
   });
 }
 

@@ -38,7 +38,9 @@ export async function recordUsage(db: StateDatabase, record: UsageRecord): Promi
 export async function listUsage(db: StateDatabase, filter: UsageFilter = {}): Promise<UsageRecord[]> {
   const check = new ArgumentCheck("listUsage");
   const agentId = filter?.agentId === undefined ? undefined : check.string("filter.agentId", filter.agentId);
-  const { text, values } = listStatement(db.s, { runId: filter?.runId, conversationId: filter?.conversationId, agentId });
+  // Read as a time and written back in the form the runtime records, so the text comparison holds.
+  const since = filter?.since === undefined ? undefined : check.time("filter.since", filter.since);
+  const { text, values } = listStatement(db.s, { runId: filter?.runId, conversationId: filter?.conversationId, agentId, since });
   const rows = await db.rows("listUsage", text, values);
   return rows.map((row) => decodeUsage(db.schema, row));
 }
@@ -58,6 +60,8 @@ export function listStatement(s: string, filter: UsageFilter): { text: string; v
   if (filter.runId !== undefined) conditions.push(`run_id = ${parameter(filter.runId)}`);
   if (filter.conversationId !== undefined) conditions.push(`conversation_id = ${parameter(filter.conversationId)}`);
   if (filter.agentId !== undefined) conditions.push(`(agent_id IS NULL OR ${runOfAgent("agent_id", filter.agentId, parameter)})`);
+  // Byte-wise, as the records' text compares (usage_by_conversation_agent holds it so).
+  if (filter.since !== undefined) conditions.push(`created_at COLLATE "C" >= ${parameter(filter.since)}`);
   const where = conditions.length === 0 ? "" : `WHERE ${conditions.join(" AND ")}`;
   return { text: `SELECT ${USAGE_COLUMNS} FROM ${s}.usage ${where} ORDER BY position`, values };
 }

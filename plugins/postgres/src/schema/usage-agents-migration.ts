@@ -10,7 +10,8 @@ import type { Migration } from "./migrations.js";
  *   that spent it. Older rows keep NULL, as does a row whose run is gone: legacy, counted by every
  *   agent, as before. Only today's calls count toward a daily budget, so a long history of usage
  *   is not rewritten.
- * - `usage_by_conversation_agent` serves a conversation's listing for an agent: one range for the
+ * - `usage_by_conversation_agent` serves a conversation's listing for an agent, from `since` (a
+ *   daily budget's: the day's records, compared as text byte for byte) when given: one range for the
  *   agent's rows, one under `<agent id>/` for its subagents', one for the NULL ones. The index by
  *   conversation stays for listings without an agent.
  */
@@ -25,6 +26,6 @@ FROM ${s}.runs AS r
 WHERE r.id = u.run_id AND u.conversation_id IS NOT NULL
   AND u.created_at >= to_char((now() AT TIME ZONE 'UTC') - interval '1 day', 'YYYY-MM-DD');
 
-CREATE INDEX usage_by_conversation_agent ON ${s}.usage (conversation_id, agent_id, position);
+CREATE INDEX usage_by_conversation_agent ON ${s}.usage (conversation_id, agent_id, created_at COLLATE "C");
 `,
 };
