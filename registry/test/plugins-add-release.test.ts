@@ -146,6 +146,22 @@ describe("assembly-line plugins add <id> from an npm registry", () => {
     expect(out).toContain(`added ${packageName}@0.3.0: plugin "jsonfile"`);
   });
 
+  it("checks the package from the registry the project's .npmrc names, as npm install then installs it", async () => {
+    const release = await registry.pack(thirdParty);
+    registry.publish(release);
+    const project = await emptyProject();
+    // Only the project says where its packages come from: no variable, no user config points there.
+    delete process.env.npm_config_registry;
+    await writeFile(join(project, ".npmrc"), `registry=${registry.url}\n`);
+
+    const { code, err } = await plugins("add", "jsonfile", "--dir", project, "--registry", await marketplaceFile(work, "0.3.0"));
+
+    expect(err).not.toMatch(/AL_ERR_PLUGIN_INSTALL/);
+    expect(code).toBe(0);
+    expect(registry.tarballsSent[0]).toEqual({ name: packageName, version: "0.3.0" });
+    expect((await installed(project, packageName)).manifest.version).toBe("0.3.0");
+  });
+
   it("installs an alias's checked release under the alias: --from jsonfile@npm:<name>@^0.3.0", async () => {
     const checkedRelease = await releaseDuringCheck();
     const project = await emptyProject();

@@ -8,10 +8,13 @@ import { checkKernelRange, readPluginPackage, runNpm, type PluginPackage } from 
 /** How many trailing lines of npm's output a pack failure quotes. */
 const QUOTED_LINES = 12;
 
-/** `npm pack <spec>` into `destination` with npm's own client; the tarball's file name. */
-async function npmPack(spec: string, destination: string, offline: boolean): Promise<string> {
+/**
+ * `npm pack <spec>` into `destination` with npm's own client, run in `project` so it reads the
+ * project's .npmrc (registry, scopes, auth) as the npm install after it does; the tarball's file name.
+ */
+async function npmPack(spec: string, project: string, destination: string, offline: boolean): Promise<string> {
   const args = ["pack", spec, "--pack-destination", destination, "--json", "--ignore-scripts", ...(offline ? ["--offline"] : [])];
-  const output = await runNpm(args, destination, `fetch ${spec}`);
+  const output = await runNpm(args, project, `fetch ${spec}`);
   if (output.code !== 0) {
     const tail = `${output.stdout}\n${output.stderr}`.trim().split("\n").slice(-QUOTED_LINES).join("\n  ");
     throw new AssemblyLineError("AL_ERR_PLUGIN_INSTALL", `npm ${args.join(" ")} failed (exit ${output.code}), so ${spec} was not installed:\n  ${tail}`, {
@@ -31,13 +34,13 @@ async function npmPack(spec: string, destination: string, offline: boolean): Pro
  * The package returned is the release `npm pack` resolved the spec to: install
  * that version, since the spec's range may resolve to a newer release later.
  */
-export async function checkPluginBeforeInstall(spec: string, options: { kernelVersion: string; offline?: boolean }): Promise<PluginPackage> {
+export async function checkPluginBeforeInstall(spec: string, options: { kernelVersion: string; project: string; offline?: boolean }): Promise<PluginPackage> {
   const isFolder = existsSync(spec) && statSync(spec).isDirectory();
   const work = isFolder ? undefined : await mkdtemp(join(tmpdir(), "al-plugin-preflight-"));
   try {
     let dir = spec;
     if (work) {
-      const tarball = await npmPack(spec, work, options.offline === true);
+      const tarball = await npmPack(spec, options.project, work, options.offline === true);
       // Loaded here: only `plugins add` unpacks anything.
       const { extract } = await import("tar");
       await extract({ file: join(work, tarball), cwd: work });

@@ -149,7 +149,7 @@ export async function addPlugin(parsed: ParsedCommand, io: CommandIO): Promise<n
   }
   const step = progress(io, json);
   step(`checking ${source.check} before installing it`);
-  const checked = await checkPluginBeforeInstall(source.check, { kernelVersion: KERNEL_VERSION, offline: parsed.values.offline === true });
+  const checked = await checkPluginBeforeInstall(source.check, { kernelVersion: KERNEL_VERSION, project, offline: parsed.values.offline === true });
   // npm install would resolve a range or tag again, and a release published since the check would go in unchecked.
   const install = source.install(checked.version);
   const before = await snapshotProject(project);
