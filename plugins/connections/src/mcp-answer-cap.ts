@@ -1,5 +1,8 @@
 import { readBounded } from "./response-limit.js";
 
+/** How much of a refusal's body (a 4xx or 5xx answer to a request) is read for its error message. */
+export const REFUSAL_BYTES = 4 * 1024;
+
 /** Marks the JSON-RPC error a capped answer is replaced with, so the caller can tell it from the server's own. */
 export const ANSWER_CAP_MARK = "assembly-line/answer-too-large";
 
@@ -25,18 +28,20 @@ export function cappedAnswers(fetchFn: typeof fetch, maxBytes: number): typeof f
   return (async (input: string | URL | Request, init?: RequestInit) => {
     const response = await fetchFn(input, init);
     const ids = requestIds(init);
-    if (ids.length === 0 || response.body === null || !response.ok) return response;
+    if (ids.length === 0 || response.body === null) return response;
     const type = (response.headers.get("content-type") ?? "").split(";")[0]!.trim().toLowerCase();
     const headers = new Headers(response.headers);
     headers.delete("content-length");
     const answer = (body: string | ReadableStream<Uint8Array>) => new Response(body, { status: response.status, statusText: response.statusText, headers });
+    // A refusal's body is read whole into the error's message, which reaches the model: its start says enough.
+    if (!response.ok) return answer(cutStream(response.body, REFUSAL_BYTES, []));
     if (type === "text/event-stream") return answer(cutStream(response.body, maxBytes, ids));
     const text = await readBounded(response, maxBytes);
     return answer(text ?? JSON.stringify(ids.length === 1 ? tooLarge(ids[0]!, maxBytes) : ids.map((id) => tooLarge(id, maxBytes))));
   }) as typeof fetch;
 }
 
-/** The events of an SSE answer up to `maxBytes`; then an end to any event cut short, one error event per request, and no more. */
+/** A body's first `maxBytes`; then, for an SSE answer to `ids`, an end to any event cut short and one error event per request; then no more. */
 function cutStream(body: ReadableStream<Uint8Array>, maxBytes: number, ids: Array<string | number>): ReadableStream<Uint8Array> {
   let read = 0;
   return body.pipeThrough(
@@ -44,8 +49,12 @@ function cutStream(body: ReadableStream<Uint8Array>, maxBytes: number, ids: Arra
       transform(chunk, controller) {
         read += chunk.byteLength;
         if (read <= maxBytes) return controller.enqueue(chunk);
-        const events = ids.map((id) => `event: message\ndata: ${JSON.stringify(tooLarge(id, maxBytes))}\n\n`).join("");
-        controller.enqueue(new TextEncoder().encode(`\n\n${events}`));
+        const room = maxBytes - (read - chunk.byteLength);
+        if (room > 0) controller.enqueue(chunk.subarray(0, room));
+        if (ids.length > 0) {
+          const events = ids.map((id) => `event: message\ndata: ${JSON.stringify(tooLarge(id, maxBytes))}\n\n`).join("");
+          controller.enqueue(new TextEncoder().encode(`\n\n${events}`));
+        }
         // Ends what reaches the SDK and cancels the rest of the server's stream.
         controller.terminate();
       },

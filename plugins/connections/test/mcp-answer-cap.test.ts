@@ -6,7 +6,7 @@ import { StreamableHTTPServerTransport } from "@modelcontextprotocol/sdk/server/
 import { CallToolRequestSchema, ListToolsRequestSchema } from "@modelcontextprotocol/sdk/types.js";
 import { defineMcpConnection, type ConnectionPolicy, type OutboundResolver } from "@assemblyline-agents/core";
 import { createConnections } from "../src/index.js";
-import { answerCap } from "../src/mcp-answer-cap.js";
+import { REFUSAL_BYTES, answerCap } from "../src/mcp-answer-cap.js";
 
 const resolve: OutboundResolver = async () => [{ address: "127.0.0.1", family: 4 }];
 const policy: ConnectionPolicy = { allowedHosts: ["svc.test"], onlyAllowedHosts: true };
@@ -56,6 +56,35 @@ async function endlessAnswers(json: boolean) {
   return { port: (server.address() as AddressInfo).port, endless };
 }
 
+/** An MCP server whose `tools/call` is refused (500) with an error page that never ends. */
+async function endlessRefusal() {
+  const endless = { written: 0, closed: false };
+  const server = createServer(async (req: IncomingMessage, res: ServerResponse) => {
+    const chunks: Buffer[] = [];
+    for await (const chunk of req) chunks.push(chunk as Buffer);
+    const body = chunks.length ? JSON.parse(Buffer.concat(chunks).toString("utf8")) : undefined;
+    if (body?.method === "tools/call") {
+      res.writeHead(500, { "content-type": "text/plain" });
+      res.on("close", () => (endless.closed = true));
+      const chunk = Buffer.from("error ".repeat(4 * 1024));
+      while (!res.destroyed) {
+        endless.written += chunk.length;
+        if (!res.write(chunk)) await drainedOrClosed(res);
+      }
+      return;
+    }
+    const mcp = new McpServer({ name: "endless", version: "1.0.0" }, { capabilities: { tools: {} } });
+    mcp.setRequestHandler(ListToolsRequestSchema, async () => ({ tools: [{ name: "read_log", description: "Reads the log", inputSchema: { type: "object" } }] }));
+    const transport = new StreamableHTTPServerTransport({ sessionIdGenerator: undefined, enableJsonResponse: true });
+    res.on("close", () => void transport.close());
+    await mcp.connect(transport);
+    await transport.handleRequest(req, res, body);
+  });
+  await new Promise<void>((done) => server.listen(0, "127.0.0.1", done));
+  servers.push(server);
+  return { port: (server.address() as AddressInfo).port, endless };
+}
+
 function drainedOrClosed(res: ServerResponse): Promise<void> {
   return new Promise((done) => {
     const settle = () => {
@@ -89,4 +118,23 @@ describe("an MCP server whose answer never ends", () => {
       }
     }, 30_000);
   }
+
+  it("fails a call refused with an error page that never ends at once, reading only the page's start", async () => {
+    const { port, endless } = await endlessRefusal();
+    const provider = createConnections({ resolve, maxResponseBytes: LIMIT, requestTimeoutMs: 60_000 });
+    try {
+      const definition = defineMcpConnection({ url: `http://svc.test:${port}/mcp`, description: "Endless" });
+      const tools = provider.tools("endless", definition, await provider.describe("endless", definition, policy), policy);
+      const startedAt = Date.now();
+      const result = (await tools.endless__read_log!.execute({}, callCtx())) as { code: string; error: string };
+      expect(result).toMatchObject({ code: "AL_ERR_CONNECTION_FAILED", error: expect.stringContaining("error error") });
+      // The page's start, not the page: what the model reads of the refusal.
+      expect(result.error.length).toBeLessThan(REFUSAL_BYTES + 1024);
+      expect(Date.now() - startedAt).toBeLessThan(20_000);
+      await expect.poll(() => endless.closed).toBe(true);
+      expect(endless.written).toBeLessThan(answerCap(LIMIT) + 16 * 1024 * 1024);
+    } finally {
+      await provider.close?.();
+    }
+  }, 30_000);
 });
