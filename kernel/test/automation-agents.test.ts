@@ -24,7 +24,7 @@ describe("automation rows and their agent", () => {
     expect(await state.claimDueSchedules({ owner: "own", ttlMs: 60_000, now: clock.now, agentId })).toHaveLength(2);
   });
 
-  it("written before rows had an agent, take the agent's id at its next sync, their due time, pause and lease kept", async () => {
+  it("written before rows had an agent, take the agent's id at a sync as they are then, their due time and pause kept; a leased row at the sync after its lease", async () => {
     const { automations, make, bundle, state, clock } = await automationsAt({ "automations/tick.ts": automation(`{ every: 60000 }`) }, "2026-03-01T10:00:00.000Z");
     await automations.create({ name: "digest", schedule: { every: 60_000 }, message: "digest" });
     await automations.setPaused("digest", true);
@@ -41,8 +41,14 @@ describe("automation rows and their agent", () => {
     const after = await state.listSchedules();
     expect(after.find((row) => row.id === foreign.id)?.agentId ?? null).toBeNull();
     const own = after.filter((row) => row.id !== foreign.id);
-    expect(own).toEqual(before.map((row) => ({ ...row, agentId: bundle.manifest.agent.id })));
-    expect(own.find((row) => row.id === leased?.id)?.lease?.owner).toBe("replica-1");
+    const agentId = bundle.manifest.agent.id;
+    // The leased row is left as it is: the dispatch under way moves it, and the next sync names it.
+    expect(own).toEqual(before.map((row) => (row.id === leased?.id ? { ...withoutAgent(row), lease: row.lease } : { ...row, agentId })));
     expect((await automations.get("digest")).paused).toBe(true);
+
+    // The dispatch moved the row on meanwhile; the next sync names its agent on the row as it is now.
+    await state.completeScheduleRun(leased!.id, "replica-1", new Date("2026-03-01T10:02:00.000Z"));
+    await make().syncStatic();
+    expect(await state.getSchedule(leased!.id)).toEqual({ ...withoutAgent(leased!), agentId, nextRunAt: "2026-03-01T10:02:00.000Z", lease: null });
   });
 });

@@ -134,7 +134,7 @@ export class Automations {
     for (const [id, { record, payload }] of rows) {
       if (payload.source === "static" && !wanted.has(id)) await this.parts.store.deleteSchedule(id);
       // A row written before schedules had an agent: any agent's scheduler could claim it until it names its own.
-      else if (!written.has(id) && (record.agentId ?? null) === null) await this.parts.store.upsertSchedule({ ...withoutLease(record), agentId: this.parts.agentId });
+      else if (!written.has(id) && (record.agentId ?? null) === null) await this.nameAgent(id);
     }
   }
 
@@ -272,6 +272,17 @@ export class Automations {
     const now = this.now();
     if (stored.getTime() > now.getTime()) return stored;
     return schedule.kind === "at" ? stored : (nextDueAfterNow(schedule, now) ?? NEVER);
+  }
+
+  /**
+   * Write this agent's id on a row written without one, as the row is now: read again just before,
+   * and left for the next sync while leased (a dispatch under way moves it; writing the copy read
+   * before would move it back).
+   */
+  private async nameAgent(id: string): Promise<void> {
+    const current = await this.parts.store.getSchedule(id);
+    if (!current || (current.agentId ?? null) !== null || current.lease !== null) return;
+    await this.parts.store.upsertSchedule({ ...withoutLease(current), agentId: this.parts.agentId });
   }
 
   private async write(payload: AutomationPayload, nextRunAt: Date): Promise<AutomationInfo> {

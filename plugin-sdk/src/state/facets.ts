@@ -179,17 +179,24 @@ export interface UsageFilter {
    */
   agentId?: string;
   /**
-   * Only the records whose `createdAt` is at or after this time: an ISO 8601 UTC time in the form the
-   * runtime records (`YYYY-MM-DDTHH:mm:ss.sssZ`), compared as text, as the records hold it. A run's
-   * daily budgets list the day's records only, so a conversation's long history is not read before
-   * every model call.
+   * Only the records whose `createdAt` is at or after this time (ISO 8601; stores compare it as the
+   * runtime writes times, `YYYY-MM-DDTHH:mm:ss.sssZ`, as `isUsageSince` does). A run's daily
+   * budgets list the day's records only, so a conversation's long history is not read before every
+   * model call.
    */
   since?: string;
 }
 
-/** Whether `record` was recorded at or after `since` (`UsageFilter.since`; every record without it). */
+/**
+ * Whether `record` was recorded at or after `since` (`UsageFilter.since`; every record without it):
+ * both read as times, so `...T10:00:00Z` and `...T10:00:00.000Z` are the same moment. A `createdAt`
+ * that is no time is compared as text.
+ */
 export function isUsageSince(record: Pick<UsageRecord, "createdAt">, since: string | undefined): boolean {
-  return since === undefined || record.createdAt >= since;
+  if (since === undefined) return true;
+  const at = Date.parse(record.createdAt);
+  const from = Date.parse(since);
+  return Number.isFinite(at) && Number.isFinite(from) ? at >= from : record.createdAt >= since;
 }
 
 /**

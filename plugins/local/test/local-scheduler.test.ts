@@ -1,3 +1,4 @@
+import type { ScheduleClaimOptions } from "@assemblyline-agents/core";
 import { InMemoryStateAdapter } from "@assemblyline-agents/runtime";
 import { afterEach, describe, expect, it } from "vitest";
 import { LocalScheduler } from "../src/index.js";
@@ -133,31 +134,34 @@ describe("LocalScheduler", () => {
     expect(await store.getSchedule("b-report")).toMatchObject({ lease: null, nextRunAt: due });
   });
 
-  it("hands another agent's schedule back at once, due time kept, when its store ignores the claim's agent", async () => {
+  it("leaves another agent's schedule undispatched and leased, from a store that ignores the claim's agent, without holding its own agent's rows out", async () => {
     const store = new InMemoryStateAdapter();
-    const due = new Date(0).toISOString();
-    await store.upsertSchedule({ id: "b-report", agentId: "agent-b", intervalMs: HOUR, nextRunAt: due, payload: {}, enabled: true });
+    const due = (ms: number) => new Date(ms).toISOString();
+    // More of B's rows due first than A claims in one poll: released, they would come back first in every claim.
+    for (let index = 0; index < 3; index += 1) {
+      await store.upsertSchedule({ id: `b-report-${index}`, agentId: "agent-b", intervalMs: HOUR, nextRunAt: due(index), payload: {}, enabled: true });
+    }
+    await store.upsertSchedule({ id: "a-report", agentId: "agent-a", intervalMs: HOUR, nextRunAt: due(10), payload: {}, enabled: true });
     // A store built before the option: it leases every agent's rows.
     const ignoring = Object.assign(Object.create(store) as InMemoryStateAdapter, {
-      claimDueSchedules: (options: { owner: string; ttlMs: number; now?: Date; limit?: number; agentId?: string }) =>
-        store.claimDueSchedules({ owner: options.owner, ttlMs: options.ttlMs, ...(options.now ? { now: options.now } : {}), ...(options.limit !== undefined ? { limit: options.limit } : {}) }),
+      claimDueSchedules: ({ agentId: _ignored, ...options }: ScheduleClaimOptions) => store.claimDueSchedules(options),
     });
     const warnings: Array<Record<string, unknown>> = [];
     const logger = { debug() {}, info() {}, error() {}, warn: (fields: Record<string, unknown>) => void warnings.push(fields) };
-    const ofA = new LocalScheduler({ store: ignoring, pollIntervalMs: 10, logger });
+    const ofA = new LocalScheduler({ store: ignoring, pollIntervalMs: 10, batchSize: 2, leaseMs: 200, logger });
     running.push(ofA);
     const dispatchedByA: string[] = [];
     await ofA.start(async (id) => void dispatchedByA.push(id), { agentId: "agent-a" });
-    await until(() => warnings.length > 0);
+    await until(() => dispatchedByA.length === 1);
+    expect(dispatchedByA).toEqual(["a-report"]);
+    expect(warnings).toEqual([{ event: "state.claim_filter_ignored", scheduleId: "b-report-0", agentId: "agent-b" }]);
     await ofA.stop();
-    expect(await store.getSchedule("b-report")).toMatchObject({ lease: null, nextRunAt: due });
-    expect(warnings[0]).toMatchObject({ event: "state.claim_filter_ignored", scheduleId: "b-report", agentId: "agent-b" });
-    // B's own scheduler takes it without waiting out A's lease (60 s by default).
+    // B's rows were never moved: its own scheduler takes them once A's leases run out.
+    expect((await store.listSchedules()).filter((row) => row.agentId === "agent-b").map((row) => row.nextRunAt)).toEqual([due(0), due(1), due(2)]);
     const dispatchedByB: string[] = [];
     await scheduler(store).start(async (id) => void dispatchedByB.push(id), { agentId: "agent-b" });
-    await until(() => dispatchedByB.length === 1);
-    expect(dispatchedByA).toEqual([]);
-    expect(dispatchedByB).toEqual(["b-report"]);
+    await until(() => dispatchedByB.length === 3);
+    expect(dispatchedByB.sort()).toEqual(["b-report-0", "b-report-1", "b-report-2"]);
   });
 
   it("moves the next run one interval on, skipping slots missed while down", () => {

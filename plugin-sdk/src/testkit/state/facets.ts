@@ -401,6 +401,8 @@ export function describeUsageStoreConformance(name: string, factory: StateKitFac
       expect(await of({ since: "2026-03-02T00:00:00.000Z" })).toEqual(["midnight", "other-agent", "morning", "noon"]);
       expect(await of({ since: "2026-03-02T00:00:00.000Z", agentId: "support" })).toEqual(["midnight", "morning", "noon"]);
       expect(await of({ since: "2026-03-02T12:00:00.001Z", agentId: "support" })).toEqual([]);
+      // The same moment written without milliseconds.
+      expect(await of({ since: "2026-03-02T12:00:00Z", agentId: "support" })).toEqual(["noon"]);
       expect((await store().listUsage({ runId, since: "2026-03-02T09:30:00.000Z" })).map((u) => u.id.slice(conversation.length + 1))).toEqual(["morning", "noon"]);
     });
   });

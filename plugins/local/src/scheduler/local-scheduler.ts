@@ -114,28 +114,27 @@ export class LocalScheduler implements Scheduler {
       return;
     }
     for (const schedule of due) {
-      const run = (isScheduleClaimableBy(schedule, this.agentId) ? this.run(store, schedule, dispatch) : this.handBack(store, schedule)).finally(() => this.inFlight.delete(run));
+      if (!isScheduleClaimableBy(schedule, this.agentId)) {
+        this.leaveForeign(schedule);
+        continue;
+      }
+      const run = this.run(store, schedule, dispatch).finally(() => this.inFlight.delete(run));
       this.inFlight.add(run);
     }
   }
 
   /**
-   * Another agent's schedule from a store that ignores the claim's agentId: release it at once,
-   * due time unchanged, so its own agent's scheduler takes it without waiting out this lease.
+   * Another agent's schedule from a store that ignores the claim's agentId: not dispatched, and left
+   * leased until the lease runs out, when its own agent's scheduler takes it. Released at once, it
+   * would come back first in every claim (the earliest due) and hold this agent's rows out for good.
    */
-  private async handBack(store: ScheduleStateStore, schedule: ScheduleRecord): Promise<void> {
-    if (!this.warnedForeign) {
-      this.warnedForeign = true;
-      this.logger.warn(
-        { event: "state.claim_filter_ignored", scheduleId: schedule.id, agentId: schedule.agentId },
-        "the state store handed over another agent's schedule: it ignores claimDueSchedules' agentId; upgrade the state adapter",
-      );
-    }
-    try {
-      await store.completeScheduleRun(schedule.id, this.owner, new Date(schedule.nextRunAt));
-    } catch (error) {
-      this.logger.error({ err: error, scheduleId: schedule.id }, "releasing another agent's schedule failed; its agent's scheduler takes it when the lease expires");
-    }
+  private leaveForeign(schedule: ScheduleRecord): void {
+    if (this.warnedForeign) return;
+    this.warnedForeign = true;
+    this.logger.warn(
+      { event: "state.claim_filter_ignored", scheduleId: schedule.id, agentId: schedule.agentId },
+      "the state store handed over another agent's schedule: it ignores claimDueSchedules' agentId, so that schedule waits for this lease to run out; upgrade the state adapter",
+    );
   }
 
   private async run(store: ScheduleStateStore, schedule: ScheduleRecord, dispatch: ScheduleDispatch): Promise<void> {
