@@ -21,18 +21,21 @@ export function answerCap(maxResultBytes: number): number {
  * otherwise hold a whole answer (a JSON body, or an SSE event still open) however large. Past
  * it the rest is never read and the SDK gets, in the same wire format, a JSON-RPC error for each
  * request the POST carried (`data` holding ANSWER_CAP_MARK), so the call fails at once instead of
- * waiting for a response that will never come. Other requests (the session's GET stream, DELETE)
- * pass as they are.
+ * waiting for a response that will never come. Any other SSE stream (the session's GET stream)
+ * ends after `maxBytes`, which the SDK opens again; other answers pass as they are.
  */
 export function cappedAnswers(fetchFn: typeof fetch, maxBytes: number): typeof fetch {
   return (async (input: string | URL | Request, init?: RequestInit) => {
     const response = await fetchFn(input, init);
+    if (response.body === null) return response;
     const ids = requestIds(init);
-    if (ids.length === 0 || response.body === null) return response;
     const type = (response.headers.get("content-type") ?? "").split(";")[0]!.trim().toLowerCase();
     const headers = new Headers(response.headers);
     headers.delete("content-length");
     const answer = (body: string | ReadableStream<Uint8Array>) => new Response(body, { status: response.status, statusText: response.statusText, headers });
+    // The session's stream (GET) and any other: ended after maxBytes, so no event grows without end
+    // (the SDK opens the session's stream again).
+    if (ids.length === 0) return type === "text/event-stream" ? answer(cutStream(response.body, maxBytes, [])) : response;
     // A refusal's body is read whole into the error's message, which reaches the model: its start says enough.
     if (!response.ok) return answer(cutStream(response.body, REFUSAL_BYTES, []));
     if (type === "text/event-stream") return answer(cutStream(response.body, maxBytes, ids));

@@ -101,7 +101,8 @@ export class McpClients {
       try {
         return await use(client);
       } catch (error) {
-        if (await isTransportFailure(error)) this.forget(key, opened);
+        // A cut answer closes the client too: the SDK would otherwise resume the stream and read the rest.
+        if ((await isTransportFailure(error)) || wasCut(error)) this.forget(key, opened);
         if (attempt === 0 && (await isSessionGone(error))) continue;
         throw failure(connection, doing, error);
       }

@@ -119,6 +119,45 @@ describe("an MCP server whose answer never ends", () => {
     }, 30_000);
   }
 
+  it("hangs up on a session stream (GET) whose event never ends, past the cap", async () => {
+    const streams: Array<{ written: number; closed: boolean }> = [];
+    const server = createServer(async (req: IncomingMessage, res: ServerResponse) => {
+      if (req.method === "GET") {
+        const stream = { written: 0, closed: false };
+        streams.push(stream);
+        res.writeHead(200, { "content-type": "text/event-stream" });
+        res.on("close", () => (stream.closed = true));
+        res.write(`event: message\ndata: {"jsonrpc":"2.0","method":"notifications/message","params":{"data":"`);
+        const chunk = Buffer.from("log ".repeat(4 * 1024));
+        while (!res.destroyed) {
+          stream.written += chunk.length;
+          if (!res.write(chunk)) await drainedOrClosed(res);
+        }
+        return;
+      }
+      const chunks: Buffer[] = [];
+      for await (const chunk of req) chunks.push(chunk as Buffer);
+      const mcp = new McpServer({ name: "chatty", version: "1.0.0" }, { capabilities: { tools: {} } });
+      mcp.setRequestHandler(ListToolsRequestSchema, async () => ({ tools: [{ name: "read_log", description: "Reads the log", inputSchema: { type: "object" } }] }));
+      const transport = new StreamableHTTPServerTransport({ sessionIdGenerator: undefined, enableJsonResponse: true });
+      res.on("close", () => void transport.close());
+      await mcp.connect(transport);
+      await transport.handleRequest(req, res, chunks.length ? JSON.parse(Buffer.concat(chunks).toString("utf8")) : undefined);
+    });
+    await new Promise<void>((done) => server.listen(0, "127.0.0.1", done));
+    servers.push(server);
+    const port = (server.address() as AddressInfo).port;
+    const provider = createConnections({ resolve, maxResponseBytes: LIMIT, requestTimeoutMs: 60_000 });
+    try {
+      const definition = defineMcpConnection({ url: `http://svc.test:${port}/mcp`, description: "Chatty" });
+      await provider.describe("chatty", definition, policy);
+      await expect.poll(() => streams[0]?.closed, { timeout: 10_000 }).toBe(true);
+      expect(streams[0]!.written).toBeLessThan(answerCap(LIMIT) + 16 * 1024 * 1024);
+    } finally {
+      await provider.close?.();
+    }
+  }, 30_000);
+
   it("fails a call refused with an error page that never ends at once, reading only the page's start", async () => {
     const { port, endless } = await endlessRefusal();
     const provider = createConnections({ resolve, maxResponseBytes: LIMIT, requestTimeoutMs: 60_000 });
