@@ -21,24 +21,33 @@ afterEach(async () => {
   }
 });
 
+/** How much an endless answer wrote before the client hung up. */
+interface Endless {
+  written: number;
+  closed: boolean;
+}
+
 /**
- * An MCP server (the SDK's own, answering SSE or JSON as `json` says) whose `tools/call` answer is
- * instead an endless stream in that format: one SSE event (or one JSON body) that never ends,
- * written as fast as the socket drains. Records how much it wrote before the client hung up.
+ * An MCP server (the SDK's own, answering JSON) but for the requests `endless` takes (by method and
+ * JSON-RPC body): to those it writes `head` and then `filler` for ever, as fast as the socket
+ * drains, recording in `answers` how much each wrote before the client hung up.
  */
-async function endlessAnswers(json: boolean) {
-  const endless = { written: 0, closed: false };
+async function mcpServerWithEndless(endless: (req: IncomingMessage, body: { method?: string; id?: unknown } | undefined) => { status: number; type: string; head: string; filler: string } | undefined) {
+  const answers: Endless[] = [];
   const server = createServer(async (req: IncomingMessage, res: ServerResponse) => {
     const chunks: Buffer[] = [];
     for await (const chunk of req) chunks.push(chunk as Buffer);
     const body = chunks.length ? JSON.parse(Buffer.concat(chunks).toString("utf8")) : undefined;
-    if (body?.method === "tools/call") {
-      res.writeHead(200, { "content-type": json ? "application/json" : "text/event-stream" });
-      res.on("close", () => (endless.closed = true));
-      res.write(json ? `{"jsonrpc":"2.0","id":${JSON.stringify(body.id)},"result":{"content":[{"type":"text","text":"` : `event: message\ndata: {"jsonrpc":"2.0","id":${JSON.stringify(body.id)},"result":{"content":[{"type":"text","text":"`);
-      const chunk = Buffer.from("log ".repeat(4 * 1024));
+    const answer = endless(req, body);
+    if (answer) {
+      const record = { written: 0, closed: false };
+      answers.push(record);
+      res.writeHead(answer.status, { "content-type": answer.type });
+      res.on("close", () => (record.closed = true));
+      res.write(answer.head);
+      const chunk = Buffer.from(answer.filler.repeat(4 * 1024));
       while (!res.destroyed) {
-        endless.written += chunk.length;
+        record.written += chunk.length;
         if (!res.write(chunk)) await drainedOrClosed(res);
       }
       return;
@@ -46,35 +55,6 @@ async function endlessAnswers(json: boolean) {
     const mcp = new McpServer({ name: "endless", version: "1.0.0" }, { capabilities: { tools: {} } });
     mcp.setRequestHandler(ListToolsRequestSchema, async () => ({ tools: [{ name: "read_log", description: "Reads the log", inputSchema: { type: "object" } }] }));
     mcp.setRequestHandler(CallToolRequestSchema, async () => ({ content: [{ type: "text", text: "short" }] }));
-    const transport = new StreamableHTTPServerTransport({ sessionIdGenerator: undefined, enableJsonResponse: json });
-    res.on("close", () => void transport.close());
-    await mcp.connect(transport);
-    await transport.handleRequest(req, res, body);
-  });
-  await new Promise<void>((done) => server.listen(0, "127.0.0.1", done));
-  servers.push(server);
-  return { port: (server.address() as AddressInfo).port, endless };
-}
-
-/** An MCP server whose `tools/call` is refused (500) with an error page that never ends. */
-async function endlessRefusal() {
-  const endless = { written: 0, closed: false };
-  const server = createServer(async (req: IncomingMessage, res: ServerResponse) => {
-    const chunks: Buffer[] = [];
-    for await (const chunk of req) chunks.push(chunk as Buffer);
-    const body = chunks.length ? JSON.parse(Buffer.concat(chunks).toString("utf8")) : undefined;
-    if (body?.method === "tools/call") {
-      res.writeHead(500, { "content-type": "text/plain" });
-      res.on("close", () => (endless.closed = true));
-      const chunk = Buffer.from("error ".repeat(4 * 1024));
-      while (!res.destroyed) {
-        endless.written += chunk.length;
-        if (!res.write(chunk)) await drainedOrClosed(res);
-      }
-      return;
-    }
-    const mcp = new McpServer({ name: "endless", version: "1.0.0" }, { capabilities: { tools: {} } });
-    mcp.setRequestHandler(ListToolsRequestSchema, async () => ({ tools: [{ name: "read_log", description: "Reads the log", inputSchema: { type: "object" } }] }));
     const transport = new StreamableHTTPServerTransport({ sessionIdGenerator: undefined, enableJsonResponse: true });
     res.on("close", () => void transport.close());
     await mcp.connect(transport);
@@ -82,7 +62,16 @@ async function endlessRefusal() {
   });
   await new Promise<void>((done) => server.listen(0, "127.0.0.1", done));
   servers.push(server);
-  return { port: (server.address() as AddressInfo).port, endless };
+  return { port: (server.address() as AddressInfo).port, answers };
+}
+
+/** A `tools/call` answered 200 with one result that never ends: one SSE event, or one JSON body. */
+function endlessAnswers(json: boolean) {
+  return mcpServerWithEndless((_req, body) => {
+    if (body?.method !== "tools/call") return undefined;
+    const result = `{"jsonrpc":"2.0","id":${JSON.stringify(body.id)},"result":{"content":[{"type":"text","text":"`;
+    return json ? { status: 200, type: "application/json", head: result, filler: "log " } : { status: 200, type: "text/event-stream", head: `event: message\ndata: ${result}`, filler: "log " };
+  });
 }
 
 function drainedOrClosed(res: ServerResponse): Promise<void> {
@@ -98,7 +87,7 @@ function drainedOrClosed(res: ServerResponse): Promise<void> {
 describe("an MCP server whose answer never ends", () => {
   for (const json of [false, true]) {
     it(`answers the call at once as too large, reading ${json ? "the JSON body" : "the SSE event"} only up to the cap, and hangs up`, async () => {
-      const { port, endless } = await endlessAnswers(json);
+      const { port, answers } = await endlessAnswers(json);
       // The call's timeout is far off: only the cap can end the call before it.
       const provider = createConnections({ resolve, maxResponseBytes: LIMIT, requestTimeoutMs: 60_000 });
       try {
@@ -110,9 +99,9 @@ describe("an MCP server whose answer never ends", () => {
           error: expect.stringMatching(new RegExp(`endless tool read_log answered more than ${LIMIT} bytes .*maxResponseBytes`)),
         });
         expect(Date.now() - startedAt).toBeLessThan(20_000);
-        await expect.poll(() => endless.closed).toBe(true);
+        await expect.poll(() => answers[0]?.closed).toBe(true);
         // What the server wrote before the client hung up: the cap and socket buffers, not the stream.
-        expect(endless.written).toBeLessThan(answerCap(LIMIT) + 16 * 1024 * 1024);
+        expect(answers[0]!.written).toBeLessThan(answerCap(LIMIT) + 16 * 1024 * 1024);
       } finally {
         await provider.close?.();
       }
@@ -120,33 +109,9 @@ describe("an MCP server whose answer never ends", () => {
   }
 
   it("hangs up on a session stream (GET) whose event never ends, past the cap", async () => {
-    const streams: Array<{ written: number; closed: boolean }> = [];
-    const server = createServer(async (req: IncomingMessage, res: ServerResponse) => {
-      if (req.method === "GET") {
-        const stream = { written: 0, closed: false };
-        streams.push(stream);
-        res.writeHead(200, { "content-type": "text/event-stream" });
-        res.on("close", () => (stream.closed = true));
-        res.write(`event: message\ndata: {"jsonrpc":"2.0","method":"notifications/message","params":{"data":"`);
-        const chunk = Buffer.from("log ".repeat(4 * 1024));
-        while (!res.destroyed) {
-          stream.written += chunk.length;
-          if (!res.write(chunk)) await drainedOrClosed(res);
-        }
-        return;
-      }
-      const chunks: Buffer[] = [];
-      for await (const chunk of req) chunks.push(chunk as Buffer);
-      const mcp = new McpServer({ name: "chatty", version: "1.0.0" }, { capabilities: { tools: {} } });
-      mcp.setRequestHandler(ListToolsRequestSchema, async () => ({ tools: [{ name: "read_log", description: "Reads the log", inputSchema: { type: "object" } }] }));
-      const transport = new StreamableHTTPServerTransport({ sessionIdGenerator: undefined, enableJsonResponse: true });
-      res.on("close", () => void transport.close());
-      await mcp.connect(transport);
-      await transport.handleRequest(req, res, chunks.length ? JSON.parse(Buffer.concat(chunks).toString("utf8")) : undefined);
-    });
-    await new Promise<void>((done) => server.listen(0, "127.0.0.1", done));
-    servers.push(server);
-    const port = (server.address() as AddressInfo).port;
+    const { port, answers: streams } = await mcpServerWithEndless((req) =>
+      req.method === "GET" ? { status: 200, type: "text/event-stream", head: `event: message\ndata: {"jsonrpc":"2.0","method":"notifications/message","params":{"data":"`, filler: "log " } : undefined,
+    );
     const provider = createConnections({ resolve, maxResponseBytes: LIMIT, requestTimeoutMs: 60_000 });
     try {
       const definition = defineMcpConnection({ url: `http://svc.test:${port}/mcp`, description: "Chatty" });
@@ -159,7 +124,7 @@ describe("an MCP server whose answer never ends", () => {
   }, 30_000);
 
   it("fails a call refused with an error page that never ends at once, reading only the page's start", async () => {
-    const { port, endless } = await endlessRefusal();
+    const { port, answers } = await mcpServerWithEndless((_req, body) => (body?.method === "tools/call" ? { status: 500, type: "text/plain", head: "", filler: "error " } : undefined));
     const provider = createConnections({ resolve, maxResponseBytes: LIMIT, requestTimeoutMs: 60_000 });
     try {
       const definition = defineMcpConnection({ url: `http://svc.test:${port}/mcp`, description: "Endless" });
@@ -170,8 +135,8 @@ describe("an MCP server whose answer never ends", () => {
       // The page's start, not the page: what the model reads of the refusal.
       expect(result.error.length).toBeLessThan(REFUSAL_BYTES + 1024);
       expect(Date.now() - startedAt).toBeLessThan(20_000);
-      await expect.poll(() => endless.closed).toBe(true);
-      expect(endless.written).toBeLessThan(answerCap(LIMIT) + 16 * 1024 * 1024);
+      await expect.poll(() => answers[0]?.closed).toBe(true);
+      expect(answers[0]!.written).toBeLessThan(answerCap(LIMIT) + 16 * 1024 * 1024);
     } finally {
       await provider.close?.();
     }
