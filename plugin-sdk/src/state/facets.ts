@@ -36,7 +36,12 @@ export interface ConversationScope {
  * such field in what a store kept before the option).
  */
 export function isInConversationScope(message: Pick<ConversationMessage, "agentId">, agentId: string | undefined): boolean {
-  return agentId === undefined || (message.agentId ?? null) === null || message.agentId === agentId;
+  return isOfAgentOrNone(message.agentId, agentId);
+}
+
+/** With no agent asked for, anything; else the asked agent's records and those kept without an agent. */
+function isOfAgentOrNone(recordAgentId: string | null | undefined, askedAgentId: string | undefined): boolean {
+  return askedAgentId === undefined || (recordAgentId ?? null) === null || recordAgentId === askedAgentId;
 }
 
 /**
@@ -87,7 +92,7 @@ export interface ScheduleClaimOptions {
  * when no agent is asked for; else that agent's and those of no agent.
  */
 export function isScheduleClaimableBy(schedule: Pick<ScheduleRecord, "agentId">, agentId: string | undefined): boolean {
-  return agentId === undefined || (schedule.agentId ?? null) === null || schedule.agentId === agentId;
+  return isOfAgentOrNone(schedule.agentId, agentId);
 }
 
 export interface ScheduleStateStore {
