@@ -170,8 +170,10 @@ export function recoverableClaimStatement(
   session: string | null,
 ): { text: string; values: unknown[] } {
   const values: unknown[] = [owner, ttlMs, clockParam(now), limit, session];
-  // Walks runs_recoverable (the unfinished runs, oldest first) and skips other agents' before the limit.
-  const ofAgent = agentId === undefined ? "" : `AND ${runOfAgent("r.agent_id", agentId, parameters(values))}`;
+  // With an agent: walks runs_recoverable_by_agent over its root agent's unfinished runs only, oldest first.
+  const parameter = parameters(values);
+  const ofAgent =
+    agentId === undefined ? "" : `AND split_part(r.agent_id, '/', 1) = split_part(${parameter(agentId)}, '/', 1) AND ${runOfAgent("r.agent_id", agentId, parameter)}`;
   // SKIP LOCKED: concurrent claimers each take different rows instead of queueing
   // on the same ones; a row committed by another claimer meanwhile is re-checked
   // against the lease condition before it is locked.

@@ -30,6 +30,7 @@ import { conversationAgentsMigration } from "./conversation-agents-migration.js"
 import { scheduleAgentsMigration } from "./schedule-agents-migration.js";
 import { pathCountsMigration } from "./path-counts-migration.js";
 import { skillsMigration } from "./skills-migration.js";
+import { runAgentsMigration } from "./run-agents-migration.js";
 import { usageAgentsMigration } from "./usage-agents-migration.js";
 
 export interface Migration {
@@ -651,6 +652,7 @@ export const MIGRATIONS: readonly Migration[] = [
   scheduleAgentsMigration,
   { version: 9, name: "deliveries by agent", sql: deliveriesByAgent },
   usageAgentsMigration,
+  runAgentsMigration,
 ];
 
 /** The schema version this code writes and expects. */
