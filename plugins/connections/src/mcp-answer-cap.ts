@@ -40,7 +40,7 @@ export function cappedAnswers(fetchFn: typeof fetch, maxBytes: number): typeof f
     if (!response.ok) return answer(cutStream(response.body, REFUSAL_BYTES, []));
     if (type === "text/event-stream") return answer(cutStream(response.body, maxBytes, ids));
     const text = await readBounded(response, maxBytes);
-    return answer(text ?? JSON.stringify(ids.length === 1 ? tooLarge(ids[0]!, maxBytes) : ids.map((id) => tooLarge(id, maxBytes))));
+    return answer(text ?? JSON.stringify(ids.length === 1 ? capErrorFor(ids[0]!, maxBytes) : ids.map((id) => capErrorFor(id, maxBytes))));
   }) as typeof fetch;
 }
 
@@ -55,7 +55,7 @@ function cutStream(body: ReadableStream<Uint8Array>, maxBytes: number, ids: Arra
         const room = maxBytes - (read - chunk.byteLength);
         if (room > 0) controller.enqueue(chunk.subarray(0, room));
         if (ids.length > 0) {
-          const events = ids.map((id) => `event: message\ndata: ${JSON.stringify(tooLarge(id, maxBytes))}\n\n`).join("");
+          const events = ids.map((id) => `event: message\ndata: ${JSON.stringify(capErrorFor(id, maxBytes))}\n\n`).join("");
           controller.enqueue(new TextEncoder().encode(`\n\n${events}`));
         }
         // Ends what reaches the SDK and cancels the rest of the server's stream.
@@ -65,7 +65,8 @@ function cutStream(body: ReadableStream<Uint8Array>, maxBytes: number, ids: Arra
   );
 }
 
-function tooLarge(id: string | number, maxBytes: number) {
+/** The JSON-RPC error that takes the place of the answer to request `id` when it was cut past `maxBytes`. */
+export function capErrorFor(id: string | number, maxBytes: number) {
   return { jsonrpc: "2.0", id, error: { code: -32000, message: `the server's answer was longer than ${maxBytes} bytes, so it was not read`, data: { [ANSWER_CAP_MARK]: maxBytes } } };
 }
 

@@ -1,6 +1,7 @@
 import { AssemblyLineError, isAssemblyLineError, type ConnectionAuth, type ConnectionPolicy, type JsonValue } from "@assemblyline-agents/core";
 import type { Client } from "@modelcontextprotocol/sdk/client/index.js";
 import { ANSWER_CAP_MARK, answerCap, cappedAnswers } from "./mcp-answer-cap.js";
+import { capStdioAnswers } from "./mcp-stdio-cap.js";
 import { connectionFetch, type OutboundOptions } from "./outbound.js";
 import { redactText, secretForms } from "./redact.js";
 import { tooLarge } from "./response-limit.js";
@@ -149,7 +150,9 @@ export class McpClients {
         await client.connect(new StreamableHTTPClientTransport(new URL(target.url), { fetch: fetchFn, redirectPolicy: "follow" }), { timeout: this.timeoutMs });
       } else {
         const { StdioClientTransport, getDefaultEnvironment } = await import("@modelcontextprotocol/sdk/client/stdio.js");
-        const transport = new StdioClientTransport({ command: target.command, args: target.args ?? [], env: { ...getDefaultEnvironment(), ...(target.env ?? {}) }, stderr: "pipe" });
+        const cap = answerCap(this.maxResultBytes);
+        const transport = new StdioClientTransport({ command: target.command, args: target.args ?? [], env: { ...getDefaultEnvironment(), ...(target.env ?? {}) }, stderr: "pipe", maxBufferSize: cap });
+        capStdioAnswers(transport, cap);
         // The tail of what the server printed is read all along (a full pipe would block the server) and says why a start failed.
         transport.stderr?.on("data", (chunk: Buffer) => {
           stderr = (stderr + chunk.toString("utf8")).slice(-STDERR_TAIL);
