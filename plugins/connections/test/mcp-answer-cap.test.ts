@@ -34,7 +34,10 @@ interface Endless {
  */
 async function mcpServerWithEndless(endless: (req: IncomingMessage, body: { method?: string; id?: unknown } | undefined) => { status: number; type: string; head: string; filler: string } | undefined) {
   const answers: Endless[] = [];
+  /** Each request's method and the event it asked to resume after (Last-Event-ID), if any. */
+  const requests: Array<{ method: string; lastEventId: string | undefined }> = [];
   const server = createServer(async (req: IncomingMessage, res: ServerResponse) => {
+    requests.push({ method: req.method ?? "", lastEventId: req.headers["last-event-id"] as string | undefined });
     const chunks: Buffer[] = [];
     for await (const chunk of req) chunks.push(chunk as Buffer);
     const body = chunks.length ? JSON.parse(Buffer.concat(chunks).toString("utf8")) : undefined;
@@ -62,7 +65,7 @@ async function mcpServerWithEndless(endless: (req: IncomingMessage, body: { meth
   });
   await new Promise<void>((done) => server.listen(0, "127.0.0.1", done));
   servers.push(server);
-  return { port: (server.address() as AddressInfo).port, answers };
+  return { port: (server.address() as AddressInfo).port, answers, requests };
 }
 
 /** A `tools/call` answered 200 with one result that never ends: one SSE event, or one JSON body. */
@@ -107,6 +110,26 @@ describe("an MCP server whose answer never ends", () => {
       }
     }, 30_000);
   }
+
+  it("never resumes a cut answer whose events carry ids, though the SDK resumes such streams", async () => {
+    const { port, answers, requests } = await mcpServerWithEndless((_req, body) => {
+      if (body?.method !== "tools/call") return undefined;
+      return { status: 200, type: "text/event-stream", head: `id: answer-1\nevent: message\ndata: {"jsonrpc":"2.0","id":${JSON.stringify(body.id)},"result":{"content":[{"type":"text","text":"`, filler: "log " };
+    });
+    const provider = createConnections({ resolve, maxResponseBytes: LIMIT, requestTimeoutMs: 60_000 });
+    try {
+      const definition = defineMcpConnection({ url: `http://svc.test:${port}/mcp`, description: "Endless" });
+      const tools = provider.tools("endless", definition, await provider.describe("endless", definition, policy), policy);
+      expect(await tools.endless__read_log!.execute({}, callCtx())).toMatchObject({ error: expect.stringMatching(/answered more than/) });
+      await expect.poll(() => answers[0]?.closed).toBe(true);
+      // The SDK waits a second before it resumes a stream: longer than that, nothing asks for the rest.
+      await new Promise((done) => setTimeout(done, 2_500));
+      expect(requests.filter((request) => request.lastEventId !== undefined)).toEqual([]);
+      expect(answers).toHaveLength(1);
+    } finally {
+      await provider.close?.();
+    }
+  }, 30_000);
 
   it("hangs up on a session stream (GET) whose event never ends, past the cap", async () => {
     const { port, answers: streams } = await mcpServerWithEndless((req) =>
