@@ -4,7 +4,7 @@
  */
 export const errorCatalogue = {
   AL_ERR_TOOL_NAME: "A tools/ filename stem is not a snake_case tool name of at most 64 characters.",
-  AL_ERR_TOOL_DEFINITION: "A tools/ file does not default-export defineTool(...) or disableTool().",
+  AL_ERR_TOOL_DEFINITION: "A tools/ file does not default-export defineTool(...) or disableTool(), or its definition has a field of the wrong kind (needsApproval, sideEffect).",
   AL_ERR_TOOL_SCHEMA: "A tool's inputSchema or outputSchema does not compile as JSON Schema or is not JSON data, or the inputSchema is not an object schema.",
   AL_ERR_DISABLE_UNKNOWN_BUILTIN: "disableTool() in a tools/ file whose name matches no built-in tool.",
   AL_ERR_AGENT_DEFINITION: "agent.ts is missing or does not default-export defineAgent(...).",

@@ -3,6 +3,13 @@ import type { JsonSchema } from "./json.js";
 import type { ToolExecutionContext } from "./tool-context.js";
 
 export type SideEffect = "none" | "idempotent" | "external";
+
+/** Every `SideEffect`, for checks of values that come from JavaScript (a `.js` tool file, a plugin). */
+export const SIDE_EFFECTS: readonly SideEffect[] = ["none", "idempotent", "external"];
+
+export function isSideEffect(value: unknown): value is SideEffect {
+  return (SIDE_EFFECTS as readonly unknown[]).includes(value);
+}
 export type ToolVisibility = "auto" | "always" | "deferred" | "skill" | "hidden";
 export type ToolExecution = "auto" | "direct" | "sandbox" | "both";
 
@@ -34,6 +41,9 @@ export interface ApprovalPolicy extends Branded<"assembly-line.approval-policy">
 export function approvalRequired(reason: string, sideEffect: SideEffect = "external"): ApprovalPolicy {
   if (typeof reason !== "string" || reason.trim() === "") {
     throw new TypeError("approvalRequired(reason): reason must be a non-empty string that tells the approver why");
+  }
+  if (!isSideEffect(sideEffect)) {
+    throw new TypeError(`approvalRequired(reason, sideEffect): sideEffect is ${JSON.stringify(sideEffect)}; it must be "none", "idempotent" or "external" (or left out: "external")`);
   }
   return brand("assembly-line.approval-policy", { reason, sideEffect });
 }

@@ -30,6 +30,7 @@ import {
 import { digestJson } from "../canonical-json.js";
 import { checkBudgets } from "../run/budget.js";
 import { snapshotRevision } from "./revisions.js";
+import { approvalProblem } from "../run/approval-problem.js";
 import { capabilityProblem } from "../run/tool-visibility.js";
 import { compileSchema } from "../schema.js";
 import { findNonJson } from "../json-check.js";
@@ -355,6 +356,12 @@ function toolEntry(file: string, name: string, tool: ToolDefinition, source: Sou
   if (capabilityIssue) {
     throw new AssemblyLineError("AL_ERR_TOOL_CAPABILITY", `${file}: ${capabilityIssue}`, {
       fix: 'See "Tool discovery" in the README: visibility auto|always|deferred|skill|hidden, execution auto|direct|sandbox|both, lowercase namespace, tags and aliases.',
+    });
+  }
+  const approvalIssue = approvalProblem(tool);
+  if (approvalIssue) {
+    throw new AssemblyLineError("AL_ERR_TOOL_DEFINITION", `${file}: ${approvalIssue}`, {
+      fix: 'Gate the tool with needsApproval: true or needsApproval: approvalRequired("why", "external"), and give sideEffect as "none", "idempotent" or "external".',
     });
   }
   const approval = tool.needsApproval;
