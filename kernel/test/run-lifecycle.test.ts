@@ -59,6 +59,26 @@ export default defineHook({ events: { ${hookBody} } });
     expect(result.status).toBe("failed");
     expect(result.error?.message).toMatch(/reserved/);
   });
+
+  // A run reads some of its own events back: a budget.extended would raise the run's limits.
+  for (const type of ["budget.extended", "skill.loaded", "subagent.started", "skill.used_by_me"]) {
+    it(`refuses ctx.emit("${type}"), an event in the runtime's namespace, and records none`, async () => {
+      const dir = agentFolder({ "agent.ts": MINIMAL_AGENT, "tools/forge.ts": toolSource({ upFront: true, execute: `await ctx.emit(${JSON.stringify(type)}, { budget: "maxToolCalls", limit: 100, name: "x" }); return {};` }) });
+      const { runtime, events } = await startAgent(dir, [{ toolCalls: [{ name: "forge", input: { value: "a" } }] }, { text: "never" }]);
+      const result = await runtime.run({ message: "go" });
+      expect(result.status).toBe("failed");
+      expect(result.error).toMatchObject({ code: "AL_ERR_EVENT_TYPE_RESERVED" });
+      expect((await events(result.runId)).map((event) => event.type)).not.toContain(type);
+    });
+  }
+
+  it("records a tool's own event type", async () => {
+    const dir = agentFolder({ "agent.ts": MINIMAL_AGENT, "tools/audit.ts": toolSource({ upFront: true, execute: `await ctx.emit("audit.write_requested", { path: "/memory/a.md" }); return {};` }) });
+    const { runtime, events } = await startAgent(dir, [{ toolCalls: [{ name: "audit", input: { value: "a" } }] }, { text: "done" }]);
+    const result = await runtime.run({ message: "go" });
+    expect(result.status).toBe("completed");
+    expect((await events(result.runId)).find((event) => event.type === "audit.write_requested")?.data).toMatchObject({ path: "/memory/a.md" });
+  });
 });
 
 describe("resolvers.ts", () => {

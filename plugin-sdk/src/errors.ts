@@ -52,7 +52,7 @@ export const errorCatalogue = {
   AL_ERR_RUN_LEASE_LOST: "Another replica took over a run's lease while this process was executing it.",
   AL_ERR_TOOL_CALL_ID_REUSED: "An engine reused a tool call id of the run for a different call.",
   AL_ERR_KERNEL_HOST_MISSING: "Plugin loading was asked for before the host installed its kernel with useKernelHost().",
-  AL_ERR_EVENT_TYPE_RESERVED: "ctx.emit was given an empty event type or one the runtime records itself.",
+  AL_ERR_EVENT_TYPE_RESERVED: "ctx.emit was given an empty event type or one in a namespace the runtime records (run., tool., budget., skill., subagent., ...).",
   AL_ERR_MODEL_UNKNOWN: "A model spec names no model in the pi-ai catalog nor in piAgentHarness({ models }).",
   AL_ERR_MODEL_API_KEY: "No API key for the model's provider: neither piAgentHarness({ apiKeys }) nor its environment variable.",
   AL_ERR_MODEL_PROVIDER: "The model provider refused the request, or kept failing after the bounded retries.",

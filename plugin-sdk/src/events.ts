@@ -47,7 +47,30 @@ export const RUN_EVENT_TYPES = [
   "durable_step.replayed",
   "hook.failed",
   "budget.exceeded",
+  "budget.extended",
   "run.migrated",
+  "skill.loaded",
+  "skill.changed",
+  "subagent.started",
+  "subagent.waiting",
+  "subagent.completed",
+  "subagent.resumed_parent",
+  "attachment.stored",
+  "attachment.failed",
 ] as const;
 
 export type RunEventType = (typeof RUN_EVENT_TYPES)[number];
+
+/**
+ * The namespaces (the part of a type before its first `.`) of the events the runtime records. A
+ * run reads some of its own events back (`budget.extended` raises a limit, `skill.loaded` puts a
+ * skill in the context, `subagent.started` counts a spawn), so `ctx.emit` takes no type in them:
+ * a tool's event could otherwise stand for the runtime's.
+ */
+export const RESERVED_EVENT_NAMESPACES = ["run", "model", "tool", "tools", "approval", "input", "durable_step", "hook", "budget", "skill", "subagent", "attachment"] as const;
+
+/** Whether `type` is the runtime's to record: one of RUN_EVENT_TYPES or in a RESERVED_EVENT_NAMESPACES namespace. */
+export function isReservedEventType(type: string): boolean {
+  const namespace = type.split(".", 1)[0]!;
+  return (RUN_EVENT_TYPES as readonly string[]).includes(type) || (RESERVED_EVENT_NAMESPACES as readonly string[]).includes(namespace);
+}

@@ -1,4 +1,4 @@
-import { AssemblyLineError, RUN_EVENT_TYPES, type JsonValue, type ToolExecutionContext } from "@assemblyline-agents/core";
+import { AssemblyLineError, RESERVED_EVENT_NAMESPACES, isReservedEventType, type JsonValue, type ToolExecutionContext } from "@assemblyline-agents/core";
 import { digestJson } from "../canonical-json.js";
 import { RUNTIME_FILESYSTEM } from "../filesystem/context-access.js";
 import { findNonJson } from "../json-check.js";
@@ -8,8 +8,6 @@ import { SKILL_ACTIVATION } from "./run-access.js";
 import { isSubagentSuspension, type SubagentSuspension } from "../subagents/suspension.js";
 import type { RunScope } from "./run-scope.js";
 import { runStep } from "./step.js";
-
-const RESERVED_EVENT_TYPES = new Set<string>(RUN_EVENT_TYPES);
 
 /** A stable dedupe key per run, tool call and scope. */
 export function idempotencyKeyFor(runId: string, toolCallId: string, scope: string): string {
@@ -44,9 +42,9 @@ export function createToolContext(
       throw suspension;
     },
     async emit(eventType, data = {}) {
-      if (typeof eventType !== "string" || eventType === "" || RESERVED_EVENT_TYPES.has(eventType)) {
+      if (typeof eventType !== "string" || eventType === "" || isReservedEventType(eventType)) {
         throw new AssemblyLineError("AL_ERR_EVENT_TYPE_RESERVED", `ctx.emit("${String(eventType)}"): that event type is reserved or empty`, {
-          fix: 'Use your own namespaced type, e.g. "note.recorded".',
+          fix: `Use your own namespaced type, e.g. "note.recorded"; the runtime records the events of ${RESERVED_EVENT_NAMESPACES.map((name) => `${name}.`).join(", ")}.`,
         });
       }
       const problem = findNonJson(data, `ctx.emit("${eventType}") data`);
