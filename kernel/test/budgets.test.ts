@@ -142,3 +142,24 @@ describe("run budgets", () => {
     expect(a.manifest.agentRevision).not.toBe(b.manifest.agentRevision);
   });
 });
+
+describe("usage budgets over a failing usage store", () => {
+  it("never block a model request: the call goes on, unchecked, and the failure is logged as usage.degraded", async () => {
+    const state = new InMemoryStateAdapter();
+    state.listUsage = async () => {
+      throw new Error("usage store down");
+    };
+    const warnings: Array<Record<string, unknown>> = [];
+    const runtime = await runtimeFor(agentWith("{ maxTokens: 100000, maxConversationTokensPerDay: 100000 }"), {
+      state,
+      agentHarness: scriptedHarness({ turns: [{ toolCalls: [{ name: "echo", input: { value: "once" } }] }, { text: "done" }] }),
+      logger: { ...noopLogger(), warn: (fields: Record<string, unknown>) => void warnings.push(fields) },
+    });
+    const result = await runtime.run({ message: "go", conversationId: "chat-1" });
+    expect(result.status).toBe("completed");
+    const degraded = warnings.filter((fields) => fields.event === "usage.degraded");
+    expect(degraded.length).toBeGreaterThan(0);
+    expect(degraded[0]).toMatchObject({ runId: result.runId, err: expect.stringContaining("usage store down") });
+    expect(new Set(degraded.flatMap((fields) => fields.budgets as string[]))).toEqual(new Set(["maxTokens", "maxConversationTokensPerDay"]));
+  });
+});

@@ -8,6 +8,8 @@ import {
   type RunEvent,
   type RunRecord,
   type RunStore,
+  type RuntimeLogger,
+  type UsageFilter,
   type UsageRecord,
   type UsageStore,
 } from "@assemblyline-agents/core";
@@ -97,6 +99,7 @@ export class RunBudget {
     private readonly run: RunRecord,
     private readonly limits: RunBudgets,
     private readonly usage: UsageStore,
+    private readonly logger: RuntimeLogger,
     private turns: number,
     private toolCalls: number,
     /** Time the run spent waiting for a human or for a replica to recover it. */
@@ -105,12 +108,12 @@ export class RunBudget {
     this.startedAtMs = Date.parse(run.createdAt);
   }
 
-  static async load(run: RunRecord, limits: RunBudgets, stores: { runs: RunStore; usage: UsageStore }, options: { fresh: boolean }): Promise<RunBudget> {
+  static async load(run: RunRecord, limits: RunBudgets, stores: { runs: RunStore; usage: UsageStore; logger: RuntimeLogger }, options: { fresh: boolean }): Promise<RunBudget> {
     // A run that has just started has nothing counted yet: no reads on the hot path.
-    if (options.fresh) return new RunBudget(run, limits, stores.usage, 0, 0, 0);
+    if (options.fresh) return new RunBudget(run, limits, stores.usage, stores.logger, 0, 0, 0);
     const [events, calls] = await Promise.all([stores.runs.listEvents(run.id), stores.runs.listToolCalls(run.id)]);
     const turns = events.filter((event) => event.type === "durable_step.completed" && isModelStep(event)).length;
-    return new RunBudget(run, extendedLimits(limits, events), stores.usage, turns, calls.length, idleTime(events));
+    return new RunBudget(run, extendedLimits(limits, events), stores.usage, stores.logger, turns, calls.length, idleTime(events));
   }
 
   /**
@@ -152,19 +155,36 @@ export class RunBudget {
   private async checkUsage(): Promise<void> {
     const { maxTokens, maxCostUsd, maxConversationTokensPerDay, maxConversationCostUsdPerDay } = this.limits;
     if (maxTokens !== undefined || maxCostUsd !== undefined) {
-      const records = await this.usage.listUsage({ runId: this.run.id });
-      this.check("maxTokens", sumTokens(records), true);
-      this.check("maxCostUsd", sumCost(records), true);
+      const records = await this.readUsage({ runId: this.run.id }, ["maxTokens", "maxCostUsd"]);
+      if (records !== undefined) {
+        this.check("maxTokens", sumTokens(records), true);
+        this.check("maxCostUsd", sumCost(records), true);
+      }
     }
     const conversationId = budgetConversationOf(this.run);
     if (conversationId && (maxConversationTokensPerDay !== undefined || maxConversationCostUsdPerDay !== undefined)) {
       const today = new Date().toISOString().slice(0, 10);
       // Only the root agent's calls (its subagents' included): another agent serving the same conversation id spends its own budget.
       // Only today's, read from the store as such (`since`), so a long conversation's history is not listed before every call.
-      const listed = await this.usage.listUsage({ conversationId, agentId: rootAgentOf(this.run), since: `${today}T00:00:00.000Z` });
-      const records = listed.filter((record) => record.createdAt.startsWith(today));
+      const listed = await this.readUsage({ conversationId, agentId: rootAgentOf(this.run), since: `${today}T00:00:00.000Z` }, ["maxConversationTokensPerDay", "maxConversationCostUsdPerDay"]);
+      const records = (listed ?? []).filter((record) => record.createdAt.startsWith(today));
       this.check("maxConversationTokensPerDay", sumTokens(records), true);
       this.check("maxConversationCostUsdPerDay", sumCost(records), true);
+    }
+  }
+
+  /**
+   * The usage records a check counts, or undefined when the usage store failed to list them: a
+   * failing usage facet is degraded observability and never blocks a model request, so the usage
+   * budgets go unchecked for this call (logged as `usage.degraded`) and are checked again at the next.
+   */
+  private async readUsage(filter: UsageFilter, budgets: RunBudgetName[]): Promise<UsageRecord[] | undefined> {
+    try {
+      return await this.usage.listUsage(filter);
+    } catch (error) {
+      const unchecked = budgets.filter((budget) => this.limits[budget] !== undefined);
+      this.logger.warn({ runId: this.run.id, event: "usage.degraded", budgets: unchecked, err: String(error) }, "usage could not be read; these budgets were not checked for this call");
+      return undefined;
     }
   }
 

@@ -431,7 +431,7 @@ export class RunDriver {
       logger,
       lease,
       // Conversation budgets count the run's root agent's calls only, even over a store that ignores agentId.
-      await RunBudget.load(run, profile.budgets, { runs: state.runs, usage: agentUsage(state.usage, logger) }, { fresh }),
+      await RunBudget.load(run, profile.budgets, { runs: state.runs, usage: agentUsage(state.usage, logger), logger }, { fresh }),
     );
     try {
       const info = {
