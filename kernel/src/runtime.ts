@@ -409,7 +409,7 @@ export class OpenEveRuntime {
       agentRevision: this.manifest.agentRevision,
       conversationId: input.conversationId ?? null,
       modelSpec: input.model ?? this.manifest.agent.model,
-      input: { message: input.message, metadata: input.metadata ?? {}, ...(input.channel ? { channel: input.channel } : {}) },
+      input: { message: input.message, metadata: input.metadata ?? {}, ...(input.channel ? { channel: input.channel } : {}), ...(input.model ? { modelForced: true } : {}) },
       ...(input.idempotencyKey ? { idempotencyKey: input.idempotencyKey } : {}),
     }, options);
   }

@@ -117,6 +117,17 @@ export default defineRunResolver(async (ctx) => { ${body} });`,
     expect(log.modelSpecs).toEqual(["test/forced"]);
   });
 
+  it("lets a host-forced model win over the resolver in a run submitted and started later, even the agent's own model", async () => {
+    const dir = resolverAgent(`return { model: "test/resolved" };`);
+    const { runtime, log, events } = await startAgent(dir, [{ text: "one" }, { text: "two" }]);
+    for (const model of ["test/forced", "test/authored"]) {
+      const { runId } = await runtime.submit({ message: "go", model });
+      await runtime.start(runId);
+      expect((await events(runId)).find((event) => event.type === "run.capabilities_resolved")!.data.forcedModel).toBe(model);
+    }
+    expect(log.modelSpecs).toEqual(["test/forced", "test/authored"]);
+  });
+
   it("fails the run when the resolver throws", async () => {
     const dir = resolverAgent(`throw new Error("tenant lookup failed");`);
     const { runtime, log, types } = await startAgent(dir, [{ text: "never" }]);

@@ -312,8 +312,9 @@ export class RunDriver {
     const { sourceBundle, hooks, manifest } = this.parts;
     const profile = profileOfRun(this.parts.profiles, run);
     if (profile.path !== "") return this.startSubagent(run, profile);
-    // A queued run created with a model other than the agent's was forced by its host, on any replica.
-    const forcedModel = forcedModelOption ?? (run.modelSpec !== manifest.agent.model ? run.modelSpec : undefined);
+    // A queued run's host forced its model (even the agent's own) when it says so; one created before
+    // runs said so was forced when its model is not the agent's.
+    const forcedModel = forcedModelOption ?? (run.input.modelForced === true || run.modelSpec !== manifest.agent.model ? run.modelSpec : undefined);
     const resolverCtx = {
       runId: run.id,
       agentId: manifest.agent.id,

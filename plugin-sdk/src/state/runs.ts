@@ -11,6 +11,11 @@ export interface RunInput {
   channel?: { name: string; metadata?: Record<string, JsonValue> };
   /** Set on a subagent's run: the run and tool call that spawned it. */
   parent?: SubagentParent;
+  /**
+   * True when the host forced the run's model (`RunAgentOptions.model`): the run starts on
+   * `modelSpec` whatever a resolver declares, on whichever replica starts it.
+   */
+  modelForced?: boolean;
 }
 
 /** How a subagent's run is linked to the run that spawned it. */
