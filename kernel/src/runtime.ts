@@ -2,6 +2,8 @@ import { hostname } from "node:os";
 import { randomUUID } from "node:crypto";
 import {
   AssemblyLineError,
+  MAX_TIMER_MS,
+  isTimerDelay,
   type AgentHarness,
   type BlobStore,
   type ConnectionProvider,
@@ -178,6 +180,10 @@ export class OpenEveRuntime {
       throw new AssemblyLineError("AL_ERR_RUNTIME_RESOURCES", `RuntimeOptions.resources must be an object of named handles, not ${options.resources === null ? "null" : Array.isArray(options.resources) ? "an array" : typeof options.resources}`, {
         fix: "Pass resources: { db: pool, crm: client }; tools read them as ctx.resources.db, ctx.resources.crm. Omit it when there are none.",
       });
+    }
+    // The heartbeat renews a lease every third of it: a delay past a timer's longest fires at once, over and over.
+    if (options.leaseTtlMs !== undefined && !(Number.isInteger(options.leaseTtlMs) && isTimerDelay(options.leaseTtlMs))) {
+      throw new TypeError(`leaseTtlMs is ${String(options.leaseTtlMs)}; give a whole number of milliseconds from 1 to ${MAX_TIMER_MS} (default 30000)`);
     }
     const env = options.env ?? process.env;
     this.manifest = options.manifest;
@@ -767,7 +773,7 @@ export class OpenEveRuntime {
 
   private tapUserHooks(): void {
     const timeoutMs = this.options.hookTimeoutMs ?? DEFAULT_HOOK_TIMEOUT_MS;
-    if (!Number.isInteger(timeoutMs) || timeoutMs < 1) throw new TypeError(`hookTimeoutMs is ${String(timeoutMs)}; give a whole number of milliseconds, 1 or more (default ${DEFAULT_HOOK_TIMEOUT_MS})`);
+    if (!Number.isInteger(timeoutMs) || !isTimerDelay(timeoutMs)) throw new TypeError(`hookTimeoutMs is ${String(timeoutMs)}; give a whole number of milliseconds from 1 to ${MAX_TIMER_MS} (default ${DEFAULT_HOOK_TIMEOUT_MS})`);
     for (const { file, hook } of this.options.sourceBundle.hooks) {
       this.hooks.event.tapPromise({ name: `hooks/${file}`, stage: STAGE.DEFAULT }, async (event, context) => {
         const handlers = [hook.events[event.type], hook.events["*"]].filter((handler) => typeof handler === "function");

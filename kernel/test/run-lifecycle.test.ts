@@ -50,6 +50,14 @@ export default defineHook({ events: { ${hookBody} } });
     expect(failed).toHaveLength(1);
     expect(failed[0]!.data).toMatchObject({ hook: "hooks/audit.ts", eventType: "tool.completed", error: expect.stringContaining("did not finish within 50 ms") });
     await expect(startAgent(dir, [], { hookTimeoutMs: 0 })).rejects.toThrow(/hookTimeoutMs is 0/);
+    // Longer than a timer waits: it would fire at once and cut every hook short.
+    await expect(startAgent(dir, [], { hookTimeoutMs: 3e9 })).rejects.toThrow(/hookTimeoutMs is 3000000000; give a whole number of milliseconds from 1 to 2147483647/);
+  });
+
+  it("refuses a lease TTL a heartbeat timer cannot wait for", async () => {
+    for (const leaseTtlMs of [0, 2.5, 3e9, Number.POSITIVE_INFINITY]) {
+      await expect(startAgent(agentFolder({ "agent.ts": MINIMAL_AGENT }), [], { leaseTtlMs }), String(leaseTtlMs)).rejects.toThrow(/leaseTtlMs is .*; give a whole number of milliseconds from 1 to 2147483647/);
+    }
   });
 
   it("refuses ctx.emit of a runtime event type", async () => {

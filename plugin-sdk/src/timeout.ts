@@ -18,3 +18,11 @@ export async function withinTimeout<T>(work: Promise<T>, ms: number, what: strin
     clearTimeout(timer);
   }
 }
+
+/** The longest delay Node's timers keep: 2^31 - 1 ms (about 24.8 days). A longer one, Infinity included, fires at once. */
+export const MAX_TIMER_MS = 2_147_483_647;
+
+/** Whether `value` is a delay a timer waits for: a number above 0 and at most MAX_TIMER_MS. */
+export function isTimerDelay(value: unknown): value is number {
+  return typeof value === "number" && value > 0 && value <= MAX_TIMER_MS;
+}

@@ -1,5 +1,6 @@
 import { posix } from "node:path";
 import { AssemblyLineError } from "../errors.js";
+import { MAX_TIMER_MS } from "../timeout.js";
 import type { ExecResult, Sandbox } from "../sandbox.js";
 import { parseWrapped, wrapScript, type ScriptRequest, type ScriptResult } from "./exec-script.js";
 import { FILE_SCRIPTS, parseListing, type Entry, type FileScript } from "./file-scripts.js";
@@ -147,6 +148,10 @@ function positive(value: number | undefined, name: string): number | undefined {
   if (value === undefined) return undefined;
   if (typeof value !== "number" || !Number.isFinite(value) || value <= 0) {
     throw new AssemblyLineError("AL_ERR_SANDBOX_DEFINITION", `exec option ${name} is ${JSON.stringify(value)}, not a positive number`, { fix: `Pass a positive ${name} or omit it.` });
+  }
+  // A longer delay would fire at once: the command would time out as it starts.
+  if (name === "timeoutMs" && value > MAX_TIMER_MS) {
+    throw new AssemblyLineError("AL_ERR_SANDBOX_DEFINITION", `exec option timeoutMs is ${value}, more than ${MAX_TIMER_MS} (about 24.8 days), the longest a timer waits`, { fix: "Pass a shorter timeoutMs or omit it." });
   }
   return value;
 }

@@ -1,4 +1,4 @@
-import { AssemblyLineError, type SandboxSnapshotPolicy } from "@assemblyline-agents/core";
+import { AssemblyLineError, MAX_TIMER_MS, type SandboxSnapshotPolicy } from "@assemblyline-agents/core";
 
 /** What `daytonaSandbox({...})` accepts: plain data, so it can sit in gateway.ts or sandbox.ts. No keys: those come from the environment. */
 export interface DaytonaSandboxOptions {
@@ -68,6 +68,8 @@ function positiveNumber(options: Record<string, unknown>, name: string, integer 
   const value = options[name];
   if (value === undefined) return undefined;
   if (typeof value !== "number" || !(value > 0) || !Number.isFinite(value) || (integer && !Number.isInteger(value))) throw badOption(name, value, integer ? "a positive whole number" : "a positive number");
+  // A longer delay would fire at once: every call would time out as it starts.
+  if (name.endsWith("TimeoutMs") && value > MAX_TIMER_MS) throw badOption(name, value, `a positive number of milliseconds, at most ${MAX_TIMER_MS} (about 24.8 days)`);
   return value;
 }
 

@@ -1,4 +1,4 @@
-import { AssemblyLineError, type SandboxSnapshotPolicy } from "@assemblyline-agents/core";
+import { AssemblyLineError, MAX_TIMER_MS, isTimerDelay, type SandboxSnapshotPolicy } from "@assemblyline-agents/core";
 
 /** What `e2bSandbox({...})` accepts: plain data, so it can sit in gateway.ts or sandbox.ts. No keys: those come from the environment. */
 export interface E2bSandboxOptions {
@@ -91,7 +91,7 @@ export function resolveE2bOptions(options: E2bSandboxOptions, defaultScope: stri
   if (onTimeout !== "pause" && onTimeout !== "kill") throw badOption("onTimeout", onTimeout, '"pause" or "kill"');
   const positive = (name: "defaultTimeoutMs" | "lifetimeMs", fallback: number) => {
     const value = options[name] ?? fallback;
-    if (typeof value !== "number" || !Number.isFinite(value) || !(value > 0)) throw badOption(name, value, "a positive number of milliseconds");
+    if (!isTimerDelay(value)) throw badOption(name, value, `a positive number of milliseconds, at most ${MAX_TIMER_MS} (about 24.8 days)`);
     return value;
   };
   const lifetimeMs = positive("lifetimeMs", 60 * 60_000);

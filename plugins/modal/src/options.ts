@@ -1,4 +1,4 @@
-import { AssemblyLineError } from "@assemblyline-agents/core";
+import { AssemblyLineError, MAX_TIMER_MS } from "@assemblyline-agents/core";
 
 /** What `modalSandbox({...})` accepts: plain data, so it can sit in gateway.ts or sandbox.ts. No tokens: those come from the environment. */
 export interface ModalSandboxOptions {
@@ -91,6 +91,8 @@ export function resolveModalOptions(options: ModalSandboxOptions, defaultScope: 
     const value = options[name] ?? fallback;
     if (value === undefined) return undefined;
     if (typeof value !== "number" || !Number.isFinite(value) || !(value > 0)) throw badOption(name, value, "a positive number");
+    // A longer delay would fire at once: every call would time out as it starts.
+    if (name.endsWith("TimeoutMs") && value > MAX_TIMER_MS) throw badOption(name, value, `a positive number of milliseconds, at most ${MAX_TIMER_MS} (about 24.8 days)`);
     return value;
   };
   // Modal takes sandbox lifetimes in whole seconds.

@@ -1,4 +1,4 @@
-import { AssemblyLineError } from "@assemblyline-agents/core";
+import { AssemblyLineError, MAX_TIMER_MS } from "@assemblyline-agents/core";
 import type { OtlpSinkOptions } from "./options.js";
 import { createOtlpSink, type OtlpSink } from "./sink.js";
 
@@ -66,8 +66,8 @@ function withHeaders(general: Record<string, string>, specific: Record<string, s
 
 /** A timeout variable's value: a whole number of milliseconds, as the OpenTelemetry specification defines it. */
 function milliseconds(text: string, variable: string): number {
-  if (!/^\d+$/.test(text) || Number(text) < 1) {
-    throw new AssemblyLineError("AL_ERR_OTLP_CONFIG", `${variable} is ${JSON.stringify(text)}, not a whole number of milliseconds of at least 1`, {
+  if (!/^\d+$/.test(text) || Number(text) < 1 || Number(text) > MAX_TIMER_MS) {
+    throw new AssemblyLineError("AL_ERR_OTLP_CONFIG", `${variable} is ${JSON.stringify(text)}, not a whole number of milliseconds from 1 to ${MAX_TIMER_MS} (about 24.8 days)`, {
       fix: `Set ${variable} in milliseconds, e.g. ${variable}=10000 for ten seconds, or unset it for the default.`,
     });
   }

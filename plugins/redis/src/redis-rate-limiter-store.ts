@@ -1,5 +1,5 @@
 import { Redis, type Cluster } from "ioredis";
-import { AssemblyLineError, checkRateLimitRequest, type RateLimitDecision, type RateLimitRequest, type RateLimiterStore } from "@assemblyline-agents/core";
+import { AssemblyLineError, MAX_TIMER_MS, checkRateLimitRequest, isTimerDelay, type RateLimitDecision, type RateLimitRequest, type RateLimiterStore } from "@assemblyline-agents/core";
 import { TOKEN_BUCKET_LUA } from "./token-bucket.lua.js";
 
 const COMMAND = "assemblyLineTakeTokens";
@@ -47,7 +47,7 @@ function checkOptions(options: unknown): void {
   }
   if (given.url === "") fail("option url is empty", "Pass a redis:// URL, or leave url out to read REDIS_URL.");
   const timeout = given.commandTimeoutMs as number | undefined;
-  if (timeout !== undefined && !(Number.isFinite(timeout) && timeout > 0)) fail(`option commandTimeoutMs is ${timeout}; it must be a positive number of milliseconds`, "Pass e.g. 1000, or leave it out.");
+  if (timeout !== undefined && !isTimerDelay(timeout)) fail(`option commandTimeoutMs is ${timeout}; it must be a positive number of milliseconds, at most ${MAX_TIMER_MS} (about 24.8 days)`, "Pass e.g. 1000, or leave it out.");
 }
 
 type TakeCommand = (key: string, capacity: number, refillPerSecond: number, cost: number, now: number) => Promise<[number, string, number]>;

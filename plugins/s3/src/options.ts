@@ -1,4 +1,4 @@
-import { AssemblyLineError } from "@assemblyline-agents/core";
+import { AssemblyLineError, MAX_TIMER_MS, isTimerDelay } from "@assemblyline-agents/core";
 
 /** Options a gateway.ts helper carries: plain data, never a secret (keys come from env). */
 export interface S3BlobOptions {
@@ -133,8 +133,8 @@ export function resolveS3Settings(given: S3BlobOptions, env: Record<string, stri
     throw configError(`multipartThresholdBytes ${multipartThresholdBytes} is not a positive integer`, "Use a byte count such as 8388608.");
   }
   const requestTimeoutMs = options.requestTimeoutMs ?? DEFAULT_REQUEST_TIMEOUT_MS;
-  if (typeof requestTimeoutMs !== "number" || !Number.isFinite(requestTimeoutMs) || requestTimeoutMs <= 0) {
-    throw configError(`requestTimeoutMs ${JSON.stringify(options.requestTimeoutMs)} is not a positive number of milliseconds`, "Use a number such as 30000, or omit it.");
+  if (!isTimerDelay(requestTimeoutMs)) {
+    throw configError(`requestTimeoutMs ${JSON.stringify(options.requestTimeoutMs)} is not a positive number of milliseconds, at most ${MAX_TIMER_MS} (about 24.8 days)`, "Use a number such as 30000, or omit it.");
   }
   return {
     bucket,

@@ -5,7 +5,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import type Docker from "dockerode";
 import tarFs from "tar-fs";
-import { AssemblyLineError, type DeployTarget, type RuntimeLogger } from "@assemblyline-agents/core";
+import { AssemblyLineError, MAX_TIMER_MS, isTimerDelay, type DeployTarget, type RuntimeLogger } from "@assemblyline-agents/core";
 import { stageDeployBundle, waitForReady } from "@assemblyline-agents/core/deploy";
 import { connectEngine, engineCall, engineError, engineMessage, statusOf } from "../engine.js";
 import { removeImageTag } from "../image-removal.js";
@@ -89,8 +89,8 @@ export class DockerDeployTarget implements DeployTarget {
         details: { option: "network" },
       });
     }
-    if (options.readyTimeoutMs !== undefined && !(Number.isInteger(options.readyTimeoutMs) && options.readyTimeoutMs > 0)) {
-      throw new AssemblyLineError("AL_ERR_DEPLOY_CONFIG", `dockerDeploy readyTimeoutMs ${JSON.stringify(options.readyTimeoutMs)} is not a positive whole number of milliseconds`, { fix: "Use e.g. 60000, or omit it.", details: { option: "readyTimeoutMs" } });
+    if (options.readyTimeoutMs !== undefined && !(Number.isInteger(options.readyTimeoutMs) && isTimerDelay(options.readyTimeoutMs))) {
+      throw new AssemblyLineError("AL_ERR_DEPLOY_CONFIG", `dockerDeploy readyTimeoutMs ${JSON.stringify(options.readyTimeoutMs)} is not a positive whole number of milliseconds, at most ${MAX_TIMER_MS} (about 24.8 days)`, { fix: "Use e.g. 60000, or omit it.", details: { option: "readyTimeoutMs" } });
     }
     if (options.keepReleases !== undefined && !(Number.isInteger(options.keepReleases) && options.keepReleases >= 1)) {
       throw new AssemblyLineError("AL_ERR_DEPLOY_CONFIG", `dockerDeploy keepReleases ${JSON.stringify(options.keepReleases)} is not a whole number of at least 1`, {

@@ -1,6 +1,6 @@
 import { posix } from "node:path";
 import type Docker from "dockerode";
-import { AssemblyLineError, type ExecResult, type Sandbox } from "@assemblyline-agents/core";
+import { AssemblyLineError, MAX_TIMER_MS, type ExecResult, type Sandbox } from "@assemblyline-agents/core";
 import { engineCall } from "../engine.js";
 import { execInContainer, toExecResult, type RawExecResult } from "./exec.js";
 import { pack } from "./single-file-tar.js";
@@ -184,6 +184,10 @@ function positive(value: number | undefined, name: string): number | undefined {
   if (value === undefined) return undefined;
   if (typeof value !== "number" || !Number.isFinite(value) || value <= 0) {
     throw new AssemblyLineError("AL_ERR_SANDBOX_DEFINITION", `exec option ${name} is ${JSON.stringify(value)}, not a positive number`, { fix: `Pass a positive ${name} or omit it.` });
+  }
+  // A longer delay would fire at once: the command would time out as it starts.
+  if (name === "timeoutMs" && value > MAX_TIMER_MS) {
+    throw new AssemblyLineError("AL_ERR_SANDBOX_DEFINITION", `exec option timeoutMs is ${value}, more than ${MAX_TIMER_MS} (about 24.8 days), the longest a timer waits`, { fix: "Pass a shorter timeoutMs or omit it." });
   }
   return value;
 }

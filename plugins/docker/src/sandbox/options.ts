@@ -1,4 +1,4 @@
-import { AssemblyLineError, type SandboxSnapshotPolicy } from "@assemblyline-agents/core";
+import { AssemblyLineError, MAX_TIMER_MS, isTimerDelay, type SandboxSnapshotPolicy } from "@assemblyline-agents/core";
 
 /** What `dockerSandbox({...})` accepts: plain data, so it can sit in gateway.ts or sandbox.ts. */
 export interface DockerSandboxOptions {
@@ -81,11 +81,11 @@ export function resolveSandboxOptions(options: DockerSandboxOptions, defaultScop
   const pidsLimit = options.pidsLimit ?? 256;
   if (!Number.isInteger(pidsLimit) || pidsLimit < 8) throw badOption("pidsLimit", pidsLimit, "a whole number of at least 8");
   const defaultTimeoutMs = options.defaultTimeoutMs ?? 60_000;
-  if (typeof defaultTimeoutMs !== "number" || !(defaultTimeoutMs > 0)) throw badOption("defaultTimeoutMs", defaultTimeoutMs, "a positive number of milliseconds");
+  if (!isTimerDelay(defaultTimeoutMs)) throw badOption("defaultTimeoutMs", defaultTimeoutMs, `a positive number of milliseconds, at most ${MAX_TIMER_MS} (about 24.8 days)`);
   const maxOutputBytes = options.maxOutputBytes ?? 64 * 1024;
   if (!Number.isInteger(maxOutputBytes) || maxOutputBytes < 0) throw badOption("maxOutputBytes", maxOutputBytes, "a non-negative whole number of bytes");
   const engineTimeoutMs = options.engineTimeoutMs ?? 60_000;
-  if (typeof engineTimeoutMs !== "number" || !Number.isFinite(engineTimeoutMs) || !(engineTimeoutMs > 0)) throw badOption("engineTimeoutMs", engineTimeoutMs, "a positive number of milliseconds");
+  if (!isTimerDelay(engineTimeoutMs)) throw badOption("engineTimeoutMs", engineTimeoutMs, `a positive number of milliseconds, at most ${MAX_TIMER_MS} (about 24.8 days)`);
   const scope = (options.scope ?? defaultScope).toLowerCase();
   if (!/^[a-z0-9][a-z0-9_.-]{0,40}$/.test(scope)) throw badOption("scope", options.scope, "lowercase letters, digits, '.', '_' or '-' (at most 41)");
   for (const [name, value] of Object.entries(options.env ?? {})) {

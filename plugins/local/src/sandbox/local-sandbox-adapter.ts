@@ -1,4 +1,4 @@
-import { AssemblyLineError, type SandboxAdapter, type SandboxSessionStore } from "@assemblyline-agents/core";
+import { AssemblyLineError, MAX_TIMER_MS, isTimerDelay, type SandboxAdapter, type SandboxSessionStore } from "@assemblyline-agents/core";
 import { createHash } from "node:crypto";
 import { mkdir, readdir, realpath, rm } from "node:fs/promises";
 import { tmpdir } from "node:os";
@@ -54,7 +54,7 @@ export class LocalSandboxAdapter implements SandboxAdapter {
   constructor(options: LocalSandboxAdapterOptions = {}) {
     this.root = resolve(options.root ?? (options.agentDir ? join(options.agentDir, ".assembly-line", "sandboxes") : join(tmpdir(), "assembly-line-sandboxes")));
     const timeoutMs = options.defaultTimeoutMs ?? DEFAULT_TIMEOUT_MS;
-    if (typeof timeoutMs !== "number" || !Number.isFinite(timeoutMs) || timeoutMs <= 0) throw badOption("defaultTimeoutMs", timeoutMs, "a positive number of milliseconds");
+    if (!isTimerDelay(timeoutMs)) throw badOption("defaultTimeoutMs", timeoutMs, `a positive number of milliseconds, at most ${MAX_TIMER_MS} (about 24.8 days)`);
     const maxOutputBytes = options.maxOutputBytes ?? DEFAULT_MAX_OUTPUT_BYTES;
     if (typeof maxOutputBytes !== "number" || !Number.isInteger(maxOutputBytes) || maxOutputBytes < 0) {
       throw badOption("maxOutputBytes", maxOutputBytes, "a non-negative whole number of bytes");

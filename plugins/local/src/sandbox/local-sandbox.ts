@@ -1,4 +1,4 @@
-import { AssemblyLineError, type ExecResult, type Sandbox } from "@assemblyline-agents/core";
+import { AssemblyLineError, MAX_TIMER_MS, isTimerDelay, type ExecResult, type Sandbox } from "@assemblyline-agents/core";
 import type { ChildProcess } from "node:child_process";
 import { constants } from "node:fs";
 import { lstat, mkdir, open, readFile, readdir, readlink, realpath, rm, stat } from "node:fs/promises";
@@ -270,7 +270,7 @@ function fsError(error: unknown, action: string, logical: string): unknown {
 
 function positiveNumber(value: number | undefined, name: string): number | undefined {
   if (value === undefined) return undefined;
-  if (typeof value !== "number" || !Number.isFinite(value) || value <= 0) throw badOption(name, value, "a positive number of milliseconds");
+  if (!isTimerDelay(value)) throw badOption(name, value, `a positive number of milliseconds, at most ${MAX_TIMER_MS} (about 24.8 days)`);
   return value;
 }
 

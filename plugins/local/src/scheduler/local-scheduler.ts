@@ -1,4 +1,4 @@
-import { AssemblyLineError, isScheduleClaimableBy, isScheduleStateStore, noopLogger, type RuntimeLogger, type ScheduleDispatch, type Scheduler, type ScheduleRecord, type SchedulerStartOptions, type ScheduleStateStore } from "@assemblyline-agents/core";
+import { AssemblyLineError, MAX_TIMER_MS, isScheduleClaimableBy, isScheduleStateStore, noopLogger, type RuntimeLogger, type ScheduleDispatch, type Scheduler, type ScheduleRecord, type SchedulerStartOptions, type ScheduleStateStore } from "@assemblyline-agents/core";
 import { randomUUID } from "node:crypto";
 import { hostname } from "node:os";
 
@@ -54,9 +54,9 @@ export class LocalScheduler implements Scheduler {
   constructor(options: LocalSchedulerOptions) {
     this.storeSource = options?.store;
     if (typeof this.storeSource !== "function") this.store = scheduleStore(this.storeSource);
-    this.pollIntervalMs = positive(options.pollIntervalMs, DEFAULT_POLL_INTERVAL_MS, "pollIntervalMs");
-    this.leaseMs = positive(options.leaseMs, DEFAULT_LEASE_MS, "leaseMs");
-    this.batchSize = positive(options.batchSize, DEFAULT_BATCH_SIZE, "batchSize");
+    this.pollIntervalMs = positive(options.pollIntervalMs, DEFAULT_POLL_INTERVAL_MS, "pollIntervalMs", MAX_TIMER_MS);
+    this.leaseMs = positive(options.leaseMs, DEFAULT_LEASE_MS, "leaseMs", MAX_TIMER_MS);
+    this.batchSize = positive(options.batchSize, DEFAULT_BATCH_SIZE, "batchSize", Number.MAX_SAFE_INTEGER, true);
     this.owner = options.owner ?? `local-scheduler:${hostname()}:${process.pid}:${randomUUID().slice(0, 8)}`;
     this.logger = options.logger ?? noopLogger();
     this.now = options.now ?? (() => new Date());
@@ -176,11 +176,13 @@ function scheduleStore(store: unknown): ScheduleStateStore {
   return store;
 }
 
-function positive(value: number | undefined, fallback: number, name: string): number {
+/** `value`, a positive number (whole when `whole`) of at most `max` (a timer's delay waits at most MAX_TIMER_MS), else `fallback` when left out. */
+function positive(value: number | undefined, fallback: number, name: string, max: number, whole = false): number {
   if (value === undefined) return fallback;
-  if (typeof value !== "number" || !Number.isFinite(value) || value <= 0) {
-    throw new AssemblyLineError("AL_ERR_STATE_INPUT_INVALID", `LocalScheduler option ${name} is ${JSON.stringify(value)}, not a positive number`, {
-      fix: `Pass ${name} as a positive number, or omit it for the default.`,
+  if (typeof value !== "number" || !(value > 0) || value > max || (whole && !Number.isInteger(value))) {
+    const kind = whole ? "a positive whole number" : `a positive number of at most ${max}`;
+    throw new AssemblyLineError("AL_ERR_STATE_INPUT_INVALID", `LocalScheduler option ${name} is ${JSON.stringify(value)}, not ${kind}`, {
+      fix: `Pass ${name} as ${kind}, or omit it for the default.`,
       details: { option: name, value },
     });
   }
