@@ -50,6 +50,31 @@ function checkOptions(options: unknown): void {
   if (timeout !== undefined && !isTimerDelay(timeout)) fail(`option commandTimeoutMs is ${timeout}; it must be a positive number of milliseconds, at most ${MAX_TIMER_MS} (about 24.8 days)`, "Pass e.g. 1000, or leave it out.");
 }
 
+/**
+ * The URL a store-owned client connects to: `url`, else REDIS_URL (an empty one counts as unset),
+ * else the local default. Parsed with WHATWG URL and refused unless redis:// or rediss:// with a
+ * host: ioredis reads anything else as some other address (`http://host:7000` as host "http" and
+ * a socket path) and would connect there, or to localhost, without a word. The value itself is not
+ * shown: it may hold a password.
+ */
+function redisUrl(option: string | undefined, fromEnv: string | undefined): string {
+  const [text, source] = option !== undefined ? [option, "option url"] : fromEnv !== undefined && fromEnv.trim() !== "" ? [fromEnv.trim(), "REDIS_URL"] : [DEFAULT_URL, "the default"];
+  let parsed: URL | undefined;
+  try {
+    parsed = new URL(text);
+  } catch {
+    parsed = undefined;
+  }
+  const redisScheme = parsed?.protocol === "redis:" || parsed?.protocol === "rediss:";
+  if (parsed === undefined || !redisScheme || parsed.hostname === "") {
+    const why = parsed === undefined ? "it does not parse as a URL" : redisScheme ? "it names no host" : `its scheme is ${parsed.protocol}`;
+    throw new AssemblyLineError("AL_ERR_PLUGIN_OPTIONS", `redisRateLimiterStore(): ${source} is not a redis:// or rediss:// URL with a host: ${why}`, {
+      fix: `Set ${source === "REDIS_URL" ? "REDIS_URL" : "url"} to e.g. redis://:password@redis.internal:6379/0 (rediss:// for TLS), or pass a client you built.`,
+    });
+  }
+  return text;
+}
+
 type TakeCommand = (key: string, capacity: number, refillPerSecond: number, cost: number, now: number) => Promise<[number, string, number]>;
 
 /**
@@ -69,7 +94,7 @@ export class RedisRateLimiterStore implements RateLimiterStore {
     this.owned = options.client === undefined;
     this.client =
       options.client ??
-      new Redis(options.url ?? env.REDIS_URL ?? DEFAULT_URL, {
+      new Redis(redisUrl(options.url, env.REDIS_URL), {
         commandTimeout: options.commandTimeoutMs ?? 1_000,
         maxRetriesPerRequest: 1,
       });

@@ -133,4 +133,26 @@ describe("redisRateLimiterStore options", () => {
     expect(refused({ url, commandTimeoutMs: 0 })).toContain("commandTimeoutMs is 0");
     expect(refused({ url, commandTimeoutMs: "1000" })).toContain("commandTimeoutMs must be a number, got string");
   });
+
+  it("refuses a url or REDIS_URL that is not a redis:// or rediss:// address, without showing it", () => {
+    const refusal = (options: Record<string, unknown>) => {
+      try {
+        redisRateLimiterStore(options as never).client.disconnect();
+      } catch (error) {
+        expect(isAssemblyLineError(error, "AL_ERR_PLUGIN_OPTIONS"), String(error)).toBe(true);
+        return (error as Error).message;
+      }
+      return "accepted";
+    };
+    // ioredis would read it as host "http" and a socket path, and connect there without a word.
+    const http = refusal({ url: "http://:secret-pw@example.com:7000" });
+    expect(http).toMatch(/^AL_ERR_PLUGIN_OPTIONS: redisRateLimiterStore\(\): option url is not a redis:\/\/ or rediss:\/\/ URL with a host: its scheme is http:/);
+    expect(http).not.toContain("secret-pw");
+    expect(refusal({ url: "garbage" })).toMatch(/option url is not a redis:\/\/ or rediss:\/\/ URL with a host: it does not parse as a URL/);
+    expect(refusal({ url: "redis://" })).toMatch(/it names no host/);
+    expect(refusal({ env: { REDIS_URL: "localhost:6379" } })).toMatch(/REDIS_URL is not a redis:\/\/ or rediss:\/\/ URL with a host/);
+    // An empty REDIS_URL is unset: the default address, not whatever ioredis makes of "".
+    expect(refusal({ env: { REDIS_URL: "" } })).toBe("accepted");
+    expect(refusal({ url: "rediss://:pw@cache.internal:6380/2" })).toBe("accepted");
+  });
 });
