@@ -23,6 +23,12 @@ export interface S3BlobOptions {
   /** Variables tried in order for the access key id / secret; unset ones fall back to the SDK's default chain. */
   accessKeyIdEnv?: string[];
   secretAccessKeyEnv?: string[];
+  /**
+   * Variables tried in order for the session token of temporary credentials (an assumed role,
+   * SSO, Lambda, ECS), sent with the key pair read from `accessKeyIdEnv` / `secretAccessKeyEnv`.
+   * Default: `AWS_SESSION_TOKEN` (R2: `R2_SESSION_TOKEN`).
+   */
+  sessionTokenEnv?: string[];
   /** Variables tried in order for the endpoint. */
   endpointEnv?: string[];
   /** R2: the variable holding the Cloudflare account id the endpoint is derived from. */
@@ -37,6 +43,7 @@ export const S3_ENV = {
   bucketEnv: ["S3_BUCKET"],
   accessKeyIdEnv: ["AWS_ACCESS_KEY_ID"],
   secretAccessKeyEnv: ["AWS_SECRET_ACCESS_KEY"],
+  sessionTokenEnv: ["AWS_SESSION_TOKEN"],
   endpointEnv: ["S3_ENDPOINT"],
 } as const;
 
@@ -44,6 +51,8 @@ export const R2_ENV = {
   bucketEnv: ["R2_BUCKET", "S3_BUCKET"],
   accessKeyIdEnv: ["R2_ACCESS_KEY_ID", "AWS_ACCESS_KEY_ID"],
   secretAccessKeyEnv: ["R2_SECRET_ACCESS_KEY", "AWS_SECRET_ACCESS_KEY"],
+  // Not AWS_SESSION_TOKEN: a host on AWS has one for its own role, which R2 would refuse.
+  sessionTokenEnv: ["R2_SESSION_TOKEN"],
   endpointEnv: ["R2_ENDPOINT", "S3_ENDPOINT"],
   accountIdEnv: ["R2_ACCOUNT_ID"],
 } as const;
@@ -55,7 +64,7 @@ export interface ResolvedS3Settings {
   region: string;
   forcePathStyle: boolean;
   prefix: string;
-  credentials: { accessKeyId: string; secretAccessKey: string } | undefined;
+  credentials: { accessKeyId: string; secretAccessKey: string; sessionToken?: string } | undefined;
   multipartThresholdBytes: number;
   partSizeBytes: number;
   requestTimeoutMs: number;
@@ -73,7 +82,9 @@ export function configError(message: string, fix: string): AssemblyLineError {
   return new AssemblyLineError("AL_ERR_BLOB_CONFIG", message, { fix });
 }
 
-const OPTION_NAMES = ["bucket", "endpoint", "region", "forcePathStyle", "prefix", "requestTimeoutMs", "multipartThresholdBytes", "partSizeBytes", "bucketEnv", "accessKeyIdEnv", "secretAccessKeyEnv", "endpointEnv", "accountIdEnv"];
+const OPTION_NAMES = ["bucket", "endpoint", "region", "forcePathStyle", "prefix", "requestTimeoutMs", "multipartThresholdBytes", "partSizeBytes", "bucketEnv", "accessKeyIdEnv", "secretAccessKeyEnv", "sessionTokenEnv", "endpointEnv", "accountIdEnv"];
+
+const ENV_LIST_OPTIONS = ["bucketEnv", "accessKeyIdEnv", "secretAccessKeyEnv", "sessionTokenEnv", "endpointEnv", "accountIdEnv"] as const;
 
 /** A misspelt option would otherwise be dropped silently (e.g. `perfix` storing every key at the bucket's root). */
 export function refuseUnknownOptions(options: object, extra: readonly string[] = []): void {
@@ -92,8 +103,17 @@ export function resolveS3Settings(given: S3BlobOptions, env: Record<string, stri
     accessKeyIdEnv: [...S3_ENV.accessKeyIdEnv],
     secretAccessKeyEnv: [...S3_ENV.secretAccessKeyEnv],
     endpointEnv: [...S3_ENV.endpointEnv],
+    // A descriptor built before the option: r2Blob()'s (it names accountIdEnv) takes R2's variable.
+    sessionTokenEnv: [...(given.accountIdEnv ? R2_ENV : S3_ENV).sessionTokenEnv],
     ...given,
   };
+  for (const name of ENV_LIST_OPTIONS) {
+    const names: unknown = options[name];
+    // A string would be read letter by letter as variable names, and the keys would silently come from elsewhere.
+    if (names !== undefined && !(Array.isArray(names) && names.every((item) => typeof item === "string" && item !== ""))) {
+      throw configError(`${name} is ${JSON.stringify(names)}, not a list of variable names`, `Pass ${name}: ["MY_VARIABLE"], or omit it for the default.`);
+    }
+  }
   const bucket = options.bucket ?? firstSet(env, options.bucketEnv);
   if (!bucket) {
     throw configError(`no bucket: options.bucket is not given and ${(options.bucketEnv ?? []).join(", ") || "no bucket variable"} is unset`, `Pass { bucket: "my-bucket" } or set ${options.bucketEnv?.[0] ?? "S3_BUCKET"}.`);
@@ -142,11 +162,16 @@ export function resolveS3Settings(given: S3BlobOptions, env: Record<string, stri
     region: options.region ?? (options.accountIdEnv ? "auto" : (env.AWS_REGION ?? "us-east-1")),
     forcePathStyle: options.forcePathStyle ?? endpoint !== undefined,
     prefix: checkPrefix(options.prefix ?? ""),
-    credentials: accessKeyId && secretAccessKey ? { accessKeyId, secretAccessKey } : undefined,
+    credentials: accessKeyId && secretAccessKey ? withSessionToken({ accessKeyId, secretAccessKey }, firstSet(env, options.sessionTokenEnv)) : undefined,
     multipartThresholdBytes,
     partSizeBytes,
     requestTimeoutMs,
   };
+}
+
+/** The key pair, with the session token of temporary credentials when one is set (they fail without it). */
+function withSessionToken(keys: { accessKeyId: string; secretAccessKey: string }, sessionToken: string | undefined): NonNullable<ResolvedS3Settings["credentials"]> {
+  return sessionToken === undefined ? keys : { ...keys, sessionToken };
 }
 
 /*

@@ -165,7 +165,21 @@ describe("s3Blob() / r2Blob() settings", () => {
     expect(store.settings).toMatchObject({ endpoint: "https://abc123.r2.cloudflarestorage.com", region: "auto", forcePathStyle: true, credentials: { accessKeyId: "k", secretAccessKey: "s" } });
   });
 
+  it("sends the session token of temporary credentials with the key pair, R2's from R2_SESSION_TOKEN only", () => {
+    const aws = { AWS_ACCESS_KEY_ID: "ASIAK", AWS_SECRET_ACCESS_KEY: "s", AWS_SESSION_TOKEN: "role-token" };
+    expect(createS3Blob(s3Blob({ bucket: "media" }), { env: aws }).settings.credentials).toEqual({ accessKeyId: "ASIAK", secretAccessKey: "s", sessionToken: "role-token" });
+    expect(createS3Blob(s3Blob({ bucket: "media" }), { env: { AWS_ACCESS_KEY_ID: "AKIA", AWS_SECRET_ACCESS_KEY: "s" } }).settings.credentials).toEqual({ accessKeyId: "AKIA", secretAccessKey: "s" });
+    // A host on AWS has a session token for its own role: R2 would refuse it.
+    const r2 = { R2_ACCOUNT_ID: "abc123", R2_ACCESS_KEY_ID: "r2k", R2_SECRET_ACCESS_KEY: "r2s" };
+    expect(createS3Blob(r2Blob({ bucket: "media" }), { env: { ...r2, AWS_SESSION_TOKEN: "role-token" } }).settings.credentials).toEqual({ accessKeyId: "r2k", secretAccessKey: "r2s" });
+    expect(createS3Blob(r2Blob({ bucket: "media" }), { env: { ...r2, R2_SESSION_TOKEN: "r2-temp" } }).settings.credentials).toEqual({ accessKeyId: "r2k", secretAccessKey: "r2s", sessionToken: "r2-temp" });
+    // An r2Blob() descriptor built before sessionTokenEnv existed reads R2's variable too.
+    const { sessionTokenEnv: _, ...older } = r2Blob({ bucket: "media" }).options;
+    expect(createS3Blob({ ...r2Blob(), options: older }, { env: { ...r2, AWS_SESSION_TOKEN: "role-token" } }).settings.credentials).toEqual({ accessKeyId: "r2k", secretAccessKey: "r2s" });
+  });
+
   it.each([
+    ["a variable list given as one string", () => createS3Blob(s3Blob({ bucket: "media", accessKeyIdEnv: "MY_AK" as never }), { env: { M: "x", Y: "y" } }), "accessKeyIdEnv"],
     ["r2Blob() without R2_ACCOUNT_ID", () => createS3Blob(r2Blob({ bucket: "media" }), { env: {} }), "R2_ACCOUNT_ID"],
     ["s3Blob() without a bucket", () => createS3Blob(s3Blob(), { env: {} }), "S3_BUCKET"],
     ["half a key pair", () => createS3Blob(s3Blob({ bucket: "media" }), { env: { AWS_ACCESS_KEY_ID: "k" } }), "AWS_SECRET_ACCESS_KEY"],
