@@ -45,6 +45,38 @@ export interface SandboxSnapshotPolicy {
   reason?: string;
 }
 
+/** A snapshot policy with its default filled in, as an adapter keeps it. */
+export interface ResolvedSnapshotPolicy {
+  mode: "manual" | "auto";
+  retainLast: number;
+  reason: string | undefined;
+}
+
+/** What is wrong with a snapshot policy: the option (`snapshot.mode`), its value and what it must be, for the adapter's own error. */
+export interface SnapshotPolicyProblem {
+  option: string;
+  value: unknown;
+  expected: string;
+}
+
+const SNAPSHOT_POLICY_KEYS = ["mode", "retainLast", "reason"];
+
+/**
+ * A sandbox adapter's `snapshot` option checked, with `retainLast` defaulting to 3, or its first
+ * problem. A key it does not know is one (`retainlast` would leave the default in place unseen).
+ */
+export function checkSnapshotPolicy(value: unknown): { policy: ResolvedSnapshotPolicy } | { problem: SnapshotPolicyProblem } {
+  if (typeof value !== "object" || value === null || Array.isArray(value)) return { problem: { option: "snapshot", value, expected: '{ mode: "manual" or "auto", retainLast?, reason? }' } };
+  const given = value as Record<string, unknown>;
+  const unknown = Object.keys(given).find((key) => !SNAPSHOT_POLICY_KEYS.includes(key));
+  if (unknown !== undefined) return { problem: { option: `snapshot.${unknown}`, value: given[unknown], expected: `a known option of snapshot (${SNAPSHOT_POLICY_KEYS.join(", ")})` } };
+  const { mode, retainLast = 3, reason } = given;
+  if (mode !== "manual" && mode !== "auto") return { problem: { option: "snapshot.mode", value: mode, expected: '"manual" or "auto"' } };
+  if (!Number.isInteger(retainLast) || (retainLast as number) < 1) return { problem: { option: "snapshot.retainLast", value: retainLast, expected: "a whole number of at least 1" } };
+  if (reason !== undefined && typeof reason !== "string") return { problem: { option: "snapshot.reason", value: reason, expected: "a string" } };
+  return { policy: { mode, retainLast: retainLast as number, reason } };
+}
+
 /** One committed state of a key's sandbox. */
 export interface SandboxSnapshot {
   id: string;

@@ -1,4 +1,4 @@
-import { AssemblyLineError, MAX_TIMER_MS, type SandboxSnapshotPolicy } from "@assemblyline-agents/core";
+import { AssemblyLineError, checkSnapshotPolicy, MAX_TIMER_MS, type SandboxSnapshotPolicy } from "@assemblyline-agents/core";
 
 /** What `daytonaSandbox({...})` accepts: plain data, so it can sit in gateway.ts or sandbox.ts. No keys: those come from the environment. */
 export interface DaytonaSandboxOptions {
@@ -87,11 +87,9 @@ export function resolveDaytonaOptions(options: DaytonaSandboxOptions, defaultSco
   }
   let snapshot: ResolvedDaytonaOptions["snapshot"];
   if (options.snapshot !== undefined) {
-    const { mode, retainLast = 3, reason } = options.snapshot ?? ({} as SandboxSnapshotPolicy);
-    if (mode !== "manual" && mode !== "auto") throw badOption("snapshot.mode", mode, '"manual" or "auto"');
-    if (!Number.isInteger(retainLast) || retainLast < 1) throw badOption("snapshot.retainLast", retainLast, "a whole number of at least 1");
-    if (reason !== undefined && typeof reason !== "string") throw badOption("snapshot.reason", reason, "a string");
-    snapshot = { mode, retainLast, reason };
+    const checked = checkSnapshotPolicy(options.snapshot);
+    if ("problem" in checked) throw badOption(checked.problem.option, checked.problem.value, checked.problem.expected);
+    snapshot = checked.policy;
   }
   for (const name of ["image", "baseSnapshot", "apiUrl", "target"] as const) {
     if (options[name] !== undefined && (typeof options[name] !== "string" || options[name].trim() === "")) throw badOption(name, options[name], "a non-empty string");

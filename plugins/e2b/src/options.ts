@@ -1,4 +1,4 @@
-import { AssemblyLineError, MAX_TIMER_MS, isTimerDelay, type SandboxSnapshotPolicy } from "@assemblyline-agents/core";
+import { AssemblyLineError, checkSnapshotPolicy, MAX_TIMER_MS, isTimerDelay, type SandboxSnapshotPolicy } from "@assemblyline-agents/core";
 
 /** What `e2bSandbox({...})` accepts: plain data, so it can sit in gateway.ts or sandbox.ts. No keys: those come from the environment. */
 export interface E2bSandboxOptions {
@@ -72,11 +72,9 @@ export function resolveE2bOptions(options: E2bSandboxOptions, defaultScope: stri
   }
   let snapshot: ResolvedE2bOptions["snapshot"];
   if (options.snapshot !== undefined) {
-    const { mode, retainLast = 3, reason } = options.snapshot ?? ({} as SandboxSnapshotPolicy);
-    if (mode !== "manual" && mode !== "auto") throw badOption("snapshot.mode", mode, '"manual" or "auto"');
-    if (!Number.isInteger(retainLast) || retainLast < 1) throw badOption("snapshot.retainLast", retainLast, "a whole number of at least 1");
-    if (reason !== undefined && typeof reason !== "string") throw badOption("snapshot.reason", reason, "a string");
-    snapshot = { mode, retainLast, reason };
+    const checked = checkSnapshotPolicy(options.snapshot);
+    if ("problem" in checked) throw badOption(checked.problem.option, checked.problem.value, checked.problem.expected);
+    snapshot = checked.policy;
   }
   if (options.image !== undefined) {
     throw unsupported("image", "E2B starts sandboxes from templates, not images", "Build a template from the image (E2B's template build) and set template to its name.");

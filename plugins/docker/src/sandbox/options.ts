@@ -1,4 +1,4 @@
-import { AssemblyLineError, MAX_TIMER_MS, isTimerDelay, type SandboxSnapshotPolicy } from "@assemblyline-agents/core";
+import { AssemblyLineError, checkSnapshotPolicy, MAX_TIMER_MS, isTimerDelay, type SandboxSnapshotPolicy } from "@assemblyline-agents/core";
 
 /** What `dockerSandbox({...})` accepts: plain data, so it can sit in gateway.ts or sandbox.ts. */
 export interface DockerSandboxOptions {
@@ -93,11 +93,9 @@ export function resolveSandboxOptions(options: DockerSandboxOptions, defaultScop
   }
   let snapshot: ResolvedSandboxOptions["snapshot"];
   if (options.snapshot !== undefined) {
-    const { mode, retainLast = 3, reason } = options.snapshot;
-    if (mode !== "manual" && mode !== "auto") throw badOption("snapshot.mode", mode, '"manual" or "auto"');
-    if (!Number.isInteger(retainLast) || retainLast < 1) throw badOption("snapshot.retainLast", retainLast, "a whole number of at least 1");
-    if (reason !== undefined && typeof reason !== "string") throw badOption("snapshot.reason", reason, "a string");
-    snapshot = { mode, retainLast, reason };
+    const checked = checkSnapshotPolicy(options.snapshot);
+    if ("problem" in checked) throw badOption(checked.problem.option, checked.problem.value, checked.problem.expected);
+    snapshot = checked.policy;
   }
   return {
     image: options.image,
