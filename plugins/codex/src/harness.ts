@@ -5,7 +5,7 @@ import { AssemblyLineError, type AgentHarness, type HarnessContext, type Harness
 import { readContinuation, writeContinuation, type CodexContinuationData } from "./continuation.js";
 import { functionOutputItem, toResponseItems, toolOutputText, userItem } from "./items.js";
 import { checkCodexOptions } from "./config-schema.js";
-import { CODEX_HARNESS_NAME, CODEX_PROVIDER, appServerArgs, resolveCodexCommand, type CodexHarnessOptions } from "./options.js";
+import { CODEX_HARNESS_NAME, CODEX_PROVIDER, appServerArgs, refuseRouteOwnedConfig, resolveCodexCommand, type CodexHarnessOptions } from "./options.js";
 import { runAppServerTurn } from "./turn.js";
 
 /**
@@ -18,6 +18,7 @@ import { runAppServerTurn } from "./turn.js";
  */
 export function codexAgentHarness(options: CodexHarnessOptions = {}): AgentHarness {
   checkCodexOptions(options);
+  refuseRouteOwnedConfig(options.config);
   return {
     name: CODEX_HARNESS_NAME,
     runTurn: (input, ctx) => runCodexTurn(input, ctx, options),

@@ -1,6 +1,7 @@
 import { existsSync } from "node:fs";
 import { createRequire } from "node:module";
 import { dirname, join } from "node:path";
+import { AssemblyLineError } from "@assemblyline-agents/core";
 
 /** The provider prefix of model specs this route serves: `openai-codex/<model>`. */
 export const CODEX_PROVIDER = "openai-codex";
@@ -49,6 +50,29 @@ export function resolveCodexCommand(options: CodexHarnessOptions, env: Record<st
     // Not installed beside this package: fall back to PATH.
   }
   return { file: "codex", args: [] };
+}
+
+/**
+ * Refuse `config` keys the route decides itself: `model` (the run's model spec names it; Codex
+ * would be told the spec's model on every turn anyway) and the switches that keep Codex's own
+ * tools off (`web_search`, `tools.*`, `features.*` of a disabled feature), which a `-c` override
+ * could turn back on: those tools would act outside the runtime's pipeline (approvals, budgets,
+ * the journal).
+ */
+export function refuseRouteOwnedConfig(config: Record<string, string> | undefined): void {
+  for (const key of Object.keys(config ?? {})) {
+    const refusal = routeOwnedConfig(key);
+    if (refusal) throw new AssemblyLineError("AL_ERR_PLUGIN_OPTIONS", `codexAgentHarness: config.${key} is not an option: ${refusal.why}`, { fix: refusal.fix, details: { option: `config.${key}` } });
+  }
+}
+
+function routeOwnedConfig(key: string): { why: string; fix: string } | undefined {
+  const [head, rest] = [key.split(".", 1)[0]!, key.slice(key.indexOf(".") + 1)];
+  if (key === "model") return { why: "the run's model spec chooses the model", fix: "Name the model in the agent's or the run's model spec: openai-codex/<model>." };
+  const ownTools = "Codex's own tools stay off so every tool call goes through the runtime's pipeline (approvals, budgets, the journal)";
+  if (key === "web_search" || head === "tools") return { why: ownTools, fix: "Remove it; give the agent a web search tool of its own (tools/ or a connection) instead." };
+  if (key === "features" || (head === "features" && (DISABLED_CODEX_FEATURES as readonly string[]).includes(rest))) return { why: ownTools, fix: "Remove it; the features the route turns off are listed in DISABLED_CODEX_FEATURES." };
+  return undefined;
 }
 
 /** The arguments that start the app-server with Codex's own tools off. */
