@@ -2,6 +2,7 @@ import { AssemblyLineError, type BlobStore } from "@assemblyline-agents/core";
 import { randomBytes } from "node:crypto";
 import { mkdir, open, readFile, readdir, rename, rmdir, unlink } from "node:fs/promises";
 import { join, resolve } from "node:path";
+import { describeOptions, unknownOptions } from "../known-options.js";
 
 /*
  * Layout: a key "a/b/c.txt" is the file <directory>/a/b/c.txt@blob. Each key segment
@@ -33,6 +34,16 @@ export class LocalBlobStore implements BlobStore {
   readonly directory: string;
 
   constructor(options: LocalBlobStoreOptions = {}) {
+    const unknown = unknownOptions(options, ["directory", "agentDir"]);
+    if (unknown.length > 0) {
+      throw new AssemblyLineError("AL_ERR_BLOB_CONFIG", `LocalBlobStore ${describeOptions(unknown)} unknown`, { fix: "The options are directory and agentDir; check the spelling.", details: { options: unknown } });
+    }
+    for (const key of ["directory", "agentDir"] as const) {
+      const value: unknown = options[key];
+      if (value !== undefined && (typeof value !== "string" || value === "")) {
+        throw new AssemblyLineError("AL_ERR_BLOB_CONFIG", `LocalBlobStore option ${key} is ${JSON.stringify(value)}; it must be a folder path`, { fix: `Pass ${key} as a non-empty string, or leave it out.` });
+      }
+    }
     this.directory = resolve(options.directory ?? join(options.agentDir ?? process.cwd(), ".assembly-line", "blobs"));
   }
 

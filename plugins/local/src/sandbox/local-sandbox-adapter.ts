@@ -3,7 +3,10 @@ import { createHash } from "node:crypto";
 import { mkdir, readdir, realpath, rm } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join, resolve } from "node:path";
+import { describeOptions, unknownOptions } from "../known-options.js";
 import { LocalSandbox, badOption, type ExecDefaults } from "./local-sandbox.js";
+
+const SANDBOX_OPTIONS: readonly (keyof LocalSandboxAdapterOptions)[] = ["root", "agentDir", "defaultTimeoutMs", "maxOutputBytes", "env", "sessions"];
 
 /*
  * Layout: <root>/<key>/workspace is `/workspace`; <key>/home and <key>/tmp are the
@@ -52,6 +55,10 @@ export class LocalSandboxAdapter implements SandboxAdapter {
   private readonly live = new Map<string, Promise<LocalSandbox>>();
 
   constructor(options: LocalSandboxAdapterOptions = {}) {
+    const unknown = unknownOptions(options, SANDBOX_OPTIONS);
+    if (unknown.length > 0) {
+      throw new AssemblyLineError("AL_ERR_SANDBOX_DEFINITION", `LocalSandboxAdapter ${describeOptions(unknown)} unknown`, { fix: `The options are ${SANDBOX_OPTIONS.join(", ")}; check the spelling.`, details: { options: unknown } });
+    }
     this.root = resolve(options.root ?? (options.agentDir ? join(options.agentDir, ".assembly-line", "sandboxes") : join(tmpdir(), "assembly-line-sandboxes")));
     const timeoutMs = options.defaultTimeoutMs ?? DEFAULT_TIMEOUT_MS;
     if (!isTimerDelay(timeoutMs)) throw badOption("defaultTimeoutMs", timeoutMs, `a positive number of milliseconds, at most ${MAX_TIMER_MS} (about 24.8 days)`);

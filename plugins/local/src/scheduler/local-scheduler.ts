@@ -1,10 +1,12 @@
 import { AssemblyLineError, MAX_TIMER_MS, isScheduleClaimableBy, isScheduleStateStore, noopLogger, type RuntimeLogger, type ScheduleDispatch, type Scheduler, type ScheduleRecord, type SchedulerStartOptions, type ScheduleStateStore } from "@assemblyline-agents/core";
 import { randomUUID } from "node:crypto";
 import { hostname } from "node:os";
+import { describeOptions, unknownOptions } from "../known-options.js";
 
 const DEFAULT_POLL_INTERVAL_MS = 1_000;
 const DEFAULT_LEASE_MS = 60_000;
 const DEFAULT_BATCH_SIZE = 10;
+const SCHEDULER_OPTIONS: readonly (keyof LocalSchedulerOptions)[] = ["store", "pollIntervalMs", "leaseMs", "owner", "batchSize", "logger", "now"];
 
 export interface LocalSchedulerOptions {
   /**
@@ -54,6 +56,10 @@ export class LocalScheduler implements Scheduler {
   constructor(options: LocalSchedulerOptions) {
     this.storeSource = options?.store;
     if (typeof this.storeSource !== "function") this.store = scheduleStore(this.storeSource);
+    const unknown = unknownOptions(options, SCHEDULER_OPTIONS);
+    if (unknown.length > 0) {
+      throw new AssemblyLineError("AL_ERR_STATE_INPUT_INVALID", `LocalScheduler ${describeOptions(unknown)} unknown`, { fix: `The options are ${SCHEDULER_OPTIONS.join(", ")}; check the spelling.`, details: { options: unknown } });
+    }
     this.pollIntervalMs = positive(options.pollIntervalMs, DEFAULT_POLL_INTERVAL_MS, "pollIntervalMs", MAX_TIMER_MS);
     this.leaseMs = positive(options.leaseMs, DEFAULT_LEASE_MS, "leaseMs", MAX_TIMER_MS);
     this.batchSize = positive(options.batchSize, DEFAULT_BATCH_SIZE, "batchSize", Number.MAX_SAFE_INTEGER, true);
