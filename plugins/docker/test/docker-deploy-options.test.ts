@@ -11,6 +11,12 @@ describe("dockerDeploy() options", () => {
     [{ keepReleases: 0 }, "keepReleases"],
     [{ keepReleases: 2.5 }, "keepReleases"],
     [{ keepReleases: "3" }, "keepReleases"],
+    // A string would be spread letter by letter into the release's CMD.
+    [{ startArgs: "--model x" }, "startArgs"],
+    [{ packages: "pg" }, "packages"],
+    [{ include: "prompts/" }, "include"],
+    [{ baseImage: "" }, "baseImage"],
+    [{ hostIp: 127 }, "hostIp"],
   ])("refuses %j with AL_ERR_DEPLOY_CONFIG naming %s before anything is built", (options, named) => {
     let error: unknown;
     try {

@@ -82,6 +82,19 @@ export class DockerDeployTarget implements DeployTarget {
     if (unknown.length > 0) {
       throw new AssemblyLineError("AL_ERR_DEPLOY_CONFIG", `dockerDeploy has no option ${unknown.join(", ")}`, { fix: `Remove it; the options are ${DEPLOY_OPTIONS.join(", ")}.`, details: { options: unknown } });
     }
+    for (const key of ["baseImage", "hostIp", "socketPath"] as const) {
+      const value: unknown = options[key];
+      if (value !== undefined && (typeof value !== "string" || value === "")) {
+        throw new AssemblyLineError("AL_ERR_DEPLOY_CONFIG", `dockerDeploy ${key} ${JSON.stringify(value)} is not a non-empty string`, { fix: `Pass ${key} as a string, or omit it.`, details: { option: key } });
+      }
+    }
+    for (const key of ["startArgs", "packages", "include"] as const) {
+      const value: unknown = options[key];
+      // A string would be spread letter by letter (startArgs "--x" became CMD [..., "-", "-", "x"]).
+      if (value !== undefined && !(Array.isArray(value) && value.every((item) => typeof item === "string"))) {
+        throw new AssemblyLineError("AL_ERR_DEPLOY_CONFIG", `dockerDeploy ${key} ${JSON.stringify(value)} is not a list of strings`, { fix: `Pass ${key} as an array, e.g. ${key}: ["--flag", "value"], or omit it.`, details: { option: key } });
+      }
+    }
     // A release on "none" can never answer /readyz: refused now, not after readyTimeoutMs of waiting.
     if (options.network !== undefined && (typeof options.network !== "string" || options.network === "none" || !/^[A-Za-z0-9][A-Za-z0-9_.-]*$/.test(options.network))) {
       throw new AssemblyLineError("AL_ERR_DEPLOY_CONFIG", `dockerDeploy network ${JSON.stringify(options.network)} cannot serve a release`, {

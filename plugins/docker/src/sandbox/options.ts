@@ -86,6 +86,10 @@ export function resolveSandboxOptions(options: DockerSandboxOptions, defaultScop
   if (!Number.isInteger(maxOutputBytes) || maxOutputBytes < 0) throw badOption("maxOutputBytes", maxOutputBytes, "a non-negative whole number of bytes");
   const engineTimeoutMs = options.engineTimeoutMs ?? 60_000;
   if (!isTimerDelay(engineTimeoutMs)) throw badOption("engineTimeoutMs", engineTimeoutMs, `a positive number of milliseconds, at most ${MAX_TIMER_MS} (about 24.8 days)`);
+  for (const name of ["user", "socketPath", "scope"] as const) {
+    const value: unknown = options[name];
+    if (value !== undefined && (typeof value !== "string" || value === "")) throw badOption(name, value, "a non-empty string");
+  }
   const scope = (options.scope ?? defaultScope).toLowerCase();
   if (!/^[a-z0-9][a-z0-9_.-]{0,40}$/.test(scope)) throw badOption("scope", options.scope, "lowercase letters, digits, '.', '_' or '-' (at most 41)");
   for (const [name, value] of Object.entries(options.env ?? {})) {
