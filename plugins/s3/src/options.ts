@@ -38,6 +38,8 @@ export interface S3BlobOptions {
 export const DEFAULT_PART_SIZE = 8 * 1024 * 1024;
 export const DEFAULT_REQUEST_TIMEOUT_MS = 30_000;
 export const S3_MINIMUM_PART_SIZE = 5 * 1024 * 1024;
+/** S3 refuses a larger part of a multipart upload. */
+export const S3_MAXIMUM_PART_SIZE = 5 * 1024 * 1024 * 1024;
 
 export const S3_ENV = {
   bucketEnv: ["S3_BUCKET"],
@@ -145,8 +147,8 @@ export function resolveS3Settings(given: S3BlobOptions, env: Record<string, stri
     );
   }
   const partSizeBytes = options.partSizeBytes ?? DEFAULT_PART_SIZE;
-  if (!Number.isInteger(partSizeBytes) || partSizeBytes < S3_MINIMUM_PART_SIZE) {
-    throw configError(`partSizeBytes ${partSizeBytes} is below S3's 5 MiB minimum part size`, `Use at least ${S3_MINIMUM_PART_SIZE}.`);
+  if (!Number.isInteger(partSizeBytes) || partSizeBytes < S3_MINIMUM_PART_SIZE || partSizeBytes > S3_MAXIMUM_PART_SIZE) {
+    throw configError(`partSizeBytes ${partSizeBytes} is not a whole number of bytes from S3's 5 MiB minimum part size to its 5 GiB maximum`, `Use ${S3_MINIMUM_PART_SIZE} to ${S3_MAXIMUM_PART_SIZE}, e.g. the default ${DEFAULT_PART_SIZE}.`);
   }
   const multipartThresholdBytes = options.multipartThresholdBytes ?? partSizeBytes;
   if (!Number.isInteger(multipartThresholdBytes) || multipartThresholdBytes < 1) {

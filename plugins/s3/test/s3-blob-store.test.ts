@@ -187,6 +187,7 @@ describe("s3Blob() / r2Blob() settings", () => {
     ["a prefix without its closing /", () => createS3Blob(s3Blob({ bucket: "media", prefix: "agents/support" }), { env: {} }), '"agents/support/"'],
     ["a prefix with a .. segment", () => createS3Blob(s3Blob({ bucket: "media", prefix: "agents/../other/" }), { env: {} }), "agents/../other/"],
     ["a misspelt option", () => createS3Blob(s3Blob({ bucket: "media", perfix: "agents/" } as never), { env: {} }), "perfix"],
+    ["a part above S3's 5 GiB maximum", () => createS3Blob(s3Blob({ bucket: "media", partSizeBytes: 6 * 1024 ** 3 }), { env: {} }), "partSizeBytes"],
     ["a requestTimeoutMs of 0", () => createS3Blob(s3Blob({ bucket: "media", requestTimeoutMs: 0 }), { env: {} }), "requestTimeoutMs"],
   ])("refuses %s with AL_ERR_BLOB_CONFIG naming it", (_, make, named) => {
     let error: unknown;
