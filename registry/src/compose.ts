@@ -158,6 +158,14 @@ export function withSandboxFile(gateway: GatewayDefinition, sandbox: ComposeGate
         fix: "Choose the sandbox in one place: remove sandbox.ts or gateway.ts's sandbox: entry.",
       });
     }
+    // gateway.ts's entry is the one materialized: sandbox.ts's settings would be dropped unseen.
+    const dropped = Object.keys(sandbox.options ?? {}).filter((key) => key !== "adapter" && key !== "workingDirectory");
+    if (dropped.length > 0) {
+      throw new AssemblyLineError("AL_ERR_SANDBOX_DEFINITION", `sandbox.ts and gateway.ts's sandbox slot both configure the "${chosen.plugin}" sandbox: gateway.ts's options would be used and sandbox.ts's ${dropped.join(", ")} ignored`, {
+        fix: "Configure the sandbox in one place: move its options into gateway.ts's sandbox: entry and remove sandbox.ts, or remove the entry.",
+        details: { ignored: dropped },
+      });
+    }
     return gateway;
   }
   // The local sandbox is the host's embedded default; nothing to resolve.

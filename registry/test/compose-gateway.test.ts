@@ -58,6 +58,17 @@ describe("composeGateway", () => {
     expect(missingContractMethods(result.adapters.blob, "blob@1")).toEqual([]);
   });
 
+  it("refuses sandbox.ts settings that gateway.ts's entry for the same sandbox would drop", async () => {
+    const { localSandbox } = await import("@assemblyline-agents/local");
+    const gateway = defineGateway({ sandbox: localSandbox({ defaultTimeoutMs: 5_000 }) });
+    const sandbox = { adapter: "local", options: { workingDirectory: "/workspace", snapshot: { mode: "manual" } } };
+    await expect(compose({ gateway, sandbox, agentDir: await agentDir() })).rejects.toThrow(
+      /AL_ERR_SANDBOX_DEFINITION: sandbox\.ts and gateway\.ts's sandbox slot both configure the "local" sandbox: gateway\.ts's options would be used and sandbox\.ts's snapshot ignored/,
+    );
+    // Naming the same sandbox with nothing to drop is fine.
+    await expect(compose({ gateway, sandbox: { adapter: "local", options: { workingDirectory: "/workspace" } }, agentDir: await agentDir() })).resolves.toBeDefined();
+  });
+
   it("composes nothing for an agent without gateway.ts", async () => {
     const result = await compose({ gateway: null, agentDir: await agentDir() });
     expect(result.adapters).toEqual({});
