@@ -52,6 +52,38 @@ describe("sandbox.ts adapter resolution", () => {
   });
 });
 
+describe("sandbox.ts choosing the local sandbox", () => {
+  /** The script runs one bash call: `command`. */
+  function localAgent(sandboxSource: string, command: string): { agentDir: string; script: string } {
+    const made = agentWithSandbox(sandboxSource);
+    writeFileSync(made.script, JSON.stringify({ turns: [{ toolCalls: [{ name: "bash", input: { command } }] }, { text: "done" }] }));
+    return made;
+  }
+
+  it("applies localSandbox()'s own options (they were dropped)", async () => {
+    const { agentDir, script } = localAgent(`import { localSandbox } from "@assemblyline-agents/local";\nexport default localSandbox({ env: { GREETING: "from sandbox.ts" } });\n`, 'echo "$GREETING"');
+    const local = await openLocalRuntime({ agentDir, build: true, checkAgentModel: false });
+    try {
+      const result = await local.runtime.run({ message: "go", model: `scripted:${script}` });
+      expect(result.status).toBe("completed");
+      const output = (await local.runtime.state.runs.listToolCalls(result.runId))[0]?.output as { stdout: string };
+      expect(output.stdout).toBe("from sandbox.ts\n");
+    } finally {
+      await local.close();
+    }
+  }, 60_000);
+
+  it("takes the spec's local example (its image unused), and refuses an option the local sandbox does not have", async () => {
+    const spec = localAgent(`import { defineSandbox } from "@assemblyline-agents/core";\nexport default defineSandbox({ adapter: "local", image: "node:22", workingDirectory: "/workspace" });\n`, "echo ok");
+    const local = await openLocalRuntime({ agentDir: spec.agentDir, build: true, checkAgentModel: false });
+    await local.close();
+    const { agentDir } = localAgent(`import { localSandbox } from "@assemblyline-agents/local";\nexport default localSandbox({ defaultTimeout: 5000 } as never);\n`, "echo ok");
+    const error = await openLocalRuntime({ agentDir, build: true, checkAgentModel: false }).catch((caught: unknown) => caught);
+    expect(isAssemblyLineError(error, "AL_ERR_SANDBOX_DEFINITION"), String(error)).toBe(true);
+    expect(String(error)).toContain('LocalSandboxAdapter option "defaultTimeout" unknown');
+  }, 60_000);
+});
+
 const probe = await probeEngine("sandbox.ts with the docker adapter");
 if (probe.available) {
   const { docker } = probe;

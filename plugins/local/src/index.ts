@@ -2,6 +2,7 @@ export { FileStateAdapter, type FileStateAdapterOptions } from "./state/file-sta
 export { LocalBlobStore, type LocalBlobStoreOptions } from "./blob/local-blob-store.js";
 export { LocalSandboxAdapter, type LocalSandboxAdapterOptions } from "./sandbox/local-sandbox-adapter.js";
 export { LocalSandbox } from "./sandbox/local-sandbox.js";
+export { localSandboxFromFile } from "./sandbox/sandbox-file.js";
 export { TIMEOUT_EXIT_CODE } from "./sandbox/run-shell.js";
 export { validateSandboxDefinition } from "./sandbox/sandbox-definition.js";
 export { LocalScheduler, type LocalSchedulerOptions } from "./scheduler/local-scheduler.js";

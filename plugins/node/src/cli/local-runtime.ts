@@ -1,7 +1,8 @@
 import { join, resolve } from "node:path";
 import { AssemblyLineError, isAssemblyLineError, type BlobStore, type RunEvent, type RuntimeLogger, type SandboxAdapter, type StateAdapter } from "@assemblyline-agents/core";
 import { needsComposition } from "../host/needs-composition.js";
-import { FileStateAdapter, LocalBlobStore, LocalSandboxAdapter } from "@assemblyline-agents/local";
+import { FileStateAdapter, LocalBlobStore } from "@assemblyline-agents/local";
+import { embeddedSandbox } from "../host/embedded-sandbox.js";
 import type { PiModelCatalog } from "@assemblyline-agents/pi";
 import { hostConnections } from "../host/host-connections.js";
 import { ARTIFACT_DIR, OpenEveRuntime, buildAgent, kernelHost, loadRuntimeBundle, type RuntimeBundle } from "@assemblyline-agents/runtime";
@@ -135,7 +136,7 @@ export async function openLocalRuntime(options: {
     state,
     ...(composed ? { kernel: composed.kernel } : {}),
     blob: adapters.blob ?? new LocalBlobStore({ agentDir }),
-    sandbox: adapters.sandbox ?? new LocalSandboxAdapter({ agentDir }),
+    sandbox: adapters.sandbox ?? embeddedSandbox(bundle, agentDir),
     defaultHarness: await defaultPiHarness(options.models),
     ...(connectionsFor(bundle, agentDir)),
     modelHarnesses: withBuiltInModelRoutes(undefined, process.env),

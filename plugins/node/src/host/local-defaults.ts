@@ -1,6 +1,7 @@
 import { resolve } from "node:path";
 import { isScheduleStateStore, type AgentHarness, type BlobStore, type ConnectionProvider, type PluginKernel, type SandboxAdapter, type Scheduler, type StateAdapter } from "@assemblyline-agents/core";
-import { FileStateAdapter, LocalBlobStore, LocalSandboxAdapter, LocalScheduler } from "@assemblyline-agents/local";
+import { FileStateAdapter, LocalBlobStore, LocalScheduler } from "@assemblyline-agents/local";
+import { embeddedSandbox } from "./embedded-sandbox.js";
 import type { PiModelCatalog } from "@assemblyline-agents/pi";
 import { composeGateway, useKernelHost } from "@assemblyline-agents/registry";
 import { kernelHost, type RuntimeBundle } from "@assemblyline-agents/runtime";
@@ -52,7 +53,7 @@ export async function openLocalDefaults(
     agentDir,
     state,
     blob: chosen.blob ?? new LocalBlobStore({ agentDir }),
-    sandbox: chosen.sandbox ?? new LocalSandboxAdapter({ agentDir }),
+    sandbox: chosen.sandbox ?? embeddedSandbox(bundle, agentDir),
     ...(scheduler ? { scheduler } : {}),
     ...(connections ? { connections } : {}),
     defaultHarness: await defaultPiHarness(options.models),
