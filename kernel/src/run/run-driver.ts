@@ -28,7 +28,7 @@ import { dropUndefined, type RunJournal } from "./journal.js";
 import { describeRun, type RunResult } from "./run-result.js";
 import { DriveScope, type RunScope, type RunServices } from "./run-scope.js";
 import { RunSkills } from "./run-skills.js";
-import { holdForStep, runStep } from "./step.js";
+import { ENGINE_STEP_PREFIX, holdForStep, runStep } from "./step.js";
 import { callTool } from "./tool-pipeline.js";
 import { activatedToolNames } from "./tool-activation.js";
 import { defaultToolsProblem, toModelToolSpec, visibleTools, type ToolTable, type ToolTableEntry } from "./tool-table.js";
@@ -474,11 +474,11 @@ export class RunDriver {
           if (outcome.status === "failed") controller.abort(new Error(outcome.output.error));
           return outcome;
         },
-        step: (key, fn, options) => runStep(scope, `harness:${key}`, fn, options),
+        step: (key, fn, options) => runStep(scope, `${ENGINE_STEP_PREFIX}${key}`, fn, options),
         // A model call acts on nothing outside: its result commits with the next append (the tool call it asks for, or the run's end).
         modelCall: async (key, fn, options) => {
           const startedAt = isoTimestamp();
-          const stepKey = `harness:${key}`;
+          const stepKey = `${ENGINE_STEP_PREFIX}${key}`;
           lease.modelCalls.set(stepKey, startedAt);
           try {
             return await runStep(scope, stepKey, fn, { ...options, metadata: { ...options?.metadata, modelCall: true } }, () => scope.budget.beforeModelCall(), { hold: true });

@@ -35,6 +35,9 @@ export function holdForStep(event: NewRunEvent): boolean {
   return true;
 }
 
+/** The prefix of the engine's step keys (`harness:model:1`): the run's other steps never use it. */
+export const ENGINE_STEP_PREFIX = "harness:";
+
 /**
  * Completed-step replay: a key that completed before in this run returns its
  * persisted result (recording `durable_step.replayed`) instead of running again.

@@ -7,7 +7,7 @@ import { QuestionSuspension } from "./question.js";
 import { SKILL_ACTIVATION } from "./run-access.js";
 import { isSubagentSuspension, type SubagentSuspension } from "../subagents/suspension.js";
 import type { RunScope } from "./run-scope.js";
-import { runStep } from "./step.js";
+import { ENGINE_STEP_PREFIX, runStep } from "./step.js";
 
 /** A stable dedupe key per run, tool call and scope. */
 export function idempotencyKeyFor(runId: string, toolCallId: string, scope: string): string {
@@ -55,6 +55,13 @@ export function createToolContext(
       return idempotencyKeyFor(scope.runId, call.id, keyScope);
     },
     step(key, fn, options) {
+      // The engine's steps (its model calls) share the run's keys as `harness:<key>`: a tool's step
+      // under that prefix would replay the engine's result, or hand the engine the tool's.
+      if (typeof key === "string" && key.startsWith(ENGINE_STEP_PREFIX)) {
+        throw new AssemblyLineError("AL_ERR_STEP_RESULT", `ctx.step("${key}"): keys starting with "${ENGINE_STEP_PREFIX}" are the engine's`, {
+          fix: "Name the substep by what it does, e.g. `hydrate-customer:${id}`.",
+        });
+      }
       return runStep(scope, key, fn, options);
     },
     getSandbox: () => services.getSandbox(),
