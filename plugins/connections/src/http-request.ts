@@ -21,13 +21,25 @@ export function jsonBody(value: unknown, mediaType = "application/json"): Reques
 
 /** Fill `{name}` path segments from the input; missing ones are an error the model can fix. */
 export function fillPath(path: string, values: Record<string, unknown>): string | { error: string } {
-  let missing: string | undefined;
+  let problem: string | undefined;
   const filled = path.replace(/\{([^}]+)\}/g, (_, name: string) => {
     const value = values[name];
-    if (value === undefined || value === null || value === "") missing ??= name;
-    return encodeURIComponent(String(value ?? ""));
+    if (value === undefined || value === null || value === "") problem ??= `path parameter "${name}" is required`;
+    const segment = pathSegment(name, String(value ?? ""));
+    if (typeof segment !== "string") problem ??= segment.error;
+    return typeof segment === "string" ? segment : "";
   });
-  return missing ? { error: `path parameter "${missing}" is required` } : filled;
+  return problem ? { error: problem } : filled;
+}
+
+/**
+ * A path parameter's value as one URL path segment. `.` and `..` are refused: encodeURIComponent
+ * leaves dots as they are and the URL parser folds such segments, so `..` would send the call, with
+ * the connection's credentials, to another endpoint of the service than the tool's.
+ */
+export function pathSegment(name: string, value: string): string | { error: string } {
+  if (value === "." || value === "..") return { error: `path parameter "${name}" is "${value}", which would leave the operation's path; pass the id or name itself` };
+  return encodeURIComponent(value);
 }
 
 /**

@@ -1,5 +1,5 @@
 import { AssemblyLineError, type JsonValue } from "@assemblyline-agents/core";
-import { jsonBody, withTimeout, type RequestBody } from "./http-request.js";
+import { jsonBody, pathSegment, withTimeout, type RequestBody } from "./http-request.js";
 import { failure } from "./mcp.js";
 import { acyclic, plainSchema, uniqueNames } from "./tool-names.js";
 import { readBounded } from "./response-limit.js";
@@ -171,7 +171,9 @@ export function openApiRequest(record: OpenApiRecord, tool: OpenApiToolRecord, i
     const value = input[parameter.name];
     if (parameter.in === "path") {
       if (value === undefined || value === null || value === "") return { error: `path parameter "${parameter.name}" is required` };
-      path = path.replace(`{${parameter.name}}`, encodeURIComponent(simpleStyle(value, parameter.explode === true)));
+      const segment = pathSegment(parameter.name, simpleStyle(value, parameter.explode === true));
+      if (typeof segment !== "string") return segment;
+      path = path.replace(`{${parameter.name}}`, segment);
     } else if (value !== undefined && value !== null) {
       if (parameter.in === "query") appendQuery(query, parameter, value);
       else if (parameter.in === "cookie") cookies.push(`${parameter.name}=${cookieValue(value)}`);
