@@ -15,9 +15,7 @@ import type { ConversationMailbox } from "./mailbox.js";
 import type { IngressRateLimiter, RateLimitBucket } from "./rate-limit.js";
 import type { RequestContext } from "./router.js";
 import type { RunWatcher } from "./run-watcher.js";
-
-/** `?wait=<seconds>` is capped so a request cannot pin a connection indefinitely. */
-const MAX_WAIT_SECONDS = 120;
+import { parseWait } from "./wait-query.js";
 
 export interface ChannelIngressParts {
   runtime: OpenEveRuntime;
@@ -229,15 +227,6 @@ export class ChannelIngress {
     const body = Object.assign({}, result, { conversationId, duplicate: !created, run: `/runs/${encodeURIComponent(runId)}` });
     sendJson(ctx.res, waitSeconds > 0 && rested ? 200 : created ? 202 : 200, body);
   }
-}
-
-function parseWait(value: string | null): number {
-  if (value === null || value === "") return 0;
-  const seconds = Number(value);
-  if (!Number.isFinite(seconds) || seconds < 0) {
-    throw new HttpError(400, "AL_ERR_HTTP_BODY_INVALID", `?wait=${value} is not a number of seconds`, { fix: `Use ?wait=30 (at most ${MAX_WAIT_SECONDS}).` });
-  }
-  return Math.min(seconds, MAX_WAIT_SECONDS);
 }
 
 /** The 4xx status a thrown refusal declares (`status` or `statusCode`), if it declares one. */

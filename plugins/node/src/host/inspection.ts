@@ -4,6 +4,7 @@ import { formatEvent } from "../cli/timeline.js";
 import { requireAgentRun } from "./agent-runs.js";
 import { HttpError, optionalString, parseJsonObject, readBody, requiredString, sendJson } from "./http.js";
 import type { RequestContext, Route } from "./router.js";
+import { parseWait } from "./wait-query.js";
 
 const STATUSES: RunStatus[] = ["queued", "running", "waiting_approval", "waiting_input", "completed", "failed"];
 const MAX_PAGE = 200;
@@ -102,13 +103,16 @@ export function inspectionRoutes(runtime: OpenEveRuntime, maxBodyBytes: number, 
 async function decide(ctx: RequestContext, runtime: OpenEveRuntime, draining: AbortSignal, resume: () => Promise<RunResult>): Promise<void> {
   // The runtime refuses another agent's run too, but its refusal names that agent: answered here as an unknown id.
   await requireAgentRun(runtime, ctx.params.runId!);
-  const waitMs = ctx.query.has("wait") ? Math.max(0, Number(ctx.query.get("wait")) * 1000 || 0) : DEFAULT_DECISION_WAIT_MS;
+  const waitMs = ctx.query.has("wait") ? parseWait(ctx.query.get("wait")) * 1000 : DEFAULT_DECISION_WAIT_MS;
   const resumed = resume();
   let timer: NodeJS.Timeout | undefined;
+  // Removed when the request ends: the host's shutdown signal lives as long as the host.
+  const listening = new AbortController();
   // Shutdown answers waiting callers at once; the run itself goes on until runtime.onIdle() or the timeout.
   const timedOut = new Promise<undefined>((resolve) => {
+    if (draining.aborted) return resolve(undefined);
     timer = setTimeout(() => resolve(undefined), waitMs);
-    draining.addEventListener("abort", () => resolve(undefined), { once: true });
+    draining.addEventListener("abort", () => resolve(undefined), { once: true, signal: listening.signal });
   });
   // A failure after we answered 202 is the run's own (recorded as run.failed); do not leave it unhandled.
   resumed.catch(() => undefined);
@@ -118,6 +122,7 @@ async function decide(ctx: RequestContext, runtime: OpenEveRuntime, draining: Ab
     else sendJson(ctx.res, 202, await runtime.getRun(ctx.params.runId!));
   } finally {
     clearTimeout(timer);
+    listening.abort();
   }
 }
 

@@ -72,6 +72,8 @@ export class LiveUpdates {
     // A client that left while its request was authorized is closed already: its 'close' will not come again.
     if (res.destroyed) return;
     res.writeHead(200, { "content-type": "text/event-stream; charset=utf-8", "cache-control": "no-store", "x-content-type-options": "nosniff", connection: "keep-alive", "x-accel-buffering": "no" });
+    // HEAD (a health check) gets the headers only: Node sends no body for it, so a stream would never answer at all.
+    if (res.req.method === "HEAD") return void res.end();
     res.write(": connected\n\n");
     const client = { res, runId };
     this.clients.add(client);
