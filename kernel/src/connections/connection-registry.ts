@@ -274,8 +274,20 @@ const SPEC_KEYS: Record<DynamicConnectionSpec["kind"], readonly string[]> = {
   http: ["name", "kind", "baseUrl", "endpoints", "description", "auth"],
 };
 
+/**
+ * Where a run's connection would send its calls, and the host's grant it would send them with: what
+ * the approver decides on (a grant is the host's secret, sent to whichever allowed host the run names).
+ */
 function describeTarget(spec: DynamicConnectionSpec): string {
-  return spec.kind === "mcp" ? `the MCP server ${spec.url}` : spec.kind === "openapi" ? `the OpenAPI service ${spec.spec}` : `the HTTP service ${spec.baseUrl}`;
+  const target =
+    spec.kind === "mcp"
+      ? `the MCP server ${spec.url}`
+      : spec.kind === "openapi"
+        ? spec.baseUrl !== undefined
+          ? `the OpenAPI service at ${spec.baseUrl} (document ${spec.spec})`
+          : `the OpenAPI service its document ${spec.spec} names`
+        : `the HTTP service ${spec.baseUrl}`;
+  return spec.auth ? `${target}, sending it the host's grant "${spec.auth.grant}"` : target;
 }
 
 /** `work`, but no longer than `ms`: it goes on in the background. */

@@ -1,6 +1,7 @@
 import {
   defineTool,
   type ConnectionApproval,
+  type ConnectionAuth,
   type ConnectionDefinition,
   type ConnectionPolicy,
   type ConnectionProvider,
@@ -83,9 +84,12 @@ export function createConnections(options: ConnectionsOptions = {}): ConnectionP
         if (definition.kind === "mcp") {
           record = { kind: "mcp", description, tools: await mcp.describe(name, mcpTarget(definition), policy) };
         } else if (definition.kind === "openapi") {
-          const fetchFn = connectionFetch(name, policy, definition.auth, outbound);
+          const fetchFn = connectionFetch(name, policy, documentAuth(definition), outbound);
+          const redaction = await redactionFor(definition.auth, options.grants);
           record = { kind: "openapi", description, api: await describeOpenApi(name, definition.spec, definition.baseUrl, fetchFn, timeoutMs, (operation, reason) => {
-            warn({ event: "connection.operation_omitted", connection: name, operation }, `connection "${name}": OpenAPI operation ${operation} is not offered as a tool: ${reason}`);
+            // A document may quote what it was fetched with: its text never reaches the logs unredacted.
+            const [shownOperation, shownReason] = [redactValue(operation, redaction), redactValue(reason, redaction)];
+            warn({ event: "connection.operation_omitted", connection: name, operation: shownOperation }, `connection "${name}": OpenAPI operation ${shownOperation} is not offered as a tool: ${shownReason}`);
           }) };
         } else {
           record = { kind: "http", description, api: describeHttp(name, definition.baseUrl, definition.endpoints) };
@@ -141,6 +145,16 @@ export function createConnections(options: ConnectionsOptions = {}): ConnectionP
     },
     close: () => mcp.close(),
   };
+}
+
+/**
+ * The credentials an OpenAPI document is fetched with: the connection's when the document is on
+ * the origin its calls go to (or no baseUrl is given: the document names the API), else none, so a
+ * document kept on a docs site or CDN never receives the API's secret.
+ */
+function documentAuth(definition: { spec: unknown; baseUrl?: string | undefined; auth?: ConnectionAuth | undefined }): ConnectionAuth | undefined {
+  if (typeof definition.spec !== "string" || definition.baseUrl === undefined || definition.auth === undefined) return definition.auth;
+  return URL.canParse(definition.spec) && URL.canParse(definition.baseUrl) && new URL(definition.spec).origin === new URL(definition.baseUrl).origin ? definition.auth : undefined;
 }
 
 function httpRequest(api: HttpRecord, tool: HttpRecord["tools"][number], input: Record<string, unknown>): { url: string; headers: Record<string, string>; body?: RequestBody } | { error: string } {

@@ -16,9 +16,13 @@ export interface Redaction {
 /** Encoded forms shorter than this are not looked for: a few base64 characters also occur by chance in any text. */
 const MIN_ENCODED_LENGTH = 8;
 
+const HTML_ENTITIES: Record<string, string> = { "&": "&amp;", "<": "&lt;", ">": "&gt;", '"': "&quot;", "'": "&#39;" };
+
 /**
  * The ways a service may quote a secret: verbatim, percent-encoded (a URL, a
- * form; upper- or lower-case hex), JSON-escaped, and base64 or base64url, also
+ * form; upper- or lower-case hex; `/` left as it is, as Python's quote() does;
+ * RFC 3986's reserved `!'()*` escaped too; twice over), JSON-escaped (with `\/`
+ * as PHP writes it), HTML-escaped, hex, and base64 or base64url, also
  * inside a longer encoded value ("Basic " + base64("user:" + secret), a header
  * dump encoded whole). For the latter, each of the three byte alignments is
  * encoded and cut to the characters that depend on the secret's bytes alone,
@@ -27,10 +31,19 @@ const MIN_ENCODED_LENGTH = 8;
  */
 export function secretForms(secret: string): string[] {
   const bytes = Buffer.from(secret, "utf8");
+  const percent = encodeURIComponent(secret);
+  const json = JSON.stringify(secret).slice(1, -1);
   const encoded = [
-    encodeURIComponent(secret),
+    percent,
+    percent.replaceAll("%2F", "/"),
+    percent.replace(/[!'()*]/g, (character) => `%${character.charCodeAt(0).toString(16).toUpperCase()}`),
+    encodeURIComponent(percent),
     new URLSearchParams({ s: secret }).toString().slice(2),
-    JSON.stringify(secret).slice(1, -1),
+    json,
+    json.replaceAll("/", "\\/"),
+    secret.replace(/[&<>"']/g, (character) => HTML_ENTITIES[character]!),
+    bytes.toString("hex"),
+    bytes.toString("hex").toUpperCase(),
     bytes.toString("base64"),
     bytes.toString("base64url"),
   ];

@@ -135,6 +135,8 @@ describe("dynamic connections with approval", () => {
       expect(server.requests.length).toBe(requestsBefore);
       const requested = (await first.listEvents(paused.runId)).find((event) => event.type === "approval.requested")!;
       expect(requested.data.change).toMatchObject({ action: "add", connection: { name: spec.name, kind } });
+      // The approver sees where the calls go and which of the host's secrets they carry.
+      expect(JSON.stringify(requested.data)).toContain(`sending it the host's grant \\"weather-token\\"`);
 
       await expect(first.approve(paused.runId)).rejects.toMatchObject({ code: "AL_ERR_STATE_UNAVAILABLE" });
       expect(calls.length).toBe(callsBefore + 1);

@@ -42,6 +42,12 @@ async function handle(req: IncomingMessage, res: ServerResponse): Promise<void> 
         link: `https://svc.test/callback?key=${encodeURIComponent(token)}&x=1`,
         form: new URLSearchParams({ key: token }).toString(),
         lower: encodeURIComponent(token).replace(/%[0-9A-F]{2}/g, (escape) => escape.toLowerCase()),
+        // As other languages quote it: PHP's json_encode, Python's quote(), an HTML page, hex, a URL inside a URL.
+        php: JSON.stringify(token).slice(1, -1).replaceAll("/", "\\/"),
+        python: encodeURIComponent(token).replaceAll("%2F", "/"),
+        html: token.replace(/[&<>"']/g, (character) => `&#${character.charCodeAt(0)};`.replace("&#38;", "&amp;")),
+        hex: Buffer.from(token).toString("hex"),
+        double: encodeURIComponent(encodeURIComponent(token)),
       }),
     );
   }
@@ -128,6 +134,7 @@ describe("a grant's secret echoed back by the service", () => {
       expect(body.link).toBe(`https://svc.test/callback?key=${mark}&x=1`);
       expect(body.form).toBe(`key=${mark}`);
       expect(body.lower).toBe(mark);
+      for (const form of ["php", "python", "html", "hex", "double"]) expect(body[form], form).toBe(mark);
       const decoded = Object.values(body).flatMap((text) => [text, Buffer.from(text.replace(/^Basic /, ""), "base64").toString("utf8"), Buffer.from(text, "base64url").toString("utf8")]);
       for (const text of decoded) expect(text).not.toContain(ODD_SECRET);
 
