@@ -73,6 +73,21 @@ describe("sandbox.ts choosing the local sandbox", () => {
     }
   }, 60_000);
 
+  it("times bash out at the sandbox's defaultTimeoutMs when the model gives no timeoutMs", async () => {
+    const { agentDir, script } = localAgent(`import { localSandbox } from "@assemblyline-agents/local";\nexport default localSandbox({ defaultTimeoutMs: 300 });\n`, "sleep 5; echo late");
+    const local = await openLocalRuntime({ agentDir, build: true, checkAgentModel: false });
+    try {
+      const started = Date.now();
+      const result = await local.runtime.run({ message: "go", model: `scripted:${script}` });
+      expect(result.status).toBe("completed");
+      const output = (await local.runtime.state.runs.listToolCalls(result.runId))[0]?.output as { stdout: string; timedOut: boolean };
+      expect(output).toMatchObject({ stdout: "", timedOut: true });
+      expect(Date.now() - started).toBeLessThan(4_000);
+    } finally {
+      await local.close();
+    }
+  }, 60_000);
+
   it("takes the spec's local example (its image unused), and refuses an option the local sandbox does not have", async () => {
     const spec = localAgent(`import { defineSandbox } from "@assemblyline-agents/core";\nexport default defineSandbox({ adapter: "local", image: "node:22", workingDirectory: "/workspace" });\n`, "echo ok");
     const local = await openLocalRuntime({ agentDir: spec.agentDir, build: true, checkAgentModel: false });

@@ -17,6 +17,11 @@ export interface Sandbox {
   writeFile(path: string, content: Uint8Array | string): Promise<void>;
   deleteFile(path: string): Promise<void>;
   listFiles(path: string): Promise<Array<{ path: string; type: "file" | "directory"; size: number }>>;
+  /**
+   * Run a shell command. Without `timeoutMs` the adapter's own default applies, which must be
+   * finite (every first-party adapter: its `defaultTimeoutMs`, 60 s unless set); the `bash` tool
+   * passes one only when the model asks for it.
+   */
   exec(command: string, options?: { cwd?: string; timeoutMs?: number; maxOutputBytes?: number; env?: Record<string, string> }): Promise<ExecResult>;
 }
 

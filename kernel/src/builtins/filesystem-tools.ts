@@ -143,6 +143,7 @@ export const bashTool = defineTool<{ command: string; timeoutMs?: number }, { ex
   capability: { execution: "sandbox" },
   async execute(input, ctx) {
     const sandbox = await ctx.getSandbox();
-    return sandbox.exec(input.command, { cwd: "/workspace", timeoutMs: input.timeoutMs ?? 60_000, maxOutputBytes: 64 * 1024 });
+    // Without the model's timeoutMs, the sandbox's own default applies (its defaultTimeoutMs: 60 s unless the host set another).
+    return sandbox.exec(input.command, { cwd: "/workspace", ...(input.timeoutMs !== undefined ? { timeoutMs: input.timeoutMs } : {}), maxOutputBytes: 64 * 1024 });
   },
 });
