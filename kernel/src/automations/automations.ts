@@ -12,7 +12,7 @@ import {
 } from "@assemblyline-agents/core";
 import { digestJson } from "../canonical-json.js";
 import type { AutomationManifestEntry } from "../compiler/manifest.js";
-import { NEVER, firstDueTime, nextDueAfter, nextDueAfterNow, normalizeSchedule } from "./schedule-time.js";
+import { NEVER, countMissed, firstDueTime, nextDueAfter, nextDueAfterNow, normalizeSchedule } from "./schedule-time.js";
 
 const NAME = /^[a-z0-9][a-z0-9_-]{0,63}$/;
 /**
@@ -171,7 +171,7 @@ export class Automations {
   async checkUpdate(name: string, patch: UpdateAutomationInput): Promise<void> {
     const { payload } = await this.requireDynamic(name, "change");
     refuseUnknownFields(patch, UPDATE_FIELDS, `update of automation "${name}"`);
-    checkInput({ name, schedule: patch.schedule ?? (payload.schedule as never), message: patch.message ?? payload.message, enabled: patch.enabled ?? payload.enabled }, true);
+    checkInput({ name, schedule: patch.schedule as never, message: patch.message ?? payload.message, enabled: patch.enabled ?? payload.enabled }, payload.schedule);
   }
 
   async create(input: CreateAutomationInput): Promise<AutomationInfo> {
@@ -193,7 +193,7 @@ export class Automations {
   async update(name: string, patch: UpdateAutomationInput): Promise<AutomationInfo> {
     const { record, payload } = await this.requireDynamic(name, "update");
     refuseUnknownFields(patch, UPDATE_FIELDS, `update of automation "${name}"`);
-    const checked = checkInput({ name: payload.name, schedule: patch.schedule ?? (payload.schedule as never), message: patch.message ?? payload.message, ...(patch.conversationId !== undefined ? { conversationId: patch.conversationId } : payload.conversationId ? { conversationId: payload.conversationId } : {}), enabled: patch.enabled ?? payload.enabled }, true);
+    const checked = checkInput({ name: payload.name, schedule: patch.schedule as never, message: patch.message ?? payload.message, ...(patch.conversationId !== undefined ? { conversationId: patch.conversationId } : payload.conversationId ? { conversationId: payload.conversationId } : {}), enabled: patch.enabled ?? payload.enabled }, payload.schedule);
     const rescheduled = patch.schedule !== undefined;
     const enabling = !record.enabled && checked.enabled && !payload.paused;
     // Re-enabled, it continues from its next due time after now: the due times it rested through are not owed.
@@ -229,10 +229,12 @@ export class Automations {
     const runs: AutomationRun[] = [];
     if (now.getTime() - first.getTime() > this.catchUpMs) {
       // The host was down: one run stands for every missed due time, then back on schedule.
-      const missed: Date[] = [];
-      for (let due: Date | null = first; due && due.getTime() <= now.getTime() && missed.length < 100_000; due = nextDueAfter(payload.schedule, due)) missed.push(due);
-      this.parts.logger.warn({ event: "automation.missed", automation: payload.name, firstMissed: first.toISOString(), missed: missed.length }, "automation missed due times while no scheduler ran; running it once");
-      runs.push(await this.submit(claimed.id, payload, first.toISOString(), first.toISOString(), missed.length, options));
+      const missed = countMissed(payload.schedule, first, now);
+      this.parts.logger.warn(
+        { event: "automation.missed", automation: payload.name, firstMissed: first.toISOString(), missed: missed.count, ...(missed.atLeast ? { missedAtLeast: true } : {}) },
+        "automation missed due times while no scheduler ran; running it once",
+      );
+      runs.push(await this.submit(claimed.id, payload, first.toISOString(), first.toISOString(), missed.count, options));
       return { nextRunAt: await this.keepNewer(claimed, nextDueAfterNow(payload.schedule, now) ?? NEVER), runs };
     }
     let due: Date | null = first;
@@ -357,20 +359,21 @@ function automationPayload(value: JsonValue): AutomationPayload | undefined {
 /** Check what a run asked for; the error names the field and how to fix it. */
 function checkInput(
   input: CreateAutomationInput,
-  keepSchedule = false,
+  /** An update's: the schedule stored before, kept when the patch gives none (a given one is checked like a new one). */
+  storedSchedule?: NormalizedSchedule,
 ): { name: string; schedule: NormalizedSchedule; message: string; conversationId: string | null; enabled: boolean } {
   const fail = (problem: string, fix: string): never => {
     throw new AssemblyLineError("AL_ERR_AUTOMATION_INPUT", problem, { fix });
   };
   if (typeof input !== "object" || input === null) fail("automation input must be an object", "Pass { name, schedule, message, conversationId?, enabled? }.");
-  if (!keepSchedule) refuseUnknownFields(input, CREATE_FIELDS, `automation ${JSON.stringify(input.name)}`);
+  if (!storedSchedule) refuseUnknownFields(input, CREATE_FIELDS, `automation ${JSON.stringify(input.name)}`);
   if (typeof input.name !== "string" || !NAME.test(input.name)) fail(`name ${JSON.stringify(input.name)} is not a valid automation name`, "Use 1-64 lowercase letters, digits, _ or -.");
   if (typeof input.message !== "string" || input.message.trim() === "") fail(`automation "${input.name}": message must be a non-empty string`, "Say what each run should do.");
   if (input.conversationId !== undefined && input.conversationId !== null && (typeof input.conversationId !== "string" || input.conversationId === "")) {
     fail(`automation "${input.name}": conversationId must be a non-empty string`, "Omit it for standalone runs.");
   }
   if (input.enabled !== undefined && typeof input.enabled !== "boolean") fail(`automation "${input.name}": enabled must be a boolean`, "Pass true or false.");
-  const schedule = keepSchedule && isNormalized(input.schedule) ? input.schedule : normalizeSchedule(input.schedule, `automation "${input.name}"`);
+  const schedule = storedSchedule && input.schedule === undefined ? storedSchedule : normalizeSchedule(input.schedule, `automation "${input.name}"`);
   return { name: input.name, schedule, message: input.message, conversationId: input.conversationId ?? null, enabled: input.enabled ?? true };
 }
 
@@ -388,10 +391,6 @@ function refuseUnknownFields(input: object, known: string[], where: string): voi
       fix: `Use only ${known.join(", ")}${unknown.includes("timezone") ? '; a time zone goes inside the schedule: { cron: "0 9 * * *", timezone: "Europe/Paris" }' : ""}${unknown.includes("name") && !known.includes("name") ? "; to rename, create the new automation and delete the old one" : ""}.`,
     });
   }
-}
-
-function isNormalized(value: unknown): value is NormalizedSchedule {
-  return typeof value === "object" && value !== null && "kind" in value;
 }
 
 function withoutLease({ lease: _lease, ...record }: ScheduleRecord): Omit<ScheduleRecord, "lease"> {

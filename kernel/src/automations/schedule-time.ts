@@ -4,6 +4,12 @@ import { AssemblyLineError, type AutomationSchedule, type NormalizedSchedule } f
 /** Where a schedule that will not run again rests (a one-shot that ran). */
 export const NEVER = new Date("9999-12-31T00:00:00.000Z");
 
+/** The longest interval: rarer runs are a cron (yearly) or a one-shot, and a due time stays a valid date. */
+const MAX_EVERY_MS = 366 * 86_400_000;
+
+/** A one-shot time: a date, a time, and its offset (Z or ±hh:mm), so every replica reads the same instant. */
+const AT_TIME = /^(\d{4})-(\d{2})-(\d{2})T\d{2}:\d{2}(:\d{2}(\.\d{1,9})?)?(Z|[+-]\d{2}:\d{2})$/;
+
 /**
  * Check and normalize a schedule: cron expressions through croner (5 or 6
  * fields), time zones through Intl (IANA names), intervals of at least 1 s,
@@ -26,13 +32,21 @@ export function normalizeSchedule(schedule: AutomationSchedule, where: string): 
   if ("every" in schedule) {
     if (keys.length !== 1) fail(`{ every } takes no other field (got ${keys.join(", ")})`);
     const everyMs = schedule.every;
-    if (typeof everyMs !== "number" || !Number.isInteger(everyMs) || everyMs < 1_000) fail(`every: ${JSON.stringify(everyMs)} is not a whole number of milliseconds >= 1000`);
+    if (typeof everyMs !== "number" || !Number.isInteger(everyMs) || everyMs < 1_000 || everyMs > MAX_EVERY_MS) {
+      fail(`every: ${JSON.stringify(everyMs)} is not a whole number of milliseconds from 1000 to ${MAX_EVERY_MS} (366 days); for rarer runs use a cron such as "0 9 1 1 *"`);
+    }
     return { kind: "every", everyMs };
   }
   if ("at" in schedule) {
     if (keys.length !== 1) fail(`{ at } takes no other field (got ${keys.join(", ")})`);
-    const at = typeof schedule.at === "string" ? Date.parse(schedule.at) : Number.NaN;
-    if (!Number.isFinite(at) || !/^\d{4}-\d{2}-\d{2}T/.test(schedule.at)) fail(`at: ${JSON.stringify(schedule.at)} is not an ISO-8601 time such as 2026-12-01T09:00:00Z`);
+    const text: unknown = schedule.at;
+    const parts = typeof text === "string" ? AT_TIME.exec(text) : null;
+    const at = parts ? Date.parse(text as string) : Number.NaN;
+    if (!parts || !Number.isFinite(at)) fail(`at: ${JSON.stringify(text)} is not an ISO-8601 time with its offset, such as 2026-12-01T09:00:00Z or 2026-12-01T10:00:00+01:00 (without one, each machine would read it in its own time zone)`);
+    // Date.parse rolls a day the month lacks over into the next month (February 30 becomes March 2).
+    const [year, month, day] = [Number(parts![1]), Number(parts![2]), Number(parts![3])];
+    const calendar = new Date(Date.UTC(year, month - 1, day));
+    if (calendar.getUTCMonth() !== month - 1 || calendar.getUTCDate() !== day) fail(`at: ${JSON.stringify(text)} names a day its month does not have`);
     return { kind: "at", at: new Date(at).toISOString() };
   }
   return fail(`schedule has none of cron, every, at (got ${keys.join(", ") || "no field"})`);
@@ -51,11 +65,14 @@ function cron(expression: unknown, timezone: unknown, fail: (problem: string) =>
   } catch {
     fail(`timezone ${JSON.stringify(timezone)} is not an IANA time zone name (e.g. "Europe/Paris", "UTC")`);
   }
+  let parsed: Cron | undefined;
   try {
-    new Cron(text, { timezone: timezone as string, paused: true });
+    parsed = new Cron(text, { timezone: timezone as string, paused: true });
   } catch (error) {
     fail(`cron ${JSON.stringify(text)} does not parse: ${(error as Error).message}`);
   }
+  // "0 9 30 2 *" (February 30) parses, and would rest for ever looking like a one-shot that ran.
+  if (parsed!.nextRun() === null) fail(`cron ${JSON.stringify(text)} matches no date (a day its month never has?)`);
   return { kind: "cron", expression: text, timezone: timezone as string };
 }
 
@@ -129,6 +146,24 @@ export function firstDueTime(schedule: NormalizedSchedule, now: Date): Date {
   if (schedule.kind === "at") return new Date(schedule.at);
   if (schedule.kind === "every") return new Date((Math.floor(now.getTime() / schedule.everyMs) + 1) * schedule.everyMs);
   return nextDueAfter(schedule, now) ?? NEVER;
+}
+
+/** Counting stops here: a per-second cron down for days would take minutes to count one by one, past its lease. */
+export const MAX_COUNTED_MISSES = 1_000;
+
+/**
+ * How many due times from `first` (itself due) to `now` a schedule missed: exact for an interval
+ * and a one-shot; a cron's counted up to MAX_COUNTED_MISSES (`atLeast` then).
+ */
+export function countMissed(schedule: NormalizedSchedule, first: Date, now: Date): { count: number; atLeast: boolean } {
+  if (first.getTime() > now.getTime()) return { count: 0, atLeast: false };
+  if (schedule.kind === "at") return { count: 1, atLeast: false };
+  if (schedule.kind === "every") return { count: Math.floor((now.getTime() - first.getTime()) / schedule.everyMs) + 1, atLeast: false };
+  let count = 0;
+  for (let due: Date | null = first; due && due.getTime() <= now.getTime(); due = nextDueAfter(schedule, due)) {
+    if (++count >= MAX_COUNTED_MISSES) return { count, atLeast: true };
+  }
+  return { count, atLeast: false };
 }
 
 /**
