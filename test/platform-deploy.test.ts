@@ -1,4 +1,4 @@
-import { existsSync, readFileSync, readdirSync, rmSync } from "node:fs";
+import { existsSync, mkdirSync, readFileSync, readdirSync, rmSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { afterAll, describe, expect, it } from "vitest";
 import { deployAgent } from "../plugins/node/src/cli/commands/deploy.js";
@@ -50,5 +50,35 @@ describe("assembly-line deploy --target fly|railway without the platform CLI", (
     expect(existsSync(join(out, "agent/.assembly-line/manifest.json"))).toBe(true);
     expect(existsSync(join(out, "node_modules/@assemblyline-agents/node/bin/assembly-line.js"))).toBe(true);
     expect(filesContaining(out, SECRET)).toEqual([]);
+  }, 600_000);
+});
+
+describe("deploy --out", () => {
+  it("clears only a folder a deploy wrote: one with other files, a file, or one holding the agent is refused and left as it was", async () => {
+    const { agentDir, root } = copyExample();
+    roots.push(root);
+    const path = process.env.PATH;
+    process.env.PATH = "/usr/bin:/bin";
+    try {
+      const deploy = (out: string) => deployAgent({ agentDir, target: "fly", name: "support-bot", out, env: {} });
+      const theirs = join(root, "documents");
+      mkdirSync(theirs);
+      writeFileSync(join(theirs, "important.txt"), "keep me");
+      await expect(deploy(theirs)).rejects.toMatchObject({ code: "AL_ERR_DEPLOY_CONFIG", message: expect.stringContaining("holds files no deploy wrote") });
+      expect(readFileSync(join(theirs, "important.txt"), "utf8")).toBe("keep me");
+      await expect(deploy(join(agentDir, "agent.ts"))).rejects.toMatchObject({ code: "AL_ERR_DEPLOY_CONFIG", message: expect.stringContaining("is a file") });
+      expect(existsSync(join(agentDir, "agent.ts"))).toBe(true);
+      await expect(deploy(root)).rejects.toMatchObject({ code: "AL_ERR_DEPLOY_CONFIG", message: expect.stringContaining("holds the agent folder or its build") });
+      expect(existsSync(join(agentDir, "agent.ts"))).toBe(true);
+      // A folder an earlier deploy wrote is replaced.
+      const out = join(root, "out");
+      await deploy(out);
+      writeFileSync(join(out, "stale.txt"), "from the last deploy");
+      await deploy(out);
+      expect(existsSync(join(out, "stale.txt"))).toBe(false);
+      expect(existsSync(join(out, "fly.toml"))).toBe(true);
+    } finally {
+      process.env.PATH = path;
+    }
   }, 600_000);
 });

@@ -64,6 +64,29 @@ interface ManifestView {
   sources: Array<{ file: string; hash: string }>;
 }
 
+/** Marks a folder a deploy bundle was written to: only such a folder (or an empty one) is cleared for the next. */
+const BUNDLE_MARK = ".assembly-line-bundle";
+
+/**
+ * Empty `outDir` for a new bundle, refusing what it must not delete: a file, a folder holding the
+ * agent or its build (`keep`), or one with files no deploy wrote (a `--out .` or `--out ~` would
+ * otherwise be deleted whole).
+ */
+async function clearBundleFolder(outDir: string, keep: string[]): Promise<void> {
+  const refuse = (problem: string): never => {
+    throw new AssemblyLineError("AL_ERR_DEPLOY_CONFIG", `the deploy folder ${outDir} ${problem}`, {
+      fix: "Name a new or empty folder for the bundle (deploy --out), or one an earlier deploy wrote.",
+      details: { outDir },
+    });
+  };
+  if (!existsSync(outDir)) return;
+  if (!statSync(outDir).isDirectory()) refuse("is a file");
+  const inside = (path: string) => path === outDir || path.startsWith(outDir.endsWith(sep) ? outDir : `${outDir}${sep}`);
+  if (keep.some((path) => inside(resolve(path)))) refuse("holds the agent folder or its build, which clearing it would delete");
+  if (readdirSync(outDir).length > 0 && !existsSync(join(outDir, BUNDLE_MARK))) refuse("holds files no deploy wrote, which clearing it would delete");
+  await rm(outDir, { recursive: true, force: true });
+}
+
 /** Copy a built agent and its runtime packages into a self-contained folder. */
 export async function stageDeployBundle(options: StageDeployBundleOptions): Promise<DeployBundle> {
   const artifactRoot = resolve(options.artifactRoot);
@@ -77,7 +100,9 @@ export async function stageDeployBundle(options: StageDeployBundleOptions): Prom
   const manifest = JSON.parse(manifestText) as ManifestView;
   const agentDir = resolve(artifactRoot, manifest.sourceRoot);
   const outDir = resolve(options.outDir);
-  await rm(outDir, { recursive: true, force: true });
+  await clearBundleFolder(outDir, [artifactRoot, agentDir]);
+  await mkdir(outDir, { recursive: true });
+  await writeFile(join(outDir, BUNDLE_MARK), "A deploy bundle written by assembly-line; the next deploy to this folder replaces it.\n");
   const digest = createHash("sha256");
 
   for (const source of manifest.sources) {

@@ -1,5 +1,5 @@
 import { spawnSync } from "node:child_process";
-import { mkdir, rm, writeFile } from "node:fs/promises";
+import { mkdir, writeFile } from "node:fs/promises";
 import { dirname, join, resolve } from "node:path";
 import { AssemblyLineError, type DeployTarget } from "@assemblyline-agents/core";
 import { stageDeployBundle, type DeployBundle } from "@assemblyline-agents/core/deploy";
@@ -52,7 +52,7 @@ export class PlatformDeployTarget implements DeployTarget {
   async deploy(args: { artifactRoot: string; env: Record<string, string | undefined> }): Promise<PlatformDeployResult> {
     const artifactRoot = resolve(args.artifactRoot);
     const out = resolve(this.options.out ?? join(artifactRoot, "..", "..", ".assembly-line-deploy", this.options.platform));
-    await rm(out, { recursive: true, force: true });
+    // stageDeployBundle clears `out` first, refusing a folder no deploy wrote.
     const bundle = await stageDeployBundle({ artifactRoot, outDir: out, ...(this.options.include ? { include: this.options.include } : {}) });
     // The platform builds remotely from this folder, so the packages go in it.
     await copyTree(join(bundle.modules.dir, "node_modules"), join(out, "node_modules"));
