@@ -139,3 +139,40 @@ describe("self-improvement", () => {
     expect(writes).toEqual(["notes", "deploy-checklist", "tweaked"]);
   });
 });
+
+describe("ctx.selfImprovement drafts", () => {
+  /** Runs `body` (the tool's code, `api` = ctx.selfImprovement) once, returning its result or error. */
+  async function withApi(body: string, files: Record<string, string> = {}) {
+    const state = new InMemoryStateAdapter();
+    const tool = toolSource({ upFront: true, schema: `{ type: "object" }`, execute: `const api = ctx.selfImprovement; try { return { ok: await (async () => { ${body} })() }; } catch (error) { return { error: error.code, message: error.message }; }` });
+    const dir = agentFolder({ "agent.ts": agent("{ writable: true }"), "tools/author.ts": tool, ...files });
+    const { runtime, log } = await startAgent(dir, [{ toolCalls: [{ name: "author", input: {} }] }, { text: "done" }], { state });
+    await runtime.run({ message: "author" });
+    return { output: outputOf(log.outcomes[0]!.outcome) as { ok?: unknown; error?: string; message?: string }, state };
+  }
+
+  it("keep a body that starts with its own --- block whole, instead of reading it as front matter", async () => {
+    const body = "---\nSection A\n---\n\n# Release steps\n\n1. Tag.\n";
+    const { state } = await withApi(`return api.create({ name: "release", description: "Release.", body: ${JSON.stringify(body)}, tools: ["bash"] });`);
+    const skill = await state.getSkill("learner", "release");
+    expect(skill?.files["SKILL.md"]).toContain(body);
+    expect(skill?.files["SKILL.md"]).toMatch(/^---\ndescription: Release\.\ntools:\n {2}- bash\n---\n/);
+  });
+
+  it("keep the file's other front-matter keys on a body-only update", async () => {
+    const seeded = `---\ndescription: Kept.\nlicense: MIT\nmetadata:\n  owner: ops\n---\nSeed.\n`;
+    const { state } = await withApi(`return api.update({ name: "guide", body: "Better." });`, { "skills/guide/SKILL.md": seeded });
+    const file = (await state.getSkill("learner", "guide"))?.files["SKILL.md"] ?? "";
+    expect(file).toContain("license: MIT");
+    expect(file).toContain("owner: ops");
+    expect(file).toContain("description: Kept.");
+    expect(file).toContain("Better.");
+  });
+
+  it("refuse a field no draft has, and a create without its body, naming them", async () => {
+    const unknown = await withApi(`return api.update({ name: "guide", descripton: "typo" });`, { "skills/guide/SKILL.md": "---\ndescription: Kept.\n---\nSeed.\n" });
+    expect(unknown.output).toMatchObject({ error: "AL_ERR_SKILL_DEFINITION", message: expect.stringContaining("selfImprovement.update: unknown field descripton") });
+    const missing = await withApi(`return api.create({ name: "x", description: "X." });`);
+    expect(missing.output).toMatchObject({ error: "AL_ERR_SKILL_DEFINITION", message: expect.stringContaining("selfImprovement.create: body must be a string") });
+  });
+});

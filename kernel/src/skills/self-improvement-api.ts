@@ -1,4 +1,4 @@
-import { AssemblyLineError, isSkillFilePath, isSkillName, type SelfImprovementApi, type SkillSummary } from "@assemblyline-agents/core";
+import { AssemblyLineError, isSkillFilePath, isSkillName, type SelfImprovementApi, type SkillDraft, type SkillSummary } from "@assemblyline-agents/core";
 import { frontMatter, parseFrontMatter } from "./front-matter.js";
 import type { SkillLibrary, SkillView, SkillWriteGate, SkillWriteResult } from "./skill-library.js";
 
@@ -31,19 +31,20 @@ export function createSelfImprovementApi(library: SkillLibrary, changed: (change
       return skill ? summary(skill) : undefined;
     },
     async create(draft) {
-      checkDraft(draft.name, draft.files);
+      checkDraft(draft, "create");
       const skillFile = composeSkillFile(draft.description, draft.body, draft.tools);
       return report(await library.putFiles(draft.name, () => ({ ...(draft.files ?? {}), "SKILL.md": skillFile }), "agent", false, gate));
     },
     async update(change) {
-      checkDraft(change.name, change.files);
+      checkDraft(change, "update");
       return report(
         await library.putFiles(
           change.name,
           (current) => {
             const existing = parseFrontMatter((current ?? {})["SKILL.md"] ?? "");
             const data = existing.data as { description?: string; tools?: string[] };
-            const skillFile = composeSkillFile(change.description ?? data.description ?? "", change.body ?? existing.content.replace(/^\n+/, ""), change.tools ?? data.tools);
+            // The file's other front-matter keys (license, metadata, ...) stay as they were.
+            const skillFile = composeSkillFile(change.description ?? data.description ?? "", change.body ?? existing.content.replace(/^\n+/, ""), change.tools ?? data.tools, existing.data);
             return { ...(current ?? {}), ...(change.files ?? {}), "SKILL.md": skillFile };
           },
           "agent",
@@ -58,14 +59,37 @@ export function createSelfImprovementApi(library: SkillLibrary, changed: (change
   };
 }
 
-/** SKILL.md from its parts: YAML front matter written by gray-matter, then the procedure. */
-export function composeSkillFile(description: string, body: string, tools: string[] | undefined): string {
-  const data: Record<string, unknown> = { description };
+/**
+ * SKILL.md from its parts: YAML front matter written by gray-matter (`base`'s other keys kept),
+ * then the procedure as it is. The body is appended, not handed to gray-matter, which would read
+ * a body starting with its own `---` block as more front matter and drop or merge it.
+ */
+export function composeSkillFile(description: string, body: string, tools: string[] | undefined, base: Record<string, unknown> = {}): string {
+  const data: Record<string, unknown> = { ...base, description };
   if (tools?.length) data.tools = tools;
-  return frontMatter().stringify(body.endsWith("\n") ? body : `${body}\n`, data);
+  else delete data.tools;
+  return frontMatter().stringify("", data) + (body.endsWith("\n") ? body : `${body}\n`);
 }
 
-function checkDraft(name: unknown, files: Record<string, string> | undefined): void {
+const DRAFT_FIELDS = ["name", "description", "body", "tools", "files"];
+
+/** A draft's fields as the types say: a field nothing reads (`descripton`, `resources`) is refused, never dropped. */
+function checkDraft(draft: Partial<SkillDraft>, action: "create" | "update"): void {
+  const refuse = (problem: string, fix: string): never => {
+    throw new AssemblyLineError("AL_ERR_SKILL_DEFINITION", `selfImprovement.${action}: ${problem}`, { fix });
+  };
+  if (typeof draft !== "object" || draft === null) refuse("the draft must be an object", "Pass { name, description, body, tools?, files? }.");
+  const unknown = Object.keys(draft).filter((key) => !DRAFT_FIELDS.includes(key));
+  if (unknown.length > 0) refuse(`unknown field${unknown.length > 1 ? "s" : ""} ${unknown.join(", ")}`, `Use only ${DRAFT_FIELDS.join(", ")}; resource files go in files: { "references/x.md": "..." }.`);
+  for (const field of ["description", "body"] as const) {
+    const value: unknown = draft[field];
+    if ((action === "create" || value !== undefined) && typeof value !== "string") refuse(`${field} must be a string`, `Give the skill's ${field} as text.`);
+  }
+  if (draft.tools !== undefined && !(Array.isArray(draft.tools) && draft.tools.every((tool) => typeof tool === "string"))) refuse("tools must be a list of tool names", 'Pass tools: ["read", "bash"], or leave it out.');
+  checkName(draft.name, draft.files);
+}
+
+function checkName(name: unknown, files: Record<string, string> | undefined): void {
   if (typeof name !== "string" || !isSkillName(name)) {
     throw new AssemblyLineError("AL_ERR_SKILL_DEFINITION", `skill name ${JSON.stringify(name)} is not valid`, { fix: "Use lower-case letters, digits, '.', '_' or '-'." });
   }
