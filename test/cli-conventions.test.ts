@@ -202,6 +202,16 @@ describe("help and version", () => {
     expect(code).toBe(0);
   });
 
+  it("finishes the command when the reader closes the pipe early: a run piped into `head` still completes", async () => {
+    const agent = write(join(work, "piped"), { "agent.ts": AGENT(), "hello.json": JSON.stringify({ turns: [{ text: "hello" }] }) });
+    const child = spawn(process.execPath, [bin, "run", agent, "-m", "hi", "--model", `scripted:${join(agent, "hello.json")}`], { stdio: ["ignore", "pipe", "pipe"] });
+    child.stdout.destroy();
+    const code = await new Promise<number | null>((done) => child.on("close", done));
+    expect(code).toBe(0);
+    const listed = okEnvelope(await cli(["runs", "list", "--agent", agent, "--json"]));
+    expect(listed.runs.map((run: { status: string }) => run.status)).toEqual(["completed"]);
+  }, 60_000);
+
   it("prints its help and exits 2 when no command is given", async () => {
     const bare = await cli([]);
     expect(bare.code).toBe(2);

@@ -82,3 +82,16 @@ describe("deploy --out", () => {
     }
   }, 600_000);
 });
+
+describe("deploy --model", () => {
+  it("is checked before anything is built: an unknown model, a scripted file the agent folder lacks, an empty value", async () => {
+    const { agentDir, root } = copyExample();
+    roots.push(root);
+    const deploy = (model: string) => deployAgent({ agentDir, target: "fly", name: "support-bot", out: join(root, "out"), env: {}, model });
+    await expect(deploy("bogus/nothing")).rejects.toMatchObject({ code: "AL_ERR_MODEL_UNKNOWN" });
+    await expect(deploy("scripted:/nonexist.json")).rejects.toMatchObject({ code: "AL_ERR_SCRIPTED_MODEL", message: expect.stringContaining("has no such file") });
+    await expect(deploy("scripted:../outside.json")).rejects.toMatchObject({ code: "AL_ERR_SCRIPTED_MODEL" });
+    await expect(deploy(" ")).rejects.toMatchObject({ code: "AL_ERR_CLI_USAGE", message: expect.stringContaining("--model is empty") });
+    expect(existsSync(join(root, "out"))).toBe(false);
+  }, 60_000);
+});

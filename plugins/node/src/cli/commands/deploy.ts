@@ -1,14 +1,16 @@
 import "../registry-kernel.js";
-import { resolve } from "node:path";
+import { existsSync } from "node:fs";
+import { isAbsolute, relative, resolve } from "node:path";
 import { AssemblyLineError, adapterDescriptor, defineGateway, isAssemblyLineError, type DeployTarget } from "@assemblyline-agents/core";
 import { deployEnv } from "@assemblyline-agents/core/deploy";
 import { checkSandboxAdapterInstalled, composeGateway, gatewayEnvNames } from "@assemblyline-agents/registry";
-import { buildAgent, loadRuntimeBundle } from "@assemblyline-agents/runtime";
+import { SCRIPTED_PREFIX, buildAgent, loadModelScript, loadRuntimeBundle } from "@assemblyline-agents/runtime";
 import { PlatformDeployTarget, PLATFORMS, type Platform } from "../../deploy/platform-deploy-target.js";
 import { VpsDeployTarget, type VpsDeployOptions } from "../../deploy/vps-deploy-target.js";
 import { jsonOption, requirePositional, stringOption, type ParsedCommand } from "../args.js";
 import type { CommandIO } from "../io.js";
 import { staticModelCheck } from "../local-runtime.js";
+import { checkModelSpec } from "../model-flags.js";
 import { servedByBuiltInRoute } from "../../host/model-routes.js";
 import { loadPi } from "../../pi-engine.js";
 import { envelope, progress } from "../output.js";
@@ -122,6 +124,7 @@ export async function deployAgent(options: DeployAgentOptions): Promise<DeployOu
       new AssemblyLineError("AL_ERR_DEPLOY_CONFIG", `deploy target ${options.target} does not take option ${option} (${flag}): ${takers}`, { fix, details: { target: options.target, option } }),
   );
   const agentDir = resolve(options.agentDir);
+  if (options.model !== undefined) await checkReleaseModel(options.model, agentDir);
   options.onProgress?.(`building ${agentDir}`);
   const { artifactRoot } = await buildAgent(agentDir, { validateModel: staticModelCheck(undefined), checkSandboxAdapter: checkSandboxAdapterInstalled });
   const bundle = await loadRuntimeBundle(artifactRoot);
@@ -140,6 +143,25 @@ export async function deployAgent(options: DeployAgentOptions): Promise<DeployOu
   } finally {
     await (target as { close?(): Promise<void> }).close?.();
   }
+}
+
+/**
+ * The model a release starts with (`--model`), checked before anything is built: a release that
+ * cannot start its model would be deployed all the same. A provider/model must be one the engine
+ * knows; a scripted conversation a file inside the agent folder (the bundle carries it, with
+ * --include when the build does not), read where the release starts, beside its agent.
+ */
+async function checkReleaseModel(model: string, agentDir: string): Promise<void> {
+  if (model.trim() === "") throw new AssemblyLineError("AL_ERR_CLI_USAGE", "--model is empty", { fix: "Give the model the release starts with, or leave --model out for agent.ts's." });
+  if (!model.startsWith(SCRIPTED_PREFIX)) return checkModelSpec(model, undefined);
+  const file = model.slice(SCRIPTED_PREFIX.length);
+  const path = resolve(agentDir, file);
+  if (isAbsolute(file) || relative(agentDir, path).startsWith("..") || !existsSync(path)) {
+    throw new AssemblyLineError("AL_ERR_SCRIPTED_MODEL", `--model ${model}: the release reads ${file} inside its agent folder, and ${agentDir} has no such file`, {
+      fix: "Name a scripted conversation by its path inside the agent folder, e.g. scripted:conversations/hello.json, and --include it when the build does not list it.",
+    });
+  }
+  loadModelScript(path);
 }
 
 /**
