@@ -406,6 +406,10 @@ describe("the --json envelope", () => {
     const scaffold = join(work, "acme-store");
     expect(okEnvelope(await cli(["plugins", "new", "@acme/assembly-line-store", "--slot", "state", "--dir", scaffold, "--json"]))).toMatchObject({ id: "store", slot: "state", dir: scaffold, files: expect.arrayContaining(["package.json"]) });
     errorEnvelope(await cli(["plugins", "new", "@acme/x", "--slot", "nowhere", "--dir", join(work, "x"), "--json"]), "AL_ERR_CLI_USAGE", 2);
+    // A file where the folder should go: a usage error naming it, not a stack trace.
+    const file = join(work, "not-a-folder.txt");
+    writeFileSync(file, "x");
+    expect(errorEnvelope(await cli(["plugins", "new", "@acme/y", "--slot", "blob", "--dir", file, "--json"]), "AL_ERR_CLI_USAGE", 2).message).toContain("is a file, not a folder");
 
     const report = okEnvelope(await cli(["plugins", "verify", join(root, "registry/test/fixtures/wrong-kernel-range"), "--json"]), 1);
     expect(report.ok).toBe(false);

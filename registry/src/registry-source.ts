@@ -72,7 +72,7 @@ async function readSource(source: string, timeoutMs: number): Promise<{ data: un
     try {
       response = await fetch(source, { signal: AbortSignal.timeout(timeoutMs), headers: { accept: "application/json" } });
     } catch (error) {
-      throw new AssemblyLineError("AL_ERR_REGISTRY_INVALID", `could not fetch the registry at ${source}: ${(error as Error).message}`, { fix: `Check the URL and the network, or unset ${REGISTRY_SOURCE_ENV}.`, cause: error });
+      throw new AssemblyLineError("AL_ERR_REGISTRY_INVALID", `could not fetch the registry at ${source}: ${(error as Error).message}`, { fix: `Check the URL and the network, or unset ${REGISTRY_SOURCE_ENV}.`, cause: error, details: { unreachable: true } });
     }
     if (!response.ok) throw new AssemblyLineError("AL_ERR_REGISTRY_INVALID", `the registry at ${source} answered HTTP ${response.status}`, { fix: `Check the URL, or unset ${REGISTRY_SOURCE_ENV}.` });
     try {
@@ -107,7 +107,9 @@ export async function loadRegistry(options: LoadRegistryOptions = {}): Promise<L
   try {
     read = await readSource(source, options.timeoutMs ?? 5_000);
   } catch (error) {
-    // Unreachable is not fatal: the bundled index still answers, and the caller shows why.
+    // Unreachable is not fatal: the bundled index still answers, and the caller shows why. A file
+    // that is missing or not JSON, or a server's refusal, is the source being wrong: refused.
+    if ((error as AssemblyLineError).details?.unreachable !== true) throw error;
     return bundled((error as Error).message.split("\n")[0]);
   }
   // A source that answers with something broken is refused: silently using it would mislead.

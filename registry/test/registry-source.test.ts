@@ -83,6 +83,15 @@ describe("the registry index is data that can be refreshed", () => {
     expect(registry.fallbackReason).toContain(`could not fetch the registry at http://127.0.0.1:${port}/registry.json`);
   });
 
+  it("refuses a named file that is missing or not JSON instead of falling back to the bundled index", async () => {
+    await writeFile(join(dir, "broken.json"), "{ not json");
+    for (const source of [join(dir, "missing.json"), join(dir, "broken.json")]) {
+      const refusal = await loadRegistry({ source }).catch((error: unknown) => error);
+      expect(isAssemblyLineError(refusal, "AL_ERR_REGISTRY_INVALID"), String(refusal)).toBe(true);
+      expect((refusal as Error).message).toContain("is missing or not JSON");
+    }
+  });
+
   it("refuses an index whose entry breaks the schema, naming the plugin and the fix", async () => {
     const snapshot = await newerSnapshot();
     const broken = snapshot.plugins.at(-1)! as unknown as Record<string, unknown>;

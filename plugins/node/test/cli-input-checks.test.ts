@@ -242,6 +242,17 @@ describe("model specs are checked before a run is created or a server listens", 
     expect(readdirSync(stateDir)).toEqual([]);
   }, 60_000);
 
+  it("refuses --offline-script beside --model, which would never read it, without leaving a run behind", async () => {
+    const { agentDir } = smallAgent("scripted:unused");
+    const stateDir = join(agentDir, "state");
+    mkdirSync(stateDir);
+    writeFileSync(join(agentDir, "hello.json"), JSON.stringify({ turns: [{ text: "hello" }] }));
+    const both = await cli(["run", agentDir, "-m", "hi", "--model", "openai/gpt-5.4-mini", "--offline-script", join(agentDir, "hello.json"), "--state-dir", stateDir]);
+    expect(both.code).toBe(2);
+    expect(both.err).toMatch(/AL_ERR_CLI_USAGE: --offline-script is the fallback for agent\.ts's model, but --model chooses the model/);
+    expect(readdirSync(stateDir)).toEqual([]);
+  }, 60_000);
+
   it("refuses an unknown --model on automations run without starting a run", async () => {
     const { agentDir } = smallAgent("scripted:unused");
     expect((await cli(["build", agentDir])).code).toBe(0);

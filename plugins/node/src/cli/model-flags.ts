@@ -70,9 +70,16 @@ export async function checkModelSpec(spec: string, models: PiModelCatalog | unde
   }
 }
 
-/** --offline-script's file must exist and parse, whether or not this run ends up needing it. */
-export function checkOfflineScript(file: string | undefined): void {
+/**
+ * --offline-script's file must exist and parse, whether or not this run ends up needing it. It is
+ * the fallback for agent.ts's model when that model cannot run here: beside --model (or the config's
+ * model), which the run uses instead, it would never be read.
+ */
+export function checkOfflineScript(file: string | undefined, parsed: ParsedCommand): void {
   if (file === undefined) return;
+  if (stringOption(parsed, "model") !== undefined) {
+    throw usage(`--offline-script is the fallback for agent.ts's model, but ${named(parsed, "model")} chooses the model, so the script would never be read`, "Leave one of them out: --model to use the script when agent.ts's model has no API key here, or --offline-script to always run the model you name.");
+  }
   if (file.trim() === "") throw usage("--offline-script is empty", "Give a scripted conversation file (e.g. conversations/hello.json), or leave --offline-script out.");
   checkScriptFile(file, "--offline-script");
 }

@@ -1,4 +1,4 @@
-import { existsSync, readdirSync } from "node:fs";
+import { existsSync, readdirSync, statSync } from "node:fs";
 import { mkdir, writeFile } from "node:fs/promises";
 import { dirname, join, relative, resolve } from "node:path";
 import semver from "semver";
@@ -89,6 +89,9 @@ export async function pluginsNewCommand(parsed: ParsedCommand, io: CommandIO): P
   if (parsed.values.facets !== undefined && template?.slot !== "state") throw new AssemblyLineError("AL_ERR_CLI_USAGE", "--facets applies to --slot state only", { fix: `usage: ${USAGE}` });
   const facets = parseFacets(stringOption(parsed, "facets"));
   const dir = resolve(stringOption(parsed, "dir") ?? packageName.replace(/^@[^/]+\//, ""));
+  if (existsSync(dir) && !statSync(dir).isDirectory()) {
+    throw new AssemblyLineError("AL_ERR_CLI_USAGE", `--dir ${dir} is a file, not a folder`, { fix: "Pick a new folder with --dir <folder>." });
+  }
   if (existsSync(dir) && readdirSync(dir).length > 0) {
     throw new AssemblyLineError("AL_ERR_CLI_USAGE", `${dir} already exists and is not empty`, { fix: "Pick a new folder with --dir <folder>, or remove this one." });
   }

@@ -25,7 +25,7 @@ export async function runCommand(parsed: ParsedCommand, io: CommandIO): Promise<
   const models = await catalogFor(flags);
   if (flags.model !== undefined) await checkModelSpec(flags.model, models);
   const offlineScript = stringOption(parsed, "offline-script");
-  checkOfflineScript(offlineScript);
+  checkOfflineScript(offlineScript, parsed);
   const stateDir = stateDirOption(parsed, { mustExist: false, usage: USAGE });
   const events: RunEvent[] = [];
   // Deltas are not durable: written as they arrive, while the timeline shows the completed message.

@@ -36,7 +36,7 @@ export async function dev(parsed: ParsedCommand, io: CommandIO, context: Command
   // Everything the command line chose is checked before building, and the model before any server listens.
   const options = await serveOptions(parsed, DEV_USAGE);
   const offlineScript = stringOption(parsed, "offline-script");
-  checkOfflineScript(offlineScript);
+  checkOfflineScript(offlineScript, parsed);
   progress(io, jsonOption(parsed))(`building ${agentDir}`);
   // agent.ts's model is the one served unless --model replaces it: the build checks it as `build` does.
   const validateModel = options.flags.model === undefined ? { validateModel: staticModelCheck(options.models) } : {};
