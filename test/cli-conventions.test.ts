@@ -441,7 +441,7 @@ describe("the --json envelope", () => {
     const code = await main(["start", join(small, ".assembly-line"), "--port", "0", "--json"], io, { serve: { installSignals: false, onListening: (handle) => void handle.shutdown() } });
     expect(code).toBe(0);
     expect(out).toHaveLength(1);
-    expect(JSON.parse(out[0]!)).toMatchObject({ ok: true, data: { agentId: "small", url: expect.stringMatching(/^http:\/\/127\.0\.0\.1:\d+$|^http:\/\/0\.0\.0\.0:\d+$/), devMode: false } });
+    expect(JSON.parse(out[0]!)).toMatchObject({ ok: true, data: { agentId: "small", url: expect.stringMatching(/^http:\/\/127\.0\.0\.1:\d+$|^http:\/\/0\.0\.0\.0:\d+$/), devMode: false, model: "scripted:unused", modelNote: "model scripted:unused" } });
     errorEnvelope(await cli(["dev", small, "--port", "99999", "--json"]), "AL_ERR_CLI_USAGE", 2);
   });
 

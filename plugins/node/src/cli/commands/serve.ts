@@ -114,7 +114,8 @@ async function serve(
   const { manifest } = bundle;
   if (jsonOption(parsed)) {
     const channels = manifest.channels.map((channel) => ({ name: channel.name, methods: channel.methods, url: `${handle.url}${channel.route}` }));
-    io.out(envelope({ agentId: manifest.agent.id, agentRevision: manifest.agentRevision, url: handle.url, devMode: mode.devMode, model: mode.note, channels }));
+    // `model` is the spec new runs use; `modelNote` says why (a --model, the offline script, the key being set).
+    io.out(envelope({ agentId: manifest.agent.id, agentRevision: manifest.agentRevision, url: handle.url, devMode: mode.devMode, model: mode.model ?? manifest.agent.model, modelNote: mode.note, channels }));
   } else printRoutes(bundle, handle, mode, local.scheduler !== undefined, io);
   if (control.installSignals !== false) installSignalHandlers(handle);
   control.onListening?.(handle);
