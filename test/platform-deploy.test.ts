@@ -70,10 +70,11 @@ describe("deploy --out", () => {
       expect(existsSync(join(agentDir, "agent.ts"))).toBe(true);
       await expect(deploy(root)).rejects.toMatchObject({ code: "AL_ERR_DEPLOY_CONFIG", message: expect.stringContaining("holds the agent folder or its build") });
       expect(existsSync(join(agentDir, "agent.ts"))).toBe(true);
-      // A folder an earlier deploy wrote is replaced.
+      // A folder an earlier deploy wrote is replaced, one written before the mark existed too.
       const out = join(root, "out");
       await deploy(out);
       writeFileSync(join(out, "stale.txt"), "from the last deploy");
+      rmSync(join(out, ".assembly-line-bundle"));
       await deploy(out);
       expect(existsSync(join(out, "stale.txt"))).toBe(false);
       expect(existsSync(join(out, "fly.toml"))).toBe(true);

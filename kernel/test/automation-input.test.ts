@@ -34,7 +34,10 @@ describe("an automation's schedule, checked wherever it is given", () => {
       expect(error.code, String(schedule)).toBe("AL_ERR_AUTOMATION_SCHEDULE");
       expect(error.message).toMatch(message);
     }
-    expect(normalizeSchedule({ at: "2026-12-01T10:00:00+01:00" }, "x")).toEqual({ kind: "at", at: "2026-12-01T09:00:00.000Z" });
+    // Every form of the offset RFC 3339 and ISO 8601 allow, read to the same instant.
+    for (const at of ["2026-12-01T10:00:00+01:00", "2026-12-01T10:00:00+0100", "2026-12-01t09:00:00z", "2026-12-01T09:00:00.000Z"]) {
+      expect(normalizeSchedule({ at }, "x"), at).toEqual({ kind: "at", at: "2026-12-01T09:00:00.000Z" });
+    }
     expect(normalizeSchedule({ every: 366 * 86_400_000 }, "x")).toEqual({ kind: "every", everyMs: 366 * 86_400_000 });
   });
 });

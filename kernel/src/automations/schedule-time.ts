@@ -8,7 +8,7 @@ export const NEVER = new Date("9999-12-31T00:00:00.000Z");
 const MAX_EVERY_MS = 366 * 86_400_000;
 
 /** A one-shot time: a date, a time, and its offset (Z or ±hh:mm), so every replica reads the same instant. */
-const AT_TIME = /^(\d{4})-(\d{2})-(\d{2})T\d{2}:\d{2}(:\d{2}(\.\d{1,9})?)?(Z|[+-]\d{2}:\d{2})$/;
+const AT_TIME = /^(\d{4})-(\d{2})-(\d{2})[Tt]\d{2}:\d{2}(:\d{2}(\.\d{1,9})?)?([Zz]|[+-]\d{2}:?\d{2})$/;
 
 /**
  * Check and normalize a schedule: cron expressions through croner (5 or 6

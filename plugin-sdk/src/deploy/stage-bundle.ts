@@ -83,7 +83,9 @@ async function clearBundleFolder(outDir: string, keep: string[]): Promise<void> 
   if (!statSync(outDir).isDirectory()) refuse("is a file");
   const inside = (path: string) => path === outDir || path.startsWith(outDir.endsWith(sep) ? outDir : `${outDir}${sep}`);
   if (keep.some((path) => inside(resolve(path)))) refuse("holds the agent folder or its build, which clearing it would delete");
-  if (readdirSync(outDir).length > 0 && !existsSync(join(outDir, BUNDLE_MARK))) refuse("holds files no deploy wrote, which clearing it would delete");
+  // A bundle written before the mark existed is known by its staged manifest.
+  const written = existsSync(join(outDir, BUNDLE_MARK)) || existsSync(join(outDir, "agent", ".assembly-line", "manifest.json"));
+  if (readdirSync(outDir).length > 0 && !written) refuse("holds files no deploy wrote, which clearing it would delete");
   await rm(outDir, { recursive: true, force: true });
 }
 

@@ -51,25 +51,21 @@ function checkOptions(options: unknown): void {
 }
 
 /**
- * The URL a store-owned client connects to: `url`, else REDIS_URL (an empty one counts as unset),
- * else the local default. Parsed with WHATWG URL and refused unless redis:// or rediss:// with a
- * host: ioredis reads anything else as some other address (`http://host:7000` as host "http" and
- * a socket path) and would connect there, or to localhost, without a word. The value itself is not
- * shown: it may hold a password.
+ * The address a store-owned client connects to: `url`, else REDIS_URL (an empty one counts as unset),
+ * else the local default. ioredis reads `redis://` and `rediss://` URLs, a socket path (`/tmp/redis.sock`)
+ * and a bare `host:port`; a URL of any other scheme it misreads (`http://host:7000` as host "http" and a
+ * socket path) and would connect there without a word, so that is refused, as is a redis URL with no
+ * host. Parsed with WHATWG URL; the value itself is not shown: it may hold a password.
  */
 function redisUrl(option: string | undefined, fromEnv: string | undefined): string {
   const [text, source] = option !== undefined ? [option, "option url"] : fromEnv !== undefined && fromEnv.trim() !== "" ? [fromEnv.trim(), "REDIS_URL"] : [DEFAULT_URL, "the default"];
-  let parsed: URL | undefined;
-  try {
-    parsed = new URL(text);
-  } catch {
-    parsed = undefined;
-  }
+  if (!/^[a-z][a-z0-9+.-]*:\/\//i.test(text)) return text;
+  const parsed = URL.canParse(text) ? new URL(text) : undefined;
   const redisScheme = parsed?.protocol === "redis:" || parsed?.protocol === "rediss:";
   if (parsed === undefined || !redisScheme || parsed.hostname === "") {
     const why = parsed === undefined ? "it does not parse as a URL" : redisScheme ? "it names no host" : `its scheme is ${parsed.protocol}`;
     throw new AssemblyLineError("AL_ERR_PLUGIN_OPTIONS", `redisRateLimiterStore(): ${source} is not a redis:// or rediss:// URL with a host: ${why}`, {
-      fix: `Set ${source === "REDIS_URL" ? "REDIS_URL" : "url"} to e.g. redis://:password@redis.internal:6379/0 (rediss:// for TLS), or pass a client you built.`,
+      fix: `Set ${source === "REDIS_URL" ? "REDIS_URL" : "url"} to e.g. redis://:password@redis.internal:6379/0 (rediss:// for TLS) or a socket path, or pass a client you built.`,
     });
   }
   return text;

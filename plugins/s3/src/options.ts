@@ -24,9 +24,9 @@ export interface S3BlobOptions {
   accessKeyIdEnv?: string[];
   secretAccessKeyEnv?: string[];
   /**
-   * Variables tried in order for the session token of temporary credentials (an assumed role,
-   * SSO, Lambda, ECS), sent with the key pair read from `accessKeyIdEnv` / `secretAccessKeyEnv`.
-   * Default: `AWS_SESSION_TOKEN` (R2: `R2_SESSION_TOKEN`).
+   * Variables that may hold the session token of temporary credentials (an assumed role, SSO,
+   * Lambda, ECS). The one named like the access key's variable is sent with the key pair
+   * (`AWS_ACCESS_KEY_ID` with `AWS_SESSION_TOKEN`). Default: `AWS_SESSION_TOKEN` (R2: `R2_SESSION_TOKEN`).
    */
   sessionTokenEnv?: string[];
   /** Variables tried in order for the endpoint. */
@@ -164,11 +164,24 @@ export function resolveS3Settings(given: S3BlobOptions, env: Record<string, stri
     region: options.region ?? (options.accountIdEnv ? "auto" : (env.AWS_REGION ?? "us-east-1")),
     forcePathStyle: options.forcePathStyle ?? endpoint !== undefined,
     prefix: checkPrefix(options.prefix ?? ""),
-    credentials: accessKeyId && secretAccessKey ? withSessionToken({ accessKeyId, secretAccessKey }, firstSet(env, options.sessionTokenEnv)) : undefined,
+    credentials: accessKeyId && secretAccessKey ? withSessionToken({ accessKeyId, secretAccessKey }, sessionTokenFor(env, options)) : undefined,
     multipartThresholdBytes,
     partSizeBytes,
     requestTimeoutMs,
   };
+}
+
+/**
+ * The session token that goes with the key pair read: from the `sessionTokenEnv` variable named like
+ * the access key's (`AWS_ACCESS_KEY_ID` → `AWS_SESSION_TOKEN`, `R2_ACCESS_KEY_ID` → `R2_SESSION_TOKEN`),
+ * as the AWS SDK pairs them. Keys from a variable of another name (`MINIO_ACCESS_KEY_ID`, `MY_AK`) take
+ * none: a token the host holds for its own AWS role would make the service refuse every request.
+ */
+function sessionTokenFor(env: Record<string, string | undefined>, options: S3BlobOptions): string | undefined {
+  const keyVariable = (options.accessKeyIdEnv ?? []).find((name) => env[name] !== undefined && env[name] !== "");
+  if (keyVariable === undefined || !keyVariable.endsWith("ACCESS_KEY_ID")) return undefined;
+  const paired = `${keyVariable.slice(0, -"ACCESS_KEY_ID".length)}SESSION_TOKEN`;
+  return (options.sessionTokenEnv ?? []).includes(paired) ? firstSet(env, [paired]) : undefined;
 }
 
 /** The key pair, with the session token of temporary credentials when one is set (they fail without it). */

@@ -173,6 +173,9 @@ describe("s3Blob() / r2Blob() settings", () => {
     const r2 = { R2_ACCOUNT_ID: "abc123", R2_ACCESS_KEY_ID: "r2k", R2_SECRET_ACCESS_KEY: "r2s" };
     expect(createS3Blob(r2Blob({ bucket: "media" }), { env: { ...r2, AWS_SESSION_TOKEN: "role-token" } }).settings.credentials).toEqual({ accessKeyId: "r2k", secretAccessKey: "r2s" });
     expect(createS3Blob(r2Blob({ bucket: "media" }), { env: { ...r2, R2_SESSION_TOKEN: "r2-temp" } }).settings.credentials).toEqual({ accessKeyId: "r2k", secretAccessKey: "r2s", sessionToken: "r2-temp" });
+    // Keys from a variable of another name take no token: the host's own AWS_SESSION_TOKEN is not theirs.
+    const minio = { MINIO_ACCESS_KEY_ID: "mk", MINIO_SECRET_ACCESS_KEY: "ms", AWS_SESSION_TOKEN: "role-token" };
+    expect(createS3Blob(s3Blob({ bucket: "media", accessKeyIdEnv: ["MINIO_ACCESS_KEY_ID"], secretAccessKeyEnv: ["MINIO_SECRET_ACCESS_KEY"] }), { env: minio }).settings.credentials).toEqual({ accessKeyId: "mk", secretAccessKey: "ms" });
     // An r2Blob() descriptor built before sessionTokenEnv existed reads R2's variable too.
     const { sessionTokenEnv: _, ...older } = r2Blob({ bucket: "media" }).options;
     expect(createS3Blob({ ...r2Blob(), options: older }, { env: { ...r2, AWS_SESSION_TOKEN: "role-token" } }).settings.credentials).toEqual({ accessKeyId: "r2k", secretAccessKey: "r2s" });

@@ -78,7 +78,10 @@ export async function checkModelSpec(spec: string, models: PiModelCatalog | unde
 export function checkOfflineScript(file: string | undefined, parsed: ParsedCommand): void {
   if (file === undefined) return;
   if (stringOption(parsed, "model") !== undefined) {
-    throw usage(`--offline-script is the fallback for agent.ts's model, but ${named(parsed, "model")} chooses the model, so the script would never be read`, "Leave one of them out: --model to use the script when agent.ts's model has no API key here, or --offline-script to always run the model you name.");
+    throw usage(
+      `--offline-script is the fallback for agent.ts's model, but ${named(parsed, "model")} chooses the model, so the script would never be read`,
+      "Leave out --offline-script to run the model you named, or the model to run agent.ts's (the script stands in when its API key is missing here).",
+    );
   }
   if (file.trim() === "") throw usage("--offline-script is empty", "Give a scripted conversation file (e.g. conversations/hello.json), or leave --offline-script out.");
   checkScriptFile(file, "--offline-script");
