@@ -322,7 +322,7 @@ export class OpenEveRuntime {
   private skillLibrary(profile: AgentProfile, agentRevision = this.manifest.agentRevision): SkillLibrary {
     const key = `${agentRevision}:${profile.path}`;
     let library = this.libraries.get(key);
-    if (!library) this.libraries.set(key, (library = new SkillLibrary(profile, this.state.skills, agentRevision)));
+    if (!library) this.libraries.set(key, (library = new SkillLibrary(profile, this.state.skills, agentRevision, this.state.settings)));
     return library;
   }
 

@@ -176,3 +176,20 @@ describe("ctx.selfImprovement drafts", () => {
     expect(missing.output).toMatchObject({ error: "AL_ERR_SKILL_DEFINITION", message: expect.stringContaining("selfImprovement.create: body must be a string") });
   });
 });
+
+describe("a seeded skill the agent deleted", () => {
+  it("stays deleted when the host starts again, instead of being seeded anew", async () => {
+    const state = new InMemoryStateAdapter();
+    const forget = toolSource({ upFront: true, schema: `{ type: "object" }`, execute: `return await ctx.selfImprovement.delete("pristine");` });
+    const dir = agentFolder({ "agent.ts": agent("{ writable: true }"), "skills/pristine/SKILL.md": seed("Left as seeded.", "Seed one."), "tools/forget.ts": forget });
+    const first = await startAgent(dir, [{ toolCalls: [{ name: "forget", input: {} }] }, { text: "forgotten" }], { state });
+    expect((await first.runtime.run({ message: "forget it" })).status).toBe("completed");
+    expect(await state.getSkill("learner", "pristine")).toBeUndefined();
+
+    // A new process on the same store (a restart, another replica).
+    const second = await startAgent(dir, [{ text: "hello" }], { state });
+    const run = await second.runtime.run({ message: "hello" });
+    expect(await second.types(run.runId)).not.toContain("skill.seeded");
+    expect(await state.getSkill("learner", "pristine")).toBeUndefined();
+  });
+});

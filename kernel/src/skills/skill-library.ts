@@ -1,4 +1,4 @@
-import { AssemblyLineError, type SkillRecord, type SkillStore } from "@assemblyline-agents/core";
+import { AssemblyLineError, type RuntimeSettingsStore, type SkillRecord, type SkillStore } from "@assemblyline-agents/core";
 import type { AgentProfile } from "../agents/agent-profile.js";
 import type { SkillManifestEntry } from "../compiler/manifest.js";
 import { parseSkillFile, skillDigest } from "./skill-file.js";
@@ -48,6 +48,11 @@ export class SkillLibrary {
     private readonly profile: AgentProfile,
     private readonly store: SkillStore,
     private readonly revision: string,
+    /**
+     * Where a seeded skill the agent or a user deleted is remembered (`skills.removedSeed:<agent>:<name>`),
+     * so the next start does not seed it again: the skill store keeps only skills that exist.
+     */
+    private readonly settings?: RuntimeSettingsStore,
   ) {}
 
   get writable(): boolean {
@@ -178,6 +183,7 @@ export class SkillLibrary {
       const change = { name, path, before: current.digest, after: null };
       await gate?.(change);
       if (!(await this.store.deleteSkill(this.profile.agentId, name, { expectedDigest: current.digest }))) throw conflict(name);
+      if (this.seedOf(name)) await this.settings?.putSetting(this.removalKey(name), current.seedDigest ?? current.digest, { actor: changedBy, reason: `seeded skill ${name} deleted` });
       return change;
     }
     const files = { ...current.files };
@@ -202,7 +208,12 @@ export class SkillLibrary {
       return { name, path: "SKILL.md", before: current!.digest, after: null };
     }
     if (!(await this.store.putSkill(this.seedRecord(seed), { expectedDigest: current?.digest ?? null }))) throw conflict(name);
+    if (((await this.settings?.getSetting(this.removalKey(name))) ?? null) !== null) await this.settings?.putSetting(this.removalKey(name), null, { actor: "user", reason: `skill ${name} reset to its seed` });
     return { name, path: "SKILL.md", before: current?.digest ?? null, after: seed.digest };
+  }
+
+  private removalKey(name: string): string {
+    return `skills.removedSeed:${this.profile.agentId}:${name}`;
   }
 
   /** The seed the manifest holds for `name`, if any. */
@@ -249,6 +260,8 @@ export class SkillLibrary {
     for (const seed of this.profile.skills) {
       const current = await this.store.getSkill(agentId, seed.name);
       if (!current) {
+        // Deleted by the agent or a user: kept deleted, as an edit is kept (reset puts the seed back).
+        if (((await this.settings?.getSetting(this.removalKey(seed.name))) ?? null) !== null) continue;
         if (await this.store.putSkill(this.seedRecord(seed), { expectedDigest: null })) note("skill.seeded", seed.name, null, seed.digest, seed.digest);
         continue;
       }
