@@ -122,6 +122,24 @@ describe("dispatching due times", () => {
   });
 });
 
+describe("creating a dynamic automation", () => {
+  it("creates a name once when two creates of it race: the other is refused, the stored one is the winner's", async () => {
+    const { automations, make, state } = await automationsAt({}, "2026-03-01T10:00:00.000Z");
+    const replica = make();
+    const results = await Promise.allSettled([
+      automations.create({ name: "digest", schedule: { every: 60_000 }, message: "from the first" }),
+      replica.create({ name: "digest", schedule: { every: 60_000 }, message: "from the second" }),
+    ]);
+    const created = results.filter((result) => result.status === "fulfilled");
+    const refused = results.filter((result) => result.status === "rejected");
+    expect(created).toHaveLength(1);
+    expect(refused.map((result) => (result.reason as { code?: string }).code)).toEqual(["AL_ERR_AUTOMATION_INPUT"]);
+    const winner = (created[0] as PromiseFulfilledResult<{ message: string }>).value.message;
+    expect((await automations.list()).map((entry) => [entry.name, entry.message])).toEqual([["digest", winner]]);
+    expect(await state.listSchedules()).toHaveLength(1);
+  });
+});
+
 function automationsAgentId(rows: ScheduleRecord[]): string {
   return rows[0]!.id.split(":")[1]!;
 }

@@ -178,16 +178,13 @@ export class Automations {
     const checked = checkInput(input);
     await this.refuseTakenName(checked.name);
     const payload: AutomationPayload = { kind: "automation", agentId: this.parts.agentId, source: "dynamic", ...checked, paused: false, instance: randomUUID(), digest: "" };
-    return this.write({ ...payload, digest: digestDefinition(payload) }, firstDueTime(checked.schedule, this.now()));
+    // Inserted only if absent where the store can: of two concurrent creates of one name, one fails.
+    return this.write({ ...payload, digest: digestDefinition(payload) }, firstDueTime(checked.schedule, this.now()), { onlyIfAbsent: true });
   }
 
   private async refuseTakenName(name: string): Promise<void> {
     const rows = await this.rows();
-    if (rows.has(this.rowId("static", name)) || rows.has(this.rowId("dynamic", name))) {
-      throw new AssemblyLineError("AL_ERR_AUTOMATION_INPUT", `an automation named "${name}" already exists`, {
-        fix: "Pick another name, or update the existing automation.",
-      });
-    }
+    if (rows.has(this.rowId("static", name)) || rows.has(this.rowId("dynamic", name))) throw nameTaken(name);
   }
 
   async update(name: string, patch: UpdateAutomationInput): Promise<AutomationInfo> {
@@ -287,7 +284,7 @@ export class Automations {
     await this.parts.store.upsertSchedule({ ...withoutLease(current), agentId: this.parts.agentId });
   }
 
-  private async write(payload: AutomationPayload, nextRunAt: Date): Promise<AutomationInfo> {
+  private async write(payload: AutomationPayload, nextRunAt: Date, options: { onlyIfAbsent?: boolean } = {}): Promise<AutomationInfo> {
     const record: Omit<ScheduleRecord, "lease"> = {
       id: this.rowId(payload.source, payload.name),
       agentId: this.parts.agentId,
@@ -296,7 +293,12 @@ export class Automations {
       payload: payload as unknown as JsonValue,
       enabled: payload.enabled && !payload.paused,
     };
-    await this.parts.store.upsertSchedule(record);
+    const { store } = this.parts;
+    if (options.onlyIfAbsent && store.insertSchedule) {
+      if (!(await store.insertSchedule(record))) throw nameTaken(payload.name);
+    } else {
+      await store.upsertSchedule(record);
+    }
     return describe({ ...record, lease: null }, payload);
   }
 
@@ -395,4 +397,10 @@ function refuseUnknownFields(input: object, known: string[], where: string): voi
 
 function withoutLease({ lease: _lease, ...record }: ScheduleRecord): Omit<ScheduleRecord, "lease"> {
   return record;
+}
+
+function nameTaken(name: string): AssemblyLineError {
+  return new AssemblyLineError("AL_ERR_AUTOMATION_INPUT", `an automation named "${name}" already exists`, {
+    fix: "Pick another name, or update the existing automation.",
+  });
 }

@@ -431,6 +431,12 @@ export class InMemoryStateAdapter implements StateAdapter {
     this.schedules.set(schedule.id, { ...copy(schedule), lease });
   }
 
+  async insertSchedule(schedule: Omit<ScheduleRecord, "lease">): Promise<boolean> {
+    if (this.schedules.has(schedule.id)) return false;
+    this.schedules.set(schedule.id, { ...copy(schedule), lease: null });
+    return true;
+  }
+
   async getSchedule(id: string): Promise<ScheduleRecord | undefined> {
     const schedule = this.schedules.get(id);
     return schedule ? copy(schedule) : undefined;

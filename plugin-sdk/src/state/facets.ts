@@ -97,6 +97,12 @@ export function isScheduleClaimableBy(schedule: Pick<ScheduleRecord, "agentId">,
 
 export interface ScheduleStateStore {
   upsertSchedule(schedule: Omit<ScheduleRecord, "lease">): Promise<void>;
+  /**
+   * Write `schedule` only if no schedule has its id, in one atomic step: true when written, false
+   * (nothing changed) when one exists, so two concurrent creators of one id never both succeed.
+   * Optional: without it a caller reads before it writes, which two concurrent writers can both pass.
+   */
+  insertSchedule?(schedule: Omit<ScheduleRecord, "lease">): Promise<boolean>;
   getSchedule(id: string): Promise<ScheduleRecord | undefined>;
   /** Sorted by id, in code-point order (see compareCodePoints). */
   listSchedules(): Promise<ScheduleRecord[]>;

@@ -214,6 +214,9 @@ export class PostgresStateAdapter implements StateAdapter {
   upsertSchedule(schedule: Omit<ScheduleRecord, "lease">): Promise<void> {
     return schedules.upsertSchedule(this.db, schedule);
   }
+  insertSchedule(schedule: Omit<ScheduleRecord, "lease">): Promise<boolean> {
+    return schedules.insertSchedule(this.db, schedule);
+  }
   getSchedule(id: string): Promise<ScheduleRecord | undefined> {
     return schedules.getSchedule(this.db, id);
   }

@@ -202,6 +202,18 @@ export function describeScheduleStateStoreConformance(name: string, factory: Sta
       ]);
     });
 
+    it("inserts a schedule only if none has its id, once across concurrent inserts (insertSchedule, when the store has it)", async (context) => {
+      const insert = store().insertSchedule?.bind(store());
+      if (!insert) return context.skip();
+      expect(await insert(schedule("job", clockAt(0)))).toBe(true);
+      expect(await insert({ ...schedule("job", clockAt(5_000)), payload: { job: "second" } })).toBe(false);
+      expect(await store().getSchedule("job")).toEqual({ ...schedule("job", clockAt(0)), lease: null });
+      const results = await Promise.all(["a", "b", "c", "d"].map((writer) => insert({ ...schedule("raced", clockAt(0)), payload: { writer } })));
+      expect(results.filter(Boolean)).toHaveLength(1);
+      const winner = ["a", "b", "c", "d"][results.indexOf(true)];
+      expect((await store().getSchedule("raced"))?.payload).toEqual({ writer: winner });
+    });
+
     it("keeps a live lease when the schedule is upserted again", async () => {
       await store().upsertSchedule(schedule("job", clockAt(0)));
       await store().claimDueSchedules({ owner: "a", ttlMs: 5_000, now: clockAt(0) });

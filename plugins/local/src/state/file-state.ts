@@ -614,6 +614,13 @@ export class FileStateAdapter implements StateAdapter {
     });
   }
 
+  insertSchedule(schedule: Omit<ScheduleRecord, "lease">): Promise<boolean> {
+    return this.mutate((tables) => {
+      if (tables.schedules.has(schedule.id)) return { ops: [], result: () => false };
+      return { ops: [{ op: "schedule.put", schedule: { ...schedule, lease: null } }], result: () => true };
+    });
+  }
+
   getSchedule(id: string): Promise<ScheduleRecord | undefined> {
     return this.read((tables) => tables.schedules.get(id));
   }

@@ -7,22 +7,41 @@ const SCHEDULE_COLUMNS = "id, agent_id, interval_ms, next_run_at, payload, enabl
 
 /** Insert or replace a schedule; a lease held on it survives the update. */
 export async function upsertSchedule(db: StateDatabase, schedule: Omit<ScheduleRecord, "lease">): Promise<void> {
-  const check = new ArgumentCheck("upsertSchedule");
+  const values = scheduleValues("upsertSchedule", schedule);
+  await db.run(
+    `upsertSchedule(schedule "${values[0]}")`,
+    `INSERT INTO ${db.s}.schedules (id, interval_ms, next_run_at, payload, enabled, agent_id)
+     VALUES ($1, $2, $3, $4::json, $5, $6)
+     ON CONFLICT (id) DO UPDATE SET
+       interval_ms = EXCLUDED.interval_ms, next_run_at = EXCLUDED.next_run_at,
+       payload = EXCLUDED.payload, enabled = EXCLUDED.enabled, agent_id = EXCLUDED.agent_id`,
+    values,
+  );
+}
+
+/** Insert a schedule unless one has its id; true when inserted. */
+export async function insertSchedule(db: StateDatabase, schedule: Omit<ScheduleRecord, "lease">): Promise<boolean> {
+  const values = scheduleValues("insertSchedule", schedule);
+  const inserted = await db.rows(
+    `insertSchedule(schedule "${values[0]}")`,
+    `INSERT INTO ${db.s}.schedules (id, interval_ms, next_run_at, payload, enabled, agent_id)
+     VALUES ($1, $2, $3, $4::json, $5, $6)
+     ON CONFLICT (id) DO NOTHING RETURNING id`,
+    values,
+  );
+  return inserted.length === 1;
+}
+
+/** A schedule's column values, checked: id, interval, next run, payload, enabled, agent. */
+function scheduleValues(operation: string, schedule: Omit<ScheduleRecord, "lease">): unknown[] {
+  const check = new ArgumentCheck(operation);
   check.object("schedule", schedule);
   const id = check.string("schedule.id", schedule.id);
   const intervalMs = check.nonNegative("schedule.intervalMs", schedule.intervalMs);
   const nextRunAt = check.time("schedule.nextRunAt", schedule.nextRunAt);
   if (typeof schedule.enabled !== "boolean") check.fail("schedule.enabled", "a boolean", schedule.enabled);
   const agentId = schedule.agentId === undefined || schedule.agentId === null ? null : check.string("schedule.agentId", schedule.agentId);
-  await db.run(
-    `upsertSchedule(schedule "${id}")`,
-    `INSERT INTO ${db.s}.schedules (id, interval_ms, next_run_at, payload, enabled, agent_id)
-     VALUES ($1, $2, $3, $4::json, $5, $6)
-     ON CONFLICT (id) DO UPDATE SET
-       interval_ms = EXCLUDED.interval_ms, next_run_at = EXCLUDED.next_run_at,
-       payload = EXCLUDED.payload, enabled = EXCLUDED.enabled, agent_id = EXCLUDED.agent_id`,
-    [id, Math.round(intervalMs), nextRunAt, jsonParam(schedule.payload, check.operation, "schedule.payload"), schedule.enabled, agentId],
-  );
+  return [id, Math.round(intervalMs), nextRunAt, jsonParam(schedule.payload, check.operation, "schedule.payload"), schedule.enabled, agentId];
 }
 
 export async function getSchedule(db: StateDatabase, id: string): Promise<ScheduleRecord | undefined> {
