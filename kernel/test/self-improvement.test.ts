@@ -192,4 +192,58 @@ describe("a seeded skill the agent deleted", () => {
     expect(await second.types(run.runId)).not.toContain("skill.seeded");
     expect(await state.getSkill("learner", "pristine")).toBeUndefined();
   });
+
+  it("stays deleted when the process dies right after the store deleted it", async () => {
+    // The store deletes, then the process is gone before anything after the delete runs.
+    class DiesAfterDelete extends InMemoryStateAdapter {
+      override async deleteSkill(...args: Parameters<InMemoryStateAdapter["deleteSkill"]>): Promise<boolean> {
+        await super.deleteSkill(...args);
+        throw new Error("process killed");
+      }
+    }
+    const state = new DiesAfterDelete();
+    const forget = toolSource({ upFront: true, schema: `{ type: "object" }`, execute: `return await ctx.selfImprovement.delete("pristine");` });
+    const dir = agentFolder({ "agent.ts": agent("{ writable: true }"), "skills/pristine/SKILL.md": seed("Left as seeded.", "Seed one."), "tools/forget.ts": forget });
+    const first = await startAgent(dir, [{ toolCalls: [{ name: "forget", input: {} }] }, { text: "forgotten" }], { state });
+    await first.runtime.run({ message: "forget it" });
+    expect(await state.getSkill("learner", "pristine")).toBeUndefined();
+
+    const second = await startAgent(dir, [{ text: "hello" }], { state });
+    await second.runtime.run({ message: "hello" });
+    expect(await state.getSkill("learner", "pristine")).toBeUndefined();
+  });
+
+  it("is not remembered as deleted when its deletion lost to a concurrent change", async () => {
+    class ConcurrentlyChanged extends InMemoryStateAdapter {
+      override async deleteSkill(): Promise<boolean> {
+        return false;
+      }
+    }
+    const state = new ConcurrentlyChanged();
+    const forget = toolSource({ upFront: true, schema: `{ type: "object" }`, execute: `try { return await ctx.selfImprovement.delete("pristine"); } catch (error) { return { error: error.code }; }` });
+    const dir = agentFolder({ "agent.ts": agent("{ writable: true }"), "skills/pristine/SKILL.md": seed("Left as seeded.", "Seed one."), "tools/forget.ts": forget });
+    const { runtime, log } = await startAgent(dir, [{ toolCalls: [{ name: "forget", input: {} }] }, { text: "kept" }], { state });
+    await runtime.run({ message: "forget it" });
+    expect(outputOf(log.outcomes[0]!.outcome)).toMatchObject({ error: expect.stringMatching(/^AL_ERR_/) });
+    expect((await state.getSetting("skills.removedSeed:learner:pristine")) ?? null).toBeNull();
+  });
+
+  it("is seeded again by a start after `skills reset` put it back and the agent's copy is lost", async () => {
+    const state = new InMemoryStateAdapter();
+    const forget = toolSource({ upFront: true, schema: `{ type: "object" }`, execute: `return await ctx.selfImprovement.delete("pristine");` });
+    const dir = agentFolder({ "agent.ts": agent("{ writable: true }"), "skills/pristine/SKILL.md": seed("Left as seeded.", "Seed one."), "tools/forget.ts": forget });
+    const first = await startAgent(dir, [{ toolCalls: [{ name: "forget", input: {} }] }, { text: "forgotten" }], { state });
+    await first.runtime.run({ message: "forget it" });
+    expect(await state.getSkill("learner", "pristine")).toBeUndefined();
+
+    // The operator resets it: the seed is back, and the deletion is no longer remembered.
+    await first.runtime.skills().reset("pristine");
+    expect((await state.getSkill("learner", "pristine"))?.changedBy).toBe("seed");
+    await state.deleteSkill("learner", "pristine", { expectedDigest: (await state.getSkill("learner", "pristine"))!.digest });
+
+    const second = await startAgent(dir, [{ text: "hello" }], { state });
+    const run = await second.runtime.run({ message: "hello" });
+    expect(await second.types(run.runId)).toContain("skill.seeded");
+    expect((await state.getSkill("learner", "pristine"))?.changedBy).toBe("seed");
+  });
 });

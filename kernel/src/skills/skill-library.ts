@@ -182,8 +182,13 @@ export class SkillLibrary {
     if (path === "SKILL.md") {
       const change = { name, path, before: current.digest, after: null };
       await gate?.(change);
-      if (!(await this.store.deleteSkill(this.profile.agentId, name, { expectedDigest: current.digest }))) throw conflict(name);
-      if (this.seedOf(name)) await this.settings?.putSetting(this.removalKey(name), current.seedDigest ?? current.digest, { actor: changedBy, reason: `seeded skill ${name} deleted` });
+      // Marked before the delete: a crash between the two must not let the next start seed it again.
+      const marked = this.seedOf(name) && this.settings ? this.settings : undefined;
+      await marked?.putSetting(this.removalKey(name), current.seedDigest ?? current.digest, { actor: changedBy, reason: `seeded skill ${name} deleted` });
+      if (!(await this.store.deleteSkill(this.profile.agentId, name, { expectedDigest: current.digest }))) {
+        await marked?.putSetting(this.removalKey(name), null, { actor: changedBy, reason: `deletion of seeded skill ${name} lost to a concurrent change` });
+        throw conflict(name);
+      }
       return change;
     }
     const files = { ...current.files };
