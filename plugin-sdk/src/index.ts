@@ -14,6 +14,7 @@ export * from "./resolver.js";
 export * from "./hook.js";
 export * from "./channel.js";
 export * from "./sandbox.js";
+export * from "./exec-options.js";
 export * from "./hosted-sandbox/index.js";
 export * from "./gateway.js";
 export * from "./instrumentation.js";

@@ -22,7 +22,19 @@ export interface Sandbox {
    * finite (every first-party adapter: its `defaultTimeoutMs`, 60 s unless set); the `bash` tool
    * passes one only when the model asks for it.
    */
-  exec(command: string, options?: { cwd?: string; timeoutMs?: number; maxOutputBytes?: number; env?: Record<string, string> }): Promise<ExecResult>;
+  exec(command: string, options?: SandboxExecOptions): Promise<ExecResult>;
+}
+
+/** How one `Sandbox.exec` runs (checked by `checkExecOptions`). */
+export interface SandboxExecOptions {
+  /** Where the command starts, under /workspace (default /workspace). */
+  cwd?: string;
+  /** Milliseconds before the command's process tree is killed (exit 124); default the sandbox's. */
+  timeoutMs?: number;
+  /** Bytes of stdout and of stderr kept; past it the output is cut (`truncated`). */
+  maxOutputBytes?: number;
+  /** Variables the command sees, over the sandbox's own. */
+  env?: Record<string, string>;
 }
 
 /** Creates sandboxes, one per run, lazily. */

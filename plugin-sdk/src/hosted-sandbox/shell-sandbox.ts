@@ -1,7 +1,8 @@
 import { posix } from "node:path";
 import { AssemblyLineError } from "../errors.js";
 import { MAX_TIMER_MS } from "../timeout.js";
-import type { ExecResult, Sandbox } from "../sandbox.js";
+import type { ExecResult, Sandbox, SandboxExecOptions } from "../sandbox.js";
+import { checkExecOptions } from "../exec-options.js";
 import { parseWrapped, wrapScript, type ScriptRequest, type ScriptResult } from "./exec-script.js";
 import { FILE_SCRIPTS, parseListing, type Entry, type FileScript } from "./file-scripts.js";
 import { WORKSPACE, pathEscape, workspacePath } from "./workspace-path.js";
@@ -80,11 +81,9 @@ export class ShellSandbox implements Sandbox {
   }
 
   /** `sh -c command` at `cwd` (default /workspace); a timeout kills its process tree (exit 124). */
-  async exec(command: string, options: { cwd?: string; timeoutMs?: number; maxOutputBytes?: number; env?: Record<string, string> } = {}): Promise<ExecResult> {
+  async exec(command: string, options: SandboxExecOptions = {}): Promise<ExecResult> {
     if (typeof command !== "string") throw new AssemblyLineError("AL_ERR_SANDBOX_DEFINITION", "exec(command): command is not a string", { fix: "Pass a shell command line." });
-    for (const name of Object.keys(options.env ?? {})) {
-      if (!/^[A-Za-z_][A-Za-z0-9_]*$/.test(name)) throw new AssemblyLineError("AL_ERR_SANDBOX_DEFINITION", `exec option env has the name ${JSON.stringify(name)}, not a variable name`, { fix: "Use names of letters, digits and _." });
-    }
+    checkExecOptions(options);
     return this.run({
       script: command,
       cwd: workspacePath(options.cwd ?? WORKSPACE),

@@ -49,6 +49,19 @@ export function describeSandboxConformance(name: string, factory: StateKitFactor
       expect(result).toMatchObject({ exitCode: 7, stdout: "hi there", stderr: "warn\n", timedOut: false, truncated: false });
     });
 
+    it("passes a command the env it is given, and refuses exec options it would ignore or misread", async () => {
+      const sandbox = await adapter().acquire(key());
+      expect((await sandbox.exec('printf %s "$KIT_VALUE"', { env: { KIT_VALUE: "given" } })).stdout).toBe("given");
+      const refusals = [{ timeout: 5 }, { env: "KIT=1" }, { env: { "KIT=X": "y" } }, { env: { "KIT VALUE": "y" } }, { env: { KIT: 5 } }];
+      for (const options of refusals) {
+        const refusal = await sandbox.exec("true", options as never).then(
+          () => undefined,
+          (error: unknown) => error,
+        );
+        expect(isAssemblyLineError(refusal, "AL_ERR_SANDBOX_DEFINITION"), `${JSON.stringify(options)}: ${String(refusal)}`).toBe(true);
+      }
+    });
+
     it("stops a command at its timeout and caps its output", async () => {
       const sandbox = await adapter().acquire(key());
       const slow = await sandbox.exec("sleep 30", { timeoutMs: 300 });

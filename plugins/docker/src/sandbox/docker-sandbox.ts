@@ -1,6 +1,6 @@
 import { posix } from "node:path";
 import type Docker from "dockerode";
-import { AssemblyLineError, MAX_TIMER_MS, type ExecResult, type Sandbox } from "@assemblyline-agents/core";
+import { AssemblyLineError, MAX_TIMER_MS, checkExecOptions, type ExecResult, type Sandbox, type SandboxExecOptions } from "@assemblyline-agents/core";
 import { engineCall } from "../engine.js";
 import { execInContainer, toExecResult, type RawExecResult } from "./exec.js";
 import { pack } from "./single-file-tar.js";
@@ -103,8 +103,9 @@ export class DockerSandbox implements Sandbox {
   }
 
   /** `/bin/sh -c command` in the container at `cwd` (default /workspace); a timeout kills its process tree (exit 124). */
-  async exec(command: string, options: { cwd?: string; timeoutMs?: number; maxOutputBytes?: number; env?: Record<string, string> } = {}): Promise<ExecResult> {
+  async exec(command: string, options: SandboxExecOptions = {}): Promise<ExecResult> {
     if (typeof command !== "string") throw new AssemblyLineError("AL_ERR_SANDBOX_DEFINITION", "exec(command): command is not a string", { fix: "Pass a shell command line." });
+    checkExecOptions(options);
     const cwd = workspacePath(options.cwd ?? WORKSPACE);
     const raw = await execInContainer(this.container, {
       argv: ["/bin/sh", "-c", command],

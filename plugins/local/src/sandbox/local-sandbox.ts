@@ -1,4 +1,4 @@
-import { AssemblyLineError, MAX_TIMER_MS, isTimerDelay, type ExecResult, type Sandbox } from "@assemblyline-agents/core";
+import { AssemblyLineError, MAX_TIMER_MS, checkExecOptions, isTimerDelay, type ExecResult, type Sandbox, type SandboxExecOptions } from "@assemblyline-agents/core";
 import type { ChildProcess } from "node:child_process";
 import { constants } from "node:fs";
 import { lstat, mkdir, open, readFile, readdir, readlink, realpath, rm, stat } from "node:fs/promises";
@@ -120,11 +120,10 @@ export class LocalSandbox implements Sandbox {
    * The process sees the host folder, also as $WORKSPACE, not a literal
    * /workspace. On timeout its process group is killed: exitCode 124, timedOut true.
    */
-  async exec(
-    command: string,
-    options: { cwd?: string; timeoutMs?: number; maxOutputBytes?: number; env?: Record<string, string> } = {},
-  ): Promise<ExecResult> {
+  async exec(command: string, options: SandboxExecOptions = {}): Promise<ExecResult> {
     this.assertLive();
+    if (typeof command !== "string") throw new AssemblyLineError("AL_ERR_SANDBOX_DEFINITION", "exec(command): command is not a string", { fix: "Pass a shell command line." });
+    checkExecOptions(options);
     const timeoutMs = positiveNumber(options.timeoutMs, "timeoutMs") ?? this.defaults.timeoutMs;
     const maxOutputBytes = byteCount(options.maxOutputBytes, "maxOutputBytes") ?? this.defaults.maxOutputBytes;
     const { logical, real } = await this.resolveExisting(options.cwd ?? WORKSPACE);

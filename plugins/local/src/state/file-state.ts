@@ -52,6 +52,7 @@ import { constants } from "node:buffer";
 import { randomUUID } from "node:crypto";
 import { mkdir, open, readdir, rename, unlink, type FileHandle } from "node:fs/promises";
 import { join, resolve } from "node:path";
+import { describeOptions, unknownOptions } from "../known-options.js";
 import { FolderLock } from "./folder-lock.js";
 import { jsonExactCopy } from "./json-exact-copy.js";
 import {
@@ -150,8 +151,8 @@ function checkOptions(options: FileStateAdapterOptions): void {
     throw new AssemblyLineError("AL_ERR_STATE_CONFIG", `FileStateAdapter ${problem}`, { fix });
   };
   if (typeof options !== "object" || options === null || Array.isArray(options)) fail("options must be an object", "Pass { directory } or nothing.");
-  const unknown = Object.keys(options).filter((key) => !(OPTION_NAMES as readonly string[]).includes(key));
-  if (unknown.length > 0) fail(`option${unknown.length === 1 ? "" : "s"} ${unknown.map((key) => JSON.stringify(key)).join(", ")} unknown`, `The options are ${OPTION_NAMES.join(", ")}.`);
+  const unknown = unknownOptions(options, OPTION_NAMES);
+  if (unknown.length > 0) fail(`${describeOptions(unknown)} unknown`, `The options are ${OPTION_NAMES.join(", ")}.`);
   for (const key of ["directory", "agentDir"] as const) {
     const value = options[key];
     if (value !== undefined && (typeof value !== "string" || value === "")) fail(`option ${key} is ${JSON.stringify(value)}; it must be a folder path`, `Pass ${key} as a non-empty string, or leave it out.`);
