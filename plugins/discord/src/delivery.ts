@@ -57,7 +57,7 @@ export class DiscordDelivery {
   async deliver(delivery: ChannelDelivery): Promise<void> {
     const target = deliveryMetadata(delivery.metadata);
     if (!target) {
-      throw new AssemblyLineError("AL_ERR_DISCORD_DELIVERY", `run ${delivery.runId} has no Discord interaction to reply to (its channel metadata lacks discord.interactionToken)`, {
+      throw new AssemblyLineError("AL_ERR_DISCORD_DELIVERY", `run ${delivery.runId} has no Discord interaction to reply to (its delivery metadata lacks the interaction token)`, {
         fix: "Only runs started by a Discord interaction can be delivered through this channel.",
       });
     }

@@ -54,16 +54,22 @@ export interface DiscordInteraction {
   };
 }
 
-/** What delivery needs from the interaction, kept in the run's channel metadata. */
+/** What delivery needs from the interaction: `interactionToken` is delivery-only, the rest is the run's channel metadata. */
 export interface DiscordDeliveryMetadata {
   applicationId: string;
   interactionId: string;
-  /** The interaction token authorizes the follow-up webhook (valid for 15 minutes). */
+  /** The interaction token authorizes the follow-up webhook (valid for 15 minutes): whoever holds it can post as the bot. */
   interactionToken: string;
   interactionType: number;
   channelId: string | null;
   guildId: string | null;
 }
+
+/**
+ * The turn metadata key whose value the Node host keeps out of the run's channel and input metadata (so out of the
+ * model context) and hands back only to deliver(): `DELIVERY_ONLY_METADATA_KEY` of `@assemblyline-agents/node`.
+ */
+export const DELIVERY_ONLY_KEY = "$deliveryOnly";
 
 /** The response Discord gets once a turn is durably accepted: "thinking...", the reply follows. */
 const DEFERRED_RESPONSE = { status: 200, body: { type: CallbackType.DeferredChannelMessageWithSource } };
@@ -91,10 +97,9 @@ export function normalizeInteraction(body: unknown): ChannelTurn | ChannelAck {
   const { message, attachments } = describe(interaction);
   const author = interaction.member?.user ?? interaction.user;
   const channelId = interaction.channel_id ?? interaction.channel?.id ?? null;
-  const delivery: DiscordDeliveryMetadata = {
+  const shown: Omit<DiscordDeliveryMetadata, "interactionToken"> = {
     applicationId: interaction.application_id,
     interactionId: interaction.id,
-    interactionToken: interaction.token,
     interactionType: interaction.type,
     channelId,
     guildId: interaction.guild_id ?? null,
@@ -106,7 +111,8 @@ export function normalizeInteraction(body: unknown): ChannelTurn | ChannelAck {
     message,
     ...(author?.id ? { user: { id: author.id, ...(author.global_name || author.username ? { name: (author.global_name || author.username)! } : {}) } } : {}),
     ...(attachments.length > 0 ? { attachments } : {}),
-    metadata: { discord: delivery as unknown as JsonValue },
+    // The token lets anyone answer as the bot: deliver() gets it, the model (and its provider) never does.
+    metadata: { discord: shown as unknown as JsonValue, [DELIVERY_ONLY_KEY]: { discord: { interactionToken: interaction.token } } },
     respond: DEFERRED_RESPONSE,
   };
 }
@@ -174,9 +180,14 @@ function invalid(why: string): DiscordRequestRefused {
   return new DiscordRequestRefused(400, `not a usable interaction: ${why}`, "Send Discord interaction payloads (API v10) to this route.");
 }
 
-/** Read the delivery metadata back from a run's channel metadata; undefined when absent or malformed. */
+/**
+ * Read the delivery metadata back from what deliver() got: the channel metadata and its delivery-only part.
+ * A run queued before the token moved there has it in `discord.interactionToken`. Undefined when absent or malformed.
+ */
 export function deliveryMetadata(metadata: Record<string, JsonValue> | undefined): DiscordDeliveryMetadata | undefined {
   const discord = metadata?.discord as Partial<DiscordDeliveryMetadata> | undefined;
-  if (!discord || typeof discord.applicationId !== "string" || typeof discord.interactionToken !== "string") return undefined;
-  return discord as DiscordDeliveryMetadata;
+  const deliveryOnly = (metadata?.[DELIVERY_ONLY_KEY] as { discord?: { interactionToken?: unknown } } | undefined)?.discord;
+  const interactionToken = deliveryOnly?.interactionToken ?? discord?.interactionToken;
+  if (!discord || typeof discord.applicationId !== "string" || typeof interactionToken !== "string") return undefined;
+  return { ...(discord as DiscordDeliveryMetadata), interactionToken };
 }

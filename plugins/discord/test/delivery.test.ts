@@ -21,7 +21,11 @@ const process_ = () => defineDiscordChannel({ env: { DISCORD_PUBLIC_KEY: keys.pu
 function reply(text: string) {
   const interaction = slashCommandInteraction({ channelId: "1100000000000000001", text: "question" });
   api.registerInteraction(interaction.token);
-  const metadata = { discord: { applicationId: interaction.application_id, interactionId: interaction.id, interactionToken: interaction.token, interactionType: 2, channelId: "1100000000000000001", guildId: null } };
+  // What the Node host hands deliver(): the channel metadata, and the token under the delivery-only key.
+  const metadata = {
+    discord: { applicationId: interaction.application_id, interactionId: interaction.id, interactionType: 2, channelId: "1100000000000000001", guildId: null },
+    $deliveryOnly: { discord: { interactionToken: interaction.token } },
+  };
   return { token: interaction.token, delivery: { deliveryId: "dlv_1", attempt: 1, signal: new AbortController().signal, conversationId: "discord:1100000000000000001", runId: "run_1", text, metadata } };
 }
 
@@ -38,6 +42,13 @@ describe("delivering a reply through the interaction's webhook", () => {
     expect(api.messages(token)).toHaveLength(3);
     expect(api.messages(token).join("")).toBe(long);
     expect(api.requests.slice(before).map((request) => request.method)).toEqual(["GET"]);
+  });
+
+  it("delivers a run queued before the token moved out of the channel metadata", async () => {
+    const { token, delivery } = reply("from an older run");
+    const { $deliveryOnly: _, ...rest } = delivery.metadata;
+    await process_().deliver({ ...delivery, metadata: { ...rest, discord: { ...rest.discord, interactionToken: token } } });
+    expect(api.messages(token)).toEqual(["from an older run"]);
   });
 
   it("sends only the missing chunks when a retry follows a failure half way", async () => {
@@ -63,7 +74,7 @@ describe("delivering a reply through the interaction's webhook", () => {
 
   it("marks a delivery to an interaction Discord does not know (an expired token) as final, and a server error as worth retrying", async () => {
     const { delivery } = reply("hello");
-    const expired = { ...delivery, metadata: { discord: { ...(delivery.metadata.discord as object), interactionToken: "expired-token" } } };
+    const expired = { ...delivery, metadata: { ...delivery.metadata, $deliveryOnly: { discord: { interactionToken: "expired-token" } } } };
     const refused = await process_().deliver(expired).catch((error: unknown) => error);
     expect(String(refused)).toMatch(/AL_ERR_DISCORD_DELIVERY.*401 \(code 50027\)/);
     expect(isFinalDeliveryFailure(refused)).toBe(true);

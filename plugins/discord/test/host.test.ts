@@ -2,7 +2,7 @@ import { join } from "node:path";
 import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { afterAll, afterEach, beforeAll, describe, expect, it, onTestFinished } from "vitest";
-import { isAssemblyLineError } from "@assemblyline-agents/core";
+import { isAssemblyLineError, type AgentHarness } from "@assemblyline-agents/core";
 import { LocalBlobStore } from "@assemblyline-agents/local";
 import { listenNodeRuntime, type NodeRuntimeHandle, type NodeRuntimeOptions } from "@assemblyline-agents/node";
 import { InMemoryStateAdapter, scriptedHarness, type ModelScript, type RuntimeBundle } from "@assemblyline-agents/runtime";
@@ -93,6 +93,28 @@ describe("the Discord channel on the Node host", () => {
     expect(run).toMatchObject({ status: "completed", conversationId: "discord:1100000000000000001" });
     expect(run!.input.message).toBe("ping the agent");
     await waitFor(() => host.logger.events("delivery.completed").length === 1, "delivery.completed");
+  });
+
+  it("keeps the interaction token out of the model's context and the run's metadata, and still replies with it", async () => {
+    const contexts: string[] = [];
+    const capture: AgentHarness = {
+      name: "capture",
+      async runTurn(input) {
+        contexts.push(JSON.stringify(input.context));
+        return { status: "completed", response: { text: "answered" } };
+      },
+    };
+    const host = await startHost({ turns: [] }, { agentHarness: capture });
+    const { payload, body } = interaction("what is the time", { token: "interaction-token-that-posts-as-the-bot" });
+    expect((await post(host, body, signDiscordBody(body, keys.privateKey))).status).toBe(200);
+    await waitFor(() => host.logger.events("delivery.completed").length === 1, "the delivery");
+    expect(repliesTo(payload.token).map((message) => message.content)).toEqual(["answered"]);
+    expect(contexts).toHaveLength(1);
+    expect(contexts[0]).toContain(payload.id);
+    expect(contexts[0]).not.toContain(payload.token);
+    const [run] = (await host.runtime.state.runs.listRuns()).runs;
+    expect(JSON.stringify(run!.input.metadata)).not.toContain(payload.token);
+    expect(JSON.stringify(run!.input.channel?.metadata)).not.toContain(payload.token);
   });
 
   it.each([

@@ -10,6 +10,7 @@ import {
 } from "@assemblyline-agents/core";
 import type { OpenEveRuntime, RunResult } from "@assemblyline-agents/runtime";
 import { HttpError, isJsonContentType, optionalString, parseJsonObject, readBody, requiredString, retryAfterSeconds, sendJson } from "./http.js";
+import { splitDeliveryOnly, type StoredChannelInput } from "./delivery-only.js";
 import type { IngressKillSwitch } from "./kill-switch.js";
 import type { ConversationMailbox } from "./mailbox.js";
 import type { IngressRateLimiter, RateLimitBucket } from "./rate-limit.js";
@@ -163,21 +164,24 @@ export class ChannelIngress {
     const attachments = turn.attachments?.length ?? 0;
     try {
       // A channel module's user, attachments and metadata are made plain JSON; the event id is a checked string.
-      const moduleFields = turn.user !== undefined || attachments > 0 || turn.metadata !== undefined;
+      const { shown, deliveryOnly } = splitDeliveryOnly(turn.metadata);
+      const moduleFields = turn.user !== undefined || attachments > 0 || shown !== undefined;
       const metadata = moduleFields
         ? jsonRecord({
             eventId: turn.eventId,
             ...(turn.user ? { user: turn.user } : {}),
             ...(attachments > 0 ? { attachments: turn.attachments } : {}),
-            ...(turn.metadata ?? {}),
+            ...(shown ?? {}),
           })
         : { eventId: turn.eventId };
+      // The delivery-only part sits beside the channel metadata, which the model context renders, never in it.
+      const channelInput: StoredChannelInput = { name: channel, metadata, ...(deliveryOnly !== undefined ? { deliveryOnly } : {}) };
       const input = {
         message: turn.message,
         ...(conversationId !== null ? { conversationId } : {}),
-        metadata: turn.metadata ? jsonRecord(turn.metadata) : {},
+        metadata: shown ? jsonRecord(shown) : {},
         idempotencyKey: `${channel}:${turn.eventId}`,
-        channel: { name: channel, metadata },
+        channel: channelInput,
         ...(model ? { model } : {}),
       };
       if (reservation.startsNow && conversationId === null && attachments === 0) {

@@ -1,5 +1,6 @@
 import { randomUUID } from "node:crypto";
 import { hostname } from "node:os";
+import { deliveryMetadata, type StoredChannelInput } from "./delivery-only.js";
 import { isFinalDeliveryFailure, isRunOfAgent, storableText, type ChannelModule, type DeliveryRecord, type JsonValue, type RunRecord, type RunStore, type RuntimeLogger } from "@assemblyline-agents/core";
 
 export interface OutboxOptions {
@@ -148,7 +149,7 @@ export class DeliveryOutbox {
     }
     const abort = new AbortController();
     try {
-      const metadata = run?.input.channel?.metadata;
+      const metadata = deliveryMetadata(run?.input.channel as StoredChannelInput | undefined);
       await withTimeout(
         module.deliver({
           deliveryId: delivery.id,
@@ -157,7 +158,7 @@ export class DeliveryOutbox {
           conversationId: delivery.conversationId,
           runId: payload.runId ?? delivery.runId,
           text: typeof payload.text === "string" ? payload.text : "",
-          ...(metadata ? { metadata: metadata as Record<string, JsonValue> } : {}),
+          ...(metadata ? { metadata } : {}),
         }),
         this.deliverTimeoutMs,
         abort,
