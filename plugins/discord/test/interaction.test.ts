@@ -1,5 +1,5 @@
 import { describe, expect, it } from "vitest";
-import { isAssemblyLineError } from "@assemblyline-agents/core";
+import { isAssemblyLineError, type ChannelTurn } from "@assemblyline-agents/core";
 import { defineDiscordChannel, normalizeInteraction, splitMessage } from "../src/index.js";
 
 const base = { id: "1300000000000000001", application_id: "1000000000000000001", token: "tok", channel_id: "42", member: { user: { id: "7", username: "nelly", global_name: "Nelly" } } };
@@ -23,7 +23,7 @@ describe("normalizing interactions", () => {
   it("keeps what delivery needs in the turn's metadata, the token only in its delivery-only part, never in the message", () => {
     const turn = normalizeInteraction({ ...base, type: 2, data: { name: "ask", type: 1, options: [{ name: "prompt", type: 3, value: "hi" }] } });
     expect(turn).toMatchObject({ message: "hi", metadata: { discord: { applicationId: base.application_id, interactionId: base.id, channelId: "42" }, $deliveryOnly: { discord: { interactionToken: "tok" } } } });
-    expect((turn as { metadata: { discord: object } }).metadata.discord).not.toHaveProperty("interactionToken");
+    expect((turn as ChannelTurn).metadata?.discord).not.toHaveProperty("interactionToken");
   });
 
   it("answers autocomplete with no choices and refuses what it does not handle with 400", () => {
