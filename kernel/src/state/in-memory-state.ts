@@ -133,6 +133,36 @@ const isoOf = (now: Date | undefined): string => isoTimestamp(now?.getTime());
 const claimLimit = (limit: number | undefined): number => Math.max(0, limit ?? DEFAULT_CLAIM_LIMIT);
 
 /**
+ * Refuse an argument the state contract does not allow, naming the method and the field, before
+ * anything changes. (The PostgreSQL store's ArgumentCheck and the file store's input checks
+ * refuse the same values with the same code.)
+ */
+function refuse(operation: string, field: string, expected: string, value: unknown): never {
+  throw new AssemblyLineError("AL_ERR_STATE_INPUT_INVALID", `${operation}: ${field} must be ${expected}, got ${shown(value)}`, {
+    fix: "Pass values shaped as the state contract in @assemblyline-agents/core describes.",
+    details: { operation, field },
+  });
+}
+
+/** A value as an error message shows it: a Date, an Invalid Date, NaN and ±Infinity as what they are. */
+function shown(value: unknown): string {
+  if (value instanceof Date) return Number.isNaN(value.getTime()) ? "an Invalid Date" : `the Date ${value.toISOString()}`;
+  if (typeof value === "number" || typeof value === "bigint" || value === undefined) return String(value);
+  let text: string;
+  try {
+    text = JSON.stringify(value) ?? String(value);
+  } catch {
+    text = String(value);
+  }
+  return text.length > 60 ? `${text.slice(0, 57)}...` : text;
+}
+
+/** `value` as an ISO time when it is a Date that holds one; else refused. */
+function validDate(operation: string, field: string, value: unknown): string {
+  return value instanceof Date && Number.isFinite(value.getTime()) ? value.toISOString() : refuse(operation, field, "a valid Date", value);
+}
+
+/**
  * A complete state adapter held in process memory: every facet, for tests, the
  * scripted durability suites, and hosts that accept losing state on exit.
  *
@@ -458,10 +488,12 @@ export class InMemoryStateAdapter implements StateAdapter {
   }
 
   async completeScheduleRun(id: string, owner: string, nextRunAt: Date): Promise<void> {
+    // Checked before the lease is touched: a refused time leaves the holder its lease.
+    const next = validDate(`completeScheduleRun(schedule "${id}")`, "nextRunAt", nextRunAt);
     const schedule = this.schedules.get(id);
     if (!schedule || schedule.lease?.owner !== owner) return;
     schedule.lease = null;
-    schedule.nextRunAt = nextRunAt.toISOString();
+    schedule.nextRunAt = next;
   }
 
   async deleteSchedule(id: string): Promise<void> {

@@ -178,6 +178,17 @@ export function describeScheduleStateStoreConformance(name: string, factory: Sta
       expect(await store().claimDueSchedules({ owner: "b", ttlMs: 5_000, now: clockAt(60_000) })).toHaveLength(1);
     });
 
+    it("refuses a next run time that is no time (AL_ERR_STATE_INPUT_INVALID naming nextRunAt) and keeps the lease", async () => {
+      await store().upsertSchedule(schedule("job", clockAt(0)));
+      await store().claimDueSchedules({ owner: "a", ttlMs: 5_000, now: clockAt(0) });
+      await expect(store().completeScheduleRun("job", "a", new Date("nope"))).rejects.toMatchObject({
+        code: "AL_ERR_STATE_INPUT_INVALID",
+        message: expect.stringContaining("nextRunAt"),
+      });
+      expect(await store().getSchedule("job")).toMatchObject({ lease: { owner: "a" }, nextRunAt: clockAt(0).toISOString() });
+      expect(await store().claimDueSchedules({ owner: "b", ttlMs: 5_000, now: clockAt(1) })).toHaveLength(0);
+    });
+
     it("keeps the agent a schedule is written with, and none when written without", async () => {
       await store().upsertSchedule({ ...schedule("job", clockAt(0)), agentId: "agent-a" });
       expect(await store().getSchedule("job")).toEqual({ ...schedule("job", clockAt(0)), agentId: "agent-a", lease: null });

@@ -54,6 +54,7 @@ import { mkdir, open, readdir, rename, unlink, type FileHandle } from "node:fs/p
 import { join, resolve } from "node:path";
 import { describeOptions, unknownOptions } from "../known-options.js";
 import { FolderLock } from "./folder-lock.js";
+import { validDate } from "./input-checks.js";
 import { jsonExactCopy } from "./json-exact-copy.js";
 import {
   StateTables,
@@ -647,10 +648,12 @@ export class FileStateAdapter implements StateAdapter {
 
   completeScheduleRun(id: string, owner: string, nextRunAt: Date): Promise<void> {
     return this.mutate((tables) => {
+      // Checked before any op is made: a refused time leaves the holder its lease.
+      const next = validDate(`completeScheduleRun(schedule "${id}")`, "nextRunAt", nextRunAt);
       const schedule = tables.schedules.get(id);
       if (!schedule || schedule.lease?.owner !== owner) return { ops: [], result: () => undefined };
       return {
-        ops: [{ op: "schedule.put", schedule: { ...schedule, lease: null, nextRunAt: nextRunAt.toISOString() } }],
+        ops: [{ op: "schedule.put", schedule: { ...schedule, lease: null, nextRunAt: next } }],
         result: () => undefined,
       };
     });

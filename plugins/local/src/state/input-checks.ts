@@ -1,0 +1,34 @@
+import { AssemblyLineError } from "@assemblyline-agents/core";
+
+/*
+ * Checks of the arguments a state method writes, run before anything changes: a value the state
+ * contract does not allow is refused with AL_ERR_STATE_INPUT_INVALID naming the method and the
+ * field, as the PostgreSQL store refuses it (its ArgumentCheck), instead of being stored and
+ * misread later. The in-memory state in the runtime carries the same few checks.
+ */
+
+/** Refuse `value` for `field` of `operation`, saying what was expected. */
+export function refuse(operation: string, field: string, expected: string, value: unknown): never {
+  throw new AssemblyLineError("AL_ERR_STATE_INPUT_INVALID", `${operation}: ${field} must be ${expected}, got ${shown(value)}`, {
+    fix: "Pass values shaped as the state contract in @assemblyline-agents/core describes.",
+    details: { operation, field },
+  });
+}
+
+/** A value as an error message shows it: a Date, an Invalid Date, NaN and ±Infinity as what they are. */
+function shown(value: unknown): string {
+  if (value instanceof Date) return Number.isNaN(value.getTime()) ? "an Invalid Date" : `the Date ${value.toISOString()}`;
+  if (typeof value === "number" || typeof value === "bigint" || value === undefined) return String(value);
+  let text: string;
+  try {
+    text = JSON.stringify(value) ?? String(value);
+  } catch {
+    text = String(value);
+  }
+  return text.length > 60 ? `${text.slice(0, 57)}...` : text;
+}
+
+/** `value` as an ISO time when it is a Date that holds one; else refused. */
+export function validDate(operation: string, field: string, value: unknown): string {
+  return value instanceof Date && Number.isFinite(value.getTime()) ? value.toISOString() : refuse(operation, field, "a valid Date", value);
+}
