@@ -5,7 +5,8 @@ import { afterAll, afterEach, beforeAll, describe, expect, it, onTestFinished } 
 import { isAssemblyLineError, type AgentHarness } from "@assemblyline-agents/core";
 import { LocalBlobStore } from "@assemblyline-agents/local";
 import { listenNodeRuntime, type NodeRuntimeHandle, type NodeRuntimeOptions } from "@assemblyline-agents/node";
-import { InMemoryStateAdapter, scriptedHarness, type ModelScript, type RuntimeBundle } from "@assemblyline-agents/runtime";
+import { InMemoryStateAdapter, createKernel, scriptedHarness, type ModelScript, type RuntimeBundle } from "@assemblyline-agents/runtime";
+import { discordPlugin } from "../src/index.js";
 import { FakeDiscordApi, discordTestKeys, signDiscordBody, slashCommandInteraction, type DiscordTestKeys } from "../src/testkit/index.js";
 import { buildFixtureAgent, captureLogger, removeDir, waitFor } from "./support.js";
 
@@ -233,5 +234,21 @@ describe("the Discord channel on the Node host", () => {
     );
     expect(isAssemblyLineError(failure, "AL_ERR_CHANNEL_SECRET_ENV"), String(failure)).toBe(true);
     expect(String(failure)).toContain("DISCORD_PUBLIC_KEY");
+  });
+
+  it("refuses to boot in production a discordPlugin() channel without its public key, as a channels/ file", async () => {
+    const kernel = await createKernel({ plugins: [discordPlugin({ route: "/discord/plugin", publicKeyEnv: "PLUGIN_DISCORD_PUBLIC_KEY" })] });
+    const boot = (env: Record<string, string>) =>
+      listenNodeRuntime({ ...bundle, kernel, state: new InMemoryStateAdapter(), port: 0, host: "127.0.0.1", devMode: false, logger: captureLogger(), env }).then(
+        (host) => {
+          hosts.push(host);
+          return host;
+        },
+        (error: unknown) => error,
+      );
+    const failure = await boot({ DISCORD_PUBLIC_KEY: keys.publicKeyHex });
+    expect(isAssemblyLineError(failure, "AL_ERR_CHANNEL_SECRET_ENV"), String(failure)).toBe(true);
+    expect(String(failure)).toMatch(/discord-plugin \(registered through hooks\.channel\) needs one of: PLUGIN_DISCORD_PUBLIC_KEY/);
+    expect(String(failure)).not.toMatch(/channels\/discord\.ts/);
   });
 });

@@ -8,7 +8,7 @@ import { OpenEveRuntime, createRuntimeLogger, isAutomationSchedule } from "@asse
 import { AttachmentIngest } from "./attachments.js";
 import { HostAuth } from "./auth.js";
 import { ChannelIngress } from "./channel-ingress.js";
-import { checkChannelSecrets } from "./channel-secrets.js";
+import { channelSecretNeeds, checkChannelSecrets } from "./channel-secrets.js";
 import { killSwitchRoutes, probeRoutes } from "./control.js";
 import { errorResponse, headerRecord, isClientAbort, requestTarget, sendJson } from "./http.js";
 import { inspectionRoutes } from "./inspection.js";
@@ -51,7 +51,6 @@ export async function listenNodeRuntime(options: NodeRuntimeOptions): Promise<No
   const env = options.env ?? process.env;
   const logger = options.logger ?? createRuntimeLogger({ env });
   const config = resolveHostConfig(options, env);
-  checkChannelSecrets(options.manifest, env, config.devMode, logger);
 
   let channels: Record<string, ChannelModule> = {};
   const runtime = new OpenEveRuntime({
@@ -72,6 +71,8 @@ export async function listenNodeRuntime(options: NodeRuntimeOptions): Promise<No
     leaseTtlMs: config.leaseTtlMs,
   });
   channels = collectChannels(runtime, options.sourceBundle.channels);
+  // Checked once plugins have registered their channels (hooks.channel): theirs need their secrets too.
+  checkChannelSecrets(channelSecretNeeds(options.manifest, channels), env, config.devMode, logger);
   const auth = new HostAuth(options.auth, env, config.devMode, logger);
   const rateLimiter = resolveRateLimit(options.rateLimit, env, logger, (headers) => auth.verifiedFingerprint(headers));
   const watcher = new RunWatcher(runtime);
