@@ -57,8 +57,13 @@ export class ArgumentCheck {
   }
 }
 
+/**
+ * A value as an error message shows it. JSON would show a Date as its time in quotes, as if a
+ * string had been passed, and an Invalid Date, NaN and ±Infinity all as null: those are named.
+ */
 function shown(value: unknown): string {
-  if (value === undefined) return "undefined";
+  if (value instanceof Date) return Number.isNaN(value.getTime()) ? "an Invalid Date" : `the Date ${value.toISOString()}`;
+  if (typeof value === "number" || typeof value === "bigint" || value === undefined) return String(value);
   let text: string;
   try {
     text = JSON.stringify(value) ?? String(value);
