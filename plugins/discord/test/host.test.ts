@@ -225,6 +225,10 @@ describe("the Discord channel on the Node host", () => {
   });
 
   it("refuses to boot in production without DISCORD_PUBLIC_KEY (requiredSecretEnv)", async () => {
+    delete process.env.DISCORD_PUBLIC_KEY;
+    onTestFinished(() => {
+      process.env.DISCORD_PUBLIC_KEY = keys.publicKeyHex;
+    });
     const failure = await listenNodeRuntime({ ...bundle, state: new InMemoryStateAdapter(), port: 0, host: "127.0.0.1", devMode: false, logger: captureLogger(), env: {} }).then(
       (host) => {
         hosts.push(host);
@@ -234,6 +238,23 @@ describe("the Discord channel on the Node host", () => {
     );
     expect(isAssemblyLineError(failure, "AL_ERR_CHANNEL_SECRET_ENV"), String(failure)).toBe(true);
     expect(String(failure)).toContain("DISCORD_PUBLIC_KEY");
+  });
+
+  it("checks DISCORD_PUBLIC_KEY where the channel reads it: a key only in the host's env option refuses production boot, one in the process serves", async () => {
+    const production = { devMode: false, auth: { bearerToken: "t".repeat(40) } } as const;
+    delete process.env.DISCORD_PUBLIC_KEY;
+    onTestFinished(() => {
+      process.env.DISCORD_PUBLIC_KEY = keys.publicKeyHex;
+    });
+    const refused = await startHost({ turns: [{ text: "never" }] }, { ...production, env: { DISCORD_PUBLIC_KEY: keys.publicKeyHex } }).catch((error: unknown) => error);
+    expect(isAssemblyLineError(refused, "AL_ERR_CHANNEL_SECRET_ENV"), String(refused)).toBe(true);
+    expect(String(refused)).toMatch(/DISCORD_PUBLIC_KEY in the process environment \(it is set in the host's env option/);
+
+    process.env.DISCORD_PUBLIC_KEY = keys.publicKeyHex;
+    const host = await startHost({ turns: [{ text: "served" }] }, { ...production, env: {} });
+    const { payload, body } = interaction("is the key read?");
+    expect(await post(host, body, signDiscordBody(body, keys.privateKey))).toEqual({ status: 200, body: { type: 5 } });
+    await waitFor(() => repliesTo(payload.token)[0], "the reply");
   });
 
   it("refuses to boot in production a discordPlugin() channel without its public key, as a channels/ file", async () => {

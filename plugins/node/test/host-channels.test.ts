@@ -179,19 +179,40 @@ describe("provider channels (normalizeHttp and deliver)", () => {
 describe("channel ingress secrets", () => {
   const boot = (env: Record<string, string>, devMode: boolean) =>
     listenNodeRuntime({ ...bundle, state: new InMemoryStateAdapter(), port: 0, host: "127.0.0.1", devMode, logger: noopLogger(), env });
+  /** Run with the fixture's secrets in process.env, where its channel module reads them, set to `secrets` only. */
+  const withProcessSecrets = async <T>(secrets: Record<string, string>, work: () => Promise<T>): Promise<T> => {
+    const names = ["FIXTURE_SECRET", "FIXTURE_SECRET_A", "FIXTURE_SECRET_B"];
+    const saved = Object.fromEntries(names.map((name) => [name, process.env[name]]));
+    for (const name of names) delete process.env[name];
+    Object.assign(process.env, secrets);
+    try {
+      return await work();
+    } finally {
+      for (const name of names) {
+        if (saved[name] === undefined) delete process.env[name];
+        else process.env[name] = saved[name];
+      }
+    }
+  };
 
-  it("refuses production boot until one requiredSecretEnv group is fully set", async () => {
-    const refused = await boot({}, false).catch((error: unknown) => error);
+  it("refuses production boot until one requiredSecretEnv group is fully set where channel modules read it", async () => {
+    const refused = await withProcessSecrets({}, () => boot({}, false).catch((error: unknown) => error));
     expect(isAssemblyLineError(refused, "AL_ERR_CHANNEL_SECRET_ENV")).toBe(true);
     expect((refused as Error).message).toMatch(/provider \(channels\/provider\.ts\) needs one of: FIXTURE_SECRET \| FIXTURE_SECRET_A \+ FIXTURE_SECRET_B/);
-    const half = await boot({ FIXTURE_SECRET_A: "a" }, false).catch((error: unknown) => error);
+    const half = await withProcessSecrets({ FIXTURE_SECRET_A: "a" }, () => boot({}, false).catch((error: unknown) => error));
     expect(isAssemblyLineError(half, "AL_ERR_CHANNEL_SECRET_ENV")).toBe(true);
-    const whole = await boot({ FIXTURE_SECRET_A: "a", FIXTURE_SECRET_B: "b" }, false);
+    const whole = await withProcessSecrets({ FIXTURE_SECRET_A: "a", FIXTURE_SECRET_B: "b" }, () => boot({}, false));
     await whole.shutdown();
   });
 
+  it("refuses production boot with a channel secret only in the host's env option, which channel modules do not read", async () => {
+    const refused = await withProcessSecrets({}, () => boot({ FIXTURE_SECRET: "s3cret" }, false).catch((error: unknown) => error));
+    expect(isAssemblyLineError(refused, "AL_ERR_CHANNEL_SECRET_ENV"), String(refused)).toBe(true);
+    expect((refused as Error).message).toMatch(/in the process environment \(it is set in the host's env option, which channel modules do not read\)/);
+  });
+
   it("only warns in dev mode", async () => {
-    const host = await startHost(bundle, { env: {} });
+    const host = await withProcessSecrets({}, () => startHost(bundle, { env: {} }));
     expect(host.logger.events("security.channel_secret_missing")).toHaveLength(1);
   });
 

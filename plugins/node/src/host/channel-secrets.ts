@@ -24,18 +24,32 @@ export function channelSecretNeeds(manifest: AgentManifest, channels: Record<str
 
 /**
  * Check each channel's `ingress.requiredSecretEnv` (any-of groups): a group is
- * satisfied when every variable in it is set and non-empty. Production refuses
- * to boot while a channel has no satisfied group; dev mode warns.
+ * satisfied when every variable in it is set and non-empty in `channelEnv`, the
+ * environment channel modules read (process.env: the host has no way to hand them
+ * its `env` option). Production refuses to boot while a channel has no satisfied
+ * group; dev mode warns. `hostEnv`, the host's `env` option when given, only
+ * explains a secret set there and not where the channel reads it.
  */
-export function checkChannelSecrets(needs: ChannelSecretNeed[], env: Record<string, string | undefined>, devMode: boolean, logger: RuntimeLogger): void {
-  const unmet = needs.filter((channel) => channel.requiredSecretEnv.length > 0 && !channel.requiredSecretEnv.some((group) => group.every((name) => (env[name] ?? "").trim() !== "")));
+export function checkChannelSecrets(
+  needs: ChannelSecretNeed[],
+  channelEnv: Record<string, string | undefined>,
+  devMode: boolean,
+  logger: RuntimeLogger,
+  hostEnv?: Record<string, string | undefined>,
+): void {
+  const met = (env: Record<string, string | undefined>, groups: string[][]) => groups.some((group) => group.every((name) => (env[name] ?? "").trim() !== ""));
+  const unmet = needs.filter((channel) => channel.requiredSecretEnv.length > 0 && !met(channelEnv, channel.requiredSecretEnv));
   if (unmet.length === 0) return;
-  const describe = unmet.map((channel) => `${channel.name} (${channel.source}) needs one of: ${channel.requiredSecretEnv.map((group) => group.join(" + ")).join(" | ")}`);
+  const describe = unmet.map((channel) => {
+    const onlyInOption = hostEnv !== undefined && hostEnv !== channelEnv && met(hostEnv, channel.requiredSecretEnv);
+    const where = onlyInOption ? " in the process environment (it is set in the host's env option, which channel modules do not read)" : "";
+    return `${channel.name} (${channel.source}) needs one of: ${channel.requiredSecretEnv.map((group) => group.join(" + ")).join(" | ")}${where}`;
+  });
   if (devMode) {
     for (const line of describe) logger.warn({ event: "security.channel_secret_missing", detail: line }, "channel ingress secrets are not set; production boot would refuse");
     return;
   }
   throw new AssemblyLineError("AL_ERR_CHANNEL_SECRET_ENV", `production ingress is missing channel secrets: ${describe.join("; ")}`, {
-    fix: "Set every variable of at least one group for each channel listed (dev mode only warns).",
+    fix: "Set every variable of at least one group for each channel listed in the process environment, where channel modules read them (dev mode only warns).",
   });
 }

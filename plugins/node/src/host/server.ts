@@ -71,8 +71,9 @@ export async function listenNodeRuntime(options: NodeRuntimeOptions): Promise<No
     leaseTtlMs: config.leaseTtlMs,
   });
   channels = collectChannels(runtime, options.sourceBundle.channels);
-  // Checked once plugins have registered their channels (hooks.channel): theirs need their secrets too.
-  checkChannelSecrets(channelSecretNeeds(options.manifest, channels), env, config.devMode, logger);
+  // Checked once plugins have registered their channels (hooks.channel): theirs need their secrets too. Checked where
+  // channel modules read them, process.env: a secret only in options.env would pass here and fail every request.
+  checkChannelSecrets(channelSecretNeeds(options.manifest, channels), process.env, config.devMode, logger, options.env);
   const auth = new HostAuth(options.auth, env, config.devMode, logger);
   const rateLimiter = resolveRateLimit(options.rateLimit, env, logger, (headers) => auth.verifiedFingerprint(headers));
   const watcher = new RunWatcher(runtime);
