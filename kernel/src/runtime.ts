@@ -47,7 +47,7 @@ import { resolveState, type ResolvedState } from "./state/resolve-state.js";
 import { createMemoryApi } from "./state/memory-api.js";
 import { createRuntimeFilesystem } from "./filesystem/runtime-filesystem.js";
 import { RunServicesRecord, type RunServices } from "./run/run-scope.js";
-import { buildAgentProfiles, connectionsOf, narrowConnectionTools, profileOfRun, refuseUnknownSubagentConnections, type AgentProfile } from "./agents/agent-profile.js";
+import { buildAgentProfiles, connectionsOf, narrowConnectionTools, profileOfRun, refuseUnknownSubagentConnections, subagentIdsOf, type AgentProfile } from "./agents/agent-profile.js";
 import { SkillLibrary, type SkillWriteGate, type SkillWriteResult } from "./skills/skill-library.js";
 import { skillWriteGate } from "./skills/write-approval.js";
 import { createSelfImprovementApi } from "./skills/self-improvement-api.js";
@@ -307,6 +307,8 @@ export class OpenEveRuntime {
   /** The root agent and its subagents, each with its tool table. */
   readonly profiles: AgentProfile;
   private readonly subagentLimits: SubagentLimits;
+  /** Spawns under way per parent run (spawner.ts). */
+  private readonly spawning = new Map<string, Set<string>>();
   private readonly libraries = new Map<string, SkillLibrary>();
 
   /** The skills of the root agent (`path` "") or of a subagent (`researcher`, `researcher/fact_checker`). */
@@ -453,6 +455,8 @@ export class OpenEveRuntime {
       await this.answer(child, answer, options);
       return this.getRun(runId);
     }
+    // Its subagent got its answer and ended, but the process died before it woke the parent.
+    if (await this.wakeParentOfEndedChild(runId)) return this.getRun(runId);
     return this.track(async () => {
       const { driver, revision } = await this.revisions.driverFor(await this.requireOwnRun(runId));
       // Recorded under the run's lease, so an answer can never interleave with the turn that asked.
@@ -484,6 +488,7 @@ export class OpenEveRuntime {
    * `recovered: true` marks a resume by a recovery sweep (recorded on `run.resumed`).
    */
   async resume(runId: string, options: { recovered?: boolean } = {}): Promise<RunResult> {
+    if (await this.wakeParentOfEndedChild(runId)) return this.getRun(runId);
     return this.track(async () => {
       const run = await this.requireOwnRun(runId);
       if (run.status !== "running" && run.status !== "queued") return describeRun(this.state.runs, run);
@@ -493,17 +498,24 @@ export class OpenEveRuntime {
   }
 
   /**
-   * Deliver to observers (hooks, telemetry) the events of this agent's resting runs (finished, or
-   * paused for a decision) that a crash kept from them: nothing drives such a run again until a
+   * Deliver to observers (hooks, telemetry) the events of this agent's resting runs and its
+   * subagents' (finished, or paused for a decision) that a crash kept from them: nothing drives such a run again until a
    * decision, and a hook that pages the approver must not wait for the approval. A run is left to its
    * holder while its lease is live (the release writes where observers got to).
    *
-   * By default only the newest `limit` resting runs (200) are looked at, which is cheap enough for
+   * By default only the newest `limit` resting runs (200) of the agent and of each subagent are looked at, which is cheap enough for
    * every recovery sweep and finds what a replica that died lately left. With `everyRun`, every run
    * whose observers are behind is found (`listRuns({ observersBehind: true })`, which may read every
    * run of the store): what a host does once when it starts.
    */
   async catchUpObservers(options: { limit?: number; everyRun?: boolean } = {}): Promise<number> {
+    let caughtUp = 0;
+    // Its subagents' runs carry their own agent ids (`<agent id>/<path>`), each listed on its own.
+    for (const agentId of [this.manifest.agent.id, ...subagentIdsOf(this.profiles)]) caughtUp += await this.catchUpObserversOf(agentId, options);
+    return caughtUp;
+  }
+
+  private async catchUpObserversOf(agentId: string, options: { limit?: number; everyRun?: boolean }): Promise<number> {
     const limit = options.everyRun ? Number.POSITIVE_INFINITY : (options.limit ?? 200);
     const now = new Date();
     let listed = 0;
@@ -512,7 +524,7 @@ export class OpenEveRuntime {
     do {
       const page = await this.state.runs.listRuns({
         status: ["completed", "failed", "waiting_approval", "waiting_input"],
-        agentId: this.manifest.agent.id,
+        agentId,
         ...(options.everyRun ? { observersBehind: true } : {}),
         limit: Math.min(limit - listed, 50),
         ...(cursor ? { cursor } : {}),
@@ -559,6 +571,7 @@ export class OpenEveRuntime {
    */
   async recoverRuns(options: { limit?: number } = {}): Promise<RunResult[]> {
     await this.catchUpObservers().catch((error) => this.logger.warn({ err: String(error) }, "observer catch-up failed"));
+    await this.wakeParentsOfEndedChildren().catch((error) => this.logger.warn({ err: String(error) }, "waking parents of ended subagent runs failed"));
     const agentId = this.manifest.agent.id;
     const claimed = await this.state.runs.claimRecoverableRuns({ owner: this.ownerId, ttlMs: this.options.leaseTtlMs ?? 30_000, limit: options.limit ?? 10, agentId });
     // A store built before claimRecoverableRuns' agentId hands over every agent's runs: another agent's is let go at once, for its own runtime.
@@ -684,6 +697,41 @@ export class OpenEveRuntime {
         },
       });
     });
+  }
+
+  /**
+   * Wake `runId` when it rests on a subagent run that has ended but whose end it never took (a
+   * process died between the child's end and the parent's wake: nothing else would wake it). True
+   * when it was woken.
+   */
+  private async wakeParentOfEndedChild(runId: string): Promise<boolean> {
+    const run = await this.state.runs.getRun(runId);
+    if (!run || (run.status !== "waiting_approval" && run.status !== "waiting_input") || !isRunOfAgent(run, this.manifest.agent.id)) return false;
+    if ((await this.state.runs.listToolCalls(runId)).some((call) => call.status === "waiting_approval" || call.status === "waiting_input")) return false;
+    const events = await this.state.runs.listEvents(runId);
+    const taken = new Set(events.filter((event) => event.type === "subagent.completed").map((event) => String(event.data.childRunId)));
+    const waitedOn = new Set(events.filter((event) => event.type === "subagent.waiting").map((event) => String(event.data.childRunId)));
+    for (const childRunId of waitedOn) {
+      if (taken.has(childRunId)) continue;
+      const child = await this.state.runs.getRun(childRunId);
+      if (child?.status !== "completed" && child?.status !== "failed") continue;
+      const { driver } = await this.revisions.driverFor(child);
+      await this.track(() => driver.wakeParent(childRunId));
+      return true;
+    }
+    return false;
+  }
+
+  /**
+   * Parents this agent's subagent runs ended under while they waited, but never woke (see
+   * wakeParentOfEndedChild): looked for among each subagent's newest ended runs, every sweep.
+   */
+  private async wakeParentsOfEndedChildren(): Promise<void> {
+    for (const agentId of subagentIdsOf(this.profiles)) {
+      const { runs } = await this.state.runs.listRuns({ status: ["completed", "failed"], agentId, limit: 50 });
+      const parents = new Set(runs.map((run) => run.input.parent?.runId).filter((id): id is string => id !== undefined));
+      for (const parentRunId of parents) await this.wakeParentOfEndedChild(parentRunId);
+    }
   }
 
   /**
@@ -840,12 +888,12 @@ export class OpenEveRuntime {
     // Made with `new`, not as an object literal: see RunServicesRecord.
     const services = new RunServicesRecord(
       getSandbox,
-      (request, callId) =>
+      (request, callId, spawnIndex) =>
         spawnSubagent(
-          { runs: this.state.runs, journal: build.journal, limits: this.subagentLimits, drive: build.drive },
+          { runs: this.state.runs, journal: build.journal, limits: this.subagentLimits, spawning: this.spawning, drive: build.drive },
           run,
           profile,
-          callId,
+          { callId, spawnIndex },
           request,
         ),
       filesystemWith(undefined),

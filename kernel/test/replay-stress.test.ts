@@ -42,6 +42,25 @@ describe("replay stress", () => {
 
   itIsReplaySafe("finds nothing wrong with a tool that writes under its idempotency key", () => stressFolder(noteAgent(true)));
 
+  itIsReplaySafe("finds nothing wrong with an agent whose subagent asks a question before it answers", async () => {
+    const dir = agentFolder({
+      "agent.ts": `import { defineAgent } from "@assemblyline-agents/core";
+export default defineAgent({ model: "test/model", instructions: "Delegate." });
+`,
+      "subagents/researcher/agent.ts": `import { defineAgent } from "@assemblyline-agents/core";
+export default defineAgent({ description: "Looks things up." });
+`,
+    });
+    const script = {
+      turns: [{ toolCalls: [{ name: "spawn_subagent", input: { name: "researcher", task: "look it up" } }] }, { text: "parent done" }],
+      subagents: { researcher: { turns: [{ toolCalls: [{ name: "ask_question", input: { question: "ok?" } }] }, { text: "found it" }] } },
+    };
+    const bundle = await loadRuntimeBundle((await buildAgent(dir)).artifactRoot);
+    const report = await replayStress({ bundle, script, message: "go", conversationId: "c1", answers: ["yes"] });
+    expect(report.recorded).toMatchObject({ status: "completed", text: "parent done" });
+    return report;
+  });
+
   it("catches a tool that writes without an idempotency key, naming the boundary and the repeated write", async () => {
     const report = await stressFolder(noteAgent(false));
     const repeated = report.problems.filter((problem) => problem.kind === "side_effect_repeated");

@@ -227,6 +227,25 @@ export default defineHook({ events: { "run.completed"(event) { (globalThis.__com
     expect(seen()).toEqual([finished]);
   });
 
+  it("delivers the events of a subagent's run no observer saw, as it does the agent's own", async () => {
+    const dir = agentFolder({
+      "agent.ts": MINIMAL_AGENT,
+      "subagents/researcher/agent.ts": `import { defineAgent } from "@assemblyline-agents/core";
+export default defineAgent({ description: "Researches things." });
+`,
+      "hooks/count.ts": `import { defineHook } from "@assemblyline-agents/core";
+export default defineHook({ events: { "run.completed"(event) { (globalThis.__subagentSeen ??= []).push(event.runId); } } });`,
+    });
+    const first = await startAgent(dir, [{ text: "done" }]);
+    // A subagent's run whose end a process recorded and died before its observers ran.
+    const { run } = await first.state.createRun({ id: "run_sub_orphan", agentId: `${first.bundle.manifest.agent.id}/researcher`, agentRevision: first.bundle.manifest.agentRevision, conversationId: null, modelSpec: "test/m", input: { message: "look", metadata: {}, parent: { runId: "run_parent", callId: "call_1", subagent: "researcher", depth: 1, sandboxRunId: "run_sub_orphan" } } });
+    await first.state.appendEvents(run.id, [{ type: "run.completed", data: {} }], { run: { status: "completed" } });
+    (globalThis as { __subagentSeen?: string[] }).__subagentSeen = [];
+    expect(await first.runtime.catchUpObservers()).toBe(1);
+    expect((globalThis as { __subagentSeen?: string[] }).__subagentSeen).toEqual(["run_sub_orphan"]);
+    expect(await first.runtime.catchUpObservers({ everyRun: true })).toBe(0);
+  });
+
   it("catches up the newest resting runs by default, and every run behind when asked", async () => {
     const dir = agentFolder({
       "agent.ts": MINIMAL_AGENT,

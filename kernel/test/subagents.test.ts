@@ -2,7 +2,8 @@ import { writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { describe, expect, it } from "vitest";
 import type { AgentHarness } from "@assemblyline-agents/core";
-import { buildAgent } from "@assemblyline-agents/runtime";
+import { noopLogger } from "@assemblyline-agents/core";
+import { InMemoryStateAdapter, OpenEveRuntime, buildAgent, loadRuntimeBundle } from "@assemblyline-agents/runtime";
 import { startBuilt } from "./support/runtime.js";
 import { agentFolder, toolSource } from "./support/agent-folder.js";
 
@@ -121,6 +122,47 @@ describe("subagents", () => {
     expect(childEvents.map((event) => event.type)).toContain("skill.loaded");
   });
 
+  it.each(["recovery sweep", "resume", "answer"] as const)("wakes a parent whose child ended as the process died, before it woke the parent (%s)", async (how) => {
+    const script = {
+      turns: [{ toolCalls: [{ name: "spawn_subagent", input: { name: "researcher", task: "look" } }] }, { text: "parent done" }],
+      subagents: { researcher: { turns: [{ toolCalls: [{ name: "ask_question", input: { question: "ok?" } }] }, { text: "child result" }] } },
+    };
+    const dir = researchAgent(script);
+    const bundle = await loadRuntimeBundle((await buildAgent(dir)).artifactRoot);
+    const state = new InMemoryStateAdapter();
+    // The store as the dying process sees it: nothing reaches it after a child run's end is written.
+    let dead = false;
+    const dying = new Proxy(state, {
+      get(target, property, receiver) {
+        const value = Reflect.get(target, property, receiver);
+        if (typeof value !== "function") return value;
+        return async (...args: unknown[]) => {
+          if (dead) throw new Error("process died");
+          const result = await value.apply(target, args);
+          if (property === "appendEvents" && String(args[0]).startsWith("run_sub_") && (args[1] as Array<{ type: string }>).some((event) => event.type === "run.completed")) dead = true;
+          return result;
+        };
+      },
+    });
+    const first = new OpenEveRuntime({ ...bundle, state: dying, logger: noopLogger(), leaseTtlMs: 50 });
+    const paused = await first.run({ message: "go" });
+    expect(paused.status).toBe("waiting_input");
+    await first.answer(paused.runId, "yes").catch(() => undefined);
+    expect((await state.getRun(paused.waitingOn!.runId))?.status).toBe("completed");
+    expect((await state.getRun(paused.runId))?.status).toBe("waiting_input");
+    await new Promise((resolve) => setTimeout(resolve, 80));
+
+    const second = new OpenEveRuntime({ ...bundle, state, logger: noopLogger(), leaseTtlMs: 50 });
+    if (how === "recovery sweep") await second.recoverRuns();
+    else if (how === "resume") await second.resume(paused.runId);
+    else await second.answer(paused.runId, "yes");
+    await second.onIdle();
+    const parent = await second.getRun(paused.runId);
+    expect(parent.status).toBe("completed");
+    expect(parent.response?.text).toBe("parent done");
+    expect((await state.listEvents(paused.runId)).filter((event) => event.type === "subagent.completed")).toHaveLength(1);
+  });
+
   it("approving the child run directly also completes the parent", async () => {
     const { runtime } = await start(researchAgent(SPAWN_AND_FINISH));
     const paused = await runtime.run({ message: "research" });
@@ -137,6 +179,70 @@ describe("subagents", () => {
     expect(result.status).toBe("completed");
     const spawn = (await state.listToolCalls(result.runId)).find((call) => call.toolName === "spawn_subagent");
     expect(spawn?.output).toMatchObject({ code: "AL_ERR_SUBAGENT_OUTPUT", error: expect.stringContaining("output/fact must be string") });
+    const ended = (await state.listEvents(result.runId)).filter((event) => event.type === "subagent.completed");
+    expect(ended.map((event) => event.data.status)).toEqual(["output_invalid"]);
+  });
+
+  it("gives each spawn of one tool call its own child, in turn and at once, and finds the same children on a replay", async () => {
+    const script = {
+      turns: [{ toolCalls: [{ name: "delegate", input: { value: "x" } }] }, { text: "done" }],
+      subagents: { researcher: { turns: [{ text: "R" }] }, writer: { turns: [{ text: "W" }] } },
+    };
+    const delegate = toolSource({
+      upFront: true,
+      execute: `const a = await ctx.spawnSubagent({ name: "researcher", task: "find" });
+      const b = await ctx.spawnSubagent({ name: "writer", task: "write" });
+      const [c, d] = await Promise.all([ctx.spawnSubagent({ name: "researcher", task: "again" }), ctx.spawnSubagent({ name: "writer", task: "again" })]);
+      return [a, b, c, d].map((spawned) => [spawned.subagent, spawned.output, spawned.runId]);`,
+    });
+    const writer = `import { defineAgent } from "@assemblyline-agents/core";
+export default defineAgent({ description: "Writes things up." });
+`;
+    const { runtime, state } = await start(researchAgent(script, { "tools/delegate.ts": delegate, "subagents/writer/agent.ts": writer }));
+    const result = await runtime.run({ message: "go" });
+    expect(result.status).toBe("completed");
+    const call = (await state.listToolCalls(result.runId)).find((entry) => entry.toolName === "delegate")!;
+    const spawned = call.output as Array<[string, string, string]>;
+    const tasks = await Promise.all(spawned.map(async ([subagent, , runId]) => [subagent, (await state.getRun(runId))?.input.message]));
+    expect(tasks).toEqual([
+      ["researcher", "find"],
+      ["writer", "write"],
+      ["researcher", "again"],
+      ["writer", "again"],
+    ]);
+    expect(new Set(spawned.map(([, , runId]) => runId)).size).toBe(4);
+    const events = await state.listEvents(result.runId);
+    expect(events.filter((event) => event.type === "subagent.started").map((event) => event.data.childRunId)).toEqual(expect.arrayContaining(spawned.map(([, , runId]) => runId)));
+    expect(events.filter((event) => event.type === "subagent.completed")).toHaveLength(4);
+  });
+
+  it("refuses a blank task, and a replayed call whose spawn asks for another subagent than its child", async () => {
+    const script = { turns: [{ toolCalls: [{ name: "spawn_subagent", input: { name: "researcher", task: " \n " } }] }, { text: "done" }], subagents: { researcher: { turns: [{ text: "ok" }] } } };
+    const { runtime, state } = await start(researchAgent(script));
+    const result = await runtime.run({ message: "go" });
+    const [blank] = await state.listToolCalls(result.runId);
+    expect(JSON.stringify(blank?.output)).toMatch(/task/);
+
+    // A tool that, run again once its paused child finished, asks for another subagent than its first run did.
+    const fickle = toolSource({
+      upFront: true,
+      execute: `globalThis.__fickleRounds = (globalThis.__fickleRounds ?? 0) + 1;
+      const name = globalThis.__fickleRounds === 1 ? "researcher" : "writer";
+      try { return await ctx.spawnSubagent({ name, task: "look it up" }); } catch (error) { if (error.code === "AL_ERR_SUBAGENT_INPUT") return { code: error.code, message: error.message }; throw error; }`,
+    });
+    const writer = `import { defineAgent } from "@assemblyline-agents/core";\nexport default defineAgent({ description: "Writes." });\n`;
+    const replayScript = {
+      turns: [{ toolCalls: [{ name: "fickle", input: { value: "x" } }] }, { text: "done" }],
+      subagents: { researcher: { turns: [{ toolCalls: [{ name: "lookup", input: { value: "v" } }] }, { text: "found" }] }, writer: { turns: [{ text: "written" }] } },
+    };
+    (globalThis as { __fickleRounds?: number }).__fickleRounds = 0;
+    const second = await start(researchAgent(replayScript, { "tools/fickle.ts": fickle, "subagents/writer/agent.ts": writer }));
+    const paused = await second.runtime.run({ message: "go" });
+    expect(paused.status).toBe("waiting_approval");
+    const done = await second.runtime.approve(paused.runId, { callId: paused.pendingApprovals![0]!.callId });
+    expect(done.status).toBe("completed");
+    const [call] = await second.state.listToolCalls(paused.runId);
+    expect(call?.output).toMatchObject({ code: "AL_ERR_SUBAGENT_INPUT", message: expect.stringContaining("started subagent researcher") });
   });
 
   it("stops runaway spawning at the depth and count limits with a clear error", async () => {
@@ -154,6 +260,18 @@ describe("subagents", () => {
     const outputs = (await state.listToolCalls(result.runId)).map((call) => call.output);
     expect(outputs[0]).toMatchObject({ output: "ok" });
     expect(outputs[1]).toMatchObject({ code: "AL_ERR_SUBAGENT_LIMIT", error: expect.stringContaining("already spawned 1 subagents; the limit is 1") });
+
+    // Spawns made at once count each other: of three, with room for two, one is refused.
+    const together = toolSource({
+      upFront: true,
+      execute: `const tries = await Promise.allSettled(["a", "b", "c"].map((task) => ctx.spawnSubagent({ name: "researcher", task })));
+      return tries.map((attempt) => (attempt.status === "fulfilled" ? "spawned" : attempt.reason.code));`,
+    });
+    const parallel = await start(researchAgent({ turns: [{ toolCalls: [{ name: "together", input: { value: "x" } }] }, { text: "done" }], subagents: { researcher: { turns: [{ text: "ok" }] } } }, { "tools/together.ts": together }), { subagents: { maxSpawnsPerRun: 2 } });
+    const all = await parallel.runtime.run({ message: "go" });
+    const [togetherCall] = await parallel.state.listToolCalls(all.runId);
+    expect((togetherCall?.output as string[]).sort()).toEqual(["AL_ERR_SUBAGENT_LIMIT", "spawned", "spawned"]);
+    expect((await parallel.state.listEvents(all.runId)).filter((event) => event.type === "subagent.started")).toHaveLength(2);
 
     const deep = await start(researchAgent(script), { subagents: { maxDepth: 0 } });
     const refused = await deep.runtime.run({ message: "go" });

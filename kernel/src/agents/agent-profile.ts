@@ -208,3 +208,8 @@ export function profileOfRun(root: AgentProfile, run: RunRecord): AgentProfile {
   }
   return profile;
 }
+
+/** The agent ids of `root`'s subagents, nested ones included (`<agent id>/<path>`), as their runs carry them. */
+export function subagentIdsOf(root: AgentProfile): string[] {
+  return [...root.subagents.values()].flatMap((child) => [child.agentId, ...subagentIdsOf(child)]);
+}

@@ -1,7 +1,7 @@
 import { defineTool, isAssemblyLineError, type JsonSchema, type JsonValue } from "@assemblyline-agents/core";
 
 /** Refusals the model can act on: another name, fewer spawns, a clearer task. */
-const RECOVERABLE = new Set(["AL_ERR_SUBAGENT_NOT_FOUND", "AL_ERR_SUBAGENT_LIMIT", "AL_ERR_SUBAGENT_OUTPUT", "AL_ERR_SUBAGENT_FAILED"]);
+const RECOVERABLE = new Set(["AL_ERR_SUBAGENT_INPUT", "AL_ERR_SUBAGENT_NOT_FOUND", "AL_ERR_SUBAGENT_LIMIT", "AL_ERR_SUBAGENT_OUTPUT", "AL_ERR_SUBAGENT_FAILED"]);
 
 interface SpawnInput {
   name: string;
@@ -20,7 +20,7 @@ export const spawnSubagentTool = defineTool<SpawnInput, JsonValue>({
     type: "object",
     properties: {
       name: { type: "string", minLength: 1 },
-      task: { type: "string", minLength: 1 },
+      task: { type: "string", minLength: 1, pattern: "\\S" },
       expectedOutput: { type: ["string", "object"] } as JsonSchema,
       constraints: { type: "array", items: { type: "string" } },
     },

@@ -176,9 +176,10 @@ export class RunDriver {
   /**
    * A subagent's run finished while its parent was paused waiting for it (the
    * child needed an approval or an answer): resume the parent, whose open
-   * spawning call now finds the finished child.
+   * spawning call now finds the finished child. Also called by the runtime for
+   * a parent a process left paused when it died between the two.
    */
-  private async wakeParent(childRunId: string): Promise<void> {
+  async wakeParent(childRunId: string): Promise<void> {
     const { state, journal } = this.parts;
     const child = await state.runs.getRun(childRunId);
     const link = child?.input.parent;

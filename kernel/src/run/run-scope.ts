@@ -25,8 +25,8 @@ export interface RunServices {
   blob?: BlobStore;
   /** ctx.resources: RuntimeOptions.resources, when the host passed them. */
   resources?: Record<string, unknown>;
-  /** ctx.spawnSubagent for the tool call `callId`. */
-  spawnSubagent(request: SubagentRequest, callId: string): Promise<JsonValue>;
+  /** ctx.spawnSubagent for the tool call `callId`: its `spawnIndex`-th spawn (from 0), in call order. */
+  spawnSubagent(request: SubagentRequest, callId: string, spawnIndex: number): Promise<JsonValue>;
   /** ctx.selfImprovement, when agent.ts makes skills writable. */
   selfImprovement?: SelfImprovementApi;
   /**
@@ -68,7 +68,7 @@ export class RunServicesRecord implements RunServices {
 
   constructor(
     readonly getSandbox: () => Promise<Sandbox>,
-    readonly spawnSubagent: (request: SubagentRequest, callId: string) => Promise<JsonValue>,
+    readonly spawnSubagent: (request: SubagentRequest, callId: string, spawnIndex: number) => Promise<JsonValue>,
     readonly filesystem: RuntimeFilesystem,
     readonly releaseSandbox: () => Promise<void>,
   ) {}

@@ -28,6 +28,7 @@ export function createToolContext(
   const perCall = services.forCall?.({ id: call.id, approved: approvedToolCall });
   const filesystem = perCall?.filesystem ?? services.filesystem;
   const selfImprovement = perCall ? perCall.selfImprovement : services.selfImprovement;
+  let spawns = 0;
   return {
     runId: scope.runId,
     agentRevision: scope.agentRevision,
@@ -69,8 +70,10 @@ export function createToolContext(
     ...(services.memory ? { memory: services.memory } : {}),
     ...(services.resources ? { resources: services.resources } : {}),
     async spawnSubagent(request) {
+      // Numbered as called, so each spawn of one execution has its own child, found again on a replay.
+      const spawnIndex = spawns++;
       try {
-        return await services.spawnSubagent(request, call.id);
+        return await services.spawnSubagent(request, call.id, spawnIndex);
       } catch (error) {
         // Remembered so a tool that catches it still pauses until the child finishes.
         if (isSubagentSuspension(error)) asked.subagent = error;

@@ -20,13 +20,28 @@ export interface SpawnerParts {
   runs: RunStore;
   journal: RunJournal;
   limits: SubagentLimits;
+  /**
+   * Spawns under way per parent run, counted before their child is recorded: spawns made at once
+   * (parallel calls, Promise.all in a tool) would each count only the started events before them.
+   * One process drives a parent run (its lease), so a count in memory sees all of them.
+   */
+  spawning: Map<string, Set<string>>;
   /** Drive a run to its next resting state (waits for a drive of it already in this process). */
   drive(runId: string): Promise<RunResult>;
 }
 
-/** The child run of one spawning tool call: the same id on every replay. */
-export function childRunIdFor(parentRunId: string, callId: string): string {
-  return `run_sub_${digestJson([parentRunId, callId]).slice(0, 32)}`;
+/**
+ * The child run of one spawn of a tool call (its `spawnIndex`-th, from 0): the same id on every
+ * replay. The first spawn's id is the call's alone, as it was before a call could spawn several.
+ */
+export function childRunIdFor(parentRunId: string, callId: string, spawnIndex = 0): string {
+  return `run_sub_${digestJson(spawnIndex === 0 ? [parentRunId, callId] : [parentRunId, callId, spawnIndex]).slice(0, 32)}`;
+}
+
+/** Which spawn of which tool call: the call's id, and the spawn's place among the call's spawns. */
+export interface SpawnSite {
+  callId: string;
+  spawnIndex: number;
 }
 
 /**
@@ -35,9 +50,10 @@ export function childRunIdFor(parentRunId: string, callId: string): string {
  * or crash recovery that repeats the call finds the child instead of starting
  * another, and a finished child is never driven again.
  */
-export async function spawnSubagent(parts: SpawnerParts, parent: RunRecord, profile: AgentProfile, callId: string, request: SubagentRequest): Promise<JsonValue> {
+export async function spawnSubagent(parts: SpawnerParts, parent: RunRecord, profile: AgentProfile, site: SpawnSite, request: SubagentRequest): Promise<JsonValue> {
+  const { callId } = site;
   if (typeof request !== "object" || request === null || typeof request.name !== "string" || typeof request.task !== "string" || request.task.trim() === "") {
-    throw new AssemblyLineError("AL_ERR_SUBAGENT_NOT_FOUND", "spawnSubagent needs { name, task } with a non-empty task", {
+    throw new AssemblyLineError("AL_ERR_SUBAGENT_INPUT", "spawnSubagent needs { name, task } with a non-empty task", {
       fix: 'Call ctx.spawnSubagent({ name: "researcher", task: "..." }).',
     });
   }
@@ -49,11 +65,17 @@ export async function spawnSubagent(parts: SpawnerParts, parent: RunRecord, prof
     });
   }
   const schema = outputSchemaOf(child, request);
-  const childRunId = childRunIdFor(parent.id, callId);
+  const childRunId = childRunIdFor(parent.id, callId, site.spawnIndex);
   const existing = await parts.runs.getRun(childRunId);
+  if (existing && existing.input.parent?.subagent !== child.path) {
+    throw new AssemblyLineError("AL_ERR_SUBAGENT_INPUT", `spawn ${site.spawnIndex + 1} of tool call ${callId} started subagent ${existing.input.parent?.subagent ?? "?"} (run ${childRunId}) before; now it asks for ${child.path}`, {
+      fix: "A tool replayed after a pause or a crash must spawn the same subagents in the same order: decide what to spawn from the tool's input, not from time or chance.",
+      details: { childRunId },
+    });
+  }
   if (!existing) await startChild(parts, parent, child, callId, childRunId, request);
   // A crash between creating the child and recording it leaves the event to the replay.
-  else await recordOnce(parts, parent.id, "subagent.started", callId, { childRunId, subagent: child.path, callId, task: request.task, depth: existing.input.parent?.depth ?? 1 });
+  else await recordOnce(parts, parent.id, "subagent.started", { childRunId, subagent: child.path, callId, task: request.task, depth: existing.input.parent?.depth ?? 1 });
 
   const result = await parts.drive(childRunId).catch((error: unknown) => {
     // Leased by another replica: not the parent's failure. It stays running and recovery resumes both.
@@ -61,7 +83,7 @@ export async function spawnSubagent(parts: SpawnerParts, parent: RunRecord, prof
     throw error;
   });
   if (result.status === "waiting_approval" || result.status === "waiting_input") {
-    await recordOnce(parts, parent.id, "subagent.waiting", callId, {
+    await recordOnce(parts, parent.id, "subagent.waiting", {
       childRunId,
       subagent: child.path,
       callId,
@@ -72,7 +94,7 @@ export async function spawnSubagent(parts: SpawnerParts, parent: RunRecord, prof
     throw new SubagentSuspension(childRunId, result.status === "waiting_approval" ? "approval" : "input");
   }
   if (result.status === "failed") {
-    await recordOnce(parts, parent.id, "subagent.completed", callId, { childRunId, subagent: child.path, callId, status: "failed", error: result.error?.message ?? "failed" });
+    await recordOnce(parts, parent.id, "subagent.completed", { childRunId, subagent: child.path, callId, status: "failed", error: result.error?.message ?? "failed" });
     throw new AssemblyLineError("AL_ERR_SUBAGENT_FAILED", `subagent ${child.path} (run ${childRunId}) failed: ${result.error?.message ?? "unknown error"}`, {
       fix: `See \`assembly-line runs show ${childRunId}\`.`,
     });
@@ -81,8 +103,15 @@ export async function spawnSubagent(parts: SpawnerParts, parent: RunRecord, prof
     throw busy(childRunId, `is ${result.status}`);
   }
   const text = result.response?.text ?? "";
-  const output = checkOutput(child, childRunId, text, schema);
-  await recordOnce(parts, parent.id, "subagent.completed", callId, { childRunId, subagent: child.path, callId, status: "completed", output });
+  let output: JsonValue;
+  try {
+    output = checkOutput(child, childRunId, text, schema);
+  } catch (error) {
+    // The child ended all the same: the parent's record says so, and why its output was refused.
+    await recordOnce(parts, parent.id, "subagent.completed", { childRunId, subagent: child.path, callId, status: "output_invalid", error: (error as Error).message });
+    throw error;
+  }
+  await recordOnce(parts, parent.id, "subagent.completed", { childRunId, subagent: child.path, callId, status: "completed", output });
   return { subagent: child.path, runId: childRunId, output };
 }
 
@@ -93,12 +122,26 @@ async function startChild(parts: SpawnerParts, parent: RunRecord, child: AgentPr
       fix: "Do the work here instead of delegating again, or raise subagents.maxDepth (ASSEMBLY_LINE_SUBAGENT_MAX_DEPTH).",
     });
   }
-  const started = (await parts.runs.listEvents(parent.id)).filter((event) => event.type === "subagent.started");
-  if (started.length >= parts.limits.maxSpawnsPerRun) {
-    throw new AssemblyLineError("AL_ERR_SUBAGENT_LIMIT", `run ${parent.id} already spawned ${started.length} subagents; the limit is ${parts.limits.maxSpawnsPerRun}`, {
-      fix: "Finish with what the subagents returned, or raise subagents.maxSpawnsPerRun (ASSEMBLY_LINE_SUBAGENT_MAX_SPAWNS).",
-    });
+  const underWay = parts.spawning.get(parent.id) ?? new Set<string>();
+  parts.spawning.set(parent.id, underWay);
+  try {
+    const spawned = new Set((await parts.runs.listEvents(parent.id)).filter((event) => event.type === "subagent.started").map((event) => String(event.data.childRunId)));
+    // The others under way count too (not yet recorded); taken after the read, before the next await.
+    for (const other of underWay) spawned.add(other);
+    if (spawned.size >= parts.limits.maxSpawnsPerRun) {
+      throw new AssemblyLineError("AL_ERR_SUBAGENT_LIMIT", `run ${parent.id} already spawned ${spawned.size} subagents; the limit is ${parts.limits.maxSpawnsPerRun}`, {
+        fix: "Finish with what the subagents returned, or raise subagents.maxSpawnsPerRun (ASSEMBLY_LINE_SUBAGENT_MAX_SPAWNS).",
+      });
+    }
+    underWay.add(childRunId);
+    await createChild(parts, parent, child, callId, childRunId, request, depth);
+  } finally {
+    underWay.delete(childRunId);
+    if (underWay.size === 0 && parts.spawning.get(parent.id) === underWay) parts.spawning.delete(parent.id);
   }
+}
+
+async function createChild(parts: SpawnerParts, parent: RunRecord, child: AgentProfile, callId: string, childRunId: string, request: SubagentRequest, depth: number): Promise<void> {
   const sandboxRunId = child.workspace === "shared" ? (parent.input.parent?.sandboxRunId ?? parent.id) : childRunId;
   const { run, created } = await parts.runs.createRun({
     id: childRunId,
@@ -115,7 +158,7 @@ async function startChild(parts: SpawnerParts, parent: RunRecord, child: AgentPr
     idempotencyKey: `subagent:${childRunId}`,
   });
   if (created) await parts.journal.observe(run.id);
-  await recordOnce(parts, parent.id, "subagent.started", callId, { childRunId, subagent: child.path, callId, task: request.task, depth });
+  await recordOnce(parts, parent.id, "subagent.started", { childRunId, subagent: child.path, callId, task: request.task, depth });
 }
 
 function composeTask(request: SubagentRequest): string {
@@ -168,16 +211,15 @@ function stripFence(text: string): string {
   return fenced ? fenced[1]! : text;
 }
 
-/** Record a parent event once per tool call (and per child pause for `subagent.waiting`), so replays add nothing. */
+/** Record a parent event once per child run (and per child pause for `subagent.waiting`), so replays add nothing. */
 async function recordOnce(
   parts: SpawnerParts,
   parentRunId: string,
   type: "subagent.started" | "subagent.completed" | "subagent.waiting",
-  callId: string,
-  data: Record<string, JsonValue>,
+  data: Record<string, JsonValue> & { childRunId: string },
 ): Promise<void> {
   const events = await parts.runs.listEvents(parentRunId);
-  const same = events.filter((event) => event.type === type && event.data.callId === callId);
+  const same = events.filter((event) => event.type === type && event.data.childRunId === data.childRunId);
   if (type === "subagent.waiting") {
     // A new pause of the child (another approval) is worth a new event; a replay of the same one is not.
     const key = digestJson([data.pendingApprovals, data.question]);

@@ -89,15 +89,18 @@ async function attempt(options: ReplayStressOptions, stopAfter: number): Promise
     if (!crashing.stopped()) throw error;
   }
   await first.runtime.onIdle().catch(() => undefined);
-  runId ??= (await state.listRuns({ limit: 1 })).runs[0]?.id;
+  // The newest run may be a subagent's child run: the one under test is the run no parent started.
+  runId ??= (await state.listRuns({ limit: 100 })).runs.find((run) => !run.input.parent)?.id;
   if (!runId) throw new AssemblyLineError("AL_ERR_SCRIPTED_MODEL", "replay stress: the run was never created", { fix: "Check the agent builds and the script starts." });
 
   const completedAtStop = new Set((await state.listToolCalls(runId)).filter((call) => call.status === "completed").map((call) => call.callId));
   const executedAfterStop = new Map<string, number>();
   if (crashing.stopped()) {
-    // The stopped process's lease runs out before a fresh one can take the run.
-    await waitForLeaseExpiry(state, runId);
+    // The stopped process's leases (the run's, and its subagents' runs') run out before a fresh one can take them.
+    for (const { id } of (await state.listRuns({ limit: 100 })).runs) await waitForLeaseExpiry(state, id);
     const second = await runtimeOn(options, state, executedAfterStop);
+    // As a host does when it starts: take over what the stopped process held (a subagent's run too).
+    await second.runtime.recoverRuns();
     await settle(second.runtime, runId, answers);
     await second.runtime.onIdle();
   }
