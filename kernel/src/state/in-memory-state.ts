@@ -542,6 +542,7 @@ export class InMemoryStateAdapter implements StateAdapter {
   }
 
   async putSandboxSession(record: SandboxSessionRecord): Promise<void> {
+    if (record.data === undefined) refuse(`putSandboxSession(key "${record.key}")`, "record.data", "a JSON value (null for none)", record.data);
     this.sandboxSessions.set(record.key, copy(record));
   }
 
@@ -587,6 +588,7 @@ export class InMemoryStateAdapter implements StateAdapter {
   }
 
   async putSetting(key: string, value: JsonValue, audit: { actor: string; reason?: string }): Promise<SettingAuditEvent> {
+    if (value === undefined) refuse(`putSetting(key "${key}")`, "value", "a JSON value (null for none)", value);
     const stored = copy(value);
     const event: SettingAuditEvent = {
       id: randomUUID(),

@@ -13,6 +13,7 @@ import type {
   UsageRecord,
   UsageStore,
 } from "../../state/index.js";
+import type { JsonValue } from "../../json.js";
 import { clockAt, uniqueId, useSubject, type StateKitFactory } from "./subject.js";
 
 const message = (content: string, role: ConversationMessage["role"] = "user"): ConversationMessage => ({
@@ -459,6 +460,19 @@ export function describeSandboxSessionStoreConformance(name: string, factory: St
       expect(await store().listSandboxSessions()).toHaveLength(1);
     });
 
+    it("refuses a session whose data is undefined (AL_ERR_STATE_INPUT_INVALID naming record.data) and keeps the stored one", async () => {
+      await store().putSandboxSession(session("run-a", "s1"));
+      const undefinedData = { ...session("run-a", "s2"), data: undefined } as unknown as SandboxSessionRecord;
+      await expect(store().putSandboxSession(undefinedData)).rejects.toMatchObject({
+        code: "AL_ERR_STATE_INPUT_INVALID",
+        message: expect.stringContaining("record.data"),
+      });
+      expect(await store().getSandboxSession("run-a")).toEqual(session("run-a", "s1"));
+      // null is the value for "no data".
+      await store().putSandboxSession({ ...session("run-a", "s3"), data: null });
+      expect((await store().getSandboxSession("run-a"))?.data).toBeNull();
+    });
+
     it("lists sessions by key in code-point order", async () => {
       for (const key of ["run-\u{1F600}", "run-\uffff", "run-a"]) await store().putSandboxSession(session(key, key));
       expect((await store().listSandboxSessions()).map((s) => s.key)).toEqual(["run-a", "run-\uffff", "run-\u{1F600}"]);
@@ -605,6 +619,19 @@ export function describeRuntimeSettingsStoreConformance(name: string, factory: S
       for (let index = 0; index < trail.length - 1; index += 1) expect(trail[index]!.previous).toEqual(trail[index + 1]!.value);
       expect(trail[trail.length - 1]!.previous).toBeNull();
       expect(await store().getSetting("limit")).toEqual(trail[0]!.value);
+    });
+
+    it("refuses an undefined value (AL_ERR_STATE_INPUT_INVALID naming value), writing neither value nor audit event", async () => {
+      await store().putSetting("model", "a", { actor: "ops" });
+      await expect(store().putSetting("model", undefined as unknown as JsonValue, { actor: "ops" })).rejects.toMatchObject({
+        code: "AL_ERR_STATE_INPUT_INVALID",
+        message: expect.stringContaining("value"),
+      });
+      expect(await store().getSetting("model")).toBe("a");
+      expect((await store().listSettingAudit({ key: "model" })).map((e) => e.value)).toEqual(["a"]);
+      // null is the value for "no setting".
+      expect(await store().putSetting("model", null, { actor: "ops" })).toMatchObject({ value: null, previous: "a" });
+      expect(await store().getSetting("model")).toBeNull();
     });
 
     it("returns copies of stored values", async () => {

@@ -54,7 +54,7 @@ import { mkdir, open, readdir, rename, unlink, type FileHandle } from "node:fs/p
 import { join, resolve } from "node:path";
 import { describeOptions, unknownOptions } from "../known-options.js";
 import { FolderLock } from "./folder-lock.js";
-import { validDate } from "./input-checks.js";
+import { definedValue, validDate } from "./input-checks.js";
 import { jsonExactCopy } from "./json-exact-copy.js";
 import {
   StateTables,
@@ -702,7 +702,11 @@ export class FileStateAdapter implements StateAdapter {
   }
 
   putSandboxSession(record: SandboxSessionRecord): Promise<void> {
-    return this.mutate(() => ({ ops: [{ op: "sandboxSession.put", record }], result: () => undefined }));
+    return this.mutate(() => {
+      // JSON would drop the field: the session would read back without its data.
+      definedValue(`putSandboxSession(key "${record.key}")`, "record.data", record.data);
+      return { ops: [{ op: "sandboxSession.put", record }], result: () => undefined };
+    });
   }
 
   deleteSandboxSession(key: string): Promise<void> {
@@ -781,6 +785,8 @@ export class FileStateAdapter implements StateAdapter {
 
   putSetting(key: string, value: JsonValue, audit: { actor: string; reason?: string }): Promise<SettingAuditEvent> {
     return this.mutate((tables) => {
+      // JSON would drop it: the audit event would read back without a value.
+      definedValue(`putSetting(key "${key}")`, "value", value);
       const event: SettingAuditEvent = {
         id: randomUUID(),
         key,

@@ -28,6 +28,11 @@ function shown(value: unknown): string {
   return text.length > 60 ? `${text.slice(0, 57)}...` : text;
 }
 
+/** Refuse an undefined JSON value: JSON would drop the field (a store keeps null for none). */
+export function definedValue<T>(operation: string, field: string, value: T | undefined): T {
+  return value === undefined ? refuse(operation, field, "a JSON value (null for none)", value) : value;
+}
+
 /** `value` as an ISO time when it is a Date that holds one; else refused. */
 export function validDate(operation: string, field: string, value: unknown): string {
   return value instanceof Date && Number.isFinite(value.getTime()) ? value.toISOString() : refuse(operation, field, "a valid Date", value);

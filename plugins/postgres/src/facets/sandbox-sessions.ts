@@ -18,6 +18,7 @@ export async function putSandboxSession(db: StateDatabase, record: SandboxSessio
   const check = new ArgumentCheck("putSandboxSession");
   check.object("record", record);
   const key = check.string("record.key", record.key);
+  if (record.data === undefined) check.fail("record.data", "a JSON value (null for none)", record.data);
   await db.run(
     `putSandboxSession(key "${key}")`,
     `INSERT INTO ${db.s}.sandbox_sessions (${SESSION_COLUMNS}) VALUES ($1, $2, $3, $4::json, $5, $6)

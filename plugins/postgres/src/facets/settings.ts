@@ -21,7 +21,8 @@ export async function putSetting(
   check.object("audit", audit);
   const actor = check.text("audit.actor", audit.actor);
   const reason = check.nullableString("audit.reason", audit.reason);
-  const valueJson = jsonParam(value === undefined ? null : value, check.operation, "value") ?? "null";
+  if (value === undefined) check.fail("value", "a JSON value (null for none)", value);
+  const valueJson = jsonParam(value, check.operation, "value") ?? "null";
   const id = randomUUID();
   const [row] = await db.rows<{ previous: JsonValue | null; created_at: Date }>(
     check.operation,
