@@ -138,7 +138,8 @@ export interface RunAgentOptions {
   model?: string;
   /** Dedupe key (e.g. a provider event id): the same key starts one run. */
   idempotencyKey?: string;
-  channel?: { name: string; metadata?: Record<string, JsonValue> };
+  /** The channel that produced the turn; `delivery` is for its `deliver()` only (`RunInput.channel`). */
+  channel?: { name: string; metadata?: Record<string, JsonValue>; delivery?: Record<string, JsonValue> };
   signal?: AbortSignal;
 }
 

@@ -169,6 +169,23 @@ export default defineAgent({ model: "test/model", context: customContext });`,
     });
   });
 
+  it("keeps a channel's delivery metadata from tools, context policies and the model", async () => {
+    const dir = agentFolder({
+      "context.ts": `import { defineContext } from "@assemblyline-agents/core";
+export const watching = defineContext({ kind: "custom", name: "watching", build(context, info) { globalThis.__contextChannel = info.channel; return context; } });`,
+      "agent.ts": `import { defineAgent } from "@assemblyline-agents/core";
+import { watching } from "./context";
+export default defineAgent({ model: "test/model", context: watching });`,
+      "tools/where.ts": toolSource({ upFront: true, schema: `{ type: "object" }`, execute: "return { channel: ctx.channel };" }),
+    });
+    const { runtime, log, state } = await startAgent(dir, [{ toolCalls: [{ name: "where", input: {} }] }, { text: "ok" }]);
+    const { runId } = await runtime.run({ message: "hi", conversationId: "c-9", channel: { name: "discord", metadata: { guild: "g-1" }, delivery: { token: "SECRET-7" } } });
+    expect(log.outcomes[0]!.outcome).toEqual({ status: "completed", output: { channel: { name: "discord", conversationId: "c-9", metadata: { guild: "g-1" } } }, isError: false });
+    expect((globalThis as { __contextChannel?: unknown }).__contextChannel).toEqual({ name: "discord", metadata: { guild: "g-1" } });
+    expect(JSON.stringify(log.contexts)).not.toContain("SECRET-7");
+    expect((await state.getRun(runId))?.input.channel?.delivery).toEqual({ token: "SECRET-7" });
+  });
+
   it("gives tools the channel with its metadata in ctx.channel", async () => {
     const dir = agentFolder({ "agent.ts": agentWithContext(null), "tools/where.ts": toolSource({ upFront: true, schema: `{ type: "object" }`, execute: "return { channel: ctx.channel };" }) });
     const { runtime, log } = await startAgent(dir, [{ toolCalls: [{ name: "where", input: {} }] }, { text: "ok" }]);

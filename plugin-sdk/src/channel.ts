@@ -19,6 +19,12 @@ export interface ChannelTurn {
   attachments?: ChannelAttachment[];
   metadata?: Record<string, JsonValue>;
   /**
+   * What only `deliver()` may see: a secret the reply needs, such as Discord's interaction token.
+   * Kept with the run (`RunInput.channel.delivery`) but out of its metadata, so out of the model
+   * context, resolvers, tools and context policies; handed back as `ChannelDelivery.deliveryMetadata`.
+   */
+  deliveryMetadata?: Record<string, JsonValue>;
+  /**
    * What the provider is answered once the turn is durably accepted (and for a
    * duplicate of it), instead of the run summary: e.g. Discord's deferred
    * response. The reply itself goes out later through `deliver`.
@@ -57,6 +63,8 @@ export interface ChannelDelivery {
   text: string;
   /** The channel metadata of the run's turn (what normalizeHttp put in ChannelTurn.metadata). */
   metadata?: Record<string, JsonValue>;
+  /** What normalizeHttp put in ChannelTurn.deliveryMetadata: for this reply only. */
+  deliveryMetadata?: Record<string, JsonValue>;
 }
 
 /**

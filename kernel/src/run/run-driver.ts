@@ -441,7 +441,8 @@ export class RunDriver {
         agentId: profile.agentId,
         metadata: run.input.metadata,
         ...(run.conversationId ? { conversationId: run.conversationId } : {}),
-        ...(run.input.channel ? { channel: run.input.channel } : {}),
+        // Without `delivery`: the reply's secrets never reach a context policy, let alone the model.
+        ...(run.input.channel ? { channel: { name: run.input.channel.name, ...(run.input.channel.metadata ? { metadata: run.input.channel.metadata } : {}) } } : {}),
       };
       const deferred = scope.visible.has("tool_search") ? table.searchable().filter((entry) => !scope.visible.has(entry.name)) : [];
       const catalog = table.has("load_skill") ? (await library.list()).map((skill) => ({ name: skill.name, description: skill.description })) : [];

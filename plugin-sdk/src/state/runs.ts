@@ -8,7 +8,12 @@ export interface RunInput {
   message: string;
   metadata: Record<string, JsonValue>;
   /** The channel that produced the turn, when any. */
-  channel?: { name: string; metadata?: Record<string, JsonValue> };
+  channel?: {
+    name: string;
+    metadata?: Record<string, JsonValue>;
+    /** The turn's `deliveryMetadata`: for the channel's `deliver()` only, never shown to the model, resolvers or tools. */
+    delivery?: Record<string, JsonValue>;
+  };
   /** Set on a subagent's run: the run and tool call that spawned it. */
   parent?: SubagentParent;
   /**

@@ -47,8 +47,16 @@ export function deliveryMetadataOf(turn: ChannelTurn): Record<string, JsonValue>
   ) as Record<string, JsonValue>;
 }
 
+/** What the Node host passes to deliver() of a turn: its channel metadata, and its deliveryMetadata after a JSON round trip. */
+export function deliveryOf(turn: ChannelTurn): Pick<ChannelDelivery, "metadata" | "deliveryMetadata"> {
+  return {
+    metadata: deliveryMetadataOf(turn),
+    ...(turn.deliveryMetadata ? { deliveryMetadata: JSON.parse(JSON.stringify(turn.deliveryMetadata)) as Record<string, JsonValue> } : {}),
+  };
+}
+
 /** A first delivery attempt, as a host's outbox makes it. */
-const attempt = (reply: Pick<ChannelDelivery, "conversationId" | "runId" | "text" | "metadata">): ChannelDelivery => ({
+const attempt = (reply: Pick<ChannelDelivery, "conversationId" | "runId" | "text" | "metadata" | "deliveryMetadata">): ChannelDelivery => ({
   deliveryId: `dlv_${randomUUID()}`,
   attempt: 1,
   signal: new AbortController().signal,
@@ -124,7 +132,7 @@ export function describeChannelConformance(name: string, factory: StateKitFactor
     it("delivers a reply to the event it answers", async () => {
       expect(typeof subject().module.deliver, "a provider channel exports deliver").toBe("function");
       const turn = await turnOf(event());
-      await subject().module.deliver!(attempt({ conversationId: turn.conversationId, runId: `run_${randomUUID()}`, text: "the agent's reply", metadata: deliveryMetadataOf(turn) }));
+      await subject().module.deliver!(attempt({ conversationId: turn.conversationId, runId: `run_${randomUUID()}`, text: "the agent's reply", ...deliveryOf(turn) }));
       expect((await subject().received(turn.eventId)).join("")).toBe("the agent's reply");
     });
 
@@ -133,7 +141,7 @@ export function describeChannelConformance(name: string, factory: StateKitFactor
       if (!limit) return ctx.skip();
       const turn = await turnOf(event());
       const text = Array.from({ length: Math.ceil((limit * 2.5) / 12) }, (_, index) => `word${String(index).padStart(6, "0")} `).join("") + "\nend";
-      await subject().module.deliver!(attempt({ conversationId: turn.conversationId, runId: `run_${randomUUID()}`, text, metadata: deliveryMetadataOf(turn) }));
+      await subject().module.deliver!(attempt({ conversationId: turn.conversationId, runId: `run_${randomUUID()}`, text, ...deliveryOf(turn) }));
       const pieces = await subject().received(turn.eventId);
       expect(pieces.length).toBeGreaterThan(2);
       for (const piece of pieces) expect(piece.length).toBeLessThanOrEqual(limit);
@@ -144,7 +152,7 @@ export function describeChannelConformance(name: string, factory: StateKitFactor
       if (!subject().failNextDelivery) return ctx.skip();
       const turn = await turnOf(event());
       subject().failNextDelivery!();
-      const delivery = attempt({ conversationId: turn.conversationId, runId: `run_${randomUUID()}`, text: "retried reply", metadata: deliveryMetadataOf(turn) });
+      const delivery = attempt({ conversationId: turn.conversationId, runId: `run_${randomUUID()}`, text: "retried reply", ...deliveryOf(turn) });
       await expect(subject().module.deliver!(delivery)).rejects.toThrow();
       await subject().module.deliver!({ ...delivery, attempt: 2 });
       expect(await subject().received(turn.eventId)).toContain("retried reply");

@@ -55,7 +55,7 @@ export class DiscordDelivery {
   constructor(private readonly options: ResolvedDiscordOptions) {}
 
   async deliver(delivery: ChannelDelivery): Promise<void> {
-    const target = deliveryMetadata(delivery.metadata);
+    const target = deliveryMetadata(delivery);
     if (!target) {
       throw new AssemblyLineError("AL_ERR_DISCORD_DELIVERY", `run ${delivery.runId} has no Discord interaction to reply to (its delivery metadata lacks the interaction token)`, {
         fix: "Only runs started by a Discord interaction can be delivered through this channel.",

@@ -1,4 +1,4 @@
-import type { ChannelAck, ChannelAttachment, ChannelTurn, JsonValue } from "@assemblyline-agents/core";
+import type { ChannelAck, ChannelAttachment, ChannelDelivery, ChannelTurn, JsonValue } from "@assemblyline-agents/core";
 import { DiscordRequestRefused } from "./signature.js";
 
 /** Interaction types (Discord API v10). */
@@ -65,12 +65,6 @@ export interface DiscordDeliveryMetadata {
   guildId: string | null;
 }
 
-/**
- * The turn metadata key whose value the Node host keeps out of the run's channel and input metadata (so out of the
- * model context) and hands back only to deliver(): `DELIVERY_ONLY_METADATA_KEY` of `@assemblyline-agents/node`.
- */
-export const DELIVERY_ONLY_KEY = "$deliveryOnly";
-
 /** The response Discord gets once a turn is durably accepted: "thinking...", the reply follows. */
 const DEFERRED_RESPONSE = { status: 200, body: { type: CallbackType.DeferredChannelMessageWithSource } };
 
@@ -112,7 +106,8 @@ export function normalizeInteraction(body: unknown): ChannelTurn | ChannelAck {
     ...(author?.id ? { user: { id: author.id, ...(author.global_name || author.username ? { name: (author.global_name || author.username)! } : {}) } } : {}),
     ...(attachments.length > 0 ? { attachments } : {}),
     // The token lets anyone answer as the bot: deliver() gets it, the model (and its provider) never does.
-    metadata: { discord: shown as unknown as JsonValue, [DELIVERY_ONLY_KEY]: { discord: { interactionToken: interaction.token } } },
+    metadata: { discord: shown as unknown as JsonValue },
+    deliveryMetadata: { discord: { interactionToken: interaction.token } },
     respond: DEFERRED_RESPONSE,
   };
 }
@@ -181,13 +176,14 @@ function invalid(why: string): DiscordRequestRefused {
 }
 
 /**
- * Read the delivery metadata back from what deliver() got: the channel metadata and its delivery-only part.
- * A run queued before the token moved there has it in `discord.interactionToken`. Undefined when absent or malformed.
+ * Read the delivery metadata back from what deliver() got: the channel metadata, and the token from the delivery
+ * metadata (a run queued before the token moved there has it in the channel metadata's `discord.interactionToken`).
+ * Undefined when absent or malformed.
  */
-export function deliveryMetadata(metadata: Record<string, JsonValue> | undefined): DiscordDeliveryMetadata | undefined {
-  const discord = metadata?.discord as Partial<DiscordDeliveryMetadata> | undefined;
-  const deliveryOnly = (metadata?.[DELIVERY_ONLY_KEY] as { discord?: { interactionToken?: unknown } } | undefined)?.discord;
-  const interactionToken = deliveryOnly?.interactionToken ?? discord?.interactionToken;
+export function deliveryMetadata(delivery: Pick<ChannelDelivery, "metadata" | "deliveryMetadata">): DiscordDeliveryMetadata | undefined {
+  const discord = delivery.metadata?.discord as Partial<DiscordDeliveryMetadata> | undefined;
+  const secret = (delivery.deliveryMetadata?.discord as { interactionToken?: unknown } | undefined)?.interactionToken;
+  const interactionToken = secret ?? discord?.interactionToken;
   if (!discord || typeof discord.applicationId !== "string" || typeof interactionToken !== "string") return undefined;
   return { ...(discord as DiscordDeliveryMetadata), interactionToken };
 }

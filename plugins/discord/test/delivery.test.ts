@@ -21,12 +21,12 @@ const process_ = () => defineDiscordChannel({ env: { DISCORD_PUBLIC_KEY: keys.pu
 function reply(text: string) {
   const interaction = slashCommandInteraction({ channelId: "1100000000000000001", text: "question" });
   api.registerInteraction(interaction.token);
-  // What the Node host hands deliver(): the channel metadata, and the token under the delivery-only key.
+  // What the Node host hands deliver(): the channel metadata, and the token in the delivery metadata.
   const metadata = {
     discord: { applicationId: interaction.application_id, interactionId: interaction.id, interactionType: 2, channelId: "1100000000000000001", guildId: null },
-    $deliveryOnly: { discord: { interactionToken: interaction.token } },
   };
-  return { token: interaction.token, delivery: { deliveryId: "dlv_1", attempt: 1, signal: new AbortController().signal, conversationId: "discord:1100000000000000001", runId: "run_1", text, metadata } };
+  const deliveryMetadata = { discord: { interactionToken: interaction.token } };
+  return { token: interaction.token, delivery: { deliveryId: "dlv_1", attempt: 1, signal: new AbortController().signal, conversationId: "discord:1100000000000000001", runId: "run_1", text, metadata, deliveryMetadata } };
 }
 
 const long = ["a".repeat(1990), "b".repeat(1990), "c".repeat(500)].join("\n");
@@ -46,8 +46,8 @@ describe("delivering a reply through the interaction's webhook", () => {
 
   it("delivers a run queued before the token moved out of the channel metadata", async () => {
     const { token, delivery } = reply("from an older run");
-    const { $deliveryOnly: _, ...rest } = delivery.metadata;
-    await process_().deliver({ ...delivery, metadata: { ...rest, discord: { ...rest.discord, interactionToken: token } } });
+    const { deliveryMetadata: _, ...older } = delivery;
+    await process_().deliver({ ...older, metadata: { discord: { ...delivery.metadata.discord, interactionToken: token } } });
     expect(api.messages(token)).toEqual(["from an older run"]);
   });
 
@@ -74,7 +74,7 @@ describe("delivering a reply through the interaction's webhook", () => {
 
   it("marks a delivery to an interaction Discord does not know (an expired token) as final, and a server error as worth retrying", async () => {
     const { delivery } = reply("hello");
-    const expired = { ...delivery, metadata: { ...delivery.metadata, $deliveryOnly: { discord: { interactionToken: "expired-token" } } } };
+    const expired = { ...delivery, deliveryMetadata: { discord: { interactionToken: "expired-token" } } };
     const refused = await process_().deliver(expired).catch((error: unknown) => error);
     expect(String(refused)).toMatch(/AL_ERR_DISCORD_DELIVERY.*401 \(code 50027\)/);
     expect(isFinalDeliveryFailure(refused)).toBe(true);

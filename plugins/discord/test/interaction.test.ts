@@ -20,9 +20,9 @@ describe("normalizing interactions", () => {
     ).toMatchObject({ message: "/remind at when: 9am repeat: true" });
   });
 
-  it("keeps what delivery needs in the turn's metadata, the token only in its delivery-only part, never in the message", () => {
+  it("keeps what delivery needs in the turn's metadata, the token only in its deliveryMetadata, never in the message", () => {
     const turn = normalizeInteraction({ ...base, type: 2, data: { name: "ask", type: 1, options: [{ name: "prompt", type: 3, value: "hi" }] } });
-    expect(turn).toMatchObject({ message: "hi", metadata: { discord: { applicationId: base.application_id, interactionId: base.id, channelId: "42" }, $deliveryOnly: { discord: { interactionToken: "tok" } } } });
+    expect(turn).toMatchObject({ message: "hi", metadata: { discord: { applicationId: base.application_id, interactionId: base.id, channelId: "42" } }, deliveryMetadata: { discord: { interactionToken: "tok" } } });
     expect((turn as ChannelTurn).metadata?.discord).not.toHaveProperty("interactionToken");
   });
 

@@ -3,7 +3,6 @@ import { join } from "node:path";
 import { beforeAll, describe, expect, it } from "vitest";
 import type { AgentHarness } from "@assemblyline-agents/core";
 import { buildAgent, loadRuntimeBundle, type RuntimeBundle } from "@assemblyline-agents/runtime";
-import { DELIVERY_ONLY_METADATA_KEY } from "../src/host/delivery-only.js";
 import { call, startHost, tempDir, waitFor } from "./support/host.js";
 
 const SECRET = "reply-token-5f0c2b";
@@ -15,10 +14,10 @@ const AGENT = {
 export default defineChannel({ transport: "http", route: "/chat", methods: ["POST"] });
 export function normalizeHttp(request) {
   const body = request.body;
-  return { eventId: body.id, conversationId: body.conversation, message: body.text, metadata: { room: body.conversation, ${JSON.stringify(DELIVERY_ONLY_METADATA_KEY)}: { replyToken: body.replyToken } } };
+  return { eventId: body.id, conversationId: body.conversation, message: body.text, metadata: { room: body.conversation }, deliveryMetadata: { replyToken: body.replyToken } };
 }
 export async function deliver(delivery) {
-  (globalThis.__deliveredMetadata ??= []).push(delivery.metadata);
+  (globalThis.__deliveredMetadata ??= []).push({ metadata: delivery.metadata, deliveryMetadata: delivery.deliveryMetadata });
 }
 `,
 };
@@ -33,7 +32,7 @@ beforeAll(async () => {
   bundle = await loadRuntimeBundle((await buildAgent(agentDir)).artifactRoot);
 });
 
-describe("a channel turn's delivery-only metadata", () => {
+describe("a channel turn's deliveryMetadata", () => {
   it("reaches deliver() but neither the model context nor the run's input or channel metadata", async () => {
     const delivered = ((globalThis as { __deliveredMetadata?: unknown[] }).__deliveredMetadata ??= []);
     delivered.length = 0;
@@ -50,7 +49,7 @@ describe("a channel turn's delivery-only metadata", () => {
     expect(reply.status).toBe(202);
     await waitFor(() => delivered.length > 0 || undefined, 10_000, "the delivery");
 
-    expect(delivered).toEqual([expect.objectContaining({ room: "room-1", [DELIVERY_ONLY_METADATA_KEY]: { replyToken: SECRET } })]);
+    expect(delivered).toEqual([{ metadata: expect.objectContaining({ room: "room-1" }), deliveryMetadata: { replyToken: SECRET } }]);
     expect(contexts).toHaveLength(1);
     expect(contexts[0]).toContain("room-1");
     expect(contexts[0]).not.toContain(SECRET);
@@ -58,5 +57,6 @@ describe("a channel turn's delivery-only metadata", () => {
     expect(run.input.metadata).toEqual({ room: "room-1" });
     expect(JSON.stringify(run.input.metadata)).not.toContain(SECRET);
     expect(JSON.stringify(run.input.channel?.metadata)).not.toContain(SECRET);
+    expect(run.input.channel?.delivery).toEqual({ replyToken: SECRET });
   });
 });

@@ -10,7 +10,6 @@ import {
 } from "@assemblyline-agents/core";
 import type { OpenEveRuntime, RunResult } from "@assemblyline-agents/runtime";
 import { HttpError, isJsonContentType, optionalString, parseJsonObject, readBody, requiredString, retryAfterSeconds, sendJson } from "./http.js";
-import { splitDeliveryOnly, type StoredChannelInput } from "./delivery-only.js";
 import type { IngressKillSwitch } from "./kill-switch.js";
 import type { ConversationMailbox } from "./mailbox.js";
 import type { IngressRateLimiter, RateLimitBucket } from "./rate-limit.js";
@@ -132,7 +131,7 @@ export class ChannelIngress {
     if (!isTurn(result)) {
       this.parts.logger.error({ event: "channel.turn_invalid", channel, requestId: ctx.requestId }, "normalizeHttp returned neither a turn nor an ack");
       throw new HttpError(500, "AL_ERR_CHANNEL_TURN_INVALID", `channel ${channel}'s normalizeHttp returned neither a ChannelTurn nor { ack: true }`, {
-        fix: "Return { eventId, conversationId, message } or { ack: true } from normalizeHttp.",
+        fix: "Return { eventId, conversationId, message } (metadata and deliveryMetadata, when given, objects) or { ack: true } from normalizeHttp.",
       });
     }
     return result;
@@ -164,24 +163,23 @@ export class ChannelIngress {
     const attachments = turn.attachments?.length ?? 0;
     try {
       // A channel module's user, attachments and metadata are made plain JSON; the event id is a checked string.
-      const { shown, deliveryOnly } = splitDeliveryOnly(turn.metadata);
-      const moduleFields = turn.user !== undefined || attachments > 0 || shown !== undefined;
+      const moduleFields = turn.user !== undefined || attachments > 0 || turn.metadata !== undefined;
       const metadata = moduleFields
         ? jsonRecord({
             eventId: turn.eventId,
             ...(turn.user ? { user: turn.user } : {}),
             ...(attachments > 0 ? { attachments: turn.attachments } : {}),
-            ...(shown ?? {}),
+            ...(turn.metadata ?? {}),
           })
         : { eventId: turn.eventId };
-      // The delivery-only part sits beside the channel metadata, which the model context renders, never in it.
-      const channelInput: StoredChannelInput = { name: channel, metadata, ...(deliveryOnly !== undefined ? { deliveryOnly } : {}) };
+      // The reply's secrets sit beside the channel metadata (which the model context renders), never in it.
+      const delivery = turn.deliveryMetadata !== undefined ? jsonRecord(turn.deliveryMetadata) : undefined;
       const input = {
         message: turn.message,
         ...(conversationId !== null ? { conversationId } : {}),
-        metadata: shown ? jsonRecord(shown) : {},
+        metadata: turn.metadata ? jsonRecord(turn.metadata) : {},
         idempotencyKey: `${channel}:${turn.eventId}`,
-        channel: channelInput,
+        channel: { name: channel, metadata, ...(delivery ? { delivery } : {}) },
         ...(model ? { model } : {}),
       };
       if (reservation.startsNow && conversationId === null && attachments === 0) {
@@ -270,8 +268,14 @@ function isTurn(value: unknown): value is ChannelTurn {
     turn.eventId !== "" &&
     typeof turn.conversationId === "string" &&
     typeof turn.message === "string" &&
-    (turn.attachments === undefined || Array.isArray(turn.attachments))
+    (turn.attachments === undefined || Array.isArray(turn.attachments)) &&
+    (turn.metadata === undefined || isPlainRecord(turn.metadata)) &&
+    (turn.deliveryMetadata === undefined || isPlainRecord(turn.deliveryMetadata))
   );
+}
+
+function isPlainRecord(value: unknown): boolean {
+  return typeof value === "object" && value !== null && !Array.isArray(value);
 }
 
 /** Provider data may hold undefined or non-JSON values; the run input must be plain JSON. */

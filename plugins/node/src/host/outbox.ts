@@ -1,6 +1,5 @@
 import { randomUUID } from "node:crypto";
 import { hostname } from "node:os";
-import { deliveryMetadata, type StoredChannelInput } from "./delivery-only.js";
 import { isFinalDeliveryFailure, isRunOfAgent, storableText, type ChannelModule, type DeliveryRecord, type JsonValue, type RunRecord, type RunStore, type RuntimeLogger } from "@assemblyline-agents/core";
 
 export interface OutboxOptions {
@@ -149,7 +148,8 @@ export class DeliveryOutbox {
     }
     const abort = new AbortController();
     try {
-      const metadata = deliveryMetadata(run?.input.channel as StoredChannelInput | undefined);
+      const metadata = run?.input.channel?.metadata;
+      const deliveryMetadata = run?.input.channel?.delivery;
       await withTimeout(
         module.deliver({
           deliveryId: delivery.id,
@@ -159,6 +159,7 @@ export class DeliveryOutbox {
           runId: payload.runId ?? delivery.runId,
           text: typeof payload.text === "string" ? payload.text : "",
           ...(metadata ? { metadata } : {}),
+          ...(deliveryMetadata ? { deliveryMetadata } : {}),
         }),
         this.deliverTimeoutMs,
         abort,
