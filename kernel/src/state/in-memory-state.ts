@@ -157,6 +157,23 @@ function shown(value: unknown): string {
   return text.length > 60 ? `${text.slice(0, 57)}...` : text;
 }
 
+/**
+ * Refuse a schedule row PostgreSQL would refuse (its scheduleValues): a claim compares `nextRunAt`
+ * as a time and tests `enabled` as a boolean, so a row that is neither would be leased on every
+ * claim, or never.
+ */
+function checkSchedule(operation: string, schedule: Omit<ScheduleRecord, "lease">): void {
+  if (typeof schedule !== "object" || schedule === null) refuse(operation, "schedule", "an object", schedule);
+  const { id, intervalMs, nextRunAt, enabled, agentId } = schedule;
+  if (typeof id !== "string" || id === "") refuse(operation, "schedule.id", "a non-empty string", id);
+  if (typeof intervalMs !== "number" || !Number.isFinite(intervalMs) || intervalMs < 0) refuse(operation, "schedule.intervalMs", "a finite number >= 0", intervalMs);
+  if (typeof nextRunAt !== "string" || !Number.isFinite(Date.parse(nextRunAt))) refuse(operation, "schedule.nextRunAt", "an ISO-8601 time", nextRunAt);
+  if (typeof enabled !== "boolean") refuse(operation, "schedule.enabled", "a boolean", enabled);
+  if (agentId !== undefined && agentId !== null && (typeof agentId !== "string" || agentId === "")) {
+    refuse(operation, "schedule.agentId", "a non-empty string or null", agentId);
+  }
+}
+
 /** `value` as an ISO time when it is a Date that holds one; else refused. */
 function validDate(operation: string, field: string, value: unknown): string {
   return value instanceof Date && Number.isFinite(value.getTime()) ? value.toISOString() : refuse(operation, field, "a valid Date", value);
@@ -457,11 +474,13 @@ export class InMemoryStateAdapter implements StateAdapter {
   // ---- schedules -------------------------------------------------------------
 
   async upsertSchedule(schedule: Omit<ScheduleRecord, "lease">): Promise<void> {
+    checkSchedule("upsertSchedule", schedule);
     const lease = this.schedules.get(schedule.id)?.lease ?? null;
     this.schedules.set(schedule.id, { ...copy(schedule), lease });
   }
 
   async insertSchedule(schedule: Omit<ScheduleRecord, "lease">): Promise<boolean> {
+    checkSchedule("insertSchedule", schedule);
     if (this.schedules.has(schedule.id)) return false;
     this.schedules.set(schedule.id, { ...copy(schedule), lease: null });
     return true;

@@ -190,6 +190,33 @@ export function describeScheduleStateStoreConformance(name: string, factory: Sta
       expect(await store().claimDueSchedules({ owner: "b", ttlMs: 5_000, now: clockAt(1) })).toHaveLength(0);
     });
 
+    it("refuses a schedule row no claim could read (AL_ERR_STATE_INPUT_INVALID naming the field), in upsertSchedule and insertSchedule, storing nothing", async () => {
+      const rows: Array<[string, Record<string, unknown>]> = [
+        ["schedule.id", { id: "" }],
+        ["schedule.intervalMs", { intervalMs: -1 }],
+        ["schedule.intervalMs", { intervalMs: Number.NaN }],
+        ["schedule.intervalMs", { intervalMs: "60000" }],
+        ["schedule.nextRunAt", { nextRunAt: "garbage" }],
+        ["schedule.nextRunAt", { nextRunAt: undefined }],
+        ["schedule.enabled", { enabled: "yes" }],
+        ["schedule.enabled", { enabled: undefined }],
+        ["schedule.agentId", { agentId: "" }],
+      ];
+      for (const [field, change] of rows) {
+        const row = { ...schedule("bad", clockAt(0)), ...change } as unknown as ReturnType<typeof schedule>;
+        await expect(store().upsertSchedule(row), `upsertSchedule with ${field}`).rejects.toMatchObject({
+          code: "AL_ERR_STATE_INPUT_INVALID",
+          message: expect.stringContaining(field),
+        });
+        const insert = store().insertSchedule?.bind(store());
+        if (insert) {
+          await expect(insert(row), `insertSchedule with ${field}`).rejects.toMatchObject({ code: "AL_ERR_STATE_INPUT_INVALID", message: expect.stringContaining(field) });
+        }
+      }
+      expect(await store().listSchedules()).toEqual([]);
+      expect(await store().claimDueSchedules({ owner: "a", ttlMs: 5_000, now: clockAt(0) })).toEqual([]);
+    });
+
     it("keeps the agent a schedule is written with, and none when written without", async () => {
       await store().upsertSchedule({ ...schedule("job", clockAt(0)), agentId: "agent-a" });
       expect(await store().getSchedule("job")).toEqual({ ...schedule("job", clockAt(0)), agentId: "agent-a", lease: null });

@@ -54,7 +54,7 @@ import { mkdir, open, readdir, rename, unlink, type FileHandle } from "node:fs/p
 import { join, resolve } from "node:path";
 import { describeOptions, unknownOptions } from "../known-options.js";
 import { FolderLock } from "./folder-lock.js";
-import { definedValue, validDate } from "./input-checks.js";
+import { checkSchedule, definedValue, validDate } from "./input-checks.js";
 import { jsonExactCopy } from "./json-exact-copy.js";
 import {
   StateTables,
@@ -611,6 +611,7 @@ export class FileStateAdapter implements StateAdapter {
 
   upsertSchedule(schedule: Omit<ScheduleRecord, "lease">): Promise<void> {
     return this.mutate((tables) => {
+      checkSchedule("upsertSchedule", schedule);
       const lease = tables.schedules.get(schedule.id)?.lease ?? null;
       return { ops: [{ op: "schedule.put", schedule: { ...schedule, lease } }], result: () => undefined };
     });
@@ -618,6 +619,7 @@ export class FileStateAdapter implements StateAdapter {
 
   insertSchedule(schedule: Omit<ScheduleRecord, "lease">): Promise<boolean> {
     return this.mutate((tables) => {
+      checkSchedule("insertSchedule", schedule);
       if (tables.schedules.has(schedule.id)) return { ops: [], result: () => false };
       return { ops: [{ op: "schedule.put", schedule: { ...schedule, lease: null } }], result: () => true };
     });

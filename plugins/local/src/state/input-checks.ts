@@ -1,4 +1,4 @@
-import { AssemblyLineError } from "@assemblyline-agents/core";
+import { AssemblyLineError, type ScheduleRecord } from "@assemblyline-agents/core";
 
 /*
  * Checks of the arguments a state method writes, run before anything changes: a value the state
@@ -36,4 +36,21 @@ export function definedValue<T>(operation: string, field: string, value: T | und
 /** `value` as an ISO time when it is a Date that holds one; else refused. */
 export function validDate(operation: string, field: string, value: unknown): string {
   return value instanceof Date && Number.isFinite(value.getTime()) ? value.toISOString() : refuse(operation, field, "a valid Date", value);
+}
+
+/**
+ * Refuse a schedule row PostgreSQL would refuse (its scheduleValues): a claim compares `nextRunAt`
+ * as a time and tests `enabled` as a boolean, so a row that is neither would be leased on every
+ * claim, or never.
+ */
+export function checkSchedule(operation: string, schedule: Omit<ScheduleRecord, "lease">): void {
+  if (typeof schedule !== "object" || schedule === null) refuse(operation, "schedule", "an object", schedule);
+  const { id, intervalMs, nextRunAt, enabled, agentId } = schedule;
+  if (typeof id !== "string" || id === "") refuse(operation, "schedule.id", "a non-empty string", id);
+  if (typeof intervalMs !== "number" || !Number.isFinite(intervalMs) || intervalMs < 0) refuse(operation, "schedule.intervalMs", "a finite number >= 0", intervalMs);
+  if (typeof nextRunAt !== "string" || !Number.isFinite(Date.parse(nextRunAt))) refuse(operation, "schedule.nextRunAt", "an ISO-8601 time", nextRunAt);
+  if (typeof enabled !== "boolean") refuse(operation, "schedule.enabled", "a boolean", enabled);
+  if (agentId !== undefined && agentId !== null && (typeof agentId !== "string" || agentId === "")) {
+    refuse(operation, "schedule.agentId", "a non-empty string or null", agentId);
+  }
 }
