@@ -64,6 +64,21 @@ describe.skipIf(!probe.available)("PostgreSQL usage by agent", () => {
     }
   });
 
+  it("keeps createdAt as an ISO UTC time, and refuses one that is no time, naming the field", async () => {
+    const state = new PostgresStateAdapter({ pool: admin, schema: newSchema() });
+    try {
+      await state.recordUsage({ ...usage("offset", "r1", "shared"), createdAt: "2020-01-01T12:00:00+05:00" });
+      expect((await state.listUsage({ runId: "r1" })).map((u) => u.createdAt)).toEqual(["2020-01-01T07:00:00.000Z"]);
+      await expect(state.recordUsage({ ...usage("bad", "r1", "shared"), createdAt: "yesterday" })).rejects.toMatchObject({
+        code: "AL_ERR_STATE_INPUT_INVALID",
+        message: expect.stringContaining("record.createdAt must be an ISO-8601 time"),
+      });
+      expect((await state.listUsage({ runId: "r1" })).map((u) => u.id)).toEqual(["offset"]);
+    } finally {
+      await state.close();
+    }
+  });
+
   it("lists an agent's usage of a conversation through usage_by_conversation_agent, never reading the other agents' rows", async () => {
     const schema = newSchema();
     const state = new PostgresStateAdapter({ pool: admin, schema });

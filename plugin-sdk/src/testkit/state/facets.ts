@@ -456,6 +456,18 @@ export function describeUsageStoreConformance(name: string, factory: StateKitFac
       expect(await of({ since: "2026-03-02T12:00:00Z", agentId: "support" })).toEqual(["noon"]);
       expect((await store().listUsage({ runId, since: "2026-03-02T09:30:00.000Z" })).map((u) => u.id.slice(conversation.length + 1))).toEqual(["morning", "noon"]);
     });
+
+    it("compares `since` with a record's time, also when the record was written with an offset", async () => {
+      const runId = uniqueId("run");
+      // 12:00 at +05:00 is 07:00 UTC: before 08:00Z, though its text sorts after it.
+      await store().recordUsage({ ...usage("offset", runId, null), createdAt: "2020-01-01T12:00:00+05:00" });
+      await store().recordUsage({ ...usage("utc", runId, null), createdAt: "2020-01-01T07:30:00.000Z" });
+      const since = async (at: string) => (await store().listUsage({ runId, since: at })).map((u) => u.id);
+      expect(await since("2020-01-01T08:00:00Z")).toEqual([]);
+      expect(await since("2020-01-01T07:15:00.000Z")).toEqual(["utc"]);
+      expect(await since("2020-01-01T07:00:00.000Z")).toEqual(["offset", "utc"]);
+      expect(await since("2020-01-01T11:59:00+05:00")).toEqual(["offset", "utc"]);
+    });
   });
 }
 

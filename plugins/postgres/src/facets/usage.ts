@@ -8,7 +8,13 @@ import { runOfAgent } from "./runs.js";
 const USAGE_COLUMNS =
   "id, run_id, conversation_id, provider, model, input_tokens, output_tokens, cache_read_tokens, cache_write_tokens, cost_usd, created_at, agent_id";
 
-/** Recording the same id twice counts once. */
+/**
+ * Recording the same id twice counts once. `createdAt` is stored as an ISO UTC time
+ * (`...T07:00:00.000Z` for `...T12:00:00+05:00`), so the text order of the column is the time
+ * order listUsage's `since` needs; a `createdAt` that is no time is refused. Rows recorded before
+ * this kept `createdAt` as given: the runtime has always written ISO UTC times, so only another
+ * writer's times with an offset compare as text.
+ */
 export async function recordUsage(db: StateDatabase, record: UsageRecord): Promise<void> {
   const check = new ArgumentCheck("recordUsage");
   check.object("record", record);
@@ -28,7 +34,8 @@ export async function recordUsage(db: StateDatabase, record: UsageRecord): Promi
       check.number("record.cacheReadTokens", record.cacheReadTokens),
       check.number("record.cacheWriteTokens", record.cacheWriteTokens),
       check.number("record.costUsd", record.costUsd),
-      check.text("record.createdAt", record.createdAt),
+      // Kept as an ISO UTC time, the form the runtime writes: listUsage's `since` compares it as text.
+      check.time("record.createdAt", record.createdAt),
       record.agentId === undefined || record.agentId === null ? null : check.string("record.agentId", record.agentId),
     ],
   );
@@ -60,7 +67,7 @@ export function listStatement(s: string, filter: UsageFilter): { text: string; v
   if (filter.runId !== undefined) conditions.push(`run_id = ${parameter(filter.runId)}`);
   if (filter.conversationId !== undefined) conditions.push(`conversation_id = ${parameter(filter.conversationId)}`);
   if (filter.agentId !== undefined) conditions.push(`(agent_id IS NULL OR ${runOfAgent("agent_id", filter.agentId, parameter)})`);
-  // Byte-wise, as the records' text compares (usage_by_conversation_agent holds it so).
+  // Byte-wise, as the records' text compares (usage_by_conversation_agent holds it so): both are ISO UTC times.
   if (filter.since !== undefined) conditions.push(`created_at COLLATE "C" >= ${parameter(filter.since)}`);
   const where = conditions.length === 0 ? "" : `WHERE ${conditions.join(" AND ")}`;
   return { text: `SELECT ${USAGE_COLUMNS} FROM ${s}.usage ${where} ORDER BY position`, values };
