@@ -194,8 +194,8 @@ export class OpenEveRuntime {
     this.hooks = (options.kernel as Kernel | undefined)?.hooks ?? createKernelHooks();
     this.ownerId = options.ownerId ?? `${hostname()}:${process.pid}:${randomUUID().slice(0, 8)}`;
     this.admission = new Admission(
-      options.maxConcurrentRuns ?? positiveInt(env.ASSEMBLY_LINE_MAX_CONCURRENT_RUNS, "ASSEMBLY_LINE_MAX_CONCURRENT_RUNS") ?? 16,
-      options.maxQueuedRuns ?? positiveInt(env.ASSEMBLY_LINE_MAX_QUEUED_RUNS, "ASSEMBLY_LINE_MAX_QUEUED_RUNS", true) ?? 16,
+      wholeNumberOption(options.maxConcurrentRuns, "maxConcurrentRuns", 1) ?? positiveInt(env.ASSEMBLY_LINE_MAX_CONCURRENT_RUNS, "ASSEMBLY_LINE_MAX_CONCURRENT_RUNS") ?? 16,
+      wholeNumberOption(options.maxQueuedRuns, "maxQueuedRuns", 0) ?? positiveInt(env.ASSEMBLY_LINE_MAX_QUEUED_RUNS, "ASSEMBLY_LINE_MAX_QUEUED_RUNS", true) ?? 16,
     );
     this.tapRoutes();
     this.tapUserHooks();
@@ -946,6 +946,15 @@ async function finishedWithin(handled: unknown, ms: number): Promise<void> {
   } finally {
     clearTimeout(timer);
   }
+}
+
+/** A whole-number option checked as its env variable is: 0 slots would leave every run waiting for good. */
+function wholeNumberOption(value: number | undefined, name: string, least: number): number | undefined {
+  if (value === undefined) return undefined;
+  if (!Number.isSafeInteger(value) || value < least) {
+    throw new TypeError(`${name} is ${String(value)}; give a whole number, ${least} or more (default 16)`);
+  }
+  return value;
 }
 
 function positiveInt(value: string | undefined, name: string, allowZero = false): number | undefined {

@@ -1,7 +1,7 @@
 import { describe, expect, it } from "vitest";
 import { defaultContext, isAssemblyLineError, type DefaultContextOptions } from "@assemblyline-agents/core";
 import { buildAgent, type InMemoryStateAdapter } from "@assemblyline-agents/runtime";
-import { agentFolder, toolSource } from "./support/agent-folder.js";
+import { MINIMAL_AGENT, agentFolder, toolSource } from "./support/agent-folder.js";
 import { startAgent } from "./support/runtime.js";
 
 const agentWithContext = (options: DefaultContextOptions | null) => `import { defaultContext, defineAgent } from "@assemblyline-agents/core";
@@ -167,6 +167,31 @@ export default defineAgent({ model: "test/model", context: customContext });`,
       source: { file: "context.ts" },
       extends: { kind: "default", resolved: { recentHistory: { maxMessages: 5 } }, source: { file: "context.ts" } },
     });
+  });
+
+  it("lists skills and subagents only when the model can reach load_skill and spawn_subagent", async () => {
+    const files = {
+      "skills/triage/SKILL.md": "---\ndescription: Triage incoming bug reports.\n---\nStep 1: read the report.\n",
+      "subagents/researcher/agent.ts": `import { defineAgent } from "@assemblyline-agents/core";\nexport default defineAgent({ description: "Researches things." });\n`,
+    };
+    const sections = async (dir: string, options: Parameters<typeof startAgent>[2] = {}) => {
+      const { runtime, log } = await startAgent(dir, [{ text: "ok" }], options);
+      await runtime.run({ message: "go" });
+      return log.contexts[0]!.instructions.split("\n").filter((line) => line.startsWith("## ")).map((line) => line.split(" ")[1]);
+    };
+    const plain = agentFolder({ "agent.ts": MINIMAL_AGENT, ...files });
+    expect(await sections(plain)).toEqual(expect.arrayContaining(["Skills", "Subagents"]));
+    const disabled = await sections(plain, { coreToolPolicy: { load_skill: "disabled", spawn_subagent: "disabled" } });
+    expect(disabled).not.toContain("Skills");
+    expect(disabled).not.toContain("Subagents");
+    const narrowed = agentFolder({
+      "agent.ts": MINIMAL_AGENT,
+      ...files,
+      "resolvers.ts": `import { defineRunResolver } from "@assemblyline-agents/core";\nexport default defineRunResolver(() => ({ defaultTools: ["read", "list"] }));\n`,
+    });
+    const left = await sections(narrowed);
+    expect(left).not.toContain("Skills");
+    expect(left).not.toContain("Subagents");
   });
 
   it("keeps a channel's delivery metadata from tools, context policies and the model", async () => {

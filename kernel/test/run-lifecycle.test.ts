@@ -60,6 +60,17 @@ export default defineHook({ events: { ${hookBody} } });
     }
   });
 
+  it("refuses run slots and queue places that are not whole numbers, and no run slot at all (every run would wait for good)", async () => {
+    for (const maxConcurrentRuns of [0, 1.5, -1, Number.NaN]) {
+      await expect(startAgent(agentFolder({ "agent.ts": MINIMAL_AGENT }), [], { maxConcurrentRuns }), String(maxConcurrentRuns)).rejects.toThrow(/maxConcurrentRuns is .*; give a whole number, 1 or more/);
+    }
+    for (const maxQueuedRuns of [-3, 0.5]) {
+      await expect(startAgent(agentFolder({ "agent.ts": MINIMAL_AGENT }), [], { maxQueuedRuns }), String(maxQueuedRuns)).rejects.toThrow(/maxQueuedRuns is .*; give a whole number, 0 or more/);
+    }
+    const { runtime } = await startAgent(agentFolder({ "agent.ts": MINIMAL_AGENT }), [{ text: "ok" }], { maxConcurrentRuns: 1, maxQueuedRuns: 0 });
+    expect((await runtime.run({ message: "go" })).status).toBe("completed");
+  });
+
   it("refuses ctx.emit of a runtime event type", async () => {
     const dir = agentFolder({ "agent.ts": MINIMAL_AGENT, "tools/forge.ts": toolSource({ upFront: true, execute: `await ctx.emit("run.completed", {}); return {};` }) });
     const { runtime } = await startAgent(dir, [{ toolCalls: [{ name: "forge", input: { value: "a" } }] }, { text: "never" }]);
@@ -145,6 +156,22 @@ export default defineRunResolver(async (ctx) => { ${body} });`,
     expect(result.error?.message).toContain("tenant lookup failed");
     expect(log.modelCalls).toBe(0);
     expect(await types(result.runId)).toEqual(["run.created", "run.failed"]);
+  });
+
+  it.each([
+    [`return { defaultTool: ["alpha"] };`, /unknown field defaultTool/],
+    [`return { model: 42 };`, /model is 42, not a model name/],
+    [`return { model: "" };`, /model is "", not a model name/],
+    [`return { instructions: 5 };`, /instructions is 5, not a string/],
+    [`return { defaultTools: "alpha" };`, /defaultTools is "alpha", not an array of tool names/],
+    [`return "gpt";`, /it returned "gpt", not \{ model\?, instructions\?, defaultTools\? \} or null/],
+  ])("fails the run, before any model call, when the resolver returns what it cannot mean: %s", async (body, message) => {
+    const { runtime, log } = await startAgent(resolverAgent(body), [{ text: "never" }]);
+    const result = await runtime.run({ message: "go" });
+    expect(result.status).toBe("failed");
+    expect(result.error).toMatchObject({ code: "AL_ERR_RESOLVER_FAILED" });
+    expect(result.error?.message).toMatch(message);
+    expect(log.modelCalls).toBe(0);
   });
 });
 

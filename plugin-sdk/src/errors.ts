@@ -25,7 +25,7 @@ export const errorCatalogue = {
   AL_ERR_APPROVAL_NOT_FOUND: "No pending approval matches the given id.",
   AL_ERR_CONTINUATION_VERSION: "A paused run's continuation was made by an incompatible engine or revision.",
   AL_ERR_HARNESS: "No engine can serve the run's model spec.",
-  AL_ERR_RESOLVER_FAILED: "resolvers.ts threw, which fails the run.",
+  AL_ERR_RESOLVER_FAILED: "resolvers.ts threw, or returned something that is not a declaration, which fails the run.",
   AL_ERR_TOOL_OUTPUT: "A tool returned a value that is not JSON-serializable or breaks its outputSchema.",
   AL_ERR_STEP_RESULT: "A ctx.step body returned a value that is not JSON-serializable.",
   AL_ERR_BUDGET_EXCEEDED: "A run reached one of its budgets (maxTurns, maxToolCalls, maxTokens, ...); the run failed.",

@@ -21,6 +21,7 @@ import type { KernelHooks } from "../hooks.js";
 import { agentConversations } from "../state/agent-conversations.js";
 import { agentUsage } from "../state/agent-usage.js";
 import type { ResolvedState } from "../state/resolve-state.js";
+import { declarationProblem } from "./capability-declaration.js";
 import { RunBudget, budgetConversationOf, budgetExceededError, type BudgetExceeded } from "./budget.js";
 import { buildModelContext } from "./context-policy.js";
 import { isInfrastructureFailure, leaseLost } from "./infrastructure-failure.js";
@@ -334,6 +335,12 @@ export class RunDriver {
         cause: error,
       });
     }
+    const malformed = declarationProblem(declaration);
+    if (malformed) {
+      throw new AssemblyLineError("AL_ERR_RESOLVER_FAILED", `the resolver for run ${run.id} returned no usable declaration: ${malformed}`, {
+        fix: "Return { model?, instructions?, defaultTools? } (a model name, text, tool names), or null to keep the authored defaults.",
+      });
+    }
     const unusable = declaration?.defaultTools ? defaultToolsProblem(this.parts.profiles.table, declaration.defaultTools) : null;
     if (unusable) {
       // A resolver's tool list is load-bearing: honour it fully or fail, never drop a name silently.
@@ -445,7 +452,9 @@ export class RunDriver {
         ...(run.input.channel ? { channel: { name: run.input.channel.name, ...(run.input.channel.metadata ? { metadata: run.input.channel.metadata } : {}) } } : {}),
       };
       const deferred = scope.visible.has("tool_search") ? table.searchable().filter((entry) => !scope.visible.has(entry.name)) : [];
-      const catalog = table.has("load_skill") ? (await library.list()).map((skill) => ({ name: skill.name, description: skill.description })) : [];
+      // Catalogs only for a tool the model can reach this run: not one the host disabled or a resolver left out.
+      const reachable = (name: string) => scope.visible.has(name) || deferred.some((entry) => entry.name === name);
+      const catalog = reachable("load_skill") ? (await library.list()).map((skill) => ({ name: skill.name, description: skill.description })) : [];
       const built = await buildModelContext(
         profile.context,
         {
@@ -458,7 +467,7 @@ export class RunDriver {
           filesystem: services.filesystem,
           skills: catalog,
           activeSkills: activeSkills.map((skill) => ({ name: skill.name, body: skill.body })),
-          subagents: table.has("spawn_subagent") ? [...profile.subagents.values()].map((child) => ({ name: child.name, description: child.description ?? "" })) : [],
+          subagents: reachable("spawn_subagent") ? [...profile.subagents.values()].map((child) => ({ name: child.name, description: child.description ?? "" })) : [],
         },
         info,
       );
