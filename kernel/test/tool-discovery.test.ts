@@ -80,6 +80,22 @@ describe("an agent with 40 authored tools, 30 of them deferred", () => {
     expect(small).toBeLessThan(large / 2);
   });
 
+  it("gates every call made through tool_call when the host's policy gates tool_call", async () => {
+    const invoice = `import { defineTool } from "@assemblyline-agents/core";
+export default defineTool({ description: "Send an invoice to a customer.", capability: { visibility: "deferred", namespace: "billing" }, inputSchema: { type: "object", properties: {} },
+  async execute() { globalThis.__invoicesSent = (globalThis.__invoicesSent ?? 0) + 1; return { sent: true }; } });`;
+    (globalThis as { __invoicesSent?: number }).__invoicesSent = 0;
+    const { runtime, events } = await startAgent(agentFolder({ "agent.ts": MINIMAL_AGENT, "tools/send_invoice.ts": invoice }), [{ toolCalls: [{ name: "tool_call", input: { name: "send_invoice", input: {} } }] }, { text: "done" }], {
+      coreToolPolicy: { tool_call: "approval" },
+    });
+    const paused = await runtime.run({ message: "bill them" });
+    expect(paused.status).toBe("waiting_approval");
+    expect((globalThis as { __invoicesSent?: number }).__invoicesSent).toBe(0);
+    expect((await events(paused.runId)).find((event) => event.type === "approval.requested")?.data).toMatchObject({ toolName: "send_invoice", via: "tool_call", reason: "Host policy requires approval for tool_call." });
+    expect((await runtime.approve(paused.runId)).status).toBe("completed");
+    expect((globalThis as { __invoicesSent?: number }).__invoicesSent).toBe(1);
+  });
+
   it("refuses through tool_call what a direct call would refuse: bad input names the inner tool and never executes", async () => {
     writeFileSync(executionLog, "");
     const { runtime, log, events } = await startAgent(dir, [

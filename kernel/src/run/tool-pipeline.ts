@@ -80,10 +80,12 @@ export async function callTool(scope: RunScope, requested: ModelToolCall): Promi
     });
   }
 
+  // A host that gated tool_call gates every call made through it, as it would gate each of those tools.
+  const gate = entry.approval || (via ? bridgeGate(scope, entry) : false);
   // Hashed only where an approval is asked for or was given: most calls need neither.
-  const approvalId = entry.approval || existing?.status === "approved" ? approvalIdFor(scope.runId, call.id, inputDigest) : "";
+  const approvalId = gate || existing?.status === "approved" ? approvalIdFor(scope.runId, call.id, inputDigest) : "";
   const approved = existing?.status === "approved" && existing.approvalId === approvalId;
-  if (entry.approval && !approved) {
+  if (gate && !approved) {
     const record = newRecord(scope, call, inputDigest, "waiting_approval", { approvalId });
     await scope.journal.append(
       scope.runId,
@@ -91,7 +93,7 @@ export async function callTool(scope: RunScope, requested: ModelToolCall): Promi
         { type: "tool.called", data: { callId: call.id, toolName: call.name, input: call.input, ...viaField } },
         {
           type: "approval.requested",
-          data: { approvalId, callId: call.id, toolName: call.name, input: call.input, reason: entry.approval.reason, sideEffect: entry.approval.sideEffect, ...viaField },
+          data: { approvalId, callId: call.id, toolName: call.name, input: call.input, reason: gate.reason, sideEffect: gate.sideEffect, ...viaField },
         },
       ],
       // The run stays `running` until the engine has ended its turn and the checkpoint is written.
@@ -109,6 +111,12 @@ export async function callTool(scope: RunScope, requested: ModelToolCall): Promi
     await scope.journal.record(scope.runId, "tool.called", { callId: call.id, toolName: call.name, input: call.input, ...viaField }, { toolCall: recorded });
   }
   return execute(scope, entry, call, inputDigest, approved, recorded);
+}
+
+/** The gate of tool_call itself (coreToolPolicy `tool_call: "approval"`), for a call made through it; with the called tool's side effect. */
+function bridgeGate(scope: RunScope, target: ToolTableEntry): ToolTableEntry["approval"] {
+  const bridge = scope.table.get("tool_call")?.approval;
+  return bridge ? { reason: bridge.reason, sideEffect: target.definition.sideEffect ?? "external" } : false;
 }
 
 /** What an already-recorded call resolves to without executing; undefined when it must (re)execute. */
