@@ -143,13 +143,14 @@ export function createRuntimeFilesystem(sources: RuntimeFilesystemSources): Runt
       checkListLimit(limit, `first("${path}")`);
       const { except } = options;
       const { root, relative, path: logical } = resolveLogicalPath(path);
+      // The file at `path` itself sorts before every path under it: it comes first, then the folder's page.
       if (root === "/memory" && except === undefined && sources.memory.firstMemoryEntries) {
-        const page = await sources.memory.firstMemoryEntries(relative === "" ? undefined : relative, limit);
-        return { entries: page.entries.map(memoryFileEntry), total: page.total };
+        const [self, page] = await Promise.all([memoryFileAt(relative), sources.memory.firstMemoryEntries(memoryFolderPrefix(relative), limit)]);
+        return { entries: [...self, ...page.entries].slice(0, limit).map(memoryFileEntry), total: self.length + page.total };
       }
       if (root === "/files" && sources.files.firstFileRecords) {
-        const page = await sources.files.firstFileRecords({ prefix: filesPrefix(logical), ...(except === undefined ? {} : { excludePrefix: except }) }, limit);
-        return { entries: page.records.map(fileEntry), total: page.total };
+        const [self, page] = await Promise.all([fileRecordAt(logical, except), sources.files.firstFileRecords({ prefix: logical + "/", ...(except === undefined ? {} : { excludePrefix: except }) }, limit)]);
+        return { entries: [...self, ...page.records].slice(0, limit).map(fileEntry), total: self.length + page.total };
       }
       const entries = await listExcept(path, except);
       return { entries: entries.slice(0, limit), total: entries.length };
@@ -167,17 +168,23 @@ export function createRuntimeFilesystem(sources: RuntimeFilesystemSources): Runt
     const { root, relative, path: logical } = resolveLogicalPath(path);
     switch (root) {
       case "/memory": {
-        const prefix = relative === "" ? undefined : relative;
+        const prefix = memoryFolderPrefix(relative);
         // One read where the store lists sizes; else a read per file to size it.
-        const entries = sources.memory.listMemoryEntries
-          ? await sources.memory.listMemoryEntries(prefix)
-          : await Promise.all((await sources.memory.listMemory(prefix)).map(async (path) => ({ path, size: Buffer.byteLength((await sources.memory.readMemory(path))?.content ?? "") })));
-        return entries.map(memoryFileEntry);
+        const [self, under] = await Promise.all([
+          memoryFileAt(relative),
+          sources.memory.listMemoryEntries
+            ? sources.memory.listMemoryEntries(prefix)
+            : Promise.all((await sources.memory.listMemory(prefix)).map(async (path) => ({ path, size: Buffer.byteLength((await sources.memory.readMemory(path))?.content ?? "") }))),
+        ]);
+        return [...self, ...under].map(memoryFileEntry);
       }
       case "/history":
         return sources.conversationId ? [{ path: "/history/conversation.md", type: "file", size: Buffer.byteLength(await renderHistory(sources)) }] : [];
-      case "/files":
-        return (await sources.files.listFileRecords({ prefix: filesPrefix(logical), ...(except === undefined ? {} : { excludePrefix: except }) })).map(fileEntry);
+      case "/files": {
+        // The folder's own prefix, slash and all (the root is "/files/", which PostgreSQL counts from its folders' counts).
+        const [self, under] = await Promise.all([fileRecordAt(logical, except), sources.files.listFileRecords({ prefix: logical + "/", ...(except === undefined ? {} : { excludePrefix: except }) })]);
+        return [...self, ...under].map(fileEntry);
+      }
       case "/skills": {
         const entries: FileEntry[] = [];
         for (const skill of await sources.skills.list()) {
@@ -192,14 +199,26 @@ export function createRuntimeFilesystem(sources: RuntimeFilesystemSources): Runt
         return (await sources.getSandbox()).listFiles(logical);
     }
   }
+
+  /** The memory file at exactly `relative`, as a listing of a file path shows it: itself. The root is a folder, never a file. */
+  async function memoryFileAt(relative: string): Promise<MemoryEntry[]> {
+    const record = relative === "" ? undefined : await sources.memory.readMemory(relative);
+    return record ? [{ path: relative, size: Buffer.byteLength(record.content) }] : [];
+  }
+
+  /** The file record at exactly `logical` (none under `except`), as a listing of a file path shows it: itself. */
+  async function fileRecordAt(logical: string, except: string | undefined): Promise<FileRecord[]> {
+    const record = logical === "/files" ? undefined : await sources.files.getFileRecord(logical);
+    return record && (except === undefined || !record.path.startsWith(except)) ? [record] : [];
+  }
 }
 
 /**
- * The prefix of the file records under `logical`. Every record's path is under `/files/`, so the
- * root is listed as that folder, which a store can count from its folders' counts (PostgreSQL).
+ * The store prefix of the memory files under the folder `relative`: with its slash, so that a
+ * sibling sharing the start of its name (notes-archive.md beside notes/) is not under it.
  */
-function filesPrefix(logical: string): string {
-  return logical === "/files" ? "/files/" : logical;
+function memoryFolderPrefix(relative: string): string | undefined {
+  return relative === "" ? undefined : relative + "/";
 }
 
 /** A file record as the filesystem lists it. */

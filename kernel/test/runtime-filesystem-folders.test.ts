@@ -1,0 +1,113 @@
+import { describe, expect, it } from "vitest";
+import type { FileIndexStore, FileRecord, JsonValue, MemoryStateStore } from "@assemblyline-agents/core";
+import { createRuntimeFilesystem, InMemoryStateAdapter, type RuntimeFilesystem } from "../src/index.js";
+import type { SkillLibrary } from "../src/skills/skill-library.js";
+import { MINIMAL_AGENT, agentFolder } from "./support/agent-folder.js";
+import { startAgent } from "./support/runtime.js";
+
+const file = (path: string): FileRecord => ({ path, blobKey: `blob:${path}`, size: 3, contentType: "text/plain", sha256: "0", runId: null, createdAt: "2030-01-01T00:00:00.000Z" });
+const paths = (entries: Array<{ path: string }>) => entries.map((entry) => entry.path);
+
+/** A state where notes/ and report/ each have a sibling sharing the start of their name. */
+async function seeded(): Promise<InMemoryStateAdapter> {
+  const state = new InMemoryStateAdapter();
+  await state.writeMemory("notes/a.md", "alpha in notes/");
+  await state.writeMemory("notes-archive.md", "a sibling, not in notes/");
+  await state.writeMemory("notes2.md", "another sibling");
+  for (const path of ["/files/report/q1.txt", "/files/report-draft.txt", "/files/reports.txt"]) await state.putFileRecord(file(path));
+  return state;
+}
+
+type Stores = { memory: MemoryStateStore; files: FileIndexStore };
+/** The stores as they are, and as a store from before the optional listing methods (listMemoryEntries, first*) sees them. */
+function variants(state: InMemoryStateAdapter): Array<[string, Stores]> {
+  const bare: Stores = {
+    memory: {
+      readMemory: (path) => state.readMemory(path),
+      writeMemory: (path, content) => state.writeMemory(path, content),
+      listMemory: (prefix) => state.listMemory(prefix),
+      deleteMemory: (path) => state.deleteMemory(path),
+    },
+    files: {
+      putFileRecord: (record) => state.putFileRecord(record),
+      getFileRecord: (path) => state.getFileRecord(path),
+      deleteFileRecord: (path) => state.deleteFileRecord(path),
+      listFileRecords: (options) => state.listFileRecords(options),
+    },
+  };
+  return [
+    ["a store with every listing method", { memory: state, files: state }],
+    ["a store with only the required ones", bare],
+  ];
+}
+
+function filesystem(state: InMemoryStateAdapter, stores: Stores = { memory: state, files: state }): RuntimeFilesystem {
+  return createRuntimeFilesystem({
+    ...stores,
+    conversations: state,
+    conversationId: null,
+    blob: undefined,
+    getSandbox: async () => {
+      throw new Error("no sandbox in this test");
+    },
+    skills: { list: async () => [] } as unknown as SkillLibrary,
+  });
+}
+
+describe("a folder of the runtime filesystem holds the paths below it, never a sibling sharing the start of its name", () => {
+  it("lists and pages /memory/notes without notes-archive.md or notes2.md beside it", async () => {
+    const state = await seeded();
+    for (const [, stores] of variants(state)) {
+      const fs = filesystem(state, stores);
+      expect(paths(await fs.list("/memory/notes"))).toEqual(["/memory/notes/a.md"]);
+      expect(paths(await fs.list("/memory/notes/"))).toEqual(["/memory/notes/a.md"]);
+      expect(await fs.first("/memory/notes", 10)).toEqual({ entries: [{ path: "/memory/notes/a.md", type: "file", size: 15 }], total: 1 });
+      expect(paths(await fs.list("/memory"))).toEqual(["/memory/notes-archive.md", "/memory/notes/a.md", "/memory/notes2.md"]);
+    }
+  });
+
+  it("lists and pages /files/report without report-draft.txt or reports.txt beside it", async () => {
+    const state = await seeded();
+    for (const [, stores] of variants(state)) {
+      const fs = filesystem(state, stores);
+      expect(paths(await fs.list("/files/report"))).toEqual(["/files/report/q1.txt"]);
+      expect(await fs.first("/files/report", 10)).toEqual({ entries: [{ path: "/files/report/q1.txt", type: "file", size: 3 }], total: 1 });
+      expect((await fs.first("/files", 10)).total).toBe(3);
+    }
+  });
+
+  it("lists a file path as that file, first, before any file under the same name as a folder", async () => {
+    const state = await seeded();
+    await state.writeMemory("notes", "a file named like the folder");
+    await state.putFileRecord(file("/files/report"));
+    for (const [, stores] of variants(state)) {
+      const fs = filesystem(state, stores);
+      expect(paths(await fs.list("/memory/notes"))).toEqual(["/memory/notes", "/memory/notes/a.md"]);
+      expect(paths(await fs.list("/memory/notes2.md"))).toEqual(["/memory/notes2.md"]);
+      expect(await fs.first("/memory/notes", 1)).toEqual({ entries: [{ path: "/memory/notes", type: "file", size: 28 }], total: 2 });
+      expect(paths(await fs.list("/files/report"))).toEqual(["/files/report", "/files/report/q1.txt"]);
+      expect(paths(await fs.list("/files/reports.txt"))).toEqual(["/files/reports.txt"]);
+      const page = await fs.first("/files/report", 1);
+      expect({ paths: paths(page.entries), total: page.total }).toEqual({ paths: ["/files/report"], total: 2 });
+      // A file under except stays out, itself too.
+      expect(await fs.first("/files/report", 5, { except: "/files/report" })).toEqual({ entries: [], total: 0 });
+    }
+  });
+
+  it("keeps the siblings out of the list and grep tools' results", async () => {
+    const state = await seeded();
+    const calls: Array<{ name: string; input: JsonValue }> = [
+      { name: "list", input: { path: "/memory/notes" } },
+      { name: "grep", input: { pattern: "i", path: "/memory/notes" } },
+      { name: "list", input: { path: "/files/report" } },
+    ];
+    const { runtime, log } = await startAgent(agentFolder({ "agent.ts": MINIMAL_AGENT }), [{ toolCalls: calls }, { text: "done" }], { state });
+    expect((await runtime.run({ message: "go" })).status).toBe("completed");
+    const outputs = log.outcomes.map((entry) => entry.outcome);
+    expect(outputs[0]).toMatchObject({ isError: false, output: { entries: [{ path: "/memory/notes/a.md" }] } });
+    const listed = (index: number) => (outputs[index] as unknown as { output: { entries: Array<{ path: string }> } }).output.entries;
+    expect(listed(0)).toHaveLength(1);
+    expect(outputs[1]).toMatchObject({ isError: false, output: { matches: ["/memory/notes/a.md:1:alpha in notes/"], truncated: false } });
+    expect(paths(listed(2))).toEqual(["/files/report/q1.txt"]);
+  });
+});
