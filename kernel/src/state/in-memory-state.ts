@@ -174,6 +174,15 @@ function checkSchedule(operation: string, schedule: Omit<ScheduleRecord, "lease"
   }
 }
 
+/**
+ * Refuse an observer position past the run's log (`lastSeq`, after the write's own events):
+ * observers cannot have seen events it does not hold, and `observedSeq` never moves back, so the
+ * events appended later would never be observed.
+ */
+function checkObserved(operation: string, field: string, seq: number | undefined, lastSeq: number): void {
+  if (seq !== undefined && seq > lastSeq) refuse(operation, field, `at most the run's lastSeq (${lastSeq})`, seq);
+}
+
 /** `value` as an ISO time when it is a Date that holds one; else refused. */
 function validDate(operation: string, field: string, value: unknown): string {
   return value instanceof Date && Number.isFinite(value.getTime()) ? value.toISOString() : refuse(operation, field, "a valid Date", value);
@@ -303,6 +312,8 @@ export class InMemoryStateAdapter implements StateAdapter {
       );
     }
 
+    checkObserved(`appendEvents(run "${runId}")`, "options.observedSeq", options.observedSeq, record.lastSeq + events.length);
+
     // Copy and serialize everything first: a value that cannot be stored throws before anything changes.
     const now = isoTimestamp();
     const appended: RunEvent[] = events.map((event, index) => {
@@ -338,6 +349,7 @@ export class InMemoryStateAdapter implements StateAdapter {
 
   async markObserved(runId: string, seq: number): Promise<void> {
     const { record } = this.requireRun(runId);
+    checkObserved(`markObserved(run "${runId}")`, "seq", seq, record.lastSeq);
     if (seq > record.observedSeq) record.observedSeq = seq;
   }
 
@@ -380,6 +392,7 @@ export class InMemoryStateAdapter implements StateAdapter {
 
   async releaseRunLease(runId: string, owner: string, token?: number, options: ReleaseOptions = {}): Promise<void> {
     const record = this.runs.get(runId)?.record;
+    if (record) checkObserved(`releaseRunLease(run "${runId}")`, "options.observedSeq", options.observedSeq, record.lastSeq);
     if (record?.lease?.owner === owner && (token === undefined || record.lease.token === token)) record.lease = null;
     if (record && options.observedSeq !== undefined && options.observedSeq > record.observedSeq) record.observedSeq = options.observedSeq;
   }

@@ -11,6 +11,8 @@ interface PgErrorFields {
 export const SQLSTATE_RUN_NOT_FOUND = "ALNF1";
 export const SQLSTATE_SEQ_MISMATCH = "ALSEQ";
 export const SQLSTATE_STALE_FENCE = "ALFEN";
+/** `append_events` was given an observer position past the run's log (schema version 12). */
+export const SQLSTATE_OBSERVED_PAST_LOG = "ALOBS";
 
 export function sqlState(error: unknown): string | undefined {
   const code = (error as PgErrorFields | null)?.code;

@@ -341,6 +341,27 @@ export function describeRunStoreConformance(name: string, factory: StateKitFacto
         await expect(store().appendEvents(run.id, [{ type: "e" }], undefined, { expectedLastSeq: 1, observedSeq: 6 })).rejects.toMatchObject({ code: "AL_ERR_EVENT_SEQ" });
         expect((await store().getRun(run.id))?.observedSeq).toBe(5);
       });
+
+      it("refuses an observer position past the run's log (AL_ERR_STATE_INPUT_INVALID), in markObserved, an append and a release, changing nothing", async () => {
+        const { run } = await store().createRun(newRun());
+        await store().appendEvents(run.id, [{ type: "a" }]);
+        const lease = await store().acquireRunLease(run.id, "replica-a", 60_000, clockAt(0));
+        const refused = (field: string) => ({ code: "AL_ERR_STATE_INPUT_INVALID", message: expect.stringContaining(field) });
+        await expect(store().markObserved(run.id, 50)).rejects.toMatchObject(refused("seq"));
+        // The append's own events count: up to 4 after appending two to a log at 2, not 5.
+        await expect(store().appendEvents(run.id, [{ type: "b" }, { type: "c" }], undefined, { observedSeq: 5 })).rejects.toMatchObject(refused("options.observedSeq"));
+        await expect(store().appendEvents(run.id, [], { run: { status: "running" } }, { observedSeq: 1000 })).rejects.toMatchObject(refused("options.observedSeq"));
+        await expect(store().releaseRunLease(run.id, "replica-a", lease!.token, { observedSeq: 3 })).rejects.toMatchObject(refused("options.observedSeq"));
+        expect(await store().getRun(run.id)).toMatchObject({ lastSeq: 2, observedSeq: 0, status: "queued", lease: { owner: "replica-a", token: lease!.token } });
+        expect((await store().listEvents(run.id)).map((event) => event.seq)).toEqual([1, 2]);
+        // Up to the log's end is taken: the later events are still observed.
+        await store().appendEvents(run.id, [{ type: "b" }, { type: "c" }], undefined, { observedSeq: 4 });
+        await store().markObserved(run.id, 4);
+        await store().appendEvents(run.id, [{ type: "d" }]);
+        expect((await store().listRuns({ observersBehind: true })).runs.map((listed) => listed.id)).toContain(run.id);
+        await store().releaseRunLease(run.id, "replica-a", lease!.token, { observedSeq: 5 });
+        expect(await store().getRun(run.id)).toMatchObject({ lastSeq: 5, observedSeq: 5, lease: null });
+      });
     });
 
     describe("listRuns", () => {

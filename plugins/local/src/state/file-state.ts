@@ -54,7 +54,7 @@ import { mkdir, open, readdir, rename, unlink, type FileHandle } from "node:fs/p
 import { join, resolve } from "node:path";
 import { describeOptions, unknownOptions } from "../known-options.js";
 import { FolderLock } from "./folder-lock.js";
-import { checkSchedule, definedValue, validDate } from "./input-checks.js";
+import { checkObserved, checkSchedule, definedValue, validDate } from "./input-checks.js";
 import { jsonExactCopy } from "./json-exact-copy.js";
 import {
   StateTables,
@@ -353,6 +353,7 @@ export class FileStateAdapter implements StateAdapter {
           },
         );
       }
+      checkObserved(`appendEvents(run "${runId}")`, "options.observedSeq", options.observedSeq, current.lastSeq + events.length);
       const now = isoTimestamp();
       // The events share one time, written once for the op.
       const appended: LoggedEvent[] = events.map((event, index) => ({ seq: current.lastSeq + index + 1, type: event.type, data: event.data ?? {} }));
@@ -432,6 +433,7 @@ export class FileStateAdapter implements StateAdapter {
   markObserved(runId: string, seq: number): Promise<void> {
     return this.mutate((tables) => {
       const { record } = this.requireRun(tables, runId);
+      checkObserved(`markObserved(run "${runId}")`, "seq", seq, record.lastSeq);
       return { ops: seq > record.observedSeq ? [{ op: "run.patch", runId, set: { observedSeq: seq } }] : [], result: () => undefined };
     });
   }
@@ -489,6 +491,7 @@ export class FileStateAdapter implements StateAdapter {
     return this.mutate((tables) => {
       const record = tables.runs.get(runId)?.record;
       if (!record) return { ops: [], result: () => undefined };
+      checkObserved(`releaseRunLease(run "${runId}")`, "options.observedSeq", options.observedSeq, record.lastSeq);
       const holds = record.lease?.owner === owner && (token === undefined || record.lease.token === token);
       const observed = options.observedSeq !== undefined && options.observedSeq > record.observedSeq;
       // Set key by key, not spread from conditional objects: V8 gives every object spread that way a map of its own.

@@ -33,6 +33,15 @@ export function definedValue<T>(operation: string, field: string, value: T | und
   return value === undefined ? refuse(operation, field, "a JSON value (null for none)", value) : value;
 }
 
+/**
+ * Refuse an observer position past the run's log (`lastSeq`, after the write's own events):
+ * observers cannot have seen events it does not hold, and `observedSeq` never moves back, so the
+ * events appended later would never be observed.
+ */
+export function checkObserved(operation: string, field: string, seq: number | undefined, lastSeq: number): void {
+  if (seq !== undefined && seq > lastSeq) refuse(operation, field, `at most the run's lastSeq (${lastSeq})`, seq);
+}
+
 /** `value` as an ISO time when it is a Date that holds one; else refused. */
 export function validDate(operation: string, field: string, value: unknown): string {
   return value instanceof Date && Number.isFinite(value.getTime()) ? value.toISOString() : refuse(operation, field, "a valid Date", value);

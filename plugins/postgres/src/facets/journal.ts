@@ -12,7 +12,7 @@ import {
   type ToolCallRecord,
 } from "@assemblyline-agents/core";
 import { jsonParam, type StateDatabase } from "../database.js";
-import { SQLSTATE_RUN_NOT_FOUND, SQLSTATE_SEQ_MISMATCH, SQLSTATE_STALE_FENCE, pgDetail, sqlState } from "../errors.js";
+import { SQLSTATE_OBSERVED_PAST_LOG, SQLSTATE_RUN_NOT_FOUND, SQLSTATE_SEQ_MISMATCH, SQLSTATE_STALE_FENCE, inputInvalid, pgDetail, sqlState } from "../errors.js";
 import { RUN_STATUSES, TOOL_CALL_COLUMNS, TOOL_CALL_STATUSES, decodeCheckpoint, decodeEvent, decodeStep, decodeToolCall } from "../rows.js";
 import { ArgumentCheck } from "../validate.js";
 import { runNotFound } from "./runs.js";
@@ -126,6 +126,11 @@ export async function appendEvents(
         const current = pgDetail(error);
         return staleFenceError(runId, options.fence!, current ? { owner: "", token: Number(current) } : null);
       }
+      if (code === SQLSTATE_OBSERVED_PAST_LOG) {
+        return inputInvalid(operation, `options.observedSeq must be at most the run's lastSeq (${String(pgDetail(error))}), got ${String(options.observedSeq)}`, {
+          field: "options.observedSeq",
+        });
+      }
       if (code === SQLSTATE_SEQ_MISMATCH) {
         const lastSeq = Number(pgDetail(error));
         return new AssemblyLineError(
@@ -165,15 +170,19 @@ export async function listEvents(
   return rows.map((row) => decodeEvent(db.schema, row));
 }
 
+/** Moves `observed_seq` forward; a position past the run's log is refused (the row is left as it was). */
 export async function markObserved(db: StateDatabase, runId: string, seq: number): Promise<void> {
   const operation = `markObserved(run "${runId}")`;
-  new ArgumentCheck(operation).number("seq", seq);
-  const { rowCount } = await db.run(
+  const check = new ArgumentCheck(operation);
+  const position = Math.floor(check.number("seq", seq));
+  const [row] = await db.rows<{ last_seq: number }>(
     operation,
-    `UPDATE ${db.s}.runs SET observed_seq = greatest(observed_seq, $2) WHERE id = $1`,
-    [runId, Math.floor(seq)],
+    `UPDATE ${db.s}.runs SET observed_seq = CASE WHEN $2 <= last_seq THEN greatest(observed_seq, $2) ELSE observed_seq END
+     WHERE id = $1 RETURNING last_seq`,
+    [runId, position],
   );
-  if (rowCount === 0) throw runNotFound(db, runId, operation);
+  if (!row) throw runNotFound(db, runId, operation);
+  if (position > row.last_seq) check.fail("seq", `at most the run's lastSeq (${row.last_seq})`, seq);
 }
 
 export async function getToolCall(db: StateDatabase, runId: string, callId: string): Promise<ToolCallRecord | undefined> {

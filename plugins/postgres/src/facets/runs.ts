@@ -136,11 +136,14 @@ export async function renewRunLease(db: StateDatabase, runId: string, fence: Run
 }
 
 export async function releaseRunLease(db: StateDatabase, runId: string, owner: string, token: number | undefined, options: ReleaseOptions): Promise<void> {
-  const observedSeq = options.observedSeq === undefined ? null : new ArgumentCheck("releaseRunLease").nonNegative("options.observedSeq", options.observedSeq);
+  const check = new ArgumentCheck(`releaseRunLease(run "${runId}")`);
+  const observedSeq = options.observedSeq === undefined ? null : check.nonNegative("options.observedSeq", options.observedSeq);
   // One statement either way: the lease goes if this owner (and token) holds it; the observers' position only moves forward.
-  const holds = `(lease_owner = $2 AND ($3::bigint IS NULL OR lease_token = $3))`;
-  await db.run(
-    `releaseRunLease(run "${runId}")`,
+  // A position past the run's log changes nothing (the lease stays too) and is refused below, from the row's last_seq.
+  const within = "($4::integer IS NULL OR $4::integer <= last_seq)";
+  const holds = `(lease_owner = $2 AND ($3::bigint IS NULL OR lease_token = $3) AND ${within})`;
+  const [row] = await db.rows<{ last_seq: number }>(
+    check.operation,
     // Committed without waiting for its WAL flush (RunStore.releaseRunLease need not be durable
     // when it resolves): the join makes the statement run set_config, local to its transaction.
     `WITH no_flush_wait AS (SELECT set_config('synchronous_commit', 'off', true))
@@ -148,11 +151,13 @@ export async function releaseRunLease(db: StateDatabase, runId: string, owner: s
        lease_owner = CASE WHEN ${holds} THEN NULL ELSE lease_owner END,
        lease_expires_at = CASE WHEN ${holds} THEN NULL ELSE lease_expires_at END,
        lease_session = CASE WHEN ${holds} THEN NULL ELSE lease_session END,
-       observed_seq = greatest(observed_seq, coalesce($4::integer, observed_seq))
+       observed_seq = CASE WHEN ${within} THEN greatest(observed_seq, coalesce($4::integer, observed_seq)) ELSE observed_seq END
      FROM no_flush_wait
-     WHERE id = $1 AND (${holds} OR $4::integer > observed_seq)`,
+     WHERE id = $1 AND (lease_owner = $2 AND ($3::bigint IS NULL OR lease_token = $3) OR $4::integer > observed_seq)
+     RETURNING last_seq`,
     [runId, owner, token ?? null, observedSeq],
   );
+  if (row && observedSeq !== null && observedSeq > row.last_seq) check.fail("options.observedSeq", `at most the run's lastSeq (${row.last_seq})`, options.observedSeq);
 }
 
 export async function claimRecoverableRuns(db: StateDatabase, options: ClaimOptions, session: string | null): Promise<RunRecord[]> {

@@ -641,6 +641,28 @@ CREATE INDEX deliveries_pending_by_agent ON ${s}.deliveries (split_part(agent_id
 ${replaced}`;
 };
 
+/**
+ * `append_events` refuses (SQLSTATE ALOBS, the log's new last seq as DETAIL) an observer position
+ * past the run's log after the append: observers cannot have seen events it does not hold, and
+ * `observed_seq` never moves back, so every event appended later would go unobserved. The function
+ * is migration 9's (the same signature, replaced in place) with that check added under the row lock,
+ * before anything is written.
+ */
+const observedWithinLog = (s: string) => {
+  const v9 = deliveriesByAgent(s);
+  const create = v9.slice(v9.indexOf(`CREATE OR REPLACE FUNCTION ${s}.append_events(`));
+  const seqCheck = "    RAISE EXCEPTION 'run % is at seq %', p_run_id, v_last USING ERRCODE = 'ALSEQ', DETAIL = v_last::text;\n  END IF;\n";
+  const observedCheck = `  IF p_observed_seq > v_last + coalesce(cardinality(p_types), 0) THEN
+    RAISE EXCEPTION 'run % holds no event %', p_run_id, p_observed_seq USING ERRCODE = 'ALOBS',
+      DETAIL = (v_last + coalesce(cardinality(p_types), 0))::text;
+  END IF;
+`;
+  if (!create.startsWith("CREATE OR REPLACE FUNCTION") || !create.includes(seqCheck)) {
+    throw new Error("migration 12 no longer finds migration 9's append_events; write its function out in full");
+  }
+  return create.replace(seqCheck, `${seqCheck}${observedCheck}`);
+};
+
 export const MIGRATIONS: readonly Migration[] = [
   { version: 1, name: "initial state schema", sql: initialSchema },
   skillsMigration,
@@ -653,6 +675,7 @@ export const MIGRATIONS: readonly Migration[] = [
   { version: 9, name: "deliveries by agent", sql: deliveriesByAgent },
   usageAgentsMigration,
   runAgentsMigration,
+  { version: 12, name: "observer position within the log", sql: observedWithinLog },
 ];
 
 /** The schema version this code writes and expects. */
