@@ -169,6 +169,31 @@ export default defineAgent({ model: "test/model", context: customContext });`,
     });
   });
 
+  it.each([
+    [`extends: { kind: "default", options: { recentHistory: { maxMessages: 1 } } }`, /extends of "mine" is not a context policy/],
+    [`extend: defaultContext()`, /unknown field extend/],
+    [`build: "trim"`, /build of "mine" must be a function/],
+  ])("refuses at build a custom context policy it would misread: %s", async (fields, message) => {
+    const dir = agentFolder({
+      "context.ts": `import { defaultContext, defineContext } from "@assemblyline-agents/core";\nexport const mine = defineContext({ kind: "custom", name: "mine", ${fields} });\n`,
+      "agent.ts": `import { defineAgent } from "@assemblyline-agents/core";\nimport { mine } from "./context";\nexport default defineAgent({ model: "test/model", context: mine });\n`,
+    });
+    const error = await buildAgent(dir).then(() => undefined, (caught: unknown) => caught);
+    expect(isAssemblyLineError(error) ? error.code : error).toBe("AL_ERR_CONTEXT_DEFINITION");
+    expect(String((error as Error).message)).toMatch(message);
+  });
+
+  it("fails the run with the policy's name when its build() returns no model context", async () => {
+    const dir = agentFolder({
+      "context.ts": `import { defineContext } from "@assemblyline-agents/core";\nexport const forgetful = defineContext({ kind: "custom", name: "forgetful", build(context) { context.instructions += "!"; } });\n`,
+      "agent.ts": `import { defineAgent } from "@assemblyline-agents/core";\nimport { forgetful } from "./context";\nexport default defineAgent({ model: "test/model", context: forgetful });\n`,
+    });
+    const { runtime } = await startAgent(dir, [{ text: "never" }]);
+    const result = await runtime.run({ message: "go" });
+    expect(result.status).toBe("failed");
+    expect(result.error).toMatchObject({ code: "AL_ERR_CONTEXT_DEFINITION", message: expect.stringContaining('context policy "forgetful" build() returned nothing') });
+  });
+
   it("lists skills and subagents only when the model can reach load_skill and spawn_subagent", async () => {
     const files = {
       "skills/triage/SKILL.md": "---\ndescription: Triage incoming bug reports.\n---\nStep 1: read the report.\n",

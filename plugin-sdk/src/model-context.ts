@@ -143,7 +143,32 @@ export function defaultContext(options: DefaultContextOptions = {}): DefaultCont
 export function defineContext<Options extends Record<string, unknown>>(
   options: CustomContextOptions<Options>,
 ): CustomContextPolicy<Options> {
+  const problem = customContextProblem(options);
+  if (problem) {
+    throw new AssemblyLineError("AL_ERR_CONTEXT_DEFINITION", `defineContext: ${problem}`, {
+      fix: 'Pass { kind: "custom", name, extends?: defaultContext({...}) or another defineContext(...), options?, build? }.',
+    });
+  }
   return brand("assembly-line.context", options);
+}
+
+const CUSTOM_CONTEXT_FIELDS = ["kind", "name", "extends", "options", "build"];
+
+/**
+ * What defineContext would otherwise take and misread: a plain object as `extends` (its bounds
+ * ignored, the default used), a typo in a field, a `build` that is no function.
+ */
+function customContextProblem(options: unknown): string | null {
+  if (typeof options !== "object" || options === null || Array.isArray(options)) return "the policy must be an object";
+  const policy = options as Record<string, unknown>;
+  const unknown = Object.keys(policy).filter((key) => !CUSTOM_CONTEXT_FIELDS.includes(key));
+  if (unknown.length > 0) return `unknown field${unknown.length === 1 ? "" : "s"} ${unknown.join(", ")} (the fields are ${CUSTOM_CONTEXT_FIELDS.join(", ")})`;
+  if (policy.kind !== "custom") return `kind is ${JSON.stringify(policy.kind) ?? "missing"}; a policy of your own is kind "custom"`;
+  if (typeof policy.name !== "string" || policy.name.trim() === "") return "name must be a non-empty string";
+  if (policy.extends !== undefined && !isContextPolicy(policy.extends)) return `extends of "${policy.name}" is not a context policy (made with defaultContext or defineContext)`;
+  if (policy.options !== undefined && (typeof policy.options !== "object" || policy.options === null || Array.isArray(policy.options))) return `options of "${policy.name}" must be an object`;
+  if (policy.build !== undefined && typeof policy.build !== "function") return `build of "${policy.name}" must be a function (context, info) => context`;
+  return null;
 }
 
 export function isContextPolicy(value: unknown): value is ContextPolicy {

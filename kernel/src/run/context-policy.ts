@@ -1,4 +1,5 @@
 import {
+  AssemblyLineError,
   resolveDefaultContextOptions,
   type ContextBuildInfo,
   type ContextPolicy,
@@ -55,7 +56,18 @@ export async function buildModelContext(policy: ContextPolicy | undefined, sourc
   if (!policy || policy.kind === "default") return buildDefault(policy?.options ?? {}, sources, info);
   const base = await buildModelContext(policy.extends, sources, info);
   if (!policy.build) return base;
-  return policy.build(base, { ...info, options: policy.options ?? {} });
+  const built: unknown = await policy.build(base, { ...info, options: policy.options ?? {} });
+  if (!isModelContext(built)) {
+    throw new AssemblyLineError("AL_ERR_CONTEXT_DEFINITION", `context policy "${policy.name}" build() returned ${built === undefined ? "nothing" : "something that is not a model context"}`, {
+      fix: "Return the context it was given, changed: { instructions: string, messages: [...], tools: [...] }.",
+    });
+  }
+  return built;
+}
+
+function isModelContext(value: unknown): value is ModelContext {
+  const context = value as ModelContext;
+  return typeof value === "object" && value !== null && typeof context.instructions === "string" && Array.isArray(context.messages) && Array.isArray(context.tools);
 }
 
 /** The default context: each part of DEFAULT_CONTEXT_PARTS, bounded by its options. */
