@@ -111,3 +111,31 @@ describe("a folder of the runtime filesystem holds the paths below it, never a s
     expect(paths(listed(2))).toEqual(["/files/report/q1.txt"]);
   });
 });
+
+describe("a root folder of the runtime filesystem is no file", () => {
+  it("refuses to write, edit or delete /memory or /workspace themselves, naming the path, and lists no phantom file", async () => {
+    const state = await seeded();
+    const fs = filesystem(state);
+    for (const path of ["/memory", "/memory/", "/workspace", "/workspace//"]) {
+      await expect(fs.write(path, "root")).rejects.toMatchObject({ code: "AL_ERR_PATH_ESCAPE", message: expect.stringContaining("is a root folder, not a file") });
+      await expect(fs.delete(path)).rejects.toMatchObject({ code: "AL_ERR_PATH_ESCAPE" });
+    }
+    expect(await state.readMemory("")).toBeUndefined();
+    expect(paths(await fs.list("/memory"))).toEqual(["/memory/notes-archive.md", "/memory/notes/a.md", "/memory/notes2.md"]);
+    // A read-only root stays refused as read-only.
+    await expect(fs.write("/history", "x")).rejects.toMatchObject({ code: "AL_ERR_PATH_READ_ONLY" });
+  });
+
+  it("gives the write tool's model a recoverable error for a root folder, and the run goes on", async () => {
+    const calls: Array<{ name: string; input: JsonValue }> = [
+      { name: "write", input: { path: "/memory", content: "root" } },
+      { name: "list", input: { path: "/memory" } },
+    ];
+    const { runtime, log, state } = await startAgent(agentFolder({ "agent.ts": MINIMAL_AGENT }), [{ toolCalls: calls }, { text: "done" }]);
+    expect((await runtime.run({ message: "go" })).status).toBe("completed");
+    const outputs = log.outcomes.map((entry) => entry.outcome);
+    expect(outputs[0]).toMatchObject({ isError: true, output: { code: "AL_ERR_PATH_ESCAPE", error: expect.stringMatching(/\/memory is a root folder, not a file[\s\S]*fix: Name a file inside it, e\.g\. \/memory\/notes\.md/) } });
+    expect(outputs[1]).toMatchObject({ isError: false, output: { entries: [] } });
+    expect(await state.listMemory()).toEqual([]);
+  });
+});

@@ -90,6 +90,11 @@ export function createRuntimeFilesystem(sources: RuntimeFilesystemSources): Runt
         fix: "Write artifacts under /workspace and durable notes under /memory.",
       });
     }
+    if (resolved.relative === "") {
+      throw new AssemblyLineError("AL_ERR_PATH_ESCAPE", `${resolved.path} is a root folder, not a file: it cannot be written or deleted`, {
+        fix: `Name a file inside it, e.g. ${resolved.root}/notes.md.`,
+      });
+    }
     return resolved;
   };
   const notFound = (path: string): never => {
