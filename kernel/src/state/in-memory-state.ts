@@ -3,6 +3,10 @@ import {
   type CreatedRun,
   type ReleaseOptions,
   AssemblyLineError,
+  checkObservedSeq,
+  checkScheduleInput,
+  checkedDate,
+  refuseStateInput,
   copyStateValue,
   fenceHolds,
   staleFenceError,
@@ -133,62 +137,6 @@ const isoOf = (now: Date | undefined): string => isoTimestamp(now?.getTime());
 const claimLimit = (limit: number | undefined): number => Math.max(0, limit ?? DEFAULT_CLAIM_LIMIT);
 
 /**
- * Refuse an argument the state contract does not allow, naming the method and the field, before
- * anything changes. (The PostgreSQL store's ArgumentCheck and the file store's input checks
- * refuse the same values with the same code.)
- */
-function refuse(operation: string, field: string, expected: string, value: unknown): never {
-  throw new AssemblyLineError("AL_ERR_STATE_INPUT_INVALID", `${operation}: ${field} must be ${expected}, got ${shown(value)}`, {
-    fix: "Pass values shaped as the state contract in @assemblyline-agents/core describes.",
-    details: { operation, field },
-  });
-}
-
-/** A value as an error message shows it: a Date, an Invalid Date, NaN and ±Infinity as what they are. */
-function shown(value: unknown): string {
-  if (value instanceof Date) return Number.isNaN(value.getTime()) ? "an Invalid Date" : `the Date ${value.toISOString()}`;
-  if (typeof value === "number" || typeof value === "bigint" || value === undefined) return String(value);
-  let text: string;
-  try {
-    text = JSON.stringify(value) ?? String(value);
-  } catch {
-    text = String(value);
-  }
-  return text.length > 60 ? `${text.slice(0, 57)}...` : text;
-}
-
-/**
- * Refuse a schedule row PostgreSQL would refuse (its scheduleValues): a claim compares `nextRunAt`
- * as a time and tests `enabled` as a boolean, so a row that is neither would be leased on every
- * claim, or never.
- */
-function checkSchedule(operation: string, schedule: Omit<ScheduleRecord, "lease">): void {
-  if (typeof schedule !== "object" || schedule === null) refuse(operation, "schedule", "an object", schedule);
-  const { id, intervalMs, nextRunAt, enabled, agentId } = schedule;
-  if (typeof id !== "string" || id === "") refuse(operation, "schedule.id", "a non-empty string", id);
-  if (typeof intervalMs !== "number" || !Number.isFinite(intervalMs) || intervalMs < 0) refuse(operation, "schedule.intervalMs", "a finite number >= 0", intervalMs);
-  if (typeof nextRunAt !== "string" || !Number.isFinite(Date.parse(nextRunAt))) refuse(operation, "schedule.nextRunAt", "an ISO-8601 time", nextRunAt);
-  if (typeof enabled !== "boolean") refuse(operation, "schedule.enabled", "a boolean", enabled);
-  if (agentId !== undefined && agentId !== null && (typeof agentId !== "string" || agentId === "")) {
-    refuse(operation, "schedule.agentId", "a non-empty string or null", agentId);
-  }
-}
-
-/**
- * Refuse an observer position past the run's log (`lastSeq`, after the write's own events):
- * observers cannot have seen events it does not hold, and `observedSeq` never moves back, so the
- * events appended later would never be observed.
- */
-function checkObserved(operation: string, field: string, seq: number | undefined, lastSeq: number): void {
-  if (seq !== undefined && seq > lastSeq) refuse(operation, field, `at most the run's lastSeq (${lastSeq})`, seq);
-}
-
-/** `value` as an ISO time when it is a Date that holds one; else refused. */
-function validDate(operation: string, field: string, value: unknown): string {
-  return value instanceof Date && Number.isFinite(value.getTime()) ? value.toISOString() : refuse(operation, field, "a valid Date", value);
-}
-
-/**
  * A complete state adapter held in process memory: every facet, for tests, the
  * scripted durability suites, and hosts that accept losing state on exit.
  *
@@ -312,7 +260,7 @@ export class InMemoryStateAdapter implements StateAdapter {
       );
     }
 
-    checkObserved(`appendEvents(run "${runId}")`, "options.observedSeq", options.observedSeq, record.lastSeq + events.length);
+    checkObservedSeq(`appendEvents(run "${runId}")`, "options.observedSeq", options.observedSeq, record.lastSeq + events.length);
 
     // Copy and serialize everything first: a value that cannot be stored throws before anything changes.
     const now = isoTimestamp();
@@ -349,7 +297,7 @@ export class InMemoryStateAdapter implements StateAdapter {
 
   async markObserved(runId: string, seq: number): Promise<void> {
     const { record } = this.requireRun(runId);
-    checkObserved(`markObserved(run "${runId}")`, "seq", seq, record.lastSeq);
+    checkObservedSeq(`markObserved(run "${runId}")`, "seq", seq, record.lastSeq);
     if (seq > record.observedSeq) record.observedSeq = seq;
   }
 
@@ -392,7 +340,7 @@ export class InMemoryStateAdapter implements StateAdapter {
 
   async releaseRunLease(runId: string, owner: string, token?: number, options: ReleaseOptions = {}): Promise<void> {
     const record = this.runs.get(runId)?.record;
-    if (record) checkObserved(`releaseRunLease(run "${runId}")`, "options.observedSeq", options.observedSeq, record.lastSeq);
+    if (record) checkObservedSeq(`releaseRunLease(run "${runId}")`, "options.observedSeq", options.observedSeq, record.lastSeq);
     if (record?.lease?.owner === owner && (token === undefined || record.lease.token === token)) record.lease = null;
     if (record && options.observedSeq !== undefined && options.observedSeq > record.observedSeq) record.observedSeq = options.observedSeq;
   }
@@ -487,13 +435,13 @@ export class InMemoryStateAdapter implements StateAdapter {
   // ---- schedules -------------------------------------------------------------
 
   async upsertSchedule(schedule: Omit<ScheduleRecord, "lease">): Promise<void> {
-    checkSchedule("upsertSchedule", schedule);
+    checkScheduleInput("upsertSchedule", schedule);
     const lease = this.schedules.get(schedule.id)?.lease ?? null;
     this.schedules.set(schedule.id, { ...copy(schedule), lease });
   }
 
   async insertSchedule(schedule: Omit<ScheduleRecord, "lease">): Promise<boolean> {
-    checkSchedule("insertSchedule", schedule);
+    checkScheduleInput("insertSchedule", schedule);
     if (this.schedules.has(schedule.id)) return false;
     this.schedules.set(schedule.id, { ...copy(schedule), lease: null });
     return true;
@@ -521,7 +469,7 @@ export class InMemoryStateAdapter implements StateAdapter {
 
   async completeScheduleRun(id: string, owner: string, nextRunAt: Date): Promise<void> {
     // Checked before the lease is touched: a refused time leaves the holder its lease.
-    const next = validDate(`completeScheduleRun(schedule "${id}")`, "nextRunAt", nextRunAt);
+    const next = checkedDate(`completeScheduleRun(schedule "${id}")`, "nextRunAt", nextRunAt);
     const schedule = this.schedules.get(id);
     if (!schedule || schedule.lease?.owner !== owner) return;
     schedule.lease = null;
@@ -574,7 +522,7 @@ export class InMemoryStateAdapter implements StateAdapter {
   }
 
   async putSandboxSession(record: SandboxSessionRecord): Promise<void> {
-    if (record.data === undefined) refuse(`putSandboxSession(key "${record.key}")`, "record.data", "a JSON value (null for none)", record.data);
+    if (record.data === undefined) refuseStateInput(`putSandboxSession(key "${record.key}")`, "record.data", "a JSON value (null for none)", record.data);
     this.sandboxSessions.set(record.key, copy(record));
   }
 
@@ -620,7 +568,7 @@ export class InMemoryStateAdapter implements StateAdapter {
   }
 
   async putSetting(key: string, value: JsonValue, audit: { actor: string; reason?: string }): Promise<SettingAuditEvent> {
-    if (value === undefined) refuse(`putSetting(key "${key}")`, "value", "a JSON value (null for none)", value);
+    if (value === undefined) refuseStateInput(`putSetting(key "${key}")`, "value", "a JSON value (null for none)", value);
     const stored = copy(value);
     const event: SettingAuditEvent = {
       id: randomUUID(),

@@ -26,6 +26,7 @@ export * from "./records-by-path.js";
 export * from "./code-point-order.js";
 export * from "./memory-records.js";
 export * from "./list-limit.js";
+export * from "./input-checks.js";
 
 /** A full state adapter: the intersection of every facet. */
 export interface StateAdapter

@@ -322,7 +322,11 @@ export interface RunStore {
   ): Promise<RunEvent[]>;
   /** Events in seq order, after `afterSeq` (exclusive). */
   listEvents(runId: string, options?: { afterSeq?: number; limit?: number }): Promise<RunEvent[]>;
-  /** Record that observers have seen events up to `seq` (never moves backwards). */
+  /**
+   * Record that observers have seen events up to `seq` (never moves backwards). A `seq` past the
+   * run's `lastSeq` is refused (AL_ERR_STATE_INPUT_INVALID): the events appended later would never
+   * be observed. So is an `observedSeq` option past the log after its write's own events.
+   */
   markObserved(runId: string, seq: number): Promise<void>;
   getToolCall(runId: string, callId: string): Promise<ToolCallRecord | undefined>;
   listToolCalls(runId: string): Promise<ToolCallRecord[]>;

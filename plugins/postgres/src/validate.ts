@@ -1,3 +1,4 @@
+import { describeStateValue } from "@assemblyline-agents/core";
 import { inputInvalid } from "./errors.js";
 import { isJsonObject } from "./rows.js";
 
@@ -10,7 +11,7 @@ export class ArgumentCheck {
   constructor(readonly operation: string) {}
 
   fail(field: string, expected: string, value: unknown): never {
-    throw inputInvalid(this.operation, `${field} must be ${expected}, got ${shown(value)}`, { field });
+    throw inputInvalid(this.operation, `${field} must be ${expected}, got ${describeStateValue(value)}`, { field });
   }
 
   string(field: string, value: unknown): string {
@@ -57,21 +58,6 @@ export class ArgumentCheck {
   }
 }
 
-/**
- * A value as an error message shows it. JSON would show a Date as its time in quotes, as if a
- * string had been passed, and an Invalid Date, NaN and ±Infinity all as null: those are named.
- */
-function shown(value: unknown): string {
-  if (value instanceof Date) return Number.isNaN(value.getTime()) ? "an Invalid Date" : `the Date ${value.toISOString()}`;
-  if (typeof value === "number" || typeof value === "bigint" || value === undefined) return String(value);
-  let text: string;
-  try {
-    text = JSON.stringify(value) ?? String(value);
-  } catch {
-    text = String(value);
-  }
-  return text.length > 60 ? `${text.slice(0, 57)}...` : text;
-}
 
 /** A caller-supplied page or claim size: absent -> fallback, otherwise a whole number >= min. */
 export function sizeParam(value: number | undefined, fallback: number, min: number): number {

@@ -1,5 +1,9 @@
 import {
   AssemblyLineError,
+  checkObservedSeq,
+  checkScheduleInput,
+  checkedDate,
+  definedStateValue,
   copyStateValue,
   checkSkillKey,
   checkSkillRecord,
@@ -54,7 +58,6 @@ import { mkdir, open, readdir, rename, unlink, type FileHandle } from "node:fs/p
 import { join, resolve } from "node:path";
 import { describeOptions, unknownOptions } from "../known-options.js";
 import { FolderLock } from "./folder-lock.js";
-import { checkObserved, checkSchedule, definedValue, validDate } from "./input-checks.js";
 import { jsonExactCopy } from "./json-exact-copy.js";
 import {
   StateTables,
@@ -353,7 +356,7 @@ export class FileStateAdapter implements StateAdapter {
           },
         );
       }
-      checkObserved(`appendEvents(run "${runId}")`, "options.observedSeq", options.observedSeq, current.lastSeq + events.length);
+      checkObservedSeq(`appendEvents(run "${runId}")`, "options.observedSeq", options.observedSeq, current.lastSeq + events.length);
       const now = isoTimestamp();
       // The events share one time, written once for the op.
       const appended: LoggedEvent[] = events.map((event, index) => ({ seq: current.lastSeq + index + 1, type: event.type, data: event.data ?? {} }));
@@ -433,7 +436,7 @@ export class FileStateAdapter implements StateAdapter {
   markObserved(runId: string, seq: number): Promise<void> {
     return this.mutate((tables) => {
       const { record } = this.requireRun(tables, runId);
-      checkObserved(`markObserved(run "${runId}")`, "seq", seq, record.lastSeq);
+      checkObservedSeq(`markObserved(run "${runId}")`, "seq", seq, record.lastSeq);
       return { ops: seq > record.observedSeq ? [{ op: "run.patch", runId, set: { observedSeq: seq } }] : [], result: () => undefined };
     });
   }
@@ -491,7 +494,7 @@ export class FileStateAdapter implements StateAdapter {
     return this.mutate((tables) => {
       const record = tables.runs.get(runId)?.record;
       if (!record) return { ops: [], result: () => undefined };
-      checkObserved(`releaseRunLease(run "${runId}")`, "options.observedSeq", options.observedSeq, record.lastSeq);
+      checkObservedSeq(`releaseRunLease(run "${runId}")`, "options.observedSeq", options.observedSeq, record.lastSeq);
       const holds = record.lease?.owner === owner && (token === undefined || record.lease.token === token);
       const observed = options.observedSeq !== undefined && options.observedSeq > record.observedSeq;
       // Set key by key, not spread from conditional objects: V8 gives every object spread that way a map of its own.
@@ -614,7 +617,7 @@ export class FileStateAdapter implements StateAdapter {
 
   upsertSchedule(schedule: Omit<ScheduleRecord, "lease">): Promise<void> {
     return this.mutate((tables) => {
-      checkSchedule("upsertSchedule", schedule);
+      checkScheduleInput("upsertSchedule", schedule);
       const lease = tables.schedules.get(schedule.id)?.lease ?? null;
       return { ops: [{ op: "schedule.put", schedule: { ...schedule, lease } }], result: () => undefined };
     });
@@ -622,7 +625,7 @@ export class FileStateAdapter implements StateAdapter {
 
   insertSchedule(schedule: Omit<ScheduleRecord, "lease">): Promise<boolean> {
     return this.mutate((tables) => {
-      checkSchedule("insertSchedule", schedule);
+      checkScheduleInput("insertSchedule", schedule);
       if (tables.schedules.has(schedule.id)) return { ops: [], result: () => false };
       return { ops: [{ op: "schedule.put", schedule: { ...schedule, lease: null } }], result: () => true };
     });
@@ -654,7 +657,7 @@ export class FileStateAdapter implements StateAdapter {
   completeScheduleRun(id: string, owner: string, nextRunAt: Date): Promise<void> {
     return this.mutate((tables) => {
       // Checked before any op is made: a refused time leaves the holder its lease.
-      const next = validDate(`completeScheduleRun(schedule "${id}")`, "nextRunAt", nextRunAt);
+      const next = checkedDate(`completeScheduleRun(schedule "${id}")`, "nextRunAt", nextRunAt);
       const schedule = tables.schedules.get(id);
       if (!schedule || schedule.lease?.owner !== owner) return { ops: [], result: () => undefined };
       return {
@@ -709,7 +712,7 @@ export class FileStateAdapter implements StateAdapter {
   putSandboxSession(record: SandboxSessionRecord): Promise<void> {
     return this.mutate(() => {
       // JSON would drop the field: the session would read back without its data.
-      definedValue(`putSandboxSession(key "${record.key}")`, "record.data", record.data);
+      definedStateValue(`putSandboxSession(key "${record.key}")`, "record.data", record.data);
       return { ops: [{ op: "sandboxSession.put", record }], result: () => undefined };
     });
   }
@@ -791,7 +794,7 @@ export class FileStateAdapter implements StateAdapter {
   putSetting(key: string, value: JsonValue, audit: { actor: string; reason?: string }): Promise<SettingAuditEvent> {
     return this.mutate((tables) => {
       // JSON would drop it: the audit event would read back without a value.
-      definedValue(`putSetting(key "${key}")`, "value", value);
+      definedStateValue(`putSetting(key "${key}")`, "value", value);
       const event: SettingAuditEvent = {
         id: randomUUID(),
         key,
