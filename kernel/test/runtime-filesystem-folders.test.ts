@@ -1,4 +1,8 @@
-import { describe, expect, it } from "vitest";
+import { mkdtempSync, rmSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { afterAll, describe, expect, it } from "vitest";
+import { LocalSandboxAdapter } from "@assemblyline-agents/local";
 import type { FileIndexStore, FileRecord, JsonValue, MemoryStateStore } from "@assemblyline-agents/core";
 import { createRuntimeFilesystem, InMemoryStateAdapter, type RuntimeFilesystem } from "../src/index.js";
 import type { SkillLibrary } from "../src/skills/skill-library.js";
@@ -41,14 +45,24 @@ function variants(state: InMemoryStateAdapter): Array<[string, Stores]> {
   ];
 }
 
-function filesystem(state: InMemoryStateAdapter, stores: Stores = { memory: state, files: state }): RuntimeFilesystem {
+const sandboxRoots: string[] = [];
+afterAll(() => {
+  for (const root of sandboxRoots.splice(0)) rmSync(root, { recursive: true, force: true });
+});
+
+/** The filesystem over `state`, with a real local sandbox behind /workspace when `sandbox` is set. */
+function filesystem(state: InMemoryStateAdapter, stores: Stores = { memory: state, files: state }, sandbox = false): RuntimeFilesystem {
+  const root = sandbox ? mkdtempSync(join(tmpdir(), "al-fs-sandboxes-")) : undefined;
+  if (root) sandboxRoots.push(root);
+  const adapter = root ? new LocalSandboxAdapter({ root }) : undefined;
   return createRuntimeFilesystem({
     ...stores,
     conversations: state,
     conversationId: null,
     blob: undefined,
     getSandbox: async () => {
-      throw new Error("no sandbox in this test");
+      if (!adapter) throw new Error("no sandbox in this test");
+      return adapter.acquire("run-1");
     },
     skills: { list: async () => [] } as unknown as SkillLibrary,
   });
@@ -136,6 +150,48 @@ describe("a root folder of the runtime filesystem is no file", () => {
     const outputs = log.outcomes.map((entry) => entry.outcome);
     expect(outputs[0]).toMatchObject({ isError: true, output: { code: "AL_ERR_PATH_ESCAPE", error: expect.stringMatching(/\/memory is a root folder, not a file[\s\S]*fix: Name a file inside it, e\.g\. \/memory\/notes\.md/) } });
     expect(outputs[1]).toMatchObject({ isError: false, output: { entries: [] } });
+    expect(await state.listMemory()).toEqual([]);
+  });
+});
+
+describe("delete of a path with nothing at it", () => {
+  it("is refused under /memory, naming the path, and deletes nothing else", async () => {
+    const state = await seeded();
+    const fs = filesystem(state);
+    await expect(fs.delete("/memory/notes/b.md")).rejects.toMatchObject({ code: "AL_ERR_PATH_NOT_FOUND", message: expect.stringContaining("nothing at /memory/notes/b.md") });
+    // A folder is no memory file either.
+    await expect(fs.delete("/memory/notes")).rejects.toMatchObject({ code: "AL_ERR_PATH_NOT_FOUND" });
+    expect(await state.listMemory()).toEqual(["notes-archive.md", "notes/a.md", "notes2.md"]);
+    await fs.delete("/memory/notes/a.md");
+    expect(await state.listMemory()).toEqual(["notes-archive.md", "notes2.md"]);
+    await expect(fs.delete("/memory/notes/a.md")).rejects.toMatchObject({ code: "AL_ERR_PATH_NOT_FOUND" });
+  });
+
+  it("is refused under /workspace, where the sandbox itself takes a missing path as done; a file and an empty folder are deleted", async () => {
+    const state = await seeded();
+    const fs = filesystem(state, undefined, true);
+    await fs.write("/workspace/out/report.txt", "done");
+    await expect(fs.delete("/workspace/out/reprot.txt")).rejects.toMatchObject({ code: "AL_ERR_PATH_NOT_FOUND", message: expect.stringContaining("nothing at /workspace/out/reprot.txt") });
+    await expect(fs.delete("/workspace/nowhere/report.txt")).rejects.toMatchObject({ code: "AL_ERR_PATH_NOT_FOUND" });
+    await fs.delete("/workspace/out/report.txt");
+    expect(paths(await fs.list("/workspace"))).toEqual(["/workspace/out"]);
+    // The folder is empty now, so it lists nothing of its own, and is still there to delete.
+    await fs.delete("/workspace/out");
+    expect(await fs.list("/workspace")).toEqual([]);
+    await expect(fs.delete("/workspace/out")).rejects.toMatchObject({ code: "AL_ERR_PATH_NOT_FOUND" });
+  });
+
+  it("gives the delete tool's model a recoverable error instead of { deleted: true }, and the run goes on", async () => {
+    const calls: Array<{ name: string; input: JsonValue }> = [
+      { name: "write", input: { path: "/memory/todo.md", content: "x" } },
+      { name: "delete", input: { path: "/memory/tdoo.md" } },
+      { name: "delete", input: { path: "/memory/todo.md" } },
+    ];
+    const { runtime, log, state } = await startAgent(agentFolder({ "agent.ts": MINIMAL_AGENT }), [{ toolCalls: calls }, { text: "done" }]);
+    expect((await runtime.run({ message: "go" })).status).toBe("completed");
+    const outputs = log.outcomes.map((entry) => entry.outcome);
+    expect(outputs[1]).toMatchObject({ isError: true, output: { code: "AL_ERR_PATH_NOT_FOUND", error: expect.stringContaining("nothing at /memory/tdoo.md") } });
+    expect(outputs[2]).toMatchObject({ isError: false, output: { path: "/memory/todo.md", deleted: true } });
     expect(await state.listMemory()).toEqual([]);
   });
 });

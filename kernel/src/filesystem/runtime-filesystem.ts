@@ -26,6 +26,7 @@ export interface FileEntry {
 export interface RuntimeFilesystem {
   read(path: string): Promise<string>;
   write(path: string, content: string): Promise<void>;
+  /** Refuses a path with nothing at it (AL_ERR_PATH_NOT_FOUND), as it refuses a read of one. */
   delete(path: string): Promise<void>;
   /** Files under `path`, recursively, with logical paths; with `except`, none whose path starts with it. */
   list(path: string, options?: { except?: string }): Promise<FileEntry[]>;
@@ -135,11 +136,19 @@ export function createRuntimeFilesystem(sources: RuntimeFilesystemSources): Runt
     },
     async delete(path) {
       const { root, relative, path: logical } = writable(path);
-      if (root === "/memory") await sources.memory.deleteMemory(relative);
-      else if (root === "/skills") {
+      // A path with nothing at it is refused, never reported deleted: a typo must not look like success to the model.
+      if (root === "/memory") {
+        if (!(await sources.memory.readMemory(relative))) notFound(logical);
+        await sources.memory.deleteMemory(relative);
+      } else if (root === "/skills") {
         const { name, file } = skillPath(relative);
         await sources.onSkillChange?.(await sources.skills.deleteFile(name!, file!, sources.skillGate));
-      } else await (await sources.getSandbox()).deleteFile(logical);
+      } else {
+        // A sandbox's deleteFile takes a missing path as done, so the filesystem looks first.
+        const sandbox = await sources.getSandbox();
+        if (!(await inWorkspace(sandbox, logical))) notFound(logical);
+        await sandbox.deleteFile(logical);
+      }
     },
     list(path, options = {}) {
       return listExcept(path, options.except);
@@ -224,6 +233,15 @@ export function createRuntimeFilesystem(sources: RuntimeFilesystemSources): Runt
  */
 function memoryFolderPrefix(relative: string): string | undefined {
   return relative === "" ? undefined : relative + "/";
+}
+
+/**
+ * Whether anything is at `logical` in the sandbox's workspace: a file lists itself and a folder its
+ * contents; an empty folder lists nothing, so only its parent's listing shows it.
+ */
+async function inWorkspace(sandbox: Sandbox, logical: string): Promise<boolean> {
+  if ((await sandbox.listFiles(logical)).length > 0) return true;
+  return (await sandbox.listFiles(posix.dirname(logical))).some((entry) => entry.path === logical);
 }
 
 /** A file record as the filesystem lists it. */
