@@ -106,6 +106,13 @@ export interface RuntimeOptions {
    * caller reads the reply from the run) owes none.
    */
   owesDelivery?(channel: string): boolean;
+  /**
+   * Whether a run that came from `channel` and failed owes it a failure delivery: a delivery row
+   * (payload `{ runId, outcome: "failed", code }`), written with `run.failed`, that a host sends with
+   * the channel's `deliverFailure()`. Default: none. `listenNodeRuntime` answers from its channel
+   * modules: those with `deliverFailure()`.
+   */
+  owesFailureDelivery?(channel: string): boolean;
   /** Subagent spawning limits (env ASSEMBLY_LINE_SUBAGENT_MAX_DEPTH, ASSEMBLY_LINE_SUBAGENT_MAX_SPAWNS; defaults 3 and 16). */
   subagents?: Partial<SubagentLimits>;
   /**
@@ -284,6 +291,7 @@ export class OpenEveRuntime {
       services: (run, resumed) => this.servicesFor(run, resumed, { manifest, profiles, journal, drive: (childRunId) => driver.drive(childRunId) }),
       textDelta: (runId, delta) => this.options.onTextDelta?.(runId, delta),
       owesDelivery: (channel) => this.options.owesDelivery?.(channel) ?? true,
+      owesFailureDelivery: (channel) => this.options.owesFailureDelivery?.(channel) ?? false,
       beforeTurn: async () => {
         await this.connections.refresh();
         // Subagents' connection tools are derived from the root table's: made again only once connections changed.
@@ -662,7 +670,7 @@ export class OpenEveRuntime {
                 fix: "Decide the budget pause without a call id (`assembly-line approve <runId>` grows the budget, deny stops the run).",
               });
             }
-            await decideBudgetPause(driver.journal, run, budgetPause, driver.budgetsOf(run), decision, options.actor ?? null);
+            await decideBudgetPause(driver.journal, run, budgetPause, driver.budgetsOf(run), decision, options.actor ?? null, (code) => driver.failureDeliveryOf(run, code));
             return decision === "approved";
           }
           if (run.status !== "waiting_approval" || pending.length === 0) {

@@ -68,6 +68,15 @@ export interface ChannelDelivery {
 }
 
 /**
+ * One attempt at telling a channel that a run it started failed (`ChannelModule.deliverFailure`):
+ * what `deliver` gets, but no reply text; `code` is the failure's error code, if it has one. Show
+ * the user a message of the channel's own, never the error's text (it may name internals).
+ */
+export interface ChannelFailureDelivery extends Omit<ChannelDelivery, "text"> {
+  code: string | null;
+}
+
+/**
  * Mark a deliver() failure that trying again cannot mend (the provider says the
  * conversation or its token is gone): the outbox fails the delivery at once
  * instead of retrying it with backoff. `throw finalDeliveryFailure(error)`.
@@ -105,6 +114,12 @@ export interface ChannelModule {
    * attempt), unless the error is a finalDeliveryFailure. Stop when `signal` aborts.
    */
   deliver?(delivery: ChannelDelivery): Promise<void>;
+  /**
+   * Tell the provider that a run from it failed, e.g. replace "thinking..." with an apology, so the
+   * user is not left waiting for a reply that will never come. Optional: a channel without it is told
+   * nothing (as before). Retried through the outbox as `deliver` is.
+   */
+  deliverFailure?(failure: ChannelFailureDelivery): Promise<void>;
   /** Turn an attachment into a download request; undefined for a plain URL download. */
   resolveAttachment?(
     attachment: ChannelAttachment,

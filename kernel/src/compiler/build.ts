@@ -463,7 +463,7 @@ async function compileChannels(agentDir: string, load: Loader): Promise<ChannelM
     const taken = routes.get(channel.route);
     if (taken) fail(`route ${channel.route} is also served by ${taken}`, "Give each channel its own route.");
     routes.set(channel.route, file);
-    const exported = (key: "normalizeHttp" | "deliver" | "resolveAttachment") =>
+    const exported = (key: "normalizeHttp" | "deliver" | "resolveAttachment" | "deliverFailure") =>
       typeof module[key] === "function" || typeof (channel as unknown as Record<string, unknown>)[key] === "function";
     entries.push({
       name,
@@ -472,7 +472,12 @@ async function compileChannels(agentDir: string, load: Loader): Promise<ChannelM
       route: channel.route,
       methods,
       requiredSecretEnv: groups,
-      exports: { normalizeHttp: exported("normalizeHttp"), deliver: exported("deliver"), resolveAttachment: exported("resolveAttachment") },
+      exports: {
+        normalizeHttp: exported("normalizeHttp"),
+        deliver: exported("deliver"),
+        resolveAttachment: exported("resolveAttachment"),
+        ...(exported("deliverFailure") ? { deliverFailure: true as const } : {}),
+      },
     });
   }
   return entries;

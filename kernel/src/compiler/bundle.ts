@@ -159,14 +159,16 @@ async function loadSourceBundle(agentDir: string, manifest: AgentManifest): Prom
     const module = await load(join(agentDir, entry.source.file));
     const config = module.default as ChannelDefinition & Partial<ChannelModule>;
     if (!isChannelDefinition(config)) throw new AssemblyLineError("AL_ERR_CHANNEL_DEFINITION", `${entry.source.file} no longer exports defineChannel(...)`);
-    const pick = <K extends "normalizeHttp" | "deliver" | "resolveAttachment">(key: K) => (module[key] ?? config[key]) as ChannelModule[K] | undefined;
+    const pick = <K extends "normalizeHttp" | "deliver" | "resolveAttachment" | "deliverFailure">(key: K) => (module[key] ?? config[key]) as ChannelModule[K] | undefined;
     const normalizeHttp = pick("normalizeHttp");
     const deliver = pick("deliver");
+    const deliverFailure = pick("deliverFailure");
     const resolveAttachment = pick("resolveAttachment");
     channels[entry.name] = {
       config: { transport: "http", route: entry.route, methods: entry.methods as NonNullable<ChannelModule["config"]["methods"]>, ingress: { requiredSecretEnv: entry.requiredSecretEnv } },
       ...(normalizeHttp ? { normalizeHttp } : {}),
       ...(deliver ? { deliver } : {}),
+      ...(deliverFailure ? { deliverFailure } : {}),
       ...(resolveAttachment ? { resolveAttachment } : {}),
     };
   }

@@ -10,7 +10,7 @@ export const KNOWN_KEYS = {
   agent: ["id", "name", "description", "model", "instructions", "defaultTools", "context", "coreToolPolicy", "budgets", "selfImprovement", "dynamicAutomations", "dynamicConnections", "tools", "connections", "workspace", "outputSchema", "harness"],
   tool: ["description", "inputSchema", "outputSchema", "execute", "toModelOutput", "needsApproval", "defaultEnabled", "sideEffect", "capability"],
   // A provider helper (e.g. defineDiscordChannel) returns the definition with its module's functions on it.
-  channel: ["transport", "route", "methods", "ingress", "normalizeHttp", "deliver", "resolveAttachment"],
+  channel: ["transport", "route", "methods", "ingress", "normalizeHttp", "deliver", "deliverFailure", "resolveAttachment"],
   channelIngress: ["requiredSecretEnv"],
   automation: ["schedule", "message", "conversationId", "enabled"],
   dynamicAutomations: ["dynamic", "approval"],

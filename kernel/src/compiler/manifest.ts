@@ -43,7 +43,8 @@ export interface ChannelManifestEntry {
   methods: string[];
   /** Any-of groups of env variables production ingress requires. */
   requiredSecretEnv: string[][];
-  exports: { normalizeHttp: boolean; deliver: boolean; resolveAttachment: boolean };
+  /** Which hooks the file exports; `deliverFailure` is listed only when it does (older manifests lack it). */
+  exports: { normalizeHttp: boolean; deliver: boolean; resolveAttachment: boolean; deliverFailure?: true };
 }
 
 export interface SandboxManifest {

@@ -3,6 +3,7 @@ import {
   AssemblyLineError,
   DEFAULT_RUN_BUDGETS,
   RUN_BUDGET_NAMES,
+  type NewDelivery,
   type RunBudgetName,
   type RunBudgets,
   type RunEvent,
@@ -276,6 +277,8 @@ export async function decideBudgetPause(
   base: RunBudgets,
   decision: "approved" | "denied",
   actor: string | null,
+  /** What the run's failure owes its channel (RunDriver.failureDeliveryOf), written with it. */
+  failureDelivery?: (code: string) => NewDelivery | undefined,
 ): Promise<void> {
   if (decision === "approved") {
     const limit = pause.limit + (base[pause.budget] ?? pause.limit);
@@ -283,11 +286,12 @@ export async function decideBudgetPause(
     return;
   }
   const error = budgetExceededError(run.id, pause);
+  const delivery = failureDelivery?.(error.code);
   await journal.record(
     run.id,
     "run.failed",
     { error: error.message, code: error.code, actor },
-    { run: { status: "failed", error: { message: error.message, code: error.code } }, checkpoint: null },
+    { run: { status: "failed", error: { message: error.message, code: error.code } }, checkpoint: null, ...(delivery ? { delivery } : {}) },
     { expectedLastSeq: run.lastSeq },
   );
 }

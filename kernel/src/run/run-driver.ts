@@ -6,6 +6,7 @@ import {
   type AgentHarness,
   type HarnessContext,
   type JsonValue,
+  type NewDelivery,
   type RunBudgets,
   type RunCapabilityDeclaration,
   type NewRunEvent,
@@ -54,6 +55,8 @@ export interface RunDriverParts {
   textDelta(runId: string, delta: string): void;
   /** Whether a run from this channel owes it a delivery row (RuntimeOptions.owesDelivery). */
   owesDelivery(channel: string): boolean;
+  /** Whether a failed run from this channel owes it a failure delivery row (RuntimeOptions.owesFailureDelivery). */
+  owesFailureDelivery(channel: string): boolean;
   /** Before each turn: add tools that appeared since (connections added on another replica, or at run time). */
   beforeTurn?(): Promise<void>;
   /** Offer tool_search and tool_call even while nothing is deferred yet (dynamic connections on). */
@@ -607,25 +610,41 @@ export class RunDriver {
     }
     const error = budgetExceededError(runId, exceeded);
     this.parts.logger.warn({ runId, code: error.code, ...exceeded }, "run reached a budget");
+    const delivery = await this.failureDelivery(runId, error.code);
     await this.parts.journal.append(
       runId,
       [
         { type: "budget.exceeded", data: { ...exceeded, action: "fail" } },
         { type: "run.failed", data: { error: error.message, code: error.code } },
       ],
-      { run: { status: "failed", error: { message: error.message, code: error.code } }, checkpoint: null },
+      { run: { status: "failed", error: { message: error.message, code: error.code } }, checkpoint: null, ...(delivery ? { delivery } : {}) },
     );
   }
 
   async failRun(runId: string, error: unknown, code?: string): Promise<void> {
     const message = error instanceof Error ? error.message : String(error);
     this.parts.logger.warn({ runId, code, err: message }, "run failed");
+    const delivery = await this.failureDelivery(runId, code ?? null);
     await this.parts.journal.record(
       runId,
       "run.failed",
       { error: message, code },
-      { run: { status: "failed", error: { message, ...(code ? { code } : {}) } }, checkpoint: null },
+      { run: { status: "failed", error: { message, ...(code ? { code } : {}) } }, checkpoint: null, ...(delivery ? { delivery } : {}) },
     );
+  }
+
+  /**
+   * The failure delivery a failed run owes its channel, when the channel takes one: written with
+   * `run.failed`, so the user is told (say, "thinking..." replaced) instead of waiting for good.
+   */
+  private async failureDelivery(runId: string, code: string | null): Promise<NewDelivery | undefined> {
+    const run = await this.parts.state.runs.getRun(runId);
+    return run ? this.failureDeliveryOf(run, code) : undefined;
+  }
+
+  failureDeliveryOf(run: RunRecord, code: string | null): NewDelivery | undefined {
+    if (!run.input.channel || !this.parts.owesFailureDelivery(run.input.channel.name)) return undefined;
+    return { id: `dlv_${run.id}`, channel: run.input.channel.name, conversationId: run.conversationId, payload: { runId: run.id, outcome: "failed", code } };
   }
 }
 

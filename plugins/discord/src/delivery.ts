@@ -7,6 +7,9 @@ import { splitMessage } from "./split-message.js";
 /** What an empty reply is shown as: Discord refuses a message without content. */
 export const EMPTY_REPLY = "(no reply)";
 
+/** What the user sees in place of the reply when the run failed. */
+export const FAILURE_REPLY = "Sorry, something went wrong and this request could not be completed.";
+
 /**
  * How long one delivery may take, rate-limit waits included: under the Node
  * host outbox's deliver timeout (20 s by default), so an attempt has stopped

@@ -1,12 +1,12 @@
-import { AssemblyLineError, defineChannel, type ChannelAttachment, type ChannelDefinition, type ChannelDelivery, type ChannelModule, type ChannelRequest } from "@assemblyline-agents/core";
+import { AssemblyLineError, defineChannel, type ChannelAttachment, type ChannelDefinition, type ChannelDelivery, type ChannelFailureDelivery, type ChannelModule, type ChannelRequest } from "@assemblyline-agents/core";
 import type { KeyObject } from "node:crypto";
 import { resolveDiscordAttachment } from "./attachments.js";
-import { DiscordDelivery } from "./delivery.js";
+import { DiscordDelivery, FAILURE_REPLY } from "./delivery.js";
 import { normalizeInteraction } from "./interaction.js";
 import { DISCORD_MESSAGE_LIMIT, resolveDiscordOptions, type DiscordChannelOptions } from "./options.js";
 import { parsePublicKey, verifyDiscordRequest } from "./signature.js";
 
-export type DiscordChannel = ChannelDefinition & Required<Pick<ChannelModule, "normalizeHttp" | "deliver" | "resolveAttachment">>;
+export type DiscordChannel = ChannelDefinition & Required<Pick<ChannelModule, "normalizeHttp" | "deliver" | "deliverFailure" | "resolveAttachment">>;
 
 /**
  * `export default defineDiscordChannel()` in `channels/discord.ts`: Discord's
@@ -43,6 +43,8 @@ export function defineDiscordChannel(options: DiscordChannelOptions = {}): Disco
       return normalizeInteraction(request.body);
     },
     deliver: (reply: ChannelDelivery) => delivery.deliver(reply),
+    // The user sees this instead of "thinking..." for good; never the error, which may name internals.
+    deliverFailure: (failure: ChannelFailureDelivery) => delivery.deliver({ ...failure, text: FAILURE_REPLY }),
     resolveAttachment: (attachment: ChannelAttachment) => resolveDiscordAttachment(attachment, resolved),
   }) as DiscordChannel;
 }
@@ -53,6 +55,7 @@ export function discordChannelModule(channel: DiscordChannel): ChannelModule {
     config: { transport: "http", route: channel.route, methods: channel.methods ?? ["POST"], ...(channel.ingress ? { ingress: channel.ingress } : {}) },
     normalizeHttp: channel.normalizeHttp,
     deliver: channel.deliver,
+    deliverFailure: channel.deliverFailure,
     resolveAttachment: channel.resolveAttachment,
   };
 }

@@ -12,5 +12,5 @@ export {
 export { CallbackType, InteractionType, normalizeInteraction, type DiscordDeliveryMetadata, type DiscordInteraction } from "./interaction.js";
 export { verifyDiscordRequest, parsePublicKey } from "./signature.js";
 export { splitMessage } from "./split-message.js";
-export { DELIVERY_BUDGET_MS, EMPTY_REPLY } from "./delivery.js";
+export { DELIVERY_BUDGET_MS, EMPTY_REPLY, FAILURE_REPLY } from "./delivery.js";
 export { DISCORD_PLUGIN_ID, discordPlugin } from "./plugin.js";

@@ -1,7 +1,7 @@
 import { inspect } from "node:util";
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
 import { isAssemblyLineError, isFinalDeliveryFailure } from "@assemblyline-agents/core";
-import { DELIVERY_BUDGET_MS, defineDiscordChannel } from "../src/index.js";
+import { DELIVERY_BUDGET_MS, FAILURE_REPLY, defineDiscordChannel } from "../src/index.js";
 import { FakeDiscordApi, discordTestKeys, slashCommandInteraction } from "../src/testkit/index.js";
 
 let api: FakeDiscordApi;
@@ -42,6 +42,13 @@ describe("delivering a reply through the interaction's webhook", () => {
     expect(api.messages(token)).toHaveLength(3);
     expect(api.messages(token).join("")).toBe(long);
     expect(api.requests.slice(before).map((request) => request.method)).toEqual(["GET"]);
+  });
+
+  it("tells the user a run failed in place of the reply, with a fixed message and not the error", async () => {
+    const { token, delivery } = reply("unused");
+    const { text: _, ...failure } = delivery;
+    await process_().deliverFailure({ ...failure, code: "AL_ERR_HARNESS" });
+    expect(api.messages(token)).toEqual([FAILURE_REPLY]);
   });
 
   it("delivers a run queued before the token moved out of the channel metadata", async () => {

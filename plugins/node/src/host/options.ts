@@ -9,7 +9,7 @@ import type { RateLimitOptions } from "./rate-limit.js";
  * What `listenNodeRuntime` takes: the runtime's options plus the host's. The host
  * decides `owesDelivery` itself, from its channel modules.
  */
-export interface NodeRuntimeOptions extends Omit<RuntimeOptions, "owesDelivery"> {
+export interface NodeRuntimeOptions extends Omit<RuntimeOptions, "owesDelivery" | "owesFailureDelivery"> {
   /**
    * Development mode: raw channel routes and `/runs` work without auth, and a
    * channel's missing `requiredSecretEnv` is a warning. Default false (production).
@@ -60,10 +60,12 @@ export const DEFAULT_MAX_BODY_BYTES = 1024 * 1024;
 const DEFAULT_LEASE_TTL_MS = 30_000;
 
 export function resolveHostConfig(options: NodeRuntimeOptions, env: Record<string, string | undefined>): HostConfig {
-  if ((options as { owesDelivery?: unknown }).owesDelivery !== undefined) {
-    throw new AssemblyLineError("AL_ERR_HOST_CONFIG", "listenNodeRuntime decides owesDelivery itself, from its channel modules", {
-      fix: "Leave owesDelivery out: a channel with deliver() gets its runs' replies through the outbox, one without reads them from the run.",
-    });
+  for (const decided of ["owesDelivery", "owesFailureDelivery"]) {
+    if ((options as unknown as Record<string, unknown>)[decided] !== undefined) {
+      throw new AssemblyLineError("AL_ERR_HOST_CONFIG", `listenNodeRuntime decides ${decided} itself, from its channel modules`, {
+        fix: `Leave ${decided} out: a channel with deliver() gets its runs' replies through the outbox (and with deliverFailure() their failures), one without reads them from the run.`,
+      });
+    }
   }
   const devMode = options.devMode === true;
   const leaseTtlMs = options.leaseTtlMs ?? DEFAULT_LEASE_TTL_MS;

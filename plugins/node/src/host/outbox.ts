@@ -21,7 +21,10 @@ const MIN_CLAIM_INTERVAL_MS = 25;
 /** What a delivery's payload holds (written by the kernel with run.completed). */
 interface DeliveryPayload {
   runId: string;
-  text: string;
+  text?: string;
+  /** "failed": the run failed, and its channel is told with deliverFailure(); absent: a reply. */
+  outcome?: "failed";
+  code?: string | null;
 }
 
 /**
@@ -140,7 +143,8 @@ export class DeliveryOutbox {
       this.logger.warn({ event: "delivery.failed", ...fields, final: true, err: `no channel ${delivery.channel}` }, "delivery names a channel this agent does not have");
       return;
     }
-    if (!module.deliver) {
+    const failure = payload.outcome === "failed";
+    if (failure ? !module.deliverFailure : !module.deliver) {
       // A raw route has no provider to push to: the reply is served by GET /runs/:id.
       await this.runs.completeDelivery(delivery.id, this.owner);
       this.logger.debug({ event: "delivery.skipped", ...fields }, "channel has no deliver(); the reply is read through /runs");
@@ -150,17 +154,19 @@ export class DeliveryOutbox {
     try {
       const metadata = run?.input.channel?.metadata;
       const deliveryMetadata = run?.input.channel?.delivery;
+      const attempt = {
+        deliveryId: delivery.id,
+        attempt: delivery.attempts + 1,
+        signal: abort.signal,
+        conversationId: delivery.conversationId,
+        runId: payload.runId ?? delivery.runId,
+        ...(metadata ? { metadata } : {}),
+        ...(deliveryMetadata ? { deliveryMetadata } : {}),
+      };
       await withTimeout(
-        module.deliver({
-          deliveryId: delivery.id,
-          attempt: delivery.attempts + 1,
-          signal: abort.signal,
-          conversationId: delivery.conversationId,
-          runId: payload.runId ?? delivery.runId,
-          text: typeof payload.text === "string" ? payload.text : "",
-          ...(metadata ? { metadata } : {}),
-          ...(deliveryMetadata ? { deliveryMetadata } : {}),
-        }),
+        failure
+          ? module.deliverFailure!({ ...attempt, code: typeof payload.code === "string" ? payload.code : null })
+          : module.deliver!({ ...attempt, text: typeof payload.text === "string" ? payload.text : "" }),
         this.deliverTimeoutMs,
         abort,
       );

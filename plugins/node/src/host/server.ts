@@ -61,6 +61,8 @@ export async function listenNodeRuntime(options: NodeRuntimeOptions): Promise<No
       const module = channels[name];
       return module === undefined || delivers(module);
     },
+    // A failed run tells only a channel that can say so (deliverFailure()): others were never told, and are not.
+    owesFailureDelivery: (name) => typeof channels[name]?.deliverFailure === "function",
     // The default engine, with the host's model catalog (RuntimeOptions.models).
     defaultHarness: options.defaultHarness ?? (await defaultPiHarness(options.models as PiModelCatalog | undefined)),
     modelHarnesses: withBuiltInModelRoutes(options.modelHarnesses, env),
@@ -99,7 +101,7 @@ export async function listenNodeRuntime(options: NodeRuntimeOptions): Promise<No
   // completion has nothing to claim, and rows of channels this revision lacks wait for the poll.
   if (Object.values(channels).some(delivers)) {
     runtime.hooks.event.tap("node-host:outbox", (event) => {
-      if (event.type === "run.completed") outbox.kick();
+      if (event.type === "run.completed" || event.type === "run.failed") outbox.kick();
     });
   }
 
