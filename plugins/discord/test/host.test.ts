@@ -6,7 +6,7 @@ import { isAssemblyLineError, type AgentHarness } from "@assemblyline-agents/cor
 import { LocalBlobStore } from "@assemblyline-agents/local";
 import { listenNodeRuntime, type NodeRuntimeHandle, type NodeRuntimeOptions } from "@assemblyline-agents/node";
 import { InMemoryStateAdapter, createKernel, scriptedHarness, type ModelScript, type RuntimeBundle } from "@assemblyline-agents/runtime";
-import { discordPlugin } from "../src/index.js";
+import { FAILURE_REPLY, discordPlugin } from "../src/index.js";
 import { FakeDiscordApi, discordTestKeys, signDiscordBody, slashCommandInteraction, type DiscordTestKeys } from "../src/testkit/index.js";
 import { buildFixtureAgent, captureLogger, removeDir, waitFor } from "./support.js";
 
@@ -94,6 +94,30 @@ describe("the Discord channel on the Node host", () => {
     expect(run).toMatchObject({ status: "completed", conversationId: "discord:1100000000000000001" });
     expect(run!.input.message).toBe("ping the agent");
     await waitFor(() => host.logger.events("delivery.completed").length === 1, "delivery.completed");
+  });
+
+  it("judges an unsigned body by its signature before reading it: malformed JSON unsigned is a logged 401, signed a 400", async () => {
+    const host = await startHost({ turns: [{ text: "unused" }] });
+    const malformed = '{"type": 2, oops';
+    const unsigned = await post(host, malformed, { "content-type": "application/json" });
+    expect(unsigned.status).toBe(401);
+    expect(unsigned.body.error.code).toBe("AL_ERR_CHANNEL_REJECTED");
+    expect(host.logger.events("security.channel_rejected")).toHaveLength(1);
+    const signed = await post(host, malformed, signDiscordBody(malformed, keys.privateKey));
+    expect(signed.status).toBe(400);
+    expect(signed.body.error.code).toBe("AL_ERR_HTTP_BODY_INVALID");
+    expect((await host.runtime.state.runs.listRuns()).runs).toHaveLength(0);
+  });
+
+  it("replaces the deferred response with FAILURE_REPLY when the run fails, showing none of the error", async () => {
+    const failing: AgentHarness = { name: "failing", runTurn: async () => Promise.reject(new Error("engine down at 10.0.0.7")) };
+    const host = await startHost({ turns: [] }, { agentHarness: failing });
+    const { payload, body } = interaction("please answer");
+    expect((await post(host, body, signDiscordBody(body, keys.privateKey))).body).toEqual({ type: 5 });
+    const told = await waitFor(() => repliesTo(payload.token)[0], "the failure delivery");
+    expect(told).toMatchObject({ kind: "edit-original", content: FAILURE_REPLY });
+    expect(JSON.stringify(api.received)).not.toContain("10.0.0.7");
+    expect((await host.runtime.state.runs.listRuns()).runs[0]?.status).toBe("failed");
   });
 
   it("keeps the interaction token out of the model's context and the run's metadata, and still replies with it", async () => {

@@ -112,11 +112,26 @@ export class ChannelIngress {
   }
 
   private async normalizeProvider(channel: string, module: ChannelModule, ctx: RequestContext, raw: Buffer): Promise<ChannelTurn | ChannelAck> {
-    const request: ChannelRequest = { method: ctx.method, path: ctx.path, headers: ctx.headers, body: parseProviderBody(ctx.headers["content-type"], raw), rawBody: new Uint8Array(raw) };
+    // Parsed when the channel first reads it, after it verified the request: an unsigned body, however
+    // malformed, is judged by the channel's signature check (401, logged) and never read.
+    let parsed: { body: JsonValue | undefined } | undefined;
+    const contentType = ctx.headers["content-type"];
+    const request: ChannelRequest = {
+      method: ctx.method,
+      path: ctx.path,
+      headers: ctx.headers,
+      get body() {
+        parsed ??= { body: parseProviderBody(contentType, raw) };
+        return parsed.body;
+      },
+      rawBody: new Uint8Array(raw),
+    };
     let result: unknown;
     try {
       result = await module.normalizeHttp!(request);
     } catch (error) {
+      // The body the channel read is not JSON: the caller's (400), as before the channel saw it.
+      if (error instanceof HttpError) throw error;
       const status = refusalStatus(error);
       // Only a refusal the channel declares (a 4xx status) is the caller's doing, and its message is
       // written for the caller. Anything else is the channel failing (a bug, a secret it cannot read,
