@@ -12,6 +12,8 @@ export interface ModelCallRequest {
   apiKey: string | undefined;
   /** Groups a run's calls for providers' prompt caching. */
   sessionId: string;
+  /** The reply's token cap sent to the provider (the host's `maxTokens`); undefined leaves it to pi-ai. */
+  maxTokens: number | undefined;
   signal: AbortSignal;
   retry: PiRetryOptions;
   onTextDelta(delta: string): void;
@@ -69,6 +71,7 @@ async function attemptModelCall(request: ModelCallRequest): Promise<AssistantMes
       signal,
       maxRetries: 0,
       sessionId: request.sessionId,
+      ...(request.maxTokens !== undefined ? { maxTokens: request.maxTokens } : {}),
     });
     for await (const event of events) {
       if (event.type === "text_delta") request.onTextDelta(event.delta);

@@ -114,3 +114,15 @@ function closestIds(wanted: string, ids: string[], count: number): string[] {
     .slice(0, count)
     .map((entry) => entry.id);
 }
+
+/**
+ * The output cap a request sends: the host entry's `maxTokens`, or for a model the host declared
+ * (not in pi-ai's catalog) its default. A catalog model the host did not cap keeps pi-ai's choice.
+ */
+export function requestMaxTokens(spec: string, models: PiModelCatalog = {}): number | undefined {
+  const entry = models[spec];
+  if (!entry) return undefined;
+  if (entry.maxTokens !== undefined) return entry.maxTokens;
+  const parts = splitModelSpec(spec);
+  return parts && catalogModel(parts.provider, parts.modelId) ? undefined : DEFAULT_MAX_TOKENS;
+}

@@ -4,7 +4,7 @@ import { resolvePiApiKey } from "./api-key.js";
 import { textOf, toolCallsOf, toolResultMessage, toPiMessages, toPiTools } from "./context-conversion.js";
 import { readContinuation, writeContinuation, type PiContinuationData } from "./continuation.js";
 import { callModel } from "./model-call.js";
-import { resolvePiModel } from "./model-resolution.js";
+import { requestMaxTokens, resolvePiModel } from "./model-resolution.js";
 import type { PiHarnessOptions } from "./options.js";
 
 /**
@@ -16,6 +16,7 @@ import type { PiHarnessOptions } from "./options.js";
  */
 export async function runPiTurn(input: HarnessTurnInput, ctx: HarnessContext, options: PiHarnessOptions): Promise<HarnessTurnResult> {
   const model = resolvePiModel(input.modelSpec, options.models);
+  const maxTokens = requestMaxTokens(input.modelSpec, options.models);
   const state = startingState(input, ctx, model);
   let apiKey: { value: string | undefined } | undefined;
 
@@ -35,6 +36,7 @@ export async function runPiTurn(input: HarnessTurnInput, ctx: HarnessContext, op
           context,
           apiKey: apiKey.value,
           sessionId: input.runId,
+          maxTokens,
           signal: ctx.signal,
           retry: options.retry ?? {},
           onTextDelta: (delta) => ctx.textDelta(delta),

@@ -163,6 +163,15 @@ describe.each([openAIChat, anthropicMessages])("pi harness against $name", (prot
     expect(ctx.eventsOfType("model.response").map((e) => (e.usage as Record<string, JsonValue>).outputTokens)).toEqual([56, 7]);
   });
 
+  it("caps the reply at the models entry's maxTokens", async () => {
+    server.text(["Short."]);
+    const models = protocol.models(server.baseUrl);
+    const capped = { [protocol.spec]: { ...models[protocol.spec], maxTokens: 321 } };
+    await harness({ models: capped }).runTurn(turnInput(protocol.spec), new JournalHarnessContext("run_1", tools));
+    const body = server.requests[0]!.body as { max_tokens?: number; max_completion_tokens?: number };
+    expect(body.max_completion_tokens ?? body.max_tokens).toBe(321);
+  });
+
   it(`fails with an error naming ${protocol.keyVariable} when no API key is set`, async () => {
     delete process.env[protocol.keyVariable];
     const ctx = new JournalHarnessContext("run_1", tools);
