@@ -12,7 +12,9 @@ const DEFAULT_ENDPOINT = "http://localhost:4318";
  * ones, as in every OpenTelemetry SDK: OTEL_EXPORTER_OTLP_TRACES_HEADERS adds to
  * (and overrides keys of) the general headers, OTEL_EXPORTER_OTLP_TRACES_TIMEOUT
  * replaces the general timeout, and OTEL_EXPORTER_OTLP_TRACES_COMPRESSION the general
- * OTEL_EXPORTER_OTLP_COMPRESSION (gzip or none). Explicit options win over the environment.
+ * OTEL_EXPORTER_OTLP_COMPRESSION (gzip or none). Explicit options win over the environment:
+ * an override's endpoint or url replaces the environment's endpoint entirely (the
+ * traces variable included), so neither is left to win over it.
  */
 export function createOtlpSinkFromEnv(env: Record<string, string | undefined> = process.env, overrides: Partial<OtlpSinkOptions> = {}): OtlpSink {
   const tracesEndpoint = nonEmpty(env.OTEL_EXPORTER_OTLP_TRACES_ENDPOINT);
@@ -21,10 +23,11 @@ export function createOtlpSinkFromEnv(env: Record<string, string | undefined> = 
   const timeout = nonEmpty(env[timeoutVariable]);
   const compressionVariable = nonEmpty(env.OTEL_EXPORTER_OTLP_TRACES_COMPRESSION) !== undefined ? "OTEL_EXPORTER_OTLP_TRACES_COMPRESSION" : "OTEL_EXPORTER_OTLP_COMPRESSION";
   const compression = nonEmpty(env[compressionVariable]);
+  const overridesTarget = overrides.endpoint !== undefined || overrides.url !== undefined;
   return createOtlpSink(
     {
       // A traces endpoint is the full URL already; only the base endpoint gets /v1/traces.
-      ...(tracesEndpoint ? { url: tracesEndpoint } : { endpoint }),
+      ...(overridesTarget ? {} : tracesEndpoint ? { url: tracesEndpoint } : { endpoint }),
       headers: withHeaders(parseOtlpHeaders(env.OTEL_EXPORTER_OTLP_HEADERS), parseOtlpHeaders(env.OTEL_EXPORTER_OTLP_TRACES_HEADERS, "OTEL_EXPORTER_OTLP_TRACES_HEADERS")),
       ...(timeout !== undefined ? { timeoutMs: milliseconds(timeout, timeoutVariable) } : {}),
       ...(compression !== undefined ? { compression: compressionOf(compression, compressionVariable) } : {}),

@@ -296,6 +296,22 @@ describe("createOtlpSinkFromEnv", () => {
     expect(otlp.requests.map((request) => request.path)).toEqual(["/api/public/otel/v1/traces", "/custom/traces"]);
   });
 
+  it("posts to an override's endpoint or url, whichever environment endpoint is set (explicit options win)", async () => {
+    const otlp = await receiver();
+    const env = { OTEL_EXPORTER_OTLP_ENDPOINT: "http://unused.invalid", OTEL_EXPORTER_OTLP_TRACES_ENDPOINT: "http://unused.invalid/v1/traces" };
+    const byEndpoint = createOtlpSinkFromEnv(env, { endpoint: `${otlp.url}/base`, onWarning: () => {} });
+    byEndpoint.export(span(1));
+    await byEndpoint.flush();
+    const byUrl = createOtlpSinkFromEnv({ OTEL_EXPORTER_OTLP_ENDPOINT: "http://unused.invalid" }, { url: `${otlp.url}/exact`, onWarning: () => {} });
+    byUrl.export(span(2));
+    await byUrl.flush();
+    expect(otlp.requests.map((request) => request.path)).toEqual(["/base/v1/traces", "/exact"]);
+    expect([byEndpoint.stats(), byUrl.stats()]).toEqual([
+      { exported: 1, dropped: 0, queued: 0 },
+      { exported: 1, dropped: 0, queued: 0 },
+    ]);
+  });
+
   it("sends OTEL_EXPORTER_OTLP_TRACES_HEADERS with the general headers, winning for a header both name, and honours OTEL_EXPORTER_OTLP_TRACES_TIMEOUT", async () => {
     const otlp = await receiver();
     const sink = createOtlpSinkFromEnv({
