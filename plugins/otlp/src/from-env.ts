@@ -39,13 +39,14 @@ export function createOtlpSinkFromEnv(env: Record<string, string | undefined> = 
 /** `key=value` pairs separated by commas, values URL-decoded (the OTel specification's format). */
 export function parseOtlpHeaders(text: string | undefined, variable = "OTEL_EXPORTER_OTLP_HEADERS"): Record<string, string> {
   const headers: Record<string, string> = {};
-  for (const pair of (text ?? "").split(",")) {
+  for (const [index, pair] of (text ?? "").split(",").entries()) {
     if (pair.trim() === "") continue;
     const at = pair.indexOf("=");
     const name = at > 0 ? pair.slice(0, at).trim() : "";
     if (name === "") {
-      throw new AssemblyLineError("AL_ERR_OTLP_CONFIG", `${variable} has an entry without a key=value form (${JSON.stringify(pair.trim().slice(0, 20))}…)`, {
-        fix: `Write ${variable}="Authorization=Basic%20<base64>,x-tenant=acme".`,
+      // The variable holds secrets: the entry is named by its place, never quoted (its start may be a token).
+      throw new AssemblyLineError("AL_ERR_OTLP_CONFIG", `${variable}: entry ${index + 1} (of the comma-separated list) is not in key=value form${colonKey(pair)}`, {
+        fix: `Write ${variable}="Authorization=Basic%20<base64>,x-tenant=acme": each header as name=value, the value URL-encoded (a space is %20).`,
       });
     }
     let value: string;
@@ -59,6 +60,14 @@ export function parseOtlpHeaders(text: string | undefined, variable = "OTEL_EXPO
     headers[name] = value;
   }
   return headers;
+}
+
+/**
+ * A hint for an entry written `name: value` (HTTP's form). Not even the name is
+ * quoted: what stands before the colon may be a key too (`public_key:secret_key`).
+ */
+function colonKey(entry: string): string {
+  return entry.indexOf(":") > 0 ? "; it has a colon where the = belongs (write name=value, not name: value)" : "";
 }
 
 /** `general` with `specific` over it; names that differ only in case are one header (fetch would send both values joined). */

@@ -20,7 +20,7 @@ describe("createOtlpSink's options, checked against config.schema.json", () => {
     expect(() => createOtlpSink({ endpoint, maxQueueSize: Infinity })).toThrow(/options.maxQueueSize must be <= 2147483647/);
     expect(() => createOtlpSinkFromEnv({ OTEL_EXPORTER_OTLP_TIMEOUT: "soon" })).toThrow(/AL_ERR_OTLP_CONFIG: OTEL_EXPORTER_OTLP_TIMEOUT is "soon", not a whole number of milliseconds/);
     expect(() => createOtlpSinkFromEnv({ OTEL_EXPORTER_OTLP_TIMEOUT: "500", OTEL_EXPORTER_OTLP_TRACES_TIMEOUT: "10s" })).toThrow(/OTEL_EXPORTER_OTLP_TRACES_TIMEOUT is "10s"/);
-    expect(() => createOtlpSinkFromEnv({ OTEL_EXPORTER_OTLP_TRACES_HEADERS: "Authorization" })).toThrow(/OTEL_EXPORTER_OTLP_TRACES_HEADERS has an entry without a key=value form/);
+    expect(() => createOtlpSinkFromEnv({ OTEL_EXPORTER_OTLP_TRACES_HEADERS: "Authorization" })).toThrow(/OTEL_EXPORTER_OTLP_TRACES_HEADERS: entry 1 \(of the comma-separated list\) is not in key=value form/);
     expect(() => createOtlpSink({ endpoint, headers: { "x tenant": "acme" } })).toThrow(/options.headers key "x tenant" must match pattern/);
     expect(() => createOtlpSink({ endpoint, headers: { "x-tenant": "acme\r\nx-evil: 1" } })).toThrow(/options.headers.x-tenant must match pattern/);
     // fetch refuses such a URL: every batch would fail. The password is not repeated in the error.
@@ -29,6 +29,19 @@ describe("createOtlpSink's options, checked against config.schema.json", () => {
     expect(withPassword).not.toThrow(/hunter2/);
     // JSON Schema has no type for a function: checked in code, before it would throw on the warning path.
     expect(() => createOtlpSink({ endpoint, onWarning: "log" } as never)).toThrow(/AL_ERR_OTLP_CONFIG: createOtlpSink: onWarning is string, not a function/);
+  });
+
+  it("names a malformed header entry by its place, never quoting it: the variable holds secrets and the error reaches boot logs", () => {
+    const bearer = () => createOtlpSinkFromEnv({ OTEL_EXPORTER_OTLP_HEADERS: "x-tenant=acme,Bearer sk-live-9f8e7d6c5b4a" });
+    expect(bearer).toThrow(expect.objectContaining({ code: "AL_ERR_OTLP_CONFIG" }));
+    expect(bearer).toThrow(/OTEL_EXPORTER_OTLP_HEADERS: entry 2 \(of the comma-separated list\) is not in key=value form/);
+    expect(bearer).not.toThrow(/sk-live|Bearer/);
+    const colon = () => createOtlpSinkFromEnv({ OTEL_EXPORTER_OTLP_HEADERS: "pk-lf-1234:sk-lf-5678" });
+    expect(colon).toThrow(/entry 1 .* has a colon where the = belongs/);
+    expect(colon).not.toThrow(/pk-lf|sk-lf/);
+    const noKey = () => createOtlpSinkFromEnv({ OTEL_EXPORTER_OTLP_TRACES_HEADERS: "=sk-live-9f8e7d6c5b4a" });
+    expect(noKey).toThrow(/OTEL_EXPORTER_OTLP_TRACES_HEADERS: entry 1/);
+    expect(noKey).not.toThrow(/sk-live/);
   });
 
   it("accepts every documented option, and undefined for any of them", async () => {
