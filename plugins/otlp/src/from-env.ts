@@ -1,5 +1,5 @@
 import { AssemblyLineError, MAX_TIMER_MS } from "@assemblyline-agents/core";
-import type { OtlpSinkOptions } from "./options.js";
+import { tracesUrl, type OtlpSinkOptions } from "./options.js";
 import { createOtlpSink, type OtlpSink } from "./sink.js";
 
 const DEFAULT_ENDPOINT = "http://localhost:4318";
@@ -24,6 +24,11 @@ export function createOtlpSinkFromEnv(env: Record<string, string | undefined> = 
   const compressionVariable = nonEmpty(env.OTEL_EXPORTER_OTLP_TRACES_COMPRESSION) !== undefined ? "OTEL_EXPORTER_OTLP_TRACES_COMPRESSION" : "OTEL_EXPORTER_OTLP_COMPRESSION";
   const compression = nonEmpty(env[compressionVariable]);
   const overridesTarget = overrides.endpoint !== undefined || overrides.url !== undefined;
+  // Checked here, so that an error names the variable the value came from.
+  if (!overridesTarget) {
+    if (tracesEndpoint !== undefined) tracesUrl(tracesEndpoint, { appendPath: false, source: "OTEL_EXPORTER_OTLP_TRACES_ENDPOINT" });
+    else tracesUrl(endpoint, { source: "OTEL_EXPORTER_OTLP_ENDPOINT" });
+  }
   return createOtlpSink(
     {
       // A traces endpoint is the full URL already; only the base endpoint gets /v1/traces.

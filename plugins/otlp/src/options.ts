@@ -44,29 +44,56 @@ export function resolveOtlpOptions(options: OtlpSinkOptions): ResolvedOtlpOption
   return { ...DEFAULTS, ...rest, headers: { ...(options.headers ?? {}) }, url };
 }
 
-/** The URL spans are posted to: the base endpoint plus the OTLP traces path. */
-export function tracesUrl(endpoint: string | undefined, { appendPath = true } = {}): string {
-  let url: URL;
-  try {
-    url = new URL(endpoint ?? "");
-  } catch {
-    throw new AssemblyLineError("AL_ERR_OTLP_CONFIG", `OTLP endpoint ${JSON.stringify(endpoint)} is not a URL`, {
-      fix: "Set OTEL_EXPORTER_OTLP_ENDPOINT (or createOtlpSink({ endpoint })) to an http(s) URL such as http://localhost:4318.",
+/**
+ * Where an endpoint came from, named in its errors: a variable of
+ * createOtlpSinkFromEnv's, or an option of createOtlpSink's.
+ */
+export type OtlpEndpointSource = "OTEL_EXPORTER_OTLP_ENDPOINT" | "OTEL_EXPORTER_OTLP_TRACES_ENDPOINT" | "endpoint" | "url";
+
+/**
+ * The URL spans are posted to: the base endpoint plus the OTLP traces path
+ * (`appendPath: false` for a full traces URL). An endpoint is not secret, so
+ * errors quote it as written, but for credentials in it, which are refused
+ * without being repeated.
+ */
+export function tracesUrl(endpoint: string | undefined, { appendPath = true, source = appendPath ? "endpoint" : "url" }: { appendPath?: boolean; source?: OtlpEndpointSource } = {}): string {
+  const named = source.startsWith("OTEL_") ? source : `createOtlpSink's ${source} option`;
+  const setTo = (example: string) => (source.startsWith("OTEL_") ? `Set ${source}=${example}` : `Pass createOtlpSink({ ${source}: "${example}" })`);
+  const example = appendPath ? "http://localhost:4318" : "http://localhost:4318/v1/traces";
+  if (endpoint === undefined) {
+    throw new AssemblyLineError("AL_ERR_OTLP_CONFIG", "createOtlpSink has neither endpoint nor url", { fix: `Pass createOtlpSink({ endpoint: "${example}" }), or use createOtlpSinkFromEnv(env) for the OTEL_EXPORTER_OTLP_* variables.` });
+  }
+  const shown = JSON.stringify(withoutCredentials(endpoint));
+  if (!/^[A-Za-z][A-Za-z0-9+.-]*:\/\//.test(endpoint) && !/^https?:/i.test(endpoint)) {
+    // new URL("localhost:4318") parses, as scheme "localhost:": say what is missing instead.
+    throw new AssemblyLineError("AL_ERR_OTLP_CONFIG", `OTLP endpoint ${shown} is not a URL: it has no http:// or https:// scheme (${named})`, {
+      fix: `${setTo(`http://${withoutCredentials(endpoint).replace(/^\/+/, "")}`)}, or https:// for a collector behind TLS.`,
     });
   }
+  let url: URL;
+  try {
+    url = new URL(endpoint);
+  } catch {
+    throw new AssemblyLineError("AL_ERR_OTLP_CONFIG", `OTLP endpoint ${shown} is not a URL (${named})`, { fix: `${setTo(example)}: an http(s) URL.` });
+  }
   if (url.protocol !== "http:" && url.protocol !== "https:") {
-    throw new AssemblyLineError("AL_ERR_OTLP_CONFIG", `OTLP endpoint ${url.origin} uses ${url.protocol}; OTLP/HTTP needs http: or https:`, {
-      fix: "Use the collector's OTLP/HTTP address (port 4318 by default), not its gRPC one.",
+    throw new AssemblyLineError("AL_ERR_OTLP_CONFIG", `OTLP endpoint ${shown} uses ${url.protocol}; OTLP/HTTP needs http: or https: (${named})`, {
+      fix: `${setTo(example)}: the collector's OTLP/HTTP address (port 4318 by default), not its gRPC one (4317).`,
     });
   }
   if (url.username !== "" || url.password !== "") {
     // fetch refuses a URL with credentials: every batch would fail, and the URL would be in each warning.
-    throw new AssemblyLineError("AL_ERR_OTLP_CONFIG", `OTLP endpoint ${url.origin} carries a user name or password in its URL`, {
+    throw new AssemblyLineError("AL_ERR_OTLP_CONFIG", `OTLP endpoint ${url.origin} carries a user name or password in its URL (${named})`, {
       fix: 'Take them out of the URL and send them as a header: createOtlpSink({ headers: { authorization: "Basic <base64 of user:password>" } }) or OTEL_EXPORTER_OTLP_HEADERS.',
     });
   }
   if (appendPath && !url.pathname.endsWith("/v1/traces")) url.pathname = `${url.pathname.replace(/\/+$/, "")}/v1/traces`;
   return url.toString();
+}
+
+/** An endpoint as an error may quote it: a user name or password before an `@` is left out. */
+function withoutCredentials(endpoint: string): string {
+  return endpoint.replace(/^([A-Za-z][A-Za-z0-9+.-]*:\/\/)?[^/?#@]*@/, "$1<credentials>@");
 }
 
 function definedOnly<T extends object>(value: T): Partial<T> {

@@ -359,6 +359,22 @@ describe("createOtlpSinkFromEnv", () => {
     expect(() => createOtlpSink({ endpoint: otlp.url, compression: "deflate" as never })).toThrow(expect.objectContaining({ code: "AL_ERR_OTLP_CONFIG" }));
   });
 
+  it("quotes a bad endpoint as written, says what is wrong with it, and names the variable it came from", () => {
+    const noScheme = () => createOtlpSinkFromEnv({ OTEL_EXPORTER_OTLP_ENDPOINT: "localhost:4318" });
+    expect(noScheme).toThrow(/AL_ERR_OTLP_CONFIG: OTLP endpoint "localhost:4318" is not a URL: it has no http:\/\/ or https:\/\/ scheme \(OTEL_EXPORTER_OTLP_ENDPOINT\)/);
+    expect(noScheme).toThrow(/fix: Set OTEL_EXPORTER_OTLP_ENDPOINT=http:\/\/localhost:4318, or https:\/\//);
+    expect(noScheme).not.toThrow(/gRPC|null/);
+    const tracesVariable = () => createOtlpSinkFromEnv({ OTEL_EXPORTER_OTLP_ENDPOINT: "http://fine:4318", OTEL_EXPORTER_OTLP_TRACES_ENDPOINT: "grpc://collector:4317" });
+    expect(tracesVariable).toThrow(/OTLP endpoint "grpc:\/\/collector:4317" uses grpc:; OTLP\/HTTP needs http: or https: \(OTEL_EXPORTER_OTLP_TRACES_ENDPOINT\)/);
+    expect(tracesVariable).toThrow(/fix: Set OTEL_EXPORTER_OTLP_TRACES_ENDPOINT=http:\/\/localhost:4318\/v1\/traces/);
+    expect(tracesVariable).not.toThrow(/fix: .*OTEL_EXPORTER_OTLP_ENDPOINT/);
+    expect(() => createOtlpSink({ url: "collector:4318/v1/traces" })).toThrow(/\(createOtlpSink's url option\)\s+fix: Pass createOtlpSink\(\{ url: "http:\/\/collector:4318\/v1\/traces" \}\)/);
+    // A password in an endpoint without a scheme is not repeated either.
+    const withPassword = () => createOtlpSinkFromEnv({ OTEL_EXPORTER_OTLP_ENDPOINT: "user:hunter2@collector:4318" });
+    expect(withPassword).toThrow(/OTLP endpoint "<credentials>@collector:4318" is not a URL/);
+    expect(withPassword).not.toThrow(/hunter2/);
+  });
+
   it("parses OTEL_EXPORTER_OTLP_HEADERS as comma-separated, URL-encoded key=value pairs", () => {
     expect(parseOtlpHeaders("Authorization=Basic%20YWJjOmRlZg==, x-tenant = acme ,")).toEqual({ Authorization: "Basic YWJjOmRlZg==", "x-tenant": "acme" });
     expect(parseOtlpHeaders(undefined)).toEqual({});
