@@ -41,7 +41,15 @@ export function resolveOtlpOptions(options: OtlpSinkOptions): ResolvedOtlpOption
   }
   const url = options?.url !== undefined ? tracesUrl(options.url, { appendPath: false }) : tracesUrl(options?.endpoint);
   const { endpoint: _endpoint, url: _url, ...rest } = definedOnly(options ?? {});
-  return { ...DEFAULTS, ...rest, headers: { ...(options.headers ?? {}) }, url };
+  const resolved = { ...DEFAULTS, ...rest, headers: { ...(options.headers ?? {}) }, url };
+  if (resolved.maxBatchSize > resolved.maxQueueSize) {
+    // The queue would never hold a full batch: spans wait for the delay, and those past the queue are dropped with a healthy backend.
+    const given = (name: "maxBatchSize" | "maxQueueSize") => `${name} ${resolved[name]}${rest[name] === undefined ? " (the default)" : ""}`;
+    throw new AssemblyLineError("AL_ERR_OTLP_CONFIG", `createOtlpSink: ${given("maxBatchSize")} is larger than ${given("maxQueueSize")}; a batch could never fill, and spans past the queue would be dropped however healthy the backend`, {
+      fix: `Give maxQueueSize at least maxBatchSize (${resolved.maxBatchSize}), a few batches' worth, or a maxBatchSize of at most ${resolved.maxQueueSize}.`,
+    });
+  }
+  return resolved;
 }
 
 /**

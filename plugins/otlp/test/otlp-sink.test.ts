@@ -152,18 +152,29 @@ describe("createOtlpSink", () => {
   it("holds at most maxQueueSize spans and counts and reports what it drops", async () => {
     const otlp = await receiver();
     const warnings: string[] = [];
-    const sink = createOtlpSink({ endpoint: otlp.url, maxBatchSize: 100, maxQueueSize: 5, scheduledDelayMs: 3_600_000, onWarning: (message) => void warnings.push(message) });
-    for (let index = 1; index <= 8; index += 1) sink.export(span(index));
+    const sink = createOtlpSink({ endpoint: otlp.url, maxBatchSize: 5, maxQueueSize: 5, scheduledDelayMs: 3_600_000, onWarning: (message) => void warnings.push(message) });
+    // The first five leave as a batch; while it is on its way the queue takes five more and drops the rest.
+    for (let index = 1; index <= 13; index += 1) sink.export(span(index));
     expect(sink.stats()).toEqual({ exported: 0, dropped: 3, queued: 5 });
     await sink.flush();
-    expect(otlp.spans().map((item) => item.spanId)).toEqual([1, 2, 3, 4, 5].map((index) => index.toString(16).padStart(16, "0")));
+    expect(otlp.spans().map((item) => item.spanId)).toEqual([1, 2, 3, 4, 5, 6, 7, 8, 9, 10].map((index) => index.toString(16).padStart(16, "0")));
     expect(warnings[0]).toMatch(/dropped 1 span\(s\): the queue is full \(maxQueueSize 5\)/);
     // One warning for the three dropped spans, and one in sum once the queue takes spans again.
     expect(warnings).toHaveLength(1);
-    sink.export(span(9));
+    sink.export(span(14));
     expect(warnings).toHaveLength(2);
     expect(warnings[1]).toMatch(/dropped 3 span\(s\) while its queue was full; it has room again/);
-    expect(sink.stats()).toEqual({ exported: 5, dropped: 3, queued: 1 });
+    expect(sink.stats()).toEqual({ exported: 10, dropped: 3, queued: 1 });
+  });
+
+  it("refuses a maxBatchSize larger than maxQueueSize, naming both: the batch could never fill and a healthy backend would lose spans", () => {
+    const larger = () => createOtlpSink({ endpoint: "http://c:4318", maxBatchSize: 100, maxQueueSize: 10 });
+    expect(larger).toThrow(expect.objectContaining({ code: "AL_ERR_OTLP_CONFIG" }));
+    expect(larger).toThrow(/createOtlpSink: maxBatchSize 100 is larger than maxQueueSize 10;/);
+    // The default queue (2048) counts too, in createOtlpSinkFromEnv's overrides as well.
+    expect(() => createOtlpSinkFromEnv({}, { maxBatchSize: 4096 })).toThrow(/maxBatchSize 4096 is larger than maxQueueSize 2048 \(the default\)/);
+    expect(() => createOtlpSink({ endpoint: "http://c:4318", maxQueueSize: 100 })).toThrow(/maxBatchSize 512 \(the default\) is larger than maxQueueSize 100/);
+    expect(createOtlpSink({ endpoint: "http://c:4318", maxBatchSize: 10, maxQueueSize: 10 }).stats()).toEqual({ exported: 0, dropped: 0, queued: 0 });
   });
 
   it("retries 503 and 429 (honouring Retry-After) and delivers the batch once", async () => {
