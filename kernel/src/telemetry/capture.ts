@@ -3,8 +3,8 @@ import { headOf } from "../text-cut.js";
 
 /** Keys whose values are withheld from every sink, whatever the capture mode. */
 const SECRET_KEY = /authorization|api[-_]?key|apikey|passw(or)?d|token|cookie|secret|credential|private[-_]?key/i;
-/** Free-text credentials that carry no key: `Bearer abc...`, `Basic abc...`. */
-const SCHEME_CREDENTIAL = /\b(Bearer|Basic)\s+[A-Za-z0-9._~+/=-]{8,}/g;
+/** Free-text credentials that carry no key: `Bearer abc...`, `Basic abc...`, in any case (HTTP schemes are case-insensitive: `bearer abc...`). */
+const SCHEME_CREDENTIAL = /\b(Bearer|Basic)\s+[A-Za-z0-9._~+/=-]{8,}/gi;
 export const REDACTED = "[REDACTED]";
 
 /** True when a mode lets message bodies and tool input/output reach sinks. */
