@@ -73,3 +73,43 @@ describe("execute_tool spans of calls that did not run", () => {
     expect(JSON.stringify(spans())).not.toContain("sk-do-not-export");
   });
 });
+
+describe("execute_tool spans of calls that failed", () => {
+  /** One run of a tool whose execute throws what `throwing` says; the tool span it exported. */
+  async function failedToolSpan(throwing: string, imports = "") {
+    const dir = agentFolder({
+      "agent.ts": MINIMAL_AGENT,
+      "tools/fetch_page.ts": toolSource({ upFront: true, imports, execute: throwing }),
+      "instrumentation.ts": `import { defineInstrumentation } from "@assemblyline-agents/core";
+export default defineInstrumentation({ setup: () => ({ export(span) { (globalThis.__toolOutcomeSpans ??= []).push(span); } }) });
+`,
+    });
+    const { artifactRoot } = await buildAgent(dir);
+    const runtime = new OpenEveRuntime({
+      ...(await loadRuntimeBundle(artifactRoot)),
+      state: new InMemoryStateAdapter(),
+      agentHarness: scriptedHarness({ turns: [{ toolCalls: [{ name: "fetch_page", input: { value: "v" }, id: "call_fail" }] }, { text: "never" }] }),
+      logger: noopLogger(),
+    });
+    expect((await runtime.run({ message: "go" })).status).toBe("failed");
+    await runtime.close();
+    const tool = spanNamed("execute_tool fetch_page");
+    delete collected.__toolOutcomeSpans;
+    return tool;
+  }
+
+  it("types the error by the thrown error's class when it has no AL_ERR code, as docs/telemetry.md says", async () => {
+    const typeError = await failedToolSpan(`throw new TypeError("cannot read url of undefined");`);
+    expect(typeError.status.code).toBe("error");
+    expect(typeError.attributes).toMatchObject({ "assembly_line.tool.outcome": "failed", "error.type": "TypeError" });
+    const custom = await failedToolSpan(`class UpstreamTimeout extends Error { name = "UpstreamTimeout"; } throw new UpstreamTimeout("slow");`);
+    expect(custom.attributes["error.type"]).toBe("UpstreamTimeout");
+  });
+
+  it("types it by the AL_ERR code when the error has one, and as tool_error when what was thrown is not an Error", async () => {
+    const coded = await failedToolSpan(`throw new AssemblyLineError("AL_ERR_OUTBOUND_HOST_REFUSED", "no", { fix: "allow it" });`, `import { AssemblyLineError } from "@assemblyline-agents/core";`);
+    expect(coded.attributes["error.type"]).toBe("AL_ERR_OUTBOUND_HOST_REFUSED");
+    const thrownString = await failedToolSpan(`throw "plain text";`);
+    expect(thrownString.attributes["error.type"]).toBe("tool_error");
+  });
+});

@@ -249,10 +249,12 @@ async function fail(scope: RunScope, base: ToolCallRecord, call: ModelToolCall, 
   // Recorded with the call: text every store can hold (PostgreSQL refuses NUL and lone surrogates).
   const message = storableText(error instanceof Error ? error.message : String(error));
   const code = isAssemblyLineError(error) ? error.code : undefined;
+  // The error's class (TypeError, a tool's own) for a failure without a code: what telemetry's error.type reports.
+  const errorClass = code === undefined && error instanceof Error && typeof error.name === "string" && error.name !== "" ? storableText(error.name) : undefined;
   await scope.journal.record(
     scope.runId,
     "tool.execution_failed",
-    { callId: call.id, toolName: call.name, error: message, code },
+    { callId: call.id, toolName: call.name, error: message, code, errorClass },
     { toolCall: { ...base, status: "failed", error: message, updatedAt: isoTimestamp() } },
   );
   scope.failure ??= { code: code ?? "AL_ERR_TOOL_FAILED", message: `tool ${call.name} failed: ${message}` };

@@ -189,7 +189,7 @@ export class RunTrace {
       "assembly_line.tool.outcome": outcome,
       "assembly_line.tool.approval": open?.approval ?? (outcome === "denied" ? "denied" : undefined),
       // A call that did not run (denied, invalid input, disabled) ended in an error too: the model is given one as its result.
-      "error.type": outcome === "completed" ? undefined : outcome === "failed" ? text(data.code) || "tool_error" : outcome,
+      "error.type": outcome === "completed" ? undefined : outcome === "failed" ? text(data.code) || text(data.errorClass) || "tool_error" : outcome,
     };
     if (capturesBodies(this.settings.mode)) {
       attributes["gen_ai.tool.call.arguments"] = captureBody(open?.input ?? data.input ?? null, this.settings.mode);
