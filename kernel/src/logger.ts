@@ -6,12 +6,19 @@ const LEVELS = ["debug", "info", "warn", "error"] as const;
 
 /**
  * Structured JSON logs (level, time, msg, fields) on stderr, so stdout stays
- * free for a command's own output. Level from ASSEMBLY_LINE_LOG_LEVEL, default info.
+ * free for a command's own output. Level from options.level, else
+ * ASSEMBLY_LINE_LOG_LEVEL (options.env's, then the process's), default info; an
+ * empty variable counts as unset, as the OTEL_EXPORTER_OTLP_* variables do.
+ * A level that is not one of LEVELS is refused as a TypeError naming where it
+ * came from, as the runtime's other option and variable checks are.
  */
 export function createRuntimeLogger(options: { level?: string; env?: Record<string, string | undefined> } = {}): RuntimeLogger {
-  const level = options.level ?? options.env?.ASSEMBLY_LINE_LOG_LEVEL ?? process.env.ASSEMBLY_LINE_LOG_LEVEL ?? "info";
+  const variable = nonEmpty(options.env?.ASSEMBLY_LINE_LOG_LEVEL) ?? nonEmpty(process.env.ASSEMBLY_LINE_LOG_LEVEL);
+  const level = options.level ?? variable ?? "info";
   if (!(LEVELS as readonly string[]).includes(level)) {
-    throw new TypeError(`ASSEMBLY_LINE_LOG_LEVEL=${level} is not one of ${LEVELS.join(", ")}`);
+    const source = options.level !== undefined ? `createRuntimeLogger's level option is ${JSON.stringify(level)}` : `ASSEMBLY_LINE_LOG_LEVEL=${level}`;
+    const fix = options.level !== undefined ? `pass level: "info" (or leave it out to follow ASSEMBLY_LINE_LOG_LEVEL)` : "set ASSEMBLY_LINE_LOG_LEVEL to one of them, or unset it (or leave it empty) for info";
+    throw new TypeError(`${source}, not one of ${LEVELS.join(", ")}; ${fix}`);
   }
   // Required here, not imported: a runtime given its own logger (or none) never loads pino.
   const create = createRequire(import.meta.url)("pino") as typeof pino;
@@ -25,4 +32,8 @@ export function createRuntimeLogger(options: { level?: string; env?: Record<stri
     warn: (fields, msg) => logger.warn(fields, msg),
     error: (fields, msg) => logger.error(fields, msg),
   };
+}
+
+function nonEmpty(value: string | undefined): string | undefined {
+  return value === undefined || value.trim() === "" ? undefined : value;
 }
