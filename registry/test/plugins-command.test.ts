@@ -170,13 +170,13 @@ describe("assembly-line plugins verify", () => {
   it("runs the harness kit for a package's engines: Pi passes against its OpenAI protocol server", async () => {
     const { code, out } = await plugins("verify", join(root, "plugins/pi"));
     expect(code).toBe(0);
-    expect(out).toMatch(/pass {2}conformance harness "pi" \(harness@1\) with describeHarnessConformance: 5 passed$/m);
+    expect(out).toMatch(/pass {2}conformance harness "pi" \(harness@1\) with describeHarnessConformance: 7 passed$/m);
   }, 120_000);
 
   it.skipIf(!codexRuns().ok)("runs the harness kit on the Codex engine: it passes on the real app-server", async () => {
     const { code, out } = await plugins("verify", join(root, "plugins/codex"));
     expect(code).toBe(0);
-    expect(out).toMatch(/pass {2}conformance harness "codex" \(harness@1\) with describeHarnessConformance: 5 passed$/m);
+    expect(out).toMatch(/pass {2}conformance harness "codex" \(harness@1\) with describeHarnessConformance: 7 passed$/m);
   }, 180_000);
 
   it("runs the harness kit for a package's engines, and names the test an engine that ignores abort fails", async () => {
@@ -217,8 +217,10 @@ describe("assembly-line plugins verify", () => {
     ].join("\n"));
     const { code, out } = await plugins("verify", engine);
     expect(code).toBe(1);
-    expect(out).toMatch(/FAIL {2}conformance harness "echo" \(harness@1\) with describeHarnessConformance: \d+ passed, 1 failed/);
+    expect(out).toMatch(/FAIL {2}conformance harness "echo" \(harness@1\) with describeHarnessConformance: \d+ passed, 3 failed/);
     expect(out).toMatch(/- .*AgentHarness conformance > ends the turn when the run's signal aborts while the model is answering: /);
+    expect(out).toMatch(/- .*AgentHarness conformance > asks the model nothing when the run's signal aborted before the turn: /);
+    expect(out).toMatch(/- .*AgentHarness conformance > asks the model nothing more when the run is cancelled while a resumed turn's open call runs: /);
   }, 120_000);
 
   it("fails a package whose published tarball would leave out its config schema, while the kit still runs", async () => {

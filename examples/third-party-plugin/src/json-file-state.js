@@ -1,7 +1,7 @@
 // @ts-check
 import { mkdir, open, readFile, rename } from "node:fs/promises";
 import { dirname } from "node:path";
-import { AssemblyLineError, TERMINAL_RUN_STATUSES, fenceHolds, isClaimableBy, isInConversationScope, isInUsageScope, isLeaseFree, isUsageSince, staleFenceError } from "@assemblyline-agents/core";
+import { AssemblyLineError, TERMINAL_RUN_STATUSES, checkObservedSeq, fenceHolds, isClaimableBy, isInConversationScope, isInUsageScope, isLeaseFree, isUsageSince, staleFenceError } from "@assemblyline-agents/core";
 
 /**
  * @typedef {import("@assemblyline-agents/core").RunRecord} RunRecord
@@ -199,6 +199,8 @@ export class JsonFileState {
         fix: "Reload the run and decide again; another writer moved it on.",
       });
     }
+    // A position past the log (after this append) would leave the later events unobserved for good.
+    checkObservedSeq(`appendEvents(run "${runId}")`, "options.observedSeq", options.observedSeq, stored.record.lastSeq + events.length);
     const now = new Date().toISOString();
     const appended = events.map((event, index) => {
       const seq = stored.record.lastSeq + index + 1;
@@ -225,6 +227,7 @@ export class JsonFileState {
   async markObserved(runId, seq) {
     await this.ready();
     const stored = this.requireRun(runId);
+    checkObservedSeq(`markObserved(run "${runId}")`, "seq", seq, stored.record.lastSeq);
     if (seq <= stored.record.observedSeq) return;
     stored.record.observedSeq = seq;
     await this.persist();
@@ -291,6 +294,7 @@ export class JsonFileState {
     await this.ready();
     const stored = this.doc.runs[runId];
     if (!stored) return;
+    checkObservedSeq(`releaseRunLease(run "${runId}")`, "options.observedSeq", options.observedSeq, stored.record.lastSeq);
     const lease = stored.record.lease;
     const holds = lease?.owner === owner && (token === undefined || lease.token === token);
     const observed = options.observedSeq !== undefined && options.observedSeq > stored.record.observedSeq;

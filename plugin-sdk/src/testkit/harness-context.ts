@@ -43,8 +43,9 @@ export class KitHarnessContext implements HarnessContext {
     this.signal = options.signal ?? new AbortController().signal;
   }
 
-  resume(): KitHarnessContext {
-    return new KitHarnessContext(this.tools, { journal: this.journal });
+  /** The context a resumed run gets: the same journal; with `signal` or `tools` of its own when given. */
+  resume(options: { signal?: AbortSignal; tools?: Record<string, KitTool> } = {}): KitHarnessContext {
+    return new KitHarnessContext(options.tools ?? this.tools, { journal: this.journal, ...(options.signal ? { signal: options.signal } : {}) });
   }
 
   async step<T>(key: string, fn: () => T | Promise<T>, _options?: StepOptions): Promise<T> {

@@ -140,6 +140,37 @@ export function describeHarnessConformance(name: string, factory: StateKitFactor
       if (outcome !== "still running" && outcome.settled === "resolved") expect(outcome.result.status).not.toBe("completed");
     }, timeout);
 
+    it("asks the model nothing when the run's signal aborted before the turn", async () => {
+      subject().reply({ text: "never asked" });
+      const cancelled = new AbortController();
+      cancelled.abort(new Error("run cancelled before the turn"));
+      const before = await run(new KitHarnessContext(TOOLS, { signal: cancelled.signal })).then(
+        (result) => result,
+        () => undefined,
+      );
+      if (before) expect(before.status).not.toBe("completed");
+      expect(subject().requests()).toHaveLength(0);
+    }, timeout);
+
+    it("asks the model nothing more when the run is cancelled while a resumed turn's open call runs", async () => {
+      // Paused on an approval; on the resume the approved call runs, and the run is cancelled while it does.
+      subject().reply({ toolCall: { id: "call_kit_ship", name: "kit_ship", input: { release: "v4" } } });
+      const first = new KitHarnessContext(TOOLS);
+      const paused = await run(first);
+      if (paused.status !== "paused") throw new Error(`expected a pause, got ${paused.status}`);
+      const asked = subject().requests().length;
+      const during = new AbortController();
+      const cancelling: Record<string, KitTool> = { ...TOOLS, kit_ship: { ...TOOLS.kit_ship!, run: (input) => (during.abort(new Error("run cancelled during the call")), TOOLS.kit_ship!.run(input)) } };
+      const resumed = first.resume({ signal: during.signal, tools: cancelling });
+      resumed.approved.add("kit_ship");
+      const after = await run(resumed, paused.continuation).then(
+        (result) => result,
+        () => undefined,
+      );
+      if (after) expect(after.status).not.toBe("completed");
+      expect(subject().requests()).toHaveLength(asked);
+    }, timeout);
+
     it("refuses a continuation another engine or format made, before asking the model", async () => {
       subject().reply({ toolCall: { id: "call_kit_ship", name: "kit_ship", input: { release: "v3" } } });
       const first = new KitHarnessContext(TOOLS);

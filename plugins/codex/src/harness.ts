@@ -48,6 +48,8 @@ async function runCodexTurn(input: HarnessTurnInput, ctx: HarnessContext, option
     state.items.push(functionOutputItem(call.callId, toolOutputText(outcome.output)));
     state.pending.shift();
   }
+  // A run cancelled meanwhile (or before the turn) starts no app-server: it would make a model call.
+  ctx.signal.throwIfAborted();
   const env = options.env ?? process.env;
   const cwd = await mkdtemp(join(tmpdir(), "al-codex-"));
   try {

@@ -82,6 +82,8 @@ export async function runAppServerTurn(
           if (last) {
             state.modelCalls += 1;
             const key = `model:${state.modelCalls}`;
+            // Taken now: the next call's notification may come before this one's check resolves.
+            const usageId = `${input.runId}:codex:${String(params.turnId)}:${state.modelCalls}`;
             const usage = {
               // The app-server's inputTokens include the cached ones (OpenAI's input_tokens); a usage record keeps them apart.
               inputTokens: Math.max(0, (last.inputTokens ?? 0) - (last.cachedInputTokens ?? 0)),
@@ -102,20 +104,17 @@ export async function runAppServerTurn(
                     return usage;
                   }, { metadata: { modelSpec: input.modelSpec } })
                   .then(() => undefined);
+            // The turn id is new on every app-server, so a turn re-run after a crash records its own calls.
+            const record = () => ctx.recordUsage({ id: usageId, provider: CODEX_PROVIDER, model: state.model, ...usage });
             background.push(
               counted.then(
                 // After the check, which reads the usage recorded before this call.
-                () =>
-                  ctx.recordUsage({
-                    // The turn id is new on every app-server, so a turn re-run after a crash records its own calls.
-                    id: `${input.runId}:codex:${String(params.turnId)}:${state.modelCalls}`,
-                    provider: CODEX_PROVIDER,
-                    model: state.model,
-                    ...usage,
-                  }),
+                record,
                 (error: unknown) => {
                   stopped = true;
                   fail(error);
+                  // The app-server made the call before the check refused it: its tokens are spent all the same.
+                  return record().catch((recordError: unknown) => ctx.logger.warn({ err: String(recordError) }, "recording the usage of a refused codex model call failed"));
                 },
               ),
             );
@@ -154,6 +153,8 @@ export async function runAppServerTurn(
   );
   const abort = () => void appServer.close();
   ctx.signal.addEventListener("abort", abort, { once: true });
+  // Aborted while the app-server started: no abort event is coming, so close it now.
+  if (ctx.signal.aborted) abort();
   try {
     void appServer.closed.then(() => fail(new AssemblyLineError("AL_ERR_CODEX_APP_SERVER", "codex app-server exited during the turn", { fix: "Check the codex binary and its CODEX_HOME." })));
     await appServer.request("initialize", { clientInfo: { name: "assembly-line", title: "Assembly Line", version: "0.1.0" }, capabilities: { experimentalApi: true } });

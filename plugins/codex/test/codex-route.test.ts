@@ -168,9 +168,10 @@ describe.skipIf(!binary.ok)(`the openai-codex route on the real app-server (${bi
   it("counts each model call against the run's maxTurns budget and fails the run at the first one past it", async () => {
     await startModel();
     server.reply({ toolCalls: [{ callId: "call_lookup", name: "lookup_notes", arguments: { topic: "milk" } }] }, { text: "one call too many" });
+    const state = new InMemoryStateAdapter();
     const runtime = new OpenEveRuntime({
       ...bundle,
-      state: new InMemoryStateAdapter(),
+      state,
       modelHarnesses: { "openai-codex": codexAgentHarness({ env: { ...process.env, CODEX_HOME: home } }) },
       logger: noopLogger(),
       budgets: { maxTurns: 1 },
@@ -184,6 +185,11 @@ describe.skipIf(!binary.ok)(`the openai-codex route on the real app-server (${bi
       expect(events.filter((event) => event.type === "model.response").map((event) => event.data)).toEqual([
         expect.objectContaining({ step: "model:1", provider: "openai-codex", model: "gpt-5.1-codex", usage: expect.objectContaining({ inputTokens: 100, cacheReadTokens: 20, outputTokens: 8 }) }),
       ]);
+      // The app-server made the refused call too: its tokens are spent, and recorded, each call under its own id.
+      expect(server.requests).toHaveLength(2);
+      const usage = await state.listUsage({});
+      expect(usage).toHaveLength(2);
+      expect(new Set(usage.map((record) => record.id)).size).toBe(2);
     } finally {
       await runtime.close();
     }
