@@ -266,3 +266,15 @@ describe("runs migrate", () => {
     expect(await shown(paused.runId, notes)).toEqual(before);
   });
 });
+
+describe("a state folder beside gateway.ts's state", () => {
+  it("is refused, naming the plugin that keeps the runs, and creates no folder", async () => {
+    // In place: its gateway.ts imports a workspace package (the jsonfile example plugin).
+    const dir = join(root, "examples/gateway-agent");
+    const stateDir = join(work, "never-used-state");
+    const result = await cli(["run", dir, "--message", "hi", "--model", `scripted:${join(dir, "conversations/greet-ada.json")}`, "--state-dir", stateDir]);
+    expect(result.code).toBe(2);
+    expect(result.stderr).toContain(`AL_ERR_CLI_USAGE: the state folder ${stateDir} would not be used: gateway.ts keeps runs in its state adapter (jsonfile)`);
+    expect(existsSync(stateDir)).toBe(false);
+  });
+});

@@ -31,6 +31,14 @@ describe("an agent folder the compiler cannot build as it is", () => {
     expect(error.message).toMatch(/agent\.js and agent\.ts are both the agent definition/);
   });
 
+  it("refuses a gateway.ts key that is no slot, naming it and what it likely meant, instead of leaving that part on its default", async () => {
+    const gateway = `import { adapter, defineGateway } from "@assemblyline-agents/core";\nexport default defineGateway({ state: adapter("local"), blobs: adapter("local"), telemetry: adapter("otlp") });\n`;
+    const error = await buildError({ "agent.ts": MINIMAL_AGENT, "gateway.ts": gateway });
+    expect(error.code).toBe("AL_ERR_GATEWAY_DEFINITION");
+    expect(error.message).toMatch(/gateway\.ts: defineGateway: "blobs", "telemetry" are not slots/);
+    expect(error.message).toMatch(/Blob storage is the blob slot\. Telemetry is set up in instrumentation\.ts/);
+  });
+
   it("refuses gateway.ts beside gateway.mjs", async () => {
     const error = await buildError({ "agent.ts": MINIMAL_AGENT, "gateway.ts": "export default 1;", "gateway.mjs": "export default 1;" });
     expect(error.code).toBe("AL_ERR_AGENT_FOLDER");

@@ -1,7 +1,8 @@
 import { join, resolve } from "node:path";
 import { AssemblyLineError, isAssemblyLineError, type BlobStore, type RunEvent, type RuntimeLogger, type SandboxAdapter, type StateAdapter } from "@assemblyline-agents/core";
 import { needsComposition } from "../host/needs-composition.js";
-import { FileStateAdapter, LocalBlobStore } from "@assemblyline-agents/local";
+import { LocalBlobStore } from "@assemblyline-agents/local";
+import { localState } from "../host/default-state.js";
 import { embeddedSandbox } from "../host/embedded-sandbox.js";
 import type { PiModelCatalog } from "@assemblyline-agents/pi";
 import { hostConnections } from "../host/host-connections.js";
@@ -130,7 +131,7 @@ export async function openLocalRuntime(options: {
     ? await (await registry()).composeGateway({ gateway: bundle.sourceBundle.gateway, sandbox: bundle.manifest.sandbox, agentDir, devMode: options.devMode ?? true })
     : undefined;
   const adapters = (composed?.adapters ?? {}) as { state?: StateAdapter; blob?: BlobStore; sandbox?: SandboxAdapter };
-  const state = adapters.state ?? (await FileStateAdapter.open({ ...(options.stateDir ? { directory: resolve(options.stateDir) } : { agentDir }) }));
+  const state = await localState(adapters.state, { stateDir: options.stateDir, agentDir, bundle });
   const runtime = new OpenEveRuntime({
     ...bundle,
     state,

@@ -1,6 +1,7 @@
 import { resolve } from "node:path";
 import { isScheduleStateStore, type AgentHarness, type BlobStore, type ConnectionProvider, type PluginKernel, type SandboxAdapter, type Scheduler, type StateAdapter } from "@assemblyline-agents/core";
-import { FileStateAdapter, LocalBlobStore, LocalScheduler } from "@assemblyline-agents/local";
+import { LocalBlobStore, LocalScheduler } from "@assemblyline-agents/local";
+import { localState } from "./default-state.js";
 import { embeddedSandbox } from "./embedded-sandbox.js";
 import type { PiModelCatalog } from "@assemblyline-agents/pi";
 import { composeGateway, useKernelHost } from "@assemblyline-agents/registry";
@@ -46,7 +47,7 @@ export async function openLocalDefaults(
     ? await composeGateway({ gateway: bundle.sourceBundle.gateway, sandbox: bundle.manifest.sandbox, agentDir, devMode: options.devMode ?? false })
     : undefined;
   const chosen = (composed?.adapters ?? {}) as { state?: StateAdapter; blob?: BlobStore; sandbox?: SandboxAdapter; scheduler?: Scheduler };
-  const state = chosen.state ?? (await FileStateAdapter.open(options.stateDir ? { directory: resolve(options.stateDir) } : { agentDir }));
+  const state = await localState(chosen.state, { stateDir: options.stateDir, agentDir, bundle });
   const connections = hostConnections(bundle, agentDir);
   const scheduler = chosen.scheduler ?? (isScheduleStateStore(state) ? new LocalScheduler({ store: state }) : undefined);
   return {
