@@ -35,12 +35,14 @@ export {
   formatGeneratedRegistry,
   writeGeneratedRegistry,
   searchRegistry,
+  contractExports,
   type RegistryIndex,
   type GeneratedRegistry,
   type GeneratedPluginEntry,
   type RegistryEntry,
+  type ContractExport,
 } from "./registry-data.js";
-export { loadRegistry, REGISTRY_SOURCE_ENV, type LoadRegistryOptions, type LoadedRegistry, type RegistrySnapshot } from "./registry-source.js";
+export { loadRegistry, REGISTRY_SOURCE_ENV, type LoadRegistryOptions, type LoadedRegistry, type RegistrySnapshot, type RegistrySnapshotEntry } from "./registry-source.js";
 export { verifyPluginPackage, CONFORMANCE_KITS, type VerifyOptions, type VerifyReport, type VerifyStep, type KitOutcome } from "./verify.js";
 export { conformanceSubjectFactory, type ConformanceSubjectOptions } from "./conformance-subject.js";
 export { gatewayUsage } from "./usage.js";

@@ -3,7 +3,7 @@ import { join } from "node:path";
 import type { ValidateFunction } from "ajv";
 import { AssemblyLineError } from "@assemblyline-agents/core";
 import { findPackageDir } from "./discover.js";
-import { readPluginPackage, type PluginEnvVar, type PluginProvide } from "./manifest.js";
+import { readPluginPackage, type PluginChannel, type PluginEnvVar, type PluginProvide, type PluginSubjectExport } from "./manifest.js";
 import { REGISTRY_DIR, describeSchemaErrors, generatedRegistryValidator, registryIndexValidator } from "./schemas.js";
 
 export const REGISTRY_INDEX_FILE = join(REGISTRY_DIR, "index.json");
@@ -21,6 +21,10 @@ export interface GeneratedPluginEntry {
   version: string;
   kernel: string;
   provides: Array<Omit<PluginProvide, "configSchema">>;
+  /** The manifest's `channels`, `harnesses` and `telemetrySinks`: exports used outside gateway slots, each with its kit subject. */
+  channels: PluginChannel[];
+  harnesses: PluginSubjectExport<"harness@1">[];
+  telemetrySinks: PluginSubjectExport<"telemetry@1">[];
   env: PluginEnvVar[];
   configSchema: boolean;
 }
@@ -87,6 +91,9 @@ export async function generateRegistry(options: { index?: RegistryIndex; from?: 
       version: pkg.version,
       kernel: pkg.manifest.kernel,
       provides: pkg.manifest.provides.map(({ configSchema: _perAdapter, ...provide }) => provide),
+      channels: pkg.manifest.channels ?? [],
+      harnesses: pkg.manifest.harnesses ?? [],
+      telemetrySinks: pkg.manifest.telemetrySinks ?? [],
       env: pkg.manifest.env ?? [],
       configSchema: pkg.manifest.configSchema !== undefined || pkg.manifest.provides.some((provide) => provide.configSchema !== undefined),
     };
@@ -119,11 +126,38 @@ export async function readRegistry(options: { indexFile?: string; generatedFile?
     });
 }
 
-/** Entries matching every word (case-insensitive) in id, package, description, tags, slots or contracts. */
+/** One thing a plugin exports by contract: a gateway adapter (kind is its slot), a channel, an engine or a telemetry sink. */
+export interface ContractExport {
+  kind: PluginProvide["slot"] | "channel" | "harness" | "telemetry-sink";
+  /** True for an adapter that fills a gateway slot; channels, engines and sinks are used outside gateway.ts. */
+  gatewaySlot: boolean;
+  name: string;
+  export: string;
+  contract: string;
+}
+
+/** Everything a plugin exports by contract: its adapters, then its channels, engines and telemetry sinks. */
+export function contractExports(entry: Pick<GeneratedPluginEntry, "provides" | "channels" | "harnesses" | "telemetrySinks">): ContractExport[] {
+  const other = (kind: "channel" | "harness" | "telemetry-sink") => (exported: { name: string; export: string; contract: string }): ContractExport => ({
+    kind,
+    gatewaySlot: false,
+    name: exported.name,
+    export: exported.export,
+    contract: exported.contract,
+  });
+  return [
+    ...entry.provides.map((provide): ContractExport => ({ kind: provide.slot, gatewaySlot: true, name: provide.name, export: provide.export, contract: provide.contract })),
+    ...entry.channels.map(other("channel")),
+    ...entry.harnesses.map(other("harness")),
+    ...entry.telemetrySinks.map(other("telemetry-sink")),
+  ];
+}
+
+/** Entries matching every word (case-insensitive) in id, package, description, tags, or the slot (or kind), name and contract of anything it exports. */
 export function searchRegistry(entries: RegistryEntry[], words: string[]): RegistryEntry[] {
   const needles = words.flatMap((word) => word.toLowerCase().split(/\s+/)).filter(Boolean);
   return entries.filter((entry) => {
-    const haystack = [entry.id, entry.package, entry.description, ...entry.tags, ...entry.provides.flatMap((provide) => [provide.slot, provide.name, provide.contract])]
+    const haystack = [entry.id, entry.package, entry.description, ...entry.tags, ...contractExports(entry).flatMap((exported) => [exported.kind, exported.name, exported.contract])]
       .join(" ")
       .toLowerCase();
     return needles.every((needle) => haystack.includes(needle));

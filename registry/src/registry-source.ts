@@ -14,8 +14,13 @@ export const REGISTRY_SOURCE_ENV = "ASSEMBLY_LINE_REGISTRY";
  */
 export interface RegistrySnapshot {
   updatedAt?: string;
-  plugins: RegistryEntry[];
+  plugins: RegistrySnapshotEntry[];
 }
+
+type NonSlotExports = "channels" | "harnesses" | "telemetrySinks";
+
+/** A snapshot's entry: one printed by a release before channels, harnesses and telemetrySinks were listed has none of them. */
+export type RegistrySnapshotEntry = Omit<RegistryEntry, NonSlotExports> & Partial<Pick<RegistryEntry, NonSlotExports>>;
 
 export interface LoadedRegistry {
   entries: RegistryEntry[];
@@ -114,6 +119,7 @@ export async function loadRegistry(options: LoadRegistryOptions = {}): Promise<L
   }
   // A source that answers with something broken is refused: silently using it would mislead.
   const snapshot = checkSnapshot(read.data, read.location);
-  const entries = [...snapshot.plugins].sort((a, b) => a.id.localeCompare(b.id));
+  // A snapshot from a release before channels, harnesses and telemetrySinks were listed has none of them.
+  const entries = snapshot.plugins.map((entry) => ({ ...entry, channels: entry.channels ?? [], harnesses: entry.harnesses ?? [], telemetrySinks: entry.telemetrySinks ?? [] })).sort((a, b) => a.id.localeCompare(b.id));
   return { entries, origin: read.origin, location: read.location, updatedAt: snapshot.updatedAt, ageDays: ageInDays(snapshot.updatedAt, now) };
 }

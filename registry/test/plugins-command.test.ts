@@ -34,7 +34,8 @@ describe("assembly-line plugins list, search and info", () => {
     expect(rows.find((row) => row.startsWith("local "))).toMatch(/@assemblyline-agents\/local\s+0\.1\.0\s+\^0\.1\.0\s+yes\s+state@1 \(9 facets\), blob@1/);
     expect(rows.find((row) => row.startsWith("postgres "))).toMatch(/@assemblyline-agents\/postgres\s+\S+\s+\^0\.1\.0\s+yes\s+state@1/);
     expect(rows.find((row) => row.startsWith("node "))).toMatch(/@assemblyline-agents\/node\s+\S+\s+\^0\.1\.0\s+yes\s+runtime@1/);
-    expect(rows.find((row) => row.startsWith("pi "))).toMatch(/@assemblyline-agents\/pi\s+\S+\s+\^0\.1\.0\s+yes\s+\(no gateway slots\)/);
+    expect(rows.find((row) => row.startsWith("pi "))).toMatch(/@assemblyline-agents\/pi\s+\S+\s+\^0\.1\.0\s+yes\s+harness@1$/);
+    expect(rows.find((row) => row.startsWith("connections "))).toMatch(/\(no gateway slots\)$/);
   });
 
   it("prints the listing as JSON with --json", async () => {
@@ -59,6 +60,20 @@ describe("assembly-line plugins list, search and info", () => {
     expect(out).toMatch(/import \{ localState, localBlob[^}]*\} from "@assemblyline-agents\/local";/);
     expect(out).toContain("state: localState(),");
     expect((await plugins("info", "pi")).out).toContain("OPENAI_API_KEY (optional, secret)");
+  });
+
+  it("finds engines, channels and telemetry sinks by contract, and info says where each is used", async () => {
+    const ids = (out: string) => out.split("\n").slice(1).map((row) => row.split(" ")[0]);
+    expect(ids((await plugins("search", "harness@1")).out)).toEqual(["codex", "pi"]);
+    expect(ids((await plugins("search", "channel@1")).out)).toEqual(["discord"]);
+    expect(ids((await plugins("search", "telemetry@1")).out)).toEqual(["otlp"]);
+    const otlp = (await plugins("info", "otlp")).out;
+    expect(otlp).toContain("provides: no gateway slot\n");
+    expect(otlp).toContain('telemetry sinks:\n    "otlp" via createOtlpSink(): telemetry@1; return it from setup() in an agent\'s instrumentation.ts');
+    expect((await plugins("info", "pi")).out).toContain('harnesses:\n    "pi" via piAgentHarness(): harness@1');
+    expect((await plugins("info", "discord")).out).toContain('channels:\n    "discord" via defineDiscordChannel(): channel@1');
+    const json = JSON.parse((await plugins("info", "codex", "--json")).out) as { data: { plugin: { harnesses: Array<{ name: string }> } } };
+    expect(json.data.plugin.harnesses.map((harness) => harness.name)).toEqual(["codex"]);
   });
 
   it("refuses an unknown id naming the ones that exist", async () => {

@@ -32,6 +32,16 @@ describe("the registry files", () => {
     expect(Object.keys(index.plugins)).toEqual(expect.arrayContaining(["local", "node", "pi", "postgres", "redis"]));
   });
 
+  it("carries each package's channels, harnesses and telemetry sinks into generated.json, beside its adapters", async () => {
+    const { plugins } = await generateRegistry();
+    const conformance = { module: "./testkit", export: expect.any(String) };
+    expect(plugins.pi!.harnesses).toEqual([{ name: "pi", export: "piAgentHarness", contract: "harness@1", conformance }]);
+    expect(plugins.codex!.harnesses).toEqual([{ name: "codex", export: "codexAgentHarness", contract: "harness@1", conformance }]);
+    expect(plugins.discord!.channels).toEqual([{ name: "discord", export: "defineDiscordChannel", contract: "channel@1", conformance }]);
+    expect(plugins.otlp!.telemetrySinks).toEqual([{ name: "otlp", export: "createOtlpSink", contract: "telemetry@1", conformance }]);
+    expect(plugins.local).toMatchObject({ channels: [], harnesses: [], telemetrySinks: [] });
+  });
+
   it("joins index and generated data into listings that pass both schemas", async () => {
     const local = (await readRegistry()).find((entry) => entry.id === "local");
     expect(local).toMatchObject({ package: "@assemblyline-agents/local", kernel: "^0.1.0", tags: expect.arrayContaining(["state"]) });

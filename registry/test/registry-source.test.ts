@@ -64,6 +64,23 @@ describe("the registry index is data that can be refreshed", () => {
     expect(registry.entries.find((entry) => entry.id === "acme-kv")?.package).toBe("@acme/assembly-line-kv");
   });
 
+  it("reads an entry printed before channels, harnesses and telemetry sinks were listed as having none, and keeps those of one that lists them", async () => {
+    served = await newerSnapshot();
+    const entries = (await loadRegistry({ source: url })).entries;
+    expect(entries.find((entry) => entry.id === "acme-kv")).toMatchObject({ channels: [], harnesses: [], telemetrySinks: [] });
+    expect(entries.find((entry) => entry.id === "pi")?.harnesses).toEqual([expect.objectContaining({ name: "pi", contract: "harness@1" })]);
+  });
+
+  it("refuses an entry whose harness names another contract", async () => {
+    const snapshot = await newerSnapshot();
+    snapshot.plugins.at(-1)!.harnesses = [{ name: "acme", export: "acmeHarness", contract: "channel@1" as "harness@1", conformance: { module: "./testkit", export: "subject" } }];
+    served = snapshot;
+    const refusal = await loadRegistry({ source: url }).catch((error: unknown) => error);
+    expect(isAssemblyLineError(refusal, "AL_ERR_REGISTRY_INVALID"), String(refusal)).toBe(true);
+    expect((refusal as Error).message).toContain('invalid plugin "acme-kv"');
+    expect((refusal as Error).message).toContain("harnesses");
+  });
+
   it("reads a newer index from a URL, fresh on every call", async () => {
     served = await newerSnapshot();
     expect((await loadRegistry({ source: url })).entries.some((entry) => entry.id === "acme-kv")).toBe(true);

@@ -5,6 +5,7 @@ import { join, resolve } from "node:path";
 import { AssemblyLineError, isAssemblyLineError } from "@assemblyline-agents/core";
 import { KERNEL_VERSION } from "@assemblyline-agents/runtime";
 import {
+  contractExports,
   gatewayUsage,
   REGISTRY_SOURCE_ENV,
   inspectPluginPackage,
@@ -35,10 +36,20 @@ export async function pluginsCommand(args: string[], io: CommandIO): Promise<num
 
 const fits = (range: string) => rangeIncludesKernel(range, KERNEL_VERSION);
 
-function contractsOf(provides: Array<Pick<PluginProvide, "contract" | "facets">>): string {
-  if (provides.length === 0) return "(no gateway slots)";
-  return provides.map((provide) => (provide.facets ? `${provide.contract} (${provide.facets.length} facets)` : provide.contract)).join(", ");
+/** The list's contracts column: each adapter's contract (with its facet count), then each channel's, engine's and sink's. */
+function contractsOf(entry: RegistryEntry): string {
+  const adapters = entry.provides.map((provide: Pick<PluginProvide, "contract" | "facets">) => (provide.facets ? `${provide.contract} (${provide.facets.length} facets)` : provide.contract));
+  const others = contractExports(entry).filter((exported) => !exported.gatewaySlot).map((exported) => exported.contract);
+  const all = [...adapters, ...others];
+  return all.length === 0 ? "(no gateway slots)" : all.join(", ");
 }
+
+/** Where each kind of non-slot export is used, for `plugins info`. */
+const USED_FROM: Record<string, string> = {
+  channel: "default-export its result from an agent's channels/<name>.ts",
+  harness: "an engine: the host picks it per model spec (agentHarness, modelHarnesses)",
+  "telemetry-sink": "return it from setup() in an agent's instrumentation.ts",
+};
 
 /** Left-aligned columns, two spaces apart. */
 function table(rows: string[][]): string[] {
@@ -50,7 +61,7 @@ function printEntries(entries: RegistryEntry[], io: CommandIO): void {
   io.out(
     table([
       ["id", "package", "version", "kernel", `fits ${KERNEL_VERSION}`, "contracts"],
-      ...entries.map((entry) => [entry.id, entry.package, entry.version, entry.kernel, fits(entry.kernel) ? "yes" : "no", contractsOf(entry.provides)]),
+      ...entries.map((entry) => [entry.id, entry.package, entry.version, entry.kernel, fits(entry.kernel) ? "yes" : "no", contractsOf(entry)]),
     ]).join("\n"),
   );
 }
@@ -107,9 +118,16 @@ export async function pluginInfo(parsed: ParsedCommand, io: CommandIO): Promise<
   io.out(`  ${entry.description}`);
   io.out(`  tags: ${entry.tags.join(", ")}`);
   io.out(`  kernel: ${entry.kernel} (${fits(entry.kernel) ? "includes" : "does NOT include"} this kernel ${KERNEL_VERSION})`);
-  io.out(entry.provides.length === 0 ? "  provides: no gateway slot (it is used from host code)" : "  provides:");
+  const others = contractExports(entry).filter((exported) => !exported.gatewaySlot);
+  io.out(entry.provides.length > 0 ? "  provides:" : others.length > 0 ? "  provides: no gateway slot" : "  provides: no gateway slot (it is used from host code)");
   for (const provide of entry.provides) {
     io.out(`    ${provide.slot} "${provide.name}" via ${provide.export}(): ${provide.contract}${provide.facets ? `, facets ${provide.facets.join(", ")}` : ""}`);
+  }
+  for (const [kind, title] of [["channel", "channels"], ["harness", "harnesses"], ["telemetry-sink", "telemetry sinks"]] as const) {
+    const listed = others.filter((exported) => exported.kind === kind);
+    if (listed.length === 0) continue;
+    io.out(`  ${title}:`);
+    for (const exported of listed) io.out(`    "${exported.name}" via ${exported.export}(): ${exported.contract}; ${USED_FROM[kind]}`);
   }
   if (entry.env.length > 0) io.out("  env:");
   for (const variable of entry.env) {
