@@ -1,4 +1,5 @@
 import { execFile } from "node:child_process";
+import { existsSync } from "node:fs";
 import { mkdtemp, readFile, rm, writeFile } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join, resolve } from "node:path";
@@ -450,6 +451,17 @@ export async function listenKitRuntimeRuntime(options: KitRuntimeHostOptions): P
 `,
   },
 };
+
+describe("plugins new: a command line it cannot scaffold is refused before anything is written", () => {
+  it("refuses --facets naming a facet twice, naming it, rather than write a manifest its own verify refuses", async () => {
+    const parent = await mkdtemp(join(tmpdir(), "al-new-facets-"));
+    folders.push(parent);
+    const dir = join(parent, "dup");
+    const refusal = pluginsCommand(["new", "@acme/assembly-line-dup", "--slot", "state", "--facets", "runs,runs,conversations", "--dir", dir], { out: () => undefined, err: () => undefined });
+    await expect(refusal).rejects.toMatchObject({ code: "AL_ERR_CLI_USAGE", message: expect.stringContaining('--facets runs,runs,conversations names "runs" more than once'), fix: expect.stringContaining("--facets runs,conversations") });
+    expect(existsSync(dir)).toBe(false);
+  });
+});
 
 describe("plugins new: a package ready to publish on its own", () => {
   it("ships an MIT LICENSE and a README beside its license field, for an adapter and a subject-kit package", async () => {

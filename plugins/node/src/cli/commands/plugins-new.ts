@@ -37,6 +37,13 @@ function parseFacets(text: string | undefined): StateFacetName[] {
       fix: `Pick from ${STATE_FACET_NAMES.join(", ")}; runs is required.`,
     });
   }
+  // The manifest's facets must be unique (plugin-schema.json), so a repeated one would scaffold a package its own verify refuses.
+  const repeated = [...new Set(facets.filter((facet, position) => facets.indexOf(facet) !== position))];
+  if (repeated.length > 0) {
+    throw new AssemblyLineError("AL_ERR_CLI_USAGE", `--facets ${text} names ${repeated.map((facet) => `"${facet}"`).join(", ")} more than once`, {
+      fix: `Name each facet once, e.g. --facets ${[...new Set(facets)].join(",")}.`,
+    });
+  }
   return facets as StateFacetName[];
 }
 
