@@ -17,6 +17,7 @@ import {
   type StateAdapter,
 } from "@assemblyline-agents/core";
 import { createKernelHooks, type KernelHooks } from "./hooks.js";
+import { guardSlotTaps } from "./slot-tap-guard.js";
 
 /** This kernel's version, the one plugin manifests' `kernel` ranges are checked against. */
 export const KERNEL_VERSION: string = (JSON.parse(readFileSync(new URL("../package.json", import.meta.url), "utf8")) as { version: string }).version;
@@ -31,13 +32,18 @@ export async function createKernel(options: { plugins?: PluginDefinition[]; time
   const hooks = createKernelHooks();
   const plugins = options.plugins ?? [];
   const kernel: Kernel = { version: KERNEL_VERSION, hooks, plugins };
+  let applying: PluginDefinition | undefined;
+  guardSlotTaps(hooks, () => applying);
   for (const plugin of plugins) {
     const what = `plugin ${plugin.name}@${plugin.version} apply(kernel)`;
+    applying = plugin;
     try {
       await withinTimeout(Promise.resolve().then(() => plugin.apply(kernel)), options.timeoutMs ?? DEFAULT_PLUGIN_TIMEOUT_MS, what);
     } catch (error) {
       if (isAssemblyLineError(error)) throw error;
       throw new AssemblyLineError("AL_ERR_PLUGIN_APPLY", `${what} threw: ${(error as Error).message}`, { fix: "Fix or remove that plugin.", cause: error });
+    } finally {
+      applying = undefined;
     }
   }
   return kernel;
