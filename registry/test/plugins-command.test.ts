@@ -375,6 +375,29 @@ describe("assembly-line plugins add", () => {
     await expect(plugins("add", join(project, "missing.tgz"), "--dir", project, "--offline")).rejects.toMatchObject({ code: "AL_ERR_PLUGIN_INSTALL" });
   });
 
+  it("refuses a project whose package.json is not valid JSON before fetching or installing anything, quoting the parser, and changes nothing", async () => {
+    const project = await mkdtemp(join(tmpdir(), "al-add-"));
+    folders.push(project);
+    const broken = '{ "name": "proj2", \n';
+    await writeFile(join(project, "package.json"), broken);
+    const parserMessage = (() => {
+      try {
+        JSON.parse(broken);
+      } catch (error) {
+        return (error as Error).message;
+      }
+      throw new Error("the fixture parsed");
+    })();
+    // A registry id that does not exist: the project's package.json is checked before the registry is read.
+    await expect(plugins("add", "no-such-plugin", "--dir", project, "--offline")).rejects.toMatchObject({
+      code: "AL_ERR_CLI_USAGE",
+      message: expect.stringContaining(`${join(project, "package.json")} is not valid JSON: ${parserMessage}`),
+    });
+    await expect(plugins("add", thirdParty, "--dir", project, "--offline")).rejects.toMatchObject({ code: "AL_ERR_CLI_USAGE", message: expect.stringContaining("is not valid JSON") });
+    expect(await readdir(project)).toEqual(["package.json"]);
+    expect(await readFile(join(project, "package.json"), "utf8")).toBe(broken);
+  });
+
   it("refuses a folder without package.json", async () => {
     const empty = await mkdtemp(join(tmpdir(), "al-add-"));
     folders.push(empty);

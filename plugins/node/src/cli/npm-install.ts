@@ -6,9 +6,31 @@ import { AssemblyLineError } from "@assemblyline-agents/core";
 /** How many trailing lines of npm's output an install failure quotes. */
 const QUOTED_LINES = 12;
 
+/**
+ * The project's package.json, refused with AL_ERR_CLI_USAGE when it is not a
+ * JSON object: npm could not install into it, and `plugins add` checks it before
+ * it fetches, installs or changes anything.
+ */
+export async function readProjectPackageJson(projectDir: string): Promise<{ dependencies?: Record<string, string> }> {
+  const file = join(projectDir, "package.json");
+  const text = await readFile(file, "utf8");
+  let json: unknown;
+  try {
+    json = JSON.parse(text);
+  } catch (error) {
+    throw new AssemblyLineError("AL_ERR_CLI_USAGE", `${file} is not valid JSON: ${(error as Error).message}`, {
+      fix: "Fix its syntax (npm reads it too), then run plugins add again; nothing was changed.",
+      cause: error,
+    });
+  }
+  if (typeof json !== "object" || json === null || Array.isArray(json)) {
+    throw new AssemblyLineError("AL_ERR_CLI_USAGE", `${file} is not a JSON object`, { fix: 'Make it an object such as { "name": "my-project", "private": true }, then run plugins add again; nothing was changed.' });
+  }
+  return json as { dependencies?: Record<string, string> };
+}
+
 async function dependencies(projectDir: string): Promise<Record<string, string>> {
-  const json = JSON.parse(await readFile(join(projectDir, "package.json"), "utf8")) as { dependencies?: Record<string, string> };
-  return json.dependencies ?? {};
+  return (await readProjectPackageJson(projectDir)).dependencies ?? {};
 }
 
 /**

@@ -24,7 +24,7 @@ import {
 import { jsonOption, requirePositional, stringOption, type ParsedCommand } from "../args.js";
 import type { CommandIO } from "../io.js";
 import { readFromSpec, type InstallSource } from "../install-source.js";
-import { npmInstall } from "../npm-install.js";
+import { npmInstall, readProjectPackageJson } from "../npm-install.js";
 import { checkPluginBeforeInstall } from "../plugin-preflight.js";
 import { envelope, progress } from "../output.js";
 
@@ -155,6 +155,7 @@ export async function addPlugin(parsed: ParsedCommand, io: CommandIO): Promise<n
   if (!existsSync(join(project, "package.json"))) {
     throw new AssemblyLineError("AL_ERR_CLI_USAGE", `${project} has no package.json to add the plugin to`, { fix: "Run it in your project folder (npm init -y creates one), or pass --dir <project>." });
   }
+  await readProjectPackageJson(project);
   const from = stringOption(parsed, "from");
   let source: InstallSource;
   if (from !== undefined) source = readFromSpec(from, usage);
