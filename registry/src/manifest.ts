@@ -192,10 +192,19 @@ function checkUniqueProvides(pkg: PluginPackage): void {
   }
 }
 
-/** Whether a manifest's kernel range includes `kernelVersion`. */
+/**
+ * Whether a manifest's kernel range includes `kernelVersion`. A release kernel
+ * is matched as semver matches it. A prerelease kernel (0.2.0-rc.1) is a
+ * preview of its release (0.2.0): it fits a range semver says it fits (one
+ * naming a prerelease of the same version, ^0.2.0-rc.0), or one that includes
+ * that release (^0.2.0); never one that excludes the release (<0.2.0), which
+ * semver's includePrerelease let through as "below 0.2.0".
+ */
 export function rangeIncludesKernel(range: string, kernelVersion: string): boolean {
-  // Prereleases count, so a kernel 0.2.0-rc.1 still loads a plugin built for ^0.2.0-rc.0.
-  return semver.satisfies(kernelVersion, range, { includePrerelease: true });
+  if (semver.satisfies(kernelVersion, range)) return true;
+  if (semver.prerelease(kernelVersion) === null) return false;
+  const release = semver.coerce(kernelVersion);
+  return release !== null && semver.satisfies(release, range);
 }
 
 /** Step 2 of loading: the manifest's kernel range must include the running kernel. */

@@ -4,7 +4,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { describe, expect, it } from "vitest";
 import { isAssemblyLineError, type ErrorCode } from "@assemblyline-agents/core";
-import { loadPluginPackage, readPluginPackage, type LoadPluginOptions } from "@assemblyline-agents/registry";
+import { loadPluginPackage, rangeIncludesKernel, readPluginPackage, type LoadPluginOptions } from "@assemblyline-agents/registry";
 
 /**
  * Each folder under fixtures/ with an _expect.json is a broken plugin package:
@@ -88,5 +88,44 @@ describe("loading a broken plugin package", () => {
     } finally {
       await rm(dir, { recursive: true, force: true });
     }
+  });
+});
+
+describe("which kernels a manifest's kernel range includes", () => {
+  it("refuses a prerelease of a version the range excludes", () => {
+    for (const [range, kernel] of [
+      [">=0.1.0 <0.2.0", "0.2.0-rc.1"],
+      ["^0.1.0", "0.2.0-rc.1"],
+      ["~0.1.0", "0.2.0-rc.1"],
+      ["0.1.x", "0.2.0-rc.1"],
+      [">=0.1.0 <1.0.0", "1.0.0-beta.0"],
+      ["^1.0.0", "2.0.0-alpha.1"],
+      ["<=0.1.9", "0.1.10-rc.0"],
+      [">=0.2.0 <0.3.0", "0.1.9-rc.1"],
+    ]) {
+      expect(rangeIncludesKernel(range!, kernel!), `${range} on kernel ${kernel}`).toBe(false);
+    }
+  });
+
+  it("includes a prerelease that semver matches, or whose release the range includes", () => {
+    for (const [range, kernel] of [
+      ["^0.2.0-rc.0", "0.2.0-rc.1"],
+      [">=0.2.0-rc.1 <0.3.0", "0.2.0-rc.1"],
+      ["^0.2.0", "0.2.0-rc.1"],
+      [">=0.1.0 <0.2.0", "0.1.5-rc.0"],
+      ["^0.1.0", "0.1.1-beta.2"],
+      ["^0.1.0 || ^1.0.0", "1.0.0-rc.1"],
+    ]) {
+      expect(rangeIncludesKernel(range!, kernel!), `${range} on kernel ${kernel}`).toBe(true);
+    }
+  });
+
+  it("matches release kernels as semver does, ^0.1.0 included", () => {
+    expect(rangeIncludesKernel("^0.1.0", "0.1.0")).toBe(true);
+    expect(rangeIncludesKernel("^0.1.0", "0.1.7")).toBe(true);
+    expect(rangeIncludesKernel("^0.1.0", "0.2.0")).toBe(false);
+    expect(rangeIncludesKernel("^0.1.0", "0.0.9")).toBe(false);
+    expect(rangeIncludesKernel(">=0.1.0 <0.2.0", "0.2.0")).toBe(false);
+    expect(rangeIncludesKernel("^0.2.0-rc.0", "0.2.3")).toBe(true);
   });
 });
