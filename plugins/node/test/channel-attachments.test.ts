@@ -41,7 +41,7 @@ describe("channel attachments", () => {
     });
     expect(reply.body.status).toBe("completed");
     const runId = reply.body.runId as string;
-    const path = `/files/attachments/${runId}/F123-Q3_report.pdf`;
+    const path = `/files/attachments/${runId}/F123/Q3_report.pdf`;
     const stored = (await host.runtime.listEvents(runId)).find((event) => event.type === "attachment.stored");
     expect(stored?.data).toMatchObject({ attachmentId: "F123", path, size: 16, contentType: "application/pdf" });
     const record = await host.runtime.state.files.getFileRecord(path);

@@ -29,13 +29,31 @@ describe("attachments", () => {
     const runId = await sendWithAttachments(host.url, "att-1", [{ id: "a1", url: `${files.url}/doc.txt`, filename: "Q3 report.txt" }]);
 
     expect(files.requests[0]!.headers.authorization).toBe("Bearer provider-download-token");
-    const record = await host.runtime.state.files.getFileRecord(`/files/attachments/${runId}/a1-Q3_report.txt`);
+    const record = await host.runtime.state.files.getFileRecord(`/files/attachments/${runId}/a1/Q3_report.txt`);
     expect(record).toMatchObject({ size: 17, contentType: "text/plain", runId });
     expect(new TextDecoder().decode((await blob.get(record!.blobKey))!.body)).toBe("quarterly numbers");
     const events = await host.runtime.listEvents(runId);
     expect(events.find((event) => event.type === "attachment.stored")?.data).toMatchObject({ attachmentId: "a1", size: 17 });
     // The other channel module was never consulted.
     expect((globalThis as { __otherResolved?: number }).__otherResolved).toBeUndefined();
+  });
+
+  it("stores attachments whose ids or names clean to the same text apart, each downloaded", async () => {
+    const files = await captureServer(({ path }) => ({ status: 200, body: `bytes of ${path}` }));
+    const host = await startHost(bundle, { blob: new LocalBlobStore({ directory: join(tempDir(), "blobs") }), attachments: { allowedHosts: ["127.0.0.1"] } });
+    const long = "x".repeat(100);
+    const runId = await sendWithAttachments(host.url, "att-collide", [
+      { id: "msg1:file", url: `${files.url}/one`, filename: "report.txt" },
+      { id: "msg1/file", url: `${files.url}/two`, filename: "report.txt" },
+      { id: "a", url: `${files.url}/three`, filename: "b-c.txt" },
+      { id: "a-b", url: `${files.url}/four`, filename: "c.txt" },
+      { id: `${long}1`, url: `${files.url}/five` },
+      { id: `${long}2`, url: `${files.url}/six` },
+    ]);
+    await waitFor(async () => ((await host.runtime.listEvents(runId)).filter((event) => event.type === "attachment.stored").length === 6 ? true : undefined));
+    expect(files.requests.map((request) => request.path).sort()).toEqual(["/five", "/four", "/one", "/six", "/three", "/two"]);
+    const records = await host.runtime.state.files.listFileRecords({ prefix: `/files/attachments/${runId}/` });
+    expect(new Set(records.map((record) => record.path)).size).toBe(6);
   });
 
   it("caps the size, refuses hosts off the allowlist, and lets the run go on without the file", async () => {
@@ -61,7 +79,7 @@ describe("attachments", () => {
     await waitFor(() => (target.requests.length > 0 ? true : undefined));
     expect(origin.requests[0]!.headers.authorization).toBe("Bearer provider-download-token");
     expect(target.requests[0]!.headers.authorization).toBeUndefined();
-    expect(await host.runtime.state.files.getFileRecord(`/files/attachments/${runId}/r`)).toMatchObject({ size: 11 });
+    expect(await host.runtime.state.files.getFileRecord(`/files/attachments/${runId}/r/attachment`)).toMatchObject({ size: 11 });
   });
 
   it("refuses by default every spelling of loopback, private and metadata addresses; the canary on 127.0.0.1 sees no request", async () => {

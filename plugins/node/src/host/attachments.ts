@@ -208,9 +208,15 @@ function attachmentsOf(run: RunRecord | undefined): ChannelAttachment[] {
   return list.filter((item): item is JsonValue & ChannelAttachment => typeof item === "object" && item !== null && !Array.isArray(item) && typeof (item as { id?: unknown }).id === "string");
 }
 
-/** One path segment per attachment (the id keeps same-named files apart): provider names can hold anything. */
+/**
+ * Where an attachment is stored under its run's folder: a folder per attachment id, holding the
+ * file under its (cleaned) name. Provider ids and names can hold anything: an id that cleaning
+ * would change (or cut) gets a digest of itself, after a `~` cleaning never writes, so two ids
+ * never share a folder (`msg1:file` and `msg1/file`), and a folder never shares a name with a file.
+ */
 function safeName(attachmentId: string, filename: string | undefined): string {
-  const clean = (text: string) => text.replace(/[^A-Za-z0-9._-]+/g, "_").replace(/^\.+/, "_").slice(0, 100);
-  const id = clean(attachmentId) || "attachment";
-  return filename ? `${id}-${clean(filename)}` : id;
+  const clean = (text: string) => text.replace(/[^A-Za-z0-9._-]+/g, "_").replace(/^\.+/, "_");
+  const kept = clean(attachmentId);
+  const folder = kept === attachmentId && kept.length > 0 && kept.length <= 100 ? kept : `${kept.slice(0, 40)}~${createHash("sha256").update(attachmentId).digest("hex").slice(0, 16)}`;
+  return `${folder}/${(filename ? clean(filename).slice(0, 100) : "") || "attachment"}`;
 }
