@@ -40,6 +40,9 @@ describe("LocalBlobStore", () => {
     ["..\\escape", "a backslash"],
     ["a\0b", "a NUL byte"],
     ["", "an empty key"],
+    ["note-\uD800.txt", "a lone high surrogate"],
+    ["notes/\uDC00/a.txt", "a lone low surrogate"],
+    ["note-\uDE00\uD83D.txt", "surrogates in the wrong order"],
   ])("refuses the key %j (%s) with AL_ERR_STATE_INPUT_INVALID", async (key) => {
     const { blobs, root } = await store();
     for (const call of [() => blobs.put(key, new Uint8Array([1])), () => blobs.get(key), () => blobs.delete(key)]) {
@@ -54,6 +57,16 @@ describe("LocalBlobStore", () => {
     expect(await readdir(root)).toEqual(["blobs"]);
     expect((await allFiles(directory)).every((path) => !path.split("/").includes(".."))).toBe(true);
     expect(await blobs.list()).toEqual(["%2E%2E/x", "..%2Fx", "...", "C:/x", "a/.../b", "a@blob/b", "~/x"]);
+  });
+
+  it("keeps a key with U+FFFD or an astral character apart from keys UTF-8 cannot encode", async () => {
+    const { blobs } = await store();
+    await blobs.put("note-\uFFFD.txt", new TextEncoder().encode("replacement"));
+    await blobs.put("note-\uD83D\uDE00.txt", new TextEncoder().encode("smile"));
+    await expect(blobs.put("note-\uD800.txt", new TextEncoder().encode("lone"))).rejects.toMatchObject({ code: "AL_ERR_STATE_INPUT_INVALID" });
+    await expect(blobs.get("note-\uDC00.txt")).rejects.toMatchObject({ code: "AL_ERR_STATE_INPUT_INVALID" });
+    expect(new TextDecoder().decode((await blobs.get("note-\uFFFD.txt"))?.body)).toBe("replacement");
+    expect(await blobs.list()).toEqual(["note-\uD83D\uDE00.txt", "note-\uFFFD.txt"]);
   });
 
   it("refuses a key whose segment is too long for a file name", async () => {

@@ -20,6 +20,8 @@ const TEMP_MARK = "@tmp-";
 const MAX_KEY_LENGTH = 1024;
 /** Most filesystems cap a name at 255 bytes; leave room for the suffixes. */
 const MAX_SEGMENT_LENGTH = 200;
+/** With the u flag a surrogate pair is one code point, so this matches only a lone half. */
+const LONE_SURROGATE = /\p{Surrogate}/u;
 const DEFAULT_CONTENT_TYPE = "application/octet-stream";
 
 export interface LocalBlobStoreOptions {
@@ -170,6 +172,8 @@ function validateKey(key: unknown): string[] {
   if (key.length > MAX_KEY_LENGTH) return refuse(`is longer than ${MAX_KEY_LENGTH} characters`);
   if (key.includes("\0")) return refuse("contains a NUL character");
   if (key.includes("\\")) return refuse('contains "\\"; separate segments with "/"');
+  // UTF-8 turns every lone surrogate into U+FFFD, so "a\uD800" and "a\uDC00" would share one file.
+  if (LONE_SURROGATE.test(key)) return refuse("is not well-formed Unicode (it holds a lone surrogate, which has no UTF-8 form)");
   const segments = key.split("/");
   for (const segment of segments) {
     if (segment === "" || segment === "." || segment === "..") return refuse(`has an empty, "." or ".." segment`);
