@@ -1,5 +1,6 @@
 import { describe, expect, it } from "vitest";
 import type { BlobStore } from "../blob.js";
+import { isAssemblyLineError } from "../errors.js";
 import { useSubject, type StateKitFactory } from "./state/subject.js";
 
 const bytes = (text: string) => new TextEncoder().encode(text);
@@ -73,6 +74,22 @@ export function describeBlobStoreConformance(name: string, factory: StateKitFact
       for (const key of keys) await store().put(key, bytes(key));
       for (const key of keys) expect(text((await store().get(key))?.body)).toBe(key);
       expect(await store().list()).toEqual([...keys].sort((a, b) => (a < b ? -1 : a > b ? 1 : 0)));
+    });
+
+    // UTF-8 turns a lone surrogate into U+FFFD, so a store that encodes keys can map three keys to one.
+    it("refuses a key it cannot keep intact with AL_ERR_BLOB_KEY, and keeps every key it takes apart", async () => {
+      const kept: string[] = [];
+      for (const key of ["note-\uD800.txt", "note-\uDC00.txt", "note-\uFFFD.txt", "note-\uDE00\uD83D.txt", "a\0b", "a\\b"]) {
+        const refused = await store().put(key, bytes(JSON.stringify(key))).then(() => undefined, (error: unknown) => error ?? "undefined");
+        if (refused === undefined) {
+          kept.push(key);
+          continue;
+        }
+        expect(isAssemblyLineError(refused, "AL_ERR_BLOB_KEY"), `put(${JSON.stringify(key)}): ${String(refused)}`).toBe(true);
+        expect(isAssemblyLineError(await store().get(key).catch((error: unknown) => error), "AL_ERR_BLOB_KEY"), `get(${JSON.stringify(key)})`).toBe(true);
+      }
+      for (const key of kept) expect(text((await store().get(key))?.body), `get(${JSON.stringify(key)})`).toBe(JSON.stringify(key));
+      expect(await store().list()).toEqual([...kept].sort((a, b) => (a < b ? -1 : a > b ? 1 : 0)));
     });
 
     it("does not share the caller's buffer", async () => {

@@ -43,10 +43,10 @@ describe("LocalBlobStore", () => {
     ["note-\uD800.txt", "a lone high surrogate"],
     ["notes/\uDC00/a.txt", "a lone low surrogate"],
     ["note-\uDE00\uD83D.txt", "surrogates in the wrong order"],
-  ])("refuses the key %j (%s) with AL_ERR_STATE_INPUT_INVALID", async (key) => {
+  ])("refuses the key %j (%s) with AL_ERR_BLOB_KEY", async (key) => {
     const { blobs, root } = await store();
     for (const call of [() => blobs.put(key, new Uint8Array([1])), () => blobs.get(key), () => blobs.delete(key)]) {
-      await expect(call()).rejects.toMatchObject({ name: "AssemblyLineError", code: "AL_ERR_STATE_INPUT_INVALID" });
+      await expect(call()).rejects.toMatchObject({ name: "AssemblyLineError", code: "AL_ERR_BLOB_KEY" });
     }
     expect(await readdir(root)).toEqual([]);
   });
@@ -63,15 +63,15 @@ describe("LocalBlobStore", () => {
     const { blobs } = await store();
     await blobs.put("note-\uFFFD.txt", new TextEncoder().encode("replacement"));
     await blobs.put("note-\uD83D\uDE00.txt", new TextEncoder().encode("smile"));
-    await expect(blobs.put("note-\uD800.txt", new TextEncoder().encode("lone"))).rejects.toMatchObject({ code: "AL_ERR_STATE_INPUT_INVALID" });
-    await expect(blobs.get("note-\uDC00.txt")).rejects.toMatchObject({ code: "AL_ERR_STATE_INPUT_INVALID" });
+    await expect(blobs.put("note-\uD800.txt", new TextEncoder().encode("lone"))).rejects.toMatchObject({ code: "AL_ERR_BLOB_KEY" });
+    await expect(blobs.get("note-\uDC00.txt")).rejects.toMatchObject({ code: "AL_ERR_BLOB_KEY" });
     expect(new TextDecoder().decode((await blobs.get("note-\uFFFD.txt"))?.body)).toBe("replacement");
     expect(await blobs.list()).toEqual(["note-\uD83D\uDE00.txt", "note-\uFFFD.txt"]);
   });
 
   it("refuses a key whose segment is too long for a file name", async () => {
     const { blobs } = await store();
-    await expect(blobs.put("x".repeat(300), new Uint8Array(1))).rejects.toMatchObject({ code: "AL_ERR_STATE_INPUT_INVALID" });
+    await expect(blobs.put("x".repeat(300), new Uint8Array(1))).rejects.toMatchObject({ code: "AL_ERR_BLOB_KEY" });
   });
 
   it("removes folders a delete leaves empty, and keeps the rest", async () => {

@@ -14,6 +14,8 @@ import { refuseUnknownOptions, resolveS3Settings, type ResolvedS3Settings, type 
 const OCTET_STREAM = "application/octet-stream";
 /** S3's longest object key, in UTF-8 bytes (the prefix included). */
 const MAX_KEY_BYTES = 1024;
+/** With the u flag a surrogate pair is one code point, so this matches only a lone half. */
+const LONE_SURROGATE = /\p{Surrogate}/u;
 
 export interface S3BlobStoreOptions extends S3BlobOptions {
   /** A client to use instead of building one; the store never destroys a client it was given. */
@@ -130,13 +132,18 @@ export class S3BlobStore implements BlobStore {
   /*
    * "." and ".." segments are resolved on the way to the server, so "../x" would
    * land outside the prefix and "a/../b" on "b"; an empty segment ("/x", "a//b")
-   * is refused by S3-compatible servers. The same rules as the local store.
+   * is refused by S3-compatible servers; a NUL fails on the server and a lone
+   * surrogate has no UTF-8 form to send. The same rules as the local store, "\\"
+   * included, so a key one store takes the other takes too.
    */
   private objectKey(key: string): string {
     const refuse = (reason: string, fix = 'Use "/"-separated segments, none empty, "." or "..", e.g. "files/run-1/report.pdf".'): never => {
       throw new AssemblyLineError("AL_ERR_BLOB_KEY", `blob key ${JSON.stringify(key)} ${reason}`, { fix, details: { key } });
     };
     if (typeof key !== "string" || key === "") return refuse("is not a non-empty string", "Use a key such as files/run-1/report.pdf.");
+    if (key.includes("\0")) return refuse("contains a NUL character");
+    if (key.includes("\\")) return refuse('contains "\\"; separate segments with "/"');
+    if (LONE_SURROGATE.test(key)) return refuse("is not well-formed Unicode (it holds a lone surrogate, which has no UTF-8 form)");
     if (key.split("/").some((segment) => segment === "" || segment === "." || segment === "..")) return refuse('has an empty, "." or ".." segment');
     const objectKey = this.settings.prefix + key;
     const bytes = Buffer.byteLength(objectKey, "utf8");

@@ -96,6 +96,21 @@ if (!s3rverInstalled()) {
       await whole.close();
     });
 
+    it("refuses a key with a NUL, a backslash or a lone surrogate with AL_ERR_BLOB_KEY, as the local store does, before sending it", async () => {
+      const client = new S3Client({ endpoint: server.endpoint, region: "us-east-1", forcePathStyle: true, credentials: { accessKeyId: "S3RVER", secretAccessKey: "S3RVER" } });
+      const commands: string[] = [];
+      client.middlewareStack.add((next, context) => (args) => (commands.push(String(context.commandName)), next(args)), { step: "initialize", name: "recordCommands" });
+      const store = new S3BlobStore({ bucket: BUCKET, client, prefix: `odd-${randomUUID()}/` });
+      for (const key of ["a\0b", "a\\b", "note-\uD800.txt", "notes/\uDC00/a.txt"]) {
+        for (const call of [() => store.put(key, new Uint8Array([1])), () => store.get(key), () => store.getStream(key), () => store.delete(key)]) {
+          const error = await call().catch((caught: unknown) => caught);
+          expect(isAssemblyLineError(error, "AL_ERR_BLOB_KEY"), `${JSON.stringify(key)}: ${String(error)}`).toBe(true);
+        }
+      }
+      expect(commands).toEqual([]);
+      client.destroy();
+    });
+
     it("refuses a key longer than S3's 1024 bytes (prefix included) before sending it", async () => {
       const store = new S3BlobStore({ bucket: BUCKET, endpoint: server.endpoint, prefix: `long-${randomUUID()}/`, env: KEYS });
       const key = Array.from({ length: 11 }, () => "k".repeat(99)).join("/");

@@ -163,7 +163,7 @@ export class LocalBlobStore implements BlobStore {
 
 function validateKey(key: unknown): string[] {
   const refuse = (reason: string): never => {
-    throw new AssemblyLineError("AL_ERR_STATE_INPUT_INVALID", `blob key ${JSON.stringify(key)} ${reason}`, {
+    throw new AssemblyLineError("AL_ERR_BLOB_KEY", `blob key ${JSON.stringify(key)} ${reason}`, {
       fix: 'Use a relative key of "/"-separated segments, none empty, "." or "..", e.g. "files/run-1/report.pdf".',
       details: { key },
     });
