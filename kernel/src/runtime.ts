@@ -459,6 +459,10 @@ export class OpenEveRuntime {
 
   /** Answer the run's pending question; the answer becomes that tool call's result. */
   async answer(runId: string, answer: string, options: { actor?: string } = {}): Promise<RunResult> {
+    // Checked before anything: a question is single-use, and an answer that is no text would use it up.
+    if (typeof answer !== "string") {
+      throw new TypeError(`runtime.answer(runId, answer): answer must be a string, not ${answer === null ? "null" : typeof answer}; the question stays open`);
+    }
     const child = await this.waitingChild(runId, "waiting_input");
     if (child) {
       await this.answer(child, answer, options);
@@ -670,7 +674,7 @@ export class OpenEveRuntime {
                 fix: "Decide the budget pause without a call id (`assembly-line approve <runId>` grows the budget, deny stops the run).",
               });
             }
-            await decideBudgetPause(driver.journal, run, budgetPause, driver.budgetsOf(run), decision, options.actor ?? null, (code) => driver.failureDeliveryOf(run, code));
+            await decideBudgetPause(driver.journal, run, budgetPause, driver.budgetsOf(run), decision, options.actor ?? null, (code) => driver.failureDeliveryOf(run, code), options.reason);
             return decision === "approved";
           }
           if (run.status !== "waiting_approval" || pending.length === 0) {

@@ -1,5 +1,5 @@
 import { buildAgent, InMemoryStateAdapter, loadRuntimeBundle, noopLogger, OpenEveRuntime, scriptedHarness, type ModelScript, type RuntimeOptions } from "@assemblyline-agents/runtime";
-import { DEFAULT_RUN_BUDGETS, type RunEvent } from "@assemblyline-agents/core";
+import { DEFAULT_RUN_BUDGETS, type AgentHarness, type RunEvent } from "@assemblyline-agents/core";
 import { describe, expect, it } from "vitest";
 import { agentFolder, toolSource } from "./support/agent-folder.js";
 
@@ -93,6 +93,35 @@ describe("run budgets", () => {
     const exceeded = (await runtime.listEvents(result.runId)).find((event) => event.type === "budget.exceeded");
     expect(exceeded?.data).toMatchObject({ budget: "maxDurationMs", limit: 50 });
     expect(exceeded?.data.used as number).toBeGreaterThanOrEqual(50);
+  });
+
+  it("grows a measured budget from what was used, so one approval lets the run go on, and keeps a denial's reason", async () => {
+    const replies = [{ toolCalls: [{ name: "echo", input: { value: "a" } }] }, { toolCalls: [{ name: "echo", input: { value: "b" } }] }, { text: "done" }];
+    // Each model call spends 250 tokens, past a maxTokens of 100 in one call.
+    const spending: AgentHarness = {
+      name: "spending",
+      async runTurn(_input, ctx) {
+        for (let turn = 0; ; turn++) {
+          const reply = await ctx.modelCall(`model:${turn}`, async () => {
+            await ctx.recordUsage({ id: `${ctx.runId}:model:${turn}`, provider: "test", model: "m", inputTokens: 200, outputTokens: 50, cacheReadTokens: 0, cacheWriteTokens: 0, costUsd: 0 });
+            return replies[turn]!;
+          });
+          if ("text" in reply) return { status: "completed", response: { text: reply.text! } };
+          await ctx.callTool({ id: `call_${turn}`, name: reply.toolCalls![0]!.name, input: reply.toolCalls![0]!.input });
+        }
+      },
+    };
+    const state = new InMemoryStateAdapter();
+    const dir = agentWith('{ maxTokens: 100, onExceeded: "pause" }');
+    const runtime = await runtimeFor(dir, { state, agentHarness: spending });
+    const paused = await runtime.run({ message: "go" });
+    expect(paused).toMatchObject({ status: "waiting_approval", pendingBudget: { budget: "maxTokens", limit: 100, used: 250 } });
+    const next = await runtime.approve(paused.runId);
+    // From 250 used, 100 more: the next call is made before the pause comes again.
+    expect(next).toMatchObject({ status: "waiting_approval", pendingBudget: { budget: "maxTokens", limit: 350, used: 500 } });
+    const denied = await runtime.deny(paused.runId, { actor: "ops", reason: "too expensive" });
+    expect(denied.status).toBe("failed");
+    expect((await state.listEvents(paused.runId)).find((event) => event.type === "run.failed")?.data).toMatchObject({ actor: "ops", reason: "too expensive" });
   });
 
   it("pauses for a human with onExceeded: pause, grows the budget on approval and fails the run on denial", async () => {

@@ -65,6 +65,17 @@ export default defineTool({ ...ask, async execute(input, ctx) { await ctx.emit("
     expect(log.outcomes.at(-1)!.outcome).toMatchObject({ output: { answer: "green" } });
   });
 
+  it("refuses an answer that is not text, leaving the question open for a real one", async () => {
+    const { runtime, log } = await startAgent(agentFolder({ "agent.ts": MINIMAL_AGENT }), [{ toolCalls: [{ name: "ask_question", input: { question: "Which env?" } }] }, { text: "done" }]);
+    const paused = await runtime.run({ message: "deploy" });
+    for (const answer of [undefined, { env: "prod" }, 42]) {
+      await expect(runtime.answer(paused.runId, answer as never)).rejects.toThrow(/answer must be a string/);
+    }
+    expect((await runtime.getRun(paused.runId)).status).toBe("waiting_input");
+    expect((await runtime.answer(paused.runId, "prod")).status).toBe("completed");
+    expect(log.outcomes.at(-1)!.outcome).toMatchObject({ output: { answer: "prod" } });
+  });
+
   it("removes a built-in with disableTool()", async () => {
     const dir = agentFolder({
       "agent.ts": MINIMAL_AGENT,

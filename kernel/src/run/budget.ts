@@ -268,7 +268,9 @@ const sumCost = (records: UsageRecord[]) => Math.round(records.reduce((total, re
 
 /**
  * A human's decision on a run paused by a budget: approving grows the budget
- * by its base limit again and lets the run go on; denying fails it.
+ * by its base limit again, from what was used (a measured budget can pass its
+ * limit: one model call's tokens), and lets the run go on; denying fails it,
+ * with the denial's reason.
  */
 export async function decideBudgetPause(
   journal: RunJournal,
@@ -279,9 +281,10 @@ export async function decideBudgetPause(
   actor: string | null,
   /** What the run's failure owes its channel (RunDriver.failureDeliveryOf), written with it. */
   failureDelivery?: (code: string) => NewDelivery | undefined,
+  reason?: string,
 ): Promise<void> {
   if (decision === "approved") {
-    const limit = pause.limit + (base[pause.budget] ?? pause.limit);
+    const limit = Math.max(pause.limit, pause.used) + (base[pause.budget] ?? pause.limit);
     await journal.record(run.id, "budget.extended", { budget: pause.budget, limit, actor }, { run: { status: "running" } }, { expectedLastSeq: run.lastSeq });
     return;
   }
@@ -290,7 +293,7 @@ export async function decideBudgetPause(
   await journal.record(
     run.id,
     "run.failed",
-    { error: error.message, code: error.code, actor },
+    { error: error.message, code: error.code, actor, ...(reason ? { reason } : {}) },
     { run: { status: "failed", error: { message: error.message, code: error.code } }, checkpoint: null, ...(delivery ? { delivery } : {}) },
     { expectedLastSeq: run.lastSeq },
   );
