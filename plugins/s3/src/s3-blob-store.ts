@@ -77,7 +77,12 @@ export class S3BlobStore implements BlobStore {
     const found = await this.getStream(key);
     if (!found) return undefined;
     const chunks: Buffer[] = [];
-    for await (const chunk of found.body) chunks.push(Buffer.isBuffer(chunk) ? chunk : Buffer.from(chunk as Uint8Array));
+    try {
+      for await (const chunk of found.body) chunks.push(Buffer.isBuffer(chunk) ? chunk : Buffer.from(chunk as Uint8Array));
+    } catch (error) {
+      // The headers came, then the connection dropped or went quiet (ECONNRESET, the socket timeout).
+      throw this.failure("get", key, error);
+    }
     return { body: new Uint8Array(Buffer.concat(chunks)), contentType: found.contentType };
   }
 

@@ -1,4 +1,5 @@
 import { randomBytes, randomUUID } from "node:crypto";
+import { createServer as createHttpServer } from "node:http";
 import { createServer, type Socket } from "node:net";
 import { Readable } from "node:stream";
 import { inspect } from "node:util";
@@ -170,6 +171,34 @@ describe("S3BlobStore against an endpoint that never answers", () => {
       await store.close();
       for (const socket of sockets) socket.destroy();
       await new Promise((resolve) => silent.close(resolve));
+    }
+  }, 30_000);
+});
+
+describe("S3BlobStore against an endpoint that fails in the middle of a body", () => {
+  it.each([
+    ["drops the connection", "close", "aborted"],
+    ["goes quiet past requestTimeoutMs", "hang", "requestTimeoutMs"],
+  ])("get() fails with AL_ERR_BLOB_UNAVAILABLE when the endpoint %s after the headers", async (_, mode, expected) => {
+    // Promises 100 bytes, sends 10, then closes the socket or says nothing more.
+    const server = createHttpServer((_request, response) => {
+      response.writeHead(200, { "content-type": "application/octet-stream", "content-length": "100", etag: '"x"' });
+      response.write(Buffer.alloc(10, 65));
+      if (mode === "close") setTimeout(() => response.socket?.destroy(), 50);
+    });
+    await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve));
+    const endpoint = `http://127.0.0.1:${(server.address() as { port: number }).port}`;
+    const store = new S3BlobStore({ bucket: BUCKET, endpoint, requestTimeoutMs: 300, env: KEYS });
+    try {
+      const error = await store.get("half.bin").catch((caught: unknown) => caught);
+      expect(isAssemblyLineError(error, "AL_ERR_BLOB_UNAVAILABLE"), String(error)).toBe(true);
+      expect(String(error)).toContain(endpoint);
+      expect(String(error)).toContain('"half.bin"');
+      expect(`${String(error)} ${(error as { fix?: string }).fix}`).toContain(expected);
+    } finally {
+      await store.close();
+      server.closeAllConnections();
+      await new Promise((resolve) => server.close(resolve));
     }
   }, 30_000);
 });
