@@ -69,9 +69,25 @@ describe("LocalBlobStore", () => {
     expect(await blobs.list()).toEqual(["note-\uD83D\uDE00.txt", "note-\uFFFD.txt"]);
   });
 
-  it("refuses a key whose segment is too long for a file name", async () => {
+  it("refuses a key whose segment is too long for a file name, naming the limit", async () => {
     const { blobs } = await store();
     await expect(blobs.put("x".repeat(300), new Uint8Array(1))).rejects.toMatchObject({ code: "AL_ERR_BLOB_KEY" });
+    // 67 "é" are 134 UTF-8 bytes, each encoded as %XX: a 402-character file name.
+    await expect(blobs.put("\u00e9".repeat(67), new Uint8Array(1))).rejects.toMatchObject({ code: "AL_ERR_BLOB_KEY", message: expect.stringContaining("402-character file name") });
+  });
+
+  it("refuses a key whose encoded path is longer than Linux allows, naming the limit, where it failed with ENAMETOOLONG", async () => {
+    const { blobs, root } = await store();
+    // 747 characters, under the 1024-character limit; each segment encodes to 198 characters, the whole to some 4,400.
+    const key = Array.from({ length: 22 }, () => "\u00e9".repeat(33)).join("/");
+    for (const call of [() => blobs.put(key, new Uint8Array([1])), () => blobs.get(key), () => blobs.delete(key)]) {
+      const error = await call().catch((caught: unknown) => caught);
+      expect(error, String(error)).toMatchObject({ name: "AssemblyLineError", code: "AL_ERR_BLOB_KEY", message: expect.stringContaining("over the 4095 bytes") });
+    }
+    expect(await readdir(root)).toEqual([]);
+    // The same segments, fewer of them, fit.
+    await blobs.put(Array.from({ length: 4 }, () => "\u00e9".repeat(33)).join("/"), new Uint8Array([1]));
+    expect(await blobs.list()).toHaveLength(1);
   });
 
   it("removes folders a delete leaves empty, and keeps the rest", async () => {

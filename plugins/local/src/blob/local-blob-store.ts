@@ -18,10 +18,15 @@ import { describeOptions, unknownOptions } from "../known-options.js";
 const BLOB_SUFFIX = "@blob";
 const TEMP_MARK = "@tmp-";
 const MAX_KEY_LENGTH = 1024;
-/** Most filesystems cap a name at 255 bytes; leave room for the suffixes. */
+/** Most filesystems cap a file name at 255 bytes; leave room for "@blob@tmp-" and 12 hex digits. */
 const MAX_SEGMENT_LENGTH = 200;
+/** Linux's PATH_MAX (4096 bytes with the closing NUL): the longest path, folder included, a file call takes. */
+const MAX_PATH_BYTES = 4095;
+/** What a temp file adds to a blob file's path: TEMP_MARK and 12 hex digits. */
+const TEMP_SUFFIX_LENGTH = TEMP_MARK.length + 12;
 /** With the u flag a surrogate pair is one code point, so this matches only a lone half. */
 const LONE_SURROGATE = /\p{Surrogate}/u;
+const SHORTER_KEY = "Use a shorter key (fewer segments, or hash a long name, e.g. files/<sha256>.bin), or a shorter blob folder.";
 const DEFAULT_CONTENT_TYPE = "application/octet-stream";
 
 export interface LocalBlobStoreOptions {
@@ -56,7 +61,9 @@ export class LocalBlobStore implements BlobStore {
     length.writeUInt32BE(header.length);
     // A concurrent delete may remove an emptied folder between mkdir and open; try again then.
     for (let attempt = 0; ; attempt += 1) {
-      await mkdir(folder, { recursive: true });
+      await mkdir(folder, { recursive: true }).catch((error: unknown) => {
+        throw (error as NodeJS.ErrnoException).code === "ENAMETOOLONG" ? pathTooLong(key, error) : error;
+      });
       const temp = `${file}${TEMP_MARK}${randomBytes(6).toString("hex")}`;
       try {
         const handle = await open(temp, "wx");
@@ -70,6 +77,7 @@ export class LocalBlobStore implements BlobStore {
         return { key, size: body.byteLength };
       } catch (error) {
         await unlink(temp).catch(() => undefined);
+        if ((error as NodeJS.ErrnoException).code === "ENAMETOOLONG") throw pathTooLong(key, error);
         if ((error as NodeJS.ErrnoException).code !== "ENOENT" || attempt >= 3) throw error;
       }
     }
@@ -83,6 +91,7 @@ export class LocalBlobStore implements BlobStore {
     } catch (error) {
       const code = (error as NodeJS.ErrnoException).code;
       if (code === "ENOENT" || code === "ENOTDIR") return undefined;
+      if (code === "ENAMETOOLONG") throw pathTooLong(key, error);
       throw error;
     }
     const headerLength = bytes.length >= 4 ? bytes.readUInt32BE(0) : Number.POSITIVE_INFINITY;
@@ -106,6 +115,7 @@ export class LocalBlobStore implements BlobStore {
     try {
       await unlink(file);
     } catch (error) {
+      if ((error as NodeJS.ErrnoException).code === "ENAMETOOLONG") throw pathTooLong(key, error);
       if ((error as NodeJS.ErrnoException).code !== "ENOENT") throw error;
       return;
     }
@@ -157,16 +167,27 @@ export class LocalBlobStore implements BlobStore {
       folder = join(folder, segment);
       folders.push(folder);
     }
-    return { file: join(folder, `${segments[segments.length - 1]}${BLOB_SUFFIX}`), folder, folders };
+    const file = join(folder, `${segments[segments.length - 1]}${BLOB_SUFFIX}`);
+    const bytes = Buffer.byteLength(file) + TEMP_SUFFIX_LENGTH;
+    if (bytes > MAX_PATH_BYTES) {
+      throw refuseKey(key, `makes a ${bytes}-byte file path under ${this.directory} (its temp file included), over the ${MAX_PATH_BYTES} bytes Linux allows`, SHORTER_KEY);
+    }
+    return { file, folder, folders };
   }
+}
+
+function refuseKey(key: unknown, reason: string, fix = 'Use a relative key of "/"-separated segments, none empty, "." or "..", e.g. "files/run-1/report.pdf".', cause?: unknown): AssemblyLineError {
+  return new AssemblyLineError("AL_ERR_BLOB_KEY", `blob key ${JSON.stringify(key)} ${reason}`, { fix, details: { key }, ...(cause === undefined ? {} : { cause }) });
+}
+
+/** For a platform whose limits are below the ones locate() checks (macOS caps a path at 1024 bytes). */
+function pathTooLong(key: string, error: unknown): AssemblyLineError {
+  return refuseKey(key, "makes a file path longer than this filesystem allows (ENAMETOOLONG)", SHORTER_KEY, error);
 }
 
 function validateKey(key: unknown): string[] {
   const refuse = (reason: string): never => {
-    throw new AssemblyLineError("AL_ERR_BLOB_KEY", `blob key ${JSON.stringify(key)} ${reason}`, {
-      fix: 'Use a relative key of "/"-separated segments, none empty, "." or "..", e.g. "files/run-1/report.pdf".',
-      details: { key },
-    });
+    throw refuseKey(key, reason);
   };
   if (typeof key !== "string" || key.length === 0) return refuse("is not a non-empty string");
   if (key.length > MAX_KEY_LENGTH) return refuse(`is longer than ${MAX_KEY_LENGTH} characters`);
@@ -177,7 +198,10 @@ function validateKey(key: unknown): string[] {
   const segments = key.split("/");
   for (const segment of segments) {
     if (segment === "" || segment === "." || segment === "..") return refuse(`has an empty, "." or ".." segment`);
-    if (encodeSegment(segment).length > MAX_SEGMENT_LENGTH) return refuse(`has a segment longer than the filesystem allows`);
+    const encoded = encodeSegment(segment).length;
+    if (encoded > MAX_SEGMENT_LENGTH) {
+      return refuse(`has a segment that makes a ${encoded}-character file name (each byte outside [A-Za-z0-9._-] takes 3), over the ${MAX_SEGMENT_LENGTH} this store allows under the common 255-byte limit`);
+    }
   }
   return segments;
 }
