@@ -95,6 +95,37 @@ describe("run budgets", () => {
     expect(exceeded?.data.used as number).toBeGreaterThanOrEqual(50);
   });
 
+  it("counts as active neither the time a run stood queued nor the time between two decisions of one pause", async () => {
+    const gated = toolSource({ upFront: true, extra: `needsApproval: approvalRequired("Checked by a human."),` });
+    const dir = agentWith("{ maxDurationMs: 300 }", gated);
+    const wait = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
+
+    const queued = await runtimeFor(agentWith("{ maxDurationMs: 300 }"), { agentHarness: scriptedHarness({ turns: [{ text: "done" }] }) });
+    const { runId } = await queued.submit({ message: "go" });
+    await wait(400);
+    expect((await queued.start(runId)).status).toBe("completed");
+
+    // An engine that makes both calls of a turn at once: one pause waits on two decisions.
+    const both: AgentHarness = {
+      name: "both",
+      async runTurn(input, ctx) {
+        await ctx.modelCall("model:0", () => ({}));
+        const outcomes = await Promise.all(["a", "b"].map((value, index) => ctx.callTool({ id: `c${index}`, name: "echo", input: { value } })));
+        if (outcomes.some((outcome) => outcome.status === "paused")) return { status: "paused", continuation: { version: 1, harness: "both", agentRevision: input.agentRevision, data: {} } };
+        // The model is asked again once both calls are decided: the duration budget is checked there.
+        await ctx.modelCall("model:1", () => ({}));
+        return { status: "completed", response: { text: "done" } };
+      },
+    };
+    const runtime = await runtimeFor(dir, { agentHarness: both });
+    const paused = await runtime.run({ message: "go" });
+    expect(paused.pendingApprovals?.map((pending) => pending.callId)).toEqual(["c0", "c1"]);
+    expect((await runtime.approve(paused.runId, { callId: "c0" })).status).toBe("waiting_approval");
+    await wait(400);
+    const done = await runtime.approve(paused.runId, { callId: "c1" });
+    expect(done).toMatchObject({ status: "completed", response: { text: "done" } });
+  });
+
   it("grows a measured budget from what was used, so one approval lets the run go on, and keeps a denial's reason", async () => {
     const replies = [{ toolCalls: [{ name: "echo", input: { value: "a" } }] }, { toolCalls: [{ name: "echo", input: { value: "b" } }] }, { text: "done" }];
     // Each model call spends 250 tokens, past a maxTokens of 100 in one call.

@@ -12,7 +12,7 @@ export interface RunBudgets {
   maxTokens?: number;
   /** Model cost per run in US dollars, from the usage records (no default). */
   maxCostUsd?: number;
-  /** Active time per run: from creation, less the time it waited for a human (default 1 hour). */
+  /** Active time per run: from its start (not its time queued), less the time it waited for a human or for recovery (default 1 hour). */
   maxDurationMs?: number;
   /** Tokens per conversation per UTC day, across its runs (no default). */
   maxConversationTokensPerDay?: number;

@@ -87,6 +87,23 @@ export function budgetExceededError(runId: string, exceeded: BudgetExceeded): As
 const RESTING = new Set(["run.waiting_approval", "run.waiting_input"]);
 
 /**
+ * Events a resting run records while it still waits, or as it is woken: the decisions (one of
+ * several pending approvals is decided while the others still wait), observers' failures, a
+ * child's pause. The wait lasts until the last of them before the run's next work.
+ */
+const WHILE_RESTING = new Set([
+  ...RESTING,
+  "approval.granted",
+  "approval.denied",
+  "input.received",
+  "budget.extended",
+  "subagent.waiting",
+  "subagent.resumed_parent",
+  "run.resumed",
+  "hook.failed",
+]);
+
+/**
  * One drive's view of a run's budgets. Counts start from the durable records
  * (completed model steps, tool call records, usage records) and grow with
  * what this drive adds, so neither a resume nor a crash resets them.
@@ -105,16 +122,20 @@ export class RunBudget {
     private toolCalls: number,
     /** Time the run spent waiting for a human or for a replica to recover it. */
     private readonly idleMs: number,
+    /** When the run started (not when it was queued: waiting for a slot is no active time). */
+    startedAt: number,
   ) {
-    this.startedAtMs = Date.parse(run.createdAt);
+    this.startedAtMs = startedAt;
   }
 
   static async load(run: RunRecord, limits: RunBudgets, stores: { runs: RunStore; usage: UsageStore; logger: RuntimeLogger }, options: { fresh: boolean }): Promise<RunBudget> {
     // A run that has just started has nothing counted yet: no reads on the hot path.
-    if (options.fresh) return new RunBudget(run, limits, stores.usage, stores.logger, 0, 0, 0);
+    // It starts now: the time it stood queued is not active.
+    if (options.fresh) return new RunBudget(run, limits, stores.usage, stores.logger, 0, 0, 0, Date.now());
     const [events, calls] = await Promise.all([stores.runs.listEvents(run.id), stores.runs.listToolCalls(run.id)]);
     const turns = events.filter((event) => event.type === "durable_step.completed" && isModelStep(event)).length;
-    return new RunBudget(run, extendedLimits(limits, events), stores.usage, stores.logger, turns, calls.length, idleTime(events));
+    const started = events.find((event) => event.type === "run.started");
+    return new RunBudget(run, extendedLimits(limits, events), stores.usage, stores.logger, turns, calls.length, idleTime(events), Date.parse(started?.createdAt ?? run.createdAt));
   }
 
   /**
@@ -253,12 +274,19 @@ function isModelStep(event: RunEvent): boolean {
   return typeof metadata === "object" && metadata !== null && !Array.isArray(metadata) && metadata.modelCall === true;
 }
 
+/**
+ * Time a run stood still: from each pause until the last event it recorded while it still waited
+ * (its decisions), and the gap before each `run.resumed` (a replica recovering it after a crash).
+ */
 function idleTime(events: RunEvent[]): number {
   let idle = 0;
+  let resting = false;
   for (let index = 1; index < events.length; index += 1) {
     const event = events[index]!;
-    const previous = events[index - 1]!;
-    if (RESTING.has(previous.type) || event.type === "run.resumed") idle += Date.parse(event.createdAt) - Date.parse(previous.createdAt);
+    const gap = Date.parse(event.createdAt) - Date.parse(events[index - 1]!.createdAt);
+    if (resting && WHILE_RESTING.has(event.type)) idle += gap;
+    else if (event.type === "run.resumed") idle += gap;
+    resting = RESTING.has(event.type) || (resting && WHILE_RESTING.has(event.type));
   }
   return idle;
 }
