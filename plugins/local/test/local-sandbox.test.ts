@@ -176,6 +176,18 @@ describe("LocalSandbox paths", () => {
     expect(existsSync(join(outside, "created.txt"))).toBe(false);
   });
 
+  it("writes a hard-linked file as a file of its own, leaving the other name's content (outside) as it was, mode kept", async () => {
+    const { box } = await sandbox();
+    const outside = join(await tempFolder("al-outside-"), "secret.txt");
+    await writeFile(outside, "SECRET\n");
+    expect((await box.exec(`ln ${JSON.stringify(outside)} hard.txt && chmod 755 hard.txt`)).exitCode).toBe(0);
+    await box.writeFile("hard.txt", "written\n");
+    expect(await readFile(outside, "utf8")).toBe("SECRET\n");
+    expect(new TextDecoder().decode(await box.readFile("hard.txt"))).toBe("written\n");
+    expect((await box.exec("test -x hard.txt && echo executable")).stdout).toBe("executable\n");
+    expect((await box.exec("ls -a")).stdout).not.toMatch(/\.al-write-/);
+  });
+
   it("deletes a symlink itself, never what it points at", async () => {
     const { box } = await sandbox();
     const outside = await tempFolder("al-outside-");

@@ -1,7 +1,8 @@
 import { AssemblyLineError, MAX_TIMER_MS, checkExecOptions, isTimerDelay, type ExecResult, type Sandbox, type SandboxExecOptions } from "@assemblyline-agents/core";
 import type { ChildProcess } from "node:child_process";
 import { constants } from "node:fs";
-import { lstat, mkdir, open, readFile, readdir, readlink, realpath, rm, stat } from "node:fs/promises";
+import { lstat, mkdir, open, readFile, readdir, readlink, realpath, rename, rm, stat } from "node:fs/promises";
+import { randomUUID } from "node:crypto";
 import { basename, dirname, join, resolve } from "node:path";
 import { runShell } from "./run-shell.js";
 import { MISSING, WORKSPACE, isInside, parseWorkspacePath, pathEscape, resolveInside } from "./workspace-path.js";
@@ -62,12 +63,20 @@ export class LocalSandbox implements Sandbox {
     try {
       await mkdir(dirname(target), { recursive: true });
       // O_NOFOLLOW: if a symlink appeared at the target since it was checked, fail instead of following it.
-      const handle = await open(target, constants.O_WRONLY | constants.O_CREAT | constants.O_TRUNC | constants.O_NOFOLLOW, 0o644);
+      const handle = await open(target, constants.O_WRONLY | constants.O_CREAT | constants.O_NOFOLLOW, 0o644);
+      let shared: { mode: number } | undefined;
       try {
-        await handle.writeFile(content);
+        const stats = await handle.stat();
+        // A hard link shares its bytes with another name, maybe outside the workspace: that name must keep its content.
+        if (stats.nlink > 1) shared = { mode: stats.mode & 0o7777 };
+        else {
+          await handle.truncate(0);
+          await handle.writeFile(content);
+        }
       } finally {
         await handle.close();
       }
+      if (shared) await replaceFile(target, content, shared.mode);
     } catch (error) {
       throw fsError(error, "write", logical);
     }
@@ -284,4 +293,25 @@ export function badOption(name: string, value: unknown, expected: string): Assem
     fix: `Pass ${name} as ${expected}, or omit it for the default.`,
     details: { option: name, value },
   });
+}
+
+/**
+ * Write `content` as a new file at `target`, in place of what is there (a hard link to a file
+ * that other names share): written beside it, then renamed over it, keeping the mode.
+ */
+async function replaceFile(target: string, content: Uint8Array | string, mode: number): Promise<void> {
+  const temporary = join(dirname(target), `.al-write-${randomUUID()}`);
+  const handle = await open(temporary, constants.O_WRONLY | constants.O_CREAT | constants.O_EXCL | constants.O_NOFOLLOW, mode);
+  try {
+    await handle.writeFile(content);
+    await handle.chmod(mode);
+  } finally {
+    await handle.close();
+  }
+  try {
+    await rename(temporary, target);
+  } catch (error) {
+    await rm(temporary, { force: true });
+    throw error;
+  }
 }
