@@ -142,6 +142,16 @@ if (probe.available) {
       expect(await containersOf(scope)).toHaveLength(0);
     });
 
+    it("removes the container of an acquire still in flight when release is called", async () => {
+      const scope = scoped();
+      const adapter = new DockerSandboxAdapter({ image: images.busybox, network: "none", scope, docker });
+      const opening = adapter.acquire("run-racing");
+      await adapter.release("run-racing");
+      await opening.catch(() => undefined);
+      expect(await adapter.listKeys()).toEqual([]);
+      expect(await containersOf(scope)).toHaveLength(0);
+    }, 60_000);
+
     it("reconnects to a run's container after a host restart, restarting it if the engine stopped it", async () => {
       const scope = scoped();
       const before = new DockerSandboxAdapter({ image: images.busybox, network: "none", scope, docker });

@@ -84,7 +84,10 @@ export class DockerSandboxAdapter implements SnapshottingSandboxAdapter {
    */
   async release(key: string): Promise<void> {
     checkKey(key);
+    const opening = this.live.peek(key);
     this.live.forget(key);
+    // An acquire still creating the container would leave it running after the find below.
+    await opening?.catch(() => undefined);
     const container = await this.find(key);
     if (this.options.snapshot?.mode === "auto") {
       if (container) {
