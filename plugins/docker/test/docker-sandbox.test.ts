@@ -132,6 +132,15 @@ if (probe.available) {
       await adapter.release("run-link");
     });
 
+    it("creates no folder outside /workspace when writeFile goes through a symlink a command made", async () => {
+      const adapter = new DockerSandboxAdapter({ image: images.busybox, network: "none", scope: scoped(), docker });
+      const sandbox = await adapter.acquire("run-link-mkdir");
+      await sandbox.exec("mkdir -p /outside && ln -s /outside /workspace/out");
+      expect(isAssemblyLineError(await refusal(sandbox.writeFile("out/newdir/sub/x", "x")), "AL_ERR_PATH_ESCAPE")).toBe(true);
+      expect((await sandbox.exec("ls -A /outside")).stdout).toBe("");
+      await adapter.release("run-link-mkdir");
+    });
+
     it("creates no container until a sandbox is acquired, and none is left after release", async () => {
       const scope = scoped();
       const adapter = new DockerSandboxAdapter({ image: images.busybox, network: "none", scope, docker });

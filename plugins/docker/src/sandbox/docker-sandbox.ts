@@ -36,6 +36,9 @@ real=$(readlink -f -- "$1") && inside "$real" || exit 4
 exec cat -- "$real"`,
   prepareWrite: `${INSIDE}
 parent=$(dirname -- "$1")
+probe=$parent
+while [ ! -e "$probe" ] && [ ! -L "$probe" ]; do probe=$(dirname -- "$probe"); done
+real=$(readlink -f -- "$probe") && inside "$real" || exit 4
 mkdir -p -- "$parent" 2>/dev/null
 real=$(readlink -f -- "$parent") && inside "$real" || exit 4
 if [ -L "$1" ]; then target=$(readlink -f -- "$1") && inside "$target" || exit 4; fi
