@@ -469,7 +469,8 @@ export class OpenEveRuntime {
       return this.getRun(runId);
     }
     // Its subagent got its answer and ended, but the process died before it woke the parent.
-    if (await this.wakeParentOfEndedChild(runId)) return this.getRun(runId);
+    const resting = await this.state.runs.getRun(runId);
+    if (resting && (await this.wakeParentOfEndedChild(resting))) return this.getRun(runId);
     return this.track(async () => {
       const { driver, revision } = await this.revisions.driverFor(await this.requireOwnRun(runId));
       // Recorded under the run's lease, so an answer can never interleave with the turn that asked.
@@ -501,9 +502,9 @@ export class OpenEveRuntime {
    * `recovered: true` marks a resume by a recovery sweep (recorded on `run.resumed`).
    */
   async resume(runId: string, options: { recovered?: boolean } = {}): Promise<RunResult> {
-    if (await this.wakeParentOfEndedChild(runId)) return this.getRun(runId);
+    const run = await this.requireOwnRun(runId);
+    if (await this.wakeParentOfEndedChild(run)) return this.getRun(runId);
     return this.track(async () => {
-      const run = await this.requireOwnRun(runId);
       if (run.status !== "running" && run.status !== "queued") return describeRun(this.state.runs, run);
       const { driver, revision } = await this.revisions.driverFor(run);
       return driver.drive(runId, { revision, resumedBy: { recovered: options.recovered ?? false } });
@@ -713,15 +714,14 @@ export class OpenEveRuntime {
   }
 
   /**
-   * Wake `runId` when it rests on a subagent run that has ended but whose end it never took (a
+   * Wake `run` when it rests on a subagent run that has ended but whose end it never took (a
    * process died between the child's end and the parent's wake: nothing else would wake it). True
    * when it was woken.
    */
-  private async wakeParentOfEndedChild(runId: string): Promise<boolean> {
-    const run = await this.state.runs.getRun(runId);
-    if (!run || (run.status !== "waiting_approval" && run.status !== "waiting_input") || !isRunOfAgent(run, this.manifest.agent.id)) return false;
-    if ((await this.state.runs.listToolCalls(runId)).some((call) => call.status === "waiting_approval" || call.status === "waiting_input")) return false;
-    const events = await this.state.runs.listEvents(runId);
+  private async wakeParentOfEndedChild(run: RunRecord): Promise<boolean> {
+    if ((run.status !== "waiting_approval" && run.status !== "waiting_input") || !isRunOfAgent(run, this.manifest.agent.id)) return false;
+    if ((await this.state.runs.listToolCalls(run.id)).some((call) => call.status === "waiting_approval" || call.status === "waiting_input")) return false;
+    const events = await this.state.runs.listEvents(run.id);
     const taken = new Set(events.filter((event) => event.type === "subagent.completed").map((event) => String(event.data.childRunId)));
     const waitedOn = new Set(events.filter((event) => event.type === "subagent.waiting").map((event) => String(event.data.childRunId)));
     for (const childRunId of waitedOn) {
@@ -743,7 +743,10 @@ export class OpenEveRuntime {
     for (const agentId of subagentIdsOf(this.profiles)) {
       const { runs } = await this.state.runs.listRuns({ status: ["completed", "failed"], agentId, limit: 50 });
       const parents = new Set(runs.map((run) => run.input.parent?.runId).filter((id): id is string => id !== undefined));
-      for (const parentRunId of parents) await this.wakeParentOfEndedChild(parentRunId);
+      for (const parentRunId of parents) {
+        const parent = await this.state.runs.getRun(parentRunId);
+        if (parent) await this.wakeParentOfEndedChild(parent);
+      }
     }
   }
 
