@@ -364,7 +364,9 @@ describe("the --json envelope", () => {
     errorEnvelope(await cli(["deny", second.runId, "--agent", agent, "--json"]), "AL_ERR_RUN_NOT_RESUMABLE", 1);
 
     const asked = okEnvelope(await cli(["run", agent, "-m", "buy milk", "--model", `scripted:${join(small, "ask.json")}`, "--json"]), 3).result;
-    const answered = okEnvelope(await cli(["answer", asked.runId, "the corner shop", "--agent", agent, "--json"]));
+    // --call names the question: an answer meant for another is refused and this one stays open.
+    errorEnvelope(await cli(["answer", asked.runId, "the corner shop", "--call", "call_other", "--agent", agent, "--json"]), "AL_ERR_APPROVAL_NOT_FOUND", 1);
+    const answered = okEnvelope(await cli(["answer", asked.runId, "the corner shop", "--call", asked.question.callId, "--agent", agent, "--json"]));
     expect(answered.result).toMatchObject({ status: "completed", response: { text: "Got it." } });
     errorEnvelope(await cli(["answer", asked.runId, "again", "--agent", agent, "--json"]), "AL_ERR_RUN_NOT_RESUMABLE", 1);
   });

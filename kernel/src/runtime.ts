@@ -457,8 +457,12 @@ export class OpenEveRuntime {
     return this.decide(runId, "denied", options);
   }
 
-  /** Answer the run's pending question; the answer becomes that tool call's result. */
-  async answer(runId: string, answer: string, options: { actor?: string } = {}): Promise<RunResult> {
+  /**
+   * Answer the run's pending question; the answer becomes that tool call's result. With `callId`,
+   * only that question is answered: an answer meant for a question that is no longer the one
+   * waiting is refused (AL_ERR_APPROVAL_NOT_FOUND) instead of answering the next one.
+   */
+  async answer(runId: string, answer: string, options: { callId?: string; actor?: string } = {}): Promise<RunResult> {
     // Checked before anything: a question is single-use, and an answer that is no text would use it up.
     if (typeof answer !== "string") {
       throw new TypeError(`runtime.answer(runId, answer): answer must be a string, not ${answer === null ? "null" : typeof answer}; the question stays open`);
@@ -481,6 +485,11 @@ export class OpenEveRuntime {
           if (run.status !== "waiting_input" || !asking) {
             throw new AssemblyLineError("AL_ERR_RUN_NOT_RESUMABLE", `run ${runId} is ${run.status}, not waiting for an answer`, {
               fix: "Answer only runs in waiting_input (see `assembly-line runs show <id>`).",
+            });
+          }
+          if (options.callId !== undefined && options.callId !== asking.callId) {
+            throw new AssemblyLineError("AL_ERR_APPROVAL_NOT_FOUND", `run ${runId} has no pending question ${options.callId}; it waits on ${asking.callId}`, {
+              fix: `Read the question the run asks now (\`assembly-line runs show ${runId}\`) and answer it with callId ${asking.callId}.`,
             });
           }
           const output = { answer } as JsonValue;

@@ -76,6 +76,21 @@ export default defineTool({ ...ask, async execute(input, ctx) { await ctx.emit("
     expect(log.outcomes.at(-1)!.outcome).toMatchObject({ output: { answer: "prod" } });
   });
 
+  it("refuses an answer named for a question that is no longer the one waiting, and leaves the new question open", async () => {
+    const script = [{ toolCalls: [{ name: "ask_question", input: { question: "Which env?" } }] }, { toolCalls: [{ name: "ask_question", input: { question: "Really delete prod?" } }] }, { text: "done" }];
+    const { runtime, log } = await startAgent(agentFolder({ "agent.ts": MINIMAL_AGENT }), script);
+    const first = await runtime.run({ message: "deploy" });
+    const firstCall = first.question!.callId;
+    const second = await runtime.answer(first.runId, "prod", { callId: firstCall });
+    expect(second.status).toBe("waiting_input");
+    expect(second.question!.callId).not.toBe(firstCall);
+    // A late copy of the first answer (a retry, a second tab) must not say yes to the second question.
+    await expect(runtime.answer(first.runId, "prod", { callId: firstCall })).rejects.toMatchObject({ code: "AL_ERR_APPROVAL_NOT_FOUND" });
+    expect((await runtime.getRun(first.runId)).question).toMatchObject({ callId: second.question!.callId, question: { question: "Really delete prod?" } });
+    expect((await runtime.answer(first.runId, "no", { callId: second.question!.callId })).status).toBe("completed");
+    expect(log.outcomes.at(-1)!.outcome).toMatchObject({ output: { answer: "no" } });
+  });
+
   it("removes a built-in with disableTool()", async () => {
     const dir = agentFolder({
       "agent.ts": MINIMAL_AGENT,

@@ -22,7 +22,7 @@ export const errorCatalogue = {
   AL_ERR_RUN_NOT_FOUND: "No run with that id exists in the state store.",
   AL_ERR_RUN_NOT_RESUMABLE: "The run is not waiting for the decision or answer that was given.",
   AL_ERR_CHANGE_NOT_APPROVED: "A tool call approved for one change (an automation, a connection) tried to make another in the same call.",
-  AL_ERR_APPROVAL_NOT_FOUND: "No pending approval matches the given id.",
+  AL_ERR_APPROVAL_NOT_FOUND: "No pending approval or question matches the given call id.",
   AL_ERR_CONTINUATION_VERSION: "A paused run's continuation was made by an incompatible engine or revision.",
   AL_ERR_HARNESS: "No engine can serve the run's model spec.",
   AL_ERR_RESOLVER_FAILED: "resolvers.ts threw, or returned something that is not a declaration, which fails the run.",

@@ -213,7 +213,7 @@ function pendingParts(view) {
             class: "actions",
             onsubmit: (event) => {
               event.preventDefault();
-              decide("answer", { answer: $(answerId).value }, event.submitter);
+              decide("answer", { answer: $(answerId).value, callId: view.question.callId }, event.submitter);
             },
           },
           el("div", { class: "grow" }, el("label", { for: answerId, text: "Answer" }), el("textarea", { id: answerId, rows: 2, required: true })),

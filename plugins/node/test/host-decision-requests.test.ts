@@ -1,7 +1,7 @@
 import { request } from "node:http";
 import { beforeAll, describe, expect, it } from "vitest";
-import type { RuntimeBundle } from "@assemblyline-agents/runtime";
-import { call, fixtureBundle, startHost } from "./support/host.js";
+import type { ModelScript, RuntimeBundle } from "@assemblyline-agents/runtime";
+import { call, fixtureBundle, routedHarness, SCRIPTS, startHost } from "./support/host.js";
 
 let bundle: RuntimeBundle;
 beforeAll(async () => {
@@ -32,6 +32,46 @@ describe("decision requests (approve, deny, answer)", () => {
     const bad = await call(`${host.url}/runs/${done.body.runId}/approve?wait=soon`, { body: {} });
     expect(bad.status).toBe(400);
     expect(bad.body.error).toMatchObject({ code: "AL_ERR_HTTP_BODY_INVALID", message: expect.stringContaining("?wait=soon is not a number of seconds") });
+  });
+});
+
+describe("POST /runs/:id/answer names its question", () => {
+  const askTwice: ModelScript = {
+    turns: [{ toolCalls: [{ name: "ask_question", input: { question: "Which env?" } }] }, { toolCalls: [{ name: "ask_question", input: { question: "Delete it?" } }] }, { text: "done" }],
+  };
+
+  it("refuses (404) a late answer whose question was answered, instead of answering the question asked since", async () => {
+    const host = await startHost(bundle, { agentHarness: routedHarness({ ...SCRIPTS, "ask-twice": askTwice }) });
+    const first = await call(`${host.url}/message?wait=10`, { body: { message: "ask-twice: go" } });
+    expect(first.body.status).toBe("waiting_input");
+    const firstCall: string = first.body.question.callId;
+    const second = await call(`${host.url}/runs/${first.body.runId}/answer`, { body: { answer: "prod", callId: firstCall } });
+    expect(second.body).toMatchObject({ status: "waiting_input", question: { question: { question: "Delete it?" } } });
+    // The same answer again (a retry, a second tab) names the first question: it must not say "prod" to "Delete it?".
+    const late = await call(`${host.url}/runs/${first.body.runId}/answer`, { body: { answer: "prod", callId: firstCall } });
+    expect(late.status).toBe(404);
+    expect(late.body.error).toMatchObject({ code: "AL_ERR_APPROVAL_NOT_FOUND", message: expect.stringContaining(firstCall) });
+    expect((await host.runtime.getRun(first.body.runId)).question?.callId).toBe(second.body.question.callId);
+    const done = await call(`${host.url}/runs/${first.body.runId}/answer`, { body: { answer: "no", callId: second.body.question.callId } });
+    expect(done.body).toMatchObject({ status: "completed", response: { text: "done" } });
+  });
+
+  it("refuses (400) a field a decision route does not read, naming it, and decides nothing", async () => {
+    const host = await startHost(bundle);
+    const asked = await call(`${host.url}/message?wait=10`, { body: { message: "ask: colour" } });
+    const paused = await call(`${host.url}/message?wait=10`, { body: { message: "approve: launch" } });
+    const refusals = [
+      [`/runs/${asked.body.runId}/answer`, { answer: "red", callid: asked.body.question.callId }, "callid"],
+      [`/runs/${paused.body.runId}/approve`, { call_id: paused.body.pendingApprovals[0].callId }, "call_id"],
+      [`/runs/${paused.body.runId}/deny`, { callId: paused.body.pendingApprovals[0].callId, reasons: "no" }, "reasons"],
+    ] as const;
+    for (const [path, body, field] of refusals) {
+      const refused = await call(`${host.url}${path}`, { body });
+      expect(refused.status, path).toBe(400);
+      expect(refused.body.error).toMatchObject({ code: "AL_ERR_HTTP_BODY_INVALID", message: expect.stringContaining(`body.${field} is not a field`) });
+    }
+    expect((await host.runtime.getRun(asked.body.runId)).status).toBe("waiting_input");
+    expect((await host.runtime.getRun(paused.body.runId)).status).toBe("waiting_approval");
   });
 });
 

@@ -4,7 +4,7 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { chromium, type Browser, type Page } from "playwright-core";
 import { InMemoryStateAdapter, buildAgent, loadModelScript, loadRuntimeBundle, noopLogger, scriptedHarness } from "@assemblyline-agents/runtime";
 import { listenNodeRuntime, type NodeRuntimeHandle } from "../src/index.js";
-import { call, tempDir } from "./support/host.js";
+import { call, fixtureBundle, startHost, tempDir } from "./support/host.js";
 
 const CHROMIUM = "/usr/bin/chromium";
 const example = resolve(import.meta.dirname, "../../../examples/notes-agent");
@@ -119,6 +119,37 @@ describe.skipIf(!haveChromium)("run inspector in headless chromium", () => {
       expect(views.length).toBeGreaterThan(0);
     } finally {
       page.off("request", seen);
+    }
+  }, 60_000);
+});
+
+describe.skipIf(!haveChromium)("decisions from the run inspector page, in headless chromium", () => {
+  let browser: Browser;
+  beforeAll(async () => {
+    browser = await chromium.launch({ executablePath: CHROMIUM, args: ["--no-sandbox"] });
+  }, 60_000);
+  afterAll(async () => {
+    await browser?.close();
+  });
+
+  it("answers the question it shows by that question's call id", async () => {
+    const host = await startHost(await fixtureBundle());
+    const asked = await call(`${host.url}/message?wait=10`, { body: { message: "ask: colour" } });
+    expect(asked.body.status).toBe("waiting_input");
+    const page = await browser.newPage();
+    try {
+      const sent: unknown[] = [];
+      page.on("request", (request) => {
+        if (request.url().endsWith("/answer")) sent.push(request.postDataJSON());
+      });
+      await page.goto(`${host.url}/inspector#/runs/${encodeURIComponent(asked.body.runId)}`);
+      const question = page.getByRole("region", { name: "Question waiting for an answer" });
+      await question.getByLabel("Answer").fill("green");
+      await question.getByRole("button", { name: "Answer" }).click();
+      await page.locator("#detail-title .badge", { hasText: "Completed" }).waitFor({ timeout: 15_000 });
+      expect(sent).toEqual([{ answer: "green", callId: asked.body.question.callId, actor: "inspector" }]);
+    } finally {
+      await page.close();
     }
   }, 60_000);
 });

@@ -236,11 +236,20 @@ export function buildProgram(io: CommandIO, context: CommandContext, exit: { cod
     ]),
     { load: async () => (await import("./commands/runs.js")).denyCommand, config: AGENT_FILL, continuesRun: true },
   );
-  leaf(examples(continuedFlags(program.command("answer").description("answer the run's question and resume it").argument("<runId>").argument("<text>")), ['assembly-line answer <runId> "Tuesday"']), {
-    load: async () => (await import("./commands/runs.js")).answerCommand,
-    config: AGENT_FILL,
-    continuesRun: true,
-  });
+  leaf(
+    examples(
+      continuedFlags(program.command("answer").description("answer the run's question and resume it").argument("<runId>").argument("<text>")).option(
+        "--call <callId>",
+        "the question's call id: refused if the run asks another question by then",
+      ),
+      ['assembly-line answer <runId> "Tuesday"', 'assembly-line answer <runId> "Tuesday" --call <callId>'],
+    ),
+    {
+      load: async () => (await import("./commands/runs.js")).answerCommand,
+      config: AGENT_FILL,
+      continuesRun: true,
+    },
+  );
   leaf(examples(continuedFlags(program.command("resume").description("continue a run left running by a process that died").argument("<runId>")), ["assembly-line resume <runId>"]), {
     load: async () => (await import("./commands/runs.js")).resumeCommand,
     config: AGENT_FILL,

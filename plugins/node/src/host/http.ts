@@ -216,6 +216,19 @@ export function optionalString(body: Record<string, JsonValue>, field: string): 
   return value;
 }
 
+/**
+ * Refuse (400) a body field the route does not read: a misspelt `callId` would otherwise be
+ * dropped, and the decision applied to whatever waits now.
+ */
+export function refuseUnknownFields(body: Record<string, JsonValue>, known: readonly string[], example: string): void {
+  const unknown = Object.keys(body).find((field) => !known.includes(field));
+  if (unknown !== undefined) {
+    throw new HttpError(400, "AL_ERR_HTTP_BODY_INVALID", `body.${unknown} is not a field of this request (it takes ${known.join(", ")})`, {
+      fix: `Send only those fields, e.g. ${example}.`,
+    });
+  }
+}
+
 export function requiredString(body: Record<string, JsonValue>, field: string, example: string): string {
   const value = optionalString(body, field);
   if (value === undefined || value === "") {

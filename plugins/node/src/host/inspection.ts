@@ -2,7 +2,7 @@ import type { JsonValue, RunEvent, RunListFilter, RunStatus } from "@assemblylin
 import type { OpenEveRuntime, RunResult } from "@assemblyline-agents/runtime";
 import { formatEvent } from "../cli/timeline.js";
 import { requireAgentRun } from "./agent-runs.js";
-import { HttpError, optionalString, parseJsonObject, readBody, requiredString, sendJson } from "./http.js";
+import { HttpError, optionalString, parseJsonObject, readBody, refuseUnknownFields, requiredString, sendJson } from "./http.js";
 import type { RequestContext, Route } from "./router.js";
 import { parseWait } from "./wait-query.js";
 
@@ -74,6 +74,7 @@ export function inspectionRoutes(runtime: OpenEveRuntime, maxBodyBytes: number, 
 
     route("POST", "/runs/:runId/approve", async (ctx) => {
       const body = parseJsonObject(ctx.req, await readBody(ctx.req, maxBodyBytes), { optional: true });
+      refuseUnknownFields(body, ["callId", "actor"], '{"callId": "call_0_0"}');
       const callId = optionalString(body, "callId");
       const actor = optionalString(body, "actor") ?? "http";
       await decide(ctx, runtime, draining, () => runtime.approve(ctx.params.runId!, { ...(callId ? { callId } : {}), actor }));
@@ -81,6 +82,7 @@ export function inspectionRoutes(runtime: OpenEveRuntime, maxBodyBytes: number, 
 
     route("POST", "/runs/:runId/deny", async (ctx) => {
       const body = parseJsonObject(ctx.req, await readBody(ctx.req, maxBodyBytes), { optional: true });
+      refuseUnknownFields(body, ["callId", "reason", "actor"], '{"callId": "call_0_0", "reason": "not now"}');
       const callId = optionalString(body, "callId");
       const reason = optionalString(body, "reason");
       const actor = optionalString(body, "actor") ?? "http";
@@ -89,9 +91,12 @@ export function inspectionRoutes(runtime: OpenEveRuntime, maxBodyBytes: number, 
 
     route("POST", "/runs/:runId/answer", async (ctx) => {
       const body = parseJsonObject(ctx.req, await readBody(ctx.req, maxBodyBytes));
-      const answer = requiredString(body, "answer", '{"answer": "yes"}');
+      refuseUnknownFields(body, ["answer", "callId", "actor"], '{"answer": "yes", "callId": "call_0_0"}');
+      const answer = requiredString(body, "answer", '{"answer": "yes", "callId": "call_0_0"}');
+      // With the question's callId, an answer that arrives after that question was answered is refused, not given to the next one.
+      const callId = optionalString(body, "callId");
       const actor = optionalString(body, "actor") ?? "http";
-      await decide(ctx, runtime, draining, () => runtime.answer(ctx.params.runId!, answer, { actor }));
+      await decide(ctx, runtime, draining, () => runtime.answer(ctx.params.runId!, answer, { ...(callId ? { callId } : {}), actor }));
     }),
   ];
 }

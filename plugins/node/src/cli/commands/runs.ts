@@ -246,11 +246,12 @@ export const denyCommand = decisionCommand("assembly-line deny <runId> [<callId>
   return local.runtime.deny(runId, { ...(callId ? { callId } : {}), ...(reason ? { reason } : {}), actor: "cli" });
 });
 
-const ANSWER_USAGE = 'assembly-line answer <runId> "text" [--agent <dir>]';
+const ANSWER_USAGE = 'assembly-line answer <runId> "text" [--call <callId>] [--agent <dir>]';
 
 export const answerCommand = decisionCommand(ANSWER_USAGE, (local, runId, parsed) => {
   const text = requireText(requirePositional(parsed.positionals, 1, "text", ANSWER_USAGE), "the answer", 'Give the text that answers the question, e.g. "the corner shop".', ANSWER_USAGE);
-  return local.runtime.answer(runId, text, { actor: "cli" });
+  const callId = stringOption(parsed, "call");
+  return local.runtime.answer(runId, text, { ...(callId ? { callId } : {}), actor: "cli" });
 });
 
 export const resumeCommand = decisionCommand("assembly-line resume <runId> [--agent <dir>]", (local, runId) => local.runtime.resume(runId));
