@@ -447,13 +447,18 @@ export class OpenEveRuntime {
   }
 
 
-  /** Approve a pending tool call (the only one when `callId` is omitted) and resume the run. */
-  async approve(runId: string, options: { callId?: string; actor?: string } = {}): Promise<RunResult> {
+  /**
+   * Approve a pending tool call (the only one when `callId` is omitted) and resume the run.
+   * The answer comes when the run rests; `onRecorded` is called (it must not throw) as soon as the
+   * approval is recorded, before the run goes on, and never when it is refused: a caller that
+   * answers before the run rests (an HTTP 202) waits for it, so a refusal is never reported as taken.
+   */
+  async approve(runId: string, options: { callId?: string; actor?: string; onRecorded?: () => void } = {}): Promise<RunResult> {
     return this.decide(runId, "approved", options);
   }
 
-  /** Deny a pending tool call; the model receives a denial result and the run resumes. */
-  async deny(runId: string, options: { callId?: string; actor?: string; reason?: string } = {}): Promise<RunResult> {
+  /** Deny a pending tool call; the model receives a denial result and the run resumes. `onRecorded` as for approve. */
+  async deny(runId: string, options: { callId?: string; actor?: string; reason?: string; onRecorded?: () => void } = {}): Promise<RunResult> {
     return this.decide(runId, "denied", options);
   }
 
@@ -461,8 +466,9 @@ export class OpenEveRuntime {
    * Answer the run's pending question; the answer becomes that tool call's result. With `callId`,
    * only that question is answered: an answer meant for a question that is no longer the one
    * waiting is refused (AL_ERR_APPROVAL_NOT_FOUND) instead of answering the next one.
+   * `onRecorded` as for approve.
    */
-  async answer(runId: string, answer: string, options: { callId?: string; actor?: string } = {}): Promise<RunResult> {
+  async answer(runId: string, answer: string, options: { callId?: string; actor?: string; onRecorded?: () => void } = {}): Promise<RunResult> {
     // Checked before anything: a question is single-use, and an answer that is no text would use it up.
     if (typeof answer !== "string") {
       throw new TypeError(`runtime.answer(runId, answer): answer must be a string, not ${answer === null ? "null" : typeof answer}; the question stays open`);
@@ -500,6 +506,7 @@ export class OpenEveRuntime {
             { toolCall: { ...asking, status: "completed", output, modelOutput: output, updatedAt: isoTimestamp() }, run: { status: "running" } },
             { expectedLastSeq: run.lastSeq },
           );
+          options.onRecorded?.();
           return true;
         },
       });
@@ -662,7 +669,7 @@ export class OpenEveRuntime {
     await this.state.close?.();
   }
 
-  private async decide(runId: string, decision: "approved" | "denied", options: { callId?: string; actor?: string; reason?: string }): Promise<RunResult> {
+  private async decide(runId: string, decision: "approved" | "denied", options: { callId?: string; actor?: string; reason?: string; onRecorded?: () => void }): Promise<RunResult> {
     const child = await this.waitingChild(runId, "waiting_approval");
     if (child) {
       // The parent waits on its subagent's decision: decide it there; the child's end resumes the parent.
@@ -685,6 +692,7 @@ export class OpenEveRuntime {
               });
             }
             await decideBudgetPause(driver.journal, run, budgetPause, driver.budgetsOf(run), decision, options.actor ?? null, (code) => driver.failureDeliveryOf(run, code), options.reason);
+            options.onRecorded?.();
             return decision === "approved";
           }
           if (run.status !== "waiting_approval" || pending.length === 0) {
@@ -715,6 +723,7 @@ export class OpenEveRuntime {
             },
             { expectedLastSeq: run.lastSeq },
           );
+          options.onRecorded?.();
           // With other calls still waiting, the run stays paused until each is decided.
           return last;
         },

@@ -35,6 +35,23 @@ export default defineHook({ events: { "approval.requested"(event) { globalThis._
     expect(published()).toBe(1);
   });
 
+  it("reports a decision as recorded before the run goes on, and a refused one never", async () => {
+    (globalThis as { __published?: number }).__published = 0;
+    const { runtime, types } = await startAgent(gatedAgent(), [{ toolCalls: [{ name: "publish", input: { value: "x" } }] }, { text: "done" }]);
+    const paused = await runtime.run({ message: "go" });
+    // How many times the approved call had run when the approval was reported recorded.
+    const publishedWhenRecorded: number[] = [];
+    const done = await runtime.approve(paused.runId, { onRecorded: () => void publishedWhenRecorded.push(published()) });
+    expect(done.status).toBe("completed");
+    expect(publishedWhenRecorded).toEqual([0]);
+    expect(published()).toBe(1);
+    expect(await types(paused.runId)).toContain("approval.granted");
+    let refusedRecorded = false;
+    await expect(runtime.deny(paused.runId, { onRecorded: () => (refusedRecorded = true) })).rejects.toMatchObject({ code: "AL_ERR_RUN_NOT_RESUMABLE" });
+    await expect(runtime.answer(paused.runId, "yes", { onRecorded: () => (refusedRecorded = true) })).rejects.toMatchObject({ code: "AL_ERR_RUN_NOT_RESUMABLE" });
+    expect(refusedRecorded).toBe(false);
+  });
+
   it("executes an approved call once when approve and resume race", async () => {
     (globalThis as { __published?: number }).__published = 0;
     const { runtime, types } = await startAgent(gatedAgent(), [{ toolCalls: [{ name: "publish", input: { value: "x" } }] }, { text: "done" }]);

@@ -26,6 +26,24 @@ describe("decision requests (approve, deny, answer)", () => {
     }
   });
 
+  it("answer 202 only for a decision the runtime took: a refused one gets its error whatever ?wait= says", async () => {
+    const host = await startHost(bundle);
+    const paused = await call(`${host.url}/message?wait=10`, { body: { message: "approve-slow: publish" } });
+    expect(paused.body.status).toBe("waiting_approval");
+    const callId: string = paused.body.pendingApprovals[0].callId;
+    const approved = await call(`${host.url}/runs/${paused.body.runId}/approve?wait=0`, { body: { callId } });
+    expect(approved.status).toBe(202);
+    expect(approved.body.status).toBe("running");
+    // The same call, already approved: the run goes on with its slow step, and this denial must not read as taken.
+    const denied = await call(`${host.url}/runs/${paused.body.runId}/deny?wait=0`, { body: { callId } });
+    expect(denied.status).toBe(409);
+    expect(denied.body.error.code).toBe("AL_ERR_RUN_NOT_RESUMABLE");
+    await expect.poll(async () => (await host.runtime.getRun(paused.body.runId)).status).toBe("completed");
+    const types = (await host.runtime.listEvents(paused.body.runId)).map((event) => event.type);
+    expect(types).toContain("approval.granted");
+    expect(types).not.toContain("approval.denied");
+  });
+
   it("check ?wait= as a message does: a bad value is a 400", async () => {
     const host = await startHost(bundle);
     const done = await call(`${host.url}/message?wait=10`, { body: { message: "echo: done" } });

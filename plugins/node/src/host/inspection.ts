@@ -77,7 +77,7 @@ export function inspectionRoutes(runtime: OpenEveRuntime, maxBodyBytes: number, 
       refuseUnknownFields(body, ["callId", "actor"], '{"callId": "call_0_0"}');
       const callId = optionalString(body, "callId");
       const actor = optionalString(body, "actor") ?? "http";
-      await decide(ctx, runtime, draining, () => runtime.approve(ctx.params.runId!, { ...(callId ? { callId } : {}), actor }));
+      await decide(ctx, runtime, draining, (onRecorded) => runtime.approve(ctx.params.runId!, { ...(callId ? { callId } : {}), actor, onRecorded }));
     }),
 
     route("POST", "/runs/:runId/deny", async (ctx) => {
@@ -86,7 +86,7 @@ export function inspectionRoutes(runtime: OpenEveRuntime, maxBodyBytes: number, 
       const callId = optionalString(body, "callId");
       const reason = optionalString(body, "reason");
       const actor = optionalString(body, "actor") ?? "http";
-      await decide(ctx, runtime, draining, () => runtime.deny(ctx.params.runId!, { ...(callId ? { callId } : {}), ...(reason ? { reason } : {}), actor }));
+      await decide(ctx, runtime, draining, (onRecorded) => runtime.deny(ctx.params.runId!, { ...(callId ? { callId } : {}), ...(reason ? { reason } : {}), actor, onRecorded }));
     }),
 
     route("POST", "/runs/:runId/answer", async (ctx) => {
@@ -96,20 +96,31 @@ export function inspectionRoutes(runtime: OpenEveRuntime, maxBodyBytes: number, 
       // With the question's callId, an answer that arrives after that question was answered is refused, not given to the next one.
       const callId = optionalString(body, "callId");
       const actor = optionalString(body, "actor") ?? "http";
-      await decide(ctx, runtime, draining, () => runtime.answer(ctx.params.runId!, answer, { ...(callId ? { callId } : {}), actor }));
+      await decide(ctx, runtime, draining, (onRecorded) => runtime.answer(ctx.params.runId!, answer, { ...(callId ? { callId } : {}), actor, onRecorded }));
     }),
   ];
 }
 
 /**
  * Resume the run (resumes bypass admission) and answer with where it rests,
- * or 202 with its current state when it is still going after `?wait` seconds.
+ * or 202 with its current state when it is still going `?wait` seconds after
+ * the decision was recorded. A refused decision is always answered with its
+ * error: the wait starts only once the runtime has taken the decision.
  */
-async function decide(ctx: RequestContext, runtime: OpenEveRuntime, draining: AbortSignal, resume: () => Promise<RunResult>): Promise<void> {
+async function decide(ctx: RequestContext, runtime: OpenEveRuntime, draining: AbortSignal, resume: (onRecorded: () => void) => Promise<RunResult>): Promise<void> {
   // The runtime refuses another agent's run too, but its refusal names that agent: answered here as an unknown id.
   await requireAgentRun(runtime, ctx.params.runId!);
   const waitMs = ctx.query.has("wait") ? parseWait(ctx.query.get("wait")) * 1000 : DEFAULT_DECISION_WAIT_MS;
-  const resumed = resume();
+  let onRecorded!: () => void;
+  const recorded = new Promise<void>((resolve) => (onRecorded = resolve));
+  const resumed = resume(onRecorded);
+  // A failure after we answered 202 is the run's own (recorded as run.failed); do not leave it unhandled.
+  resumed.catch(() => undefined);
+  // Recorded, refused (thrown from here: answered with its status), or settled without recording
+  // (a run woken by its ended subagent). Queued behind a drive of the same run in this process,
+  // a decision is only checked once that drive rests; shutdown does not cut this short, since
+  // answering 202 before the runtime took the decision could report a refusal as accepted.
+  await Promise.race([recorded, resumed]);
   let timer: NodeJS.Timeout | undefined;
   // Removed when the request ends: the host's shutdown signal lives as long as the host.
   const listening = new AbortController();
@@ -119,8 +130,6 @@ async function decide(ctx: RequestContext, runtime: OpenEveRuntime, draining: Ab
     timer = setTimeout(() => resolve(undefined), waitMs);
     draining.addEventListener("abort", () => resolve(undefined), { once: true, signal: listening.signal });
   });
-  // A failure after we answered 202 is the run's own (recorded as run.failed); do not leave it unhandled.
-  resumed.catch(() => undefined);
   try {
     const result = await Promise.race([resumed, timedOut]);
     if (result) sendJson(ctx.res, 200, result);
