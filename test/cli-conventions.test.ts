@@ -467,8 +467,12 @@ describe("project config", () => {
 
     const ran = await spawnCli(["run", "-m", "hi", "--json"], { cwd: project });
     expect(JSON.parse(ran.stdout).data.result).toMatchObject({ status: "completed", response: { text: "hello" } });
+    // From a folder below the config's, the scripted model's file is still the config's.
+    mkdirSync(join(project, "notes"), { recursive: true });
+    const below = await spawnCli(["run", "-m", "hi", "--json"], { cwd: join(project, "notes") });
+    expect(JSON.parse(below.stdout).data.result).toMatchObject({ status: "completed", response: { text: "hello" } });
     const listed = await spawnCli(["runs", "list", "--json"], { cwd: project });
-    expect(JSON.parse(listed.stdout).data.runs).toHaveLength(1);
+    expect(JSON.parse(listed.stdout).data.runs).toHaveLength(2);
     // The flag wins over the config: another state folder has no runs.
     mkdirSync(join(work, "other-state"), { recursive: true });
     const elsewhere = await spawnCli(["runs", "list", "--state-dir", join(work, "other-state"), "--json"], { cwd: project });
@@ -480,7 +484,7 @@ describe("project config", () => {
     expect(shown.settings).toEqual({
       agent: { value: join(project, "agent"), source: { config: file } },
       stateDir: { value: join(project, "runs-state"), source: { config: file } },
-      model: { value: "scripted:agent/hello.json", source: { config: file } },
+      model: { value: `scripted:${join(project, "agent/hello.json")}`, source: { config: file } },
       baseUrl: { source: "default" },
       api: { value: "openai-completions", source: "flag" },
       "host.port": { value: 4321, source: { config: file } },

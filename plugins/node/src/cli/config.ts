@@ -12,7 +12,7 @@ export interface ProjectConfig {
   agent?: string;
   /** Where runs are kept (`--state-dir`). */
   stateDir?: string;
-  /** The model spec runs use (`--model`). */
+  /** The model spec runs use (`--model`); a `scripted:` file is relative to the config file. */
   model?: string;
   /** An OpenAI- or Anthropic-compatible server for the model (`--base-url`). */
   baseUrl?: string;
@@ -26,7 +26,7 @@ export interface ProjectConfig {
 export const CONFIG_KEYS = {
   agent: { type: "path", flag: "agent" },
   stateDir: { type: "path", flag: "state-dir" },
-  model: { type: "string", flag: "model" },
+  model: { type: "model", flag: "model" },
   baseUrl: { type: "string", flag: "base-url" },
   api: { type: "string", flag: "api" },
   "host.port": { type: "port", flag: "port" },
@@ -106,11 +106,22 @@ function checkConfig(config: unknown, filepath: string): LoadedConfig["values"] 
       values[key as ConfigKey] = value as number;
     } else {
       if (typeof value !== "string" || value === "") throw refuse(`${key} ${JSON.stringify(value)} is not a non-empty string`);
-      values[key as ConfigKey] = spec.type === "path" && !isAbsolute(value) ? resolve(base, value) : value;
+      values[key as ConfigKey] = spec.type === "path" ? resolveFrom(base, value) : spec.type === "model" ? scriptFrom(base, value) : value;
     }
   }
   return values;
 }
+
+function resolveFrom(base: string, path: string): string {
+  return isAbsolute(path) ? path : resolve(base, path);
+}
+
+/** A `scripted:` model's file is relative to the config file, as `agent` and `stateDir` are: the command may run in any folder of the project. */
+function scriptFrom(base: string, model: string): string {
+  return model.startsWith(SCRIPTED) ? SCRIPTED + resolveFrom(base, model.slice(SCRIPTED.length)) : model;
+}
+
+const SCRIPTED = "scripted:";
 
 /** Where an effective value came from. */
 export type ValueSource = "flag" | "default" | { config: string };
