@@ -77,20 +77,28 @@ describe("/runs inspection", () => {
 });
 
 describe("probes and auth", () => {
-  it("serves /healthz and /readyz; production puts /runs and the probes behind the token", async () => {
+  it("serves /healthz and /readyz; production puts /runs behind the token, and the probes only when asked to", async () => {
     const open = await startHost(bundle);
     expect((await call(`${open.url}/healthz`)).body).toEqual({ status: "ok" });
     expect((await call(`${open.url}/readyz`)).body).toMatchObject({ status: "ready", executing: 0, waiting: 0, ingressKillSwitch: false });
 
     const env = { FIXTURE_SECRET: "s3cret", ASSEMBLY_LINE_BEARER_TOKEN: "t0k" };
+    // As `assembly-line start` with a token runs: a platform's health check (fly.toml, railway.json) sends no header.
     const guarded = await startHost(bundle, { devMode: false, env });
-    for (const path of ["/healthz", "/readyz", "/runs", "/admin/kill-switch"]) expect((await call(`${guarded.url}${path}`)).status, path).toBe(401);
+    for (const path of ["/healthz", "/readyz"]) expect((await call(`${guarded.url}${path}`)).status, path).toBe(200);
+    for (const path of ["/runs", "/admin/kill-switch", "/inspector/api/runs"]) expect((await call(`${guarded.url}${path}`)).status, path).toBe(401);
     for (const path of ["/healthz", "/readyz", "/runs", "/admin/kill-switch"]) {
       expect((await call(`${guarded.url}${path}`, { headers: { authorization: "Bearer t0k" } })).status, path).toBe(200);
     }
-    const publicProbes = await startHost(bundle, { devMode: false, env, auth: { publicProbes: true } });
-    expect((await call(`${publicProbes.url}/readyz`)).status).toBe(200);
-    expect((await call(`${publicProbes.url}/runs`)).status).toBe(401);
+    const guardedProbes = [
+      await startHost(bundle, { devMode: false, env, auth: { publicProbes: false } }),
+      await startHost(bundle, { devMode: false, env: { ...env, ASSEMBLY_LINE_PUBLIC_PROBES: "false" } }),
+    ];
+    for (const host of guardedProbes) {
+      for (const path of ["/healthz", "/readyz", "/runs"]) expect((await call(`${host.url}${path}`)).status, path).toBe(401);
+      expect((await call(`${host.url}/readyz`, { headers: { authorization: "Bearer t0k" } })).status).toBe(200);
+    }
+    await expect(startHost(bundle, { devMode: false, env: { ...env, ASSEMBLY_LINE_PUBLIC_PROBES: "nope" } })).rejects.toMatchObject({ code: "AL_ERR_HOST_CONFIG" });
 
     const unconfigured = await startHost(bundle, { devMode: false });
     expect((await call(`${unconfigured.url}/healthz`)).status).toBe(200);

@@ -1,6 +1,6 @@
 import { createHash, timingSafeEqual } from "node:crypto";
 import { isIP } from "node:net";
-import type { RuntimeLogger } from "@assemblyline-agents/core";
+import { AssemblyLineError, type RuntimeLogger } from "@assemblyline-agents/core";
 import { HttpError } from "./http.js";
 
 /** Which kind of route a request reached, for auth policies. */
@@ -28,7 +28,12 @@ export interface HostAuthOptions {
    * return true to let it through. Must not throw; return false instead.
    */
   authorize?(request: AuthRequest): boolean | Promise<boolean>;
-  /** Serve /healthz and /readyz without auth even when a token is configured. Default false. */
+  /**
+   * Serve /healthz and /readyz without auth even when a token or policy is configured: they
+   * carry no run data (up, ready or draining, load counts, the kill switch), and platform health
+   * checks (fly.toml, railway.json, Kubernetes) send no header. `false` puts them behind the
+   * host's auth. Default: env ASSEMBLY_LINE_PUBLIC_PROBES (`true`/`false`), else true.
+   */
   publicProbes?: boolean;
 }
 
@@ -53,7 +58,7 @@ export class HostAuth {
     // Compared as digests so the comparison is constant-time whatever the lengths.
     this.digests = tokens.map(digest);
     this.authorize = options?.authorize;
-    this.publicProbes = options?.publicProbes === true;
+    this.publicProbes = options?.publicProbes ?? envFlag(env, "ASSEMBLY_LINE_PUBLIC_PROBES") ?? true;
   }
 
   /** true when a bearer token or an auth policy is configured. */
@@ -128,6 +133,17 @@ export class HostAuth {
 }
 
 const SAFE_METHODS: ReadonlySet<string> = new Set(["GET", "HEAD", "OPTIONS"]);
+
+/** A yes/no env variable: undefined when unset or empty, refused when it is neither. */
+function envFlag(env: Record<string, string | undefined>, name: string): boolean | undefined {
+  const value = env[name]?.trim().toLowerCase();
+  if (value === undefined || value === "") return undefined;
+  if (value === "true" || value === "1") return true;
+  if (value === "false" || value === "0") return false;
+  throw new AssemblyLineError("AL_ERR_HOST_CONFIG", `${name}=${JSON.stringify(env[name])} is not true or false`, {
+    fix: `Set ${name}=false to put /healthz and /readyz behind the host's auth, or leave it unset to serve them to anyone.`,
+  });
+}
 
 /**
  * Whether a browser says another origin's page sent the request: Sec-Fetch-Site where the browser
