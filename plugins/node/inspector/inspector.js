@@ -102,9 +102,9 @@ function renderRun(view) {
       el("dt", { text: "Model" }), el("dd", { text: run.modelSpec }),
       el("dt", { text: "Conversation" }), el("dd", { text: run.conversationId || "—" }),
       el("dt", { text: "Revision" }), el("dd", { text: run.agentRevision }),
-      run.error ? [el("dt", { text: "Error" }), el("dd", { class: "error", text: `${run.error.code ? run.error.code + ": " : ""}${run.error.message}` })] : null,
+      run.error ? [el("dt", { text: "Error" }), el("dd", { class: "error", text: errorText(run.error, view.captureContent) })] : null,
     ),
-    hidden ? el("p", { class: "note", text: `Message bodies and tool input/output are hidden (captureContent: ${view.captureContent}).` }) : null,
+    hidden ? el("p", { class: "note", text: `Message bodies, tool input/output, error messages and questions are hidden (captureContent: ${view.captureContent}).` }) : null,
     ...pendingParts(view),
     body("Message", view.message),
     body("Response", view.response),
@@ -178,6 +178,12 @@ function timelineClass(type) {
   return "";
 }
 
+/** The run's error: its code, and its message where the capture mode shows it. */
+function errorText(error, mode) {
+  if (error.message === null) return `${error.code || "Error"} (message withheld under captureContent: ${mode})`;
+  return `${error.code ? error.code + ": " : ""}${error.message}`;
+}
+
 function pendingParts(view) {
   const parts = [];
   for (const pending of view.pendingApprovals) {
@@ -206,7 +212,9 @@ function pendingParts(view) {
         "section",
         { class: "pending", "aria-label": "Question waiting for an answer" },
         el("h3", { text: "The run asks" }),
-        el("p", { text: view.question.question }),
+        view.question.question === null
+          ? el("p", { class: "note", text: `The question's text is withheld under captureContent: ${view.captureContent}. Your answer still goes to this question (${view.question.callId}).` })
+          : el("p", { text: view.question.question }),
         el(
           "form",
           {

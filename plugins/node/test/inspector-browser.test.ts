@@ -152,6 +152,24 @@ describe.skipIf(!haveChromium)("decisions from the run inspector page, in headle
       await page.close();
     }
   }, 60_000);
+
+  it("says a question's text is withheld under captureContent usage, and still answers it", async () => {
+    const host = await startHost(await fixtureBundle(), { instrumentation: { captureContent: "usage" } });
+    const asked = await call(`${host.url}/message?wait=10`, { body: { message: "ask: colour" } });
+    const page = await browser.newPage();
+    try {
+      await page.goto(`${host.url}/inspector#/runs/${encodeURIComponent(asked.body.runId)}`);
+      const question = page.getByRole("region", { name: "Question waiting for an answer" });
+      await question.waitFor();
+      expect(await question.textContent()).toContain("The question's text is withheld under captureContent: usage.");
+      expect(await page.locator("#detail-body").textContent()).not.toContain("Which colour?");
+      await question.getByLabel("Answer").fill("green");
+      await question.getByRole("button", { name: "Answer" }).click();
+      await page.locator("#detail-title .badge", { hasText: "Completed" }).waitFor({ timeout: 15_000 });
+    } finally {
+      await page.close();
+    }
+  }, 60_000);
 });
 
 describe("run inspector auth in production", () => {

@@ -215,6 +215,33 @@ describe("inspector data", () => {
     expect(failedView.run.error.message.length).toBeLessThan(5_000);
   }, 120_000);
 
+  it("shows an error's code and a question's call id under captureContent usage, never their text", async () => {
+    const leaky: AgentHarness = {
+      name: "scripted",
+      runTurn: () => {
+        throw new Error("the provider refused the key sk-live-123 for alice@example.com");
+      },
+    };
+    const usage = { instrumentation: { captureContent: "usage" as const } };
+    const failing = await startHost(bundle, { agentHarness: leaky, ...usage });
+    const failed = (await send(failing.url, "anything")).body;
+    const failedView = (await call(`${failing.url}/inspector/api/runs/${failed.runId}`)).body;
+    expect(failedView.run.status).toBe("failed");
+    const stored = (await failing.runtime.state.runs.getRun(failed.runId))!.error!;
+    expect(stored.message).toContain("sk-live-123");
+    // Everything the run's error says but its message (its code, when it has one).
+    expect(failedView.run.error).toEqual({ ...stored, message: null });
+    expect(JSON.stringify(failedView)).not.toContain("sk-live-123");
+
+    const asking = await startHost(bundle, usage);
+    const asked = (await send(asking.url, "ask: colour")).body;
+    const askedView = (await call(`${asking.url}/inspector/api/runs/${asked.runId}`)).body;
+    expect(askedView.question).toEqual({ callId: asked.question.callId, toolName: "ask_question", question: null });
+    expect(JSON.stringify(askedView)).not.toContain("Which colour?");
+    // Withheld, not lost: the run asks it still, and the operator can answer it.
+    expect((await call(`${asking.url}/runs/${asked.runId}/answer`, { body: { answer: "green", callId: asked.question.callId } })).body.status).toBe("completed");
+  });
+
   it("serves the page with a policy that keeps out other origins' scripts, frames, bases and form targets", async () => {
     const host = await startHost(bundle);
     const page = await fetch(`${host.url}/inspector`);

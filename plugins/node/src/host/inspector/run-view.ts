@@ -11,7 +11,7 @@ type Body = string | null;
 const TIMELINE_LIMIT = 500;
 const TOOL_CALLS_LIMIT = 200;
 const STEPS_LIMIT = 200;
-/** Free text outside bodies (errors, questions, reasons, step keys) that a tool, hook or model may make huge. */
+/** Free text (errors, questions, reasons, step keys) that a tool, hook or model may make huge. */
 const TEXT_LIMIT = 2_000;
 
 export interface RunSummaryView {
@@ -25,7 +25,9 @@ export interface RunSummaryView {
 /**
  * One run as the inspector page shows it. Message bodies and tool
  * input/output pass through the same captureContent rules as telemetry
- * (redacted, truncated, or left out under usage/off).
+ * (redacted, truncated, or left out under usage/off); under usage/off the
+ * run's error message and the pending question's text are null too (the
+ * error's code and the question's call id stay, so it can still be answered).
  */
 export async function runView(runtime: OpenEveRuntime, runId: string, mode: CaptureContent) {
   const runs = runtime.state.runs;
@@ -37,15 +39,18 @@ export async function runView(runtime: OpenEveRuntime, runId: string, mode: Capt
     runtime.state.usage.listUsage({ runId }).catch(() => []),
   ]);
   const body = (value: JsonValue | undefined): Body => (capturesBodies(mode) && value !== undefined ? captureBody(value, mode) : null);
+  // Free text a model, tool or person wrote (an error's message, a question): shown only where bodies are,
+  // as telemetry shows error messages only from `content` on. Codes and names are shown in every mode.
+  const text = (value: string): Body => (capturesBodies(mode) ? cut(value) : null);
   const eventCost = events.reduce((sum, event) => sum + costOf(event), 0);
   const steps = events.filter((event) => event.type === "durable_step.completed" || event.type === "durable_step.replayed");
   return {
     captureContent: mode,
-    run: { ...summary(run!), agentRevision: run!.agentRevision, modelSpec: cut(run!.modelSpec), error: run!.error ? { ...run!.error, message: cut(run!.error.message) } : run!.error },
+    run: { ...summary(run!), agentRevision: run!.agentRevision, modelSpec: cut(run!.modelSpec), error: run!.error ? { ...run!.error, message: text(run!.error.message) } : run!.error },
     message: body(run!.input.message),
     response: result.response ? body(result.response.text) : null,
     pendingApprovals: (result.pendingApprovals ?? []).map((pending) => ({ callId: pending.callId, toolName: pending.toolName, input: body(pending.input), reason: approvalReason(events, pending.callId) })),
-    question: result.question ? { callId: result.question.callId, toolName: result.question.toolName, question: cut(questionText(result.question.question)) } : null,
+    question: result.question ? { callId: result.question.callId, toolName: result.question.toolName, question: text(questionText(result.question.question)) } : null,
     timelineTotal: events.length,
     timeline: events.slice(-TIMELINE_LIMIT).map((event) => ({ seq: event.seq, at: event.createdAt, type: event.type, detail: cut(detail(event)) })),
     toolCallsTotal: toolCalls.length,
