@@ -64,7 +64,7 @@ beforeAll(async () => {
   probe = write(join(work, "probe"), {
     "agent.ts": `import { defineAgent } from "@assemblyline-agents/core";\nexport default defineAgent({ id: "probe", model: "scripted:unused", defaultTools: ["noop", "chatty"], budgets: { maxToolCalls: 1, onExceeded: "pause" } });\n`,
     "tools/noop.ts": tool("return { ok: true };"),
-    "tools/chatty.ts": tool('console.log("chatty ran"); return { ok: true };'),
+    "tools/chatty.ts": tool('console.log("chatty ran"); process.stdout.write("chatty wrote\\n"); return { ok: true };'),
     "hooks/noisy.ts": `import { defineHook } from "@assemblyline-agents/core";\nexport default defineHook({ events: { "run.completed"() { throw new Error("hook broke"); } } });\n`,
     "hello.json": JSON.stringify({ turns: [{ text: "hello" }] }),
     "loop.json": JSON.stringify({ loop: true, turns: [{ toolCalls: [{ name: "noop", input: {} }] }] }),
@@ -231,11 +231,12 @@ describe("test --replay-stress", () => {
 });
 
 describe("output a reader relies on", () => {
-  it("--json: what a tool prints with console.log goes to stderr, and stdout is the one envelope", async () => {
+  it("--json: what a tool prints with console.log or process.stdout.write goes to stderr, and stdout is the one envelope", async () => {
     const result = await spawnCli(["run", probe, "-m", "hi", "--model", `scripted:${join(probe, "chatty.json")}`, "--json"]);
     expect(result.code).toBe(0);
     expect(JSON.parse(result.stdout)).toMatchObject({ ok: true, data: { result: { status: "completed" } } });
     expect(result.stderr).toContain("chatty ran");
+    expect(result.stderr).toContain("chatty wrote");
   });
 
   it("a timeline: the runtime's log lines are readable lines on stderr, never raw JSON, and a run's end is not logged twice", async () => {

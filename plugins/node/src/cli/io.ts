@@ -19,8 +19,11 @@ export function takesColor(stream: { isTTY?: boolean }, env: NodeJS.ProcessEnv =
   return stream.isTTY === true && env.TERM !== "dumb";
 }
 
+/** stdout's own writer, taken before `--json` points `process.stdout.write` at stderr for the command's length. */
+const writeStdout = process.stdout.write.bind(process.stdout);
+
 export const processIO: CommandIO = {
-  out: (line) => process.stdout.write(line + "\n"),
+  out: (line) => writeStdout(line + "\n"),
   err: (line) => process.stderr.write(line + "\n"),
   errChunk: (text) => process.stderr.write(text),
   outColor: takesColor(process.stdout),

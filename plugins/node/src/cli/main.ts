@@ -13,7 +13,7 @@ import type { CommandContext } from "./args.js";
  */
 export async function main(argv: string[], io: CommandIO = processIO, context: CommandContext = {}): Promise<number> {
   const json = argv.includes("--json");
-  const restoreConsole = json ? consoleToStderr() : () => {};
+  const restoreStdout = json ? stdoutToStderr() : () => {};
   try {
     return await runCommandLine(argv, io, context);
   } catch (error) {
@@ -28,16 +28,21 @@ export async function main(argv: string[], io: CommandIO = processIO, context: C
     }
     return body.code === "AL_ERR_CLI_USAGE" ? EXIT.usage : EXIT.failed;
   } finally {
-    restoreConsole();
+    restoreStdout();
   }
 }
 
 /**
  * With --json, stdout holds exactly one envelope: what the agent's own code (a tool, a
- * hook) prints with console.log goes to stderr for as long as the command runs, beside
- * the logs, instead of in front of the envelope where it breaks `| jq`.
+ * hook, a library) prints with console.log or process.stdout.write goes to stderr for as
+ * long as the command runs, beside the logs, instead of in front of the envelope where it
+ * breaks `| jq`. The envelope is written with stdout's own writer (io.ts). A child process
+ * that inherits file descriptor 1 still writes to it.
  */
-function consoleToStderr(): () => void {
+function stdoutToStderr(): () => void {
+  const stdout = process.stdout as { write: typeof process.stdout.write };
+  const savedWrite = stdout.write;
+  stdout.write = process.stderr.write.bind(process.stderr) as typeof process.stdout.write;
   const toStderr = new Console({ stdout: process.stderr, stderr: process.stderr });
   const target = console as unknown as Record<string, unknown>;
   const saved: Record<string, unknown> = {};
@@ -45,7 +50,10 @@ function consoleToStderr(): () => void {
     saved[name] = target[name];
     target[name] = (toStderr as unknown as Record<string, unknown>)[name];
   }
-  return () => Object.assign(target, saved);
+  return () => {
+    Object.assign(target, saved);
+    stdout.write = savedWrite;
+  };
 }
 
 /** An AssemblyLineError's code, its message without the code prefix and fix suffix it carries, and its fix. */
