@@ -205,6 +205,23 @@ function pendingParts(view) {
       ),
     );
   }
+  if (view.pendingBudget) {
+    const { budget, used, limit } = view.pendingBudget;
+    parts.push(
+      el(
+        "section",
+        { class: "pending", "aria-label": `Budget ${budget} reached` },
+        el("h3", { text: `Budget ${budget} reached (${used} of ${limit})` }),
+        el("p", { text: "Approve to extend the budget and let the run go on; deny to fail the run." }),
+        el(
+          "div",
+          { class: "actions" },
+          el("button", { type: "button", class: "approve", onclick: (event) => decide("approve", {}, event.currentTarget) }, "Approve (extend)"),
+          el("button", { type: "button", class: "deny", onclick: (event) => decide("deny", {}, event.currentTarget) }, "Deny (fail)"),
+        ),
+      ),
+    );
+  }
   if (view.question) {
     const answerId = "answer-text";
     parts.push(

@@ -153,6 +153,30 @@ describe.skipIf(!haveChromium)("decisions from the run inspector page, in headle
     }
   }, 60_000);
 
+  it("extends a budget a run paused on with Approve, and fails another with Deny, naming no call", async () => {
+    const host = await startHost(await fixtureBundle(), { budgets: { maxTurns: 1, onExceeded: "pause" } });
+    const page = await browser.newPage();
+    try {
+      const sent: unknown[] = [];
+      page.on("request", (request) => {
+        if (/\/(approve|deny)$/.test(request.url())) sent.push(request.postDataJSON());
+      });
+      for (const [button, ends] of [["Approve (extend)", "Completed"], ["Deny (fail)", "Failed"]] as const) {
+        const paused = await call(`${host.url}/message?wait=10`, { body: { message: "slow: two turns" } });
+        expect(paused.body.status).toBe("waiting_approval");
+        await page.goto(`${host.url}/inspector#/runs/${encodeURIComponent(paused.body.runId)}`);
+        const pending = page.getByRole("region", { name: "Budget maxTurns reached" });
+        await pending.waitFor();
+        expect(await pending.getByRole("heading").textContent()).toBe(`Budget maxTurns reached (${paused.body.pendingBudget.used} of 1)`);
+        await pending.getByRole("button", { name: button }).click();
+        await page.locator("#detail-title .badge", { hasText: ends }).waitFor({ timeout: 15_000 });
+      }
+      expect(sent).toEqual([{ actor: "inspector" }, { actor: "inspector" }]);
+    } finally {
+      await page.close();
+    }
+  }, 60_000);
+
   it("says a question's text is withheld under captureContent usage, and still answers it", async () => {
     const host = await startHost(await fixtureBundle(), { instrumentation: { captureContent: "usage" } });
     const asked = await call(`${host.url}/message?wait=10`, { body: { message: "ask: colour" } });

@@ -242,6 +242,16 @@ describe("inspector data", () => {
     expect((await call(`${asking.url}/runs/${asked.runId}/answer`, { body: { answer: "green", callId: asked.question.callId } })).body.status).toBe("completed");
   });
 
+  it("shows a run paused on its budget with the budget, what it used and its limit", async () => {
+    const host = await startHost(bundle, { budgets: { maxTurns: 1, onExceeded: "pause" } });
+    const { runId, status } = (await send(host.url, "slow: two turns")).body;
+    expect(status).toBe("waiting_approval");
+    const view = (await call(`${host.url}/inspector/api/runs/${runId}`)).body;
+    expect(view.pendingBudget).toEqual({ budget: "maxTurns", used: expect.any(Number), limit: 1 });
+    expect(view.pendingApprovals).toEqual([]);
+    expect(view.question).toBeNull();
+  });
+
   it("serves the page with a policy that keeps out other origins' scripts, frames, bases and form targets", async () => {
     const host = await startHost(bundle);
     const page = await fetch(`${host.url}/inspector`);

@@ -50,6 +50,8 @@ export async function runView(runtime: OpenEveRuntime, runId: string, mode: Capt
     message: body(run!.input.message),
     response: result.response ? body(result.response.text) : null,
     pendingApprovals: (result.pendingApprovals ?? []).map((pending) => ({ callId: pending.callId, toolName: pending.toolName, input: body(pending.input), reason: approvalReason(events, pending.callId) })),
+    // A run paused on a budget (onExceeded: "pause"): approve grows it, deny fails the run; neither names a call.
+    pendingBudget: result.pendingBudget ? { budget: result.pendingBudget.budget, used: result.pendingBudget.used, limit: result.pendingBudget.limit } : null,
     question: result.question ? { callId: result.question.callId, toolName: result.question.toolName, question: text(questionText(result.question.question)) } : null,
     timelineTotal: events.length,
     timeline: events.slice(-TIMELINE_LIMIT).map((event) => ({ seq: event.seq, at: event.createdAt, type: event.type, detail: cut(detail(event)) })),
