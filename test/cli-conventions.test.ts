@@ -183,6 +183,14 @@ describe("help and version", () => {
     expect(spawned).toEqual({ code: 0, stdout: version, stderr: "" });
   });
 
+  it("prints the version, a help text and a group's missing command as the one envelope with --json", async () => {
+    expect(okEnvelope(await cli(["--version", "--json"]))).toEqual({ version });
+    const help = okEnvelope(await cli(["runs", "list", "--help", "--json"]));
+    expect(help.help).toMatch(/^Usage: assembly-line runs list \[options\]/);
+    const missing = errorEnvelope(await cli(["runs", "--json"]), "AL_ERR_CLI_USAGE", 2);
+    expect(missing.message).toBe("assembly-line runs needs a command");
+  });
+
   it("answers `help` with the overview, and `help <unknown>` as a usage error", async () => {
     const overview = await cli(["help"]);
     expect(overview.code).toBe(0);

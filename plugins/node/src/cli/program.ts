@@ -5,6 +5,7 @@ import pc from "picocolors";
 import type { CommandContext, CommandHandler, ParsedCommand } from "./args.js";
 import type { ConfigKey } from "./config.js";
 import type { CommandIO } from "./io.js";
+import { envelope } from "./output.js";
 
 // This file only describes the command line: every command's module is imported
 // when that command runs, so --help, --version and light commands skip the model
@@ -108,8 +109,11 @@ async function applyConfig(parsed: ParsedCommand, spec: LeafSpec): Promise<void>
   }
 }
 
-/** Builds the whole command tree; `exit.code` receives the exit code of the command that ran. */
-export function buildProgram(io: CommandIO, context: CommandContext, exit: { code: number }): Command {
+/**
+ * Builds the whole command tree; `exit.code` receives the exit code of the command that ran.
+ * `showText` takes what commander itself prints (help, the version): stdout by default.
+ */
+export function buildProgram(io: CommandIO, context: CommandContext, exit: { code: number }, showText: (text: string) => void = (text) => io.out(text.replace(/\n$/, ""))): Command {
   const help = pc.createColors(io.outColor === true);
   const program = new Command("assembly-line")
     .description("Build, run, inspect and ship durable agents.")
@@ -119,7 +123,7 @@ export function buildProgram(io: CommandIO, context: CommandContext, exit: { cod
     .exitOverride()
     .showSuggestionAfterError(true)
     .configureOutput({
-      writeOut: (text) => io.out(text.replace(/\n$/, "")),
+      writeOut: showText,
       writeErr: (text) => io.err(text.replace(/\n$/, "")),
       // main prints errors itself, as text or as the --json envelope.
       outputError: () => {},
@@ -161,7 +165,8 @@ export function buildProgram(io: CommandIO, context: CommandContext, exit: { cod
       const handler = await spec.load();
       exit.code = await handler(parsed, io, context);
     });
-  const group = (name: string, description: string): Command => program.command(name).description(description);
+  // A group lets an option it does not know through: `runs --json` is told that it needs a command (in the envelope), not that --json is unknown.
+  const group = (name: string, description: string): Command => program.command(name).description(description).allowUnknownOption();
 
   // --- agents ---
   leaf(
@@ -445,13 +450,19 @@ export function buildProgram(io: CommandIO, context: CommandContext, exit: { cod
  */
 export async function runCommandLine(argv: string[], io: CommandIO, context: CommandContext = {}): Promise<number> {
   const exit = { code: 0 };
-  const program = buildProgram(io, context, exit);
+  // With --json, the help or version asked for is printed as the one envelope.
+  const json = argv.includes("--json");
+  let shown = "";
+  const program = buildProgram(io, context, exit, json ? (text) => void (shown += text) : undefined);
   try {
     await program.parseAsync(argv, { from: "user" });
   } catch (error) {
     if (!(error instanceof CommanderError)) throw error;
     // --help, --version and `help [command]` print what was asked and succeed.
-    if (error.code === "commander.helpDisplayed" || error.code === "commander.version" || (error.code === "commander.help" && error.exitCode === 0)) return 0;
+    if (error.code === "commander.helpDisplayed" || error.code === "commander.version" || (error.code === "commander.help" && error.exitCode === 0)) {
+      if (json) io.out(envelope(error.code === "commander.version" ? { version: VERSION } : { help: shown.replace(/\n$/, "") }));
+      return 0;
+    }
     // A flag that took the next flag as its value leaves commander counting the words after it wrong ("too many arguments"): that flag is what to fix.
     const swallowed = await flagTakenAsValue(commandNamed(program, argv), argv);
     if (swallowed) throw swallowed;
