@@ -14,24 +14,26 @@ export interface Sandbox {
   readonly id: string;
   /** Paths are logical, under `/workspace`. */
   readFile(path: string): Promise<Uint8Array>;
+  /** Creates missing folders; through a symlink inside the workspace it writes the link's target; an existing file keeps its mode. */
   writeFile(path: string, content: Uint8Array | string): Promise<void>;
   deleteFile(path: string): Promise<void>;
   listFiles(path: string): Promise<Array<{ path: string; type: "file" | "directory"; size: number }>>;
   /**
    * Run a shell command. Without `timeoutMs` the adapter's own default applies, which must be
    * finite (every first-party adapter: its `defaultTimeoutMs`, 60 s unless set); the `bash` tool
-   * passes one only when the model asks for it.
+   * passes one only when the model asks for it. What the command starts in the background
+   * ends with it (at its timeout, or when it exits): a command does not outlive its call.
    */
   exec(command: string, options?: SandboxExecOptions): Promise<ExecResult>;
 }
 
 /** How one `Sandbox.exec` runs (checked by `checkExecOptions`). */
 export interface SandboxExecOptions {
-  /** Where the command starts, under /workspace (default /workspace). */
+  /** Where the command starts: an existing folder under /workspace (default /workspace); else `AL_ERR_PATH_NOT_FOUND`, or `AL_ERR_PATH_ESCAPE` through a symlink out of it. */
   cwd?: string;
   /** Milliseconds before the command's process tree is killed (exit 124); default the sandbox's. */
   timeoutMs?: number;
-  /** Bytes of stdout and of stderr kept; past it the output is cut (`truncated`). */
+  /** Bytes of stdout and of stderr kept, a whole number, 0 for none; past it the output is cut (`truncated`). */
   maxOutputBytes?: number;
   /** Variables the command sees, over the sandbox's own. */
   env?: Record<string, string>;

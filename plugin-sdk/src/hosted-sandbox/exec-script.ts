@@ -14,6 +14,8 @@ export interface ScriptRequest {
 }
 
 export interface ScriptResult {
+  /** Set when the command never started: its folder could not be entered. */
+  folderRefusal?: FolderRefusal;
   exitCode: number;
   stdout: string;
   stderr: string;
@@ -36,25 +38,44 @@ export function quote(value: string): string {
 const KILL_TREE =
   // A process is killed before its children (listed first), so a watchdog killed early never goes on to its next step.
   'al_kill_tree() { al_kids=$(grep -l "^PPid:[[:space:]]*$1\\$" /proc/[0-9]*/status 2>/dev/null | cut -d/ -f3); kill -KILL "$1" 2>/dev/null; for al_kid in $al_kids; do al_kill_tree "$al_kid"; done; }';
+/*
+ * The command runs as the leader of a process group of its own (under
+ * `setsid` where the image has it): that group reaches what it left running in the
+ * background, a double fork (`(sleep 99 &)`) included, which the tree walk
+ * misses. The group is stopped, the tree killed, then the group. busybox kill
+ * reads "--" as a pid: the group is named "-PID" straight after the signal.
+ */
+const KILL_COMMAND = 'al_kill_command() { kill -STOP "-$1" 2>/dev/null; al_kill_tree "$1"; kill -KILL "-$1" 2>/dev/null; }';
+
+/** Header codes the wrapper prints instead of an exit code when the command could not start in its folder. */
+export const FOLDER_REFUSALS = ["missing", "not-a-folder", "unusable", "outside"] as const;
+export type FolderRefusal = (typeof FOLDER_REFUSALS)[number];
 
 /** The wrapper script for one request, and the boundary its output is framed with. */
 export function wrapScript(request: ScriptRequest, boundary = randomBytes(12).toString("hex")): { script: string; boundary: string } {
   const exports = Object.entries(request.env).map(([name, value]) => `export ${name}=${quote(value)}`);
   const seconds = Math.max(request.timeoutMs, 1) / 1000;
   const inner = ["sh", "-c", request.script, "sh", ...(request.args ?? [])].map(quote).join(" ");
+  const refuse = (why: FolderRefusal) => `{ printf '%s ${why} 0 0\\n%s\\n' ${boundary} ${boundary}; rm -rf "$al_dir"; exit 0; }`;
   const script = [
     // The provider returns the wrapper's own stderr mixed into its output: keep it quiet.
     "exec 2>/dev/null",
     KILL_TREE,
+    KILL_COMMAND,
     `al_dir=$(mktemp -d) || { printf '%s\\n' 'could not make a temporary folder'; exit 0; }`,
-    `cd ${quote(request.cwd)} 2>/dev/null || { printf '%s\\n' ${quote(`no folder ${request.cwd}`)}; rm -rf "$al_dir"; exit 0; }`,
-    `( ${exports.join("; ")}${exports.length ? "; " : ""}exec ${inner} ) </dev/null >"$al_dir/out" 2>"$al_dir/err" &`,
+    `if ! cd ${quote(request.cwd)}; then if [ -d ${quote(request.cwd)} ]; then ${refuse("unusable")}; elif [ -e ${quote(request.cwd)} ]; then ${refuse("not-a-folder")}; else ${refuse("missing")}; fi; fi`,
+    ...(request.cwd === "/workspace" || request.cwd.startsWith("/workspace/") ? [`case "$(pwd -P)" in /workspace|/workspace/*) ;; *) ${refuse("outside")};; esac`] : []),
+    // Under job control (`$-` has m) a background job already leads its own group, and setsid would fork and leave `wait` nothing to wait for.
+    "al_setsid=; al_group=; case $- in *m*) al_group=1;; *) command -v setsid >/dev/null && al_setsid=setsid && al_group=1;; esac",
+    `( ${exports.join("; ")}${exports.length ? "; " : ""}exec $al_setsid ${inner} ) </dev/null >"$al_dir/out" 2>"$al_dir/err" &`,
     "al_pid=$!",
-    `( sleep ${seconds.toFixed(3)}; : > "$al_dir/timed-out"; al_kill_tree "$al_pid" ) </dev/null >/dev/null 2>&1 &`,
+    `( sleep ${seconds.toFixed(3)}; : > "$al_dir/timed-out"; al_kill_command "$al_pid" ) </dev/null >/dev/null 2>&1 &`,
     "al_watch=$!",
     'wait "$al_pid"; al_code=$?',
     // A watchdog that fired is left to finish killing the tree; one that did not is stopped.
     'if [ -e "$al_dir/timed-out" ]; then wait "$al_watch"; al_code=timeout; else al_kill_tree "$al_watch"; fi',
+    // What the command left running in its group ends with it, as in the other sandboxes (the group outlives its leader while it has members, so its id is not reused).
+    '[ -n "$al_group" ] && kill -KILL "-$al_pid" 2>/dev/null',
     `printf '%s %s %s %s\\n' ${boundary} "$al_code" "$(wc -c < "$al_dir/out")" "$(wc -c < "$al_dir/err")"`,
     `head -c ${request.maxOutputBytes} "$al_dir/out"`,
     `printf '%s\\n' ${boundary}`,
@@ -66,9 +87,10 @@ export function wrapScript(request: ScriptRequest, boundary = randomBytes(12).to
 
 /** The framed output back as a result; undefined when the wrapper never ran (no shell, no such folder). */
 export function parseWrapped(output: string, boundary: string, maxOutputBytes: number): ScriptResult | undefined {
-  const header = new RegExp(`(?:^|\\n)${boundary} (\\d+|timeout) \\s*(\\d+) \\s*(\\d+)\\n`).exec(output);
+  const header = new RegExp(`(?:^|\\n)${boundary} (\\d+|timeout|${FOLDER_REFUSALS.join("|")}) \\s*(\\d+) \\s*(\\d+)\\n`).exec(output);
   if (!header) return undefined;
   const [, code, outSize, errSize] = header as unknown as [string, string, string, string];
+  if ((FOLDER_REFUSALS as readonly string[]).includes(code)) return { folderRefusal: code as FolderRefusal, exitCode: 1, stdout: "", stderr: "", timedOut: false, truncated: false };
   const rest = output.slice(header.index + header[0].length);
   const split = rest.lastIndexOf(`${boundary}\n`);
   if (split < 0) return undefined;

@@ -3,8 +3,11 @@
  * scripts (busybox and coreutils both suffice), the path passed as an argument,
  * never spliced into the script. `inside` resolves symlinks with readlink -f and
  * refuses anything that lands outside /workspace. Exit codes: 2 missing,
- * 3 wrong kind, 4 escape. `read` and `prepareWrite` print the real path the
- * provider's file API then reads or writes.
+ * 3 wrong kind, 4 escape. `read` prints the real path the provider's file API
+ * then reads; `prepareWrite` prints an existing file's mode (or "new"), then the
+ * real path to write: a symlink's target, as writing through a link does. The
+ * deepest existing folder is checked before `mkdir -p`, which would otherwise
+ * create folders outside /workspace through a symlink before the refusal.
  */
 const INSIDE = 'inside() { case "$1" in /workspace|/workspace/*) return 0;; *) return 1;; esac; }';
 
@@ -16,11 +19,18 @@ real=$(readlink -f -- "$1") && inside "$real" || exit 4
 printf '%s\\n' "$real"`,
   prepareWrite: `${INSIDE}
 parent=$(dirname -- "$1")
+probe=$parent
+while [ ! -e "$probe" ] && [ ! -L "$probe" ]; do probe=$(dirname -- "$probe"); done
+real=$(readlink -f -- "$probe") && inside "$real" || exit 4
 mkdir -p -- "$parent" 2>/dev/null
 real=$(readlink -f -- "$parent") && inside "$real" || exit 4
+target="$real/\${1##*/}"
 if [ -L "$1" ]; then target=$(readlink -f -- "$1") && inside "$target" || exit 4; fi
-[ -d "$1" ] && exit 3
-printf '%s\\n' "$real"`,
+[ -d "$target" ] && exit 3
+if [ -f "$target" ]; then stat -c '%a' -- "$target"; else echo new; fi
+printf '%s\\n' "$target"`,
+  /** Give a file the mode it had before an upload replaced it. */
+  restoreMode: `chmod "$2" -- "$1"`,
   delete: `${INSIDE}
 if [ "$1" = /workspace ]; then find /workspace -mindepth 1 -maxdepth 1 -exec rm -rf -- {} +; exit 0; fi
 parent=$(readlink -f -- "$(dirname -- "$1")") || exit 0

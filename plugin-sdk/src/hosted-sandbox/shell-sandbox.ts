@@ -1,6 +1,5 @@
 import { posix } from "node:path";
 import { AssemblyLineError } from "../errors.js";
-import { MAX_TIMER_MS } from "../timeout.js";
 import type { ExecResult, Sandbox, SandboxExecOptions } from "../sandbox.js";
 import { checkExecOptions } from "../exec-options.js";
 import { parseWrapped, wrapScript, type ScriptRequest, type ScriptResult } from "./exec-script.js";
@@ -47,7 +46,8 @@ export class ShellSandbox implements Sandbox {
     const logical = workspacePath(path);
     const result = await this.script("read", logical);
     this.check(result, "read", logical, path);
-    return this.driver.downloadFile(result.stdout.trim());
+    // Only the line end is the script's: a name may end in a space.
+    return this.driver.downloadFile(result.stdout.replace(/\n$/, ""));
   }
 
   async writeFile(path: string, content: Uint8Array | string): Promise<void> {
@@ -55,8 +55,13 @@ export class ShellSandbox implements Sandbox {
     if (logical === WORKSPACE) throw this.kindError("write", logical, "is the workspace folder itself");
     const prepared = await this.script("prepareWrite", logical);
     this.check(prepared, "write", logical, path);
+    const output = prepared.stdout.replace(/\n$/, "");
+    const split = output.indexOf("\n");
+    const [mode, target] = [output.slice(0, split), output.slice(split + 1)];
     const bytes = typeof content === "string" ? new TextEncoder().encode(content) : content;
-    await this.driver.uploadFile(posix.join(prepared.stdout.trim(), posix.basename(logical)), bytes);
+    await this.driver.uploadFile(target, bytes);
+    // Uploads create files 0644: an existing file keeps its mode, as a write into it does.
+    if (/^[0-7]+$/.test(mode) && mode !== "644") this.check(await this.run({ script: FILE_SCRIPTS.restoreMode, args: [target, mode], cwd: "/", env: {}, timeoutMs: FILE_OP_TIMEOUT_MS, maxOutputBytes: 4096 }), "write", logical, path);
   }
 
   /** Removes a file or a folder with its contents; a missing path is not an error; `/workspace` itself is emptied. */
@@ -84,13 +89,24 @@ export class ShellSandbox implements Sandbox {
   async exec(command: string, options: SandboxExecOptions = {}): Promise<ExecResult> {
     if (typeof command !== "string") throw new AssemblyLineError("AL_ERR_SANDBOX_DEFINITION", "exec(command): command is not a string", { fix: "Pass a shell command line." });
     checkExecOptions(options);
-    return this.run({
+    const cwd = workspacePath(options.cwd ?? WORKSPACE);
+    const result = await this.run({
       script: command,
-      cwd: workspacePath(options.cwd ?? WORKSPACE),
+      cwd,
       env: { ...this.defaults.env, WORKSPACE, ...options.env },
-      timeoutMs: positive(options.timeoutMs, "timeoutMs") ?? this.defaults.timeoutMs,
-      maxOutputBytes: positive(options.maxOutputBytes, "maxOutputBytes") ?? this.defaults.maxOutputBytes,
+      timeoutMs: options.timeoutMs ?? this.defaults.timeoutMs,
+      maxOutputBytes: options.maxOutputBytes ?? this.defaults.maxOutputBytes,
     });
+    if (result.folderRefusal === "outside") throw pathEscape(options.cwd, `resolves through a symlink to a location outside ${WORKSPACE}`);
+    if (result.folderRefusal) {
+      const why = { missing: "there is nothing there", "not-a-folder": "it is not a folder", unusable: "the command's user cannot enter it" }[result.folderRefusal];
+      throw new AssemblyLineError("AL_ERR_PATH_NOT_FOUND", `cannot run a command in ${cwd} in ${this.provider} sandbox ${this.id}: ${why}`, {
+        fix: "Pass a cwd of an existing folder under /workspace (listFiles shows them), or create it first.",
+        details: { path: cwd },
+      });
+    }
+    const { folderRefusal: _, ...ran } = result;
+    return ran;
   }
 
   /** Make /workspace (run once, when the provider has just created the sandbox). */
@@ -141,16 +157,4 @@ export class ShellSandbox implements Sandbox {
       details: { path: logical },
     });
   }
-}
-
-function positive(value: number | undefined, name: string): number | undefined {
-  if (value === undefined) return undefined;
-  if (typeof value !== "number" || !Number.isFinite(value) || value <= 0) {
-    throw new AssemblyLineError("AL_ERR_SANDBOX_DEFINITION", `exec option ${name} is ${JSON.stringify(value)}, not a positive number`, { fix: `Pass a positive ${name} or omit it.` });
-  }
-  // A longer delay would fire at once: the command would time out as it starts.
-  if (name === "timeoutMs" && value > MAX_TIMER_MS) {
-    throw new AssemblyLineError("AL_ERR_SANDBOX_DEFINITION", `exec option timeoutMs is ${value}, more than ${MAX_TIMER_MS} (about 24.8 days), the longest a timer waits`, { fix: "Pass a shorter timeoutMs or omit it." });
-  }
-  return value;
 }

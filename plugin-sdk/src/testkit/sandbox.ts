@@ -52,7 +52,18 @@ export function describeSandboxConformance(name: string, factory: StateKitFactor
     it("passes a command the env it is given, and refuses exec options it would ignore or misread", async () => {
       const sandbox = await adapter().acquire(key());
       expect((await sandbox.exec('printf %s "$KIT_VALUE"', { env: { KIT_VALUE: "given" } })).stdout).toBe("given");
-      const refusals = [{ timeout: 5 }, { env: "KIT=1" }, { env: { "KIT=X": "y" } }, { env: { "KIT VALUE": "y" } }, { env: { KIT: 5 } }];
+      const refusals = [
+        { timeout: 5 },
+        { env: "KIT=1" },
+        { env: { "KIT=X": "y" } },
+        { env: { "KIT VALUE": "y" } },
+        { env: { KIT: 5 } },
+        { timeoutMs: 0 },
+        { timeoutMs: "500" },
+        { maxOutputBytes: -1 },
+        { maxOutputBytes: 1.5 },
+        { cwd: 7 },
+      ];
       for (const options of refusals) {
         const refusal = await sandbox.exec("true", options as never).then(
           () => undefined,
@@ -71,6 +82,57 @@ export function describeSandboxConformance(name: string, factory: StateKitFactor
       expect(loud.truncated).toBe(true);
       expect(loud.stdout.length).toBeLessThanOrEqual(1000);
       expect(loud.stdout).toMatch(/^x+$/);
+    }, 20_000);
+
+    it("keeps no output at maxOutputBytes 0 and says it was cut", async () => {
+      const sandbox = await adapter().acquire(key());
+      expect(await sandbox.exec("echo out; echo err >&2", { maxOutputBytes: 0 })).toMatchObject({ exitCode: 0, stdout: "", stderr: "", truncated: true });
+    });
+
+    it("refuses to run a command in a folder that is missing, a file, or outside /workspace through a symlink", async () => {
+      const sandbox = await adapter().acquire(key());
+      await sandbox.writeFile("/workspace/plain.txt", "x");
+      expect((await sandbox.exec("ln -s / out")).exitCode).toBe(0);
+      const refusalOf = (cwd: string) =>
+        sandbox.exec("touch ran-here", { cwd }).then(
+          () => undefined,
+          (error: unknown) => error,
+        );
+      for (const cwd of ["/workspace/missing", "/workspace/plain.txt"]) {
+        const refusal = await refusalOf(cwd);
+        expect(isAssemblyLineError(refusal, "AL_ERR_PATH_NOT_FOUND"), `${cwd}: ${String(refusal)}`).toBe(true);
+      }
+      const escape = await refusalOf("/workspace/out");
+      expect(isAssemblyLineError(escape, "AL_ERR_PATH_ESCAPE"), String(escape)).toBe(true);
+      expect((await sandbox.exec("[ ! -e /ran-here ] && [ ! -e ran-here ]")).exitCode).toBe(0);
+    });
+
+    it("writes through a symlink inside the workspace to its target, and keeps an existing file's mode", async () => {
+      const sandbox = await adapter().acquire(key());
+      expect((await sandbox.exec("printf old > tool.sh && chmod 750 tool.sh && ln -s tool.sh link.sh")).exitCode).toBe(0);
+      await sandbox.writeFile("/workspace/link.sh", "new");
+      expect(text(await sandbox.readFile("/workspace/tool.sh"))).toBe("new");
+      expect((await sandbox.exec("[ -L link.sh ] && stat -c %a tool.sh")).stdout.trim()).toBe("750");
+    });
+
+    it("keeps the spaces at the ends of a folder's or file's name", async () => {
+      const sandbox = await adapter().acquire(key());
+      await sandbox.writeFile("/workspace/dir /name ", "spaced");
+      expect(text(await sandbox.readFile("/workspace/dir /name "))).toBe("spaced");
+      const files = (await sandbox.listFiles("/workspace")).filter((entry) => entry.type === "file").map((entry) => entry.path);
+      expect(files).toEqual(["/workspace/dir /name "]);
+    });
+
+    it("ends what a command started in the background, at its timeout and when it ends", async () => {
+      const sandbox = await adapter().acquire(key());
+      // Gone, or a zombie no one reaped: either way it runs no more.
+      const ended = (pidFile: string) => `pid=$(cat ${pidFile}); state=$(sed 's/.*) //' /proc/$pid/stat 2>/dev/null | cut -c1); [ -z "$state" ] || [ "$state" = Z ]`;
+      const timedOut = await sandbox.exec("(sleep 60 & echo $! > orphan.pid); sleep 60", { timeoutMs: 500 });
+      expect(timedOut.timedOut).toBe(true);
+      expect((await sandbox.exec(ended("orphan.pid"))).exitCode).toBe(0);
+      const finished = await sandbox.exec("sleep 60 > /dev/null 2>&1 & echo $! > left.pid");
+      expect(finished).toMatchObject({ exitCode: 0, timedOut: false });
+      expect((await sandbox.exec(ended("left.pid"))).exitCode).toBe(0);
     }, 20_000);
 
     it("gives the same key the same files, other keys their own, and forgets them on release", async () => {

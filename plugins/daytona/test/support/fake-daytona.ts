@@ -230,7 +230,7 @@ export async function startFakeDaytona(options: { docker: Docker; image: string;
       const parser = busboy({ headers: request.headers });
       parser.on("field", (name, value) => {
         const index = /^files\[(\d+)\]\.path$/.exec(name)?.[1];
-        if (index !== undefined) paths.set(index, value.trim());
+        if (index !== undefined) paths.set(index, value);
       });
       parser.on("file", (name, stream) => {
         const index = /^files\[(\d+)\]\.file$/.exec(name)?.[1];

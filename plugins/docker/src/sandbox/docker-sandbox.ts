@@ -1,6 +1,6 @@
 import { posix } from "node:path";
 import type Docker from "dockerode";
-import { AssemblyLineError, MAX_TIMER_MS, checkExecOptions, type ExecResult, type Sandbox, type SandboxExecOptions } from "@assemblyline-agents/core";
+import { AssemblyLineError, checkExecOptions, type ExecResult, type Sandbox, type SandboxExecOptions } from "@assemblyline-agents/core";
 import { engineCall } from "../engine.js";
 import { execInContainer, toExecResult, type RawExecResult } from "./exec.js";
 import { pack } from "./single-file-tar.js";
@@ -26,6 +26,8 @@ const MAX_READ_BYTES = 256 * 1024 * 1024;
  * and coreutils both suffice), with the path as an argument, never spliced into
  * the script. `inside` resolves symlinks with readlink -f and refuses anything
  * that lands outside /workspace. Exit codes: 2 missing, 3 wrong kind, 4 escape.
+ * `prepareWrite` prints the existing file's mode and owner (or "new"), then the
+ * real path to write: a symlink's target, as writing through a link does.
  */
 const INSIDE = 'inside() { case "$1" in /workspace|/workspace/*) return 0;; *) return 1;; esac; }';
 const SCRIPTS = {
@@ -41,9 +43,11 @@ while [ ! -e "$probe" ] && [ ! -L "$probe" ]; do probe=$(dirname -- "$probe"); d
 real=$(readlink -f -- "$probe") && inside "$real" || exit 4
 mkdir -p -- "$parent" 2>/dev/null
 real=$(readlink -f -- "$parent") && inside "$real" || exit 4
+target="$real/\${1##*/}"
 if [ -L "$1" ]; then target=$(readlink -f -- "$1") && inside "$target" || exit 4; fi
-[ -d "$1" ] && exit 3
-echo "$real"`,
+[ -d "$target" ] && exit 3
+if [ -f "$target" ]; then stat -c '%a %u %g' -- "$target"; else echo new; fi
+printf '%s\\n' "$target"`,
   delete: `${INSIDE}
 if [ "$1" = /workspace ]; then find /workspace -mindepth 1 -maxdepth 1 -exec rm -rf -- {} +; exit 0; fi
 parent=$(readlink -f -- "$(dirname -- "$1")") || exit 0
@@ -77,10 +81,16 @@ export class DockerSandbox implements Sandbox {
     if (logical === WORKSPACE) throw this.kindError("write", logical, "is the workspace folder itself");
     const prepared = await this.script("prepareWrite", logical);
     this.check(prepared, "write", logical, path);
-    const parent = prepared.stdout.toString("utf8").trim();
+    // Only the line ends are the script's: a name may end in a space.
+    const output = prepared.stdout.toString("utf8").replace(/\n$/, "");
+    const split = output.indexOf("\n");
+    const [existing, target] = [output.slice(0, split), output.slice(split + 1)];
+    const kept = /^([0-7]+) (\d+) (\d+)$/.exec(existing);
+    // An existing file keeps its mode and owner, as a write into it does; a new one belongs to the user commands run as.
+    const entry = kept ? { mode: parseInt(kept[1]!, 8), uid: Number(kept[2]), gid: Number(kept[3]) } : { mode: 0o644, ...(await this.fileOwner()) };
     const bytes = typeof content === "string" ? Buffer.from(content, "utf8") : Buffer.from(content);
-    const archive = await pack(posix.basename(logical), bytes, await this.fileOwner());
-    await engineCall(`writing ${logical}`, () => this.container.putArchive(archive, { path: parent }));
+    const archive = await pack(posix.basename(target), bytes, entry);
+    await engineCall(`writing ${logical}`, () => this.container.putArchive(archive, { path: posix.dirname(target) }));
   }
 
   /** Removes a file or a folder with its contents; a missing path is not an error; `/workspace` itself is emptied. */
@@ -116,9 +126,17 @@ export class DockerSandbox implements Sandbox {
       env: { ...this.defaults.env, WORKSPACE, ...options.env },
       user: this.defaults.user,
       engineTimeoutMs: this.defaults.engineTimeoutMs,
-      timeoutMs: positive(options.timeoutMs, "timeoutMs") ?? this.defaults.timeoutMs,
-      maxOutputBytes: positive(options.maxOutputBytes, "maxOutputBytes") ?? this.defaults.maxOutputBytes,
+      timeoutMs: options.timeoutMs ?? this.defaults.timeoutMs,
+      maxOutputBytes: options.maxOutputBytes ?? this.defaults.maxOutputBytes,
     });
+    if (raw.folderRefusal === "outside") throw pathEscape(options.cwd, `resolves through a symlink to a location outside ${WORKSPACE}`);
+    if (raw.folderRefusal) {
+      const why = { missing: "there is nothing there", "not-a-folder": "it is not a folder", unusable: "the command's user cannot enter it" }[raw.folderRefusal];
+      throw new AssemblyLineError("AL_ERR_PATH_NOT_FOUND", `cannot run a command in ${cwd} in sandbox ${this.id}: ${why}`, {
+        fix: "Pass a cwd of an existing folder under /workspace (listFiles shows them), or create it first.",
+        details: { path: cwd },
+      });
+    }
     return toExecResult(raw);
   }
 
@@ -182,16 +200,4 @@ export class DockerSandbox implements Sandbox {
       details: { path: logical },
     });
   }
-}
-
-function positive(value: number | undefined, name: string): number | undefined {
-  if (value === undefined) return undefined;
-  if (typeof value !== "number" || !Number.isFinite(value) || value <= 0) {
-    throw new AssemblyLineError("AL_ERR_SANDBOX_DEFINITION", `exec option ${name} is ${JSON.stringify(value)}, not a positive number`, { fix: `Pass a positive ${name} or omit it.` });
-  }
-  // A longer delay would fire at once: the command would time out as it starts.
-  if (name === "timeoutMs" && value > MAX_TIMER_MS) {
-    throw new AssemblyLineError("AL_ERR_SANDBOX_DEFINITION", `exec option timeoutMs is ${value}, more than ${MAX_TIMER_MS} (about 24.8 days), the longest a timer waits`, { fix: "Pass a shorter timeoutMs or omit it." });
-  }
-  return value;
 }

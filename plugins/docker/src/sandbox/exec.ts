@@ -21,6 +21,8 @@ export interface ContainerExec {
 }
 
 export interface RawExecResult {
+  /** Set when the command never started: its folder could not be entered. */
+  folderRefusal?: FolderRefusal;
   exitCode: number;
   stdout: Buffer;
   stderr: Buffer;
@@ -32,13 +34,23 @@ export interface RawExecResult {
 class CappedSink extends Writable {
   private readonly chunks: Buffer[] = [];
   private kept = 0;
+  /** The first `headLength` bytes whatever the limit (the wrapper's marker line). */
+  private headBytes = Buffer.alloc(0);
   truncated = false;
 
-  constructor(private readonly limit: number) {
+  constructor(
+    private readonly limit: number,
+    private readonly headLength = 0,
+  ) {
     super();
   }
 
+  head(): Buffer {
+    return this.headBytes;
+  }
+
   override _write(chunk: Buffer, _encoding: BufferEncoding, done: (error?: Error | null) => void): void {
+    if (this.headBytes.length < this.headLength) this.headBytes = Buffer.concat([this.headBytes, chunk.subarray(0, this.headLength - this.headBytes.length)]);
     const room = this.limit - this.kept;
     if (chunk.length > room) this.truncated = true;
     if (room > 0) {
@@ -58,15 +70,42 @@ class CappedSink extends Writable {
 export const PID_DIR = "/tmp/.assembly-line";
 /*
  * The engine cannot kill an exec'd process, so the wrapper records its pid in a
- * file and a timeout runs a second exec that kills that process's whole tree
- * (found through /proc, so it needs no procps in the image). Each process is
- * stopped before its children are killed: a shell whose child died first would
- * otherwise run its next command (`sleep 32; echo done > file`) before its own kill.
+ * file and a timeout runs a second exec that kills its process group and its
+ * whole tree (found through /proc, so it needs no procps in the image). The
+ * engine starts each exec as a session leader, so the wrapper's pid is also the
+ * group of everything the command starts, a double fork (`(sleep 99 &)`)
+ * included. The group is stopped before anything is killed: a shell whose
+ * child died first would otherwise run its next command (`sleep 32; echo done
+ * > file`) before its own kill.
  */
-const WRAPPER = 'mkdir -p "${0%/*}" 2>/dev/null; echo $$ > "$0"; exec "$@"';
-const KILL_TREE_FUNCTION =
-  'kill_tree() { kill -STOP "$1" 2>/dev/null; for child in $(grep -l "^PPid:[[:space:]]*$1\\$" /proc/[0-9]*/status 2>/dev/null | cut -d/ -f3); do kill_tree "$child"; done; kill -KILL "$1" 2>/dev/null; }';
-const KILL_TREE = [KILL_TREE_FUNCTION, 'pid=$(cat "$0" 2>/dev/null) && [ -n "$pid" ] && kill_tree "$pid"; rm -f "$0"'].join("\n");
+const KILL_TREE_FUNCTION = [
+  'kill_tree() { kill -STOP "$1" 2>/dev/null; for child in $(grep -l "^PPid:[[:space:]]*$1\\$" /proc/[0-9]*/status 2>/dev/null | cut -d/ -f3); do kill_tree "$child"; done; kill -KILL "$1" 2>/dev/null; }',
+  // busybox kill reads "--" as a pid: a group is named "-PID" straight after the signal.
+  'kill_command() { kill -STOP "-$1" 2>/dev/null; kill_tree "$1"; kill -KILL "-$1" 2>/dev/null; }',
+].join("\n");
+/*
+ * The wrapper (run by `sh -c WRAPPER pidFile cwd argv...`) enters the command's
+ * folder, records its own pid and runs the command as its child. When the
+ * command ends, whatever it left running in its group is killed, as the local
+ * sandbox does: a command does not outlive its exec call, and its stream ends
+ * when it does. Group members are found by reading /proc/<pid>/stat with
+ * builtins only (a subshell of its own would be a member). A folder it cannot
+ * enter is reported on stderr after the pid file's random name, which the
+ * command (never started) cannot print.
+ */
+const WRAPPER = [
+  'mkdir -p "${0%/*}" 2>/dev/null',
+  'if ! cd -- "$1" 2>/dev/null; then if [ -d "$1" ]; then printf "%s unusable\\n" "$0" >&2; elif [ -e "$1" ]; then printf "%s not-a-folder\\n" "$0" >&2; else printf "%s missing\\n" "$0" >&2; fi; exit 1; fi',
+  'case "$1" in /workspace|/workspace/*) case "$(pwd -P)" in /workspace|/workspace/*) ;; *) printf "%s outside\\n" "$0" >&2; exit 1;; esac;; esac',
+  "shift",
+  'echo $$ > "$0"',
+  '"$@"; al_code=$?',
+  'al_members=; { for al_stat in /proc/[0-9]*/stat; do read -r al_line < "$al_stat" || continue; set -- ${al_line##*) }; al_pid=${al_stat#/proc/}; al_pid=${al_pid%/stat}; [ "$3" = "$$" ] && [ "$al_pid" != "$$" ] && al_members="$al_members $al_pid"; done; } 2>/dev/null',
+  'if [ -n "$al_members" ]; then kill -STOP $al_members; kill -KILL $al_members; fi 2>/dev/null',
+  'rm -f "$0"',
+  'exit "$al_code"',
+].join("\n");
+const KILL_TREE = [KILL_TREE_FUNCTION, 'pid=$(cat "$0" 2>/dev/null) && [ -n "$pid" ] && kill_command "$pid"; rm -f "$0"'].join("\n");
 /*
  * Every pid file left in PID_DIR belongs to a command some earlier process
  * started and never saw end (it crashed, or lost the run). PID 1 is skipped: a
@@ -74,8 +113,11 @@ const KILL_TREE = [KILL_TREE_FUNCTION, 'pid=$(cat "$0" 2>/dev/null) && [ -n "$pi
  */
 const KILL_LEFTOVERS = [
   KILL_TREE_FUNCTION,
-  `for file in ${PID_DIR}/*.pid; do [ -f "$file" ] || continue; pid=$(cat "$file" 2>/dev/null); case "$pid" in ''|1|*[!0-9]*) ;; *) kill_tree "$pid";; esac; rm -f "$file"; done`,
+  `for file in ${PID_DIR}/*.pid; do [ -f "$file" ] || continue; pid=$(cat "$file" 2>/dev/null); case "$pid" in ''|1|*[!0-9]*) ;; *) kill_command "$pid";; esac; rm -f "$file"; done`,
 ].join("\n");
+
+/** Why the wrapper could not start a command in its folder (`cwd`), from its marker line on stderr. */
+export type FolderRefusal = "missing" | "not-a-folder" | "unusable" | "outside";
 
 /** Run argv in the container; a timeout kills the process tree and reports exit code 124. */
 export async function execInContainer(container: Docker.Container, request: ContainerExec): Promise<RawExecResult> {
@@ -84,10 +126,11 @@ export async function execInContainer(container: Docker.Container, request: Cont
     "exec create",
     () =>
     container.exec({
-      Cmd: ["/bin/sh", "-c", WRAPPER, pidFile, ...request.argv],
+      Cmd: ["/bin/sh", "-c", WRAPPER, pidFile, request.cwd, ...request.argv],
       AttachStdout: true,
       AttachStderr: true,
-      WorkingDir: request.cwd,
+      // The wrapper enters request.cwd itself: the engine would answer a missing folder with exit 126 and no reason.
+      WorkingDir: "/",
       Env: Object.entries(request.env).map(([name, value]) => `${name}=${value}`),
       ...(request.user ? { User: request.user } : {}),
     }),
@@ -95,7 +138,7 @@ export async function execInContainer(container: Docker.Container, request: Cont
   );
   const stream = await engineCall("exec start", () => exec.start({ hijack: true, stdin: false }), request.engineTimeoutMs);
   const stdout = new CappedSink(request.maxOutputBytes);
-  const stderr = new CappedSink(request.maxOutputBytes);
+  const stderr = new CappedSink(request.maxOutputBytes, Buffer.byteLength(pidFile) + 16);
   container.modem.demuxStream(stream, stdout, stderr);
   let timedOut = false;
   const finished = new Promise<void>((resolve) => {
@@ -116,7 +159,8 @@ export async function execInContainer(container: Docker.Container, request: Cont
     clearTimeout(timer);
   }
   const inspected = await engineCall("exec inspect", () => exec.inspect(), request.engineTimeoutMs);
-  if (!timedOut) void container.exec({ Cmd: ["rm", "-f", pidFile] }).then((cleanup) => cleanup.start({})).catch(() => undefined);
+  const refusal = inspected.ExitCode === 1 ? /^(\S+) (missing|not-a-folder|unusable|outside)\n$/.exec(stderr.head().toString("utf8")) : null;
+  if (refusal && refusal[1] === pidFile) return { folderRefusal: refusal[2] as FolderRefusal, exitCode: 1, stdout: Buffer.alloc(0), stderr: Buffer.alloc(0), timedOut: false, truncated: false };
   return {
     exitCode: timedOut ? TIMEOUT_EXIT_CODE : (inspected.ExitCode ?? -1),
     stdout: stdout.bytes(),

@@ -1,9 +1,9 @@
 import tar from "tar-stream";
 
-/** A tar archive holding one regular file, owned by `owner` (the engine extracts as root and keeps the entry's ids). */
-export async function pack(name: string, content: Buffer, owner: { uid: number; gid: number } = { uid: 0, gid: 0 }): Promise<Buffer> {
+/** A tar archive holding one regular file with `entry`'s mode and owner (the engine extracts as root and keeps the entry's ids). */
+export async function pack(name: string, content: Buffer, entry: { mode?: number; uid: number; gid: number } = { uid: 0, gid: 0 }): Promise<Buffer> {
   const archive = tar.pack();
-  archive.entry({ name, size: content.length, mode: 0o644, mtime: new Date(), uid: owner.uid, gid: owner.gid }, content);
+  archive.entry({ name, size: content.length, mode: entry.mode ?? 0o644, mtime: new Date(), uid: entry.uid, gid: entry.gid }, content);
   archive.finalize();
   const chunks: Buffer[] = [];
   for await (const chunk of archive) chunks.push(chunk as Buffer);

@@ -1,4 +1,4 @@
-import { AssemblyLineError, MAX_TIMER_MS, checkExecOptions, isTimerDelay, type ExecResult, type Sandbox, type SandboxExecOptions } from "@assemblyline-agents/core";
+import { AssemblyLineError, checkExecOptions, type ExecResult, type Sandbox, type SandboxExecOptions } from "@assemblyline-agents/core";
 import type { ChildProcess } from "node:child_process";
 import { constants } from "node:fs";
 import { lstat, mkdir, open, readFile, readdir, readlink, realpath, rename, rm, stat } from "node:fs/promises";
@@ -133,8 +133,8 @@ export class LocalSandbox implements Sandbox {
     this.assertLive();
     if (typeof command !== "string") throw new AssemblyLineError("AL_ERR_SANDBOX_DEFINITION", "exec(command): command is not a string", { fix: "Pass a shell command line." });
     checkExecOptions(options);
-    const timeoutMs = positiveNumber(options.timeoutMs, "timeoutMs") ?? this.defaults.timeoutMs;
-    const maxOutputBytes = byteCount(options.maxOutputBytes, "maxOutputBytes") ?? this.defaults.maxOutputBytes;
+    const timeoutMs = options.timeoutMs ?? this.defaults.timeoutMs;
+    const maxOutputBytes = options.maxOutputBytes ?? this.defaults.maxOutputBytes;
     const { logical, real } = await this.resolveExisting(options.cwd ?? WORKSPACE);
     if (!(await stat(real)).isDirectory()) throw fsError(Object.assign(new Error(), { code: "ENOTDIR" }), "use as cwd", logical);
     const env = {
@@ -274,18 +274,6 @@ function fsError(error: unknown, action: string, logical: string): unknown {
     return Object.assign(new Error(`${code}: cannot ${action} ${logical}: ${reasons[code]}`), { code, path: logical });
   }
   return error;
-}
-
-function positiveNumber(value: number | undefined, name: string): number | undefined {
-  if (value === undefined) return undefined;
-  if (!isTimerDelay(value)) throw badOption(name, value, `a positive number of milliseconds, at most ${MAX_TIMER_MS} (about 24.8 days)`);
-  return value;
-}
-
-function byteCount(value: number | undefined, name: string): number | undefined {
-  if (value === undefined) return undefined;
-  if (typeof value !== "number" || !Number.isInteger(value) || value < 0) throw badOption(name, value, "a non-negative whole number of bytes");
-  return value;
 }
 
 export function badOption(name: string, value: unknown, expected: string): AssemblyLineError {
