@@ -1,5 +1,5 @@
 import { randomBytes } from "node:crypto";
-import { mkdtemp, rm } from "node:fs/promises";
+import { mkdtemp, readFile, rm } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join, posix } from "node:path";
 import { AssemblyLineError, type DeployTarget } from "@assemblyline-agents/core";
@@ -51,6 +51,8 @@ export interface VpsDeployResult {
  *   <dir>/current                     ->   releases/<id>
  *   <dir>/envs/<id>                        each release's environment (0600), written from the deploying env
  *   <dir>/env                         ->   envs/<id>, switched with `current` (a rollback gets its own env back)
+ *   <dir>/state                            the runs (file state, `start --state-dir`) when gateway.ts keeps them nowhere
+ *                                          else: shared by every release, never pruned, so a redeploy keeps them
  * The service runs <dir>/current; a deploy switches `current`, restarts, checks
  * /readyz on the host, and on failure switches back and restarts the previous release.
  */
@@ -85,14 +87,19 @@ export class VpsDeployTarget implements DeployTarget {
       const manager = this.options.serviceManager ?? ((await remoteResult(this.ssh, "test -d /run/systemd/system")).code === 0 ? "systemd" : "process");
       const node = await this.resolveNode(this.options.nodePath ?? "node");
 
-      await remote(this.ssh, "preparing the release folders", `mkdir -p ${quote(`${dir}/releases`)} ${quote(`${dir}/modules`)} && mkdir -p -m 700 ${quote(`${dir}/envs`)}`);
+      const stateDir = (await choosesOwnState(bundle)) ? undefined : `${dir}/state`;
+      await remote(
+        this.ssh,
+        "preparing the release folders",
+        `mkdir -p ${quote(`${dir}/releases`)} ${quote(`${dir}/modules`)} && mkdir -p -m 700 ${quote(`${dir}/envs`)}${stateDir ? ` && mkdir -p -m 700 ${quote(stateDir)}` : ""}`,
+      );
       await this.uploadModules(bundle, dir);
       await this.copy(`${bundle.dir}/agent/`, `${dir}/releases/${id}/agent/`);
       await remote(this.ssh, "linking the release's packages", `ln -sfn ${quote(`../../modules/${bundle.modules.digest}/node_modules`)} ${quote(`${dir}/releases/${id}/node_modules`)}`);
       await remote(this.ssh, "writing the release environment", `umask 077 && cat > ${quote(`${dir}/envs/${id}`)}`, envFile(args.env, port));
       const previous = (await remoteResult(this.ssh, `readlink ${quote(`${dir}/current`)}`)).stdout.trim().replace(/^releases\//, "") || undefined;
 
-      const service = new ReleaseService(this.ssh, { name, dir, port, manager, token: args.env.ASSEMBLY_LINE_BEARER_TOKEN, node, cli: bundle.cli, artifactDir: bundle.artifactDir, startArgs: this.options.startArgs ?? [] });
+      const service = new ReleaseService(this.ssh, { name, dir, port, manager, token: args.env.ASSEMBLY_LINE_BEARER_TOKEN, stateDir, node, cli: bundle.cli, artifactDir: bundle.artifactDir, startArgs: this.options.startArgs ?? [] });
       await service.switchTo(id);
       const readyTimeoutMs = this.options.readyTimeoutMs ?? 60_000;
       const outcome = await service.waitReady(readyTimeoutMs);
@@ -185,6 +192,15 @@ export class VpsDeployTarget implements DeployTarget {
   }
 }
 
+/**
+ * Whether gateway.ts chooses the state adapter (PostgreSQL, or a `localState()` of its own): then
+ * runs are kept there, and `start` refuses a `--state-dir` it would not use.
+ */
+async function choosesOwnState(bundle: DeployBundle): Promise<boolean> {
+  const manifest = JSON.parse(await readFile(join(bundle.dir, bundle.artifactDir, "manifest.json"), "utf8")) as { gateway?: { slots?: { state?: unknown } } };
+  return manifest.gateway?.slots?.state !== undefined;
+}
+
 /** `KEY='value'` lines: read by systemd's EnvironmentFile and by a POSIX shell alike. */
 export function envFile(env: Record<string, string | undefined>, port: number): string {
   const lines: string[] = [];
@@ -207,6 +223,8 @@ interface ServiceSpec {
   /** The release's bearer token: a production host guards /readyz with it. */
   token: string | undefined;
   dir: string;
+  /** `<dir>/state`, outside every release, when the runs are kept in the default file state. */
+  stateDir: string | undefined;
   port: number;
   manager: "systemd" | "process";
   node: string;
@@ -227,8 +245,8 @@ class ReleaseService {
   }
 
   private get command(): string[] {
-    const { dir, node, cli, artifactDir, startArgs } = this.spec;
-    return [node, `${dir}/current/${cli}`, "start", `${dir}/current/${artifactDir}`, ...startArgs];
+    const { dir, node, cli, artifactDir, startArgs, stateDir } = this.spec;
+    return [node, `${dir}/current/${cli}`, "start", `${dir}/current/${artifactDir}`, ...(stateDir ? ["--state-dir", stateDir] : []), ...startArgs];
   }
 
   async switchTo(release: string): Promise<void> {
@@ -268,10 +286,11 @@ class ReleaseService {
       await remoteResult(this.ssh, `systemctl stop ${this.unitName}`);
       return;
     }
+    // SIGTERM, then 40 s to drain (the host's shutdown timeout, 30 s by default, and its exit grace), as systemd's stop allows.
     await remote(
       this.ssh,
       "stopping the running release",
-      `pid=$(cat ${quote(`${dir}/service.pid`)} 2>/dev/null) || exit 0; kill "$pid" 2>/dev/null || exit 0; for i in $(seq 1 50); do kill -0 "$pid" 2>/dev/null || exit 0; sleep 0.2; done; kill -9 "$pid" 2>/dev/null; exit 0`,
+      `pid=$(cat ${quote(`${dir}/service.pid`)} 2>/dev/null) || exit 0; kill "$pid" 2>/dev/null || exit 0; for i in $(seq 1 200); do kill -0 "$pid" 2>/dev/null || exit 0; sleep 0.2; done; kill -9 "$pid" 2>/dev/null; exit 0`,
     );
   }
 
@@ -319,7 +338,7 @@ export function systemdUnit(spec: Pick<ServiceSpec, "name" | "dir">, command: st
     "Restart=always",
     "RestartSec=2",
     "KillSignal=SIGTERM",
-    "TimeoutStopSec=30",
+    "TimeoutStopSec=40",
     "",
     "[Install]",
     "WantedBy=multi-user.target",
