@@ -61,6 +61,26 @@ export default defineAgent({ description: "Looks things up." });
     return report;
   });
 
+  itIsReplaySafe("finds nothing wrong with the built-in delete stopped after the file went, before its result", async () => {
+    const dir = agentFolder({
+      "agent.ts": `import { defineAgent } from "@assemblyline-agents/core";
+export default defineAgent({ model: "test/model", instructions: "Tidy up.", defaultTools: ["write", "delete"] });
+`,
+    });
+    const script = {
+      turns: [
+        { toolCalls: [{ name: "write", input: { path: "/memory/todo.md", content: "milk" } }] },
+        { toolCalls: [{ name: "delete", input: { path: "/memory/todo.md" } }] },
+        { toolCalls: [{ name: "delete", input: { path: "/memory/never.md" } }] },
+        { text: "Tidied." },
+      ],
+    };
+    const bundle = await loadRuntimeBundle((await buildAgent(dir)).artifactRoot);
+    const report = await replayStress({ bundle, script, message: "tidy", conversationId: "c1" });
+    expect(report.recorded).toMatchObject({ status: "completed", text: "Tidied." });
+    return report;
+  });
+
   it("catches a tool that writes without an idempotency key, naming the boundary and the repeated write", async () => {
     const report = await stressFolder(noteAgent(false));
     const repeated = report.problems.filter((problem) => problem.kind === "side_effect_repeated");

@@ -8,6 +8,8 @@ export type ReplayProblemKind =
   | "step_reran"
   /** State the run wrote (memory, files, conversation history) differs from the recording: a write without an idempotency key applied twice. */
   | "side_effect_repeated"
+  /** A tool call ended as an error or a failure where the recording has a result, or the other way round: run again after the stop, it did not take its own earlier effect as done. */
+  | "call_outcome_differs"
   /** The run's log is not contiguous, or records one completion twice. */
   | "events_out_of_order"
   /** The run did not reach a final state after the resume. */

@@ -84,7 +84,12 @@ export const deleteTool = defineTool<{ path: string }, { path: string; deleted: 
   sideEffect: "idempotent",
   capability: { execution: "both" },
   execute: refusalsAsResults(async (input, ctx) => {
-    await runtimeFilesystemOf(ctx).delete(input.path);
+    const fs = runtimeFilesystemOf(ctx);
+    // Whether the file was there is recorded before it goes: when the process dies after the delete and
+    // before this call's result is recorded, the call runs again and must report the delete done, not
+    // refuse a path with nothing at it, while a path that was never there is refused on every run.
+    const found = await ctx.step(`delete:${ctx.idempotencyKey("found")}`, () => fs.deletable(input.path));
+    await fs.delete(input.path, { missing: found ? "done" : "refuse" });
     return { path: input.path, deleted: true };
   }),
 });

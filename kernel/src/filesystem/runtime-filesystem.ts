@@ -3,6 +3,7 @@ import type { SkillLibrary, SkillWriteGate, SkillWriteResult } from "../skills/s
 import {
   AssemblyLineError,
   checkListLimit,
+  isAssemblyLineError,
   type BlobStore,
   type ConversationStore,
   type FileIndexStore,
@@ -26,8 +27,13 @@ export interface FileEntry {
 export interface RuntimeFilesystem {
   read(path: string): Promise<string>;
   write(path: string, content: string): Promise<void>;
-  /** Refuses a path with nothing at it (AL_ERR_PATH_NOT_FOUND), as it refuses a read of one. */
-  delete(path: string): Promise<void>;
+  /**
+   * Refuses a path with nothing at it (AL_ERR_PATH_NOT_FOUND), as it refuses a read of one;
+   * with `missing: "done"` (a replay of a delete known to have found the file) such a path is done.
+   */
+  delete(path: string, options?: { missing?: "refuse" | "done" }): Promise<void>;
+  /** Whether a file or folder is at `path`, a path `delete` takes (the same refusals for any other). */
+  deletable(path: string): Promise<boolean>;
   /** Files under `path`, recursively, with logical paths; with `except`, none whose path starts with it. */
   list(path: string, options?: { except?: string }): Promise<FileEntry[]>;
   /**
@@ -98,6 +104,13 @@ export function createRuntimeFilesystem(sources: RuntimeFilesystemSources): Runt
     }
     return resolved;
   };
+  const present = async (root: RuntimeRoot, relative: string, logical: string): Promise<boolean> => {
+    if (root === "/memory") return Boolean(await sources.memory.readMemory(relative));
+    // The skill library refuses a missing skill file itself.
+    if (root === "/skills") return true;
+    // A sandbox's deleteFile takes a missing path as done, so the filesystem looks first.
+    return inWorkspace(await sources.getSandbox(), logical);
+  };
   const notFound = (path: string): never => {
     throw new AssemblyLineError("AL_ERR_PATH_NOT_FOUND", `nothing at ${path}`, { fix: "List the directory first and use a path it returns." });
   };
@@ -134,21 +147,29 @@ export function createRuntimeFilesystem(sources: RuntimeFilesystemSources): Runt
         if (change.before !== change.after) await sources.onSkillChange?.(change);
       } else await (await sources.getSandbox()).writeFile(logical, content);
     },
-    async delete(path) {
+    async delete(path, options = {}) {
       const { root, relative, path: logical } = writable(path);
       // A path with nothing at it is refused, never reported deleted: a typo must not look like success to the model.
-      if (root === "/memory") {
-        if (!(await sources.memory.readMemory(relative))) notFound(logical);
-        await sources.memory.deleteMemory(relative);
-      } else if (root === "/skills") {
-        const { name, file } = skillPath(relative);
-        await sources.onSkillChange?.(await sources.skills.deleteFile(name!, file!, sources.skillGate));
-      } else {
-        // A sandbox's deleteFile takes a missing path as done, so the filesystem looks first.
-        const sandbox = await sources.getSandbox();
-        if (!(await inWorkspace(sandbox, logical))) notFound(logical);
-        await sandbox.deleteFile(logical);
+      if (!(await present(root, relative, logical))) {
+        if (options.missing === "done") return;
+        notFound(logical);
       }
+      if (root === "/memory") await sources.memory.deleteMemory(relative);
+      else if (root === "/skills") {
+        const { name, file } = skillPath(relative);
+        let change: SkillWriteResult;
+        try {
+          change = await sources.skills.deleteFile(name!, file!, sources.skillGate);
+        } catch (error) {
+          if (options.missing === "done" && isAssemblyLineError(error, "AL_ERR_PATH_NOT_FOUND")) return;
+          throw error;
+        }
+        await sources.onSkillChange?.(change);
+      } else await (await sources.getSandbox()).deleteFile(logical);
+    },
+    async deletable(path) {
+      const { root, relative, path: logical } = writable(path);
+      return present(root, relative, logical);
     },
     list(path, options = {}) {
       return listExcept(path, options.except);

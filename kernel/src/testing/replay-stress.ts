@@ -273,7 +273,30 @@ function compare(recorded: Attempt, stressed: Attempt): Array<Omit<ReplayProblem
   const finals = stressed.events.filter((event) => event.type === "run.completed" || event.type === "run.failed").length;
   if (finals > 1) problems.push({ kind: "events_out_of_order", detail: `${finals} run.completed/run.failed events` });
   for (const detail of compareSideEffects(recorded.sideEffects, stressed.sideEffects)) problems.push({ kind: "side_effect_repeated", detail });
+  const outcomes = callOutcomes(stressed.events);
+  for (const [callId, { tool, outcome }] of callOutcomes(recorded.events)) {
+    const now = outcomes.get(callId)?.outcome;
+    if (now !== undefined && now !== outcome) {
+      problems.push({ kind: "call_outcome_differs", detail: `tool call ${callId} (${tool}) ended with ${now} where the recording has ${outcome}: a call run again after the stop must take its own earlier effect as done` });
+    }
+  }
   return problems;
+}
+
+/** How each tool call ended: a result, an error-shaped result the model sees, or a failure. */
+function callOutcomes(events: RunEvent[]): Map<string, { tool: string; outcome: "a result" | "an error result" | "a failure" }> {
+  const outcomes = new Map<string, { tool: string; outcome: "a result" | "an error result" | "a failure" }>();
+  for (const event of events) {
+    const data = event.data as { callId?: unknown; toolName?: unknown; modelOutput?: unknown };
+    if (typeof data.callId !== "string") continue;
+    const tool = typeof data.toolName === "string" ? data.toolName : "?";
+    if (event.type === "tool.execution_failed") outcomes.set(data.callId, { tool, outcome: "a failure" });
+    else if (event.type === "tool.completed") {
+      const errorShaped = typeof data.modelOutput === "object" && data.modelOutput !== null && !Array.isArray(data.modelOutput) && "error" in data.modelOutput;
+      outcomes.set(data.callId, { tool, outcome: errorShaped ? "an error result" : "a result" });
+    }
+  }
+  return outcomes;
 }
 
 function countBy(events: RunEvent[], type: string, field: string): Map<string, number> {
