@@ -202,7 +202,10 @@ export class DaytonaSandboxAdapter implements SnapshottingSandboxAdapter {
       }
       // Opened by this process for the first time (not just lost a creation race): any command still running was left by the run's earlier owner.
       if (attempt === 0) await this.call("stopping commands left running", () => this.execute(existing, KILL_LEFTOVERS, 60_000));
-      return this.wrap(key, existing);
+      const sandbox = this.wrap(key, existing);
+      // A create that timed out (here or in another process) may still have finished at Daytona, without its /workspace; making it again is harmless.
+      await sandbox.prepare();
+      return sandbox;
     }
     const [latest] = this.options.snapshot ? await this.listSnapshots(key) : [];
     return this.create(key, attempt, latest ? this.snapshotName(key, latest.id) : undefined);

@@ -7,6 +7,13 @@ import { IMAGE_MARKER, baseImages, probeEngine, randomScope } from "../../docker
 import { startFakeDaytona, type FakeDaytona } from "./support/fake-daytona.js";
 
 const text = (bytes: Uint8Array) => new TextDecoder().decode(bytes);
+/** Resolves once `condition` holds (checked every 100 ms), failing after 20 s. */
+async function until(condition: () => boolean): Promise<void> {
+  for (let checks = 0; !condition(); checks += 1) {
+    if (checks >= 200) throw new Error("the condition waited for never held");
+    await new Promise((resolve) => setTimeout(resolve, 100));
+  }
+}
 const refusal = (run: () => unknown) => {
   try {
     run();
@@ -164,6 +171,22 @@ if (probe.available) {
       expect(fake.creates.length).toBe(creates);
       expect(fake.requests).toContain(`POST /api/sandbox/${remote.id}/start`);
     });
+
+    it("makes /workspace in a sandbox whose create timed out but still finished at Daytona, when the next acquire finds it", async () => {
+      const made = adapter({ image, createTimeoutMs: 1_000 });
+      const name = made.sandboxName("run-late");
+      const resume = fake.stall(/^POST \/api\/sandbox$/);
+      try {
+        const error = await made.acquire("run-late").catch((caught: unknown) => caught);
+        expect(isAssemblyLineError(error, "AL_ERR_SANDBOX_ENGINE"), String(error)).toBe(true);
+      } finally {
+        resume();
+      }
+      await until(() => [...fake.sandboxes.values()].some((entry) => entry.name === name && entry.state === "started"));
+      const sandbox = await made.acquire("run-late");
+      expect(await sandbox.exec("pwd")).toMatchObject({ exitCode: 0, stdout: "/workspace\n" });
+      await made.release("run-late");
+    }, 30_000);
 
     it("stops a command the run's earlier owner left running when another process opens the sandbox", async () => {
       const scope = randomScope("leftover");

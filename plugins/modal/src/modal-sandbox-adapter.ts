@@ -141,10 +141,10 @@ export class ModalSandboxAdapter implements SandboxAdapter {
     const existing = await this.find(key);
     if (!existing) return this.create(key, attempt);
     const sandbox = this.wrap(key, existing);
-    // Lost a creation race: the winner may still be making /workspace, and making it again is harmless.
-    if (attempt > 0) await sandbox.prepare();
-    // Otherwise opened by this process for the first time: any command still running was left by the run's earlier owner.
-    else await this.call("stopping commands left running", () => this.runToEnd(existing, "stopping commands left running", KILL_LEFTOVERS, 60_000));
+    // Opened by this process for the first time (not just lost a creation race): any command still running was left by the run's earlier owner.
+    if (attempt === 0) await this.call("stopping commands left running", () => this.runToEnd(existing, "stopping commands left running", KILL_LEFTOVERS, 60_000));
+    // The winner of a creation race may still be making /workspace, and a create abandoned past requestTimeoutMs may have finished at Modal without it: making it again is harmless.
+    await sandbox.prepare();
     return sandbox;
   }
 

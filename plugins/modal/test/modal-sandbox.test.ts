@@ -6,6 +6,13 @@ import { IMAGE_MARKER, baseImages, probeEngine, randomScope } from "../../docker
 import { startFakeModal, type FakeModal } from "./support/fake-modal.js";
 
 const text = (bytes: Uint8Array) => new TextDecoder().decode(bytes);
+/** Resolves once `condition` holds (checked every 100 ms), failing after 20 s. */
+async function until(condition: () => boolean): Promise<void> {
+  for (let checks = 0; !condition(); checks += 1) {
+    if (checks >= 200) throw new Error("the condition waited for never held");
+    await new Promise((resolve) => setTimeout(resolve, 100));
+  }
+}
 const refusal = (run: () => unknown) => {
   try {
     run();
@@ -125,6 +132,22 @@ if (probe.available) {
       expect((await resumed.exec("echo still usable")).stdout).toBe("still usable\n");
       await abandoned;
       await second.release("run-leftover");
+    }, 30_000);
+
+    it("makes /workspace in a sandbox whose create was given up past requestTimeoutMs but still finished at Modal, when the next acquire finds it", async () => {
+      const scope = randomScope("late-create");
+      const resume = fake.stall(/^ModalClient\/SandboxCreateV2$/);
+      try {
+        const error = await adapter({ scope, requestTimeoutMs: 1_000 }).acquire("run-late").catch((caught: unknown) => caught);
+        expect(String(error)).toMatch(/requestTimeoutMs/);
+      } finally {
+        resume();
+      }
+      await until(() => ours(scope, "run-late").length === 1);
+      const made = adapter({ scope });
+      const sandbox = await made.acquire("run-late");
+      expect(await sandbox.exec("pwd")).toMatchObject({ exitCode: 0, stdout: "/workspace\n" });
+      await made.release("run-late");
     }, 30_000);
 
     it("gives a key a new sandbox once Modal ended its old one (lifetime over), and releasing it then is a no-op", async () => {
