@@ -1,4 +1,5 @@
-import { cpSync, existsSync, mkdtempSync, readFileSync, readdirSync, rmSync, statSync, symlinkSync } from "node:fs";
+import { execFileSync } from "node:child_process";
+import { chmodSync, cpSync, existsSync, mkdirSync, mkdtempSync, readFileSync, readdirSync, rmSync, statSync, symlinkSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join, resolve } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
@@ -17,6 +18,8 @@ if (sshdInstalled("vps redeploys keep the runs")) {
   let root: string;
   let agentDir: string;
   let port: number;
+  let sshLog: string;
+  let path: string | undefined;
 
   beforeAll(async () => {
     sshd = await startSshd();
@@ -27,9 +30,20 @@ if (sshdInstalled("vps redeploys keep the runs")) {
     cpSync(NOTES_AGENT, agentDir, { recursive: true, filter: (source) => !source.includes(".assembly-line") });
     symlinkSync(REPO_MODULES, join(root, "node_modules"));
     port = await freePort();
+    // Every ssh the deploy runs (its own, and rsync's) goes through a wrapper that records its arguments:
+    // what a `ps` on this machine shows, and the command line the remote shell runs.
+    const realSsh = execFileSync("sh", ["-c", "command -v ssh"], { encoding: "utf8" }).trim();
+    const bin = join(root, "bin");
+    mkdirSync(bin);
+    sshLog = join(root, "ssh-arguments.log");
+    writeFileSync(join(bin, "ssh"), `#!/bin/sh\nprintf '%s\\n' "$*" >> '${sshLog}'\nexec '${realSsh}' "$@"\n`);
+    chmodSync(join(bin, "ssh"), 0o755);
+    path = process.env.PATH;
+    process.env.PATH = `${bin}:${path ?? ""}`;
   }, 120_000);
 
   afterAll(async () => {
+    if (path !== undefined) process.env.PATH = path;
     // The release runs detached on the "host"; this suite started it, so it stops it.
     const pidFile = remoteDir ? join(remoteDir, "service.pid") : "";
     if (pidFile && existsSync(pidFile)) {
@@ -80,5 +94,12 @@ if (sshdInstalled("vps redeploys keep the runs")) {
       expect(statSync(join(remoteDir, "state")).mode & 0o077).toBe(0);
       for (const release of readdirSync(join(remoteDir, "releases"))) expect(existsSync(join(remoteDir, "releases", release, "agent", ".assembly-line", "state"))).toBe(false);
     }, 900_000);
+
+    it("passes the bearer token to no command line: the readiness probe reads it from the release's env file", () => {
+      const commands = readFileSync(sshLog, "utf8");
+      expect(commands).toContain("/readyz");
+      expect(commands).not.toContain(TOKEN);
+      expect(readFileSync(join(remoteDir, "env"), "utf8")).toContain(`ASSEMBLY_LINE_BEARER_TOKEN='${TOKEN}'`);
+    });
   });
 }

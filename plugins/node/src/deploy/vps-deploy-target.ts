@@ -99,7 +99,7 @@ export class VpsDeployTarget implements DeployTarget {
       await remote(this.ssh, "writing the release environment", `umask 077 && cat > ${quote(`${dir}/envs/${id}`)}`, envFile(args.env, port));
       const previous = (await remoteResult(this.ssh, `readlink ${quote(`${dir}/current`)}`)).stdout.trim().replace(/^releases\//, "") || undefined;
 
-      const service = new ReleaseService(this.ssh, { name, dir, port, manager, token: args.env.ASSEMBLY_LINE_BEARER_TOKEN, stateDir, node, cli: bundle.cli, artifactDir: bundle.artifactDir, startArgs: this.options.startArgs ?? [] });
+      const service = new ReleaseService(this.ssh, { name, dir, port, manager, stateDir, node, cli: bundle.cli, artifactDir: bundle.artifactDir, startArgs: this.options.startArgs ?? [] });
       await service.switchTo(id);
       const readyTimeoutMs = this.options.readyTimeoutMs ?? 60_000;
       const outcome = await service.waitReady(readyTimeoutMs);
@@ -220,8 +220,6 @@ export function envFile(env: Record<string, string | undefined>, port: number): 
 
 interface ServiceSpec {
   name: string;
-  /** The release's bearer token: a production host guards /readyz with it. */
-  token: string | undefined;
   dir: string;
   /** `<dir>/state`, outside every release, when the runs are kept in the default file state. */
   stateDir: string | undefined;
@@ -299,14 +297,16 @@ class ReleaseService {
    * "exited": the release's process ended first. Under systemd that shows as a restart
    * (Restart=always turns a crash into a loop that never fails the unit), so the deploy
    * stops waiting at the first one instead of running out the timeout.
+   *
+   * A production host guards /readyz with its bearer token: the probe reads it from the release's
+   * own env file, so the token is never part of a command line (`ps` on either machine shows those).
    */
   async waitReady(timeoutMs: number): Promise<"ready" | "exited" | "timeout"> {
-    const headers = this.spec.token ? `, { headers: { authorization: process.env.PROBE_AUTH } }` : "";
-    const probe = `fetch("http://127.0.0.1:${this.spec.port}/readyz"${headers}).then((r) => process.exit(r.ok ? 0 : 1), () => process.exit(1))`;
+    const probe = `const t = process.env.ASSEMBLY_LINE_BEARER_TOKEN; fetch("http://127.0.0.1:${this.spec.port}/readyz", t ? { headers: { authorization: "Bearer " + t } } : {}).then((r) => process.exit(r.ok ? 0 : 1), () => process.exit(1))`;
     const seconds = Math.max(1, Math.ceil(timeoutMs / 1000));
     const result = await remoteResult(
       this.ssh,
-      `i=0; while [ $i -lt ${seconds * 2} ]; do ${this.spec.token ? `PROBE_AUTH=${quote(`Bearer ${this.spec.token}`)} ` : ""}${quote(this.spec.node)} -e ${quote(probe)} && exit 0; ${this.exitedCheck()} sleep 0.5; i=$((i+1)); done; exit 1`,
+      `set -a && . ${quote(`${this.spec.dir}/env`)} && set +a || exit 1; i=0; while [ $i -lt ${seconds * 2} ]; do ${quote(this.spec.node)} -e ${quote(probe)} && exit 0; ${this.exitedCheck()} sleep 0.5; i=$((i+1)); done; exit 1`,
     );
     return result.code === 0 ? "ready" : result.code === 3 ? "exited" : "timeout";
   }
