@@ -13,8 +13,9 @@ export class SandboxOpenings<T> {
 
   /** Make `opening` the key's (a restore, say), forgotten if it fails. */
   replace(key: string, opening: Promise<T>): Promise<T> {
-    const remembered = opening.catch((error: unknown) => {
-      this.byKey.delete(key);
+    const remembered: Promise<T> = opening.catch((error: unknown) => {
+      // Only while it is still the key's: a release or a restore may have started another since.
+      if (this.byKey.get(key) === remembered) this.byKey.delete(key);
       throw error;
     });
     this.byKey.set(key, remembered);
@@ -28,5 +29,16 @@ export class SandboxOpenings<T> {
 
   forget(key: string): void {
     this.byKey.delete(key);
+  }
+
+  /**
+   * Forget the key's opening and wait for it to settle, its outcome ignored: a
+   * release or a restore that looks the sandbox up next then finds the one an
+   * acquire still in progress was making, instead of leaving it running.
+   */
+  async settle(key: string): Promise<void> {
+    const opening = this.byKey.get(key);
+    this.byKey.delete(key);
+    await opening?.catch(() => undefined);
   }
 }

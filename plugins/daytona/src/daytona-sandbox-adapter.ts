@@ -61,7 +61,8 @@ export class DaytonaSandboxAdapter implements SnapshottingSandboxAdapter {
   /** Delete the key's sandbox (an `auto` policy snapshots it first). Releasing an unknown key is a no-op. */
   async release(key: string): Promise<void> {
     checkKey(key);
-    this.live.forget(key);
+    // An acquire still creating the sandbox would leave it running after the lookup below.
+    await this.live.settle(key);
     const remote = await this.find(key);
     if (!remote) return;
     if (this.options.snapshot?.mode === "auto") await this.save(key, remote, this.options.snapshot.reason ?? "run ended");
@@ -139,7 +140,8 @@ export class DaytonaSandboxAdapter implements SnapshottingSandboxAdapter {
         details: { key, snapshotId },
       });
     }
-    this.live.forget(key);
+    // An acquire still creating the sandbox would leave it running after the lookup below.
+    await this.live.settle(key);
     const existing = await this.find(key);
     if (existing) await this.remove(existing);
     return this.live.replace(key, this.create(key, 0, this.snapshotName(key, chosen.id)));

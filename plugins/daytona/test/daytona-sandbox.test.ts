@@ -214,6 +214,26 @@ if (probe.available) {
       await made.release("run-released");
     });
 
+    it("deletes, at a release that overlaps an acquire still creating the sandbox, the sandbox that acquire makes", async () => {
+      const made = adapter({ image });
+      const name = made.sandboxName("run-raced");
+      const resume = fake.stall(/^POST \/api\/sandbox$/);
+      const before = fake.requests.length;
+      const acquiring = made.acquire("run-raced").catch((error: unknown) => error);
+      let released: Promise<unknown> | undefined;
+      try {
+        await until(() => fake.requests.slice(before).includes("POST /api/sandbox"));
+        released = made.release("run-raced");
+        // A release that does not wait for the acquire looks the sandbox up now, finds none and returns.
+        await Promise.race([released, new Promise((resolve) => setTimeout(resolve, 1_000))]);
+      } finally {
+        resume();
+      }
+      await acquiring;
+      await released;
+      expect([...fake.sandboxes.values()].some((entry) => entry.name === name)).toBe(false);
+    });
+
     it("lists the keys of its scope's sandboxes, stopped and archived ones too, until each is released, and never another scope's", async () => {
       const made = adapter({ image });
       expect(await made.listKeys()).toEqual([]);

@@ -54,7 +54,8 @@ export class E2bSandboxAdapter implements SnapshottingSandboxAdapter {
   /** Kill the key's sandbox (an `auto` policy snapshots it first). Releasing an unknown key is a no-op. */
   async release(key: string): Promise<void> {
     checkKey(key);
-    this.live.forget(key);
+    // An acquire still creating the sandbox would leave it running after the lookup below.
+    await this.live.settle(key);
     const found = await this.find(key);
     if (found[0] && this.options.snapshot?.mode === "auto") await this.save(key, found[0], this.options.snapshot.reason ?? "run ended");
     await this.killAll(found);
@@ -110,7 +111,8 @@ export class E2bSandboxAdapter implements SnapshottingSandboxAdapter {
         details: { key, snapshotId },
       });
     }
-    this.live.forget(key);
+    // An acquire still creating the sandbox would leave it running after the lookup below.
+    await this.live.settle(key);
     await this.killAll(await this.find(key));
     return this.live.replace(key, this.create(key, chosen.snapshotId));
   }

@@ -7,6 +7,13 @@ import { startFakeE2b, type FakeE2b } from "./support/fake-e2b.js";
 import { e2bTemplateImage } from "./support/template-image.js";
 
 const text = (bytes: Uint8Array) => new TextDecoder().decode(bytes);
+/** Resolves once `condition` holds (checked every 100 ms), failing after 20 s. */
+async function until(condition: () => boolean): Promise<void> {
+  for (let checks = 0; !condition(); checks += 1) {
+    if (checks >= 200) throw new Error("the condition waited for never held");
+    await new Promise((resolve) => setTimeout(resolve, 100));
+  }
+}
 const refusal = (run: () => unknown) => {
   try {
     run();
@@ -181,6 +188,26 @@ if (probe.available) {
       expect(ours()).toHaveLength(0);
       expect(theirs()).toHaveLength(1);
       await made.release("run-released");
+    });
+
+    it("kills, at a release that overlaps an acquire still creating the sandbox, the sandbox that acquire makes", async () => {
+      const made = adapter();
+      const ours = () => [...fake.sandboxes.values()].filter((entry) => entry.metadata[METADATA.key] === "run-raced" && entry.metadata[METADATA.scope] === made.options.scope);
+      const resume = fake.stall(/^POST \/v2\/sandboxes$/);
+      const before = fake.requests.length;
+      const acquiring = made.acquire("run-raced").catch((error: unknown) => error);
+      let released: Promise<unknown> | undefined;
+      try {
+        await until(() => fake.requests.slice(before).includes("POST /v2/sandboxes"));
+        released = made.release("run-raced");
+        // A release that does not wait for the acquire looks the sandbox up now, finds none and returns.
+        await Promise.race([released, new Promise((resolve) => setTimeout(resolve, 1_000))]);
+      } finally {
+        resume();
+      }
+      await acquiring;
+      await released;
+      expect(ours()).toHaveLength(0);
     });
 
     it("lists the keys of its scope's sandboxes, paused ones too, until each is released, and never another scope's", async () => {

@@ -50,7 +50,8 @@ export class ModalSandboxAdapter implements SandboxAdapter {
   /** Terminate the key's sandbox. Releasing an unknown key (or one Modal already ended) is a no-op. */
   async release(key: string): Promise<void> {
     checkKey(key);
-    this.live.forget(key);
+    // An acquire still creating the sandbox would leave it running after the lookup below.
+    await this.live.settle(key);
     const remote = await this.find(key);
     if (remote) await this.terminate(remote);
   }

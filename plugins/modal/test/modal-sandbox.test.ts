@@ -189,6 +189,26 @@ if (probe.available) {
       expect(fake.calls).toContain("ModalClient/SandboxTerminateV2");
     });
 
+    it("terminates, at a release that overlaps an acquire still creating the sandbox, the sandbox that acquire makes", async () => {
+      const scope = randomScope("raced");
+      const made = adapter({ scope });
+      const resume = fake.stall(/^ModalClient\/SandboxCreateV2$/);
+      const before = fake.calls.length;
+      const acquiring = made.acquire("run-raced").catch((error: unknown) => error);
+      let released: Promise<unknown> | undefined;
+      try {
+        await until(() => fake.calls.slice(before).includes("ModalClient/SandboxCreateV2"));
+        released = made.release("run-raced");
+        // A release that does not wait for the acquire looks the sandbox up now, finds none and returns.
+        await Promise.race([released, new Promise((resolve) => setTimeout(resolve, 1_000))]);
+      } finally {
+        resume();
+      }
+      await acquiring;
+      await released;
+      expect(ours(scope, "run-raced")).toEqual([]);
+    });
+
     it("lists the keys of its scope's running sandboxes in its App until each is released or ended, and never another scope's", async () => {
       const made = adapter({ app: randomScope("app") });
       // No App yet: nothing was ever made.

@@ -60,6 +60,8 @@ export interface FakeE2b {
   maxLifetimeHours: number;
   /** Cut every client connection, as a host that crashed does (envd keeps the commands they started running). */
   dropConnections(): void;
+  /** Hold every request whose "METHOD /path" matches unanswered, as a hung API does, until the returned function is called. */
+  stall(match: RegExp): () => void;
   close(): Promise<void>;
 }
 
@@ -76,6 +78,7 @@ export async function startFakeE2b(options: { docker: Docker; templates: Record<
   const snapshotRepo = `fake-e2b-snapshot-${instance}`;
   let origin = "";
   let maxLifetimeHours = 24;
+  const stalls = new Map<RegExp, Promise<void>>();
   /** E2B's refusal of a timeout (seconds) over the plan's maximum, or undefined when it fits. */
   const overLimit = (timeout: unknown) => (typeof timeout === "number" && timeout > maxLifetimeHours * 3600 ? { code: 400, message: `Timeout cannot be greater than ${maxLifetimeHours} hours` } : undefined);
 
@@ -290,6 +293,7 @@ export async function startFakeE2b(options: { docker: Docker; templates: Record<
   async function route(request: IncomingMessage, response: ServerResponse): Promise<void> {
     const url = new URL(request.url ?? "/", origin);
     requests.push(`${request.method} ${url.pathname}`);
+    for (const [match, resumed] of stalls) if (match.test(`${request.method} ${url.pathname}`)) await resumed;
     if (url.pathname.startsWith("/process.Process/")) return processHandler(request, response);
     if (url.pathname === "/files") return files(request, response, url);
     if (url.pathname === "/health") {
@@ -371,6 +375,14 @@ export async function startFakeE2b(options: { docker: Docker; templates: Record<
     },
     dropConnections() {
       server.closeAllConnections();
+    },
+    stall(match) {
+      let resume!: () => void;
+      stalls.set(match, new Promise<void>((resolve) => (resume = resolve)));
+      return () => {
+        stalls.delete(match);
+        resume();
+      };
     },
     async pause(id) {
       const sandbox = sandboxes.get(id)!;
