@@ -58,14 +58,25 @@ export class DaytonaSandboxAdapter implements SnapshottingSandboxAdapter {
     return this.live.acquire(key, () => this.open(key));
   }
 
-  /** Delete the key's sandbox (an `auto` policy snapshots it first). Releasing an unknown key is a no-op. */
+  /**
+   * Delete the key's sandbox (an `auto` policy snapshots it first). Releasing an unknown key is a no-op.
+   * When the `auto` snapshot fails, the sandbox is stopped (its files kept, its compute no longer
+   * billed) and the release fails, so a later sweep's release tries the snapshot again.
+   */
   async release(key: string): Promise<void> {
     checkKey(key);
     // An acquire still creating the sandbox would leave it running after the lookup below.
     await this.live.settle(key);
     const remote = await this.find(key);
     if (!remote) return;
-    if (this.options.snapshot?.mode === "auto") await this.save(key, remote, this.options.snapshot.reason ?? "run ended");
+    if (this.options.snapshot?.mode === "auto") {
+      try {
+        await this.save(key, remote, this.options.snapshot.reason ?? "run ended");
+      } catch (error) {
+        if (String(remote.state) === "started") await this.call("stopping the sandbox", () => remote.stop(Math.ceil(this.options.createTimeoutMs / 1000))).catch(() => undefined);
+        throw error;
+      }
+    }
     await this.remove(remote);
   }
 
@@ -256,7 +267,11 @@ export class DaytonaSandboxAdapter implements SnapshottingSandboxAdapter {
     const name = this.snapshotName(key, id);
     const timeout = Math.ceil(this.options.createTimeoutMs / 1000);
     await this.call(`snapshotting sandbox ${remote.name}`, () => remote.createSnapshot(name, timeout));
-    await this.untilActive(name);
+    await this.untilActive(name).catch(async (error: unknown) => {
+      // Failed, or not active in time: never restored from, and a retry takes a new one, so it goes now instead of piling up unpruned.
+      await this.call(`deleting snapshot ${id}`, async () => (await this.sdk()).snapshot.delete(name), this.options.requestTimeoutMs).catch(() => undefined);
+      throw error;
+    });
     await this.pruneSnapshots(key);
     return { id, key, createdAt: new Date(now).toISOString(), reason };
   }

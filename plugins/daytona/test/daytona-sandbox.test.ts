@@ -404,6 +404,22 @@ if (probe.available) {
       expect(await restarted.listSnapshots("run-auto")).toHaveLength(1);
     }, 120_000);
 
+    it("stops the sandbox when the auto snapshot at release fails, so it bills no compute, and a later release snapshots and deletes it", async () => {
+      const made = adapter({ image, snapshot: { mode: "auto", retainLast: 1 } });
+      await (await made.acquire("run-auto-refused")).writeFile("notes.md", "kept through a refused snapshot");
+      const remote = [...fake.sandboxes.values()].find((entry) => entry.name === made.sandboxName("run-auto-refused"))!;
+      // Daytona refuses the snapshot (its rate limiter, asking for longer than the adapter waits).
+      fake.rateLimit(new RegExp(`^POST /api/sandbox/${remote.id}/snapshot$`), 1, "600");
+      const error = await made.release("run-auto-refused").catch((caught: unknown) => caught);
+      expect(String(error)).toMatch(/snapshotting sandbox .*HTTP 429/);
+      expect(remote.state).toBe("stopped");
+      expect(await made.listKeys()).toEqual(["run-auto-refused"]);
+      await made.release("run-auto-refused");
+      expect(await made.listKeys()).toEqual([]);
+      expect(text(await (await made.acquire("run-auto-refused")).readFile("notes.md"))).toBe("kept through a refused snapshot");
+      await made.release("run-auto-refused");
+    }, 120_000);
+
     it("refuses a snapshot when the sandbox has no snapshot policy", async () => {
       const made = adapter({ image });
       await made.acquire("run-nosnap");
