@@ -51,13 +51,25 @@ export class E2bSandboxAdapter implements SnapshottingSandboxAdapter {
     return this.live.acquire(key, () => this.open(key));
   }
 
-  /** Kill the key's sandbox (an `auto` policy snapshots it first). Releasing an unknown key is a no-op. */
+  /**
+   * Kill the key's sandbox (an `auto` policy snapshots it first). Releasing an unknown key is a no-op.
+   * When the `auto` snapshot fails, the sandbox is paused (its files kept, its compute no longer
+   * billed) and the release fails, so a later sweep's release tries the snapshot again.
+   */
   async release(key: string): Promise<void> {
     checkKey(key);
     // An acquire still creating the sandbox would leave it running after the lookup below.
     await this.live.settle(key);
     const found = await this.find(key);
-    if (found[0] && this.options.snapshot?.mode === "auto") await this.save(key, found[0], this.options.snapshot.reason ?? "run ended");
+    if (found[0] && this.options.snapshot?.mode === "auto") {
+      const [first] = found;
+      try {
+        await this.save(key, first, this.options.snapshot.reason ?? "run ended");
+      } catch (error) {
+        await this.call("pausing the sandbox", async () => (await sdk()).pause(first.sandboxId, this.connection())).catch(() => undefined);
+        throw error;
+      }
+    }
     await this.killAll(found);
   }
 

@@ -318,6 +318,21 @@ if (probe.available) {
       expect(await restarted.listSnapshots("run-auto")).toHaveLength(1);
     }, 120_000);
 
+    it("pauses the sandbox when the auto snapshot at release fails, so it bills no compute, and a later release snapshots and kills it", async () => {
+      const made = adapter({ snapshot: { mode: "auto", retainLast: 1 } });
+      await (await made.acquire("run-auto-refused")).writeFile("notes.md", "kept through a refused snapshot");
+      const [remote] = [...fake.sandboxes.values()].filter((entry) => entry.metadata[METADATA.key] === "run-auto-refused" && entry.metadata[METADATA.scope] === made.options.scope);
+      fake.rateLimit(new RegExp(`^POST /sandboxes/${remote!.id}/snapshots$`), 1);
+      const error = await made.release("run-auto-refused").catch((caught: unknown) => caught);
+      expect(isAssemblyLineError(error, "AL_ERR_SANDBOX_ENGINE"), String(error)).toBe(true);
+      expect(remote!.state).toBe("paused");
+      expect(await made.listKeys()).toEqual(["run-auto-refused"]);
+      await made.release("run-auto-refused");
+      expect(await made.listKeys()).toEqual([]);
+      expect(text(await (await made.acquire("run-auto-refused")).readFile("notes.md"))).toBe("kept through a refused snapshot");
+      await made.release("run-auto-refused");
+    }, 120_000);
+
     it("refuses a snapshot when the sandbox has no snapshot policy", async () => {
       const made = adapter();
       await made.acquire("run-nosnap");

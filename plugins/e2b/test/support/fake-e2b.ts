@@ -62,6 +62,8 @@ export interface FakeE2b {
   dropConnections(): void;
   /** Hold every request whose "METHOD /path" matches unanswered, as a hung API does, until the returned function is called. */
   stall(match: RegExp): () => void;
+  /** Answer the next `times` requests whose "METHOD /path" matches with 429, as E2B's rate limiter does, before handling them. */
+  rateLimit(match: RegExp, times: number): void;
   close(): Promise<void>;
 }
 
@@ -79,6 +81,7 @@ export async function startFakeE2b(options: { docker: Docker; templates: Record<
   let origin = "";
   let maxLifetimeHours = 24;
   const stalls = new Map<RegExp, Promise<void>>();
+  const limits: Array<{ match: RegExp; left: number }> = [];
   /** E2B's refusal of a timeout (seconds) over the plan's maximum, or undefined when it fits. */
   const overLimit = (timeout: unknown) => (typeof timeout === "number" && timeout > maxLifetimeHours * 3600 ? { code: 400, message: `Timeout cannot be greater than ${maxLifetimeHours} hours` } : undefined);
 
@@ -294,6 +297,12 @@ export async function startFakeE2b(options: { docker: Docker; templates: Record<
     const url = new URL(request.url ?? "/", origin);
     requests.push(`${request.method} ${url.pathname}`);
     for (const [match, resumed] of stalls) if (match.test(`${request.method} ${url.pathname}`)) await resumed;
+    const limit = limits.find((entry) => entry.left > 0 && entry.match.test(`${request.method} ${url.pathname}`));
+    if (limit) {
+      limit.left -= 1;
+      request.resume();
+      return json(response, 429, { code: 429, message: "Rate limit exceeded, please try again later." });
+    }
     if (url.pathname.startsWith("/process.Process/")) return processHandler(request, response);
     if (url.pathname === "/files") return files(request, response, url);
     if (url.pathname === "/health") {
@@ -313,7 +322,7 @@ export async function startFakeE2b(options: { docker: Docker; templates: Record<
       response.writeHead(204);
       return void response.end();
     }
-    const one = /^\/(?:v2\/)?sandboxes\/([^/]+)(\/connect|\/snapshots)?$/.exec(url.pathname);
+    const one = /^\/(?:v2\/)?sandboxes\/([^/]+)(\/connect|\/snapshots|\/pause)?$/.exec(url.pathname);
     const sandbox = one ? sandboxes.get(one[1]!) : undefined;
     if (one && !sandbox) return json(response, 404, { code: 404, message: `sandbox "${one[1]}" not found` });
     if (sandbox && one![2] === "/connect" && request.method === "POST") {
@@ -339,6 +348,13 @@ export async function startFakeE2b(options: { docker: Docker; templates: Record<
       await sandbox.container.commit({ repo: snapshotRepo, tag: snapshotID, pause: false });
       snapshots.set(snapshotID, { snapshotID, names, image: `${snapshotRepo}:${snapshotID}` });
       return json(response, 201, { snapshotID, names });
+    }
+    if (sandbox && one![2] === "/pause" && request.method === "POST") {
+      if (sandbox.state === "paused") return json(response, 409, { code: 409, message: `sandbox "${sandbox.id}" is already paused` });
+      await sandbox.container?.stop({ t: 1 });
+      sandbox.state = "paused";
+      response.writeHead(204);
+      return void response.end();
     }
     if (sandbox && !one![2] && request.method === "DELETE") {
       await sandbox.container?.remove({ force: true });
@@ -375,6 +391,9 @@ export async function startFakeE2b(options: { docker: Docker; templates: Record<
     },
     dropConnections() {
       server.closeAllConnections();
+    },
+    rateLimit(match, times) {
+      limits.push({ match, left: times });
     },
     stall(match) {
       let resume!: () => void;
