@@ -115,7 +115,7 @@ describe("ingress rate limits", () => {
     const host = await startHost(bundle, { auth: { bearerToken: "abc" }, rateLimit: { store: recording, limits: { "run-create": { capacity: 5, refillPerSecond: 1 } } } });
     await message(host.url, { authorization: "Bearer abc" });
     expect(keys).toHaveLength(1);
-    expect(keys[0]).toMatch(/^run-create:token:[0-9a-f]{16}$/);
+    expect(keys[0]).toMatch(/^host-agent:run-create:token:[0-9a-f]{16}$/);
     expect(keys[0]).not.toContain("abc");
 
     const broken = await startHost(bundle, {
@@ -123,5 +123,22 @@ describe("ingress rate limits", () => {
     });
     expect(await statuses(2, () => message(broken.url))).toEqual([202, 202]);
     expect(broken.logger.events("rate_limit.store_failed")).toHaveLength(2);
+
+    // A store whose server is down may retry for tens of seconds: the host does not wait for it.
+    const stalled = await startHost(bundle, {
+      rateLimit: { store: { take: () => new Promise(() => {}) }, limits: { "run-create": { capacity: 1, refillPerSecond: 1 } } },
+    });
+    expect(await statuses(1, () => message(stalled.url))).toEqual([202]);
+    expect(stalled.logger.events("rate_limit.store_failed")).toHaveLength(1);
+  });
+
+  it("keep each agent's buckets its own on a store agents share", async () => {
+    const shared = new MemoryRateLimiterStore();
+    const limits = { "run-create": { capacity: 1, refillPerSecond: 0.001 } };
+    const first = await startHost(bundle, { rateLimit: { store: shared, limits } });
+    const second = await startHost(await fixtureBundle("other-agent"), { rateLimit: { store: shared, limits } });
+    expect(await statuses(2, () => message(first.url))).toEqual([202, 429]);
+    // The same caller, the same bucket, another agent: its own token.
+    expect(await statuses(2, () => message(second.url))).toEqual([202, 429]);
   });
 });

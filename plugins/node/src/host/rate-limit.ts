@@ -1,6 +1,7 @@
 import {
   AssemblyLineError,
   checkRateLimitRequest,
+  withinTimeout,
   type RateLimitDecision,
   type RateLimitRequest,
   type RateLimiterStore,
@@ -111,12 +112,20 @@ export interface RateLimitRefusal {
 }
 
 /**
+ * How long the host waits for a store's answer before letting the request through: a store
+ * whose server is down may retry for tens of seconds, and every limited request would wait.
+ */
+export const STORE_TAKE_DEADLINE_MS = 1_000;
+
+/**
  * Ingress rate limiting: picks the request's bucket key and takes a token from
- * the store. A failing store lets the request through (logged): a rate-limit
- * outage must not take the ingress down with it.
+ * the store. A failing or slow store lets the request through (logged): a rate-limit
+ * outage must not take the ingress down with it. Keys are the agent's own
+ * (`<agentId>:<bucket>:<key>`): agents sharing a store never spend each other's buckets.
  */
 export class IngressRateLimiter {
   constructor(
+    private readonly agentId: string,
     private readonly limits: Partial<Record<RateLimitBucket, BucketLimit>>,
     private readonly store: RateLimiterStore,
     private readonly keyFor: (request: RateLimitKeyRequest) => string | undefined,
@@ -139,7 +148,8 @@ export class IngressRateLimiter {
     const key = this.keyFor(request);
     if (key === undefined) return undefined;
     try {
-      const decision = await this.store.take(`${request.bucket}:${key}`, { capacity: limit.capacity, refillPerSecond: limit.refillPerSecond });
+      const take = this.store.take(`${this.agentId}:${request.bucket}:${key}`, { capacity: limit.capacity, refillPerSecond: limit.refillPerSecond });
+      const decision = await withinTimeout(take, STORE_TAKE_DEADLINE_MS, "the rate-limit store's take");
       return decision.allowed ? undefined : { bucket: request.bucket, retryAfterMs: decision.retryAfterMs };
     } catch (error) {
       this.logger.warn({ event: "rate_limit.store_failed", bucket: request.bucket, err: String(error) }, "rate-limit store failed; request let through");
@@ -159,6 +169,7 @@ export function defaultRateLimitKey(request: RateLimitKeyRequest, fingerprint: s
 
 /** Off unless configured: `false` wins over everything, then options, then ASSEMBLY_LINE_RATE_LIMIT. */
 export function resolveRateLimit(
+  agentId: string,
   option: false | RateLimitOptions | undefined,
   env: Record<string, string | undefined>,
   logger: RuntimeLogger,
@@ -169,5 +180,5 @@ export function resolveRateLimit(
   if (option === undefined && fromEnv === undefined) return undefined;
   const limits = option?.limits ?? fromEnv ?? DEFAULT_RATE_LIMITS;
   const keyFor = option?.keyFor ?? ((request: RateLimitKeyRequest) => defaultRateLimitKey(request, fingerprint(request.headers)));
-  return new IngressRateLimiter(limits, option?.store ?? new MemoryRateLimiterStore(), keyFor, logger);
+  return new IngressRateLimiter(agentId, limits, option?.store ?? new MemoryRateLimiterStore(), keyFor, logger);
 }

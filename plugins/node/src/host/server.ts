@@ -77,7 +77,7 @@ export async function listenNodeRuntime(options: NodeRuntimeOptions): Promise<No
   // channel modules read them, process.env: a secret only in options.env would pass here and fail every request.
   checkChannelSecrets(channelSecretNeeds(options.manifest, channels), process.env, config.devMode, logger, options.env);
   const auth = new HostAuth(options.auth, env, config.devMode, logger);
-  const rateLimiter = resolveRateLimit(options.rateLimit, env, logger, (headers) => auth.verifiedFingerprint(headers));
+  const rateLimiter = resolveRateLimit(runtime.manifest.agent.id, options.rateLimit, env, logger, (headers) => auth.verifiedFingerprint(headers));
   const watcher = new RunWatcher(runtime);
   const killSwitch = new IngressKillSwitch(runtime.state.settings, runtime.manifest.agent.id, logger);
   const attachments = new AttachmentIngest(
