@@ -46,6 +46,10 @@ function checkOptions(options: unknown): void {
     if (actual !== expected) fail(`option ${key} must be a${expected === "object" ? "n" : ""} ${expected}, got ${actual}`, `Pass ${key} as a${expected === "object" ? "n" : ""} ${expected}, or leave it out.`);
   }
   if (given.url === "") fail("option url is empty", "Pass a redis:// URL, or leave url out to read REDIS_URL.");
+  // Both shape the store's own connection: a client given is used as it was built.
+  for (const own of ["url", "commandTimeoutMs"]) {
+    if (given.client !== undefined && given[own] !== undefined) fail(`option ${own} is for the store's own connection; with client it would be ignored`, `Leave ${own} out, or build the client with it (e.g. new Redis(url, { commandTimeout: 1000, maxRetriesPerRequest: 1 })).`);
+  }
   const timeout = given.commandTimeoutMs as number | undefined;
   if (timeout !== undefined && !isTimerDelay(timeout)) fail(`option commandTimeoutMs is ${timeout}; it must be a positive number of milliseconds, at most ${MAX_TIMER_MS} (about 24.8 days)`, "Pass e.g. 1000, or leave it out.");
 }
@@ -53,13 +57,14 @@ function checkOptions(options: unknown): void {
 /**
  * The address a store-owned client connects to: `url`, else REDIS_URL (an empty one counts as unset),
  * else the local default. ioredis reads `redis://` and `rediss://` URLs, a socket path (`/tmp/redis.sock`)
- * and a bare `host:port`; a URL of any other scheme it misreads (`http://host:7000` as host "http" and a
+ * and a bare `host:port`; anything else must parse as a redis URL with a host: a URL of any other scheme it misreads (`http://host:7000` as host "http" and a
  * socket path) and would connect there without a word, so that is refused, as is a redis URL with no
  * host. Parsed with WHATWG URL; the value itself is not shown: it may hold a password.
  */
 function redisUrl(option: string | undefined, fromEnv: string | undefined): string {
   const [text, source] = option !== undefined ? [option, "option url"] : fromEnv !== undefined && fromEnv.trim() !== "" ? [fromEnv.trim(), "REDIS_URL"] : [DEFAULT_URL, "the default"];
-  if (!/^[a-z][a-z0-9+.-]*:\/\//i.test(text)) return text;
+  // What ioredis reads as it is: a socket path, a bare host or host:port. Anything else with a scheme (`rediss:/host`, one slash, too) must be a redis URL.
+  if (text.startsWith("/") || /^[^:/\s@]+(:\d+)?$/.test(text)) return text;
   const parsed = URL.canParse(text) ? new URL(text) : undefined;
   const redisScheme = parsed?.protocol === "redis:" || parsed?.protocol === "rediss:";
   if (parsed === undefined || !redisScheme || parsed.hostname === "") {
@@ -69,6 +74,17 @@ function redisUrl(option: string | undefined, fromEnv: string | undefined): stri
     });
   }
   return text;
+}
+
+/** The store's own client; a URL ioredis still cannot read is refused without its text (its error quotes it, password and all). */
+function ownClient(url: string, commandTimeout: number): Redis {
+  try {
+    return new Redis(url, { commandTimeout, maxRetriesPerRequest: 1 });
+  } catch {
+    throw new AssemblyLineError("AL_ERR_PLUGIN_OPTIONS", "redisRateLimiterStore(): the Redis address could not be read", {
+      fix: "Set url or REDIS_URL to e.g. redis://:password@redis.internal:6379/0 (rediss:// for TLS) or a socket path, or pass a client you built.",
+    });
+  }
 }
 
 type TakeCommand = (key: string, capacity: number, refillPerSecond: number, cost: number, now: number) => Promise<[number, string, number]>;
@@ -88,12 +104,7 @@ export class RedisRateLimiterStore implements RateLimiterStore {
     checkOptions(options);
     const env = options.env ?? process.env;
     this.owned = options.client === undefined;
-    this.client =
-      options.client ??
-      new Redis(redisUrl(options.url, env.REDIS_URL), {
-        commandTimeout: options.commandTimeoutMs ?? 1_000,
-        maxRetriesPerRequest: 1,
-      });
+    this.client = options.client ?? ownClient(redisUrl(options.url, env.REDIS_URL), options.commandTimeoutMs ?? 1_000);
     // Connection errors surface on each take (AL_ERR_RATE_LIMIT_STORE); without a listener ioredis prints them too.
     if (this.owned) this.client.on("error", () => undefined);
     this.keyPrefix = options.keyPrefix ?? "al:rl:";

@@ -35,7 +35,7 @@ describe.skipIf(unreachable !== undefined)("RedisRateLimiterStore against a real
   const prefix = `al:test:${randomUUID()}:`;
   const stores: RedisRateLimiterStore[] = [];
   const open = (options: ConstructorParameters<typeof RedisRateLimiterStore>[0] = {}) => {
-    const store = new RedisRateLimiterStore({ url, keyPrefix: prefix, ...options });
+    const store = new RedisRateLimiterStore({ ...(options.client ? {} : { url }), keyPrefix: prefix, ...options });
     stores.push(store);
     return store;
   };
@@ -132,6 +132,11 @@ describe("redisRateLimiterStore options", () => {
     expect(refused({ url, keyPrefix: 7 })).toContain("keyPrefix must be a string, got number");
     expect(refused({ url, commandTimeoutMs: 0 })).toContain("commandTimeoutMs is 0");
     expect(refused({ url, commandTimeoutMs: "1000" })).toContain("commandTimeoutMs must be a number, got string");
+    // A client given is used as built: these would shape nothing.
+    const client = new Redis(url, { lazyConnect: true });
+    expect(refused({ client, commandTimeoutMs: 500 })).toContain("option commandTimeoutMs is for the store's own connection; with client it would be ignored");
+    expect(refused({ client, url })).toContain("option url is for the store's own connection");
+    client.disconnect();
   });
 
   it("refuses a url or REDIS_URL that is not a redis:// or rediss:// address, without showing it", () => {
@@ -150,6 +155,12 @@ describe("redisRateLimiterStore options", () => {
     expect(http).not.toContain("secret-pw");
     expect(refusal({ url: "redis://" })).toMatch(/it names no host/);
     expect(refusal({ env: { REDIS_URL: "https://cache.internal:6379" } })).toMatch(/REDIS_URL is not a redis:\/\/ or rediss:\/\/ URL with a host: its scheme is https:/);
+    // One slash: ioredis read the rest as a socket path and dropped TLS.
+    for (const text of ["rediss:/:s3cret@cache.internal:6380", "http:/example.com:7000", "redis:default:s3cret@cache.internal:63 79"]) {
+      const refused = refusal({ env: { REDIS_URL: text } });
+      expect(refused, text).toMatch(/^AL_ERR_PLUGIN_OPTIONS: redisRateLimiterStore\(\): REDIS_URL is not a redis:\/\/ or rediss:\/\/ URL with a host/);
+      expect(refused).not.toContain("s3cret");
+    }
     // What ioredis reads as it is: a socket path, a bare host:port.
     expect(refusal({ url: "/tmp/redis.sock" })).toBe("accepted");
     expect(refusal({ env: { REDIS_URL: "localhost:6379" } })).toBe("accepted");
