@@ -313,19 +313,64 @@ export class DaytonaSandboxAdapter implements SnapshottingSandboxAdapter {
     return new ShellSandbox(key, this.driver(remote), { timeoutMs: this.options.defaultTimeoutMs, maxOutputBytes: this.options.maxOutputBytes, env: this.options.env }, "Daytona");
   }
 
-  /** The toolbox calls a sandbox needs: one command, a file download, a file upload. */
+  /**
+   * The toolbox calls a sandbox needs: one command, a file download, a file upload. Each is
+   * made through `resumed`, so a run's sandbox that Daytona stopped while the run waited
+   * (autoStopMinutes without activity) is started again by the next call on the same handle.
+   */
   private driver(remote: DaytonaSdkSandbox): SandboxDriver {
+    const resumed = this.resumer(remote);
     return {
-      runScript: async (script, limitMs) => this.call("running a command", () => this.execute(remote, tracked(script), limitMs)),
+      runScript: async (script, limitMs) => resumed("running a command", () => this.execute(remote, tracked(script), limitMs), { repeatable: false }),
       downloadFile: async (path) => {
-        checkReadSize("Daytona", path, Number((await this.call(`reading the size of ${path}`, () => this.execute(remote, sizeScript(path), 60_000))).trim()));
-        const bytes = new Uint8Array(await this.call(`reading ${path}`, () => remote.fs.downloadFile(path), this.options.requestTimeoutMs));
+        // Reading a size changes nothing, and a download or upload of the same bytes repeats harmlessly.
+        checkReadSize("Daytona", path, Number((await resumed(`reading the size of ${path}`, () => this.execute(remote, sizeScript(path), 60_000), { repeatable: true })).trim()));
+        const bytes = new Uint8Array(await resumed(`reading ${path}`, () => remote.fs.downloadFile(path), { repeatable: true, retryWithinMs: this.options.requestTimeoutMs }));
         // The file may have grown since its size was read.
         checkReadSize("Daytona", path, bytes.length);
         return bytes;
       },
-      uploadFile: async (path, content) => this.call(`writing ${path}`, () => remote.fs.uploadFile(Buffer.from(content), path), this.options.requestTimeoutMs),
+      uploadFile: async (path, content) => resumed(`writing ${path}`, () => remote.fs.uploadFile(Buffer.from(content), path), { repeatable: true, retryWithinMs: this.options.requestTimeoutMs }),
     };
+  }
+
+  /**
+   * Toolbox calls on one sandbox that start it again when Daytona stopped it. A call that failed
+   * while the sandbox is not started (a refresh says so) starts it, files intact, then is made once
+   * more when it cannot have run (Daytona refused it for the sandbox's state) or repeats harmlessly
+   * (`repeatable`). A command that may have run is never run twice: its failure stands, and the next
+   * call finds the sandbox started. Calls failing together share one start.
+   */
+  private resumer(remote: DaytonaSdkSandbox): <T>(action: string, operation: () => Promise<T>, options: { repeatable: boolean; retryWithinMs?: number }) => Promise<T> {
+    let starting: Promise<boolean> | undefined;
+    const startAgain = () => {
+      starting ??= this.startStopped(remote).finally(() => (starting = undefined));
+      return starting;
+    };
+    return async (action, operation, { repeatable, retryWithinMs }) => {
+      try {
+        return await (retryWithinMs === undefined ? operation() : retryRateLimited(operation, retryWithinMs));
+      } catch (error) {
+        const failure = providerError("Daytona", action, error, [this.#hostEnv.DAYTONA_API_KEY]);
+        if (!answeredBySandbox(error) && (await startAgain()) && (repeatable || refusedForState(error))) return this.call(action, operation, retryWithinMs);
+        throw failure;
+      }
+    };
+  }
+
+  /** Start the sandbox again when a refresh shows Daytona stopped (or archived) it; true when it was not started and now is. */
+  private async startStopped(remote: DaytonaSdkSandbox): Promise<boolean> {
+    try {
+      await retryRateLimited(() => remote.refreshData(), this.options.requestTimeoutMs);
+    } catch {
+      return false;
+    }
+    const state = String(remote.state ?? "");
+    const timeout = Math.ceil(this.options.createTimeoutMs / 1000);
+    if (RESUMABLE.has(state)) await this.call("starting the sandbox again", () => remote.start(timeout));
+    else if (TRANSIENT.has(state)) await this.call("waiting for the sandbox to start", () => remote.waitUntilStarted(timeout), this.options.createTimeoutMs);
+    else return false;
+    return true;
   }
 
   /** Everything `script` printed, run by `sh` through the toolbox. */
@@ -365,6 +410,27 @@ export class DaytonaSandboxAdapter implements SnapshottingSandboxAdapter {
       throw providerError("Daytona", action, error, [this.#hostEnv.DAYTONA_API_KEY]);
     }
   }
+}
+
+/** The header Daytona's toolbox answers with, naming the sandbox's state, when the sandbox is not running. */
+const STATE_HEADER = "x-daytona-sandbox-state";
+
+/** The sandbox's daemon answered (a command's timeout, a missing file), or the rate limiter did: nothing is started. */
+function answeredBySandbox(error: unknown): boolean {
+  const status = statusOf(error);
+  return status === 408 || status === 429 || (error as { source?: unknown } | null)?.source === "DAYTONA_DAEMON";
+}
+
+/**
+ * Daytona refused the call before it reached the sandbox: its toolbox names a state other than
+ * started, or answers 4xx (refused, never handled; 408, a command's timeout, is excluded above).
+ */
+function refusedForState(error: unknown): boolean {
+  const headers = (error as { headers?: { get?: (name: string) => unknown; [name: string]: unknown } } | null)?.headers;
+  const state = headers ? (typeof headers.get === "function" ? headers.get(STATE_HEADER) : headers[STATE_HEADER]) : undefined;
+  if (typeof state === "string" && state !== "" && state !== "started") return true;
+  const status = statusOf(error);
+  return status !== undefined && status >= 400 && status < 500;
 }
 
 function digest(text: string): string {

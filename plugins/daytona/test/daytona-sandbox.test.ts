@@ -1,4 +1,5 @@
 import { inspect } from "node:util";
+import { Daytona } from "@daytonaio/sdk";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { isAssemblyLineError, isSnapshottingSandboxAdapter } from "@assemblyline-agents/core";
 import { DaytonaSandboxAdapter, LABELS, daytonaSandbox } from "../src/index.js";
@@ -171,6 +172,30 @@ if (probe.available) {
       expect(fake.creates.length).toBe(creates);
       expect(fake.requests).toContain(`POST /api/sandbox/${remote.id}/start`);
     });
+
+    it("starts the run's sandbox again when Daytona stops it mid-run (auto-stop), so the same handle's next command and file calls succeed with the files intact, each command run once", async () => {
+      const made = adapter({ image });
+      const sandbox = await made.acquire("run-auto-stopped");
+      await sandbox.writeFile("notes.txt", "kept while stopped");
+      const client = new Daytona({ apiKey: fake.apiKey, apiUrl: fake.apiUrl });
+      const stop = async () => (await client.get(made.sandboxName("run-auto-stopped"))).stop();
+      const remote = [...fake.sandboxes.values()].find((entry) => entry.name === made.sandboxName("run-auto-stopped"))!;
+      try {
+        // The run waits on an approval longer than autoStopMinutes: Daytona stops the sandbox.
+        await stop();
+        expect(await sandbox.exec("echo ran >> counted.txt; cat notes.txt")).toMatchObject({ exitCode: 0, stdout: "kept while stopped" });
+        expect(remote.state).toBe("started");
+        await stop();
+        expect(text(await sandbox.readFile("notes.txt"))).toBe("kept while stopped");
+        await stop();
+        await sandbox.writeFile("later.txt", "written after a stop");
+        expect(await (await made.acquire("run-auto-stopped")).exec("cat counted.txt later.txt")).toMatchObject({ exitCode: 0, stdout: "ran\nwritten after a stop" });
+        expect(fake.requests.filter((request) => request === `POST /api/sandbox/${remote.id}/start`)).toHaveLength(3);
+      } finally {
+        await client[Symbol.asyncDispose]();
+      }
+      await made.release("run-auto-stopped");
+    }, 60_000);
 
     it("makes /workspace in a sandbox whose create timed out but still finished at Daytona, when the next acquire finds it", async () => {
       const made = adapter({ image, createTimeoutMs: 1_000 });

@@ -406,7 +406,12 @@ export async function startFakeDaytona(options: { docker: Docker; image: string;
     if (toolbox && request.method === "POST") {
       const sandbox = sandboxes.get(toolbox[1]!);
       if (!sandbox) return json(response, 404, { statusCode: 404, message: "Sandbox not found", error: "Not Found" });
-      if (sandbox.state !== "started" || !sandbox.container) return json(response, 400, { statusCode: 400, message: `Sandbox is ${sandbox.state}`, error: "Bad Request" });
+      // Daytona's runner refuses a call to a sandbox not running before it reaches the daemon, naming the state in a header (the proxy's wake-on-request reads it).
+      if (sandbox.state !== "started" || !sandbox.container) {
+        request.resume();
+        response.writeHead(503, { "content-type": "application/json", "x-daytona-sandbox-state": sandbox.state });
+        return void response.end(JSON.stringify({ statusCode: 503, message: `sandbox is in ${sandbox.state} state`, error: "Service Unavailable" }));
+      }
       const running = sandbox as Running;
       if (toolbox[2] === "process/execute") return execute(running, await readJson(request), response);
       if (toolbox[2] === "files/bulk-upload") return upload(running, request, response);
