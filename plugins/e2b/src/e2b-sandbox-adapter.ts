@@ -18,6 +18,13 @@ export interface E2bSandboxAdapterOptions extends E2bSandboxOptions {
   hostEnv?: Record<string, string | undefined>;
 }
 
+/** A run's E2B sandbox as its calls reach it: the SDK handle, replaced by a new one when the sandbox is resumed. */
+interface Attachment {
+  remote: E2bSdkSandbox;
+  /** A resume in progress, shared by the calls that failed together. */
+  resuming?: Promise<boolean>;
+}
+
 /** One of a key's E2B snapshots: our id (in its name) and E2B's id (to create from and delete). */
 interface StoredSnapshot {
   id: string;
@@ -38,6 +45,8 @@ export class E2bSandboxAdapter implements SnapshottingSandboxAdapter {
   // #private: util.inspect, console.log and JSON.stringify never show them, so the key they hold stays out of logs.
   readonly #hostEnv: Record<string, string | undefined>;
   private readonly live = new SandboxOpenings<ShellSandbox>();
+  /** Each open sandbox's attachment, so a later acquire of its key restarts the lifetime on the handle its calls use (#private: the SDK handles hold the key). */
+  readonly #attachments = new WeakMap<ShellSandbox, Attachment>();
 
   constructor(options: E2bSandboxAdapterOptions) {
     const { agentDir, hostEnv, ...rest } = options;
@@ -45,10 +54,18 @@ export class E2bSandboxAdapter implements SnapshottingSandboxAdapter {
     this.#hostEnv = hostEnv ?? process.env;
   }
 
-  /** The key's sandbox: the live one, a running or paused one found by its metadata, or a new one. */
-  acquire(key: string): Promise<Sandbox> {
+  /**
+   * The key's sandbox: the live one, a running or paused one found by its metadata, or a new one.
+   * Acquiring a live one connects to it again, restarting its lifetime (and resuming it when E2B
+   * paused it at the end of the last one).
+   */
+  async acquire(key: string): Promise<Sandbox> {
     checkKey(key);
-    return this.live.acquire(key, () => this.open(key));
+    const live = this.live.peek(key);
+    const sandbox = await this.live.acquire(key, () => this.open(key));
+    const attachment = this.#attachments.get(sandbox);
+    if (live && attachment) attachment.remote = await this.reconnect(attachment.remote.sandboxId);
+    return sandbox;
   }
 
   /**
@@ -204,8 +221,7 @@ export class E2bSandboxAdapter implements SnapshottingSandboxAdapter {
   private async open(key: string): Promise<ShellSandbox> {
     const [existing] = await this.find(key);
     if (existing) {
-      // Connecting resumes a paused sandbox and restarts its lifetime.
-      const remote = await this.call("connecting to the sandbox", async () => (await sdk()).connect(existing.sandboxId, { ...this.connection(), timeoutMs: this.options.lifetimeMs }));
+      const remote = await this.reconnect(existing.sandboxId);
       // Opened by this process for the first time: any command still running was left by the run's earlier owner.
       await this.call("stopping commands left running", () => remote.commands.run(KILL_LEFTOVERS, { timeoutMs: 60_000 }));
       return this.wrap(key, remote);
@@ -238,20 +254,31 @@ export class E2bSandboxAdapter implements SnapshottingSandboxAdapter {
   }
 
   private wrap(key: string, remote: E2bSdkSandbox): ShellSandbox {
-    return new ShellSandbox(key, this.driver(remote), { timeoutMs: this.options.defaultTimeoutMs, maxOutputBytes: this.options.maxOutputBytes, env: this.options.env }, "E2B");
+    const attachment: Attachment = { remote };
+    const sandbox = new ShellSandbox(key, this.driver(attachment), { timeoutMs: this.options.defaultTimeoutMs, maxOutputBytes: this.options.maxOutputBytes, env: this.options.env }, "E2B");
+    this.#attachments.set(sandbox, attachment);
+    return sandbox;
   }
 
-  /** The envd calls a sandbox needs: one process, a file read, a file write. */
-  private driver(remote: E2bSdkSandbox): SandboxDriver {
+  /** Connect to the sandbox: E2B resumes a paused one (files kept) and restarts its lifetime. A new SDK handle. */
+  private reconnect(sandboxId: string): Promise<E2bSdkSandbox> {
+    return this.call("connecting to the sandbox", async () => (await sdk()).connect(sandboxId, { ...this.connection(), timeoutMs: this.options.lifetimeMs }));
+  }
+
+  /**
+   * The envd calls a sandbox needs: one process, a file read, a file write. Each is made through
+   * `resumed`, so a run's sandbox that E2B paused while the run waited (its lifetime ended) is
+   * resumed by the next call on the same handle.
+   */
+  private driver(attachment: Attachment): SandboxDriver {
+    const resumed = <T>(action: string, operation: (remote: E2bSdkSandbox) => Promise<T>, repeatable: boolean) => this.resumed(attachment, action, operation, repeatable);
     return {
-      runScript: async (script, limitMs) => {
-        const result = await this.call("running a command", () => remote.commands.run(tracked(script), { timeoutMs: limitMs }));
-        return result.stdout;
-      },
+      runScript: async (script, limitMs) => (await resumed("running a command", (remote) => remote.commands.run(tracked(script), { timeoutMs: limitMs }), false)).stdout,
       downloadFile: async (path) => {
-        const size = await this.call(`reading the size of ${path}`, () => remote.commands.run(sizeScript(path), { timeoutMs: 60_000 }));
+        // Reading a size changes nothing, and a read or a write of the same bytes repeats harmlessly.
+        const size = await resumed(`reading the size of ${path}`, (remote) => remote.commands.run(sizeScript(path), { timeoutMs: 60_000 }), true);
         checkReadSize("E2B", path, Number(size.stdout.trim()));
-        const bytes = await this.call(`reading ${path}`, () => remote.files.read(path, { format: "bytes" }));
+        const bytes = await resumed(`reading ${path}`, (remote) => remote.files.read(path, { format: "bytes" }), true);
         // The file may have grown since its size was read.
         checkReadSize("E2B", path, bytes.length);
         return bytes;
@@ -259,9 +286,45 @@ export class E2bSandboxAdapter implements SnapshottingSandboxAdapter {
       uploadFile: async (path, content) => {
         // A copy whose buffer is exactly the bytes: the SDK sends the whole underlying ArrayBuffer.
         const bytes = content.slice();
-        await this.call(`writing ${path}`, () => remote.files.write(path, bytes.buffer as ArrayBuffer));
+        await resumed(`writing ${path}`, (remote) => remote.files.write(path, bytes.buffer as ArrayBuffer), true);
       },
     };
+  }
+
+  /**
+   * One envd call on a sandbox E2B may have paused since it was opened. A call that failed while
+   * the sandbox is not running (E2B's API says so) resumes it, files intact, and is made once more
+   * on the new handle when it cannot have run (E2B's proxy refused it before the process started:
+   * the SDK's SandboxNotFoundError) or repeats harmlessly (`repeatable`). A command that may have
+   * run is never run twice: its failure stands, and the next call finds the sandbox running.
+   */
+  private async resumed<T>(attachment: Attachment, action: string, operation: (remote: E2bSdkSandbox) => Promise<T>, repeatable: boolean): Promise<T> {
+    const { remote } = attachment;
+    try {
+      return await operation(remote);
+    } catch (error) {
+      const failure = providerError("E2B", action, error, [this.#hostEnv.E2B_API_KEY]);
+      if ((await this.resume(attachment, remote)) && (repeatable || neverStarted(error))) return this.call(action, () => operation(attachment.remote));
+      throw failure;
+    }
+  }
+
+  /** Resume the sandbox when E2B paused it; true when a call on `failed` (the handle it used) may be made again on the attachment's handle. */
+  private async resume(attachment: Attachment, failed: E2bSdkSandbox): Promise<boolean> {
+    // Another call resumed it since this one was made.
+    if (attachment.remote !== failed) return true;
+    attachment.resuming ??= (async () => {
+      try {
+        const info = await (await sdk()).getInfo(failed.sandboxId, this.connection());
+        if (info.state !== "paused") return false;
+      } catch {
+        // Gone (killed, its lifetime ended with onTimeout "kill") or unreadable: the call's own failure stands.
+        return false;
+      }
+      attachment.remote = await this.reconnect(failed.sandboxId);
+      return true;
+    })().finally(() => (attachment.resuming = undefined));
+    return attachment.resuming;
   }
 
   /** The key's sandboxes E2B still has (running or paused), oldest first. */
@@ -280,6 +343,11 @@ export class E2bSandboxAdapter implements SnapshottingSandboxAdapter {
       throw providerError("E2B", action, error, [this.#hostEnv.E2B_API_KEY]);
     }
   }
+}
+
+/** E2B's proxy refused the command before its process started (the SDK raises this only before the start event). */
+function neverStarted(error: unknown): boolean {
+  return (error as { name?: unknown } | null)?.name === "SandboxNotFoundError";
 }
 
 /** The SDK, loaded on first use: it (and its dependencies) loads only when a run needs a sandbox. */

@@ -127,6 +127,42 @@ if (probe.available) {
       expect(fake.sandboxes.get(remote.id)?.state).toBe("running");
     });
 
+    it("resumes the run's sandbox when E2B pauses it mid-run (its lifetime ended), so the same handle's next command and file calls succeed with the files intact, each command run once", async () => {
+      const scope = randomScope("paused");
+      const made = adapter({ scope });
+      const sandbox = await made.acquire("run-paused");
+      await sandbox.writeFile("notes.txt", "kept while paused");
+      const remote = [...fake.sandboxes.values()].find((entry) => entry.metadata[METADATA.key] === "run-paused" && entry.metadata[METADATA.scope] === scope)!;
+      // The run waits on an approval longer than lifetimeMs: E2B pauses the sandbox (onTimeout "pause").
+      await fake.pause(remote.id);
+      expect(await sandbox.exec("echo ran >> counted.txt; cat notes.txt")).toMatchObject({ exitCode: 0, stdout: "kept while paused" });
+      expect(remote.state).toBe("running");
+      await fake.pause(remote.id);
+      expect(text(await sandbox.readFile("notes.txt"))).toBe("kept while paused");
+      await fake.pause(remote.id);
+      await sandbox.writeFile("later.txt", "written after a pause");
+      expect(await sandbox.exec("cat counted.txt later.txt")).toMatchObject({ exitCode: 0, stdout: "ran\nwritten after a pause" });
+      expect(fake.requests.filter((request) => request === `POST /v2/sandboxes/${remote.id}/connect`)).toHaveLength(3);
+      await made.release("run-paused");
+    }, 60_000);
+
+    it("restarts the sandbox's lifetime at each acquire of a live one, resuming it when E2B paused it", async () => {
+      const scope = randomScope("lifetime");
+      const made = adapter({ scope, lifetimeMs: 120_000 });
+      const sandbox = await made.acquire("run-lifetime");
+      const remote = [...fake.sandboxes.values()].find((entry) => entry.metadata[METADATA.key] === "run-lifetime" && entry.metadata[METADATA.scope] === scope)!;
+      remote.timeoutSeconds = 1;
+      expect(await made.acquire("run-lifetime")).toBe(sandbox);
+      expect(remote.timeoutSeconds).toBe(120);
+      await fake.pause(remote.id);
+      const again = await made.acquire("run-lifetime");
+      expect(again).toBe(sandbox);
+      expect(remote.state).toBe("running");
+      expect(fake.requests.filter((request) => request === `POST /v2/sandboxes/${remote.id}/connect`)).toHaveLength(2);
+      expect(await again.exec("echo still here")).toMatchObject({ exitCode: 0, stdout: "still here\n" });
+      await made.release("run-lifetime");
+    }, 60_000);
+
     it("stops a command the run's earlier owner left running when another process opens the sandbox", async () => {
       const scope = randomScope("leftover");
       const first = adapter({ scope });

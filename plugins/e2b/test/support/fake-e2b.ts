@@ -11,13 +11,14 @@ import { envdProcessService } from "./envd-process-service.js";
 import { killHostTree } from "../../../../test/support/host-process.js";
 
 /*
- * A local E2B: the REST API (create, list by metadata and state in pages, connect, kill,
+ * A local E2B: the REST API (create, list by metadata and state in pages, get one, connect, kill,
  * snapshots: create, list, delete, a sandbox from one) and envd
  * (process.Process/Start over Connect, GET and POST /files, /health) for
  * exactly the calls the e2b SDK makes for what the adapter uses. One origin
  * serves both: the SDK's sandboxUrl setting sends every envd call there with
- * the E2b-Sandbox-Id header, as E2B's own sandbox proxy routes them. Each
- * sandbox is a container on the local Docker engine.
+ * the E2b-Sandbox-Id header, as E2B's own sandbox proxy routes them, and
+ * answers 502 ("The sandbox was not found") for one not running, as that proxy
+ * does. Each sandbox is a container on the local Docker engine.
  */
 
 export const FAKE_LABEL = "dev.assembly-line.test.fake-e2b";
@@ -303,6 +304,15 @@ export async function startFakeE2b(options: { docker: Docker; templates: Record<
       request.resume();
       return json(response, 429, { code: 429, message: "Rate limit exceeded, please try again later." });
     }
+    if (url.pathname.startsWith("/process.Process/") || url.pathname === "/files" || url.pathname === "/health") {
+      // E2B's edge proxy answers for a sandbox that is not running (paused, killed, unknown) before envd sees the request.
+      const id = String(request.headers["e2b-sandbox-id"] ?? "");
+      const target = sandboxes.get(id);
+      if (!target || target.state !== "running" || !target.container) {
+        request.resume();
+        return json(response, 502, { sandboxId: id, message: "The sandbox was not found", code: 502 });
+      }
+    }
     if (url.pathname.startsWith("/process.Process/")) return processHandler(request, response);
     if (url.pathname === "/files") return files(request, response, url);
     if (url.pathname === "/health") {
@@ -356,6 +366,7 @@ export async function startFakeE2b(options: { docker: Docker; templates: Record<
       response.writeHead(204);
       return void response.end();
     }
+    if (sandbox && !one![2] && request.method === "GET") return json(response, 200, { ...listed(sandbox), envdAccessToken: sandbox.accessToken, domain: null });
     if (sandbox && !one![2] && request.method === "DELETE") {
       await sandbox.container?.remove({ force: true });
       sandboxes.delete(sandbox.id);
