@@ -52,6 +52,8 @@ if (probe.available) {
       }
       await docker.getImage(base).remove().catch(() => undefined);
     }
+    // The agent keeps its runs in the default file state: its releases shared this volume.
+    await docker.getVolume(`assembly-line-${name}-state`).remove().catch(() => undefined);
     if (root) rmSync(root, { recursive: true, force: true });
   }, 180_000);
 

@@ -1,12 +1,12 @@
 import { createHash, randomBytes } from "node:crypto";
-import { mkdtemp, rm, writeFile } from "node:fs/promises";
+import { mkdtemp, readFile, rm, writeFile } from "node:fs/promises";
 import { createServer } from "node:net";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import type Docker from "dockerode";
 import tarFs from "tar-fs";
 import { AssemblyLineError, MAX_TIMER_MS, isTimerDelay, type DeployTarget, type RuntimeLogger } from "@assemblyline-agents/core";
-import { stageDeployBundle, waitForReady } from "@assemblyline-agents/core/deploy";
+import { stageDeployBundle, waitForReady, type DeployBundle } from "@assemblyline-agents/core/deploy";
 import { connectEngine, engineCall, engineError, engineMessage, statusOf } from "../engine.js";
 import { removeImageTag } from "../image-removal.js";
 import { stderrLogger } from "../stderr-logger.js";
@@ -15,6 +15,13 @@ import { releaseImageLabels, removeOldReleaseImages, runtimeImageLabels } from "
 
 /** On a release's container (never on an image: a container a user runs from a release image must not pass for one). */
 export const DEPLOY_LABEL = "dev.assembly-line.deploy";
+/** Where a release keeps the runs of the default file state: the mount point of the deploy's state volume. */
+export const RELEASE_STATE_DIR = "/var/lib/assembly-line/state";
+/**
+ * How long a release has to drain when it is replaced, in seconds, before the engine kills it: the
+ * host's shutdown timeout (30 s by default) and the grace it gives the process to end after it.
+ */
+export const RELEASE_STOP_GRACE_S = 40;
 const DEPLOY_OPTIONS = ["name", "baseImage", "port", "network", "hostIp", "readyTimeoutMs", "startArgs", "packages", "include", "socketPath", "keepReleases"];
 
 export interface DockerDeployOptions {
@@ -49,8 +56,10 @@ export interface DockerDeployResult {
   id: string;
   url: string;
   image: string;
-  /** Containers of earlier releases that were removed once this one was ready. */
+  /** Containers of earlier releases that were stopped (given time to drain) and removed once this one was ready. */
   replaced: string[];
+  /** The volume holding the runs of the default file state, shared by every release of this name; absent when gateway.ts chooses the state. */
+  stateVolume?: string;
   /** Images removed after this deploy: releases beyond keepReleases, and runtime images only they were built on. */
   removedImages: string[];
 }
@@ -58,8 +67,16 @@ export interface DockerDeployResult {
 /**
  * Deploys a built agent as a container: stage a bundle, build an image from a
  * generated Dockerfile, start it with the given env, wait for /readyz, and only
- * then remove the previous release's container. Any failure before that leaves
- * the previous release serving and removes what this deploy created.
+ * then stop (letting it drain) and remove the previous release's container. Any
+ * failure before that leaves the previous release serving and removes what this
+ * deploy created.
+ *
+ * Runs kept in the default file state live in a named volume per deploy name
+ * (`assembly-line-<name>-state`), so every release sees the runs of the one
+ * before. One process at a time may write that folder: with it, the previous
+ * release is stopped before the new one starts, and started again if the new
+ * one never gets ready. A state adapter chosen in gateway.ts needs no volume,
+ * and the two releases overlap until the new one is ready.
  */
 export class DockerDeployTarget implements DeployTarget {
   readonly name = "docker";
@@ -133,10 +150,14 @@ export class DockerDeployTarget implements DeployTarget {
         await this.build(bundle.modules.dir, runtimeImage);
       }
       const image = `${name}:${bundle.revision.toLowerCase().replace(/[^a-z0-9_.-]/g, "-").slice(0, 100)}-${bundle.digest}`;
-      await writeFile(join(bundle.dir, "Dockerfile"), renderDockerfile(bundle, { runtimeImage, port, startArgs: this.options.startArgs ?? [], labels: releaseImageLabels(name, image, runtimeImage) }));
+      const stateVolume = (await choosesOwnState(bundle)) ? undefined : `assembly-line-${name}-state`;
+      await writeFile(
+        join(bundle.dir, "Dockerfile"),
+        renderDockerfile(bundle, { runtimeImage, port, startArgs: this.options.startArgs ?? [], ...(stateVolume ? { stateDir: RELEASE_STATE_DIR } : {}), labels: releaseImageLabels(name, image, runtimeImage) }),
+      );
       const builtBefore = await this.hasImage(image);
       await this.build(bundle.dir, image);
-      const released = await this.release(name, image, port, args.env).catch(async (error: unknown) => {
+      const released = await this.release(name, image, port, args.env, stateVolume).catch(async (error: unknown) => {
         // A release that never got ready served nothing: its image goes with its container, so it takes no rollback slot.
         if (!builtBefore) await removeImageTag(this.docker, image, this.logger, { deploy: name });
         throw error;
@@ -181,7 +202,7 @@ export class DockerDeployTarget implements DeployTarget {
     });
   }
 
-  private async release(name: string, image: string, port: number, env: Record<string, string | undefined>): Promise<Omit<DockerDeployResult, "removedImages">> {
+  private async release(name: string, image: string, port: number, env: Record<string, string | undefined>, stateVolume: string | undefined): Promise<Omit<DockerDeployResult, "removedImages">> {
     const network = this.options.network ?? "bridge";
     const host = network === "host";
     const listenPort = host ? await freePort() : port;
@@ -194,26 +215,27 @@ export class DockerDeployTarget implements DeployTarget {
         Env: [...variables.map(([variable, value]) => `${variable}=${value}`), `PORT=${listenPort}`, `HOST=${host ? "127.0.0.1" : "0.0.0.0"}`],
         Labels: { [DEPLOY_LABEL]: name },
         ExposedPorts: { [`${listenPort}/tcp`]: {} },
+        // `docker stop` by hand gives the release the same time to drain as a redeploy does.
+        StopTimeout: RELEASE_STOP_GRACE_S,
+        // One hostname for every release of this name (the host network has the machine's): the state
+        // folder's lock names its holder by host and pid, so a release killed without releasing it is
+        // seen as gone by the next one, instead of as alive on a host this container cannot check.
+        ...(host ? {} : { Hostname: name }),
         HostConfig: {
           NetworkMode: network,
           RestartPolicy: { Name: "unless-stopped" },
+          ...(stateVolume ? { Mounts: [{ Type: "volume", Source: stateVolume, Target: RELEASE_STATE_DIR }] } : {}),
           ...(host ? {} : { PortBindings: { [`${listenPort}/tcp`]: [{ HostIp: this.options.hostIp ?? "127.0.0.1", HostPort: "" }] } }),
         },
       }),
     );
+    const stopped: string[] = [];
     try {
+      // The state folder takes one writer: the previous release drains and stops before this one opens it.
+      if (stateVolume) await this.stopOthers(name, containerName, stopped);
       await engineCall(`starting container ${containerName}`, () => container.start());
-      const hostPort = host ? listenPort : Number((await container.inspect()).NetworkSettings.Ports[`${listenPort}/tcp`]?.[0]?.HostPort);
-      const address = host ? "127.0.0.1" : (this.options.hostIp ?? "127.0.0.1");
-      const url = `http://${address.includes(":") ? `[${address}]` : address}:${hostPort}`;
-      const token = env.ASSEMBLY_LINE_BEARER_TOKEN;
-      const ready = await waitForReady({
-        url: `${url}/readyz`,
-        // A production host with a bearer token guards its probes too.
-        ...(token ? { headers: { authorization: `Bearer ${token}` } } : {}),
-        timeoutMs: this.options.readyTimeoutMs ?? 60_000,
-        alive: async () => (await container.inspect().catch(() => undefined))?.State.Running === true,
-      });
+      const url = await this.urlOf(container);
+      const ready = await this.waitReady(container, url, env);
       if (!ready) {
         const logs = await container.logs({ stdout: true, stderr: true, tail: 40 }).then((buffer) => demuxedText(buffer), () => "");
         throw new AssemblyLineError("AL_ERR_DEPLOY_UNHEALTHY", `release ${containerName} (${image}) did not answer ${url}/readyz; the previous release keeps serving.\n${logs}`, {
@@ -222,21 +244,80 @@ export class DockerDeployTarget implements DeployTarget {
         });
       }
       const replaced = await this.removeOthers(name, containerName);
-      return { id: containerName, url, image, replaced };
+      return { id: containerName, url, image, replaced, ...(stateVolume ? { stateVolume } : {}) };
     } catch (error) {
       await container.remove({ force: true }).catch(() => undefined);
+      // The previous release serves again, on the runs it left.
+      for (const previous of stopped) await this.startAgain(name, previous);
       throw error;
     }
   }
 
-  private async removeOthers(name: string, keep: string): Promise<string[]> {
+  /** Where a started release answers: its port published on hostIp, or, on the host network, the port it listens on. */
+  private async urlOf(container: Docker.Container): Promise<string> {
+    const info = await engineCall(`inspecting container ${container.id}`, () => container.inspect());
+    // PORT, as release() set it: the image also exposes its default port, which a release on the host network does not use.
+    const listenPort = info.Config.Env?.find((entry) => entry.startsWith("PORT="))?.slice("PORT=".length) ?? "";
+    const host = info.HostConfig.NetworkMode === "host";
+    const hostPort = host ? Number(listenPort) : Number(info.NetworkSettings.Ports[`${listenPort}/tcp`]?.[0]?.HostPort);
+    const address = host ? "127.0.0.1" : (this.options.hostIp ?? "127.0.0.1");
+    return `http://${address.includes(":") ? `[${address}]` : address}:${hostPort}`;
+  }
+
+  private waitReady(container: Docker.Container, url: string, env: Record<string, string | undefined>): Promise<boolean> {
+    const token = env.ASSEMBLY_LINE_BEARER_TOKEN;
+    return waitForReady({
+      url: `${url}/readyz`,
+      // A production host with a bearer token guards its probes too.
+      ...(token ? { headers: { authorization: `Bearer ${token}` } } : {}),
+      timeoutMs: this.options.readyTimeoutMs ?? 60_000,
+      alive: async () => (await container.inspect().catch(() => undefined))?.State.Running === true,
+    });
+  }
+
+  /** Start a release this deploy stopped, and wait until it answers again; a failure is logged, the deploy's own error stands. */
+  private async startAgain(name: string, id: string): Promise<void> {
+    const container = this.docker.getContainer(id);
+    try {
+      await container.start();
+      // Probed with its own token, which this deploy may have changed.
+      const token = (await container.inspect()).Config.Env?.find((entry) => entry.startsWith("ASSEMBLY_LINE_BEARER_TOKEN="))?.slice("ASSEMBLY_LINE_BEARER_TOKEN=".length);
+      if (!(await this.waitReady(container, await this.urlOf(container), { ASSEMBLY_LINE_BEARER_TOKEN: token }))) throw new Error("it did not answer /readyz");
+    } catch (cause) {
+      this.logger.warn({ event: "docker.release_restart_failed", deploy: name, container: id, reason: engineMessage(cause) }, `could not start the previous release ${id} again: ${engineMessage(cause)}`);
+    }
+  }
+
+  /** The releases of `name` other than `keep`. */
+  private async others(name: string, keep: string): Promise<Array<{ id: string; name: string; running: boolean }>> {
     const containers = await engineCall("listing releases", () => this.docker.listContainers({ all: true, filters: { label: [`${DEPLOY_LABEL}=${name}`] } }));
-    const removed: string[] = [];
-    for (const info of containers) {
-      const containerName = (info.Names[0] ?? "").replace(/^\//, "");
-      if (containerName === keep) continue;
+    return containers.map((info) => ({ id: info.Id, name: (info.Names[0] ?? "").replace(/^\//, ""), running: info.State === "running" })).filter((other) => other.name !== keep);
+  }
+
+  /**
+   * Stop the running releases of `name` other than `keep` with SIGTERM and RELEASE_STOP_GRACE_S to
+   * drain (the host finishes or parks its runs and closes the state); adds the ids it stopped to `stopped`.
+   */
+  private async stopOthers(name: string, keep: string, stopped: string[] = []): Promise<void> {
+    for (const other of await this.others(name, keep)) {
+      if (!other.running) continue;
       await this.docker
-        .getContainer(info.Id)
+        .getContainer(other.id)
+        .stop({ t: RELEASE_STOP_GRACE_S })
+        .then(() => stopped.push(other.id))
+        .catch((error: unknown) => {
+          // 304: it stopped by itself meanwhile; 404: it is gone.
+          if (statusOf(error) !== 304 && statusOf(error) !== 404) throw engineError(`stopping the previous release ${other.name}`, error);
+        });
+    }
+  }
+
+  private async removeOthers(name: string, keep: string): Promise<string[]> {
+    await this.stopOthers(name, keep);
+    const removed: string[] = [];
+    for (const { id, name: containerName } of await this.others(name, keep)) {
+      await this.docker
+        .getContainer(id)
         .remove({ force: true })
         .then(() => removed.push(containerName))
         .catch((error: unknown) => {
@@ -245,6 +326,15 @@ export class DockerDeployTarget implements DeployTarget {
     }
     return removed;
   }
+}
+
+/**
+ * Whether gateway.ts chooses the state adapter (PostgreSQL, or a `localState()` of its own): then
+ * runs are kept there, and `start` refuses a `--state-dir` it would not use.
+ */
+async function choosesOwnState(bundle: DeployBundle): Promise<boolean> {
+  const manifest = JSON.parse(await readFile(join(bundle.dir, bundle.artifactDir, "manifest.json"), "utf8")) as { gateway?: { slots?: { state?: unknown } } };
+  return manifest.gateway?.slots?.state !== undefined;
 }
 
 function buildError(image: string, message: string, cause: unknown, output: string[] = []): AssemblyLineError {
