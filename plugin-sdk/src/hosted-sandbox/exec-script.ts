@@ -1,4 +1,5 @@
 import { randomBytes } from "node:crypto";
+import { FOLDER_REFUSALS, type FolderRefusal } from "./folder-refusal.js";
 
 /** Exit code of a command stopped at its timeout (as coreutils `timeout` and the other sandboxes report). */
 export const TIMEOUT_EXIT_CODE = 124;
@@ -46,10 +47,6 @@ const KILL_TREE =
  * reads "--" as a pid: the group is named "-PID" straight after the signal.
  */
 const KILL_COMMAND = 'al_kill_command() { kill -STOP "-$1" 2>/dev/null; al_kill_tree "$1"; kill -KILL "-$1" 2>/dev/null; }';
-
-/** Header codes the wrapper prints instead of an exit code when the command could not start in its folder. */
-export const FOLDER_REFUSALS = ["missing", "not-a-folder", "unusable", "outside"] as const;
-export type FolderRefusal = (typeof FOLDER_REFUSALS)[number];
 
 /** The wrapper script for one request, and the boundary its output is framed with. */
 export function wrapScript(request: ScriptRequest, boundary = randomBytes(12).toString("hex")): { script: string; boundary: string } {

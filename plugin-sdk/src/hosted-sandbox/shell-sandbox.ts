@@ -3,6 +3,7 @@ import { AssemblyLineError } from "../errors.js";
 import type { ExecResult, Sandbox, SandboxExecOptions } from "../sandbox.js";
 import { checkExecOptions } from "../exec-options.js";
 import { parseWrapped, wrapScript, type ScriptRequest, type ScriptResult } from "./exec-script.js";
+import { folderRefusalError } from "./folder-refusal.js";
 import { FILE_SCRIPTS, parseListing, type Entry, type FileScript } from "./file-scripts.js";
 import { WORKSPACE, pathEscape, workspacePath } from "./workspace-path.js";
 
@@ -97,14 +98,7 @@ export class ShellSandbox implements Sandbox {
       timeoutMs: options.timeoutMs ?? this.defaults.timeoutMs,
       maxOutputBytes: options.maxOutputBytes ?? this.defaults.maxOutputBytes,
     });
-    if (result.folderRefusal === "outside") throw pathEscape(options.cwd, `resolves through a symlink to a location outside ${WORKSPACE}`);
-    if (result.folderRefusal) {
-      const why = { missing: "there is nothing there", "not-a-folder": "it is not a folder", unusable: "the command's user cannot enter it" }[result.folderRefusal];
-      throw new AssemblyLineError("AL_ERR_PATH_NOT_FOUND", `cannot run a command in ${cwd} in ${this.provider} sandbox ${this.id}: ${why}`, {
-        fix: "Pass a cwd of an existing folder under /workspace (listFiles shows them), or create it first.",
-        details: { path: cwd },
-      });
-    }
+    if (result.folderRefusal) throw folderRefusalError(result.folderRefusal, { cwd, given: options.cwd, sandbox: `${this.provider} sandbox ${this.id}` });
     const { folderRefusal: _, ...ran } = result;
     return ran;
   }

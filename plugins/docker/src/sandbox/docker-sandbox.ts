@@ -1,6 +1,6 @@
 import { posix } from "node:path";
 import type Docker from "dockerode";
-import { AssemblyLineError, checkExecOptions, type ExecResult, type Sandbox, type SandboxExecOptions } from "@assemblyline-agents/core";
+import { AssemblyLineError, checkExecOptions, folderRefusalError, type ExecResult, type Sandbox, type SandboxExecOptions } from "@assemblyline-agents/core";
 import { engineCall } from "../engine.js";
 import { execInContainer, toExecResult, type RawExecResult } from "./exec.js";
 import { pack } from "./single-file-tar.js";
@@ -129,14 +129,7 @@ export class DockerSandbox implements Sandbox {
       timeoutMs: options.timeoutMs ?? this.defaults.timeoutMs,
       maxOutputBytes: options.maxOutputBytes ?? this.defaults.maxOutputBytes,
     });
-    if (raw.folderRefusal === "outside") throw pathEscape(options.cwd, `resolves through a symlink to a location outside ${WORKSPACE}`);
-    if (raw.folderRefusal) {
-      const why = { missing: "there is nothing there", "not-a-folder": "it is not a folder", unusable: "the command's user cannot enter it" }[raw.folderRefusal];
-      throw new AssemblyLineError("AL_ERR_PATH_NOT_FOUND", `cannot run a command in ${cwd} in sandbox ${this.id}: ${why}`, {
-        fix: "Pass a cwd of an existing folder under /workspace (listFiles shows them), or create it first.",
-        details: { path: cwd },
-      });
-    }
+    if (raw.folderRefusal) throw folderRefusalError(raw.folderRefusal, { cwd, given: options.cwd, sandbox: `sandbox ${this.id}` });
     return toExecResult(raw);
   }
 

@@ -1,7 +1,7 @@
 import { randomBytes } from "node:crypto";
 import { Writable } from "node:stream";
 import type Docker from "dockerode";
-import type { ExecResult } from "@assemblyline-agents/core";
+import { FOLDER_REFUSALS, type ExecResult, type FolderRefusal } from "@assemblyline-agents/core";
 import { engineCall, withDeadline } from "../engine.js";
 
 /** Exit code of a command stopped at its timeout (as coreutils `timeout` and the local sandbox report). */
@@ -116,9 +116,6 @@ const KILL_LEFTOVERS = [
   `for file in ${PID_DIR}/*.pid; do [ -f "$file" ] || continue; pid=$(cat "$file" 2>/dev/null); case "$pid" in ''|1|*[!0-9]*) ;; *) kill_command "$pid";; esac; rm -f "$file"; done`,
 ].join("\n");
 
-/** Why the wrapper could not start a command in its folder (`cwd`), from its marker line on stderr. */
-export type FolderRefusal = "missing" | "not-a-folder" | "unusable" | "outside";
-
 /** Run argv in the container; a timeout kills the process tree and reports exit code 124. */
 export async function execInContainer(container: Docker.Container, request: ContainerExec): Promise<RawExecResult> {
   const pidFile = `${PID_DIR}/exec-${randomBytes(8).toString("hex")}.pid`;
@@ -159,7 +156,7 @@ export async function execInContainer(container: Docker.Container, request: Cont
     clearTimeout(timer);
   }
   const inspected = await engineCall("exec inspect", () => exec.inspect(), request.engineTimeoutMs);
-  const refusal = inspected.ExitCode === 1 ? /^(\S+) (missing|not-a-folder|unusable|outside)\n$/.exec(stderr.head().toString("utf8")) : null;
+  const refusal = inspected.ExitCode === 1 ? new RegExp(`^(\\S+) (${FOLDER_REFUSALS.join("|")})\\n$`).exec(stderr.head().toString("utf8")) : null;
   if (refusal && refusal[1] === pidFile) return { folderRefusal: refusal[2] as FolderRefusal, exitCode: 1, stdout: Buffer.alloc(0), stderr: Buffer.alloc(0), timedOut: false, truncated: false };
   return {
     exitCode: timedOut ? TIMEOUT_EXIT_CODE : (inspected.ExitCode ?? -1),
