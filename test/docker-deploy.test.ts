@@ -98,6 +98,8 @@ if (probe.available) {
       expect(isAssemblyLineError(error, "AL_ERR_DEPLOY_UNHEALTHY"), String(error)).toBe(true);
       // The release's own log says why: production boot refuses a missing DATABASE_URL.
       expect(String(error)).toMatch(/DATABASE_URL/);
+      // It crashed at boot: the deploy says so instead of waiting out readyTimeoutMs while Docker restarts it.
+      expect(String(error)).toMatch(/exited before it answered/);
       expect((await getJson(`${first.url}/readyz`, { authorization: `Bearer ${TOKEN}` })).status).toBe(200);
       const releases = await docker.listContainers({ all: true, filters: { label: [`${DEPLOY_LABEL}=${name}`] } });
       expect(releases.map((info) => info.Names[0])).toEqual([`/${first.id}`]);

@@ -235,10 +235,11 @@ export class DockerDeployTarget implements DeployTarget {
       if (stateVolume) await this.stopOthers(name, containerName, stopped);
       await engineCall(`starting container ${containerName}`, () => container.start());
       const url = await this.urlOf(container);
-      const ready = await this.waitReady(container, url, env);
-      if (!ready) {
+      const readiness = await this.waitReady(container, url, env);
+      if (readiness !== "ready") {
         const logs = await container.logs({ stdout: true, stderr: true, tail: 40 }).then((buffer) => demuxedText(buffer), () => "");
-        throw new AssemblyLineError("AL_ERR_DEPLOY_UNHEALTHY", `release ${containerName} (${image}) did not answer ${url}/readyz; the previous release keeps serving.\n${logs}`, {
+        const why = readiness === "exited" ? "exited before it answered" : `did not answer within ${(this.options.readyTimeoutMs ?? 60_000) / 1000} s`;
+        throw new AssemblyLineError("AL_ERR_DEPLOY_UNHEALTHY", `release ${containerName} (${image}) ${why} ${url}/readyz; the previous release keeps serving.\n${logs}`, {
           fix: "Read the release's log lines above (a missing environment variable is the usual cause), fix, and deploy again.",
           details: { image, container: containerName },
         });
@@ -264,15 +265,25 @@ export class DockerDeployTarget implements DeployTarget {
     return `http://${address.includes(":") ? `[${address}]` : address}:${hostPort}`;
   }
 
-  private waitReady(container: Docker.Container, url: string, env: Record<string, string | undefined>): Promise<boolean> {
+  /**
+   * "exited" as soon as the release's process ended once: the restart policy would start it again
+   * and again (Docker counts a container waiting to restart as running), each time failing the same way.
+   */
+  private async waitReady(container: Docker.Container, url: string, env: Record<string, string | undefined>): Promise<"ready" | "exited" | "timeout"> {
     const token = env.ASSEMBLY_LINE_BEARER_TOKEN;
-    return waitForReady({
+    let exited = false;
+    const ready = await waitForReady({
       url: `${url}/readyz`,
       // A production host with a bearer token guards its probes too.
       ...(token ? { headers: { authorization: `Bearer ${token}` } } : {}),
       timeoutMs: this.options.readyTimeoutMs ?? 60_000,
-      alive: async () => (await container.inspect().catch(() => undefined))?.State.Running === true,
+      alive: async () => {
+        const info = await container.inspect().catch(() => undefined);
+        exited = info === undefined || !info.State.Running || info.State.Restarting || info.RestartCount > 0;
+        return !exited;
+      },
     });
+    return ready ? "ready" : exited ? "exited" : "timeout";
   }
 
   /** Start a release this deploy stopped, and wait until it answers again; a failure is logged, the deploy's own error stands. */
@@ -282,7 +293,8 @@ export class DockerDeployTarget implements DeployTarget {
       await container.start();
       // Probed with its own token, which this deploy may have changed.
       const token = (await container.inspect()).Config.Env?.find((entry) => entry.startsWith("ASSEMBLY_LINE_BEARER_TOKEN="))?.slice("ASSEMBLY_LINE_BEARER_TOKEN=".length);
-      if (!(await this.waitReady(container, await this.urlOf(container), { ASSEMBLY_LINE_BEARER_TOKEN: token }))) throw new Error("it did not answer /readyz");
+      const readiness = await this.waitReady(container, await this.urlOf(container), { ASSEMBLY_LINE_BEARER_TOKEN: token });
+      if (readiness !== "ready") throw new Error(readiness === "exited" ? "it exited before it answered /readyz" : "it did not answer /readyz");
     } catch (cause) {
       this.logger.warn({ event: "docker.release_restart_failed", deploy: name, container: id, reason: engineMessage(cause) }, `could not start the previous release ${id} again: ${engineMessage(cause)}`);
     }
