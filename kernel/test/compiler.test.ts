@@ -121,6 +121,7 @@ describe("assembly-line build", () => {
     ["dynamicConnections", { "agent.ts": agentWith(`dynamicConnections: { dynamic: true, allowedHost: ["a.example"] }`) }, "AL_ERR_AGENT_DEFINITION", /dynamicConnections: unknown key "allowedHost"/],
     ["an HTTP connection", { "agent.ts": MINIMAL_AGENT, "connections/billing.ts": connectionWith("defineHttpConnection", `baseUrl: "https://b.example", endpoints: {}, requireApproval: true`) }, "AL_ERR_CONNECTION_DEFINITION", /connections\/billing\.ts: the connection: unknown key "requireApproval"/],
     ["an MCP connection", { "agent.ts": MINIMAL_AGENT, "connections/docs.ts": connectionWith("defineMcpConnection", `url: "https://m.example/mcp", spec: "x"`) }, "AL_ERR_CONNECTION_DEFINITION", /unknown key "spec"/],
+    ["selfImprovement (approval of writes it cannot make)", { "agent.ts": agentWith("selfImprovement: { writeApproval: true }") }, "AL_ERR_AGENT_DEFINITION", /selfImprovement\.writeApproval is true but writable is not/],
     ["coreToolPolicy's modes", { "agent.ts": agentWith(`coreToolPolicy: { write: "aproval" }`) }, "AL_ERR_TOOL_POLICY", /agent\.ts coreToolPolicy: write has mode "aproval"/],
   ])("refuses a key or value %s does not take, naming it, where a typo would have built without its effect", async (_what, files, code, message) => {
     const error = await buildError(files as Record<string, string>);

@@ -21,6 +21,15 @@ describe("SKILL.md front matter", () => {
     expect(parseSkillFile("---yaml\ndescription: fine\n---\nbody\n", "x", "here").description).toBe("fine");
   });
 
+  it("says a SKILL.md without front matter lacks it (not that its first line is a language), and reads one after a byte order mark", () => {
+    for (const text of ["# Triage\n\nSort tickets by severity.\n", "Sort tickets.\n", ""]) {
+      expect(() => parseSkillFile(text, "triage", "skills/triage/SKILL.md")).toThrow(
+        expect.objectContaining({ code: "AL_ERR_SKILL_DEFINITION", message: expect.stringContaining("skills/triage/SKILL.md: has no front matter (a description is required)") }),
+      );
+    }
+    expect(parseSkillFile("\uFEFF---\ndescription: Sort tickets\n---\nbody\n", "triage", "here")).toMatchObject({ description: "Sort tickets", body: "body\n" });
+  });
+
   it("refuses code front matter at build time, naming the file", async () => {
     globalThis.skillFrontMatterRan = undefined;
     const agent = `import { defineAgent } from "@assemblyline-agents/core";\nexport default defineAgent({ model: "test/model" });\n`;

@@ -58,7 +58,7 @@ export const writeTool = defineTool<{ path: string; content: string }, { path: s
 });
 
 export const editTool = defineTool<{ path: string; oldText: string; newText: string }, { path: string; replaced: number } | { path: string; error: string }>({
-  description: "Replace exactly one occurrence of oldText with newText in a file under /workspace or /memory.",
+  description: "Replace exactly one occurrence of oldText with newText in a file under /workspace, /memory or, when self-improvement allows, /skills/<name>/.",
   inputSchema: {
     type: "object",
     properties: { path, oldText: { type: "string", minLength: 1 }, newText: { type: "string" } },
@@ -79,7 +79,7 @@ export const editTool = defineTool<{ path: string; oldText: string; newText: str
 });
 
 export const deleteTool = defineTool<{ path: string }, { path: string; deleted: true }>({
-  description: "Delete a file under /workspace or /memory.",
+  description: "Delete a file under /workspace, /memory or, when self-improvement allows, /skills/<name>/.",
   inputSchema: { type: "object", properties: { path }, required: ["path"], additionalProperties: false },
   sideEffect: "idempotent",
   capability: { execution: "both" },

@@ -221,6 +221,12 @@ function checkSelfImprovement(value: unknown, agentFile: string): { writable: bo
       fix: "Write selfImprovement: { writable: true, writeApproval: false }.",
     });
   }
+  // Approval of skill writes an agent cannot make would read as a safeguard that guards nothing.
+  if (policy.writeApproval === true && policy.writable !== true) {
+    throw new AssemblyLineError("AL_ERR_AGENT_DEFINITION", `${agentFile}: selfImprovement.writeApproval is true but writable is not: the agent cannot write skills, so there is nothing to approve`, {
+      fix: "Write selfImprovement: { writable: true, writeApproval: true } to let the agent change its skills with approval, or leave writeApproval out.",
+    });
+  }
   return { writable: policy.writable === true, writeApproval: policy.writeApproval === true };
 }
 

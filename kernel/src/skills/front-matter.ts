@@ -30,9 +30,12 @@ const YAML_ONLY = (language: string) => () => {
  * every engine but YAML is replaced by one that refuses, and the language tag
  * is checked before parsing.
  */
-export function parseFrontMatter(text: string): matter.GrayMatterFile<string> {
+export function parseFrontMatter(source: string): matter.GrayMatterFile<string> {
   const gray = frontMatter();
-  const language = gray.language(text, {}).name ?? "";
+  // An editor's byte order mark is not text: the file still starts with its front matter.
+  const text = source.startsWith("\uFEFF") ? source.slice(1) : source;
+  // gray-matter reads a "language" off the first line whether or not it opens front matter.
+  const language = text.startsWith("---") ? (gray.language(text, {}).name ?? "") : "";
   if (language !== "" && !["yaml", "yml"].includes(language.toLowerCase())) throw new FrontMatterLanguageError(language);
   // An options object (never shared) also keeps gray-matter from caching by content (its cache returns shared objects).
   return gray(text, {

@@ -27,6 +27,9 @@ export function parseSkillFile(text: string, folderName: string, where: string):
     if (error instanceof FrontMatterLanguageError) return refuse(error.message, "Write the front matter as YAML between plain --- lines.");
     return refuse(`front matter is not valid YAML: ${(error as Error).message}`, "Fix the YAML between the --- lines.");
   }
+  if (!/^\uFEFF?---/.test(text)) {
+    refuse("has no front matter (a description is required)", "Start SKILL.md with ---\\ndescription: What the skill does and when to use it\\n---, then the procedure.");
+  }
   const data = parsed.data as Record<string, unknown>;
   const description = data.description;
   if (typeof description !== "string" || description.trim() === "") {
