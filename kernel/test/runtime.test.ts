@@ -40,6 +40,12 @@ describe("OpenEveRuntime state option", () => {
     const bundle = await bundleFor();
     expect(() => new OpenEveRuntime({ ...bundle, state: {} as never, logger: noopLogger() })).toThrow(/AL_ERR_STATE_RUNS_REQUIRED/);
     expect(() => new OpenEveRuntime({ ...bundle, state: { runs: { createRun() {} } } as never, logger: noopLogger() })).toThrow(/lacks getRun/);
+    // An adapter written to the documented duck type (createRun + appendEvent) is told what RunStore methods it lacks.
+    class SingularAdapter {
+      createRun() {}
+      appendEvent() {}
+    }
+    expect(() => new OpenEveRuntime({ ...bundle, state: new SingularAdapter() as never, logger: noopLogger() })).toThrow(/state\.runs lacks .*appendEvents/);
   });
 });
 

@@ -12,7 +12,7 @@ import { InMemoryStateAdapter } from "./in-memory-state.js";
 export type ResolvedState = Required<Omit<StateStores, "close">> & { close?: () => Promise<void> };
 
 /**
- * Accept a full StateAdapter (duck-typed by createRun + appendEvents) or a
+ * Accept a full StateAdapter (duck-typed by createRun + appendEvent(s)) or a
  * StateStores object. Missing optional facets fall back to memory, reported in
  * one `state.degraded` warning.
  */
@@ -21,10 +21,15 @@ export function resolveState(state: StateAdapter | StateStores | undefined, logg
     logger.warn({ event: "state.degraded", missing: [...STATE_FACET_NAMES] }, "no state given: every facet, runs included, is non-durable memory");
     return facetsOf(new InMemoryStateAdapter(), {});
   }
-  const isAdapter = typeof (state as StateAdapter).createRun === "function" && typeof (state as StateAdapter).appendEvents === "function";
+  // The documented duck type is createRun + appendEvent: an adapter written to it is taken as one, and then
+  // told which RunStore methods it lacks (appendEvents among them), rather than that it has no runs facet.
+  const candidate = state as Partial<Record<"createRun" | "appendEvents" | "appendEvent", unknown>>;
+  const isAdapter = typeof candidate.createRun === "function" && (typeof candidate.appendEvents === "function" || typeof candidate.appendEvent === "function");
   const stores: Partial<Record<StateFacetName, unknown>> = {};
   if (isAdapter) {
     for (const facet of STATE_FACET_NAMES) if (missingFacetMethods(state, facet).length === 0) stores[facet] = state;
+    // Runs has no fallback: an adapter's runs facet is always its own, checked below for what it lacks.
+    stores.runs = state;
   } else {
     Object.assign(stores, state);
   }
