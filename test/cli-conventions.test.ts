@@ -502,6 +502,11 @@ describe("project config", () => {
     write(project, { "assembly-line.config.json": JSON.stringify({ agent: "./agent", stateDir: "./runs-state", model: "local/llama3", baseUrl: "http://127.0.0.1:9/v1", host: { port: 4321 } }) });
     const scripted = await spawnCli(["run", "-m", "hi", "--model", "scripted:agent/hello.json", "--json"], { cwd: project });
     expect(JSON.parse(scripted.stdout).data.result.status).toBe("completed");
+    // config show says so: with --model, the config's baseUrl is not the one a command uses.
+    const withModel = JSON.parse((await spawnCli(["config", "show", "--model", "scripted:agent/hello.json", "--json"], { cwd: project })).stdout).data;
+    expect(withModel.settings.baseUrl).toEqual({ source: "default" });
+    const withoutModel = JSON.parse((await spawnCli(["config", "show", "--json"], { cwd: project })).stdout).data;
+    expect(withoutModel.settings.baseUrl).toEqual({ value: "http://127.0.0.1:9/v1", source: { config: file } });
     const text = await spawnCli(["config", "show", "--api", "openai-completions"], { cwd: project });
     expect(text.stdout).toMatch(new RegExp(`stateDir\\s+${join(project, "runs-state")}\\s+from ${file}`));
     expect(text.stdout).toMatch(/api\s+openai-completions\s+from --api/);

@@ -18,6 +18,8 @@ function defaults(agent: string): Record<ConfigKey, string | number | undefined>
   };
 }
 
+const MODEL_SERVER_KEYS = new Set<ConfigKey>(["baseUrl", "api"]);
+
 const DEFAULT_NOTES: Partial<Record<ConfigKey, string>> = { model: "agent.ts's model", baseUrl: "the model catalog's", api: "the model catalog's" };
 
 /** `config show`: each setting's effective value and where it came from (flag, config file, default). */
@@ -28,9 +30,12 @@ export async function configShow(parsed: ParsedCommand, io: CommandIO): Promise<
   const agent = effectiveValue(stringOption(parsed, "agent"), "agent", config, resolve("."));
   if (agent.source === "flag") agent.value = resolve(String(agent.value));
   const fallback = defaults(String(agent.value));
+  // As a command takes them: the config's baseUrl and api describe the config's model, and a --model goes without them.
+  const modelChosen = stringOption(parsed, "model") !== undefined;
   const settings = {} as Record<ConfigKey, EffectiveValue>;
   for (const key of Object.keys(CONFIG_KEYS) as ConfigKey[]) {
-    settings[key] = key === "agent" ? agent : effectiveValue(stringOption(parsed, CONFIG_KEYS[key].flag), key, config, fallback[key]);
+    const from = modelChosen && MODEL_SERVER_KEYS.has(key) ? { values: {} } : config;
+    settings[key] = key === "agent" ? agent : effectiveValue(stringOption(parsed, CONFIG_KEYS[key].flag), key, from, fallback[key]);
   }
   if (jsonOption(parsed)) {
     io.out(envelope({ configFile: config.filepath ?? null, settings }));
