@@ -51,8 +51,10 @@ import { buildAgentProfiles, connectionsOf, narrowConnectionTools, profileOfRun,
 import { SkillLibrary, type SkillWriteGate, type SkillWriteResult } from "./skills/skill-library.js";
 import { skillWriteGate } from "./skills/write-approval.js";
 import { createSelfImprovementApi } from "./skills/self-improvement-api.js";
-import { DEFAULT_SUBAGENT_LIMITS, type SubagentLimits } from "./subagents/limits.js";
+import { DEFAULT_SUBAGENT_LIMITS, checkSubagentLimitsOption, type SubagentLimits } from "./subagents/limits.js";
 import { spawnSubagent } from "./subagents/spawner.js";
+import { endedChildRefusal } from "./subagents/ended-child.js";
+import { StrandedParentSweep } from "./subagents/stranded-parents.js";
 import { Automations } from "./automations/automations.js";
 import { createAutomationManager } from "./automations/automation-manager.js";
 import { ConnectionRegistry } from "./connections/connection-registry.js";
@@ -193,6 +195,7 @@ export class OpenEveRuntime {
     if (options.leaseTtlMs !== undefined && !(Number.isInteger(options.leaseTtlMs) && isTimerDelay(options.leaseTtlMs))) {
       throw new TypeError(`leaseTtlMs is ${String(options.leaseTtlMs)}; give a whole number of milliseconds from 1 to ${MAX_TIMER_MS} (default 30000)`);
     }
+    const subagentLimits = checkSubagentLimitsOption(options.subagents);
     const env = options.env ?? process.env;
     this.manifest = options.manifest;
     this.logger = options.logger ?? createRuntimeLogger({ env });
@@ -238,8 +241,8 @@ export class OpenEveRuntime {
       ...(options.automationCatchUpMs !== undefined ? { catchUpMs: options.automationCatchUpMs } : {}),
     });
     this.subagentLimits = {
-      maxDepth: options.subagents?.maxDepth ?? positiveInt(env.ASSEMBLY_LINE_SUBAGENT_MAX_DEPTH, "ASSEMBLY_LINE_SUBAGENT_MAX_DEPTH") ?? DEFAULT_SUBAGENT_LIMITS.maxDepth,
-      maxSpawnsPerRun: options.subagents?.maxSpawnsPerRun ?? positiveInt(env.ASSEMBLY_LINE_SUBAGENT_MAX_SPAWNS, "ASSEMBLY_LINE_SUBAGENT_MAX_SPAWNS") ?? DEFAULT_SUBAGENT_LIMITS.maxSpawnsPerRun,
+      maxDepth: subagentLimits.maxDepth ?? positiveInt(env.ASSEMBLY_LINE_SUBAGENT_MAX_DEPTH, "ASSEMBLY_LINE_SUBAGENT_MAX_DEPTH") ?? DEFAULT_SUBAGENT_LIMITS.maxDepth,
+      maxSpawnsPerRun: subagentLimits.maxSpawnsPerRun ?? positiveInt(env.ASSEMBLY_LINE_SUBAGENT_MAX_SPAWNS, "ASSEMBLY_LINE_SUBAGENT_MAX_SPAWNS") ?? DEFAULT_SUBAGENT_LIMITS.maxSpawnsPerRun,
     };
     this.revisions = new RevisionDrivers(this.driver, this.manifest.agentRevision, this.state.runs, options.artifactRoot, (bundle) =>
       this.createDriver(bundle, env),
@@ -478,9 +481,11 @@ export class OpenEveRuntime {
       await this.answer(child, answer, options);
       return this.getRun(runId);
     }
-    // Its subagent got its answer and ended, but the process died before it woke the parent.
+    // Its subagent took an answer and ended, and the parent has not taken that end yet (a process died
+    // in between, or the wake is under way): wake it, and refuse this answer, which nothing would read.
     const resting = await this.state.runs.getRun(runId);
-    if (resting && (await this.wakeParentOfEndedChild(resting))) return this.getRun(runId);
+    const ended = resting && (await this.wakeParentOfEndedChild(resting));
+    if (ended) throw endedChildRefusal(runId, ended, (await this.requireRun(runId)).status, { kind: "answer", ...(options.callId !== undefined ? { callId: options.callId } : {}) });
     return this.track(async () => {
       const { driver, revision } = await this.revisions.driverFor(await this.requireOwnRun(runId));
       // Recorded under the run's lease, so an answer can never interleave with the turn that asked.
@@ -676,6 +681,10 @@ export class OpenEveRuntime {
       await this.decide(child, decision, options);
       return this.getRun(runId);
     }
+    // As for answer: a subagent whose call was decided ended before its parent woke; wake it and refuse this decision.
+    const resting = await this.state.runs.getRun(runId);
+    const ended = resting && (await this.wakeParentOfEndedChild(resting));
+    if (ended) throw endedChildRefusal(runId, ended, (await this.requireRun(runId)).status, { kind: "decision", ...(options.callId !== undefined ? { callId: options.callId } : {}) });
     return this.track(async () => {
       const { driver, revision } = await this.revisions.driverFor(await this.requireOwnRun(runId));
       // Recorded under the run's lease: a decision can never interleave with the turn that paused,
@@ -733,12 +742,12 @@ export class OpenEveRuntime {
 
   /**
    * Wake `run` when it rests on a subagent run that has ended but whose end it never took (a
-   * process died between the child's end and the parent's wake: nothing else would wake it). True
-   * when it was woken.
+   * process died between the child's end and the parent's wake: nothing else would wake it). The
+   * ended child when there was one (woken here, or by a caller that got there first), else undefined.
    */
-  private async wakeParentOfEndedChild(run: RunRecord): Promise<boolean> {
-    if ((run.status !== "waiting_approval" && run.status !== "waiting_input") || !isRunOfAgent(run, this.manifest.agent.id)) return false;
-    if ((await this.state.runs.listToolCalls(run.id)).some((call) => call.status === "waiting_approval" || call.status === "waiting_input")) return false;
+  private async wakeParentOfEndedChild(run: RunRecord): Promise<RunRecord | undefined> {
+    if ((run.status !== "waiting_approval" && run.status !== "waiting_input") || !isRunOfAgent(run, this.manifest.agent.id)) return undefined;
+    if ((await this.state.runs.listToolCalls(run.id)).some((call) => call.status === "waiting_approval" || call.status === "waiting_input")) return undefined;
     const events = await this.state.runs.listEvents(run.id);
     const taken = new Set(events.filter((event) => event.type === "subagent.completed").map((event) => String(event.data.childRunId)));
     const waitedOn = new Set(events.filter((event) => event.type === "subagent.waiting").map((event) => String(event.data.childRunId)));
@@ -748,24 +757,24 @@ export class OpenEveRuntime {
       if (child?.status !== "completed" && child?.status !== "failed") continue;
       const { driver } = await this.revisions.driverFor(child);
       await this.track(() => driver.wakeParent(childRunId));
-      return true;
+      return child;
     }
-    return false;
+    return undefined;
   }
+
+  /** Where the recovery sweep's search for parents a crash left waiting goes on (see StrandedParentSweep). */
+  private strandedParents?: StrandedParentSweep;
 
   /**
    * Parents this agent's subagent runs ended under while they waited, but never woke (see
-   * wakeParentOfEndedChild): looked for among each subagent's newest ended runs, every sweep.
+   * wakeParentOfEndedChild): a bounded share of them every sweep, each reached in time (StrandedParentSweep).
    */
   private async wakeParentsOfEndedChildren(): Promise<void> {
-    for (const agentId of subagentIdsOf(this.profiles)) {
-      const { runs } = await this.state.runs.listRuns({ status: ["completed", "failed"], agentId, limit: 50 });
-      const parents = new Set(runs.map((run) => run.input.parent?.runId).filter((id): id is string => id !== undefined));
-      for (const parentRunId of parents) {
-        const parent = await this.state.runs.getRun(parentRunId);
-        if (parent) await this.wakeParentOfEndedChild(parent);
-      }
-    }
+    this.strandedParents ??= new StrandedParentSweep(this.state.runs, this.profiles);
+    await this.strandedParents.sweep(async (run) => {
+      // One parent that cannot be woken now (its build gone, the store failing) keeps no other waiting.
+      await this.wakeParentOfEndedChild(run).catch((error: unknown) => this.logger.warn({ runId: run.id, err: String(error) }, "waking a parent of an ended subagent run failed; a later sweep tries again"));
+    });
   }
 
   /**

@@ -66,9 +66,13 @@ describe("subagent budgets", () => {
     expect(waiting.status).toBe("waiting_approval");
     const childId = await childOf(paused.runtime, waiting.runId);
     expect((await paused.runtime.getRun(childId)).pendingBudget).toEqual({ budget: "maxTurns", limit: 2, used: 2 });
+    // The parent shows what it waits on: the child's budget, which approve and deny on the parent decide.
+    expect(waiting).toMatchObject({ pendingApprovals: [], pendingBudget: { budget: "maxTurns", limit: 2, used: 2 }, waitingOn: { runId: childId, subagent: "worker" } });
     // Approving grows the child's budget by the child's own limit (2), not the root's (50).
     const again = await paused.runtime.approve(childId);
     expect(again.pendingBudget).toEqual({ budget: "maxTurns", limit: 4, used: 4 });
+    const parentNow = await paused.runtime.approve(waiting.runId);
+    expect(parentNow).toMatchObject({ status: "waiting_approval", pendingBudget: { budget: "maxTurns", limit: 6, used: 6 }, waitingOn: { runId: childId } });
   });
 
   it("bounds a subagent by the root's budgets when its manifest entry has none (a build from before subagents had budgets)", async () => {

@@ -2,8 +2,7 @@ import { writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { describe, expect, it } from "vitest";
 import type { AgentHarness } from "@assemblyline-agents/core";
-import { noopLogger } from "@assemblyline-agents/core";
-import { InMemoryStateAdapter, OpenEveRuntime, buildAgent, loadRuntimeBundle } from "@assemblyline-agents/runtime";
+import { buildAgent } from "@assemblyline-agents/runtime";
 import { startBuilt } from "./support/runtime.js";
 import { agentFolder, toolSource } from "./support/agent-folder.js";
 
@@ -122,47 +121,6 @@ describe("subagents", () => {
     expect(childEvents.map((event) => event.type)).toContain("skill.loaded");
   });
 
-  it.each(["recovery sweep", "resume", "answer"] as const)("wakes a parent whose child ended as the process died, before it woke the parent (%s)", async (how) => {
-    const script = {
-      turns: [{ toolCalls: [{ name: "spawn_subagent", input: { name: "researcher", task: "look" } }] }, { text: "parent done" }],
-      subagents: { researcher: { turns: [{ toolCalls: [{ name: "ask_question", input: { question: "ok?" } }] }, { text: "child result" }] } },
-    };
-    const dir = researchAgent(script);
-    const bundle = await loadRuntimeBundle((await buildAgent(dir)).artifactRoot);
-    const state = new InMemoryStateAdapter();
-    // The store as the dying process sees it: nothing reaches it after a child run's end is written.
-    let dead = false;
-    const dying = new Proxy(state, {
-      get(target, property, receiver) {
-        const value = Reflect.get(target, property, receiver);
-        if (typeof value !== "function") return value;
-        return async (...args: unknown[]) => {
-          if (dead) throw new Error("process died");
-          const result = await value.apply(target, args);
-          if (property === "appendEvents" && String(args[0]).startsWith("run_sub_") && (args[1] as Array<{ type: string }>).some((event) => event.type === "run.completed")) dead = true;
-          return result;
-        };
-      },
-    });
-    const first = new OpenEveRuntime({ ...bundle, state: dying, logger: noopLogger(), leaseTtlMs: 50 });
-    const paused = await first.run({ message: "go" });
-    expect(paused.status).toBe("waiting_input");
-    await first.answer(paused.runId, "yes").catch(() => undefined);
-    expect((await state.getRun(paused.waitingOn!.runId))?.status).toBe("completed");
-    expect((await state.getRun(paused.runId))?.status).toBe("waiting_input");
-    await new Promise((resolve) => setTimeout(resolve, 80));
-
-    const second = new OpenEveRuntime({ ...bundle, state, logger: noopLogger(), leaseTtlMs: 50 });
-    if (how === "recovery sweep") await second.recoverRuns();
-    else if (how === "resume") await second.resume(paused.runId);
-    else await second.answer(paused.runId, "yes");
-    await second.onIdle();
-    const parent = await second.getRun(paused.runId);
-    expect(parent.status).toBe("completed");
-    expect(parent.response?.text).toBe("parent done");
-    expect((await state.listEvents(paused.runId)).filter((event) => event.type === "subagent.completed")).toHaveLength(1);
-  });
-
   it("approving the child run directly also completes the parent", async () => {
     const { runtime } = await start(researchAgent(SPAWN_AND_FINISH));
     const paused = await runtime.run({ message: "research" });
@@ -243,6 +201,49 @@ export default defineAgent({ description: "Writes things up." });
     expect(done.status).toBe("completed");
     const [call] = await second.state.listToolCalls(paused.runId);
     expect(call?.output).toMatchObject({ code: "AL_ERR_SUBAGENT_INPUT", message: expect.stringContaining("started subagent researcher") });
+  });
+
+  it("refuses a spawn request with a field it does not know or of the wrong type, naming the field, and spawns nothing", async () => {
+    const attempts = [
+      { name: "researcher", task: "find", expectedOuput: { type: "object" } },
+      { name: "researcher", task: "find", constraints: "be brief" },
+      { name: "researcher", task: "find", constraints: ["be brief", 3] },
+      { name: "researcher", task: "find", expectedOutput: ["fact"] },
+      { name: 7, task: "find" },
+      { name: "researcher", task: "   " },
+    ];
+    const probe = toolSource({
+      upFront: true,
+      execute: `const refusals = [];
+      for (const request of ${JSON.stringify(attempts)}) {
+        try { await ctx.spawnSubagent(request); refusals.push("spawned"); } catch (error) { refusals.push(error.code + " " + error.message.split("\\n")[0]); }
+      }
+      return refusals;`,
+    });
+    const script = { turns: [{ toolCalls: [{ name: "probe", input: { value: "x" } }] }, { text: "done" }], subagents: { researcher: { turns: [{ text: "ok" }], loop: true } } };
+    const { runtime, state } = await start(researchAgent(script, { "tools/probe.ts": probe }));
+    const result = await runtime.run({ message: "go" });
+    const [call] = await state.listToolCalls(result.runId);
+    expect(call?.output).toEqual([
+      "AL_ERR_SUBAGENT_INPUT AL_ERR_SUBAGENT_INPUT: spawnSubagent: unknown field expectedOuput",
+      "AL_ERR_SUBAGENT_INPUT AL_ERR_SUBAGENT_INPUT: spawnSubagent: constraints must be a list of strings, not a string",
+      "AL_ERR_SUBAGENT_INPUT AL_ERR_SUBAGENT_INPUT: spawnSubagent: constraints must be a list of strings, not a list",
+      "AL_ERR_SUBAGENT_INPUT AL_ERR_SUBAGENT_INPUT: spawnSubagent: expectedOutput must be a JSON Schema object or a text description, not a list",
+      "AL_ERR_SUBAGENT_INPUT AL_ERR_SUBAGENT_INPUT: spawnSubagent: name must be a string, not a number",
+      "AL_ERR_SUBAGENT_INPUT AL_ERR_SUBAGENT_INPUT: spawnSubagent: task is blank",
+    ]);
+    expect((await state.listEvents(result.runId)).filter((event) => event.type === "subagent.started")).toEqual([]);
+  });
+
+  it("refuses RuntimeOptions.subagents with a misspelt key, or a limit that is not a whole number of 0 or more, naming the option", async () => {
+    const dir = researchAgent({ turns: [{ text: "done" }] });
+    await expect(start(dir, { subagents: { maxSpawnPerRun: 1 } as never })).rejects.toThrow("RuntimeOptions.subagents has unknown key maxSpawnPerRun; use maxDepth, maxSpawnsPerRun");
+    await expect(start(dir, { subagents: { maxSpawnsPerRun: Number.NaN } })).rejects.toThrow("RuntimeOptions.subagents.maxSpawnsPerRun is NaN; give a whole number, 0 or more (default 16)");
+    await expect(start(dir, { subagents: { maxDepth: -5 } })).rejects.toThrow("RuntimeOptions.subagents.maxDepth is -5; give a whole number, 0 or more (default 3)");
+    await expect(start(dir, { subagents: { maxDepth: 1.5 } })).rejects.toThrow("RuntimeOptions.subagents.maxDepth is 1.5");
+    await expect(start(dir, { subagents: 3 as never })).rejects.toThrow("RuntimeOptions.subagents must be an object { maxDepth, maxSpawnsPerRun }, not number");
+    const { runtime } = await start(dir, { subagents: { maxDepth: 0, maxSpawnsPerRun: 0 } });
+    expect((await runtime.run({ message: "go" })).status).toBe("completed");
   });
 
   it("stops runaway spawning at the depth and count limits with a clear error", async () => {

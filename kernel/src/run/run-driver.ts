@@ -108,6 +108,11 @@ export interface DriveOptions {
    */
   beforeDriving?: (run: RunRecord) => Promise<boolean>;
   /**
+   * A wake, not a decision: a run that has finished, or that another process holds,
+   * is left to it and described as it stands instead of refused (someone else woke it).
+   */
+  leaveIfTaken?: boolean;
+  /**
    * The run as this process just created it (createRun's answer): leased to this
    * owner in the same write when the store could, with its `run.created` event.
    * The drive then reads back none of it.
@@ -192,7 +197,9 @@ export class RunDriver {
     // A parent still running is driving the child itself, inline: it takes the result from there.
     if (!parent || (parent.status !== "waiting_approval" && parent.status !== "waiting_input")) return;
     if ((await state.runs.listToolCalls(parent.id)).some((call) => call.status === "waiting_approval" || call.status === "waiting_input")) return;
+    // Another caller (a second answer, the recovery sweep, another replica) may wake it first: then there is nothing to do.
     await this.drive(parent.id, {
+      leaveIfTaken: true,
       beforeDriving: async (run) => {
         if (run.status !== "waiting_approval" && run.status !== "waiting_input") return false;
         await journal.record(run.id, "subagent.resumed_parent", { childRunId, status: child!.status }, { run: { status: "running" } }, { expectedLastSeq: run.lastSeq });
@@ -211,7 +218,7 @@ export class RunDriver {
       const run = await state.runs.getRun(runId);
       // A finished run takes no lease: nothing may write to it again.
       if (run && TERMINAL_RUN_STATUSES.includes(run.status)) {
-        if (options.beforeDriving) {
+        if (options.beforeDriving && !options.leaveIfTaken) {
           throw new AssemblyLineError("AL_ERR_RUN_NOT_RESUMABLE", `run ${runId} is ${run.status}; it waits for no decision or answer`, {
             fix: "Check `assembly-line runs show <id>`: a finished run cannot be resumed.",
           });
@@ -219,6 +226,7 @@ export class RunDriver {
         await journal.observe(runId);
         return await describeRun(state.runs, run);
       }
+      if (run && options.leaveIfTaken) return await describeRun(state.runs, run);
       throw new AssemblyLineError("AL_ERR_RUN_NOT_RESUMABLE", `run ${runId} is leased by ${run?.lease?.owner ?? "another replica"} until ${run?.lease?.expiresAt ?? "?"}`, {
         fix: "Wait for that replica to finish, or for its lease to expire, then resume the run.",
       });

@@ -27,7 +27,10 @@ export interface RunResult {
   response?: { text: string };
   /** Calls waiting for a decision, when `waiting_approval`. */
   pendingApprovals?: PendingApproval[];
-  /** The budget the run paused on (`onExceeded: "pause"`): approve to extend it, deny to fail the run. */
+  /**
+   * The budget the run paused on (`onExceeded: "pause"`): approve to extend it, deny to fail the run.
+   * With `waitingOn`, the budget of that subagent run, which approve and deny on this run decide.
+   */
   pendingBudget?: BudgetExceeded;
   /** The question waiting for an answer, when `waiting_input`. */
   question?: PendingQuestion;
@@ -56,7 +59,7 @@ export async function describeRun(runs: RunStore, run: RunRecord): Promise<RunRe
       const asking = calls.find((call) => call.status === "waiting_input");
       if (asking) result.question = { callId: asking.callId, toolName: asking.toolName, question: asking.question };
     }
-    if (!result.question && !result.pendingApprovals?.length) await surfaceChild(runs, run, result);
+    if (!result.question && !result.pendingApprovals?.length && !result.pendingBudget) await surfaceChild(runs, run, result);
   }
   return result;
 }
@@ -72,6 +75,8 @@ async function surfaceChild(runs: RunStore, run: RunRecord, result: RunResult): 
     result.waitingOn = origin;
     if (described.pendingApprovals) result.pendingApprovals = described.pendingApprovals.map((call) => ({ ...origin, ...call }));
     if (described.question) result.question = { ...origin, ...described.question };
+    // Approving the parent grows the child's budget: the approver must see which budget it is.
+    if (described.pendingBudget) result.pendingBudget = described.pendingBudget;
     return;
   }
 }

@@ -14,6 +14,7 @@ import type { RunJournal } from "../run/journal.js";
 import type { RunResult } from "../run/run-result.js";
 import { compileSchema, describeSchemaErrors } from "../schema.js";
 import type { SubagentLimits } from "./limits.js";
+import { checkSubagentRequest } from "./request.js";
 import { SubagentSuspension } from "./suspension.js";
 
 export interface SpawnerParts {
@@ -52,11 +53,7 @@ export interface SpawnSite {
  */
 export async function spawnSubagent(parts: SpawnerParts, parent: RunRecord, profile: AgentProfile, site: SpawnSite, request: SubagentRequest): Promise<JsonValue> {
   const { callId } = site;
-  if (typeof request !== "object" || request === null || typeof request.name !== "string" || typeof request.task !== "string" || request.task.trim() === "") {
-    throw new AssemblyLineError("AL_ERR_SUBAGENT_INPUT", "spawnSubagent needs { name, task } with a non-empty task", {
-      fix: 'Call ctx.spawnSubagent({ name: "researcher", task: "..." }).',
-    });
-  }
+  checkSubagentRequest(request);
   const child = profile.subagents.get(request.name);
   if (!child) {
     const names = [...profile.subagents.keys()];
