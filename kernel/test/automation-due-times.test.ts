@@ -38,6 +38,31 @@ describe("automations that were disabled", () => {
   });
 });
 
+describe("a one-shot whose time passed while it rested", () => {
+  it("is not run when resumed, re-enabled by an update, or re-enabled by a rebuilt file: it rests", async () => {
+    const { automations, make, bundle, clock, dispatchAll, runs } = await automationsAt({ "automations/launch.ts": automation(`{ at: "2026-03-01T09:00:00Z" }`, ", enabled: false") }, "2026-03-01T08:00:00.000Z");
+    await automations.create({ name: "paused", schedule: { at: "2026-03-01T09:00:00Z" }, message: "announce" });
+    await automations.setPaused("paused", true);
+    await automations.create({ name: "disabled", schedule: { at: "2026-03-01T09:00:00Z" }, message: "announce", enabled: false });
+    clock.now = new Date("2026-03-10T12:00:00.000Z");
+    expect((await automations.setPaused("paused", false)).nextRunAt).toBeNull();
+    expect((await automations.update("disabled", { enabled: true })).nextRunAt).toBeNull();
+    const enabled = make(bundle.manifest.automations.map((entry) => ({ ...entry, enabled: true })));
+    await enabled.syncStatic();
+    expect((await enabled.get("launch")).nextRunAt).toBeNull();
+    expect(await dispatchAll()).toEqual([]);
+    expect(runs.size).toBe(0);
+  });
+
+  it("from a file synced after its time (a new file or a changed time) rests too, with a warning, instead of failing the build or running late", async () => {
+    const { automations, clock, dispatchAll, runs } = await automationsAt({ "automations/launch.ts": automation(`{ at: "2026-03-01T09:00:00Z" }`) }, "2026-03-02T08:00:00.000Z");
+    expect((await automations.get("launch")).nextRunAt).toBeNull();
+    clock.now = new Date("2026-03-03T08:00:00.000Z");
+    expect(await dispatchAll()).toEqual([]);
+    expect(runs.size).toBe(0);
+  });
+});
+
 describe("interval schedules after downtime or a pause", () => {
   it("continue on the interval's series after collapsed missed due times", async () => {
     const { clock, dispatchAll } = await automationsAt({ "automations/hourly.ts": automation(`{ every: 3_600_000 }`) }, "2026-03-01T10:30:00.000Z");

@@ -2,6 +2,8 @@ import { describe, expect, it } from "vitest";
 import { isAssemblyLineError } from "@assemblyline-agents/core";
 import { normalizeSchedule } from "@assemblyline-agents/runtime";
 import { automationsAt } from "./support/automations-at.js";
+import { MINIMAL_AGENT, agentFolder } from "./support/agent-folder.js";
+import { startAgent } from "./support/runtime.js";
 
 async function refusal(work: () => unknown): Promise<{ code: string; message: string }> {
   const error = await Promise.resolve().then(work).then(() => undefined, (caught: unknown) => caught);
@@ -57,4 +59,50 @@ describe("a long outage", () => {
     expect(cron.submitted[0]!.metadata).toMatchObject({ automation: { missed: 1_000 } });
     expect(perSecond!.nextRunAt.toISOString()).toBe("2026-03-03T00:00:01.000Z");
   }, 60_000);
+});
+
+describe("what a one-shot time and a patch may hold", () => {
+  it("refuses a one-shot time already past in create and update, before anyone approves it", async () => {
+    const { automations, runs } = await automationsAt({}, "2026-03-01T08:00:00.000Z");
+    const past = { at: "2025-03-01T09:00:00Z" };
+    for (const attempt of [() => automations.check({ name: "remind", schedule: past, message: "remind me" }), () => automations.create({ name: "remind", schedule: past, message: "remind me" })]) {
+      const error = await refusal(attempt);
+      expect(error.code).toBe("AL_ERR_AUTOMATION_SCHEDULE");
+      expect(error.message).toMatch(/at: 2025-03-01T09:00:00.000Z is already past/);
+    }
+    await automations.create({ name: "remind", schedule: { at: "2026-03-01T09:00:00Z" }, message: "remind me" });
+    for (const attempt of [() => automations.checkUpdate("remind", { schedule: past }), () => automations.update("remind", { schedule: past })]) {
+      expect((await refusal(attempt)).code).toBe("AL_ERR_AUTOMATION_SCHEDULE");
+    }
+    expect((await automations.get("remind")).nextRunAt).toBe("2026-03-01T09:00:00.000Z");
+    expect(runs.size).toBe(0);
+  });
+
+  it("refuses null for a patch's message, enabled or schedule instead of keeping the stored value as if it were applied", async () => {
+    const { automations } = await automationsAt({}, "2026-03-01T08:00:00.000Z");
+    await automations.create({ name: "poll", schedule: { every: 60_000 }, message: "poll" });
+    for (const patch of [{ message: null }, { enabled: null }, { schedule: null }]) {
+      for (const attempt of [() => automations.checkUpdate("poll", patch as never), () => automations.update("poll", patch as never)]) {
+        const error = await refusal(attempt);
+        expect(error.code, JSON.stringify(patch)).toBe("AL_ERR_AUTOMATION_INPUT");
+        expect(error.message).toMatch(new RegExp(`update of automation "poll": ${Object.keys(patch)[0]} is null`));
+      }
+    }
+    // conversationId: null still means "join no conversation".
+    expect((await automations.update("poll", { conversationId: null } as never)).conversationId).toBeNull();
+  });
+});
+
+describe("RuntimeOptions.automationCatchUpMs", () => {
+  it("is refused unless a whole number of milliseconds from 0 to a timer's longest delay, naming the option", async () => {
+    for (const automationCatchUpMs of [Number.NaN, Number.POSITIVE_INFINITY, -1, 1.5, "180000", 2_147_483_648]) {
+      await expect(startAgent(agentFolder({ "agent.ts": MINIMAL_AGENT }), [], { automationCatchUpMs: automationCatchUpMs as number }), String(automationCatchUpMs)).rejects.toThrow(
+        /automationCatchUpMs is .*; give a whole number of milliseconds from 0 to 2147483647 \(default 180000\)/,
+      );
+    }
+    for (const automationCatchUpMs of [0, 600_000]) {
+      const { runtime } = await startAgent(agentFolder({ "agent.ts": MINIMAL_AGENT }), [], { automationCatchUpMs });
+      expect(await runtime.automations.list()).toEqual([]);
+    }
+  });
 });

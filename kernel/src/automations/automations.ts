@@ -9,6 +9,7 @@ import {
   type ScheduleRecord,
   type ScheduleStateStore,
   type UpdateAutomationInput,
+  MAX_TIMER_MS,
 } from "@assemblyline-agents/core";
 import { digestJson } from "../canonical-json.js";
 import type { AutomationManifestEntry } from "../compiler/manifest.js";
@@ -85,10 +86,13 @@ export interface AutomationsParts {
 export class Automations {
   private readonly now: () => Date;
   private readonly catchUpMs: number;
+  /** This build's automations/ by name, with the digest of each definition. */
+  private readonly statics: Map<string, { entry: AutomationManifestEntry; digest: string }>;
 
   constructor(private readonly parts: AutomationsParts) {
     this.now = parts.now ?? (() => new Date());
-    this.catchUpMs = parts.catchUpMs ?? DEFAULT_CATCH_UP_MS;
+    this.catchUpMs = checkCatchUpMs(parts.catchUpMs);
+    this.statics = new Map(parts.statics.map((entry) => [entry.name, { entry, digest: digestJson(staticDefinition(entry) as unknown as JsonValue) }]));
   }
 
   /** The schedule row id of an automation of this agent. */
@@ -100,31 +104,36 @@ export class Automations {
    * Write the agent's automations/ into the store: new ones from their first
    * due time, changed ones re-timed, removed ones deleted. An operator's pause
    * and an unchanged schedule's next due time survive. Several replicas may
-   * sync at once: unchanged definitions are not rewritten.
+   * sync at once: unchanged definitions are not rewritten. A file takes its
+   * name from a dynamic automation of that name: names are unique, and the
+   * build is what the operator deployed.
    */
   async syncStatic(): Promise<void> {
     const rows = await this.rows();
     const now = this.now();
     const wanted = new Set<string>();
     const written = new Set<string>();
-    for (const entry of this.parts.statics) {
+    for (const { entry, digest } of this.statics.values()) {
       const id = this.rowId("static", entry.name);
       wanted.add(id);
+      const dynamic = rows.get(this.rowId("dynamic", entry.name));
+      if (dynamic) await this.dropDynamicFor(entry.name, dynamic.payload);
       const existing = rows.get(id);
-      const definition = { schedule: entry.schedule, message: entry.message, conversationId: entry.conversationId, enabled: entry.enabled };
-      const digest = digestJson(definition as unknown as JsonValue);
       if (existing && existing.payload.digest === digest) continue;
       const sameSchedule = existing && digestJson(existing.payload.schedule as unknown as JsonValue) === digestJson(entry.schedule as unknown as JsonValue);
       const paused = existing?.payload.paused ?? false;
       // A row that rested (enabled: false) and now may run continues from its next due time after now, not from where it stopped.
       const next = !sameSchedule ? firstDueTime(entry.schedule, now) : !existing.record.enabled && entry.enabled && !paused ? this.resumeTime(entry.schedule, new Date(existing.record.nextRunAt)) : new Date(existing.record.nextRunAt);
+      if (entry.schedule.kind === "at" && next.getTime() === NEVER.getTime() && !sameSchedule) {
+        this.parts.logger.warn({ event: "automation.one_shot_past", automation: entry.name, at: entry.schedule.at }, `automations/${entry.name}.ts runs once at ${entry.schedule.at}, already past: it rests and does not run`);
+      }
       written.add(id);
       await this.write({
         kind: "automation",
         agentId: this.parts.agentId,
         name: entry.name,
         source: "static",
-        ...definition,
+        ...staticDefinition(entry),
         paused,
         // Fixed for static rows: replicas syncing at once write the same row, and the same due time the same run key.
         instance: "static",
@@ -136,6 +145,15 @@ export class Automations {
       // A row written before schedules had an agent: any agent's scheduler could claim it until it names its own.
       else if (!written.has(id) && (record.agentId ?? null) === null) await this.nameAgent(id);
     }
+  }
+
+  /** A dynamic automation whose name a file now has: removed, its definition logged so it can be made again under another name. */
+  private async dropDynamicFor(name: string, payload: AutomationPayload): Promise<void> {
+    await this.parts.store.deleteSchedule(this.rowId("dynamic", name));
+    this.parts.logger.warn(
+      { event: "automation.name_taken_by_file", automation: name, removed: { schedule: payload.schedule, message: payload.message, conversationId: payload.conversationId, enabled: payload.enabled, paused: payload.paused } as unknown as JsonValue },
+      `automations/${name}.ts takes the name "${name}" from the dynamic automation of that name, which is removed (its definition is in this entry); create it again under another name if it is still wanted`,
+    );
   }
 
   async list(): Promise<AutomationInfo[]> {
@@ -164,18 +182,23 @@ export class Automations {
 
   /** Throws what create() would refuse for its input (a name taken included), without writing. */
   async check(input: CreateAutomationInput): Promise<void> {
-    await this.refuseTakenName(checkInput(input).name);
+    const checked = checkInput(input);
+    this.refusePastOneShot(checked.name, checked.schedule);
+    await this.refuseTakenName(checked.name);
   }
 
   /** Throws when `name` is not a dynamic automation or the patch is malformed, without writing. */
   async checkUpdate(name: string, patch: UpdateAutomationInput): Promise<void> {
     const { payload } = await this.requireDynamic(name, "change");
     refuseUnknownFields(patch, UPDATE_FIELDS, `update of automation "${name}"`);
-    checkInput({ name, schedule: patch.schedule as never, message: patch.message ?? payload.message, enabled: patch.enabled ?? payload.enabled }, payload.schedule);
+    refuseNullFields(patch, name);
+    const checked = checkInput({ name, schedule: patch.schedule as never, message: patch.message ?? payload.message, enabled: patch.enabled ?? payload.enabled }, payload.schedule);
+    if (patch.schedule !== undefined) this.refusePastOneShot(name, checked.schedule);
   }
 
   async create(input: CreateAutomationInput): Promise<AutomationInfo> {
     const checked = checkInput(input);
+    this.refusePastOneShot(checked.name, checked.schedule);
     await this.refuseTakenName(checked.name);
     const payload: AutomationPayload = { kind: "automation", agentId: this.parts.agentId, source: "dynamic", ...checked, paused: false, instance: randomUUID(), digest: "" };
     // Inserted only if absent where the store can: of two concurrent creates of one name, one fails.
@@ -184,14 +207,26 @@ export class Automations {
 
   private async refuseTakenName(name: string): Promise<void> {
     const rows = await this.rows();
-    if (rows.has(this.rowId("static", name)) || rows.has(this.rowId("dynamic", name))) throw nameTaken(name);
+    // A file of this build counts even when its row is missing (an older build's host removed it during a rollout).
+    if (this.statics.has(name) || rows.has(this.rowId("static", name)) || rows.has(this.rowId("dynamic", name))) throw nameTaken(name);
+  }
+
+  /** A one-shot time already past would run at once, as if it had been missed: refused, so a wrong date is seen. */
+  private refusePastOneShot(name: string, schedule: NormalizedSchedule): void {
+    const now = this.now();
+    if (schedule.kind !== "at" || Date.parse(schedule.at) >= now.getTime()) return;
+    throw new AssemblyLineError("AL_ERR_AUTOMATION_SCHEDULE", `automation "${name}": at: ${schedule.at} is already past (it is ${now.toISOString()})`, {
+      fix: "Give a time still to come, with its offset; check the year and the time zone.",
+    });
   }
 
   async update(name: string, patch: UpdateAutomationInput): Promise<AutomationInfo> {
     const { record, payload } = await this.requireDynamic(name, "update");
     refuseUnknownFields(patch, UPDATE_FIELDS, `update of automation "${name}"`);
+    refuseNullFields(patch, name);
     const checked = checkInput({ name: payload.name, schedule: patch.schedule as never, message: patch.message ?? payload.message, ...(patch.conversationId !== undefined ? { conversationId: patch.conversationId } : payload.conversationId ? { conversationId: payload.conversationId } : {}), enabled: patch.enabled ?? payload.enabled }, payload.schedule);
     const rescheduled = patch.schedule !== undefined;
+    if (rescheduled) this.refusePastOneShot(name, checked.schedule);
     const enabling = !record.enabled && checked.enabled && !payload.paused;
     // Re-enabled, it continues from its next due time after now: the due times it rested through are not owed.
     const next = rescheduled ? firstDueTime(checked.schedule, this.now()) : enabling ? this.resumeTime(checked.schedule, new Date(record.nextRunAt)) : new Date(record.nextRunAt);
@@ -223,6 +258,7 @@ export class Automations {
     const now = this.now();
     const first = new Date(claimed.nextRunAt);
     if (first.getTime() > now.getTime()) return { nextRunAt: first, runs: [] };
+    if (payload.source === "static" && this.statics.get(payload.name)?.digest !== payload.digest) return this.otherBuildRow(claimed, payload, first, now);
     const runs: AutomationRun[] = [];
     if (now.getTime() - first.getTime() > this.catchUpMs) {
       // The host was down: one run stands for every missed due time, then back on schedule.
@@ -240,6 +276,29 @@ export class Automations {
       due = nextDueAfter(payload.schedule, due);
     }
     return { nextRunAt: await this.keepNewer(claimed, due ?? NEVER), runs };
+  }
+
+  /**
+   * A static row this build does not define as stored (a file it lacks, or
+   * one it defines otherwise): another build wrote it. During a rolling deploy
+   * both builds' hosts dispatch, and a host of the old build that restarts
+   * syncs its files again. Such a row starts nothing here. Within
+   * `catchUpMs` of its due time it is left as it is, for a host of the build
+   * that wrote it; later, no such host is dispatching (it is gone), and this
+   * build's automations/ take over: synced again, the row is rewritten to
+   * this build's definition, or removed when this build has no such file.
+   * So the two builds never fight for longer than both run.
+   */
+  private async otherBuildRow(claimed: ScheduleRecord, payload: AutomationPayload, first: Date, now: Date): Promise<{ nextRunAt: Date; runs: AutomationRun[] }> {
+    if (now.getTime() - first.getTime() <= this.catchUpMs) return { nextRunAt: first, runs: [] };
+    const defined = this.statics.has(payload.name);
+    this.parts.logger.warn(
+      { event: "automation.other_build", automation: payload.name, dueAt: first.toISOString(), action: defined ? "rewritten" : "removed" },
+      `static automation "${payload.name}" was written by another build of the agent and no host of it ran it; ${defined ? "this build's automations/ definition replaces it" : "this build has no such file, so it is removed"} without running the other build's`,
+    );
+    await this.syncStatic();
+    const current = await this.parts.store.getSchedule(claimed.id);
+    return { nextRunAt: current ? new Date(current.nextRunAt) : NEVER, runs: [] };
   }
 
   /**
@@ -270,7 +329,8 @@ export class Automations {
   private resumeTime(schedule: NormalizedSchedule, stored: Date): Date {
     const now = this.now();
     if (stored.getTime() > now.getTime()) return stored;
-    return schedule.kind === "at" ? stored : (nextDueAfterNow(schedule, now) ?? NEVER);
+    // A one-shot whose time passed while it rested is not run: it rests for good.
+    return nextDueAfterNow(schedule, now) ?? NEVER;
   }
 
   /**
@@ -347,6 +407,34 @@ function describe(record: Omit<ScheduleRecord, "lease"> & { lease: unknown }, pa
     paused: payload.paused,
     nextRunAt: rests ? null : record.nextRunAt,
   };
+}
+
+/** What a static row takes from its file (and digests, to see whether the file changed). */
+function staticDefinition(entry: AutomationManifestEntry): Pick<AutomationPayload, "schedule" | "message" | "conversationId" | "enabled"> {
+  return { schedule: entry.schedule, message: entry.message, conversationId: entry.conversationId, enabled: entry.enabled };
+}
+
+/**
+ * RuntimeOptions.automationCatchUpMs, checked: NaN or Infinity would run every missed due time of
+ * an outage one by one, a negative value collapse a due time seconds late.
+ */
+export function checkCatchUpMs(value: unknown): number {
+  if (value === undefined) return DEFAULT_CATCH_UP_MS;
+  if (typeof value !== "number" || !Number.isInteger(value) || value < 0 || value > MAX_TIMER_MS) {
+    throw new TypeError(
+      `automationCatchUpMs is ${typeof value === "string" ? JSON.stringify(value) : String(value)}; give a whole number of milliseconds from 0 to ${MAX_TIMER_MS} (default ${DEFAULT_CATCH_UP_MS}): a due time later than that collapses with the others missed into one run`,
+    );
+  }
+  return value;
+}
+
+/** A patch's field left out keeps the stored value; null keeps it too unless refused, so a patch that meant to change it would change nothing. */
+function refuseNullFields(patch: UpdateAutomationInput, name: string): void {
+  const nulls = (["schedule", "message", "enabled"] as const).filter((field) => (patch as Record<string, unknown>)[field] === null);
+  if (nulls.length === 0) return;
+  throw new AssemblyLineError("AL_ERR_AUTOMATION_INPUT", `update of automation "${name}": ${nulls.join(", ")} ${nulls.length > 1 ? "are" : "is"} null`, {
+    fix: `Leave ${nulls.join(", ")} out to keep ${nulls.length > 1 ? "them" : "it"}, or give a new value; only conversationId takes null (runs then join no conversation).`,
+  });
 }
 
 function digestDefinition(payload: AutomationPayload): string {

@@ -138,12 +138,14 @@ function repeatedWallTime(timezone: string, at: Date): boolean {
 
 /**
  * The first due time of a schedule defined at `now`: the next cron slot, the
- * next multiple of the interval since the epoch, or the one-shot time. Each
+ * next multiple of the interval since the epoch, or the one-shot time (NEVER
+ * when that is past). Each
  * depends only on the definition and the slot `now` falls in, so replicas
  * syncing the same automation at nearly the same moment write the same row.
  */
 export function firstDueTime(schedule: NormalizedSchedule, now: Date): Date {
-  if (schedule.kind === "at") return new Date(schedule.at);
+  // A one-shot time already past (a file synced after it) is not run late: the schedule rests.
+  if (schedule.kind === "at") return Date.parse(schedule.at) >= now.getTime() ? new Date(schedule.at) : NEVER;
   if (schedule.kind === "every") return new Date((Math.floor(now.getTime() / schedule.everyMs) + 1) * schedule.everyMs);
   return nextDueAfter(schedule, now) ?? NEVER;
 }

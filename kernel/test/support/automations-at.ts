@@ -1,4 +1,4 @@
-import { noopLogger, type ScheduleRecord } from "@assemblyline-agents/core";
+import { noopLogger, type RuntimeLogger, type ScheduleRecord } from "@assemblyline-agents/core";
 import { Automations, InMemoryStateAdapter, buildAgent, loadRuntimeBundle } from "@assemblyline-agents/runtime";
 import { MINIMAL_AGENT, agentFolder } from "./agent-folder.js";
 
@@ -14,12 +14,12 @@ export async function automationsAt(files: Record<string, string>, start: string
   const clock = { now: new Date(start) };
   const submitted: Array<{ idempotencyKey: string; metadata: unknown }> = [];
   const runs = new Map<string, { runId: string; metadata: unknown }>();
-  const make = (statics = bundle.manifest.automations) =>
+  const make = (statics = bundle.manifest.automations, logger: RuntimeLogger = noopLogger()) =>
     new Automations({
       store: state,
       agentId: bundle.manifest.agent.id,
       statics,
-      logger: noopLogger(),
+      logger,
       now: () => clock.now,
       submit: async (input) => {
         submitted.push({ idempotencyKey: input.idempotencyKey, metadata: input.metadata });
@@ -32,11 +32,11 @@ export async function automationsAt(files: Record<string, string>, start: string
   const automations = make();
   await automations.syncStatic();
   const claim = async (owner = "test"): Promise<ScheduleRecord[]> => state.claimDueSchedules({ owner, ttlMs: 60_000, now: clock.now });
-  /** Claim every due row, dispatch it and move its schedule on, as a scheduler does. */
-  const dispatchAll = async () => {
+  /** Claim every due row, dispatch it and move its schedule on, as a scheduler does (on `host`, another Automations, if given). */
+  const dispatchAll = async (host = automations) => {
     const results = [];
     for (const row of await claim()) {
-      const result = await automations.dispatchDue(row);
+      const result = await host.dispatchDue(row);
       await state.completeScheduleRun(row.id, "test", result.nextRunAt);
       results.push(result);
     }

@@ -169,4 +169,27 @@ describe("LocalScheduler", () => {
     expect(nextRunAt({ intervalMs: HOUR, nextRunAt: due }, new Date("2025-01-01T00:00:05Z")).toISOString()).toBe("2025-01-01T01:00:00.000Z");
     expect(nextRunAt({ intervalMs: HOUR, nextRunAt: due }, new Date("2025-01-01T05:30:00Z")).toISOString()).toBe("2025-01-01T06:00:00.000Z");
   });
+
+  it("runs a schedule of intervalMs 0 once, then leaves it resting instead of due at every poll", async () => {
+    const store = new InMemoryStateAdapter();
+    const now = new Date("2026-03-01T08:00:00.000Z");
+    await store.upsertSchedule({ id: "welcome", intervalMs: 0, nextRunAt: now.toISOString(), payload: { message: "send the welcome mail" }, enabled: true });
+    const dispatched: string[] = [];
+    const once = new LocalScheduler({ store, pollIntervalMs: 10, now: () => now });
+    await once.start(async (id) => void dispatched.push(id));
+    await until(() => dispatched.length > 0);
+    // stop() waits for the dispatch in flight to move the schedule on.
+    await once.stop();
+    expect(dispatched).toEqual(["welcome"]);
+    expect((await store.getSchedule("welcome"))?.nextRunAt).toBe("9999-12-31T00:00:00.000Z");
+    expect(await store.claimDueSchedules({ owner: "probe", ttlMs: 1_000, now: new Date("2026-03-02T08:00:00.000Z") })).toEqual([]);
+  });
+
+  it("refuses a fractional intervalMs, which one store would round to 0 and another run every millisecond", async () => {
+    const store = new InMemoryStateAdapter();
+    await expect(store.upsertSchedule({ id: "odd", intervalMs: 0.4, nextRunAt: new Date().toISOString(), payload: {}, enabled: true })).rejects.toMatchObject({
+      code: "AL_ERR_STATE_INPUT_INVALID",
+      message: expect.stringContaining("schedule.intervalMs"),
+    });
+  });
 });

@@ -161,11 +161,17 @@ export class LocalScheduler implements Scheduler {
   }
 }
 
+/** Where a schedule that runs once rests after its run: never due again. */
+export const RUN_ONCE_RESTS_AT = new Date("9999-12-31T00:00:00.000Z");
+
 /**
  * One interval after the time it was due; if the process was down for several
  * intervals, the first slot after `now` instead of a burst of catch-up runs.
+ * An interval of 0 is a schedule that runs once: it then rests (RUN_ONCE_RESTS_AT).
  */
 export function nextRunAt(schedule: Pick<ScheduleRecord, "intervalMs" | "nextRunAt">, now: Date): Date {
+  // Read as "every 0 ms", it would be due again at every poll for ever.
+  if (!(schedule.intervalMs > 0)) return RUN_ONCE_RESTS_AT;
   const interval = Math.max(1, schedule.intervalMs);
   const due = Date.parse(schedule.nextRunAt);
   const base = Number.isFinite(due) ? due : now.getTime();

@@ -38,10 +38,12 @@ function scheduleValues(operation: string, schedule: Omit<ScheduleRecord, "lease
   check.object("schedule", schedule);
   const id = check.string("schedule.id", schedule.id);
   const intervalMs = check.nonNegative("schedule.intervalMs", schedule.intervalMs);
+  // As every store: whole milliseconds, 0 for a schedule that runs once (rounding 0.4 to 0 would make it one).
+  if (!Number.isSafeInteger(intervalMs)) check.fail("schedule.intervalMs", "a whole number of milliseconds >= 0 (0: it runs once)", schedule.intervalMs);
   const nextRunAt = check.time("schedule.nextRunAt", schedule.nextRunAt);
   if (typeof schedule.enabled !== "boolean") check.fail("schedule.enabled", "a boolean", schedule.enabled);
   const agentId = schedule.agentId === undefined || schedule.agentId === null ? null : check.string("schedule.agentId", schedule.agentId);
-  return [id, Math.round(intervalMs), nextRunAt, jsonParam(schedule.payload, check.operation, "schedule.payload"), schedule.enabled, agentId];
+  return [id, intervalMs, nextRunAt, jsonParam(schedule.payload, check.operation, "schedule.payload"), schedule.enabled, agentId];
 }
 
 export async function getSchedule(db: StateDatabase, id: string): Promise<ScheduleRecord | undefined> {
