@@ -933,7 +933,7 @@ export class OpenEveRuntime {
       getSandbox,
       (request, callId, spawnIndex) =>
         spawnSubagent(
-          { runs: this.state.runs, journal: build.journal, limits: this.subagentLimits, spawning: this.spawning, drive: build.drive },
+          { runs: this.state.runs, journal: build.journal, limits: this.subagentLimits, spawning: this.spawning, drive: build.drive, usage: this.state.usage, budgets: profile.budgets },
           run,
           profile,
           { callId, spawnIndex },

@@ -75,6 +75,75 @@ describe("subagent budgets", () => {
     expect(parentNow).toMatchObject({ status: "waiting_approval", pendingBudget: { budget: "maxTurns", limit: 6, used: 6 }, waitingOn: { runId: childId } });
   });
 
+  it("counts what a run's subagents spend in its token and cost budgets, and gives each child only what is left", async () => {
+    const dir = agentFolder({
+      "agent.ts": `import { defineAgent } from "@assemblyline-agents/core";\nexport default defineAgent({ model: "test/model", budgets: { maxTokens: 100, maxCostUsd: 1 } });\n`,
+      "subagents/worker/agent.ts": subagent(""),
+    });
+    // Each child spends 90 tokens and $0.90 in one model call; the root spawns them one after another.
+    const agentHarness = {
+      name: "spender",
+      async runTurn(input: { runId: string; subagent?: unknown }, ctx: { callTool(call: object): Promise<unknown>; modelCall(key: string, fn: () => Promise<unknown>): Promise<unknown>; recordUsage(record: object): Promise<void> }) {
+        if (input.subagent === undefined) {
+          for (const index of [1, 2, 3]) await ctx.callTool({ id: `call_spawn_${index}`, name: "spawn_subagent", input: { name: "worker", task: `look ${index}` } });
+          return { status: "completed", response: { text: "done" } };
+        }
+        await ctx.modelCall("m", async () => {
+          await ctx.recordUsage({ id: `${input.runId}:m`, provider: "test", model: "model", inputTokens: 45, outputTokens: 45, cacheReadTokens: 0, cacheWriteTokens: 0, costUsd: 0.9 });
+          return null;
+        });
+        return { status: "completed", response: { text: "found" } };
+      },
+    };
+    const { runtime } = await start(dir, { agentHarness: agentHarness as never });
+    const root = await runtime.run({ message: "go" });
+    const events = await runtime.listEvents(root.runId);
+    const started = events.filter((event) => event.type === "subagent.started").map((event) => event.data.childRunId as string);
+    const children = await Promise.all(started.map((id) => runtime.getRun(id)));
+    expect(children.map((child) => child.status)).toEqual(["completed", "completed"]);
+    // The second child had only what the first left: 10 tokens, $0.10 (its one call then went past it, as a measured budget may).
+    const left = await Promise.all(started.map(async (id) => (await runtime.state.runs.getRun(id))!.input.parent!.budgetLeft));
+    expect(left).toEqual([{ maxTokens: 100, maxCostUsd: 1 }, { maxTokens: 10, maxCostUsd: 0.1 }]);
+    expect(events.filter((event) => event.type === "subagent.completed").map((event) => event.data.usage)).toEqual([{ tokens: 90, costUsd: 0.9 }, { tokens: 90, costUsd: 0.9 }]);
+    // The root spent nothing itself, yet its third spawn is refused: what its subagents spent counts.
+    expect(root).toMatchObject({ status: "failed", error: { code: "AL_ERR_BUDGET_EXCEEDED" } });
+    expect(events.find((event) => event.type === "budget.exceeded")?.data).toMatchObject({ budget: "maxTokens", limit: 100, used: 180 });
+  });
+
+  it("stops a subagent at what its parent had left, below its own cost budget", async () => {
+    const dir = agentFolder({
+      "agent.ts": `import { defineAgent } from "@assemblyline-agents/core";\nexport default defineAgent({ model: "test/model", budgets: { maxCostUsd: 1 } });\n`,
+      "subagents/worker/agent.ts": subagent(""),
+    });
+    // The child calls its model three times at $0.30 a call; the root had spent $0.90 before it spawned it.
+    const agentHarness = {
+      name: "spender",
+      async runTurn(input: { runId: string; subagent?: unknown }, ctx: { callTool(call: object): Promise<unknown>; modelCall(key: string, fn: () => Promise<unknown>): Promise<unknown>; recordUsage(record: object): Promise<void> }) {
+        if (input.subagent === undefined) {
+          await ctx.callTool({ id: "call_spawn", name: "spawn_subagent", input: { name: "worker", task: "look" } });
+          return { status: "completed", response: { text: "done" } };
+        }
+        for (const index of [1, 2, 3]) {
+          await ctx.modelCall(`m${index}`, async () => {
+            await ctx.recordUsage({ id: `${input.runId}:m${index}`, provider: "test", model: "model", inputTokens: 1, outputTokens: 1, cacheReadTokens: 0, cacheWriteTokens: 0, costUsd: 0.3 });
+            return null;
+          });
+        }
+        return { status: "completed", response: { text: "found" } };
+      },
+    };
+    const { runtime } = await start(dir, { agentHarness: agentHarness as never });
+    const { runId } = await runtime.submit({ message: "go" });
+    await runtime.state.usage.recordUsage({ id: "earlier", runId, conversationId: null, provider: "test", model: "model", inputTokens: 1, outputTokens: 1, cacheReadTokens: 0, cacheWriteTokens: 0, costUsd: 0.9, createdAt: new Date().toISOString(), agentId: null });
+    await runtime.start(runId);
+    const childId = await childOf(runtime, runId);
+    expect((await runtime.state.runs.getRun(childId))!.input.parent!.budgetLeft).toEqual({ maxCostUsd: 0.1 });
+    // Its own budget (the root's $1, inherited) would allow three calls; what the root had left allows one.
+    const child = await runtime.getRun(childId);
+    expect(child).toMatchObject({ status: "failed", error: { code: "AL_ERR_BUDGET_EXCEEDED" } });
+    expect((await runtime.listEvents(childId)).find((event) => event.type === "budget.exceeded")?.data).toEqual({ budget: "maxCostUsd", limit: 0.1, used: 0.3, action: "fail" });
+  });
+
   it("bounds a subagent by the root's budgets when its manifest entry has none (a build from before subagents had budgets)", async () => {
     const dir = folder({ "agent.ts": SCRIPTED_ROOT(", budgets: { maxTurns: 3 }"), "subagents/worker/agent.ts": subagent(""), "subagents/worker/tools/echo.ts": toolSource({ upFront: true }) }, SPAWN_A_LOOPING_CHILD);
     const bundle = await loadRuntimeBundle((await buildAgent(dir)).artifactRoot);

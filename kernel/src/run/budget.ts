@@ -116,6 +116,8 @@ export class RunBudget {
   private constructor(
     private readonly run: RunRecord,
     private readonly limits: RunBudgets,
+    /** Whether the run may spawn subagents: their spending (its `subagent.completed` events) counts in its token and cost budgets. */
+    private readonly delegates: { runs: RunStore } | undefined,
     private readonly usage: UsageStore,
     private readonly logger: RuntimeLogger,
     private turns: number,
@@ -128,14 +130,21 @@ export class RunBudget {
     this.startedAtMs = startedAt;
   }
 
-  static async load(run: RunRecord, limits: RunBudgets, stores: { runs: RunStore; usage: UsageStore; logger: RuntimeLogger }, options: { fresh: boolean }): Promise<RunBudget> {
+  static async load(
+    run: RunRecord,
+    limits: RunBudgets,
+    stores: { runs: RunStore; usage: UsageStore; logger: RuntimeLogger },
+    options: { fresh: boolean; delegates?: boolean },
+  ): Promise<RunBudget> {
+    const own = narrowedLimits(limits, run);
+    const delegates = options.delegates ? { runs: stores.runs } : undefined;
     // A run that has just started has nothing counted yet: no reads on the hot path.
     // It starts now: the time it stood queued is not active.
-    if (options.fresh) return new RunBudget(run, limits, stores.usage, stores.logger, 0, 0, 0, Date.now());
+    if (options.fresh) return new RunBudget(run, own, delegates, stores.usage, stores.logger, 0, 0, 0, Date.now());
     const [events, calls] = await Promise.all([stores.runs.listEvents(run.id), stores.runs.listToolCalls(run.id)]);
     const turns = events.filter((event) => event.type === "durable_step.completed" && isModelStep(event)).length;
     const started = events.find((event) => event.type === "run.started");
-    return new RunBudget(run, extendedLimits(limits, events), stores.usage, stores.logger, turns, calls.length, idleTime(events), Date.parse(started?.createdAt ?? run.createdAt));
+    return new RunBudget(run, extendedLimits(own, events), delegates, stores.usage, stores.logger, turns, calls.length, idleTime(events), Date.parse(started?.createdAt ?? run.createdAt));
   }
 
   /**
@@ -179,8 +188,10 @@ export class RunBudget {
     if (maxTokens !== undefined || maxCostUsd !== undefined) {
       const records = await this.readUsage({ runId: this.run.id }, ["maxTokens", "maxCostUsd"]);
       if (records !== undefined) {
-        this.check("maxTokens", sumTokens(records), true);
-        this.check("maxCostUsd", sumCost(records), true);
+        // Read only for a run that can delegate: the others have no subagent.completed events to sum.
+        const delegated = this.delegates ? delegatedUsageOf(await this.delegates.runs.listEvents(this.run.id)) : NOTHING_SPENT;
+        this.check("maxTokens", sumTokens(records) + delegated.tokens, true);
+        this.check("maxCostUsd", roundCost(sumCost(records) + delegated.costUsd), true);
       }
     }
     const conversationId = budgetConversationOf(this.run);
@@ -242,6 +253,53 @@ export function rootAgentOf(run: RunRecord): string {
   return path !== undefined && run.agentId.endsWith(`/${path}`) ? run.agentId.slice(0, -path.length - 1) : run.agentId;
 }
 
+/** What model calls spent: tokens as the token budgets count them (input + output), and cost in USD. */
+export interface SpentUsage {
+  tokens: number;
+  costUsd: number;
+}
+
+const NOTHING_SPENT: SpentUsage = { tokens: 0, costUsd: 0 };
+
+/** The token and cost budgets a run's subagents spend from: what the spawning run had left is their ceiling. */
+export const DELEGATED_BUDGETS = ["maxTokens", "maxCostUsd"] as const;
+
+/**
+ * A subagent run's limits: its own, lowered to what its parent had left of the same budget when it
+ * spawned it (`SubagentParent.budgetLeft`), so delegating never spends past the spawning run's budget.
+ */
+export function narrowedLimits(limits: RunBudgets, run: RunRecord): RunBudgets {
+  const left = run.input.parent?.budgetLeft;
+  if (!left) return limits;
+  const narrowed = { ...limits };
+  for (const name of DELEGATED_BUDGETS) {
+    const ceiling = left[name];
+    if (ceiling !== undefined) narrowed[name] = Math.max(0, Math.min(narrowed[name] ?? Number.POSITIVE_INFINITY, ceiling));
+  }
+  return narrowed;
+}
+
+/** What the subagent runs a run spawned spent, all depths: the sums their `subagent.completed` events carry. */
+export function delegatedUsageOf(events: RunEvent[]): SpentUsage {
+  let tokens = 0;
+  let costUsd = 0;
+  for (const event of events) {
+    if (event.type !== "subagent.completed") continue;
+    const usage = event.data.usage;
+    if (typeof usage !== "object" || usage === null || Array.isArray(usage)) continue;
+    tokens += typeof usage.tokens === "number" ? usage.tokens : 0;
+    costUsd += typeof usage.costUsd === "number" ? usage.costUsd : 0;
+  }
+  return { tokens, costUsd: roundCost(costUsd) };
+}
+
+/** What a run spent, its own model calls and its subagent runs' (all depths). */
+export async function spentByRun(runId: string, stores: { runs: RunStore; usage: UsageStore }): Promise<SpentUsage> {
+  const [records, events] = await Promise.all([stores.usage.listUsage({ runId }), stores.runs.listEvents(runId)]);
+  const delegated = delegatedUsageOf(events);
+  return { tokens: sumTokens(records) + delegated.tokens, costUsd: roundCost(sumCost(records) + delegated.costUsd) };
+}
+
 /** A budget a human extended (`budget.extended`) keeps its larger limit for the rest of the run. */
 export function extendedLimits(limits: RunBudgets, events: RunEvent[]): RunBudgets {
   const extended = { ...limits };
@@ -292,7 +350,8 @@ function idleTime(events: RunEvent[]): number {
 }
 
 const sumTokens = (records: UsageRecord[]) => records.reduce((total, record) => total + record.inputTokens + record.outputTokens, 0);
-const sumCost = (records: UsageRecord[]) => Math.round(records.reduce((total, record) => total + record.costUsd, 0) * 1e9) / 1e9;
+const roundCost = (cost: number) => Math.round(cost * 1e9) / 1e9;
+const sumCost = (records: UsageRecord[]) => roundCost(records.reduce((total, record) => total + record.costUsd, 0));
 
 /**
  * A human's decision on a run paused by a budget: approving grows the budget

@@ -451,7 +451,7 @@ export class RunDriver {
       logger,
       lease,
       // Conversation budgets count the run's root agent's calls only, even over a store that ignores agentId.
-      await RunBudget.load(run, profile.budgets, { runs: state.runs, usage: agentUsage(state.usage, logger), logger }, { fresh }),
+      await RunBudget.load(run, profile.budgets, { runs: state.runs, usage: agentUsage(state.usage, logger), logger }, { fresh, delegates: profile.subagents.size > 0 }),
     );
     try {
       const info = {

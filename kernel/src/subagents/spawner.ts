@@ -3,13 +3,16 @@ import {
   isAssemblyLineError,
   type JsonSchema,
   type JsonValue,
+  type RunBudgets,
   type RunRecord,
   type RunStore,
+  type SubagentParent,
   type SubagentRequest,
+  type UsageStore,
 } from "@assemblyline-agents/core";
 import type { AgentProfile } from "../agents/agent-profile.js";
 import { digestJson } from "../canonical-json.js";
-import { budgetConversationOf } from "../run/budget.js";
+import { DELEGATED_BUDGETS, budgetConversationOf, extendedLimits, narrowedLimits, spentByRun } from "../run/budget.js";
 import type { RunJournal } from "../run/journal.js";
 import type { RunResult } from "../run/run-result.js";
 import { compileSchema, describeSchemaErrors } from "../schema.js";
@@ -29,6 +32,10 @@ export interface SpawnerParts {
   spawning: Map<string, Set<string>>;
   /** Drive a run to its next resting state (waits for a drive of it already in this process). */
   drive(runId: string): Promise<RunResult>;
+  /** Model usage: what a child spent is recorded on the parent, and what the parent has left bounds the next child. */
+  usage: UsageStore;
+  /** The spawning run's budgets, as its agent resolves them (before its own narrowing and extensions). */
+  budgets: RunBudgets;
 }
 
 /**
@@ -91,7 +98,7 @@ export async function spawnSubagent(parts: SpawnerParts, parent: RunRecord, prof
     throw new SubagentSuspension(childRunId, result.status === "waiting_approval" ? "approval" : "input");
   }
   if (result.status === "failed") {
-    await recordOnce(parts, parent.id, "subagent.completed", { childRunId, subagent: child.path, callId, status: "failed", error: result.error?.message ?? "failed" });
+    await recordOnce(parts, parent.id, "subagent.completed", { childRunId, subagent: child.path, callId, status: "failed", error: result.error?.message ?? "failed", ...(await spentOf(parts, childRunId)) });
     throw new AssemblyLineError("AL_ERR_SUBAGENT_FAILED", `subagent ${child.path} (run ${childRunId}) failed: ${result.error?.message ?? "unknown error"}`, {
       fix: `See \`assembly-line runs show ${childRunId}\`.`,
     });
@@ -105,10 +112,10 @@ export async function spawnSubagent(parts: SpawnerParts, parent: RunRecord, prof
     output = checkOutput(child, childRunId, text, schema);
   } catch (error) {
     // The child ended all the same: the parent's record says so, and why its output was refused.
-    await recordOnce(parts, parent.id, "subagent.completed", { childRunId, subagent: child.path, callId, status: "output_invalid", error: (error as Error).message });
+    await recordOnce(parts, parent.id, "subagent.completed", { childRunId, subagent: child.path, callId, status: "output_invalid", error: (error as Error).message, ...(await spentOf(parts, childRunId)) });
     throw error;
   }
-  await recordOnce(parts, parent.id, "subagent.completed", { childRunId, subagent: child.path, callId, status: "completed", output });
+  await recordOnce(parts, parent.id, "subagent.completed", { childRunId, subagent: child.path, callId, status: "completed", output, ...(await spentOf(parts, childRunId)) });
   return { subagent: child.path, runId: childRunId, output };
 }
 
@@ -150,12 +157,34 @@ async function createChild(parts: SpawnerParts, parent: RunRecord, child: AgentP
     input: {
       message: composeTask(request),
       metadata: {},
-      parent: { runId: parent.id, callId, subagent: child.path, depth, sandboxRunId, budgetConversationId: budgetConversationOf(parent) },
+      parent: { runId: parent.id, callId, subagent: child.path, depth, sandboxRunId, budgetConversationId: budgetConversationOf(parent), ...(await budgetLeftOf(parts, parent)) },
     },
     idempotencyKey: `subagent:${childRunId}`,
   });
   if (created) await parts.journal.observe(run.id);
   await recordOnce(parts, parent.id, "subagent.started", { childRunId, subagent: child.path, callId, task: request.task, depth });
+}
+
+/**
+ * What `parent` has left of its token and cost budgets, for the child it spawns now: its limits (lowered by its
+ * own parent's, grown by a human's extensions) less what it and its finished subagents spent.
+ */
+async function budgetLeftOf(parts: SpawnerParts, parent: RunRecord): Promise<Pick<SubagentParent, "budgetLeft">> {
+  const bounded = DELEGATED_BUDGETS.filter((name) => narrowedLimits(parts.budgets, parent)[name] !== undefined);
+  if (bounded.length === 0) return {};
+  const limits = extendedLimits(narrowedLimits(parts.budgets, parent), await parts.runs.listEvents(parent.id));
+  const spent = await spentByRun(parent.id, parts).catch(() => undefined);
+  // Usage that cannot be read leaves the budget unchecked for now, as a model call's check does; the limit still bounds the child.
+  const used = { maxTokens: spent?.tokens ?? 0, maxCostUsd: spent?.costUsd ?? 0 };
+  const left: NonNullable<SubagentParent["budgetLeft"]> = {};
+  for (const name of bounded) left[name] = Math.max(0, Math.round((limits[name]! - used[name]) * 1e9) / 1e9);
+  return { budgetLeft: left };
+}
+
+/** What a finished child spent, for its `subagent.completed` event; nothing when usage cannot be read (the parent then counts none). */
+async function spentOf(parts: SpawnerParts, childRunId: string): Promise<{ usage?: { tokens: number; costUsd: number } }> {
+  const spent = await spentByRun(childRunId, parts).catch(() => undefined);
+  return spent ? { usage: { tokens: spent.tokens, costUsd: spent.costUsd } } : {};
 }
 
 function composeTask(request: SubagentRequest): string {

@@ -41,6 +41,13 @@ export interface SubagentParent {
    * spawned before it existed, which count against their own conversation.
    */
   budgetConversationId?: string | null;
+  /**
+   * What the spawning run had left of its token and cost budgets (`maxTokens`, `maxCostUsd`: its
+   * limit less what it and its earlier subagents spent) when it spawned this run: the subagent's own
+   * limits are lowered to it. Absent when the spawning run had neither budget, and on runs spawned
+   * before it existed.
+   */
+  budgetLeft?: { maxTokens?: number; maxCostUsd?: number };
 }
 
 export interface RunError {
