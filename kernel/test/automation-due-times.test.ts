@@ -147,6 +147,19 @@ describe("cron schedules", () => {
     expect(times).toEqual(["2026-11-01T05:30:00.000Z", "2026-11-01T06:00:00.000Z", "2026-11-01T06:30:00.000Z", "2026-11-01T07:00:00.000Z", "2026-11-01T07:30:00.000Z"]);
   });
 
+  it("follow a half-hour shift (Australia/Lord_Howe): the repeated half hour fires again, the skipped one's times run once each", () => {
+    const every20 = normalizeSchedule({ cron: "*/20 * * * *", timezone: "Australia/Lord_Howe" }, "test");
+    const from = (start: string, count: number) => {
+      const times: string[] = [];
+      for (let at: Date | null = new Date(start); times.length < count; ) times.push((at = nextDueAfter(every20, at!))!.toISOString());
+      return times;
+    };
+    // Autumn, 02:00 +11:00 becomes 01:30 +10:30: 01:20, 01:40, then 01:40 again (+10:30), 02:00.
+    expect(from("2026-04-04T14:00:00Z", 4)).toEqual(["2026-04-04T14:20:00.000Z", "2026-04-04T14:40:00.000Z", "2026-04-04T15:10:00.000Z", "2026-04-04T15:30:00.000Z"]);
+    // Spring, 02:00 +10:30 becomes 02:30 +11:00: 02:00 and 02:20 do not exist and run 30 minutes on (02:30, 02:50), between 02:40 and 03:00.
+    expect(from("2026-10-03T15:00:00Z", 5)).toEqual(["2026-10-03T15:10:00.000Z", "2026-10-03T15:30:00.000Z", "2026-10-03T15:40:00.000Z", "2026-10-03T15:50:00.000Z", "2026-10-03T16:00:00.000Z"]);
+  });
+
   it("fire a set time once on the day it repeats, and never answer a time before the one asked from", () => {
     const daily = normalizeSchedule({ cron: "45 1 * * *", timezone: "America/New_York" }, "test");
     expect(nextDueAfter(daily, new Date("2026-11-01T05:00:00Z"))?.toISOString()).toBe("2026-11-01T05:45:00.000Z");

@@ -102,15 +102,24 @@ function nextCronTime(expression: string, timezone: string, after: Date): Date |
   const inZone = new Cron(expression, { timezone, paused: true });
   let next = inZone.nextRun(after) ?? null;
   const offset = offsetMinutes(timezone, new Date(after.getTime() + 1));
+  // Also the offset in force shortly before: just after a spring change, times its gap skipped are still owed.
+  const earlier = offsetMinutes(timezone, new Date(after.getTime() - MAX_SHIFT_MS));
   const fine = next !== null && next.getTime() > after.getTime();
-  if (fine && offsetMinutes(timezone, next!) === offset) return next;
-  // An offset change lies ahead (or croner went back): count in each offset in force, keeping answers the zone agrees with.
+  if (fine && offsetMinutes(timezone, next!) === offset && earlier === offset) return next;
+  // An offset change lies near (or croner went back): count in each offset in force, keeping answers the zone agrees with.
   const everyHour = new CronPattern(expression, timezone).hour.every((hour) => hour === 1);
-  const offsets = new Set([offset, offsetMinutes(timezone, next ?? new Date(after.getTime() + 86_400_000))]);
+  const offsets = new Set([offset, earlier, offsetMinutes(timezone, next ?? new Date(after.getTime() + 86_400_000))]);
   let best = fine ? next : null;
   for (const utcOffset of offsets) {
-    const candidate = new Cron(expression, { utcOffset, paused: true }).nextRun(after) ?? null;
-    if (candidate === null || candidate.getTime() <= after.getTime() || offsetMinutes(timezone, candidate) !== utcOffset) continue;
+    const inOffset = new Cron(expression, { utcOffset, paused: true });
+    let candidate = inOffset.nextRun(after) ?? null;
+    // A shift of less than an hour (Lord Howe's 30 min) can leave the first answer before the change to this offset: look again from the change.
+    for (let jumps = 0; candidate !== null && offsetMinutes(timezone, candidate) !== utcOffset && !skippedWallTime(timezone, candidate, utcOffset) && jumps < 2; jumps++) {
+      const change = nextOffsetChange(timezone, candidate);
+      candidate = change === null ? null : (inOffset.nextRun(new Date(change.getTime() - 1)) ?? null);
+    }
+    if (candidate === null || candidate.getTime() <= after.getTime()) continue;
+    if (offsetMinutes(timezone, candidate) !== utcOffset && !skippedWallTime(timezone, candidate, utcOffset)) continue;
     if (!everyHour && repeatedWallTime(timezone, candidate)) continue;
     if (best === null || candidate.getTime() < best.getTime()) best = candidate;
   }
@@ -118,6 +127,32 @@ function nextCronTime(expression: string, timezone: string, after: Date): Date |
   // Asked from inside a repeated hour, croner maps the wall time back to its first pass: look again past the repetition.
   for (let hours = 1; next !== null && next.getTime() <= after.getTime() && hours <= 4; hours++) next = inZone.nextRun(new Date(after.getTime() + hours * 3_600_000)) ?? null;
   return next;
+}
+
+/** The largest daylight saving shift a zone makes (Antarctica/Troll's 2 h). */
+const MAX_SHIFT_MS = 2 * 3_600_000;
+
+/**
+ * Whether `at`, read in `utcOffset` (the offset before a spring change), is a wall time the change
+ * skipped: such a time runs at that instant, as croner places a skipped time of a whole-hour shift.
+ */
+function skippedWallTime(timezone: string, at: Date, utcOffset: number): boolean {
+  const gap = offsetMinutes(timezone, at) - utcOffset;
+  return gap > 0 && offsetMinutes(timezone, new Date(at.getTime() - gap * 60_000)) === utcOffset;
+}
+
+/** The first instant after `from`, within a day, at which the zone's offset changes (to the second); null when none. */
+function nextOffsetChange(timezone: string, from: Date): Date | null {
+  const start = offsetMinutes(timezone, from);
+  let low = from.getTime();
+  let high = low + 86_400_000;
+  if (offsetMinutes(timezone, new Date(high)) === start) return null;
+  while (high - low > 1_000) {
+    const middle = low + Math.floor((high - low) / 2);
+    if (offsetMinutes(timezone, new Date(middle)) === start) low = middle;
+    else high = middle;
+  }
+  return new Date(high);
 }
 
 /** The zone's UTC offset at `at`, in minutes (east positive). */
