@@ -20,7 +20,7 @@ function recordingProvider(described: unknown[]): ConnectionProvider {
 async function connect(spec: Record<string, unknown>, described: unknown[]) {
   const dir = agentFolder({
     "agent.ts": `import { defineAgent } from "@assemblyline-agents/core";
-export default defineAgent({ model: "scripted:" + new URL("./script.json", import.meta.url).pathname, dynamicConnections: { dynamic: true, approval: false, allowedHosts: ["crm.example.com"] } });
+export default defineAgent({ model: "scripted:" + new URL("./script.json", import.meta.url).pathname, dynamicConnections: { dynamic: true, approval: false, allowedHosts: ["crm.example.com"], grants: { "crm-token": ["crm.example.com"] } } });
 `,
     "tools/connect.ts": toolSource({
       schema: `{ type: "object", properties: { spec: { type: "object" } }, required: ["spec"] }`,

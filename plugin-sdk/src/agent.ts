@@ -18,6 +18,13 @@ export interface DynamicConnectionsPolicy {
   dynamic?: boolean;
   approval?: boolean;
   allowedHosts?: string[];
+  /**
+   * The host's grants a run-added connection may use: grant id -> the hosts
+   * ("api.github.com", "*.example.com") its secret may be sent to, each also
+   * allowed by `allowedHosts`. A run naming another grant is refused, and a
+   * request to another host fails before the secret is attached.
+   */
+  grants?: Record<string, string[]>;
 }
 
 /** Fields every agent.ts may give; see RootAgentOptions and SubagentOptions. */

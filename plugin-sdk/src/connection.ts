@@ -44,7 +44,7 @@ export interface HttpEndpoint {
   /** Path under baseUrl; `{name}` segments are filled from the input. */
   path: string;
   description: string;
-  /** JSON Schema of the body (POST/PUT/PATCH). */
+  /** JSON Schema of the body (POST, PUT, PATCH or DELETE; a GET sends none). */
   body?: JsonSchema;
 }
 
@@ -117,6 +117,13 @@ export interface ConnectionPolicy {
   allowedHosts: readonly string[];
   /** Refuse hosts outside allowedHosts: true for every connection (a host-declared one may reach the hosts its definition names). */
   onlyAllowedHosts: boolean;
+  /**
+   * The hosts the connection's grant may be sent to ("*.example.com" matches
+   * subdomains); absent: any host the policy allows. Set for a run's connection
+   * (agent.ts dynamicConnections.grants): a request to another host must fail
+   * before the secret is attached.
+   */
+  grantHosts?: readonly string[];
 }
 
 /**

@@ -37,6 +37,7 @@ import { findNonJson } from "../json-check.js";
 import { createModuleLoader } from "./load-module.js";
 import { refuseUnsupportedOptions, sandboxUse } from "./unsupported-options.js";
 import { KNOWN_KEYS, refuseUnknownKeys } from "./known-keys.js";
+import { grantBindingsProblem } from "../connections/grant-bindings.js";
 import { checkToolPolicy } from "../run/tool-policy.js";
 import {
   MANIFEST_VERSION,
@@ -566,8 +567,16 @@ function checkDynamicConnections(agent: AgentDefinition, agentFile: string): Age
   if (!Array.isArray(hosts) || hosts.some((host) => typeof host !== "string" || host.trim() === "" || /[/:\s]/.test(host.replace(/^\[.*\]$/, "")))) {
     fail("allowedHosts must be a list of host names (no scheme, port or path)");
   }
+  const allowedHosts = hosts.map((host) => host.toLowerCase());
+  let grants: Record<string, string[]> | undefined;
+  if (policy.grants !== undefined) {
+    const wrong = grantBindingsProblem(policy.grants, allowedHosts);
+    if (wrong) throw new AssemblyLineError("AL_ERR_AGENT_DEFINITION", `${agentFile}: dynamicConnections.${wrong.problem}`, { fix: wrong.fix });
+    grants = Object.fromEntries(Object.entries(policy.grants).map(([grant, bound]) => [grant, bound.map((host) => host.toLowerCase())]));
+  }
   // Approval stays on unless the agent turns it off: connections reach the outside world.
-  return { dynamic: policy.dynamic === true, approval: policy.approval !== false, allowedHosts: hosts.map((host) => host.toLowerCase()) };
+  // `grants` only when given, so the manifest (and agentRevision) of an agent without it is unchanged.
+  return { dynamic: policy.dynamic === true, approval: policy.approval !== false, allowedHosts, ...(grants ? { grants } : {}) };
 }
 
 async function compileSandbox(agentDir: string, load: Loader): Promise<SandboxManifest | null> {

@@ -14,7 +14,7 @@ export const KNOWN_KEYS = {
   channelIngress: ["requiredSecretEnv"],
   automation: ["schedule", "message", "conversationId", "enabled"],
   dynamicAutomations: ["dynamic", "approval"],
-  dynamicConnections: ["dynamic", "approval", "allowedHosts"],
+  dynamicConnections: ["dynamic", "approval", "allowedHosts", "grants"],
   mcpConnection: ["kind", "description", "auth", "approval", "url", "command", "args", "env"],
   openapiConnection: ["kind", "description", "auth", "approval", "spec", "baseUrl"],
   httpConnection: ["kind", "description", "auth", "approval", "baseUrl", "endpoints"],

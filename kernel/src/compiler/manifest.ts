@@ -152,8 +152,8 @@ export interface AgentManifest {
     context: ContextManifest;
     /** agent.ts dynamicAutomations, with defaults applied (off). */
     dynamicAutomations: { dynamic: boolean; approval: boolean };
-    /** agent.ts dynamicConnections, with defaults applied (off, approval on, no hosts). */
-    dynamicConnections: { dynamic: boolean; approval: boolean; allowedHosts: string[] };
+    /** agent.ts dynamicConnections, with defaults applied (off, approval on, no hosts; `grants` absent: a run may use none). */
+    dynamicConnections: { dynamic: boolean; approval: boolean; allowedHosts: string[]; grants?: Record<string, string[]> };
     source: SourceRef;
     /** instructions.md, when the instructions come from it. */
     instructionsSource: SourceRef | null;

@@ -14,6 +14,7 @@ import {
 import { digestJson } from "../canonical-json.js";
 import type { ChangeGate } from "../run/change-approval.js";
 import type { ToolTable } from "../run/tool-table.js";
+import { grantBindingsProblem, hostMatches } from "./grant-bindings.js";
 
 const NAME = /^[a-z][a-z0-9]*(_[a-z0-9]+)*$/;
 /** A host connection that could not be described is tried again this long after, doubling with each failure... */
@@ -50,6 +51,8 @@ export class ConnectionRegistry {
   /** Describes under way, shared by the turns that refresh meanwhile. */
   private readonly describing = new Map<string, Promise<void>>();
   private warnedNoProvider = false;
+  /** Stored run-added connections not provided because the host or the folder declares the name (warned once each). */
+  private readonly warnedShadowed = new Set<string>();
   private changes = 0;
 
   constructor(
@@ -60,17 +63,38 @@ export class ConnectionRegistry {
       table: ToolTable;
       settings: RuntimeSettingsStore;
       agentId: string;
-      dynamic: { dynamic: boolean; approval: boolean; allowedHosts: string[] };
+      /** agent.ts dynamicConnections; `grants`: grant id -> the hosts a run's connection may send it to (absent: none). */
+      dynamic: { dynamic: boolean; approval: boolean; allowedHosts: string[]; grants?: Record<string, string[]> };
       logger: RuntimeLogger;
     },
-  ) {}
+  ) {
+    // A manifest is checked when built; one written or edited by hand is checked here, at boot.
+    const wrong = parts.dynamic.grants === undefined ? undefined : grantBindingsProblem(parts.dynamic.grants, parts.dynamic.allowedHosts);
+    if (wrong) throw new AssemblyLineError("AL_ERR_AGENT_DEFINITION", `the manifest's dynamicConnections.${wrong.problem}`, { fix: `${wrong.fix} Then build the agent again.` });
+  }
 
   private get key(): string {
     return `connections:${this.parts.agentId}`;
   }
 
-  private get dynamicPolicy(): ConnectionPolicy {
-    return { allowedHosts: this.parts.dynamic.allowedHosts, onlyAllowedHosts: true };
+  /**
+   * A run's connection reaches the agent's allowedHosts; its grant, if any, only the hosts
+   * dynamicConnections.grants binds it to (none when unlisted: its calls then fail before the
+   * secret is attached). The provider enforces grantHosts on every request it sends.
+   */
+  private dynamicPolicy(spec: DynamicConnectionSpec): ConnectionPolicy {
+    const policy: ConnectionPolicy = { allowedHosts: this.parts.dynamic.allowedHosts, onlyAllowedHosts: true };
+    return spec.auth ? { ...policy, grantHosts: this.grantHosts(spec.auth.grant) ?? [] } : policy;
+  }
+
+  private grantHosts(grant: string): string[] | undefined {
+    const grants = this.parts.dynamic.grants ?? {};
+    return Object.hasOwn(grants, grant) ? grants[grant] : undefined;
+  }
+
+  /** Names the host (createConnections) or the agent folder (connections/*.ts) declares: never a run's. */
+  private declared(): Set<string> {
+    return new Set([...Object.keys(this.parts.folder), ...Object.keys(this.parts.provider?.connections ?? {})]);
   }
 
   /**
@@ -102,11 +126,20 @@ export class ConnectionRegistry {
     }
     await Promise.all(pending);
     const stored = await this.stored();
+    const declared = this.declared();
     for (const [name, entry] of Object.entries(stored)) {
+      if (declared.has(name)) {
+        // Stored before the host declared the name (add refuses it now): the host's connection stays its own.
+        if (!this.warnedShadowed.has(name)) {
+          this.warnedShadowed.add(name);
+          this.parts.logger.warn({ event: "connection.name_taken", connection: name, addedBy: entry.addedBy }, `a run-added connection "${name}" is stored, but the host or the agent folder declares that name; the host's connection is used and the run's is ignored (remove it with ctx.connectionManager.remove)`);
+        }
+        continue;
+      }
       const digest = digestJson(entry as unknown as JsonValue);
       if (this.provided.get(name)?.digest === digest) continue;
       this.withdraw(name);
-      this.provide(name, "dynamic", entry.spec, entry.record, this.dynamicPolicy, digest);
+      this.provide(name, "dynamic", entry.spec, entry.record, this.dynamicPolicy(entry.spec), digest);
     }
     for (const [name, provided] of this.provided) if (provided.info.source === "dynamic" && !(name in stored)) this.withdraw(name);
   }
@@ -146,11 +179,16 @@ export class ConnectionRegistry {
       add: async (spec) => {
         const provider = this.requireProvider();
         const checked = checkSpec(spec, this.parts.dynamic.allowedHosts);
+        // A host connection not described yet (or whose describe failed) is not in `provided`: its name is the host's all the same.
+        if (this.declared().has(checked.name)) {
+          throw new AssemblyLineError("AL_ERR_CONNECTION_REFUSED", `"${checked.name}" is the name of a connection the host or the agent folder declares`, { fix: "Pick another name for the run's connection." });
+        }
         if (this.provided.has(checked.name) || checked.name in (await this.stored())) {
           throw new AssemblyLineError("AL_ERR_CONNECTION_REFUSED", `a connection named "${checked.name}" already exists`, { fix: "Pick another name, or remove the existing connection first." });
         }
-        gate.require(`The agent asks to connect to ${describeTarget(checked)} as "${checked.name}".`, { action: "add", connection: checked as unknown as JsonValue });
-        const record = await provider.describe(checked.name, checked, this.dynamicPolicy);
+        const grantHosts = checked.auth ? this.checkGrant(checked, checked.auth.grant) : undefined;
+        gate.require(`The agent asks to connect to ${describeTarget(checked, grantHosts)} as "${checked.name}".`, { action: "add", connection: checked as unknown as JsonValue });
+        const record = await provider.describe(checked.name, checked, this.dynamicPolicy(checked));
         const stored = await this.stored();
         stored[checked.name] = { spec: checked, record, addedBy: runId };
         await this.parts.settings.putSetting(this.key, stored as unknown as JsonValue, { actor: `run:${runId}`, reason: `connection ${checked.name} added` });
@@ -163,10 +201,34 @@ export class ConnectionRegistry {
         gate.require(`The agent asks to remove the connection "${name}".`, { action: "remove", connection: name });
         delete stored[name];
         await this.parts.settings.putSetting(this.key, stored as unknown as JsonValue, { actor: `run:${runId}`, reason: `connection ${name} removed` });
-        this.withdraw(name);
+        // A stored entry the host's name shadows was never provided: the tools under that name are the host's.
+        if (this.provided.get(name)?.info.source === "dynamic") this.withdraw(name);
         return { removed: true };
       },
     };
+  }
+
+  /**
+   * The hosts `spec`'s grant may be sent to. A grant dynamicConnections.grants does not list is
+   * refused, and so is a spec whose own URL would carry it elsewhere; where an OpenAPI document
+   * sends the calls is only known once fetched, so every request is checked again as it is sent.
+   */
+  private checkGrant(spec: DynamicConnectionSpec, grant: string): string[] {
+    const hosts = this.grantHosts(grant);
+    if (!hosts) {
+      const listed = Object.keys(this.parts.dynamic.grants ?? {});
+      throw new AssemblyLineError("AL_ERR_CONNECTION_REFUSED", `connection "${spec.name}": grant "${grant}" is not listed in agent.ts dynamicConnections.grants (${listed.length ? `it lists ${listed.map((id) => `"${id}"`).join(", ")}` : "it lists none"}), so a run's connection may not use it`, {
+        fix: `If runs may send that grant, add it with the hosts it may go to: dynamicConnections: { grants: { ${JSON.stringify(grant)}: ["api.example.com"] } } in agent.ts; else connect without auth or with a listed grant.`,
+      });
+    }
+    const url = spec.kind === "mcp" ? spec.url : spec.kind === "http" ? spec.baseUrl : (spec.baseUrl ?? spec.spec);
+    const host = new URL(url).hostname;
+    if (!hostMatches(host, hosts)) {
+      throw new AssemblyLineError("AL_ERR_CONNECTION_REFUSED", `connection "${spec.name}": grant "${grant}" may be sent only to ${hosts.join(", ")} (agent.ts dynamicConnections.grants), not to ${host}`, {
+        fix: `Connect to a service on ${hosts.join(", ")}, or list ${host} under dynamicConnections.grants[${JSON.stringify(grant)}] (and allowedHosts) if that grant may go there.`,
+      });
+    }
+    return hosts;
   }
 
   private provide(name: string, source: "static" | "dynamic", definition: ConnectionDefinition | DynamicConnectionSpec, record: JsonValue, policy: ConnectionPolicy, digest = ""): void {
@@ -245,7 +307,7 @@ function checkSpec(spec: DynamicConnectionSpec, allowedHosts: readonly string[])
     if (!url || (url.protocol !== "https:" && url.protocol !== "http:")) fail(`connection "${spec.name}": ${field} ${JSON.stringify(value)} is not an http(s) URL`, "Pass an absolute http(s) URL.");
     const host = url!.hostname.replace(/^\[|\]$/g, "").toLowerCase();
     // "*.example.com" admits subdomains; only hosts listed by exact name may reach private addresses (the guard decides).
-    if (!allowedHosts.some((allowed) => allowed === host || (allowed.startsWith("*.") && host.endsWith(allowed.slice(1))))) {
+    if (!hostMatches(host, allowedHosts)) {
       throw new AssemblyLineError("AL_ERR_CONNECTION_REFUSED", `connection "${spec.name}": host ${host} is not in dynamicConnections.allowedHosts`, {
         fix: `List ${host} in agent.ts dynamicConnections.allowedHosts if the agent may connect to it.`,
       });
@@ -275,10 +337,10 @@ const SPEC_KEYS: Record<DynamicConnectionSpec["kind"], readonly string[]> = {
 };
 
 /**
- * Where a run's connection would send its calls, and the host's grant it would send them with: what
- * the approver decides on (a grant is the host's secret, sent to whichever allowed host the run names).
+ * Where a run's connection would send its calls, and the host's grant it would send them with, and
+ * where that grant may go: what the approver decides on.
  */
-function describeTarget(spec: DynamicConnectionSpec): string {
+function describeTarget(spec: DynamicConnectionSpec, grantHosts: readonly string[] | undefined): string {
   const target =
     spec.kind === "mcp"
       ? `the MCP server ${spec.url}`
@@ -287,7 +349,8 @@ function describeTarget(spec: DynamicConnectionSpec): string {
           ? `the OpenAPI service at ${spec.baseUrl} (document ${spec.spec})`
           : `the OpenAPI service its document ${spec.spec} names`
         : `the HTTP service ${spec.baseUrl}`;
-  return spec.auth ? `${target}, sending it the host's grant "${spec.auth.grant}"` : target;
+  if (!spec.auth) return target;
+  return `${target}, sending it the host's grant "${spec.auth.grant}" (only ever to ${(grantHosts ?? []).join(", ")}: a request to another host fails without it)`;
 }
 
 /** `work`, but no longer than `ms`: it goes on in the background. */

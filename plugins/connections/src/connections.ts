@@ -18,9 +18,9 @@ import { describeHttp, type HttpRecord } from "./http.js";
 import { fillPath, jsonBody, send, withTimeout, type RequestBody } from "./http-request.js";
 import { McpClients, failure, type McpTarget, type McpToolRecord } from "./mcp.js";
 import { describeOpenApi, openApiRequest, type OpenApiRecord } from "./openapi.js";
-import { connectionFetch } from "./outbound.js";
+import { connectionFetch, guardedFetchFor, SentSecrets, withGrant } from "./outbound.js";
 import { DEFAULT_MAX_RESPONSE_BYTES } from "./response-limit.js";
-import { redactError, redactionFor, redactValue } from "./redact.js";
+import { combined, envRedaction, grantRedaction, redactError, redactionFor, redactValue, type Redaction } from "./redact.js";
 
 export interface ConnectionsOptions {
   /** Host-declared connections by name (snake_case): defineMcpConnection / defineOpenApiConnection / defineHttpConnection. */
@@ -73,21 +73,33 @@ export function createConnections(options: ConnectionsOptions = {}): ConnectionP
     return { url: (definition as { url: string }).url, ...(definition.auth ? { auth: definition.auth } : {}) };
   };
 
+  /**
+   * What a result or error of `definition` must not show: its grant's secret as stored now and
+   * each secret its requests were sent with (`sent`: the grant may have been rotated meanwhile),
+   * and the env values a host's stdio server was given.
+   */
+  const redactionOf = async (definition: AnyDefinition, sent: SentSecrets): Promise<Redaction | undefined> => {
+    const target = definition.kind === "mcp" ? mcpTarget(definition) : undefined;
+    return combined(await redactionFor(definition.auth, options.grants, sent.values()), target && "command" in target ? envRedaction(target.env) : undefined);
+  };
+
   return {
     connections,
     async describe(name, definition, policy): Promise<JsonValue> {
       // connections/<name>.ts definitions and a run's specs reach the provider here, not through createConnections.
       checkDefinition(name, definition);
       const description = definition.description ?? "";
+      const sent = new SentSecrets();
       let record: ConnectionRecord;
       try {
         if (definition.kind === "mcp") {
-          record = { kind: "mcp", description, tools: await mcp.describe(name, mcpTarget(definition), policy) };
+          record = { kind: "mcp", description, tools: await mcp.describe(name, mcpTarget(definition), policy, sent) };
         } else if (definition.kind === "openapi") {
-          const fetchFn = connectionFetch(name, policy, documentAuth(definition), outbound);
-          const redaction = await redactionFor(definition.auth, options.grants);
+          const fetchFn = connectionFetch(name, policy, documentAuth(definition), outbound, sent);
+          const current = await redactionFor(definition.auth, options.grants);
           record = { kind: "openapi", description, api: await describeOpenApi(name, definition.spec, definition.baseUrl, fetchFn, timeoutMs, (operation, reason) => {
             // A document may quote what it was fetched with: its text never reaches the logs unredacted.
+            const redaction = combined(current, grantRedaction(definition.auth, sent.values()));
             const [shownOperation, shownReason] = [redactValue(operation, redaction), redactValue(reason, redaction)];
             warn({ event: "connection.operation_omitted", connection: name, operation: shownOperation }, `connection "${name}": OpenAPI operation ${shownOperation} is not offered as a tool: ${shownReason}`);
           }) };
@@ -95,16 +107,16 @@ export function createConnections(options: ConnectionsOptions = {}): ConnectionP
           record = { kind: "http", description, api: describeHttp(name, definition.baseUrl, definition.endpoints) };
         }
       } catch (error) {
-        throw redactError(error, await redactionFor(definition.auth, options.grants));
+        throw redactError(error, await redactionOf(definition, sent));
       }
       // The record is persisted (settings facet) and shown to the model: no secret a service echoed into it.
-      return redactValue(record, await redactionFor(definition.auth, options.grants)) as unknown as JsonValue;
+      return redactValue(record, await redactionOf(definition, sent)) as unknown as JsonValue;
     },
     tools(name, definition, stored, policy): Record<string, ToolDefinition<any, any>> {
       const record = stored as unknown as ConnectionRecord;
       const approval = (tool: string, description: string) => approves(isDynamicSpec(definition) ? undefined : definition.approval, name, tool, description);
       const tools: Record<string, ToolDefinition<any, any>> = {};
-      const add = (tool: string, description: string, inputSchema: Record<string, unknown>, execute: (input: Record<string, unknown>, ctx: { signal: AbortSignal; idempotencyKey(scope: string): string }) => Promise<JsonValue>) => {
+      const add = (tool: string, description: string, inputSchema: Record<string, unknown>, execute: (input: Record<string, unknown>, ctx: { signal: AbortSignal; idempotencyKey(scope: string): string }, sent: SentSecrets) => Promise<JsonValue>) => {
         tools[`${name}__${tool}`] = defineTool({
           description: `${description} (${record.kind} connection ${name}${record.description ? `: ${record.description}` : ""})`,
           inputSchema,
@@ -112,12 +124,13 @@ export function createConnections(options: ConnectionsOptions = {}): ConnectionP
           needsApproval: approval(tool, description),
           capability: { visibility: "deferred", namespace: name, tags: ["connection", record.kind] },
           execute: async (input, ctx) => {
+            const sent = new SentSecrets();
             try {
-              const result = await execute((input ?? {}) as Record<string, unknown>, ctx);
-              return redactValue(result, await redactionFor(definition.auth, options.grants));
+              const result = await execute((input ?? {}) as Record<string, unknown>, ctx, sent);
+              return redactValue(result, await redactionOf(definition, sent));
             } catch (error) {
               // Refusals and unreachable services are results the model can act on; the run goes on.
-              const failed = redactError(failure(name, `calling ${tool}`, error), await redactionFor(definition.auth, options.grants)) as Error & { code?: string };
+              const failed = redactError(failure(name, `calling ${tool}`, error), await redactionOf(definition, sent)) as Error & { code?: string };
               return { error: failed.message.split("\n")[0]!, ...(failed.code ? { code: failed.code } : {}) };
             }
           },
@@ -126,14 +139,16 @@ export function createConnections(options: ConnectionsOptions = {}): ConnectionP
       if (record.kind === "mcp") {
         const target = mcpTarget(definition);
         for (const tool of record.tools) {
-          add(tool.name, tool.description, tool.inputSchema, async (input, ctx) => {
-            return mcp.call(name, target, policy, tool.tool, input, { signal: ctx.signal, idempotencyKey: ctx.idempotencyKey(`${name}__${tool.name}`) });
+          add(tool.name, tool.description, tool.inputSchema, async (input, ctx, sent) => {
+            return mcp.call(name, target, policy, tool.tool, input, { signal: ctx.signal, idempotencyKey: ctx.idempotencyKey(`${name}__${tool.name}`), sent });
           });
         }
       } else {
-        const fetchFn = connectionFetch(name, policy, definition.auth, outbound);
+        // One guard (and its connection pool) per connection; the credentials are attached per call, to know which were sent.
+        const guarded = guardedFetchFor(policy, outbound);
         for (const tool of record.api.tools) {
-          add(tool.name, tool.description, tool.inputSchema, async (input, ctx) => {
+          add(tool.name, tool.description, tool.inputSchema, async (input, ctx, sent) => {
+            const fetchFn = withGrant(name, policy, definition.auth, outbound.grants, guarded, sent);
             const request = record.kind === "openapi" ? openApiRequest(record.api, tool as OpenApiRecord["tools"][number], input) : httpRequest(record.api, tool, input);
             if ("error" in request) return { error: request.error };
             const prepared = { method: tool.method, ...request, headers: { ...request.headers, "idempotency-key": ctx.idempotencyKey(`${name}__${tool.name}`) } };

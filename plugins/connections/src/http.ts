@@ -3,6 +3,8 @@ import { plainSchema } from "./tool-names.js";
 
 const NAME = /^[a-z][a-z0-9]*(_[a-z0-9]+)*$/;
 const METHODS = new Set(["GET", "POST", "PUT", "PATCH", "DELETE"]);
+/** What an endpoint is read for; anything else (`headers`, `query`, an `approval` of its own) would be dropped unsaid, so it is refused. */
+const ENDPOINT_FIELDS = ["method", "path", "description", "body"];
 
 export interface HttpToolRecord {
   name: string;
@@ -32,9 +34,22 @@ export function describeHttp(connection: string, baseUrl: string, endpoints: Rec
   if (typeof endpoints !== "object" || endpoints === null || Object.keys(endpoints).length === 0) fail("endpoints must name at least one endpoint");
   const tools = Object.entries(endpoints).map(([name, endpoint]): HttpToolRecord => {
     if (!NAME.test(name)) fail(`endpoint name "${name}" is not snake_case`);
-    if (!METHODS.has(endpoint?.method)) fail(`endpoint ${name}: method ${JSON.stringify(endpoint?.method)} is not GET, POST, PUT, PATCH or DELETE`);
+    if (typeof endpoint !== "object" || endpoint === null || Array.isArray(endpoint)) fail(`endpoint ${name} must be an object ({ method, path, description, body? })`);
+    const unknown = Object.keys(endpoint).filter((key) => !ENDPOINT_FIELDS.includes(key));
+    if (unknown.length > 0) {
+      throw new AssemblyLineError("AL_ERR_CONNECTION_DEFINITION", `connection "${connection}": endpoint ${name}: ${unknown.map((key) => JSON.stringify(key)).join(", ")} ${unknown.length === 1 ? "is not a field" : "are not fields"} of an HTTP endpoint`, {
+        fix: `Use only ${ENDPOINT_FIELDS.join(", ")}. Query parameters are the tool's query input; approval is the connection's (approval: ({ tool }) => tool === "${name}"); credentials come from auth: { grant }.`,
+      });
+    }
+    if (!METHODS.has(endpoint.method)) fail(`endpoint ${name}: method ${JSON.stringify(endpoint.method)} is not GET, POST, PUT, PATCH or DELETE`);
     if (typeof endpoint.path !== "string" || !endpoint.path.startsWith("/")) fail(`endpoint ${name}: path must start with /`);
     if (typeof endpoint.description !== "string" || endpoint.description.trim() === "") fail(`endpoint ${name}: description is required`);
+    // fetch cannot send a body with GET: the tool would fail at every call that gives one.
+    if (endpoint.body !== undefined && endpoint.method === "GET") {
+      throw new AssemblyLineError("AL_ERR_CONNECTION_DEFINITION", `connection "${connection}": endpoint ${name}: a GET request has no body, so body cannot be declared`, {
+        fix: "Drop body and take the values as query parameters (the tool's query input), or use POST.",
+      });
+    }
     const pathParams = [...endpoint.path.matchAll(/\{([^}]+)\}/g)].map((match) => match[1]!);
     const properties: Record<string, unknown> = Object.fromEntries(pathParams.map((param) => [param, { type: "string" }]));
     properties.query = { type: "object", additionalProperties: { type: "string" } };

@@ -2,8 +2,8 @@ import { AssemblyLineError, isAssemblyLineError, type ConnectionAuth, type Conne
 import type { Client } from "@modelcontextprotocol/sdk/client/index.js";
 import { ANSWER_CAP_MARK, answerCap, cappedAnswers } from "./mcp-answer-cap.js";
 import { capStdioAnswers } from "./mcp-stdio-cap.js";
-import { connectionFetch, type OutboundOptions } from "./outbound.js";
-import { redactText, secretForms } from "./redact.js";
+import { connectionFetch, SentSecrets, type OutboundOptions } from "./outbound.js";
+import { envRedaction, redactText } from "./redact.js";
 import { tooLarge } from "./response-limit.js";
 import { plainSchema, uniqueNames } from "./tool-names.js";
 
@@ -27,6 +27,8 @@ export interface McpToolRecord {
 export class McpClients {
   /** Keyed by connection and what it connects to under which policy: a connection added again elsewhere, or held to other hosts, gets a client of its own. */
   private readonly clients = new Map<string, Promise<Client>>();
+  /** The secrets each client's requests carried (kept across reconnects): a call's result is redacted of them. */
+  private readonly sent = new Map<string, SentSecrets>();
 
   constructor(
     private readonly outbound: OutboundOptions,
@@ -36,8 +38,9 @@ export class McpClients {
     private readonly maxResultBytes: number,
   ) {}
 
-  async describe(connection: string, target: McpTarget, policy: ConnectionPolicy): Promise<McpToolRecord[]> {
-    const tools = await this.using(connection, target, policy, "listing its tools", async (client) => {
+  /** The server's tools; the secrets its requests carried are added to `sent`. */
+  async describe(connection: string, target: McpTarget, policy: ConnectionPolicy, sent?: SentSecrets): Promise<McpToolRecord[]> {
+    const tools = await this.using(connection, target, policy, sent, "listing its tools", async (client) => {
       const listed: Array<{ name: string; description?: string; inputSchema: unknown }> = [];
       const seen = new Set<string>();
       let cursor: string | undefined;
@@ -56,11 +59,11 @@ export class McpClients {
     return tools.map((tool, index) => ({ tool: tool.name, name: names[index]!, description: tool.description ?? tool.name, inputSchema: plainSchema(tool.inputSchema) }));
   }
 
-  /** Call one tool; a tool error is a result the model sees, a refusal or a dead server throws. */
-  async call(connection: string, target: McpTarget, policy: ConnectionPolicy, tool: string, input: unknown, options: { signal: AbortSignal; idempotencyKey: string }): Promise<JsonValue> {
+  /** Call one tool; a tool error is a result the model sees, a refusal or a dead server throws. The secrets its requests carried are added to `options.sent`. */
+  async call(connection: string, target: McpTarget, policy: ConnectionPolicy, tool: string, input: unknown, options: { signal: AbortSignal; idempotencyKey: string; sent?: SentSecrets }): Promise<JsonValue> {
     let result: Awaited<ReturnType<Client["callTool"]>>;
     try {
-      result = await this.using(connection, target, policy, `calling ${tool}`, (client) =>
+      result = await this.using(connection, target, policy, options.sent, `calling ${tool}`, (client) =>
         client.callTool(
           { name: tool, arguments: (input ?? {}) as Record<string, unknown>, _meta: { "assembly-line/idempotency-key": options.idempotencyKey } },
           undefined,
@@ -94,26 +97,33 @@ export class McpClients {
    * server refused it unread. A client whose transport failed is dropped, so the
    * next use connects again instead of failing for ever.
    */
-  private async using<T>(connection: string, target: McpTarget, policy: ConnectionPolicy, doing: string, use: (client: Client) => Promise<T>): Promise<T> {
-    const key = JSON.stringify([connection, target, policy.allowedHosts, policy.onlyAllowedHosts]);
-    for (let attempt = 0; ; attempt += 1) {
-      const opened = this.client(key, connection, target, policy);
-      const client = await opened;
-      try {
-        return await use(client);
-      } catch (error) {
-        // A cut answer closes the client too: the SDK would otherwise resume the stream and read the rest.
-        if ((await isTransportFailure(error)) || wasCut(error)) this.forget(key, opened);
-        if (attempt === 0 && (await isSessionGone(error))) continue;
-        throw failure(connection, doing, error);
+  private async using<T>(connection: string, target: McpTarget, policy: ConnectionPolicy, sent: SentSecrets | undefined, doing: string, use: (client: Client) => Promise<T>): Promise<T> {
+    const key = JSON.stringify([connection, target, policy.allowedHosts, policy.onlyAllowedHosts, policy.grantHosts ?? null]);
+    let clientSent = this.sent.get(key);
+    if (!clientSent) this.sent.set(key, (clientSent = new SentSecrets()));
+    try {
+      for (let attempt = 0; ; attempt += 1) {
+        const opened = this.client(key, connection, target, policy, clientSent);
+        const client = await opened;
+        try {
+          return await use(client);
+        } catch (error) {
+          // A cut answer closes the client too: the SDK would otherwise resume the stream and read the rest.
+          if ((await isTransportFailure(error)) || wasCut(error)) this.forget(key, opened);
+          if (attempt === 0 && (await isSessionGone(error))) continue;
+          throw failure(connection, doing, error);
+        }
       }
+    } finally {
+      // Calls share the client's session, so which secret carried this one is not known: all it sent lately.
+      sent?.addAll(clientSent);
     }
   }
 
-  private client(key: string, connection: string, target: McpTarget, policy: ConnectionPolicy): Promise<Client> {
+  private client(key: string, connection: string, target: McpTarget, policy: ConnectionPolicy, sent: SentSecrets): Promise<Client> {
     let client = this.clients.get(key);
     if (!client) {
-      const opening = this.open(connection, target, policy);
+      const opening = this.open(connection, target, policy, sent);
       client = opening;
       this.clients.set(key, opening);
       // A failed handshake is not cached: the next use tries again.
@@ -138,7 +148,7 @@ export class McpClients {
     void client.then((opened) => opened.close()).catch(() => undefined);
   }
 
-  private async open(connection: string, target: McpTarget, policy: ConnectionPolicy): Promise<Client> {
+  private async open(connection: string, target: McpTarget, policy: ConnectionPolicy, sent: SentSecrets): Promise<Client> {
     const { Client } = await import("@modelcontextprotocol/sdk/client/index.js");
     const client = new Client({ name: "assembly-line", version: "0.1.0" });
     let stderr = "";
@@ -146,7 +156,7 @@ export class McpClients {
       if ("url" in target) {
         const { StreamableHTTPClientTransport } = await import("@modelcontextprotocol/sdk/client/streamableHttp.js");
         // Redirects are left to the guarded fetch, which re-checks every hop.
-        const fetchFn = cappedAnswers(connectionFetch(connection, policy, target.auth, this.outbound), answerCap(this.maxResultBytes));
+        const fetchFn = cappedAnswers(connectionFetch(connection, policy, target.auth, this.outbound, sent), answerCap(this.maxResultBytes));
         await client.connect(new StreamableHTTPClientTransport(new URL(target.url), { fetch: fetchFn, redirectPolicy: "follow" }), { timeout: this.timeoutMs });
       } else {
         const { StdioClientTransport, getDefaultEnvironment } = await import("@modelcontextprotocol/sdk/client/stdio.js");
@@ -181,9 +191,8 @@ const STDERR_TAIL = 1000;
 
 /** The host gave the server its credentials through env: a server that prints them must not put them in an error. */
 function withoutEnvValues(text: string, env: Record<string, string> | undefined): string {
-  let redacted = text;
-  for (const [name, value] of Object.entries(env ?? {})) if (value.length >= 4) redacted = redactText(redacted, { forms: secretForms(value), mark: `[env ${name}]` });
-  return redacted;
+  const redaction = envRedaction(env);
+  return redaction ? redactText(text, redaction) : text;
 }
 
 /** Pages of tools/list read before a server is taken to list for ever. */

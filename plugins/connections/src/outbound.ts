@@ -7,22 +7,78 @@ export interface OutboundOptions {
   resolve?: OutboundResolver;
 }
 
+/** The one outbound address guard for a connection's policy: allowedHosts on every hop, the connected address classified, redirects re-checked. */
+export function guardedFetchFor(policy: ConnectionPolicy, options: OutboundOptions): typeof fetch {
+  return createGuardedFetch({ allowedHosts: policy.allowedHosts, onlyAllowedHosts: policy.onlyAllowedHosts, ...(options.resolve ? { resolve: options.resolve } : {}) });
+}
+
 /**
- * The fetch every request of one connection goes through: the one outbound
- * address guard (allowedHosts on every hop, the connected address classified,
- * redirects re-checked), plus the connection's credentials read from the grant
- * store at request time. The guard drops them on a redirect to another origin.
+ * The fetch every request of one connection goes through: the guard, plus the
+ * connection's credentials read from the grant store at request time. The
+ * guard drops them on a redirect to another origin. Each secret attached is
+ * added to `sent`, so what a service echoes can be redacted even after the
+ * grant was rotated.
  */
-export function connectionFetch(connection: string, policy: ConnectionPolicy, auth: ConnectionAuth | undefined, options: OutboundOptions): typeof fetch {
-  const guarded = createGuardedFetch({ allowedHosts: policy.allowedHosts, onlyAllowedHosts: policy.onlyAllowedHosts, ...(options.resolve ? { resolve: options.resolve } : {}) });
+export function connectionFetch(connection: string, policy: ConnectionPolicy, auth: ConnectionAuth | undefined, options: OutboundOptions, sent?: SentSecrets): typeof fetch {
+  return withGrant(connection, policy, auth, options.grants, guardedFetchFor(policy, options), sent);
+}
+
+/** `guarded` with the connection's credentials on each request (see connectionFetch). */
+export function withGrant(connection: string, policy: ConnectionPolicy, auth: ConnectionAuth | undefined, grants: GrantStore | undefined, guarded: typeof fetch, sent?: SentSecrets): typeof fetch {
   if (!auth) return guarded;
   return (async (input: string | URL | Request, init: RequestInit = {}) => {
-    const secret = await grantSecret(connection, auth, options.grants);
+    // Checked on the URL about to be sent (an OpenAPI document's server, a transport's endpoint), before the secret is read.
+    refuseUnboundHost(connection, policy, auth, input instanceof Request ? input.url : input.toString());
+    const secret = await grantSecret(connection, auth, grants);
+    sent?.add(secret);
     const headers = new Headers(init.headers ?? (input instanceof Request ? input.headers : undefined));
     if (auth.header) headers.set(auth.header, secret);
     else headers.set("authorization", `Bearer ${secret}`);
     return guarded(input, { ...init, headers });
   }) as typeof fetch;
+}
+
+/** The secrets a connection's requests were sent with, most recent last; only the last few are kept (a grant rotated often would grow it for ever). */
+export class SentSecrets {
+  private readonly secrets = new Set<string>();
+
+  constructor(private readonly keep = 4) {}
+
+  add(secret: string): void {
+    this.secrets.delete(secret);
+    this.secrets.add(secret);
+    for (const oldest of this.secrets) {
+      if (this.secrets.size <= this.keep) break;
+      this.secrets.delete(oldest);
+    }
+  }
+
+  addAll(other: SentSecrets): void {
+    for (const secret of other.secrets) this.add(secret);
+  }
+
+  values(): string[] {
+    return [...this.secrets];
+  }
+}
+
+/**
+ * A run's connection may send its grant only to the hosts agent.ts dynamicConnections.grants binds it
+ * to (policy.grantHosts): the request fails, unsent, rather than carry the secret anywhere else.
+ */
+function refuseUnboundHost(connection: string, policy: ConnectionPolicy, auth: ConnectionAuth, url: string): void {
+  if (policy.grantHosts === undefined) return;
+  const host = URL.canParse(url) ? new URL(url).hostname.replace(/^\[|\]$/g, "").toLowerCase() : url;
+  const bound = policy.grantHosts.some((pattern) => {
+    const wanted = pattern.toLowerCase().replace(/^\[|\]$/g, "");
+    return wanted === host || (wanted.startsWith("*.") && host.endsWith(wanted.slice(1)));
+  });
+  if (bound) return;
+  throw new AssemblyLineError(
+    "AL_ERR_CONNECTION_REFUSED",
+    `connection "${connection}" would send grant "${auth.grant}" to ${host}, but agent.ts dynamicConnections.grants lets it go only to ${policy.grantHosts.length ? policy.grantHosts.join(", ") : "no host"}; the request was not sent`,
+    { fix: `List ${host} under dynamicConnections.grants[${JSON.stringify(auth.grant)}] (and allowedHosts) if that grant may go there; else give the connection a baseUrl on one of the hosts it may go to.` },
+  );
 }
 
 async function grantSecret(connection: string, auth: ConnectionAuth, grants: GrantStore | undefined): Promise<string> {

@@ -2,15 +2,28 @@ import type { ConnectionAuth, JsonValue } from "@assemblyline-agents/core";
 import type { GrantStore } from "./grants.js";
 
 /**
- * A connection's secret, as the words that replace it wherever a service
- * echoed it back (a debug endpoint returning the request's headers, an error
+ * A connection's secrets, with the words that replace them wherever a service
+ * echoed one back (a debug endpoint returning the request's headers, an error
  * page quoting them, a tool description): tool results and errors reach the
  * model, events, logs and the settings store, where a secret must never be.
  */
 export interface Redaction {
-  /** The secret and its encoded forms (secretForms), longest first. */
-  forms: string[];
-  mark: string;
+  /** Every form (secretForms) of every secret, with its mark; longest first, so a shorter form never splits a longer one. */
+  replacements: Array<{ form: string; mark: string }>;
+}
+
+/** The redaction of `secrets`, each replaced by its mark; undefined when there are none. */
+export function redactionOf(secrets: Array<{ secret: string; mark: string }>): Redaction | undefined {
+  const replacements = new Map<string, string>();
+  for (const { secret, mark } of secrets) for (const form of secretForms(secret)) if (!replacements.has(form)) replacements.set(form, mark);
+  if (replacements.size === 0) return undefined;
+  return { replacements: [...replacements].map(([form, mark]) => ({ form, mark })).sort((a, b) => b.form.length - a.form.length) };
+}
+
+/** Both redactions at once (either may be undefined). */
+export function combined(a: Redaction | undefined, b: Redaction | undefined): Redaction | undefined {
+  if (!a || !b) return a ?? b;
+  return { replacements: [...a.replacements, ...b.replacements].sort((x, y) => y.form.length - x.form.length) };
 }
 
 /** Encoded forms shorter than this are not looked for: a few base64 characters also occur by chance in any text. */
@@ -60,17 +73,37 @@ export function secretForms(secret: string): string[] {
   return [...forms].sort((a, b) => b.length - a.length);
 }
 
-/** The redaction for `auth`, or undefined without auth or when the grant cannot be read (then nothing was sent either). */
-export async function redactionFor(auth: ConnectionAuth | undefined, grants: GrantStore | undefined): Promise<Redaction | undefined> {
-  if (!auth || !grants) return undefined;
-  const secret = await grants.get(auth.grant).catch(() => undefined);
-  return secret ? { forms: secretForms(secret), mark: `[grant ${auth.grant}]` } : undefined;
+/**
+ * The redaction for `auth`: the grant's secret as the store holds it now, and each secret `sent`
+ * (what the requests carried: a grant rotated while a call was in flight echoes the old one).
+ * Undefined without auth or any secret.
+ */
+export async function redactionFor(auth: ConnectionAuth | undefined, grants: GrantStore | undefined, sent: Iterable<string> = []): Promise<Redaction | undefined> {
+  if (!auth) return undefined;
+  const current = grants ? await grants.get(auth.grant).catch(() => undefined) : undefined;
+  return grantRedaction(auth, [...(current ? [current] : []), ...sent]);
 }
 
-/** `text` with every form of the secret replaced by the mark. */
+/** The redaction of `secrets`, each a value of `auth`'s grant. */
+export function grantRedaction(auth: ConnectionAuth | undefined, secrets: Iterable<string>): Redaction | undefined {
+  return auth ? redactionOf([...secrets].map((secret) => ({ secret, mark: `[grant ${auth.grant}]` }))) : undefined;
+}
+
+/** Values shorter than this that a stdio server gets through env are not redacted: "1", "on", "dev" occur in any text. */
+const MIN_ENV_VALUE_LENGTH = 4;
+
+/**
+ * The values a host gives a stdio MCP server through `env`: that is where its credentials go (it has
+ * no HTTP request to carry a grant), so a server quoting one must not put it in a result or an error.
+ */
+export function envRedaction(env: Record<string, string> | undefined): Redaction | undefined {
+  return redactionOf(Object.entries(env ?? {}).filter(([, value]) => value.length >= MIN_ENV_VALUE_LENGTH).map(([name, value]) => ({ secret: value, mark: `[env ${name}]` })));
+}
+
+/** `text` with every form of every secret replaced by its mark. */
 export function redactText(text: string, redaction: Redaction): string {
   let redacted = text;
-  for (const form of redaction.forms) if (redacted.includes(form)) redacted = redacted.replaceAll(form, redaction.mark);
+  for (const { form, mark } of redaction.replacements) if (redacted.includes(form)) redacted = redacted.replaceAll(form, mark);
   return redacted;
 }
 

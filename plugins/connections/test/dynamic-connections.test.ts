@@ -104,7 +104,7 @@ function replica(bundle: RuntimeBundle, state: InMemoryStateAdapter, harness: Ag
 
 const outputOf = (events: RunEvent[], toolName: string) => events.find((event) => event.type === "tool.completed" && event.data.toolName === toolName)?.data.output as Record<string, unknown> | undefined;
 
-const ALLOWED = `{ dynamic: true, approval: true, allowedHosts: ["mcp.test", "api.test", "redirect.test", "*.public.test"] }`;
+const ALLOWED = `{ dynamic: true, approval: true, allowedHosts: ["mcp.test", "api.test", "redirect.test", "*.public.test"], grants: { "weather-token": ["mcp.test", "api.test"] } }`;
 
 describe("dynamic connections with approval", () => {
   for (const kind of ["mcp", "openapi"] as const) {
@@ -135,8 +135,8 @@ describe("dynamic connections with approval", () => {
       expect(server.requests.length).toBe(requestsBefore);
       const requested = (await first.listEvents(paused.runId)).find((event) => event.type === "approval.requested")!;
       expect(requested.data.change).toMatchObject({ action: "add", connection: { name: spec.name, kind } });
-      // The approver sees where the calls go and which of the host's secrets they carry.
-      expect(JSON.stringify(requested.data)).toContain(`sending it the host's grant \\"weather-token\\"`);
+      // The approver sees where the calls go, which of the host's secrets they carry, and where that secret may go.
+      expect(JSON.stringify(requested.data)).toContain(`sending it the host's grant \\"weather-token\\" (only ever to mcp.test, api.test: a request to another host fails without it)`);
 
       await expect(first.approve(paused.runId)).rejects.toMatchObject({ code: "AL_ERR_STATE_UNAVAILABLE" });
       expect(calls.length).toBe(callsBefore + 1);
@@ -226,5 +226,47 @@ describe("refusals", () => {
   it("offers no connectionManager when dynamic connections are off", async () => {
     expect(await tryConnect("", { name: "weather", kind: "mcp", url: `http://mcp.test:${mcp.port}/mcp` })).toEqual({ error: "no connectionManager" });
     expect(await tryConnect(`{ dynamic: false, allowedHosts: ["mcp.test"] }`, { name: "weather", kind: "mcp", url: `http://mcp.test:${mcp.port}/mcp` })).toEqual({ error: "no connectionManager" });
+  });
+});
+
+describe("the host's grants a run's connection may use", () => {
+  const GRANTS = `{ dynamic: true, approval: false, allowedHosts: ["mcp.test", "outside.test"], grants: { "weather-token": ["mcp.test"] } }`;
+
+  async function connectAndCall(policy: string, spec: Record<string, unknown>, tool: string) {
+    const bundle = await agent(`grants-${Math.random().toString(36).slice(2, 8)}`, policy);
+    const state = new InMemoryStateAdapter();
+    const script: ModelScript = { turns: [{ toolCalls: [{ name: "connect", input: { spec } as unknown as JsonValue }] }, { toolCalls: [{ name: "tool_call", input: { name: tool, input: { city: "Oslo" } } }] }, { text: "done" }] };
+    const runtime = replica(bundle, state, scriptedHarness(script));
+    const result = await runtime.run({ message: "connect" });
+    expect(result.status).toBe("completed");
+    const events = await runtime.listEvents(result.runId);
+    return { added: outputOf(events, "connect")!, stored: await runtime.state.settings.getSetting(`connections:${bundle.manifest.agent.id}`) };
+  }
+
+  it("refuses a grant agent.ts does not list in dynamicConnections.grants, sending nothing", async () => {
+    const before = mcp.requests.length;
+    for (const policy of [`{ dynamic: true, approval: false, allowedHosts: ["mcp.test"] }`, `{ dynamic: true, approval: false, allowedHosts: ["mcp.test"], grants: { "other-token": ["mcp.test"] } }`]) {
+      const { added, stored } = await connectAndCall(policy, { name: "notes", kind: "mcp", url: `http://mcp.test:${mcp.port}/mcp`, auth: { grant: "weather-token" } }, "notes__get_forecast");
+      expect(added).toMatchObject({ error: "AL_ERR_CONNECTION_REFUSED", message: expect.stringContaining(`grant "weather-token" is not listed in agent.ts dynamicConnections.grants`) });
+      expect(added.message).toContain(`dynamicConnections: { grants: { "weather-token": ["api.example.com"] } }`);
+      expect(stored).toBeUndefined();
+    }
+    expect(mcp.requests.length).toBe(before);
+  });
+
+  it("refuses a listed grant for a service on another allowed host, sending nothing there", async () => {
+    const before = mcp.requests.length;
+    const { added, stored } = await connectAndCall(GRANTS, { name: "notes", kind: "mcp", url: `http://outside.test:${mcp.port}/mcp`, auth: { grant: "weather-token" } }, "notes__get_forecast");
+    expect(added).toMatchObject({ error: "AL_ERR_CONNECTION_REFUSED", message: expect.stringContaining(`grant "weather-token" may be sent only to mcp.test (agent.ts dynamicConnections.grants), not to outside.test`) });
+    expect(stored).toBeUndefined();
+    expect(mcp.requests.length).toBe(before);
+  });
+
+  it("sends a listed grant to a host it is bound to", async () => {
+    const before = mcp.requests.length;
+    const { added } = await connectAndCall(GRANTS, { name: "forecasts", kind: "mcp", url: `http://mcp.test:${mcp.port}/mcp`, auth: { grant: "weather-token" } }, "forecasts__get_forecast");
+    expect(added).toMatchObject({ name: "forecasts", source: "dynamic" });
+    expect(mcp.requests.length).toBeGreaterThan(before);
+    expect(mcp.requests.slice(before).every((request) => request.authorization === `Bearer ${SECRET}`)).toBe(true);
   });
 });

@@ -2,7 +2,7 @@ import { mkdtempSync, rmSync } from "node:fs";
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from "node:http";
 import type { AddressInfo } from "node:net";
 import { tmpdir } from "node:os";
-import { join } from "node:path";
+import { join, resolve as resolvePath } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { Server as McpServer } from "@modelcontextprotocol/sdk/server/index.js";
 import { StreamableHTTPServerTransport } from "@modelcontextprotocol/sdk/server/streamableHttp.js";
@@ -20,6 +20,8 @@ const work = mkdtempSync(join(tmpdir(), "al-echoed-secrets-"));
 let grants: EncryptedGrantStore;
 let server: Server;
 let port: number;
+/** Run as each request arrives, before it is answered (the operator rotating a grant meanwhile). */
+let onRequest: ((req: IncomingMessage) => Promise<void>) | undefined;
 
 /**
  * A careless service: /echo returns the request's headers, /fail quotes them in
@@ -27,6 +29,7 @@ let port: number;
  * quote the authorization header (and which fails outright on /mcp-fail).
  */
 async function handle(req: IncomingMessage, res: ServerResponse): Promise<void> {
+  await onRequest?.(req);
   const chunks: Buffer[] = [];
   for await (const chunk of req) chunks.push(chunk as Buffer);
   const url = new URL(req.url ?? "/", "http://x");
@@ -146,4 +149,59 @@ describe("a grant's secret echoed back by the service", () => {
       await provider.close?.();
     }
   });
+});
+
+describe("a grant rotated while a call is in flight", () => {
+  const OLD = "rotated-out-7c41e0d9a3b25f86";
+  const NEW = "rotated-in-1f93b6c2d0e84a57";
+
+  it("has the secret the call was sent with redacted, not only the one stored now, in HTTP and MCP results", async () => {
+    const provider = createConnections({ resolve, grants });
+    await grants.put("rotating-token", OLD);
+    try {
+      const http = defineHttpConnection({ baseUrl: `http://svc.test:${port}`, description: "Careless", auth: { grant: "rotating-token" }, endpoints: { echo: { method: "GET", path: "/echo", description: "Echo headers" } } });
+      const mcp = defineMcpConnection({ url: `http://svc.test:${port}/mcp`, description: "Careless", auth: { grant: "rotating-token" } });
+      const httpTools = provider.tools("careless", http, await provider.describe("careless", http, policy), policy);
+      const mcpTools = provider.tools("careless_mcp", mcp, await provider.describe("careless_mcp", mcp, policy), policy);
+      const results: unknown[] = [];
+      for (const call of [() => httpTools.careless__echo!.execute({}, callCtx()), () => mcpTools.careless_mcp__whoami!.execute({}, callCtx())]) {
+        await grants.put("rotating-token", OLD);
+        // The call itself (GET /echo, the MCP client's POST of tools/call), not a stream the MCP client opens beside it.
+        onRequest = async (req) => {
+          if (req.method !== "POST" && req.url !== "/echo") return;
+          onRequest = undefined;
+          await grants.put("rotating-token", NEW);
+        };
+        results.push(await call());
+      }
+      expect(results[0]).toMatchObject({ status: 200, body: { headers: { authorization: "Bearer [grant rotating-token]" } } });
+      expect(results[1]).toMatchObject({ content: [{ type: "text", text: "you are Bearer [grant rotating-token]" }] });
+      expect(JSON.stringify(results)).not.toContain(OLD);
+    } finally {
+      onRequest = undefined;
+      await provider.close?.();
+    }
+  });
+});
+
+describe("a value a host gives a stdio MCP server through env", () => {
+  const API_KEY = "sk_live_env_3a8f0c5d19e27b64";
+
+  it("is replaced by its variable's name in the server's results and errors", async () => {
+    const definition = defineMcpConnection({ command: process.execPath, args: [resolvePath(import.meta.dirname, "fixtures/env-stdio-server.mjs")], env: { API_KEY, MODE: "on" }, description: "Keyed" });
+    const provider = createConnections({ connections: { keyed: definition } });
+    const stdio: ConnectionPolicy = { allowedHosts: [], onlyAllowedHosts: true };
+    try {
+      const tools = provider.tools("keyed", definition, await provider.describe("keyed", definition, stdio), stdio);
+      const answered = await tools.keyed__whoami!.execute({}, callCtx());
+      const denied = await tools.keyed__denied!.execute({}, callCtx());
+      const crashed = await tools.keyed__crash!.execute({}, callCtx());
+      expect(answered).toMatchObject({ content: [{ type: "text", text: "calling upstream with key [env API_KEY] ([env API_KEY])" }] });
+      expect(denied).toEqual({ error: "upstream said 401 for key [env API_KEY]" });
+      expect(crashed).toMatchObject({ code: "AL_ERR_CONNECTION_FAILED", error: expect.stringContaining("cannot reach upstream with key [env API_KEY]") });
+      expect(JSON.stringify([answered, denied, crashed])).not.toContain(API_KEY);
+    } finally {
+      await provider.close?.();
+    }
+  }, 20_000);
 });
