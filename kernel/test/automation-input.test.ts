@@ -89,7 +89,7 @@ describe("what a one-shot time and a patch may hold", () => {
       }
     }
     // conversationId: null still means "join no conversation".
-    expect((await automations.update("poll", { conversationId: null } as never)).conversationId).toBeNull();
+    expect((await automations.update("poll", { conversationId: null })).conversationId).toBeNull();
   });
 });
 

@@ -65,7 +65,8 @@ export interface CreateAutomationInput {
   enabled?: boolean;
 }
 
-export type UpdateAutomationInput = Partial<Omit<CreateAutomationInput, "name">>;
+/** What `update` changes; a field left out keeps its value. `conversationId: null` makes the runs join no conversation. */
+export type UpdateAutomationInput = Partial<Omit<CreateAutomationInput, "name" | "conversationId">> & { conversationId?: string | null };
 
 /**
  * `ctx.automationManager`: present only when agent.ts sets

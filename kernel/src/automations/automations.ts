@@ -448,7 +448,8 @@ function automationPayload(value: JsonValue): AutomationPayload | undefined {
 
 /** Check what a run asked for; the error names the field and how to fix it. */
 function checkInput(
-  input: CreateAutomationInput,
+  /** A create's input, or an update's merged with what is stored (where `conversationId: null` clears it). */
+  input: Omit<CreateAutomationInput, "conversationId"> & { conversationId?: string | null },
   /** An update's: the schedule stored before, kept when the patch gives none (a given one is checked like a new one). */
   storedSchedule?: NormalizedSchedule,
 ): { name: string; schedule: NormalizedSchedule; message: string; conversationId: string | null; enabled: boolean } {
