@@ -1,8 +1,8 @@
 import { join, resolve } from "node:path";
 import { AssemblyLineError, isAssemblyLineError, type BlobStore, type RunEvent, type RuntimeLogger, type SandboxAdapter, type StateAdapter } from "@assemblyline-agents/core";
 import { needsComposition } from "../host/needs-composition.js";
-import { LocalBlobStore } from "@assemblyline-agents/local";
 import { localState } from "../host/default-state.js";
+import { embeddedBlobs } from "../host/embedded-blobs.js";
 import { embeddedSandbox } from "../host/embedded-sandbox.js";
 import type { PiModelCatalog } from "@assemblyline-agents/pi";
 import { hostConnections } from "../host/host-connections.js";
@@ -101,7 +101,7 @@ export interface LocalRuntime {
 
 /**
  * The embedded defaults: file state, local blobs and a local sandbox under
- * `<agentDir>/.assembly-line/`, the Pi engine for real models.
+ * `<agentDir>/.assembly-line/` (or in `stateDir`, see openLocalDefaults), the Pi engine for real models.
  */
 export async function openLocalRuntime(options: {
   agentDir: string;
@@ -136,8 +136,8 @@ export async function openLocalRuntime(options: {
     ...bundle,
     state,
     ...(composed ? { kernel: composed.kernel } : {}),
-    blob: adapters.blob ?? new LocalBlobStore({ agentDir }),
-    sandbox: adapters.sandbox ?? embeddedSandbox(bundle, agentDir),
+    blob: adapters.blob ?? embeddedBlobs(agentDir, options.stateDir),
+    sandbox: adapters.sandbox ?? embeddedSandbox(bundle, agentDir, options.stateDir),
     defaultHarness: await defaultPiHarness(options.models),
     ...(connectionsFor(bundle, agentDir)),
     modelHarnesses: withBuiltInModelRoutes(undefined, process.env),

@@ -1,7 +1,8 @@
 import { resolve } from "node:path";
 import { isScheduleStateStore, type AgentHarness, type BlobStore, type ConnectionProvider, type PluginKernel, type SandboxAdapter, type Scheduler, type StateAdapter } from "@assemblyline-agents/core";
-import { LocalBlobStore, LocalScheduler } from "@assemblyline-agents/local";
+import { LocalScheduler } from "@assemblyline-agents/local";
 import { localState } from "./default-state.js";
+import { embeddedBlobs } from "./embedded-blobs.js";
 import { embeddedSandbox } from "./embedded-sandbox.js";
 import type { PiModelCatalog } from "@assemblyline-agents/pi";
 import { composeGateway, useKernelHost } from "@assemblyline-agents/registry";
@@ -34,8 +35,10 @@ export { needsComposition } from "./needs-composition.js";
 /**
  * The adapters a host runs an agent on: what gateway.ts chooses (each plugin
  * loaded and checked, required env enforced in production), and for every slot
- * it leaves empty the embedded defaults beside the agent folder: file state,
- * local blobs, a local sandbox, the local scheduler; the Pi engine for real models.
+ * it leaves empty the embedded defaults: file state, local blobs, a local sandbox,
+ * the local scheduler; the Pi engine for real models. Their files are beside the
+ * agent folder, or with a state folder in it (blobs/, sandboxes/), so that a new
+ * release of the agent in another folder resumes paused runs with their files.
  */
 export async function openLocalDefaults(
   bundle: RuntimeBundle,
@@ -53,8 +56,8 @@ export async function openLocalDefaults(
   return {
     agentDir,
     state,
-    blob: chosen.blob ?? new LocalBlobStore({ agentDir }),
-    sandbox: chosen.sandbox ?? embeddedSandbox(bundle, agentDir),
+    blob: chosen.blob ?? embeddedBlobs(agentDir, options.stateDir),
+    sandbox: chosen.sandbox ?? embeddedSandbox(bundle, agentDir, options.stateDir),
     ...(scheduler ? { scheduler } : {}),
     ...(connections ? { connections } : {}),
     defaultHarness: await defaultPiHarness(options.models),
