@@ -40,7 +40,13 @@ export function reportResult(result: RunResult, io: CommandIO, options: { json: 
     case "waiting_approval":
       if (result.pendingBudget) {
         const { budget, limit, used } = result.pendingBudget;
-        io.out(`\n${paint.yellow(`run ${result.runId} reached its ${budget} budget`)} (${used} of ${limit}) and waits for a decision`);
+        // A parent paused on its subagent's budget: the budget is the subagent's, the decision the parent's.
+        const child = result.waitingOn;
+        io.out(
+          child
+            ? `\n${paint.yellow(`subagent ${child.subagent} (run ${child.runId}) reached its ${budget} budget`)} (${used} of ${limit}); run ${result.runId} waits for a decision`
+            : `\n${paint.yellow(`run ${result.runId} reached its ${budget} budget`)} (${used} of ${limit}) and waits for a decision`,
+        );
         io.out(`  extend:  npx assembly-line approve ${result.runId} --agent ${agent}`);
         io.out(`  stop:    npx assembly-line deny ${result.runId} --agent ${agent}`);
       }
