@@ -135,7 +135,7 @@ export const errorCatalogue = {
   AL_ERR_SUBAGENT_DEFINITION: "A subagents/<name>/ folder lacks agent.ts or a description, or holds parts a subagent cannot have.",
   AL_ERR_SUBAGENT_NARROWING: "A subagent names a tool, connection or model its parent does not have; subagents can only narrow.",
   AL_ERR_SUBAGENT_NOT_FOUND: "spawn_subagent or ctx.spawnSubagent named no compiled subagent of the calling agent.",
-  AL_ERR_SUBAGENT_INPUT: "spawn_subagent or ctx.spawnSubagent was given a bad request (no task), or a replayed tool spawned another subagent than before.",
+  AL_ERR_SUBAGENT_INPUT: "spawn_subagent or ctx.spawnSubagent was given a bad request (a blank task, a field it does not know, a field of the wrong type), or a replayed tool spawned another subagent than before.",
   AL_ERR_SUBAGENT_LIMIT: "A spawn would pass the subagent depth or per-run count limit.",
   AL_ERR_SUBAGENT_BUSY: "A subagent's run is driven by another process; the parent stays running and recovery resumes both.",
   AL_ERR_SUBAGENT_FAILED: "A subagent's run failed; the spawning tool call gets the child's error.",
