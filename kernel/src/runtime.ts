@@ -241,8 +241,8 @@ export class OpenEveRuntime {
       ...(options.automationCatchUpMs !== undefined ? { catchUpMs: options.automationCatchUpMs } : {}),
     });
     this.subagentLimits = {
-      maxDepth: subagentLimits.maxDepth ?? positiveInt(env.ASSEMBLY_LINE_SUBAGENT_MAX_DEPTH, "ASSEMBLY_LINE_SUBAGENT_MAX_DEPTH") ?? DEFAULT_SUBAGENT_LIMITS.maxDepth,
-      maxSpawnsPerRun: subagentLimits.maxSpawnsPerRun ?? positiveInt(env.ASSEMBLY_LINE_SUBAGENT_MAX_SPAWNS, "ASSEMBLY_LINE_SUBAGENT_MAX_SPAWNS") ?? DEFAULT_SUBAGENT_LIMITS.maxSpawnsPerRun,
+      maxDepth: subagentLimits.maxDepth ?? positiveInt(env.ASSEMBLY_LINE_SUBAGENT_MAX_DEPTH, "ASSEMBLY_LINE_SUBAGENT_MAX_DEPTH", true) ?? DEFAULT_SUBAGENT_LIMITS.maxDepth,
+      maxSpawnsPerRun: subagentLimits.maxSpawnsPerRun ?? positiveInt(env.ASSEMBLY_LINE_SUBAGENT_MAX_SPAWNS, "ASSEMBLY_LINE_SUBAGENT_MAX_SPAWNS", true) ?? DEFAULT_SUBAGENT_LIMITS.maxSpawnsPerRun,
     };
     this.revisions = new RevisionDrivers(this.driver, this.manifest.agentRevision, this.state.runs, options.artifactRoot, (bundle) =>
       this.createDriver(bundle, env),

@@ -1,8 +1,12 @@
-/** How far and how wide subagents may spawn (RuntimeOptions.subagents, env). */
+/**
+ * How far and how wide subagents may spawn (RuntimeOptions.subagents, else the env variables
+ * ASSEMBLY_LINE_SUBAGENT_MAX_DEPTH and ASSEMBLY_LINE_SUBAGENT_MAX_SPAWNS). Both take 0, so
+ * an operator can turn subagents off without a code change.
+ */
 export interface SubagentLimits {
-  /** Deepest nesting: 1 lets the root agent spawn children that cannot spawn again. Default 3. */
+  /** Deepest nesting: 1 lets the root agent spawn children that cannot spawn again; 0, no subagents at all. Default 3. */
   maxDepth: number;
-  /** Spawns one run may make. Default 16. */
+  /** Spawns one run may make; 0, none. Default 16. */
   maxSpawnsPerRun: number;
 }
 
