@@ -183,6 +183,25 @@ describe("approve and deny with a callId", () => {
     const extended = JSON.parse((await cli(["approve", paused.runId, "--agent", probe, "--json"])).stdout).data.result;
     expect(extended.pendingBudget.limit).toBe(2);
   });
+
+  it("name the subagent run whose budget a parent waits on", async () => {
+    const delegator = write(join(work, "delegator"), {
+      "agent.ts": `import { defineAgent } from "@assemblyline-agents/core";\nexport default defineAgent({ id: "delegator", model: "scripted:unused" });\n`,
+      "subagents/worker/agent.ts": `import { defineAgent } from "@assemblyline-agents/core";\nexport default defineAgent({ description: "Loops.", budgets: { maxToolCalls: 1, onExceeded: "pause" } });\n`,
+      "subagents/worker/tools/noop.ts": `import { defineTool } from "@assemblyline-agents/core";\nexport default defineTool({ description: "A probe.", defaultEnabled: true, inputSchema: { type: "object", properties: {} }, async execute() { return { ok: true }; } });\n`,
+      "spawn.json": JSON.stringify({
+        turns: [{ toolCalls: [{ name: "spawn_subagent", input: { name: "worker", task: "Loop." } }] }, { text: "done" }],
+        subagents: { worker: { loop: true, turns: [{ toolCalls: [{ name: "noop", input: {} }] }] } },
+      }),
+    });
+    const paused = JSON.parse((await cli(["run", delegator, "-m", "go", "--model", `scripted:${join(delegator, "spawn.json")}`, "--json"])).stdout).data.result;
+    expect(paused).toMatchObject({ status: "waiting_approval", pendingBudget: { budget: "maxToolCalls" }, waitingOn: { subagent: "worker" } });
+    const refused = await cli(["approve", paused.runId, "call_0_0", "--agent", delegator, "--json"]);
+    expect(JSON.parse(refused.stdout).error).toMatchObject({
+      code: "AL_ERR_APPROVAL_NOT_FOUND",
+      message: `run ${paused.runId} has no pending approval call_0_0: it waits for a decision on its subagent worker's (run ${paused.waitingOn.runId}) maxToolCalls budget, not on a tool call`,
+    });
+  });
 });
 
 describe("an empty answer", () => {

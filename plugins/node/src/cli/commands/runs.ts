@@ -228,7 +228,9 @@ async function refuseCallIdOnBudgetPause(local: LocalRuntime, runId: string, cal
   if (callId === undefined) return;
   const waiting = await local.runtime.getRun(runId);
   if (waiting.status !== "waiting_approval" || !waiting.pendingBudget || (waiting.pendingApprovals ?? []).length > 0) return;
-  throw new AssemblyLineError("AL_ERR_APPROVAL_NOT_FOUND", `run ${runId} has no pending approval ${callId}: it waits for a decision on its ${waiting.pendingBudget.budget} budget, not on a tool call`, {
+  // A parent paused on its subagent's budget shows that budget with the subagent run it waits on.
+  const whose = waiting.waitingOn ? `its subagent ${waiting.waitingOn.subagent}'s (run ${waiting.waitingOn.runId})` : "its";
+  throw new AssemblyLineError("AL_ERR_APPROVAL_NOT_FOUND", `run ${runId} has no pending approval ${callId}: it waits for a decision on ${whose} ${waiting.pendingBudget.budget} budget, not on a tool call`, {
     fix: `Leave the callId out: \`assembly-line ${command} ${runId}\` ${command === "approve" ? "extends the budget" : "stops the run at it"}.`,
   });
 }
