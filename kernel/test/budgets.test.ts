@@ -95,6 +95,23 @@ describe("run budgets", () => {
     expect(exceeded?.data.used as number).toBeGreaterThanOrEqual(50);
   });
 
+  it("stops a model call still running when maxDurationMs is reached (a stream that stalls), and fails the run over that budget", async () => {
+    // A provider that sent its headers and then nothing: the call ends only when the run's signal stops it.
+    const stalled: AgentHarness = {
+      name: "stalled",
+      async runTurn(_input, ctx) {
+        await ctx.modelCall("stalled", () => new Promise((_resolve, reject) => ctx.signal.addEventListener("abort", () => reject(ctx.signal.reason), { once: true })));
+        return { status: "completed", response: { text: "never" } };
+      },
+    };
+    const runtime = await runtimeFor(agentWith("{ maxDurationMs: 100 }"), { agentHarness: stalled });
+    const result = await runtime.run({ message: "go" });
+    expect(result).toMatchObject({ status: "failed", error: { code: "AL_ERR_BUDGET_EXCEEDED" } });
+    const events = await runtime.listEvents(result.runId);
+    expect(events.find((event) => event.type === "budget.exceeded")?.data).toMatchObject({ budget: "maxDurationMs", limit: 100, action: "fail" });
+    expect(events.find((event) => event.type === "model.failed")?.data.error).toContain("maxDurationMs");
+  });
+
   it("counts as active neither the time a run stood queued nor the time between two decisions of one pause", async () => {
     const gated = toolSource({ upFront: true, extra: `needsApproval: approvalRequired("Checked by a human."),` });
     const dir = agentWith("{ maxDurationMs: 300 }", gated);

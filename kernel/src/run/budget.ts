@@ -178,6 +178,21 @@ export class RunBudget {
     }
   }
 
+  /**
+   * Active time left before `maxDurationMs`, for a timer that stops a call still running then (a model
+   * stream that stalls, a tool that never returns); undefined without that budget.
+   */
+  durationLeftMs(): number | undefined {
+    const limit = this.limits.maxDurationMs;
+    return limit === undefined ? undefined : limit - (Date.now() - this.startedAtMs - this.idleMs);
+  }
+
+  /** `maxDurationMs` reached while a call ran: recorded as the budget exceeded, and the error that stops the call. */
+  durationReached(): AssemblyLineError {
+    this.exceeded ??= { budget: "maxDurationMs", limit: this.limits.maxDurationMs ?? 0, used: Date.now() - this.startedAtMs - this.idleMs };
+    return budgetExceededError(this.run.id, this.exceeded);
+  }
+
   private checkDuration(): void {
     const active = Date.now() - this.startedAtMs - this.idleMs;
     this.check("maxDurationMs", active, true);

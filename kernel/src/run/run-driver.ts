@@ -2,6 +2,7 @@ import {
   AssemblyLineError,
   fenceHolds,
   isAssemblyLineError,
+  MAX_TIMER_MS,
   TERMINAL_RUN_STATUSES,
   type AgentHarness,
   type HarnessContext,
@@ -453,6 +454,10 @@ export class RunDriver {
       // Conversation budgets count the run's root agent's calls only, even over a store that ignores agentId.
       await RunBudget.load(run, profile.budgets, { runs: state.runs, usage: agentUsage(state.usage, logger), logger }, { fresh, delegates: profile.subagents.size > 0 }),
     );
+    // maxDurationMs holds while a call runs too: checked before each call, and a call still running when it is
+    // reached (a model stream that stalls after its headers, a tool that never returns) is stopped then.
+    const durationLeft = scope.budget.durationLeftMs();
+    const durationTimer = durationLeft !== undefined && durationLeft > 0 && durationLeft <= MAX_TIMER_MS ? setTimeout(() => controller.abort(scope.budget.durationReached()), durationLeft) : undefined;
     try {
       const info = {
         runId: run.id,
@@ -569,6 +574,8 @@ export class RunDriver {
       else if (scope.failure) await this.failRun(run.id, new Error(scope.failure.message), scope.failure.code);
       else await this.failRun(run.id, error, isAssemblyLineError(error) ? error.code : undefined);
       await services.releaseSandbox();
+    } finally {
+      clearTimeout(durationTimer);
     }
   }
 
