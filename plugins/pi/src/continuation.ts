@@ -17,6 +17,8 @@ export interface PiContinuationData {
   pendingToolCalls: ModelToolCall[];
   /** Model calls made so far in this run; the next is journaled as `model:<modelCalls + 1>`. */
   modelCalls: number;
+  /** Tool calls of the last model reply that are not run, by id, with the error the model is shown instead. */
+  refusedToolCalls?: Record<string, string> | undefined;
 }
 
 export function writeContinuation(agentRevision: string, data: PiContinuationData): HarnessContinuation {
@@ -53,5 +55,13 @@ export function readContinuation(continuation: HarnessContinuation): PiContinuat
       fix: "The checkpoint was altered or written by another program; start a new run.",
     });
   }
-  return { modelSpec: String(data.modelSpec ?? ""), messages: data.messages, pendingToolCalls: data.pendingToolCalls, modelCalls: data.modelCalls };
+  const refused = data.refusedToolCalls;
+  return {
+    modelSpec: String(data.modelSpec ?? ""),
+    messages: data.messages,
+    pendingToolCalls: data.pendingToolCalls,
+    modelCalls: data.modelCalls,
+    // Optional: continuations written before calls were screened have none.
+    ...(refused && typeof refused === "object" && !Array.isArray(refused) ? { refusedToolCalls: refused } : {}),
+  };
 }

@@ -20,6 +20,12 @@ export interface ModelCallRequest {
   logger: RuntimeLogger;
 }
 
+/** A model reply, with the raw argument text of each tool call by its content index. */
+export interface ModelCallReply {
+  message: AssistantMessage;
+  rawToolArguments: Map<number, string>;
+}
+
 /** One attempt's failure as the provider reported it. */
 export class ProviderCallFailure extends Error {
   constructor(
@@ -39,7 +45,7 @@ export class ProviderCallFailure extends Error {
  * `retry-after`, a wait that ignores abort), so they are told `maxRetries: 0` and
  * this is the only retry layer.
  */
-export async function callModel(request: ModelCallRequest): Promise<AssistantMessage> {
+export async function callModel(request: ModelCallRequest): Promise<ModelCallReply> {
   const { spec, signal } = request;
   let attempts = 0;
   try {
@@ -63,8 +69,10 @@ export async function callModel(request: ModelCallRequest): Promise<AssistantMes
   }
 }
 
-async function attemptModelCall(request: ModelCallRequest): Promise<AssistantMessage> {
+async function attemptModelCall(request: ModelCallRequest): Promise<ModelCallReply> {
   const { model, context, signal } = request;
+  // pi-ai keeps only its repaired parse of tool-call arguments; the text as sent is gathered here.
+  const rawToolArguments = new Map<number, string>();
   const { value: message, response } = await watchProviderResponse(async () => {
     const events = stream(model, context, {
       ...(request.apiKey !== undefined ? { apiKey: request.apiKey } : {}),
@@ -75,12 +83,13 @@ async function attemptModelCall(request: ModelCallRequest): Promise<AssistantMes
     });
     for await (const event of events) {
       if (event.type === "text_delta") request.onTextDelta(event.delta);
+      else if (event.type === "toolcall_delta") rawToolArguments.set(event.contentIndex, (rawToolArguments.get(event.contentIndex) ?? "") + event.delta);
     }
     return events.result();
   });
   if (signal.aborted || message.stopReason === "aborted") throw signal.reason ?? new Error(message.errorMessage ?? "aborted");
   if (message.stopReason === "error") throw classifyFailure(message.errorMessage ?? "unknown provider error", response);
-  return message;
+  return { message, rawToolArguments };
 }
 
 /*

@@ -6,6 +6,7 @@ import { readContinuation, writeContinuation, type PiContinuationData } from "./
 import { callModel } from "./model-call.js";
 import { requestMaxTokens, resolvePiModel } from "./model-resolution.js";
 import type { PiHarnessOptions } from "./options.js";
+import { screenToolCalls, type ScreenedReply } from "./tool-call-screening.js";
 
 /**
  * One turn of the pi engine: ask the model, run its tool calls through the
@@ -20,7 +21,7 @@ export async function runPiTurn(input: HarnessTurnInput, ctx: HarnessContext, op
   const state = startingState(input, ctx, model);
   let apiKey: { value: string | undefined } | undefined;
 
-  const askModel = async (): Promise<AssistantMessage> => {
+  const askModel = async (): Promise<ScreenedReply> => {
     state.modelCalls += 1;
     const key = `model:${state.modelCalls}`;
     const reply = await ctx.modelCall<JsonValue>(
@@ -30,7 +31,7 @@ export async function runPiTurn(input: HarnessTurnInput, ctx: HarnessContext, op
         apiKey ??= { value: resolvePiApiKey(input.modelSpec, model, options) };
         // Read per call: the runtime appends tools activated mid-turn (tool_describe, skills).
         const context: Context = { systemPrompt: input.context.instructions, messages: [...state.messages], tools: toPiTools(input.context.tools) };
-        const message = await callModel({
+        const reply = await callModel({
           spec: input.modelSpec,
           model,
           context,
@@ -42,20 +43,28 @@ export async function runPiTurn(input: HarnessTurnInput, ctx: HarnessContext, op
           onTextDelta: (delta) => ctx.textDelta(delta),
           logger: ctx.logger,
         });
+        // Screened inside the step: the refusals are journaled with the reply, so a replay refuses the same calls.
+        const screened = screenToolCalls(reply.message, reply.rawToolArguments);
+        const { message } = screened;
         // Emitted inside the step: the runtime commits it with the step's completion, so
         // each persisted model call is recorded exactly once, and a replay never repeats it.
-        await ctx.emit("model.response", modelResponseEvent(key, message));
+        await ctx.emit("model.response", modelResponseEvent(key, screened));
         await ctx.recordUsage(usageRecord(`${input.runId}:${key}`, message));
-        return JSON.parse(JSON.stringify(message)) as JsonValue;
+        return JSON.parse(JSON.stringify(screened)) as JsonValue;
       },
       { metadata: { modelSpec: input.modelSpec } },
     );
-    return reply as unknown as AssistantMessage;
+    return persistedReply(reply);
   };
 
   /** Answer tool calls in order; a result ends the turn early when a call pauses or fails. */
   const answer = async (calls: ModelToolCall[]): Promise<HarnessTurnResult | undefined> => {
     for (const [index, call] of calls.entries()) {
+      const refusal = state.refusedToolCalls?.[call.id];
+      if (refusal !== undefined) {
+        state.messages.push(toolResultMessage(call, refusal, true));
+        continue;
+      }
       const outcome = await ctx.callTool(call);
       if (outcome.status === "completed") {
         state.messages.push(toolResultMessage(call, outcome.output, outcome.isError));
@@ -73,9 +82,10 @@ export async function runPiTurn(input: HarnessTurnInput, ctx: HarnessContext, op
     const stop = await answer(calls);
     if (stop) return stop;
     ctx.signal.throwIfAborted();
-    const reply = await askModel();
+    const { message: reply, refusedToolCalls } = await askModel();
     state.messages.push(reply);
     calls = toolCallsOf(reply);
+    state.refusedToolCalls = Object.keys(refusedToolCalls).length > 0 ? refusedToolCalls : undefined;
     if (calls.length === 0) return { status: "completed", response: { text: textOf(reply) } };
   }
 }
@@ -95,7 +105,13 @@ function startingState(input: HarnessTurnInput, ctx: HarnessContext, model: Mode
   return data;
 }
 
-function modelResponseEvent(step: string, message: AssistantMessage): Record<string, JsonValue> {
+/** A journaled model call; one journaled before tool calls were screened holds the bare message. */
+function persistedReply(value: JsonValue): ScreenedReply {
+  const reply = value as unknown as ScreenedReply | AssistantMessage;
+  return "role" in reply ? { message: reply, refusedToolCalls: {} } : reply;
+}
+
+function modelResponseEvent(step: string, { message, refusedToolCalls }: ScreenedReply): Record<string, JsonValue> {
   return {
     step,
     provider: message.provider,
@@ -104,6 +120,10 @@ function modelResponseEvent(step: string, message: AssistantMessage): Record<str
     stopReason: message.stopReason,
     text: textOf(message),
     toolCalls: toolCallsOf(message).map((call) => call.name),
+    refusedToolCalls: toolCallsOf(message).flatMap((call) => {
+      const error = refusedToolCalls[call.id];
+      return error === undefined ? [] : [{ id: call.id, name: call.name, error }];
+    }),
     usage: {
       inputTokens: message.usage.input,
       outputTokens: message.usage.output,

@@ -82,6 +82,55 @@ describe.each([openAIChat, anthropicMessages])("pi harness against $name", (prot
     expect(ctx.toolCalls).toEqual([{ id: "call_1", name: "get_weather", input: { city: "Paris", days: [1, 2] } }]);
   });
 
+  it("does not run a tool call whose arguments the output limit cut off, and tells the model what it sent", async () => {
+    server
+      .enqueue({
+        kind: "stream",
+        toolCalls: [
+          { id: "call_1", name: "get_time", argumentChunks: ['{"city":"Oslo"}'] },
+          { id: "call_2", name: "get_weather", argumentChunks: ['{"city": "Par'] },
+        ],
+        stop: "max_tokens",
+      })
+      .text(["Let me try again."]);
+    const ctx = new JournalHarnessContext("run_1", tools);
+
+    const result = await harness().runTurn(turnInput(protocol.spec), ctx);
+
+    expect(result).toEqual({ status: "completed", response: { text: "Let me try again." } });
+    // Neither call runs: the reply was cut short, so even its complete-looking call may not be all that was meant.
+    expect(ctx.toolCalls).toEqual([]);
+    const results = protocol.toolResultsIn(server.requests[1]!.body);
+    expect(results.map((r) => r.id)).toEqual(["call_1", "call_2"]);
+    expect(results[0]!.content).toContain("the reply this get_time call was part of was cut off by the output token limit");
+    expect(results[1]!.content).toContain("the arguments of this get_weather call were cut off by the output token limit");
+    expect(results[1]!.content).toContain('{"city": "Par');
+    expect(ctx.eventsOfType("model.response")[0]?.refusedToolCalls).toEqual([
+      { id: "call_1", name: "get_time", error: results[0]!.content },
+      { id: "call_2", name: "get_weather", error: results[1]!.content },
+    ]);
+  });
+
+  it("does not run a tool call whose arguments are not a JSON object, and runs the others of the reply", async () => {
+    server
+      .toolCalls([
+        { id: "call_1", name: "get_weather", argumentChunks: ["city=Paris"] },
+        { id: "call_2", name: "get_time", argumentChunks: ['{"city":"Paris"}'] },
+        { id: "call_3", name: "get_weather", argumentChunks: ['{"city": "Rome", "days": [1', "] tr"] },
+      ])
+      .text(["Done."]);
+    const ctx = new JournalHarnessContext("run_1", tools);
+
+    await harness().runTurn(turnInput(protocol.spec), ctx);
+
+    expect(ctx.toolCalls).toEqual([{ id: "call_2", name: "get_time", input: { city: "Paris" } }]);
+    const results = protocol.toolResultsIn(server.requests[1]!.body);
+    expect(results.map((r) => r.id)).toEqual(["call_1", "call_2", "call_3"]);
+    expect(results[0]!.content).toMatch(/^Not run: the arguments of this get_weather call are not valid JSON\..*\ncity=Paris$/s);
+    expect(results[1]!.content).toBe("14:05");
+    expect(results[2]!.content).toContain('{"city": "Rome", "days": [1] tr');
+  });
+
   it("streams text deltas to the host while the reply is still arriving", async () => {
     let release!: () => void;
     const firstDeltaSeen = new Promise<void>((resolve) => (release = resolve));
@@ -296,6 +345,25 @@ describe.each([openAIChat, anthropicMessages])("pi harness against $name", (prot
       expect(recovered.eventsOfType("model.response")).toEqual([]);
       expect(recovered.eventsOfType("tool.replayed").map((e) => e.id)).toEqual(["call_1"]);
       expect(recovered.deltas).toEqual([]);
+    });
+
+    it("still refuses a malformed tool call that was waiting behind a paused one when the run resumes", async () => {
+      server.toolCalls([
+        { id: "call_1", name: "deploy", argumentChunks: ['{"service":"web"}'] },
+        { id: "call_2", name: "get_time", argumentChunks: ["Paris"] },
+      ]);
+      const first = new JournalHarnessContext("run_1", tools);
+      const paused = await harness().runTurn(turnInput(protocol.spec), first);
+      if (paused.status !== "paused") throw new Error("expected a pause");
+
+      server.text(["Deployed."]);
+      const resumed = new JournalHarnessContext("run_1", tools, { journal: first.journal, toolResults: first.toolResults });
+      resumed.approved.add("call_1");
+      await harness().runTurn(turnInput(protocol.spec, { continuation: JSON.parse(JSON.stringify(paused.continuation)) }), resumed);
+
+      expect(resumed.toolCalls.map((c) => c.id)).toEqual(["call_1"]);
+      const results = protocol.toolResultsIn(server.requests[1]!.body);
+      expect(results.find((r) => r.id === "call_2")?.content).toContain("are not valid JSON");
     });
 
     it("shows the model a denial as the tool's result", async () => {
