@@ -3,6 +3,7 @@ import { stream, type Api, type AssistantMessage, type Context, type Model } fro
 import type { PiRetryOptions } from "./options.js";
 import { watchProviderResponse, type ProviderResponse } from "./provider-response.js";
 import { parseRetryAfter, retryTransientFailures } from "./retry.js";
+import { callSecrets, redactSecrets } from "./secret-redaction.js";
 
 export interface ModelCallRequest {
   spec: string;
@@ -88,7 +89,8 @@ async function attemptModelCall(request: ModelCallRequest): Promise<ModelCallRep
     return events.result();
   });
   if (signal.aborted || message.stopReason === "aborted") throw signal.reason ?? new Error(message.errorMessage ?? "aborted");
-  if (message.stopReason === "error") throw classifyFailure(message.errorMessage ?? "unknown provider error", response);
+  // Redacted before anything reads it: the message reaches the run's error, `model.failed`, logs and failure deliveries.
+  if (message.stopReason === "error") throw classifyFailure(redactSecrets(message.errorMessage ?? "unknown provider error", callSecrets(model, request.apiKey)), response);
   return { message, rawToolArguments };
 }
 

@@ -186,6 +186,37 @@ describe.each([openAIChat, anthropicMessages])("pi harness against $name", (prot
     expect(server.requests).toHaveLength(1);
   });
 
+  it("never shows the API key or a configured header's value that a provider echoes, in the error or the logs", async () => {
+    const gatewayToken = "gw-token-0123456789";
+    const echo = `upstream refused key ${protocol.apiKey} with x-gateway-token ${gatewayToken}`;
+    server.error(503, echo).error(503, echo);
+    const models = protocol.models(server.baseUrl);
+    const withHeader = { [protocol.spec]: { ...models[protocol.spec], headers: { "x-gateway-token": gatewayToken } } };
+    const ctx = new JournalHarnessContext("run_1", tools);
+
+    const failure = await harness({ models: withHeader, retry: { ...fastRetry, maxRetries: 1 } }).runTurn(turnInput(protocol.spec), ctx).catch((e: unknown) => e);
+
+    expect(server.requests[0]!.headers["x-gateway-token"]).toBe(gatewayToken);
+    expect(isAssemblyLineError(failure, "AL_ERR_MODEL_PROVIDER")).toBe(true);
+    const shown = JSON.stringify({ message: (failure as Error).message, details: (failure as { details?: unknown }).details, logs: ctx.logs });
+    expect(shown).toContain("upstream refused key [redacted] with x-gateway-token [redacted]");
+    expect(shown).not.toContain(protocol.apiKey);
+    expect(shown).not.toContain(gatewayToken);
+  });
+
+  it("never shows the query of the base URL when the provider echoes the request URL", async () => {
+    const models = protocol.models(`${server.baseUrl}?key=query-secret-42`);
+    const ctx = new JournalHarnessContext("run_1", tools);
+
+    const failure = await harness({ models }).runTurn(turnInput(protocol.spec), ctx).catch((e: unknown) => e);
+
+    // The SDK appends its path after the query; the server's 404 names the URL it got.
+    expect(server.requests[0]!.path).toContain("query-secret-42");
+    expect(isAssemblyLineError(failure, "AL_ERR_MODEL_PROVIDER")).toBe(true);
+    expect((failure as Error).message).toContain("404");
+    expect((failure as Error).message).not.toContain("query-secret-42");
+  });
+
   it("records usage with the exact token counts the server reported", async () => {
     server
       .toolCalls([{ id: "call_1", name: "get_time", argumentChunks: ['{"city":"Oslo"}'] }], { inputTokens: 1234, outputTokens: 56, cacheReadTokens: 800 })
