@@ -93,7 +93,8 @@ export class DiscordDelivery {
           progress = { text, sent: 0, at: Date.now() };
           // Nothing known here: did an attempt elsewhere (before a crash) finish? Its last step was the original's edit.
           const current = (await rest.get(original, { auth: false, signal })) as { content?: unknown };
-          if (current.content === chunks[0]) return;
+          // Discord returns the content trimmed, and a chunk may end with the newline or space it was cut at.
+          if (typeof current.content === "string" && current.content === chunks[0]!.trim()) return;
           this.progress.set(webhook, progress);
         }
         for (let index = progress.sent + 1; index < chunks.length; index += 1) {

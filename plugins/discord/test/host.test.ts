@@ -201,7 +201,7 @@ describe("the Discord channel on the Node host", () => {
     expect(messages.length).toBeGreaterThanOrEqual(2);
     for (const message of messages) expect(message.content.length).toBeLessThanOrEqual(2000);
     // The channel shows the original response above its follow-ups, in the reply's order.
-    expect(api.messages(payload.token).join("")).toBe(text);
+    expect(api.messages(payload.token).join("\n")).toBe(text);
   });
 
   it("waits out a 429 and an exhausted rate-limit bucket before sending again", async () => {
@@ -218,7 +218,7 @@ describe("the Discord channel on the Node host", () => {
     // GET the original (429, then 200), two follow-ups (the second waits for its bucket), then the original's edit.
     expect(webhookCalls.map((request) => `${request.method} ${request.status}`)).toEqual(["GET 429", "GET 200", "POST 204", "POST 204", "PATCH 200"]);
     expect(api.violations).toEqual([]);
-    expect(api.messages(payload.token).join("")).toBe(text);
+    expect(api.messages(payload.token).join("\n")).toBe(text);
     expect(host.logger.events("delivery.failed")).toHaveLength(0);
   });
 

@@ -7,6 +7,7 @@ export interface ReceivedDiscordMessage {
   interactionToken: string;
   /** `edit-original` (PATCH .../messages/@original) or `followup` (POST /webhooks/...). */
   kind: "edit-original" | "followup";
+  /** As sent; `messages(token)` shows it as Discord stores it (trimmed). */
   content: string;
   allowedMentions: unknown;
 }
@@ -16,7 +17,8 @@ export interface ReceivedDiscordMessage {
  * Discord's wire format: the interaction webhook (PATCH
  * and GET /api/v10/webhooks/{app}/{token}/messages/@original, POST
  * /api/v10/webhooks/{app}/{token}), the channel's view of an interaction's
- * messages (the deferred original first, `messages(token)`), its errors (401 Invalid Webhook Token,
+ * messages (the deferred original first, `messages(token)`, each trimmed as
+ * Discord stores it), its errors (401 Invalid Webhook Token,
  * 400 Invalid Form Body for empty or over-2000-character content), its rate
  * limits (X-RateLimit-* headers on every answer, 429 with `retry_after` and
  * Retry-After), and a CDN serving attachment bytes at /attachments/{id}/{name}.
@@ -178,11 +180,13 @@ export class FakeDiscordApi {
       return send(400, { message: "Invalid Form Body", code: 50035, errors: { content: { _errors: [{ code: "BASE_TYPE_MAX_LENGTH", message: "Must be 2000 or fewer in length." }] } } });
     }
     this.received.push({ applicationId: decodeURIComponent(applicationId), interactionToken: decodeURIComponent(token), kind: webhook[3] ? "edit-original" : "followup", content, allowedMentions: body.allowed_mentions });
-    if (webhook[3]) channel.original = content;
-    else channel.followups.push(content);
+    // Discord stores and returns the content without its leading and trailing whitespace.
+    const stored = content.trim();
+    if (webhook[3]) channel.original = stored;
+    else channel.followups.push(stored);
     const exhausted = webhook[3] ? 0 : this.exhaustBucketFor;
     if (!webhook[3]) this.exhaustBucketFor = 0;
-    const message = { id: String((this.messageId += 1)), type: 0, content, channel_id: "0", author: { id: applicationId, username: "bot" }, attachments: [], embeds: [], mentions: [], timestamp: new Date().toISOString() };
+    const message = { id: String((this.messageId += 1)), type: 0, content: stored, channel_id: "0", author: { id: applicationId, username: "bot" }, attachments: [], embeds: [], mentions: [], timestamp: new Date().toISOString() };
     if (exhausted > 0) this.blockedUntil.set(bucket, Date.now() + exhausted * 1000);
     const headers = exhausted > 0 ? limitHeaders(0, exhausted) : limitHeaders(4, 1);
     // Executing a webhook answers 204 unless ?wait=true asks for the message.

@@ -63,8 +63,11 @@ export async function discordChannelKitSubject(): Promise<{ state: ChannelKitSub
     },
     received(eventId) {
       const token = [...interactions.values()].find((interaction) => interaction.id === eventId)?.token;
-      // As the channel shows them: the original response above its follow-ups.
-      return token ? api.messages(token) : [];
+      // In channel order (the original response above its follow-ups), as sent: Discord trims what it stores, so the
+      // whitespace a reply was cut at is only in what the channel sent.
+      const sent = api.received.filter((message) => message.interactionToken === token);
+      const original = sent.filter((message) => message.kind === "edit-original").at(-1);
+      return [...(original ? [original] : []), ...sent.filter((message) => message.kind === "followup")].map((message) => message.content);
     },
     failNextDelivery: () => api.failNext(1),
   };
