@@ -18,6 +18,8 @@ export interface ModelCallRequest {
   signal: AbortSignal;
   retry: PiRetryOptions;
   onTextDelta(delta: string): void;
+  /** An attempt that failed after the provider reported usage for it (Anthropic does at the stream's start): it is billed all the same. */
+  onFailedAttemptUsage?(message: AssistantMessage): Promise<void>;
   logger: RuntimeLogger;
 }
 
@@ -27,6 +29,17 @@ export interface ModelCallReply {
   rawToolArguments: Map<number, string>;
 }
 
+/** How an attempt failed, which decides whether another may succeed. */
+export type ProviderFailureKind =
+  /** An HTTP error status: 429 and 5xx are retried. */
+  | "status"
+  /** No response at all (refused, reset, timed out): retried. */
+  | "connection"
+  /** Accepted (200), then the stream broke or carried a server error: retried. */
+  | "stream"
+  /** The provider's final word on this request (a 4xx, a refusal, a content filter). */
+  | "final";
+
 /** One attempt's failure as the provider reported it. */
 export class ProviderCallFailure extends Error {
   constructor(
@@ -34,6 +47,9 @@ export class ProviderCallFailure extends Error {
     readonly status: number | undefined,
     readonly retryable: boolean,
     readonly retryAfterMs: number | undefined,
+    readonly kind: ProviderFailureKind = retryable ? "status" : "final",
+    /** Part of the reply's text had already been streamed to the host when it failed. */
+    readonly streamedText = false,
   ) {
     super(message);
     this.name = "ProviderCallFailure";
@@ -42,9 +58,14 @@ export class ProviderCallFailure extends Error {
 
 /**
  * Ask the model once, streaming text deltas as they arrive, and retry 429/5xx
- * answers. The SDKs under pi-ai retry by themselves (maxRetries 2, uncapped
+ * answers, lost connections and streams that break after the provider accepted
+ * the request. The SDKs under pi-ai retry by themselves (maxRetries 2, uncapped
  * `retry-after`, a wait that ignores abort), so they are told `maxRetries: 0` and
  * this is the only retry layer.
+ *
+ * An attempt that already streamed text to the host is not retried: the harness
+ * contract has no way to take streamed text back, and a retry would stream the
+ * reply again after the part already shown.
  */
 export async function callModel(request: ModelCallRequest): Promise<ModelCallReply> {
   const { spec, signal } = request;
@@ -56,7 +77,8 @@ export async function callModel(request: ModelCallRequest): Promise<ModelCallRep
         return attemptModelCall(request);
       },
       {
-        classify: (error) => (error instanceof ProviderCallFailure ? { retryable: error.retryable, retryAfterMs: error.retryAfterMs, error } : undefined),
+        classify: (error) =>
+          error instanceof ProviderCallFailure ? { retryable: error.retryable && !error.streamedText, retryAfterMs: error.retryAfterMs, error } : undefined,
         onRetry: ({ attempt, delayMs, error }) =>
           request.logger.warn({ modelSpec: spec, attempt, status: error.status, delayMs, error: error.message }, "model call failed; retrying"),
       },
@@ -74,6 +96,7 @@ async function attemptModelCall(request: ModelCallRequest): Promise<ModelCallRep
   const { model, context, signal } = request;
   // pi-ai keeps only its repaired parse of tool-call arguments; the text as sent is gathered here.
   const rawToolArguments = new Map<number, string>();
+  let streamedText = false;
   const { value: message, response } = await watchProviderResponse(async () => {
     const events = stream(model, context, {
       ...(request.apiKey !== undefined ? { apiKey: request.apiKey } : {}),
@@ -83,14 +106,22 @@ async function attemptModelCall(request: ModelCallRequest): Promise<ModelCallRep
       ...(request.maxTokens !== undefined ? { maxTokens: request.maxTokens } : {}),
     });
     for await (const event of events) {
-      if (event.type === "text_delta") request.onTextDelta(event.delta);
-      else if (event.type === "toolcall_delta") rawToolArguments.set(event.contentIndex, (rawToolArguments.get(event.contentIndex) ?? "") + event.delta);
+      if (event.type === "text_delta") {
+        streamedText = true;
+        request.onTextDelta(event.delta);
+      } else if (event.type === "toolcall_delta") {
+        rawToolArguments.set(event.contentIndex, (rawToolArguments.get(event.contentIndex) ?? "") + event.delta);
+      }
     }
     return events.result();
   });
   if (signal.aborted || message.stopReason === "aborted") throw signal.reason ?? new Error(message.errorMessage ?? "aborted");
-  // Redacted before anything reads it: the message reaches the run's error, `model.failed`, logs and failure deliveries.
-  if (message.stopReason === "error") throw classifyFailure(redactSecrets(message.errorMessage ?? "unknown provider error", callSecrets(model, request.apiKey)), response);
+  if (message.stopReason === "error") {
+    if (hasUsage(message)) await request.onFailedAttemptUsage?.(message);
+    // Redacted before anything reads it: the message reaches the run's error, `model.failed`, logs and failure deliveries.
+    const errorMessage = redactSecrets(message.errorMessage ?? "unknown provider error", callSecrets(model, request.apiKey));
+    throw classifyFailure(errorMessage, response, streamedText);
+  }
   return { message, rawToolArguments };
 }
 
@@ -99,14 +130,54 @@ async function attemptModelCall(request: ModelCallRequest): Promise<ModelCallRep
  * non-undici fetch) it is read from the message, which the OpenAI and Anthropic
  * SDKs start with the status code ("429 Rate limit reached ...").
  */
-function classifyFailure(errorMessage: string, response: ProviderResponse | undefined): ProviderCallFailure {
+function classifyFailure(errorMessage: string, response: ProviderResponse | undefined, streamedText: boolean): ProviderCallFailure {
   const failedResponse = response && response.status >= 400 ? response : undefined;
   const status = failedResponse?.status ?? leadingStatus(errorMessage);
-  // The SDKs' messages for a connection that failed before any response.
-  const connectionLost = !response && /^(Connection error\.|Request timed out\.)/.test(errorMessage);
-  const retryable = status === 429 || (status !== undefined && status >= 500 && status <= 599) || connectionLost;
   const retryAfterMs = failedResponse ? parseRetryAfter(failedResponse.headers) : undefined;
-  return new ProviderCallFailure(errorMessage, status, retryable, retryAfterMs);
+  if (status !== undefined) {
+    const retryable = status === 429 || (status >= 500 && status <= 599);
+    return new ProviderCallFailure(errorMessage, status, retryable, retryAfterMs, retryable ? "status" : "final", streamedText);
+  }
+  const inStream = inStreamError(errorMessage);
+  const message = inStream ? `${inStream.type}: ${inStream.message}` : errorMessage;
+  // undici's "terminated": the body's connection closed before the stream ended.
+  if (!response && /^(Connection error\.|Request timed out\.|terminated\b)/.test(errorMessage)) {
+    return new ProviderCallFailure(message, undefined, true, undefined, "connection", streamedText);
+  }
+  if (response) {
+    const transient = inStream ? TRANSIENT_ANTHROPIC_ERRORS.has(inStream.type) : !FINAL_AFTER_ACCEPT.some((pattern) => pattern.test(errorMessage));
+    return new ProviderCallFailure(message, undefined, transient, undefined, transient ? "stream" : "final", streamedText);
+  }
+  return new ProviderCallFailure(message, undefined, false, undefined, "final", streamedText);
+}
+
+/** Anthropic's in-stream `error` event types that mean "try again" (what a 529 or 5xx would say). */
+const TRANSIENT_ANTHROPIC_ERRORS = new Set(["overloaded_error", "api_error", "rate_limit_error", "timeout_error"]);
+
+/*
+ * After the provider accepted the request, a failure is the stream breaking
+ * (a dropped connection, OpenAI's in-stream server error, a truncated event)
+ * unless it is the model's own ending, which another attempt would repeat:
+ * pi-ai's messages for a content filter or refusal (Anthropic's surfaces as
+ * "An unknown error occurred") and for a response the API marked incomplete.
+ */
+const FINAL_AFTER_ACCEPT = [/^Provider finish_reason: (?!network_error)/, /^An unknown error occurred$/, /^Unhandled stop reason/, /^incomplete: /];
+
+/** Anthropic's SDK reports an in-stream `error` event as its raw JSON data. */
+function inStreamError(errorMessage: string): { type: string; message: string } | undefined {
+  if (!errorMessage.startsWith("{")) return undefined;
+  try {
+    const data = JSON.parse(errorMessage) as { error?: { type?: unknown; message?: unknown } };
+    const type = data.error?.type;
+    return typeof type === "string" ? { type, message: typeof data.error?.message === "string" ? data.error.message : "" } : undefined;
+  } catch {
+    return undefined;
+  }
+}
+
+function hasUsage(message: AssistantMessage): boolean {
+  const { input, output, cacheRead, cacheWrite } = message.usage;
+  return input + output + cacheRead + cacheWrite > 0;
 }
 
 function leadingStatus(errorMessage: string): number | undefined {
@@ -115,24 +186,40 @@ function leadingStatus(errorMessage: string): number | undefined {
 }
 
 function providerError(spec: string, failure: ProviderCallFailure, attempts: number): AssemblyLineError {
-  const answered = failure.status !== undefined ? `answered ${failure.status}` : "failed";
+  const answered = failure.status !== undefined ? `answered ${failure.status}` : failure.kind === "stream" ? "broke off the stream" : "failed";
+  const details = { spec, status: failure.status ?? null, attempts };
+  if (failure.retryable && failure.streamedText) {
+    return new AssemblyLineError("AL_ERR_MODEL_PROVIDER", `${spec}: the provider ${answered} after part of the reply had been streamed (attempt ${attempts}): ${failure.message}`, {
+      fix: "The failure is likely temporary, but the part already streamed cannot be taken back, so the call was not retried; run the message again.",
+      details,
+      cause: failure,
+    });
+  }
   if (failure.retryable) {
     return new AssemblyLineError("AL_ERR_MODEL_PROVIDER", `${spec}: the provider ${answered} on all ${attempts} attempts: ${failure.message}`, {
-      fix: "The provider is failing or rate limiting; try the run again later, or raise piAgentHarness({ retry: { maxRetries } }).",
-      details: { spec, status: failure.status ?? null, attempts },
+      fix: retryFix(failure.kind),
+      details,
       cause: failure,
     });
   }
   return new AssemblyLineError("AL_ERR_MODEL_PROVIDER", `${spec}: the provider ${answered}: ${failure.message}`, {
     fix: fixForStatus(failure.status),
-    details: { spec, status: failure.status ?? null, attempts },
+    details,
     cause: failure,
   });
+}
+
+function retryFix(kind: ProviderFailureKind): string {
+  const raise = "or raise piAgentHarness({ retry: { maxRetries } })";
+  if (kind === "connection") return `The provider could not be reached; check the baseUrl and the network, then try the run again, ${raise}.`;
+  if (kind === "stream") return `The provider kept breaking off its replies (overloaded, or the connection dropped); try the run again later, ${raise}.`;
+  return `The provider is failing or rate limiting; try the run again later, ${raise}.`;
 }
 
 function fixForStatus(status: number | undefined): string {
   if (status === 401 || status === 403) return "Check the API key (piAgentHarness({ apiKeys }) or the provider's environment variable) and its permissions.";
   if (status === 404) return "Check the model id and the baseUrl in piAgentHarness({ models }).";
   if (status === 400 || status === 413 || status === 422) return "The provider rejected the request as sent; its message above says which part (often context length or a tool schema).";
+  if (status === undefined) return "The provider ended the reply itself (a refusal or content filter, or an error it does not retry); its message above says why.";
   return "Read the provider's message above; the request cannot succeed as sent.";
 }

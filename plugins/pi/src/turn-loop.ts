@@ -1,3 +1,4 @@
+import { randomUUID } from "node:crypto";
 import type { HarnessContext, HarnessTurnInput, HarnessTurnResult, JsonValue, ModelToolCall } from "@assemblyline-agents/core";
 import type { Api, AssistantMessage, Context, Model } from "@mariozechner/pi-ai";
 import { resolvePiApiKey } from "./api-key.js";
@@ -41,6 +42,7 @@ export async function runPiTurn(input: HarnessTurnInput, ctx: HarnessContext, op
           signal: ctx.signal,
           retry: options.retry ?? {},
           onTextDelta: (delta) => ctx.textDelta(delta),
+          onFailedAttemptUsage: (failed) => ctx.recordUsage(usageRecord(usageId(input.runId, key), failed)),
           logger: ctx.logger,
         });
         // Screened inside the step: the refusals are journaled with the reply, so a replay refuses the same calls.
@@ -49,7 +51,7 @@ export async function runPiTurn(input: HarnessTurnInput, ctx: HarnessContext, op
         // Emitted inside the step: the runtime commits it with the step's completion, so
         // each persisted model call is recorded exactly once, and a replay never repeats it.
         await ctx.emit("model.response", modelResponseEvent(key, screened));
-        await ctx.recordUsage(usageRecord(`${input.runId}:${key}`, message));
+        await ctx.recordUsage(usageRecord(usageId(input.runId, key), message));
         return JSON.parse(JSON.stringify(screened)) as JsonValue;
       },
       { metadata: { modelSpec: input.modelSpec } },
@@ -132,6 +134,16 @@ function modelResponseEvent(step: string, { message, refusedToolCalls }: Screene
       costUsd: message.usage.cost.total,
     },
   };
+}
+
+/*
+ * One id per provider call, never per step: the store keeps the first record of
+ * an id, and one step can bill several calls (failed attempts, and the call made
+ * again when a crash lost the step's result before it committed). A nonce rather
+ * than the provider's response id, which some compatible servers repeat.
+ */
+function usageId(runId: string, step: string): string {
+  return `${runId}:${step}:${randomUUID()}`;
 }
 
 function usageRecord(id: string, message: AssistantMessage): Parameters<HarnessContext["recordUsage"]>[0] {

@@ -2,7 +2,7 @@ import { isAssemblyLineError, type AgentHarness, type JsonValue } from "@assembl
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
 import { piAgentHarness, resolvePiModel, type PiHarnessOptions } from "../src/index.js";
 import type { ScriptedModelServer } from "../src/testkit/servers/index.js";
-import { JournalHarnessContext, type TestTool } from "./support/journal-harness-context.js";
+import { JournalHarnessContext, type RecordedUsage, type TestTool } from "./support/journal-harness-context.js";
 import { anthropicMessages, openAIChat, turnInput, type ProtocolCase } from "./support/protocols.js";
 
 const tools: Record<string, TestTool> = {
@@ -160,6 +160,69 @@ describe.each([openAIChat, anthropicMessages])("pi harness against $name", (prot
     expect(ctx.logs.filter((l) => l.level === "warn").map((l) => l.fields.status)).toEqual([429]);
   });
 
+  it("asks again when the connection drops after the provider accepted the request, before any text", async () => {
+    server.enqueue({ kind: "stream", text: ["never sent"], breakAfter: { events: 0, with: "drop" } }).text(["Hi", " there."]);
+    const ctx = new JournalHarnessContext("run_1", tools);
+
+    const result = await harness().runTurn(turnInput(protocol.spec), ctx);
+
+    expect(result).toEqual({ status: "completed", response: { text: "Hi there." } });
+    expect(server.requests).toHaveLength(2);
+    expect(ctx.deltas).toEqual(["Hi", " there."]);
+  });
+
+  it("asks again when the provider sends an overloaded error inside the stream, and counts the failed attempt's reported usage", async () => {
+    server
+      .enqueue({ kind: "stream", text: ["never sent"], usage: { inputTokens: 900, outputTokens: 0 }, breakAfter: { events: 0, with: { kind: "error", status: 529, message: "Overloaded" } } })
+      .text(["Hi."], { inputTokens: 900, outputTokens: 3 });
+    const ctx = new JournalHarnessContext("run_1", tools);
+
+    const result = await harness().runTurn(turnInput(protocol.spec), ctx);
+
+    expect(result).toEqual({ status: "completed", response: { text: "Hi." } });
+    expect(server.requests).toHaveLength(2);
+    expect(ctx.logs.filter((l) => l.level === "warn").map((l) => l.fields.error)).toEqual([expect.stringContaining("Overloaded")]);
+    const usage = [...ctx.usage.values()].map((u) => [u.inputTokens, u.outputTokens]);
+    // Anthropic reports the prompt's tokens when the stream opens, so the failed attempt is billed; OpenAI reports usage only at the end.
+    expect(usage).toEqual(protocol === anthropicMessages ? [[900, 1], [900, 3]] : [[900, 3]]);
+  });
+
+  it("does not ask again once part of the reply was streamed, so the host never sees text twice", async () => {
+    server
+      .enqueue({ kind: "stream", text: ["The capital ", "of France"], breakAfter: { events: 1, with: { kind: "error", status: 500, message: "The server had an error while processing your request." } } })
+      .text(["The capital of France is Paris."]);
+    const ctx = new JournalHarnessContext("run_1", tools);
+
+    const failure = await harness().runTurn(turnInput(protocol.spec), ctx).catch((e: unknown) => e);
+
+    expect(isAssemblyLineError(failure, "AL_ERR_MODEL_PROVIDER")).toBe(true);
+    expect((failure as Error).message).toContain("after part of the reply had been streamed");
+    expect((failure as Error).message).toContain("The server had an error while processing your request.");
+    expect(ctx.deltas).toEqual(["The capital "]);
+    expect(server.requests).toHaveLength(1);
+    expect(ctx.journal.size).toBe(0);
+  });
+
+  it("records both calls when a crash lost a model call's result and the model was asked again", async () => {
+    server.text(["First."], { inputTokens: 100, outputTokens: 5 }).text(["Second."], { inputTokens: 120, outputTokens: 6 });
+    const usageStore = new Map<string, RecordedUsage>();
+    const keepFirstPerId = (ctx: JournalHarnessContext) => [...ctx.usage.values()].forEach((u) => usageStore.has(u.id) || usageStore.set(u.id, u));
+
+    const first = new JournalHarnessContext("run_1", tools);
+    await harness().runTurn(turnInput(protocol.spec), first);
+    keepFirstPerId(first);
+    // The step's completion never committed: the recovered turn starts from an empty journal and asks again.
+    const recovered = new JournalHarnessContext("run_1", tools);
+    await harness().runTurn(turnInput(protocol.spec), recovered);
+    keepFirstPerId(recovered);
+
+    expect(server.requests).toHaveLength(2);
+    expect([...usageStore.values()].map((u) => [u.inputTokens, u.outputTokens])).toEqual([
+      [100, 5],
+      [120, 6],
+    ]);
+  });
+
   it("fails the run with the provider's message after a 500 on every attempt", async () => {
     for (let i = 0; i < 3; i += 1) server.error(500, "The server had an error while processing your request.");
     const ctx = new JournalHarnessContext("run_1", tools);
@@ -234,7 +297,7 @@ describe.each([openAIChat, anthropicMessages])("pi harness against $name", (prot
           counts.cacheReadTokens * model.cost.cacheRead +
           counts.cacheWriteTokens * model.cost.cacheWrite) /
         1_000_000;
-      return { id: `run_1:model:${index + 1}`, provider: model.provider, model: model.id, ...counts, costUsd };
+      return { id: expect.stringMatching(new RegExp(`^run_1:model:${index + 1}:`)), provider: model.provider, model: model.id, ...counts, costUsd };
     });
     const recorded = [...ctx.usage.values()];
     expect(recorded.map(({ costUsd: _cost, ...counts }) => counts)).toEqual(expected.map(({ costUsd: _cost, ...counts }) => counts));

@@ -32,6 +32,10 @@ export class AnthropicMessagesProtocol implements ProtocolRenderer {
     return { type: "error", error: { type, message: error.message }, request_id: `req_${randomUUID().slice(0, 8)}` };
   }
 
+  inStreamError(error: ScriptedError): string {
+    return sseEvent("error", this.errorBody(error));
+  }
+
   async stream(reply: ScriptedStream, request: RecordedRequest, emit: (frame: string, content?: boolean) => Promise<void>): Promise<unknown> {
     const usage = reply.usage ?? { inputTokens: 0, outputTokens: 0 };
     const startUsage = {

@@ -34,6 +34,10 @@ export class OpenAIChatProtocol implements ProtocolRenderer {
     return { error: { message: error.message, type, param: null, code } };
   }
 
+  inStreamError(error: ScriptedError): string {
+    return sseData(this.errorBody(error));
+  }
+
   async stream(reply: ScriptedStream, request: RecordedRequest, emit: (frame: string, content?: boolean) => Promise<void>): Promise<unknown> {
     const body = request.body as { model: string; stream_options?: { include_usage?: boolean } };
     const includeUsage = body.stream_options?.include_usage === true;

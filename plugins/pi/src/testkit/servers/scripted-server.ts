@@ -18,6 +18,12 @@ export interface ScriptedStream {
   usage?: ScriptedUsage;
   /** Stop after this many content events until `until` settles (or the client goes away). */
   holdAfter?: { events: number; until: Promise<void> };
+  /**
+   * End the stream abnormally before content event number `events` (0: right
+   * after the stream's opening event): `"drop"` closes the connection, an
+   * error is sent as the provider's in-stream error event (after its HTTP 200).
+   */
+  breakAfter?: { events: number; with: "drop" | ScriptedError };
 }
 
 export interface ScriptedToolCall {
@@ -66,6 +72,8 @@ export interface ProtocolRenderer {
   errorBody(error: ScriptedError): unknown;
   /** Headers the provider sends on every response. */
   commonHeaders(): Record<string, string>;
+  /** The provider's in-stream error event, sent after the response's 200 (OpenAI: a `data:` frame with `error`; Anthropic: `event: error`). */
+  inStreamError(error: ScriptedError): string;
   /** Write the SSE stream; `emit` writes one frame. Returns the usage object sent. */
   stream(reply: ScriptedStream, request: RecordedRequest, emit: (frame: string, content?: boolean) => Promise<void>): Promise<unknown>;
 }
@@ -146,6 +154,7 @@ export class ScriptedModelServer {
     res.on("close", () => (gone = true));
     const emit = async (frame: string, content = false): Promise<void> => {
       if (gone) return;
+      if (content && reply.breakAfter && contentEvents === reply.breakAfter.events) throw new StreamBreak();
       if (content && reply.holdAfter && contentEvents === reply.holdAfter.events) {
         await Promise.race([reply.holdAfter.until, new Promise((resolve) => res.once("close", resolve))]);
         if (gone) return;
@@ -153,7 +162,14 @@ export class ScriptedModelServer {
       if (content) contentEvents += 1;
       await writeSplit(res, frame);
     };
-    request.usageSent = await this.protocol.stream(reply, request, emit);
+    try {
+      request.usageSent = await this.protocol.stream(reply, request, emit);
+    } catch (error) {
+      if (!(error instanceof StreamBreak) || !reply.breakAfter) throw error;
+      const cause = reply.breakAfter.with;
+      if (cause === "drop") return void res.socket?.destroy();
+      await writeSplit(res, this.protocol.inStreamError(cause));
+    }
     if (!gone) res.end();
   }
 
@@ -163,6 +179,9 @@ export class ScriptedModelServer {
     res.end(body);
   }
 }
+
+/** Unwinds a scripted stream at its `breakAfter` point. */
+class StreamBreak extends Error {}
 
 /*
  * A frame goes out in two writes, split mid-JSON, so the client's SSE parser has
