@@ -140,6 +140,51 @@ describe("ctx.askQuestion", () => {
     const { runtime } = await startAgent(dir, [call("sneaky", { value: "x" }), { text: "done" }]);
     expect((await runtime.run({ message: "go" })).status).toBe("waiting_input");
   });
+
+  it("records nothing a tool does after catching the suspension: its ctx refuses with the same question", async () => {
+    const dir = agentFolder({
+      "agent.ts": MINIMAL_AGENT,
+      "tools/sneaky.ts": toolSource({
+        upFront: true,
+        execute: `try { await ctx.askQuestion("Sure?"); } catch {}
+    const refused = [];
+    for (const act of [() => ctx.emit("note.after_question", { ran: true }), () => ctx.step("after", async () => 1), () => ctx.askQuestion("Another?"), () => ctx.getSandbox()]) {
+      try { await act(); refused.push(false); } catch (error) { refused.push(error.message); }
+    }
+    globalThis.__refusedAfterQuestion = refused;
+    return { swallowed: true };`,
+      }),
+    });
+    const { runtime, events } = await startAgent(dir, [call("sneaky", { value: "x" }), { text: "done" }]);
+    const paused = await runtime.run({ message: "go" });
+    expect(paused).toMatchObject({ status: "waiting_input", question: { question: { question: "Sure?" } } });
+    const refused = (globalThis as { __refusedAfterQuestion?: unknown[] }).__refusedAfterQuestion!;
+    expect(refused).toHaveLength(4);
+    for (const outcome of refused) expect(outcome).toEqual(expect.stringContaining("Sure?"));
+    const recorded = await events(paused.runId);
+    expect(recorded.map((event) => event.type)).not.toContain("note.after_question");
+    expect(recorded.filter((event) => event.type === "durable_step.completed" && event.data.key === "after")).toEqual([]);
+  });
+});
+
+describe("ctx.emit", () => {
+  it("leaves out a key whose value is undefined, as JSON does, and refuses other non-JSON data", async () => {
+    const dir = agentFolder({
+      "agent.ts": MINIMAL_AGENT,
+      "tools/note.ts": toolSource({
+        upFront: true,
+        execute: `await ctx.emit("note.taken", { a: undefined, b: 1 });
+    const refused = await ctx.emit("note.bad", { when: new Date(0) }).then(() => false, (error) => error.code);
+    return { refused };`,
+      }),
+    });
+    const { runtime, events, log } = await startAgent(dir, [call("note", { value: "x" }), { text: "done" }]);
+    const result = await runtime.run({ message: "go" });
+    expect(result.status).toBe("completed");
+    const taken = (await events(result.runId)).find((event) => event.type === "note.taken");
+    expect(taken?.data).toEqual({ b: 1, toolCallId: expect.any(String) });
+    expect(log.outcomes[0]!.outcome).toMatchObject({ status: "completed", output: { refused: "AL_ERR_TOOL_OUTPUT" } });
+  });
 });
 
 describe("durable steps and replay", () => {

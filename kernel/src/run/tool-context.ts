@@ -6,6 +6,7 @@ import { changeGate, type ChangeApprovalSuspension } from "./change-approval.js"
 import { QuestionSuspension } from "./question.js";
 import { SKILL_ACTIVATION } from "./run-access.js";
 import { isSubagentSuspension, type SubagentSuspension } from "../subagents/suspension.js";
+import { dropUndefined } from "./journal.js";
 import type { RunScope } from "./run-scope.js";
 import { ENGINE_STEP_PREFIX, runStep } from "./step.js";
 
@@ -29,6 +30,13 @@ export function createToolContext(
   const filesystem = perCall?.filesystem ?? services.filesystem;
   const selfImprovement = perCall ? perCall.selfImprovement : services.selfImprovement;
   let spawns = 0;
+  // After a question, or a spawn whose subagent pauses, the call pauses when execute returns: a tool that
+  // caught that throw and went on would act (record, spawn, run a step) on work that is to happen
+  // only after the answer. Its ctx refuses with the same suspension: code after the pause does nothing durable.
+  const refuseWhilePaused = (): void => {
+    const pending = asked.question ?? asked.subagent;
+    if (pending) throw pending;
+  };
   return {
     runId: scope.runId,
     agentRevision: scope.agentRevision,
@@ -37,20 +45,24 @@ export function createToolContext(
     approvedToolCall,
     signal: scope.signal,
     async askQuestion(question, options) {
+      refuseWhilePaused();
       const suspension = new QuestionSuspension(question, options);
       // Remembered so a tool that catches the throw still pauses the run.
       asked.question = suspension;
       throw suspension;
     },
     async emit(eventType, data = {}) {
+      refuseWhilePaused();
       if (typeof eventType !== "string" || eventType === "" || isReservedEventType(eventType)) {
         throw new AssemblyLineError("AL_ERR_EVENT_TYPE_RESERVED", `ctx.emit("${String(eventType)}"): that event type is reserved or empty`, {
           fix: `Use your own namespaced type, e.g. "note.recorded"; the runtime records the events of ${RESERVED_EVENT_NAMESPACES.map((name) => `${name}.`).join(", ")}.`,
         });
       }
-      const problem = findNonJson(data, `ctx.emit("${eventType}") data`);
+      // A key whose value is undefined is left out, as JSON.stringify leaves it (the type allows it); nothing else non-JSON is.
+      const recorded = typeof data === "object" && data !== null && !Array.isArray(data) ? dropUndefined(data) : data;
+      const problem = findNonJson(recorded, `ctx.emit("${eventType}") data`);
       if (problem) throw new AssemblyLineError("AL_ERR_TOOL_OUTPUT", problem, { fix: "Pass plain JSON data to ctx.emit." });
-      await scope.journal.record(scope.runId, eventType, { ...(data as Record<string, JsonValue>), toolCallId: call.id });
+      await scope.journal.record(scope.runId, eventType, { ...(recorded as Record<string, JsonValue>), toolCallId: call.id });
     },
     idempotencyKey(keyScope) {
       return idempotencyKeyFor(scope.runId, call.id, keyScope);
@@ -63,13 +75,18 @@ export function createToolContext(
           fix: "Name the substep by what it does, e.g. `hydrate-customer:${id}`.",
         });
       }
+      refuseWhilePaused();
       return runStep(scope, key, fn, options);
     },
-    getSandbox: () => services.getSandbox(),
+    getSandbox: async () => {
+      refuseWhilePaused();
+      return services.getSandbox();
+    },
     ...(services.blob ? { blob: services.blob } : {}),
     ...(services.memory ? { memory: services.memory } : {}),
     ...(services.resources ? { resources: services.resources } : {}),
     async spawnSubagent(request) {
+      refuseWhilePaused();
       // Numbered as called, so each spawn of one execution has its own child, found again on a replay.
       const spawnIndex = spawns++;
       try {
