@@ -17,6 +17,12 @@ export interface ChannelTurn {
   message: string;
   user?: { id: string; name?: string };
   attachments?: ChannelAttachment[];
+  /**
+   * The run's input metadata, and with the event id, user and attachments its channel metadata.
+   * `eventId`, `user` and `attachments` there are always the turn's own fields: the same keys in
+   * `metadata` are left out of the channel metadata, so provider data passed through it cannot
+   * choose the run's event id, its user, or which files the host downloads.
+   */
   metadata?: Record<string, JsonValue>;
   /**
    * What only `deliver()` may see: a secret the reply needs, such as Discord's interaction token.
@@ -39,9 +45,23 @@ export interface ChannelAck {
   body?: JsonValue;
 }
 
+/** A request on a channel's route, as `normalizeHttp` receives it. */
 export interface ChannelRequest {
   method: string;
+  /** The path alone, without the query: the channel's route. */
   path: string;
+  /**
+   * The query string's parameters, decoded (`?hub.mode=subscribe&hub.challenge=123` gives
+   * `{ "hub.mode": "subscribe", "hub.challenge": "123" }`): a parameter given once is a string,
+   * one given more than once an array of its values in order. The Node host always sets it;
+   * optional so a request built by hand (a test, a conformance subject) may leave it out.
+   */
+  query?: Record<string, string | string[]>;
+  /**
+   * The path and query exactly as requested (`/hooks/sms?To=%2B1555`), for a provider that
+   * signs the URL it called (Twilio: your public origin followed by this). Set with `query`.
+   */
+  url?: string;
   headers: Record<string, string | undefined>;
   body: JsonValue | undefined;
   rawBody: Uint8Array;

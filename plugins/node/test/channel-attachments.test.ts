@@ -11,7 +11,8 @@ const FILES_CHANNEL = `import { defineChannel } from "@assemblyline-agents/core"
 export default defineChannel({ transport: "http", route: "/files-provider", methods: ["POST"] });
 export function normalizeHttp(request) {
   const body = request.body;
-  return { eventId: body.id, conversationId: body.conversation, message: body.text, attachments: body.attachments };
+  // The provider's own fields ride along in the turn's metadata, as channels often pass them.
+  return { eventId: body.id, conversationId: body.conversation, message: body.text, attachments: body.attachments, ...(body.fields ? { metadata: body.fields } : {}) };
 }
 export function resolveAttachment(attachment) {
   return { url: process.env.FILES_PROVIDER_URL + "/files/" + attachment.id, filename: "Q3 report.pdf" };
@@ -46,5 +47,24 @@ describe("channel attachments", () => {
     expect(stored?.data).toMatchObject({ attachmentId: "F123", path, size: 16, contentType: "application/pdf" });
     const record = await host.runtime.state.files.getFileRecord(path);
     expect(new TextDecoder().decode((await blob.get(record!.blobKey))!.body)).toBe("%PDF-1.7 numbers");
+  });
+
+  it("keeps the event id, user and attachments the turn names when its metadata holds the same keys, and downloads only the turn's attachments", async () => {
+    const provider = await captureServer(({ path }) => ({ status: 200, body: `bytes of ${path}`, headers: { "content-type": "text/plain" } }));
+    process.env.FILES_PROVIDER_URL = provider.url;
+    onTestFinished(() => {
+      delete process.env.FILES_PROVIDER_URL;
+    });
+    const host = await startHost(bundle, { blob: new LocalBlobStore({ directory: join(tempDir(), "blobs") }), attachments: { allowedHosts: ["127.0.0.1"] } });
+    const fields = { eventId: "spoofed", user: { id: "admin" }, attachments: [{ id: "SECRET", url: `${provider.url}/internal` }], thread: "t-9" };
+    const reply = await call(`${host.url}/files-provider?wait=10`, {
+      body: { id: "evt-file-2", conversation: "c-files", text: "echo: see attached", attachments: [{ id: "F123" }], fields },
+    });
+    expect(reply.body.status).toBe("completed");
+    const run = await host.runtime.state.runs.getRun(reply.body.runId);
+    expect(run?.input.channel?.metadata).toEqual({ eventId: "evt-file-2", attachments: [{ id: "F123" }], thread: "t-9" });
+    expect(provider.requests.map((request) => request.path)).toEqual(["/files/F123"]);
+    expect((await host.runtime.listEvents(reply.body.runId)).filter((event) => event.type.startsWith("attachment.")).map((event) => event.data.attachmentId)).toEqual(["F123"]);
+    expect(host.logger.events("channel.metadata_reserved")).toMatchObject([{ fields: { channel: "files", keys: ["eventId", "user", "attachments"] } }]);
   });
 });

@@ -119,6 +119,8 @@ export class ChannelIngress {
     const request: ChannelRequest = {
       method: ctx.method,
       path: ctx.path,
+      query: queryRecord(ctx.query),
+      url: requestedUrl(ctx),
       headers: ctx.headers,
       get body() {
         parsed ??= { body: parseProviderBody(contentType, raw) };
@@ -152,6 +154,20 @@ export class ChannelIngress {
     return result;
   }
 
+  /** The turn's metadata without the keys the host sets (HOST_METADATA_KEYS), which it drops with a warning. */
+  private channelMetadata(channel: string, turn: ChannelTurn, ctx: RequestContext): Record<string, JsonValue> {
+    const metadata = turn.metadata ?? {};
+    const dropped = HOST_METADATA_KEYS.filter((key) => Object.hasOwn(metadata, key));
+    if (dropped.length === 0) return metadata;
+    this.parts.logger.warn(
+      { event: "channel.metadata_reserved", channel, keys: dropped, requestId: ctx.requestId },
+      `the turn's metadata sets ${dropped.join(", ")}, which the run's channel metadata takes from the turn's own fields: they were left out (set ChannelTurn.${dropped[0]} instead)`,
+    );
+    const kept = { ...metadata };
+    for (const key of dropped) delete kept[key];
+    return kept;
+  }
+
   private async submit(channel: string, turn: ChannelTurn, ctx: RequestContext): Promise<void> {
     const { runtime, mailbox, watcher, logger, model } = this.parts;
     const conversationId = turn.conversationId === "" ? null : turn.conversationId;
@@ -181,10 +197,10 @@ export class ChannelIngress {
       const moduleFields = turn.user !== undefined || attachments > 0 || turn.metadata !== undefined;
       const metadata = moduleFields
         ? jsonRecord({
+            ...this.channelMetadata(channel, turn, ctx),
             eventId: turn.eventId,
             ...(turn.user ? { user: turn.user } : {}),
             ...(attachments > 0 ? { attachments: turn.attachments } : {}),
-            ...(turn.metadata ?? {}),
           })
         : { eventId: turn.eventId };
       // The reply's secrets sit beside the channel metadata (which the model context renders), never in it.
@@ -244,6 +260,33 @@ export class ChannelIngress {
     const body = Object.assign({}, result, { conversationId, duplicate: !created, run: `/runs/${encodeURIComponent(runId)}` });
     sendJson(ctx.res, waitSeconds > 0 && rested ? 200 : created ? 202 : 200, body);
   }
+}
+
+/**
+ * Keys of a run's channel metadata the host sets from the turn itself. A turn's `metadata` often
+ * carries provider data (a Slack event has its own `user`), which must not choose the event id the
+ * run is known by, the user, or which URLs the host downloads as its attachments.
+ */
+const HOST_METADATA_KEYS = ["eventId", "user", "attachments"] as const;
+
+/** A parameter given once is a string, one given more than once its values in order. */
+function queryRecord(query: URLSearchParams): Record<string, string | string[]> {
+  // No prototype: a parameter named __proto__ is a key like any other.
+  const record = Object.create(null) as Record<string, string | string[]>;
+  for (const [key, value] of query) {
+    const seen = record[key];
+    record[key] = seen === undefined ? value : Array.isArray(seen) ? [...seen, value] : [seen, value];
+  }
+  return record;
+}
+
+/** The path and query as the caller sent them: a provider's signature covers those bytes, not a re-encoding. */
+function requestedUrl(ctx: RequestContext): string {
+  const target = ctx.req.url ?? "/";
+  if (target.startsWith("/")) return target;
+  // An absolute-form target (through a proxy), which the router already read as an http(s) URL.
+  const absolute = new URL(target);
+  return `${absolute.pathname}${absolute.search}`;
 }
 
 /** The 4xx status a thrown refusal declares (`status` or `statusCode`), if it declares one. */
