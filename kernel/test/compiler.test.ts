@@ -168,6 +168,16 @@ describe("assembly-line build", () => {
     expect(twice.message).toMatch(/route \/same is also served by channels\/a\.ts/);
   });
 
+  it.each(["GET", "DELETE"])("refuses a channel without normalizeHttp that takes %s, which carries no message body, and builds it with normalizeHttp", async (method) => {
+    const raw = `import { defineChannel } from "@assemblyline-agents/core";\nexport default defineChannel({ transport: "http", route: "/hook", methods: ["POST", "${method}"] });\n`;
+    const error = await buildError({ "agent.ts": MINIMAL_AGENT, "channels/hook.ts": raw });
+    expect(error.code).toBe("AL_ERR_CHANNEL_DEFINITION");
+    expect(error.message).toMatch(new RegExp(`channels/hook\\.ts: method ${method} on a channel without normalizeHttp`));
+    expect(error.message).toMatch(/fix: Export normalizeHttp/);
+    const provider = agentFolder({ "agent.ts": MINIMAL_AGENT, "channels/hook.ts": `${raw}export function normalizeHttp() { return { ack: true }; }\n` });
+    expect((await buildAgent(provider)).manifest.channels).toEqual([expect.objectContaining({ route: "/hook", methods: ["POST", method] })]);
+  });
+
   it("names the file when a source throws while loading", async () => {
     const error = await buildError({ "agent.ts": MINIMAL_AGENT, "tools/boom.ts": `throw new Error("kaboom");` });
     expect(error.code).toBe("AL_ERR_SOURCE_LOAD");

@@ -463,6 +463,17 @@ async function compileChannels(agentDir: string, load: Loader): Promise<ChannelM
     const methods = channel.methods ?? ["POST"];
     const badMethod = methods.find((method) => !["GET", "POST", "PUT", "PATCH", "DELETE"].includes(method));
     if (badMethod) fail(`method ${JSON.stringify(badMethod)} is not an HTTP method this host routes`, "Use GET, POST, PUT, PATCH or DELETE.");
+    const exported = (key: "normalizeHttp" | "deliver" | "resolveAttachment" | "deliverFailure") =>
+      typeof module[key] === "function" || typeof (channel as unknown as Record<string, unknown>)[key] === "function";
+    // Without normalizeHttp every request is read as a JSON message body, which a GET or DELETE does not carry:
+    // such a route would build and then answer every request 415.
+    const bodiless = exported("normalizeHttp") ? undefined : methods.find((method) => method === "GET" || method === "DELETE");
+    if (bodiless) {
+      fail(
+        `method ${bodiless} on a channel without normalizeHttp: the default message fallback reads a JSON body ({ "message": ... }), which a ${bodiless} request does not carry`,
+        `Export normalizeHttp(request) to take ${bodiless} requests (it receives their query), or declare methods: ["POST"].`,
+      );
+    }
     const groups = channel.ingress?.requiredSecretEnv ?? [];
     if (!Array.isArray(groups) || groups.some((group) => !Array.isArray(group) || group.length === 0 || group.some((name) => typeof name !== "string" || !/^[A-Z_][A-Z0-9_]*$/.test(name)))) {
       fail("ingress.requiredSecretEnv must be any-of groups of env variable names", 'Write ingress: { requiredSecretEnv: [["MY_WEBHOOK_SECRET"]] }.');
@@ -470,8 +481,6 @@ async function compileChannels(agentDir: string, load: Loader): Promise<ChannelM
     const taken = routes.get(channel.route);
     if (taken) fail(`route ${channel.route} is also served by ${taken}`, "Give each channel its own route.");
     routes.set(channel.route, file);
-    const exported = (key: "normalizeHttp" | "deliver" | "resolveAttachment" | "deliverFailure") =>
-      typeof module[key] === "function" || typeof (channel as unknown as Record<string, unknown>)[key] === "function";
     entries.push({
       name,
       source: await hashSource(agentDir, file),
