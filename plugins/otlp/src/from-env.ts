@@ -41,16 +41,23 @@ export function createOtlpSinkFromEnv(env: Record<string, string | undefined> = 
   );
 }
 
+/** An HTTP header name: RFC 9110's token characters. */
+const HEADER_NAME = /^[!#$%&'*+.^_`|~0-9A-Za-z-]+$/;
+/** What a header value may hold here: visible ASCII, spaces and tabs (fetch refuses more than Latin-1, and collectors expect ASCII). */
+const HEADER_VALUE = /^[\t\x20-\x7e]*$/;
+
 /** `key=value` pairs separated by commas, values URL-decoded (the OTel specification's format). */
 export function parseOtlpHeaders(text: string | undefined, variable = "OTEL_EXPORTER_OTLP_HEADERS"): Record<string, string> {
   const headers: Record<string, string> = {};
   for (const [index, pair] of (text ?? "").split(",").entries()) {
     if (pair.trim() === "") continue;
+    // The variable holds secrets: an entry is named by its place, never quoted, not even its name
+    // (`Authorization: Basic <base64>=` would make the credential the "name").
+    const entry = `${variable}: entry ${index + 1} (of the comma-separated list)`;
     const at = pair.indexOf("=");
     const name = at > 0 ? pair.slice(0, at).trim() : "";
-    if (name === "") {
-      // The variable holds secrets: the entry is named by its place, never quoted (its start may be a token).
-      throw new AssemblyLineError("AL_ERR_OTLP_CONFIG", `${variable}: entry ${index + 1} (of the comma-separated list) is not in key=value form${colonKey(pair)}`, {
+    if (!HEADER_NAME.test(name)) {
+      throw new AssemblyLineError("AL_ERR_OTLP_CONFIG", `${entry} is not in key=value form with a header name of token characters${colonKey(pair)}`, {
         fix: `Write ${variable}="Authorization=Basic%20<base64>,x-tenant=acme": each header as name=value, the value URL-encoded (a space is %20).`,
       });
     }
@@ -60,6 +67,11 @@ export function parseOtlpHeaders(text: string | undefined, variable = "OTEL_EXPO
     } catch {
       throw new AssemblyLineError("AL_ERR_OTLP_CONFIG", `${variable}: the value of ${name} is not valid URL encoding`, {
         fix: "Percent-encode special characters in header values (a space is %20).",
+      });
+    }
+    if (!HEADER_VALUE.test(value)) {
+      throw new AssemblyLineError("AL_ERR_OTLP_CONFIG", `${variable}: the value of ${name} has a character an HTTP header cannot carry (a line break, a control character, or one outside ASCII)`, {
+        fix: "Give header values in printable ASCII; encode anything else as the backend expects (base64 for credentials).",
       });
     }
     headers[name] = value;
@@ -72,7 +84,9 @@ export function parseOtlpHeaders(text: string | undefined, variable = "OTEL_EXPO
  * quoted: what stands before the colon may be a key too (`public_key:secret_key`).
  */
 function colonKey(entry: string): string {
-  return entry.indexOf(":") > 0 ? "; it has a colon where the = belongs (write name=value, not name: value)" : "";
+  const colon = entry.indexOf(":");
+  const equals = entry.indexOf("=");
+  return colon > 0 && (equals < 0 || colon < equals) ? "; it has a colon where the = belongs (write name=value, not name: value)" : "";
 }
 
 /** `general` with `specific` over it; names that differ only in case are one header (fetch would send both values joined). */

@@ -10,6 +10,15 @@ export function shouldRetry(status: number | undefined): boolean {
 }
 
 /**
+ * fetch's refusal of the request itself (a header or URL it cannot send): no
+ * try can succeed. undici reports a network failure as "fetch failed" with the
+ * socket's error as its cause; what it refuses up front has no cause.
+ */
+export function isRequestRefusal(error: unknown): boolean {
+  return error instanceof TypeError && error.cause === undefined;
+}
+
+/**
  * How long to wait before the next attempt: the server's Retry-After (seconds
  * or an HTTP date) when it sent one, else exponential backoff with full jitter;
  * both capped by maxBackoffMs.

@@ -3,7 +3,7 @@ import { gzip } from "node:zlib";
 import type { TelemetrySink, TelemetrySpan } from "@assemblyline-agents/core";
 import { encodeSpan, exportRequestOf, type EncodedSpan } from "./encode.js";
 import { resolveOtlpOptions, type OtlpSinkOptions, type ResolvedOtlpOptions } from "./options.js";
-import { retryDelayMs, shouldRetry } from "./retry.js";
+import { isRequestRefusal, retryDelayMs, shouldRetry } from "./retry.js";
 
 const gzipAsync = promisify(gzip);
 
@@ -141,7 +141,9 @@ class OtlpExporter implements OtlpSink {
         }
         problem = `HTTP ${status}`;
       } catch (error) {
-        problem = error instanceof Error ? error.message : String(error);
+        // Its message may quote the header value it could not send: not repeated.
+        if (isRequestRefusal(error)) return this.drop(batch.length, "fetch refused to send the request (a header value or the URL it cannot carry); check the sink's headers and endpoint");
+        problem = error instanceof Error ? `${error.message}${causeOf(error)}` : String(error);
       }
       // Too large for this backend: the halves may not be, down to a single span, which is dropped alone.
       if (status === 413 && batch.length > 1) return this.sendHalves(batch, deadline);
@@ -174,6 +176,12 @@ class OtlpExporter implements OtlpSink {
       // A throwing onWarning must not reach the run that exported the span, nor the background sender.
     }
   }
+}
+
+/** A network failure's reason ("fetch failed" alone says nothing): the socket error fetch wraps. */
+function causeOf(error: Error): string {
+  const cause = error.cause;
+  return cause instanceof Error && cause.message !== "" ? `: ${cause.message}` : "";
 }
 
 /** ExportTraceServiceResponse.partialSuccess.rejectedSpans, when the backend reports one. */

@@ -21,8 +21,8 @@ describe("createOtlpSink's options, checked against config.schema.json", () => {
     expect(() => createOtlpSinkFromEnv({ OTEL_EXPORTER_OTLP_TIMEOUT: "soon" })).toThrow(/AL_ERR_OTLP_CONFIG: OTEL_EXPORTER_OTLP_TIMEOUT is "soon", not a whole number of milliseconds/);
     expect(() => createOtlpSinkFromEnv({ OTEL_EXPORTER_OTLP_TIMEOUT: "500", OTEL_EXPORTER_OTLP_TRACES_TIMEOUT: "10s" })).toThrow(/OTEL_EXPORTER_OTLP_TRACES_TIMEOUT is "10s"/);
     expect(() => createOtlpSinkFromEnv({ OTEL_EXPORTER_OTLP_TRACES_HEADERS: "Authorization" })).toThrow(/OTEL_EXPORTER_OTLP_TRACES_HEADERS: entry 1 \(of the comma-separated list\) is not in key=value form/);
-    expect(() => createOtlpSink({ endpoint, headers: { "x tenant": "acme" } })).toThrow(/options.headers key "x tenant" must match pattern/);
-    expect(() => createOtlpSink({ endpoint, headers: { "x-tenant": "acme\r\nx-evil: 1" } })).toThrow(/options.headers.x-tenant must match pattern/);
+    expect(() => createOtlpSink({ endpoint, headers: { ok: "1", "x tenant": "acme" } })).toThrow(/options.headers entry 2: its name must match pattern/);
+    expect(() => createOtlpSink({ endpoint, headers: { "x-tenant": "acme\r\nx-evil: 1" } })).toThrow(/options.headers entry 1: its value must match pattern/);
     // fetch refuses such a URL: every batch would fail. The password is not repeated in the error.
     const withPassword = () => createOtlpSink({ endpoint: "https://user:hunter2@otlp.example.com" });
     expect(withPassword).toThrow(/AL_ERR_OTLP_CONFIG: OTLP endpoint https:\/\/otlp.example.com carries a user name or password in its URL/);
@@ -42,6 +42,32 @@ describe("createOtlpSink's options, checked against config.schema.json", () => {
     const noKey = () => createOtlpSinkFromEnv({ OTEL_EXPORTER_OTLP_TRACES_HEADERS: "=sk-live-9f8e7d6c5b4a" });
     expect(noKey).toThrow(/OTEL_EXPORTER_OTLP_TRACES_HEADERS: entry 1/);
     expect(noKey).not.toThrow(/sk-live/);
+  });
+
+  it("refuses a header written in HTTP's form without quoting it, even when the credential's base64 padding supplies an =", () => {
+    const credential = Buffer.from("pk-lf-public:sk-lf-SECRET1234").toString("base64");
+    expect(credential.endsWith("=")).toBe(true);
+    for (const written of [`Authorization: Basic ${credential}`, `Authorization Basic ${credential}`]) {
+      const refusal = () => createOtlpSinkFromEnv({ OTEL_EXPORTER_OTLP_HEADERS: `x-tenant=acme,${written}` });
+      expect(refusal).toThrow(expect.objectContaining({ code: "AL_ERR_OTLP_CONFIG" }));
+      expect(refusal).toThrow(/OTEL_EXPORTER_OTLP_HEADERS: entry 2 \(of the comma-separated list\) is not in key=value form/);
+      expect(refusal).not.toThrow(new RegExp(credential.slice(0, 12)));
+    }
+    expect(() => createOtlpSinkFromEnv({ OTEL_EXPORTER_OTLP_HEADERS: `Authorization: Basic ${credential}` })).toThrow(/has a colon where the = belongs/);
+    // The same mistake made in the options: the key is the credential, and is not quoted either.
+    const option = () => createOtlpSink({ endpoint, headers: { [`Authorization: Basic ${credential}`]: "" } });
+    expect(option).toThrow(/options.headers entry 1: its name must match pattern/);
+    expect(option).not.toThrow(new RegExp(credential.slice(0, 12)));
+  });
+
+  it("refuses at setup a header value HTTP cannot carry, instead of failing every export later", () => {
+    const fromEnv = () => createOtlpSinkFromEnv({ OTEL_EXPORTER_OTLP_HEADERS: "x-tenant=%E2%82%ACsecret-tenant" });
+    expect(fromEnv).toThrow(/AL_ERR_OTLP_CONFIG: OTEL_EXPORTER_OTLP_HEADERS: the value of x-tenant has a character an HTTP header cannot carry/);
+    expect(fromEnv).not.toThrow(/secret-tenant/);
+    const option = () => createOtlpSink({ endpoint, headers: { "x-tenant": "€secret-tenant" } });
+    expect(option).toThrow(/AL_ERR_OTLP_CONFIG: createOtlpSink: options.headers entry 1: its value must match pattern/);
+    expect(option).not.toThrow(/secret-tenant/);
+    expect(() => createOtlpSink({ endpoint, headers: { "x-tenant": "acme\tcorp and co" } })).not.toThrow();
   });
 
   it("accepts every documented option, and undefined for any of them", async () => {

@@ -3,7 +3,7 @@ import { createServer } from "node:http";
 import type { AddressInfo } from "node:net";
 import { dirname, join } from "node:path";
 import { fileURLToPath } from "node:url";
-import { afterEach, describe, expect, it } from "vitest";
+import { afterEach, describe, expect, it, vi } from "vitest";
 import type { TelemetrySpan } from "@assemblyline-agents/core";
 import { describeTelemetrySinkConformance, type DeliveredSpan } from "@assemblyline-agents/core/testkit";
 import { InMemoryStateAdapter, OpenEveRuntime, buildAgent, loadRuntimeBundle, noopLogger, scriptedHarness } from "@assemblyline-agents/runtime";
@@ -235,6 +235,32 @@ describe("createOtlpSink", () => {
     expect(otlp.attempts()).toBe(3);
     expect(sink.stats()).toEqual({ exported: 0, dropped: 3, queued: 0 });
     expect(warnings).toEqual(["HTTP 500", "HTTP 501", "HTTP 408"].map((status) => expect.stringContaining(`refused the batch (${status})`)));
+  });
+
+  it("drops at once, without retrying, a request fetch refuses to send, and does not repeat what fetch quoted", async () => {
+    // What fetch does with a header it cannot carry; setup refuses such headers, so only fetch itself can say this.
+    const refusal = vi.spyOn(globalThis, "fetch").mockRejectedValue(new TypeError('Headers.append: "Bearer sk-live-quoted" is an invalid header value.'));
+    cleanups.push(() => refusal.mockRestore());
+    const warnings: string[] = [];
+    const sink = createOtlpSink({ endpoint: "http://collector.invalid:4318", initialBackoffMs: 1, maxBackoffMs: 2, scheduledDelayMs: 3_600_000, onWarning: (message) => void warnings.push(message) });
+    sink.export(span(1));
+    await sink.flush();
+    expect(refusal).toHaveBeenCalledTimes(1);
+    expect(sink.stats()).toEqual({ exported: 0, dropped: 1, queued: 0 });
+    expect(warnings).toEqual([expect.stringContaining("fetch refused to send the request")]);
+    expect(warnings.join()).not.toContain("sk-live");
+  });
+
+  it("says why a network error failed, not just fetch's \"fetch failed\"", async () => {
+    const closed = createServer();
+    await new Promise<void>((resolve) => closed.listen(0, "127.0.0.1", resolve));
+    const { port } = closed.address() as AddressInfo;
+    await new Promise<void>((resolve) => closed.close(() => resolve()));
+    const warnings: string[] = [];
+    const sink = createOtlpSink({ endpoint: `http://127.0.0.1:${port}`, maxAttempts: 2, initialBackoffMs: 1, maxBackoffMs: 2, scheduledDelayMs: 3_600_000, onWarning: (message) => void warnings.push(message) });
+    sink.export(span(1));
+    await sink.flush();
+    expect(warnings).toEqual([expect.stringMatching(/export failed 2 times \(last: fetch failed: .*ECONNREFUSED/)]);
   });
 
   it("sends numbers a collector decodes (NaN, infinities, integers past 2^53) and drops alone a span it would refuse", async () => {
