@@ -36,6 +36,7 @@ import { callTool } from "./tool-pipeline.js";
 import { activatedToolNames } from "./tool-activation.js";
 import { defaultToolsProblem, toModelToolSpec, visibleTools, type ToolTable, type ToolTableEntry } from "./tool-table.js";
 import { profileOfRun, type AgentProfile } from "../agents/agent-profile.js";
+import { loggedErrorText } from "../telemetry/logged-error.js";
 import type { SkillLibrary, SkillView } from "../skills/skill-library.js";
 
 export interface RunDriverParts {
@@ -638,7 +639,8 @@ export class RunDriver {
 
   async failRun(runId: string, error: unknown, code?: string): Promise<void> {
     const message = error instanceof Error ? error.message : String(error);
-    this.parts.logger.warn({ runId, code, err: message }, "run failed");
+    // The text may quote user input and secrets: logged only when instrumentation.ts's captureContent allows content.
+    this.parts.logger.warn({ event: "run.failed", runId, code, ...loggedErrorText(message, this.parts.manifest.instrumentation?.captureContent) }, "run failed");
     const delivery = await this.failureDelivery(runId, code ?? null);
     await this.parts.journal.record(
       runId,
