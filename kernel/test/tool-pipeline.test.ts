@@ -70,6 +70,9 @@ describe("approval gate", () => {
     const paused = await runtime.run({ message: "publish" });
     expect(paused.status).toBe("waiting_approval");
     expect(paused.pendingApprovals).toHaveLength(1);
+    // The approver sees why it waits and what kind of effect it has, where the run's result is shown (HTTP, CLI).
+    expect(paused.pendingApprovals![0]).toMatchObject({ toolName: "publish", reason: "Publishing is externally visible.", sideEffect: "external" });
+    expect(await runtime.getRun(paused.runId)).toMatchObject({ pendingApprovals: [{ reason: "Publishing is externally visible.", sideEffect: "external" }] });
     const requested = (await events(paused.runId)).find((event) => event.type === "approval.requested")!;
     expect(requested.data).toMatchObject({ toolName: "publish", reason: "Publishing is externally visible.", sideEffect: "external" });
 

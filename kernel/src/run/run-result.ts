@@ -1,4 +1,4 @@
-import type { JsonValue, RunError, RunRecord, RunStatus, RunStore } from "@assemblyline-agents/core";
+import type { JsonValue, RunError, RunEvent, RunRecord, RunStatus, RunStore } from "@assemblyline-agents/core";
 import { budgetPauseOf, type BudgetExceeded } from "./budget.js";
 
 export interface PendingApproval {
@@ -6,6 +6,10 @@ export interface PendingApproval {
   callId: string;
   toolName: string;
   input: JsonValue;
+  /** Why the call waits for a person, as its approval gate says (`approvalRequired(reason)`, or the change it would make). */
+  reason?: string;
+  /** The side-effect class its approval gate records (`"external"` unless the gate names another). */
+  sideEffect?: string;
   /** Set when the call belongs to a subagent's run the run waits on: that run and the subagent's path. */
   runId?: string;
   subagent?: string;
@@ -48,11 +52,11 @@ export async function describeRun(runs: RunStore, run: RunRecord): Promise<RunRe
   if (run.status === "waiting_approval" || run.status === "waiting_input") {
     const calls = await runs.listToolCalls(run.id);
     if (run.status === "waiting_approval") {
-      result.pendingApprovals = calls
-        .filter((call) => call.status === "waiting_approval")
-        .map((call) => ({ approvalId: call.approvalId ?? "", callId: call.callId, toolName: call.toolName, input: call.input }));
+      const waiting = calls.filter((call) => call.status === "waiting_approval");
+      const events = await runs.listEvents(run.id);
+      result.pendingApprovals = waiting.map((call) => ({ approvalId: call.approvalId ?? "", callId: call.callId, toolName: call.toolName, input: call.input, ...gateOf(events, call.callId) }));
       if (result.pendingApprovals.length === 0) {
-        const pause = budgetPauseOf(await runs.listEvents(run.id));
+        const pause = budgetPauseOf(events);
         if (pause) result.pendingBudget = pause;
       }
     } else {
@@ -62,6 +66,13 @@ export async function describeRun(runs: RunStore, run: RunRecord): Promise<RunRe
     if (!result.question && !result.pendingApprovals?.length && !result.pendingBudget) await surfaceChild(runs, run, result);
   }
   return result;
+}
+
+/** What the approver is shown of a call's gate: the reason and side-effect class of its latest `approval.requested`. */
+function gateOf(events: RunEvent[], callId: string): Pick<PendingApproval, "reason" | "sideEffect"> {
+  const asked = events.findLast((event) => event.type === "approval.requested" && event.data.callId === callId);
+  const { reason, sideEffect } = asked?.data ?? {};
+  return { ...(typeof reason === "string" ? { reason } : {}), ...(typeof sideEffect === "string" ? { sideEffect } : {}) };
 }
 
 /** A run paused because its subagent did: show the child's pending decision as the parent's. */
