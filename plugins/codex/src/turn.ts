@@ -5,6 +5,7 @@ import { checkLoginSession } from "./auth.js";
 import { writeContinuation, type CodexContinuationData } from "./continuation.js";
 import { assistantItem, functionCallItem, functionOutputItem, toolOutputText } from "./items.js";
 import { CODEX_PROVIDER } from "./options.js";
+import { providerFailure, retryOverrides } from "./provider-failure.js";
 
 /** How a turn on the app-server ended. */
 type TurnEnd = { kind: "completed"; text: string } | { kind: "paused" } | { kind: "tool_failed"; error: string };
@@ -37,6 +38,8 @@ export async function runAppServerTurn(
   let lastMessage = "";
   const background: Array<Promise<void>> = [];
   let toolChain: Promise<unknown> = Promise.resolve();
+  /** When the model call the app-server is making now began; undefined while none is (a tool runs, or the turn ended). */
+  let modelCallSince: string | undefined;
 
   const answerTool = async (request: ServerRequest, ordinal: number): Promise<unknown> => {
     const callId = String(request.params.callId);
@@ -51,6 +54,8 @@ export async function runAppServerTurn(
     if (outcome.status === "completed") {
       const text = toolOutputText(outcome.output);
       state.items.push(functionOutputItem(callId, text));
+      // The answer goes back to the app-server, which asks the model again with it.
+      modelCallSince = new Date().toISOString();
       return { success: !outcome.isError, contentItems: [{ type: "inputText", text }] };
     }
     stopped = true;
@@ -80,6 +85,7 @@ export async function runAppServerTurn(
         } else if (method === "thread/tokenUsage/updated") {
           const last = (params.tokenUsage as { last?: Record<string, number> } | undefined)?.last;
           if (last) {
+            modelCallSince = undefined;
             state.modelCalls += 1;
             const key = `model:${state.modelCalls}`;
             // Taken now: the next call's notification may come before this one's check resolves.
@@ -122,13 +128,7 @@ export async function runAppServerTurn(
         } else if (method === "turn/completed") {
           const turn = params.turn as { status?: string; error?: { message?: string } | null };
           if (turn?.status === "completed") settle({ kind: "completed", text: lastMessage });
-          else if (!stopped) {
-            fail(
-              new AssemblyLineError("AL_ERR_MODEL_PROVIDER", `the Codex turn ended ${turn?.status ?? "without a status"}: ${turn?.error?.message ?? "no error message"}`, {
-                fix: "Check the model name and the Codex login (`npx codex login status`).",
-              }),
-            );
-          }
+          else if (!stopped) fail(providerFailure(turn?.status, turn?.error?.message, server.env));
         } else if (method === "error" && !stopped) {
           const error = params.error as { message?: string } | undefined;
           if (params.willRetry !== true) ctx.logger.warn({ event: "codex.error", runId: input.runId, err: error?.message }, "the Codex app-server reported an error");
@@ -137,6 +137,7 @@ export async function runAppServerTurn(
       async onRequest(request) {
         if (request.method === "item/tool/call") {
           if (threadId !== undefined && request.params.threadId !== threadId) throw new Error("unknown thread");
+          modelCallSince = undefined;
           state.items.push(functionCallItem(String(request.params.callId), String(request.params.tool), (request.params.arguments ?? {}) as JsonValue));
           // Numbered in the order the server asks, which is the order the model made them.
           state.toolCalls = (state.toolCalls ?? 0) + 1;
@@ -156,11 +157,16 @@ export async function runAppServerTurn(
   // Aborted while the app-server started: no abort event is coming, so close it now.
   if (ctx.signal.aborted) abort();
   try {
-    void appServer.closed.then(() => fail(new AssemblyLineError("AL_ERR_CODEX_APP_SERVER", "codex app-server exited during the turn", { fix: "Check the codex binary and its CODEX_HOME." })));
+    void appServer.closed.then(() =>
+      // A cancelled run stops the app-server itself: the run fails with the cancellation's reason, as on every engine.
+      fail(ctx.signal.aborted ? ctx.signal.reason : new AssemblyLineError("AL_ERR_CODEX_APP_SERVER", "codex app-server exited during the turn", { fix: "Check the codex binary and its CODEX_HOME." })),
+    );
     await appServer.request("initialize", { clientInfo: { name: "assembly-line", title: "Assembly Line", version: "0.1.0" }, capabilities: { experimentalApi: true } });
     appServer.notify("initialized");
     await checkLoginSession(appServer, server.env);
+    const effective = await appServer.request<{ config?: Record<string, unknown> }>("config/read", { cwd: server.cwd });
     const started = await appServer.request<{ thread: { id: string } }>("thread/start", {
+      config: retryOverrides(effective.config ?? {}),
       model: state.model,
       ephemeral: true,
       cwd: server.cwd,
@@ -172,16 +178,29 @@ export async function runAppServerTurn(
     threadId = started.thread.id;
     await ctx.emit("codex.thread_started", { threadId, model: state.model, resumed: input.continuation !== undefined });
     if (start.inject.length > 0) await appServer.request("thread/inject_items", { threadId, items: start.inject });
+    modelCallSince = new Date().toISOString();
     await appServer.request("turn/start", { threadId, input: start.text === undefined ? [] : [{ type: "text", text: start.text, text_elements: [] }] });
     const end = await ended;
     await Promise.all(background);
     if (end.kind === "paused") return { status: "paused", continuation: writeContinuation(input.agentRevision, state) };
     if (end.kind === "tool_failed") return { status: "completed", response: { text: end.error } };
     return { status: "completed", response: { text: end.text } };
+  } catch (error) {
+    const failure = ctx.signal.aborted ? ctx.signal.reason : error;
+    // A model call the app-server was making when the turn failed leaves `model.failed`, as a failed call does on every engine.
+    if (modelCallSince !== undefined && !stopped) await recordModelFailed(ctx, state.modelCalls + 1, modelCallSince, failure);
+    throw failure;
   } finally {
     ctx.signal.removeEventListener("abort", abort);
     await appServer.close();
   }
+}
+
+async function recordModelFailed(ctx: HarnessContext, call: number, startedAt: string, error: unknown): Promise<void> {
+  const data: Record<string, JsonValue> = { key: `model:${call}`, startedAt, error: error instanceof Error ? error.message : String(error) };
+  if (error instanceof AssemblyLineError) data.code = error.code;
+  else if (error instanceof Error) data.errorClass = error.name;
+  await ctx.emit("model.failed", data).catch((emitError: unknown) => ctx.logger.warn({ err: String(emitError) }, "recording model.failed failed"));
 }
 
 /**

@@ -7,7 +7,7 @@ import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
 import { isAssemblyLineError } from "@assemblyline-agents/core";
 import { FileStateAdapter } from "@assemblyline-agents/local";
 import { InMemoryStateAdapter, OpenEveRuntime, buildAgent, loadRuntimeBundle, noopLogger, type RuntimeBundle } from "@assemblyline-agents/runtime";
-import { codexAgentHarness } from "../src/index.js";
+import { CODEX_REQUEST_MAX_RETRIES, CODEX_STREAM_MAX_RETRIES, codexAgentHarness } from "../src/index.js";
 import { ResponsesServer } from "../src/testkit/index.js";
 import { NOTES_AGENT, agentFolder, codexHome, codexRuns, removeAll } from "./support.js";
 
@@ -194,6 +194,49 @@ describe.skipIf(!binary.ok)(`the openai-codex route on the real app-server (${bi
       await runtime.close();
     }
   });
+
+  it("fails a cancelled run with the cancellation's reason, recording the model call it cut short", async () => {
+    await startModel();
+    server.reply({ hang: true });
+    const state = new InMemoryStateAdapter();
+    const runtime = runtimeWith(state, { ...process.env, CODEX_HOME: home });
+    const controller = new AbortController();
+    try {
+      const pending = runtime.run({ message: "What do I need to buy?", signal: controller.signal });
+      await waitUntil(() => server.requests.length === 1, "the model call");
+      controller.abort(new Error("the user cancelled the run"));
+      const result = await pending;
+
+      expect(result.status).toBe("failed");
+      expect(result.error?.message).toBe("the user cancelled the run");
+      const failed = (await runtime.listEvents(result.runId)).filter((event) => event.type === "model.failed");
+      expect(failed.map((event) => [event.data.key, event.data.error])).toEqual([["model:1", "the user cancelled the run"]]);
+    } finally {
+      await runtime.close();
+    }
+  });
+
+  it("fails on a provider that stays down after a bounded number of requests, with a fix for its status and neither the key nor the URL", async () => {
+    await startModel();
+    server.reply({ error: { status: 503, message: `overloaded (key ${API_KEY})` } });
+    const runtime = runtimeWith(new InMemoryStateAdapter(), { ...process.env, CODEX_HOME: home });
+    try {
+      const result = await runtime.run({ message: "What do I need to buy?" });
+
+      expect(result.status).toBe("failed");
+      expect(result.error?.code).toBe("AL_ERR_MODEL_PROVIDER");
+      const message = result.error?.message ?? "";
+      expect(message).toContain("503");
+      expect(message).toContain("rate limiting");
+      expect(message).not.toContain("Check the model name");
+      expect(message).not.toContain(API_KEY);
+      expect(message).not.toContain(server.baseUrl.replace(/\/v1$/, ""));
+      // Codex's HTTP retries for each of its stream retries, as bounded by the route (30 requests at Codex's defaults).
+      expect(server.requests).toHaveLength((CODEX_REQUEST_MAX_RETRIES + 1) * (CODEX_STREAM_MAX_RETRIES + 1));
+    } finally {
+      await runtime.close();
+    }
+  }, 60_000);
 
   it("fails a run without a Codex login session, naming the command that fixes it, before any model call", async () => {
     server = await new ResponsesServer(API_KEY).start();

@@ -2,7 +2,12 @@ import { createServer, type Server } from "node:http";
 import type { AddressInfo } from "node:net";
 
 /** One scripted model response: text, or function calls. */
-export type ScriptedResponse = { text: string } | { toolCalls: Array<{ callId: string; name: string; arguments: unknown }> } | { hang: true };
+export type ScriptedResponse =
+  | { text: string }
+  | { toolCalls: Array<{ callId: string; name: string; arguments: unknown }> }
+  | { hang: true }
+  /** An HTTP error in the API's shape (`{ error: { message, type, ... } }`); the last one answers every later request. */
+  | { error: { status: number; message: string } };
 
 /**
  * A local server speaking the OpenAI Responses API the way the Codex CLI calls
@@ -39,9 +44,15 @@ export class ResponsesServer {
         }
         const body = JSON.parse(Buffer.concat(chunks).toString("utf8")) as ResponsesServer["requests"][number]["body"];
         this.requests.push({ headers: req.headers, body });
-        const next = this.script.shift();
+        // An error scripted last keeps answering: a provider that stays down, whatever the client retries.
+        const next = this.script.length === 1 && "error" in this.script[0]! ? this.script[0] : this.script.shift();
         if (!next) {
           res.writeHead(500, { "content-type": "application/json" }).end(JSON.stringify({ error: { message: "the script has no response left", type: "server_error" } }));
+          return;
+        }
+        if ("error" in next) {
+          const { status, message } = next.error;
+          res.writeHead(status, { "content-type": "application/json" }).end(JSON.stringify({ error: { message, type: status >= 500 ? "server_error" : "invalid_request_error", param: null, code: null } }));
           return;
         }
         res.writeHead(200, { "content-type": "text/event-stream", "cache-control": "no-cache" });
