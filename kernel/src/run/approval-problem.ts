@@ -13,6 +13,10 @@ export function approvalProblem(definition: Pick<ToolDefinition, "needsApproval"
   if (isApprovalPolicy(gate) && !isSideEffect(gate.sideEffect)) return `needsApproval's sideEffect is ${describe(gate.sideEffect)}; it must be "none", "idempotent" or "external"`;
   const sideEffect: unknown = definition.sideEffect;
   if (sideEffect !== undefined && !isSideEffect(sideEffect)) return `sideEffect is ${describe(sideEffect)}; it must be "none", "idempotent" or "external"`;
+  // The approval records the gate's class, tool_describe and audits the tool's: one tool, one class.
+  if (isApprovalPolicy(gate) && sideEffect !== undefined && gate.sideEffect !== sideEffect) {
+    return `sideEffect is "${String(sideEffect)}" but needsApproval's approvalRequired records "${gate.sideEffect}" (its default when left out is "external"); write approvalRequired("why", "${String(sideEffect)}"), or leave sideEffect out`;
+  }
   return null;
 }
 
