@@ -67,6 +67,22 @@ export interface ChannelRequest {
   rawBody: Uint8Array;
 }
 
+/** How to download one attachment (`ChannelModule.resolveAttachment`). */
+export interface ChannelAttachmentDownload {
+  url: string;
+  /** Sent to `url`'s origin only, never to a redirect target elsewhere. */
+  headers?: Record<string, string>;
+  /** The stored file's name, when the attachment has none or a worse one. */
+  filename?: string;
+  /**
+   * The hosts this download may reach, redirects included (exact names, or "*.example.com"
+   * for subdomains): a hop to any other host is refused, and the attachment is not stored.
+   * It narrows the host's own allowlist, never widens it (a private or loopback address stays
+   * reachable only through a host the operator listed). Omitted: any host the host allows.
+   */
+  allowedHosts?: string[];
+}
+
 /** One attempt at delivering a run's reply (`ChannelModule.deliver`). */
 export interface ChannelDelivery {
   /** The same for every attempt at this reply, in any process: a key for the provider's idempotency, or for the channel's own record of what it sent. */
@@ -141,10 +157,7 @@ export interface ChannelModule {
    */
   deliverFailure?(failure: ChannelFailureDelivery): Promise<void>;
   /** Turn an attachment into a download request; undefined for a plain URL download. */
-  resolveAttachment?(
-    attachment: ChannelAttachment,
-    ctx: { conversationId: string },
-  ): { url: string; headers?: Record<string, string>; filename?: string } | undefined | Promise<{ url: string; headers?: Record<string, string>; filename?: string } | undefined>;
+  resolveAttachment?(attachment: ChannelAttachment, ctx: { conversationId: string }): ChannelAttachmentDownload | undefined | Promise<ChannelAttachmentDownload | undefined>;
 }
 
 export type ChannelDefinition = ChannelConfig & Branded<"assembly-line.channel">;

@@ -126,6 +126,20 @@ describe("outbound address guard", () => {
     expect(await refusal(guarded("file:///etc/passwd"))).toBe("AL_ERR_OUTBOUND_HOST_REFUSED");
   });
 
+  it("with withinHosts refuses a redirect to a host outside it that allowedHosts admits, and grants no host a special address", async () => {
+    const guarded = createGuardedFetch({ resolve: resolver, allowedHosts: ["redirector.test", "internal.test"], withinHosts: ["redirector.test", "*.cdn.test"] });
+    const before = internal.requests.length;
+    const url = `http://redirector.test:${redirector.port}/?to=${encodeURIComponent(`http://internal.test:${internal.port}/`)}`;
+    const error = await guarded(url).catch((caught: unknown) => caught);
+    expect(isAssemblyLineError(error, "AL_ERR_OUTBOUND_HOST_REFUSED") && error.details).toEqual({ host: "internal.test", list: "withinHosts" });
+    expect(internal.requests.length).toBe(before);
+    expect(await refusal(guarded(`http://internal.test:${internal.port}/`))).toBe("AL_ERR_OUTBOUND_HOST_REFUSED");
+    // Listed only in withinHosts, a host resolving to loopback stays refused.
+    expect(await refusal(guarded(`http://media.cdn.test:${canary.port}/`))).toBe("AL_ERR_OUTBOUND_ADDRESS_REFUSED");
+    expect(canary.requests.length).toBe(0);
+    expect(() => createGuardedFetch({ withinHosts: "cdn.test" as never })).toThrow(/AL_ERR_OUTBOUND_POLICY/);
+  });
+
   it("sends the caller's headers only to the first origin, and caps redirects", async () => {
     const guarded = createGuardedFetch({ resolve: resolver, allowedHosts: ["redirector.test", "internal.test"], maxRedirects: 1 });
     const hop = `http://redirector.test:${redirector.port}/?to=${encodeURIComponent(`http://internal.test:${internal.port}/`)}`;

@@ -5,7 +5,7 @@ const REDIRECT_STATUSES = new Set([301, 302, 303, 307, 308]);
 
 /**
  * A `fetch` that only reaches what `policy` allows: http(s) URLs, hosts the
- * policy admits, and public addresses (special ones only through hosts listed by
+ * policy admits (`allowedHosts` with `onlyAllowedHosts`, and `withinHosts`), and public addresses (special ones only through hosts listed by
  * name), checked on the connected address. Redirects are followed here, hop by
  * hop, each re-checked; the caller's headers go only to the first URL's origin.
  * Refusals reject with AL_ERR_OUTBOUND_ADDRESS_REFUSED, AL_ERR_OUTBOUND_HOST_REFUSED
@@ -71,7 +71,16 @@ function checkUrl(rules: OutboundHostRules, text: string): URL {
     throw new AssemblyLineError("AL_ERR_OUTBOUND_HOST_REFUSED", `${url.protocol} URLs are not fetched`, { fix: "Use an http(s) URL." });
   }
   if (!rules.allows(url.hostname)) {
-    throw new AssemblyLineError("AL_ERR_OUTBOUND_HOST_REFUSED", `host ${url.hostname} is not in the policy's allowedHosts`, { fix: `Add ${url.hostname} to allowedHosts if requests should reach it.` });
+    throw new AssemblyLineError("AL_ERR_OUTBOUND_HOST_REFUSED", `host ${url.hostname} is not in the policy's allowedHosts`, {
+      fix: `Add ${url.hostname} to allowedHosts if requests should reach it.`,
+      details: { host: url.hostname, list: "allowedHosts" },
+    });
+  }
+  if (!rules.isWithin(url.hostname)) {
+    throw new AssemblyLineError("AL_ERR_OUTBOUND_HOST_REFUSED", `host ${url.hostname} is not in the policy's withinHosts`, {
+      fix: `Add ${url.hostname} to withinHosts if requests should reach it.`,
+      details: { host: url.hostname, list: "withinHosts" },
+    });
   }
   return url;
 }

@@ -18,6 +18,12 @@ export interface OutboundPolicy {
   allowedHosts?: readonly string[];
   /** Refuse every host that `allowedHosts` does not match (with an empty list: every host). Default false. */
   onlyAllowedHosts?: boolean;
+  /**
+   * A further list every hop's host must match (exact, or "*.example.com" for subdomains),
+   * whatever `allowedHosts` admits: it only narrows, so a host listed here alone reaches no
+   * special address. E.g. the hosts a channel says its attachment downloads come from.
+   */
+  withinHosts?: readonly string[];
   /** Redirects followed before AL_ERR_OUTBOUND_REDIRECT. Default 3; 0 follows none. */
   maxRedirects?: number;
   /** Resolve host names; default `dns.lookup`. The guard checks whatever it returns. */
@@ -28,31 +34,51 @@ export const DEFAULT_MAX_REDIRECTS = 3;
 
 /** The policy's host rules, normalised once: lower case, no IPv6 brackets. */
 export class OutboundHostRules {
-  private readonly exact: ReadonlySet<string>;
-  private readonly suffixes: readonly string[];
+  private readonly allowed: HostList;
+  private readonly within: HostList | undefined;
 
   constructor(private readonly policy: OutboundPolicy) {
-    const hosts = (policy.allowedHosts ?? []).map((host) => {
-      if (typeof host !== "string" || host.trim() === "") {
-        throw new AssemblyLineError("AL_ERR_OUTBOUND_POLICY", `allowedHosts holds ${JSON.stringify(host)}, not a host name`, { fix: 'List host names such as "files.example.com" or "*.example.com".' });
-      }
-      return normaliseHost(host);
-    });
-    this.exact = new Set(hosts.filter((host) => !host.startsWith("*.")));
-    this.suffixes = hosts.filter((host) => host.startsWith("*.")).map((host) => host.slice(1));
+    this.allowed = hostList(policy.allowedHosts ?? [], "allowedHosts");
+    this.within = policy.withinHosts === undefined ? undefined : hostList(policy.withinHosts, "withinHosts");
   }
 
-  /** Listed by exact name: may reach special addresses. */
+  /** Listed by exact name in allowedHosts: may reach special addresses. */
   mayReachSpecial(hostname: string): boolean {
-    return this.exact.has(normaliseHost(hostname));
+    return this.allowed.exact.has(normaliseHost(hostname));
   }
 
   /** Allowed by the policy's host list (always true without onlyAllowedHosts). */
   allows(hostname: string): boolean {
-    if (!this.policy.onlyAllowedHosts) return true;
-    const host = normaliseHost(hostname);
-    return this.exact.has(host) || this.suffixes.some((suffix) => host.endsWith(suffix));
+    return !this.policy.onlyAllowedHosts || matches(this.allowed, hostname);
   }
+
+  /** Matched by withinHosts (always true without it). */
+  isWithin(hostname: string): boolean {
+    return this.within === undefined || matches(this.within, hostname);
+  }
+}
+
+interface HostList {
+  exact: ReadonlySet<string>;
+  suffixes: readonly string[];
+}
+
+function hostList(hosts: readonly string[], option: string): HostList {
+  if (!Array.isArray(hosts)) {
+    throw new AssemblyLineError("AL_ERR_OUTBOUND_POLICY", `${option} is ${JSON.stringify(hosts)}, not a list of host names`, { fix: 'List host names such as ["files.example.com", "*.example.com"].' });
+  }
+  const normalised = hosts.map((host: unknown) => {
+    if (typeof host !== "string" || host.trim() === "") {
+      throw new AssemblyLineError("AL_ERR_OUTBOUND_POLICY", `${option} holds ${JSON.stringify(host)}, not a host name`, { fix: 'List host names such as "files.example.com" or "*.example.com".' });
+    }
+    return normaliseHost(host);
+  });
+  return { exact: new Set(normalised.filter((host) => !host.startsWith("*."))), suffixes: normalised.filter((host) => host.startsWith("*.")).map((host) => host.slice(1)) };
+}
+
+function matches(list: HostList, hostname: string): boolean {
+  const host = normaliseHost(hostname);
+  return list.exact.has(host) || list.suffixes.some((suffix) => host.endsWith(suffix));
 }
 
 export function normaliseHost(host: string): string {

@@ -1,12 +1,14 @@
-import { AssemblyLineError, type ChannelAttachment } from "@assemblyline-agents/core";
+import { AssemblyLineError, type ChannelAttachment, type ChannelAttachmentDownload } from "@assemblyline-agents/core";
 import type { ResolvedDiscordOptions } from "./options.js";
 
 /**
  * Discord serves attachments from its CDN at signed URLs that need no
- * credentials; this only makes sure a turn's attachment points there (exact
- * host match against `attachmentHosts`), so a download never goes elsewhere.
+ * credentials. A turn's attachment must point there (exact host match against
+ * `attachmentHosts`), and the download carries the same list as its
+ * `allowedHosts`, which the host applies to every redirect: a CDN answer
+ * redirecting elsewhere is refused, not followed.
  */
-export function resolveDiscordAttachment(attachment: ChannelAttachment, options: ResolvedDiscordOptions): { url: string; filename?: string } {
+export function resolveDiscordAttachment(attachment: ChannelAttachment, options: ResolvedDiscordOptions): ChannelAttachmentDownload {
   let url: URL;
   try {
     url = new URL(attachment.url ?? "");
@@ -18,5 +20,5 @@ export function resolveDiscordAttachment(attachment: ChannelAttachment, options:
       fix: `Only ${options.attachmentHosts.join(", ")} are downloaded; list another host in defineDiscordChannel({ attachmentHosts }).`,
     });
   }
-  return { url: url.toString(), ...(attachment.filename ? { filename: attachment.filename } : {}) };
+  return { url: url.toString(), allowedHosts: [...options.attachmentHosts], ...(attachment.filename ? { filename: attachment.filename } : {}) };
 }

@@ -16,7 +16,7 @@ export interface DiscordChannelOptions {
   publicKeyEnv?: string;
   /** Discord's API base; env DISCORD_API_BASE_URL, else https://discord.com/api. */
   apiBaseUrl?: string;
-  /** Hosts attachment downloads may come from. Default Discord's CDN hosts. */
+  /** Hosts attachment downloads may come from, and reach through redirects (any other is refused). Default Discord's CDN hosts. */
   attachmentHosts?: string[];
   /** Largest |now - X-Signature-Timestamp| accepted, in seconds. Default 300. */
   maxTimestampSkewSeconds?: number;

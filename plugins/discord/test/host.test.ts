@@ -1,3 +1,5 @@
+import { createServer, type IncomingMessage, type ServerResponse } from "node:http";
+import type { AddressInfo } from "node:net";
 import { join } from "node:path";
 import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
@@ -248,6 +250,25 @@ describe("the Discord channel on the Node host", () => {
     expect(record?.size).toBe(17);
   });
 
+  it("refuses an attachment whose CDN answer redirects to a host attachmentHosts does not list, fetching nothing there", async () => {
+    const blobDir = mkdtempSync(join(tmpdir(), "al-discord-blobs-"));
+    dirs.push(blobDir);
+    const elsewhere = await listen((_request, response) => response.writeHead(200, { "content-type": "text/plain" }).end("not from Discord"));
+    // On 127.0.0.1, the fixture's attachmentHosts; its redirect names localhost, which only the host's own allowlist admits.
+    const cdn = await listen((_request, response) => response.writeHead(302, { location: `http://localhost:${elsewhere.port}/payload` }).end());
+    const host = await startHost({ turns: [{ text: "got the file" }] }, { blob: new LocalBlobStore({ directory: blobDir }), attachments: { allowedHosts: ["127.0.0.1", "localhost"] } });
+    const url = `http://127.0.0.1:${cdn.port}/attachments/1200000000000000002/a.txt`;
+    const { body } = interaction("read this", { attachment: { id: "1200000000000000002", filename: "a.txt", url, contentType: "text/plain", size: 16 } });
+    expect((await post(host, body, signDiscordBody(body, keys.privateKey))).status).toBe(200);
+    await waitFor(() => host.logger.events("delivery.completed").length === 1, "the run and its delivery");
+    const [run] = (await host.runtime.state.runs.listRuns()).runs;
+    const events = (await host.runtime.state.runs.listEvents(run!.id)).filter((event) => event.type.startsWith("attachment."));
+    expect(events).toMatchObject([{ type: "attachment.failed", data: { attachmentId: "1200000000000000002", code: "AL_ERR_ATTACHMENT_REFUSED" } }]);
+    expect(String(events[0]!.data.error)).toMatch(/host localhost is not in the policy's withinHosts/);
+    expect(cdn.requests).toBe(1);
+    expect(elsewhere.requests).toBe(0);
+  });
+
   it("refuses to boot in production without DISCORD_PUBLIC_KEY (requiredSecretEnv)", async () => {
     delete process.env.DISCORD_PUBLIC_KEY;
     onTestFinished(() => {
@@ -297,3 +318,22 @@ describe("the Discord channel on the Node host", () => {
     expect(String(failure)).not.toMatch(/channels\/discord\.ts/);
   });
 });
+
+/** A local server counting its requests; closed after the test. */
+async function listen(handler: (request: IncomingMessage, response: ServerResponse) => void): Promise<{ port: number; requests: number }> {
+  const server = createServer((request, response) => {
+    listening.requests += 1;
+    handler(request, response);
+  });
+  const listening = { port: 0, requests: 0 };
+  await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve));
+  listening.port = (server.address() as AddressInfo).port;
+  onTestFinished(
+    () =>
+      new Promise<void>((resolve) => {
+        server.closeAllConnections();
+        server.close(() => resolve());
+      }),
+  );
+  return listening;
+}

@@ -19,12 +19,25 @@ export function resolveAttachment(attachment) {
 }
 `;
 
+// A provider whose downloads must stay on the hosts it names, redirects included.
+const RESTRICTED_CHANNEL = `import { defineChannel } from "@assemblyline-agents/core";
+export default defineChannel({ transport: "http", route: "/restricted-provider", methods: ["POST"] });
+export function normalizeHttp(request) {
+  const body = request.body;
+  return { eventId: body.id, conversationId: body.conversation, message: body.text, attachments: body.attachments };
+}
+export function resolveAttachment(attachment) {
+  return { url: attachment.url, allowedHosts: attachment.id === "unreadable" ? "127.0.0.1" : ["127.0.0.1"] };
+}
+`;
+
 let bundle: RuntimeBundle;
 beforeAll(async () => {
   const agentDir = join(tempDir("al-channel-agent-"), "agent");
   mkdirSync(join(agentDir, "channels"), { recursive: true });
   writeFileSync(join(agentDir, "agent.ts"), `import { defineAgent } from "@assemblyline-agents/core";\nexport default defineAgent({ model: "test/model", instructions: "Test." });\n`);
   writeFileSync(join(agentDir, "channels", "files.ts"), FILES_CHANNEL);
+  writeFileSync(join(agentDir, "channels", "restricted.ts"), RESTRICTED_CHANNEL);
   bundle = await loadRuntimeBundle((await buildAgent(agentDir)).artifactRoot);
 });
 
@@ -66,5 +79,35 @@ describe("channel attachments", () => {
     expect(provider.requests.map((request) => request.path)).toEqual(["/files/F123"]);
     expect((await host.runtime.listEvents(reply.body.runId)).filter((event) => event.type.startsWith("attachment.")).map((event) => event.data.attachmentId)).toEqual(["F123"]);
     expect(host.logger.events("channel.metadata_reserved")).toMatchObject([{ fields: { channel: "files", keys: ["eventId", "user", "attachments"] } }]);
+  });
+
+  it("refuses a download that a redirect takes off the hosts its channel's resolveAttachment allows, though the host's allowlist admits it", async () => {
+    const elsewhere = await captureServer(() => ({ status: 200, body: "off the channel's hosts" }));
+    const provider = await captureServer(({ path }) =>
+      path === "/redirect" ? { status: 302, headers: { location: `http://localhost:${new URL(elsewhere.url).port}/payload` } } : { status: 200, body: "on the channel's host", headers: { "content-type": "text/plain" } },
+    );
+    const host = await startHost(bundle, { blob: new LocalBlobStore({ directory: join(tempDir(), "blobs") }), attachments: { allowedHosts: ["127.0.0.1", "localhost"] } });
+    const reply = await call(`${host.url}/restricted-provider?wait=10`, {
+      body: {
+        id: "evt-restricted-1",
+        conversation: "c-restricted",
+        text: "echo: see attached",
+        attachments: [
+          { id: "moved", url: `${provider.url}/redirect` },
+          { id: "direct", url: `${provider.url}/direct` },
+          { id: "unreadable", url: `${provider.url}/direct` },
+        ],
+      },
+    });
+    expect(reply.body.status).toBe("completed");
+    const events = (await host.runtime.listEvents(reply.body.runId)).filter((event) => event.type.startsWith("attachment."));
+    expect(events).toMatchObject([
+      { type: "attachment.failed", data: { attachmentId: "moved", code: "AL_ERR_ATTACHMENT_REFUSED" } },
+      { type: "attachment.stored", data: { attachmentId: "direct" } },
+      // A list the host cannot read fails closed rather than downloading without it.
+      { type: "attachment.failed", data: { attachmentId: "unreadable", code: "AL_ERR_ATTACHMENT_REFUSED" } },
+    ]);
+    expect(String(events[0]!.data.error)).toMatch(/host localhost is not in the policy's withinHosts/);
+    expect(elsewhere.requests).toEqual([]);
   });
 });

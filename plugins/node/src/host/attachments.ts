@@ -9,6 +9,7 @@ import {
   type FileIndexStore,
   type FileRecord,
   type JsonValue,
+  type OutboundPolicy,
   type RunRecord,
   type RunStore,
   type RuntimeLogger,
@@ -36,7 +37,12 @@ interface DownloadRequest {
   url: string;
   headers: Record<string, string>;
   filename?: string;
+  /** The only hosts the channel lets this download reach, redirects included. */
+  withinHosts?: string[];
 }
+
+/** Guarded fetches kept per channel host list (each holds its own connection pool); the oldest goes past this. */
+const MAX_NARROWED_FETCHES = 32;
 
 /**
  * Downloads a turn's attachments before its run starts, through the module of
@@ -50,6 +56,7 @@ export class AttachmentIngest {
   private readonly timeoutMs: number;
   private readonly allowedHosts: string[] | undefined;
   private readonly fetch: typeof fetch;
+  private readonly narrowed = new Map<string, typeof fetch>();
 
   constructor(
     private readonly parts: {
@@ -64,7 +71,24 @@ export class AttachmentIngest {
     this.maxBytes = options.maxBytes ?? DEFAULT_MAX_BYTES;
     this.timeoutMs = options.timeoutMs ?? 30_000;
     this.allowedHosts = options.allowedHosts?.map((host) => host.toLowerCase());
-    this.fetch = createGuardedFetch({ allowedHosts: this.allowedHosts, onlyAllowedHosts: this.allowedHosts !== undefined, maxRedirects: 3 });
+    this.fetch = createGuardedFetch(this.policy());
+  }
+
+  private policy(withinHosts?: string[]): OutboundPolicy {
+    return { allowedHosts: this.allowedHosts, onlyAllowedHosts: this.allowedHosts !== undefined, maxRedirects: 3, ...(withinHosts ? { withinHosts } : {}) };
+  }
+
+  /** The host's guarded fetch, narrowed to the hosts a channel lets one download reach (checked on every hop). */
+  private fetchFor(withinHosts: string[] | undefined): typeof fetch {
+    if (withinHosts === undefined) return this.fetch;
+    const key = JSON.stringify([...withinHosts].sort());
+    let narrowed = this.narrowed.get(key);
+    if (!narrowed) {
+      narrowed = createGuardedFetch(this.policy(withinHosts));
+      if (this.narrowed.size >= MAX_NARROWED_FETCHES) this.narrowed.delete(this.narrowed.keys().next().value!);
+      this.narrowed.set(key, narrowed);
+    }
+    return narrowed;
   }
 
   /** Store every attachment of a queued run that is not stored yet. */
@@ -104,12 +128,24 @@ export class AttachmentIngest {
         fix: "Give the attachment a url, or export resolveAttachment from the channel module.",
       });
     }
-    return { url, headers: resolved?.headers ?? {}, ...(typeof resolved?.filename === "string" && resolved.filename !== "" ? { filename: resolved.filename } : {}) };
+    const withinHosts = resolved?.allowedHosts;
+    // Fail closed: a list the guard cannot read must not turn into no restriction.
+    if (withinHosts !== undefined && (!Array.isArray(withinHosts) || withinHosts.some((host) => typeof host !== "string" || host.trim() === ""))) {
+      throw new AssemblyLineError("AL_ERR_ATTACHMENT_REFUSED", `attachment ${attachment.id}: channel ${channel}'s resolveAttachment returned allowedHosts ${JSON.stringify(withinHosts)}, not a list of host names`, {
+        fix: 'Return allowedHosts as host names, e.g. ["cdn.example.com", "*.example.com"], or leave it out.',
+      });
+    }
+    return {
+      url,
+      headers: resolved?.headers ?? {},
+      ...(typeof resolved?.filename === "string" && resolved.filename !== "" ? { filename: resolved.filename } : {}),
+      ...(withinHosts ? { withinHosts: withinHosts.map((host) => host.toLowerCase()) } : {}),
+    };
   }
 
   /** Download one attachment as `request` says and store it at `path`. */
   private async store(attachment: ChannelAttachment, request: DownloadRequest, ctx: { runId: string | null; path: string }): Promise<FileRecord> {
-    const { body, contentType } = await this.download(request.url, request.headers, attachment.id);
+    const { body, contentType } = await this.download(request, attachment.id);
     const blobKey = ctx.path.replace(/^\/files\//, "");
     const type = attachment.contentType ?? contentType ?? "application/octet-stream";
     await this.parts.blob!.put(blobKey, body, { contentType: type });
@@ -126,12 +162,13 @@ export class AttachmentIngest {
     return record;
   }
 
-  private async download(start: string, headers: Record<string, string>, id: string): Promise<{ body: Uint8Array; contentType: string | undefined }> {
-    const url = this.checkUrl(start, id);
+  private async download(request: DownloadRequest, id: string): Promise<{ body: Uint8Array; contentType: string | undefined }> {
+    const url = this.checkUrl(request.url, id);
     let response: Response;
     try {
-      // The guard checks the address each hop really connects to and drops the channel's headers on a hop to another origin.
-      response = await this.fetch(url, { headers, signal: AbortSignal.timeout(this.timeoutMs) });
+      // The guard checks each hop's host (the channel's hosts too) and the address it really connects to,
+      // and drops the channel's headers on a hop to another origin.
+      response = await this.fetchFor(request.withinHosts)(url, { headers: request.headers, signal: AbortSignal.timeout(this.timeoutMs) });
     } catch (error) {
       throw attachmentError(error, id, url);
     }
@@ -191,8 +228,15 @@ export class AttachmentIngest {
 function attachmentError(error: unknown, id: string, url: URL): AssemblyLineError {
   if (isAssemblyLineError(error) && error.code.startsWith("AL_ERR_OUTBOUND_")) {
     const code = error.code === "AL_ERR_OUTBOUND_REDIRECT" ? "AL_ERR_ATTACHMENT_DOWNLOAD" : "AL_ERR_ATTACHMENT_REFUSED";
+    const channelHosts = error.details?.list === "withinHosts";
+    const fix =
+      code === "AL_ERR_ATTACHMENT_DOWNLOAD"
+        ? "Resolve the attachment to its final URL."
+        : channelHosts
+          ? "The channel's resolveAttachment limits this download to its allowedHosts: list the host there (for a provider helper, in its options) if the provider really serves files from it."
+          : `List the host by exact name in listenNodeRuntime({ attachments: { allowedHosts } }) if the channel really downloads from an internal host.`;
     return new AssemblyLineError(code, `attachment ${id}: ${error.message.split("\n")[0]}`, {
-      fix: code === "AL_ERR_ATTACHMENT_REFUSED" ? `List the host by exact name in listenNodeRuntime({ attachments: { allowedHosts } }) if the channel really downloads from an internal host.` : "Resolve the attachment to its final URL.",
+      fix,
       details: { reason: error.code, ...error.details },
     });
   }
