@@ -10,7 +10,7 @@ export { loadRuntimeBundle, type LoadRuntimeBundleOptions, type RuntimeBundle, t
 export type { AgentManifest, ToolManifestEntry, HookManifestEntry, SourceRef, ContextManifest, GatewayManifest, InstrumentationManifest } from "./compiler/manifest.js";
 export { createKernelHooks, STAGE, type KernelHooks, type SlotContext, type HarnessRequest, type EventContext } from "./hooks.js";
 export { scriptedHarness, loadModelScript, parseModelScript, SCRIPTED_PREFIX, type ModelScript, type ScriptedTurn } from "./harness/scripted.js";
-export { createRuntimeLogger } from "./logger.js";
+export { createRuntimeLogger, readLogLevel, type LogLevel } from "./logger.js";
 export { approvalIdFor } from "./run/tool-pipeline.js";
 export { idempotencyKeyFor } from "./run/tool-context.js";
 export { ToolTable, type ToolTableEntry, type ToolTableInput } from "./run/tool-table.js";

@@ -1,25 +1,36 @@
 import { createRequire } from "node:module";
 import type pino from "pino";
-import type { RuntimeLogger } from "@assemblyline-agents/core";
+import { AssemblyLineError, type RuntimeLogger } from "@assemblyline-agents/core";
 
 const LEVELS = ["debug", "info", "warn", "error"] as const;
+export type LogLevel = (typeof LEVELS)[number];
+
+/**
+ * ASSEMBLY_LINE_LOG_LEVEL's value as every logger of the runtime and its hosts reads
+ * it, so the JSON and the readable logs agree: trimmed, empty (or unset) for info,
+ * as the OTEL_EXPORTER_OTLP_* variables take theirs; anything but a level is refused.
+ */
+export function readLogLevel(value: string | undefined): LogLevel {
+  const level = value?.trim() ?? "";
+  if (level === "") return "info";
+  if ((LEVELS as readonly string[]).includes(level)) return level as LogLevel;
+  throw new AssemblyLineError("AL_ERR_HOST_CONFIG", `ASSEMBLY_LINE_LOG_LEVEL=${level} is not one of ${LEVELS.join(", ")}`, {
+    fix: "Set ASSEMBLY_LINE_LOG_LEVEL to debug, info, warn or error, or unset it (or leave it empty) for info.",
+  });
+}
 
 /**
  * Structured JSON logs (level, time, msg, fields) on stderr, so stdout stays
  * free for a command's own output. Level from options.level, else
- * ASSEMBLY_LINE_LOG_LEVEL (options.env's, then the process's), default info; an
- * empty variable counts as unset, as the OTEL_EXPORTER_OTLP_* variables do.
- * A level that is not one of LEVELS is refused as a TypeError naming where it
- * came from, as the runtime's other option and variable checks are.
+ * ASSEMBLY_LINE_LOG_LEVEL (options.env's, then the process's; see readLogLevel).
+ * A level option that is not one of LEVELS is a TypeError, as the runtime's other
+ * option checks are; a bad variable is AL_ERR_HOST_CONFIG, which hosts report as a fix.
  */
 export function createRuntimeLogger(options: { level?: string; env?: Record<string, string | undefined> } = {}): RuntimeLogger {
-  const variable = nonEmpty(options.env?.ASSEMBLY_LINE_LOG_LEVEL) ?? nonEmpty(process.env.ASSEMBLY_LINE_LOG_LEVEL);
-  const level = options.level ?? variable ?? "info";
-  if (!(LEVELS as readonly string[]).includes(level)) {
-    const source = options.level !== undefined ? `createRuntimeLogger's level option is ${JSON.stringify(level)}` : `ASSEMBLY_LINE_LOG_LEVEL=${level}`;
-    const fix = options.level !== undefined ? `pass level: "info" (or leave it out to follow ASSEMBLY_LINE_LOG_LEVEL)` : "set ASSEMBLY_LINE_LOG_LEVEL to one of them, or unset it (or leave it empty) for info";
-    throw new TypeError(`${source}, not one of ${LEVELS.join(", ")}; ${fix}`);
+  if (options.level !== undefined && !(LEVELS as readonly string[]).includes(options.level)) {
+    throw new TypeError(`createRuntimeLogger's level option is ${JSON.stringify(options.level)}, not one of ${LEVELS.join(", ")}; pass level: "info" (or leave it out to follow ASSEMBLY_LINE_LOG_LEVEL)`);
   }
+  const level = options.level ?? readLogLevel(nonEmpty(options.env?.ASSEMBLY_LINE_LOG_LEVEL) ?? process.env.ASSEMBLY_LINE_LOG_LEVEL);
   // Required here, not imported: a runtime given its own logger (or none) never loads pino.
   const create = createRequire(import.meta.url)("pino") as typeof pino;
   const logger = create(

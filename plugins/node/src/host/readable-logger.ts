@@ -1,18 +1,16 @@
-import { AssemblyLineError, type RuntimeLogger } from "@assemblyline-agents/core";
+import type { RuntimeLogger } from "@assemblyline-agents/core";
+import { readLogLevel, type LogLevel } from "@assemblyline-agents/runtime";
 
-const LEVELS = ["debug", "info", "warn", "error"] as const;
-type Level = (typeof LEVELS)[number];
+const LEVELS: readonly LogLevel[] = ["debug", "info", "warn", "error"];
 
 /**
  * Dev-mode logs for a terminal: `12:03:04 INFO  turn accepted  channel=message runId=run_...`.
- * Same fields as the JSON logs, one line each, written through `write`.
+ * Same fields as the JSON logs, one line each, written through `write`. `level`
+ * defaults to ASSEMBLY_LINE_LOG_LEVEL, read as the JSON logger reads it (empty is info).
  */
-export function readableLogger(write: (line: string) => void, level: string = process.env.ASSEMBLY_LINE_LOG_LEVEL ?? "info"): RuntimeLogger {
-  if (!(LEVELS as readonly string[]).includes(level)) {
-    throw new AssemblyLineError("AL_ERR_HOST_CONFIG", `ASSEMBLY_LINE_LOG_LEVEL=${level} is not one of ${LEVELS.join(", ")}`, { fix: "Set it to debug, info, warn or error." });
-  }
-  const threshold = LEVELS.indexOf(level as Level);
-  const line = (at: Level) => (fields: Record<string, unknown>, msg?: string) => {
+export function readableLogger(write: (line: string) => void, level: string | undefined = process.env.ASSEMBLY_LINE_LOG_LEVEL): RuntimeLogger {
+  const threshold = LEVELS.indexOf(readLogLevel(level));
+  const line = (at: LogLevel) => (fields: Record<string, unknown>, msg?: string) => {
     if (LEVELS.indexOf(at) < threshold) return;
     const time = new Date().toISOString().slice(11, 19);
     const details = Object.entries(fields)
