@@ -83,7 +83,7 @@ describe("channel attachments", () => {
 
   it("refuses a download that a redirect takes off the hosts its channel's resolveAttachment allows, though the host's allowlist admits it", async () => {
     const elsewhere = await captureServer(() => ({ status: 200, body: "off the channel's hosts" }));
-    const provider = await captureServer(({ path }) =>
+    const provider = await captureServer(({ path }): { status: number; body?: string; headers: Record<string, string> } =>
       path === "/redirect" ? { status: 302, headers: { location: `http://localhost:${new URL(elsewhere.url).port}/payload` } } : { status: 200, body: "on the channel's host", headers: { "content-type": "text/plain" } },
     );
     const host = await startHost(bundle, { blob: new LocalBlobStore({ directory: join(tempDir(), "blobs") }), attachments: { allowedHosts: ["127.0.0.1", "localhost"] } });
