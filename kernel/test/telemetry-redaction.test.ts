@@ -16,4 +16,53 @@ describe("captured bodies under content and full", () => {
       expect(captured).toContain(`BASIC ${REDACTED}`);
     }
   });
+
+  const SECRET = "sk-SECRETSECRET123";
+
+  it("redacts the user name and password of a URL, and query parameters with secret-looking names", () => {
+    const captured = captureBody({ db: `postgres://app:${SECRET}@db:5432/app`, api: `https://api.example.com/v1?access_token=${SECRET}&page=2`, hook: `https://hooks.example.com/x?signature=abc&client_secret=${SECRET}#top` }, "content");
+    expect(captured).not.toContain(SECRET);
+    expect(JSON.parse(captured)).toEqual({
+      db: `postgres://${REDACTED}@db:5432/app`,
+      api: `https://api.example.com/v1?access_token=${REDACTED}&page=2`,
+      hook: `https://hooks.example.com/x?signature=abc&client_secret=${REDACTED}#top`,
+    });
+  });
+
+  it("redacts header lists by the header's name: name/value entries and [name, value] pairs", () => {
+    const captured = captureBody({ headers: [{ name: "Authorization", value: `Token ${SECRET}` }, { key: "X-Api-Key", value: SECRET }, { name: "accept", value: "json" }], pairs: [["x-api-key", SECRET], ["accept", "json"]] }, "full");
+    expect(captured).not.toContain(SECRET);
+    expect(JSON.parse(captured)).toEqual({
+      headers: [{ name: "Authorization", value: REDACTED }, { key: "X-Api-Key", value: REDACTED }, { name: "accept", value: "json" }],
+      pairs: [["x-api-key", REDACTED], ["accept", "json"]],
+    });
+  });
+
+  it("redacts NAME=value and name: value for secret-looking names in free text, JSON inside prose included", () => {
+    const text = [
+      `OPENAI_API_KEY=${SECRET}`,
+      `export DB_PASSWORD='${SECRET}'`,
+      `x-api-key: ${SECRET}`,
+      `Authorization: Token ${SECRET}`,
+      `response: {"api_key": "${SECRET}", "id": 7}`,
+      `{"secret": "${SECRET}"}`,
+      "ok",
+    ].join("\n");
+    const captured = captureBody(text, "content");
+    expect(captured).not.toContain(SECRET);
+    expect(captured.split("\n")).toEqual([
+      `OPENAI_API_KEY=${REDACTED}`,
+      `export DB_PASSWORD='${REDACTED}'`,
+      `x-api-key: ${REDACTED}`,
+      `Authorization: Token ${REDACTED}`,
+      `response: {"api_key": "${REDACTED}", "id": 7}`,
+      `{"secret": "${REDACTED}"}`,
+      "ok",
+    ]);
+  });
+
+  it("leaves text without secret-looking names as it is", () => {
+    const text = "Visit https://example.com/docs?page=2&lang=en, then set REGION=eu-west-1; the model said: fine.";
+    expect(captureBody(text, "content")).toBe(text);
+  });
 });

@@ -1,10 +1,25 @@
 import { CAPTURE_BODY_LIMITS, type CaptureContent, type JsonValue } from "@assemblyline-agents/core";
 import { headOf } from "../text-cut.js";
 
+/** Words that make a name secret-looking: a key, a header, a variable, a query parameter. */
+const SECRET_WORDS = "authorization|api[-_]?key|apikey|passw(?:or)?d|token|cookie|secret|credential|private[-_]?key";
 /** Keys whose values are withheld from every sink, whatever the capture mode. */
-const SECRET_KEY = /authorization|api[-_]?key|apikey|passw(or)?d|token|cookie|secret|credential|private[-_]?key/i;
+const SECRET_KEY = new RegExp(SECRET_WORDS, "i");
 /** Free-text credentials that carry no key: `Bearer abc...`, `Basic abc...`, in any case (HTTP schemes are case-insensitive: `bearer abc...`). */
 const SCHEME_CREDENTIAL = /\b(Bearer|Basic)\s+[A-Za-z0-9._~+/=-]{8,}/gi;
+/**
+ * A secret-looking name given a value in text: `OPENAI_API_KEY=sk-...`, `?access_token=...`,
+ * `x-api-key: ...`, `"password": "..."` (JSON inside prose, which does not parse as a whole).
+ * The value is a quoted string or runs to a space, quote or separator; an auth scheme before
+ * it (`Authorization: Token abc`) is kept and the credential after it withheld.
+ */
+const NAMED_SECRET = new RegExp(
+  // Bounded name parts, and a name that starts where a word does, keep this linear on long unbroken text (base64, minified code).
+  `(?<![\\w.-])([\\w.-]{0,64}(?:${SECRET_WORDS})[\\w.-]{0,64})(["']?\\s*[:=]\\s*)((?:bearer|basic|token|digest|bot|apikey|key)\\s+)?(?!\\[REDACTED\\])(?![{\\[])("(?:[^"\\\\\\n]|\\\\.)*"?|'(?:[^'\\\\\\n]|\\\\.)*'?|[^\\s"',;&#}\\]]+)`,
+  "gi",
+);
+/** The user name and password of a URL (`postgres://app:pw@db`, `https://token@host`). */
+const URL_USERINFO = /\b([a-z][a-z0-9+.-]{0,31}:\/\/)[^\s/?#@"'<>]+@/gi;
 export const REDACTED = "[REDACTED]";
 
 /** True when a mode lets message bodies and tool input/output reach sinks. */
@@ -47,13 +62,24 @@ function cutContents(value: unknown, limit: number): unknown {
 export function redact(value: unknown, depth = 0): unknown {
   if (depth > 32) return REDACTED;
   if (typeof value === "string") return redactString(value, depth);
-  if (Array.isArray(value)) return value.map((item) => redact(item, depth + 1));
+  if (Array.isArray(value)) {
+    // A header list's pair, `["x-api-key", "..."]`: the name says what the value is.
+    if (value.length === 2 && typeof value[0] === "string" && SECRET_KEY.test(value[0])) return [value[0], REDACTED];
+    return value.map((item) => redact(item, depth + 1));
+  }
   if (typeof value === "object" && value !== null) {
+    const named = secretNamed(value as Record<string, unknown>);
     const clean: Record<string, unknown> = {};
-    for (const [key, item] of Object.entries(value)) clean[key] = SECRET_KEY.test(key) ? REDACTED : redact(item, depth + 1);
+    for (const [key, item] of Object.entries(value)) clean[key] = SECRET_KEY.test(key) || (named && key === "value") ? REDACTED : redact(item, depth + 1);
     return clean;
   }
   return value;
+}
+
+/** `{ name: "Authorization", value: "..." }` (fetch's, HAR's and most SDKs' header entries): a value named secret by its sibling. */
+function secretNamed(entry: Record<string, unknown>): boolean {
+  if (!("value" in entry)) return false;
+  return ["name", "key", "header"].some((field) => typeof entry[field] === "string" && SECRET_KEY.test(entry[field]));
 }
 
 function redactString(text: string, depth: number): string {
@@ -65,7 +91,13 @@ function redactString(text: string, depth: number): string {
       // Not JSON after all: treated as free text below.
     }
   }
-  return text.replace(SCHEME_CREDENTIAL, (_match, scheme: string) => `${scheme} ${REDACTED}`);
+  return text
+    .replace(URL_USERINFO, (_match, scheme: string) => `${scheme}${REDACTED}@`)
+    .replace(NAMED_SECRET, (_match, name: string, separator: string, authScheme: string | undefined, secret: string) => {
+      const quote = secret.startsWith('"') || secret.startsWith("'") ? secret[0] : "";
+      return `${name}${separator}${authScheme ?? ""}${quote}${REDACTED}${quote}`;
+    })
+    .replace(SCHEME_CREDENTIAL, (_match, scheme: string) => `${scheme} ${REDACTED}`);
 }
 
 export function truncate(text: string, limit: number): string {
