@@ -100,6 +100,8 @@ export interface RuntimeOptions {
   env?: Record<string, string | undefined>;
   /** Streamed text as engines produce it (not durable). */
   onTextDelta?(runId: string, delta: string): void;
+  /** The text streamed so far for the run's reply is void: the engine asks again (its provider failed part way) and the reply streams from its start. */
+  onTextRestart?(runId: string): void;
   /**
    * Whether a run that came from `channel` owes it its reply through the delivery
    * outbox: a delivery row, written with `run.completed`, that a host sends with the
@@ -293,6 +295,7 @@ export class OpenEveRuntime {
       selectHarness: (modelSpec, runId) => this.selectHarness(modelSpec, runId),
       services: (run, resumed) => this.servicesFor(run, resumed, { manifest, profiles, journal, drive: (childRunId) => driver.drive(childRunId) }),
       textDelta: (runId, delta) => this.options.onTextDelta?.(runId, delta),
+      textRestart: (runId) => this.options.onTextRestart?.(runId),
       owesDelivery: (channel) => this.options.owesDelivery?.(channel) ?? true,
       owesFailureDelivery: (channel) => this.options.owesFailureDelivery?.(channel) ?? false,
       beforeTurn: async () => {

@@ -60,6 +60,12 @@ export interface HarnessContext {
   emit(type: string, data?: Record<string, JsonValue>): Promise<void>;
   /** Stream a text delta to the host as it arrives (not durable). */
   textDelta(delta: string): void;
+  /**
+   * The text streamed so far for the reply under way is void: the engine asks the model again (its
+   * provider failed part way through) and streams the reply from its start. A host that shows the
+   * deltas marks the break. Optional: an engine calls it as `ctx.textRestart?.()`.
+   */
+  textRestart?(): void;
   /** Record a model call's usage (idempotent on `id`); the runtime adds the run, its agent, the budget's conversation and the time. */
   recordUsage(usage: Omit<UsageRecord, "runId" | "conversationId" | "createdAt" | "agentId">): Promise<void>;
   readonly logger: RuntimeLogger;

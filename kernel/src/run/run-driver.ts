@@ -55,6 +55,8 @@ export interface RunDriverParts {
   /** The services of one drive of `run`; `resumed` when the run was driven before (it may own a sandbox already). */
   services(run: RunRecord, resumed: boolean): RunServices;
   textDelta(runId: string, delta: string): void;
+  /** The text streamed for the run's reply under way is void; the reply streams again (HarnessContext.textRestart). */
+  textRestart?(runId: string): void;
   /** Whether a run from this channel owes it a delivery row (RuntimeOptions.owesDelivery). */
   owesDelivery(channel: string): boolean;
   /** Whether a failed run from this channel owes it a failure delivery row (RuntimeOptions.owesFailureDelivery). */
@@ -524,6 +526,7 @@ export class RunDriver {
           await journal.record(run.id, type, data ?? {});
         },
         textDelta: (delta) => this.parts.textDelta(run.id, delta),
+        textRestart: () => this.parts.textRestart?.(run.id),
         recordUsage: async (usage) => {
           try {
             await state.usage.recordUsage({ ...usage, runId: run.id, conversationId: budgetConversationOf(run), agentId: run.agentId, createdAt: isoTimestamp() });

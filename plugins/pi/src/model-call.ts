@@ -18,6 +18,8 @@ export interface ModelCallRequest {
   signal: AbortSignal;
   retry: PiRetryOptions;
   onTextDelta(delta: string): void;
+  /** What was streamed of the reply is void: the call is asked again after part of it was streamed. */
+  onTextRestart(): void;
   /** An attempt that failed after the provider reported usage for it (Anthropic does at the stream's start): it is billed all the same. */
   onFailedAttemptUsage?(message: AssistantMessage): Promise<void>;
   logger: RuntimeLogger;
@@ -63,9 +65,9 @@ export class ProviderCallFailure extends Error {
  * `retry-after`, a wait that ignores abort), so they are told `maxRetries: 0` and
  * this is the only retry layer.
  *
- * An attempt that already streamed text to the host is not retried: the harness
- * contract has no way to take streamed text back, and a retry would stream the
- * reply again after the part already shown.
+ * An attempt that already streamed text is retried too, after `onTextRestart`
+ * tells the host that what it showed of the reply is void (the reply streams
+ * again from its start): only the recorded reply is durable, never the deltas.
  */
 export async function callModel(request: ModelCallRequest): Promise<ModelCallReply> {
   const { spec, signal } = request;
@@ -78,9 +80,12 @@ export async function callModel(request: ModelCallRequest): Promise<ModelCallRep
       },
       {
         classify: (error) =>
-          error instanceof ProviderCallFailure ? { retryable: error.retryable && !error.streamedText, retryAfterMs: error.retryAfterMs, error } : undefined,
-        onRetry: ({ attempt, delayMs, error }) =>
-          request.logger.warn({ modelSpec: spec, attempt, status: error.status, delayMs, error: error.message }, "model call failed; retrying"),
+          error instanceof ProviderCallFailure ? { retryable: error.retryable, retryAfterMs: error.retryAfterMs, error } : undefined,
+        onRetry: ({ attempt, delayMs, error }) => {
+          request.logger.warn({ modelSpec: spec, attempt, status: error.status, delayMs, error: error.message }, "model call failed; retrying");
+          // The host showed part of a reply that will not be the reply: it streams again from its start.
+          if (error.streamedText) request.onTextRestart();
+        },
       },
       request.retry,
       signal,
@@ -188,13 +193,6 @@ function leadingStatus(errorMessage: string): number | undefined {
 function providerError(spec: string, failure: ProviderCallFailure, attempts: number): AssemblyLineError {
   const answered = failure.status !== undefined ? `answered ${failure.status}` : failure.kind === "stream" ? "broke off the stream" : "failed";
   const details = { spec, status: failure.status ?? null, attempts };
-  if (failure.retryable && failure.streamedText) {
-    return new AssemblyLineError("AL_ERR_MODEL_PROVIDER", `${spec}: the provider ${answered} after part of the reply had been streamed (attempt ${attempts}): ${failure.message}`, {
-      fix: "The failure is likely temporary, but the part already streamed cannot be taken back, so the call was not retried; run the message again.",
-      details,
-      cause: failure,
-    });
-  }
   if (failure.retryable) {
     return new AssemblyLineError("AL_ERR_MODEL_PROVIDER", `${spec}: the provider ${answered} on all ${attempts} attempts: ${failure.message}`, {
       fix: retryFix(failure.kind),

@@ -59,9 +59,9 @@ export type PiModelCatalog = Record<string, PiModelEntry>;
  * How a failed model call is retried. Retried: 429 and 5xx answers, connections
  * that fail or drop, and streams the provider breaks off after accepting the
  * request (Anthropic's in-stream `overloaded_error` or `api_error`, OpenAI's
- * in-stream server error). Not retried: other 4xx answers, a refusal or content
- * filter, and an attempt that had already streamed text to the host (a retry
- * would stream the reply again after the part already shown).
+ * in-stream server error), also after part of the reply was streamed (the host
+ * is told first, HarnessContext.textRestart). Not retried: other 4xx answers, a
+ * refusal or content filter.
  */
 export interface PiRetryOptions {
   /** Retries after the first attempt. Default 3. */

@@ -42,6 +42,7 @@ export async function runPiTurn(input: HarnessTurnInput, ctx: HarnessContext, op
           signal: ctx.signal,
           retry: options.retry ?? {},
           onTextDelta: (delta) => ctx.textDelta(delta),
+          onTextRestart: () => ctx.textRestart?.(),
           onFailedAttemptUsage: (failed) => ctx.recordUsage(usageRecord(usageId(input.runId, key), failed)),
           logger: ctx.logger,
         });

@@ -9,6 +9,7 @@ import { hostConnections } from "../host/host-connections.js";
 import { ARTIFACT_DIR, OpenEveRuntime, buildAgent, kernelHost, loadRuntimeBundle, type RuntimeBundle } from "@assemblyline-agents/runtime";
 import { defaultPiHarness, loadPi } from "../pi-engine.js";
 import { servedByBuiltInRoute, withBuiltInModelRoutes } from "../host/model-routes.js";
+import { exitBoundedSink } from "./exit-telemetry.js";
 
 /**
  * The registry, loaded when an agent composes plugins (gateway.ts, a sandbox.ts
@@ -111,6 +112,7 @@ export async function openLocalRuntime(options: {
   models?: PiModelCatalog;
   onEvent?: (event: RunEvent) => void;
   onTextDelta?: (runId: string, delta: string) => void;
+  onTextRestart?: (runId: string) => void;
   /** The runtime's logger (default: JSON lines on stderr); commands that print a timeline pass a readable one. */
   logger?: RuntimeLogger;
   /** Dev mode warns about missing plugin env variables instead of refusing to boot. Default true. */
@@ -132,8 +134,10 @@ export async function openLocalRuntime(options: {
     : undefined;
   const adapters = (composed?.adapters ?? {}) as { state?: StateAdapter; blob?: BlobStore; sandbox?: SandboxAdapter };
   const state = await localState(adapters.state, { stateDir: options.stateDir, agentDir, bundle });
+  const sink = bundle.instrumentation?.sink;
   const runtime = new OpenEveRuntime({
     ...bundle,
+    ...(sink ? { instrumentation: { ...bundle.instrumentation!, sink: exitBoundedSink(sink) } } : {}),
     state,
     ...(composed ? { kernel: composed.kernel } : {}),
     blob: adapters.blob ?? embeddedBlobs(agentDir, options.stateDir),
@@ -142,6 +146,7 @@ export async function openLocalRuntime(options: {
     ...(connectionsFor(bundle, agentDir)),
     modelHarnesses: withBuiltInModelRoutes(undefined, process.env),
     ...(options.onTextDelta ? { onTextDelta: options.onTextDelta } : {}),
+    ...(options.onTextRestart ? { onTextRestart: options.onTextRestart } : {}),
     ...(options.logger ? { logger: options.logger } : {}),
   });
   // A fresh build may leave earlier ones that no unfinished run needs any more.

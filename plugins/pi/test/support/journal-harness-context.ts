@@ -22,6 +22,8 @@ export class JournalHarnessContext implements HarnessContext {
   readonly events: { type: string; data: Record<string, JsonValue> }[] = [];
   readonly usage = new Map<string, RecordedUsage>();
   readonly deltas: string[] = [];
+  /** How many deltas had been streamed at each textRestart (what the host showed before it was voided). */
+  readonly restarts: number[] = [];
   readonly toolCalls: ModelToolCall[] = [];
   readonly stepsRun: string[] = [];
   readonly stepsReplayed: string[] = [];
@@ -95,6 +97,10 @@ export class JournalHarnessContext implements HarnessContext {
   textDelta(delta: string): void {
     this.deltas.push(delta);
     this.onTextDelta?.(delta);
+  }
+
+  textRestart(): void {
+    this.restarts.push(this.deltas.length);
   }
 
   async recordUsage(usage: RecordedUsage): Promise<void> {

@@ -55,6 +55,10 @@ export async function runCommand(parsed: ParsedCommand, io: CommandIO): Promise<
             streaming = true;
             (io.errChunk ?? io.err)(delta);
           },
+          // The reply broke off and is asked for again: what was shown of it is not the reply.
+          onTextRestart: () => {
+            if (streaming) (io.errChunk ?? io.err)("\n[the provider broke off; asking again]\n");
+          },
         }
       : {}),
   });
