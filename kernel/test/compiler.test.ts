@@ -99,6 +99,12 @@ describe("assembly-line build", () => {
     ["hooks/", { "agent.ts": MINIMAL_AGENT, "hooks/audit.ts": `export default function () {}` }, "AL_ERR_HOOK_DEFINITION", /hooks\/audit\.ts does not default-export defineHook/],
     ["resolvers.ts", { "agent.ts": MINIMAL_AGENT, "resolvers.ts": `export default async () => null;` }, "AL_ERR_RESOLVER_DEFINITION", /resolvers\.ts does not default-export defineRunResolver/],
     ["context.ts", { "agent.ts": MINIMAL_AGENT, "context.ts": `export const policy = { kind: "custom" };` }, "AL_ERR_CONTEXT_DEFINITION", /context\.ts exports no context policy/],
+    [
+      "a context.ts agent.ts does not use",
+      { "agent.ts": MINIMAL_AGENT, "context.ts": `import { defaultContext, defineContext } from "@assemblyline-agents/core";\nexport default defineContext({ kind: "custom", name: "unused", extends: defaultContext({}) });\n` },
+      "AL_ERR_CONTEXT_DEFINITION",
+      /context\.ts exports a context policy that agent\.ts does not use/,
+    ],
     ["a missing agent.ts", { "tools/x.ts": toolSource() }, "AL_ERR_AGENT_DEFINITION", /has no agent\.ts/],
     ["a tool without execute", { "agent.ts": MINIMAL_AGENT, "tools/half.ts": `import { defineTool } from "@assemblyline-agents/core";\nexport default defineTool({ description: "d", inputSchema: { type: "object" } } as never);` }, "AL_ERR_TOOL_DEFINITION", /tools\/half\.ts: defineTool is missing execute/],
   ])("refuses a default export that is not what %s expects", async (_what, files, code, message) => {

@@ -160,6 +160,12 @@ export async function buildAgent(agentDirInput: string, options: BuildOptions = 
       fix: "Use defaultContext({...}) or a defineContext({...}) exported from context.ts.",
     });
   }
+  // context.ts is used only through agent.ts's context: (as the policy or one it extends); one nothing uses would read as applied.
+  if (contextSource && !policyChain(agentContext).some((policy) => contextSource.exports.some((exported) => sameContextPolicy(exported, policy)))) {
+    throw new AssemblyLineError("AL_ERR_CONTEXT_DEFINITION", `context.ts exports a context policy that ${agentFile} does not use, so runs would not apply it`, {
+      fix: `Import it in ${agentFile} and set context: to it (e.g. import { customContext } from "./context"; ... context: customContext), or remove context.ts.`,
+    });
+  }
   // Code anywhere in the folder, plus what the loaded modules import from it (data such as ./table.json).
   const artifactRoot = join(agentDir, ARTIFACT_DIR);
   const imported = await listImportedFiles(agentDir, load.loaded, join(artifactRoot, IMPORTS_CACHE_FILE));
@@ -650,6 +656,13 @@ async function compileGateway(agentDir: string, load: Loader): Promise<GatewayMa
     slots[slot] = { plugin: descriptor.plugin };
   }
   return { source: await hashSource(agentDir, file), slots };
+}
+
+/** A context policy and those it extends, outermost first; none without a policy. */
+function policyChain(policy: ContextPolicy | undefined): ContextPolicy[] {
+  const chain: ContextPolicy[] = [];
+  for (let level = policy; level !== undefined; level = level.kind === "custom" ? level.extends : undefined) chain.push(level);
+  return chain;
 }
 
 /** Whether context.ts exports this policy (agent.ts may see its own module instance of context.ts). */
