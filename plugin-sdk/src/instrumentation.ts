@@ -1,4 +1,5 @@
 import { brand, hasBrand, type Branded } from "./brand.js";
+import type { RuntimeLogger } from "./infrastructure.js";
 
 /** A span attribute value, as OTLP carries it. */
 export type SpanAttributeValue = string | number | boolean | string[];
@@ -35,8 +36,19 @@ export interface TelemetrySpan {
 export interface TelemetrySink {
   /** Receive one finished span; queue it rather than block (the run waits for this call). */
   export(span: TelemetrySpan): void | Promise<void>;
-  /** Export everything queued; called by the host's shutdown and `runtime.close()`. */
-  flush?(): Promise<void>;
+  /**
+   * Export everything queued; called by the host's shutdown and `runtime.close()`.
+   * `timeoutMs`, when a host bounds its exit (the CLI does), is how long the sink may
+   * take: what it has not exported by then it drops, and nothing of it (a retry's
+   * timer, a request) keeps the process running after.
+   */
+  flush?(options?: { timeoutMs?: number }): Promise<void>;
+  /**
+   * Called by the runtime when it starts with the sink: its logger, where the sink's
+   * own warnings (spans dropped, a backend refusing them) belong, under the runtime's
+   * log level and format. Must not throw.
+   */
+  useLogger?(logger: RuntimeLogger): void;
 }
 
 export const CAPTURE_CONTENT_MODES = ["usage", "content", "full", "off"] as const;

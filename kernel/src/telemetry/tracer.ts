@@ -32,7 +32,16 @@ export class Tracer {
   /** Per run, the tracer's work in order: a lost lease is handled after the events delivered before it. */
   private readonly queues = new Map<string, Promise<void>>();
 
-  constructor(private readonly options: TracerOptions) {}
+  constructor(private readonly options: TracerOptions) {
+    // A sink's own warnings go through the runtime's logger: one format and one level for everything the process says.
+    for (const sink of options.sinks) {
+      try {
+        sink.useLogger?.(options.logger);
+      } catch (error) {
+        options.logger.warn({ event: "telemetry.sink_failed", err: String(error) }, "a telemetry sink refused the runtime's logger");
+      }
+    }
+  }
 
   /** How many runs the tracer keeps anything of: none once no run is driven here. */
   get runsKnown(): number {

@@ -1,6 +1,7 @@
+import { setTimeout as sleep } from "node:timers/promises";
 import { promisify } from "node:util";
 import { gzip } from "node:zlib";
-import type { TelemetrySink, TelemetrySpan } from "@assemblyline-agents/core";
+import type { RuntimeLogger, TelemetrySink, TelemetrySpan } from "@assemblyline-agents/core";
 import { encodeSpan, exportRequestOf, type EncodedSpan } from "./encode.js";
 import { resolveOtlpOptions, type OtlpSinkOptions, type ResolvedOtlpOptions } from "./options.js";
 import { isRequestRefusal, retryDelayMs, shouldRetry } from "./retry.js";
@@ -25,7 +26,8 @@ export interface OtlpSinkStats {
 }
 
 export interface OtlpSink extends TelemetrySink {
-  flush(): Promise<void>;
+  /** Send everything queued; with `timeoutMs`, give up then: what is not sent is dropped (reported), and no request or retry is left running. */
+  flush(options?: { timeoutMs?: number }): Promise<void>;
   /** Flush, then stop the timer; later spans are dropped. */
   shutdown(): Promise<void>;
   stats(): OtlpSinkStats;
@@ -50,6 +52,10 @@ class OtlpExporter implements OtlpSink {
   private readonly counts = { exported: 0, dropped: 0 };
   /** Spans dropped since the queue filled up: warned once when it fills, once more in sum when it takes spans again. */
   private droppedWhileFull = 0;
+  /** The runtime's logger, once it started with this sink (useLogger): warnings go there unless onWarning is given. */
+  private logger: RuntimeLogger | undefined;
+  /** Aborted when a bounded flush runs out of time: requests and retry waits end at once. */
+  private stop: AbortSignal | undefined;
 
   constructor(private readonly options: ResolvedOtlpOptions) {}
 
@@ -77,8 +83,25 @@ class OtlpExporter implements OtlpSink {
     else this.timer ??= setTimeout(() => void this.pump(), this.options.scheduledDelayMs).unref();
   }
 
-  async flush(): Promise<void> {
-    while (this.queue.length > 0 || this.sending) await this.pump();
+  async flush(options: { timeoutMs?: number } = {}): Promise<void> {
+    if (options.timeoutMs === undefined) {
+      while (this.queue.length > 0 || this.sending) await this.pump();
+      return;
+    }
+    const stop = AbortSignal.timeout(options.timeoutMs);
+    this.stop = stop;
+    try {
+      while ((this.queue.length > 0 || this.sending) && !stop.aborted) await Promise.race([this.pump(), aborted(stop)]);
+      // Ends what is in flight (its request or retry wait is aborted), then drops what is left.
+      await this.sending;
+      if (this.queue.length > 0) this.drop(this.queue.splice(0).length, `the flush ran out of its ${options.timeoutMs} ms before they were sent`);
+    } finally {
+      this.stop = undefined;
+    }
+  }
+
+  useLogger(logger: RuntimeLogger): void {
+    this.logger = logger;
   }
 
   async shutdown(): Promise<void> {
@@ -96,7 +119,7 @@ class OtlpExporter implements OtlpSink {
     this.timer = undefined;
     this.sending ??= (async () => {
       try {
-        while (this.queue.length > 0) {
+        while (this.queue.length > 0 && !this.stop?.aborted) {
           const batch = this.queue.splice(0, this.options.maxBatchSize);
           // A failure here must not become an unhandled rejection (export() and the timer do not await this).
           await this.send(batch).catch((error: unknown) => this.drop(batch.length, `export failed (${error instanceof Error ? error.message : String(error)})`));
@@ -128,7 +151,7 @@ class OtlpExporter implements OtlpSink {
           method: "POST",
           headers: { ...this.options.headers, "content-type": "application/json", ...(encoded === body ? {} : { "content-encoding": "gzip" }) },
           body: encoded,
-          signal: AbortSignal.timeout(Math.max(1, deadline - Date.now())),
+          signal: this.stop ? AbortSignal.any([AbortSignal.timeout(Math.max(1, deadline - Date.now())), this.stop]) : AbortSignal.timeout(Math.max(1, deadline - Date.now())),
         });
         status = response.status;
         retryAfter = response.headers.get("retry-after");
@@ -141,6 +164,7 @@ class OtlpExporter implements OtlpSink {
         }
         problem = `HTTP ${status}`;
       } catch (error) {
+        if (this.stop?.aborted) return this.drop(batch.length, "the flush ran out of time while it was being sent");
         // Its message may quote the header value it could not send: not repeated.
         if (isRequestRefusal(error)) return this.drop(batch.length, "fetch refused to send the request (a header value or the URL it cannot carry); check the sink's headers and endpoint");
         problem = error instanceof Error ? `${error.message}${causeOf(error)}` : String(error);
@@ -152,7 +176,11 @@ class OtlpExporter implements OtlpSink {
       if (attempt >= this.options.maxAttempts) return this.drop(batch.length, `export failed ${attempt} times (last: ${problem})`, { status });
       const delay = retryDelayMs(attempt, retryAfter, this.options);
       if (Date.now() + delay >= deadline) return this.drop(batch.length, `export failed ${attempt} time(s) within timeoutMs ${this.options.timeoutMs} (last: ${problem})`, { status });
-      await sleep(delay);
+      const stop = this.stop;
+      if (stop?.aborted) return this.drop(batch.length, `the flush ran out of time after ${attempt} failed attempt(s) (last: ${problem})`, { status });
+      // A bounded flush's stop ends the wait at once: no timer outlives the flush.
+      const waited = await sleep(delay, true, stop ? { signal: stop } : {}).catch(() => false);
+      if (!waited) return this.drop(batch.length, `the flush ran out of time after ${attempt} failed attempt(s) (last: ${problem})`, { status });
     }
   }
 
@@ -169,7 +197,13 @@ class OtlpExporter implements OtlpSink {
   }
 
   private warn(message: string, fields: Record<string, unknown>): void {
-    const warn = this.options.onWarning ?? ((text, extra) => process.stderr.write(JSON.stringify({ level: "warn", time: new Date().toISOString(), msg: text, ...extra }) + "\n"));
+    const logger = this.logger;
+    const warn =
+      this.options.onWarning ??
+      (logger
+        ? (text: string, extra: Record<string, unknown>) => logger.warn(extra, text)
+        : // Made outside a runtime (or before it started): one JSON line on stderr, in the runtime's log format.
+          (text: string, extra: Record<string, unknown>) => process.stderr.write(JSON.stringify({ level: "warn", time: new Date().toISOString(), msg: text, ...extra }) + "\n"));
     try {
       warn(message, fields);
     } catch {
@@ -194,6 +228,7 @@ function rejectedSpans(text: string): number {
   }
 }
 
-function sleep(ms: number): Promise<void> {
-  return new Promise((resolve) => setTimeout(resolve, ms));
+/** Settles when `signal` aborts; never rejects. */
+function aborted(signal: AbortSignal): Promise<void> {
+  return new Promise((resolve) => signal.addEventListener("abort", () => resolve(), { once: true }));
 }

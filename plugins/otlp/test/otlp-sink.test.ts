@@ -263,6 +263,38 @@ describe("createOtlpSink", () => {
     expect(warnings).toEqual([expect.stringMatching(/export failed 2 times \(last: fetch failed: .*ECONNREFUSED/)]);
   });
 
+  it("gives up at a bounded flush's time, dropping what is unsent, with no retry wait left behind", async () => {
+    const closed = createServer();
+    await new Promise<void>((resolve) => closed.listen(0, "127.0.0.1", resolve));
+    const { port } = closed.address() as AddressInfo;
+    await new Promise<void>((resolve) => closed.close(() => resolve()));
+    const warnings: string[] = [];
+    // Backoff of a minute: an unbounded flush would wait it out (and the test time out).
+    const sink = createOtlpSink({ endpoint: `http://127.0.0.1:${port}`, initialBackoffMs: 60_000, maxBackoffMs: 60_000, timeoutMs: 600_000, scheduledDelayMs: 3_600_000, maxBatchSize: 2, onWarning: (message) => void warnings.push(message) });
+    for (const index of [1, 2, 3, 4, 5]) sink.export(span(index));
+    await sink.flush({ timeoutMs: 200 });
+    expect(sink.stats()).toEqual({ exported: 0, dropped: 5, queued: 0 });
+    expect(warnings).toEqual([expect.stringMatching(/dropped 2 span\(s\): the flush ran out of time after 1 failed attempt/), expect.stringMatching(/dropped 3 span\(s\): the flush ran out of its 200 ms/)]);
+  });
+
+  it("reports its warnings through the runtime's logger once a runtime uses it, not as raw lines on stderr", async () => {
+    const otlp = await receiver({ responses: [{ status: 400 }] });
+    const dir = agentFolder({ "agent.ts": AGENT, "tools/lookup.ts": TOOL });
+    const { artifactRoot } = await buildAgent(dir);
+    const logged: Array<{ fields: Record<string, unknown>; msg?: string }> = [];
+    const keep = (fields: Record<string, unknown>, msg?: string) => void logged.push({ fields, msg });
+    const stderr = vi.spyOn(process.stderr, "write");
+    cleanups.push(() => stderr.mockRestore());
+    const sink = createOtlpSink({ endpoint: otlp.url, scheduledDelayMs: 3_600_000 });
+    const runtime = new OpenEveRuntime({ ...(await loadRuntimeBundle(artifactRoot)), state: new InMemoryStateAdapter(), agentHarness: scriptedHarness({ turns }), telemetry: sink, logger: { debug: keep, info: keep, warn: keep, error: keep } });
+    await runtime.run({ message: "what does hello mean?" });
+    await runtime.close();
+    expect(logged.filter((line) => line.fields.event === "telemetry.spans_dropped")).toEqual([
+      { fields: expect.objectContaining({ event: "telemetry.spans_dropped", status: 400 }), msg: expect.stringContaining("the backend refused the batch (HTTP 400)") },
+    ]);
+    expect(stderr.mock.calls.map(([text]) => String(text)).join("")).not.toContain("telemetry.spans_dropped");
+  });
+
   it("sends numbers a collector decodes (NaN, infinities, integers past 2^53) and drops alone a span it would refuse", async () => {
     const otlp = await receiver();
     const warnings: string[] = [];
