@@ -1,4 +1,4 @@
-import { cpSync, existsSync, readFileSync } from "node:fs";
+import { cpSync, existsSync, readFileSync, writeFileSync } from "node:fs";
 import { join, resolve } from "node:path";
 import { fileURLToPath } from "node:url";
 import { describe, expect, it } from "vitest";
@@ -104,4 +104,37 @@ describe("deployAgent", () => {
     expect(isAssemblyLineError(error, "AL_ERR_DEPLOY_CONFIG")).toBe(true);
     expect((error as Error).message).toContain("option vps");
   });
+});
+
+describe("assembly-line deploy without --target", () => {
+  const withGatewayDeploy = (releases: string) => {
+    const agentDir = join(tempDir("al-deploy-"), "notes-agent");
+    cpSync(example, agentDir, { recursive: true, filter: (source) => !source.includes(`${example}/.assembly-line`) });
+    writeFileSync(
+      join(agentDir, "gateway.ts"),
+      // adapter("local", ...) is localDeploy's descriptor: the core helper resolves from any agent folder.
+      `import { adapter, defineGateway } from "@assemblyline-agents/core";\nexport default defineGateway({ deploy: adapter("local", { directory: ${JSON.stringify(releases)} }) });\n`,
+    );
+    return agentDir;
+  };
+
+  it("deploys where gateway.ts's deploy: says, with its options", async () => {
+    const releases = join(tempDir("al-deploy-"), "releases");
+    const lines: string[] = [];
+    expect(await runCommandLine(["deploy", withGatewayDeploy(releases), "--json"], { out: (line) => lines.push(line), err: () => undefined })).toBe(0);
+    const outcome = (JSON.parse(lines.at(-1)!) as { data: { target: string; id: string; url: string } }).data;
+    expect(outcome).toMatchObject({ target: "local", id: expect.stringMatching(/^rev_/) });
+    // Into gateway.ts's directory, not the default beside the agent.
+    expect(fileURLToPath(outcome.url).startsWith(releases)).toBe(true);
+    expect(existsSync(join(fileURLToPath(outcome.url), ".assembly-line", "manifest.json"))).toBe(true);
+  }, 60_000);
+
+  it("refuses a target flag the gateway's target does not take, and says how to choose one when gateway.ts chooses none", async () => {
+    const named = await runCommandLine(["deploy", withGatewayDeploy(join(tempDir("al-deploy-"), "releases")), "--name", "bot"], quiet).catch((caught: unknown) => caught);
+    expect(named).toMatchObject({ code: "AL_ERR_DEPLOY_CONFIG", message: expect.stringContaining("deploy target local does not take option name (--name)") });
+    const agentDir = join(tempDir("al-deploy-"), "notes-agent");
+    cpSync(example, agentDir, { recursive: true, filter: (source) => !source.includes(`${example}/.assembly-line`) });
+    const missing = await runCommandLine(["deploy", agentDir], quiet).catch((caught: unknown) => caught);
+    expect(missing).toMatchObject({ code: "AL_ERR_CLI_USAGE", message: expect.stringContaining("missing --target: gateway.ts chooses no deploy target") });
+  }, 60_000);
 });

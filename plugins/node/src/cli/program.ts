@@ -343,7 +343,7 @@ export function buildProgram(io: CommandIO, context: CommandContext, exit: { cod
           .command("deploy")
           .description("build and ship the agent; secrets are passed from env, never written into the artifact")
           .argument("[agentDir]", "the agent folder (default: the config's agent, else .)")
-          .addOption(new Option("--target <target>", "where to ship it (required); local takes no other flag").choices(["local", "docker", "vps", "fly", "railway"]))
+          .addOption(new Option("--target <target>", "where to ship it (default: gateway.ts's deploy:, else required); local takes no other flag").choices(["local", "docker", "vps", "fly", "railway"]))
           .option("--name <name>", "docker, vps, fly, railway: the release name")
           .option("--model <spec>", "docker, vps, fly, railway: the model the release starts with (assembly-line start --model)")
           .option("--include <path>", "docker, vps, fly, railway: a file or folder to ship beside the agent (repeatable)", collect)
@@ -362,7 +362,7 @@ export function buildProgram(io: CommandIO, context: CommandContext, exit: { cod
       ),
       ["assembly-line deploy ./agent --target docker --port 8080", "assembly-line deploy ./agent --target vps --host 203.0.113.10 --user deploy --identity ~/.ssh/id_ed25519", "assembly-line deploy ./agent --target fly --out ./fly-release"],
     ),
-    { load: async () => (await import("./commands/deploy.js")).deployCommand, agentPositional: "agent", required: ["target"] },
+    { load: async () => (await import("./commands/deploy.js")).deployCommand, agentPositional: "agent" },
   );
 
   // --- plugins ---

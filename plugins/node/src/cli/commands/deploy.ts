@@ -18,7 +18,8 @@ import { envelope, progress } from "../output.js";
 export const DEPLOY_TARGETS = ["local", "docker", "vps", "fly", "railway"] as const;
 export type DeployTargetName = (typeof DEPLOY_TARGETS)[number];
 
-const USAGE = `assembly-line deploy <agentDir> --target ${DEPLOY_TARGETS.join("|")} [--json]
+const USAGE = `assembly-line deploy <agentDir> [--target ${DEPLOY_TARGETS.join("|")}] [--json]
+    without --target: the deploy target gateway.ts chooses (deploy: dockerDeploy(), localDeploy(), or an installed plugin's)
     local:   no other flags (copies the built revision to <agentDir>/.assembly-line-deployments/<revision>; starts nothing)
     docker, vps, fly, railway: [--name <name>] [--model <spec>] [--include <path>]... [--port <n>]
     docker, vps:  [--ready-timeout <seconds>]
@@ -63,13 +64,14 @@ interface IgnoredOption {
 }
 
 /** Throw `refuse(...)` for the first option (or flag) the chosen target would not honour. */
-function refuseIgnoredOptions(target: DeployTargetName, given: (option: TargetOption, flag: string) => boolean, refuse: (ignored: IgnoredOption) => AssemblyLineError): void {
+function refuseIgnoredOptions(target: DeployTargetName | undefined, given: (option: TargetOption, flag: string) => boolean, refuse: (ignored: IgnoredOption) => AssemblyLineError): void {
   for (const [option, spec] of Object.entries(TARGET_OPTIONS) as Array<[TargetOption, { flags: readonly string[]; targets: readonly DeployTargetName[] }]>) {
-    if (spec.targets.includes(target)) continue;
+    // undefined: a plugin's target, which takes its options from gateway.ts alone.
+    if (target !== undefined && spec.targets.includes(target)) continue;
     const targets = `--target ${spec.targets.join("|")}`;
     for (const flag of spec.flags) {
       if (!given(option, flag)) continue;
-      const note = TARGET_NOTES[target];
+      const note = target === undefined ? "a deploy plugin chosen by gateway.ts takes its options from gateway.ts's deploy: entry" : TARGET_NOTES[target];
       throw refuse({ flag, option, takers: `only ${targets} ${spec.targets.length === 1 ? "does" : "do"}`, fix: `Leave ${flag} out, or deploy with ${targets}.${note ? ` ${note}.` : ""}` });
     }
   }
@@ -77,7 +79,8 @@ function refuseIgnoredOptions(target: DeployTargetName, given: (option: TargetOp
 
 export interface DeployAgentOptions {
   agentDir: string;
-  target: DeployTargetName;
+  /** Left out: the target gateway.ts's deploy slot chooses (a built-in one, or an installed plugin's, with gateway.ts's options). */
+  target?: DeployTargetName;
   name?: string;
   /** A model spec the release is started with (`assembly-line start --model`), e.g. a scripted conversation inside the bundle. */
   model?: string;
@@ -99,7 +102,8 @@ export interface DeployAgentOptions {
 }
 
 export interface DeployOutcome {
-  target: DeployTargetName;
+  /** A built-in target, or the plugin id of the one gateway.ts chose. */
+  target: string;
   id: string;
   url?: string;
   /** Variables the release was given (names only; values never leave env). */
@@ -114,32 +118,33 @@ export interface DeployOutcome {
  * the target. Secrets travel as process environment only, never in the artifact.
  */
 export async function deployAgent(options: DeployAgentOptions): Promise<DeployOutcome> {
-  if (!DEPLOY_TARGETS.includes(options.target)) {
-    throw new AssemblyLineError("AL_ERR_DEPLOY_CONFIG", `unknown deploy target ${JSON.stringify(options.target)}`, { fix: `Use --target ${DEPLOY_TARGETS.join("|")}.` });
-  }
-  refuseIgnoredOptions(
-    options.target,
-    (option) => options[option] !== undefined,
-    ({ flag, option, takers, fix }) =>
-      new AssemblyLineError("AL_ERR_DEPLOY_CONFIG", `deploy target ${options.target} does not take option ${option} (${flag}): ${takers}`, { fix, details: { target: options.target, option } }),
-  );
+  if (options.target !== undefined) checkTargetOptions(options, options.target);
   const agentDir = resolve(options.agentDir);
   if (options.model !== undefined) await checkReleaseModel(options.model, agentDir);
   options.onProgress?.(`building ${agentDir}`);
   const { artifactRoot } = await buildAgent(agentDir, { validateModel: staticModelCheck(undefined), checkSandboxAdapter: checkSandboxAdapterInstalled });
   const bundle = await loadRuntimeBundle(artifactRoot);
+  const fromGateway = bundle.sourceBundle.gateway?.deploy;
+  const targetName = options.target ?? fromGateway?.plugin;
+  if (targetName === undefined) {
+    throw new AssemblyLineError("AL_ERR_CLI_USAGE", "missing --target: gateway.ts chooses no deploy target", {
+      fix: `Pass --target ${DEPLOY_TARGETS.join("|")}, or set deploy: in gateway.ts (e.g. deploy: dockerDeploy()).\nusage: ${USAGE}`,
+    });
+  }
+  // Chosen by gateway.ts: its plugin's options apply, and a target flag would be one it never reads.
+  if (options.target === undefined) checkTargetOptions(options, targetName);
   const names = new Set(await gatewayEnvNames({ gateway: bundle.sourceBundle.gateway, sandbox: bundle.manifest.sandbox, agentDir }));
   for (const channel of bundle.manifest.channels) for (const group of channel.requiredSecretEnv) for (const name of group) names.add(name);
   const modelKey = await modelKeyVariable(options.model ?? bundle.manifest.agent.model);
   if (modelKey) names.add(modelKey);
   const env = deployEnv(options.env ?? process.env, { names });
   const startArgs = options.model ? ["--model", options.model] : [];
-  const target = await chooseTarget(options, agentDir, bundle.sourceBundle.gateway?.deploy, startArgs);
+  const target = await chooseTarget(options, targetName, agentDir, fromGateway, startArgs);
   try {
-    options.onProgress?.(`deploying to ${options.target}`);
+    options.onProgress?.(`deploying to ${targetName}`);
     const result = (await target.deploy({ artifactRoot, env })) as { id: string; url?: string } & Record<string, unknown>;
     const { id, url, ...details } = result;
-    return { target: options.target, id, ...(url ? { url } : {}), envNames: Object.keys(env).sort(), details };
+    return { target: targetName, id, ...(url ? { url } : {}), envNames: Object.keys(env).sort(), details };
   } finally {
     await (target as { close?(): Promise<void> }).close?.();
   }
@@ -181,13 +186,34 @@ async function modelKeyVariable(modelSpec: string): Promise<string | undefined> 
   return variable !== undefined && /^[A-Z_][A-Z0-9_]*$/.test(variable) ? variable : undefined;
 }
 
+/**
+ * A built-in target takes the options it honours (the others are refused); a plugin target gateway.ts
+ * chose takes gateway.ts's options only, so every target flag is refused for it.
+ */
+function checkTargetOptions(options: DeployAgentOptions, target: string): void {
+  const builtIn = (DEPLOY_TARGETS as readonly string[]).includes(target);
+  refuseIgnoredOptions(
+    builtIn ? (target as DeployTargetName) : undefined,
+    (option) => options[option] !== undefined,
+    ({ flag, option, takers, fix }) =>
+      new AssemblyLineError("AL_ERR_DEPLOY_CONFIG", `deploy target ${target} does not take option ${option} (${flag}): ${takers}`, { fix, details: { target, option } }),
+  );
+}
+
 async function chooseTarget(
   options: DeployAgentOptions,
+  targetName: string,
   agentDir: string,
   fromGateway: { plugin: string; options: unknown } | undefined,
   startArgs: string[],
 ): Promise<DeployTarget & { close?(): Promise<void> }> {
-  switch (options.target) {
+  if (!(DEPLOY_TARGETS as readonly string[]).includes(targetName)) {
+    if (fromGateway?.plugin !== targetName) {
+      throw new AssemblyLineError("AL_ERR_DEPLOY_CONFIG", `unknown deploy target ${JSON.stringify(targetName)}`, { fix: `Use --target ${DEPLOY_TARGETS.join("|")}, or leave --target out to use gateway.ts's deploy: plugin.` });
+    }
+    return materialize(targetName, fromGateway.options as Record<string, unknown>, agentDir);
+  }
+  switch (targetName as DeployTargetName) {
     case "vps":
       return new VpsDeployTarget({
         ...(options.vps as VpsDeployOptions),
@@ -200,7 +226,7 @@ async function chooseTarget(
     case "fly":
     case "railway":
       return new PlatformDeployTarget({
-        platform: options.target as Platform,
+        platform: targetName as Platform,
         ...(options.name ? { name: options.name } : {}),
         ...(options.port ? { port: options.port } : {}),
         ...(options.include ? { include: options.include } : {}),
@@ -211,9 +237,9 @@ async function chooseTarget(
     case "local":
     case "docker": {
       // Plugin targets are materialized through the installed plugin, like gateway.ts's deploy slot.
-      const gatewayOptions = fromGateway?.plugin === options.target ? (fromGateway.options as Record<string, unknown>) : {};
+      const gatewayOptions = fromGateway?.plugin === targetName ? (fromGateway.options as Record<string, unknown>) : {};
       const overrides: Record<string, unknown> =
-        options.target === "docker"
+        targetName === "docker"
           ? {
               ...(options.name ? { name: options.name } : {}),
               ...(options.port ? { port: options.port } : {}),
@@ -224,12 +250,16 @@ async function chooseTarget(
               ...(startArgs.length > 0 ? { startArgs } : {}),
             }
           : {};
-      const descriptor = adapterDescriptor("deploy", options.target, { ...gatewayOptions, ...overrides });
-      const composed = await composeGateway({ gateway: defineGateway({ deploy: descriptor }), agentDir, devMode: true });
-      const target = composed.adapters.deploy as DeployTarget;
-      return Object.assign(Object.create(target) as DeployTarget, { deploy: target.deploy.bind(target), close: () => composed.close() });
+      return materialize(targetName, { ...gatewayOptions, ...overrides }, agentDir);
     }
   }
+}
+
+/** A deploy target through its installed plugin, as gateway.ts's deploy slot is materialized. */
+async function materialize(plugin: string, options: Record<string, unknown>, agentDir: string): Promise<DeployTarget & { close?(): Promise<void> }> {
+  const composed = await composeGateway({ gateway: defineGateway({ deploy: adapterDescriptor("deploy", plugin, options) }), agentDir, devMode: true });
+  const target = composed.adapters.deploy as DeployTarget;
+  return Object.assign(Object.create(target) as DeployTarget, { deploy: target.deploy.bind(target), close: () => composed.close() });
 }
 
 /** `assembly-line deploy <agentDir> --target ...` */
@@ -237,8 +267,10 @@ export async function deployCommand(parsed: ParsedCommand, io: CommandIO): Promi
   const json = jsonOption(parsed);
   const agentDir = requirePositional(parsed.positionals, 0, "agentDir", USAGE);
   const target = stringOption(parsed, "target");
-  if (!target) throw new AssemblyLineError("AL_ERR_CLI_USAGE", "missing --target", { fix: `usage: ${USAGE}` });
-  if (DEPLOY_TARGETS.includes(target as DeployTargetName)) {
+  if (target !== undefined && !DEPLOY_TARGETS.includes(target as DeployTargetName)) {
+    throw new AssemblyLineError("AL_ERR_CLI_USAGE", `unknown --target ${target}`, { fix: `Use --target ${DEPLOY_TARGETS.join("|")}, or leave --target out to deploy where gateway.ts's deploy: says.\nusage: ${USAGE}` });
+  }
+  if (target !== undefined) {
     refuseIgnoredOptions(
       target as DeployTargetName,
       (_option, flag) => parsed.values[flag.slice(2)] !== undefined,
@@ -260,7 +292,7 @@ export async function deployCommand(parsed: ParsedCommand, io: CommandIO): Promi
   const outcome = await deployAgent({
     agentDir,
     onProgress: progress(io, json),
-    target: target as DeployTargetName,
+    ...(target !== undefined ? { target: target as DeployTargetName } : {}),
     ...optional("name", stringOption(parsed, "name")),
     ...optional("model", stringOption(parsed, "model")),
     ...optional("include", parsed.values.include as unknown as string[] | undefined),
