@@ -61,8 +61,8 @@ export type OtlpEndpointSource = "OTEL_EXPORTER_OTLP_ENDPOINT" | "OTEL_EXPORTER_
 /**
  * The URL spans are posted to: the base endpoint plus the OTLP traces path
  * (`appendPath: false` for a full traces URL). An endpoint is not secret, so
- * errors quote it as written, but for credentials in it, which are refused
- * without being repeated.
+ * errors quote it as written, but for credentials and a query in it (which may
+ * hold a key), which are not repeated.
  */
 export function tracesUrl(endpoint: string | undefined, { appendPath = true, source = appendPath ? "endpoint" : "url" }: { appendPath?: boolean; source?: OtlpEndpointSource } = {}): string {
   const named = source.startsWith("OTEL_") ? source : `createOtlpSink's ${source} option`;
@@ -99,9 +99,9 @@ export function tracesUrl(endpoint: string | undefined, { appendPath = true, sou
   return url.toString();
 }
 
-/** An endpoint as an error may quote it: a user name or password before an `@` is left out. */
+/** An endpoint as an error may quote it: a user name or password before an `@`, and the query (`?api_key=...`), are left out. */
 function withoutCredentials(endpoint: string): string {
-  return endpoint.replace(/^([A-Za-z][A-Za-z0-9+.-]*:\/\/)?[^/?#@]*@/, "$1<credentials>@");
+  return endpoint.replace(/^([A-Za-z][A-Za-z0-9+.-]*:\/\/)?[^/?#@]*@/, "$1<credentials>@").replace(/\?[^#]*/, "?<query>");
 }
 
 function definedOnly<T extends object>(value: T): Partial<T> {

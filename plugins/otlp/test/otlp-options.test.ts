@@ -27,6 +27,10 @@ describe("createOtlpSink's options, checked against config.schema.json", () => {
     const withPassword = () => createOtlpSink({ endpoint: "https://user:hunter2@otlp.example.com" });
     expect(withPassword).toThrow(/AL_ERR_OTLP_CONFIG: OTLP endpoint https:\/\/otlp.example.com carries a user name or password in its URL/);
     expect(withPassword).not.toThrow(/hunter2/);
+    // A query may hold a key too: the refusal of a gRPC address does not repeat it.
+    const grpcWithKey = () => createOtlpSinkFromEnv({ OTEL_EXPORTER_OTLP_ENDPOINT: "grpc://collector:4317/?api_key=hunter2" });
+    expect(grpcWithKey).toThrow(/OTLP endpoint "grpc:\/\/collector:4317\/\?<query>" uses grpc:/);
+    expect(grpcWithKey).not.toThrow(/hunter2/);
     // JSON Schema has no type for a function: checked in code, before it would throw on the warning path.
     expect(() => createOtlpSink({ endpoint, onWarning: "log" } as never)).toThrow(/AL_ERR_OTLP_CONFIG: createOtlpSink: onWarning is string, not a function/);
   });
