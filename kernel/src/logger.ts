@@ -1,23 +1,8 @@
 import { createRequire } from "node:module";
 import type pino from "pino";
-import { AssemblyLineError, type RuntimeLogger } from "@assemblyline-agents/core";
+import { LOG_LEVELS as LEVELS, readLogLevel, type LogLevel, type RuntimeLogger } from "@assemblyline-agents/core";
 
-const LEVELS = ["debug", "info", "warn", "error"] as const;
-export type LogLevel = (typeof LEVELS)[number];
-
-/**
- * ASSEMBLY_LINE_LOG_LEVEL's value as every logger of the runtime and its hosts reads
- * it, so the JSON and the readable logs agree: trimmed, empty (or unset) for info,
- * as the OTEL_EXPORTER_OTLP_* variables take theirs; anything but a level is refused.
- */
-export function readLogLevel(value: string | undefined): LogLevel {
-  const level = value?.trim() ?? "";
-  if (level === "") return "info";
-  if ((LEVELS as readonly string[]).includes(level)) return level as LogLevel;
-  throw new AssemblyLineError("AL_ERR_HOST_CONFIG", `ASSEMBLY_LINE_LOG_LEVEL=${level} is not one of ${LEVELS.join(", ")}`, {
-    fix: "Set ASSEMBLY_LINE_LOG_LEVEL to debug, info, warn or error, or unset it (or leave it empty) for info.",
-  });
-}
+export { readLogLevel, type LogLevel };
 
 /**
  * Structured JSON logs (level, time, msg, fields) on stderr, so stdout stays

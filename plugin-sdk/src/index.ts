@@ -28,6 +28,7 @@ export * from "./rate-limit.js";
 export * from "./automation.js";
 export * from "./connection.js";
 export * from "./timeout.js";
+export * from "./log-level.js";
 export * from "./options-schema.js";
 export * from "./source-hash.js";
 export * from "./net/index.js";

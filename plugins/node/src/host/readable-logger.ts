@@ -1,5 +1,4 @@
-import type { RuntimeLogger } from "@assemblyline-agents/core";
-import { readLogLevel, type LogLevel } from "@assemblyline-agents/runtime";
+import { readLogLevel, type LogLevel, type RuntimeLogger } from "@assemblyline-agents/core";
 
 const LEVELS: readonly LogLevel[] = ["debug", "info", "warn", "error"];
 
