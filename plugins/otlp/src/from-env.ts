@@ -12,7 +12,8 @@ const DEFAULT_ENDPOINT = "http://localhost:4318";
  * ones, as in every OpenTelemetry SDK: OTEL_EXPORTER_OTLP_TRACES_HEADERS adds to
  * (and overrides keys of) the general headers, OTEL_EXPORTER_OTLP_TRACES_TIMEOUT
  * replaces the general timeout, and OTEL_EXPORTER_OTLP_TRACES_COMPRESSION the general
- * OTEL_EXPORTER_OTLP_COMPRESSION (gzip or none). Explicit options win over the environment:
+ * OTEL_EXPORTER_OTLP_COMPRESSION (gzip or none). OTEL_EXPORTER_OTLP_(TRACES_)PROTOCOL may only
+ * be http/json, what this sink speaks. Explicit options win over the environment:
  * an override's endpoint or url replaces the environment's endpoint entirely (the
  * traces variable included), so neither is left to win over it.
  */
@@ -23,6 +24,8 @@ export function createOtlpSinkFromEnv(env: Record<string, string | undefined> = 
   const timeout = nonEmpty(env[timeoutVariable]);
   const compressionVariable = nonEmpty(env.OTEL_EXPORTER_OTLP_TRACES_COMPRESSION) !== undefined ? "OTEL_EXPORTER_OTLP_TRACES_COMPRESSION" : "OTEL_EXPORTER_OTLP_COMPRESSION";
   const compression = nonEmpty(env[compressionVariable]);
+  const protocolVariable = nonEmpty(env.OTEL_EXPORTER_OTLP_TRACES_PROTOCOL) !== undefined ? "OTEL_EXPORTER_OTLP_TRACES_PROTOCOL" : "OTEL_EXPORTER_OTLP_PROTOCOL";
+  checkProtocol(nonEmpty(env[protocolVariable]), protocolVariable);
   const overridesTarget = overrides.endpoint !== undefined || overrides.url !== undefined;
   // Checked here, so that an error names the variable the value came from.
   if (!overridesTarget) {
@@ -107,6 +110,17 @@ function milliseconds(text: string, variable: string): number {
 
 function nonEmpty(value: string | undefined): string | undefined {
   return value === undefined || value.trim() === "" ? undefined : value.trim();
+}
+
+/**
+ * The sink speaks OTLP/HTTP with JSON bodies. A collector set up for grpc (port 4317) or
+ * http/protobuf would refuse every batch: such a setting is refused here instead of ignored.
+ */
+function checkProtocol(protocol: string | undefined, variable: string): void {
+  if (protocol === undefined || protocol === "http/json") return;
+  throw new AssemblyLineError("AL_ERR_OTLP_CONFIG", `${variable} is ${JSON.stringify(protocol)}; this sink sends OTLP over HTTP with JSON bodies (http/json) only`, {
+    fix: `Point the endpoint at the collector's OTLP/HTTP receiver (port 4318 by default, which takes JSON) and set ${variable}=http/json, or leave it unset.`,
+  });
 }
 
 /** OTEL_EXPORTER_OTLP_COMPRESSION's values (the specification's, case as written there). */

@@ -428,6 +428,12 @@ describe("createOtlpSinkFromEnv", () => {
     expect(() => createOtlpSink({ endpoint: otlp.url, compression: "deflate" as never })).toThrow(expect.objectContaining({ code: "AL_ERR_OTLP_CONFIG" }));
   });
 
+  it("takes OTEL_EXPORTER_OTLP_PROTOCOL http/json, what it sends, and refuses grpc or http/protobuf, naming the variable", () => {
+    expect(() => createOtlpSinkFromEnv({ OTEL_EXPORTER_OTLP_PROTOCOL: "http/json" })).not.toThrow();
+    expect(() => createOtlpSinkFromEnv({ OTEL_EXPORTER_OTLP_PROTOCOL: "grpc" })).toThrow(/AL_ERR_OTLP_CONFIG: OTEL_EXPORTER_OTLP_PROTOCOL is "grpc"; this sink sends OTLP over HTTP with JSON bodies \(http\/json\) only/);
+    expect(() => createOtlpSinkFromEnv({ OTEL_EXPORTER_OTLP_PROTOCOL: "http/json", OTEL_EXPORTER_OTLP_TRACES_PROTOCOL: "http/protobuf" })).toThrow(/OTEL_EXPORTER_OTLP_TRACES_PROTOCOL is "http\/protobuf"/);
+  });
+
   it("quotes a bad endpoint as written, says what is wrong with it, and names the variable it came from", () => {
     const noScheme = () => createOtlpSinkFromEnv({ OTEL_EXPORTER_OTLP_ENDPOINT: "localhost:4318" });
     expect(noScheme).toThrow(/AL_ERR_OTLP_CONFIG: OTLP endpoint "localhost:4318" is not a URL: it has no http:\/\/ or https:\/\/ scheme \(OTEL_EXPORTER_OTLP_ENDPOINT\)/);
