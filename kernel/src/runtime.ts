@@ -665,6 +665,12 @@ export class OpenEveRuntime {
     return this.admission.hasCapacity();
   }
 
+  /** Brand-new runs executing in this process now, and waiting for a slot: what maxConcurrentRuns and maxQueuedRuns bound. */
+  runLoad(): { executing: number; waiting: number } {
+    const { active, queued } = this.admission.load;
+    return { executing: active, waiting: queued };
+  }
+
   /** Resolves once no run is executing or waiting for a slot. */
   async onIdle(): Promise<void> {
     while (this.inFlight.size > 0) await Promise.allSettled([...this.inFlight]);

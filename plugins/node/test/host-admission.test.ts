@@ -61,6 +61,15 @@ describe("admission", () => {
     expect((await call(`${host.url}/runs/${busy.body.runId}`)).body.run.status).not.toBe("queued");
   });
 
+  it("counts a run started beside the host (runtime.run()) in the refusal it answers", async () => {
+    const host = await startHost(bundle, { maxConcurrentRuns: 1, maxQueuedRuns: 0 });
+    const direct = host.runtime.run({ message: "slow: started in the process, not through a channel" });
+    const refused = await call(`${host.url}/message`, { body: { message: "echo: no room" } });
+    expect(refused.status).toBe(429);
+    expect(refused.body.error.message).toBe("1 runs are executing and 0 are waiting, the configured maximum");
+    expect((await direct).status).toBe("completed");
+  });
+
   it("reads the limits from ASSEMBLY_LINE_MAX_CONCURRENT_RUNS and ASSEMBLY_LINE_MAX_QUEUED_RUNS", async () => {
     const host = await startHost(bundle, { env: { FIXTURE_SECRET: "s3cret", ASSEMBLY_LINE_MAX_CONCURRENT_RUNS: "1", ASSEMBLY_LINE_MAX_QUEUED_RUNS: "1" } });
     const replies = await Promise.all(Array.from({ length: 4 }, (_, i) => call(`${host.url}/message`, { body: { message: `slow: ${i}` } })));

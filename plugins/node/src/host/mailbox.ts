@@ -75,7 +75,9 @@ export class ConversationMailbox {
       // Each slot turns over about once per recent run time.
       // From the queue ahead and the observed run time, with +-25 % jitter so refused clients do not return in a herd.
       const retryAfterMs = Math.max(100, Math.round(((this.recentRunMs * (waiting + 1)) / this.options.maxConcurrentRuns) * (0.75 + Math.random() / 2)));
-      return { active: this.executing, waiting, retryAfterMs };
+      // The runtime counts every run it executes, those started beside the mailbox (runtime.run()) too.
+      const runtime = this.options.runtime.runLoad();
+      return { active: Math.max(this.executing, runtime.executing), waiting: waiting + runtime.waiting, retryAfterMs };
     }
     if (startsNow) this.reservedStart += 1;
     else this.reservedWait += 1;
