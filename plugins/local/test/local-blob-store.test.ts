@@ -124,4 +124,19 @@ describe("LocalBlobStore", () => {
     );
     expect(await blobs.list("dir/")).toHaveLength(20);
   });
+
+  it("keeps a put whose folder a concurrent delete is removing, instead of failing with ENOENT", async () => {
+    const { blobs } = await store();
+    // The delete empties d<n>/e and removes it and d<n> while the puts make their folders under
+    // them; the interleaving is up to the filesystem, so try it many times.
+    const failures: unknown[] = [];
+    for (let round = 0; round < 300; round += 1) {
+      await blobs.put(`d${round}/e/old`, new Uint8Array([1]));
+      const results = await Promise.allSettled([blobs.delete(`d${round}/e/old`), blobs.put(`d${round}/e/new`, new Uint8Array([2])), blobs.put(`d${round}/f/new`, new Uint8Array([3]))]);
+      for (const result of results) if (result.status === "rejected") failures.push(result.reason);
+      expect(await blobs.get(`d${round}/e/new`), `round ${round}`).toBeDefined();
+      expect(await blobs.get(`d${round}/f/new`), `round ${round}`).toBeDefined();
+    }
+    expect(failures).toEqual([]);
+  }, 60_000);
 });

@@ -28,6 +28,8 @@ const TEMP_SUFFIX_LENGTH = TEMP_MARK.length + 12;
 const LONE_SURROGATE = /\p{Surrogate}/u;
 const SHORTER_KEY = "Use a shorter key (fewer segments, or hash a long name, e.g. files/<sha256>.bin), or a shorter blob folder.";
 const DEFAULT_CONTENT_TYPE = "application/octet-stream";
+/** How often put makes its folders again after a concurrent delete removed them (ENOENT). */
+const MAX_PUT_ATTEMPTS = 10;
 
 export interface LocalBlobStoreOptions {
   /** The blob folder. Default: `<agentDir>/.assembly-line/blobs`. */
@@ -59,13 +61,13 @@ export class LocalBlobStore implements BlobStore {
     const header = Buffer.from(JSON.stringify({ contentType: options.contentType ?? DEFAULT_CONTENT_TYPE }), "utf8");
     const length = Buffer.alloc(4);
     length.writeUInt32BE(header.length);
-    // A concurrent delete may remove an emptied folder between mkdir and open; try again then.
+    // A concurrent delete removes the folders it empties (rmdir), which can land inside
+    // mkdir's own walk down the path or between mkdir and open or rename; each shows as
+    // ENOENT, and making the folders again and retrying gets past it.
     for (let attempt = 0; ; attempt += 1) {
-      await mkdir(folder, { recursive: true }).catch((error: unknown) => {
-        throw (error as NodeJS.ErrnoException).code === "ENAMETOOLONG" ? pathTooLong(key, error) : error;
-      });
       const temp = `${file}${TEMP_MARK}${randomBytes(6).toString("hex")}`;
       try {
+        await mkdir(folder, { recursive: true });
         const handle = await open(temp, "wx");
         try {
           await handle.writev([length, header, body]);
@@ -78,7 +80,7 @@ export class LocalBlobStore implements BlobStore {
       } catch (error) {
         await unlink(temp).catch(() => undefined);
         if ((error as NodeJS.ErrnoException).code === "ENAMETOOLONG") throw pathTooLong(key, error);
-        if ((error as NodeJS.ErrnoException).code !== "ENOENT" || attempt >= 3) throw error;
+        if ((error as NodeJS.ErrnoException).code !== "ENOENT" || attempt >= MAX_PUT_ATTEMPTS - 1) throw error;
       }
     }
   }
