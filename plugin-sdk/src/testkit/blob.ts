@@ -101,6 +101,14 @@ export function describeBlobStoreConformance(name: string, factory: StateKitFact
       expect(text((await store().get("copy"))?.body)).toBe("abc");
     });
 
+    it("stores the bytes as they were when put was called, even if the caller reuses its buffer before the put settles", async () => {
+      const body = bytes("original");
+      const pending = store().put("reused", body, { contentType: "text/plain" });
+      body.fill(0x58);
+      expect(await pending).toEqual({ key: "reused", size: 8 });
+      expect(text((await store().get("reused"))?.body)).toBe("original");
+    });
+
     it("keeps every blob when 20 puts race", async () => {
       await Promise.all(Array.from({ length: 20 }, (_, index) => store().put(`race/${index}`, bytes(String(index)))));
       expect(await store().list("race/")).toHaveLength(20);

@@ -58,6 +58,8 @@ export class LocalBlobStore implements BlobStore {
 
   async put(key: string, body: Uint8Array, options: { contentType?: string } = {}): Promise<{ key: string; size: number }> {
     const { folder, file } = this.locate(key);
+    // Copy first: the writes below wait, and a caller may reuse its buffer as soon as put returns its promise.
+    const bytes = copyBytes(body);
     const header = Buffer.from(JSON.stringify({ contentType: options.contentType ?? DEFAULT_CONTENT_TYPE }), "utf8");
     const length = Buffer.alloc(4);
     length.writeUInt32BE(header.length);
@@ -70,13 +72,13 @@ export class LocalBlobStore implements BlobStore {
         await mkdir(folder, { recursive: true });
         const handle = await open(temp, "wx");
         try {
-          await handle.writev([length, header, body]);
+          await handle.writev([length, header, bytes]);
           await handle.sync();
         } finally {
           await handle.close();
         }
         await rename(temp, file);
-        return { key, size: body.byteLength };
+        return { key, size: bytes.byteLength };
       } catch (error) {
         await unlink(temp).catch(() => undefined);
         if ((error as NodeJS.ErrnoException).code === "ENAMETOOLONG") throw pathTooLong(key, error);
@@ -206,6 +208,11 @@ function validateKey(key: unknown): string[] {
     }
   }
   return segments;
+}
+
+/** A copy of the bytes a view holds, whatever its element type. */
+function copyBytes(body: ArrayBufferView): Buffer {
+  return Buffer.from(new Uint8Array(body.buffer, body.byteOffset, body.byteLength));
 }
 
 /** Percent-encode every UTF-8 byte outside [A-Za-z0-9._-]. */
