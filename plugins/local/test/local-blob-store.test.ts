@@ -1,5 +1,5 @@
 import { describeBlobStoreConformance } from "@assemblyline-agents/core/testkit";
-import { mkdtemp, readdir, rm, writeFile, mkdir } from "node:fs/promises";
+import { mkdir, mkdtemp, readdir, rm, truncate, writeFile } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterEach, describe, expect, it } from "vitest";
@@ -112,6 +112,26 @@ describe("LocalBlobStore", () => {
     await mkdir(directory, { recursive: true });
     await writeFile(join(directory, "hand-made@blob"), "hello");
     await expect(blobs.get("hand-made")).rejects.toMatchObject({ code: "AL_ERR_STATE_ROW_INVALID" });
+  });
+
+  it("refuses a body larger than it can read back, naming the limit, and stores nothing", async () => {
+    const { blobs, directory } = await store();
+    // 2 GiB of address space the store must refuse before touching it; the pages are never made.
+    const body = new Uint8Array(2 ** 31);
+    const error = await blobs.put("videos/recording.mp4", body, { contentType: "video/mp4" }).catch((caught: unknown) => caught);
+    expect(error, String(error)).toMatchObject({ name: "AssemblyLineError", code: "AL_ERR_STATE_INPUT_INVALID", message: expect.stringContaining(`is ${2 ** 31} bytes`) });
+    expect(await blobs.list()).toEqual([]);
+    expect(await allFiles(directory).catch(() => [])).toEqual([]);
+  });
+
+  it("reports a blob file too large to read as AL_ERR_STATE_ROW_INVALID instead of a bare RangeError", async () => {
+    const { blobs, directory } = await store();
+    await blobs.put("videos/old.mp4", new Uint8Array([1]), { contentType: "video/mp4" });
+    // As an older version could write it: a sparse file just over 2 GiB, which takes no disk space.
+    await truncate(join(directory, "videos", "old.mp4@blob"), 2 ** 31 + 16);
+    await expect(blobs.get("videos/old.mp4")).rejects.toMatchObject({ name: "AssemblyLineError", code: "AL_ERR_STATE_ROW_INVALID", message: expect.stringContaining("larger than") });
+    await blobs.delete("videos/old.mp4");
+    expect(await blobs.list()).toEqual([]);
   });
 
   it("survives puts and deletes racing in the same folder", async () => {

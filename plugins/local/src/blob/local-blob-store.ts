@@ -28,6 +28,8 @@ const TEMP_SUFFIX_LENGTH = TEMP_MARK.length + 12;
 const LONE_SURROGATE = /\p{Surrogate}/u;
 const SHORTER_KEY = "Use a shorter key (fewer segments, or hash a long name, e.g. files/<sha256>.bin), or a shorter blob folder.";
 const DEFAULT_CONTENT_TYPE = "application/octet-stream";
+/** The largest file readFile reads (Node's kIoMaxLength, 2 GiB - 1): a blob file, header included, must fit. */
+const MAX_FILE_BYTES = 2 ** 31 - 1;
 /** How often put makes its folders again after a concurrent delete removed them (ENOENT). */
 const MAX_PUT_ATTEMPTS = 10;
 
@@ -58,9 +60,16 @@ export class LocalBlobStore implements BlobStore {
 
   async put(key: string, body: Uint8Array, options: { contentType?: string } = {}): Promise<{ key: string; size: number }> {
     const { folder, file } = this.locate(key);
+    const header = Buffer.from(JSON.stringify({ contentType: options.contentType ?? DEFAULT_CONTENT_TYPE }), "utf8");
+    const fileBytes = 4 + header.length + body.byteLength;
+    if (fileBytes > MAX_FILE_BYTES) {
+      throw new AssemblyLineError("AL_ERR_STATE_INPUT_INVALID", `blob "${key}" is ${body.byteLength} bytes; the local blob store keeps at most ${MAX_FILE_BYTES - 4 - header.length} bytes in one blob (a blob file is read back whole, and Node reads at most ${MAX_FILE_BYTES} bytes at once)`, {
+        fix: "Split the body into parts under several keys, or keep objects this large in an S3 store (s3Blob()).",
+        details: { key, size: body.byteLength, limit: MAX_FILE_BYTES - 4 - header.length },
+      });
+    }
     // Copy first: the writes below wait, and a caller may reuse its buffer as soon as put returns its promise.
     const bytes = copyBytes(body);
-    const header = Buffer.from(JSON.stringify({ contentType: options.contentType ?? DEFAULT_CONTENT_TYPE }), "utf8");
     const length = Buffer.alloc(4);
     length.writeUInt32BE(header.length);
     // A concurrent delete removes the folders it empties (rmdir), which can land inside
@@ -96,6 +105,13 @@ export class LocalBlobStore implements BlobStore {
       const code = (error as NodeJS.ErrnoException).code;
       if (code === "ENOENT" || code === "ENOTDIR") return undefined;
       if (code === "ENAMETOOLONG") throw pathTooLong(key, error);
+      if (code === "ERR_FS_FILE_TOO_LARGE") {
+        throw new AssemblyLineError("AL_ERR_STATE_ROW_INVALID", `blob file ${file} (key "${key}") is larger than the ${MAX_FILE_BYTES} bytes the local blob store can read back`, {
+          fix: "It was written by an older version or outside Assembly Line; read the file with a stream yourself, then delete it or put it again in parts.",
+          details: { key, file },
+          cause: error,
+        });
+      }
       throw error;
     }
     const headerLength = bytes.length >= 4 ? bytes.readUInt32BE(0) : Number.POSITIVE_INFINITY;
