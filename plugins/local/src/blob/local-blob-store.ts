@@ -1,7 +1,7 @@
 import { AssemblyLineError, type BlobStore } from "@assemblyline-agents/core";
 import { randomBytes } from "node:crypto";
 import { mkdir, open, readFile, readdir, rename, rmdir, unlink } from "node:fs/promises";
-import { join, resolve } from "node:path";
+import { dirname, join, resolve } from "node:path";
 import { describeOptions, unknownOptions } from "../known-options.js";
 
 /*
@@ -75,10 +75,13 @@ export class LocalBlobStore implements BlobStore {
     // A concurrent delete removes the folders it empties (rmdir), which can land inside
     // mkdir's own walk down the path or between mkdir and open or rename; each shows as
     // ENOENT, and making the folders again and retrying gets past it.
+    let made: string | undefined;
     for (let attempt = 0; ; attempt += 1) {
       const temp = `${file}${TEMP_MARK}${randomBytes(6).toString("hex")}`;
       try {
-        await mkdir(folder, { recursive: true });
+        // The highest folder made on any attempt: it and the ones below it are new entries to sync.
+        const madeNow = await mkdir(folder, { recursive: true });
+        if (madeNow !== undefined && (made === undefined || madeNow.length < made.length)) made = madeNow;
         const handle = await open(temp, "wx");
         try {
           await handle.writev([length, header, bytes]);
@@ -87,6 +90,9 @@ export class LocalBlobStore implements BlobStore {
           await handle.close();
         }
         await rename(temp, file);
+        // The rename, and any folder made on the way, live in folder entries until those are
+        // synced: without this a power loss can undo a put whose caller already recorded the key.
+        await syncFolders(made === undefined ? [folder] : foldersFrom(dirname(made), folder));
         return { key, size: bytes.byteLength };
       } catch (error) {
         await unlink(temp).catch(() => undefined);
@@ -224,6 +230,35 @@ function validateKey(key: unknown): string[] {
     }
   }
   return segments;
+}
+
+/** `top` and each folder below it down to `bottom`, deepest first. */
+function foldersFrom(top: string, bottom: string): string[] {
+  const folders = [bottom];
+  for (let folder = bottom; folder !== top && dirname(folder) !== folder; ) {
+    folder = dirname(folder);
+    folders.push(folder);
+  }
+  return folders;
+}
+
+/** fsync each folder, so the entries made in it (a renamed file, a new folder) survive a power loss. */
+async function syncFolders(folders: string[]): Promise<void> {
+  for (const folder of folders) {
+    let handle;
+    try {
+      handle = await open(folder, "r");
+    } catch (error) {
+      // A concurrent delete of the same key emptied and removed it: nothing of this put is left to keep.
+      if ((error as NodeJS.ErrnoException).code === "ENOENT") continue;
+      throw error;
+    }
+    try {
+      await handle.sync();
+    } finally {
+      await handle.close();
+    }
+  }
 }
 
 /** A copy of the bytes a view holds, whatever its element type. */
