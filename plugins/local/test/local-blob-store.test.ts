@@ -1,5 +1,5 @@
 import { describeBlobStoreConformance } from "@assemblyline-agents/core/testkit";
-import { mkdir, mkdtemp, readdir, rm, truncate, writeFile } from "node:fs/promises";
+import { mkdir, mkdtemp, readdir, rm, truncate, utimes, writeFile } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterEach, describe, expect, it } from "vitest";
@@ -132,6 +132,36 @@ describe("LocalBlobStore", () => {
     await expect(blobs.get("videos/old.mp4")).rejects.toMatchObject({ name: "AssemblyLineError", code: "AL_ERR_STATE_ROW_INVALID", message: expect.stringContaining("larger than") });
     await blobs.delete("videos/old.mp4");
     expect(await blobs.list()).toEqual([]);
+  });
+
+  it("removes a temp file a crashed put left behind, so deleting the last blob removes its folder", async () => {
+    const { directory } = await store();
+    const first = new LocalBlobStore({ directory });
+    await first.put("reports/q1.pdf", new Uint8Array([1]));
+    // What a process killed mid-put leaves: a temp file beside the blob, last written two hours ago.
+    const leftover = join(directory, "reports", "q1.pdf@blob@tmp-0123456789ab");
+    await writeFile(leftover, "half a blob");
+    const twoHoursAgo = new Date(Date.now() - 2 * 60 * 60 * 1000);
+    await utimes(leftover, twoHoursAgo, twoHoursAgo);
+    // The process starts again with a new store.
+    const blobs = new LocalBlobStore({ directory });
+    expect(await blobs.list()).toEqual(["reports/q1.pdf"]);
+    await blobs.delete("reports/q1.pdf");
+    expect(await allFiles(directory)).toEqual([]);
+  });
+
+  it("removes a stale temp file when a put reaches its folder, and leaves a fresh one a put may still be writing", async () => {
+    const { directory } = await store();
+    await mkdir(join(directory, "inbox"), { recursive: true });
+    const stale = join(directory, "inbox", "a.txt@blob@tmp-0123456789ab");
+    const fresh = join(directory, "inbox", "b.txt@blob@tmp-ba9876543210");
+    await writeFile(stale, "dead put");
+    await writeFile(fresh, "live put");
+    const twoHoursAgo = new Date(Date.now() - 2 * 60 * 60 * 1000);
+    await utimes(stale, twoHoursAgo, twoHoursAgo);
+    const blobs = new LocalBlobStore({ directory });
+    await blobs.put("inbox/c.txt", new Uint8Array([1]));
+    expect((await allFiles(directory)).sort()).toEqual(["inbox", "inbox/b.txt@blob@tmp-ba9876543210", "inbox/c.txt@blob"]);
   });
 
   it("survives puts and deletes racing in the same folder", async () => {

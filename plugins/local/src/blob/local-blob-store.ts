@@ -1,6 +1,6 @@
 import { AssemblyLineError, type BlobStore } from "@assemblyline-agents/core";
 import { randomBytes } from "node:crypto";
-import { mkdir, open, readFile, readdir, rename, rmdir, unlink } from "node:fs/promises";
+import { mkdir, open, readFile, readdir, rename, rmdir, stat, unlink } from "node:fs/promises";
 import { dirname, join, resolve } from "node:path";
 import { describeOptions, unknownOptions } from "../known-options.js";
 
@@ -30,6 +30,10 @@ const SHORTER_KEY = "Use a shorter key (fewer segments, or hash a long name, e.g
 const DEFAULT_CONTENT_TYPE = "application/octet-stream";
 /** The largest file readFile reads (Node's kIoMaxLength, 2 GiB - 1): a blob file, header included, must fit. */
 const MAX_FILE_BYTES = 2 ** 31 - 1;
+/** A temp file untouched this long belongs to a put that died (a crash, a kill): the sweep removes it. */
+const STALE_TEMP_MS = 60 * 60 * 1000;
+/** What put names a temp file: the blob file, TEMP_MARK and 12 hex digits. */
+const TEMP_NAME = /@blob@tmp-[0-9a-f]{12}$/;
 /** How often put makes its folders again after a concurrent delete removed them (ENOENT). */
 const MAX_PUT_ATTEMPTS = 10;
 
@@ -43,6 +47,8 @@ export interface LocalBlobStoreOptions {
 /** Binary objects as files under one folder: the embedded default BlobStore. */
 export class LocalBlobStore implements BlobStore {
   readonly directory: string;
+  /** Folders already swept of stale temp files by this store: each is swept the first time a put or delete reaches it. */
+  private readonly swept = new Set<string>();
 
   constructor(options: LocalBlobStoreOptions = {}) {
     const unknown = unknownOptions(options, ["directory", "agentDir"]);
@@ -82,6 +88,7 @@ export class LocalBlobStore implements BlobStore {
         // The highest folder made on any attempt: it and the ones below it are new entries to sync.
         const madeNow = await mkdir(folder, { recursive: true });
         if (madeNow !== undefined && (made === undefined || madeNow.length < made.length)) made = madeNow;
+        await this.sweepOnce(folder);
         const handle = await open(temp, "wx");
         try {
           await handle.writev([length, header, bytes]);
@@ -137,7 +144,7 @@ export class LocalBlobStore implements BlobStore {
   }
 
   async delete(key: string): Promise<void> {
-    const { file, folders } = this.locate(key);
+    const { file, folder, folders } = this.locate(key);
     try {
       await unlink(file);
     } catch (error) {
@@ -145,14 +152,29 @@ export class LocalBlobStore implements BlobStore {
       if ((error as NodeJS.ErrnoException).code !== "ENOENT") throw error;
       return;
     }
+    await this.sweepOnce(folder);
     // Remove folders the delete left empty, innermost first; stop at the first that is not.
-    for (const folder of folders.reverse()) {
+    // One that holds only a dead put's temp file is empty once swept.
+    for (const each of folders.reverse()) {
       try {
-        await rmdir(folder);
-      } catch {
-        return;
+        await rmdir(each);
+      } catch (error) {
+        if ((error as NodeJS.ErrnoException).code !== "ENOTEMPTY" || !(await this.sweepOnce(each))) return;
+        try {
+          await rmdir(each);
+        } catch {
+          return;
+        }
       }
     }
+  }
+
+  /** Remove the stale temp files in `folder` the first time this store reaches it; true when it swept. */
+  private async sweepOnce(folder: string): Promise<boolean> {
+    if (this.swept.has(folder)) return false;
+    this.swept.add(folder);
+    await sweepStaleTemps(folder);
+    return true;
   }
 
   async list(prefix = ""): Promise<string[]> {
@@ -230,6 +252,27 @@ function validateKey(key: unknown): string[] {
     }
   }
   return segments;
+}
+
+/**
+ * Remove temp files in `folder` older than STALE_TEMP_MS: a put that died mid-write
+ * leaves one, which list hides but which keeps its folder from ever being removed.
+ * A put in progress keeps writing to its temp file, so a fresh one is left alone.
+ */
+async function sweepStaleTemps(folder: string): Promise<void> {
+  let names: string[];
+  try {
+    names = await readdir(folder);
+  } catch {
+    return;
+  }
+  const staleBefore = Date.now() - STALE_TEMP_MS;
+  for (const name of names) {
+    if (!TEMP_NAME.test(name)) continue;
+    const temp = join(folder, name);
+    const info = await stat(temp).catch(() => undefined);
+    if (info?.isFile() && info.mtimeMs < staleBefore) await unlink(temp).catch(() => undefined);
+  }
 }
 
 /** `top` and each folder below it down to `bottom`, deepest first. */
