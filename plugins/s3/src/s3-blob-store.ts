@@ -138,8 +138,9 @@ export class S3BlobStore implements BlobStore {
    * "." and ".." segments are resolved on the way to the server, so "../x" would
    * land outside the prefix and "a/../b" on "b"; an empty segment ("/x", "a//b")
    * is refused by S3-compatible servers; a NUL fails on the server and a lone
-   * surrogate has no UTF-8 form to send. The same rules as the local store, "\\"
-   * included, so a key one store takes the other takes too.
+   * surrogate has no UTF-8 form to send. The same segments and characters as the
+   * local store refuses, "\\" included; the length limits differ (the local store
+   * also caps each segment, as a file name; see the README).
    */
   private objectKey(key: string): string {
     const refuse = (reason: string, fix = 'Use "/"-separated segments, none empty, "." or "..", e.g. "files/run-1/report.pdf".'): never => {
