@@ -111,7 +111,13 @@ export class S3BlobStore implements BlobStore {
       const page = await this.send("list", prefix, () =>
         this.client.send(new ListObjectsV2Command({ Bucket: this.settings.bucket, Prefix: this.settings.prefix + prefix, ...(token ? { ContinuationToken: token } : {}) })),
       );
-      for (const object of page.Contents ?? []) if (object.Key !== undefined) keys.push(object.Key.slice(this.settings.prefix.length));
+      for (const object of page.Contents ?? []) {
+        if (object.Key === undefined) continue;
+        const key = object.Key.slice(this.settings.prefix.length);
+        // Objects written by other tools ("folder/" markers of the S3 console, the prefix itself,
+        // "a//b") have keys get and delete refuse: list leaves them out, as the local store does.
+        if (this.keyRefusal(key) === undefined) keys.push(key);
+      }
       token = page.IsTruncated ? page.NextContinuationToken : undefined;
     } while (token);
     // Code-unit order, as the other stores sort; S3 lists by UTF-8 bytes, which differs for astral characters.
@@ -143,18 +149,24 @@ export class S3BlobStore implements BlobStore {
    * also caps each segment, as a file name; see the README).
    */
   private objectKey(key: string): string {
-    const refuse = (reason: string, fix = 'Use "/"-separated segments, none empty, "." or "..", e.g. "files/run-1/report.pdf".'): never => {
-      throw new AssemblyLineError("AL_ERR_BLOB_KEY", `blob key ${JSON.stringify(key)} ${reason}`, { fix, details: { key } });
-    };
-    if (typeof key !== "string" || key === "") return refuse("is not a non-empty string", "Use a key such as files/run-1/report.pdf.");
-    if (key.includes("\0")) return refuse("contains a NUL character");
-    if (key.includes("\\")) return refuse('contains "\\"; separate segments with "/"');
-    if (LONE_SURROGATE.test(key)) return refuse("is not well-formed Unicode (it holds a lone surrogate, which has no UTF-8 form)");
-    if (key.split("/").some((segment) => segment === "" || segment === "." || segment === "..")) return refuse('has an empty, "." or ".." segment');
-    const objectKey = this.settings.prefix + key;
-    const bytes = Buffer.byteLength(objectKey, "utf8");
-    if (bytes > MAX_KEY_BYTES) return refuse(`is ${bytes} bytes long with its prefix, over S3's ${MAX_KEY_BYTES}`, "Use a shorter key (hash a long name, e.g. files/<sha256>.bin).");
-    return objectKey;
+    const refusal = this.keyRefusal(key);
+    if (refusal !== undefined) {
+      throw new AssemblyLineError("AL_ERR_BLOB_KEY", `blob key ${JSON.stringify(key)} ${refusal.reason}`, { fix: refusal.fix, details: { key } });
+    }
+    return this.settings.prefix + key;
+  }
+
+  /** Why `key` is refused, or undefined when the store takes it. */
+  private keyRefusal(key: string): { reason: string; fix: string } | undefined {
+    const segments = 'Use "/"-separated segments, none empty, "." or "..", e.g. "files/run-1/report.pdf".';
+    if (typeof key !== "string" || key === "") return { reason: "is not a non-empty string", fix: "Use a key such as files/run-1/report.pdf." };
+    if (key.includes("\0")) return { reason: "contains a NUL character", fix: segments };
+    if (key.includes("\\")) return { reason: 'contains "\\"; separate segments with "/"', fix: segments };
+    if (LONE_SURROGATE.test(key)) return { reason: "is not well-formed Unicode (it holds a lone surrogate, which has no UTF-8 form)", fix: segments };
+    if (key.split("/").some((segment) => segment === "" || segment === "." || segment === "..")) return { reason: 'has an empty, "." or ".." segment', fix: segments };
+    const bytes = Buffer.byteLength(this.settings.prefix + key, "utf8");
+    if (bytes > MAX_KEY_BYTES) return { reason: `is ${bytes} bytes long with its prefix, over S3's ${MAX_KEY_BYTES}`, fix: "Use a shorter key (hash a long name, e.g. files/<sha256>.bin)." };
+    return undefined;
   }
 
   private async send<T>(operation: string, key: string, call: () => Promise<T>): Promise<T> {

@@ -5,7 +5,7 @@ import { Readable } from "node:stream";
 import { inspect } from "node:util";
 import { isAssemblyLineError } from "@assemblyline-agents/core";
 import { describeBlobStoreConformance } from "@assemblyline-agents/core/testkit";
-import { S3Client } from "@aws-sdk/client-s3";
+import { PutObjectCommand, S3Client } from "@aws-sdk/client-s3";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { S3BlobStore, createS3Blob, r2Blob, s3Blob } from "../src/index.js";
 import { s3rverInstalled, startS3rver, type RunningS3rver } from "./support/s3rver.js";
@@ -120,6 +120,24 @@ if (!s3rverInstalled()) {
       expect(String(error)).toContain("1024");
       expect(await store.list()).toEqual([]);
       await store.close();
+    });
+
+    it('lists only keys it can get and delete, leaving out "folder/" markers and the prefix object other tools write', async () => {
+      const client = new S3Client({ endpoint: server.endpoint, region: "us-east-1", forcePathStyle: true, credentials: { accessKeyId: "S3RVER", secretAccessKey: "S3RVER" }, requestChecksumCalculation: "WHEN_REQUIRED", responseChecksumValidation: "WHEN_REQUIRED" });
+      const prefix = `markers-${randomUUID()}/`;
+      // What the S3 console's "Create folder" and many sync tools write: zero-byte "<folder>/" objects.
+      for (const Key of [prefix, `${prefix}reports/`, `${prefix}reports/q1.pdf`]) {
+        await client.send(new PutObjectCommand({ Bucket: BUCKET, Key, Body: Buffer.alloc(Key.endsWith("/") ? 0 : 3) }));
+      }
+      const store = new S3BlobStore({ bucket: BUCKET, client, prefix });
+      expect(await store.list()).toEqual(["reports/q1.pdf"]);
+      expect(await store.list("reports/")).toEqual(["reports/q1.pdf"]);
+      for (const key of await store.list()) {
+        expect((await store.get(key))?.body.byteLength).toBe(3);
+        await store.delete(key);
+      }
+      expect(await store.list()).toEqual([]);
+      client.destroy();
     });
 
     it("keeps two stores whose prefixes start the same way apart", async () => {
