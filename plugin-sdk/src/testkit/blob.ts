@@ -109,6 +109,33 @@ export function describeBlobStoreConformance(name: string, factory: StateKitFact
       expect(text((await store().get("reused"))?.body)).toBe("original");
     });
 
+    it("refuses a content type that is not header text with AL_ERR_STATE_INPUT_INVALID naming contentType, and stores nothing", async () => {
+      for (const contentType of ['text/plain; name="報告.txt"', "text/plain\r\nX-Injected: 1", "text/plain\n", "application/x-ü", 5, null, { type: "text/plain" }]) {
+        const label = JSON.stringify(contentType);
+        const error = await store()
+          .put("typed/doc.txt", bytes("x"), { contentType } as unknown as { contentType: string })
+          .then(() => undefined, (caught: unknown) => caught);
+        expect(isAssemblyLineError(error, "AL_ERR_STATE_INPUT_INVALID"), `${label}: ${String(error)}`).toBe(true);
+        expect(String(error), label).toContain("contentType");
+        expect(await store().get("typed/doc.txt"), label).toBeUndefined();
+      }
+      expect(await store().list()).toEqual([]);
+    });
+
+    it("gives back a content type without surrounding spaces, and an empty or blank one as application/octet-stream", async () => {
+      const cases: [string, string][] = [
+        [" text/plain ", "text/plain"],
+        ["\ttext/markdown; charset=utf-8 ", "text/markdown; charset=utf-8"],
+        ["", "application/octet-stream"],
+        ["   ", "application/octet-stream"],
+        ['text/plain; name="report.txt"', 'text/plain; name="report.txt"'],
+      ];
+      for (const [index, [given, expected]] of cases.entries()) {
+        await store().put(`typed/${index}`, bytes("x"), { contentType: given });
+        expect((await store().get(`typed/${index}`))?.contentType, JSON.stringify(given)).toBe(expected);
+      }
+    });
+
     it("keeps every blob when 20 puts race", async () => {
       await Promise.all(Array.from({ length: 20 }, (_, index) => store().put(`race/${index}`, bytes(String(index)))));
       expect(await store().list("race/")).toHaveLength(20);

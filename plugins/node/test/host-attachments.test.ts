@@ -38,6 +38,27 @@ describe("attachments", () => {
     expect((globalThis as { __otherResolved?: number }).__otherResolved).toBeUndefined();
   });
 
+  it("stores an attachment whose channel-given content type a blob store would refuse, under its media type, else the server's", async () => {
+    const files = await captureServer(() => ({ status: 200, body: "report body", headers: { "content-type": "text/html" } }));
+    const blob = new LocalBlobStore({ directory: join(tempDir(), "blobs") });
+    const host = await startHost(bundle, { blob, attachments: { allowedHosts: ["127.0.0.1"] } });
+    const runId = await sendWithAttachments(host.url, "att-types", [
+      // A non-ASCII file name in a parameter: the media type is kept.
+      { id: "named", url: `${files.url}/named`, filename: "named.txt", contentType: 'text/plain; name="\u5831\u544a.txt"' },
+      // A line break: the media type before it is kept.
+      { id: "broken", url: `${files.url}/broken`, filename: "broken.txt", contentType: "text/csv\r\nX-Injected: 1" },
+      // Nothing usable: the server's type is used.
+      { id: "garbled", url: `${files.url}/garbled`, filename: "garbled.txt", contentType: "\u30c6\u30ad\u30b9\u30c8" },
+    ]);
+    await waitFor(async () => ((await host.runtime.listEvents(runId)).filter((event) => event.type.startsWith("attachment.")).length === 3 ? true : undefined));
+    const events = await host.runtime.listEvents(runId);
+    expect(events.filter((event) => event.type === "attachment.failed")).toEqual([]);
+    const types = Object.fromEntries((await host.runtime.state.files.listFileRecords({ prefix: `/files/attachments/${runId}/` })).map((record) => [record.path.split("/").at(-1), record.contentType]));
+    expect(types).toEqual({ "named.txt": "text/plain", "broken.txt": "text/csv", "garbled.txt": "text/html" });
+    const record = await host.runtime.state.files.getFileRecord(`/files/attachments/${runId}/named/named.txt`);
+    expect(await blob.get(record!.blobKey)).toMatchObject({ contentType: "text/plain" });
+  });
+
   it("stores attachments whose ids or names clean to the same text apart, each downloaded", async () => {
     const files = await captureServer(({ path }) => ({ status: 200, body: `bytes of ${path}` }));
     const host = await startHost(bundle, { blob: new LocalBlobStore({ directory: join(tempDir(), "blobs") }), attachments: { allowedHosts: ["127.0.0.1"] } });

@@ -1,5 +1,5 @@
 import { Readable } from "node:stream";
-import { AssemblyLineError, type BlobStore } from "@assemblyline-agents/core";
+import { AssemblyLineError, DEFAULT_BLOB_CONTENT_TYPE, blobContentType, type BlobStore } from "@assemblyline-agents/core";
 import {
   DeleteObjectCommand,
   GetObjectCommand,
@@ -11,7 +11,6 @@ import {
 import { Upload } from "@aws-sdk/lib-storage";
 import { refuseUnknownOptions, resolveS3Settings, type ResolvedS3Settings, type S3BlobOptions } from "./options.js";
 
-const OCTET_STREAM = "application/octet-stream";
 /** S3's longest object key, in UTF-8 bytes (the prefix included). */
 const MAX_KEY_BYTES = 1024;
 /** With the u flag a surrogate pair is one code point, so this matches only a lone half. */
@@ -56,9 +55,10 @@ export class S3BlobStore implements BlobStore {
 
   async put(key: string, body: Uint8Array, options: { contentType?: string } = {}): Promise<{ key: string; size: number }> {
     const objectKey = this.objectKey(key);
+    // Checked here: a value the HTTP client refuses would fail as a misleading AL_ERR_BLOB_UNAVAILABLE.
+    const contentType = blobContentType(key, options.contentType);
     // Copy so a caller changing its buffer during the upload cannot change what is stored.
     const bytes = Buffer.from(body);
-    const contentType = options.contentType ?? OCTET_STREAM;
     if (bytes.byteLength >= this.settings.multipartThresholdBytes) {
       await this.upload(objectKey, bytes, contentType, key);
     } else {
@@ -69,7 +69,9 @@ export class S3BlobStore implements BlobStore {
 
   /** Store a stream of unknown length; always a multipart upload, buffering one part at a time. */
   async putStream(key: string, body: Readable | AsyncIterable<Uint8Array>, options: { contentType?: string } = {}): Promise<{ key: string }> {
-    await this.upload(this.objectKey(key), body instanceof Readable ? body : Readable.from(body), options.contentType ?? OCTET_STREAM, key);
+    const objectKey = this.objectKey(key);
+    const contentType = blobContentType(key, options.contentType);
+    await this.upload(objectKey, body instanceof Readable ? body : Readable.from(body), contentType, key);
     return { key };
   }
 
@@ -92,7 +94,7 @@ export class S3BlobStore implements BlobStore {
     try {
       const response = await this.client.send(new GetObjectCommand({ Bucket: this.settings.bucket, Key: objectKey }));
       const body = response.Body as Readable | undefined;
-      return { body: body ?? Readable.from([]), contentType: response.ContentType ?? OCTET_STREAM, size: response.ContentLength };
+      return { body: body ?? Readable.from([]), contentType: response.ContentType ?? DEFAULT_BLOB_CONTENT_TYPE, size: response.ContentLength };
     } catch (error) {
       if (isMissing(error)) return undefined;
       throw this.failure("get", key, error);

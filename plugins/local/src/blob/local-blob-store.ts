@@ -1,4 +1,4 @@
-import { AssemblyLineError, type BlobStore } from "@assemblyline-agents/core";
+import { AssemblyLineError, blobContentType, type BlobStore } from "@assemblyline-agents/core";
 import { randomBytes } from "node:crypto";
 import { mkdir, open, readFile, readdir, rename, rmdir, stat, unlink } from "node:fs/promises";
 import { dirname, join, resolve } from "node:path";
@@ -27,7 +27,6 @@ const TEMP_SUFFIX_LENGTH = TEMP_MARK.length + 12;
 /** With the u flag a surrogate pair is one code point, so this matches only a lone half. */
 const LONE_SURROGATE = /\p{Surrogate}/u;
 const SHORTER_KEY = "Use a shorter key (fewer segments, or hash a long name, e.g. files/<sha256>.bin), or a shorter blob folder.";
-const DEFAULT_CONTENT_TYPE = "application/octet-stream";
 /** The largest file readFile reads (Node's kIoMaxLength, 2 GiB - 1): a blob file, header included, must fit. */
 const MAX_FILE_BYTES = 2 ** 31 - 1;
 /** A temp file untouched this long belongs to a put that died (a crash, a kill): the sweep removes it. */
@@ -66,7 +65,7 @@ export class LocalBlobStore implements BlobStore {
 
   async put(key: string, body: Uint8Array, options: { contentType?: string } = {}): Promise<{ key: string; size: number }> {
     const { folder, file } = this.locate(key);
-    const header = Buffer.from(JSON.stringify({ contentType: options.contentType ?? DEFAULT_CONTENT_TYPE }), "utf8");
+    const header = Buffer.from(JSON.stringify({ contentType: blobContentType(key, options.contentType) }), "utf8");
     const fileBytes = 4 + header.length + body.byteLength;
     if (fileBytes > MAX_FILE_BYTES) {
       throw new AssemblyLineError("AL_ERR_STATE_INPUT_INVALID", `blob "${key}" is ${body.byteLength} bytes; the local blob store keeps at most ${MAX_FILE_BYTES - 4 - header.length} bytes in one blob (a blob file is read back whole, and Node reads at most ${MAX_FILE_BYTES} bytes at once)`, {

@@ -1,6 +1,8 @@
 import { createHash } from "node:crypto";
 import {
   AssemblyLineError,
+  DEFAULT_BLOB_CONTENT_TYPE,
+  cleanBlobContentType,
   createGuardedFetch,
   isAssemblyLineError,
   type BlobStore,
@@ -147,7 +149,9 @@ export class AttachmentIngest {
   private async store(attachment: ChannelAttachment, request: DownloadRequest, ctx: { runId: string | null; path: string }): Promise<FileRecord> {
     const { body, contentType } = await this.download(request, attachment.id);
     const blobKey = ctx.path.replace(/^\/files\//, "");
-    const type = attachment.contentType ?? contentType ?? "application/octet-stream";
+    // A channel's or server's type a blob store would refuse (a non-ASCII file name in a parameter,
+    // a line break) is cleaned to its media type or dropped: the attachment must not be lost to it.
+    const type = cleanBlobContentType(attachment.contentType) ?? cleanBlobContentType(contentType) ?? DEFAULT_BLOB_CONTENT_TYPE;
     await this.parts.blob!.put(blobKey, body, { contentType: type });
     const record: FileRecord = {
       path: ctx.path,
