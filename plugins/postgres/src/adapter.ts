@@ -179,7 +179,7 @@ export class PostgresStateAdapter implements StateAdapter {
     return runs.acquireRunLease(this.db, runId, owner, ttlMs, now, await this.livenessKey());
   }
   renewRunLease(runId: string, fence: RunFence, ttlMs: number, now?: Date): Promise<RunLease | null> {
-    return runs.renewRunLease(this.db, runId, fence, ttlMs, now);
+    return runs.renewRunLease(this.db, runId, fence, ttlMs, now, this.liveness.currentKey());
   }
   releaseRunLease(runId: string, owner: string, token?: number, options: ReleaseOptions = {}): Promise<void> {
     return runs.releaseRunLease(this.db, runId, owner, token, options);

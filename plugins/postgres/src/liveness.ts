@@ -1,18 +1,41 @@
 import { randomBytes } from "node:crypto";
 import type pg from "pg";
 
+/** First wait before reopening a liveness session that could not be reopened, doubled after each failure. */
+export const REOPEN_FIRST_DELAY_MS = 100;
+/** The longest wait between two attempts to reopen the liveness session while the database is unreachable. */
+export const REOPEN_MAX_DELAY_MS = 5_000;
+
 /**
  * Proof that this adapter's process is alive, readable by every other replica:
  * one pooled connection, held for the adapter's life, holds a session-level
- * advisory lock on a random key. Leases this adapter takes record the key; when
- * the process dies its session ends, PostgreSQL drops the lock, and another
- * replica's `pg_try_advisory_xact_lock(key)` succeeds: the lease's holder is
- * provably gone and the run is taken at once instead of after the lease expires.
- * A live holder's lock always fails that test, so a live owner is never preempted.
+ * advisory lock on a key chosen once per adapter. Leases this adapter takes or
+ * renews record the key; when the process dies its session ends, PostgreSQL drops
+ * the lock, and another replica's `pg_try_advisory_xact_lock(key)` succeeds: the
+ * lease's holder is provably gone and the run is taken at once instead of after
+ * the lease expires. A live holder's lock always fails that test.
+ *
+ * When the connection drops while the process lives (an idle timeout, a
+ * `pg_terminate_backend`, a network blip), the session is reopened at once on the
+ * SAME key, retried with a capped backoff while the database is unreachable, so the
+ * leases taken under the old session are protected again. `pg_advisory_lock` waits
+ * while the old backend still holds the key, and PostgreSQL hands the lock to the
+ * waiter as the old backend ends, so other replicas never see it free. The key is
+ * free only when the old backend ended before the new session asked for it (the
+ * server ended the session, then the client noticed): from that end until the new
+ * session's grant, a claim by another replica takes this process's runs (see the
+ * README, "the reconnect window").
  */
 export class LivenessSession {
+  /** A random positive 63-bit key: unique across every replica of every schema sharing the database. */
+  private readonly lockKey = (randomBytes(8).readBigUInt64BE() >> 1n).toString();
   private client: pg.PoolClient | undefined;
+  /** A new session still waiting for the key (behind the old backend that holds it, until that one ends). */
+  private waiting: pg.PoolClient | undefined;
   private opening: Promise<string | null> | undefined;
+  /** The key has been locked once: leases may name it, so every later session must lock it again. */
+  private established = false;
+  private retry: NodeJS.Timeout | undefined;
   private closed = false;
 
   constructor(
@@ -20,9 +43,14 @@ export class LivenessSession {
     private readonly warn: (message: string, error: unknown) => void,
   ) {}
 
-  /** The key of the live session, or null while none could be established (leases then only expire). */
+  /**
+   * The key leases record. Waits for the first session only; once one was granted the
+   * key is returned at once, also while a dropped session is being reopened on it.
+   * Null while none could be established (leases then only expire).
+   */
   key(): Promise<string | null> {
     if (this.closed) return Promise.resolve(null);
+    if (this.established) return Promise.resolve(this.lockKey);
     this.opening ??= this.open().catch((error: unknown) => {
       this.opening = undefined;
       this.warn("postgres state: no liveness session; leases of a dead process will only expire", error);
@@ -31,39 +59,78 @@ export class LivenessSession {
     return this.opening;
   }
 
+  /** The key, without waiting: null until a first session was granted (a renewal must not wait for a connection). */
+  currentKey(): string | null {
+    return this.established && !this.closed ? this.lockKey : null;
+  }
+
   async close(): Promise<void> {
     this.closed = true;
+    clearTimeout(this.retry);
+    // A session still waiting for the key is ended now rather than awaited: its wait can last as long as the old backend.
+    if (this.waiting) this.discard(this.waiting);
     const client = this.client ?? (await this.opening?.catch(() => null), this.client);
     this.client = undefined;
     // Destroying the connection ends the session, which drops the advisory lock.
-    client?.release(true);
+    if (client) this.discard(client);
   }
 
-  private async open(): Promise<string> {
+  private async open(): Promise<string | null> {
     const client = await this.pool.connect();
-    // A random positive 63-bit key: unique across every replica of every schema sharing the database.
-    const key = (randomBytes(8).readBigUInt64BE() >> 1n).toString();
-    try {
-      await client.query("SELECT pg_advisory_lock($1::bigint)", [key]);
-    } catch (error) {
-      client.release(true);
-      throw error;
-    }
-    client.on("error", (error) => {
-      // The session is gone, and with it the lock: new leases wait for a new session.
-      // Already handed back by close(), or never taken: nothing to do.
-      if (this.client !== client) return;
-      this.client = undefined;
-      this.opening = undefined;
-      // Back to the pool as broken, or pool.end() would wait for it forever.
-      client.release(true);
-      this.warn("postgres state: the liveness session dropped; opening a new one", error);
-    });
     if (this.closed) {
-      client.release(true);
-      throw new Error("adapter closed");
+      this.discard(client);
+      return null;
+    }
+    client.on("error", (error) => this.dropped(client, error));
+    this.waiting = client;
+    try {
+      await client.query("SELECT pg_advisory_lock($1::bigint)", [this.lockKey]);
+    } catch (error) {
+      this.discard(client);
+      throw error;
+    } finally {
+      this.waiting = undefined;
+    }
+    if (this.closed) {
+      this.discard(client);
+      return null;
     }
     this.client = client;
-    return key;
+    this.established = true;
+    return this.lockKey;
+  }
+
+  /** The session is gone, and with it the lock: take the same key again before another replica reads it as free. */
+  private dropped(client: pg.PoolClient, error: unknown): void {
+    // Already handed back by close(), still opening (its query fails too), or never taken: nothing to do.
+    if (this.client !== client) return;
+    this.client = undefined;
+    this.discard(client);
+    this.warn("postgres state: the liveness session dropped; reopening it on the same key", error);
+    this.reopen(1);
+  }
+
+  /** Attempt `attempt` (from 1) to lock the key on a new session; on failure the next one after a capped, doubling delay. */
+  private reopen(attempt: number): void {
+    if (this.closed) return;
+    this.opening = this.open().catch((error: unknown) => {
+      // Closed meanwhile (close() ended the session that was waiting): nothing left to protect.
+      if (this.closed) return null;
+      if (attempt === 1) this.warn("postgres state: the liveness session could not be reopened; retrying until it can", error);
+      const delayMs = Math.min(REOPEN_MAX_DELAY_MS, REOPEN_FIRST_DELAY_MS * 2 ** Math.min(attempt - 1, 16));
+      this.retry = setTimeout(() => this.reopen(attempt + 1), delayMs);
+      // Retrying must not keep an otherwise finished process alive.
+      this.retry.unref();
+      return null;
+    });
+  }
+
+  /** Back to the pool as broken (pool.end() would wait for it forever otherwise); its session ends with it. */
+  private discard(client: pg.PoolClient): void {
+    try {
+      client.release(true);
+    } catch {
+      // Released already (a connection that failed during its lock query reports twice).
+    }
   }
 }

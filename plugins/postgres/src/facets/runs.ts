@@ -86,7 +86,8 @@ export async function listRuns(db: StateDatabase, filter: RunListFilter = {}): P
 
 /**
  * A lease whose holder's liveness session is gone (see LivenessSession): the
- * try-lock succeeds only when no session holds the key, i.e. the holder is dead.
+ * try-lock succeeds only when no session holds the key, i.e. the holder is dead,
+ * or (the one exception) its dropped session has not yet been reopened on the key.
  */
 const HOLDER_GONE = (alias: string) => `(${alias}lease_session IS NOT NULL AND pg_try_advisory_xact_lock(${alias}lease_session))`;
 
@@ -118,7 +119,12 @@ export async function acquireRunLease(db: StateDatabase, runId: string, owner: s
   return row.token === null || row.expires_at === null ? null : { owner, expiresAt: row.expires_at.toISOString(), token: Number(row.token) };
 }
 
-export async function renewRunLease(db: StateDatabase, runId: string, fence: RunFence, ttlMs: number, now?: Date): Promise<RunLease | null> {
+/**
+ * Extends the lease and names this process's liveness session in it (`session`, null while it
+ * has none: the lease then only expires), so a lease kept alive always names a session its
+ * holder holds, whichever adapter or session took it.
+ */
+export async function renewRunLease(db: StateDatabase, runId: string, fence: RunFence, ttlMs: number, now: Date | undefined, session: string | null): Promise<RunLease | null> {
   const check = new ArgumentCheck("renewRunLease");
   check.object("fence", fence);
   check.string("fence.owner", fence.owner);
@@ -127,10 +133,11 @@ export async function renewRunLease(db: StateDatabase, runId: string, fence: Run
   check.optionalDate("now", now);
   const [row] = await db.rows<{ expires_at: Date }>(
     `renewRunLease(run "${runId}")`,
-    `UPDATE ${db.s}.runs SET lease_expires_at = coalesce($5::timestamptz, now()) + $4::double precision * interval '1 millisecond'
+    `UPDATE ${db.s}.runs SET lease_expires_at = coalesce($5::timestamptz, now()) + $4::double precision * interval '1 millisecond',
+       lease_session = $6::bigint
      WHERE id = $1 AND lease_owner = $2 AND lease_token = $3 AND status NOT IN ('completed', 'failed')
      RETURNING lease_expires_at AS expires_at`,
-    [runId, fence.owner, fence.token, ttlMs, clockParam(now)],
+    [runId, fence.owner, fence.token, ttlMs, clockParam(now), session],
   );
   return row ? { owner: fence.owner, expiresAt: row.expires_at.toISOString(), token: fence.token } : null;
 }
