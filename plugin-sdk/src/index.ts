@@ -32,3 +32,4 @@ export * from "./log-level.js";
 export * from "./options-schema.js";
 export * from "./source-hash.js";
 export * from "./net/index.js";
+export * from "./secret-redaction.js";

@@ -1,7 +1,7 @@
 import { readFileSync } from "node:fs";
 import { homedir } from "node:os";
 import { join } from "node:path";
-import { AssemblyLineError } from "@assemblyline-agents/core";
+import { AssemblyLineError, redactSecrets } from "@assemblyline-agents/core";
 
 /**
  * Codex's own retries, bounded. At its defaults one model call that keeps
@@ -64,8 +64,7 @@ function statusIn(text: string): number | undefined {
 }
 
 function redact(message: string, env: Record<string, string | undefined>): string {
-  let text = message;
-  for (const secret of knownSecrets(env)) text = text.split(secret).join(REDACTED);
+  let text = redactSecrets(message, knownSecrets(env), { minLength: MIN_SECRET_LENGTH });
   for (const shape of TOKEN_SHAPES) text = text.replace(shape, REDACTED);
   return text.replace(URL, "[provider URL]");
 }
@@ -79,5 +78,5 @@ function knownSecrets(env: Record<string, string | undefined>): string[] {
   } catch {
     // No readable session file (a keyring login): the token shapes above still apply.
   }
-  return values.filter((value): value is string => typeof value === "string" && value.length >= MIN_SECRET_LENGTH).sort((a, b) => b.length - a.length);
+  return values.filter((value): value is string => typeof value === "string");
 }

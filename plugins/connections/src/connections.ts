@@ -1,5 +1,8 @@
 import {
+  combineRedactions,
   defineTool,
+  redactError,
+  redactValue,
   type ConnectionApproval,
   type ConnectionAuth,
   type ConnectionDefinition,
@@ -9,6 +12,7 @@ import {
   type JsonValue,
   type OutboundResolver,
   type RuntimeLogger,
+  type SecretRedaction,
   type ToolDefinition,
 } from "@assemblyline-agents/core";
 import { checkConnectionsOptions } from "./config-schema.js";
@@ -20,7 +24,7 @@ import { McpClients, failure, type McpTarget, type McpToolRecord } from "./mcp.j
 import { describeOpenApi, openApiRequest, type OpenApiRecord } from "./openapi.js";
 import { connectionFetch, guardedFetchFor, SentSecrets, withGrant } from "./outbound.js";
 import { DEFAULT_MAX_RESPONSE_BYTES } from "./response-limit.js";
-import { combined, envRedaction, grantRedaction, redactError, redactionFor, redactValue, type Redaction } from "./redact.js";
+import { envRedaction, grantRedaction, redactionFor } from "./redact.js";
 
 export interface ConnectionsOptions {
   /** Host-declared connections by name (snake_case): defineMcpConnection / defineOpenApiConnection / defineHttpConnection. */
@@ -78,9 +82,9 @@ export function createConnections(options: ConnectionsOptions = {}): ConnectionP
    * each secret its requests were sent with (`sent`: the grant may have been rotated meanwhile),
    * and the env values a host's stdio server was given.
    */
-  const redactionOf = async (definition: AnyDefinition, sent: SentSecrets): Promise<Redaction | undefined> => {
+  const redactionOf = async (definition: AnyDefinition, sent: SentSecrets): Promise<SecretRedaction | undefined> => {
     const target = definition.kind === "mcp" ? mcpTarget(definition) : undefined;
-    return combined(await redactionFor(definition.auth, options.grants, sent.values()), target && "command" in target ? envRedaction(target.env) : undefined);
+    return combineRedactions(await redactionFor(definition.auth, options.grants, sent.values()), target && "command" in target ? envRedaction(target.env) : undefined);
   };
 
   return {
@@ -99,7 +103,7 @@ export function createConnections(options: ConnectionsOptions = {}): ConnectionP
           const current = await redactionFor(definition.auth, options.grants);
           record = { kind: "openapi", description, api: await describeOpenApi(name, definition.spec, definition.baseUrl, fetchFn, timeoutMs, (operation, reason) => {
             // A document may quote what it was fetched with: its text never reaches the logs unredacted.
-            const redaction = combined(current, grantRedaction(definition.auth, sent.values()));
+            const redaction = combineRedactions(current, grantRedaction(definition.auth, sent.values()));
             const [shownOperation, shownReason] = [redactValue(operation, redaction), redactValue(reason, redaction)];
             warn({ event: "connection.operation_omitted", connection: name, operation: shownOperation }, `connection "${name}": OpenAPI operation ${shownOperation} is not offered as a tool: ${shownReason}`);
           }) };

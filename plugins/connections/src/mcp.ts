@@ -3,7 +3,8 @@ import type { Client } from "@modelcontextprotocol/sdk/client/index.js";
 import { ANSWER_CAP_MARK, answerCap, cappedAnswers } from "./mcp-answer-cap.js";
 import { capStdioAnswers } from "./mcp-stdio-cap.js";
 import { connectionFetch, SentSecrets, type OutboundOptions } from "./outbound.js";
-import { envRedaction, redactText } from "./redact.js";
+import { redactText } from "@assemblyline-agents/core";
+import { envRedaction } from "./redact.js";
 import { tooLarge } from "./response-limit.js";
 import { plainSchema, uniqueNames } from "./tool-names.js";
 
@@ -191,8 +192,7 @@ const STDERR_TAIL = 1000;
 
 /** The host gave the server its credentials through env: a server that prints them must not put them in an error. */
 function withoutEnvValues(text: string, env: Record<string, string> | undefined): string {
-  const redaction = envRedaction(env);
-  return redaction ? redactText(text, redaction) : text;
+  return redactText(text, envRedaction(env));
 }
 
 /** Pages of tools/list read before a server is taken to list for ever. */

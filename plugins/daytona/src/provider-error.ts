@@ -1,4 +1,4 @@
-import { AssemblyLineError } from "@assemblyline-agents/core";
+import { AssemblyLineError, redactSecrets } from "@assemblyline-agents/core";
 import { retryAfterMs } from "./rate-limit.js";
 
 /**
@@ -9,8 +9,7 @@ import { retryAfterMs } from "./rate-limit.js";
 export function providerError(provider: string, action: string, error: unknown, secrets: Array<string | undefined>): AssemblyLineError {
   if (error instanceof AssemblyLineError) return error;
   const status = statusOf(error);
-  let message = error instanceof Error ? error.message : String(error);
-  for (const secret of secrets) if (secret) message = message.split(secret).join("[redacted]");
+  const message = redactSecrets(error instanceof Error ? error.message : String(error), secrets, { minLength: 1 });
   return new AssemblyLineError("AL_ERR_SANDBOX_ENGINE", `${provider}: ${action} failed${status ? ` (HTTP ${status})` : ""}: ${message}`, {
     fix:
       status === 401 || status === 403

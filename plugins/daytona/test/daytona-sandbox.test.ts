@@ -49,10 +49,12 @@ describe("daytonaSandbox options", () => {
   });
 
   it("masks the API key in a provider error's message and never keeps the SDK error (it holds the request headers)", () => {
-    const sdkError = Object.assign(new Error("request with Bearer dtn_live_secret was refused"), { statusCode: 403, config: { headers: { Authorization: "Bearer dtn_live_secret" } } });
+    const encoded = Buffer.from("token:dtn_live_secret").toString("base64");
+    const sdkError = Object.assign(new Error(`request with Bearer dtn_live_secret (Basic ${encoded}, ${encodeURIComponent("?key=dtn_live_secret")}) was refused`), { statusCode: 403, config: { headers: { Authorization: "Bearer dtn_live_secret" } } });
     const error = providerError("Daytona", "creating the sandbox", sdkError, ["dtn_live_secret"]);
     expect(error.message).toContain("HTTP 403");
     expect(JSON.stringify({ message: error.message, details: error.details, fix: error.fix })).not.toContain("dtn_live_secret");
+    expect(error.message).not.toContain(encoded);
     expect(error.cause).toBeUndefined();
   });
 

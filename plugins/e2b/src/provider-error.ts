@@ -1,4 +1,4 @@
-import { AssemblyLineError } from "@assemblyline-agents/core";
+import { AssemblyLineError, redactSecrets } from "@assemblyline-agents/core";
 
 /** HTTP statuses the SDK's error classes stand for (its errors carry a class, not a status). */
 const STATUS_BY_ERROR: Record<string, number> = { AuthenticationError: 401, NotFoundError: 404, SandboxNotFoundError: 404, FileNotFoundError: 404, RateLimitError: 429 };
@@ -11,8 +11,7 @@ const STATUS_BY_ERROR: Record<string, number> = { AuthenticationError: 401, NotF
 export function providerError(provider: string, action: string, error: unknown, secrets: Array<string | undefined>): AssemblyLineError {
   if (error instanceof AssemblyLineError) return error;
   const status = statusOf(error);
-  let message = error instanceof Error ? error.message : String(error);
-  for (const secret of secrets) if (secret) message = message.split(secret).join("[redacted]");
+  const message = redactSecrets(error instanceof Error ? error.message : String(error), secrets, { minLength: 1 });
   return new AssemblyLineError("AL_ERR_SANDBOX_ENGINE", `${provider}: ${action} failed${status ? ` (HTTP ${status})` : ""}: ${message}`, {
     fix:
       status === 401 || status === 403

@@ -1,4 +1,4 @@
-import { AssemblyLineError } from "@assemblyline-agents/core";
+import { AssemblyLineError, redactSecrets } from "@assemblyline-agents/core";
 
 /** gRPC status names for the codes Modal answers with (nice-grpc's ClientError carries the number). */
 const GRPC_STATUS: Record<number, string> = {
@@ -25,8 +25,7 @@ const GRPC_STATUS: Record<number, string> = {
 export function providerError(action: string, error: unknown, secrets: Array<string | undefined>): AssemblyLineError {
   if (error instanceof AssemblyLineError) return error;
   const status = grpcStatusOf(error);
-  let message = error instanceof Error ? error.message : String(error);
-  for (const secret of secrets) if (secret) message = message.split(secret).join("[redacted]");
+  const message = redactSecrets(error instanceof Error ? error.message : String(error), secrets, { minLength: 1 });
   const denied = status === "UNAUTHENTICATED" || status === "PERMISSION_DENIED";
   return new AssemblyLineError("AL_ERR_SANDBOX_ENGINE", `Modal: ${action} failed${status ? ` (gRPC ${status})` : ""}: ${message}`, {
     fix: denied ? "Check MODAL_TOKEN_ID and MODAL_TOKEN_SECRET in the host's environment." : "Check that Modal is reachable (MODAL_SERVER_URL) and the sandbox still runs.",

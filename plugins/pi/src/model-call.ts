@@ -3,7 +3,7 @@ import { stream, type Api, type AssistantMessage, type Context, type Model } fro
 import type { PiRetryOptions } from "./options.js";
 import { watchProviderResponse, type ProviderResponse } from "./provider-response.js";
 import { parseRetryAfter, retryTransientFailures } from "./retry.js";
-import { callSecrets, redactSecrets } from "./secret-redaction.js";
+import { callSecrets, redactCallSecrets } from "./secret-redaction.js";
 
 export interface ModelCallRequest {
   spec: string;
@@ -124,7 +124,7 @@ async function attemptModelCall(request: ModelCallRequest): Promise<ModelCallRep
   if (message.stopReason === "error") {
     if (hasUsage(message)) await request.onFailedAttemptUsage?.(message);
     // Redacted before anything reads it: the message reaches the run's error, `model.failed`, logs and failure deliveries.
-    const errorMessage = redactSecrets(message.errorMessage ?? "unknown provider error", callSecrets(model, request.apiKey));
+    const errorMessage = redactCallSecrets(message.errorMessage ?? "unknown provider error", callSecrets(model, request.apiKey));
     throw classifyFailure(errorMessage, response, streamedText);
   }
   return { message, rawToolArguments };

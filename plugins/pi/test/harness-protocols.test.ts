@@ -250,7 +250,8 @@ describe.each([openAIChat, anthropicMessages])("pi harness against $name", (prot
 
   it("never shows the API key or a configured header's value that a provider echoes, in the error or the logs", async () => {
     const gatewayToken = "gw-token-0123456789";
-    const echo = `upstream refused key ${protocol.apiKey} with x-gateway-token ${gatewayToken}`;
+    const basic = `Basic ${Buffer.from(`me:${gatewayToken}`).toString("base64")}`;
+    const echo = `upstream refused key ${protocol.apiKey} with x-gateway-token ${gatewayToken}; headers ${JSON.stringify({ "x-api-key": protocol.apiKey, authorization: basic })}`;
     server.error(503, echo).error(503, echo);
     const models = protocol.models(server.baseUrl);
     const withHeader = { [protocol.spec]: { ...models[protocol.spec], headers: { "x-gateway-token": gatewayToken } } };
@@ -264,6 +265,8 @@ describe.each([openAIChat, anthropicMessages])("pi harness against $name", (prot
     expect(shown).toContain("upstream refused key [redacted] with x-gateway-token [redacted]");
     expect(shown).not.toContain(protocol.apiKey);
     expect(shown).not.toContain(gatewayToken);
+    // Quoted inside the echoed headers too, as JSON and base64.
+    expect(shown).not.toContain(basic.slice(6));
   });
 
   it("never shows the query of the base URL when the provider echoes the request URL", async () => {
