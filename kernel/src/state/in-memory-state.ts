@@ -7,6 +7,7 @@ import {
   checkScheduleInput,
   checkedDate,
   refuseStateInput,
+  asStoredJson,
   copyStateValue,
   fenceHolds,
   staleFenceError,
@@ -81,7 +82,7 @@ interface StoredRun {
   fence: number;
 }
 
-/** Every stored value and every returned value is a private copy. */
+/** Every returned value is a private copy; every stored one is its JSON form (asStoredJson), as a durable state reads it back. */
 const copy = <T>(value: T): T => copyStateValue(value);
 
 /**
@@ -180,7 +181,7 @@ export class InMemoryStateAdapter implements StateAdapter {
 
     const nowMs = Date.now();
     const now = isoTimestamp(nowMs);
-    const input = copy(run.input);
+    const input = asStoredJson(run.input, `createRun(run "${run.id}")`);
     const record: RunRecord = {
       id: run.id,
       agentId: run.agentId,
@@ -266,10 +267,10 @@ export class InMemoryStateAdapter implements StateAdapter {
     const now = isoTimestamp();
     const appended: RunEvent[] = events.map((event, index) => {
       const seq = record.lastSeq + index + 1;
-      return { id: `${runId}:${seq}`, runId, seq, type: event.type, data: copy(event.data ?? {}), createdAt: now };
+      return { id: `${runId}:${seq}`, runId, seq, type: event.type, data: asStoredJson(event.data ?? {}, `appendEvents(run "${runId}")`), createdAt: now };
     });
     const texts = appended.map((event) => eventText(event.type, event.data));
-    const next = change === undefined ? undefined : storedChange(change, stored.steps);
+    const next = change === undefined ? undefined : storedChange(runId, change, stored.steps);
 
     for (const text of texts) {
       stored.events.push(text);
@@ -413,7 +414,7 @@ export class InMemoryStateAdapter implements StateAdapter {
 
   async appendConversationMessages(conversationId: string, messages: ConversationMessage[], options: ConversationScope = {}): Promise<void> {
     const agentId = options.agentId ?? null;
-    const copies = messages.map((message) => ({ ...copy(message), agentId }));
+    const copies = messages.map((message) => ({ ...asStoredJson(message, `appendConversationMessages("${conversationId}")`), agentId }));
     const list = this.conversations.get(conversationId) ?? [];
     list.push(...copies);
     this.conversations.set(conversationId, list);
@@ -437,13 +438,13 @@ export class InMemoryStateAdapter implements StateAdapter {
   async upsertSchedule(schedule: Omit<ScheduleRecord, "lease">): Promise<void> {
     checkScheduleInput("upsertSchedule", schedule);
     const lease = this.schedules.get(schedule.id)?.lease ?? null;
-    this.schedules.set(schedule.id, { ...copy(schedule), lease });
+    this.schedules.set(schedule.id, { ...asStoredJson(schedule, `upsertSchedule("${schedule.id}")`), lease });
   }
 
   async insertSchedule(schedule: Omit<ScheduleRecord, "lease">): Promise<boolean> {
     checkScheduleInput("insertSchedule", schedule);
     if (this.schedules.has(schedule.id)) return false;
-    this.schedules.set(schedule.id, { ...copy(schedule), lease: null });
+    this.schedules.set(schedule.id, { ...asStoredJson(schedule, `insertSchedule("${schedule.id}")`), lease: null });
     return true;
   }
 
@@ -483,7 +484,7 @@ export class InMemoryStateAdapter implements StateAdapter {
   // ---- files -----------------------------------------------------------------
 
   async putFileRecord(record: FileRecord): Promise<void> {
-    this.files.set(record.path, copy(record));
+    this.files.set(record.path, asStoredJson(record, `putFileRecord("${record.path}")`));
   }
 
   async getFileRecord(path: string): Promise<FileRecord | undefined> {
@@ -507,7 +508,7 @@ export class InMemoryStateAdapter implements StateAdapter {
   // ---- usage -----------------------------------------------------------------
 
   async recordUsage(record: UsageRecord): Promise<void> {
-    if (!this.usage.has(record.id)) this.usage.put(copy(record));
+    if (!this.usage.has(record.id)) this.usage.put(asStoredJson(record, `recordUsage("${record.id}")`));
   }
 
   async listUsage(filter: UsageFilter): Promise<UsageRecord[]> {
@@ -523,7 +524,7 @@ export class InMemoryStateAdapter implements StateAdapter {
 
   async putSandboxSession(record: SandboxSessionRecord): Promise<void> {
     if (record.data === undefined) refuseStateInput(`putSandboxSession(key "${record.key}")`, "record.data", "a JSON value (null for none)", record.data);
-    this.sandboxSessions.set(record.key, copy(record));
+    this.sandboxSessions.set(record.key, asStoredJson(record, `putSandboxSession("${record.key}")`));
   }
 
   async deleteSandboxSession(key: string): Promise<void> {
@@ -569,7 +570,7 @@ export class InMemoryStateAdapter implements StateAdapter {
 
   async putSetting(key: string, value: JsonValue, audit: { actor: string; reason?: string }): Promise<SettingAuditEvent> {
     if (value === undefined) refuseStateInput(`putSetting(key "${key}")`, "value", "a JSON value (null for none)", value);
-    const stored = copy(value);
+    const stored = asStoredJson(value, `putSetting(key "${key}")`);
     const event: SettingAuditEvent = {
       id: randomUUID(),
       key,
@@ -670,9 +671,9 @@ interface StoredChange extends Omit<RunStateChange, "toolCall" | "step"> {
  * without their run id, which reads back as the run's.
  * A step whose key the run already has is left out: step keys are insert-once.
  */
-function storedChange(change: RunStateChange, steps: ReadonlyMap<string, string>): StoredChange {
+function storedChange(runId: string, change: RunStateChange, steps: ReadonlyMap<string, string>): StoredChange {
   const { toolCall, step, ...rest } = change;
-  const ready: StoredChange = copy(rest);
+  const ready: StoredChange = asStoredJson(rest, `appendEvents(run "${runId}")`);
   if (toolCall) ready.toolCall = { callId: toolCall.callId, text: rowText(toolCall) };
   if (step && !steps.has(step.key)) ready.step = { key: step.key, text: rowText(step) };
   return ready;

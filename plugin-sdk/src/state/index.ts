@@ -61,3 +61,4 @@ export interface StateStores {
 export function isStateAdapter(value: unknown): value is StateAdapter {
   return STATE_FACET_NAMES.every((facet) => missingFacetMethods(value, facet).length === 0);
 }
+export * from "./json-copy.js";

@@ -681,5 +681,13 @@ export function describeRuntimeSettingsStoreConformance(name: string, factory: S
       read.list.push(3);
       expect(await store().getSetting("obj")).toEqual({ list: [1] });
     });
+
+    it("keeps a value as its JSON (a Date as its ISO text) and refuses one that has none (a BigInt) with AL_ERR_STATE_INPUT_INVALID", async () => {
+      const written = await store().putSetting("when", { at: new Date("2020-01-02T03:04:05.000Z"), gone: undefined } as unknown as JsonValue, { actor: "ops" });
+      expect(written.value).toEqual({ at: "2020-01-02T03:04:05.000Z" });
+      expect(await store().getSetting("when")).toEqual({ at: "2020-01-02T03:04:05.000Z" });
+      await expect(store().putSetting("when", { big: 10n } as unknown as JsonValue, { actor: "ops" })).rejects.toMatchObject({ code: "AL_ERR_STATE_INPUT_INVALID" });
+      expect(await store().getSetting("when")).toEqual({ at: "2020-01-02T03:04:05.000Z" });
+    });
   });
 }

@@ -1,4 +1,5 @@
 import { describe, expect, it } from "vitest";
+import type { JsonObject } from "../../json.js";
 import type { NewRun, RunStateChange, RunStore, ToolCallRecord } from "../../state/index.js";
 import { clockAt, uniqueId, useSubject, type StateKitFactory } from "./subject.js";
 
@@ -797,6 +798,24 @@ export function describeRunStoreConformance(name: string, factory: StateKitFacto
         expect((await store().listEvents(run.id))[1]?.data).toEqual({ nested: { list: [1] } });
         expect((await store().getToolCall(run.id, "c1"))?.input).toEqual({ deep: { value: 1 } });
         expect((await store().getRun(run.id))?.lease).toBeNull();
+      });
+
+      it("reads a value back as its JSON, as a durable store keeps it: a Date as its ISO text, an undefined field left out, NaN as null", async () => {
+        const at = new Date("2020-01-02T03:04:05.000Z");
+        const value = () => ({ at, gone: undefined, nan: Number.NaN, list: [undefined, 1] }) as unknown as JsonObject;
+        const asJson = { at: "2020-01-02T03:04:05.000Z", nan: null, list: [null, 1] };
+        const { run } = await store().createRun(newRun({ input: { message: "hi", metadata: value() } }));
+        expect((await store().getRun(run.id))?.input.metadata).toEqual(asJson);
+        await store().appendEvents(run.id, [{ type: "kit.write", data: value() }], {
+          run: { output: value() },
+          checkpoint: { runId: run.id, continuation: value(), createdAt: new Date().toISOString() },
+          delivery: { id: uniqueId("delivery"), channel: "kit", payload: value() },
+        });
+        const read = await store().getRun(run.id);
+        expect(read?.output).toEqual(asJson);
+        expect((await store().listEvents(run.id))[1]?.data).toEqual(asJson);
+        expect((await store().getCheckpoint(run.id))?.continuation).toEqual(asJson);
+        expect((await store().listDeliveries(run.id))[0]?.payload).toEqual(asJson);
       });
     });
   });
