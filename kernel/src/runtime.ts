@@ -12,6 +12,7 @@ import {
   type CoreToolPolicy,
   type JsonValue,
   type PluginKernel,
+  type EventContext,
   type RunEvent,
   type RunRecord,
   type Sandbox,
@@ -210,7 +211,10 @@ export class OpenEveRuntime {
       wholeNumberOption(options.maxQueuedRuns, "maxQueuedRuns", 0) ?? positiveInt(env.ASSEMBLY_LINE_MAX_QUEUED_RUNS, "ASSEMBLY_LINE_MAX_QUEUED_RUNS", true) ?? 16,
     );
     this.tapRoutes();
-    this.tapUserHooks();
+    this.hookTimeoutMs = this.options.hookTimeoutMs ?? DEFAULT_HOOK_TIMEOUT_MS;
+    if (!Number.isInteger(this.hookTimeoutMs) || !isTimerDelay(this.hookTimeoutMs)) {
+      throw new TypeError(`hookTimeoutMs is ${String(this.hookTimeoutMs)}; give a whole number of milliseconds from 1 to ${MAX_TIMER_MS} (default ${DEFAULT_HOOK_TIMEOUT_MS})`);
+    }
     this.tracer = this.startTracer();
 
     this.driver = this.createDriver(options, env);
@@ -254,6 +258,7 @@ export class OpenEveRuntime {
   /** A driver for one build: its tool table, its journal (events carry its revision), its budgets. */
   private createDriver(build: { manifest: AgentManifest; sourceBundle: SourceBundle }, env: Record<string, string | undefined>): RunDriver {
     const { manifest, sourceBundle } = build;
+    this.tapUserHooks(manifest.agentRevision, sourceBundle.hooks);
     const toolTableInput = {
       manifest,
       sourceBundle,
@@ -322,6 +327,10 @@ export class OpenEveRuntime {
   /** The root agent and its subagents, each with its tool table. */
   readonly profiles: AgentProfile;
   private readonly subagentLimits: SubagentLimits;
+  private readonly hookTimeoutMs: number;
+  /** Each loaded build's hooks/ files, by its revision (see tapUserHooks). */
+  private readonly hookFiles = new Map<string, SourceBundle["hooks"]>();
+  private userHooksTapped = false;
   /** Spawns under way per parent run (spawner.ts). */
   private readonly spawning = new Map<string, Set<string>>();
   private readonly libraries = new Map<string, SkillLibrary>();
@@ -871,29 +880,40 @@ export class OpenEveRuntime {
     });
   }
 
-  private tapUserHooks(): void {
-    const timeoutMs = this.options.hookTimeoutMs ?? DEFAULT_HOOK_TIMEOUT_MS;
-    if (!Number.isInteger(timeoutMs) || !isTimerDelay(timeoutMs)) throw new TypeError(`hookTimeoutMs is ${String(timeoutMs)}; give a whole number of milliseconds from 1 to ${MAX_TIMER_MS} (default ${DEFAULT_HOOK_TIMEOUT_MS})`);
-    for (const { file, hook } of this.options.sourceBundle.hooks) {
-      this.hooks.event.tapPromise({ name: `hooks/${file}`, stage: STAGE.DEFAULT }, async (event, context) => {
-        const handlers = [hook.events[event.type], hook.events["*"]].filter((handler) => typeof handler === "function");
-        if (handlers.length === 0) return;
-        // The event object is the one every other observer (telemetry, the host's watcher and outbox) gets: a hook changing it would change what they see.
-        const copy = structuredClone(event);
-        for (const handler of handlers) {
-          try {
-            const handled = handler!(copy, { runId: event.runId, agentRevision: context.agentRevision, agent: { id: context.agentId, name: context.agentName } });
-            await finishedWithin(handled, timeoutMs);
-          } catch (error) {
-            const message = error instanceof Error ? error.message : String(error);
-            this.logger.warn({ event: "hook.failed", hook: file, eventType: event.type, runId: event.runId, err: message }, "hook handler threw");
-            // A failing handler of hook.failed itself is only logged, so a broken hook cannot loop.
-            if (event.type !== "hook.failed") {
-              await this.journal.appendUnobserved(event.runId, [{ type: "hook.failed", data: { hook: file, eventType: event.type, eventSeq: event.seq, error: message } }]);
-            }
-          }
+  /**
+   * Each build's `hooks/` files, by revision: a run that goes on under an earlier
+   * build (a paused run after a rebuild) has its events handled by that build's
+   * hooks, as its tools are that build's. One tap serves every build, made when
+   * the first build with hooks is loaded: without hooks the event hook stays
+   * free of taps, and events reach the other observers without waiting.
+   */
+  private tapUserHooks(revision: string, files: SourceBundle["hooks"]): void {
+    this.hookFiles.set(revision, files);
+    if (files.length === 0 || this.userHooksTapped) return;
+    this.userHooksTapped = true;
+    this.hooks.event.tapPromise({ name: "hooks/", stage: STAGE.DEFAULT }, async (event, context) => {
+      const own = this.hookFiles.get(context.agentRevision) ?? [];
+      await Promise.all(own.map(({ file, hook }) => this.deliverToHookFile(file, hook, event, context)));
+    });
+  }
+
+  private async deliverToHookFile(file: string, hook: SourceBundle["hooks"][number]["hook"], event: RunEvent, context: EventContext): Promise<void> {
+    const handlers = [hook.events[event.type], hook.events["*"]].filter((handler) => typeof handler === "function");
+    if (handlers.length === 0) return;
+    // The event object is the one every other observer (telemetry, the host's watcher and outbox) gets: a hook changing it would change what they see.
+    const copy = structuredClone(event);
+    for (const handler of handlers) {
+      try {
+        const handled = handler!(copy, { runId: event.runId, agentRevision: context.agentRevision, agent: { id: context.agentId, name: context.agentName } });
+        await finishedWithin(handled, this.hookTimeoutMs);
+      } catch (error) {
+        const message = error instanceof Error ? error.message : String(error);
+        this.logger.warn({ event: "hook.failed", hook: file, eventType: event.type, runId: event.runId, err: message }, "hook handler threw");
+        // A failing handler of hook.failed itself is only logged, so a broken hook cannot loop.
+        if (event.type !== "hook.failed") {
+          await this.journal.appendUnobserved(event.runId, [{ type: "hook.failed", data: { hook: file, eventType: event.type, eventSeq: event.seq, error: message } }]);
         }
-      });
+      }
     }
   }
 

@@ -52,6 +52,31 @@ describe("runs pinned to their revision", () => {
     expect(await publishedBy(rebuilt, fresh.runId)).toMatchObject({ output: { by: "v2" } });
   });
 
+  it("hands the events of a run going on under an earlier build to that build's hooks/, not the rebuilt folder's", async () => {
+    const seen: Array<{ by: string; type: string; revision: string }> = [];
+    (globalThis as { revisionHookSeen?: typeof seen }).revisionHookSeen = seen;
+    const hook = (version: string) => `import { defineHook } from "@assemblyline-agents/core";
+export default defineHook({ events: { "*"(event, ctx) { globalThis.revisionHookSeen.push({ by: "${version}", type: event.type, revision: ctx.agentRevision }); } } });
+`;
+    const dir = agentFolder({ "agent.ts": MINIMAL_AGENT, "tools/publish.ts": publishTool("v1"), "hooks/log.ts": hook("v1") });
+    const state = new InMemoryStateAdapter();
+    const first = await host(dir, state);
+    const paused = await first.run({ message: "publish milk" });
+    expect(paused.status).toBe("waiting_approval");
+    writeFileSync(join(dir, "hooks/log.ts"), hook("v2"));
+    const rebuilt = await host(dir, state);
+    seen.length = 0;
+
+    expect((await rebuilt.approve(paused.runId)).status).toBe("completed");
+    expect(seen.map((entry) => entry.type)).toContain("run.completed");
+    expect(new Set(seen.map(({ by, revision }) => `${by} ${revision}`))).toEqual(new Set([`v1 ${first.manifest.agentRevision}`]));
+    // A run that starts now is the rebuilt folder's, hooks too.
+    seen.length = 0;
+    await rebuilt.run({ message: "again" });
+    expect(new Set(seen.map(({ by }) => by))).toEqual(new Set(["v2"]));
+    delete (globalThis as { revisionHookSeen?: unknown }).revisionHookSeen;
+  });
+
   it("approves a run paused under an earlier build when the host's coreToolPolicy gates a tool only the new build has", async () => {
     const { dir, state, runId } = await pausedRun();
     writeFileSync(join(dir, "tools/archive.ts"), publishTool("v2").replace("Publish a note.", "Archive a note."));
