@@ -39,9 +39,30 @@ export function createKernelHooks() {
   });
   for (const [name, hook] of Object.entries(hooks)) {
     if (hook instanceof HookMap) hook.intercept({ factory: (key, created) => nameFailures(`slot.for("${String(key)}")`, created) });
-    else nameFailures(name, hook);
+    else nameFailures(name, hook, name === "event" ? observerFailureSink : undefined);
   }
   return hooks;
+}
+
+/**
+ * The key under which an `event` call's context carries where a failing observer is
+ * reported. Each observer's failure is its own: reported there, it never cuts short
+ * the others' delivery (AsyncParallelHook stops waiting at the first rejection, so
+ * the agent's hooks/ would see the next event before this one).
+ */
+export const OBSERVER_FAILED: unique symbol = Symbol("assemblyline.observerFailed");
+
+export type ObserverFailureSink = (error: AssemblyLineError, event: RunEvent) => void;
+
+/** `context` carrying `sink` for observers' failures, under a key no observer sees by accident. */
+export function withObserverFailureSink<C extends object>(context: C, sink: ObserverFailureSink): C {
+  return Object.defineProperty({ ...context }, OBSERVER_FAILED, { value: sink, enumerable: false });
+}
+
+function observerFailureSink(args: unknown[]): ((error: AssemblyLineError) => void) | undefined {
+  const [event, context] = args as [RunEvent, { [OBSERVER_FAILED]?: ObserverFailureSink } | undefined];
+  const sink = context?.[OBSERVER_FAILED];
+  return sink ? (error) => sink(error, event) : undefined;
 }
 
 /**
@@ -88,19 +109,30 @@ interface RegisteredTap {
   fn: Function;
 }
 
-function nameFailures<H extends { intercept(interceptor: any): void }>(hookName: string, hook: H): H {
+function nameFailures<H extends { intercept(interceptor: any): void }>(
+  hookName: string,
+  hook: H,
+  /** Where a call's failure is reported instead of thrown, when the call says (observers). */
+  sinkOf?: (args: unknown[]) => ((error: AssemblyLineError) => void) | undefined,
+): H {
   hook.intercept({
     register(tap: RegisteredTap) {
       const fn = tap.fn as (...args: unknown[]) => unknown;
-      const wrap = (error: unknown): never => {
-        if (isAssemblyLineError(error)) throw error;
-        throw new AssemblyLineError("AL_ERR_HOOK_TAP", `hooks.${hookName} tap "${tap.name}" threw: ${error instanceof Error ? error.message : String(error)}`, {
-          fix: `Fix the plugin that tapped "${tap.name}".`,
-          cause: error,
-        });
+      const named = (error: unknown): AssemblyLineError =>
+        isAssemblyLineError(error)
+          ? error
+          : new AssemblyLineError("AL_ERR_HOOK_TAP", `hooks.${hookName} tap "${tap.name}" threw: ${error instanceof Error ? error.message : String(error)}`, {
+              fix: `Fix the plugin that tapped "${tap.name}".`,
+              cause: error,
+            });
+      const wrap = (args: unknown[], error: unknown): undefined => {
+        const sink = sinkOf?.(args);
+        if (!sink) throw named(error);
+        sink(named(error));
+        return undefined;
       };
       if (tap.type === "promise") {
-        return { ...tap, fn: (...args: unknown[]) => Promise.resolve().then(() => fn(...args)).catch(wrap) };
+        return { ...tap, fn: (...args: unknown[]) => Promise.resolve().then(() => fn(...args)).catch((error: unknown) => wrap(args, error)) };
       }
       if (tap.type === "sync") {
         return {
@@ -109,7 +141,7 @@ function nameFailures<H extends { intercept(interceptor: any): void }>(hookName:
             try {
               return fn(...args);
             } catch (error) {
-              return wrap(error);
+              return wrap(args, error);
             }
           },
         };

@@ -1,5 +1,5 @@
 import type { AppendOptions, JsonValue, NewRunEvent, RunEvent, RunFence, RunRecord, RunStateChange, RunStore, RuntimeLogger } from "@assemblyline-agents/core";
-import { onlySyncTaps, reachesAnyone, type EventContext, type KernelHooks } from "../hooks.js";
+import { onlySyncTaps, reachesAnyone, withObserverFailureSink, type EventContext, type KernelHooks } from "../hooks.js";
 import { OwnWrites } from "./own-writes.js";
 
 /**
@@ -26,12 +26,18 @@ export class RunJournal {
    */
   private readonly known = new Map<string, JournalRun>();
 
+  private readonly eventContext: EventContext;
+
   constructor(
     private readonly runs: RunStore,
     private readonly hooks: KernelHooks,
-    private readonly eventContext: EventContext,
+    eventContext: EventContext,
     private readonly logger: RuntimeLogger,
-  ) {}
+  ) {
+    this.eventContext = withObserverFailureSink(eventContext, (error, event) =>
+      this.logger.error({ runId: event.runId, seq: event.seq, err: error.message }, "event observer failed"),
+    );
+  }
 
   /** How many runs this journal keeps a record of: none once every run it drove or observed here rests. */
   get runsKnown(): number {
