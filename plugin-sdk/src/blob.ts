@@ -46,6 +46,23 @@ export function blobContentType(key: string, contentType: unknown): string {
 }
 
 /**
+ * The bytes `put(key, body)` stores, the same in every store: those a typed array,
+ * DataView or Buffer holds in memory, as a Uint8Array view of them (not a copy;
+ * a store copies before it waits). Anything else (a string, an ArrayBuffer, an
+ * array, null) is refused with AL_ERR_STATE_INPUT_INVALID, before anything is stored.
+ */
+export function blobBodyBytes(key: string, body: unknown): Uint8Array {
+  if (!ArrayBuffer.isView(body)) {
+    const kind = body === null ? "null" : typeof body === "object" ? `a ${body.constructor?.name ?? "object"}` : `a ${typeof body}`;
+    throw new AssemblyLineError("AL_ERR_STATE_INPUT_INVALID", `blob "${key}": body is ${kind}, not bytes`, {
+      fix: "Pass the body as a Uint8Array (or a Buffer): new TextEncoder().encode(text) for a string, new Uint8Array(arrayBuffer) for an ArrayBuffer.",
+      details: { key },
+    });
+  }
+  return body instanceof Uint8Array ? body : new Uint8Array(body.buffer, body.byteOffset, body.byteLength);
+}
+
+/**
  * A content type from outside (a channel, a download's Content-Type header) made
  * fit for a BlobStore: itself without surrounding spaces when it is header text;
  * else what comes before its parameters or a line break (`text/plain; name="報告.txt"`

@@ -136,6 +136,31 @@ export function describeBlobStoreConformance(name: string, factory: StateKitFact
       }
     });
 
+    it("stores the bytes a typed array or DataView holds in memory, as for a Uint8Array over them", async () => {
+      const words = new Uint16Array([0x4142, 0x4344]);
+      const memory = new Uint8Array([0x10, 0x20, 0x30, 0x40, 0x50]);
+      const bodies: [string, ArrayBufferView, Uint8Array][] = [
+        ["words", words, new Uint8Array(words.buffer)],
+        ["view", new DataView(memory.buffer, 1, 3), memory.subarray(1, 4)],
+        ["floats", new Float64Array([1.5]), new Uint8Array(new Float64Array([1.5]).buffer)],
+      ];
+      for (const [key, body, expected] of bodies) {
+        expect(await store().put(`typed/${key}`, body as Uint8Array), key).toEqual({ key: `typed/${key}`, size: expected.byteLength });
+        expect(Buffer.from((await store().get(`typed/${key}`))!.body).equals(Buffer.from(expected)), key).toBe(true);
+      }
+    });
+
+    it("refuses a body that is not bytes with AL_ERR_STATE_INPUT_INVALID, and stores nothing", async () => {
+      for (const body of ["hello", new Uint8Array([1, 2]).buffer, [1, 2], null, undefined]) {
+        const label = Object.prototype.toString.call(body);
+        const error = await store()
+          .put("untyped", body as unknown as Uint8Array)
+          .then(() => undefined, (caught: unknown) => caught);
+        expect(isAssemblyLineError(error, "AL_ERR_STATE_INPUT_INVALID"), `${label}: ${String(error)}`).toBe(true);
+        expect(await store().get("untyped"), label).toBeUndefined();
+      }
+    });
+
     it("keeps every blob when 20 puts race", async () => {
       await Promise.all(Array.from({ length: 20 }, (_, index) => store().put(`race/${index}`, bytes(String(index)))));
       expect(await store().list("race/")).toHaveLength(20);

@@ -1,5 +1,5 @@
 import { Readable } from "node:stream";
-import { AssemblyLineError, DEFAULT_BLOB_CONTENT_TYPE, blobContentType, type BlobStore } from "@assemblyline-agents/core";
+import { AssemblyLineError, DEFAULT_BLOB_CONTENT_TYPE, blobBodyBytes, blobContentType, type BlobStore } from "@assemblyline-agents/core";
 import {
   DeleteObjectCommand,
   GetObjectCommand,
@@ -58,7 +58,7 @@ export class S3BlobStore implements BlobStore {
     // Checked here: a value the HTTP client refuses would fail as a misleading AL_ERR_BLOB_UNAVAILABLE.
     const contentType = blobContentType(key, options.contentType);
     // Copy so a caller changing its buffer during the upload cannot change what is stored.
-    const bytes = Buffer.from(body);
+    const bytes = Buffer.from(blobBodyBytes(key, body));
     if (bytes.byteLength >= this.settings.multipartThresholdBytes) {
       await this.upload(objectKey, bytes, contentType, key);
     } else {

@@ -1,4 +1,4 @@
-import { AssemblyLineError, blobContentType, type BlobStore } from "@assemblyline-agents/core";
+import { AssemblyLineError, blobBodyBytes, blobContentType, type BlobStore } from "@assemblyline-agents/core";
 import { randomBytes } from "node:crypto";
 import { mkdir, open, readFile, readdir, rename, rmdir, stat, unlink } from "node:fs/promises";
 import { dirname, join, resolve } from "node:path";
@@ -65,16 +65,17 @@ export class LocalBlobStore implements BlobStore {
 
   async put(key: string, body: Uint8Array, options: { contentType?: string } = {}): Promise<{ key: string; size: number }> {
     const { folder, file } = this.locate(key);
+    const view = blobBodyBytes(key, body);
     const header = Buffer.from(JSON.stringify({ contentType: blobContentType(key, options.contentType) }), "utf8");
-    const fileBytes = 4 + header.length + body.byteLength;
+    const fileBytes = 4 + header.length + view.byteLength;
     if (fileBytes > MAX_FILE_BYTES) {
-      throw new AssemblyLineError("AL_ERR_STATE_INPUT_INVALID", `blob "${key}" is ${body.byteLength} bytes; the local blob store keeps at most ${MAX_FILE_BYTES - 4 - header.length} bytes in one blob (a blob file is read back whole, and Node reads at most ${MAX_FILE_BYTES} bytes at once)`, {
+      throw new AssemblyLineError("AL_ERR_STATE_INPUT_INVALID", `blob "${key}" is ${view.byteLength} bytes; the local blob store keeps at most ${MAX_FILE_BYTES - 4 - header.length} bytes in one blob (a blob file is read back whole, and Node reads at most ${MAX_FILE_BYTES} bytes at once)`, {
         fix: "Split the body into parts under several keys, or keep objects this large in an S3 store (s3Blob()).",
-        details: { key, size: body.byteLength, limit: MAX_FILE_BYTES - 4 - header.length },
+        details: { key, size: view.byteLength, limit: MAX_FILE_BYTES - 4 - header.length },
       });
     }
     // Copy first: the writes below wait, and a caller may reuse its buffer as soon as put returns its promise.
-    const bytes = copyBytes(body);
+    const bytes = Buffer.from(view);
     const length = Buffer.alloc(4);
     length.writeUInt32BE(header.length);
     // A concurrent delete removes the folders it empties (rmdir), which can land inside
@@ -301,11 +302,6 @@ async function syncFolders(folders: string[]): Promise<void> {
       await handle.close();
     }
   }
-}
-
-/** A copy of the bytes a view holds, whatever its element type. */
-function copyBytes(body: ArrayBufferView): Buffer {
-  return Buffer.from(new Uint8Array(body.buffer, body.byteOffset, body.byteLength));
 }
 
 /** Percent-encode every UTF-8 byte outside [A-Za-z0-9._-]. */
