@@ -6,10 +6,19 @@ import { useSubject, type StateKitFactory } from "./state/subject.js";
 const bytes = (text: string) => new TextEncoder().encode(text);
 const text = (body: Uint8Array | undefined) => (body ? new TextDecoder().decode(body) : undefined);
 
-/** The BlobStore contract: put, get, delete and list by prefix, byte-exact. */
-export function describeBlobStoreConformance(name: string, factory: StateKitFactory<BlobStore>): void {
+/**
+ * The BlobStore contract: put, get, delete and list by prefix, byte-exact.
+ *
+ * With `inputRules`, also the input rules the first-party stores share, so a blob
+ * moves between them: contentType as `blobContentType` (core) takes it and body as
+ * `blobBodyBytes` takes it. A store that passes its input through those two passes.
+ * Off by default, so a store written before the rules existed still conforms.
+ */
+export function describeBlobStoreConformance(name: string, factory: StateKitFactory<BlobStore>, options: { inputRules?: boolean } = {}): void {
   describe(`${name}: BlobStore conformance`, () => {
     const store = useSubject(factory);
+    /** A case of the shared input rules, run only when the store claims them. */
+    const inputRule = it.runIf(options.inputRules === true);
 
     it("returns the bytes and content type that were put", async () => {
       const body = new Uint8Array(256).map((_, index) => index);
@@ -109,7 +118,7 @@ export function describeBlobStoreConformance(name: string, factory: StateKitFact
       expect(text((await store().get("reused"))?.body)).toBe("original");
     });
 
-    it("refuses a content type that is not header text with AL_ERR_STATE_INPUT_INVALID naming contentType, and stores nothing", async () => {
+    inputRule("refuses a content type that is not header text with AL_ERR_STATE_INPUT_INVALID naming contentType, and stores nothing", async () => {
       for (const contentType of ['text/plain; name="報告.txt"', "text/plain\r\nX-Injected: 1", "text/plain\n", "application/x-ü", 5, null, { type: "text/plain" }]) {
         const label = JSON.stringify(contentType);
         const error = await store()
@@ -122,7 +131,7 @@ export function describeBlobStoreConformance(name: string, factory: StateKitFact
       expect(await store().list()).toEqual([]);
     });
 
-    it("gives back a content type without surrounding spaces, and an empty or blank one as application/octet-stream", async () => {
+    inputRule("gives back a content type without surrounding spaces, and an empty or blank one as application/octet-stream", async () => {
       const cases: [string, string][] = [
         [" text/plain ", "text/plain"],
         ["\ttext/markdown; charset=utf-8 ", "text/markdown; charset=utf-8"],
@@ -136,7 +145,7 @@ export function describeBlobStoreConformance(name: string, factory: StateKitFact
       }
     });
 
-    it("stores the bytes a typed array or DataView holds in memory, as for a Uint8Array over them", async () => {
+    inputRule("stores the bytes a typed array or DataView holds in memory, as for a Uint8Array over them", async () => {
       const words = new Uint16Array([0x4142, 0x4344]);
       const memory = new Uint8Array([0x10, 0x20, 0x30, 0x40, 0x50]);
       const bodies: [string, ArrayBufferView, Uint8Array][] = [
@@ -150,7 +159,7 @@ export function describeBlobStoreConformance(name: string, factory: StateKitFact
       }
     });
 
-    it("refuses a body that is not bytes with AL_ERR_STATE_INPUT_INVALID, and stores nothing", async () => {
+    inputRule("refuses a body that is not bytes with AL_ERR_STATE_INPUT_INVALID, and stores nothing", async () => {
       for (const body of ["hello", new Uint8Array([1, 2]).buffer, [1, 2], null, undefined]) {
         const label = Object.prototype.toString.call(body);
         const error = await store()
