@@ -131,6 +131,12 @@ export interface RuntimeOptions {
    */
   hookTimeoutMs?: number;
   /**
+   * How long resolvers.ts (with plugins' `resolveRun` taps) may take for one run before
+   * the run fails with AL_ERR_RESOLVER_FAILED: a resolver is load-bearing, and one that
+   * never settles must not hold its run, the run's lease and its slot for good. Default 30 000.
+   */
+  resolverTimeoutMs?: number;
+  /**
    * MCP, OpenAPI and HTTP connections as tools (`createConnections()` from
    * @assemblyline-agents/connections): host-declared ones, and dynamic ones
    * when agent.ts enables them. Without it, connections are unavailable.
@@ -215,6 +221,10 @@ export class OpenEveRuntime {
     if (!Number.isInteger(this.hookTimeoutMs) || !isTimerDelay(this.hookTimeoutMs)) {
       throw new TypeError(`hookTimeoutMs is ${String(this.hookTimeoutMs)}; give a whole number of milliseconds from 1 to ${MAX_TIMER_MS} (default ${DEFAULT_HOOK_TIMEOUT_MS})`);
     }
+    this.resolverTimeoutMs = this.options.resolverTimeoutMs ?? DEFAULT_RESOLVER_TIMEOUT_MS;
+    if (!Number.isInteger(this.resolverTimeoutMs) || !isTimerDelay(this.resolverTimeoutMs)) {
+      throw new TypeError(`resolverTimeoutMs is ${String(this.resolverTimeoutMs)}; give a whole number of milliseconds from 1 to ${MAX_TIMER_MS} (default ${DEFAULT_RESOLVER_TIMEOUT_MS})`);
+    }
     this.tracer = this.startTracer();
 
     this.driver = this.createDriver(options, env);
@@ -297,6 +307,7 @@ export class OpenEveRuntime {
       logger: this.logger,
       ownerId: this.ownerId,
       leaseTtlMs: this.options.leaseTtlMs ?? 30_000,
+      resolverTimeoutMs: this.resolverTimeoutMs,
       selectHarness: (modelSpec, runId) => this.selectHarness(modelSpec, runId),
       services: (run, resumed) => this.servicesFor(run, resumed, { manifest, profiles, journal, drive: (childRunId) => driver.drive(childRunId) }),
       textDelta: (runId, delta) => this.options.onTextDelta?.(runId, delta),
@@ -328,6 +339,7 @@ export class OpenEveRuntime {
   readonly profiles: AgentProfile;
   private readonly subagentLimits: SubagentLimits;
   private readonly hookTimeoutMs: number;
+  private readonly resolverTimeoutMs: number;
   /** Each loaded build's hooks/ files, by its revision (see tapUserHooks). */
   private readonly hookFiles = new Map<string, SourceBundle["hooks"]>();
   private userHooksTapped = false;
@@ -1001,6 +1013,8 @@ function providerOf(modelSpec: string): string {
 
 /** How long a hooks/ handler may take for one event by default (RuntimeOptions.hookTimeoutMs). */
 const DEFAULT_HOOK_TIMEOUT_MS = 10_000;
+/** How long a run's resolver may take by default (RuntimeOptions.resolverTimeoutMs). */
+const DEFAULT_RESOLVER_TIMEOUT_MS = 30_000;
 
 /**
  * Wait for a hook handler at most `ms`: the run waits for its hooks (they see events in order), and

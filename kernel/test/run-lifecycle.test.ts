@@ -158,6 +158,24 @@ export default defineRunResolver(async (ctx) => { ${body} });`,
     expect(await types(result.runId)).toEqual(["run.created", "run.failed"]);
   });
 
+  it("fails the run, releasing its lease, when the resolver never settles (resolverTimeoutMs)", async () => {
+    const dir = resolverAgent(`await new Promise(() => {});`);
+    const { runtime, log, state, types } = await startAgent(dir, [{ text: "never" }], { resolverTimeoutMs: 200 });
+    const result = await runtime.run({ message: "go" });
+    expect(result.status).toBe("failed");
+    expect(result.error).toMatchObject({ code: "AL_ERR_RESOLVER_FAILED" });
+    expect(result.error?.message).toContain("did not settle within 200 ms (RuntimeOptions.resolverTimeoutMs)");
+    expect(log.modelCalls).toBe(0);
+    expect(await types(result.runId)).toEqual(["run.created", "run.failed"]);
+    expect((await state.getRun(result.runId))?.lease).toBeNull();
+  });
+
+  it("refuses a resolverTimeoutMs that is not a whole number of milliseconds from 1", async () => {
+    for (const resolverTimeoutMs of [0, -1, 1.5, Number.POSITIVE_INFINITY]) {
+      await expect(startAgent(resolverAgent(`return null;`), [], { resolverTimeoutMs })).rejects.toThrow(/resolverTimeoutMs is .*; give a whole number of milliseconds/);
+    }
+  });
+
   it.each([
     [`return { defaultTool: ["alpha"] };`, /unknown field defaultTool/],
     [`return { model: 42 };`, /model is 42, not a model name/],

@@ -2,6 +2,7 @@ import {
   AssemblyLineError,
   fenceHolds,
   isAssemblyLineError,
+  withinTimeout,
   MAX_TIMER_MS,
   TERMINAL_RUN_STATUSES,
   type AgentHarness,
@@ -51,6 +52,8 @@ export interface RunDriverParts {
   logger: RuntimeLogger;
   ownerId: string;
   leaseTtlMs: number;
+  /** How long resolving a run's capabilities may take (RuntimeOptions.resolverTimeoutMs). */
+  resolverTimeoutMs: number;
   selectHarness(modelSpec: string, runId: string): Promise<AgentHarness>;
   /** The services of one drive of `run`; `resumed` when the run was driven before (it may own a sandbox already). */
   services(run: RunRecord, resumed: boolean): RunServices;
@@ -341,10 +344,22 @@ export class RunDriver {
       ...(run.input.channel ? { channel: { name: run.input.channel.name, ...(run.input.channel.metadata ? { metadata: run.input.channel.metadata } : {}) } } : {}),
     };
     let declaration: RunCapabilityDeclaration | null = null;
+    const resolving = (async () => {
+      const authored = (await sourceBundle.resolver?.resolve(resolverCtx)) ?? null;
+      return hooks.resolveRun.promise(authored, resolverCtx);
+    })();
+    // One that settles after the run failed for its time settles unheard.
+    resolving.catch(() => undefined);
+    const { resolverTimeoutMs } = this.parts;
+    const what = `resolving run ${run.id}`;
     try {
-      declaration = (await sourceBundle.resolver?.resolve(resolverCtx)) ?? null;
-      declaration = await hooks.resolveRun.promise(declaration, resolverCtx);
+      declaration = await withinTimeout(resolving, resolverTimeoutMs, what);
     } catch (error) {
+      if (isAssemblyLineError(error, "AL_ERR_PLUGIN_TIMEOUT") && error.message.includes(`${what} did not settle`)) {
+        throw new AssemblyLineError("AL_ERR_RESOLVER_FAILED", `the resolver for run ${run.id} did not settle within ${resolverTimeoutMs} ms (RuntimeOptions.resolverTimeoutMs)`, {
+          fix: "Make resolvers.ts (and any plugin's resolveRun tap) resolve or reject in time: check for a request without a timeout.",
+        });
+      }
       throw new AssemblyLineError("AL_ERR_RESOLVER_FAILED", `resolvers.ts threw for run ${run.id}: ${(error as Error).message}`, {
         fix: "A resolver is load-bearing: fix it or return null to keep the authored defaults.",
         cause: error,
