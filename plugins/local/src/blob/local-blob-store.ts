@@ -12,7 +12,9 @@ import { describeOptions, unknownOptions } from "../known-options.js";
  * (file a@blob) apart from a key "a/b" (folder a), and "@tmp-" temp files apart
  * from both. A blob file is a 4-byte header length, a JSON header
  * ({ contentType }), then the body; it is written to a temp file, fsynced and
- * renamed into place, so a reader sees the old blob or the new one, never a mix.
+ * renamed into place, so a reader sees the old blob or the new one, never a mix,
+ * and the folder is fsynced so the rename outlives a power loss. A temp file a
+ * dead put left is removed by the first put or delete that reaches its folder.
  */
 
 const BLOB_SUFFIX = "@blob";
