@@ -31,6 +31,14 @@ export function packageEntry(pkg: Pick<PluginPackage, "dir" | "packageJson">): s
   return join(pkg.dir, target);
 }
 
+/** The file (relative, "./"-prefixed) a subpath of the package's exports map points at, by condition, or undefined. */
+export function packageSubpathTarget(pkg: Pick<PluginPackage, "packageJson">, subpath: string): string | undefined {
+  const { exports } = pkg.packageJson as { exports?: unknown };
+  const isSubpathMap = typeof exports === "object" && exports !== null && !Array.isArray(exports) && Object.keys(exports).some((key) => key.startsWith("."));
+  const target = pickTarget(isSubpathMap ? (exports as Record<string, unknown>)[subpath] : subpath === "." ? exports : undefined);
+  return target?.startsWith("./") ? target : undefined;
+}
+
 /*
  * Plugin code is loaded through jiti with the SDK aliased to the host's copy, so
  * a plugin with its own copy of @assemblyline-agents/core still shares one
@@ -43,6 +51,11 @@ const jiti = createJiti(import.meta.url, {
   },
   tryNative: true,
 });
+
+/** Import one of a plugin's modules the way a host does: through jiti, with the SDK aliased to the host's copy. */
+export async function importPluginModule(file: string): Promise<Record<string, unknown>> {
+  return (await jiti.import(file)) as Record<string, unknown>;
+}
 
 /** Import the package main (step 3 of loading starts here). */
 export async function importPackageMain(pkg: PluginPackage): Promise<Record<string, unknown>> {

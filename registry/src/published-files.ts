@@ -1,8 +1,12 @@
-import { join, relative, sep } from "node:path";
+import { existsSync, realpathSync } from "node:fs";
+import { copyFile, mkdir, mkdtemp, rm, symlink } from "node:fs/promises";
+import { tmpdir } from "node:os";
+import { dirname, isAbsolute, join, relative, resolve, sep } from "node:path";
+import { fileURLToPath } from "node:url";
 import { AssemblyLineError, type ErrorCode } from "@assemblyline-agents/core";
 import { configSchemaPath } from "./config-schema.js";
-import { pluginRefusal, type PluginPackage } from "./manifest.js";
-import { packageEntry } from "./package-main.js";
+import { pluginRefusal, type PluginConformance, type PluginPackage } from "./manifest.js";
+import { importPluginModule, packageEntry, packageSubpathTarget } from "./package-main.js";
 import { runNpm } from "./run-npm.js";
 
 /** The files `npm pack` would put in the tarball (paths relative to the package, "/"-separated), asked of npm's own client. */
@@ -26,15 +30,30 @@ interface NeededFile {
   code: ErrorCode;
 }
 
+/** The kit subject modules the manifest names (`conformance.module`), with where each is declared. */
+function subjectModules(pkg: PluginPackage): Array<{ module: string; where: string }> {
+  const { manifest } = pkg;
+  const entries: Array<{ conformance?: PluginConformance | undefined; where: string }> = [
+    ...manifest.provides.map((provide, index) => ({ conformance: provide.conformance, where: `assemblyLine.provides[${index}]` })),
+    ...(manifest.channels ?? []).map((entry, index) => ({ conformance: entry.conformance, where: `assemblyLine.channels[${index}]` })),
+    ...(manifest.harnesses ?? []).map((entry, index) => ({ conformance: entry.conformance, where: `assemblyLine.harnesses[${index}]` })),
+    ...(manifest.telemetrySinks ?? []).map((entry, index) => ({ conformance: entry.conformance, where: `assemblyLine.telemetrySinks[${index}]` })),
+  ];
+  return entries.flatMap(({ conformance, where }) => (conformance ? [{ module: conformance.module, where: `${where}.conformance` }] : []));
+}
+
 /**
  * What a host reads from an installed copy: the main module, each config
- * schema, each kit subject module. Checked against the tarball's file list, so
- * a `files` field that leaves one out fails here rather than on users' machines
- * (the package folder itself has every file, so the other steps pass).
+ * schema, each kit subject module. First checked against the tarball's file
+ * list, then imported from a copy of exactly those files (with the package's
+ * declared dependencies linked in), so a `files` field that leaves out a file
+ * one of them imports fails here rather than on users' machines (the package
+ * folder itself has every file, so the other steps pass).
  */
 export async function checkPublishedFiles(pkg: PluginPackage): Promise<string[]> {
   const inPackage = (file: string) => relative(pkg.dir, file).split(sep).join("/");
-  const needed: NeededFile[] = [{ path: inPackage(packageEntry(pkg)), why: "the main module", code: "AL_ERR_PLUGIN_IMPORT" }];
+  const main: NeededFile = { path: inPackage(packageEntry(pkg)), why: "the main module", code: "AL_ERR_PLUGIN_IMPORT" };
+  const needed: NeededFile[] = [main];
   const { manifest } = pkg;
   for (const provide of manifest.provides) {
     const schema = configSchemaPath(pkg, provide);
@@ -42,6 +61,15 @@ export async function checkPublishedFiles(pkg: PluginPackage): Promise<string[]>
   }
   // A package without adapters (an engine) still has its factory read this schema at run time.
   if (manifest.configSchema && manifest.provides.length === 0) needed.push({ path: inPackage(join(pkg.dir, manifest.configSchema)), why: "assemblyLine.configSchema", code: "AL_ERR_PLUGIN_CONFIG_SCHEMA" });
+  const modules: NeededFile[] = [main];
+  for (const { module, where } of subjectModules(pkg)) {
+    const target = packageSubpathTarget(pkg, module);
+    // A subpath missing from the exports map is the kit step's to report.
+    if (!target) continue;
+    const file: NeededFile = { path: inPackage(join(pkg.dir, target)), why: `the kit subject module "${module}" (${where})`, code: "AL_ERR_PLUGIN_IMPORT" };
+    needed.push(file);
+    modules.push(file);
+  }
   const packed = await packedFiles(pkg.dir);
   const missing = needed.filter((file, index) => !packed.has(file.path) && needed.findIndex((other) => other.path === file.path) === index);
   if (missing.length > 0) {
@@ -53,5 +81,82 @@ export async function checkPublishedFiles(pkg: PluginPackage): Promise<string[]>
       { details: { missing: missing.map((file) => file.path) } },
     );
   }
+  await importFromPackedCopy(pkg, packed, modules.filter((file, index) => modules.findIndex((other) => other.path === file.path) === index));
   return [...new Set(needed.map((file) => file.path))];
+}
+
+/**
+ * Copy the files npm would pack into a temporary folder, link the package's
+ * declared dependencies (as installed for the source folder) into its
+ * node_modules, and import each module there, as a host that installed the
+ * tarball would. A module that imports a file the tarball lacks is refused,
+ * naming that file.
+ */
+async function importFromPackedCopy(pkg: PluginPackage, packed: Set<string>, modules: NeededFile[]): Promise<void> {
+  const work = await mkdtemp(join(tmpdir(), "al-verify-packed-"));
+  try {
+    const copy = join(work, "package");
+    for (const file of packed) {
+      await mkdir(dirname(join(copy, file)), { recursive: true });
+      await copyFile(join(pkg.dir, file), join(copy, file));
+    }
+    const { dependencies, peerDependencies, optionalDependencies } = pkg.packageJson as Record<string, Record<string, string> | undefined>;
+    for (const name of new Set(Object.keys({ ...dependencies, ...peerDependencies, ...optionalDependencies }))) {
+      const installed = installedPackage(name, pkg.dir);
+      if (!installed) continue;
+      await mkdir(dirname(join(copy, "node_modules", name)), { recursive: true });
+      await symlink(installed, join(copy, "node_modules", name), "junction");
+    }
+    for (const module of modules) {
+      try {
+        await importPluginModule(join(copy, module.path));
+      } catch (error) {
+        const absent = missingFile(error, copy);
+        if (absent === undefined) continue; // Any other import failure is the exports step's to report, from the folder.
+        throw pluginRefusal(
+          "AL_ERR_PLUGIN_IMPORT",
+          pkg,
+          `npm would publish it without ${absent}, which ${module.path} (${module.why}) imports, so importing the installed package fails with ERR_MODULE_NOT_FOUND`,
+          `Add "${absent}" (or its folder) to "files" in package.json, or remove it from .npmignore; npm pack --dry-run lists what ships.`,
+          { cause: error, details: { missing: [absent], importedBy: module.path } },
+        );
+      }
+    }
+  } finally {
+    await rm(work, { recursive: true, force: true });
+  }
+}
+
+/** The real folder of `name` as the source folder resolves it (its node_modules or an ancestor's), or undefined. */
+function installedPackage(name: string, from: string): string | undefined {
+  for (let dir = from; ; dir = dirname(dir)) {
+    const candidate = join(dir, "node_modules", name);
+    if (existsSync(join(candidate, "package.json"))) return realpathSync(candidate);
+    if (dirname(dir) === dir) return undefined;
+  }
+}
+
+/**
+ * The package-relative path of a file inside `copy` that a failed import could
+ * not find, or undefined when it failed otherwise. Node says
+ * "Cannot find module '/abs/file' imported from /abs/importer"; jiti's loader
+ * says "Cannot find module './file'" followed by "Require stack:\n- /abs/importer".
+ */
+function missingFile(error: unknown, copy: string): string | undefined {
+  const text = [error, (error as { cause?: unknown })?.cause].map((each) => (each as Error | undefined)?.message ?? "").join("\n");
+  const specifier = /Cannot find module ['"]([^'"]+)['"]/.exec(text)?.[1];
+  if (specifier === undefined) return undefined;
+  const importer = /imported from (\S+)/.exec(text)?.[1] ?? /Require stack:\s*\n- (.+)/.exec(text)?.[1];
+  const asPath = (value: string) => (value.startsWith("file://") ? fileURLToPath(value) : value);
+  let file: string;
+  if (specifier.startsWith(".")) {
+    if (importer === undefined) return undefined;
+    file = resolve(dirname(asPath(importer.trim())), specifier);
+  } else if (isAbsolute(asPath(specifier))) file = asPath(specifier);
+  else return undefined; // A bare package: a dependency question, not a "files" one.
+  for (const root of new Set([copy, realpathSync(copy)])) {
+    const inCopy = relative(root, file);
+    if (!inCopy.startsWith("..") && !isAbsolute(inCopy)) return inCopy.split(sep).join("/");
+  }
+  return undefined;
 }

@@ -11,6 +11,7 @@ import { inspectPluginPackage, loadPluginPackage } from "./load.js";
 import { checkKernelRange, readPluginPackage, type PluginConformance, type PluginPackage, type PluginProvide } from "./manifest.js";
 import { locateKitRunner, type KitRunner } from "./kit-runner.js";
 import { checkPublishedFiles } from "./published-files.js";
+import { packageSubpathTarget } from "./package-main.js";
 
 /**
  * The conformance kit of each contract, as exported by
@@ -233,13 +234,10 @@ function subjectKitTestFile(pkg: PluginPackage, outcome: KitOutcome, conformance
   ].join("\n");
 }
 
-/** The file URL a subpath of the package's exports map points at (its `default` or `import` condition), or undefined. */
+/** The file URL a subpath of the package's exports map points at, or undefined. */
 function packageSubpathUrl(pkg: PluginPackage, subpath: string): string | undefined {
-  const exportsMap = pkg.packageJson.exports as Record<string, unknown> | string | undefined;
-  const entry = typeof exportsMap === "string" ? (subpath === "." ? exportsMap : undefined) : exportsMap?.[subpath];
-  const target = typeof entry === "string" ? entry : ((entry as { import?: unknown; default?: unknown } | undefined)?.import ?? (entry as { default?: unknown } | undefined)?.default);
-  if (typeof target !== "string" || !target.startsWith("./")) return undefined;
-  return pathToFileURL(join(pkg.dir, target)).href;
+  const target = packageSubpathTarget(pkg, subpath);
+  return target ? pathToFileURL(join(pkg.dir, target)).href : undefined;
 }
 
 function kitTestFile(pkg: PluginPackage, provide: PluginProvide, kit: { kit: string; extraArgs(provide: PluginProvide): unknown[]; withSchedules?: boolean }, runner: KitRunner, options: VerifyOptions & { kernelVersion: string }): string {

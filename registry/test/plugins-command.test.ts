@@ -1,5 +1,5 @@
 import { execFile } from "node:child_process";
-import { mkdir, mkdtemp, readFile, readdir, rm, writeFile } from "node:fs/promises";
+import { cp, mkdir, mkdtemp, readFile, readdir, rm, writeFile } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join, resolve } from "node:path";
 import { promisify } from "node:util";
@@ -261,6 +261,22 @@ describe("assembly-line plugins verify", () => {
     expect(out).toContain('fix: Add "config.schema.json" (or its folder) to "files" in package.json');
     expect(out).toMatch(/pass {2}conformance state "leaky" \(state@1\) with describeStateConformance: \d+ passed$/m);
     expect(err).toContain("verify failed: @acme/leaky@1.0.0 (plugin leaky), 1 problem(s) above");
+  });
+
+  it("fails a package whose published tarball would leave out a file its main module imports, naming the file and the files fix", async () => {
+    const cut = await mkdtemp(join(tmpdir(), "al-verify-cut-files-"));
+    folders.push(cut);
+    await cp(thirdParty, cut, { recursive: true, filter: (source) => !source.includes("node_modules") });
+    // src/index.js imports ./json-file-state.js, which this "files" list leaves out: the folder loads, the installed tarball does not.
+    const packageJson = JSON.parse(await readFile(join(cut, "package.json"), "utf8")) as { files: string[] };
+    packageJson.files = ["src/index.js", "src/index.d.ts", "config.schema.json"];
+    await writeFile(join(cut, "package.json"), JSON.stringify(packageJson, null, 2));
+    const { code, out, err } = await plugins("verify", cut);
+    expect(code).toBe(1);
+    expect(out).toMatch(/pass {2}exports: /);
+    expect(out).toMatch(/FAIL {2}published files: AL_ERR_PLUGIN_IMPORT: plugin jsonfile@0\.3\.0 .*without src\/json-file-state\.js, which src\/index\.js \(the main module\) imports/);
+    expect(out).toContain('fix: Add "src/json-file-state.js" (or its folder) to "files" in package.json');
+    expect(err).toContain("verify failed");
   });
 
   it("prints the report as JSON with --json", async () => {
