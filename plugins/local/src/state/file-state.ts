@@ -96,6 +96,9 @@ import { WriteAheadLog, encodeLine } from "./write-ahead-log.js";
  * disk or neither is. Opening replays the snapshot, then log-N, log-(N+1)... in turn,
  * and cuts a torn last record of the last log; a damaged record that records of a later
  * synced write follow is no torn write, and the folder is refused (see WriteAheadLog).
+ * A failed write (a full disk) fails its call and every call in flight; the next call
+ * cuts the log back to its last synced record and replays the folder into fresh tables,
+ * dropping what failed, and goes on (see `recover`), the lock held throughout.
  * When the log outgrows `compactAfterBytes` and the snapshot, and the records that later
  * ones replaced or deleted make up `compactWhenSuperseded` of the folder (a state that
  * mostly grows gains nothing from being rewritten), it is closed once every
@@ -118,6 +121,11 @@ const LEGACY_SNAPSHOT_FORMAT = 1;
 const DEFAULT_COMPACT_AFTER_BYTES = 8 * 1024 * 1024;
 const DEFAULT_COMPACT_WHEN_SUPERSEDED = 0.5;
 const DEFAULT_CLAIM_LIMIT = 100;
+/**
+ * After a failed log write, the folder is replayed from disk on a later call (see `recover`), but at
+ * most once per this long after the last try ended: a disk still full is not replayed over and over.
+ */
+const RECOVERY_INTERVAL_MS = 1_000;
 
 const logFile = (generation: number) => `log-${generation}.wal`;
 /** The generation a file name is the log of, if it is one. */
@@ -237,6 +245,10 @@ export class FileStateAdapter implements StateAdapter {
    * after the lease expires.
    */
   private orphanedLeases = new Map<string, number>();
+  /** The replay after a failed log write, while it runs (see `recover`). */
+  private recovering: Promise<void> | undefined;
+  /** When the last replay after a failed log write ended (performance.now()). */
+  private recoveredAt = Number.NEGATIVE_INFINITY;
 
   constructor(options: FileStateAdapterOptions = {}) {
     checkOptions(options);
@@ -272,6 +284,7 @@ export class FileStateAdapter implements StateAdapter {
     this.closing ??= (async () => {
       if (!this.opening) return;
       await this.opening.catch(() => undefined);
+      await this.recovering?.catch(() => undefined);
       await this.queue.catch(() => undefined);
       await this.compaction;
       this.log?.syncSoon();
@@ -825,7 +838,7 @@ export class FileStateAdapter implements StateAdapter {
     // Answered a turn after the call, not at once: the sync it starts (syncSoon) then takes the records appended
     // later in the same turn too, instead of leaving them for the next batch (measured: smaller batches, slower).
     await this.ready();
-    this.throwIfLogFailed();
+    this.throwIfUnusable();
     const found = query(this.tables);
     // A fresh answer (events parsed from their texts) is the caller's own already.
     const answer = options.fresh ? found : copy(found);
@@ -846,7 +859,7 @@ export class FileStateAdapter implements StateAdapter {
    */
   private mutate<T>(plan: (tables: StateTables) => Plan<T>, options: { lazy?: boolean } = {}): Promise<T> {
     const lazy = options.lazy ?? false;
-    if (this.queued === 0 && this.log !== undefined && !this.closing) {
+    if (this.queued === 0 && this.log !== undefined && this.log.failed === undefined && !this.closing) {
       // Open, and no plan waits or runs: this one runs now, as the queue would have run it next.
       let applied: { answer: T; durable: Promise<void> };
       try {
@@ -863,6 +876,8 @@ export class FileStateAdapter implements StateAdapter {
     ready.catch(() => undefined);
     const next = this.enqueue(async () => {
       await ready;
+      // The log failed after this call was made: the folder is replayed first (or the call fails).
+      if (this.log?.failed) await this.recover();
       const applied = this.applyPlan(plan, lazy);
       if (this.shouldCompact()) await this.startCompaction();
       return applied;
@@ -885,7 +900,7 @@ export class FileStateAdapter implements StateAdapter {
    * in one synchronous section, so no other plan or read sees the tables in between.
    */
   private applyPlan<T>(plan: (tables: StateTables) => Plan<T>, lazy: boolean): { answer: T; durable: Promise<void> } {
-    this.throwIfLogFailed();
+    this.throwIfUnusable();
     const { ops, result, fresh = false } = plan(this.tables);
     const answerOf = (tables: StateTables) => (fresh ? result(tables) : copy(result(tables)));
     if (ops.length === 0) return { answer: answerOf(this.tables), durable: this.durable };
@@ -912,20 +927,60 @@ export class FileStateAdapter implements StateAdapter {
   }
 
   /**
-   * After a failed log write the tables hold records the disk may not: refuse
-   * everything until the folder is reopened, which replays what the disk holds.
+   * After a failed log write the tables hold records the disk may not: nothing is read from
+   * them or planned against them until `recover` replaced them with what the disk holds. Nor
+   * after another process took the folder's lock over (see FolderLock.lost).
    */
-  private throwIfLogFailed(): void {
+  private throwIfUnusable(): void {
+    if (this.lock?.lost) throw this.lock.lostError();
     const failure = this.log?.failed;
     if (failure) throw this.logFailedError(failure);
   }
 
-  private logFailedError(failure: unknown): AssemblyLineError {
-    const message = failure instanceof Error ? failure.message : String(failure);
-    return new AssemblyLineError("AL_ERR_STATE_UNAVAILABLE", `a write to the state log in ${this.directory} failed: ${message}`, {
-      fix: "Check the disk (space, permissions, health), then close this FileStateAdapter and open the folder again; the records acknowledged before the failure are intact.",
+  /**
+   * After a failed log write: close the log, cut it back to its last synced record (what failed was
+   * never acknowledged, whatever of it reached the disk), and replay the folder into fresh tables, as
+   * opening it does; the tables held the failed records, which the replay drops. The lock stays held.
+   * Tried at most once per RECOVERY_INTERVAL_MS after the last try ended; a call that finds none
+   * allowed, or whose try fails (the disk is still full), fails with AL_ERR_STATE_UNAVAILABLE, and a
+   * later call tries again. Calls wait for a try in progress.
+   */
+  private recover(): Promise<void> {
+    if (this.recovering) return this.recovering;
+    const failed = this.log!;
+    const failure = failed.failed!;
+    if (performance.now() - this.recoveredAt < RECOVERY_INTERVAL_MS) return Promise.reject(this.logFailedError(failure));
+    this.recovering = (async () => {
+      try {
+        // A snapshot being written holds only records synced before the failure; it is let finish, or the replay would race its renames.
+        await this.compaction;
+        await failed.close().catch(() => undefined);
+        await cutFile(failed.path, failed.syncedBytes);
+        const { tables, generation, log } = await this.replay();
+        this.tables = tables;
+        this.generation = generation;
+        this.log = log;
+        this.supersededBytes = 0;
+        this.durable = Promise.resolve();
+        this.lastWriteTo.memory = this.durable;
+        this.lastWriteTo.file = this.durable;
+      } catch (error) {
+        throw this.logFailedError(failure, error);
+      } finally {
+        this.recovering = undefined;
+        this.recoveredAt = performance.now();
+      }
+    })();
+    return this.recovering;
+  }
+
+  private logFailedError(failure: unknown, recoveryFailure?: unknown): AssemblyLineError {
+    const reason = (error: unknown) => (error instanceof Error ? error.message : String(error));
+    const recovery = recoveryFailure === undefined ? "" : `, and reading the folder back to go on failed too: ${reason(recoveryFailure)}`;
+    return new AssemblyLineError("AL_ERR_STATE_UNAVAILABLE", `a write to the state log in ${this.directory} failed: ${reason(failure)}${recovery}`, {
+      fix: `Check the disk (space, permissions, health). The calls not answered before the failure were not recorded; the adapter reads the folder back and goes on by itself on a later call (tried at most once a second), so retry the call once the disk takes writes again. The records acknowledged before the failure are intact.`,
       details: { directory: this.directory },
-      cause: failure,
+      cause: recoveryFailure ?? failure,
     });
   }
 
@@ -992,6 +1047,9 @@ export class FileStateAdapter implements StateAdapter {
   private async ready(): Promise<void> {
     if (this.closing) throw this.closedError();
     await this.open();
+    // Nothing is cut or replayed in a folder another process writes now.
+    if (this.lock?.lost) throw this.lock.lostError();
+    if (this.log?.failed || this.recovering) await this.recover();
   }
 
   private closedError(): AssemblyLineError {
@@ -1014,37 +1072,7 @@ export class FileStateAdapter implements StateAdapter {
     await mkdir(this.directory, { recursive: true });
     const lock = await FolderLock.acquire(this.directory);
     try {
-      const snapshot = await this.readSnapshot();
-      const tables = snapshot?.tables ?? new StateTables();
-      const first = snapshot?.generation ?? 0;
-      const logs = await this.logGenerations();
-      // The snapshot's log, then each later one: a compaction a crash cut short left them.
-      let generation = first;
-      let validBytes: number;
-      for (;;) {
-        const logPath = join(this.directory, logFile(generation));
-        // A log is made before any later one and deleted only with the logs before it: one missing before another lost records.
-        if (!logs.has(generation) && logs.has(generation + 1)) throw this.corruptError(logPath, new Error("the log is missing, and a later one is there"));
-        const read = await WriteAheadLog.read(logPath, (record) => {
-          try {
-            for (const op of (record as { ops: StateOp[] }).ops) tables.apply(op);
-          } catch (error) {
-            throw this.corruptError(logPath, error);
-          }
-        });
-        validBytes = read.validBytes;
-        // Records synced after the damaged one would go with a cut there: the log is refused instead.
-        if (read.laterWriteAt !== undefined) throw this.damagedLogError(logPath, read.validBytes, read.laterWriteAt);
-        if (!logs.has(generation + 1)) break;
-        // Only the last log can end in a torn record: an earlier one was durable before the next began.
-        if (read.validBytes < read.totalBytes) throw this.corruptError(logPath, new Error("a torn record in a log that a later log follows"));
-        generation += 1;
-      }
-      const beyond = [...logs].find((found) => found > generation);
-      if (beyond !== undefined) throw this.corruptError(join(this.directory, logFile(beyond)), new Error(`log ${logFile(generation + 1)} is missing before it`));
-      const log = await WriteAheadLog.openForAppend(join(this.directory, logFile(generation)), validBytes);
-      await syncDirectory(this.directory);
-      await this.removeStrayFiles(first);
+      const { tables, first, generation, log } = await this.replay();
       this.tables = tables;
       this.generation = generation;
       this.log = log;
@@ -1063,8 +1091,52 @@ export class FileStateAdapter implements StateAdapter {
     }
   }
 
+  /**
+   * The folder as the disk holds it: the snapshot and every log after it replayed into fresh
+   * tables, and the last log opened for appending, cut after its last intact record.
+   */
+  private async replay(): Promise<{ tables: StateTables; first: number; generation: number; log: WriteAheadLog }> {
+    const snapshot = await this.readSnapshot();
+    const tables = snapshot?.tables ?? new StateTables();
+    const first = snapshot?.generation ?? 0;
+    const logs = await this.logGenerations();
+    // The snapshot's log, then each later one: a compaction a crash cut short left them.
+    let generation = first;
+    let validBytes: number;
+    for (;;) {
+      const logPath = join(this.directory, logFile(generation));
+      // A log is made before any later one and deleted only with the logs before it: one missing before another lost records.
+      if (!logs.has(generation) && logs.has(generation + 1)) throw this.corruptError(logPath, new Error("the log is missing, and a later one is there"));
+      const read = await WriteAheadLog.read(logPath, (record) => {
+        try {
+          for (const op of (record as { ops: StateOp[] }).ops) tables.apply(op);
+        } catch (error) {
+          throw this.corruptError(logPath, error);
+        }
+      });
+      validBytes = read.validBytes;
+      // Records synced after the damaged one would go with a cut there: the log is refused instead.
+      if (read.laterWriteAt !== undefined) throw this.damagedLogError(logPath, read.validBytes, read.laterWriteAt);
+      if (!logs.has(generation + 1)) break;
+      // Only the last log can end in a torn record: an earlier one was durable before the next began.
+      if (read.validBytes < read.totalBytes) throw this.corruptError(logPath, new Error("a torn record in a log that a later log follows"));
+      generation += 1;
+    }
+    const beyond = [...logs].find((found) => found > generation);
+    if (beyond !== undefined) throw this.corruptError(join(this.directory, logFile(beyond)), new Error(`log ${logFile(generation + 1)} is missing before it`));
+    const log = await WriteAheadLog.openForAppend(join(this.directory, logFile(generation)), validBytes);
+    try {
+      await syncDirectory(this.directory);
+      await this.removeStrayFiles(first);
+    } catch (error) {
+      await log.close().catch(() => undefined);
+      throw error;
+    }
+    return { tables, first, generation, log };
+  }
+
   private shouldCompact(): boolean {
-    if (this.compaction !== undefined || this.log === undefined) return false;
+    if (this.compaction !== undefined || this.log === undefined || this.log.failed !== undefined) return false;
     const logBytes = this.log.bytes;
     return logBytes > Math.max(this.compactAfterBytes, this.snapshotBytes) && this.supersededBytes >= this.compactWhenSuperseded * (this.snapshotBytes + logBytes);
   }
@@ -1253,6 +1325,17 @@ export class FileStateAdapter implements StateAdapter {
       cause,
       details: { path },
     });
+  }
+}
+
+/** Cut the file at `path` to `bytes`, and sync it. */
+async function cutFile(path: string, bytes: number): Promise<void> {
+  const handle = await open(path, "r+");
+  try {
+    await handle.truncate(bytes);
+    await handle.sync();
+  } finally {
+    await handle.close();
   }
 }
 

@@ -1,7 +1,7 @@
 import { AssemblyLineError } from "@assemblyline-agents/core";
 import { randomBytes } from "node:crypto";
-import { readFileSync } from "node:fs";
-import { link, readFile, readdir, unlink, writeFile } from "node:fs/promises";
+import { readFileSync, readlinkSync } from "node:fs";
+import { link, open, readdir, stat, unlink, utimes, writeFile } from "node:fs/promises";
 import { hostname } from "node:os";
 import { join } from "node:path";
 import { setTimeout as sleep } from "node:timers/promises";
@@ -9,8 +9,18 @@ import { setTimeout as sleep } from "node:timers/promises";
 const LOCK_FILE = "LOCK";
 /** Held only while replacing a dead holder's LOCK, so two openers cannot both take it over. */
 const TAKEOVER_FILE = "LOCK.takeover";
-const ATTEMPTS = 100;
 const RETRY_DELAY_MS = 20;
+/** How often the holder touches LOCK (its mtime), so that a process that cannot check its pid sees it is alive. */
+export const HEARTBEAT_MS = 2_000;
+/**
+ * A LOCK of a holder judged by its heartbeat (see `judge`) whose mtime stood still this long is
+ * stale: five missed heartbeats, so a holder whose event loop is busy for a few seconds keeps it.
+ */
+export const HEARTBEAT_STALE_MS = 5 * HEARTBEAT_MS;
+/** How often an opener looks at a LOCK whose heartbeat it waits for. */
+const WATCH_DELAY_MS = 100;
+/** How long an opener tries before it gives up: long enough for a stopped heartbeat to become stale. */
+const ACQUIRE_TIMEOUT_MS = HEARTBEAT_STALE_MS + 2 * HEARTBEAT_MS;
 
 interface LockOwner {
   pid: number;
@@ -25,7 +35,21 @@ interface LockOwner {
    */
   process?: string;
   started?: string;
+  /**
+   * Where the pid means something (Linux): the boot and the pid namespace, `<boot id> pid:[<inode>]`.
+   * A holder in another one (a container sharing the host's name and the folder) cannot be checked
+   * by its pid, and is judged by its heartbeat instead. Absent in LOCKs written before it was recorded.
+   */
+  pidNamespace?: string;
 }
+
+/** A LOCK (or guard) as read: its record, and when it was last touched (its mtime, in ms). */
+interface LockHolder extends LockOwner {
+  heartbeatAt: number;
+}
+
+/** What an opener can tell of a holder: alive, dead, or only by whether its heartbeat goes on. */
+type Liveness = "alive" | "dead" | "heartbeat";
 
 /** This process's id for LOCK files, on globalThis so that two copies of the package agree. */
 const PROCESS_ID: string = ((globalThis as Record<symbol, string | undefined>)[Symbol.for("@assemblyline-agents/local.lockProcessId")] ??= randomBytes(8).toString("hex"));
@@ -33,7 +57,15 @@ const PROCESS_ID: string = ((globalThis as Record<symbol, string | undefined>)[S
 /** A new LOCK (or guard) record for this process. */
 function thisProcess(): LockOwner {
   const started = startOf(process.pid);
-  return { pid: process.pid, host: hostname(), token: randomBytes(8).toString("hex"), process: PROCESS_ID, ...(started ? { started } : {}) };
+  const pidNamespace = ownPidNamespace();
+  return {
+    pid: process.pid,
+    host: hostname(),
+    token: randomBytes(8).toString("hex"),
+    process: PROCESS_ID,
+    ...(started ? { started } : {}),
+    ...(pidNamespace ? { pidNamespace } : {}),
+  };
 }
 
 /** The boot and start time of `pid` (Linux), or undefined where /proc cannot tell. */
@@ -42,51 +74,135 @@ function startOf(pid: number): string | undefined {
     const stat = readFileSync(`/proc/${pid}/stat`, "utf8");
     // The command name (field 2) may hold spaces and parentheses: count fields after its last ")".
     const starttime = stat.slice(stat.lastIndexOf(")") + 2).split(" ")[19];
-    const boot = readFileSync("/proc/sys/kernel/random/boot_id", "utf8").trim();
-    return starttime === undefined ? undefined : `${boot}:${starttime}`;
+    return starttime === undefined ? undefined : `${bootId()}:${starttime}`;
   } catch {
     return undefined;
   }
+}
+
+function bootId(): string {
+  return readFileSync("/proc/sys/kernel/random/boot_id", "utf8").trim();
+}
+
+let pidNamespace: string | undefined | null = null;
+/**
+ * This process's boot and pid namespace (Linux), or undefined where /proc cannot tell. With the
+ * boot: the first namespace has the same inode on every machine and after every reboot.
+ */
+function ownPidNamespace(): string | undefined {
+  if (pidNamespace === null) {
+    try {
+      pidNamespace = `${bootId()} ${readlinkSync("/proc/self/ns/pid")}`;
+    } catch {
+      pidNamespace = undefined;
+    }
+  }
+  return pidNamespace;
 }
 
 /**
  * An exclusive, advisory lock on a state folder: a LOCK file naming the holder's
  * pid and host. It is created whole (written to a temp file, then hard-linked into
  * place, which fails if LOCK exists), so a reader never sees a half-written one.
- * A LOCK whose pid is dead on this host is stale and is taken over.
+ * A LOCK whose holder is dead is stale and is taken over: on this host and in this
+ * pid namespace, when its pid is gone (or is another process now); in another pid
+ * namespace on this host (a container sharing the host's name), where the pid tells
+ * nothing, when its heartbeat stopped: the holder touches LOCK every HEARTBEAT_MS,
+ * and an opener waits until it sees the mtime move (alive: refused) or stand still
+ * for HEARTBEAT_STALE_MS (dead: taken over). A holder on another host counts as alive.
  */
 export class FolderLock {
   private released = false;
+  private readonly heartbeat: NodeJS.Timeout;
+  private beating: Promise<void> | undefined;
+  private lostTo: LockOwner | "missing" | "unreadable" | undefined;
 
   private constructor(
     readonly directory: string,
     private readonly owner: LockOwner,
-  ) {}
+  ) {
+    this.heartbeat = setInterval(() => {
+      this.beating ??= this.beat().finally(() => (this.beating = undefined));
+    }, HEARTBEAT_MS).unref();
+  }
 
   static async acquire(directory: string): Promise<FolderLock> {
     const owner = thisProcess();
     const lockPath = join(directory, LOCK_FILE);
-    for (let attempt = 0; attempt < ATTEMPTS; attempt += 1) {
+    const deadline = performance.now() + ACQUIRE_TIMEOUT_MS;
+    /** The holder whose heartbeat is being watched: its token, its LOCK's mtime when first read, and when that was. */
+    let watched: { token: string; heartbeatAt: number; since: number } | undefined;
+    for (;;) {
       if (await createExclusive(directory, lockPath, owner)) {
         await removeDeadTempFiles(directory);
         return new FolderLock(directory, owner);
       }
       const holder = await readOwner(lockPath);
       if (holder === "missing") continue;
-      if (holder !== "unreadable" && isAlive(holder)) throw lockedError(directory, holder);
-      if (await takeOver(directory, lockPath, holder)) continue;
-      await sleep(RETRY_DELAY_MS);
+      let stale = true;
+      if (holder !== "unreadable") {
+        const liveness = judge(holder);
+        if (liveness === "alive") throw lockedError(directory, holder);
+        if (liveness === "heartbeat") {
+          if (watched?.token !== holder.token) watched = { token: holder.token, heartbeatAt: holder.heartbeatAt, since: performance.now() };
+          else if (watched.heartbeatAt !== holder.heartbeatAt) throw lockedError(directory, holder);
+          stale = Date.now() - holder.heartbeatAt > HEARTBEAT_STALE_MS || performance.now() - watched.since > HEARTBEAT_STALE_MS;
+        }
+      }
+      if (stale && (await takeOver(directory, lockPath, holder))) continue;
+      if (performance.now() > deadline) {
+        throw new AssemblyLineError("AL_ERR_STATE_LOCKED", `could not take the lock of state folder ${directory}`, {
+          fix: `Another process keeps replacing ${join(directory, LOCK_FILE)}; stop the other Assembly Line processes using this folder.`,
+          details: { directory },
+        });
+      }
+      await sleep(stale ? RETRY_DELAY_MS : WATCH_DELAY_MS);
     }
-    throw new AssemblyLineError("AL_ERR_STATE_LOCKED", `could not take the lock of state folder ${directory}`, {
-      fix: `Another process keeps replacing ${join(directory, LOCK_FILE)}; stop the other Assembly Line processes using this folder.`,
-      details: { directory },
+  }
+
+  /**
+   * Whether LOCK no longer names this holder: another opener took it over (it judged this
+   * process dead: its heartbeat stood still, a process frozen for longer than HEARTBEAT_STALE_MS)
+   * or it was deleted. Nothing may be written to the folder then.
+   */
+  get lost(): boolean {
+    return this.lostTo !== undefined;
+  }
+
+  /** The error for a call made after the lock was lost. */
+  lostError(): AssemblyLineError {
+    const holder = this.lostTo;
+    const now = typeof holder === "object" ? `pid ${holder.pid} on ${holder.host} holds it now` : "its LOCK file is gone";
+    return new AssemblyLineError("AL_ERR_STATE_LOCKED", `this process lost the lock of state folder ${this.directory}: ${now}`, {
+      fix: `Stop this process: another one writes the folder now. A holder loses its lock when its heartbeat stops for ${HEARTBEAT_STALE_MS / 1000} s (a process frozen that long) or when ${join(this.directory, LOCK_FILE)} is deleted.`,
+      details: { directory: this.directory },
     });
   }
 
-  /** Remove LOCK if it is still ours. */
+  /** Touch LOCK, if it still names this holder. */
+  private async beat(): Promise<void> {
+    if (this.released || this.lostTo) return;
+    const lockPath = join(this.directory, LOCK_FILE);
+    try {
+      const current = await readOwner(lockPath);
+      if (typeof current !== "object" || current.token !== this.owner.token) {
+        if (!this.released) this.lostTo = current;
+        clearInterval(this.heartbeat);
+        return;
+      }
+      const now = new Date();
+      await utimes(lockPath, now, now);
+    } catch {
+      // Tried again on the next one: an opener in another namespace takes the lock over only once none came for HEARTBEAT_STALE_MS.
+    }
+  }
+
+  /** Stop the heartbeat, and remove LOCK if it is still ours. */
   async release(): Promise<void> {
     if (this.released) return;
     this.released = true;
+    clearInterval(this.heartbeat);
+    await this.beating;
     const lockPath = join(this.directory, LOCK_FILE);
     const holder = await readOwner(lockPath);
     if (typeof holder === "object" && holder.token === this.owner.token) await unlink(lockPath).catch(ignoreMissing);
@@ -119,7 +235,7 @@ async function takeOver(directory: string, lockPath: string, stale: LockOwner | 
   if (!(await createExclusive(directory, guardPath, guardOwner))) {
     // A guard left by an opener that died mid-takeover would block everyone forever.
     const holder = await readOwner(guardPath);
-    if (holder === "unreadable" || (typeof holder === "object" && !isAlive(holder))) await unlinkIfUnchanged(guardPath, holder);
+    if (holder === "unreadable" || (typeof holder === "object" && guardIsStale(holder))) await unlinkIfUnchanged(guardPath, holder);
     return false;
   }
   try {
@@ -137,20 +253,34 @@ async function unlinkIfUnchanged(path: string, owner: LockOwner | "unreadable"):
   if (same) await unlink(path).catch(ignoreMissing);
 }
 
-/** Temp files of openers killed between writing and linking them; live openers' files are left alone. */
+/**
+ * Temp files of openers killed between writing and linking them; live openers' files are left alone.
+ * The name holds the opener's pid but not its pid namespace: a file is removed only once it is older
+ * than HEARTBEAT_STALE_MS too (a live opener links it within moments), as the pid may be another
+ * namespace's.
+ */
 async function removeDeadTempFiles(directory: string): Promise<void> {
   for (const name of await readdir(directory)) {
     const match = /^LOCK\.(\d+)\.[0-9a-f]+\.tmp$/.exec(name);
-    if (match && !isAlive({ pid: Number(match[1]), host: hostname(), token: "" })) {
-      await unlink(join(directory, name)).catch(ignoreMissing);
-    }
+    if (!match || judge({ pid: Number(match[1]), host: hostname(), token: "" }) !== "dead") continue;
+    const path = join(directory, name);
+    const touched = await stat(path).then(({ mtimeMs }) => mtimeMs, () => undefined);
+    if (touched !== undefined && Date.now() - touched > HEARTBEAT_STALE_MS) await unlink(path).catch(ignoreMissing);
   }
 }
 
-async function readOwner(path: string): Promise<LockOwner | "missing" | "unreadable"> {
+/** The record in a LOCK (or guard) file and its mtime, read through one handle so that both are of the same file. */
+async function readOwner(path: string): Promise<LockHolder | "missing" | "unreadable"> {
   let text: string;
+  let heartbeatAt: number;
   try {
-    text = await readFile(path, "utf8");
+    const handle = await open(path, "r");
+    try {
+      text = await handle.readFile("utf8");
+      heartbeatAt = (await handle.stat()).mtimeMs;
+    } finally {
+      await handle.close();
+    }
   } catch (error) {
     if ((error as NodeJS.ErrnoException).code === "ENOENT") return "missing";
     throw error;
@@ -164,6 +294,8 @@ async function readOwner(path: string): Promise<LockOwner | "missing" | "unreada
         token: typeof parsed.token === "string" ? parsed.token : "",
         ...(typeof parsed.process === "string" ? { process: parsed.process } : {}),
         ...(typeof parsed.started === "string" ? { started: parsed.started } : {}),
+        ...(typeof parsed.pidNamespace === "string" ? { pidNamespace: parsed.pidNamespace } : {}),
+        heartbeatAt,
       };
     }
   } catch {
@@ -173,12 +305,25 @@ async function readOwner(path: string): Promise<LockOwner | "missing" | "unreada
 }
 
 /**
- * A holder on another host cannot be checked, so it counts as alive. On this host, a
- * live pid is the holder only if it is the same process: this one (same process id),
- * or one started when the holder was (where /proc tells).
+ * A holder on another host cannot be checked, so it counts as alive. Nor can one on this
+ * host in another pid namespace (or boot): its pid is not ours to look up, and it is judged
+ * by its heartbeat (see FolderLock). In ours, a live pid is the holder only if it is the
+ * same process: this one (same process id), or one started when the holder was (where
+ * /proc tells). A LOCK written before namespaces were recorded is judged by its pid.
  */
-function isAlive(owner: LockOwner): boolean {
-  if (owner.host !== hostname()) return true;
+function judge(owner: LockOwner): Liveness {
+  if (owner.host !== hostname()) return "alive";
+  if (owner.pidNamespace !== undefined && owner.pidNamespace !== ownPidNamespace()) return "heartbeat";
+  return pidIsHolder(owner) ? "alive" : "dead";
+}
+
+/** A takeover guard is held for moments, and never touched: one of another pid namespace is stale once older than HEARTBEAT_STALE_MS. */
+function guardIsStale(holder: LockHolder): boolean {
+  const liveness = judge(holder);
+  return liveness === "dead" || (liveness === "heartbeat" && Date.now() - holder.heartbeatAt > HEARTBEAT_STALE_MS);
+}
+
+function pidIsHolder(owner: LockOwner): boolean {
   if (owner.pid === process.pid && owner.process !== undefined) return owner.process === PROCESS_ID;
   try {
     process.kill(owner.pid, 0);
@@ -191,7 +336,11 @@ function isAlive(owner: LockOwner): boolean {
 }
 
 function lockedError(directory: string, holder: LockOwner): AssemblyLineError {
-  const who = holder.pid === process.pid && holder.host === hostname() ? "this process (another FileStateAdapter)" : `pid ${holder.pid} on ${holder.host}`;
+  const elsewhere = judge(holder) === "heartbeat";
+  const who =
+    holder.pid === process.pid && holder.host === hostname() && !elsewhere
+      ? "this process (another FileStateAdapter)"
+      : `pid ${holder.pid} on ${holder.host}${elsewhere ? " in another pid namespace (another container), whose heartbeat goes on" : ""}`;
   return new AssemblyLineError("AL_ERR_STATE_LOCKED", `state folder ${directory} is locked by ${who}`, {
     fix: `Stop the process holding it (or close the other FileStateAdapter) before opening it again; one process may write a state folder at a time. If pid ${holder.pid} is not an Assembly Line process, delete ${join(directory, LOCK_FILE)}.`,
     details: { directory, pid: holder.pid, host: holder.host },

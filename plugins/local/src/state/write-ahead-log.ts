@@ -93,7 +93,8 @@ interface Batch {
  * checksum that does not match), and maybe zeros after it; `read` stops at the first
  * such record and `openForAppend` cuts the file there, so a record is either wholly in
  * the log or not at all. A failed write or fdatasync fails its batch and every later append:
- * what the disk holds is then unknown, so the log must be reopened (replayed).
+ * what the disk holds is then unknown, so the log must be closed, cut at `syncedBytes`, and
+ * reopened (replayed).
  *
  * Only the last synced write can be torn: the next starts once it returned. So the first
  * record of each synced write is marked (WRITE_START_MARK), and a damaged record followed by an
@@ -122,6 +123,7 @@ export class WriteAheadLog {
   /** The fill being written, from `from` on: no batch may reach past `from` until it is done. */
   private filling: { from: number; done: Promise<void> } | undefined;
   private nextFillBytes = FILL_MIN_BYTES;
+  private closed: Promise<void> | undefined;
 
   private constructor(
     readonly path: string,
@@ -231,6 +233,14 @@ export class WriteAheadLog {
   /** Size of the log once every appended record is on disk. */
   get bytes(): number {
     return this.size + this.pendingBytes;
+  }
+
+  /**
+   * Where the records that were synced end: after a failure (see `failed`), the failed batches'
+   * records, which were never acknowledged, start here, whatever of them reached the disk.
+   */
+  get syncedBytes(): number {
+    return this.size;
   }
 
   /** The error that stopped this log, if a write or fdatasync failed. */
@@ -460,8 +470,13 @@ export class WriteAheadLog {
     this.eagerPending = 0;
   }
 
-  /** Wait for every appended record to be synced (or failed), then close the file, cut at its last record. */
-  async close(): Promise<void> {
+  /** Wait for every appended record to be synced (or failed), then close the file, cut at its last record. Idempotent. */
+  close(): Promise<void> {
+    this.closed ??= this.closeFile();
+    return this.closed;
+  }
+
+  private async closeFile(): Promise<void> {
     this.syncSoon();
     await this.flushing;
     await this.filling?.done;

@@ -1,0 +1,169 @@
+import { isAssemblyLineError } from "@assemblyline-agents/core";
+import { spawnSync } from "node:child_process";
+import { closeSync, openSync, writeSync } from "node:fs";
+import { mkdir, readFile, unlink } from "node:fs/promises";
+import { join } from "node:path";
+import { setTimeout as sleep } from "node:timers/promises";
+import { afterEach, describe, expect, it } from "vitest";
+import { FileStateAdapter } from "../src/index.js";
+import { tempFolders } from "./support/state-folders.js";
+
+/*
+ * A real full disk: a small tmpfs mounted for the test (root, as CI runs; see .ci/run), filled
+ * by another file, as logs, blobs or a sandbox on the same disk fill it, and emptied again.
+ */
+
+const folders = tempFolders("al-file-state-disk-full-");
+const mounted: string[] = [];
+const adapters: FileStateAdapter[] = [];
+
+afterEach(async () => {
+  await Promise.all(adapters.splice(0).map((adapter) => adapter.close()));
+  for (const mountPoint of mounted.splice(0)) {
+    const unmounted = spawnSync("umount", [mountPoint], { encoding: "utf8" });
+    if (unmounted.status !== 0) throw new Error(`could not unmount the test's tmpfs at ${mountPoint}: ${unmounted.stderr}`);
+  }
+  await folders.removeAll();
+});
+
+/** A new folder with a tmpfs of `size` mounted on it. */
+async function smallDisk(size: string): Promise<string> {
+  const mountPoint = await folders.make();
+  const mount = spawnSync("mount", ["-t", "tmpfs", "-o", `size=${size}`, "tmpfs", mountPoint], { encoding: "utf8" });
+  if (mount.status !== 0) {
+    throw new Error(
+      `this test fills a real disk: it mounts a ${size} tmpfs, which needs root (or CAP_SYS_ADMIN); "mount -t tmpfs" failed here: ${mount.error?.message ?? mount.stderr.trim()}. Run the suite as root (CI does, see .ci/run).`,
+    );
+  }
+  mounted.push(mountPoint);
+  return mountPoint;
+}
+
+/** Write zeros to `path` until the disk is full; returns how many bytes went in. */
+function fillDisk(path: string): number {
+  const fd = openSync(path, "w");
+  let bytes = 0;
+  try {
+    for (const chunk of [64 * 1024, 4096, 512, 1].map((size) => Buffer.alloc(size))) {
+      for (;;) {
+        try {
+          bytes += writeSync(fd, chunk);
+        } catch (error) {
+          if ((error as NodeJS.ErrnoException).code === "ENOSPC") break;
+          throw error;
+        }
+      }
+    }
+  } finally {
+    closeSync(fd);
+  }
+  return bytes;
+}
+
+const newRun = (id: string, message = "hi") => ({ id, agentId: "agent", agentRevision: "rev", modelSpec: "scripted/test", input: { message, metadata: {} } });
+
+/** A call's outcome, taken as it is made (so a failure is never unhandled while the test makes more calls). */
+const settle = (call: Promise<unknown>): Promise<PromiseSettledResult<unknown>> => Promise.allSettled([call]).then(([outcome]) => outcome!);
+
+/** Wait for every call; the ids acknowledged, and the errors of the rest. */
+async function outcomes(calls: Array<[string, Promise<PromiseSettledResult<unknown>>]>): Promise<{ acknowledged: string[]; errors: unknown[] }> {
+  const settled = await Promise.all(calls.map(([, call]) => call));
+  return {
+    acknowledged: calls.flatMap(([id], index) => (settled[index]!.status === "fulfilled" ? [id] : [])),
+    errors: settled.flatMap((outcome) => (outcome.status === "rejected" ? [outcome.reason] : [])),
+  };
+}
+
+const runIds = async (adapter: FileStateAdapter) => (await adapter.listRuns({ limit: 1_000 })).runs.map((run) => run.id).sort();
+
+describe("FileStateAdapter on a disk that fills up", () => {
+  it("goes on by itself once the disk has space again, holding exactly the calls it acknowledged", async () => {
+    const disk = await smallDisk("1m");
+    const directory = join(disk, "state");
+    await mkdir(directory);
+    const adapter = await FileStateAdapter.open({ directory });
+    adapters.push(adapter);
+    await adapter.createRun(newRun("before"));
+    await adapter.appendEvents("before", [{ type: "step", data: { n: 1 } }]);
+    const lock = await readFile(join(directory, "LOCK"), "utf8");
+
+    const filler = join(disk, "filler");
+    expect(fillDisk(filler)).toBeGreaterThan(0);
+    // Calls in flight as the disk runs out, in turns: small ones (which may fit the space the log
+    // filled ahead of its records, or the rest of its last page), large ones (which do not), and
+    // small ones in the same batch as a large one, or after a failure (the replay runs on a full disk).
+    const calls: Array<[string, Promise<PromiseSettledResult<unknown>>]> = [];
+    const turns = [["small", "small", "small"], ["small", "large", "small"], ["small", "small"], ["large"], ["small"]];
+    for (const [turn, sizes] of turns.entries()) {
+      const made = sizes.map((size, index): [string, Promise<PromiseSettledResult<unknown>>] => {
+        const id = `during-${turn}-${index}`;
+        return [id, settle(adapter.createRun(newRun(id, size === "large" ? "x".repeat(200_000) : "small")))];
+      });
+      calls.push(...made);
+      await Promise.all(made.map(([, call]) => call));
+    }
+    calls.push(["before:event", settle(adapter.appendEvents("before", [{ type: "step", data: { pad: "y".repeat(200_000) } }]))]);
+    const during = await outcomes(calls);
+    expect(during.errors.length).toBeGreaterThan(0);
+    for (const error of during.errors) expect(isAssemblyLineError(error, "AL_ERR_STATE_UNAVAILABLE")).toBe(true);
+
+    await unlink(filler);
+    // A bounded wait: the first call after the failure reads the folder back; one within a second of
+    // the last try is refused without touching the disk.
+    let after: unknown;
+    for (let attempt = 0; attempt < 50; attempt += 1) {
+      after = await adapter.createRun(newRun("after")).then(
+        () => "acknowledged",
+        (error: unknown) => error,
+      );
+      if (after === "acknowledged") break;
+      expect(isAssemblyLineError(after, "AL_ERR_STATE_UNAVAILABLE")).toBe(true);
+      await sleep(100);
+    }
+    expect(after).toBe("acknowledged");
+
+    // What the failed calls wrote to the tables is gone, without a restart: the disk is the truth.
+    const acknowledgedRuns = during.acknowledged.filter((id) => id.startsWith("during-"));
+    const expected = ["after", "before", ...acknowledgedRuns].sort();
+    expect(await runIds(adapter)).toEqual(expected);
+    const events = (await adapter.listEvents("before")).map((event) => event.type);
+    expect(events).toEqual(during.acknowledged.includes("before:event") ? ["run.created", "step", "step"] : ["run.created", "step"]);
+    await adapter.appendEvents("before", [{ type: "later", data: {} }]);
+    // The lock was held throughout, never released or taken again.
+    expect(await readFile(join(directory, "LOCK"), "utf8")).toBe(lock);
+
+    await adapter.close();
+    const reopened = await FileStateAdapter.open({ directory });
+    adapters.push(reopened);
+    expect(await runIds(reopened)).toEqual(expected);
+    expect((await reopened.listEvents("before")).map((event) => event.type)).toEqual([...events, "later"]);
+  });
+
+  it("refuses reads that saw a record that failed, and drops that record without a restart", async () => {
+    const disk = await smallDisk("512k");
+    const directory = join(disk, "state");
+    await mkdir(directory);
+    const adapter = await FileStateAdapter.open({ directory });
+    adapters.push(adapter);
+    await adapter.createRun(newRun("kept"));
+    const filler = join(disk, "filler");
+    fillDisk(filler);
+    // Planned and applied to the tables at once; its write fails.
+    const ghost = adapter.createRun(newRun("ghost", "x".repeat(300_000)));
+    const sawGhost = adapter.getRun("ghost");
+    await expect(ghost).rejects.toMatchObject({ code: "AL_ERR_STATE_UNAVAILABLE" });
+    await expect(sawGhost).rejects.toMatchObject({ code: "AL_ERR_STATE_UNAVAILABLE" });
+    await unlink(filler);
+    let found: unknown;
+    for (let attempt = 0; attempt < 50; attempt += 1) {
+      found = await adapter.getRun("ghost").then(
+        (run) => ({ run }),
+        (error: unknown) => error,
+      );
+      if (!isAssemblyLineError(found, "AL_ERR_STATE_UNAVAILABLE")) break;
+      await sleep(100);
+    }
+    expect(found).toEqual({ run: undefined });
+    expect(await runIds(adapter)).toEqual(["kept"]);
+  });
+});
