@@ -112,6 +112,8 @@ export class RunBudget {
   exceeded: BudgetExceeded | null = null;
   /** The run's start, parsed once: checked before every model and tool call, and Date.parse costs about a microsecond. */
   private readonly startedAtMs: number;
+  /** What the run's subagents spent, summed from its events up to `afterSeq`: each check reads only the events since. */
+  private readonly delegated = { afterSeq: 0, tokens: 0, costUsd: 0 };
 
   private constructor(
     private readonly run: RunRecord,
@@ -193,6 +195,16 @@ export class RunBudget {
     return budgetExceededError(this.run.id, this.exceeded);
   }
 
+  /** What the run's subagents spent so far, reading the events appended since the last check. */
+  private async delegatedSoFar(runs: RunStore): Promise<SpentUsage> {
+    const fresh = await runs.listEvents(this.run.id, { afterSeq: this.delegated.afterSeq });
+    const spent = delegatedUsageOf(fresh);
+    this.delegated.tokens += spent.tokens;
+    this.delegated.costUsd = roundCost(this.delegated.costUsd + spent.costUsd);
+    this.delegated.afterSeq = fresh.at(-1)?.seq ?? this.delegated.afterSeq;
+    return this.delegated;
+  }
+
   private checkDuration(): void {
     const active = Date.now() - this.startedAtMs - this.idleMs;
     this.check("maxDurationMs", active, true);
@@ -204,7 +216,7 @@ export class RunBudget {
       const records = await this.readUsage({ runId: this.run.id }, ["maxTokens", "maxCostUsd"]);
       if (records !== undefined) {
         // Read only for a run that can delegate: the others have no subagent.completed events to sum.
-        const delegated = this.delegates ? delegatedUsageOf(await this.delegates.runs.listEvents(this.run.id)) : NOTHING_SPENT;
+        const delegated = this.delegates ? await this.delegatedSoFar(this.delegates.runs) : NOTHING_SPENT;
         this.check("maxTokens", sumTokens(records) + delegated.tokens, true);
         this.check("maxCostUsd", roundCost(sumCost(records) + delegated.costUsd), true);
       }
