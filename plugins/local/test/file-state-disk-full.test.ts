@@ -166,4 +166,44 @@ describe("FileStateAdapter on a disk that fills up", () => {
     expect(found).toEqual({ run: undefined });
     expect(await runIds(adapter)).toEqual(["kept"]);
   });
+
+  it("fails a call whose reading back fails too (the log cannot be cut), and a later call tries again", async () => {
+    const disk = await smallDisk("1m");
+    const directory = join(disk, "state");
+    await mkdir(directory);
+    const adapter = await FileStateAdapter.open({ directory });
+    adapters.push(adapter);
+    await adapter.createRun(newRun("kept"));
+    const filler = join(disk, "filler");
+    fillDisk(filler);
+    await expect(adapter.createRun(newRun("refused", "x".repeat(300_000)))).rejects.toMatchObject({ code: "AL_ERR_STATE_UNAVAILABLE" });
+    // Append-only (chattr +a, which tmpfs keeps since Linux 6.0): the log cannot be opened to be cut.
+    const log = join(directory, "log-0.wal");
+    const appendOnly = (flag: "+a" | "-a") => {
+      const changed = spawnSync("chattr", [flag, log], { encoding: "utf8" });
+      if (changed.status !== 0) throw new Error(`chattr ${flag} ${log} failed (e2fsprogs' chattr, root and a kernel whose tmpfs keeps inode flags, 6.0 or later, are needed): ${changed.error?.message ?? changed.stderr.trim()}`);
+    };
+    appendOnly("+a");
+    try {
+      const replayFailed = await adapter.getRun("kept").catch((error: unknown) => error);
+      expect(isAssemblyLineError(replayFailed, "AL_ERR_STATE_UNAVAILABLE")).toBe(true);
+      expect((replayFailed as Error).message).toContain("reading the folder back to go on failed too");
+    } finally {
+      appendOnly("-a");
+    }
+    await unlink(filler);
+    let kept: unknown;
+    for (let attempt = 0; attempt < 50; attempt += 1) {
+      kept = await adapter.getRun("kept").catch((error: unknown) => error);
+      if (!isAssemblyLineError(kept, "AL_ERR_STATE_UNAVAILABLE")) break;
+      await sleep(100);
+    }
+    expect(kept).toMatchObject({ id: "kept" });
+    expect(await runIds(adapter)).toEqual(["kept"]);
+    await adapter.createRun(newRun("after"));
+    await adapter.close();
+    const reopened = await FileStateAdapter.open({ directory });
+    adapters.push(reopened);
+    expect(await runIds(reopened)).toEqual(["after", "kept"]);
+  });
 });
