@@ -1,6 +1,8 @@
 import { defineRunResolver } from "@assemblyline-agents/core";
 
-// Read-only callers may look notes up but never record them.
+// Read-only callers may look notes up but never record them. The run's metadata comes from
+// the host that starts it (runAgent({ metadata }) when embedding): the /message channel
+// takes only message and conversationId, so no HTTP caller can choose it.
 export default defineRunResolver(async (ctx) => {
   if (ctx.metadata?.access === "read-only") {
     return {

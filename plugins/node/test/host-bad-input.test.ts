@@ -53,6 +53,10 @@ describe("bad input gets the right status and a JSON error, and changes no store
     expectError(await call(message, { body: { conversationId: "c" }, headers: auth }), 400, "AL_ERR_HTTP_BODY_INVALID");
     expectError(await call(message, { body: { message: 42 }, headers: auth }), 400, "AL_ERR_HTTP_BODY_INVALID");
     expectError(await call(message, { body: { message: "hi", conversationId: ["x"] }, headers: auth }), 400, "AL_ERR_HTTP_BODY_INVALID");
+    // A field the default message fallback does not read is refused, not dropped (metadata would look accepted).
+    const extra = await call(message, { body: { message: "hi", metadata: { access: "read-only" } }, headers: auth });
+    expectError(extra, 400, "AL_ERR_HTTP_BODY_INVALID");
+    expect(JSON.stringify(extra.body)).toContain("body.metadata");
     expectError(await call(message, { raw: "message=hi", headers: { "content-type": "text/plain", ...auth } }), 415, "AL_ERR_HTTP_CONTENT_TYPE");
     expectError(await call(message, { raw: "{}", headers: auth }), 415, "AL_ERR_HTTP_CONTENT_TYPE");
     expectError(await call(message, { body: { message: "x".repeat(5000) }, headers: auth }), 413, "AL_ERR_HTTP_BODY_TOO_LARGE");

@@ -102,9 +102,16 @@ export class ChannelIngress {
     });
   }
 
-  /** The default message fallback: `{ message, conversationId? }`, deduped on Idempotency-Key. */
+  /** The default message fallback: `{ message, conversationId? }` and nothing else, deduped on Idempotency-Key. */
   private normalizeMessage(channel: string, ctx: RequestContext, raw: Buffer): ChannelTurn {
     const body = parseJsonObject(ctx.req, raw);
+    const unknown = Object.keys(body).filter((field) => field !== "message" && field !== "conversationId");
+    if (unknown.length > 0) {
+      // Dropped silently, a field such as metadata would look accepted and change nothing.
+      throw new HttpError(400, "AL_ERR_HTTP_BODY_INVALID", `body.${unknown[0]} is not a field of the ${channel} channel's message (it reads message and conversationId)`, {
+        fix: "Send only message and conversationId, or give the channel a normalizeHttp that reads the rest into its turn (ChannelTurn.metadata).",
+      });
+    }
     const message = requiredString(body, "message", '{"message": "Remember to buy milk", "conversationId": "c1"}');
     const conversationId = optionalString(body, "conversationId");
     const eventId = ctx.headers["idempotency-key"]?.trim() || `${channel}-${randomUUID()}`;
