@@ -1,6 +1,7 @@
 import { existsSync, readFileSync } from "node:fs";
 import { fileURLToPath } from "node:url";
 import { Ajv, type ErrorObject, type ValidateFunction } from "ajv";
+import semver from "semver";
 
 /** The registry package's own folder (index.json, generated.json, schemas/). */
 export const REGISTRY_DIR = fileURLToPath(new URL("..", import.meta.url));
@@ -16,10 +17,19 @@ export const PLUGIN_SCHEMA_FILE = [new URL("../../plugin-schema.json", import.me
   .map((url) => fileURLToPath(url))
   .find((file) => existsSync(file)) ?? fileURLToPath(new URL("../../plugin-schema.json", import.meta.url));
 
+/** Formats the registry's own schemas use, checked by semver rather than a pattern. */
+const SEMVER_FORMATS: Record<string, { validate: (value: string) => boolean; says: string }> = {
+  semver: { validate: (value) => semver.valid(value) !== null, says: "must be a semver version (e.g. 1.2.0)" },
+  "semver-range": { validate: (value) => semver.validRange(value) !== null, says: "must be a semver range (e.g. ^0.1.0)" },
+};
+
 let ajv: Ajv | undefined;
 /** One instance for manifests, registry files and plugins' config schemas; validators are cached per schema. */
 export function registryAjv(): Ajv {
-  ajv ??= new Ajv({ allErrors: true, strict: false });
+  if (!ajv) {
+    ajv = new Ajv({ allErrors: true, strict: false });
+    for (const [name, format] of Object.entries(SEMVER_FORMATS)) ajv.addFormat(name, { type: "string", validate: format.validate });
+  }
   return ajv;
 }
 
@@ -35,7 +45,11 @@ function validatorFor(file: string): ValidateFunction {
 
 export const pluginManifestValidator = (): ValidateFunction => validatorFor(PLUGIN_SCHEMA_FILE);
 export const registryIndexValidator = (): ValidateFunction => validatorFor(fileURLToPath(new URL("../schemas/index.schema.json", import.meta.url)));
-export const generatedRegistryValidator = (): ValidateFunction => validatorFor(fileURLToPath(new URL("../schemas/generated.schema.json", import.meta.url)));
+/** generated.schema.json takes the facet names from plugin-schema.json's provide definition (by $ref), so that schema is added first. */
+export const generatedRegistryValidator = (): ValidateFunction => {
+  pluginManifestValidator();
+  return validatorFor(fileURLToPath(new URL("../schemas/generated.schema.json", import.meta.url)));
+};
 
 /** ajv errors as short lines rooted at `root`: `assemblyLine/provides/0 must have required property 'export'`. */
 export function describeSchemaErrors(errors: ErrorObject[] | null | undefined, root: string): string[] {
@@ -43,7 +57,9 @@ export function describeSchemaErrors(errors: ErrorObject[] | null | undefined, r
     // if/then/else reports a second, vaguer error for the branch it took; the first one says enough.
     .filter((error) => error.keyword !== "if")
     .map((error) => {
-      const params = error.params as { additionalProperty?: string; allowedValues?: unknown[] };
+      const params = error.params as { additionalProperty?: string; allowedValues?: unknown[]; format?: string };
+      const format = error.keyword === "format" && params.format ? SEMVER_FORMATS[params.format] : undefined;
+      if (format) return `${root}${error.instancePath} ${format.says}`;
       const extra =
         error.keyword === "additionalProperties"
           ? ` (${String(params.additionalProperty)})`

@@ -121,6 +121,23 @@ describe("the registry index is data that can be refreshed", () => {
     expect((refusal as { fix?: string }).fix).toContain("plugins list --json");
   });
 
+  it("refuses an entry whose version is not semver, whose kernel is not a semver range or whose facets are not state facets, naming the entry and the field", async () => {
+    const cases: Array<[string, (entry: Record<string, unknown>) => void, string]> = [
+      ["version", (entry) => (entry.version = "banana"), '"acme-kv": /plugins/acme-kv/version must be a semver version'],
+      ["kernel", (entry) => (entry.kernel = "not a range"), '"acme-kv": /plugins/acme-kv/kernel must be a semver range'],
+      ["facets", (entry) => ((entry.provides as Array<Record<string, unknown>>)[0]!.facets = ["runs", "bogus"]), '"acme-kv": /plugins/acme-kv/provides/0/facets/1 must be equal to one of the allowed values (runs, conversations,'],
+    ];
+    for (const [field, spoil, says] of cases) {
+      const snapshot = await newerSnapshot();
+      spoil(snapshot.plugins.at(-1)! as unknown as Record<string, unknown>);
+      const file = join(dir, `spoilt-${field}.json`);
+      await writeFile(file, JSON.stringify(snapshot));
+      const refusal = await loadRegistry({ env: { [REGISTRY_SOURCE_ENV]: file } }).catch((error: unknown) => error);
+      expect(isAssemblyLineError(refusal, "AL_ERR_REGISTRY_INVALID"), `${field}: ${String(refusal)}`).toBe(true);
+      expect((refusal as Error).message, field).toContain(`the registry at ${file} has an invalid plugin ${says}`);
+    }
+  });
+
   it("lets plugins search and info find a plugin published after this version, with the index's age on stderr", async () => {
     served = await newerSnapshot();
     const out: string[] = [];
