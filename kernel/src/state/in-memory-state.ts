@@ -3,6 +3,8 @@ import {
   type CreatedRun,
   type ReleaseOptions,
   AssemblyLineError,
+  checkNewEvents,
+  checkNewRun,
   checkObservedSeq,
   checkScheduleInput,
   checkedDate,
@@ -44,6 +46,7 @@ import {
   type UsageFilter,
   type UsageRecord,
   isoTimestamp,
+  leaseExpiresAt,
   isClaimableBy,
   isLeaseFree,
   isScheduleClaimableBy,
@@ -174,12 +177,13 @@ export class InMemoryStateAdapter implements StateAdapter {
   // ---- runs ----------------------------------------------------------------
 
   async createRun(run: NewRun, options: CreateRunOptions = {}): Promise<CreatedRun> {
+    checkNewRun("createRun", run);
     const existingId =
       run.idempotencyKey !== undefined ? this.runIdByIdempotencyKey.get(run.idempotencyKey) : undefined;
     const existing = this.runs.get(existingId ?? run.id);
     if (existing) return { run: copy(existing.record), created: false };
-
     const nowMs = Date.now();
+    const leaseExpiry = options.lease ? leaseExpiresAt("createRun", "options.lease.ttlMs", nowMs, options.lease.ttlMs) : undefined;
     const now = isoTimestamp(nowMs);
     const input = asStoredJson(run.input, `createRun(run "${run.id}")`);
     const record: RunRecord = {
@@ -213,7 +217,7 @@ export class InMemoryStateAdapter implements StateAdapter {
       },
       createdAt: now,
     };
-    if (options.lease) record.lease = { owner: options.lease.owner, expiresAt: isoTimestamp(nowMs + options.lease.ttlMs), token: 1 };
+    if (options.lease) record.lease = { owner: options.lease.owner, expiresAt: leaseExpiry!, token: 1 };
     const stored: StoredRun = {
       record,
       ordinal: this.nextOrdinal++,
@@ -261,6 +265,7 @@ export class InMemoryStateAdapter implements StateAdapter {
       );
     }
 
+    checkNewEvents(`appendEvents(run "${runId}")`, events);
     checkObservedSeq(`appendEvents(run "${runId}")`, "options.observedSeq", options.observedSeq, record.lastSeq + events.length);
 
     // Copy and serialize everything first: a value that cannot be stored throws before anything changes.
@@ -325,17 +330,19 @@ export class InMemoryStateAdapter implements StateAdapter {
     const stored = this.requireRun(runId);
     const { record } = stored;
     const at = now ?? new Date();
+    const expiresAt = leaseExpiresAt(`acquireRunLease(run "${runId}")`, "ttlMs", at.getTime(), ttlMs);
     if (TERMINAL_RUN_STATUSES.includes(record.status)) return null;
     if (record.lease && record.lease.owner !== owner && !isLeaseFree(record.lease, at)) return null;
     stored.fence += 1;
-    record.lease = { owner, expiresAt: new Date(at.getTime() + ttlMs).toISOString(), token: stored.fence };
+    record.lease = { owner, expiresAt, token: stored.fence };
     return copy(record.lease);
   }
 
   async renewRunLease(runId: string, fence: RunFence, ttlMs: number, now?: Date): Promise<RunLease | null> {
     const { record } = this.requireRun(runId);
+    const expiresAt = leaseExpiresAt(`renewRunLease(run "${runId}")`, "ttlMs", (now ?? new Date()).getTime(), ttlMs);
     if (TERMINAL_RUN_STATUSES.includes(record.status) || !fenceHolds(record.lease, fence)) return null;
-    record.lease = { owner: fence.owner, expiresAt: new Date((now ?? new Date()).getTime() + ttlMs).toISOString(), token: fence.token };
+    record.lease = { owner: fence.owner, expiresAt, token: fence.token };
     return copy(record.lease);
   }
 
@@ -348,7 +355,7 @@ export class InMemoryStateAdapter implements StateAdapter {
 
   async claimRecoverableRuns(options: ClaimOptions): Promise<RunRecord[]> {
     const at = options.now ?? new Date();
-    const expiresAt = new Date(at.getTime() + options.ttlMs).toISOString();
+    const expiresAt = leaseExpiresAt("claimRecoverableRuns", "options.ttlMs", at.getTime(), options.ttlMs);
     const { agentId } = options;
     const claimed = this.runOrder.oldestUnfinished(
       ({ record }) =>
@@ -372,7 +379,7 @@ export class InMemoryStateAdapter implements StateAdapter {
 
   async claimDeliveries(options: ClaimOptions): Promise<DeliveryRecord[]> {
     const at = options.now ?? new Date();
-    const lease = { owner: options.owner, expiresAt: new Date(at.getTime() + options.ttlMs).toISOString() };
+    const lease = { owner: options.owner, expiresAt: leaseExpiresAt("claimDeliveries", "options.ttlMs", at.getTime(), options.ttlMs) };
     const { agentId } = options;
     // Another agent's reply is skipped before the limit, so it never uses up this agent's claim.
     const claimed = this.pendingDeliveries.due(
@@ -459,7 +466,7 @@ export class InMemoryStateAdapter implements StateAdapter {
 
   async claimDueSchedules(options: ScheduleClaimOptions): Promise<ScheduleRecord[]> {
     const at = options.now ?? new Date();
-    const expiresAt = new Date(at.getTime() + options.ttlMs).toISOString();
+    const expiresAt = leaseExpiresAt("claimDueSchedules", "options.ttlMs", at.getTime(), options.ttlMs);
     const claimed = [...this.schedules.values()]
       .filter((s) => s.enabled && Date.parse(s.nextRunAt) <= at.getTime() && isLeaseFree(s.lease, at) && isScheduleClaimableBy(s, options.agentId))
       .sort((a, b) => Date.parse(a.nextRunAt) - Date.parse(b.nextRunAt) || compareCodePoints(a.id, b.id))

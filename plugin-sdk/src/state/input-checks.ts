@@ -1,5 +1,8 @@
 import { AssemblyLineError } from "../errors.js";
+import type { NewRunEvent } from "../events.js";
 import type { ScheduleRecord } from "./facets.js";
+import { isoTimestamp } from "./iso-time.js";
+import { RUN_STATUSES, type NewRun } from "./runs.js";
 
 /*
  * Checks of the arguments a state method writes, run before anything changes: a value the state
@@ -63,5 +66,37 @@ export function checkScheduleInput(operation: string, schedule: Omit<ScheduleRec
   if (typeof enabled !== "boolean") refuseStateInput(operation, "schedule.enabled", "a boolean", enabled);
   if (agentId !== undefined && agentId !== null && (typeof agentId !== "string" || agentId === "")) {
     refuseStateInput(operation, "schedule.agentId", "a non-empty string or null", agentId);
+  }
+}
+
+/** The latest time a Date holds (8.64e15 ms after the epoch). */
+const LAST_TIME_MS = 8.64e15;
+
+/**
+ * When a lease given `ttlMs` from `fromMs` expires, as ISO text; a ttlMs that is not a number of
+ * milliseconds >= 0 (negative, NaN, missing) is refused, as PostgreSQL's interval arithmetic does,
+ * instead of making a lease that expired before it was taken or an Invalid Date.
+ */
+export function leaseExpiresAt(operation: string, field: string, fromMs: number, ttlMs: unknown): string {
+  if (typeof ttlMs !== "number" || !(ttlMs >= 0) || !(fromMs + ttlMs <= LAST_TIME_MS)) refuseStateInput(operation, field, "a number of milliseconds >= 0", ttlMs);
+  return isoTimestamp(fromMs + ttlMs);
+}
+
+/** Refuse a new run a store would keep but never read right: a status no run has, an empty idempotency key (it would dedupe every run without one). */
+export function checkNewRun(operation: string, run: NewRun): void {
+  if (run.status !== undefined && !RUN_STATUSES.includes(run.status)) refuseStateInput(operation, "run.status", `one of ${RUN_STATUSES.join(", ")}`, run.status);
+  if (run.idempotencyKey !== undefined && (typeof run.idempotencyKey !== "string" || run.idempotencyKey === "")) {
+    refuseStateInput(operation, "run.idempotencyKey", "a non-empty string", run.idempotencyKey);
+  }
+}
+
+/** Refuse an event with no type or with data that is not a JSON object: every reader of the log takes both as given. */
+export function checkNewEvents(operation: string, events: readonly NewRunEvent[]): void {
+  if (!Array.isArray(events)) refuseStateInput(operation, "events", "an array of events", events);
+  for (let index = 0; index < events.length; index += 1) {
+    const event = events[index] as NewRunEvent | undefined;
+    if (typeof event?.type !== "string" || event.type === "") refuseStateInput(operation, `events[${index}].type`, "a non-empty string", event?.type);
+    const data = event.data;
+    if (data !== undefined && (typeof data !== "object" || data === null || Array.isArray(data))) refuseStateInput(operation, `events[${index}].data`, "a JSON object", data);
   }
 }

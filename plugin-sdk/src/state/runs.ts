@@ -84,6 +84,9 @@ export interface RunFence {
 /** Statuses a run never leaves: no lease is taken or renewed for them. */
 export const TERMINAL_RUN_STATUSES: readonly RunStatus[] = ["completed", "failed"];
 
+/** Every status a run may have: a store refuses any other (the run would be neither runnable nor finished). */
+export const RUN_STATUSES: readonly RunStatus[] = ["queued", "running", "waiting_approval", "waiting_input", "completed", "failed"];
+
 export interface RunRecord {
   id: string;
   agentId: string;

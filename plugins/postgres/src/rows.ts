@@ -1,3 +1,4 @@
+import { RUN_STATUSES } from "@assemblyline-agents/core";
 import type {
   SkillRecord,
   CheckpointRecord,
@@ -13,7 +14,6 @@ import type {
   Lease,
   RunLease,
   RunRecord,
-  RunStatus,
   SandboxSessionRecord,
   ScheduleRecord,
   SettingAuditEvent,
@@ -30,7 +30,7 @@ import { rowInvalid } from "./errors.js";
  * an error naming the row and column instead of leaking a malformed record.
  */
 
-export const RUN_STATUSES: readonly RunStatus[] = ["queued", "running", "waiting_approval", "waiting_input", "completed", "failed"];
+export { RUN_STATUSES };
 export const TOOL_CALL_STATUSES: readonly ToolCallStatus[] = [
   "requested",
   "waiting_approval",

@@ -435,6 +435,43 @@ export function describeRunStoreConformance(name: string, factory: StateKitFacto
       });
     });
 
+    describe("bad input", () => {
+      const refused = (field: string) => ({ code: "AL_ERR_STATE_INPUT_INVALID", message: expect.stringContaining(field) });
+
+      it("refuses a run with a status no run has or an empty idempotency key, creating nothing", async () => {
+        const bogus = newRun({ status: "bogus" as never });
+        await expect(store().createRun(bogus)).rejects.toMatchObject(refused("run.status"));
+        expect(await store().getRun(bogus.id)).toBeUndefined();
+        const keyless = newRun({ idempotencyKey: "" });
+        await expect(store().createRun(keyless)).rejects.toMatchObject(refused("run.idempotencyKey"));
+        expect(await store().getRun(keyless.id)).toBeUndefined();
+      });
+
+      it("refuses a lease length that is negative, NaN or missing, in every call that takes one, changing nothing", async () => {
+        for (const ttlMs of [-1, Number.NaN, undefined]) {
+          const fresh = newRun();
+          await expect(store().createRun(fresh, { lease: { owner: "a", ttlMs: ttlMs as number } })).rejects.toMatchObject(refused("ttlMs"));
+          expect(await store().getRun(fresh.id)).toBeUndefined();
+          const { run } = await store().createRun(newRun());
+          await expect(store().acquireRunLease(run.id, "a", ttlMs as number)).rejects.toMatchObject(refused("ttlMs"));
+          const lease = await store().acquireRunLease(run.id, "a", 60_000);
+          await expect(store().renewRunLease(run.id, { owner: "a", token: lease!.token }, ttlMs as number)).rejects.toMatchObject(refused("ttlMs"));
+          expect((await store().getRun(run.id))?.lease).toEqual(lease);
+          await expect(store().claimRecoverableRuns({ owner: "b", ttlMs: ttlMs as number })).rejects.toMatchObject(refused("ttlMs"));
+          await expect(store().claimDeliveries({ owner: "b", ttlMs: ttlMs as number })).rejects.toMatchObject(refused("ttlMs"));
+        }
+      });
+
+      it("refuses an event with an empty type or data that is not an object, appending nothing", async () => {
+        const { run } = await store().createRun(newRun());
+        await expect(store().appendEvents(run.id, [{ type: "kit.ok" }, { type: "" }])).rejects.toMatchObject(refused("events[1].type"));
+        for (const data of [[1], "text", null]) {
+          await expect(store().appendEvents(run.id, [{ type: "kit.data", data: data as never }])).rejects.toMatchObject(refused("events[0].data"));
+        }
+        expect((await store().listEvents(run.id)).map((event) => event.type)).toEqual(["run.created"]);
+      });
+    });
+
     describe("run leases", () => {
       it("gives the lease to one owner until it expires", async () => {
         const { run } = await store().createRun(newRun());

@@ -1,5 +1,7 @@
 import {
   AssemblyLineError,
+  checkNewEvents,
+  checkNewRun,
   checkObservedSeq,
   checkScheduleInput,
   checkedDate,
@@ -12,6 +14,8 @@ import {
   isClaimableBy,
   isLeaseFree,
   isScheduleClaimableBy,
+  jsonExactCopy,
+  leaseExpiresAt,
   isInConversationScope,
   staleFenceError,
   TERMINAL_RUN_STATUSES,
@@ -58,7 +62,6 @@ import { mkdir, open, readdir, rename, unlink, type FileHandle } from "node:fs/p
 import { join, resolve } from "node:path";
 import { describeOptions, unknownOptions } from "../known-options.js";
 import { FolderLock } from "./folder-lock.js";
-import { jsonExactCopy } from "./json-exact-copy.js";
 import {
   StateTables,
   createdEventOf,
@@ -301,12 +304,14 @@ export class FileStateAdapter implements StateAdapter {
 
   createRun(run: NewRun, options: CreateRunOptions = {}): Promise<CreatedRun> {
     return this.mutate<CreatedRun>((tables) => {
+      checkNewRun("createRun", run);
       const existingId = run.idempotencyKey !== undefined ? tables.idempotency.get(run.idempotencyKey) : undefined;
       const existing = tables.runs.get(existingId ?? run.id);
       if (existing) return { ops: [], result: () => ({ run: existing.record, created: false }) };
 
       const nowMs = Date.now();
       const now = isoTimestamp(nowMs);
+      const leaseExpiry = options.lease ? leaseExpiresAt("createRun", "options.lease.ttlMs", nowMs, options.lease.ttlMs) : undefined;
       const record: RunRecord = {
         id: run.id,
         agentId: run.agentId,
@@ -320,7 +325,7 @@ export class FileStateAdapter implements StateAdapter {
         lastSeq: 1,
         observedSeq: 0,
         // A new run's first lease has the first token.
-        lease: options.lease ? { owner: options.lease.owner, expiresAt: isoTimestamp(nowMs + options.lease.ttlMs), token: 1 } : null,
+        lease: options.lease ? { owner: options.lease.owner, expiresAt: leaseExpiry!, token: 1 } : null,
         createdAt: now,
         updatedAt: now,
       };
@@ -369,6 +374,7 @@ export class FileStateAdapter implements StateAdapter {
           },
         );
       }
+      checkNewEvents(`appendEvents(run "${runId}")`, events);
       checkObservedSeq(`appendEvents(run "${runId}")`, "options.observedSeq", options.observedSeq, current.lastSeq + events.length);
       const now = isoTimestamp();
       // The events share one time, written once for the op.
@@ -487,9 +493,10 @@ export class FileStateAdapter implements StateAdapter {
       const entry = this.requireRun(tables, runId);
       const { record } = entry;
       const at = now ?? new Date();
+      const expiresAt = leaseExpiresAt(`acquireRunLease(run "${runId}")`, "ttlMs", at.getTime(), ttlMs);
       if (TERMINAL_RUN_STATUSES.includes(record.status)) return { ops: [], result: () => null };
       if (record.lease && record.lease.owner !== owner && !this.leaseIsFree(runId, record.lease, at)) return { ops: [], result: () => null };
-      const lease: RunLease = { owner, expiresAt: new Date(at.getTime() + ttlMs).toISOString(), token: entry.fence + 1 };
+      const lease: RunLease = { owner, expiresAt, token: entry.fence + 1 };
       return { ops: [{ op: "run.patch", runId, set: { lease } }], result: () => lease };
     });
   }
@@ -497,8 +504,9 @@ export class FileStateAdapter implements StateAdapter {
   renewRunLease(runId: string, fence: RunFence, ttlMs: number, now?: Date): Promise<RunLease | null> {
     return this.mutate<RunLease | null>((tables) => {
       const { record } = this.requireRun(tables, runId);
+      const expiresAt = leaseExpiresAt(`renewRunLease(run "${runId}")`, "ttlMs", (now ?? new Date()).getTime(), ttlMs);
       if (TERMINAL_RUN_STATUSES.includes(record.status) || !fenceHolds(record.lease, fence)) return { ops: [], result: () => null };
-      const lease: RunLease = { owner: fence.owner, expiresAt: new Date((now ?? new Date()).getTime() + ttlMs).toISOString(), token: fence.token };
+      const lease: RunLease = { owner: fence.owner, expiresAt, token: fence.token };
       return { ops: [{ op: "run.patch", runId, set: { lease } }], result: () => lease };
     });
   }
@@ -523,7 +531,7 @@ export class FileStateAdapter implements StateAdapter {
   claimRecoverableRuns(options: ClaimOptions): Promise<RunRecord[]> {
     return this.mutate((tables) => {
       const at = options.now ?? new Date();
-      const expiresAt = new Date(at.getTime() + options.ttlMs).toISOString();
+      const expiresAt = leaseExpiresAt("claimRecoverableRuns", "options.ttlMs", at.getTime(), options.ttlMs);
       const { agentId } = options;
       const claimed = tables.runOrder.oldestUnfinished(
         ({ record }) =>
@@ -556,7 +564,7 @@ export class FileStateAdapter implements StateAdapter {
   claimDeliveries(options: ClaimOptions): Promise<DeliveryRecord[]> {
     return this.mutate((tables) => {
       const at = options.now ?? new Date();
-      const lease = { owner: options.owner, expiresAt: new Date(at.getTime() + options.ttlMs).toISOString() };
+      const lease = { owner: options.owner, expiresAt: leaseExpiresAt("claimDeliveries", "options.ttlMs", at.getTime(), options.ttlMs) };
       const { agentId } = options;
       // Another agent's reply is skipped before the limit, so it never uses up this agent's claim.
       const claimed = tables.pendingDeliveries.due(
@@ -655,7 +663,7 @@ export class FileStateAdapter implements StateAdapter {
   claimDueSchedules(options: ScheduleClaimOptions): Promise<ScheduleRecord[]> {
     return this.mutate((tables) => {
       const at = options.now ?? new Date();
-      const lease = { owner: options.owner, expiresAt: new Date(at.getTime() + options.ttlMs).toISOString() };
+      const lease = { owner: options.owner, expiresAt: leaseExpiresAt("claimDueSchedules", "options.ttlMs", at.getTime(), options.ttlMs) };
       const claimed = [...tables.schedules.values()]
         .filter((s) => s.enabled && Date.parse(s.nextRunAt) <= at.getTime() && isLeaseFree(s.lease, at) && isScheduleClaimableBy(s, options.agentId))
         .sort((a, b) => Date.parse(a.nextRunAt) - Date.parse(b.nextRunAt) || compareCodePoints(a.id, b.id))
