@@ -1,5 +1,5 @@
 import { describe, expect, it } from "vitest";
-import { jsonExactCopy } from "../src/state/json-exact-copy.js";
+import { jsonExactCopy } from "../src/index.js";
 
 const roundTrip = (value: unknown): unknown => JSON.parse(JSON.stringify(value));
 
