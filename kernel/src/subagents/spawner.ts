@@ -98,7 +98,7 @@ export async function spawnSubagent(parts: SpawnerParts, parent: RunRecord, prof
     throw new SubagentSuspension(childRunId, result.status === "waiting_approval" ? "approval" : "input");
   }
   if (result.status === "failed") {
-    await recordOnce(parts, parent.id, "subagent.completed", { childRunId, subagent: child.path, callId, status: "failed", error: result.error?.message ?? "failed", ...(await spentOf(parts, childRunId)) });
+    await recordOnce(parts, parent.id, "subagent.completed", { childRunId, subagent: child.path, callId, status: "failed", error: result.error?.message ?? "failed" }, () => spentOf(parts, childRunId));
     throw new AssemblyLineError("AL_ERR_SUBAGENT_FAILED", `subagent ${child.path} (run ${childRunId}) failed: ${result.error?.message ?? "unknown error"}`, {
       fix: `See \`assembly-line runs show ${childRunId}\`.`,
     });
@@ -112,10 +112,10 @@ export async function spawnSubagent(parts: SpawnerParts, parent: RunRecord, prof
     output = checkOutput(child, childRunId, text, schema);
   } catch (error) {
     // The child ended all the same: the parent's record says so, and why its output was refused.
-    await recordOnce(parts, parent.id, "subagent.completed", { childRunId, subagent: child.path, callId, status: "output_invalid", error: (error as Error).message, ...(await spentOf(parts, childRunId)) });
+    await recordOnce(parts, parent.id, "subagent.completed", { childRunId, subagent: child.path, callId, status: "output_invalid", error: (error as Error).message }, () => spentOf(parts, childRunId));
     throw error;
   }
-  await recordOnce(parts, parent.id, "subagent.completed", { childRunId, subagent: child.path, callId, status: "completed", output, ...(await spentOf(parts, childRunId)) });
+  await recordOnce(parts, parent.id, "subagent.completed", { childRunId, subagent: child.path, callId, status: "completed", output }, () => spentOf(parts, childRunId));
   return { subagent: child.path, runId: childRunId, output };
 }
 
@@ -170,9 +170,10 @@ async function createChild(parts: SpawnerParts, parent: RunRecord, child: AgentP
  * own parent's, grown by a human's extensions) less what it and its finished subagents spent.
  */
 async function budgetLeftOf(parts: SpawnerParts, parent: RunRecord): Promise<Pick<SubagentParent, "budgetLeft">> {
-  const bounded = DELEGATED_BUDGETS.filter((name) => narrowedLimits(parts.budgets, parent)[name] !== undefined);
+  const narrowed = narrowedLimits(parts.budgets, parent);
+  const bounded = DELEGATED_BUDGETS.filter((name) => narrowed[name] !== undefined);
   if (bounded.length === 0) return {};
-  const limits = extendedLimits(narrowedLimits(parts.budgets, parent), await parts.runs.listEvents(parent.id));
+  const limits = extendedLimits(narrowed, await parts.runs.listEvents(parent.id));
   const spent = await spentByRun(parent.id, parts).catch(() => undefined);
   // Usage that cannot be read leaves the budget unchecked for now, as a model call's check does; the limit still bounds the child.
   const used = { maxTokens: spent?.tokens ?? 0, maxCostUsd: spent?.costUsd ?? 0 };
@@ -182,7 +183,7 @@ async function budgetLeftOf(parts: SpawnerParts, parent: RunRecord): Promise<Pic
 }
 
 /** What a finished child spent, for its `subagent.completed` event; nothing when usage cannot be read (the parent then counts none). */
-async function spentOf(parts: SpawnerParts, childRunId: string): Promise<{ usage?: { tokens: number; costUsd: number } }> {
+async function spentOf(parts: SpawnerParts, childRunId: string): Promise<Record<string, JsonValue>> {
   const spent = await spentByRun(childRunId, parts).catch(() => undefined);
   return spent ? { usage: { tokens: spent.tokens, costUsd: spent.costUsd } } : {};
 }
@@ -243,6 +244,8 @@ async function recordOnce(
   parentRunId: string,
   type: "subagent.started" | "subagent.completed" | "subagent.waiting",
   data: Record<string, JsonValue> & { childRunId: string },
+  /** More of the event, read only when it is not recorded yet (a replay reads nothing more). */
+  more?: () => Promise<Record<string, JsonValue>>,
 ): Promise<void> {
   const events = await parts.runs.listEvents(parentRunId);
   const same = events.filter((event) => event.type === type && event.data.childRunId === data.childRunId);
@@ -254,7 +257,7 @@ async function recordOnce(
     return;
   }
   try {
-    await parts.journal.record(parentRunId, type, data);
+    await parts.journal.record(parentRunId, type, more ? { ...data, ...(await more()) } : data);
   } catch (error) {
     if (isAssemblyLineError(error, "AL_ERR_EVENT_SEQ")) return;
     throw error;
