@@ -1,5 +1,5 @@
 import { execFile } from "node:child_process";
-import { cpSync, existsSync, mkdtempSync, realpathSync, rmSync, writeFileSync } from "node:fs";
+import { cpSync, existsSync, mkdirSync, mkdtempSync, realpathSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { promisify } from "node:util";
@@ -72,6 +72,30 @@ describe("the published packages, installed from their tarballs outside the work
       expect(existsSync(join(dir, "LICENSE")) && existsSync(join(dir, "README.md")), `${name} ships LICENSE and README.md`).toBe(true);
     }
   });
+
+  it("type-checks a user's file with skipLibCheck false: a runtime Kernel is a PluginKernel, and the adapters' options are typed by their clients' types", async () => {
+    const dir = join(app, "types-check");
+    mkdirSync(dir, { recursive: true });
+    writeFileSync(join(dir, "tsconfig.json"), JSON.stringify({ compilerOptions: { strict: true, skipLibCheck: false, noEmit: true, target: "es2022", module: "nodenext", moduleResolution: "nodenext", types: ["node"] }, files: ["check.ts"] }));
+    writeFileSync(
+      join(dir, "check.ts"),
+      `import type { PluginKernel } from "@assemblyline-agents/core";
+import { createKernel } from "@assemblyline-agents/runtime";
+import { postgresState } from "@assemblyline-agents/postgres";
+import { dockerSandbox } from "@assemblyline-agents/docker";
+
+// Whatever tapable npm installed (2.3.5 types a waterfall tap as returning R | undefined).
+export const kernel: PluginKernel = await createKernel();
+export const sandbox = dockerSandbox({ image: "node:20", network: "none" });
+// @ts-expect-error: pool is a pg Pool (from @types/pg), so a string is refused rather than typed any.
+export const state = postgresState({ pool: "not a pool" });
+`,
+    );
+    writeFileSync(join(dir, "package.json"), JSON.stringify({ name: "types-check", private: true, type: "module" }));
+    const checked = await run(process.execPath, [join(app, "node_modules/typescript/bin/tsc"), "-p", dir], app);
+    expect(checked.stdout + checked.stderr).toBe("");
+    expect(checked.code).toBe(0);
+  }, 2 * 60_000);
 
   it("builds and runs an agent through the installed CLI", async () => {
     const built = await cli(["build", "notes-agent"]);

@@ -1,6 +1,8 @@
-import { existsSync, readFileSync } from "node:fs";
+import { existsSync, readFileSync, readdirSync } from "node:fs";
+import { builtinModules } from "node:module";
 import { join } from "node:path";
 import semver from "semver";
+import ts from "typescript";
 import { describe, expect, it } from "vitest";
 // @ts-expect-error: a plain ESM script shared with `npm run check:packages`, no types.
 import { ROOT, listWorkspaces } from "../scripts/workspaces.mjs";
@@ -42,6 +44,24 @@ const workspaces = (listWorkspaces() as Workspace[]).map((workspace) => ({
 const published = workspaces.filter((workspace) => !workspace.private);
 const versions = new Map(workspaces.map((workspace) => [workspace.name, workspace.version]));
 const CORE = "@assemblyline-agents/core";
+
+/** The .d.ts files under `dir`, recursively. */
+function declarationFiles(dir: string): string[] {
+  if (!existsSync(dir)) return [];
+  return readdirSync(dir, { withFileTypes: true, recursive: true })
+    .filter((entry) => entry.isFile() && entry.name.endsWith(".d.ts"))
+    .map((entry) => join(entry.parentPath, entry.name));
+}
+
+/** The package a bare specifier names (`pg`, `@scope/name`), or undefined for a relative path or a Node built-in. */
+function bareSpecifierPackage(specifier: string): string | undefined {
+  if (specifier.startsWith(".") || specifier.startsWith("/") || specifier.startsWith("node:")) return undefined;
+  const name = specifier.split("/").slice(0, specifier.startsWith("@") ? 2 : 1).join("/");
+  return builtinModules.includes(name) ? undefined : name;
+}
+
+/** `@types/<name>` as DefinitelyTyped spells it (`@scope/name` -> `@types/scope__name`). */
+const typesPackage = (name: string) => `@types/${name.startsWith("@") ? name.slice(1).replace("/", "__") : name}`;
 
 /** Every condition object under `exports`, with its subpath. */
 function conditionObjects(exports: unknown, path = "exports"): Array<{ path: string; keys: string[] }> {
@@ -90,6 +110,22 @@ describe("every published workspace can be installed on its own", () => {
           if (current === undefined) continue;
           expect(semver.valid(range), `${field}.${name} "${range}" is a range, not an exact version`).toBeNull();
           expect(semver.satisfies(current, range), `${field}.${name} "${range}" includes ${current}`).toBe(true);
+        }
+      }
+    });
+
+    it("installs the types its published declarations import, so a user's skipLibCheck false build finds them", () => {
+      const installed = { ...pkg.dependencies, ...pkg.optionalDependencies, ...pkg.peerDependencies };
+      for (const file of declarationFiles(join(dir, "dist"))) {
+        const { importedFiles, typeReferenceDirectives } = ts.preProcessFile(readFileSync(file, "utf8"), true, true);
+        for (const { fileName } of [...importedFiles, ...typeReferenceDirectives]) {
+          const name = bareSpecifierPackage(fileName);
+          if (name === undefined || name === pkg.name) continue;
+          const where = `${file} imports "${fileName}"`;
+          // A package without types of its own is typed by @types/<name>, which the user must get too.
+          const needsTypesPackage = !name.startsWith("@types/") && existsSync(join(ROOT, "node_modules", typesPackage(name), "package.json"));
+          if (needsTypesPackage) expect(installed[typesPackage(name)], `${where}: ${typesPackage(name)} must be in dependencies or peerDependencies`).toBeDefined();
+          else expect(installed[name] ?? installed[typesPackage(name)], `${where}: ${name} must be in dependencies or peerDependencies`).toBeDefined();
         }
       }
     });

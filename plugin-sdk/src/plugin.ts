@@ -14,9 +14,13 @@ export interface TapOptions {
   stage?: number;
 }
 
-/** The tap side of a tapable hook, as plugins see it. */
+/**
+ * The tap side of a tapable hook, as plugins see it. A waterfall tap may
+ * return undefined to pass the value on unchanged (tapable 2.3.5 types it so;
+ * 2.3.4 did not, and the kernel's hooks satisfy this with either).
+ */
 export interface Tappable<Args extends unknown[], Result> {
-  tap(options: string | TapOptions, fn: (...args: Args) => Result): void;
+  tap(options: string | TapOptions, fn: (...args: Args) => Result | undefined): void;
 }
 
 export interface AsyncTappable<Args extends unknown[], Result> extends Tappable<Args, Result | undefined | void> {
