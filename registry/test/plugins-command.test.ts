@@ -279,6 +279,29 @@ describe("assembly-line plugins verify", () => {
     expect(err).toContain("verify failed");
   });
 
+  it("fails a package whose published tarball would leave out its kit subject module, or a file that module imports", async () => {
+    const engine = await mkdtemp(join(tmpdir(), "al-verify-subject-files-"));
+    folders.push(engine);
+    const manifest = (files: string[]) => JSON.stringify({
+      name: "@acme/packed-engine", version: "1.0.0", type: "module", main: "./index.js", exports: { ".": "./index.js", "./testkit": "./testkit.js" }, files,
+      assemblyLine: { manifestVersion: 1, id: "packed-engine", kernel: "^0.1.0", provides: [], harnesses: [{ name: "packed", export: "packedHarness", contract: "harness@1", conformance: { module: "./testkit", export: "subject" } }] },
+    });
+    await writeFile(join(engine, "index.js"), "export const packedHarness = () => ({ name: 'packed', async runTurn() { return { status: 'completed', response: { text: 'hi' } }; } });\n");
+    await writeFile(join(engine, "testkit.js"), "import { packedHarness } from './index.js';\nimport { scriptedModel } from './scripted-model.js';\nexport const subject = () => ({ state: { harness: packedHarness(scriptedModel), modelSpec: 'packed/one', reply: () => {}, requests: () => [] } });\n");
+    await writeFile(join(engine, "scripted-model.js"), "export const scriptedModel = {};\n");
+
+    await writeFile(join(engine, "package.json"), manifest(["index.js"]));
+    const withoutModule = await plugins("verify", engine);
+    expect(withoutModule.code).toBe(1);
+    expect(withoutModule.out).toMatch(/FAIL {2}published files: AL_ERR_PLUGIN_IMPORT: plugin packed-engine@1\.0\.0 .*without testkit\.js \(the kit subject module "\.\/testkit" \(assemblyLine\.harnesses\[0\]\.conformance\)\)/);
+
+    await writeFile(join(engine, "package.json"), manifest(["index.js", "testkit.js"]));
+    const withoutImport = await plugins("verify", engine);
+    expect(withoutImport.code).toBe(1);
+    expect(withoutImport.out).toMatch(/FAIL {2}published files: AL_ERR_PLUGIN_IMPORT: .*without scripted-model\.js, which testkit\.js \(the kit subject module "\.\/testkit" \(assemblyLine\.harnesses\[0\]\.conformance\)\) imports/);
+    expect(withoutImport.out).toContain('fix: Add "scripted-model.js" (or its folder) to "files" in package.json');
+  }, 180_000);
+
   it("prints the report as JSON with --json", async () => {
     const { code, out } = await plugins("verify", fixture("missing-facet-method"), "--json");
     expect(code).toBe(1);
