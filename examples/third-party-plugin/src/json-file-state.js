@@ -1,7 +1,22 @@
 // @ts-check
 import { mkdir, open, readFile, rename } from "node:fs/promises";
 import { dirname } from "node:path";
-import { AssemblyLineError, TERMINAL_RUN_STATUSES, checkObservedSeq, fenceHolds, isClaimableBy, isInConversationScope, isInUsageScope, isLeaseFree, isUsageSince, staleFenceError } from "@assemblyline-agents/core";
+import {
+  AssemblyLineError,
+  TERMINAL_RUN_STATUSES,
+  asStoredJson,
+  checkNewEvents,
+  checkNewRun,
+  checkObservedSeq,
+  fenceHolds,
+  isClaimableBy,
+  isInConversationScope,
+  isInUsageScope,
+  isLeaseFree,
+  isUsageSince,
+  leaseExpiresAt,
+  staleFenceError,
+} from "@assemblyline-agents/core";
 
 /**
  * @typedef {import("@assemblyline-agents/core").RunRecord} RunRecord
@@ -35,8 +50,13 @@ const FORMAT = 1;
 const DEFAULT_PAGE_SIZE = 50;
 const DEFAULT_CLAIM_LIMIT = 100;
 
-/** @type {<T>(value: T) => T} Every stored and returned value is a private copy. */
+/** @type {<T>(value: T) => T} Every returned value is a private copy. */
 const copy = (value) => structuredClone(value);
+/**
+ * @type {<T>(value: T) => T} Every stored value is its JSON form, as the file holds it: read back before and
+ * after a restart alike (a Date as its ISO text, an undefined field left out); a BigInt is refused.
+ */
+const asJson = (value) => asStoredJson(value);
 /** @param {{ expiresAt: string } | null} lease @param {Date} now */
 
 /** @returns {Document} */
@@ -124,10 +144,13 @@ export class JsonFileState {
   /** @param {NewRun} run @param {CreateRunOptions} [options] */
   async createRun(run, options = {}) {
     await this.ready();
+    checkNewRun("createRun", run);
     const existingId = run.idempotencyKey !== undefined ? this.doc.idempotency[run.idempotencyKey] : undefined;
     const existing = this.doc.runs[existingId ?? run.id];
     if (existing) return { run: copy(existing.record), created: false };
-    const now = new Date().toISOString();
+    const nowMs = Date.now();
+    const now = new Date(nowMs).toISOString();
+    const leaseExpiry = options.lease ? leaseExpiresAt("createRun", "options.lease.ttlMs", nowMs, options.lease.ttlMs) : "";
     /** @type {RunRecord} */
     const record = {
       id: run.id,
@@ -136,17 +159,17 @@ export class JsonFileState {
       conversationId: run.conversationId ?? null,
       status: run.status ?? "queued",
       modelSpec: run.modelSpec,
-      input: copy(run.input),
+      input: asJson(run.input),
       output: null,
       error: null,
       lastSeq: 1,
       observedSeq: 0,
       // Leased to its creator in the same write when asked: the first lease has token 1.
-      lease: options.lease ? { owner: options.lease.owner, expiresAt: new Date(Date.parse(now) + options.lease.ttlMs).toISOString(), token: 1 } : null,
+      lease: options.lease ? { owner: options.lease.owner, expiresAt: leaseExpiry, token: 1 } : null,
       createdAt: now,
       updatedAt: now,
     };
-    const data = { agentId: record.agentId, agentRevision: record.agentRevision, conversationId: record.conversationId, modelSpec: record.modelSpec, status: record.status, input: copy(/** @type {any} */ (run.input)) };
+    const data = { agentId: record.agentId, agentRevision: record.agentRevision, conversationId: record.conversationId, modelSpec: record.modelSpec, status: record.status, input: copy(/** @type {any} */ (record.input)) };
     const created = { id: `${run.id}:1`, runId: run.id, seq: 1, type: "run.created", data, createdAt: now };
     this.doc.runs[run.id] = { record, ordinal: this.doc.nextOrdinal++, events: [created], toolCalls: {}, steps: {}, checkpoint: null, deliveryIds: [], ...(record.lease ? { fence: 1 } : {}) };
     if (run.idempotencyKey !== undefined) this.doc.idempotency[run.idempotencyKey] = run.id;
@@ -200,16 +223,19 @@ export class JsonFileState {
       });
     }
     // A position past the log (after this append) would leave the later events unobserved for good.
+    checkNewEvents(`appendEvents(run "${runId}")`, events);
     checkObservedSeq(`appendEvents(run "${runId}")`, "options.observedSeq", options.observedSeq, stored.record.lastSeq + events.length);
     const now = new Date().toISOString();
+    // Everything in its stored form first: a value that is not JSON throws before anything changes.
     const appended = events.map((event, index) => {
       const seq = stored.record.lastSeq + index + 1;
-      return { id: `${runId}:${seq}`, runId, seq, type: event.type, data: copy(event.data ?? {}), createdAt: now };
+      return { id: `${runId}:${seq}`, runId, seq, type: event.type, data: asJson(event.data ?? {}), createdAt: now };
     });
+    const ready = change === undefined ? undefined : asJson(change);
     stored.events.push(...appended);
     stored.record.lastSeq += appended.length;
     stored.record.updatedAt = now;
-    if (change) this.applyChange(stored, change, now);
+    if (ready) this.applyChange(stored, ready, now);
     // Observers' position rides on the append (one write instead of two); forward only.
     if (options.observedSeq !== undefined && options.observedSeq > stored.record.observedSeq) stored.record.observedSeq = options.observedSeq;
     await this.persist();
@@ -268,10 +294,11 @@ export class JsonFileState {
     await this.ready();
     const stored = this.requireRun(runId);
     const lease = stored.record.lease;
+    const expiresAt = leaseExpiresAt(`acquireRunLease(run "${runId}")`, "ttlMs", now.getTime(), ttlMs);
     if (TERMINAL_RUN_STATUSES.includes(stored.record.status)) return null;
     if (lease && lease.owner !== owner && !isLeaseFree(lease, now)) return null;
     stored.fence = (stored.fence ?? lease?.token ?? 0) + 1;
-    stored.record.lease = { owner, expiresAt: new Date(now.getTime() + ttlMs).toISOString(), token: stored.fence };
+    stored.record.lease = { owner, expiresAt, token: stored.fence };
     await this.persist();
     return copy(stored.record.lease);
   }
@@ -283,8 +310,9 @@ export class JsonFileState {
   async renewRunLease(runId, fence, ttlMs, now = new Date()) {
     await this.ready();
     const stored = this.requireRun(runId);
+    const expiresAt = leaseExpiresAt(`renewRunLease(run "${runId}")`, "ttlMs", now.getTime(), ttlMs);
     if (TERMINAL_RUN_STATUSES.includes(stored.record.status) || !fenceHolds(stored.record.lease, fence)) return null;
-    stored.record.lease = { owner: fence.owner, expiresAt: new Date(now.getTime() + ttlMs).toISOString(), token: fence.token };
+    stored.record.lease = { owner: fence.owner, expiresAt, token: fence.token };
     await this.persist();
     return copy(stored.record.lease);
   }
@@ -308,6 +336,7 @@ export class JsonFileState {
   async claimRecoverableRuns(options) {
     await this.ready();
     const now = options.now ?? new Date();
+    const expiresAt = leaseExpiresAt("claimRecoverableRuns", "options.ttlMs", now.getTime(), options.ttlMs);
     const { agentId } = options;
     const claimed = Object.values(this.doc.runs)
       .filter(({ record }) => (record.status === "queued" || record.status === "running") && isLeaseFree(record.lease, now))
@@ -317,7 +346,7 @@ export class JsonFileState {
       .slice(0, Math.max(0, options.limit ?? DEFAULT_CLAIM_LIMIT));
     for (const stored of claimed) {
       stored.fence = (stored.fence ?? stored.record.lease?.token ?? 0) + 1;
-      stored.record.lease = { owner: options.owner, expiresAt: new Date(now.getTime() + options.ttlMs).toISOString(), token: stored.fence };
+      stored.record.lease = { owner: options.owner, expiresAt, token: stored.fence };
     }
     if (claimed.length > 0) await this.persist();
     return claimed.map(({ record }) => copy(record));
@@ -333,6 +362,7 @@ export class JsonFileState {
   async claimDeliveries(options) {
     await this.ready();
     const now = options.now ?? new Date();
+    const expiresAt = leaseExpiresAt("claimDeliveries", "options.ttlMs", now.getTime(), options.ttlMs);
     const { agentId } = options;
     const claimed = Object.values(this.doc.deliveries)
       .filter(({ record }) => record.status === "pending" && Date.parse(record.availableAt) <= now.getTime() && isLeaseFree(record.lease, now))
@@ -341,7 +371,7 @@ export class JsonFileState {
       .sort((a, b) => a.ordinal - b.ordinal)
       .slice(0, Math.max(0, options.limit ?? DEFAULT_CLAIM_LIMIT));
     for (const { record } of claimed) {
-      record.lease = { owner: options.owner, expiresAt: new Date(now.getTime() + options.ttlMs).toISOString() };
+      record.lease = { owner: options.owner, expiresAt };
       record.updatedAt = now.toISOString();
     }
     if (claimed.length > 0) await this.persist();
@@ -382,7 +412,7 @@ export class JsonFileState {
   async appendConversationMessages(conversationId, messages, options = {}) {
     await this.ready();
     const agentId = options.agentId ?? null;
-    (this.doc.conversations[conversationId] ??= []).push(...copy(messages).map((message) => ({ ...message, agentId })));
+    (this.doc.conversations[conversationId] ??= []).push(...asJson(messages).map((message) => ({ ...message, agentId })));
     await this.persist();
   }
 
@@ -407,7 +437,7 @@ export class JsonFileState {
     await this.ready();
     const usage = (this.doc.usage ??= []);
     if (usage.some((held) => held.id === record.id)) return;
-    usage.push({ ...copy(record), agentId: record.agentId ?? null });
+    usage.push({ ...asJson(record), agentId: record.agentId ?? null });
     await this.persist();
   }
 
@@ -440,13 +470,13 @@ export class JsonFileState {
     return stored;
   }
 
-  /** @param {StoredRun} stored @param {RunStateChange} change @param {string} now */
+  /** @param {StoredRun} stored @param {RunStateChange} change (in its stored form) @param {string} now */
   applyChange(stored, change, now) {
-    if (change.run) Object.assign(stored.record, copy(change.run));
-    if (change.toolCall) stored.toolCalls[change.toolCall.callId] = copy(change.toolCall);
+    if (change.run) Object.assign(stored.record, change.run);
+    if (change.toolCall) stored.toolCalls[change.toolCall.callId] = change.toolCall;
     // Step keys are insert-once: a replayed step keeps its first result.
-    if (change.step && !(change.step.key in stored.steps)) stored.steps[change.step.key] = copy(change.step);
-    if (change.checkpoint !== undefined) stored.checkpoint = copy(change.checkpoint);
+    if (change.step && !(change.step.key in stored.steps)) stored.steps[change.step.key] = change.step;
+    if (change.checkpoint !== undefined) stored.checkpoint = change.checkpoint;
     const delivery = change.delivery;
     if (delivery && !(delivery.id in this.doc.deliveries)) {
       this.doc.deliveries[delivery.id] = {
@@ -456,7 +486,7 @@ export class JsonFileState {
           runId: stored.record.id,
           channel: delivery.channel,
           conversationId: delivery.conversationId ?? null,
-          payload: copy(delivery.payload),
+          payload: delivery.payload,
           status: "pending",
           attempts: 0,
           availableAt: now,
