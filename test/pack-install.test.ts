@@ -187,7 +187,7 @@ export default defineGateway({ state: postgresState({ connectionString: ${JSON.s
 });
 
 /** What a plugin author writes in place of the skeleton: a BlobStore in memory. */
-const MEMORY_BLOB_STORE = `import type { BlobStore } from "@assemblyline-agents/core";
+const MEMORY_BLOB_STORE = `import { blobBodyBytes, blobContentType, type BlobStore } from "@assemblyline-agents/core";
 
 export interface MemBlobBlobStoreOptions {}
 
@@ -196,7 +196,9 @@ export class MemBlobBlobStore implements BlobStore {
   constructor(readonly options: MemBlobBlobStoreOptions = {}) {}
   async close(): Promise<void> {}
   async put(key: string, body: Uint8Array, options?: { contentType?: string }) {
-    this.blobs.set(key, { body: new Uint8Array(body), contentType: options?.contentType ?? "application/octet-stream" });
+    // Core's rules for the body and content type, so a blob moves between stores.
+    const bytes = new Uint8Array(blobBodyBytes(key, body));
+    this.blobs.set(key, { body: bytes, contentType: blobContentType(key, options?.contentType) });
     return { key, size: body.byteLength };
   }
   async get(key: string) {

@@ -9,16 +9,16 @@ const text = (body: Uint8Array | undefined) => (body ? new TextDecoder().decode(
 /**
  * The BlobStore contract: put, get, delete and list by prefix, byte-exact.
  *
- * With `inputRules`, also the input rules the first-party stores share, so a blob
- * moves between them: contentType as `blobContentType` (core) takes it and body as
- * `blobBodyBytes` takes it. A store that passes its input through those two passes.
- * Off by default, so a store written before the rules existed still conforms.
+ * Also the input rules every store shares, so a blob moves between them:
+ * contentType as `blobContentType` (core) takes it and body as `blobBodyBytes`
+ * takes it. A store that passes its input through those two passes them;
+ * `inputRules: false` leaves them out for a store written before they existed.
  */
 export function describeBlobStoreConformance(name: string, factory: StateKitFactory<BlobStore>, options: { inputRules?: boolean } = {}): void {
   describe(`${name}: BlobStore conformance`, () => {
     const store = useSubject(factory);
-    /** A case of the shared input rules, run only when the store claims them. */
-    const inputRule = it.runIf(options.inputRules === true);
+    /** A case of the shared input rules, run unless the store opts out. */
+    const inputRule = it.runIf(options.inputRules !== false);
 
     it("returns the bytes and content type that were put", async () => {
       const body = new Uint8Array(256).map((_, index) => index);

@@ -8,7 +8,7 @@ import { LocalBlobStore } from "../src/index.js";
 describeBlobStoreConformance("LocalBlobStore", async () => {
   const directory = await mkdtemp(join(tmpdir(), "al-blob-kit-"));
   return { state: new LocalBlobStore({ directory }), cleanup: () => rm(directory, { recursive: true, force: true }) };
-}, { inputRules: true });
+});
 
 const folders: string[] = [];
 async function store(): Promise<{ blobs: LocalBlobStore; root: string; directory: string }> {

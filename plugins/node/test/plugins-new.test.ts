@@ -190,7 +190,7 @@ const WRITTEN: Record<string, { file: string; source: string; install?: string[]
   blob: {
     file: "src/blob-store.ts",
     // A store in memory: enough for the kit, which takes a fresh adapter per test.
-    source: `import type { BlobStore } from "@assemblyline-agents/core";
+    source: `import { blobBodyBytes, blobContentType, type BlobStore } from "@assemblyline-agents/core";
 
 export interface KitBlobBlobStoreOptions {}
 
@@ -199,7 +199,9 @@ export class KitBlobBlobStore implements BlobStore {
   constructor(readonly options: KitBlobBlobStoreOptions = {}) {}
   async close(): Promise<void> {}
   async put(key: string, body: Uint8Array, options?: { contentType?: string }) {
-    this.blobs.set(key, { body: new Uint8Array(body), contentType: options?.contentType ?? "application/octet-stream" });
+    // Core's rules for the body and content type, so a blob moves between stores.
+    const bytes = new Uint8Array(blobBodyBytes(key, body));
+    this.blobs.set(key, { body: bytes, contentType: blobContentType(key, options?.contentType) });
     return { key, size: body.byteLength };
   }
   async get(key: string) {

@@ -29,7 +29,7 @@ if (!s3rverInstalled()) {
   describeBlobStoreConformance("S3BlobStore (s3rver)", () => {
     const store = new S3BlobStore({ bucket: BUCKET, endpoint: server.endpoint, prefix: `kit-${randomUUID()}/`, env: KEYS });
     return { state: store, cleanup: () => store.close() };
-  }, { inputRules: true });
+  });
 
   describe("S3BlobStore", () => {
     it("sends a large object as a multipart upload and reads back the same bytes", async () => {
