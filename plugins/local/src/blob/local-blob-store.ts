@@ -35,6 +35,8 @@ const MAX_FILE_BYTES = 2 ** 31 - 1;
 const STALE_TEMP_MS = 60 * 60 * 1000;
 /** What put names a temp file: the blob file, TEMP_MARK and 12 hex digits. */
 const TEMP_NAME = /@blob@tmp-[0-9a-f]{12}$/;
+/** How many swept folders a store remembers before it starts over. */
+const MAX_SWEPT_FOLDERS = 10_000;
 /** How often put makes its folders again after a concurrent delete removed them (ENOENT). */
 const MAX_PUT_ATTEMPTS = 10;
 
@@ -174,6 +176,8 @@ export class LocalBlobStore implements BlobStore {
   /** Remove the stale temp files in `folder` the first time this store reaches it; true when it swept. */
   private async sweepOnce(folder: string): Promise<boolean> {
     if (this.swept.has(folder)) return false;
+    // Forgotten now and then, so a long-lived store touching many folders holds no growing set (a second sweep is only a readdir).
+    if (this.swept.size >= MAX_SWEPT_FOLDERS) this.swept.clear();
     this.swept.add(folder);
     await sweepStaleTemps(folder);
     return true;
