@@ -136,7 +136,8 @@ if (sshdInstalled("assembly-line deploy --target vps") && s3rverInstalled()) {
       writeFileSync(join(agentDir, "agent.ts"), readFileSync(join(agentDir, "agent.ts"), "utf8").replace("briefly.", "tersely."));
       const error = await deploy(env({ DATABASE_URL: undefined })).catch((caught: unknown) => caught);
       expect(isAssemblyLineError(error, "AL_ERR_DEPLOY_UNHEALTHY"), String(error)).toBe(true);
-      expect(String(error)).toContain(`rolled back to ${first.id}`);
+      // The deploy waits for the previous release to answer again before it reports the rollback.
+      expect(String(error)).toContain(`rolled back to ${first.id}, which answers /readyz again`);
       expect(String(error)).toContain("exited before it answered /readyz");
       expect(readlinkSync(join(remoteDir, "current"))).toBe(`releases/${first.id}`);
       const sent = await postJson(`${first.url}/message?wait=60`, { message: "still there?" }, { authorization: `Bearer ${TOKEN}` });

@@ -4,7 +4,7 @@ import { chmodSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync 
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { isAssemblyLineError } from "@assemblyline-agents/core";
+import { isAssemblyLineError, type AssemblyLineError } from "@assemblyline-agents/core";
 import { deployAgent } from "../plugins/node/src/cli/commands/deploy.js";
 import { getJson, postJson } from "./support/agent-server.js";
 import { copyExample } from "./support/example-copy.js";
@@ -158,18 +158,44 @@ describe.skipIf(missing !== undefined)(`${SUITE}${missing ? `: skipped, ${missin
       expect(Number(unitShow("NRestarts"))).toBeGreaterThanOrEqual(1);
     }, 120_000);
 
+    it("deploys over a release that crashed and that systemd is waiting to restart", async () => {
+      // A drop-in keeps the crashed unit in auto-restart for the whole deploy, as a host's own RestartSec may.
+      const dropIn = `/etc/systemd/system/${UNIT}.service.d`;
+      expect(inside(`mkdir -p ${dropIn} && printf '[Service]\\nRestartSec=300\\n' > ${dropIn}/slow-restart.conf && systemctl daemon-reload`).code).toBe(0);
+      try {
+        inside(`kill -9 ${unitShow("MainPID")}`);
+        let state = "";
+        for (let attempt = 0; attempt < 40 && state !== "auto-restart"; attempt++) {
+          await new Promise((resolve) => setTimeout(resolve, 250));
+          state = unitShow("SubState");
+        }
+        expect(state).toBe("auto-restart");
+        const next = await deploy();
+        expect(inside(`readlink /opt/assembly-line/${NAME}/current`).stdout.trim()).toBe(`releases/${next.id}`);
+        expect(await ask(next.url!, "back?")).toMatchObject({ status: "completed", response: { text: "Hello from systemd." } });
+        first = next;
+      } finally {
+        inside(`rm -rf ${dropIn} && systemctl daemon-reload`);
+      }
+    }, 300_000);
+
     it("rolls back to the previous release, which systemd runs again, when the new one never gets ready", async () => {
       writeFileSync(join(agentDir, "agent.ts"), readFileSync(join(agentDir, "agent.ts"), "utf8").replace("briefly.", "tersely."));
       const error = await deploy(env({ DATABASE_URL: undefined })).catch((caught: unknown) => caught);
       expect(isAssemblyLineError(error, "AL_ERR_DEPLOY_UNHEALTHY"), String(error)).toBe(true);
-      expect(String(error)).toContain(`rolled back to ${first.id}`);
+      // The deploy waits for the previous release to answer again before it reports the rollback.
+      expect(String(error)).toContain(`rolled back to ${first.id}, which answers /readyz again`);
       // systemd's restart of the crashed release ends the wait at once, not the ready timeout.
       expect(String(error)).toContain("exited before it answered /readyz");
       // The failing release's own log lines (from the journal) explain the failure.
       expect(String(error)).toContain("DATABASE_URL");
       expect(inside(`readlink /opt/assembly-line/${NAME}/current`).stdout.trim()).toBe(`releases/${first.id}`);
       expect(inside(`systemctl is-active ${UNIT}`).stdout.trim()).toBe("active");
-      expect(inside(`ls /opt/assembly-line/${NAME}/releases`).stdout.trim().split("\n")).toEqual([first.id]);
+      const releases = inside(`ls /opt/assembly-line/${NAME}/releases`).stdout.trim().split("\n");
+      expect(releases).toContain(first.id);
+      const failed = (error as AssemblyLineError).details?.release;
+      expect(failed).toMatch(/^\d{14}-/);
+      expect(releases).not.toContain(failed);
       expect(await ask(first.url!, "still there?")).toMatchObject({ status: "completed", response: { text: "Hello from systemd." } });
     }, 300_000);
 

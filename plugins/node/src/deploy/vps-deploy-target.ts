@@ -109,16 +109,19 @@ export class VpsDeployTarget implements DeployTarget {
         return { id, url: `http://${this.ssh.host.includes(":") ? `[${this.ssh.host}]` : this.ssh.host}:${port}`, previous, serviceManager: manager };
       }
       const logs = await service.logs();
+      const failed = (how: "exited" | "timeout") => (how === "exited" ? "exited before it answered" : `did not answer within ${Math.ceil(readyTimeoutMs / 1000)} s`);
+      let rollback = "there was no previous release, so the service is stopped";
       if (previous) {
         await service.switchTo(previous);
-        await service.waitReady(readyTimeoutMs);
+        const back = await service.waitReady(readyTimeoutMs);
+        rollback = back === "ready" ? `rolled back to ${previous}, which answers /readyz again` : `rolled back to ${previous}, which ${failed(back)} /readyz too: check the host`;
       } else {
         await service.remove();
       }
       await remote(this.ssh, "removing the failed release", `rm -rf ${quote(`${dir}/releases/${id}`)} ${quote(`${dir}/envs/${id}`)}`);
       throw new AssemblyLineError(
         "AL_ERR_DEPLOY_UNHEALTHY",
-        `release ${id} ${outcome === "exited" ? "exited before it answered" : `did not answer within ${Math.ceil(readyTimeoutMs / 1000)} s`} /readyz on ${this.ssh.host}:${port}; ${previous ? `rolled back to ${previous}` : "there was no previous release, so the service is stopped"}.\n${logs}`,
+        `release ${id} ${failed(outcome)} /readyz on ${this.ssh.host}:${port}; ${rollback}.\n${logs}`,
         { fix: "Read the release's log lines above (a missing environment variable is the usual cause), fix, and deploy again.", details: { release: id, previous } },
       );
     } finally {
@@ -233,6 +236,9 @@ interface ServiceSpec {
 
 /** Starts, stops and checks the release that `<dir>/current` points at. */
 class ReleaseService {
+  /** systemd's NRestarts of the unit right after the last switch: a higher count means the release crashed. */
+  private restartsAtStart = 0;
+
   constructor(
     private readonly ssh: SshTarget,
     private readonly spec: ServiceSpec,
@@ -256,7 +262,8 @@ class ReleaseService {
     );
     if (this.spec.manager === "systemd") {
       await remote(this.ssh, "installing the systemd unit", `cat > ${quote(`/etc/systemd/system/${this.unitName}.service`)}`, systemdUnit(this.spec, this.command));
-      await remote(this.ssh, "restarting the service", `systemctl daemon-reload && systemctl enable --quiet ${this.unitName} && systemctl restart ${this.unitName}`);
+      const restarts = await remote(this.ssh, "restarting the service", `systemctl daemon-reload && systemctl enable --quiet ${this.unitName} && systemctl restart ${this.unitName} && systemctl show -p NRestarts --value ${this.unitName}`);
+      this.restartsAtStart = Number.parseInt(restarts.trim(), 10) || 0;
       return;
     }
     await this.stop();
@@ -314,8 +321,10 @@ class ReleaseService {
   /** Shell that exits 3 when the release's process has ended since it was started. */
   private exitedCheck(): string {
     if (this.spec.manager === "process") return `kill -0 "$(cat ${quote(`${this.spec.dir}/service.pid`)})" 2>/dev/null || exit 3;`;
-    // `systemctl restart` resets NRestarts; systemd older than 235 has no NRestarts, and SubState still tells.
-    return `systemctl show -p NRestarts -p SubState ${this.unitName} | grep -qxE 'NRestarts=[1-9][0-9]*|SubState=(auto-restart|failed|dead)' && exit 3;`;
+    // Compared with the count read right after the restart: `systemctl restart` of a unit waiting
+    // in auto-restart (a crash-looping release being rolled back) keeps its NRestarts. systemd
+    // older than 235 has no NRestarts (empty), and SubState still tells.
+    return `n=$(systemctl show -p NRestarts --value ${this.unitName}); [ "\${n:-0}" -gt ${this.restartsAtStart} ] && exit 3; systemctl show -p SubState --value ${this.unitName} | grep -qxE 'auto-restart|failed|dead' && exit 3;`;
   }
 
   async logs(): Promise<string> {
