@@ -4,6 +4,7 @@ import {
   AssemblyLineError,
   MAX_TIMER_MS,
   isTimerDelay,
+  withinTimeout,
   type AgentHarness,
   type BlobStore,
   type ConnectionProvider,
@@ -1022,15 +1023,7 @@ const DEFAULT_RESOLVER_TIMEOUT_MS = 30_000;
  */
 async function finishedWithin(handled: unknown, ms: number): Promise<void> {
   if (typeof (handled as PromiseLike<unknown> | undefined)?.then !== "function") return;
-  let timer: NodeJS.Timeout | undefined;
-  const late = new Promise<never>((_, reject) => {
-    timer = setTimeout(() => reject(new Error(`the handler did not finish within ${ms} ms (RuntimeOptions.hookTimeoutMs); the run went on without it`)), ms);
-  });
-  try {
-    await Promise.race([handled as PromiseLike<unknown>, late]);
-  } finally {
-    clearTimeout(timer);
-  }
+  await withinTimeout(handled as PromiseLike<unknown>, ms, "a hook handler", () => new Error(`the handler did not finish within ${ms} ms (RuntimeOptions.hookTimeoutMs); the run went on without it`));
 }
 
 /** A whole-number option checked as its env variable is: 0 slots would leave every run waiting for good. */

@@ -351,15 +351,15 @@ export class RunDriver {
     // One that settles after the run failed for its time settles unheard.
     resolving.catch(() => undefined);
     const { resolverTimeoutMs } = this.parts;
-    const what = `resolving run ${run.id}`;
+    let timedOut: Error | undefined;
+    const late = () =>
+      (timedOut = new AssemblyLineError("AL_ERR_RESOLVER_FAILED", `the resolver for run ${run.id} did not settle within ${resolverTimeoutMs} ms (RuntimeOptions.resolverTimeoutMs)`, {
+        fix: "Make resolvers.ts (and any plugin's resolveRun tap) resolve or reject in time: check for a request without a timeout.",
+      }));
     try {
-      declaration = await withinTimeout(resolving, resolverTimeoutMs, what);
+      declaration = await withinTimeout(resolving, resolverTimeoutMs, `resolving run ${run.id}`, late);
     } catch (error) {
-      if (isAssemblyLineError(error, "AL_ERR_PLUGIN_TIMEOUT") && error.message.includes(`${what} did not settle`)) {
-        throw new AssemblyLineError("AL_ERR_RESOLVER_FAILED", `the resolver for run ${run.id} did not settle within ${resolverTimeoutMs} ms (RuntimeOptions.resolverTimeoutMs)`, {
-          fix: "Make resolvers.ts (and any plugin's resolveRun tap) resolve or reject in time: check for a request without a timeout.",
-        });
-      }
+      if (error === timedOut) throw error;
       throw new AssemblyLineError("AL_ERR_RESOLVER_FAILED", `resolvers.ts threw for run ${run.id}: ${(error as Error).message}`, {
         fix: "A resolver is load-bearing: fix it or return null to keep the authored defaults.",
         cause: error,
