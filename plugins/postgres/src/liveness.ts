@@ -1,4 +1,5 @@
 import { randomBytes } from "node:crypto";
+import pRetry from "p-retry";
 import type pg from "pg";
 
 /** First wait before reopening a liveness session that could not be reopened, doubled after each failure. */
@@ -35,7 +36,8 @@ export class LivenessSession {
   private opening: Promise<string | null> | undefined;
   /** The key has been locked once: leases may name it, so every later session must lock it again. */
   private established = false;
-  private retry: NodeJS.Timeout | undefined;
+  /** Ends the reopen attempts' waits when the adapter closes. */
+  private readonly closing = new AbortController();
   private closed = false;
 
   constructor(
@@ -66,7 +68,7 @@ export class LivenessSession {
 
   async close(): Promise<void> {
     this.closed = true;
-    clearTimeout(this.retry);
+    this.closing.abort();
     // A session still waiting for the key is ended now rather than awaited: its wait can last as long as the old backend.
     if (this.waiting) this.discard(this.waiting);
     const client = this.client ?? (await this.opening?.catch(() => null), this.client);
@@ -107,22 +109,25 @@ export class LivenessSession {
     this.client = undefined;
     this.discard(client);
     this.warn("postgres state: the liveness session dropped; reopening it on the same key", error);
-    this.reopen(1);
+    this.reopen();
   }
 
-  /** Attempt `attempt` (from 1) to lock the key on a new session; on failure the next one after a capped, doubling delay. */
-  private reopen(attempt: number): void {
+  /** Lock the key on a new session, attempt after attempt with a capped, doubling wait, until one is granted or the adapter closes. */
+  private reopen(): void {
     if (this.closed) return;
-    this.opening = this.open().catch((error: unknown) => {
-      // Closed meanwhile (close() ended the session that was waiting): nothing left to protect.
-      if (this.closed) return null;
-      if (attempt === 1) this.warn("postgres state: the liveness session could not be reopened; retrying until it can", error);
-      const delayMs = Math.min(REOPEN_MAX_DELAY_MS, REOPEN_FIRST_DELAY_MS * 2 ** Math.min(attempt - 1, 16));
-      this.retry = setTimeout(() => this.reopen(attempt + 1), delayMs);
+    this.opening = pRetry(() => this.open(), {
+      retries: Number.POSITIVE_INFINITY,
+      factor: 2,
+      minTimeout: REOPEN_FIRST_DELAY_MS,
+      maxTimeout: REOPEN_MAX_DELAY_MS,
       // Retrying must not keep an otherwise finished process alive.
-      this.retry.unref();
-      return null;
-    });
+      unref: true,
+      signal: this.closing.signal,
+      onFailedAttempt: ({ error, attemptNumber }) => {
+        if (attemptNumber === 1 && !this.closed) this.warn("postgres state: the liveness session could not be reopened; retrying until it can", error);
+      },
+      // Only close() ends the attempts: nothing is left to protect then.
+    }).catch(() => null);
   }
 
   /** Back to the pool as broken (pool.end() would wait for it forever otherwise); its session ends with it. */
