@@ -7,7 +7,10 @@
  */
 
 /** What replaces a secret when the caller names no mark of its own. */
-const REDACTED = "[redacted]";
+export const REDACTED_MARK = "[redacted]";
+
+/** A URL's query string, up to where the URL ends in running text. */
+const URL_QUERY = /(\b[a-z][a-z0-9+.-]*:\/\/[^\s?#"'<>]*)\?[^\s#"'<>]*/gi;
 
 /** Secrets shorter than this are not looked for by default: "1", "on", "dev" occur in any text, and replacing them would garble it. */
 const MIN_SECRET_LENGTH = 4;
@@ -109,7 +112,16 @@ export function redactText(text: string, redaction: SecretRedaction | undefined)
  * message.
  */
 export function redactSecrets(text: string, secrets: Iterable<string | null | undefined>, options: SecretRedactionOptions = {}): string {
-  return redactText(text, secretRedaction([...secrets].map((secret) => ({ secret, mark: REDACTED })), options));
+  return redactText(text, secretRedaction([...secrets].map((secret) => ({ secret, mark: REDACTED_MARK })), options));
+}
+
+/**
+ * `text` with the query string of every URL in it replaced by `[redacted]`: a service
+ * echoing a request URL quotes its `?api-key=...` (Azure, gateways), whose value the
+ * caller may not know.
+ */
+export function redactUrlQueries(text: string): string {
+  return text.replace(URL_QUERY, `$1?${REDACTED_MARK}`);
 }
 
 /** `value` with every string in it (keys too) redacted; a JSON-like value is walked, anything else kept as it is. */

@@ -1,5 +1,5 @@
 import { describe, expect, it } from "vitest";
-import { redactError, redactSecrets, redactValue, secretRedaction } from "../src/index.js";
+import { redactError, redactSecrets, redactUrlQueries, redactValue, secretRedaction } from "../src/index.js";
 
 /** A secret whose URL, JSON and base64 encodings all differ from it. */
 const SECRET = "sk/live+Key=9&x\"y";
@@ -59,5 +59,10 @@ describe("secretRedaction", () => {
   it("is undefined when no secret is long enough, and then changes nothing", () => {
     expect(secretRedaction([{ secret: "", mark: "[x]" }, { secret: undefined, mark: "[y]" }])).toBeUndefined();
     expect(redactValue({ a: "" }, undefined)).toEqual({ a: "" });
+  });
+
+  it("takes the query string out of every URL in running text, and leaves the rest", () => {
+    const text = 'POST https://gw.example/v1/chat?api-key=k1&deployment=x failed; see "http://docs.example/errors?code=42" or docs.example?not=a-url';
+    expect(redactUrlQueries(text)).toBe('POST https://gw.example/v1/chat?[redacted] failed; see "http://docs.example/errors?[redacted]" or docs.example?not=a-url');
   });
 });

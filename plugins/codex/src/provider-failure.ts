@@ -1,7 +1,7 @@
 import { readFileSync } from "node:fs";
 import { homedir } from "node:os";
 import { join } from "node:path";
-import { AssemblyLineError, redactSecrets } from "@assemblyline-agents/core";
+import { AssemblyLineError, REDACTED_MARK, redactSecrets } from "@assemblyline-agents/core";
 
 /**
  * Codex's own retries, bounded. At its defaults one model call that keeps
@@ -14,7 +14,6 @@ export const CODEX_STREAM_MAX_RETRIES = 1;
 /** Providers built into Codex: it refuses any override of their settings, so their retries stay Codex's. */
 const BUILT_IN_PROVIDERS = new Set(["openai", "ollama", "lmstudio", "oss"]);
 
-const REDACTED = "[redacted]";
 const MIN_SECRET_LENGTH = 8;
 /** Token shapes a provider may echo even when the exact key is unknown here (a key in the login session). */
 const TOKEN_SHAPES = [/\bsk-[A-Za-z0-9_-]{8,}/g, /\bBearer\s+[A-Za-z0-9._~+/=-]{8,}/gi];
@@ -65,7 +64,7 @@ function statusIn(text: string): number | undefined {
 
 function redact(message: string, env: Record<string, string | undefined>): string {
   let text = redactSecrets(message, knownSecrets(env), { minLength: MIN_SECRET_LENGTH });
-  for (const shape of TOKEN_SHAPES) text = text.replace(shape, REDACTED);
+  for (const shape of TOKEN_SHAPES) text = text.replace(shape, REDACTED_MARK);
   return text.replace(URL, "[provider URL]");
 }
 

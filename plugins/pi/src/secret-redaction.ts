@@ -1,9 +1,5 @@
-import { redactSecrets } from "@assemblyline-agents/core";
+import { redactSecrets, redactUrlQueries } from "@assemblyline-agents/core";
 import type { Api, Model } from "@mariozechner/pi-ai";
-
-const REDACTED = "[redacted]";
-/** A URL's query string, up to where the URL ends in running text. */
-const URL_QUERY = /(\b[a-z][a-z0-9+.-]*:\/\/[^\s?#"'<>]*)\?[^\s#"'<>]*/gi;
 
 /**
  * The secrets one model call sends: the API key, the configured header values,
@@ -29,7 +25,7 @@ export function callSecrets(model: Model<Api>, apiKey: string | undefined): stri
  * the call's secrets are replaced and every URL loses its query string.
  */
 export function redactCallSecrets(message: string, secrets: readonly string[]): string {
-  return redactSecrets(message, secrets).replace(URL_QUERY, `$1?${REDACTED}`);
+  return redactUrlQueries(redactSecrets(message, secrets));
 }
 
 function decodeSafely(value: string): string {
