@@ -1,7 +1,7 @@
 import { existsSync, readdirSync, rmSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { buildAgent, InMemoryStateAdapter, loadRuntimeBundle, noopLogger, OpenEveRuntime, scriptedHarness } from "@assemblyline-agents/runtime";
-import { describe, expect, it } from "vitest";
+import { afterEach, describe, expect, it } from "vitest";
 import { MINIMAL_AGENT, agentFolder } from "./support/agent-folder.js";
 
 /** A publish tool that needs approval, offered up front; `version` shows which build executed it. */
@@ -18,10 +18,17 @@ export default defineTool({
 
 const script = { turns: [{ toolCalls: [{ name: "publish", input: { note: "milk" } }] }, { text: "done" }] };
 
+const opened: OpenEveRuntime[] = [];
+afterEach(async () => {
+  await Promise.all(opened.splice(0).map((runtime) => runtime.close()));
+});
+
 async function host(dir: string, state: InMemoryStateAdapter) {
   const { artifactRoot } = await buildAgent(dir);
   const bundle = await loadRuntimeBundle(artifactRoot);
-  return new OpenEveRuntime({ ...bundle, state, agentHarness: scriptedHarness(script), logger: noopLogger() });
+  const runtime = new OpenEveRuntime({ ...bundle, state, agentHarness: scriptedHarness(script), logger: noopLogger() });
+  opened.push(runtime);
+  return runtime;
 }
 
 async function pausedRun(tool = publishTool("v1")) {
@@ -58,23 +65,26 @@ describe("runs pinned to their revision", () => {
     const hook = (version: string) => `import { defineHook } from "@assemblyline-agents/core";
 export default defineHook({ events: { "*"(event, ctx) { globalThis.revisionHookSeen.push({ by: "${version}", type: event.type, revision: ctx.agentRevision }); } } });
 `;
-    const dir = agentFolder({ "agent.ts": MINIMAL_AGENT, "tools/publish.ts": publishTool("v1"), "hooks/log.ts": hook("v1") });
-    const state = new InMemoryStateAdapter();
-    const first = await host(dir, state);
-    const paused = await first.run({ message: "publish milk" });
-    expect(paused.status).toBe("waiting_approval");
-    writeFileSync(join(dir, "hooks/log.ts"), hook("v2"));
-    const rebuilt = await host(dir, state);
-    seen.length = 0;
+    try {
+      const dir = agentFolder({ "agent.ts": MINIMAL_AGENT, "tools/publish.ts": publishTool("v1"), "hooks/log.ts": hook("v1") });
+      const state = new InMemoryStateAdapter();
+      const first = await host(dir, state);
+      const paused = await first.run({ message: "publish milk" });
+      expect(paused.status).toBe("waiting_approval");
+      writeFileSync(join(dir, "hooks/log.ts"), hook("v2"));
+      const rebuilt = await host(dir, state);
+      seen.length = 0;
 
-    expect((await rebuilt.approve(paused.runId)).status).toBe("completed");
-    expect(seen.map((entry) => entry.type)).toContain("run.completed");
-    expect(new Set(seen.map(({ by, revision }) => `${by} ${revision}`))).toEqual(new Set([`v1 ${first.manifest.agentRevision}`]));
-    // A run that starts now is the rebuilt folder's, hooks too.
-    seen.length = 0;
-    await rebuilt.run({ message: "again" });
-    expect(new Set(seen.map(({ by }) => by))).toEqual(new Set(["v2"]));
-    delete (globalThis as { revisionHookSeen?: unknown }).revisionHookSeen;
+      expect((await rebuilt.approve(paused.runId)).status).toBe("completed");
+      expect(seen.map((entry) => entry.type)).toContain("run.completed");
+      expect(new Set(seen.map(({ by, revision }) => `${by} ${revision}`))).toEqual(new Set([`v1 ${first.manifest.agentRevision}`]));
+      // A run that starts now is the rebuilt folder's, hooks too.
+      seen.length = 0;
+      await rebuilt.run({ message: "again" });
+      expect(new Set(seen.map(({ by }) => by))).toEqual(new Set(["v2"]));
+    } finally {
+      delete (globalThis as { revisionHookSeen?: unknown }).revisionHookSeen;
+    }
   });
 
   it("approves a run paused under an earlier build when the host's coreToolPolicy gates a tool only the new build has", async () => {

@@ -76,18 +76,38 @@ async function outcomes(calls: Array<[string, Promise<PromiseSettledResult<unkno
 
 const runIds = async (adapter: FileStateAdapter) => (await adapter.listRuns({ limit: 1_000 })).runs.map((run) => run.id).sort();
 
+/** A state folder on a tmpfs of `size`, its adapter open, and where the file that fills the disk goes. */
+async function stateOnSmallDisk(size: string): Promise<{ directory: string; adapter: FileStateAdapter; filler: string }> {
+  const disk = await smallDisk(size);
+  const directory = join(disk, "state");
+  await mkdir(directory);
+  const adapter = await FileStateAdapter.open({ directory });
+  adapters.push(adapter);
+  return { directory, adapter, filler: join(disk, "filler") };
+}
+
+/**
+ * `call`'s outcome (its value, or its error) once it is no longer AL_ERR_STATE_UNAVAILABLE: a bounded
+ * wait, as the first call after a failure reads the folder back and one within a second of the last
+ * try is refused without touching the disk.
+ */
+async function onceAvailable(call: () => Promise<unknown>): Promise<unknown> {
+  let outcome: unknown;
+  for (let attempt = 0; attempt < 50; attempt += 1) {
+    outcome = await call().catch((error: unknown) => error);
+    if (!isAssemblyLineError(outcome, "AL_ERR_STATE_UNAVAILABLE")) return outcome;
+    await sleep(100);
+  }
+  return outcome;
+}
+
 describe("FileStateAdapter on a disk that fills up", () => {
   it("goes on by itself once the disk has space again, holding exactly the calls it acknowledged", async () => {
-    const disk = await smallDisk("1m");
-    const directory = join(disk, "state");
-    await mkdir(directory);
-    const adapter = await FileStateAdapter.open({ directory });
-    adapters.push(adapter);
+    const { directory, adapter, filler } = await stateOnSmallDisk("1m");
     await adapter.createRun(newRun("before"));
     await adapter.appendEvents("before", [{ type: "step", data: { n: 1 } }]);
     const lock = await readFile(join(directory, "LOCK"), "utf8");
 
-    const filler = join(disk, "filler");
     expect(fillDisk(filler)).toBeGreaterThan(0);
     // Calls in flight as the disk runs out, in turns: small ones (which may fit the space the log
     // filled ahead of its records, or the rest of its last page), large ones (which do not), and
@@ -108,18 +128,7 @@ describe("FileStateAdapter on a disk that fills up", () => {
     for (const error of during.errors) expect(isAssemblyLineError(error, "AL_ERR_STATE_UNAVAILABLE")).toBe(true);
 
     await unlink(filler);
-    // A bounded wait: the first call after the failure reads the folder back; one within a second of
-    // the last try is refused without touching the disk.
-    let after: unknown;
-    for (let attempt = 0; attempt < 50; attempt += 1) {
-      after = await adapter.createRun(newRun("after")).then(
-        () => "acknowledged",
-        (error: unknown) => error,
-      );
-      if (after === "acknowledged") break;
-      expect(isAssemblyLineError(after, "AL_ERR_STATE_UNAVAILABLE")).toBe(true);
-      await sleep(100);
-    }
+    const after = await onceAvailable(() => adapter.createRun(newRun("after")).then(() => "acknowledged"));
     expect(after).toBe("acknowledged");
 
     // What the failed calls wrote to the tables is gone, without a restart: the disk is the truth.
@@ -140,13 +149,8 @@ describe("FileStateAdapter on a disk that fills up", () => {
   });
 
   it("refuses reads that saw a record that failed, and drops that record without a restart", async () => {
-    const disk = await smallDisk("512k");
-    const directory = join(disk, "state");
-    await mkdir(directory);
-    const adapter = await FileStateAdapter.open({ directory });
-    adapters.push(adapter);
+    const { adapter, filler } = await stateOnSmallDisk("512k");
     await adapter.createRun(newRun("kept"));
-    const filler = join(disk, "filler");
     fillDisk(filler);
     // Planned and applied to the tables at once; its write fails.
     const ghost = adapter.createRun(newRun("ghost", "x".repeat(300_000)));
@@ -154,27 +158,14 @@ describe("FileStateAdapter on a disk that fills up", () => {
     await expect(ghost).rejects.toMatchObject({ code: "AL_ERR_STATE_UNAVAILABLE" });
     await expect(sawGhost).rejects.toMatchObject({ code: "AL_ERR_STATE_UNAVAILABLE" });
     await unlink(filler);
-    let found: unknown;
-    for (let attempt = 0; attempt < 50; attempt += 1) {
-      found = await adapter.getRun("ghost").then(
-        (run) => ({ run }),
-        (error: unknown) => error,
-      );
-      if (!isAssemblyLineError(found, "AL_ERR_STATE_UNAVAILABLE")) break;
-      await sleep(100);
-    }
+    const found = await onceAvailable(() => adapter.getRun("ghost").then((run) => ({ run })));
     expect(found).toEqual({ run: undefined });
     expect(await runIds(adapter)).toEqual(["kept"]);
   });
 
   it("fails a call whose reading back fails too (the log cannot be cut), and a later call tries again", async () => {
-    const disk = await smallDisk("1m");
-    const directory = join(disk, "state");
-    await mkdir(directory);
-    const adapter = await FileStateAdapter.open({ directory });
-    adapters.push(adapter);
+    const { directory, adapter, filler } = await stateOnSmallDisk("1m");
     await adapter.createRun(newRun("kept"));
-    const filler = join(disk, "filler");
     fillDisk(filler);
     await expect(adapter.createRun(newRun("refused", "x".repeat(300_000)))).rejects.toMatchObject({ code: "AL_ERR_STATE_UNAVAILABLE" });
     // Append-only (chattr +a, which tmpfs keeps since Linux 6.0): the log cannot be opened to be cut.
@@ -192,12 +183,7 @@ describe("FileStateAdapter on a disk that fills up", () => {
       appendOnly("-a");
     }
     await unlink(filler);
-    let kept: unknown;
-    for (let attempt = 0; attempt < 50; attempt += 1) {
-      kept = await adapter.getRun("kept").catch((error: unknown) => error);
-      if (!isAssemblyLineError(kept, "AL_ERR_STATE_UNAVAILABLE")) break;
-      await sleep(100);
-    }
+    const kept = await onceAvailable(() => adapter.getRun("kept"));
     expect(kept).toMatchObject({ id: "kept" });
     expect(await runIds(adapter)).toEqual(["kept"]);
     await adapter.createRun(newRun("after"));
