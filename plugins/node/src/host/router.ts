@@ -30,6 +30,16 @@ interface CompiledRoute extends Route {
   segments: string[];
 }
 
+/**
+ * The one form of a request path that routing, the auth gate and handlers all see: empty
+ * segments dropped (`//admin/kill-switch/` is `/admin/kill-switch`). Routing matches by
+ * segments, so an auth policy deciding on any other spelling would judge another path than
+ * the one served.
+ */
+export function canonicalPath(path: string): string {
+  return `/${split(path).join("/")}`;
+}
+
 /** Exact-segment matching; `:name` captures one segment. Unknown path 404, known path with another method 405. */
 export class Router {
   private readonly routes: CompiledRoute[] = [];

@@ -21,7 +21,7 @@ import { resolveHostConfig, type NodeRuntimeOptions } from "./options.js";
 import { DeliveryOutbox } from "./outbox.js";
 import { resolveRateLimit } from "./rate-limit.js";
 import { RunRecovery } from "./recovery.js";
-import { Router, type RequestContext } from "./router.js";
+import { Router, canonicalPath, type RequestContext } from "./router.js";
 import { RunWatcher } from "./run-watcher.js";
 import { createShutdown } from "./shutdown.js";
 
@@ -115,9 +115,11 @@ export async function listenNodeRuntime(options: NodeRuntimeOptions): Promise<No
     router.add(route);
   }
   for (const [name, module] of Object.entries(channels)) {
-    const route = module.config.route;
+    // Compared as routed: "//admin/x" would otherwise pass the check and serve /admin/x.
+    const route = canonicalPath(module.config.route);
     if (RESERVED_PREFIXES.some((prefix) => route === prefix || route.startsWith(`${prefix}/`)) || router.has(route)) {
-      throw new AssemblyLineError("AL_ERR_CHANNEL_DEFINITION", `channel ${name} takes route ${route}, which the host serves itself`, {
+      const spelt = route === module.config.route ? route : `${module.config.route} (routed as ${route})`;
+      throw new AssemblyLineError("AL_ERR_CHANNEL_DEFINITION", `channel ${name} takes route ${spelt}, which the host serves itself`, {
         fix: `Choose a route outside ${RESERVED_PREFIXES.join(", ")}.`,
       });
     }
@@ -148,7 +150,8 @@ export async function listenNodeRuntime(options: NodeRuntimeOptions): Promise<No
     let kind = "unknown";
     try {
       const url = requestTarget(req.url);
-      path = url.pathname;
+      // One spelling for routing, auth, handlers and logs: a policy must judge the path that is served.
+      path = canonicalPath(url.pathname);
       const { route, params } = router.match(method, path);
       kind = route.auth;
       const ctx: RequestContext = { req, res, method, path, query: url.searchParams, params, headers: headerRecord(req), remoteAddress: req.socket.remoteAddress, requestId };
