@@ -1,7 +1,7 @@
 import { isAssemblyLineError } from "@assemblyline-agents/core";
 import { InMemoryStateAdapter } from "@assemblyline-agents/runtime";
-import { existsSync } from "node:fs";
-import { mkdtemp, readFile, rm, symlink, writeFile } from "node:fs/promises";
+import { constants, existsSync } from "node:fs";
+import { mkdtemp, open, readFile, rm, symlink, writeFile } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterEach, describe, expect, it } from "vitest";
@@ -243,6 +243,43 @@ describe("LocalSandbox paths", () => {
     expect((await box.listFiles("/workspace")).map((entry) => entry.path)).toEqual(["/workspace/b.txt"]);
     await box.deleteFile("/workspace");
     expect(await box.listFiles("/workspace")).toEqual([]);
+  });
+});
+
+describe("LocalSandbox special files", () => {
+  it("refuses to read a FIFO instead of waiting for a writer, and other file calls go on", async () => {
+    const { box } = await sandbox();
+    expect((await box.exec("mkfifo pipe && echo hello > note.txt")).exitCode).toBe(0);
+    // More reads than libuv has file threads: one blocked open each would freeze every file call.
+    const refusals = await Promise.all([1, 2, 3, 4, 5].map(() => refusal(box.readFile("/workspace/pipe"))));
+    for (const error of refusals) {
+      expect(isAssemblyLineError(error, "AL_ERR_PATH_NOT_FOUND"), String(error)).toBe(true);
+      expect((error as Error).message).toContain("/workspace/pipe: it is a FIFO (named pipe), not a regular file");
+    }
+    expect(new TextDecoder().decode(await box.readFile("note.txt"))).toBe("hello\n");
+  });
+
+  it("refuses to write to a FIFO, with or without a reader at its other end", async () => {
+    const { adapter, box } = await sandbox();
+    expect((await box.exec("mkfifo alone && mkfifo heard")).exitCode).toBe(0);
+    const alone = await refusal(box.writeFile("alone", "x"));
+    expect(isAssemblyLineError(alone, "AL_ERR_PATH_NOT_FOUND"), String(alone)).toBe(true);
+    expect((alone as Error).message).toContain("/workspace/alone: it is a FIFO (named pipe), not a regular file");
+    const reader = await open(join(adapter.folderFor("run-1"), "workspace", "heard"), constants.O_RDONLY | constants.O_NONBLOCK);
+    try {
+      const heard = await refusal(box.writeFile("heard", "x"));
+      expect(isAssemblyLineError(heard, "AL_ERR_PATH_NOT_FOUND"), String(heard)).toBe(true);
+      expect((heard as Error).message).toContain("/workspace/heard: it is a FIFO (named pipe), not a regular file");
+    } finally {
+      await reader.close();
+    }
+  });
+
+  it("refuses to read a folder as a file", async () => {
+    const { box } = await sandbox();
+    await box.writeFile("dir/a.txt", "a");
+    const error = await refusal(box.readFile("dir"));
+    expect((error as Error).message).toContain("cannot read /workspace/dir: it is a folder");
   });
 });
 

@@ -1,9 +1,10 @@
 import { AssemblyLineError, checkExecOptions, type ExecResult, type Sandbox, type SandboxExecOptions } from "@assemblyline-agents/core";
 import type { ChildProcess } from "node:child_process";
 import { constants } from "node:fs";
-import { lstat, mkdir, open, readFile, readdir, readlink, realpath, rename, rm, stat } from "node:fs/promises";
+import { lstat, mkdir, open, readdir, readlink, realpath, rename, rm, stat } from "node:fs/promises";
 import { randomUUID } from "node:crypto";
 import { basename, dirname, join, resolve } from "node:path";
+import { openRegularFile, readRegularFile } from "./regular-file.js";
 import { runShell } from "./run-shell.js";
 import { MISSING, WORKSPACE, isInside, parseWorkspacePath, pathEscape, resolveInside } from "./workspace-path.js";
 
@@ -49,7 +50,7 @@ export class LocalSandbox implements Sandbox {
   async readFile(path: string): Promise<Uint8Array> {
     const { logical, real } = await this.resolveExisting(path);
     try {
-      return new Uint8Array(await readFile(real));
+      return await readRegularFile(real, logical);
     } catch (error) {
       throw fsError(error, "read", logical);
     }
@@ -62,8 +63,7 @@ export class LocalSandbox implements Sandbox {
     const target = await this.resolveForWrite(join(this.folders.workspace, relative), path);
     try {
       await mkdir(dirname(target), { recursive: true });
-      // O_NOFOLLOW: if a symlink appeared at the target since it was checked, fail instead of following it.
-      const handle = await open(target, constants.O_WRONLY | constants.O_CREAT | constants.O_NOFOLLOW, 0o644);
+      const { handle } = await openRegularFile(target, constants.O_WRONLY | constants.O_CREAT, logical, "write", 0o644);
       let shared: { mode: number } | undefined;
       try {
         const stats = await handle.stat();

@@ -1,0 +1,62 @@
+import { AssemblyLineError } from "@assemblyline-agents/core";
+import { constants, type Stats } from "node:fs";
+import { lstat, open, type FileHandle } from "node:fs/promises";
+
+/*
+ * O_NONBLOCK: opening a FIFO without a peer would otherwise wait forever, holding
+ * one of libuv's four file threads (four such calls freeze every file call of the
+ * host). On a regular file it changes nothing. O_NOFOLLOW: the caller resolved
+ * the path already, so a symlink there now is one a command swapped in since.
+ */
+const OPEN_FLAGS = constants.O_NONBLOCK | constants.O_NOFOLLOW;
+
+/**
+ * Open `real` (a resolved host path) only if it is a regular file; `flags` adds
+ * the access mode. A folder fails with EISDIR, anything else (a FIFO, a socket,
+ * a device) with AL_ERR_PATH_NOT_FOUND naming `logical`.
+ */
+export async function openRegularFile(real: string, flags: number, logical: string, action: string, mode?: number): Promise<{ handle: FileHandle; stats: Stats }> {
+  let handle: FileHandle;
+  try {
+    handle = await open(real, flags | OPEN_FLAGS, mode);
+  } catch (error) {
+    // ENXIO: a FIFO without a reader (opened for writing), or a socket.
+    if ((error as NodeJS.ErrnoException).code !== "ENXIO") throw error;
+    const stats = await lstat(real).catch(() => undefined);
+    throw notRegularFile(action, logical, stats ? kindOf(stats) : "a FIFO or a socket");
+  }
+  try {
+    const stats = await handle.stat();
+    if (stats.isDirectory()) throw Object.assign(new Error("EISDIR"), { code: "EISDIR" });
+    if (!stats.isFile()) throw notRegularFile(action, logical, kindOf(stats));
+    return { handle, stats };
+  } catch (error) {
+    await handle.close();
+    throw error;
+  }
+}
+
+/** The bytes of the regular file at `real`. */
+export async function readRegularFile(real: string, logical: string): Promise<Uint8Array> {
+  const { handle } = await openRegularFile(real, constants.O_RDONLY, logical, "read");
+  try {
+    return new Uint8Array(await handle.readFile());
+  } finally {
+    await handle.close();
+  }
+}
+
+function kindOf(stats: Stats): string {
+  if (stats.isFIFO()) return "a FIFO (named pipe)";
+  if (stats.isSocket()) return "a socket";
+  if (stats.isCharacterDevice()) return "a character device";
+  if (stats.isBlockDevice()) return "a block device";
+  return "of an unknown kind";
+}
+
+function notRegularFile(action: string, logical: string, kind: string): AssemblyLineError {
+  return new AssemblyLineError("AL_ERR_PATH_NOT_FOUND", `cannot ${action} ${logical}: it is ${kind}, not a regular file`, {
+    fix: `readFile and writeFile take regular files only; reach a pipe, socket or device with exec (e.g. exec("cat ${logical}", { timeoutMs: 5000 })).`,
+    details: { path: logical },
+  });
+}
