@@ -1,4 +1,5 @@
 import type { JsonValue, RuntimeLogger, RuntimeSettingsStore, SettingAuditEvent } from "@assemblyline-agents/core";
+import { HttpError, STATE_OUTAGE_RETRY_AFTER_S } from "./http.js";
 
 /**
  * The store-wide settings key versions before per-agent switches kept one ingress kill
@@ -70,13 +71,24 @@ export class IngressKillSwitch {
     return this.cached && Date.now() - this.cached.at < REFRESH_MS ? this.cached.state.engaged : undefined;
   }
 
+  /**
+   * Whether the switch is engaged. A settings outage keeps the last known position rather than
+   * flapping the ingress; before any read succeeded there is none, and the switch may be durably
+   * engaged, so it throws a 503 (with Retry-After) rather than let turns in.
+   */
   async engaged(): Promise<boolean> {
     try {
       return (await this.state()).engaged;
     } catch (error) {
-      // A settings outage keeps the last known position rather than flapping the ingress.
-      this.logger.warn({ event: "kill_switch.read_failed", err: String(error) }, "reading the kill switch failed; keeping its last known position");
-      return this.cached?.state.engaged ?? false;
+      if (this.cached === undefined) {
+        this.logger.warn({ event: "kill_switch.read_failed", err: String(error), known: false }, "reading the kill switch failed and it was never read; refusing new turns until it is");
+        throw new HttpError(503, "AL_ERR_STATE_UNAVAILABLE", "the ingress kill switch cannot be read yet, so no new turns are accepted", {
+          fix: `Retry after ${STATE_OUTAGE_RETRY_AFTER_S} s; operators: check the state store's settings facet (log event kill_switch.read_failed).`,
+          headers: { "retry-after": String(STATE_OUTAGE_RETRY_AFTER_S) },
+        });
+      }
+      this.logger.warn({ event: "kill_switch.read_failed", err: String(error), known: true }, "reading the kill switch failed; keeping its last known position");
+      return this.cached.state.engaged;
     }
   }
 
