@@ -6,6 +6,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterEach, describe, expect, it } from "vitest";
 import { LocalSandboxAdapter, TIMEOUT_EXIT_CODE } from "../src/index.js";
+import { MAX_READ_BYTES } from "../src/sandbox/regular-file.js";
 
 const folders: string[] = [];
 async function tempFolder(prefix: string): Promise<string> {
@@ -273,6 +274,17 @@ describe("LocalSandbox special files", () => {
     } finally {
       await reader.close();
     }
+  });
+
+  it("refuses a file past the read limit with AL_ERR_SANDBOX_UNAVAILABLE, and reads one below it whole", async () => {
+    const { box } = await sandbox();
+    // Sparse: the file takes no disk, and the refusal reads none of it.
+    expect((await box.exec(`truncate -s ${MAX_READ_BYTES + 1} big.bin && head -c 100000 /dev/urandom > small.bin`)).exitCode).toBe(0);
+    const error = await refusal(box.readFile("big.bin"));
+    expect(isAssemblyLineError(error, "AL_ERR_SANDBOX_UNAVAILABLE"), String(error)).toBe(true);
+    expect((error as Error).message).toContain(`/workspace/big.bin in sandbox local:run-1: the file is larger than ${MAX_READ_BYTES} bytes`);
+    const small = await box.readFile("small.bin");
+    expect(Buffer.from(small).equals(await readFile(join((await box.exec("pwd")).stdout.trim(), "small.bin")))).toBe(true);
   });
 
   it("refuses to read a folder as a file", async () => {

@@ -50,7 +50,7 @@ export class LocalSandbox implements Sandbox {
   async readFile(path: string): Promise<Uint8Array> {
     const { logical, real } = await this.resolveExisting(path);
     try {
-      return await readRegularFile(real, logical);
+      return await readRegularFile(real, logical, this.id);
     } catch (error) {
       throw fsError(error, "read", logical);
     }

@@ -10,6 +10,9 @@ import { lstat, open, type FileHandle } from "node:fs/promises";
  */
 const OPEN_FLAGS = constants.O_NONBLOCK | constants.O_NOFOLLOW;
 
+/** Largest file readFile returns, the Docker sandbox's limit too: the whole file is held in memory. */
+export const MAX_READ_BYTES = 256 * 1024 * 1024;
+
 /**
  * Open `real` (a resolved host path) only if it is a regular file; `flags` adds
  * the access mode. A folder fails with EISDIR, anything else (a FIFO, a socket,
@@ -36,11 +39,27 @@ export async function openRegularFile(real: string, flags: number, logical: stri
   }
 }
 
-/** The bytes of the regular file at `real`. */
-export async function readRegularFile(real: string, logical: string): Promise<Uint8Array> {
-  const { handle } = await openRegularFile(real, constants.O_RDONLY, logical, "read");
+/** The bytes of the regular file at `real`, refused past MAX_READ_BYTES (also when a command grows it while it is read). */
+export async function readRegularFile(real: string, logical: string, sandboxId: string): Promise<Uint8Array> {
+  const { handle, stats } = await openRegularFile(real, constants.O_RDONLY, logical, "read");
   try {
-    return new Uint8Array(await handle.readFile());
+    if (stats.size > MAX_READ_BYTES) throw tooLarge(logical, sandboxId);
+    // The spare byte tells a file that ends at its size from one a command is still growing.
+    let buffer = Buffer.allocUnsafeSlow(stats.size + 1);
+    let length = 0;
+    for (;;) {
+      if (length === buffer.length) {
+        if (length > MAX_READ_BYTES) throw tooLarge(logical, sandboxId);
+        const grown = Buffer.allocUnsafeSlow(Math.min(Math.max(length * 2, 64 * 1024), MAX_READ_BYTES + 1));
+        buffer.copy(grown, 0, 0, length);
+        buffer = grown;
+      }
+      const { bytesRead } = await handle.read(buffer, length, buffer.length - length, null);
+      if (bytesRead === 0) break;
+      length += bytesRead;
+    }
+    if (length > MAX_READ_BYTES) throw tooLarge(logical, sandboxId);
+    return new Uint8Array(buffer.buffer, buffer.byteOffset, length);
   } finally {
     await handle.close();
   }
@@ -58,5 +77,12 @@ function notRegularFile(action: string, logical: string, kind: string): Assembly
   return new AssemblyLineError("AL_ERR_PATH_NOT_FOUND", `cannot ${action} ${logical}: it is ${kind}, not a regular file`, {
     fix: `readFile and writeFile take regular files only; reach a pipe, socket or device with exec (e.g. exec("cat ${logical}", { timeoutMs: 5000 })).`,
     details: { path: logical },
+  });
+}
+
+function tooLarge(logical: string, sandboxId: string): AssemblyLineError {
+  return new AssemblyLineError("AL_ERR_SANDBOX_UNAVAILABLE", `could not read ${logical} in sandbox ${sandboxId}: the file is larger than ${MAX_READ_BYTES} bytes, the most readFile returns`, {
+    fix: `Read it in parts with a command (e.g. exec("split -b 64m ${logical} part-")), or compress it first.`,
+    details: { path: logical, maxBytes: MAX_READ_BYTES },
   });
 }
