@@ -1,8 +1,8 @@
 import { randomBytes } from "node:crypto";
 import { Writable } from "node:stream";
 import type Docker from "dockerode";
-import { FOLDER_REFUSALS, type ExecResult, type FolderRefusal } from "@assemblyline-agents/core";
-import { engineCall, withDeadline } from "../engine.js";
+import { AssemblyLineError, FOLDER_REFUSALS, isAssemblyLineError, type ExecResult, type FolderRefusal } from "@assemblyline-agents/core";
+import { engineCall, engineError, engineMessage, statusOf, withDeadline } from "../engine.js";
 
 /** Exit code of a command stopped at its timeout (as coreutils `timeout` and the local sandbox report). */
 export const TIMEOUT_EXIT_CODE = 124;
@@ -16,8 +16,8 @@ export interface ContainerExec {
   maxOutputBytes: number;
   /** Raw bytes, not decoded (file reads). */
   binary?: boolean;
-  /** Deadline of each engine call around the command (not of the command itself). */
-  engineTimeoutMs?: number;
+  /** Deadline of each engine call around the command, and of stopping it at its timeout (not of the command itself). */
+  engineTimeoutMs: number;
 }
 
 export interface RawExecResult {
@@ -137,32 +137,34 @@ export async function execInContainer(container: Docker.Container, request: Cont
   const stdout = new CappedSink(request.maxOutputBytes);
   const stderr = new CappedSink(request.maxOutputBytes, Buffer.byteLength(pidFile) + 16);
   container.modem.demuxStream(stream, stdout, stderr);
-  let timedOut = false;
+  let kill: Promise<void> | undefined;
   const finished = new Promise<void>((resolve) => {
     stream.once("end", resolve);
     stream.once("close", resolve);
     stream.once("error", resolve);
   });
   const timer = setTimeout(() => {
-    timedOut = true;
-    void killTree(container, pidFile).finally(() => {
-      // If the stream still has not ended a while after the kill, stop waiting for it.
-      setTimeout(() => stream.destroy(), 5_000).unref();
-    });
+    kill = stopTimedOutCommand(container, pidFile, request);
+    // A hung engine never ends the stream: stop reading it now, the output so far is kept.
+    stream.destroy();
   }, request.timeoutMs);
   try {
     await finished;
   } finally {
     clearTimeout(timer);
   }
+  if (kill) {
+    await kill;
+    return { exitCode: TIMEOUT_EXIT_CODE, stdout: stdout.bytes(), stderr: stderr.bytes(), timedOut: true, truncated: stdout.truncated || stderr.truncated };
+  }
   const inspected = await engineCall("exec inspect", () => exec.inspect(), request.engineTimeoutMs);
   const refusal = inspected.ExitCode === 1 ? new RegExp(`^(\\S+) (${FOLDER_REFUSALS.join("|")})\\n$`).exec(stderr.head().toString("utf8")) : null;
   if (refusal && refusal[1] === pidFile) return { folderRefusal: refusal[2] as FolderRefusal, exitCode: 1, stdout: Buffer.alloc(0), stderr: Buffer.alloc(0), timedOut: false, truncated: false };
   return {
-    exitCode: timedOut ? TIMEOUT_EXIT_CODE : (inspected.ExitCode ?? -1),
+    exitCode: inspected.ExitCode ?? -1,
     stdout: stdout.bytes(),
     stderr: stderr.bytes(),
-    timedOut,
+    timedOut: false,
     truncated: stdout.truncated || stderr.truncated,
   };
 }
@@ -173,13 +175,29 @@ export async function execInContainer(container: Docker.Container, request: Cont
  * owner left running (which nothing would ever time out).
  */
 export async function killLeftoverCommands(container: Docker.Container, engineTimeoutMs: number): Promise<void> {
-  await withDeadline("stopping commands left running", runToEnd(container, ["/bin/sh", "-c", KILL_LEFTOVERS]), engineTimeoutMs);
+  await engineCall("stopping commands left running", () => runToEnd(container, ["/bin/sh", "-c", KILL_LEFTOVERS]), engineTimeoutMs);
 }
 
-async function killTree(container: Docker.Container, pidFile: string): Promise<void> {
-  await runToEnd(container, ["/bin/sh", "-c", KILL_TREE, pidFile]);
+/**
+ * Kill a timed-out command's tree within engineTimeoutMs. An engine that does
+ * not answer fails the call: the command may still be running, and waiting
+ * for the engine would hold the tool call (and the run's lease) forever.
+ */
+async function stopTimedOutCommand(container: Docker.Container, pidFile: string, request: ContainerExec): Promise<void> {
+  try {
+    await withDeadline("stopping a timed-out command", runToEnd(container, ["/bin/sh", "-c", KILL_TREE, pidFile]), request.engineTimeoutMs);
+  } catch (error) {
+    const hung = isAssemblyLineError(error, "AL_ERR_SANDBOX_ENGINE");
+    const failure = hung ? `did not answer the call to stop it within ${request.engineTimeoutMs} ms` : `failed to stop it: ${engineMessage(error)}`;
+    throw new AssemblyLineError("AL_ERR_SANDBOX_ENGINE", `a command timed out after ${request.timeoutMs} ms and the Docker engine ${failure}; it may still be running in the container`, {
+      fix: (hung ? error.fix : engineError("stopping a timed-out command", error).fix) ?? "Check the engine with `docker info`.",
+      cause: error,
+      details: { timeoutMs: request.timeoutMs, engineTimeoutMs: request.engineTimeoutMs },
+    });
+  }
 }
 
+/** Run argv in the container and wait for it to end. A refusal by the engine means the container is gone or stopping, and its processes with it. */
 async function runToEnd(container: Docker.Container, argv: string[]): Promise<void> {
   try {
     const killer = await container.exec({ Cmd: argv, AttachStdout: true, AttachStderr: true });
@@ -190,8 +208,8 @@ async function runToEnd(container: Docker.Container, argv: string[]): Promise<vo
       stream.once("close", resolve);
       stream.once("error", resolve);
     });
-  } catch {
-    // The container is gone or stopping: the process went with it.
+  } catch (error) {
+    if (statusOf(error) === undefined) throw error;
   }
 }
 
