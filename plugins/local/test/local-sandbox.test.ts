@@ -235,6 +235,33 @@ describe("LocalSandbox paths", () => {
     expect((error as Error).message).not.toContain(root);
   });
 
+  it("restates every file error with the logical path and its code, never the host path", async () => {
+    const { box, root } = await sandbox();
+    const name = `/workspace/${"a".repeat(300)}`;
+    const calls: Array<[string, () => Promise<unknown>]> = [
+      ["read", () => box.readFile(name)],
+      ["write", () => box.writeFile(name, "x")],
+      ["delete", () => box.deleteFile(name)],
+      ["list", () => box.listFiles(name)],
+      ["use as cwd", () => box.exec("true", { cwd: name })],
+    ];
+    for (const [action, call] of calls) {
+      const error = await refusal(call());
+      expect(error, action).toMatchObject({ code: "ENAMETOOLONG", message: expect.stringContaining(`ENAMETOOLONG: cannot ${action} ${name}: a name in the path is too long`) });
+      for (const text of [String(error), (error as Error).stack, JSON.stringify(error)]) expect(text, action).not.toContain(root);
+    }
+  });
+
+  it("says the workspace is gone without naming its host folder", async () => {
+    const { adapter, box, root } = await sandbox();
+    await rm(join(adapter.folderFor("run-1"), "workspace"), { recursive: true });
+    for (const call of [() => box.readFile("a.txt"), () => box.writeFile("a.txt", "x"), () => box.listFiles("/workspace"), () => box.exec("true")]) {
+      const error = await refusal(call());
+      expect(isAssemblyLineError(error, "AL_ERR_SANDBOX_UNAVAILABLE"), String(error)).toBe(true);
+      for (const text of [String(error), JSON.stringify(error)]) expect(text).not.toContain(root);
+    }
+  });
+
   it("deletes files and folders, and treats a missing path as already deleted", async () => {
     const { box } = await sandbox();
     await box.writeFile("dir/a.txt", "a");

@@ -4,6 +4,7 @@ import { constants } from "node:fs";
 import { lstat, mkdir, open, readdir, readlink, realpath, rename, rm, stat } from "node:fs/promises";
 import { randomUUID } from "node:crypto";
 import { basename, dirname, join, resolve } from "node:path";
+import { fsError, systemError } from "./fs-error.js";
 import { openRegularFile, readRegularFile } from "./regular-file.js";
 import { runShell } from "./run-shell.js";
 import { MISSING, WORKSPACE, isInside, parseWorkspacePath, pathEscape, resolveInside } from "./workspace-path.js";
@@ -48,7 +49,7 @@ export class LocalSandbox implements Sandbox {
   ) {}
 
   async readFile(path: string): Promise<Uint8Array> {
-    const { logical, real } = await this.resolveExisting(path);
+    const { logical, real } = await this.resolveExisting(path, "read");
     try {
       return await readRegularFile(real, logical, this.id);
     } catch (error) {
@@ -59,9 +60,9 @@ export class LocalSandbox implements Sandbox {
   async writeFile(path: string, content: Uint8Array | string): Promise<void> {
     this.assertLive();
     const { logical, relative } = parseWorkspacePath(path);
-    if (relative === "") throw fsError(Object.assign(new Error(), { code: "EISDIR" }), "write", logical);
-    const target = await this.resolveForWrite(join(this.folders.workspace, relative), path);
+    if (relative === "") throw fsError(systemError("EISDIR"), "write", logical);
     try {
+      const target = await this.resolveForWrite(join(this.folders.workspace, relative), path);
       await mkdir(dirname(target), { recursive: true });
       const { handle } = await openRegularFile(target, constants.O_WRONLY | constants.O_CREAT, logical, "write", 0o644);
       let shared: { mode: number } | undefined;
@@ -111,10 +112,10 @@ export class LocalSandbox implements Sandbox {
   async listFiles(path: string): Promise<Entry[]> {
     this.assertLive();
     const { logical, relative } = parseWorkspacePath(path);
-    const { real, exists } = await resolveInside(this.folders.workspace, join(this.folders.workspace, relative), path);
-    if (!exists) return [];
     const entries: Entry[] = [];
     try {
+      const { real, exists } = await resolveInside(this.folders.workspace, join(this.folders.workspace, relative), path);
+      if (!exists) return [];
       const stats = await stat(real);
       if (!stats.isDirectory()) return [{ path: logical, type: "file", size: stats.size }];
       await this.walk(real, logical, entries);
@@ -135,8 +136,12 @@ export class LocalSandbox implements Sandbox {
     checkExecOptions(options);
     const timeoutMs = options.timeoutMs ?? this.defaults.timeoutMs;
     const maxOutputBytes = options.maxOutputBytes ?? this.defaults.maxOutputBytes;
-    const { logical, real } = await this.resolveExisting(options.cwd ?? WORKSPACE);
-    if (!(await stat(real)).isDirectory()) throw fsError(Object.assign(new Error(), { code: "ENOTDIR" }), "use as cwd", logical);
+    const { logical, real } = await this.resolveExisting(options.cwd ?? WORKSPACE, "use as cwd");
+    try {
+      if (!(await stat(real)).isDirectory()) throw systemError("ENOTDIR");
+    } catch (error) {
+      throw fsError(error, "use as cwd", logical);
+    }
     const env = {
       ...this.defaults.env,
       HOME: this.folders.home,
@@ -145,8 +150,12 @@ export class LocalSandbox implements Sandbox {
       PWD: real,
       ...options.env,
     };
-    await mkdir(this.folders.home, { recursive: true });
-    await mkdir(this.folders.tmp, { recursive: true });
+    try {
+      await mkdir(this.folders.home, { recursive: true });
+      await mkdir(this.folders.tmp, { recursive: true });
+    } catch (error) {
+      throw fsError(error, "create", "the command's HOME and TMPDIR folders");
+    }
     let child: ChildProcess | null = null;
     return runShell({
       command,
@@ -185,10 +194,16 @@ export class LocalSandbox implements Sandbox {
   }
 
   /** Resolve a path that must exist, through symlinks that stay inside the workspace. */
-  private async resolveExisting(path: string): Promise<{ logical: string; real: string }> {
+  private async resolveExisting(path: string, action: string): Promise<{ logical: string; real: string }> {
     this.assertLive();
     const { logical, relative } = parseWorkspacePath(path);
-    const { real, exists } = await resolveInside(this.folders.workspace, join(this.folders.workspace, relative), path);
+    let resolved: { real: string; exists: boolean };
+    try {
+      resolved = await resolveInside(this.folders.workspace, join(this.folders.workspace, relative), path);
+    } catch (error) {
+      throw fsError(error, action, logical);
+    }
+    const { real, exists } = resolved;
     if (!exists) {
       throw new AssemblyLineError("AL_ERR_PATH_NOT_FOUND", `nothing at ${logical} in sandbox ${this.id}`, {
         fix: "List the folder first (listFiles) and use a path it returns.",
@@ -220,7 +235,7 @@ export class LocalSandbox implements Sandbox {
       if (!isLink) return candidate;
       target = resolve(parent.real, await readlink(candidate));
     }
-    throw fsError(Object.assign(new Error(), { code: "ELOOP" }), "write", given);
+    throw systemError("ELOOP");
   }
 
   /** Entries a running command removes mid-walk are skipped, not reported as errors. */
@@ -247,33 +262,6 @@ export class LocalSandbox implements Sandbox {
       }
     }
   }
-}
-
-/**
- * Restate a filesystem error with the logical path instead of the host one, so a
- * model reading it learns about /workspace, not this machine's layout.
- */
-function fsError(error: unknown, action: string, logical: string): unknown {
-  if (error instanceof AssemblyLineError) return error;
-  const code = (error as NodeJS.ErrnoException | undefined)?.code;
-  if (code === "ENOENT" || code === "ENOTDIR") {
-    return new AssemblyLineError("AL_ERR_PATH_NOT_FOUND", `cannot ${action} ${logical}: a part of the path does not exist or is not a folder (${code})`, {
-      fix: "List the folder first (listFiles) and use a path it returns.",
-      details: { path: logical, errno: code },
-    });
-  }
-  const reasons: Record<string, string> = {
-    EISDIR: "it is a folder",
-    EEXIST: "a file stands where a folder is needed",
-    ELOOP: "it is a symlink, or a chain of too many symlinks",
-    EACCES: "permission denied",
-    EPERM: "operation not permitted",
-    ENOSPC: "no space left on the device",
-  };
-  if (code !== undefined && reasons[code] !== undefined) {
-    return Object.assign(new Error(`${code}: cannot ${action} ${logical}: ${reasons[code]}`), { code, path: logical });
-  }
-  return error;
 }
 
 export function badOption(name: string, value: unknown, expected: string): AssemblyLineError {

@@ -45,10 +45,11 @@ export function isInside(root: string, candidate: string): boolean {
 /** errno codes that mean "nothing there" while walking a path. */
 export const MISSING = new Set(["ENOENT", "ENOTDIR"]);
 
-export function workspaceGone(root: string): AssemblyLineError {
-  return new AssemblyLineError("AL_ERR_SANDBOX_UNAVAILABLE", `the sandbox workspace folder ${root} no longer exists`, {
+/** Names no host folder: the message may reach the model. */
+export function workspaceGone(): AssemblyLineError {
+  return new AssemblyLineError("AL_ERR_SANDBOX_UNAVAILABLE", `the sandbox's ${WORKSPACE} folder no longer exists on the host`, {
     fix: "The sandbox was released or its folder removed; acquire the sandbox again.",
-    details: { root },
+    details: { path: WORKSPACE },
   });
 }
 
@@ -68,7 +69,7 @@ export async function resolveInside(root: string, hostPath: string, given: strin
       real = await realpath(current);
     } catch (error) {
       if (!MISSING.has((error as NodeJS.ErrnoException).code ?? "")) throw error;
-      if (current === root) throw workspaceGone(root);
+      if (current === root) throw workspaceGone();
       tail.push(basename(current));
       current = dirname(current);
     }
