@@ -72,3 +72,49 @@ describe("channel routes", () => {
     expect((refused as Error).message).toContain("route //admin/panel (routed as /admin/panel), which the host serves itself");
   });
 });
+
+describe("auth options", () => {
+  /** The error listenNodeRuntime fails with for `auth`, or "started" (then stopped at once) when it starts. */
+  async function refusal(auth: unknown, env: Record<string, string> = {}): Promise<unknown> {
+    return listenNodeRuntime({ ...bundle, auth: auth as never, port: 0, host: "127.0.0.1", devMode: true, logger: noopLogger(), env: { FIXTURE_SECRET: "s3cret", ...env } }).then(
+      (handle) => handle.shutdown({ timeoutMs: 2_000 }).then(() => "started"),
+      (error: unknown) => error,
+    );
+  }
+
+  function expectConfigError(error: unknown, ...fragments: string[]): void {
+    expect(isAssemblyLineError(error, "AL_ERR_HOST_CONFIG"), String(error)).toBe(true);
+    for (const fragment of fragments) expect((error as Error).message).toContain(fragment);
+  }
+
+  it("refuses an empty bearerToken, which would otherwise override ASSEMBLY_LINE_BEARER_TOKEN and leave a dev host open", async () => {
+    expectConfigError(await refusal({ bearerToken: "" }, { ASSEMBLY_LINE_BEARER_TOKEN: "env-token" }), "auth.bearerToken is empty", "ASSEMBLY_LINE_BEARER_TOKEN");
+    expectConfigError(await refusal({ bearerToken: "   " }), "auth.bearerToken is empty");
+    expectConfigError(await refusal({ bearerToken: [] }), "auth.bearerToken is an empty list");
+    expectConfigError(await refusal({ bearerToken: ["current", ""] }), "auth.bearerToken[1] is empty");
+  });
+
+  it("refuses a token that is not a string, naming where it is and never what it holds", async () => {
+    const error = await refusal({ bearerToken: ["tok-secret", 42] });
+    expectConfigError(error, "auth.bearerToken[1] is number 42, not a string");
+    expect((error as Error).message).not.toContain("tok-secret");
+    expectConfigError(await refusal({ bearerToken: { value: "x" } }), "auth.bearerToken is an object, not a string");
+  });
+
+  it('refuses publicProbes "false", a string that would keep the probes public', async () => {
+    expectConfigError(await refusal({ bearerToken: "tok", publicProbes: "false" }), 'auth.publicProbes is the string "false", not true or false', "publicProbes: false");
+  });
+
+  it("refuses an authorize that is not a function, an unknown auth option and auth that is not an object", async () => {
+    expectConfigError(await refusal({ authorize: true }), "auth.authorize is boolean true, not a function");
+    expectConfigError(await refusal({ token: "tok" }), "auth.token is not an auth option", "bearerToken, authorize, publicProbes");
+    const error = await refusal("tok-secret");
+    expectConfigError(error, "auth is a string, not an object");
+    expect((error as Error).message).not.toContain("tok-secret");
+  });
+
+  it("still takes well-shaped options, and leaves an empty env token unset", async () => {
+    expect(await refusal({ bearerToken: ["old", "new"], publicProbes: false, authorize: () => false })).toBe("started");
+    expect(await refusal(undefined, { ASSEMBLY_LINE_BEARER_TOKEN: "" })).toBe("started");
+  });
+});

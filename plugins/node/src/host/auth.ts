@@ -53,6 +53,8 @@ export class HostAuth {
     private readonly devMode: boolean,
     private readonly logger: RuntimeLogger,
   ) {
+    checkAuthOptions(options);
+    // An empty env variable is an unset one; an option, checked above, holds only tokens.
     const configured = options?.bearerToken ?? env.ASSEMBLY_LINE_BEARER_TOKEN?.split(",");
     const tokens = [configured ?? []].flat().map((token) => token.trim()).filter((token) => token !== "");
     // Compared as digests so the comparison is constant-time whatever the lengths.
@@ -133,6 +135,52 @@ export class HostAuth {
 }
 
 const SAFE_METHODS: ReadonlySet<string> = new Set(["GET", "HEAD", "OPTIONS"]);
+
+const AUTH_OPTIONS: readonly string[] = ["bearerToken", "authorize", "publicProbes"];
+
+/**
+ * Refuse auth options of the wrong shape before the host serves anything: taken as they come,
+ * an empty bearerToken would override ASSEMBLY_LINE_BEARER_TOKEN and leave a dev host open, and
+ * publicProbes "false" (a string) would keep the probes public. Messages never quote a token.
+ */
+function checkAuthOptions(options: unknown): void {
+  if (options === undefined) return;
+  if (typeof options !== "object" || options === null || Array.isArray(options)) {
+    throw authConfigError(`auth is ${kindOf(options)}, not an object`, 'Pass auth: { bearerToken: "<token>" }, or leave auth out to use ASSEMBLY_LINE_BEARER_TOKEN.');
+  }
+  for (const name of Object.keys(options)) {
+    if (!AUTH_OPTIONS.includes(name)) throw authConfigError(`auth.${name} is not an auth option (auth takes ${AUTH_OPTIONS.join(", ")})`, `Remove auth.${name}, or correct its name.`);
+  }
+  const { bearerToken, authorize, publicProbes } = options as Record<string, unknown>;
+  if (bearerToken !== undefined) {
+    const unset = "or leave bearerToken out to use ASSEMBLY_LINE_BEARER_TOKEN (a variable that is unset or empty gives no token)";
+    if (Array.isArray(bearerToken) && bearerToken.length === 0) throw authConfigError("auth.bearerToken is an empty list", `List at least one token, ${unset}.`);
+    for (const [index, token] of (Array.isArray(bearerToken) ? bearerToken : [bearerToken]).entries()) {
+      const field = Array.isArray(bearerToken) ? `auth.bearerToken[${index}]` : "auth.bearerToken";
+      if (typeof token !== "string") throw authConfigError(`${field} is ${kindOf(token)}, not a string`, `Set it to the token callers send, ${unset}.`);
+      if (token.trim() === "") throw authConfigError(`${field} is empty`, `Set it to the token callers send, ${unset}.`);
+    }
+  }
+  if (authorize !== undefined && typeof authorize !== "function") {
+    throw authConfigError(`auth.authorize is ${kindOf(authorize)}, not a function`, "Pass a function (request) => boolean, or leave authorize out.");
+  }
+  if (publicProbes !== undefined && typeof publicProbes !== "boolean") {
+    const given = typeof publicProbes === "string" ? `the string ${JSON.stringify(publicProbes)}` : kindOf(publicProbes);
+    throw authConfigError(`auth.publicProbes is ${given}, not true or false`, 'Write publicProbes: false (a boolean, not the string "false") to put /healthz and /readyz behind the host\'s auth, or leave it out.');
+  }
+}
+
+/** What a value is, for messages: its type, and its text only where it cannot be a secret. */
+function kindOf(value: unknown): string {
+  if (value === null) return "null";
+  if (Array.isArray(value)) return "a list";
+  if (typeof value === "boolean" || typeof value === "number") return `${typeof value} ${String(value)}`;
+  return typeof value === "string" ? "a string" : typeof value === "object" ? "an object" : typeof value;
+}
+
+function authConfigError(what: string, fix: string): AssemblyLineError {
+  return new AssemblyLineError("AL_ERR_HOST_CONFIG", `listenNodeRuntime: ${what}`, { fix });
+}
 
 /** A yes/no env variable: undefined when unset or empty, refused when it is neither. */
 function envFlag(env: Record<string, string | undefined>, name: string): boolean | undefined {

@@ -51,6 +51,8 @@ export async function listenNodeRuntime(options: NodeRuntimeOptions): Promise<No
   const env = options.env ?? process.env;
   const logger = options.logger ?? createRuntimeLogger({ env });
   const config = resolveHostConfig(options, env);
+  // Its options are checked here, before the runtime or anything else is started.
+  const auth = new HostAuth(options.auth, env, config.devMode, logger);
 
   let channels: Record<string, ChannelModule> = {};
   const runtime = new OpenEveRuntime({
@@ -76,7 +78,6 @@ export async function listenNodeRuntime(options: NodeRuntimeOptions): Promise<No
   // Checked once plugins have registered their channels (hooks.channel): theirs need their secrets too. Checked where
   // channel modules read them, process.env: a secret only in options.env would pass here and fail every request.
   checkChannelSecrets(channelSecretNeeds(options.manifest, channels), process.env, config.devMode, logger, options.env);
-  const auth = new HostAuth(options.auth, env, config.devMode, logger);
   const rateLimiter = resolveRateLimit(runtime.manifest.agent.id, options.rateLimit, env, logger, (headers) => auth.verifiedFingerprint(headers));
   const watcher = new RunWatcher(runtime);
   const killSwitch = new IngressKillSwitch(runtime.state.settings, runtime.manifest.agent.id, logger);
