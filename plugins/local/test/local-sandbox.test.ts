@@ -7,6 +7,7 @@ import { join } from "node:path";
 import { afterEach, describe, expect, it } from "vitest";
 import { LocalSandboxAdapter, TIMEOUT_EXIT_CODE } from "../src/index.js";
 import { MAX_READ_BYTES } from "../src/sandbox/regular-file.js";
+import { stillRunning } from "./support/processes.js";
 
 const folders: string[] = [];
 async function tempFolder(prefix: string): Promise<string> {
@@ -22,26 +23,6 @@ async function sandbox(key = "run-1") {
   const root = await tempFolder("al-sandbox-");
   const adapter = new LocalSandboxAdapter({ root });
   return { adapter, root, box: await adapter.acquire(key) };
-}
-
-/** Whether `pid` still runs a few hundred ms on; a killed child is a zombie until init reaps it. */
-async function stillRunning(pid: number): Promise<boolean> {
-  for (let attempt = 0; attempt < 20; attempt += 1) {
-    let state: string | undefined;
-    try {
-      state = (await readFile(`/proc/${pid}/stat`, "utf8")).split(") ")[1]?.[0];
-    } catch {
-      try {
-        process.kill(pid, 0);
-        state = "R";
-      } catch {
-        return false;
-      }
-    }
-    if (state === "Z" || state === "X") return false;
-    await new Promise((resolve) => setTimeout(resolve, 25));
-  }
-  return true;
 }
 
 async function refusal(promise: Promise<unknown>): Promise<unknown> {

@@ -4,6 +4,7 @@ import { mkdir, readdir, realpath, rm } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join, resolve } from "node:path";
 import { describeOptions, unknownOptions } from "../known-options.js";
+import { CommandRecords } from "./command-records.js";
 import { LocalSandbox, badOption, type ExecDefaults } from "./local-sandbox.js";
 
 const SANDBOX_OPTIONS: readonly (keyof LocalSandboxAdapterOptions)[] = ["root", "agentDir", "defaultTimeoutMs", "maxOutputBytes", "env", "sessions"];
@@ -11,7 +12,8 @@ const SANDBOX_OPTIONS: readonly (keyof LocalSandboxAdapterOptions)[] = ["root", 
 /*
  * Layout: <root>/<key>/workspace is `/workspace`; <key>/home and <key>/tmp are the
  * commands' HOME and TMPDIR, kept beside it so caches do not land in the
- * workspace. The folder is a pure function of the key, so a run resumed by
+ * workspace; <key>/commands records the process group of each running
+ * command (command-records.ts). The folder is a pure function of the key, so a run resumed by
  * another process (or after a restart) reopens the same files. The key is
  * percent-encoded down to [A-Za-z0-9._-], so it is always one folder name.
  */
@@ -88,6 +90,8 @@ export class LocalSandboxAdapter implements SandboxAdapter {
     const pending = this.live.get(key);
     this.live.delete(key);
     (await pending?.catch(() => undefined))?.close();
+    // Commands a crashed process left running, which no timer of this one would stop.
+    await new CommandRecords(join(folder, "commands")).killLeftovers();
     await rm(folder, { recursive: true, force: true });
     await this.sessions?.deleteSandboxSession(key);
   }
@@ -111,8 +115,11 @@ export class LocalSandboxAdapter implements SandboxAdapter {
     const workspace = join(folder, "workspace");
     // 0o700: on a shared tmpdir other users must not read a run's files.
     await mkdir(workspace, { recursive: true, mode: 0o700 });
+    // Opened by this adapter for the first time: a command still running was left by the run's earlier owner, whose timeout died with it.
+    const commands = join(folder, "commands");
+    await new CommandRecords(commands).killLeftovers();
     const id = `${ADAPTER_NAME}:${key}`;
-    const sandbox = new LocalSandbox(id, { workspace: await realpath(workspace), home: join(folder, "home"), tmp: join(folder, "tmp") }, this.defaults);
+    const sandbox = new LocalSandbox(id, { workspace: await realpath(workspace), home: join(folder, "home"), tmp: join(folder, "tmp"), commands }, this.defaults);
     if (this.sessions) {
       const now = new Date().toISOString();
       const existing = await this.sessions.getSandboxSession(key);

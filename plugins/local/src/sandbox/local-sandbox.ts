@@ -4,6 +4,7 @@ import { constants } from "node:fs";
 import { lstat, mkdir, open, readdir, readlink, realpath, rename, rm, stat } from "node:fs/promises";
 import { randomUUID } from "node:crypto";
 import { basename, dirname, join, resolve } from "node:path";
+import { CommandRecords } from "./command-records.js";
 import { fsError, systemError } from "./fs-error.js";
 import { openRegularFile, readRegularFile } from "./regular-file.js";
 import { runShell } from "./run-shell.js";
@@ -26,6 +27,8 @@ export interface LocalSandboxFolders {
   home: string;
   /** TMPDIR for commands. */
   tmp: string;
+  /** Where each running command's process group is recorded, for a later process to stop after a crash. */
+  commands: string;
 }
 
 type Entry = { path: string; type: "file" | "directory"; size: number };
@@ -41,12 +44,15 @@ type Entry = { path: string; type: "file" | "directory"; size: number };
 export class LocalSandbox implements Sandbox {
   private released = false;
   private readonly running = new Set<ChildProcess>();
+  private readonly records: CommandRecords;
 
   constructor(
     readonly id: string,
     readonly folders: LocalSandboxFolders,
     private readonly defaults: ExecDefaults,
-  ) {}
+  ) {
+    this.records = new CommandRecords(folders.commands);
+  }
 
   async readFile(path: string): Promise<Uint8Array> {
     const { logical, real } = await this.resolveExisting(path, "read");
@@ -157,17 +163,28 @@ export class LocalSandbox implements Sandbox {
       throw fsError(error, "create", "the command's HOME and TMPDIR folders");
     }
     let child: ChildProcess | null = null;
-    return runShell({
-      command,
-      cwd: real,
-      env,
-      timeoutMs,
-      maxOutputBytes,
-      track: (live) => {
-        if (live) this.running.add((child = live));
-        else if (child) this.running.delete(child);
-      },
-    });
+    let recorded: Promise<void> | undefined;
+    try {
+      return await runShell({
+        command,
+        cwd: real,
+        env,
+        timeoutMs,
+        maxOutputBytes,
+        track: (live) => {
+          if (live) {
+            this.running.add((child = live));
+            if (live.pid !== undefined) recorded = this.records.add(live.pid);
+          } else if (child) this.running.delete(child);
+        },
+      });
+    } finally {
+      const pid = (child as ChildProcess | null)?.pid;
+      if (recorded !== undefined && pid !== undefined) {
+        await recorded;
+        await this.records.remove(pid);
+      }
+    }
   }
 
   /** Kill running commands and refuse further calls; the adapter removes the folders. */
