@@ -41,6 +41,35 @@ async function pidIn(adapter: LocalSandboxAdapter, key: string, file: string): P
   return pid;
 }
 
+/** Starts a process in a session of its own, out of the command's process group, and waits until it has written its pid. */
+const ESCAPE = "setsid sh -c 'echo $$ > escaped.tmp && mv escaped.tmp escaped.pid; exec sleep 1000' >/dev/null 2>&1 & while [ ! -e escaped.pid ]; do sleep 0.05; done";
+
+describe("LocalSandbox commands that left their process group", () => {
+  it("ends them when the command ends, and at its timeout", async () => {
+    const root = await folders.make();
+    const adapter = new LocalSandboxAdapter({ root });
+    const box = await adapter.acquire("run-1");
+    const ended = await box.exec(`${ESCAPE}; echo started`, { timeoutMs: 60_000 });
+    expect(ended).toMatchObject({ exitCode: 0, stdout: "started\n", timedOut: false });
+    expect(await stillRunning(await pidIn(adapter, "run-1", "escaped.pid"))).toBe(false);
+    await box.deleteFile("escaped.pid");
+    const timedOut = await box.exec(`${ESCAPE}; echo started; sleep 1000`, { timeoutMs: 3_000 });
+    expect(timedOut).toMatchObject({ stdout: "started\n", timedOut: true });
+    expect(await stillRunning(await pidIn(adapter, "run-1", "escaped.pid"))).toBe(false);
+  });
+
+  it("ends them at release while the command still runs", async () => {
+    const root = await folders.make();
+    const adapter = new LocalSandboxAdapter({ root });
+    const box = await adapter.acquire("run-2");
+    const running = box.exec(`${ESCAPE}; sleep 1000`, { timeoutMs: 600_000 });
+    const escaped = await pidIn(adapter, "run-2", "escaped.pid");
+    await adapter.release("run-2");
+    await running;
+    expect(await stillRunning(escaped)).toBe(false);
+  });
+});
+
 describe("LocalSandbox commands a killed host left running", () => {
   it("stops them when the sandbox is acquired again", async () => {
     const root = await folders.make();
@@ -62,6 +91,18 @@ describe("LocalSandbox commands a killed host left running", () => {
     expect(await stillRunning(sleep), "the command should outlive its killed host").toBe(true);
     await adapter.release("run-2");
     expect(await stillRunning(sleep)).toBe(false);
+  });
+
+  it("stops what left their process groups (setsid) when the sandbox is acquired again or released", async () => {
+    const root = await folders.make();
+    for (const [key, end] of [["run-5", "acquire"], ["run-6", "release"]] as const) {
+      await crashWhileRunning(root, key, `${ESCAPE}; sleep 1000`);
+      const adapter = new LocalSandboxAdapter({ root });
+      const escaped = await pidIn(adapter, key, "escaped.pid");
+      expect(await stillRunning(escaped), "the escaped process should outlive its killed host").toBe(true);
+      await (end === "acquire" ? adapter.acquire(key) : adapter.release(key));
+      expect(await stillRunning(escaped), `after ${end}`).toBe(false);
+    }
   });
 
   it("leaves a recorded group alone once its pid belongs to another process", async () => {

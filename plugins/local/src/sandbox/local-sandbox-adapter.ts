@@ -6,6 +6,7 @@ import { join, resolve } from "node:path";
 import { describeOptions, unknownOptions } from "../known-options.js";
 import { CommandRecords } from "./command-records.js";
 import { LocalSandbox, badOption, type ExecDefaults } from "./local-sandbox.js";
+import { killMarkedProcesses, sandboxMarker } from "./marked-processes.js";
 
 const SANDBOX_OPTIONS: readonly (keyof LocalSandboxAdapterOptions)[] = ["root", "agentDir", "defaultTimeoutMs", "maxOutputBytes", "env", "sessions"];
 
@@ -90,8 +91,9 @@ export class LocalSandboxAdapter implements SandboxAdapter {
     const pending = this.live.get(key);
     this.live.delete(key);
     (await pending?.catch(() => undefined))?.close();
-    // Commands a crashed process left running, which no timer of this one would stop.
+    // Commands a crashed process left running, which no timer of this one would stop, and what left their groups.
     await new CommandRecords(join(folder, "commands")).killLeftovers();
+    await killMarkedProcesses(sandboxMarker(folder), true);
     await rm(folder, { recursive: true, force: true });
     await this.sessions?.deleteSandboxSession(key);
   }
@@ -118,8 +120,10 @@ export class LocalSandboxAdapter implements SandboxAdapter {
     // Opened by this adapter for the first time: a command still running was left by the run's earlier owner, whose timeout died with it.
     const commands = join(folder, "commands");
     await new CommandRecords(commands).killLeftovers();
+    const marker = sandboxMarker(folder);
+    await killMarkedProcesses(marker, true);
     const id = `${ADAPTER_NAME}:${key}`;
-    const sandbox = new LocalSandbox(id, { workspace: await realpath(workspace), home: join(folder, "home"), tmp: join(folder, "tmp"), commands }, this.defaults);
+    const sandbox = new LocalSandbox(id, { workspace: await realpath(workspace), home: join(folder, "home"), tmp: join(folder, "tmp"), commands }, this.defaults, marker);
     if (this.sessions) {
       const now = new Date().toISOString();
       const existing = await this.sessions.getSandboxSession(key);

@@ -6,6 +6,7 @@ import { randomUUID } from "node:crypto";
 import { basename, dirname, join, resolve } from "node:path";
 import { CommandRecords } from "./command-records.js";
 import { fsError, systemError } from "./fs-error.js";
+import { MARKER_VARIABLE, commandMarker, killMarkedProcesses } from "./marked-processes.js";
 import { openRegularFile, readRegularFile } from "./regular-file.js";
 import { runShell } from "./run-shell.js";
 import { MISSING, WORKSPACE, isInside, parseWorkspacePath, pathEscape, resolveInside } from "./workspace-path.js";
@@ -50,6 +51,8 @@ export class LocalSandbox implements Sandbox {
     readonly id: string,
     readonly folders: LocalSandboxFolders,
     private readonly defaults: ExecDefaults,
+    /** Shared by every command of this sandbox in their environment (marked-processes.ts), to find what leaves a command's process group. */
+    private readonly marker: string,
   ) {
     this.records = new CommandRecords(folders.commands);
   }
@@ -155,6 +158,7 @@ export class LocalSandbox implements Sandbox {
       WORKSPACE: this.folders.workspace,
       PWD: real,
       ...options.env,
+      [MARKER_VARIABLE]: commandMarker(this.marker),
     };
     try {
       await mkdir(this.folders.home, { recursive: true });
@@ -171,6 +175,7 @@ export class LocalSandbox implements Sandbox {
         env,
         timeoutMs,
         maxOutputBytes,
+        killEscaped: () => killMarkedProcesses(env[MARKER_VARIABLE]),
         track: (live) => {
           if (live) {
             this.running.add((child = live));

@@ -22,13 +22,16 @@ export interface ShellRequest {
   maxOutputBytes: number;
   /** Told the child as soon as it is spawned, and again (null) when it is done. */
   track?(child: ChildProcess | null): void;
+  /** Kill what the command started outside its process group; run when the shell exits, and waited for before the result. */
+  killEscaped?(): Promise<void>;
 }
 
 /**
  * Run `/bin/sh -c command` as the leader of its own process group and wait for it.
  * On timeout the whole group gets SIGKILL and the result is exitCode 124,
  * timedOut true. When the shell exits on its own, what it left running in its
- * group is killed too: a command does not outlive its exec call.
+ * group is killed too, and `killEscaped` stops what left the group: a command
+ * does not outlive its exec call.
  */
 export function runShell(request: ShellRequest): Promise<ExecResult> {
   return new Promise<ExecResult>((resolvePromise, rejectPromise) => {
@@ -51,6 +54,7 @@ export function runShell(request: ShellRequest): Promise<ExecResult> {
     let timedOut = false;
     let exit: { code: number | null; signal: NodeJS.Signals | null } | undefined;
     let openPipes = 2;
+    let escapedKilled = request.killEscaped === undefined;
     let drainTimer: NodeJS.Timeout | undefined;
     let settled = false;
 
@@ -60,7 +64,7 @@ export function runShell(request: ShellRequest): Promise<ExecResult> {
     }, request.timeoutMs);
 
     const finish = () => {
-      if (settled || exit === undefined || openPipes > 0) return;
+      if (settled || exit === undefined || openPipes > 0 || !escapedKilled) return;
       settled = true;
       clearTimeout(timeoutTimer);
       clearTimeout(drainTimer);
@@ -100,6 +104,13 @@ export function runShell(request: ShellRequest): Promise<ExecResult> {
     child.once("exit", (code, signal) => {
       exit = { code, signal };
       killGroup(child);
+      // What escaped the group may hold the pipes open: killing it lets them close now.
+      void request.killEscaped?.()
+        .catch(() => undefined)
+        .then(() => {
+          escapedKilled = true;
+          finish();
+        });
       drainTimer = setTimeout(() => {
         child.stdout?.destroy();
         child.stderr?.destroy();
