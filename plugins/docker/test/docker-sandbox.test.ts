@@ -2,7 +2,7 @@ import { mkdtempSync, rmSync } from "node:fs";
 import { createServer, type Socket } from "node:net";
 import { hostname, tmpdir } from "node:os";
 import { join } from "node:path";
-import { isAssemblyLineError, isSnapshottingSandboxAdapter } from "@assemblyline-agents/core";
+import { isAssemblyLineError, isSnapshottingSandboxAdapter, type Sandbox } from "@assemblyline-agents/core";
 import { afterAll, describe, expect, it } from "vitest";
 import { DockerSandboxAdapter, LABELS, TIMEOUT_EXIT_CODE, createDockerSandbox, dockerSandbox } from "../src/index.js";
 import { IMAGE_MARKER, baseImages, probeEngine, randomScope, removeScope } from "./support/engine.js";
@@ -122,6 +122,26 @@ if (probe.available) {
       await adapter.release("run-timeout-order");
     }, 30_000);
 
+    it("kills what a command started in a session of its own (setsid) when the command ends, so nothing outlives its call", async () => {
+      const adapter = new DockerSandboxAdapter({ image: images.busybox, network: "none", scope: scoped(), docker });
+      const sandbox = await adapter.acquire("run-setsid-end");
+      // Neither in the command's process group nor, once its shell exits, among its descendants.
+      const started = await sandbox.exec("setsid sh -c 'sleep 33; echo late > /workspace/late.txt' >/dev/null 2>&1 & echo started");
+      expect(started).toMatchObject({ exitCode: 0, stdout: "started\n", timedOut: false });
+      expect((await sandbox.exec("cat /proc/[0-9]*/cmdline | tr '\\0' ' '")).stdout).not.toMatch(/sleep 33/);
+      await adapter.release("run-setsid-end");
+    }, 30_000);
+
+    it("kills what a command started in a session of its own (setsid) at the timeout", async () => {
+      const adapter = new DockerSandboxAdapter({ image: images.busybox, network: "none", scope: scoped(), docker });
+      const sandbox = await adapter.acquire("run-setsid-timeout");
+      // The subshell exits at once: sleep 34 leaves the tree and the group while the command still runs.
+      const command = "(setsid sh -c 'sleep 34; echo late > /workspace/late.txt' >/dev/null 2>&1 &); sleep 35";
+      expect(await sandbox.exec(command, { timeoutMs: 1_000 })).toMatchObject({ timedOut: true, exitCode: TIMEOUT_EXIT_CODE });
+      expect((await sandbox.exec("cat /proc/[0-9]*/cmdline | tr '\\0' ' '")).stdout).not.toMatch(/sleep 3[45]/);
+      await adapter.release("run-setsid-timeout");
+    }, 30_000);
+
     it("refuses to follow a symlink out of /workspace", async () => {
       const adapter = new DockerSandboxAdapter({ image: images.busybox, network: "none", scope: scoped(), docker });
       const sandbox = await adapter.acquire("run-link");
@@ -190,6 +210,21 @@ if (probe.available) {
       await new Promise((resolve) => setTimeout(resolve, 5_000));
       expect((await again.listFiles("/workspace")).map((entry) => entry.path)).not.toContain("/workspace/late.txt");
       await resumed.release("run-orphan");
+    }, 60_000);
+
+    it("stops what a left-running command started in a session of its own (setsid) when another process reopens the run's sandbox", async () => {
+      const scope = scoped();
+      const crashed = new DockerSandboxAdapter({ image: images.busybox, network: "none", scope, docker });
+      const abandoned = (await crashed.acquire("run-orphan-setsid")).exec("(setsid sleep 36 >/dev/null 2>&1 &); sleep 37", { timeoutMs: 60_000 });
+      const sandbox = await crashed.acquire("run-orphan-setsid");
+      // Both sleeps run (not merely the wrapper whose arguments name them), so the command's pid file is written.
+      const processLines = async (of: Sandbox) => (await of.exec("for line in /proc/[0-9]*/cmdline; do tr '\\0' ' ' < \"$line\"; echo; done")).stdout.split("\n").map((line) => line.trim());
+      await expect.poll(() => processLines(sandbox), { timeout: 10_000 }).toEqual(expect.arrayContaining(["sleep 36", "sleep 37"]));
+      const resumed = new DockerSandboxAdapter({ image: images.busybox, network: "none", scope, docker });
+      const again = await resumed.acquire("run-orphan-setsid");
+      expect((await processLines(again)).filter((line) => /\bsleep 3[67]\b/.test(line))).toEqual([]);
+      await abandoned;
+      await resumed.release("run-orphan-setsid");
     }, 60_000);
 
     it("lets commands run as `user` write their workspace and the files writeFile made", async () => {

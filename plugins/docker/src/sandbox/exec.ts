@@ -68,6 +68,11 @@ class CappedSink extends Writable {
 
 /** Where each running command's pid file is, inside the container. */
 export const PID_DIR = "/tmp/.assembly-line";
+/**
+ * Set in the environment of every command (its value is the command's pid-file
+ * name, `exec-<hex>`), so whatever the command starts inherits it.
+ */
+export const COMMAND_MARK_VARIABLE = "AL_SANDBOX_COMMAND";
 /*
  * The engine cannot kill an exec'd process, so the wrapper records its pid in a
  * file and a timeout runs a second exec that kills its process group and its
@@ -77,16 +82,27 @@ export const PID_DIR = "/tmp/.assembly-line";
  * included. The group is stopped before anything is killed: a shell whose
  * child died first would otherwise run its next command (`sleep 32; echo done
  * > file`) before its own kill.
+ *
+ * A process that leaves both (`setsid cmd &`, then its parent exits) is found
+ * by its mark: /proc/<pid>/environ holds COMMAND_MARK_VARIABLE. stop_marked
+ * stops every marked process, scanning again for any forked before it was
+ * stopped, and leaves them in m_marked for the kill. Only a process that drops
+ * or changes the variable (`env -i`) escapes this.
  */
 const KILL_TREE_FUNCTION = [
   'kill_tree() { kill -STOP "$1" 2>/dev/null; for child in $(grep -l "^PPid:[[:space:]]*$1\\$" /proc/[0-9]*/status 2>/dev/null | cut -d/ -f3); do kill_tree "$child"; done; kill -KILL "$1" 2>/dev/null; }',
+  `stop_marked() { m_marked=; for m_round in 1 2 3 4 5 6 7 8 9 10; do m_found=; for m_environ in /proc/[0-9]*/environ; do m_pid=\${m_environ#/proc/}; m_pid=\${m_pid%/environ}; case " $m_marked " in *" $m_pid "*) continue;; esac; tr '\\0' '\\n' < "$m_environ" 2>/dev/null | grep -qxF -- "${COMMAND_MARK_VARIABLE}=$1" && m_found="$m_found $m_pid"; done; [ -n "$m_found" ] || return 0; kill -STOP $m_found 2>/dev/null; m_marked="$m_marked$m_found"; done; }`,
+  'kill_marked() { if [ -n "$m_marked" ]; then kill -KILL $m_marked 2>/dev/null; fi; }',
   // busybox kill reads "--" as a pid: a group is named "-PID" straight after the signal.
-  'kill_command() { kill -STOP "-$1" 2>/dev/null; kill_tree "$1"; kill -KILL "-$1" 2>/dev/null; }',
+  'kill_command() { kill -STOP "-$1" 2>/dev/null; stop_marked "$2"; kill_tree "$1"; kill -KILL "-$1" 2>/dev/null; kill_marked; }',
+  // The mark of the command whose pid file is $1.
+  'mark_of() { m_name=${1##*/}; printf "%s" "${m_name%.pid}"; }',
 ].join("\n");
 /*
  * The wrapper (run by `sh -c WRAPPER pidFile cwd argv...`) enters the command's
- * folder, records its own pid and runs the command as its child. When the
- * command ends, whatever it left running in its group is killed, as the local
+ * folder, records its own pid and runs the command as its child, marked (the
+ * wrapper itself and the helpers it runs are not). When the command ends,
+ * whatever it left running in its group or marked is killed, as the local
  * sandbox does: a command does not outlive its exec call, and its stream ends
  * when it does. Group members are found by reading /proc/<pid>/stat with
  * builtins only (a subshell of its own would be a member). A folder it cannot
@@ -94,26 +110,32 @@ const KILL_TREE_FUNCTION = [
  * command (never started) cannot print.
  */
 const WRAPPER = [
+  KILL_TREE_FUNCTION,
   'mkdir -p "${0%/*}" 2>/dev/null',
   'if ! cd -- "$1" 2>/dev/null; then if [ -d "$1" ]; then printf "%s unusable\\n" "$0" >&2; elif [ -e "$1" ]; then printf "%s not-a-folder\\n" "$0" >&2; else printf "%s missing\\n" "$0" >&2; fi; exit 1; fi',
   'case "$1" in /workspace|/workspace/*) case "$(pwd -P)" in /workspace|/workspace/*) ;; *) printf "%s outside\\n" "$0" >&2; exit 1;; esac;; esac',
   "shift",
   'echo $$ > "$0"',
-  '"$@"; al_code=$?',
+  'al_mark=$(mark_of "$0")',
+  `${COMMAND_MARK_VARIABLE}="$al_mark" "$@"; al_code=$?`,
   'al_members=; { for al_stat in /proc/[0-9]*/stat; do read -r al_line < "$al_stat" || continue; set -- ${al_line##*) }; al_pid=${al_stat#/proc/}; al_pid=${al_pid%/stat}; [ "$3" = "$$" ] && [ "$al_pid" != "$$" ] && al_members="$al_members $al_pid"; done; } 2>/dev/null',
-  'if [ -n "$al_members" ]; then kill -STOP $al_members; kill -KILL $al_members; fi 2>/dev/null',
+  'if [ -n "$al_members" ]; then kill -STOP $al_members; fi 2>/dev/null',
+  'stop_marked "$al_mark"',
+  'if [ -n "$al_members" ]; then kill -KILL $al_members; fi 2>/dev/null',
+  "kill_marked",
   'rm -f "$0"',
   'exit "$al_code"',
 ].join("\n");
-const KILL_TREE = [KILL_TREE_FUNCTION, 'pid=$(cat "$0" 2>/dev/null) && [ -n "$pid" ] && kill_command "$pid"; rm -f "$0"'].join("\n");
+const KILL_TREE = [KILL_TREE_FUNCTION, 'mark=$(mark_of "$0"); pid=$(cat "$0" 2>/dev/null); case "$pid" in ""|*[!0-9]*) stop_marked "$mark"; kill_marked;; *) kill_command "$pid" "$mark";; esac; rm -f "$0"'].join("\n");
 /*
  * Every pid file left in PID_DIR belongs to a command some earlier process
- * started and never saw end (it crashed, or lost the run). PID 1 is skipped: a
- * file from before a container restart may name a number now reused.
+ * started and never saw end (it crashed, or lost the run). A file from before
+ * a container restart may name a number now reused (PID 1 is never killed by
+ * number); its mark is unique to the command.
  */
 const KILL_LEFTOVERS = [
   KILL_TREE_FUNCTION,
-  `for file in ${PID_DIR}/*.pid; do [ -f "$file" ] || continue; pid=$(cat "$file" 2>/dev/null); case "$pid" in ''|1|*[!0-9]*) ;; *) kill_command "$pid";; esac; rm -f "$file"; done`,
+  `for file in ${PID_DIR}/*.pid; do [ -f "$file" ] || continue; mark=$(mark_of "$file"); pid=$(cat "$file" 2>/dev/null); case "$pid" in ''|1|*[!0-9]*) stop_marked "$mark"; kill_marked;; *) kill_command "$pid" "$mark";; esac; rm -f "$file"; done`,
 ].join("\n");
 
 /** Run argv in the container; a timeout kills the process tree and reports exit code 124. */
