@@ -72,7 +72,7 @@ export const PID_DIR = "/tmp/.assembly-line";
  * Set in the environment of every command (its value is the command's pid-file
  * name, `exec-<hex>`), so whatever the command starts inherits it.
  */
-export const COMMAND_MARK_VARIABLE = "AL_SANDBOX_COMMAND";
+export const COMMAND_MARK_VARIABLE = "ASSEMBLY_LINE_SANDBOX_COMMAND";
 /*
  * The engine cannot kill an exec'd process, so the wrapper records its pid in a
  * file and a timeout runs a second exec that kills its process group and its
