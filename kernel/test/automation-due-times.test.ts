@@ -103,6 +103,24 @@ describe("a replica that died while dispatching", () => {
   });
 });
 
+describe("a replica that died after submitting, then a host down past the catch-up window", () => {
+  it("runs the missed due times once, apart from the run the dead replica had started", async () => {
+    const { automations, clock, state, runs } = await automationsAt({ "automations/often.ts": automation(`"*/10 * * * *"`) }, "2026-03-02T09:55:00.000Z");
+    clock.now = new Date("2026-03-02T10:00:01.000Z");
+    const [row] = await state.claimDueSchedules({ owner: "dead", ttlMs: 60_000, now: clock.now });
+    expect((await automations.dispatchDue(row!)).runs.map((run) => run.created)).toEqual([true]); // 10:00, then it dies
+    clock.now = new Date("2026-03-02T11:00:30.000Z");
+    const [again] = await state.claimDueSchedules({ owner: "survivor", ttlMs: 60_000, now: clock.now });
+    const result = await automations.dispatchDue(again!);
+    // One run stands for 10:00-11:00; it is not the 10:00 run the dead replica submitted.
+    expect(result.runs.map((run) => [run.dueAt, run.created])).toEqual([["2026-03-02T10:00:00.000Z", true]]);
+    expect(runs.size).toBe(2);
+    expect(result.nextRunAt.toISOString()).toBe("2026-03-02T11:10:00.000Z");
+    // The survivor dying too before moving the row: the next dispatch's collapsed run is the same one.
+    expect((await automations.dispatchDue(again!)).runs.map((run) => run.created)).toEqual([false]);
+  });
+});
+
 describe("an automation edited while a dispatch holds its row", () => {
   it("keeps the new schedule's next due time instead of the old schedule's", async () => {
     const { automations, clock, state } = await automationsAt({}, "2026-03-01T08:00:00.000Z");
@@ -133,6 +151,11 @@ describe("fields nothing reads", () => {
 });
 
 describe("cron schedules", () => {
+  it("refuse a null timezone rather than reading it as UTC (left out, it is UTC)", async () => {
+    expect(await refusal(() => normalizeSchedule({ cron: "0 9 * * *", timezone: null } as never, "automation \"x\""))).toMatchObject({ code: "AL_ERR_AUTOMATION_SCHEDULE", message: expect.stringContaining("timezone null") });
+    expect(normalizeSchedule({ cron: "0 9 * * *" }, "x")).toEqual({ kind: "cron", expression: "0 9 * * *", timezone: "UTC" });
+  });
+
   it("refuse a date string and '?', which croner would read as a one-shot and as the time of reading", async () => {
     expect(await refusal(() => normalizeSchedule("2026-12-01T09:00:00Z", "automation \"x\""))).toMatchObject({ code: "AL_ERR_AUTOMATION_SCHEDULE", message: expect.stringMatching(/automation "x".*fields.*\{ at/) });
     expect(await refusal(() => normalizeSchedule("? * * * *", "automation \"x\""))).toMatchObject({ code: "AL_ERR_AUTOMATION_SCHEDULE", message: expect.stringContaining('"?"') });
@@ -173,4 +196,42 @@ describe("cron schedules", () => {
     const halfHourly = normalizeSchedule({ cron: "*/30 * * * *", timezone: "America/New_York" }, "test");
     expect(nextDueAfter(halfHourly, new Date("2026-03-08T06:30:00Z"))?.toISOString()).toBe("2026-03-08T07:00:00.000Z");
   });
+
+  it("answer from any time what the series steps to, so a catch-up or resume inside a repeated hour does not run a set time twice", () => {
+    // Paris, 2026-10-25: 03:00 CEST falls back to 02:00 CET at 01:00Z; 02:30 ran at 00:30Z (CEST).
+    const paris = normalizeSchedule({ cron: "30 2 * * *", timezone: "Europe/Paris" }, "test");
+    expect(nextDueAfter(paris, new Date("2026-10-25T01:05:00Z"))?.toISOString()).toBe("2026-10-26T01:30:00.000Z");
+    const zones = ["Europe/Paris", "America/New_York", "Australia/Lord_Howe", "Antarctica/Troll", "Pacific/Chatham", "America/Santiago"];
+    const expressions = ["30 2 * * *", "0 2 * * *", "45 1 * * *", "0 3 * * *", "15 3 * * *", "0 */2 * * *", "*/15 * * * *"];
+    const mismatches: string[] = [];
+    for (const timezone of zones) {
+      for (const change of offsetChanges(timezone, 2026)) {
+        for (const cron of expressions) {
+          const schedule = normalizeSchedule({ cron, timezone }, "test");
+          const series: number[] = [];
+          for (let at = new Date(change - 4 * 3_600_000); at.getTime() < change + 30 * 3_600_000; ) series.push((at = nextDueAfter(schedule, at)!).getTime());
+          // Every 7 min 13 s through the hours around the change.
+          for (let asked = change - 3 * 3_600_000; asked < change + 3 * 3_600_000; asked += 7 * 60_000 + 13_000) {
+            const answer = nextDueAfter(schedule, new Date(asked))!.getTime();
+            if (answer !== series.find((due) => due > asked)) mismatches.push(`${timezone} ${cron} from ${new Date(asked).toISOString()}: ${new Date(answer).toISOString()}`);
+          }
+        }
+      }
+    }
+    expect(mismatches).toEqual([]);
+  }, 120_000);
 });
+
+/** The instants in `year` at which `timezone`'s UTC offset changes (to the hour). */
+function offsetChanges(timezone: string, year: number): number[] {
+  const format = new Intl.DateTimeFormat("en-US", { timeZone: timezone, timeZoneName: "longOffset" });
+  const offset = (at: number) => format.format(at).split("GMT")[1];
+  const changes: number[] = [];
+  let previous = offset(Date.UTC(year, 0, 1));
+  for (let at = Date.UTC(year, 0, 1); at < Date.UTC(year + 1, 0, 1); at += 3_600_000) {
+    const current = offset(at);
+    if (current !== previous) changes.push(at);
+    previous = current;
+  }
+  return changes;
+}

@@ -267,7 +267,9 @@ export class Automations {
         { event: "automation.missed", automation: payload.name, firstMissed: first.toISOString(), missed: missed.count, ...(missed.atLeast ? { missedAtLeast: true } : {}) },
         "automation missed due times while no scheduler ran; running it once",
       );
-      runs.push(await this.submit(claimed.id, payload, first.toISOString(), first.toISOString(), missed.count, options));
+      // Its own key, the same on a retry: a replica that submitted the first due time's run and died before
+      // moving the row on must not make this run that one, leaving the other missed times with none.
+      runs.push(await this.submit(claimed.id, payload, first.toISOString(), `${first.toISOString()}:missed`, missed.count, options));
       return { nextRunAt: await this.keepNewer(claimed, nextDueAfterNow(payload.schedule, now) ?? NEVER), runs };
     }
     let due: Date | null = first;

@@ -27,7 +27,8 @@ export function normalizeSchedule(schedule: AutomationSchedule, where: string): 
   if ("cron" in schedule) {
     const extra = keys.filter((key) => key !== "cron" && key !== "timezone");
     if (extra.length > 0) fail(`unknown schedule field ${extra.join(", ")}`);
-    return cron(schedule.cron, schedule.timezone ?? "UTC", fail);
+    // Left out (or undefined) means UTC; null is refused, as null is for every other field.
+    return cron(schedule.cron, schedule.timezone === undefined ? "UTC" : schedule.timezone, fail);
   }
   if ("every" in schedule) {
     if (keys.length !== 1) fail(`{ every } takes no other field (got ${keys.join(", ")})`);
@@ -109,10 +110,12 @@ function nextCronTime(expression: string, timezone: string, after: Date): Date |
   // An offset change lies near (or croner went back): count in each offset in force, keeping answers the zone agrees with.
   const everyHour = new CronPattern(expression, timezone).hour.every((hour) => hour === 1);
   const offsets = new Set([offset, earlier, offsetMinutes(timezone, next ?? new Date(after.getTime() + 86_400_000))]);
-  let best = fine ? next : null;
+  let best = fine && (everyHour || !repeatedWallTime(timezone, next!)) ? next : null;
   for (const utcOffset of offsets) {
     const inOffset = new Cron(expression, { utcOffset, paused: true });
     let candidate = inOffset.nextRun(after) ?? null;
+    // A set time's second pass through a repeated hour is not owed: its next one in this offset may be.
+    if (!everyHour && candidate !== null && repeatedWallTime(timezone, candidate)) candidate = inOffset.nextRun(candidate) ?? null;
     // A shift of less than an hour (Lord Howe's 30 min) can leave the first answer before the change to this offset: look again from the change.
     for (let jumps = 0; candidate !== null && offsetMinutes(timezone, candidate) !== utcOffset && !skippedWallTime(timezone, candidate, utcOffset) && jumps < 2; jumps++) {
       const change = nextOffsetChange(timezone, candidate);
@@ -124,8 +127,11 @@ function nextCronTime(expression: string, timezone: string, after: Date): Date |
     if (best === null || candidate.getTime() < best.getTime()) best = candidate;
   }
   if (best !== null) return best;
-  // Asked from inside a repeated hour, croner maps the wall time back to its first pass: look again past the repetition.
-  for (let hours = 1; next !== null && next.getTime() <= after.getTime() && hours <= 4; hours++) next = inZone.nextRun(new Date(after.getTime() + hours * 3_600_000)) ?? null;
+  // Asked from inside a repeated hour, croner maps the wall time back to its first pass (or, for a set time, answers
+  // its second pass): look again past the repetition.
+  for (let hours = 1; next !== null && (next.getTime() <= after.getTime() || (!everyHour && repeatedWallTime(timezone, next))) && hours <= 4; hours++) {
+    next = inZone.nextRun(new Date(after.getTime() + hours * 3_600_000)) ?? null;
+  }
   return next;
 }
 
