@@ -134,6 +134,43 @@ describe("graceful shutdown", () => {
   });
 });
 
+describe("graceful shutdown with a step that never ends", () => {
+  it("goes on past a scheduler dispatch or a worker stuck on the store at the timeout, and still closes the state", async () => {
+    vi.useFakeTimers({ toFake: ["setTimeout", "clearTimeout", "Date"] });
+    try {
+      for (const stuck of ["scheduler", "workers"] as const) {
+        const logger = captureLogger();
+        const order: string[] = [];
+        const never = () => new Promise<void>(() => undefined);
+        const shutdown = createShutdown(
+          {
+            markDraining: () => undefined,
+            closeListener: async () => undefined,
+            // A dispatch or a delivery waiting on a state call that never answers (a partitioned database).
+            stopScheduler: stuck === "scheduler" ? never : async () => undefined,
+            stopWorkers: stuck === "workers" ? never : async () => void order.push("workers"),
+            runtimeIdle: async () => void order.push("idle"),
+            flushTelemetry: async () => void order.push("flush"),
+            closeState: async () => void order.push("close"),
+            forceClose: () => void order.push("force"),
+          },
+          logger,
+          1_000,
+        );
+        const done = shutdown();
+        await vi.advanceTimersByTimeAsync(900);
+        expect(order).toEqual([]);
+        await vi.advanceTimersByTimeAsync(200);
+        await done;
+        expect(order).toEqual(stuck === "scheduler" ? ["workers", "idle", "flush", "close", "force"] : ["idle", "flush", "close", "force"]);
+        expect(logger.events("shutdown.step_timeout").map((entry) => entry.fields)).toEqual([expect.objectContaining({ step: stuck, timeoutMs: 1_000 })]);
+      }
+    } finally {
+      vi.useRealTimers();
+    }
+  });
+});
+
 describe("SIGTERM under load", () => {
   const childScript = resolve(import.meta.dirname, "fixtures/host-child.mjs");
   // A failed assertion must not leave a host process behind.

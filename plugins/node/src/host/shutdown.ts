@@ -27,8 +27,8 @@ export const TELEMETRY_FLUSH_FLOOR_MS = 5_000;
 
 /**
  * Build an idempotent shutdown: the first call drains in order and every call
- * returns the same promise. Waiting for in-flight work is bounded by
- * `timeoutMs` overall; flush and close always run after it, the flush bounded
+ * returns the same promise. Waiting for in-flight work (requests, the
+ * scheduler's dispatches, the workers, runs) is bounded by `timeoutMs` overall; flush and close always run after it, the flush bounded
  * by what is left of the timeout or TELEMETRY_FLUSH_FLOOR_MS, the longer.
  */
 export function createShutdown(steps: ShutdownSteps, logger: RuntimeLogger, defaultTimeoutMs: number): (options?: { timeoutMs?: number }) => Promise<void> {
@@ -49,8 +49,15 @@ export function createShutdown(steps: ShutdownSteps, logger: RuntimeLogger, defa
       };
       await step("readyz", () => steps.markDraining());
       await step("listener", () => steps.closeListener(deadline));
-      await step("scheduler", () => steps.stopScheduler());
-      await step("workers", () => steps.stopWorkers());
+      // A dispatch or delivery stuck on a hung store call must not hold the drain for good: what is
+      // abandoned keeps its lease, and another replica (or the next boot) takes it once that expires.
+      const untilDeadline = async (name: "scheduler" | "workers", work: Promise<void>) => {
+        if (!(await bounded(work, deadline - Date.now()))) {
+          logger.warn({ event: "shutdown.step_timeout", step: name, timeoutMs }, `shutdown: ${name} still busy at the shutdown timeout; going on without it (its leases expire and are taken again)`);
+        }
+      };
+      await step("scheduler", () => untilDeadline("scheduler", steps.stopScheduler()));
+      await step("workers", () => untilDeadline("workers", steps.stopWorkers()));
       await step("runtime.onIdle", async () => {
         const idle = await bounded(steps.runtimeIdle(), deadline - Date.now());
         if (!idle) {
