@@ -112,11 +112,27 @@ export function sendJson(res: ServerResponse, status: number, body: unknown, hea
   res.end(text);
 }
 
+/** The pause limit of a body the host set none for (`limitBodyIdle`), and the host's default (`bodyIdleTimeoutMs`). */
+export const DEFAULT_BODY_IDLE_TIMEOUT_MS = 10_000;
+
+/**
+ * The host's pause limit of each request's body, set as the request arrives so that every
+ * route reading a body (channels, decisions, the kill switch) keeps the host's setting.
+ */
+const bodyIdleLimits = new WeakMap<IncomingMessage, number>();
+
+/** Let `req`'s body pause at most `ms` between two pieces while it is read (`readBody`). */
+export function limitBodyIdle(req: IncomingMessage, ms: number): void {
+  bodyIdleLimits.set(req, ms);
+}
+
 /**
  * Read the whole body, refusing (413) beyond `maxBytes`: the declared
  * Content-Length is checked before reading a byte, the streamed size as it arrives.
+ * A body that pauses longer than `idleMs` between two pieces is refused with 408: a
+ * caller, authenticated or not, must not hold the connection by sending it slowly.
  */
-export async function readBody(req: IncomingMessage, maxBytes: number): Promise<Buffer> {
+export async function readBody(req: IncomingMessage, maxBytes: number, idleMs = bodyIdleLimits.get(req) ?? DEFAULT_BODY_IDLE_TIMEOUT_MS): Promise<Buffer> {
   const tooLarge = () =>
     new HttpError(413, "AL_ERR_HTTP_BODY_TOO_LARGE", `the request body exceeds ${maxBytes} bytes`, {
       fix: "Send a smaller body, or raise listenNodeRuntime({ maxBodyBytes }).",
@@ -135,13 +151,26 @@ export async function readBody(req: IncomingMessage, maxBytes: number): Promise<
   return new Promise<Buffer>((resolve, reject) => {
     const chunks: Buffer[] = [];
     let size = 0;
+    const stalled = () => {
+      cleanup();
+      // The rest is not waited for: the caller answers 408 and closes the connection.
+      req.pause();
+      reject(
+        new HttpError(408, "AL_ERR_HTTP_BODY_INVALID", `the request body stopped arriving: nothing came for ${idleMs} ms`, {
+          fix: "Send the whole body without pausing, or raise listenNodeRuntime({ bodyIdleTimeoutMs }).",
+        }),
+      );
+    };
+    const idle = setTimeout(stalled, idleMs).unref();
     const cleanup = () => {
+      clearTimeout(idle);
       req.off("data", onData);
       req.off("end", onEnd);
       req.off("error", onError);
       req.off("close", onClose);
     };
     const onData = (chunk: Buffer) => {
+      idle.refresh();
       size += chunk.length;
       if (size > maxBytes) {
         cleanup();
@@ -167,6 +196,7 @@ export async function readBody(req: IncomingMessage, maxBytes: number): Promise<
       reject(aborted());
     };
     if (req.destroyed) {
+      cleanup();
       reject(aborted());
       return;
     }

@@ -1,6 +1,7 @@
 import { AssemblyLineError, type Scheduler, type TelemetrySink } from "@assemblyline-agents/core";
 import type { RuntimeOptions } from "@assemblyline-agents/runtime";
 import type { AttachmentOptions } from "./attachments.js";
+import { DEFAULT_BODY_IDLE_TIMEOUT_MS } from "./http.js";
 import type { HostAuthOptions } from "./auth.js";
 import type { OutboxOptions } from "./outbox.js";
 import type { RateLimitOptions } from "./rate-limit.js";
@@ -27,6 +28,18 @@ export interface NodeRuntimeOptions extends Omit<RuntimeOptions, "owesDelivery" 
   shutdownTimeoutMs?: number;
   /** Largest request body accepted; larger ones get 413. Default 1 MiB. */
   maxBodyBytes?: number;
+  /**
+   * Longest a request may take to arrive, headers and body, counted from its first byte; a request
+   * still arriving then is answered 408 and its connection closed. The answer may take longer (`?wait=`).
+   * Default 30 000.
+   */
+  requestTimeoutMs?: number;
+  /** Longest a request's headers may take to arrive (408, closed); at most `requestTimeoutMs`. Default 10 000, or `requestTimeoutMs` when that is less. */
+  headersTimeoutMs?: number;
+  /** Longest pause between two pieces of a request body while the host reads it (408, closed). Default 10 000. */
+  bodyIdleTimeoutMs?: number;
+  /** Connections open at once; one more is closed as it arrives. Default 1024. */
+  maxConnections?: number;
   /** Host-forced model for every run a channel starts (e.g. `scripted:/abs/script.json` in dev). */
   model?: string;
   attachments?: AttachmentOptions;
@@ -48,6 +61,10 @@ export interface HostConfig {
   maxQueuedRuns: number;
   shutdownTimeoutMs: number;
   maxBodyBytes: number;
+  requestTimeoutMs: number;
+  headersTimeoutMs: number;
+  bodyIdleTimeoutMs: number;
+  maxConnections: number;
   leaseTtlMs: number;
   recoveryIntervalMs: number;
 }
@@ -57,6 +74,12 @@ export const DEFAULT_MAX_CONCURRENT_RUNS = 16;
 export const DEFAULT_MAX_QUEUED_RUNS = 16;
 export const DEFAULT_SHUTDOWN_TIMEOUT_MS = 30_000;
 export const DEFAULT_MAX_BODY_BYTES = 1024 * 1024;
+// An unauthenticated caller can hold a connection (and up to maxBodyBytes of its body) this long at most.
+export const DEFAULT_REQUEST_TIMEOUT_MS = 30_000;
+export const DEFAULT_HEADERS_TIMEOUT_MS = 10_000;
+export const DEFAULT_MAX_CONNECTIONS = 1024;
+/** The longest delay a Node timer takes. */
+const MAX_TIMER_MS = 2_147_483_647;
 const DEFAULT_LEASE_TTL_MS = 30_000;
 
 export function resolveHostConfig(options: NodeRuntimeOptions, env: Record<string, string | undefined>): HostConfig {
@@ -69,6 +92,13 @@ export function resolveHostConfig(options: NodeRuntimeOptions, env: Record<strin
   }
   const devMode = options.devMode === true;
   const leaseTtlMs = options.leaseTtlMs ?? DEFAULT_LEASE_TTL_MS;
+  const requestTimeoutMs = integer(options.requestTimeoutMs, "requestTimeoutMs", 1, MAX_TIMER_MS) ?? DEFAULT_REQUEST_TIMEOUT_MS;
+  const headersTimeoutMs = integer(options.headersTimeoutMs, "headersTimeoutMs", 1, MAX_TIMER_MS) ?? Math.min(DEFAULT_HEADERS_TIMEOUT_MS, requestTimeoutMs);
+  if (headersTimeoutMs > requestTimeoutMs) {
+    throw new AssemblyLineError("AL_ERR_HOST_CONFIG", `headersTimeoutMs=${headersTimeoutMs} is longer than requestTimeoutMs=${requestTimeoutMs}`, {
+      fix: "The headers are part of the request: set headersTimeoutMs at most requestTimeoutMs.",
+    });
+  }
   return {
     devMode,
     port: integer(options.port, "port", 0, 65_535) ?? integer(envNumber(env, "PORT"), "PORT", 0, 65_535) ?? DEFAULT_PORT,
@@ -86,6 +116,10 @@ export function resolveHostConfig(options: NodeRuntimeOptions, env: Record<strin
       integer(envNumber(env, "ASSEMBLY_LINE_SHUTDOWN_TIMEOUT_MS"), "ASSEMBLY_LINE_SHUTDOWN_TIMEOUT_MS", 0) ??
       DEFAULT_SHUTDOWN_TIMEOUT_MS,
     maxBodyBytes: integer(options.maxBodyBytes, "maxBodyBytes", 1) ?? DEFAULT_MAX_BODY_BYTES,
+    requestTimeoutMs,
+    headersTimeoutMs,
+    bodyIdleTimeoutMs: integer(options.bodyIdleTimeoutMs, "bodyIdleTimeoutMs", 1, MAX_TIMER_MS) ?? DEFAULT_BODY_IDLE_TIMEOUT_MS,
+    maxConnections: integer(options.maxConnections, "maxConnections", 1) ?? DEFAULT_MAX_CONNECTIONS,
     leaseTtlMs,
     recoveryIntervalMs: integer(options.recoveryIntervalMs, "recoveryIntervalMs", 1) ?? leaseTtlMs,
   };

@@ -10,7 +10,7 @@ import { HostAuth } from "./auth.js";
 import { ChannelIngress } from "./channel-ingress.js";
 import { channelSecretNeeds, checkChannelSecrets } from "./channel-secrets.js";
 import { killSwitchRoutes, probeRoutes } from "./control.js";
-import { errorResponse, headerRecord, isClientAbort, requestTarget, sendJson } from "./http.js";
+import { errorResponse, headerRecord, isClientAbort, limitBodyIdle, requestTarget, sendJson } from "./http.js";
 import { inspectionRoutes } from "./inspection.js";
 import { withBuiltInModelRoutes } from "./model-routes.js";
 import { inspectorRoutes } from "./inspector/routes.js";
@@ -140,9 +140,26 @@ export async function listenNodeRuntime(options: NodeRuntimeOptions): Promise<No
     );
   }
 
-  const server = createServer((req, res) => void serve(req, res));
+  const server = createServer(
+    {
+      requestTimeout: config.requestTimeoutMs,
+      headersTimeout: config.headersTimeoutMs,
+      // Node checks both only this often (30 s unless told): a bound of 10 s would hold up to 40.
+      connectionsCheckingInterval: Math.min(1_000, Math.ceil(config.headersTimeoutMs / 2)),
+    },
+    (req, res) => void serve(req, res),
+  );
+  server.maxConnections = config.maxConnections;
+  let lastFullWarning = -Infinity;
+  server.on("drop", () => {
+    // Once a minute at most: a flood of connections must not become a flood of log lines.
+    if (Date.now() - lastFullWarning < 60_000) return;
+    lastFullWarning = Date.now();
+    logger.warn({ event: "http.connections_full", maxConnections: config.maxConnections }, "connections beyond maxConnections are closed as they arrive");
+  });
   async function serve(req: IncomingMessage, res: ServerResponse): Promise<void> {
     const started = performance.now();
+    limitBodyIdle(req, config.bodyIdleTimeoutMs);
     const offered = req.headers["x-request-id"];
     const requestId = typeof offered === "string" && /^[\w.:-]{1,100}$/.test(offered) ? offered : randomUUID();
     res.setHeader("x-request-id", requestId);
