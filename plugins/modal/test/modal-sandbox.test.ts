@@ -301,7 +301,10 @@ if (probe.available) {
     }, 30_000);
 
     it("fails a terminate Modal never answers after requestTimeoutMs too", async () => {
-      const made = adapter({ requestTimeoutMs: 1_000 });
+      const scope = randomScope("modal");
+      // Made under the default deadline: starting its container can take over 1 s on a busy machine.
+      await adapter({ scope }).acquire("run-hung-release");
+      const made = adapter({ scope, requestTimeoutMs: 1_000 });
       await made.acquire("run-hung-release");
       const resume = fake.stall(/SandboxTerminateV2$/);
       try {
@@ -315,9 +318,14 @@ if (probe.available) {
     }, 30_000);
 
     it("gives a command as long as its own timeout, not requestTimeoutMs", async () => {
-      const sandbox = await adapter({ requestTimeoutMs: 1_000 }).acquire("run-long-command");
+      const scope = randomScope("modal");
+      // Made under the default deadline (starting its container can take over 1 s on a busy machine), then found by its name.
+      await adapter({ scope }).acquire("run-long-command");
+      const made = adapter({ scope, requestTimeoutMs: 1_000 });
+      const sandbox = await made.acquire("run-long-command");
       const result = await sandbox.exec("sleep 2; echo finished", { timeoutMs: 10_000 });
       expect(result).toMatchObject({ exitCode: 0, timedOut: false, stdout: "finished\n" });
+      await made.release("run-long-command");
     }, 30_000);
 
     it("checks requestTimeoutMs where it is written", () => {
