@@ -85,7 +85,7 @@ export const errorCatalogue = {
   AL_ERR_HTTP_NOT_FOUND: "No route of the host matches the request path.",
   AL_ERR_HTTP_TARGET_INVALID: "The request target is neither a path nor an http(s) URL the host can read.",
   AL_ERR_HTTP_METHOD: "The route exists but does not accept the request's HTTP method.",
-  AL_ERR_HTTP_BODY_INVALID: "The request body is not valid JSON or lacks a required field.",
+  AL_ERR_HTTP_BODY_INVALID: "The request body is not valid JSON or lacks a required field, or it stopped arriving (a pause longer than bodyIdleTimeoutMs).",
   AL_ERR_HTTP_CONTENT_TYPE: "The request body's Content-Type is not one the route accepts.",
   AL_ERR_HTTP_BODY_TOO_LARGE: "The request body is larger than the host's maxBodyBytes.",
   AL_ERR_RATE_LIMITED: "An ingress rate-limit bucket has no tokens left for the request's key.",
