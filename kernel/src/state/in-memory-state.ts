@@ -8,6 +8,7 @@ import {
   checkObservedSeq,
   checkScheduleInput,
   checkedDate,
+  checkedTimeText,
   refuseStateInput,
   asStoredJson,
   copyStateValue,
@@ -475,13 +476,15 @@ export class InMemoryStateAdapter implements StateAdapter {
     return claimed.map(copy);
   }
 
-  async completeScheduleRun(id: string, owner: string, nextRunAt: Date): Promise<void> {
+  async completeScheduleRun(id: string, owner: string, nextRunAt: Date, claimedNextRunAt?: string): Promise<void> {
     // Checked before the lease is touched: a refused time leaves the holder its lease.
-    const next = checkedDate(`completeScheduleRun(schedule "${id}")`, "nextRunAt", nextRunAt);
+    const operation = `completeScheduleRun(schedule "${id}")`;
+    const next = checkedDate(operation, "nextRunAt", nextRunAt);
+    const claimed = claimedNextRunAt === undefined ? undefined : checkedTimeText(operation, "claimedNextRunAt", claimedNextRunAt);
     const schedule = this.schedules.get(id);
     if (!schedule || schedule.lease?.owner !== owner) return;
     schedule.lease = null;
-    schedule.nextRunAt = next;
+    if (claimed === undefined || Date.parse(schedule.nextRunAt) === claimed) schedule.nextRunAt = next;
   }
 
   async deleteSchedule(id: string): Promise<void> {

@@ -37,7 +37,7 @@ export async function automationsAt(files: Record<string, string>, start: string
     const results = [];
     for (const row of await claim()) {
       const result = await host.dispatchDue(row);
-      await state.completeScheduleRun(row.id, "test", result.nextRunAt);
+      await state.completeScheduleRun(row.id, "test", result.nextRunAt, row.nextRunAt);
       results.push(result);
     }
     return results;

@@ -108,8 +108,13 @@ export interface ScheduleStateStore {
   listSchedules(): Promise<ScheduleRecord[]>;
   /** Lease enabled schedules due at `now`; with `agentId`, only that agent's and those of no agent. */
   claimDueSchedules(options: ScheduleClaimOptions): Promise<ScheduleRecord[]>;
-  /** Release the lease and move the schedule to its next time. */
-  completeScheduleRun(id: string, owner: string, nextRunAt: Date): Promise<void>;
+  /**
+   * Release the lease and move the schedule to its next time; nothing when `owner` does not hold the
+   * lease. With `claimedNextRunAt` (the row's `nextRunAt` as claimed), the move is made only if the row
+   * still holds that time, checked atomically with the write: an edit that re-timed the row while it
+   * was dispatched (an update, a pause or resume) is kept, and only the lease is released.
+   */
+  completeScheduleRun(id: string, owner: string, nextRunAt: Date, claimedNextRunAt?: string): Promise<void>;
   deleteSchedule(id: string): Promise<void>;
 }
 

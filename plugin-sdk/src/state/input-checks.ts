@@ -69,6 +69,12 @@ export function checkScheduleInput(operation: string, schedule: Omit<ScheduleRec
   }
 }
 
+/** `value` as milliseconds since the epoch when it is an ISO-8601 time; refused otherwise. */
+export function checkedTimeText(operation: string, field: string, value: unknown): number {
+  const ms = typeof value === "string" ? Date.parse(value) : Number.NaN;
+  return Number.isFinite(ms) ? ms : refuseStateInput(operation, field, "an ISO-8601 time", value);
+}
+
 /** The latest time a Date holds (8.64e15 ms after the epoch). */
 const LAST_TIME_MS = 8.64e15;
 

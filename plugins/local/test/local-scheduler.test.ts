@@ -46,6 +46,27 @@ describe("LocalScheduler", () => {
     expect(Date.parse(after!.nextRunAt)).toBe(due.getTime() + HOUR);
   });
 
+  it("keeps an edit that re-timed a schedule while it was being dispatched, rather than the old schedule's next time", async () => {
+    const store = new InMemoryStateAdapter();
+    const due = new Date(Date.now() - 1_000);
+    await store.upsertSchedule({ id: "report", intervalMs: HOUR, nextRunAt: due.toISOString(), payload: {}, enabled: true });
+    const edited = new Date(Date.now() + 5 * HOUR).toISOString();
+    let dispatched = false;
+    await scheduler(store).start(async (id) => {
+      // The agent moves the report while its dispatch runs; the dispatch still answers the old schedule's next time.
+      await store.upsertSchedule({ id, intervalMs: HOUR, nextRunAt: edited, payload: { moved: true }, enabled: true });
+      dispatched = true;
+      return { nextRunAt: new Date(due.getTime() + HOUR) };
+    });
+    await until(() => dispatched);
+    let row = await store.getSchedule("report");
+    for (let attempt = 0; attempt < 300 && row?.lease !== null; attempt++) {
+      await sleep(5);
+      row = await store.getSchedule("report");
+    }
+    expect(row).toMatchObject({ lease: null, nextRunAt: edited, payload: { moved: true } });
+  });
+
   it("leaves disabled schedules alone", async () => {
     const store = new InMemoryStateAdapter();
     await store.upsertSchedule({ id: "off", intervalMs: 10, nextRunAt: new Date(0).toISOString(), payload: {}, enabled: false });

@@ -226,8 +226,8 @@ export class PostgresStateAdapter implements StateAdapter {
   claimDueSchedules(options: ScheduleClaimOptions): Promise<ScheduleRecord[]> {
     return schedules.claimDueSchedules(this.db, options);
   }
-  completeScheduleRun(id: string, owner: string, nextRunAt: Date): Promise<void> {
-    return schedules.completeScheduleRun(this.db, id, owner, nextRunAt);
+  completeScheduleRun(id: string, owner: string, nextRunAt: Date, claimedNextRunAt?: string): Promise<void> {
+    return schedules.completeScheduleRun(this.db, id, owner, nextRunAt, claimedNextRunAt);
   }
   deleteSchedule(id: string): Promise<void> {
     return schedules.deleteSchedule(this.db, id);

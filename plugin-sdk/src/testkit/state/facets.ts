@@ -179,6 +179,20 @@ export function describeScheduleStateStoreConformance(name: string, factory: Sta
       expect(await store().claimDueSchedules({ owner: "b", ttlMs: 5_000, now: clockAt(60_000) })).toHaveLength(1);
     });
 
+    it("keeps a row re-timed during its dispatch when completed with the time it was claimed at, and releases the lease either way", async () => {
+      await store().upsertSchedule(schedule("job", clockAt(0)));
+      const [claimed] = await store().claimDueSchedules({ owner: "a", ttlMs: 5_000, now: clockAt(0) });
+      // An edit while the lease is held moves the row to 90 s; the dispatch then completes with the old schedule's 60 s.
+      await store().upsertSchedule(schedule("job", clockAt(90_000)));
+      await store().completeScheduleRun("job", "a", clockAt(60_000), claimed!.nextRunAt);
+      expect(await store().getSchedule("job")).toMatchObject({ lease: null, nextRunAt: clockAt(90_000).toISOString() });
+      // Not re-timed: the claimed time still stands, so the row moves on.
+      const [again] = await store().claimDueSchedules({ owner: "a", ttlMs: 5_000, now: clockAt(90_000) });
+      await store().completeScheduleRun("job", "a", clockAt(150_000), again!.nextRunAt);
+      expect(await store().getSchedule("job")).toMatchObject({ lease: null, nextRunAt: clockAt(150_000).toISOString() });
+      await expect(store().completeScheduleRun("job", "a", clockAt(1), "not a time")).rejects.toMatchObject({ code: "AL_ERR_STATE_INPUT_INVALID", message: expect.stringContaining("claimedNextRunAt") });
+    });
+
     it("refuses a next run time that is no time (AL_ERR_STATE_INPUT_INVALID naming nextRunAt) and keeps the lease", async () => {
       await store().upsertSchedule(schedule("job", clockAt(0)));
       await store().claimDueSchedules({ owner: "a", ttlMs: 5_000, now: clockAt(0) });

@@ -154,7 +154,8 @@ export class LocalScheduler implements Scheduler {
       return;
     }
     try {
-      await store.completeScheduleRun(schedule.id, this.owner, next);
+      // As claimed: an edit that re-timed the row during the dispatch is kept.
+      await store.completeScheduleRun(schedule.id, this.owner, next, schedule.nextRunAt);
     } catch (error) {
       this.logger.error({ err: error, scheduleId: schedule.id }, "completing a schedule run failed; it may be dispatched again when its lease expires");
     }

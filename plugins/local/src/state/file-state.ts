@@ -5,6 +5,7 @@ import {
   checkObservedSeq,
   checkScheduleInput,
   checkedDate,
+  checkedTimeText,
   definedStateValue,
   copyStateValue,
   checkSkillKey,
@@ -675,14 +676,18 @@ export class FileStateAdapter implements StateAdapter {
     });
   }
 
-  completeScheduleRun(id: string, owner: string, nextRunAt: Date): Promise<void> {
+  completeScheduleRun(id: string, owner: string, nextRunAt: Date, claimedNextRunAt?: string): Promise<void> {
     return this.mutate((tables) => {
       // Checked before any op is made: a refused time leaves the holder its lease.
-      const next = checkedDate(`completeScheduleRun(schedule "${id}")`, "nextRunAt", nextRunAt);
+      const operation = `completeScheduleRun(schedule "${id}")`;
+      const next = checkedDate(operation, "nextRunAt", nextRunAt);
+      const claimed = claimedNextRunAt === undefined ? undefined : checkedTimeText(operation, "claimedNextRunAt", claimedNextRunAt);
       const schedule = tables.schedules.get(id);
       if (!schedule || schedule.lease?.owner !== owner) return { ops: [], result: () => undefined };
+      // An edit that re-timed the row while it was dispatched is kept: only the lease goes.
+      const moved = claimed === undefined || Date.parse(schedule.nextRunAt) === claimed;
       return {
-        ops: [{ op: "schedule.put", schedule: { ...schedule, lease: null, nextRunAt: next } }],
+        ops: [{ op: "schedule.put", schedule: { ...schedule, lease: null, nextRunAt: moved ? next : schedule.nextRunAt } }],
         result: () => undefined,
       };
     });

@@ -88,15 +88,20 @@ export function scheduleClaimStatement(s: string, { owner, ttlMs, now, limit, ag
   return { text, values };
 }
 
-/** Release the lease and move to the next time; ignored unless `owner` holds the lease. */
-export async function completeScheduleRun(db: StateDatabase, id: string, owner: string, nextRunAt: Date): Promise<void> {
+/**
+ * Release the lease and move to the next time; ignored unless `owner` holds the lease. With
+ * `claimedNextRunAt`, the time moves only if the row still holds the one claimed (an edit wins).
+ */
+export async function completeScheduleRun(db: StateDatabase, id: string, owner: string, nextRunAt: Date, claimedNextRunAt?: string): Promise<void> {
   const check = new ArgumentCheck(`completeScheduleRun(schedule "${id}")`);
   const next = check.time("nextRunAt", nextRunAt);
+  const claimed = claimedNextRunAt === undefined ? null : check.time("claimedNextRunAt", check.string("claimedNextRunAt", claimedNextRunAt));
   await db.run(
     check.operation,
-    `UPDATE ${db.s}.schedules SET lease_owner = NULL, lease_expires_at = NULL, next_run_at = $3
+    `UPDATE ${db.s}.schedules SET lease_owner = NULL, lease_expires_at = NULL,
+       next_run_at = CASE WHEN $4::timestamptz IS NULL OR next_run_at = $4::timestamptz THEN $3 ELSE next_run_at END
      WHERE id = $1 AND lease_owner = $2`,
-    [id, owner, next],
+    [id, owner, next, claimed],
   );
 }
 
