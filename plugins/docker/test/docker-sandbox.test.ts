@@ -241,6 +241,19 @@ if (probe.available) {
       await adapter.release("run-user");
     }, 60_000);
 
+    it("refuses to read a folder or a FIFO, naming what it is, instead of waiting for the FIFO's other end", async () => {
+      const adapter = new DockerSandboxAdapter({ image: images.busybox, network: "none", scope: scoped(), docker });
+      const sandbox = await adapter.acquire("run-kinds");
+      await sandbox.exec("mkdir -p /workspace/dir && mkfifo /workspace/pipe");
+      for (const path of ["dir", "pipe"]) {
+        const error = await refusal(sandbox.readFile(path));
+        expect(isAssemblyLineError(error, "AL_ERR_PATH_NOT_FOUND"), String(error)).toBe(true);
+        expect(String(error)).toContain(`cannot read /workspace/${path} in sandbox`);
+        expect(String(error)).toContain("is not a regular file");
+      }
+      await adapter.release("run-kinds");
+    }, 60_000);
+
     it("refuses to read a file larger than readFile's 256 MiB instead of returning its beginning", async () => {
       const adapter = new DockerSandboxAdapter({ image: images.busybox, network: "none", scope: scoped(), docker });
       const sandbox = await adapter.acquire("run-big");

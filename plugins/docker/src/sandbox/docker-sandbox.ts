@@ -179,7 +179,8 @@ export class DockerSandbox implements Sandbox {
         details: { path: logical },
       });
     }
-    if (result.exitCode === 3) throw this.kindError(operation, logical, operation === "read" ? "is a folder, not a file" : "is a folder");
+    // The read script's kind check is `[ -f ]`: a FIFO, a socket or a device fails it as a folder does.
+    if (result.exitCode === 3) throw this.kindError(operation, logical, operation === "read" ? "is not a regular file (a folder, a FIFO, a socket or a device)" : "is a folder");
     if (result.exitCode === 4) throw pathEscape(given, `resolves through a symlink to a location outside ${WORKSPACE}`);
     throw new AssemblyLineError("AL_ERR_SANDBOX_UNAVAILABLE", `could not ${operation} ${logical} in sandbox ${this.id}: ${result.stderr.toString("utf8").trim() || `exit ${result.exitCode}`}`, {
       fix: "Check that the container is running (docker ps) and that its image has a POSIX shell with readlink, find and stat.",
@@ -189,7 +190,7 @@ export class DockerSandbox implements Sandbox {
 
   private kindError(operation: string, logical: string, why: string): AssemblyLineError {
     return new AssemblyLineError("AL_ERR_PATH_NOT_FOUND", `cannot ${operation} ${logical} in sandbox ${this.id}: it ${why}`, {
-      fix: "Name a file under /workspace, not a folder.",
+      fix: "Name a regular file under /workspace (listFiles shows the folder's files).",
       details: { path: logical },
     });
   }
