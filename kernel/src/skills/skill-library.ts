@@ -1,4 +1,4 @@
-import { AssemblyLineError, type RuntimeSettingsStore, type SkillRecord, type SkillStore } from "@assemblyline-agents/core";
+import { AssemblyLineError, isSkillFilePath, isSkillName, type RuntimeSettingsStore, type SkillRecord, type SkillStore } from "@assemblyline-agents/core";
 import type { AgentProfile } from "../agents/agent-profile.js";
 import type { SkillManifestEntry } from "../compiler/manifest.js";
 import { parseSkillFile, skillDigest } from "./skill-file.js";
@@ -94,6 +94,7 @@ export class SkillLibrary {
   /** Create or replace one file of a skill (SKILL.md creates the skill). Compare-and-set on the digest read. */
   async writeFile(name: string, path: string, content: string, changedBy: "agent" | "user", gate?: SkillWriteGate): Promise<SkillWriteResult> {
     this.requireWritable(name);
+    checkSkillTarget(name, path);
     await this.ready();
     const current = await this.store.getSkill(this.profile.agentId, name);
     if (!current && path !== "SKILL.md") {
@@ -132,6 +133,7 @@ export class SkillLibrary {
     const current = await this.store.getSkill(this.profile.agentId, name);
     if (mustExist && !current) throw notFound(name);
     const next = files(mustExist ? current?.files : undefined);
+    for (const path of Object.keys(next)) checkSkillTarget(name, path);
     // Creating what already exists, identically, is a replay of the same create: nothing to do.
     if (!mustExist && current && current.digest !== skillDigest(next)) {
       throw new AssemblyLineError("AL_ERR_SKILL_CONFLICT", `skill "${name}" already exists`, { fix: "Update it instead, or pick another name." });
@@ -174,6 +176,7 @@ export class SkillLibrary {
   /** Delete one resource file, or the whole skill when `path` is SKILL.md. */
   async deleteFile(name: string, path: string, gate?: SkillWriteGate, changedBy: "agent" | "user" = "agent"): Promise<SkillWriteResult> {
     this.requireWritable(name);
+    checkSkillTarget(name, path);
     await this.ready();
     const current = await this.store.getSkill(this.profile.agentId, name);
     if (!current || current.files[path] === undefined) {
@@ -307,6 +310,24 @@ function fromRecord(record: SkillRecord): SkillView {
     seedDigest: record.seedDigest,
     conflict: record.conflict,
   };
+}
+
+/**
+ * Refuses a skill name or file path the store would refuse, before it gets there: a typo in a
+ * /skills path is the model's mistake to correct (AL_ERR_SKILL_DEFINITION), while the store's
+ * own refusal (AL_ERR_STATE_INPUT_INVALID) would fail the run.
+ */
+function checkSkillTarget(name: string, path: string): void {
+  if (!isSkillName(name)) {
+    throw new AssemblyLineError("AL_ERR_SKILL_DEFINITION", `/skills/${name}/${path}: "${name}" is not a skill name`, {
+      fix: "Name the skill folder with lower-case letters, digits, '.', '_' or '-', starting with a letter or digit (e.g. /skills/release-notes/SKILL.md).",
+    });
+  }
+  if (!isSkillFilePath(path)) {
+    throw new AssemblyLineError("AL_ERR_SKILL_DEFINITION", `/skills/${name}/${path}: "${path}" is not a file path inside the skill folder`, {
+      fix: `Separate folders with '/' (never '\\') and leave out empty, '.' and '..' parts, e.g. /skills/${name}/references/notes.md.`,
+    });
+  }
 }
 
 function notFound(name: string): AssemblyLineError {
