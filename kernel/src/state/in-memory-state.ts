@@ -3,6 +3,7 @@ import {
   type CreatedRun,
   type ReleaseOptions,
   AssemblyLineError,
+  checkMemoryWrite,
   checkNewEvents,
   checkNewRun,
   checkObservedSeq,
@@ -553,6 +554,7 @@ export class InMemoryStateAdapter implements StateAdapter {
   }
 
   async writeMemory(path: string, content: string): Promise<void> {
+    checkMemoryWrite(path, content);
     this.memory.set(path, { path, content, updatedAt: isoTimestamp() });
   }
 

@@ -106,3 +106,13 @@ export function checkNewEvents(operation: string, events: readonly NewRunEvent[]
     if (data !== undefined && (typeof data !== "object" || data === null || Array.isArray(data))) refuseStateInput(operation, `events[${index}].data`, "a JSON object", data);
   }
 }
+
+/**
+ * Refuse a memory write no store could keep as the same file: a path that is not a non-empty
+ * string (the empty path is the /memory folder itself, which no read or delete reaches), content
+ * that is not a string (a store would keep it as some serialization of its own, or fail inside).
+ */
+export function checkMemoryWrite(path: unknown, content: unknown): void {
+  if (typeof path !== "string" || path === "") refuseStateInput("writeMemory", "path", "a non-empty string naming a file under /memory (e.g. notes/todo.md)", path);
+  if (typeof content !== "string") refuseStateInput(`writeMemory(path ${describeStateValue(path)})`, "content", "a string (serialize other values first, e.g. with JSON.stringify)", content);
+}

@@ -549,6 +549,23 @@ export function describeMemoryStateStoreConformance(name: string, factory: State
       expect(await store().readMemory("notes/a.md")).toBeUndefined();
     });
 
+    it("refuses an empty path and content that is not a string (AL_ERR_STATE_INPUT_INVALID naming the field), storing nothing", async () => {
+      await store().writeMemory("kept.md", "before");
+      const refused = (path: unknown, content: unknown, field: string) =>
+        expect(store().writeMemory(path as string, content as string), `${JSON.stringify(path)} / ${String(content)}`).rejects.toMatchObject({
+          code: "AL_ERR_STATE_INPUT_INVALID",
+          message: expect.stringContaining(`${field} must be`),
+          details: { field },
+        });
+      await refused("", "root", "path");
+      await refused(undefined, "x", "path");
+      await refused(42, "x", "path");
+      for (const content of [{ a: 1 }, 42, null, undefined, Buffer.from("bytes")]) await refused("kept.md", content, "content");
+      await refused("fresh.md", { a: 1 }, "content");
+      expect(await store().listMemory()).toEqual(["kept.md"]);
+      expect((await store().readMemory("kept.md"))?.content).toBe("before");
+    });
+
     it("keeps text with NUL or a lone surrogate exactly, or refuses it (AL_ERR_STATE_INPUT_INVALID), never storing it changed or merging two paths", async () => {
       const kept = async (write: () => Promise<unknown>): Promise<boolean> => {
         try {

@@ -1,5 +1,6 @@
 import {
   AssemblyLineError,
+  checkMemoryWrite,
   checkNewEvents,
   checkNewRun,
   checkObservedSeq,
@@ -761,10 +762,10 @@ export class FileStateAdapter implements StateAdapter {
   }
 
   writeMemory(path: string, content: string): Promise<void> {
-    return this.mutate(() => ({
-      ops: [{ op: "memory.put", record: { path, content, updatedAt: isoTimestamp() } }],
-      result: () => undefined,
-    }));
+    return this.mutate(() => {
+      checkMemoryWrite(path, content);
+      return { ops: [{ op: "memory.put", record: { path, content, updatedAt: isoTimestamp() } }], result: () => undefined };
+    });
   }
 
   listMemory(prefix = ""): Promise<string[]> {

@@ -1,7 +1,6 @@
-import { checkListLimit, type MemoryEntry, type MemoryPage, type MemoryRecord } from "@assemblyline-agents/core";
+import { checkListLimit, checkMemoryWrite, type MemoryEntry, type MemoryPage, type MemoryRecord } from "@assemblyline-agents/core";
 import type { StateDatabase } from "../database.js";
 import { decodeMemory } from "../rows.js";
-import { ArgumentCheck } from "../validate.js";
 import { countOfPaths } from "./path-counts.js";
 import { parameters, underPrefix } from "./prefix-range.js";
 
@@ -11,11 +10,9 @@ export async function readMemory(db: StateDatabase, path: string): Promise<Memor
 }
 
 export async function writeMemory(db: StateDatabase, path: string, content: string): Promise<void> {
-  const check = new ArgumentCheck(`writeMemory(path "${path}")`);
-  check.string("path", path);
-  check.text("content", content);
+  checkMemoryWrite(path, content);
   await db.run(
-    check.operation,
+    `writeMemory(path "${path}")`,
     `INSERT INTO ${db.s}.memory (path, content, updated_at) VALUES ($1, $2, now())
      ON CONFLICT (path) DO UPDATE SET content = EXCLUDED.content, updated_at = EXCLUDED.updated_at`,
     [path, content],
