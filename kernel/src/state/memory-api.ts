@@ -1,24 +1,62 @@
-import { AssemblyLineError, type MemoryApi, type MemoryStateStore } from "@assemblyline-agents/core";
+import { AssemblyLineError, describeStateValue, type MemoryApi, type MemoryStateStore } from "@assemblyline-agents/core";
+import { resolveLogicalPath } from "../filesystem/runtime-filesystem.js";
 
 /** `ctx.memory`: the tool-facing view of the memory facet. */
 export function createMemoryApi(store: MemoryStateStore): MemoryApi {
   return {
     async read({ path }) {
-      const record = await store.readMemory(normalize(path));
-      if (!record) throw new AssemblyLineError("AL_ERR_MEMORY_NOT_FOUND", `no memory at ${path}`, { fix: "Check ctx.memory.list() for existing paths." });
+      const relative = memoryFilePath(path, "read");
+      const record = await store.readMemory(relative);
+      if (!record) throw new AssemblyLineError("AL_ERR_MEMORY_NOT_FOUND", `no memory at /memory/${relative}`, { fix: "Check ctx.memory.list() for existing paths." });
       return record.content;
     },
-    write: ({ path, content }) => store.writeMemory(normalize(path), content),
-    list: (args) => store.listMemory(args?.prefix ? normalize(args.prefix) : undefined),
-    delete: ({ path }) => store.deleteMemory(normalize(path)),
+    async write({ path, content }) {
+      const relative = memoryFilePath(path, "write");
+      if (typeof content !== "string") {
+        throw new AssemblyLineError("AL_ERR_STATE_INPUT_INVALID", `ctx.memory.write(/memory/${relative}): content must be a string, got ${describeStateValue(content)}`, {
+          fix: "Pass text; serialize other values first, e.g. content: JSON.stringify(value).",
+          details: { operation: "ctx.memory.write", field: "content" },
+        });
+      }
+      await store.writeMemory(relative, content);
+    },
+    list: async (args) => store.listMemory(memoryPrefix(args?.prefix)),
+    async delete({ path }) {
+      await store.deleteMemory(memoryFilePath(path, "delete"));
+    },
   };
 }
 
-/** Memory paths are relative to /memory; `..` segments are refused. */
-function normalize(path: string): string {
-  const relative = path.replace(/^\/?memory\//, "").replace(/^\/+/, "");
-  if (relative.split("/").some((segment) => segment === "..")) {
-    throw new AssemblyLineError("AL_ERR_PATH_ESCAPE", `memory path ${path} escapes /memory`, { fix: "Use a path inside /memory without '..'." });
+/**
+ * `path` as the memory store keys it: the same resolution the /memory file tools use (`a//b.md`,
+ * `./b.md` and `b.md/` are `b.md` there), so every file ctx.memory writes is one the tools can read
+ * and delete, and the reverse. Taken relative to /memory, or absolute as `/memory/...`.
+ */
+function memoryFilePath(path: unknown, method: "read" | "write" | "delete"): string {
+  const { relative } = resolveMemoryPath(path, method);
+  if (relative === "") {
+    throw new AssemblyLineError("AL_ERR_PATH_ESCAPE", `ctx.memory.${method}: path ${JSON.stringify(path)} names the /memory folder itself, not a file in it`, {
+      fix: "Name a file inside /memory, e.g. notes/todo.md.",
+    });
   }
   return relative;
+}
+
+/** A list prefix in store terms; a trailing `/` is kept, as it means "inside this folder" (`notes/` is not `notes-old/`). */
+function memoryPrefix(prefix: unknown): string | undefined {
+  if (prefix === undefined || prefix === "") return undefined;
+  const { relative } = resolveMemoryPath(prefix, "list");
+  if (relative === "") return undefined;
+  return (prefix as string).endsWith("/") ? `${relative}/` : relative;
+}
+
+function resolveMemoryPath(path: unknown, method: string): { relative: string } {
+  if (typeof path !== "string") {
+    throw new AssemblyLineError("AL_ERR_PATH_ESCAPE", `ctx.memory.${method}: path must be a string, got ${describeStateValue(path)}`, {
+      fix: "Pass a path inside /memory as a string, e.g. { path: \"notes/todo.md\" }.",
+    });
+  }
+  // Relative paths (and the older `memory/...` and `/...` spellings) are under /memory.
+  const logical = path === "/memory" || path.startsWith("/memory/") ? path : `/memory/${path.replace(/^memory\//, "").replace(/^\/+/, "")}`;
+  return resolveLogicalPath(logical);
 }
