@@ -38,7 +38,8 @@ import { activatedToolNames } from "./tool-activation.js";
 import { defaultToolsProblem, toModelToolSpec, visibleTools, type ToolTable, type ToolTableEntry } from "./tool-table.js";
 import { profileOfRun, type AgentProfile } from "../agents/agent-profile.js";
 import { loggedErrorText } from "../telemetry/logged-error.js";
-import type { SkillLibrary, SkillView } from "../skills/skill-library.js";
+import type { SkillLibrary } from "../skills/skill-library.js";
+import { activeSkillsOf } from "../skills/active-skills.js";
 
 export interface RunDriverParts {
   manifest: AgentManifest;
@@ -441,13 +442,8 @@ export class RunDriver {
     for (const entry of activated) if (!offered.includes(entry)) offered.push(entry);
     lease.onLost = (reason) => controller.abort(reason);
     const services = this.parts.services(run, !fresh);
-    // Skills loaded earlier in the run: their procedures go back into the context (their tools came back above).
-    const activeSkills: SkillView[] = [];
-    for (const event of events) {
-      if (event.type !== "skill.loaded" || activeSkills.some((skill) => skill.name === event.data.name)) continue;
-      const skill = await library.get(String(event.data.name));
-      if (skill) activeSkills.push(skill);
-    }
+    // Skills loaded earlier in the run: the procedures it loaded go back into the context (their tools came back above).
+    const activeSkills = await activeSkillsOf(events, library);
     // Made with `new`, not as object literals: see DriveScope.
     const skills = new RunSkills(library, () => scope);
     const scope: RunScope = new DriveScope(
@@ -500,7 +496,7 @@ export class RunDriver {
           conversations: agentConversations(state.conversations, run.agentId, state.runs, logger),
           filesystem: services.filesystem,
           skills: catalog,
-          activeSkills: activeSkills.map((skill) => ({ name: skill.name, body: skill.body })),
+          activeSkills,
           subagents: reachable("spawn_subagent") ? [...profile.subagents.values()].map((child) => ({ name: child.name, description: child.description ?? "" })) : [],
         },
         info,
