@@ -36,15 +36,51 @@ function refusalsAsResults<I, O>(execute: (input: I, ctx: ToolExecutionContext) 
 const path = { type: "string", description: "Absolute logical path, e.g. /workspace/report.txt or /memory/notes.md" } as const;
 const MAX_GREP_MATCHES = 200;
 
-export const readTool = defineTool<{ path: string }, { path: string; content: string }>({
-  description: "Read a text file from the runtime filesystem (/memory, /history, /files, /workspace, /skills).",
-  inputSchema: { type: "object", properties: { path }, required: ["path"], additionalProperties: false },
+/**
+ * The most of a file one read hands the model, in UTF-8 bytes (as bash's output cap): a larger file
+ * comes back as its first part, with the offset to read the next from, instead of whole into the
+ * model's context.
+ */
+export const READ_TOOL_MAX_BYTES = 64 * 1024;
+
+type ReadOutput = { path: string; content: string } | { path: string; content: string; offset: number; totalBytes: number; nextOffset: number | null; note: string };
+
+export const readTool = defineTool<{ path: string; offset?: number }, ReadOutput>({
+  description: `Read a text file from the runtime filesystem (/memory, /history, /files, /workspace, /skills). A file over ${READ_TOOL_MAX_BYTES / 1024} KiB comes back in parts: read again with the nextOffset the result gives for the next one.`,
+  inputSchema: {
+    type: "object",
+    properties: { path, offset: { type: "integer", minimum: 0, description: "UTF-8 byte offset to start at: the nextOffset of the previous part of a long file" } },
+    required: ["path"],
+    additionalProperties: false,
+  },
   sideEffect: "none",
   capability: { execution: "both" },
   execute: refusalsAsResults(async (input, ctx) => {
-    return { path: input.path, content: await runtimeFilesystemOf(ctx).read(input.path) };
+    const content = await runtimeFilesystemOf(ctx).read(input.path);
+    const offset = input.offset ?? 0;
+    if (offset === 0 && content.length <= READ_TOOL_MAX_BYTES / 3) return { path: input.path, content };
+    const bytes = Buffer.from(content, "utf8");
+    if (offset === 0 && bytes.length <= READ_TOOL_MAX_BYTES) return { path: input.path, content };
+    const part = partOf(bytes, offset);
+    const note =
+      part.nextOffset === null
+        ? `Bytes ${part.start} to ${part.end} of ${bytes.length}: the end of the file.`
+        : `Bytes ${part.start} to ${part.end} of ${bytes.length} (${bytes.length - part.end} more): read again with offset ${part.nextOffset} for the next part.`;
+    return { path: input.path, content: part.text, offset: part.start, totalBytes: bytes.length, nextOffset: part.nextOffset, note };
   }),
 });
+
+/** At most READ_TOOL_MAX_BYTES of `bytes` from `offset`, both ends moved back to a character's first byte so no character is split. */
+function partOf(bytes: Buffer, offset: number): { text: string; start: number; end: number; nextOffset: number | null } {
+  const boundary = (at: number) => {
+    let index = Math.min(at, bytes.length);
+    while (index > 0 && index < bytes.length && (bytes[index]! & 0xc0) === 0x80) index -= 1;
+    return index;
+  };
+  const start = boundary(offset);
+  const end = boundary(start + READ_TOOL_MAX_BYTES);
+  return { text: bytes.subarray(start, end).toString("utf8"), start, end, nextOffset: end < bytes.length ? end : null };
+}
 
 export const writeTool = defineTool<{ path: string; content: string }, { path: string; bytes: number }>({
   description: "Create or replace a text file under /workspace (artifacts), /memory (durable notes) or, when self-improvement allows, /skills/<name>/ (SKILL.md and resources).",
