@@ -1,5 +1,6 @@
 import { defineTool, isAssemblyLineError } from "@assemblyline-agents/core";
 import { skillActivationOf } from "../run/run-access.js";
+import { boundedProcedure } from "../skills/skill-procedure-cap.js";
 
 interface LoadedSkill {
   name: string;
@@ -15,8 +16,8 @@ interface LoadedSkill {
 
 /**
  * Activate a skill for the rest of the run: its procedure comes back as the
- * result (and stays in the context on resumes), and the tools it names are
- * offered from now on.
+ * result, up to LOAD_SKILL_MAX_CHARS (and stays in the context on resumes),
+ * and the tools it names are offered from now on.
  */
 export const loadSkillTool = defineTool<{ name: string }, LoadedSkill | { error: string; code: string }>({
   description: "Load a skill by name (see the Skills catalog): returns its procedure and makes the tools it needs available. Load a skill before following it.",
@@ -29,7 +30,7 @@ export const loadSkillTool = defineTool<{ name: string }, LoadedSkill | { error:
       return {
         name: skill.name,
         description: skill.description,
-        instructions: skill.body,
+        instructions: boundedProcedure(skill.name, skill.body),
         resources: Object.keys(skill.files).filter((path) => path !== "SKILL.md").map((path) => `/skills/${skill.name}/${path}`),
         activatedTools: skill.tools.filter((tool) => !unavailableTools.includes(tool)),
         ...(unavailableTools.length > 0 ? { unavailableTools } : {}),

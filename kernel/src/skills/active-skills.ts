@@ -1,5 +1,6 @@
 import type { RunEvent } from "@assemblyline-agents/core";
 import type { SkillLibrary } from "./skill-library.js";
+import { boundedProcedure } from "./skill-procedure-cap.js";
 
 /** A skill the run loaded, as its context shows it when the run resumes. */
 export interface ActiveSkill {
@@ -27,7 +28,7 @@ export async function activeSkillsOf(events: RunEvent[], library: SkillLibrary):
   for (const [name, loaded] of loads) {
     const current = await library.get(name);
     if (current?.digest === loaded.digest) {
-      active.push({ name, body: current.body });
+      active.push({ name, body: boundedProcedure(name, current.body) });
       continue;
     }
     const since = current ? "changed" : "been deleted";
@@ -35,7 +36,7 @@ export async function activeSkillsOf(events: RunEvent[], library: SkillLibrary):
       const again = current ? ` Load it again with load_skill to follow the current version.` : "";
       active.push({ name, body: `(This skill has ${since} since this run loaded it; below is the procedure the run loaded.${again})\n\n${loaded.body}` });
     } else if (current) {
-      active.push({ name, body: `(This skill has changed since this run loaded it, and the loaded procedure was not recorded; below is the current version.)\n\n${current.body}` });
+      active.push({ name, body: `(This skill has changed since this run loaded it, and the loaded procedure was not recorded; below is the current version.)\n\n${boundedProcedure(name, current.body)}` });
     } else {
       active.push({ name, body: "(This skill has been deleted since this run loaded it, and the loaded procedure was not recorded: do not go on following it.)" });
     }
