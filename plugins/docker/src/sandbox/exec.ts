@@ -167,6 +167,8 @@ export async function execInContainer(container: Docker.Container, request: Cont
   });
   const timer = setTimeout(() => {
     kill = stopTimedOutCommand(container, pidFile, request);
+    // Awaited below once the stream has closed; a failure before then must not count as unhandled.
+    kill.catch(() => undefined);
     // A hung engine never ends the stream: stop reading it now, the output so far is kept.
     stream.destroy();
   }, request.timeoutMs);
