@@ -51,6 +51,8 @@ import { createRuntimeFilesystem } from "./filesystem/runtime-filesystem.js";
 import { RunServicesRecord, type RunServices } from "./run/run-scope.js";
 import { buildAgentProfiles, connectionsOf, narrowConnectionTools, profileOfRun, refuseUnknownSubagentConnections, subagentIdsOf, type AgentProfile } from "./agents/agent-profile.js";
 import { SkillLibrary, type SkillWriteGate, type SkillWriteResult } from "./skills/skill-library.js";
+import type { SkillChangeJournal } from "./skills/durable-skill-change.js";
+import { holdForStep } from "./run/step.js";
 import { skillWriteGate } from "./skills/write-approval.js";
 import { createSelfImprovementApi } from "./skills/self-improvement-api.js";
 import { DEFAULT_SUBAGENT_LIMITS, checkSubagentLimitsOption, type SubagentLimits } from "./subagents/limits.js";
@@ -955,9 +957,12 @@ export class OpenEveRuntime {
     const profile = profileOfRun(build.profiles, run);
     const skills = this.skillLibrary(profile, build.manifest.agentRevision);
     const onSkillChange = async (change: SkillWriteResult) => {
-      await build.journal.record(run.id, "skill.changed", { agentId: profile.agentId, name: change.name, path: change.path, before: change.before, after: change.after, changedBy: "agent" });
+      const data = { agentId: profile.agentId, name: change.name, path: change.path, before: change.before, after: change.after, changedBy: "agent" };
+      // Inside a tool call's skill-change step: committed with the step's completion (durable-skill-change.ts).
+      if (holdForStep({ type: "skill.changed", data })) return;
+      await build.journal.record(run.id, "skill.changed", data);
     };
-    const filesystemWith = (skillGate: SkillWriteGate | undefined) =>
+    const filesystemWith = (skillGate: SkillWriteGate | undefined, skillJournal?: SkillChangeJournal) =>
       createRuntimeFilesystem({
         memory: this.state.memory,
         // /history shows the run's agent's messages only, as its context does.
@@ -969,6 +974,7 @@ export class OpenEveRuntime {
         skills,
         onSkillChange,
         ...(skillGate ? { skillGate } : {}),
+        ...(skillJournal ? { skillJournal } : {}),
       });
     // Made with `new`, not as an object literal: see RunServicesRecord.
     const services = new RunServicesRecord(
@@ -998,10 +1004,12 @@ export class OpenEveRuntime {
     if (this.dynamicConnections.dynamic && profile.path === "") services.connectionManager = (gate) => this.connections.manager(gate(this.dynamicConnections.approval), run.id);
     if (this.options.blob) services.blob = this.options.blob;
     if (this.options.resources) services.resources = this.options.resources;
-    if (profile.selfImprovement.writeApproval) {
-      services.forCall = (call: { id: string; approved: boolean }) => {
-        const gate = skillWriteGate(this.state.runs, run.id, call);
-        return { filesystem: filesystemWith(gate), ...(skills.writable ? { selfImprovement: createSelfImprovementApi(skills, onSkillChange, gate) } : {}) };
+    if (skills.writable || profile.selfImprovement.writeApproval) {
+      // Each tool call's own: its approval of a skill write, and its steps, which make each skill change and its event durable together.
+      services.forCall = (call) => {
+        const gate = profile.selfImprovement.writeApproval ? skillWriteGate(this.state.runs, run.id, call) : undefined;
+        const journal: SkillChangeJournal = { step: call.step, prefix: `skill-change:${call.id}` };
+        return { filesystem: filesystemWith(gate, journal), ...(skills.writable ? { selfImprovement: createSelfImprovementApi(skills, onSkillChange, gate, journal) } : {}) };
       };
     }
     return services;

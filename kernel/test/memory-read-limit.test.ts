@@ -1,6 +1,7 @@
 import { describe, expect, it } from "vitest";
 import { InMemoryStateAdapter } from "@assemblyline-agents/runtime";
 import { MINIMAL_AGENT, agentFolder } from "./support/agent-folder.js";
+import { outputOf } from "./support/probe-harness.js";
 import { startAgent } from "./support/runtime.js";
 
 /** The read tool's cap on one part, in UTF-8 bytes. */
@@ -12,7 +13,7 @@ async function reads(memory: Record<string, string>, inputs: Array<{ path: strin
   for (const [path, content] of Object.entries(memory)) await state.writeMemory(path, content);
   const { runtime, log } = await startAgent(agentFolder({ "agent.ts": MINIMAL_AGENT }), [{ toolCalls: inputs.map((input) => ({ name: "read", input })) }, { text: "done" }], { state });
   expect((await runtime.run({ message: "go" })).status).toBe("completed");
-  return log.outcomes.map((entry) => entry.outcome.output as { content: string; offset?: number; totalBytes?: number; nextOffset?: number | null; note?: string });
+  return log.outcomes.map((entry) => outputOf(entry.outcome) as { content: string; offset?: number; totalBytes?: number; nextOffset?: number | null; note?: string });
 }
 
 describe("the read tool on a large memory file", () => {

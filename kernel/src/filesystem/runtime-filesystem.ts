@@ -1,5 +1,6 @@
 import { posix } from "node:path";
 import type { SkillLibrary, SkillWriteGate, SkillWriteResult } from "../skills/skill-library.js";
+import { durableSkillChange, type SkillChangeJournal } from "../skills/durable-skill-change.js";
 import {
   AssemblyLineError,
   checkListLimit,
@@ -58,6 +59,8 @@ export interface RuntimeFilesystemSources {
   skillGate?: SkillWriteGate;
   /** Told after a skill write landed: recorded as a `skill.changed` event. */
   onSkillChange?(change: SkillWriteResult): Promise<void>;
+  /** The tool call's steps, when the filesystem is one call's: its skill changes are then made durably (durable-skill-change.ts). */
+  skillJournal?: SkillChangeJournal;
 }
 
 /** Split a logical path into its root and the part below, refusing anything that leaves its root. */
@@ -78,6 +81,15 @@ export function resolveLogicalPath(path: string): { root: RuntimeRoot; relative:
 }
 
 export function createRuntimeFilesystem(sources: RuntimeFilesystemSources): RuntimeFilesystem {
+  let skillChanges = 0;
+  const recordSkillChange = async (change: SkillWriteResult) => {
+    if (change.before !== change.after) await sources.onSkillChange?.(change);
+  };
+  /** One /skills change and its event: journaled in the call's steps when there are any. */
+  const changeSkill = (target: { name: string; path: string }, apply: () => Promise<SkillWriteResult>): Promise<SkillWriteResult> =>
+    sources.skillJournal
+      ? durableSkillChange(sources.skillJournal, skillChanges++, sources.skills, target, apply, recordSkillChange)
+      : apply().then(async (change) => (await recordSkillChange(change), change));
   const writable = (path: string) => {
     const resolved = resolveLogicalPath(path);
     if (resolved.root === "/skills") {
@@ -143,8 +155,7 @@ export function createRuntimeFilesystem(sources: RuntimeFilesystemSources): Runt
       if (root === "/memory") await sources.memory.writeMemory(relative, content);
       else if (root === "/skills") {
         const { name, file } = skillPath(relative);
-        const change = await sources.skills.writeFile(name!, file!, content, "agent", sources.skillGate);
-        if (change.before !== change.after) await sources.onSkillChange?.(change);
+        await changeSkill({ name: name!, path: file! }, () => sources.skills.writeFile(name!, file!, content, "agent", sources.skillGate));
       } else await (await sources.getSandbox()).writeFile(logical, content);
     },
     async delete(path, options = {}) {
@@ -157,14 +168,12 @@ export function createRuntimeFilesystem(sources: RuntimeFilesystemSources): Runt
       if (root === "/memory") await sources.memory.deleteMemory(relative);
       else if (root === "/skills") {
         const { name, file } = skillPath(relative);
-        let change: SkillWriteResult;
         try {
-          change = await sources.skills.deleteFile(name!, file!, sources.skillGate);
+          await changeSkill({ name: name!, path: file! }, () => sources.skills.deleteFile(name!, file!, sources.skillGate));
         } catch (error) {
           if (options.missing === "done" && isAssemblyLineError(error, "AL_ERR_PATH_NOT_FOUND")) return;
           throw error;
         }
-        await sources.onSkillChange?.(change);
       } else await (await sources.getSandbox()).deleteFile(logical);
     },
     async deletable(path) {

@@ -12,6 +12,7 @@ import type {
   SelfImprovementApi,
 } from "@assemblyline-agents/core";
 import type { RuntimeFilesystem } from "../filesystem/runtime-filesystem.js";
+import type { SkillStepRunner } from "../skills/durable-skill-change.js";
 import type { RunBudget } from "./budget.js";
 import type { ChangeGate } from "./change-approval.js";
 import type { RunJournal } from "./journal.js";
@@ -30,10 +31,11 @@ export interface RunServices {
   /** ctx.selfImprovement, when agent.ts makes skills writable. */
   selfImprovement?: SelfImprovementApi;
   /**
-   * The filesystem and skill API for one tool call, when skill writes need that
-   * call's approval (selfImprovement.writeApproval); the run-wide ones otherwise.
+   * The filesystem and skill API for one tool call, when skills are writable: its
+   * approval of a skill write (selfImprovement.writeApproval) and its steps
+   * (`step`), in which each skill change is journaled; the run-wide ones otherwise.
    */
-  forCall?(call: { id: string; approved: boolean }): { filesystem: RuntimeFilesystem; selfImprovement?: SelfImprovementApi };
+  forCall?(call: { id: string; approved: boolean; step: SkillStepRunner }): { filesystem: RuntimeFilesystem; selfImprovement?: SelfImprovementApi };
   /** The runtime filesystem the built-in file tools use. */
   filesystem: RuntimeFilesystem;
   /** ctx.automationManager, when agent.ts enables dynamic automations; `gate(required)` asks for approval of a change. */

@@ -26,7 +26,7 @@ export function createToolContext(
 ): ToolExecutionContext {
   const { services } = scope;
   const gate = (required: boolean) => changeGate(approvedToolCall, required, approvedChange, (suspension) => (asked.approval ??= suspension));
-  const perCall = services.forCall?.({ id: call.id, approved: approvedToolCall });
+  const perCall = services.forCall?.({ id: call.id, approved: approvedToolCall, step: (key, fn) => runStep(scope, key, fn) });
   const filesystem = perCall?.filesystem ?? services.filesystem;
   const selfImprovement = perCall ? perCall.selfImprovement : services.selfImprovement;
   let spawns = 0;

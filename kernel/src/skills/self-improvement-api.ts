@@ -1,13 +1,14 @@
 import { AssemblyLineError, isSkillFilePath, isSkillName, type SelfImprovementApi, type SkillDraft, type SkillSummary } from "@assemblyline-agents/core";
 import { frontMatter, parseFrontMatter } from "./front-matter.js";
 import type { SkillLibrary, SkillView, SkillWriteGate, SkillWriteResult } from "./skill-library.js";
+import { durableSkillChange, type SkillChangeJournal } from "./durable-skill-change.js";
 
 /**
  * `ctx.selfImprovement` over one run's skill library. Every change goes through
  * the same compare-and-set writes as the file tools, and `changed` records it
  * (a `skill.changed` event with the before/after digests).
  */
-export function createSelfImprovementApi(library: SkillLibrary, changed: (change: SkillWriteResult) => Promise<void>, gate?: SkillWriteGate): SelfImprovementApi {
+export function createSelfImprovementApi(library: SkillLibrary, changed: (change: SkillWriteResult) => Promise<void>, gate?: SkillWriteGate, journal?: SkillChangeJournal): SelfImprovementApi {
   const summary = (skill: SkillView): SkillSummary => ({
     name: skill.name,
     description: skill.description,
@@ -18,8 +19,14 @@ export function createSelfImprovementApi(library: SkillLibrary, changed: (change
     changedBy: skill.changedBy,
     conflict: skill.conflict,
   });
-  const report = async (change: SkillWriteResult) => {
+  const record = async (change: SkillWriteResult) => {
     if (change.before !== change.after) await changed(change);
+  };
+  let changes = 0;
+  /** Make the change and record it: journaled in the tool call's steps when there are any (durable-skill-change.ts). */
+  const report = async (name: string, apply: () => Promise<SkillWriteResult>) => {
+    const target = { name, path: "SKILL.md" };
+    const change = journal ? await durableSkillChange(journal, changes++, library, target, apply, record) : await apply().then(async (made) => (await record(made), made));
     return { name: change.name, before: change.before, after: change.after };
   };
   return {
@@ -33,12 +40,12 @@ export function createSelfImprovementApi(library: SkillLibrary, changed: (change
     async create(draft) {
       checkDraft(draft, "create");
       const skillFile = composeSkillFile(draft.description, draft.body, draft.tools);
-      return report(await library.putFiles(draft.name, () => ({ ...(draft.files ?? {}), "SKILL.md": skillFile }), "agent", false, gate));
+      return report(draft.name, () => library.putFiles(draft.name, () => ({ ...(draft.files ?? {}), "SKILL.md": skillFile }), "agent", false, gate));
     },
     async update(change) {
       checkDraft(change, "update");
-      return report(
-        await library.putFiles(
+      return report(change.name, () =>
+        library.putFiles(
           change.name,
           (current) => {
             const existing = parseFrontMatter((current ?? {})["SKILL.md"] ?? "");
@@ -54,7 +61,7 @@ export function createSelfImprovementApi(library: SkillLibrary, changed: (change
       );
     },
     async delete(name) {
-      return report(await library.deleteFile(name, "SKILL.md", gate));
+      return report(name, () => library.deleteFile(name, "SKILL.md", gate));
     },
   };
 }
