@@ -49,7 +49,7 @@ describe("decision requests (approve, deny, answer)", () => {
     const done = await call(`${host.url}/message?wait=10`, { body: { message: "echo: done" } });
     const bad = await call(`${host.url}/runs/${done.body.runId}/approve?wait=soon`, { body: {} });
     expect(bad.status).toBe(400);
-    expect(bad.body.error).toMatchObject({ code: "AL_ERR_HTTP_BODY_INVALID", message: expect.stringContaining("?wait=soon is not a number of seconds") });
+    expect(bad.body.error).toMatchObject({ code: "AL_ERR_HTTP_BODY_INVALID", message: expect.stringContaining('wait="soon" is not a decimal number of seconds') });
   });
 });
 
