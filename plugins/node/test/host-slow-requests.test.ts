@@ -159,6 +159,27 @@ describe("request limits as options", () => {
     const short = await startHost(bundle, { requestTimeoutMs: 5_000, maxConnections: 50 });
     expect({ request: short.server.requestTimeout, headers: short.server.headersTimeout, connections: short.server.maxConnections }).toEqual({ request: 5_000, headers: 5_000, connections: 50 });
   });
+
+  it("reads each bound from its ASSEMBLY_LINE_* variable when the option is left out, the option winning", async () => {
+    const env = { FIXTURE_SECRET: "s3cret", ASSEMBLY_LINE_REQUEST_TIMEOUT_MS: "8000", ASSEMBLY_LINE_HEADERS_TIMEOUT_MS: "6000", ASSEMBLY_LINE_BODY_IDLE_TIMEOUT_MS: "200", ASSEMBLY_LINE_MAX_CONNECTIONS: "40" };
+    const fromEnv = await startHost(bundle, { env });
+    expect({ request: fromEnv.server.requestTimeout, headers: fromEnv.server.headersTimeout, connections: fromEnv.server.maxConnections }).toEqual({ request: 8_000, headers: 6_000, connections: 40 });
+    const stalled = rawRequest(fromEnv.url, STALLED_WEBHOOK);
+    onTestFinishedClose(stalled);
+    expect(await stalled.answered).toMatch(/^HTTP\/1\.1 408 /);
+    const given = await startHost(bundle, { env, requestTimeoutMs: 7_000, headersTimeoutMs: 5_000, maxConnections: 30 });
+    expect({ request: given.server.requestTimeout, headers: given.server.headersTimeout, connections: given.server.maxConnections }).toEqual({ request: 7_000, headers: 5_000, connections: 30 });
+  });
+
+  it("refuses a bad ASSEMBLY_LINE_* value naming the variable, and headers longer than the request naming where each was set", async () => {
+    for (const [variable, value] of [["ASSEMBLY_LINE_REQUEST_TIMEOUT_MS", "soon"], ["ASSEMBLY_LINE_HEADERS_TIMEOUT_MS", "0"], ["ASSEMBLY_LINE_BODY_IDLE_TIMEOUT_MS", "1.5"], ["ASSEMBLY_LINE_MAX_CONNECTIONS", "-3"]] as const) {
+      const error = await refusal({ env: { FIXTURE_SECRET: "s3cret", [variable]: value } });
+      expect(isAssemblyLineError(error, "AL_ERR_HOST_CONFIG"), `${variable}=${value}: ${String(error)}`).toBe(true);
+      expect((error as Error).message).toContain(`${variable}=`);
+    }
+    const inverted = await refusal({ env: { FIXTURE_SECRET: "s3cret", ASSEMBLY_LINE_HEADERS_TIMEOUT_MS: "5000" }, requestTimeoutMs: 1_000 });
+    expect((inverted as Error).message).toContain("ASSEMBLY_LINE_HEADERS_TIMEOUT_MS=5000 is longer than requestTimeoutMs=1000");
+  });
 });
 
 function countConnections(server: import("node:http").Server): Promise<number | undefined> {

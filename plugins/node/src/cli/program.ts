@@ -316,7 +316,11 @@ export function buildProgram(io: CommandIO, context: CommandContext, exit: { cod
       modelFlags(command, "the host's runs")
         .option("--port <n>", "the port (0 picks a free one; default: the config's host.port, else PORT, else gateway.ts's, else 3000)")
         .option("--host <addr>", `the address to listen on (default: the config's host.host, else HOST, else gateway.ts's, else ${defaultHost})`)
-        .option("--state-dir <dir>", "where runs are kept"),
+        .option("--state-dir <dir>", "where runs are kept")
+        .option("--request-timeout-ms <ms>", "longest a request may take to arrive, headers and body: 408 after (default: ASSEMBLY_LINE_REQUEST_TIMEOUT_MS, else 30000)")
+        .option("--headers-timeout-ms <ms>", "longest a request's headers may take to arrive, at most --request-timeout-ms (default: ASSEMBLY_LINE_HEADERS_TIMEOUT_MS, else 10000)")
+        .option("--body-idle-timeout-ms <ms>", "longest pause inside a request body: 408 after (default: ASSEMBLY_LINE_BODY_IDLE_TIMEOUT_MS, else 10000)")
+        .option("--max-connections <n>", "connections open at once; more are closed as they arrive (default: ASSEMBLY_LINE_MAX_CONNECTIONS, else 1024)"),
     );
   const SERVE_FILL: ConfigFill = { "state-dir": "stateDir", port: "host.port", host: "host.host", ...MODEL_FILL };
   leaf(

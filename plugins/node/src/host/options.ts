@@ -31,14 +31,17 @@ export interface NodeRuntimeOptions extends Omit<RuntimeOptions, "owesDelivery" 
   /**
    * Longest a request may take to arrive, headers and body, counted from its first byte; a request
    * still arriving then is answered 408 and its connection closed. The answer may take longer (`?wait=`).
-   * Default 30 000.
+   * Default: env ASSEMBLY_LINE_REQUEST_TIMEOUT_MS, else 30 000.
    */
   requestTimeoutMs?: number;
-  /** Longest a request's headers may take to arrive (408, closed); at most `requestTimeoutMs`. Default 10 000, or `requestTimeoutMs` when that is less. */
+  /**
+   * Longest a request's headers may take to arrive (408, closed); at most `requestTimeoutMs`.
+   * Default: env ASSEMBLY_LINE_HEADERS_TIMEOUT_MS, else 10 000, or `requestTimeoutMs` when that is less.
+   */
   headersTimeoutMs?: number;
-  /** Longest pause between two pieces of a request body while the host reads it (408, closed). Default 10 000. */
+  /** Longest pause between two pieces of a request body while the host reads it (408, closed). Default: env ASSEMBLY_LINE_BODY_IDLE_TIMEOUT_MS, else 10 000. */
   bodyIdleTimeoutMs?: number;
-  /** Connections open at once; one more is closed as it arrives. Default 1024. */
+  /** Connections open at once; one more is closed as it arrives. Default: env ASSEMBLY_LINE_MAX_CONNECTIONS, else 1024. */
   maxConnections?: number;
   /** Host-forced model for every run a channel starts (e.g. `scripted:/abs/script.json` in dev). */
   model?: string;
@@ -92,11 +95,15 @@ export function resolveHostConfig(options: NodeRuntimeOptions, env: Record<strin
   }
   const devMode = options.devMode === true;
   const leaseTtlMs = options.leaseTtlMs ?? DEFAULT_LEASE_TTL_MS;
-  const requestTimeoutMs = integer(options.requestTimeoutMs, "requestTimeoutMs", 1, MAX_TIMER_MS) ?? DEFAULT_REQUEST_TIMEOUT_MS;
-  const headersTimeoutMs = integer(options.headersTimeoutMs, "headersTimeoutMs", 1, MAX_TIMER_MS) ?? Math.min(DEFAULT_HEADERS_TIMEOUT_MS, requestTimeoutMs);
-  if (headersTimeoutMs > requestTimeoutMs) {
-    throw new AssemblyLineError("AL_ERR_HOST_CONFIG", `headersTimeoutMs=${headersTimeoutMs} is longer than requestTimeoutMs=${requestTimeoutMs}`, {
-      fix: "The headers are part of the request: set headersTimeoutMs at most requestTimeoutMs.",
+  const request = optionOrEnv(options, env, "requestTimeoutMs", "ASSEMBLY_LINE_REQUEST_TIMEOUT_MS", 1, MAX_TIMER_MS);
+  const requestTimeoutMs = request?.value ?? DEFAULT_REQUEST_TIMEOUT_MS;
+  const headers = optionOrEnv(options, env, "headersTimeoutMs", "ASSEMBLY_LINE_HEADERS_TIMEOUT_MS", 1, MAX_TIMER_MS);
+  const headersTimeoutMs = headers?.value ?? Math.min(DEFAULT_HEADERS_TIMEOUT_MS, requestTimeoutMs);
+  if (headers && headersTimeoutMs > requestTimeoutMs) {
+    // Named as the user set them (option or env variable), so the message points at the setting to change.
+    const requestName = request?.name ?? "requestTimeoutMs (default)";
+    throw new AssemblyLineError("AL_ERR_HOST_CONFIG", `${headers.name}=${headersTimeoutMs} is longer than ${requestName}=${requestTimeoutMs}`, {
+      fix: `The headers are part of the request: set ${headers.name} at most ${requestName}.`,
     });
   }
   return {
@@ -118,11 +125,26 @@ export function resolveHostConfig(options: NodeRuntimeOptions, env: Record<strin
     maxBodyBytes: integer(options.maxBodyBytes, "maxBodyBytes", 1) ?? DEFAULT_MAX_BODY_BYTES,
     requestTimeoutMs,
     headersTimeoutMs,
-    bodyIdleTimeoutMs: integer(options.bodyIdleTimeoutMs, "bodyIdleTimeoutMs", 1, MAX_TIMER_MS) ?? DEFAULT_BODY_IDLE_TIMEOUT_MS,
-    maxConnections: integer(options.maxConnections, "maxConnections", 1) ?? DEFAULT_MAX_CONNECTIONS,
+    bodyIdleTimeoutMs: optionOrEnv(options, env, "bodyIdleTimeoutMs", "ASSEMBLY_LINE_BODY_IDLE_TIMEOUT_MS", 1, MAX_TIMER_MS)?.value ?? DEFAULT_BODY_IDLE_TIMEOUT_MS,
+    maxConnections: optionOrEnv(options, env, "maxConnections", "ASSEMBLY_LINE_MAX_CONNECTIONS", 1)?.value ?? DEFAULT_MAX_CONNECTIONS,
     leaseTtlMs,
     recoveryIntervalMs: integer(options.recoveryIntervalMs, "recoveryIntervalMs", 1) ?? leaseTtlMs,
   };
+}
+
+/** The option when given, else its env variable, checked and with the name it was set by; undefined when neither is. */
+function optionOrEnv(
+  options: NodeRuntimeOptions,
+  env: Record<string, string | undefined>,
+  option: "requestTimeoutMs" | "headersTimeoutMs" | "bodyIdleTimeoutMs" | "maxConnections",
+  variable: string,
+  min: number,
+  max?: number,
+): { value: number; name: string } | undefined {
+  const given = integer(options[option], option, min, max);
+  if (given !== undefined) return { value: given, name: option };
+  const fromEnv = integer(envNumber(env, variable), variable, min, max);
+  return fromEnv === undefined ? undefined : { value: fromEnv, name: variable };
 }
 
 /** An env variable as a number, or the raw text when it is not one (so the error can quote it). */
@@ -136,7 +158,7 @@ function integer(value: unknown, name: string, min: number, max = Number.MAX_SAF
   if (value === undefined) return undefined;
   if (typeof value !== "number" || !Number.isInteger(value) || value < min || value > max) {
     throw new AssemblyLineError("AL_ERR_HOST_CONFIG", `${name}=${JSON.stringify(value)} is not an integer in ${min}..${max === Number.MAX_SAFE_INTEGER ? "" : max}`, {
-      fix: `Set ${name} to an integer of at least ${min}.`,
+      fix: max === Number.MAX_SAFE_INTEGER ? `Set ${name} to an integer of at least ${min}.` : `Set ${name} to an integer from ${min} to ${max}.`,
     });
   }
   return value;

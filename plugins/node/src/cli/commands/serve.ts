@@ -10,6 +10,7 @@ import { jsonOption, requirePositional, stringOption, type CommandContext, type 
 import type { CommandIO } from "../io.js";
 import { gatewayListenOptions, listenAddress } from "../listen-address.js";
 import { parsePort } from "../port.js";
+import { requestLimitOptions, type RequestLimits } from "../request-limits.js";
 import { catalogFor, chooseModel, staticModelCheck, type ModelFlags } from "../local-runtime.js";
 import { checkModelSpec, checkOfflineScript, modelFlagsOf } from "../model-flags.js";
 import { stateDirOption } from "../state-dir.js";
@@ -67,16 +68,19 @@ interface ServeOptions {
   flags: ModelFlags;
   models: PiModelCatalog | undefined;
   listen: { port: number | undefined; host: string | undefined };
+  /** --request-timeout-ms and the other slow-request bounds that were given. */
+  requestLimits: RequestLimits;
   stateDir: string | undefined;
 }
 
 async function serveOptions(parsed: ParsedCommand, usage: string): Promise<ServeOptions> {
   const listen = { port: parsePort(stringOption(parsed, "port"), usage), host: hostOption(parsed, usage) };
+  const requestLimits = requestLimitOptions(parsed, usage);
   const stateDir = stateDirOption(parsed, { mustExist: false, usage });
   const flags = modelFlagsOf(parsed);
   const models = await catalogFor(flags);
   if (flags.model !== undefined) await checkModelSpec(flags.model, models);
-  return { flags, models, listen, stateDir };
+  return { flags, models, listen, requestLimits, stateDir };
 }
 
 async function serve(
@@ -103,6 +107,7 @@ async function serve(
       devMode: mode.devMode,
       logger: mode.logger,
       ...listenAddress(mode.listen, process.env, fromGateway),
+      ...mode.requestLimits,
       ...(mode.model ? { model: mode.model } : {}),
     });
   } catch (error) {
