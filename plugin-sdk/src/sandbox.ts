@@ -28,6 +28,14 @@ export interface Sandbox {
 }
 
 /** How one `Sandbox.exec` runs (checked by `checkExecOptions`). */
+/**
+ * The environment variable every sandbox command is started with (its value marks
+ * that one command), which its children inherit. A process that left the
+ * command's process group (`setsid cmd &`) is still found by it in
+ * /proc/<pid>/environ and killed with the command.
+ */
+export const SANDBOX_COMMAND_MARK_VARIABLE = "ASSEMBLY_LINE_SANDBOX_COMMAND";
+
 export interface SandboxExecOptions {
   /** Where the command starts: an existing folder under /workspace (default /workspace); else `AL_ERR_PATH_NOT_FOUND`, or `AL_ERR_PATH_ESCAPE` through a symlink out of it. */
   cwd?: string;

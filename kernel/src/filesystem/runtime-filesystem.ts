@@ -83,13 +83,11 @@ export function resolveLogicalPath(path: string): { root: RuntimeRoot; relative:
 export function createRuntimeFilesystem(sources: RuntimeFilesystemSources): RuntimeFilesystem {
   let skillChanges = 0;
   const recordSkillChange = async (change: SkillWriteResult) => {
-    if (change.before !== change.after) await sources.onSkillChange?.(change);
+    await sources.onSkillChange?.(change);
   };
   /** One /skills change and its event: journaled in the call's steps when there are any. */
   const changeSkill = (target: { name: string; path: string }, apply: () => Promise<SkillWriteResult>): Promise<SkillWriteResult> =>
-    sources.skillJournal
-      ? durableSkillChange(sources.skillJournal, skillChanges++, sources.skills, target, apply, recordSkillChange)
-      : apply().then(async (change) => (await recordSkillChange(change), change));
+    durableSkillChange(sources.skillJournal, skillChanges++, sources.skills, target, apply, recordSkillChange);
   const writable = (path: string) => {
     const resolved = resolveLogicalPath(path);
     if (resolved.root === "/skills") {

@@ -28,15 +28,22 @@ interface RecordedBefore {
  * crash that came after the store write, the write finds its result already
  * stored (or, for a delete, nothing left to delete): the change is then
  * reported from the digest recorded before it, and its event recorded now.
+ * Without a journal (no tool call, so no steps) the change is made, then
+ * recorded if it changed anything.
  */
 export async function durableSkillChange(
-  journal: SkillChangeJournal,
+  journal: SkillChangeJournal | undefined,
   number: number,
   library: SkillLibrary,
   target: { name: string; path: string },
   apply: () => Promise<SkillWriteResult>,
   recordChange: (change: SkillWriteResult) => Promise<void>,
 ): Promise<SkillWriteResult> {
+  if (!journal) {
+    const made = await apply();
+    if (made.before !== made.after) await recordChange(made);
+    return made;
+  }
   const key = `${journal.prefix}:${number}`;
   const before = await journal.step<RecordedBefore>(`${key}:before`, async () => {
     const skill = await library.get(target.name);

@@ -19,14 +19,10 @@ export function createSelfImprovementApi(library: SkillLibrary, changed: (change
     changedBy: skill.changedBy,
     conflict: skill.conflict,
   });
-  const record = async (change: SkillWriteResult) => {
-    if (change.before !== change.after) await changed(change);
-  };
   let changes = 0;
   /** Make the change and record it: journaled in the tool call's steps when there are any (durable-skill-change.ts). */
   const report = async (name: string, apply: () => Promise<SkillWriteResult>) => {
-    const target = { name, path: "SKILL.md" };
-    const change = journal ? await durableSkillChange(journal, changes++, library, target, apply, record) : await apply().then(async (made) => (await record(made), made));
+    const change = await durableSkillChange(journal, changes++, library, { name, path: "SKILL.md" }, apply, changed);
     return { name: change.name, before: change.before, after: change.after };
   };
   return {

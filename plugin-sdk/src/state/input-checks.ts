@@ -62,7 +62,7 @@ export function checkScheduleInput(operation: string, schedule: Omit<ScheduleRec
   if (typeof id !== "string" || id === "") refuseStateInput(operation, "schedule.id", "a non-empty string", id);
   // 0 is a schedule that runs once (its dispatch gives the next time, if any); a fraction would read as 0 in one store and 1 ms in another.
   if (typeof intervalMs !== "number" || !Number.isSafeInteger(intervalMs) || intervalMs < 0) refuseStateInput(operation, "schedule.intervalMs", "a whole number of milliseconds >= 0 (0: it runs once)", intervalMs);
-  if (typeof nextRunAt !== "string" || !Number.isFinite(Date.parse(nextRunAt))) refuseStateInput(operation, "schedule.nextRunAt", "an ISO-8601 time", nextRunAt);
+  checkedTimeText(operation, "schedule.nextRunAt", nextRunAt);
   if (typeof enabled !== "boolean") refuseStateInput(operation, "schedule.enabled", "a boolean", enabled);
   if (agentId !== undefined && agentId !== null && (typeof agentId !== "string" || agentId === "")) {
     refuseStateInput(operation, "schedule.agentId", "a non-empty string or null", agentId);

@@ -1,4 +1,4 @@
-import { isAssemblyLineError } from "@assemblyline-agents/core";
+import { MAX_READ_BYTES, isAssemblyLineError } from "@assemblyline-agents/core";
 import { InMemoryStateAdapter } from "@assemblyline-agents/runtime";
 import { constants, existsSync } from "node:fs";
 import { mkdtemp, open, readFile, rm, symlink, writeFile } from "node:fs/promises";
@@ -6,7 +6,6 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterEach, describe, expect, it } from "vitest";
 import { LocalSandboxAdapter, TIMEOUT_EXIT_CODE } from "../src/index.js";
-import { MAX_READ_BYTES } from "../src/sandbox/regular-file.js";
 import { stillRunning } from "./support/processes.js";
 
 const folders: string[] = [];

@@ -1,6 +1,6 @@
 import { posix } from "node:path";
 import type Docker from "dockerode";
-import { AssemblyLineError, checkExecOptions, folderRefusalError, type ExecResult, type Sandbox, type SandboxExecOptions } from "@assemblyline-agents/core";
+import { AssemblyLineError, MAX_READ_BYTES, checkExecOptions, folderRefusalError, type ExecResult, type Sandbox, type SandboxExecOptions } from "@assemblyline-agents/core";
 import { engineCall } from "../engine.js";
 import { execInContainer, toExecResult, type RawExecResult } from "./exec.js";
 import { pack } from "./single-file-tar.js";
@@ -18,8 +18,6 @@ type Entry = { path: string; type: "file" | "directory"; size: number };
 
 /** How long a file operation's helper command may take. */
 const FILE_OP_TIMEOUT_MS = 60_000;
-/** Largest file readFile returns (the exec stream is buffered). */
-const MAX_READ_BYTES = 256 * 1024 * 1024;
 
 /*
  * File operations run small POSIX shell scripts inside the container (busybox

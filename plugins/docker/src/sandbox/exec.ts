@@ -1,7 +1,7 @@
 import { randomBytes } from "node:crypto";
 import { Writable } from "node:stream";
 import type Docker from "dockerode";
-import { AssemblyLineError, FOLDER_REFUSALS, isAssemblyLineError, type ExecResult, type FolderRefusal } from "@assemblyline-agents/core";
+import { AssemblyLineError, FOLDER_REFUSALS, SANDBOX_COMMAND_MARK_VARIABLE, isAssemblyLineError, type ExecResult, type FolderRefusal } from "@assemblyline-agents/core";
 import { engineCall, engineError, engineMessage, statusOf, withDeadline } from "../engine.js";
 
 /** Exit code of a command stopped at its timeout (as coreutils `timeout` and the local sandbox report). */
@@ -68,11 +68,6 @@ class CappedSink extends Writable {
 
 /** Where each running command's pid file is, inside the container. */
 export const PID_DIR = "/tmp/.assembly-line";
-/**
- * Set in the environment of every command (its value is the command's pid-file
- * name, `exec-<hex>`), so whatever the command starts inherits it.
- */
-export const COMMAND_MARK_VARIABLE = "ASSEMBLY_LINE_SANDBOX_COMMAND";
 /*
  * The engine cannot kill an exec'd process, so the wrapper records its pid in a
  * file and a timeout runs a second exec that kills its process group and its
@@ -84,14 +79,14 @@ export const COMMAND_MARK_VARIABLE = "ASSEMBLY_LINE_SANDBOX_COMMAND";
  * > file`) before its own kill.
  *
  * A process that leaves both (`setsid cmd &`, then its parent exits) is found
- * by its mark: /proc/<pid>/environ holds COMMAND_MARK_VARIABLE. stop_marked
+ * by its mark: /proc/<pid>/environ holds SANDBOX_COMMAND_MARK_VARIABLE. stop_marked
  * stops every marked process, scanning again for any forked before it was
  * stopped, and leaves them in m_marked for the kill. Only a process that drops
  * or changes the variable (`env -i`) escapes this.
  */
 const KILL_TREE_FUNCTION = [
   'kill_tree() { kill -STOP "$1" 2>/dev/null; for child in $(grep -l "^PPid:[[:space:]]*$1\\$" /proc/[0-9]*/status 2>/dev/null | cut -d/ -f3); do kill_tree "$child"; done; kill -KILL "$1" 2>/dev/null; }',
-  `stop_marked() { m_marked=; for m_round in 1 2 3 4 5 6 7 8 9 10; do m_found=; for m_environ in /proc/[0-9]*/environ; do m_pid=\${m_environ#/proc/}; m_pid=\${m_pid%/environ}; case " $m_marked " in *" $m_pid "*) continue;; esac; tr '\\0' '\\n' < "$m_environ" 2>/dev/null | grep -qxF -- "${COMMAND_MARK_VARIABLE}=$1" && m_found="$m_found $m_pid"; done; [ -n "$m_found" ] || return 0; kill -STOP $m_found 2>/dev/null; m_marked="$m_marked$m_found"; done; }`,
+  `stop_marked() { m_marked=; for m_round in 1 2 3 4 5 6 7 8 9 10; do m_found=; for m_environ in /proc/[0-9]*/environ; do m_pid=\${m_environ#/proc/}; m_pid=\${m_pid%/environ}; case " $m_marked " in *" $m_pid "*) continue;; esac; tr '\\0' '\\n' < "$m_environ" 2>/dev/null | grep -qxF -- "${SANDBOX_COMMAND_MARK_VARIABLE}=$1" && m_found="$m_found $m_pid"; done; [ -n "$m_found" ] || return 0; kill -STOP $m_found 2>/dev/null; m_marked="$m_marked$m_found"; done; }`,
   'kill_marked() { if [ -n "$m_marked" ]; then kill -KILL $m_marked 2>/dev/null; fi; }',
   // busybox kill reads "--" as a pid: a group is named "-PID" straight after the signal.
   'kill_command() { kill -STOP "-$1" 2>/dev/null; stop_marked "$2"; kill_tree "$1"; kill -KILL "-$1" 2>/dev/null; kill_marked; }',
@@ -117,7 +112,7 @@ const WRAPPER = [
   "shift",
   'echo $$ > "$0"',
   'al_mark=$(mark_of "$0")',
-  `${COMMAND_MARK_VARIABLE}="$al_mark" "$@"; al_code=$?`,
+  `${SANDBOX_COMMAND_MARK_VARIABLE}="$al_mark" "$@"; al_code=$?`,
   'al_members=; { for al_stat in /proc/[0-9]*/stat; do read -r al_line < "$al_stat" || continue; set -- ${al_line##*) }; al_pid=${al_stat#/proc/}; al_pid=${al_pid%/stat}; [ "$3" = "$$" ] && [ "$al_pid" != "$$" ] && al_members="$al_members $al_pid"; done; } 2>/dev/null',
   'if [ -n "$al_members" ]; then kill -STOP $al_members; fi 2>/dev/null',
   'stop_marked "$al_mark"',

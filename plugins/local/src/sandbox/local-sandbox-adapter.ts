@@ -91,9 +91,7 @@ export class LocalSandboxAdapter implements SandboxAdapter {
     const pending = this.live.get(key);
     this.live.delete(key);
     (await pending?.catch(() => undefined))?.close();
-    // Commands a crashed process left running, which no timer of this one would stop, and what left their groups.
-    await new CommandRecords(join(folder, "commands")).killLeftovers();
-    await killMarkedProcesses(sandboxMarker(folder), true);
+    await stopLeftovers(folder);
     await rm(folder, { recursive: true, force: true });
     await this.sessions?.deleteSandboxSession(key);
   }
@@ -118,10 +116,9 @@ export class LocalSandboxAdapter implements SandboxAdapter {
     // 0o700: on a shared tmpdir other users must not read a run's files.
     await mkdir(workspace, { recursive: true, mode: 0o700 });
     // Opened by this adapter for the first time: a command still running was left by the run's earlier owner, whose timeout died with it.
+    await stopLeftovers(folder);
     const commands = join(folder, "commands");
-    await new CommandRecords(commands).killLeftovers();
     const marker = sandboxMarker(folder);
-    await killMarkedProcesses(marker, true);
     const id = `${ADAPTER_NAME}:${key}`;
     const sandbox = new LocalSandbox(id, { workspace: await realpath(workspace), home: join(folder, "home"), tmp: join(folder, "tmp"), commands }, this.defaults, marker);
     if (this.sessions) {
@@ -164,4 +161,14 @@ function keyOfFolder(name: string): string | undefined {
   const bytes = Buffer.from(name.replace(/%([0-9A-F]{2})/g, (_, hex: string) => String.fromCharCode(Number.parseInt(hex, 16))), "latin1");
   const key = bytes.toString("utf8");
   return folderName(key) === name ? key : undefined;
+}
+
+/**
+ * Kill what a crashed process left running in the sandbox at `folder`, which no
+ * timer of this process would stop: the recorded commands' groups, then every
+ * process that left its group but still carries the sandbox's mark.
+ */
+async function stopLeftovers(folder: string): Promise<void> {
+  await new CommandRecords(join(folder, "commands")).killLeftovers();
+  await killMarkedProcesses(sandboxMarker(folder), true);
 }

@@ -1,4 +1,4 @@
-import { AssemblyLineError, checkExecOptions, type ExecResult, type Sandbox, type SandboxExecOptions } from "@assemblyline-agents/core";
+import { AssemblyLineError, SANDBOX_COMMAND_MARK_VARIABLE, checkExecOptions, type ExecResult, type Sandbox, type SandboxExecOptions } from "@assemblyline-agents/core";
 import type { ChildProcess } from "node:child_process";
 import { constants } from "node:fs";
 import { lstat, mkdir, open, readdir, readlink, realpath, rename, rm, stat } from "node:fs/promises";
@@ -6,7 +6,7 @@ import { randomUUID } from "node:crypto";
 import { basename, dirname, join, resolve } from "node:path";
 import { CommandRecords } from "./command-records.js";
 import { fsError, systemError } from "./fs-error.js";
-import { MARKER_VARIABLE, commandMarker, killMarkedProcesses } from "./marked-processes.js";
+import { commandMarker, killMarkedProcesses } from "./marked-processes.js";
 import { openRegularFile, readRegularFile } from "./regular-file.js";
 import { runShell } from "./run-shell.js";
 import { MISSING, WORKSPACE, isInside, parseWorkspacePath, pathEscape, resolveInside } from "./workspace-path.js";
@@ -158,7 +158,7 @@ export class LocalSandbox implements Sandbox {
       WORKSPACE: this.folders.workspace,
       PWD: real,
       ...options.env,
-      [MARKER_VARIABLE]: commandMarker(this.marker),
+      [SANDBOX_COMMAND_MARK_VARIABLE]: commandMarker(this.marker),
     };
     try {
       await mkdir(this.folders.home, { recursive: true });
@@ -175,7 +175,7 @@ export class LocalSandbox implements Sandbox {
         env,
         timeoutMs,
         maxOutputBytes,
-        killEscaped: () => killMarkedProcesses(env[MARKER_VARIABLE]),
+        killEscaped: () => killMarkedProcesses(env[SANDBOX_COMMAND_MARK_VARIABLE]),
         track: (live) => {
           if (live) {
             this.running.add((child = live));

@@ -1,5 +1,6 @@
 import { createHash, randomUUID } from "node:crypto";
 import { readFile, readdir } from "node:fs/promises";
+import { SANDBOX_COMMAND_MARK_VARIABLE } from "@assemblyline-agents/core";
 
 /*
  * A process that leaves the command's process group (`setsid cmd &`) escapes the
@@ -8,7 +9,6 @@ import { readFile, readdir } from "node:fs/promises";
  * it was started with. A process started with a cleared environment (`env -i`)
  * carries no marker and is not found; nor is anything where /proc is missing.
  */
-export const MARKER_VARIABLE = "ASSEMBLY_LINE_SANDBOX_COMMAND";
 
 /** Passes over /proc before giving up on a process that keeps forking marked children. */
 const MAX_PASSES = 10;
@@ -30,7 +30,7 @@ export function commandMarker(sandbox: string): string {
  * nothing, so a child forked while a pass ran is caught by the next.
  */
 export async function killMarkedProcesses(value: string, wholeSandbox = false): Promise<void> {
-  const needle = Buffer.from(wholeSandbox ? `${MARKER_VARIABLE}=${value}/` : `${MARKER_VARIABLE}=${value}\0`);
+  const needle = Buffer.from(wholeSandbox ? `${SANDBOX_COMMAND_MARK_VARIABLE}=${value}/` : `${SANDBOX_COMMAND_MARK_VARIABLE}=${value}\0`);
   // A killed process may still be exiting when the next pass reads it: one kill each.
   const killed = new Set<number>();
   for (let pass = 0; pass < MAX_PASSES; pass += 1) {

@@ -1,4 +1,4 @@
-import { AssemblyLineError } from "@assemblyline-agents/core";
+import { AssemblyLineError, MAX_READ_BYTES } from "@assemblyline-agents/core";
 import { constants, type Stats } from "node:fs";
 import { lstat, open, type FileHandle } from "node:fs/promises";
 
@@ -9,9 +9,6 @@ import { lstat, open, type FileHandle } from "node:fs/promises";
  * the path already, so a symlink there now is one a command swapped in since.
  */
 const OPEN_FLAGS = constants.O_NONBLOCK | constants.O_NOFOLLOW;
-
-/** Largest file readFile returns, the Docker sandbox's limit too: the whole file is held in memory. */
-export const MAX_READ_BYTES = 256 * 1024 * 1024;
 
 /**
  * Open `real` (a resolved host path) only if it is a regular file; `flags` adds
