@@ -54,6 +54,8 @@ export class ConnectionRegistry {
   /** Stored run-added connections not provided because the host or the folder declares the name (warned once each). */
   private readonly warnedShadowed = new Set<string>();
   private changes = 0;
+  /** This process's writes of the stored connections, one at a time. */
+  private writing: Promise<unknown> = Promise.resolve();
 
   constructor(
     private readonly parts: {
@@ -183,15 +185,18 @@ export class ConnectionRegistry {
         if (this.declared().has(checked.name)) {
           throw new AssemblyLineError("AL_ERR_CONNECTION_REFUSED", `"${checked.name}" is the name of a connection the host or the agent folder declares`, { fix: "Pick another name for the run's connection." });
         }
-        if (this.provided.has(checked.name) || checked.name in (await this.stored())) {
-          throw new AssemblyLineError("AL_ERR_CONNECTION_REFUSED", `a connection named "${checked.name}" already exists`, { fix: "Pick another name, or remove the existing connection first." });
+        const existing = (await this.stored())[checked.name];
+        // The same add by the same run: its tool call ran again after a crash that came after the write, so it is done.
+        if (existing && existing.addedBy === runId && digestJson(existing.spec as unknown as JsonValue) === digestJson(checked as unknown as JsonValue)) {
+          await this.refresh();
+          const info = this.provided.get(checked.name)?.info;
+          if (info) return info;
         }
+        if (this.provided.has(checked.name) || existing) throw alreadyExists(checked.name);
         const grantHosts = checked.auth ? this.checkGrant(checked, checked.auth.grant) : undefined;
         gate.require(`The agent asks to connect to ${describeTarget(checked, grantHosts)} as "${checked.name}".`, { action: "add", connection: checked as unknown as JsonValue });
         const record = await provider.describe(checked.name, checked, this.dynamicPolicy(checked));
-        const stored = await this.stored();
-        stored[checked.name] = { spec: checked, record, addedBy: runId };
-        await this.parts.settings.putSetting(this.key, stored as unknown as JsonValue, { actor: `run:${runId}`, reason: `connection ${checked.name} added` });
+        await this.writeStored(checked.name, { spec: checked, record, addedBy: runId }, { actor: `run:${runId}`, reason: `connection ${checked.name} added` });
         await this.refresh();
         return this.provided.get(checked.name)!.info;
       },
@@ -199,8 +204,7 @@ export class ConnectionRegistry {
         const stored = await this.stored();
         if (!(name in stored)) return { removed: false };
         gate.require(`The agent asks to remove the connection "${name}".`, { action: "remove", connection: name });
-        delete stored[name];
-        await this.parts.settings.putSetting(this.key, stored as unknown as JsonValue, { actor: `run:${runId}`, reason: `connection ${name} removed` });
+        await this.writeStored(name, undefined, { actor: `run:${runId}`, reason: `connection ${name} removed` });
         // A stored entry the host's name shadows was never provided: the tools under that name are the host's.
         if (this.provided.get(name)?.info.source === "dynamic") this.withdraw(name);
         return { removed: true };
@@ -250,8 +254,56 @@ export class ConnectionRegistry {
   }
 
   private async stored(): Promise<Record<string, StoredConnection>> {
-    const value = await this.parts.settings.getSetting(this.key);
-    return value && typeof value === "object" && !Array.isArray(value) ? { ...(value as unknown as Record<string, StoredConnection>) } : {};
+    return storedOf(await this.parts.settings.getSetting(this.key));
+  }
+
+  /**
+   * Set one stored connection (`entry`), or delete it (undefined). Every replica writes the whole
+   * map, so a write can replace what another wrote since it was read: putSetting hands back the
+   * value it replaced (read under the row's lock), and while that is not what the change was made
+   * on, the change is made again on the value now stored, with what the last write dropped put
+   * back. An add whose name another writer took meanwhile leaves theirs and is refused.
+   */
+  private async writeStored(name: string, entry: StoredConnection | undefined, audit: { actor: string; reason: string }): Promise<void> {
+    const write = this.writing.then(async () => {
+      let base = await this.stored();
+      /** Other writers' values this process's writes replaced, by name (undefined: they had deleted it). */
+      const dropped = new Map<string, StoredConnection | undefined>();
+      let written: Record<string, StoredConnection> = {};
+      let taken = false;
+      for (let attempt = 0; attempt < STORE_WRITE_ATTEMPTS; attempt += 1) {
+        const next = { ...base };
+        for (const [other, value] of dropped) {
+          // Put back only what no one changed since this process's write replaced it.
+          if (digestJson(next[other] ?? null) !== digestJson(written[other] ?? null)) continue;
+          if (value === undefined) delete next[other];
+          else next[other] = value;
+        }
+        if (!taken) {
+          if (entry === undefined) delete next[name];
+          else next[name] = entry;
+        }
+        const { previous } = await this.parts.settings.putSetting(this.key, next as unknown as JsonValue, audit);
+        const replaced = storedOf(previous);
+        if (digestJson(replaced) === digestJson(base)) {
+          if (taken) throw alreadyExists(name);
+          return;
+        }
+        for (const other of new Set([...Object.keys(replaced), ...Object.keys(base)])) {
+          if (digestJson(replaced[other] ?? null) === digestJson(base[other] ?? null)) continue;
+          dropped.set(other, replaced[other]);
+          // Another writer set the name this add sets: theirs came first.
+          if (other === name && entry !== undefined && replaced[other] !== undefined) taken = true;
+        }
+        written = next;
+        base = await this.stored();
+      }
+      throw new AssemblyLineError("AL_ERR_STATE_UNAVAILABLE", `the stored connections (setting ${this.key}) changed under every one of ${STORE_WRITE_ATTEMPTS} writes; connection "${name}" was not ${entry ? "added" : "removed"}`, {
+        fix: "Try again: other replicas were changing the agent's connections at the same time.",
+      });
+    });
+    this.writing = write.catch(() => undefined);
+    return write;
   }
 
   private requireProvider(): ConnectionProvider {
@@ -262,6 +314,17 @@ export class ConnectionRegistry {
     }
     return this.parts.provider;
   }
+}
+
+/** How often a change of the stored connections is made again when other writers keep changing them under it. */
+const STORE_WRITE_ATTEMPTS = 8;
+
+function storedOf(value: JsonValue | null | undefined): Record<string, StoredConnection> {
+  return value && typeof value === "object" && !Array.isArray(value) ? { ...(value as unknown as Record<string, StoredConnection>) } : {};
+}
+
+function alreadyExists(name: string): AssemblyLineError {
+  return new AssemblyLineError("AL_ERR_CONNECTION_REFUSED", `a connection named "${name}" already exists`, { fix: "Pick another name, or remove the existing connection first." });
 }
 
 /** A host connection may reach the hosts its own definition names (by name: a local server too), nothing else. */
