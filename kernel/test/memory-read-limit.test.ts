@@ -1,3 +1,4 @@
+import { MAX_MEMORY_FILE_BYTES } from "@assemblyline-agents/core";
 import { describe, expect, it } from "vitest";
 import { InMemoryStateAdapter } from "@assemblyline-agents/runtime";
 import { MINIMAL_AGENT, agentFolder } from "./support/agent-folder.js";
@@ -18,7 +19,7 @@ async function reads(memory: Record<string, string>, inputs: Array<{ path: strin
 
 describe("the read tool on a large memory file", () => {
   it("hands back the first 64 KiB and the offset of the rest, never the whole file", async () => {
-    const big = "x".repeat(8 * 1024 * 1024);
+    const big = "x".repeat(MAX_MEMORY_FILE_BYTES);
     const [first] = await reads({ "huge.md": big }, [{ path: "/memory/huge.md" }]);
     expect(first!.content).toBe("x".repeat(PART_BYTES));
     expect(first).toMatchObject({ offset: 0, totalBytes: big.length, nextOffset: PART_BYTES, note: expect.stringContaining(`offset ${PART_BYTES}`) });
@@ -48,5 +49,17 @@ describe("the read tool on a large memory file", () => {
     const [small, exact] = await reads({ "small.md": "notes", "exact.md": "y".repeat(PART_BYTES) }, [{ path: "/memory/small.md" }, { path: "/memory/exact.md" }]);
     expect(small).toEqual({ path: "/memory/small.md", content: "notes" });
     expect(exact).toEqual({ path: "/memory/exact.md", content: "y".repeat(PART_BYTES) });
+  });
+});
+
+describe("the write tool on /memory past the memory file limit", () => {
+  it("tells the model the file is too large and keeps what the file held, and the run goes on", async () => {
+    const state = new InMemoryStateAdapter();
+    await state.writeMemory("notes.md", "kept");
+    const tooLarge = "x".repeat(MAX_MEMORY_FILE_BYTES + 1);
+    const { runtime, log } = await startAgent(agentFolder({ "agent.ts": MINIMAL_AGENT }), [{ toolCalls: [{ name: "write", input: { path: "/memory/notes.md", content: tooLarge } }] }, { text: "done" }], { state });
+    expect((await runtime.run({ message: "go" })).status).toBe("completed");
+    expect(outputOf(log.outcomes[0]!.outcome)).toMatchObject({ code: "AL_ERR_MEMORY_TOO_LARGE", error: expect.stringContaining(`more than the ${MAX_MEMORY_FILE_BYTES}`) });
+    expect((await state.readMemory("notes.md"))?.content).toBe("kept");
   });
 });

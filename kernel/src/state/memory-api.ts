@@ -1,4 +1,4 @@
-import { AssemblyLineError, describeStateValue, type MemoryApi, type MemoryStateStore } from "@assemblyline-agents/core";
+import { AssemblyLineError, checkMemoryWrite, describeStateValue, type MemoryApi, type MemoryStateStore } from "@assemblyline-agents/core";
 import { resolveLogicalPath } from "../filesystem/runtime-filesystem.js";
 
 /** `ctx.memory`: the tool-facing view of the memory facet. */
@@ -12,12 +12,7 @@ export function createMemoryApi(store: MemoryStateStore): MemoryApi {
     },
     async write({ path, content }) {
       const relative = memoryFilePath(path, "write");
-      if (typeof content !== "string") {
-        throw new AssemblyLineError("AL_ERR_STATE_INPUT_INVALID", `ctx.memory.write(/memory/${relative}): content must be a string, got ${describeStateValue(content)}`, {
-          fix: "Pass text; serialize other values first, e.g. content: JSON.stringify(value).",
-          details: { operation: "ctx.memory.write", field: "content" },
-        });
-      }
+      checkMemoryWrite(relative, content, `ctx.memory.write(/memory/${relative})`);
       await store.writeMemory(relative, content);
     },
     list: async (args) => store.listMemory(memoryPrefix(args?.prefix)),

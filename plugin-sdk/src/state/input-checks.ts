@@ -108,11 +108,33 @@ export function checkNewEvents(operation: string, events: readonly NewRunEvent[]
 }
 
 /**
+ * The largest memory file a store keeps, in UTF-8 bytes. Memory is the agent's notes, read into
+ * model calls and copied with every state snapshot; bulk data belongs in a blob or a file.
+ */
+export const MAX_MEMORY_FILE_BYTES = 1024 * 1024;
+
+/**
  * Refuse a memory write no store could keep as the same file: a path that is not a non-empty
  * string (the empty path is the /memory folder itself, which no read or delete reaches), content
- * that is not a string (a store would keep it as some serialization of its own, or fail inside).
+ * that is not a string (a store would keep it as some serialization of its own, or fail inside),
+ * content over MAX_MEMORY_FILE_BYTES (AL_ERR_MEMORY_TOO_LARGE). `caller` names the call in the
+ * message (`ctx.memory.write(/memory/notes.md)`); by default the store's `writeMemory(path ...)`.
  */
-export function checkMemoryWrite(path: unknown, content: unknown): void {
-  if (typeof path !== "string" || path === "") refuseStateInput("writeMemory", "path", "a non-empty string naming a file under /memory (e.g. notes/todo.md)", path);
-  if (typeof content !== "string") refuseStateInput(`writeMemory(path ${describeStateValue(path)})`, "content", "a string (serialize other values first, e.g. with JSON.stringify)", content);
+export function checkMemoryWrite(path: unknown, content: unknown, caller?: string): void {
+  const operation = caller ?? `writeMemory(path ${describeStateValue(path)})`;
+  if (typeof path !== "string" || path === "") refuseStateInput(caller ?? "writeMemory", "path", "a non-empty string naming a file under /memory (e.g. notes/todo.md)", path);
+  if (typeof content !== "string") {
+    throw new AssemblyLineError("AL_ERR_STATE_INPUT_INVALID", `${operation}: content must be a string, got ${describeStateValue(content)}`, {
+      fix: "Pass text; serialize other values first, e.g. content: JSON.stringify(value).",
+      details: { operation, field: "content" },
+    });
+  }
+  // A UTF-16 unit is at most 3 UTF-8 bytes: short content needs no count.
+  if (content.length * 3 <= MAX_MEMORY_FILE_BYTES) return;
+  const size = Buffer.byteLength(content, "utf8");
+  if (size <= MAX_MEMORY_FILE_BYTES) return;
+  throw new AssemblyLineError("AL_ERR_MEMORY_TOO_LARGE", `${operation}: content is ${size} bytes of UTF-8, more than the ${MAX_MEMORY_FILE_BYTES} a memory file holds`, {
+    fix: "Keep memory to notes and summaries; put bulk data in a blob (ctx.blob) or a /workspace file and note where it is.",
+    details: { path, size, limit: MAX_MEMORY_FILE_BYTES },
+  });
 }

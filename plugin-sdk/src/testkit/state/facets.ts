@@ -14,6 +14,7 @@ import type {
   UsageStore,
 } from "../../state/index.js";
 import type { JsonValue } from "../../json.js";
+import { MAX_MEMORY_FILE_BYTES } from "../../state/input-checks.js";
 import { clockAt, uniqueId, useSubject, type StateKitFactory } from "./subject.js";
 
 const message = (content: string, role: ConversationMessage["role"] = "user"): ConversationMessage => ({
@@ -564,6 +565,20 @@ export function describeMemoryStateStoreConformance(name: string, factory: State
       await refused("fresh.md", { a: 1 }, "content");
       expect(await store().listMemory()).toEqual(["kept.md"]);
       expect((await store().readMemory("kept.md"))?.content).toBe("before");
+    });
+
+    it("keeps a memory file of MAX_MEMORY_FILE_BYTES of UTF-8 and refuses a larger one (AL_ERR_MEMORY_TOO_LARGE), keeping what was there", async () => {
+      // Two bytes a character: a limit counted in characters would take this file.
+      const atLimit = "\u00e9".repeat(MAX_MEMORY_FILE_BYTES / 2);
+      await store().writeMemory("big.md", atLimit);
+      expect((await store().readMemory("big.md"))?.content).toBe(atLimit);
+      await expect(store().writeMemory("big.md", `${atLimit}x`)).rejects.toMatchObject({
+        code: "AL_ERR_MEMORY_TOO_LARGE",
+        details: { path: "big.md", size: MAX_MEMORY_FILE_BYTES + 1, limit: MAX_MEMORY_FILE_BYTES },
+      });
+      await expect(store().writeMemory("fresh.md", `${atLimit}x`)).rejects.toMatchObject({ code: "AL_ERR_MEMORY_TOO_LARGE" });
+      expect((await store().readMemory("big.md"))?.content).toBe(atLimit);
+      expect(await store().listMemory()).toEqual(["big.md"]);
     });
 
     it("keeps text with NUL or a lone surrogate exactly, or refuses it (AL_ERR_STATE_INPUT_INVALID), never storing it changed or merging two paths", async () => {
