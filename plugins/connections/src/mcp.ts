@@ -30,6 +30,8 @@ export class McpClients {
   private readonly clients = new Map<string, Promise<Client>>();
   /** The secrets each client's requests carried (kept across reconnects): a call's result is redacted of them. */
   private readonly sent = new Map<string, SentSecrets>();
+  /** Clients whose handshake is under way. */
+  private readonly opening = new Set<Client>();
 
   constructor(
     private readonly outbound: OutboundOptions,
@@ -85,10 +87,18 @@ export class McpClients {
     return JSON.parse(serialized) as JsonValue;
   }
 
+  /**
+   * Close every client: a session the server keeps is ended (DELETE, as the MCP spec asks of a
+   * client leaving), waiting at most SESSION_END_MS for it; a stdio server is stopped. A handshake
+   * still under way is stopped at once, not awaited: a server that never answers would otherwise
+   * hold the host's shutdown for the request timeout, and its process would outlive the host.
+   */
   async close(): Promise<void> {
     const clients = [...this.clients.values()];
     this.clients.clear();
-    await Promise.allSettled(clients.map(async (client) => (await client).close()));
+    const opening = [...this.opening];
+    this.opening.clear();
+    await Promise.allSettled([...opening.map((client) => client.close()), ...clients.map(async (client) => endSession(await client, Math.min(this.timeoutMs, SESSION_END_MS)))]);
   }
 
   /**
@@ -153,6 +163,7 @@ export class McpClients {
     const { Client } = await import("@modelcontextprotocol/sdk/client/index.js");
     const client = new Client({ name: "assembly-line", version: "0.1.0" });
     let stderr = "";
+    this.opening.add(client);
     try {
       if ("url" in target) {
         const { StreamableHTTPClientTransport } = await import("@modelcontextprotocol/sdk/client/streamableHttp.js");
@@ -174,6 +185,8 @@ export class McpClients {
       await client.close().catch(() => undefined);
       const printed = "command" in target ? withoutEnvValues(stderr.trim(), target.env) : "";
       throw failure(connection, "connecting", printed ? new Error(`${error instanceof Error ? error.message : String(error)}; the server printed: ${printed.replace(/\s*\n\s*/g, " | ")}`, { cause: error }) : error);
+    } finally {
+      this.opening.delete(client);
     }
     return client;
   }
@@ -185,6 +198,25 @@ function wasCut(error: unknown, depth = 0): boolean {
   const data = (error as { data?: unknown }).data;
   if (typeof data === "object" && data !== null && ANSWER_CAP_MARK in data) return true;
   return wasCut((error as { cause?: unknown }).cause, depth + 1);
+}
+
+/** The longest close() waits for a server to end a session (less when requestTimeoutMs is). */
+const SESSION_END_MS = 5_000;
+
+/** End the client's session on the server, if it keeps one, waiting at most `ms`; then close the client. */
+async function endSession(client: Client, ms: number): Promise<void> {
+  const transport = client.transport as { terminateSession?: () => Promise<void> } | undefined;
+  if (typeof transport?.terminateSession === "function") {
+    let timer: NodeJS.Timeout | undefined;
+    const waited = new Promise<void>((resolve) => {
+      timer = setTimeout(resolve, ms);
+      timer.unref();
+    });
+    // A server that refuses or does not answer keeps its session until it expires it: the client closes all the same.
+    await Promise.race([transport.terminateSession().catch(() => undefined), waited]);
+    clearTimeout(timer);
+  }
+  await client.close();
 }
 
 /** Characters of a stdio server's stderr kept for the error of a failed start. */

@@ -26,9 +26,14 @@ afterEach(async () => {
  * client, kept in this process's memory, as stateful servers do); `generation`
  * names the process, so a restart on the same port is visible in answers.
  */
-async function statefulMcpServer(generation: string, port = 0, nextCursor?: string): Promise<{ port: number; stop(): Promise<void> }> {
+async function statefulMcpServer(generation: string, port = 0, nextCursor?: string, options: { answerDelete?: boolean } = {}): Promise<{ port: number; sessions: Map<string, StreamableHTTPServerTransport>; deletes: number; stop(): Promise<void> }> {
   const sessions = new Map<string, StreamableHTTPServerTransport>();
+  let deletes = 0;
   const server = createServer(async (req, res) => {
+    if (req.method === "DELETE") {
+      deletes += 1;
+      if (options.answerDelete === false) return;
+    }
     const chunks: Buffer[] = [];
     for await (const chunk of req) chunks.push(chunk as Buffer);
     const body = chunks.length ? JSON.parse(Buffer.concat(chunks).toString("utf8")) : undefined;
@@ -40,6 +45,7 @@ async function statefulMcpServer(generation: string, port = 0, nextCursor?: stri
         return;
       }
       const created = new StreamableHTTPServerTransport({ sessionIdGenerator: randomUUID, onsessioninitialized: (sessionId) => void sessions.set(sessionId, created) });
+      created.onclose = () => void (created.sessionId && sessions.delete(created.sessionId));
       const mcp = new McpServer({ name: "echo", version: "1.0.0" }, { capabilities: { tools: {} } });
       mcp.setRequestHandler(ListToolsRequestSchema, async () => ({ tools: [{ name: "echo", description: "Echo a word", inputSchema: { type: "object", properties: { word: { type: "string" } } } }], ...(nextCursor ? { nextCursor } : {}) }));
       mcp.setRequestHandler(CallToolRequestSchema, async (request) => ({ content: [{ type: "text", text: `${String(request.params.arguments?.word)} from ${generation}` }] }));
@@ -52,6 +58,10 @@ async function statefulMcpServer(generation: string, port = 0, nextCursor?: stri
   servers.push(server);
   return {
     port: (server.address() as AddressInfo).port,
+    sessions,
+    get deletes() {
+      return deletes;
+    },
     stop: async () => {
       servers.splice(servers.indexOf(server), 1);
       server.closeAllConnections();
@@ -133,5 +143,30 @@ describe("a stdio MCP server that fails to start", () => {
     } finally {
       await provider.close?.();
     }
+  }, 20_000);
+});
+
+describe("closing the connections", () => {
+  it("ends each MCP session on its server, so a stateful server does not keep it until it expires", async () => {
+    const server = await statefulMcpServer("one");
+    const provider = createConnections({ resolve });
+    const definition = defineMcpConnection({ url: `http://mcp.test:${server.port}/mcp`, description: "Echo" });
+    const tools = provider.tools("echo", definition, await provider.describe("echo", definition, policy), policy);
+    await tools.echo__echo!.execute({ word: "hi" }, callCtx());
+    expect(server.sessions.size).toBe(1);
+    await provider.close?.();
+    expect(server.deletes).toBe(1);
+    expect(server.sessions.size).toBe(0);
+  }, 20_000);
+
+  it("does not wait longer than requestTimeoutMs for a server that never answers the end of its session", async () => {
+    const server = await statefulMcpServer("mute", 0, undefined, { answerDelete: false });
+    const provider = createConnections({ resolve, requestTimeoutMs: 300 });
+    const definition = defineMcpConnection({ url: `http://mcp.test:${server.port}/mcp`, description: "Echo" });
+    await provider.describe("echo", definition, policy);
+    const startedAt = Date.now();
+    await provider.close?.();
+    expect(server.deletes).toBe(1);
+    expect(Date.now() - startedAt).toBeLessThan(2_000);
   }, 20_000);
 });

@@ -1,4 +1,7 @@
+import { existsSync, mkdtempSync, readFileSync, rmSync } from "node:fs";
 import { createServer, type Server } from "node:http";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
 import type { AddressInfo } from "node:net";
 import { afterEach, describe, expect, it } from "vitest";
 import { Server as McpServer } from "@modelcontextprotocol/sdk/server/index.js";
@@ -88,6 +91,27 @@ describe("a service that is down or does not answer", () => {
     const result = await provider.tools("down", definition, await provider.describe("down", definition, policy), policy).down__lookup!.execute({}, callCtx());
     expect(result).toEqual({ code: "AL_ERR_CONNECTION_FAILED", error: expect.stringMatching(new RegExp(`connection "down" failed calling lookup: fetch failed \\(connect ECONNREFUSED 127.0.0.1:${port}\\)`)) });
   });
+
+  it("stops, when the connections are closed, a stdio server that never answers its handshake, without waiting for requestTimeoutMs", async () => {
+    const dir = mkdtempSync(join(tmpdir(), "al-silent-stdio-"));
+    const pidFile = join(dir, "pid");
+    // Reads its stdin and never writes a line; outlives the end of its stdin.
+    const script = `require("node:fs").writeFileSync(process.argv[1], String(process.pid)); process.stdin.resume(); setInterval(() => {}, 1000);`;
+    const provider = createConnections({ requestTimeoutMs: 60_000 });
+    try {
+      const described = provider.describe("silent", defineMcpConnection({ command: process.execPath, args: ["-e", script, pidFile], description: "Silent" }), { allowedHosts: [], onlyAllowedHosts: true }).catch((error: unknown) => error);
+      for (let waited = 0; !existsSync(pidFile) && waited < 10_000; waited += 20) await new Promise((done) => setTimeout(done, 20));
+      const pid = Number(readFileSync(pidFile, "utf8"));
+      const startedAt = Date.now();
+      await provider.close?.();
+      expect(Date.now() - startedAt).toBeLessThan(10_000);
+      expect(await described).toMatchObject({ code: "AL_ERR_CONNECTION_FAILED", message: expect.stringContaining('connection "silent" failed connecting') });
+      expect(() => process.kill(pid, 0)).toThrow(expect.objectContaining({ code: "ESRCH" }));
+    } finally {
+      await provider.close?.();
+      rmSync(dir, { recursive: true, force: true });
+    }
+  }, 20_000);
 
   it("refuses a requestTimeoutMs that is not a positive whole number", () => {
     expect(() => createConnections({ requestTimeoutMs: 0 })).toThrow(/options.requestTimeoutMs must be >= 1/);
