@@ -47,11 +47,13 @@ describe("slow and stalled requests", () => {
     const response = await stalled.answered;
     expect(response).toMatch(/^HTTP\/1\.1 408 /);
     expect(response.toLowerCase()).toContain("connection: close");
-    expect(bodyOf(response).error).toMatchObject({ code: "AL_ERR_HTTP_BODY_INVALID", message: expect.stringContaining("stopped arriving") });
+    expect(bodyOf(response).error).toMatchObject({ code: "AL_ERR_HTTP_BODY_TIMEOUT", message: expect.stringContaining("stopped arriving") });
     // The same limit holds on routes behind auth: a decision's body read by its own handler.
     const decision = rawRequest(host.url, "POST /admin/kill-switch HTTP/1.1\r\nHost: 127.0.0.1\r\nAuthorization: Bearer tok\r\nContent-Type: application/json\r\nContent-Length: 40\r\n\r\n{");
     onTestFinishedClose(decision);
-    expect(await decision.answered).toMatch(/^HTTP\/1\.1 408 /);
+    const decided = await decision.answered;
+    expect(decided).toMatch(/^HTTP\/1\.1 408 /);
+    expect(bodyOf(decided).error.code).toBe("AL_ERR_HTTP_BODY_TIMEOUT");
   });
 
   it("answers headers or a body still arriving when the request timeout is reached with 408, but not a slow answer to a whole request", async () => {
@@ -130,7 +132,7 @@ describe("readBody's pause limit", () => {
     req.push(Buffer.from('{"mess'));
     await delivered();
     vi.advanceTimersByTime(101);
-    await expect(read).rejects.toMatchObject({ status: 408, code: "AL_ERR_HTTP_BODY_INVALID" });
+    await expect(read).rejects.toMatchObject({ status: 408, code: "AL_ERR_HTTP_BODY_TIMEOUT" });
   });
 });
 

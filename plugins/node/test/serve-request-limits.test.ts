@@ -62,7 +62,7 @@ describe("dev and start request-limit flags", () => {
     const handle = await dev(["--body-idle-timeout-ms", "200"]);
     const { answer, afterMs } = await stalledMessage(handle.url);
     expect(answer).toMatch(/^HTTP\/1\.1 408 /);
-    expect(JSON.parse(answer.slice(answer.indexOf("\r\n\r\n") + 4)).error).toMatchObject({ code: "AL_ERR_HTTP_BODY_INVALID", message: expect.stringContaining("nothing came for 200 ms") });
+    expect(JSON.parse(answer.slice(answer.indexOf("\r\n\r\n") + 4)).error).toMatchObject({ code: "AL_ERR_HTTP_BODY_TIMEOUT", message: expect.stringContaining("nothing came for 200 ms") });
     expect(afterMs).toBeLessThan(5_000);
   }, 60_000);
 

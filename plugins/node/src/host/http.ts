@@ -156,7 +156,7 @@ export async function readBody(req: IncomingMessage, maxBytes: number, idleMs = 
       // The rest is not waited for: the caller answers 408 and closes the connection.
       req.pause();
       reject(
-        new HttpError(408, "AL_ERR_HTTP_BODY_INVALID", `the request body stopped arriving: nothing came for ${idleMs} ms`, {
+        new HttpError(408, "AL_ERR_HTTP_BODY_TIMEOUT", `the request body stopped arriving: nothing came for ${idleMs} ms`, {
           fix: "Send the whole body without pausing, or raise listenNodeRuntime({ bodyIdleTimeoutMs }).",
         }),
       );
