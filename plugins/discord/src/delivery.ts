@@ -1,6 +1,8 @@
+import { createHash } from "node:crypto";
 import { REST, DiscordAPIError, HTTPError, RateLimitError, type RateLimitData } from "@discordjs/rest";
 import { AssemblyLineError, finalDeliveryFailure, type ChannelDelivery } from "@assemblyline-agents/core";
 import { deliveryMetadata } from "./interaction.js";
+import { attemptSignal, untilAborted } from "./attempt-signal.js";
 import { apiBaseUrl, type ResolvedDiscordOptions } from "./options.js";
 import { splitMessage } from "./split-message.js";
 
@@ -39,12 +41,12 @@ interface Progress {
  * fits one message replaces the deferred "thinking..." response (PATCH
  * .../messages/@original, idempotent). A longer one is sent as follow-up
  * messages first and the original is edited last, so an original that already
- * shows the first chunk means the whole reply went out: a delivery retried after
- * a crash (in any process) reads it (GET .../messages/@original) and sends
- * nothing twice, and one retried in this process after a failure half way
- * sends only the chunks still missing. @discordjs/rest honours Discord's
+ * shows the first chunk means the whole reply went out. In between, the
+ * original shows how many follow-ups are out (progressJournal), so a delivery
+ * retried after a crash, in any process, reads it (GET .../messages/@original)
+ * and sends only what is missing. @discordjs/rest honours Discord's
  * rate-limit headers (X-RateLimit-* per bucket, the global limit, 429
- * retry_after), one client per API base shared by every delivery; a wait past
+ * Retry-After), one client per API base shared by every delivery; a wait past
  * the delivery's budget fails it at once instead, and the outbox retries with
  * backoff. Mentions are never parsed: a reply cannot ping @everyone.
  */
@@ -82,35 +84,42 @@ export class DiscordDelivery {
     const chunks = splitMessage(text, this.options.messageLimit).filter((chunk) => chunk.trim() !== "");
     const rest = this.client();
     // The host's abort (its deliver timeout) or this channel's own budget, whichever comes first.
-    const signal = AbortSignal.any([delivery.signal, AbortSignal.timeout(DELIVERY_BUDGET_MS)]);
+    const attempt = attemptSignal(delivery.signal, DELIVERY_BUDGET_MS);
+    const signal = attempt.signal;
+    // Settle when the attempt is over even while the client still sleeps out a wait, so the next one is not stuck behind it.
+    const call = <T>(request: Promise<T>): Promise<T> => untilAborted(request, signal);
     this.deadlines.set(webhook, Date.now() + DELIVERY_BUDGET_MS);
     this.forgetExpired();
     const original = `${webhook}/messages/@original` as const;
     try {
       if (chunks.length > 1) {
-        let progress = this.progress.get(webhook);
-        if (progress?.text !== text) {
-          progress = { text, sent: 0, at: Date.now() };
-          // Nothing known here: did an attempt elsewhere (before a crash) finish? Its last step was the original's edit.
-          const current = (await rest.get(original, { auth: false, signal })) as { content?: unknown };
-          // Discord returns the content trimmed, and a chunk may end with the newline or space it was cut at.
-          if (typeof current.content === "string" && current.content === chunks[0]!.trim()) return;
-          this.progress.set(webhook, progress);
-        }
+        const journal = progressJournal(chunks);
+        // What an attempt elsewhere (before a crash) left in the original: the whole reply (its last step), or
+        // how many follow-ups it had sent. This process may know of one more: a follow-up whose journal edit failed.
+        const current = (await call(rest.get(original, { auth: false, signal }))) as { content?: unknown };
+        const shown = typeof current.content === "string" ? current.content : "";
+        // Discord returns the content trimmed, and a chunk may end with the newline or space it was cut at.
+        if (shown === chunks[0]!.trim()) return;
+        const remembered = this.progress.get(webhook);
+        const progress: Progress = { text, sent: Math.max(journal.read(shown), remembered?.text === text ? remembered.sent : 0), at: remembered?.at ?? Date.now() };
+        this.progress.set(webhook, progress);
         for (let index = progress.sent + 1; index < chunks.length; index += 1) {
-          await rest.post(webhook, { body: message(chunks[index]!), auth: false, signal });
+          await call(rest.post(webhook, { body: message(chunks[index]!), auth: false, signal }));
           progress.sent = index;
+          // Recorded where any process can read it, before the next one goes out; after the last, the original's final edit says it all.
+          if (index < chunks.length - 1) await call(rest.patch(original, { body: message(journal.write(index)), auth: false, signal }));
         }
       }
-      await rest.patch(original, { body: message(chunks[0]!), auth: false, signal });
+      await call(rest.patch(original, { body: message(chunks[0]!), auth: false, signal }));
       this.progress.delete(webhook);
     } catch (error) {
       // No `cause`: Discord's errors carry the request URL, and with it the interaction token.
-      const failure = new AssemblyLineError("AL_ERR_DISCORD_DELIVERY", `delivering run ${delivery.runId}'s reply to Discord failed: ${describeFailure(error)}`, {
+      const failure = new AssemblyLineError("AL_ERR_DISCORD_DELIVERY", `delivering run ${delivery.runId}'s reply to Discord failed: ${describeFailure(error, delivery.signal)}`, {
         fix: "The outbox retries with backoff; an interaction token expires 15 minutes after the interaction.",
       });
       throw error instanceof DiscordAPIError && FINAL_ERROR_CODES.has(Number(error.code)) ? finalDeliveryFailure(failure) : failure;
     } finally {
+      attempt.clear();
       this.deadlines.delete(webhook);
     }
   }
@@ -135,7 +144,8 @@ export class DiscordDelivery {
   private waitTooLong(limit: RateLimitData): boolean {
     const path = new URL(limit.url).pathname;
     for (const [webhook, deadline] of this.deadlines) {
-      if (path.includes(webhook)) return Date.now() + limit.timeToReset > deadline;
+      // A 429 may name its wait only in Retry-After (a shared or Cloudflare limit), not in the bucket's reset.
+      if (path.includes(webhook)) return Date.now() + Math.max(limit.timeToReset, limit.retryAfter, limit.sublimitTimeout) > deadline;
     }
     return false;
   }
@@ -146,10 +156,31 @@ function message(content: string) {
 }
 
 /** A failure without the interaction token (it is in the request URL). */
-function describeFailure(error: unknown): string {
+function describeFailure(error: unknown, host: AbortSignal): string {
   if (error instanceof DiscordAPIError) return `Discord answered ${error.status} (code ${String(error.code)}): ${error.message}`;
   if (error instanceof HTTPError) return `Discord answered ${error.status}`;
-  if (error instanceof RateLimitError) return `rate limited for ${error.timeToReset} ms, longer than a delivery may wait (${DELIVERY_BUDGET_MS} ms)`;
+  if (error instanceof RateLimitError) return `rate limited for ${Math.max(error.timeToReset, error.retryAfter)} ms, longer than a delivery may wait (${DELIVERY_BUDGET_MS} ms)`;
+  if (host.aborted) return "the host stopped waiting for this attempt";
   if (error instanceof Error && (error.name === "TimeoutError" || error.name === "AbortError")) return `no answer within ${DELIVERY_BUDGET_MS} ms`;
   return error instanceof Error ? error.message.replace(/\/webhooks\/[^\s]+/g, "/webhooks/<redacted>") : String(error);
+}
+
+/**
+ * What the original response shows while a long reply's follow-ups go out: how many are sent, and a digest of
+ * the reply's chunks, so an attempt in any process after a crash goes on from there. Discord's webhooks take no
+ * idempotency key, and the original is the one message of the interaction a retry can read back. Only a follow-up
+ * sent just before a crash, whose count was not yet recorded, can be sent again.
+ */
+function progressJournal(chunks: string[]): { write(sent: number): string; read(content: string): number } {
+  const digest = createHash("sha256").update(JSON.stringify(chunks)).digest("hex").slice(0, 8);
+  const pattern = /^-# Sending the reply in (\d+) parts\u2026 \((\d+) sent below \u00b7 ([0-9a-f]{8})\)$/;
+  return {
+    write: (sent) => `-# Sending the reply in ${chunks.length} parts\u2026 (${sent} sent below \u00b7 ${digest})`,
+    read(content) {
+      const match = pattern.exec(content);
+      if (!match || Number(match[1]) !== chunks.length || match[3] !== digest) return 0;
+      const sent = Number(match[2]);
+      return sent >= 1 && sent < chunks.length - 1 ? sent : 0;
+    },
+  };
 }

@@ -1,7 +1,10 @@
 import { inspect } from "node:util";
-import { afterEach, beforeEach, describe, expect, it } from "vitest";
+import { setFlagsFromString } from "node:v8";
+import { runInNewContext } from "node:vm";
+import { afterEach, beforeEach, describe, expect, it, onTestFinished } from "vitest";
 import { isAssemblyLineError, isFinalDeliveryFailure } from "@assemblyline-agents/core";
 import { DELIVERY_BUDGET_MS, FAILURE_REPLY, defineDiscordChannel } from "../src/index.js";
+import { attemptSignal } from "../src/attempt-signal.js";
 import { FakeDiscordApi, discordTestKeys, slashCommandInteraction } from "../src/testkit/index.js";
 
 let api: FakeDiscordApi;
@@ -45,6 +48,18 @@ describe("delivering a reply through the interaction's webhook", () => {
     expect(api.requests.slice(before).map((request) => request.method)).toEqual(["GET"]);
   });
 
+  it("sends no follow-up twice when another process retries a long reply that a crash cut short after some of its follow-ups", async () => {
+    const text = ["a".repeat(1990), "b".repeat(1990), "c".repeat(1990), "d".repeat(100)].join("\n");
+    const { token, delivery } = reply(text);
+    // The GET and the follow-ups b and c go out; the process dies as it sends d.
+    api.failAfter(5);
+    const crashed = await process_().deliver(delivery).catch((error: unknown) => error);
+    expect(isAssemblyLineError(crashed, "AL_ERR_DISCORD_DELIVERY"), String(crashed)).toBe(true);
+    // Another process (nothing of the first in its memory) delivers the reply again.
+    await process_().deliver({ ...delivery, attempt: 2 });
+    expect(api.messages(token)).toEqual(["a".repeat(1990), "b".repeat(1990), "c".repeat(1990), "d".repeat(100)]);
+  });
+
   it("tells the user a run failed in place of the reply, with a fixed message and not the error", async () => {
     const { token, delivery } = reply("unused");
     const { text: _, ...failure } = delivery;
@@ -59,10 +74,10 @@ describe("delivering a reply through the interaction's webhook", () => {
     expect(api.messages(token)).toEqual(["from an older run"]);
   });
 
-  it("sends only the missing chunks when a retry follows a failure half way", async () => {
+  it("sends only the missing chunks when a retry in the same process follows a failure half way, even one that kept the count out of the original", async () => {
     const { token, delivery } = reply(long);
     const channel = process_();
-    api.failAfter(2); // the GET and the first follow-up pass; the second follow-up gets a 500
+    api.failAfter(2); // the GET and the first follow-up pass; recording it in the original gets a 500
     const failure = await channel.deliver(delivery).catch((error: unknown) => error);
     expect(isAssemblyLineError(failure, "AL_ERR_DISCORD_DELIVERY"), String(failure)).toBe(true);
     expect(api.messages(token)).toHaveLength(1);
@@ -73,6 +88,16 @@ describe("delivering a reply through the interaction's webhook", () => {
   it("fails at once, so the outbox backs off, when Discord asks for a wait longer than a delivery may take", async () => {
     const { token, delivery } = reply("short answer");
     api.rateLimitNext(1, (DELIVERY_BUDGET_MS + 45_000) / 1000);
+    const started = Date.now();
+    const failure = await process_().deliver(delivery).catch((error: unknown) => error);
+    expect(Date.now() - started).toBeLessThan(2_000);
+    expect(String(failure)).toMatch(/AL_ERR_DISCORD_DELIVERY.*rate limited/);
+    expect(api.messages(token)).toEqual([]);
+  });
+
+  it("fails at once when a 429 names a wait longer than a delivery may take only in Retry-After (a shared or Cloudflare limit)", async () => {
+    const { token, delivery } = reply("short answer");
+    api.rateLimitNext(1, (DELIVERY_BUDGET_MS + 45_000) / 1000, { bucketHeaders: false });
     const started = Date.now();
     const failure = await process_().deliver(delivery).catch((error: unknown) => error);
     expect(Date.now() - started).toBeLessThan(2_000);
@@ -98,8 +123,11 @@ describe("delivering a reply through the interaction's webhook", () => {
     // Discord asks for a 1 s wait; the host gives up on the attempt during it.
     api.rateLimitNext(1, 1);
     const sending = process_().deliver({ ...delivery, signal: host.signal }).catch((error: unknown) => error);
+    const started = Date.now();
     setTimeout(() => host.abort(new Error("deliver() did not settle within 200 ms")), 200);
-    expect(String(await sending)).toMatch(/AL_ERR_DISCORD_DELIVERY/);
+    expect(String(await sending)).toMatch(/AL_ERR_DISCORD_DELIVERY.*the host stopped waiting/);
+    // It settles when the host gives up, not when Discord's wait is over, so the next attempt is not held behind it.
+    expect(Date.now() - started).toBeLessThan(600);
     // The wait is over: the attempt the host gave up on sent nothing after it.
     await new Promise((resolve) => setTimeout(resolve, 300));
     expect(api.messages(token)).toEqual([]);
@@ -121,5 +149,27 @@ describe("delivering a reply through the interaction's webhook", () => {
     expect(isAssemblyLineError(failure, "AL_ERR_DISCORD_DELIVERY")).toBe(true);
     expect(inspect(failure, { depth: 10 })).not.toContain(token);
     expect(JSON.stringify(failure)).not.toContain(token);
+  });
+});
+
+describe("a delivery attempt's budget", () => {
+  it("runs out on time even when garbage collection runs while the attempt waits", async () => {
+    setFlagsFromString("--expose-gc");
+    const gc = runInNewContext("gc") as () => void;
+    const attempt = attemptSignal(new AbortController().signal, 100);
+    onTestFinished(() => attempt.clear());
+    await new Promise((resolve) => setTimeout(resolve, 20));
+    gc();
+    await new Promise((resolve) => setTimeout(resolve, 300));
+    expect(attempt.signal.aborted).toBe(true);
+    expect((attempt.signal.reason as Error).name).toBe("TimeoutError");
+  });
+
+  it("ends when the host stops waiting, with the host's reason", () => {
+    const host = new AbortController();
+    const attempt = attemptSignal(host.signal, 60_000);
+    onTestFinished(() => attempt.clear());
+    host.abort(new Error("deliver() did not settle within 20000 ms"));
+    expect(String(attempt.signal.reason)).toContain("did not settle");
   });
 });

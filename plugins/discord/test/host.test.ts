@@ -217,8 +217,9 @@ describe("the Discord channel on the Node host", () => {
     await waitFor(() => host.logger.events("delivery.completed").length === 1, "the delivery");
     const webhookCalls = api.requests.slice(before).filter((request) => request.path.startsWith("/api/v10/webhooks/"));
     // The local API refuses (and counts) any request sent before its bucket's announced reset.
-    // GET the original (429, then 200), two follow-ups (the second waits for its bucket), then the original's edit.
-    expect(webhookCalls.map((request) => `${request.method} ${request.status}`)).toEqual(["GET 429", "GET 200", "POST 204", "POST 204", "PATCH 200"]);
+    // GET the original (429, then 200), two follow-ups (the second waits for its bucket) with the count of the first
+    // recorded in the original between them, then the original's final edit.
+    expect(webhookCalls.map((request) => `${request.method} ${request.status}`)).toEqual(["GET 429", "GET 200", "POST 204", "PATCH 200", "POST 204", "PATCH 200"]);
     expect(api.violations).toEqual([]);
     expect(api.messages(payload.token).join("\n")).toBe(text);
     expect(host.logger.events("delivery.failed")).toHaveLength(0);

@@ -21,7 +21,7 @@ export interface ReceivedDiscordMessage {
  * Discord stores it), its errors (401 Invalid Webhook Token,
  * 400 Invalid Form Body for empty or over-2000-character content), its rate
  * limits (X-RateLimit-* headers on every answer, 429 with `retry_after` and
- * Retry-After), and a CDN serving attachment bytes at /attachments/{id}/{name}.
+ * Retry-After, or Retry-After alone as a shared or Cloudflare limit answers), and a CDN serving attachment bytes at /attachments/{id}/{name}.
  */
 export class FakeDiscordApi {
   readonly received: ReceivedDiscordMessage[] = [];
@@ -34,6 +34,7 @@ export class FakeDiscordApi {
   private readonly files = new Map<string, { bytes: Uint8Array; contentType: string }>();
   private rateLimited = 0;
   private retryAfterSeconds = 0.2;
+  private rateLimitBucketHeaders = true;
   private exhaustBucketFor = 0;
   private failures = 0;
   private server: Server | undefined;
@@ -84,10 +85,14 @@ export class FakeDiscordApi {
     return `${this.cdnBaseUrl}/${id}/${encodeURIComponent(filename)}`;
   }
 
-  /** The next `count` webhook requests get 429 with `retry_after` seconds. */
-  rateLimitNext(count: number, retryAfterSeconds = 0.2): void {
+  /**
+   * The next `count` webhook requests get 429 with `retry_after` seconds. `bucketHeaders: false` answers as a
+   * shared or Cloudflare limit does: the wait only in Retry-After and the body, no X-RateLimit-* headers.
+   */
+  rateLimitNext(count: number, retryAfterSeconds = 0.2, options: { bucketHeaders?: boolean } = {}): void {
     this.rateLimited = count;
     this.retryAfterSeconds = retryAfterSeconds;
+    this.rateLimitBucketHeaders = options.bucketHeaders ?? true;
   }
 
   /** The next follow-up answer says its bucket is exhausted (X-RateLimit-Remaining: 0) for `seconds`. */
@@ -146,9 +151,8 @@ export class FakeDiscordApi {
       this.rateLimited -= 1;
       this.blockedUntil.set(bucket, Date.now() + this.retryAfterSeconds * 1000);
       return send(429, { message: "You are being rate limited.", retry_after: this.retryAfterSeconds, global: false }, {
-        ...limitHeaders(0, this.retryAfterSeconds),
+        ...(this.rateLimitBucketHeaders ? { ...limitHeaders(0, this.retryAfterSeconds), "x-ratelimit-scope": "user" } : {}),
         "retry-after": String(Math.ceil(this.retryAfterSeconds)),
-        "x-ratelimit-scope": "user",
       });
     }
     if (this.failAfterCount !== undefined) {
