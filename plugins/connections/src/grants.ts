@@ -1,5 +1,6 @@
 import { createCipheriv, createDecipheriv, randomBytes, scryptSync } from "node:crypto";
-import { mkdir, readFile, rename, rm, writeFile } from "node:fs/promises";
+import { mkdir, open, readFile, rename, rm, stat, writeFile } from "node:fs/promises";
+import { setTimeout as sleep } from "node:timers/promises";
 import { dirname, resolve as resolvePath } from "node:path";
 import { AssemblyLineError } from "@assemblyline-agents/core";
 
@@ -124,21 +125,23 @@ export class EncryptedGrantStore implements GrantStore {
     return grants as Record<string, SealedGrant>;
   }
 
-  /** Read, change, write to a temporary file, rename: one change at a time per file in this process. */
+  /** Read, change, write to a temporary file, rename: one change at a time per file, in this process and across processes (the file's lock). */
   private update(change: (grants: Record<string, SealedGrant>) => Record<string, SealedGrant>): Promise<void> {
     const path = resolvePath(this.options.path);
     const next = (writing.get(path) ?? Promise.resolve()).then(async () => {
-      const grants = change(await this.read());
       await mkdir(dirname(path), { recursive: true });
-      // Unique per write: two stores (or processes) on one file never write the same temporary file.
-      const temporary = `${path}.${process.pid}.${randomBytes(6).toString("hex")}.tmp`;
-      try {
-        await writeFile(temporary, JSON.stringify(grants), { mode: 0o600 });
-        await rename(temporary, path);
-      } catch (error) {
-        await rm(temporary, { force: true });
-        throw error;
-      }
+      await holdingLock(path, async () => {
+        const grants = change(await this.read());
+        // Unique per write: two stores (or processes) on one file never write the same temporary file.
+        const temporary = `${path}.${process.pid}.${randomBytes(6).toString("hex")}.tmp`;
+        try {
+          await writeFile(temporary, JSON.stringify(grants), { mode: 0o600 });
+          await rename(temporary, path);
+        } catch (error) {
+          await rm(temporary, { force: true });
+          throw error;
+        }
+      });
     });
     const settled = next.catch(() => undefined);
     writing.set(path, settled);
@@ -146,5 +149,34 @@ export class EncryptedGrantStore implements GrantStore {
       if (writing.get(path) === settled) writing.delete(path);
     });
     return next;
+  }
+}
+
+/** A lock file older than this was left by a process that died holding it (a change takes milliseconds). */
+const STALE_LOCK_MS = 10_000;
+
+/**
+ * Run `change` holding `<path>.lock`, created exclusively: two processes on one grant file (two
+ * hosts on one volume) would otherwise each write back the file as they read it, and the grant
+ * the other put would be lost.
+ */
+async function holdingLock(path: string, change: () => Promise<void>): Promise<void> {
+  const lock = `${path}.lock`;
+  for (;;) {
+    try {
+      const handle = await open(lock, "wx", 0o600);
+      await handle.writeFile(String(process.pid)).finally(() => handle.close());
+      break;
+    } catch (error) {
+      if ((error as NodeJS.ErrnoException).code !== "EEXIST") throw error;
+      const held = await stat(lock).catch(() => undefined);
+      if (held && Date.now() - held.mtimeMs > STALE_LOCK_MS) await rm(lock, { force: true });
+      else await sleep(5 + Math.random() * 20);
+    }
+  }
+  try {
+    await change();
+  } finally {
+    await rm(lock, { force: true });
   }
 }

@@ -1,6 +1,8 @@
-import { mkdtempSync, readFileSync, readdirSync, rmSync, writeFileSync } from "node:fs";
+import { execFile } from "node:child_process";
+import { existsSync, mkdtempSync, readFileSync, readdirSync, rmSync, utimesSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
-import { join } from "node:path";
+import { join, resolve } from "node:path";
+import { promisify } from "node:util";
 import { afterAll, describe, expect, it } from "vitest";
 import { EncryptedGrantStore } from "../src/index.js";
 
@@ -49,5 +51,33 @@ describe("the encrypted grant store's file", () => {
     await Promise.all(Array.from({ length: 20 }, (_, index) => (index % 2 ? one : two).put(`grant_${index}`, `secret-${index}`)));
     for (let index = 0; index < 20; index += 1) expect(await one.get(`grant_${index}`)).toBe(`secret-${index}`);
     expect(readdirSync(work).filter((file) => file.endsWith(".tmp"))).toEqual([]);
+  });
+
+  it("keeps every grant two processes write to the same file at once (two hosts on one volume)", async () => {
+    const path = freshPath();
+    const dist = resolve(import.meta.dirname, "../dist/index.js");
+    // Both start writing at one moment, whenever each process got going.
+    const go = Date.now() + 1_000;
+    const writer = (who: string) =>
+      promisify(execFile)(process.execPath, [
+        "--input-type=module",
+        "-e",
+        `const { EncryptedGrantStore } = await import(${JSON.stringify(dist)}); const store = new EncryptedGrantStore({ path: ${JSON.stringify(path)}, secretKey: ${JSON.stringify(KEY)} }); await new Promise((go) => setTimeout(go, ${go} - Date.now())); for (let i = 0; i < 25; i += 1) await store.put("${who}_" + i, "secret-${who}-" + i);`,
+      ]);
+    await Promise.all([writer("a"), writer("b")]);
+    const store = new EncryptedGrantStore({ path, secretKey: KEY });
+    for (const who of ["a", "b"]) for (let index = 0; index < 25; index += 1) expect(await store.get(`${who}_${index}`)).toBe(`secret-${who}-${index}`);
+    expect(existsSync(`${path}.lock`)).toBe(false);
+  }, 30_000);
+
+  it("takes over the lock a process left when it died holding it", async () => {
+    const path = freshPath();
+    writeFileSync(`${path}.lock`, "12345");
+    const longAgo = new Date(Date.now() - 60_000);
+    utimesSync(`${path}.lock`, longAgo, longAgo);
+    const store = new EncryptedGrantStore({ path, secretKey: KEY });
+    await store.put("github", "ghp_token");
+    expect(await store.get("github")).toBe("ghp_token");
+    expect(existsSync(`${path}.lock`)).toBe(false);
   });
 });
