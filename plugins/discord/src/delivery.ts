@@ -62,9 +62,12 @@ export class DiscordDelivery {
   async deliver(delivery: ChannelDelivery): Promise<void> {
     const target = deliveryMetadata(delivery);
     if (!target) {
-      throw new AssemblyLineError("AL_ERR_DISCORD_DELIVERY", `run ${delivery.runId} has no Discord interaction to reply to (its delivery metadata lacks the interaction token)`, {
-        fix: "Only runs started by a Discord interaction can be delivered through this channel.",
-      });
+      // Nothing to reply to now means nothing to reply to on any retry: the outbox fails it at once.
+      throw finalDeliveryFailure(
+        new AssemblyLineError("AL_ERR_DISCORD_DELIVERY", `run ${delivery.runId} has no Discord interaction to reply to (its delivery metadata lacks the interaction token)`, {
+          fix: "Only runs started by a Discord interaction can be delivered through this channel.",
+        }),
+      );
     }
     const webhook = `/webhooks/${encodeURIComponent(target.applicationId)}/${encodeURIComponent(target.interactionToken)}` as const;
     // One attempt per interaction at a time: a retry waits for one still sending, then goes on from its progress.

@@ -117,6 +117,15 @@ describe("delivering a reply through the interaction's webhook", () => {
     expect(isFinalDeliveryFailure(failed)).toBe(false);
   });
 
+  it("fails at once, not after the outbox's retries, a reply to a run no Discord interaction started", async () => {
+    const { delivery } = reply("to nobody");
+    const { metadata: _metadata, deliveryMetadata: _token, ...unaddressed } = delivery;
+    const failure = await process_().deliver(unaddressed).catch((error: unknown) => error);
+    expect(String(failure)).toMatch(/AL_ERR_DISCORD_DELIVERY.*no Discord interaction/);
+    expect(isFinalDeliveryFailure(failure)).toBe(true);
+    expect(api.requests).toEqual([]);
+  });
+
   it("stops sending when the host stops waiting for the delivery", async () => {
     const { token, delivery } = reply("late reply");
     const host = new AbortController();
