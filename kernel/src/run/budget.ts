@@ -1,4 +1,5 @@
 import type { RunJournal } from "./journal.js";
+import { sharedCeilingReached } from "./shared-budget.js";
 import {
   AssemblyLineError,
   DEFAULT_RUN_BUDGETS,
@@ -120,6 +121,8 @@ export class RunBudget {
     private readonly limits: RunBudgets,
     /** Whether the run may spawn subagents: their spending (its `subagent.completed` events) counts in its token and cost budgets. */
     private readonly delegates: { runs: RunStore } | undefined,
+    /** For a subagent's run spawned with a ceiling (`budgetLeft`), which it shares with its siblings: see shared-budget.ts. */
+    private readonly shared: { runs: RunStore; extended: Partial<Record<RunBudgetName, number>> } | undefined,
     private readonly usage: UsageStore,
     private readonly logger: RuntimeLogger,
     private turns: number,
@@ -140,13 +143,16 @@ export class RunBudget {
   ): Promise<RunBudget> {
     const own = narrowedLimits(limits, run);
     const delegates = options.delegates ? { runs: stores.runs } : undefined;
+    const sharesCeiling = run.input.parent?.budgetLeft !== undefined && run.input.parent.budgetSeq !== undefined;
     // A run that has just started has nothing counted yet: no reads on the hot path.
     // It starts now: the time it stood queued is not active.
-    if (options.fresh) return new RunBudget(run, own, delegates, stores.usage, stores.logger, 0, 0, 0, Date.now());
+    if (options.fresh) return new RunBudget(run, own, delegates, sharesCeiling ? { runs: stores.runs, extended: {} } : undefined, stores.usage, stores.logger, 0, 0, 0, Date.now());
     const [events, calls] = await Promise.all([stores.runs.listEvents(run.id), stores.runs.listToolCalls(run.id)]);
     const turns = events.filter((event) => event.type === "durable_step.completed" && isModelStep(event)).length;
     const started = events.find((event) => event.type === "run.started");
-    return new RunBudget(run, extendedLimits(own, events), delegates, stores.usage, stores.logger, turns, calls.length, idleTime(events), Date.parse(started?.createdAt ?? run.createdAt));
+    // A human's extensions of this run's budgets raise the ceilings it shares too.
+    const shared = sharesCeiling ? { runs: stores.runs, extended: extendedLimits({}, events) } : undefined;
+    return new RunBudget(run, extendedLimits(own, events), delegates, shared, stores.usage, stores.logger, turns, calls.length, idleTime(events), Date.parse(started?.createdAt ?? run.createdAt));
   }
 
   /**
@@ -219,6 +225,7 @@ export class RunBudget {
         const delegated = this.delegates ? await this.delegatedSoFar(this.delegates.runs) : NOTHING_SPENT;
         this.check("maxTokens", sumTokens(records) + delegated.tokens, true);
         this.check("maxCostUsd", roundCost(sumCost(records) + delegated.costUsd), true);
+        if (this.shared) await this.checkSharedCeiling(this.shared);
       }
     }
     const conversationId = budgetConversationOf(this.run);
@@ -245,6 +252,22 @@ export class RunBudget {
       const unchecked = budgets.filter((budget) => this.limits[budget] !== undefined);
       this.logger.warn({ runId: this.run.id, event: "usage.degraded", budgets: unchecked, err: String(error) }, "usage could not be read; these budgets were not checked for this call");
       return undefined;
+    }
+  }
+
+  /** The ceilings this run shares with subagents spawned beside it, and above it (shared-budget.ts). */
+  private async checkSharedCeiling(shared: NonNullable<RunBudget["shared"]>): Promise<void> {
+    let reached: BudgetExceeded | null;
+    try {
+      reached = await sharedCeilingReached(this.run, { runs: shared.runs, usage: this.usage }, shared.extended);
+    } catch (error) {
+      // As a failing usage read does: degraded, checked again before the next call.
+      this.logger.warn({ runId: this.run.id, event: "usage.degraded", budgets: [...DELEGATED_BUDGETS], err: String(error) }, "the shared subagent ceilings could not be read; not checked for this call");
+      return;
+    }
+    if (reached) {
+      this.exceeded = reached;
+      throw budgetExceededError(this.run.id, reached);
     }
   }
 
@@ -320,10 +343,10 @@ export function delegatedUsageOf(events: RunEvent[]): SpentUsage {
   return { tokens, costUsd: roundCost(costUsd) };
 }
 
-/** What a run spent, its own model calls and its subagent runs' (all depths). */
-export async function spentByRun(runId: string, stores: { runs: RunStore; usage: UsageStore }): Promise<SpentUsage> {
-  const [records, events] = await Promise.all([stores.usage.listUsage({ runId }), stores.runs.listEvents(runId)]);
-  const delegated = delegatedUsageOf(events);
+/** What a run spent, its own model calls and its finished subagent runs' (all depths); `events`, the run's, when already read. */
+export async function spentByRun(runId: string, stores: { runs: RunStore; usage: UsageStore }, events?: RunEvent[]): Promise<SpentUsage> {
+  const [records, read] = await Promise.all([stores.usage.listUsage({ runId }), events ?? stores.runs.listEvents(runId)]);
+  const delegated = delegatedUsageOf(read);
   return { tokens: sumTokens(records) + delegated.tokens, costUsd: roundCost(sumCost(records) + delegated.costUsd) };
 }
 
@@ -376,9 +399,10 @@ function idleTime(events: RunEvent[]): number {
   return idle;
 }
 
-const sumTokens = (records: UsageRecord[]) => records.reduce((total, record) => total + record.inputTokens + record.outputTokens, 0);
-const roundCost = (cost: number) => Math.round(cost * 1e9) / 1e9;
-const sumCost = (records: UsageRecord[]) => roundCost(records.reduce((total, record) => total + record.costUsd, 0));
+/** Tokens as the token budgets count them: input + output. */
+export const sumTokens = (records: UsageRecord[]) => records.reduce((total, record) => total + record.inputTokens + record.outputTokens, 0);
+export const roundCost = (cost: number) => Math.round(cost * 1e9) / 1e9;
+export const sumCost = (records: UsageRecord[]) => roundCost(records.reduce((total, record) => total + record.costUsd, 0));
 
 /**
  * A human's decision on a run paused by a budget: approving grows the budget

@@ -167,19 +167,21 @@ async function createChild(parts: SpawnerParts, parent: RunRecord, child: AgentP
 
 /**
  * What `parent` has left of its token and cost budgets, for the child it spawns now: its limits (lowered by its
- * own parent's, grown by a human's extensions) less what it and its finished subagents spent.
+ * own parent's, grown by a human's extensions) less what it and its finished subagents spent, and the last of
+ * its events counted (`budgetSeq`): its subagents still running share that ceiling with the child.
  */
-async function budgetLeftOf(parts: SpawnerParts, parent: RunRecord): Promise<Pick<SubagentParent, "budgetLeft">> {
+async function budgetLeftOf(parts: SpawnerParts, parent: RunRecord): Promise<Pick<SubagentParent, "budgetLeft" | "budgetSeq">> {
   const narrowed = narrowedLimits(parts.budgets, parent);
   const bounded = DELEGATED_BUDGETS.filter((name) => narrowed[name] !== undefined);
   if (bounded.length === 0) return {};
-  const limits = extendedLimits(narrowed, await parts.runs.listEvents(parent.id));
-  const spent = await spentByRun(parent.id, parts).catch(() => undefined);
+  const events = await parts.runs.listEvents(parent.id);
+  const limits = extendedLimits(narrowed, events);
+  const spent = await spentByRun(parent.id, parts, events).catch(() => undefined);
   // Usage that cannot be read leaves the budget unchecked for now, as a model call's check does; the limit still bounds the child.
   const used = { maxTokens: spent?.tokens ?? 0, maxCostUsd: spent?.costUsd ?? 0 };
   const left: NonNullable<SubagentParent["budgetLeft"]> = {};
   for (const name of bounded) left[name] = Math.max(0, Math.round((limits[name]! - used[name]) * 1e9) / 1e9);
-  return { budgetLeft: left };
+  return { budgetLeft: left, budgetSeq: events.at(-1)?.seq ?? 0 };
 }
 
 /** What a finished child spent, for its `subagent.completed` event; nothing when usage cannot be read (the parent then counts none). */

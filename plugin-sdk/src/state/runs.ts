@@ -48,6 +48,13 @@ export interface SubagentParent {
    * before it existed.
    */
   budgetLeft?: { maxTokens?: number; maxCostUsd?: number };
+  /**
+   * The spawning run's last event when `budgetLeft` was counted: subagents of that run that had not
+   * completed by then (spawned beside this one) are not in it, and share the same ceiling with this
+   * run, so that subagents spawned at the same time together never spend it twice. Absent on runs
+   * spawned before it existed.
+   */
+  budgetSeq?: number;
 }
 
 export interface RunError {
