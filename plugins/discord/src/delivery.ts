@@ -26,6 +26,9 @@ export const DELIVERY_BUDGET_MS = 15_000;
  */
 const FINAL_ERROR_CODES = new Set([10008 /* Unknown Message */, 10015 /* Unknown Webhook */, 50027 /* Invalid Webhook Token */]);
 
+/** Discord's flag on a deferred response not yet edited ("thinking..."). */
+const MESSAGE_FLAG_LOADING = 1 << 7;
+
 /** An interaction token lives 15 minutes; progress older than that can never be used. */
 const TOKEN_LIFETIME_MS = 15 * 60_000;
 
@@ -99,10 +102,12 @@ export class DiscordDelivery {
         const journal = progressJournal(chunks);
         // What an attempt elsewhere (before a crash) left in the original: the whole reply (its last step), or
         // how many follow-ups it had sent. This process may know of one more: a follow-up whose journal edit failed.
-        const current = (await call(rest.get(original, { auth: false, signal }))) as { content?: unknown };
+        const current = (await call(rest.get(original, { auth: false, signal }))) as { content?: unknown; flags?: unknown };
         const shown = typeof current.content === "string" ? current.content : "";
-        // Discord returns the content trimmed, and a chunk may end with the newline or space it was cut at.
-        if (shown === chunks[0]!.trim()) return;
+        // Only this channel edits the original: anything there but "thinking..." (empty, LOADING) or a count is the
+        // final edit. Not compared with the first chunk: Discord trims what it stores and strips characters it deems invalid.
+        const loading = (Number(current.flags ?? 0) & MESSAGE_FLAG_LOADING) !== 0;
+        if (!loading && shown.trim() !== "" && !journal.isCount(shown)) return;
         const remembered = this.progress.get(webhook);
         const progress: Progress = { text, sent: Math.max(journal.read(shown), remembered?.text === text ? remembered.sent : 0), at: remembered?.at ?? Date.now() };
         this.progress.set(webhook, progress);
@@ -174,13 +179,16 @@ function describeFailure(error: unknown, host: AbortSignal): string {
  * idempotency key, and the original is the one message of the interaction a retry can read back. Only a follow-up
  * sent just before a crash, whose count was not yet recorded, can be sent again.
  */
-function progressJournal(chunks: string[]): { write(sent: number): string; read(content: string): number } {
+function progressJournal(chunks: string[]): { write(sent: number): string; read(content: string): number; isCount(content: string): boolean } {
   const digest = createHash("sha256").update(JSON.stringify(chunks)).digest("hex").slice(0, 8);
-  const pattern = /^-# Sending the reply in (\d+) parts\u2026 \((\d+) sent below \u00b7 ([0-9a-f]{8})\)$/;
+  // ASCII only, so Discord stores it as written.
+  const pattern = /^-# Sending the reply in (\d+) parts\.\.\. \((\d+) sent below, ([0-9a-f]{8})\)$/;
   return {
-    write: (sent) => `-# Sending the reply in ${chunks.length} parts\u2026 (${sent} sent below \u00b7 ${digest})`,
+    write: (sent) => `-# Sending the reply in ${chunks.length} parts... (${sent} sent below, ${digest})`,
+    // Any count, this reply's or one made of other chunks (another messageLimit): not a final edit.
+    isCount: (content) => pattern.test(content.trim()),
     read(content) {
-      const match = pattern.exec(content);
+      const match = pattern.exec(content.trim());
       if (!match || Number(match[1]) !== chunks.length || match[3] !== digest) return 0;
       const sent = Number(match[2]);
       return sent >= 1 && sent < chunks.length - 1 ? sent : 0;

@@ -60,6 +60,19 @@ describe("delivering a reply through the interaction's webhook", () => {
     expect(api.messages(token)).toEqual(["a".repeat(1990), "b".repeat(1990), "c".repeat(1990), "d".repeat(100)]);
   });
 
+  it("sends nothing twice when another process delivers again a long reply whose first part Discord stored altered", async () => {
+    // A lone surrogate is not Unicode: Discord strips it, so the original never shows the first part exactly as sent.
+    const text = ["a".repeat(900) + "\ud83d" + "a".repeat(900), "b".repeat(1990), "c".repeat(100)].join("\n");
+    const { token, delivery } = reply(text);
+    await process_().deliver(delivery);
+    const shownOnce = api.messages(token);
+    expect(shownOnce).toHaveLength(3);
+    const before = api.requests.length;
+    await process_().deliver({ ...delivery, attempt: 2 });
+    expect(api.messages(token)).toEqual(shownOnce);
+    expect(api.requests.slice(before).map((request) => request.method)).toEqual(["GET"]);
+  });
+
   it("tells the user a run failed in place of the reply, with a fixed message and not the error", async () => {
     const { token, delivery } = reply("unused");
     const { text: _, ...failure } = delivery;

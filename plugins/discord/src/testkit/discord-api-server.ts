@@ -1,6 +1,9 @@
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from "node:http";
 import type { AddressInfo } from "node:net";
 
+/** A UTF-16 surrogate without its pair: not a Unicode character, so not something Discord stores. */
+const LONE_SURROGATE = /[\uD800-\uDBFF](?![\uDC00-\uDFFF])|(?<![\uD800-\uDBFF])[\uDC00-\uDFFF]/g;
+
 /** A message the fake API received on an interaction's webhook. */
 export interface ReceivedDiscordMessage {
   applicationId: string;
@@ -17,8 +20,8 @@ export interface ReceivedDiscordMessage {
  * Discord's wire format: the interaction webhook (PATCH
  * and GET /api/v10/webhooks/{app}/{token}/messages/@original, POST
  * /api/v10/webhooks/{app}/{token}), the channel's view of an interaction's
- * messages (the deferred original first, `messages(token)`, each trimmed as
- * Discord stores it), its errors (401 Invalid Webhook Token,
+ * messages (the deferred original first, `messages(token)`, each trimmed and
+ * stripped of lone surrogates as Discord stores it), its errors (401 Invalid Webhook Token,
  * 400 Invalid Form Body for empty or over-2000-character content), its rate
  * limits (X-RateLimit-* headers on every answer, 429 with `retry_after` and
  * Retry-After, or Retry-After alone as a shared or Cloudflare limit answers), and a CDN serving attachment bytes at /attachments/{id}/{name}.
@@ -184,8 +187,9 @@ export class FakeDiscordApi {
       return send(400, { message: "Invalid Form Body", code: 50035, errors: { content: { _errors: [{ code: "BASE_TYPE_MAX_LENGTH", message: "Must be 2000 or fewer in length." }] } } });
     }
     this.received.push({ applicationId: decodeURIComponent(applicationId), interactionToken: decodeURIComponent(token), kind: webhook[3] ? "edit-original" : "followup", content, allowedMentions: body.allowed_mentions });
-    // Discord stores and returns the content without its leading and trailing whitespace.
-    const stored = content.trim();
+    // Discord stores and returns the content without its leading and trailing whitespace, and strips characters
+    // it takes as invalid (its docs: "may strip certain characters from message content, like invalid unicode").
+    const stored = content.replace(LONE_SURROGATE, "").trim();
     if (webhook[3]) channel.original = stored;
     else channel.followups.push(stored);
     const exhausted = webhook[3] ? 0 : this.exhaustBucketFor;
