@@ -2,7 +2,7 @@ import { createHash, randomBytes } from "node:crypto";
 import type { Sandbox as E2bSdkSandbox, SandboxInfo } from "e2b";
 import { AssemblyLineError, KILL_LEFTOVERS, checkReadSize, sizeScript, tracked, type Sandbox, type SandboxDriver, type SandboxSnapshot, type SnapshottingSandboxAdapter, ShellSandbox, SandboxOpenings } from "@assemblyline-agents/core";
 import { resolveE2bOptions, type E2bSandboxOptions, type ResolvedE2bOptions } from "./options.js";
-import { providerError } from "./provider-error.js";
+import { providerError, statusOf } from "./provider-error.js";
 
 /** Metadata marks what this adapter made, so it finds its sandboxes again after a restart. */
 export const METADATA = {
@@ -23,6 +23,8 @@ interface Attachment {
   remote: E2bSdkSandbox;
   /** A resume in progress, shared by the calls that failed together. */
   resuming?: Promise<boolean>;
+  /** E2B no longer has the sandbox (killed, or its lifetime ended with onTimeout "kill"): the key's next acquire makes a new one. */
+  gone: () => void;
 }
 
 /** One of a key's E2B snapshots: our id (in its name) and E2B's id (to create from and delete). */
@@ -64,7 +66,15 @@ export class E2bSandboxAdapter implements SnapshottingSandboxAdapter {
     const live = this.live.peek(key);
     const sandbox = await this.live.acquire(key, () => this.open(key));
     const attachment = this.#attachments.get(sandbox);
-    if (live && attachment) attachment.remote = await this.reconnect(attachment.remote.sandboxId);
+    if (!live || !attachment) return sandbox;
+    try {
+      attachment.remote = await this.reconnect(attachment.remote.sandboxId);
+    } catch (error) {
+      // E2B no longer has it (killed, or its lifetime ended with onTimeout "kill"), its files with it: the key gets a new one instead of this failure at every acquire.
+      if ((error as AssemblyLineError).details?.status !== 404) throw error;
+      if (this.live.peek(key) === live) this.live.forget(key);
+      return this.live.acquire(key, () => this.open(key));
+    }
     return sandbox;
   }
 
@@ -224,7 +234,10 @@ export class E2bSandboxAdapter implements SnapshottingSandboxAdapter {
       const remote = await this.reconnect(existing.sandboxId);
       // Opened by this process for the first time: any command still running was left by the run's earlier owner.
       await this.call("stopping commands left running", () => remote.commands.run(KILL_LEFTOVERS, { timeoutMs: 60_000 }));
-      return this.wrap(key, remote);
+      const sandbox = this.wrap(key, remote);
+      // A create that went through at E2B while its host crashed or gave up waiting left a sandbox without /workspace; making it again is harmless.
+      await sandbox.prepare();
+      return sandbox;
     }
     const [latest] = this.options.snapshot ? await this.stored(key) : [];
     return this.create(key, latest?.snapshotId);
@@ -254,10 +267,21 @@ export class E2bSandboxAdapter implements SnapshottingSandboxAdapter {
   }
 
   private wrap(key: string, remote: E2bSdkSandbox): ShellSandbox {
-    const attachment: Attachment = { remote };
-    const sandbox = new ShellSandbox(key, this.driver(attachment), { timeoutMs: this.options.defaultTimeoutMs, maxOutputBytes: this.options.maxOutputBytes, env: this.options.env }, "E2B");
+    const attachment: Attachment = { remote, gone: () => this.forget(key, sandbox) };
+    const sandbox: ShellSandbox = new ShellSandbox(key, this.driver(attachment), { timeoutMs: this.options.defaultTimeoutMs, maxOutputBytes: this.options.maxOutputBytes, env: this.options.env }, "E2B");
     this.#attachments.set(sandbox, attachment);
     return sandbox;
+  }
+
+  /** Forget the key's sandbox once E2B no longer has it, so the next acquire makes a new one instead of handing out the dead one. */
+  private forget(key: string, sandbox: ShellSandbox): void {
+    const pending = this.live.peek(key);
+    void pending?.then(
+      (current) => {
+        if (current === sandbox && this.live.peek(key) === pending) this.live.forget(key);
+      },
+      () => undefined,
+    );
   }
 
   /** Connect to the sandbox: E2B resumes a paused one (files kept) and restarts its lifetime. A new SDK handle. */
@@ -317,8 +341,10 @@ export class E2bSandboxAdapter implements SnapshottingSandboxAdapter {
       try {
         const info = await (await sdk()).getInfo(failed.sandboxId, this.connection());
         if (info.state !== "paused") return false;
-      } catch {
-        // Gone (killed, its lifetime ended with onTimeout "kill") or unreadable: the call's own failure stands.
+      } catch (error) {
+        // Gone (killed, its lifetime ended with onTimeout "kill"): the call's own failure stands, and the key's next acquire makes a new sandbox.
+        if (statusOf(error) === 404) attachment.gone();
+        // Unreadable (the API failing): the call's own failure stands.
         return false;
       }
       attachment.remote = await this.reconnect(failed.sandboxId);

@@ -127,6 +127,22 @@ if (probe.available) {
       expect(fake.sandboxes.get(remote.id)?.state).toBe("running");
     });
 
+    it("makes /workspace in a sandbox whose create went through at E2B while its host crashed (or gave up waiting), when the next acquire finds it", async () => {
+      const scope = randomScope("late-create");
+      // The create the crashed host sent: E2B made the sandbox, with the key's metadata, and nothing made its /workspace.
+      const response = await fetch(`${fake.apiUrl}/v2/sandboxes`, {
+        method: "POST",
+        headers: { "x-api-key": fake.apiKey, "content-type": "application/json" },
+        body: JSON.stringify({ templateID: "base", metadata: { [METADATA.sandbox]: "1", [METADATA.key]: "run-late", [METADATA.scope]: scope }, timeout: 300, autoPause: true }),
+      });
+      expect(response.status).toBe(201);
+      const made = adapter({ scope });
+      const sandbox = await made.acquire("run-late");
+      expect(await sandbox.exec("pwd")).toMatchObject({ exitCode: 0, stdout: "/workspace\n" });
+      expect(fake.creates.filter((body) => (body.metadata as Record<string, string>)[METADATA.scope] === scope)).toHaveLength(1);
+      await made.release("run-late");
+    }, 60_000);
+
     it("resumes the run's sandbox when E2B pauses it mid-run (its lifetime ended), so the same handle's next command and file calls succeed with the files intact, each command run once", async () => {
       const scope = randomScope("paused");
       const made = adapter({ scope });
@@ -161,6 +177,37 @@ if (probe.available) {
       expect(fake.requests.filter((request) => request === `POST /v2/sandboxes/${remote.id}/connect`)).toHaveLength(2);
       expect(await again.exec("echo still here")).toMatchObject({ exitCode: 0, stdout: "still here\n" });
       await made.release("run-lifetime");
+    }, 60_000);
+
+    it("gives a key a new sandbox at its next acquire once E2B killed its live one (killed, or its lifetime ended with onTimeout kill), instead of failing every acquire", async () => {
+      const scope = randomScope("killed");
+      const made = adapter({ scope });
+      const sandbox = await made.acquire("run-killed");
+      await sandbox.writeFile("gone.txt", "gone");
+      const [remote] = [...fake.sandboxes.values()].filter((entry) => entry.metadata[METADATA.key] === "run-killed" && entry.metadata[METADATA.scope] === scope);
+      await fetch(`${fake.apiUrl}/sandboxes/${remote!.id}`, { method: "DELETE", headers: { "x-api-key": fake.apiKey } });
+      const fresh = await made.acquire("run-killed");
+      expect(fresh).not.toBe(sandbox);
+      expect(await fresh.listFiles("/workspace")).toEqual([]);
+      expect((await fresh.exec("echo again")).stdout).toBe("again\n");
+      await made.release("run-killed");
+    }, 60_000);
+
+    it("fails a command in a sandbox E2B killed under a live run, and the run's next acquire gets a new one", async () => {
+      const scope = randomScope("killed-mid-run");
+      const made = adapter({ scope });
+      const sandbox = await made.acquire("run-killed-mid");
+      const [remote] = [...fake.sandboxes.values()].filter((entry) => entry.metadata[METADATA.key] === "run-killed-mid" && entry.metadata[METADATA.scope] === scope);
+      await fetch(`${fake.apiUrl}/sandboxes/${remote!.id}`, { method: "DELETE", headers: { "x-api-key": fake.apiKey } });
+      const error = await sandbox.exec("echo hi").catch((caught: unknown) => caught);
+      expect(isAssemblyLineError(error, "AL_ERR_SANDBOX_ENGINE"), String(error)).toBe(true);
+      const fresh = await made.acquire("run-killed-mid");
+      expect(fresh).not.toBe(sandbox);
+      // The failed command already found the sandbox gone: the acquire does not try to connect to it again.
+      expect(fake.requests).not.toContain(`POST /v2/sandboxes/${remote!.id}/connect`);
+      expect((await fresh.exec("echo again")).stdout).toBe("again\n");
+      expect(fake.creates.filter((body) => (body.metadata as Record<string, string>)[METADATA.scope] === scope)).toHaveLength(2);
+      await made.release("run-killed-mid");
     }, 60_000);
 
     it("stops a command the run's earlier owner left running when another process opens the sandbox", async () => {
