@@ -18,6 +18,8 @@ const DEFAULT_API_URL = "https://app.daytona.io/api";
 const TRANSIENT = new Set(["creating", "restoring", "starting", "pending_build", "building_snapshot", "pulling_snapshot", "resizing", "snapshotting", "forking"]);
 /** States `start` brings back, files intact. */
 const RESUMABLE = new Set(["stopped", "stopping", "archived", "archiving", "paused", "pausing"]);
+/** States of a sandbox Daytona is deleting or has deleted, files and all. */
+const GONE = new Set(["destroyed", "destroying"]);
 /** Sandboxes per page of a listing: Daytona's default (it takes up to 200). */
 const PAGE_SIZE = 100;
 /** Snapshot states a Daytona snapshot does not leave on its way to `active`. */
@@ -45,6 +47,8 @@ export class DaytonaSandboxAdapter implements SnapshottingSandboxAdapter {
   readonly #hostEnv: Record<string, string | undefined>;
   #client: Daytona | undefined;
   private readonly live = new SandboxOpenings<ShellSandbox>();
+  /** Each open sandbox's SDK handle, so a later acquire of its key can check Daytona still has it (#private: the handles hold the key). */
+  readonly #remotes = new WeakMap<ShellSandbox, DaytonaSdkSandbox>();
 
   constructor(options: DaytonaSandboxAdapterOptions) {
     const { agentDir, hostEnv, ...rest } = options;
@@ -52,9 +56,17 @@ export class DaytonaSandboxAdapter implements SnapshottingSandboxAdapter {
     this.#hostEnv = hostEnv ?? process.env;
   }
 
-  /** The key's sandbox: the live one, a stopped one started again, or a new one. */
-  acquire(key: string): Promise<Sandbox> {
+  /**
+   * The key's sandbox: the live one, a stopped one started again, or a new one. A live one Daytona
+   * no longer has (deleted elsewhere, or by its auto-delete) is replaced by a new one.
+   */
+  async acquire(key: string): Promise<Sandbox> {
     checkKey(key);
+    const live = this.live.peek(key);
+    const sandbox = await this.live.acquire(key, () => this.open(key));
+    const remote = this.#remotes.get(sandbox);
+    if (!live || !remote || !(await this.isGone(remote))) return sandbox;
+    if (this.live.peek(key) === live) this.live.forget(key);
     return this.live.acquire(key, () => this.open(key));
   }
 
@@ -310,7 +322,30 @@ export class DaytonaSandboxAdapter implements SnapshottingSandboxAdapter {
   }
 
   private wrap(key: string, remote: DaytonaSdkSandbox): ShellSandbox {
-    return new ShellSandbox(key, this.driver(remote), { timeoutMs: this.options.defaultTimeoutMs, maxOutputBytes: this.options.maxOutputBytes, env: this.options.env }, "Daytona");
+    const sandbox: ShellSandbox = new ShellSandbox(key, this.driver(remote, () => this.forget(key, sandbox)), { timeoutMs: this.options.defaultTimeoutMs, maxOutputBytes: this.options.maxOutputBytes, env: this.options.env }, "Daytona");
+    this.#remotes.set(sandbox, remote);
+    return sandbox;
+  }
+
+  /** Forget the key's sandbox once Daytona no longer has it, so the next acquire makes a new one instead of handing out the dead one. */
+  private forget(key: string, sandbox: ShellSandbox): void {
+    const pending = this.live.peek(key);
+    void pending?.then(
+      (current) => {
+        if (current === sandbox && this.live.peek(key) === pending) this.live.forget(key);
+      },
+      () => undefined,
+    );
+  }
+
+  /** Whether Daytona no longer has the sandbox (a refresh finds none, or it is being destroyed). A refresh that fails otherwise says nothing: the sandbox's own calls report it. */
+  private async isGone(remote: DaytonaSdkSandbox): Promise<boolean> {
+    try {
+      await retryRateLimited(() => remote.refreshData(), this.options.requestTimeoutMs);
+    } catch (error) {
+      return statusOf(error) === 404;
+    }
+    return GONE.has(String(remote.state ?? ""));
   }
 
   /**
@@ -318,8 +353,8 @@ export class DaytonaSandboxAdapter implements SnapshottingSandboxAdapter {
    * made through `resumed`, so a run's sandbox that Daytona stopped while the run waited
    * (autoStopMinutes without activity) is started again by the next call on the same handle.
    */
-  private driver(remote: DaytonaSdkSandbox): SandboxDriver {
-    const resumed = this.resumer(remote);
+  private driver(remote: DaytonaSdkSandbox, gone: () => void): SandboxDriver {
+    const resumed = this.resumer(remote, gone);
     return {
       runScript: async (script, limitMs) => resumed("running a command", () => this.execute(remote, tracked(script), limitMs), { repeatable: false }),
       downloadFile: async (path) => {
@@ -341,10 +376,10 @@ export class DaytonaSandboxAdapter implements SnapshottingSandboxAdapter {
    * (`repeatable`). A command that may have run is never run twice: its failure stands, and the next
    * call finds the sandbox started. Calls failing together share one start.
    */
-  private resumer(remote: DaytonaSdkSandbox): <T>(action: string, operation: () => Promise<T>, options: { repeatable: boolean; retryWithinMs?: number }) => Promise<T> {
+  private resumer(remote: DaytonaSdkSandbox, gone: () => void): <T>(action: string, operation: () => Promise<T>, options: { repeatable: boolean; retryWithinMs?: number }) => Promise<T> {
     let starting: Promise<boolean> | undefined;
     const startAgain = () => {
-      starting ??= this.startStopped(remote).finally(() => (starting = undefined));
+      starting ??= this.startStopped(remote, gone).finally(() => (starting = undefined));
       return starting;
     };
     return async (action, operation, { repeatable, retryWithinMs }) => {
@@ -358,14 +393,19 @@ export class DaytonaSandboxAdapter implements SnapshottingSandboxAdapter {
     };
   }
 
-  /** Start the sandbox again when a refresh shows Daytona stopped (or archived) it; true when it was not started and now is. */
-  private async startStopped(remote: DaytonaSdkSandbox): Promise<boolean> {
+  /**
+   * Start the sandbox again when a refresh shows Daytona stopped (or archived) it; true when it was not started and now is.
+   * When Daytona no longer has it, `gone` is called: the call's failure stands, and the key's next acquire makes a new sandbox.
+   */
+  private async startStopped(remote: DaytonaSdkSandbox, gone: () => void): Promise<boolean> {
     try {
       await retryRateLimited(() => remote.refreshData(), this.options.requestTimeoutMs);
-    } catch {
+    } catch (error) {
+      if (statusOf(error) === 404) gone();
       return false;
     }
     const state = String(remote.state ?? "");
+    if (GONE.has(state)) gone();
     const timeout = Math.ceil(this.options.createTimeoutMs / 1000);
     if (RESUMABLE.has(state)) await this.call("starting the sandbox again", () => remote.start(timeout));
     else if (TRANSIENT.has(state)) await this.call("waiting for the sandbox to start", () => remote.waitUntilStarted(timeout), this.options.createTimeoutMs);

@@ -199,6 +199,35 @@ if (probe.available) {
       await made.release("run-auto-stopped");
     }, 60_000);
 
+    it("gives a key a new sandbox at its next acquire once its live one was deleted at Daytona (elsewhere, or by auto-delete), instead of the dead one", async () => {
+      const made = adapter({ image });
+      const sandbox = await made.acquire("run-deleted");
+      await sandbox.writeFile("gone.txt", "gone");
+      const remote = [...fake.sandboxes.values()].find((entry) => entry.name === made.sandboxName("run-deleted"))!;
+      await fetch(`${fake.apiUrl}/sandbox/${remote.id}`, { method: "DELETE", headers: { authorization: `Bearer ${fake.apiKey}` } });
+      const fresh = await made.acquire("run-deleted");
+      expect(fresh).not.toBe(sandbox);
+      expect(await fresh.listFiles("/workspace")).toEqual([]);
+      expect((await fresh.exec("echo again")).stdout).toBe("again\n");
+      await made.release("run-deleted");
+    }, 60_000);
+
+    it("fails a command in a sandbox deleted at Daytona under a live run, and the run's next acquire gets a new one", async () => {
+      const made = adapter({ image });
+      const sandbox = await made.acquire("run-deleted-mid");
+      const remote = [...fake.sandboxes.values()].find((entry) => entry.name === made.sandboxName("run-deleted-mid"))!;
+      await fetch(`${fake.apiUrl}/sandbox/${remote.id}`, { method: "DELETE", headers: { authorization: `Bearer ${fake.apiKey}` } });
+      const error = await sandbox.exec("echo hi").catch((caught: unknown) => caught);
+      expect(isAssemblyLineError(error, "AL_ERR_SANDBOX_ENGINE"), String(error)).toBe(true);
+      const lookups = fake.requests.filter((request) => request === `GET /api/sandbox/${remote.id}`).length;
+      const fresh = await made.acquire("run-deleted-mid");
+      expect(fresh).not.toBe(sandbox);
+      // The failed command already found the sandbox gone: the acquire does not look it up again.
+      expect(fake.requests.filter((request) => request === `GET /api/sandbox/${remote.id}`)).toHaveLength(lookups);
+      expect((await fresh.exec("echo again")).stdout).toBe("again\n");
+      await made.release("run-deleted-mid");
+    }, 60_000);
+
     it("makes /workspace in a sandbox whose create timed out but still finished at Daytona, when the next acquire finds it", async () => {
       const made = adapter({ image, createTimeoutMs: 1_000 });
       const name = made.sandboxName("run-late");
