@@ -34,6 +34,8 @@ export class ModalSandboxAdapter implements SandboxAdapter {
   readonly #hostEnv: Record<string, string | undefined>;
   #client: ModalClient | undefined;
   private readonly live = new SandboxOpenings<ShellSandbox>();
+  /** Each open sandbox's SDK handle, so a later acquire of its key can check Modal still runs it. */
+  readonly #remotes = new WeakMap<ShellSandbox, ModalSdkSandbox>();
 
   constructor(options: ModalSandboxAdapterOptions) {
     const { agentDir, hostEnv, ...rest } = options;
@@ -41,9 +43,17 @@ export class ModalSandboxAdapter implements SandboxAdapter {
     this.#hostEnv = hostEnv ?? process.env;
   }
 
-  /** The key's sandbox: the live one, a running one found by its name, or a new one. */
-  acquire(key: string): Promise<Sandbox> {
+  /**
+   * The key's sandbox: the live one, a running one found by its name, or a new one. A live one
+   * Modal ended since (its lifetime or idle timeout ran out while the run waited) is replaced by a new one.
+   */
+  async acquire(key: string): Promise<Sandbox> {
     checkKey(key);
+    const live = this.live.peek(key);
+    const sandbox = await this.live.acquire(key, () => this.open(key));
+    const remote = this.#remotes.get(sandbox);
+    if (!live || !remote || !(await this.ended(key, remote))) return sandbox;
+    if (this.live.peek(key) === live) this.live.forget(key);
     return this.live.acquire(key, () => this.open(key));
   }
 
@@ -202,6 +212,23 @@ export class ModalSandboxAdapter implements SandboxAdapter {
     return remote;
   }
 
+  /**
+   * Whether Modal ended the key's live sandbox: no running sandbox has its name, or another one
+   * does. A lookup that fails otherwise says nothing: the sandbox's own calls report it.
+   */
+  private async ended(key: string, remote: ModalSdkSandbox): Promise<boolean> {
+    const name = this.sandboxName(key);
+    const environment = this.options.environment ?? this.#hostEnv.MODAL_ENVIRONMENT;
+    try {
+      const client = await this.sdk();
+      const found = await this.deadline(`looking up sandbox ${name}`, () => client.sandboxes.fromName(this.options.app, name, environment ? { environment } : {}));
+      if (found !== remote) found.detach();
+      return found.sandboxId !== remote.sandboxId;
+    } catch (error) {
+      return grpcStatusOf(error) === "NOT_FOUND";
+    }
+  }
+
   private async terminate(remote: ModalSdkSandbox): Promise<void> {
     try {
       await this.deadline("terminating the sandbox", () => remote.terminate());
@@ -215,6 +242,7 @@ export class ModalSandboxAdapter implements SandboxAdapter {
 
   private wrap(key: string, remote: ModalSdkSandbox): ShellSandbox {
     const sandbox: ShellSandbox = new ShellSandbox(key, this.driver(remote, () => this.forget(key, sandbox)), { timeoutMs: this.options.defaultTimeoutMs, maxOutputBytes: this.options.maxOutputBytes, env: this.options.env }, "Modal");
+    this.#remotes.set(sandbox, remote);
     return sandbox;
   }
 

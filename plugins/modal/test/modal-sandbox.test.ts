@@ -176,6 +176,23 @@ if (probe.available) {
       expect((await fresh.exec("echo again")).stdout).toBe("again\n");
     });
 
+    it("gives a key a new sandbox at its next acquire once Modal ended its live one while the run waited, instead of the dead one", async () => {
+      const scope = randomScope("ended-waiting");
+      const made = adapter({ scope });
+      const sandbox = await made.acquire("run-ended-waiting");
+      await sandbox.writeFile("gone.txt", "gone");
+      const [remote] = ours(scope, "run-ended-waiting");
+      // The run waits (an approval, say) past the sandbox's lifetime, making no call: Modal ends it.
+      await fake.expire(remote!.id);
+      const fresh = await made.acquire("run-ended-waiting");
+      expect(fresh).not.toBe(sandbox);
+      expect(await fresh.listFiles("/workspace")).toEqual([]);
+      expect((await fresh.exec("echo again")).stdout).toBe("again\n");
+      // A live one Modal still runs is handed out again as it is.
+      expect(await made.acquire("run-ended-waiting")).toBe(fresh);
+      await made.release("run-ended-waiting");
+    });
+
     it("terminates the sandbox at release, leaves other scopes' sandboxes alone, and a second release is a no-op", async () => {
       const made = adapter();
       const other = adapter();
