@@ -12,6 +12,7 @@ export interface AuthRequest {
   method: string;
   path: string;
   headers: Record<string, string | undefined>;
+  /** The client's address: the socket's, or behind trusted proxies (`trustProxy`) the one they forwarded. */
   remoteAddress: string | undefined;
   /** The channel name, for raw channel routes. */
   channel?: string;

@@ -1,6 +1,7 @@
 import { AssemblyLineError, type Scheduler, type TelemetrySink } from "@assemblyline-agents/core";
 import type { RuntimeOptions } from "@assemblyline-agents/runtime";
 import type { AttachmentOptions } from "./attachments.js";
+import { clientAddressOf, trustProxySetting, type ClientAddressOf } from "./client-address.js";
 import { DEFAULT_BODY_IDLE_TIMEOUT_MS } from "./http.js";
 import type { HostAuthOptions } from "./auth.js";
 import type { OutboxOptions } from "./outbox.js";
@@ -43,6 +44,14 @@ export interface NodeRuntimeOptions extends Omit<RuntimeOptions, "owesDelivery" 
   bodyIdleTimeoutMs?: number;
   /** Connections open at once; one more is closed as it arrives. Default: env ASSEMBLY_LINE_MAX_CONNECTIONS, else 1024. */
   maxConnections?: number;
+  /**
+   * The reverse proxies in front of the host, whose X-Forwarded-For it believes: IP addresses, CIDR
+   * ranges, or `loopback`, `linklocal`, `uniquelocal`. A request's client address (the rate limits'
+   * per-caller key, security logs) is then the nearest one in that header that is not a trusted
+   * proxy. Default: env ASSEMBLY_LINE_TRUST_PROXY (comma-separated), else none: the socket's address,
+   * whatever the headers say.
+   */
+  trustProxy?: string | string[];
   /** Host-forced model for every run a channel starts (e.g. `scripted:/abs/script.json` in dev). */
   model?: string;
   attachments?: AttachmentOptions;
@@ -68,6 +77,8 @@ export interface HostConfig {
   headersTimeoutMs: number;
   bodyIdleTimeoutMs: number;
   maxConnections: number;
+  /** The request's client address, through the trusted proxies (`trustProxy`). */
+  clientAddress: ClientAddressOf;
   leaseTtlMs: number;
   recoveryIntervalMs: number;
 }
@@ -106,6 +117,7 @@ export function resolveHostConfig(options: NodeRuntimeOptions, env: Record<strin
       fix: `The headers are part of the request: set ${headers.name} at most ${requestName}.`,
     });
   }
+  const trustProxy = trustProxySetting(options.trustProxy, env);
   return {
     devMode,
     port: integer(options.port, "port", 0, 65_535) ?? integer(envNumber(env, "PORT"), "PORT", 0, 65_535) ?? DEFAULT_PORT,
@@ -127,6 +139,7 @@ export function resolveHostConfig(options: NodeRuntimeOptions, env: Record<strin
     headersTimeoutMs,
     bodyIdleTimeoutMs: optionOrEnv(options, env, "bodyIdleTimeoutMs", "ASSEMBLY_LINE_BODY_IDLE_TIMEOUT_MS", 1, MAX_TIMER_MS)?.value ?? DEFAULT_BODY_IDLE_TIMEOUT_MS,
     maxConnections: optionOrEnv(options, env, "maxConnections", "ASSEMBLY_LINE_MAX_CONNECTIONS", 1)?.value ?? DEFAULT_MAX_CONNECTIONS,
+    clientAddress: clientAddressOf(trustProxy?.list, trustProxy?.source ?? "trustProxy"),
     leaseTtlMs,
     recoveryIntervalMs: integer(options.recoveryIntervalMs, "recoveryIntervalMs", 1) ?? leaseTtlMs,
   };

@@ -172,7 +172,7 @@ export async function listenNodeRuntime(options: NodeRuntimeOptions): Promise<No
       path = canonicalPath(url.pathname);
       const { route, params } = router.match(method, path);
       kind = route.auth;
-      const ctx: RequestContext = { req, res, method, path, query: url.searchParams, params, headers: headerRecord(req), remoteAddress: req.socket.remoteAddress, requestId };
+      const ctx: RequestContext = { req, res, method, path, query: url.searchParams, params, headers: headerRecord(req), remoteAddress: config.clientAddress(req), requestId };
       if (route.auth !== "provider" && route.auth !== "public") {
         await auth.check({ kind: route.auth, method, path, headers: ctx.headers, remoteAddress: ctx.remoteAddress, ...(route.channel ? { channel: route.channel } : {}) });
       }
