@@ -58,6 +58,8 @@ export class DiscordDelivery {
   private readonly progress = new Map<string, Progress>();
   /** Per interaction webhook path: when its delivery must be done, and the attempt under way. */
   private readonly deadlines = new Map<string, number>();
+  /** Per interaction webhook path: until when Discord said to wait, when an attempt gave up on the wait. */
+  private readonly waitUntil = new Map<string, number>();
   private readonly inFlight = new Map<string, Promise<void>>();
 
   constructor(private readonly options: ResolvedDiscordOptions) {}
@@ -98,6 +100,10 @@ export class DiscordDelivery {
     this.forgetExpired();
     const original = `${webhook}/messages/@original` as const;
     try {
+      // The client forgets a wait named only in Retry-After once it has given up on it: keep to it here, so a retry
+      // sooner than Discord asked (the outbox's backoff starts at a second) sends nothing before then.
+      const until = this.waitUntil.get(webhook) ?? 0;
+      if (until > Date.now()) throw new RateLimitedUntil(until);
       if (chunks.length > 1) {
         const journal = progressJournal(chunks);
         // What an attempt elsewhere (before a crash) left in the original: the whole reply (its last step), or
@@ -135,6 +141,7 @@ export class DiscordDelivery {
   private forgetExpired(): void {
     const oldest = Date.now() - TOKEN_LIFETIME_MS;
     for (const [key, progress] of this.progress) if (progress.at < oldest) this.progress.delete(key);
+    for (const [key, until] of this.waitUntil) if (until < Date.now()) this.waitUntil.delete(key);
   }
 
   private client(): REST {
@@ -153,9 +160,20 @@ export class DiscordDelivery {
     const path = new URL(limit.url).pathname;
     for (const [webhook, deadline] of this.deadlines) {
       // A 429 may name its wait only in Retry-After (a shared or Cloudflare limit), not in the bucket's reset.
-      if (path.includes(webhook)) return Date.now() + Math.max(limit.timeToReset, limit.retryAfter, limit.sublimitTimeout) > deadline;
+      if (!path.includes(webhook)) continue;
+      const until = Date.now() + Math.max(limit.timeToReset, limit.retryAfter, limit.sublimitTimeout);
+      if (until <= deadline) return false;
+      this.waitUntil.set(webhook, Math.max(until, this.waitUntil.get(webhook) ?? 0));
+      return true;
     }
     return false;
+  }
+}
+
+/** An attempt that sent nothing: an earlier one gave up on a wait Discord asked for, and it is not over. */
+class RateLimitedUntil extends Error {
+  constructor(readonly until: number) {
+    super(`rate limited until ${new Date(until).toISOString()}`);
   }
 }
 
@@ -168,6 +186,7 @@ function describeFailure(error: unknown, host: AbortSignal): string {
   if (error instanceof DiscordAPIError) return `Discord answered ${error.status} (code ${String(error.code)}): ${error.message}`;
   if (error instanceof HTTPError) return `Discord answered ${error.status}`;
   if (error instanceof RateLimitError) return `rate limited for ${Math.max(error.timeToReset, error.retryAfter)} ms, longer than a delivery may wait (${DELIVERY_BUDGET_MS} ms)`;
+  if (error instanceof RateLimitedUntil) return `rate limited for ${error.until - Date.now()} ms more (Discord's Retry-After); nothing sent`;
   if (host.aborted) return "the host stopped waiting for this attempt";
   if (error instanceof Error && (error.name === "TimeoutError" || error.name === "AbortError")) return `no answer within ${DELIVERY_BUDGET_MS} ms`;
   return error instanceof Error ? error.message.replace(/\/webhooks\/[^\s]+/g, "/webhooks/<redacted>") : String(error);

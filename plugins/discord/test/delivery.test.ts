@@ -111,10 +111,16 @@ describe("delivering a reply through the interaction's webhook", () => {
   it("fails at once when a 429 names a wait longer than a delivery may take only in Retry-After (a shared or Cloudflare limit)", async () => {
     const { token, delivery } = reply("short answer");
     api.rateLimitNext(1, (DELIVERY_BUDGET_MS + 45_000) / 1000, { bucketHeaders: false });
+    const channel = process_();
     const started = Date.now();
-    const failure = await process_().deliver(delivery).catch((error: unknown) => error);
+    const failure = await channel.deliver(delivery).catch((error: unknown) => error);
     expect(Date.now() - started).toBeLessThan(2_000);
     expect(String(failure)).toMatch(/AL_ERR_DISCORD_DELIVERY.*rate limited/);
+    // The outbox retries a second later: nothing goes to Discord before the wait it asked for is over.
+    const retried = await channel.deliver({ ...delivery, attempt: 2 }).catch((error: unknown) => error);
+    expect(String(retried)).toMatch(/AL_ERR_DISCORD_DELIVERY.*rate limited.*nothing sent/);
+    expect(api.requests).toHaveLength(1);
+    expect(api.violations).toEqual([]);
     expect(api.messages(token)).toEqual([]);
   });
 
