@@ -1,6 +1,6 @@
 import { createCipheriv, createDecipheriv, randomBytes, scryptSync } from "node:crypto";
-import { mkdir, open, readFile, rename, rm, stat, writeFile } from "node:fs/promises";
-import { setTimeout as sleep } from "node:timers/promises";
+import { mkdir, readFile, rename, rm, writeFile } from "node:fs/promises";
+import { lock } from "proper-lockfile";
 import { dirname, resolve as resolvePath } from "node:path";
 import { AssemblyLineError } from "@assemblyline-agents/core";
 
@@ -152,31 +152,18 @@ export class EncryptedGrantStore implements GrantStore {
   }
 }
 
-/** A lock file older than this was left by a process that died holding it (a change takes milliseconds). */
-const STALE_LOCK_MS = 10_000;
-
 /**
- * Run `change` holding `<path>.lock`, created exclusively: two processes on one grant file (two
- * hosts on one volume) would otherwise each write back the file as they read it, and the grant
- * the other put would be lost.
+ * Run `change` holding the grant file's lock (`<path>.lock`, proper-lockfile: a folder made
+ * atomically, its time refreshed while held, taken over once it is stale, i.e. left by a process
+ * that died holding it): two processes on one grant file (two hosts on one volume) would otherwise
+ * each write back the file as they read it, and the grant the other put would be lost.
  */
 async function holdingLock(path: string, change: () => Promise<void>): Promise<void> {
-  const lock = `${path}.lock`;
-  for (;;) {
-    try {
-      const handle = await open(lock, "wx", 0o600);
-      await handle.writeFile(String(process.pid)).finally(() => handle.close());
-      break;
-    } catch (error) {
-      if ((error as NodeJS.ErrnoException).code !== "EEXIST") throw error;
-      const held = await stat(lock).catch(() => undefined);
-      if (held && Date.now() - held.mtimeMs > STALE_LOCK_MS) await rm(lock, { force: true });
-      else await sleep(5 + Math.random() * 20);
-    }
-  }
+  // realpath off: the grant file need not exist yet. Retries wait about 10 s at most for the other writer.
+  const release = await lock(path, { realpath: false, lockfilePath: `${path}.lock`, stale: 10_000, retries: { retries: 200, minTimeout: 5, maxTimeout: 50, randomize: true } });
   try {
     await change();
   } finally {
-    await rm(lock, { force: true });
+    await release();
   }
 }

@@ -1,5 +1,5 @@
 import { execFile } from "node:child_process";
-import { existsSync, mkdtempSync, readFileSync, readdirSync, rmSync, utimesSync, writeFileSync } from "node:fs";
+import { existsSync, mkdirSync, mkdtempSync, readFileSync, readdirSync, rmSync, utimesSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join, resolve } from "node:path";
 import { promisify } from "node:util";
@@ -72,7 +72,8 @@ describe("the encrypted grant store's file", () => {
 
   it("takes over the lock a process left when it died holding it", async () => {
     const path = freshPath();
-    writeFileSync(`${path}.lock`, "12345");
+    // What a process that died holding the lock leaves: the lock's folder, no longer refreshed.
+    mkdirSync(`${path}.lock`);
     const longAgo = new Date(Date.now() - 60_000);
     utimesSync(`${path}.lock`, longAgo, longAgo);
     const store = new EncryptedGrantStore({ path, secretKey: KEY });
