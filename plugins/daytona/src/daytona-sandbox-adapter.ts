@@ -1,7 +1,7 @@
 import { createHash, randomBytes } from "node:crypto";
 import { setTimeout as sleep } from "node:timers/promises";
 import type { Daytona, Sandbox as DaytonaSdkSandbox } from "@daytonaio/sdk";
-import { AssemblyLineError, KILL_LEFTOVERS, checkReadSize, sizeScript, tracked, type Sandbox, type SandboxDriver, type SandboxSnapshot, type SnapshottingSandboxAdapter, ShellSandbox, SandboxOpenings } from "@assemblyline-agents/core";
+import { AssemblyLineError, KILL_LEFTOVERS, checkReadSize, sizeScript, tracked, type Sandbox, type SandboxDriver, type SandboxSnapshot, type SnapshottingSandboxAdapter, ShellSandbox, SandboxOpenings, SandboxSuccession } from "@assemblyline-agents/core";
 import { resolveDaytonaOptions, type DaytonaSandboxOptions, type ResolvedDaytonaOptions } from "./options.js";
 import { providerError, statusOf } from "./provider-error.js";
 import { retryRateLimited } from "./rate-limit.js";
@@ -47,8 +47,11 @@ export class DaytonaSandboxAdapter implements SnapshottingSandboxAdapter {
   readonly #hostEnv: Record<string, string | undefined>;
   #client: Daytona | undefined;
   private readonly live = new SandboxOpenings<ShellSandbox>();
-  /** Each open sandbox's SDK handle, so a later acquire of its key can check Daytona still has it (#private: the handles hold the key). */
-  readonly #remotes = new WeakMap<ShellSandbox, DaytonaSdkSandbox>();
+  /**
+   * Each open sandbox's SDK handle (so a later acquire of its key can check Daytona still has it), its driver
+   * (which a handle whose sandbox Daytona no longer has makes its calls through) and what ends it (#private: the handles hold the key).
+   */
+  readonly #opened = new WeakMap<ShellSandbox, Opened<DaytonaSdkSandbox>>();
 
   constructor(options: DaytonaSandboxAdapterOptions) {
     const { agentDir, hostEnv, ...rest } = options;
@@ -64,8 +67,9 @@ export class DaytonaSandboxAdapter implements SnapshottingSandboxAdapter {
     checkKey(key);
     const live = this.live.peek(key);
     const sandbox = await this.live.acquire(key, () => this.open(key));
-    const remote = this.#remotes.get(sandbox);
-    if (!live || !remote || !(await this.isGone(remote))) return sandbox;
+    const opened = this.#opened.get(sandbox);
+    if (!live || !opened || !(await this.isGone(opened.remote))) return sandbox;
+    opened.gone();
     if (this.live.peek(key) === live) this.live.forget(key);
     return this.live.acquire(key, () => this.open(key));
   }
@@ -322,8 +326,17 @@ export class DaytonaSandboxAdapter implements SnapshottingSandboxAdapter {
   }
 
   private wrap(key: string, remote: DaytonaSdkSandbox): ShellSandbox {
-    const sandbox: ShellSandbox = new ShellSandbox(key, this.driver(remote, () => this.forget(key, sandbox)), { timeoutMs: this.options.defaultTimeoutMs, maxOutputBytes: this.options.maxOutputBytes, env: this.options.env }, "Daytona");
-    this.#remotes.set(sandbox, remote);
+    const succession = new SandboxSuccession(async () => {
+      const next = (await this.acquire(key)) as ShellSandbox;
+      return next === sandbox ? undefined : this.#opened.get(next)?.driver;
+    });
+    const gone = () => {
+      succession.end();
+      this.forget(key, sandbox);
+    };
+    const driver = succession.driver(this.driver(remote, gone));
+    const sandbox: ShellSandbox = new ShellSandbox(key, driver, { timeoutMs: this.options.defaultTimeoutMs, maxOutputBytes: this.options.maxOutputBytes, env: this.options.env }, "Daytona");
+    this.#opened.set(sandbox, { remote, driver, gone });
     return sandbox;
   }
 
@@ -450,6 +463,14 @@ export class DaytonaSandboxAdapter implements SnapshottingSandboxAdapter {
       throw providerError("Daytona", action, error, [this.#hostEnv.DAYTONA_API_KEY]);
     }
   }
+}
+
+/** An open sandbox as a later acquire of its key, or a handle its sandbox was lost under, reaches it. */
+interface Opened<Remote> {
+  remote: Remote;
+  driver: SandboxDriver;
+  /** The provider no longer has the sandbox: the key's next acquire, and the handle's next call, get a new one. */
+  gone: () => void;
 }
 
 /** The header Daytona's toolbox answers with, naming the sandbox's state, when the sandbox is not running. */

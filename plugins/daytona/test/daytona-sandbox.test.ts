@@ -208,11 +208,13 @@ if (probe.available) {
       const fresh = await made.acquire("run-deleted");
       expect(fresh).not.toBe(sandbox);
       expect(await fresh.listFiles("/workspace")).toEqual([]);
-      expect((await fresh.exec("echo again")).stdout).toBe("again\n");
+      expect((await fresh.exec("echo again > again.txt")).exitCode).toBe(0);
+      // The handle the run already holds works in the new sandbox too.
+      expect(text(await sandbox.readFile("again.txt"))).toBe("again\n");
       await made.release("run-deleted");
     }, 60_000);
 
-    it("fails a command in a sandbox deleted at Daytona under a live run, and the run's next acquire gets a new one", async () => {
+    it("fails a command in a sandbox deleted at Daytona under a live run; the same handle's next call, and the run's next acquire, get a new one", async () => {
       const made = adapter({ image });
       const sandbox = await made.acquire("run-deleted-mid");
       const remote = [...fake.sandboxes.values()].find((entry) => entry.name === made.sandboxName("run-deleted-mid"))!;
@@ -220,11 +222,14 @@ if (probe.available) {
       const error = await sandbox.exec("echo hi").catch((caught: unknown) => caught);
       expect(isAssemblyLineError(error, "AL_ERR_SANDBOX_ENGINE"), String(error)).toBe(true);
       const lookups = fake.requests.filter((request) => request === `GET /api/sandbox/${remote.id}`).length;
+      expect(String(error)).toMatch(/the sandbox no longer exists, and its files with it: the next call starts a new, empty sandbox/);
+      // The runtime holds one handle for a whole drive of the run: its next call runs in a new sandbox instead of failing too.
+      expect((await sandbox.exec("echo hi > hi.txt && cat hi.txt")).stdout).toBe("hi\n");
       const fresh = await made.acquire("run-deleted-mid");
       expect(fresh).not.toBe(sandbox);
-      // The failed command already found the sandbox gone: the acquire does not look it up again.
+      // The failed command already found the sandbox gone: nothing looks it up again.
       expect(fake.requests.filter((request) => request === `GET /api/sandbox/${remote.id}`)).toHaveLength(lookups);
-      expect((await fresh.exec("echo again")).stdout).toBe("again\n");
+      expect((await fresh.exec("cat hi.txt")).stdout).toBe("hi\n");
       await made.release("run-deleted-mid");
     }, 60_000);
 

@@ -1,6 +1,6 @@
 import { createHash, randomBytes } from "node:crypto";
 import type { Sandbox as E2bSdkSandbox, SandboxInfo } from "e2b";
-import { AssemblyLineError, KILL_LEFTOVERS, checkReadSize, sizeScript, tracked, type Sandbox, type SandboxDriver, type SandboxSnapshot, type SnapshottingSandboxAdapter, ShellSandbox, SandboxOpenings } from "@assemblyline-agents/core";
+import { AssemblyLineError, KILL_LEFTOVERS, checkReadSize, sizeScript, tracked, type Sandbox, type SandboxDriver, type SandboxSnapshot, type SnapshottingSandboxAdapter, ShellSandbox, SandboxOpenings, SandboxSuccession } from "@assemblyline-agents/core";
 import { resolveE2bOptions, type E2bSandboxOptions, type ResolvedE2bOptions } from "./options.js";
 import { providerError, statusOf } from "./provider-error.js";
 
@@ -23,7 +23,7 @@ interface Attachment {
   remote: E2bSdkSandbox;
   /** A resume in progress, shared by the calls that failed together. */
   resuming?: Promise<boolean>;
-  /** E2B no longer has the sandbox (killed, or its lifetime ended with onTimeout "kill"): the key's next acquire makes a new one. */
+  /** E2B no longer has the sandbox (killed, or its lifetime ended with onTimeout "kill"): the key's next acquire, and the handle's next call, get a new one. */
   gone: () => void;
 }
 
@@ -49,6 +49,8 @@ export class E2bSandboxAdapter implements SnapshottingSandboxAdapter {
   private readonly live = new SandboxOpenings<ShellSandbox>();
   /** Each open sandbox's attachment, so a later acquire of its key restarts the lifetime on the handle its calls use (#private: the SDK handles hold the key). */
   readonly #attachments = new WeakMap<ShellSandbox, Attachment>();
+  /** Each open sandbox's driver, which a handle whose sandbox E2B no longer has makes its calls through. */
+  readonly #drivers = new WeakMap<ShellSandbox, SandboxDriver>();
 
   constructor(options: E2bSandboxAdapterOptions) {
     const { agentDir, hostEnv, ...rest } = options;
@@ -72,6 +74,7 @@ export class E2bSandboxAdapter implements SnapshottingSandboxAdapter {
     } catch (error) {
       // E2B no longer has it (killed, or its lifetime ended with onTimeout "kill"), its files with it: the key gets a new one instead of this failure at every acquire.
       if ((error as AssemblyLineError).details?.status !== 404) throw error;
+      attachment.gone();
       if (this.live.peek(key) === live) this.live.forget(key);
       return this.live.acquire(key, () => this.open(key));
     }
@@ -267,9 +270,21 @@ export class E2bSandboxAdapter implements SnapshottingSandboxAdapter {
   }
 
   private wrap(key: string, remote: E2bSdkSandbox): ShellSandbox {
-    const attachment: Attachment = { remote, gone: () => this.forget(key, sandbox) };
-    const sandbox: ShellSandbox = new ShellSandbox(key, this.driver(attachment), { timeoutMs: this.options.defaultTimeoutMs, maxOutputBytes: this.options.maxOutputBytes, env: this.options.env }, "E2B");
+    const succession = new SandboxSuccession(async () => {
+      const next = (await this.acquire(key)) as ShellSandbox;
+      return next === sandbox ? undefined : this.#drivers.get(next);
+    });
+    const attachment: Attachment = {
+      remote,
+      gone: () => {
+        succession.end();
+        this.forget(key, sandbox);
+      },
+    };
+    const driver = succession.driver(this.driver(attachment));
+    const sandbox: ShellSandbox = new ShellSandbox(key, driver, { timeoutMs: this.options.defaultTimeoutMs, maxOutputBytes: this.options.maxOutputBytes, env: this.options.env }, "E2B");
     this.#attachments.set(sandbox, attachment);
+    this.#drivers.set(sandbox, driver);
     return sandbox;
   }
 

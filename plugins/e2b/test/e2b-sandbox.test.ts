@@ -189,11 +189,13 @@ if (probe.available) {
       const fresh = await made.acquire("run-killed");
       expect(fresh).not.toBe(sandbox);
       expect(await fresh.listFiles("/workspace")).toEqual([]);
-      expect((await fresh.exec("echo again")).stdout).toBe("again\n");
+      expect((await fresh.exec("echo again > again.txt")).exitCode).toBe(0);
+      // The handle the run already holds works in the new sandbox too.
+      expect(text(await sandbox.readFile("again.txt"))).toBe("again\n");
       await made.release("run-killed");
     }, 60_000);
 
-    it("fails a command in a sandbox E2B killed under a live run, and the run's next acquire gets a new one", async () => {
+    it("fails a command in a sandbox E2B killed under a live run; the same handle's next call, and the run's next acquire, get a new one", async () => {
       const scope = randomScope("killed-mid-run");
       const made = adapter({ scope });
       const sandbox = await made.acquire("run-killed-mid");
@@ -201,11 +203,14 @@ if (probe.available) {
       await fetch(`${fake.apiUrl}/sandboxes/${remote!.id}`, { method: "DELETE", headers: { "x-api-key": fake.apiKey } });
       const error = await sandbox.exec("echo hi").catch((caught: unknown) => caught);
       expect(isAssemblyLineError(error, "AL_ERR_SANDBOX_ENGINE"), String(error)).toBe(true);
+      expect(String(error)).toMatch(/the sandbox no longer exists, and its files with it: the next call starts a new, empty sandbox/);
+      // The runtime holds one handle for a whole drive of the run: its next call runs in a new sandbox instead of failing too.
+      expect((await sandbox.exec("echo hi > hi.txt && cat hi.txt")).stdout).toBe("hi\n");
       const fresh = await made.acquire("run-killed-mid");
       expect(fresh).not.toBe(sandbox);
       // The failed command already found the sandbox gone: the acquire does not try to connect to it again.
       expect(fake.requests).not.toContain(`POST /v2/sandboxes/${remote!.id}/connect`);
-      expect((await fresh.exec("echo again")).stdout).toBe("again\n");
+      expect((await fresh.exec("cat hi.txt")).stdout).toBe("hi\n");
       expect(fake.creates.filter((body) => (body.metadata as Record<string, string>)[METADATA.scope] === scope)).toHaveLength(2);
       await made.release("run-killed-mid");
     }, 60_000);

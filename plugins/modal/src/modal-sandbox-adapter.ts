@@ -1,6 +1,6 @@
 import { createHash } from "node:crypto";
 import type { ModalClient, Sandbox as ModalSdkSandbox } from "modal";
-import { AssemblyLineError, KILL_LEFTOVERS, MAX_READ_BYTES, checkReadSize, sizeScript, tracked, type Sandbox, type SandboxAdapter, type SandboxDriver, ShellSandbox, SandboxOpenings } from "@assemblyline-agents/core";
+import { AssemblyLineError, KILL_LEFTOVERS, MAX_READ_BYTES, checkReadSize, sizeScript, tracked, type Sandbox, type SandboxAdapter, type SandboxDriver, ShellSandbox, SandboxOpenings, SandboxSuccession } from "@assemblyline-agents/core";
 import { resolveModalOptions, type ModalSandboxOptions, type ResolvedModalOptions } from "./options.js";
 import { grpcStatusOf, providerError } from "./provider-error.js";
 import { withinDeadline } from "./deadline.js";
@@ -34,8 +34,11 @@ export class ModalSandboxAdapter implements SandboxAdapter {
   readonly #hostEnv: Record<string, string | undefined>;
   #client: ModalClient | undefined;
   private readonly live = new SandboxOpenings<ShellSandbox>();
-  /** Each open sandbox's SDK handle, so a later acquire of its key can check Modal still runs it. */
-  readonly #remotes = new WeakMap<ShellSandbox, ModalSdkSandbox>();
+  /**
+   * Each open sandbox's SDK handle (so a later acquire of its key can check Modal still runs it), its driver
+   * (which a handle whose sandbox Modal ended makes its calls through) and what ends it.
+   */
+  readonly #opened = new WeakMap<ShellSandbox, { remote: ModalSdkSandbox; driver: SandboxDriver; gone: () => void }>();
 
   constructor(options: ModalSandboxAdapterOptions) {
     const { agentDir, hostEnv, ...rest } = options;
@@ -51,8 +54,9 @@ export class ModalSandboxAdapter implements SandboxAdapter {
     checkKey(key);
     const live = this.live.peek(key);
     const sandbox = await this.live.acquire(key, () => this.open(key));
-    const remote = this.#remotes.get(sandbox);
-    if (!live || !remote || !(await this.ended(key, remote))) return sandbox;
+    const opened = this.#opened.get(sandbox);
+    if (!live || !opened || !(await this.ended(key, opened.remote))) return sandbox;
+    opened.gone();
     if (this.live.peek(key) === live) this.live.forget(key);
     return this.live.acquire(key, () => this.open(key));
   }
@@ -241,8 +245,17 @@ export class ModalSandboxAdapter implements SandboxAdapter {
   }
 
   private wrap(key: string, remote: ModalSdkSandbox): ShellSandbox {
-    const sandbox: ShellSandbox = new ShellSandbox(key, this.driver(remote, () => this.forget(key, sandbox)), { timeoutMs: this.options.defaultTimeoutMs, maxOutputBytes: this.options.maxOutputBytes, env: this.options.env }, "Modal");
-    this.#remotes.set(sandbox, remote);
+    const succession = new SandboxSuccession(async () => {
+      const next = (await this.acquire(key)) as ShellSandbox;
+      return next === sandbox ? undefined : this.#opened.get(next)?.driver;
+    });
+    const gone = () => {
+      succession.end();
+      this.forget(key, sandbox);
+    };
+    const driver = succession.driver(this.driver(remote, gone));
+    const sandbox: ShellSandbox = new ShellSandbox(key, driver, { timeoutMs: this.options.defaultTimeoutMs, maxOutputBytes: this.options.maxOutputBytes, env: this.options.env }, "Modal");
+    this.#opened.set(sandbox, { remote, driver, gone });
     return sandbox;
   }
 

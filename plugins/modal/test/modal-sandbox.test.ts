@@ -162,7 +162,7 @@ if (probe.available) {
       expect(ours(scope, "run-expired").map((entry) => entry.id)).not.toContain(remote!.id);
     });
 
-    it("fails a command in a sandbox Modal ended under a live run, and the run's next acquire gets a new one", async () => {
+    it("fails a command in a sandbox Modal ended under a live run; the same handle's next call, and the run's next acquire, get a new one", async () => {
       const scope = randomScope("ended");
       const made = adapter({ scope });
       const sandbox = await made.acquire("run-ended");
@@ -171,9 +171,12 @@ if (probe.available) {
       const error = await sandbox.exec("echo hi").catch((caught: unknown) => caught);
       expect(isAssemblyLineError(error, "AL_ERR_SANDBOX_ENGINE"), String(error)).toBe(true);
       expect(String(error)).toMatch(/gRPC NOT_FOUND/);
+      expect(String(error)).toMatch(/the sandbox no longer exists, and its files with it: the next call starts a new, empty sandbox/);
+      // The runtime holds one handle for a whole drive of the run: its next call runs in a new sandbox instead of failing too.
+      expect((await sandbox.exec("echo hi > hi.txt && cat hi.txt")).stdout).toBe("hi\n");
       const fresh = await made.acquire("run-ended");
       expect(fresh).not.toBe(sandbox);
-      expect((await fresh.exec("echo again")).stdout).toBe("again\n");
+      expect((await fresh.exec("cat hi.txt")).stdout).toBe("hi\n");
     });
 
     it("gives a key a new sandbox at its next acquire once Modal ended its live one while the run waited, instead of the dead one", async () => {
@@ -187,7 +190,9 @@ if (probe.available) {
       const fresh = await made.acquire("run-ended-waiting");
       expect(fresh).not.toBe(sandbox);
       expect(await fresh.listFiles("/workspace")).toEqual([]);
-      expect((await fresh.exec("echo again")).stdout).toBe("again\n");
+      expect((await fresh.exec("echo again > again.txt")).exitCode).toBe(0);
+      // The handle the run already holds works in the new sandbox too.
+      expect(text(await sandbox.readFile("again.txt"))).toBe("again\n");
       // A live one Modal still runs is handed out again as it is.
       expect(await made.acquire("run-ended-waiting")).toBe(fresh);
       await made.release("run-ended-waiting");

@@ -1,0 +1,65 @@
+import { AssemblyLineError } from "../errors.js";
+import type { SandboxDriver } from "./shell-sandbox.js";
+
+/**
+ * What a sandbox handle's calls go to once the provider no longer has its
+ * sandbox (killed, deleted, its lifetime over): the key's next sandbox. The
+ * runtime holds one handle for a whole drive of a run, so without this every
+ * call after the loss would fail until the run's next drive. The call that
+ * found the sandbox gone fails; the ones after it run in the new sandbox.
+ */
+export class SandboxSuccession {
+  private ended = false;
+  private successor: Promise<SandboxDriver | undefined> | undefined;
+
+  /** `next`: the key's next sandbox's driver (the adapter's acquire), or undefined when it hands back this same sandbox. */
+  constructor(private readonly next: () => Promise<SandboxDriver | undefined>) {}
+
+  /** The provider no longer has the sandbox: later calls go to the key's next one. */
+  end(): void {
+    this.ended = true;
+  }
+
+  /** `own`, whose calls go to the key's next sandbox once `end` was called. */
+  driver(own: SandboxDriver): SandboxDriver {
+    const call = async <T>(operation: (driver: SandboxDriver) => Promise<T>): Promise<T> => {
+      if (this.ended) return operation((await this.following()) ?? own);
+      try {
+        return await operation(own);
+      } catch (error) {
+        // This call found the sandbox gone: its error says what that means for the run's files.
+        throw this.ended ? lost(error) : error;
+      }
+    };
+    return {
+      runScript: (script, limitMs) => call((driver) => driver.runScript(script, limitMs)),
+      downloadFile: (path) => call((driver) => driver.downloadFile(path)),
+      uploadFile: (path, content) => call((driver) => driver.uploadFile(path, content)),
+    };
+  }
+
+  /** The next sandbox's driver, opened once for the calls that need it; a failed opening is tried again by the next call. */
+  private following(): Promise<SandboxDriver | undefined> {
+    const opening = (this.successor ??= this.next().then(
+      (driver) => {
+        if (!driver && this.successor === opening) this.successor = undefined;
+        return driver;
+      },
+      (error: unknown) => {
+        if (this.successor === opening) this.successor = undefined;
+        throw error;
+      },
+    ));
+    return opening;
+  }
+}
+
+/** A call's failure on a sandbox the provider no longer has, saying its files are gone and the next call starts afresh. */
+function lost(error: unknown): unknown {
+  if (!(error instanceof AssemblyLineError)) return error;
+  const message = error.message.replace(`${error.code}: `, "").replace(error.fix ? `\n  fix: ${error.fix}` : "", "");
+  return new AssemblyLineError(error.code, `${message} (the sandbox no longer exists, and its files with it: the next call starts a new, empty sandbox)`, {
+    fix: "Write again, in the new sandbox, the files the run still needs.",
+    details: { ...error.details, sandboxGone: true },
+  });
+}
