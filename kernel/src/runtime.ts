@@ -1001,7 +1001,7 @@ export class OpenEveRuntime {
     if (automations?.dynamic) services.automationManager = (gate) => createAutomationManager(this.automations, gate(automations.approval));
     services.connections = connectionsOf(profile, this.connections.connections());
     // Adding and removing connections is the root agent's: a subagent sees only what it names.
-    if (this.dynamicConnections.dynamic && profile.path === "") services.connectionManager = (gate) => this.connections.manager(gate(this.dynamicConnections.approval), run.id);
+    if (this.dynamicConnections.dynamic && profile.path === "") services.connectionManager = (gate, journal) => this.connections.manager(gate(this.dynamicConnections.approval), run.id, journal);
     if (this.options.blob) services.blob = this.options.blob;
     if (this.options.resources) services.resources = this.options.resources;
     if (skills.writable || profile.selfImprovement.writeApproval) {

@@ -1,5 +1,5 @@
 import { describe, expect, it } from "vitest";
-import { defineHttpConnection, defineTool, type ConnectionProvider, type DynamicConnectionSpec, type JsonValue } from "@assemblyline-agents/core";
+import { AssemblyLineError, defineHttpConnection, defineTool, type ConnectionProvider, type DynamicConnectionSpec, type JsonValue } from "@assemblyline-agents/core";
 import { InMemoryStateAdapter, noopLogger } from "@assemblyline-agents/runtime";
 import { ConnectionRegistry } from "../src/connections/connection-registry.js";
 import { ToolTable } from "../src/run/tool-table.js";
@@ -77,6 +77,31 @@ describe("ctx.connectionManager.add across a crash", () => {
     expect(resumed.status).toBe("completed");
     expect(log.outcomes.at(-1)!.outcome).toMatchObject({ status: "completed", output: { name: "crm", source: "dynamic", tools: ["crm__ping"] } });
     expect(Object.keys((await state.getSetting(`connections:${runtime.manifest.agent.id}`)) as object)).toEqual(["crm"]);
+  });
+});
+
+describe("ctx.connectionManager.remove across a crash", () => {
+  it("answers removed: true when its tool call runs again after the store write, as the first attempt did", async () => {
+    /** Dies right before the second tool.completed: the removal is written, its answer is not. */
+    class CrashBeforeSecondAnswer extends InMemoryStateAdapter {
+      answers = 0;
+      override async appendEvents(...args: Parameters<InMemoryStateAdapter["appendEvents"]>) {
+        if (args[1].some((event) => event.type === "tool.completed") && (this.answers += 1) === 2) throw new AssemblyLineError("AL_ERR_STATE_UNAVAILABLE", "the state store went away");
+        return super.appendEvents(...args);
+      }
+    }
+    const state = new CrashBeforeSecondAnswer();
+    const dir = agentFolder({
+      "agent.ts": `import { defineAgent } from "@assemblyline-agents/core";\nexport default defineAgent({ model: "test/model", dynamicConnections: { dynamic: true, approval: false, allowedHosts: ["crm.example.com"] } });\n`,
+      "tools/connect.ts": toolSource({ upFront: true, schema: `{ type: "object" }`, execute: `return await ctx.connectionManager.add(${JSON.stringify(spec("crm"))});` }),
+      "tools/disconnect.ts": toolSource({ upFront: true, schema: `{ type: "object" }`, execute: `return await ctx.connectionManager.remove("crm");` }),
+    });
+    const { runtime, log } = await startAgent(dir, [{ toolCalls: [{ name: "connect", input: {} }] }, { toolCalls: [{ name: "disconnect", input: {} }] }, { text: "done" }], { state, connections: keyRecordingProvider([]) });
+    await expect(runtime.run({ message: "go" })).rejects.toMatchObject({ code: "AL_ERR_STATE_UNAVAILABLE" });
+    const [run] = (await state.listRuns()).runs;
+    expect(await state.getSetting(`connections:${runtime.manifest.agent.id}`)).toEqual({});
+    expect((await runtime.resume(run!.id)).status).toBe("completed");
+    expect(log.outcomes.at(-1)!.outcome).toMatchObject({ status: "completed", output: { removed: true } });
   });
 });
 

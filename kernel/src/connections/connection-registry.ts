@@ -13,6 +13,7 @@ import {
 } from "@assemblyline-agents/core";
 import { digestJson } from "../canonical-json.js";
 import type { ChangeGate } from "../run/change-approval.js";
+import type { SkillChangeJournal } from "../skills/durable-skill-change.js";
 import type { ToolTable } from "../run/tool-table.js";
 import { grantBindingsProblem, hostMatches } from "./grant-bindings.js";
 
@@ -172,7 +173,22 @@ export class ConnectionRegistry {
   }
 
   /** ctx.connectionManager for one tool call. */
-  manager(gate: ChangeGate, runId: string): ConnectionManager {
+  /**
+   * ctx.connectionManager for one tool call of run `runId`. With the call's `journal`, a removal is
+   * two steps (whether the connection was there, then the removal), so a call that runs again after
+   * a crash that came after the write still answers `{ removed: true }`.
+   */
+  manager(gate: ChangeGate, runId: string, journal?: SkillChangeJournal): ConnectionManager {
+    let removals = 0;
+    const removeNow = async (name: string): Promise<{ removed: boolean }> => {
+      const stored = await this.stored();
+      if (!(name in stored)) return { removed: false };
+      gate.require(`The agent asks to remove the connection "${name}".`, { action: "remove", connection: name });
+      await this.writeStored(name, undefined, { actor: `run:${runId}`, reason: `connection ${name} removed` });
+      // A stored entry the host's name shadows was never provided: the tools under that name are the host's.
+      if (this.provided.get(name)?.info.source === "dynamic") this.withdraw(name);
+      return { removed: true };
+    };
     return {
       list: async () => {
         await this.refresh();
@@ -201,13 +217,14 @@ export class ConnectionRegistry {
         return this.provided.get(checked.name)!.info;
       },
       remove: async (name) => {
-        const stored = await this.stored();
-        if (!(name in stored)) return { removed: false };
-        gate.require(`The agent asks to remove the connection "${name}".`, { action: "remove", connection: name });
-        await this.writeStored(name, undefined, { actor: `run:${runId}`, reason: `connection ${name} removed` });
-        // A stored entry the host's name shadows was never provided: the tools under that name are the host's.
-        if (this.provided.get(name)?.info.source === "dynamic") this.withdraw(name);
-        return { removed: true };
+        if (!journal) return removeNow(name);
+        const key = `${journal.prefix}:remove:${removals++}`;
+        const before = await journal.step(`${key}:before`, async () => ({ stored: name in (await this.stored()) }));
+        return journal.step(`${key}:change`, async () => {
+          const result = await removeNow(name);
+          // Gone now though it was there before this call: the removal landed before a crash.
+          return before.stored && !result.removed ? { removed: true } : result;
+        });
       },
     };
   }

@@ -12,7 +12,7 @@ import type {
   SelfImprovementApi,
 } from "@assemblyline-agents/core";
 import type { RuntimeFilesystem } from "../filesystem/runtime-filesystem.js";
-import type { SkillStepRunner } from "../skills/durable-skill-change.js";
+import type { SkillChangeJournal, SkillStepRunner } from "../skills/durable-skill-change.js";
 import type { RunBudget } from "./budget.js";
 import type { ChangeGate } from "./change-approval.js";
 import type { RunJournal } from "./journal.js";
@@ -40,8 +40,11 @@ export interface RunServices {
   filesystem: RuntimeFilesystem;
   /** ctx.automationManager, when agent.ts enables dynamic automations; `gate(required)` asks for approval of a change. */
   automationManager?(gate: (required: boolean) => ChangeGate): AutomationManager;
-  /** ctx.connectionManager, when agent.ts enables dynamic connections and a connections plugin provides it. */
-  connectionManager?(gate: (required: boolean) => ChangeGate): unknown;
+  /**
+   * ctx.connectionManager, when agent.ts enables dynamic connections and a connections plugin provides it;
+   * `journal`: the tool call's steps, in which each change is journaled.
+   */
+  connectionManager?(gate: (required: boolean) => ChangeGate, journal: SkillChangeJournal): unknown;
   /** ctx.connections: the resolved connections. */
   connections?: Record<string, unknown>;
   /**

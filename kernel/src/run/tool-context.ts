@@ -99,7 +99,7 @@ export function createToolContext(
     },
     connections: services.connections ?? {},
     ...(services.automationManager ? { automationManager: services.automationManager(gate) } : {}),
-    ...(services.connectionManager ? { connectionManager: services.connectionManager(gate) } : {}),
+    ...(services.connectionManager ? { connectionManager: services.connectionManager(gate, { step: (key, fn) => runStep(scope, key, fn), prefix: `connection-change:${call.id}` }) } : {}),
     ...(selfImprovement ? { selfImprovement } : {}),
     ...(scope.channel ? { channel: scope.channel } : {}),
     [RUNTIME_FILESYSTEM]: filesystem,
