@@ -126,6 +126,25 @@ export function isFinalDeliveryFailure(error: unknown): boolean {
   return typeof error === "object" && error !== null && (error as { retryable?: unknown }).retryable === false;
 }
 
+/**
+ * Mark a deliver() failure the provider asked to retry no sooner than `retryAfterMs` from now (a
+ * 429's Retry-After): the outbox's next attempt waits that long, or its own backoff when that is
+ * longer, and at most its `maxDelayMs`. The attempt still counts toward the outbox's last one.
+ * `throw retryDeliveryAfter(error, 30_000)`; any error with a `retryAfterMs` number does the same.
+ */
+export function retryDeliveryAfter<E extends Error>(error: E, retryAfterMs: number): E & { retryAfterMs: number } {
+  return Object.assign(error, { retryAfterMs });
+}
+
+/**
+ * The wait a deliver() failure asks for (retryDeliveryAfter), in ms; undefined when it names none,
+ * or one that is not a finite number of 0 or more, so a garbled provider header means plain backoff.
+ */
+export function deliveryRetryAfterMs(error: unknown): number | undefined {
+  const value = typeof error === "object" && error !== null ? (error as { retryAfterMs?: unknown }).retryAfterMs : undefined;
+  return typeof value === "number" && Number.isFinite(value) && value >= 0 ? value : undefined;
+}
+
 export interface ChannelConfig {
   transport: "http";
   route: string;
@@ -147,7 +166,9 @@ export interface ChannelModule {
   normalizeHttp?(request: ChannelRequest): ChannelTurn | ChannelAck | Promise<ChannelTurn | ChannelAck>;
   /**
    * Deliver a reply; throwing makes the outbox retry with backoff (up to its last
-   * attempt), unless the error is a finalDeliveryFailure. Stop when `signal` aborts.
+   * attempt), unless the error is a finalDeliveryFailure. An error marked with
+   * retryDeliveryAfter (the provider said when to come back) is retried no sooner
+   * than that. Stop when `signal` aborts.
    */
   deliver?(delivery: ChannelDelivery): Promise<void>;
   /**

@@ -1,6 +1,6 @@
 import { randomUUID } from "node:crypto";
 import { hostname } from "node:os";
-import { isFinalDeliveryFailure, isRunOfAgent, storableText, type ChannelModule, type DeliveryRecord, type JsonValue, type RunRecord, type RunStore, type RuntimeLogger } from "@assemblyline-agents/core";
+import { deliveryRetryAfterMs, isFinalDeliveryFailure, isRunOfAgent, storableText, type ChannelModule, type DeliveryRecord, type JsonValue, type RunRecord, type RunStore, type RuntimeLogger } from "@assemblyline-agents/core";
 
 export interface OutboxOptions {
   /** How often pending deliveries are looked for when nothing wakes the worker. Default 500 ms. */
@@ -9,6 +9,7 @@ export interface OutboxOptions {
   maxAttempts?: number;
   /** First retry delay; doubles per attempt (with jitter) up to maxDelayMs. Default 1 000 ms. */
   baseDelayMs?: number;
+  /** The longest wait between attempts, a channel's retryDeliveryAfter included. Default 300 000 ms. */
   maxDelayMs?: number;
   /** A deliver() call slower than this counts as failed. Default 20 000 ms. */
   deliverTimeoutMs?: number;
@@ -31,9 +32,11 @@ interface DeliveryPayload {
  * The delivery outbox worker. A run that came from a channel enqueues its reply
  * atomically with `run.completed`; this worker leases pending deliveries, calls
  * the channel's `deliver`, and completes them, or schedules a retry with
- * exponential backoff. The lease outlives the deliver timeout by a margin, so
- * no other worker can claim a delivery while this one may still be sending it,
- * and a completed delivery is never claimed again.
+ * exponential backoff (later when the channel says when: retryDeliveryAfter).
+ * A retry is the delivery's `availableAt`, not a held lease, so any worker may
+ * take it then, however long the wait. The lease outlives the deliver timeout
+ * by a margin, so no other worker can claim a delivery while this one may still
+ * be sending it, and a completed delivery is never claimed again.
  *
  * It claims only the replies of its agent's runs (and its subagents'): in a store
  * several agents share, another agent's reply is that agent's host's to send,
@@ -178,7 +181,7 @@ export class DeliveryOutbox {
     this.logger.info({ event: "delivery.completed", ...fields }, "reply delivered");
   }
 
-  /** Count the attempt: retried with backoff, or failed for good after the last one or when the channel says so. */
+  /** Count the attempt: retried with backoff (or after the wait the channel asks for), or failed for good after the last one or when the channel says so. */
   private async failed(delivery: DeliveryRecord, fields: Record<string, unknown>, error: unknown): Promise<void> {
     // Stored as the delivery's last error: text every store can hold.
     const message = storableText(error instanceof Error ? error.message : String(error));
@@ -189,9 +192,17 @@ export class DeliveryOutbox {
         isFinalDeliveryFailure(error) ? "delivery failed for good: the channel says trying again cannot help" : "delivery failed for good after its last attempt",
       );
     } else {
-      const delayMs = this.backoff(delivery.attempts + 1);
+      const backoffMs = this.backoff(delivery.attempts + 1);
+      // The provider's word on when to come back, if the channel passed it on: never sooner than the backoff (a
+      // provider saying "now" during an outage is no reason to hammer it), never past maxDelayMs (a provider
+      // asking for an hour must not leave a reply parked that long; the attempt limit still ends a loop of waits).
+      const askedMs = deliveryRetryAfterMs(error);
+      const delayMs = askedMs === undefined ? backoffMs : Math.max(backoffMs, Math.min(Math.ceil(askedMs), this.maxDelayMs));
       await this.runs.failDelivery(delivery.id, this.owner, message, new Date(Date.now() + delayMs));
-      this.logger.warn({ event: "delivery.failed", ...fields, err: message, retryInMs: delayMs }, "delivery failed; retrying with backoff");
+      this.logger.warn(
+        { event: "delivery.failed", ...fields, err: message, retryInMs: delayMs, ...(askedMs === undefined ? {} : { retryAfterMs: askedMs }) },
+        askedMs === undefined ? "delivery failed; retrying with backoff" : "delivery failed; retrying when the channel asked",
+      );
     }
   }
 
