@@ -1,6 +1,6 @@
 import { createHash } from "node:crypto";
 import { REST, DiscordAPIError, HTTPError, RateLimitError, type RateLimitData } from "@discordjs/rest";
-import { AssemblyLineError, finalDeliveryFailure, type ChannelDelivery } from "@assemblyline-agents/core";
+import { AssemblyLineError, finalDeliveryFailure, retryDeliveryAfter, type ChannelDelivery } from "@assemblyline-agents/core";
 import { deliveryMetadata } from "./interaction.js";
 import { attemptSignal, untilAborted } from "./attempt-signal.js";
 import { apiBaseUrl, type ResolvedDiscordOptions } from "./options.js";
@@ -50,16 +50,17 @@ interface Progress {
  * and sends only what is missing. @discordjs/rest honours Discord's
  * rate-limit headers (X-RateLimit-* per bucket, the global limit, 429
  * Retry-After), one client per API base shared by every delivery; a wait past
- * the delivery's budget fails it at once instead, and the outbox retries with
- * backoff. Mentions are never parsed: a reply cannot ping @everyone.
+ * the delivery's budget fails it at once instead, telling the outbox to retry
+ * no sooner than the wait is over (retryDeliveryAfter): the outbox's stored
+ * retry time holds in every process, so no replica hits Discord early, which
+ * counts toward its invalid-request ban. Mentions are never parsed: a reply
+ * cannot ping @everyone.
  */
 export class DiscordDelivery {
   private readonly clients = new Map<string, REST>();
   private readonly progress = new Map<string, Progress>();
   /** Per interaction webhook path: when its delivery must be done, and the attempt under way. */
   private readonly deadlines = new Map<string, number>();
-  /** Per interaction webhook path: until when Discord said to wait, when an attempt gave up on the wait. */
-  private readonly waitUntil = new Map<string, number>();
   private readonly inFlight = new Map<string, Promise<void>>();
 
   constructor(private readonly options: ResolvedDiscordOptions) {}
@@ -100,10 +101,6 @@ export class DiscordDelivery {
     this.forgetExpired();
     const original = `${webhook}/messages/@original` as const;
     try {
-      // The client forgets a wait named only in Retry-After once it has given up on it: keep to it here, so a retry
-      // sooner than Discord asked (the outbox's backoff starts at a second) sends nothing before then.
-      const until = this.waitUntil.get(webhook) ?? 0;
-      if (until > Date.now()) throw new RateLimitedUntil(until);
       if (chunks.length > 1) {
         const journal = progressJournal(chunks);
         // What an attempt elsewhere (before a crash) left in the original: the whole reply (its last step), or
@@ -129,9 +126,12 @@ export class DiscordDelivery {
     } catch (error) {
       // No `cause`: Discord's errors carry the request URL, and with it the interaction token.
       const failure = new AssemblyLineError("AL_ERR_DISCORD_DELIVERY", `delivering run ${delivery.runId}'s reply to Discord failed: ${describeFailure(error, delivery.signal)}`, {
-        fix: "The outbox retries with backoff; an interaction token expires 15 minutes after the interaction.",
+        fix: "The outbox retries with backoff, or once the wait Discord asked for is over; an interaction token expires 15 minutes after the interaction.",
       });
-      throw error instanceof DiscordAPIError && FINAL_ERROR_CODES.has(Number(error.code)) ? finalDeliveryFailure(failure) : failure;
+      if (error instanceof DiscordAPIError && FINAL_ERROR_CODES.has(Number(error.code))) throw finalDeliveryFailure(failure);
+      // Discord said how long to wait (in the bucket's reset or in Retry-After alone): the next attempt waits it out.
+      if (error instanceof RateLimitError) throw retryDeliveryAfter(failure, rateLimitWait(error));
+      throw failure;
     } finally {
       attempt.clear();
       this.deadlines.delete(webhook);
@@ -141,7 +141,6 @@ export class DiscordDelivery {
   private forgetExpired(): void {
     const oldest = Date.now() - TOKEN_LIFETIME_MS;
     for (const [key, progress] of this.progress) if (progress.at < oldest) this.progress.delete(key);
-    for (const [key, until] of this.waitUntil) if (until < Date.now()) this.waitUntil.delete(key);
   }
 
   private client(): REST {
@@ -159,22 +158,15 @@ export class DiscordDelivery {
   private waitTooLong(limit: RateLimitData): boolean {
     const path = new URL(limit.url).pathname;
     for (const [webhook, deadline] of this.deadlines) {
-      // A 429 may name its wait only in Retry-After (a shared or Cloudflare limit), not in the bucket's reset.
-      if (!path.includes(webhook)) continue;
-      const until = Date.now() + Math.max(limit.timeToReset, limit.retryAfter, limit.sublimitTimeout);
-      if (until <= deadline) return false;
-      this.waitUntil.set(webhook, Math.max(until, this.waitUntil.get(webhook) ?? 0));
-      return true;
+      if (path.includes(webhook)) return Date.now() + rateLimitWait(limit) > deadline;
     }
     return false;
   }
 }
 
-/** An attempt that sent nothing: an earlier one gave up on a wait Discord asked for, and it is not over. */
-class RateLimitedUntil extends Error {
-  constructor(readonly until: number) {
-    super(`rate limited until ${new Date(until).toISOString()}`);
-  }
+/** How long Discord asked to wait, in ms: a 429 may name it only in Retry-After (a shared or Cloudflare limit), not in the bucket's reset. */
+function rateLimitWait(limit: RateLimitData): number {
+  return Math.max(limit.timeToReset, limit.retryAfter, limit.sublimitTimeout);
 }
 
 function message(content: string) {
@@ -185,8 +177,7 @@ function message(content: string) {
 function describeFailure(error: unknown, host: AbortSignal): string {
   if (error instanceof DiscordAPIError) return `Discord answered ${error.status} (code ${String(error.code)}): ${error.message}`;
   if (error instanceof HTTPError) return `Discord answered ${error.status}`;
-  if (error instanceof RateLimitError) return `rate limited for ${Math.max(error.timeToReset, error.retryAfter)} ms, longer than a delivery may wait (${DELIVERY_BUDGET_MS} ms)`;
-  if (error instanceof RateLimitedUntil) return `rate limited for ${error.until - Date.now()} ms more (Discord's Retry-After); nothing sent`;
+  if (error instanceof RateLimitError) return `rate limited for ${rateLimitWait(error)} ms, longer than a delivery may wait (${DELIVERY_BUDGET_MS} ms)`;
   if (host.aborted) return "the host stopped waiting for this attempt";
   if (error instanceof Error && (error.name === "TimeoutError" || error.name === "AbortError")) return `no answer within ${DELIVERY_BUDGET_MS} ms`;
   return error instanceof Error ? error.message.replace(/\/webhooks\/[^\s]+/g, "/webhooks/<redacted>") : String(error);

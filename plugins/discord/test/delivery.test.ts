@@ -2,7 +2,7 @@ import { inspect } from "node:util";
 import { setFlagsFromString } from "node:v8";
 import { runInNewContext } from "node:vm";
 import { afterEach, beforeEach, describe, expect, it, onTestFinished } from "vitest";
-import { isAssemblyLineError, isFinalDeliveryFailure } from "@assemblyline-agents/core";
+import { deliveryRetryAfterMs, isAssemblyLineError, isFinalDeliveryFailure } from "@assemblyline-agents/core";
 import { DELIVERY_BUDGET_MS, FAILURE_REPLY, defineDiscordChannel } from "../src/index.js";
 import { attemptSignal } from "../src/attempt-signal.js";
 import { FakeDiscordApi, discordTestKeys, slashCommandInteraction } from "../src/testkit/index.js";
@@ -31,6 +31,9 @@ function reply(text: string) {
   const deliveryMetadata = { discord: { interactionToken: interaction.token } };
   return { token: interaction.token, delivery: { deliveryId: "dlv_1", attempt: 1, signal: new AbortController().signal, conversationId: "discord:1100000000000000001", runId: "run_1", text, metadata, deliveryMetadata } };
 }
+
+/** A wait Discord may ask for that is longer than a delivery may take. */
+const longWaitMs = DELIVERY_BUDGET_MS + 45_000;
 
 const long = ["a".repeat(1990), "b".repeat(1990), "c".repeat(500)].join("\n");
 /** `long` as the channel shows it: cut after each newline, which Discord trims off. */
@@ -98,29 +101,29 @@ describe("delivering a reply through the interaction's webhook", () => {
     expect(api.messages(token)).toEqual(shown);
   });
 
-  it("fails at once, so the outbox backs off, when Discord asks for a wait longer than a delivery may take", async () => {
+  it("fails at once when Discord asks for a wait longer than a delivery may take, telling the outbox to retry once it is over", async () => {
     const { token, delivery } = reply("short answer");
-    api.rateLimitNext(1, (DELIVERY_BUDGET_MS + 45_000) / 1000);
+    api.rateLimitNext(1, longWaitMs / 1000);
     const started = Date.now();
     const failure = await process_().deliver(delivery).catch((error: unknown) => error);
     expect(Date.now() - started).toBeLessThan(2_000);
     expect(String(failure)).toMatch(/AL_ERR_DISCORD_DELIVERY.*rate limited/);
+    expect(deliveryRetryAfterMs(failure)).toBeGreaterThanOrEqual(longWaitMs - 1_000);
+    expect(deliveryRetryAfterMs(failure)).toBeLessThan(longWaitMs + 1_000);
+    expect(isFinalDeliveryFailure(failure)).toBe(false);
     expect(api.messages(token)).toEqual([]);
   });
 
-  it("fails at once when a 429 names a wait longer than a delivery may take only in Retry-After (a shared or Cloudflare limit)", async () => {
+  it("tells the outbox the wait of a 429 that names it only in Retry-After (a shared or Cloudflare limit)", async () => {
     const { token, delivery } = reply("short answer");
-    api.rateLimitNext(1, (DELIVERY_BUDGET_MS + 45_000) / 1000, { bucketHeaders: false });
-    const channel = process_();
+    api.rateLimitNext(1, longWaitMs / 1000, { bucketHeaders: false });
     const started = Date.now();
-    const failure = await channel.deliver(delivery).catch((error: unknown) => error);
+    const failure = await process_().deliver(delivery).catch((error: unknown) => error);
     expect(Date.now() - started).toBeLessThan(2_000);
     expect(String(failure)).toMatch(/AL_ERR_DISCORD_DELIVERY.*rate limited/);
-    // The outbox retries a second later: nothing goes to Discord before the wait it asked for is over.
-    const retried = await channel.deliver({ ...delivery, attempt: 2 }).catch((error: unknown) => error);
-    expect(String(retried)).toMatch(/AL_ERR_DISCORD_DELIVERY.*rate limited.*nothing sent/);
+    expect(deliveryRetryAfterMs(failure)).toBeGreaterThanOrEqual(longWaitMs - 1_000);
+    expect(deliveryRetryAfterMs(failure)).toBeLessThan(longWaitMs + 1_000);
     expect(api.requests).toHaveLength(1);
-    expect(api.violations).toEqual([]);
     expect(api.messages(token)).toEqual([]);
   });
 
@@ -134,6 +137,8 @@ describe("delivering a reply through the interaction's webhook", () => {
     const failed = await process_().deliver(delivery).catch((error: unknown) => error);
     expect(isAssemblyLineError(failed, "AL_ERR_DISCORD_DELIVERY")).toBe(true);
     expect(isFinalDeliveryFailure(failed)).toBe(false);
+    // Discord named no wait: the outbox's own backoff decides.
+    expect(deliveryRetryAfterMs(failed)).toBeUndefined();
   });
 
   it("fails at once, not after the outbox's retries, a reply to a run no Discord interaction started", async () => {
