@@ -998,7 +998,7 @@ export class OpenEveRuntime {
     if (skills.writable) services.selfImprovement = createSelfImprovementApi(skills, onSkillChange);
     services.memory = createMemoryApi(this.state.memory);
     const automations = build.manifest.agent.dynamicAutomations;
-    if (automations?.dynamic) services.automationManager = (gate) => createAutomationManager(this.automations, gate(automations.approval));
+    if (automations?.dynamic) services.automationManager = (gate, journal) => createAutomationManager(this.automations, gate(automations.approval), journal);
     services.connections = connectionsOf(profile, this.connections.connections());
     // Adding and removing connections is the root agent's: a subagent sees only what it names.
     if (this.dynamicConnections.dynamic && profile.path === "") services.connectionManager = (gate, journal) => this.connections.manager(gate(this.dynamicConnections.approval), run.id, journal);

@@ -41,6 +41,15 @@ interface AutomationPayload {
   digest: string;
 }
 
+/**
+ * A change of a dynamic automation, decided but not written: the row to write and its next due
+ * time. Plain JSON, so a tool call's step can record it and a call run again writes the same row.
+ */
+export interface PlannedAutomation {
+  payload: AutomationPayload;
+  nextRunAt: string;
+}
+
 export interface DispatchOptions {
   /** A host-forced model for the runs (dev --model). */
   model?: string;
@@ -197,12 +206,31 @@ export class Automations {
   }
 
   async create(input: CreateAutomationInput): Promise<AutomationInfo> {
+    return this.applyCreate(await this.planCreate(input));
+  }
+
+  /** The row create() writes for `input`, checked as create() checks it (a name taken included), without writing. */
+  async planCreate(input: CreateAutomationInput): Promise<PlannedAutomation> {
     const checked = checkInput(input);
     this.refusePastOneShot(checked.name, checked.schedule);
     await this.refuseTakenName(checked.name);
     const payload: AutomationPayload = { kind: "automation", agentId: this.parts.agentId, source: "dynamic", ...checked, paused: false, instance: randomUUID(), digest: "" };
-    // Inserted only if absent where the store can: of two concurrent creates of one name, one fails.
-    return this.write({ ...payload, digest: digestDefinition(payload) }, firstDueTime(checked.schedule, this.now()), { onlyIfAbsent: true });
+    return { payload: { ...payload, digest: digestDefinition(payload) }, nextRunAt: firstDueTime(checked.schedule, this.now()).toISOString() };
+  }
+
+  /**
+   * Write a planned create. The row found already there with the plan's own instance is this
+   * plan's, written before a crash: it is answered as written then, not refused as a name taken.
+   */
+  async applyCreate(plan: PlannedAutomation): Promise<AutomationInfo> {
+    try {
+      // Inserted only if absent where the store can: of two concurrent creates of one name, one fails.
+      return await this.write(plan.payload, new Date(plan.nextRunAt), { onlyIfAbsent: true });
+    } catch (error) {
+      const stored = await this.parts.store.getSchedule(this.rowId("dynamic", plan.payload.name));
+      if (stored && automationPayload(stored.payload)?.instance === plan.payload.instance) return this.describePlan(plan);
+      throw error;
+    }
   }
 
   private async refuseTakenName(name: string): Promise<void> {
@@ -221,6 +249,11 @@ export class Automations {
   }
 
   async update(name: string, patch: UpdateAutomationInput): Promise<AutomationInfo> {
+    return this.applyUpdate(await this.planUpdate(name, patch));
+  }
+
+  /** The row update() writes for `patch`, from the row stored now, without writing. */
+  async planUpdate(name: string, patch: UpdateAutomationInput): Promise<PlannedAutomation> {
     const { record, payload } = await this.requireDynamic(name, "update");
     refuseUnknownFields(patch, UPDATE_FIELDS, `update of automation "${name}"`);
     refuseNullFields(patch, name);
@@ -231,7 +264,25 @@ export class Automations {
     // Re-enabled, it continues from its next due time after now: the due times it rested through are not owed.
     const next = rescheduled ? firstDueTime(checked.schedule, this.now()) : enabling ? this.resumeTime(checked.schedule, new Date(record.nextRunAt)) : new Date(record.nextRunAt);
     const updated: AutomationPayload = { ...payload, ...checked };
-    return this.write({ ...updated, digest: digestDefinition(updated) }, next);
+    return { payload: { ...updated, digest: digestDefinition(updated) }, nextRunAt: next.toISOString() };
+  }
+
+  /**
+   * Write a planned update, and answer it as planned. Written again after a crash, it writes the
+   * same row. The automation it updated gone since (deleted, or deleted and created again under its
+   * name) is not written: the update came before the delete, and a row written now would bring the
+   * deleted automation back, or replace the new one.
+   */
+  async applyUpdate(plan: PlannedAutomation): Promise<AutomationInfo> {
+    const stored = await this.parts.store.getSchedule(this.rowId("dynamic", plan.payload.name));
+    if (stored && automationPayload(stored.payload)?.instance === plan.payload.instance) return this.write(plan.payload, new Date(plan.nextRunAt));
+    return this.describePlan(plan);
+  }
+
+  /** The instance of dynamic automation `name` (new at each creation), or null when there is none. */
+  async dynamicInstance(name: string): Promise<string | null> {
+    const stored = await this.parts.store.getSchedule(this.rowId("dynamic", name));
+    return (stored && automationPayload(stored.payload)?.instance) ?? null;
   }
 
   async delete(name: string): Promise<{ deleted: boolean }> {
@@ -242,6 +293,21 @@ export class Automations {
     }
     await this.parts.store.deleteSchedule(found.record.id);
     return { deleted: true };
+  }
+
+  /**
+   * Delete dynamic automation `name` if it is still the creation `instance`. One gone since, or
+   * replaced by a new creation of its name, is not deleted (the new one is not the one asked about),
+   * and the answer is still `deleted: true`: the automation there before is gone.
+   */
+  async deleteInstance(name: string, instance: string): Promise<{ deleted: true }> {
+    if ((await this.dynamicInstance(name)) === instance) await this.parts.store.deleteSchedule(this.rowId("dynamic", name));
+    return { deleted: true };
+  }
+
+  private describePlan(plan: PlannedAutomation): AutomationInfo {
+    const { payload } = plan;
+    return describe({ enabled: payload.enabled && !payload.paused, nextRunAt: plan.nextRunAt }, payload);
   }
 
   /**
@@ -361,7 +427,7 @@ export class Automations {
     } else {
       await store.upsertSchedule(record);
     }
-    return describe({ ...record, lease: null }, payload);
+    return describe(record, payload);
   }
 
   private async rows(): Promise<Map<string, { record: ScheduleRecord; payload: AutomationPayload }>> {
@@ -397,7 +463,7 @@ export class Automations {
   }
 }
 
-function describe(record: Omit<ScheduleRecord, "lease"> & { lease: unknown }, payload: AutomationPayload): AutomationInfo {
+function describe(record: Pick<ScheduleRecord, "enabled" | "nextRunAt">, payload: AutomationPayload): AutomationInfo {
   const rests = !record.enabled || record.nextRunAt === NEVER.toISOString();
   return {
     name: payload.name,

@@ -38,8 +38,11 @@ export interface RunServices {
   forCall?(call: { id: string; approved: boolean; step: SkillStepRunner }): { filesystem: RuntimeFilesystem; selfImprovement?: SelfImprovementApi };
   /** The runtime filesystem the built-in file tools use. */
   filesystem: RuntimeFilesystem;
-  /** ctx.automationManager, when agent.ts enables dynamic automations; `gate(required)` asks for approval of a change. */
-  automationManager?(gate: (required: boolean) => ChangeGate): AutomationManager;
+  /**
+   * ctx.automationManager, when agent.ts enables dynamic automations; `gate(required)` asks for approval of a change;
+   * `journal`: the tool call's steps, in which each change is journaled.
+   */
+  automationManager?(gate: (required: boolean) => ChangeGate, journal: SkillChangeJournal): AutomationManager;
   /**
    * ctx.connectionManager, when agent.ts enables dynamic connections and a connections plugin provides it;
    * `journal`: the tool call's steps, in which each change is journaled.

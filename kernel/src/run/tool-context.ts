@@ -98,7 +98,7 @@ export function createToolContext(
       }
     },
     connections: services.connections ?? {},
-    ...(services.automationManager ? { automationManager: services.automationManager(gate) } : {}),
+    ...(services.automationManager ? { automationManager: services.automationManager(gate, { step: (key, fn) => runStep(scope, key, fn), prefix: `automation-change:${call.id}` }) } : {}),
     ...(services.connectionManager ? { connectionManager: services.connectionManager(gate, { step: (key, fn) => runStep(scope, key, fn), prefix: `connection-change:${call.id}` }) } : {}),
     ...(selfImprovement ? { selfImprovement } : {}),
     ...(scope.channel ? { channel: scope.channel } : {}),
