@@ -179,6 +179,19 @@ export class AssemblyLineError extends Error {
   }
 }
 
+/**
+ * What an AssemblyLineError says, without the code its `message` starts with and the fix it ends
+ * with: to wrap it in an error of one's own, or to show the parts apart.
+ */
+export function errorSummary(error: AssemblyLineError): string {
+  let text = error.message;
+  const head = `${error.code}: `;
+  if (text.startsWith(head)) text = text.slice(head.length);
+  const tail = error.fix === undefined ? undefined : `\n  fix: ${error.fix}`;
+  if (tail !== undefined && text.endsWith(tail)) text = text.slice(0, -tail.length);
+  return text;
+}
+
 export function isAssemblyLineError(error: unknown, code?: ErrorCode): error is AssemblyLineError {
   return (
     typeof error === "object" &&

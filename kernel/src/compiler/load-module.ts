@@ -3,7 +3,7 @@ import { createRequire } from "node:module";
 import { isAbsolute, relative, sep } from "node:path";
 import { fileURLToPath } from "node:url";
 import type { Jiti } from "jiti";
-import { AssemblyLineError, isAssemblyLineError } from "@assemblyline-agents/core";
+import { AssemblyLineError, errorSummary, isAssemblyLineError } from "@assemblyline-agents/core";
 
 /** Node's module cache, which jiti's JSON imports go through whatever its own moduleCache says. */
 const requireCache = createRequire(import.meta.url).cache;
@@ -46,7 +46,7 @@ export function createModuleLoader(agentDir: string) {
       const named = shown.startsWith("..") || isAbsolute(shown) ? file : shown.split(sep).join("/");
       // A define* helper's refusal keeps its code (AL_ERR_CONTEXT_DEFINITION, ...) and its fix.
       if (isAssemblyLineError(error)) {
-        const said = error.message.slice(`${error.code}: `.length).split("\n  fix: ")[0];
+        const said = errorSummary(error);
         throw new AssemblyLineError(error.code, `${named}: ${said}`, { ...(error.fix ? { fix: error.fix } : {}), cause: error });
       }
       throw new AssemblyLineError("AL_ERR_SOURCE_LOAD", `${named} threw while loading: ${(error as Error).message}`, {

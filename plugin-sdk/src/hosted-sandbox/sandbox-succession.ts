@@ -1,4 +1,4 @@
-import { AssemblyLineError } from "../errors.js";
+import { AssemblyLineError, errorSummary } from "../errors.js";
 import type { SandboxDriver } from "./shell-sandbox.js";
 
 /**
@@ -57,8 +57,7 @@ export class SandboxSuccession {
 /** A call's failure on a sandbox the provider no longer has, saying its files are gone and the next call starts afresh. */
 function lost(error: unknown): unknown {
   if (!(error instanceof AssemblyLineError)) return error;
-  const message = error.message.replace(`${error.code}: `, "").replace(error.fix ? `\n  fix: ${error.fix}` : "", "");
-  return new AssemblyLineError(error.code, `${message} (the sandbox no longer exists, and its files with it: the next call starts a new, empty sandbox)`, {
+  return new AssemblyLineError(error.code, `${errorSummary(error)} (the sandbox no longer exists, and its files with it: the next call starts a new, empty sandbox)`, {
     fix: "Write again, in the new sandbox, the files the run still needs.",
     details: { ...error.details, sandboxGone: true },
   });

@@ -343,9 +343,10 @@ if (probe.available) {
       const scope = randomScope("modal");
       // Made under the default deadline (starting its container can take over 1 s on a busy machine), then found by its name.
       await adapter({ scope }).acquire("run-long-command");
-      const made = adapter({ scope, requestTimeoutMs: 1_000 });
+      // Its acquire looks the sandbox up (is it still there?): 2 s leaves that room on a loaded machine.
+      const made = adapter({ scope, requestTimeoutMs: 2_000 });
       const sandbox = await made.acquire("run-long-command");
-      const result = await sandbox.exec("sleep 2; echo finished", { timeoutMs: 10_000 });
+      const result = await sandbox.exec("sleep 3; echo finished", { timeoutMs: 10_000 });
       expect(result).toMatchObject({ exitCode: 0, timedOut: false, stdout: "finished\n" });
       await made.release("run-long-command");
     }, 30_000);

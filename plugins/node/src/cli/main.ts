@@ -1,5 +1,5 @@
 import { Console } from "node:console";
-import type { AssemblyLineError } from "@assemblyline-agents/core";
+import { errorSummary, type AssemblyLineError } from "@assemblyline-agents/core";
 import { EXIT } from "./exit-codes.js";
 import { processIO, type CommandIO } from "./io.js";
 import { colors, errorEnvelope, type ErrorBody } from "./output.js";
@@ -58,10 +58,7 @@ function stdoutToStderr(): () => void {
 
 /** An AssemblyLineError's code, its message without the code prefix and fix suffix it carries, and its fix. */
 function knownError(error: AssemblyLineError): ErrorBody {
-  let message = error.message;
-  if (message.startsWith(`${error.code}: `)) message = message.slice(`${error.code}: `.length);
-  if (error.fix !== undefined) message = message.replace(`\n  fix: ${error.fix}`, "");
-  return { code: error.code, message, fix: error.fix ?? null };
+  return { code: error.code, message: errorSummary(error), fix: error.fix ?? null };
 }
 
 /** Anything else is a bug: reported with its stack. */

@@ -2,7 +2,7 @@ import { existsSync, statSync } from "node:fs";
 import { mkdtemp, rm } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { AssemblyLineError, isAssemblyLineError } from "@assemblyline-agents/core";
+import { AssemblyLineError, errorSummary, isAssemblyLineError } from "@assemblyline-agents/core";
 import { checkKernelRange, readPluginPackage, runNpm, type PluginPackage } from "@assemblyline-agents/registry";
 
 /** How many trailing lines of npm's output a pack failure quotes. */
@@ -51,7 +51,7 @@ export async function checkPluginBeforeInstall(spec: string, options: { kernelVe
     return pkg;
   } catch (error) {
     if (!isAssemblyLineError(error) || error.code === "AL_ERR_PLUGIN_INSTALL") throw error;
-    const what = error.message.slice(`${error.code}: `.length).split("\n  fix: ")[0];
+    const what = errorSummary(error);
     throw new AssemblyLineError(error.code, `${what}\nNothing was installed: ${spec} was refused before npm install.`, {
       ...(error.fix ? { fix: error.fix } : {}),
       ...(error.details ? { details: error.details } : {}),

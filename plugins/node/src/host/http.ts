@@ -1,5 +1,5 @@
 import type { IncomingMessage, ServerResponse } from "node:http";
-import { AssemblyLineError, isAssemblyLineError, type ErrorCode, type JsonValue } from "@assemblyline-agents/core";
+import { AssemblyLineError, errorSummary, isAssemblyLineError, type ErrorCode, type JsonValue } from "@assemblyline-agents/core";
 
 /** An error that already knows its HTTP status (and headers such as Retry-After). */
 export class HttpError extends AssemblyLineError {
@@ -62,7 +62,7 @@ export function errorResponse(error: unknown, requestId: string): { status: numb
     };
   }
   if (isAssemblyLineError(error) && STATUS_BY_CODE[error.code] !== undefined) {
-    const reason = error.message.replace(`${error.code}: `, "").split("\n  fix: ")[0]!;
+    const reason = errorSummary(error);
     const retryAfterMs = (error as { retryAfterMs?: unknown }).retryAfterMs;
     const headers: Record<string, string> = typeof retryAfterMs === "number" ? { "retry-after": String(retryAfterSeconds(retryAfterMs)) } : {};
     return { status: STATUS_BY_CODE[error.code]!, headers, body: { error: { code: error.code, message: reason, ...(error.fix ? { fix: error.fix } : {}), requestId } } };

@@ -2,7 +2,7 @@ import "../registry-kernel.js";
 import { existsSync } from "node:fs";
 import { readFile, rm, rmdir, writeFile } from "node:fs/promises";
 import { join, resolve } from "node:path";
-import { AssemblyLineError, isAssemblyLineError } from "@assemblyline-agents/core";
+import { AssemblyLineError, errorSummary, isAssemblyLineError } from "@assemblyline-agents/core";
 import { KERNEL_VERSION } from "@assemblyline-agents/runtime";
 import {
   contractExports,
@@ -184,7 +184,7 @@ export async function addPlugin(parsed: ParsedCommand, io: CommandIO): Promise<n
     // A package the host would refuse at boot is no use in the project: put package.json, the lock file and node_modules back.
     step(`${name} does not load; restoring ${project} as it was`);
     const restored = await restoreProject(project, before, name, parsed.values.offline === true);
-    const what = error.message.slice(`${error.code}: `.length).split("\n  fix: ")[0]!;
+    const what = errorSummary(error);
     const outcome = restored.ok
       ? `Nothing was kept: ${project}'s package.json, lock file and node_modules are as they were before plugins add.`
       : `Putting the project back failed (${restored.reason}); ${project}'s package.json and lock file are restored, run npm install there to match node_modules to them.`;
