@@ -152,3 +152,53 @@ describe("ctx.automationManager across a crash before the tool call's answer was
     expect(await state.listSchedules()).toEqual(rows);
   });
 });
+
+/** In-memory state whose next automation row write or delete, once `failing`, fails without being made: the host died right before it. */
+class DiesBeforeAutomationWrite extends InMemoryStateAdapter {
+  failing = false;
+
+  override async upsertSchedule(schedule: Omit<ScheduleRecord, "lease">): Promise<void> {
+    this.dieIfFailing();
+    return super.upsertSchedule(schedule);
+  }
+
+  override async deleteSchedule(id: string): Promise<void> {
+    this.dieIfFailing();
+    return super.deleteSchedule(id);
+  }
+
+  private dieIfFailing(): void {
+    if (!this.failing) return;
+    this.failing = false;
+    throw new AssemblyLineError("AL_ERR_STATE_UNAVAILABLE", "the state store went away before the automation was written");
+  }
+}
+
+describe("ctx.automationManager across a crash before the change was stored, with the automation changed meanwhile", () => {
+  async function decidedThenChanged(action: "update" | "delete", meanwhile: (runtime: Awaited<ReturnType<typeof startAgent>>["runtime"]) => Promise<void>) {
+    const state = new DiesBeforeAutomationWrite();
+    const { runtime, log } = await startAgent(agentFolder({ "agent.ts": agentTs(false), "tools/manage.ts": manage }), [{ toolCalls: [{ name: "manage", input: { action, name: "poller" } }] }, { text: "done" }], { state });
+    await runtime.automations.create({ name: "poller", schedule: { every: 60_000 }, message: "poll" });
+    state.failing = true;
+    await expect(runtime.run({ message: "go" })).rejects.toMatchObject({ code: "AL_ERR_STATE_UNAVAILABLE" });
+    await meanwhile(runtime);
+    const [run] = (await state.listRuns()).runs;
+    expect((await runtime.resume(run!.id)).status).toBe("completed");
+    return { runtime, output: outputOf(log.outcomes.at(-1)!.outcome) };
+  }
+
+  it("update: an automation deleted since the update was decided is not brought back", async () => {
+    const { runtime, output } = await decidedThenChanged("update", (runtime) => runtime.automations.delete("poller").then(() => undefined));
+    expect(output).toMatchObject({ name: "poller", message: "poll harder" });
+    expect(await runtime.automations.list()).toEqual([]);
+  });
+
+  it("delete: a new automation created under the name since the delete was decided is left alone", async () => {
+    const { runtime, output } = await decidedThenChanged("delete", async (runtime) => {
+      await runtime.automations.delete("poller");
+      await runtime.automations.create({ name: "poller", schedule: { every: 60_000 }, message: "the new one" });
+    });
+    expect(output).toEqual({ deleted: true });
+    expect((await runtime.automations.list()).map((automation) => automation.message)).toEqual(["the new one"]);
+  });
+});
