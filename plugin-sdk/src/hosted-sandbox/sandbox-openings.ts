@@ -32,6 +32,21 @@ export class SandboxOpenings<T> {
   }
 
   /**
+   * Forget the key's opening if it still opens `opened` (the provider no longer has that sandbox),
+   * so the next acquire makes a new one instead of handing out the dead one; an opening started
+   * since for the key is kept.
+   */
+  forgetIfOpened(key: string, opened: T): void {
+    const pending = this.byKey.get(key);
+    void pending?.then(
+      (current) => {
+        if (current === opened && this.byKey.get(key) === pending) this.byKey.delete(key);
+      },
+      () => undefined,
+    );
+  }
+
+  /**
    * Forget the key's opening and wait for it to settle, its outcome ignored: a
    * release or a restore that looks the sandbox up next then finds the one an
    * acquire still in progress was making, instead of leaving it running.

@@ -332,7 +332,7 @@ export class DaytonaSandboxAdapter implements SnapshottingSandboxAdapter {
     });
     const gone = () => {
       succession.end();
-      this.forget(key, sandbox);
+      this.live.forgetIfOpened(key, sandbox);
     };
     const driver = succession.driver(this.driver(remote, gone));
     const sandbox: ShellSandbox = new ShellSandbox(key, driver, { timeoutMs: this.options.defaultTimeoutMs, maxOutputBytes: this.options.maxOutputBytes, env: this.options.env }, "Daytona");
@@ -340,16 +340,6 @@ export class DaytonaSandboxAdapter implements SnapshottingSandboxAdapter {
     return sandbox;
   }
 
-  /** Forget the key's sandbox once Daytona no longer has it, so the next acquire makes a new one instead of handing out the dead one. */
-  private forget(key: string, sandbox: ShellSandbox): void {
-    const pending = this.live.peek(key);
-    void pending?.then(
-      (current) => {
-        if (current === sandbox && this.live.peek(key) === pending) this.live.forget(key);
-      },
-      () => undefined,
-    );
-  }
 
   /** Whether Daytona no longer has the sandbox (a refresh finds none, or it is being destroyed). A refresh that fails otherwise says nothing: the sandbox's own calls report it. */
   private async isGone(remote: DaytonaSdkSandbox): Promise<boolean> {

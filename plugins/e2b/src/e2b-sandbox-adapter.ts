@@ -278,7 +278,7 @@ export class E2bSandboxAdapter implements SnapshottingSandboxAdapter {
       remote,
       gone: () => {
         succession.end();
-        this.forget(key, sandbox);
+        this.live.forgetIfOpened(key, sandbox);
       },
     };
     const driver = succession.driver(this.driver(attachment));
@@ -288,16 +288,6 @@ export class E2bSandboxAdapter implements SnapshottingSandboxAdapter {
     return sandbox;
   }
 
-  /** Forget the key's sandbox once E2B no longer has it, so the next acquire makes a new one instead of handing out the dead one. */
-  private forget(key: string, sandbox: ShellSandbox): void {
-    const pending = this.live.peek(key);
-    void pending?.then(
-      (current) => {
-        if (current === sandbox && this.live.peek(key) === pending) this.live.forget(key);
-      },
-      () => undefined,
-    );
-  }
 
   /** Connect to the sandbox: E2B resumes a paused one (files kept) and restarts its lifetime. A new SDK handle. */
   private reconnect(sandboxId: string): Promise<E2bSdkSandbox> {

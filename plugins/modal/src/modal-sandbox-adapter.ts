@@ -251,7 +251,7 @@ export class ModalSandboxAdapter implements SandboxAdapter {
     });
     const gone = () => {
       succession.end();
-      this.forget(key, sandbox);
+      this.live.forgetIfOpened(key, sandbox);
     };
     const driver = succession.driver(this.driver(remote, gone));
     const sandbox: ShellSandbox = new ShellSandbox(key, driver, { timeoutMs: this.options.defaultTimeoutMs, maxOutputBytes: this.options.maxOutputBytes, env: this.options.env }, "Modal");
@@ -259,16 +259,6 @@ export class ModalSandboxAdapter implements SandboxAdapter {
     return sandbox;
   }
 
-  /** Modal ended the key's sandbox (its lifetime ran out): the next acquire makes a new one instead of handing out the dead one. */
-  private forget(key: string, sandbox: ShellSandbox): void {
-    const pending = this.live.peek(key);
-    void pending?.then(
-      (current) => {
-        if (current === sandbox && this.live.peek(key) === pending) this.live.forget(key);
-      },
-      () => undefined,
-    );
-  }
 
   /** The command router calls a sandbox needs: one exec per script, `cat` to read and to write a file. */
   private driver(remote: ModalSdkSandbox, ended: () => void): SandboxDriver {
