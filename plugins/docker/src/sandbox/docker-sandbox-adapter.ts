@@ -1,9 +1,11 @@
 import { createHash, randomBytes } from "node:crypto";
+import { setTimeout as sleep } from "node:timers/promises";
 import type Docker from "dockerode";
 import { AssemblyLineError, type RuntimeLogger, type Sandbox, type SandboxSnapshot, type SnapshottingSandboxAdapter, SandboxOpenings } from "@assemblyline-agents/core";
 import { connectEngine, engineCall, engineError, engineMessage, ensureImage, statusOf, withDeadline } from "../engine.js";
 import { removeImageTag } from "../image-removal.js";
 import { stderrLogger } from "../stderr-logger.js";
+import type { ContainerFate, ContainerKeeper } from "./container-keeper.js";
 import { DockerSandbox } from "./docker-sandbox.js";
 import { PID_DIR, killLeftoverCommands } from "./exec.js";
 import { packFolders } from "./single-file-tar.js";
@@ -30,6 +32,9 @@ interface SnapshotImage {
   createdMs: number;
   labels: Record<string, string>;
 }
+
+/** How often a container whose command was killed is looked at while the engine records its stop. */
+const SETTLE_POLL_MS = 50;
 
 /*
  * PID 1 of a sandbox container: keep the container alive between commands and
@@ -67,10 +72,16 @@ export class DockerSandboxAdapter implements SnapshottingSandboxAdapter {
     this.logger = options.logger ?? stderrLogger();
   }
 
-  /** The key's sandbox: the live container, a stopped one restarted, or a new one (from the latest snapshot, if any). */
-  acquire(key: string): Promise<Sandbox> {
+  /**
+   * The key's sandbox: the live container, a stopped one restarted, or a new one (from the latest snapshot, if any).
+   * A live handle's container is checked first: one stopped or removed outside this host since is started again or replaced.
+   */
+  async acquire(key: string): Promise<Sandbox> {
     checkKey(key);
-    return this.live.acquire(key, () => this.open(key));
+    const live = this.live.peek(key);
+    const sandbox = await this.live.acquire(key, () => this.open(key));
+    if (live) await sandbox.verify();
+    return sandbox;
   }
 
   /**
@@ -86,8 +97,8 @@ export class DockerSandboxAdapter implements SnapshottingSandboxAdapter {
     checkKey(key);
     const opening = this.live.peek(key);
     this.live.forget(key);
-    // An acquire still creating the container would leave it running after the find below.
-    await opening?.catch(() => undefined);
+    // An acquire still creating the container would leave it running after the find below; a handle still held must not make it again.
+    await opening?.then((sandbox) => sandbox.close(), () => undefined);
     const container = await this.find(key);
     if (this.options.snapshot?.mode === "auto") {
       if (container) {
@@ -168,7 +179,7 @@ export class DockerSandboxAdapter implements SnapshottingSandboxAdapter {
     this.live.forget(key);
     const existing = await this.find(key);
     if (existing) await removeContainer(existing, this.options.engineTimeoutMs);
-    const sandbox = await this.live.replace(key, this.create(key, `${this.snapshotRepo(key)}:${chosen.id}`));
+    const sandbox = await this.live.replace(key, this.create(key, `${this.snapshotRepo(key)}:${chosen.id}`).then((container) => this.wrap(key, container)));
     // The container just removed may have been made from a snapshot pruning kept for it.
     if (this.options.snapshot) await this.pruneQuietly(key);
     return sandbox;
@@ -199,19 +210,49 @@ export class DockerSandboxAdapter implements SnapshottingSandboxAdapter {
   }
 
   private async open(key: string): Promise<DockerSandbox> {
+    return this.wrap(key, await this.openContainer(key));
+  }
+
+  /**
+   * The key's container, running: the existing one (started again if stopped), or, when there is none or it cannot start, a new one.
+   * `leftovers`: stop the commands an earlier owner left running in an existing one (at this process's first opening).
+   */
+  private async openContainer(key: string, leftovers = true): Promise<Docker.Container> {
     const existing = await this.find(key);
-    if (existing) {
-      const info = await engineCall(`inspecting sandbox ${key}`, () => existing.inspect(), this.options.engineTimeoutMs);
-      if (!info.State.Running) await engineCall(`restarting sandbox ${key}`, () => existing.start(), this.options.engineTimeoutMs).catch(ignoreStatus(304));
+    const state = existing && (await this.startAgain(key, existing));
+    if (existing && state) {
       // Opened by this process for the first time: any command still running was left by the run's earlier owner.
-      await killLeftoverCommands(existing, this.options.engineTimeoutMs);
-      return this.wrap(key, existing);
+      // Restarted: nothing runs, but the pid files of the commands the stop killed are left, naming numbers a new command may get.
+      if (leftovers || state === "started") await killLeftoverCommands(existing, this.options.engineTimeoutMs);
+      return existing;
     }
     const [latest] = this.options.snapshot ? await this.listSnapshots(key) : [];
     return this.create(key, latest ? `${this.snapshotRepo(key)}:${latest.id}` : this.options.image);
   }
 
-  private async create(key: string, image: string): Promise<DockerSandbox> {
+  /**
+   * Start a stopped container again, its files kept ("started"; "running" when it already was); undefined (and the container
+   * removed) when the engine refuses to run it any more (dead, or its start refused): it is of no use to the run, and its name is the key's.
+   */
+  private async startAgain(key: string, container: Docker.Container): Promise<"started" | "running" | undefined> {
+    const info = await engineCall(`inspecting sandbox ${key}`, () => container.inspect(), this.options.engineTimeoutMs);
+    if (unusable(info)) {
+      await removeContainer(container, this.options.engineTimeoutMs);
+      return undefined;
+    }
+    if (info.State.Running) return "running";
+    try {
+      await engineCall(`restarting sandbox ${key}`, () => container.start(), this.options.engineTimeoutMs).catch(ignoreStatus(304));
+    } catch (error) {
+      // No answer is not a refusal: the container may start yet, and its files are worth the run failing this once.
+      if (statusOf((error as { cause?: unknown }).cause) === undefined) throw error;
+      await removeContainer(container, this.options.engineTimeoutMs);
+      return undefined;
+    }
+    return "started";
+  }
+
+  private async create(key: string, image: string): Promise<Docker.Container> {
     await ensureImage(this.docker, image, this.options.engineTimeoutMs);
     const name = this.containerName(key);
     const { options } = this;
@@ -238,7 +279,7 @@ export class DockerSandboxAdapter implements SnapshottingSandboxAdapter {
       // Another process created it first: use theirs.
       if (statusOf(error) === 409) {
         const raced = await this.find(key);
-        if (raced) return this.open(key);
+        if (raced) return this.openContainer(key);
       }
       throw engineError(`creating the sandbox container for ${key}`, error);
     }
@@ -246,12 +287,11 @@ export class DockerSandboxAdapter implements SnapshottingSandboxAdapter {
       await removeContainer(container, this.options.engineTimeoutMs).catch(() => undefined);
       throw error;
     });
-    const sandbox = this.wrap(key, container);
-    await this.giveWorkspaceTo(key, sandbox).catch(async (error: unknown) => {
+    await this.giveWorkspaceTo(key, this.wrap(key, container)).catch(async (error: unknown) => {
       await removeContainer(container, this.options.engineTimeoutMs).catch(() => undefined);
       throw error;
     });
-    return sandbox;
+    return container;
   }
 
   /*
@@ -268,13 +308,55 @@ export class DockerSandboxAdapter implements SnapshottingSandboxAdapter {
   }
 
   private wrap(key: string, container: Docker.Container): DockerSandbox {
-    return new DockerSandbox(key, container, {
-      timeoutMs: this.options.defaultTimeoutMs,
-      maxOutputBytes: this.options.maxOutputBytes,
-      env: this.options.env,
-      user: this.options.user,
-      engineTimeoutMs: this.options.engineTimeoutMs,
-    });
+    return new DockerSandbox(
+      key,
+      container,
+      {
+        timeoutMs: this.options.defaultTimeoutMs,
+        maxOutputBytes: this.options.maxOutputBytes,
+        env: this.options.env,
+        user: this.options.user,
+        engineTimeoutMs: this.options.engineTimeoutMs,
+      },
+      this.keeper(key),
+    );
+  }
+
+  /** How a handle of `key` learns what became of its container, and gets it running again. */
+  private keeper(key: string): ContainerKeeper {
+    return {
+      afterLoss: this.options.snapshot ? "from the key's latest snapshot if it has one" : "with an empty /workspace",
+      fate: (container, settleMs) => this.fate(key, container, settleMs),
+      renew: async (container, fate) => {
+        if (fate === "stopped") {
+          const state = await this.startAgain(key, container);
+          // The handle's calls wait for this: nothing of this process runs in it yet but what the stop left behind.
+          if (state === "started") await killLeftoverCommands(container, this.options.engineTimeoutMs);
+          if (state) return { container, kept: true };
+        }
+        // A dead container still holds the key's name.
+        if (fate === "gone") await removeContainer(container, this.options.engineTimeoutMs);
+        // Another container of the key (a restore, another process) may run commands of its own: not leftovers to stop.
+        return { container: await this.openContainer(key, false), kept: false };
+      },
+    };
+  }
+
+  /** What became of the container; with `settleMs`, a running one is watched that long for the stop its killed command may be the first sign of. */
+  private async fate(key: string, container: Docker.Container, settleMs = 0): Promise<ContainerFate> {
+    const until = Date.now() + settleMs;
+    for (;;) {
+      let fate: ContainerFate;
+      try {
+        const info = await withDeadline(`inspecting sandbox ${key}`, container.inspect(), this.options.engineTimeoutMs);
+        fate = unusable(info) ? "gone" : info.State.Running ? "running" : "stopped";
+      } catch (error) {
+        if (statusOf(error) === 404) return "gone";
+        throw engineError(`inspecting sandbox ${key}`, error);
+      }
+      if (fate !== "running" || Date.now() >= until) return fate;
+      await sleep(SETTLE_POLL_MS);
+    }
   }
 
   private async find(key: string): Promise<Docker.Container | undefined> {
@@ -287,7 +369,8 @@ export class DockerSandboxAdapter implements SnapshottingSandboxAdapter {
           fix: "Remove that container, or give this sandbox another scope.",
         });
       }
-      return container;
+      // By id from here on: a handle must notice its container was removed, not reach a new one made under the name.
+      return this.docker.getContainer(info.Id);
     } catch (error) {
       if (statusOf(error) === 404) return undefined;
       if (error instanceof AssemblyLineError) throw error;
@@ -398,6 +481,11 @@ function checkKey(key: string): void {
   if (typeof key !== "string" || key === "") {
     throw new AssemblyLineError("AL_ERR_SANDBOX_DEFINITION", `sandbox key ${JSON.stringify(key)} is not a non-empty string`, { fix: "Key sandboxes by the run id." });
   }
+}
+
+/** A container the engine will not run again: dead (a removal that failed) or being removed. */
+function unusable(info: Docker.ContainerInspectInfo): boolean {
+  return info.State.Dead || info.State.Status === "removing";
 }
 
 function ignoreStatus(status: number): (error: unknown) => void {

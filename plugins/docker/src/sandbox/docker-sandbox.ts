@@ -1,8 +1,9 @@
 import { posix } from "node:path";
 import type Docker from "dockerode";
-import { AssemblyLineError, MAX_READ_BYTES, checkExecOptions, folderRefusalError, type ExecResult, type Sandbox, type SandboxExecOptions } from "@assemblyline-agents/core";
+import { AssemblyLineError, MAX_READ_BYTES, checkExecOptions, folderRefusalError, isAssemblyLineError, type ExecResult, type Sandbox, type SandboxExecOptions } from "@assemblyline-agents/core";
 import { engineCall } from "../engine.js";
-import { execInContainer, toExecResult, type RawExecResult } from "./exec.js";
+import { type ContainerKeeper, containerLost, containerStopped, handleReleased } from "./container-keeper.js";
+import { execInContainer, neverStarted, toExecResult, type RawExecResult } from "./exec.js";
 import { pack } from "./single-file-tar.js";
 import { WORKSPACE, pathEscape, workspacePath } from "./workspace-path.js";
 
@@ -15,6 +16,11 @@ export interface ExecDefaults {
 }
 
 type Entry = { path: string; type: "file" | "directory"; size: number };
+
+/** Exit code of a command killed by SIGKILL: what every process gets when its container is killed, stopped or removed. */
+const KILLED_EXIT_CODE = 128 + 9;
+/** How long a container whose command got SIGKILL is watched for its stop: the command's stream ends tens of ms before the engine records it. */
+const SETTLE_MS = 1_000;
 
 /** How long a file operation's helper command may take. */
 const FILE_OP_TIMEOUT_MS = 60_000;
@@ -57,24 +63,144 @@ real=$(readlink -f -- "$1") && inside "$real" || exit 0
 if [ -d "$real" ]; then find "$real" -mindepth 1 \\( -type f -o -type d \\) -exec stat -c '%F|%s|%n' -- {} +; else stat -c '%F|%s|%n' -- "$real"; fi`,
 };
 
-/** One run's container: files and a shell at a physical /workspace. */
+/**
+ * One run's container: files and a shell at a physical /workspace. The
+ * runtime holds one handle for a whole drive of a run, so a handle follows its
+ * key's container when the engine stops or removes it outside this host (see
+ * ContainerKeeper): a stopped one is started again, files kept; a removed one
+ * is replaced by a new container after the call that found it gone fails.
+ */
 export class DockerSandbox implements Sandbox {
   private owner: Promise<{ uid: number; gid: number }> | undefined;
+  #container: Docker.Container;
+  /** What a call found of the container: the next call starts it again (stopped) or gets a new one (gone) first. */
+  #found: "stopped" | "gone" | undefined;
+  /** A restart or replacement in progress, shared by the calls that need it. */
+  #renewing: Promise<boolean> | undefined;
+  #released = false;
 
   constructor(
     readonly id: string,
-    readonly container: Docker.Container,
+    container: Docker.Container,
     private readonly defaults: ExecDefaults,
-  ) {}
+    private readonly keeper?: ContainerKeeper,
+  ) {
+    this.#container = container;
+  }
+
+  /** The container the handle's calls go to now. */
+  get container(): Docker.Container {
+    return this.#container;
+  }
+
+  /** The run was released: the handle's calls fail from now on instead of making a container nothing would release. */
+  close(): Promise<unknown> {
+    this.#released = true;
+    return this.#renewing?.catch(() => undefined) ?? Promise.resolve();
+  }
+
+  /** At the key's next acquire: a container stopped or removed since is started again or replaced, so the drive starts with a running one. */
+  async verify(): Promise<void> {
+    if (!this.keeper || this.#released) return;
+    if (this.#renewing) await this.#renewing.catch(() => undefined);
+    const fate = this.#found ?? (await this.keeper.fate(this.#container));
+    if (fate !== "running") await this.renew(fate);
+  }
 
   async readFile(path: string): Promise<Uint8Array> {
+    return this.call(() => this.readFileHere(path), () => true);
+  }
+
+  async writeFile(path: string, content: Uint8Array | string): Promise<void> {
+    return this.call(() => this.writeFileHere(path, content), () => true);
+  }
+
+  /** Removes a file or a folder with its contents; a missing path is not an error; `/workspace` itself is emptied. */
+  async deleteFile(path: string): Promise<void> {
+    return this.call(() => this.deleteFileHere(path), () => true);
+  }
+
+  /** Everything under `path`, recursively, sorted (a file lists itself; a missing path lists nothing). */
+  async listFiles(path: string): Promise<Entry[]> {
+    return this.call(() => this.listFilesHere(path), () => true);
+  }
+
+  /** `/bin/sh -c command` in the container at `cwd` (default /workspace); a timeout kills its process tree (exit 124). */
+  async exec(command: string, options: SandboxExecOptions = {}): Promise<ExecResult> {
+    // A command the engine refused to start is made again in the restarted container; one that may have run never is.
+    return this.call(() => this.execHere(command, options), neverStarted, (result) => (result.exitCode === KILLED_EXIT_CODE ? SETTLE_MS : result.timedOut || result.exitCode > 128 || result.exitCode < 0 ? 0 : undefined));
+  }
+
+  /**
+   * `operation` on the container, which a call that finds it stopped starts
+   * again (and makes once more when `again` says the failure left nothing
+   * half done), and a call that finds it gone fails saying the files went with
+   * it. `cutShort` flags a result that may come from the container dying
+   * under the call (a command killed by a signal, or timed out), with how long
+   * to watch a container still running for its stop.
+   */
+  private async call<T>(operation: () => Promise<T>, again: (error: unknown) => boolean, cutShort?: (value: T) => number | undefined): Promise<T> {
+    if (this.#released) throw handleReleased(this.id);
+    if (!this.keeper) return operation();
+    if (this.#renewing) await this.#renewing.catch(() => undefined);
+    const found = this.#found;
+    // A loss a call already reported is not reported again; a stopped container that could not start again is one to report.
+    if (found && !(await this.renew(found)) && found === "stopped") throw containerLost(this.id, this.keeper.afterLoss);
+    const used = this.#container;
+    let fate: "running" | "stopped" | "gone";
+    let failure: unknown;
+    try {
+      const value = await operation();
+      const settleMs = cutShort?.(value);
+      if (settleMs === undefined || (fate = await this.fateOf(used, settleMs)) === "running") return value;
+      failure = undefined;
+    } catch (error) {
+      // Refusals of the path or the input are the call's own; only an engine or container failure may be the container's.
+      if (!isAssemblyLineError(error, "AL_ERR_SANDBOX_ENGINE") && !isAssemblyLineError(error, "AL_ERR_SANDBOX_UNAVAILABLE")) throw error;
+      fate = await this.fateOf(used);
+      if (fate === "running") throw error;
+      failure = error;
+      if (fate === "stopped" && again(error) && used === this.#container) {
+        if (!(await this.renew("stopped"))) throw containerLost(this.id, this.keeper.afterLoss, error);
+        return operation();
+      }
+    }
+    if (used === this.#container) this.#found = fate;
+    throw fate === "gone" ? containerLost(this.id, this.keeper.afterLoss, failure) : containerStopped(this.id, failure);
+  }
+
+  /** What became of `container`; an engine that cannot say leaves the call's own outcome standing. */
+  private async fateOf(container: Docker.Container, settleMs = 0): Promise<"running" | "stopped" | "gone"> {
+    return this.keeper!.fate(container, settleMs).catch(() => "running" as const);
+  }
+
+  /** The key's container running again: true when the files were kept (restarted), false when they are gone (a new container). */
+  private renew(fate: "stopped" | "gone"): Promise<boolean> {
+    if (this.#renewing) return this.#renewing;
+    const renewing = (async () => {
+      if (this.#released) throw handleReleased(this.id);
+      const renewed = await this.keeper!.renew(this.#container, fate);
+      this.#container = renewed.container;
+      this.owner = undefined;
+      this.#found = undefined;
+      return renewed.kept;
+    })();
+    this.#renewing = renewing;
+    const settled = () => {
+      if (this.#renewing === renewing) this.#renewing = undefined;
+    };
+    renewing.then(settled, settled);
+    return renewing;
+  }
+
+  private async readFileHere(path: string): Promise<Uint8Array> {
     const logical = workspacePath(path);
     const result = await this.script("read", logical, MAX_READ_BYTES);
     this.check(result, "read", logical, path);
     return new Uint8Array(result.stdout);
   }
 
-  async writeFile(path: string, content: Uint8Array | string): Promise<void> {
+  private async writeFileHere(path: string, content: Uint8Array | string): Promise<void> {
     const logical = workspacePath(path);
     if (logical === WORKSPACE) throw this.kindError("write", logical, "is the workspace folder itself");
     const prepared = await this.script("prepareWrite", logical);
@@ -91,14 +217,12 @@ export class DockerSandbox implements Sandbox {
     await engineCall(`writing ${logical}`, () => this.container.putArchive(archive, { path: posix.dirname(target) }));
   }
 
-  /** Removes a file or a folder with its contents; a missing path is not an error; `/workspace` itself is emptied. */
-  async deleteFile(path: string): Promise<void> {
+  private async deleteFileHere(path: string): Promise<void> {
     const logical = workspacePath(path);
     this.check(await this.script("delete", logical), "delete", logical, path);
   }
 
-  /** Everything under `path`, recursively, sorted (a file lists itself; a missing path lists nothing). */
-  async listFiles(path: string): Promise<Entry[]> {
+  private async listFilesHere(path: string): Promise<Entry[]> {
     const logical = workspacePath(path);
     const result = await this.script("list", logical);
     this.check(result, "list", logical, path);
@@ -113,8 +237,7 @@ export class DockerSandbox implements Sandbox {
     return entries.sort((a, b) => (a.path < b.path ? -1 : a.path > b.path ? 1 : 0));
   }
 
-  /** `/bin/sh -c command` in the container at `cwd` (default /workspace); a timeout kills its process tree (exit 124). */
-  async exec(command: string, options: SandboxExecOptions = {}): Promise<ExecResult> {
+  private async execHere(command: string, options: SandboxExecOptions): Promise<ExecResult> {
     if (typeof command !== "string") throw new AssemblyLineError("AL_ERR_SANDBOX_DEFINITION", "exec(command): command is not a string", { fix: "Pass a shell command line." });
     checkExecOptions(options);
     const cwd = workspacePath(options.cwd ?? WORKSPACE);

@@ -133,6 +133,19 @@ const KILL_LEFTOVERS = [
   `for file in ${PID_DIR}/*.pid; do [ -f "$file" ] || continue; mark=$(mark_of "$file"); pid=$(cat "$file" 2>/dev/null); case "$pid" in ''|1|*[!0-9]*) stop_marked "$mark"; kill_marked;; *) kill_command "$pid" "$mark";; esac; rm -f "$file"; done`,
 ].join("\n");
 
+/** Failures of an exec the engine refused to create or start (it answered with an error; a call it never answered may have gone through): the command never ran. */
+const refusedBeforeStart = new WeakSet<object>();
+
+/** Whether `error` is an exec's failure before its command started, so making the call again cannot run it twice. */
+export function neverStarted(error: unknown): boolean {
+  return typeof error === "object" && error !== null && refusedBeforeStart.has(error);
+}
+
+function markNeverStarted(error: unknown): never {
+  if (typeof error === "object" && error !== null && statusOf((error as { cause?: unknown }).cause) !== undefined) refusedBeforeStart.add(error);
+  throw error;
+}
+
 /** Run argv in the container; a timeout kills the process tree and reports exit code 124. */
 export async function execInContainer(container: Docker.Container, request: ContainerExec): Promise<RawExecResult> {
   const pidFile = `${PID_DIR}/exec-${randomBytes(8).toString("hex")}.pid`;
@@ -149,8 +162,8 @@ export async function execInContainer(container: Docker.Container, request: Cont
       ...(request.user ? { User: request.user } : {}),
     }),
     request.engineTimeoutMs,
-  );
-  const stream = await engineCall("exec start", () => exec.start({ hijack: true, stdin: false }), request.engineTimeoutMs);
+  ).catch(markNeverStarted);
+  const stream = await engineCall("exec start", () => exec.start({ hijack: true, stdin: false }), request.engineTimeoutMs).catch(markNeverStarted);
   const stdout = new CappedSink(request.maxOutputBytes);
   const stderr = new CappedSink(request.maxOutputBytes, Buffer.byteLength(pidFile) + 16);
   container.modem.demuxStream(stream, stdout, stderr);
