@@ -78,6 +78,31 @@ if (probe.available) {
       await made.release("run-between");
     }, 60_000);
 
+    it("replaces a stopped container the engine will not start again (its network was recreated), failing the call that finds it so", async () => {
+      const network = randomScope("al-gone-net");
+      await docker.createNetwork({ Name: network, Internal: true });
+      const scope = randomScope("gone");
+      scopes.push(scope);
+      const made = new DockerSandboxAdapter({ image: images.busybox, network, scope, docker });
+      try {
+        const sandbox = await made.acquire("run-unstartable");
+        await sandbox.writeFile("progress.txt", "step 6");
+        await docker.getContainer(made.containerName("run-unstartable")).stop({ t: 0 });
+        // The stopped container names the old network's id: the engine refuses to start it.
+        await docker.getNetwork(network).remove();
+        await docker.createNetwork({ Name: network, Internal: true });
+        const error = await failure(sandbox.exec("cat progress.txt"));
+        expect((error as { details?: Record<string, unknown> } | undefined)?.details?.sandboxGone, String(error)).toBe(true);
+        expect((await sandbox.exec("echo fresh")).stdout).toBe("fresh\n");
+        expect(await sandbox.listFiles("/workspace")).toEqual([]);
+        expect(await containersOf(made)).toHaveLength(1);
+        await made.release("run-unstartable");
+      } finally {
+        await removeScope(docker, scope);
+        await docker.getNetwork(network).remove().catch(() => undefined);
+      }
+    }, 60_000);
+
     it("makes no container again for a handle still held after its run's release", async () => {
       const made = adapter();
       const sandbox = await made.acquire("run-released");
