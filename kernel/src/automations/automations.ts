@@ -9,6 +9,7 @@ import {
   type ScheduleRecord,
   type ScheduleStateStore,
   type UpdateAutomationInput,
+  isSameSchedule,
   MAX_TIMER_MS,
 } from "@assemblyline-agents/core";
 import { digestJson } from "../canonical-json.js";
@@ -48,7 +49,18 @@ interface AutomationPayload {
 export interface PlannedAutomation {
   payload: AutomationPayload;
   nextRunAt: string;
+  /**
+   * An update's: the fields its patch gave. Applied, they are set on the row stored then (another
+   * host may have changed it since the plan), the other fields kept as stored. Left out (a create,
+   * or an update planned before the field), the whole planned row is written.
+   */
+  changed?: UpdateField[];
 }
+
+type UpdateField = "schedule" | "message" | "conversationId" | "enabled";
+
+/** Tries of a change whose row another writer keeps changing between the read and the write, before it fails. */
+const REWRITE_TRIES = 8;
 
 export interface DispatchOptions {
   /** A host-forced model for the runs (dev --model). */
@@ -127,27 +139,32 @@ export class Automations {
       wanted.add(id);
       const dynamic = rows.get(this.rowId("dynamic", entry.name));
       if (dynamic) await this.dropDynamicFor(entry.name, dynamic.payload);
-      const existing = rows.get(id);
-      if (existing && existing.payload.digest === digest) continue;
-      const sameSchedule = existing && digestJson(existing.payload.schedule as unknown as JsonValue) === digestJson(entry.schedule as unknown as JsonValue);
-      const paused = existing?.payload.paused ?? false;
-      // A row that rested (enabled: false) and now may run continues from its next due time after now, not from where it stopped.
-      const next = !sameSchedule ? firstDueTime(entry.schedule, now) : !existing.record.enabled && entry.enabled && !paused ? this.resumeTime(entry.schedule, new Date(existing.record.nextRunAt)) : new Date(existing.record.nextRunAt);
-      if (entry.schedule.kind === "at" && next.getTime() === NEVER.getTime() && !sameSchedule) {
-        this.parts.logger.warn({ event: "automation.one_shot_past", automation: entry.name, at: entry.schedule.at }, `automations/${entry.name}.ts runs once at ${entry.schedule.at}, already past: it rests and does not run`);
-      }
+      const listed = rows.get(id);
+      if (listed && listed.payload.digest === digest) continue;
       written.add(id);
-      await this.write({
-        kind: "automation",
-        agentId: this.parts.agentId,
-        name: entry.name,
-        source: "static",
-        ...staticDefinition(entry),
-        paused,
-        // Fixed for static rows: replicas syncing at once write the same row, and the same due time the same run key.
-        instance: "static",
-        digest,
-      }, next);
+      // Decided on the row as stored at the write: an operator's pause made meanwhile is kept.
+      await this.rewrite(id, entry.name, (existing) => {
+        if (existing?.payload && existing.payload.digest === digest) return { answer: describe(existing.record, existing.payload) };
+        const sameSchedule = existing?.payload && digestJson(existing.payload.schedule as unknown as JsonValue) === digestJson(entry.schedule as unknown as JsonValue);
+        const paused = existing?.payload?.paused ?? false;
+        // A row that rested (enabled: false) and now may run continues from its next due time after now, not from where it stopped.
+        const next = !existing || !sameSchedule ? firstDueTime(entry.schedule, now) : !existing.record.enabled && entry.enabled && !paused ? this.resumeTime(entry.schedule, new Date(existing.record.nextRunAt)) : new Date(existing.record.nextRunAt);
+        if (entry.schedule.kind === "at" && next.getTime() === NEVER.getTime() && !sameSchedule) {
+          this.parts.logger.warn({ event: "automation.one_shot_past", automation: entry.name, at: entry.schedule.at }, `automations/${entry.name}.ts runs once at ${entry.schedule.at}, already past: it rests and does not run`);
+        }
+        const payload: AutomationPayload = {
+          kind: "automation",
+          agentId: this.parts.agentId,
+          name: entry.name,
+          source: "static",
+          ...staticDefinition(entry),
+          paused,
+          // Fixed for static rows: replicas syncing at once write the same row, and the same due time the same run key.
+          instance: "static",
+          digest,
+        };
+        return { payload, nextRunAt: next };
+      });
     }
     for (const [id, { record, payload }] of rows) {
       if (payload.source === "static" && !wanted.has(id)) await this.parts.store.deleteSchedule(id);
@@ -176,10 +193,18 @@ export class Automations {
 
   /** Operator pause/resume (CLI): a paused automation is never due; resuming continues from the next due time after now. */
   async setPaused(name: string, paused: boolean): Promise<AutomationInfo> {
-    const { record, payload } = await this.require(name);
-    if (payload.paused === paused) return describe(record, payload);
-    const next = paused ? new Date(record.nextRunAt) : this.resumeTime(payload.schedule, new Date(record.nextRunAt));
-    return this.write({ ...payload, paused }, next);
+    const { record: found } = await this.require(name);
+    return this.rewrite(found.id, name, async (stored) => {
+      if (!stored?.payload) {
+        // Deleted since it was found: not written back. Not found now, or the automation of its name found now is the one paused.
+        await this.require(name);
+        return { answer: await this.setPaused(name, paused) };
+      }
+      const { record, payload } = stored;
+      if (payload.paused === paused) return { answer: describe(record, payload) };
+      const next = paused ? new Date(record.nextRunAt) : this.resumeTime(payload.schedule, new Date(record.nextRunAt));
+      return { payload: { ...payload, paused }, nextRunAt: next };
+    });
   }
 
   /** Start one run of an automation now, outside its schedule (CLI `automations run`). */
@@ -264,7 +289,8 @@ export class Automations {
     // Re-enabled, it continues from its next due time after now: the due times it rested through are not owed.
     const next = rescheduled ? firstDueTime(checked.schedule, this.now()) : enabling ? this.resumeTime(checked.schedule, new Date(record.nextRunAt)) : new Date(record.nextRunAt);
     const updated: AutomationPayload = { ...payload, ...checked };
-    return { payload: { ...updated, digest: digestDefinition(updated) }, nextRunAt: next.toISOString() };
+    const changed = UPDATE_FIELDS.filter((field) => (patch as Record<string, unknown>)[field] !== undefined);
+    return { payload: { ...updated, digest: digestDefinition(updated) }, nextRunAt: next.toISOString(), changed };
   }
 
   /**
@@ -274,9 +300,18 @@ export class Automations {
    * deleted automation back, or replace the new one.
    */
   async applyUpdate(plan: PlannedAutomation): Promise<AutomationInfo> {
-    const stored = await this.parts.store.getSchedule(this.rowId("dynamic", plan.payload.name));
-    if (stored && automationPayload(stored.payload)?.instance === plan.payload.instance) return this.write(plan.payload, new Date(plan.nextRunAt));
-    return this.describePlan(plan);
+    return this.rewrite(this.rowId("dynamic", plan.payload.name), plan.payload.name, (stored) => {
+      if (stored?.payload?.instance !== plan.payload.instance) return { answer: this.describePlan(plan) };
+      if (!plan.changed) return { payload: plan.payload, nextRunAt: new Date(plan.nextRunAt) };
+      // The patch set on the row as stored now: another host's change made since the plan stays.
+      const { record, payload } = stored;
+      const updated: AutomationPayload = { ...payload };
+      for (const field of plan.changed) (updated as unknown as Record<string, unknown>)[field] = plan.payload[field];
+      // Re-timed as the plan was, from the row stored now: a new schedule from its plan; re-enabled, from now.
+      const enabling = !record.enabled && updated.enabled && !updated.paused;
+      const next = plan.changed.includes("schedule") ? new Date(plan.nextRunAt) : enabling ? this.resumeTime(updated.schedule, new Date(record.nextRunAt)) : new Date(record.nextRunAt);
+      return { payload: { ...updated, digest: digestDefinition(updated) }, nextRunAt: next };
+    });
   }
 
   /** The instance of dynamic automation `name` (new at each creation), or null when there is none. */
@@ -409,11 +444,47 @@ export class Automations {
   private async nameAgent(id: string): Promise<void> {
     const current = await this.parts.store.getSchedule(id);
     if (!current || (current.agentId ?? null) !== null || current.lease !== null) return;
-    await this.parts.store.upsertSchedule({ ...withoutLease(current), agentId: this.parts.agentId });
+    const named = { ...withoutLease(current), agentId: this.parts.agentId };
+    // Only if unchanged since the read: a row changed meanwhile is named at the next sync.
+    if (this.parts.store.replaceSchedule) await this.parts.store.replaceSchedule(withoutLease(current), named);
+    else await this.parts.store.upsertSchedule(named);
   }
 
-  private async write(payload: AutomationPayload, nextRunAt: Date, options: { onlyIfAbsent?: boolean } = {}): Promise<AutomationInfo> {
-    const record: Omit<ScheduleRecord, "lease"> = {
+  /**
+   * Change the row `id` as `change` decides from the row stored now (undefined: none; `payload`
+   * undefined: not an automation's), written only if the row is still the one read
+   * (`replaceSchedule`, or `insertSchedule` where there was none). A row another writer changed
+   * meanwhile (an update on another host, a pause, a sync, a dispatch moving it on) is read again
+   * and decided again, so neither change is lost, and a row deleted meanwhile is not written back
+   * unless `change` decides so. A store without `replaceSchedule` is written with `upsertSchedule`.
+   */
+  private async rewrite(
+    id: string,
+    name: string,
+    change: (stored: { record: ScheduleRecord; payload: AutomationPayload | undefined } | undefined) => RowChange | Promise<RowChange>,
+  ): Promise<AutomationInfo> {
+    const { store } = this.parts;
+    for (let attempt = 0; attempt < REWRITE_TRIES; attempt += 1) {
+      const record = await store.getSchedule(id);
+      const decided = await change(record ? { record, payload: automationPayload(record.payload) } : undefined);
+      if ("answer" in decided) return decided.answer;
+      const next = this.row(decided.payload, decided.nextRunAt);
+      const answer = describe(next, decided.payload);
+      if (record && isSameSchedule(record, next)) return answer;
+      if (!store.replaceSchedule || (!record && !store.insertSchedule)) {
+        await store.upsertSchedule(next);
+        return answer;
+      }
+      if (record ? await store.replaceSchedule(withoutLease(record), next) : await store.insertSchedule!(next)) return answer;
+    }
+    throw new AssemblyLineError("AL_ERR_AUTOMATION_INPUT", `automation "${name}" changed ${REWRITE_TRIES} times between reading it and writing this change; nothing of this change was written`, {
+      fix: "Other hosts or runs are changing this automation at the same moment: try the change again once they are done.",
+    });
+  }
+
+  /** The schedule row of an automation. */
+  private row(payload: AutomationPayload, nextRunAt: Date): Omit<ScheduleRecord, "lease"> {
+    return {
       id: this.rowId(payload.source, payload.name),
       agentId: this.parts.agentId,
       intervalMs: payload.schedule.kind === "every" ? payload.schedule.everyMs : 0,
@@ -421,6 +492,10 @@ export class Automations {
       payload: payload as unknown as JsonValue,
       enabled: payload.enabled && !payload.paused,
     };
+  }
+
+  private async write(payload: AutomationPayload, nextRunAt: Date, options: { onlyIfAbsent?: boolean } = {}): Promise<AutomationInfo> {
+    const record = this.row(payload, nextRunAt);
     const { store } = this.parts;
     if (options.onlyIfAbsent && store.insertSchedule) {
       if (!(await store.insertSchedule(record))) throw nameTaken(payload.name);
@@ -537,7 +612,10 @@ function checkInput(
 }
 
 const CREATE_FIELDS = ["name", "schedule", "message", "conversationId", "enabled"];
-const UPDATE_FIELDS = ["schedule", "message", "conversationId", "enabled"];
+const UPDATE_FIELDS: UpdateField[] = ["schedule", "message", "conversationId", "enabled"];
+
+/** What a rewrite of a row writes (the automation's payload and next due time), or the answer without a write. */
+type RowChange = { payload: AutomationPayload; nextRunAt: Date } | { answer: AutomationInfo };
 
 /** A field nothing reads (a misspelling, `timezone` beside schedule, a rename) is refused, never dropped. */
 function refuseUnknownFields(input: object, known: string[], where: string): void {

@@ -8,6 +8,7 @@ import {
   checkNewRun,
   checkObservedSeq,
   checkScheduleInput,
+  checkScheduleReplace,
   checkedDate,
   checkedTimeText,
   refuseStateInput,
@@ -51,6 +52,7 @@ import {
   leaseExpiresAt,
   isClaimableBy,
   isLeaseFree,
+  isSameSchedule,
   isScheduleClaimableBy,
   isInConversationScope,
   RunsInCreationOrder,
@@ -454,6 +456,17 @@ export class InMemoryStateAdapter implements StateAdapter {
     checkScheduleInput("insertSchedule", schedule);
     if (this.schedules.has(schedule.id)) return false;
     this.schedules.set(schedule.id, { ...asStoredJson(schedule, `insertSchedule("${schedule.id}")`), lease: null });
+    return true;
+  }
+
+  async replaceSchedule(expected: Omit<ScheduleRecord, "lease">, next: Omit<ScheduleRecord, "lease">): Promise<boolean> {
+    checkScheduleReplace(expected, next);
+    const stored = this.schedules.get(expected.id);
+    if (!stored || !isSameSchedule(stored, expected)) return false;
+    // Written by upsertSchedule (which keeps the lease) in this same synchronous step, so nothing
+    // runs between the check and the write, and a subclass that wraps upsertSchedule (a test's
+    // fault injection) sees the replace as the write it is.
+    await this.upsertSchedule(next);
     return true;
   }
 

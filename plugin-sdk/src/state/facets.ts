@@ -95,6 +95,31 @@ export function isScheduleClaimableBy(schedule: Pick<ScheduleRecord, "agentId">,
   return isOfAgentOrNone(schedule.agentId, agentId);
 }
 
+/**
+ * Whether stored schedule row `stored` equals `expected` as `replaceSchedule` compares them: every
+ * field but the lease, `nextRunAt` as a time, `agentId` null or left out alike, `payload` as JSON
+ * (object keys in any order).
+ */
+export function isSameSchedule(stored: Omit<ScheduleRecord, "lease">, expected: Omit<ScheduleRecord, "lease">): boolean {
+  return (
+    stored.id === expected.id &&
+    (stored.agentId ?? null) === (expected.agentId ?? null) &&
+    stored.intervalMs === expected.intervalMs &&
+    Date.parse(stored.nextRunAt) === Date.parse(expected.nextRunAt) &&
+    stored.enabled === expected.enabled &&
+    sortedJson(stored.payload) === sortedJson(expected.payload)
+  );
+}
+
+/** JSON text with object keys sorted, so two values equal as JSON give the same text. */
+function sortedJson(value: unknown): string | undefined {
+  return JSON.stringify(value, (_key, entry: unknown) =>
+    entry !== null && typeof entry === "object" && !Array.isArray(entry)
+      ? Object.fromEntries(Object.entries(entry).sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0)))
+      : entry,
+  );
+}
+
 export interface ScheduleStateStore {
   upsertSchedule(schedule: Omit<ScheduleRecord, "lease">): Promise<void>;
   /**
@@ -103,6 +128,16 @@ export interface ScheduleStateStore {
    * Optional: without it a caller reads before it writes, which two concurrent writers can both pass.
    */
   insertSchedule?(schedule: Omit<ScheduleRecord, "lease">): Promise<boolean>;
+  /**
+   * Replace the schedule with `next` only if the row stored under `expected.id` still equals
+   * `expected` (every field but the lease: `nextRunAt` as a time, `agentId` null or left out alike,
+   * `payload` as JSON), checked atomically with the write: true when replaced, false (nothing
+   * changed) when the row differs or is gone. A lease held on the row is kept. So two writers that
+   * read one row and each change it never lose a change: the second gets false, reads again and
+   * applies its change to what is stored. `next.id` must be `expected.id`. Optional: without it a
+   * caller writes with `upsertSchedule`, and of two concurrent changes the last one written wins.
+   */
+  replaceSchedule?(expected: Omit<ScheduleRecord, "lease">, next: Omit<ScheduleRecord, "lease">): Promise<boolean>;
   getSchedule(id: string): Promise<ScheduleRecord | undefined>;
   /** Sorted by id, in code-point order (see compareCodePoints). */
   listSchedules(): Promise<ScheduleRecord[]>;

@@ -56,17 +56,25 @@ export function checkedDate(operation: string, field: string, value: unknown): s
  * as a time and tests `enabled` as a boolean, so a row that is neither would be leased on every
  * claim, or never.
  */
-export function checkScheduleInput(operation: string, schedule: Omit<ScheduleRecord, "lease">): void {
-  if (typeof schedule !== "object" || schedule === null) refuseStateInput(operation, "schedule", "an object", schedule);
+export function checkScheduleInput(operation: string, schedule: Omit<ScheduleRecord, "lease">, name = "schedule"): void {
+  if (typeof schedule !== "object" || schedule === null) refuseStateInput(operation, name, "an object", schedule);
   const { id, intervalMs, nextRunAt, enabled, agentId } = schedule;
-  if (typeof id !== "string" || id === "") refuseStateInput(operation, "schedule.id", "a non-empty string", id);
+  if (typeof id !== "string" || id === "") refuseStateInput(operation, `${name}.id`, "a non-empty string", id);
   // 0 is a schedule that runs once (its dispatch gives the next time, if any); a fraction would read as 0 in one store and 1 ms in another.
-  if (typeof intervalMs !== "number" || !Number.isSafeInteger(intervalMs) || intervalMs < 0) refuseStateInput(operation, "schedule.intervalMs", "a whole number of milliseconds >= 0 (0: it runs once)", intervalMs);
-  checkedTimeText(operation, "schedule.nextRunAt", nextRunAt);
-  if (typeof enabled !== "boolean") refuseStateInput(operation, "schedule.enabled", "a boolean", enabled);
+  if (typeof intervalMs !== "number" || !Number.isSafeInteger(intervalMs) || intervalMs < 0) refuseStateInput(operation, `${name}.intervalMs`, "a whole number of milliseconds >= 0 (0: it runs once)", intervalMs);
+  checkedTimeText(operation, `${name}.nextRunAt`, nextRunAt);
+  if (typeof enabled !== "boolean") refuseStateInput(operation, `${name}.enabled`, "a boolean", enabled);
   if (agentId !== undefined && agentId !== null && (typeof agentId !== "string" || agentId === "")) {
-    refuseStateInput(operation, "schedule.agentId", "a non-empty string or null", agentId);
+    refuseStateInput(operation, `${name}.agentId`, "a non-empty string or null", agentId);
   }
+}
+
+/** The arguments of `replaceSchedule`: two rows the claim could read, of one id (a replace never moves a row). */
+export function checkScheduleReplace(expected: Omit<ScheduleRecord, "lease">, next: Omit<ScheduleRecord, "lease">): void {
+  const operation = `replaceSchedule(schedule "${String((expected as Partial<ScheduleRecord> | null)?.id)}")`;
+  checkScheduleInput(operation, expected, "expected");
+  checkScheduleInput(operation, next, "next");
+  if (next.id !== expected.id) refuseStateInput(operation, "next.id", `expected.id (${JSON.stringify(expected.id)})`, next.id);
 }
 
 /** `value` as milliseconds since the epoch when it is an ISO-8601 time; refused otherwise. */

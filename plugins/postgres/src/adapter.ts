@@ -217,6 +217,9 @@ export class PostgresStateAdapter implements StateAdapter {
   insertSchedule(schedule: Omit<ScheduleRecord, "lease">): Promise<boolean> {
     return schedules.insertSchedule(this.db, schedule);
   }
+  replaceSchedule(expected: Omit<ScheduleRecord, "lease">, next: Omit<ScheduleRecord, "lease">): Promise<boolean> {
+    return schedules.replaceSchedule(this.db, expected, next);
+  }
   getSchedule(id: string): Promise<ScheduleRecord | undefined> {
     return schedules.getSchedule(this.db, id);
   }

@@ -9,6 +9,7 @@ import type {
   RuntimeSettingsStore,
   SandboxSessionRecord,
   SandboxSessionStore,
+  ScheduleRecord,
   ScheduleStateStore,
   UsageRecord,
   UsageStore,
@@ -266,6 +267,69 @@ export function describeScheduleStateStoreConformance(name: string, factory: Sta
       expect(results.filter(Boolean)).toHaveLength(1);
       const winner = ["a", "b", "c", "d"][results.indexOf(true)];
       expect((await store().getSchedule("raced"))?.payload).toEqual({ writer: winner });
+    });
+
+    it("replaces a schedule only while it still equals the row expected, keeping its lease (replaceSchedule, when the store has it)", async (context) => {
+      const replace = store().replaceSchedule?.bind(store());
+      if (!replace) return context.skip();
+      const stored = { ...schedule("job", clockAt(0)), agentId: "agent-a", payload: { job: "job", options: { a: 1, b: [1, 2] } } };
+      await store().upsertSchedule(stored);
+      await store().claimDueSchedules({ owner: "a", ttlMs: 5_000, now: clockAt(0) });
+      // Expected as read back: the same time in another form, the payload's keys in another order.
+      const expected = { ...stored, nextRunAt: clockAt(0).toISOString().replace("Z", "+00:00"), payload: { options: { b: [1, 2], a: 1 }, job: "job" } };
+      const next = { ...stored, payload: { job: "edited" }, nextRunAt: clockAt(30_000).toISOString() };
+      expect(await replace(expected, next)).toBe(true);
+      expect(await store().getSchedule("job")).toEqual({ ...next, lease: { owner: "a", expiresAt: clockAt(5_000).toISOString() } });
+      // The row expected is no longer there: nothing changes, whatever field differs.
+      const changes: Array<Partial<Omit<ScheduleRecord, "lease">>> = [{ payload: { job: "job" } }, { nextRunAt: clockAt(0).toISOString() }, { enabled: false }, { intervalMs: 1 }, { agentId: null }, { agentId: "agent-b" }];
+      for (const change of changes) expect(await replace({ ...next, ...change }, { ...next, payload: { job: "lost" } }), JSON.stringify(change)).toBe(false);
+      expect((await store().getSchedule("job"))?.payload).toEqual({ job: "edited" });
+      // A row deleted is not written again.
+      await store().deleteSchedule("job");
+      expect(await replace(next, { ...next, payload: { job: "back" } })).toBe(false);
+      expect(await store().getSchedule("job")).toBeUndefined();
+      // A row written without an agent matches an expected row with agentId null or left out.
+      await store().upsertSchedule(schedule("plain", clockAt(0)));
+      expect(await replace({ ...schedule("plain", clockAt(0)), agentId: null }, { ...schedule("plain", clockAt(0)), agentId: "agent-a" })).toBe(true);
+      expect((await store().getSchedule("plain"))?.agentId).toBe("agent-a");
+    });
+
+    it("lets exactly one of concurrent replaces from one row win, and keeps its row (replaceSchedule, when the store has it)", async (context) => {
+      const replace = store().replaceSchedule?.bind(store());
+      if (!replace) return context.skip();
+      const stored = schedule("job", clockAt(0));
+      await store().upsertSchedule(stored);
+      const writers = ["a", "b", "c", "d"];
+      const results = await Promise.all(writers.map((writer) => replace(stored, { ...stored, payload: { writer } })));
+      expect(results.filter(Boolean)).toHaveLength(1);
+      expect((await store().getSchedule("job"))?.payload).toEqual({ writer: writers[results.indexOf(true)] });
+      // Two changes of different fields from one row: the loser reads again and applies its change on the winner's row.
+      const { lease: _lease, ...row } = (await store().getSchedule("job"))!;
+      const [paused, moved] = await Promise.all([replace(row, { ...row, enabled: false }), replace(row, { ...row, nextRunAt: clockAt(90_000).toISOString() })]);
+      expect([paused, moved].filter(Boolean)).toHaveLength(1);
+      const { lease: _again, ...now } = (await store().getSchedule("job"))!;
+      expect(await replace(now, paused ? { ...now, nextRunAt: clockAt(90_000).toISOString() } : { ...now, enabled: false })).toBe(true);
+      expect(await store().getSchedule("job")).toMatchObject({ enabled: false, nextRunAt: clockAt(90_000).toISOString() });
+    });
+
+    it("refuses a replace of rows no claim could read, or of two ids (AL_ERR_STATE_INPUT_INVALID naming the field), changing nothing", async (context) => {
+      const replace = store().replaceSchedule?.bind(store());
+      if (!replace) return context.skip();
+      const stored = schedule("job", clockAt(0));
+      await store().upsertSchedule(stored);
+      const calls: Array<[string, Record<string, unknown>, Record<string, unknown>]> = [
+        ["expected.nextRunAt", { nextRunAt: "garbage" }, {}],
+        ["next.enabled", {}, { enabled: "yes" }],
+        ["next.intervalMs", {}, { intervalMs: -1 }],
+        ["next.id", {}, { id: "other" }],
+      ];
+      for (const [field, expectedChange, nextChange] of calls) {
+        await expect(replace({ ...stored, ...expectedChange } as typeof stored, { ...stored, payload: { job: "bad" }, ...nextChange } as typeof stored), field).rejects.toMatchObject({
+          code: "AL_ERR_STATE_INPUT_INVALID",
+          message: expect.stringContaining(field),
+        });
+      }
+      expect(await store().listSchedules()).toEqual([{ ...stored, lease: null }]);
     });
 
     it("keeps a live lease when the schedule is upserted again", async () => {

@@ -5,6 +5,7 @@ import {
   checkNewRun,
   checkObservedSeq,
   checkScheduleInput,
+  checkScheduleReplace,
   checkedDate,
   checkedTimeText,
   definedStateValue,
@@ -15,6 +16,7 @@ import {
   fenceHolds,
   isClaimableBy,
   isLeaseFree,
+  isSameSchedule,
   isScheduleClaimableBy,
   jsonExactCopy,
   leaseExpiresAt,
@@ -651,6 +653,15 @@ export class FileStateAdapter implements StateAdapter {
       checkScheduleInput("insertSchedule", schedule);
       if (tables.schedules.has(schedule.id)) return { ops: [], result: () => false };
       return { ops: [{ op: "schedule.put", schedule: { ...schedule, lease: null } }], result: () => true };
+    });
+  }
+
+  replaceSchedule(expected: Omit<ScheduleRecord, "lease">, next: Omit<ScheduleRecord, "lease">): Promise<boolean> {
+    return this.mutate((tables) => {
+      checkScheduleReplace(expected, next);
+      const stored = tables.schedules.get(expected.id);
+      if (!stored || !isSameSchedule(stored, expected)) return { ops: [], result: () => false };
+      return { ops: [{ op: "schedule.put", schedule: { ...next, lease: stored.lease } }], result: () => true };
     });
   }
 

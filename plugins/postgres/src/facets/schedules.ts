@@ -32,18 +32,40 @@ export async function insertSchedule(db: StateDatabase, schedule: Omit<ScheduleR
   return inserted.length === 1;
 }
 
+/**
+ * Replace a schedule only if its row still equals `expected` (the lease aside; the payload as JSON,
+ * compared as jsonb so key order and spacing do not count); true when replaced. One statement:
+ * of two concurrent replaces from one row, the second waits for the first's row lock, then finds
+ * the row changed and matches nothing. The lease columns are not written, so a held lease stays.
+ */
+export async function replaceSchedule(db: StateDatabase, expected: Omit<ScheduleRecord, "lease">, next: Omit<ScheduleRecord, "lease">): Promise<boolean> {
+  const operation = `replaceSchedule(schedule "${String((expected as Partial<ScheduleRecord> | null)?.id)}")`;
+  const was = scheduleValues(operation, expected, "expected");
+  const values = scheduleValues(operation, next, "next");
+  if (values[0] !== was[0]) new ArgumentCheck(operation).fail("next.id", `expected.id (${JSON.stringify(was[0])})`, values[0]);
+  const replaced = await db.rows(
+    operation,
+    `UPDATE ${db.s}.schedules SET interval_ms = $2, next_run_at = $3, payload = $4::json, enabled = $5, agent_id = $6
+     WHERE id = $1 AND interval_ms = $7 AND next_run_at = $8::timestamptz
+       AND payload::jsonb IS NOT DISTINCT FROM $9::jsonb AND enabled = $10 AND agent_id IS NOT DISTINCT FROM $11
+     RETURNING id`,
+    [...values, ...was.slice(1)],
+  );
+  return replaced.length === 1;
+}
+
 /** A schedule's column values, checked: id, interval, next run, payload, enabled, agent. */
-function scheduleValues(operation: string, schedule: Omit<ScheduleRecord, "lease">): unknown[] {
+function scheduleValues(operation: string, schedule: Omit<ScheduleRecord, "lease">, name = "schedule"): unknown[] {
   const check = new ArgumentCheck(operation);
-  check.object("schedule", schedule);
-  const id = check.string("schedule.id", schedule.id);
-  const intervalMs = check.nonNegative("schedule.intervalMs", schedule.intervalMs);
+  check.object(name, schedule);
+  const id = check.string(`${name}.id`, schedule.id);
+  const intervalMs = check.nonNegative(`${name}.intervalMs`, schedule.intervalMs);
   // As every store: whole milliseconds, 0 for a schedule that runs once (rounding 0.4 to 0 would make it one).
-  if (!Number.isSafeInteger(intervalMs)) check.fail("schedule.intervalMs", "a whole number of milliseconds >= 0 (0: it runs once)", schedule.intervalMs);
-  const nextRunAt = check.time("schedule.nextRunAt", schedule.nextRunAt);
-  if (typeof schedule.enabled !== "boolean") check.fail("schedule.enabled", "a boolean", schedule.enabled);
-  const agentId = schedule.agentId === undefined || schedule.agentId === null ? null : check.string("schedule.agentId", schedule.agentId);
-  return [id, intervalMs, nextRunAt, jsonParam(schedule.payload, check.operation, "schedule.payload"), schedule.enabled, agentId];
+  if (!Number.isSafeInteger(intervalMs)) check.fail(`${name}.intervalMs`, "a whole number of milliseconds >= 0 (0: it runs once)", schedule.intervalMs);
+  const nextRunAt = check.time(`${name}.nextRunAt`, schedule.nextRunAt);
+  if (typeof schedule.enabled !== "boolean") check.fail(`${name}.enabled`, "a boolean", schedule.enabled);
+  const agentId = schedule.agentId === undefined || schedule.agentId === null ? null : check.string(`${name}.agentId`, schedule.agentId);
+  return [id, intervalMs, nextRunAt, jsonParam(schedule.payload, check.operation, `${name}.payload`), schedule.enabled, agentId];
 }
 
 export async function getSchedule(db: StateDatabase, id: string): Promise<ScheduleRecord | undefined> {
