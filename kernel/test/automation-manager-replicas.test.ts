@@ -1,26 +1,11 @@
-import pg from "pg";
-import { afterAll, describe, expect, it } from "vitest";
-import { createPostgresState, type PostgresStateAdapter } from "@assemblyline-agents/postgres";
+import { describe, expect, it } from "vitest";
 import type { JsonValue } from "@assemblyline-agents/core";
-import { TEST_DATABASE_URL, probeDatabase, randomSchema } from "../../plugins/postgres/test/support/database.js";
+import { sharedPostgres } from "./support/shared-postgres.js";
 import { agentFolder, toolSource } from "./support/agent-folder.js";
 import { outputOf } from "./support/probe-harness.js";
 import { startAgent } from "./support/runtime.js";
 
-const database = await probeDatabase("automation-manager-replicas");
-const schemas: string[] = [];
-const states: PostgresStateAdapter[] = [];
-const closing: Array<() => Promise<void>> = [];
-
-afterAll(async () => {
-  for (const close of closing) await close().catch(() => undefined);
-  for (const state of states) await state.close().catch(() => undefined);
-  if (!database.available) return;
-  const client = new pg.Client({ connectionString: TEST_DATABASE_URL });
-  await client.connect();
-  for (const schema of schemas) await client.query(`DROP SCHEMA IF EXISTS ${schema} CASCADE`);
-  await client.end();
-});
+const postgres = await sharedPostgres("automation-manager-replicas");
 
 const AGENT = `import { defineAgent } from "@assemblyline-agents/core";
 export default defineAgent({ model: "test/model", dynamicAutomations: { dynamic: true, approval: false } });
@@ -46,14 +31,12 @@ const manage = toolSource({
 
 /** Two hosts of one agent, each a runtime with its own connections to one PostgreSQL schema. */
 async function twoHosts(changesA: JsonValue[], changesB: JsonValue[]) {
-  const schema = randomSchema("al_automation_manager");
-  schemas.push(schema);
+  const schema = postgres.schema("al_automation_manager");
   const dir = agentFolder({ "agent.ts": AGENT, "tools/manage.ts": manage });
   const host = async (changes: JsonValue[]) => {
-    const state = await createPostgresState({ connectionString: TEST_DATABASE_URL, schema });
-    states.push(state);
+    const state = await postgres.state(schema);
     const started = await startAgent(dir, [{ toolCalls: [{ name: "manage", input: { changes } }] }, { text: "done" }], { state });
-    closing.push(() => started.runtime.close());
+    postgres.closeLater(() => started.runtime.close());
     return started;
   };
   const a = await host(changesA);
@@ -61,7 +44,7 @@ async function twoHosts(changesA: JsonValue[], changesB: JsonValue[]) {
   return { a, b, runtime: a.runtime };
 }
 
-describe.skipIf(!database.available)("ctx.automationManager on two hosts sharing PostgreSQL", () => {
+describe.skipIf(!postgres.available)("ctx.automationManager on two hosts sharing PostgreSQL", () => {
   it("loses none of the creates, updates and deletes two hosts make at once", async () => {
     const changesA = [...["a1", "a2", "a3", "a4"].map((name) => ["create", name, `from a`]), ["update", "x1", "a was here"], ["update", "x2", "a was here"], ["delete", "x3"]];
     const changesB = [...["b1", "b2", "b3", "b4"].map((name) => ["create", name, `from b`]), ["update", "x4", "b was here"], ["delete", "x5"]];

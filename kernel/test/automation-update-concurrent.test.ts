@@ -1,24 +1,9 @@
-import pg from "pg";
-import { afterAll, describe, expect, it } from "vitest";
-import { createPostgresState, type PostgresStateAdapter } from "@assemblyline-agents/postgres";
-import { TEST_DATABASE_URL, probeDatabase, randomSchema } from "../../plugins/postgres/test/support/database.js";
+import { describe, expect, it } from "vitest";
+import { sharedPostgres } from "./support/shared-postgres.js";
 import { agentFolder } from "./support/agent-folder.js";
 import { startAgent } from "./support/runtime.js";
 
-const database = await probeDatabase("automation-update-concurrent");
-const schemas: string[] = [];
-const states: PostgresStateAdapter[] = [];
-const closing: Array<() => Promise<void>> = [];
-
-afterAll(async () => {
-  for (const close of closing) await close().catch(() => undefined);
-  for (const state of states) await state.close().catch(() => undefined);
-  if (!database.available) return;
-  const client = new pg.Client({ connectionString: TEST_DATABASE_URL });
-  await client.connect();
-  for (const schema of schemas) await client.query(`DROP SCHEMA IF EXISTS ${schema} CASCADE`);
-  await client.end();
-});
+const postgres = await sharedPostgres("automation-update-concurrent");
 
 const AGENT = `import { defineAgent } from "@assemblyline-agents/core";
 export default defineAgent({ model: "test/model", dynamicAutomations: { dynamic: true, approval: false } });
@@ -26,14 +11,12 @@ export default defineAgent({ model: "test/model", dynamicAutomations: { dynamic:
 
 /** Two hosts of one agent, each a runtime with its own connections to one PostgreSQL schema. */
 async function twoHosts() {
-  const schema = randomSchema("al_automation_update");
-  schemas.push(schema);
+  const schema = postgres.schema("al_automation_update");
   const dir = agentFolder({ "agent.ts": AGENT });
   const host = async () => {
-    const state = await createPostgresState({ connectionString: TEST_DATABASE_URL, schema });
-    states.push(state);
+    const state = await postgres.state(schema);
     const { runtime } = await startAgent(dir, [], { state });
-    closing.push(() => runtime.close());
+    postgres.closeLater(() => runtime.close());
     return runtime;
   };
   return [await host(), await host()] as const;
@@ -41,7 +24,7 @@ async function twoHosts() {
 
 const TRIALS = 20;
 
-describe.skipIf(!database.available)("updating one automation from two hosts at once, on PostgreSQL", () => {
+describe.skipIf(!postgres.available)("updating one automation from two hosts at once, on PostgreSQL", () => {
   it("keeps both changes when one host changes the message and the other disables it", async () => {
     const [a, b] = await twoHosts();
     for (let trial = 0; trial < TRIALS; trial += 1) {
