@@ -5,6 +5,28 @@
  */
 export class SandboxOpenings<T> {
   private readonly byKey = new Map<string, Promise<T>>();
+  private readonly terms = new Map<string, { released: boolean }>();
+
+  /**
+   * The key's current term, from its first acquire to its release: a handle opened in it follows
+   * its sandbox to the key's next one (SandboxSuccession) only while the term lasts, so a handle
+   * kept after the release makes no sandbox that nothing would release.
+   */
+  term(key: string): { readonly released: boolean } {
+    let term = this.terms.get(key);
+    if (term === undefined) {
+      term = { released: false };
+      this.terms.set(key, term);
+    }
+    return term;
+  }
+
+  /** The key was released: its term ends (the next acquire starts another). */
+  endTerm(key: string): void {
+    const term = this.terms.get(key);
+    if (term) term.released = true;
+    this.terms.delete(key);
+  }
 
   /** The key's opening, started with `open` when there is none. */
   acquire(key: string, open: () => Promise<T>): Promise<T> {

@@ -12,8 +12,15 @@ export class SandboxSuccession {
   private ended = false;
   private successor: Promise<SandboxDriver | undefined> | undefined;
 
-  /** `next`: the key's next sandbox's driver (the adapter's acquire), or undefined when it hands back this same sandbox. */
-  constructor(private readonly next: () => Promise<SandboxDriver | undefined>) {}
+  /**
+   * `next`: the key's next sandbox's driver (the adapter's acquire), or undefined when it hands back
+   * this same sandbox. `term`: the key's term the handle was opened in (SandboxOpenings.term); once
+   * it is released, a call finding the sandbox gone makes no new one.
+   */
+  constructor(
+    private readonly next: () => Promise<SandboxDriver | undefined>,
+    private readonly term?: { readonly released: boolean },
+  ) {}
 
   /** The provider no longer has the sandbox: later calls go to the key's next one. */
   end(): void {
@@ -40,6 +47,14 @@ export class SandboxSuccession {
 
   /** The next sandbox's driver, opened once for the calls that need it; a failed opening is tried again by the next call. */
   private following(): Promise<SandboxDriver | undefined> {
+    if (this.term?.released) {
+      return Promise.reject(
+        new AssemblyLineError("AL_ERR_SANDBOX_UNAVAILABLE", "this sandbox was released, and its handle makes no new one: nothing would release it", {
+          fix: "Use the sandbox of a run only while the run holds it (ctx.getSandbox() in a tool call); acquire the key again for new work.",
+          details: { released: true },
+        }),
+      );
+    }
     const opening = (this.successor ??= this.next().then(
       (driver) => {
         if (!driver && this.successor === opening) this.successor = undefined;

@@ -81,6 +81,7 @@ export class DaytonaSandboxAdapter implements SnapshottingSandboxAdapter {
    */
   async release(key: string): Promise<void> {
     checkKey(key);
+    this.live.endTerm(key);
     // An acquire still creating the sandbox would leave it running after the lookup below.
     await this.live.settle(key);
     const remote = await this.find(key);
@@ -329,7 +330,7 @@ export class DaytonaSandboxAdapter implements SnapshottingSandboxAdapter {
     const succession = new SandboxSuccession(async () => {
       const next = (await this.acquire(key)) as ShellSandbox;
       return next === sandbox ? undefined : this.#opened.get(next)?.driver;
-    });
+    }, this.live.term(key));
     const gone = () => {
       succession.end();
       this.live.forgetIfOpened(key, sandbox);

@@ -88,6 +88,7 @@ export class E2bSandboxAdapter implements SnapshottingSandboxAdapter {
    */
   async release(key: string): Promise<void> {
     checkKey(key);
+    this.live.endTerm(key);
     // An acquire still creating the sandbox would leave it running after the lookup below.
     await this.live.settle(key);
     const found = await this.find(key);
@@ -273,7 +274,7 @@ export class E2bSandboxAdapter implements SnapshottingSandboxAdapter {
     const succession = new SandboxSuccession(async () => {
       const next = (await this.acquire(key)) as ShellSandbox;
       return next === sandbox ? undefined : this.#drivers.get(next);
-    });
+    }, this.live.term(key));
     const attachment: Attachment = {
       remote,
       gone: () => {

@@ -278,6 +278,23 @@ if (probe.available) {
       await made.release("run-released");
     });
 
+    it("makes no new sandbox for a handle kept after its key's release: nothing would release it", async () => {
+      const scope = randomScope("kept-after-release");
+      const made = adapter({ scope });
+      const kept = await made.acquire("run-kept");
+      await made.release("run-kept");
+      for (let call = 0; call < 2; call += 1) {
+        const error = await kept.exec("echo hi").catch((caught: unknown) => caught);
+        expect(isAssemblyLineError(error), String(error)).toBe(true);
+      }
+      expect(await kept.exec("echo hi").catch((caught: unknown) => caught)).toMatchObject({ code: "AL_ERR_SANDBOX_UNAVAILABLE", details: { released: true } });
+      expect(fake.creates.filter((body) => (body.metadata as Record<string, string>)[METADATA.scope] === scope)).toHaveLength(1);
+      // The key itself can be acquired again: a new term, whose handle works.
+      const again = await made.acquire("run-kept");
+      expect((await again.exec("echo again")).stdout).toBe("again\n");
+      await made.release("run-kept");
+    });
+
     it("kills, at a release that overlaps an acquire still creating the sandbox, the sandbox that acquire makes", async () => {
       const made = adapter();
       const ours = () => [...fake.sandboxes.values()].filter((entry) => entry.metadata[METADATA.key] === "run-raced" && entry.metadata[METADATA.scope] === made.options.scope);

@@ -64,6 +64,7 @@ export class ModalSandboxAdapter implements SandboxAdapter {
   /** Terminate the key's sandbox. Releasing an unknown key (or one Modal already ended) is a no-op. */
   async release(key: string): Promise<void> {
     checkKey(key);
+    this.live.endTerm(key);
     // An acquire still creating the sandbox would leave it running after the lookup below.
     await this.live.settle(key);
     const remote = await this.find(key);
@@ -248,7 +249,7 @@ export class ModalSandboxAdapter implements SandboxAdapter {
     const succession = new SandboxSuccession(async () => {
       const next = (await this.acquire(key)) as ShellSandbox;
       return next === sandbox ? undefined : this.#opened.get(next)?.driver;
-    });
+    }, this.live.term(key));
     const gone = () => {
       succession.end();
       this.live.forgetIfOpened(key, sandbox);
