@@ -113,6 +113,7 @@ export const errorCatalogue = {
   AL_ERR_AUTOMATION_SCHEDULE: "An automation schedule is not a valid cron expression, time zone, interval or one-shot time.",
   AL_ERR_AUTOMATION_INPUT: "ctx.automationManager was given a bad automation (name, message, fields) or asked to change a static one.",
   AL_ERR_AUTOMATION_NOT_FOUND: "No automation of this agent has that name (or a schedule row belongs to another agent).",
+  AL_ERR_AUTOMATION_CONFLICT: "An automation kept changing (other hosts or runs writing it) between each read and write of a change, which was given up; nothing of it was written.",
   AL_ERR_CONNECTION_DEFINITION: "A connection definition (host option or ctx.connectionManager.add) is malformed.",
   AL_ERR_CONNECTION_REFUSED: "A dynamic connection was refused: dynamic connections are off, the name is taken (or the host's), its host is not in allowedHosts, or its grant is not listed in dynamicConnections.grants for that host (also checked on every request it sends).",
   AL_ERR_CONNECTION_FAILED: "A connection could not be reached or described (MCP handshake, OpenAPI document, tool listing), or did not answer a request within `requestTimeoutMs`, or answered more than `maxResponseBytes`.",

@@ -477,7 +477,7 @@ export class Automations {
       }
       if (record ? await store.replaceSchedule(withoutLease(record), next) : await store.insertSchedule!(next)) return answer;
     }
-    throw new AssemblyLineError("AL_ERR_AUTOMATION_INPUT", `automation "${name}" changed ${REWRITE_TRIES} times between reading it and writing this change; nothing of this change was written`, {
+    throw new AssemblyLineError("AL_ERR_AUTOMATION_CONFLICT", `automation "${name}" changed ${REWRITE_TRIES} times between reading it and writing this change; nothing of this change was written`, {
       fix: "Other hosts or runs are changing this automation at the same moment: try the change again once they are done.",
     });
   }
