@@ -3,4 +3,4 @@ export { ShellSandbox, type SandboxDriver, type ShellSandboxDefaults } from "./s
 export { SandboxOpenings } from "./sandbox-openings.js";
 export { KILL_LEFTOVERS, PID_DIR, tracked } from "./leftover-commands.js";
 export { MAX_READ_BYTES, checkReadSize, sizeScript } from "./read-limit.js";
-export { SandboxSuccession } from "./sandbox-succession.js";
+export { SandboxSuccession, successiveSandbox } from "./sandbox-succession.js";

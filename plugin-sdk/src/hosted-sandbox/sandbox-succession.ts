@@ -1,5 +1,7 @@
 import { AssemblyLineError, errorSummary } from "../errors.js";
-import type { SandboxDriver } from "./shell-sandbox.js";
+import type { Sandbox } from "../sandbox.js";
+import type { SandboxOpenings } from "./sandbox-openings.js";
+import { ShellSandbox, type SandboxDriver, type ShellSandboxDefaults } from "./shell-sandbox.js";
 
 /**
  * What a sandbox handle's calls go to once the provider no longer has its
@@ -76,4 +78,40 @@ function lost(error: unknown): unknown {
     fix: "Write again, in the new sandbox, the files the run still needs.",
     details: { ...error.details, sandboxGone: true },
   });
+}
+
+/** Each sandbox successiveSandbox made, with the driver a handle whose own sandbox is gone hands its calls to. */
+const successorDrivers = new WeakMap<ShellSandbox, SandboxDriver>();
+
+/**
+ * A hosted adapter's handle of `key`'s sandbox that outlives the sandbox: once the provider no
+ * longer has it (the driver calls `gone`), the key's opening is forgotten, so the next acquire makes
+ * a new one, and the handle's next calls go to the key's next sandbox (SandboxSuccession), for as
+ * long as the key's term lasts (SandboxOpenings.term). Returns the handle and its `gone`, for an
+ * adapter that finds the sandbox gone itself (at a later acquire).
+ */
+export function successiveSandbox(parts: {
+  key: string;
+  /** Names the provider in errors, e.g. "Daytona". */
+  provider: string;
+  defaults: ShellSandboxDefaults;
+  openings: SandboxOpenings<ShellSandbox>;
+  /** The adapter's acquire of the key: its next sandbox. */
+  acquire: () => Promise<Sandbox>;
+  /** The provider's driver of this sandbox, which calls `gone` when it finds the provider no longer has it. */
+  driver: (gone: () => void) => SandboxDriver;
+}): { sandbox: ShellSandbox; gone: () => void } {
+  const { key, openings } = parts;
+  const succession = new SandboxSuccession(async (): Promise<SandboxDriver | undefined> => {
+    const next = (await parts.acquire()) as ShellSandbox;
+    return next === sandbox ? undefined : successorDrivers.get(next);
+  }, openings.term(key));
+  const gone = () => {
+    succession.end();
+    openings.forgetIfOpened(key, sandbox);
+  };
+  const driver: SandboxDriver = succession.driver(parts.driver(gone));
+  const sandbox: ShellSandbox = new ShellSandbox(key, driver, parts.defaults, parts.provider);
+  successorDrivers.set(sandbox, driver);
+  return { sandbox, gone };
 }

@@ -1,7 +1,7 @@
 import { createHash, randomBytes } from "node:crypto";
 import { setTimeout as sleep } from "node:timers/promises";
 import type { Daytona, Sandbox as DaytonaSdkSandbox } from "@daytonaio/sdk";
-import { AssemblyLineError, KILL_LEFTOVERS, checkReadSize, sizeScript, tracked, type Sandbox, type SandboxDriver, type SandboxSnapshot, type SnapshottingSandboxAdapter, ShellSandbox, SandboxOpenings, SandboxSuccession } from "@assemblyline-agents/core";
+import { AssemblyLineError, KILL_LEFTOVERS, checkReadSize, sizeScript, tracked, type Sandbox, type SandboxDriver, type SandboxSnapshot, type SnapshottingSandboxAdapter, ShellSandbox, SandboxOpenings, successiveSandbox } from "@assemblyline-agents/core";
 import { resolveDaytonaOptions, type DaytonaSandboxOptions, type ResolvedDaytonaOptions } from "./options.js";
 import { providerError, statusOf } from "./provider-error.js";
 import { retryRateLimited } from "./rate-limit.js";
@@ -327,17 +327,15 @@ export class DaytonaSandboxAdapter implements SnapshottingSandboxAdapter {
   }
 
   private wrap(key: string, remote: DaytonaSdkSandbox): ShellSandbox {
-    const succession = new SandboxSuccession(async () => {
-      const next = (await this.acquire(key)) as ShellSandbox;
-      return next === sandbox ? undefined : this.#opened.get(next)?.driver;
-    }, this.live.term(key));
-    const gone = () => {
-      succession.end();
-      this.live.forgetIfOpened(key, sandbox);
-    };
-    const driver = succession.driver(this.driver(remote, gone));
-    const sandbox: ShellSandbox = new ShellSandbox(key, driver, { timeoutMs: this.options.defaultTimeoutMs, maxOutputBytes: this.options.maxOutputBytes, env: this.options.env }, "Daytona");
-    this.#opened.set(sandbox, { remote, driver, gone });
+    const { sandbox, gone } = successiveSandbox({
+      key,
+      provider: "Daytona",
+      defaults: { timeoutMs: this.options.defaultTimeoutMs, maxOutputBytes: this.options.maxOutputBytes, env: this.options.env },
+      openings: this.live,
+      acquire: () => this.acquire(key),
+      driver: (gone) => this.driver(remote, gone),
+    });
+    this.#opened.set(sandbox, { remote, gone });
     return sandbox;
   }
 
@@ -459,7 +457,6 @@ export class DaytonaSandboxAdapter implements SnapshottingSandboxAdapter {
 /** An open sandbox as a later acquire of its key, or a handle its sandbox was lost under, reaches it. */
 interface Opened<Remote> {
   remote: Remote;
-  driver: SandboxDriver;
   /** The provider no longer has the sandbox: the key's next acquire, and the handle's next call, get a new one. */
   gone: () => void;
 }

@@ -1,6 +1,6 @@
 import { createHash, randomBytes } from "node:crypto";
 import type { Sandbox as E2bSdkSandbox, SandboxInfo } from "e2b";
-import { AssemblyLineError, KILL_LEFTOVERS, checkReadSize, sizeScript, tracked, type Sandbox, type SandboxDriver, type SandboxSnapshot, type SnapshottingSandboxAdapter, ShellSandbox, SandboxOpenings, SandboxSuccession } from "@assemblyline-agents/core";
+import { AssemblyLineError, KILL_LEFTOVERS, checkReadSize, sizeScript, tracked, type Sandbox, type SandboxDriver, type SandboxSnapshot, type SnapshottingSandboxAdapter, ShellSandbox, SandboxOpenings, successiveSandbox } from "@assemblyline-agents/core";
 import { resolveE2bOptions, type E2bSandboxOptions, type ResolvedE2bOptions } from "./options.js";
 import { providerError, statusOf } from "./provider-error.js";
 
@@ -49,8 +49,6 @@ export class E2bSandboxAdapter implements SnapshottingSandboxAdapter {
   private readonly live = new SandboxOpenings<ShellSandbox>();
   /** Each open sandbox's attachment, so a later acquire of its key restarts the lifetime on the handle its calls use (#private: the SDK handles hold the key). */
   readonly #attachments = new WeakMap<ShellSandbox, Attachment>();
-  /** Each open sandbox's driver, which a handle whose sandbox E2B no longer has makes its calls through. */
-  readonly #drivers = new WeakMap<ShellSandbox, SandboxDriver>();
 
   constructor(options: E2bSandboxAdapterOptions) {
     const { agentDir, hostEnv, ...rest } = options;
@@ -271,21 +269,16 @@ export class E2bSandboxAdapter implements SnapshottingSandboxAdapter {
   }
 
   private wrap(key: string, remote: E2bSdkSandbox): ShellSandbox {
-    const succession = new SandboxSuccession(async () => {
-      const next = (await this.acquire(key)) as ShellSandbox;
-      return next === sandbox ? undefined : this.#drivers.get(next);
-    }, this.live.term(key));
-    const attachment: Attachment = {
-      remote,
-      gone: () => {
-        succession.end();
-        this.live.forgetIfOpened(key, sandbox);
-      },
-    };
-    const driver = succession.driver(this.driver(attachment));
-    const sandbox: ShellSandbox = new ShellSandbox(key, driver, { timeoutMs: this.options.defaultTimeoutMs, maxOutputBytes: this.options.maxOutputBytes, env: this.options.env }, "E2B");
-    this.#attachments.set(sandbox, attachment);
-    this.#drivers.set(sandbox, driver);
+    let attachment: Attachment | undefined;
+    const { sandbox } = successiveSandbox({
+      key,
+      provider: "E2B",
+      defaults: { timeoutMs: this.options.defaultTimeoutMs, maxOutputBytes: this.options.maxOutputBytes, env: this.options.env },
+      openings: this.live,
+      acquire: () => this.acquire(key),
+      driver: (gone) => this.driver((attachment = { remote, gone })),
+    });
+    this.#attachments.set(sandbox, attachment!);
     return sandbox;
   }
 

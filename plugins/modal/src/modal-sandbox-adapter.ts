@@ -1,6 +1,6 @@
 import { createHash } from "node:crypto";
 import type { ModalClient, Sandbox as ModalSdkSandbox } from "modal";
-import { AssemblyLineError, KILL_LEFTOVERS, MAX_READ_BYTES, checkReadSize, sizeScript, tracked, type Sandbox, type SandboxAdapter, type SandboxDriver, ShellSandbox, SandboxOpenings, SandboxSuccession } from "@assemblyline-agents/core";
+import { AssemblyLineError, KILL_LEFTOVERS, MAX_READ_BYTES, checkReadSize, sizeScript, tracked, type Sandbox, type SandboxAdapter, type SandboxDriver, ShellSandbox, SandboxOpenings, successiveSandbox } from "@assemblyline-agents/core";
 import { resolveModalOptions, type ModalSandboxOptions, type ResolvedModalOptions } from "./options.js";
 import { grpcStatusOf, providerError } from "./provider-error.js";
 import { withinDeadline } from "./deadline.js";
@@ -38,7 +38,7 @@ export class ModalSandboxAdapter implements SandboxAdapter {
    * Each open sandbox's SDK handle (so a later acquire of its key can check Modal still runs it), its driver
    * (which a handle whose sandbox Modal ended makes its calls through) and what ends it.
    */
-  readonly #opened = new WeakMap<ShellSandbox, { remote: ModalSdkSandbox; driver: SandboxDriver; gone: () => void }>();
+  readonly #opened = new WeakMap<ShellSandbox, { remote: ModalSdkSandbox; gone: () => void }>();
 
   constructor(options: ModalSandboxAdapterOptions) {
     const { agentDir, hostEnv, ...rest } = options;
@@ -246,17 +246,15 @@ export class ModalSandboxAdapter implements SandboxAdapter {
   }
 
   private wrap(key: string, remote: ModalSdkSandbox): ShellSandbox {
-    const succession = new SandboxSuccession(async () => {
-      const next = (await this.acquire(key)) as ShellSandbox;
-      return next === sandbox ? undefined : this.#opened.get(next)?.driver;
-    }, this.live.term(key));
-    const gone = () => {
-      succession.end();
-      this.live.forgetIfOpened(key, sandbox);
-    };
-    const driver = succession.driver(this.driver(remote, gone));
-    const sandbox: ShellSandbox = new ShellSandbox(key, driver, { timeoutMs: this.options.defaultTimeoutMs, maxOutputBytes: this.options.maxOutputBytes, env: this.options.env }, "Modal");
-    this.#opened.set(sandbox, { remote, driver, gone });
+    const { sandbox, gone } = successiveSandbox({
+      key,
+      provider: "Modal",
+      defaults: { timeoutMs: this.options.defaultTimeoutMs, maxOutputBytes: this.options.maxOutputBytes, env: this.options.env },
+      openings: this.live,
+      acquire: () => this.acquire(key),
+      driver: (gone) => this.driver(remote, gone),
+    });
+    this.#opened.set(sandbox, { remote, gone });
     return sandbox;
   }
 
