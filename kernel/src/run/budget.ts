@@ -225,7 +225,7 @@ export class RunBudget {
         const delegated = this.delegates ? await this.delegatedSoFar(this.delegates.runs) : NOTHING_SPENT;
         this.check("maxTokens", sumTokens(records) + delegated.tokens, true);
         this.check("maxCostUsd", roundCost(sumCost(records) + delegated.costUsd), true);
-        if (this.shared) await this.checkSharedCeiling(this.shared);
+        if (this.shared) await this.checkSharedCeiling(this.shared, records);
       }
     }
     const conversationId = budgetConversationOf(this.run);
@@ -256,10 +256,10 @@ export class RunBudget {
   }
 
   /** The ceilings this run shares with subagents spawned beside it, and above it (shared-budget.ts). */
-  private async checkSharedCeiling(shared: NonNullable<RunBudget["shared"]>): Promise<void> {
+  private async checkSharedCeiling(shared: NonNullable<RunBudget["shared"]>, ownRecords: UsageRecord[]): Promise<void> {
     let reached: BudgetExceeded | null;
     try {
-      reached = await sharedCeilingReached(this.run, { runs: shared.runs, usage: this.usage }, shared.extended);
+      reached = await sharedCeilingReached(this.run, { runs: shared.runs, usage: this.usage }, shared.extended, ownRecords);
     } catch (error) {
       // As a failing usage read does: degraded, checked again before the next call.
       this.logger.warn({ runId: this.run.id, event: "usage.degraded", budgets: [...DELEGATED_BUDGETS], err: String(error) }, "the shared subagent ceilings could not be read; not checked for this call");

@@ -1,4 +1,4 @@
-import type { RunBudgetName, RunEvent, RunRecord, RunStore, UsageStore } from "@assemblyline-agents/core";
+import type { RunBudgetName, RunEvent, RunRecord, RunStore, UsageRecord, UsageStore } from "@assemblyline-agents/core";
 import { DELEGATED_BUDGETS, delegatedUsageOf, roundCost, sumCost, sumTokens, type BudgetExceeded, type SpentUsage } from "./budget.js";
 
 /** Subagent depth is bounded by the host (subagents.maxDepth); this only stops a walk up a cycle in corrupt state. */
@@ -18,12 +18,18 @@ type Stores = { runs: RunStore; usage: UsageStore };
  * Returns the budget reached at the level that spent most, so one approval covers every level;
  * null when none is reached.
  */
-export async function sharedCeilingReached(run: RunRecord, stores: Stores, extended: Partial<Record<RunBudgetName, number>>): Promise<BudgetExceeded | null> {
+export async function sharedCeilingReached(
+  run: RunRecord,
+  stores: Stores,
+  extended: Partial<Record<RunBudgetName, number>>,
+  /** The run's own usage records, as its own budget check just read them. */
+  ownRecords: UsageRecord[],
+): Promise<BudgetExceeded | null> {
   const spent = new Map<string, Promise<SpentUsage>>();
-  const spentUnder = (runId: string, events?: RunEvent[]): Promise<SpentUsage> => {
+  const spentUnder = (runId: string): Promise<SpentUsage> => {
     let pending = spent.get(runId);
     if (pending === undefined) {
-      pending = liveSpentOf(runId, stores, spentUnder, events);
+      pending = liveSpentOf(runId, stores, spentUnder, runId === run.id ? ownRecords : undefined);
       spent.set(runId, pending);
     }
     return pending;
@@ -73,8 +79,8 @@ async function levelSpent(runId: string, budgetSeq: number, parentEvents: RunEve
  * What a run spent with everything under it, now: its own model calls, its finished subagents' (the
  * sums on their `subagent.completed` events) and, walking down, what its running subagents spent so far.
  */
-async function liveSpentOf(runId: string, stores: Stores, spentUnder: (runId: string) => Promise<SpentUsage>, known?: RunEvent[]): Promise<SpentUsage> {
-  const [records, events] = await Promise.all([stores.usage.listUsage({ runId }), known ?? stores.runs.listEvents(runId)]);
+async function liveSpentOf(runId: string, stores: Stores, spentUnder: (runId: string) => Promise<SpentUsage>, read?: UsageRecord[]): Promise<SpentUsage> {
+  const [records, events] = await Promise.all([read ?? stores.usage.listUsage({ runId }), stores.runs.listEvents(runId)]);
   const finished = delegatedUsageOf(events);
   const done = new Set(events.filter((event) => event.type === "subagent.completed").map((event) => String(event.data.childRunId)));
   const running = events.filter((event) => event.type === "subagent.started" && !done.has(String(event.data.childRunId))).map((event) => String(event.data.childRunId));
