@@ -146,6 +146,13 @@ export interface ConnectionProvider {
    * described it itself.
    */
   tools(name: string, definition: ConnectionDefinition | DynamicConnectionSpec, record: JsonValue, policy: ConnectionPolicy): Record<string, ToolDefinition<any, any>>;
+  /**
+   * This process no longer provides the connection (removed, or replaced by a
+   * new definition): close what it holds for it. Called with the definition and
+   * policy its tools were made with; calls still in flight must be let finish,
+   * and a later use may connect again. A failure is logged, never thrown into a run.
+   */
+  release?(name: string, definition: ConnectionDefinition | DynamicConnectionSpec, policy: ConnectionPolicy): Promise<void>;
   /** Close clients and child processes (host shutdown). */
   close?(): Promise<void>;
 }

@@ -46,7 +46,8 @@ interface StoredConnection {
  * this process has not provided yet. The protocols live in the provider plugin.
  */
 export class ConnectionRegistry {
-  private readonly provided = new Map<string, { digest: string; info: ConnectionInfo }>();
+  /** What each connection's tools were made from: the provider's release is handed the same. */
+  private readonly provided = new Map<string, { digest: string; info: ConnectionInfo; definition: ConnectionDefinition | DynamicConnectionSpec; policy: ConnectionPolicy }>();
   /** Host connections whose describe failed: how often in a row, and when to try again. */
   private readonly failedStatic = new Map<string, { failures: number; retryAt: number }>();
   /** Describes under way, shared by the turns that refresh meanwhile. */
@@ -258,16 +259,27 @@ export class ConnectionRegistry {
       if (this.parts.table.has(toolName)) this.parts.table.delete(toolName);
       this.parts.table.provide(toolName, tool, { provider: CONNECTION_TOOL_PROVIDER });
     }
-    this.provided.set(name, { digest, info: { name, kind: definition.kind, source, description: definition.description ?? "", tools: Object.keys(tools).sort() } });
+    this.provided.set(name, { digest, definition, policy, info: { name, kind: definition.kind, source, description: definition.description ?? "", tools: Object.keys(tools).sort() } });
     this.changes += 1;
   }
 
+  /**
+   * Take a connection's tools out of the table and let the provider close what it holds for it.
+   * The release is not awaited: a turn does not wait on a server ending its session.
+   */
   private withdraw(name: string): void {
     const provided = this.provided.get(name);
     if (!provided) return;
     for (const tool of provided.info.tools) this.parts.table.delete(tool);
     this.provided.delete(name);
     this.changes += 1;
+    const provider = this.parts.provider;
+    if (!provider?.release) return;
+    void Promise.resolve()
+      .then(() => provider.release!(name, provided.definition, provided.policy))
+      .catch((error: unknown) => {
+        this.parts.logger.warn({ event: "connection.release_failed", connection: name, err: errorText(error) }, `connection "${name}" was withdrawn, but the provider failed to close what it held for it`);
+      });
   }
 
   private async stored(): Promise<Record<string, StoredConnection>> {

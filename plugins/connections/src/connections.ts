@@ -162,6 +162,10 @@ export function createConnections(options: ConnectionsOptions = {}): ConnectionP
       }
       return tools;
     },
+    async release(name, definition, policy): Promise<void> {
+      // OpenAPI and HTTP tools hold only their guard's pool, whose idle sockets close themselves (undici's keep-alive timeout).
+      if (definition.kind === "mcp") await mcp.release(name, mcpTarget(definition), policy);
+    },
     close: () => mcp.close(),
   };
 }

@@ -32,6 +32,10 @@ export class McpClients {
   private readonly sent = new Map<string, SentSecrets>();
   /** Clients whose handshake is under way. */
   private readonly opening = new Set<Client>();
+  /** Uses (describe, call) under way per client; a released client is closed when its last one ends. */
+  private readonly uses = new Map<Promise<Client>, { count: number; ended?: () => void }>();
+  /** Clients taken out of `clients` by release: a use begun before it opens no cached client. */
+  private readonly released = new WeakSet<Promise<Client>>();
 
   constructor(
     private readonly outbound: OutboundOptions,
@@ -88,6 +92,23 @@ export class McpClients {
   }
 
   /**
+   * The connection is no longer provided: its client is taken out (a later use opens a fresh one)
+   * and, once the calls in flight on it have finished, its session is ended on the server and the
+   * client closed (a stdio server stopped), as close() does for every client.
+   */
+  async release(connection: string, target: McpTarget, policy: ConnectionPolicy): Promise<void> {
+    const key = clientKey(connection, target, policy);
+    this.sent.delete(key);
+    const client = this.clients.get(key);
+    if (!client) return;
+    this.clients.delete(key);
+    this.released.add(client);
+    await this.drained(client);
+    const opened = await client.catch(() => undefined);
+    if (opened) await endSession(opened, Math.min(this.timeoutMs, SESSION_END_MS));
+  }
+
+  /**
    * Close every client: a session the server keeps is ended (DELETE, as the MCP spec asks of a
    * client leaving), waiting at most SESSION_END_MS for it; a stdio server is stopped. A handshake
    * still under way is stopped at once, not awaited: a server that never answers would otherwise
@@ -109,20 +130,27 @@ export class McpClients {
    * next use connects again instead of failing for ever.
    */
   private async using<T>(connection: string, target: McpTarget, policy: ConnectionPolicy, sent: SentSecrets | undefined, doing: string, use: (client: Client) => Promise<T>): Promise<T> {
-    const key = JSON.stringify([connection, target, policy.allowedHosts, policy.onlyAllowedHosts, policy.grantHosts ?? null]);
+    const key = clientKey(connection, target, policy);
     let clientSent = this.sent.get(key);
     if (!clientSent) this.sent.set(key, (clientSent = new SentSecrets()));
+    let previous: Promise<Client> | undefined;
     try {
       for (let attempt = 0; ; attempt += 1) {
-        const opened = this.client(key, connection, target, policy, clientSent);
-        const client = await opened;
+        // A retry of a use whose connection was released meanwhile gets a client of its own, closed after it: none is left behind for a connection no longer provided.
+        const own = previous !== undefined && this.released.has(previous);
+        const opened = own ? this.open(connection, target, policy, clientSent) : this.client(key, connection, target, policy, clientSent);
+        previous = opened;
+        this.enter(opened);
         try {
-          return await use(client);
+          return await use(await opened);
         } catch (error) {
           // A cut answer closes the client too: the SDK would otherwise resume the stream and read the rest.
           if ((await isTransportFailure(error)) || wasCut(error)) this.forget(key, opened);
           if (attempt === 0 && (await isSessionGone(error))) continue;
           throw failure(connection, doing, error);
+        } finally {
+          this.leave(opened);
+          if (own) void opened.then((client) => endSession(client, Math.min(this.timeoutMs, SESSION_END_MS))).catch(() => undefined);
         }
       }
     } finally {
@@ -151,6 +179,32 @@ export class McpClients {
       );
     }
     return client;
+  }
+
+  private enter(client: Promise<Client>): void {
+    const uses = this.uses.get(client);
+    if (uses) uses.count += 1;
+    else this.uses.set(client, { count: 1 });
+  }
+
+  private leave(client: Promise<Client>): void {
+    const uses = this.uses.get(client);
+    if (!uses || (uses.count -= 1) > 0) return;
+    this.uses.delete(client);
+    uses.ended?.();
+  }
+
+  /** Resolves once no use of `client` is under way. */
+  private drained(client: Promise<Client>): Promise<void> {
+    const uses = this.uses.get(client);
+    if (!uses) return Promise.resolve();
+    return new Promise((resolve) => {
+      const before = uses.ended;
+      uses.ended = () => {
+        before?.();
+        resolve();
+      };
+    });
   }
 
   private forget(key: string, client: Promise<Client>): void {
@@ -190,6 +244,11 @@ export class McpClients {
     }
     return client;
   }
+}
+
+/** One client per connection, what it connects to, and the policy it is held to. */
+function clientKey(connection: string, target: McpTarget, policy: ConnectionPolicy): string {
+  return JSON.stringify([connection, target, policy.allowedHosts, policy.onlyAllowedHosts, policy.grantHosts ?? null]);
 }
 
 /** Whether `error` (or what it wraps) is the error cappedAnswers put in place of an answer it cut. */
