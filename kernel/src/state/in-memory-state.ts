@@ -7,6 +7,7 @@ import {
   checkNewEvents,
   checkNewRun,
   checkObservedSeq,
+  checkScheduleDeleteIf,
   checkScheduleInput,
   checkScheduleReplace,
   checkedDate,
@@ -467,6 +468,16 @@ export class InMemoryStateAdapter implements StateAdapter {
     // runs between the check and the write, and a subclass that wraps upsertSchedule (a test's
     // fault injection) sees the replace as the write it is.
     await this.upsertSchedule(next);
+    return true;
+  }
+
+  async deleteScheduleIf(expected: Omit<ScheduleRecord, "lease">): Promise<boolean> {
+    checkScheduleDeleteIf(expected);
+    const stored = this.schedules.get(expected.id);
+    if (!stored || !isSameSchedule(stored, expected)) return false;
+    // Deleted by deleteSchedule in this same synchronous step, as replaceSchedule writes: nothing
+    // runs between the check and the delete, and a subclass that wraps deleteSchedule sees it.
+    await this.deleteSchedule(expected.id);
     return true;
   }
 

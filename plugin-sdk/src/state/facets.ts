@@ -96,9 +96,9 @@ export function isScheduleClaimableBy(schedule: Pick<ScheduleRecord, "agentId">,
 }
 
 /**
- * Whether stored schedule row `stored` equals `expected` as `replaceSchedule` compares them: every
- * field but the lease, `nextRunAt` as a time, `agentId` null or left out alike, `payload` as JSON
- * (object keys in any order).
+ * Whether stored schedule row `stored` equals `expected` as `replaceSchedule` and `deleteScheduleIf`
+ * compare them: every field but the lease, `nextRunAt` as a time, `agentId` null or left out alike,
+ * `payload` as JSON (object keys in any order).
  */
 export function isSameSchedule(stored: Omit<ScheduleRecord, "lease">, expected: Omit<ScheduleRecord, "lease">): boolean {
   return (
@@ -138,6 +138,15 @@ export interface ScheduleStateStore {
    * caller writes with `upsertSchedule`, and of two concurrent changes the last one written wins.
    */
   replaceSchedule?(expected: Omit<ScheduleRecord, "lease">, next: Omit<ScheduleRecord, "lease">): Promise<boolean>;
+  /**
+   * Delete the schedule stored under `expected.id` only if it still equals `expected` (compared as
+   * `replaceSchedule` compares: every field but the lease), checked atomically with the delete:
+   * true when deleted, false (nothing changed) when the row differs or is gone. So a writer that
+   * read a row and decided to delete it never deletes another writer's row of the same id: one
+   * changed since the read, or deleted and written again. Optional: without it a caller deletes
+   * with `deleteSchedule`, whatever the row holds by then.
+   */
+  deleteScheduleIf?(expected: Omit<ScheduleRecord, "lease">): Promise<boolean>;
   getSchedule(id: string): Promise<ScheduleRecord | undefined>;
   /** Sorted by id, in code-point order (see compareCodePoints). */
   listSchedules(): Promise<ScheduleRecord[]>;

@@ -77,6 +77,11 @@ export function checkScheduleReplace(expected: Omit<ScheduleRecord, "lease">, ne
   if (next.id !== expected.id) refuseStateInput(operation, "next.id", `expected.id (${JSON.stringify(expected.id)})`, next.id);
 }
 
+/** The argument of `deleteScheduleIf`: a row the claim could read, as `replaceSchedule` checks its `expected`. */
+export function checkScheduleDeleteIf(expected: Omit<ScheduleRecord, "lease">): void {
+  checkScheduleInput(`deleteScheduleIf(schedule "${String((expected as Partial<ScheduleRecord> | null)?.id)}")`, expected, "expected");
+}
+
 /** `value` as milliseconds since the epoch when it is an ISO-8601 time; refused otherwise. */
 export function checkedTimeText(operation: string, field: string, value: unknown): number {
   const ms = typeof value === "string" ? Date.parse(value) : Number.NaN;

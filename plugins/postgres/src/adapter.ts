@@ -220,6 +220,9 @@ export class PostgresStateAdapter implements StateAdapter {
   replaceSchedule(expected: Omit<ScheduleRecord, "lease">, next: Omit<ScheduleRecord, "lease">): Promise<boolean> {
     return schedules.replaceSchedule(this.db, expected, next);
   }
+  deleteScheduleIf(expected: Omit<ScheduleRecord, "lease">): Promise<boolean> {
+    return schedules.deleteScheduleIf(this.db, expected);
+  }
   getSchedule(id: string): Promise<ScheduleRecord | undefined> {
     return schedules.getSchedule(this.db, id);
   }

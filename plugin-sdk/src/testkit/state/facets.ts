@@ -312,6 +312,69 @@ export function describeScheduleStateStoreConformance(name: string, factory: Sta
       expect(await store().getSchedule("job")).toMatchObject({ enabled: false, nextRunAt: clockAt(90_000).toISOString() });
     });
 
+    it("deletes a schedule only while it still equals the row expected, whatever its lease (deleteScheduleIf, when the store has it)", async (context) => {
+      const deleteIf = store().deleteScheduleIf?.bind(store());
+      if (!deleteIf) return context.skip();
+      const stored = { ...schedule("job", clockAt(0)), agentId: "agent-a", payload: { job: "job", options: { a: 1, b: [1, 2] } } };
+      await store().upsertSchedule(stored);
+      await store().claimDueSchedules({ owner: "a", ttlMs: 5_000, now: clockAt(0) });
+      // Expected as read back: the same time in another form, the payload's keys in another order.
+      expect(await deleteIf({ ...stored, nextRunAt: clockAt(0).toISOString().replace("Z", "+00:00"), payload: { options: { b: [1, 2], a: 1 }, job: "job" } })).toBe(true);
+      expect(await store().getSchedule("job")).toBeUndefined();
+      // A row gone: nothing to delete.
+      expect(await deleteIf(stored)).toBe(false);
+      // A row changed since it was read stays, whatever field differs.
+      await store().upsertSchedule(stored);
+      const changes: Array<Partial<Omit<ScheduleRecord, "lease">>> = [{ payload: { job: "job" } }, { nextRunAt: clockAt(1).toISOString() }, { enabled: false }, { intervalMs: 1 }, { agentId: null }, { agentId: "agent-b" }];
+      for (const change of changes) expect(await deleteIf({ ...stored, ...change }), JSON.stringify(change)).toBe(false);
+      expect(await store().getSchedule("job")).toMatchObject({ ...stored });
+      // A row deleted and written again under its id by another writer is not the row read: it stays.
+      await store().deleteSchedule("job");
+      const recreated = { ...stored, payload: { job: "job", instance: "second" } };
+      await store().upsertSchedule(recreated);
+      expect(await deleteIf(stored)).toBe(false);
+      expect(await store().getSchedule("job")).toEqual({ ...recreated, lease: null });
+      // A row written without an agent matches an expected row with agentId null or left out.
+      await store().upsertSchedule(schedule("plain", clockAt(0)));
+      expect(await deleteIf({ ...schedule("plain", clockAt(0)), agentId: null })).toBe(true);
+      expect((await store().listSchedules()).map((s) => s.id)).toEqual(["job"]);
+    });
+
+    it("lets exactly one of a delete and concurrent replaces from one row win (deleteScheduleIf, when the store has it)", async (context) => {
+      const deleteIf = store().deleteScheduleIf?.bind(store());
+      if (!deleteIf) return context.skip();
+      const stored = schedule("job", clockAt(0));
+      await store().upsertSchedule(stored);
+      const deletes = await Promise.all([deleteIf(stored), deleteIf(stored), deleteIf(stored)]);
+      expect(deletes.filter(Boolean)).toHaveLength(1);
+      expect(await store().getSchedule("job")).toBeUndefined();
+      const replace = store().replaceSchedule?.bind(store());
+      if (!replace) return;
+      await store().upsertSchedule(stored);
+      const [deleted, ...replaced] = await Promise.all([deleteIf(stored), replace(stored, { ...stored, payload: { writer: "a" } }), replace(stored, { ...stored, payload: { writer: "b" } })]);
+      expect([deleted, ...replaced].filter(Boolean)).toHaveLength(1);
+      const after = await store().getSchedule("job");
+      if (deleted) expect(after).toBeUndefined();
+      else expect(after?.payload).toEqual({ writer: replaced[0] ? "a" : "b" });
+    });
+
+    it("refuses a conditional delete of a row no claim could read (AL_ERR_STATE_INPUT_INVALID naming the field), changing nothing", async (context) => {
+      const deleteIf = store().deleteScheduleIf?.bind(store());
+      if (!deleteIf) return context.skip();
+      const stored = schedule("job", clockAt(0));
+      await store().upsertSchedule(stored);
+      const calls: Array<[string, Record<string, unknown>]> = [
+        ["expected.nextRunAt", { nextRunAt: "garbage" }],
+        ["expected.enabled", { enabled: "yes" }],
+        ["expected.intervalMs", { intervalMs: -1 }],
+        ["expected.id", { id: "" }],
+      ];
+      for (const [field, change] of calls) {
+        await expect(deleteIf({ ...stored, ...change } as typeof stored), field).rejects.toMatchObject({ code: "AL_ERR_STATE_INPUT_INVALID", message: expect.stringContaining(field) });
+      }
+      expect(await store().listSchedules()).toEqual([{ ...stored, lease: null }]);
+    });
+
     it("refuses a replace of rows no claim could read, or of two ids (AL_ERR_STATE_INPUT_INVALID naming the field), changing nothing", async (context) => {
       const replace = store().replaceSchedule?.bind(store());
       if (!replace) return context.skip();

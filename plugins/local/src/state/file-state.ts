@@ -4,6 +4,7 @@ import {
   checkNewEvents,
   checkNewRun,
   checkObservedSeq,
+  checkScheduleDeleteIf,
   checkScheduleInput,
   checkScheduleReplace,
   checkedDate,
@@ -662,6 +663,15 @@ export class FileStateAdapter implements StateAdapter {
       const stored = tables.schedules.get(expected.id);
       if (!stored || !isSameSchedule(stored, expected)) return { ops: [], result: () => false };
       return { ops: [{ op: "schedule.put", schedule: { ...next, lease: stored.lease } }], result: () => true };
+    });
+  }
+
+  deleteScheduleIf(expected: Omit<ScheduleRecord, "lease">): Promise<boolean> {
+    return this.mutate((tables) => {
+      checkScheduleDeleteIf(expected);
+      const stored = tables.schedules.get(expected.id);
+      if (!stored || !isSameSchedule(stored, expected)) return { ops: [], result: () => false };
+      return { ops: [{ op: "schedule.delete", id: expected.id }], result: () => true };
     });
   }
 

@@ -54,6 +54,25 @@ export async function replaceSchedule(db: StateDatabase, expected: Omit<Schedule
   return replaced.length === 1;
 }
 
+/**
+ * Delete a schedule only if its row still equals `expected`, compared as `replaceSchedule`
+ * compares it; true when deleted. One statement: a concurrent replace or delete of the row holds
+ * its row lock until it commits, and this one then finds the row changed (or gone) and matches nothing.
+ */
+export async function deleteScheduleIf(db: StateDatabase, expected: Omit<ScheduleRecord, "lease">): Promise<boolean> {
+  const operation = `deleteScheduleIf(schedule "${String((expected as Partial<ScheduleRecord> | null)?.id)}")`;
+  const was = scheduleValues(operation, expected, "expected");
+  const deleted = await db.rows(
+    operation,
+    `DELETE FROM ${db.s}.schedules
+     WHERE id = $1 AND interval_ms = $2 AND next_run_at = $3::timestamptz
+       AND payload::jsonb IS NOT DISTINCT FROM $4::jsonb AND enabled = $5 AND agent_id IS NOT DISTINCT FROM $6
+     RETURNING id`,
+    was,
+  );
+  return deleted.length === 1;
+}
+
 /** A schedule's column values, checked: id, interval, next run, payload, enabled, agent. */
 function scheduleValues(operation: string, schedule: Omit<ScheduleRecord, "lease">, name = "schedule"): unknown[] {
   const check = new ArgumentCheck(operation);
