@@ -138,7 +138,7 @@ export class Automations {
       const id = this.rowId("static", entry.name);
       wanted.add(id);
       const dynamic = rows.get(this.rowId("dynamic", entry.name));
-      if (dynamic) await this.dropDynamicFor(entry.name, dynamic.payload);
+      if (dynamic) await this.dropDynamicFor(entry.name, dynamic.record);
       const listed = rows.get(id);
       if (listed && listed.payload.digest === digest) continue;
       written.add(id);
@@ -167,15 +167,32 @@ export class Automations {
       });
     }
     for (const [id, { record, payload }] of rows) {
-      if (payload.source === "static" && !wanted.has(id)) await this.parts.store.deleteSchedule(id);
+      if (payload.source === "static" && !wanted.has(id)) await this.dropStatic(record);
       // A row written before schedules had an agent: any agent's scheduler could claim it until it names its own.
       else if (!written.has(id) && (record.agentId ?? null) === null) await this.nameAgent(id);
     }
   }
 
-  /** A dynamic automation whose name a file now has: removed, its definition logged so it can be made again under another name. */
-  private async dropDynamicFor(name: string, payload: AutomationPayload): Promise<void> {
-    await this.parts.store.deleteSchedule(this.rowId("dynamic", name));
+  /**
+   * A static row of a file this build lacks, removed only as it was read: one another writer
+   * rewrote meanwhile (a host of a build that has the file, syncing at the same moment) is left to
+   * the next sync, or to `otherBuildRow` once no host of that build dispatches it.
+   */
+  private async dropStatic(record: ScheduleRecord): Promise<void> {
+    const { store } = this.parts;
+    if (store.deleteScheduleIf) await store.deleteScheduleIf(withoutLease(record));
+    else await store.deleteSchedule(record.id);
+  }
+
+  /**
+   * A dynamic automation whose name a file now has: removed, its definition logged so it can be
+   * made again under another name. The definition logged is the one deleted: a row changed since
+   * the sync read it (an update on another host) is read again.
+   */
+  private async dropDynamicFor(name: string, read: ScheduleRecord): Promise<void> {
+    const removed = await this.remove(read.id, name, () => true, read);
+    const payload = removed && automationPayload(removed.payload);
+    if (!payload) return;
     this.parts.logger.warn(
       { event: "automation.name_taken_by_file", automation: name, removed: { schedule: payload.schedule, message: payload.message, conversationId: payload.conversationId, enabled: payload.enabled, paused: payload.paused } as unknown as JsonValue },
       `automations/${name}.ts takes the name "${name}" from the dynamic automation of that name, which is removed (its definition is in this entry); create it again under another name if it is still wanted`,
@@ -326,8 +343,10 @@ export class Automations {
       if ((await this.rows()).has(this.rowId("static", name))) await this.requireDynamic(name, "delete");
       return { deleted: false };
     }
-    await this.parts.store.deleteSchedule(found.record.id);
-    return { deleted: true };
+    // The creation read is deleted, never one made since under its name: if another writer deleted it
+    // meanwhile (and maybe created the name again), this call deleted nothing.
+    const removed = await this.remove(found.record.id, name, (stored) => stored.payload?.instance === found.payload.instance, found.record);
+    return { deleted: removed !== undefined };
   }
 
   /**
@@ -336,7 +355,7 @@ export class Automations {
    * and the answer is still `deleted: true`: the automation there before is gone.
    */
   async deleteInstance(name: string, instance: string): Promise<{ deleted: true }> {
-    if ((await this.dynamicInstance(name)) === instance) await this.parts.store.deleteSchedule(this.rowId("dynamic", name));
+    await this.remove(this.rowId("dynamic", name), name, (stored) => stored.payload?.instance === instance);
     return { deleted: true };
   }
 
@@ -477,9 +496,34 @@ export class Automations {
       }
       if (record ? await store.replaceSchedule(withoutLease(record), next) : await store.insertSchedule!(next)) return answer;
     }
-    throw new AssemblyLineError("AL_ERR_AUTOMATION_CONFLICT", `automation "${name}" changed ${REWRITE_TRIES} times between reading it and writing this change; nothing of this change was written`, {
-      fix: "Other hosts or runs are changing this automation at the same moment: try the change again once they are done.",
-    });
+    throw conflict(name, "writing this change; nothing of this change was written");
+  }
+
+  /**
+   * Delete the row `id` if `wanted` says so of the row stored now (read again unless `first`, just
+   * read, is given), only while it is still the row read (`deleteScheduleIf`). A row another writer
+   * changed meanwhile (an update, a pause, a dispatch moving it on) is read again and decided again,
+   * so a row deleted and written again under its id is never deleted as the one read. The row
+   * deleted, or undefined when there was none `wanted`. A store without `deleteScheduleIf` deletes
+   * by id whatever the row holds by then.
+   */
+  private async remove(
+    id: string,
+    name: string,
+    wanted: (stored: { record: ScheduleRecord; payload: AutomationPayload | undefined }) => boolean,
+    first?: ScheduleRecord,
+  ): Promise<ScheduleRecord | undefined> {
+    const { store } = this.parts;
+    for (let attempt = 0; attempt < REWRITE_TRIES; attempt += 1) {
+      const record = attempt === 0 && first ? first : await store.getSchedule(id);
+      if (!record || !wanted({ record, payload: automationPayload(record.payload) })) return undefined;
+      if (!store.deleteScheduleIf) {
+        await store.deleteSchedule(id);
+        return record;
+      }
+      if (await store.deleteScheduleIf(withoutLease(record))) return record;
+    }
+    throw conflict(name, "deleting it; it was not deleted");
   }
 
   /** The schedule row of an automation. */
@@ -632,6 +676,13 @@ function refuseUnknownFields(input: object, known: string[], where: string): voi
 
 function withoutLease({ lease: _lease, ...record }: ScheduleRecord): Omit<ScheduleRecord, "lease"> {
   return record;
+}
+
+/** A change of automation `name` given up after REWRITE_TRIES reads, each changed by another writer before `what` (what was being done, and what came of it). */
+function conflict(name: string, what: string): AssemblyLineError {
+  return new AssemblyLineError("AL_ERR_AUTOMATION_CONFLICT", `automation "${name}" changed ${REWRITE_TRIES} times between reading it and ${what}`, {
+    fix: "Other hosts or runs are changing this automation at the same moment: try the change again once they are done.",
+  });
 }
 
 function nameTaken(name: string): AssemblyLineError {
