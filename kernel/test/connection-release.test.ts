@@ -83,6 +83,15 @@ describe("a withdrawn run-added connection", () => {
     });
   }
 
+  it("does not hold the run that removed it while the provider's release is under way", async () => {
+    const { provider } = recordingProvider();
+    provider.release = () => new Promise<void>(() => undefined);
+    const { manager } = replica(new InMemoryStateAdapter(), provider, "run_a");
+    await manager.add(spec("crm"));
+    const answer = await Promise.race([manager.remove("crm"), new Promise((resolve) => setTimeout(() => resolve("still waiting"), 1_000))]);
+    expect(answer).toEqual({ removed: true });
+  });
+
   it("needs no release from a provider that has none", async () => {
     const { provider } = recordingProvider();
     delete provider.release;

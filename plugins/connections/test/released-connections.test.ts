@@ -46,7 +46,7 @@ describe("releasing an MCP connection", () => {
     expect(echo.sessions.size).toBe(1);
   }, 20_000);
 
-  it("lets a call in flight finish before it ends the session", async () => {
+  it("lets a call in flight finish before it ends the session, while a call made after the release opens a session of its own", async () => {
     const echo = await server("echo-server");
     const provider = createConnections({ resolve });
     started.push({ close: async () => provider.close?.() });
@@ -60,12 +60,14 @@ describe("releasing an MCP connection", () => {
     await new Promise((done) => setTimeout(done, 100));
     expect(released).toBe(false);
     expect(echo.ended).toEqual([]);
+    expect(await tools.echo__echo!.execute({ word: "after" }, callCtx())).toMatchObject({ content: [{ type: "text", text: "after from echo-server" }] });
+    expect(echo.opened).toHaveLength(2);
 
     echo.finishWaits();
     expect(await inFlight).toMatchObject({ content: [{ type: "text", text: "waited from echo-server" }] });
     await release;
     expect(echo.ended).toEqual([echo.opened[0]]);
-    expect(echo.sessions.size).toBe(0);
+    expect([...echo.sessions.keys()]).toEqual([echo.opened[1]]);
   }, 20_000);
 });
 
