@@ -33,6 +33,20 @@ export class SandboxOpenings<T> {
     return this.byKey.get(key) ?? this.replace(key, open());
   }
 
+  /**
+   * The key's opening, as `acquire`, for a provider that can lose a sandbox: one already open before
+   * this call is first checked with `stillThere`, and when the provider no longer has it (false) it is
+   * forgotten and a new one opened in its place. A sandbox this call opened is not checked.
+   */
+  async acquireLive(key: string, open: () => Promise<T>, stillThere: (opened: T) => Promise<boolean>): Promise<T> {
+    const earlier = this.byKey.get(key);
+    const opened = await this.acquire(key, open);
+    if (earlier === undefined || (await stillThere(opened))) return opened;
+    // Only while it is still the key's: another call may have replaced it meanwhile.
+    if (this.byKey.get(key) === earlier) this.byKey.delete(key);
+    return this.acquire(key, open);
+  }
+
   /** Make `opening` the key's (a restore, say), forgotten if it fails. */
   replace(key: string, opening: Promise<T>): Promise<T> {
     const remembered: Promise<T> = opening.catch((error: unknown) => {

@@ -65,13 +65,12 @@ export class DaytonaSandboxAdapter implements SnapshottingSandboxAdapter {
    */
   async acquire(key: string): Promise<Sandbox> {
     checkKey(key);
-    const live = this.live.peek(key);
-    const sandbox = await this.live.acquire(key, () => this.open(key));
-    const opened = this.#opened.get(sandbox);
-    if (!live || !opened || !(await this.isGone(opened.remote))) return sandbox;
-    opened.gone();
-    if (this.live.peek(key) === live) this.live.forget(key);
-    return this.live.acquire(key, () => this.open(key));
+    return this.live.acquireLive(key, () => this.open(key), async (sandbox) => {
+      const opened = this.#opened.get(sandbox);
+      if (!opened || !(await this.isGone(opened.remote))) return true;
+      opened.gone();
+      return false;
+    });
   }
 
   /**

@@ -63,20 +63,19 @@ export class E2bSandboxAdapter implements SnapshottingSandboxAdapter {
    */
   async acquire(key: string): Promise<Sandbox> {
     checkKey(key);
-    const live = this.live.peek(key);
-    const sandbox = await this.live.acquire(key, () => this.open(key));
-    const attachment = this.#attachments.get(sandbox);
-    if (!live || !attachment) return sandbox;
-    try {
-      attachment.remote = await this.reconnect(attachment.remote.sandboxId);
-    } catch (error) {
-      // E2B no longer has it (killed, or its lifetime ended with onTimeout "kill"), its files with it: the key gets a new one instead of this failure at every acquire.
-      if ((error as AssemblyLineError).details?.status !== 404) throw error;
-      attachment.gone();
-      if (this.live.peek(key) === live) this.live.forget(key);
-      return this.live.acquire(key, () => this.open(key));
-    }
-    return sandbox;
+    return this.live.acquireLive(key, () => this.open(key), async (sandbox) => {
+      const attachment = this.#attachments.get(sandbox);
+      if (!attachment) return true;
+      try {
+        attachment.remote = await this.reconnect(attachment.remote.sandboxId);
+        return true;
+      } catch (error) {
+        // E2B no longer has it (killed, or its lifetime ended with onTimeout "kill"), its files with it: the key gets a new one instead of this failure at every acquire.
+        if ((error as AssemblyLineError).details?.status !== 404) throw error;
+        attachment.gone();
+        return false;
+      }
+    });
   }
 
   /**

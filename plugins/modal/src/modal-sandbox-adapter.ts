@@ -52,13 +52,12 @@ export class ModalSandboxAdapter implements SandboxAdapter {
    */
   async acquire(key: string): Promise<Sandbox> {
     checkKey(key);
-    const live = this.live.peek(key);
-    const sandbox = await this.live.acquire(key, () => this.open(key));
-    const opened = this.#opened.get(sandbox);
-    if (!live || !opened || !(await this.ended(key, opened.remote))) return sandbox;
-    opened.gone();
-    if (this.live.peek(key) === live) this.live.forget(key);
-    return this.live.acquire(key, () => this.open(key));
+    return this.live.acquireLive(key, () => this.open(key), async (sandbox) => {
+      const opened = this.#opened.get(sandbox);
+      if (!opened || !(await this.ended(key, opened.remote))) return true;
+      opened.gone();
+      return false;
+    });
   }
 
   /** Terminate the key's sandbox. Releasing an unknown key (or one Modal already ended) is a no-op. */
