@@ -11,6 +11,45 @@ export interface ConnectionAuth {
   grant: string;
   /** How the secret is sent: `Authorization: Bearer <secret>` (default) or in a header of its own. */
   header?: string;
+  /**
+   * Or as this query parameter of each request (`?api_key=<secret>`), for a
+   * service that takes its key only there; not together with `header`. Like a
+   * header, it never follows a redirect to another origin.
+   */
+  query?: string;
+}
+
+/**
+ * Query parameter names that carry a credential, as compared: lower case, no
+ * `-` or `_` (`API_KEY`, `api-key` and `apiKey` are all `apikey`).
+ */
+const CREDENTIAL_PARAMETERS = new Set([
+  "key", "apikey", "appkey", "accesskey", "secretkey", "privatekey", "subscriptionkey",
+  "token", "accesstoken", "refreshtoken", "idtoken", "authtoken", "apitoken", "bearer", "jwt",
+  "auth", "authorization", "credential", "credentials",
+  "secret", "clientsecret", "apisecret", "appsecret",
+  "password", "passwd", "pwd",
+  "sig", "signature",
+  "session", "sessionid", "sessiontoken", "sid",
+]);
+/** Endings that mark a credential whatever comes before (`github_token` does not: "token" alone is also a page cursor's name, `pageToken`). */
+const CREDENTIAL_ENDINGS = ["apikey", "accesstoken", "authtoken", "securitytoken", "sessiontoken", "secret", "password", "signature"];
+
+/**
+ * The first parameter of `url`'s query string (or fragment, `#access_token=`)
+ * whose name says it carries a credential, with where it is; undefined if none.
+ * A secret written into a URL is stored, logged and shown wherever the URL is,
+ * so connections refuse such URLs and take the secret from a grant instead
+ * (`auth: { grant, query }`).
+ */
+export function credentialInUrl(url: URL): { parameter: string; in: "query" | "fragment" } | undefined {
+  for (const [part, text] of [["query", url.search], ["fragment", url.hash]] as const) {
+    for (const parameter of new URLSearchParams(text.slice(1)).keys()) {
+      const compared = parameter.toLowerCase().replace(/[-_]/g, "");
+      if (CREDENTIAL_PARAMETERS.has(compared) || CREDENTIAL_ENDINGS.some((ending) => compared.endsWith(ending))) return { parameter, in: part };
+    }
+  }
+  return undefined;
 }
 
 /** Approval of a connection's tool calls: one answer for all, or per tool. */

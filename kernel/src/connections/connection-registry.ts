@@ -1,5 +1,6 @@
 import {
   AssemblyLineError,
+  credentialInUrl,
   isAssemblyLineError,
   type ConnectionDefinition,
   type ConnectionInfo,
@@ -396,7 +397,15 @@ function checkSpec(spec: DynamicConnectionSpec, allowedHosts: readonly string[])
     } catch {
       url = undefined;
     }
-    if (!url || (url.protocol !== "https:" && url.protocol !== "http:")) fail(`connection "${spec.name}": ${field} ${JSON.stringify(value)} is not an http(s) URL`, "Pass an absolute http(s) URL.");
+    if (!url || (url.protocol !== "https:" && url.protocol !== "http:")) fail(`connection "${spec.name}": ${field} ${JSON.stringify(shownUrl(value))} is not an http(s) URL`, "Pass an absolute http(s) URL.");
+    // A spec is a tool input, stored in the settings facet and shown to the approver: a secret in its URL would be in all of them.
+    const credential = credentialInUrl(url!);
+    if (credential) {
+      fail(
+        `connection "${spec.name}": ${field} carries a credential in its ${credential.in === "query" ? "query string" : "fragment"} (parameter ${JSON.stringify(credential.parameter)})`,
+        `Take the parameter out of ${field}; the host stores the secret as a grant, listed in agent.ts dynamicConnections.grants, and the spec sends it with auth: { grant: "<id>", query: ${JSON.stringify(credential.parameter)} }.`,
+      );
+    }
     const host = url!.hostname.replace(/^\[|\]$/g, "").toLowerCase();
     // "*.example.com" admits subdomains; only hosts listed by exact name may reach private addresses (the guard decides).
     if (!hostMatches(host, allowedHosts)) {
@@ -409,16 +418,28 @@ function checkSpec(spec: DynamicConnectionSpec, allowedHosts: readonly string[])
   // What a run asks for is stored and handed to the provider as it is: a field no spec has (`command`, `env`) must not ride along.
   const known = SPEC_KEYS[spec.kind];
   const unknown = Object.keys(spec).filter((key) => !known.includes(key));
-  const unknownAuth = spec.auth ? Object.keys(spec.auth).filter((key) => key !== "grant" && key !== "header") : [];
+  const unknownAuth = spec.auth ? Object.keys(spec.auth).filter((key) => key !== "grant" && key !== "header" && key !== "query") : [];
   if (unknown.length > 0 || unknownAuth.length > 0) {
     const fields = [...unknown, ...unknownAuth.map((key) => `auth.${key}`)];
     const local = unknown.some((key) => key === "command" || key === "args" || key === "env");
     fail(
       `connection "${spec.name}": ${fields.map((field) => JSON.stringify(field)).join(", ")} ${fields.length > 1 ? "are not fields" : "is not a field"} of a run's ${spec.kind} connection${local ? " (a run may only add remote services, never start a local command)" : ""}`,
-      `Use only ${known.join(", ")}${spec.auth ? " (auth: grant, header)" : ""}.`,
+      `Use only ${known.join(", ")}${spec.auth ? " (auth: grant, header or query)" : ""}.`,
     );
   }
+  if (spec.auth?.header !== undefined && spec.auth.query !== undefined) {
+    fail(`connection "${spec.name}": auth.header and auth.query are both set; the secret is sent one way`, 'Keep the one the service reads: auth: { grant, header: "x-api-key" } or auth: { grant, query: "api_key" }.');
+  }
   return spec;
+}
+
+/** A URL as an error may quote it: without its query string, fragment or userinfo, where a secret may be. */
+function shownUrl(value: unknown): unknown {
+  if (typeof value !== "string") return value;
+  if (!URL.canParse(value)) return value.replace(/[?#].*$/s, "");
+  const url = new URL(value);
+  url.username = url.password = url.search = url.hash = "";
+  return url.toString();
 }
 
 /** The fields of each kind of DynamicConnectionSpec. */

@@ -1,4 +1,4 @@
-import { AssemblyLineError, isConnectionDefinition, type ConnectionDefinition, type DynamicConnectionSpec } from "@assemblyline-agents/core";
+import { AssemblyLineError, credentialInUrl, isConnectionDefinition, type ConnectionDefinition, type DynamicConnectionSpec } from "@assemblyline-agents/core";
 import { describeHttp } from "./http.js";
 
 export type AnyDefinition = ConnectionDefinition | DynamicConnectionSpec;
@@ -17,7 +17,7 @@ const DYNAMIC_FIELDS: Record<DynamicConnectionSpec["kind"], readonly string[]> =
   openapi: ["name", "kind", "description", "auth", "spec", "baseUrl"],
   http: ["name", "kind", "description", "auth", "baseUrl", "endpoints"],
 };
-const AUTH_FIELDS = ["grant", "header"];
+const AUTH_FIELDS = ["grant", "header", "query"];
 // RFC 9110 token: what a header name may be.
 const HEADER_NAME = /^[!#$%&'*+.^_`|~0-9A-Za-z-]+$/;
 
@@ -100,18 +100,37 @@ function checkUrl(field: string, value: unknown, fail: (problem: string, fix: st
   } catch {
     url = undefined;
   }
-  if (!url || (url.protocol !== "https:" && url.protocol !== "http:")) fail(`${field} ${JSON.stringify(value)} is not an absolute http(s) URL`, `Pass ${field}: "https://service.example.com/...".`);
+  if (!url || (url.protocol !== "https:" && url.protocol !== "http:")) fail(`${field} ${JSON.stringify(shownUrl(value))} is not an absolute http(s) URL`, `Pass ${field}: "https://service.example.com/...".`);
   // A secret in the URL would be written to events, logs and the settings store wherever the URL is.
   if (url!.username || url!.password) fail(`${field} carries credentials in the URL`, 'Store the secret in the grant store and refer to it with auth: { grant: "<id>" }.');
+  const credential = credentialInUrl(url!);
+  if (credential) {
+    fail(
+      `${field} carries a credential in its ${credential.in === "query" ? "query string" : "fragment"} (parameter ${JSON.stringify(credential.parameter)})`,
+      `Store the secret in the grant store and send it as that parameter: auth: { grant: "<id>", query: ${JSON.stringify(credential.parameter)} }, with the parameter taken out of ${field}.`,
+    );
+  }
+}
+
+/** A URL as an error may quote it: without its query string, fragment or userinfo, where a secret may be. */
+function shownUrl(value: unknown): unknown {
+  if (typeof value !== "string") return value;
+  if (!URL.canParse(value)) return value.replace(/[?#].*$/s, "");
+  const url = new URL(value);
+  url.username = url.password = url.search = url.hash = "";
+  return url.toString();
 }
 
 function checkAuth(auth: unknown, fail: (problem: string, fix: string) => never): void {
   if (auth === undefined) return;
-  const fix = 'Refer to a grant in the host\'s grant store, auth: { grant: "github" } (header: "x-api-key" to send it in a header of its own); never put the secret here.';
+  const fix = 'Refer to a grant in the host\'s grant store, auth: { grant: "github" } (header: "x-api-key" to send it in a header of its own, or query: "api_key" as a query parameter); never put the secret here.';
   if (typeof auth !== "object" || auth === null || Array.isArray(auth)) fail('auth must be { grant: "<id>" }', fix);
   const record = auth as Record<string, unknown>;
   const unknown = Object.keys(record).filter((key) => !AUTH_FIELDS.includes(key));
-  if (unknown.length > 0) fail(`auth.${unknown[0]} is not a field of auth (grant, header)`, fix);
+  if (unknown.length > 0) fail(`auth.${unknown[0]} is not a field of auth (grant, header, query)`, fix);
   if (typeof record.grant !== "string" || record.grant === "") fail("auth.grant must be a grant id", fix);
   if (record.header !== undefined && (typeof record.header !== "string" || !HEADER_NAME.test(record.header))) fail(`auth.header ${JSON.stringify(record.header)} is not an HTTP header name`, fix);
+  if (record.query !== undefined && (typeof record.query !== "string" || record.query === "")) fail(`auth.query ${JSON.stringify(record.query)} is not a query parameter name`, fix);
+  // One secret, sent one way: which of the two the service reads is not for the runtime to guess.
+  if (record.header !== undefined && record.query !== undefined) fail("auth.header and auth.query are both set; the secret is sent one way", 'Keep the one the service reads: auth: { grant, header: "x-api-key" } or auth: { grant, query: "api_key" }.');
 }
