@@ -1,9 +1,9 @@
 import { createHash } from "node:crypto";
 import { REST, DiscordAPIError, HTTPError, RateLimitError, type RateLimitData } from "@discordjs/rest";
 import { AssemblyLineError, finalDeliveryFailure, retryDeliveryAfter, type ChannelDelivery } from "@assemblyline-agents/core";
-import { deliveryMetadata } from "./interaction.js";
+import { deliveryMetadata, type DiscordDeliveryMetadata } from "./interaction.js";
 import { attemptSignal, untilAborted } from "./attempt-signal.js";
-import { apiBaseUrl, type ResolvedDiscordOptions } from "./options.js";
+import { apiBaseUrl, botToken, type ResolvedDiscordOptions } from "./options.js";
 import { splitMessage } from "./split-message.js";
 
 /** What an empty reply is shown as: Discord refuses a message without content. */
@@ -19,12 +19,17 @@ export const FAILURE_REPLY = "Sorry, something went wrong and this request could
  */
 export const DELIVERY_BUDGET_MS = 15_000;
 
+/** Discord's answers that the interaction's token no longer works: it expired (15 minutes) or is unknown. */
+const TOKEN_GONE_CODES = new Set([10015 /* Unknown Webhook */, 50027 /* Invalid Webhook Token */]);
+
+/** Discord's answer to a message that is gone: on `@original`, the user deleted the deferred response. */
+const UNKNOWN_MESSAGE = 10008;
+
 /**
- * Discord's answers no retry can mend: the interaction's token expired (15
- * minutes) or is unknown, the webhook or message is gone. The outbox then fails
- * the delivery at once instead of trying 8 times over an hour.
+ * Discord's answers to the bot that no retry can mend: the channel is gone, or the bot may not see it or post
+ * in it. The outbox then fails the delivery at once instead of trying 8 times over an hour.
  */
-const FINAL_ERROR_CODES = new Set([10008 /* Unknown Message */, 10015 /* Unknown Webhook */, 50027 /* Invalid Webhook Token */]);
+const CHANNEL_REFUSED_CODES = new Set([10003 /* Unknown Channel */, 50001 /* Missing Access */, 50013 /* Missing Permissions */]);
 
 /** Discord's flag on a deferred response not yet edited ("thinking..."). */
 const MESSAGE_FLAG_LOADING = 1 << 7;
@@ -32,11 +37,38 @@ const MESSAGE_FLAG_LOADING = 1 << 7;
 /** An interaction token lives 15 minutes; progress older than that can never be used. */
 const TOKEN_LIFETIME_MS = 15 * 60_000;
 
-/** Follow-up messages already sent for a reply, in this process. */
+/**
+ * With a bot token, a delivery starting this long before the interaction's token expires goes out through the
+ * bot at once: an attempt takes at most DELIVERY_BUDGET_MS, so one begun on the webhook ends before the token
+ * does, even with our clock 45 s behind Discord's, and no reply is split between the webhook and the bot.
+ */
+const TOKEN_MARGIN_MS = 60_000;
+
+/** How long the bot's progress on a reply is remembered in this process: past the outbox's retries of it. */
+const CHANNEL_PROGRESS_MS = 2 * 60 * 60_000;
+
+/** Discord's longest message nonce, in characters. */
+const NONCE_LIMIT = 25;
+
+/** Discord's epoch (2015-01-01), the zero of a snowflake's timestamp. */
+const DISCORD_EPOCH_MS = 1_420_070_400_000;
+
+/** Messages already sent for a reply, in this process. */
 interface Progress {
   text: string;
   sent: number;
   at: number;
+}
+
+/** What one attempt works with, whichever way the reply goes out. */
+interface Attempt {
+  delivery: ChannelDelivery;
+  target: DiscordDeliveryMetadata;
+  webhook: `/webhooks/${string}`;
+  text: string;
+  rest: REST;
+  signal: AbortSignal;
+  call<T>(request: Promise<T>): Promise<T>;
 }
 
 /**
@@ -55,12 +87,21 @@ interface Progress {
  * retry time holds in every process, so no replica hits Discord early, which
  * counts toward its invalid-request ban. Mentions are never parsed: a reply
  * cannot ping @everyone.
+ *
+ * Two ways around a webhook that cannot carry the reply: an original the user deleted (10008 on @original)
+ * gets the whole reply as follow-ups; a token that expired (by the interaction's time, or Discord answering
+ * 50027/10015) gets it as channel messages from the bot (`POST /channels/{id}/messages`, Bot auth), each
+ * carrying a nonce Discord enforces, when a bot token is set (botTokenEnv).
  */
 export class DiscordDelivery {
   private readonly clients = new Map<string, REST>();
+  /** Per interaction webhook path: follow-ups sent (through the original, or alone once it is deleted). */
   private readonly progress = new Map<string, Progress>();
-  /** Per interaction webhook path: when its delivery must be done, and the attempt under way. */
-  private readonly deadlines = new Map<string, number>();
+  /** Per channel and delivery: the bot's messages sent, kept longer than a token lives. */
+  private readonly channelProgress = new Map<string, Progress>();
+  /** Per attempt under way: the routes it sends on, and when it must be done. */
+  private readonly deadlines = new Set<{ routes: string[]; deadline: number }>();
+  /** Per interaction webhook path: the attempt under way. */
   private readonly inFlight = new Map<string, Promise<void>>();
 
   constructor(private readonly options: ResolvedDiscordOptions) {}
@@ -78,7 +119,7 @@ export class DiscordDelivery {
     const webhook = `/webhooks/${encodeURIComponent(target.applicationId)}/${encodeURIComponent(target.interactionToken)}` as const;
     // One attempt per interaction at a time: a retry waits for one still sending, then goes on from its progress.
     const previous = this.inFlight.get(webhook);
-    const attempt = (previous ? previous.catch(() => undefined) : Promise.resolve()).then(() => this.send(delivery, webhook));
+    const attempt = (previous ? previous.catch(() => undefined) : Promise.resolve()).then(() => this.send(delivery, target, webhook));
     this.inFlight.set(webhook, attempt);
     try {
       await attempt;
@@ -87,60 +128,156 @@ export class DiscordDelivery {
     }
   }
 
-  private async send(delivery: ChannelDelivery, webhook: `/webhooks/${string}`): Promise<void> {
+  private async send(delivery: ChannelDelivery, target: DiscordDeliveryMetadata, webhook: `/webhooks/${string}`): Promise<void> {
     const text = delivery.text.trim() === "" ? EMPTY_REPLY : delivery.text;
-    // A run of whitespace longer than a message would be a chunk of its own, which Discord refuses as empty.
-    const chunks = splitMessage(text, this.options.messageLimit).filter((chunk) => chunk.trim() !== "");
     const rest = this.client();
     // The host's abort (its deliver timeout) or this channel's own budget, whichever comes first.
-    const attempt = attemptSignal(delivery.signal, DELIVERY_BUDGET_MS);
-    const signal = attempt.signal;
+    const budget = attemptSignal(delivery.signal, DELIVERY_BUDGET_MS);
+    const signal = budget.signal;
     // Settle when the attempt is over even while the client still sleeps out a wait, so the next one is not stuck behind it.
     const call = <T>(request: Promise<T>): Promise<T> => untilAborted(request, signal);
-    this.deadlines.set(webhook, Date.now() + DELIVERY_BUDGET_MS);
+    const attempt: Attempt = { delivery, target, webhook, text, rest, signal, call };
+    const channel = channelRoute(target);
+    const deadline = { routes: channel ? [webhook, channel] : [webhook], deadline: Date.now() + DELIVERY_BUDGET_MS };
+    this.deadlines.add(deadline);
     this.forgetExpired();
-    const original = `${webhook}/messages/@original` as const;
+    // Read per attempt, like the other env variables: a token set after boot counts from the next retry.
+    const bot = botToken(this.options);
     try {
-      if (chunks.length > 1) {
-        const journal = progressJournal(chunks);
-        // What an attempt elsewhere (before a crash) left in the original: the whole reply (its last step), or
-        // how many follow-ups it had sent. This process may know of one more: a follow-up whose journal edit failed.
-        const current = (await call(rest.get(original, { auth: false, signal }))) as { content?: unknown; flags?: unknown };
-        const shown = typeof current.content === "string" ? current.content : "";
-        // Only this channel edits the original: anything there but "thinking..." (empty, LOADING) or a count is the
-        // final edit. Not compared with the first chunk: Discord trims what it stores and strips characters it deems invalid.
-        const loading = (Number(current.flags ?? 0) & MESSAGE_FLAG_LOADING) !== 0;
-        if (!loading && shown.trim() !== "" && !journal.isCount(shown)) return;
-        const remembered = this.progress.get(webhook);
-        const progress: Progress = { text, sent: Math.max(journal.read(shown), remembered?.text === text ? remembered.sent : 0), at: remembered?.at ?? Date.now() };
-        this.progress.set(webhook, progress);
-        for (let index = progress.sent + 1; index < chunks.length; index += 1) {
-          await call(rest.post(webhook, { body: message(chunks[index]!), auth: false, signal }));
-          progress.sent = index;
-          // Recorded where any process can read it, before the next one goes out; after the last, the original's final edit says it all.
-          if (index < chunks.length - 1) await call(rest.patch(original, { body: message(journal.write(index)), auth: false, signal }));
-        }
+      if (bot !== undefined && channel && tokenExpired(target)) return await this.toChannel(attempt, bot);
+      try {
+        await this.toInteraction(attempt);
+      } catch (error) {
+        if (bot === undefined || !channel || !(error instanceof DiscordAPIError && TOKEN_GONE_CODES.has(Number(error.code)))) throw error;
+        await this.toChannel(attempt, bot);
       }
-      await call(rest.patch(original, { body: message(chunks[0]!), auth: false, signal }));
-      this.progress.delete(webhook);
     } catch (error) {
-      // No `cause`: Discord's errors carry the request URL, and with it the interaction token.
-      const failure = new AssemblyLineError("AL_ERR_DISCORD_DELIVERY", `delivering run ${delivery.runId}'s reply to Discord failed: ${describeFailure(error, delivery.signal)}`, {
-        fix: "The outbox retries with backoff, or once the wait Discord asked for is over; an interaction token expires 15 minutes after the interaction.",
-      });
-      if (error instanceof DiscordAPIError && FINAL_ERROR_CODES.has(Number(error.code))) throw finalDeliveryFailure(failure);
-      // Discord said how long to wait (in the bucket's reset or in Retry-After alone): the next attempt waits it out.
-      if (error instanceof RateLimitError) throw retryDeliveryAfter(failure, rateLimitWait(error));
-      throw failure;
+      throw this.failure(error, attempt, bot);
     } finally {
-      attempt.clear();
-      this.deadlines.delete(webhook);
+      budget.clear();
+      this.deadlines.delete(deadline);
     }
+  }
+
+  /** Through the interaction's webhook: the original response, with follow-ups for a long reply; follow-ups alone once the original is deleted. */
+  private async toInteraction(attempt: Attempt): Promise<void> {
+    try {
+      await this.editOriginal(attempt);
+    } catch (error) {
+      if (!(error instanceof DiscordAPIError && Number(error.code) === UNKNOWN_MESSAGE && error.url.includes("/messages/@original"))) throw error;
+      // Follow-ups sent below an original deleted since are not counted: the reply goes out whole, in order.
+      this.progress.delete(attempt.webhook);
+      await this.toFollowups(attempt);
+    }
+  }
+
+  private async editOriginal({ webhook, text, rest, signal, call }: Attempt): Promise<void> {
+    const chunks = chunksOf(text, this.options.messageLimit);
+    const original = `${webhook}/messages/@original` as const;
+    if (chunks.length > 1) {
+      const journal = progressJournal(chunks);
+      // What an attempt elsewhere (before a crash) left in the original: the whole reply (its last step), or
+      // how many follow-ups it had sent. This process may know of one more: a follow-up whose journal edit failed.
+      const current = (await call(rest.get(original, { auth: false, signal }))) as { content?: unknown; flags?: unknown };
+      const shown = typeof current.content === "string" ? current.content : "";
+      // Only this channel edits the original: anything there but "thinking..." (empty, LOADING) or a count is the
+      // final edit. Not compared with the first chunk: Discord trims what it stores and strips characters it deems invalid.
+      const loading = (Number(current.flags ?? 0) & MESSAGE_FLAG_LOADING) !== 0;
+      if (!loading && shown.trim() !== "" && !journal.isCount(shown)) return;
+      const remembered = this.progress.get(webhook);
+      const progress: Progress = { text, sent: Math.max(journal.read(shown), remembered?.text === text ? remembered.sent : 0), at: remembered?.at ?? Date.now() };
+      this.progress.set(webhook, progress);
+      for (let index = progress.sent + 1; index < chunks.length; index += 1) {
+        await call(rest.post(webhook, { body: message(chunks[index]!), auth: false, signal }));
+        progress.sent = index;
+        // Recorded where any process can read it, before the next one goes out; after the last, the original's final edit says it all.
+        if (index < chunks.length - 1) await call(rest.patch(original, { body: message(journal.write(index)), auth: false, signal }));
+      }
+    }
+    await call(rest.patch(original, { body: message(chunks[0]!), auth: false, signal }));
+    this.progress.delete(webhook);
+  }
+
+  /**
+   * The original is deleted: every chunk as a follow-up, in order. Discord's webhooks take no idempotency key and
+   * the original, where the count was kept, is gone, so only this process knows how many went out: a retry here
+   * sends the rest; a retry in another process, after a crash, sends the whole reply again.
+   */
+  private async toFollowups({ webhook, text, rest, signal, call }: Attempt): Promise<void> {
+    const chunks = chunksOf(text, this.options.messageLimit);
+    const key = `${webhook}#followups`;
+    const remembered = this.progress.get(key);
+    const progress: Progress = { text, sent: remembered?.text === text ? remembered.sent : 0, at: remembered?.at ?? Date.now() };
+    this.progress.set(key, progress);
+    for (let index = progress.sent; index < chunks.length; index += 1) {
+      await call(rest.post(webhook, { body: message(chunks[index]!), auth: false, signal }));
+      progress.sent = index + 1;
+    }
+    this.progress.delete(key);
+  }
+
+  /**
+   * The interaction's token expired: the reply as channel messages from the bot, the first mentioning who asked.
+   * Each carries a nonce made of the delivery's id and the part's index, which Discord enforces (enforce_nonce):
+   * a part sent again within Discord's nonce window returns the message made before instead of a second one.
+   * This process also remembers how many parts went out, so its own retries send only the rest, however late.
+   */
+  private async toChannel({ delivery, target, text, rest, signal, call }: Attempt, bot: string): Promise<void> {
+    const mention = typeof target.userId === "string" && /^\d{1,20}$/.test(target.userId) ? target.userId : userOf(delivery);
+    const chunks = chunksOf(mention ? `<@${mention}> ${text}` : text, this.options.messageLimit);
+    const route = channelRoute(target)!;
+    const key = `${route}#${delivery.deliveryId}`;
+    const remembered = this.channelProgress.get(key);
+    const progress: Progress = { text, sent: remembered?.text === text ? remembered.sent : 0, at: remembered?.at ?? Date.now() };
+    this.channelProgress.set(key, progress);
+    for (let index = progress.sent; index < chunks.length; index += 1) {
+      const body = {
+        content: chunks[index]!,
+        // Only the user who asked, and only in the part that names them: nothing else in the reply pings anyone.
+        allowed_mentions: index === 0 && mention ? { parse: [], users: [mention] } : { parse: [] },
+        nonce: nonceOf(delivery.deliveryId, index),
+        enforce_nonce: true,
+      };
+      await call(rest.post(route, { body, auth: false, headers: { Authorization: `Bot ${bot}` }, signal }));
+      progress.sent = index + 1;
+    }
+    this.channelProgress.delete(key);
+  }
+
+  /** The error the outbox gets: retried, retried after Discord's wait, or final. No `cause`: Discord's errors carry the request URL, and with it the interaction token. */
+  private failure(error: unknown, { delivery, target }: Attempt, bot: string | undefined): AssemblyLineError {
+    const what = `delivering run ${delivery.runId}'s reply to Discord failed: ${describeFailure(error, delivery.signal)}`;
+    const code = error instanceof DiscordAPIError ? Number(error.code) : undefined;
+    const asBot = error instanceof DiscordAPIError && error.url.includes("/channels/");
+    if (code !== undefined && TOKEN_GONE_CODES.has(code)) {
+      const fix =
+        bot === undefined
+          ? `The interaction's token expires 15 minutes after the interaction, so a reply later than that (a long run, or one paused for an approval or a question) needs a bot token: set ${this.options.botTokenEnv} to the application's bot token, with the bot in the channel and allowed to send messages there.`
+          : `The interaction's token expired and the interaction names no channel the bot (${this.options.botTokenEnv}) could post the reply in.`;
+      return finalDeliveryFailure(new AssemblyLineError("AL_ERR_DISCORD_DELIVERY", what, { fix }));
+    }
+    if (asBot && code !== undefined && CHANNEL_REFUSED_CODES.has(code)) {
+      return finalDeliveryFailure(
+        new AssemblyLineError("AL_ERR_DISCORD_DELIVERY", `${what} (posting as the bot in channel ${target.channelId ?? "?"})`, {
+          fix: "Add the bot to the server and let it view the channel and send messages there: replies later than 15 minutes after the interaction are the bot's channel messages.",
+        }),
+      );
+    }
+    const fix =
+      asBot && error instanceof DiscordAPIError && error.status === 401
+        ? `Discord refused the bot token in ${this.options.botTokenEnv}: set it to the bot token from the developer portal (Bot, Reset Token). The outbox retries with backoff.`
+        : "The outbox retries with backoff, or once the wait Discord asked for is over; an interaction token expires 15 minutes after the interaction.";
+    const failure = new AssemblyLineError("AL_ERR_DISCORD_DELIVERY", what, { fix });
+    // Discord said how long to wait (in the bucket's reset or in Retry-After alone): the next attempt waits it out.
+    if (error instanceof RateLimitError) return retryDeliveryAfter(failure, rateLimitWait(error));
+    return failure;
   }
 
   private forgetExpired(): void {
     const oldest = Date.now() - TOKEN_LIFETIME_MS;
     for (const [key, progress] of this.progress) if (progress.at < oldest) this.progress.delete(key);
+    const oldestChannel = Date.now() - CHANNEL_PROGRESS_MS;
+    for (const [key, progress] of this.channelProgress) if (progress.at < oldestChannel) this.channelProgress.delete(key);
   }
 
   private client(): REST {
@@ -157,10 +294,10 @@ export class DiscordDelivery {
   /** A rate-limit wait that would end past the delivery's budget fails it now (RateLimitError). */
   private waitTooLong(limit: RateLimitData): boolean {
     const path = new URL(limit.url).pathname;
-    for (const [webhook, deadline] of this.deadlines) {
-      if (path.includes(webhook)) return Date.now() + rateLimitWait(limit) > deadline;
-    }
-    return false;
+    // Attempts to one channel share its bucket: the wait must fit the soonest deadline among them.
+    let soonest = Infinity;
+    for (const { routes, deadline } of this.deadlines) if (routes.some((route) => path.includes(route))) soonest = Math.min(soonest, deadline);
+    return Date.now() + rateLimitWait(limit) > soonest;
   }
 }
 
@@ -173,6 +310,38 @@ function message(content: string) {
   return { content, allowed_mentions: { parse: [] } };
 }
 
+/** The reply's chunks; a run of whitespace longer than a message would be a chunk of its own, which Discord refuses as empty. */
+function chunksOf(text: string, limit: number): string[] {
+  return splitMessage(text, limit).filter((chunk) => chunk.trim() !== "");
+}
+
+function channelRoute(target: DiscordDeliveryMetadata): `/channels/${string}/messages` | undefined {
+  return target.channelId ? `/channels/${encodeURIComponent(target.channelId)}/messages` : undefined;
+}
+
+/** Whether the interaction's token is expired, or will be before an attempt begun now is over (its id is a snowflake holding its time). */
+function tokenExpired(target: DiscordDeliveryMetadata): boolean {
+  if (!/^\d{1,20}$/.test(target.interactionId ?? "")) return false;
+  const createdAt = Number(BigInt(target.interactionId) >> 22n) + DISCORD_EPOCH_MS;
+  return Date.now() >= createdAt + TOKEN_LIFETIME_MS - TOKEN_MARGIN_MS;
+}
+
+/** The user who asked, from the host's channel metadata, for runs queued before the Discord metadata kept it. */
+function userOf(delivery: ChannelDelivery): string | undefined {
+  const id = (delivery.metadata?.user as { id?: unknown } | undefined)?.id;
+  return typeof id === "string" && /^\d{1,20}$/.test(id) ? id : undefined;
+}
+
+/**
+ * The nonce of a reply's part: the same for every attempt at this delivery, in any process, and different for
+ * every part and every other delivery; at most Discord's 25 characters (a digest of the delivery's id, the index).
+ */
+export function nonceOf(deliveryId: string, index: number): string {
+  const suffix = `.${index}`;
+  return createHash("sha256").update(deliveryId).digest("hex").slice(0, NONCE_LIMIT - suffix.length) + suffix;
+}
+
+
 /** A failure without the interaction token (it is in the request URL). */
 function describeFailure(error: unknown, host: AbortSignal): string {
   if (error instanceof DiscordAPIError) return `Discord answered ${error.status} (code ${String(error.code)}): ${error.message}`;
@@ -180,7 +349,7 @@ function describeFailure(error: unknown, host: AbortSignal): string {
   if (error instanceof RateLimitError) return `rate limited for ${rateLimitWait(error)} ms, longer than a delivery may wait (${DELIVERY_BUDGET_MS} ms)`;
   if (host.aborted) return "the host stopped waiting for this attempt";
   if (error instanceof Error && (error.name === "TimeoutError" || error.name === "AbortError")) return `no answer within ${DELIVERY_BUDGET_MS} ms`;
-  return error instanceof Error ? error.message.replace(/\/webhooks\/[^\s]+/g, "/webhooks/<redacted>") : String(error);
+  return error instanceof Error ? error.message.replace(/\/webhooks\/[^\s]+/g, "/webhooks/<redacted>").replace(/Bot [^\s]+/g, "Bot <redacted>") : String(error);
 }
 
 /**

@@ -65,11 +65,12 @@ function checkOptions(options: DiscordChannelOptions): void {
     throw new AssemblyLineError("AL_ERR_DISCORD_CONFIG", `defineDiscordChannel: ${problem}`, { fix });
   };
   if (typeof options !== "object" || options === null) fail("options must be an object", "Call defineDiscordChannel() or defineDiscordChannel({ route: \"/discord\" }).");
-  const known = new Set(["route", "publicKeyEnv", "apiBaseUrl", "attachmentHosts", "maxTimestampSkewSeconds", "messageLimit", "env"]);
+  const known = new Set(["route", "publicKeyEnv", "botTokenEnv", "apiBaseUrl", "attachmentHosts", "maxTimestampSkewSeconds", "messageLimit", "env"]);
   const unknown = Object.keys(options).find((key) => !known.has(key));
   if (unknown) fail(`unknown option ${JSON.stringify(unknown)}`, `Use only ${[...known].join(", ")}.`);
   if (options.route !== undefined && (typeof options.route !== "string" || !options.route.startsWith("/"))) fail(`route ${JSON.stringify(options.route)} must start with /`, 'Use a path such as "/discord/interactions".');
   if (options.publicKeyEnv !== undefined && !/^[A-Z_][A-Z0-9_]*$/.test(options.publicKeyEnv)) fail(`publicKeyEnv ${JSON.stringify(options.publicKeyEnv)} is not an env variable name`, "Use e.g. DISCORD_PUBLIC_KEY.");
+  if (options.botTokenEnv !== undefined && !/^[A-Z_][A-Z0-9_]*$/.test(options.botTokenEnv)) fail(`botTokenEnv ${JSON.stringify(options.botTokenEnv)} is not an env variable name`, "Use e.g. DISCORD_BOT_TOKEN.");
   if (options.apiBaseUrl !== undefined && !/^https?:\/\//.test(options.apiBaseUrl)) fail(`apiBaseUrl ${JSON.stringify(options.apiBaseUrl)} is not an http(s) URL`, "Leave it unset for https://discord.com/api.");
   if (options.attachmentHosts !== undefined && (!Array.isArray(options.attachmentHosts) || options.attachmentHosts.some((host) => typeof host !== "string" || host === ""))) fail("attachmentHosts must be a list of host names", 'Use e.g. ["cdn.discordapp.com"].');
   if (options.maxTimestampSkewSeconds !== undefined && !(Number.isFinite(options.maxTimestampSkewSeconds) && options.maxTimestampSkewSeconds > 0)) fail("maxTimestampSkewSeconds must be a positive number", "Leave it unset for 300.");

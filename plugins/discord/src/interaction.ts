@@ -63,6 +63,8 @@ export interface DiscordDeliveryMetadata {
   interactionType: number;
   channelId: string | null;
   guildId: string | null;
+  /** Who asked: the bot mentions them when the reply goes out as a channel message. Absent on runs queued before it was kept. */
+  userId?: string | null;
 }
 
 /** The response Discord gets once a turn is durably accepted: "thinking...", the reply follows. */
@@ -97,6 +99,7 @@ export function normalizeInteraction(body: unknown): ChannelTurn | ChannelAck {
     interactionType: interaction.type,
     channelId,
     guildId: interaction.guild_id ?? null,
+    userId: author?.id ?? null,
   };
   return {
     eventId: interaction.id,

@@ -4,6 +4,7 @@ export const DEFAULT_ROUTE = "/discord/interactions";
 export const DEFAULT_PUBLIC_KEY_ENV = "DISCORD_PUBLIC_KEY";
 export const DEFAULT_API_BASE_URL = "https://discord.com/api";
 export const API_BASE_URL_ENV = "DISCORD_API_BASE_URL";
+export const DEFAULT_BOT_TOKEN_ENV = "DISCORD_BOT_TOKEN";
 /** Discord's attachment CDN hosts. */
 export const DEFAULT_ATTACHMENT_HOSTS = ["cdn.discordapp.com", "media.discordapp.net"];
 /** How far X-Signature-Timestamp may be from now before a request counts as replayed. */
@@ -14,6 +15,11 @@ export interface DiscordChannelOptions {
   route?: string;
   /** Env variable holding the application's public key (hex). Default DISCORD_PUBLIC_KEY. */
   publicKeyEnv?: string;
+  /**
+   * Env variable holding the bot token, read on every delivery. Optional: with it, a reply the interaction's
+   * token (15 minutes) can no longer carry goes out as channel messages from the bot. Default DISCORD_BOT_TOKEN.
+   */
+  botTokenEnv?: string;
   /** Discord's API base; env DISCORD_API_BASE_URL, else https://discord.com/api. */
   apiBaseUrl?: string;
   /** Hosts attachment downloads may come from, and reach through redirects (any other is refused). Default Discord's CDN hosts. */
@@ -29,6 +35,7 @@ export interface DiscordChannelOptions {
 export interface ResolvedDiscordOptions {
   route: string;
   publicKeyEnv: string;
+  botTokenEnv: string;
   apiBaseUrl: string;
   attachmentHosts: string[];
   maxTimestampSkewSeconds: number;
@@ -41,6 +48,7 @@ export function resolveDiscordOptions(options: DiscordChannelOptions): ResolvedD
   return {
     route: options.route ?? DEFAULT_ROUTE,
     publicKeyEnv: options.publicKeyEnv ?? DEFAULT_PUBLIC_KEY_ENV,
+    botTokenEnv: options.botTokenEnv ?? DEFAULT_BOT_TOKEN_ENV,
     // Empty: decided per call, so DISCORD_API_BASE_URL set after boot still counts.
     apiBaseUrl: options.apiBaseUrl ?? "",
     attachmentHosts: (options.attachmentHosts ?? DEFAULT_ATTACHMENT_HOSTS).map((host) => host.toLowerCase()),
@@ -53,4 +61,10 @@ export function resolveDiscordOptions(options: DiscordChannelOptions): ResolvedD
 /** The API base for this call: the option, else the env variable, else Discord's. */
 export function apiBaseUrl(options: ResolvedDiscordOptions): string {
   return (options.apiBaseUrl || options.env[API_BASE_URL_ENV] || DEFAULT_API_BASE_URL).replace(/\/+$/, "");
+}
+
+/** The bot token for this call, or undefined when none is set (replies then go only through the interaction's webhook). */
+export function botToken(options: ResolvedDiscordOptions): string | undefined {
+  const token = options.env[options.botTokenEnv]?.trim();
+  return token ? token : undefined;
 }

@@ -1,6 +1,9 @@
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from "node:http";
 import type { AddressInfo } from "node:net";
 
+/** An interaction token lives 15 minutes after the interaction. */
+const TOKEN_LIFETIME_MS = 15 * 60_000;
+
 /** A UTF-16 surrogate without its pair: not a Unicode character, so not something Discord stores. */
 const LONE_SURROGATE = /[\uD800-\uDBFF](?![\uDC00-\uDFFF])|(?<![\uD800-\uDBFF])[\uDC00-\uDFFF]/g;
 
@@ -15,6 +18,28 @@ export interface ReceivedDiscordMessage {
   allowedMentions: unknown;
 }
 
+/** A message the bot created in a channel (POST /channels/{id}/messages); one returned again for its nonce is not listed twice. */
+export interface ChannelMessage {
+  id: string;
+  channelId: string;
+  /** As sent; `channelMessages(id)` shows it as Discord stores it (trimmed). */
+  content: string;
+  allowedMentions: unknown;
+  nonce: string | number | undefined;
+  enforceNonce: boolean;
+  at: number;
+}
+
+export interface FakeDiscordApiOptions {
+  /** The bot token `Authorization: Bot <token>` must carry on channel routes. Default "fake-bot-token". */
+  botToken?: string;
+  /**
+   * How long an enforced nonce returns the message made before, in ms. Discord says "the past few minutes"
+   * and no more; default 2 minutes.
+   */
+  nonceWindowMs?: number;
+}
+
 /**
  * A local server speaking the parts of Discord's HTTP API the channel uses, on
  * Discord's wire format: the interaction webhook (PATCH
@@ -25,14 +50,26 @@ export interface ReceivedDiscordMessage {
  * 400 Invalid Form Body for empty or over-2000-character content), its rate
  * limits (X-RateLimit-* headers on every answer, 429 with `retry_after` and
  * Retry-After, or Retry-After alone as a shared or Cloudflare limit answers), and a CDN serving attachment bytes at /attachments/{id}/{name}.
+ * An interaction's token expires 15 minutes after it (`registerInteraction(token, { createdAt })`) or when a test
+ * says so (`expireInteraction`): its webhook then answers 401 Invalid Webhook Token (50027). A deleted original
+ * (`deleteOriginal`) answers 404 Unknown Message (10008) on @original while follow-ups still go out. The bot's
+ * channel messages (POST /api/v10/channels/{id}/messages) need `Authorization: Bot <botToken>` (else 401), take a
+ * `nonce` of at most 25 characters, and with `enforce_nonce: true` return the message the bot made with the same
+ * nonce within `nonceWindowMs` instead of a second one, as Discord does; the same failures and rate limits apply.
  */
 export class FakeDiscordApi {
   readonly received: ReceivedDiscordMessage[] = [];
   /** Every request, in order, with when it arrived (for rate-limit checks). */
   readonly requests: Array<{ method: string; path: string; at: number; status: number }> = [];
-  private readonly tokens = new Set<string>();
+  /** Per interaction token, when it expires (epoch ms). */
+  private readonly tokens = new Map<string, number>();
   /** Per interaction token, its messages as the channel shows them: the deferred original, then the follow-ups. */
-  private readonly channel = new Map<string, { original: string | undefined; followups: string[] }>();
+  private readonly channel = new Map<string, { original: string | undefined; deleted: boolean; followups: string[] }>();
+  /** The bot's messages, in the order created. */
+  readonly posted: ChannelMessage[] = [];
+  readonly botToken: string;
+  private readonly nonceWindowMs: number;
+  private readonly deniedChannels = new Set<string>();
   private failAfterCount: number | undefined;
   private readonly files = new Map<string, { bytes: Uint8Array; contentType: string }>();
   private rateLimited = 0;
@@ -47,6 +84,11 @@ export class FakeDiscordApi {
   private readonly blockedUntil = new Map<string, number>();
   /** Requests that arrived while their bucket said to wait (Discord answers those 429 and may ban the client). */
   readonly violations: Array<{ bucket: string; early: boolean }> = [];
+
+  constructor(options: FakeDiscordApiOptions = {}) {
+    this.botToken = options.botToken ?? "fake-bot-token";
+    this.nonceWindowMs = options.nonceWindowMs ?? 120_000;
+  }
 
   /** http://127.0.0.1:<port>/api, the value for apiBaseUrl / DISCORD_API_BASE_URL. */
   get apiBaseUrl(): string {
@@ -69,11 +111,32 @@ export class FakeDiscordApi {
     await new Promise<void>((resolve) => (this.server ? this.server.close(() => resolve()) : resolve()));
   }
 
-  /** Discord knows the token of every interaction it sent; others get 401. */
-  registerInteraction(token: string): void {
-    this.tokens.add(token);
+  /** Discord knows the token of every interaction it sent, for 15 minutes from `createdAt` (default now); others get 401. */
+  registerInteraction(token: string, options: { createdAt?: number } = {}): void {
+    this.tokens.set(token, (options.createdAt ?? Date.now()) + TOKEN_LIFETIME_MS);
     // The deferred response (type 5) made the original message, empty and loading, above anything sent later.
-    if (!this.channel.has(token)) this.channel.set(token, { original: undefined, followups: [] });
+    if (!this.channel.has(token)) this.channel.set(token, { original: undefined, deleted: false, followups: [] });
+  }
+
+  /** The interaction's token expires now, as 15 minutes after the interaction: its webhook answers 401 (50027). */
+  expireInteraction(token: string): void {
+    if (this.tokens.has(token)) this.tokens.set(token, Date.now());
+  }
+
+  /** The user deletes the interaction's original response: @original answers 404 Unknown Message (10008). */
+  deleteOriginal(token: string): void {
+    const messages = this.channel.get(token);
+    if (messages) Object.assign(messages, { original: undefined, deleted: true });
+  }
+
+  /** The bot may not see the channel: posting there answers 403 Missing Access (50001). */
+  denyChannel(channelId: string): void {
+    this.deniedChannels.add(channelId);
+  }
+
+  /** The bot's messages in a channel, in order, as Discord stores them (trimmed). */
+  channelMessages(channelId: string): string[] {
+    return this.posted.filter((message) => message.channelId === channelId).map((message) => stored(message.content));
   }
 
   /** The interaction's messages in channel order: the original response (once edited), then each follow-up. */
@@ -98,17 +161,17 @@ export class FakeDiscordApi {
     this.rateLimitBucketHeaders = options.bucketHeaders ?? true;
   }
 
-  /** The next follow-up answer says its bucket is exhausted (X-RateLimit-Remaining: 0) for `seconds`. */
+  /** The next follow-up or channel message answer says its bucket is exhausted (X-RateLimit-Remaining: 0) for `seconds`. */
   exhaustBucketAfterNextFollowup(seconds: number): void {
     this.exhaustBucketFor = seconds;
   }
 
-  /** The next `count` webhook requests fail with 500. */
+  /** The next `count` API requests (webhook or channel) fail with 500. */
   failNext(count: number): void {
     this.failures = count;
   }
 
-  /** The webhook request after the next `count` ones fails with 500. */
+  /** The API request (webhook or channel) after the next `count` ones fails with 500. */
   failAfter(count: number): void {
     this.failAfterCount = count;
   }
@@ -135,14 +198,17 @@ export class FakeDiscordApi {
       return;
     }
     const webhook = /^\/api\/v10\/webhooks\/([^/]+)\/([^/]+)(\/messages\/@original)?$/.exec(url.pathname);
-    if (!webhook || !(((method === "PATCH" || method === "GET") && webhook[3]) || (method === "POST" && !webhook[3]))) return send(404, { message: "404: Not Found", code: 0 });
-    const bucket = method === "GET" ? "webhook-get" : webhook[3] ? "webhook-edit" : "webhook-execute";
+    const channelRoute = /^\/api\/v10\/channels\/([^/]+)\/messages$/.exec(url.pathname);
+    const isWebhook = webhook !== null && (((method === "PATCH" || method === "GET") && webhook[3] !== undefined) || (method === "POST" && webhook[3] === undefined));
+    if (!isWebhook && !(channelRoute && method === "POST")) return send(404, { message: "404: Not Found", code: 0 });
+    // Discord limits a channel's messages per channel (its major parameter), in a bucket of their own.
+    const bucket = channelRoute ? `channel-messages:${decodeURIComponent(channelRoute[1]!)}` : method === "GET" ? "webhook-get" : webhook![3] ? "webhook-edit" : "webhook-execute";
     const limitHeaders = (remaining: number, resetAfter: number) => ({
       "x-ratelimit-limit": "5",
       "x-ratelimit-remaining": String(remaining),
       "x-ratelimit-reset": String(Date.now() / 1000 + resetAfter),
       "x-ratelimit-reset-after": String(resetAfter),
-      "x-ratelimit-bucket": bucket,
+      "x-ratelimit-bucket": bucket.split(":")[0]!,
     });
     const blocked = this.blockedUntil.get(bucket) ?? 0;
     if (Date.now() < blocked) {
@@ -166,9 +232,13 @@ export class FakeDiscordApi {
       this.failures -= 1;
       return send(500, { message: "500: Internal Server Error", code: 0 });
     }
+    if (channelRoute) return this.createChannelMessage(req, decodeURIComponent(channelRoute[1]!), chunks, bucket, send, limitHeaders);
     const [, applicationId, token] = webhook as unknown as [string, string, string];
-    if (!this.tokens.has(decodeURIComponent(token))) return send(401, { message: "Invalid Webhook Token", code: 50027 });
+    const atOriginal = webhook![3] !== undefined;
+    const expiresAt = this.tokens.get(decodeURIComponent(token));
+    if (expiresAt === undefined || Date.now() >= expiresAt) return send(401, { message: "Invalid Webhook Token", code: 50027 });
     const channel = this.channel.get(decodeURIComponent(token))!;
+    if (atOriginal && channel.deleted) return send(404, { message: "Unknown Message", code: 10008 });
     if (method === "GET") {
       // Until it is edited, a deferred original is empty with the LOADING flag (1 << 7).
       const original = { id: "1000", type: 20, content: channel.original ?? "", flags: channel.original === undefined ? 128 : 0, channel_id: "0", author: { id: applicationId, username: "bot" }, attachments: [], embeds: [], mentions: [], timestamp: new Date().toISOString() };
@@ -186,19 +256,63 @@ export class FakeDiscordApi {
     if (content.length > 2000) {
       return send(400, { message: "Invalid Form Body", code: 50035, errors: { content: { _errors: [{ code: "BASE_TYPE_MAX_LENGTH", message: "Must be 2000 or fewer in length." }] } } });
     }
-    this.received.push({ applicationId: decodeURIComponent(applicationId), interactionToken: decodeURIComponent(token), kind: webhook[3] ? "edit-original" : "followup", content, allowedMentions: body.allowed_mentions });
-    // Discord stores and returns the content without its leading and trailing whitespace, and strips characters
-    // it takes as invalid (its docs: "may strip certain characters from message content, like invalid unicode").
-    const stored = content.replace(LONE_SURROGATE, "").trim();
-    if (webhook[3]) channel.original = stored;
-    else channel.followups.push(stored);
-    const exhausted = webhook[3] ? 0 : this.exhaustBucketFor;
-    if (!webhook[3]) this.exhaustBucketFor = 0;
-    const message = { id: String((this.messageId += 1)), type: 0, content: stored, channel_id: "0", author: { id: applicationId, username: "bot" }, attachments: [], embeds: [], mentions: [], timestamp: new Date().toISOString() };
+    this.received.push({ applicationId: decodeURIComponent(applicationId), interactionToken: decodeURIComponent(token), kind: atOriginal ? "edit-original" : "followup", content, allowedMentions: body.allowed_mentions });
+    const kept = stored(content);
+    if (atOriginal) channel.original = kept;
+    else channel.followups.push(kept);
+    const exhausted = atOriginal ? 0 : this.exhaustBucketFor;
+    if (!atOriginal) this.exhaustBucketFor = 0;
+    const message = { id: String((this.messageId += 1)), type: 0, content: kept, channel_id: "0", author: { id: applicationId, username: "bot" }, attachments: [], embeds: [], mentions: [], timestamp: new Date().toISOString() };
     if (exhausted > 0) this.blockedUntil.set(bucket, Date.now() + exhausted * 1000);
     const headers = exhausted > 0 ? limitHeaders(0, exhausted) : limitHeaders(4, 1);
     // Executing a webhook answers 204 unless ?wait=true asks for the message.
     if (method === "POST" && url.searchParams.get("wait") !== "true") return send(204, undefined, headers);
     return send(200, message, headers);
   }
+
+  /** POST /channels/{id}/messages as the bot: Bot auth, the content and nonce checked, an enforced nonce answered with the message it made. */
+  private createChannelMessage(
+    req: IncomingMessage,
+    channelId: string,
+    chunks: Buffer[],
+    bucket: string,
+    send: (status: number, body: unknown, headers?: Record<string, string>) => void,
+    limitHeaders: (remaining: number, resetAfter: number) => Record<string, string>,
+  ): void {
+    if (req.headers.authorization !== `Bot ${this.botToken}`) return send(401, { message: "401: Unauthorized", code: 0 });
+    if (this.deniedChannels.has(channelId)) return send(403, { message: "Missing Access", code: 50001 });
+    let body: { content?: unknown; allowed_mentions?: unknown; nonce?: unknown; enforce_nonce?: unknown };
+    try {
+      body = JSON.parse(Buffer.concat(chunks).toString("utf8") || "{}") as typeof body;
+    } catch {
+      return send(400, { message: "400: Bad Request", code: 50109 });
+    }
+    const invalid = (field: string, code: string, message: string) => send(400, { message: "Invalid Form Body", code: 50035, errors: { [field]: { _errors: [{ code, message }] } } });
+    const nonce = body.nonce;
+    if (nonce !== undefined && !(typeof nonce === "string" || (typeof nonce === "number" && Number.isInteger(nonce)))) return invalid("nonce", "NONCE_TYPE_INVALID", "Nonce must be a string or integer.");
+    if (typeof nonce === "string" && nonce.length > 25) return invalid("nonce", "BASE_TYPE_MAX_LENGTH", "Must be 25 or fewer in length.");
+    const content = typeof body.content === "string" ? body.content : "";
+    if (content.trim().length === 0) return send(400, { message: "Cannot send an empty message", code: 50006 });
+    if (content.length > 2000) return invalid("content", "BASE_TYPE_MAX_LENGTH", "Must be 2000 or fewer in length.");
+    const enforceNonce = body.enforce_nonce === true;
+    // The same author (the bot) with the same nonce in the past few minutes: that message, and no new one.
+    const earlier = enforceNonce && nonce !== undefined ? this.posted.find((message) => message.nonce === nonce && Date.now() - message.at < this.nonceWindowMs) : undefined;
+    const created = earlier ?? { id: String((this.messageId += 1)), channelId, content, allowedMentions: body.allowed_mentions, nonce: nonce as string | number | undefined, enforceNonce, at: Date.now() };
+    if (!earlier) this.posted.push(created);
+    const exhausted = this.exhaustBucketFor;
+    this.exhaustBucketFor = 0;
+    if (exhausted > 0) this.blockedUntil.set(bucket, Date.now() + exhausted * 1000);
+    const users = (body.allowed_mentions as { users?: unknown } | undefined)?.users;
+    const mentions = Array.isArray(users) ? users.filter((id) => content.includes(`<@${String(id)}>`)).map((id) => ({ id: String(id), username: "user" })) : [];
+    const message = { id: created.id, type: 0, content: stored(created.content), channel_id: channelId, author: { id: "1000000000000000001", username: "bot", bot: true }, attachments: [], embeds: [], mentions, nonce: created.nonce, timestamp: new Date(created.at).toISOString() };
+    return send(200, message, exhausted > 0 ? limitHeaders(0, exhausted) : limitHeaders(4, 1));
+  }
+}
+
+/**
+ * Content as Discord stores and returns it: without its leading and trailing whitespace, and without characters it
+ * takes as invalid (its docs: "may strip certain characters from message content, like invalid unicode").
+ */
+function stored(content: string): string {
+  return content.replace(LONE_SURROGATE, "").trim();
 }

@@ -1,10 +1,10 @@
 import type { DiscordInteraction } from "../interaction.js";
 
 let counter = 0;
-/** A snowflake-shaped id, unique in this process. */
-export function snowflake(): string {
+/** A snowflake-shaped id, unique in this process, made at `at` (epoch ms, default now) as Discord's ids hold their time. */
+export function snowflake(at = Date.now()): string {
   counter += 1;
-  return String(BigInt(Date.now() - 1420070400000) * 4194304n + BigInt(process.pid % 1024) * 4096n + BigInt(counter % 4096));
+  return String(BigInt(at - 1420070400000) * 4194304n + BigInt(process.pid % 1024) * 4096n + BigInt(counter % 4096));
 }
 
 /** A slash command interaction (`/ask prompt: <text>`) as Discord sends it, optionally with an attachment option. */
