@@ -1,4 +1,5 @@
 import {
+  AssemblyLineError,
   combineRedactions,
   defineTool,
   redactError,
@@ -39,9 +40,20 @@ export interface ConnectionsOptions {
   maxResponseBytes?: number;
   /** Where warnings go (an OpenAPI operation left out of the tools, and why); default process.emitWarning. */
   logger?: Pick<RuntimeLogger, "warn">;
+  /**
+   * How MCP sessions are held. "shared" (default): one client and session per connection in this
+   * process, shared by every run (a stdio server: one process). "run": each run has a session of its
+   * own (a stdio server: a process of its own), so what a stateful server keeps per session (a
+   * browser page, a working directory, a transaction) never passes from one run to another; it is
+   * ended once the run has not used it for `mcpSessionIdleMs`.
+   */
+  mcpSessions?: "shared" | "run";
+  /** With mcpSessions "run": how long a run's MCP session may go unused before it is ended (a later call opens another); default 300 000 ms. */
+  mcpSessionIdleMs?: number;
 }
 
 const DEFAULT_REQUEST_TIMEOUT_MS = 60_000;
+const DEFAULT_MCP_SESSION_IDLE_MS = 5 * 60_000;
 
 /** What `describe` persists per kind: JSON, no secrets. */
 type ConnectionRecord =
@@ -58,12 +70,17 @@ type ConnectionRecord =
 export function createConnections(options: ConnectionsOptions = {}): ConnectionProvider {
   // Unknown keys and names that are not snake_case are refused by config.schema.json; each definition's shape below.
   checkConnectionsOptions(options);
+  if (options.mcpSessionIdleMs !== undefined && options.mcpSessions !== "run") {
+    throw new AssemblyLineError("AL_ERR_CONNECTION_DEFINITION", `createConnections: mcpSessionIdleMs applies only to sessions of each run's own, but mcpSessions is ${JSON.stringify(options.mcpSessions ?? "shared")}`, {
+      fix: 'Set mcpSessions: "run" with it, or leave mcpSessionIdleMs out (a shared session lasts until the host shuts down).',
+    });
+  }
   const connections = options.connections ?? {};
   for (const [name, definition] of Object.entries(connections)) checkDefinition(name, definition);
   const outbound = { grants: options.grants, ...(options.resolve ? { resolve: options.resolve } : {}) };
   const timeoutMs = options.requestTimeoutMs ?? DEFAULT_REQUEST_TIMEOUT_MS;
   const maxResponseBytes = options.maxResponseBytes ?? DEFAULT_MAX_RESPONSE_BYTES;
-  const mcp = new McpClients(outbound, timeoutMs, maxResponseBytes);
+  const mcp = new McpClients(outbound, timeoutMs, maxResponseBytes, { perRun: options.mcpSessions === "run", idleMs: options.mcpSessionIdleMs ?? DEFAULT_MCP_SESSION_IDLE_MS });
   const warn = (fields: Record<string, unknown>, message: string) => {
     if (options.logger) options.logger.warn(fields, message);
     else process.emitWarning(message, { type: "AssemblyLineWarning" });
@@ -120,7 +137,7 @@ export function createConnections(options: ConnectionsOptions = {}): ConnectionP
       const record = stored as unknown as ConnectionRecord;
       const approval = (tool: string, description: string) => approves(isDynamicSpec(definition) ? undefined : definition.approval, name, tool, description);
       const tools: Record<string, ToolDefinition<any, any>> = {};
-      const add = (tool: string, description: string, inputSchema: Record<string, unknown>, execute: (input: Record<string, unknown>, ctx: { signal: AbortSignal; idempotencyKey(scope: string): string }, sent: SentSecrets) => Promise<JsonValue>) => {
+      const add = (tool: string, description: string, inputSchema: Record<string, unknown>, execute: (input: Record<string, unknown>, ctx: { runId: string; signal: AbortSignal; idempotencyKey(scope: string): string }, sent: SentSecrets) => Promise<JsonValue>) => {
         tools[`${name}__${tool}`] = defineTool({
           description: `${description} (${record.kind} connection ${name}${record.description ? `: ${record.description}` : ""})`,
           inputSchema,
@@ -144,7 +161,7 @@ export function createConnections(options: ConnectionsOptions = {}): ConnectionP
         const target = mcpTarget(definition);
         for (const tool of record.tools) {
           add(tool.name, tool.description, tool.inputSchema, async (input, ctx, sent) => {
-            return mcp.call(name, target, policy, tool.tool, input, { signal: ctx.signal, idempotencyKey: ctx.idempotencyKey(`${name}__${tool.name}`), sent });
+            return mcp.call(name, target, policy, tool.tool, input, { signal: ctx.signal, idempotencyKey: ctx.idempotencyKey(`${name}__${tool.name}`), runId: ctx.runId, sent });
           });
         }
       } else {

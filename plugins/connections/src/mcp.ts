@@ -11,6 +11,18 @@ import { plainSchema, uniqueNames } from "./tool-names.js";
 /** Where an MCP server is: Streamable HTTP, or a local process over stdio. */
 export type McpTarget = { url: string; auth?: ConnectionAuth } | { command: string; args?: string[]; env?: Record<string, string> };
 
+/** How MCP sessions are held: one per connection for all runs, or one per run (`mcpSessions: "run"`), ended once idle for `idleMs`. */
+export interface McpSessionPolicy {
+  perRun: boolean;
+  idleMs: number;
+}
+
+/** Where a use's client lives: the connection's shared one, a run's own, or one opened for this use alone and ended after it. */
+interface ClientScope {
+  run?: string;
+  once?: boolean;
+}
+
 /** An MCP tool as described once and persisted: the server's name and the model's. */
 export interface McpToolRecord {
   tool: string;
@@ -36,6 +48,8 @@ export class McpClients {
   private readonly uses = new Map<Promise<Client>, { count: number; ended?: () => void }>();
   /** Clients taken out of `clients` by release: a use begun before it opens no cached client. */
   private readonly released = new WeakSet<Promise<Client>>();
+  /** A run's own client, by key: ended when this fires, after sessions.idleMs without a use. */
+  private readonly idle = new Map<string, NodeJS.Timeout>();
 
   constructor(
     private readonly outbound: OutboundOptions,
@@ -43,11 +57,13 @@ export class McpClients {
     private readonly timeoutMs: number,
     /** A tool result whose serialized content is longer is answered as an error (maxResponseBytes). */
     private readonly maxResultBytes: number,
+    private readonly sessions: McpSessionPolicy = { perRun: false, idleMs: 0 },
   ) {}
 
   /** The server's tools; the secrets its requests carried are added to `sent`. */
   async describe(connection: string, target: McpTarget, policy: ConnectionPolicy, sent?: SentSecrets): Promise<McpToolRecord[]> {
-    const tools = await this.using(connection, target, policy, sent, "listing its tools", async (client) => {
+    // With a session per run, the listing's session serves no run: it is ended once the tools are read.
+    const tools = await this.using(connection, target, policy, { once: this.sessions.perRun }, sent, "listing its tools", async (client) => {
       const listed: Array<{ name: string; description?: string; inputSchema: unknown }> = [];
       const seen = new Set<string>();
       let cursor: string | undefined;
@@ -67,10 +83,11 @@ export class McpClients {
   }
 
   /** Call one tool; a tool error is a result the model sees, a refusal or a dead server throws. The secrets its requests carried are added to `options.sent`. */
-  async call(connection: string, target: McpTarget, policy: ConnectionPolicy, tool: string, input: unknown, options: { signal: AbortSignal; idempotencyKey: string; sent?: SentSecrets }): Promise<JsonValue> {
+  async call(connection: string, target: McpTarget, policy: ConnectionPolicy, tool: string, input: unknown, options: { signal: AbortSignal; idempotencyKey: string; runId: string; sent?: SentSecrets }): Promise<JsonValue> {
     let result: Awaited<ReturnType<Client["callTool"]>>;
+    const scope = this.sessions.perRun ? { run: options.runId } : {};
     try {
-      result = await this.using(connection, target, policy, options.sent, `calling ${tool}`, (client) =>
+      result = await this.using(connection, target, policy, scope, options.sent, `calling ${tool}`, (client) =>
         client.callTool(
           { name: tool, arguments: (input ?? {}) as Record<string, unknown>, _meta: { "assembly-line/idempotency-key": options.idempotencyKey } },
           undefined,
@@ -92,12 +109,19 @@ export class McpClients {
   }
 
   /**
-   * The connection is no longer provided: its client is taken out (a later use opens a fresh one)
-   * and, once the calls in flight on it have finished, its session is ended on the server and the
-   * client closed (a stdio server stopped), as close() does for every client.
+   * The connection is no longer provided: its clients (the shared one, or each run's) are taken out
+   * (a later use opens a fresh one) and, once the calls in flight on each have finished, its session
+   * is ended on the server and the client closed (a stdio server stopped), as close() does for every client.
    */
   async release(connection: string, target: McpTarget, policy: ConnectionPolicy): Promise<void> {
-    const key = clientKey(connection, target, policy);
+    const shared = clientKey(connection, target, policy);
+    const keys = new Set([...this.clients.keys(), ...this.sent.keys()].filter((key) => key === shared || key.startsWith(`${shared}${RUN_SEPARATOR}`)));
+    await Promise.all([...keys].map((key) => this.releaseKey(key)));
+  }
+
+  private async releaseKey(key: string): Promise<void> {
+    clearTimeout(this.idle.get(key));
+    this.idle.delete(key);
     this.sent.delete(key);
     const client = this.clients.get(key);
     if (!client) return;
@@ -115,6 +139,8 @@ export class McpClients {
    * hold the host's shutdown for the request timeout, and its process would outlive the host.
    */
   async close(): Promise<void> {
+    for (const timer of this.idle.values()) clearTimeout(timer);
+    this.idle.clear();
     const clients = [...this.clients.values()];
     this.clients.clear();
     const opening = [...this.opening];
@@ -129,17 +155,20 @@ export class McpClients {
    * server refused it unread. A client whose transport failed is dropped, so the
    * next use connects again instead of failing for ever.
    */
-  private async using<T>(connection: string, target: McpTarget, policy: ConnectionPolicy, sent: SentSecrets | undefined, doing: string, use: (client: Client) => Promise<T>): Promise<T> {
-    const key = clientKey(connection, target, policy);
-    let clientSent = this.sent.get(key);
+  private async using<T>(connection: string, target: McpTarget, policy: ConnectionPolicy, scope: ClientScope, sent: SentSecrets | undefined, doing: string, use: (client: Client) => Promise<T>): Promise<T> {
+    const shared = clientKey(connection, target, policy);
+    const key = scope.run === undefined ? shared : `${shared}${RUN_SEPARATOR}${scope.run}`;
+    let clientSent = scope.once ? new SentSecrets() : this.sent.get(key);
     if (!clientSent) this.sent.set(key, (clientSent = new SentSecrets()));
     let previous: Promise<Client> | undefined;
     try {
       for (let attempt = 0; ; attempt += 1) {
         // A retry of a use whose connection was released meanwhile gets a client of its own, closed after it: none is left behind for a connection no longer provided.
-        const own = previous !== undefined && this.released.has(previous);
+        const own = scope.once === true || (previous !== undefined && this.released.has(previous));
         const opened = own ? this.open(connection, target, policy, clientSent) : this.client(key, connection, target, policy, clientSent);
         previous = opened;
+        clearTimeout(this.idle.get(key));
+        this.idle.delete(key);
         this.enter(opened);
         try {
           return await use(await opened);
@@ -151,6 +180,7 @@ export class McpClients {
         } finally {
           this.leave(opened);
           if (own) void opened.then((client) => endSession(client, Math.min(this.timeoutMs, SESSION_END_MS))).catch(() => undefined);
+          else if (scope.run !== undefined) this.endWhenIdle(key, opened);
         }
       }
     } finally {
@@ -179,6 +209,22 @@ export class McpClients {
       );
     }
     return client;
+  }
+
+  /**
+   * A run's own client is ended once no use of it has begun for sessions.idleMs: the host cannot
+   * know when a run is over (it may be paused for days), and a resumed run opens a session again.
+   */
+  private endWhenIdle(key: string, client: Promise<Client>): void {
+    if (this.uses.has(client) || this.clients.get(key) !== client) return;
+    clearTimeout(this.idle.get(key));
+    const timer = setTimeout(() => {
+      if (this.idle.get(key) !== timer) return;
+      this.idle.delete(key);
+      if (this.clients.get(key) === client) void this.releaseKey(key).catch(() => undefined);
+    }, this.sessions.idleMs);
+    timer.unref();
+    this.idle.set(key, timer);
   }
 
   private enter(client: Promise<Client>): void {
@@ -245,6 +291,9 @@ export class McpClients {
     return client;
   }
 }
+
+/** Between a connection's key and the run a client of its own belongs to (JSON text never holds it raw). */
+const RUN_SEPARATOR = "\u0000run:";
 
 /** One client per connection, what it connects to, and the policy it is held to. */
 function clientKey(connection: string, target: McpTarget, policy: ConnectionPolicy): string {

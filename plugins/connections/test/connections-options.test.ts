@@ -9,7 +9,7 @@ describe("createConnections's options, checked against config.schema.json", () =
     const refusal = () => createConnections({ connection: { weather } } as never);
     expect(refusal).toThrow(expect.objectContaining({ code: "AL_ERR_CONNECTION_DEFINITION" }));
     expect(refusal).toThrow(/createConnections: "connection" is not an option/);
-    expect(refusal).toThrow(/fix: .*\(connections, grants, resolve, requestTimeoutMs, maxResponseBytes, logger\)/);
+    expect(refusal).toThrow(/fix: .*\(connections, grants, resolve, requestTimeoutMs, maxResponseBytes, logger, mcpSessions, mcpSessionIdleMs\)/);
   });
 
   it("refuses a connection name that is not snake_case, and a definition that is not an object", () => {
@@ -22,6 +22,8 @@ describe("createConnections's options, checked against config.schema.json", () =
     const grants = new EncryptedGrantStore({ path: "/tmp/al-unused-grants.json", secretKey: "k".repeat(32) });
     expect(createConnections({ connections: { weather }, grants, resolve }).connections).toEqual({ weather });
     expect(createConnections({ grants: undefined }).connections).toEqual({});
+    expect(createConnections({ mcpSessions: "run", mcpSessionIdleMs: 60_000 }).connections).toEqual({});
+    expect(createConnections({ mcpSessions: "shared" }).connections).toEqual({});
     expect(createConnections().connections).toEqual({});
   });
 });
