@@ -254,7 +254,8 @@ export class DiscordDelivery {
         bot === undefined
           ? `The interaction's token expires 15 minutes after the interaction, so a reply later than that (a long run, or one paused for an approval or a question) needs a bot token: set ${this.options.botTokenEnv} to the application's bot token, with the bot in the channel and allowed to send messages there.`
           : `The interaction's token expired and the interaction names no channel the bot (${this.options.botTokenEnv}) could post the reply in.`;
-      return finalDeliveryFailure(new AssemblyLineError("AL_ERR_DISCORD_DELIVERY", what, { fix }));
+      const why = bot === undefined ? `; the interaction's token expired, and a reply later than its 15 minutes needs ${this.options.botTokenEnv}, which is not set` : "";
+      return finalDeliveryFailure(new AssemblyLineError("AL_ERR_DISCORD_DELIVERY", `${what}${why}`, { fix }));
     }
     if (asBot && code !== undefined && CHANNEL_REFUSED_CODES.has(code)) {
       return finalDeliveryFailure(

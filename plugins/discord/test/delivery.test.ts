@@ -3,9 +3,10 @@ import { setFlagsFromString } from "node:v8";
 import { runInNewContext } from "node:vm";
 import { afterEach, beforeEach, describe, expect, it, onTestFinished } from "vitest";
 import { deliveryRetryAfterMs, isAssemblyLineError, isFinalDeliveryFailure } from "@assemblyline-agents/core";
-import { DELIVERY_BUDGET_MS, FAILURE_REPLY, defineDiscordChannel } from "../src/index.js";
+import { DELIVERY_BUDGET_MS, FAILURE_REPLY, defineDiscordChannel, splitMessage } from "../src/index.js";
 import { attemptSignal } from "../src/attempt-signal.js";
-import { FakeDiscordApi, discordTestKeys, slashCommandInteraction } from "../src/testkit/index.js";
+import { nonceOf } from "../src/delivery.js";
+import { FakeDiscordApi, discordTestKeys, slashCommandInteraction, snowflake } from "../src/testkit/index.js";
 
 let api: FakeDiscordApi;
 const keys = discordTestKeys();
@@ -19,14 +20,21 @@ afterEach(async () => {
 });
 
 /** A channel as one process has it: its own REST client and what it remembers. */
-const process_ = () => defineDiscordChannel({ env: { DISCORD_PUBLIC_KEY: keys.publicKeyHex }, apiBaseUrl: api.apiBaseUrl });
+const process_ = (env: Record<string, string> = {}) => defineDiscordChannel({ env: { DISCORD_PUBLIC_KEY: keys.publicKeyHex, ...env }, apiBaseUrl: api.apiBaseUrl });
+/** A process with the bot token set. */
+const withBot = () => process_({ DISCORD_BOT_TOKEN: api.botToken });
 
-function reply(text: string) {
-  const interaction = slashCommandInteraction({ channelId: "1100000000000000001", text: "question" });
-  api.registerInteraction(interaction.token);
+const CHANNEL = "1100000000000000001";
+const ASKER = "80351110224678912";
+
+/** A reply to an interaction made `ageMs` ago (a snowflake holds its time). */
+function reply(text: string, ageMs = 0) {
+  const createdAt = Date.now() - ageMs;
+  const interaction = slashCommandInteraction({ id: snowflake(createdAt), channelId: CHANNEL, text: "question", user: { id: ASKER, username: "nelly" } });
+  api.registerInteraction(interaction.token, { createdAt });
   // What the Node host hands deliver(): the channel metadata, and the token in the delivery metadata.
   const metadata = {
-    discord: { applicationId: interaction.application_id, interactionId: interaction.id, interactionType: 2, channelId: "1100000000000000001", guildId: null },
+    discord: { applicationId: interaction.application_id, interactionId: interaction.id, interactionType: 2, channelId: CHANNEL, guildId: null, userId: ASKER },
   };
   const deliveryMetadata = { discord: { interactionToken: interaction.token } };
   return { token: interaction.token, delivery: { deliveryId: "dlv_1", attempt: 1, signal: new AbortController().signal, conversationId: "discord:1100000000000000001", runId: "run_1", text, metadata, deliveryMetadata } };
@@ -204,5 +212,135 @@ describe("a delivery attempt's budget", () => {
     onTestFinished(() => attempt.clear());
     host.abort(new Error("deliver() did not settle within 20000 ms"));
     expect(String(attempt.signal.reason)).toContain("did not settle");
+  });
+});
+
+/** Later than an interaction token lives. */
+const twentyMinutes = 20 * 60_000;
+const channelPosts = () => api.requests.filter((request) => request.path === `/api/v10/channels/${CHANNEL}/messages`);
+const webhookCalls = () => api.requests.filter((request) => request.path.startsWith("/api/v10/webhooks/"));
+
+describe("delivering a reply after the interaction's token expired", () => {
+  it("posts it once in the channel as the bot, mentioning only the user who asked, when Discord says the token expired", async () => {
+    const { token, delivery } = reply("the answer, at last");
+    api.expireInteraction(token);
+    await withBot().deliver(delivery);
+    expect(webhookCalls().map((request) => `${request.method} ${request.status}`)).toEqual(["PATCH 401"]);
+    expect(api.channelMessages(CHANNEL)).toEqual([`<@${ASKER}> the answer, at last`]);
+    expect(api.posted[0]).toMatchObject({ allowedMentions: { parse: [], users: [ASKER] }, enforceNonce: true, nonce: nonceOf(delivery.deliveryId, 0) });
+    // The outbox did not record it (a crash): another process delivers it again, and Discord returns the same message.
+    await withBot().deliver({ ...delivery, attempt: 2 });
+    expect(api.channelMessages(CHANNEL)).toEqual([`<@${ASKER}> the answer, at last`]);
+    expect(api.messages(token)).toEqual([]);
+  });
+
+  it("goes to the bot at once, trying no webhook, for an interaction older than its token's 15 minutes", async () => {
+    const { delivery } = reply("answered after an approval", twentyMinutes);
+    await withBot().deliver(delivery);
+    expect(webhookCalls()).toEqual([]);
+    expect(api.channelMessages(CHANNEL)).toEqual([`<@${ASKER}> answered after an approval`]);
+  });
+
+  it("reads the bot token from the variable botTokenEnv names, on every delivery", async () => {
+    const env: Record<string, string | undefined> = { DISCORD_PUBLIC_KEY: keys.publicKeyHex };
+    const channel = defineDiscordChannel({ env, apiBaseUrl: api.apiBaseUrl, botTokenEnv: "OPS_DISCORD_BOT" });
+    const first = reply("first", twentyMinutes);
+    const refused = await channel.deliver(first.delivery).catch((error: unknown) => error);
+    expect(String(refused)).toContain("OPS_DISCORD_BOT");
+    env.OPS_DISCORD_BOT = api.botToken;
+    const second = reply("second", twentyMinutes);
+    await channel.deliver({ ...second.delivery, deliveryId: "dlv_2" });
+    expect(api.channelMessages(CHANNEL)).toEqual([`<@${ASKER}> second`]);
+  });
+
+  it("sends no part twice when another process retries a long reply the bot was posting when it crashed", async () => {
+    const text = ["a".repeat(1990), "b".repeat(1990), "c".repeat(500)].join("\n");
+    const { delivery } = reply(text, twentyMinutes);
+    // The first two parts go out; the process dies as it sends the third.
+    api.failAfter(2);
+    const crashed = await withBot().deliver(delivery).catch((error: unknown) => error);
+    expect(isAssemblyLineError(crashed, "AL_ERR_DISCORD_DELIVERY"), String(crashed)).toBe(true);
+    expect(isFinalDeliveryFailure(crashed)).toBe(false);
+    expect(api.channelMessages(CHANNEL)).toHaveLength(2);
+    // Another process, knowing nothing of the first, sends every part again: the nonces make Discord return the two it has.
+    await withBot().deliver({ ...delivery, attempt: 2 });
+    expect(channelPosts().slice(-3).map((request) => request.status)).toEqual([200, 200, 200]);
+    const parts = api.channelMessages(CHANNEL);
+    expect(parts).toHaveLength(3);
+    expect(parts).toEqual(splitMessage(`<@${ASKER}> ${text}`, 2000).map((part) => part.trim()));
+    expect(new Set(api.posted.map((message) => message.nonce)).size).toBe(3);
+  });
+
+  it("sends only the missing parts when a retry in the same process follows a failure half way", async () => {
+    const text = ["a".repeat(1990), "b".repeat(1990), "c".repeat(500)].join("\n");
+    const { delivery } = reply(text, twentyMinutes);
+    const channel = withBot();
+    api.failAfter(1);
+    await channel.deliver(delivery).catch(() => undefined);
+    const before = channelPosts().length;
+    await channel.deliver({ ...delivery, attempt: 2 });
+    expect(channelPosts().length - before).toBe(2);
+    expect(api.channelMessages(CHANNEL)).toHaveLength(3);
+  });
+
+  it("keeps each part's nonce within Discord's 25 characters, the same for every attempt and different for every part and delivery", () => {
+    const nonces = [nonceOf("dlv_1", 0), nonceOf("dlv_1", 1), nonceOf("dlv_1", 123456), nonceOf("dlv_2", 0)];
+    for (const nonce of nonces) expect(nonce.length).toBeLessThanOrEqual(25);
+    expect(new Set(nonces).size).toBe(nonces.length);
+    expect(nonceOf("dlv_1", 1)).toBe(nonces[1]);
+  });
+
+  it("fails for good without a bot token, its error saying that replies after 15 minutes need DISCORD_BOT_TOKEN", async () => {
+    const { token, delivery } = reply("too late", twentyMinutes);
+    const failure = await process_().deliver(delivery).catch((error: unknown) => error);
+    expect(isFinalDeliveryFailure(failure)).toBe(true);
+    expect(isAssemblyLineError(failure, "AL_ERR_DISCORD_DELIVERY")).toBe(true);
+    expect((failure as Error).message).toMatch(/code 50027.*needs DISCORD_BOT_TOKEN/);
+    expect((failure as { fix?: string }).fix).toMatch(/later than that .* needs a bot token: set DISCORD_BOT_TOKEN/);
+    expect(inspect(failure, { depth: 10 })).not.toContain(token);
+    expect(channelPosts()).toEqual([]);
+  });
+
+  it("fails for good when the bot may not see the channel, and retries a refused bot token, naming its variable", async () => {
+    const { delivery } = reply("nowhere to post", twentyMinutes);
+    api.denyChannel(CHANNEL);
+    const denied = await withBot().deliver(delivery).catch((error: unknown) => error);
+    expect(String(denied)).toMatch(/403 \(code 50001\).*channel 1100000000000000001/);
+    expect(isFinalDeliveryFailure(denied)).toBe(true);
+    const wrong = await process_({ DISCORD_BOT_TOKEN: "not-the-bot-token" }).deliver(delivery).catch((error: unknown) => error);
+    expect(String(wrong)).toMatch(/401.*refused the bot token in DISCORD_BOT_TOKEN/s);
+    expect(String(wrong)).not.toContain("not-the-bot-token");
+    expect(isFinalDeliveryFailure(wrong)).toBe(false);
+  });
+
+  it("tells the outbox the wait Discord asks for on the channel's messages, as on the webhook", async () => {
+    const { delivery } = reply("rate limited", twentyMinutes);
+    api.rateLimitNext(1, longWaitMs / 1000);
+    const failure = await withBot().deliver(delivery).catch((error: unknown) => error);
+    expect(String(failure)).toMatch(/AL_ERR_DISCORD_DELIVERY.*rate limited/);
+    expect(deliveryRetryAfterMs(failure)).toBeGreaterThanOrEqual(longWaitMs - 1_000);
+    expect(api.channelMessages(CHANNEL)).toEqual([]);
+  });
+});
+
+describe("delivering a reply whose original response the user deleted", () => {
+  it("sends a short reply as a follow-up instead of failing", async () => {
+    const { token, delivery } = reply("still here");
+    api.deleteOriginal(token);
+    await process_().deliver(delivery);
+    expect(api.received.filter((message) => message.interactionToken === token).map((message) => [message.kind, message.content])).toEqual([["followup", "still here"]]);
+  });
+
+  it("sends a long reply whole, in order, as follow-ups, and a retry in the same process only the ones missing", async () => {
+    const { token, delivery } = reply(long);
+    api.deleteOriginal(token);
+    const channel = process_();
+    // The GET of the original (404), the first follow-up; the second gets a 500.
+    api.failAfter(2);
+    const failed = await channel.deliver(delivery).catch((error: unknown) => error);
+    expect(isFinalDeliveryFailure(failed)).toBe(false);
+    expect(api.messages(token)).toEqual(shown.slice(0, 1));
+    await channel.deliver({ ...delivery, attempt: 2 });
+    expect(api.messages(token)).toEqual(shown);
   });
 });
