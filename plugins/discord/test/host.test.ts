@@ -17,7 +17,7 @@ let bundle: RuntimeBundle;
 let agentDir: string;
 let keys: DiscordTestKeys;
 let api: FakeDiscordApi;
-const savedEnv = { DISCORD_PUBLIC_KEY: process.env.DISCORD_PUBLIC_KEY, DISCORD_API_BASE_URL: process.env.DISCORD_API_BASE_URL };
+const savedEnv = { DISCORD_PUBLIC_KEY: process.env.DISCORD_PUBLIC_KEY, DISCORD_API_BASE_URL: process.env.DISCORD_API_BASE_URL, DISCORD_BOT_TOKEN: process.env.DISCORD_BOT_TOKEN };
 const hosts: NodeRuntimeHandle[] = [];
 const dirs: string[] = [];
 
@@ -28,6 +28,8 @@ beforeAll(async () => {
   // The channel reads its env per request, as in production.
   process.env.DISCORD_PUBLIC_KEY = keys.publicKeyHex;
   process.env.DISCORD_API_BASE_URL = api.apiBaseUrl;
+  // Without a bot token unless a test sets one: replies go through the interaction's webhook alone.
+  delete process.env.DISCORD_BOT_TOKEN;
 });
 
 afterEach(async () => {
@@ -233,6 +235,39 @@ describe("the Discord channel on the Node host", () => {
     await waitFor(() => host.logger.events("delivery.completed").length === 1, "the retried delivery");
     expect(host.logger.events("delivery.failed")).toHaveLength(1);
     expect(repliesTo(payload.token).map((message) => message.content)).toEqual(["eventually"]);
+  });
+
+  it("delivers the reply of a run paused for an approval answered after the interaction's token expired, as the bot's message in the channel", async () => {
+    process.env.DISCORD_BOT_TOKEN = api.botToken;
+    onTestFinished(() => {
+      delete process.env.DISCORD_BOT_TOKEN;
+    });
+    const host = await startHost({ turns: [{ toolCalls: [{ name: "publish", input: { body: "release notes" } }] }, { text: "Published the release notes." }] });
+    const { payload, body } = interaction("publish the release notes", { channelId: "1100000000000000077" });
+    expect((await post(host, body, signDiscordBody(body, keys.privateKey))).body).toEqual({ type: 5 });
+    const [paused] = await waitFor(async () => {
+      const runs = (await host.runtime.state.runs.listRuns()).runs;
+      return runs[0]?.status === "waiting_approval" ? runs : undefined;
+    }, "the run to wait for its approval");
+    // Hours later, as Discord has it: the interaction's token no longer works.
+    api.expireInteraction(payload.token);
+    await host.runtime.approve(paused!.id, { actor: "test" });
+    await waitFor(() => host.logger.events("delivery.completed").length === 1, "the reply's delivery");
+    expect(api.channelMessages("1100000000000000077")).toEqual([`<@${payload.member!.user!.id}> Published the release notes.`]);
+    expect(api.posted.at(-1)).toMatchObject({ allowedMentions: { parse: [], users: [payload.member!.user!.id] }, enforceNonce: true });
+    expect(api.messages(payload.token)).toEqual([]);
+    expect(host.logger.events("delivery.failed")).toHaveLength(0);
+  });
+
+  it("fails the reply for good, naming DISCORD_BOT_TOKEN, when the token expired and no bot token is set", async () => {
+    const host = await startHost({ turns: [{ text: "too late" }] });
+    const { payload, body } = interaction("answer later", { channelId: "1100000000000000078" });
+    api.expireInteraction(payload.token);
+    expect((await post(host, body, signDiscordBody(body, keys.privateKey))).status).toBe(200);
+    const [failed] = await waitFor(() => (host.logger.events("delivery.failed").length > 0 ? host.logger.events("delivery.failed") : undefined), "the failed delivery");
+    expect(failed!.fields).toMatchObject({ final: true });
+    expect(String(failed!.fields.err)).toContain("DISCORD_BOT_TOKEN");
+    expect(api.channelMessages("1100000000000000078")).toEqual([]);
   });
 
   it("downloads a command's attachment from Discord's CDN into the run's files", async () => {
