@@ -144,7 +144,10 @@ export class DiscordDelivery {
     // Read per attempt, like the other env variables: a token set after boot counts from the next retry.
     const bot = botToken(this.options);
     try {
-      if (bot !== undefined && channel && tokenExpired(target)) return await this.toChannel(attempt, bot);
+      if (bot !== undefined && channel && tokenExpiresWithin(target, TOKEN_MARGIN_MS)) {
+        if (await this.deliveredThroughWebhook(attempt)) return;
+        return await this.toChannel(attempt, bot);
+      }
       try {
         await this.toInteraction(attempt);
       } catch (error) {
@@ -156,6 +159,25 @@ export class DiscordDelivery {
     } finally {
       budget.clear();
       this.deadlines.delete(deadline);
+    }
+  }
+
+  /**
+   * In the token's last minute, an earlier attempt may have delivered the whole reply through the webhook (a crash
+   * before the outbox recorded it): an original showing its final edit (neither "thinking..." nor a count) means
+   * there is nothing for the bot to send. Past the 15 minutes, Discord no longer shows the original to anyone.
+   */
+  private async deliveredThroughWebhook({ target, webhook, text, rest, signal, call }: Attempt): Promise<boolean> {
+    if (tokenExpiresWithin(target, 0)) return false;
+    try {
+      const current = (await call(rest.get(`${webhook}/messages/@original`, { auth: false, signal }))) as { content?: unknown; flags?: unknown };
+      const shown = typeof current.content === "string" ? current.content : "";
+      const loading = (Number(current.flags ?? 0) & MESSAGE_FLAG_LOADING) !== 0;
+      return !loading && shown.trim() !== "" && !progressJournal(chunksOf(text, this.options.messageLimit)).isCount(shown);
+    } catch (error) {
+      // The token or the original is gone (the bot sends the reply), or Discord failed (the outbox tries again).
+      if (error instanceof DiscordAPIError && (TOKEN_GONE_CODES.has(Number(error.code)) || Number(error.code) === UNKNOWN_MESSAGE)) return false;
+      throw error;
     }
   }
 
@@ -320,11 +342,11 @@ function channelRoute(target: DiscordDeliveryMetadata): `/channels/${string}/mes
   return target.channelId ? `/channels/${encodeURIComponent(target.channelId)}/messages` : undefined;
 }
 
-/** Whether the interaction's token is expired, or will be before an attempt begun now is over (its id is a snowflake holding its time). */
-function tokenExpired(target: DiscordDeliveryMetadata): boolean {
+/** Whether the interaction's token has expired, or will within `marginMs` (its id is a snowflake holding its time); false for an id that is not one. */
+function tokenExpiresWithin(target: DiscordDeliveryMetadata, marginMs: number): boolean {
   if (!/^\d{1,20}$/.test(target.interactionId ?? "")) return false;
   const createdAt = Number(BigInt(target.interactionId) >> 22n) + DISCORD_EPOCH_MS;
-  return Date.now() >= createdAt + TOKEN_LIFETIME_MS - TOKEN_MARGIN_MS;
+  return Date.now() >= createdAt + TOKEN_LIFETIME_MS - marginMs;
 }
 
 /** The user who asked, from the host's channel metadata, for runs queued before the Discord metadata kept it. */

@@ -241,6 +241,21 @@ describe("delivering a reply after the interaction's token expired", () => {
     expect(api.channelMessages(CHANNEL)).toEqual([`<@${ASKER}> answered after an approval`]);
   });
 
+  it("sends nothing as the bot, in the token's last minute, for a reply the webhook already delivered before a crash", async () => {
+    const lastMinute = 14.5 * 60_000;
+    const { token, delivery } = reply("delivered just in time", lastMinute);
+    // An attempt without the bot token went through the webhook; the process died before the outbox recorded it.
+    await process_().deliver(delivery);
+    expect(api.messages(token)).toEqual(["delivered just in time"]);
+    await withBot().deliver({ ...delivery, attempt: 2 });
+    expect(api.channelMessages(CHANNEL)).toEqual([]);
+    // One that nothing delivered yet goes to the bot, before the token can expire under it.
+    const pending = reply("not yet delivered", lastMinute);
+    await withBot().deliver({ ...pending.delivery, deliveryId: "dlv_2" });
+    expect(api.channelMessages(CHANNEL)).toEqual([`<@${ASKER}> not yet delivered`]);
+    expect(api.messages(pending.token)).toEqual([]);
+  });
+
   it("reads the bot token from the variable botTokenEnv names, on every delivery", async () => {
     const env: Record<string, string | undefined> = { DISCORD_PUBLIC_KEY: keys.publicKeyHex };
     const channel = defineDiscordChannel({ env, apiBaseUrl: api.apiBaseUrl, botTokenEnv: "OPS_DISCORD_BOT" });
