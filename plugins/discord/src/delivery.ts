@@ -165,7 +165,7 @@ export class DiscordDelivery {
   /**
    * In the token's last minute, an earlier attempt may have delivered the whole reply through the webhook (a crash
    * before the outbox recorded it): an original showing its final edit (neither "thinking..." nor a count) means
-   * there is nothing for the bot to send. Past the 15 minutes, Discord no longer shows the original to anyone.
+   * there is nothing for the bot to send. Past the 15 minutes the webhook can no longer read the original.
    */
   private async deliveredThroughWebhook({ target, webhook, text, rest, signal, call }: Attempt): Promise<boolean> {
     if (tokenExpiresWithin(target, 0)) return false;

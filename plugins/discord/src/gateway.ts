@@ -14,7 +14,9 @@ export type DiscordChannel = ChannelDefinition & Required<Pick<ChannelModule, "n
  * the application's public key (env DISCORD_PUBLIC_KEY) before anything else;
  * PING is answered; commands, components and modal submissions become turns,
  * answered at once with a deferred response; the reply is delivered later by
- * the outbox through the follow-up webhook, split at Discord's length limit.
+ * the outbox through the follow-up webhook, split at Discord's length limit, or,
+ * once the interaction's token expired (15 minutes), as the bot's channel
+ * messages when a bot token is set (env DISCORD_BOT_TOKEN, optional).
  */
 export function defineDiscordChannel(options: DiscordChannelOptions = {}): DiscordChannel {
   checkOptions(options);
