@@ -75,7 +75,7 @@ async function sendWithQuerySecret(
   if (!follow || !REDIRECT_STATUSES.has(response.status) || !location) return response;
   await response.body?.cancel();
   if (hops >= DEFAULT_MAX_REDIRECTS) {
-    throw new AssemblyLineError("AL_ERR_OUTBOUND_REDIRECT", `more than ${DEFAULT_MAX_REDIRECTS} redirects, starting at ${url.origin}`, { fix: "Give the connection the final URL." });
+    throw new AssemblyLineError("AL_ERR_OUTBOUND_REDIRECT", `more than ${DEFAULT_MAX_REDIRECTS} redirects, the last from ${url.origin}`, { fix: "Give the connection the final URL." });
   }
   const next = new URL(location, url);
   // What the service put in the Location is taken out by name and by value: the secret is attached again only where it belongs.
