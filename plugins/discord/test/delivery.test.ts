@@ -298,6 +298,26 @@ describe("delivering a reply after the interaction's token expired", () => {
     expect(api.channelMessages(CHANNEL)).toHaveLength(3);
   });
 
+  it("sends a part again when another process retries it after Discord's nonce window: what the nonce does not cover", async () => {
+    const short = await new FakeDiscordApi({ nonceWindowMs: 100 }).start();
+    onTestFinished(() => short.stop());
+    const channel = () => defineDiscordChannel({ env: { DISCORD_PUBLIC_KEY: keys.publicKeyHex, DISCORD_BOT_TOKEN: short.botToken }, apiBaseUrl: short.apiBaseUrl });
+    const text = ["a".repeat(1990), "b".repeat(500)].join("\n");
+    const { delivery } = reply(text, twentyMinutes);
+    short.failAfter(1);
+    await channel().deliver(delivery).catch(() => undefined);
+    await new Promise((resolve) => setTimeout(resolve, 150));
+    await channel().deliver({ ...delivery, attempt: 2 });
+    expect(short.channelMessages(CHANNEL)).toHaveLength(3);
+  });
+
+  it("tells the user a run failed as the bot's message once the token expired", async () => {
+    const { delivery } = reply("unused", twentyMinutes);
+    const { text: _, ...failure } = delivery;
+    await withBot().deliverFailure({ ...failure, code: "AL_ERR_HARNESS" });
+    expect(api.channelMessages(CHANNEL)).toEqual([`<@${ASKER}> ${FAILURE_REPLY}`]);
+  });
+
   it("keeps each part's nonce within Discord's 25 characters, the same for every attempt and different for every part and delivery", () => {
     const nonces = [nonceOf("dlv_1", 0), nonceOf("dlv_1", 1), nonceOf("dlv_1", 123456), nonceOf("dlv_2", 0)];
     for (const nonce of nonces) expect(nonce.length).toBeLessThanOrEqual(25);
