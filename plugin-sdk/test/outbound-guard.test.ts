@@ -151,6 +151,27 @@ describe("outbound address guard", () => {
     expect(await refusal(guarded(twice))).toBe("AL_ERR_OUTBOUND_REDIRECT");
   });
 
+  it("keeps originBoundQuery parameters with the first origin: out of a redirect elsewhere (by name and by value), set again on one within it", async () => {
+    const landing = await listen((request, respond) => respond(200, {}, `url=${request.url}`));
+    const mover = await listen((request, respond) => {
+      const url = new URL(request.url!, "http://x");
+      // A service that keeps the query string on a redirect, and one that copies the key under another name.
+      if (url.pathname === "/away") respond(301, { location: `http://landing.test:${landing.port}/moved${url.search}&copied=${url.searchParams.get("api_key")}` });
+      else if (url.pathname === "/within") respond(302, { location: "/here?page=2" });
+      else respond(200, {}, `url=${request.url}`);
+    });
+    try {
+      const guarded = createGuardedFetch({ resolve: resolver, allowedHosts: ["mover.test", "landing.test"], originBoundQuery: ["api_key"] });
+      const away = await guarded(`http://mover.test:${mover.port}/away?api_key=s3cret&q=1`);
+      expect(await away.text()).toBe("url=/moved?q=1");
+      const within = await guarded(`http://mover.test:${mover.port}/within?api_key=s3cret`);
+      expect(await within.text()).toBe("url=/here?page=2&api_key=s3cret");
+      expect(landing.requests.map((request) => request.url).join(" ")).not.toContain("s3cret");
+    } finally {
+      for (const recorder of [landing, mover]) await new Promise((resolve) => recorder.server.close(resolve));
+    }
+  });
+
   it("refuses a policy it cannot honour", () => {
     expect(() => createGuardedFetch({ maxRedirects: -1 })).toThrow(/AL_ERR_OUTBOUND_POLICY/);
     expect(() => createGuardedFetch({ allowedHosts: [""] })).toThrow(/AL_ERR_OUTBOUND_POLICY/);

@@ -1,6 +1,7 @@
 import {
   AssemblyLineError,
   credentialInUrl,
+  urlWithoutSecrets,
   isAssemblyLineError,
   type ConnectionDefinition,
   type ConnectionInfo,
@@ -397,7 +398,7 @@ function checkSpec(spec: DynamicConnectionSpec, allowedHosts: readonly string[])
     } catch {
       url = undefined;
     }
-    if (!url || (url.protocol !== "https:" && url.protocol !== "http:")) fail(`connection "${spec.name}": ${field} ${JSON.stringify(shownUrl(value))} is not an http(s) URL`, "Pass an absolute http(s) URL.");
+    if (!url || (url.protocol !== "https:" && url.protocol !== "http:")) fail(`connection "${spec.name}": ${field} ${JSON.stringify(urlWithoutSecrets(value))} is not an http(s) URL`, "Pass an absolute http(s) URL.");
     // A spec is a tool input, stored in the settings facet and shown to the approver: a secret in its URL would be in all of them.
     if (url!.username || url!.password) fail(`connection "${spec.name}": ${field} carries credentials in the URL`, 'Take them out; the host stores the secret as a grant, listed in agent.ts dynamicConnections.grants, and the spec refers to it with auth: { grant: "<id>" }.');
     const credential = credentialInUrl(url!);
@@ -432,15 +433,6 @@ function checkSpec(spec: DynamicConnectionSpec, allowedHosts: readonly string[])
     fail(`connection "${spec.name}": auth.header and auth.query are both set; the secret is sent one way`, 'Keep the one the service reads: auth: { grant, header: "x-api-key" } or auth: { grant, query: "api_key" }.');
   }
   return spec;
-}
-
-/** A URL as an error may quote it: without its query string, fragment or userinfo, where a secret may be. */
-function shownUrl(value: unknown): unknown {
-  if (typeof value !== "string") return value;
-  if (!URL.canParse(value)) return value.replace(/[?#].*$/s, "");
-  const url = new URL(value);
-  url.username = url.password = url.search = url.hash = "";
-  return url.toString();
 }
 
 /** The fields of each kind of DynamicConnectionSpec. */

@@ -26,6 +26,8 @@ export function createGuardedFetch(policy: OutboundPolicy = {}): typeof fetch {
     let method = request.method;
     let body = request.body;
     let headers = new Headers(request.headers);
+    // Dropped with the headers at the first hop to another origin, never sent there or after.
+    let bound: Array<[string, string]> | undefined = originBound(new URL(request.url), policy.originBoundQuery);
     const { fetch: undiciFetch, dispatcher } = await connect();
     for (let hop = 0; ; hop += 1) {
       let response: Response;
@@ -53,7 +55,13 @@ export function createGuardedFetch(policy: OutboundPolicy = {}): typeof fetch {
         throw new AssemblyLineError("AL_ERR_OUTBOUND_REDIRECT", `${response.status} redirect of a streamed request body, which cannot be sent twice`, { fix: "Send the body as a string or bytes, or request the final URL." });
       }
       // Credentials the caller set belong to the origin it named, never to a redirect target elsewhere.
-      if (next.origin !== origin) headers = new Headers();
+      if (next.origin !== origin) {
+        headers = new Headers();
+        if (bound) withoutBound(next, bound);
+        bound = undefined;
+      } else if (bound) {
+        for (const [name, value] of bound) next.searchParams.set(name, value);
+      }
       url = next.toString();
     }
   };
@@ -83,6 +91,19 @@ function checkUrl(rules: OutboundHostRules, text: string): URL {
     });
   }
   return url;
+}
+
+/** The values `url` holds for the origin-bound parameters `names`. */
+function originBound(url: URL, names: readonly string[] | undefined): Array<[string, string]> | undefined {
+  const held = (names ?? []).flatMap((name) => url.searchParams.getAll(name).map((value): [string, string] => [name, value]));
+  return held.length > 0 ? held : undefined;
+}
+
+/** `next` without the origin-bound parameters, by name and wherever the service copied one of their values. */
+function withoutBound(next: URL, bound: Array<[string, string]>): void {
+  const values = new Set(bound.map(([, value]) => value).filter((value) => value !== ""));
+  for (const [name] of bound) next.searchParams.delete(name);
+  for (const [name, value] of [...next.searchParams]) if (values.has(value)) next.searchParams.delete(name);
 }
 
 async function requestParts(input: string | URL | Request, init: RequestInit): Promise<{ url: string; method: string; headers: RequestInit["headers"]; body: RequestInit["body"] }> {

@@ -24,6 +24,13 @@ export interface OutboundPolicy {
    * special address. E.g. the hosts a channel says its attachment downloads come from.
    */
   withinHosts?: readonly string[];
+  /**
+   * Query parameters that belong to the origin a request names, as the caller's headers do (a key
+   * sent as `?api_key=`): on a redirect to another origin they are taken out of the next URL, and so
+   * is any parameter the service copied their value into; on a redirect within the origin they are
+   * set again as the request had them.
+   */
+  originBoundQuery?: readonly string[];
   /** Redirects followed before AL_ERR_OUTBOUND_REDIRECT. Default 3; 0 follows none. */
   maxRedirects?: number;
   /** Resolve host names; default `dns.lookup`. The guard checks whatever it returns. */

@@ -166,7 +166,7 @@ export function createConnections(options: ConnectionsOptions = {}): ConnectionP
         }
       } else {
         // One guard (and its connection pool) per connection; the credentials are attached per call, to know which were sent.
-        const guarded = guardedFetchFor(policy, outbound);
+        const guarded = guardedFetchFor(policy, outbound, definition.auth);
         for (const tool of record.api.tools) {
           add(tool.name, tool.description, tool.inputSchema, async (input, ctx, sent) => {
             const fetchFn = withGrant(name, policy, definition.auth, outbound.grants, guarded, sent);
