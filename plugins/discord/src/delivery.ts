@@ -364,7 +364,6 @@ export function nonceOf(deliveryId: string, index: number): string {
   return createHash("sha256").update(deliveryId).digest("hex").slice(0, NONCE_LIMIT - suffix.length) + suffix;
 }
 
-
 /** A failure without the interaction token (it is in the request URL). */
 function describeFailure(error: unknown, host: AbortSignal): string {
   if (error instanceof DiscordAPIError) return `Discord answered ${error.status} (code ${String(error.code)}): ${error.message}`;
