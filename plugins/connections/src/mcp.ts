@@ -48,6 +48,8 @@ export class McpClients {
   private readonly uses = new Map<Promise<Client>, { count: number; ended?: () => void }>();
   /** Clients taken out of `clients` by release: a use begun before it opens no cached client. */
   private readonly released = new WeakSet<Promise<Client>>();
+  /** Released clients whose calls in flight have not all finished: close() ends them all the same. */
+  private readonly draining = new Set<Promise<Client>>();
   /** A run's own client, by key: ended when this fires, after sessions.idleMs without a use. */
   private readonly idle = new Map<string, NodeJS.Timeout>();
 
@@ -127,7 +129,10 @@ export class McpClients {
     if (!client) return;
     this.clients.delete(key);
     this.released.add(client);
+    this.draining.add(client);
     await this.drained(client);
+    // Ended by close() meanwhile.
+    if (!this.draining.delete(client)) return;
     const opened = await client.catch(() => undefined);
     if (opened) await endSession(opened, Math.min(this.timeoutMs, SESSION_END_MS));
   }
@@ -141,8 +146,10 @@ export class McpClients {
   async close(): Promise<void> {
     for (const timer of this.idle.values()) clearTimeout(timer);
     this.idle.clear();
-    const clients = [...this.clients.values()];
+    // A released client still finishing calls is ended now too: the host is going, its calls with it.
+    const clients = [...this.clients.values(), ...this.draining];
     this.clients.clear();
+    this.draining.clear();
     const opening = [...this.opening];
     this.opening.clear();
     await Promise.allSettled([...opening.map((client) => client.close()), ...clients.map(async (client) => endSession(await client, Math.min(this.timeoutMs, SESSION_END_MS)))]);

@@ -69,6 +69,22 @@ describe("releasing an MCP connection", () => {
     expect(echo.ended).toEqual([echo.opened[0]]);
     expect([...echo.sessions.keys()]).toEqual([echo.opened[1]]);
   }, 20_000);
+
+  it("ends a released session still finishing a call when the host closes the provider, instead of leaving it open", async () => {
+    const echo = await server("echo-server");
+    const provider = createConnections({ resolve });
+    started.push({ close: async () => provider.close?.() });
+    const definition = defineMcpConnection({ url: echo.url, description: "Echo" });
+    const tools = provider.tools("echo", definition, await provider.describe("echo", definition, policy), policy);
+    const inFlight = Promise.resolve(tools.echo__wait!.execute({}, callCtx())).catch((error: unknown) => error);
+    await eventually(() => echo.waiting === 1);
+    void provider.release!("echo", definition, policy);
+    await provider.close!();
+    expect(echo.ended).toEqual([echo.opened[0]]);
+    expect(echo.sessions.size).toBe(0);
+    echo.finishWaits();
+    await inFlight;
+  }, 20_000);
 });
 
 const CONNECT = `import { defineTool } from "@assemblyline-agents/core";
