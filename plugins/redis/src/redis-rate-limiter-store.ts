@@ -59,7 +59,7 @@ function checkOptions(options: unknown): void {
  * else the local default. ioredis reads `redis://` and `rediss://` URLs, a socket path (`/tmp/redis.sock`)
  * and a bare `host:port`; anything else must parse as a redis URL with a host: a URL of any other scheme it misreads (`http://host:7000` as host "http" and a
  * socket path) and would connect there without a word, so that is refused, as is a redis URL with no
- * host. Parsed with WHATWG URL; the value itself is not shown: it may hold a password.
+ * host. Parsed with WHATWG URL, and handed on as it serializes it; the value itself is not shown: it may hold a password.
  */
 function redisUrl(option: string | undefined, fromEnv: string | undefined): string {
   const [text, source] = option !== undefined ? [option, "option url"] : fromEnv !== undefined && fromEnv.trim() !== "" ? [fromEnv.trim(), "REDIS_URL"] : [DEFAULT_URL, "the default"];
@@ -73,7 +73,9 @@ function redisUrl(option: string | undefined, fromEnv: string | undefined): stri
       fix: `Set ${source === "REDIS_URL" ? "REDIS_URL" : "url"} to e.g. redis://:password@redis.internal:6379/0 (rediss:// for TLS) or a socket path, or pass a client you built.`,
     });
   }
-  return text;
+  // The URL as checked, serialized: its scheme lower-cased. ioredis turns TLS on only for a literal
+  // "rediss://", so `REDISS://` as written would connect in plain TCP and send AUTH, password and all, in clear.
+  return parsed.href;
 }
 
 /** The store's own client; a URL ioredis still cannot read is refused without its text (its error quotes it, password and all). */

@@ -1,5 +1,6 @@
 import { randomUUID } from "node:crypto";
 import { mkdtempSync, mkdirSync, rmSync, writeFileSync } from "node:fs";
+import { createServer, type Socket } from "node:net";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { Redis } from "ioredis";
@@ -167,5 +168,39 @@ describe("redisRateLimiterStore options", () => {
     // An empty REDIS_URL is unset: the default address, not whatever ioredis makes of "".
     expect(refusal({ env: { REDIS_URL: "" } })).toBe("accepted");
     expect(refusal({ url: "rediss://:pw@cache.internal:6380/2" })).toBe("accepted");
+  });
+});
+
+describe("redisRateLimiterStore over TLS", () => {
+  it.each(["rediss", "REDISS", "Rediss"])("opens a %s:// URL with a TLS handshake, never sending the password in clear", async (scheme) => {
+    // A plain TCP listener: it records the first bytes of each connection and hangs up.
+    const first: Buffer[] = [];
+    const sockets = new Set<Socket>();
+    let received!: () => void;
+    const arrived = new Promise<void>((resolve) => (received = resolve));
+    const listener = createServer((socket) => {
+      sockets.add(socket);
+      socket.once("data", (data: Buffer) => {
+        first.push(data);
+        received();
+        socket.destroy();
+      });
+    });
+    await new Promise<void>((resolve) => listener.listen(0, "127.0.0.1", resolve));
+    const store = redisRateLimiterStore({ url: `${scheme}://:s3cret-pw@127.0.0.1:${(listener.address() as { port: number }).port}`, commandTimeoutMs: 300 });
+    try {
+      const error = await store.take("k", { capacity: 1, refillPerSecond: 1 }).catch((caught: unknown) => caught);
+      expect(isAssemblyLineError(error, "AL_ERR_RATE_LIMIT_STORE"), String(error)).toBe(true);
+      await arrived;
+      for (const data of first) {
+        // 0x16 opens a TLS handshake record (the ClientHello); a plain connection would start with AUTH.
+        expect(data[0], JSON.stringify(data.toString("latin1"))).toBe(0x16);
+        expect(data.toString("latin1")).not.toContain("s3cret-pw");
+      }
+    } finally {
+      store.client.disconnect();
+      for (const socket of sockets) socket.destroy();
+      await new Promise((resolve) => listener.close(resolve));
+    }
   });
 });
