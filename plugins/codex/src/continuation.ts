@@ -26,10 +26,8 @@ export interface CodexContinuationData {
   model: string;
   items: ResponseItem[];
   pending: PendingCodexCall[];
-  /** Model calls so far, for usage ids and model-call step keys that stay unique across resumes. */
+  /** Model calls so far (one that paused on a tool call included), for usage ids and the step keys of model and tool calls, unique across resumes. */
   modelCalls: number;
-  /** Tool calls the app-server asked for so far in this run; the next is journaled as `codex:call:<toolCalls + 1>`. Absent in older continuations. */
-  toolCalls?: number;
 }
 
 export function writeContinuation(agentRevision: string, data: CodexContinuationData): HarnessContinuation {

@@ -26,7 +26,7 @@ export function codexAgentHarness(options: CodexHarnessOptions = {}): AgentHarne
 }
 
 async function runCodexTurn(input: HarnessTurnInput, ctx: HarnessContext, options: CodexHarnessOptions): Promise<HarnessTurnResult> {
-  const state: CodexContinuationData = input.continuation ? readContinuation(input.continuation) : { model: modelOf(input.modelSpec), items: [], pending: [], modelCalls: 0, toolCalls: 0 };
+  const state: CodexContinuationData = input.continuation ? readContinuation(input.continuation) : { model: modelOf(input.modelSpec), items: [], pending: [], modelCalls: 0 };
   let text: string | undefined;
   if (!input.continuation) {
     // The last user message starts the Codex turn; everything before it is history.

@@ -1,3 +1,4 @@
+import { createHash } from "node:crypto";
 import { isDeepStrictEqual } from "node:util";
 import { AssemblyLineError, type HarnessContext, type HarnessTurnInput, type HarnessTurnResult, type JsonValue } from "@assemblyline-agents/core";
 import { CodexAppServer, type ServerRequest } from "./app-server.js";
@@ -40,8 +41,16 @@ export async function runAppServerTurn(
   let toolChain: Promise<unknown> = Promise.resolve();
   /** When the model call the app-server is making now began; undefined while none is (a tool runs, or the turn ended). */
   let modelCallSince: string | undefined;
+  /**
+   * The model call whose tool calls the server is asking for, numbered when its first call arrives;
+   * undefined once its usage came. The server reports a call's usage only after its tool calls are
+   * answered, so the calls of one response arrive between two usage notifications.
+   */
+  let callsOf: number | undefined;
+  /** Journal claims made this turn, per model call and call content, so identical calls of one response each take their own. */
+  const claims = new Map<string, number>();
 
-  const answerTool = async (request: ServerRequest, ordinal: number): Promise<unknown> => {
+  const answerTool = async (request: ServerRequest, modelCall: number): Promise<unknown> => {
     const callId = String(request.params.callId);
     const tool = String(request.params.tool);
     const args = (request.params.arguments ?? {}) as JsonValue;
@@ -49,7 +58,10 @@ export async function runAppServerTurn(
       state.pending.push({ callId, tool, arguments: args });
       return new Promise(() => undefined);
     }
-    const journalId = await journalIdOf(ctx, ordinal, { callId, tool, arguments: args });
+    const content = `${modelCall}:${contentDigest(tool, args)}`;
+    const claim = (claims.get(content) ?? 0) + 1;
+    claims.set(content, claim);
+    const journalId = await journalIdOf(ctx, `codex:call:${content}:${claim}`, { callId, tool, arguments: args });
     const outcome = await ctx.callTool({ id: journalId, name: tool, input: args });
     if (outcome.status === "completed") {
       const text = toolOutputText(outcome.output);
@@ -86,10 +98,12 @@ export async function runAppServerTurn(
           const last = (params.tokenUsage as { last?: Record<string, number> } | undefined)?.last;
           if (last) {
             modelCallSince = undefined;
-            state.modelCalls += 1;
-            const key = `model:${state.modelCalls}`;
+            // A response with tool calls was numbered when its first call arrived; one without is numbered now.
+            const call = callsOf ?? (state.modelCalls += 1);
+            callsOf = undefined;
+            const key = `model:${call}`;
             // Taken now: the next call's notification may come before this one's check resolves.
-            const usageId = `${input.runId}:codex:${String(params.turnId)}:${state.modelCalls}`;
+            const usageId = `${input.runId}:codex:${String(params.turnId)}:${call}`;
             const usage = {
               // The app-server's inputTokens include the cached ones (OpenAI's input_tokens); a usage record keeps them apart.
               inputTokens: Math.max(0, (last.inputTokens ?? 0) - (last.cachedInputTokens ?? 0)),
@@ -139,10 +153,9 @@ export async function runAppServerTurn(
           if (threadId !== undefined && request.params.threadId !== threadId) throw new Error("unknown thread");
           modelCallSince = undefined;
           state.items.push(functionCallItem(String(request.params.callId), String(request.params.tool), (request.params.arguments ?? {}) as JsonValue));
-          // Numbered in the order the server asks, which is the order the model made them.
-          state.toolCalls = (state.toolCalls ?? 0) + 1;
-          const ordinal = state.toolCalls;
-          const answer = toolChain.then(() => answerTool(request, ordinal));
+          // Counted in state at once: a pause keeps this call's number taken, so the next response after a resume has its own.
+          const modelCall = (callsOf ??= state.modelCalls += 1);
+          const answer = toolChain.then(() => answerTool(request, modelCall));
           toolChain = answer.catch(() => undefined);
           return answer;
         }
@@ -207,12 +220,25 @@ async function recordModelFailed(ctx: HarnessContext, call: number, startedAt: s
  * The id a tool call is journaled under. A turn that re-runs after a crash asks
  * the model again, and the model names its calls anew (`call_…` ids are fresh
  * on every response), so the call's own id would not find the completed call
- * in the journal and the tool would run twice. The first id the app-server
- * gave the run's n-th call is journaled as a step; the same call (same tool,
- * same arguments) at the same place is journaled under it again and replays.
- * A call the model changed is new work, under its own id.
+ * in the journal and the tool would run twice. Nor would its place: the server
+ * asks for a response's parallel calls in no fixed order. So the first id is
+ * journaled under what the call is: the run's model call that made it, its
+ * tool and canonical arguments, and which of the identical calls of that
+ * response it is (`codex:call:<model call>:<digest>:<n>`). The same call made
+ * again by the same model call replays; a call the model changed is new work.
  */
-async function journalIdOf(ctx: HarnessContext, ordinal: number, call: { callId: string; tool: string; arguments: JsonValue }): Promise<string> {
-  const first = await ctx.step(`codex:call:${ordinal}`, () => call);
+async function journalIdOf(ctx: HarnessContext, key: string, call: { callId: string; tool: string; arguments: JsonValue }): Promise<string> {
+  const first = await ctx.step(key, () => call);
   return first.tool === call.tool && isDeepStrictEqual(first.arguments, call.arguments) ? first.callId : call.callId;
+}
+
+function contentDigest(tool: string, args: JsonValue): string {
+  return createHash("sha256").update(canonicalJson([tool, args])).digest("hex").slice(0, 32);
+}
+
+/** JSON with object keys sorted: the model may order an object's keys differently each time it makes the same call. */
+function canonicalJson(value: JsonValue): string {
+  const sorted = (v: JsonValue): JsonValue =>
+    Array.isArray(v) ? v.map(sorted) : v !== null && typeof v === "object" ? Object.fromEntries(Object.keys(v).sort().map((k) => [k, sorted(v[k]!)])) : v;
+  return JSON.stringify(sorted(value));
 }

@@ -1,0 +1,105 @@
+import { afterAll, afterEach, describe, expect, it } from "vitest";
+import type { HarnessTurnInput, JsonValue } from "@assemblyline-agents/core";
+import { KitHarnessContext, type KitTool } from "@assemblyline-agents/core/testkit";
+import { codexAgentHarness } from "../src/index.js";
+import { ResponsesServer } from "../src/testkit/index.js";
+import { codexHome, codexRuns, removeAll } from "./support.js";
+
+const API_KEY = "sk-local-codex-turn-test";
+const binary = codexRuns();
+if (!binary.ok) {
+  if (process.env.CI === "true") throw new Error(`the codex binary must run in CI: ${binary.why}`);
+  console.warn(`skipping the Codex turn tests: ${binary.why}`);
+}
+
+const dirs: string[] = [];
+let server: ResponsesServer;
+
+afterEach(async () => {
+  await server?.stop();
+});
+
+afterAll(() => removeAll(dirs));
+
+async function startModel(): Promise<ReturnType<typeof codexAgentHarness>> {
+  server = await new ResponsesServer(API_KEY).start();
+  const home = codexHome(server.baseUrl, API_KEY);
+  dirs.push(home);
+  return codexAgentHarness({ env: { ...process.env, CODEX_HOME: home } });
+}
+
+const schema = { type: "object", properties: { to: { type: "string" } }, additionalProperties: false };
+const turnInput = (tools: string[]): HarnessTurnInput => ({
+  runId: "run_codex_turn",
+  agentRevision: "rev1",
+  modelSpec: "openai-codex/gpt-5.1-codex",
+  context: { instructions: "Be brief.", messages: [{ role: "user", content: "Send it all." }], tools: tools.map((name) => ({ name, description: `the ${name} tool`, inputSchema: schema })) },
+});
+const kitTool = (name: string): KitTool => ({ run: (input: JsonValue) => ({ done: name, input }) });
+
+describe.skipIf(!binary.ok)(`a codex turn on the real app-server (${binary.why})`, () => {
+  it("replays every completed parallel call after a crash, whatever order the app-server asks for them in", async () => {
+    const harness = await startModel();
+    const names = ["send_email", "charge_card", "book_room"];
+    const tools = Object.fromEntries(names.map((name) => [name, kitTool(name)]));
+    // Parallel calls, two of them identical: each identical call is a call of its own, run once each.
+    const calls = (attempt: number) => [
+      { callId: `call_${attempt}_a`, name: "send_email", arguments: { to: "ann" } },
+      { callId: `call_${attempt}_b`, name: "charge_card", arguments: { to: "bob" } },
+      { callId: `call_${attempt}_c`, name: "book_room", arguments: { to: "cy" } },
+      { callId: `call_${attempt}_d`, name: "send_email", arguments: { to: "ann" } },
+    ];
+    server.reply({ toolCalls: calls(1) }, { text: "All done." });
+    const first = new KitHarnessContext(tools);
+    await expect(harness.runTurn(turnInput(names), first)).resolves.toMatchObject({ status: "completed" });
+    expect(first.executed.sort()).toEqual(["book_room", "charge_card", "send_email", "send_email"]);
+
+    // The process died before the turn's result was kept: recovery asks the model again, and it makes
+    // the same calls under new ids, in another order. The server's order of asking varies run to run.
+    for (let attempt = 2; attempt <= 5; attempt += 1) {
+      const again = calls(attempt);
+      server.reply({ toolCalls: attempt % 2 === 0 ? again.reverse() : [...again.slice(1), again[0]!] }, { text: "All done." });
+      const recovered = first.resume();
+      await expect(harness.runTurn(turnInput(names), recovered)).resolves.toMatchObject({ status: "completed" });
+      expect(recovered.executed).toEqual([]);
+      // Each replayed under the first id of the same call.
+      expect(recovered.toolCalls.map((call) => call.id).sort()).toEqual(["call_1_a", "call_1_b", "call_1_c", "call_1_d"]);
+    }
+  }, 120_000);
+
+  it("runs a call again after a crash only when the model changed it", async () => {
+    const harness = await startModel();
+    const names = ["send_email", "charge_card"];
+    const tools = Object.fromEntries(names.map((name) => [name, kitTool(name)]));
+    server.reply(
+      { toolCalls: [{ callId: "call_1_a", name: "send_email", arguments: { to: "ann" } }, { callId: "call_1_b", name: "charge_card", arguments: { to: "bob" } }] },
+      { text: "Done." },
+      { toolCalls: [{ callId: "call_2_b", name: "charge_card", arguments: { to: "bea" } }, { callId: "call_2_a", name: "send_email", arguments: { to: "ann" } }] },
+      { text: "Done." },
+    );
+    const first = new KitHarnessContext(tools);
+    await harness.runTurn(turnInput(names), first);
+    const recovered = first.resume();
+    await harness.runTurn(turnInput(names), recovered);
+    expect(recovered.executed).toEqual(["charge_card"]);
+    expect(recovered.toolCalls.map((call) => call.id).sort()).toEqual(["call_1_a", "call_2_b"]);
+  }, 60_000);
+
+  it("runs the same call made again by the next response after an approval, instead of replaying the approved one", async () => {
+    const harness = await startModel();
+    const tools = { send_email: { ...kitTool("send_email"), approval: true } };
+    server.reply(
+      { toolCalls: [{ callId: "call_1", name: "send_email", arguments: { to: "ann" } }] },
+      { toolCalls: [{ callId: "call_2", name: "send_email", arguments: { to: "ann" } }] },
+      { text: "Sent twice." },
+    );
+    const first = new KitHarnessContext(tools);
+    const paused = await harness.runTurn(turnInput(["send_email"]), first);
+    expect(paused.status).toBe("paused");
+    const approved = first.resume();
+    approved.approved.add("send_email");
+    const input = { ...turnInput(["send_email"]), continuation: paused.status === "paused" ? paused.continuation : undefined };
+    await expect(harness.runTurn(input, approved)).resolves.toMatchObject({ status: "completed", response: { text: "Sent twice." } });
+    expect(approved.executed).toEqual(["send_email", "send_email"]);
+  }, 60_000);
+});
