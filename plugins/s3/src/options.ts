@@ -1,4 +1,4 @@
-import { AssemblyLineError, MAX_TIMER_MS, isTimerDelay } from "@assemblyline-agents/core";
+import { AssemblyLineError, MAX_TIMER_MS, isTimerDelay, urlWithoutSecrets } from "@assemblyline-agents/core";
 
 /** Options a gateway.ts helper carries: plain data, never a secret (keys come from env). */
 export interface S3BlobOptions {
@@ -120,7 +120,8 @@ export function resolveS3Settings(given: S3BlobOptions, env: Record<string, stri
   if (!bucket) {
     throw configError(`no bucket: options.bucket is not given and ${(options.bucketEnv ?? []).join(", ") || "no bucket variable"} is unset`, `Pass { bucket: "my-bucket" } or set ${options.bucketEnv?.[0] ?? "S3_BUCKET"}.`);
   }
-  let endpoint = options.endpoint ?? firstSet(env, options.endpointEnv);
+  const endpointVariable = options.endpoint === undefined ? (options.endpointEnv ?? []).find((name) => env[name] !== undefined && env[name] !== "") : undefined;
+  let endpoint = options.endpoint ?? (endpointVariable === undefined ? undefined : env[endpointVariable]);
   if (endpoint === undefined && options.accountIdEnv) {
     const account = firstSet(env, options.accountIdEnv);
     if (!account) {
@@ -129,15 +130,7 @@ export function resolveS3Settings(given: S3BlobOptions, env: Record<string, stri
     if (!/^[A-Za-z0-9]{1,64}$/.test(account)) throw configError(`R2_ACCOUNT_ID ${JSON.stringify(account)} is not an account id`, "Use the 32-character id from the Cloudflare dashboard.");
     endpoint = `https://${account}.r2.cloudflarestorage.com`;
   }
-  if (endpoint !== undefined) {
-    let url: URL;
-    try {
-      url = new URL(endpoint);
-    } catch {
-      throw configError(`endpoint ${JSON.stringify(endpoint)} is not a URL`, "Use a URL such as https://<account>.r2.cloudflarestorage.com or http://127.0.0.1:4568.");
-    }
-    if (url.protocol !== "https:" && url.protocol !== "http:") throw configError(`endpoint ${JSON.stringify(endpoint)} is not http(s)`, "Use an http:// or https:// endpoint.");
-  }
+  if (endpoint !== undefined) checkEndpoint(endpoint, endpointVariable, options);
   const accessKeyId = firstSet(env, options.accessKeyIdEnv);
   const secretAccessKey = firstSet(env, options.secretAccessKeyEnv);
   if ((accessKeyId === undefined) !== (secretAccessKey === undefined)) {
@@ -169,6 +162,45 @@ export function resolveS3Settings(given: S3BlobOptions, env: Record<string, stri
     partSizeBytes,
     requestTimeoutMs,
   };
+}
+
+/**
+ * An endpoint is an origin: `http(s)://host[:port]`. The SDK puts a path in front of every key
+ * (`https://<account>.r2.cloudflarestorage.com/media` stores put("a") as `media/a`, and list() fails),
+ * and drops userinfo without a word, so both are refused, as are a query and a fragment. The errors
+ * quote the endpoint only without its userinfo, query and fragment, where keys or tokens may be.
+ */
+function checkEndpoint(endpoint: string, variable: string | undefined, options: S3BlobOptions): void {
+  const example = "Use an origin such as https://<account>.r2.cloudflarestorage.com or http://127.0.0.1:4568";
+  const shown = `${JSON.stringify(shownEndpoint(endpoint))}${variable === undefined ? "" : ` (from ${variable})`}`;
+  const url = URL.canParse(endpoint) ? new URL(endpoint) : undefined;
+  // new URL("localhost:9000") parses, as scheme "localhost:": say what is missing instead.
+  if (url === undefined || !/^\s*[A-Za-z][A-Za-z0-9+.-]*:\/\//.test(endpoint)) throw configError(`endpoint ${shown} is not a URL${url === undefined ? "" : ": it has no http:// or https:// scheme"}`, `${example}.`);
+  if (url.protocol !== "https:" && url.protocol !== "http:") throw configError(`endpoint ${shown} is not http(s)`, `${example}.`);
+  if (url.username !== "" || url.password !== "") {
+    throw configError(
+      `endpoint ${shown} holds a user name or password, which the S3 client ignores (requests would be signed with other keys)`,
+      `Remove it from the endpoint; set the keys in ${options.accessKeyIdEnv?.[0] ?? "AWS_ACCESS_KEY_ID"} and ${options.secretAccessKeyEnv?.[0] ?? "AWS_SECRET_ACCESS_KEY"}.`,
+    );
+  }
+  if (url.pathname !== "/") {
+    throw configError(
+      `endpoint ${shown} has a path (${url.pathname}), which the S3 client would put in front of every key`,
+      `Use the endpoint without it (${url.origin}); the bucket goes in the bucket option (or ${options.bucketEnv?.[0] ?? "S3_BUCKET"}), a folder in prefix.`,
+    );
+  }
+  // An empty "?" or "#" serializes too, though search and hash are then "".
+  if (/[?#]/.test(url.href)) {
+    const part = url.href.includes("?") ? "a query string" : "a fragment";
+    throw configError(`endpoint ${shown} has ${part}; an endpoint is a scheme, a host and a port`, `Use the endpoint without it (${url.origin}).`);
+  }
+}
+
+/** The endpoint as an error may quote it: an opaque value (`AKIA:secret@host`) keeps only what follows its last "@". */
+function shownEndpoint(endpoint: string): string {
+  const shown = String(urlWithoutSecrets(endpoint));
+  const at = shown.lastIndexOf("@");
+  return at === -1 ? shown : `<hidden>${shown.slice(at)}`;
 }
 
 /**

@@ -140,6 +140,21 @@ if (!s3rverInstalled()) {
       client.destroy();
     });
 
+    it("refuses an endpoint with a path, which the S3 client would put in front of every key, naming the bucket option instead", async () => {
+      // put("report.txt") would be stored as "<bucket>/report.txt", and list() would fail.
+      const error = await Promise.resolve()
+        .then(() => new S3BlobStore({ bucket: BUCKET, endpoint: `${server.endpoint}/${BUCKET}`, env: KEYS }))
+        .catch((caught: unknown) => caught);
+      expect(isAssemblyLineError(error, "AL_ERR_BLOB_CONFIG"), String(error)).toBe(true);
+      expect(String(error)).toContain(`has a path (/${BUCKET})`);
+      expect((error as { fix: string }).fix).toContain(`Use the endpoint without it (${server.endpoint})`);
+      expect((error as { fix: string }).fix).toContain("bucket");
+      const store = new S3BlobStore({ bucket: BUCKET, endpoint: `${server.endpoint}/`, prefix: `ep-${randomUUID()}/`, env: KEYS });
+      await store.put("report.txt", new TextEncoder().encode("hi"));
+      expect(await store.list()).toEqual(["report.txt"]);
+      await store.close();
+    });
+
     it("keeps two stores whose prefixes start the same way apart", async () => {
       const base = `tenants-${randomUUID()}/`;
       const a = new S3BlobStore({ bucket: BUCKET, endpoint: server.endpoint, prefix: `${base}a/`, env: KEYS });
@@ -222,6 +237,34 @@ describe("S3BlobStore against an endpoint that fails in the middle of a body", (
 });
 
 describe("s3Blob() / r2Blob() settings", () => {
+  it.each([
+    ["a user name and password", "https://AKIAEXAMPLE:sekrit@acct.r2.cloudflarestorage.com", "holds a user name or password"],
+    ["a query string", "https://acct.r2.cloudflarestorage.com/?X-Amz-Security-Token=sekrit", "has a query string"],
+    ["a fragment", "https://acct.r2.cloudflarestorage.com#sekrit", "has a fragment"],
+    ["another scheme, with keys", "s3://AKIAEXAMPLE:sekrit@acct.r2.cloudflarestorage.com", "is not http(s)"],
+    ["no scheme, with keys", "AKIAEXAMPLE:sekrit@acct.r2.cloudflarestorage.com", "has no http:// or https:// scheme"],
+  ])("refuses an endpoint with %s with AL_ERR_BLOB_CONFIG naming the part, never quoting a secret", (_, endpoint, problem) => {
+    for (const make of [() => createS3Blob(r2Blob({ bucket: "media", endpoint }), { env: {} }), () => createS3Blob(r2Blob({ bucket: "media" }), { env: { R2_ENDPOINT: endpoint } })]) {
+      let error: unknown;
+      try {
+        make();
+      } catch (caught) {
+        error = caught;
+      }
+      expect(isAssemblyLineError(error, "AL_ERR_BLOB_CONFIG"), String(error)).toBe(true);
+      const told = `${String(error)} ${(error as { fix: string }).fix}`;
+      expect(told).toContain(problem);
+      expect(told).not.toContain("sekrit");
+      expect(told).not.toContain("AKIAEXAMPLE");
+    }
+  });
+
+  it("names the variable an endpoint came from", () => {
+    expect(() => createS3Blob(r2Blob({ bucket: "media" }), { env: { R2_ENDPOINT: "https://acct.r2.cloudflarestorage.com/media" } })).toThrow(
+      'endpoint "https://acct.r2.cloudflarestorage.com/media" (from R2_ENDPOINT) has a path (/media)',
+    );
+  });
+
   it("derives R2's endpoint from R2_ACCOUNT_ID", () => {
     const store = createS3Blob(r2Blob({ bucket: "media" }), { env: { R2_ACCOUNT_ID: "abc123", AWS_ACCESS_KEY_ID: "k", AWS_SECRET_ACCESS_KEY: "s" } });
     expect(store.settings).toMatchObject({ endpoint: "https://abc123.r2.cloudflarestorage.com", region: "auto", forcePathStyle: true, credentials: { accessKeyId: "k", secretAccessKey: "s" } });
