@@ -193,7 +193,11 @@ export class S3BlobStore implements BlobStore {
   }
 }
 
+/**
+ * Only S3's own answer for an absent key. Any other 404 (an HTML page from a proxy, a wrong route
+ * or host, which the SDK names "NotFound") fails as put, delete and list then do: read as "no such
+ * blob", an outage would look like missing data.
+ */
 function isMissing(error: unknown): boolean {
-  const name = (error as { name?: unknown })?.name;
-  return name === "NoSuchKey" || name === "NotFound" || (error instanceof S3ServiceException && error.$metadata.httpStatusCode === 404 && name !== "NoSuchBucket");
+  return (error as { name?: unknown })?.name === "NoSuchKey";
 }

@@ -236,6 +236,32 @@ describe("S3BlobStore against an endpoint that fails in the middle of a body", (
   }, 30_000);
 });
 
+describe("S3BlobStore behind a proxy that answers 404 with an HTML page", () => {
+  it("fails get() and getStream() with AL_ERR_BLOB_UNAVAILABLE, as put, delete and list, instead of answering that the blob does not exist", async () => {
+    // A reverse proxy, a wrong host or route: every request gets its 404 page, never S3's NoSuchKey.
+    const server = createHttpServer((request, response) => {
+      request.resume();
+      response.writeHead(404, { "content-type": "text/html" });
+      response.end("<html><body><h1>404 Not Found</h1></body></html>");
+    });
+    await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve));
+    const endpoint = `http://127.0.0.1:${(server.address() as { port: number }).port}`;
+    const store = new S3BlobStore({ bucket: BUCKET, endpoint, env: KEYS });
+    try {
+      for (const [name, call] of [["get", () => store.get("a.txt")], ["getStream", () => store.getStream("a.txt")], ["put", () => store.put("a.txt", new Uint8Array([1]))], ["delete", () => store.delete("a.txt")], ["list", () => store.list()]] as const) {
+        const error = await call().then((value: unknown) => ({ answered: value }), (caught: unknown) => caught);
+        expect(isAssemblyLineError(error, "AL_ERR_BLOB_UNAVAILABLE"), `${name}: ${inspect(error)}`).toBe(true);
+        expect(String(error)).toContain("HTTP 404");
+        expect(String(error)).toContain(endpoint);
+      }
+    } finally {
+      await store.close();
+      server.closeAllConnections();
+      await new Promise((resolve) => server.close(resolve));
+    }
+  }, 30_000);
+});
+
 describe("s3Blob() / r2Blob() settings", () => {
   it.each([
     ["a user name and password", "https://AKIAEXAMPLE:sekrit@acct.r2.cloudflarestorage.com", "holds a user name or password"],
