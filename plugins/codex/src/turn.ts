@@ -1,6 +1,6 @@
 import { createHash } from "node:crypto";
 import { isDeepStrictEqual } from "node:util";
-import { AssemblyLineError, type HarnessContext, type HarnessTurnInput, type HarnessTurnResult, type JsonValue } from "@assemblyline-agents/core";
+import { AssemblyLineError, type HarnessContext, type HarnessTurnInput, type HarnessTurnResult, type JsonValue, type ToolCallOutcome } from "@assemblyline-agents/core";
 import { CodexAppServer, type ServerRequest } from "./app-server.js";
 import { checkLoginSession } from "./auth.js";
 import { writeContinuation, type CodexContinuationData } from "./continuation.js";
@@ -61,8 +61,19 @@ export async function runAppServerTurn(
     const content = `${modelCall}:${contentDigest(tool, args)}`;
     const claim = (claims.get(content) ?? 0) + 1;
     claims.set(content, claim);
-    const journalId = await journalIdOf(ctx, `codex:call:${content}:${claim}`, { callId, tool, arguments: args });
-    const outcome = await ctx.callTool({ id: journalId, name: tool, input: args });
+    let journalId: string;
+    let outcome: ToolCallOutcome;
+    try {
+      journalId = await journalIdOf(ctx, `codex:call:${content}:${claim}`, { callId, tool, arguments: args });
+      outcome = await ctx.callTool({ id: journalId, name: tool, input: args });
+    } catch (error) {
+      // The runtime refused to go on (a budget reached, the run's lease lost, a state error): the
+      // turn fails with its error, as on every engine. Answered as a tool error instead, the model
+      // would be asked again, a billed call, and a run that lost its lease could even complete.
+      stopped = true;
+      fail(error);
+      return new Promise(() => undefined);
+    }
     if (outcome.status === "completed") {
       const text = toolOutputText(outcome.output);
       state.items.push(functionOutputItem(callId, text));

@@ -195,6 +195,34 @@ describe.skipIf(!binary.ok)(`the openai-codex route on the real app-server (${bi
     }
   });
 
+  it("fails the run when a tool call passes the maxToolCalls budget, instead of showing the model the refusal and asking it again", async () => {
+    await startModel();
+    server.reply(
+      { toolCalls: [{ callId: "call_1", name: "lookup_notes", arguments: { topic: "milk" } }] },
+      { toolCalls: [{ callId: "call_2", name: "lookup_notes", arguments: { topic: "eggs" } }] },
+      { toolCalls: [{ callId: "call_3", name: "lookup_notes", arguments: { topic: "bread" } }] },
+      { text: "Milk, and I could not look up the rest." },
+    );
+    const runtime = new OpenEveRuntime({
+      ...bundle,
+      state: new InMemoryStateAdapter(),
+      modelHarnesses: { "openai-codex": codexAgentHarness({ env: { ...process.env, CODEX_HOME: home } }) },
+      logger: noopLogger(),
+      budgets: { maxToolCalls: 1 },
+    });
+    try {
+      const result = await runtime.run({ message: "What did I want to buy?" });
+      expect(result).toMatchObject({ status: "failed", error: { code: "AL_ERR_BUDGET_EXCEEDED" } });
+      const events = await runtime.listEvents(result.runId);
+      expect(events.find((event) => event.type === "budget.exceeded")?.data).toMatchObject({ budget: "maxToolCalls", limit: 1 });
+      expect(events.filter((event) => event.type === "notes.looked_up")).toHaveLength(1);
+      // The refused call is left unanswered: no model call after it.
+      expect(server.requests).toHaveLength(2);
+    } finally {
+      await runtime.close();
+    }
+  });
+
   it("fails a cancelled run with the cancellation's reason, recording the model call it cut short", async () => {
     await startModel();
     server.reply({ hang: true });

@@ -1,5 +1,5 @@
 import { afterAll, afterEach, describe, expect, it } from "vitest";
-import type { HarnessTurnInput, JsonValue } from "@assemblyline-agents/core";
+import { AssemblyLineError, type HarnessTurnInput, type JsonValue, type ModelToolCall, type ToolCallOutcome } from "@assemblyline-agents/core";
 import { KitHarnessContext, type KitTool } from "@assemblyline-agents/core/testkit";
 import { codexAgentHarness } from "../src/index.js";
 import { ResponsesServer } from "../src/testkit/index.js";
@@ -101,5 +101,24 @@ describe.skipIf(!binary.ok)(`a codex turn on the real app-server (${binary.why})
     const input = { ...turnInput(["send_email"]), continuation: paused.status === "paused" ? paused.continuation : undefined };
     await expect(harness.runTurn(input, approved)).resolves.toMatchObject({ status: "completed", response: { text: "Sent twice." } });
     expect(approved.executed).toEqual(["send_email", "send_email"]);
+  }, 60_000);
+
+  it("fails the turn with the runtime's error when a tool call throws, without asking the model again", async () => {
+    const harness = await startModel();
+    server.reply({ toolCalls: [{ callId: "call_charge", name: "charge_card", arguments: { to: "bob" } }] }, { text: "The charge failed; I will not retry." });
+    const lost = new AssemblyLineError("AL_ERR_RUN_LEASE_LOST", "run run_codex_turn was taken over by another replica", { fix: "Nothing to do: the replica that holds the lease goes on." });
+    // The runtime refuses to go on (here its lease is lost); a tool's own failure would be an outcome, not a throw.
+    class LeaseLostContext extends KitHarnessContext {
+      override async callTool(call: ModelToolCall): Promise<ToolCallOutcome> {
+        this.toolCalls.push(call);
+        throw lost;
+      }
+    }
+    const ctx = new LeaseLostContext({ charge_card: kitTool("charge_card") });
+    await expect(harness.runTurn(turnInput(["charge_card"]), ctx)).rejects.toBe(lost);
+    expect(ctx.toolCalls.map((call) => call.name)).toEqual(["charge_card"]);
+    // The call stays unanswered: the model is not asked again with an error it would work around.
+    expect(server.requests).toHaveLength(1);
+    expect(ctx.events.map((event) => event.type)).not.toContain("model.failed");
   }, 60_000);
 });
