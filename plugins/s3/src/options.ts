@@ -6,7 +6,7 @@ export interface S3BlobOptions {
   bucket?: string;
   /** An S3-compatible endpoint (R2, MinIO, s3rver); default: `$S3_ENDPOINT`, else AWS's own. */
   endpoint?: string;
-  /** Default: `$AWS_REGION`, else `us-east-1` (R2: `auto`). */
+  /** Default: `$AWS_REGION` (an empty one counts as unset), else `us-east-1` (R2: `auto`). */
   region?: string;
   /** Path-style URLs (`endpoint/bucket/key`), which most S3-compatible servers need. Default: true with an endpoint. */
   forcePathStyle?: boolean;
@@ -20,7 +20,7 @@ export interface S3BlobOptions {
   partSizeBytes?: number;
   /** Variables tried in order for the bucket. */
   bucketEnv?: string[];
-  /** Variables tried in order for the access key id / secret; unset ones fall back to the SDK's default chain. */
+  /** Variables for the access key id / secret, read in pairs by position (the first pair set wins); none set: the SDK's default chain. */
   accessKeyIdEnv?: string[];
   secretAccessKeyEnv?: string[];
   /**
@@ -131,14 +131,7 @@ export function resolveS3Settings(given: S3BlobOptions, env: Record<string, stri
     endpoint = `https://${account}.r2.cloudflarestorage.com`;
   }
   if (endpoint !== undefined) checkEndpoint(endpoint, endpointVariable, options);
-  const accessKeyId = firstSet(env, options.accessKeyIdEnv);
-  const secretAccessKey = firstSet(env, options.secretAccessKeyEnv);
-  if ((accessKeyId === undefined) !== (secretAccessKey === undefined)) {
-    throw configError(
-      `only one half of the key pair is set (${accessKeyId ? "access key id" : "secret access key"})`,
-      `Set both ${options.accessKeyIdEnv?.[0] ?? "AWS_ACCESS_KEY_ID"} and ${options.secretAccessKeyEnv?.[0] ?? "AWS_SECRET_ACCESS_KEY"}.`,
-    );
-  }
+  const keys = keyPair(env, options);
   const partSizeBytes = options.partSizeBytes ?? DEFAULT_PART_SIZE;
   if (!Number.isInteger(partSizeBytes) || partSizeBytes < S3_MINIMUM_PART_SIZE || partSizeBytes > S3_MAXIMUM_PART_SIZE) {
     throw configError(`partSizeBytes ${partSizeBytes} is not a whole number of bytes from S3's 5 MiB minimum part size to its 5 GiB maximum`, `Use ${S3_MINIMUM_PART_SIZE} to ${S3_MAXIMUM_PART_SIZE}, e.g. the default ${DEFAULT_PART_SIZE}.`);
@@ -147,6 +140,9 @@ export function resolveS3Settings(given: S3BlobOptions, env: Record<string, stri
   if (!Number.isInteger(multipartThresholdBytes) || multipartThresholdBytes < 1) {
     throw configError(`multipartThresholdBytes ${multipartThresholdBytes} is not a positive integer`, "Use a byte count such as 8388608.");
   }
+  if (options.region !== undefined && (typeof options.region !== "string" || options.region.trim() === "")) {
+    throw configError(`region ${JSON.stringify(options.region)} is not a region name`, `Use a region such as "eu-west-1" (R2: "auto"), or omit it for AWS_REGION, else ${options.accountIdEnv ? "auto" : "us-east-1"}.`);
+  }
   const requestTimeoutMs = options.requestTimeoutMs ?? DEFAULT_REQUEST_TIMEOUT_MS;
   if (!isTimerDelay(requestTimeoutMs)) {
     throw configError(`requestTimeoutMs ${JSON.stringify(options.requestTimeoutMs)} is not a positive number of milliseconds, at most ${MAX_TIMER_MS} (about 24.8 days)`, "Use a number such as 30000, or omit it.");
@@ -154,10 +150,10 @@ export function resolveS3Settings(given: S3BlobOptions, env: Record<string, stri
   return {
     bucket,
     endpoint,
-    region: options.region ?? (options.accountIdEnv ? "auto" : (env.AWS_REGION ?? "us-east-1")),
+    region: options.region ?? (options.accountIdEnv ? "auto" : (firstSet(env, ["AWS_REGION"]) ?? "us-east-1")),
     forcePathStyle: options.forcePathStyle ?? endpoint !== undefined,
     prefix: checkPrefix(options.prefix ?? ""),
-    credentials: accessKeyId && secretAccessKey ? withSessionToken({ accessKeyId, secretAccessKey }, sessionTokenFor(env, options)) : undefined,
+    credentials: keys && withSessionToken(keys.pair, sessionTokenFor(env, options, keys.idVariable)),
     multipartThresholdBytes,
     partSizeBytes,
     requestTimeoutMs,
@@ -204,14 +200,45 @@ function shownEndpoint(endpoint: string): string {
 }
 
 /**
+ * The key pair of one credential set: `accessKeyIdEnv` and `secretAccessKeyEnv` are read in pairs, by
+ * position, and the first pair with a variable set decides. Each list read on its own would mix sets
+ * (`R2_ACCESS_KEY_ID` with the host role's `AWS_SECRET_ACCESS_KEY` when `R2_SECRET_ACCESS_KEY` is
+ * misspelt), and every request would fail as a signature error far from the cause. None set: the SDK's
+ * default chain.
+ */
+function keyPair(env: Record<string, string | undefined>, options: S3BlobOptions): { pair: { accessKeyId: string; secretAccessKey: string }; idVariable: string } | undefined {
+  const ids = options.accessKeyIdEnv ?? [];
+  const secrets = options.secretAccessKeyEnv ?? [];
+  if (ids.length !== secrets.length) {
+    throw configError(
+      `accessKeyIdEnv [${ids.join(", ")}] and secretAccessKeyEnv [${secrets.join(", ")}] differ in length; they are read in pairs, by position, so a key id and a secret come from the same credentials`,
+      "List one secret variable for each access key id variable, in the same order (e.g. accessKeyIdEnv: [\"MY_ACCESS_KEY_ID\"], secretAccessKeyEnv: [\"MY_SECRET_ACCESS_KEY\"]).",
+    );
+  }
+  for (const [index, idVariable] of ids.entries()) {
+    const secretVariable = secrets[index]!;
+    const accessKeyId = firstSet(env, [idVariable]);
+    const secretAccessKey = firstSet(env, [secretVariable]);
+    if (accessKeyId !== undefined && secretAccessKey !== undefined) return { pair: { accessKeyId, secretAccessKey }, idVariable };
+    if (accessKeyId === undefined && secretAccessKey === undefined) continue;
+    const [set, unset] = accessKeyId !== undefined ? [idVariable, secretVariable] : [secretVariable, idVariable];
+    const after = ids.slice(index + 1).map((name, later) => `${name} + ${secrets[index + 1 + later]}`);
+    throw configError(
+      `${set} is set but ${unset} is not: a key id and its secret are read from the same pair of variables, never one from another set`,
+      `Set ${unset} too (check its spelling), or unset ${set} to use ${after.length > 0 ? `${after.join(", then ")}, else ` : ""}the SDK's default credential chain.`,
+    );
+  }
+  return undefined;
+}
+
+/**
  * The session token that goes with the key pair read: from the `sessionTokenEnv` variable named like
  * the access key's (`AWS_ACCESS_KEY_ID` → `AWS_SESSION_TOKEN`, `R2_ACCESS_KEY_ID` → `R2_SESSION_TOKEN`),
  * as the AWS SDK pairs them. Keys from a variable of another name (`MINIO_ACCESS_KEY_ID`, `MY_AK`) take
  * none: a token the host holds for its own AWS role would make the service refuse every request.
  */
-function sessionTokenFor(env: Record<string, string | undefined>, options: S3BlobOptions): string | undefined {
-  const keyVariable = (options.accessKeyIdEnv ?? []).find((name) => env[name] !== undefined && env[name] !== "");
-  if (keyVariable === undefined || !keyVariable.endsWith("ACCESS_KEY_ID")) return undefined;
+function sessionTokenFor(env: Record<string, string | undefined>, options: S3BlobOptions, keyVariable: string): string | undefined {
+  if (!keyVariable.endsWith("ACCESS_KEY_ID")) return undefined;
   const paired = `${keyVariable.slice(0, -"ACCESS_KEY_ID".length)}SESSION_TOKEN`;
   return (options.sessionTokenEnv ?? []).includes(paired) ? firstSet(env, [paired]) : undefined;
 }

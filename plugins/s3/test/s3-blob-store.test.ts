@@ -155,6 +155,14 @@ if (!s3rverInstalled()) {
       await store.close();
     });
 
+    it("takes an empty AWS_REGION as unset, reading and writing in us-east-1", async () => {
+      const store = new S3BlobStore({ bucket: BUCKET, endpoint: server.endpoint, prefix: `region-${randomUUID()}/`, env: { ...KEYS, AWS_REGION: "" } });
+      expect(store.settings.region).toBe("us-east-1");
+      await store.put("a.txt", new TextEncoder().encode("a"));
+      expect(new TextDecoder().decode((await store.get("a.txt"))?.body)).toBe("a");
+      await store.close();
+    });
+
     it("keeps two stores whose prefixes start the same way apart", async () => {
       const base = `tenants-${randomUUID()}/`;
       const a = new S3BlobStore({ bucket: BUCKET, endpoint: server.endpoint, prefix: `${base}a/`, env: KEYS });
@@ -312,7 +320,33 @@ describe("s3Blob() / r2Blob() settings", () => {
     expect(createS3Blob({ ...r2Blob(), options: older }, { env: { ...r2, AWS_SESSION_TOKEN: "role-token" } }).settings.credentials).toEqual({ accessKeyId: "r2k", secretAccessKey: "r2s" });
   });
 
+  it("reads the key id and the secret from one credential set, refusing a half-set pair instead of taking the other half from the next set", () => {
+    const refusal = (make: () => unknown) => {
+      try {
+        make();
+      } catch (error) {
+        expect(isAssemblyLineError(error, "AL_ERR_BLOB_CONFIG"), String(error)).toBe(true);
+        return `${String(error)} ${(error as { fix: string }).fix}`;
+      }
+      throw new Error("accepted");
+    };
+    // A host on AWS holds its role's keys; R2_SECRET_ACCESS_KEY is misspelt.
+    const role = { AWS_ACCESS_KEY_ID: "ASIAHOSTROLE", AWS_SECRET_ACCESS_KEY: "host-role-secret", AWS_SESSION_TOKEN: "host-role-token" };
+    const r2 = refusal(() => createS3Blob(r2Blob({ bucket: "media" }), { env: { ...role, R2_ACCOUNT_ID: "abc123", R2_ACCESS_KEY_ID: "r2-key-id", R2_SECRET_KEY: "r2-secret" } }));
+    expect(r2).toContain("R2_ACCESS_KEY_ID is set but R2_SECRET_ACCESS_KEY is not");
+    expect(r2).not.toMatch(/host-role-secret|r2-secret|r2-key-id/);
+    expect(refusal(() => createS3Blob(r2Blob({ bucket: "media" }), { env: { ...role, R2_ACCOUNT_ID: "abc123", R2_SECRET_ACCESS_KEY: "r2-secret" } }))).toContain("R2_SECRET_ACCESS_KEY is set but R2_ACCESS_KEY_ID is not");
+    const own = { accessKeyIdEnv: ["MY_ACCESS_KEY_ID", "AWS_ACCESS_KEY_ID"], secretAccessKeyEnv: ["MY_SECRET_ACCESS_KEY", "AWS_SECRET_ACCESS_KEY"] };
+    expect(refusal(() => createS3Blob(s3Blob({ bucket: "b", ...own }), { env: { ...role, MY_ACCESS_KEY_ID: "mine" } }))).toContain("MY_ACCESS_KEY_ID is set but MY_SECRET_ACCESS_KEY is not");
+    // Lists of different lengths cannot be read in pairs.
+    expect(refusal(() => createS3Blob(s3Blob({ bucket: "b", accessKeyIdEnv: ["MY_ACCESS_KEY_ID"], secretAccessKeyEnv: ["MY_SECRET_ACCESS_KEY", "AWS_SECRET_ACCESS_KEY"] }), { env: role }))).toContain("differ in length");
+    // A whole pair is taken; none set at a place passes to the next.
+    expect(createS3Blob(s3Blob({ bucket: "b", ...own }), { env: { ...role, MY_ACCESS_KEY_ID: "mine", MY_SECRET_ACCESS_KEY: "my-secret" } }).settings.credentials).toEqual({ accessKeyId: "mine", secretAccessKey: "my-secret" });
+    expect(createS3Blob(r2Blob({ bucket: "media" }), { env: { ...role, R2_ACCOUNT_ID: "abc123", R2_ACCESS_KEY_ID: "" } }).settings.credentials).toEqual({ accessKeyId: "ASIAHOSTROLE", secretAccessKey: "host-role-secret" });
+  });
+
   it.each([
+    ["an empty region", () => createS3Blob(s3Blob({ bucket: "media", region: "" }), { env: {} }), "region"],
     ["a variable list given as one string", () => createS3Blob(s3Blob({ bucket: "media", accessKeyIdEnv: "MY_AK" as never }), { env: { M: "x", Y: "y" } }), "accessKeyIdEnv"],
     ["r2Blob() without R2_ACCOUNT_ID", () => createS3Blob(r2Blob({ bucket: "media" }), { env: {} }), "R2_ACCOUNT_ID"],
     ["s3Blob() without a bucket", () => createS3Blob(s3Blob(), { env: {} }), "S3_BUCKET"],
