@@ -41,7 +41,7 @@ export function retryOverrides(effective: Record<string, unknown>): Record<strin
  * when the message names one.
  */
 export function providerFailure(turnStatus: string | undefined, message: string | undefined, env: Record<string, string | undefined>): AssemblyLineError {
-  const text = redact(message ?? "no error message", env);
+  const text = redactProviderMessage(message ?? "no error message", env);
   const status = statusIn(text);
   return new AssemblyLineError("AL_ERR_MODEL_PROVIDER", `the Codex turn ended ${turnStatus ?? "without a status"}: ${text}`, {
     fix: fixFor(status),
@@ -62,7 +62,12 @@ function statusIn(text: string): number | undefined {
   return match ? Number(match[1]) : undefined;
 }
 
-function redact(message: string, env: Record<string, string | undefined>): string {
+/**
+ * Codex's message about a provider's failure, fit for a log or an error: without
+ * the provider's URL or any key it may echo (the environment's, the login
+ * session's, or anything shaped like a key).
+ */
+export function redactProviderMessage(message: string, env: Record<string, string | undefined>): string {
   let text = redactSecrets(message, knownSecrets(env), { minLength: MIN_SECRET_LENGTH });
   for (const shape of TOKEN_SHAPES) text = text.replace(shape, REDACTED_MARK);
   return text.replace(URL, "[provider URL]");

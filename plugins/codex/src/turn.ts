@@ -6,7 +6,7 @@ import { checkLoginSession } from "./auth.js";
 import { writeContinuation, type CodexContinuationData } from "./continuation.js";
 import { assistantItem, functionCallItem, functionOutputItem, toolOutputText } from "./items.js";
 import { CODEX_PROVIDER } from "./options.js";
-import { providerFailure, retryOverrides } from "./provider-failure.js";
+import { providerFailure, redactProviderMessage, retryOverrides } from "./provider-failure.js";
 
 /** How a turn on the app-server ended. */
 type TurnEnd = { kind: "completed"; text: string } | { kind: "paused" } | { kind: "tool_failed"; error: string };
@@ -156,7 +156,10 @@ export async function runAppServerTurn(
           else if (!stopped) fail(providerFailure(turn?.status, turn?.error?.message, server.env));
         } else if (method === "error" && !stopped) {
           const error = params.error as { message?: string } | undefined;
-          if (params.willRetry !== true) ctx.logger.warn({ event: "codex.error", runId: input.runId, err: error?.message }, "the Codex app-server reported an error");
+          // Redacted as the run's error is: the provider may echo the key it was sent, and logs travel further than the run.
+          if (params.willRetry !== true) {
+            ctx.logger.warn({ event: "codex.error", runId: input.runId, err: redactProviderMessage(error?.message ?? "no error message", server.env) }, "the Codex app-server reported an error");
+          }
         }
       },
       async onRequest(request) {

@@ -1,5 +1,5 @@
 import { afterAll, afterEach, describe, expect, it } from "vitest";
-import { AssemblyLineError, type HarnessTurnInput, type JsonValue, type ModelToolCall, type ToolCallOutcome } from "@assemblyline-agents/core";
+import { AssemblyLineError, type HarnessTurnInput, type JsonValue, type ModelToolCall, type RuntimeLogger, type ToolCallOutcome } from "@assemblyline-agents/core";
 import { KitHarnessContext, type KitTool } from "@assemblyline-agents/core/testkit";
 import { codexAgentHarness } from "../src/index.js";
 import { ResponsesServer } from "../src/testkit/index.js";
@@ -120,5 +120,25 @@ describe.skipIf(!binary.ok)(`a codex turn on the real app-server (${binary.why})
     // The call stays unanswered: the model is not asked again with an error it would work around.
     expect(server.requests).toHaveLength(1);
     expect(ctx.events.map((event) => event.type)).not.toContain("model.failed");
+  }, 60_000);
+
+  it("logs the provider's error without the key it echoes or the provider's URL", async () => {
+    const harness = await startModel();
+    const providerUrl = server.baseUrl.replace(/\/v1$/, "");
+    server.reply({ error: { status: 401, message: `Incorrect API key provided: ${API_KEY}. Find your key at https://platform.example.com/account/api-keys.` } });
+    const logged: string[] = [];
+    const record = (level: string) => (fields: Record<string, unknown>, msg?: string) => void logged.push(`${level} ${JSON.stringify(fields)} ${msg ?? ""}`);
+    class LoggedContext extends KitHarnessContext {
+      override readonly logger: RuntimeLogger = { debug: () => undefined, info: record("info"), warn: record("warn"), error: record("error") };
+    }
+    const failure = await harness.runTurn(turnInput(["charge_card"]), new LoggedContext({})).catch((error: unknown) => error);
+    expect(failure).toMatchObject({ code: "AL_ERR_MODEL_PROVIDER" });
+    const warning = logged.find((line) => line.includes("codex.error"));
+    expect(warning).toContain("401");
+    for (const line of logged) {
+      expect(line).not.toContain(API_KEY);
+      expect(line).not.toContain(providerUrl);
+      expect(line).not.toContain("platform.example.com");
+    }
   }, 60_000);
 });
