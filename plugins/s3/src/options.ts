@@ -258,6 +258,8 @@ function checkPrefix(prefix: string): string {
   if (!prefix.endsWith("/")) {
     throw configError(`prefix ${JSON.stringify(prefix)} does not end with "/", so its keys would mix with those of every prefix that starts the same way`, `Use ${JSON.stringify(`${prefix}/`)}.`);
   }
+  // As in keys: a listing may not return a control character as written.
+  if (/[\u0000-\u001f]/.test(prefix)) throw configError(`prefix ${JSON.stringify(prefix)} contains a control character (U+0000 to U+001F)`, 'Use printable "/"-separated names, e.g. "agents/support/".');
   if (prefix.slice(0, -1).split("/").some((segment) => segment === "" || segment === "." || segment === "..")) {
     throw configError(`prefix ${JSON.stringify(prefix)} has an empty, "." or ".." segment`, 'Use "/"-separated names, e.g. "agents/support/".');
   }

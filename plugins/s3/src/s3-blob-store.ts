@@ -15,6 +15,13 @@ import { refuseUnknownOptions, resolveS3Settings, type ResolvedS3Settings, type 
 const MAX_KEY_BYTES = 1024;
 /** With the u flag a surrogate pair is one code point, so this matches only a lone half. */
 const LONE_SURROGATE = /\p{Surrogate}/u;
+/**
+ * C0 control characters. A NUL fails on the server; a CR cannot come back through a ListObjectsV2
+ * XML listing a server writes it raw in (s3rver does; XML reads it as a LF), so list() would return a
+ * key get and delete cannot reach. `EncodingType: "url"` does not help there: s3rver ignores it.
+ */
+const CONTROL_CHARACTER = /[\u0000-\u001f]/;
+const CONTROL_NAMES: Record<string, string> = { "\0": "NUL", "\t": "tab", "\n": "line feed", "\r": "carriage return" };
 
 export interface S3BlobStoreOptions extends S3BlobOptions {
   /** A client to use instead of building one; the store never destroys a client it was given. */
@@ -145,10 +152,11 @@ export class S3BlobStore implements BlobStore {
   /*
    * "." and ".." segments are resolved on the way to the server, so "../x" would
    * land outside the prefix and "a/../b" on "b"; an empty segment ("/x", "a//b")
-   * is refused by S3-compatible servers; a NUL fails on the server and a lone
-   * surrogate has no UTF-8 form to send. The same segments and characters as the
-   * local store refuses, "\\" included; the length limits differ (the local store
-   * also caps each segment, as a file name; see the README).
+   * is refused by S3-compatible servers; a control character may not survive a
+   * listing (CONTROL_CHARACTER) and a lone surrogate has no UTF-8 form to send.
+   * The same segments and characters as the local store refuses, "\\" included,
+   * and the C0 control characters, which the local store keeps; the length limits
+   * differ (the local store also caps each segment, as a file name; see the README).
    */
   private objectKey(key: string): string {
     const refusal = this.keyRefusal(key);
@@ -162,7 +170,14 @@ export class S3BlobStore implements BlobStore {
   private keyRefusal(key: string): { reason: string; fix: string } | undefined {
     const segments = 'Use "/"-separated segments, none empty, "." or "..", e.g. "files/run-1/report.pdf".';
     if (typeof key !== "string" || key === "") return { reason: "is not a non-empty string", fix: "Use a key such as files/run-1/report.pdf." };
-    if (key.includes("\0")) return { reason: "contains a NUL character", fix: segments };
+    const control = CONTROL_CHARACTER.exec(key)?.[0];
+    if (control !== undefined) {
+      const named = `U+${control.charCodeAt(0).toString(16).toUpperCase().padStart(4, "0")}${CONTROL_NAMES[control] ? `, ${CONTROL_NAMES[control]}` : ""}`;
+      return {
+        reason: `contains a control character (${named}), which an S3 listing may not return as written`,
+        fix: "Leave control characters (U+0000 to U+001F: NUL, tab, line breaks) out of keys, e.g. encode the name with encodeURIComponent.",
+      };
+    }
     if (key.includes("\\")) return { reason: 'contains "\\"; separate segments with "/"', fix: segments };
     if (LONE_SURROGATE.test(key)) return { reason: "is not well-formed Unicode (it holds a lone surrogate, which has no UTF-8 form)", fix: segments };
     if (key.split("/").some((segment) => segment === "" || segment === "." || segment === "..")) return { reason: 'has an empty, "." or ".." segment', fix: segments };

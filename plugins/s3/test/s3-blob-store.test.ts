@@ -112,6 +112,26 @@ if (!s3rverInstalled()) {
       client.destroy();
     });
 
+    it("refuses a key with a control character, which s3rver's listing would return as another key, and lists only keys it can reach", async () => {
+      const client = new S3Client({ endpoint: server.endpoint, region: "us-east-1", forcePathStyle: true, credentials: { accessKeyId: "S3RVER", secretAccessKey: "S3RVER" }, requestChecksumCalculation: "WHEN_REQUIRED", responseChecksumValidation: "WHEN_REQUIRED" });
+      const prefix = `ctl-${randomUUID()}/`;
+      // s3rver writes a CR raw in its XML listing, which reads it back as a LF: "a\rb.txt" would be listed as "a\nb.txt".
+      await client.send(new PutObjectCommand({ Bucket: BUCKET, Key: `${prefix}notes/a\rb.txt`, Body: "written by another tool" }));
+      const store = new S3BlobStore({ bucket: BUCKET, endpoint: server.endpoint, prefix, env: KEYS });
+      for (const [key, named] of [["notes/a\rb.txt", "U+000D, carriage return"], ["notes/a\nb.txt", "U+000A, line feed"], ["notes/a\tb.txt", "U+0009, tab"], ["notes/a\u001fb.txt", "U+001F"]]) {
+        for (const call of [() => store.put(key, new Uint8Array([1])), () => store.get(key), () => store.getStream(key), () => store.delete(key)]) {
+          const error = await call().catch((caught: unknown) => caught);
+          expect(isAssemblyLineError(error, "AL_ERR_BLOB_KEY"), `${JSON.stringify(key)}: ${String(error)}`).toBe(true);
+          expect(String(error)).toContain(named);
+        }
+      }
+      await store.put("notes/ok.txt", new TextEncoder().encode("ok"));
+      expect(await store.list("notes/")).toEqual(["notes/ok.txt"]);
+      for (const key of await store.list()) expect(await store.get(key), key).toBeDefined();
+      await store.close();
+      client.destroy();
+    });
+
     it("refuses a key longer than S3's 1024 bytes (prefix included) before sending it", async () => {
       const store = new S3BlobStore({ bucket: BUCKET, endpoint: server.endpoint, prefix: `long-${randomUUID()}/`, env: KEYS });
       const key = Array.from({ length: 11 }, () => "k".repeat(99)).join("/");
@@ -353,6 +373,7 @@ describe("s3Blob() / r2Blob() settings", () => {
     ["half a key pair", () => createS3Blob(s3Blob({ bucket: "media" }), { env: { AWS_ACCESS_KEY_ID: "k" } }), "AWS_SECRET_ACCESS_KEY"],
     ["a non-URL endpoint", () => createS3Blob(s3Blob({ bucket: "media", endpoint: "localhost:9000" }), { env: {} }), "localhost:9000"],
     ["a prefix without its closing /", () => createS3Blob(s3Blob({ bucket: "media", prefix: "agents/support" }), { env: {} }), '"agents/support/"'],
+    ["a prefix with a line break", () => createS3Blob(s3Blob({ bucket: "media", prefix: "agents/\n/" }), { env: {} }), "control character"],
     ["a prefix with a .. segment", () => createS3Blob(s3Blob({ bucket: "media", prefix: "agents/../other/" }), { env: {} }), "agents/../other/"],
     ["a misspelt option", () => createS3Blob(s3Blob({ bucket: "media", perfix: "agents/" } as never), { env: {} }), "perfix"],
     ["a part above S3's 5 GiB maximum", () => createS3Blob(s3Blob({ bucket: "media", partSizeBytes: 6 * 1024 ** 3 }), { env: {} }), "partSizeBytes"],
