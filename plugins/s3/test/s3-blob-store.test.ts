@@ -118,7 +118,7 @@ if (!s3rverInstalled()) {
       // s3rver writes a CR raw in its XML listing, which reads it back as a LF: "a\rb.txt" would be listed as "a\nb.txt".
       await client.send(new PutObjectCommand({ Bucket: BUCKET, Key: `${prefix}notes/a\rb.txt`, Body: "written by another tool" }));
       const store = new S3BlobStore({ bucket: BUCKET, endpoint: server.endpoint, prefix, env: KEYS });
-      for (const [key, named] of [["notes/a\rb.txt", "U+000D, carriage return"], ["notes/a\nb.txt", "U+000A, line feed"], ["notes/a\tb.txt", "U+0009, tab"], ["notes/a\u001fb.txt", "U+001F"]]) {
+      for (const [key, named] of [["notes/a\rb.txt", "U+000D, carriage return"], ["notes/a\nb.txt", "U+000A, line feed"], ["notes/a\tb.txt", "U+0009, tab"], ["notes/a\u001fb.txt", "U+001F"]] as const) {
         for (const call of [() => store.put(key, new Uint8Array([1])), () => store.get(key), () => store.getStream(key), () => store.delete(key)]) {
           const error = await call().catch((caught: unknown) => caught);
           expect(isAssemblyLineError(error, "AL_ERR_BLOB_KEY"), `${JSON.stringify(key)}: ${String(error)}`).toBe(true);
