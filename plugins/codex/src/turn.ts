@@ -8,6 +8,16 @@ import { assistantItem, functionCallItem, functionOutputItem, toolOutputText } f
 import { CODEX_PROVIDER } from "./options.js";
 import { providerFailure, redactProviderMessage, retryOverrides } from "./provider-failure.js";
 
+/**
+ * How long a paused turn waits for the usage of the model call that paused
+ * (the server reports it once `turn/interrupt` ends the turn); past it the call
+ * is journaled with its usage unknown.
+ */
+export const PAUSED_CALL_USAGE_WAIT_MS = 2_000;
+
+/** A model call's token counts, as the usage store and `model.response` keep them. */
+type CallUsage = { inputTokens: number; outputTokens: number; cacheReadTokens: number; cacheWriteTokens: number; costUsd: number };
+
 /** How a turn on the app-server ended. */
 type TurnEnd = { kind: "completed"; text: string } | { kind: "paused" } | { kind: "tool_failed"; error: string };
 
@@ -49,6 +59,10 @@ export async function runAppServerTurn(
   let callsOf: number | undefined;
   /** Journal claims made this turn, per model call and call content, so identical calls of one response each take their own. */
   const claims = new Map<string, number>();
+  /** The model call one of whose tool calls paused the turn, and the wait for its usage. */
+  let pausedCall: number | undefined;
+  let pausedUsage!: (reported: { usage: CallUsage; usageId: string }) => void;
+  const pausedCallUsage = new Promise<{ usage: CallUsage; usageId: string }>((resolve) => (pausedUsage = resolve));
 
   const answerTool = async (request: ServerRequest, modelCall: number): Promise<unknown> => {
     const callId = String(request.params.callId);
@@ -83,6 +97,7 @@ export async function runAppServerTurn(
     }
     stopped = true;
     if (outcome.status === "paused") {
+      pausedCall = modelCall;
       state.pending.push({ callId, ...(journalId !== callId ? { journalId } : {}), tool, arguments: args });
       settle({ kind: "paused" });
     } else {
@@ -115,15 +130,12 @@ export async function runAppServerTurn(
             const key = `model:${call}`;
             // Taken now: the next call's notification may come before this one's check resolves.
             const usageId = `${input.runId}:codex:${String(params.turnId)}:${call}`;
-            const usage = {
-              // The app-server's inputTokens include the cached ones (OpenAI's input_tokens); a usage record keeps them apart.
-              inputTokens: Math.max(0, (last.inputTokens ?? 0) - (last.cachedInputTokens ?? 0)),
-              outputTokens: last.outputTokens ?? 0,
-              cacheReadTokens: last.cachedInputTokens ?? 0,
-              cacheWriteTokens: last.cacheWriteInputTokens ?? 0,
-              // Billed to the Codex login (a ChatGPT plan or its key); no per-token price is known here.
-              costUsd: 0,
-            };
+            const usage = usageOf(last);
+            // The paused call is journaled by the turn's end, once this usage is known.
+            if (call === pausedCall) {
+              pausedUsage({ usage, usageId });
+              return;
+            }
             // The app-server calls the model itself, so the call is journaled once it is made: the
             // runtime counts it against the run's budgets (maxTurns, maxTokens, ...) and refuses the
             // first call past one, ending the turn; a call re-made after a crash replays, uncounted.
@@ -179,6 +191,41 @@ export async function runAppServerTurn(
     },
     ctx.logger,
   );
+  /**
+   * The model call whose tool call paused the turn is journaled too, so it is
+   * counted against the run's budgets like every other: the server reports a
+   * call's usage only once its tool calls are answered, and this one never is.
+   * Interrupting the turn makes the server report it; a refusal (a budget
+   * reached) fails the turn instead of pausing it.
+   */
+  const journalPausedCall = async (turnId: string | undefined): Promise<void> => {
+    if (pausedCall === undefined) return;
+    const key = `model:${pausedCall}`;
+    void appServer.request("turn/interrupt", { threadId, turnId }).catch(() => undefined);
+    let timer: NodeJS.Timeout | undefined;
+    const reported = await Promise.race([
+      pausedCallUsage,
+      appServer.closed.then(() => undefined),
+      new Promise<undefined>((resolve) => (timer = setTimeout(() => resolve(undefined), PAUSED_CALL_USAGE_WAIT_MS))),
+    ]);
+    clearTimeout(timer);
+    const record = async () => {
+      if (reported) await ctx.recordUsage({ id: reported.usageId, provider: CODEX_PROVIDER, model: state.model, ...reported.usage });
+    };
+    try {
+      await ctx.modelCall(key, async () => {
+        // Without usage when the server did not report it in time: the call is counted all the same.
+        await ctx.emit("model.response", { step: key, provider: CODEX_PROVIDER, model: state.model, ...(reported ? { usage: reported.usage } : {}) });
+        return reported?.usage ?? null;
+      }, { metadata: { modelSpec: input.modelSpec } });
+    } catch (error) {
+      // The call was made before the check refused it: its tokens are spent all the same.
+      await record().catch((recordError: unknown) => ctx.logger.warn({ err: String(recordError) }, "recording the usage of a refused codex model call failed"));
+      throw error;
+    }
+    await record();
+  };
+
   const abort = () => void appServer.close();
   ctx.signal.addEventListener("abort", abort, { once: true });
   // Aborted while the app-server started: no abort event is coming, so close it now.
@@ -206,10 +253,13 @@ export async function runAppServerTurn(
     await ctx.emit("codex.thread_started", { threadId, model: state.model, resumed: input.continuation !== undefined });
     if (start.inject.length > 0) await appServer.request("thread/inject_items", { threadId, items: start.inject });
     modelCallSince = new Date().toISOString();
-    await appServer.request("turn/start", { threadId, input: start.text === undefined ? [] : [{ type: "text", text: start.text, text_elements: [] }] });
+    const turn = await appServer.request<{ turn?: { id?: string } }>("turn/start", { threadId, input: start.text === undefined ? [] : [{ type: "text", text: start.text, text_elements: [] }] });
     const end = await ended;
     await Promise.all(background);
-    if (end.kind === "paused") return { status: "paused", continuation: writeContinuation(input.agentRevision, state) };
+    if (end.kind === "paused") {
+      await journalPausedCall(turn.turn?.id);
+      return { status: "paused", continuation: writeContinuation(input.agentRevision, state) };
+    }
     if (end.kind === "tool_failed") return { status: "completed", response: { text: end.error } };
     return { status: "completed", response: { text: end.text } };
   } catch (error) {
@@ -221,6 +271,18 @@ export async function runAppServerTurn(
     ctx.signal.removeEventListener("abort", abort);
     await appServer.close();
   }
+}
+
+function usageOf(last: Record<string, number>): CallUsage {
+  return {
+    // The app-server's inputTokens include the cached ones (OpenAI's input_tokens); a usage record keeps them apart.
+    inputTokens: Math.max(0, (last.inputTokens ?? 0) - (last.cachedInputTokens ?? 0)),
+    outputTokens: last.outputTokens ?? 0,
+    cacheReadTokens: last.cachedInputTokens ?? 0,
+    cacheWriteTokens: last.cacheWriteInputTokens ?? 0,
+    // Billed to the Codex login (a ChatGPT plan or its key); no per-token price is known here.
+    costUsd: 0,
+  };
 }
 
 async function recordModelFailed(ctx: HarnessContext, call: number, startedAt: string, error: unknown): Promise<void> {

@@ -195,6 +195,42 @@ describe.skipIf(!binary.ok)(`the openai-codex route on the real app-server (${bi
     }
   });
 
+  it("counts a model call that paused for approval against maxTurns, with its usage, and fails the run at the first one past it", async () => {
+    await startModel();
+    server.reply(
+      { toolCalls: [{ callId: "call_1", name: "record_note", arguments: { note: "one" } }] },
+      { toolCalls: [{ callId: "call_2", name: "record_note", arguments: { note: "two" } }] },
+      { toolCalls: [{ callId: "call_3", name: "record_note", arguments: { note: "three" } }] },
+      { text: "All three noted." },
+    );
+    const state = new InMemoryStateAdapter();
+    const runtime = new OpenEveRuntime({
+      ...bundle,
+      state,
+      modelHarnesses: { "openai-codex": codexAgentHarness({ env: { ...process.env, CODEX_HOME: home } }) },
+      logger: noopLogger(),
+      budgets: { maxTurns: 2 },
+    });
+    try {
+      let result = await runtime.run({ message: "Note one, two and three." });
+      for (let approvals = 0; result.status === "waiting_approval" && approvals < 5; approvals += 1) result = await runtime.approve(result.runId);
+      expect(result).toMatchObject({ status: "failed", error: { code: "AL_ERR_BUDGET_EXCEEDED" } });
+      const events = await runtime.listEvents(result.runId);
+      expect(events.find((event) => event.type === "budget.exceeded")?.data).toMatchObject({ budget: "maxTurns", limit: 2 });
+      expect(events.filter((event) => event.type === "note.recorded").map((event) => event.data.note)).toEqual(["one", "two"]);
+      // Each paused call is journaled with the usage the server reported once the turn was interrupted.
+      expect(events.filter((event) => event.type === "model.response").map((event) => [event.data.step, (event.data.usage as { inputTokens?: number } | undefined)?.inputTokens])).toEqual([
+        ["model:1", 100],
+        ["model:2", 100],
+      ]);
+      expect(server.requests).toHaveLength(3);
+      // The refused call was made all the same: its tokens are recorded too.
+      expect(await state.listUsage({ runId: result.runId })).toHaveLength(3);
+    } finally {
+      await runtime.close();
+    }
+  });
+
   it("fails the run when a tool call passes the maxToolCalls budget, instead of showing the model the refusal and asking it again", async () => {
     await startModel();
     server.reply(
