@@ -148,7 +148,7 @@ export const errorCatalogue = {
   AL_ERR_OTLP_CONFIG: "The OTLP sink's endpoint, headers, compression or limits are invalid.",
   AL_ERR_BLOB_CONFIG: "A blob adapter has no usable settings (no bucket, no R2 account id, half a key pair, a malformed endpoint or part size).",
   AL_ERR_BLOB_UNAVAILABLE: "The blob service refused or failed a request (unreachable endpoint, missing bucket, bad keys).",
-  AL_ERR_BLOB_KEY: "A blob key is empty or not a string, has an empty, `.` or `..` segment, holds a NUL, a backslash or a lone surrogate (not well-formed Unicode), or is longer than the store allows (S3: 1,024 bytes with the prefix; the local store: a path Linux can open).",
+  AL_ERR_BLOB_KEY: "A blob key is empty or not a string, has an empty, `.` or `..` segment, holds a NUL (S3: any control character, U+0000 to U+001F), a backslash or a lone surrogate (not well-formed Unicode), or is longer than the store allows (S3: 1,024 bytes with the prefix; the local store: a path Linux can open).",
   AL_ERR_SANDBOX_ENGINE: "The sandbox engine (e.g. the Docker engine) could not be reached or refused an operation.",
   AL_ERR_SANDBOX_IMAGE: "A sandbox or deploy image is not present on the engine and could not be pulled.",
   AL_ERR_SANDBOX_ADAPTER_NOT_INSTALLED: "sandbox.ts names an adapter whose plugin package is not installed.",
