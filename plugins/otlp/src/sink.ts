@@ -1,7 +1,7 @@
 import { setTimeout as sleep } from "node:timers/promises";
 import { promisify } from "node:util";
 import { gzip } from "node:zlib";
-import type { RuntimeLogger, TelemetrySink, TelemetrySpan } from "@assemblyline-agents/core";
+import { MAX_TIMER_MS, type RuntimeLogger, type TelemetrySink, type TelemetrySpan } from "@assemblyline-agents/core";
 import { encodeSpan, exportRequestOf, type EncodedSpan } from "./encode.js";
 import { resolveOtlpOptions, type OtlpSinkOptions, type ResolvedOtlpOptions } from "./options.js";
 import { isRequestRefusal, retryDelayMs, shouldRetry } from "./retry.js";
@@ -54,8 +54,13 @@ class OtlpExporter implements OtlpSink {
   private droppedWhileFull = 0;
   /** The runtime's logger, once it started with this sink (useLogger): warnings go there unless onWarning is given. */
   private logger: RuntimeLogger | undefined;
-  /** Aborted when a bounded flush runs out of time: requests and retry waits end at once. */
-  private stop: AbortSignal | undefined;
+  /**
+   * Every request and retry wait listens to it. A bounded flush's deadline aborts
+   * it and puts a fresh one in its place: what started before that deadline ends
+   * at it, whoever started it (the batch timer, another flush), and what starts
+   * after is not touched. Each flush keeps its own timer, so none replaces another's deadline.
+   */
+  private stop = new AbortController();
 
   constructor(private readonly options: ResolvedOtlpOptions) {}
 
@@ -88,16 +93,25 @@ class OtlpExporter implements OtlpSink {
       while (this.queue.length > 0 || this.sending) await this.pump();
       return;
     }
-    const stop = AbortSignal.timeout(options.timeoutMs);
-    this.stop = stop;
+    let expired: { unsent: EncodedSpan[]; inFlight: Promise<void> | undefined } | undefined;
+    let onExpiry = () => {};
+    const deadline = new Promise<void>((resolve) => (onExpiry = resolve));
+    const timer = setTimeout(() => {
+      // The queue is taken first, so the sender stops after the batch in flight instead of starting the next.
+      expired = { unsent: this.queue.splice(0), inFlight: this.sending };
+      this.stop.abort();
+      this.stop = new AbortController();
+      onExpiry();
+    }, Math.min(options.timeoutMs, MAX_TIMER_MS));
     try {
-      while ((this.queue.length > 0 || this.sending) && !stop.aborted) await Promise.race([this.pump(), aborted(stop)]);
-      // Ends what is in flight (its request or retry wait is aborted), then drops what is left.
-      await this.sending;
-      if (this.queue.length > 0) this.drop(this.queue.splice(0).length, `the flush ran out of its ${options.timeoutMs} ms before they were sent`);
+      while ((this.queue.length > 0 || this.sending) && !expired) await Promise.race([this.pump(), deadline]);
     } finally {
-      this.stop = undefined;
+      clearTimeout(timer);
     }
+    if (!expired) return;
+    // The batch in flight ends at once (its request or retry wait is aborted) and is reported first.
+    await expired.inFlight;
+    if (expired.unsent.length > 0) this.drop(expired.unsent.length, `the flush ran out of its ${options.timeoutMs} ms before they were sent`);
   }
 
   useLogger(logger: RuntimeLogger): void {
@@ -118,14 +132,18 @@ class OtlpExporter implements OtlpSink {
     if (this.timer) clearTimeout(this.timer);
     this.timer = undefined;
     this.sending ??= (async () => {
+      // Taken once: a bounded flush's deadline ends this run, and later spans go out in a run of their own.
+      const stop = this.stop.signal;
       try {
-        while (this.queue.length > 0 && !this.stop?.aborted) {
+        while (this.queue.length > 0 && !stop.aborted) {
           const batch = this.queue.splice(0, this.options.maxBatchSize);
           // A failure here must not become an unhandled rejection (export() and the timer do not await this).
-          await this.send(batch).catch((error: unknown) => this.drop(batch.length, `export failed (${error instanceof Error ? error.message : String(error)})`));
+          await this.send(batch, stop).catch((error: unknown) => this.drop(batch.length, `export failed (${error instanceof Error ? error.message : String(error)})`));
         }
       } finally {
         this.sending = undefined;
+        // Spans queued while the run was ending (a full batch found it still running) are not left without a timer.
+        if (this.queue.length > 0 && !this.closed) this.timer ??= setTimeout(() => void this.pump(), this.options.scheduledDelayMs).unref();
       }
     })();
     return this.sending;
@@ -137,9 +155,9 @@ class OtlpExporter implements OtlpSink {
    * OTEL_EXPORTER_OTLP_TIMEOUT means), so an unreachable backend holds a flush,
    * and with it the host's shutdown, for at most timeoutMs per batch.
    */
-  private async send(batch: EncodedSpan[], deadline = Date.now() + this.options.timeoutMs): Promise<void> {
+  private async send(batch: EncodedSpan[], stop: AbortSignal, deadline = Date.now() + this.options.timeoutMs): Promise<void> {
     const body = JSON.stringify(exportRequestOf(batch));
-    if (batch.length > 1 && Buffer.byteLength(body) > MAX_REQUEST_BYTES) return this.sendHalves(batch, deadline);
+    if (batch.length > 1 && Buffer.byteLength(body) > MAX_REQUEST_BYTES) return this.sendHalves(batch, stop, deadline);
     // The 4 MiB bound applies before compression: what the collector holds once it has decoded the body.
     const encoded = this.options.compression === "gzip" ? await gzipAsync(body) : body;
     for (let attempt = 1; ; attempt += 1) {
@@ -151,7 +169,7 @@ class OtlpExporter implements OtlpSink {
           method: "POST",
           headers: { ...this.options.headers, "content-type": "application/json", ...(encoded === body ? {} : { "content-encoding": "gzip" }) },
           body: encoded,
-          signal: this.stop ? AbortSignal.any([AbortSignal.timeout(Math.max(1, deadline - Date.now())), this.stop]) : AbortSignal.timeout(Math.max(1, deadline - Date.now())),
+          signal: AbortSignal.any([AbortSignal.timeout(Math.max(1, deadline - Date.now())), stop]),
         });
         status = response.status;
         retryAfter = response.headers.get("retry-after");
@@ -164,31 +182,30 @@ class OtlpExporter implements OtlpSink {
         }
         problem = `HTTP ${status}`;
       } catch (error) {
-        if (this.stop?.aborted) return this.drop(batch.length, "the flush ran out of time while it was being sent");
+        if (stop.aborted) return this.drop(batch.length, "the flush ran out of time while it was being sent");
         // Its message may quote the header value it could not send: not repeated.
         if (isRequestRefusal(error)) return this.drop(batch.length, "fetch refused to send the request (a header value or the URL it cannot carry); check the sink's headers and endpoint");
         problem = error instanceof Error ? `${error.message}${causeOf(error)}` : String(error);
       }
       // Too large for this backend: the halves may not be, down to a single span, which is dropped alone.
-      if (status === 413 && batch.length > 1) return this.sendHalves(batch, deadline);
+      if (status === 413 && batch.length > 1) return this.sendHalves(batch, stop, deadline);
       if (status === 413) return this.drop(1, `the backend refused span ${JSON.stringify(String(batch[0]!.span.name))} as too large (${problem}); a smaller captureContent keeps spans small`, { status });
       if (!shouldRetry(status)) return this.drop(batch.length, `the backend refused the batch (${problem})`, { status });
       if (attempt >= this.options.maxAttempts) return this.drop(batch.length, `export failed ${attempt} times (last: ${problem})`, { status });
       const delay = retryDelayMs(attempt, retryAfter, this.options);
       if (Date.now() + delay >= deadline) return this.drop(batch.length, `export failed ${attempt} time(s) within timeoutMs ${this.options.timeoutMs} (last: ${problem})`, { status });
-      const stop = this.stop;
-      if (stop?.aborted) return this.drop(batch.length, `the flush ran out of time after ${attempt} failed attempt(s) (last: ${problem})`, { status });
-      // A bounded flush's stop ends the wait at once: no timer outlives the flush.
-      const waited = await sleep(delay, true, stop ? { signal: stop } : {}).catch(() => false);
+      if (stop.aborted) return this.drop(batch.length, `the flush ran out of time after ${attempt} failed attempt(s) (last: ${problem})`, { status });
+      // A bounded flush's deadline ends the wait at once: no timer outlives the flush.
+      const waited = await sleep(delay, true, { signal: stop }).catch(() => false);
       if (!waited) return this.drop(batch.length, `the flush ran out of time after ${attempt} failed attempt(s) (last: ${problem})`, { status });
     }
   }
 
   /** The batch in two requests, one after the other, within the batch's deadline. */
-  private async sendHalves(batch: EncodedSpan[], deadline: number): Promise<void> {
+  private async sendHalves(batch: EncodedSpan[], stop: AbortSignal, deadline: number): Promise<void> {
     const half = Math.ceil(batch.length / 2);
-    await this.send(batch.slice(0, half), deadline);
-    await this.send(batch.slice(half), deadline);
+    await this.send(batch.slice(0, half), stop, deadline);
+    await this.send(batch.slice(half), stop, deadline);
   }
 
   private drop(count: number, why: string, fields: Record<string, unknown> = {}): void {
@@ -226,9 +243,4 @@ function rejectedSpans(text: string): number {
   } catch {
     return 0;
   }
-}
-
-/** Settles when `signal` aborts; never rejects. */
-function aborted(signal: AbortSignal): Promise<void> {
-  return new Promise((resolve) => signal.addEventListener("abort", () => resolve(), { once: true }));
 }

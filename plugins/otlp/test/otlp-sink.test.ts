@@ -1,3 +1,4 @@
+import { spawn } from "node:child_process";
 import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import { createServer } from "node:http";
 import type { AddressInfo } from "node:net";
@@ -275,6 +276,99 @@ describe("createOtlpSink", () => {
     await sink.flush({ timeoutMs: 200 });
     expect(sink.stats()).toEqual({ exported: 0, dropped: 5, queued: 0 });
     expect(warnings).toEqual([expect.stringMatching(/dropped 2 span\(s\): the flush ran out of time after 1 failed attempt/), expect.stringMatching(/dropped 3 span\(s\): the flush ran out of its 200 ms/)]);
+  });
+
+  it("ends at a bounded flush's time a request that started before the flush, against a collector that never answers", async () => {
+    let received = 0;
+    const silent = createServer(() => void (received += 1));
+    await new Promise<void>((resolve) => silent.listen(0, "127.0.0.1", resolve));
+    cleanups.push(() => new Promise<void>((resolve) => (silent.closeAllConnections(), silent.close(() => resolve()))));
+    const warnings: string[] = [];
+    const sink = createOtlpSink({ endpoint: `http://127.0.0.1:${(silent.address() as AddressInfo).port}`, timeoutMs: 10_000, scheduledDelayMs: 0, onWarning: (message) => void warnings.push(message) });
+    sink.export(span(1));
+    await vi.waitFor(() => expect(received).toBe(1));
+    const started = Date.now();
+    await sink.flush({ timeoutMs: 300 });
+    // The collector holds the request for the whole timeoutMs (10 s).
+    expect(Date.now() - started).toBeLessThan(3_000);
+    expect(sink.stats()).toEqual({ exported: 0, dropped: 1, queued: 0 });
+    expect(warnings).toEqual([expect.stringContaining("the flush ran out of time while it was being sent")]);
+  });
+
+  it("ends at a bounded flush's time a retry wait that started before the flush (Retry-After 8 s)", async () => {
+    const otlp = await receiver({ responses: [{ status: 503, headers: { "retry-after": "8" } }] });
+    const warnings: string[] = [];
+    const sink = createOtlpSink({ endpoint: otlp.url, timeoutMs: 10_000, scheduledDelayMs: 0, onWarning: (message) => void warnings.push(message) });
+    sink.export(span(1));
+    await vi.waitFor(() => expect(otlp.attempts()).toBe(1));
+    const started = Date.now();
+    await sink.flush({ timeoutMs: 300 });
+    expect(Date.now() - started).toBeLessThan(3_000);
+    expect(otlp.attempts()).toBe(1);
+    expect(sink.stats()).toEqual({ exported: 0, dropped: 1, queued: 0 });
+  });
+
+  it("keeps each overlapping bounded flush to its own deadline: a shorter one started second returns at its time, not the first one's", async () => {
+    const silent = createServer(() => undefined);
+    await new Promise<void>((resolve) => silent.listen(0, "127.0.0.1", resolve));
+    cleanups.push(() => new Promise<void>((resolve) => (silent.closeAllConnections(), silent.close(() => resolve()))));
+    const sink = createOtlpSink({ endpoint: `http://127.0.0.1:${(silent.address() as AddressInfo).port}`, timeoutMs: 60_000, scheduledDelayMs: 3_600_000, onWarning: () => {} });
+    sink.export(span(1));
+    const started = Date.now();
+    const long = sink.flush({ timeoutMs: 8_000 });
+    const short = sink.flush({ timeoutMs: 300 });
+    await short;
+    expect(Date.now() - started).toBeLessThan(3_000);
+    await long;
+    expect(Date.now() - started).toBeLessThan(3_000);
+    expect(sink.stats()).toEqual({ exported: 0, dropped: 1, queued: 0 });
+  });
+
+  it("sends spans exported after a bounded flush's deadline as usual: the deadline ends only what started before it", async () => {
+    const delivered: string[] = [];
+    let first = true;
+    // Holds the first request unanswered, as a collector that hangs for a while; answers the rest.
+    const slowThenFine = createServer((req, res) => {
+      if (first) return void (first = false);
+      const chunks: Buffer[] = [];
+      req.on("data", (chunk: Buffer) => chunks.push(chunk));
+      req.on("end", () => {
+        delivered.push(Buffer.concat(chunks).toString("utf8"));
+        res.writeHead(200, { "content-type": "application/json" }).end("{}");
+      });
+    });
+    await new Promise<void>((resolve) => slowThenFine.listen(0, "127.0.0.1", resolve));
+    cleanups.push(() => new Promise<void>((resolve) => (slowThenFine.closeAllConnections(), slowThenFine.close(() => resolve()))));
+    const sink = createOtlpSink({ endpoint: `http://127.0.0.1:${(slowThenFine.address() as AddressInfo).port}`, timeoutMs: 10_000, scheduledDelayMs: 3_600_000, onWarning: () => {} });
+    sink.export(span(1));
+    await sink.flush({ timeoutMs: 300 });
+    expect(sink.stats()).toEqual({ exported: 0, dropped: 1, queued: 0 });
+    sink.export(span(2));
+    await sink.flush({ timeoutMs: 5_000 });
+    expect(sink.stats()).toEqual({ exported: 1, dropped: 1, queued: 0 });
+    expect(delivered).toHaveLength(1);
+    expect(delivered[0]).toContain(span(2).spanId);
+  });
+
+  it("lets the process exit soon after a bounded flush, with a request to a silent collector in flight when it began", async () => {
+    const silent = createServer(() => undefined);
+    await new Promise<void>((resolve) => silent.listen(0, "127.0.0.1", resolve));
+    cleanups.push(() => new Promise<void>((resolve) => (silent.closeAllConnections(), silent.close(() => resolve()))));
+    const script = `
+      const { createOtlpSink } = await import(${JSON.stringify(new URL("../dist/index.js", import.meta.url).href)});
+      const sink = createOtlpSink({ endpoint: process.argv[1], timeoutMs: 10000, scheduledDelayMs: 0, onWarning: () => {} });
+      const t = Date.now();
+      sink.export({ traceId: "1".repeat(32), spanId: "2".repeat(16), name: "s", kind: "internal", startTimeMs: t, endTimeMs: t, status: { code: "ok" }, attributes: {}, resource: {} });
+      await new Promise((resolve) => setTimeout(resolve, 100));
+      await sink.flush({ timeoutMs: 300 });
+    `;
+    const started = Date.now();
+    const child = spawn(process.execPath, ["--input-type=module", "-e", script, `http://127.0.0.1:${(silent.address() as AddressInfo).port}`], { stdio: "inherit" });
+    cleanups.push(() => void child.kill());
+    const code = await new Promise((resolve) => child.on("exit", resolve));
+    expect(code).toBe(0);
+    // The request would hold it 10 s.
+    expect(Date.now() - started).toBeLessThan(5_000);
   });
 
   it("reports its warnings through the runtime's logger once a runtime uses it, not as raw lines on stderr", async () => {
