@@ -61,8 +61,9 @@ export type OtlpEndpointSource = "OTEL_EXPORTER_OTLP_ENDPOINT" | "OTEL_EXPORTER_
 /**
  * The URL spans are posted to: the base endpoint plus the OTLP traces path
  * (`appendPath: false` for a full traces URL). An endpoint is not secret, so
- * errors quote it as written, but for credentials and a query in it (which may
- * hold a key), which are not repeated.
+ * errors quote its scheme, host and path, but never its user name or password,
+ * query or fragment (each may hold a key); one too malformed to tell them apart
+ * is not quoted at all.
  */
 export function tracesUrl(endpoint: string | undefined, { appendPath = true, source = appendPath ? "endpoint" : "url" }: { appendPath?: boolean; source?: OtlpEndpointSource } = {}): string {
   const named = source.startsWith("OTEL_") ? source : `createOtlpSink's ${source} option`;
@@ -71,11 +72,13 @@ export function tracesUrl(endpoint: string | undefined, { appendPath = true, sou
   if (endpoint === undefined) {
     throw new AssemblyLineError("AL_ERR_OTLP_CONFIG", "createOtlpSink has neither endpoint nor url", { fix: `Pass createOtlpSink({ endpoint: "${example}" }), or use createOtlpSinkFromEnv(env) for the OTEL_EXPORTER_OTLP_* variables.` });
   }
-  const shown = JSON.stringify(withoutCredentials(endpoint));
+  const safe = quotable(endpoint);
+  const shown = safe === undefined ? "(not quoted: it cannot be parsed apart from a user name, password, query or fragment it may hold)" : JSON.stringify(safe.text);
   if (!/^[A-Za-z][A-Za-z0-9+.-]*:\/\//.test(endpoint) && !/^https?:/i.test(endpoint)) {
     // new URL("localhost:4318") parses, as scheme "localhost:": say what is missing instead.
+    const withScheme = safe === undefined || safe.hidden ? "http://<host>:<port>" : `http://${safe.text.replace(/^\/+/, "")}`;
     throw new AssemblyLineError("AL_ERR_OTLP_CONFIG", `OTLP endpoint ${shown} is not a URL: it has no http:// or https:// scheme (${named})`, {
-      fix: `${setTo(`http://${withoutCredentials(endpoint).replace(/^\/+/, "")}`)}, or https:// for a collector behind TLS.`,
+      fix: `${setTo(withScheme)}, or https:// for a collector behind TLS${safe?.hidden ? "; credentials go in a header (OTEL_EXPORTER_OTLP_HEADERS or the headers option), not the URL" : ""}.`,
     });
   }
   let url: URL;
@@ -95,13 +98,38 @@ export function tracesUrl(endpoint: string | undefined, { appendPath = true, sou
       fix: 'Take them out of the URL and send them as a header: createOtlpSink({ headers: { authorization: "Basic <base64 of user:password>" } }) or OTEL_EXPORTER_OTLP_HEADERS.',
     });
   }
+  if (url.pathname.includes("@")) {
+    // "user:1234/secret@host" parses as host "user", port 1234: spans would go there, and warnings quote that origin.
+    throw new AssemblyLineError("AL_ERR_OTLP_CONFIG", `OTLP endpoint ${shown} has an @ in its path, as a user name and password with a / in them would (${named})`, {
+      fix: 'Take credentials out of the URL and send them as a header: createOtlpSink({ headers: { authorization: "Basic <base64 of user:password>" } }) or OTEL_EXPORTER_OTLP_HEADERS.',
+    });
+  }
   if (appendPath && !url.pathname.endsWith("/v1/traces")) url.pathname = `${url.pathname.replace(/\/+$/, "")}/v1/traces`;
   return url.toString();
 }
 
-/** An endpoint as an error may quote it: a user name or password before an `@`, and the query (`?api_key=...`), are left out. */
-function withoutCredentials(endpoint: string): string {
-  return endpoint.replace(/^([A-Za-z][A-Za-z0-9+.-]*:\/\/)?[^/?#@]*@/, "$1<credentials>@").replace(/\?[^#]*/, "?<query>");
+/**
+ * An endpoint as an error may quote it, parsed by the WHATWG URL parser: scheme,
+ * host and path, with `<credentials>@`, `?<query>` and `#<fragment>` in place of
+ * what they hold; undefined when it does not parse. Everything before the last
+ * `@` counts as credentials, wherever it stands: a password with a `/`, `?` or `#`
+ * (`user:12/ab@host`) would otherwise be read as a port and path and quoted.
+ */
+function quotable(endpoint: string): { text: string; hidden: boolean } | undefined {
+  const scheme = /^[A-Za-z][A-Za-z0-9+.-]*:\/\//.exec(endpoint)?.[0] ?? "";
+  let rest = endpoint.slice(scheme.length);
+  const at = rest.lastIndexOf("@");
+  if (at >= 0) rest = rest.slice(at + 1);
+  let url: URL;
+  try {
+    url = new URL(`${scheme || "http://"}${rest}`);
+  } catch {
+    return undefined;
+  }
+  // WHATWG adds "/" to an http URL without a path: not shown when it was not written.
+  const path = url.pathname === "/" && !/^[^?#]*\//.test(rest) ? "" : url.pathname;
+  const text = `${scheme}${at >= 0 ? "<credentials>@" : ""}${url.host}${path}${url.search !== "" || rest.includes("?") ? "?<query>" : ""}${url.hash !== "" || rest.includes("#") ? "#<fragment>" : ""}`;
+  return { text, hidden: at >= 0 };
 }
 
 function definedOnly<T extends object>(value: T): Partial<T> {

@@ -35,6 +35,34 @@ describe("createOtlpSink's options, checked against config.schema.json", () => {
     expect(() => createOtlpSink({ endpoint, onWarning: "log" } as never)).toThrow(/AL_ERR_OTLP_CONFIG: createOtlpSink: onWarning is string, not a function/);
   });
 
+  it("never quotes an endpoint's user name, password, query or fragment, however the endpoint is malformed", () => {
+    const secret = /sk-SECRET|123456|hunter2/;
+    const cases: Array<[() => unknown, RegExp]> = [
+      // A password with a "/" in an endpoint without a scheme: WHATWG would read the part after it as a path.
+      [() => createOtlpSinkFromEnv({ OTEL_EXPORTER_OTLP_ENDPOINT: "user:sk-SECRET/123456@collector:4318" }), /OTLP endpoint "<credentials>@collector:4318" is not a URL: it has no http:\/\/ or https:\/\/ scheme/],
+      [() => createOtlpSinkFromEnv({ OTEL_EXPORTER_OTLP_ENDPOINT: "user:123456/hunter2@collector:4318" }), /OTLP endpoint "<credentials>@collector:4318" is not a URL/],
+      [() => createOtlpSinkFromEnv({ OTEL_EXPORTER_OTLP_ENDPOINT: "collector:4318/v1/traces#token=sk-SECRET123456" }), /OTLP endpoint "collector:4318\/v1\/traces#<fragment>" is not a URL/],
+      [() => createOtlpSink({ url: "ftp://collector/v1/traces#sk-SECRET123456" }), /OTLP endpoint "ftp:\/\/collector\/v1\/traces#<fragment>" uses ftp:/],
+      [() => createOtlpSink({ endpoint: "http://user:sk-SECRET/123456@collector:4318" }), /OTLP endpoint "http:\/\/<credentials>@collector:4318" is not a URL/],
+      // WHATWG reads this as host "user", port 4318 and a path: refused, not posted to "user" and quoted in every warning.
+      [() => createOtlpSink({ endpoint: "http://user:4318/hunter2@collector:4318" }), /OTLP endpoint "http:\/\/<credentials>@collector:4318" has an @ in its path/],
+      [() => createOtlpSinkFromEnv({ OTEL_EXPORTER_OTLP_TRACES_ENDPOINT: "grpc://collector:4317/v1/traces?key=hunter2#sk-SECRET" }), /OTLP endpoint "grpc:\/\/collector:4317\/v1\/traces\?<query>#<fragment>" uses grpc:/],
+      [() => createOtlpSinkFromEnv({ OTEL_EXPORTER_OTLP_ENDPOINT: "http://[sk-SECRET123456" }), /OTLP endpoint \(not quoted: .*\) is not a URL/],
+    ];
+    for (const [attempt, expected] of cases) {
+      expect(attempt).toThrow(expect.objectContaining({ code: "AL_ERR_OTLP_CONFIG" }));
+      expect(attempt).toThrow(expected);
+      let thrown: unknown;
+      try {
+        attempt();
+      } catch (error) {
+        thrown = error;
+      }
+      const { message, fix, details } = thrown as { message: string; fix?: string; details?: unknown };
+      expect(`${message} ${fix ?? ""} ${JSON.stringify(details ?? {})}`).not.toMatch(secret);
+    }
+  });
+
   it("names a malformed header entry by its place, never quoting it: the variable holds secrets and the error reaches boot logs", () => {
     const bearer = () => createOtlpSinkFromEnv({ OTEL_EXPORTER_OTLP_HEADERS: "x-tenant=acme,Bearer sk-live-9f8e7d6c5b4a" });
     expect(bearer).toThrow(expect.objectContaining({ code: "AL_ERR_OTLP_CONFIG" }));
