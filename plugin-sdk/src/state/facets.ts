@@ -1,4 +1,4 @@
-import type { JsonValue } from "../json.js";
+import { canonicalJson, type JsonValue } from "../json.js";
 import { isRunOfAgent } from "./runs.js";
 
 export interface ConversationMessage {
@@ -107,16 +107,7 @@ export function isSameSchedule(stored: Omit<ScheduleRecord, "lease">, expected: 
     stored.intervalMs === expected.intervalMs &&
     Date.parse(stored.nextRunAt) === Date.parse(expected.nextRunAt) &&
     stored.enabled === expected.enabled &&
-    sortedJson(stored.payload) === sortedJson(expected.payload)
-  );
-}
-
-/** JSON text with object keys sorted, so two values equal as JSON give the same text. */
-function sortedJson(value: unknown): string | undefined {
-  return JSON.stringify(value, (_key, entry: unknown) =>
-    entry !== null && typeof entry === "object" && !Array.isArray(entry)
-      ? Object.fromEntries(Object.entries(entry).sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0)))
-      : entry,
+    canonicalJson(stored.payload) === canonicalJson(expected.payload)
   );
 }
 

@@ -1,6 +1,6 @@
 import { createHash } from "node:crypto";
 import { isDeepStrictEqual } from "node:util";
-import { AssemblyLineError, type HarnessContext, type HarnessTurnInput, type HarnessTurnResult, type JsonValue, type ToolCallOutcome } from "@assemblyline-agents/core";
+import { AssemblyLineError, canonicalJson, type HarnessContext, type HarnessTurnInput, type HarnessTurnResult, type JsonValue, type ToolCallOutcome } from "@assemblyline-agents/core";
 import { CodexAppServer, type ServerRequest } from "./app-server.js";
 import { checkLoginSession } from "./auth.js";
 import { writeContinuation, type CodexContinuationData } from "./continuation.js";
@@ -310,11 +310,4 @@ async function journalIdOf(ctx: HarnessContext, key: string, call: { callId: str
 
 function contentDigest(tool: string, args: JsonValue): string {
   return createHash("sha256").update(canonicalJson([tool, args])).digest("hex").slice(0, 32);
-}
-
-/** JSON with object keys sorted: the model may order an object's keys differently each time it makes the same call. */
-function canonicalJson(value: JsonValue): string {
-  const sorted = (v: JsonValue): JsonValue =>
-    Array.isArray(v) ? v.map(sorted) : v !== null && typeof v === "object" ? Object.fromEntries(Object.keys(v).sort().map((k) => [k, sorted(v[k]!)])) : v;
-  return JSON.stringify(sorted(value));
 }
