@@ -15,7 +15,10 @@ const DEFAULT_ENDPOINT = "http://localhost:4318";
  * OTEL_EXPORTER_OTLP_COMPRESSION (gzip or none). OTEL_EXPORTER_OTLP_(TRACES_)PROTOCOL may only
  * be http/json, what this sink speaks. Explicit options win over the environment:
  * an override's endpoint or url replaces the environment's endpoint entirely (the
- * traces variable included), so neither is left to win over it.
+ * traces variable included), so neither is left to win over it; an override's
+ * headers are added to the environment's, winning for a header both name (in any
+ * case), as the traces headers are added to the general ones: the variable usually
+ * holds the credential, and code that adds `x-tenant` must not drop it.
  */
 export function createOtlpSinkFromEnv(env: Record<string, string | undefined> = process.env, overrides: Partial<OtlpSinkOptions> = {}): OtlpSink {
   const tracesEndpoint = nonEmpty(env.OTEL_EXPORTER_OTLP_TRACES_ENDPOINT);
@@ -32,14 +35,17 @@ export function createOtlpSinkFromEnv(env: Record<string, string | undefined> = 
     if (tracesEndpoint !== undefined) tracesUrl(tracesEndpoint, { appendPath: false, source: "OTEL_EXPORTER_OTLP_TRACES_ENDPOINT" });
     else tracesUrl(endpoint, { source: "OTEL_EXPORTER_OTLP_ENDPOINT" });
   }
+  const envHeaders = withHeaders(parseOtlpHeaders(env.OTEL_EXPORTER_OTLP_HEADERS), parseOtlpHeaders(env.OTEL_EXPORTER_OTLP_TRACES_HEADERS, "OTEL_EXPORTER_OTLP_TRACES_HEADERS"));
+  const { headers: extraHeaders, ...otherOverrides } = overrides;
   return createOtlpSink(
     {
       // A traces endpoint is the full URL already; only the base endpoint gets /v1/traces.
       ...(overridesTarget ? {} : tracesEndpoint ? { url: tracesEndpoint } : { endpoint }),
-      headers: withHeaders(parseOtlpHeaders(env.OTEL_EXPORTER_OTLP_HEADERS), parseOtlpHeaders(env.OTEL_EXPORTER_OTLP_TRACES_HEADERS, "OTEL_EXPORTER_OTLP_TRACES_HEADERS")),
+      // Anything but a plain object goes to createOtlpSink as given, whose schema check refuses it.
+      headers: isPlainObject(extraHeaders) ? withHeaders(envHeaders, extraHeaders) : (extraHeaders ?? envHeaders),
       ...(timeout !== undefined ? { timeoutMs: milliseconds(timeout, timeoutVariable) } : {}),
       ...(compression !== undefined ? { compression: compressionOf(compression, compressionVariable) } : {}),
-      ...overrides,
+      ...otherOverrides,
     },
   );
 }
@@ -96,6 +102,10 @@ function colonKey(entry: string): string {
 function withHeaders(general: Record<string, string>, specific: Record<string, string>): Record<string, string> {
   const overridden = new Set(Object.keys(specific).map((name) => name.toLowerCase()));
   return { ...Object.fromEntries(Object.entries(general).filter(([name]) => !overridden.has(name.toLowerCase()))), ...specific };
+}
+
+function isPlainObject(value: unknown): value is Record<string, string> {
+  return typeof value === "object" && value !== null && !Array.isArray(value);
 }
 
 /** A timeout variable's value: a whole number of milliseconds, as the OpenTelemetry specification defines it. */

@@ -501,6 +501,22 @@ describe("createOtlpSinkFromEnv", () => {
     expect(bounded.stats()).toMatchObject({ exported: 0, dropped: 1 });
   });
 
+  it("adds an override's headers to OTEL_EXPORTER_OTLP_HEADERS, the override winning for a header both name in any case", async () => {
+    const otlp = await receiver();
+    const env = { OTEL_EXPORTER_OTLP_ENDPOINT: otlp.url, OTEL_EXPORTER_OTLP_HEADERS: "Authorization=Basic%20abc,X-Tenant=from-env", OTEL_EXPORTER_OTLP_TRACES_HEADERS: "x-traces=1" };
+    const added = createOtlpSinkFromEnv(env, { headers: { "x-region": "eu" } });
+    added.export(span(1));
+    await added.flush();
+    const overridden = createOtlpSinkFromEnv(env, { headers: { "x-tenant": "from-code" } });
+    overridden.export(span(2));
+    await overridden.flush();
+    expect(otlp.failures).toEqual([]);
+    expect(otlp.requests[0]!.headers).toMatchObject({ authorization: "Basic abc", "x-tenant": "from-env", "x-traces": "1", "x-region": "eu" });
+    // One x-tenant, the code's: not "from-env, from-code" joined.
+    expect(otlp.requests[1]!.headers).toMatchObject({ authorization: "Basic abc", "x-tenant": "from-code", "x-traces": "1" });
+    expect(() => createOtlpSinkFromEnv(env, { headers: "x-tenant=acme" as never })).toThrow(/options.headers must be object/);
+  });
+
   it("compresses request bodies with gzip when OTEL_EXPORTER_OTLP_COMPRESSION says so, the traces variable winning, and refuses other values", async () => {
     const otlp = await receiver();
     const gzipped = createOtlpSinkFromEnv({ OTEL_EXPORTER_OTLP_ENDPOINT: otlp.url, OTEL_EXPORTER_OTLP_COMPRESSION: "gzip" });
