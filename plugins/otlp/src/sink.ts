@@ -74,7 +74,9 @@ class OtlpExporter implements OtlpSink {
       return;
     }
     if (this.droppedWhileFull > 1) {
-      this.warn(`OTLP export to ${new URL(this.options.url).origin} dropped ${this.droppedWhileFull} span(s) while its queue was full; it has room again`, { event: "telemetry.spans_dropped", dropped: this.droppedWhileFull - 1 });
+      // The first was reported when the queue filled: message and field count the others, so the fields of all warnings add up to stats().dropped.
+      const unreported = this.droppedWhileFull - 1;
+      this.warn(`OTLP export to ${new URL(this.options.url).origin} dropped ${unreported} more span(s) while its queue was full (${this.droppedWhileFull} in all); it has room again`, { event: "telemetry.spans_dropped", dropped: unreported });
     }
     this.droppedWhileFull = 0;
     let encoded: EncodedSpan;

@@ -153,7 +153,8 @@ describe("createOtlpSink", () => {
   it("holds at most maxQueueSize spans and counts and reports what it drops", async () => {
     const otlp = await receiver();
     const warnings: string[] = [];
-    const sink = createOtlpSink({ endpoint: otlp.url, maxBatchSize: 5, maxQueueSize: 5, scheduledDelayMs: 3_600_000, onWarning: (message) => void warnings.push(message) });
+    const counted: number[] = [];
+    const sink = createOtlpSink({ endpoint: otlp.url, maxBatchSize: 5, maxQueueSize: 5, scheduledDelayMs: 3_600_000, onWarning: (message, fields) => void (warnings.push(message), counted.push(fields.dropped as number)) });
     // The first five leave as a batch; while it is on its way the queue takes five more and drops the rest.
     for (let index = 1; index <= 13; index += 1) sink.export(span(index));
     expect(sink.stats()).toEqual({ exported: 0, dropped: 3, queued: 5 });
@@ -164,8 +165,11 @@ describe("createOtlpSink", () => {
     expect(warnings).toHaveLength(1);
     sink.export(span(14));
     expect(warnings).toHaveLength(2);
-    expect(warnings[1]).toMatch(/dropped 3 span\(s\) while its queue was full; it has room again/);
+    expect(warnings[1]).toMatch(/dropped 2 more span\(s\) while its queue was full \(3 in all\); it has room again/);
     expect(sink.stats()).toEqual({ exported: 10, dropped: 3, queued: 1 });
+    // Each warning's dropped field is the count its message gives, and they add up to stats().dropped.
+    expect(counted).toEqual([1, 2]);
+    expect(warnings.map((message) => Number(/dropped (\d+)/.exec(message)![1]))).toEqual(counted);
   });
 
   it("refuses a maxBatchSize larger than maxQueueSize, naming both: the batch could never fill and a healthy backend would lose spans", () => {
