@@ -166,12 +166,13 @@ class OtlpExporter implements OtlpSink {
       let status: number | undefined;
       let retryAfter: string | null = null;
       let problem: string;
+      const request = requestSignal(stop, Math.max(1, deadline - Date.now()));
       try {
         const response = await fetch(this.options.url, {
           method: "POST",
           headers: { ...this.options.headers, "content-type": "application/json", ...(encoded === body ? {} : { "content-encoding": "gzip" }) },
           body: encoded,
-          signal: AbortSignal.any([AbortSignal.timeout(Math.max(1, deadline - Date.now())), stop]),
+          signal: request.signal,
         });
         status = response.status;
         retryAfter = response.headers.get("retry-after");
@@ -188,6 +189,8 @@ class OtlpExporter implements OtlpSink {
         // Its message may quote the header value it could not send: not repeated.
         if (isRequestRefusal(error)) return this.drop(batch.length, "fetch refused to send the request (a header value or the URL it cannot carry); check the sink's headers and endpoint");
         problem = error instanceof Error ? `${error.message}${causeOf(error)}` : String(error);
+      } finally {
+        request.done();
       }
       // Too large for this backend: the halves may not be, down to a single span, which is dropped alone.
       if (status === 413 && batch.length > 1) return this.sendHalves(batch, stop, deadline);
@@ -229,6 +232,19 @@ class OtlpExporter implements OtlpSink {
       // A throwing onWarning must not reach the run that exported the span, nor the background sender.
     }
   }
+}
+
+/**
+ * One request's signal: aborted by the sink's `stop` or after `ms`. Tied to `stop`
+ * by a listener removed when the request ends, not by AbortSignal.any([stop, ...]):
+ * on Node 20 that keeps something in the long-lived `stop` for every request made.
+ */
+function requestSignal(stop: AbortSignal, ms: number): { signal: AbortSignal; done(): void } {
+  const own = new AbortController();
+  const onStop = () => own.abort(stop.reason);
+  if (stop.aborted) own.abort(stop.reason);
+  else stop.addEventListener("abort", onStop, { once: true });
+  return { signal: AbortSignal.any([AbortSignal.timeout(ms), own.signal]), done: () => stop.removeEventListener("abort", onStop) };
 }
 
 /** A network failure's reason ("fetch failed" alone says nothing): the socket error fetch wraps. */
