@@ -70,6 +70,6 @@ describe("instrumentation.ts under the CLI", () => {
   it("a setup that throws stops the command with AL_ERR_INSTRUMENTATION_SETUP", async () => {
     const failed = await cli(["run", example, "--message", "hi", "--model", `scripted:${script}`], { OTEL_EXPORTER_OTLP_ENDPOINT: "not a url" });
     expect(failed.code).toBe(1);
-    expect(failed.stderr).toMatch(/AL_ERR_INSTRUMENTATION_SETUP: instrumentation\.ts: setup\(\) threw at startup: AL_ERR_OTLP_CONFIG: OTLP endpoint "not a url" is not a URL/);
+    expect(failed.stderr).toMatch(/AL_ERR_INSTRUMENTATION_SETUP: instrumentation\.ts: setup\(\) threw at startup: AL_ERR_OTLP_CONFIG: OTLP endpoint \(not quoted: .*\) is not a URL: it has no http:\/\/ or https:\/\/ scheme \(OTEL_EXPORTER_OTLP_ENDPOINT\)/);
   });
 });
