@@ -78,10 +78,16 @@ describe("a run's connection spec with a secret in its URL", () => {
     }
   });
 
-  it("does not echo the query of a URL it refuses as not http(s)", async () => {
-    const { output } = await connect({ name: "crm", kind: "mcp", url: `ftp://crm.example.com/mcp?token=${SECRET}` }, []);
-    expect(output).toMatchObject({ error: "AL_ERR_CONNECTION_DEFINITION", message: expect.stringContaining('url "ftp://crm.example.com/mcp" is not an http(s) URL') });
-    expect(JSON.stringify(output)).not.toContain(SECRET);
+  it("does not echo the query or credentials of a URL it refuses as not http(s)", async () => {
+    for (const [url, shown] of [
+      [`ftp://crm.example.com/mcp?token=${SECRET}`, '"ftp://crm.example.com/mcp?<query>"'],
+      // No scheme: "me:" parses as one, and the password as the rest of an opaque URL.
+      [`me:${SECRET}@crm.example.com/mcp`, '"<credentials>@crm.example.com/mcp"'],
+    ] as const) {
+      const { output } = await connect({ name: "crm", kind: "mcp", url }, []);
+      expect(output).toMatchObject({ error: "AL_ERR_CONNECTION_DEFINITION", message: expect.stringContaining(`url ${shown} is not an http(s) URL`) });
+      expect(JSON.stringify(output)).not.toContain(SECRET);
+    }
   });
 
   it("passes a spec that sends its grant as a query parameter on, as it is", async () => {

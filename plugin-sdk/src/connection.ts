@@ -52,15 +52,6 @@ export function credentialInUrl(url: URL): { parameter: string; in: "query" | "f
   return undefined;
 }
 
-/** A URL as an error may quote it: without its query string, fragment or userinfo, where a secret may be (anything but a string as it is). */
-export function urlWithoutSecrets(value: unknown): unknown {
-  if (typeof value !== "string") return value;
-  if (!URL.canParse(value)) return value.replace(/[?#].*$/s, "");
-  const url = new URL(value);
-  url.username = url.password = url.search = url.hash = "";
-  return url.toString();
-}
-
 /** Approval of a connection's tool calls: one answer for all, or per tool. */
 export type ConnectionApproval = boolean | ((tool: { connection: string; tool: string; description: string }) => boolean);
 

@@ -1,7 +1,7 @@
 import {
   AssemblyLineError,
   credentialInUrl,
-  urlWithoutSecrets,
+  quotedUrl,
   isAssemblyLineError,
   type ConnectionDefinition,
   type ConnectionInfo,
@@ -398,7 +398,7 @@ function checkSpec(spec: DynamicConnectionSpec, allowedHosts: readonly string[])
     } catch {
       url = undefined;
     }
-    if (!url || (url.protocol !== "https:" && url.protocol !== "http:")) fail(`connection "${spec.name}": ${field} ${JSON.stringify(urlWithoutSecrets(value))} is not an http(s) URL`, "Pass an absolute http(s) URL.");
+    if (!url || (url.protocol !== "https:" && url.protocol !== "http:")) fail(`connection "${spec.name}": ${field} ${quotedUrl(value)} is not an http(s) URL`, "Pass an absolute http(s) URL.");
     // A spec is a tool input, stored in the settings facet and shown to the approver: a secret in its URL would be in all of them.
     if (url!.username || url!.password) fail(`connection "${spec.name}": ${field} carries credentials in the URL`, 'Take them out; the host stores the secret as a grant, listed in agent.ts dynamicConnections.grants, and the spec refers to it with auth: { grant: "<id>" }.');
     const credential = credentialInUrl(url!);

@@ -1,4 +1,4 @@
-import { AssemblyLineError, credentialInUrl, isConnectionDefinition, urlWithoutSecrets, type ConnectionDefinition, type DynamicConnectionSpec } from "@assemblyline-agents/core";
+import { AssemblyLineError, credentialInUrl, isConnectionDefinition, quotedUrl, type ConnectionDefinition, type DynamicConnectionSpec } from "@assemblyline-agents/core";
 import { describeHttp } from "./http.js";
 
 export type AnyDefinition = ConnectionDefinition | DynamicConnectionSpec;
@@ -100,7 +100,7 @@ function checkUrl(field: string, value: unknown, fail: (problem: string, fix: st
   } catch {
     url = undefined;
   }
-  if (!url || (url.protocol !== "https:" && url.protocol !== "http:")) fail(`${field} ${JSON.stringify(urlWithoutSecrets(value))} is not an absolute http(s) URL`, `Pass ${field}: "https://service.example.com/...".`);
+  if (!url || (url.protocol !== "https:" && url.protocol !== "http:")) fail(`${field} ${quotedUrl(value)} is not an absolute http(s) URL`, `Pass ${field}: "https://service.example.com/...".`);
   // A secret in the URL would be written to events, logs and the settings store wherever the URL is.
   if (url!.username || url!.password) fail(`${field} carries credentials in the URL`, 'Store the secret in the grant store and refer to it with auth: { grant: "<id>" }.');
   const credential = credentialInUrl(url!);

@@ -196,9 +196,13 @@ describe("a URL with a credential in it", () => {
 
   it("is not echoed by the refusal of a URL that is not http(s)", () => {
     const error = refusal(() => defineMcpConnection({ url: `ftp://mcp.example/mcp?token=${SECRET}`, description: "Docs" }));
-    expect(error.message).toContain('url "ftp://mcp.example/mcp" is not an absolute http(s) URL');
+    expect(error.message).toContain('url "ftp://mcp.example/mcp?<query>" is not an absolute http(s) URL');
     const unparsed = refusal(() => defineMcpConnection({ url: `mcp.example/mcp?token=${SECRET}`, description: "Docs" }));
-    expect(unparsed.message).toContain('url "mcp.example/mcp" is not an absolute http(s) URL');
+    expect(unparsed.message).toContain('url "mcp.example/mcp?<query>" is not an absolute http(s) URL');
+    // A password with a "/" in it would parse as a port and a path: all before the last "@" is hidden.
+    const slashed = refusal(() => defineMcpConnection({ url: `me:12/${SECRET}@mcp.example/mcp`, description: "Docs" }));
+    expect(slashed.message).toContain('url "<credentials>@mcp.example/mcp" is not an absolute http(s) URL');
+    for (const refused of [error, unparsed, slashed]) expect(`${refused.message} ${(refused as { fix?: string }).fix}`).not.toContain(SECRET);
   });
 
   it("leaves parameters that are no credential alone", () => {

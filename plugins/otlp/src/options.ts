@@ -1,4 +1,4 @@
-import { AssemblyLineError } from "@assemblyline-agents/core";
+import { AssemblyLineError, quotableUrl, quotedUrl } from "@assemblyline-agents/core";
 import { checkOtlpOptions } from "./config-schema.js";
 
 export interface OtlpSinkOptions {
@@ -72,8 +72,8 @@ export function tracesUrl(endpoint: string | undefined, { appendPath = true, sou
   if (endpoint === undefined) {
     throw new AssemblyLineError("AL_ERR_OTLP_CONFIG", "createOtlpSink has neither endpoint nor url", { fix: `Pass createOtlpSink({ endpoint: "${example}" }), or use createOtlpSinkFromEnv(env) for the OTEL_EXPORTER_OTLP_* variables.` });
   }
-  const safe = quotable(endpoint);
-  const shown = safe === undefined ? "(not quoted: it cannot be parsed apart from a user name, password, query or fragment it may hold)" : JSON.stringify(safe.text);
+  const safe = quotableUrl(endpoint);
+  const shown = quotedUrl(endpoint);
   if (!/^[A-Za-z][A-Za-z0-9+.-]*:\/\//.test(endpoint) && !/^https?:/i.test(endpoint)) {
     // new URL("localhost:4318") parses, as scheme "localhost:": say what is missing instead.
     const withScheme = safe === undefined || safe.hidden ? "http://<host>:<port>" : `http://${safe.text.replace(/^\/+/, "")}`;
@@ -106,30 +106,6 @@ export function tracesUrl(endpoint: string | undefined, { appendPath = true, sou
   }
   if (appendPath && !url.pathname.endsWith("/v1/traces")) url.pathname = `${url.pathname.replace(/\/+$/, "")}/v1/traces`;
   return url.toString();
-}
-
-/**
- * An endpoint as an error may quote it, parsed by the WHATWG URL parser: scheme,
- * host and path, with `<credentials>@`, `?<query>` and `#<fragment>` in place of
- * what they hold; undefined when it does not parse. Everything before the last
- * `@` counts as credentials, wherever it stands: a password with a `/`, `?` or `#`
- * (`user:12/ab@host`) would otherwise be read as a port and path and quoted.
- */
-function quotable(endpoint: string): { text: string; hidden: boolean } | undefined {
-  const scheme = /^[A-Za-z][A-Za-z0-9+.-]*:\/\//.exec(endpoint)?.[0] ?? "";
-  let rest = endpoint.slice(scheme.length);
-  const at = rest.lastIndexOf("@");
-  if (at >= 0) rest = rest.slice(at + 1);
-  let url: URL;
-  try {
-    url = new URL(`${scheme || "http://"}${rest}`);
-  } catch {
-    return undefined;
-  }
-  // WHATWG adds "/" to an http URL without a path: not shown when it was not written.
-  const path = url.pathname === "/" && !/^[^?#]*\//.test(rest) ? "" : url.pathname;
-  const text = `${scheme}${at >= 0 ? "<credentials>@" : ""}${url.host}${path}${url.search !== "" || rest.includes("?") ? "?<query>" : ""}${url.hash !== "" || rest.includes("#") ? "#<fragment>" : ""}`;
-  return { text, hidden: at >= 0 };
 }
 
 function definedOnly<T extends object>(value: T): Partial<T> {

@@ -1,4 +1,4 @@
-import { AssemblyLineError, MAX_TIMER_MS, isTimerDelay, urlWithoutSecrets } from "@assemblyline-agents/core";
+import { AssemblyLineError, MAX_TIMER_MS, isTimerDelay, quotedUrl } from "@assemblyline-agents/core";
 
 /** Options a gateway.ts helper carries: plain data, never a secret (keys come from env). */
 export interface S3BlobOptions {
@@ -168,7 +168,7 @@ export function resolveS3Settings(given: S3BlobOptions, env: Record<string, stri
  */
 function checkEndpoint(endpoint: string, variable: string | undefined, options: S3BlobOptions): void {
   const example = "Use an origin such as https://<account>.r2.cloudflarestorage.com or http://127.0.0.1:4568";
-  const shown = `${JSON.stringify(shownEndpoint(endpoint))}${variable === undefined ? "" : ` (from ${variable})`}`;
+  const shown = `${quotedUrl(endpoint)}${variable === undefined ? "" : ` (from ${variable})`}`;
   const url = URL.canParse(endpoint) ? new URL(endpoint) : undefined;
   // new URL("localhost:9000") parses, as scheme "localhost:": say what is missing instead.
   if (url === undefined || !/^\s*[A-Za-z][A-Za-z0-9+.-]*:\/\//.test(endpoint)) throw configError(`endpoint ${shown} is not a URL${url === undefined ? "" : ": it has no http:// or https:// scheme"}`, `${example}.`);
@@ -190,13 +190,6 @@ function checkEndpoint(endpoint: string, variable: string | undefined, options: 
     const part = url.href.includes("?") ? "a query string" : "a fragment";
     throw configError(`endpoint ${shown} has ${part}; an endpoint is a scheme, a host and a port`, `Use the endpoint without it (${url.origin}).`);
   }
-}
-
-/** The endpoint as an error may quote it: an opaque value (`AKIA:secret@host`) keeps only what follows its last "@". */
-function shownEndpoint(endpoint: string): string {
-  const shown = String(urlWithoutSecrets(endpoint));
-  const at = shown.lastIndexOf("@");
-  return at === -1 ? shown : `<hidden>${shown.slice(at)}`;
 }
 
 /**

@@ -1,0 +1,41 @@
+/**
+ * How an error may show a URL someone wrote: scheme, host and path, with
+ * `<credentials>@`, `?<query>` and `#<fragment>` in place of what they hold
+ * (each may be a key); undefined when the text cannot be parsed apart from them.
+ * Everything before the last `@` counts as credentials, wherever it stands: a
+ * password with a `/`, `?` or `#` in it (`user:12/ab@host`) would otherwise be
+ * read as a port and a path and shown, and so would `key:secret@host` written
+ * without a scheme, which parses as the scheme `key:`. `hidden` says credentials
+ * were hidden, for a fix that tells where they belong instead.
+ */
+export function quotableUrl(text: string): { text: string; hidden: boolean } | undefined {
+  const scheme = /^[A-Za-z][A-Za-z0-9+.-]*:\/\//.exec(text)?.[0] ?? "";
+  let rest = text.slice(scheme.length);
+  const at = rest.lastIndexOf("@");
+  if (at >= 0) rest = rest.slice(at + 1);
+  let url: URL;
+  try {
+    url = new URL(`${scheme || "http://"}${rest}`);
+  } catch {
+    return undefined;
+  }
+  // WHATWG adds "/" to an http URL without a path: not shown when it was not written.
+  const path = url.pathname === "/" && !/^[^?#]*\//.test(rest) ? "" : url.pathname;
+  const query = url.search !== "" || rest.includes("?") ? "?<query>" : "";
+  const fragment = url.hash !== "" || rest.includes("#") ? "#<fragment>" : "";
+  return { text: `${scheme}${at >= 0 ? "<credentials>@" : ""}${url.host}${path}${query}${fragment}`, hidden: at >= 0 };
+}
+
+/**
+ * A value given where a URL was expected, as an error message may quote it: a
+ * string as `quotableUrl` shows it, in double quotes, or a phrase saying it is
+ * not quoted; a number, boolean, null or undefined as it is; anything else by its type.
+ */
+export function quotedUrl(value: unknown): string {
+  if (typeof value === "string") {
+    const quotable = quotableUrl(value);
+    return quotable === undefined ? "(not quoted: it cannot be parsed apart from a user name, password, query or fragment it may hold)" : JSON.stringify(quotable.text);
+  }
+  if (value === null || value === undefined || typeof value === "number" || typeof value === "boolean") return String(value);
+  return `(${Array.isArray(value) ? "an array" : `a${typeof value === "object" ? "n" : ""} ${typeof value}`})`;
+}
