@@ -12,6 +12,7 @@ describe("quotedUrl", () => {
     ["AKIA:SECRET@bucket.example.com", '"<credentials>@bucket.example.com"'],
     ["s3://AKIA:SECRET@bucket.example.com", '"s3://<credentials>@bucket.example.com"'],
     ["api.example.com/v1?key=SECRET", '"api.example.com/v1?<query>"'],
+    ["/v1?key=SECRET", '"/v1?<query>"'],
   ])("shows %s as %s, never what a secret may be in", (written, shown) => {
     expect(quotedUrl(written)).toBe(shown);
     expect(quotedUrl(written)).not.toContain("SECRET");

@@ -13,9 +13,11 @@ export function quotableUrl(text: string): { text: string; hidden: boolean } | u
   let rest = text.slice(scheme.length);
   const at = rest.lastIndexOf("@");
   if (at >= 0) rest = rest.slice(at + 1);
+  // A path alone ("/v1"): shown as a path, not read as a host.
+  const pathAlone = scheme === "" && /^\/(?!\/)/.test(rest);
   let url: URL;
   try {
-    url = new URL(`${scheme || "http://"}${rest}`);
+    url = pathAlone ? new URL(rest, "http://path.invalid") : new URL(`${scheme || "http://"}${rest}`);
   } catch {
     return undefined;
   }
@@ -23,7 +25,8 @@ export function quotableUrl(text: string): { text: string; hidden: boolean } | u
   const path = url.pathname === "/" && !/^[^?#]*\//.test(rest) ? "" : url.pathname;
   const query = url.search !== "" || rest.includes("?") ? "?<query>" : "";
   const fragment = url.hash !== "" || rest.includes("#") ? "#<fragment>" : "";
-  return { text: `${scheme}${at >= 0 ? "<credentials>@" : ""}${url.host}${path}${query}${fragment}`, hidden: at >= 0 };
+  const host = pathAlone ? "" : url.host;
+  return { text: `${scheme}${at >= 0 ? "<credentials>@" : ""}${host}${path}${query}${fragment}`, hidden: at >= 0 };
 }
 
 /**
