@@ -95,6 +95,7 @@ export const errorCatalogue = {
   AL_ERR_RATE_LIMIT_STORE: "The shared rate-limiter store could not be reached or answered malformed data.",
   AL_ERR_INGRESS_DISABLED: "The ingress kill switch is engaged; channels accept no new turns.",
   AL_ERR_INGRESS_EVENT_TAKEN: "A channel turn's event id (a raw route's Idempotency-Key) already started a run of another agent in the shared state store (answered 409).",
+  AL_ERR_IDEMPOTENCY_KEY_REUSED: "A raw channel route's Idempotency-Key already started a run for a different request (another message or conversationId); nothing was started (answered 422).",
   AL_ERR_CHANNEL_SECRET_ENV: "A channel's ingress.requiredSecretEnv has no fully set group at production boot.",
   AL_ERR_CHANNEL_REJECTED: "A channel's normalizeHttp refused the request (e.g. a bad provider signature).",
   AL_ERR_CHANNEL_TURN_INVALID: "A channel's normalizeHttp returned something that is neither a ChannelTurn nor an ack.",

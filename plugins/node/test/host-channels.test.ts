@@ -50,6 +50,40 @@ describe("raw channel routes (the default message fallback)", () => {
     expect((await host.runtime.state.runs.listRuns()).runs).toHaveLength(1);
   });
 
+  it("refuses an Idempotency-Key reused for another message or conversation (422), and still answers a true retry", async () => {
+    const host = await startHost(bundle);
+    const first = await call(`${host.url}/message`, { body: { message: "echo: pay invoice 1" }, headers: { "idempotency-key": "k1" } });
+    expect(first.status).toBe(202);
+    const otherMessage = await call(`${host.url}/message`, { body: { message: "echo: pay invoice 2" }, headers: { "idempotency-key": "k1" } });
+    expect(otherMessage.status).toBe(422);
+    expect(otherMessage.body.error).toMatchObject({ code: "AL_ERR_IDEMPOTENCY_KEY_REUSED", message: expect.stringContaining("its message differs") });
+    const otherConversation = await call(`${host.url}/message`, { body: { message: "echo: pay invoice 1", conversationId: "other" }, headers: { "idempotency-key": "k1" } });
+    expect(otherConversation.status).toBe(422);
+    expect(otherConversation.body.error.message).toContain("its conversationId differs");
+    const retry = await call(`${host.url}/message`, { body: { message: "echo: pay invoice 1" }, headers: { "idempotency-key": "k1" } });
+    expect(retry.status).toBe(200);
+    expect(retry.body).toMatchObject({ runId: first.body.runId, duplicate: true });
+    const runs = (await host.runtime.state.runs.listRuns()).runs;
+    expect(runs.map((run) => run.input.message)).toEqual(["echo: pay invoice 1"]);
+    expect(host.logger.events("ingress.rejected").map((entry) => entry.fields)).toMatchObject([
+      { reason: "idempotency_key_reused", field: "message" },
+      { reason: "idempotency_key_reused", field: "conversationId" },
+    ]);
+  });
+
+  it("refuses a reused Idempotency-Key on another host of the same store, which holds what the key was used for", async () => {
+    const state = new InMemoryStateAdapter();
+    const a = await startHost(bundle, { state });
+    const b = await startHost(bundle, { state });
+    const first = await call(`${a.url}/message`, { body: { message: "echo: once", conversationId: "c1" }, headers: { "idempotency-key": "k2" } });
+    expect(first.status).toBe(202);
+    const reused = await call(`${b.url}/message`, { body: { message: "echo: twice", conversationId: "c1" }, headers: { "idempotency-key": "k2" } });
+    expect(reused.status).toBe(422);
+    expect(reused.body.error.code).toBe("AL_ERR_IDEMPOTENCY_KEY_REUSED");
+    const retry = await call(`${b.url}/message`, { body: { message: "echo: once", conversationId: "c1" }, headers: { "idempotency-key": "k2" } });
+    expect(retry.body).toMatchObject({ runId: first.body.runId, duplicate: true });
+  });
+
   it("refuses a raw route in production without host auth, and never uses the fallback", async () => {
     const host = await startHost(bundle, { devMode: false });
     const reply = await call(`${host.url}/message`, { body: { message: "echo: hi" } });

@@ -6,6 +6,7 @@ import {
   type ChannelRequest,
   type ChannelTurn,
   type JsonValue,
+  type RunRecord,
   type RuntimeLogger,
 } from "@assemblyline-agents/core";
 import type { OpenEveRuntime, RunResult } from "@assemblyline-agents/runtime";
@@ -88,7 +89,7 @@ export class ChannelIngress {
       sendJson(ctx.res, normalized.status ?? 200, normalized.body ?? { ok: true });
       return;
     }
-    await this.submit(channel, normalized, ctx);
+    await this.submit(channel, normalized, ctx, provider ? undefined : "Idempotency-Key");
   }
 
   /** Take a token of `bucket` for the request, or refuse it with 429 and Retry-After. */
@@ -161,6 +162,24 @@ export class ChannelIngress {
     return result;
   }
 
+  /**
+   * A retry of a raw route's request answers the run it started; the same Idempotency-Key on another
+   * request (422, as the IETF Idempotency-Key draft and Stripe do) would otherwise be answered with
+   * that run and its own message dropped. The run's stored message and conversation id, the whole of
+   * the request, are what the key was used for: compared there, the check holds across processes.
+   */
+  private refuseReusedKey(channel: string, turn: ChannelTurn, conversationId: string | null, existing: RunRecord, ctx: RequestContext): void {
+    const differs = existing.input.message !== turn.message ? "message" : existing.conversationId !== conversationId ? "conversationId" : undefined;
+    if (differs === undefined) return;
+    this.parts.logger.warn(
+      { event: "ingress.rejected", reason: "idempotency_key_reused", channel, eventId: turn.eventId, runId: existing.id, field: differs, requestId: ctx.requestId },
+      "an Idempotency-Key already used for another request",
+    );
+    throw new HttpError(422, "AL_ERR_IDEMPOTENCY_KEY_REUSED", `Idempotency-Key ${JSON.stringify(turn.eventId)} was used for another request to the ${channel} channel: its ${differs} differs`, {
+      fix: "Send a new Idempotency-Key for each new message; retry with the same key only the same body.",
+    });
+  }
+
   /** The turn's metadata without the keys the host sets (HOST_METADATA_KEYS), which it drops with a warning. */
   private channelMetadata(channel: string, turn: ChannelTurn, ctx: RequestContext): Record<string, JsonValue> {
     const metadata = turn.metadata ?? {};
@@ -175,7 +194,11 @@ export class ChannelIngress {
     return kept;
   }
 
-  private async submit(channel: string, turn: ChannelTurn, ctx: RequestContext): Promise<void> {
+  /**
+   * `keyedBy` names where a raw route's event id came from (its Idempotency-Key header): such a key is
+   * the caller's, who may reuse it by mistake, so a duplicate must be the same request as the first.
+   */
+  private async submit(channel: string, turn: ChannelTurn, ctx: RequestContext, keyedBy?: "Idempotency-Key"): Promise<void> {
     const { runtime, mailbox, watcher, logger, model } = this.parts;
     const conversationId = turn.conversationId === "" ? null : turn.conversationId;
     const waitSeconds = parseWait(ctx.query.get("wait"));
@@ -244,6 +267,7 @@ export class ChannelIngress {
             fix: "Send the turn under an event id (Idempotency-Key) of its own: agents that share a state store share its event ids.",
           });
         }
+        if (existing && keyedBy) this.refuseReusedKey(channel, turn, conversationId, existing, ctx);
         // Enqueue even a duplicate: a run queued by a process that died is adopted here.
         if (existing?.status === "queued") mailbox.enqueue(runId, conversationId, { prepare: true });
       }
