@@ -9,6 +9,7 @@ import { call, startHost, tempDir } from "./support/host.js";
 const CHALLENGE_CHANNEL = `import { defineChannel } from "@assemblyline-agents/core";
 export default defineChannel({ transport: "http", route: "/hooks/challenge", methods: ["GET", "POST"] });
 export function normalizeHttp(request) {
+  (globalThis.__challengeMethods ??= []).push(request.method);
   if (request.query["hub.verify_token"] !== "verify-me") throw Object.assign(new Error("unknown verify token"), { status: 403 });
   return { ack: true, body: { challenge: request.query["hub.challenge"], query: request.query, url: request.url, path: request.path } };
 }
@@ -41,5 +42,19 @@ describe("the request normalizeHttp receives", () => {
     expect(reply.body.query).toEqual({ "hub.verify_token": "verify-me", To: "+15551234567", tag: ["a", "b"], note: "two words" });
     expect(reply.body.url).toBe(target);
     expect(reply.body.path).toBe("/hooks/challenge");
+  });
+
+  it("answers HEAD on a channel route that declared only GET and POST with 405 and Allow, never reaching normalizeHttp", async () => {
+    const host = await startHost(bundle);
+    const seen: string[] = [];
+    (globalThis as { __challengeMethods?: string[] }).__challengeMethods = seen;
+    const reply = await fetch(`${host.url}/hooks/challenge?hub.verify_token=verify-me`, { method: "HEAD" });
+    expect(reply.status).toBe(405);
+    expect(reply.headers.get("allow")).toBe("GET, POST");
+    expect(seen).toEqual([]);
+    expect((await host.runtime.state.runs.listRuns()).runs).toEqual([]);
+    // The host's own GET routes still answer HEAD.
+    expect((await fetch(`${host.url}/healthz`, { method: "HEAD" })).status).toBe(200);
+    expect((await fetch(`${host.url}/runs`, { method: "HEAD" })).status).toBe(200);
   });
 });

@@ -40,7 +40,10 @@ export function canonicalPath(path: string): string {
   return `/${split(path).join("/")}`;
 }
 
-/** Exact-segment matching; `:name` captures one segment. Unknown path 404, known path with another method 405. */
+/**
+ * Exact-segment matching; `:name` captures one segment. Unknown path 404, known path with another method 405.
+ * HEAD reaches a host route's GET, never a channel route's.
+ */
 export class Router {
   private readonly routes: CompiledRoute[] = [];
 
@@ -61,7 +64,9 @@ export class Router {
     for (const route of this.routes) {
       const params = matchSegments(route.segments, segments);
       if (!params) continue;
-      if (route.method === method || (method === "HEAD" && route.method === "GET")) return { route, params };
+      // HEAD is a GET without its body on the host's own routes; a channel route serves only the methods its
+      // channel declared, as its normalizeHttp may start a run whatever the method.
+      if (route.method === method || (method === "HEAD" && route.method === "GET" && route.channel === undefined)) return { route, params };
       (allowed ??= new Set()).add(route.method);
     }
     if (allowed) {
