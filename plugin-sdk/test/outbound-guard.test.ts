@@ -172,9 +172,83 @@ describe("outbound address guard", () => {
     }
   });
 
+  it("takes a copy of an originBoundQuery value out of a redirect elsewhere, whole or inside a longer value, encoded once or more", async () => {
+    const landing = await listen((request, respond) => respond(200, {}, `url=${request.url}`));
+    const key = "k+y/s3cret=9";
+    const mover = await listen((request, respond) => {
+      const url = new URL(request.url!, "http://x");
+      const original = `http://mover.test${request.url}`;
+      const raw = /[?&]api_key=([^&]*)/.exec(request.url!)![1]!;
+      // An SSO bounce (the original URL as return_to), the same one level deeper, the raw text, a fragment.
+      const targets: Record<string, string> = {
+        "/sso": `/login?return_to=${encodeURIComponent(original)}&lang=en`,
+        "/nested": `/login?next=${encodeURIComponent(`http://idp.test/?r=${encodeURIComponent(original)}`)}&lang=en`,
+        "/raw": `/x?k=${raw}&lang=en`,
+        "/form": `/x?k=${new URLSearchParams({ r: `key ${url.searchParams.get("api_key")}` }).toString().slice(2)}&lang=en`,
+        "/fragment": `/x?lang=en#state=${encodeURIComponent(original)}`,
+      };
+      respond(302, { location: `http://landing.test:${landing.port}${targets[url.pathname]}` });
+    });
+    try {
+      const guarded = createGuardedFetch({ resolve: resolver, allowedHosts: ["mover.test", "landing.test"], originBoundQuery: ["api_key"] });
+      for (const path of ["/sso", "/nested", "/raw", "/form", "/fragment"]) {
+        const url = new URL(`http://mover.test:${mover.port}${path}`);
+        url.searchParams.set("api_key", key);
+        const response = await guarded(url);
+        expect(await response.text(), path).toBe(path === "/fragment" ? "url=/x?lang=en" : `url=${path === "/sso" || path === "/nested" ? "/login" : "/x"}?lang=en`);
+        expect(response.url, path).not.toContain("#");
+      }
+      const received = landing.requests.map((request) => request.url!).join(" ");
+      for (const form of [key, encodeURIComponent(key), encodeURIComponent(encodeURIComponent(key))]) expect(received).not.toContain(form);
+    } finally {
+      for (const recorder of [landing, mover]) await new Promise((resolve) => recorder.server.close(resolve));
+    }
+  });
+
+  it("refuses a redirect elsewhere that carries an originBoundQuery value in its path, naming the origin and never the value", async () => {
+    const mover = await listen((request, respond) => {
+      const key = new URL(request.url!, "http://x").searchParams.get("api_key")!;
+      respond(302, { location: `http://canary.test:${canary.port}/keys/${encodeURIComponent(encodeURIComponent(key))}/view` });
+    });
+    try {
+      const guarded = createGuardedFetch({ resolve: resolver, allowedHosts: ["mover.test", "canary.test"], originBoundQuery: ["api_key"] });
+      const before = canary.requests.length;
+      const error = await guarded(`http://mover.test:${mover.port}/?api_key=s3cret-in-path`).then(
+        () => undefined,
+        (caught: unknown) => caught as Error & { code?: string },
+      );
+      expect(error?.code).toBe("AL_ERR_OUTBOUND_REDIRECT");
+      expect(error!.message).toContain(`http://mover.test:${mover.port} redirected to http://canary.test:${canary.port} with the value of its api_key parameter in the new URL's path`);
+      expect(JSON.stringify({ message: error!.message, fix: (error as { fix?: string }).fix, details: (error as { details?: unknown }).details })).not.toContain("s3cret-in-path");
+      expect(canary.requests.length).toBe(before);
+    } finally {
+      await new Promise((resolve) => mover.server.close(resolve));
+    }
+  });
+
+  it("with credentialHosts refuses a first URL outside it unsent, and a redirect to a host outside it carries no credential", async () => {
+    const mover = await listen((request, respond) => respond(302, { location: `http://internal.test:${internal.port}/?${new URL(request.url!, "http://x").searchParams}` }));
+    try {
+      const guarded = createGuardedFetch({ resolve: resolver, allowedHosts: ["mover.test", "internal.test", "canary.test"], credentialHosts: ["mover.test"], originBoundQuery: ["api_key"] });
+      const before = canary.requests.length;
+      const error = await guarded(`http://canary.test:${canary.port}/?api_key=s3cret`, { headers: { authorization: "Bearer s3cret" } }).then(
+        () => undefined,
+        (caught: unknown) => caught as Error & { code?: string },
+      );
+      expect(error).toMatchObject({ code: "AL_ERR_OUTBOUND_HOST_REFUSED", message: expect.stringContaining("host canary.test is not in the policy's credentialHosts") });
+      expect(canary.requests.length).toBe(before);
+      const followed = await guarded(`http://mover.test:${mover.port}/?api_key=s3cret&q=1`, { headers: { authorization: "Bearer s3cret" } });
+      expect(await followed.text()).toBe("auth=none");
+      expect(internal.requests.at(-1)!.url).toBe("/?q=1");
+    } finally {
+      await new Promise((resolve) => mover.server.close(resolve));
+    }
+  });
+
   it("refuses a policy it cannot honour", () => {
     expect(() => createGuardedFetch({ maxRedirects: -1 })).toThrow(/AL_ERR_OUTBOUND_POLICY/);
     expect(() => createGuardedFetch({ allowedHosts: [""] })).toThrow(/AL_ERR_OUTBOUND_POLICY/);
+    expect(() => createGuardedFetch({ credentialHosts: [""] })).toThrow(/AL_ERR_OUTBOUND_POLICY/);
   });
 });
 

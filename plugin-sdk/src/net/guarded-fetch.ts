@@ -7,7 +7,8 @@ const REDIRECT_STATUSES = new Set([301, 302, 303, 307, 308]);
  * A `fetch` that only reaches what `policy` allows: http(s) URLs, hosts the
  * policy admits (`allowedHosts` with `onlyAllowedHosts`, and `withinHosts`), and public addresses (special ones only through hosts listed by
  * name), checked on the connected address. Redirects are followed here, hop by
- * hop, each re-checked; the caller's headers go only to the first URL's origin.
+ * hop, each re-checked; the caller's headers and `originBoundQuery` parameters go
+ * only to the first URL's origin, and only to `credentialHosts` when it is set.
  * Refusals reject with AL_ERR_OUTBOUND_ADDRESS_REFUSED, AL_ERR_OUTBOUND_HOST_REFUSED
  * or AL_ERR_OUTBOUND_REDIRECT.
  */
@@ -21,7 +22,14 @@ export function createGuardedFetch(policy: OutboundPolicy = {}): typeof fetch {
 
   const guarded = async (input: string | URL | Request, init: RequestInit = {}): Promise<Response> => {
     const request = await requestParts(input, init);
-    const origin = checkUrl(rules, request.url).origin;
+    const first = checkUrl(rules, request.url);
+    const origin = first.origin;
+    if (!rules.mayCarryCredentials(first.hostname)) {
+      throw new AssemblyLineError("AL_ERR_OUTBOUND_HOST_REFUSED", `host ${first.hostname} is not in the policy's credentialHosts, and the request carries credentials; it was not sent`, {
+        fix: `Add ${first.hostname} to credentialHosts if the credentials may go there; else request a host they are bound to.`,
+        details: { host: first.hostname, list: "credentialHosts" },
+      });
+    }
     let url = request.url;
     let method = request.method;
     let body = request.body;
@@ -54,10 +62,10 @@ export function createGuardedFetch(policy: OutboundPolicy = {}): typeof fetch {
       } else if (body instanceof ReadableStream) {
         throw new AssemblyLineError("AL_ERR_OUTBOUND_REDIRECT", `${response.status} redirect of a streamed request body, which cannot be sent twice`, { fix: "Send the body as a string or bytes, or request the final URL." });
       }
-      // Credentials the caller set belong to the origin it named, never to a redirect target elsewhere.
-      if (next.origin !== origin) {
+      // Credentials the caller set belong to the origin it named (and only where credentialHosts lets them go), never to a redirect target elsewhere.
+      if (next.origin !== origin || !rules.mayCarryCredentials(next.hostname)) {
         headers = new Headers();
-        if (bound) withoutBound(next, bound);
+        if (bound) withoutBound(new URL(url).origin, next, bound);
         bound = undefined;
       } else if (bound) {
         for (const [name, value] of bound) next.searchParams.set(name, value);
@@ -99,11 +107,58 @@ function originBound(url: URL, names: readonly string[] | undefined): Array<[str
   return held.length > 0 ? held : undefined;
 }
 
-/** `next` without the origin-bound parameters, by name and wherever the service copied one of their values. */
-function withoutBound(next: URL, bound: Array<[string, string]>): void {
-  const values = new Set(bound.map(([, value]) => value).filter((value) => value !== ""));
-  for (const [name] of bound) next.searchParams.delete(name);
-  for (const [name, value] of [...next.searchParams]) if (values.has(value)) next.searchParams.delete(name);
+/**
+ * `next`, a redirect to another origin, without the origin-bound parameters: by name, and wherever
+ * the service copied one of their values, whole or inside a longer value (an SSO bounce sends
+ * `?return_to=<the original URL, key and all>`), verbatim or encoded (decodings). Such a query
+ * parameter, or fragment, is dropped; a value copied into the rest of the URL (its path, host or
+ * userinfo) cannot be taken out, so the redirect is refused. `from` is the origin that redirected.
+ */
+function withoutBound(from: string, next: URL, bound: Array<[string, string]>): void {
+  const names = new Set(bound.map(([name]) => name));
+  const values = [...new Set(bound.map(([, value]) => value).filter((value) => value !== ""))];
+  const holdsValue = (text: string) => decodings(text).some((form) => values.some((value) => form.includes(value)));
+  const where = holdsValue(next.pathname) ? "path" : [next.username, next.password].some(holdsValue) ? "userinfo" : holdsValue(next.hostname) ? "host name" : undefined;
+  if (where !== undefined) {
+    // The target's host is named only when the value is not in it.
+    const target = holdsValue(next.hostname) ? "another origin" : `${next.protocol}//${next.host}`;
+    throw new AssemblyLineError("AL_ERR_OUTBOUND_REDIRECT", `${from} redirected to ${target} with the value of its ${[...names].join(", ")} parameter in the new URL's ${where}, so the redirect was not followed: that value stays with ${from}`, {
+      fix: `Request the final URL directly, or send the value to ${from} in a header if the service accepts one.`,
+      details: { from, parameters: [...names] },
+    });
+  }
+  // Kept as the service wrote them, but for the parameters that carry a value of the origin.
+  const kept = next.search.slice(1).split("&").filter((pair) => {
+    if (pair === "") return false;
+    const name = [...new URLSearchParams(pair).keys()][0];
+    return !(name !== undefined && names.has(name)) && !holdsValue(pair);
+  });
+  next.search = kept.length > 0 ? `?${kept.join("&")}` : "";
+  if (holdsValue(next.hash)) next.hash = "";
+}
+
+/** Rounds of decoding tried on a URL part: a value copied into a URL inside a URL is encoded once more per level. */
+const DECODE_ROUNDS = 4;
+
+/**
+ * `text` and what it decodes to, each result decoded again up to DECODE_ROUNDS times, by
+ * percent-decoding, and by taking `+` as a space first (a form's encoding): the forms in which a
+ * copied value may be found.
+ */
+function decodings(text: string): string[] {
+  const forms = new Set([text]);
+  let round = [text];
+  for (let depth = 0; depth < DECODE_ROUNDS && round.length > 0; depth += 1) {
+    const decoded = round.flatMap((form) => [percentDecoded(form), percentDecoded(form.replaceAll("+", " "))]).filter((form) => !forms.has(form));
+    for (const form of decoded) forms.add(form);
+    round = [...new Set(decoded)];
+  }
+  return [...forms];
+}
+
+/** `text` with each run of %XX escapes decoded as UTF-8 (an escape that is not one is left as it is; bytes that are no UTF-8 become U+FFFD). */
+function percentDecoded(text: string): string {
+  return text.replace(/(?:%[0-9a-f]{2})+/gi, (run) => Buffer.from(run.slice(1).split("%").map((hex) => Number.parseInt(hex, 16))).toString("utf8"));
 }
 
 async function requestParts(input: string | URL | Request, init: RequestInit): Promise<{ url: string; method: string; headers: RequestInit["headers"]; body: RequestInit["body"] }> {

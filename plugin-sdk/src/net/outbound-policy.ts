@@ -27,10 +27,21 @@ export interface OutboundPolicy {
   /**
    * Query parameters that belong to the origin a request names, as the caller's headers do (a key
    * sent as `?api_key=`): on a redirect to another origin they are taken out of the next URL, and so
-   * is any parameter the service copied their value into; on a redirect within the origin they are
-   * set again as the request had them.
+   * is any parameter (or the fragment) whose value holds one of their values, verbatim or encoded
+   * once or more (`?return_to=<the original URL>`); a redirect with such a value in its path, host or
+   * userinfo is refused (AL_ERR_OUTBOUND_REDIRECT). On a redirect within the origin they are set
+   * again as the request had them.
    */
   originBoundQuery?: readonly string[];
+  /**
+   * The hosts the request's credentials (the caller's headers and `originBoundQuery` parameters)
+   * may be sent to (exact, or "*.example.com" for subdomains); absent: any host the policy allows.
+   * Checked on every hop: a first URL outside it is refused before anything is sent
+   * (AL_ERR_OUTBOUND_HOST_REFUSED), a redirect to a host outside it carries none of them, as a
+   * redirect to another origin does not. Set it only for requests that carry a credential, such as
+   * a grant bound to the hosts it may go to.
+   */
+  credentialHosts?: readonly string[];
   /** Redirects followed before AL_ERR_OUTBOUND_REDIRECT. Default 3; 0 follows none. */
   maxRedirects?: number;
   /** Resolve host names; default `dns.lookup`. The guard checks whatever it returns. */
@@ -43,10 +54,17 @@ export const DEFAULT_MAX_REDIRECTS = 3;
 export class OutboundHostRules {
   private readonly allowed: HostList;
   private readonly within: HostList | undefined;
+  private readonly credentials: HostList | undefined;
 
   constructor(private readonly policy: OutboundPolicy) {
     this.allowed = hostList(policy.allowedHosts ?? [], "allowedHosts");
     this.within = policy.withinHosts === undefined ? undefined : hostList(policy.withinHosts, "withinHosts");
+    this.credentials = policy.credentialHosts === undefined ? undefined : hostList(policy.credentialHosts, "credentialHosts");
+  }
+
+  /** Matched by credentialHosts (always true without it): a request there may carry the caller's credentials. */
+  mayCarryCredentials(hostname: string): boolean {
+    return this.credentials === undefined || matches(this.credentials, hostname);
   }
 
   /** Listed by exact name in allowedHosts: may reach special addresses. */

@@ -10,13 +10,15 @@ export interface OutboundOptions {
 /**
  * The one outbound address guard for a connection's policy: allowedHosts on every hop, the
  * connected address classified, redirects re-checked; a secret sent as a query parameter
- * (`auth.query`) stays with the origin it was sent to, as a header does.
+ * (`auth.query`) stays with the origin it was sent to, as a header does, and a run's grant goes
+ * to no hop outside the hosts it is bound to (`grantHosts`, the guard's credentialHosts).
  */
 export function guardedFetchFor(policy: ConnectionPolicy, options: OutboundOptions, auth?: ConnectionAuth): typeof fetch {
   return createGuardedFetch({
     allowedHosts: policy.allowedHosts,
     onlyAllowedHosts: policy.onlyAllowedHosts,
     ...(auth?.query !== undefined ? { originBoundQuery: [auth.query] } : {}),
+    ...(auth !== undefined && policy.grantHosts !== undefined ? { credentialHosts: policy.grantHosts } : {}),
     ...(options.resolve ? { resolve: options.resolve } : {}),
   });
 }

@@ -9,7 +9,9 @@ import { createConnections, type GrantStore } from "../src/index.js";
 
 const SECRET = "qk-only-for-query-test-7c31e0a9";
 const resolve: OutboundResolver = async () => [{ address: "127.0.0.1", family: 4 }];
-const grants: GrantStore = { get: async (id) => (id === "api" ? SECRET : undefined), put: async () => undefined, delete: async () => undefined };
+/** A secret with characters a URL encodes (`+`, `/`, `=`). */
+const ENCODED_SECRET = "qk+only/for=query-test-41d2";
+const grants: GrantStore = { get: async (id) => (id === "api" ? SECRET : id === "encoded" ? ENCODED_SECRET : undefined), put: async () => undefined, delete: async () => undefined };
 const policy: ConnectionPolicy = { allowedHosts: ["api.test", "other.test"], onlyAllowedHosts: true };
 const callCtx = () => ({ signal: new AbortController().signal, idempotencyKey: (scope: string) => `al_${scope}` }) as never;
 
@@ -23,7 +25,9 @@ const seen: Array<{ host: string; method: string; url: string; authorization: st
  * careless with it: /echo and the MCP tool quote the request URL back,
  * /moved and /mcp-moved redirect to other.test keeping the query string (as
  * `return 301 https://new$request_uri` does), /renamed moves the key to
- * another parameter, /relative redirects on the same origin without it.
+ * another parameter, /sso sends the whole request URL along as `return_to`
+ * (a login bounce), /raw-copy copies the key's raw text, /path-copy puts it in
+ * the path, /relative redirects on the same origin without it.
  */
 async function handle(req: IncomingMessage, res: ServerResponse): Promise<void> {
   const host = (req.headers.host ?? "").split(":")[0]!;
@@ -35,6 +39,9 @@ async function handle(req: IncomingMessage, res: ServerResponse): Promise<void> 
   if (url.pathname === "/moved") return void res.writeHead(302, { location: `http://other.test:${port}/echo?${query}` }).end();
   if (url.pathname === "/mcp-moved") return void res.writeHead(307, { location: `http://other.test:${port}/mcp?${query}` }).end();
   if (url.pathname === "/renamed") return void res.writeHead(302, { location: `http://other.test:${port}/echo?k=${encodeURIComponent(url.searchParams.get("api_key") ?? "")}` }).end();
+  if (url.pathname === "/sso") return void res.writeHead(302, { location: `http://other.test:${port}/echo?return_to=${encodeURIComponent(`http://${host}:${port}${req.url}`)}&lang=en` }).end();
+  if (url.pathname === "/raw-copy") return void res.writeHead(302, { location: `http://other.test:${port}/echo?k=${/[?&]api_key=([^&]*)/.exec(req.url ?? "")?.[1] ?? ""}` }).end();
+  if (url.pathname === "/path-copy") return void res.writeHead(302, { location: `http://other.test:${port}/keys/${encodeURIComponent(url.searchParams.get("api_key") ?? "")}` }).end();
   if (url.pathname === "/relative") return void res.writeHead(302, { location: "/echo" }).end();
   if (url.searchParams.get("api_key") !== SECRET) return void res.writeHead(401, { "content-type": "text/plain" }).end("api_key missing");
   if (url.pathname === "/echo") return void res.writeHead(200, { "content-type": "application/json" }).end(JSON.stringify({ url: req.url }));
@@ -58,8 +65,10 @@ afterAll(async () => {
 });
 
 const keyOf = (request: { url: string }) => new URL(request.url, "http://x").searchParams.get("api_key");
-const http = (path: string, baseUrl = `http://api.test:${port}`) =>
-  defineHttpConnection({ baseUrl, description: "Keyed", auth: { grant: "api", query: "api_key" }, endpoints: { call: { method: "GET", path, description: "Call" } } });
+const http = (path: string, baseUrl = `http://api.test:${port}`, grant = "api") =>
+  defineHttpConnection({ baseUrl, description: "Keyed", auth: { grant, query: "api_key" }, endpoints: { call: { method: "GET", path, description: "Call" } } });
+/** What a request's URL holds once decoded as often as it was encoded. */
+const decoded = (url: string) => decodeURIComponent(decodeURIComponent(url));
 
 describe("auth.query: a grant sent as a query parameter", () => {
   it("lists and calls an MCP server's tools with the secret in each request's query, and redacts a result that quotes it", async () => {
@@ -111,6 +120,40 @@ describe("auth.query: a grant sent as a query parameter", () => {
       expect(rest).toEqual([]);
       expect(result).toMatchObject({ status: 401 });
     }
+  });
+
+  it("does not let the secret follow a redirect to another origin inside another parameter's value (a login bounce's return_to), verbatim or encoded", async () => {
+    const provider = createConnections({ grants, resolve });
+    for (const [path, grant, secret] of [["/sso", "api", SECRET], ["/raw-copy", "encoded", ENCODED_SECRET], ["/sso", "encoded", ENCODED_SECRET]] as const) {
+      const definition = http(path, undefined, grant);
+      const before = seen.length;
+      await provider.tools("keyed", definition, await provider.describe("keyed", definition, policy), policy).keyed__call!.execute({}, callCtx());
+      const elsewhere = seen.slice(before).filter((request) => request.host === "other.test");
+      expect(elsewhere.length, path).toBe(1);
+      expect(decoded(elsewhere[0]!.url), `${path} with grant ${grant}`).not.toContain(secret);
+      expect(decoded(elsewhere[0]!.url.replaceAll("+", " ")), `${path} with grant ${grant}`).not.toContain(secret);
+      if (path === "/sso") expect(elsewhere[0]!.url).toBe("/echo?lang=en");
+    }
+  });
+
+  it("does not follow a redirect to another origin that carries the secret in its path, and says so without the secret", async () => {
+    const provider = createConnections({ grants, resolve });
+    const definition = http("/path-copy");
+    const before = seen.length;
+    const result = await provider.tools("keyed", definition, await provider.describe("keyed", definition, policy), policy).keyed__call!.execute({}, callCtx());
+    expect(seen.slice(before).map((request) => request.host)).toEqual(["api.test"]);
+    expect(result).toMatchObject({ code: "AL_ERR_OUTBOUND_REDIRECT", error: expect.stringContaining(`http://api.test:${port} redirected to http://other.test:${port} with the value of its api_key parameter in the new URL's path`) });
+    expect(JSON.stringify(result)).not.toContain(SECRET);
+  });
+
+  it("does not deliver a run's grant bound to one host to another through a login bounce", async () => {
+    const provider = createConnections({ grants, resolve });
+    const bound: ConnectionPolicy = { ...policy, grantHosts: ["api.test"] };
+    const spec: DynamicConnectionSpec = { name: "keyed", kind: "http", baseUrl: `http://api.test:${port}`, auth: { grant: "api", query: "api_key" }, endpoints: { call: { method: "GET", path: "/sso", description: "Call" } } };
+    const before = seen.length;
+    await provider.tools("keyed", spec, await provider.describe("keyed", spec, bound), bound).keyed__call!.execute({}, callCtx());
+    const elsewhere = seen.slice(before).filter((request) => request.host === "other.test");
+    expect(elsewhere.map((request) => request.url)).toEqual(["/echo?lang=en"]);
   });
 
   it("does not let the secret follow an MCP server's redirect to another origin", async () => {
