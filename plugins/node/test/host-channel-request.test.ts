@@ -15,12 +15,24 @@ export function normalizeHttp(request) {
 }
 `;
 
+// A provider that answers with a status and body of its own: a turn's respond, or an ack's.
+const ANSWER_CHANNEL = `import { defineChannel } from "@assemblyline-agents/core";
+export default defineChannel({ transport: "http", route: "/hooks/answer", methods: ["POST"] });
+export function normalizeHttp(request) {
+  const status = request.query.status === undefined ? undefined : Number(request.query.status);
+  const body = request.query.body === "bigint" ? { n: 1n } : { ok: "deferred" };
+  if (request.query.ack === "1") return { ack: true, status, body };
+  return { eventId: "evt-" + request.query.id, conversationId: "", message: "echo: hi", respond: { status, body } };
+}
+`;
+
 let bundle: RuntimeBundle;
 beforeAll(async () => {
   const agentDir = join(tempDir("al-channel-request-"), "agent");
   mkdirSync(join(agentDir, "channels"), { recursive: true });
   writeFileSync(join(agentDir, "agent.ts"), `import { defineAgent } from "@assemblyline-agents/core";\nexport default defineAgent({ model: "test/model", instructions: "Test." });\n`);
   writeFileSync(join(agentDir, "channels", "challenge.ts"), CHALLENGE_CHANNEL);
+  writeFileSync(join(agentDir, "channels", "answer.ts"), ANSWER_CHANNEL);
   bundle = await loadRuntimeBundle((await buildAgent(agentDir)).artifactRoot);
 });
 
@@ -56,5 +68,32 @@ describe("the request normalizeHttp receives", () => {
     // The host's own GET routes still answer HEAD.
     expect((await fetch(`${host.url}/healthz`, { method: "HEAD" })).status).toBe(200);
     expect((await fetch(`${host.url}/runs`, { method: "HEAD" })).status).toBe(200);
+  });
+});
+
+describe("a channel's own answer (a turn's respond, an ack)", () => {
+  it("refuses a respond.status no HTTP answer can carry before the turn is stored, so a redelivery is refused the same way", async () => {
+    const host = await startHost(bundle);
+    for (let attempt = 0; attempt < 2; attempt += 1) {
+      const refused = await call(`${host.url}/hooks/answer?id=r1&status=99`, { method: "POST" });
+      expect(refused.status).toBe(500);
+      expect(refused.body.error).toMatchObject({ code: "AL_ERR_CHANNEL_TURN_INVALID", message: expect.stringContaining("respond.status is 99") });
+    }
+    expect((await host.runtime.state.runs.listRuns()).runs).toEqual([]);
+    expect(host.logger.events("channel.turn_invalid").map((entry) => entry.fields.field)).toEqual(["respond.status", "respond.status"]);
+    const unsendable = await call(`${host.url}/hooks/answer?id=r2&body=bigint`, { method: "POST" });
+    expect(unsendable.body.error.message).toContain("respond.body is not JSON");
+    expect((await host.runtime.state.runs.listRuns()).runs).toEqual([]);
+    const accepted = await call(`${host.url}/hooks/answer?id=r3&status=202`, { method: "POST" });
+    expect(accepted).toMatchObject({ status: 202, body: { ok: "deferred" } });
+    expect((await host.runtime.state.runs.listRuns()).runs).toHaveLength(1);
+  });
+
+  it("refuses an ack whose status is not an integer from 200 to 599", async () => {
+    const host = await startHost(bundle);
+    const refused = await call(`${host.url}/hooks/answer?ack=1&status=1000`, { method: "POST" });
+    expect(refused.status).toBe(500);
+    expect(refused.body.error).toMatchObject({ code: "AL_ERR_CHANNEL_TURN_INVALID", message: expect.stringContaining("an ack whose status is 1000") });
+    expect((await call(`${host.url}/hooks/answer?ack=1&status=201`, { method: "POST" })).status).toBe(201);
   });
 });

@@ -152,14 +152,31 @@ export class ChannelIngress {
       this.parts.logger.warn({ event: "security.channel_rejected", channel, status, requestId: ctx.requestId, remoteAddress: ctx.remoteAddress, err: message }, "channel refused the request");
       throw new HttpError(status, "AL_ERR_CHANNEL_REJECTED", `channel ${channel} refused the request: ${message}`, { fix: "Check the provider's signing secret and the request." });
     }
-    if (isAck(result)) return result;
+    if (isAck(result)) {
+      this.refuseUnsendableAnswer(channel, result, "", ctx);
+      return result;
+    }
     if (!isTurn(result)) {
       this.parts.logger.error({ event: "channel.turn_invalid", channel, requestId: ctx.requestId }, "normalizeHttp returned neither a turn nor an ack");
       throw new HttpError(500, "AL_ERR_CHANNEL_TURN_INVALID", `channel ${channel}'s normalizeHttp returned neither a ChannelTurn nor { ack: true }`, {
         fix: "Return { eventId, conversationId, message } (metadata and deliveryMetadata, when given, objects) or { ack: true } from normalizeHttp.",
       });
     }
+    // Checked before the turn is submitted: found when answering, the run would be stored and every
+    // redelivery of it answered 500.
+    if (isPlainRecord(result.respond)) this.refuseUnsendableAnswer(channel, result.respond!, "respond.", ctx);
     return result;
+  }
+
+  /** Refuse an ack's (or a turn's respond) status or body that no HTTP answer can carry. */
+  private refuseUnsendableAnswer(channel: string, answer: { status?: unknown; body?: unknown }, prefix: "" | "respond.", ctx: RequestContext): void {
+    const field = !validStatus(answer.status) ? "status" : !sendableBody(answer.body) ? "body" : undefined;
+    if (field === undefined) return;
+    const shown = field === "status" ? JSON.stringify(answer.status) ?? String(answer.status) : "not JSON";
+    this.parts.logger.error({ event: "channel.turn_invalid", channel, field: `${prefix}${field}`, requestId: ctx.requestId }, `normalizeHttp returned a ${prefix}${field} the host cannot answer with`);
+    throw new HttpError(500, "AL_ERR_CHANNEL_TURN_INVALID", `channel ${channel}'s normalizeHttp returned ${prefix === "" ? "an ack" : "a turn"} whose ${prefix}${field} is ${shown}`, {
+      fix: field === "status" ? `Set ${prefix}status to an integer from 200 to 599, or leave it out (200).` : `Set ${prefix}body to JSON data (objects, arrays, strings, numbers, booleans, null), or leave it out.`,
+    });
   }
 
   /**
@@ -361,6 +378,21 @@ function isTurn(value: unknown): value is ChannelTurn {
     (turn.metadata === undefined || isPlainRecord(turn.metadata)) &&
     (turn.deliveryMetadata === undefined || isPlainRecord(turn.deliveryMetadata))
   );
+}
+
+/** A status the host may answer a provider with: left out (200), or an integer from 200 to 599. */
+function validStatus(status: unknown): boolean {
+  return status === undefined || (typeof status === "number" && Number.isInteger(status) && status >= 200 && status <= 599);
+}
+
+/** A body sendJson can write: left out, or a value JSON.stringify turns into text. */
+function sendableBody(body: unknown): boolean {
+  if (body === undefined) return true;
+  try {
+    return typeof JSON.stringify(body) === "string";
+  } catch {
+    return false;
+  }
 }
 
 function isPlainRecord(value: unknown): boolean {
