@@ -79,6 +79,10 @@ describe("bad input gets the right status and a JSON error, and changes no store
     expectError(await call(`${host.url}/runs?status=sleeping`, { headers: auth }), 400, "AL_ERR_HTTP_BODY_INVALID");
     expectError(await call(`${host.url}/runs?cursor=forged`, { headers: auth }), 400, "AL_ERR_STATE_INPUT_INVALID");
     expectError(await call(`${host.url}/admin/kill-switch`, { body: { engaged: "yes" }, headers: auth }), 400, "AL_ERR_HTTP_BODY_INVALID");
+    // A misspelt reason is refused, as the decision routes refuse a misspelt callId: the switch stays as it was.
+    const misspelt = await call(`${host.url}/admin/kill-switch`, { body: { engaged: true, reasn: "provider incident", actor: "alice" }, headers: auth });
+    expectError(misspelt, 400, "AL_ERR_HTTP_BODY_INVALID");
+    expect(misspelt.body.error.message).toContain("body.reasn");
     expectError(await call(`${host.url}/message?wait=soon`, { body: { message: "hi" }, headers: auth }), 400, "AL_ERR_HTTP_BODY_INVALID");
     expect(await storedState()).toEqual(before);
     expect(before.runs).toEqual([]);

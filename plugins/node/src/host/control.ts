@@ -1,4 +1,4 @@
-import { HttpError, optionalString, parseJsonObject, readBody, sendJson, STATE_OUTAGE_RETRY_AFTER_S } from "./http.js";
+import { HttpError, optionalString, parseJsonObject, readBody, refuseUnknownFields, sendJson, STATE_OUTAGE_RETRY_AFTER_S } from "./http.js";
 import type { IngressKillSwitch } from "./kill-switch.js";
 import type { ConversationMailbox } from "./mailbox.js";
 import type { Route } from "./router.js";
@@ -20,6 +20,8 @@ export function killSwitchRoutes(killSwitch: IngressKillSwitch, maxBodyBytes: nu
       auth: "admin",
       async handle(ctx) {
         const body = parseJsonObject(ctx.req, await readBody(ctx.req, maxBodyBytes));
+        // A misspelt reason or actor would otherwise be dropped, and the audit trail say "http" and nothing.
+        refuseUnknownFields(body, ["engaged", "reason", "actor"], '{"engaged": true, "reason": "provider incident", "actor": "alice"}');
         if (typeof body.engaged !== "boolean") {
           throw new HttpError(400, "AL_ERR_HTTP_BODY_INVALID", "body.engaged must be true or false", { fix: '{"engaged": true, "reason": "provider incident"}' });
         }
