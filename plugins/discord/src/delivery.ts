@@ -31,10 +31,26 @@ const UNKNOWN_MESSAGE = 10008;
  */
 const CHANNEL_REFUSED_CODES = new Set([10003 /* Unknown Channel */, 50001 /* Missing Access */, 50013 /* Missing Permissions */]);
 
+/** Discord's answers, on the webhook or to the bot, that no retry can mend either, with what to do about each. */
+const REFUSALS = new Map<number, string>([
+  [
+    40094, // This interaction has hit the maximum number of follow up messages
+    "The reply was too long for this app here: Discord lets a user-installed app that is not in the server send only 5 follow-up messages per interaction. Add the app to the server, or have the agent answer in at most 6 messages.",
+  ],
+  [
+    50007, // Cannot send messages to this user
+    "Discord refuses messages to this user (they blocked the app, closed their direct messages, or share no server with the bot); no retry gets this reply to them.",
+  ],
+  [
+    50083, // Invalid action on archived thread
+    "The thread the interaction came from is archived or locked: unarchive it in Discord for later replies; no retry delivers into it.",
+  ],
+]);
+
 /** Discord's flag on a deferred response not yet edited ("thinking..."). */
 const MESSAGE_FLAG_LOADING = 1 << 7;
 
-/** An interaction token lives 15 minutes; progress older than that can never be used. */
+/** An interaction token lives 15 minutes after the interaction. */
 const TOKEN_LIFETIME_MS = 15 * 60_000;
 
 /**
@@ -44,8 +60,11 @@ const TOKEN_LIFETIME_MS = 15 * 60_000;
  */
 const TOKEN_MARGIN_MS = 60_000;
 
-/** How long the bot's progress on a reply is remembered in this process: past the outbox's retries of it. */
-const CHANNEL_PROGRESS_MS = 2 * 60 * 60_000;
+/**
+ * How long a reply's progress is remembered in this process: past the outbox's retries of it, since the bot, taking
+ * over once the token expired, sends only the parts the webhook has not.
+ */
+const PROGRESS_MS = 2 * 60 * 60_000;
 
 /** Discord's longest message nonce, in characters. */
 const NONCE_LIMIT = 25;
@@ -58,6 +77,27 @@ interface Progress {
   text: string;
   sent: number;
   at: number;
+}
+
+/** The reply's chunks the user already sees from the interaction's webhook: indexes `from` up to `to` (excluded). */
+interface ChunksShown {
+  from: number;
+  to: number;
+}
+
+const NO_CHUNK_SHOWN: ChunksShown = { from: 0, to: 0 };
+
+/** The bot's progress on a reply: which chunks it leaves out (the same on every retry here), and how many of its parts are sent. */
+interface BotProgress extends Progress {
+  shown: ChunksShown;
+}
+
+/** One channel message of the bot's. */
+interface BotPart {
+  content: string;
+  nonce: string;
+  /** The user it mentions, in the part that names them. */
+  mention: string | undefined;
 }
 
 /** What one attempt works with, whichever way the reply goes out. */
@@ -79,7 +119,9 @@ interface Attempt {
  * shows the first chunk means the whole reply went out. In between, the
  * original shows how many follow-ups are out (progressJournal), so a delivery
  * retried after a crash, in any process, reads it (GET .../messages/@original)
- * and sends only what is missing. @discordjs/rest honours Discord's
+ * and sends only what is missing. The count is written before the first
+ * follow-up too: Discord makes a follow-up to a still-loading deferred response
+ * an edit of it, not a new message. @discordjs/rest honours Discord's
  * rate-limit headers (X-RateLimit-* per bucket, the global limit, 429
  * Retry-After), one client per API base shared by every delivery; a wait past
  * the delivery's budget fails it at once instead, telling the outbox to retry
@@ -91,14 +133,18 @@ interface Attempt {
  * Two ways around a webhook that cannot carry the reply: an original the user deleted (10008 on @original)
  * gets the whole reply as follow-ups; a token that expired (by the interaction's time, or Discord answering
  * 50027/10015) gets it as channel messages from the bot (`POST /channels/{id}/messages`, Bot auth), each
- * carrying a nonce Discord enforces, when a bot token is set (botTokenEnv).
+ * carrying a nonce Discord enforces, when a bot token is set (botTokenEnv). The bot sends only the chunks the
+ * webhook is not known to have sent: known from this process's progress, or from the original's count while the
+ * token can still read it. What stays: a retry in another process after the token expired cannot read the count,
+ * so it sends the follow-ups already out again (unless Discord's nonce window returns the bot's own earlier
+ * parts), and the original keeps showing the count.
  */
 export class DiscordDelivery {
   private readonly clients = new Map<string, REST>();
-  /** Per interaction webhook path: follow-ups sent (through the original, or alone once it is deleted). */
+  /** Per interaction webhook path: follow-ups sent (through the original, or alone once it is deleted), kept for the bot too. */
   private readonly progress = new Map<string, Progress>();
   /** Per channel and delivery: the bot's messages sent, kept longer than a token lives. */
-  private readonly channelProgress = new Map<string, Progress>();
+  private readonly channelProgress = new Map<string, BotProgress>();
   /** Per attempt under way: the routes it sends on, and when it must be done. */
   private readonly deadlines = new Set<{ routes: string[]; deadline: number }>();
   /** Per interaction webhook path: the attempt under way. */
@@ -145,14 +191,15 @@ export class DiscordDelivery {
     const bot = botToken(this.options);
     try {
       if (bot !== undefined && channel && tokenExpiresWithin(target, TOKEN_MARGIN_MS)) {
-        if (await this.deliveredThroughWebhook(attempt)) return;
-        return await this.toChannel(attempt, bot);
+        const shown = await this.shownThroughWebhook(attempt);
+        if (shown === "whole reply") return;
+        return await this.toChannel(attempt, bot, shown);
       }
       try {
         await this.toInteraction(attempt);
       } catch (error) {
         if (bot === undefined || !channel || !(error instanceof DiscordAPIError && TOKEN_GONE_CODES.has(Number(error.code)))) throw error;
-        await this.toChannel(attempt, bot);
+        await this.toChannel(attempt, bot, this.shownAsRemembered(attempt));
       }
     } catch (error) {
       throw this.failure(error, attempt, bot);
@@ -163,22 +210,38 @@ export class DiscordDelivery {
   }
 
   /**
-   * In the token's last minute, an earlier attempt may have delivered the whole reply through the webhook (a crash
-   * before the outbox recorded it): an original showing its final edit (neither "thinking..." nor a count) means
-   * there is nothing for the bot to send. Past the 15 minutes the webhook can no longer read the original.
+   * In the token's last minute, what earlier attempts delivered through the webhook: the whole reply, when the
+   * original shows its final edit (neither "thinking..." nor a count; a crash before the outbox recorded it), so
+   * the bot has nothing to send; else the follow-ups its count says are out, or this process remembers. Past the
+   * 15 minutes the webhook can no longer read the original, and only this process's memory tells.
    */
-  private async deliveredThroughWebhook({ target, webhook, text, rest, signal, call }: Attempt): Promise<boolean> {
-    if (tokenExpiresWithin(target, 0)) return false;
+  private async shownThroughWebhook(attempt: Attempt): Promise<ChunksShown | "whole reply"> {
+    const { target, webhook, text, rest, signal, call } = attempt;
+    const remembered = this.shownAsRemembered(attempt);
+    if (tokenExpiresWithin(target, 0)) return remembered;
     try {
       const current = (await call(rest.get(`${webhook}/messages/@original`, { auth: false, signal }))) as { content?: unknown; flags?: unknown };
       const shown = typeof current.content === "string" ? current.content : "";
       const loading = (Number(current.flags ?? 0) & MESSAGE_FLAG_LOADING) !== 0;
-      return !loading && shown.trim() !== "" && !progressJournal(chunksOf(text, this.options.messageLimit)).isCount(shown);
+      const journal = progressJournal(chunksOf(text, this.options.messageLimit));
+      if (!loading && shown.trim() !== "" && !journal.isCount(shown)) return "whole reply";
+      // The original is there, so follow-ups went out below it: chunks 1 to the count.
+      const counted = Math.max(journal.read(shown), remembered.from === 1 ? remembered.to - 1 : 0);
+      return { from: 1, to: counted + 1 };
     } catch (error) {
-      // The token or the original is gone (the bot sends the reply), or Discord failed (the outbox tries again).
-      if (error instanceof DiscordAPIError && (TOKEN_GONE_CODES.has(Number(error.code)) || Number(error.code) === UNKNOWN_MESSAGE)) return false;
+      // The token or the original is gone (the bot sends what is not known to be out), or Discord failed (the outbox tries again).
+      if (error instanceof DiscordAPIError && (TOKEN_GONE_CODES.has(Number(error.code)) || Number(error.code) === UNKNOWN_MESSAGE)) return remembered;
       throw error;
     }
+  }
+
+  /** The chunks this process sent through the webhook: follow-ups below the original, or from the first once it was deleted. */
+  private shownAsRemembered({ webhook, text }: Attempt): ChunksShown {
+    const alone = this.progress.get(followupsKey(webhook));
+    if (alone?.text === text) return { from: 0, to: alone.sent };
+    const belowOriginal = this.progress.get(webhook);
+    if (belowOriginal?.text === text) return { from: 1, to: belowOriginal.sent + 1 };
+    return NO_CHUNK_SHOWN;
   }
 
   /** Through the interaction's webhook: the original response, with follow-ups for a long reply; follow-ups alone once the original is deleted. */
@@ -209,6 +272,9 @@ export class DiscordDelivery {
       const remembered = this.progress.get(webhook);
       const progress: Progress = { text, sent: Math.max(journal.read(shown), remembered?.text === text ? remembered.sent : 0), at: remembered?.at ?? Date.now() };
       this.progress.set(webhook, progress);
+      // Discord makes a follow-up to a deferred response still loading an edit of it, not a new message (which the
+      // final edit would then overwrite): the count, at 0, goes there first, so every follow-up is a message of its own.
+      if (loading) await call(rest.patch(original, { body: message(journal.write(0)), auth: false, signal }));
       for (let index = progress.sent + 1; index < chunks.length; index += 1) {
         await call(rest.post(webhook, { body: message(chunks[index]!), auth: false, signal }));
         progress.sent = index;
@@ -227,7 +293,7 @@ export class DiscordDelivery {
    */
   private async toFollowups({ webhook, text, rest, signal, call }: Attempt): Promise<void> {
     const chunks = chunksOf(text, this.options.messageLimit);
-    const key = `${webhook}#followups`;
+    const key = followupsKey(webhook);
     const remembered = this.progress.get(key);
     const progress: Progress = { text, sent: remembered?.text === text ? remembered.sent : 0, at: remembered?.at ?? Date.now() };
     this.progress.set(key, progress);
@@ -239,31 +305,56 @@ export class DiscordDelivery {
   }
 
   /**
-   * The interaction's token expired: the reply as channel messages from the bot, the first mentioning who asked.
-   * Each carries a nonce made of the delivery's id and the part's index, which Discord enforces (enforce_nonce):
-   * a part sent again within Discord's nonce window returns the message made before instead of a second one.
-   * This process also remembers how many parts went out, so its own retries send only the rest, however late.
+   * The interaction's token expired: the reply as channel messages from the bot, all but the chunks the user already
+   * sees from the webhook (`shown`); the first chunk starts with a mention of who asked. Each part carries a nonce
+   * made of the delivery's id and its chunk's index, which Discord enforces (enforce_nonce): a part sent again
+   * within Discord's nonce window returns the message made before instead of a second one, whichever chunks an
+   * attempt left out. This process also remembers how many parts went out, so its own retries send only the rest,
+   * however late.
    */
-  private async toChannel({ delivery, target, text, rest, signal, call }: Attempt, bot: string): Promise<void> {
-    const mention = typeof target.userId === "string" && /^\d{1,20}$/.test(target.userId) ? target.userId : userOf(delivery);
-    const chunks = chunksOf(mention ? `<@${mention}> ${text}` : text, this.options.messageLimit);
+  private async toChannel(attempt: Attempt, bot: string, shown: ChunksShown): Promise<void> {
+    const { delivery, target, text, rest, signal, call } = attempt;
     const route = channelRoute(target)!;
     const key = `${route}#${delivery.deliveryId}`;
     const remembered = this.channelProgress.get(key);
-    const progress: Progress = { text, sent: remembered?.text === text ? remembered.sent : 0, at: remembered?.at ?? Date.now() };
+    // A retry here leaves out what the first attempt did: once the token expired, nothing else tells what the webhook sent.
+    const progress: BotProgress = remembered?.text === text ? remembered : { text, shown, sent: 0, at: Date.now() };
     this.channelProgress.set(key, progress);
-    for (let index = progress.sent; index < chunks.length; index += 1) {
+    const parts = this.botParts(attempt, progress.shown);
+    for (let index = progress.sent; index < parts.length; index += 1) {
+      const { content, nonce, mention } = parts[index]!;
       const body = {
-        content: chunks[index]!,
+        content,
         // Only the user who asked, and only in the part that names them: nothing else in the reply pings anyone.
-        allowed_mentions: index === 0 && mention ? { parse: [], users: [mention] } : { parse: [] },
-        nonce: nonceOf(delivery.deliveryId, index),
+        allowed_mentions: mention ? { parse: [], users: [mention] } : { parse: [] },
+        nonce,
         enforce_nonce: true,
       };
       await call(rest.post(route, { body, auth: false, headers: { Authorization: `Bot ${bot}` }, signal }));
       progress.sent = index + 1;
     }
     this.channelProgress.delete(key);
+  }
+
+  /**
+   * The bot's messages for a reply: the webhook's chunks but those shown, cut the same way in every attempt, so a
+   * part's nonce names the same text whichever were left out. The first chunk starts with a mention of who asked,
+   * and is split again if that makes it too long.
+   */
+  private botParts({ delivery, target, text }: Attempt, shown: ChunksShown): BotPart[] {
+    const mention = typeof target.userId === "string" && /^\d{1,20}$/.test(target.userId) ? target.userId : userOf(delivery);
+    const parts: BotPart[] = [];
+    for (const [index, chunk] of chunksOf(text, this.options.messageLimit).entries()) {
+      if (index >= shown.from && index < shown.to) continue;
+      if (index > 0 || !mention) {
+        parts.push({ content: chunk, nonce: nonceOf(delivery.deliveryId, index), mention: undefined });
+        continue;
+      }
+      for (const [piece, content] of chunksOf(`<@${mention}> ${chunk}`, this.options.messageLimit).entries()) {
+        parts.push({ content, nonce: nonceOf(delivery.deliveryId, index, piece), mention: piece === 0 ? mention : undefined });
+      }
+    }
+    return parts;
   }
 
   /** The error the outbox gets: retried, retried after Discord's wait, or final. No `cause`: Discord's errors carry the request URL, and with it the interaction token. */
@@ -279,6 +370,8 @@ export class DiscordDelivery {
       const why = bot === undefined ? `; the interaction's token expired, and a reply later than its 15 minutes needs ${this.options.botTokenEnv}, which is not set` : "";
       return finalDeliveryFailure(new AssemblyLineError("AL_ERR_DISCORD_DELIVERY", `${what}${why}`, { fix }));
     }
+    const refusal = code === undefined ? undefined : REFUSALS.get(code);
+    if (refusal !== undefined) return finalDeliveryFailure(new AssemblyLineError("AL_ERR_DISCORD_DELIVERY", what, { fix: refusal }));
     if (asBot && code !== undefined && CHANNEL_REFUSED_CODES.has(code)) {
       return finalDeliveryFailure(
         new AssemblyLineError("AL_ERR_DISCORD_DELIVERY", `${what} (posting as the bot in channel ${target.channelId ?? "?"})`, {
@@ -297,10 +390,8 @@ export class DiscordDelivery {
   }
 
   private forgetExpired(): void {
-    const oldest = Date.now() - TOKEN_LIFETIME_MS;
-    for (const [key, progress] of this.progress) if (progress.at < oldest) this.progress.delete(key);
-    const oldestChannel = Date.now() - CHANNEL_PROGRESS_MS;
-    for (const [key, progress] of this.channelProgress) if (progress.at < oldestChannel) this.channelProgress.delete(key);
+    const oldest = Date.now() - PROGRESS_MS;
+    for (const progresses of [this.progress, this.channelProgress]) for (const [key, progress] of progresses) if (progress.at < oldest) progresses.delete(key);
   }
 
   private client(): REST {
@@ -338,6 +429,11 @@ function chunksOf(text: string, limit: number): string[] {
   return splitMessage(text, limit).filter((chunk) => chunk.trim() !== "");
 }
 
+/** Where this process counts the follow-ups sent once the original is deleted (from the first chunk, not the second). */
+function followupsKey(webhook: `/webhooks/${string}`): string {
+  return `${webhook}#followups`;
+}
+
 function channelRoute(target: DiscordDeliveryMetadata): `/channels/${string}/messages` | undefined {
   return target.channelId ? `/channels/${encodeURIComponent(target.channelId)}/messages` : undefined;
 }
@@ -356,11 +452,13 @@ function userOf(delivery: ChannelDelivery): string | undefined {
 }
 
 /**
- * The nonce of a reply's part: the same for every attempt at this delivery, in any process, and different for
- * every part and every other delivery; at most Discord's 25 characters (a digest of the delivery's id, the index).
+ * The nonce of the bot's part of a reply: chunk `chunk` of the webhook's cut, and its piece `piece` when the mention
+ * made the first chunk too long. The same for every attempt at this delivery, in any process, whichever chunks it
+ * leaves out, and different for every part and every other delivery; at most Discord's 25 characters (a digest of
+ * the delivery's id, the indexes).
  */
-export function nonceOf(deliveryId: string, index: number): string {
-  const suffix = `.${index}`;
+export function nonceOf(deliveryId: string, chunk: number, piece = 0): string {
+  const suffix = `.${chunk}.${piece}`;
   return createHash("sha256").update(deliveryId).digest("hex").slice(0, NONCE_LIMIT - suffix.length) + suffix;
 }
 
@@ -375,10 +473,10 @@ function describeFailure(error: unknown, host: AbortSignal): string {
 }
 
 /**
- * What the original response shows while a long reply's follow-ups go out: how many are sent, and a digest of
- * the reply's chunks, so an attempt in any process after a crash goes on from there. Discord's webhooks take no
- * idempotency key, and the original is the one message of the interaction a retry can read back. Only a follow-up
- * sent just before a crash, whose count was not yet recorded, can be sent again.
+ * What the original response shows while a long reply's follow-ups go out: how many are sent (from 0, before the
+ * first), and a digest of the reply's chunks, so an attempt in any process after a crash goes on from there.
+ * Discord's webhooks take no idempotency key, and the original is the one message of the interaction a retry can
+ * read back. Only a follow-up sent just before a crash, whose count was not yet recorded, can be sent again.
  */
 function progressJournal(chunks: string[]): { write(sent: number): string; read(content: string): number; isCount(content: string): boolean } {
   const digest = createHash("sha256").update(JSON.stringify(chunks)).digest("hex").slice(0, 8);
@@ -391,8 +489,9 @@ function progressJournal(chunks: string[]): { write(sent: number): string; read(
     read(content) {
       const match = pattern.exec(content.trim());
       if (!match || Number(match[1]) !== chunks.length || match[3] !== digest) return 0;
+      // Written at 0 before the first follow-up and after each but the last; anything else is not this channel's.
       const sent = Number(match[2]);
-      return sent >= 1 && sent < chunks.length - 1 ? sent : 0;
+      return sent < chunks.length - 1 ? sent : 0;
     },
   };
 }

@@ -28,10 +28,10 @@ const CHANNEL = "1100000000000000001";
 const ASKER = "80351110224678912";
 
 /** A reply to an interaction made `ageMs` ago (a snowflake holds its time). */
-function reply(text: string, ageMs = 0) {
+function reply(text: string, ageMs = 0, options: { followupLimit?: number } = {}) {
   const createdAt = Date.now() - ageMs;
   const interaction = slashCommandInteraction({ id: snowflake(createdAt), channelId: CHANNEL, text: "question", user: { id: ASKER, username: "nelly" } });
-  api.registerInteraction(interaction.token, { createdAt });
+  api.registerInteraction(interaction.token, { createdAt, ...options });
   // What the Node host hands deliver(): the channel metadata, and the token in the delivery metadata.
   const metadata = {
     discord: { applicationId: interaction.application_id, interactionId: interaction.id, interactionType: 2, channelId: CHANNEL, guildId: null, userId: ASKER },
@@ -46,6 +46,9 @@ const longWaitMs = DELIVERY_BUDGET_MS + 45_000;
 const long = ["a".repeat(1990), "b".repeat(1990), "c".repeat(500)].join("\n");
 /** `long` as the channel shows it: cut after each newline, which Discord trims off. */
 const shown = ["a".repeat(1990), "b".repeat(1990), "c".repeat(500)];
+/** A long reply whose first chunk still fits one message with the bot's mention before it. */
+const roomyShown = ["a".repeat(1900), "b".repeat(1900), "c".repeat(500)];
+const roomy = roomyShown.join("\n");
 
 describe("delivering a reply through the interaction's webhook", () => {
   it("sends nothing twice when a long reply cut at newlines is delivered again by another process (a crash before the outbox recorded it)", async () => {
@@ -62,13 +65,40 @@ describe("delivering a reply through the interaction's webhook", () => {
   it("sends no follow-up twice when another process retries a long reply that a crash cut short after some of its follow-ups", async () => {
     const text = ["a".repeat(1990), "b".repeat(1990), "c".repeat(1990), "d".repeat(100)].join("\n");
     const { token, delivery } = reply(text);
-    // The GET and the follow-ups b and c go out; the process dies as it sends d.
-    api.failAfter(5);
+    // The GET, the count at 0, and the follow-ups b and c with their counts go out; the process dies as it sends d.
+    api.failAfter(6);
     const crashed = await process_().deliver(delivery).catch((error: unknown) => error);
     expect(isAssemblyLineError(crashed, "AL_ERR_DISCORD_DELIVERY"), String(crashed)).toBe(true);
     // Another process (nothing of the first in its memory) delivers the reply again.
     await process_().deliver({ ...delivery, attempt: 2 });
     expect(api.messages(token)).toEqual(["a".repeat(1990), "b".repeat(1990), "c".repeat(1990), "d".repeat(100)]);
+  });
+
+  it("shows every part of a long reply once, in order, though Discord makes a follow-up to a still-loading response an edit of it", async () => {
+    for (const parts of [shown.slice(0, 2), shown]) {
+      const { token, delivery } = reply(parts.join("\n"));
+      await process_().deliver(delivery);
+      expect(api.messages(token)).toEqual(parts);
+    }
+    // Before the first follow-up, the original stops loading: it shows the count, at 0.
+    const edits = api.received.filter((message) => message.kind === "edit-original").map((message) => message.content.trim());
+    expect(edits.slice(0, 2)).toEqual([expect.stringMatching(/^-# Sending the reply in 2 parts\.\.\. \(0 sent below, /), shown[0]]);
+  });
+
+  it("delivers the rest of a long reply when another process retries after a crash before or after the first follow-up", async () => {
+    // The process dies: as it sends the first follow-up (the original shows the count at 0), or as it records it.
+    for (const [requestsDone, expected] of [
+      [2, shown],
+      // Sent but not counted: the one follow-up a crash can repeat.
+      [3, [shown[0], shown[1], shown[1], shown[2]]],
+    ] as const) {
+      const { token, delivery } = reply(long);
+      api.failAfter(requestsDone);
+      const crashed = await process_().deliver(delivery).catch((error: unknown) => error);
+      expect(isAssemblyLineError(crashed, "AL_ERR_DISCORD_DELIVERY"), String(crashed)).toBe(true);
+      await process_().deliver({ ...delivery, attempt: 2 });
+      expect(api.messages(token)).toEqual(expected);
+    }
   });
 
   it("sends nothing twice when another process delivers again a long reply whose first part Discord stored altered", async () => {
@@ -101,10 +131,10 @@ describe("delivering a reply through the interaction's webhook", () => {
   it("sends only the missing chunks when a retry in the same process follows a failure half way, even one that kept the count out of the original", async () => {
     const { token, delivery } = reply(long);
     const channel = process_();
-    api.failAfter(2); // the GET and the first follow-up pass; recording it in the original gets a 500
+    api.failAfter(3); // the GET, the count at 0 and the first follow-up pass; recording it in the original gets a 500
     const failure = await channel.deliver(delivery).catch((error: unknown) => error);
     expect(isAssemblyLineError(failure, "AL_ERR_DISCORD_DELIVERY"), String(failure)).toBe(true);
-    expect(api.messages(token)).toHaveLength(1);
+    expect(api.messages(token)).toEqual([expect.stringMatching(/^-# Sending the reply in 3 parts\.\.\. \(0 sent below, [0-9a-f]{8}\)$/), shown[1]]);
     await channel.deliver(delivery);
     expect(api.messages(token)).toEqual(shown);
   });
@@ -183,6 +213,35 @@ describe("delivering a reply through the interaction's webhook", () => {
     expect(sent.join(" ").replace(/\s+/g, " ")).toBe("start end");
   });
 
+  it("fails at once, saying the reply was too long, when Discord refuses a follow-up past a user-installed app's 5 (40094)", async () => {
+    const text = Array.from({ length: 8 }, (_, index) => String(index).repeat(90)).join("\n");
+    const { token, delivery } = reply(text, 0, { followupLimit: 5 });
+    const channel = defineDiscordChannel({ env: { DISCORD_PUBLIC_KEY: keys.publicKeyHex }, apiBaseUrl: api.apiBaseUrl, messageLimit: 100 });
+    const failure = await channel.deliver(delivery).catch((error: unknown) => error);
+    expect(String(failure)).toMatch(/AL_ERR_DISCORD_DELIVERY.*code 40094/);
+    expect(isFinalDeliveryFailure(failure)).toBe(true);
+    expect((failure as { fix?: string }).fix).toMatch(/reply was too long .* only 5 follow-up messages/);
+    expect(inspect(failure, { depth: 10 })).not.toContain(token);
+  });
+
+  it("fails at once when Discord refuses messages to the user (50007) or into an archived thread (50083)", async () => {
+    const refusals = [
+      { status: 403, code: 50007, message: "Cannot send messages to this user", fix: /refuses messages to this user/ },
+      { status: 400, code: 50083, message: "Invalid action on archived thread", fix: /archived or locked: unarchive it/ },
+    ];
+    for (const { fix, ...refusal } of refusals) {
+      for (const age of [0, twentyMinutes]) {
+        const { token, delivery } = reply("unwelcome", age);
+        api.refuseNext(refusal);
+        const failure = await withBot().deliver(delivery).catch((error: unknown) => error);
+        expect(String(failure)).toContain(`code ${refusal.code}`);
+        expect(isFinalDeliveryFailure(failure)).toBe(true);
+        expect((failure as { fix?: string }).fix).toMatch(fix);
+        expect(inspect(failure, { depth: 10 })).not.toContain(token);
+      }
+    }
+  });
+
   it("keeps the interaction token out of a failed delivery's error, its cause included", async () => {
     const { token, delivery } = reply("hello");
     api.failNext(1);
@@ -217,6 +276,8 @@ describe("a delivery attempt's budget", () => {
 
 /** Later than an interaction token lives. */
 const twentyMinutes = 20 * 60_000;
+/** In an interaction token's last minute, when the bot takes over. */
+const lastMinute = 14.5 * 60_000;
 const channelPosts = () => api.requests.filter((request) => request.path === `/api/v10/channels/${CHANNEL}/messages`);
 const webhookCalls = () => api.requests.filter((request) => request.path.startsWith("/api/v10/webhooks/"));
 
@@ -242,7 +303,6 @@ describe("delivering a reply after the interaction's token expired", () => {
   });
 
   it("sends nothing as the bot, in the token's last minute, for a reply the webhook already delivered before a crash", async () => {
-    const lastMinute = 14.5 * 60_000;
     const { token, delivery } = reply("delivered just in time", lastMinute);
     // An attempt without the bot token went through the webhook; the process died before the outbox recorded it.
     await process_().deliver(delivery);
@@ -269,8 +329,7 @@ describe("delivering a reply after the interaction's token expired", () => {
   });
 
   it("sends no part twice when another process retries a long reply the bot was posting when it crashed", async () => {
-    const text = ["a".repeat(1990), "b".repeat(1990), "c".repeat(500)].join("\n");
-    const { delivery } = reply(text, twentyMinutes);
+    const { delivery } = reply(roomy, twentyMinutes);
     // The first two parts go out; the process dies as it sends the third.
     api.failAfter(2);
     const crashed = await withBot().deliver(delivery).catch((error: unknown) => error);
@@ -280,15 +339,12 @@ describe("delivering a reply after the interaction's token expired", () => {
     // Another process, knowing nothing of the first, sends every part again: the nonces make Discord return the two it has.
     await withBot().deliver({ ...delivery, attempt: 2 });
     expect(channelPosts().slice(-3).map((request) => request.status)).toEqual([200, 200, 200]);
-    const parts = api.channelMessages(CHANNEL);
-    expect(parts).toHaveLength(3);
-    expect(parts).toEqual(splitMessage(`<@${ASKER}> ${text}`, 2000).map((part) => part.trim()));
-    expect(new Set(api.posted.map((message) => message.nonce)).size).toBe(3);
+    expect(api.channelMessages(CHANNEL)).toEqual([`<@${ASKER}> ${roomyShown[0]}`, ...roomyShown.slice(1)]);
+    expect(api.posted.map((message) => message.nonce)).toEqual([0, 1, 2].map((chunk) => nonceOf(delivery.deliveryId, chunk)));
   });
 
   it("sends only the missing parts when a retry in the same process follows a failure half way", async () => {
-    const text = ["a".repeat(1990), "b".repeat(1990), "c".repeat(500)].join("\n");
-    const { delivery } = reply(text, twentyMinutes);
+    const { delivery } = reply(roomy, twentyMinutes);
     const channel = withBot();
     api.failAfter(1);
     await channel.deliver(delivery).catch(() => undefined);
@@ -298,12 +354,58 @@ describe("delivering a reply after the interaction's token expired", () => {
     expect(api.channelMessages(CHANNEL)).toHaveLength(3);
   });
 
+  it("sends as the bot, in the token's last minute, only the first part and those after the follow-ups the original counts", async () => {
+    const chunks = ["a".repeat(1900), "b".repeat(1900), "c".repeat(1900), "d".repeat(100)];
+    const { token, delivery } = reply(chunks.join("\n"), lastMinute);
+    // A process without the bot token sent the follow-up b and counted it; its follow-up c got a 500.
+    api.failAfter(4);
+    await process_().deliver(delivery).catch(() => undefined);
+    expect(api.messages(token)).toEqual([expect.stringMatching(/^-# Sending the reply in 4 parts\.\.\. \(1 sent below/), chunks[1]]);
+    // The retry comes in the token's last minute: the bot takes over, reading the count first.
+    await withBot().deliver({ ...delivery, attempt: 2 });
+    expect(api.channelMessages(CHANNEL)).toEqual([`<@${ASKER}> ${chunks[0]}`, chunks[2], chunks[3]]);
+    expect(api.posted.map((message) => message.nonce)).toEqual([0, 2, 3].map((chunk) => nonceOf(delivery.deliveryId, chunk)));
+    // What stays: the original keeps its count, and a retry in another process once the token no longer reads it
+    // sends b again (Discord's nonces return the bot's own parts, within its window).
+    expect(api.messages(token)[0]).toMatch(/^-# Sending the reply in 4 parts/);
+    api.expireInteraction(token);
+    await withBot().deliver({ ...delivery, attempt: 3 });
+    expect(api.channelMessages(CHANNEL)).toEqual([`<@${ASKER}> ${chunks[0]}`, chunks[2], chunks[3], chunks[1]]);
+  });
+
+  it("sends as the bot only the parts the webhook has not, as this process remembers them, once Discord says the token expired", async () => {
+    const chunks = ["a".repeat(1900), "b".repeat(1900), "c".repeat(1900), "d".repeat(100)];
+    const { token, delivery } = reply(chunks.join("\n"));
+    const channel = withBot();
+    // Sent: the follow-up b, uncounted (the count's edit got a 500).
+    api.failAfter(3);
+    await channel.deliver(delivery).catch(() => undefined);
+    api.expireInteraction(token);
+    await channel.deliver({ ...delivery, attempt: 2 });
+    expect(api.messages(token)).toEqual([expect.stringMatching(/^-# Sending the reply in 4 parts\.\.\. \(0 sent below/), chunks[1]]);
+    expect(api.channelMessages(CHANNEL)).toEqual([`<@${ASKER}> ${chunks[0]}`, chunks[2], chunks[3]]);
+  });
+
+  it("sends as the bot only the follow-ups not yet sent below a deleted original, once the token expired", async () => {
+    const { token, delivery } = reply(long);
+    api.deleteOriginal(token);
+    const channel = withBot();
+    // The GET of the original (404) and the first follow-up; the second gets a 500.
+    api.failAfter(2);
+    await channel.deliver(delivery).catch(() => undefined);
+    api.expireInteraction(token);
+    await channel.deliver({ ...delivery, attempt: 2 });
+    expect(api.messages(token)).toEqual(shown.slice(0, 1));
+    // The reply's start, where the mention goes, is out already: the rest pings no one.
+    expect(api.channelMessages(CHANNEL)).toEqual(shown.slice(1));
+    expect(api.posted.map((message) => message.allowedMentions)).toEqual([{ parse: [] }, { parse: [] }]);
+  });
+
   it("sends a part again when another process retries it after Discord's nonce window: what the nonce does not cover", async () => {
     const short = await new FakeDiscordApi({ nonceWindowMs: 100 }).start();
     onTestFinished(() => short.stop());
     const channel = () => defineDiscordChannel({ env: { DISCORD_PUBLIC_KEY: keys.publicKeyHex, DISCORD_BOT_TOKEN: short.botToken }, apiBaseUrl: short.apiBaseUrl });
-    const text = ["a".repeat(1990), "b".repeat(500)].join("\n");
-    const { delivery } = reply(text, twentyMinutes);
+    const { delivery } = reply(roomyShown.slice(0, 2).join("\n"), twentyMinutes);
     short.failAfter(1);
     await channel().deliver(delivery).catch(() => undefined);
     await new Promise((resolve) => setTimeout(resolve, 150));
@@ -319,10 +421,21 @@ describe("delivering a reply after the interaction's token expired", () => {
   });
 
   it("keeps each part's nonce within Discord's 25 characters, the same for every attempt and different for every part and delivery", () => {
-    const nonces = [nonceOf("dlv_1", 0), nonceOf("dlv_1", 1), nonceOf("dlv_1", 123456), nonceOf("dlv_2", 0)];
+    const nonces = [nonceOf("dlv_1", 0), nonceOf("dlv_1", 0, 1), nonceOf("dlv_1", 1), nonceOf("dlv_1", 123456), nonceOf("dlv_1", 123456, 99), nonceOf("dlv_2", 0)];
     for (const nonce of nonces) expect(nonce.length).toBeLessThanOrEqual(25);
     expect(new Set(nonces).size).toBe(nonces.length);
-    expect(nonceOf("dlv_1", 1)).toBe(nonces[1]);
+    expect(nonceOf("dlv_1", 1)).toBe(nonces[2]);
+  });
+
+  it("cuts the reply where the webhook does, splitting again only a first part the mention makes too long", async () => {
+    const { delivery } = reply(long, twentyMinutes);
+    await withBot().deliver(delivery);
+    // The mention pushes the first chunk past 2000 characters: it alone is cut again; the others are the webhook's.
+    const mentioned = splitMessage(`<@${ASKER}> ${shown[0]}\n`, 2000).map((piece) => piece.trim());
+    expect(mentioned).toHaveLength(2);
+    expect(api.channelMessages(CHANNEL)).toEqual([...mentioned, shown[1], shown[2]]);
+    expect(api.posted.map((message) => message.nonce)).toEqual([nonceOf(delivery.deliveryId, 0, 0), nonceOf(delivery.deliveryId, 0, 1), nonceOf(delivery.deliveryId, 1), nonceOf(delivery.deliveryId, 2)]);
+    expect(api.posted.map((message) => message.allowedMentions)).toEqual([{ parse: [], users: [ASKER] }, { parse: [] }, { parse: [] }, { parse: [] }]);
   });
 
   it("fails for good without a bot token, its error saying that replies after 15 minutes need DISCORD_BOT_TOKEN", async () => {

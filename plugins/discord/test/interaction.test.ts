@@ -1,6 +1,6 @@
 import { describe, expect, it } from "vitest";
 import { isAssemblyLineError, type ChannelTurn } from "@assemblyline-agents/core";
-import { defineDiscordChannel, normalizeInteraction, splitMessage } from "../src/index.js";
+import { defineDiscordChannel, normalizeInteraction } from "../src/index.js";
 
 const base = { id: "1300000000000000001", application_id: "1000000000000000001", token: "tok", channel_id: "42", member: { user: { id: "7", username: "nelly", global_name: "Nelly" } } };
 
@@ -38,20 +38,6 @@ describe("normalizing interactions", () => {
       expect(isAssemblyLineError(refusal, "AL_ERR_DISCORD_INTERACTION"), JSON.stringify(body)).toBe(true);
       expect((refusal as { status: number }).status).toBe(400);
     }
-  });
-});
-
-describe("splitMessage", () => {
-  it("cuts at line breaks, then spaces, then the limit, and loses nothing", () => {
-    expect(splitMessage("aaaa\nbbbb\ncc", 10)).toEqual(["aaaa\nbbbb\n", "cc"]);
-    expect(splitMessage("aaaa bbbb cc", 10)).toEqual(["aaaa bbbb ", "cc"]);
-    expect(splitMessage("a".repeat(25), 10)).toEqual(["a".repeat(10), "a".repeat(10), "a".repeat(5)]);
-    expect(splitMessage("", 10)).toEqual([]);
-  });
-
-  it("never splits a surrogate pair", () => {
-    const chunks = splitMessage("a".repeat(9) + "😀" + "b", 10);
-    expect(chunks).toEqual(["a".repeat(9), "😀b"]);
   });
 });
 

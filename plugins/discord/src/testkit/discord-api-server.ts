@@ -4,6 +4,9 @@ import type { AddressInfo } from "node:net";
 /** An interaction token lives 15 minutes after the interaction. */
 const TOKEN_LIFETIME_MS = 15 * 60_000;
 
+/** The id of every interaction's original response (the deferred one). */
+const ORIGINAL_ID = "1000";
+
 /** A UTF-16 surrogate without its pair: not a Unicode character, so not something Discord stores. */
 const LONE_SURROGATE = /[\uD800-\uDBFF](?![\uDC00-\uDFFF])|(?<![\uD800-\uDBFF])[\uDC00-\uDFFF]/g;
 
@@ -11,7 +14,10 @@ const LONE_SURROGATE = /[\uD800-\uDBFF](?![\uDC00-\uDFFF])|(?<![\uD800-\uDBFF])[
 export interface ReceivedDiscordMessage {
   applicationId: string;
   interactionToken: string;
-  /** `edit-original` (PATCH .../messages/@original) or `followup` (POST /webhooks/...). */
+  /**
+   * `edit-original` (PATCH .../messages/@original) or `followup` (POST /webhooks/...); a follow-up to an original
+   * still loading edits it, as on Discord (`messages(token)` shows the result).
+   */
   kind: "edit-original" | "followup";
   /** As sent; `messages(token)` shows it as Discord stores it (trimmed). */
   content: string;
@@ -52,7 +58,11 @@ export interface FakeDiscordApiOptions {
  * Retry-After, or Retry-After alone as a shared or Cloudflare limit answers), and a CDN serving attachment bytes at /attachments/{id}/{name}.
  * An interaction's token expires 15 minutes after it (`registerInteraction(token, { createdAt })`) or when a test
  * says so (`expireInteraction`): its webhook then answers 401 Invalid Webhook Token (50027). A deleted original
- * (`deleteOriginal`) answers 404 Unknown Message (10008) on @original while follow-ups still go out. The bot's
+ * (`deleteOriginal`) answers 404 Unknown Message (10008) on @original while follow-ups still go out. A follow-up
+ * sent while the deferred original still loads (never edited, not deleted) edits the original instead of making a
+ * message, as Discord documents ("this endpoint will function as Edit Original Interaction Response"); a follow-up
+ * always answers with its message (Discord's `wait` is always true for interactions), and past the interaction's
+ * `followupLimit` answers 400 (40094), as for a user-installed app not in the server. The bot's
  * channel messages (POST /api/v10/channels/{id}/messages) need `Authorization: Bot <botToken>` (else 401), take a
  * `nonce` of at most 25 characters, and with `enforce_nonce: true` return the message the bot made with the same
  * nonce within `nonceWindowMs` instead of a second one, as Discord does; the same failures and rate limits apply.
@@ -64,7 +74,7 @@ export class FakeDiscordApi {
   /** Per interaction token, when it expires (epoch ms). */
   private readonly tokens = new Map<string, number>();
   /** Per interaction token, its messages as the channel shows them: the deferred original, then the follow-ups. */
-  private readonly channel = new Map<string, { original: string | undefined; deleted: boolean; followups: string[] }>();
+  private readonly channel = new Map<string, { original: string | undefined; deleted: boolean; followups: string[]; followupLimit: number }>();
   /** The bot's messages, in the order created. */
   readonly posted: ChannelMessage[] = [];
   readonly botToken: string;
@@ -77,6 +87,7 @@ export class FakeDiscordApi {
   private rateLimitBucketHeaders = true;
   private exhaustBucketFor = 0;
   private failures = 0;
+  private readonly refusals: Array<{ status: number; code: number; message: string }> = [];
   private server: Server | undefined;
   private baseUrl = "";
   private messageId = 1000;
@@ -111,11 +122,15 @@ export class FakeDiscordApi {
     await new Promise<void>((resolve) => (this.server ? this.server.close(() => resolve()) : resolve()));
   }
 
-  /** Discord knows the token of every interaction it sent, for 15 minutes from `createdAt` (default now); others get 401. */
-  registerInteraction(token: string, options: { createdAt?: number } = {}): void {
+  /**
+   * Discord knows the token of every interaction it sent, for 15 minutes from `createdAt` (default now); others get
+   * 401. `followupLimit`: how many follow-up messages it takes (Discord allows 5 to a user-installed app that is
+   * not in the server); default no limit.
+   */
+  registerInteraction(token: string, options: { createdAt?: number; followupLimit?: number } = {}): void {
     this.tokens.set(token, (options.createdAt ?? Date.now()) + TOKEN_LIFETIME_MS);
     // The deferred response (type 5) made the original message, empty and loading, above anything sent later.
-    if (!this.channel.has(token)) this.channel.set(token, { original: undefined, deleted: false, followups: [] });
+    if (!this.channel.has(token)) this.channel.set(token, { original: undefined, deleted: false, followups: [], followupLimit: options.followupLimit ?? Infinity });
   }
 
   /** The interaction's token expires now, as 15 minutes after the interaction: its webhook answers 401 (50027). */
@@ -169,6 +184,11 @@ export class FakeDiscordApi {
   /** The next `count` API requests (webhook or channel) fail with 500. */
   failNext(count: number): void {
     this.failures = count;
+  }
+
+  /** The next API request (webhook or channel) is refused with this error, e.g. `{ status: 403, code: 50007, message: "Cannot send messages to this user" }`. */
+  refuseNext(error: { status: number; code: number; message: string }): void {
+    this.refusals.push(error);
   }
 
   /** The API request (webhook or channel) after the next `count` ones fails with 500. */
@@ -232,6 +252,8 @@ export class FakeDiscordApi {
       this.failures -= 1;
       return send(500, { message: "500: Internal Server Error", code: 0 });
     }
+    const refusal = this.refusals.shift();
+    if (refusal) return send(refusal.status, { message: refusal.message, code: refusal.code });
     if (channelRoute) return this.createChannelMessage(req, decodeURIComponent(channelRoute[1]!), chunks, bucket, send, limitHeaders);
     const [, applicationId, token] = webhook as unknown as [string, string, string];
     const atOriginal = webhook![3] !== undefined;
@@ -241,7 +263,7 @@ export class FakeDiscordApi {
     if (atOriginal && channel.deleted) return send(404, { message: "Unknown Message", code: 10008 });
     if (method === "GET") {
       // Until it is edited, a deferred original is empty with the LOADING flag (1 << 7).
-      const original = { id: "1000", type: 20, content: channel.original ?? "", flags: channel.original === undefined ? 128 : 0, channel_id: "0", author: { id: applicationId, username: "bot" }, attachments: [], embeds: [], mentions: [], timestamp: new Date().toISOString() };
+      const original = { id: ORIGINAL_ID, type: 20, content: channel.original ?? "", flags: channel.original === undefined ? 128 : 0, channel_id: "0", author: { id: applicationId, username: "bot" }, attachments: [], embeds: [], mentions: [], timestamp: new Date().toISOString() };
       return send(200, original, limitHeaders(4, 1));
     }
     let body: { content?: unknown; allowed_mentions?: unknown };
@@ -256,17 +278,19 @@ export class FakeDiscordApi {
     if (content.length > 2000) {
       return send(400, { message: "Invalid Form Body", code: 50035, errors: { content: { _errors: [{ code: "BASE_TYPE_MAX_LENGTH", message: "Must be 2000 or fewer in length." }] } } });
     }
+    // Directly after the deferred response, a follow-up edits the loading original: no new message is made.
+    const editsOriginal = atOriginal || (channel.original === undefined && !channel.deleted);
+    if (!editsOriginal && channel.followups.length >= channel.followupLimit) return send(400, { message: "This interaction has hit the maximum number of follow up messages", code: 40094 });
     this.received.push({ applicationId: decodeURIComponent(applicationId), interactionToken: decodeURIComponent(token), kind: atOriginal ? "edit-original" : "followup", content, allowedMentions: body.allowed_mentions });
     const kept = stored(content);
-    if (atOriginal) channel.original = kept;
+    if (editsOriginal) channel.original = kept;
     else channel.followups.push(kept);
     const exhausted = atOriginal ? 0 : this.exhaustBucketFor;
     if (!atOriginal) this.exhaustBucketFor = 0;
-    const message = { id: String((this.messageId += 1)), type: 0, content: kept, channel_id: "0", author: { id: applicationId, username: "bot" }, attachments: [], embeds: [], mentions: [], timestamp: new Date().toISOString() };
+    const message = { id: editsOriginal ? ORIGINAL_ID : String((this.messageId += 1)), type: 0, content: kept, channel_id: "0", author: { id: applicationId, username: "bot" }, attachments: [], embeds: [], mentions: [], timestamp: new Date().toISOString() };
     if (exhausted > 0) this.blockedUntil.set(bucket, Date.now() + exhausted * 1000);
     const headers = exhausted > 0 ? limitHeaders(0, exhausted) : limitHeaders(4, 1);
-    // Executing a webhook answers 204 unless ?wait=true asks for the message.
-    if (method === "POST" && url.searchParams.get("wait") !== "true") return send(204, undefined, headers);
+    // An interaction's follow-up answers with its message whatever `wait` says (always true for interactions).
     return send(200, message, headers);
   }
 
