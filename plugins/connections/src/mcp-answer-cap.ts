@@ -22,10 +22,18 @@ export function answerCap(maxResultBytes: number): number {
  * it the rest is never read and the SDK gets, in the same wire format, a JSON-RPC error for each
  * request the POST carried (`data` holding ANSWER_CAP_MARK), so the call fails at once instead of
  * waiting for a response that will never come. Any other SSE stream (the session's GET stream)
- * ends after `maxBytes`, which the SDK opens again; other answers pass as they are.
+ * ends after `maxBytes`, which the SDK opens again; other answers pass as they are. Once an answer
+ * to a request was cut, the client is dropped (McpClients): from then on a request to resume a
+ * stream (GET with Last-Event-ID) is answered 405 here, unsent, so the cut answer is never read on.
  */
 export function cappedAnswers(fetchFn: typeof fetch, maxBytes: number): typeof fetch {
+  /** An answer to a request was cut. */
+  let cut = false;
   return (async (input: string | URL | Request, init?: RequestInit) => {
+    // The SDK resumes a cut SSE answer whose events carry ids about a second later, and calls of
+    // other runs may keep the dropped client that long. 405 is a server's "no stream here": the SDK
+    // asks no more.
+    if (cut && resumes(init)) return new Response(null, { status: 405 });
     const response = await fetchFn(input, init);
     if (response.body === null) return response;
     const ids = requestIds(init);
@@ -38,14 +46,15 @@ export function cappedAnswers(fetchFn: typeof fetch, maxBytes: number): typeof f
     if (ids.length === 0) return type === "text/event-stream" ? answer(cutStream(response.body, maxBytes, [])) : response;
     // A refusal's body is read whole into the error's message, which reaches the model: its start says enough.
     if (!response.ok) return answer(cutStream(response.body, REFUSAL_BYTES, []));
-    if (type === "text/event-stream") return answer(cutStream(response.body, maxBytes, ids));
+    if (type === "text/event-stream") return answer(cutStream(response.body, maxBytes, ids, () => (cut = true)));
     const text = await readBounded(response, maxBytes);
+    if (text === undefined) cut = true;
     return answer(text ?? JSON.stringify(ids.length === 1 ? capErrorFor(ids[0]!, maxBytes) : ids.map((id) => capErrorFor(id, maxBytes))));
   }) as typeof fetch;
 }
 
-/** A body's first `maxBytes`; then, for an SSE answer to `ids`, an end to any event cut short and one error event per request; then no more. */
-function cutStream(body: ReadableStream<Uint8Array>, maxBytes: number, ids: Array<string | number>): ReadableStream<Uint8Array> {
+/** A body's first `maxBytes`; then, for an SSE answer to `ids`, an end to any event cut short and one error event per request (and `cutting` called); then no more. */
+function cutStream(body: ReadableStream<Uint8Array>, maxBytes: number, ids: Array<string | number>, cutting?: () => void): ReadableStream<Uint8Array> {
   let read = 0;
   return body.pipeThrough(
     new TransformStream<Uint8Array, Uint8Array>({
@@ -55,6 +64,7 @@ function cutStream(body: ReadableStream<Uint8Array>, maxBytes: number, ids: Arra
         const room = maxBytes - (read - chunk.byteLength);
         if (room > 0) controller.enqueue(chunk.subarray(0, room));
         if (ids.length > 0) {
+          cutting?.();
           const events = ids.map((id) => `event: message\ndata: ${JSON.stringify(capErrorFor(id, maxBytes))}\n\n`).join("");
           controller.enqueue(new TextEncoder().encode(`\n\n${events}`));
         }
@@ -81,4 +91,9 @@ function requestIds(init: RequestInit | undefined): Array<string | number> {
   } catch {
     return [];
   }
+}
+
+/** A GET asking to resume a stream after an event (Last-Event-ID). */
+function resumes(init: RequestInit | undefined): boolean {
+  return (init?.method ?? "GET").toUpperCase() === "GET" && new Headers(init?.headers).has("last-event-id");
 }

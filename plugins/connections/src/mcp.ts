@@ -48,7 +48,7 @@ export class McpClients {
   private readonly uses = new Map<Promise<Client>, { count: number; ended?: () => void }>();
   /** Clients taken out of `clients` by release: a use begun before it opens no cached client. */
   private readonly released = new WeakSet<Promise<Client>>();
-  /** Released clients whose calls in flight have not all finished: close() ends them all the same. */
+  /** Released or forgotten clients whose calls in flight have not all finished: close() ends them all the same. */
   private readonly draining = new Set<Promise<Client>>();
   /** A run's own client, by key: ended when this fires, after sessions.idleMs without a use. */
   private readonly idle = new Map<string, NodeJS.Timeout>();
@@ -89,12 +89,20 @@ export class McpClients {
     let result: Awaited<ReturnType<Client["callTool"]>>;
     const scope = this.sessions.perRun ? { run: options.runId } : {};
     try {
-      result = await this.using(connection, target, policy, scope, options.sent, `calling ${tool}`, (client) =>
-        client.callTool(
-          { name: tool, arguments: (input ?? {}) as Record<string, unknown>, _meta: { "assembly-line/idempotency-key": options.idempotencyKey } },
-          undefined,
-          { signal: options.signal, timeout: this.timeoutMs },
-        ),
+      result = await this.using(
+        connection,
+        target,
+        policy,
+        scope,
+        options.sent,
+        `calling ${tool}`,
+        (client) =>
+          client.callTool(
+            { name: tool, arguments: (input ?? {}) as Record<string, unknown>, _meta: { "assembly-line/idempotency-key": options.idempotencyKey } },
+            undefined,
+            { signal: options.signal, timeout: this.timeoutMs },
+          ),
+        options.signal,
       );
     } catch (error) {
       // The answer was cut unread (cappedAnswers): the same result as one too large once read.
@@ -159,10 +167,12 @@ export class McpClients {
    * Run `use` with the connection's client. A server that no longer knows the
    * session (it restarted: HTTP 404 on a session, which the MCP spec says means
    * "start a new one") gets a new session and the request once more, since the
-   * server refused it unread. A client whose transport failed is dropped, so the
-   * next use connects again instead of failing for ever.
+   * server refused it unread. A client whose transport failed, or whose answer was
+   * cut, is dropped, so the next use connects again instead of failing for ever;
+   * the calls other runs have in flight on it finish first. A use that failed
+   * because its own `signal` was aborted says nothing of the client: it is kept.
    */
-  private async using<T>(connection: string, target: McpTarget, policy: ConnectionPolicy, scope: ClientScope, sent: SentSecrets | undefined, doing: string, use: (client: Client) => Promise<T>): Promise<T> {
+  private async using<T>(connection: string, target: McpTarget, policy: ConnectionPolicy, scope: ClientScope, sent: SentSecrets | undefined, doing: string, use: (client: Client) => Promise<T>, signal?: AbortSignal): Promise<T> {
     const shared = clientKey(connection, target, policy);
     const key = scope.run === undefined ? shared : `${shared}${RUN_SEPARATOR}${scope.run}`;
     let clientSent = scope.once ? new SentSecrets() : this.sent.get(key);
@@ -180,8 +190,8 @@ export class McpClients {
         try {
           return await use(await opened);
         } catch (error) {
-          // A cut answer closes the client too: the SDK would otherwise resume the stream and read the rest.
-          if ((await isTransportFailure(error)) || wasCut(error)) this.forget(key, opened);
+          // A cut answer drops the client too: the SDK would otherwise resume the stream and read the rest.
+          if (wasCut(error) || (signal?.aborted !== true && (await isTransportFailure(error)))) this.forget(key, opened);
           if (attempt === 0 && (await isSessionGone(error))) continue;
           throw failure(connection, doing, error);
         } finally {
@@ -260,10 +270,20 @@ export class McpClients {
     });
   }
 
+  /**
+   * Take `client` out of the table at once (the next use opens another) and close it once the uses
+   * under way on it have finished: it is shared, and one run's failed call must not fail another's
+   * still in flight.
+   */
   private forget(key: string, client: Promise<Client>): void {
     if (this.clients.get(key) !== client) return;
     this.clients.delete(key);
-    void client.then((opened) => opened.close()).catch(() => undefined);
+    this.draining.add(client);
+    void this.drained(client).then(async () => {
+      // Ended by close() meanwhile.
+      if (!this.draining.delete(client)) return;
+      await (await client).close();
+    }).catch(() => undefined);
   }
 
   private async open(connection: string, target: McpTarget, policy: ConnectionPolicy, sent: SentSecrets): Promise<Client> {
@@ -351,7 +371,11 @@ async function isSessionGone(error: unknown): Promise<boolean> {
   return error instanceof StreamableHTTPError && error.code === 404;
 }
 
-/** Anything but an answer of the server (a JSON-RPC error, a timeout it may still answer) or a refusal: the client is no longer usable. */
+/**
+ * Anything but an answer of the server (a JSON-RPC error, a timeout it may still answer), a refusal
+ * or an answer cut past the cap (the caller tells aborts and cut answers apart): the client is no
+ * longer usable.
+ */
 async function isTransportFailure(error: unknown): Promise<boolean> {
   const { McpError } = await import("@modelcontextprotocol/sdk/types.js");
   return !(error instanceof McpError) && !isAssemblyLineError(error);

@@ -30,12 +30,14 @@ interface Endless {
 /**
  * An MCP server (the SDK's own, answering JSON) but for the requests `endless` takes (by method and
  * JSON-RPC body): to those it writes `head` and then `filler` for ever, as fast as the socket
- * drains, recording in `answers` how much each wrote before the client hung up.
+ * drains, recording in `answers` how much each wrote before the client hung up. Its tool `hold`
+ * answers only once the test calls `release()`, so a call can be held in flight.
  */
 async function mcpServerWithEndless(endless: (req: IncomingMessage, body: { method?: string; id?: unknown } | undefined) => { status: number; type: string; head: string; filler: string } | undefined) {
   const answers: Endless[] = [];
   /** Each request's method and the event it asked to resume after (Last-Event-ID), if any. */
   const requests: Array<{ method: string; lastEventId: string | undefined }> = [];
+  const held: Array<() => void> = [];
   const server = createServer(async (req: IncomingMessage, res: ServerResponse) => {
     requests.push({ method: req.method ?? "", lastEventId: req.headers["last-event-id"] as string | undefined });
     const chunks: Buffer[] = [];
@@ -56,8 +58,16 @@ async function mcpServerWithEndless(endless: (req: IncomingMessage, body: { meth
       return;
     }
     const mcp = new McpServer({ name: "endless", version: "1.0.0" }, { capabilities: { tools: {} } });
-    mcp.setRequestHandler(ListToolsRequestSchema, async () => ({ tools: [{ name: "read_log", description: "Reads the log", inputSchema: { type: "object" } }] }));
-    mcp.setRequestHandler(CallToolRequestSchema, async () => ({ content: [{ type: "text", text: "short" }] }));
+    mcp.setRequestHandler(ListToolsRequestSchema, async () => ({
+      tools: [
+        { name: "read_log", description: "Reads the log", inputSchema: { type: "object" } },
+        { name: "hold", description: "Answers when the test says so", inputSchema: { type: "object" } },
+      ],
+    }));
+    mcp.setRequestHandler(CallToolRequestSchema, async (request) => {
+      if (request.params.name === "hold") await new Promise<void>((done) => held.push(done));
+      return { content: [{ type: "text", text: "short" }] };
+    });
     const transport = new StreamableHTTPServerTransport({ sessionIdGenerator: undefined, enableJsonResponse: true });
     res.on("close", () => void transport.close());
     await mcp.connect(transport);
@@ -65,7 +75,10 @@ async function mcpServerWithEndless(endless: (req: IncomingMessage, body: { meth
   });
   await new Promise<void>((done) => server.listen(0, "127.0.0.1", done));
   servers.push(server);
-  return { port: (server.address() as AddressInfo).port, answers, requests };
+  const release = () => {
+    for (const done of held.splice(0)) done();
+  };
+  return { port: (server.address() as AddressInfo).port, answers, requests, holding: () => held.length, release };
 }
 
 /** A `tools/call` answered 200 with one result that never ends: one SSE event, or one JSON body. */
@@ -127,6 +140,31 @@ describe("an MCP server whose answer never ends", () => {
       expect(requests.filter((request) => request.lastEventId !== undefined)).toEqual([]);
       expect(answers).toHaveLength(1);
     } finally {
+      await provider.close?.();
+    }
+  }, 30_000);
+
+  it("never resumes a cut answer while another run's call in flight keeps the dropped client", async () => {
+    const { port, answers, requests, holding, release } = await mcpServerWithEndless((_req, body) => {
+      if (body?.method !== "tools/call" || (body as { params?: { name?: string } }).params?.name !== "read_log") return undefined;
+      return { status: 200, type: "text/event-stream", head: `id: answer-1\nevent: message\ndata: {"jsonrpc":"2.0","id":${JSON.stringify(body.id)},"result":{"content":[{"type":"text","text":"`, filler: "log " };
+    });
+    const provider = createConnections({ resolve, maxResponseBytes: LIMIT, requestTimeoutMs: 60_000 });
+    try {
+      const definition = defineMcpConnection({ url: `http://svc.test:${port}/mcp`, description: "Endless" });
+      const tools = provider.tools("endless", definition, await provider.describe("endless", definition, policy), policy);
+      const inFlight = Promise.resolve(tools.endless__hold!.execute({}, callCtx()));
+      await expect.poll(holding).toBe(1);
+      expect(await tools.endless__read_log!.execute({}, callCtx())).toMatchObject({ error: expect.stringMatching(/answered more than/) });
+      await expect.poll(() => answers[0]?.closed).toBe(true);
+      // The SDK waits a second before it resumes a stream; the held call keeps the client longer.
+      await new Promise((done) => setTimeout(done, 2_500));
+      expect(requests.filter((request) => request.lastEventId !== undefined)).toEqual([]);
+      expect(answers).toHaveLength(1);
+      release();
+      expect(await inFlight).toMatchObject({ content: [{ type: "text", text: "short" }] });
+    } finally {
+      release();
       await provider.close?.();
     }
   }, 30_000);
