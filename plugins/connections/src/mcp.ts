@@ -190,8 +190,9 @@ export class McpClients {
         try {
           return await use(await opened);
         } catch (error) {
-          // A cut answer drops the client too: the SDK would otherwise resume the stream and read the rest.
-          if (wasCut(error) || (signal?.aborted !== true && (await isTransportFailure(error)))) this.forget(key, opened);
+          // A cut answer drops the client too (the SDK would otherwise resume the stream and read the rest); its server is still there to end the session.
+          const drop = wasCut(error) ? "end" : signal?.aborted === true ? undefined : await droppedBy(error);
+          if (drop) this.forget(key, opened, drop);
           if (attempt === 0 && (await isSessionGone(error))) continue;
           throw failure(connection, doing, error);
         } finally {
@@ -271,18 +272,21 @@ export class McpClients {
   }
 
   /**
-   * Take `client` out of the table at once (the next use opens another) and close it once the uses
+   * Take `client` out of the table at once (the next use opens another) and let it go once the uses
    * under way on it have finished: it is shared, and one run's failed call must not fail another's
-   * still in flight.
+   * still in flight. `end`: its server is still there, so the session is ended on it (as close()
+   * does), else it would keep it until it expires; `close`: the client is only closed (the server is
+   * unreachable, or no longer knows the session).
    */
-  private forget(key: string, client: Promise<Client>): void {
+  private forget(key: string, client: Promise<Client>, how: "end" | "close"): void {
     if (this.clients.get(key) !== client) return;
     this.clients.delete(key);
     this.draining.add(client);
     void this.drained(client).then(async () => {
       // Ended by close() meanwhile.
       if (!this.draining.delete(client)) return;
-      await (await client).close();
+      const opened = await client;
+      await (how === "end" ? endSession(opened, Math.min(this.timeoutMs, SESSION_END_MS)) : opened.close());
     }).catch(() => undefined);
   }
 
@@ -372,13 +376,17 @@ async function isSessionGone(error: unknown): Promise<boolean> {
 }
 
 /**
- * Anything but an answer of the server (a JSON-RPC error, a timeout it may still answer), a refusal
- * or an answer cut past the cap (the caller tells aborts and cut answers apart): the client is no
- * longer usable.
+ * Whether a use's failure drops the client, and how (the caller tells aborts and cut answers
+ * apart). Not an answer of the server (a JSON-RPC error, a timeout it may still answer) nor a
+ * refusal: those leave it usable. An HTTP status the server answered with: its session is ended on
+ * it (`end`), but a 404, by which it says it no longer knows the session. Anything else (the
+ * request failed on the way): the client is only closed.
  */
-async function isTransportFailure(error: unknown): Promise<boolean> {
-  const { McpError } = await import("@modelcontextprotocol/sdk/types.js");
-  return !(error instanceof McpError) && !isAssemblyLineError(error);
+async function droppedBy(error: unknown): Promise<"end" | "close" | undefined> {
+  const [{ McpError }, { StreamableHTTPError }] = await Promise.all([import("@modelcontextprotocol/sdk/types.js"), import("@modelcontextprotocol/sdk/client/streamableHttp.js")]);
+  if (error instanceof McpError || isAssemblyLineError(error)) return undefined;
+  if (error instanceof StreamableHTTPError && error.code !== 404) return "end";
+  return "close";
 }
 
 /** Refusals of the guard keep their code; anything else is the connection failing. */

@@ -72,3 +72,29 @@ describe("one run's failed call on the shared MCP session", () => {
     expect(server.opened).toHaveLength(1);
   }, 20_000);
 });
+
+describe("a dropped MCP client's session", () => {
+  it("is ended on the server (DELETE) after a cut answer, once the calls in flight on it have finished", async () => {
+    const { server, tools } = await echoTools();
+    const { call: inFlight } = await waitInFlight(server, tools);
+    const first = server.opened[0]!;
+    await tools.echo__echo!.execute({ word: LONG_WORD }, callOf("run-b"));
+    await new Promise((done) => setTimeout(done, 200));
+    expect(server.ended).toEqual([]);
+    server.finishWaits();
+    expect(await inFlight).toMatchObject(WAITED);
+    await eventually(() => server.ended.includes(first));
+    expect(server.sessions.has(first)).toBe(false);
+  }, 20_000);
+
+  it("is not asked to end on a server that no longer knows it (404): the client is closed and a new session opened", async () => {
+    const { server, tools } = await echoTools();
+    const first = server.opened[0]!;
+    // The server lost the session (a restart keeping its address, an expiry).
+    server.sessions.delete(first);
+    expect(await tools.echo__echo!.execute({ word: "again" }, callOf("run-a"))).toMatchObject({ content: [{ text: "again from echo-server" }] });
+    expect(server.opened).toHaveLength(2);
+    await new Promise((done) => setTimeout(done, 200));
+    expect(server.ended).toEqual([]);
+  }, 20_000);
+});
