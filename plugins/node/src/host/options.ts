@@ -118,6 +118,8 @@ export function resolveHostConfig(options: NodeRuntimeOptions, env: Record<strin
     });
   }
   const trustProxy = trustProxySetting(options.trustProxy, env);
+  checkAttachmentOptions(options.attachments);
+  checkOutboxOptions(options.outbox);
   return {
     devMode,
     port: integer(options.port, "port", 0, 65_535) ?? integer(envNumber(env, "PORT"), "PORT", 0, 65_535) ?? DEFAULT_PORT,
@@ -143,6 +145,52 @@ export function resolveHostConfig(options: NodeRuntimeOptions, env: Record<strin
     leaseTtlMs,
     recoveryIntervalMs: integer(options.recoveryIntervalMs, "recoveryIntervalMs", 1) ?? leaseTtlMs,
   };
+}
+
+/**
+ * `attachments`, checked as the host starts: taken as given, a maxBytes of "10MB" (an env string passed
+ * through) compared false with every size and turned the cap off.
+ */
+function checkAttachmentOptions(attachments: AttachmentOptions | undefined): void {
+  const section = optionSection(attachments, "attachments", ["maxBytes", "allowedHosts", "timeoutMs"]);
+  if (!section) return;
+  integer(section.maxBytes, "attachments.maxBytes", 1);
+  integer(section.timeoutMs, "attachments.timeoutMs", 1, MAX_TIMER_MS);
+  const hosts = section.allowedHosts;
+  if (hosts !== undefined && (!Array.isArray(hosts) || hosts.some((host) => typeof host !== "string" || host.trim() === ""))) {
+    throw new AssemblyLineError("AL_ERR_HOST_CONFIG", `attachments.allowedHosts=${JSON.stringify(hosts)} is not a list of host names`, {
+      fix: 'Set attachments.allowedHosts to host names, exact or "*.example.com", e.g. ["files.example.com"], or leave it out.',
+    });
+  }
+}
+
+/** `outbox`, checked as the host starts: a delay or count that is not a whole number would stall or spin the worker. */
+function checkOutboxOptions(outbox: OutboxOptions | undefined): void {
+  const section = optionSection(outbox, "outbox", ["pollIntervalMs", "maxAttempts", "baseDelayMs", "maxDelayMs", "deliverTimeoutMs", "batchSize"]);
+  if (!section) return;
+  integer(section.pollIntervalMs, "outbox.pollIntervalMs", 1, MAX_TIMER_MS);
+  integer(section.maxAttempts, "outbox.maxAttempts", 1);
+  integer(section.baseDelayMs, "outbox.baseDelayMs", 0);
+  integer(section.maxDelayMs, "outbox.maxDelayMs", 0);
+  integer(section.deliverTimeoutMs, "outbox.deliverTimeoutMs", 1, MAX_TIMER_MS);
+  integer(section.batchSize, "outbox.batchSize", 1);
+}
+
+/** An options object with only the `known` fields (a misspelt one would be dropped silently), or undefined when left out. */
+function optionSection(value: unknown, name: string, known: readonly string[]): Record<string, unknown> | undefined {
+  if (value === undefined) return undefined;
+  if (typeof value !== "object" || value === null || Array.isArray(value)) {
+    throw new AssemblyLineError("AL_ERR_HOST_CONFIG", `${name} is ${value === null ? "null" : Array.isArray(value) ? "an array" : typeof value}, not an object`, {
+      fix: `Set ${name} to { ${known.map((field) => `${field}?`).join(", ")} }, or leave it out.`,
+    });
+  }
+  const unknown = Object.keys(value).find((field) => !known.includes(field));
+  if (unknown !== undefined) {
+    throw new AssemblyLineError("AL_ERR_HOST_CONFIG", `${name}.${unknown} is not an option of ${name}`, {
+      fix: `${name} takes ${known.join(", ")}.`,
+    });
+  }
+  return value as Record<string, unknown>;
 }
 
 /** The option when given, else its env variable, checked and with the name it was set by; undefined when neither is. */
