@@ -192,7 +192,7 @@ export interface ConnectionProvider {
    * and a later use may connect again. A failure is logged, never thrown into a run.
    */
   release?(name: string, definition: ConnectionDefinition | DynamicConnectionSpec, policy: ConnectionPolicy): Promise<void>;
-  /** Close clients and child processes (host shutdown). */
+  /** Close clients and child processes (host shutdown); a use afterwards (a run the shutdown stopped waiting for) should fail rather than open a client nothing would close. */
   close?(): Promise<void>;
 }
 

@@ -52,6 +52,8 @@ export class McpClients {
   private readonly draining = new Set<Promise<Client>>();
   /** A run's own client, by key: ended when this fires, after sessions.idleMs without a use. */
   private readonly idle = new Map<string, NodeJS.Timeout>();
+  /** close() was called: no use opens a client any more, since nothing would end its session. */
+  private closed = false;
 
   constructor(
     private readonly outbound: OutboundOptions,
@@ -150,8 +152,10 @@ export class McpClients {
    * client leaving), waiting at most SESSION_END_MS for it; a stdio server is stopped. A handshake
    * still under way is stopped at once, not awaited: a server that never answers would otherwise
    * hold the host's shutdown for the request timeout, and its process would outlive the host.
+   * A use begun afterwards (a run the host's shutdown did not wait for) is refused.
    */
   async close(): Promise<void> {
+    this.closed = true;
     for (const timer of this.idle.values()) clearTimeout(timer);
     this.idle.clear();
     // A released client still finishing calls is ended now too: the host is going, its calls with it.
@@ -180,6 +184,11 @@ export class McpClients {
     let previous: Promise<Client> | undefined;
     try {
       for (let attempt = 0; ; attempt += 1) {
+        if (this.closed) {
+          throw new AssemblyLineError("AL_ERR_CONNECTION_FAILED", `connection "${connection}" was not used for ${doing}: the connections were closed (the host is shutting down), and a session opened now would never be ended`, {
+            fix: "Nothing to fix: the host is stopping. A run still going is resumed by the next start and calls the connection again there.",
+          });
+        }
         // A retry of a use whose connection was released meanwhile gets a client of its own, closed after it: none is left behind for a connection no longer provided.
         const own = scope.once === true || (previous !== undefined && this.released.has(previous));
         const opened = own ? this.open(connection, target, policy, clientSent) : this.client(key, connection, target, policy, clientSent);

@@ -159,6 +159,21 @@ describe("closing the connections", () => {
     expect(server.sessions.size).toBe(0);
   }, 20_000);
 
+  it("refuses a call or a describe made after they were closed (a run the shutdown did not wait for), opening no session nothing would end", async () => {
+    const server = await statefulMcpServer("late");
+    const provider = createConnections({ resolve });
+    const definition = defineMcpConnection({ url: `http://mcp.test:${server.port}/mcp`, description: "Echo" });
+    const tools = provider.tools("echo", definition, await provider.describe("echo", definition, policy), policy);
+    await provider.close?.();
+    expect(await tools.echo__echo!.execute({ word: "late" }, callCtx())).toMatchObject({
+      code: "AL_ERR_CONNECTION_FAILED",
+      error: expect.stringContaining('connection "echo" was not used for calling echo: the connections were closed (the host is shutting down)'),
+    });
+    await expect(provider.describe("echo", definition, policy)).rejects.toMatchObject({ code: "AL_ERR_CONNECTION_FAILED", message: expect.stringContaining("the connections were closed") });
+    await new Promise((done) => setTimeout(done, 200));
+    expect(server.sessions.size).toBe(0);
+  }, 20_000);
+
   it("does not wait longer than requestTimeoutMs for a server that never answers the end of its session", async () => {
     const server = await statefulMcpServer("mute", 0, undefined, { answerDelete: false });
     const provider = createConnections({ resolve, requestTimeoutMs: 300 });
