@@ -24,27 +24,33 @@ export interface ConnectionAuth {
  * `-` or `_` (`API_KEY`, `api-key` and `apiKey` are all `apikey`).
  */
 const CREDENTIAL_PARAMETERS = new Set([
-  "key", "apikey", "appkey", "accesskey", "secretkey", "privatekey", "subscriptionkey",
-  "token", "accesstoken", "refreshtoken", "idtoken", "authtoken", "apitoken", "bearer", "jwt",
+  "key", "apikey", "appkey", "accesskey", "secretkey", "privatekey", "subscriptionkey", "authkey", "licensekey",
+  "token", "accesstoken", "refreshtoken", "idtoken", "authtoken", "apitoken", "privatetoken", "bearertoken", "bearer", "jwt",
   "auth", "authorization", "credential", "credentials",
   "secret", "clientsecret", "apisecret", "appsecret",
   "password", "passwd", "pwd",
   "sig", "signature",
   "session", "sessionid", "sessiontoken", "sid",
 ]);
-/** Endings that mark a credential whatever comes before (`github_token` does not: "token" alone is also a page cursor's name, `pageToken`). */
-const CREDENTIAL_ENDINGS = ["apikey", "accesstoken", "authtoken", "securitytoken", "sessiontoken", "secret", "password", "signature"];
+/**
+ * Endings that mark a credential whatever comes before (`github_token` does not: "token" alone is
+ * also a page cursor's name, `pageToken`, `next_token`; nor does "key" alone: `monkey`).
+ */
+const CREDENTIAL_ENDINGS = ["apikey", "authkey", "licensekey", "accesstoken", "authtoken", "privatetoken", "bearertoken", "securitytoken", "sessiontoken", "secret", "password", "signature"];
 
 /**
  * The first parameter of `url`'s query string (or fragment, `#access_token=`)
  * whose name says it carries a credential, with where it is; undefined if none.
+ * Pairs are separated by `&` or `;` (`?a=1;api_key=...`, which some servers read).
  * A secret written into a URL is stored, logged and shown wherever the URL is,
  * so connections refuse such URLs and take the secret from a grant instead
  * (`auth: { grant, query }`).
  */
 export function credentialInUrl(url: URL): { parameter: string; in: "query" | "fragment" } | undefined {
   for (const [part, text] of [["query", url.search], ["fragment", url.hash]] as const) {
-    for (const parameter of new URLSearchParams(text.slice(1)).keys()) {
+    for (const pair of text.slice(1).split(/[&;]/)) {
+      const parameter = [...new URLSearchParams(pair).keys()][0];
+      if (parameter === undefined) continue;
       const compared = parameter.toLowerCase().replace(/[-_]/g, "");
       if (CREDENTIAL_PARAMETERS.has(compared) || CREDENTIAL_ENDINGS.some((ending) => compared.endsWith(ending))) return { parameter, in: part };
     }

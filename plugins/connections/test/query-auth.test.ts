@@ -215,6 +215,12 @@ describe("a URL with a credential in it", () => {
       [() => defineOpenApiConnection({ spec: { openapi: "3.0.3" }, baseUrl: `https://api.example/v1?region=eu&X-Amz-Signature=${SECRET}`, description: "API" }), "baseUrl", "X-Amz-Signature"],
       [() => defineHttpConnection({ baseUrl: `https://api.example/v1?sig=${SECRET}`, description: "API", endpoints: {} }), "baseUrl", "sig"],
       [() => defineHttpConnection({ baseUrl: `https://api.example/v1?github_api_key=${SECRET}`, description: "API", endpoints: {} }), "baseUrl", "github_api_key"],
+      [() => defineHttpConnection({ baseUrl: `https://gitlab.example/api/v4?private_token=${SECRET}`, description: "GitLab", endpoints: {} }), "baseUrl", "private_token"],
+      [() => defineHttpConnection({ baseUrl: `https://api.deepl.example/v2?auth_key=${SECRET}`, description: "DeepL", endpoints: {} }), "baseUrl", "auth_key"],
+      [() => defineMcpConnection({ url: `https://mcp.example/mcp?license_key=${SECRET}`, description: "Licensed" }), "url", "license_key"],
+      [() => defineMcpConnection({ url: `https://mcp.example/mcp?bearer_token=${SECRET}`, description: "Bearer" }), "url", "bearer_token"],
+      [() => defineMcpConnection({ url: `https://mcp.example/mcp?deepl_auth_key=${SECRET}`, description: "Suffixed" }), "url", "deepl_auth_key"],
+      [() => defineHttpConnection({ baseUrl: `https://api.example/v1?region=eu;api_key=${SECRET}`, description: "Semicolons", endpoints: {} }), "baseUrl", "api_key"],
     ] as const) {
       const error = refusal(build);
       expect(error.code).toBe("AL_ERR_CONNECTION_DEFINITION");
@@ -250,6 +256,7 @@ describe("a URL with a credential in it", () => {
 
   it("leaves parameters that are no credential alone", () => {
     expect(() => createConnections({ connections: { paged: defineHttpConnection({ baseUrl: "https://api.example/v1?page=2&pageToken=abc&monkey=1", description: "API", endpoints: { list: { method: "GET", path: "/items", description: "List" } } }) } })).not.toThrow();
+    expect(() => createConnections({ connections: { paged: defineHttpConnection({ baseUrl: "https://api.example/v1?page_token=abc;next_token=def&turnkey=1&hotkey=2", description: "API", endpoints: { list: { method: "GET", path: "/items", description: "List" } } }) } })).not.toThrow();
   });
 
   it("refuses auth with both a header and a query parameter", () => {
