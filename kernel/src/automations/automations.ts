@@ -14,7 +14,7 @@ import {
 } from "@assemblyline-agents/core";
 import { digestJson } from "../canonical-json.js";
 import type { AutomationManifestEntry } from "../compiler/manifest.js";
-import { NEVER, countMissed, firstDueTime, nextDueAfter, nextDueAfterNow, normalizeSchedule } from "./schedule-time.js";
+import { NEVER, countMissed, firstDueTime, nextDueAfter, nextDueAfterNow, normalizeSchedule, schedulesEqual } from "./schedule-time.js";
 
 const NAME = /^[a-z0-9][a-z0-9_-]{0,63}$/;
 /**
@@ -300,11 +300,12 @@ export class Automations {
     refuseUnknownFields(patch, UPDATE_FIELDS, `update of automation "${name}"`);
     refuseNullFields(patch, name);
     const checked = checkInput({ name: payload.name, schedule: patch.schedule as never, message: patch.message ?? payload.message, ...(patch.conversationId !== undefined ? { conversationId: patch.conversationId } : payload.conversationId ? { conversationId: payload.conversationId } : {}), enabled: patch.enabled ?? payload.enabled }, payload.schedule);
-    const rescheduled = patch.schedule !== undefined;
-    if (rescheduled) this.refusePastOneShot(name, checked.schedule);
+    if (patch.schedule !== undefined) this.refusePastOneShot(name, checked.schedule);
+    // The stored schedule given again (the whole automation passed back with a new message) is no change.
+    const rescheduled = !schedulesEqual(checked.schedule, payload.schedule);
     const enabling = !record.enabled && checked.enabled && !payload.paused;
     // Re-enabled, it continues from its next due time after now: the due times it rested through are not owed.
-    const next = rescheduled ? firstDueTime(checked.schedule, this.now()) : enabling ? this.resumeTime(checked.schedule, new Date(record.nextRunAt)) : new Date(record.nextRunAt);
+    const next = rescheduled ? this.rescheduleTime(checked.schedule, record) : enabling ? this.resumeTime(checked.schedule, new Date(record.nextRunAt)) : new Date(record.nextRunAt);
     const updated: AutomationPayload = { ...payload, ...checked };
     const changed = UPDATE_FIELDS.filter((field) => (patch as Record<string, unknown>)[field] !== undefined);
     return { payload: { ...updated, digest: digestDefinition(updated) }, nextRunAt: next.toISOString(), changed };
@@ -324,9 +325,11 @@ export class Automations {
       const { record, payload } = stored;
       const updated: AutomationPayload = { ...payload };
       for (const field of plan.changed) (updated as unknown as Record<string, unknown>)[field] = plan.payload[field];
-      // Re-timed as the plan was, from the row stored now: a new schedule from its plan; re-enabled, from now.
+      // Re-timed as the plan was, from the row stored now: a new schedule from its plan (unless the row now
+      // holds a due time passed and not run, kept); the stored schedule given again, not re-timed; re-enabled, from now.
       const enabling = !record.enabled && updated.enabled && !updated.paused;
-      const next = plan.changed.includes("schedule") ? new Date(plan.nextRunAt) : enabling ? this.resumeTime(updated.schedule, new Date(record.nextRunAt)) : new Date(record.nextRunAt);
+      const rescheduled = plan.changed.includes("schedule") && !schedulesEqual(updated.schedule, payload.schedule);
+      const next = rescheduled ? this.rescheduleTime(updated.schedule, record, new Date(plan.nextRunAt)) : enabling ? this.resumeTime(updated.schedule, new Date(record.nextRunAt)) : new Date(record.nextRunAt);
       return { payload: { ...updated, digest: digestDefinition(updated) }, nextRunAt: next };
     });
   }
@@ -390,14 +393,16 @@ export class Automations {
       // Its own key, the same on a retry: a replica that submitted the first due time's run and died before
       // moving the row on must not make this run that one, leaving the other missed times with none.
       runs.push(await this.submit(claimed.id, payload, first.toISOString(), `${first.toISOString()}:missed`, missed.count, options));
-      return { nextRunAt: await this.keepNewer(claimed, nextDueAfterNow(payload.schedule, now) ?? NEVER), runs };
+      return { nextRunAt: await this.keepNewer(claimed, nextDueAfterNow(payload.schedule, now) ?? NEVER, now), runs };
     }
     let due: Date | null = first;
+    let ran = first;
     while (due && due.getTime() <= now.getTime()) {
       runs.push(await this.submit(claimed.id, payload, due.toISOString(), due.toISOString(), 1, options));
+      ran = due;
       due = nextDueAfter(payload.schedule, due);
     }
-    return { nextRunAt: await this.keepNewer(claimed, due ?? NEVER), runs };
+    return { nextRunAt: await this.keepNewer(claimed, due ?? NEVER, ran), runs };
   }
 
   /**
@@ -428,13 +433,20 @@ export class Automations {
    * rewritten since it was claimed (an update re-timed it, a pause or resume,
    * a sync of a changed file, another replica after this lease expired). The
    * scheduler then writes the time stored, so an edit made during a dispatch
-   * is not undone by the old schedule's next due time.
+   * is not undone by the old schedule's next due time. An edit that kept the
+   * due time this dispatch ran (an update of the message, or a new schedule
+   * given while that due time was already passed) moves on from `ranThrough`
+   * (the last due time this dispatch started runs for) on the schedule stored
+   * now, rather than being dispatched again for a due time already run.
    */
-  private async keepNewer(claimed: ScheduleRecord, computed: Date): Promise<Date> {
+  private async keepNewer(claimed: ScheduleRecord, computed: Date, ranThrough: Date): Promise<Date> {
     const current = await this.parts.store.getSchedule(claimed.id);
     if (!current) return computed;
     const same = current.nextRunAt === claimed.nextRunAt && current.enabled === claimed.enabled && digestJson(current.payload) === digestJson(claimed.payload);
-    return same ? computed : new Date(current.nextRunAt);
+    if (same) return computed;
+    const edited = automationPayload(current.payload);
+    const keptDueTime = Date.parse(current.nextRunAt) === Date.parse(claimed.nextRunAt) && current.enabled && edited?.instance === automationPayload(claimed.payload)?.instance;
+    return keptDueTime ? (nextDueAfter(edited!.schedule, ranThrough) ?? NEVER) : new Date(current.nextRunAt);
   }
 
   private async submit(rowId: string, payload: AutomationPayload, dueAt: string, keyTime: string, missed: number, options: DispatchOptions): Promise<AutomationRun> {
@@ -446,6 +458,22 @@ export class Automations {
       metadata: { automation: { name: payload.name, source: payload.source, dueAt, ...(missed > 1 ? { missed } : {}) } },
     });
     return { runId, created, conversationId: payload.conversationId, dueAt };
+  }
+
+  /**
+   * Where a row given a new schedule goes next. A due time already passed and not yet run (waiting
+   * for the next poll, or leased by a dispatch that failed and waits out its lease) is kept: it was
+   * owed before the change, and the run for it (keyed by that time) starts once, with the new
+   * definition, the schedule continuing from there on its new series. Otherwise `planned` (an
+   * update's plan, when still ahead) or the new schedule's first due time after now. A row that
+   * rests (paused, disabled) owes nothing.
+   */
+  private rescheduleTime(schedule: NormalizedSchedule, stored: ScheduleRecord, planned?: Date): Date {
+    const now = this.now();
+    const storedTime = new Date(stored.nextRunAt);
+    if (stored.enabled && storedTime.getTime() <= now.getTime()) return storedTime;
+    if (planned && planned.getTime() > now.getTime()) return planned;
+    return firstDueTime(schedule, now);
   }
 
   private resumeTime(schedule: NormalizedSchedule, stored: Date): Date {

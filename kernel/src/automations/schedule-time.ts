@@ -77,13 +77,18 @@ function cron(expression: unknown, timezone: unknown, fail: (problem: string) =>
   return { kind: "cron", expression: text, timezone: timezone as string };
 }
 
-/** The first due time strictly after `after`; null when there is none (a one-shot already past). */
+/**
+ * The first due time strictly after `after`; null when there is none (a one-shot already past). An
+ * interval's due times are the multiples of it since the Unix epoch, whatever `after` is: a row
+ * whose stored due time is off that series (an update that kept a due time of its old schedule)
+ * comes back to it at its next due time.
+ */
 export function nextDueAfter(schedule: NormalizedSchedule, after: Date): Date | null {
   switch (schedule.kind) {
     case "cron":
       return nextCronTime(schedule.expression, schedule.timezone, after);
     case "every":
-      return new Date(after.getTime() + schedule.everyMs);
+      return nextMultiple(schedule.everyMs, after);
     case "at": {
       const at = new Date(schedule.at);
       return at.getTime() > after.getTime() ? at : null;
@@ -187,8 +192,32 @@ function repeatedWallTime(timezone: string, at: Date): boolean {
 export function firstDueTime(schedule: NormalizedSchedule, now: Date): Date {
   // A one-shot time already past (a file synced after it) is not run late: the schedule rests.
   if (schedule.kind === "at") return Date.parse(schedule.at) >= now.getTime() ? new Date(schedule.at) : NEVER;
-  if (schedule.kind === "every") return new Date((Math.floor(now.getTime() / schedule.everyMs) + 1) * schedule.everyMs);
   return nextDueAfter(schedule, now) ?? NEVER;
+}
+
+/** The first multiple of `everyMs` since the Unix epoch strictly after `after`. */
+function nextMultiple(everyMs: number, after: Date): Date {
+  return new Date((Math.floor(after.getTime() / everyMs) + 1) * everyMs);
+}
+
+/**
+ * Whether two normalized schedules are one schedule: a cron expression compared field by field
+ * (the spaces between fields do not count), the time zone, the interval, the one-shot instant. An
+ * update that gives the stored schedule again does not re-time the automation.
+ */
+export function schedulesEqual(a: NormalizedSchedule, b: NormalizedSchedule): boolean {
+  switch (a.kind) {
+    case "cron":
+      return b.kind === "cron" && cronFields(a.expression) === cronFields(b.expression) && a.timezone === b.timezone;
+    case "every":
+      return b.kind === "every" && a.everyMs === b.everyMs;
+    case "at":
+      return b.kind === "at" && Date.parse(a.at) === Date.parse(b.at);
+  }
+}
+
+function cronFields(expression: string): string {
+  return expression.trim().split(/\s+/).join(" ");
 }
 
 /** Counting stops here: a per-second cron down for days would take minutes to count one by one, past its lease. */
@@ -201,7 +230,8 @@ export const MAX_COUNTED_MISSES = 1_000;
 export function countMissed(schedule: NormalizedSchedule, first: Date, now: Date): { count: number; atLeast: boolean } {
   if (first.getTime() > now.getTime()) return { count: 0, atLeast: false };
   if (schedule.kind === "at") return { count: 1, atLeast: false };
-  if (schedule.kind === "every") return { count: Math.floor((now.getTime() - first.getTime()) / schedule.everyMs) + 1, atLeast: false };
+  // `first`, then the interval's multiples after it up to now (`first` itself may be off the series).
+  if (schedule.kind === "every") return { count: Math.floor(now.getTime() / schedule.everyMs) - Math.floor(first.getTime() / schedule.everyMs) + 1, atLeast: false };
   let count = 0;
   for (let due: Date | null = first; due && due.getTime() <= now.getTime(); due = nextDueAfter(schedule, due)) {
     if (++count >= MAX_COUNTED_MISSES) return { count, atLeast: true };
@@ -216,5 +246,5 @@ export function countMissed(schedule: NormalizedSchedule, first: Date, now: Date
  * epoch), rather than restarting from `now`.
  */
 export function nextDueAfterNow(schedule: NormalizedSchedule, now: Date): Date | null {
-  return schedule.kind === "every" ? firstDueTime(schedule, now) : nextDueAfter(schedule, now);
+  return nextDueAfter(schedule, now);
 }

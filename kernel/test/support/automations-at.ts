@@ -12,7 +12,7 @@ export async function automationsAt(files: Record<string, string>, start: string
   const bundle = await loadRuntimeBundle(artifactRoot);
   const state = new InMemoryStateAdapter();
   const clock = { now: new Date(start) };
-  const submitted: Array<{ idempotencyKey: string; metadata: unknown }> = [];
+  const submitted: Array<{ idempotencyKey: string; metadata: unknown; message: string }> = [];
   const runs = new Map<string, { runId: string; metadata: unknown }>();
   const make = (statics = bundle.manifest.automations, logger: RuntimeLogger = noopLogger()) =>
     new Automations({
@@ -22,7 +22,7 @@ export async function automationsAt(files: Record<string, string>, start: string
       logger,
       now: () => clock.now,
       submit: async (input) => {
-        submitted.push({ idempotencyKey: input.idempotencyKey, metadata: input.metadata });
+        submitted.push({ idempotencyKey: input.idempotencyKey, metadata: input.metadata, message: input.message });
         const known = runs.get(input.idempotencyKey);
         if (known) return { runId: known.runId, created: false };
         runs.set(input.idempotencyKey, { runId: `run_${runs.size + 1}`, metadata: input.metadata });
