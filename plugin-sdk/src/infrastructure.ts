@@ -22,6 +22,15 @@ export interface SchedulerStartOptions {
    * hosts of several agents on one store each dispatch their own. Left out, every agent's.
    */
   agentId?: string;
+  /**
+   * The host's `RuntimeOptions.automationCatchUpMs` (default 180 000): an automation's due time
+   * later than this collapses with the others missed into one run. A scheduler whose lease is not
+   * below it should refuse to start: a failed dispatch would be retried only once its due time is
+   * past the window, so the due times it left collapse instead of running each. Left out, the
+   * scheduler cannot check (the runtime then warns `automation.lease_not_below_catch_up` at the
+   * first dispatch whose lease is that long).
+   */
+  automationCatchUpMs?: number;
 }
 
 /** Leases due schedules and dispatches each due time once. */

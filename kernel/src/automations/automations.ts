@@ -14,14 +14,15 @@ import {
 } from "@assemblyline-agents/core";
 import { digestJson } from "../canonical-json.js";
 import type { AutomationManifestEntry } from "../compiler/manifest.js";
-import { NEVER, countMissed, firstDueTime, nextDueAfter, nextDueAfterNow, normalizeSchedule, schedulesEqual } from "./schedule-time.js";
+import { NEVER, countMissed, firstDueTime, lastDueBy, nextDueAfter, nextDueAfterNow, normalizeSchedule, schedulesEqual } from "./schedule-time.js";
 
 const NAME = /^[a-z0-9][a-z0-9_-]{0,63}$/;
 /**
  * Due times missed by more than this collapse into one run (see docs: missed
  * due times). Longer than the scheduler's default lease (60 s), so the due
  * times after one a dead replica was dispatching still run each, once its lease
- * expires, instead of collapsing into the run it had already started.
+ * expires, instead of collapsing into one run. A scheduler's lease must stay
+ * below it (the local scheduler refuses to start otherwise).
  */
 export const DEFAULT_CATCH_UP_MS = 180_000;
 
@@ -102,11 +103,21 @@ export interface AutomationsParts {
  * Missed due times: a due time at most `catchUpMs` late still runs (each of
  * them: a replica that died holding the lease loses nothing); when the oldest
  * missed one is later than that (the host was down), they all collapse into
- * one run, and the schedule continues from the next due time after now.
+ * one run, keyed as the last of them, and the schedule continues from the next
+ * due time after now. Keyed so, the collapsed run is the run a dead replica
+ * already started for that last time, if it did: a run exists for it only when
+ * every due time up to it was started, so nothing runs twice, and nothing
+ * missed after it goes without a run.
  */
 export class Automations {
   private readonly now: () => Date;
-  private readonly catchUpMs: number;
+  /**
+   * RuntimeOptions.automationCatchUpMs, checked (default DEFAULT_CATCH_UP_MS). A host passes it to
+   * its scheduler's start (`SchedulerStartOptions.automationCatchUpMs`) so a lease not below it is refused.
+   */
+  readonly catchUpMs: number;
+  /** Whether the warning that the scheduler's lease is not below `catchUpMs` was logged. */
+  private warnedLease = false;
   /** This build's automations/ by name, with the digest of each definition. */
   private readonly statics: Map<string, { entry: AutomationManifestEntry; digest: string }>;
 
@@ -379,20 +390,27 @@ export class Automations {
       });
     }
     const now = this.now();
+    this.warnLongLease(claimed, now);
     const first = new Date(claimed.nextRunAt);
     if (first.getTime() > now.getTime()) return { nextRunAt: first, runs: [] };
     if (payload.source === "static" && this.statics.get(payload.name)?.digest !== payload.digest) return this.otherBuildRow(claimed, payload, first, now);
     const runs: AutomationRun[] = [];
     if (now.getTime() - first.getTime() > this.catchUpMs) {
-      // The host was down: one run stands for every missed due time, then back on schedule.
+      // The host was down: one run stands for every missed due time, then back on schedule. It takes the key
+      // of the last of them: a replica that started the runs up to that one and died before moving the row on
+      // (or whose completeScheduleRun failed) left nothing missed, and this finds its run instead of starting
+      // one more; one that started only earlier times leaves the later ones owed, and this run is theirs. A
+      // retry of this dispatch finds this run again, unless due times passed since, which it then runs.
+      const last = lastDueBy(payload.schedule, first, now);
       const missed = countMissed(payload.schedule, first, now);
-      this.parts.logger.warn(
-        { event: "automation.missed", automation: payload.name, firstMissed: first.toISOString(), missed: missed.count, ...(missed.atLeast ? { missedAtLeast: true } : {}) },
-        "automation missed due times while no scheduler ran; running it once",
-      );
-      // Its own key, the same on a retry: a replica that submitted the first due time's run and died before
-      // moving the row on must not make this run that one, leaving the other missed times with none.
-      runs.push(await this.submit(claimed.id, payload, first.toISOString(), `${first.toISOString()}:missed`, missed.count, options));
+      const run = await this.submit(claimed.id, payload, first.toISOString(), last.toISOString(), missed.count, options);
+      if (run.created) {
+        this.parts.logger.warn(
+          { event: "automation.missed", automation: payload.name, firstMissed: first.toISOString(), lastMissed: last.toISOString(), missed: missed.count, ...(missed.atLeast ? { missedAtLeast: true } : {}) },
+          "automation missed due times while no scheduler ran; running it once",
+        );
+      }
+      runs.push(run);
       return { nextRunAt: await this.keepNewer(claimed, nextDueAfterNow(payload.schedule, now) ?? NEVER, now), runs };
     }
     let due: Date | null = first;
@@ -403,6 +421,24 @@ export class Automations {
       due = nextDueAfter(payload.schedule, due);
     }
     return { nextRunAt: await this.keepNewer(claimed, due ?? NEVER, ran), runs };
+  }
+
+  /**
+   * Warn once when the scheduler leases rows for `catchUpMs` or longer: a dispatch that failed (or
+   * whose completeScheduleRun failed) is then retried only once its due time is past the catch-up
+   * window, so the due times a replica left collapse into one run instead of running each. The
+   * local scheduler refuses such a lease at start when the host passes it automationCatchUpMs; this
+   * catches any other scheduler, and a host that does not pass it, from the lease of the first row.
+   */
+  private warnLongLease(claimed: ScheduleRecord, now: Date): void {
+    if (this.warnedLease || !claimed.lease) return;
+    const leaseMs = Date.parse(claimed.lease.expiresAt) - now.getTime();
+    if (!(leaseMs >= this.catchUpMs)) return;
+    this.warnedLease = true;
+    this.parts.logger.warn(
+      { event: "automation.lease_not_below_catch_up", scheduleId: claimed.id, leaseMsAtLeast: leaseMs, automationCatchUpMs: this.catchUpMs },
+      `the scheduler leased a schedule for at least ${leaseMs} ms, not less than automationCatchUpMs (${this.catchUpMs} ms): a failed dispatch is retried only after the catch-up window, so the due times it left collapse into one run instead of running each; set the scheduler's leaseMs below automationCatchUpMs (or raise automationCatchUpMs)`,
+    );
   }
 
   /**

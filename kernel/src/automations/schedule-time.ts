@@ -240,6 +240,28 @@ export function countMissed(schedule: NormalizedSchedule, first: Date, now: Date
 }
 
 /**
+ * The last due time from `first` (itself due, at or before `now`) to `now`: `first` when no other
+ * due time follows it by `now`. Found by halving the span between them (a few dozen steps
+ * however long the host was down), not by stepping through every due time of it.
+ */
+export function lastDueBy(schedule: NormalizedSchedule, first: Date, now: Date): Date {
+  const dueBy = (from: number) => {
+    const next = nextDueAfter(schedule, new Date(from));
+    return next !== null && next.getTime() <= now.getTime();
+  };
+  if (!dueBy(first.getTime())) return first;
+  // The latest instant whose next due time is still at or before now: that next due time is the last.
+  let low = first.getTime();
+  let high = now.getTime();
+  while (high - low > 1) {
+    const middle = low + Math.floor((high - low) / 2);
+    if (dueBy(middle)) low = middle;
+    else high = middle;
+  }
+  return nextDueAfter(schedule, new Date(low))!;
+}
+
+/**
  * The first due time of a schedule's series strictly after `now`, or null:
  * where a schedule continues after its missed due times collapsed or after a
  * resume. An interval stays on its series (multiples of the interval since the

@@ -20,7 +20,9 @@ export interface LocalSchedulerOptions {
    * How long a claimed schedule stays leased to this scheduler. A dispatch that
    * fails is retried once the lease expires; one that runs longer than the lease
    * may be dispatched again by another scheduler, so keep dispatch short (enqueue
-   * a run, do not wait for it). Default 60 000 ms.
+   * a run, do not wait for it). Default 60 000 ms. It must be below the host's
+   * automationCatchUpMs (default 180 000 ms): start() refuses it otherwise, when
+   * the host passes that value.
    */
   leaseMs?: number;
   /** This scheduler's lease owner id. Default: host, pid and a random suffix. */
@@ -70,12 +72,14 @@ export class LocalScheduler implements Scheduler {
 
   /**
    * Begin polling (the first poll starts at once). With `agentId`, claim only that agent's
-   * schedules and those of no agent. Call stop() before starting again.
+   * schedules and those of no agent; with `automationCatchUpMs`, a lease not below it is refused.
+   * Call stop() before starting again.
    */
   async start(dispatch: ScheduleDispatch, options: SchedulerStartOptions = {}): Promise<void> {
     if (this.dispatch !== undefined) {
       throw new Error(`LocalScheduler ${this.owner} is already started; call stop() before start() again`);
     }
+    refuseLeaseNotBelowCatchUp(this.leaseMs, options.automationCatchUpMs);
     this.store ??= scheduleStore(typeof this.storeSource === "function" ? this.storeSource() : this.storeSource);
     this.dispatch = dispatch;
     this.agentId = options.agentId;
@@ -178,6 +182,22 @@ export function nextRunAt(schedule: Pick<ScheduleRecord, "intervalMs" | "nextRun
   const base = Number.isFinite(due) ? due : now.getTime();
   const missed = Math.floor((now.getTime() - base) / interval);
   return new Date(base + interval * Math.max(1, missed + 1));
+}
+
+/**
+ * A lease of automationCatchUpMs or longer makes a failed dispatch wait out the catch-up window:
+ * its due time, and those after it, then collapse into one run instead of running each.
+ */
+function refuseLeaseNotBelowCatchUp(leaseMs: number, catchUpMs: number | undefined): void {
+  if (catchUpMs === undefined || leaseMs < catchUpMs) return;
+  throw new AssemblyLineError(
+    "AL_ERR_STATE_INPUT_INVALID",
+    `LocalScheduler leaseMs is ${leaseMs}, not below the runtime's automationCatchUpMs (${catchUpMs}): a dispatch that failed would be retried only after its due time is past the catch-up window, and the due times it left would collapse into one run instead of running each`,
+    {
+      fix: `Set the scheduler's leaseMs (localScheduler({ leaseMs }) in gateway.ts, or new LocalScheduler({ leaseMs })) below ${catchUpMs}, or raise automationCatchUpMs (RuntimeOptions) above ${leaseMs}; the defaults are 60 000 and 180 000.`,
+      details: { leaseMs, automationCatchUpMs: catchUpMs },
+    },
+  );
 }
 
 function scheduleStore(store: unknown): ScheduleStateStore {
