@@ -23,6 +23,13 @@ export interface SchedulerStartOptions {
    */
   agentId?: string;
   /**
+   * The host's logger. A scheduler reports there what it cannot throw to anyone: a dispatch that
+   * threw (retried when its lease expires), a claim or a completeScheduleRun that failed. A
+   * scheduler made with a logger of its own keeps that one. Left out (and none of its own), those
+   * failures are not logged.
+   */
+  logger?: RuntimeLogger;
+  /**
    * The host's `RuntimeOptions.automationCatchUpMs` (default 180 000): an automation's due time
    * later than this collapses with the others missed into one run. A scheduler whose lease is not
    * below it should refuse to start: a failed dispatch would be retried only once its due time is

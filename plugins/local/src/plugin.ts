@@ -93,6 +93,8 @@ export const plugin = definePlugin({
         const state = earlierState(context);
         return isScheduleStateStore(state) ? state : undefined;
       };
+      // Made without a logger (a slot has none): it logs failed dispatches and claims to the logger the host
+      // passes to start(), and checks its lease against the automationCatchUpMs passed there.
       return new LocalScheduler({ ...(descriptor.options as LocalSchedulerSlotOptions), store });
     });
     kernel.hooks.slot.for("deploy").tapPromise({ name: LOCAL_PLUGIN_ID }, async (descriptor) =>

@@ -29,6 +29,7 @@ export interface LocalSchedulerOptions {
   owner?: string;
   /** Schedules claimed per poll at most. Default 10. */
   batchSize?: number;
+  /** Where failed dispatches and claims are reported. Left out, the logger the host passes to start(), else none. */
   logger?: RuntimeLogger;
   /** The clock; tests pass a fixed one. */
   now?: () => Date;
@@ -46,7 +47,9 @@ export class LocalScheduler implements Scheduler {
   private readonly pollIntervalMs: number;
   private readonly leaseMs: number;
   private readonly batchSize: number;
-  private readonly logger: RuntimeLogger;
+  /** The constructor's logger, which wins over the start's. */
+  private readonly ownLogger: RuntimeLogger | undefined;
+  private logger: RuntimeLogger;
   private readonly now: () => Date;
   private dispatch: ScheduleDispatch | undefined;
   private agentId: string | undefined;
@@ -66,14 +69,15 @@ export class LocalScheduler implements Scheduler {
     this.leaseMs = positive(options.leaseMs, DEFAULT_LEASE_MS, "leaseMs", MAX_TIMER_MS);
     this.batchSize = positive(options.batchSize, DEFAULT_BATCH_SIZE, "batchSize", Number.MAX_SAFE_INTEGER, true);
     this.owner = options.owner ?? `local-scheduler:${hostname()}:${process.pid}:${randomUUID().slice(0, 8)}`;
+    this.ownLogger = options.logger;
     this.logger = options.logger ?? noopLogger();
     this.now = options.now ?? (() => new Date());
   }
 
   /**
    * Begin polling (the first poll starts at once). With `agentId`, claim only that agent's
-   * schedules and those of no agent; with `automationCatchUpMs`, a lease not below it is refused.
-   * Call stop() before starting again.
+   * schedules and those of no agent; failures go to `logger` unless the scheduler was made with
+   * one; with `automationCatchUpMs`, a lease not below it is refused. Call stop() before starting again.
    */
   async start(dispatch: ScheduleDispatch, options: SchedulerStartOptions = {}): Promise<void> {
     if (this.dispatch !== undefined) {
@@ -81,6 +85,7 @@ export class LocalScheduler implements Scheduler {
     }
     refuseLeaseNotBelowCatchUp(this.leaseMs, options.automationCatchUpMs);
     this.store ??= scheduleStore(typeof this.storeSource === "function" ? this.storeSource() : this.storeSource);
+    this.logger = this.ownLogger ?? options.logger ?? noopLogger();
     this.dispatch = dispatch;
     this.agentId = options.agentId;
     this.schedule(0);
