@@ -163,18 +163,7 @@ export class Automations {
         if (entry.schedule.kind === "at" && next.getTime() === NEVER.getTime() && !sameSchedule) {
           this.parts.logger.warn({ event: "automation.one_shot_past", automation: entry.name, at: entry.schedule.at }, `automations/${entry.name}.ts runs once at ${entry.schedule.at}, already past: it rests and does not run`);
         }
-        const payload: AutomationPayload = {
-          kind: "automation",
-          agentId: this.parts.agentId,
-          name: entry.name,
-          source: "static",
-          ...staticDefinition(entry),
-          paused,
-          // Fixed for static rows: replicas syncing at once write the same row, and the same due time the same run key.
-          instance: "static",
-          digest,
-        };
-        return { payload, nextRunAt: next };
+        return { payload: this.staticPayload(entry.name, paused)!, nextRunAt: next };
       });
     }
     for (const [id, { record, payload }] of rows) {
@@ -182,6 +171,42 @@ export class Automations {
       // A row written before schedules had an agent: any agent's scheduler could claim it until it names its own.
       else if (!written.has(id) && (record.agentId ?? null) === null) await this.nameAgent(id);
     }
+  }
+
+  /** The row payload of this build's file `name` (undefined when the build has none), as the sync writes it. */
+  private staticPayload(name: string, paused: boolean): AutomationPayload | undefined {
+    const found = this.statics.get(name);
+    if (!found) return undefined;
+    return {
+      kind: "automation",
+      agentId: this.parts.agentId,
+      name,
+      source: "static",
+      ...staticDefinition(found.entry),
+      paused,
+      // Fixed for static rows: replicas syncing at once write the same row, and the same due time the same run key.
+      instance: "static",
+      digest: found.digest,
+    };
+  }
+
+  /**
+   * This build's automations/ files that have no row in the store yet (no host of the agent has
+   * synced since they were added), each as the sync would write it; nothing is written. Names a
+   * row already has are left out: the store's row is what hosts run. For a listing (CLI
+   * `automations list`) that must not write this build over the rows the running hosts' build wrote.
+   */
+  async notYetStored(): Promise<AutomationInfo[]> {
+    const rows = await this.rows();
+    const stored = new Set([...rows.values()].map((row) => row.payload.name));
+    const now = this.now();
+    return [...this.statics.keys()]
+      .filter((name) => !stored.has(name))
+      .sort((a, b) => (a < b ? -1 : a > b ? 1 : 0))
+      .map((name) => {
+        const payload = this.staticPayload(name, false)!;
+        return describe(this.row(payload, firstDueTime(payload.schedule, now)), payload);
+      });
   }
 
   /**
@@ -219,10 +244,23 @@ export class Automations {
     return describe(record, payload);
   }
 
-  /** Operator pause/resume (CLI): a paused automation is never due; resuming continues from the next due time after now. */
+  /**
+   * Operator pause/resume (CLI): a paused automation is never due; resuming continues from the next
+   * due time after now. Only the pause changes: the rest of the row is kept as stored, whatever
+   * this build defines. A file of this build that has no row yet (no host has synced since it was
+   * added) is written paused, only if still absent, so that it never runs until resumed; resuming
+   * one writes nothing (it is not paused).
+   */
   async setPaused(name: string, paused: boolean): Promise<AutomationInfo> {
-    const { record: found } = await this.require(name);
-    return this.rewrite(found.id, name, async (stored) => {
+    const rows = await this.rows();
+    const found = rows.get(this.rowId("dynamic", name)) ?? rows.get(this.rowId("static", name));
+    const fromBuild = found ? undefined : this.staticPayload(name, paused);
+    if (!found && !fromBuild) await this.require(name);
+    return this.rewrite(found ? found.record.id : this.rowId("static", name), name, async (stored) => {
+      if (!stored && fromBuild) {
+        const nextRunAt = firstDueTime(fromBuild.schedule, this.now());
+        return paused ? { payload: fromBuild, nextRunAt } : { answer: describe(this.row(fromBuild, nextRunAt), fromBuild) };
+      }
       if (!stored?.payload) {
         // Deleted since it was found: not written back. Not found now, or the automation of its name found now is the one paused.
         await this.require(name);
@@ -237,7 +275,10 @@ export class Automations {
 
   /** Start one run of an automation now, outside its schedule (CLI `automations run`). */
   async runNow(name: string, options: DispatchOptions = {}): Promise<AutomationRun> {
-    const { payload } = await this.require(name);
+    const rows = await this.rows();
+    const stored = rows.get(this.rowId("dynamic", name)) ?? rows.get(this.rowId("static", name));
+    // A file of this build with no row yet runs as the sync would write it, without writing it.
+    const payload = stored?.payload ?? this.staticPayload(name, false) ?? (await this.require(name)).payload;
     const dueAt = this.now().toISOString();
     return this.submit(this.rowId(payload.source, payload.name), payload, dueAt, `manual:${randomUUID()}`, 0, options);
   }

@@ -16,7 +16,11 @@ const USAGE = "assembly-line automations list | run <name> | pause <name> | resu
 /**
  * `automations list|run|pause|resume`: the agent's static (automations/) and
  * dynamic automations as the state store holds them. The built automations/
- * are synced into the store first, as a host does at start.
+ * are never synced into the store (a host does that at start): on a store
+ * shared with running hosts, this folder's build may differ from theirs, and
+ * writing it would rewrite or delete their rows. `list` only reads (this
+ * build's files with no row yet are shown apart); `pause` and `resume` change
+ * only the named automation's pause; `run` starts one run of it as stored.
  */
 export const automationsCommand = (sub: string) => async (parsed: ParsedCommand, io: CommandIO): Promise<number> => {
   const name = sub === "list" ? undefined : requirePositional(parsed.positionals, 0, "name", USAGE);
@@ -28,12 +32,13 @@ export const automationsCommand = (sub: string) => async (parsed: ParsedCommand,
   const local = await openAgent(parsed, io, sub === "run" && !json, models);
   try {
     const { automations } = local.runtime;
-    await automations.syncStatic();
     if (sub === "list") {
-      const all = await automations.list();
+      // The rows as stored, and this build's files no host has written yet (`stored: false`), by name.
+      const all = [...(await automations.list()).map((automation) => ({ ...automation, stored: true })), ...(await automations.notYetStored()).map((automation) => ({ ...automation, stored: false }))];
+      all.sort((a, b) => (a.name < b.name ? -1 : a.name > b.name ? 1 : 0));
       if (json) io.out(envelope({ automations: all }));
       else if (all.length === 0) io.out("no automations");
-      else for (const automation of all) io.out(describeLine(automation));
+      else for (const automation of all) io.out(automation.stored ? describeLine(automation) : `${describeLine(automation)}  (not in the state store yet: a host writes automations/ at start)`);
       return 0;
     }
     if (sub === "pause" || sub === "resume") {
