@@ -73,6 +73,14 @@ describe("interval schedules after downtime or a pause", () => {
     expect(result!.nextRunAt.toISOString()).toBe("2026-03-02T11:00:00.000Z");
   });
 
+  it("are aligned to the Unix epoch: a 24 h interval made mid-afternoon is due at 00:00 UTC, then each midnight", async () => {
+    const { automations, clock, dispatchAll } = await automationsAt({}, "2026-03-01T15:37:12.000Z");
+    expect((await automations.create({ name: "daily", schedule: { every: 86_400_000 }, message: "daily" })).nextRunAt).toBe("2026-03-02T00:00:00.000Z");
+    clock.now = new Date("2026-03-02T00:00:01.000Z");
+    await dispatchAll();
+    expect((await automations.get("daily")).nextRunAt).toBe("2026-03-03T00:00:00.000Z");
+  });
+
   it("resume on the interval's series", async () => {
     const { automations, clock } = await automationsAt({ "automations/tick.ts": automation(`{ every: 60000 }`) }, "2026-03-01T10:00:00.000Z");
     await automations.setPaused("tick", true);

@@ -4,7 +4,10 @@ import { brand, hasBrand, type Branded } from "./brand.js";
  * When an automation runs:
  * - a cron expression (5 fields, or 6 with seconds first), in UTC: `"0 9 * * 1-5"`;
  * - `{ cron, timezone }`: the same, read in an IANA time zone (`"Europe/Paris"`);
- * - `{ every }`: every that many milliseconds;
+ * - `{ every }`: every that many milliseconds (1 000 to 366 days), at the multiples of the interval
+ *   since the Unix epoch (1970-01-01T00:00:00Z), not from when the automation was made: `{ every:
+ *   86_400_000 }` runs at 00:00 UTC each day, `{ every: 3_600_000 }` on the hour. For a set local
+ *   time, use `{ cron, timezone }`;
  * - `{ at }`: once, at an ISO-8601 time.
  */
 export type AutomationSchedule = string | { cron: string; timezone?: string } | { every: number } | { at: string };
