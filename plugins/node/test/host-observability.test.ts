@@ -1,6 +1,7 @@
 import { beforeAll, describe, expect, it } from "vitest";
-import { definePlugin, type ChannelModule, type ScheduleDispatch, type TelemetrySpan } from "@assemblyline-agents/core";
-import { createKernel, type RuntimeBundle } from "@assemblyline-agents/runtime";
+import { definePlugin, type ChannelModule, type ScheduleDispatch, type SchedulerStartOptions, type TelemetrySpan } from "@assemblyline-agents/core";
+import { LocalScheduler } from "@assemblyline-agents/local";
+import { InMemoryStateAdapter, createKernel, type RuntimeBundle } from "@assemblyline-agents/runtime";
 import { readableLogger } from "../src/index.js";
 import { call, fixtureBundle, startHost, waitFor } from "./support/host.js";
 
@@ -79,5 +80,31 @@ describe("host integrations", () => {
       return page.runs.length === 1 && page.runs[0]!.status === "completed" ? page.runs : undefined;
     });
     expect(runs[0]!.input.message).toBe("echo: scheduled");
+  });
+
+  it("hands its scheduler the host's logger and automationCatchUpMs, so a failing dispatch is logged and a lease too long refused", async () => {
+    let given: SchedulerStartOptions | undefined;
+    const host = await startHost(bundle, { automationCatchUpMs: 90_000, scheduler: { start: async (_fn, options) => void (given = options), stop: async () => undefined } });
+    expect(given).toMatchObject({ agentId: host.runtime.manifest.agent.id, automationCatchUpMs: 90_000 });
+    given!.logger!.warn({ event: "schedule.dispatch_failed" }, "schedule dispatch failed");
+    expect(host.logger.entries.some((entry) => entry.msg === "schedule dispatch failed")).toBe(true);
+  });
+
+  it("does not start with the local scheduler leasing for the catch-up window or longer", async () => {
+    const state = new InMemoryStateAdapter();
+    const failure = await startHost(bundle, { state, automationCatchUpMs: 60_000, scheduler: new LocalScheduler({ store: state, leaseMs: 60_000 }) }).then(
+      () => undefined,
+      (error: unknown) => error,
+    );
+    expect(String(failure)).toMatch(/leaseMs.*automationCatchUpMs|automationCatchUpMs.*leaseMs/);
+  });
+
+  it("stops what it started when its scheduler refuses to start, and says why", async () => {
+    const state = new InMemoryStateAdapter();
+    let stopped = false;
+    const scheduler = { start: async () => Promise.reject(new Error("scheduler refused")), stop: async () => void (stopped = true) };
+    const failure = await startHost(bundle, { state, scheduler }).then(() => undefined, (error: unknown) => error);
+    expect(String(failure)).toContain("scheduler refused");
+    expect(stopped).toBe(true);
   });
 });

@@ -201,39 +201,51 @@ export async function listenNodeRuntime(options: NodeRuntimeOptions): Promise<No
   await runtime.pruneRevisions().catch((error) => logger.warn({ event: "revisions.prune_failed", err: String(error) }, "pruning kept builds failed"));
   await recovery.start(config.recoveryIntervalMs);
   outbox.start();
-  // automations/ is written into the schedules facet before any scheduler looks for due rows.
-  await runtime.automations.syncStatic();
-  if (options.scheduler) {
-    const agentId = runtime.manifest.agent.id;
-    await options.scheduler.start(async (scheduleId, claimed) => {
-      const schedule = claimed ?? (await runtime.state.schedules.getSchedule(scheduleId));
-      if (!schedule) return;
-      if (!isScheduleClaimableBy(schedule, agentId)) {
-        // A scheduler that ignores the start's agentId: the throw leaves the row to its own agent's host once this lease runs out.
-        logger.warn({ event: "scheduler.agent_filter_ignored", scheduleId, agentId: schedule.agentId }, "the scheduler dispatched another agent's schedule; nothing started");
-        throw new AssemblyLineError("AL_ERR_AUTOMATION_NOT_FOUND", `schedule ${scheduleId} belongs to agent ${schedule.agentId}, not ${agentId}`, {
-          fix: "Use a scheduler that claims by agent (Scheduler.start's agentId, as LocalScheduler does); the row is left to its own agent's host.",
+  /** What a start that fails from here stops: nothing it started may outlive it (timers, the runtime's state). */
+  const abandonStart = async () => {
+    mailbox.stop();
+    await Promise.allSettled([recovery.stop(), outbox.stop(), options.scheduler?.stop()]);
+    await runtime.close();
+  };
+  try {
+    // automations/ is written into the schedules facet before any scheduler looks for due rows.
+    await runtime.automations.syncStatic();
+    if (options.scheduler) {
+      const agentId = runtime.manifest.agent.id;
+      // The scheduler logs a dispatch that threw (it has no caller to throw to), and checks its lease against the catch-up window.
+      await options.scheduler.start(async (scheduleId, claimed) => {
+        const schedule = claimed ?? (await runtime.state.schedules.getSchedule(scheduleId));
+        if (!schedule) return;
+        if (!isScheduleClaimableBy(schedule, agentId)) {
+          // A scheduler that ignores the start's agentId: the throw leaves the row to its own agent's host once this lease runs out.
+          logger.warn({ event: "scheduler.agent_filter_ignored", scheduleId, agentId: schedule.agentId }, "the scheduler dispatched another agent's schedule; nothing started");
+          throw new AssemblyLineError("AL_ERR_AUTOMATION_NOT_FOUND", `schedule ${scheduleId} belongs to agent ${schedule.agentId}, not ${agentId}`, {
+            fix: "Use a scheduler that claims by agent (Scheduler.start's agentId, as LocalScheduler does); the row is left to its own agent's host.",
+          });
+        }
+        if (isAutomationSchedule(schedule)) {
+          const { nextRunAt, runs } = await runtime.automations.dispatchDue(schedule, options.model ? { model: options.model } : {});
+          for (const run of runs) if (run.created) mailbox.enqueue(run.runId, run.conversationId, { prepare: false });
+          return { nextRunAt };
+        }
+        const payload = (schedule.payload ?? {}) as Record<string, JsonValue>;
+        if (typeof payload.message !== "string") {
+          logger.warn({ event: "schedule.invalid", scheduleId }, "schedule payload has no message; nothing started");
+          return;
+        }
+        const conversationId = typeof payload.conversationId === "string" ? payload.conversationId : null;
+        const { runId, created } = await runtime.submit({
+          message: payload.message,
+          ...(conversationId ? { conversationId } : {}),
+          idempotencyKey: `schedule:${scheduleId}:${schedule.nextRunAt}`,
+          ...(options.model ? { model: options.model } : {}),
         });
-      }
-      if (isAutomationSchedule(schedule)) {
-        const { nextRunAt, runs } = await runtime.automations.dispatchDue(schedule, options.model ? { model: options.model } : {});
-        for (const run of runs) if (run.created) mailbox.enqueue(run.runId, run.conversationId, { prepare: false });
-        return { nextRunAt };
-      }
-      const payload = (schedule.payload ?? {}) as Record<string, JsonValue>;
-      if (typeof payload.message !== "string") {
-        logger.warn({ event: "schedule.invalid", scheduleId }, "schedule payload has no message; nothing started");
-        return;
-      }
-      const conversationId = typeof payload.conversationId === "string" ? payload.conversationId : null;
-      const { runId, created } = await runtime.submit({
-        message: payload.message,
-        ...(conversationId ? { conversationId } : {}),
-        idempotencyKey: `schedule:${scheduleId}:${schedule.nextRunAt}`,
-        ...(options.model ? { model: options.model } : {}),
-      });
-      if (created) mailbox.enqueue(runId, conversationId, { prepare: false });
-    }, { agentId });
+        if (created) mailbox.enqueue(runId, conversationId, { prepare: false });
+      }, { agentId, logger, automationCatchUpMs: runtime.automations.catchUpMs });
+    }
+  } catch (error) {
+    await abandonStart();
+    throw error;
   }
   try {
     await new Promise<void>((resolve, reject) => {
@@ -244,9 +256,7 @@ export async function listenNodeRuntime(options: NodeRuntimeOptions): Promise<No
       });
     });
   } catch (error) {
-    mailbox.stop();
-    await Promise.allSettled([recovery.stop(), outbox.stop(), options.scheduler?.stop()]);
-    await runtime.close();
+    await abandonStart();
     throw new AssemblyLineError("AL_ERR_HOST_CONFIG", `cannot listen on ${config.host}:${config.port}: ${(error as Error).message}`, {
       fix: "Pick a free port (option port, env PORT, or 0 for any) or another host.",
       cause: error,
