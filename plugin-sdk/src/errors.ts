@@ -45,6 +45,7 @@ export const errorCatalogue = {
   AL_ERR_PLUGIN_TIMEOUT: "A plugin's apply or adapter factory did not settle in time.",
   AL_ERR_PLUGIN_APPLY: "A plugin's apply(kernel) threw.",
   AL_ERR_PLUGIN_CONTRACT: "A plugin's live adapter lacks methods of the contract it provides.",
+  AL_ERR_SCHEDULER_CONFIG: "A scheduler cannot start with its settings (the local scheduler's leaseMs not below automationCatchUpMs).",
   AL_ERR_GATEWAY_SLOT: "No installed plugin materializes the adapter a gateway.ts slot names.",
   AL_ERR_GATEWAY_DEFINITION: "gateway.ts does not default-export defineGateway(...) with adapter descriptors.",
   AL_ERR_PATH_READ_ONLY: "A write, edit or delete targeted a read-only root (/history, /files, /skills).",

@@ -96,7 +96,7 @@ describe("host integrations", () => {
       () => undefined,
       (error: unknown) => error,
     );
-    expect(String(failure)).toMatch(/leaseMs.*automationCatchUpMs|automationCatchUpMs.*leaseMs/);
+    expect(failure).toMatchObject({ code: "AL_ERR_SCHEDULER_CONFIG" });
   });
 
   it("stops what it started when its scheduler refuses to start, and says why", async () => {

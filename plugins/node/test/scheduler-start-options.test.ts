@@ -93,7 +93,7 @@ describe("the local scheduler's start options", () => {
       );
       await scheduler.stop();
       expect(refusal, `${leaseMs} vs ${automationCatchUpMs}`).toMatchObject({
-        code: "AL_ERR_STATE_INPUT_INVALID",
+        code: "AL_ERR_SCHEDULER_CONFIG",
         message: expect.stringMatching(new RegExp(`leaseMs is ${leaseMs}, not below the runtime's automationCatchUpMs \\(${automationCatchUpMs}\\)`)),
         fix: expect.stringMatching(/leaseMs.*below.*automationCatchUpMs/),
       });

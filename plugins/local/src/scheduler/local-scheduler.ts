@@ -196,7 +196,7 @@ export function nextRunAt(schedule: Pick<ScheduleRecord, "intervalMs" | "nextRun
 function refuseLeaseNotBelowCatchUp(leaseMs: number, catchUpMs: number | undefined): void {
   if (catchUpMs === undefined || leaseMs < catchUpMs) return;
   throw new AssemblyLineError(
-    "AL_ERR_STATE_INPUT_INVALID",
+    "AL_ERR_SCHEDULER_CONFIG",
     `LocalScheduler leaseMs is ${leaseMs}, not below the runtime's automationCatchUpMs (${catchUpMs}): a dispatch that failed would be retried only after its due time is past the catch-up window, and the due times it left would collapse into one run instead of running each`,
     {
       fix: `Set the scheduler's leaseMs (localScheduler({ leaseMs }) in gateway.ts, or new LocalScheduler({ leaseMs })) below ${catchUpMs}, or raise automationCatchUpMs (RuntimeOptions) above ${leaseMs}; the defaults are 60 000 and 180 000.`,
