@@ -67,6 +67,24 @@ describe("host integrations", () => {
     expect((await host.runtime.state.runs.getRun(reply.body.runId))?.input.channel?.name).toBe("plugin-hook");
   });
 
+  it("refuses to start when two channel routes would get one channel name, instead of one silently taking the other's replies", async () => {
+    const channel = (message: string): ChannelModule => ({
+      config: { transport: "http", route: "/unused", methods: ["POST"] },
+      normalizeHttp: (request) => ({ eventId: String((request.body as { id: string }).id), conversationId: "p", message }),
+    });
+    const kernel = await createKernel({
+      plugins: [
+        definePlugin({
+          name: "two-routes",
+          version: "1.0.0",
+          apply: (k) => k.hooks.channel.tap("two-routes", (channels) => channels.set("/team/inbox", channel("echo: one")).set("/team-inbox", channel("echo: two"))),
+        }),
+      ],
+    });
+    const failure = await startHost(bundle, { kernel }).then(() => undefined, (error: unknown) => error);
+    expect(failure).toMatchObject({ code: "AL_ERR_HOST_CONFIG", message: expect.stringContaining('/team/inbox and /team-inbox both get the channel name "team-inbox"') });
+  });
+
   it("turns a due schedule into one mailbox run per due time", async () => {
     let dispatch: ScheduleDispatch | undefined;
     const host = await startHost(bundle, { scheduler: { start: async (fn) => void (dispatch = fn), stop: async () => undefined } });

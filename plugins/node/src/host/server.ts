@@ -74,10 +74,15 @@ export async function listenNodeRuntime(options: NodeRuntimeOptions): Promise<No
     maxQueuedRuns: config.maxQueuedRuns,
     leaseTtlMs: config.leaseTtlMs,
   });
-  channels = collectChannels(runtime, options.sourceBundle.channels);
-  // Checked once plugins have registered their channels (hooks.channel): theirs need their secrets too. Checked where
-  // channel modules read them, process.env: a secret only in options.env would pass here and fail every request.
-  checkChannelSecrets(channelSecretNeeds(options.manifest, channels), process.env, config.devMode, logger, options.env);
+  try {
+    channels = collectChannels(runtime, options.sourceBundle.channels);
+    // Checked once plugins have registered their channels (hooks.channel): theirs need their secrets too. Checked where
+    // channel modules read them, process.env: a secret only in options.env would pass here and fail every request.
+    checkChannelSecrets(channelSecretNeeds(options.manifest, channels), process.env, config.devMode, logger, options.env);
+  } catch (error) {
+    await runtime.close();
+    throw error;
+  }
   const rateLimiter = resolveRateLimit(runtime.manifest.agent.id, options.rateLimit, env, logger, (headers) => auth.verifiedFingerprint(headers));
   const watcher = new RunWatcher(runtime);
   const killSwitch = new IngressKillSwitch(runtime.state.settings, runtime.manifest.agent.id, logger);
@@ -327,7 +332,18 @@ function collectChannels(runtime: OpenEveRuntime, authored: Record<string, Chann
   const registered = runtime.hooks.channel.call(byRoute);
   const names = new Map(Object.entries(authored).map(([name, module]) => [module, name] as const));
   const channels: Record<string, ChannelModule> = {};
-  for (const [route, module] of registered) channels[names.get(module) ?? route.replace(/^\/+/, "").replace(/[^\w-]+/g, "-")] = module;
+  const routes = new Map<string, string>();
+  for (const [route, module] of registered) {
+    const name = names.get(module) ?? route.replace(/^\/+/, "").replace(/[^\w-]+/g, "-");
+    // A run records its channel by name, and its reply goes to the channel of that name: two channels under one would cross replies.
+    if (channels[name] !== undefined && channels[name] !== module) {
+      throw new AssemblyLineError("AL_ERR_HOST_CONFIG", `the channel routes ${routes.get(name)} and ${route} both get the channel name "${name}"`, {
+        fix: "Give one of them another route: a plugin's channel is named after its route (\"/a/b\" and \"/a-b\" are both \"a-b\"), and a channels/ file after its file name.",
+      });
+    }
+    channels[name] = module;
+    routes.set(name, route);
+  }
   return channels;
 }
 
