@@ -83,3 +83,20 @@ describe("an update that gives a new schedule", () => {
     expect((await automations.update("poll", { schedule: "45 * * * *" })).nextRunAt).toBe("2026-03-01T09:45:00.000Z");
   });
 });
+
+describe("a build whose automations/ file changed its schedule", () => {
+  it("keeps a due time the old schedule owed and no host has run yet, runs it once, then continues on the new schedule", async () => {
+    const file = (cron: string) => ({ "automations/poll.ts": `import { defineAutomation } from "@assemblyline-agents/core";\nexport default defineAutomation({ schedule: "${cron}", message: "poll" });\n` });
+    const { make, bundle, clock, runs, dispatchAll } = await automationsAt(file("0 * * * *"), "2026-03-01T09:30:00.000Z");
+    expect((await make().get("poll")).nextRunAt).toBe("2026-03-01T10:00:00.000Z");
+    // 10:00 is due and not yet dispatched when a host of the new build (on :30) starts and syncs.
+    clock.now = new Date("2026-03-01T10:00:20.000Z");
+    const rebuilt = make(bundle.manifest.automations.map((entry) => ({ ...entry, schedule: { kind: "cron" as const, expression: "30 * * * *", timezone: "UTC" } })));
+    await rebuilt.syncStatic();
+    expect((await rebuilt.get("poll")).nextRunAt).toBe("2026-03-01T10:00:00.000Z");
+    clock.now = new Date("2026-03-01T10:00:40.000Z");
+    await dispatchAll(rebuilt);
+    expect([...runs.keys()].map((key) => key.slice(-24))).toEqual(["2026-03-01T10:00:00.000Z"]);
+    expect((await rebuilt.get("poll")).nextRunAt).toBe("2026-03-01T10:30:00.000Z");
+  });
+});

@@ -159,7 +159,8 @@ export class Automations {
         const sameSchedule = existing?.payload && digestJson(existing.payload.schedule as unknown as JsonValue) === digestJson(entry.schedule as unknown as JsonValue);
         const paused = existing?.payload?.paused ?? false;
         // A row that rested (enabled: false) and now may run continues from its next due time after now, not from where it stopped.
-        const next = !existing || !sameSchedule ? firstDueTime(entry.schedule, now) : !existing.record.enabled && entry.enabled && !paused ? this.resumeTime(entry.schedule, new Date(existing.record.nextRunAt)) : new Date(existing.record.nextRunAt);
+        // A changed file keeps a due time passed and not yet run, as an update does: it was owed before the change.
+        const next = !existing ? firstDueTime(entry.schedule, now) : !sameSchedule ? this.rescheduleTime(entry.schedule, existing.record) : !existing.record.enabled && entry.enabled && !paused ? this.resumeTime(entry.schedule, new Date(existing.record.nextRunAt)) : new Date(existing.record.nextRunAt);
         if (entry.schedule.kind === "at" && next.getTime() === NEVER.getTime() && !sameSchedule) {
           this.parts.logger.warn({ event: "automation.one_shot_past", automation: entry.name, at: entry.schedule.at }, `automations/${entry.name}.ts runs once at ${entry.schedule.at}, already past: it rests and does not run`);
         }
