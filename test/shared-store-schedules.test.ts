@@ -85,7 +85,7 @@ describe("a host whose scheduler ignores the agent it was started with", () => {
       },
       stop: async () => undefined,
     });
-    expect(startedWith).toEqual({ agentId: AGENT_A });
+    expect(startedWith).toMatchObject({ agentId: AGENT_A, automationCatchUpMs: 180_000, logger: expect.anything() });
     await state.upsertSchedule(hostSchedule("b-report", AGENT_B, "conv-b"));
     const row = (await state.getSchedule("b-report"))!;
     await expect(dispatch!("b-report", row)).rejects.toMatchObject({ code: "AL_ERR_AUTOMATION_NOT_FOUND" });
