@@ -14,7 +14,7 @@ import {
 } from "@assemblyline-agents/core";
 import { digestJson } from "../canonical-json.js";
 import type { AutomationManifestEntry } from "../compiler/manifest.js";
-import { NEVER, countMissed, firstDueTime, lastDueBy, nextDueAfter, nextDueAfterNow, normalizeSchedule, schedulesEqual } from "./schedule-time.js";
+import { NEVER, countMissed, firstDueTime, lastDueBy, nextDueAfter, normalizeSchedule, schedulesEqual } from "./schedule-time.js";
 
 const NAME = /^[a-z0-9][a-z0-9_-]{0,63}$/;
 /**
@@ -156,7 +156,7 @@ export class Automations {
       // Decided on the row as stored at the write: an operator's pause made meanwhile is kept.
       await this.rewrite(id, entry.name, (existing) => {
         if (existing?.payload && existing.payload.digest === digest) return { answer: describe(existing.record, existing.payload) };
-        const sameSchedule = existing?.payload && digestJson(existing.payload.schedule as unknown as JsonValue) === digestJson(entry.schedule as unknown as JsonValue);
+        const sameSchedule = existing?.payload !== undefined && schedulesEqual(existing.payload.schedule, entry.schedule);
         const paused = existing?.payload?.paused ?? false;
         // A row that rested (enabled: false) and now may run continues from its next due time after now, not from where it stopped.
         // A changed file keeps a due time passed and not yet run, as an update does: it was owed before the change.
@@ -453,7 +453,7 @@ export class Automations {
         );
       }
       runs.push(run);
-      return { nextRunAt: await this.keepNewer(claimed, nextDueAfterNow(payload.schedule, now) ?? NEVER, now), runs };
+      return { nextRunAt: await this.keepNewer(claimed, nextDueAfter(payload.schedule, now) ?? NEVER, now), runs };
     }
     let due: Date | null = first;
     let ran = first;
@@ -558,7 +558,7 @@ export class Automations {
     const now = this.now();
     if (stored.getTime() > now.getTime()) return stored;
     // A one-shot whose time passed while it rested is not run: it rests for good.
-    return nextDueAfterNow(schedule, now) ?? NEVER;
+    return nextDueAfter(schedule, now) ?? NEVER;
   }
 
   /**

@@ -260,13 +260,3 @@ export function lastDueBy(schedule: NormalizedSchedule, first: Date, now: Date):
   }
   return nextDueAfter(schedule, new Date(low))!;
 }
-
-/**
- * The first due time of a schedule's series strictly after `now`, or null:
- * where a schedule continues after its missed due times collapsed or after a
- * resume. An interval stays on its series (multiples of the interval since the
- * epoch), rather than restarting from `now`.
- */
-export function nextDueAfterNow(schedule: NormalizedSchedule, now: Date): Date | null {
-  return nextDueAfter(schedule, now);
-}

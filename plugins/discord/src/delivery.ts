@@ -216,17 +216,14 @@ export class DiscordDelivery {
    * 15 minutes the webhook can no longer read the original, and only this process's memory tells.
    */
   private async shownThroughWebhook(attempt: Attempt): Promise<ChunksShown | "whole reply"> {
-    const { target, webhook, text, rest, signal, call } = attempt;
+    const { target, text } = attempt;
     const remembered = this.shownAsRemembered(attempt);
     if (tokenExpiresWithin(target, 0)) return remembered;
     try {
-      const current = (await call(rest.get(`${webhook}/messages/@original`, { auth: false, signal }))) as { content?: unknown; flags?: unknown };
-      const shown = typeof current.content === "string" ? current.content : "";
-      const loading = (Number(current.flags ?? 0) & MESSAGE_FLAG_LOADING) !== 0;
-      const journal = progressJournal(chunksOf(text, this.options.messageLimit));
-      if (!loading && shown.trim() !== "" && !journal.isCount(shown)) return "whole reply";
+      const original = await this.readOriginal(attempt, progressJournal(chunksOf(text, this.options.messageLimit)));
+      if (original === "whole reply") return original;
       // The original is there, so follow-ups went out below it: chunks 1 to the count.
-      const counted = Math.max(journal.read(shown), remembered.from === 1 ? remembered.to - 1 : 0);
+      const counted = Math.max(original.counted, remembered.from === 1 ? remembered.to - 1 : 0);
       return { from: 1, to: counted + 1 };
     } catch (error) {
       // The token or the original is gone (the bot sends what is not known to be out), or Discord failed (the outbox tries again).
@@ -244,6 +241,20 @@ export class DiscordDelivery {
     return NO_CHUNK_SHOWN;
   }
 
+  /**
+   * The original as earlier attempts left it: its final edit ("whole reply"), or the count of follow-ups it shows
+   * and whether Discord still shows it loading. Only this channel edits the original: anything there but
+   * "thinking..." (empty, LOADING) or a count is the final edit. Not compared with the first chunk: Discord trims
+   * what it stores and strips characters it deems invalid.
+   */
+  private async readOriginal({ webhook, rest, signal, call }: Attempt, journal: ProgressJournal): Promise<"whole reply" | { counted: number; loading: boolean }> {
+    const current = (await call(rest.get(`${webhook}/messages/@original`, { auth: false, signal }))) as { content?: unknown; flags?: unknown };
+    const shown = typeof current.content === "string" ? current.content : "";
+    const loading = (Number(current.flags ?? 0) & MESSAGE_FLAG_LOADING) !== 0;
+    if (!loading && shown.trim() !== "" && !journal.isCount(shown)) return "whole reply";
+    return { counted: journal.read(shown), loading };
+  }
+
   /** Through the interaction's webhook: the original response, with follow-ups for a long reply; follow-ups alone once the original is deleted. */
   private async toInteraction(attempt: Attempt): Promise<void> {
     try {
@@ -256,25 +267,22 @@ export class DiscordDelivery {
     }
   }
 
-  private async editOriginal({ webhook, text, rest, signal, call }: Attempt): Promise<void> {
+  private async editOriginal(attempt: Attempt): Promise<void> {
+    const { webhook, text, rest, signal, call } = attempt;
     const chunks = chunksOf(text, this.options.messageLimit);
     const original = `${webhook}/messages/@original` as const;
     if (chunks.length > 1) {
       const journal = progressJournal(chunks);
       // What an attempt elsewhere (before a crash) left in the original: the whole reply (its last step), or
       // how many follow-ups it had sent. This process may know of one more: a follow-up whose journal edit failed.
-      const current = (await call(rest.get(original, { auth: false, signal }))) as { content?: unknown; flags?: unknown };
-      const shown = typeof current.content === "string" ? current.content : "";
-      // Only this channel edits the original: anything there but "thinking..." (empty, LOADING) or a count is the
-      // final edit. Not compared with the first chunk: Discord trims what it stores and strips characters it deems invalid.
-      const loading = (Number(current.flags ?? 0) & MESSAGE_FLAG_LOADING) !== 0;
-      if (!loading && shown.trim() !== "" && !journal.isCount(shown)) return;
+      const shown = await this.readOriginal(attempt, journal);
+      if (shown === "whole reply") return;
       const remembered = this.progress.get(webhook);
-      const progress: Progress = { text, sent: Math.max(journal.read(shown), remembered?.text === text ? remembered.sent : 0), at: remembered?.at ?? Date.now() };
+      const progress: Progress = { text, sent: Math.max(shown.counted, remembered?.text === text ? remembered.sent : 0), at: remembered?.at ?? Date.now() };
       this.progress.set(webhook, progress);
       // Discord makes a follow-up to a deferred response still loading an edit of it, not a new message (which the
       // final edit would then overwrite): the count, at 0, goes there first, so every follow-up is a message of its own.
-      if (loading) await call(rest.patch(original, { body: message(journal.write(0)), auth: false, signal }));
+      if (shown.loading) await call(rest.patch(original, { body: message(journal.write(0)), auth: false, signal }));
       for (let index = progress.sent + 1; index < chunks.length; index += 1) {
         await call(rest.post(webhook, { body: message(chunks[index]!), auth: false, signal }));
         progress.sent = index;
@@ -478,7 +486,13 @@ function describeFailure(error: unknown, host: AbortSignal): string {
  * Discord's webhooks take no idempotency key, and the original is the one message of the interaction a retry can
  * read back. Only a follow-up sent just before a crash, whose count was not yet recorded, can be sent again.
  */
-function progressJournal(chunks: string[]): { write(sent: number): string; read(content: string): number; isCount(content: string): boolean } {
+interface ProgressJournal {
+  write(sent: number): string;
+  read(content: string): number;
+  isCount(content: string): boolean;
+}
+
+function progressJournal(chunks: string[]): ProgressJournal {
   const digest = createHash("sha256").update(JSON.stringify(chunks)).digest("hex").slice(0, 8);
   // ASCII only, so Discord stores it as written.
   const pattern = /^-# Sending the reply in (\d+) parts\.\.\. \((\d+) sent below, ([0-9a-f]{8})\)$/;
