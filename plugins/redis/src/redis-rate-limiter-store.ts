@@ -89,7 +89,12 @@ function ownClient(url: string, commandTimeout: number): Redis {
   }
 }
 
-type TakeCommand = (key: string, capacity: number, refillPerSecond: number, cost: number, now: number) => Promise<[number, string, number]>;
+type TakeCommand = (key: string, capacity: number, refillPerSecond: number, cost: number, now: number) => Promise<[number, string, string]>;
+
+/** A number the script wrote with %.17g: exact, and "inf" for a wait no refill ever ends, which the in-process store answers as Infinity. */
+function scriptNumber(text: unknown): number {
+  return text === "inf" ? Infinity : typeof text === "string" && text !== "" ? Number(text) : NaN;
+}
 
 /**
  * A RateLimiterStore shared by every replica through Redis. Each take is one
@@ -115,7 +120,7 @@ export class RedisRateLimiterStore implements RateLimiterStore {
 
   async take(key: string, request: RateLimitRequest): Promise<RateLimitDecision> {
     const cost = checkRateLimitRequest(key, request).cost;
-    let reply: [number, string, number];
+    let reply: [number, string, string];
     try {
       const command = (this.client as unknown as Record<string, TakeCommand>)[COMMAND]!;
       reply = await command.call(this.client, this.keyPrefix + key, request.capacity, request.refillPerSecond, cost, request.now ?? -1);
@@ -125,14 +130,15 @@ export class RedisRateLimiterStore implements RateLimiterStore {
         cause: error,
       });
     }
-    const [allowed, tokens, retryAfterMs] = reply;
-    const remaining = Number(tokens);
-    if (!Array.isArray(reply) || !Number.isFinite(remaining) || typeof allowed !== "number") {
+    const [allowed, tokens, retry] = Array.isArray(reply) ? reply : [];
+    const remaining = scriptNumber(tokens);
+    const retryAfterMs = scriptNumber(retry);
+    if (!Number.isFinite(remaining) || Number.isNaN(retryAfterMs) || typeof allowed !== "number") {
       throw new AssemblyLineError("AL_ERR_RATE_LIMIT_STORE", `Redis answered ${JSON.stringify(reply)} to a rate-limit take`, {
         fix: `Another program may have written a non-bucket value at ${this.keyPrefix + key}; choose another keyPrefix.`,
       });
     }
-    return { allowed: allowed === 1, remaining: Math.floor(remaining), retryAfterMs: allowed === 1 ? 0 : Number(retryAfterMs) };
+    return { allowed: allowed === 1, remaining: Math.floor(remaining), retryAfterMs: allowed === 1 ? 0 : retryAfterMs };
   }
 
   /** Close the connection when the store opened it (a client you passed stays open). */

@@ -7,8 +7,9 @@ import { Redis } from "ioredis";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { isAssemblyLineError } from "@assemblyline-agents/core";
 import { InMemoryStateAdapter, buildAgent, loadRuntimeBundle, scriptedHarness } from "@assemblyline-agents/runtime";
-import { listenNodeRuntime, noopLogger } from "@assemblyline-agents/node";
+import { MemoryRateLimiterStore, listenNodeRuntime, noopLogger } from "@assemblyline-agents/node";
 import { RedisRateLimiterStore, redisRateLimiterStore } from "../src/index.js";
+import { MAX_BUCKET_TTL_MS } from "../src/token-bucket.lua.js";
 import { describeRateLimiterStoreConformance } from "@assemblyline-agents/core/testkit";
 
 const url = process.env.REDIS_URL ?? "redis://127.0.0.1:6379";
@@ -88,6 +89,39 @@ describe.skipIf(unreachable !== undefined)("RedisRateLimiterStore against a real
     await admin.quit();
     expect(ttl).toBeGreaterThan(0);
     expect(ttl).toBeLessThanOrEqual(3_000);
+  });
+
+  // A quota that (practically) never refills is written with a tiny rate: refillPerSecond must be positive.
+  it.each([
+    ["1000 tokens, one back every ~30 000 years", { capacity: 1000, refillPerSecond: 1e-12 }],
+    ["one token, a wait past 2^63 ms", { capacity: 1, refillPerSecond: 1e-16 }],
+    ["5 tokens, refill Number.MIN_VALUE (a wait of Infinity)", { capacity: 5, refillPerSecond: Number.MIN_VALUE }],
+  ])("takes from a bucket whose refill is too slow to matter (%s), deciding as the in-process store does", async (_, limit) => {
+    const key = `slow-${randomUUID()}`;
+    const memory = new MemoryRateLimiterStore();
+    // The whole bucket at once, then one more: granted, then refused with the wait for one token.
+    const takes = [{ ...limit, cost: limit.capacity, now: 1_000 }, { ...limit, cost: 1, now: 2_000 }];
+    for (const take of takes) {
+      const expected = await memory.take(key, take);
+      expect(await shared.take(key, take), JSON.stringify(take)).toEqual(expected);
+    }
+    expect((await shared.take(key, takes[1]!)).retryAfterMs).toBeGreaterThan(1e14);
+  });
+
+  it("gives a bucket with a refill too slow to ever finish an expiry of at most a year, granted or refused", async () => {
+    const key = `slow-ttl-${randomUUID()}`;
+    const admin = new Redis(url);
+    try {
+      for (const allowed of [true, false]) {
+        expect((await shared.take(key, { capacity: 1, refillPerSecond: 1e-12 })).allowed).toBe(allowed);
+        const ttl = await admin.pttl(prefix + key);
+        // -1 would be a key that lives forever.
+        expect(ttl).toBeGreaterThan(MAX_BUCKET_TTL_MS - 60_000);
+        expect(ttl).toBeLessThanOrEqual(MAX_BUCKET_TTL_MS);
+      }
+    } finally {
+      await admin.quit();
+    }
   });
 
   it("reports an unreachable Redis as AL_ERR_RATE_LIMIT_STORE", async () => {
