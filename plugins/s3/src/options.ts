@@ -59,16 +59,20 @@ export const R2_ENV = {
   accountIdEnv: ["R2_ACCOUNT_ID"],
 } as const;
 
-/** Everything the store needs, after env is read. */
-export interface ResolvedS3Settings {
+/** What the store applies itself, whichever client sends its requests. */
+export interface S3StoreSettings {
   bucket: string;
+  prefix: string;
+  multipartThresholdBytes: number;
+  partSizeBytes: number;
+}
+
+/** Everything the store needs, its own client's settings too, after env is read. */
+export interface ResolvedS3Settings extends S3StoreSettings {
   endpoint: string | undefined;
   region: string;
   forcePathStyle: boolean;
-  prefix: string;
   credentials: { accessKeyId: string; secretAccessKey: string; sessionToken?: string } | undefined;
-  multipartThresholdBytes: number;
-  partSizeBytes: number;
   requestTimeoutMs: number;
 }
 
@@ -88,6 +92,9 @@ const OPTION_NAMES = ["bucket", "endpoint", "region", "forcePathStyle", "prefix"
 
 const ENV_LIST_OPTIONS = ["bucketEnv", "accessKeyIdEnv", "secretAccessKeyEnv", "sessionTokenEnv", "endpointEnv", "accountIdEnv"] as const;
 
+/** The options that only build the store's own S3Client: where it connects, as whom, how long it waits. */
+export const OWN_CLIENT_OPTIONS = ["endpoint", "region", "forcePathStyle", "requestTimeoutMs", "accessKeyIdEnv", "secretAccessKeyEnv", "sessionTokenEnv", "endpointEnv", "accountIdEnv"] as const;
+
 /** A misspelt option would otherwise be dropped silently (e.g. `perfix` storing every key at the bucket's root). */
 export function refuseUnknownOptions(options: object, extra: readonly string[] = []): void {
   const known = new Set([...OPTION_NAMES, ...extra]);
@@ -97,9 +104,64 @@ export function refuseUnknownOptions(options: object, extra: readonly string[] =
   }
 }
 
+/**
+ * A client given is used as it was built: its endpoint, region, keys and timeouts. Options that would
+ * build another are refused rather than dropped: a store told `endpoint` and `requestTimeoutMs` would
+ * send elsewhere and wait longer than asked, and its errors would name what it never used.
+ */
+export function refuseOwnClientOptions(options: S3BlobOptions): void {
+  const ignored = OWN_CLIENT_OPTIONS.filter((name) => options[name] !== undefined);
+  if (ignored.length === 0) return;
+  const [them, are] = ignored.length > 1 ? ["them", "are"] : ["it", "is"];
+  throw configError(
+    `option${ignored.length > 1 ? "s" : ""} ${ignored.join(", ")} ${are} for the store's own S3 client; with client given, ${them} would be ignored`,
+    `Leave ${them} out: the client's own configuration (endpoint, region, credentials, timeouts) applies. Build the client with ${them}, or pass no client.`,
+  );
+}
+
+/** The store's own settings alone, for a store given a client: its bucket from `bucketEnv`, but no endpoint or keys read from env. */
+export function resolveS3StoreSettings(given: S3BlobOptions, env: Record<string, string | undefined>): S3StoreSettings {
+  return storeSettings(withDefaultVariables(given), env);
+}
+
 /** Read the options' env variables now (when the host materializes the descriptor), failing with what is missing. */
 export function resolveS3Settings(given: S3BlobOptions, env: Record<string, string | undefined>): ResolvedS3Settings {
-  // Without variable lists (a store built directly), read the plain S3 ones.
+  const options = withDefaultVariables(given);
+  const { bucket, prefix, multipartThresholdBytes, partSizeBytes } = storeSettings(options, env);
+  const endpointVariable = options.endpoint === undefined ? (options.endpointEnv ?? []).find((name) => env[name] !== undefined && env[name] !== "") : undefined;
+  let endpoint = options.endpoint ?? (endpointVariable === undefined ? undefined : env[endpointVariable]);
+  if (endpoint === undefined && options.accountIdEnv) {
+    const account = firstSet(env, options.accountIdEnv);
+    if (!account) {
+      throw configError(`r2Blob() has no endpoint: ${options.accountIdEnv.join(", ")} is unset`, "Set R2_ACCOUNT_ID to your Cloudflare account id, or pass { endpoint }.");
+    }
+    if (!/^[A-Za-z0-9]{1,64}$/.test(account)) throw configError(`R2_ACCOUNT_ID ${JSON.stringify(account)} is not an account id`, "Use the 32-character id from the Cloudflare dashboard.");
+    endpoint = `https://${account}.r2.cloudflarestorage.com`;
+  }
+  if (endpoint !== undefined) checkEndpoint(endpoint, endpointVariable, options);
+  const keys = keyPair(env, options);
+  if (options.region !== undefined && (typeof options.region !== "string" || options.region.trim() === "")) {
+    throw configError(`region ${JSON.stringify(options.region)} is not a region name`, `Use a region such as "eu-west-1" (R2: "auto"), or omit it for AWS_REGION, else ${options.accountIdEnv ? "auto" : "us-east-1"}.`);
+  }
+  const requestTimeoutMs = options.requestTimeoutMs ?? DEFAULT_REQUEST_TIMEOUT_MS;
+  if (!isTimerDelay(requestTimeoutMs)) {
+    throw configError(`requestTimeoutMs ${JSON.stringify(options.requestTimeoutMs)} is not a positive number of milliseconds, at most ${MAX_TIMER_MS} (about 24.8 days)`, "Use a number such as 30000, or omit it.");
+  }
+  return {
+    bucket,
+    endpoint,
+    region: options.region ?? (options.accountIdEnv ? "auto" : (firstSet(env, ["AWS_REGION"]) ?? "us-east-1")),
+    forcePathStyle: options.forcePathStyle ?? endpoint !== undefined,
+    prefix,
+    credentials: keys && withSessionToken(keys.pair, sessionTokenFor(env, options, keys.idVariable)),
+    multipartThresholdBytes,
+    partSizeBytes,
+    requestTimeoutMs,
+  };
+}
+
+/** Without variable lists (a store built directly), the plain S3 ones; each list checked. */
+function withDefaultVariables(given: S3BlobOptions): S3BlobOptions {
   const options: S3BlobOptions = {
     bucketEnv: [...S3_ENV.bucketEnv],
     accessKeyIdEnv: [...S3_ENV.accessKeyIdEnv],
@@ -116,22 +178,14 @@ export function resolveS3Settings(given: S3BlobOptions, env: Record<string, stri
       throw configError(`${name} is ${JSON.stringify(names)}, not a list of variable names`, `Pass ${name}: ["MY_VARIABLE"], or omit it for the default.`);
     }
   }
+  return options;
+}
+
+function storeSettings(options: S3BlobOptions, env: Record<string, string | undefined>): S3StoreSettings {
   const bucket = options.bucket ?? firstSet(env, options.bucketEnv);
   if (!bucket) {
     throw configError(`no bucket: options.bucket is not given and ${(options.bucketEnv ?? []).join(", ") || "no bucket variable"} is unset`, `Pass { bucket: "my-bucket" } or set ${options.bucketEnv?.[0] ?? "S3_BUCKET"}.`);
   }
-  const endpointVariable = options.endpoint === undefined ? (options.endpointEnv ?? []).find((name) => env[name] !== undefined && env[name] !== "") : undefined;
-  let endpoint = options.endpoint ?? (endpointVariable === undefined ? undefined : env[endpointVariable]);
-  if (endpoint === undefined && options.accountIdEnv) {
-    const account = firstSet(env, options.accountIdEnv);
-    if (!account) {
-      throw configError(`r2Blob() has no endpoint: ${options.accountIdEnv.join(", ")} is unset`, "Set R2_ACCOUNT_ID to your Cloudflare account id, or pass { endpoint }.");
-    }
-    if (!/^[A-Za-z0-9]{1,64}$/.test(account)) throw configError(`R2_ACCOUNT_ID ${JSON.stringify(account)} is not an account id`, "Use the 32-character id from the Cloudflare dashboard.");
-    endpoint = `https://${account}.r2.cloudflarestorage.com`;
-  }
-  if (endpoint !== undefined) checkEndpoint(endpoint, endpointVariable, options);
-  const keys = keyPair(env, options);
   const partSizeBytes = options.partSizeBytes ?? DEFAULT_PART_SIZE;
   if (!Number.isInteger(partSizeBytes) || partSizeBytes < S3_MINIMUM_PART_SIZE || partSizeBytes > S3_MAXIMUM_PART_SIZE) {
     throw configError(`partSizeBytes ${partSizeBytes} is not a whole number of bytes from S3's 5 MiB minimum part size to its 5 GiB maximum`, `Use ${S3_MINIMUM_PART_SIZE} to ${S3_MAXIMUM_PART_SIZE}, e.g. the default ${DEFAULT_PART_SIZE}.`);
@@ -140,24 +194,7 @@ export function resolveS3Settings(given: S3BlobOptions, env: Record<string, stri
   if (!Number.isInteger(multipartThresholdBytes) || multipartThresholdBytes < 1) {
     throw configError(`multipartThresholdBytes ${multipartThresholdBytes} is not a positive integer`, "Use a byte count such as 8388608.");
   }
-  if (options.region !== undefined && (typeof options.region !== "string" || options.region.trim() === "")) {
-    throw configError(`region ${JSON.stringify(options.region)} is not a region name`, `Use a region such as "eu-west-1" (R2: "auto"), or omit it for AWS_REGION, else ${options.accountIdEnv ? "auto" : "us-east-1"}.`);
-  }
-  const requestTimeoutMs = options.requestTimeoutMs ?? DEFAULT_REQUEST_TIMEOUT_MS;
-  if (!isTimerDelay(requestTimeoutMs)) {
-    throw configError(`requestTimeoutMs ${JSON.stringify(options.requestTimeoutMs)} is not a positive number of milliseconds, at most ${MAX_TIMER_MS} (about 24.8 days)`, "Use a number such as 30000, or omit it.");
-  }
-  return {
-    bucket,
-    endpoint,
-    region: options.region ?? (options.accountIdEnv ? "auto" : (firstSet(env, ["AWS_REGION"]) ?? "us-east-1")),
-    forcePathStyle: options.forcePathStyle ?? endpoint !== undefined,
-    prefix: checkPrefix(options.prefix ?? ""),
-    credentials: keys && withSessionToken(keys.pair, sessionTokenFor(env, options, keys.idVariable)),
-    multipartThresholdBytes,
-    partSizeBytes,
-    requestTimeoutMs,
-  };
+  return { bucket, prefix: checkPrefix(options.prefix ?? ""), multipartThresholdBytes, partSizeBytes };
 }
 
 /**

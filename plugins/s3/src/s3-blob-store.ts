@@ -9,7 +9,7 @@ import {
   S3ServiceException,
 } from "@aws-sdk/client-s3";
 import { Upload } from "@aws-sdk/lib-storage";
-import { refuseUnknownOptions, resolveS3Settings, type ResolvedS3Settings, type S3BlobOptions } from "./options.js";
+import { refuseOwnClientOptions, refuseUnknownOptions, resolveS3Settings, resolveS3StoreSettings, type ResolvedS3Settings, type S3BlobOptions, type S3StoreSettings } from "./options.js";
 
 /** S3's longest object key, in UTF-8 bytes (the prefix included). */
 const MAX_KEY_BYTES = 1024;
@@ -24,7 +24,12 @@ const CONTROL_CHARACTER = /[\u0000-\u001f]/;
 const CONTROL_NAMES: Record<string, string> = { "\0": "NUL", "\t": "tab", "\n": "line feed", "\r": "carriage return" };
 
 export interface S3BlobStoreOptions extends S3BlobOptions {
-  /** A client to use instead of building one; the store never destroys a client it was given. */
+  /**
+   * A client to use instead of building one, as it was built: its endpoint, region, credentials and
+   * timeouts. The options that would build the store's own (endpoint, region, forcePathStyle,
+   * requestTimeoutMs, the key and endpoint variable lists) are refused beside it. The store never
+   * destroys a client it was given.
+   */
   client?: S3Client;
   /** What the `*Env` options read. Default: process.env. */
   env?: Record<string, string | undefined>;
@@ -35,29 +40,26 @@ export interface S3BlobStoreOptions extends S3BlobOptions {
  * (from `multipartThresholdBytes`) as a multipart upload, reads streamed.
  */
 export class S3BlobStore implements BlobStore {
-  readonly settings: ResolvedS3Settings;
+  /** With a client given, only the store's own settings: the client's endpoint, region, keys and timeouts apply. */
+  readonly settings: S3StoreSettings & Partial<ResolvedS3Settings>;
   private readonly client: S3Client;
   private readonly ownsClient: boolean;
 
   constructor(options: S3BlobStoreOptions = {}) {
     refuseUnknownOptions(options, ["client", "env"]);
-    this.settings = resolveS3Settings(options, options.env ?? process.env);
+    const env = options.env ?? process.env;
+    this.ownsClient = options.client === undefined;
+    if (options.client === undefined) {
+      const settings = resolveS3Settings(options, env);
+      this.settings = settings;
+      this.client = ownClient(settings);
+    } else {
+      refuseOwnClientOptions(options);
+      this.settings = resolveS3StoreSettings(options, env);
+      this.client = options.client;
+    }
     // They hold the secret key: a store logged or printed must not show it.
     Object.defineProperty(this, "settings", { enumerable: false });
-    this.ownsClient = options.client === undefined;
-    this.client =
-      options.client ??
-      new S3Client({
-        region: this.settings.region,
-        forcePathStyle: this.settings.forcePathStyle,
-        ...(this.settings.endpoint ? { endpoint: this.settings.endpoint } : {}),
-        ...(this.settings.credentials ? { credentials: this.settings.credentials } : {}),
-        // Checksums only where S3 requires them: R2 and most S3-compatible servers reject the newer default headers.
-        requestChecksumCalculation: "WHEN_REQUIRED",
-        responseChecksumValidation: "WHEN_REQUIRED",
-        // Without these the SDK waits forever on an endpoint that accepts a connection and never answers.
-        requestHandler: { connectionTimeout: Math.min(this.settings.requestTimeoutMs, 10_000), socketTimeout: this.settings.requestTimeoutMs },
-      });
   }
 
   async put(key: string, body: Uint8Array, options: { contentType?: string } = {}): Promise<{ key: string; size: number }> {
@@ -194,18 +196,39 @@ export class S3BlobStore implements BlobStore {
     }
   }
 
+  /** Names only what the store set: with a client given, its endpoint and timeouts are the client's own. */
   private failure(operation: string, key: string, error: unknown): AssemblyLineError {
     const status = error instanceof S3ServiceException ? ` (${error.name}, HTTP ${error.$metadata.httpStatusCode ?? "?"})` : "";
-    const where = this.settings.endpoint ? ` at ${new URL(this.settings.endpoint).origin}` : "";
+    const { endpoint, requestTimeoutMs } = this.settings;
+    const where = this.ownsClient ? (endpoint ? ` at ${new URL(endpoint).origin}` : "") : " through the S3 client given";
     const timedOut = (error as { name?: unknown })?.name === "TimeoutError";
+    const fix = this.ownsClient
+      ? timedOut
+        ? `The endpoint did not answer within requestTimeoutMs (${requestTimeoutMs} ms): check that it is up and reachable, or raise requestTimeoutMs.`
+        : "Check the endpoint, bucket name and keys (AWS_/R2_ variables), and that the bucket exists."
+      : timedOut
+        ? "The S3 client given did not answer within its own timeouts: check that its endpoint is up and reachable, or raise its requestHandler timeouts."
+        : "Check the S3 client's endpoint and credentials, the bucket name, and that the bucket exists.";
     return new AssemblyLineError("AL_ERR_BLOB_UNAVAILABLE", `S3 ${operation} of ${JSON.stringify(key)} in bucket ${this.settings.bucket}${where} failed${status}: ${(error as Error).message}`, {
-      fix: timedOut
-        ? `The endpoint did not answer within requestTimeoutMs (${this.settings.requestTimeoutMs} ms): check that it is up and reachable, or raise requestTimeoutMs.`
-        : "Check the endpoint, bucket name and keys (AWS_/R2_ variables), and that the bucket exists.",
+      fix,
       cause: error,
       details: { operation, key, bucket: this.settings.bucket },
     });
   }
+}
+
+function ownClient(settings: ResolvedS3Settings): S3Client {
+  return new S3Client({
+    region: settings.region,
+    forcePathStyle: settings.forcePathStyle,
+    ...(settings.endpoint ? { endpoint: settings.endpoint } : {}),
+    ...(settings.credentials ? { credentials: settings.credentials } : {}),
+    // Checksums only where S3 requires them: R2 and most S3-compatible servers reject the newer default headers.
+    requestChecksumCalculation: "WHEN_REQUIRED",
+    responseChecksumValidation: "WHEN_REQUIRED",
+    // Without these the SDK waits forever on an endpoint that accepts a connection and never answers.
+    requestHandler: { connectionTimeout: Math.min(settings.requestTimeoutMs, 10_000), socketTimeout: settings.requestTimeoutMs },
+  });
 }
 
 /**

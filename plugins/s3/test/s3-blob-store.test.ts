@@ -290,6 +290,98 @@ describe("S3BlobStore behind a proxy that answers 404 with an HTML page", () => 
   }, 30_000);
 });
 
+describe("S3BlobStore given a client", () => {
+  const clientOf = (endpoint: string, socketTimeout?: number) =>
+    new S3Client({ endpoint, region: "us-east-1", forcePathStyle: true, credentials: { accessKeyId: "S3RVER", secretAccessKey: "S3RVER" }, maxAttempts: 1, ...(socketTimeout ? { requestHandler: { socketTimeout } } : {}) });
+  const refusal = (make: () => unknown) => {
+    try {
+      make();
+    } catch (error) {
+      expect(isAssemblyLineError(error, "AL_ERR_BLOB_CONFIG"), String(error)).toBe(true);
+      return { message: String(error), fix: (error as { fix: string }).fix };
+    }
+    throw new Error("accepted");
+  };
+
+  it.each([
+    ["endpoint", { endpoint: "http://127.0.0.1:4568" }],
+    ["region", { region: "eu-west-1" }],
+    ["forcePathStyle", { forcePathStyle: false }],
+    ["requestTimeoutMs", { requestTimeoutMs: 100 }],
+    ["accessKeyIdEnv", { accessKeyIdEnv: ["MY_ACCESS_KEY_ID"] }],
+    ["secretAccessKeyEnv", { secretAccessKeyEnv: ["MY_SECRET_ACCESS_KEY"] }],
+    ["sessionTokenEnv", { sessionTokenEnv: ["MY_SESSION_TOKEN"] }],
+    ["endpointEnv", { endpointEnv: ["MY_ENDPOINT"] }],
+    ["accountIdEnv", { accountIdEnv: ["MY_ACCOUNT_ID"] }],
+  ])("refuses %s beside it with AL_ERR_BLOB_CONFIG, instead of ignoring it", (name, option) => {
+    const client = clientOf("http://127.0.0.1:1");
+    try {
+      const refused = refusal(() => new S3BlobStore({ bucket: BUCKET, client, ...option }));
+      expect(refused.message).toContain(`option ${name} is for the store's own S3 client; with client given, it would be ignored`);
+      expect(refused.fix).toContain("the client's own configuration (endpoint, region, credentials, timeouts) applies");
+    } finally {
+      client.destroy();
+    }
+  });
+
+  it("names every such option at once, and still takes the options the store applies itself", () => {
+    const client = clientOf("http://127.0.0.1:1");
+    try {
+      const refused = refusal(() => new S3BlobStore({ bucket: BUCKET, client, endpoint: "http://127.0.0.1:4568", requestTimeoutMs: 100, region: "eu-west-1", prefix: "agents/" }));
+      expect(refused.message).toContain("options endpoint, region, requestTimeoutMs are for the store's own S3 client");
+      const store = new S3BlobStore({ bucket: BUCKET, client, prefix: "agents/", multipartThresholdBytes: 6 * 1024 * 1024, partSizeBytes: 5 * 1024 * 1024 });
+      expect(store.settings).toEqual({ bucket: BUCKET, prefix: "agents/", multipartThresholdBytes: 6 * 1024 * 1024, partSizeBytes: 5 * 1024 * 1024 });
+      // Nothing the client would not use is read from env: no endpoint, no keys (half a pair is no refusal either).
+      const fromEnv = new S3BlobStore({ client, env: { S3_BUCKET: "from-env", S3_ENDPOINT: "http://127.0.0.1:9", AWS_ACCESS_KEY_ID: "half-a-pair" } });
+      expect(fromEnv.settings).toMatchObject({ bucket: "from-env" });
+      expect(fromEnv.settings.endpoint).toBeUndefined();
+      expect(fromEnv.settings.credentials).toBeUndefined();
+    } finally {
+      client.destroy();
+    }
+  });
+
+  it("materializes an s3Blob() or r2Blob() descriptor with it, refusing only the client options written into the descriptor", () => {
+    const client = clientOf("http://127.0.0.1:1");
+    try {
+      // The variable lists the helpers fill in are theirs, not the user's.
+      expect(createS3Blob(s3Blob({ bucket: "media", prefix: "a/" }), { client, env: {} }).settings).toEqual({ bucket: "media", prefix: "a/", multipartThresholdBytes: 8 * 1024 * 1024, partSizeBytes: 8 * 1024 * 1024 });
+      expect(createS3Blob(r2Blob(), { client, env: { R2_BUCKET: "r2-media" } }).settings.bucket).toBe("r2-media");
+      expect(refusal(() => createS3Blob(s3Blob({ bucket: "media", endpoint: "http://127.0.0.1:4568" }), { client, env: {} })).message).toContain("option endpoint is for the store's own S3 client");
+      const own = refusal(() => createS3Blob(s3Blob({ bucket: "media", accessKeyIdEnv: ["MY_ACCESS_KEY_ID"], secretAccessKeyEnv: ["MY_SECRET_ACCESS_KEY"] }), { client, env: {} }));
+      expect(own.message).toContain("options accessKeyIdEnv, secretAccessKeyEnv are for the store's own S3 client");
+    } finally {
+      client.destroy();
+    }
+  });
+
+  it("fails through a client whose endpoint never answers without naming an endpoint or a timeout the store did not set", async () => {
+    const sockets = new Set<Socket>();
+    const silent = createServer((socket) => {
+      sockets.add(socket);
+      socket.resume();
+    });
+    await new Promise<void>((resolve) => silent.listen(0, "127.0.0.1", resolve));
+    const client = clientOf(`http://127.0.0.1:${(silent.address() as { port: number }).port}`, 300);
+    // S3_ENDPOINT is what a store of its own would have used.
+    const store = new S3BlobStore({ bucket: BUCKET, client, env: { S3_ENDPOINT: "http://127.0.0.1:9", ...KEYS } });
+    try {
+      const error = await store.put("x", new Uint8Array([1])).catch((caught: unknown) => caught);
+      expect(isAssemblyLineError(error, "AL_ERR_BLOB_UNAVAILABLE"), String(error)).toBe(true);
+      expect(String(error)).toContain(`S3 put of "x" in bucket ${BUCKET} through the S3 client given failed`);
+      expect(String(error)).not.toContain("127.0.0.1:9");
+      const fix = (error as { fix: string }).fix;
+      expect(fix).not.toContain("requestTimeoutMs");
+      expect(fix).toContain("did not answer within its own timeouts");
+    } finally {
+      await store.close();
+      client.destroy();
+      for (const socket of sockets) socket.destroy();
+      await new Promise((resolve) => silent.close(resolve));
+    }
+  }, 30_000);
+});
+
 describe("s3Blob() / r2Blob() settings", () => {
   it.each([
     ["a user name and password", "https://AKIAEXAMPLE:sekrit@acct.r2.cloudflarestorage.com", "holds a user name or password"],
