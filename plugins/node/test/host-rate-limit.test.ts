@@ -26,6 +26,14 @@ describe("ingress rate limits", () => {
     expect(new Set(await statuses(25, () => message(host.url)))).toEqual(new Set([202]));
   });
 
+  it("send Retry-After as whole seconds, at most a year, for a limit that practically never refills", async () => {
+    const host = await startHost(bundle, { rateLimit: { limits: { "run-create": { capacity: 1, refillPerSecond: 1e-300 } } } });
+    expect(await statuses(1, () => message(host.url))).toEqual([202]);
+    const refused = await message(host.url);
+    expect(refused.status).toBe(429);
+    expect(refused.headers.get("retry-after")).toBe(String(365 * 86_400));
+  });
+
   it("refuse a bucket's excess with 429, Retry-After and a JSON error, leaving other buckets alone", async () => {
     const host = await startHost(bundle, { rateLimit: { limits: { "run-create": { capacity: 2, refillPerSecond: 0.5 } } } });
     expect(await statuses(2, () => message(host.url))).toEqual([202, 202]);

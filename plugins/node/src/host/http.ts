@@ -98,8 +98,13 @@ export function requestTarget(target: string | undefined): URL {
 }
 
 /** Retry-After is whole seconds; never advertise 0, which invites a hot retry loop. */
+/** The longest Retry-After sent: a year. A limit that never refills would otherwise say "Infinity" or "1e+21", which no client reads as a delay. */
+const MAX_RETRY_AFTER_S = 365 * 86_400;
+
+/** Retry-After's delay-seconds (a whole number, at least 1) for a wait in ms. */
 export function retryAfterSeconds(ms: number): number {
-  return Math.max(1, Math.ceil(ms / 1000));
+  if (Number.isNaN(ms)) return MAX_RETRY_AFTER_S;
+  return Math.min(MAX_RETRY_AFTER_S, Math.max(1, Math.ceil(ms / 1000)));
 }
 
 export function sendJson(res: ServerResponse, status: number, body: unknown, headers: Record<string, string> = {}): void {
