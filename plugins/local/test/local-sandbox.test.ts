@@ -114,6 +114,7 @@ describe("LocalSandbox paths", () => {
     ["/etc/passwd", "an absolute host path"],
     ["/workspacefoo/x", "a sibling of /workspace"],
     ["/workspace/a\0b", "a NUL byte"],
+    ["/workspace/report.txt\n", "a newline (the Docker sandbox cannot carry one)"],
     ["", "an empty path"],
   ])("refuses %j (%s) for every file method", async (path) => {
     const { box } = await sandbox();
@@ -205,6 +206,12 @@ describe("LocalSandbox paths", () => {
       { path: "/workspace/dir/sub/b.bin", type: "file", size: 3 },
     ]);
     expect(await box.listFiles("missing")).toEqual([]);
+  });
+
+  it("lists no name holding a newline, which no file call takes", async () => {
+    const { box } = await sandbox();
+    await box.exec("mkdir \"$(printf 'd\\nx')\" && touch \"$(printf 'd\\nx')/inner.txt\" \"$(printf 'f\\nx')\" ok.txt");
+    expect(await box.listFiles("/workspace")).toEqual([{ path: "/workspace/ok.txt", type: "file", size: 0 }]);
   });
 
   it("reports a missing file as AL_ERR_PATH_NOT_FOUND with the logical path, not the host one", async () => {

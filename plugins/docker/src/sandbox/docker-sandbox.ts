@@ -4,6 +4,7 @@ import { AssemblyLineError, MAX_READ_BYTES, checkExecOptions, folderRefusalError
 import { engineCall } from "../engine.js";
 import { type ContainerKeeper, containerLost, containerStopped, handleReleased } from "./container-keeper.js";
 import { execInContainer, neverStarted, toExecResult, type RawExecResult } from "./exec.js";
+import { FILE_SCRIPTS, FILE_SCRIPT_EXIT } from "./file-scripts.js";
 import { pack } from "./single-file-tar.js";
 import { WORKSPACE, pathEscape, workspacePath } from "./workspace-path.js";
 
@@ -24,44 +25,6 @@ const SETTLE_MS = 1_000;
 
 /** How long a file operation's helper command may take. */
 const FILE_OP_TIMEOUT_MS = 60_000;
-
-/*
- * File operations run small POSIX shell scripts inside the container (busybox
- * and coreutils both suffice), with the path as an argument, never spliced into
- * the script. `inside` resolves symlinks with readlink -f and refuses anything
- * that lands outside /workspace. Exit codes: 2 missing, 3 wrong kind, 4 escape.
- * `prepareWrite` prints the existing file's mode and owner (or "new"), then the
- * real path to write: a symlink's target, as writing through a link does.
- */
-const INSIDE = 'inside() { case "$1" in /workspace|/workspace/*) return 0;; *) return 1;; esac; }';
-const SCRIPTS = {
-  read: `${INSIDE}
-[ -e "$1" ] || exit 2
-real=$(readlink -f -- "$1") && inside "$real" || exit 4
-[ -f "$real" ] || exit 3
-exec cat -- "$real"`,
-  prepareWrite: `${INSIDE}
-parent=$(dirname -- "$1")
-probe=$parent
-while [ ! -e "$probe" ] && [ ! -L "$probe" ]; do probe=$(dirname -- "$probe"); done
-real=$(readlink -f -- "$probe") && inside "$real" || exit 4
-mkdir -p -- "$parent" 2>/dev/null
-real=$(readlink -f -- "$parent") && inside "$real" || exit 4
-target="$real/\${1##*/}"
-if [ -L "$1" ]; then target=$(readlink -f -- "$1") && inside "$target" || exit 4; fi
-[ -d "$target" ] && exit 3
-if [ -f "$target" ]; then stat -c '%a %u %g' -- "$target"; else echo new; fi
-printf '%s\\n' "$target"`,
-  delete: `${INSIDE}
-if [ "$1" = /workspace ]; then find /workspace -mindepth 1 -maxdepth 1 -exec rm -rf -- {} +; exit 0; fi
-parent=$(readlink -f -- "$(dirname -- "$1")") || exit 0
-inside "$parent" || exit 4
-rm -rf -- "$parent/$(basename -- "$1")"`,
-  list: `${INSIDE}
-[ -e "$1" ] || exit 0
-real=$(readlink -f -- "$1") && inside "$real" || exit 0
-if [ -d "$real" ]; then find "$real" -mindepth 1 \\( -type f -o -type d \\) -exec stat -c '%F|%s|%n' -- {} +; else stat -c '%F|%s|%n' -- "$real"; fi`,
-};
 
 /**
  * One run's container: files and a shell at a physical /workspace. The
@@ -120,7 +83,7 @@ export class DockerSandbox implements Sandbox {
     return this.call(() => this.deleteFileHere(path), () => true);
   }
 
-  /** Everything under `path`, recursively, sorted (a file lists itself; a missing path lists nothing). */
+  /** Everything under `path`, recursively, sorted (a file lists itself; a missing path lists nothing; a name holding a newline is left out). */
   async listFiles(path: string): Promise<Entry[]> {
     return this.call(() => this.listFilesHere(path), () => true);
   }
@@ -209,6 +172,8 @@ export class DockerSandbox implements Sandbox {
     const output = prepared.stdout.toString("utf8").replace(/\n$/, "");
     const split = output.indexOf("\n");
     const [existing, target] = [output.slice(0, split), output.slice(split + 1)];
+    // The script checked the target; a path that reads otherwise here never reaches putArchive, which writes as root.
+    if (!target.startsWith(`${WORKSPACE}/`) || target.includes("\n")) throw pathEscape(path, `resolves to ${JSON.stringify(target)}, not a file under ${WORKSPACE}`);
     const kept = /^([0-7]+) (\d+) (\d+)$/.exec(existing);
     // An existing file keeps its mode and owner, as a write into it does; a new one belongs to the user commands run as.
     const entry = kept ? { mode: parseInt(kept[1]!, 8), uid: Number(kept[2]), gid: Number(kept[3]) } : { mode: 0o644, ...(await this.fileOwner()) };
@@ -273,9 +238,9 @@ export class DockerSandbox implements Sandbox {
     return this.owner;
   }
 
-  private script(name: keyof typeof SCRIPTS, logical: string, maxOutputBytes = 16 * 1024 * 1024): Promise<RawExecResult> {
+  private script(name: keyof typeof FILE_SCRIPTS, logical: string, maxOutputBytes = 16 * 1024 * 1024): Promise<RawExecResult> {
     return execInContainer(this.container, {
-      argv: ["/bin/sh", "-c", SCRIPTS[name], "sh", logical],
+      argv: ["/bin/sh", "-c", FILE_SCRIPTS[name], "sh", logical],
       cwd: "/",
       env: {},
       user: this.defaults.user,
@@ -294,15 +259,16 @@ export class DockerSandbox implements Sandbox {
       });
     }
     if (result.exitCode === 0 && !result.timedOut) return;
-    if (result.exitCode === 2) {
+    if (result.exitCode === FILE_SCRIPT_EXIT.missing) {
       throw new AssemblyLineError("AL_ERR_PATH_NOT_FOUND", `nothing at ${logical} in sandbox ${this.id}`, {
         fix: "List the folder first (listFiles) and use a path it returns.",
         details: { path: logical },
       });
     }
     // The read script's kind check is `[ -f ]`: a FIFO, a socket or a device fails it as a folder does.
-    if (result.exitCode === 3) throw this.kindError(operation, logical, operation === "read" ? "is not a regular file (a folder, a FIFO, a socket or a device)" : "is a folder");
-    if (result.exitCode === 4) throw pathEscape(given, `resolves through a symlink to a location outside ${WORKSPACE}`);
+    if (result.exitCode === FILE_SCRIPT_EXIT.wrongKind) throw this.kindError(operation, logical, operation === "read" ? "is not a regular file (a folder, a FIFO, a socket or a device)" : "is a folder");
+    if (result.exitCode === FILE_SCRIPT_EXIT.escape) throw pathEscape(given, `resolves through a symlink to a location outside ${WORKSPACE}`);
+    if (result.exitCode === FILE_SCRIPT_EXIT.newlineName) throw pathEscape(given, "resolves through a symlink to a name holding a newline, which no sandbox path may hold");
     throw new AssemblyLineError("AL_ERR_SANDBOX_UNAVAILABLE", `could not ${operation} ${logical} in sandbox ${this.id}: ${result.stderr.toString("utf8").trim() || `exit ${result.exitCode}`}`, {
       fix: "Check that the container is running (docker ps) and that its image has a POSIX shell with readlink, find and stat.",
       details: { path: logical, exitCode: result.exitCode },

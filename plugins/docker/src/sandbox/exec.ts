@@ -108,7 +108,8 @@ const WRAPPER = [
   KILL_TREE_FUNCTION,
   'mkdir -p "${0%/*}" 2>/dev/null',
   'if ! cd -- "$1" 2>/dev/null; then if [ -d "$1" ]; then printf "%s unusable\\n" "$0" >&2; elif [ -e "$1" ]; then printf "%s not-a-folder\\n" "$0" >&2; else printf "%s missing\\n" "$0" >&2; fi; exit 1; fi',
-  'case "$1" in /workspace|/workspace/*) case "$(pwd -P)" in /workspace|/workspace/*) ;; *) printf "%s outside\\n" "$0" >&2; exit 1;; esac;; esac',
+  // The sentinel keeps a trailing newline $(...) would drop: a folder "/workspace<newline>" is outside.
+  'case "$1" in /workspace|/workspace/*) al_pwd=$(pwd -P && echo .); case "${al_pwd%?.}" in /workspace|/workspace/*) ;; *) printf "%s outside\\n" "$0" >&2; exit 1;; esac;; esac',
   "shift",
   'echo $$ > "$0"',
   'al_mark=$(mark_of "$0")',

@@ -19,6 +19,8 @@ export function pathEscape(path: unknown, why: string): AssemblyLineError {
 export function workspacePath(path: unknown): string {
   if (typeof path !== "string" || path === "") throw pathEscape(path, "is not a non-empty string");
   if (path.includes("\0")) throw pathEscape(path, "contains a NUL byte");
+  // Most often a slip ("report.txt\n"); and the file scripts pass paths a line each (file-scripts.ts).
+  if (path.includes("\n")) throw pathEscape(path, "contains a newline");
   if (path.split("/").includes("..")) throw pathEscape(path, `climbs out of ${WORKSPACE} with ".."`);
   const logical = posix.normalize(path.startsWith("/") ? path : `${WORKSPACE}/${path}`).replace(/\/+$/, "") || "/";
   if (logical !== WORKSPACE && !logical.startsWith(`${WORKSPACE}/`)) throw pathEscape(path, `is not under ${WORKSPACE}`);

@@ -116,7 +116,7 @@ export class LocalSandbox implements Sandbox {
    * Everything under `path`, recursively, sorted, with logical paths (a file path
    * lists that file; a missing path lists nothing). A symlink is listed as what it
    * points at but not descended into; one pointing outside the workspace, or
-   * nowhere, is left out.
+   * nowhere, is left out, as is a name holding a newline (no file call takes one).
    */
   async listFiles(path: string): Promise<Entry[]> {
     this.assertLive();
@@ -268,6 +268,7 @@ export class LocalSandbox implements Sandbox {
     };
     const dirents = await readdir(folder, { withFileTypes: true }).catch(gone);
     for (const dirent of dirents ?? []) {
+      if (dirent.name.includes("\n")) continue;
       const host = join(folder, dirent.name);
       const path = `${logical}/${dirent.name}`;
       if (dirent.isDirectory()) {

@@ -29,6 +29,8 @@ export function pathEscape(path: unknown, why: string): AssemblyLineError {
 export function parseWorkspacePath(path: unknown): WorkspacePath {
   if (typeof path !== "string" || path === "") throw pathEscape(path, "is not a non-empty string");
   if (path.includes("\0")) throw pathEscape(path, "contains a NUL byte");
+  // Most often a slip ("report.txt\n"); refused as the Docker sandbox, whose file scripts pass paths a line each, refuses it.
+  if (path.includes("\n")) throw pathEscape(path, "contains a newline");
   if (path.split("/").includes("..")) throw pathEscape(path, `climbs out of ${WORKSPACE} with ".."`);
   const absolute = path.startsWith("/") ? path : `${WORKSPACE}/${path}`;
   const logical = posix.normalize(absolute).replace(/\/+$/, "") || "/";
