@@ -51,7 +51,7 @@ import { createRuntimeFilesystem } from "./filesystem/runtime-filesystem.js";
 import { RunServicesRecord, type RunServices } from "./run/run-scope.js";
 import { buildAgentProfiles, connectionsOf, narrowConnectionTools, profileOfRun, refuseUnknownSubagentConnections, subagentIdsOf, type AgentProfile } from "./agents/agent-profile.js";
 import { SkillLibrary, type SkillWriteGate, type SkillWriteResult } from "./skills/skill-library.js";
-import type { SkillChangeJournal } from "./skills/durable-skill-change.js";
+import { skillChangeSteps, type SkillChangeSteps } from "./skills/durable-skill-change.js";
 import { holdForStep } from "./run/step.js";
 import { skillWriteGate } from "./skills/write-approval.js";
 import { createSelfImprovementApi } from "./skills/self-improvement-api.js";
@@ -363,7 +363,9 @@ export class OpenEveRuntime {
   private skillLibrary(profile: AgentProfile, agentRevision = this.manifest.agentRevision): SkillLibrary {
     const key = `${agentRevision}:${profile.path}`;
     let library = this.libraries.get(key);
-    if (!library) this.libraries.set(key, (library = new SkillLibrary(profile, this.state.skills, agentRevision, this.state.settings)));
+    // Only the library of the build this runtime serves syncs its seeds into the store.
+    const currentBuild = agentRevision === this.manifest.agentRevision;
+    if (!library) this.libraries.set(key, (library = new SkillLibrary(profile, this.state.skills, agentRevision, this.state.settings, currentBuild)));
     return library;
   }
 
@@ -962,7 +964,7 @@ export class OpenEveRuntime {
       if (holdForStep({ type: "skill.changed", data })) return;
       await build.journal.record(run.id, "skill.changed", data);
     };
-    const filesystemWith = (skillGate: SkillWriteGate | undefined, skillJournal?: SkillChangeJournal) =>
+    const filesystemWith = (skillGate: SkillWriteGate | undefined, skillJournal?: SkillChangeSteps) =>
       createRuntimeFilesystem({
         memory: this.state.memory,
         // /history shows the run's agent's messages only, as its context does.
@@ -1008,7 +1010,8 @@ export class OpenEveRuntime {
       // Each tool call's own: its approval of a skill write, and its steps, which make each skill change and its event durable together.
       services.forCall = (call) => {
         const gate = profile.selfImprovement.writeApproval ? skillWriteGate(this.state.runs, run.id, call) : undefined;
-        const journal: SkillChangeJournal = { step: call.step, prefix: `skill-change:${call.id}` };
+        // One numbering for the call's skill changes, made by either.
+        const journal = skillChangeSteps({ step: call.step, prefix: `skill-change:${call.id}` });
         return { filesystem: filesystemWith(gate, journal), ...(skills.writable ? { selfImprovement: createSelfImprovementApi(skills, onSkillChange, gate, journal) } : {}) };
       };
     }

@@ -1,4 +1,4 @@
-import { existsSync, readdirSync, rmSync, writeFileSync } from "node:fs";
+import { existsSync, mkdirSync, readdirSync, rmSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { buildAgent, InMemoryStateAdapter, loadRuntimeBundle, noopLogger, OpenEveRuntime, scriptedHarness } from "@assemblyline-agents/runtime";
 import { afterEach, describe, expect, it } from "vitest";
@@ -115,6 +115,30 @@ export default defineHook({ events: { "*"(event, ctx) { globalThis.revisionHookS
     expect(done).toMatchObject({ status: "completed", response: { text: "done" } });
     const child = (await rebuilt.listEvents(paused.runId)).find((event) => event.type === "subagent.completed");
     expect(child?.data).toMatchObject({ subagent: "worker", status: "completed", output: "checked" });
+  });
+
+  it("keeps the rebuilt folder's seeded skills when a run paused under an earlier build is approved on that build", async () => {
+    const learner = `import { defineAgent } from "@assemblyline-agents/core";\nexport default defineAgent({ id: "learner", model: "test/model", instructions: "Learn.", selfImprovement: { writable: true } });\n`;
+    const dir = agentFolder({ "agent.ts": learner, "tools/publish.ts": publishTool("v1"), "skills/guide/SKILL.md": "---\ndescription: Guide.\n---\nv1\n" });
+    const state = new InMemoryStateAdapter();
+    const paused = await (await host(dir, state)).run({ message: "publish milk" });
+    expect(paused.status).toBe("waiting_approval");
+
+    // The redeploy changes the seed nobody edited and seeds a new skill.
+    writeFileSync(join(dir, "skills/guide/SKILL.md"), "---\ndescription: Guide.\n---\nv2\n");
+    mkdirSync(join(dir, "skills/extra"));
+    writeFileSync(join(dir, "skills/extra/SKILL.md"), "---\ndescription: Extra.\n---\nnew in v2\n");
+    const rebuilt = await host(dir, state);
+    expect((await rebuilt.run({ message: "again" })).status).toBe("waiting_approval");
+    expect((await rebuilt.skills().get("guide"))?.body).toBe("v2\n");
+
+    // The earlier build reads the store as it is: its seeds are no longer the truth.
+    const before = (await rebuilt.listEvents(paused.runId)).length;
+    expect((await rebuilt.approve(paused.runId)).status).toBe("completed");
+    expect((await rebuilt.skills().get("guide"))?.body).toBe("v2\n");
+    expect((await rebuilt.skills().get("extra"))?.body).toBe("new in v2\n");
+    const resumedEvents = (await rebuilt.listEvents(paused.runId)).slice(before).map((event) => event.type);
+    expect(resumedEvents.filter((type) => type.startsWith("skill."))).toEqual([]);
   });
 
   it("moves a paused run to the current build with migrateRun, recorded as run.migrated", async () => {

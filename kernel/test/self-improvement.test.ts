@@ -175,6 +175,23 @@ describe("ctx.selfImprovement drafts", () => {
     const missing = await withApi(`return api.create({ name: "x", description: "X." });`);
     expect(missing.output).toMatchObject({ error: "AL_ERR_SKILL_DEFINITION", message: expect.stringContaining("selfImprovement.create: body must be a string") });
   });
+
+  it("refuse files that are not an object of resource paths to text, saying how to give them, and store nothing", async () => {
+    const create = (files: string) => withApi(`return api.create({ name: "alpha", description: "A.", body: "do a", files: ${files} });`);
+    for (const [files, problem] of [
+      [`"abc"`, "files must be an object of resource paths, not a string"],
+      [`["a", "b"]`, "files must be an object of resource paths, not a list"],
+      [`{ "notes.md": 42 }`, 'files["notes.md"] must be text, not a number'],
+    ] as const) {
+      const { output, state } = await create(files);
+      expect(output, files).toMatchObject({ error: "AL_ERR_SKILL_DEFINITION", message: expect.stringContaining(`selfImprovement.create: ${problem}`) });
+      expect(output.message, files).toContain('fix: Pass files: { "references/x.md": "..." }');
+      expect(await state.getSkill("learner", "alpha"), files).toBeUndefined();
+    }
+    const update = await withApi(`return api.update({ name: "guide", files: "abc" });`, { "skills/guide/SKILL.md": "---\ndescription: Kept.\n---\nSeed.\n" });
+    expect(update.output).toMatchObject({ error: "AL_ERR_SKILL_DEFINITION", message: expect.stringContaining("selfImprovement.update: files must be an object of resource paths, not a string") });
+    expect(Object.keys((await update.state.getSkill("learner", "guide"))?.files ?? {})).toEqual(["SKILL.md"]);
+  });
 });
 
 describe("a seeded skill the agent deleted", () => {

@@ -141,6 +141,40 @@ describe("subagents", () => {
     expect(ended.map((event) => event.data.status)).toEqual(["output_invalid"]);
   });
 
+  it("shows the child's model the subagent's outputSchema when the spawn gives no schema, and checks the output against it", async () => {
+    const schema = { type: "object", properties: { city: { type: "string" } }, required: ["city"], additionalProperties: false };
+    const dir = agentFolder({
+      "agent.ts": `import { defineAgent } from "@assemblyline-agents/core";\nexport default defineAgent({ model: "test/model", instructions: "Coordinate." });\n`,
+      "subagents/extractor/agent.ts": `import { defineAgent } from "@assemblyline-agents/core";\nexport default defineAgent({ description: "Extracts a city.", instructions: "Extract.", outputSchema: ${JSON.stringify(schema)} });\n`,
+    });
+    /** The parent spawns "extractor" with `request`; the child answers in JSON and its first message is kept. */
+    const spawnWith = async (request: Record<string, unknown>) => {
+      const tasks: string[] = [];
+      const harness: AgentHarness = {
+        name: "recording",
+        async runTurn(input, ctx) {
+          if (input.subagent) {
+            tasks.push(JSON.stringify(input.context.messages[0]?.content));
+            return { status: "completed", response: { text: '{"city":"Paris"}' } };
+          }
+          const outcome = await ctx.callTool({ id: "call_0", name: "spawn_subagent", input: { name: "extractor", task: "Which city is the capital of France?", ...request } });
+          return { status: "completed", response: { text: JSON.stringify(outcome.status === "paused" ? null : outcome.output) } };
+        },
+      };
+      const { runtime } = await start(dir, { agentHarness: harness });
+      const result = await runtime.run({ message: "go" });
+      return { task: JSON.parse(tasks[0]!) as string, output: JSON.parse(result.response!.text) as unknown };
+    };
+    const shown = `Reply with JSON only, matching this JSON Schema:\n${JSON.stringify(schema)}`;
+    const plain = await spawnWith({});
+    expect(plain.task).toContain(shown);
+    expect(plain.output).toMatchObject({ subagent: "extractor", output: { city: "Paris" } });
+    // A description of the output is shown beside the schema the output must still match.
+    const described = await spawnWith({ expectedOutput: "the city's name" });
+    expect(described.task).toContain("Expected output: the city's name");
+    expect(described.task).toContain(shown);
+  });
+
   it("gives each spawn of one tool call its own child, in turn and at once, and finds the same children on a replay", async () => {
     const script = {
       turns: [{ toolCalls: [{ name: "delegate", input: { value: "x" } }] }, { text: "done" }],

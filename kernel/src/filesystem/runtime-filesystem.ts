@@ -1,6 +1,6 @@
 import { posix } from "node:path";
 import type { SkillLibrary, SkillWriteGate, SkillWriteResult } from "../skills/skill-library.js";
-import { durableSkillChange, type SkillChangeJournal } from "../skills/durable-skill-change.js";
+import { durableSkillChange, type SkillChangeSteps } from "../skills/durable-skill-change.js";
 import {
   AssemblyLineError,
   checkListLimit,
@@ -60,7 +60,7 @@ export interface RuntimeFilesystemSources {
   /** Told after a skill write landed: recorded as a `skill.changed` event. */
   onSkillChange?(change: SkillWriteResult): Promise<void>;
   /** The tool call's steps, when the filesystem is one call's: its skill changes are then made durably (durable-skill-change.ts). */
-  skillJournal?: SkillChangeJournal;
+  skillJournal?: SkillChangeSteps;
 }
 
 /** Split a logical path into its root and the part below, refusing anything that leaves its root. */
@@ -81,13 +81,12 @@ export function resolveLogicalPath(path: string): { root: RuntimeRoot; relative:
 }
 
 export function createRuntimeFilesystem(sources: RuntimeFilesystemSources): RuntimeFilesystem {
-  let skillChanges = 0;
   const recordSkillChange = async (change: SkillWriteResult) => {
     await sources.onSkillChange?.(change);
   };
   /** One /skills change and its event: journaled in the call's steps when there are any. */
   const changeSkill = (target: { name: string; path: string }, apply: () => Promise<SkillWriteResult>): Promise<SkillWriteResult> =>
-    durableSkillChange(sources.skillJournal, skillChanges++, sources.skills, target, apply, recordSkillChange);
+    durableSkillChange(sources.skillJournal, sources.skills, target, apply, recordSkillChange);
   const writable = (path: string) => {
     const resolved = resolveLogicalPath(path);
     if (resolved.root === "/skills") {

@@ -4,11 +4,27 @@ import type { SkillLibrary, SkillWriteResult } from "./skill-library.js";
 /** Runs `fn` as a durable step of the current tool call (ctx.step): a completed key returns its recorded result. */
 export type SkillStepRunner = <T extends JsonValue>(key: string, fn: () => Promise<T>) => Promise<T>;
 
-/** Where one tool call's skill changes are journaled: its step runner and a prefix unique to the call. */
+/** Where one tool call's changes are journaled: its step runner and a prefix unique to the call. */
 export interface SkillChangeJournal {
   step: SkillStepRunner;
   /** e.g. `skill-change:<toolCallId>`; each change of the call adds its number. */
   prefix: string;
+}
+
+/**
+ * One tool call's skill-change journal, shared by its `ctx.selfImprovement` and its /skills
+ * writes: each change takes the call's next number, whichever made it, so no two changes share
+ * a step key. Numbers go in call order, which a replay repeats. A call that changes skills one
+ * way only gets 0, 1, ... as it did when each way counted alone, so its older journals replay.
+ */
+export interface SkillChangeSteps extends SkillChangeJournal {
+  /** The number of the call's next skill change. */
+  next(): number;
+}
+
+export function skillChangeSteps(journal: SkillChangeJournal): SkillChangeSteps {
+  let changes = 0;
+  return { ...journal, next: () => changes++ };
 }
 
 /** What the skill held before a change, recorded before the change is made. */
@@ -32,8 +48,7 @@ interface RecordedBefore {
  * recorded if it changed anything.
  */
 export async function durableSkillChange(
-  journal: SkillChangeJournal | undefined,
-  number: number,
+  journal: SkillChangeSteps | undefined,
   library: SkillLibrary,
   target: { name: string; path: string },
   apply: () => Promise<SkillWriteResult>,
@@ -44,7 +59,7 @@ export async function durableSkillChange(
     if (made.before !== made.after) await recordChange(made);
     return made;
   }
-  const key = `${journal.prefix}:${number}`;
+  const key = `${journal.prefix}:${journal.next()}`;
   const before = await journal.step<RecordedBefore>(`${key}:before`, async () => {
     const skill = await library.get(target.name);
     return { digest: skill?.digest ?? null, had: skill?.files[target.path] !== undefined };

@@ -1,14 +1,14 @@
 import { AssemblyLineError, isSkillFilePath, isSkillName, type SelfImprovementApi, type SkillDraft, type SkillSummary } from "@assemblyline-agents/core";
 import { frontMatter, parseFrontMatter } from "./front-matter.js";
 import type { SkillLibrary, SkillView, SkillWriteGate, SkillWriteResult } from "./skill-library.js";
-import { durableSkillChange, type SkillChangeJournal } from "./durable-skill-change.js";
+import { durableSkillChange, type SkillChangeSteps } from "./durable-skill-change.js";
 
 /**
  * `ctx.selfImprovement` over one run's skill library. Every change goes through
  * the same compare-and-set writes as the file tools, and `changed` records it
  * (a `skill.changed` event with the before/after digests).
  */
-export function createSelfImprovementApi(library: SkillLibrary, changed: (change: SkillWriteResult) => Promise<void>, gate?: SkillWriteGate, journal?: SkillChangeJournal): SelfImprovementApi {
+export function createSelfImprovementApi(library: SkillLibrary, changed: (change: SkillWriteResult) => Promise<void>, gate?: SkillWriteGate, journal?: SkillChangeSteps): SelfImprovementApi {
   const summary = (skill: SkillView): SkillSummary => ({
     name: skill.name,
     description: skill.description,
@@ -19,10 +19,9 @@ export function createSelfImprovementApi(library: SkillLibrary, changed: (change
     changedBy: skill.changedBy,
     conflict: skill.conflict,
   });
-  let changes = 0;
   /** Make the change and record it: journaled in the tool call's steps when there are any (durable-skill-change.ts). */
   const report = async (name: string, apply: () => Promise<SkillWriteResult>) => {
-    const change = await durableSkillChange(journal, changes++, library, { name, path: "SKILL.md" }, apply, changed);
+    const change = await durableSkillChange(journal, library, { name, path: "SKILL.md" }, apply, changed);
     return { name: change.name, before: change.before, after: change.after };
   };
   return {
@@ -89,7 +88,20 @@ function checkDraft(draft: Partial<SkillDraft>, action: "create" | "update"): vo
     if ((action === "create" || value !== undefined) && typeof value !== "string") refuse(`${field} must be a string`, `Give the skill's ${field} as text.`);
   }
   if (draft.tools !== undefined && !(Array.isArray(draft.tools) && draft.tools.every((tool) => typeof tool === "string"))) refuse("tools must be a list of tool names", 'Pass tools: ["read", "bash"], or leave it out.');
+  // Checked here, not left to the store: a string or a list would be spread into files "0", "1", ...
+  const files: unknown = draft.files;
+  const filesFix = 'Pass files: { "references/x.md": "..." } (resource path to its text), or leave it out.';
+  if (files !== undefined && (typeof files !== "object" || files === null || Array.isArray(files))) refuse(`files must be an object of resource paths, not ${describe(files)}`, filesFix);
+  for (const [path, text] of Object.entries(files ?? {})) {
+    if (typeof text !== "string") refuse(`files[${JSON.stringify(path)}] must be text, not ${describe(text)}`, filesFix);
+  }
   checkName(draft.name, draft.files);
+}
+
+function describe(value: unknown): string {
+  if (value === null) return "null";
+  if (Array.isArray(value)) return "a list";
+  return typeof value === "object" ? "an object" : `a ${typeof value}`;
 }
 
 function checkName(name: unknown, files: Record<string, string> | undefined): void {

@@ -53,15 +53,21 @@ export class SkillLibrary {
      * so the next start does not seed it again: the skill store keeps only skills that exist.
      */
     private readonly settings?: RuntimeSettingsStore,
+    /**
+     * Whether `revision` is the build the runtime serves. Only that build's seeds are brought into
+     * the store: a run paused before a redeploy resumes on its own older build, whose seeds would
+     * put old skills back and delete new ones. An older build's library reads the store as it is.
+     */
+    private readonly currentBuild = true,
   ) {}
 
   get writable(): boolean {
     return this.profile.selfImprovement.writable;
   }
 
-  /** Bring the store in line with the manifest's seeds, once per process; later calls get []. */
+  /** Bring the store in line with the manifest's seeds, once per process; later calls, and an older build's library, get []. */
   async syncSeeds(): Promise<SkillSyncChange[]> {
-    if (!this.writable) return [];
+    if (!this.writable || !this.currentBuild) return [];
     if (this.sync) {
       await this.sync;
       return [];

@@ -155,7 +155,7 @@ async function createChild(parts: SpawnerParts, parent: RunRecord, child: AgentP
     conversationId: `${parent.conversationId ?? parent.id}/subagents/${child.path}`,
     modelSpec: child.modelInherited ? parent.modelSpec : child.model,
     input: {
-      message: composeTask(request),
+      message: composeTask(request, child),
       metadata: {},
       parent: { runId: parent.id, callId, subagent: child.path, depth, sandboxRunId, budgetConversationId: budgetConversationOf(parent), ...(await budgetLeftOf(parts, parent)) },
     },
@@ -190,11 +190,13 @@ async function spentOf(parts: SpawnerParts, childRunId: string): Promise<Record<
   return spent ? { usage: { tokens: spent.tokens, costUsd: spent.costUsd } } : {};
 }
 
-function composeTask(request: SubagentRequest): string {
+/** The child's first message. It shows the schema its output is checked against, whether the spawn or the subagent gave it. */
+function composeTask(request: SubagentRequest, child: AgentProfile): string {
   const parts = [request.task.trim()];
   if (request.constraints?.length) parts.push(`Constraints:\n${request.constraints.map((line) => `- ${line}`).join("\n")}`);
   if (typeof request.expectedOutput === "string" && request.expectedOutput.trim()) parts.push(`Expected output: ${request.expectedOutput.trim()}`);
-  else if (request.expectedOutput && typeof request.expectedOutput === "object") parts.push(`Reply with JSON only, matching this JSON Schema:\n${JSON.stringify(request.expectedOutput)}`);
+  const schema = outputSchemaOf(child, request);
+  if (schema) parts.push(`Reply with JSON only, matching this JSON Schema:\n${JSON.stringify(schema)}`);
   return parts.join("\n\n");
 }
 
