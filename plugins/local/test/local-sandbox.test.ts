@@ -94,6 +94,26 @@ describe("LocalSandboxAdapter", () => {
     expect(result.exitCode).toBe(137);
   });
 
+  it("runs no command of a released sandbox and leaves none of its folders behind when release comes while exec is still starting", async () => {
+    const { adapter, box } = await sandbox("run-release-starting");
+    const marker = join(await tempFolder("al-marker-"), "ran-after-release");
+    const running = refusal(box.exec(`sleep 1; touch ${marker}`));
+    await adapter.release("run-release-starting");
+    expect(isAssemblyLineError(await running, "AL_ERR_SANDBOX_UNAVAILABLE"), String(await running)).toBe(true);
+    await new Promise((resolve) => setTimeout(resolve, 1_500));
+    expect({ ranAfterRelease: existsSync(marker), folderLeft: existsSync(adapter.folderFor("run-release-starting")), keys: await adapter.listKeys() }).toEqual({ ranAfterRelease: false, folderLeft: false, keys: [] });
+  });
+
+  it("leaves none of its folders behind when release comes while writes are on their way", async () => {
+    const { adapter, box } = await sandbox("run-release-writing");
+    // A chain of symlinks keeps each write resolving for a while before its mkdir.
+    await box.exec("ln -s deep/a/b/c.txt link0 && for i in $(seq 1 39); do ln -s link$((i - 1)) link$i; done");
+    const writes = Array.from({ length: 20 }, () => box.writeFile("link39", "x").catch(() => undefined));
+    await adapter.release("run-release-writing");
+    await Promise.all(writes);
+    expect(existsSync(adapter.folderFor("run-release-writing"))).toBe(false);
+  });
+
   it("records the session in a SandboxSessionStore and forgets it on release", async () => {
     const root = await tempFolder("al-sandbox-");
     const sessions = new InMemoryStateAdapter();
@@ -178,6 +198,16 @@ describe("LocalSandbox paths", () => {
     await box.deleteFile("out");
     expect(await box.listFiles("/workspace")).toEqual([]);
     expect(await readFile(join(outside, "keep.txt"), "utf8")).toBe("keep");
+  });
+
+  it("refuses a write through a symlink to /workspace itself as writing a folder (EISDIR), as writing /workspace is, not as an escape", async () => {
+    const { box, root } = await sandbox();
+    await box.exec(`ln -s . here && ln -s "$WORKSPACE" there && ln -s here again && mkdir sub && ln -s .. sub/up`);
+    for (const path of ["/workspace", "/workspace/here", "/workspace/there", "/workspace/again", "/workspace/sub/up"]) {
+      const error = await refusal(box.writeFile(path, "x"));
+      expect(error, path).toMatchObject({ code: "EISDIR", message: `EISDIR: cannot write ${path}: it is a folder` });
+      expect(String(error)).not.toContain(root);
+    }
   });
 
   it("follows symlinks that stay inside the workspace", async () => {

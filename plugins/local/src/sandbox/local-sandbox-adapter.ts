@@ -90,7 +90,8 @@ export class LocalSandboxAdapter implements SandboxAdapter {
     const folder = this.folderFor(key);
     const pending = this.live.get(key);
     this.live.delete(key);
-    (await pending?.catch(() => undefined))?.close();
+    // Waits for the calls on their way, so none recreates a folder removed below.
+    await (await pending?.catch(() => undefined))?.close();
     await stopLeftovers(folder);
     await rm(folder, { recursive: true, force: true });
     await this.sessions?.deleteSandboxSession(key);

@@ -45,6 +45,8 @@ type Entry = { path: string; type: "file" | "directory"; size: number };
 export class LocalSandbox implements Sandbox {
   private released = false;
   private readonly running = new Set<ChildProcess>();
+  /** Calls on their way: close waits for them, so none writes into the folders after the adapter removes them. */
+  private readonly calls = new Set<Promise<unknown>>();
   private readonly records: CommandRecords;
 
   constructor(
@@ -58,6 +60,56 @@ export class LocalSandbox implements Sandbox {
   }
 
   async readFile(path: string): Promise<Uint8Array> {
+    return this.whileLive(() => this.#readFile(path));
+  }
+
+  async writeFile(path: string, content: Uint8Array | string): Promise<void> {
+    return this.whileLive(() => this.#writeFile(path, content));
+  }
+
+  /** Removes a file, a symlink (not its target) or a folder with its contents; a missing path is not an error. `/workspace` itself is emptied. */
+  async deleteFile(path: string): Promise<void> {
+    return this.whileLive(() => this.#deleteFile(path));
+  }
+
+  /**
+   * Everything under `path`, recursively, sorted, with logical paths (a file path
+   * lists that file; a missing path lists nothing). A symlink is listed as what it
+   * points at but not descended into; one pointing outside the workspace, or
+   * nowhere, is left out, as is a name holding a newline (no file call takes one).
+   */
+  async listFiles(path: string): Promise<Entry[]> {
+    return this.whileLive(() => this.#listFiles(path));
+  }
+
+  /**
+   * `/bin/sh -c command` in the workspace (or `cwd`, a logical path under it).
+   * The process sees the host folder, also as $WORKSPACE, not a literal
+   * /workspace. On timeout its process group is killed: exitCode 124, timedOut true.
+   */
+  async exec(command: string, options: SandboxExecOptions = {}): Promise<ExecResult> {
+    return this.whileLive(() => this.#exec(command, options));
+  }
+
+  /** Kill running commands, refuse further calls, and wait for the calls on their way, so the adapter removes the folders after their last write. */
+  async close(): Promise<void> {
+    this.released = true;
+    for (const child of this.running) killGroup(child);
+    this.running.clear();
+    await Promise.allSettled(this.calls);
+  }
+
+  /** Starts `call` if the sandbox is live, counted among the calls on their way until it settles. */
+  private whileLive<T>(call: () => Promise<T>): Promise<T> {
+    this.assertLive();
+    const pending = call();
+    this.calls.add(pending);
+    const settled = () => this.calls.delete(pending);
+    pending.then(settled, settled);
+    return pending;
+  }
+
+  async #readFile(path: string): Promise<Uint8Array> {
     const { logical, real } = await this.resolveExisting(path, "read");
     try {
       return await readRegularFile(real, logical, this.id);
@@ -66,8 +118,7 @@ export class LocalSandbox implements Sandbox {
     }
   }
 
-  async writeFile(path: string, content: Uint8Array | string): Promise<void> {
-    this.assertLive();
+  async #writeFile(path: string, content: Uint8Array | string): Promise<void> {
     const { logical, relative } = parseWorkspacePath(path);
     if (relative === "") throw fsError(systemError("EISDIR"), "write", logical);
     try {
@@ -92,9 +143,7 @@ export class LocalSandbox implements Sandbox {
     }
   }
 
-  /** Removes a file, a symlink (not its target) or a folder with its contents; a missing path is not an error. `/workspace` itself is emptied. */
-  async deleteFile(path: string): Promise<void> {
-    this.assertLive();
+  async #deleteFile(path: string): Promise<void> {
     const { logical, relative } = parseWorkspacePath(path);
     const root = this.folders.workspace;
     try {
@@ -112,14 +161,7 @@ export class LocalSandbox implements Sandbox {
     }
   }
 
-  /**
-   * Everything under `path`, recursively, sorted, with logical paths (a file path
-   * lists that file; a missing path lists nothing). A symlink is listed as what it
-   * points at but not descended into; one pointing outside the workspace, or
-   * nowhere, is left out, as is a name holding a newline (no file call takes one).
-   */
-  async listFiles(path: string): Promise<Entry[]> {
-    this.assertLive();
+  async #listFiles(path: string): Promise<Entry[]> {
     const { logical, relative } = parseWorkspacePath(path);
     const entries: Entry[] = [];
     try {
@@ -134,13 +176,7 @@ export class LocalSandbox implements Sandbox {
     return entries.sort((a, b) => (a.path < b.path ? -1 : a.path > b.path ? 1 : 0));
   }
 
-  /**
-   * `/bin/sh -c command` in the workspace (or `cwd`, a logical path under it).
-   * The process sees the host folder, also as $WORKSPACE, not a literal
-   * /workspace. On timeout its process group is killed: exitCode 124, timedOut true.
-   */
-  async exec(command: string, options: SandboxExecOptions = {}): Promise<ExecResult> {
-    this.assertLive();
+  async #exec(command: string, options: SandboxExecOptions): Promise<ExecResult> {
     if (typeof command !== "string") throw new AssemblyLineError("AL_ERR_SANDBOX_DEFINITION", "exec(command): command is not a string", { fix: "Pass a shell command line." });
     checkExecOptions(options);
     const timeoutMs = options.timeoutMs ?? this.defaults.timeoutMs;
@@ -168,6 +204,8 @@ export class LocalSandbox implements Sandbox {
     }
     let child: ChildProcess | null = null;
     let recorded: Promise<void> | undefined;
+    // Released while the command's folders were checked and made: it must not start.
+    this.assertLive();
     try {
       return await runShell({
         command,
@@ -178,6 +216,8 @@ export class LocalSandbox implements Sandbox {
         killEscaped: () => killMarkedProcesses(env[SANDBOX_COMMAND_MARK_VARIABLE]),
         track: (live) => {
           if (live) {
+            // close() kills only what it finds running: a command spawned after it is killed here.
+            if (this.released) killGroup(live);
             this.running.add((child = live));
             if (live.pid !== undefined) recorded = this.records.add(live.pid);
           } else if (child) this.running.delete(child);
@@ -192,20 +232,6 @@ export class LocalSandbox implements Sandbox {
     }
   }
 
-  /** Kill running commands and refuse further calls; the adapter removes the folders. */
-  close(): void {
-    this.released = true;
-    for (const child of this.running) {
-      if (child.pid === undefined) continue;
-      try {
-        process.kill(-child.pid, "SIGKILL");
-      } catch {
-        // Already gone.
-      }
-    }
-    this.running.clear();
-  }
-
   private assertLive(): void {
     if (this.released) {
       throw new AssemblyLineError("AL_ERR_SANDBOX_UNAVAILABLE", `sandbox ${this.id} was released`, {
@@ -217,7 +243,6 @@ export class LocalSandbox implements Sandbox {
 
   /** Resolve a path that must exist, through symlinks that stay inside the workspace. */
   private async resolveExisting(path: string, action: string): Promise<{ logical: string; real: string }> {
-    this.assertLive();
     const { logical, relative } = parseWorkspacePath(path);
     let resolved: { real: string; exists: boolean };
     try {
@@ -244,9 +269,11 @@ export class LocalSandbox implements Sandbox {
     const root = this.folders.workspace;
     let target = host;
     for (let hop = 0; hop < MAX_SYMLINK_HOPS; hop += 1) {
+      // A symlink to the workspace itself: writing it is writing a folder, as writing /workspace is, not an escape.
+      if ((await realpath(target).catch(() => undefined)) === root) throw systemError("EISDIR");
       const parent = await resolveInside(root, dirname(target), given);
       const candidate = join(parent.real, basename(target));
-      if (!isInside(root, candidate) || candidate === root) throw pathEscape(given, `resolves to a location outside ${WORKSPACE}`);
+      if (!isInside(root, candidate)) throw pathEscape(given, `resolves to a location outside ${WORKSPACE}`);
       let isLink = false;
       try {
         isLink = (await lstat(candidate)).isSymbolicLink();
@@ -284,6 +311,15 @@ export class LocalSandbox implements Sandbox {
         if (stats) entries.push(stats.isDirectory() ? { path, type: "directory", size: 0 } : { path, type: "file", size: stats.size });
       }
     }
+  }
+}
+
+function killGroup(child: ChildProcess): void {
+  if (child.pid === undefined) return;
+  try {
+    process.kill(-child.pid, "SIGKILL");
+  } catch {
+    // Already gone.
   }
 }
 
