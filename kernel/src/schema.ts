@@ -1,18 +1,51 @@
 import { createRequire } from "node:module";
 import type { Ajv, ErrorObject, ValidateFunction } from "ajv";
 
-/** One ajv instance per process; compiled validators are cached by schema object. */
-let shared: Ajv | undefined;
+/**
+ * What a compiler does with a `format` it does not know. An author's schema is refused: a format nobody
+ * checks lets through what the author meant to keep out. One the author cannot change is left unchecked
+ * there: a provider's (an OpenAPI document's `unix-time`, which its service checks), or one an earlier
+ * build accepted (its revision keeps running).
+ */
+export type UnknownFormats = "refuse" | "ignore";
 
-export function schemaCompiler(): Ajv {
-  // ajv is large and CommonJS: required when the first schema is compiled (a build, a tool's first call),
-  // so a process that opens a runtime to read its runs does not load it.
-  shared ??= new (createRequire(import.meta.url)("ajv") as typeof import("ajv")).Ajv({ allErrors: true, strict: false });
-  return shared;
+/** One ajv instance per process and rule, with ajv-formats' formats; compiled validators are cached by schema object. */
+const compilers: Partial<Record<UnknownFormats, Ajv>> = {};
+
+export function schemaCompiler(unknownFormats: UnknownFormats = "refuse"): Ajv {
+  return (compilers[unknownFormats] ??= newCompiler(unknownFormats));
 }
 
-export function compileSchema(schema: unknown): ValidateFunction {
-  return schemaCompiler().compile(schema as object);
+function newCompiler(unknownFormats: UnknownFormats): Ajv {
+  // ajv is large and CommonJS: required when the first schema is compiled (a build, a tool's first call),
+  // so a process that opens a runtime to read its runs does not load it.
+  const require = createRequire(import.meta.url);
+  const { Ajv } = require("ajv") as typeof import("ajv");
+  const addFormats = (require("ajv-formats") as typeof import("ajv-formats")).default;
+  // strict: false lets a schema carry keywords ajv does not know (`example`, `x-*`, a provider's own), ignored.
+  const ajv: Ajv = new Ajv({
+    allErrors: true,
+    strict: false,
+    logger: { log: console.log, warn: (...args: unknown[]): void => onWarning(ajv, unknownFormats, args), error: console.error },
+  });
+  addFormats(ajv);
+  return ajv;
+}
+
+/* Without strict mode ajv passes over a format it does not know, saying so only in this warning. */
+function onWarning(ajv: Ajv, unknownFormats: UnknownFormats, args: unknown[]): void {
+  const unknown = /^unknown format "(.*)" ignored in schema at path "(.*)"$/.exec(String(args[0]));
+  if (!unknown) console.warn(...args);
+  else if (unknownFormats === "refuse") {
+    const [, format, path] = unknown;
+    throw new Error(
+      `unknown format "${format}" at ${path}: no value would be checked against it. Use one of the formats the runtime checks (${Object.keys(ajv.formats).join(", ")}), or drop "format" and check the value with "pattern".`,
+    );
+  }
+}
+
+export function compileSchema(schema: unknown, unknownFormats: UnknownFormats = "refuse"): ValidateFunction {
+  return schemaCompiler(unknownFormats).compile(schema as object);
 }
 
 /**
@@ -22,7 +55,7 @@ export function compileSchema(schema: unknown): ValidateFunction {
 export function compileOnFirstCall(schema: unknown): ValidateFunction {
   let compiled: ValidateFunction | undefined;
   const validate = ((data: unknown) => {
-    compiled ??= compileSchema(schema);
+    compiled ??= compileSchema(schema, "ignore");
     const valid = compiled(data);
     validate.errors = compiled.errors;
     return valid;

@@ -71,6 +71,19 @@ describe("tools/ files the build refuses", () => {
     expect(error.message).toMatch(/tools\/lookup\.ts: inputSchema\.properties\.value\.default is a function/);
   });
 
+  it("refuses a format the runtime does not check, naming the tool, the format and the formats it checks", async () => {
+    const error = await buildError({ "tools/notify.ts": toolSource({ schema: `{ type: "object", properties: { email: { type: "string", format: "emial" } } }` }) });
+    expect(error.code).toBe("AL_ERR_TOOL_SCHEMA");
+    expect(error.message).toMatch(/tools\/notify\.ts: inputSchema .*unknown format "emial" at #\/properties\/email/);
+    expect(error.message).toMatch(/Use one of the formats the runtime checks \(date, .*email.*uuid.*\), or drop "format"/);
+    expect(fixOf(error)).toContain('tool "notify"');
+  });
+
+  it("builds schemas with the formats the runtime checks", async () => {
+    const schema = `{ type: "object", properties: { at: { type: "string", format: "date-time" }, id: { type: "string", format: "uuid" }, site: { type: "string", format: "uri" }, n: { type: "integer", format: "int32" } } }`;
+    await expect(buildAgent(agentFolder({ "agent.ts": MINIMAL_AGENT, "tools/lookup.ts": toolSource({ schema }) }))).resolves.toBeDefined();
+  });
+
   it("refuses a tool file that exports a second tool, which would never be offered", async () => {
     const second = `export const refund = defineTool({ description: "Refund.", inputSchema: { type: "object" }, async execute() { return {}; } });\n`;
     const error = await buildError({ "tools/charge.ts": toolSource() + second });

@@ -411,6 +411,27 @@ describe("tools provided from outside the agent folder", () => {
     );
   });
 
+  it("checks the formats the runtime knows in a provided tool's input, and leaves the provider's own formats to its service", async () => {
+    const stamped = providing("stamped", "crm__stamped", {
+      ...lookup,
+      inputSchema: { type: "object", properties: { email: { type: "string", format: "email" }, since: { type: "integer", format: "unix-time" } }, required: ["email"] },
+    });
+    const kernel = await createKernel({ plugins: [stamped] });
+    const { runtime, log } = await startAgent(
+      agentFolder({ "agent.ts": MINIMAL_AGENT }),
+      [
+        { toolCalls: [{ name: "tool_search", input: { query: "crm contact" } }] },
+        { toolCalls: [{ name: "tool_call", input: { name: "crm__stamped", input: { email: "not an email", since: 1 } } }] },
+        { toolCalls: [{ name: "tool_call", input: { name: "crm__stamped", input: { email: "a@example.com", since: 1 } } }] },
+        { text: "ok" },
+      ],
+      { kernel },
+    );
+    await runtime.run({ message: "hi" });
+    expect(JSON.stringify(log.outcomes[1]!.outcome)).toContain('must match format \\"email\\"');
+    expect(log.outcomes[2]!.outcome).toEqual({ status: "completed", output: { contact: "a@example.com" }, isError: false });
+  });
+
   it("refuses a provided tool whose name is taken", async () => {
     const clash = providing("clash", "read", lookup);
     const kernel = await createKernel({ plugins: [clash] });

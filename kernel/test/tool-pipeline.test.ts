@@ -25,6 +25,24 @@ describe("input schema check", () => {
     expect(invalid.data).toMatchObject({ toolName: "echo", callId: "call_0_0" });
     expect(await types(result.runId)).toContain("run.completed");
   });
+
+  it("checks a string against its schema's format, so a value that breaks it never reaches execute", async () => {
+    const dir = agentFolder({
+      "agent.ts": MINIMAL_AGENT,
+      "tools/notify.ts": toolSource({
+        upFront: true,
+        schema: `{ type: "object", properties: { email: { type: "string", format: "email" } }, required: ["email"], additionalProperties: false }`,
+        execute: "globalThis.__notified = [...(globalThis.__notified ?? []), input.email]; return { sent: true };",
+      }),
+    });
+    (globalThis as { __notified?: string[] }).__notified = [];
+    const { runtime, log, events } = await startAgent(dir, [call("notify", { email: "not an email; rm -rf /" }), call("notify", { email: "ada@example.com" }), { text: "done" }]);
+    const result = await runtime.run({ message: "notify" });
+    expect(result.status).toBe("completed");
+    expect(JSON.stringify(log.outcomes[0]!.outcome)).toContain('input/email must match format \\"email\\"');
+    expect((await events(result.runId)).filter((event) => event.type === "tool.input_invalid")).toHaveLength(1);
+    expect((globalThis as { __notified?: string[] }).__notified).toEqual(["ada@example.com"]);
+  });
 });
 
 describe("tool schemas", () => {

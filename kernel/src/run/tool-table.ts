@@ -102,8 +102,9 @@ export class ToolTable extends Map<string, ToolTableEntry> implements ToolTableS
     // Compiled on a tool's first call: a command that opens a runtime (runs show, approve) or a host whose runs
     // call a few of their tools does not compile every schema, and ajv's meta-schema, before its first step.
     // The build has compiled every authored tool's schemas and the built-ins' are the kernel's own; a tool
-    // provided at run time arrives unchecked, so its schemas compile now and a bad one is refused at once.
-    const validator = origin === "provided" ? compileSchema : compileOnFirstCall;
+    // provided at run time arrives unchecked, so its schemas compile now and a bad one is refused at once
+    // (a format the runtime does not know is left to the provider's service, which wrote the schema).
+    const validator = origin === "provided" ? (schema: unknown) => compileSchema(schema, "ignore") : compileOnFirstCall;
     const entry: ToolTableEntry = {
       name,
       definition,
