@@ -350,6 +350,53 @@ describe("the caller's abort signal", () => {
   });
 });
 
+describe("a run cancelled before its turn", () => {
+  const probe = (seen: boolean[]): AgentHarness => ({
+    name: "abort-probe",
+    async runTurn(_input, ctx) {
+      seen.push(ctx.signal.aborted);
+      ctx.signal.throwIfAborted();
+      return { status: "completed", response: { text: "ran" } };
+    },
+  });
+
+  it("fails a run whose signal was aborted when it was given, resolving nothing and starting no engine", async () => {
+    const dir = agentFolder({
+      "agent.ts": MINIMAL_AGENT,
+      "resolvers.ts": `import { defineRunResolver } from "@assemblyline-agents/core";
+export default defineRunResolver(async () => { globalThis.__resolved = true; return null; });`,
+    });
+    const seen: boolean[] = [];
+    (globalThis as { __resolved?: boolean }).__resolved = false;
+    const { runtime, types } = await startAgent(dir, [], { agentHarness: probe(seen) });
+
+    const result = await runtime.run({ message: "hi", signal: AbortSignal.abort(new Error("cancelled by the caller")) });
+
+    expect(result).toMatchObject({ status: "failed", error: { message: "cancelled by the caller" } });
+    expect(seen).toEqual([]);
+    expect((globalThis as { __resolved?: boolean }).__resolved).toBe(false);
+    expect(await types(result.runId)).toEqual(["run.created", "run.failed"]);
+  });
+
+  it("gives the engine an aborted signal when the caller cancels while the resolver runs", async () => {
+    const dir = agentFolder({
+      "agent.ts": MINIMAL_AGENT,
+      "resolvers.ts": `import { defineRunResolver } from "@assemblyline-agents/core";
+export default defineRunResolver(async () => { globalThis.__cancel?.abort(new Error("cancelled while resolving")); return null; });`,
+    });
+    const seen: boolean[] = [];
+    const cancel = new AbortController();
+    (globalThis as { __cancel?: AbortController }).__cancel = cancel;
+    const { runtime } = await startAgent(dir, [], { agentHarness: probe(seen) });
+
+    const result = await runtime.run({ message: "hi", signal: cancel.signal });
+    (globalThis as { __cancel?: AbortController }).__cancel = undefined;
+
+    expect(seen).toEqual([true]);
+    expect(result).toMatchObject({ status: "failed", error: { message: "cancelled while resolving" } });
+  });
+});
+
 describe("a lease lost mid-turn", () => {
   it("aborts the engine's signal with AL_ERR_RUN_LEASE_LOST once another replica holds the run", async () => {
     const state = new InMemoryStateAdapter();

@@ -317,6 +317,13 @@ export class RunDriver {
     const fresh = run.status === "queued";
     // A queued run has no steps, tool calls or checkpoint, and under our lease only we add them.
     if (fresh) this.parts.journal.trackOwnWrites(run);
+    // A run its caller cancelled before it started never starts (no resolver, model or tool runs for it):
+    // it fails with the abort's reason, as a run cancelled mid-turn does.
+    if (options.signal?.aborted) {
+      const reason: unknown = options.signal.reason;
+      await this.failRun(runId, reason, isAssemblyLineError(reason) ? reason.code : undefined);
+      return;
+    }
     try {
       started = fresh ? await this.start(run, options.forcedModel) : await this.startedData(run);
     } catch (error) {
@@ -419,6 +426,8 @@ export class RunDriver {
     // The caller's signal may outlive the run (one for many runs): its listener goes with the turn.
     const forwardAbort = () => controller.abort(signal!.reason);
     signal?.addEventListener("abort", forwardAbort, { once: true });
+    // No event comes for an abort before the listener (while the resolver ran): the turn starts aborted.
+    if (signal?.aborted) forwardAbort();
     try {
       await this.turnUnder(controller, run, started, lease, fresh);
     } finally {
