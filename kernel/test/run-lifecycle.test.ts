@@ -348,6 +348,32 @@ describe("the caller's abort signal", () => {
     expect((await waiting).status).toBe("failed");
     expect(engineSignals[20]!.aborted).toBe(true);
   });
+
+  it("refuses the tool calls an engine makes after the run's signal aborted, with the abort's reason", async () => {
+    const dir = agentFolder({
+      "agent.ts": MINIMAL_AGENT,
+      "tools/note.ts": toolSource({ upFront: true, execute: `globalThis.__notes = (globalThis.__notes ?? 0) + 1; globalThis.__cancel?.abort(new Error("cancelled mid-reply")); return { ok: true };` }),
+    });
+    const cancel = new AbortController();
+    (globalThis as { __cancel?: AbortController; __notes?: number }).__cancel = cancel;
+    (globalThis as { __notes?: number }).__notes = 0;
+    const refusals: unknown[] = [];
+    // An engine that answers every call of a reply, never looking at its signal.
+    const heedless: AgentHarness = {
+      name: "heedless",
+      async runTurn(_input, ctx) {
+        for (const id of ["call_a", "call_b"]) await ctx.callTool({ id, name: "note", input: { value: id } }).catch((error: unknown) => refusals.push(error));
+        return { status: "completed", response: { text: "noted" } };
+      },
+    };
+    const { runtime } = await startAgent(dir, [], { agentHarness: heedless });
+
+    await runtime.run({ message: "note twice", signal: cancel.signal });
+    (globalThis as { __cancel?: AbortController }).__cancel = undefined;
+
+    expect((globalThis as { __notes?: number }).__notes).toBe(1);
+    expect(refusals).toEqual([new Error("cancelled mid-reply")]);
+  });
 });
 
 describe("a run cancelled before its turn", () => {

@@ -520,6 +520,8 @@ export class RunDriver {
         signal: controller.signal,
         callTool: async (call) => {
           if (lease.lost) throw leaseLost(run.id);
+          // A cancelled run starts no further tool call, whatever the engine makes of the rest of its reply.
+          controller.signal.throwIfAborted();
           const outcome = await callTool(scope, call);
           if (outcome.status === "failed") controller.abort(new Error(outcome.output.error));
           return outcome;

@@ -63,6 +63,8 @@ export async function runPiTurn(input: HarnessTurnInput, ctx: HarnessContext, op
   /** Answer tool calls in order; a result ends the turn early when a call pauses or fails. */
   const answer = async (calls: ModelToolCall[]): Promise<HarnessTurnResult | undefined> => {
     for (const [index, call] of calls.entries()) {
+      // A cancelled run answers none of the reply's remaining calls (the runtime would refuse them too).
+      ctx.signal.throwIfAborted();
       const refusal = state.refusedToolCalls?.[call.id];
       if (refusal !== undefined) {
         state.messages.push(toolResultMessage(call, refusal, true));

@@ -360,6 +360,22 @@ describe.each([openAIChat, anthropicMessages])("pi harness against $name", (prot
     expect(server.requests).toHaveLength(1);
   }, 10_000);
 
+  it("answers none of a reply's remaining tool calls once the run's signal aborts", async () => {
+    const controller = new AbortController();
+    server.toolCalls([
+      { id: "call_1", name: "get_time", argumentChunks: ['{"city":"Paris"}'] },
+      { id: "call_2", name: "get_weather", argumentChunks: ['{"city":"Paris"}'] },
+    ]);
+    const cancelling = { ...tools, get_time: { run: () => (controller.abort(new Error("run cancelled")), "14:05") } };
+    const ctx = new JournalHarnessContext("run_1", cancelling, { signal: controller.signal });
+
+    const failure = await harness().runTurn(turnInput(protocol.spec), ctx).catch((e: unknown) => e);
+
+    expect((failure as Error).message).toBe("run cancelled");
+    expect(ctx.toolCalls.map((c) => c.id)).toEqual(["call_1"]);
+    expect(server.requests).toHaveLength(1);
+  });
+
   it("fails the turn when the provider's connection drops mid-answer, never taking the part received for the answer", async () => {
     server.enqueue({ kind: "stream", text: ["Once upon", " a time"], holdAfter: { events: 1, until: new Promise(() => undefined) } });
     const ctx = new JournalHarnessContext("run_1", tools);

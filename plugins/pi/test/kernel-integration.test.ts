@@ -75,3 +75,56 @@ describe("pi harness in the runtime", () => {
     await runtime.close();
   });
 });
+
+/* Counts its runs in globalThis.__bumps; with `cancelOnRun`, the user cancels the run while the tool runs. */
+const bumpAgent = (cancelOnRun = false) =>
+  agentFolder({
+    "agent.ts": `import { defineAgent } from "@assemblyline-agents/core";
+export default defineAgent({ model: "local/llama3", instructions: "You count.", defaultTools: ["bump"] });
+`,
+    "tools/bump.ts": `import { defineTool } from "@assemblyline-agents/core";
+export default defineTool({
+  description: "Bump a counter.",
+  inputSchema: { type: "object", properties: { by: { type: "number" } }, required: ["by"], additionalProperties: false },
+  async execute(input) {
+    globalThis.__bumps = (globalThis.__bumps ?? 0) + 1;
+    ${cancelOnRun ? 'globalThis.__cancel?.abort(new Error("cancelled by the user"));' : ""}
+    return { bumps: globalThis.__bumps };
+  },
+});
+`,
+  });
+
+describe("pi harness in the runtime: tool calls of a reply", () => {
+  let server: ScriptedModelServer & { baseUrl: string };
+  const bumps = () => (globalThis as { __bumps?: number }).__bumps;
+  beforeEach(async () => {
+    server = await startOpenAIChatServer({ apiKey: NO_API_KEY });
+    (globalThis as { __bumps?: number }).__bumps = 0;
+  });
+  afterEach(() => server.close());
+
+  const start = async (cancelOnRun = false) => {
+    const { artifactRoot } = await buildAgent(bumpAgent(cancelOnRun));
+    const state = new InMemoryStateAdapter();
+    const harness = piAgentHarness({ models: { "local/llama3": { api: "openai-completions", baseUrl: server.baseUrl, apiKeyEnv: false } } });
+    const runtime = new OpenEveRuntime({ ...(await loadRuntimeBundle(artifactRoot)), state, defaultHarness: harness, logger: noopLogger() });
+    return { runtime, state };
+  };
+  const bump = (id: string, by: number) => ({ id, name: "bump", argumentChunks: [`{"by":${by}}`] });
+
+  it("runs none of a reply's remaining calls once the run is cancelled", async () => {
+    const { runtime } = await start(true);
+    const cancel = new AbortController();
+    (globalThis as { __cancel?: AbortController }).__cancel = cancel;
+    server.toolCalls([bump("call_a", 1), bump("call_b", 2)]).text(["done"]);
+
+    const result = await runtime.run({ message: "bump twice", signal: cancel.signal });
+    (globalThis as { __cancel?: AbortController }).__cancel = undefined;
+
+    expect(result).toMatchObject({ status: "failed", error: { message: "cancelled by the user" } });
+    expect(bumps()).toBe(1);
+    expect(server.requests).toHaveLength(1);
+    await runtime.close();
+  });
+});
