@@ -7,6 +7,7 @@ import { readContinuation, writeContinuation, type PiContinuationData } from "./
 import { callModel } from "./model-call.js";
 import { requestMaxTokens, resolvePiModel } from "./model-resolution.js";
 import type { PiHarnessOptions } from "./options.js";
+import { withOwnToolCallIds } from "./tool-call-ids.js";
 import { screenToolCalls, type ScreenedReply } from "./tool-call-screening.js";
 
 /**
@@ -24,7 +25,8 @@ export async function runPiTurn(input: HarnessTurnInput, ctx: HarnessContext, op
 
   const askModel = async (): Promise<ScreenedReply> => {
     state.modelCalls += 1;
-    const key = `model:${state.modelCalls}`;
+    const modelCall = state.modelCalls;
+    const key = `model:${modelCall}`;
     const reply = await ctx.modelCall<JsonValue>(
       key,
       async () => {
@@ -46,8 +48,9 @@ export async function runPiTurn(input: HarnessTurnInput, ctx: HarnessContext, op
           onFailedAttemptUsage: (failed) => ctx.recordUsage(usageRecord(usageId(input.runId, key), failed)),
           logger: ctx.logger,
         });
-        // Screened inside the step: the refusals are journaled with the reply, so a replay refuses the same calls.
-        const screened = screenToolCalls(reply.message, reply.rawToolArguments);
+        // Ids given and calls screened inside the step: both are journaled with the reply, so a replay
+        // answers the same calls under the same ids and refuses the same ones.
+        const screened = screenToolCalls(withOwnToolCallIds(reply.message, state.messages, modelCall), reply.rawToolArguments);
         const { message } = screened;
         // Emitted inside the step: the runtime commits it with the step's completion, so
         // each persisted model call is recorded exactly once, and a replay never repeats it.

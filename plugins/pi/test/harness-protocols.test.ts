@@ -71,6 +71,45 @@ describe.each([openAIChat, anthropicMessages])("pi harness against $name", (prot
     expect(responses[1]?.text).toBe("It is 18°C and 14:05 in Paris.");
   });
 
+  it("answers a tool call under an id an earlier reply used with an id of its own, which a replay keeps", async () => {
+    server
+      .toolCalls([{ id: "call_1", name: "get_time", argumentChunks: ['{"city":"Paris"}'] }])
+      .toolCalls([{ id: "call_1", name: "get_weather", argumentChunks: ['{"city":"Paris"}'] }])
+      .text(["18°C at 14:05."]);
+    const first = new JournalHarnessContext("run_1", tools);
+
+    await harness().runTurn(turnInput(protocol.spec), first);
+
+    expect(first.toolCalls.map((c) => [c.id, c.name])).toEqual([
+      ["call_1", "get_time"],
+      ["model2_call0", "get_weather"],
+    ]);
+    expect(protocol.toolResultsIn(server.requests[2]!.body).map((r) => r.id)).toEqual(["call_1", "model2_call0"]);
+    // A crash-recovered turn replays the journaled replies under the ids they were stored with.
+    const recovered = new JournalHarnessContext("run_1", tools, { journal: first.journal, toolResults: first.toolResults });
+    await harness().runTurn(turnInput(protocol.spec), recovered);
+    expect(recovered.toolCalls.map((c) => c.id)).toEqual(["call_1", "model2_call0"]);
+    expect(server.requests).toHaveLength(3);
+  });
+
+  it("replays a reply journaled before tool calls were given ids of their own under the ids it holds", async () => {
+    server
+      .toolCalls([{ id: "call_1", name: "get_time", argumentChunks: ['{"city":"Paris"}'] }])
+      .toolCalls([{ id: "call_1", name: "get_time", argumentChunks: ['{"city":"Oslo"}'] }])
+      .text(["Done."]);
+    const first = new JournalHarnessContext("run_1", tools);
+    await harness().runTurn(turnInput(protocol.spec), first);
+    // What the engine stored then: the provider's repeated id.
+    const journal = new Map([...first.journal].map(([key, json]) => [key, json.replaceAll("model2_call0", "call_1")]));
+
+    const replayed = new JournalHarnessContext("run_1", tools, { journal });
+    await harness().runTurn(turnInput(protocol.spec), replayed);
+
+    expect(replayed.toolCalls.map((c) => c.id)).toEqual(["call_1", "call_1"]);
+    expect(replayed.stepsReplayed).toEqual(["model:1", "model:2", "model:3"]);
+    expect(server.requests).toHaveLength(3);
+  });
+
   it("assembles tool-call arguments that arrive in several chunks", async () => {
     server
       .toolCalls([{ id: "call_1", name: "get_weather", argumentChunks: ['{"ci', 'ty": "Pa', 'ris", "days": [1,', " 2]", "}"] }])

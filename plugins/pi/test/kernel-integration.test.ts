@@ -113,6 +113,33 @@ describe("pi harness in the runtime: tool calls of a reply", () => {
   };
   const bump = (id: string, by: number) => ({ id, name: "bump", argumentChunks: [`{"by":${by}}`] });
 
+  it.each([
+    ["the same input", 1],
+    ["other input", 2],
+  ])("runs a call whose provider id an earlier reply used, with %s, under an id of its own", async (_what, by) => {
+    const { runtime, state } = await start();
+    server.toolCalls([bump("call_0", 1)]).toolCalls([bump("call_0", by)]).text(["done"]);
+
+    const result = await runtime.run({ message: "bump twice" });
+
+    expect(result.status).toBe("completed");
+    expect(bumps()).toBe(2);
+    expect((await state.listToolCalls(result.runId)).map((call) => call.callId)).toEqual(["call_0", "model2_call0"]);
+    await runtime.close();
+  });
+
+  it("runs each call of a reply whose provider sent no ids (OpenAI-compatible servers may not)", async () => {
+    const { runtime, state } = await start();
+    server.toolCalls([bump("", 1), bump("", 1)]).text(["done"]);
+
+    const result = await runtime.run({ message: "bump twice" });
+
+    expect(result.status).toBe("completed");
+    expect(bumps()).toBe(2);
+    expect((await state.listToolCalls(result.runId)).map((call) => call.callId)).toEqual(["model1_call0", "model1_call1"]);
+    await runtime.close();
+  });
+
   it("runs none of a reply's remaining calls once the run is cancelled", async () => {
     const { runtime } = await start(true);
     const cancel = new AbortController();
