@@ -89,4 +89,70 @@ if (probe.available) {
       expect(await box.listFiles("/workspace/nl-list")).toEqual([{ path: "/workspace/nl-list/ok.txt", type: "file", size: 3 }]);
     }, 60_000);
   });
+
+  describe("DockerSandbox listFiles and symlinks, as the local sandbox lists", () => {
+    it("lists a symlink that points inside as its target's kind, under its own name, without descending into it", async () => {
+      await setUp(box, "mkdir -p list/real && cd list && echo hello > target.txt && echo x > real/a.txt && ln -s target.txt link.txt && ln -s real alias && ln -s /etc out && ln -s nowhere dangling");
+      expect(await box.listFiles("/workspace/list")).toEqual([
+        { path: "/workspace/list/alias", type: "directory", size: 0 },
+        { path: "/workspace/list/link.txt", type: "file", size: 6 },
+        { path: "/workspace/list/real", type: "directory", size: 0 },
+        { path: "/workspace/list/real/a.txt", type: "file", size: 2 },
+        { path: "/workspace/list/target.txt", type: "file", size: 6 },
+      ]);
+    }, 60_000);
+
+    it("lists a folder or a file reached through a symlink under the path asked for, not the link's target", async () => {
+      await setUp(box, "mkdir -p alias-list/real && cd alias-list && echo x > real/a.txt && ln -s real alias && ln -s real/a.txt one.txt");
+      expect(await box.listFiles("/workspace/alias-list/alias")).toEqual([{ path: "/workspace/alias-list/alias/a.txt", type: "file", size: 2 }]);
+      expect(await box.listFiles("alias-list/one.txt")).toEqual([{ path: "/workspace/alias-list/one.txt", type: "file", size: 2 }]);
+    }, 60_000);
+
+    it("refuses to list through a symlink out of the workspace (AL_ERR_PATH_ESCAPE), even a path missing below it, instead of listing nothing", async () => {
+      await setUp(box, "ln -s /etc etc-link");
+      for (const path of ["/workspace/etc-link", "/workspace/etc-link/missing/deeper"]) {
+        const error = await refusal(box.listFiles(path));
+        expect(isAssemblyLineError(error, "AL_ERR_PATH_ESCAPE"), `${path}: ${String(error)}`).toBe(true);
+      }
+    }, 60_000);
+  });
+
+  describe("DockerSandbox writeFile through symlinks and past files", () => {
+    it("writes through a symlink inside the workspace whose target's folder does not exist yet, creating the folder", async () => {
+      await setUp(box, "mkdir -p links && ln -s /workspace/links/newdir/f.txt links/abs.txt && ln -s newer/g.txt links/rel.txt");
+      await box.writeFile("/workspace/links/abs.txt", "through");
+      await box.writeFile("/workspace/links/rel.txt", "relative");
+      expect(text(await box.readFile("/workspace/links/newdir/f.txt"))).toBe("through");
+      expect(text(await box.readFile("/workspace/links/newer/g.txt"))).toBe("relative");
+    }, 60_000);
+
+    it("still refuses a write through a symlink whose missing target is outside, creating no folder there", async () => {
+      await setUp(box, "mkdir -p links-out && ln -s /opt/made-by-write/f.txt links-out/abs.txt && ln -s missing/../../../made-by-climb/f.txt links-out/climb.txt");
+      for (const path of ["/workspace/links-out/abs.txt", "/workspace/links-out/climb.txt"]) {
+        const error = await refusal(box.writeFile(path, "x"));
+        expect(isAssemblyLineError(error, "AL_ERR_PATH_ESCAPE"), `${path}: ${String(error)}`).toBe(true);
+      }
+      expect((await box.exec("ls -d /opt/made-by-write /made-by-climb /workspace/links-out/missing 2>/dev/null; true")).stdout).toBe("");
+    }, 60_000);
+
+    it("refuses a write under a file as a path error saying a file stands where a folder is needed, not as an engine failure", async () => {
+      await box.writeFile("/workspace/plain.txt", "plain");
+      for (const path of ["/workspace/plain.txt/child.txt", "/workspace/plain.txt/sub/child.txt"]) {
+        const error = await refusal(box.writeFile(path, "x"));
+        expect(isAssemblyLineError(error, "AL_ERR_PATH_NOT_FOUND"), String(error)).toBe(true);
+        expect(String(error)).toContain(`cannot write ${path} in sandbox files: a file stands where a folder is needed`);
+      }
+      expect(isAssemblyLineError(await refusal(box.deleteFile("/workspace/plain.txt/child.txt")), "AL_ERR_PATH_NOT_FOUND")).toBe(true);
+      expect(text(await box.readFile("/workspace/plain.txt"))).toBe("plain");
+    }, 60_000);
+
+    it("refuses a write through a symlink to /workspace itself as writing a folder, not as an escape", async () => {
+      await setUp(box, "ln -s . here && ln -s /workspace there");
+      for (const path of ["/workspace/here", "/workspace/there"]) {
+        const error = await refusal(box.writeFile(path, "x"));
+        expect(isAssemblyLineError(error, "AL_ERR_PATH_NOT_FOUND"), `${path}: ${String(error)}`).toBe(true);
+        expect(String(error)).toContain("is a folder");
+      }
+    }, 60_000);
+  });
 }

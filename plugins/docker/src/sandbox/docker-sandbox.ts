@@ -83,7 +83,13 @@ export class DockerSandbox implements Sandbox {
     return this.call(() => this.deleteFileHere(path), () => true);
   }
 
-  /** Everything under `path`, recursively, sorted (a file lists itself; a missing path lists nothing; a name holding a newline is left out). */
+  /**
+   * Everything under `path`, recursively, sorted, under the path asked for (a
+   * file lists itself; a missing path lists nothing), as the local sandbox
+   * lists: a symlink is listed as what it points at but not descended into; one
+   * pointing outside the workspace, or nowhere, is left out, as is a name
+   * holding a newline.
+   */
   async listFiles(path: string): Promise<Entry[]> {
     return this.call(() => this.listFilesHere(path), () => true);
   }
@@ -192,12 +198,13 @@ export class DockerSandbox implements Sandbox {
     const result = await this.script("list", logical);
     this.check(result, "list", logical, path);
     const entries: Entry[] = [];
+    // Each line is "kind|size|path", the path relative to the one asked for ("." for itself).
     for (const line of result.stdout.toString("utf8").split("\n")) {
-      const match = /^([^|]+)\|(\d+)\|(\/workspace\/.*)$/.exec(line);
+      const match = /^([^|]+)\|(\d+)\|\.(\/.*)?$/.exec(line);
       if (!match) continue;
-      const [, kind, size, entryPath] = match as unknown as [string, string, string, string];
-      if (kind === "directory") entries.push({ path: entryPath, type: "directory", size: 0 });
-      else if (kind.startsWith("regular")) entries.push({ path: entryPath, type: "file", size: Number(size) });
+      const [, kind, size, below] = match as unknown as [string, string, string, string | undefined];
+      const entryPath = `${logical}${below ?? ""}`;
+      entries.push(kind === "directory" ? { path: entryPath, type: "directory", size: 0 } : { path: entryPath, type: "file", size: Number(size) });
     }
     return entries.sort((a, b) => (a.path < b.path ? -1 : a.path > b.path ? 1 : 0));
   }
@@ -269,6 +276,13 @@ export class DockerSandbox implements Sandbox {
     if (result.exitCode === FILE_SCRIPT_EXIT.wrongKind) throw this.kindError(operation, logical, operation === "read" ? "is not a regular file (a folder, a FIFO, a socket or a device)" : "is a folder");
     if (result.exitCode === FILE_SCRIPT_EXIT.escape) throw pathEscape(given, `resolves through a symlink to a location outside ${WORKSPACE}`);
     if (result.exitCode === FILE_SCRIPT_EXIT.newlineName) throw pathEscape(given, "resolves through a symlink to a name holding a newline, which no sandbox path may hold");
+    if (result.exitCode === FILE_SCRIPT_EXIT.fileInTheWay) {
+      throw new AssemblyLineError("AL_ERR_PATH_NOT_FOUND", `cannot ${operation} ${logical} in sandbox ${this.id}: a file stands where a folder is needed`, {
+        fix: "A part of the path is a file (or a symlink to nothing): list its folder (listFiles) and choose a path under a folder, or delete the file first.",
+        details: { path: logical },
+      });
+    }
+    if (result.exitCode === FILE_SCRIPT_EXIT.tooManyLinks) throw this.kindError(operation, logical, "is a chain of too many symlinks");
     throw new AssemblyLineError("AL_ERR_SANDBOX_UNAVAILABLE", `could not ${operation} ${logical} in sandbox ${this.id}: ${result.stderr.toString("utf8").trim() || `exit ${result.exitCode}`}`, {
       fix: "Check that the container is running (docker ps) and that its image has a POSIX shell with readlink, find and stat.",
       details: { path: logical, exitCode: result.exitCode },

@@ -24,9 +24,16 @@ export const FILE_SCRIPT_EXIT = {
   wrongKind: 3,
   /** Resolves through a symlink outside /workspace. */
   escape: 4,
+  /** A file (or a symlink leading nowhere) stands where a folder of the path is needed. */
+  fileInTheWay: 5,
   /** Resolves through a symlink to a name holding a newline. */
   newlineName: 6,
+  /** write: more symlinks in a chain than the kernel follows. */
+  tooManyLinks: 7,
 } as const;
+
+/** How many symlinks a write follows, as the kernel's ELOOP limit does. */
+const MAX_SYMLINK_HOPS = 40;
 
 const HELPERS = `nl='
 '
@@ -35,47 +42,95 @@ resolve() {
   real=$(readlink -f -- "$1" && echo .) || exit 1
   real=\${real%?.}
   case $real in *"$nl"*) exit ${FILE_SCRIPT_EXIT.newlineName};; /workspace|/workspace/*) ;; *) exit ${FILE_SCRIPT_EXIT.escape};; esac
+}
+# real := the deepest part of $1 that exists, resolved as above.
+ancestor() {
+  probe=$1
+  while [ ! -e "$probe" ]; do probe=\${probe%/*}; probe=\${probe:-/}; done
+  resolve "$probe"
 }`;
 
 export const FILE_SCRIPTS = {
   read: `${HELPERS}
-[ -e "$1" ] || exit ${FILE_SCRIPT_EXIT.missing}
+[ -e "$1" ] || { ancestor "$1"; exit ${FILE_SCRIPT_EXIT.missing}; }
 resolve "$1"
 [ -f "$real" ] || exit ${FILE_SCRIPT_EXIT.wrongKind}
 exec cat -- "$real"`,
 
-  /**
-   * The deepest existing folder is checked before `mkdir -p`, which would
-   * otherwise create folders outside /workspace through a symlink. Prints the
-   * existing file's mode and owner (or "new"), then the real path to write: a
-   * symlink's target, as writing through a link does.
+  /*
+   * Follows a symlink at the target hop by hop, as the local sandbox does:
+   * each hop's folder is checked at its deepest existing part before mkdir -p
+   * makes the rest, and checked again once made. A link's text is made
+   * absolute and its "." and ".." taken out lexically first, so mkdir -p never
+   * climbs out of the checked part. Prints the existing file's mode and owner
+   * (or "new"), then the real path to write.
    */
   prepareWrite: `${HELPERS}
-parent=\${1%/*}
-probe=$parent
-while [ ! -e "$probe" ] && [ ! -L "$probe" ]; do probe=\${probe%/*}; probe=\${probe:-/}; done
-resolve "$probe"
-mkdir -p -- "$parent" 2>/dev/null
-resolve "$parent"
-target=$real/\${1##*/}
-if [ -L "$target" ]; then resolve "$target"; target=$real; fi
-[ -d "$target" ] && exit ${FILE_SCRIPT_EXIT.wrongKind}
-if [ -f "$target" ]; then stat -c '%a %u %g' -- "$target"; else echo new; fi
-printf '%s\\n' "$target"`,
+# t := $1 made absolute against $2 (a resolved folder), "", "." and ".." taken out.
+lexical() {
+  case $1 in /*) path=$1;; *) path=$2/$1;; esac
+  t=; set -f; ifs=$IFS; IFS=/
+  for part in $path; do case $part in ''|.) ;; ..) t=\${t%/*};; *) t=$t/$part;; esac; done
+  IFS=$ifs; set +f
+  t=\${t:-/}
+}
+t=$1
+hops=0
+while :; do
+  [ "$t" = /workspace ] && exit ${FILE_SCRIPT_EXIT.wrongKind}
+  dir=\${t%/*}; dir=\${dir:-/}
+  probe=$dir
+  while [ ! -e "$probe" ]; do
+    [ -L "$probe" ] && exit ${FILE_SCRIPT_EXIT.fileInTheWay}
+    probe=\${probe%/*}; probe=\${probe:-/}
+  done
+  resolve "$probe"
+  [ -d "$real" ] || exit ${FILE_SCRIPT_EXIT.fileInTheWay}
+  mkdir -p -- "$dir" || exit 1
+  resolve "$dir"
+  t=$real/\${t##*/}
+  [ -L "$t" ] || break
+  hops=$((hops + 1))
+  [ "$hops" -le ${MAX_SYMLINK_HOPS} ] || exit ${FILE_SCRIPT_EXIT.tooManyLinks}
+  link=$(readlink -- "$t" && echo .) || exit 1
+  link=\${link%?.}
+  case $link in *"$nl"*) exit ${FILE_SCRIPT_EXIT.newlineName};; esac
+  lexical "$link" "$real"
+done
+[ -d "$t" ] && exit ${FILE_SCRIPT_EXIT.wrongKind}
+if [ -f "$t" ]; then stat -c '%a %u %g' -- "$t"; else echo new; fi
+printf '%s\\n' "$t"`,
 
   /** Only the parent is resolved: rm removes a symlink itself, never its target. */
   delete: `${HELPERS}
 if [ "$1" = /workspace ]; then find /workspace -mindepth 1 -maxdepth 1 -exec rm -rf -- {} +; exit 0; fi
 parent=\${1%/*}
-[ -e "$parent" ] || exit 0
+[ -e "$parent" ] || { ancestor "$parent"; exit 0; }
 resolve "$parent"
+[ -d "$real" ] || exit ${FILE_SCRIPT_EXIT.fileInTheWay}
 rm -rf -- "$real/\${1##*/}"`,
 
-  /** Lists nothing for a path outside /workspace. */
+  /*
+   * Prints "kind|size|path" lines, the path relative to the one asked for
+   * ("." for itself). A symlink is listed as what it points at when that is
+   * under /workspace, and not descended into; find's exit code ends the list.
+   */
   list: `${HELPERS}
-[ -e "$1" ] || exit 0
-real=$(readlink -f -- "$1" && echo .) || exit 0
-real=\${real%?.}
-case $real in *"$nl"*) exit 0;; /workspace|/workspace/*) ;; *) exit 0;; esac
-if [ -d "$real" ]; then find "$real" -mindepth 1 \\( -name "*$nl*" -prune \\) -o \\( -type f -o -type d \\) -exec stat -c '%F|%s|%n' -- {} +; else stat -c '%F|%s|%n' -- "$real"; fi`,
+[ -e "$1" ] || { ancestor "$1"; exit 0; }
+resolve "$1"
+[ -d "$real" ] || exec stat -L -c '%F|%s|.' -- "$real"
+cd -- "$real" || exit 1
+{ find . -mindepth 1 \\( -name "*$nl*" -prune \\) -o \\( -type f -o -type d \\) -exec stat -c '%F|%s|%n' -- {} + -o -type l -exec printf 'link|%s\\n' {} +; echo "end|$?"; } |
+while IFS= read -r line; do
+  case $line in
+    'end|'*) exit "\${line#end|}";;
+    'link|'*)
+      link=\${line#link|}
+      target=$(readlink -f -- "$link" && echo .) || continue
+      target=\${target%?.}
+      case $target in *"$nl"*) continue;; /workspace|/workspace/*) ;; *) continue;; esac
+      [ -e "$target" ] && stat -L -c '%F|%s|%n' -- "$link";;
+    *) printf '%s\\n' "$line";;
+  esac
+done`,
 };
