@@ -10,3 +10,18 @@ const UNSTORABLE = /[\uD800-\uDBFF](?![\uDC00-\uDFFF])|(?<![\uD800-\uDBFF])[\uDC
 export function storableText(text: string): string {
   return text.replace(UNSTORABLE, "\uFFFD");
 }
+
+/**
+ * How many of `bytes` to keep so that output cut at a byte cap ends on a whole
+ * UTF-8 character: the length less a multi-byte character the cap cut in half,
+ * which would otherwise decode as U+FFFD. Output that ends whole keeps its length.
+ */
+export function utf8Boundary(bytes: Uint8Array): number {
+  let start = bytes.length;
+  // Step back over at most 3 continuation bytes (10xxxxxx) to the last lead byte.
+  while (start > 0 && bytes.length - start < 4 && ((bytes[start - 1] ?? 0) & 0xc0) === 0x80) start -= 1;
+  if (start === 0) return bytes.length;
+  const lead = bytes[start - 1] ?? 0;
+  const width = lead >= 0xf0 ? 4 : lead >= 0xe0 ? 3 : lead >= 0xc0 ? 2 : 1;
+  return bytes.length - (start - 1) >= width ? bytes.length : start - 1;
+}

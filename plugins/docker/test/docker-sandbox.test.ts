@@ -83,6 +83,15 @@ if (probe.available) {
       await adapter.release("run-physical");
     });
 
+    it("never cuts a multi-byte character in half at the output cap, on stdout or stderr, as the local sandbox does", async () => {
+      const adapter = new DockerSandboxAdapter({ image: images.busybox, network: "none", scope: scoped(), docker });
+      const sandbox = await adapter.acquire("run-utf8-cap");
+      expect(await sandbox.exec("printf 'a\\303\\251'; printf 'ab\\342\\202\\254x' >&2", { maxOutputBytes: 2 })).toMatchObject({ stdout: "a", stderr: "ab", truncated: true });
+      expect(await sandbox.exec("printf 'ab\\342\\202\\254'; printf '\\360\\237\\230\\200' >&2", { maxOutputBytes: 4 })).toMatchObject({ stdout: "ab", stderr: "\u{1F600}", truncated: true });
+      expect(await sandbox.exec("printf 'a\\303\\251'", { maxOutputBytes: 3 })).toMatchObject({ stdout: "a\u00e9", truncated: false });
+      await adapter.release("run-utf8-cap");
+    });
+
     it('honours network "none": the container has only a loopback interface', async () => {
       const adapter = new DockerSandboxAdapter({ image: images.busybox, network: "none", scope: scoped(), docker });
       const sandbox = await adapter.acquire("run-net");

@@ -1,7 +1,7 @@
 import { randomBytes } from "node:crypto";
 import { Writable } from "node:stream";
 import type Docker from "dockerode";
-import { AssemblyLineError, FOLDER_REFUSALS, SANDBOX_COMMAND_MARK_VARIABLE, isAssemblyLineError, type ExecResult, type FolderRefusal } from "@assemblyline-agents/core";
+import { AssemblyLineError, FOLDER_REFUSALS, SANDBOX_COMMAND_MARK_VARIABLE, isAssemblyLineError, utf8Boundary, type ExecResult, type FolderRefusal } from "@assemblyline-agents/core";
 import { engineCall, engineError, engineMessage, statusOf, withDeadline } from "../engine.js";
 
 /** Exit code of a command stopped at its timeout (as coreutils `timeout` and the local sandbox report). */
@@ -61,8 +61,10 @@ class CappedSink extends Writable {
     done();
   }
 
+  /** What was kept; cut at the cap, without a character the cap split (a file read cut short is refused whole, so only text meets the cap). */
   bytes(): Buffer {
-    return Buffer.concat(this.chunks);
+    const bytes = Buffer.concat(this.chunks);
+    return this.truncated ? bytes.subarray(0, utf8Boundary(bytes)) : bytes;
   }
 }
 

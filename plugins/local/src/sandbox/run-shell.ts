@@ -1,4 +1,4 @@
-import type { ExecResult } from "@assemblyline-agents/core";
+import { utf8Boundary, type ExecResult } from "@assemblyline-agents/core";
 import { spawn, type ChildProcess } from "node:child_process";
 import { constants } from "node:os";
 import type { Readable } from "node:stream";
@@ -157,15 +157,4 @@ class CappedOutput {
     const bytes = Buffer.concat(this.chunks, this.size);
     return bytes.subarray(0, this.truncated ? utf8Boundary(bytes) : bytes.length).toString("utf8");
   }
-}
-
-/** The length of `bytes` without a multi-byte character the cap cut in half. */
-function utf8Boundary(bytes: Buffer): number {
-  let start = bytes.length;
-  // Step back over at most 3 continuation bytes (10xxxxxx) to the last lead byte.
-  while (start > 0 && bytes.length - start < 4 && ((bytes[start - 1] ?? 0) & 0xc0) === 0x80) start -= 1;
-  if (start === 0) return bytes.length;
-  const lead = bytes[start - 1] ?? 0;
-  const width = lead >= 0xf0 ? 4 : lead >= 0xe0 ? 3 : lead >= 0xc0 ? 2 : 1;
-  return bytes.length - (start - 1) >= width ? bytes.length : start - 1;
 }
