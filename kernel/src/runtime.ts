@@ -326,6 +326,7 @@ export class OpenEveRuntime {
       },
       alwaysOfferDiscovery: this.dynamicConnections.dynamic,
       driveWatch: this.tracer,
+      driverFor: (run) => this.revisions.driverFor(run),
     });
     return driver;
   }

@@ -71,6 +71,11 @@ export interface RunDriverParts {
   alwaysOfferDiscovery?: boolean;
   /** Told when this process starts and stops driving a run (telemetry keeps a run's open spans only in between). */
   driveWatch?: DriveWatch;
+  /**
+   * The driver of the build a run continues on (RevisionDrivers.driverFor). A parent woken by its ended
+   * child goes on there: it may have been migrated to another build while it waited. Default: this driver.
+   */
+  driverFor?(run: RunRecord): Promise<{ driver: RunDriver; revision: string }>;
 }
 
 /** Watches which runs this process drives. Neither method may throw. */
@@ -197,7 +202,7 @@ export class RunDriver {
    * a parent a process left paused when it died between the two.
    */
   async wakeParent(childRunId: string): Promise<void> {
-    const { state, journal } = this.parts;
+    const { state } = this.parts;
     const child = await state.runs.getRun(childRunId);
     const link = child?.input.parent;
     if (!link) return;
@@ -205,12 +210,15 @@ export class RunDriver {
     // A parent still running is driving the child itself, inline: it takes the result from there.
     if (!parent || (parent.status !== "waiting_approval" && parent.status !== "waiting_input")) return;
     if ((await state.runs.listToolCalls(parent.id)).some((call) => call.status === "waiting_approval" || call.status === "waiting_input")) return;
+    // On the build the parent continues on, not the child's: a parent migrated while it waited goes on on its new build.
+    const { driver, revision } = this.parts.driverFor ? await this.parts.driverFor(parent) : { driver: this as RunDriver, revision: undefined };
     // Another caller (a second answer, the recovery sweep, another replica) may wake it first: then there is nothing to do.
-    await this.drive(parent.id, {
+    await driver.drive(parent.id, {
+      ...(revision !== undefined ? { revision } : {}),
       leaveIfTaken: true,
       beforeDriving: async (run) => {
         if (run.status !== "waiting_approval" && run.status !== "waiting_input") return false;
-        await journal.record(run.id, "subagent.resumed_parent", { childRunId, status: child!.status }, { run: { status: "running" } }, { expectedLastSeq: run.lastSeq });
+        await driver.journal.record(run.id, "subagent.resumed_parent", { childRunId, status: child!.status }, { run: { status: "running" } }, { expectedLastSeq: run.lastSeq });
         return true;
       },
     });
