@@ -238,6 +238,35 @@ describe("LocalSandbox paths", () => {
     expect(await box.listFiles("missing")).toEqual([]);
   });
 
+  it("lists a symlinked folder as a folder without descending into it, and what a symlink leads to under the path asked for", async () => {
+    const { box } = await sandbox();
+    await box.exec("mkdir real && echo x > real/a.txt && ln -s real alias && ln -s real/a.txt one.txt");
+    expect(await box.listFiles("/workspace")).toEqual([
+      { path: "/workspace/alias", type: "directory", size: 0 },
+      { path: "/workspace/one.txt", type: "file", size: 2 },
+      { path: "/workspace/real", type: "directory", size: 0 },
+      { path: "/workspace/real/a.txt", type: "file", size: 2 },
+    ]);
+    expect(await box.listFiles("alias")).toEqual([{ path: "/workspace/alias/a.txt", type: "file", size: 2 }]);
+    expect(await box.listFiles("one.txt")).toEqual([{ path: "/workspace/one.txt", type: "file", size: 2 }]);
+  });
+
+  it("writes through a symlink inside the workspace whose target's folder does not exist yet, creating the folder", async () => {
+    const { box } = await sandbox();
+    await box.exec('ln -s "$WORKSPACE/newdir/f.txt" abs.txt && ln -s newer/g.txt rel.txt');
+    await box.writeFile("abs.txt", "through");
+    await box.writeFile("rel.txt", "relative");
+    expect(new TextDecoder().decode(await box.readFile("newdir/f.txt"))).toBe("through");
+    expect(new TextDecoder().decode(await box.readFile("newer/g.txt"))).toBe("relative");
+  });
+
+  it("refuses a write under a file saying a file stands where a folder is needed", async () => {
+    const { box } = await sandbox();
+    await box.writeFile("plain.txt", "plain");
+    const error = await refusal(box.writeFile("/workspace/plain.txt/child.txt", "x"));
+    expect(error).toMatchObject({ code: "EEXIST", message: "EEXIST: cannot write /workspace/plain.txt/child.txt: a file stands where a folder is needed" });
+  });
+
   it("lists no name holding a newline, which no file call takes", async () => {
     const { box } = await sandbox();
     await box.exec("mkdir \"$(printf 'd\\nx')\" && touch \"$(printf 'd\\nx')/inner.txt\" \"$(printf 'f\\nx')\" ok.txt");
