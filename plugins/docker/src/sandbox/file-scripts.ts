@@ -6,8 +6,8 @@
  *
  * - `$(cmd)` drops every trailing newline, so a symlink to "/workspace/d<newline>"
  *   would read as /workspace/d, maybe another symlink, out of the workspace.
- *   Captures end in a sentinel (`$(cmd && echo .)`, then `${x%?.}` takes off
- *   exactly the ".\n" added and the one newline cmd printed).
+ *   Captures end in a sentinel: `$(cmd && echo .)` ends in ".", which $(...)
+ *   keeps, and `${x%?.}` then takes off that "." and the one newline cmd printed.
  * - Anything resolved to a name holding a newline is refused, and listings
  *   leave such names out, so an output line is always one whole path.
  * - A path's folder and last name come from parameter expansions (`%` and
