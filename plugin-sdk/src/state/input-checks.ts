@@ -1,8 +1,8 @@
 import { AssemblyLineError } from "../errors.js";
 import type { NewRunEvent } from "../events.js";
-import type { ScheduleRecord } from "./facets.js";
+import type { ConversationMessage, ConversationScope, FileRecord, ScheduleRecord, UsageRecord } from "./facets.js";
 import { isoTimestamp } from "./iso-time.js";
-import { RUN_STATUSES, type NewRun } from "./runs.js";
+import { RUN_STATUSES, type CreateRunOptions, type NewRun, type RunListFilter } from "./runs.js";
 
 /*
  * Checks of the arguments a state method writes, run before anything changes: a value the state
@@ -43,7 +43,18 @@ export function definedStateValue<T>(operation: string, field: string, value: T 
  * events appended later would never be observed.
  */
 export function checkObservedSeq(operation: string, field: string, seq: number | undefined, lastSeq: number): void {
-  if (seq !== undefined && seq > lastSeq) refuseStateInput(operation, field, `at most the run's lastSeq (${lastSeq})`, seq);
+  if (seq === undefined) return;
+  checkSeqNumber(operation, field, seq);
+  if (seq > lastSeq) refuseStateInput(operation, field, `at most the run's lastSeq (${lastSeq})`, seq);
+}
+
+/**
+ * Refuse a position in a run's log (an observer's, an append's `expectedLastSeq`) that is not a
+ * whole number >= 0: seqs are whole, and a fraction was kept as given by one store, cut down by
+ * another and refused by PostgreSQL's cast as a failed query.
+ */
+export function checkSeqNumber(operation: string, field: string, seq: unknown): void {
+  if (!Number.isSafeInteger(seq) || (seq as number) < 0) refuseStateInput(operation, field, "a whole number >= 0", seq);
 }
 
 /** `value` as an ISO time when it is a Date that holds one; else refused. */
@@ -54,27 +65,32 @@ export function checkedDate(operation: string, field: string, value: unknown): s
 /**
  * Refuse a schedule row no claim could read: a claim compares `nextRunAt`
  * as a time and tests `enabled` as a boolean, so a row that is neither would be leased on every
- * claim, or never.
+ * claim, or never. Returns `nextRunAt` as a store keeps it: an ISO UTC time (checkedIsoTime).
  */
-export function checkScheduleInput(operation: string, schedule: Omit<ScheduleRecord, "lease">, name = "schedule"): void {
+export function checkScheduleInput(operation: string, schedule: Omit<ScheduleRecord, "lease">, name = "schedule"): string {
   if (typeof schedule !== "object" || schedule === null) refuseStateInput(operation, name, "an object", schedule);
   const { id, intervalMs, nextRunAt, enabled, agentId } = schedule;
   if (typeof id !== "string" || id === "") refuseStateInput(operation, `${name}.id`, "a non-empty string", id);
   // 0 is a schedule that runs once (its dispatch gives the next time, if any); a fraction would read as 0 in one store and 1 ms in another.
   if (typeof intervalMs !== "number" || !Number.isSafeInteger(intervalMs) || intervalMs < 0) refuseStateInput(operation, `${name}.intervalMs`, "a whole number of milliseconds >= 0 (0: it runs once)", intervalMs);
-  checkedTimeText(operation, `${name}.nextRunAt`, nextRunAt);
+  const time = checkedIsoTime(operation, `${name}.nextRunAt`, nextRunAt);
   if (typeof enabled !== "boolean") refuseStateInput(operation, `${name}.enabled`, "a boolean", enabled);
   if (agentId !== undefined && agentId !== null && (typeof agentId !== "string" || agentId === "")) {
     refuseStateInput(operation, `${name}.agentId`, "a non-empty string or null", agentId);
   }
+  return time;
 }
 
-/** The arguments of `replaceSchedule`: two rows the claim could read, of one id (a replace never moves a row). */
-export function checkScheduleReplace(expected: Omit<ScheduleRecord, "lease">, next: Omit<ScheduleRecord, "lease">): void {
+/**
+ * The arguments of `replaceSchedule`: two rows the claim could read, of one id (a replace never
+ * moves a row). Returns `next.nextRunAt` as a store keeps it (checkScheduleInput).
+ */
+export function checkScheduleReplace(expected: Omit<ScheduleRecord, "lease">, next: Omit<ScheduleRecord, "lease">): string {
   const operation = `replaceSchedule(schedule "${String((expected as Partial<ScheduleRecord> | null)?.id)}")`;
   checkScheduleInput(operation, expected, "expected");
-  checkScheduleInput(operation, next, "next");
+  const nextRunAt = checkScheduleInput(operation, next, "next");
   if (next.id !== expected.id) refuseStateInput(operation, "next.id", `expected.id (${JSON.stringify(expected.id)})`, next.id);
+  return nextRunAt;
 }
 
 /** The argument of `deleteScheduleIf`: a row the claim could read, as `replaceSchedule` checks its `expected`. */
@@ -88,6 +104,16 @@ export function checkedTimeText(operation: string, field: string, value: unknown
   return Number.isFinite(ms) ? ms : refuseStateInput(operation, field, "an ISO-8601 time", value);
 }
 
+/**
+ * `value` as an ISO UTC time (`...T07:00:00.000Z` for `...T12:00:00+05:00`), the form PostgreSQL
+ * gives a time back in, when it is an ISO-8601 time; refused otherwise. Text already in that form
+ * is returned as it is, not as a new string.
+ */
+export function checkedIsoTime(operation: string, field: string, value: unknown): string {
+  const iso = new Date(checkedTimeText(operation, field, value)).toISOString();
+  return iso === value ? value : iso;
+}
+
 /** The latest time a Date holds (8.64e15 ms after the epoch). */
 const LAST_TIME_MS = 8.64e15;
 
@@ -97,16 +123,146 @@ const LAST_TIME_MS = 8.64e15;
  * instead of making a lease that expired before it was taken or an Invalid Date.
  */
 export function leaseExpiresAt(operation: string, field: string, fromMs: number, ttlMs: unknown): string {
-  if (typeof ttlMs !== "number" || !(ttlMs >= 0) || !(fromMs + ttlMs <= LAST_TIME_MS)) refuseStateInput(operation, field, "a number of milliseconds >= 0", ttlMs);
+  checkLeaseTtl(operation, field, ttlMs);
+  if (!(fromMs + ttlMs <= LAST_TIME_MS)) refuseStateInput(operation, field, "a number of milliseconds >= 0", ttlMs);
   return isoTimestamp(fromMs + ttlMs);
 }
 
-/** Refuse a new run a store would keep but never read right: a status no run has, an empty idempotency key (it would dedupe every run without one). */
-export function checkNewRun(operation: string, run: NewRun): void {
+/** Refuse a lease length that is not a finite number of milliseconds >= 0 (negative, NaN, missing). */
+export function checkLeaseTtl(operation: string, field: string, ttlMs: unknown): asserts ttlMs is number {
+  if (typeof ttlMs !== "number" || !(ttlMs >= 0 && ttlMs < Number.POSITIVE_INFINITY)) refuseStateInput(operation, field, "a number of milliseconds >= 0", ttlMs);
+}
+
+/** Refuse a lease holder that is not a non-empty string: an empty owner is a lease no one can renew or release by name. */
+export function checkLeaseOwner(operation: string, field: string, owner: unknown): void {
+  checkNonEmptyString(operation, field, owner);
+}
+
+/**
+ * Refuse a new run a store would keep but never read right: an empty id, agent or revision, an
+ * input that is not `{ message, metadata }`, a status no run has, an empty idempotency key (it
+ * would dedupe every run without one), a lease for an empty owner or of a length that is none
+ * (also when the run exists already and is returned unleased, as PostgreSQL checks it).
+ */
+export function checkNewRun(operation: string, run: NewRun, options?: CreateRunOptions): void {
+  if (!isJsonObject(run)) refuseStateInput(operation, "run", "a JSON object", run);
+  checkNonEmptyString(operation, "run.id", run.id);
+  checkNonEmptyString(operation, "run.agentId", run.agentId);
+  checkNonEmptyString(operation, "run.agentRevision", run.agentRevision);
+  checkString(operation, "run.modelSpec", run.modelSpec);
+  checkStringOrNull(operation, "run.conversationId", run.conversationId);
   if (run.status !== undefined && !RUN_STATUSES.includes(run.status)) refuseStateInput(operation, "run.status", `one of ${RUN_STATUSES.join(", ")}`, run.status);
-  if (run.idempotencyKey !== undefined && (typeof run.idempotencyKey !== "string" || run.idempotencyKey === "")) {
-    refuseStateInput(operation, "run.idempotencyKey", "a non-empty string", run.idempotencyKey);
+  const { input } = run;
+  if (!isJsonObject(input)) refuseStateInput(operation, "run.input", "a JSON object", input);
+  checkString(operation, "run.input.message", input.message);
+  if (!isJsonObject(input.metadata)) refuseStateInput(operation, "run.input.metadata", "a JSON object", input.metadata);
+  if (run.idempotencyKey !== undefined) checkNonEmptyString(operation, "run.idempotencyKey", run.idempotencyKey);
+  const lease = options?.lease;
+  if (lease !== undefined) {
+    if (!isJsonObject(lease)) refuseStateInput(operation, "options.lease", "a JSON object", lease);
+    checkLeaseOwner(operation, "options.lease.owner", lease.owner);
+    checkLeaseTtl(operation, "options.lease.ttlMs", lease.ttlMs);
   }
+}
+
+/**
+ * The page size a `listRuns` filter asks for, as whole runs and at least 1 (undefined when it gives
+ * none: the store's default), after refusing a limit that is no finite number (one store read NaN
+ * as an error, another as the default) and a status no run has (one store refused it, another
+ * listed nothing).
+ */
+export function checkRunListFilter(filter: RunListFilter): number | undefined {
+  if (filter.status !== undefined) {
+    const statuses = [filter.status].flat();
+    for (let index = 0; index < statuses.length; index += 1) {
+      if (!RUN_STATUSES.includes(statuses[index]!)) refuseStateInput("listRuns", `filter.status[${index}]`, `one of ${RUN_STATUSES.join(", ")}`, statuses[index]);
+    }
+  }
+  const { limit } = filter;
+  if (limit === undefined) return undefined;
+  if (typeof limit !== "number" || !Number.isFinite(limit)) refuseStateInput("listRuns", "filter.limit", "a number of runs per page (left out: the store's default)", limit);
+  return Math.max(1, Math.floor(limit));
+}
+
+/**
+ * Refuse a usage record a store would keep but not count: an empty id, a count or cost that is no
+ * finite number (NaN was kept by one store and read back as null), a `createdAt` that is no time.
+ * Returns the record as a store keeps it: `createdAt` as an ISO UTC time (checkedIsoTime), which
+ * `listUsage`'s `since` compares; the record itself when it already is.
+ */
+export function checkedUsageRecord(operation: string, record: UsageRecord): UsageRecord {
+  if (!isJsonObject(record)) refuseStateInput(operation, "record", "a JSON object", record);
+  checkNonEmptyString(operation, "record.id", record.id);
+  checkString(operation, "record.runId", record.runId);
+  checkStringOrNull(operation, "record.conversationId", record.conversationId);
+  checkString(operation, "record.provider", record.provider);
+  checkString(operation, "record.model", record.model);
+  checkFiniteNumber(operation, "record.inputTokens", record.inputTokens);
+  checkFiniteNumber(operation, "record.outputTokens", record.outputTokens);
+  checkFiniteNumber(operation, "record.cacheReadTokens", record.cacheReadTokens);
+  checkFiniteNumber(operation, "record.cacheWriteTokens", record.cacheWriteTokens);
+  checkFiniteNumber(operation, "record.costUsd", record.costUsd);
+  const createdAt = checkedIsoTime(operation, "record.createdAt", record.createdAt);
+  if (record.agentId !== undefined && record.agentId !== null) checkNonEmptyString(operation, "record.agentId", record.agentId);
+  return createdAt === record.createdAt ? record : { ...record, createdAt };
+}
+
+/** Refuse a file record with an empty path or a size that is not a whole number of bytes >= 0 (a fraction was kept by one store and rounded by another). */
+export function checkFileRecord(operation: string, record: FileRecord): void {
+  if (!isJsonObject(record)) refuseStateInput(operation, "record", "a JSON object", record);
+  checkNonEmptyString(operation, "record.path", record.path);
+  checkString(operation, "record.blobKey", record.blobKey);
+  if (!Number.isSafeInteger(record.size) || record.size < 0) refuseStateInput(operation, "record.size", "a whole number of bytes >= 0", record.size);
+  checkString(operation, "record.contentType", record.contentType);
+  checkString(operation, "record.sha256", record.sha256);
+  checkStringOrNull(operation, "record.runId", record.runId);
+  checkString(operation, "record.createdAt", record.createdAt);
+}
+
+/** The roles a conversation message may have: a model context reads no other. */
+export const CONVERSATION_ROLES: readonly ConversationMessage["role"][] = ["user", "assistant"];
+
+/** Refuse an append to a conversation with an empty id or agent, or a message whose role is neither user nor assistant or whose text is not text. */
+export function checkConversationAppend(operation: string, conversationId: string, messages: readonly ConversationMessage[], options: ConversationScope): void {
+  checkNonEmptyString(operation, "conversationId", conversationId);
+  if (!Array.isArray(messages)) refuseStateInput(operation, "messages", "an array", messages);
+  if (options.agentId !== undefined) checkNonEmptyString(operation, "options.agentId", options.agentId);
+  for (let index = 0; index < messages.length; index += 1) {
+    const message = messages[index];
+    if (!isJsonObject(message)) refuseStateInput(operation, `messages[${index}]`, "a JSON object", message);
+    if (!(CONVERSATION_ROLES as readonly unknown[]).includes(message.role)) refuseStateInput(operation, `messages[${index}].role`, `one of ${CONVERSATION_ROLES.join(", ")}`, message.role);
+    checkString(operation, `messages[${index}].content`, message.content);
+    checkStringOrNull(operation, `messages[${index}].runId`, message.runId);
+    if (message.createdAt !== undefined) checkString(operation, `messages[${index}].createdAt`, message.createdAt);
+  }
+}
+
+/** Refuse a setting with an empty key, an undefined value (JSON would drop it) or an audit without an actor. */
+export function checkSettingWrite(operation: string, key: string, value: unknown, audit: { actor: string; reason?: string }): void {
+  checkNonEmptyString(operation, "key", key);
+  if (!isJsonObject(audit)) refuseStateInput(operation, "audit", "a JSON object", audit);
+  checkString(operation, "audit.actor", audit.actor);
+  checkStringOrNull(operation, "audit.reason", audit.reason);
+  definedStateValue(operation, "value", value);
+}
+
+const isJsonObject = (value: unknown): value is Record<string, unknown> => typeof value === "object" && value !== null && !Array.isArray(value);
+
+function checkNonEmptyString(operation: string, field: string, value: unknown): void {
+  if (typeof value !== "string" || value === "") refuseStateInput(operation, field, "a non-empty string", value);
+}
+
+function checkString(operation: string, field: string, value: unknown): void {
+  if (typeof value !== "string") refuseStateInput(operation, field, "a string", value);
+}
+
+/** Left out reads as null, as PostgreSQL stores it. */
+function checkStringOrNull(operation: string, field: string, value: unknown): void {
+  if (value !== undefined && value !== null && typeof value !== "string") refuseStateInput(operation, field, "a string or null", value);
+}
+
+function checkFiniteNumber(operation: string, field: string, value: unknown): void {
+  if (typeof value !== "number" || !Number.isFinite(value)) refuseStateInput(operation, field, "a finite number", value);
 }
 
 /** Refuse an event with no type or with data that is not a JSON object: every reader of the log takes both as given. */

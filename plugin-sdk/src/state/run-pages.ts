@@ -1,5 +1,6 @@
 import { AssemblyLineError } from "../errors.js";
 import { OrderedSet } from "js-sdsl";
+import { checkRunListFilter } from "./input-checks.js";
 import { partitionPoint } from "./partition-point.js";
 import { TERMINAL_RUN_STATUSES, type RunListFilter, type RunRecord, type RunStatus } from "./runs.js";
 
@@ -57,12 +58,7 @@ export class RunsInCreationOrder<T extends OrderedRun> {
    * and the cursor of the next page when more match.
    */
   page(filter: RunListFilter = {}): { runs: T[]; nextCursor: string | null } {
-    const limit = Math.max(1, Math.floor(filter.limit ?? DEFAULT_RUN_PAGE_SIZE));
-    if (Number.isNaN(limit)) {
-      throw new AssemblyLineError("AL_ERR_STATE_INPUT_INVALID", `listRuns got limit ${String(filter.limit)}, which is not a number`, {
-        fix: "Give limit as a whole number of runs per page (1 or more), or leave it out for 50.",
-      });
-    }
+    const limit = checkRunListFilter(filter) ?? DEFAULT_RUN_PAGE_SIZE;
     const statuses = filter.status === undefined ? undefined : new Set([filter.status].flat());
     const onlyUnfinished = statuses !== undefined && ![...statuses].some(isFinished);
     const before = filter.cursor === undefined ? Number.POSITIVE_INFINITY : decodeRunCursor(filter.cursor);

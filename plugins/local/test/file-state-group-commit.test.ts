@@ -280,7 +280,7 @@ describe("FileStateAdapter group commit through the thread pool, once the disk w
   it("answers a memory or file read without waiting for another table's writes in flight, but not before a write of its own table", async () => {
     const { adapter } = await adapterWithRuns(1);
     await adapter.writeMemory("notes.md", "durable");
-    await adapter.putFileRecord({ path: "/files/a.txt", blobKey: "b", size: 1, contentType: "text/plain", createdAt: new Date().toISOString() } as never);
+    await adapter.putFileRecord({ path: "/files/a.txt", blobKey: "b", size: 1, contentType: "text/plain", sha256: "s", runId: null, createdAt: new Date().toISOString() });
     const syncs = await holdSyncs(adapter);
     const write = adapter.appendEvents("r0", [{ type: "tick" }]);
     const sync = await syncs.next();

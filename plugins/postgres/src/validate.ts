@@ -1,11 +1,14 @@
-import { describeStateValue } from "@assemblyline-agents/core";
+import { checkLeaseOwner, checkLeaseTtl, describeStateValue } from "@assemblyline-agents/core";
 import { inputInvalid } from "./errors.js";
 import { isJsonObject } from "./rows.js";
 
 /**
  * Argument checks for values headed into the database: a wrong type is refused
  * here with the field's name, before any statement runs, instead of surfacing
- * as a NOT NULL violation or a stored record that later fails to decode.
+ * as a NOT NULL violation or a stored record that later fails to decode. The
+ * checks of whole records every store makes (a new run, a usage or file record,
+ * a schedule row...) are the shared ones in @assemblyline-agents/core, so each
+ * store refuses the same input with the same message.
  */
 export class ArgumentCheck {
   constructor(readonly operation: string) {}
@@ -75,9 +78,11 @@ export function claimParams(
 ): { owner: string; ttlMs: number; now: ReturnType<ArgumentCheck["optionalDate"]>; limit: number; agentId: string | undefined } {
   const check = new ArgumentCheck(operation);
   check.object("options", options);
+  checkLeaseOwner(operation, "options.owner", options.owner);
+  checkLeaseTtl(operation, "options.ttlMs", options.ttlMs);
   return {
-    owner: check.string("options.owner", options.owner),
-    ttlMs: check.nonNegative("options.ttlMs", options.ttlMs),
+    owner: options.owner,
+    ttlMs: options.ttlMs,
     now: check.optionalDate("options.now", options.now),
     limit: sizeParam(options.limit, DEFAULT_CLAIM_LIMIT, 0),
     agentId: options.agentId === undefined ? undefined : check.string("options.agentId", options.agentId),

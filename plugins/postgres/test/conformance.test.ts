@@ -1,5 +1,5 @@
 import { isStateAdapter } from "@assemblyline-agents/core";
-import { describeStateConformance } from "@assemblyline-agents/core/testkit";
+import { describeStateConformance, describeStateInputConformance } from "@assemblyline-agents/core/testkit";
 import { afterAll, describe, expect, it } from "vitest";
 import { PostgresStateAdapter } from "../src/index.js";
 import { dropSchema, probeDatabase, randomSchema, testPool } from "./support/database.js";
@@ -17,23 +17,24 @@ if (probe.available) {
     await pool.end();
   });
 
-  describeStateConformance(
-    "PostgresStateAdapter",
-    async () => {
-      counter += 1;
-      const schema = `${filePrefix}_${counter}`;
-      const state = new PostgresStateAdapter({ pool, schema });
-      await state.migrate();
-      return {
-        state,
-        cleanup: async () => {
-          await state.close();
-          await dropSchema(pool, schema);
-        },
-      };
-    },
-    { facets: ["runs", "conversations", "schedules", "files", "usage", "sandboxSessions", "memory", "settings", "skills"] },
-  );
+  const freshSchema = async () => {
+    counter += 1;
+    const schema = `${filePrefix}_${counter}`;
+    const state = new PostgresStateAdapter({ pool, schema });
+    await state.migrate();
+    return {
+      state,
+      cleanup: async () => {
+        await state.close();
+        await dropSchema(pool, schema);
+      },
+    };
+  };
+
+  describeStateConformance("PostgresStateAdapter", freshSchema, {
+    facets: ["runs", "conversations", "schedules", "files", "usage", "sandboxSessions", "memory", "settings", "skills"],
+  });
+  describeStateInputConformance("PostgresStateAdapter", freshSchema);
 
   describe("PostgresStateAdapter", () => {
     it("implements the whole StateAdapter", () => {

@@ -143,6 +143,12 @@ export function describeScheduleStateStoreConformance(name: string, factory: Sta
       expect((await store().listSchedules()).map((s) => s.id)).toEqual(["job-a", "job-\uffff", "job-\u{1F600}"]);
     });
 
+    it("claims schedules due at the same time in code-point order of id, as listSchedules lists them", async () => {
+      for (const id of ["job-\u{1F600}", "job-\uE000", "job-a"]) await store().upsertSchedule(schedule(id, clockAt(0)));
+      const claimed = await store().claimDueSchedules({ owner: "a", ttlMs: 5_000, now: clockAt(0) });
+      expect(claimed.map((s) => s.id)).toEqual(["job-a", "job-\uE000", "job-\u{1F600}"]);
+    });
+
     it("claims only enabled schedules that are due, and leases them", async () => {
       await store().upsertSchedule(schedule("due", clockAt(0)));
       await store().upsertSchedule(schedule("later", clockAt(10_000)));

@@ -363,6 +363,19 @@ export function describeRunStoreConformance(name: string, factory: StateKitFacto
         await store().releaseRunLease(run.id, "replica-a", lease!.token, { observedSeq: 5 });
         expect(await store().getRun(run.id)).toMatchObject({ lastSeq: 5, observedSeq: 5, lease: null });
       });
+
+      it("refuses an observer position that is not a whole number >= 0 (AL_ERR_STATE_INPUT_INVALID), in markObserved, an append and a release, changing nothing", async () => {
+        const { run } = await store().createRun(newRun());
+        await store().appendEvents(run.id, [{ type: "a" }, { type: "b" }]);
+        const lease = await store().acquireRunLease(run.id, "replica-a", 60_000, clockAt(0));
+        const refused = (field: string) => ({ code: "AL_ERR_STATE_INPUT_INVALID", message: expect.stringContaining(`${field} must be a whole number >= 0`) });
+        for (const seq of [1.5, -1, Number.NaN]) {
+          await expect(store().markObserved(run.id, seq), `markObserved(${seq})`).rejects.toMatchObject(refused("seq"));
+          await expect(store().appendEvents(run.id, [{ type: "c" }], undefined, { observedSeq: seq })).rejects.toMatchObject(refused("options.observedSeq"));
+          await expect(store().releaseRunLease(run.id, "replica-a", lease!.token, { observedSeq: seq })).rejects.toMatchObject(refused("options.observedSeq"));
+        }
+        expect(await store().getRun(run.id)).toMatchObject({ lastSeq: 3, observedSeq: 0, lease: { owner: "replica-a", token: lease!.token } });
+      });
     });
 
     describe("listRuns", () => {
@@ -445,6 +458,25 @@ export function describeRunStoreConformance(name: string, factory: StateKitFacto
         const keyless = newRun({ idempotencyKey: "" });
         await expect(store().createRun(keyless)).rejects.toMatchObject(refused("run.idempotencyKey"));
         expect(await store().getRun(keyless.id)).toBeUndefined();
+      });
+
+      it("refuses a run with an empty id, agent or revision, or an input that is not { message, metadata } (AL_ERR_STATE_INPUT_INVALID naming the field), creating nothing", async () => {
+        const rows: Array<[string, Partial<NewRun>]> = [
+          ["run.id", { id: "" }],
+          ["run.agentId", { agentId: "" }],
+          ["run.agentRevision", { agentRevision: "" }],
+          ["run.modelSpec", { modelSpec: 1 as never }],
+          ["run.conversationId", { conversationId: 7 as never }],
+          ["run.input", { input: "hi" as never }],
+          ["run.input.message", { input: { message: 1, metadata: {} } as never }],
+          ["run.input.metadata", { input: { message: "hi" } as never }],
+        ];
+        for (const [field, change] of rows) {
+          const bad = newRun(change);
+          await expect(store().createRun(bad), `createRun with ${field}`).rejects.toMatchObject(refused(`${field} must be`));
+          if (bad.id !== "") expect(await store().getRun(bad.id)).toBeUndefined();
+        }
+        expect(await store().getRun("")).toBeUndefined();
       });
 
       it("refuses a lease length that is negative, NaN or missing, in every call that takes one, changing nothing", async () => {

@@ -1,5 +1,9 @@
 import {
   AssemblyLineError,
+  checkConversationAppend,
+  checkFileRecord,
+  checkLeaseOwner,
+  checkListLimit,
   checkMemoryWrite,
   checkNewEvents,
   checkNewRun,
@@ -7,8 +11,11 @@ import {
   checkScheduleDeleteIf,
   checkScheduleInput,
   checkScheduleReplace,
+  checkSeqNumber,
+  checkSettingWrite,
   checkedDate,
   checkedTimeText,
+  checkedUsageRecord,
   definedStateValue,
   copyStateValue,
   checkSkillKey,
@@ -309,7 +316,7 @@ export class FileStateAdapter implements StateAdapter {
 
   createRun(run: NewRun, options: CreateRunOptions = {}): Promise<CreatedRun> {
     return this.mutate<CreatedRun>((tables) => {
-      checkNewRun("createRun", run);
+      checkNewRun("createRun", run, options);
       const existingId = run.idempotencyKey !== undefined ? tables.idempotency.get(run.idempotencyKey) : undefined;
       const existing = tables.runs.get(existingId ?? run.id);
       if (existing) return { ops: [], result: () => ({ run: existing.record, created: false }) };
@@ -365,6 +372,7 @@ export class FileStateAdapter implements StateAdapter {
     options: AppendOptions = {},
   ): Promise<RunEvent[]> {
     return this.mutate((tables) => {
+      if (options.expectedLastSeq !== undefined) checkSeqNumber(`appendEvents(run "${runId}")`, "options.expectedLastSeq", options.expectedLastSeq);
       const entry = this.requireRun(tables, runId);
       const current = entry.record;
       // Checked inside the mutation queue, so no lease change can slip between the check and the write.
@@ -445,12 +453,13 @@ export class FileStateAdapter implements StateAdapter {
   listEvents(runId: string, options: { afterSeq?: number; limit?: number } = {}): Promise<RunEvent[]> {
     return this.read(
       (tables) => {
+        if (options.limit !== undefined) checkListLimit(options.limit, `listEvents(run "${runId}")`);
         const entry = tables.runs.get(runId);
         if (!entry) return [];
         const count = entry.eventTexts.length;
         // Seqs are contiguous from 1, so the event with seq n sits at index n - 1.
         const start = Math.max(0, Math.min(count, Math.floor(options.afterSeq ?? 0)));
-        const end = options.limit === undefined ? count : Math.min(count, start + Math.max(0, options.limit));
+        const end = options.limit === undefined ? count : Math.min(count, start + options.limit);
         return tables.eventsOf(entry, start, end);
       },
       { fresh: true },
@@ -498,6 +507,7 @@ export class FileStateAdapter implements StateAdapter {
       const entry = this.requireRun(tables, runId);
       const { record } = entry;
       const at = now ?? new Date();
+      checkLeaseOwner(`acquireRunLease(run "${runId}")`, "owner", owner);
       const expiresAt = leaseExpiresAt(`acquireRunLease(run "${runId}")`, "ttlMs", at.getTime(), ttlMs);
       if (TERMINAL_RUN_STATUSES.includes(record.status)) return { ops: [], result: () => null };
       if (record.lease && record.lease.owner !== owner && !this.leaseIsFree(runId, record.lease, at)) return { ops: [], result: () => null };
@@ -536,6 +546,7 @@ export class FileStateAdapter implements StateAdapter {
   claimRecoverableRuns(options: ClaimOptions): Promise<RunRecord[]> {
     return this.mutate((tables) => {
       const at = options.now ?? new Date();
+      checkLeaseOwner("claimRecoverableRuns", "options.owner", options.owner);
       const expiresAt = leaseExpiresAt("claimRecoverableRuns", "options.ttlMs", at.getTime(), options.ttlMs);
       const { agentId } = options;
       const claimed = tables.runOrder.oldestUnfinished(
@@ -569,6 +580,7 @@ export class FileStateAdapter implements StateAdapter {
   claimDeliveries(options: ClaimOptions): Promise<DeliveryRecord[]> {
     return this.mutate((tables) => {
       const at = options.now ?? new Date();
+      checkLeaseOwner("claimDeliveries", "options.owner", options.owner);
       const lease = { owner: options.owner, expiresAt: leaseExpiresAt("claimDeliveries", "options.ttlMs", at.getTime(), options.ttlMs) };
       const { agentId } = options;
       // Another agent's reply is skipped before the limit, so it never uses up this agent's claim.
@@ -620,10 +632,13 @@ export class FileStateAdapter implements StateAdapter {
 
   appendConversationMessages(conversationId: string, messages: ConversationMessage[], options: ConversationScope = {}): Promise<void> {
     const { agentId } = options;
-    return this.mutate(() => ({
-      ops: messages.length > 0 ? [{ op: "conversation.append", conversationId, messages, ...(agentId !== undefined ? { agentId } : {}) }] : [],
-      result: () => undefined,
-    }));
+    return this.mutate(() => {
+      checkConversationAppend(`appendConversationMessages(conversation "${conversationId}")`, conversationId, messages, options);
+      return {
+        ops: messages.length > 0 ? [{ op: "conversation.append", conversationId, messages, ...(agentId !== undefined ? { agentId } : {}) }] : [],
+        result: () => undefined,
+      };
+    });
   }
 
   listConversationMessages(conversationId: string, options: { limit?: number } & ConversationScope = {}): Promise<ConversationMessage[]> {
@@ -643,26 +658,27 @@ export class FileStateAdapter implements StateAdapter {
 
   upsertSchedule(schedule: Omit<ScheduleRecord, "lease">): Promise<void> {
     return this.mutate((tables) => {
-      checkScheduleInput("upsertSchedule", schedule);
+      // Kept as an ISO UTC time, as PostgreSQL gives it back.
+      const nextRunAt = checkScheduleInput("upsertSchedule", schedule);
       const lease = tables.schedules.get(schedule.id)?.lease ?? null;
-      return { ops: [{ op: "schedule.put", schedule: { ...schedule, lease } }], result: () => undefined };
+      return { ops: [{ op: "schedule.put", schedule: { ...schedule, nextRunAt, lease } }], result: () => undefined };
     });
   }
 
   insertSchedule(schedule: Omit<ScheduleRecord, "lease">): Promise<boolean> {
     return this.mutate((tables) => {
-      checkScheduleInput("insertSchedule", schedule);
+      const nextRunAt = checkScheduleInput("insertSchedule", schedule);
       if (tables.schedules.has(schedule.id)) return { ops: [], result: () => false };
-      return { ops: [{ op: "schedule.put", schedule: { ...schedule, lease: null } }], result: () => true };
+      return { ops: [{ op: "schedule.put", schedule: { ...schedule, nextRunAt, lease: null } }], result: () => true };
     });
   }
 
   replaceSchedule(expected: Omit<ScheduleRecord, "lease">, next: Omit<ScheduleRecord, "lease">): Promise<boolean> {
     return this.mutate((tables) => {
-      checkScheduleReplace(expected, next);
+      const nextRunAt = checkScheduleReplace(expected, next);
       const stored = tables.schedules.get(expected.id);
       if (!stored || !isSameSchedule(stored, expected)) return { ops: [], result: () => false };
-      return { ops: [{ op: "schedule.put", schedule: { ...next, lease: stored.lease } }], result: () => true };
+      return { ops: [{ op: "schedule.put", schedule: { ...next, nextRunAt, lease: stored.lease } }], result: () => true };
     });
   }
 
@@ -686,6 +702,7 @@ export class FileStateAdapter implements StateAdapter {
   claimDueSchedules(options: ScheduleClaimOptions): Promise<ScheduleRecord[]> {
     return this.mutate((tables) => {
       const at = options.now ?? new Date();
+      checkLeaseOwner("claimDueSchedules", "options.owner", options.owner);
       const lease = { owner: options.owner, expiresAt: leaseExpiresAt("claimDueSchedules", "options.ttlMs", at.getTime(), options.ttlMs) };
       const claimed = [...tables.schedules.values()]
         .filter((s) => s.enabled && Date.parse(s.nextRunAt) <= at.getTime() && isLeaseFree(s.lease, at) && isScheduleClaimableBy(s, options.agentId))
@@ -722,7 +739,10 @@ export class FileStateAdapter implements StateAdapter {
   // ---- files -----------------------------------------------------------------
 
   putFileRecord(record: FileRecord): Promise<void> {
-    return this.mutate(() => ({ ops: [{ op: "file.put", record }], result: () => undefined }));
+    return this.mutate(() => {
+      checkFileRecord("putFileRecord", record);
+      return { ops: [{ op: "file.put", record }], result: () => undefined };
+    });
   }
 
   getFileRecord(path: string): Promise<FileRecord | undefined> {
@@ -744,7 +764,11 @@ export class FileStateAdapter implements StateAdapter {
   // ---- usage -----------------------------------------------------------------
 
   recordUsage(record: UsageRecord): Promise<void> {
-    return this.mutate((tables) => ({ ops: tables.usage.has(record.id) ? [] : [{ op: "usage.put", record }], result: () => undefined }));
+    return this.mutate((tables) => {
+      // Kept with createdAt as an ISO UTC time, as PostgreSQL keeps it.
+      const checked = checkedUsageRecord("recordUsage", record);
+      return { ops: tables.usage.has(checked.id) ? [] : [{ op: "usage.put", record: checked }], result: () => undefined };
+    });
   }
 
   listUsage(filter: UsageFilter): Promise<UsageRecord[]> {
@@ -841,8 +865,7 @@ export class FileStateAdapter implements StateAdapter {
 
   putSetting(key: string, value: JsonValue, audit: { actor: string; reason?: string }): Promise<SettingAuditEvent> {
     return this.mutate((tables) => {
-      // JSON would drop it: the audit event would read back without a value.
-      definedStateValue(`putSetting(key "${key}")`, "value", value);
+      checkSettingWrite(`putSetting(key "${key}")`, key, value, audit);
       const event: SettingAuditEvent = {
         id: randomUUID(),
         key,

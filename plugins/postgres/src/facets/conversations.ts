@@ -1,9 +1,7 @@
-import type { ConversationMessage, ConversationScope } from "@assemblyline-agents/core";
+import { checkConversationAppend, type ConversationMessage, type ConversationScope } from "@assemblyline-agents/core";
 import type { StateDatabase } from "../database.js";
 import { decodeMessage } from "../rows.js";
 import { ArgumentCheck } from "../validate.js";
-
-const ROLES = ["user", "assistant"] as const;
 
 export async function appendConversationMessages(
   db: StateDatabase,
@@ -11,25 +9,17 @@ export async function appendConversationMessages(
   messages: ConversationMessage[],
   options: ConversationScope = {},
 ): Promise<void> {
-  const check = new ArgumentCheck(`appendConversationMessages(conversation "${conversationId}")`);
-  check.string("conversationId", conversationId);
-  if (!Array.isArray(messages)) check.fail("messages", "an array", messages);
-  const agentId = options.agentId === undefined ? null : check.string("options.agentId", options.agentId);
+  const operation = `appendConversationMessages(conversation "${conversationId}")`;
+  checkConversationAppend(operation, conversationId, messages, options);
+  const agentId = options.agentId ?? null;
   if (messages.length === 0) return;
-  const roles: string[] = [];
-  const contents: string[] = [];
-  const runIds: (string | null)[] = [];
-  const times: string[] = [];
-  messages.forEach((message, i) => {
-    check.object(`messages[${i}]`, message);
-    roles.push(check.oneOf(`messages[${i}].role`, message.role, ROLES));
-    contents.push(check.text(`messages[${i}].content`, message.content));
-    runIds.push(check.nullableString(`messages[${i}].runId`, message.runId));
-    times.push(message.createdAt === undefined ? new Date().toISOString() : check.text(`messages[${i}].createdAt`, message.createdAt));
-  });
+  const roles = messages.map((message) => message.role);
+  const contents = messages.map((message) => message.content);
+  const runIds = messages.map((message) => message.runId ?? null);
+  const times = messages.map((message) => message.createdAt ?? new Date().toISOString());
   // One statement for the batch; identity values follow the ORDER BY, which keeps the given order.
   await db.run(
-    check.operation,
+    operation,
     `INSERT INTO ${db.s}.conversation_messages (conversation_id, agent_id, role, content, run_id, created_at)
      SELECT $1, $6::text, m.role, m.content, m.run_id, m.created_at
      FROM unnest($2::text[], $3::text[], $4::text[], $5::text[]) WITH ORDINALITY AS m(role, content, run_id, created_at, ord)

@@ -1,31 +1,21 @@
-import { checkListLimit, type FileListOptions, type FileRecord, type FileRecordPage } from "@assemblyline-agents/core";
+import { checkFileRecord, checkListLimit, type FileListOptions, type FileRecord, type FileRecordPage } from "@assemblyline-agents/core";
 import type { StateDatabase } from "../database.js";
 import { decodeFile } from "../rows.js";
-import { ArgumentCheck } from "../validate.js";
 import { parameters, pastPrefix, underPrefix } from "./prefix-range.js";
 import { countOfPaths } from "./path-counts.js";
 
 const FILE_COLUMNS = "path, blob_key, size, content_type, sha256, run_id, created_at";
 
 export async function putFileRecord(db: StateDatabase, record: FileRecord): Promise<void> {
-  const check = new ArgumentCheck("putFileRecord");
-  check.object("record", record);
-  const path = check.string("record.path", record.path);
+  checkFileRecord("putFileRecord", record);
+  const { path } = record;
   await db.run(
     `putFileRecord(path "${path}")`,
     `INSERT INTO ${db.s}.files (${FILE_COLUMNS}) VALUES ($1, $2, $3, $4, $5, $6, $7)
      ON CONFLICT (path) DO UPDATE SET
        blob_key = EXCLUDED.blob_key, size = EXCLUDED.size, content_type = EXCLUDED.content_type,
        sha256 = EXCLUDED.sha256, run_id = EXCLUDED.run_id, created_at = EXCLUDED.created_at`,
-    [
-      path,
-      check.text("record.blobKey", record.blobKey),
-      Math.round(check.nonNegative("record.size", record.size)),
-      check.text("record.contentType", record.contentType),
-      check.text("record.sha256", record.sha256),
-      check.nullableString("record.runId", record.runId),
-      check.text("record.createdAt", record.createdAt),
-    ],
+    [path, record.blobKey, record.size, record.contentType, record.sha256, record.runId ?? null, record.createdAt],
   );
 }
 

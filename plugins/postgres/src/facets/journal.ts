@@ -1,5 +1,8 @@
 import {
   AssemblyLineError,
+  checkListLimit,
+  checkObservedSeq,
+  checkSeqNumber,
   staleFenceError,
   type CheckpointRecord,
   type JsonValue,
@@ -32,13 +35,13 @@ function appendArguments(runId: string, events: NewRunEvent[], change: RunStateC
     const eventData = event.data === undefined ? {} : check.object(`events[${i}].data`, event.data);
     data.push(jsonParam(eventData, check.operation, `events[${i}].data`) ?? "{}");
   });
-  if (expectedLastSeq !== undefined) check.nonNegative("options.expectedLastSeq", expectedLastSeq);
+  if (expectedLastSeq !== undefined) checkSeqNumber(check.operation, "options.expectedLastSeq", expectedLastSeq);
   if (fence !== undefined) {
     check.object("options.fence", fence);
     check.string("options.fence.owner", fence.owner);
     check.nonNegative("options.fence.token", fence.token);
   }
-  if (observedSeq !== undefined) check.number("options.observedSeq", observedSeq);
+  if (observedSeq !== undefined) checkSeqNumber(check.operation, "options.observedSeq", observedSeq);
 
   const c = change === undefined || change === null ? {} : (check.object("change", change) as RunStateChange);
   const run = c.run === undefined || c.run === null ? {} : check.object("change.run", c.run);
@@ -94,7 +97,7 @@ function appendArguments(runId: string, events: NewRunEvent[], change: RunStateC
     delivery ? jsonParam(delivery.payload, op, "change.delivery.payload") : null,
     fence ? fence.owner : null,
     fence ? fence.token : null,
-    observedSeq === undefined ? null : Math.floor(observedSeq),
+    observedSeq ?? null,
   ];
 }
 
@@ -160,12 +163,13 @@ export async function listEvents(
   runId: string,
   options: { afterSeq?: number; limit?: number } = {},
 ): Promise<RunEvent[]> {
+  const operation = `listEvents(run "${runId}")`;
+  if (options.limit !== undefined) checkListLimit(options.limit, operation);
   const afterSeq = Math.max(0, Math.floor(options.afterSeq ?? 0));
-  const limit = options.limit === undefined ? null : Math.max(0, Math.floor(options.limit));
   const rows = await db.rows(
-    `listEvents(run "${runId}")`,
+    operation,
     `SELECT run_id, seq, type, data, created_at FROM ${db.s}.run_events WHERE run_id = $1 AND seq > $2 ORDER BY seq LIMIT $3`,
-    [runId, afterSeq, limit],
+    [runId, afterSeq, options.limit ?? null],
   );
   return rows.map((row) => decodeEvent(db.schema, row));
 }
@@ -173,16 +177,15 @@ export async function listEvents(
 /** Moves `observed_seq` forward; a position past the run's log is refused (the row is left as it was). */
 export async function markObserved(db: StateDatabase, runId: string, seq: number): Promise<void> {
   const operation = `markObserved(run "${runId}")`;
-  const check = new ArgumentCheck(operation);
-  const position = Math.floor(check.number("seq", seq));
+  checkSeqNumber(operation, "seq", seq);
   const [row] = await db.rows<{ last_seq: number }>(
     operation,
     `UPDATE ${db.s}.runs SET observed_seq = CASE WHEN $2 <= last_seq THEN greatest(observed_seq, $2) ELSE observed_seq END
      WHERE id = $1 RETURNING last_seq`,
-    [runId, position],
+    [runId, seq],
   );
   if (!row) throw runNotFound(db, runId, operation);
-  if (position > row.last_seq) check.fail("seq", `at most the run's lastSeq (${row.last_seq})`, seq);
+  checkObservedSeq(operation, "seq", seq, row.last_seq);
 }
 
 export async function getToolCall(db: StateDatabase, runId: string, callId: string): Promise<ToolCallRecord | undefined> {

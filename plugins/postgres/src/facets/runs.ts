@@ -1,13 +1,9 @@
-import { AssemblyLineError, type ClaimOptions, type CreatedRun, type CreateRunOptions, type JsonValue, type NewRun, type ReleaseOptions, type RunEvent, type RunFence, type RunLease, type RunListFilter, type RunPage, type RunRecord } from "@assemblyline-agents/core";
+import { AssemblyLineError, DEFAULT_RUN_PAGE_SIZE, checkLeaseOwner, checkLeaseTtl, checkNewRun, checkObservedSeq, checkRunListFilter, checkSeqNumber, type ClaimOptions, type CreatedRun, type CreateRunOptions, type JsonValue, type NewRun, type ReleaseOptions, type RunEvent, type RunFence, type RunLease, type RunListFilter, type RunPage, type RunRecord } from "@assemblyline-agents/core";
 import { clockParam, jsonParam, type StateDatabase } from "../database.js";
 import { inputInvalid } from "../errors.js";
-import { RUN_COLUMNS, RUN_STATUSES, decodeRun, isJsonObject } from "../rows.js";
-import { ArgumentCheck, claimParams, sizeParam } from "../validate.js";
+import { RUN_COLUMNS, decodeRun, isJsonObject } from "../rows.js";
+import { ArgumentCheck, claimParams } from "../validate.js";
 import { parameters, underPrefix, type Parameter } from "./prefix-range.js";
-
-/** Page size of listRuns when the filter gives none. */
-const DEFAULT_PAGE_SIZE = 50;
-/** How many records one claim call leases when the caller gives no limit. */
 
 export function runNotFound(db: StateDatabase, runId: string, operation: string): AssemblyLineError {
   return new AssemblyLineError("AL_ERR_RUN_NOT_FOUND", `${operation}: no run with id "${runId}" exists in PostgreSQL schema "${db.schema}"`, {
@@ -17,21 +13,13 @@ export function runNotFound(db: StateDatabase, runId: string, operation: string)
 }
 
 export async function createRun(db: StateDatabase, run: NewRun, options: CreateRunOptions, session: string | null): Promise<CreatedRun> {
-  const check = new ArgumentCheck("createRun");
-  check.object("run", run);
-  const id = check.string("run.id", run.id);
-  const agentId = check.string("run.agentId", run.agentId);
-  const agentRevision = check.string("run.agentRevision", run.agentRevision);
-  const modelSpec = check.text("run.modelSpec", run.modelSpec);
-  const conversationId = check.nullableString("run.conversationId", run.conversationId);
-  const status = run.status === undefined ? "queued" : check.oneOf("run.status", run.status, RUN_STATUSES);
-  const input = check.object("run.input", run.input);
-  check.text("run.input.message", input.message);
-  check.object("run.input.metadata", input.metadata);
-  const idempotencyKey = run.idempotencyKey === undefined ? null : check.string("run.idempotencyKey", run.idempotencyKey);
-  const lease = options.lease === undefined ? null : check.object("options.lease", options.lease);
-  const leaseOwner = lease === null ? null : check.string("options.lease.owner", lease.owner);
-  const leaseTtlMs = lease === null ? null : check.nonNegative("options.lease.ttlMs", lease.ttlMs);
+  checkNewRun("createRun", run, options);
+  const { id, agentId, agentRevision, modelSpec, input } = run;
+  const conversationId = run.conversationId ?? null;
+  const status = run.status ?? "queued";
+  const idempotencyKey = run.idempotencyKey ?? null;
+  const leaseOwner = options.lease?.owner ?? null;
+  const leaseTtlMs = options.lease?.ttlMs ?? null;
   const operation = `createRun(run "${id}")`;
   const inputJson = jsonParam(input, "createRun", "run.input");
   const createdData = `{"agentId":${JSON.stringify(agentId)},"agentRevision":${JSON.stringify(agentRevision)},"conversationId":${JSON.stringify(conversationId)},"modelSpec":${JSON.stringify(modelSpec)},"status":${JSON.stringify(status)},"input":${inputJson}}`;
@@ -60,10 +48,8 @@ export async function getRun(db: StateDatabase, runId: string): Promise<RunRecor
 }
 
 export async function listRuns(db: StateDatabase, filter: RunListFilter = {}): Promise<RunPage> {
-  const check = new ArgumentCheck("listRuns");
-  const limit = sizeParam(filter.limit, DEFAULT_PAGE_SIZE, 1);
-  const statuses =
-    filter.status === undefined ? null : [filter.status].flat().map((s, i) => check.oneOf(`filter.status[${i}]`, s, RUN_STATUSES));
+  const limit = checkRunListFilter(filter) ?? DEFAULT_RUN_PAGE_SIZE;
+  const statuses = filter.status === undefined ? null : [filter.status].flat();
   const before = filter.cursor === undefined ? null : decodeRunCursor(filter.cursor);
   const rows = await db.rows(
     "listRuns",
@@ -92,11 +78,10 @@ export async function listRuns(db: StateDatabase, filter: RunListFilter = {}): P
 const HOLDER_GONE = (alias: string) => `(${alias}lease_session IS NOT NULL AND pg_try_advisory_xact_lock(${alias}lease_session))`;
 
 export async function acquireRunLease(db: StateDatabase, runId: string, owner: string, ttlMs: number, now: Date | undefined, session: string | null): Promise<RunLease | null> {
-  const check = new ArgumentCheck("acquireRunLease");
-  check.string("owner", owner);
-  check.nonNegative("ttlMs", ttlMs);
-  check.optionalDate("now", now);
   const operation = `acquireRunLease(run "${runId}")`;
+  checkLeaseOwner(operation, "owner", owner);
+  checkLeaseTtl(operation, "ttlMs", ttlMs);
+  new ArgumentCheck(operation).optionalDate("now", now);
   // Take the lease when it is free, expired, already ours, or its holder's session is
   // gone; never for a finished run. Every take bumps the fencing token. The row lock
   // the UPDATE takes makes concurrent acquirers queue and re-check.
@@ -125,14 +110,15 @@ export async function acquireRunLease(db: StateDatabase, runId: string, owner: s
  * holder holds, whichever adapter or session took it.
  */
 export async function renewRunLease(db: StateDatabase, runId: string, fence: RunFence, ttlMs: number, now: Date | undefined, session: string | null): Promise<RunLease | null> {
-  const check = new ArgumentCheck("renewRunLease");
+  const operation = `renewRunLease(run "${runId}")`;
+  const check = new ArgumentCheck(operation);
   check.object("fence", fence);
   check.string("fence.owner", fence.owner);
   check.nonNegative("fence.token", fence.token);
-  check.nonNegative("ttlMs", ttlMs);
+  checkLeaseTtl(operation, "ttlMs", ttlMs);
   check.optionalDate("now", now);
   const [row] = await db.rows<{ expires_at: Date }>(
-    `renewRunLease(run "${runId}")`,
+    operation,
     `UPDATE ${db.s}.runs SET lease_expires_at = coalesce($5::timestamptz, now()) + $4::double precision * interval '1 millisecond',
        lease_session = $6::bigint
      WHERE id = $1 AND lease_owner = $2 AND lease_token = $3 AND status NOT IN ('completed', 'failed')
@@ -144,7 +130,8 @@ export async function renewRunLease(db: StateDatabase, runId: string, fence: Run
 
 export async function releaseRunLease(db: StateDatabase, runId: string, owner: string, token: number | undefined, options: ReleaseOptions): Promise<void> {
   const check = new ArgumentCheck(`releaseRunLease(run "${runId}")`);
-  const observedSeq = options.observedSeq === undefined ? null : check.nonNegative("options.observedSeq", options.observedSeq);
+  const observedSeq = options.observedSeq ?? null;
+  if (observedSeq !== null) checkSeqNumber(check.operation, "options.observedSeq", observedSeq);
   // One statement either way: the lease goes if this owner (and token) holds it; the observers' position only moves forward.
   // A position past the run's log changes nothing (the lease stays too) and is refused below, from the row's last_seq.
   const within = "($4::integer IS NULL OR $4::integer <= last_seq)";
@@ -164,7 +151,7 @@ export async function releaseRunLease(db: StateDatabase, runId: string, owner: s
      RETURNING last_seq`,
     [runId, owner, token ?? null, observedSeq],
   );
-  if (row && observedSeq !== null && observedSeq > row.last_seq) check.fail("options.observedSeq", `at most the run's lastSeq (${row.last_seq})`, options.observedSeq);
+  if (row && observedSeq !== null) checkObservedSeq(check.operation, "options.observedSeq", observedSeq, row.last_seq);
 }
 
 export async function claimRecoverableRuns(db: StateDatabase, options: ClaimOptions, session: string | null): Promise<RunRecord[]> {

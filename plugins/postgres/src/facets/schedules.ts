@@ -1,15 +1,24 @@
-import type { ScheduleClaimOptions, ScheduleRecord } from "@assemblyline-agents/core";
+import {
+  checkScheduleDeleteIf,
+  checkScheduleInput,
+  checkScheduleReplace,
+  checkedDate,
+  checkedIsoTime,
+  compareCodePoints,
+  type ScheduleClaimOptions,
+  type ScheduleRecord,
+} from "@assemblyline-agents/core";
 import { clockParam, jsonParam, type StateDatabase } from "../database.js";
 import { decodeSchedule } from "../rows.js";
-import { ArgumentCheck, claimParams } from "../validate.js";
+import { claimParams } from "../validate.js";
 
 const SCHEDULE_COLUMNS = "id, agent_id, interval_ms, next_run_at, payload, enabled, lease_owner, lease_expires_at";
 
 /** Insert or replace a schedule; a lease held on it survives the update. */
 export async function upsertSchedule(db: StateDatabase, schedule: Omit<ScheduleRecord, "lease">): Promise<void> {
-  const values = scheduleValues("upsertSchedule", schedule);
+  const values = scheduleValues("upsertSchedule", schedule, checkScheduleInput("upsertSchedule", schedule));
   await db.run(
-    `upsertSchedule(schedule "${values[0]}")`,
+    `upsertSchedule(schedule "${schedule.id}")`,
     `INSERT INTO ${db.s}.schedules (id, interval_ms, next_run_at, payload, enabled, agent_id)
      VALUES ($1, $2, $3, $4::json, $5, $6)
      ON CONFLICT (id) DO UPDATE SET
@@ -21,9 +30,9 @@ export async function upsertSchedule(db: StateDatabase, schedule: Omit<ScheduleR
 
 /** Insert a schedule unless one has its id; true when inserted. */
 export async function insertSchedule(db: StateDatabase, schedule: Omit<ScheduleRecord, "lease">): Promise<boolean> {
-  const values = scheduleValues("insertSchedule", schedule);
+  const values = scheduleValues("insertSchedule", schedule, checkScheduleInput("insertSchedule", schedule));
   const inserted = await db.rows(
-    `insertSchedule(schedule "${values[0]}")`,
+    `insertSchedule(schedule "${schedule.id}")`,
     `INSERT INTO ${db.s}.schedules (id, interval_ms, next_run_at, payload, enabled, agent_id)
      VALUES ($1, $2, $3, $4::json, $5, $6)
      ON CONFLICT (id) DO NOTHING RETURNING id`,
@@ -39,10 +48,10 @@ export async function insertSchedule(db: StateDatabase, schedule: Omit<ScheduleR
  * the row changed and matches nothing. The lease columns are not written, so a held lease stays.
  */
 export async function replaceSchedule(db: StateDatabase, expected: Omit<ScheduleRecord, "lease">, next: Omit<ScheduleRecord, "lease">): Promise<boolean> {
-  const operation = `replaceSchedule(schedule "${String((expected as Partial<ScheduleRecord> | null)?.id)}")`;
-  const was = scheduleValues(operation, expected, "expected");
-  const values = scheduleValues(operation, next, "next");
-  if (values[0] !== was[0]) new ArgumentCheck(operation).fail("next.id", `expected.id (${JSON.stringify(was[0])})`, values[0]);
+  const nextRunAt = checkScheduleReplace(expected, next);
+  const operation = `replaceSchedule(schedule "${expected.id}")`;
+  const values = scheduleValues(operation, next, nextRunAt, "next");
+  const was = scheduleValues(operation, expected, checkedIsoTime(operation, "expected.nextRunAt", expected.nextRunAt), "expected");
   const replaced = await db.rows(
     operation,
     `UPDATE ${db.s}.schedules SET interval_ms = $2, next_run_at = $3, payload = $4::json, enabled = $5, agent_id = $6
@@ -60,8 +69,9 @@ export async function replaceSchedule(db: StateDatabase, expected: Omit<Schedule
  * its row lock until it commits, and this one then finds the row changed (or gone) and matches nothing.
  */
 export async function deleteScheduleIf(db: StateDatabase, expected: Omit<ScheduleRecord, "lease">): Promise<boolean> {
-  const operation = `deleteScheduleIf(schedule "${String((expected as Partial<ScheduleRecord> | null)?.id)}")`;
-  const was = scheduleValues(operation, expected, "expected");
+  checkScheduleDeleteIf(expected);
+  const operation = `deleteScheduleIf(schedule "${expected.id}")`;
+  const was = scheduleValues(operation, expected, checkedIsoTime(operation, "expected.nextRunAt", expected.nextRunAt), "expected");
   const deleted = await db.rows(
     operation,
     `DELETE FROM ${db.s}.schedules
@@ -73,18 +83,12 @@ export async function deleteScheduleIf(db: StateDatabase, expected: Omit<Schedul
   return deleted.length === 1;
 }
 
-/** A schedule's column values, checked: id, interval, next run, payload, enabled, agent. */
-function scheduleValues(operation: string, schedule: Omit<ScheduleRecord, "lease">, name = "schedule"): unknown[] {
-  const check = new ArgumentCheck(operation);
-  check.object(name, schedule);
-  const id = check.string(`${name}.id`, schedule.id);
-  const intervalMs = check.nonNegative(`${name}.intervalMs`, schedule.intervalMs);
-  // As every store: whole milliseconds, 0 for a schedule that runs once (rounding 0.4 to 0 would make it one).
-  if (!Number.isSafeInteger(intervalMs)) check.fail(`${name}.intervalMs`, "a whole number of milliseconds >= 0 (0: it runs once)", schedule.intervalMs);
-  const nextRunAt = check.time(`${name}.nextRunAt`, schedule.nextRunAt);
-  if (typeof schedule.enabled !== "boolean") check.fail(`${name}.enabled`, "a boolean", schedule.enabled);
-  const agentId = schedule.agentId === undefined || schedule.agentId === null ? null : check.string(`${name}.agentId`, schedule.agentId);
-  return [id, intervalMs, nextRunAt, jsonParam(schedule.payload, check.operation, `${name}.payload`), schedule.enabled, agentId];
+/**
+ * The column values of a schedule checkScheduleInput passed: id, interval, next run (the ISO UTC
+ * time the check gave), payload, enabled, agent.
+ */
+function scheduleValues(operation: string, schedule: Omit<ScheduleRecord, "lease">, nextRunAt: string, name = "schedule"): unknown[] {
+  return [schedule.id, schedule.intervalMs, nextRunAt, jsonParam(schedule.payload, operation, `${name}.payload`), schedule.enabled, schedule.agentId ?? null];
 }
 
 export async function getSchedule(db: StateDatabase, id: string): Promise<ScheduleRecord | undefined> {
@@ -104,7 +108,8 @@ export async function claimDueSchedules(db: StateDatabase, options: ScheduleClai
   const rows = await db.rows("claimDueSchedules", text, values);
   return rows
     .map((row) => decodeSchedule(db.schema, row))
-    .sort((a, b) => Date.parse(a.nextRunAt) - Date.parse(b.nextRunAt) || (a.id < b.id ? -1 : a.id > b.id ? 1 : 0));
+    // The statement's order (next_run_at, id COLLATE "C"): ids in code-point order, as listSchedules and every store give them.
+    .sort((a, b) => Date.parse(a.nextRunAt) - Date.parse(b.nextRunAt) || compareCodePoints(a.id, b.id));
 }
 
 /** The schedule claim's one statement on schema `s` (quoted), and its values. */
@@ -134,11 +139,11 @@ export function scheduleClaimStatement(s: string, { owner, ttlMs, now, limit, ag
  * `claimedNextRunAt`, the time moves only if the row still holds the one claimed (an edit wins).
  */
 export async function completeScheduleRun(db: StateDatabase, id: string, owner: string, nextRunAt: Date, claimedNextRunAt?: string): Promise<void> {
-  const check = new ArgumentCheck(`completeScheduleRun(schedule "${id}")`);
-  const next = check.time("nextRunAt", nextRunAt);
-  const claimed = claimedNextRunAt === undefined ? null : check.time("claimedNextRunAt", check.string("claimedNextRunAt", claimedNextRunAt));
+  const operation = `completeScheduleRun(schedule "${id}")`;
+  const next = checkedDate(operation, "nextRunAt", nextRunAt);
+  const claimed = claimedNextRunAt === undefined ? null : checkedIsoTime(operation, "claimedNextRunAt", claimedNextRunAt);
   await db.run(
-    check.operation,
+    operation,
     `UPDATE ${db.s}.schedules SET lease_owner = NULL, lease_expires_at = NULL,
        next_run_at = CASE WHEN $4::timestamptz IS NULL OR next_run_at = $4::timestamptz THEN $3 ELSE next_run_at END
      WHERE id = $1 AND lease_owner = $2`,

@@ -1,8 +1,7 @@
-import type { JsonValue, SettingAuditEvent } from "@assemblyline-agents/core";
+import { checkSettingWrite, type JsonValue, type SettingAuditEvent } from "@assemblyline-agents/core";
 import { randomUUID } from "node:crypto";
 import { jsonParam, type StateDatabase } from "../database.js";
 import { decodeSettingAudit } from "../rows.js";
-import { ArgumentCheck } from "../validate.js";
 
 export async function getSetting(db: StateDatabase, key: string): Promise<JsonValue | undefined> {
   const [row] = await db.rows<{ value: JsonValue | null }>(`getSetting(key "${key}")`, `SELECT value FROM ${db.s}.settings WHERE key = $1`, [key]);
@@ -16,16 +15,14 @@ export async function putSetting(
   value: JsonValue,
   audit: { actor: string; reason?: string },
 ): Promise<SettingAuditEvent> {
-  const check = new ArgumentCheck(`putSetting(key "${key}")`);
-  check.string("key", key);
-  check.object("audit", audit);
-  const actor = check.text("audit.actor", audit.actor);
-  const reason = check.nullableString("audit.reason", audit.reason);
-  if (value === undefined) check.fail("value", "a JSON value (null for none)", value);
-  const valueJson = jsonParam(value, check.operation, "value") ?? "null";
+  const operation = `putSetting(key "${key}")`;
+  checkSettingWrite(operation, key, value, audit);
+  const { actor } = audit;
+  const reason = audit.reason ?? null;
+  const valueJson = jsonParam(value, operation, "value") ?? "null";
   const id = randomUUID();
   const [row] = await db.rows<{ previous: JsonValue | null; created_at: Date }>(
-    check.operation,
+    operation,
     `SELECT previous, created_at FROM ${db.s}.put_setting($1, $2::json, $3, $4, $5)`,
     [key, valueJson, id, actor, reason],
   );

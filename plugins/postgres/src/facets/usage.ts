@@ -1,4 +1,4 @@
-import type { UsageFilter, UsageRecord } from "@assemblyline-agents/core";
+import { checkedUsageRecord, type UsageFilter, type UsageRecord } from "@assemblyline-agents/core";
 import type { StateDatabase } from "../database.js";
 import { decodeUsage } from "../rows.js";
 import { ArgumentCheck } from "../validate.js";
@@ -16,27 +16,26 @@ const USAGE_COLUMNS =
  * writer's times with an offset compare as text.
  */
 export async function recordUsage(db: StateDatabase, record: UsageRecord): Promise<void> {
-  const check = new ArgumentCheck("recordUsage");
-  check.object("record", record);
-  const id = check.string("record.id", record.id);
+  const checked = checkedUsageRecord("recordUsage", record);
+  const { id } = checked;
   await db.run(
     `recordUsage(usage "${id}")`,
     `INSERT INTO ${db.s}.usage (${USAGE_COLUMNS}) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12)
      ON CONFLICT (id) DO NOTHING`,
     [
       id,
-      check.text("record.runId", record.runId),
-      check.nullableString("record.conversationId", record.conversationId),
-      check.text("record.provider", record.provider),
-      check.text("record.model", record.model),
-      check.number("record.inputTokens", record.inputTokens),
-      check.number("record.outputTokens", record.outputTokens),
-      check.number("record.cacheReadTokens", record.cacheReadTokens),
-      check.number("record.cacheWriteTokens", record.cacheWriteTokens),
-      check.number("record.costUsd", record.costUsd),
-      // Kept as an ISO UTC time, the form the runtime writes: listUsage's `since` compares it as text.
-      check.time("record.createdAt", record.createdAt),
-      record.agentId === undefined || record.agentId === null ? null : check.string("record.agentId", record.agentId),
+      checked.runId,
+      checked.conversationId ?? null,
+      checked.provider,
+      checked.model,
+      checked.inputTokens,
+      checked.outputTokens,
+      checked.cacheReadTokens,
+      checked.cacheWriteTokens,
+      checked.costUsd,
+      // An ISO UTC time (checkedUsageRecord), the form the runtime writes: listUsage's `since` compares it as text.
+      checked.createdAt,
+      checked.agentId ?? null,
     ],
   );
 }
