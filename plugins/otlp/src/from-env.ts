@@ -1,5 +1,5 @@
 import { AssemblyLineError, MAX_TIMER_MS } from "@assemblyline-agents/core";
-import { tracesUrl, type OtlpSinkOptions } from "./options.js";
+import { definedOnly, tracesUrl, type OtlpSinkOptions } from "./options.js";
 import { createOtlpSink, type OtlpSink } from "./sink.js";
 
 const DEFAULT_ENDPOINT = "http://localhost:4318";
@@ -13,9 +13,10 @@ const DEFAULT_ENDPOINT = "http://localhost:4318";
  * (and overrides keys of) the general headers, OTEL_EXPORTER_OTLP_TRACES_TIMEOUT
  * replaces the general timeout, and OTEL_EXPORTER_OTLP_TRACES_COMPRESSION the general
  * OTEL_EXPORTER_OTLP_COMPRESSION (gzip or none). OTEL_EXPORTER_OTLP_(TRACES_)PROTOCOL may only
- * be http/json, what this sink speaks. Explicit options win over the environment:
- * an override's endpoint or url replaces the environment's endpoint entirely (the
- * traces variable included), so neither is left to win over it; an override's
+ * be http/json, what this sink speaks. Explicit options win over the environment
+ * (one left undefined does not: the variable's value stays): an override's
+ * endpoint or url replaces the environment's endpoint entirely (the traces
+ * variable included), so neither is left to win over it; an override's
  * headers are added to the environment's, winning for a header both name (in any
  * case), as the traces headers are added to the general ones: the variable usually
  * holds the credential, and code that adds `x-tenant` must not drop it.
@@ -45,7 +46,8 @@ export function createOtlpSinkFromEnv(env: Record<string, string | undefined> = 
       headers: isPlainObject(extraHeaders) ? withHeaders(envHeaders, extraHeaders) : (extraHeaders ?? envHeaders),
       ...(timeout !== undefined ? { timeoutMs: milliseconds(timeout, timeoutVariable) } : {}),
       ...(compression !== undefined ? { compression: compressionOf(compression, compressionVariable) } : {}),
-      ...otherOverrides,
+      // An override left undefined (an optional setting not given) leaves the environment's value in place.
+      ...definedOnly(otherOverrides),
     },
   );
 }

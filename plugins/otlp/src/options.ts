@@ -108,6 +108,7 @@ export function tracesUrl(endpoint: string | undefined, { appendPath = true, sou
   return url.toString();
 }
 
-function definedOnly<T extends object>(value: T): Partial<T> {
+/** `value` without its undefined fields: an option left undefined is one not given, and sets no default or variable aside. */
+export function definedOnly<T extends object>(value: T): Partial<T> {
   return Object.fromEntries(Object.entries(value ?? {}).filter(([, item]) => item !== undefined)) as Partial<T>;
 }

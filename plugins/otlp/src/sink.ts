@@ -235,16 +235,27 @@ class OtlpExporter implements OtlpSink {
 }
 
 /**
- * One request's signal: aborted by the sink's `stop` or after `ms`. Tied to `stop`
- * by a listener removed when the request ends, not by AbortSignal.any([stop, ...]):
- * on Node 20 that keeps something in the long-lived `stop` for every request made.
+ * One request's signal: aborted by the sink's `stop` or after `ms`. Not made with
+ * AbortSignal.any([AbortSignal.timeout(ms), stop]): on Node 20 that leaves an entry
+ * in the long-lived `stop` for every request, and holds the timeout signal only
+ * weakly, so a GC during the request collects it and it never fires (a collector
+ * that never answers would hold a flush for ever). A listener and a timer instead,
+ * both ended by done().
  */
 function requestSignal(stop: AbortSignal, ms: number): { signal: AbortSignal; done(): void } {
   const own = new AbortController();
   const onStop = () => own.abort(stop.reason);
+  // Unref'd, as AbortSignal.timeout's is: the request holds the process, not its time limit.
+  const timer = setTimeout(() => own.abort(new DOMException(`no answer within ${ms} ms`, "TimeoutError")), ms).unref();
   if (stop.aborted) own.abort(stop.reason);
   else stop.addEventListener("abort", onStop, { once: true });
-  return { signal: AbortSignal.any([AbortSignal.timeout(ms), own.signal]), done: () => stop.removeEventListener("abort", onStop) };
+  return {
+    signal: own.signal,
+    done() {
+      clearTimeout(timer);
+      stop.removeEventListener("abort", onStop);
+    },
+  };
 }
 
 /** A network failure's reason ("fetch failed" alone says nothing): the socket error fetch wraps. */

@@ -4,6 +4,8 @@ import { createServer } from "node:http";
 import type { AddressInfo } from "node:net";
 import { dirname, join } from "node:path";
 import { fileURLToPath } from "node:url";
+import { setFlagsFromString } from "node:v8";
+import { runInNewContext } from "node:vm";
 import { afterEach, describe, expect, it, vi } from "vitest";
 import type { TelemetrySpan } from "@assemblyline-agents/core";
 import { describeTelemetrySinkConformance, type DeliveredSpan } from "@assemblyline-agents/core/testkit";
@@ -433,6 +435,27 @@ describe("createOtlpSink", () => {
     expect(warnings).toEqual([expect.stringContaining("within timeoutMs 400")]);
   });
 
+  it("still gives up on a silent collector at timeoutMs when a garbage collection runs while the request waits", async () => {
+    // On Node 20 a timeout signal held only by AbortSignal.any is collected here, and the request then waits for ever.
+    setFlagsFromString("--expose-gc");
+    const gc = runInNewContext("gc") as () => void;
+    let attempts = 0;
+    const silent = createServer(() => void (attempts += 1));
+    await new Promise<void>((resolve) => silent.listen(0, "127.0.0.1", resolve));
+    cleanups.push(() => new Promise<void>((resolve) => (silent.closeAllConnections(), silent.close(() => resolve()))));
+    const warnings: string[] = [];
+    const sink = createOtlpSink({ endpoint: `http://127.0.0.1:${(silent.address() as AddressInfo).port}`, timeoutMs: 300, scheduledDelayMs: 3_600_000, onWarning: (message) => void warnings.push(message) });
+    sink.export(span(1));
+    const started = Date.now();
+    const flushed = sink.flush().then(() => Date.now() - started);
+    await vi.waitFor(() => expect(attempts).toBe(1));
+    gc();
+    const took = await Promise.race([flushed, new Promise<string>((resolve) => setTimeout(() => resolve("still flushing after 3 s"), 3_000).unref())]);
+    expect(took).toBeLessThan(1_500);
+    expect(sink.stats()).toEqual({ exported: 0, dropped: 1, queued: 0 });
+    expect(warnings).toEqual([expect.stringMatching(/within timeoutMs 300 \(last: no answer within \d+ ms\)/)]);
+  });
+
   it("drops a batch at once when the backend's Retry-After is past its timeoutMs, instead of sleeping through it", async () => {
     const otlp = await receiver({ responses: [{ status: 429, headers: { "retry-after": "30" } }] });
     const sink = createOtlpSink({ endpoint: otlp.url, timeoutMs: 2_000, scheduledDelayMs: 3_600_000, onWarning: () => {} });
@@ -540,6 +563,25 @@ describe("createOtlpSinkFromEnv", () => {
     ]);
     expect(() => createOtlpSinkFromEnv({ OTEL_EXPORTER_OTLP_ENDPOINT: otlp.url, OTEL_EXPORTER_OTLP_TRACES_COMPRESSION: "zstd" })).toThrow(/OTEL_EXPORTER_OTLP_TRACES_COMPRESSION is "zstd"; OTLP\/HTTP compression is gzip or none/);
     expect(() => createOtlpSink({ endpoint: otlp.url, compression: "deflate" as never })).toThrow(expect.objectContaining({ code: "AL_ERR_OTLP_CONFIG" }));
+  });
+
+  it("keeps the environment's compression and timeout when an override leaves them undefined (an optional setting not given)", async () => {
+    const otlp = await receiver({ responses: [{ status: 200 }, ...Array.from({ length: 10 }, () => ({ status: 503, headers: { "retry-after": "1" } }))] });
+    const configured: { compression?: "gzip" | "none"; timeoutMs?: number } = {};
+    const sink = createOtlpSinkFromEnv(
+      { OTEL_EXPORTER_OTLP_ENDPOINT: otlp.url, OTEL_EXPORTER_OTLP_COMPRESSION: "gzip", OTEL_EXPORTER_OTLP_TIMEOUT: "300" },
+      { compression: configured.compression, timeoutMs: configured.timeoutMs, onWarning: () => undefined },
+    );
+    sink.export(span(1));
+    await sink.flush();
+    expect(otlp.requests[0]!.headers["content-encoding"]).toBe("gzip");
+    // 503s from here on, asking for a second's wait: past the variable's 300 ms, not the 10 s default's, so given up at once.
+    sink.export(span(2));
+    const started = Date.now();
+    await sink.flush();
+    expect(Date.now() - started).toBeLessThan(1_000);
+    expect(otlp.attempts()).toBe(2);
+    expect(sink.stats()).toEqual({ exported: 1, dropped: 1, queued: 0 });
   });
 
   it("takes OTEL_EXPORTER_OTLP_PROTOCOL http/json, what it sends, and refuses grpc or http/protobuf, naming the variable", () => {
