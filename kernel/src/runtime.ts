@@ -390,9 +390,12 @@ export class OpenEveRuntime {
     return tracer;
   }
 
-  /** Export every span sinks still hold (host shutdown calls this; close() does too). */
-  async flushTelemetry(): Promise<void> {
-    await this.tracer?.flush();
+  /**
+   * Export every span sinks still hold (host shutdown calls this; close() does too).
+   * With `timeoutMs`, each sink gets that long and drops what it has not sent by then.
+   */
+  async flushTelemetry(options: { timeoutMs?: number } = {}): Promise<void> {
+    await this.tracer?.flush(options);
   }
 
   /** Start a brand-new run and drive it until it completes, fails or pauses. */

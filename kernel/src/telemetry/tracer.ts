@@ -78,11 +78,12 @@ export class Tracer {
     });
   }
 
-  async flush(): Promise<void> {
+  /** Every sink's flush; `timeoutMs` is handed to each, which drops what it has not sent by then. */
+  async flush({ timeoutMs }: { timeoutMs?: number } = {}): Promise<void> {
     await Promise.all(
       this.options.sinks.map(async (sink) => {
         try {
-          await sink.flush?.();
+          await sink.flush?.(timeoutMs === undefined ? undefined : { timeoutMs });
         } catch (error) {
           this.options.logger.warn({ event: "telemetry.flush_failed", err: String(error) }, "a telemetry sink failed to flush");
         }

@@ -4,7 +4,7 @@ import { afterAll, beforeAll, describe, expect, it, vi } from "vitest";
 import { FileStateAdapter } from "@assemblyline-agents/local";
 import { InMemoryStateAdapter, type RuntimeBundle } from "@assemblyline-agents/runtime";
 import { SHUTDOWN_STEPS } from "../src/index.js";
-import { TELEMETRY_FLUSH_FLOOR_MS, createShutdown } from "../src/host/shutdown.js";
+import { TELEMETRY_FLUSH_FLOOR_MS, TELEMETRY_FLUSH_GRACE_MS, createShutdown } from "../src/host/shutdown.js";
 import { call, captureLogger, fixtureBundle, startHost, tempDir, waitFor } from "./support/host.js";
 
 let bundle: RuntimeBundle;
@@ -83,6 +83,7 @@ describe("graceful shutdown", () => {
     try {
       const logger = captureLogger();
       const order: string[] = [];
+      const bounds: number[] = [];
       const shutdown = createShutdown(
         {
           markDraining: () => undefined,
@@ -90,8 +91,8 @@ describe("graceful shutdown", () => {
           stopScheduler: async () => undefined,
           stopWorkers: async () => undefined,
           runtimeIdle: async () => undefined,
-          // A sink whose backend never answers.
-          flushTelemetry: () => new Promise(() => void order.push("flush")),
+          // A sink whose backend never answers, and that ignores the bound it is given.
+          flushTelemetry: (timeoutMs) => new Promise(() => void (order.push("flush"), bounds.push(timeoutMs))),
           closeState: async () => void order.push("close"),
           forceClose: () => void order.push("force"),
         },
@@ -99,10 +100,11 @@ describe("graceful shutdown", () => {
         20_000,
       );
       const done = shutdown();
-      // The runs drained at once: the flush may use what is left of the 20 s.
-      await vi.advanceTimersByTimeAsync(19_000);
+      // The runs drained at once: the flush is given what is left of the 20 s, and waited for a moment past it.
+      await vi.advanceTimersByTimeAsync(20_000 + TELEMETRY_FLUSH_GRACE_MS - 100);
       expect(order).toEqual(["flush"]);
-      await vi.advanceTimersByTimeAsync(1_100);
+      expect(bounds).toEqual([20_000]);
+      await vi.advanceTimersByTimeAsync(200);
       await done;
       expect(order).toEqual(["flush", "close", "force"]);
       expect(logger.events("shutdown.telemetry_flush_timeout")[0]!.fields).toMatchObject({ timeoutMs: 20_000 });
@@ -115,7 +117,7 @@ describe("graceful shutdown", () => {
           stopScheduler: async () => undefined,
           stopWorkers: async () => undefined,
           runtimeIdle: () => new Promise(() => undefined),
-          flushTelemetry: () => new Promise(() => undefined),
+          flushTelemetry: (timeoutMs) => new Promise(() => void bounds.push(timeoutMs)),
           closeState: async () => void order.push("late close"),
           forceClose: () => undefined,
         },
@@ -123,14 +125,50 @@ describe("graceful shutdown", () => {
         100,
       );
       const lateDone = late();
-      await vi.advanceTimersByTimeAsync(100 + TELEMETRY_FLUSH_FLOOR_MS - 50);
+      await vi.advanceTimersByTimeAsync(100 + TELEMETRY_FLUSH_FLOOR_MS + TELEMETRY_FLUSH_GRACE_MS - 50);
       expect(order).not.toContain("late close");
+      expect(bounds).toEqual([20_000, TELEMETRY_FLUSH_FLOOR_MS]);
       await vi.advanceTimersByTimeAsync(100);
       await lateDone;
       expect(order).toContain("late close");
     } finally {
       vi.useRealTimers();
     }
+  });
+});
+
+describe("graceful shutdown and the telemetry sinks", () => {
+  it("gives each sink's flush what is left of the shutdown's timeout, at least TELEMETRY_FLUSH_FLOOR_MS, as flush({ timeoutMs })", async () => {
+    const asked: Array<{ timeoutMs?: number } | undefined> = [];
+    const spans: unknown[] = [];
+    const host = await startHost(bundle, { telemetry: { export: (span) => void spans.push(span), flush: async (options) => void asked.push(options) } });
+    expect((await host.runtime.run({ message: "echo: hi" })).status).toBe("completed");
+    await host.shutdown({ timeoutMs: 1_000 });
+    expect(spans.length).toBeGreaterThan(0);
+    expect(asked).toHaveLength(1);
+    // Less than a second was left of the timeout: the floor applies.
+    expect(asked[0]).toEqual({ timeoutMs: expect.any(Number) });
+    expect(asked[0]!.timeoutMs!).toBeGreaterThan(TELEMETRY_FLUSH_FLOOR_MS - 1_000);
+    expect(asked[0]!.timeoutMs!).toBeLessThanOrEqual(TELEMETRY_FLUSH_FLOOR_MS);
+  });
+
+  it("closes the state once a sink that honours the bound gives up on its silent backend, without reporting it late or leaving it running", async () => {
+    let pending = false;
+    const host = await startHost(bundle, {
+      telemetry: {
+        export: () => undefined,
+        flush: (options) =>
+          new Promise<void>((resolve) => {
+            pending = true;
+            // Like the OTLP sink: unbounded, it would wait on the backend; bounded, it gives up at the bound (shortened here).
+            if (options?.timeoutMs !== undefined) setTimeout(() => ((pending = false), resolve()), Math.min(options.timeoutMs, 50));
+          }),
+      },
+    });
+    expect((await host.runtime.run({ message: "echo: hi" })).status).toBe("completed");
+    await host.shutdown({ timeoutMs: 100 });
+    expect(host.logger.events("shutdown.telemetry_flush_timeout")).toEqual([]);
+    expect(pending).toBe(false);
   });
 });
 

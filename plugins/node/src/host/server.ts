@@ -301,7 +301,7 @@ export async function listenNodeRuntime(options: NodeRuntimeOptions): Promise<No
         await Promise.all([recovery.stop(), outbox.stop()]);
       },
       runtimeIdle: () => runtime.onIdle(),
-      flushTelemetry: () => runtime.flushTelemetry(),
+      flushTelemetry: (timeoutMs) => runtime.flushTelemetry({ timeoutMs }),
       // A rate-limiter store passed in may be shared with other hosts: its owner closes it.
       closeState: async () => {
         // MCP clients and stdio servers of connections end with the host.

@@ -10,7 +10,8 @@ export interface ShutdownSteps {
   /** Mailbox, outbox, recovery sweep. */
   stopWorkers(): Promise<void>;
   runtimeIdle(): Promise<void>;
-  flushTelemetry(): Promise<void>;
+  /** Bounded by `timeoutMs`: each sink drops what it has not sent by then. */
+  flushTelemetry(timeoutMs: number): Promise<void>;
   closeState(): Promise<void>;
   /** Whatever outlived the deadline (open connections). */
   forceClose(): void;
@@ -26,10 +27,18 @@ export const SHUTDOWN_STEPS = ["readyz", "listener", "scheduler", "workers", "ru
 export const TELEMETRY_FLUSH_FLOOR_MS = 5_000;
 
 /**
+ * How much longer than the bound it gave the sinks the shutdown waits for their
+ * flush: one that honours it ends a moment after (its aborted request settles)
+ * and is not reported late; one that ignores it does not hold the state's close.
+ */
+export const TELEMETRY_FLUSH_GRACE_MS = 250;
+
+/**
  * Build an idempotent shutdown: the first call drains in order and every call
  * returns the same promise. Waiting for in-flight work (requests, the
  * scheduler's dispatches, the workers, runs) is bounded by `timeoutMs` overall; flush and close always run after it, the flush bounded
- * by what is left of the timeout or TELEMETRY_FLUSH_FLOOR_MS, the longer.
+ * by what is left of the timeout or TELEMETRY_FLUSH_FLOOR_MS, the longer: the sinks are given that
+ * bound, and a sink that overruns it is not waited for past TELEMETRY_FLUSH_GRACE_MS more.
  */
 export function createShutdown(steps: ShutdownSteps, logger: RuntimeLogger, defaultTimeoutMs: number): (options?: { timeoutMs?: number }) => Promise<void> {
   let done: Promise<void> | undefined;
@@ -69,7 +78,7 @@ export function createShutdown(steps: ShutdownSteps, logger: RuntimeLogger, defa
       });
       await step("telemetry.flush", async () => {
         const flushMs = Math.max(deadline - Date.now(), TELEMETRY_FLUSH_FLOOR_MS);
-        if (!(await bounded(steps.flushTelemetry(), flushMs))) {
+        if (!(await bounded(steps.flushTelemetry(flushMs), flushMs + TELEMETRY_FLUSH_GRACE_MS))) {
           logger.warn({ event: "shutdown.telemetry_flush_timeout", timeoutMs: flushMs }, "telemetry did not flush in time; closing the state without waiting for it");
         }
       });
