@@ -4,10 +4,10 @@ import { EXIT } from "../src/cli/exit-codes.js";
 import type { CommandIO } from "../src/cli/io.js";
 import { reportResult } from "../src/cli/report.js";
 
-function report(result: RunResult): { code: number; out: string } {
+function report(result: RunResult, options: { stateDir?: string } = {}): { code: number; out: string } {
   const out: string[] = [];
   const io: CommandIO = { out: (line) => void out.push(line), err: () => undefined };
-  const code = reportResult(result, io, { json: false, agentDir: "/agents/notes" });
+  const code = reportResult(result, io, { json: false, agentDir: "/agents/notes", ...options });
   return { code, out: out.join("\n") };
 }
 
@@ -31,5 +31,27 @@ describe("how a run paused on a budget is reported", () => {
     // approve and deny on the parent decide the subagent's budget.
     expect(out).toContain('extend:  npx assembly-line approve run_parent --agent "/agents/notes"');
     expect(out).toContain('stop:    npx assembly-line deny run_parent --agent "/agents/notes"');
+  });
+});
+
+describe("the commands printed to continue a run kept in a --state-dir", () => {
+  const stateDir = "/srv/agent state";
+  const continuing = (out: string) => out.split("\n").filter((line) => line.includes("npx assembly-line"));
+
+  it("name the --state-dir in every one of them, quoted as the agent folder is", () => {
+    const lines = [
+      ...continuing(report({ runId: "run_b", status: "waiting_approval", pendingBudget: { budget: "maxTurns", limit: 3, used: 3 } }, { stateDir }).out),
+      ...continuing(report({ runId: "run_a", status: "waiting_approval", pendingApprovals: [{ approvalId: "apr_1", callId: "call_0_0", toolName: "record_note", input: {} }] }, { stateDir }).out),
+      ...continuing(report({ runId: "run_q", status: "waiting_input", question: { callId: "call_1", toolName: "ask_question", question: "Which shop?" } }, { stateDir }).out),
+      ...continuing(report({ runId: "run_r", status: "running" }, { stateDir }).out),
+    ];
+    expect(lines.map((line) => line.trim().split(":")[0])).toEqual(["extend", "stop", "approve", "deny", "answer", "run run_r is running; continue it with"]);
+    for (const line of lines) expect(line).toMatch(/ --agent "\/agents\/notes" --state-dir "\/srv\/agent state"$/);
+  });
+
+  it("leave it out when none was given", () => {
+    const { out } = report({ runId: "run_a", status: "waiting_approval", pendingApprovals: [{ approvalId: "apr_1", callId: "call_0_0", toolName: "record_note", input: {} }] });
+    expect(out).toContain('  approve: npx assembly-line approve run_a call_0_0 --agent "/agents/notes"\n');
+    expect(out).not.toContain("--state-dir");
   });
 });

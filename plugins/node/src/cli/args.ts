@@ -31,6 +31,11 @@ export function stringOption(parsed: ParsedCommand, name: string): string | unde
   return typeof value === "string" ? value : undefined;
 }
 
+/** An option's value when the command line gave it, not the project config (which fills it again for a command printed to follow). */
+export function commandLineOption(parsed: ParsedCommand, name: string): string | undefined {
+  return parsed.configured?.includes(name) ? undefined : stringOption(parsed, name);
+}
+
 export function jsonOption(parsed: ParsedCommand): boolean {
   return parsed.values.json === true;
 }

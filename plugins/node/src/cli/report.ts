@@ -19,16 +19,25 @@ export function exitCodeOf(result: RunResult): number {
   }
 }
 
+export interface ReportOptions {
+  json: boolean;
+  agentDir: string;
+  /** The --state-dir the command line gave (commandLineOption): the commands printed to continue the run name it, or they would look for the run elsewhere. */
+  stateDir?: string | undefined;
+  events?: RunEvent[];
+}
+
 /**
  * How the command line ends: the reply, the failure, or what the paused run waits for and how to continue it.
  * With --json: one envelope, `data: { result, events }` (events: those this command saw, when it printed them).
  */
-export function reportResult(result: RunResult, io: CommandIO, options: { json: boolean; agentDir: string; events?: RunEvent[] }): number {
+export function reportResult(result: RunResult, io: CommandIO, options: ReportOptions): number {
   if (options.json) {
     io.out(envelope({ result, ...(options.events ? { events: options.events } : {}) }));
     return exitCodeOf(result);
   }
-  const agent = JSON.stringify(options.agentDir);
+  // Where the printed commands find the run: the agent, and the state folder when the command line named one.
+  const runAt = `--agent ${JSON.stringify(options.agentDir)}${options.stateDir !== undefined ? ` --state-dir ${JSON.stringify(options.stateDir)}` : ""}`;
   const paint = colors(io, "out");
   switch (result.status) {
     case "completed":
@@ -47,22 +56,22 @@ export function reportResult(result: RunResult, io: CommandIO, options: { json: 
             ? `\n${paint.yellow(`subagent ${child.subagent} (run ${child.runId}) reached its ${budget} budget`)} (${used} of ${limit}); run ${result.runId} waits for a decision`
             : `\n${paint.yellow(`run ${result.runId} reached its ${budget} budget`)} (${used} of ${limit}) and waits for a decision`,
         );
-        io.out(`  extend:  npx assembly-line approve ${result.runId} --agent ${agent}`);
-        io.out(`  stop:    npx assembly-line deny ${result.runId} --agent ${agent}`);
+        io.out(`  extend:  npx assembly-line approve ${result.runId} ${runAt}`);
+        io.out(`  stop:    npx assembly-line deny ${result.runId} ${runAt}`);
       }
       for (const pending of result.pendingApprovals ?? []) {
         const origin = pending.subagent ? ` in subagent ${pending.subagent} (run ${pending.runId})` : "";
         io.out(`\n${paint.yellow(`run ${result.runId} waits for approval`)} of ${pending.toolName} ${JSON.stringify(pending.input)} (call ${pending.callId})${origin}`);
-        io.out(`  approve: npx assembly-line approve ${result.runId} ${pending.callId} --agent ${agent}`);
-        io.out(`  deny:    npx assembly-line deny ${result.runId} ${pending.callId} --agent ${agent}`);
+        io.out(`  approve: npx assembly-line approve ${result.runId} ${pending.callId} ${runAt}`);
+        io.out(`  deny:    npx assembly-line deny ${result.runId} ${pending.callId} ${runAt}`);
       }
       break;
     case "waiting_input":
       io.out(`\n${paint.yellow(`run ${result.runId} asks:`)} ${JSON.stringify(result.question?.question ?? null)}${result.question?.subagent ? ` (from subagent ${result.question.subagent}, run ${result.question.runId})` : ""}`);
-      io.out(`  answer: npx assembly-line answer ${result.runId} "..." --agent ${agent}`);
+      io.out(`  answer: npx assembly-line answer ${result.runId} "..." ${runAt}`);
       break;
     default:
-      io.out(`\nrun ${result.runId} is ${result.status}; continue it with: npx assembly-line resume ${result.runId} --agent ${agent}`);
+      io.out(`\nrun ${result.runId} is ${result.status}; continue it with: npx assembly-line resume ${result.runId} ${runAt}`);
   }
   return exitCodeOf(result);
 }

@@ -1,7 +1,7 @@
 import type { AutomationInfo, NormalizedSchedule } from "@assemblyline-agents/core";
 import type { PiModelCatalog } from "@assemblyline-agents/pi";
 import { builtAgentFolder } from "../agent-folder.js";
-import { jsonOption, requirePositional, stringOption, type ParsedCommand } from "../args.js";
+import { commandLineOption, jsonOption, requirePositional, type ParsedCommand } from "../args.js";
 import { commandLogger } from "../command-logger.js";
 import type { CommandIO } from "../io.js";
 import { catalogFor, chooseModel, openLocalRuntime, type ModelFlags } from "../local-runtime.js";
@@ -48,7 +48,7 @@ export const automationsCommand = (sub: string) => async (parsed: ParsedCommand,
     }
     const model = (await chooseModel(local.bundle.manifest.agent.model, flags)).model;
     const { runId } = await automations.runNow(name!, model ? { model } : {});
-    return reportResult(await local.runtime.start(runId), io, { json, agentDir: stringOption(parsed, "agent") ?? "." });
+    return reportResult(await local.runtime.start(runId), io, { json, agentDir: local.agentDir, stateDir: commandLineOption(parsed, "state-dir") });
   } finally {
     await local.close();
   }
@@ -58,7 +58,7 @@ async function openAgent(parsed: ParsedCommand, io: CommandIO, printEvents: bool
   const agentDir = builtAgentFolder(parsed, USAGE);
   const stateDir = stateDirOption(parsed, { mustExist: false, usage: USAGE });
   const logger = commandLogger(io, jsonOption(parsed));
-  return openLocalRuntime({
+  const local = await openLocalRuntime({
     agentDir,
     build: false,
     ...(stateDir ? { stateDir } : {}),
@@ -66,6 +66,7 @@ async function openAgent(parsed: ParsedCommand, io: CommandIO, printEvents: bool
     ...(logger ? { logger } : {}),
     ...(printEvents ? { onEvent: (event) => io.out(formatEvent(event)) } : {}),
   });
+  return { ...local, agentDir };
 }
 
 function describeLine(automation: AutomationInfo): string {

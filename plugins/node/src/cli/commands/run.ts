@@ -1,6 +1,6 @@
 import { AssemblyLineError, type RunEvent } from "@assemblyline-agents/core";
 import type { RunResult } from "@assemblyline-agents/runtime";
-import { jsonOption, requirePositional, requireText, stringOption, type ParsedCommand } from "../args.js";
+import { commandLineOption, jsonOption, requirePositional, requireText, stringOption, type ParsedCommand } from "../args.js";
 import type { CommandIO } from "../io.js";
 import { commandLogger } from "../command-logger.js";
 import { catalogFor, chooseModel, openLocalRuntime } from "../local-runtime.js";
@@ -79,7 +79,7 @@ export async function runCommand(parsed: ParsedCommand, io: CommandIO): Promise<
       } else break;
     }
     endStream();
-    return reportResult(result, io, { json, agentDir, events });
+    return reportResult(result, io, { json, agentDir, stateDir: commandLineOption(parsed, "state-dir"), events });
   } finally {
     await local.close();
   }

@@ -5,7 +5,7 @@ import { AssemblyLineError, isAssemblyLineError, isRunOfAgent, type RunEvent, ty
 import type { PiModelCatalog } from "@assemblyline-agents/pi";
 import type { RunResult } from "@assemblyline-agents/runtime";
 import { builtAgentFolder } from "../agent-folder.js";
-import { jsonOption, requirePositional, requireText, stringOption, type ParsedCommand } from "../args.js";
+import { commandLineOption, jsonOption, requirePositional, requireText, stringOption, type ParsedCommand } from "../args.js";
 import { commandLogger } from "../command-logger.js";
 import type { CommandIO } from "../io.js";
 import { envelope } from "../output.js";
@@ -127,11 +127,23 @@ export async function runsList(parsed: ParsedCommand, io: CommandIO): Promise<nu
       io.out(`${run.id}  ${run.status.padEnd(16)} ${pinned}  ${run.createdAt}  ${JSON.stringify(run.input.message).slice(0, 60)}`);
     }
     if (page.runs.length === 0) io.out("no runs");
-    if (page.nextCursor) io.out(`more: assembly-line runs list --cursor ${page.nextCursor}${limit !== 20 ? ` --limit ${limit}` : ""}`);
+    if (page.nextCursor) io.out(`more: assembly-line runs list --cursor ${page.nextCursor}${limit !== 20 ? ` --limit ${limit}` : ""}${sameListing(parsed)}`);
     return 0;
   } finally {
     await lister.close();
   }
+}
+
+/**
+ * The options of `runs list` besides the page that the command line gave, for its `more:` line:
+ * followed as printed, it lists the next page of the same runs, not another filter's or folder's.
+ * What the config filled it fills again.
+ */
+function sameListing(parsed: ParsedCommand): string {
+  const status = commandLineOption(parsed, "status");
+  const agent = commandLineOption(parsed, "agent");
+  const stateDir = commandLineOption(parsed, "state-dir");
+  return `${status !== undefined ? ` --status ${status}` : ""}${agent !== undefined ? ` --agent ${JSON.stringify(agent)}` : ""}${stateDir !== undefined ? ` --state-dir ${JSON.stringify(stateDir)}` : ""}`;
 }
 
 /** `runs show <runId>`: the timeline, usage and what the run waits for. */
@@ -155,7 +167,7 @@ export async function runsShow(parsed: ParsedCommand, io: CommandIO): Promise<nu
       for (const record of usage) io.out(`usage ${record.provider}/${record.model}: ${record.inputTokens} in, ${record.outputTokens} out, ${record.cacheReadTokens} cache read, $${record.costUsd.toFixed(6)}`);
       io.out(`usage total: ${total.input} in, ${total.output} out, $${total.cost.toFixed(6)}`);
     }
-    reportResult(result, io, { json: false, agentDir: local.agentDir });
+    reportResult(result, io, { json: false, agentDir: local.agentDir, stateDir: commandLineOption(parsed, "state-dir") });
     // Showing a run succeeds whatever state the run is in.
     return 0;
   } finally {
@@ -182,7 +194,7 @@ export async function runsMigrate(parsed: ParsedCommand, io: CommandIO): Promise
     }
     const result = await local.runtime.migrateRun(runId, { actor: "cli" });
     if (!local.json) io.out(`run ${runId} moved from ${from} to ${local.runtime.manifest.agentRevision}`);
-    reportResult(result, io, { json: local.json, agentDir: local.agentDir });
+    reportResult(result, io, { json: local.json, agentDir: local.agentDir, stateDir: commandLineOption(parsed, "state-dir") });
     // Moving the run is what was asked; it still waits for the decision it waited for.
     return 0;
   } finally {
@@ -212,7 +224,7 @@ function decisionCommand(usage: string, decide: Decision) {
           local = await open(parsed, io, { events, usage, models });
         }
       }
-      return reportResult(await decide(local, runId, parsed), io, { json: local.json, agentDir: local.agentDir, events });
+      return reportResult(await decide(local, runId, parsed), io, { json: local.json, agentDir: local.agentDir, stateDir: commandLineOption(parsed, "state-dir"), events });
     } finally {
       await local.close();
     }
