@@ -3,7 +3,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterAll, describe, expect, it } from "vitest";
 import { defineTool, definePlugin, type JsonValue } from "@assemblyline-agents/core";
-import { activateTools, activatedToolNames, buildAgent, createKernel, idempotencyKeyFor, inferVisibility } from "@assemblyline-agents/runtime";
+import { ToolTable, activateTools, activatedToolNames, buildAgent, createKernel, idempotencyKeyFor, inferVisibility } from "@assemblyline-agents/runtime";
 import { MINIMAL_AGENT, agentFolder, toolSource } from "./support/agent-folder.js";
 import { DEFERRED_TOOLS, VISIBLE_TOOLS, discoveryAgentFiles } from "./support/discovery-agent.js";
 import type { CompletedOutcome } from "./support/probe-harness.js";
@@ -438,6 +438,51 @@ describe("tools provided from outside the agent folder", () => {
     await expect(startAgent(agentFolder({ "agent.ts": MINIMAL_AGENT }), [{ text: "hi" }], { kernel })).rejects.toThrow(
       /AL_ERR_TOOL_PROVIDED: plugin clash provided tool "read": the name is taken by a built-in tool/,
     );
+  });
+});
+
+describe("tool_search over a table that changes in place", () => {
+  const tool = (description: string, capability: { aliases?: string[] } = {}) =>
+    defineTool({ description, inputSchema: { type: "object", properties: {} }, capability, execute: () => ({}) });
+  const found = (table: ToolTable, query: string) => table.search(query, 5).map((hit) => hit.name);
+
+  it("finds a tool provided after another was withdrawn, the table as large as before, and not the withdrawn one", () => {
+    const table = new ToolTable();
+    table.provide("crm__find_customer", tool("Find a customer record by email."), { provider: "connections" });
+    expect(found(table, "customer")).toEqual(["crm__find_customer"]);
+    // A connection swapped for another with as many tools (ConnectionRegistry withdraws, then provides).
+    table.delete("crm__find_customer");
+    table.provide("billing__create_invoice", tool("Create an invoice for an order."), { provider: "connections" });
+    expect(found(table, "invoice")).toEqual(["billing__create_invoice"]);
+    expect(found(table, "customer")).toEqual([]);
+  });
+
+  it("searches a re-provided tool's new description, not the one it was first provided with", () => {
+    const table = new ToolTable();
+    table.provide("docs__lookup", tool("Look up a page in the wiki."), { provider: "connections" });
+    expect(found(table, "wiki")).toEqual(["docs__lookup"]);
+    table.delete("docs__lookup");
+    table.provide("docs__lookup", tool("Look up a ticket in the tracker."), { provider: "connections" });
+    expect(found(table, "wiki")).toEqual([]);
+    expect(table.search("tracker", 5)).toEqual([expect.objectContaining({ name: "docs__lookup", description: "Look up a ticket in the tracker." })]);
+  });
+
+  it("finds a tool set into the table, as a subagent's connection tools are, by tool_search and by its alias", () => {
+    const root = new ToolTable();
+    root.provide("crm__find_customer", tool("Find a customer record by email.", { aliases: ["lookup"] }), { provider: "connections" });
+    root.provide("billing__create_invoice", tool("Create an invoice for an order.", { aliases: ["invoice"] }), { provider: "connections" });
+    const child = new ToolTable();
+    child.set("crm__find_customer", root.get("crm__find_customer")!);
+    expect(found(child, "customer")).toEqual(["crm__find_customer"]);
+    expect(child.resolve("invoice")).toBeUndefined();
+    child.delete("crm__find_customer");
+    child.set("billing__create_invoice", root.get("billing__create_invoice")!);
+    expect(found(child, "customer")).toEqual([]);
+    expect(found(child, "invoice")).toEqual(["billing__create_invoice"]);
+    expect(child.resolve("lookup")).toBeUndefined();
+    expect(child.resolve("invoice")?.name).toBe("billing__create_invoice");
+    child.clear();
+    expect(found(child, "invoice")).toEqual([]);
   });
 });
 

@@ -73,11 +73,34 @@ const TOOL_NAME = /^[a-z][a-z0-9]*(_[a-z0-9]+)*(__[a-z][a-z0-9]*(_[a-z0-9]+)*)?$
  * `tools`); those default to deferred, so tool_search finds them.
  */
 export class ToolTable extends Map<string, ToolTableEntry> implements ToolTableSurface {
-  private index: { size: number; search: ToolSearchIndex } | undefined;
+  /** Built on the first search or alias lookup after a change, so a turn that changes nothing builds nothing. */
+  private searchIndex: ToolSearchIndex | undefined;
   private aliasIndex: Map<string, string> | undefined;
 
   constructor(private readonly settings: { coreToolPolicy: CoreToolPolicy; sandboxAvailable: boolean } = { coreToolPolicy: {}, sandboxAvailable: false }) {
     super();
+  }
+
+  // Tables change in place (a connection swapped for one with as many tools, a subagent's connection tools
+  // narrowed): every change drops the indexes, or a search would find a withdrawn tool and miss its successor.
+  override set(name: string, entry: ToolTableEntry): this {
+    this.dropIndexes();
+    return super.set(name, entry);
+  }
+
+  override delete(name: string): boolean {
+    this.dropIndexes();
+    return super.delete(name);
+  }
+
+  override clear(): void {
+    this.dropIndexes();
+    super.clear();
+  }
+
+  private dropIndexes(): void {
+    this.searchIndex = undefined;
+    this.aliasIndex = undefined;
   }
 
   names(): string[] {
@@ -125,7 +148,6 @@ export class ToolTable extends Map<string, ToolTableEntry> implements ToolTableS
       validateOutput: definition.outputSchema ? validator(definition.outputSchema) : null,
     };
     this.set(name, entry);
-    this.aliasIndex = undefined;
     return entry;
   }
 
@@ -158,10 +180,8 @@ export class ToolTable extends Map<string, ToolTableEntry> implements ToolTableS
   }
 
   search(query: string, limit: number): ToolSearchHit[] {
-    if (!this.index || this.index.size !== this.size) {
-      this.index = { size: this.size, search: new ToolSearchIndex(new Map(this.searchable().map((entry) => [entry.name, entry]))) };
-    }
-    return this.index.search.search(query, limit);
+    this.searchIndex ??= new ToolSearchIndex(new Map(this.searchable().map((entry) => [entry.name, entry])));
+    return this.searchIndex.search(query, limit);
   }
 
   /** A tool by name or alias (aliases are unique across the table, checked at build). */
