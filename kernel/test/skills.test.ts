@@ -60,6 +60,20 @@ describe("skills", () => {
     });
   });
 
+  it("refuses a SKILL.md that activates a built-in the agent removed with disableTool(), and builds one that activates an override", async () => {
+    const searching = (tool: string) => ({
+      "agent.ts": AGENT,
+      [`tools/${tool}.ts`]: `import { disableTool } from "@assemblyline-agents/core";\nexport default disableTool();\n`,
+      "skills/search/SKILL.md": `---\ndescription: Search the notes.\ntools: [${tool}]\n---\n1. Search.\n`,
+    });
+    const error = await buildAgent(agentFolder(searching("grep"))).catch((caught: Error & { code?: string }) => caught);
+    expect(error).toMatchObject({ code: "AL_ERR_SKILL_DEFINITION" });
+    expect((error as Error).message).toContain('skills/search/SKILL.md activates "grep", which this agent does not have (disableTool() removes "grep")');
+    expect((error as Error).message).toMatch(/fix: Take "grep" out of the skill's tools, or keep the built-in/);
+    const overridden = { ...searching("grep"), "tools/grep.ts": toolSource({ schema: `{ type: "object" }`, execute: "return {};" }) };
+    expect((await buildAgent(agentFolder(overridden))).manifest.skills[0]!.tools).toEqual(["grep"]);
+  });
+
   it("refuses a skill file that is a link (it could copy any file of the building machine into the build) or not UTF-8 text", async () => {
     const linked = releaseAgent();
     symlinkSync("/etc/hostname", join(linked, "skills/release-notes/references/host.md"));

@@ -2,6 +2,7 @@ import type { ConnectionInfo, ContextPolicy, JsonSchema, RunBudgets, RunRecord }
 import { AssemblyLineError } from "@assemblyline-agents/core";
 import type { SourceBundle, SubagentBundle } from "../compiler/bundle.js";
 import type { AgentManifest, SkillManifestEntry, SubagentManifestEntry } from "../compiler/manifest.js";
+import { removedSlots } from "../compiler/removed-slots.js";
 import { CONNECTION_TOOL_PROVIDER } from "../connections/connection-registry.js";
 import { resolveBudgets } from "../run/budget.js";
 import { ToolTable, buildToolTable, type ToolTableInput } from "../run/tool-table.js";
@@ -62,7 +63,7 @@ export function buildAgentProfiles(rootTable: ToolTable, tableInput: ToolTableIn
     connections: null,
     subagents: new Map(),
   };
-  addChildren(root, manifest.subagents ?? [], sourceBundle.subagents ?? {}, tableInput, hostBudgets, manifest.agent.budgets);
+  addChildren(root, manifest.subagents ?? [], sourceBundle.subagents ?? {}, tableInput, hostBudgets, manifest.agent.budgets, removedSlots(manifest.tools));
   return root;
 }
 
@@ -74,6 +75,8 @@ function addChildren(
   hostBudgets: RunBudgets | undefined,
   /** The budgets the parent declared, over its ancestors'. */
   parentBudgets: RunBudgets | undefined,
+  /** Built-in slots disableTool() removed at the parent or above it. */
+  parentRemoved: ReadonlySet<string>,
 ): void {
   for (const entry of entries) {
     const bundle = bundles[entry.name];
@@ -83,6 +86,7 @@ function addChildren(
       });
     }
     const path = parent.path ? `${parent.path}/${entry.name}` : entry.name;
+    const removed = removedSlots(entry.tools, parentRemoved);
     const child: AgentProfile = {
       path,
       agentId: `${tableInput.manifest.agent.id}/${path}`,
@@ -93,7 +97,7 @@ function addChildren(
       instructions: entry.instructions,
       context: undefined,
       defaultTools: null,
-      table: subagentTable(parent.table, entry, bundle, tableInput),
+      table: subagentTable(parent.table, entry, bundle, tableInput, removed),
       skills: entry.skills,
       // Subagents do not author skills: self-improvement is a root agent policy.
       selfImprovement: { writable: false, writeApproval: false },
@@ -105,7 +109,7 @@ function addChildren(
       connections: new Set(entry.connections),
       subagents: new Map(),
     };
-    addChildren(child, entry.subagents, bundle.subagents, tableInput, hostBudgets, entry.budgets ?? parentBudgets);
+    addChildren(child, entry.subagents, bundle.subagents, tableInput, hostBudgets, entry.budgets ?? parentBudgets, removed);
     parent.subagents.set(entry.name, child);
   }
 }
@@ -113,9 +117,10 @@ function addChildren(
 /**
  * A subagent's tools: the built-in slots as its parent has them (a parent's
  * override or disable carries down, so a child never widens), the parent tools
- * it named, and its own tools/.
+ * it named, and its own tools/. `removed`: the slots disabled at the subagent or
+ * above it (removedSlots).
  */
-function subagentTable(parentTable: ToolTable, entry: SubagentManifestEntry, bundle: SubagentBundle, tableInput: ToolTableInput): ToolTable {
+function subagentTable(parentTable: ToolTable, entry: SubagentManifestEntry, bundle: SubagentBundle, tableInput: ToolTableInput, removed: ReadonlySet<string>): ToolTable {
   const own = buildToolTable({
     ...tableInput,
     manifest: {
@@ -131,13 +136,15 @@ function subagentTable(parentTable: ToolTable, entry: SubagentManifestEntry, bun
   for (const [name, tool] of own) {
     if (tool.origin !== "built-in") continue;
     const inherited = parentTable.get(name);
-    // A slot the parent removed stays removed; one it replaced stays replaced.
+    // A slot the parent removed stays removed; one it replaced stays replaced. A parent without skills or
+    // subagents has no load_skill or spawn_subagent: a child with them gets its own, unless disabled above.
     if (inherited && inherited.origin !== "authored") table.set(name, inherited);
-    else if (!parentTable.has(name) && (name === "load_skill" || name === "spawn_subagent")) table.set(name, tool);
+    else if (!parentTable.has(name) && !removed.has(name) && (name === "load_skill" || name === "spawn_subagent")) table.set(name, tool);
   }
+  // Parent tools it names are offered up front, but for a skill-only one, which comes with the skill that names it.
   for (const name of entry.inheritedTools) {
     const tool = parentTable.get(name);
-    if (tool) table.set(name, { ...tool, defaultVisible: tool.mode !== "disabled" });
+    if (tool) table.set(name, { ...tool, defaultVisible: tool.mode !== "disabled" && tool.visibility !== "skill" && tool.visibility !== "hidden" });
   }
   for (const [name, tool] of own) if (tool.origin !== "built-in") table.set(name, tool);
   return table;

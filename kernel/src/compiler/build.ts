@@ -60,6 +60,7 @@ import { checkToolName } from "./tool-names.js";
 import { checkAgentFieldTypes } from "./agent-fields.js";
 import { resolveInstructions } from "./instructions.js";
 import { compileSkills } from "./skills.js";
+import { removedSlots } from "./removed-slots.js";
 import { SUBAGENT_ONLY_KEYS, compileSubagents } from "./subagents.js";
 import { normalizeSchedule } from "../automations/schedule-time.js";
 import { checkInstrumentation } from "../telemetry/instrumentation.js";
@@ -137,10 +138,11 @@ export async function buildAgent(agentDirInput: string, options: BuildOptions = 
 
   const tools = await compileTools(agentDir, load);
   const ownTools = new Set(tools.filter((entry) => entry.kind !== "disabled").map((entry) => entry.name));
-  const skills = await compileSkills(agentDir, "", new Set([...ownTools, ...BUILT_IN_TOOL_NAMES]));
+  const removed = removedSlots(tools);
+  const skills = await compileSkills(agentDir, "", new Set([...ownTools, ...BUILT_IN_TOOL_NAMES.filter((name) => !removed.has(name))]), removed);
   const subagents = await compileSubagents(
     { rootDir: agentDir, load, compileTools: (prefix) => compileTools(agentDir, load, prefix) },
-    { prefix: "", model, tools: ownTools, connections: new Set((await listSourceDir(agentDir, "connections", "connection")).map(stemOf)), budgets: agent.budgets },
+    { prefix: "", model, tools: ownTools, connections: new Set((await listSourceDir(agentDir, "connections", "connection")).map(stemOf)), budgets: agent.budgets, removedSlots: removed },
   );
   const hooks = await compileHooks(agentDir, load);
   const resolver = await compileResolver(agentDir, load);

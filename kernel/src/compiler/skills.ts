@@ -10,8 +10,9 @@ import type { SkillManifestEntry } from "./manifest.js";
  * matter, and the text of every file of the folder (references/, ...) to seed
  * the skill store. `prefix` is the folder's path from the root agent folder.
  * `toolNames` are the tools this agent has; a skill may activate only those.
+ * `removed` are the built-ins disableTool() took away from it (named in the refusal).
  */
-export async function compileSkills(dir: string, prefix: string, toolNames: ReadonlySet<string>): Promise<SkillManifestEntry[]> {
+export async function compileSkills(dir: string, prefix: string, toolNames: ReadonlySet<string>, removed: ReadonlySet<string> = new Set()): Promise<SkillManifestEntry[]> {
   const skillsDir = join(dir, "skills");
   if (!existsSync(skillsDir)) return [];
   const entries: SkillManifestEntry[] = [];
@@ -31,8 +32,14 @@ export async function compileSkills(dir: string, prefix: string, toolNames: Read
     const parsed = parseSkillFile(files["SKILL.md"]!, folder, `${where}/SKILL.md`);
     const unknownTools = parsed.tools.filter((tool) => !toolNames.has(tool));
     if (unknownTools.length > 0) {
-      throw new AssemblyLineError("AL_ERR_SKILL_DEFINITION", `${where}/SKILL.md activates ${unknownTools.map((tool) => `"${tool}"`).join(", ")}, which this agent does not have`, {
-        fix: `Name tools of this agent (${[...toolNames].sort().join(", ") || "none"}), or add tools/<name>.ts.`,
+      const disabled = unknownTools.filter((tool) => removed.has(tool)).map((tool) => `"${tool}"`).join(", ");
+      const missing = unknownTools.filter((tool) => !removed.has(tool));
+      const fixes = [
+        missing.length > 0 ? `Name tools of this agent (${[...toolNames].sort().join(", ") || "none"}), or add tools/<name>.ts.` : "",
+        disabled ? `Take ${disabled} out of the skill's tools, or keep the built-in: delete the tools/<name>.ts that exports disableTool() (in this agent or one above it), or override it in this agent's tools/.` : "",
+      ];
+      throw new AssemblyLineError("AL_ERR_SKILL_DEFINITION", `${where}/SKILL.md activates ${unknownTools.map((tool) => `"${tool}"`).join(", ")}, which this agent does not have${disabled ? ` (disableTool() removes ${disabled})` : ""}`, {
+        fix: fixes.filter(Boolean).join(" "),
       });
     }
     const taken = seen.get(parsed.name);

@@ -10,6 +10,7 @@ import { findSource } from "./folder-files.js";
 import { checkAgentFieldTypes } from "./agent-fields.js";
 import { compileSkills } from "./skills.js";
 import { hashSource } from "./source-files.js";
+import { removedSlots } from "./removed-slots.js";
 import { KNOWN_KEYS, refuseUnknownKeys } from "./known-keys.js";
 
 type Loader = ReturnType<typeof createModuleLoader>;
@@ -29,6 +30,8 @@ export interface ParentScope {
   connections: ReadonlySet<string>;
   /** The parent's budgets as declared: its own agent.ts `budgets` over its parent's (undefined when none declares any). */
   budgets: RunBudgets | undefined;
+  /** Built-in slots disableTool() removed at the parent or above it: the child goes without them too (removedSlots). */
+  removedSlots: ReadonlySet<string>;
 }
 
 export interface SubagentCompilerParts {
@@ -146,10 +149,11 @@ async function compileSubagent(parts: SubagentCompilerParts, parent: ParentScope
   const clash = tools.find((entry) => inheritedTools.includes(entry.name));
   if (clash) refuse(`tools/${clash.name} has the name of a parent tool it also names in tools: [...]`, "Rename one of them.");
   const own = new Set(tools.filter((entry) => entry.kind !== "disabled").map((entry) => entry.name));
-  const available = new Set([...own, ...inheritedTools, ...BUILT_IN_TOOL_NAMES]);
+  const removed = removedSlots(tools, parent.removedSlots);
+  const available = new Set([...own, ...inheritedTools, ...BUILT_IN_TOOL_NAMES.filter((name) => !removed.has(name))]);
   const { instructions, instructionsSource } = await resolveInstructions(parts.rootDir, prefix, agentFile, definition);
-  const skills = await compileSkills(dir, prefix, available);
-  const subagents = await compileSubagents(parts, { prefix, model, tools: new Set([...own, ...inheritedTools]), connections: new Set(connections), budgets });
+  const skills = await compileSkills(dir, prefix, available, removed);
+  const subagents = await compileSubagents(parts, { prefix, model, tools: new Set([...own, ...inheritedTools]), connections: new Set(connections), budgets, removedSlots: removed });
   return {
     name,
     dir: prefix.replace(/\/$/, ""),
