@@ -57,6 +57,38 @@ describe("an agent folder the compiler cannot build as it is", () => {
     expect(error.message).toMatch(/fix: Rename it to .*\.ts/);
   });
 
+  const hook = `import { defineHook } from "@assemblyline-agents/core";\nexport default defineHook({ events: { "run.completed"() {} } });\n`;
+  it.each([
+    ["a tool", { "tools/billing/create_invoice.ts": toolSource() }, "tools/billing/create_invoice.ts default-exports a tool, but only files directly in tools/ are compiled", "Move it to tools/create_invoice.ts"],
+    ["a tool exported by another name", { "tools/billing/refund.ts": toolSource().replace("export default defineTool(", "const refund = defineTool(") + "export { refund as default };\n" }, "tools/billing/refund.ts default-exports a tool", "Move it to tools/refund.ts"],
+    ["disableTool()", { "tools/legacy/bash.ts": `import { disableTool } from "@assemblyline-agents/core";\nexport default disableTool();\n` }, "tools/legacy/bash.ts default-exports a tool", "Move it to tools/bash.ts"],
+    ["a hook", { "hooks/audit/record.ts": hook }, "hooks/audit/record.ts default-exports a hook, but only files directly in hooks/ are compiled: the hook would never run", "Move it to hooks/record.ts"],
+    ["an automation", { "automations/reports/daily.ts": `import { defineAutomation } from "@assemblyline-agents/core";\nexport default defineAutomation({ schedule: "0 9 * * *", message: "Report." });\n` }, "automations/reports/daily.ts default-exports an automation", "Move it to automations/daily.ts"],
+    ["a subagent's tool", { "subagents/res/tools/archive/find.ts": toolSource() }, "subagents/res/tools/archive/find.ts default-exports a tool, but only files directly in subagents/res/tools/ are compiled", "Move it to subagents/res/tools/find.ts"],
+  ])("refuses %s in a subfolder, which the compiler would skip without a word", async (_what, files, message, fix) => {
+    const error = await buildError({ "agent.ts": MINIMAL_AGENT, "subagents/res/agent.ts": subagent, ...files });
+    expect(error.code).toBe("AL_ERR_AGENT_FOLDER");
+    expect(error.message).toContain(message);
+    expect(error.message).toContain(`fix: ${fix}`);
+  });
+
+  it("builds helper modules in part subfolders: imported ones whatever they export, and others it never runs unless they have a default export", async () => {
+    const dir = agentFolder({
+      "agent.ts": MINIMAL_AGENT,
+      "tools/billing/client.ts": `export const currency = "EUR";\n`,
+      // The base a top-level tool wraps: imported, so a helper though it default-exports a tool.
+      "tools/billing/base.ts": toolSource(),
+      "tools/charge.ts": `import { defineTool } from "@assemblyline-agents/core";\nimport base from "./billing/base";\nimport { currency } from "./billing/client";\nexport default defineTool({ ...base, description: "Charge in " + currency + "." });\n`,
+      // Imported by nothing and without a default export: not loaded, so its throw never runs.
+      "tools/billing/seed.ts": `throw new Error("a script, not to be run at build");\nexport const seeded = true;\n`,
+      "tools/billing/unused.ts": `export default { rate: 0.2 };\n`,
+      "hooks/shared/format.ts": `export default function format(value: unknown) { return String(value); }\n`,
+    });
+    const { manifest } = await buildAgent(dir);
+    expect(manifest.tools.map((tool) => tool.name)).toEqual(["charge"]);
+    expect(manifest.hooks).toEqual([]);
+  });
+
   it("builds a folder whose tools/ also holds notes, data and type declarations", async () => {
     const dir = agentFolder({ "agent.ts": MINIMAL_AGENT, "tools/echo.ts": toolSource(), "tools/README.md": "notes", "tools/data.json": "{}", "tools/types.d.ts": "export type X = 1;\n" });
     expect((await buildAgent(dir)).manifest.tools.map((tool) => tool.name)).toEqual(["echo"]);

@@ -55,6 +55,7 @@ import {
 } from "./manifest.js";
 import { hashSource, listBehaviourFiles } from "./source-files.js";
 import { listImportedFiles } from "./imported-files.js";
+import { refuseNestedDefinitions } from "./nested-definitions.js";
 import { findSource, listSourceDir, stemOf } from "./folder-files.js";
 import { checkToolName } from "./tool-names.js";
 import { checkAgentFieldTypes } from "./agent-fields.js";
@@ -171,7 +172,9 @@ export async function buildAgent(agentDirInput: string, options: BuildOptions = 
   // Code anywhere in the folder, plus what the loaded modules import from it (data such as ./table.json).
   const artifactRoot = join(agentDir, ARTIFACT_DIR);
   const imported = await listImportedFiles(agentDir, load.loaded, join(artifactRoot, IMPORTS_CACHE_FILE));
-  const hashed = new Set([...(await listBehaviourFiles(agentDir)), ...imported]);
+  const behaviourFiles = await listBehaviourFiles(agentDir);
+  await refuseNestedDefinitions(agentDir, load, behaviourFiles, imported);
+  const hashed = new Set([...behaviourFiles, ...imported]);
   const sources = await Promise.all([...hashed].sort().map((file) => hashSource(agentDir, file)));
 
   const body: Omit<AgentManifest, "agentRevision"> = {
