@@ -432,17 +432,6 @@ describe("tools provided from outside the agent folder", () => {
     expect(log.outcomes[2]!.outcome).toEqual({ status: "completed", output: { contact: "a@example.com" }, isError: false });
   });
 
-  it("refuses a provided tool whose execute or toModelOutput is not a function, when it is provided", async () => {
-    const noExecute = providing("no-execute", "crm__no_execute", { ...lookup, execute: "run" as never });
-    await expect(startAgent(agentFolder({ "agent.ts": MINIMAL_AGENT }), [{ text: "hi" }], { kernel: await createKernel({ plugins: [noExecute] }) })).rejects.toThrow(
-      /AL_ERR_TOOL_PROVIDED: plugin no-execute provided tool "crm__no_execute": execute must be a function \(input, ctx\) => result/,
-    );
-    const badProjection = providing("bad-projection", "crm__bad_projection", { ...lookup, toModelOutput: "summary" as never });
-    await expect(startAgent(agentFolder({ "agent.ts": MINIMAL_AGENT }), [{ text: "hi" }], { kernel: await createKernel({ plugins: [badProjection] }) })).rejects.toThrow(
-      /AL_ERR_TOOL_PROVIDED: plugin bad-projection provided tool "crm__bad_projection": toModelOutput must be a function/,
-    );
-  });
-
   it("refuses a provided tool whose name is taken", async () => {
     const clash = providing("clash", "read", lookup);
     const kernel = await createKernel({ plugins: [clash] });

@@ -32,7 +32,6 @@ import { checkBudgets } from "../run/budget.js";
 import { snapshotRevision } from "./revisions.js";
 import { approvalProblem } from "../run/approval-problem.js";
 import { capabilityProblem } from "../run/tool-visibility.js";
-import { toolFunctionProblem } from "./tool-functions.js";
 import { compileSchema } from "../schema.js";
 import { findNonJson } from "../json-check.js";
 import { createModuleLoader } from "./load-module.js";
@@ -345,13 +344,6 @@ function toolEntry(file: string, name: string, tool: ToolDefinition, source: Sou
   if (typeof tool.description !== "string" || tool.description.trim() === "") {
     throw new AssemblyLineError("AL_ERR_TOOL_DEFINITION", `${file}: description must be a non-empty string`, {
       fix: "Describe what the tool does for the model; it drives tool selection.",
-    });
-  }
-  // Else a call would fail at run time, and a toModelOutput that is no function would be called all the same.
-  const functionProblem = toolFunctionProblem(tool);
-  if (functionProblem) {
-    throw new AssemblyLineError("AL_ERR_TOOL_DEFINITION", `${file}: ${functionProblem}`, {
-      fix: "Write execute as a function, `async execute(input, ctx) { ... }`, and toModelOutput, when given, as `toModelOutput(output) { return ...; }`.",
     });
   }
   for (const field of ["inputSchema", "outputSchema"] as const) {

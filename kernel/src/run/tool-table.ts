@@ -17,7 +17,6 @@ import {
 import { BUILT_IN_REQUIREMENTS, builtInToolDefaults } from "../builtins/index.js";
 import type { SourceBundle } from "../compiler/bundle.js";
 import type { AgentManifest } from "../compiler/manifest.js";
-import { toolFunctionProblem } from "../compiler/tool-functions.js";
 import { compileOnFirstCall, compileSchema } from "../schema.js";
 import { ToolSearchIndex, type ToolSearchHit } from "./tool-search.js";
 import { approvalProblem } from "./approval-problem.js";
@@ -162,7 +161,7 @@ export class ToolTable extends Map<string, ToolTableEntry> implements ToolTableS
     if (this.has(name)) refuse(`the name is taken by a ${this.get(name)!.origin} tool`);
     if (!isToolDefinition(definition)) refuse("the definition is not a defineTool(...) result");
     if (typeof definition.description !== "string" || definition.description.trim() === "") refuse("description must be a non-empty string");
-    const problem = toolFunctionProblem(definition) ?? capabilityProblem(definition) ?? approvalProblem(definition);
+    const problem = capabilityProblem(definition) ?? approvalProblem(definition);
     if (problem) refuse(problem);
     try {
       this.add(name, definition, "provided", { listed: null, provider: options.provider });
