@@ -99,6 +99,28 @@ describe("tools/ files the build refuses", () => {
     expect(fixOf(error)).toMatch(/export default charge/);
   });
 
+  it("refuses a tool whose execute is not a function, at build rather than at its first call", async () => {
+    const error = await buildError({
+      "tools/echo.ts": `import { defineTool } from "@assemblyline-agents/core";
+export default defineTool({ description: "Echo.", inputSchema: { type: "object", properties: {} }, execute: { run() { return {}; } } } as never);
+`,
+    });
+    expect(error.code).toBe("AL_ERR_TOOL_DEFINITION");
+    expect(error.message).toMatch(/^AL_ERR_TOOL_DEFINITION: tools\/echo\.ts: execute must be a function \(input, ctx\) => result, not an object/);
+    expect(fixOf(error)).toMatch(/async execute\(input, ctx\)/);
+  });
+
+  it("refuses a tool whose toModelOutput is given but is not a function, which the runtime would call", async () => {
+    const error = await buildError({ "tools/echo.ts": toolSource({ extra: `toModelOutput: "summary",` }) });
+    expect(error.code).toBe("AL_ERR_TOOL_DEFINITION");
+    expect(error.message).toContain('tools/echo.ts: toModelOutput must be a function (output) => projection, not the string "summary"');
+  });
+
+  it("builds a tool whose toModelOutput is a function, and records that it has one", async () => {
+    const dir = agentFolder({ "agent.ts": MINIMAL_AGENT, "tools/echo.ts": toolSource({ extra: `toModelOutput(output) { return { shown: output.echoed }; },` }) });
+    expect((await buildAgent(dir)).manifest.tools[0]).toMatchObject({ name: "echo", hasToModelOutput: true });
+  });
+
   it("builds a tool file with helper exports beside its tool", async () => {
     const dir = agentFolder({ "agent.ts": MINIMAL_AGENT, "tools/charge.ts": toolSource() + `export const LIMIT = 5;\nexport function helper() { return 1; }\n` });
     expect((await buildAgent(dir)).manifest.tools.map((tool) => tool.name)).toEqual(["charge"]);

@@ -326,17 +326,50 @@ export default defineAgent({ model: "test/model", defaultTools: ["listed", "ask_
 });
 
 describe("agent.ts defaultTools and resolvers", () => {
-  it("keeps unlisted tools behind discovery when agent.ts lists defaultTools (ask_question declares always)", async () => {
+  it("keeps unlisted tools, built-ins such as ask_question included, behind discovery when agent.ts lists defaultTools", async () => {
     const dir = agentFolder({
       "agent.ts": `import { defineAgent } from "@assemblyline-agents/core";
 export default defineAgent({ model: "test/model", defaultTools: ["alpha", "read"] });`,
       "tools/alpha.ts": toolSource(),
       "tools/beta.ts": toolSource(),
     });
-    const { runtime, log } = await startAgent(dir, [{ toolCalls: [{ name: "tool_call", input: { name: "beta", input: { value: "v" } } }] }, { text: "ok" }]);
+    const { runtime, log } = await startAgent(dir, [
+      { toolCalls: [{ name: "tool_call", input: { name: "beta", input: { value: "v" } } }] },
+      { toolCalls: [{ name: "tool_search", input: { query: "ask the user a question" } }] },
+      { text: "ok" },
+    ]);
     await runtime.run({ message: "hi" });
-    expect(names(log.contexts[0]!.tools)).toEqual(["alpha", "ask_question", "read", ...BRIDGE_TOOLS].sort());
+    expect(names(log.contexts[0]!.tools)).toEqual(["alpha", "read", ...BRIDGE_TOOLS].sort());
     expect(log.outcomes[0]!.outcome).toEqual({ status: "completed", output: { echoed: "v" }, isError: false });
+    expect(log.outcomes[1]!.outcome).toMatchObject({ output: { results: expect.arrayContaining([expect.objectContaining({ name: "ask_question" })]) } });
+  });
+
+  it("refuses at build a skill-only tool that agent.ts defaultTools lists, rather than leaving it out of the offer", async () => {
+    const dir = agentFolder({
+      "agent.ts": `import { defineAgent } from "@assemblyline-agents/core";
+export default defineAgent({ model: "test/model", defaultTools: ["read", "publish_notes"] });`,
+      "tools/publish_notes.ts": toolSource({ extra: `capability: { visibility: "skill" },` }),
+      "skills/release/SKILL.md": "---\ndescription: Release.\ntools: [publish_notes]\n---\n1. Publish.\n",
+    });
+    await expect(buildAgent(dir)).rejects.toMatchObject({
+      code: "AL_ERR_DEFAULT_TOOL_UNKNOWN",
+      message: expect.stringContaining('agent.ts defaultTools: "publish_notes" is available only while a skill is active; remove it from defaultTools or drop visibility: "skill"'),
+    });
+  });
+
+  it("fails a run whose resolver lists a skill-only tool, as agent.ts's list is refused, instead of offering it up front", async () => {
+    const dir = agentFolder({
+      "agent.ts": MINIMAL_AGENT,
+      "tools/publish_notes.ts": toolSource({ extra: `capability: { visibility: "skill" },` }),
+      "skills/release/SKILL.md": "---\ndescription: Release.\ntools: [publish_notes]\n---\n1. Publish.\n",
+      "resolvers.ts": `import { defineRunResolver } from "@assemblyline-agents/core";
+export default defineRunResolver(async () => ({ defaultTools: ["read", "publish_notes"] }));`,
+    });
+    const { runtime, log } = await startAgent(dir, [{ text: "hi" }]);
+    const result = await runtime.run({ message: "hi" });
+    expect(result.status).toBe("failed");
+    expect(result.error).toMatchObject({ code: "AL_ERR_DEFAULT_TOOL_UNKNOWN", message: expect.stringContaining('"publish_notes" is available only while a skill is active') });
+    expect(log.contexts).toHaveLength(0);
   });
 
   it("refuses to start a runtime whose agent.ts defaultTools names an unknown or unrunnable tool", async () => {
@@ -430,6 +463,29 @@ describe("tools provided from outside the agent folder", () => {
     await runtime.run({ message: "hi" });
     expect(JSON.stringify(log.outcomes[1]!.outcome)).toContain('must match format \\"email\\"');
     expect(log.outcomes[2]!.outcome).toEqual({ status: "completed", output: { contact: "a@example.com" }, isError: false });
+  });
+
+  it("refuses to start when agent.ts defaultTools lists a provided skill-only tool", async () => {
+    const skillOnly = providing("skill-only", "crm__merge_contacts", { ...lookup, capability: { visibility: "skill" } });
+    const kernel = await createKernel({ plugins: [skillOnly] });
+    const dir = agentFolder({
+      "agent.ts": `import { defineAgent } from "@assemblyline-agents/core";
+export default defineAgent({ model: "test/model", defaultTools: ["read", "crm__merge_contacts"] });`,
+    });
+    await expect(startAgent(dir, [{ text: "hi" }], { kernel })).rejects.toThrow(
+      /AL_ERR_DEFAULT_TOOL_UNKNOWN: agent\.ts defaultTools: "crm__merge_contacts" is available only while a skill is active/,
+    );
+  });
+
+  it("refuses a provided tool whose execute or toModelOutput is not a function, when it is provided", async () => {
+    const noExecute = providing("no-execute", "crm__no_execute", { ...lookup, execute: "run" as never });
+    await expect(startAgent(agentFolder({ "agent.ts": MINIMAL_AGENT }), [{ text: "hi" }], { kernel: await createKernel({ plugins: [noExecute] }) })).rejects.toThrow(
+      /AL_ERR_TOOL_PROVIDED: plugin no-execute provided tool "crm__no_execute": execute must be a function \(input, ctx\) => result/,
+    );
+    const badProjection = providing("bad-projection", "crm__bad_projection", { ...lookup, toModelOutput: "summary" as never });
+    await expect(startAgent(agentFolder({ "agent.ts": MINIMAL_AGENT }), [{ text: "hi" }], { kernel: await createKernel({ plugins: [badProjection] }) })).rejects.toThrow(
+      /AL_ERR_TOOL_PROVIDED: plugin bad-projection provided tool "crm__bad_projection": toModelOutput must be a function/,
+    );
   });
 
   it("refuses a provided tool whose name is taken", async () => {

@@ -13,7 +13,8 @@ export const askQuestionTool = defineTool<{ question: string; choices?: string[]
     additionalProperties: false,
   },
   sideEffect: "none",
-  capability: { visibility: "always", execution: "direct" },
+  // Visibility left to the rule, as every built-in's: offered up front unless agent.ts defaultTools leaves it out.
+  capability: { execution: "direct" },
   async execute(input, ctx) {
     return ctx.askQuestion(input.question, input.choices ? { choices: input.choices } : undefined);
   },

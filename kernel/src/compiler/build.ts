@@ -31,7 +31,8 @@ import { digestJson } from "../canonical-json.js";
 import { checkBudgets } from "../run/budget.js";
 import { snapshotRevision } from "./revisions.js";
 import { approvalProblem } from "../run/approval-problem.js";
-import { capabilityProblem } from "../run/tool-visibility.js";
+import { capabilityProblem, listedSkillToolProblem } from "../run/tool-visibility.js";
+import { toolFunctionProblem } from "./tool-functions.js";
 import { compileSchema } from "../schema.js";
 import { findNonJson } from "../json-check.js";
 import { createModuleLoader } from "./load-module.js";
@@ -138,6 +139,7 @@ export async function buildAgent(agentDirInput: string, options: BuildOptions = 
   const { instructions, instructionsSource } = await resolveInstructions(agentDir, "", agentFile, agent);
 
   const tools = await compileTools(agentDir, load);
+  refuseListedSkillTools(agent.defaultTools, tools, agentFile);
   const ownTools = new Set(tools.filter((entry) => entry.kind !== "disabled").map((entry) => entry.name));
   const removed = removedSlots(tools);
   const skills = await compileSkills(agentDir, "", new Set([...ownTools, ...BUILT_IN_TOOL_NAMES.filter((name) => !removed.has(name))]), removed);
@@ -317,6 +319,19 @@ async function compileTools(agentDir: string, load: Loader, prefix = ""): Promis
   return entries;
 }
 
+/**
+ * agent.ts defaultTools naming one of the agent's own skill-only tools: refused at
+ * build (the runtime refuses it too when it starts, for plugin-provided tools).
+ */
+function refuseListedSkillTools(defaultTools: string[] | undefined, tools: ToolManifestEntry[], agentFile: string): void {
+  const listed = new Set(defaultTools ?? []);
+  const skillOnly = tools.filter((entry) => entry.kind !== "disabled" && entry.capability?.visibility === "skill" && listed.has(entry.name));
+  if (skillOnly.length === 0) return;
+  throw new AssemblyLineError("AL_ERR_DEFAULT_TOOL_UNKNOWN", `${agentFile} defaultTools: ${skillOnly.map((entry) => listedSkillToolProblem(entry.name)).join("; ")}`, {
+    fix: `A skill-only tool is offered once a skill that names it in its SKILL.md tools: [...] is loaded: take it out of defaultTools, or remove visibility: "skill" from ${skillOnly.map((entry) => entry.source.file).join(", ")} to offer it up front.`,
+  });
+}
+
 function disabledEntry(name: string, source: SourceRef): ToolManifestEntry {
   return {
     name,
@@ -344,6 +359,13 @@ function toolEntry(file: string, name: string, tool: ToolDefinition, source: Sou
   if (typeof tool.description !== "string" || tool.description.trim() === "") {
     throw new AssemblyLineError("AL_ERR_TOOL_DEFINITION", `${file}: description must be a non-empty string`, {
       fix: "Describe what the tool does for the model; it drives tool selection.",
+    });
+  }
+  // Else a call would fail at run time, and a toModelOutput that is no function would be called all the same.
+  const functionProblem = toolFunctionProblem(tool);
+  if (functionProblem) {
+    throw new AssemblyLineError("AL_ERR_TOOL_DEFINITION", `${file}: ${functionProblem}`, {
+      fix: "Write execute as a function, `async execute(input, ctx) { ... }`, and toModelOutput, when given, as `toModelOutput(output) { return ...; }`.",
     });
   }
   for (const field of ["inputSchema", "outputSchema"] as const) {

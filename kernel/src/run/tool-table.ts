@@ -17,6 +17,7 @@ import {
 import { BUILT_IN_REQUIREMENTS, builtInToolDefaults } from "../builtins/index.js";
 import type { SourceBundle } from "../compiler/bundle.js";
 import type { AgentManifest } from "../compiler/manifest.js";
+import { toolFunctionProblem } from "../compiler/tool-functions.js";
 import { compileOnFirstCall, compileSchema } from "../schema.js";
 import { ToolSearchIndex, type ToolSearchHit } from "./tool-search.js";
 import { approvalProblem } from "./approval-problem.js";
@@ -25,6 +26,7 @@ import {
   capabilityProblem,
   inferExecution,
   inferVisibility,
+  listedSkillToolProblem,
   type ResolvedExecution,
   type ResolvedVisibility,
   type ToolOrigin,
@@ -161,7 +163,7 @@ export class ToolTable extends Map<string, ToolTableEntry> implements ToolTableS
     if (this.has(name)) refuse(`the name is taken by a ${this.get(name)!.origin} tool`);
     if (!isToolDefinition(definition)) refuse("the definition is not a defineTool(...) result");
     if (typeof definition.description !== "string" || definition.description.trim() === "") refuse("description must be a non-empty string");
-    const problem = capabilityProblem(definition) ?? approvalProblem(definition);
+    const problem = toolFunctionProblem(definition) ?? capabilityProblem(definition) ?? approvalProblem(definition);
     if (problem) refuse(problem);
     try {
       this.add(name, definition, "provided", { listed: null, provider: options.provider });
@@ -239,6 +241,7 @@ export function visibleTools(table: ToolTable, defaultTools: string[] | null | u
 /**
  * Why a defaultTools list cannot be honoured, naming each tool, or null. Tools
  * the host disabled by policy are not errors: the policy is the host's word.
+ * A skill-only tool is refused in either list (agent.ts and a resolver's alike).
  */
 export function defaultToolsProblem(table: ToolTable, defaultTools: string[]): string | null {
   const problems: string[] = [];
@@ -246,6 +249,7 @@ export function defaultToolsProblem(table: ToolTable, defaultTools: string[]): s
     const entry = table.get(name);
     if (!entry) problems.push(`"${name}" is not a tool of this agent`);
     else if (entry.visibility === "hidden") problems.push(`"${name}" is hidden (runtime-internal)`);
+    else if (entry.visibility === "skill") problems.push(listedSkillToolProblem(name));
     else if (!entry.available) problems.push(`"${name}" needs a sandbox and this host has no sandbox adapter`);
   }
   return problems.length ? problems.join("; ") : null;

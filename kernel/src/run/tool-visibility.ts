@@ -44,6 +44,15 @@ export function inferVisibility(input: VisibilityInput): { visibility: ResolvedV
 }
 
 /**
+ * Why a `defaultTools` list (agent.ts or a resolver's) may not name a skill-only
+ * tool: `visibility: "skill"` says the tool comes with its skill, and the list
+ * says it is there from the start; neither may silently win over the other.
+ */
+export function listedSkillToolProblem(name: string): string {
+  return `"${name}" is available only while a skill is active; remove it from defaultTools or drop visibility: "skill"`;
+}
+
+/**
  * `execution: auto` means: built-ins keep what their slot needs (the file tools
  * run on the runtime filesystem without a sandbox, `bash` needs one); every
  * other tool runs in the trusted app runtime (`direct`).
