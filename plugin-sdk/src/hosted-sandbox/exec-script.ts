@@ -61,7 +61,8 @@ export function wrapScript(request: ScriptRequest, boundary = randomBytes(12).to
     KILL_COMMAND,
     `al_dir=$(mktemp -d) || { printf '%s\\n' 'could not make a temporary folder'; exit 0; }`,
     `if ! cd ${quote(request.cwd)}; then if [ -d ${quote(request.cwd)} ]; then ${refuse("unusable")}; elif [ -e ${quote(request.cwd)} ]; then ${refuse("not-a-folder")}; else ${refuse("missing")}; fi; fi`,
-    ...(request.cwd === "/workspace" || request.cwd.startsWith("/workspace/") ? [`case "$(pwd -P)" in /workspace|/workspace/*) ;; *) ${refuse("outside")};; esac`] : []),
+    // The sentinel keeps a trailing newline $(...) would drop: a folder "/workspace<newline>" is outside.
+    ...(request.cwd === "/workspace" || request.cwd.startsWith("/workspace/") ? [`al_pwd=$(pwd -P && echo .); case "\${al_pwd%?.}" in /workspace|/workspace/*) ;; *) ${refuse("outside")};; esac`] : []),
     // Under job control (`$-` has m) a background job already leads its own group, and setsid would fork and leave `wait` nothing to wait for.
     "al_setsid=; al_group=; case $- in *m*) al_group=1;; *) command -v setsid >/dev/null && al_setsid=setsid && al_group=1;; esac",
     `( ${exports.join("; ")}${exports.length ? "; " : ""}exec $al_setsid ${inner} ) </dev/null >"$al_dir/out" 2>"$al_dir/err" &`,

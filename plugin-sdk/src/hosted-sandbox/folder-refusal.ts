@@ -1,5 +1,5 @@
 import { AssemblyLineError } from "../errors.js";
-import { WORKSPACE, pathEscape } from "./workspace-path.js";
+import { WORKSPACE, pathEscape } from "../sandbox-scripts/workspace-path.js";
 
 /** Why a sandbox's command wrapper could not start a command in its `cwd` (the command never ran). */
 export const FOLDER_REFUSALS = ["missing", "not-a-folder", "unusable", "outside"] as const;

@@ -1,11 +1,12 @@
-import { posix } from "node:path";
 import { AssemblyLineError } from "../errors.js";
 import type { ExecResult, Sandbox, SandboxExecOptions } from "../sandbox.js";
 import { checkExecOptions } from "../exec-options.js";
 import { parseWrapped, wrapScript, type ScriptRequest, type ScriptResult } from "./exec-script.js";
 import { folderRefusalError } from "./folder-refusal.js";
-import { FILE_SCRIPTS, parseListing, type Entry, type FileScript } from "./file-scripts.js";
-import { WORKSPACE, pathEscape, workspacePath } from "./workspace-path.js";
+import { FILE_SCRIPTS, type FileScript } from "../sandbox-scripts/file-scripts.js";
+import { checkedRealPath, fileKindError, fileScriptRefusal, listedEntries, preparedWrite, type FileCall, type WorkspaceEntry } from "../sandbox-scripts/file-script-output.js";
+import { WORKSPACE, workspacePath } from "../sandbox-scripts/workspace-path.js";
+import { PROVIDER_SCRIPTS } from "./provider-scripts.js";
 
 /**
  * What a hosted sandbox provider must offer for ShellSandbox: run one shell
@@ -45,24 +46,21 @@ export class ShellSandbox implements Sandbox {
 
   async readFile(path: string): Promise<Uint8Array> {
     const logical = workspacePath(path);
-    const result = await this.script("read", logical);
+    const result = await this.script("locate", logical);
     this.check(result, "read", logical, path);
-    // Only the line end is the script's: a name may end in a space.
-    return this.driver.downloadFile(result.stdout.replace(/\n$/, ""));
+    return this.driver.downloadFile(checkedRealPath(result.stdout, path));
   }
 
   async writeFile(path: string, content: Uint8Array | string): Promise<void> {
     const logical = workspacePath(path);
-    if (logical === WORKSPACE) throw this.kindError("write", logical, "is the workspace folder itself");
+    if (logical === WORKSPACE) throw fileKindError({ operation: "write", logical, given: path, sandboxId: this.id }, "is the workspace folder itself");
     const prepared = await this.script("prepareWrite", logical);
     this.check(prepared, "write", logical, path);
-    const output = prepared.stdout.replace(/\n$/, "");
-    const split = output.indexOf("\n");
-    const [mode, target] = [output.slice(0, split), output.slice(split + 1)];
+    const { target, existing } = preparedWrite(prepared.stdout.replace(/\n$/, ""), path);
     const bytes = typeof content === "string" ? new TextEncoder().encode(content) : content;
     await this.driver.uploadFile(target, bytes);
     // Uploads create files 0644: an existing file keeps its mode, as a write into it does.
-    if (/^[0-7]+$/.test(mode) && mode !== "644") this.check(await this.run({ script: FILE_SCRIPTS.restoreMode, args: [target, mode], cwd: "/", env: {}, timeoutMs: FILE_OP_TIMEOUT_MS, maxOutputBytes: 4096 }), "write", logical, path);
+    if (existing && existing.mode !== 0o644) this.check(await this.run({ script: PROVIDER_SCRIPTS.restoreMode, args: [target, existing.mode.toString(8)], cwd: "/", env: {}, timeoutMs: FILE_OP_TIMEOUT_MS, maxOutputBytes: 4096 }), "write", logical, path);
   }
 
   /** Removes a file or a folder with its contents; a missing path is not an error; `/workspace` itself is emptied. */
@@ -71,8 +69,14 @@ export class ShellSandbox implements Sandbox {
     this.check(await this.script("delete", logical), "delete", logical, path);
   }
 
-  /** Everything under `path`, recursively, sorted (a file lists itself; a missing path lists nothing). A listing over 16 MiB is refused, never returned cut short. */
-  async listFiles(path: string): Promise<Entry[]> {
+  /**
+   * Everything under `path`, recursively, sorted, under the path asked for (a
+   * file lists itself; a missing path lists nothing), as the Docker and local
+   * sandboxes list: a symlink is listed as what it points at but not descended
+   * into; one pointing outside the workspace, or nowhere, is left out, as is a
+   * name holding a newline. A listing over 16 MiB is refused, never returned cut short.
+   */
+  async listFiles(path: string): Promise<WorkspaceEntry[]> {
     const logical = workspacePath(path);
     const result = await this.script("list", logical, MAX_LISTING_BYTES);
     this.check(result, "list", logical, path);
@@ -83,7 +87,7 @@ export class ShellSandbox implements Sandbox {
         details: { path: logical, limit: MAX_LISTING_BYTES },
       });
     }
-    return parseListing(result.stdout);
+    return listedEntries(result.stdout, logical);
   }
 
   /** `sh -c command` at `cwd` (default /workspace); a timeout kills its process tree (exit 124). */
@@ -105,7 +109,7 @@ export class ShellSandbox implements Sandbox {
 
   /** Make /workspace (run once, when the provider has just created the sandbox). */
   async prepare(): Promise<void> {
-    const result = await this.run({ script: FILE_SCRIPTS.prepareWorkspace, cwd: "/", env: {}, timeoutMs: FILE_OP_TIMEOUT_MS, maxOutputBytes: 4096 });
+    const result = await this.run({ script: PROVIDER_SCRIPTS.prepareWorkspace, cwd: "/", env: {}, timeoutMs: FILE_OP_TIMEOUT_MS, maxOutputBytes: 4096 });
     if (result.exitCode !== 0) {
       throw new AssemblyLineError("AL_ERR_SANDBOX_ENGINE", `could not create ${WORKSPACE} in ${this.provider} sandbox ${this.id} (exit ${result.exitCode})`, {
         fix: `Use an image whose user can create ${WORKSPACE} (root, or passwordless sudo), or one that already has a writable ${WORKSPACE}.`,
@@ -129,26 +133,13 @@ export class ShellSandbox implements Sandbox {
     return this.run({ script: FILE_SCRIPTS[name], args: [logical], cwd: "/", env: {}, timeoutMs: FILE_OP_TIMEOUT_MS, maxOutputBytes });
   }
 
-  private check(result: ScriptResult, operation: string, logical: string, given: string): void {
+  private check(result: ScriptResult, operation: FileCall["operation"], logical: string, given: string): void {
     if (result.exitCode === 0 && !result.timedOut) return;
-    if (result.exitCode === 2) {
-      throw new AssemblyLineError("AL_ERR_PATH_NOT_FOUND", `nothing at ${logical} in sandbox ${this.id}`, {
-        fix: "List the folder first (listFiles) and use a path it returns.",
-        details: { path: logical },
-      });
-    }
-    if (result.exitCode === 3) throw this.kindError(operation, logical, operation === "read" ? "is a folder, not a file" : "is a folder");
-    if (result.exitCode === 4) throw pathEscape(given, `resolves through a symlink to a location outside ${WORKSPACE}`);
+    const refusal = result.timedOut ? undefined : fileScriptRefusal(result.exitCode, { operation, logical, given, sandboxId: this.id });
+    if (refusal) throw refusal;
     throw new AssemblyLineError("AL_ERR_SANDBOX_ENGINE", `could not ${operation} ${logical} in ${this.provider} sandbox ${this.id}: ${result.stderr.trim() || `exit ${result.exitCode}`}`, {
       fix: "Check that the sandbox is running and that its image has a POSIX shell with readlink, find and stat.",
       details: { path: logical, exitCode: result.exitCode },
-    });
-  }
-
-  private kindError(operation: string, logical: string, why: string): AssemblyLineError {
-    return new AssemblyLineError("AL_ERR_PATH_NOT_FOUND", `cannot ${operation} ${logical} in sandbox ${this.id}: it ${why}`, {
-      fix: "Name a file under /workspace, not a folder.",
-      details: { path: logical },
     });
   }
 }

@@ -1,6 +1,6 @@
 import { inspect } from "node:util";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { isAssemblyLineError, isSnapshottingSandboxAdapter } from "@assemblyline-agents/core";
+import { isAssemblyLineError, isSnapshottingSandboxAdapter, type Sandbox } from "@assemblyline-agents/core";
 import { E2bSandboxAdapter, METADATA, e2bSandbox } from "../src/index.js";
 import { IMAGE_MARKER, baseImages, probeEngine, randomScope } from "../../docker/test/support/engine.js";
 import { startFakeE2b, type FakeE2b } from "./support/fake-e2b.js";
@@ -382,6 +382,63 @@ if (probe.available) {
       expect(String(error)).toMatch(/HTTP 401/);
       expect(String(error)).not.toContain(wrongKey);
       expect((error as Error).cause).toBeUndefined();
+    });
+  });
+
+  describe("E2bSandboxAdapter paths through a name ending in a newline", () => {
+    // /workspace/nl/d<newline> is a folder, /workspace/nl/d a symlink out, /workspace/nl/l a symlink to the first:
+    // every name is inside /workspace, but a shell capture $(readlink -f /workspace/nl/l) drops the newline and names /workspace/nl/d.
+    const withNewline = (folder: string) => `nl=$(printf '${folder}\\nX'); nl=\${nl%X}`;
+    let sandbox: Sandbox;
+    const setUp = async (command: string) => {
+      const result = await sandbox.exec(command);
+      expect(result.exitCode, result.stderr).toBe(0);
+    };
+    beforeAll(async () => {
+      sandbox = await adapter().acquire("run-newline-names");
+    }, 60_000);
+
+    it("never writes outside /workspace through a symlink to such a folder, even over /etc/passwd (envd writes the file as root here)", async () => {
+      const passwd = (await sandbox.exec("cat /etc/passwd")).stdout;
+      await setUp(`mkdir -p /workspace/nl && ${withNewline("/workspace/nl/d")} && mkdir -- "$nl" && ln -s /etc /workspace/nl/d && ln -s -- "$nl" /workspace/nl/l`);
+      const errors = [];
+      for (const path of ["/workspace/nl/l/passwd", "/workspace/nl/l/owned.txt"]) errors.push(await sandbox.writeFile(path, "root::0:0:root:/root:/bin/sh\n").catch((caught: unknown) => caught));
+      expect((await sandbox.exec("cat /etc/passwd")).stdout).toBe(passwd);
+      expect((await sandbox.exec("ls /etc/owned.txt")).exitCode).not.toBe(0);
+      for (const error of errors) {
+        expect(isAssemblyLineError(error, "AL_ERR_PATH_ESCAPE"), String(error)).toBe(true);
+        expect(String(error)).toContain("newline");
+      }
+    });
+
+    it("never reads a file outside /workspace through a symlink to such a name", async () => {
+      await setUp(`mkdir -p /workspace/nl-read && ${withNewline("/workspace/nl-read/f")} && printf inside > "$nl" && ln -s /etc/passwd /workspace/nl-read/f && ln -s -- "$nl" /workspace/nl-read/r`);
+      const outcome = await sandbox.readFile("/workspace/nl-read/r").then(text, (caught: unknown) => caught);
+      expect(isAssemblyLineError(outcome, "AL_ERR_PATH_ESCAPE"), `read ${String(outcome)}`).toBe(true);
+    });
+
+    it("never deletes a file outside /workspace through a symlink to such a folder", async () => {
+      await setUp(`mkdir -p /victim /workspace/nl-delete && echo keep > /victim/keep.txt && ${withNewline("/workspace/nl-delete/v")} && mkdir -- "$nl" && ln -s /victim /workspace/nl-delete/v && ln -s -- "$nl" /workspace/nl-delete/l`);
+      const error = await sandbox.deleteFile("/workspace/nl-delete/l/keep.txt").catch((caught: unknown) => caught);
+      expect((await sandbox.exec("cat /victim/keep.txt")).stdout).toBe("keep\n");
+      expect(isAssemblyLineError(error, "AL_ERR_PATH_ESCAPE"), String(error)).toBe(true);
+    });
+
+    it("refuses a path holding a newline (AL_ERR_PATH_ESCAPE) instead of acting on the file without it", async () => {
+      await sandbox.writeFile("/workspace/report.txt", "keep me");
+      for (const call of [sandbox.deleteFile("/workspace/report.txt\n"), sandbox.writeFile("report.txt\n", "x"), sandbox.readFile("/workspace/report.txt\n"), sandbox.exec("true", { cwd: "/workspace\n" })]) {
+        const error = await call.catch((caught: unknown) => caught);
+        expect(isAssemblyLineError(error, "AL_ERR_PATH_ESCAPE"), String(error)).toBe(true);
+        expect(String(error)).toContain("contains a newline");
+      }
+      expect(text(await sandbox.readFile("/workspace/report.txt"))).toBe("keep me");
+    });
+
+    it('refuses to run a command in a folder reached through a symlink to "/workspace<newline>", a folder beside /workspace', async () => {
+      await setUp(`${withNewline("/workspace")} && mkdir -p -- "$nl" && ln -s -- "$nl" /workspace/to-sibling`);
+      const error = await sandbox.exec("echo ran > /workspace/ran.txt", { cwd: "/workspace/to-sibling" }).catch((caught: unknown) => caught);
+      expect((await sandbox.exec("ls /workspace/ran.txt")).exitCode).not.toBe(0);
+      expect(isAssemblyLineError(error, "AL_ERR_PATH_ESCAPE"), String(error)).toBe(true);
     });
   });
 

@@ -99,6 +99,26 @@ if (probe.available) {
       expect(fake.calls).toContain("TaskCommandRouter/TaskExecStdinWrite");
     });
 
+    it("never writes, reads or deletes outside /workspace through a symlink to a name ending in a newline, nor takes a path with a newline for the one without", async () => {
+      // In /workspace/nl, d<newline> is a folder and d a symlink to /etc, f<newline> a file and f a symlink to /etc/passwd; l and r link to
+      // the names with the newline: a shell capture $(readlink -f l) would drop the newline and name d, out of the workspace.
+      const sandbox = await adapter().acquire("run-newline-names");
+      const passwd = (await sandbox.exec("cat /etc/passwd")).stdout;
+      const setup = await sandbox.exec(
+        `mkdir -p /workspace/nl && cd /workspace/nl && d=$(printf 'd\\nX') && d=\${d%X} && f=$(printf 'f\\nX') && f=\${f%X} && mkdir -- "$d" && ln -s /etc d && ln -s -- "$PWD/$d" l && printf inside > "$f" && ln -s /etc/passwd f && ln -s -- "$PWD/$f" r && echo keep > /workspace/report.txt`,
+      );
+      expect(setup.exitCode, setup.stderr).toBe(0);
+      const calls = [() => sandbox.writeFile("/workspace/nl/l/passwd", "root::0:0:root:/root:/bin/sh\n"), () => sandbox.readFile("/workspace/nl/r").then(text), () => sandbox.deleteFile("/workspace/nl/l/passwd"), () => sandbox.deleteFile("/workspace/report.txt\n")];
+      const outcomes = [];
+      for (const call of calls) outcomes.push(await call().catch((caught: unknown) => caught));
+      expect((await sandbox.exec("cat /etc/passwd")).stdout).toBe(passwd);
+      expect((await sandbox.exec("cat /workspace/report.txt")).stdout).toBe("keep\n");
+      for (const outcome of outcomes) {
+        expect(isAssemblyLineError(outcome, "AL_ERR_PATH_ESCAPE"), String(outcome)).toBe(true);
+        expect(String(outcome)).toContain("newline");
+      }
+    });
+
     it("refuses to read a file larger than readFile returns, naming its size, instead of loading it whole", async () => {
       const sandbox = await adapter().acquire("run-huge-read");
       await sandbox.exec("head -c 268435457 /dev/zero > huge.bin", { timeoutMs: 60_000 });

@@ -1,7 +1,7 @@
 import { createHash, randomBytes } from "node:crypto";
 import { setTimeout as sleep } from "node:timers/promises";
 import type Docker from "dockerode";
-import { AssemblyLineError, type RuntimeLogger, type Sandbox, type SandboxSnapshot, type SnapshottingSandboxAdapter, SandboxOpenings } from "@assemblyline-agents/core";
+import { AssemblyLineError, WORKSPACE, type RuntimeLogger, type Sandbox, type SandboxSnapshot, type SnapshottingSandboxAdapter, SandboxOpenings } from "@assemblyline-agents/core";
 import { connectEngine, engineCall, engineError, engineMessage, ensureImage, statusOf, withDeadline } from "../engine.js";
 import { removeImageTag } from "../image-removal.js";
 import { stderrLogger } from "../stderr-logger.js";
@@ -10,7 +10,6 @@ import { DockerSandbox } from "./docker-sandbox.js";
 import { PID_DIR, killLeftoverCommands } from "./exec.js";
 import { packFolders } from "./single-file-tar.js";
 import { resolveSandboxOptions, type DockerSandboxOptions, type ResolvedSandboxOptions } from "./options.js";
-import { WORKSPACE } from "./workspace-path.js";
 
 /**
  * Labels mark what this adapter made, so it finds its containers again after a

@@ -1,12 +1,29 @@
 import { posix } from "node:path";
 import type Docker from "dockerode";
-import { AssemblyLineError, MAX_READ_BYTES, checkExecOptions, folderRefusalError, isAssemblyLineError, type ExecResult, type Sandbox, type SandboxExecOptions } from "@assemblyline-agents/core";
+import {
+  AssemblyLineError,
+  FILE_SCRIPTS,
+  MAX_READ_BYTES,
+  WORKSPACE,
+  checkExecOptions,
+  fileKindError,
+  fileScriptRefusal,
+  folderRefusalError,
+  isAssemblyLineError,
+  listedEntries,
+  preparedWrite,
+  workspacePath,
+  type ExecResult,
+  type FileCall,
+  type FileScript,
+  type Sandbox,
+  type SandboxExecOptions,
+  type WorkspaceEntry,
+} from "@assemblyline-agents/core";
 import { engineCall } from "../engine.js";
 import { type ContainerKeeper, containerLost, containerStopped, handleReleased } from "./container-keeper.js";
 import { execInContainer, neverStarted, toExecResult, type RawExecResult } from "./exec.js";
-import { FILE_SCRIPTS, FILE_SCRIPT_EXIT } from "./file-scripts.js";
 import { pack } from "./single-file-tar.js";
-import { WORKSPACE, pathEscape, workspacePath } from "./workspace-path.js";
 
 export interface ExecDefaults {
   timeoutMs: number;
@@ -15,8 +32,6 @@ export interface ExecDefaults {
   user: string | undefined;
   engineTimeoutMs: number;
 }
-
-type Entry = { path: string; type: "file" | "directory"; size: number };
 
 /** Exit code of a command killed by SIGKILL: what every process gets when its container is killed, stopped or removed. */
 const KILLED_EXIT_CODE = 128 + 9;
@@ -90,7 +105,7 @@ export class DockerSandbox implements Sandbox {
    * pointing outside the workspace, or nowhere, is left out, as is a name
    * holding a newline.
    */
-  async listFiles(path: string): Promise<Entry[]> {
+  async listFiles(path: string): Promise<WorkspaceEntry[]> {
     return this.call(() => this.listFilesHere(path), () => true);
   }
 
@@ -171,18 +186,13 @@ export class DockerSandbox implements Sandbox {
 
   private async writeFileHere(path: string, content: Uint8Array | string): Promise<void> {
     const logical = workspacePath(path);
-    if (logical === WORKSPACE) throw this.kindError("write", logical, "is the workspace folder itself");
+    if (logical === WORKSPACE) throw fileKindError({ operation: "write", logical, given: path, sandboxId: this.id }, "is the workspace folder itself");
     const prepared = await this.script("prepareWrite", logical);
     this.check(prepared, "write", logical, path);
-    // Only the line ends are the script's: a name may end in a space.
-    const output = prepared.stdout.toString("utf8").replace(/\n$/, "");
-    const split = output.indexOf("\n");
-    const [existing, target] = [output.slice(0, split), output.slice(split + 1)];
-    // The script checked the target; a path that reads otherwise here never reaches putArchive, which writes as root.
-    if (!target.startsWith(`${WORKSPACE}/`) || target.includes("\n")) throw pathEscape(path, `resolves to ${JSON.stringify(target)}, not a file under ${WORKSPACE}`);
-    const kept = /^([0-7]+) (\d+) (\d+)$/.exec(existing);
+    // putArchive writes as root: only the target the script checked, and preparedWrite checks again, is written.
+    const { target, existing } = preparedWrite(prepared.stdout.toString("utf8").replace(/\n$/, ""), path);
     // An existing file keeps its mode and owner, as a write into it does; a new one belongs to the user commands run as.
-    const entry = kept ? { mode: parseInt(kept[1]!, 8), uid: Number(kept[2]), gid: Number(kept[3]) } : { mode: 0o644, ...(await this.fileOwner()) };
+    const entry = existing ?? { mode: 0o644, ...(await this.fileOwner()) };
     const bytes = typeof content === "string" ? Buffer.from(content, "utf8") : Buffer.from(content);
     const archive = await pack(posix.basename(target), bytes, entry);
     await engineCall(`writing ${logical}`, () => this.container.putArchive(archive, { path: posix.dirname(target) }));
@@ -193,20 +203,11 @@ export class DockerSandbox implements Sandbox {
     this.check(await this.script("delete", logical), "delete", logical, path);
   }
 
-  private async listFilesHere(path: string): Promise<Entry[]> {
+  private async listFilesHere(path: string): Promise<WorkspaceEntry[]> {
     const logical = workspacePath(path);
     const result = await this.script("list", logical);
     this.check(result, "list", logical, path);
-    const entries: Entry[] = [];
-    // Each line is "kind|size|path", the path relative to the one asked for ("." for itself).
-    for (const line of result.stdout.toString("utf8").split("\n")) {
-      const match = /^([^|]+)\|(\d+)\|\.(\/.*)?$/.exec(line);
-      if (!match) continue;
-      const [, kind, size, below] = match as unknown as [string, string, string, string | undefined];
-      const entryPath = `${logical}${below ?? ""}`;
-      entries.push(kind === "directory" ? { path: entryPath, type: "directory", size: 0 } : { path: entryPath, type: "file", size: Number(size) });
-    }
-    return entries.sort((a, b) => (a.path < b.path ? -1 : a.path > b.path ? 1 : 0));
+    return listedEntries(result.stdout.toString("utf8"), logical);
   }
 
   private async execHere(command: string, options: SandboxExecOptions): Promise<ExecResult> {
@@ -245,7 +246,7 @@ export class DockerSandbox implements Sandbox {
     return this.owner;
   }
 
-  private script(name: keyof typeof FILE_SCRIPTS, logical: string, maxOutputBytes = 16 * 1024 * 1024): Promise<RawExecResult> {
+  private script(name: FileScript, logical: string, maxOutputBytes = 16 * 1024 * 1024): Promise<RawExecResult> {
     return execInContainer(this.container, {
       argv: ["/bin/sh", "-c", FILE_SCRIPTS[name], "sh", logical],
       cwd: "/",
@@ -257,7 +258,7 @@ export class DockerSandbox implements Sandbox {
     });
   }
 
-  private check(result: RawExecResult, operation: string, logical: string, given: string): void {
+  private check(result: RawExecResult, operation: FileCall["operation"], logical: string, given: string): void {
     // Output past the cap is dropped: a file or listing cut short must never pass for the whole.
     if (result.truncated && result.exitCode === 0 && !result.timedOut) {
       throw new AssemblyLineError("AL_ERR_SANDBOX_UNAVAILABLE", `could not ${operation} ${logical} in sandbox ${this.id}: ${operation === "read" ? `the file is larger than ${MAX_READ_BYTES} bytes, the most readFile returns` : "its output passed the file helper's cap"}`, {
@@ -266,33 +267,11 @@ export class DockerSandbox implements Sandbox {
       });
     }
     if (result.exitCode === 0 && !result.timedOut) return;
-    if (result.exitCode === FILE_SCRIPT_EXIT.missing) {
-      throw new AssemblyLineError("AL_ERR_PATH_NOT_FOUND", `nothing at ${logical} in sandbox ${this.id}`, {
-        fix: "List the folder first (listFiles) and use a path it returns.",
-        details: { path: logical },
-      });
-    }
-    // The read script's kind check is `[ -f ]`: a FIFO, a socket or a device fails it as a folder does.
-    if (result.exitCode === FILE_SCRIPT_EXIT.wrongKind) throw this.kindError(operation, logical, operation === "read" ? "is not a regular file (a folder, a FIFO, a socket or a device)" : "is a folder");
-    if (result.exitCode === FILE_SCRIPT_EXIT.escape) throw pathEscape(given, `resolves through a symlink to a location outside ${WORKSPACE}`);
-    if (result.exitCode === FILE_SCRIPT_EXIT.newlineName) throw pathEscape(given, "resolves through a symlink to a name holding a newline, which no sandbox path may hold");
-    if (result.exitCode === FILE_SCRIPT_EXIT.fileInTheWay) {
-      throw new AssemblyLineError("AL_ERR_PATH_NOT_FOUND", `cannot ${operation} ${logical} in sandbox ${this.id}: a file stands where a folder is needed`, {
-        fix: "A part of the path is a file (or a symlink to nothing): list its folder (listFiles) and choose a path under a folder, or delete the file first.",
-        details: { path: logical },
-      });
-    }
-    if (result.exitCode === FILE_SCRIPT_EXIT.tooManyLinks) throw this.kindError(operation, logical, "is a chain of too many symlinks");
+    const refusal = result.timedOut ? undefined : fileScriptRefusal(result.exitCode, { operation, logical, given, sandboxId: this.id });
+    if (refusal) throw refusal;
     throw new AssemblyLineError("AL_ERR_SANDBOX_UNAVAILABLE", `could not ${operation} ${logical} in sandbox ${this.id}: ${result.stderr.toString("utf8").trim() || `exit ${result.exitCode}`}`, {
       fix: "Check that the container is running (docker ps) and that its image has a POSIX shell with readlink, find and stat.",
       details: { path: logical, exitCode: result.exitCode },
-    });
-  }
-
-  private kindError(operation: string, logical: string, why: string): AssemblyLineError {
-    return new AssemblyLineError("AL_ERR_PATH_NOT_FOUND", `cannot ${operation} ${logical} in sandbox ${this.id}: it ${why}`, {
-      fix: "Name a regular file under /workspace (listFiles shows the folder's files).",
-      details: { path: logical },
     });
   }
 }

@@ -1,5 +1,5 @@
-import { AssemblyLineError } from "@assemblyline-agents/core";
 import { posix } from "node:path";
+import { AssemblyLineError } from "../errors.js";
 
 /** The physical folder every sandbox path lives under, inside the container. */
 export const WORKSPACE = "/workspace";

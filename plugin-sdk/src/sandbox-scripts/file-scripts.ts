@@ -1,8 +1,11 @@
 /*
- * File operations run small POSIX shell scripts inside the container (busybox
- * and coreutils both suffice), with the logical path as an argument, never
- * spliced into the script. The path holds no newline (workspacePath refuses
- * one), and no captured path may either:
+ * The file calls of a sandbox with a physical /workspace run these small
+ * POSIX shell scripts inside it, as `sh -c SCRIPT sh PATH`: the Docker sandbox
+ * through docker exec, the hosted ones inside their command wrapper. Either
+ * way the image's own sh runs them (busybox and coreutils both suffice), so one
+ * copy serves both. The logical path is an argument, never spliced into the
+ * script; it holds no newline (workspacePath refuses one), and no captured
+ * path may either:
  *
  * - `$(cmd)` drops every trailing newline, so a symlink to "/workspace/d<newline>"
  *   would read as /workspace/d, maybe another symlink, out of the workspace.
@@ -13,8 +16,9 @@
  * - A path's folder and last name come from parameter expansions (`%` and
  *   `##` with a slash pattern), never from captured dirname and basename.
  *
- * What a script finally hands to cat, rm or (through its output) putArchive
- * is the path it checked, with every symlink resolved.
+ * What a script finally hands to cat or rm, or prints for the caller to read
+ * or write through its own channel (putArchive, a provider's file API), is the
+ * path it checked, with every symlink resolved.
  */
 
 /** How a file script says why it refused. */
@@ -50,12 +54,20 @@ ancestor() {
   resolve "$probe"
 }`;
 
-export const FILE_SCRIPTS = {
-  read: `${HELPERS}
+/** $real := the regular file $1 names, checked as resolve does. */
+const FIND_FILE = `${HELPERS}
 [ -e "$1" ] || { ancestor "$1"; exit ${FILE_SCRIPT_EXIT.missing}; }
 resolve "$1"
-[ -f "$real" ] || exit ${FILE_SCRIPT_EXIT.wrongKind}
+[ -f "$real" ] || exit ${FILE_SCRIPT_EXIT.wrongKind}`;
+
+export const FILE_SCRIPTS = {
+  /** Prints the file's content. */
+  read: `${FIND_FILE}
 exec cat -- "$real"`,
+
+  /** Prints the file's real path, a line, for a sandbox that downloads files by path (the hosted providers' file APIs). */
+  locate: `${FIND_FILE}
+printf '%s\\n' "$real"`,
 
   /*
    * Follows a symlink at the target hop by hop, as the local sandbox does:
@@ -133,4 +145,6 @@ while IFS= read -r line; do
     *) printf '%s\\n' "$line";;
   esac
 done`,
-};
+} as const;
+
+export type FileScript = keyof typeof FILE_SCRIPTS;

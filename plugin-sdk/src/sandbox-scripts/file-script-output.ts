@@ -1,0 +1,86 @@
+import { AssemblyLineError } from "../errors.js";
+import { FILE_SCRIPT_EXIT } from "./file-scripts.js";
+import { WORKSPACE, pathEscape } from "./workspace-path.js";
+
+export type WorkspaceEntry = { path: string; type: "file" | "directory"; size: number };
+
+/** One file call, for its errors: `logical` is the checked path, `given` the path as the caller wrote it. */
+export interface FileCall {
+  operation: "read" | "write" | "delete" | "list";
+  logical: string;
+  given: unknown;
+  sandboxId: string;
+}
+
+/** The error a file script's exit code stands for, or undefined when the code is none of FILE_SCRIPT_EXIT's (the sandbox itself failed). */
+export function fileScriptRefusal(exitCode: number, call: FileCall): AssemblyLineError | undefined {
+  const { operation, logical, given, sandboxId } = call;
+  switch (exitCode) {
+    case FILE_SCRIPT_EXIT.missing:
+      return new AssemblyLineError("AL_ERR_PATH_NOT_FOUND", `nothing at ${logical} in sandbox ${sandboxId}`, {
+        fix: "List the folder first (listFiles) and use a path it returns.",
+        details: { path: logical },
+      });
+    // The read script's kind check is `[ -f ]`: a FIFO, a socket or a device fails it as a folder does.
+    case FILE_SCRIPT_EXIT.wrongKind:
+      return fileKindError(call, operation === "read" ? "is not a regular file (a folder, a FIFO, a socket or a device)" : "is a folder");
+    case FILE_SCRIPT_EXIT.escape:
+      return pathEscape(given, `resolves through a symlink to a location outside ${WORKSPACE}`);
+    case FILE_SCRIPT_EXIT.newlineName:
+      return pathEscape(given, "resolves through a symlink to a name holding a newline, which no sandbox path may hold");
+    case FILE_SCRIPT_EXIT.fileInTheWay:
+      return new AssemblyLineError("AL_ERR_PATH_NOT_FOUND", `cannot ${operation} ${logical} in sandbox ${sandboxId}: a file stands where a folder is needed`, {
+        fix: "A part of the path is a file (or a symlink to nothing): list its folder (listFiles) and choose a path under a folder, or delete the file first.",
+        details: { path: logical },
+      });
+    case FILE_SCRIPT_EXIT.tooManyLinks:
+      return fileKindError(call, "is a chain of too many symlinks");
+    default:
+      return undefined;
+  }
+}
+
+/** A file call refused because its path names something other than a regular file (`why`: "is a folder"). */
+export function fileKindError(call: FileCall, why: string): AssemblyLineError {
+  return new AssemblyLineError("AL_ERR_PATH_NOT_FOUND", `cannot ${call.operation} ${call.logical} in sandbox ${call.sandboxId}: it ${why}`, {
+    fix: "Name a regular file under /workspace (listFiles shows the folder's files).",
+    details: { path: call.logical },
+  });
+}
+
+/**
+ * The real path a script printed as its last line (locate, prepareWrite), for
+ * a caller that reads or writes it through a channel of its own, as root or
+ * the provider's user: the script checked it, and a path that reads otherwise
+ * here never gets that far.
+ */
+export function checkedRealPath(printed: string, given: unknown): string {
+  // Only the line end is the script's: a name may end in a space.
+  const path = printed.replace(/\n$/, "");
+  if (!path.startsWith(`${WORKSPACE}/`) || path.includes("\n")) throw pathEscape(given, `resolves to ${JSON.stringify(path)}, not a file under ${WORKSPACE}`);
+  return path;
+}
+
+/** prepareWrite's output: the real path to write, and the mode and owner of the file already there, if any. */
+export function preparedWrite(output: string, given: unknown): { target: string; existing: { mode: number; uid: number; gid: number } | undefined } {
+  const split = output.indexOf("\n");
+  const kept = /^([0-7]+) (\d+) (\d+)$/.exec(output.slice(0, split));
+  return {
+    target: checkedRealPath(output.slice(split + 1), given),
+    existing: kept ? { mode: parseInt(kept[1]!, 8), uid: Number(kept[2]), gid: Number(kept[3]) } : undefined,
+  };
+}
+
+/** list's output as entries under `logical`, the path asked for, sorted by path. */
+export function listedEntries(output: string, logical: string): WorkspaceEntry[] {
+  const entries: WorkspaceEntry[] = [];
+  // Each line is "kind|size|path", the path relative to the one asked for ("." for itself).
+  for (const line of output.split("\n")) {
+    const match = /^([^|]+)\|(\d+)\|\.(\/.*)?$/.exec(line);
+    if (!match) continue;
+    const [, kind, size, below] = match as unknown as [string, string, string, string | undefined];
+    const entryPath = `${logical}${below ?? ""}`;
+    entries.push(kind === "directory" ? { path: entryPath, type: "directory", size: 0 } : { path: entryPath, type: "file", size: Number(size) });
+  }
+  return entries.sort((a, b) => (a.path < b.path ? -1 : a.path > b.path ? 1 : 0));
+}
