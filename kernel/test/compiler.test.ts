@@ -1,4 +1,4 @@
-import { cpSync, mkdtempSync, readFileSync, rmSync } from "node:fs";
+import { cpSync, mkdtempSync, readFileSync, rmSync, utimesSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { describe, expect, it } from "vitest";
@@ -33,6 +33,32 @@ describe("assembly-line build", () => {
       expect(await revisionOf(join(copy, "elsewhere"))).toBe(first);
       writeFiles(dir, { "notes.md": "docs changed" });
       expect(await revisionOf(dir)).toBe(first);
+    } finally {
+      rmSync(copy, { recursive: true, force: true });
+    }
+  });
+
+  it("gives the same revision after its files are touched, without its artifact cache, and to a copy that carries its .assembly-line", async () => {
+    const dir = agentFolder({
+      "agent.ts": `import { defineAgent } from "@assemblyline-agents/core";\nimport data from "./data/table.json";\nexport default defineAgent({ id: "fixed", model: "m/x", instructions: "Rows: " + data.rows.length });\n`,
+      "data/table.json": `{ "rows": [1, 2, 3] }`,
+      "tools/echo.ts": toolSource(),
+      "tools/add_note.ts": toolSource(),
+      "hooks/audit.ts": `import { defineHook } from "@assemblyline-agents/core";\nexport default defineHook({ events: { "run.completed"() {}, "*"() {} } });\n`,
+      "skills/notes/SKILL.md": "---\ndescription: Take notes.\ntools: [add_note]\n---\n1. Note.\n",
+      "subagents/worker/agent.ts": `import { defineAgent } from "@assemblyline-agents/core";\nexport default defineAgent({ description: "Works." });\n`,
+      "subagents/worker/tools/work.ts": toolSource(),
+    });
+    const copy = mkdtempSync(join(tmpdir(), "al-copy-"));
+    try {
+      const first = await revisionOf(dir);
+      const later = new Date(Date.now() + 60_000);
+      for (const file of ["agent.ts", "data/table.json", "tools/echo.ts", "hooks/audit.ts", "skills/notes/SKILL.md", "subagents/worker/tools/work.ts"]) utimesSync(join(dir, file), later, later);
+      expect(await revisionOf(dir)).toBe(first);
+      rmSync(join(dir, ".assembly-line"), { recursive: true, force: true });
+      expect(await revisionOf(dir)).toBe(first);
+      cpSync(dir, join(copy, "built"), { recursive: true });
+      expect(await revisionOf(join(copy, "built"))).toBe(first);
     } finally {
       rmSync(copy, { recursive: true, force: true });
     }
