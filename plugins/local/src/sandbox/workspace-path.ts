@@ -1,9 +1,8 @@
-import { AssemblyLineError } from "@assemblyline-agents/core";
+import { AssemblyLineError, WORKSPACE, pathEscape, workspacePath } from "@assemblyline-agents/core";
 import { realpath } from "node:fs/promises";
-import { basename, dirname, join, posix, sep } from "node:path";
+import { basename, dirname, join, sep } from "node:path";
 
-/** The logical root every sandbox path lives under. */
-export const WORKSPACE = "/workspace";
+export { WORKSPACE, pathEscape };
 
 /** A logical path checked lexically: `relative` is "" for `/workspace` itself. */
 export interface WorkspacePath {
@@ -13,13 +12,6 @@ export interface WorkspacePath {
   relative: string;
 }
 
-export function pathEscape(path: unknown, why: string): AssemblyLineError {
-  return new AssemblyLineError("AL_ERR_PATH_ESCAPE", `sandbox path ${JSON.stringify(path)} ${why}`, {
-    fix: `Use a path under ${WORKSPACE} without "..", e.g. "${WORKSPACE}/report.txt" or "report.txt"; symlinks must stay inside the workspace.`,
-    details: { path, root: WORKSPACE },
-  });
-}
-
 /**
  * Check a logical path without touching the disk. Relative paths are relative to
  * `/workspace`. Every ".." is refused, even one that would stay inside: the shell
@@ -27,16 +19,8 @@ export function pathEscape(path: unknown, why: string): AssemblyLineError {
  * two could name different files; refusing keeps one meaning.
  */
 export function parseWorkspacePath(path: unknown): WorkspacePath {
-  if (typeof path !== "string" || path === "") throw pathEscape(path, "is not a non-empty string");
-  if (path.includes("\0")) throw pathEscape(path, "contains a NUL byte");
-  // Most often a slip ("report.txt\n"); refused as the Docker sandbox, whose file scripts pass paths a line each, refuses it.
-  if (path.includes("\n")) throw pathEscape(path, "contains a newline");
-  if (path.split("/").includes("..")) throw pathEscape(path, `climbs out of ${WORKSPACE} with ".."`);
-  const absolute = path.startsWith("/") ? path : `${WORKSPACE}/${path}`;
-  const logical = posix.normalize(absolute).replace(/\/+$/, "") || "/";
-  if (logical !== WORKSPACE && !logical.startsWith(`${WORKSPACE}/`)) {
-    throw pathEscape(path, `is not under ${WORKSPACE} (host paths are not reachable)`);
-  }
+  // The check every sandbox makes (core's workspacePath), so a path means the same in each.
+  const logical = workspacePath(path);
   return { logical, relative: logical.slice(WORKSPACE.length + 1) };
 }
 
