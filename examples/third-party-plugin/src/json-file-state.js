@@ -5,9 +5,15 @@ import {
   AssemblyLineError,
   TERMINAL_RUN_STATUSES,
   asStoredJson,
+  checkConversationAppend,
+  checkLeaseOwner,
+  checkListLimit,
   checkNewEvents,
   checkNewRun,
   checkObservedSeq,
+  checkRunListFilter,
+  checkSeqNumber,
+  checkedUsageRecord,
   fenceHolds,
   isClaimableBy,
   isInConversationScope,
@@ -67,7 +73,9 @@ const emptyDocument = () => ({ format: FORMAT, nextOrdinal: 1, runs: {}, idempot
  * in-memory document without awaiting in between, so calls are atomic with
  * respect to each other; a call that changes something resolves once a file
  * write that includes its change has been fsynced and renamed into place.
- * One process per file: it takes no lock.
+ * One process per file: it takes no lock. What a call writes first passes core's input checks
+ * (checkNewRun, checkedUsageRecord, checkLeaseOwner...), so it refuses what every store refuses,
+ * with the same message, as the state kit asks.
  */
 export class JsonFileState {
   /** @param {{ file: string }} options */
@@ -144,7 +152,7 @@ export class JsonFileState {
   /** @param {NewRun} run @param {CreateRunOptions} [options] */
   async createRun(run, options = {}) {
     await this.ready();
-    checkNewRun("createRun", run);
+    checkNewRun("createRun", run, options);
     const existingId = run.idempotencyKey !== undefined ? this.doc.idempotency[run.idempotencyKey] : undefined;
     const existing = this.doc.runs[existingId ?? run.id];
     if (existing) return { run: copy(existing.record), created: false };
@@ -194,7 +202,8 @@ export class JsonFileState {
         fix: "Pass the nextCursor of a previous page, or no cursor for the first page.",
       });
     }
-    const limit = filter.limit ?? DEFAULT_PAGE_SIZE;
+    // A status no run has and a limit that is no number are refused; a fractional limit is the whole runs below it.
+    const limit = checkRunListFilter(filter) ?? DEFAULT_PAGE_SIZE;
     const matching = Object.values(this.doc.runs)
       .filter(({ record, ordinal }) =>
         ordinal < before &&
@@ -214,6 +223,7 @@ export class JsonFileState {
    */
   async appendEvents(runId, events, change, options = {}) {
     await this.ready();
+    if (options.expectedLastSeq !== undefined) checkSeqNumber(`appendEvents(run "${runId}")`, "options.expectedLastSeq", options.expectedLastSeq);
     const stored = this.requireRun(runId);
     // Checked with no await before the change below: a stale lease holder never writes.
     if (options.fence && !fenceHolds(stored.record.lease, options.fence)) throw staleFenceError(runId, options.fence, stored.record.lease);
@@ -245,6 +255,7 @@ export class JsonFileState {
   /** @param {string} runId @param {{ afterSeq?: number, limit?: number }} [options] */
   async listEvents(runId, options = {}) {
     await this.ready();
+    if (options.limit !== undefined) checkListLimit(options.limit, `listEvents(run "${runId}")`);
     const after = (this.doc.runs[runId]?.events ?? []).filter((event) => event.seq > (options.afterSeq ?? 0));
     return copy(options.limit === undefined ? after : after.slice(0, options.limit));
   }
@@ -294,6 +305,7 @@ export class JsonFileState {
     await this.ready();
     const stored = this.requireRun(runId);
     const lease = stored.record.lease;
+    checkLeaseOwner(`acquireRunLease(run "${runId}")`, "owner", owner);
     const expiresAt = leaseExpiresAt(`acquireRunLease(run "${runId}")`, "ttlMs", now.getTime(), ttlMs);
     if (TERMINAL_RUN_STATUSES.includes(stored.record.status)) return null;
     if (lease && lease.owner !== owner && !isLeaseFree(lease, now)) return null;
@@ -336,6 +348,7 @@ export class JsonFileState {
   async claimRecoverableRuns(options) {
     await this.ready();
     const now = options.now ?? new Date();
+    checkLeaseOwner("claimRecoverableRuns", "options.owner", options.owner);
     const expiresAt = leaseExpiresAt("claimRecoverableRuns", "options.ttlMs", now.getTime(), options.ttlMs);
     const { agentId } = options;
     const claimed = Object.values(this.doc.runs)
@@ -362,6 +375,7 @@ export class JsonFileState {
   async claimDeliveries(options) {
     await this.ready();
     const now = options.now ?? new Date();
+    checkLeaseOwner("claimDeliveries", "options.owner", options.owner);
     const expiresAt = leaseExpiresAt("claimDeliveries", "options.ttlMs", now.getTime(), options.ttlMs);
     const { agentId } = options;
     const claimed = Object.values(this.doc.deliveries)
@@ -411,6 +425,7 @@ export class JsonFileState {
    */
   async appendConversationMessages(conversationId, messages, options = {}) {
     await this.ready();
+    checkConversationAppend(`appendConversationMessages(conversation "${conversationId}")`, conversationId, messages, options);
     const agentId = options.agentId ?? null;
     (this.doc.conversations[conversationId] ??= []).push(...asJson(messages).map((message) => ({ ...message, agentId })));
     await this.persist();
@@ -435,9 +450,11 @@ export class JsonFileState {
   /** Recording the same id twice counts once; the record keeps its agent (null without one). @param {UsageRecord} record */
   async recordUsage(record) {
     await this.ready();
+    // createdAt kept as an ISO UTC time, which listUsage's `since` compares.
+    const checked = checkedUsageRecord("recordUsage", record);
     const usage = (this.doc.usage ??= []);
-    if (usage.some((held) => held.id === record.id)) return;
-    usage.push({ ...asJson(record), agentId: record.agentId ?? null });
+    if (usage.some((held) => held.id === checked.id)) return;
+    usage.push({ ...asJson(checked), agentId: checked.agentId ?? null });
     await this.persist();
   }
 

@@ -3,6 +3,10 @@ import {
   type CreatedRun,
   type ReleaseOptions,
   AssemblyLineError,
+  checkConversationAppend,
+  checkFileRecord,
+  checkLeaseOwner,
+  checkListLimit,
   checkMemoryWrite,
   checkNewEvents,
   checkNewRun,
@@ -10,9 +14,12 @@ import {
   checkScheduleDeleteIf,
   checkScheduleInput,
   checkScheduleReplace,
+  checkSeqNumber,
+  checkSettingWrite,
   checkedDate,
   checkedTimeText,
-  refuseStateInput,
+  checkedUsageRecord,
+  definedStateValue,
   asStoredJson,
   copyStateValue,
   fenceHolds,
@@ -154,7 +161,9 @@ const claimLimit = (limit: number | undefined): number => Math.max(0, limit ?? D
  * Events, tool calls and steps are kept as JSON text, so they read back as the
  * durable stores give them back (a Date as its ISO string, undefined fields
  * left out); a value JSON cannot hold (a BigInt, a cycle) is refused with
- * AL_ERR_STATE_INPUT_INVALID before anything is written.
+ * AL_ERR_STATE_INPUT_INVALID before anything is written. Every write goes through core's input
+ * checks where the file state and PostgreSQL make them, so all three refuse the same input with the
+ * same message, and times (a usage record's createdAt, a schedule's nextRunAt) are kept as ISO UTC.
  * Step keys are insert-once: a second write of the same key keeps the first.
  * completeDelivery/failDelivery/completeScheduleRun from an owner that does not
  * hold the lease are ignored, so a worker whose lease was taken over cannot
@@ -182,7 +191,7 @@ export class InMemoryStateAdapter implements StateAdapter {
   // ---- runs ----------------------------------------------------------------
 
   async createRun(run: NewRun, options: CreateRunOptions = {}): Promise<CreatedRun> {
-    checkNewRun("createRun", run);
+    checkNewRun("createRun", run, options);
     const existingId =
       run.idempotencyKey !== undefined ? this.runIdByIdempotencyKey.get(run.idempotencyKey) : undefined;
     const existing = this.runs.get(existingId ?? run.id);
@@ -256,6 +265,7 @@ export class InMemoryStateAdapter implements StateAdapter {
     change?: RunStateChange,
     options: AppendOptions = {},
   ): Promise<RunEvent[]> {
+    if (options.expectedLastSeq !== undefined) checkSeqNumber(`appendEvents(run "${runId}")`, "options.expectedLastSeq", options.expectedLastSeq);
     const stored = this.requireRun(runId);
     const { record } = stored;
     if (options.fence && !fenceHolds(record.lease, options.fence)) throw staleFenceError(runId, options.fence, record.lease);
@@ -295,12 +305,13 @@ export class InMemoryStateAdapter implements StateAdapter {
   }
 
   async listEvents(runId: string, options: { afterSeq?: number; limit?: number } = {}): Promise<RunEvent[]> {
+    if (options.limit !== undefined) checkListLimit(options.limit, `listEvents(run "${runId}")`);
     const stored = this.runs.get(runId);
     if (!stored) return [];
     const afterSeq = options.afterSeq ?? 0;
     // Seqs are contiguous from 1, so the event with seq n sits at index n - 1.
     const start = Math.max(0, Math.min(stored.events.length, Math.floor(afterSeq)));
-    const end = options.limit === undefined ? stored.events.length : Math.min(stored.events.length, start + Math.max(0, options.limit));
+    const end = options.limit === undefined ? stored.events.length : Math.min(stored.events.length, start + options.limit);
     const listed: RunEvent[] = [];
     for (let index = start; index < end; index++) listed.push(eventFromText(runId, index, stored.events[index]!, stored.eventTimes[index]!));
     return listed;
@@ -335,6 +346,7 @@ export class InMemoryStateAdapter implements StateAdapter {
     const stored = this.requireRun(runId);
     const { record } = stored;
     const at = now ?? new Date();
+    checkLeaseOwner(`acquireRunLease(run "${runId}")`, "owner", owner);
     const expiresAt = leaseExpiresAt(`acquireRunLease(run "${runId}")`, "ttlMs", at.getTime(), ttlMs);
     if (TERMINAL_RUN_STATUSES.includes(record.status)) return null;
     if (record.lease && record.lease.owner !== owner && !isLeaseFree(record.lease, at)) return null;
@@ -360,6 +372,7 @@ export class InMemoryStateAdapter implements StateAdapter {
 
   async claimRecoverableRuns(options: ClaimOptions): Promise<RunRecord[]> {
     const at = options.now ?? new Date();
+    checkLeaseOwner("claimRecoverableRuns", "options.owner", options.owner);
     const expiresAt = leaseExpiresAt("claimRecoverableRuns", "options.ttlMs", at.getTime(), options.ttlMs);
     const { agentId } = options;
     const claimed = this.runOrder.oldestUnfinished(
@@ -384,6 +397,7 @@ export class InMemoryStateAdapter implements StateAdapter {
 
   async claimDeliveries(options: ClaimOptions): Promise<DeliveryRecord[]> {
     const at = options.now ?? new Date();
+    checkLeaseOwner("claimDeliveries", "options.owner", options.owner);
     const lease = { owner: options.owner, expiresAt: leaseExpiresAt("claimDeliveries", "options.ttlMs", at.getTime(), options.ttlMs) };
     const { agentId } = options;
     // Another agent's reply is skipped before the limit, so it never uses up this agent's claim.
@@ -425,6 +439,7 @@ export class InMemoryStateAdapter implements StateAdapter {
   // ---- conversations ---------------------------------------------------------
 
   async appendConversationMessages(conversationId: string, messages: ConversationMessage[], options: ConversationScope = {}): Promise<void> {
+    checkConversationAppend(`appendConversationMessages(conversation "${conversationId}")`, conversationId, messages, options);
     const agentId = options.agentId ?? null;
     const copies = messages.map((message) => ({ ...asStoredJson(message, `appendConversationMessages("${conversationId}")`), agentId }));
     const list = this.conversations.get(conversationId) ?? [];
@@ -448,15 +463,16 @@ export class InMemoryStateAdapter implements StateAdapter {
   // ---- schedules -------------------------------------------------------------
 
   async upsertSchedule(schedule: Omit<ScheduleRecord, "lease">): Promise<void> {
-    checkScheduleInput("upsertSchedule", schedule);
+    // Kept as an ISO UTC time, as PostgreSQL gives it back.
+    const nextRunAt = checkScheduleInput("upsertSchedule", schedule);
     const lease = this.schedules.get(schedule.id)?.lease ?? null;
-    this.schedules.set(schedule.id, { ...asStoredJson(schedule, `upsertSchedule("${schedule.id}")`), lease });
+    this.schedules.set(schedule.id, { ...asStoredJson(schedule, `upsertSchedule("${schedule.id}")`), nextRunAt, lease });
   }
 
   async insertSchedule(schedule: Omit<ScheduleRecord, "lease">): Promise<boolean> {
-    checkScheduleInput("insertSchedule", schedule);
+    const nextRunAt = checkScheduleInput("insertSchedule", schedule);
     if (this.schedules.has(schedule.id)) return false;
-    this.schedules.set(schedule.id, { ...asStoredJson(schedule, `insertSchedule("${schedule.id}")`), lease: null });
+    this.schedules.set(schedule.id, { ...asStoredJson(schedule, `insertSchedule("${schedule.id}")`), nextRunAt, lease: null });
     return true;
   }
 
@@ -492,6 +508,7 @@ export class InMemoryStateAdapter implements StateAdapter {
 
   async claimDueSchedules(options: ScheduleClaimOptions): Promise<ScheduleRecord[]> {
     const at = options.now ?? new Date();
+    checkLeaseOwner("claimDueSchedules", "options.owner", options.owner);
     const expiresAt = leaseExpiresAt("claimDueSchedules", "options.ttlMs", at.getTime(), options.ttlMs);
     const claimed = [...this.schedules.values()]
       .filter((s) => s.enabled && Date.parse(s.nextRunAt) <= at.getTime() && isLeaseFree(s.lease, at) && isScheduleClaimableBy(s, options.agentId))
@@ -519,6 +536,7 @@ export class InMemoryStateAdapter implements StateAdapter {
   // ---- files -----------------------------------------------------------------
 
   async putFileRecord(record: FileRecord): Promise<void> {
+    checkFileRecord("putFileRecord", record);
     this.files.set(record.path, asStoredJson(record, `putFileRecord("${record.path}")`));
   }
 
@@ -543,7 +561,9 @@ export class InMemoryStateAdapter implements StateAdapter {
   // ---- usage -----------------------------------------------------------------
 
   async recordUsage(record: UsageRecord): Promise<void> {
-    if (!this.usage.has(record.id)) this.usage.put(asStoredJson(record, `recordUsage("${record.id}")`));
+    // Kept with createdAt as an ISO UTC time, as PostgreSQL keeps it.
+    const checked = checkedUsageRecord("recordUsage", record);
+    if (!this.usage.has(checked.id)) this.usage.put(asStoredJson(checked, `recordUsage("${checked.id}")`));
   }
 
   async listUsage(filter: UsageFilter): Promise<UsageRecord[]> {
@@ -558,7 +578,7 @@ export class InMemoryStateAdapter implements StateAdapter {
   }
 
   async putSandboxSession(record: SandboxSessionRecord): Promise<void> {
-    if (record.data === undefined) refuseStateInput(`putSandboxSession(key "${record.key}")`, "record.data", "a JSON value (null for none)", record.data);
+    definedStateValue(`putSandboxSession(key "${record.key}")`, "record.data", record.data);
     this.sandboxSessions.set(record.key, asStoredJson(record, `putSandboxSession("${record.key}")`));
   }
 
@@ -605,7 +625,7 @@ export class InMemoryStateAdapter implements StateAdapter {
   }
 
   async putSetting(key: string, value: JsonValue, audit: { actor: string; reason?: string }): Promise<SettingAuditEvent> {
-    if (value === undefined) refuseStateInput(`putSetting(key "${key}")`, "value", "a JSON value (null for none)", value);
+    checkSettingWrite(`putSetting(key "${key}")`, key, value, audit);
     const stored = asStoredJson(value, `putSetting(key "${key}")`);
     const event: SettingAuditEvent = {
       id: randomUUID(),

@@ -1,5 +1,5 @@
 import { isAssemblyLineError, isStateAdapter } from "@assemblyline-agents/core";
-import { describeStateConformance, describeStateInputConformance } from "@assemblyline-agents/core/testkit";
+import { describeStateConformance } from "@assemblyline-agents/core/testkit";
 import { appendFile, mkdtemp, readdir, readFile, rm, stat, truncate, writeFile } from "node:fs/promises";
 import { spawnSync } from "node:child_process";
 import { tmpdir } from "node:os";
@@ -15,18 +15,6 @@ const tempFolder = () => folders.make();
 afterEach(() => folders.removeAll());
 
 describeStateConformance("FileStateAdapter", async () => {
-  const directory = await mkdtemp(join(tmpdir(), "al-file-state-kit-"));
-  const state = await FileStateAdapter.open({ directory });
-  return {
-    state,
-    cleanup: async () => {
-      await state.close();
-      await rm(directory, { recursive: true, force: true });
-    },
-  };
-});
-
-describeStateInputConformance("FileStateAdapter", async () => {
   const directory = await mkdtemp(join(tmpdir(), "al-file-state-kit-"));
   const state = await FileStateAdapter.open({ directory });
   return {

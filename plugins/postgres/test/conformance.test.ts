@@ -1,5 +1,5 @@
 import { isStateAdapter } from "@assemblyline-agents/core";
-import { describeStateConformance, describeStateInputConformance } from "@assemblyline-agents/core/testkit";
+import { describeStateConformance } from "@assemblyline-agents/core/testkit";
 import { afterAll, describe, expect, it } from "vitest";
 import { PostgresStateAdapter } from "../src/index.js";
 import { dropSchema, probeDatabase, randomSchema, testPool } from "./support/database.js";
@@ -34,7 +34,6 @@ if (probe.available) {
   describeStateConformance("PostgresStateAdapter", freshSchema, {
     facets: ["runs", "conversations", "schedules", "files", "usage", "sandboxSessions", "memory", "settings", "skills"],
   });
-  describeStateInputConformance("PostgresStateAdapter", freshSchema);
 
   describe("PostgresStateAdapter", () => {
     it("implements the whole StateAdapter", () => {

@@ -16,6 +16,7 @@ import type {
 } from "../../state/index.js";
 import type { JsonValue } from "../../json.js";
 import { MAX_MEMORY_FILE_BYTES } from "../../state/input-checks.js";
+import { stateInputRefusal } from "./refusal.js";
 import { clockAt, uniqueId, useSubject, type StateKitFactory } from "./subject.js";
 
 const message = (content: string, role: ConversationMessage["role"] = "user"): ConversationMessage => ({
@@ -101,6 +102,15 @@ export function describeConversationStoreConformance(name: string, factory: Stat
       expect(await of({ agentId: "sales" })).toEqual([["old", null], ["b1", "sales"]]);
       expect(await of({ agentId: "sales", limit: 1 })).toEqual([["b1", "sales"]]);
       expect(await of({ agentId: "nobody" })).toEqual([["old", null]]);
+    });
+
+    it("refuses a message whose role is neither user nor assistant, appending none of the batch", async () => {
+      const id = uniqueId("conv");
+      const batch = [message("hi"), message("be brief", "system" as "user")];
+      await expect(store().appendConversationMessages(id, batch)).rejects.toMatchObject(
+        stateInputRefusal(`appendConversationMessages(conversation "${id}"): messages[1].role must be one of user, assistant, got "system"`),
+      );
+      expect(await store().listConversationMessages(id)).toEqual([]);
     });
 
     it("stores copies of the messages it is given and returns copies", async () => {
@@ -237,6 +247,27 @@ export function describeScheduleStateStoreConformance(name: string, factory: Sta
       }
       expect(await store().listSchedules()).toEqual([]);
       expect(await store().claimDueSchedules({ owner: "a", ttlMs: 5_000, now: clockAt(0) })).toEqual([]);
+    });
+
+    it("refuses a claim for an empty owner, leasing nothing", async () => {
+      await store().upsertSchedule(schedule("job", clockAt(0)));
+      await expect(store().claimDueSchedules({ owner: "", ttlMs: 5_000, now: clockAt(0) })).rejects.toMatchObject(stateInputRefusal('claimDueSchedules: options.owner must be a non-empty string, got ""'));
+      expect((await store().getSchedule("job"))?.lease).toBeNull();
+    });
+
+    it("keeps nextRunAt as the ISO UTC time it names, in upsert, insert and replace, as PostgreSQL gives it back", async () => {
+      const at = (id: string, nextRunAt: string) => ({ ...schedule(id, clockAt(0)), nextRunAt });
+      await store().upsertSchedule(at("upserted", "2031-03-04T10:06:07+05:00"));
+      expect((await store().getSchedule("upserted"))?.nextRunAt).toBe(clockAt(0).toISOString());
+      if (store().insertSchedule) {
+        await store().insertSchedule!(at("inserted", "2031-03-04T10:06:07+05:00"));
+        expect((await store().getSchedule("inserted"))?.nextRunAt).toBe(clockAt(0).toISOString());
+      }
+      if (store().replaceSchedule) {
+        // The expected row may name the stored time with its offset: the same moment.
+        expect(await store().replaceSchedule!(at("upserted", "2031-03-04T10:06:07+05:00"), at("upserted", "2031-03-04T06:07:07+01:00"))).toBe(true);
+        expect((await store().getSchedule("upserted"))?.nextRunAt).toBe(clockAt(60_000).toISOString());
+      }
     });
 
     it("keeps the agent a schedule is written with, and none when written without", async () => {
@@ -435,6 +466,17 @@ export function describeFileIndexStoreConformance(name: string, factory: StateKi
       await store().deleteFileRecord("/files/never-existed.txt");
     });
 
+    it("refuses a record whose size is not a whole number of bytes >= 0, or whose path is empty, keeping what was there", async () => {
+      const record = file("/files/kit.txt", 3);
+      await store().putFileRecord(record);
+      for (const size of [-1, 1.5, Number.NaN]) {
+        await expect(store().putFileRecord({ ...record, size })).rejects.toMatchObject(stateInputRefusal(`putFileRecord: record.size must be a whole number of bytes >= 0, got ${size}`));
+      }
+      await expect(store().putFileRecord({ ...record, path: "" })).rejects.toMatchObject(stateInputRefusal('putFileRecord: record.path must be a non-empty string, got ""'));
+      expect(await store().getFileRecord(record.path)).toEqual(record);
+      expect(await store().getFileRecord("")).toBeUndefined();
+    });
+
     it("lists records under a prefix, sorted by path", async () => {
       for (const path of ["/files/b/2.txt", "/files/a.txt", "/files/b/1.txt", "/other/x.txt"]) await store().putFileRecord(file(path));
       expect((await store().listFileRecords({ prefix: "/files/b/" })).map((f) => f.path)).toEqual(["/files/b/1.txt", "/files/b/2.txt"]);
@@ -525,6 +567,27 @@ export function describeUsageStoreConformance(name: string, factory: StateKitFac
       const listed = await store().listUsage({ runId });
       expect(listed.map((u) => u.id).sort()).toEqual(["u1", "u2"]);
       expect(listed.find((u) => u.id === "u1")?.inputTokens).toBe(10);
+    });
+
+    it("refuses a record with a count or cost that is no finite number, or a createdAt that is no time, recording nothing", async () => {
+      const runId = uniqueId("run");
+      const rows: Array<[Partial<UsageRecord>, string]> = [
+        [{ inputTokens: Number.NaN }, "record.inputTokens must be a finite number, got NaN"],
+        [{ outputTokens: Number.POSITIVE_INFINITY }, "record.outputTokens must be a finite number, got Infinity"],
+        [{ costUsd: "0.1" as never }, 'record.costUsd must be a finite number, got "0.1"'],
+        [{ createdAt: "yesterday" }, 'record.createdAt must be an ISO-8601 time, got "yesterday"'],
+        [{ id: "" }, 'record.id must be a non-empty string, got ""'],
+      ];
+      for (const [change, problem] of rows) {
+        await expect(store().recordUsage({ ...usage(uniqueId("usage"), runId, null), ...change }), problem).rejects.toMatchObject(stateInputRefusal(`recordUsage: ${problem}`));
+      }
+      expect(await store().listUsage({ runId })).toEqual([]);
+    });
+
+    it("keeps a record's createdAt as the ISO UTC time it names, as PostgreSQL gives it back", async () => {
+      const record = { ...usage(uniqueId("usage"), uniqueId("run"), null), createdAt: "2024-01-01T12:00:00+05:00" };
+      await store().recordUsage(record);
+      expect(await store().listUsage({ runId: record.runId })).toEqual([expect.objectContaining({ id: record.id, createdAt: "2024-01-01T07:00:00.000Z" })]);
     });
 
     it("filters by run and by conversation", async () => {
@@ -850,6 +913,12 @@ export function describeRuntimeSettingsStoreConformance(name: string, factory: S
       // null is the value for "no setting".
       expect(await store().putSetting("model", null, { actor: "ops" })).toMatchObject({ value: null, previous: "a" });
       expect(await store().getSetting("model")).toBeNull();
+    });
+
+    it("refuses an empty key, writing neither value nor audit event", async () => {
+      await expect(store().putSetting("", 1, { actor: "kit" })).rejects.toMatchObject(stateInputRefusal('putSetting(key ""): key must be a non-empty string, got ""'));
+      expect(await store().getSetting("")).toBeUndefined();
+      expect(await store().listSettingAudit()).toEqual([]);
     });
 
     it("returns copies of stored values", async () => {

@@ -14,7 +14,6 @@ import { describeSkillStoreConformance } from "./skills.js";
 import type { StateKitFactory } from "./subject.js";
 
 export * from "./facets.js";
-export * from "./input-checks.js";
 export * from "./runs.js";
 export * from "./skills.js";
 export type { StateKitFactory, StateKitSubject } from "./subject.js";

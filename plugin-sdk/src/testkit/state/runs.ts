@@ -1,6 +1,7 @@
 import { describe, expect, it } from "vitest";
 import type { JsonObject } from "../../json.js";
-import type { NewRun, RunStateChange, RunStore, ToolCallRecord } from "../../state/index.js";
+import { RUN_STATUSES, type NewRun, type RunStateChange, type RunStore, type ToolCallRecord } from "../../state/index.js";
+import { stateInputRefusal } from "./refusal.js";
 import { clockAt, uniqueId, useSubject, type StateKitFactory } from "./subject.js";
 
 function newRun(overrides: Partial<NewRun> = {}): NewRun {
@@ -200,6 +201,16 @@ export function describeRunStoreConformance(name: string, factory: StateKitFacto
         expect((await store().listEvents(run.id)).map((event) => event.type)).toEqual(["run.created", "run.started"]);
       });
 
+      it("refuses an expectedLastSeq that is not a whole number >= 0 as input, not as a seq mismatch, appending nothing", async () => {
+        const { run } = await store().createRun(newRun());
+        for (const expectedLastSeq of [1.5, -1, Number.NaN]) {
+          await expect(store().appendEvents(run.id, [{ type: "kit.write" }], undefined, { expectedLastSeq })).rejects.toMatchObject(
+            stateInputRefusal(`appendEvents(run "${run.id}"): options.expectedLastSeq must be a whole number >= 0, got ${expectedLastSeq}`),
+          );
+        }
+        expect((await store().getRun(run.id))?.lastSeq).toBe(1);
+      });
+
       it("lets exactly one of 10 racing writers with the same expectedLastSeq win", async () => {
         const { run } = await store().createRun(newRun());
         const outcomes = await Promise.allSettled(
@@ -317,6 +328,16 @@ export function describeRunStoreConformance(name: string, factory: StateKitFacto
         expect((await store().listEvents(run.id, { afterSeq: 4 })).map((event) => event.seq)).toEqual([5, 6, 7, 8, 9, 10]);
         expect((await store().listEvents(run.id, { afterSeq: 4, limit: 2 })).map((event) => event.seq)).toEqual([5, 6]);
         expect(await store().listEvents(run.id, { afterSeq: 10 })).toEqual([]);
+      });
+
+      it("refuses a listEvents limit that is not a whole number >= 0, instead of listing part of the events", async () => {
+        const { run } = await store().createRun(newRun());
+        await store().appendEvents(run.id, [{ type: "a" }, { type: "b" }]);
+        for (const limit of [1.5, -1, Number.NaN]) {
+          await expect(store().listEvents(run.id, { limit })).rejects.toMatchObject(stateInputRefusal(`listEvents(run "${run.id}") got limit ${limit}, which is not a whole number of entries`));
+        }
+        expect(await store().listEvents(run.id, { limit: 0 })).toEqual([]);
+        expect((await store().listEvents(run.id, { limit: 2 })).map((event) => event.seq)).toEqual([1, 2]);
       });
 
       it("moves observedSeq forward and never backwards", async () => {
@@ -446,6 +467,22 @@ export function describeRunStoreConformance(name: string, factory: StateKitFacto
         await store().createRun(newRun({ agentId }));
         expect(await store().listRuns({ agentId, limit: 1 })).toMatchObject({ nextCursor: null });
       });
+
+      it("takes a fractional limit as the whole runs below it, at least one", async () => {
+        const agentId = uniqueId("agent");
+        for (let index = 0; index < 3; index += 1) await store().createRun(newRun({ agentId }));
+        expect((await store().listRuns({ agentId, limit: 2.5 })).runs).toHaveLength(2);
+        expect((await store().listRuns({ agentId, limit: 0.5 })).runs).toHaveLength(1);
+      });
+
+      it("refuses a limit that is no finite number and a status no run has, instead of a default page or an empty one", async () => {
+        await store().createRun(newRun());
+        const statuses = RUN_STATUSES.join(", ");
+        await expect(store().listRuns({ limit: Number.NaN })).rejects.toMatchObject(stateInputRefusal("listRuns: filter.limit must be a number of runs per page (left out: the store's default), got NaN"));
+        await expect(store().listRuns({ limit: Number.POSITIVE_INFINITY })).rejects.toMatchObject(stateInputRefusal("listRuns: filter.limit must be a number of runs per page (left out: the store's default), got Infinity"));
+        await expect(store().listRuns({ status: "bogus" as never })).rejects.toMatchObject(stateInputRefusal(`listRuns: filter.status[0] must be one of ${statuses}, got "bogus"`));
+        await expect(store().listRuns({ status: ["queued", "bogus" as never] })).rejects.toMatchObject(stateInputRefusal(`listRuns: filter.status[1] must be one of ${statuses}, got "bogus"`));
+      });
     });
 
     describe("bad input", () => {
@@ -492,6 +529,18 @@ export function describeRunStoreConformance(name: string, factory: StateKitFacto
           await expect(store().claimRecoverableRuns({ owner: "b", ttlMs: ttlMs as number })).rejects.toMatchObject(refused("ttlMs"));
           await expect(store().claimDeliveries({ owner: "b", ttlMs: ttlMs as number })).rejects.toMatchObject(refused("ttlMs"));
         }
+      });
+
+      it("refuses a lease for an empty owner in acquireRunLease, createRun and the claims of runs and deliveries, leasing nothing", async () => {
+        const { run } = await store().createRun(newRun());
+        await expect(store().acquireRunLease(run.id, "", 60_000)).rejects.toMatchObject(stateInputRefusal(`acquireRunLease(run "${run.id}"): owner must be a non-empty string, got ""`));
+        const leased = newRun();
+        await expect(store().createRun(leased, { lease: { owner: "", ttlMs: 60_000 } })).rejects.toMatchObject(stateInputRefusal('createRun: options.lease.owner must be a non-empty string, got ""'));
+        expect(await store().getRun(leased.id)).toBeUndefined();
+        for (const claim of ["claimRecoverableRuns", "claimDeliveries"] as const) {
+          await expect(store()[claim]({ owner: "", ttlMs: 60_000 })).rejects.toMatchObject(stateInputRefusal(`${claim}: options.owner must be a non-empty string, got ""`));
+        }
+        expect((await store().getRun(run.id))?.lease).toBeNull();
       });
 
       it("refuses an event with an empty type or data that is not an object, appending nothing", async () => {
