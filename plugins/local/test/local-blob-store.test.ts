@@ -90,6 +90,45 @@ describe("LocalBlobStore", () => {
     expect(await blobs.list()).toHaveLength(1);
   });
 
+  it("keeps keys that differ only in case apart, on a case-insensitive file system too (no two names differ only in case)", async () => {
+    const { blobs, directory } = await store();
+    const keys = ["files/Report.pdf", "files/report.pdf", "FILES/report.pdf", "files/REPORT.PDF"];
+    for (const [index, key] of keys.entries()) await blobs.put(key, new Uint8Array([index]));
+    // macOS and Windows fold case: two paths equal once lower-cased would be one file there.
+    const paths = await allFiles(directory);
+    expect(new Set(paths.map((path) => path.toLowerCase())).size).toBe(paths.length);
+    for (const [index, key] of keys.entries()) expect((await blobs.get(key))?.body).toEqual(new Uint8Array([index]));
+    expect(await blobs.list()).toEqual([...keys].sort());
+  });
+
+  it("reads, lists, replaces and deletes a blob an earlier version kept under its upper-case name", async () => {
+    const { blobs, directory } = await store();
+    await writeEarlierBlob(directory, ["Files", "Report.pdf"], "application/pdf", [1, 2]);
+    await writeEarlierBlob(directory, ["Old", "Notes.txt"], "text/plain", [3]);
+    expect(await blobs.get("Files/Report.pdf")).toEqual({ body: new Uint8Array([1, 2]), contentType: "application/pdf" });
+    expect(await blobs.get("files/report.pdf")).toBeUndefined();
+    expect(await blobs.list()).toEqual(["Files/Report.pdf", "Old/Notes.txt"]);
+    await blobs.put("Files/Report.pdf", new Uint8Array([9]), { contentType: "application/pdf" });
+    expect(await blobs.get("Files/Report.pdf")).toEqual({ body: new Uint8Array([9]), contentType: "application/pdf" });
+    expect(await blobs.list()).toEqual(["Files/Report.pdf", "Old/Notes.txt"]);
+    await blobs.delete("Old/Notes.txt");
+    expect(await blobs.get("Old/Notes.txt")).toBeUndefined();
+    // The earlier names are gone, folders and all.
+    expect((await allFiles(directory)).sort()).toEqual(["%46iles", "%46iles/%52eport.pdf@blob"]);
+  });
+
+  it("still reads and deletes an earlier version's blob whose key is now too long to put", async () => {
+    const { blobs, directory } = await store();
+    // 100 upper-case letters: a 100-character name before, 300 now (each takes 3), over the 200 allowed.
+    const key = `files/${"A".repeat(100)}`;
+    await writeEarlierBlob(directory, ["files", "A".repeat(100)], "text/plain", [7]);
+    expect((await blobs.get(key))?.body).toEqual(new Uint8Array([7]));
+    await expect(blobs.put(key, new Uint8Array([8]))).rejects.toMatchObject({ code: "AL_ERR_BLOB_KEY", message: expect.stringContaining("300-character file name") });
+    await blobs.delete(key);
+    expect(await blobs.get(key)).toBeUndefined();
+    expect(await allFiles(directory)).toEqual([]);
+  });
+
   it("removes folders a delete leaves empty, and keeps the rest", async () => {
     const { blobs, directory } = await store();
     await blobs.put("a/b/c", new Uint8Array([1]));
@@ -191,3 +230,13 @@ describe("LocalBlobStore", () => {
     expect(failures).toEqual([]);
   }, 60_000);
 });
+
+/** A blob file as versions before case-safe names wrote it: upper-case letters kept in its names. */
+async function writeEarlierBlob(directory: string, names: string[], contentType: string, body: number[]): Promise<void> {
+  const folder = join(directory, ...names.slice(0, -1));
+  await mkdir(folder, { recursive: true });
+  const header = Buffer.from(JSON.stringify({ contentType }));
+  const length = Buffer.alloc(4);
+  length.writeUInt32BE(header.length);
+  await writeFile(join(folder, `${names[names.length - 1]}@blob`), Buffer.concat([length, header, Buffer.from(body)]));
+}

@@ -6,9 +6,12 @@ import { describeOptions, unknownOptions } from "../known-options.js";
 
 /*
  * Layout: a key "a/b/c.txt" is the file <directory>/a/b/c.txt@blob. Each key segment
- * is percent-encoded down to [A-Za-z0-9._-], so no segment can contain a separator,
- * and "." / ".." / empty segments are refused: a key cannot name anything outside
- * the folder. "@" never survives encoding, so the "@blob" suffix keeps a key "a"
+ * is percent-encoded down to [a-z0-9._-] (upper-case letters too, as %41 to %5A, so
+ * keys differing only in case stay apart on a case-insensitive file system: macOS,
+ * Windows), so no segment can contain a separator, and "." / ".." / empty segments
+ * are refused: a key cannot name anything outside the folder. Earlier versions kept
+ * upper-case letters as they are; such a blob is still read and deleted, where its
+ * name matches the key exactly, and a put of its key replaces it. "@" never survives encoding, so the "@blob" suffix keeps a key "a"
  * (file a@blob) apart from a key "a/b" (folder a), and "@tmp-" temp files apart
  * from both. A blob file is a 4-byte header length, a JSON header
  * ({ contentType }), then the body; it is written to a temp file, fsynced and
@@ -68,7 +71,9 @@ export class LocalBlobStore implements BlobStore {
   }
 
   async put(key: string, body: Uint8Array, options: { contentType?: string } = {}): Promise<{ key: string; size: number }> {
-    const { folder, file } = this.locate(key);
+    const { current, earlier } = this.where(key);
+    if (current instanceof AssemblyLineError) throw current;
+    const { folder, file } = current;
     const view = blobBodyBytes(key, body);
     const header = Buffer.from(JSON.stringify({ contentType: blobContentType(key, options.contentType) }), "utf8");
     const fileBytes = 4 + header.length + view.byteLength;
@@ -104,6 +109,9 @@ export class LocalBlobStore implements BlobStore {
         // The rename, and any folder made on the way, live in folder entries until those are
         // synced: without this a power loss can undo a put whose caller already recorded the key.
         await syncFolders(made === undefined ? [folder] : foldersFrom(dirname(made), folder));
+        // The same key as an earlier version named it: left in place, get would never see it
+        // again, list would show the key twice over, and a delete would leave it behind.
+        if (earlier !== undefined && (await this.holdsExactly(earlier))) await this.removeAt(key, earlier);
         return { key, size: bytes.byteLength };
       } catch (error) {
         await unlink(temp).catch(() => undefined);
@@ -114,7 +122,16 @@ export class LocalBlobStore implements BlobStore {
   }
 
   async get(key: string): Promise<{ body: Uint8Array; contentType: string } | undefined> {
-    const { file } = this.locate(key);
+    const { current, earlier } = this.where(key);
+    if (current instanceof AssemblyLineError && earlier === undefined) throw current;
+    if (!(current instanceof AssemblyLineError)) {
+      const found = await this.read(key, current.file);
+      if (found !== undefined) return found;
+    }
+    return earlier !== undefined && (await this.holdsExactly(earlier)) ? this.read(key, earlier.file) : undefined;
+  }
+
+  private async read(key: string, file: string): Promise<{ body: Uint8Array; contentType: string } | undefined> {
     let bytes: Buffer;
     try {
       bytes = await readFile(file);
@@ -148,7 +165,14 @@ export class LocalBlobStore implements BlobStore {
   }
 
   async delete(key: string): Promise<void> {
-    const { file, folder, folders } = this.locate(key);
+    const { current, earlier } = this.where(key);
+    if (current instanceof AssemblyLineError && earlier === undefined) throw current;
+    if (!(current instanceof AssemblyLineError)) await this.removeAt(key, current);
+    if (earlier !== undefined && (await this.holdsExactly(earlier))) await this.removeAt(key, earlier);
+  }
+
+  /** Remove the blob file at `location` and the folders that leaves empty. */
+  private async removeAt(key: string, { file, folder, folders }: Location): Promise<void> {
     try {
       await unlink(file);
     } catch (error) {
@@ -184,12 +208,13 @@ export class LocalBlobStore implements BlobStore {
   }
 
   async list(prefix = ""): Promise<string[]> {
-    const keys: string[] = [];
+    // A set: a key an earlier version wrote and a later put rewrote in this layout, between the put's rename and its removal of the old file, is in both.
+    const keys = new Set<string>();
     await this.walk(this.directory, "", prefix, keys);
-    return keys.sort((a, b) => (a < b ? -1 : a > b ? 1 : 0));
+    return [...keys].sort((a, b) => (a < b ? -1 : a > b ? 1 : 0));
   }
 
-  private async walk(folder: string, keyPrefix: string, wanted: string, keys: string[]): Promise<void> {
+  private async walk(folder: string, keyPrefix: string, wanted: string, keys: Set<string>): Promise<void> {
     let entries;
     try {
       entries = await readdir(folder, { withFileTypes: true });
@@ -207,27 +232,68 @@ export class LocalBlobStore implements BlobStore {
       } else if (entry.isFile() && entry.name.endsWith(BLOB_SUFFIX) && !entry.name.includes(TEMP_MARK)) {
         const name = decodeSegment(entry.name.slice(0, -BLOB_SUFFIX.length));
         const key = `${keyPrefix}${name}`;
-        if (name !== undefined && key.startsWith(wanted)) keys.push(key);
+        if (name !== undefined && key.startsWith(wanted)) keys.add(key);
       }
     }
   }
 
-  /** Validate `key` and map it to its file and the folders above it. */
-  private locate(key: string): { file: string; folder: string; folders: string[] } {
-    const segments = validateKey(key).map(encodeSegment);
+  /**
+   * Validate `key` and map it to its file in this layout (or the refusal of a key too
+   * long for it) and, for a key with upper-case letters, in the layout of earlier
+   * versions, where one of its blobs may still be.
+   */
+  private where(key: string): { current: Location | AssemblyLineError; earlier?: Location } {
+    const segments = validateKey(key);
+    const current = this.locate(key, segments.map((segment) => encodeSegment(segment, CURRENT_NAME_CHAR)));
+    if (!/[A-Z]/.test(key)) return { current };
+    const earlier = this.locate(key, segments.map((segment) => encodeSegment(segment, EARLIER_NAME_CHAR)));
+    return earlier instanceof AssemblyLineError ? { current } : { current, earlier };
+  }
+
+  private locate(key: string, encoded: string[]): Location | AssemblyLineError {
+    for (const segment of encoded) {
+      if (segment.length > MAX_SEGMENT_LENGTH) {
+        return refuseKey(key, `has a segment that makes a ${segment.length}-character file name (each upper-case letter, and each byte outside [a-z0-9._-], takes 3), over the ${MAX_SEGMENT_LENGTH} this store allows under the common 255-byte limit`, SHORTER_KEY);
+      }
+    }
+    const names = [...encoded.slice(0, -1), `${encoded[encoded.length - 1]}${BLOB_SUFFIX}`];
     const folders: string[] = [];
     let folder = this.directory;
-    for (const segment of segments.slice(0, -1)) {
+    for (const segment of encoded.slice(0, -1)) {
       folder = join(folder, segment);
       folders.push(folder);
     }
-    const file = join(folder, `${segments[segments.length - 1]}${BLOB_SUFFIX}`);
+    const file = join(folder, names[names.length - 1]!);
     const bytes = Buffer.byteLength(file) + TEMP_SUFFIX_LENGTH;
     if (bytes > MAX_PATH_BYTES) {
-      throw refuseKey(key, `makes a ${bytes}-byte file path under ${this.directory} (its temp file included), over the ${MAX_PATH_BYTES} bytes Linux allows`, SHORTER_KEY);
+      return refuseKey(key, `makes a ${bytes}-byte file path under ${this.directory} (its temp file included), over the ${MAX_PATH_BYTES} bytes Linux allows`, SHORTER_KEY);
     }
-    return { file, folder, folders };
+    return { file, folder, folders, names };
   }
+
+  /**
+   * Whether an earlier version's blob is at `location`, its every name matching exactly:
+   * on a case-insensitive file system the path alone would also find another key's blob
+   * ("Report.pdf@blob" opens "report.pdf@blob").
+   */
+  private async holdsExactly(location: Location): Promise<boolean> {
+    let folder = this.directory;
+    for (const name of location.names) {
+      const entries = await readdir(folder).catch(() => [] as string[]);
+      if (!entries.includes(name)) return false;
+      folder = join(folder, name);
+    }
+    return true;
+  }
+}
+
+interface Location {
+  file: string;
+  folder: string;
+  /** The folders above the file, outermost first. */
+  folders: string[];
+  /** The encoded segments, the file's own name (with its suffix) last. */
+  names: string[];
 }
 
 function refuseKey(key: unknown, reason: string, fix = 'Use a relative key of "/"-separated segments, none empty, "." or "..", e.g. "files/run-1/report.pdf".', cause?: unknown): AssemblyLineError {
@@ -250,13 +316,7 @@ function validateKey(key: unknown): string[] {
   // UTF-8 turns every lone surrogate into U+FFFD, so "a\uD800" and "a\uDC00" would share one file.
   if (LONE_SURROGATE.test(key)) return refuse("is not well-formed Unicode (it holds a lone surrogate, which has no UTF-8 form)");
   const segments = key.split("/");
-  for (const segment of segments) {
-    if (segment === "" || segment === "." || segment === "..") return refuse(`has an empty, "." or ".." segment`);
-    const encoded = encodeSegment(segment).length;
-    if (encoded > MAX_SEGMENT_LENGTH) {
-      return refuse(`has a segment that makes a ${encoded}-character file name (each byte outside [A-Za-z0-9._-] takes 3), over the ${MAX_SEGMENT_LENGTH} this store allows under the common 255-byte limit`);
-    }
-  }
+  if (segments.some((segment) => segment === "" || segment === "." || segment === "..")) return refuse(`has an empty, "." or ".." segment`);
   return segments;
 }
 
@@ -310,12 +370,17 @@ async function syncFolders(folders: string[]): Promise<void> {
   }
 }
 
-/** Percent-encode every UTF-8 byte outside [A-Za-z0-9._-]. */
-function encodeSegment(segment: string): string {
+/** What a file name keeps as it is: no upper-case letter, so no two keys' names differ only in case. */
+const CURRENT_NAME_CHAR = /[a-z0-9._-]/;
+/** What earlier versions kept as it is. */
+const EARLIER_NAME_CHAR = /[A-Za-z0-9._-]/;
+
+/** Percent-encode every UTF-8 byte that `kept` does not match (always as upper-case hex). */
+function encodeSegment(segment: string, kept: RegExp): string {
   let out = "";
   for (const byte of Buffer.from(segment, "utf8")) {
     const char = String.fromCharCode(byte);
-    out += /[A-Za-z0-9._-]/.test(char) ? char : `%${byte.toString(16).toUpperCase().padStart(2, "0")}`;
+    out += kept.test(char) ? char : `%${byte.toString(16).toUpperCase().padStart(2, "0")}`;
   }
   return out;
 }
