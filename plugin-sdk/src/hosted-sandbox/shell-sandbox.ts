@@ -56,7 +56,7 @@ export class ShellSandbox implements Sandbox {
     if (logical === WORKSPACE) throw fileKindError({ operation: "write", logical, given: path, sandboxId: this.id }, "is the workspace folder itself");
     const prepared = await this.script("prepareWrite", logical);
     this.check(prepared, "write", logical, path);
-    const { target, existing } = preparedWrite(prepared.stdout.replace(/\n$/, ""), path);
+    const { target, existing } = preparedWrite(prepared.stdout, path);
     const bytes = typeof content === "string" ? new TextEncoder().encode(content) : content;
     await this.driver.uploadFile(target, bytes);
     // Uploads create files 0644: an existing file keeps its mode, as a write into it does.

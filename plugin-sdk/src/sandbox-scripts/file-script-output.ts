@@ -61,7 +61,7 @@ export function checkedRealPath(printed: string, given: unknown): string {
   return path;
 }
 
-/** prepareWrite's output: the real path to write, and the mode and owner of the file already there, if any. */
+/** prepareWrite's whole output, as printed: the real path to write, and the mode and owner of the file already there, if any. */
 export function preparedWrite(output: string, given: unknown): { target: string; existing: { mode: number; uid: number; gid: number } | undefined } {
   const split = output.indexOf("\n");
   const kept = /^([0-7]+) (\d+) (\d+)$/.exec(output.slice(0, split));

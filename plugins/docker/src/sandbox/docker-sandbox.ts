@@ -190,7 +190,7 @@ export class DockerSandbox implements Sandbox {
     const prepared = await this.script("prepareWrite", logical);
     this.check(prepared, "write", logical, path);
     // putArchive writes as root: only the target the script checked, and preparedWrite checks again, is written.
-    const { target, existing } = preparedWrite(prepared.stdout.toString("utf8").replace(/\n$/, ""), path);
+    const { target, existing } = preparedWrite(prepared.stdout.toString("utf8"), path);
     // An existing file keeps its mode and owner, as a write into it does; a new one belongs to the user commands run as.
     const entry = existing ?? { mode: 0o644, ...(await this.fileOwner()) };
     const bytes = typeof content === "string" ? Buffer.from(content, "utf8") : Buffer.from(content);
