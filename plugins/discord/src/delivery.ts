@@ -106,7 +106,10 @@ interface Attempt {
   target: DiscordDeliveryMetadata;
   webhook: `/webhooks/${string}`;
   text: string;
-  rest: REST;
+  /** The client for the interaction's webhook (`auth: false`, not bound by the bot's global rate limit). */
+  webhookRest: REST;
+  /** The client for the bot's channel messages, apart from the webhook's, so the bot's global 429 holds back only the bot. */
+  botRest: REST;
   signal: AbortSignal;
   call<T>(request: Promise<T>): Promise<T>;
 }
@@ -123,7 +126,10 @@ interface Attempt {
  * follow-up too: Discord makes a follow-up to a still-loading deferred response
  * an edit of it, not a new message. @discordjs/rest honours Discord's
  * rate-limit headers (X-RateLimit-* per bucket, the global limit, 429
- * Retry-After), one client per API base shared by every delivery; a wait past
+ * Retry-After), with two clients per API base shared by every delivery: one for
+ * the interaction webhooks, one for the bot, since Discord does not bind
+ * interaction endpoints to the bot's global rate limit and @discordjs/rest
+ * applies a 429 marked global to every request of its client. A wait past
  * the delivery's budget fails it at once instead, telling the outbox to retry
  * no sooner than the wait is over (retryDeliveryAfter): the outbox's stored
  * retry time holds in every process, so no replica hits Discord early, which
@@ -140,6 +146,7 @@ interface Attempt {
  * parts), and the original keeps showing the count.
  */
 export class DiscordDelivery {
+  /** Per API base and kind of route (the interaction webhooks, the bot): its own client, with its own rate-limit state. */
   private readonly clients = new Map<string, REST>();
   /** Per interaction webhook path: follow-ups sent (through the original, or alone once it is deleted), kept for the bot too. */
   private readonly progress = new Map<string, Progress>();
@@ -176,13 +183,14 @@ export class DiscordDelivery {
 
   private async send(delivery: ChannelDelivery, target: DiscordDeliveryMetadata, webhook: `/webhooks/${string}`): Promise<void> {
     const text = delivery.text.trim() === "" ? EMPTY_REPLY : delivery.text;
-    const rest = this.client();
+    const webhookRest = this.client("webhook");
+    const botRest = this.client("bot");
     // The host's abort (its deliver timeout) or this channel's own budget, whichever comes first.
     const budget = attemptSignal(delivery.signal, DELIVERY_BUDGET_MS);
     const signal = budget.signal;
     // Settle when the attempt is over even while the client still sleeps out a wait, so the next one is not stuck behind it.
     const call = <T>(request: Promise<T>): Promise<T> => untilAborted(request, signal);
-    const attempt: Attempt = { delivery, target, webhook, text, rest, signal, call };
+    const attempt: Attempt = { delivery, target, webhook, text, webhookRest, botRest, signal, call };
     const channel = channelRoute(target);
     const deadline = { routes: channel ? [webhook, channel] : [webhook], deadline: Date.now() + DELIVERY_BUDGET_MS };
     this.deadlines.add(deadline);
@@ -247,7 +255,7 @@ export class DiscordDelivery {
    * "thinking..." (empty, LOADING) or a count is the final edit. Not compared with the first chunk: Discord trims
    * what it stores and strips characters it deems invalid.
    */
-  private async readOriginal({ webhook, rest, signal, call }: Attempt, journal: ProgressJournal): Promise<"whole reply" | { counted: number; loading: boolean }> {
+  private async readOriginal({ webhook, webhookRest: rest, signal, call }: Attempt, journal: ProgressJournal): Promise<"whole reply" | { counted: number; loading: boolean }> {
     const current = (await call(rest.get(`${webhook}/messages/@original`, { auth: false, signal }))) as { content?: unknown; flags?: unknown };
     const shown = typeof current.content === "string" ? current.content : "";
     const loading = (Number(current.flags ?? 0) & MESSAGE_FLAG_LOADING) !== 0;
@@ -268,7 +276,7 @@ export class DiscordDelivery {
   }
 
   private async editOriginal(attempt: Attempt): Promise<void> {
-    const { webhook, text, rest, signal, call } = attempt;
+    const { webhook, text, webhookRest: rest, signal, call } = attempt;
     const chunks = chunksOf(text, this.options.messageLimit);
     const original = `${webhook}/messages/@original` as const;
     if (chunks.length > 1) {
@@ -299,7 +307,7 @@ export class DiscordDelivery {
    * the original, where the count was kept, is gone, so only this process knows how many went out: a retry here
    * sends the rest; a retry in another process, after a crash, sends the whole reply again.
    */
-  private async toFollowups({ webhook, text, rest, signal, call }: Attempt): Promise<void> {
+  private async toFollowups({ webhook, text, webhookRest: rest, signal, call }: Attempt): Promise<void> {
     const chunks = chunksOf(text, this.options.messageLimit);
     const key = followupsKey(webhook);
     const remembered = this.progress.get(key);
@@ -321,7 +329,7 @@ export class DiscordDelivery {
    * however late.
    */
   private async toChannel(attempt: Attempt, bot: string, shown: ChunksShown): Promise<void> {
-    const { delivery, target, text, rest, signal, call } = attempt;
+    const { delivery, target, text, botRest: rest, signal, call } = attempt;
     const route = channelRoute(target)!;
     const key = `${route}#${delivery.deliveryId}`;
     const remembered = this.channelProgress.get(key);
@@ -402,13 +410,14 @@ export class DiscordDelivery {
     for (const progresses of [this.progress, this.channelProgress]) for (const [key, progress] of progresses) if (progress.at < oldest) progresses.delete(key);
   }
 
-  private client(): REST {
+  private client(kind: "webhook" | "bot"): REST {
     const base = apiBaseUrl(this.options);
-    let rest = this.clients.get(base);
+    const key = `${kind} ${base}`;
+    let rest = this.clients.get(key);
     if (!rest) {
       // No retries of its own for failures: the outbox retries with backoff. 429s are waited out, within the delivery's budget.
       rest = new REST({ version: "10", api: base, retries: 0, timeout: DELIVERY_BUDGET_MS, rejectOnRateLimit: (limit) => this.waitTooLong(limit) });
-      this.clients.set(base, rest);
+      this.clients.set(key, rest);
     }
     return rest;
   }

@@ -469,6 +469,19 @@ describe("delivering a reply after the interaction's token expired", () => {
     expect(deliveryRetryAfterMs(failure)).toBeGreaterThanOrEqual(longWaitMs - 1_000);
     expect(api.channelMessages(CHANNEL)).toEqual([]);
   });
+
+  it("still replies through a fresh interaction's webhook while the bot waits out its global rate limit (Discord does not bind interaction endpoints to it)", async () => {
+    const channel = withBot();
+    api.limitBotGlobally(60);
+    const late = reply("late", twentyMinutes);
+    const limited = await channel.deliver(late.delivery).catch((error: unknown) => error);
+    expect(String(limited)).toMatch(/AL_ERR_DISCORD_DELIVERY.*rate limited/);
+    expect(deliveryRetryAfterMs(limited)).toBeGreaterThanOrEqual(55_000);
+    const fresh = reply("fresh");
+    await channel.deliver({ ...fresh.delivery, deliveryId: "dlv_2", runId: "run_2" });
+    expect(api.messages(fresh.token)).toEqual(["fresh"]);
+    expect(api.channelMessages(CHANNEL)).toEqual([]);
+  });
 });
 
 describe("delivering a reply whose original response the user deleted", () => {

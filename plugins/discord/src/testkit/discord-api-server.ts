@@ -85,6 +85,8 @@ export class FakeDiscordApi {
   private rateLimited = 0;
   private retryAfterSeconds = 0.2;
   private rateLimitBucketHeaders = true;
+  /** Until when (epoch ms) the bot is over its global rate limit. */
+  private botLimitedUntil = 0;
   private exhaustBucketFor = 0;
   private failures = 0;
   private readonly refusals: Array<{ status: number; code: number; message: string }> = [];
@@ -176,6 +178,14 @@ export class FakeDiscordApi {
     this.rateLimitBucketHeaders = options.bucketHeaders ?? true;
   }
 
+  /**
+   * The bot is over its global rate limit for `seconds`: its channel messages get 429 with `global: true` and
+   * X-RateLimit-Global until then, while the interaction webhooks, which Discord does not bind to it, still work.
+   */
+  limitBotGlobally(seconds: number): void {
+    this.botLimitedUntil = Date.now() + seconds * 1000;
+  }
+
   /** The next follow-up or channel message answer says its bucket is exhausted (X-RateLimit-Remaining: 0) for `seconds`. */
   exhaustBucketAfterNextFollowup(seconds: number): void {
     this.exhaustBucketFor = seconds;
@@ -230,6 +240,10 @@ export class FakeDiscordApi {
       "x-ratelimit-reset-after": String(resetAfter),
       "x-ratelimit-bucket": bucket.split(":")[0]!,
     });
+    if (channelRoute && Date.now() < this.botLimitedUntil) {
+      const wait = (this.botLimitedUntil - Date.now()) / 1000;
+      return send(429, { message: "You are being rate limited.", retry_after: wait, global: true }, { "retry-after": String(Math.ceil(wait)), "x-ratelimit-global": "true", "x-ratelimit-scope": "global" });
+    }
     const blocked = this.blockedUntil.get(bucket) ?? 0;
     if (Date.now() < blocked) {
       this.violations.push({ bucket, early: true });
