@@ -196,16 +196,27 @@ function checkUniqueProvides(pkg: PluginPackage): void {
  * Whether a manifest's kernel range includes `kernelVersion`. A release kernel
  * is matched as semver matches it. A prerelease kernel (0.2.0-rc.1) is a
  * preview of its release (0.2.0): it fits a range semver says it fits (one
- * naming a prerelease of the same version, ^0.2.0-rc.0), or one that includes
- * that release (^0.2.0); never one that excludes the release (<0.2.0), which
- * semver's includePrerelease let through as "below 0.2.0".
+ * naming a prerelease of the same version, ^0.2.0-rc.0), or one alternative of
+ * which includes that release (^0.2.0) and whose prerelease floors it reaches:
+ * never one that excludes the release (<0.2.0), which semver's
+ * includePrerelease let through as "below 0.2.0", nor one whose floor is a
+ * later prerelease (^0.2.0-rc.2 refuses 0.2.0-rc.1, as semver orders them).
  */
 export function rangeIncludesKernel(range: string, kernelVersion: string): boolean {
   if (semver.satisfies(kernelVersion, range)) return true;
-  if (semver.prerelease(kernelVersion) === null) return false;
-  const release = semver.coerce(kernelVersion);
-  return release !== null && semver.satisfies(release, range);
+  const kernel = semver.parse(kernelVersion);
+  if (kernel === null || kernel.prerelease.length === 0 || semver.validRange(range) === null) return false;
+  const release = new semver.SemVer(`${kernel.major}.${kernel.minor}.${kernel.patch}`);
+  return new semver.Range(range).set.some(
+    (comparators) =>
+      comparators.every((comparator) => comparator.test(release)) &&
+      comparators.filter(isPrereleaseFloor).every((floor) => floor.test(kernel)),
+  );
 }
+
+/** A lower bound naming a prerelease (">=0.2.0-rc.2", from "^0.2.0-rc.2"): the kernel itself, not its release, must reach it. */
+const isPrereleaseFloor = (comparator: semver.Comparator): boolean =>
+  (comparator.operator === ">" || comparator.operator === ">=") && comparator.semver.prerelease.length > 0;
 
 /** Step 2 of loading: the manifest's kernel range must include the running kernel. */
 export function checkKernelRange(pkg: PluginPackage, kernelVersion: string): void {

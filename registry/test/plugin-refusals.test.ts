@@ -107,6 +107,17 @@ describe("which kernels a manifest's kernel range includes", () => {
     }
   });
 
+  it("refuses a prerelease below the later prerelease a range names as its floor", () => {
+    for (const [range, kernel] of [
+      ["^0.2.0-rc.2", "0.2.0-rc.1"],
+      [">=0.2.0-rc.2 <0.3.0", "0.2.0-rc.1"],
+      [">=1.0.0-beta.3 <2.0.0", "1.0.0-alpha.1"],
+      ["^0.1.0 || ^0.2.0-rc.2", "0.2.0-rc.1"],
+    ]) {
+      expect(rangeIncludesKernel(range!, kernel!), `${range} on kernel ${kernel}`).toBe(false);
+    }
+  });
+
   it("includes a prerelease that semver matches, or whose release the range includes", () => {
     for (const [range, kernel] of [
       ["^0.2.0-rc.0", "0.2.0-rc.1"],
@@ -115,6 +126,8 @@ describe("which kernels a manifest's kernel range includes", () => {
       [">=0.1.0 <0.2.0", "0.1.5-rc.0"],
       ["^0.1.0", "0.1.1-beta.2"],
       ["^0.1.0 || ^1.0.0", "1.0.0-rc.1"],
+      ["^0.2.0-rc.2", "0.2.0-rc.3"],
+      [">=0.1.0-rc.1 <0.3.0", "0.2.0-rc.1"],
     ]) {
       expect(rangeIncludesKernel(range!, kernel!), `${range} on kernel ${kernel}`).toBe(true);
     }
