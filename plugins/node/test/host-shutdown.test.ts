@@ -4,6 +4,7 @@ import { afterAll, beforeAll, describe, expect, it, vi } from "vitest";
 import { FileStateAdapter } from "@assemblyline-agents/local";
 import { InMemoryStateAdapter, type RuntimeBundle } from "@assemblyline-agents/runtime";
 import { SHUTDOWN_STEPS } from "../src/index.js";
+import { RunWatcher } from "../src/host/run-watcher.js";
 import { TELEMETRY_FLUSH_FLOOR_MS, TELEMETRY_FLUSH_GRACE_MS, createShutdown } from "../src/host/shutdown.js";
 import { call, captureLogger, fixtureBundle, startHost, tempDir, waitFor } from "./support/host.js";
 
@@ -76,6 +77,53 @@ describe("graceful shutdown", () => {
     await shutdown();
     expect(order).toEqual(["readyz", "listener", "workers", "flush", "close", "force"]);
     expect(logger.events("shutdown.step_failed")[0]!.fields).toMatchObject({ step: "scheduler", err: "Error: scheduler stuck" });
+  });
+
+  it("answers a ?wait= request whose run was still being stored when the shutdown began, instead of dropping it at the deadline", async () => {
+    process.env.HOST_FIXTURE_STEP_MS = "6000";
+    try {
+      // The store takes a moment to write the run: the shutdown releases the waiting requests while it does.
+      const state = new InMemoryStateAdapter();
+      let arrived = false;
+      let open!: () => void;
+      const gate = new Promise<void>((resolve) => (open = resolve));
+      const createRun = state.createRun.bind(state);
+      state.createRun = async (...args: Parameters<typeof createRun>) => {
+        arrived = true;
+        await gate;
+        return createRun(...args);
+      };
+      const host = await startHost(bundle, { state });
+      const reply = call(`${host.url}/message?wait=30`, { body: { message: "slow: long", conversationId: "c1" } }).then(
+        (value) => ({ status: value.status, runStatus: value.body.status, at: Date.now() }),
+        (error: unknown) => ({ error: String((error as Error & { cause?: unknown }).cause ?? error), at: Date.now() }),
+      );
+      await waitFor(() => arrived || undefined);
+      const drain = host.shutdown({ timeoutMs: 4_000 });
+      await new Promise((resolve) => setTimeout(resolve, 100));
+      const stored = Date.now();
+      open();
+      const answered = await reply;
+      await drain;
+      // The run was accepted: its caller is told so at once, as callers already waiting are.
+      expect((await state.listRuns()).runs).toHaveLength(1);
+      expect(answered).toMatchObject({ status: 202 });
+      expect(answered.at - stored).toBeLessThan(1_500);
+    } finally {
+      process.env.HOST_FIXTURE_STEP_MS = "150";
+    }
+  }, 30_000);
+
+  it("answers every wait at once once released, whichever way it waits, with the run as it stands", async () => {
+    const running = { runId: "r1", status: "running" as const };
+    const runtime = { hooks: { event: { tap: () => undefined } }, getRun: async () => running } as unknown as ConstructorParameters<typeof RunWatcher>[0];
+    const watcher = new RunWatcher(runtime);
+    watcher.release();
+    const never = new Promise<never>(() => undefined);
+    const watch = watcher.watch("r1");
+    const answers = Promise.all([watcher.waitForRest("r1", 30_000), watch.rested(30_000), watcher.untilDriven("r1", never, 30_000)]);
+    const first = await Promise.race([answers, new Promise((resolve) => setTimeout(() => resolve("still waiting"), 500))]);
+    expect(first).toEqual([running, running, running]);
   });
 
   it("closes the state when telemetry never finishes flushing, after the flush's share of the timeout", async () => {

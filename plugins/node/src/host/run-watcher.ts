@@ -13,6 +13,12 @@ export class RunWatcher {
   private readonly waiters = new Map<string, Set<(event?: RunEvent) => void>>();
   /** Requests waiting on a drive of this process (`untilDriven`): woken only by release(). */
   private readonly drivenWaits = new Set<() => void>();
+  /**
+   * Set by release() (shutdown): from then on every wait answers at once, as a timeout of 0 would.
+   * A request accepted while its run was still being stored starts its wait after the release,
+   * and must not hold its connection until the drain's deadline drops it unanswered.
+   */
+  private released = false;
 
   constructor(private readonly runtime: OpenEveRuntime) {
     runtime.hooks.event.tap("node-host:run-watcher", (event) => {
@@ -23,9 +29,9 @@ export class RunWatcher {
     });
   }
 
-  /** The run's result once it rests, or its current result after `timeoutMs` (or `release()`). */
+  /** The run's result once it rests, or its current result after `timeoutMs` (or `release()`, at once after it). */
   async waitForRest(runId: string, timeoutMs: number): Promise<RunResult> {
-    if (timeoutMs <= 0) return this.runtime.getRun(runId);
+    if (timeoutMs <= 0 || this.released) return this.runtime.getRun(runId);
     const watch = this.watch(runId);
     // Registered before this read, so a rest recorded in between still wakes us.
     const current = await this.runtime.getRun(runId).catch((error: unknown) => {
@@ -41,12 +47,13 @@ export class RunWatcher {
 
   /**
    * The result of `drive`, a drive of `runId` this process runs, or the run as it stands after
-   * `timeoutMs` (or `release()`). The drive ends when the run rests (and its lease is released,
+   * `timeoutMs` (or `release()`, at once after it). The drive ends when the run rests (and its lease is released,
    * as `runtime.run()` resolves), so no event is watched for it;
    * a drive that fails leaves the run to whoever takes it over, and the rest of `timeoutMs` is
    * waited on its events, as `waitForRest` does.
    */
   async untilDriven(runId: string, drive: Promise<RunResult>, timeoutMs: number): Promise<RunResult> {
+    if (this.released) return this.runtime.getRun(runId);
     const deadline = Date.now() + timeoutMs;
     let wake!: () => void;
     const woken = new Promise<"woken">((resolve) => (wake = () => resolve("woken")));
@@ -68,8 +75,8 @@ export class RunWatcher {
    * Start watching `runId` now, before it can rest: for a run this process
    * has just created and not yet started, whose rest can only come after this
    * call, so no read of its current state is needed first. `rested` resolves
-   * with its result once it rests, or its current result after `timeoutMs`;
-   * call `cancel` instead when not waiting after all.
+   * with its result once it rests, or its current result after `timeoutMs`
+   * (or `release()`, at once after it); call `cancel` instead when not waiting after all.
    */
   watch(runId: string): { rested(timeoutMs: number): Promise<RunResult>; cancel(): void } {
     let wake!: (event?: RunEvent) => void;
@@ -86,7 +93,8 @@ export class RunWatcher {
     return {
       cancel,
       rested: async (timeoutMs) => {
-        timer = setTimeout(wake, timeoutMs);
+        if (this.released) wake();
+        else timer = setTimeout(wake, timeoutMs);
         let event: RunEvent | undefined;
         try {
           event = await woken;
@@ -100,8 +108,9 @@ export class RunWatcher {
     };
   }
 
-  /** Answer every waiting request now (shutdown): they report the run as it stands. */
+  /** Answer every waiting request now, and every later one at once (shutdown): they report the run as it stands. */
   release(): void {
+    this.released = true;
     for (const set of this.waiters.values()) for (const wake of set) wake();
     for (const wake of this.drivenWaits) wake();
   }
