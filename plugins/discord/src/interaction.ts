@@ -8,6 +8,8 @@ export const CallbackType = { Pong: 1, DeferredChannelMessageWithSource: 5, Auto
 
 const OptionType = { SubCommand: 1, SubCommandGroup: 2, String: 3, Attachment: 11 } as const;
 const CommandType = { ChatInput: 1, User: 2, Message: 3 } as const;
+/** Component types a modal submission carries (Discord API v10). */
+const ComponentType = { TextInput: 4, FileUpload: 19 } as const;
 
 interface DiscordUser {
   id: string;
@@ -20,6 +22,19 @@ interface CommandOption {
   type: number;
   value?: string | number | boolean;
   options?: CommandOption[];
+}
+
+/**
+ * A component of a modal submission: an action row (`components`), a Label (type 18, its one `component`), or a
+ * field in one: a text input (`value`), a select (`values`), a file upload (type 19, attachment ids in `values`).
+ */
+interface ModalComponent {
+  type?: number;
+  custom_id?: string;
+  value?: unknown;
+  values?: unknown;
+  components?: ModalComponent[];
+  component?: ModalComponent;
 }
 
 interface DiscordAttachment {
@@ -50,7 +65,7 @@ export interface DiscordInteraction {
     custom_id?: string;
     component_type?: number;
     values?: string[];
-    components?: Array<{ components?: Array<{ custom_id?: string; value?: string }> }>;
+    components?: ModalComponent[];
   };
 }
 
@@ -125,10 +140,8 @@ function describe(interaction: DiscordInteraction): { message: string; attachmen
       const values = Array.isArray(data.values) ? data.values.map(String) : [];
       return { message: values.length > 0 ? `${data.custom_id}: ${values.join(", ")}` : data.custom_id, attachments: [] };
     }
-    case InteractionType.ModalSubmit: {
-      const fields = (data.components ?? []).flatMap((row) => row.components ?? []).filter((field) => typeof field.value === "string");
-      return { message: fields.map((field) => field.value).join("\n"), attachments: [] };
-    }
+    case InteractionType.ModalSubmit:
+      return describeModal(data);
     default:
       throw invalid(`interaction type ${interaction.type} is not one this channel handles`);
   }
@@ -162,6 +175,35 @@ function describeCommand(data: NonNullable<DiscordInteraction["data"]>): { messa
       ? String(values[0]!.value)
       : [`/${path.join(" ")}`, ...values.map((option) => `${option.name}: ${String(option.value)}`)].join(" ");
   return { message, attachments };
+}
+
+/**
+ * A modal's fields, in order, in action rows or in Labels: a text input's text, a select's `custom_id: values` (as
+ * a message component reads), one per line; the files of a file upload, from the resolved attachments, become the
+ * turn's attachments.
+ */
+function describeModal(data: NonNullable<DiscordInteraction["data"]>): { message: string; attachments: ChannelAttachment[] } {
+  const resolvedAttachments = data.resolved?.attachments ?? {};
+  const lines: string[] = [];
+  const attachments: ChannelAttachment[] = [];
+  const fields = (Array.isArray(data.components) ? data.components : []).flatMap((outer) =>
+    Array.isArray(outer?.components) ? outer.components : outer?.component && typeof outer.component === "object" ? [outer.component] : [],
+  );
+  for (const field of fields) {
+    if (typeof field !== "object" || field === null) continue;
+    const values = Array.isArray(field.values) ? field.values.map(String) : [];
+    if (field.type === ComponentType.FileUpload) {
+      for (const id of values) {
+        const attachment = resolvedAttachments[id];
+        if (attachment) attachments.push(toAttachment(attachment));
+      }
+    } else if (typeof field.value === "string" && (field.type === undefined || field.type === ComponentType.TextInput)) {
+      lines.push(field.value);
+    } else if (values.length > 0 && typeof field.custom_id === "string") {
+      lines.push(`${field.custom_id}: ${values.join(", ")}`);
+    }
+  }
+  return { message: lines.join("\n"), attachments };
 }
 
 function toAttachment(attachment: DiscordAttachment): ChannelAttachment {

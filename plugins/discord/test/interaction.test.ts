@@ -20,6 +20,45 @@ describe("normalizing interactions", () => {
     ).toMatchObject({ message: "/remind at when: 9am repeat: true" });
   });
 
+  // Discord builds modals with Labels (type 18) now: each wraps one field, which comes back as `component`, not in an action row's `components`.
+  it("reads a modal's fields in Labels as in action rows: a text input's text, a select's custom id and values, one per line", () => {
+    const turn = normalizeInteraction({
+      ...base,
+      type: 5,
+      data: {
+        custom_id: "feedback",
+        components: [
+          { type: 18, id: 1, component: { type: 4, id: 2, custom_id: "what", value: "the export button does nothing" } },
+          { type: 18, id: 3, component: { type: 3, id: 4, custom_id: "severity", values: ["high"] } },
+          { type: 1, id: 5, components: [{ type: 4, id: 6, custom_id: "steps", value: "click export" }] },
+        ],
+      },
+    });
+    expect(turn).toMatchObject({ message: "the export button does nothing\nseverity: high\nclick export" });
+    expect(turn).not.toHaveProperty("attachments");
+  });
+
+  it("passes the files uploaded through a modal's file upload on as the turn's attachments, as a command's attachment option", () => {
+    const shot = { id: "111", filename: "shot.png", url: "https://cdn.discordapp.com/attachments/1/111/shot.png", content_type: "image/png", size: 10 };
+    const turn = normalizeInteraction({
+      ...base,
+      type: 5,
+      data: {
+        custom_id: "report",
+        components: [
+          { type: 18, id: 1, component: { type: 4, id: 2, custom_id: "what", value: "see the screenshot" } },
+          { type: 18, id: 3, component: { type: 19, id: 4, custom_id: "screenshot", values: ["111", "999"] } },
+        ],
+        resolved: { attachments: { "111": shot } },
+      },
+    });
+    // "999" is not in the resolved attachments: nothing to download for it.
+    expect(turn).toMatchObject({
+      message: "see the screenshot",
+      attachments: [{ id: "111", url: shot.url, filename: "shot.png", contentType: "image/png", size: 10 }],
+    });
+  });
+
   it("keeps what delivery needs in the turn's metadata, the token only in its deliveryMetadata, never in the message", () => {
     const turn = normalizeInteraction({ ...base, type: 2, data: { name: "ask", type: 1, options: [{ name: "prompt", type: 3, value: "hi" }] } });
     expect(turn).toMatchObject({ message: "hi", metadata: { discord: { applicationId: base.application_id, interactionId: base.id, channelId: "42" } }, deliveryMetadata: { discord: { interactionToken: "tok" } } });
