@@ -101,7 +101,8 @@ async function importFromPackedCopy(pkg: PluginPackage, packed: Set<string>, mod
       await copyFile(join(pkg.dir, file), join(copy, file));
     }
     const { dependencies, peerDependencies, optionalDependencies } = pkg.packageJson as Record<string, Record<string, string> | undefined>;
-    for (const name of new Set(Object.keys({ ...dependencies, ...peerDependencies, ...optionalDependencies }))) {
+    const declared = new Set(Object.keys({ ...dependencies, ...peerDependencies, ...optionalDependencies }));
+    for (const name of declared) {
       const installed = installedPackage(name, pkg.dir);
       if (!installed) continue;
       await mkdir(dirname(join(copy, "node_modules", name)), { recursive: true });
@@ -111,6 +112,16 @@ async function importFromPackedCopy(pkg: PluginPackage, packed: Set<string>, mod
       try {
         await importPluginModule(join(copy, module.path));
       } catch (error) {
+        const undeclared = missingPackage(error, copy);
+        if (undeclared !== undefined && !declared.has(undeclared)) {
+          throw pluginRefusal(
+            "AL_ERR_PLUGIN_IMPORT",
+            pkg,
+            `${module.path} (${module.why}) imports the package "${undeclared}", which package.json does not declare, so npm does not install it with the plugin and importing the installed package fails with ERR_MODULE_NOT_FOUND (it loads from this folder only because a node_modules above it has a copy)`,
+            `Add "${undeclared}" to "dependencies" in package.json (or to "peerDependencies" when the host provides it), then run verify again.`,
+            { cause: error, details: { undeclared, importedBy: module.path } },
+          );
+        }
         const absent = missingFile(error, copy);
         if (absent === undefined) continue; // Any other import failure is the exports step's to report, from the folder.
         throw pluginRefusal(
@@ -137,26 +148,55 @@ function installedPackage(name: string, from: string): string | undefined {
 }
 
 /**
- * The package-relative path of a file inside `copy` that a failed import could
- * not find, or undefined when it failed otherwise. Node says
- * "Cannot find module '/abs/file' imported from /abs/importer"; jiti's loader
- * says "Cannot find module './file'" followed by "Require stack:\n- /abs/importer".
+ * What a failed import could not find, read from its message: the specifier
+ * and the importing file. Node says "Cannot find module '/abs/file' imported
+ * from /abs/importer" (or "Cannot find package 'name' imported from ..."); jiti's
+ * loader says "Cannot find module './file'" followed by "Require stack:\n- /abs/importer".
  */
-function missingFile(error: unknown, copy: string): string | undefined {
+function notFound(error: unknown): { specifier: string; importer: string | undefined } | undefined {
   const text = [error, (error as { cause?: unknown })?.cause].map((each) => (each as Error | undefined)?.message ?? "").join("\n");
-  const specifier = /Cannot find module ['"]([^'"]+)['"]/.exec(text)?.[1];
+  const specifier = /Cannot find (?:module|package) ['"]([^'"]+)['"]/.exec(text)?.[1];
   if (specifier === undefined) return undefined;
   const importer = /imported from (\S+)/.exec(text)?.[1] ?? /Require stack:\s*\n- (.+)/.exec(text)?.[1];
-  const asPath = (value: string) => (value.startsWith("file://") ? fileURLToPath(value) : value);
-  let file: string;
-  if (specifier.startsWith(".")) {
-    if (importer === undefined) return undefined;
-    file = resolve(dirname(asPath(importer.trim())), specifier);
-  } else if (isAbsolute(asPath(specifier))) file = asPath(specifier);
-  else return undefined; // A bare package: a dependency question, not a "files" one.
+  return { specifier, importer: importer === undefined ? undefined : asPath(importer.trim()) };
+}
+
+const asPath = (value: string) => (value.startsWith("file://") ? fileURLToPath(value) : value);
+
+/** `file`'s path relative to `copy` ("/"-separated), or undefined when it lies outside. */
+function inCopy(file: string, copy: string): string | undefined {
   for (const root of new Set([copy, realpathSync(copy)])) {
-    const inCopy = relative(root, file);
-    if (!inCopy.startsWith("..") && !isAbsolute(inCopy)) return inCopy.split(sep).join("/");
+    const inside = relative(root, file);
+    if (!inside.startsWith("..") && !isAbsolute(inside)) return inside.split(sep).join("/");
   }
   return undefined;
+}
+
+/** The package-relative path of a file inside `copy` that a failed import could not find, or undefined when it failed otherwise. */
+function missingFile(error: unknown, copy: string): string | undefined {
+  const found = notFound(error);
+  if (found === undefined) return undefined;
+  let file: string;
+  if (found.specifier.startsWith(".")) {
+    if (found.importer === undefined) return undefined;
+    file = resolve(dirname(found.importer), found.specifier);
+  } else if (isAbsolute(asPath(found.specifier))) file = asPath(found.specifier);
+  else return undefined; // A bare package: a dependency question (missingPackage), not a "files" one.
+  return inCopy(file, copy);
+}
+
+/**
+ * The package name of a bare import (`name`, `@scope/name`, or a subpath of
+ * either) that one of the plugin's own files in `copy` could not resolve, or
+ * undefined. A failure inside a linked dependency is that dependency's affair.
+ */
+function missingPackage(error: unknown, copy: string): string | undefined {
+  const found = notFound(error);
+  if (found === undefined || found.importer === undefined) return undefined;
+  const { specifier } = found;
+  if (specifier.startsWith(".") || isAbsolute(asPath(specifier)) || specifier.startsWith("node:")) return undefined;
+  const importer = inCopy(found.importer, copy);
+  if (importer === undefined || importer.split("/").includes("node_modules")) return undefined;
+  const parts = specifier.split("/");
+  return specifier.startsWith("@") ? parts.slice(0, 2).join("/") : parts[0];
 }

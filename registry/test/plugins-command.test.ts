@@ -279,6 +279,43 @@ describe("assembly-line plugins verify", () => {
     expect(err).toContain("verify failed");
   });
 
+  it("fails a package whose main imports a package missing from dependencies, naming it and where to declare it", async () => {
+    // The helper sits in a node_modules above the plugin (a monorepo's hoisting), so the folder imports
+    // fine; package.json does not declare it, so `npm install @acme/tools-plugin` does not install it.
+    const workspace = await mkdtemp(join(tmpdir(), "al-verify-undeclared-"));
+    folders.push(workspace);
+    const helper = join(workspace, "node_modules", "undeclared-helper");
+    await mkdir(helper, { recursive: true });
+    await writeFile(join(helper, "package.json"), JSON.stringify({ name: "undeclared-helper", version: "1.0.0", type: "module", main: "./index.js" }));
+    await writeFile(join(helper, "index.js"), "export const greet = () => 'hi';\n");
+    const plugin = join(workspace, "plugin");
+    await mkdir(plugin);
+    await writeFile(join(plugin, "package.json"), JSON.stringify({
+      name: "@acme/tools-plugin", version: "1.0.0", type: "module", main: "./index.js", files: ["index.js"],
+      peerDependencies: { "@assemblyline-agents/core": "^0.1.0" },
+      assemblyLine: { manifestVersion: 1, id: "tools-plugin", kernel: "^0.1.0", provides: [] },
+    }));
+    await writeFile(join(plugin, "index.js"), [
+      'import { definePlugin } from "@assemblyline-agents/core";',
+      'import { greet } from "undeclared-helper/greet.js";',
+      'export const plugin = definePlugin({ name: "tools-plugin", version: "1.0.0", apply() { void greet; } });',
+    ].join("\n"));
+    await writeFile(join(helper, "greet.js"), "export const greet = () => 'hi';\n");
+    const { code, out, err } = await plugins("verify", plugin);
+    expect(code).toBe(1);
+    expect(out).toMatch(/pass {2}exports: /);
+    expect(out).toMatch(/FAIL {2}published files: AL_ERR_PLUGIN_IMPORT: plugin tools-plugin@1\.0\.0 .*index\.js \(the main module\) imports the package "undeclared-helper", which package\.json does not declare/);
+    expect(out).toContain('fix: Add "undeclared-helper" to "dependencies" in package.json (or to "peerDependencies" when the host provides it)');
+    expect(err).toContain("verify failed");
+
+    // Declared, the same folder is ready to publish.
+    const packageJson = JSON.parse(await readFile(join(plugin, "package.json"), "utf8")) as Record<string, unknown>;
+    await writeFile(join(plugin, "package.json"), JSON.stringify({ ...packageJson, dependencies: { "undeclared-helper": "^1.0.0" } }));
+    const declared = await plugins("verify", plugin);
+    expect(declared.out).toMatch(/pass {2}published files: npm pack would ship index\.js$/m);
+    expect(declared.code).toBe(0);
+  });
+
   it("fails a package whose published tarball would leave out its kit subject module, or a file that module imports", async () => {
     const engine = await mkdtemp(join(tmpdir(), "al-verify-subject-files-"));
     folders.push(engine);
