@@ -1,12 +1,12 @@
 import { existsSync } from "node:fs";
-import { ServerResponse } from "node:http";
+import { ServerResponse, request } from "node:http";
 import { connect } from "node:net";
 import { queryObjects } from "node:v8";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { chromium, type Browser } from "playwright-core";
 import type { AgentHarness } from "@assemblyline-agents/core";
 import type { ModelScript, RuntimeBundle } from "@assemblyline-agents/runtime";
-import { call, captureServer, fixtureBundle, routedHarness, SCRIPTS, startHost } from "./support/host.js";
+import { call, captureServer, fixtureBundle, routedHarness, SCRIPTS, startHost, waitFor } from "./support/host.js";
 
 const CHROMIUM = "/usr/bin/chromium";
 const haveChromium = existsSync(CHROMIUM);
@@ -151,6 +151,38 @@ describe("inspector live updates", () => {
     // Every response the 20 abandoned streams had is collectable once they are gone.
     expect(streams() - before).toBeLessThan(5);
   });
+
+  it("ends a stream authorized while the shutdown began, as it ends the open ones, instead of holding the drain to its timeout", async () => {
+    // A host policy that takes a moment (a session lookup): the drain begins while it decides.
+    let asked = false;
+    const host = await startHost(bundle, {
+      auth: {
+        authorize: async () => {
+          asked = true;
+          await new Promise((resolve) => setTimeout(resolve, 300));
+          return true;
+        },
+      },
+    });
+    let status = 0;
+    const ended = new Promise<void>((resolve) => {
+      const req = request(`${host.url}/inspector/api/stream`, { headers: { host: "127.0.0.1" } }, (res) => {
+        status = res.statusCode ?? 0;
+        res.resume();
+        // "close" too: a stream the host never ends is cut at the drain's deadline, without an end.
+        res.on("end", resolve);
+        res.on("close", resolve);
+      });
+      req.on("error", () => resolve());
+      req.end();
+    });
+    await waitFor(() => asked || undefined);
+    const started = Date.now();
+    await host.shutdown({ timeoutMs: 4_000 });
+    await ended;
+    // An empty stream, ended: the page's client reconnects, to a host that is up.
+    expect({ status, prompt: Date.now() - started < 2_000 }).toEqual({ status: 200, prompt: true });
+  }, 20_000);
 
   it("drops the stream of a client that stops reading instead of buffering for it without end", async () => {
     const many = { turns: [{ toolCalls: Array.from({ length: 10_000 }, (_, index) => ({ name: "no_such_tool", input: { index } })) }, { text: "done" }] };

@@ -27,6 +27,11 @@ export class LiveUpdates {
   private readonly ofAgent = new Map<string, boolean>();
   /** Lookups under way: the events that wait on one are sent in the order they came. */
   private readonly lookups = new Map<string, Promise<boolean>>();
+  /**
+   * Set once the host drains: a stream opened after (its request was authorized while the drain
+   * began) is ended at once, as the open ones were, so it does not hold the listener's close.
+   */
+  private closed = false;
 
   constructor(private readonly runtime: OpenEveRuntime, draining: AbortSignal) {
     runtime.hooks.event.tap("node-host:inspector", (event) => {
@@ -75,6 +80,8 @@ export class LiveUpdates {
     // HEAD (a health check) gets the headers only: Node sends no body for it, so a stream would never answer at all.
     if (res.req.method === "HEAD") return void res.end();
     res.write(": connected\n\n");
+    // Ended like the streams open when the drain began: the client reconnects, to a host that is up.
+    if (this.closed) return void res.end();
     const client = { res, runId };
     this.clients.add(client);
     res.on("close", () => this.clients.delete(client));
@@ -90,6 +97,7 @@ export class LiveUpdates {
   }
 
   close(): void {
+    this.closed = true;
     clearInterval(this.heartbeat);
     for (const client of this.clients) client.res.end();
     this.clients.clear();
