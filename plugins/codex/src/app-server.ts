@@ -1,6 +1,7 @@
 import { spawn, type ChildProcessWithoutNullStreams } from "node:child_process";
 import { createInterface } from "node:readline";
 import { AssemblyLineError, type JsonValue, type RuntimeLogger } from "@assemblyline-agents/core";
+import { redactProviderMessage } from "./provider-failure.js";
 
 /** A request the app-server sends the client (it waits for our answer). */
 export interface ServerRequest {
@@ -26,7 +27,7 @@ export class CodexAppServer {
   private readonly pending = new Map<number, { resolve(value: unknown): void; reject(error: Error): void; method: string }>();
   private nextId = 1;
   private exited: Error | undefined;
-  private readonly stderrTail: string[] = [];
+  private readonly stderr = new StderrReason();
   readonly closed: Promise<void>;
 
   constructor(
@@ -38,7 +39,8 @@ export class CodexAppServer {
     this.child = spawn(command.file, command.args, { env: env as NodeJS.ProcessEnv, stdio: ["pipe", "pipe", "pipe"] });
     this.closed = new Promise((resolve) => {
       this.child.once("close", (code, signal) => {
-        this.exited = new AssemblyLineError("AL_ERR_CODEX_APP_SERVER", `codex app-server exited (${signal ?? `code ${code}`})${this.stderrTail.length ? `: ${this.stderrTail.join(" | ")}` : ""}`, {
+        const said = this.stderr.reason();
+        this.exited = new AssemblyLineError("AL_ERR_CODEX_APP_SERVER", `codex app-server exited (${signal ?? `code ${code}`})${said ? `: ${redactProviderMessage(said, env)}` : ""}`, {
           fix: "Check that the codex binary runs (`npx codex --version`) and its CODEX_HOME config.",
         });
         for (const waiter of this.pending.values()) waiter.reject(this.exited);
@@ -55,8 +57,7 @@ export class CodexAppServer {
     });
     createInterface({ input: this.child.stdout }).on("line", (line) => this.receive(line));
     createInterface({ input: this.child.stderr }).on("line", (line) => {
-      this.stderrTail.push(line.replace(/\u001b\[[0-9;]*m/g, "").slice(0, 300));
-      if (this.stderrTail.length > 5) this.stderrTail.shift();
+      this.stderr.add(line);
       this.logger.debug({ event: "codex.stderr", line }, "codex app-server stderr");
     });
     // A write after the process died must not crash the host.
@@ -99,6 +100,11 @@ export class CodexAppServer {
       this.logger.debug({ event: "codex.stdout_unparsed", line: line.slice(0, 200) }, "codex app-server wrote a line that is not JSON");
       return;
     }
+    // JSON that is no JSON-RPC message (`null`, a number, an array) is skipped like a line that is not JSON.
+    if (typeof message !== "object" || message === null || Array.isArray(message)) {
+      this.logger.debug({ event: "codex.stdout_unparsed", line: line.slice(0, 200) }, "codex app-server wrote a line that is not a JSON-RPC message");
+      return;
+    }
     if (message.method !== undefined && message.id !== undefined) {
       const request: ServerRequest = { id: message.id, method: message.method, params: message.params ?? {} };
       this.handlers.onRequest(request).then(
@@ -125,3 +131,43 @@ export class CodexAppServer {
     }
   }
 }
+
+/**
+ * What the app-server's stderr says about why it exited. Codex prints its
+ * failure as an `Error: ...` block (the message and its context, such as the
+ * config key at fault) followed by a `Stack backtrace:` of frames that say
+ * nothing to a user; the first `Error:` block is kept whole, and without one
+ * the last lines that are not backtrace frames. Redacted by the caller: the
+ * message may quote a provider's URL or a key from the config.
+ */
+class StderrReason {
+  private readonly tail: string[] = [];
+  private readonly error: string[] = [];
+  /** Where the lines are: before any `Error:` line, in the first error block, or past it. */
+  private place: "before" | "error" | "after" = "before";
+  private inBacktrace = false;
+
+  add(raw: string): void {
+    const line = raw.replace(/\u001b\[[0-9;]*m/g, "").trimEnd().slice(0, 300);
+    if (/^\s*Stack backtrace:/.test(line)) this.inBacktrace = true;
+    if (this.place === "error" && (line === "" || this.inBacktrace || this.error.length >= 10)) this.place = "after";
+    if (this.place === "before" && /^Error:/.test(line)) this.place = "error";
+    if (this.place === "error") {
+      this.error.push(line);
+      return;
+    }
+    // A backtrace runs to the end of its report; a new `Error:` line or an unindented line ends it.
+    if (this.inBacktrace && !/^\s*Stack backtrace:/.test(line) && line !== "" && !/^\s/.test(line)) this.inBacktrace = false;
+    if (this.inBacktrace || line === "" || BACKTRACE_FRAME.test(line)) return;
+    this.tail.push(line);
+    if (this.tail.length > 5) this.tail.shift();
+  }
+
+  reason(): string | undefined {
+    const lines = this.error.length > 0 ? this.error : this.tail;
+    return lines.length > 0 ? lines.join(" | ") : undefined;
+  }
+}
+
+/** A frame of a Rust backtrace (`  3: codex::main`, `      at src/main.rs:12:5`). */
+const BACKTRACE_FRAME = /^\s+(\d+: |at )/;

@@ -1,0 +1,72 @@
+import { chmodSync, mkdtempSync, writeFileSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { afterAll, afterEach, describe, expect, it } from "vitest";
+import type { HarnessTurnInput, RuntimeLogger } from "@assemblyline-agents/core";
+import { KitHarnessContext } from "@assemblyline-agents/core/testkit";
+import { codexAgentHarness } from "../src/index.js";
+import { ResponsesServer } from "../src/testkit/index.js";
+import { codexHome, codexRuns, removeAll } from "./support.js";
+
+const API_KEY = "sk-local-codex-app-server-test";
+const binary = codexRuns();
+const dirs: string[] = [];
+let server: ResponsesServer | undefined;
+afterEach(async () => {
+  await server?.stop();
+  server = undefined;
+});
+afterAll(() => removeAll(dirs));
+
+const turnInput: HarnessTurnInput = {
+  runId: "run_codex_app_server",
+  agentRevision: "rev1",
+  modelSpec: "openai-codex/gpt-5.1-codex",
+  context: { instructions: "Be brief.", messages: [{ role: "user", content: "hi" }], tools: [] },
+};
+
+describe("the app-server's stdout", () => {
+  it("skips a line that is JSON but not a message (null, a number, an array) instead of crashing the host with a TypeError", async () => {
+    // A codex binary (the `command` option) that writes such lines, then exits.
+    const dir = mkdtempSync(join(tmpdir(), "al-codex-fake-"));
+    dirs.push(dir);
+    const fake = join(dir, "codex");
+    writeFileSync(fake, "#!/bin/sh\necho null\necho 42\necho '[]'\nsleep 1\n");
+    chmodSync(fake, 0o755);
+    const skipped: string[] = [];
+    class LoggedContext extends KitHarnessContext {
+      override readonly logger: RuntimeLogger = { debug: (fields) => void skipped.push(String(fields.line)), info: () => undefined, warn: () => undefined, error: () => undefined };
+    }
+    const uncaught: unknown[] = [];
+    const listeners = process.listeners("uncaughtException");
+    process.removeAllListeners("uncaughtException");
+    const onUncaught = (error: unknown) => void uncaught.push(error);
+    process.on("uncaughtException", onUncaught);
+    try {
+      const failure = await codexAgentHarness({ command: fake, env: { ...process.env } }).runTurn(turnInput, new LoggedContext({})).catch((error: unknown) => error);
+      expect(failure).toMatchObject({ code: "AL_ERR_CODEX_APP_SERVER" });
+    } finally {
+      process.off("uncaughtException", onUncaught);
+      for (const listener of listeners) process.on("uncaughtException", listener);
+    }
+    expect(uncaught.map(String)).toEqual([]);
+    expect(skipped).toEqual(expect.arrayContaining(["null", "42", "[]"]));
+  }, 30_000);
+});
+
+describe.skipIf(!binary.ok)(`an app-server that exits at startup (${binary.why})`, () => {
+  it("fails the run with Codex's own error, without its backtrace frames or a key the config value holds", async () => {
+    server = await new ResponsesServer(API_KEY).start();
+    const home = codexHome(server.baseUrl, API_KEY);
+    dirs.push(home);
+    // Not a number: Codex refuses the config and quotes the value, here shaped like a key.
+    const harness = codexAgentHarness({ env: { ...process.env, CODEX_HOME: home }, config: { "model_providers.local.request_max_retries": '"sk-pasted-into-the-wrong-key"' } });
+    const failure = await harness.runTurn(turnInput, new KitHarnessContext({})).catch((error: unknown) => error);
+    expect(failure).toMatchObject({ code: "AL_ERR_CODEX_APP_SERVER" });
+    const message = (failure as Error).message;
+    expect(message).toMatch(/Error: invalid type: .*expected u64 \| in `model_providers\.local\.request_max_retries`/);
+    expect(message).not.toMatch(/backtrace|<unknown>/i);
+    expect(message).not.toContain("sk-pasted-into-the-wrong-key");
+    expect(server.requests).toHaveLength(0);
+  }, 60_000);
+});
