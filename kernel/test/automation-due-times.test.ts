@@ -170,6 +170,18 @@ describe("cron schedules", () => {
     expect(normalizeSchedule("@daily", "x")).toEqual({ kind: "cron", expression: "@daily", timezone: "UTC" });
   });
 
+  it('refuse an "L" after a weekday ("5L", Quartz\'s last Friday), which croner would run every Friday, and take croner\'s own "5#L"', async () => {
+    for (const expression of ["0 9 * * 5L", "0 9 * * FRIL", "0 9 * * 1-5L", "0 0 9 * * 5L"]) {
+      expect(await refusal(() => normalizeSchedule(expression, "automation \"x\""))).toMatchObject({ code: "AL_ERR_AUTOMATION_SCHEDULE", message: expect.stringContaining('"5#L"') });
+    }
+    const lastFriday = normalizeSchedule("0 9 * * 5#L", "x");
+    const times: string[] = [];
+    for (let at: Date | null = new Date("2026-12-07T00:00:00Z"); times.length < 3; ) times.push((at = nextDueAfter(lastFriday, at!))!.toISOString());
+    expect(times).toEqual(["2026-12-25T09:00:00.000Z", "2027-01-29T09:00:00.000Z", "2027-02-26T09:00:00.000Z"]);
+    // July is a month name, not a weekday: its L is no concern.
+    expect(normalizeSchedule("0 9 1 JUL *", "x")).toMatchObject({ kind: "cron" });
+  });
+
   it("keep firing every half hour through the hour repeated when daylight saving time ends", () => {
     const halfHourly = normalizeSchedule({ cron: "*/30 * * * *", timezone: "America/New_York" }, "test");
     const times: string[] = [];

@@ -60,6 +60,9 @@ function cron(expression: unknown, timezone: unknown, fail: (problem: string) =>
   const fields = text.split(/\s+/);
   // croner reads a string holding ":" as a one-shot date, and "?" as the current time at each parse.
   if (!text.startsWith("@") && (fields.length < 5 || fields.length > 6)) fail(`cron ${JSON.stringify(text)} has ${fields.length} fields, not 5 (or 6 with seconds first); for one run at a set time use { at: "2026-12-01T09:00:00Z" }`);
+  // croner drops an L after a weekday ("5L", Quartz's "last Friday"), which would run every Friday; its own spelling is "5#L".
+  const dayOfWeek = text.startsWith("@") ? "" : fields[fields.length - 1]!;
+  if (/(?<!#)L/i.test(dayOfWeek)) fail(`cron ${JSON.stringify(text)} has "L" in its day-of-week field (${JSON.stringify(dayOfWeek)}), which croner would ignore and run on every such day; for the last given weekday of the month write "#L" after it, e.g. "5#L" (the last Friday)`);
   if (text.includes("?")) fail(`cron ${JSON.stringify(text)} uses "?", which croner replaces with the time the schedule is read, so each replica and each read would see another schedule; write the value itself`);
   try {
     new Intl.DateTimeFormat("en-US", { timeZone: timezone as string });
