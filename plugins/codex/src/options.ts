@@ -61,9 +61,27 @@ export function resolveCodexCommand(options: CodexHarnessOptions, env: Record<st
  */
 export function refuseRouteOwnedConfig(config: Record<string, string> | undefined): void {
   for (const key of Object.keys(config ?? {})) {
-    const refusal = routeOwnedConfig(key);
-    if (refusal) throw new AssemblyLineError("AL_ERR_PLUGIN_OPTIONS", `codexAgentHarness: config.${key} is not an option: ${refusal.why}`, { fix: refusal.fix, details: { option: `config.${key}` } });
+    const refusal = notPlainKey(key) ?? routeOwnedConfig(key);
+    const option = PLAIN_KEY.test(key) ? `config.${key}` : `config[${JSON.stringify(key)}]`;
+    if (refusal) throw new AssemblyLineError("AL_ERR_PLUGIN_OPTIONS", `codexAgentHarness: ${option} is not an option: ${refusal.why}`, { fix: refusal.fix, details: { option } });
   }
+}
+
+/** A `config` key as the checks below can read it: bare TOML key segments (letters, digits, `_`, `-`) joined by dots. */
+const PLAIN_KEY = /^[A-Za-z0-9_-]+(\.[A-Za-z0-9_-]+)*$/;
+
+/**
+ * Refuse a key that is not a plain dotted name. Codex trims a `-c` key and
+ * splits it at its dots, so `" web_search"` is Codex's `web_search`: a key
+ * compared as written could slip a route-owned one past the checks. Quoted,
+ * spaced or empty segments are refused rather than second-guessed.
+ */
+function notPlainKey(key: string): { why: string; fix: string } | undefined {
+  if (PLAIN_KEY.test(key)) return undefined;
+  return {
+    why: "config keys are plain dotted names (letters, digits, _ and -, joined by dots), without spaces or quotes",
+    fix: `Write the key as Codex's config.toml names it, such as "model_providers.<id>.request_max_retries"${key.trim() !== key && PLAIN_KEY.test(key.trim()) ? `: "${key.trim()}"` : ""}.`,
+  };
 }
 
 function routeOwnedConfig(key: string): { why: string; fix: string } | undefined {

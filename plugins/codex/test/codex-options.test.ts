@@ -25,6 +25,17 @@ describe("codexAgentHarness's options, checked against config.schema.json", () =
     expect(codexAgentHarness({ config: { model_reasoning_effort: '"high"', "features.some_other_feature": "true" } }).name).toBe("codex");
   });
 
+  it("refuses a config key that is not a plain dotted name, so a route-owned key cannot slip past with a space or quotes", () => {
+    // Codex trims a -c key, so " web_search" would be its web_search, turned back on.
+    for (const key of [" web_search", "web_search ", "\tfeatures.shell_tool", 'features."shell_tool"', "features. shell_tool", "tools..web_search", ""]) {
+      expect(() => codexAgentHarness({ config: { [key]: '"live"' } }), JSON.stringify(key)).toThrow(
+        expect.objectContaining({ code: "AL_ERR_PLUGIN_OPTIONS", message: expect.stringContaining(`config[${JSON.stringify(key)}] is not an option: config keys are plain dotted names`) }),
+      );
+    }
+    expect(() => codexAgentHarness({ config: { " web_search": '"live"' } })).toThrow(/fix: .*: "web_search"\./);
+    expect(codexAgentHarness({ config: { "model_providers.my-local_1.stream_max_retries": "3" } }).name).toBe("codex");
+  });
+
   it("accepts every documented option, and none", () => {
     const env = { ...process.env, CODEX_HOME: "/tmp/codex-home", UNSET: undefined };
     expect(codexAgentHarness({ command: "/usr/local/bin/codex", config: { model_reasoning_effort: '"high"' }, env }).name).toBe("codex");
