@@ -54,6 +54,10 @@ export type MaterializedGateway = Partial<Record<GatewaySlot, unknown>>;
 /**
  * Turn each slot's descriptor into a live adapter through `hooks.slot`, then
  * check it honours its slot's contract (state: the required `runs` facet).
+ * When a slot fails, the adapters already opened (a connection pool, a folder
+ * lock) are closed, in reverse order, before the error is rethrown: the caller
+ * gets no handle to close them. A factory that settles after its timeout has
+ * its adapter closed when it arrives.
  */
 export async function materializeGateway(
   kernel: Kernel,
@@ -61,7 +65,29 @@ export async function materializeGateway(
   context: Omit<SlotContext, "slot">,
   options: { timeoutMs?: number } = {},
 ): Promise<MaterializedGateway> {
+  const timeoutMs = options.timeoutMs ?? DEFAULT_PLUGIN_TIMEOUT_MS;
   const live: MaterializedGateway = {};
+  const opened: Array<{ slot: GatewaySlot; plugin: string; adapter: unknown }> = [];
+  try {
+    await materializeSlots(kernel, gateway, context, timeoutMs, live, opened);
+  } catch (error) {
+    for (const { slot, plugin, adapter } of opened.reverse()) {
+      // The boot already failed with `error`; a close that fails too must not hide it.
+      await closeOpened(adapter, timeoutMs, `plugin ${plugin}'s ${slot} adapter close()`).catch(() => undefined);
+    }
+    throw error;
+  }
+  return live;
+}
+
+async function materializeSlots(
+  kernel: Kernel,
+  gateway: GatewayDefinition,
+  context: Omit<SlotContext, "slot">,
+  timeoutMs: number,
+  live: MaterializedGateway,
+  opened: Array<{ slot: GatewaySlot; plugin: string; adapter: unknown }>,
+): Promise<void> {
   for (const slot of GATEWAY_SLOTS) {
     const descriptor = gateway[slot];
     if (descriptor === undefined) continue;
@@ -78,12 +104,23 @@ export async function materializeGateway(
     const what = `plugin ${descriptor.plugin} materializing the ${slot} slot`;
     // Slots after state (sandbox, scheduler) may keep their records in it.
     const slotContext: SlotContext = { ...context, slot, ...(live.state ? { state: live.state as StateAdapter } : {}) };
-    const adapter = await withinTimeout(kernel.hooks.slot.for(slot).promise(descriptor, slotContext), options.timeoutMs ?? DEFAULT_PLUGIN_TIMEOUT_MS, what);
+    const materializing = kernel.hooks.slot.for(slot).promise(descriptor, slotContext);
+    let adapter: unknown;
+    try {
+      adapter = await withinTimeout(materializing, timeoutMs, what);
+    } catch (error) {
+      if (isAssemblyLineError(error, "AL_ERR_PLUGIN_TIMEOUT")) {
+        materializing.then((late) => closeOpened(late, timeoutMs, `${what}: close() of the adapter that arrived late`), () => undefined).catch(() => undefined);
+      }
+      throw error;
+    }
     if (adapter === undefined) {
       throw new AssemblyLineError("AL_ERR_GATEWAY_SLOT", `no installed plugin provides adapter "${descriptor.plugin}" for the ${slot} slot`, {
         fix: `Install it (assembly-line plugins add ${descriptor.plugin}) or pick an installed adapter.`,
       });
     }
+    // Opened, even if it fails the contract check below: closed with the rest when a slot fails.
+    opened.push({ slot, plugin: descriptor.plugin, adapter });
     const missing = missingContractMethods(adapter, SLOT_CONTRACTS[slot]);
     if (missing.length > 0) {
       throw new AssemblyLineError("AL_ERR_PLUGIN_CONTRACT", `plugin ${descriptor.plugin}'s ${slot} adapter lacks ${missing.join(", ")} (${SLOT_CONTRACTS[slot]})`, {
@@ -92,7 +129,12 @@ export async function materializeGateway(
     }
     live[slot] = adapter;
   }
-  return live;
+}
+
+/** Close an adapter that has a close(), bounded like every plugin call. */
+async function closeOpened(adapter: unknown, timeoutMs: number, what: string): Promise<void> {
+  const close = (adapter as { close?: unknown } | null | undefined)?.close;
+  if (typeof close === "function") await withinTimeout(Promise.resolve().then(() => close.call(adapter)), timeoutMs, what);
 }
 
 /** The kernel as the registry's loader and verifier see it (they never import the kernel). */

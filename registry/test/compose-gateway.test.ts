@@ -116,6 +116,36 @@ describe("composeGateway", () => {
     });
   });
 
+  it("closes the adapters it already opened when a later slot's factory fails, then refuses the boot", async () => {
+    const plugin = await agentDir();
+    await writeFile(join(plugin, "package.json"), JSON.stringify({
+      name: "@acme/two-slots", version: "1.0.0", type: "module", main: "./index.js",
+      assemblyLine: {
+        manifestVersion: 1, id: "two-slots", kernel: "^0.1.0",
+        provides: [
+          { slot: "state", name: "two-slots", export: "twoState", contract: "state@1", facets: ["runs"] },
+          { slot: "blob", name: "two-slots", export: "twoBlob", contract: "blob@1" },
+        ],
+      },
+    }));
+    // The state adapter stands for a connection pool or a folder lock: opened for a boot that then fails.
+    await writeFile(join(plugin, "index.js"), [
+      'import { adapterDescriptor, definePlugin } from "@assemblyline-agents/core";',
+      `import { InMemoryStateAdapter } from ${JSON.stringify(join(root, "kernel/dist/index.js"))};`,
+      'export const twoState = (o = {}) => adapterDescriptor("state", "two-slots", o);',
+      'export const twoBlob = (o = {}) => adapterDescriptor("blob", "two-slots", o);',
+      "globalThis.__twoSlotsClosed = [];",
+      'export const plugin = definePlugin({ name: "two-slots", version: "1.0.0", apply(kernel) {',
+      '  kernel.hooks.slot.for("state").tapPromise("two-slots", async (d) => d.plugin === "two-slots" ? Object.assign(new InMemoryStateAdapter(), { close: async () => { globalThis.__twoSlotsClosed.push("state"); } }) : undefined);',
+      '  kernel.hooks.slot.for("blob").tapPromise("two-slots", async (d) => { if (d.plugin === "two-slots") throw new Error("blob bucket unreachable"); });',
+      "} });",
+    ].join("\n"));
+    const gateway = defineGateway({ state: adapterDescriptor("state", "two-slots", {}), blob: adapterDescriptor("blob", "two-slots", {}) });
+    await expect(compose({ gateway, agentDir: await agentDir(), plugins: [plugin] })).rejects.toThrow(/blob bucket unreachable/);
+    // The caller got no handle to close it with, so composeGateway must have.
+    expect((globalThis as { __twoSlotsClosed?: string[] }).__twoSlotsClosed).toEqual(["state"]);
+  });
+
   it("refuses two different packages that declare the same plugin id", async () => {
     const impostor = await agentDir();
     const manifest = JSON.parse(await readFile(join(thirdParty, "package.json"), "utf8")) as Record<string, unknown>;
