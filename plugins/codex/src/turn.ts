@@ -51,6 +51,8 @@ export async function runAppServerTurn(
   let toolChain: Promise<unknown> = Promise.resolve();
   /** When the model call the app-server is making now began; undefined while none is (a tool runs, or the turn ended). */
   let modelCallSince: string | undefined;
+  /** Text of the model call under way was streamed to the host: void if Codex re-makes the call's stream. */
+  let streamedText = false;
   /**
    * The model call whose tool calls the server is asking for, numbered when its first call arrives;
    * undefined once its usage came. The server reports a call's usage only after its tool calls are
@@ -113,7 +115,10 @@ export async function runAppServerTurn(
     {
       onNotification(method, params) {
         if (threadId !== undefined && params.threadId !== undefined && params.threadId !== threadId) return;
-        if (method === "item/agentMessage/delta" && typeof params.delta === "string") ctx.textDelta(params.delta);
+        if (method === "item/agentMessage/delta" && typeof params.delta === "string") {
+          streamedText = true;
+          ctx.textDelta(params.delta);
+        }
         else if (method === "item/completed") {
           const item = params.item as { type?: string; text?: string };
           if (item?.type === "agentMessage" && typeof item.text === "string") {
@@ -124,6 +129,7 @@ export async function runAppServerTurn(
           const last = (params.tokenUsage as { last?: Record<string, number> } | undefined)?.last;
           if (last) {
             modelCallSince = undefined;
+            streamedText = false;
             // A response with tool calls was numbered when its first call arrived; one without is numbered now.
             const call = callsOf ?? (state.modelCalls += 1);
             callsOf = undefined;
@@ -168,8 +174,13 @@ export async function runAppServerTurn(
           else if (!stopped) fail(providerFailure(turn?.status, turn?.error?.message, server.env));
         } else if (method === "error" && !stopped) {
           const error = params.error as { message?: string } | undefined;
-          // Redacted as the run's error is: the provider may echo the key it was sent, and logs travel further than the run.
-          if (params.willRetry !== true) {
+          if (params.willRetry === true) {
+            // Codex re-makes a stream that broke: the reply streams again from its start, so what the
+            // host was shown of it is void (as on the Pi engine, which retries itself).
+            if (streamedText) ctx.textRestart?.();
+            streamedText = false;
+          } else {
+            // Redacted as the run's error is: the provider may echo the key it was sent, and logs travel further than the run.
             ctx.logger.warn({ event: "codex.error", runId: input.runId, err: redactProviderMessage(error?.message ?? "no error message", server.env) }, "the Codex app-server reported an error");
           }
         }

@@ -122,6 +122,24 @@ describe.skipIf(!binary.ok)(`a codex turn on the real app-server (${binary.why})
     expect(ctx.events.map((event) => event.type)).not.toContain("model.failed");
   }, 60_000);
 
+  it("tells the host the text streamed so far is void (ctx.textRestart) when Codex re-makes a stream that broke", async () => {
+    const harness = await startModel();
+    server.reply({ dropped: "Hello wo" }, { text: "Hello world" });
+    const stream: string[] = [];
+    class StreamContext extends KitHarnessContext {
+      override textDelta(delta: string): void {
+        stream.push(delta);
+      }
+      textRestart(): void {
+        stream.push("<restart>");
+      }
+    }
+    await expect(harness.runTurn(turnInput([]), new StreamContext({}))).resolves.toMatchObject({ status: "completed", response: { text: "Hello world" } });
+    expect(server.requests).toHaveLength(2);
+    // What a host shows: the deltas after the last break are the reply itself.
+    expect(stream.join("")).toBe("Hello wo<restart>Hello world");
+  }, 60_000);
+
   it("logs the provider's error without the key it echoes or the provider's URL", async () => {
     const harness = await startModel();
     const providerUrl = server.baseUrl.replace(/\/v1$/, "");

@@ -6,6 +6,8 @@ export type ScriptedResponse =
   | { text: string }
   | { toolCalls: Array<{ callId: string; name: string; arguments: unknown }> }
   | { hang: true }
+  /** A stream that breaks after this much of a reply was streamed (the connection is dropped): Codex retries it. */
+  | { dropped: string }
   /** An HTTP error in the API's shape (`{ error: { message, type, ... } }`); the last one answers every later request. */
   | { error: { status: number; message: string } };
 
@@ -62,6 +64,13 @@ export class ResponsesServer {
         const send = (type: string, data: Record<string, unknown>) => res.write(`event: ${type}\ndata: ${JSON.stringify({ type, ...data })}\n\n`);
         send("response.created", { response: { id, object: "response", status: "in_progress", model: body.model, output: [] } });
         const output: unknown[] = [];
+        if ("dropped" in next) {
+          const itemId = `msg_${this.requests.length}`;
+          send("response.output_item.added", { output_index: 0, item: { type: "message", id: itemId, status: "in_progress", role: "assistant", content: [] } });
+          send("response.output_text.delta", { item_id: itemId, output_index: 0, content_index: 0, delta: next.dropped });
+          setTimeout(() => res.socket?.destroy(), 200);
+          return;
+        }
         if ("text" in next) {
           const item = { type: "message", id: `msg_${this.requests.length}`, status: "completed", role: "assistant", content: [{ type: "output_text", text: next.text, annotations: [] }] };
           send("response.output_item.added", { output_index: 0, item: { ...item, status: "in_progress", content: [] } });
