@@ -1,6 +1,6 @@
 import { beforeAll, describe, expect, it } from "vitest";
-import type { RateLimiterStore } from "@assemblyline-agents/core";
-import type { RuntimeBundle } from "@assemblyline-agents/runtime";
+import { errorSummary, type AssemblyLineError, type RateLimiterStore } from "@assemblyline-agents/core";
+import { InMemoryStateAdapter, type RuntimeBundle } from "@assemblyline-agents/runtime";
 import { MemoryRateLimiterStore, parseRateLimitEnv } from "../src/index.js";
 import { describeRateLimiterStoreConformance } from "@assemblyline-agents/core/testkit";
 import { call, fixtureBundle, signedEvent, startHost } from "./support/host.js";
@@ -110,6 +110,11 @@ describe("ingress rate limits", () => {
       "run-create": { capacity: 10, refillPerSecond: 1 },
     });
     expect(() => parseRateLimitEnv("runs=1/1")).toThrow(/AL_ERR_RATE_LIMIT_CONFIG/);
+    // A malformed one stops the start, and leaves no runtime open behind it.
+    let closed = false;
+    const state = Object.assign(new InMemoryStateAdapter(), { close: async () => void (closed = true) });
+    await expect(startHost(bundle, { state, env: { ...env, ASSEMBLY_LINE_RATE_LIMIT: "runs=1/1" } })).rejects.toMatchObject({ code: "AL_ERR_RATE_LIMIT_CONFIG" });
+    expect(closed).toBe(true);
   });
 
   it("take from a plugged-in store, and let requests through (logged) when it fails", async () => {
@@ -138,6 +143,43 @@ describe("ingress rate limits", () => {
     });
     expect(await statuses(1, () => message(stalled.url))).toEqual([202]);
     expect(stalled.logger.events("rate_limit.store_failed")).toHaveLength(1);
+  });
+
+  it("refuse options the host would not apply as it starts, naming the option and the fix", async () => {
+    const refused = async (rateLimit: unknown) => {
+      const error = await startHost(bundle, { rateLimit: rateLimit as never }).then(
+        () => undefined,
+        (thrown: unknown) => thrown as AssemblyLineError,
+      );
+      // Each says how to fix it, besides what is wrong.
+      expect(error?.fix).toMatch(/\w/);
+      return error && { code: error.code, message: errorSummary(error) };
+    };
+    const limit = { capacity: 1, refillPerSecond: 0.001 };
+    // "limit" for "limits": the host would run DEFAULT_RATE_LIMITS, never the 1-request limit asked for.
+    expect(await refused({ limit: { "run-create": limit } })).toEqual({ code: "AL_ERR_HOST_CONFIG", message: "rateLimit.limit is not an option of rateLimit" });
+    // Not a function: every request on a limited route answered 500.
+    expect(await refused({ keyFor: "ip" })).toEqual({ code: "AL_ERR_HOST_CONFIG", message: 'rateLimit.keyFor is "ip", not a function' });
+    // No take(): every request let through unlimited, each logged as a store failure.
+    expect(await refused({ store: {}, limits: { "run-create": limit } })).toMatchObject({ code: "AL_ERR_HOST_CONFIG", message: expect.stringContaining("rateLimit.store is an object without a take() function") });
+    expect(await refused({ store: null })).toMatchObject({ code: "AL_ERR_HOST_CONFIG", message: expect.stringContaining("rateLimit.store is null") });
+    expect(await refused({ limits: [limit] })).toEqual({ code: "AL_ERR_HOST_CONFIG", message: "rateLimit.limits is an array, not an object" });
+    expect(await refused({ limits: { runs: limit } })).toEqual({ code: "AL_ERR_HOST_CONFIG", message: "rateLimit.limits.runs is not an option of rateLimit.limits" });
+    expect(await refused({ limits: { "run-create": 10 } })).toEqual({ code: "AL_ERR_HOST_CONFIG", message: "rateLimit.limits.run-create is number, not an object" });
+    expect(await refused({ limits: { "run-create": { capacity: 1, refill: 1 } } })).toEqual({
+      code: "AL_ERR_HOST_CONFIG",
+      message: "rateLimit.limits.run-create.refill is not an option of rateLimit.limits.run-create",
+    });
+    expect(await refused({ limits: { "run-create": { capacity: "10", refillPerSecond: 1 } } })).toEqual({
+      code: "AL_ERR_HOST_CONFIG",
+      message: 'rateLimit.limits.run-create.capacity is "10", not a number',
+    });
+    expect(await refused({ limits: { "run-create": { capacity: 1 } } })).toMatchObject({ code: "AL_ERR_HOST_CONFIG", message: expect.stringContaining("refillPerSecond is undefined") });
+    expect(await refused({ limits: { "run-create": { capacity: 0, refillPerSecond: 1 } } })).toMatchObject({ code: "AL_ERR_RATE_LIMIT_CONFIG", message: expect.stringContaining("capacity 0 is not positive") });
+    expect(await refused(true)).toEqual({ code: "AL_ERR_HOST_CONFIG", message: "rateLimit is boolean, not an object" });
+    // What the host applies as given still starts.
+    const host = await startHost(bundle, { rateLimit: { limits: { "run-create": limit, "provider-channel": undefined }, keyFor: () => "all", store: new MemoryRateLimiterStore() } });
+    expect(await statuses(2, () => message(host.url))).toEqual([202, 429]);
   });
 
   it("keep each agent's buckets its own on a store agents share", async () => {

@@ -1,11 +1,11 @@
-import { AssemblyLineError, type Scheduler, type TelemetrySink } from "@assemblyline-agents/core";
+import { AssemblyLineError, checkRateLimitRequest, type Scheduler, type TelemetrySink } from "@assemblyline-agents/core";
 import type { RuntimeOptions } from "@assemblyline-agents/runtime";
 import type { AttachmentOptions } from "./attachments.js";
 import { clientAddressOf, trustProxySetting, type ClientAddressOf } from "./client-address.js";
 import { DEFAULT_BODY_IDLE_TIMEOUT_MS } from "./http.js";
 import type { HostAuthOptions } from "./auth.js";
 import type { OutboxOptions } from "./outbox.js";
-import type { RateLimitOptions } from "./rate-limit.js";
+import { RATE_LIMIT_BUCKETS, type BucketLimit, type RateLimitOptions } from "./rate-limit.js";
 
 /**
  * What `listenNodeRuntime` takes: the runtime's options plus the host's. The host
@@ -120,6 +120,7 @@ export function resolveHostConfig(options: NodeRuntimeOptions, env: Record<strin
   const trustProxy = trustProxySetting(options.trustProxy, env);
   checkAttachmentOptions(options.attachments);
   checkOutboxOptions(options.outbox);
+  checkRateLimitOptions(options.rateLimit);
   return {
     devMode,
     port: integer(options.port, "port", 0, 65_535) ?? integer(envNumber(env, "PORT"), "PORT", 0, 65_535) ?? DEFAULT_PORT,
@@ -174,6 +175,52 @@ function checkOutboxOptions(outbox: OutboxOptions | undefined): void {
   integer(section.maxDelayMs, "outbox.maxDelayMs", 0);
   integer(section.deliverTimeoutMs, "outbox.deliverTimeoutMs", 1, MAX_TIMER_MS);
   integer(section.batchSize, "outbox.batchSize", 1);
+}
+
+/**
+ * `rateLimit`, checked as the host starts: taken as given, a misspelt field ran the default limits
+ * without it, a `keyFor` that is not a function answered every limited request 500, and a store
+ * without `take()` let every request through, logging each as a store failure.
+ */
+function checkRateLimitOptions(rateLimit: false | RateLimitOptions | undefined): void {
+  if (rateLimit === false) return;
+  const section = optionSection(rateLimit, "rateLimit", ["limits", "store", "keyFor"]);
+  if (!section) return;
+  if (section.keyFor !== undefined && typeof section.keyFor !== "function") {
+    throw new AssemblyLineError("AL_ERR_HOST_CONFIG", `rateLimit.keyFor is ${shown(section.keyFor)}, not a function`, {
+      fix: "Set rateLimit.keyFor to a function (request) => string | undefined, the key to count the request under (undefined exempts it), or leave it out for the default keys.",
+    });
+  }
+  const store = section.store as { take?: unknown } | null | undefined;
+  if (store !== undefined && (typeof store !== "object" || store === null || typeof store.take !== "function")) {
+    throw new AssemblyLineError("AL_ERR_HOST_CONFIG", `rateLimit.store is ${shown(store)} without a take() function, not a RateLimiterStore`, {
+      fix: "Pass a RateLimiterStore, an object whose async take(key, { capacity, refillPerSecond }) answers { allowed, remaining, retryAfterMs } (redisRateLimiterStore() of @assemblyline-agents/redis is one), or leave store out for in-process memory.",
+    });
+  }
+  const limits = optionSection(section.limits, "rateLimit.limits", RATE_LIMIT_BUCKETS);
+  for (const [bucket, limit] of Object.entries(limits ?? {})) {
+    // A bucket set to undefined is left out: not limited.
+    if (limit === undefined) continue;
+    const name = `rateLimit.limits.${bucket}`;
+    const fields = optionSection(limit, name, ["capacity", "refillPerSecond"])!;
+    for (const field of ["capacity", "refillPerSecond"]) {
+      if (typeof fields[field] !== "number") {
+        throw new AssemblyLineError("AL_ERR_HOST_CONFIG", `${name}.${field} is ${shown(fields[field])}, not a number`, {
+          fix: `Set ${name} to { capacity, refillPerSecond }, both positive numbers (tokens, and tokens regained per second), e.g. { capacity: 10, refillPerSecond: 1 }.`,
+        });
+      }
+    }
+    // Positive and finite, as every RateLimiterStore requires (AL_ERR_RATE_LIMIT_CONFIG).
+    checkRateLimitRequest(name, fields as unknown as BucketLimit);
+  }
+}
+
+/** A value as an option's error shows it. */
+function shown(value: unknown): string {
+  if (value === null) return "null";
+  if (Array.isArray(value)) return "an array";
+  if (typeof value === "object") return "an object";
+  return JSON.stringify(value) ?? typeof value;
 }
 
 /** An options object with only the `known` fields (a misspelt one would be dropped silently), or undefined when left out. */

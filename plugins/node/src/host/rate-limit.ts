@@ -132,6 +132,8 @@ export class IngressRateLimiter {
     private readonly logger: RuntimeLogger,
   ) {
     for (const [bucket, limit] of Object.entries(limits)) {
+      // A bucket set to undefined is left out, as check() reads it: not limited.
+      if (limit === undefined) continue;
       if (!RATE_LIMIT_BUCKETS.includes(bucket as RateLimitBucket)) {
         throw new AssemblyLineError("AL_ERR_RATE_LIMIT_CONFIG", `rateLimit.limits has an unknown bucket ${JSON.stringify(bucket)}`, {
           fix: `Use ${RATE_LIMIT_BUCKETS.map((name) => JSON.stringify(name)).join(" or ")}.`,

@@ -19,7 +19,7 @@ import { noteAgentOnStore } from "./shared-store.js";
 import { ConversationMailbox } from "./mailbox.js";
 import { resolveHostConfig, type NodeRuntimeOptions } from "./options.js";
 import { DeliveryOutbox } from "./outbox.js";
-import { resolveRateLimit } from "./rate-limit.js";
+import { resolveRateLimit, type IngressRateLimiter } from "./rate-limit.js";
 import { RunRecovery } from "./recovery.js";
 import { Router, canonicalPath, type RequestContext } from "./router.js";
 import { RunWatcher } from "./run-watcher.js";
@@ -55,6 +55,7 @@ export async function listenNodeRuntime(options: NodeRuntimeOptions): Promise<No
   const auth = new HostAuth(options.auth, env, config.devMode, logger);
 
   let channels: Record<string, ChannelModule> = {};
+  let rateLimiter: IngressRateLimiter | undefined;
   const runtime = new OpenEveRuntime({
     ...options,
     // A raw route (no deliver()) reads its reply from the run: no delivery row for the outbox to complete.
@@ -79,11 +80,12 @@ export async function listenNodeRuntime(options: NodeRuntimeOptions): Promise<No
     // Checked once plugins have registered their channels (hooks.channel): theirs need their secrets too. Checked where
     // channel modules read them, process.env: a secret only in options.env would pass here and fail every request.
     checkChannelSecrets(channelSecretNeeds(options.manifest, channels), process.env, config.devMode, logger, options.env);
+    // ASSEMBLY_LINE_RATE_LIMIT is read here: a malformed one must not leave the runtime open.
+    rateLimiter = resolveRateLimit(runtime.manifest.agent.id, options.rateLimit, env, logger, (headers) => auth.verifiedFingerprint(headers));
   } catch (error) {
     await runtime.close();
     throw error;
   }
-  const rateLimiter = resolveRateLimit(runtime.manifest.agent.id, options.rateLimit, env, logger, (headers) => auth.verifiedFingerprint(headers));
   const watcher = new RunWatcher(runtime);
   const killSwitch = new IngressKillSwitch(runtime.state.settings, runtime.manifest.agent.id, logger);
   const attachments = new AttachmentIngest(
