@@ -474,6 +474,53 @@ describe("assembly-line plugins add", () => {
     expect(await readFile(join(project, "package.json"), "utf8")).toBe(broken);
   });
 
+  describe("a bare word is a registry id, even where a folder of that name exists", () => {
+    const cwd = process.cwd();
+    /** Runs `plugins add <args>` from inside `project`, as a user does, and returns what it said or threw. */
+    async function addFrom(project: string, ...args: string[]) {
+      process.chdir(project);
+      try {
+        const outcome = await plugins("add", ...args, "--offline").then(
+          (result) => ({ ...result, error: undefined }),
+          (error: { code?: string; message: string; fix?: string }) => ({ code: undefined, out: "", err: "", error }),
+        );
+        return { ...outcome, said: `${outcome.error?.message ?? ""}\n${outcome.out}\n${outcome.err}` };
+      } finally {
+        process.chdir(cwd);
+      }
+    }
+    async function projectWith(folder: string): Promise<string> {
+      const project = await mkdtemp(join(tmpdir(), "al-add-shadow-"));
+      folders.push(project);
+      await writeFile(join(project, "package.json"), JSON.stringify({ name: "my-agent", version: "1.0.0", private: true }));
+      // Many projects keep a docker/ (or postgres/) folder of compose files or data.
+      await mkdir(join(project, folder));
+      await writeFile(join(project, folder, "compose.yaml"), "services: {}\n");
+      return project;
+    }
+
+    it("installs the registry's docker plugin, not the project's docker/ folder", async () => {
+      const { said } = await addFrom(await projectWith("docker"), "docker");
+      // Offline npm may not have it; either way the command is about @assemblyline-agents/docker, not ./docker.
+      expect(said).not.toMatch(/docker[\\/]package\.json does not exist/);
+      expect(said).toContain("@assemblyline-agents/docker");
+    });
+
+    it("reads ./docker as the folder", async () => {
+      const { error } = await addFrom(await projectWith("docker"), "./docker");
+      expect(error).toMatchObject({ code: "AL_ERR_PLUGIN_MANIFEST", message: expect.stringMatching(/docker[\\/]package\.json does not exist/) });
+    });
+
+    it("refuses a bare word the registry does not list, saying to write a folder as ./<name>", async () => {
+      const { error } = await addFrom(await projectWith("my-plugin"), "my-plugin");
+      expect(error).toMatchObject({
+        code: "AL_ERR_PLUGIN_NOT_FOUND",
+        message: expect.stringContaining('the registry lists no plugin "my-plugin"'),
+        fix: expect.stringContaining("assembly-line plugins add ./my-plugin"),
+      });
+    });
+  });
+
   it("refuses a folder without package.json", async () => {
     const empty = await mkdtemp(join(tmpdir(), "al-add-"));
     folders.push(empty);

@@ -145,7 +145,13 @@ function printGateway(lines: string[], io: CommandIO): void {
   for (const line of lines) io.out(line === "" ? "" : `    ${line}`);
 }
 
-const looksLikePath = (target: string) => /^(\.{1,2}[\\/]|[\\/]|[A-Za-z]:[\\/])/.test(target) || /\.(tgz|tar\.gz)$/.test(target) || existsSync(target);
+/**
+ * Whether `plugins add <target>` names a folder or tarball rather than a registry
+ * id: only when it says so (./, ../, ., .., an absolute path, a drive letter, or a
+ * .tgz / .tar.gz name). A bare word is a registry id even when the project has a
+ * folder of that name (a docker/ of compose files must not shadow the docker plugin).
+ */
+const isExplicitPath = (target: string) => /^(\.{1,2}([\\/]|$)|[\\/]|[A-Za-z]:[\\/])/.test(target) || /\.(tgz|tar\.gz)$/.test(target);
 
 export async function addPlugin(parsed: ParsedCommand, io: CommandIO): Promise<number> {
   const usage = "assembly-line plugins add <id|dir|tarball> [--dir <project>] [--from <npm spec>] [--offline] [--registry <url|file>]";
@@ -159,11 +165,17 @@ export async function addPlugin(parsed: ParsedCommand, io: CommandIO): Promise<n
   const from = stringOption(parsed, "from");
   let source: InstallSource;
   if (from !== undefined) source = readFromSpec(from, usage);
-  else if (looksLikePath(target)) {
+  else if (isExplicitPath(target)) {
     const path = resolve(target);
     source = { check: path, install: () => path };
   } else {
-    const entry = await findEntry(target, parsed, io);
+    const entry = await findEntry(target, parsed, io).catch((error: unknown) => {
+      if (!isAssemblyLineError(error, "AL_ERR_PLUGIN_NOT_FOUND") || !existsSync(target)) throw error;
+      throw new AssemblyLineError(error.code, `${errorSummary(error)} ("${target}" is read as a registry id, not as the ${target} folder here)`, {
+        fix: `To add that package folder or tarball, write it as a path: assembly-line plugins add ./${target}. ${error.fix ?? ""}`.trim(),
+        cause: error,
+      });
+    });
     source = { check: `${entry.package}@^${entry.version}`, name: entry.package, install: (version) => `${entry.package}@${version}` };
   }
   const step = progress(io, json);
