@@ -4,9 +4,10 @@ import type { ResolvedDiscordOptions } from "./options.js";
 /**
  * Discord serves attachments from its CDN at signed URLs that need no
  * credentials. A turn's attachment must point there (exact host match against
- * `attachmentHosts`), and the download carries the same list as its
- * `allowedHosts`, which the host applies to every redirect: a CDN answer
- * redirecting elsewhere is refused, not followed.
+ * `attachmentHosts`, which holds host names only: checkOptions refuses a "*."
+ * pattern, so the list means the same here as it does to the host), and the
+ * download carries the same list as its `allowedHosts`, which the host applies
+ * to every redirect: a CDN answer redirecting elsewhere is refused, not followed.
  */
 export function resolveDiscordAttachment(attachment: ChannelAttachment, options: ResolvedDiscordOptions): ChannelAttachmentDownload {
   let url: URL;

@@ -3,7 +3,7 @@ import type { KeyObject } from "node:crypto";
 import { resolveDiscordAttachment } from "./attachments.js";
 import { DiscordDelivery, FAILURE_REPLY } from "./delivery.js";
 import { normalizeInteraction } from "./interaction.js";
-import { DISCORD_MESSAGE_LIMIT, resolveDiscordOptions, type DiscordChannelOptions } from "./options.js";
+import { ATTACHMENT_HOST, DISCORD_MESSAGE_LIMIT, resolveDiscordOptions, type DiscordChannelOptions } from "./options.js";
 import { parsePublicKey, verifyDiscordRequest } from "./signature.js";
 
 export type DiscordChannel = ChannelDefinition & Required<Pick<ChannelModule, "normalizeHttp" | "deliver" | "deliverFailure" | "resolveAttachment">>;
@@ -75,6 +75,13 @@ function checkOptions(options: DiscordChannelOptions): void {
   if (options.botTokenEnv !== undefined && !/^[A-Z_][A-Z0-9_]*$/.test(options.botTokenEnv)) fail(`botTokenEnv ${JSON.stringify(options.botTokenEnv)} is not an env variable name`, "Use e.g. DISCORD_BOT_TOKEN.");
   if (options.apiBaseUrl !== undefined && !/^https?:\/\//.test(options.apiBaseUrl)) fail(`apiBaseUrl ${JSON.stringify(options.apiBaseUrl)} is not an http(s) URL`, "Leave it unset for https://discord.com/api.");
   if (options.attachmentHosts !== undefined && (!Array.isArray(options.attachmentHosts) || options.attachmentHosts.some((host) => typeof host !== "string" || host === ""))) fail("attachmentHosts must be a list of host names", 'Use e.g. ["cdn.discordapp.com"].');
+  const notAHost = options.attachmentHosts?.find((host) => !ATTACHMENT_HOST.test(host));
+  if (notAHost !== undefined) {
+    fail(
+      `attachmentHosts holds ${JSON.stringify(notAHost)}, not a host name (no "*." pattern, scheme, port or path): an attachment's URL is checked against the list by exact name`,
+      'List each host by its exact name, e.g. ["cdn.discordapp.com", "media.discordapp.net"].',
+    );
+  }
   if (options.maxTimestampSkewSeconds !== undefined && !(Number.isFinite(options.maxTimestampSkewSeconds) && options.maxTimestampSkewSeconds > 0)) fail("maxTimestampSkewSeconds must be a positive number", "Leave it unset for 300.");
   if (options.messageLimit !== undefined && !(Number.isInteger(options.messageLimit) && options.messageLimit >= 2 && options.messageLimit <= DISCORD_MESSAGE_LIMIT)) fail(`messageLimit must be an integer from 2 to ${DISCORD_MESSAGE_LIMIT}`, "Leave it unset for Discord's limit.");
 }

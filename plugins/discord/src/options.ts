@@ -22,7 +22,10 @@ export interface DiscordChannelOptions {
   botTokenEnv?: string;
   /** Discord's API base; env DISCORD_API_BASE_URL, else https://discord.com/api. */
   apiBaseUrl?: string;
-  /** Hosts attachment downloads may come from, and reach through redirects (any other is refused). Default Discord's CDN hosts. */
+  /**
+   * Hosts attachment downloads may come from, and reach through redirects (any other is refused), each by its exact
+   * name: a "*.example.com" pattern, a scheme, port or path is refused (AL_ERR_DISCORD_CONFIG). Default Discord's CDN hosts.
+   */
   attachmentHosts?: string[];
   /** Largest |now - X-Signature-Timestamp| accepted, in seconds. Default 300. */
   maxTimestampSkewSeconds?: number;
@@ -42,6 +45,13 @@ export interface ResolvedDiscordOptions {
   messageLimit: number;
   env: Record<string, string | undefined>;
 }
+
+/**
+ * A host name as `attachmentHosts` takes it: a DNS name or IPv4 address, or an IPv6 one in brackets, as a URL's
+ * hostname has it. Not a "*." pattern: the first hop is checked against the list by exact name, and the same list
+ * goes to the host as the download's allowedHosts, so a pattern would widen the redirects alone.
+ */
+export const ATTACHMENT_HOST = /^(?:[a-z0-9_-]+\.)*[a-z0-9_-]+$|^\[[0-9a-f:.]+\]$/i;
 
 export function resolveDiscordOptions(options: DiscordChannelOptions): ResolvedDiscordOptions {
   const env = options.env ?? process.env;

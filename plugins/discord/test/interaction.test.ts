@@ -99,6 +99,23 @@ describe("defineDiscordChannel options", () => {
     expect(() => check({ publicKey: "abc" })).toThrow(/AL_ERR_DISCORD_CONFIG/);
   });
 
+  // The list is checked against an attachment's URL by exact name, and goes to the host as the download's allowedHosts, where
+  // "*." matches subdomains: a pattern accepted here would refuse every attachment at the first hop, saying to list the host.
+  it("refuses an attachmentHosts entry that is not a host name, a '*.' pattern included, here and through config.schema.json", async () => {
+    const { optionsSchemaCheck } = await import("@assemblyline-agents/core");
+    const check = optionsSchemaCheck(new URL("../config.schema.json", import.meta.url), { helper: "defineDiscordChannel", code: "AL_ERR_DISCORD_CONFIG", fix: () => "" });
+    for (const host of ["*.discordapp.com", "https://cdn.discordapp.com", "cdn.discordapp.com:443", "cdn.discordapp.com/attachments"]) {
+      expect(() => defineDiscordChannel({ env: {}, attachmentHosts: ["media.discordapp.net", host] }), host).toThrow(`attachmentHosts holds ${JSON.stringify(host)}, not a host name`);
+      expect(() => check({ attachmentHosts: [host] }), host).toThrow(/AL_ERR_DISCORD_CONFIG/);
+    }
+    for (const hosts of [["cdn.discordapp.com", "media.discordapp.net"], ["127.0.0.1"], ["[::1]"]]) {
+      const channel = defineDiscordChannel({ env: {}, attachmentHosts: hosts });
+      expect(() => check({ attachmentHosts: hosts })).not.toThrow();
+      const url = `https://${hosts[0]}/attachments/1/2/a.png`;
+      expect(channel.resolveAttachment({ id: "1", url, filename: "a.png" }, { conversationId: "discord:1" })).toMatchObject({ url, allowedHosts: hosts });
+    }
+  });
+
   it("fails closed with a configuration error, not a refusal, while the public key is missing or malformed", () => {
     for (const env of [{}, { DISCORD_PUBLIC_KEY: "not-hex" }]) {
       const channel = defineDiscordChannel({ env });
