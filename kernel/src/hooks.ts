@@ -24,7 +24,7 @@ export function createKernelHooks() {
   const hooks = Object.freeze({
     /** Materialize a gateway slot from its descriptor; the first tap that returns a value wins. */
     slot: new HookMap((_slot: string) => new AsyncSeriesBailHook<[AdapterDescriptor, SlotContext], unknown>(["descriptor", "context"])),
-    /** Register channel modules by route. */
+    /** Register channel modules by route; one module per route: a tap that puts another module at a taken route is refused. */
     channel: new SyncWaterfallHook<[Map<string, ChannelModule>]>(["channels"]),
     /** Pick the engine for a model spec; the first tap that returns a harness wins. */
     harness: new AsyncSeriesBailHook<[HarnessRequest], AgentHarness | undefined>(["request"]),
@@ -41,7 +41,49 @@ export function createKernelHooks() {
     if (hook instanceof HookMap) hook.intercept({ factory: (key, created) => nameFailures(`slot.for("${String(key)}")`, created) });
     else nameFailures(name, hook, name === "event" ? observerFailureSink : undefined);
   }
+  oneModulePerRoute(hooks.channel);
   return hooks;
+}
+
+/** Who put the module at a route the map held before any tap ran. */
+const CALLER_CLAIMANT = "the channels the host passed to hooks.channel (the agent's channels/ files)";
+
+/**
+ * Refuse a `channel` tap that puts a different module at a route the map already
+ * holds (from the caller or an earlier tap), naming the route and both claimants:
+ * otherwise the later plugin silently takes the earlier one's channel, and its
+ * requests and replies.
+ */
+function oneModulePerRoute(hook: SyncWaterfallHook<[Map<string, ChannelModule>]>): void {
+  // Who registered each route, per map a call passes along (a tap may return a new map).
+  const claimants = new WeakMap<Map<string, ChannelModule>, Map<string, string>>();
+  hook.intercept({
+    register(tap) {
+      const fn = tap.fn as (channels: Map<string, ChannelModule>) => Map<string, ChannelModule> | undefined;
+      const claimant = `tap "${tap.name}"`;
+      return {
+        ...tap,
+        fn: (channels: Map<string, ChannelModule>) => {
+          const before = new Map(channels);
+          const claimed = claimants.get(channels) ?? new Map([...channels.keys()].map((route) => [route, CALLER_CLAIMANT] as const));
+          const after = fn(channels) ?? channels;
+          for (const [route, module] of after) {
+            const earlier = before.get(route);
+            if (earlier === undefined) claimed.set(route, claimant);
+            else if (earlier !== module) {
+              const first = claimed.get(route) ?? CALLER_CLAIMANT;
+              throw new AssemblyLineError("AL_ERR_HOOK_TAP", `hooks.channel ${claimant} puts its channel at the route ${route}, which ${first} already registered with another channel`, {
+                fix: `Give one of the two channels another route (a channel helper's route option), or drop one of them: a route serves exactly one channel.`,
+                details: { route, claimants: [first, claimant] },
+              });
+            }
+          }
+          claimants.set(after, claimed);
+          return after;
+        },
+      };
+    },
+  });
 }
 
 /**
