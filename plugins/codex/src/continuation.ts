@@ -10,7 +10,11 @@ export type ResponseItem = Record<string, JsonValue>;
 export interface PendingCodexCall {
   /** The model's id of the call (its function_call item's call_id). */
   callId: string;
-  /** The id the runtime journals the call under, when it is not callId (see turn.ts: a re-asked model names calls anew). */
+  /**
+   * The id the runtime journals the call under (see turn.ts: unique within the run, and the same for
+   * a call re-asked after a crash). Absent in continuations of earlier versions that journaled the
+   * call under callId.
+   */
   journalId?: string;
   tool: string;
   arguments: JsonValue;

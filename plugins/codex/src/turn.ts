@@ -48,6 +48,7 @@ export async function runAppServerTurn(
   let threadId: string | undefined;
   let lastMessage = "";
   const background: Array<Promise<void>> = [];
+  /** The tool calls' decisions, one after another in the order the server asked: answered, kept for the resume, or left open. */
   let toolChain: Promise<unknown> = Promise.resolve();
   /** When the model call the app-server is making now began; undefined while none is (a tool runs, or the turn ended). */
   let modelCallSince: string | undefined;
@@ -63,50 +64,66 @@ export async function runAppServerTurn(
   const claims = new Map<string, number>();
   /** The model call one of whose tool calls paused the turn, and the wait for its usage. */
   let pausedCall: number | undefined;
+  /** Seen a `turn/completed`: the server asks for no more tool calls of this turn. */
+  let turnOver!: () => void;
+  const turnEnded = new Promise<void>((resolve) => (turnOver = resolve));
+  /** The runtime refused to go on while a paused turn's other calls were kept (the run's lease lost): the turn fails with it. */
+  let refusedAfterPause: unknown;
   let pausedUsage!: (reported: { usage: CallUsage; usageId: string }) => void;
   const pausedCallUsage = new Promise<{ usage: CallUsage; usageId: string }>((resolve) => (pausedUsage = resolve));
 
-  const answerTool = async (request: ServerRequest, modelCall: number): Promise<unknown> => {
+  /**
+   * Decide one tool call: answer it through the pipeline, keep it for the resume (a call of the
+   * paused turn), or leave it open (`undefined`: the turn failed, or this call paused it). Decided
+   * one at a time, so a call that pauses the turn never holds back the decisions of the calls after it.
+   */
+  const decideTool = async (request: ServerRequest, modelCall: number): Promise<{ answer: unknown } | undefined> => {
     const callId = String(request.params.callId);
     const tool = String(request.params.tool);
     const args = (request.params.arguments ?? {}) as JsonValue;
-    if (stopped) {
-      state.pending.push({ callId, tool, arguments: args });
-      return new Promise(() => undefined);
-    }
-    const content = `${modelCall}:${contentDigest(tool, args)}`;
+    // A tool failed the turn, or the runtime refused to go on: no call is answered any more.
+    if (stopped && pausedCall === undefined) return undefined;
+    const digest = contentDigest(tool, args);
+    const content = `${modelCall}:${digest}`;
     const claim = (claims.get(content) ?? 0) + 1;
     claims.set(content, claim);
     let journalId: string;
     let outcome: ToolCallOutcome;
     try {
-      journalId = await journalIdOf(ctx, `codex:call:${content}:${claim}`, { callId, tool, arguments: args });
+      journalId = await journalIdOf(ctx, `codex:call:${content}:${claim}`, { callId, journalId: ownJournalId(modelCall, callId, digest, claim), tool, arguments: args });
+      if (pausedCall !== undefined) {
+        // Another call of the paused turn (the same response's, asked for after the one that paused):
+        // kept with it, so the resume runs it (or asks for its approval) before the model goes on.
+        state.pending.push({ callId, journalId, tool, arguments: args });
+        return undefined;
+      }
       outcome = await ctx.callTool({ id: journalId, name: tool, input: args });
     } catch (error) {
       // The runtime refused to go on (a budget reached, the run's lease lost, a state error): the
       // turn fails with its error, as on every engine. Answered as a tool error instead, the model
       // would be asked again, a billed call, and a run that lost its lease could even complete.
+      if (pausedCall !== undefined) refusedAfterPause ??= error;
       stopped = true;
       fail(error);
-      return new Promise(() => undefined);
+      return undefined;
     }
     if (outcome.status === "completed") {
       const text = toolOutputText(outcome.output);
       state.items.push(functionOutputItem(callId, text));
       // The answer goes back to the app-server, which asks the model again with it.
       modelCallSince = new Date().toISOString();
-      return { success: !outcome.isError, contentItems: [{ type: "inputText", text }] };
+      return { answer: { success: !outcome.isError, contentItems: [{ type: "inputText", text }] } };
     }
     stopped = true;
     if (outcome.status === "paused") {
       pausedCall = modelCall;
-      state.pending.push({ callId, ...(journalId !== callId ? { journalId } : {}), tool, arguments: args });
+      state.pending.push({ callId, journalId, tool, arguments: args });
       settle({ kind: "paused" });
     } else {
       settle({ kind: "tool_failed", error: outcome.output.error });
     }
     // Never answered: the server is stopped with this call open.
-    return new Promise(() => undefined);
+    return undefined;
   };
 
   const appServer = new CodexAppServer(
@@ -169,6 +186,7 @@ export async function runAppServerTurn(
             );
           }
         } else if (method === "turn/completed") {
+          turnOver();
           const turn = params.turn as { status?: string; error?: { message?: string } | null };
           if (turn?.status === "completed") settle({ kind: "completed", text: lastMessage });
           else if (!stopped) fail(providerFailure(turn?.status, turn?.error?.message, server.env));
@@ -192,9 +210,11 @@ export async function runAppServerTurn(
           state.items.push(functionCallItem(String(request.params.callId), String(request.params.tool), (request.params.arguments ?? {}) as JsonValue));
           // Counted in state at once: a pause keeps this call's number taken, so the next response after a resume has its own.
           const modelCall = (callsOf ??= state.modelCalls += 1);
-          const answer = toolChain.then(() => answerTool(request, modelCall));
-          toolChain = answer.catch(() => undefined);
-          return answer;
+          const decided = toolChain.then(() => decideTool(request, modelCall));
+          toolChain = decided.catch(() => undefined);
+          const decision = await decided;
+          // A call left open is never answered: the server is stopped with it open.
+          return decision ? decision.answer : new Promise(() => undefined);
         }
         // Codex's own tools are switched off; anything else it asks (a shell approval, user input) is refused.
         throw new Error(`${request.method} is not available: tools run through the Assembly Line runtime`);
@@ -269,7 +289,14 @@ export async function runAppServerTurn(
     await Promise.all(background);
     if (end.kind === "paused") {
       await journalPausedCall(turn.turn?.id);
-      return { status: "paused", continuation: writeContinuation(input.agentRevision, state) };
+      // The interrupt ends the turn: every call of it the server asks for by then is kept for the resume.
+      let timer: NodeJS.Timeout | undefined;
+      await Promise.race([turnEnded, appServer.closed, new Promise<void>((resolve) => (timer = setTimeout(resolve, PAUSED_CALL_USAGE_WAIT_MS)))]);
+      clearTimeout(timer);
+      await toolChain;
+      if (refusedAfterPause !== undefined) throw refusedAfterPause;
+      // A copy: the server, stopped below, may still write to state until it exits.
+      return { status: "paused", continuation: writeContinuation(input.agentRevision, structuredClone(state)) };
     }
     if (end.kind === "tool_failed") return { status: "completed", response: { text: end.error } };
     return { status: "completed", response: { text: end.text } };
@@ -308,15 +335,32 @@ async function recordModelFailed(ctx: HarnessContext, call: number, startedAt: s
  * the model again, and the model names its calls anew (`call_…` ids are fresh
  * on every response), so the call's own id would not find the completed call
  * in the journal and the tool would run twice. Nor would its place: the server
- * asks for a response's parallel calls in no fixed order. So the first id is
- * journaled under what the call is: the run's model call that made it, its
- * tool and canonical arguments, and which of the identical calls of that
- * response it is (`codex:call:<model call>:<digest>:<n>`). The same call made
- * again by the same model call replays; a call the model changed is new work.
+ * asks for a response's parallel calls in no fixed order. So the call is looked
+ * up by what it is: the run's model call that made it, its tool and canonical
+ * arguments, and which of the identical calls of that response it is (the step
+ * `codex:call:<model call>:<digest>:<n>`), which holds the journal id the call
+ * was first given. The same call made again by the same model call replays; a
+ * call the model changed is new work.
+ *
+ * Journals written before the step held a journal id hold the call's first
+ * model id, and replay under it.
  */
-async function journalIdOf(ctx: HarnessContext, key: string, call: { callId: string; tool: string; arguments: JsonValue }): Promise<string> {
-  const first = await ctx.step(key, () => call);
-  return first.tool === call.tool && isDeepStrictEqual(first.arguments, call.arguments) ? first.callId : call.callId;
+async function journalIdOf(ctx: HarnessContext, key: string, call: { callId: string; journalId: string; tool: string; arguments: JsonValue }): Promise<string> {
+  const first: { callId: string; journalId?: string; tool: string; arguments: JsonValue } = await ctx.step(key, () => call);
+  if (first.tool !== call.tool || !isDeepStrictEqual(first.arguments, call.arguments)) return call.journalId;
+  return typeof first.journalId === "string" ? first.journalId : first.callId;
+}
+
+/**
+ * A journal id unique within the run: the model's id alone is not (a provider
+ * may count `call_0` from the start of every response, and a model asked again
+ * after a crash may give a changed call an id the first answer used). It names
+ * the run's model call, the model's id, the call's content and which of the
+ * response's identical calls it is: `model<n>_<call id>_<digest>[_<k>]`. The
+ * Responses items keep the model's id.
+ */
+function ownJournalId(modelCall: number, callId: string, digest: string, claim: number): string {
+  return `model${modelCall}_${callId}_${digest.slice(0, 12)}${claim > 1 ? `_${claim}` : ""}`;
 }
 
 function contentDigest(tool: string, args: JsonValue): string {

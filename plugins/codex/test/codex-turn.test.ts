@@ -1,5 +1,6 @@
+import { createHash } from "node:crypto";
 import { afterAll, afterEach, describe, expect, it } from "vitest";
-import { AssemblyLineError, type HarnessTurnInput, type JsonValue, type ModelToolCall, type RuntimeLogger, type ToolCallOutcome } from "@assemblyline-agents/core";
+import { AssemblyLineError, canonicalJson, type HarnessTurnInput, type JsonValue, type ModelToolCall, type RuntimeLogger, type ToolCallOutcome } from "@assemblyline-agents/core";
 import { KitHarnessContext, type KitTool } from "@assemblyline-agents/core/testkit";
 import { codexAgentHarness } from "../src/index.js";
 import { ResponsesServer } from "../src/testkit/index.js";
@@ -53,6 +54,9 @@ describe.skipIf(!binary.ok)(`a codex turn on the real app-server (${binary.why})
     const first = new KitHarnessContext(tools);
     await expect(harness.runTurn(turnInput(names), first)).resolves.toMatchObject({ status: "completed" });
     expect(first.executed.sort()).toEqual(["book_room", "charge_card", "send_email", "send_email"]);
+    // Journaled under ids of the run's own: the model call, the model's id, the call's content.
+    const journalIds = first.toolCalls.map((call) => call.id).sort();
+    expect(journalIds).toEqual([expect.stringMatching(/^model1_call_1_a_[0-9a-f]{12}$/), expect.stringMatching(/^model1_call_1_b_/), expect.stringMatching(/^model1_call_1_c_/), expect.stringMatching(/^model1_call_1_d_/)]);
 
     // The process died before the turn's result was kept: recovery asks the model again, and it makes
     // the same calls under new ids, in another order. The server's order of asking varies run to run.
@@ -62,8 +66,8 @@ describe.skipIf(!binary.ok)(`a codex turn on the real app-server (${binary.why})
       const recovered = first.resume();
       await expect(harness.runTurn(turnInput(names), recovered)).resolves.toMatchObject({ status: "completed" });
       expect(recovered.executed).toEqual([]);
-      // Each replayed under the first id of the same call.
-      expect(recovered.toolCalls.map((call) => call.id).sort()).toEqual(["call_1_a", "call_1_b", "call_1_c", "call_1_d"]);
+      // Each replayed under the journal id the same call was first given.
+      expect(recovered.toolCalls.map((call) => call.id).sort()).toEqual(journalIds);
     }
   }, 120_000);
 
@@ -82,7 +86,8 @@ describe.skipIf(!binary.ok)(`a codex turn on the real app-server (${binary.why})
     const recovered = first.resume();
     await harness.runTurn(turnInput(names), recovered);
     expect(recovered.executed).toEqual(["charge_card"]);
-    expect(recovered.toolCalls.map((call) => call.id).sort()).toEqual(["call_1_a", "call_2_b"]);
+    const sent = first.toolCalls.find((call) => call.name === "send_email")!.id;
+    expect(recovered.toolCalls.map((call) => call.id).sort()).toEqual([sent, expect.stringMatching(/^model1_call_2_b_/)]);
   }, 60_000);
 
   it("runs the same call made again by the next response after an approval, instead of replaying the approved one", async () => {
@@ -101,6 +106,63 @@ describe.skipIf(!binary.ok)(`a codex turn on the real app-server (${binary.why})
     const input = { ...turnInput(["send_email"]), continuation: paused.status === "paused" ? paused.continuation : undefined };
     await expect(harness.runTurn(input, approved)).resolves.toMatchObject({ status: "completed", response: { text: "Sent twice." } });
     expect(approved.executed).toEqual(["send_email", "send_email"]);
+  }, 60_000);
+
+  it("runs each response's call as a call of its own when the provider numbers calls per response (call_0 every time)", async () => {
+    const harness = await startModel();
+    server.reply(
+      { toolCalls: [{ callId: "call_0", name: "send_email", arguments: { to: "ann" } }] },
+      { toolCalls: [{ callId: "call_0", name: "send_email", arguments: { to: "ann" } }] },
+      { text: "Sent twice." },
+    );
+    const ctx = new KitHarnessContext({ send_email: kitTool("send_email") });
+    await expect(harness.runTurn(turnInput(["send_email"]), ctx)).resolves.toMatchObject({ status: "completed", response: { text: "Sent twice." } });
+    expect(ctx.executed).toEqual(["send_email", "send_email"]);
+    // Each under a journal id of its own; the model still sees its own ids.
+    expect(ctx.toolCalls.map((call) => call.id)).toEqual([expect.stringMatching(/^model1_call_0_/), expect.stringMatching(/^model2_call_0_/)]);
+    expect(server.itemsOf(2, "function_call_output").map((item) => item.call_id)).toEqual(["call_0", "call_0"]);
+  }, 60_000);
+
+  it("replays a call journaled before calls had journal ids of their own under the model id it first had", async () => {
+    const harness = await startModel();
+    // The step an earlier version wrote for model call 1's send_email({ to: "ann" }): the call's first id.
+    const digest = createHash("sha256").update(canonicalJson(["send_email", { to: "ann" }])).digest("hex").slice(0, 32);
+    const journal = {
+      steps: new Map([[`codex:call:1:${digest}:1`, JSON.stringify({ callId: "call_old", tool: "send_email", arguments: { to: "ann" } })]]),
+      toolResults: new Map<string, ToolCallOutcome>([["call_old", { status: "completed", output: { done: "send_email" }, isError: false }]]),
+    };
+    server.reply({ toolCalls: [{ callId: "call_new", name: "send_email", arguments: { to: "ann" } }] }, { text: "Sent." });
+    const recovered = new KitHarnessContext({ send_email: kitTool("send_email") }, { journal });
+    await expect(harness.runTurn(turnInput(["send_email"]), recovered)).resolves.toMatchObject({ status: "completed" });
+    expect(recovered.executed).toEqual([]);
+    expect(recovered.toolCalls.map((call) => call.id)).toEqual(["call_old"]);
+  }, 60_000);
+
+  it("keeps every call of a response when one pauses for approval, and runs them all on the resume", async () => {
+    const harness = await startModel();
+    server.reply(
+      { toolCalls: [{ callId: "call_send", name: "send_email", arguments: { to: "ann" } }, { callId: "call_charge", name: "charge_card", arguments: { to: "bob" } }, { callId: "call_book", name: "book_room", arguments: { to: "cy" } }] },
+      { text: "Sent, charged and booked." },
+    );
+    const tools = { send_email: { ...kitTool("send_email"), approval: true }, charge_card: { ...kitTool("charge_card"), approval: true }, book_room: kitTool("book_room") };
+    const names = Object.keys(tools);
+    const first = new KitHarnessContext(tools);
+    const paused = await harness.runTurn(turnInput(names), first);
+    expect(paused.status).toBe("paused");
+    const continuation = paused.status === "paused" ? paused.continuation : undefined;
+    // The call that paused first, then the others in the order the server asked for them.
+    const pending = (continuation?.data as { pending: Array<{ callId: string; journalId: string }> }).pending;
+    expect(pending.map((call) => call.callId).sort()).toEqual(["call_book", "call_charge", "call_send"]);
+    expect(pending.every((call) => call.journalId.startsWith(`model1_${call.callId}_`))).toBe(true);
+    expect(first.executed).toEqual([]);
+    const approved = first.resume();
+    approved.approved.add("send_email");
+    approved.approved.add("charge_card");
+    await expect(harness.runTurn({ ...turnInput(names), continuation }, approved)).resolves.toMatchObject({ status: "completed", response: { text: "Sent, charged and booked." } });
+    expect(approved.executed.sort()).toEqual(["book_room", "charge_card", "send_email"]);
+    // The model was shown each call's real result, none filled in as aborted.
+    const outputs = server.itemsOf(server.requests.length - 1, "function_call_output");
+    expect(outputs.map((item) => [item.call_id, String(item.output).includes('"done"')]).sort()).toEqual([["call_book", true], ["call_charge", true], ["call_send", true]]);
   }, 60_000);
 
   it("fails the turn with the runtime's error when a tool call throws, without asking the model again", async () => {
