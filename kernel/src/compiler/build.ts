@@ -479,7 +479,8 @@ async function compileContextFile(agentDir: string, load: Loader): Promise<{ sou
 
 async function compileChannels(agentDir: string, load: Loader): Promise<ChannelManifestEntry[]> {
   const entries: ChannelManifestEntry[] = [];
-  const routes = new Map<string, string>();
+  /** The channel file and route as written, by routed path. */
+  const routes = new Map<string, { file: string; route: string }>();
   for (const file of await listSourceDir(agentDir, "channels", "channel")) {
     const name = stemOf(file);
     const module = await load(join(agentDir, file));
@@ -511,9 +512,14 @@ async function compileChannels(agentDir: string, load: Loader): Promise<ChannelM
     if (!Array.isArray(groups) || groups.some((group) => !Array.isArray(group) || group.length === 0 || group.some((name) => typeof name !== "string" || !/^[A-Z_][A-Z0-9_]*$/.test(name)))) {
       fail("ingress.requiredSecretEnv must be any-of groups of env variable names", 'Write ingress: { requiredSecretEnv: [["MY_WEBHOOK_SECRET"]] }.');
     }
-    const taken = routes.get(channel.route);
-    if (taken) fail(`route ${channel.route} is also served by ${taken}`, "Give each channel its own route.");
-    routes.set(channel.route, file);
+    // Compared as the host routes them: "/message/" and "/message" are one path.
+    const routed = routedPath(channel.route);
+    const taken = routes.get(routed);
+    if (taken) {
+      const spelt = (route: string) => (route === routed ? route : `${route} (routed as ${routed})`);
+      fail(`route ${spelt(channel.route)} is also served by ${taken.file}${taken.route === channel.route ? "" : ` as ${spelt(taken.route)}`}`, "Give each channel its own route: paths that differ only in their slashes are one route.");
+    }
+    routes.set(routed, { file, route: channel.route });
     entries.push({
       name,
       source: await hashSource(agentDir, file),
@@ -530,6 +536,14 @@ async function compileChannels(agentDir: string, load: Loader): Promise<ChannelM
     });
   }
   return entries;
+}
+
+/**
+ * A channel route as an HTTP host routes it: empty segments dropped, so `/message/` and `//message`
+ * are `/message`. The Node host's `canonicalPath` (plugins/node/src/host/router.ts) is the same rule.
+ */
+function routedPath(route: string): string {
+  return `/${route.split("/").filter((segment) => segment !== "").join("/")}`;
 }
 
 const AUTOMATION_NAME = /^[a-z0-9][a-z0-9_-]{0,63}$/;

@@ -1,8 +1,8 @@
 import { cpSync, rmSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { beforeAll, describe, expect, it, onTestFinished } from "vitest";
-import { isAssemblyLineError } from "@assemblyline-agents/core";
-import { InMemoryStateAdapter, buildAgent, loadRuntimeBundle, type RuntimeBundle } from "@assemblyline-agents/runtime";
+import { definePlugin, isAssemblyLineError, type ChannelModule } from "@assemblyline-agents/core";
+import { InMemoryStateAdapter, buildAgent, createKernel, loadRuntimeBundle, type RuntimeBundle } from "@assemblyline-agents/runtime";
 import { listenNodeRuntime, noopLogger } from "../src/index.js";
 import { FIXTURE_AGENT, call, captureServer, countingClaimsState, fixtureBundle, signedEvent, startHost, tempDir, waitFor } from "./support/host.js";
 
@@ -259,6 +259,29 @@ describe("channel ingress secrets", () => {
     const refused = await listenNodeRuntime({ ...clashing, port: 0, host: "127.0.0.1", devMode: true, logger: noopLogger(), env: {} }).catch((error: unknown) => error);
     expect(isAssemblyLineError(refused, "AL_ERR_CHANNEL_DEFINITION")).toBe(true);
     expect((refused as Error).message).toMatch(/route \/runs\/latest, which the host serves itself/);
+  });
+
+  it("refuses at build two channels whose routes differ only by a trailing slash, naming the other channel", async () => {
+    const agentDir = join(tempDir("al-host-twin-route-"), "agent");
+    cpSync(FIXTURE_AGENT, agentDir, { recursive: true });
+    writeFileSync(join(agentDir, "channels/twin.ts"), 'import { defineChannel } from "@assemblyline-agents/core";\nexport default defineChannel({ transport: "http", route: "/message/", methods: ["POST"] });\n');
+    const refused = await buildAgent(agentDir).catch((error: unknown) => error);
+    expect(isAssemblyLineError(refused, "AL_ERR_CHANNEL_DEFINITION")).toBe(true);
+    expect((refused as Error).message).toContain("channels/twin.ts: route /message/ (routed as /message) is also served by channels/message.ts as /message");
+  });
+
+  it("refuses a plugin's channel on an agent channel's routed path, naming both channels rather than the host's own paths", async () => {
+    const twin: ChannelModule = { config: { transport: "http", route: "/message/", methods: ["POST"] }, normalizeHttp: () => ({ eventId: "e", conversationId: "c", message: "hi" }) };
+    let closed = false;
+    const state = Object.assign(new InMemoryStateAdapter(), { close: async () => void (closed = true) });
+    const kernel = await createKernel({
+      plugins: [definePlugin({ name: "twin-channel", version: "1.0.0", apply: (k) => k.hooks.channel.tap("twin-channel", (channels) => channels.set("/message/", twin)) })],
+    });
+    const refused = await startHost(bundle, { kernel, state }).catch((error: unknown) => error);
+    expect(isAssemblyLineError(refused, "AL_ERR_CHANNEL_DEFINITION")).toBe(true);
+    expect((refused as Error).message).toContain("channels message (route /message) and message- (route /message/) are both routed at /message");
+    // The runtime it had started is closed with the refusal.
+    expect(closed).toBe(true);
   });
 });
 

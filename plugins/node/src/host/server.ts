@@ -122,15 +122,15 @@ export async function listenNodeRuntime(options: NodeRuntimeOptions): Promise<No
   ]) {
     router.add(route);
   }
+  // Checked before any channel route is added, so a route the router already has is one the host serves itself.
+  try {
+    checkChannelRoutes(channels, router);
+  } catch (error) {
+    await runtime.close();
+    throw error;
+  }
   for (const [name, module] of Object.entries(channels)) {
-    // Compared as routed: "//admin/x" would otherwise pass the check and serve /admin/x.
     const route = canonicalPath(module.config.route);
-    if (RESERVED_PREFIXES.some((prefix) => route === prefix || route.startsWith(`${prefix}/`)) || router.has(route)) {
-      const spelt = route === module.config.route ? route : `${module.config.route} (routed as ${route})`;
-      throw new AssemblyLineError("AL_ERR_CHANNEL_DEFINITION", `channel ${name} takes route ${spelt}, which the host serves itself`, {
-        fix: `Choose a route outside ${RESERVED_PREFIXES.join(", ")}.`,
-      });
-    }
     const provider = typeof module.normalizeHttp === "function";
     for (const method of module.config.methods ?? ["POST"]) {
       router.add({ method, pattern: route, auth: provider ? "provider" : "channel", channel: name, handle: (ctx) => ingress.handle(name, ctx) });
@@ -321,6 +321,32 @@ export async function listenNodeRuntime(options: NodeRuntimeOptions): Promise<No
     return done;
   };
   return { url, port: address.port, runtime, server, shutdown, closed };
+}
+
+/**
+ * Every channel takes a route of its own, outside the host's: compared as routed (canonicalPath), so
+ * `/message/` is `/message` and `//admin/x` is `/admin/x`. `router` holds the host's routes only.
+ */
+function checkChannelRoutes(channels: Record<string, ChannelModule>, router: Router): void {
+  const channelRoutes = new Map<string, string>();
+  for (const [name, module] of Object.entries(channels)) {
+    // Compared as routed: "//admin/x" would otherwise pass the check and serve /admin/x.
+    const route = canonicalPath(module.config.route);
+    const other = channelRoutes.get(route);
+    if (other !== undefined) {
+      // A plugin's channel (hooks.channel) is not seen by the build, which refuses two of the agent's own.
+      throw new AssemblyLineError("AL_ERR_CHANNEL_DEFINITION", `channels ${other} (route ${channels[other]!.config.route}) and ${name} (route ${module.config.route}) are both routed at ${route}`, {
+        fix: "Give each channel its own route: paths that differ only in their slashes (/message and /message/) are one route to the host.",
+      });
+    }
+    if (RESERVED_PREFIXES.some((prefix) => route === prefix || route.startsWith(`${prefix}/`)) || router.has(route)) {
+      const spelt = route === module.config.route ? route : `${module.config.route} (routed as ${route})`;
+      throw new AssemblyLineError("AL_ERR_CHANNEL_DEFINITION", `channel ${name} takes route ${spelt}, which the host serves itself`, {
+        fix: `Choose a route outside ${RESERVED_PREFIXES.join(", ")}.`,
+      });
+    }
+    channelRoutes.set(route, name);
+  }
 }
 
 /** Channel modules by name: the agent's channels/, plus any a plugin registers through hooks.channel. */
