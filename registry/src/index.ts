@@ -1,6 +1,8 @@
 export {
   readPluginPackage,
   checkKernelRange,
+  checkCoreRange,
+  declaredCoreRange,
   rangeIncludesKernel,
   describePlugin,
   type PluginManifest,

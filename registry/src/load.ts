@@ -13,8 +13,8 @@ import {
 import { DEFAULT_PLUGIN_TIMEOUT_MS, withinTimeout, type PluginKernel } from "@assemblyline-agents/core";
 import { kernelHost } from "./kernel-host.js";
 import { checkAdapterOptions, compileConfigSchema } from "./config-schema.js";
-import { checkKernelRange, pluginRefusal, readPluginPackage, type PluginPackage, type PluginProvide } from "./manifest.js";
-import { importPackageMain } from "./package-main.js";
+import { checkCoreRange, checkKernelRange, pluginRefusal, readPluginPackage, type PluginPackage, type PluginProvide } from "./manifest.js";
+import { hostCoreVersion, importPackageMain } from "./package-main.js";
 
 /** A plugin package whose manifest, kernel range and exports check out. */
 export interface InspectedPlugin extends PluginPackage {
@@ -27,17 +27,20 @@ export interface InspectedPlugin extends PluginPackage {
 export interface InspectOptions {
   /** The kernel the plugin must fit. Default: this host's KERNEL_VERSION. */
   kernelVersion?: string;
+  /** The @assemblyline-agents/core its declared range on the SDK must include. Default: the host's, which its imports are bound to. */
+  coreVersion?: string;
 }
 
 /**
  * Checks 1-3a of loading, without constructing anything: manifest shape, kernel
- * range, then the exports (the package main imports; it exports `plugin` =
+ * range and the declared range on @assemblyline-agents/core, then the exports (the package main imports; it exports `plugin` =
  * definePlugin({ name: <id>, version: <package version> }); each provided
  * `export` is a function; each contract is one this SDK knows; config schemas compile).
  */
 export async function inspectPluginPackage(packageDir: string, options: InspectOptions = {}): Promise<InspectedPlugin> {
   const pkg = await readPluginPackage(packageDir);
   checkKernelRange(pkg, options.kernelVersion ?? kernelHost().version);
+  checkCoreRange(pkg, options.coreVersion ?? hostCoreVersion());
   for (const provide of pkg.manifest.provides) checkKnownContract(pkg, provide);
 
   const exports = await importPackageMain(pkg);
@@ -172,7 +175,8 @@ export interface LoadedPlugin extends InspectedPlugin {
  * refuses with an error naming the plugin, its version, the rule and the fix:
  *
  * 1. manifest shape: plugin-schema.json, bounded kernel range   AL_ERR_PLUGIN_MANIFEST
- * 2. kernel range includes `kernelVersion`                       AL_ERR_PLUGIN_KERNEL_MISMATCH
+ * 2. kernel range includes `kernelVersion`, and the package's range on
+ *    @assemblyline-agents/core (peer, else regular dependency) the host's core  AL_ERR_PLUGIN_KERNEL_MISMATCH
  * 3. contracts, statically: each is the slot's known contract    AL_ERR_PLUGIN_CONTRACT
  *    the main imports                                            AL_ERR_PLUGIN_IMPORT
  *    it exports `plugin` (definePlugin, name = id, version = package version),

@@ -218,6 +218,41 @@ export function rangeIncludesKernel(range: string, kernelVersion: string): boole
 const isPrereleaseFloor = (comparator: semver.Comparator): boolean =>
   (comparator.operator === ">" || comparator.operator === ">=") && comparator.semver.prerelease.length > 0;
 
+/** The SDK package every plugin is bound to: the loader points its imports at the host's copy. */
+export const CORE_PACKAGE = "@assemblyline-agents/core";
+
+/**
+ * The range a plugin declares on the SDK: `peerDependencies["@assemblyline-agents/core"]`,
+ * else `dependencies[...]` (the loader binds either to the host's copy), with the field
+ * it came from; undefined when it declares none, or something that is not a semver
+ * range (`file:`, `workspace:`, an `npm:` alias), which says nothing about versions.
+ */
+export function declaredCoreRange(pkg: PluginPackage): { field: string; range: string } | undefined {
+  for (const field of ["peerDependencies", "dependencies"] as const) {
+    const declared = (pkg.packageJson[field] as Record<string, unknown> | undefined)?.[CORE_PACKAGE];
+    if (typeof declared !== "string") continue;
+    return semver.validRange(declared) === null ? undefined : { field, range: declared };
+  }
+  return undefined;
+}
+
+/**
+ * Step 2 of loading, for the SDK: the range the plugin declares on
+ * @assemblyline-agents/core must include the host's core, the copy its imports
+ * are bound to, by the rules of the kernel range (rangeIncludesKernel).
+ */
+export function checkCoreRange(pkg: PluginPackage, coreVersion: string): void {
+  const declared = declaredCoreRange(pkg);
+  if (declared === undefined || rangeIncludesKernel(declared.range, coreVersion)) return;
+  throw pluginRefusal(
+    "AL_ERR_PLUGIN_KERNEL_MISMATCH",
+    pkg,
+    `${declared.field}["${CORE_PACKAGE}"] "${declared.range}" does not include the host's ${CORE_PACKAGE} ${coreVersion}, which the plugin's imports of it are bound to`,
+    `Install a release of ${pkg.packageName} built for ${CORE_PACKAGE} ${coreVersion}, or upgrade the host's ${CORE_PACKAGE} (with @assemblyline-agents/runtime) to a version in "${declared.range}". Plugin authors: test against ${coreVersion}, then widen the range.`,
+    { details: { coreRange: declared.range, coreVersion } },
+  );
+}
+
 /** Step 2 of loading: the manifest's kernel range must include the running kernel. */
 export function checkKernelRange(pkg: PluginPackage, kernelVersion: string): void {
   if (!rangeIncludesKernel(pkg.manifest.kernel, kernelVersion)) {

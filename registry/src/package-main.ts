@@ -1,5 +1,5 @@
-import { existsSync } from "node:fs";
-import { join } from "node:path";
+import { existsSync, readFileSync } from "node:fs";
+import { dirname, join } from "node:path";
 import { fileURLToPath } from "node:url";
 import { createJiti } from "jiti";
 import { pluginRefusal, type PluginPackage } from "./manifest.js";
@@ -51,6 +51,21 @@ const jiti = createJiti(import.meta.url, {
   },
   tryNative: true,
 });
+
+let coreVersion: string | undefined;
+
+/** The version of the host's @assemblyline-agents/core, the copy plugin imports of the SDK are bound to (read from its package.json). */
+export function hostCoreVersion(): string {
+  if (coreVersion !== undefined) return coreVersion;
+  for (let dir = dirname(fileURLToPath(import.meta.resolve("@assemblyline-agents/core"))); ; dir = dirname(dir)) {
+    const file = join(dir, "package.json");
+    if (existsSync(file)) {
+      const { name, version } = JSON.parse(readFileSync(file, "utf8")) as { name?: unknown; version?: unknown };
+      if (name === "@assemblyline-agents/core" && typeof version === "string") return (coreVersion = version);
+    }
+    if (dirname(dir) === dir) throw new Error("@assemblyline-agents/core resolves to a file outside any package.json that names it");
+  }
+}
 
 /** Import one of a plugin's modules the way a host does: through jiti, with the SDK aliased to the host's copy. */
 export async function importPluginModule(file: string): Promise<Record<string, unknown>> {

@@ -8,10 +8,10 @@ import { isAssemblyLineError } from "@assemblyline-agents/core";
 import { DEFAULT_PLUGIN_TIMEOUT_MS } from "@assemblyline-agents/core";
 import { kernelHost } from "./kernel-host.js";
 import { inspectPluginPackage, loadPluginPackage } from "./load.js";
-import { checkKernelRange, readPluginPackage, type PluginConformance, type PluginPackage, type PluginProvide } from "./manifest.js";
+import { CORE_PACKAGE, checkCoreRange, checkKernelRange, declaredCoreRange, readPluginPackage, type PluginConformance, type PluginPackage, type PluginProvide } from "./manifest.js";
 import { locateKitRunner, type KitRunner } from "./kit-runner.js";
 import { checkPublishedFiles } from "./published-files.js";
-import { packageSubpathTarget } from "./package-main.js";
+import { hostCoreVersion, packageSubpathTarget } from "./package-main.js";
 
 /**
  * The conformance kit of each contract, as exported by
@@ -106,7 +106,11 @@ export async function verifyPluginPackage(packageDir: string, options: VerifyOpt
     })) &&
     (await attempt("kernel range", () => {
       checkKernelRange(pkg!, kernelVersion);
-      return `"${pkg!.manifest.kernel}" includes kernel ${kernelVersion}`;
+      const core = declaredCoreRange(pkg!);
+      if (core === undefined) return `"${pkg!.manifest.kernel}" includes kernel ${kernelVersion}`;
+      const coreVersion = hostCoreVersion();
+      checkCoreRange(pkg!, coreVersion);
+      return `"${pkg!.manifest.kernel}" includes kernel ${kernelVersion}; ${core.field}["${CORE_PACKAGE}"] "${core.range}" includes core ${coreVersion}`;
     })) &&
     (await attempt("exports", async () => {
       const inspected = await inspectPluginPackage(dir, { kernelVersion });

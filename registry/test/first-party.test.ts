@@ -1,7 +1,8 @@
-import { resolve } from "node:path";
+import { existsSync, readFileSync, readdirSync } from "node:fs";
+import { join, resolve } from "node:path";
 import { describe, expect, it } from "vitest";
 import { KERNEL_VERSION } from "@assemblyline-agents/runtime";
-import { checkKernelRange, inspectPluginPackage, loadPluginPackage, readPluginPackage } from "@assemblyline-agents/registry";
+import { checkCoreRange, checkKernelRange, declaredCoreRange, inspectPluginPackage, loadPluginPackage, readPluginPackage } from "@assemblyline-agents/registry";
 
 const plugin = (name: string) => resolve(import.meta.dirname, "../../plugins", name);
 
@@ -12,6 +13,20 @@ describe("first-party plugin packages", () => {
       expect(pkg.manifest.id).toBe(name);
       expect(pkg.packageName).toBe(`@assemblyline-agents/${name}`);
       expect(() => checkKernelRange(pkg, KERNEL_VERSION)).not.toThrow();
+    }
+  });
+
+  it("declares a range on @assemblyline-agents/core that includes this checkout's core, for every plugin here and the third-party example", async () => {
+    const root = resolve(import.meta.dirname, "../..");
+    const coreVersion = (JSON.parse(readFileSync(join(root, "plugin-sdk/package.json"), "utf8")) as { version: string }).version;
+    const folders = [
+      ...readdirSync(join(root, "plugins")).map((name) => join(root, "plugins", name)).filter((dir) => existsSync(join(dir, "package.json"))),
+      join(root, "examples/third-party-plugin"),
+    ];
+    for (const dir of folders) {
+      const pkg = await readPluginPackage(dir);
+      expect(declaredCoreRange(pkg), dir).toMatchObject({ field: "peerDependencies" });
+      expect(() => checkCoreRange(pkg, coreVersion), dir).not.toThrow();
     }
   });
 

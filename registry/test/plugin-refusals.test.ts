@@ -4,7 +4,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { describe, expect, it } from "vitest";
 import { isAssemblyLineError, type ErrorCode } from "@assemblyline-agents/core";
-import { loadPluginPackage, rangeIncludesKernel, readPluginPackage, type LoadPluginOptions } from "@assemblyline-agents/registry";
+import { checkCoreRange, loadPluginPackage, rangeIncludesKernel, readPluginPackage, type LoadPluginOptions } from "@assemblyline-agents/registry";
 
 /**
  * Each folder under fixtures/ with an _expect.json is a broken plugin package:
@@ -88,6 +88,65 @@ describe("loading a broken plugin package", () => {
     } finally {
       await rm(dir, { recursive: true, force: true });
     }
+  });
+});
+
+describe("the range a plugin declares on @assemblyline-agents/core", () => {
+  async function withPackage(fields: Record<string, unknown>, check: (dir: string) => Promise<void>) {
+    const dir = await mkdtemp(join(tmpdir(), "al-plugin-core-"));
+    try {
+      await writeFile(join(dir, "package.json"), JSON.stringify({ name: "@acme/core-range", version: "1.0.0", ...fields, assemblyLine: { manifestVersion: 1, id: "core-range", kernel: "^0.1.0", provides: [] } }));
+      await check(dir);
+    } finally {
+      await rm(dir, { recursive: true, force: true });
+    }
+  }
+
+  it("is read from peerDependencies, else dependencies, and matched by the kernel range's rules", async () => {
+    const core = "@assemblyline-agents/core";
+    for (const [fields, version, fits] of [
+      [{ peerDependencies: { [core]: "^0.1.0" } }, "0.1.4", true],
+      [{ peerDependencies: { [core]: "^0.1.0" } }, "0.2.0", false],
+      [{ dependencies: { [core]: "^0.3.0" } }, "0.1.0", false],
+      [{ peerDependencies: { [core]: "^0.1.0" }, dependencies: { [core]: "^0.3.0" } }, "0.1.0", true],
+      [{ peerDependencies: { [core]: "^0.2.0" } }, "0.2.0-rc.1", true],
+      [{ peerDependencies: { [core]: "^0.2.0-rc.2" } }, "0.2.0-rc.1", false],
+      [{ peerDependencies: { [core]: ">=0.1.0 <0.2.0" } }, "0.2.0-rc.1", false],
+    ] as const) {
+      await withPackage(fields, async (dir) => {
+        const pkg = await readPluginPackage(dir);
+        const outcome = (() => {
+          try {
+            checkCoreRange(pkg, version);
+            return "fits";
+          } catch (error) {
+            return (error as { code?: string }).code;
+          }
+        })();
+        expect(outcome, `${JSON.stringify(fields)} on core ${version}`).toBe(fits ? "fits" : "AL_ERR_PLUGIN_KERNEL_MISMATCH");
+      });
+    }
+  });
+
+  it("is not checked when the package declares none, or something that is not a semver range", async () => {
+    for (const fields of [{}, { peerDependencies: { "@assemblyline-agents/core": "file:../../plugin-sdk" } }, { dependencies: { "@assemblyline-agents/core": "workspace:*" } }]) {
+      await withPackage(fields, async (dir) => {
+        const pkg = await readPluginPackage(dir);
+        expect(() => checkCoreRange(pkg, "0.1.0"), JSON.stringify(fields)).not.toThrow();
+      });
+    }
+  });
+
+  it("names the range and the fix, and carries both versions in the details", async () => {
+    await withPackage({ peerDependencies: { "@assemblyline-agents/core": "^0.3.0" } }, async (dir) => {
+      const error = await loadPluginPackage(dir, { coreVersion: "0.1.0" }).catch((caught: unknown) => caught);
+      expect(error).toMatchObject({
+        code: "AL_ERR_PLUGIN_KERNEL_MISMATCH",
+        message: expect.stringContaining('peerDependencies["@assemblyline-agents/core"] "^0.3.0" does not include the host\'s @assemblyline-agents/core 0.1.0'),
+        fix: expect.stringContaining('Install a release of @acme/core-range built for @assemblyline-agents/core 0.1.0, or upgrade the host\'s @assemblyline-agents/core'),
+        details: { coreRange: "^0.3.0", coreVersion: "0.1.0" },
+      });
+    });
   });
 });
 
