@@ -88,6 +88,31 @@ describe("bad input gets the right status and a JSON error, and changes no store
     expect(before.runs).toEqual([]);
   });
 
+  it("reads /runs' limit and afterSeq in decimal digits only, as ?wait= is, answering anything else 400 naming it", async () => {
+    const done = await call(`${host.url}/message?wait=10`, { body: { message: "echo: hi" }, headers: auth });
+    const events = `${host.url}/runs/${done.body.runId}/events`;
+    for (const [url, name] of [
+      [`${host.url}/runs?limit=0x10`, "limit"],
+      [`${host.url}/runs?limit=1e2`, "limit"],
+      [`${host.url}/runs?limit=%2010`, "limit"],
+      [`${host.url}/runs?limit=201`, "limit"],
+      [`${events}?limit=0b11`, "limit"],
+      [`${events}?afterSeq=0x10`, "afterSeq"],
+      [`${events}?afterSeq=1e2`, "afterSeq"],
+      [`${events}?afterSeq=-1`, "afterSeq"],
+      [`${events}?afterSeq=1.5`, "afterSeq"],
+    ] as const) {
+      const reply = await call(url, { headers: auth });
+      expectError(reply, 400, "AL_ERR_HTTP_BODY_INVALID");
+      expect(reply.body.error.message).toContain(`query parameter ${name}=`);
+      expect(reply.body.error.message).toContain("is not a whole number");
+    }
+    expect((await call(`${host.url}/runs?limit=1`, { headers: auth })).body.runs).toHaveLength(1);
+    const page = await call(`${events}?afterSeq=2&limit=3`, { headers: auth });
+    expect(page.body.events.map((event: { seq: number }) => event.seq)).toEqual([3, 4, 5]);
+    expect((await call(`${events}?afterSeq=&limit=`, { headers: auth })).body.events[0].seq).toBe(1);
+  });
+
   it("refuses decisions a run is not waiting for with 409", async () => {
     const done = await call(`${host.url}/message?wait=10`, { body: { message: "echo: hi" }, headers: auth });
     expect(done.body.status).toBe("completed");

@@ -66,8 +66,7 @@ export function inspectionRoutes(runtime: OpenEveRuntime, maxBodyBytes: number, 
     }),
 
     route("GET", "/runs/:runId/events", async (ctx) => {
-      const afterSeq = Number(ctx.query.get("afterSeq") ?? 0);
-      if (!Number.isInteger(afterSeq) || afterSeq < 0) throw badQuery("afterSeq must be a non-negative integer");
+      const afterSeq = wholeQueryNumber(ctx.query.get("afterSeq"), "afterSeq", 0, Number.MAX_SAFE_INTEGER, "the seq of the last event read, 0 for the first page") ?? 0;
       await requireAgentRun(runtime, ctx.params.runId!);
       sendJson(ctx.res, 200, { events: await runs.listEvents(ctx.params.runId!, { afterSeq, limit: pageSize(ctx.query.get("limit")) }) });
     }),
@@ -141,10 +140,24 @@ async function decide(ctx: RequestContext, runtime: OpenEveRuntime, draining: Ab
 }
 
 function pageSize(value: string | null): number {
-  if (value === null || value === "") return 50;
-  const limit = Number(value);
-  if (!Number.isInteger(limit) || limit < 1 || limit > MAX_PAGE) throw badQuery(`limit=${value} is not an integer in 1..${MAX_PAGE}`);
-  return limit;
+  return wholeQueryNumber(value, "limit", 1, MAX_PAGE, `how many to answer, at most ${MAX_PAGE}`) ?? 50;
+}
+
+/** Digits only, as `?wait=` is read: Number() would also take hex, binary, octal, exponents and blanks (0x10, 1e2, "  "). */
+const DIGITS = /^\d+$/;
+
+/** A whole-number query parameter in min..max, or undefined when absent or empty; anything else is a 400 naming it. */
+function wholeQueryNumber(value: string | null, name: string, min: number, max: number, meaning: string): number | undefined {
+  if (value === null || value === "") return undefined;
+  const number = DIGITS.test(value) ? Number(value) : Number.NaN;
+  if (!(number >= min && number <= max)) {
+    // Quoted as JSON and cut short: the value is the caller's, whatever it holds.
+    const shown = JSON.stringify(value.length > 40 ? `${value.slice(0, 40)}…` : value);
+    throw new HttpError(400, "AL_ERR_HTTP_BODY_INVALID", `query parameter ${name}=${shown} is not a whole number in ${min}..${max === Number.MAX_SAFE_INTEGER ? "" : max}`, {
+      fix: `Write ${name} in decimal digits (${meaning}), e.g. ?${name}=${Math.max(min, 20)}, or leave it out.`,
+    });
+  }
+  return number;
 }
 
 function badQuery(problem: string): HttpError {
