@@ -5,7 +5,7 @@ import { AssemblyLineError, type AgentHarness, type HarnessContext, type Harness
 import { readContinuation, writeContinuation, type CodexContinuationData } from "./continuation.js";
 import { functionOutputItem, toResponseItems, toolOutputText, userItem } from "./items.js";
 import { checkCodexOptions } from "./config-schema.js";
-import { CODEX_HARNESS_NAME, CODEX_PROVIDER, appServerArgs, refuseRouteOwnedConfig, resolveCodexCommand, type CodexHarnessOptions } from "./options.js";
+import { CODEX_HARNESS_NAME, CODEX_PROVIDER, appServerArgs, refuseReservedToolNames, refuseRouteOwnedConfig, resolveCodexCommand, type CodexHarnessOptions } from "./options.js";
 import { runAppServerTurn } from "./turn.js";
 
 /**
@@ -26,6 +26,7 @@ export function codexAgentHarness(options: CodexHarnessOptions = {}): AgentHarne
 }
 
 async function runCodexTurn(input: HarnessTurnInput, ctx: HarnessContext, options: CodexHarnessOptions): Promise<HarnessTurnResult> {
+  refuseReservedToolNames(input.context.tools);
   const state: CodexContinuationData = input.continuation ? readContinuation(input.continuation) : { model: modelOf(input.modelSpec), items: [], pending: [], modelCalls: 0 };
   let text: string | undefined;
   if (!input.continuation) {

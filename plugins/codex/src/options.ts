@@ -30,6 +30,14 @@ export const DISABLED_CODEX_FEATURES = [
   "tool_suggest",
 ] as const;
 
+/**
+ * Tools the app-server offers the model whatever the config (no feature or
+ * `-c` key turns them off in @openai/codex 0.169). A call to one is asked of
+ * the client as a server request, which the route refuses; a dynamic tool of
+ * the same name is hidden behind it, so an agent tool may not take the name.
+ */
+export const CODEX_RESERVED_TOOL_NAMES = ["request_user_input"] as const;
+
 export interface CodexHarnessOptions {
   /** The codex binary; default env CODEX_BINARY, else the one @openai/codex installs, else `codex` on PATH. */
   command?: string;
@@ -101,4 +109,15 @@ export function appServerArgs(options: CodexHarnessOptions): string[] {
     ...DISABLED_CODEX_FEATURES.flatMap((feature) => ["--disable", feature]),
     ...Object.entries(overrides).flatMap(([key, value]) => ["-c", `${key}=${value}`]),
   ];
+}
+
+/** Refuse agent tools named like a tool Codex always offers: the model would reach Codex's, never the agent's. */
+export function refuseReservedToolNames(tools: ReadonlyArray<{ name: string }>): void {
+  const clash = tools.find((tool) => (CODEX_RESERVED_TOOL_NAMES as readonly string[]).includes(tool.name));
+  if (!clash) return;
+  throw new AssemblyLineError(
+    "AL_ERR_CODEX_TOOL_NAME",
+    `the agent's tool "${clash.name}" has the name of a tool the Codex app-server always offers itself; on the openai-codex/* route the model's calls to it would reach Codex's tool, never the agent's`,
+    { fix: `Rename the tool (its tools/ file or connection tool) so it is not one of ${CODEX_RESERVED_TOOL_NAMES.join(", ")}, or run the agent on another engine.`, details: { tool: clash.name } },
+  );
 }

@@ -165,6 +165,30 @@ describe.skipIf(!binary.ok)(`a codex turn on the real app-server (${binary.why})
     expect(outputs.map((item) => [item.call_id, String(item.output).includes('"done"')]).sort()).toEqual([["call_book", true], ["call_charge", true], ["call_send", true]]);
   }, 60_000);
 
+  it("refuses an agent tool named like Codex's own request_user_input, which the app-server always offers and would answer instead", async () => {
+    const harness = await startModel();
+    server.reply({ text: "unused" });
+    const ctx = new KitHarnessContext({ request_user_input: kitTool("request_user_input") });
+    const failure = await harness.runTurn(turnInput(["lookup", "request_user_input"]), ctx).catch((error: unknown) => error);
+    expect(failure).toMatchObject({ code: "AL_ERR_CODEX_TOOL_NAME", message: expect.stringContaining('tool "request_user_input" has the name of a tool the Codex app-server always offers itself') });
+    expect(String((failure as Error).message)).toMatch(/fix: Rename the tool/);
+    expect(server.requests).toHaveLength(0);
+  }, 60_000);
+
+  it("refuses a call to Codex's own request_user_input, which it offers whatever the config, without running anything", async () => {
+    const harness = await startModel();
+    server.reply(
+      { toolCalls: [{ callId: "call_q", name: "request_user_input", arguments: { questions: [{ id: "q1", header: "Pick", question: "Which one?", options: [{ label: "A", description: "a" }, { label: "B", description: "b" }] }] } }] },
+      { text: "I will ask in my reply instead." },
+    );
+    const ctx = new KitHarnessContext({});
+    await expect(harness.runTurn(turnInput([]), ctx)).resolves.toMatchObject({ status: "completed", response: { text: "I will ask in my reply instead." } });
+    // Offered though the agent has no tools: no config turns it off (README, Limits).
+    expect((server.requests[0]!.body.tools ?? []).map((tool) => tool.name ?? tool.type)).toEqual(["request_user_input"]);
+    expect(ctx.toolCalls).toEqual([]);
+    expect(server.itemsOf(1, "function_call_output")).toEqual([expect.objectContaining({ call_id: "call_q" })]);
+  }, 60_000);
+
   it("fails the turn with the runtime's error when a tool call throws, without asking the model again", async () => {
     const harness = await startModel();
     server.reply({ toolCalls: [{ callId: "call_charge", name: "charge_card", arguments: { to: "bob" } }] }, { text: "The charge failed; I will not retry." });
