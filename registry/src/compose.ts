@@ -94,6 +94,8 @@ export async function composeGateway(options: ComposeGatewayOptions): Promise<Co
   const devMode = options.devMode ?? false;
   const timeoutMs = options.timeoutMs ?? DEFAULT_PLUGIN_TIMEOUT_MS;
   const gateway = withSandboxFile(options.gateway ?? ({} as GatewayDefinition), options.sandbox);
+  // The sandbox slot's descriptor came from sandbox.ts (gateway.ts has none): a refusal of its options points there.
+  const sandboxFromFile = gateway.sandbox !== undefined && options.gateway?.sandbox === undefined;
   const finder = new PluginFinder(agentDir, options.plugins ?? []);
 
   const slots: ComposedSlot[] = [];
@@ -112,7 +114,7 @@ export async function composeGateway(options: ComposeGatewayOptions): Promise<Co
       const offered = plugin.manifest.provides.map((entry) => entry.slot).join(", ") || "no slot";
       throw pluginRefusal("AL_ERR_GATEWAY_SLOT", plugin, `gateway.ts puts it in the ${slot} slot, but it provides ${offered}`, `Move it to a slot it provides, or choose a plugin that provides ${slot}.`);
     }
-    await checkAdapterOptions(plugin, provide, descriptor.options);
+    await checkAdapterOptions(plugin, provide, descriptor.options, slot === "sandbox" && sandboxFromFile ? { file: "sandbox.ts", call: `the default export (${provide.export}(...) or defineSandbox({ adapter: "${id}", ... }))` } : undefined);
     slots.push({ slot, descriptor, plugin, provide });
   }
 

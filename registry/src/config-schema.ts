@@ -39,19 +39,29 @@ export async function compileConfigSchema(pkg: PluginPackage, provide: PluginPro
   }
 }
 
+/** Where the user wrote a descriptor's options, for the fix: the file and the call in it. */
+export interface OptionsSource {
+  /** `gateway.ts`, `sandbox.ts`. */
+  file: string;
+  /** `dockerSandbox(...)`, `defineSandbox({ adapter: "docker", ... })`. */
+  call: string;
+}
+
 /**
  * The options a descriptor carries to the factory must satisfy the plugin's
  * config schema (step 4 of loading, before anything is constructed with them).
+ * `source` says where they were written; default: the provided export's call in gateway.ts.
  */
-export async function checkAdapterOptions(pkg: PluginPackage, provide: PluginProvide, options: unknown): Promise<void> {
+export async function checkAdapterOptions(pkg: PluginPackage, provide: PluginProvide, options: unknown, source?: OptionsSource): Promise<void> {
   const validate = await compileConfigSchema(pkg, provide);
   if (!validate || validate(options ?? {})) return;
   const problems = describeSchemaErrors(validate.errors, "options");
+  const { file, call } = source ?? { file: "gateway.ts", call: `${provide.export}(...)` };
   throw pluginRefusal(
     "AL_ERR_PLUGIN_OPTIONS",
     pkg,
-    `the options for its ${provide.slot} adapter "${provide.name}" break ${configSchemaPath(pkg, provide)}: ${problems.join("; ")}`,
-    `Pass options that match the schema to ${provide.export}(...) in gateway.ts.`,
-    { details: { problems, slot: provide.slot, adapter: provide.name } },
+    `the options for its ${provide.slot} adapter "${provide.name}" (from ${file}) break ${configSchemaPath(pkg, provide)}: ${problems.join("; ")}`,
+    `Pass options that match the schema to ${call} in ${file}.`,
+    { details: { problems, slot: provide.slot, adapter: provide.name, file } },
   );
 }

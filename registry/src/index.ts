@@ -24,7 +24,7 @@ export {
 } from "./load.js";
 export { packageEntry } from "./package-main.js";
 export { runNpm, type NpmOutput } from "./run-npm.js";
-export { checkAdapterOptions, compileConfigSchema, configSchemaPath } from "./config-schema.js";
+export { checkAdapterOptions, compileConfigSchema, configSchemaPath, type OptionsSource } from "./config-schema.js";
 export { scanInstalledPlugins, discoverPackage, findPackageDir, nodeModulesChain, type DiscoveredPlugin } from "./discover.js";
 export { checkSandboxAdapterInstalled, composeGateway, gatewayEnvNames, withSandboxFile, type ComposeGatewayOptions, type ComposedGateway, type ComposedSlot, type MissingEnvVar } from "./compose.js";
 export {

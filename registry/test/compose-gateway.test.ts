@@ -104,6 +104,18 @@ describe("composeGateway", () => {
     await expect(compose({ gateway: defineGateway({ state: jsonFileState({ file: 42 }) }), agentDir: dir, plugins: [thirdParty] })).rejects.toMatchObject({
       code: "AL_ERR_PLUGIN_OPTIONS",
       message: expect.stringContaining("options/file must be string"),
+      fix: "Pass options that match the schema to jsonFileState(...) in gateway.ts.",
+    });
+  });
+
+  it("points a misspelt sandbox.ts option at sandbox.ts, the file it was written in, when gateway.ts has no sandbox entry", async () => {
+    // sandbox.ts: export default defineSandbox({ adapter: "docker", imagee: "node:22" }), as the build stamps it.
+    const error = await compose({ gateway: undefined, sandbox: { adapter: "docker", options: { imagee: "node:22" } }, agentDir: await agentDir() }).catch((caught: unknown) => caught);
+    expect(error).toMatchObject({
+      code: "AL_ERR_PLUGIN_OPTIONS",
+      message: expect.stringMatching(/sandbox adapter "docker" \(from sandbox\.ts\) break .*imagee/),
+      fix: 'Pass options that match the schema to the default export (dockerSandbox(...) or defineSandbox({ adapter: "docker", ... })) in sandbox.ts.',
+      details: { file: "sandbox.ts" },
     });
   });
 
