@@ -32,7 +32,7 @@ export class CodexAppServer {
 
   constructor(
     command: { file: string; args: string[] },
-    env: Record<string, string | undefined>,
+    private readonly env: Record<string, string | undefined>,
     private readonly handlers: AppServerHandlers,
     private readonly logger: RuntimeLogger,
   ) {
@@ -122,7 +122,8 @@ export class CodexAppServer {
     this.pending.delete(message.id as number);
     if (message.error) {
       waiter.reject(
-        new AssemblyLineError("AL_ERR_CODEX_APP_SERVER", `codex app-server refused ${waiter.method}: ${message.error.message ?? "unknown error"} (code ${message.error.code ?? "?"})`, {
+        // Redacted: Codex quotes the config value it refused, which may be a key pasted in the wrong place.
+        new AssemblyLineError("AL_ERR_CODEX_APP_SERVER", `codex app-server refused ${waiter.method}: ${redactProviderMessage(String(message.error.message ?? "unknown error"), this.env)} (code ${message.error.code ?? "?"})`, {
           fix: "Check the Codex CLI version (this route is tested with @openai/codex 0.169) and its config.",
         }),
       );

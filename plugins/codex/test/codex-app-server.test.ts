@@ -1,4 +1,4 @@
-import { chmodSync, mkdtempSync, writeFileSync } from "node:fs";
+import { appendFileSync, chmodSync, mkdtempSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterAll, afterEach, describe, expect, it } from "vitest";
@@ -67,6 +67,20 @@ describe.skipIf(!binary.ok)(`an app-server that exits at startup (${binary.why})
     expect(message).toMatch(/Error: invalid type: .*expected u64 \| in `model_providers\.local\.request_max_retries`/);
     expect(message).not.toMatch(/backtrace|<unknown>/i);
     expect(message).not.toContain("sk-pasted-into-the-wrong-key");
+    expect(server.requests).toHaveLength(0);
+  }, 60_000);
+
+  it("fails the run on a CODEX_HOME/config.toml Codex cannot read, naming the key and redacting the value, instead of running on Codex's defaults (another provider)", async () => {
+    server = await new ResponsesServer(API_KEY).start();
+    const home = codexHome(server.baseUrl, API_KEY);
+    dirs.push(home);
+    // Codex warns "Invalid configuration; using defaults." (configWarning) and refuses config/read.
+    appendFileSync(join(home, "config.toml"), 'stream_max_retries = "sk-pasted-into-the-wrong-key"\n');
+    server.reply({ text: "hello" });
+    const failure = await codexAgentHarness({ env: { ...process.env, CODEX_HOME: home } }).runTurn(turnInput, new KitHarnessContext({})).catch((error: unknown) => error);
+    expect(failure).toMatchObject({ code: "AL_ERR_CODEX_APP_SERVER", message: expect.stringMatching(/refused config\/read: invalid configuration: [\s\S]*stream_max_retries/) });
+    // Codex quotes the value it refused: redacted, as the provider's errors are.
+    expect((failure as Error).message).not.toContain("sk-pasted-into-the-wrong-key");
     expect(server.requests).toHaveLength(0);
   }, 60_000);
 });
