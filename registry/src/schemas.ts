@@ -27,7 +27,8 @@ let ajv: Ajv | undefined;
 /** One instance for manifests, registry files and plugins' config schemas; validators are cached per schema. */
 export function registryAjv(): Ajv {
   if (!ajv) {
-    ajv = new Ajv({ allErrors: true, strict: false });
+    // verbose: an error carries the schema that raised it, whose description can say why (describeSchemaErrors).
+    ajv = new Ajv({ allErrors: true, strict: false, verbose: true });
     for (const [name, format] of Object.entries(SEMVER_FORMATS)) ajv.addFormat(name, { type: "string", validate: format.validate });
   }
   return ajv;
@@ -51,7 +52,11 @@ export const generatedRegistryValidator = (): ValidateFunction => {
   return validatorFor(fileURLToPath(new URL("../schemas/generated.schema.json", import.meta.url)));
 };
 
-/** ajv errors as short lines rooted at `root`: `assemblyLine/provides/0 must have required property 'export'`. */
+/**
+ * ajv errors as short lines rooted at `root`: `assemblyLine/provides/0 must have required property 'export'`.
+ * A schema that forbids a value with `not` says why in its description, which replaces ajv's
+ * "must NOT be valid": `assemblyLine/provides/0/facets: only a state adapter lists facets ...`.
+ */
 export function describeSchemaErrors(errors: ErrorObject[] | null | undefined, root: string): string[] {
   const lines = (errors ?? [])
     // if/then/else reports a second, vaguer error for the branch it took; the first one says enough.
@@ -60,6 +65,8 @@ export function describeSchemaErrors(errors: ErrorObject[] | null | undefined, r
       const params = error.params as { additionalProperty?: string; allowedValues?: unknown[]; format?: string };
       const format = error.keyword === "format" && params.format ? SEMVER_FORMATS[params.format] : undefined;
       if (format) return `${root}${error.instancePath} ${format.says}`;
+      const why = error.keyword === "not" ? (error.parentSchema as { description?: unknown } | undefined)?.description : undefined;
+      if (typeof why === "string") return `${root}${error.instancePath}: ${why}`;
       const extra =
         error.keyword === "additionalProperties"
           ? ` (${String(params.additionalProperty)})`
