@@ -226,6 +226,63 @@ describe("outbound address guard", () => {
     }
   });
 
+  it("takes a copy of a header's value (a secret may be sent in any header) out of a redirect elsewhere, and refuses one in its path", async () => {
+    const landing = await listen((request, respond) => respond(200, {}, `url=${request.url}`));
+    const token = "hdr+s3cret/value=9";
+    const basic = Buffer.from(`me:${token}`).toString("base64");
+    const mover = await listen((request, respond) => {
+      const url = new URL(request.url!, "http://x");
+      const key = String(request.headers["x-api-key"] ?? "");
+      // A service that copies what it was sent into the URL it sends the caller to: a header's value, a Bearer token or Basic password, a cookie's value.
+      const copies: Record<string, string> = {
+        "/key": `/cb?token=${encodeURIComponent(key)}&lang=en`,
+        "/bearer": `/cb?next=${encodeURIComponent(`http://idp.test/?t=${(request.headers.authorization ?? "").replace(/^Bearer /, "")}`)}&lang=en`,
+        "/basic": `/cb?pw=${encodeURIComponent(Buffer.from((request.headers.authorization ?? "").replace(/^Basic /, ""), "base64").toString().split(":")[1]!)}&lang=en`,
+        "/cookie": `/cb?lang=en#sid=${encodeURIComponent(String(request.headers.cookie).split("=")[1]!)}`,
+        "/path": `/cb/${encodeURIComponent(key)}`,
+      };
+      respond(302, { location: `http://landing.test:${landing.port}${copies[url.pathname]}` });
+    });
+    try {
+      const guarded = createGuardedFetch({ resolve: resolver, allowedHosts: ["mover.test", "landing.test"] });
+      const sent: Record<string, Record<string, string>> = {
+        "/key": { "x-api-key": token },
+        "/bearer": { authorization: `Bearer ${token}` },
+        "/basic": { authorization: `Basic ${basic}` },
+        "/cookie": { cookie: `sid=${token}` },
+      };
+      for (const [path, headers] of Object.entries(sent)) {
+        const response = await guarded(`http://mover.test:${mover.port}${path}`, { headers: { ...headers, accept: "application/json", "x-flag": "1" } });
+        expect(await response.text(), path).toBe("url=/cb?lang=en");
+        expect(response.url, path).not.toContain("s3cret");
+      }
+      const before = landing.requests.length;
+      const error = await guarded(`http://mover.test:${mover.port}/path`, { headers: { "x-api-key": token } }).then(
+        () => undefined,
+        (caught: unknown) => caught as Error & { code?: string },
+      );
+      expect(error?.code).toBe("AL_ERR_OUTBOUND_REDIRECT");
+      expect(error!.message).toContain(`http://mover.test:${mover.port} redirected to http://landing.test:${landing.port} with the value of its x-api-key header in the new URL's path`);
+      expect(JSON.stringify({ message: error!.message, fix: (error as { fix?: string }).fix, details: (error as { details?: unknown }).details })).not.toContain("s3cret");
+      expect(landing.requests.length).toBe(before);
+      expect(landing.requests.map((request) => request.url).join(" ")).not.toContain("s3cret");
+    } finally {
+      for (const recorder of [landing, mover]) await new Promise((resolve) => recorder.server.close(resolve));
+    }
+  });
+
+  it("leaves a redirect elsewhere as the service wrote it when it holds no value of the caller's headers, or only a short or descriptive one", async () => {
+    const landing = await listen((request, respond) => respond(200, {}, `url=${request.url}`));
+    const mover = await listen((_request, respond) => respond(302, { location: `http://landing.test:${landing.port}/v1/items?page=1&format=application%2Fjson` }));
+    try {
+      const guarded = createGuardedFetch({ resolve: resolver, allowedHosts: ["mover.test", "landing.test"] });
+      const response = await guarded(`http://mover.test:${mover.port}/`, { headers: { "x-api-key": "unrelated-s3cret", accept: "application/json", "x-page": "1" } });
+      expect(await response.text()).toBe("url=/v1/items?page=1&format=application%2Fjson");
+    } finally {
+      for (const recorder of [landing, mover]) await new Promise((resolve) => recorder.server.close(resolve));
+    }
+  });
+
   it("with credentialHosts refuses a first URL outside it unsent, and a redirect to a host outside it carries no credential", async () => {
     const mover = await listen((request, respond) => respond(302, { location: `http://internal.test:${internal.port}/?${new URL(request.url!, "http://x").searchParams}` }));
     try {

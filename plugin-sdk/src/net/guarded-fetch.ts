@@ -8,7 +8,8 @@ const REDIRECT_STATUSES = new Set([301, 302, 303, 307, 308]);
  * policy admits (`allowedHosts` with `onlyAllowedHosts`, and `withinHosts`), and public addresses (special ones only through hosts listed by
  * name), checked on the connected address. Redirects are followed here, hop by
  * hop, each re-checked; the caller's headers and `originBoundQuery` parameters go
- * only to the first URL's origin, and only to `credentialHosts` when it is set.
+ * only to the first URL's origin, and only to `credentialHosts` when it is set,
+ * nor does a copy of their values a service wrote into a redirect's URL (see withoutBound).
  * Refusals reject with AL_ERR_OUTBOUND_ADDRESS_REFUSED, AL_ERR_OUTBOUND_HOST_REFUSED
  * or AL_ERR_OUTBOUND_REDIRECT.
  */
@@ -35,7 +36,7 @@ export function createGuardedFetch(policy: OutboundPolicy = {}): typeof fetch {
     let body = request.body;
     let headers = new Headers(request.headers);
     // Dropped with the headers at the first hop to another origin, never sent there or after.
-    let bound: Array<[string, string]> | undefined = originBound(new URL(request.url), policy.originBoundQuery);
+    let bound: Bound[] | undefined = originBound(new URL(request.url), policy.originBoundQuery);
     const { fetch: undiciFetch, dispatcher } = await connect();
     for (let hop = 0; ; hop += 1) {
       let response: Response;
@@ -64,11 +65,13 @@ export function createGuardedFetch(policy: OutboundPolicy = {}): typeof fetch {
       }
       // Credentials the caller set belong to the origin it named (and only where credentialHosts lets them go), never to a redirect target elsewhere.
       if (next.origin !== origin || !rules.mayCarryCredentials(next.hostname)) {
+        // Any header may be a secret (auth.header names its own): its value is not let through in the URL either.
+        const held = [...(bound ?? []), ...headerValues(headers)];
+        if (held.length > 0) withoutBound(new URL(url).origin, next, held);
         headers = new Headers();
-        if (bound) withoutBound(new URL(url).origin, next, bound);
         bound = undefined;
       } else if (bound) {
-        for (const [name, value] of bound) next.searchParams.set(name, value);
+        for (const { name, value } of bound) next.searchParams.set(name, value);
       }
       url = next.toString();
     }
@@ -101,30 +104,81 @@ function checkUrl(rules: OutboundHostRules, text: string): URL {
   return url;
 }
 
+/** A value that stays with the origin it was sent to: an origin-bound query parameter's, or one of the caller's headers'. */
+interface Bound {
+  in: "query" | "header";
+  name: string;
+  value: string;
+}
+
 /** The values `url` holds for the origin-bound parameters `names`. */
-function originBound(url: URL, names: readonly string[] | undefined): Array<[string, string]> | undefined {
-  const held = (names ?? []).flatMap((name) => url.searchParams.getAll(name).map((value): [string, string] => [name, value]));
+function originBound(url: URL, names: readonly string[] | undefined): Bound[] | undefined {
+  const held = (names ?? []).flatMap((name) => url.searchParams.getAll(name).map((value): Bound => ({ in: "query", name, value })));
   return held.length > 0 ? held : undefined;
 }
 
 /**
- * `next`, a redirect to another origin, without the origin-bound parameters: by name, and wherever
- * the service copied one of their values, whole or inside a longer value (an SSO bounce sends
- * `?return_to=<the original URL, key and all>`), verbatim or encoded (decodings). Such a query
+ * Headers that say what the request is and accepts, never who sends it: their values (application/json, gzip)
+ * are not looked for in a redirect's URL. Every other header's value is, whatever its name, as a secret may be
+ * sent in a header of any name (x-api-key, private-token).
+ */
+const DESCRIPTIVE_HEADERS = new Set(["accept", "accept-charset", "accept-encoding", "accept-language", "cache-control", "content-encoding", "content-language", "content-length", "content-type", "mcp-protocol-version", "pragma", "user-agent"]);
+
+/** A header value shorter than this is no secret worth the name, and would be found by chance in most URLs (an event id, a flag): it is not looked for. */
+const MIN_HEADER_SECRET_LENGTH = 8;
+
+/**
+ * The values of `headers` a redirect's URL must not carry elsewhere: each one's whole value, and for
+ * `Authorization` (`Bearer <token>`, `Basic <base64>`) the credentials after the scheme, and a Basic
+ * one's decoded `user:password` and password; for `Cookie`, each cookie's value.
+ */
+function headerValues(headers: Headers): Bound[] {
+  const held: Bound[] = [];
+  for (const [name, value] of headers) {
+    if (DESCRIPTIVE_HEADERS.has(name)) continue;
+    const values = new Set([value.trim()]);
+    if (name === "authorization" || name === "proxy-authorization") {
+      const [scheme, credentials] = value.trim().split(/\s+/, 2);
+      if (credentials !== undefined) values.add(credentials);
+      if (credentials !== undefined && scheme!.toLowerCase() === "basic") {
+        const decoded = Buffer.from(credentials, "base64").toString("utf8");
+        values.add(decoded);
+        if (decoded.includes(":")) values.add(decoded.slice(decoded.indexOf(":") + 1));
+      }
+    } else if (name === "cookie") {
+      for (const pair of value.split(";")) if (pair.includes("=")) values.add(pair.slice(pair.indexOf("=") + 1).trim());
+    }
+    for (const secret of values) if (secret.length >= MIN_HEADER_SECRET_LENGTH) held.push({ in: "header", name, value: secret });
+  }
+  return held;
+}
+
+/**
+ * `next`, a redirect to another origin, without the origin-bound parameters (by name) and without
+ * any of the `bound` values (an origin-bound parameter's, a header's) wherever the service copied
+ * one, whole or inside a longer value (an SSO bounce sends `?return_to=<the original URL, key and
+ * all>`, or `?token=<the x-api-key it was sent>`), verbatim or encoded (decodings). Such a query
  * parameter, or fragment, is dropped; a value copied into the rest of the URL (its path, host or
  * userinfo) cannot be taken out, so the redirect is refused. `from` is the origin that redirected.
  */
-function withoutBound(from: string, next: URL, bound: Array<[string, string]>): void {
-  const names = new Set(bound.map(([name]) => name));
-  const values = [...new Set(bound.map(([, value]) => value).filter((value) => value !== ""))];
-  const holdsValue = (text: string) => decodings(text).some((form) => values.some((value) => form.includes(value)));
+function withoutBound(from: string, next: URL, bound: Bound[]): void {
+  const names = new Set(bound.filter((held) => held.in === "query").map(({ name }) => name));
+  const holding = (text: string) => {
+    const forms = decodings(text);
+    return bound.filter(({ value }) => forms.some((form) => form.includes(value)));
+  };
+  const holdsValue = (text: string) => holding(text).length > 0;
   const where = holdsValue(next.pathname) ? "path" : [next.username, next.password].some(holdsValue) ? "userinfo" : holdsValue(next.hostname) ? "host name" : undefined;
   if (where !== undefined) {
-    // The target's host is named only when the value is not in it.
+    // The target's host is named only when the value is not in it; the values' owners are named, never the values.
     const target = holdsValue(next.hostname) ? "another origin" : `${next.protocol}//${next.host}`;
-    throw new AssemblyLineError("AL_ERR_OUTBOUND_REDIRECT", `${from} redirected to ${target} with the value of its ${[...names].join(", ")} parameter in the new URL's ${where}, so the redirect was not followed: that value stays with ${from}`, {
-      fix: `Request the final URL directly, or send the value to ${from} in a header if the service accepts one.`,
-      details: { from, parameters: [...names] },
+    const found = [next.pathname, next.username, next.password, next.hostname].flatMap(holding);
+    const owners = (kind: Bound["in"]) => [...new Set(found.filter((held) => held.in === kind).map(({ name }) => name))];
+    const [parameters, headers] = [owners("query"), owners("header")];
+    const whose = [...(parameters.length ? [`${parameters.join(", ")} parameter`] : []), ...(headers.length ? [`${headers.join(", ")} header`] : [])].join(" and ");
+    throw new AssemblyLineError("AL_ERR_OUTBOUND_REDIRECT", `${from} redirected to ${target} with the value of its ${whose} in the new URL's ${where}, so the redirect was not followed: that value stays with ${from}`, {
+      fix: headers.length ? `Request the final URL directly.` : `Request the final URL directly, or send the value to ${from} in a header if the service accepts one.`,
+      details: { from, parameters, headers },
     });
   }
   // Kept as the service wrote them, but for the parameters that carry a value of the origin.
