@@ -1,5 +1,6 @@
 import { AssemblyLineError, credentialInUrl, isConnectionDefinition, quotedUrl, type ConnectionDefinition, type DynamicConnectionSpec } from "@assemblyline-agents/core";
 import { describeHttp } from "./http.js";
+import { connectionNameTooLong, MAX_CONNECTION_NAME_LENGTH } from "./tool-names.js";
 
 export type AnyDefinition = ConnectionDefinition | DynamicConnectionSpec;
 
@@ -40,6 +41,8 @@ export function checkDefinition(name: string, definition: AnyDefinition): void {
   const fail = (problem: string, fix: string): never => {
     throw new AssemblyLineError("AL_ERR_CONNECTION_DEFINITION", `connection "${name}": ${problem}`, { fix });
   };
+  // Its tools are <name>__<tool>: a name that leaves no room for a tool's own would make every tool one no model API accepts.
+  if (name.length > MAX_CONNECTION_NAME_LENGTH) throw connectionNameTooLong(name);
   if (typeof definition !== "object" || definition === null) fail("is not an object", "Declare it with defineMcpConnection / defineOpenApiConnection / defineHttpConnection from @assemblyline-agents/core.");
   const dynamic = isDynamicSpec(definition);
   const kind = (definition as { kind?: unknown }).kind;
@@ -86,9 +89,9 @@ export function checkDefinition(name: string, definition: AnyDefinition): void {
     else if (dynamic || typeof spec.spec !== "object" || spec.spec === null || Array.isArray(spec.spec)) {
       fail(dynamic ? "spec must be the URL of an OpenAPI document" : "spec must be a URL or an OpenAPI document", 'Pass spec: "https://api.example.com/openapi.json".');
     }
-    if (spec.baseUrl !== undefined) checkUrl("baseUrl", spec.baseUrl, fail);
+    if (spec.baseUrl !== undefined) checkBaseUrl(spec.baseUrl, fail);
   } else {
-    checkUrl("baseUrl", spec.baseUrl, fail);
+    checkBaseUrl(spec.baseUrl, fail);
     describeHttp(name, spec.baseUrl as string, spec.endpoints as never);
   }
 }
@@ -108,6 +111,22 @@ function checkUrl(field: string, value: unknown, fail: (problem: string, fix: st
     fail(
       `${field} carries a credential in its ${credential.in === "query" ? "query string" : "fragment"} (parameter ${JSON.stringify(credential.parameter)})`,
       `Store the secret in the grant store and send it as that parameter: auth: { grant: "<id>", query: ${JSON.stringify(credential.parameter)} }, with the parameter taken out of ${field}.`,
+    );
+  }
+}
+
+/**
+ * A baseUrl is checked as any URL, and has no query or fragment: each tool's path is written after
+ * it, so `https://api.example.com/v1?version=2` would send `/items/7` inside the query string.
+ */
+function checkBaseUrl(value: unknown, fail: (problem: string, fix: string) => never): void {
+  checkUrl("baseUrl", value, fail);
+  const text = value as string;
+  const part = text.includes("?") ? "query string" : text.includes("#") ? "fragment" : undefined;
+  if (part) {
+    fail(
+      `baseUrl ${quotedUrl(value)} has a ${part}; each tool's path is written after baseUrl, so it would end up inside the ${part} instead of the URL's path`,
+      'Give baseUrl as scheme, host and path only ("https://api.example.com/v1"); a key the service takes in the query is auth: { grant: "<id>", query: "<param>" }, and a tool\'s query parameters are its own inputs.',
     );
   }
 }

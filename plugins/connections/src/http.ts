@@ -1,10 +1,12 @@
 import { AssemblyLineError, type HttpEndpoint } from "@assemblyline-agents/core";
-import { plainSchema } from "./tool-names.js";
+import { MAX_TOOL_NAME_LENGTH, plainSchema } from "./tool-names.js";
 
 const NAME = /^[a-z][a-z0-9]*(_[a-z0-9]+)*$/;
 const METHODS = new Set(["GET", "POST", "PUT", "PATCH", "DELETE"]);
 /** What an endpoint is read for; anything else (`headers`, `query`, an `approval` of its own) would be dropped unsaid, so it is refused. */
 const ENDPOINT_FIELDS = ["method", "path", "description", "body"];
+/** The tool's own inputs beside the path parameters: a path parameter of the same name could never be given. */
+const OWN_INPUTS = ["query", "body"];
 
 export interface HttpToolRecord {
   name: string;
@@ -34,6 +36,13 @@ export function describeHttp(connection: string, baseUrl: string, endpoints: Rec
   if (typeof endpoints !== "object" || endpoints === null || Object.keys(endpoints).length === 0) fail("endpoints must name at least one endpoint");
   const tools = Object.entries(endpoints).map(([name, endpoint]): HttpToolRecord => {
     if (!NAME.test(name)) fail(`endpoint name "${name}" is not snake_case`);
+    // The endpoint's name is the tool's, as written: one model APIs refuse is refused here, not shortened out of the host's sight.
+    const tool = `${connection}__${name}`;
+    if (tool.length > MAX_TOOL_NAME_LENGTH) {
+      throw new AssemblyLineError("AL_ERR_CONNECTION_DEFINITION", `connection "${connection}": endpoint ${name}: its tool ${tool} is ${tool.length} characters, and model APIs refuse tool names over ${MAX_TOOL_NAME_LENGTH}`, {
+        fix: `Name the endpoint in at most ${MAX_TOOL_NAME_LENGTH - connection.length - 2} characters (or shorten the connection's name).`,
+      });
+    }
     if (typeof endpoint !== "object" || endpoint === null || Array.isArray(endpoint)) fail(`endpoint ${name} must be an object ({ method, path, description, body? })`);
     const unknown = Object.keys(endpoint).filter((key) => !ENDPOINT_FIELDS.includes(key));
     if (unknown.length > 0) {
@@ -51,6 +60,12 @@ export function describeHttp(connection: string, baseUrl: string, endpoints: Rec
       });
     }
     const pathParams = [...endpoint.path.matchAll(/\{([^}]+)\}/g)].map((match) => match[1]!);
+    const clash = pathParams.find((param) => OWN_INPUTS.includes(param));
+    if (clash !== undefined) {
+      throw new AssemblyLineError("AL_ERR_CONNECTION_DEFINITION", `connection "${connection}": endpoint ${name}: path parameter {${clash}} has the name of the tool's own ${clash} input (${clash === "query" ? "the query parameters" : "the request body"}), so it could never be given`, {
+        fix: `Give {${clash}} another name in path (/search/{q}, not /search/{query}): query and body are every HTTP tool's own inputs.`,
+      });
+    }
     const properties: Record<string, unknown> = Object.fromEntries(pathParams.map((param) => [param, { type: "string" }]));
     properties.query = { type: "object", additionalProperties: { type: "string" } };
     if (endpoint.body) properties.body = plainSchema(endpoint.body);

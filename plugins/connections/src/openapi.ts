@@ -1,5 +1,5 @@
 import { AssemblyLineError, type JsonValue } from "@assemblyline-agents/core";
-import { jsonBody, pathSegment, withTimeout, type RequestBody } from "./http-request.js";
+import { jsonBody, withTimeout, type RequestBody } from "./http-request.js";
 import { failure } from "./mcp.js";
 import { acyclic, plainSchema, uniqueNames } from "./tool-names.js";
 import { readBounded } from "./response-limit.js";
@@ -104,24 +104,21 @@ export async function describeOpenApi(
   for (const [path, item] of Object.entries(api.paths ?? {})) {
     for (const method of METHODS) {
       const operation = item[method];
-      if (operation) operations.push({ method, path, operation: { ...operation, parameters: [...((item as { parameters?: Operation["parameters"] }).parameters ?? []), ...(operation.parameters ?? [])] } });
+      if (operation) operations.push({ method, path, operation: { ...operation, parameters: mergedParameters((item as { parameters?: Operation["parameters"] }).parameters, operation.parameters) } });
     }
   }
-  // An operation whose required body no supported media type can carry would be a tool that always fails: it is left out, said once.
+  // An operation a tool cannot express (see unexpressible) would be a tool that always fails or sends what the model did not mean: it is left out, said once.
   const callable = operations.filter(({ method, path, operation }) => {
-    const content = operation.requestBody?.content ?? {};
-    if (!operation.requestBody?.required || Object.keys(content).length === 0 || bodyMedia(content)) return true;
-    warn(operation.operationId ?? `${method.toUpperCase()} ${path}`, `its request body is required and only comes as ${Object.keys(content).join(", ")}; tools send application/json or ${FORM}`);
-    return false;
+    const reason = unexpressible(operation);
+    if (reason !== undefined) warn(operation.operationId ?? `${method.toUpperCase()} ${path}`, reason);
+    return reason === undefined;
   });
   const names = uniqueNames(callable.map(({ method, path, operation }) => operation.operationId ?? `${method}_${path}`), connection);
   const tools = callable.map(({ method, path, operation }, index): OpenApiToolRecord => {
     const properties: Record<string, unknown> = {};
     const required: string[] = [];
     const parameters: OpenApiToolRecord["parameters"] = [];
-    for (const parameter of operation.parameters ?? []) {
-      if (parameter.in !== "path" && parameter.in !== "query" && parameter.in !== "header" && parameter.in !== "cookie") continue;
-      if (parameter.in === "header" && IGNORED_HEADERS.has(parameter.name.toLowerCase())) continue;
+    for (const parameter of inputParameters(operation)) {
       properties[parameter.name] = { ...plainSchema(acyclic(parameter.schema ?? { type: "string" })), ...(parameter.description ? { description: parameter.description } : {}) };
       if (parameter.required || parameter.in === "path") required.push(parameter.name);
       parameters.push({ name: parameter.name, in: parameter.in, ...(parameter.style ? { style: parameter.style } : {}), ...(typeof parameter.explode === "boolean" ? { explode: parameter.explode } : {}) });
@@ -143,6 +140,48 @@ export async function describeOpenApi(
     };
   });
   return JSON.parse(JSON.stringify({ baseUrl: resolvedBase, tools })) as OpenApiRecord;
+}
+
+/**
+ * A path item's parameters with its operation's: an operation's parameter replaces the path
+ * item's of the same name and location (OpenAPI 3: "can override ... but cannot remove"); header
+ * names compared in any case.
+ */
+function mergedParameters(shared: Operation["parameters"], own: Operation["parameters"]): Operation["parameters"] {
+  const key = (parameter: { name: string; in: string }) => `${parameter.in}:${parameter.in === "header" ? parameter.name.toLowerCase() : parameter.name}`;
+  const overridden = new Set((own ?? []).map(key));
+  return [...(shared ?? []).filter((parameter) => !overridden.has(key(parameter))), ...(own ?? [])];
+}
+
+/** The parameters that are inputs of the operation's tool: path, query, header and cookie ones, but for the headers the request sets itself. */
+function inputParameters(operation: Operation): Array<NonNullable<Operation["parameters"]>[number] & { in: OpenApiToolRecord["parameters"][number]["in"] }> {
+  return (operation.parameters ?? []).filter(
+    (parameter): parameter is typeof parameter & { in: OpenApiToolRecord["parameters"][number]["in"] } => (parameter.in === "path" || parameter.in === "query" || parameter.in === "header" || parameter.in === "cookie") && !(parameter.in === "header" && IGNORED_HEADERS.has(parameter.name.toLowerCase())),
+  );
+}
+
+/**
+ * Why an operation cannot be a tool, or undefined when it can. A tool's input is one object whose
+ * properties are the parameters by name, plus `body`; an operation is left out (not guessed at) when
+ * - its request body is required and comes in no media type a tool sends (JSON or a form);
+ * - two of its parameters share a name in different locations (a path `id` and a query `id`): one
+ *   input could not carry both values, and a renamed one would be a name the document never gave;
+ * - a parameter is named `body` beside a request body, which is the `body` input.
+ */
+function unexpressible(operation: Operation): string | undefined {
+  const content = operation.requestBody?.content ?? {};
+  const media = bodyMedia(content);
+  if (operation.requestBody?.required && Object.keys(content).length > 0 && !media) {
+    return `its request body is required and only comes as ${Object.keys(content).join(", ")}; tools send application/json or ${FORM}`;
+  }
+  const locations = new Map<string, string[]>();
+  for (const parameter of inputParameters(operation)) locations.set(parameter.name, [...(locations.get(parameter.name) ?? []), parameter.in]);
+  for (const [name, where] of locations) {
+    if (where.length > 1) return `its parameters ${where.map((location) => `${JSON.stringify(name)} in ${location}`).join(" and ")} share a name, and a tool takes each input by name once; give them different names in the document to offer it`;
+  }
+  const body = locations.get("body");
+  if (media && body) return `its ${body[0]} parameter "body" has the name of the tool's body input (the request body); rename the parameter in the document to offer it`;
+  return undefined;
 }
 
 /**
@@ -171,7 +210,7 @@ export function openApiRequest(record: OpenApiRecord, tool: OpenApiToolRecord, i
     const value = input[parameter.name];
     if (parameter.in === "path") {
       if (value === undefined || value === null || value === "") return { error: `path parameter "${parameter.name}" is required` };
-      const segment = pathSegment(parameter.name, simpleStyle(value, parameter.explode === true));
+      const segment = pathStyle(parameter, value);
       if (typeof segment !== "string") return segment;
       path = path.replace(`{${parameter.name}}`, segment);
     } else if (value !== undefined && value !== null) {
@@ -239,10 +278,44 @@ function serverUrl(connection: string, baseUrl: string | undefined, server: { ur
   if (/\{[^}]+\}/.test(decodeURI(resolved.toString()))) {
     throw new AssemblyLineError("AL_ERR_CONNECTION_DEFINITION", `connection "${connection}": the document's server ${JSON.stringify(template)} has a variable without a default`, { fix: "Give the variable a default in the document, or pass baseUrl." });
   }
+  // Each tool's path is written after it: in a query or fragment it would not be the URL's path.
+  if (resolved.search !== "" || resolved.hash !== "" || /[?#]/.test(url)) {
+    throw new AssemblyLineError("AL_ERR_CONNECTION_DEFINITION", `connection "${connection}": the document's server ${JSON.stringify(template)} has a query string or fragment, after which no operation's path can be written`, {
+      fix: 'Pass baseUrl: "https://api.example.com/v1" (scheme, host and path only).',
+    });
+  }
   return resolved.toString().replace(/\/$/, "");
 }
 
-/** OpenAPI's `simple` style (path and header parameters): arrays and objects as comma-separated lists. */
+/**
+ * A path parameter in its OpenAPI style, each value percent-encoded and the style's own delimiters
+ * not (RFC 6570): `simple` (default; 5, 3,4,5, role,admin or exploded role=admin), `label` (.5,
+ * .3,4,5 or exploded .3.4.5, .role,admin or exploded .role=admin) and `matrix` (;id=5, ;id=3,4,5 or
+ * exploded ;id=3;id=4, ;id=role,admin or exploded ;role=admin). A value that would be the segment
+ * `.` or `..` is refused (see pathSegment).
+ */
+function pathStyle(parameter: { name: string; style?: string; explode?: boolean }, value: unknown): string | { error: string } {
+  const style = parameter.style === "label" || parameter.style === "matrix" ? parameter.style : "simple";
+  const explode = parameter.explode === true;
+  const text = (item: unknown) => encodeURIComponent(typeof item === "object" && item !== null ? JSON.stringify(item) : String(item));
+  const name = encodeURIComponent(parameter.name);
+  // The value's parts: an array's items, an object's key-value pairs, or the one value.
+  const pairs = typeof value === "object" && value !== null && !Array.isArray(value) ? Object.entries(value).map(([key, item]): [string, string] => [text(key), text(item)]) : undefined;
+  const items = pairs ? undefined : Array.isArray(value) ? value.map(text) : [text(value)];
+  let segment: string;
+  if (style === "matrix") {
+    if (pairs) segment = explode ? pairs.map(([key, item]) => `;${key}=${item}`).join("") : `;${name}=${pairs.flat().join(",")}`;
+    else segment = explode ? items!.map((item) => `;${name}=${item}`).join("") : `;${name}=${items!.join(",")}`;
+  } else {
+    const separator = style === "label" && explode ? "." : ",";
+    const parts = pairs ? (explode ? pairs.map(([key, item]) => `${key}=${item}`) : pairs.flat()) : items!;
+    segment = `${style === "label" ? "." : ""}${parts.join(separator)}`;
+  }
+  if (segment === "." || segment === "..") return { error: `path parameter "${parameter.name}" is ${JSON.stringify(value)}, which would leave the operation's path; pass the id or name itself` };
+  return segment;
+}
+
+/** OpenAPI's `simple` style (header parameters): arrays and objects as comma-separated lists. */
 function simpleStyle(value: unknown, explode: boolean): string {
   if (Array.isArray(value)) return value.map(String).join(",");
   if (typeof value === "object" && value !== null) return Object.entries(value).map(([key, item]) => (explode ? `${key}=${String(item)}` : `${key},${String(item)}`)).join(",");

@@ -1,7 +1,7 @@
 import { createServer, type Server } from "node:http";
 import type { AddressInfo } from "node:net";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { defineHttpConnection, type ConnectionPolicy, type HttpEndpoint } from "@assemblyline-agents/core";
+import { defineHttpConnection, defineOpenApiConnection, type ConnectionPolicy, type HttpEndpoint } from "@assemblyline-agents/core";
 import { createConnections } from "../src/index.js";
 
 const callCtx = () => ({ signal: new AbortController().signal, idempotencyKey: (scope: string) => `al_${scope}` }) as never;
@@ -51,5 +51,64 @@ describe("an HTTP connection's endpoints", () => {
     const tools = provider.tools("items", definition, await provider.describe("items", definition, policy), policy);
     expect(await tools.items__delete_item!.execute({ id: "42", body: { reason: "duplicate" } }, callCtx())).toEqual({ status: 200, body: { done: true } });
     expect(received.at(-1)).toEqual({ method: "DELETE", body: '{"reason":"duplicate"}' });
+  });
+
+  it("refuses a path parameter named query or body, the tool's own inputs, naming it and the fix", () => {
+    for (const clash of ["query", "body"]) {
+      const connections = { items: items({ method: "POST", path: `/search/{${clash}}`, description: "Search" }) };
+      expect(() => createConnections({ connections })).toThrow(
+        expect.objectContaining({
+          code: "AL_ERR_CONNECTION_DEFINITION",
+          message: expect.stringContaining(`endpoint delete_item: path parameter {${clash}} has the name of the tool's own ${clash} input`),
+          fix: expect.stringContaining(`Give {${clash}} another name in path`),
+        }),
+      );
+    }
+  });
+
+  it("refuses an endpoint whose tool name would pass the 64 characters model APIs accept, saying how long it may be", () => {
+    const endpoint = "list_every_open_pull_request_review_comment_for_the_repository_owner";
+    const definition = defineHttpConnection({ baseUrl: "http://api.test", description: "GitHub", endpoints: { [endpoint]: { method: "GET", path: "/x", description: "x" } } });
+    expect(() => createConnections({ connections: { github: definition } })).toThrow(
+      expect.objectContaining({
+        code: "AL_ERR_CONNECTION_DEFINITION",
+        message: expect.stringContaining(`endpoint ${endpoint}: its tool github__${endpoint} is 76 characters, and model APIs refuse tool names over 64`),
+        fix: expect.stringContaining("Name the endpoint in at most 56 characters"),
+      }),
+    );
+    const longest = "x".repeat(56);
+    expect(() => createConnections({ connections: { github: defineHttpConnection({ baseUrl: "http://api.test", description: "GitHub", endpoints: { [longest]: { method: "GET", path: "/x", description: "x" } } }) } })).not.toThrow();
+  });
+});
+
+describe("a baseUrl", () => {
+  it("with a query string or a fragment is refused, as each tool's path would be written into it", () => {
+    const endpoints = { get_item: { method: "GET" as const, path: "/items/{id}", description: "one item" } };
+    for (const [baseUrl, part] of [
+      ["http://api.test/v1?version=2", "query string"],
+      ["http://api.test/v1?", "query string"],
+      ["http://api.test/v1#top", "fragment"],
+    ] as const) {
+      for (const definition of [defineHttpConnection({ baseUrl, description: "API", endpoints }), defineOpenApiConnection({ baseUrl, spec: "http://api.test/openapi.json", description: "API" })]) {
+        expect(() => createConnections({ connections: { api: definition } }), `${definition.kind} ${baseUrl}`).toThrow(
+          expect.objectContaining({
+            code: "AL_ERR_CONNECTION_DEFINITION",
+            // The URL is quoted without its query or fragment, which may hold what is not for logs.
+            message: expect.stringMatching(new RegExp(`baseUrl "http://api\\.test/v1[?#]?(<query>|<fragment>)?" has a ${part}; each tool's path is written after baseUrl`)),
+            fix: expect.stringContaining('Give baseUrl as scheme, host and path only ("https://api.example.com/v1")'),
+          }),
+        );
+        expect(() => createConnections({ connections: { api: definition } })).not.toThrow(/version=2/);
+      }
+    }
+  });
+
+  it("is refused in a run's spec, and a document's server with a query string asks for baseUrl", async () => {
+    const provider = createConnections({});
+    const refused = await provider.describe("api", { name: "api", kind: "http", baseUrl: "http://api.test/v1?version=2", endpoints: { get_item: { method: "GET", path: "/items", description: "x" } } } as never, policy).catch((error: Error) => error);
+    expect(refused).toMatchObject({ code: "AL_ERR_CONNECTION_DEFINITION", message: expect.stringContaining("has a query string") });
+    const spec = { openapi: "3.0.3", info: { title: "T", version: "1" }, servers: [{ url: "http://api.test/v1?version=2" }], paths: { "/items": { get: { operationId: "listItems", responses: { "200": { description: "ok" } } } } } };
+    const server = await provider.describe("api", defineOpenApiConnection({ spec, description: "API" }), policy).catch((error: Error) => error);
+    expect(server).toMatchObject({ code: "AL_ERR_CONNECTION_DEFINITION", message: expect.stringContaining('the document\'s server "http://api.test/v1?version=2" has a query string or fragment'), fix: expect.stringContaining("Pass baseUrl") });
   });
 });

@@ -255,8 +255,9 @@ describe("a URL with a credential in it", () => {
   });
 
   it("leaves parameters that are no credential alone", () => {
-    expect(() => createConnections({ connections: { paged: defineHttpConnection({ baseUrl: "https://api.example/v1?page=2&pageToken=abc&monkey=1", description: "API", endpoints: { list: { method: "GET", path: "/items", description: "List" } } }) } })).not.toThrow();
-    expect(() => createConnections({ connections: { paged: defineHttpConnection({ baseUrl: "https://api.example/v1?page_token=abc;next_token=def&turnkey=1&hotkey=2", description: "API", endpoints: { list: { method: "GET", path: "/items", description: "List" } } }) } })).not.toThrow();
+    // (A baseUrl takes no query at all, credential or not: see http-endpoints.test.ts.)
+    expect(() => createConnections({ connections: { paged: defineMcpConnection({ url: "https://mcp.example/mcp?page=2&pageToken=abc&monkey=1", description: "API" }) } })).not.toThrow();
+    expect(() => createConnections({ connections: { paged: defineMcpConnection({ url: "https://mcp.example/mcp?page_token=abc;next_token=def&turnkey=1&hotkey=2", description: "API" }) } })).not.toThrow();
   });
 
   it("refuses auth with both a header and a query parameter", () => {
