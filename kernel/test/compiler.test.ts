@@ -111,6 +111,24 @@ describe("assembly-line build", () => {
     expect(error.message).toMatch(/tools\/shell\.ts[\s\S]*bash/);
   });
 
+  it.each(["run.complete", "tool.failed", "run.finished"])("refuses a hooks/ handler keyed %s, a type in the runtime's namespaces it never records, so the hook could never fire", async (type) => {
+    const error = await buildError({
+      "agent.ts": MINIMAL_AGENT,
+      "hooks/audit.ts": `import { defineHook } from "@assemblyline-agents/core";\nexport default defineHook({ events: { ${JSON.stringify(type)}() {} } });`,
+    });
+    expect(error).toMatchObject({ code: "AL_ERR_HOOK_DEFINITION", message: expect.stringContaining(`"${type}"`) });
+    expect((error as { fix?: string }).fix).toContain(`${type.split(".")[0]}.`);
+  });
+
+  it("builds hooks keyed by the runtime's own event types, skill seeding's included, by custom types and by *", async () => {
+    const dir = agentFolder({
+      "agent.ts": MINIMAL_AGENT,
+      "hooks/audit.ts": `import { defineHook } from "@assemblyline-agents/core";\nexport default defineHook({ events: { "run.completed"() {}, "skill.seeded"() {}, "billing.charged"() {}, "*"() {} } });`,
+    });
+    const { manifest } = await buildAgent(dir);
+    expect(manifest.hooks[0]?.events).toEqual(["*", "billing.charged", "run.completed", "skill.seeded"]);
+  });
+
   it("refuses a harness: key in agent.ts", async () => {
     const error = await buildError({
       "agent.ts": `import { defineAgent } from "@assemblyline-agents/core";\nexport default defineAgent({ model: "m/x", harness: "codex" } as never);`,

@@ -18,6 +18,9 @@ import {
   isContextPolicy,
   isDisabledTool,
   isHookDefinition,
+  isReservedEventType,
+  RESERVED_EVENT_NAMESPACES,
+  RUN_EVENT_TYPES,
   isRunResolverDefinition,
   isToolDefinition,
   resolveDefaultContextOptions,
@@ -437,6 +440,18 @@ async function compileHooks(agentDir: string, load: Loader): Promise<HookManifes
     if (notFunctions.length > 0) {
       throw new AssemblyLineError("AL_ERR_HOOK_DEFINITION", `${file}: handler for ${notFunctions.map(([type]) => `"${type}"`).join(", ")} is not a function`, {
         fix: "Each key of events maps an event type (or \"*\") to a function (event, ctx) => void.",
+      });
+    }
+    // A type in the runtime's namespaces that it never records ("run.complete") is a typo: ctx.emit
+    // refuses those namespaces too, so such a handler could never fire.
+    const neverRecorded = Object.keys(hook.events).filter((type) => isReservedEventType(type) && !(RUN_EVENT_TYPES as readonly string[]).includes(type));
+    if (neverRecorded.length > 0) {
+      const [type] = neverRecorded as [string];
+      const namespace = type.split(".")[0]!;
+      const siblings = RUN_EVENT_TYPES.filter((known) => known.startsWith(`${namespace}.`));
+      throw new AssemblyLineError("AL_ERR_HOOK_DEFINITION", `${file}: no event of type ${neverRecorded.map((each) => `"${each}"`).join(", ")} is ever recorded, so its handler would never run`, {
+        fix: `Key the handler by an event type the runtime records${siblings.length > 0 ? ` (in "${namespace}.": ${siblings.join(", ")})` : ""}, or by "*". Custom types from ctx.emit are outside the runtime's namespaces (${RESERVED_EVENT_NAMESPACES.join(", ")}).`,
+        details: { file, types: neverRecorded },
       });
     }
     entries.push({ source: await hashSource(agentDir, file), events: Object.keys(hook.events).sort() });
