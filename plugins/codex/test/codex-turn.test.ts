@@ -150,16 +150,18 @@ describe.skipIf(!binary.ok)(`a codex turn on the real app-server (${binary.why})
     const paused = await harness.runTurn(turnInput(names), first);
     expect(paused.status).toBe("paused");
     const continuation = paused.status === "paused" ? paused.continuation : undefined;
-    // The call that paused first, then the others in the order the server asked for them.
+    // The call that paused, then the others in the order the server asked for them; book_room, which
+    // needs no approval, ran before the pause when the server asked for it first.
     const pending = (continuation?.data as { pending: Array<{ callId: string; journalId: string }> }).pending;
-    expect(pending.map((call) => call.callId).sort()).toEqual(["call_book", "call_charge", "call_send"]);
+    expect(pending.map((call) => call.callId)).toEqual(expect.arrayContaining(["call_charge", "call_send"]));
+    expect([...pending.map((call) => call.callId), ...(first.executed.includes("book_room") ? ["call_book"] : [])].sort()).toEqual(["call_book", "call_charge", "call_send"]);
     expect(pending.every((call) => call.journalId.startsWith(`model1_${call.callId}_`))).toBe(true);
-    expect(first.executed).toEqual([]);
     const approved = first.resume();
     approved.approved.add("send_email");
     approved.approved.add("charge_card");
     await expect(harness.runTurn({ ...turnInput(names), continuation }, approved)).resolves.toMatchObject({ status: "completed", response: { text: "Sent, charged and booked." } });
-    expect(approved.executed.sort()).toEqual(["book_room", "charge_card", "send_email"]);
+    // Each call ran once, in one turn or the other.
+    expect([...first.executed, ...approved.executed].sort()).toEqual(["book_room", "charge_card", "send_email"]);
     // The model was shown each call's real result, none filled in as aborted.
     const outputs = server.itemsOf(server.requests.length - 1, "function_call_output");
     expect(outputs.map((item) => [item.call_id, String(item.output).includes('"done"')]).sort()).toEqual([["call_book", true], ["call_charge", true], ["call_send", true]]);
