@@ -1,6 +1,6 @@
 import { spawn } from "node:child_process";
 import { createHash, randomBytes } from "node:crypto";
-import { existsSync, readdirSync, realpathSync, statSync } from "node:fs";
+import { existsSync, readFileSync, readdirSync, realpathSync, statSync } from "node:fs";
 import { cp, mkdir, readFile, rename, rm, writeFile } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { dirname, isAbsolute, join, relative, resolve, sep } from "node:path";
@@ -67,26 +67,102 @@ interface ManifestView {
 /** Marks a folder a deploy bundle was written to: only such a folder (or an empty one) is cleared for the next. */
 const BUNDLE_MARK = ".assembly-line-bundle";
 
+/** What a bundle folder holds at its top: the staged agent, the packages, and a platform's files beside them. */
+const BUNDLE_ENTRIES = new Set([BUNDLE_MARK, "agent", "node_modules", "Dockerfile", ".dockerignore", "fly.toml", "railway.json"]);
+
 /**
- * Empty `outDir` for a new bundle, refusing what it must not delete: a file, a folder holding the
- * agent or its build (`keep`), or one with files no deploy wrote (a `--out .` or `--out ~` would
- * otherwise be deleted whole).
+ * Check that `outDir` can take a new bundle, refusing what it must not delete: a file, a folder
+ * holding the agent or its build (`keep`), or one with files no deploy wrote (a `--out .` or
+ * `--out ~` would otherwise be deleted whole). Deletes nothing: `clearBundleFolder` does, once
+ * every other check passed.
  */
-async function clearBundleFolder(outDir: string, keep: string[]): Promise<void> {
-  const refuse = (problem: string): never => {
-    throw new AssemblyLineError("AL_ERR_DEPLOY_CONFIG", `the deploy folder ${outDir} ${problem}`, {
-      fix: "Name a new or empty folder for the bundle (deploy --out), or one an earlier deploy wrote.",
-      details: { outDir },
-    });
+function checkBundleFolder(outDir: string, keep: string[]): void {
+  const refuse = (problem: string, fix = "Name a new or empty folder for the bundle (deploy --out), or one an earlier deploy wrote."): never => {
+    throw new AssemblyLineError("AL_ERR_DEPLOY_CONFIG", `the deploy folder ${outDir} ${problem}`, { fix, details: { outDir } });
   };
   if (!existsSync(outDir)) return;
   if (!statSync(outDir).isDirectory()) refuse("is a file");
   const inside = (path: string) => path === outDir || path.startsWith(outDir.endsWith(sep) ? outDir : `${outDir}${sep}`);
   if (keep.some((path) => inside(resolve(path)))) refuse("holds the agent folder or its build, which clearing it would delete");
-  // A bundle written before the mark existed is known by its staged manifest.
-  const written = existsSync(join(outDir, BUNDLE_MARK)) || existsSync(join(outDir, "agent", ".assembly-line", "manifest.json"));
-  if (readdirSync(outDir).length > 0 && !written) refuse("holds files no deploy wrote, which clearing it would delete");
+  if (readdirSync(outDir).length === 0 || existsSync(join(outDir, BUNDLE_MARK))) return;
+  if (!isUnmarkedBundle(outDir)) {
+    refuse(
+      "holds files no deploy wrote, which clearing it would delete",
+      `Name a new or empty folder for the bundle (deploy --out). If ${outDir} is a bundle an earlier version wrote (before bundles were marked ${BUNDLE_MARK}), delete it yourself and deploy again.`,
+    );
+  }
+}
+
+/**
+ * A bundle written before the mark existed, known by holding nothing a bundle does not: bundle
+ * entries at its top, and an `agent/` of the sources its staged manifest lists beside a
+ * `.assembly-line/` of that manifest alone (a built agent's also holds the build's .gitignore,
+ * its runs, ...). A project folder holding a built agent named `agent/` is not one.
+ */
+function isUnmarkedBundle(outDir: string): boolean {
+  if (!readdirSync(outDir).every((entry) => BUNDLE_ENTRIES.has(entry))) return false;
+  const agent = join(outDir, "agent");
+  const artifact = join(agent, ".assembly-line");
+  if (!existsSync(join(artifact, "manifest.json")) || readdirSync(artifact).join() !== "manifest.json") return false;
+  let manifest: Partial<ManifestView>;
+  try {
+    manifest = JSON.parse(readFileSync(join(artifact, "manifest.json"), "utf8")) as Partial<ManifestView>;
+  } catch {
+    return false;
+  }
+  if (manifest.sourceRoot !== ".." || !Array.isArray(manifest.sources)) return false;
+  const sources = new Set(manifest.sources.map((source) => source.file.split(/[\\/]/).join(sep)));
+  const onlySources = (dir: string): boolean =>
+    readdirSync(dir, { withFileTypes: true }).every((entry) => {
+      const path = join(dir, entry.name);
+      if (path === artifact) return true;
+      if (entry.isDirectory()) return onlySources(path);
+      return entry.isFile() && sources.has(relative(agent, path));
+    });
+  return onlySources(agent);
+}
+
+/** Empty `outDir` for a new bundle: only after `checkBundleFolder` and every other check passed. */
+async function clearBundleFolder(outDir: string): Promise<void> {
   await rm(outDir, { recursive: true, force: true });
+}
+
+/**
+ * Check the paths `include` names inside `agentDir` (deploy --include), before anything is built
+ * or cleared: each is relative, inside the agent folder, exists, and leads nowhere outside it
+ * through a symbolic link (the copy follows links, so one to ~/.ssh would ship its files).
+ */
+export function checkIncludes(agentDir: string, include: readonly string[]): void {
+  const refuse = (message: string, fix: string): never => {
+    throw new AssemblyLineError("AL_ERR_DEPLOY_CONFIG", message, { fix, details: { agentDir } });
+  };
+  const root = realpathSync(agentDir);
+  const within = (real: string) => real === root || real.startsWith(root.endsWith(sep) ? root : `${root}${sep}`);
+  for (const extra of include) {
+    if (extra.trim() === "" || isAbsolute(extra) || extra.split(/[\\/]/).includes("..")) {
+      refuse(`include ${JSON.stringify(extra)} (--include) is not a path inside the agent folder`, "List paths relative to the agent folder, e.g. conversations/.");
+    }
+    const path = join(agentDir, extra);
+    if (!existsSync(path)) {
+      refuse(`include ${JSON.stringify(extra)} (--include) names nothing in the agent folder ${agentDir}`, `Create ${path}, or leave --include ${extra} out.`);
+    }
+    const visited = new Set<string>();
+    const walk = (logical: string): void => {
+      let real: string;
+      try {
+        real = realpathSync(logical);
+      } catch {
+        return refuse(`include ${JSON.stringify(extra)} (--include) holds ${relative(agentDir, logical)}, a link to nothing`, `Remove the broken link, or leave --include ${extra} out.`);
+      }
+      if (!within(real)) {
+        refuse(`include ${JSON.stringify(extra)} (--include) leads outside the agent folder: ${relative(agentDir, logical) || logical} is a link to ${real}, whose files the bundle would ship`, `Remove the link or copy what it points at into the agent folder, or leave --include ${extra} out.`);
+      }
+      if (visited.has(real) || !statSync(real).isDirectory()) return;
+      visited.add(real);
+      for (const name of readdirSync(logical)) walk(join(logical, name));
+    };
+    walk(path);
+  }
 }
 
 /** Copy a built agent and its runtime packages into a self-contained folder. */
@@ -102,25 +178,29 @@ export async function stageDeployBundle(options: StageDeployBundleOptions): Prom
   const manifest = JSON.parse(manifestText) as ManifestView;
   const agentDir = resolve(artifactRoot, manifest.sourceRoot);
   const outDir = resolve(options.outDir);
-  await clearBundleFolder(outDir, [artifactRoot, agentDir]);
-  await mkdir(outDir, { recursive: true });
-  await writeFile(join(outDir, BUNDLE_MARK), "A deploy bundle written by assembly-line; the next deploy to this folder replaces it.\n");
-  const digest = createHash("sha256");
-
+  // Everything is checked before the folder is cleared: a refusal leaves the last bundle as it was.
+  checkBundleFolder(outDir, [artifactRoot, agentDir]);
+  const sources: Array<{ file: string; hash: string; bytes: Buffer }> = [];
   for (const source of manifest.sources) {
     if (isAbsolute(source.file) || source.file.split(/[\\/]/).includes("..")) throw staleError(`lists a source ${JSON.stringify(source.file)} outside the agent folder`, agentDir);
     const bytes = await readFile(join(agentDir, source.file)).catch(() => undefined);
     if (bytes === undefined || sourceFileHash(bytes) !== source.hash) {
       throw staleError(`${source.file} is missing or changed after revision ${manifest.agentRevision} was built`, agentDir);
     }
+    sources.push({ ...source, bytes });
+  }
+  checkIncludes(agentDir, options.include ?? []);
+
+  await clearBundleFolder(outDir);
+  await mkdir(outDir, { recursive: true });
+  await writeFile(join(outDir, BUNDLE_MARK), "A deploy bundle written by assembly-line; the next deploy to this folder replaces it.\n");
+  const digest = createHash("sha256");
+  for (const source of sources) {
     await mkdir(dirname(join(outDir, "agent", source.file)), { recursive: true });
-    await writeFile(join(outDir, "agent", source.file), bytes);
+    await writeFile(join(outDir, "agent", source.file), source.bytes);
     digest.update(source.file).update(source.hash);
   }
   for (const extra of options.include ?? []) {
-    if (isAbsolute(extra) || extra.split(/[\\/]/).includes("..")) {
-      throw new AssemblyLineError("AL_ERR_DEPLOY_CONFIG", `include ${JSON.stringify(extra)} is not a path inside the agent folder`, { fix: "List paths relative to the agent folder, e.g. conversations/." });
-    }
     await cp(join(agentDir, extra), join(outDir, "agent", extra), { recursive: true, dereference: true });
     digest.update(`include:${extra}`);
   }
