@@ -83,6 +83,22 @@ describe("assembly-line deploy: a flag the chosen target would ignore", () => {
   });
 });
 
+describe("assembly-line deploy: an empty flag value (an unset shell variable) is refused, not dropped", () => {
+  it.each([
+    ["docker", "--name"],
+    ["fly", "--name"],
+    ["docker", "--base-image"],
+    ["docker", "--network"],
+    ["fly", "--out"],
+    ["vps", "--identity"],
+    ["vps", "--dir"],
+    ["fly", "--include"],
+  ])("--target %s %s \"\"", async (target, flag) => {
+    const error = await deployError(["--target", target, ...(target === "vps" ? ["--host", "203.0.113.10"] : []), flag, ""]);
+    expect(error).toMatchObject({ code: "AL_ERR_CLI_USAGE", message: expect.stringContaining(`${flag} is empty`) });
+  });
+});
+
 describe("deployAgent", () => {
   it("refuses an option its target does not take, naming the option and its flag", async () => {
     const error = await deployAgent({ agentDir: join(tempDir("al-deploy-"), "no-agent"), target: "local", include: ["conversations"] }).catch((caught: unknown) => caught);
@@ -98,6 +114,19 @@ describe("deployAgent", () => {
     const outcome = await deployAgent({ agentDir, target: "local", env });
     expect(outcome.envNames).toEqual(["ASSEMBLY_LINE_BEARER_TOKEN", "OPENAI_API_KEY"]);
   }, 60_000);
+
+  it("refuses an empty text option, naming its flag, instead of deploying with its default", async () => {
+    const agentDir = join(tempDir("al-deploy-"), "no-agent");
+    for (const [options, flag] of [
+      [{ target: "fly", name: "" }, "--name"],
+      [{ target: "docker", baseImage: " " }, "--base-image"],
+      [{ target: "docker", network: "" }, "--network"],
+      [{ target: "railway", out: "" }, "--out"],
+      [{ target: "vps", vps: { host: "203.0.113.10", identityFile: "" } }, "--identity"],
+    ] as const) {
+      await expect(deployAgent({ agentDir, ...options })).rejects.toMatchObject({ code: "AL_ERR_DEPLOY_CONFIG", message: expect.stringContaining(`(${flag}) is empty`) });
+    }
+  });
 
   it("refuses vps connection options on another target", async () => {
     const error = await deployAgent({ agentDir: join(tempDir("al-deploy-"), "no-agent"), target: "docker", vps: { host: "203.0.113.10" } }).catch((caught: unknown) => caught);
@@ -127,6 +156,17 @@ describe("assembly-line deploy without --target", () => {
     // Into gateway.ts's directory, not the default beside the agent.
     expect(fileURLToPath(outcome.url).startsWith(releases)).toBe(true);
     expect(existsSync(join(fileURLToPath(outcome.url), ".assembly-line", "manifest.json"))).toBe(true);
+  }, 60_000);
+
+  // Collected whenever given, so the gateway's target refuses them like any flag it does not take.
+  it.each([
+    ["--host", "203.0.113.10"],
+    ["--user", "deploy"],
+    ["--identity", "/home/me/.ssh/id_ed25519"],
+    ["--service-manager", "process"],
+  ])("refuses the vps flag %s when gateway.ts chooses another target, instead of deploying without it", async (flag, value) => {
+    const outcome = await runCommandLine(["deploy", withGatewayDeploy(join(tempDir("al-deploy-"), "releases")), flag, value], quiet).catch((caught: unknown) => caught);
+    expect(outcome).toMatchObject({ code: "AL_ERR_DEPLOY_CONFIG", message: expect.stringContaining(`deploy target local does not take option vps (${flag})`) });
   }, 60_000);
 
   it("refuses a target flag the gateway's target does not take, and says how to choose one when gateway.ts chooses none", async () => {

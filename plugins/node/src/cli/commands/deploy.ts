@@ -2,7 +2,7 @@ import "../registry-kernel.js";
 import { existsSync } from "node:fs";
 import { isAbsolute, relative, resolve } from "node:path";
 import { AssemblyLineError, adapterDescriptor, defineGateway, isAssemblyLineError, type DeployTarget } from "@assemblyline-agents/core";
-import { deployEnv } from "@assemblyline-agents/core/deploy";
+import { checkIncludes, deployEnv } from "@assemblyline-agents/core/deploy";
 import { checkSandboxAdapterInstalled, composeGateway, gatewayEnvNames } from "@assemblyline-agents/registry";
 import { SCRIPTED_PREFIX, buildAgent, loadModelScript, loadRuntimeBundle } from "@assemblyline-agents/runtime";
 import { PlatformDeployTarget, PLATFORMS, type Platform } from "../../deploy/platform-deploy-target.js";
@@ -48,6 +48,25 @@ const TARGET_OPTIONS = {
   out: { flags: ["--out"], targets: ["fly", "railway"] },
 } as const satisfies Record<TargetOption, { flags: readonly string[]; targets: readonly DeployTargetName[] }>;
 type TargetOption = Exclude<keyof DeployAgentOptions, "agentDir" | "target" | "env" | "onProgress">;
+
+/** The vps option each vps flag sets. */
+const VPS_FLAGS = {
+  "--host": "host",
+  "--user": "user",
+  "--ssh-port": "sshPort",
+  "--identity": "identityFile",
+  "--dir": "directory",
+  "--node": "nodePath",
+  "--service-manager": "serviceManager",
+} as const satisfies Record<(typeof TARGET_OPTIONS.vps.flags)[number], keyof VpsDeployOptions>;
+
+/** The text options (and the flags that set them) whose empty value is refused: most often a shell variable that was not set. */
+const TEXT_OPTIONS = [
+  ["name", "--name"],
+  ["baseImage", "--base-image"],
+  ["network", "--network"],
+  ["out", "--out"],
+] as const satisfies ReadonlyArray<readonly [TargetOption, string]>;
 
 /** Why a target refuses an option, said with the refusal. */
 const TARGET_NOTES: Partial<Record<DeployTargetName, string>> = {
@@ -118,9 +137,11 @@ export interface DeployOutcome {
  * the target. Secrets travel as process environment only, never in the artifact.
  */
 export async function deployAgent(options: DeployAgentOptions): Promise<DeployOutcome> {
+  checkBlankOptions(options);
   if (options.target !== undefined) checkTargetOptions(options, options.target);
   const agentDir = resolve(options.agentDir);
   if (options.model !== undefined) await checkReleaseModel(options.model, agentDir);
+  if (options.include !== undefined) checkIncludes(agentDir, options.include);
   options.onProgress?.(`building ${agentDir}`);
   const { artifactRoot } = await buildAgent(agentDir, { validateModel: staticModelCheck(undefined), checkSandboxAdapter: checkSandboxAdapterInstalled });
   const bundle = await loadRuntimeBundle(artifactRoot);
@@ -187,6 +208,24 @@ async function modelKeyVariable(modelSpec: string): Promise<string | undefined> 
 }
 
 /**
+ * An empty text option is refused, not replaced by its default: `--name "$RELEASE"` with RELEASE
+ * unset would otherwise ship over the release named after the agent.
+ */
+function checkBlankOptions(options: DeployAgentOptions): void {
+  const refuse = (option: string, flag: string): never => {
+    throw new AssemblyLineError("AL_ERR_DEPLOY_CONFIG", `deploy option ${option} (${flag}) is empty`, { fix: `Give ${flag} a value, or leave it out for its default.`, details: { option } });
+  };
+  for (const [option, flag] of TEXT_OPTIONS) {
+    const value = options[option];
+    if (value !== undefined && value.trim() === "") refuse(option, flag);
+  }
+  for (const [flag, key] of Object.entries(VPS_FLAGS)) {
+    const value = options.vps?.[key];
+    if (typeof value === "string" && value.trim() === "") refuse(`vps.${key}`, flag);
+  }
+}
+
+/**
  * A built-in target takes the options it honours (the others are refused); a plugin target gateway.ts
  * chose takes gateway.ts's options only, so every target flag is refused for it.
  */
@@ -194,10 +233,17 @@ function checkTargetOptions(options: DeployAgentOptions, target: string): void {
   const builtIn = (DEPLOY_TARGETS as readonly string[]).includes(target);
   refuseIgnoredOptions(
     builtIn ? (target as DeployTargetName) : undefined,
-    (option) => options[option] !== undefined,
+    (option, flag) => (option === "vps" ? vpsFlagGiven(options.vps, flag) : options[option] !== undefined),
     ({ flag, option, takers, fix }) =>
       new AssemblyLineError("AL_ERR_DEPLOY_CONFIG", `deploy target ${target} does not take option ${option} (${flag}): ${takers}`, { fix, details: { target, option } }),
   );
+}
+
+/** Whether `vps` sets what `flag` does; vps options none of its flags sets count as --host. */
+function vpsFlagGiven(vps: DeployAgentOptions["vps"], flag: string): boolean {
+  if (vps === undefined) return false;
+  const set = Object.entries(VPS_FLAGS).filter(([, key]) => vps[key] !== undefined).map(([given]) => given);
+  return set.length === 0 ? flag === "--host" : set.includes(flag);
 }
 
 async function chooseTarget(
@@ -217,21 +263,21 @@ async function chooseTarget(
     case "vps":
       return new VpsDeployTarget({
         ...(options.vps as VpsDeployOptions),
-        ...(options.name ? { name: options.name } : {}),
-        ...(options.port ? { port: options.port } : {}),
-        ...(options.include ? { include: options.include } : {}),
-        ...(options.readyTimeoutMs ? { readyTimeoutMs: options.readyTimeoutMs } : {}),
+        ...optional("name", options.name),
+        ...optional("port", options.port),
+        ...optional("include", options.include),
+        ...optional("readyTimeoutMs", options.readyTimeoutMs),
         startArgs,
       });
     case "fly":
     case "railway":
       return new PlatformDeployTarget({
         platform: targetName as Platform,
-        ...(options.name ? { name: options.name } : {}),
-        ...(options.port ? { port: options.port } : {}),
-        ...(options.include ? { include: options.include } : {}),
-        ...(options.out ? { out: options.out } : {}),
-        ...(options.baseImage ? { baseImage: options.baseImage } : {}),
+        ...optional("name", options.name),
+        ...optional("port", options.port),
+        ...optional("include", options.include),
+        ...optional("out", options.out),
+        ...optional("baseImage", options.baseImage),
         startArgs,
       });
     case "local":
@@ -241,12 +287,12 @@ async function chooseTarget(
       const overrides: Record<string, unknown> =
         targetName === "docker"
           ? {
-              ...(options.name ? { name: options.name } : {}),
-              ...(options.port ? { port: options.port } : {}),
-              ...(options.baseImage ? { baseImage: options.baseImage } : {}),
-              ...(options.network ? { network: options.network } : {}),
-              ...(options.include ? { include: options.include } : {}),
-              ...(options.readyTimeoutMs ? { readyTimeoutMs: options.readyTimeoutMs } : {}),
+              ...optional("name", options.name),
+              ...optional("port", options.port),
+              ...optional("baseImage", options.baseImage),
+              ...optional("network", options.network),
+              ...optional("include", options.include),
+              ...optional("readyTimeoutMs", options.readyTimeoutMs),
               ...(startArgs.length > 0 ? { startArgs } : {}),
             }
           : {};
@@ -277,6 +323,13 @@ export async function deployCommand(parsed: ParsedCommand, io: CommandIO): Promi
       ({ flag, takers, fix }) => new AssemblyLineError("AL_ERR_CLI_USAGE", `--target ${target} does not take ${flag}: ${takers}`, { fix: `${fix}\nusage: ${USAGE}`, details: { target, flag } }),
     );
   }
+  // An empty value is refused, not dropped for the default: most often a shell variable that was not set.
+  for (const flag of ["--name", "--model", "--base-image", "--network", "--out", ...TARGET_OPTIONS.vps.flags]) {
+    const value = stringOption(parsed, flag.slice(2));
+    if (value !== undefined && value.trim() === "") throw new AssemblyLineError("AL_ERR_CLI_USAGE", `${flag} is empty`, { fix: `Give ${flag} a value, or leave it out.\nusage: ${USAGE}`, details: { flag } });
+  }
+  const includes = parsed.values.include as unknown as string[] | undefined;
+  if (includes?.some((path) => path.trim() === "")) throw new AssemblyLineError("AL_ERR_CLI_USAGE", "--include is empty", { fix: `Name a file or folder inside the agent folder.\nusage: ${USAGE}`, details: { flag: "--include" } });
   const port = numberOption(stringOption(parsed, "port"), "--port");
   const sshPort = numberOption(stringOption(parsed, "ssh-port"), "--ssh-port");
   const host = stringOption(parsed, "host");
@@ -295,16 +348,17 @@ export async function deployCommand(parsed: ParsedCommand, io: CommandIO): Promi
     ...(target !== undefined ? { target: target as DeployTargetName } : {}),
     ...optional("name", stringOption(parsed, "name")),
     ...optional("model", stringOption(parsed, "model")),
-    ...optional("include", parsed.values.include as unknown as string[] | undefined),
+    ...optional("include", includes),
     ...optional("port", port),
     ...optional("readyTimeoutMs", readySeconds === undefined ? undefined : readySeconds * 1000),
     ...optional("baseImage", stringOption(parsed, "base-image")),
     ...optional("network", stringOption(parsed, "network")),
     ...optional("out", stringOption(parsed, "out")),
-    ...(target === "vps"
+    // Collected whenever given, so a target gateway.ts chooses refuses them rather than drop them.
+    ...(target === "vps" || TARGET_OPTIONS.vps.flags.some((flag) => parsed.values[flag.slice(2)] !== undefined)
       ? {
           vps: {
-            host: host ?? "",
+            ...(target === "vps" ? { host: host ?? "" } : (optional("host", host) as { host: string })),
             ...optional("user", stringOption(parsed, "user")),
             ...optional("sshPort", sshPort),
             ...optional("identityFile", stringOption(parsed, "identity")),
