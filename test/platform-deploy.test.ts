@@ -1,14 +1,16 @@
-import { existsSync, mkdirSync, readFileSync, readdirSync, rmSync, writeFileSync } from "node:fs";
-import { join } from "node:path";
+import { cpSync, existsSync, mkdirSync, mkdtempSync, readFileSync, readdirSync, rmSync, symlinkSync, writeFileSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join, resolve } from "node:path";
 import { afterAll, describe, expect, it } from "vitest";
 import { deployAgent } from "../plugins/node/src/cli/commands/deploy.js";
 import { copyExample } from "./support/example-copy.js";
 
 const SECRET = "platform-secret-31c4";
 const roots: string[] = [];
+// Each platform deploy folder holds a copy of the runtime packages.
 afterAll(() => {
   for (const root of roots) rmSync(root, { recursive: true, force: true });
-});
+}, 300_000);
 
 function filesContaining(dir: string, needle: string): string[] {
   const hits: string[] = [];
@@ -42,6 +44,8 @@ describe("assembly-line deploy --target fly|railway without the platform CLI", (
       expect(toml).toContain('app = "support-bot"');
       expect(toml).toContain('path = "/readyz"');
       expect(toml).toContain("internal_port = 3000");
+      // gateway.ts keeps the runs in PostgreSQL: no volume, no --state-dir (the CMD below).
+      expect(toml).not.toContain("[mounts]");
     } else {
       expect(commands).toEqual(['railway variables --set "DATABASE_URL=$DATABASE_URL" --set "R2_SECRET_ACCESS_KEY=$R2_SECRET_ACCESS_KEY"', "railway up --detach"]);
       expect(JSON.parse(readFileSync(join(out, "railway.json"), "utf8"))).toMatchObject({ build: { builder: "DOCKERFILE" }, deploy: { healthcheckPath: "/readyz" } });
@@ -70,11 +74,10 @@ describe("deploy --out", () => {
       expect(existsSync(join(agentDir, "agent.ts"))).toBe(true);
       await expect(deploy(root)).rejects.toMatchObject({ code: "AL_ERR_DEPLOY_CONFIG", message: expect.stringContaining("holds the agent folder or its build") });
       expect(existsSync(join(agentDir, "agent.ts"))).toBe(true);
-      // A folder an earlier deploy wrote is replaced, one written before the mark existed too.
+      // A folder an earlier deploy wrote (marked) is replaced whole; unmarked ones: deploy-bundle-folder.test.ts.
       const out = join(root, "out");
       await deploy(out);
       writeFileSync(join(out, "stale.txt"), "from the last deploy");
-      rmSync(join(out, ".assembly-line-bundle"));
       await deploy(out);
       expect(existsSync(join(out, "stale.txt"))).toBe(false);
       expect(existsSync(join(out, "fly.toml"))).toBe(true);
@@ -95,4 +98,57 @@ describe("deploy --model", () => {
     await expect(deploy(" ")).rejects.toMatchObject({ code: "AL_ERR_CLI_USAGE", message: expect.stringContaining("--model is empty") });
     expect(existsSync(join(root, "out"))).toBe(false);
   }, 60_000);
+});
+
+describe("deploy --include", () => {
+  it("is checked before anything is built: a path the agent folder lacks, a link leading out of it", async () => {
+    const { agentDir, root } = copyExample();
+    roots.push(root);
+    const deploy = (include: string[]) => deployAgent({ agentDir, target: "fly", name: "support-bot", out: join(root, "out"), env: {}, include });
+    await expect(deploy(["no-such-folder"])).rejects.toMatchObject({ code: "AL_ERR_DEPLOY_CONFIG", message: expect.stringContaining('include "no-such-folder" (--include) names nothing in the agent folder') });
+    mkdirSync(join(root, "home", ".ssh"), { recursive: true });
+    writeFileSync(join(root, "home", ".ssh", "id_ed25519"), "PRIVATE KEY\n");
+    mkdirSync(join(agentDir, "fixtures"));
+    symlinkSync(join(root, "home", ".ssh"), join(agentDir, "fixtures", "keys"));
+    await expect(deploy(["fixtures"])).rejects.toMatchObject({ code: "AL_ERR_DEPLOY_CONFIG", message: expect.stringContaining(`${join("fixtures", "keys")} is a link to`) });
+    expect(existsSync(join(agentDir, ".assembly-line"))).toBe(false);
+    expect(existsSync(join(root, "out"))).toBe(false);
+  }, 60_000);
+});
+
+/** examples/notes-agent (no gateway.ts: the default file state) outside the repo, resolving the workspace's packages. */
+function copyNotesAgent(): { agentDir: string; root: string } {
+  const root = mkdtempSync(join(tmpdir(), "al-platform-state-"));
+  roots.push(root);
+  const agentDir = join(root, "agent");
+  cpSync(resolve(import.meta.dirname, "../examples/notes-agent"), agentDir, { recursive: true, filter: (source) => !source.includes(".assembly-line") });
+  symlinkSync(resolve(import.meta.dirname, "../node_modules"), join(root, "node_modules"));
+  return { agentDir, root };
+}
+
+describe("deploy --target fly|railway with the default file state (no state adapter in gateway.ts)", () => {
+  it("fly: mounts a volume and passes --state-dir to it, so a redeploy keeps the runs", async () => {
+    const { agentDir, root } = copyNotesAgent();
+    const out = join(root, "out");
+    const path = process.env.PATH;
+    process.env.PATH = "/usr/bin:/bin";
+    try {
+      await deployAgent({ agentDir, target: "fly", name: "support-bot", out, env: {} });
+    } finally {
+      process.env.PATH = path;
+    }
+    expect(readFileSync(join(out, "fly.toml"), "utf8")).toContain('[mounts]\n  source = "assembly_line_state"\n  destination = "/var/lib/assembly-line/state"\n');
+    expect(readFileSync(join(out, "Dockerfile"), "utf8")).toContain('"start","/app/agent/.assembly-line","--state-dir","/var/lib/assembly-line/state"]');
+  }, 600_000);
+
+  it("railway: is refused before anything is written, saying how to keep the runs (railway.json declares no volume)", async () => {
+    const { agentDir, root } = copyNotesAgent();
+    const out = join(root, "out");
+    await expect(deployAgent({ agentDir, target: "railway", name: "support-bot", out, env: {} })).rejects.toMatchObject({
+      code: "AL_ERR_DEPLOY_CONFIG",
+      message: expect.stringContaining("railway keeps no folder across deploys for the runs of the default file state"),
+      fix: expect.stringContaining("postgresState()"),
+    });
+    expect(existsSync(out)).toBe(false);
+  }, 120_000);
 });

@@ -2,7 +2,7 @@ import { spawnSync } from "node:child_process";
 import { mkdir, writeFile } from "node:fs/promises";
 import { dirname, join, resolve } from "node:path";
 import { AssemblyLineError, type DeployTarget } from "@assemblyline-agents/core";
-import { stageDeployBundle, type DeployBundle } from "@assemblyline-agents/core/deploy";
+import { gatewayChoosesState, stageDeployBundle, type DeployBundle } from "@assemblyline-agents/core/deploy";
 import { runProgram } from "./remote-shell.js";
 
 export const PLATFORMS = ["fly", "railway"] as const;
@@ -34,6 +34,11 @@ export interface PlatformDeployResult {
 
 const CLIS: Record<Platform, string[]> = { fly: ["fly", "flyctl"], railway: ["railway"] };
 
+/** Where a release keeps the runs of the default file state (`start --state-dir`): fly mounts its volume there. */
+export const RELEASE_STATE_DIR = "/var/lib/assembly-line/state";
+/** The fly volume mounted at RELEASE_STATE_DIR: one per app, created by `fly deploy` when the app has none. */
+export const FLY_STATE_VOLUME = "assembly_line_state";
+
 /**
  * Fly.io and Railway: write a deploy folder (the bundle, a Dockerfile, and
  * fly.toml or railway.json with /readyz as the health check), then run the
@@ -46,24 +51,39 @@ export class PlatformDeployTarget implements DeployTarget {
 
   constructor(private readonly options: PlatformDeployOptions) {
     if (!PLATFORMS.includes(options.platform)) throw new AssemblyLineError("AL_ERR_DEPLOY_CONFIG", `unknown platform ${JSON.stringify(options.platform)}`, { fix: `Use ${PLATFORMS.join(" or ")}.` });
+    for (const option of ["name", "out", "baseImage"] as const) {
+      if (options[option]?.trim() === "") throw new AssemblyLineError("AL_ERR_DEPLOY_CONFIG", `${options.platform} deploy option ${option} is empty`, { fix: `Give ${option} a value, or leave it out for its default.` });
+    }
     this.name = options.platform;
   }
 
   async deploy(args: { artifactRoot: string; env: Record<string, string | undefined> }): Promise<PlatformDeployResult> {
     const artifactRoot = resolve(args.artifactRoot);
     const out = resolve(this.options.out ?? join(artifactRoot, "..", "..", ".assembly-line-deploy", this.options.platform));
+    // Without a state adapter in gateway.ts the runs are files: outside the image, or a redeploy starts with none.
+    const stateDir = (await gatewayChoosesState(artifactRoot)) ? undefined : RELEASE_STATE_DIR;
+    if (stateDir && this.options.platform === "railway") {
+      throw new AssemblyLineError(
+        "AL_ERR_DEPLOY_CONFIG",
+        "railway keeps no folder across deploys for the runs of the default file state (railway.json cannot declare a volume): every redeploy would start with no runs, a run waiting for approval included",
+        {
+          fix: 'Choose a state adapter in gateway.ts: state: postgresState() (or neonPostgres()) with DATABASE_URL, or attach a volume to the Railway service (its settings, or `railway volume add`) mounted at e.g. /data and choose state: localState({ directory: "/data/state" }).',
+          details: { platform: "railway" },
+        },
+      );
+    }
     // stageDeployBundle clears `out` first, refusing a folder no deploy wrote.
     const bundle = await stageDeployBundle({ artifactRoot, outDir: out, ...(this.options.include ? { include: this.options.include } : {}) });
     // The platform builds remotely from this folder, so the packages go in it.
     await copyTree(join(bundle.modules.dir, "node_modules"), join(out, "node_modules"));
     const app = (this.options.name ?? bundle.agentId).toLowerCase().replace(/[^a-z0-9-]/g, "-");
     const port = this.options.port ?? 3000;
-    await writeFile(join(out, "Dockerfile"), dockerfile(bundle, this.options.baseImage ?? "node:22-slim", port, this.options.startArgs ?? []));
+    await writeFile(join(out, "Dockerfile"), dockerfile(bundle, this.options.baseImage ?? "node:22-slim", port, [...(stateDir ? ["--state-dir", stateDir] : []), ...(this.options.startArgs ?? [])]));
     await writeFile(join(out, ".dockerignore"), "Dockerfile\n.dockerignore\n");
     const names = Object.keys(args.env).filter((name) => args.env[name] !== undefined).sort();
     let commands: string[];
     if (this.options.platform === "fly") {
-      await writeFile(join(out, "fly.toml"), flyToml(app, port));
+      await writeFile(join(out, "fly.toml"), flyToml(app, port, stateDir));
       commands = [
         ...(names.length > 0 ? [`fly secrets set --app ${app} --stage ${names.map((name) => `${name}="$${name}"`).join(" ")}`] : []),
         `fly deploy --app ${app} --config fly.toml`,
@@ -121,7 +141,8 @@ function dockerfile(bundle: DeployBundle, baseImage: string, port: number, start
   ].join("\n");
 }
 
-function flyToml(app: string, port: number): string {
+/** `stateDir`: where the volume holding the runs of the default file state is mounted. */
+function flyToml(app: string, port: number, stateDir: string | undefined): string {
   return [
     "# Generated by assembly-line deploy.",
     `app = "${app}"`,
@@ -142,6 +163,7 @@ function flyToml(app: string, port: number): string {
     '  path = "/readyz"',
     '  timeout = "5s"',
     "",
+    ...(stateDir ? ["# The runs of the default file state, kept across deploys.", "[mounts]", `  source = "${FLY_STATE_VOLUME}"`, `  destination = "${stateDir}"`, ""] : []),
   ].join("\n");
 }
 
