@@ -1,9 +1,9 @@
 import { randomBytes } from "node:crypto";
-import { mkdtemp, readFile, rm } from "node:fs/promises";
+import { mkdtemp, rm } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join, posix } from "node:path";
 import { AssemblyLineError, type DeployTarget } from "@assemblyline-agents/core";
-import { stageDeployBundle, type DeployBundle } from "@assemblyline-agents/core/deploy";
+import { gatewayChoosesState, stageDeployBundle, type DeployBundle } from "@assemblyline-agents/core/deploy";
 import { quote, remote, remoteResult, runProgram, sshArgs, type SshTarget } from "./remote-shell.js";
 
 export interface VpsDeployOptions {
@@ -72,6 +72,9 @@ export class VpsDeployTarget implements DeployTarget {
   }
 
   async deploy(args: { artifactRoot: string; env: Record<string, string | undefined> }): Promise<VpsDeployResult> {
+    const port = this.options.port ?? 3000;
+    // Before anything reaches the host: a value the env file cannot hold would otherwise be refused after the upload, leaving the release behind.
+    const environment = envFile(args.env, port);
     const work = await mkdtemp(join(tmpdir(), "al-vps-deploy-"));
     try {
       const bundle = await stageDeployBundle({
@@ -80,14 +83,13 @@ export class VpsDeployTarget implements DeployTarget {
         ...(this.options.include ? { include: this.options.include } : {}),
         ...(this.options.modulesCache ? { modulesCache: this.options.modulesCache } : {}),
       });
-      const name = this.options.name ?? bundle.agentId.replace(/[^A-Za-z0-9_.-]/g, "-");
+      const name = this.options.name ?? releaseName(bundle.agentId);
       const dir = this.options.directory ?? `/opt/assembly-line/${name}`;
-      const port = this.options.port ?? 3000;
       const id = `${new Date().toISOString().replace(/[-:.TZ]/g, "").slice(0, 14)}-${bundle.revision.slice(0, 16)}-${randomBytes(3).toString("hex")}`;
       const manager = this.options.serviceManager ?? ((await remoteResult(this.ssh, "test -d /run/systemd/system")).code === 0 ? "systemd" : "process");
       const node = await this.resolveNode(this.options.nodePath ?? "node");
 
-      const stateDir = (await choosesOwnState(bundle)) ? undefined : `${dir}/state`;
+      const stateDir = (await gatewayChoosesState(join(bundle.dir, bundle.artifactDir))) ? undefined : `${dir}/state`;
       await remote(
         this.ssh,
         "preparing the release folders",
@@ -96,7 +98,7 @@ export class VpsDeployTarget implements DeployTarget {
       await this.uploadModules(bundle, dir);
       await this.copy(`${bundle.dir}/agent/`, `${dir}/releases/${id}/agent/`);
       await remote(this.ssh, "linking the release's packages", `ln -sfn ${quote(`../../modules/${bundle.modules.digest}/node_modules`)} ${quote(`${dir}/releases/${id}/node_modules`)}`);
-      await remote(this.ssh, "writing the release environment", `umask 077 && cat > ${quote(`${dir}/envs/${id}`)}`, envFile(args.env, port));
+      await remote(this.ssh, "writing the release environment", `umask 077 && cat > ${quote(`${dir}/envs/${id}`)}`, environment);
       const previous = (await remoteResult(this.ssh, `readlink ${quote(`${dir}/current`)}`)).stdout.trim().replace(/^releases\//, "") || undefined;
 
       const service = new ReleaseService(this.ssh, { name, dir, port, manager, stateDir, node, cli: bundle.cli, artifactDir: bundle.artifactDir, startArgs: this.options.startArgs ?? [] });
@@ -196,12 +198,18 @@ export class VpsDeployTarget implements DeployTarget {
 }
 
 /**
- * Whether gateway.ts chooses the state adapter (PostgreSQL, or a `localState()` of its own): then
- * runs are kept there, and `start` refuses a `--state-dir` it would not use.
+ * The service and folder name an agent id gives when --name is left out. An id of dots alone
+ * would name no folder of its own (`/opt/assembly-line/..` is /opt) and is refused.
  */
-async function choosesOwnState(bundle: DeployBundle): Promise<boolean> {
-  const manifest = JSON.parse(await readFile(join(bundle.dir, bundle.artifactDir, "manifest.json"), "utf8")) as { gateway?: { slots?: { state?: unknown } } };
-  return manifest.gateway?.slots?.state !== undefined;
+function releaseName(agentId: string): string {
+  const name = agentId.replace(/[^A-Za-z0-9_.-]/g, "-");
+  if (name === "." || name === "..") {
+    throw new AssemblyLineError("AL_ERR_DEPLOY_CONFIG", `agent id ${JSON.stringify(agentId)} names no release folder of its own on the host (/opt/assembly-line/${name})`, {
+      fix: "Pass --name <service name> (letters, digits, '.', '_' and '-'), or give agent.ts another id.",
+      details: { agentId },
+    });
+  }
+  return name;
 }
 
 /** `KEY='value'` lines: read by systemd's EnvironmentFile and by a POSIX shell alike. */
