@@ -1,12 +1,12 @@
 import { createHash, randomBytes } from "node:crypto";
-import { mkdtemp, readFile, rm, writeFile } from "node:fs/promises";
+import { mkdtemp, rm, writeFile } from "node:fs/promises";
 import { createServer } from "node:net";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import type Docker from "dockerode";
 import tarFs from "tar-fs";
 import { AssemblyLineError, MAX_TIMER_MS, isTimerDelay, type DeployTarget, type RuntimeLogger } from "@assemblyline-agents/core";
-import { stageDeployBundle, waitForReady, type DeployBundle } from "@assemblyline-agents/core/deploy";
+import { gatewayChoosesState, stageDeployBundle, waitForReady, type DeployBundle } from "@assemblyline-agents/core/deploy";
 import { connectEngine, engineCall, engineError, engineMessage, statusOf } from "../engine.js";
 import { removeImageTag } from "../image-removal.js";
 import { stderrLogger } from "../stderr-logger.js";
@@ -150,7 +150,7 @@ export class DockerDeployTarget implements DeployTarget {
         await this.build(bundle.modules.dir, runtimeImage);
       }
       const image = `${name}:${bundle.revision.toLowerCase().replace(/[^a-z0-9_.-]/g, "-").slice(0, 100)}-${bundle.digest}`;
-      const stateVolume = (await choosesOwnState(bundle)) ? undefined : `assembly-line-${name}-state`;
+      const stateVolume = (await gatewayChoosesState(join(bundle.dir, bundle.artifactDir))) ? undefined : `assembly-line-${name}-state`;
       await writeFile(
         join(bundle.dir, "Dockerfile"),
         renderDockerfile(bundle, { runtimeImage, port, startArgs: this.options.startArgs ?? [], ...(stateVolume ? { stateDir: RELEASE_STATE_DIR } : {}), labels: releaseImageLabels(name, image, runtimeImage) }),
@@ -338,15 +338,6 @@ export class DockerDeployTarget implements DeployTarget {
     }
     return removed;
   }
-}
-
-/**
- * Whether gateway.ts chooses the state adapter (PostgreSQL, or a `localState()` of its own): then
- * runs are kept there, and `start` refuses a `--state-dir` it would not use.
- */
-async function choosesOwnState(bundle: DeployBundle): Promise<boolean> {
-  const manifest = JSON.parse(await readFile(join(bundle.dir, bundle.artifactDir, "manifest.json"), "utf8")) as { gateway?: { slots?: { state?: unknown } } };
-  return manifest.gateway?.slots?.state !== undefined;
 }
 
 function buildError(image: string, message: string, cause: unknown, output: string[] = []): AssemblyLineError {
