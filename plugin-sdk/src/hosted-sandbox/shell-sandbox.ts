@@ -1,6 +1,7 @@
 import { AssemblyLineError } from "../errors.js";
 import type { ExecResult, Sandbox, SandboxExecOptions } from "../sandbox.js";
 import { checkExecOptions } from "../exec-options.js";
+import { MAX_TIMER_MS } from "../timeout.js";
 import { parseWrapped, wrapScript, type ScriptRequest, type ScriptResult } from "./exec-script.js";
 import { folderRefusalError } from "./folder-refusal.js";
 import { FILE_SCRIPTS, type FileScript } from "../sandbox-scripts/file-scripts.js";
@@ -33,6 +34,13 @@ const MAX_LISTING_BYTES = 16 * 1024 * 1024;
 const FILE_OP_TIMEOUT_MS = 60_000;
 /** Extra time the provider grants a script beyond its own watchdog, so the watchdog always fires first. */
 const PROVIDER_GRACE_MS = 30_000;
+/**
+ * The longest a script's watchdog waits: the provider's wait for it (this, the grace, and what a
+ * provider's SDK adds: Daytona 5 s, Modal up to a second of rounding) stays within Node's timer
+ * limit, past which a timer fires at once and every command would fail. Longer timeouts, which
+ * exec accepts up to that limit (24.8 days), wait this long: 90 s less.
+ */
+const MAX_SCRIPT_TIMEOUT_MS = MAX_TIMER_MS - PROVIDER_GRACE_MS - 60_000;
 
 /** One run's hosted sandbox: files and a shell at a physical /workspace, through a provider's SandboxDriver. */
 export class ShellSandbox implements Sandbox {
@@ -117,7 +125,9 @@ export class ShellSandbox implements Sandbox {
     }
   }
 
-  private async run(request: ScriptRequest): Promise<ScriptResult> {
+  private async run(given: ScriptRequest): Promise<ScriptResult> {
+    // A cap past MAX_SAFE_INTEGER would be printed as 1e+21, which `head -c` refuses, and the output would come back empty: no cap is what it means.
+    const request = { ...given, timeoutMs: Math.min(given.timeoutMs, MAX_SCRIPT_TIMEOUT_MS), maxOutputBytes: Math.min(given.maxOutputBytes, Number.MAX_SAFE_INTEGER) };
     const { script, boundary } = wrapScript(request);
     const output = await this.driver.runScript(script, request.timeoutMs + PROVIDER_GRACE_MS);
     const result = parseWrapped(output, boundary, request.maxOutputBytes);

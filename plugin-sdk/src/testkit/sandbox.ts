@@ -1,6 +1,7 @@
 import { randomUUID } from "node:crypto";
 import { describe, expect, it } from "vitest";
 import { isAssemblyLineError } from "../errors.js";
+import { MAX_TIMER_MS } from "../timeout.js";
 import type { SandboxAdapter } from "../sandbox.js";
 import { useSubject, type StateKitFactory } from "./state/subject.js";
 
@@ -82,6 +83,12 @@ export function describeSandboxConformance(name: string, factory: StateKitFactor
       expect(loud.truncated).toBe(true);
       expect(loud.stdout.length).toBeLessThanOrEqual(1000);
       expect(loud.stdout).toMatch(/^x+$/);
+    }, 20_000);
+
+    it("runs a command given the longest timeout exec takes and an output cap past any output (Number.MAX_VALUE)", async () => {
+      const sandbox = await adapter().acquire(key());
+      // A timer past Node's limit fires at once, and a cap printed as 1e+308 is no number to a shell tool: neither may fail or empty the call.
+      expect(await sandbox.exec("echo out; echo err >&2", { timeoutMs: MAX_TIMER_MS, maxOutputBytes: Number.MAX_VALUE })).toMatchObject({ exitCode: 0, stdout: "out\n", stderr: "err\n", timedOut: false, truncated: false });
     }, 20_000);
 
     it("keeps no output at maxOutputBytes 0 and says it was cut", async () => {
