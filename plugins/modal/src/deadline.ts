@@ -14,7 +14,7 @@ export async function withinDeadline<T>(action: string, ms: number, option: stri
       pending.catch(() => undefined);
       reject(
         new AssemblyLineError("AL_ERR_SANDBOX_ENGINE", `Modal: ${action} got no answer within ${ms} ms (${option})`, {
-          fix: `Check that Modal is reachable (MODAL_SERVER_URL) and answering; raise the sandbox's ${option} when its calls are slow but alive.`,
+          fix: `Check that Modal is reachable (MODAL_SERVER_URL) and answering; raise ${option.startsWith("the ") ? option : `the sandbox's ${option}`} when its calls are slow but alive.`,
           details: { provider: "Modal", action, timeoutMs: ms },
         }),
       );
