@@ -81,6 +81,26 @@ export default defineAgent({ model: "test/model", instructions: "Tidy up.", defa
     return report;
   });
 
+  itIsReplaySafe("finds nothing wrong with the built-in edit stopped after the file was written, before its result", async () => {
+    const dir = agentFolder({
+      "agent.ts": `import { defineAgent } from "@assemblyline-agents/core";
+export default defineAgent({ model: "test/model", instructions: "Keep the list.", defaultTools: ["write", "edit"] });
+`,
+    });
+    const script = {
+      turns: [
+        { toolCalls: [{ name: "write", input: { path: "/memory/todo.md", content: "- [ ] milk\n" } }] },
+        { toolCalls: [{ name: "edit", input: { path: "/memory/todo.md", oldText: "- [ ] milk", newText: "- [x] milk" } }] },
+        { toolCalls: [{ name: "edit", input: { path: "/memory/todo.md", oldText: "- [ ] eggs", newText: "- [x] eggs" } }] },
+        { text: "Kept." },
+      ],
+    };
+    const bundle = await loadRuntimeBundle((await buildAgent(dir)).artifactRoot);
+    const report = await replayStress({ bundle, script, message: "tick milk", conversationId: "c1" });
+    expect(report.recorded).toMatchObject({ status: "completed", text: "Kept." });
+    return report;
+  });
+
   it("catches a tool that writes without an idempotency key, naming the boundary and the repeated write", async () => {
     const report = await stressFolder(noteAgent(false));
     const repeated = report.problems.filter((problem) => problem.kind === "side_effect_repeated");

@@ -94,6 +94,9 @@ export const writeTool = defineTool<{ path: string; content: string }, { path: s
   }),
 });
 
+/** What one edit call works out before it writes: the file's new text, or why the edit is refused. */
+type EditedText = { text: string } | { error: string };
+
 export const editTool = defineTool<{ path: string; oldText: string; newText: string }, { path: string; replaced: number } | { path: string; error: string }>({
   description: "Replace exactly one occurrence of oldText with newText in a file under /workspace, /memory or, when self-improvement allows, /skills/<name>/.",
   inputSchema: {
@@ -106,11 +109,20 @@ export const editTool = defineTool<{ path: string; oldText: string; newText: str
   capability: { execution: "both" },
   execute: refusalsAsResults(async (input, ctx) => {
     const fs = runtimeFilesystemOf(ctx);
-    const text = await fs.read(input.path);
-    const count = text.split(input.oldText).length - 1;
-    // The model can fix an ambiguous edit itself: an error-shaped result, not a throw.
-    if (count !== 1) return { path: input.path, error: `oldText occurs ${count} times in ${input.path}; it must occur exactly once` };
-    await fs.write(input.path, text.replace(input.oldText, () => input.newText));
+    // The edited text (or why there is none) is worked out once per call and recorded before the write:
+    // when the process dies after the write and before this call's result is recorded, the call runs
+    // again and writes that same text again, instead of editing the edited file (the edit applied twice,
+    // or refused as "occurs 0 times" when it landed). A call of an older journal has no such step and
+    // works it out then, as it always did.
+    const edited = await ctx.step<EditedText>(`edit:${ctx.idempotencyKey("edited")}`, async () => {
+      const text = await fs.read(input.path);
+      const count = text.split(input.oldText).length - 1;
+      // The model can fix an ambiguous edit itself: an error-shaped result, not a throw.
+      if (count !== 1) return { error: `oldText occurs ${count} times in ${input.path}; it must occur exactly once` };
+      return { text: text.replace(input.oldText, () => input.newText) };
+    });
+    if ("error" in edited) return { path: input.path, error: edited.error };
+    await fs.write(input.path, edited.text);
     return { path: input.path, replaced: 1 };
   }),
 });
