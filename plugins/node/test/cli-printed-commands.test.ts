@@ -1,6 +1,7 @@
 import { cpSync, mkdirSync, writeFileSync } from "node:fs";
 import { join, resolve } from "node:path";
-import { beforeAll, describe, expect, it } from "vitest";
+import { afterEach, beforeAll, beforeEach, describe, expect, it } from "vitest";
+import { startOpenAIChatServer, type ScriptedModelServer } from "@assemblyline-agents/pi/testkit";
 import { main } from "../src/cli/main.js";
 import type { CommandIO } from "../src/cli/io.js";
 import { tempDir } from "./support/host.js";
@@ -144,5 +145,33 @@ describe("the commands a paused run prints to continue it", () => {
     expect(approve.slice(-4)).toEqual(["--agent", agentDir, "--state-dir", stateDir]);
     const approved = await cli(approve);
     expect(approved.code, approved.err).toBe(0);
+  });
+
+  describe("for a run served from --base-url", () => {
+    let server: ScriptedModelServer & { baseUrl: string };
+    const key = process.env.OPENAI_API_KEY;
+    beforeEach(async () => {
+      server = await startOpenAIChatServer({ apiKey: "sk-test" });
+      process.env.OPENAI_API_KEY = "sk-test";
+      server.toolCalls([{ id: "call_note_1", name: "record_note", argumentChunks: ['{"note": "Buy milk"}'] }]);
+      server.text(["Noted."]);
+    });
+    afterEach(async () => {
+      await server.close();
+      if (key === undefined) delete process.env.OPENAI_API_KEY;
+      else process.env.OPENAI_API_KEY = key;
+    });
+
+    it("name the --base-url and --api `run` was given, so the printed approve reaches the server the run started on and completes it", async () => {
+      const { agentDir } = notesAgent();
+      const paused = await cli(["run", agentDir, "-m", "Remember to buy milk", "--model", "openai/gpt-4o-mini", "--base-url", server.baseUrl, "--api", "openai-completions"]);
+      expect(paused.code, paused.err + paused.out).toBe(3);
+      const approve = printedCommand(paused.out, "approve:", "npx assembly-line");
+      expect(approve.slice(-6)).toEqual(["--agent", agentDir, "--base-url", server.baseUrl, "--api", "openai-completions"]);
+      const approved = await cli(approve);
+      expect(approved.code, `${approve.join(" ")}\n${approved.err}\n${approved.out}`).toBe(0);
+      // Both model calls went to the server the run started on, not to the catalog's.
+      expect(server.requests).toHaveLength(2);
+    }, 60_000);
   });
 });

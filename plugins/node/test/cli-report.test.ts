@@ -4,7 +4,7 @@ import { EXIT } from "../src/cli/exit-codes.js";
 import type { CommandIO } from "../src/cli/io.js";
 import { reportResult } from "../src/cli/report.js";
 
-function report(result: RunResult, options: { stateDir?: string } = {}): { code: number; out: string } {
+function report(result: RunResult, options: { stateDir?: string; baseUrl?: string; api?: string } = {}): { code: number; out: string } {
   const out: string[] = [];
   const io: CommandIO = { out: (line) => void out.push(line), err: () => undefined };
   const code = reportResult(result, io, { json: false, agentDir: "/agents/notes", ...options });
@@ -53,5 +53,13 @@ describe("the commands printed to continue a run kept in a --state-dir", () => {
     const { out } = report({ runId: "run_a", status: "waiting_approval", pendingApprovals: [{ approvalId: "apr_1", callId: "call_0_0", toolName: "record_note", input: {} }] });
     expect(out).toContain('  approve: npx assembly-line approve run_a call_0_0 --agent "/agents/notes"\n');
     expect(out).not.toContain("--state-dir");
+  });
+
+  it("name the --base-url and --api the run's model is served from, after the --state-dir", () => {
+    const { out } = report(
+      { runId: "run_q", status: "waiting_input", question: { callId: "call_1", toolName: "ask_question", question: "Which shop?" } },
+      { stateDir, baseUrl: "http://127.0.0.1:11434/v1", api: "openai-completions" },
+    );
+    expect(out).toContain('  answer: npx assembly-line answer run_q "..." --agent "/agents/notes" --state-dir "/srv/agent state" --base-url "http://127.0.0.1:11434/v1" --api "openai-completions"');
   });
 });

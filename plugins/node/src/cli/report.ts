@@ -1,5 +1,6 @@
 import type { RunEvent } from "@assemblyline-agents/core";
 import type { RunResult } from "@assemblyline-agents/runtime";
+import { commandLineOption, type ParsedCommand } from "./args.js";
 import { EXIT } from "./exit-codes.js";
 import type { CommandIO } from "./io.js";
 import { colors, envelope } from "./output.js";
@@ -24,7 +25,21 @@ export interface ReportOptions {
   agentDir: string;
   /** The --state-dir the command line gave (commandLineOption): the commands printed to continue the run name it, or they would look for the run elsewhere. */
   stateDir?: string | undefined;
+  /** The --base-url and --api the command line gave: the run's model is served there, and a continuing command without them would call the catalog's server instead. */
+  baseUrl?: string | undefined;
+  api?: string | undefined;
   events?: RunEvent[];
+}
+
+/** What the command line gave that the commands printed to continue a run must repeat (what the config filled, it fills again). */
+export function continuedWith(parsed: ParsedCommand): Pick<ReportOptions, "stateDir" | "baseUrl" | "api"> {
+  return { stateDir: commandLineOption(parsed, "state-dir"), baseUrl: commandLineOption(parsed, "base-url"), api: commandLineOption(parsed, "api") };
+}
+
+/** The flags that make a printed command find the run (--agent, --state-dir) and reach the server its model is served from (--base-url, --api). */
+export function runAtFlags(options: Pick<ReportOptions, "agentDir" | "stateDir" | "baseUrl" | "api">): string {
+  const flags: Array<[string, string | undefined]> = [["--agent", options.agentDir], ["--state-dir", options.stateDir], ["--base-url", options.baseUrl], ["--api", options.api]];
+  return flags.flatMap(([flag, value]) => (value !== undefined ? [`${flag} ${JSON.stringify(value)}`] : [])).join(" ");
 }
 
 /**
@@ -36,8 +51,8 @@ export function reportResult(result: RunResult, io: CommandIO, options: ReportOp
     io.out(envelope({ result, ...(options.events ? { events: options.events } : {}) }));
     return exitCodeOf(result);
   }
-  // Where the printed commands find the run: the agent, and the state folder when the command line named one.
-  const runAt = `--agent ${JSON.stringify(options.agentDir)}${options.stateDir !== undefined ? ` --state-dir ${JSON.stringify(options.stateDir)}` : ""}`;
+  // Where the printed commands find the run (the agent, the state folder) and its model's server, when the command line named them.
+  const runAt = runAtFlags(options);
   const paint = colors(io, "out");
   switch (result.status) {
     case "completed":

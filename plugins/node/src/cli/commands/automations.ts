@@ -1,13 +1,13 @@
 import type { AutomationInfo, NormalizedSchedule } from "@assemblyline-agents/core";
 import type { PiModelCatalog } from "@assemblyline-agents/pi";
 import { builtAgentFolder } from "../agent-folder.js";
-import { commandLineOption, jsonOption, requirePositional, type ParsedCommand } from "../args.js";
+import { jsonOption, requirePositional, type ParsedCommand } from "../args.js";
 import { commandLogger } from "../command-logger.js";
 import type { CommandIO } from "../io.js";
 import { catalogFor, chooseModel, openLocalRuntime, type ModelFlags } from "../local-runtime.js";
 import { checkModelSpec, modelFlagsOf } from "../model-flags.js";
 import { envelope } from "../output.js";
-import { reportResult } from "../report.js";
+import { continuedWith, reportResult } from "../report.js";
 import { stateDirOption } from "../state-dir.js";
 import { formatEvent } from "../timeline.js";
 
@@ -48,7 +48,7 @@ export const automationsCommand = (sub: string) => async (parsed: ParsedCommand,
     }
     const model = (await chooseModel(local.bundle.manifest.agent.model, flags)).model;
     const { runId } = await automations.runNow(name!, model ? { model } : {});
-    return reportResult(await local.runtime.start(runId), io, { json, agentDir: local.agentDir, stateDir: commandLineOption(parsed, "state-dir") });
+    return reportResult(await local.runtime.start(runId), io, { json, agentDir: local.agentDir, ...continuedWith(parsed) });
   } finally {
     await local.close();
   }

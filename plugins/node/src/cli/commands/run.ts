@@ -1,12 +1,12 @@
 import { AssemblyLineError, type RunEvent } from "@assemblyline-agents/core";
 import type { RunResult } from "@assemblyline-agents/runtime";
-import { commandLineOption, jsonOption, requirePositional, requireText, stringOption, type ParsedCommand } from "../args.js";
+import { jsonOption, requirePositional, requireText, stringOption, type ParsedCommand } from "../args.js";
 import type { CommandIO } from "../io.js";
 import { commandLogger } from "../command-logger.js";
 import { catalogFor, chooseModel, openLocalRuntime } from "../local-runtime.js";
 import { checkModelSpec, checkOfflineScript, modelFlagsOf } from "../model-flags.js";
 import { progress } from "../output.js";
-import { reportResult } from "../report.js";
+import { continuedWith, reportResult } from "../report.js";
 import { stateDirOption } from "../state-dir.js";
 import { formatEvent } from "../timeline.js";
 
@@ -79,7 +79,7 @@ export async function runCommand(parsed: ParsedCommand, io: CommandIO): Promise<
       } else break;
     }
     endStream();
-    return reportResult(result, io, { json, agentDir, stateDir: commandLineOption(parsed, "state-dir"), events });
+    return reportResult(result, io, { json, agentDir, ...continuedWith(parsed), events });
   } finally {
     await local.close();
   }

@@ -10,7 +10,7 @@ import { commandLogger } from "../command-logger.js";
 import type { CommandIO } from "../io.js";
 import { envelope } from "../output.js";
 import type { LocalRuntime } from "../local-runtime.js";
-import { reportResult } from "../report.js";
+import { continuedWith, reportResult } from "../report.js";
 import { stateDirOption } from "../state-dir.js";
 import { formatEvent } from "../timeline.js";
 
@@ -167,7 +167,7 @@ export async function runsShow(parsed: ParsedCommand, io: CommandIO): Promise<nu
       for (const record of usage) io.out(`usage ${record.provider}/${record.model}: ${record.inputTokens} in, ${record.outputTokens} out, ${record.cacheReadTokens} cache read, $${record.costUsd.toFixed(6)}`);
       io.out(`usage total: ${total.input} in, ${total.output} out, $${total.cost.toFixed(6)}`);
     }
-    reportResult(result, io, { json: false, agentDir: local.agentDir, stateDir: commandLineOption(parsed, "state-dir") });
+    reportResult(result, io, { json: false, agentDir: local.agentDir, ...continuedWith(parsed) });
     // Showing a run succeeds whatever state the run is in.
     return 0;
   } finally {
@@ -194,7 +194,7 @@ export async function runsMigrate(parsed: ParsedCommand, io: CommandIO): Promise
     }
     const result = await local.runtime.migrateRun(runId, { actor: "cli" });
     if (!local.json) io.out(`run ${runId} moved from ${from} to ${local.runtime.manifest.agentRevision}`);
-    reportResult(result, io, { json: local.json, agentDir: local.agentDir, stateDir: commandLineOption(parsed, "state-dir") });
+    reportResult(result, io, { json: local.json, agentDir: local.agentDir, ...continuedWith(parsed) });
     // Moving the run is what was asked; it still waits for the decision it waited for.
     return 0;
   } finally {
@@ -224,7 +224,7 @@ function decisionCommand(usage: string, decide: Decision) {
           local = await open(parsed, io, { events, usage, models });
         }
       }
-      return reportResult(await decide(local, runId, parsed), io, { json: local.json, agentDir: local.agentDir, stateDir: commandLineOption(parsed, "state-dir"), events });
+      return reportResult(await decide(local, runId, parsed), io, { json: local.json, agentDir: local.agentDir, ...continuedWith(parsed), events });
     } finally {
       await local.close();
     }
