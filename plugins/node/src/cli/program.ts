@@ -190,7 +190,7 @@ export function buildProgram(io: CommandIO, context: CommandContext, exit: { cod
         )
           .option("--offline-script <file.json>", "use this scripted conversation when the model's API key is not set")
           .addOption(new Option("--approve <decision>", "decide approval pauses now instead of leaving the run paused").choices(["all", "none"]))
-          .option("--answer <text>", "answer a question the run asks")
+          .option("--answer <text>", "answer the first question the run asks (a later question pauses the run)")
           .option("--conversation <id>", "continue a conversation (history reaches the model)")
           .option("--state-dir <dir>", "where runs are kept (default <agentDir>/.assembly-line/state)")
           .option("--stream", "write the model's text to stderr as it arrives"),

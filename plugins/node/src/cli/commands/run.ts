@@ -67,6 +67,9 @@ export async function runCommand(parsed: ParsedCommand, io: CommandIO): Promise<
     if (!json) io.out(`${local.bundle.manifest.agent.id} ${local.bundle.manifest.agentRevision}, ${note}`);
     const conversationId = stringOption(parsed, "conversation");
     let result: RunResult = await local.runtime.run({ message, ...(model ? { model } : {}), ...(conversationId ? { conversationId } : {}) });
+    // --approve decides every approval pause; --answer answers one question, the first: a later one is
+    // another question, which the text written for the first does not answer, and the run pauses on it.
+    let answered = false;
     for (;;) {
       const pending = result.pendingApprovals?.[0];
       if (result.status === "waiting_approval" && approve && pending) {
@@ -74,8 +77,10 @@ export async function runCommand(parsed: ParsedCommand, io: CommandIO): Promise<
           approve === "all"
             ? await local.runtime.approve(result.runId, { callId: pending.callId, actor: "cli" })
             : await local.runtime.deny(result.runId, { callId: pending.callId, actor: "cli" });
-      } else if (result.status === "waiting_input" && answer !== undefined) {
-        result = await local.runtime.answer(result.runId, answer, { actor: "cli" });
+      } else if (result.status === "waiting_input" && answer !== undefined && !answered) {
+        answered = true;
+        const callId = result.question?.callId;
+        result = await local.runtime.answer(result.runId, answer, { ...(callId ? { callId } : {}), actor: "cli" });
       } else break;
     }
     endStream();
