@@ -1,4 +1,10 @@
-import { describe, expect, it } from "vitest";
+import { mkdtempSync, rmSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { afterAll, describe, expect, it } from "vitest";
+import { LocalSandboxAdapter } from "@assemblyline-agents/local";
+import type { ToolExecutionContext } from "@assemblyline-agents/core";
+import { builtInToolDefaults, createRuntimeFilesystem, InMemoryStateAdapter } from "@assemblyline-agents/runtime";
 import { CrashOnceBefore } from "./support/crash-once-state.js";
 import { MINIMAL_AGENT, agentFolder } from "./support/agent-folder.js";
 import { startAgent } from "./support/runtime.js";
@@ -39,5 +45,57 @@ describe("edit built-in replayed after a crash", () => {
     const { content, outcome } = await editThroughACrash("tool.completed", "todo.md", "- [ ] ship\n- [ ] ship\n", "- [ ] ship", "- [x] ship");
     expect(content).toBe("- [ ] ship\n- [ ] ship\n");
     expect(outcome).toMatchObject({ status: "completed", output: { error: "oldText occurs 2 times in /memory/todo.md; it must occur exactly once" } });
+  });
+});
+
+const roots: string[] = [];
+afterAll(() => {
+  for (const root of roots.splice(0)) rmSync(root, { recursive: true, force: true });
+});
+
+/** A tool context whose runtime filesystem has a real local sandbox behind /workspace (steps run their body: no journal here). */
+async function sandboxed() {
+  const root = mkdtempSync(join(tmpdir(), "al-edit-tool-"));
+  roots.push(root);
+  const sandbox = await new LocalSandboxAdapter({ root }).acquire("run-1");
+  const state = new InMemoryStateAdapter();
+  const fs = createRuntimeFilesystem({
+    memory: state,
+    files: state,
+    conversations: state,
+    conversationId: null,
+    blob: undefined,
+    getSandbox: async () => sandbox,
+    skills: { list: async () => [] } as never,
+  });
+  const ctx = {
+    runId: "run-1",
+    toolCallId: "call-1",
+    idempotencyKey: (scope: string) => `key-${scope}`,
+    step: async (_key: string, fn: () => unknown) => fn(),
+    [Symbol.for("assembly-line.runtime-filesystem")]: fs,
+  } as unknown as ToolExecutionContext;
+  return { sandbox, state, ctx };
+}
+
+describe("edit built-in keeps the bytes it was not asked to change", () => {
+  it("refuses a /workspace file that is not UTF-8, leaving it byte for byte, instead of writing U+FFFD for each accented character", async () => {
+    const { sandbox, ctx } = await sandboxed();
+    const original = Buffer.from("nom;ville\nRené;Besançon\nstatus;old\n", "latin1");
+    await sandbox.writeFile("/workspace/clients.csv", original);
+    const result = await builtInToolDefaults.edit.execute({ path: "/workspace/clients.csv", oldText: "status;old", newText: "status;new" }, ctx);
+    expect(result).toEqual({
+      path: "/workspace/clients.csv",
+      error: expect.stringMatching(/^\/workspace\/clients\.csv is not UTF-8 text, .* it was left as it was\. Convert it to UTF-8 first/),
+    });
+    expect(Buffer.from(await sandbox.readFile("/workspace/clients.csv")).equals(original)).toBe(true);
+  });
+
+  it("keeps a UTF-8 byte order mark at the start of a /workspace file it edits", async () => {
+    const { sandbox, ctx } = await sandboxed();
+    await sandbox.writeFile("/workspace/export.csv", Buffer.from("\uFEFFname,city\nold,Zürich\n", "utf8"));
+    const result = await builtInToolDefaults.edit.execute({ path: "/workspace/export.csv", oldText: "old", newText: "new" }, ctx);
+    expect(result).toEqual({ path: "/workspace/export.csv", replaced: 1 });
+    expect(Buffer.from(await sandbox.readFile("/workspace/export.csv")).toString("utf8")).toBe("\uFEFFname,city\nnew,Zürich\n");
   });
 });

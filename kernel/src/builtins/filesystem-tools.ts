@@ -98,7 +98,7 @@ export const writeTool = defineTool<{ path: string; content: string }, { path: s
 type EditedText = { text: string } | { error: string };
 
 export const editTool = defineTool<{ path: string; oldText: string; newText: string }, { path: string; replaced: number } | { path: string; error: string }>({
-  description: "Replace exactly one occurrence of oldText with newText in a file under /workspace, /memory or, when self-improvement allows, /skills/<name>/.",
+  description: "Replace exactly one occurrence of oldText with newText in a UTF-8 text file under /workspace, /memory or, when self-improvement allows, /skills/<name>/.",
   inputSchema: {
     type: "object",
     properties: { path, oldText: { type: "string", minLength: 1 }, newText: { type: "string" } },
@@ -115,7 +115,15 @@ export const editTool = defineTool<{ path: string; oldText: string; newText: str
     // or refused as "occurs 0 times" when it landed). A call of an older journal has no such step and
     // works it out then, as it always did.
     const edited = await ctx.step<EditedText>(`edit:${ctx.idempotencyKey("edited")}`, async () => {
-      const text = await fs.read(input.path);
+      // Read exactly as it will be written back: a byte order mark kept, a file that is not UTF-8 left alone
+      // (decoded leniently, every byte of it that is not UTF-8 would be written back as U+FFFD).
+      const file = await fs.readExact(input.path);
+      if (!("text" in file)) {
+        return {
+          error: `${input.path} is not UTF-8 text, so edit cannot change it without changing its other bytes; it was left as it was. Convert it to UTF-8 first (with bash: iconv -f <its encoding> -t UTF-8), or change it with bash.`,
+        };
+      }
+      const { text } = file;
       const count = text.split(input.oldText).length - 1;
       // The model can fix an ambiguous edit itself: an error-shaped result, not a throw.
       if (count !== 1) return { error: `oldText occurs ${count} times in ${input.path}; it must occur exactly once` };

@@ -27,6 +27,13 @@ export interface FileEntry {
 /** The stable filesystem contract every model prompt receives, over the run's stores. */
 export interface RuntimeFilesystem {
   read(path: string): Promise<string>;
+  /**
+   * The text of the file at `path` exactly as a change must write it back (the edit tool): a UTF-8
+   * byte order mark is kept, and a file whose bytes are not UTF-8 (a Latin-1 /workspace file, say) is
+   * `{ notUtf8: true }`, where `read` would hand back its text with U+FFFD for every byte it cannot
+   * decode (text that, written back, loses those bytes). The same refusals as `read`.
+   */
+  readExact(path: string): Promise<{ text: string } | { notUtf8: true }>;
   write(path: string, content: string): Promise<void>;
   /**
    * Refuses a path with nothing at it (AL_ERR_PATH_NOT_FOUND), as it refuses a read of one;
@@ -124,28 +131,39 @@ export function createRuntimeFilesystem(sources: RuntimeFilesystemSources): Runt
     throw new AssemblyLineError("AL_ERR_PATH_NOT_FOUND", `nothing at ${path}`, { fix: "List the directory first and use a path it returns." });
   };
 
-  return {
-    async read(path) {
-      const { root, relative, path: logical } = resolveLogicalPath(path);
-      switch (root) {
-        case "/memory":
-          return (await sources.memory.readMemory(relative))?.content ?? notFound(logical);
-        case "/history":
-          if (relative !== "conversation.md" || !sources.conversationId) return notFound(logical);
-          return renderHistory(sources);
-        case "/files": {
-          const record = await sources.files.getFileRecord(logical);
-          const blob = record && sources.blob ? await sources.blob.get(record.blobKey) : undefined;
-          return blob ? new TextDecoder().decode(blob.body) : notFound(logical);
-        }
-        case "/skills": {
-          const { name, file } = skillPath(relative);
-          const skill = name ? await sources.skills.get(name) : undefined;
-          return (file && skill?.files[file]) ?? notFound(logical);
-        }
-        case "/workspace":
-          return new TextDecoder().decode(await (await sources.getSandbox()).readFile(logical));
+  /** The text at `path`, with a file held as bytes (/files, /workspace) decoded by `decode`. */
+  const readWith = async <T>(path: string, text: (text: string) => T, decode: (bytes: Uint8Array) => T): Promise<T> => {
+    const { root, relative, path: logical } = resolveLogicalPath(path);
+    switch (root) {
+      case "/memory": {
+        const record = await sources.memory.readMemory(relative);
+        return record ? text(record.content) : notFound(logical);
       }
+      case "/history":
+        if (relative !== "conversation.md" || !sources.conversationId) return notFound(logical);
+        return text(await renderHistory(sources));
+      case "/files": {
+        const record = await sources.files.getFileRecord(logical);
+        const blob = record && sources.blob ? await sources.blob.get(record.blobKey) : undefined;
+        return blob ? decode(blob.body) : notFound(logical);
+      }
+      case "/skills": {
+        const { name, file } = skillPath(relative);
+        const skill = name ? await sources.skills.get(name) : undefined;
+        const content = file ? skill?.files[file] : undefined;
+        return content !== undefined ? text(content) : notFound(logical);
+      }
+      case "/workspace":
+        return decode(await (await sources.getSandbox()).readFile(logical));
+    }
+  };
+
+  return {
+    read(path) {
+      return readWith(path, (text) => text, (bytes) => new TextDecoder().decode(bytes));
+    },
+    readExact(path) {
+      return readWith(path, (text) => ({ text }), exactUtf8);
     },
     async write(path, content) {
       const { root, relative, path: logical } = writable(path);
@@ -290,4 +308,18 @@ async function renderHistory(sources: RuntimeFilesystemSources): Promise<string>
 function skillPath(relative: string): { name: string | undefined; file: string | undefined } {
   const [name, ...rest] = relative.split("/");
   return { name: name || undefined, file: rest.length ? rest.join("/") : undefined };
+}
+
+/**
+ * `bytes` as UTF-8 text, strictly: a byte order mark is kept (written back, the text puts it back),
+ * and bytes that are not UTF-8 are `{ notUtf8: true }` rather than text with U+FFFD in their place.
+ */
+function exactUtf8(bytes: Uint8Array): { text: string } | { notUtf8: true } {
+  try {
+    return { text: new TextDecoder("utf-8", { fatal: true, ignoreBOM: true }).decode(bytes) };
+  } catch (error) {
+    // A fatal decoder throws a TypeError (ERR_ENCODING_INVALID_ENCODED_DATA) at the first byte it cannot decode.
+    if (error instanceof TypeError) return { notUtf8: true };
+    throw error;
+  }
 }
