@@ -303,4 +303,34 @@ describe("empty and malformed values", () => {
     expectUsageError(await cli(["run", agentDir, "-m", "   ", "--model", `scripted:${script}`, "--state-dir", stateDir]), "--message is empty");
     expect(readdirSync(stateDir)).toEqual([]);
   });
+
+  it("refuses an empty or blank --conversation on run rather than starting a new conversation without the history asked for", async () => {
+    const { agentDir, script } = smallAgent("scripted:unused");
+    const stateDir = join(agentDir, "state");
+    mkdirSync(stateDir);
+    // as `assembly-line run -m "and the eggs?" --conversation "$CONV"` with CONV unset
+    expectUsageError(await cli(["run", agentDir, "-m", "and the eggs?", "--model", `scripted:${script}`, "--state-dir", stateDir, "--conversation", ""]), "--conversation is empty");
+    expectUsageError(await cli(["run", agentDir, "-m", "and the eggs?", "--model", `scripted:${script}`, "--state-dir", stateDir, "--conversation", "  "]), "--conversation is empty");
+    expect(readdirSync(stateDir)).toEqual([]);
+  });
+
+  it("refuses an empty callId on approve and deny rather than deciding whatever call is pending", async () => {
+    const { agentDir, stateDir, runId } = await pausedRun();
+    expectUsageError(await cli(["approve", runId, "", "--agent", agentDir, "--state-dir", stateDir]), "<callId> is empty");
+    expectUsageError(await cli(["deny", runId, " ", "--agent", agentDir, "--state-dir", stateDir]), "<callId> is empty");
+    expect(await runIds(agentDir, stateDir)).toMatchObject([{ id: runId, status: "waiting_approval" }]);
+  }, 60_000);
+
+  it("refuses answer --call \"\" rather than answering without the guard --call asks for", async () => {
+    const { agentDir } = notesAgent();
+    const stateDir = join(agentDir, "state");
+    const script = join(agentDir, "ask.json");
+    writeFileSync(script, JSON.stringify({ turns: [{ toolCalls: [{ name: "ask_question", input: { question: "Which shop?" } }] }, { text: "Got it." }] }));
+    const asked = await cli(["run", agentDir, "-m", "buy milk", "--model", `scripted:${script}`, "--state-dir", stateDir, "--json"]);
+    expect(asked.code, asked.err).toBe(3);
+    const runId = JSON.parse(asked.out).data.result.runId as string;
+    // as `assembly-line answer "$RUN" "the corner shop" --call "$CALL"` with CALL unset
+    expectUsageError(await cli(["answer", runId, "the corner shop", "--call", "", "--agent", agentDir, "--state-dir", stateDir]), "--call is empty");
+    expect(await runIds(agentDir, stateDir)).toMatchObject([{ id: runId, status: "waiting_input" }]);
+  }, 60_000);
 });

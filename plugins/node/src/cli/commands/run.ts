@@ -19,6 +19,9 @@ export async function runCommand(parsed: ParsedCommand, io: CommandIO): Promise<
   const approve = stringOption(parsed, "approve");
   const answerText = stringOption(parsed, "answer");
   const answer = answerText === undefined ? undefined : requireText(answerText, "--answer", 'Give the text that answers the question the run asks, or leave --answer out to let the run pause for `assembly-line answer`.', USAGE);
+  const conversationText = stringOption(parsed, "conversation");
+  // An empty id (a shell variable that was not set) is refused rather than read as none, which would start a new conversation without its history.
+  const conversationId = conversationText === undefined ? undefined : requireText(conversationText, "--conversation", "Give the id of the conversation to continue, or leave --conversation out to start a new one.", USAGE);
   const json = jsonOption(parsed);
   // Everything the command line chose is checked before the build and before any run is created.
   const flags = modelFlagsOf(parsed);
@@ -65,8 +68,7 @@ export async function runCommand(parsed: ParsedCommand, io: CommandIO): Promise<
   try {
     const { model, note } = await chooseModel(local.bundle.manifest.agent.model, { ...flags, ...(offlineScript !== undefined ? { offlineScript } : {}) });
     if (!json) io.out(`${local.bundle.manifest.agent.id} ${local.bundle.manifest.agentRevision}, ${note}`);
-    const conversationId = stringOption(parsed, "conversation");
-    let result: RunResult = await local.runtime.run({ message, ...(model ? { model } : {}), ...(conversationId ? { conversationId } : {}) });
+    let result: RunResult = await local.runtime.run({ message, ...(model ? { model } : {}), ...(conversationId !== undefined ? { conversationId } : {}) });
     // --approve decides every approval pause; --answer answers one question, the first: a later one is
     // another question, which the text written for the first does not answer, and the run pauses on it.
     let answered = false;

@@ -247,25 +247,37 @@ async function refuseCallIdOnBudgetPause(local: LocalRuntime, runId: string, cal
   });
 }
 
-export const approveCommand = decisionCommand("assembly-line approve <runId> [<callId>] [--agent <dir>]", async (local, runId, parsed) => {
-  const callId = parsed.positionals[1];
+/**
+ * The callId given, if any. An empty or blank one (a shell variable that was not set) is refused
+ * rather than read as none, which would decide whatever call is pending.
+ */
+function callIdOf(value: string | undefined, name: string, usage: string): string | undefined {
+  return value === undefined ? undefined : requireText(value, name, `Give the call id the run printed, or leave ${name} out.`, usage);
+}
+
+const APPROVE_USAGE = "assembly-line approve <runId> [<callId>] [--agent <dir>]";
+
+export const approveCommand = decisionCommand(APPROVE_USAGE, async (local, runId, parsed) => {
+  const callId = callIdOf(parsed.positionals[1], "<callId>", APPROVE_USAGE);
   await refuseCallIdOnBudgetPause(local, runId, callId, "approve");
-  return local.runtime.approve(runId, { ...(callId ? { callId } : {}), actor: "cli" });
+  return local.runtime.approve(runId, { ...(callId !== undefined ? { callId } : {}), actor: "cli" });
 });
 
-export const denyCommand = decisionCommand("assembly-line deny <runId> [<callId>] [--reason <text>] [--agent <dir>]", async (local, runId, parsed) => {
-  const callId = parsed.positionals[1];
+const DENY_USAGE = "assembly-line deny <runId> [<callId>] [--reason <text>] [--agent <dir>]";
+
+export const denyCommand = decisionCommand(DENY_USAGE, async (local, runId, parsed) => {
+  const callId = callIdOf(parsed.positionals[1], "<callId>", DENY_USAGE);
   const reason = stringOption(parsed, "reason");
   await refuseCallIdOnBudgetPause(local, runId, callId, "deny");
-  return local.runtime.deny(runId, { ...(callId ? { callId } : {}), ...(reason ? { reason } : {}), actor: "cli" });
+  return local.runtime.deny(runId, { ...(callId !== undefined ? { callId } : {}), ...(reason ? { reason } : {}), actor: "cli" });
 });
 
 const ANSWER_USAGE = 'assembly-line answer <runId> "text" [--call <callId>] [--agent <dir>]';
 
 export const answerCommand = decisionCommand(ANSWER_USAGE, (local, runId, parsed) => {
   const text = requireText(requirePositional(parsed.positionals, 1, "text", ANSWER_USAGE), "the answer", 'Give the text that answers the question, e.g. "the corner shop".', ANSWER_USAGE);
-  const callId = stringOption(parsed, "call");
-  return local.runtime.answer(runId, text, { ...(callId ? { callId } : {}), actor: "cli" });
+  const callId = callIdOf(stringOption(parsed, "call"), "--call", ANSWER_USAGE);
+  return local.runtime.answer(runId, text, { ...(callId !== undefined ? { callId } : {}), actor: "cli" });
 });
 
 export const resumeCommand = decisionCommand("assembly-line resume <runId> [--agent <dir>]", (local, runId) => local.runtime.resume(runId));
