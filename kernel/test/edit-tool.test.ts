@@ -98,4 +98,21 @@ describe("edit built-in keeps the bytes it was not asked to change", () => {
     expect(result).toEqual({ path: "/workspace/export.csv", replaced: 1 });
     expect(Buffer.from(await sandbox.readFile("/workspace/export.csv")).toString("utf8")).toBe("\uFEFFname,city\nnew,Zürich\n");
   });
+
+  it("refuses an oldText that occurs twice, overlapping, instead of picking the first", async () => {
+    const { state, ctx } = await sandboxed();
+    await state.writeMemory("code.md", "  }\n}\n}\n");
+    // "}\n}" is at offsets 2 and 4: two occurrences, so which one to replace is ambiguous.
+    const result = await builtInToolDefaults.edit.execute({ path: "/memory/code.md", oldText: "}\n}", newText: "}" }, ctx);
+    expect(result).toEqual({ path: "/memory/code.md", error: "oldText occurs 2 times in /memory/code.md; it must occur exactly once" });
+    expect((await state.readMemory("code.md"))?.content).toBe("  }\n}\n}\n");
+  });
+
+  it("still edits an oldText that occurs once beside a near miss", async () => {
+    const { state, ctx } = await sandboxed();
+    await state.writeMemory("code.md", "  }\n}\n");
+    const result = await builtInToolDefaults.edit.execute({ path: "/memory/code.md", oldText: "}\n}", newText: "}" }, ctx);
+    expect(result).toEqual({ path: "/memory/code.md", replaced: 1 });
+    expect((await state.readMemory("code.md"))?.content).toBe("  }\n");
+  });
 });

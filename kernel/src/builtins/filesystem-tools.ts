@@ -124,7 +124,7 @@ export const editTool = defineTool<{ path: string; oldText: string; newText: str
         };
       }
       const { text } = file;
-      const count = text.split(input.oldText).length - 1;
+      const count = occurrences(text, input.oldText);
       // The model can fix an ambiguous edit itself: an error-shaped result, not a throw.
       if (count !== 1) return { error: `oldText occurs ${count} times in ${input.path}; it must occur exactly once` };
       return { text: text.replace(input.oldText, () => input.newText) };
@@ -134,6 +134,13 @@ export const editTool = defineTool<{ path: string; oldText: string; newText: str
     return { path: input.path, replaced: 1 };
   }),
 });
+
+/** How many times `part` occurs in `text`, overlapping ones counted ("}\n}" twice in "}\n}\n}"): each is an edit the model may mean. */
+function occurrences(text: string, part: string): number {
+  let count = 0;
+  for (let at = text.indexOf(part); at !== -1; at = text.indexOf(part, at + 1)) count += 1;
+  return count;
+}
 
 export const deleteTool = defineTool<{ path: string }, { path: string; deleted: true }>({
   description: "Delete a file under /workspace, /memory or, when self-improvement allows, /skills/<name>/.",
