@@ -1,6 +1,6 @@
 import { cpSync, existsSync, mkdirSync, readFileSync, readdirSync, writeFileSync } from "node:fs";
 import { join, resolve } from "node:path";
-import { afterEach, beforeEach, describe, expect, it } from "vitest";
+import { afterEach, beforeEach, describe, expect, it, vi } from "vitest";
 import { startOpenAIChatServer, type ScriptedModelServer } from "@assemblyline-agents/pi/testkit";
 import { main } from "../src/cli/main.js";
 import { devCommand } from "../src/cli/commands/serve.js";
@@ -333,4 +333,31 @@ describe("empty and malformed values", () => {
     expectUsageError(await cli(["answer", runId, "the corner shop", "--call", "", "--agent", agentDir, "--state-dir", stateDir]), "--call is empty");
     expect(await runIds(agentDir, stateDir)).toMatchObject([{ id: runId, status: "waiting_input" }]);
   }, 60_000);
+
+  describe("a --headers-timeout-ms longer than the request timeout the host would use", () => {
+    afterEach(() => void vi.unstubAllEnvs());
+    const refusedBeforeListening = async (args: string[]): Promise<string> => {
+      const { agentDir, script } = smallAgent("scripted:unused");
+      let listened = false;
+      const error = await devCommand([agentDir, "--port", "0", "--model", `scripted:${script}`, ...args], { out: () => undefined, err: () => undefined }, {
+        installSignals: false,
+        onListening: (handle) => ((listened = true), void handle.shutdown()),
+      }).catch((caught: unknown) => caught);
+      expect(listened).toBe(false);
+      return String(error);
+    };
+
+    it("is a usage error naming the flag when given alone, against the default request timeout (docs/cli.md)", async () => {
+      vi.stubEnv("ASSEMBLY_LINE_REQUEST_TIMEOUT_MS", undefined);
+      expect(await refusedBeforeListening(["--headers-timeout-ms", "60000"])).toContain("AL_ERR_CLI_USAGE: --headers-timeout-ms 60000 is longer than the default --request-timeout-ms 30000");
+    }, 60_000);
+
+    it("is a usage error naming the flag and the ASSEMBLY_LINE_* variable the other side came from", async () => {
+      vi.stubEnv("ASSEMBLY_LINE_REQUEST_TIMEOUT_MS", "20000");
+      expect(await refusedBeforeListening(["--headers-timeout-ms", "25000"])).toContain("AL_ERR_CLI_USAGE: --headers-timeout-ms 25000 is longer than ASSEMBLY_LINE_REQUEST_TIMEOUT_MS=20000");
+      vi.stubEnv("ASSEMBLY_LINE_REQUEST_TIMEOUT_MS", undefined);
+      vi.stubEnv("ASSEMBLY_LINE_HEADERS_TIMEOUT_MS", "8000");
+      expect(await refusedBeforeListening(["--request-timeout-ms", "5000"])).toContain("AL_ERR_CLI_USAGE: ASSEMBLY_LINE_HEADERS_TIMEOUT_MS=8000 is longer than --request-timeout-ms 5000");
+    }, 60_000);
+  });
 });

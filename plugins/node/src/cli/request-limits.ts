@@ -1,5 +1,5 @@
 import { AssemblyLineError } from "@assemblyline-agents/core";
-import type { NodeRuntimeOptions } from "../host/options.js";
+import { DEFAULT_REQUEST_TIMEOUT_MS, type NodeRuntimeOptions } from "../host/options.js";
 import { stringOption, type ParsedCommand } from "./args.js";
 
 /** The longest delay a Node timer takes: a longer timeout would fire at once. */
@@ -25,7 +25,7 @@ export type RequestLimits = Pick<NodeRuntimeOptions, "requestTimeoutMs" | "heade
  * value, `1e3`, `0x10` or `10s` is refused here, naming the flag, rather than by the host after
  * the agent is built.
  */
-export function requestLimitOptions(parsed: ParsedCommand, usage: string): RequestLimits {
+export function requestLimitOptions(parsed: ParsedCommand, usage: string, env: Record<string, string | undefined> = process.env): RequestLimits {
   const limits: RequestLimits = {};
   for (const [flag, { option, max, example }] of Object.entries(REQUEST_LIMIT_FLAGS) as [RequestLimitFlag, (typeof REQUEST_LIMIT_FLAGS)[RequestLimitFlag]][]) {
     const text = stringOption(parsed, flag);
@@ -37,11 +37,27 @@ export function requestLimitOptions(parsed: ParsedCommand, usage: string): Reque
     }
     limits[option] = value;
   }
-  const { requestTimeoutMs, headersTimeoutMs } = limits;
-  if (requestTimeoutMs !== undefined && headersTimeoutMs !== undefined && headersTimeoutMs > requestTimeoutMs) {
-    throw new AssemblyLineError("AL_ERR_CLI_USAGE", `--headers-timeout-ms ${headersTimeoutMs} is longer than --request-timeout-ms ${requestTimeoutMs}`, {
-      fix: `The headers are part of the request: give --headers-timeout-ms at most --request-timeout-ms. usage: ${usage}`,
-    });
-  }
+  checkHeadersWithinRequest(limits, env, usage);
   return limits;
+}
+
+/**
+ * The headers are part of the request: a headers timeout longer than the request's is refused here,
+ * naming the flag, whichever side the command line gave. The side it left out is what the host
+ * would use: its env variable (when a whole number; the host refuses another), else its default.
+ */
+function checkHeadersWithinRequest(limits: RequestLimits, env: Record<string, string | undefined>, usage: string): void {
+  const fromEnv = (variable: string) => {
+    const text = env[variable]?.trim();
+    return text !== undefined && /^\d+$/.test(text) ? { value: Number(text), said: `${variable}=${text}` } : undefined;
+  };
+  const request = limits.requestTimeoutMs !== undefined ? { value: limits.requestTimeoutMs, said: `--request-timeout-ms ${limits.requestTimeoutMs}` } : (fromEnv("ASSEMBLY_LINE_REQUEST_TIMEOUT_MS") ?? { value: DEFAULT_REQUEST_TIMEOUT_MS, said: `the default --request-timeout-ms ${DEFAULT_REQUEST_TIMEOUT_MS}` });
+  // Without a headers timeout set, the host's default is never longer than the request's.
+  const headers = limits.headersTimeoutMs !== undefined ? { value: limits.headersTimeoutMs, said: `--headers-timeout-ms ${limits.headersTimeoutMs}` } : fromEnv("ASSEMBLY_LINE_HEADERS_TIMEOUT_MS");
+  if (headers === undefined || headers.value <= request.value) return;
+  // Both from the environment: the host names them.
+  if (limits.requestTimeoutMs === undefined && limits.headersTimeoutMs === undefined) return;
+  throw new AssemblyLineError("AL_ERR_CLI_USAGE", `${headers.said} is longer than ${request.said}`, {
+    fix: `The headers are part of the request: give --headers-timeout-ms at most ${request.value}, or a longer --request-timeout-ms. usage: ${usage}`,
+  });
 }
