@@ -1,5 +1,6 @@
 import { defineTool, isAssemblyLineError, type ToolExecutionContext } from "@assemblyline-agents/core";
 import { runtimeFilesystemOf } from "../filesystem/context-access.js";
+import { compileLinePattern } from "../filesystem/line-pattern.js";
 
 // Without a sandbox only /workspace is out of reach: the model can keep working on the other roots.
 const MODEL_RECOVERABLE = new Set([
@@ -168,8 +169,11 @@ export const listTool = defineTool<{ path: string }, { entries: Array<{ path: st
   }),
 });
 
-export const grepTool = defineTool<{ pattern: string; path: string }, { matches: string[]; truncated: boolean }>({
-  description: "Search files under a directory for a regular expression; returns path:line:text matches.",
+type GrepOutput = { matches: string[]; truncated: boolean } | { matches: []; truncated: false; error: string };
+
+export const grepTool = defineTool<{ pattern: string; path: string }, GrepOutput>({
+  description:
+    "Search files under a directory for a regular expression, line by line; returns path:line:text matches. The pattern is RE2 syntax: no backreferences or lookaround; (?i) makes it case-insensitive.",
   inputSchema: {
     type: "object",
     properties: { pattern: { type: "string", minLength: 1 }, path },
@@ -180,12 +184,10 @@ export const grepTool = defineTool<{ pattern: string; path: string }, { matches:
   capability: { execution: "both" },
   execute: refusalsAsResults(async (input, ctx) => {
     const fs = runtimeFilesystemOf(ctx);
-    let regex: RegExp;
-    try {
-      regex = new RegExp(input.pattern);
-    } catch (error) {
-      return { matches: [], truncated: false, error: `invalid pattern: ${(error as Error).message}` } as never;
-    }
+    // Linear-time matching: a model's pattern runs in this process, beside every other run (line-pattern.ts).
+    const compiled = compileLinePattern(input.pattern);
+    if ("error" in compiled) return { matches: [], truncated: false, error: compiled.error };
+    const regex = compiled.pattern;
     const matches: string[] = [];
     for (const entry of await fs.list(input.path)) {
       if (entry.type !== "file") continue;
