@@ -361,3 +361,19 @@ describe("empty and malformed values", () => {
     }, 60_000);
   });
 });
+
+describe("a subcommand's flag given before the subcommand", () => {
+  it("`runs --agent ./agent list` names --agent and prints the corrected command, rather than saying runs needs a command it was given", async () => {
+    for (const args of [["runs", "--agent", "./agent", "list"], ["skills", "--agent", "./agent", "list"], ["automations", "--state-dir", "./state", "list"]]) {
+      const ran = await cli([...args, "--json"]);
+      expect(ran.code).toBe(2);
+      const { error } = JSON.parse(ran.out) as { error: { code: string; message: string; fix: string } };
+      expect(error.code).toBe("AL_ERR_CLI_USAGE");
+      expect(error.message, args.join(" ")).not.toMatch(/needs a command/);
+      expect(error.message).toContain(`${args[1]} is given before the command of assembly-line ${args[0]}`);
+      expect(error.fix).toBe(`Run \`assembly-line ${args[0]} ${args[3]} ${args[1]} ${args[2]} --json\`.`);
+    }
+    // Without a subcommand at all, the group still says it needs one.
+    expectUsageError(await cli(["runs", "--agent", "./agent"]), "assembly-line runs needs a command");
+  });
+});

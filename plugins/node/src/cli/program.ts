@@ -471,6 +471,8 @@ export async function runCommandLine(argv: string[], io: CommandIO, context: Com
     const swallowed = await flagTakenAsValue(commandNamed(program, argv), argv);
     if (swallowed) throw swallowed;
     const { AssemblyLineError } = await import("@assemblyline-agents/core");
+    const misplaced = error.code === "commander.help" ? optionBeforeSubcommand(program, argv) : undefined;
+    if (misplaced) throw new AssemblyLineError("AL_ERR_CLI_USAGE", misplaced.message, { fix: misplaced.fix });
     const words = argv.filter((word) => !word.startsWith("-"));
     // A group without its subcommand (or `help` of an unknown one) printed its help and stops as a usage error.
     const message =
@@ -508,6 +510,24 @@ async function flagTakenAsValue(command: Command, words: string[]): Promise<Erro
     if (option?.required) index++;
   }
   return undefined;
+}
+
+/**
+ * `runs --agent ./agent list`: a group takes no options of its own, so the subcommand's flag given
+ * before it leaves the group without a command, although a later word names one. Said as what it
+ * is, with the command line corrected: the options after the subcommand.
+ */
+function optionBeforeSubcommand(program: Command, argv: string[]): { message: string; fix: string } | undefined {
+  const group = program.commands.find((command) => command.name() === argv[0]);
+  if (!group || group.commands.length === 0) return undefined;
+  const at = argv.findIndex((word, index) => index > 0 && group.commands.some((command) => command.name() === word));
+  const option = argv.slice(1, at).find((word) => word.startsWith("-"));
+  if (at < 0 || option === undefined) return undefined;
+  const corrected = [argv[0]!, argv[at]!, ...argv.slice(1, at), ...argv.slice(at + 1)].map((word) => (/^[\w./:=@,+-]+$/.test(word) ? word : JSON.stringify(word)));
+  return {
+    message: `${option.split("=")[0]} is given before the command of assembly-line ${argv[0]}: its options go after the subcommand (${argv[at]})`,
+    fix: `Run \`assembly-line ${corrected.join(" ")}\`.`,
+  };
 }
 
 /** The words parse() was given; commander keeps them on the program without typing them. */
