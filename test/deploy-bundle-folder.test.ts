@@ -79,7 +79,7 @@ describe("stageDeployBundle's folder (deploy --out)", () => {
     await expect(stageDeployBundle({ artifactRoot, outDir: out })).rejects.toMatchObject({ code: "AL_ERR_MANIFEST_STALE" });
     expect(existsSync(join(out, "fly.toml"))).toBe(true);
     expect(existsSync(join(out, "agent", ".assembly-line", "manifest.json"))).toBe(true);
-  }, 120_000);
+  }, 600_000);
 });
 
 describe("stageDeployBundle include", () => {
