@@ -175,3 +175,35 @@ describe("the commands a paused run prints to continue it", () => {
     }, 60_000);
   });
 });
+
+/** The first `assembly-line ...` command in backticks in a fix, as shell words. */
+function fixCommand(fix: string): string[] {
+  const command = /`(assembly-line [^`]+)`/.exec(fix)?.[1];
+  expect(command, fix).toBeDefined();
+  return command!.match(/"(?:[^"\\]|\\.)*"|\S+/g)!.slice(1).map((word) => (word.startsWith('"') ? (JSON.parse(word) as string) : word));
+}
+
+describe("the fix of a refused run id or run state", () => {
+  it("names the run and the --agent and --state-dir the command was given, so the printed command reaches the same runs", async () => {
+    const { agentDir, script } = notesAgent();
+    const stateDir = join(agentDir, "..", "kept");
+    const done = await cli(["run", agentDir, "-m", "Remember to buy milk", "--model", script, "--approve", "all", "--state-dir", stateDir, "--json"]);
+    expect(done.code, done.err).toBe(0);
+    const runId = JSON.parse(done.out).data.result.runId as string;
+
+    // A mistyped run id: "List runs with `assembly-line runs list ...`".
+    const missing = JSON.parse((await cli(["runs", "show", "run_typo", "--agent", agentDir, "--state-dir", stateDir, "--json"])).out).error;
+    expect(missing.code).toBe("AL_ERR_RUN_NOT_FOUND");
+    expect(fixCommand(missing.fix)).toEqual(["runs", "list", "--agent", agentDir, "--state-dir", stateDir]);
+    const listed = await cli([...fixCommand(missing.fix), "--json"]);
+    expect(listed.code, listed.out).toBe(0);
+    expect(JSON.parse(listed.out).data.runs.map((run: { id: string }) => run.id)).toContain(runId);
+
+    // A finished run approved again: "Check `assembly-line runs show <id>`", with the run's id.
+    const again = JSON.parse((await cli(["approve", runId, "--agent", agentDir, "--state-dir", stateDir, "--json"])).out).error;
+    expect(fixCommand(again.fix)).toEqual(["runs", "show", runId, "--agent", agentDir, "--state-dir", stateDir]);
+    const shown = await cli([...fixCommand(again.fix), "--json"]);
+    expect(shown.code, shown.out).toBe(0);
+    expect(JSON.parse(shown.out).data.result).toMatchObject({ runId, status: "completed" });
+  }, 60_000);
+});

@@ -1,7 +1,7 @@
 import { existsSync } from "node:fs";
 import { readFile } from "node:fs/promises";
 import { join, resolve } from "node:path";
-import { AssemblyLineError, isAssemblyLineError, isRunOfAgent, type RunEvent, type RunRecord, type RunStatus, type RunStore } from "@assemblyline-agents/core";
+import { AssemblyLineError, errorSummary, isAssemblyLineError, isRunOfAgent, type RunEvent, type RunRecord, type RunStatus, type RunStore } from "@assemblyline-agents/core";
 import type { PiModelCatalog } from "@assemblyline-agents/pi";
 import type { RunResult } from "@assemblyline-agents/runtime";
 import { builtAgentFolder } from "../agent-folder.js";
@@ -10,7 +10,7 @@ import { commandLogger } from "../command-logger.js";
 import type { CommandIO } from "../io.js";
 import { envelope } from "../output.js";
 import type { LocalRuntime } from "../local-runtime.js";
-import { continuedWith, reportResult } from "../report.js";
+import { continuedWith, reportResult, runAtFlags } from "../report.js";
 import { stateDirOption } from "../state-dir.js";
 import { formatEvent } from "../timeline.js";
 
@@ -60,6 +60,26 @@ async function requireOwnRun(local: LocalRuntime & { agentDir: string }, parsed:
   throw new AssemblyLineError("AL_ERR_CLI_USAGE", `run ${runId} belongs to agent "${run.agentId}", not to "${agentId}" (${resolve(local.agentDir)}): ${named} keeps another agent's runs`, {
     fix: `Pass the folder of agent "${run.agentId}" as --agent <dir>, or give this agent's own state folder; its build, not this one, continues the run.`,
   });
+}
+
+/** The runtime's errors about a run id or a run's state, whose fix names a command to look at the runs. */
+const RUN_LOOKUP_ERRORS = new Set<string>(["AL_ERR_RUN_NOT_FOUND", "AL_ERR_RUN_NOT_RESUMABLE", "AL_ERR_APPROVAL_NOT_FOUND"]);
+
+/**
+ * The runtime's fix for a run id it does not hold, or a run state it refuses, names
+ * `assembly-line runs list` or `assembly-line runs show <id>` bare: rewritten with the run id
+ * and the --agent and --state-dir of this command, so followed as printed it looks at the
+ * same runs (as the lines reportResult prints do). What the config filled it fills again.
+ */
+function runsFixedAt(error: unknown, runId: string, parsed: ParsedCommand, agentDir: string): unknown {
+  if (!isAssemblyLineError(error) || error.fix === undefined || !RUN_LOOKUP_ERRORS.has(error.code)) return error;
+  const at = runAtFlags({ agentDir, stateDir: commandLineOption(parsed, "state-dir") });
+  const fix = error.fix.replace(/`assembly-line runs (list|show)([^`]*)`/g, (_whole, sub: string, rest: string) => {
+    const shown = sub === "show" ? ` ${rest.trim() === "" || rest.trim() === "<id>" ? runId : rest.trim()}` : "";
+    return `\`assembly-line runs ${sub}${shown} ${at}\``;
+  });
+  if (fix === error.fix) return error;
+  return new AssemblyLineError(error.code, errorSummary(error), { fix, cause: error, ...(error.details ? { details: error.details } : {}) });
 }
 
 interface RunLister {
@@ -151,7 +171,9 @@ export async function runsShow(parsed: ParsedCommand, io: CommandIO): Promise<nu
   const runId = requirePositional(parsed.positionals, 0, "runId", SHOW_USAGE);
   const local = await open(parsed, io, { usage: SHOW_USAGE });
   try {
-    const result = await local.runtime.getRun(runId);
+    const result = await local.runtime.getRun(runId).catch((error: unknown) => {
+      throw runsFixedAt(error, runId, parsed, local.agentDir);
+    });
     const events = await local.runtime.listEvents(runId);
     const usage = await local.runtime.state.usage.listUsage({ runId });
     if (local.json) {
@@ -192,7 +214,9 @@ export async function runsMigrate(parsed: ParsedCommand, io: CommandIO): Promise
         fix: `Migrate after a rebuild (\`assembly-line build ${JSON.stringify(local.agentDir)}\`) changed the agent; otherwise decide the run as it is (approve, deny or answer).`,
       });
     }
-    const result = await local.runtime.migrateRun(runId, { actor: "cli" });
+    const result = await local.runtime.migrateRun(runId, { actor: "cli" }).catch((error: unknown) => {
+      throw runsFixedAt(error, runId, parsed, local.agentDir);
+    });
     if (!local.json) io.out(`run ${runId} moved from ${from} to ${local.runtime.manifest.agentRevision}`);
     reportResult(result, io, { json: local.json, agentDir: local.agentDir, ...continuedWith(parsed) });
     // Moving the run is what was asked; it still waits for the decision it waited for.
@@ -224,7 +248,10 @@ function decisionCommand(usage: string, decide: Decision) {
           local = await open(parsed, io, { events, usage, models });
         }
       }
-      return reportResult(await decide(local, runId, parsed), io, { json: local.json, agentDir: local.agentDir, ...continuedWith(parsed), events });
+      const result = await decide(local, runId, parsed).catch((error: unknown) => {
+        throw runsFixedAt(error, runId, parsed, local.agentDir);
+      });
+      return reportResult(result, io, { json: local.json, agentDir: local.agentDir, ...continuedWith(parsed), events });
     } finally {
       await local.close();
     }
