@@ -499,9 +499,11 @@ export class OpenEveRuntime {
   }
 
   /**
-   * Answer the run's pending question; the answer becomes that tool call's result. With `callId`,
-   * only that question is answered: an answer meant for a question that is no longer the one
-   * waiting is refused (AL_ERR_APPROVAL_NOT_FOUND) instead of answering the next one.
+   * Answer a pending question of the run (the only one when `callId` is omitted); the answer becomes
+   * that tool call's result. With `callId`, only that question is answered: an answer meant for a
+   * question that is no longer pending is refused (AL_ERR_APPROVAL_NOT_FOUND) instead of answering
+   * another, and so is one that names none while several are pending (an engine that makes tool calls
+   * in parallel can ask more than one). The run goes on once the last is answered.
    * `onRecorded` as for approve.
    */
   async answer(runId: string, answer: string, options: { callId?: string; actor?: string; onRecorded?: () => void } = {}): Promise<RunResult> {
@@ -525,27 +527,42 @@ export class OpenEveRuntime {
       return driver.drive(runId, {
         revision,
         beforeDriving: async (run) => {
-          const asking = (await this.state.runs.listToolCalls(runId)).find((call) => call.status === "waiting_input");
-          if (run.status !== "waiting_input" || !asking) {
+          // An engine that makes tool calls in parallel can leave more than one question pending, as decide() finds approvals.
+          const asking = (await this.state.runs.listToolCalls(runId)).filter((call) => call.status === "waiting_input");
+          if (run.status !== "waiting_input" || asking.length === 0) {
             throw new AssemblyLineError("AL_ERR_RUN_NOT_RESUMABLE", `run ${runId} is ${run.status}, not waiting for an answer`, {
               fix: "Answer only runs in waiting_input (see `assembly-line runs show <id>`).",
             });
           }
-          if (options.callId !== undefined && options.callId !== asking.callId) {
-            throw new AssemblyLineError("AL_ERR_APPROVAL_NOT_FOUND", `run ${runId} has no pending question ${options.callId}; it waits on ${asking.callId}`, {
-              fix: `Read the question the run asks now (\`assembly-line runs show ${runId}\`) and answer it with callId ${asking.callId}.`,
-            });
+          // With several questions pending, an answer that names none would be a guess at which it answers.
+          const question = options.callId !== undefined ? asking.find((call) => call.callId === options.callId) : asking.length === 1 ? asking[0] : undefined;
+          if (!question) {
+            const pending = asking.map((call) => call.callId).join(", ");
+            throw new AssemblyLineError(
+              "AL_ERR_APPROVAL_NOT_FOUND",
+              options.callId !== undefined
+                ? `run ${runId} has no pending question ${options.callId}; it waits on ${pending}`
+                : `run ${runId} asks ${asking.length} questions (${pending}); an answer must name the one it answers`,
+              {
+                fix: `Read the questions the run asks now (\`assembly-line runs show ${runId}\`) and answer ${asking.length === 1 ? "it" : "each"} with its callId: ${pending}.`,
+              },
+            );
           }
           const output = { answer } as JsonValue;
+          const last = asking.length === 1;
           await driver.journal.record(
             runId,
             "input.received",
-            { callId: asking.callId, answer, actor: options.actor ?? null },
-            { toolCall: { ...asking, status: "completed", output, modelOutput: output, updatedAt: isoTimestamp() }, run: { status: "running" } },
+            { callId: question.callId, answer, actor: options.actor ?? null },
+            {
+              toolCall: { ...question, status: "completed", output, modelOutput: output, updatedAt: isoTimestamp() },
+              ...(last ? { run: { status: "running" as const } } : {}),
+            },
             { expectedLastSeq: run.lastSeq },
           );
           options.onRecorded?.();
-          return true;
+          // With other questions still pending, the run stays paused until each is answered.
+          return last;
         },
       });
     });
