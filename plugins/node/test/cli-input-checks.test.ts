@@ -3,7 +3,7 @@ import { join, resolve } from "node:path";
 import { afterEach, beforeEach, describe, expect, it, vi } from "vitest";
 import { startOpenAIChatServer, type ScriptedModelServer } from "@assemblyline-agents/pi/testkit";
 import { main } from "../src/cli/main.js";
-import { devCommand } from "../src/cli/commands/serve.js";
+import { devCommand, startCommand } from "../src/cli/commands/serve.js";
 import type { CommandIO } from "../src/cli/io.js";
 import { tempDir } from "./support/host.js";
 
@@ -148,6 +148,40 @@ describe("--model, --base-url and --api on commands that continue a run", () => 
       expect(JSON.parse(approved.out).data.result).toMatchObject({ status: "completed", response: { text: "Noted." } });
       // Both model calls went to the server --base-url named.
       expect(server.requests).toHaveLength(2);
+    }, 60_000);
+
+    it("serves agent.ts's model from the config's baseUrl when the config names no model: run, approve and automations run reach the server", async () => {
+      const { agentDir } = notesAgent();
+      mkdirSync(join(agentDir, "automations"));
+      writeFileSync(join(agentDir, "automations/milk.ts"), `import { defineAutomation } from "@assemblyline-agents/core";\nexport default defineAutomation({ schedule: { every: 3600000 }, message: "Remember to buy milk" });\n`);
+      writeFileSync(join(agentDir, "assembly-line.config.json"), JSON.stringify({ baseUrl: server.baseUrl, api: "openai-completions" }));
+      await inFolder(agentDir, async () => {
+        const paused = await cli(["run", ".", "-m", "Remember to buy milk", "--state-dir", "state"]);
+        expect(paused.err).not.toContain("AL_ERR_CLI_USAGE");
+        expect(paused.code, paused.err + paused.out).toBe(3);
+        expect(paused.out).toContain(`model openai/gpt-5.4-mini at ${server.baseUrl}`);
+        const runId = /run (run_\S+) waits for approval/.exec(paused.out)![1]!;
+        const approved = await cli(["approve", runId, "--agent", ".", "--state-dir", "state", "--json"]);
+        expect(approved.code, approved.err + approved.out).toBe(0);
+        expect(server.requests).toHaveLength(2);
+        server.toolCalls([{ id: "call_note_2", name: "record_note", argumentChunks: ['{"note": "Buy milk"}'] }]);
+        const automation = await cli(["automations", "run", "milk", "--state-dir", "state"]);
+        expect(automation.code, automation.err + automation.out).toBe(3);
+        expect(server.requests).toHaveLength(3);
+      });
+    }, 60_000);
+
+    it("serves agent.ts's model from the config's baseUrl on dev and start", async () => {
+      const { agentDir } = notesAgent();
+      writeFileSync(join(agentDir, "assembly-line.config.json"), JSON.stringify({ baseUrl: server.baseUrl, api: "openai-completions" }));
+      await inFolder(agentDir, async () => {
+        for (const [serve, args] of [[devCommand, ["."]], [startCommand, [".assembly-line"]]] as const) {
+          const printed: string[] = [];
+          const code = await serve([...args, "--port", "0", "--json"], { out: (line) => void printed.push(line), err: () => undefined }, { installSignals: false, onListening: (handle) => void handle.shutdown() });
+          expect(code, printed.join("\n")).toBe(0);
+          expect(JSON.parse(printed[0]!).data.modelNote).toBe(`model openai/gpt-5.4-mini at ${server.baseUrl}`);
+        }
+      });
     }, 60_000);
 
     it("keeps the config's server for a run on the config's model when approve repeats that model as --model", async () => {
@@ -376,4 +410,18 @@ describe("a subcommand's flag given before the subcommand", () => {
     // Without a subcommand at all, the group still says it needs one.
     expectUsageError(await cli(["runs", "--agent", "./agent"]), "assembly-line runs needs a command");
   });
+});
+
+describe("--base-url without --model", () => {
+  it("is refused naming --base-url when agent.ts's model is scripted, which no server serves; the config's baseUrl is set aside for it", async () => {
+    const { agentDir } = smallAgent("scripted:unused");
+    writeFileSync(join(agentDir, "agent.ts"), `import { defineAgent } from "@assemblyline-agents/core";\nexport default defineAgent({ id: "small", model: ${JSON.stringify(`scripted:${join(agentDir, "hello.json")}`)} });\n`);
+    expectUsageError(await cli(["run", agentDir, "-m", "hi", "--base-url", "http://127.0.0.1:9/v1"]), "--base-url http://127.0.0.1:9/v1 serves the model runs use, but that is the scripted model");
+    writeFileSync(join(agentDir, "assembly-line.config.json"), JSON.stringify({ baseUrl: "http://127.0.0.1:9/v1" }));
+    await inFolder(agentDir, async () => {
+      const ran = await cli(["run", ".", "-m", "hi"]);
+      expect(ran.code, ran.err).toBe(0);
+      expect(ran.out).toContain("hello");
+    });
+  }, 60_000);
 });

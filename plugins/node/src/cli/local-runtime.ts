@@ -32,26 +32,39 @@ export interface ModelFlags {
   baseUrl?: string;
   /** The server's wire API; default: the catalog's, or openai-completions for a model it does not know. */
   api?: string;
+  /** The project config, not the command line, gave baseUrl: it is set aside for a scripted agent.ts model, as approve sets it aside for a scripted run. */
+  baseUrlFromConfig?: boolean;
 }
 
-/** The pi catalog entry `--base-url` implies, if any. */
-export async function catalogFor(flags: ModelFlags): Promise<PiModelCatalog | undefined> {
+/** The catalog a runtime serves its runs' models with, or how to make it from agent.ts's model once the build has read it. */
+export type ModelCatalogSource = PiModelCatalog | ((agentModel: string) => Promise<PiModelCatalog | undefined>);
+
+/**
+ * The pi catalog entry `--base-url` (or the config's `baseUrl`) implies, if any: it serves the
+ * model new runs use, --model's, else agent.ts's (`agentModel`). Before the build has read
+ * agent.ts, without --model, there is nothing to serve yet: undefined, and asked again with it.
+ */
+export async function catalogFor(flags: ModelFlags, agentModel: string | undefined): Promise<PiModelCatalog | undefined> {
   if (!flags.baseUrl) return undefined;
-  if (!flags.model || flags.model.startsWith("scripted:")) {
-    throw new AssemblyLineError("AL_ERR_CLI_USAGE", "--base-url needs --model <provider/model>", {
-      fix: "e.g. --model local/llama3 --base-url http://127.0.0.1:11434/v1",
+  const model = flags.model ?? agentModel;
+  if (model === undefined) return undefined;
+  if (model.startsWith("scripted:")) {
+    if (flags.model === undefined && flags.baseUrlFromConfig) return undefined;
+    const named = flags.baseUrlFromConfig ? `the config's baseUrl ${flags.baseUrl}` : `--base-url ${flags.baseUrl}`;
+    throw new AssemblyLineError("AL_ERR_CLI_USAGE", `${named} serves the model runs use, but that is the scripted model ${model}${flags.model === undefined ? " (agent.ts's)" : ""}, which no server serves`, {
+      fix: "Give a provider/model to serve, e.g. --model local/llama3 --base-url http://127.0.0.1:11434/v1, or leave --base-url out.",
     });
   }
   const { resolvePiModel } = await loadPi();
   let known = false;
   try {
-    resolvePiModel(flags.model);
+    resolvePiModel(model);
     known = true;
   } catch {
     known = false;
   }
   const api = flags.api ?? (known ? undefined : "openai-completions");
-  return { [flags.model]: { baseUrl: flags.baseUrl, ...(api ? { api: api as never } : {}), ...(known ? {} : { apiKeyEnv: false }) } };
+  return { [model]: { baseUrl: flags.baseUrl, ...(api ? { api: api as never } : {}), ...(known ? {} : { apiKeyEnv: false }) } };
 }
 
 /** Which model a run uses, and why, when the reader gave no --model. */
@@ -59,7 +72,7 @@ export async function chooseModel(agentModel: string, flags: ModelFlags & { offl
   if (flags.model) {
     return { model: scriptedPath(flags.model), note: `model ${flags.model}${flags.baseUrl ? ` at ${flags.baseUrl}` : ""}` };
   }
-  if (!flags.offlineScript) return { note: `model ${agentModel}` };
+  if (!flags.offlineScript) return { note: `model ${agentModel}${flags.baseUrl && !agentModel.startsWith("scripted:") ? ` at ${flags.baseUrl}` : ""}` };
   if (servedByBuiltInRoute(agentModel)) return { note: `model ${agentModel} (the Codex CLI's login session)` };
   try {
     const { resolvePiApiKey, resolvePiModel } = await loadPi();
@@ -109,7 +122,8 @@ export async function openLocalRuntime(options: {
   /** Rebuild the manifest first (run); approvals and resumes use the build that paused the run. */
   build: boolean;
   stateDir?: string;
-  models?: PiModelCatalog;
+  /** The catalog entries that serve the runs' models (--base-url), or how to make them from agent.ts's model. */
+  models?: ModelCatalogSource;
   onEvent?: (event: RunEvent) => void;
   onTextDelta?: (runId: string, delta: string) => void;
   onTextRestart?: (runId: string) => void;
@@ -125,9 +139,11 @@ export async function openLocalRuntime(options: {
   checkAgentModel?: boolean;
 }): Promise<LocalRuntime> {
   const agentDir = resolve(options.agentDir);
-  const validateModel = options.checkAgentModel === false ? undefined : staticModelCheck(options.models);
+  const catalogOf = async (agentModel: string) => (typeof options.models === "function" ? options.models(agentModel) : options.models);
+  const validateModel = options.checkAgentModel === false ? undefined : async (modelSpec: string) => staticModelCheck(await catalogOf(modelSpec))(modelSpec);
   const artifactRoot = options.build ? (await buildAgent(agentDir, { ...(validateModel ? { validateModel } : {}), checkSandboxAdapter })).artifactRoot : join(agentDir, ARTIFACT_DIR);
   const bundle = await loadRuntimeBundle(artifactRoot);
+  const models = await catalogOf(bundle.manifest.agent.model);
   // gateway.ts chooses adapters per slot; the slots it leaves empty get the embedded defaults.
   const composed = needsComposition(bundle)
     ? await (await registry()).composeGateway({ gateway: bundle.sourceBundle.gateway, sandbox: bundle.manifest.sandbox, agentDir, devMode: options.devMode ?? true })
@@ -142,7 +158,7 @@ export async function openLocalRuntime(options: {
     ...(composed ? { kernel: composed.kernel } : {}),
     blob: adapters.blob ?? embeddedBlobs(agentDir, options.stateDir),
     sandbox: adapters.sandbox ?? embeddedSandbox(bundle, agentDir, options.stateDir),
-    defaultHarness: await defaultPiHarness(options.models),
+    defaultHarness: await defaultPiHarness(models),
     ...(connectionsFor(bundle, agentDir)),
     modelHarnesses: withBuiltInModelRoutes(undefined, process.env),
     ...(options.onTextDelta ? { onTextDelta: options.onTextDelta } : {}),

@@ -39,7 +39,11 @@ export function modelFlagsOf(parsed: ParsedCommand): ModelFlags {
   if (api !== undefined && baseUrl === undefined) {
     throw usage(`${named(parsed, "api")} ${api} is the wire API of the server --base-url names, but no --base-url is given`, "Pass --base-url <url> too, or leave --api out.");
   }
-  return { ...(model !== undefined ? { model } : {}), ...(baseUrl !== undefined ? { baseUrl } : {}), ...(api !== undefined ? { api } : {}) };
+  return {
+    ...(model !== undefined ? { model } : {}),
+    ...(baseUrl !== undefined ? { baseUrl, ...(parsed.configured?.includes("base-url") ? { baseUrlFromConfig: true } : {}) } : {}),
+    ...(api !== undefined ? { api } : {}),
+  };
 }
 
 /** A scripted spec with its file made absolute, as runs record it. */
@@ -134,7 +138,7 @@ export async function continuedRunModels(parsed: ParsedCommand, run: { id: strin
     if (configured("base-url")) return undefined;
     throw usage(`--base-url ${baseUrl}: run ${run.id} continues on the scripted model ${run.modelSpec}, which no server serves`, "Leave --base-url and --api out.");
   }
-  const models = await catalogFor({ model: run.modelSpec, baseUrl, ...(api !== undefined ? { api } : {}) });
+  const models = await catalogFor({ model: run.modelSpec, baseUrl, ...(api !== undefined ? { api } : {}) }, undefined);
   await checkModelSpec(run.modelSpec, models);
   return models;
 }

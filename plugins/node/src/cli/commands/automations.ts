@@ -1,10 +1,9 @@
 import type { AutomationInfo, NormalizedSchedule } from "@assemblyline-agents/core";
-import type { PiModelCatalog } from "@assemblyline-agents/pi";
 import { builtAgentFolder } from "../agent-folder.js";
 import { jsonOption, requirePositional, type ParsedCommand } from "../args.js";
 import { commandLogger } from "../command-logger.js";
 import type { CommandIO } from "../io.js";
-import { catalogFor, chooseModel, openLocalRuntime, type ModelFlags } from "../local-runtime.js";
+import { catalogFor, chooseModel, openLocalRuntime, type ModelCatalogSource, type ModelFlags } from "../local-runtime.js";
 import { checkModelSpec, modelFlagsOf } from "../model-flags.js";
 import { envelope } from "../output.js";
 import { continuedWith, reportResult } from "../report.js";
@@ -27,9 +26,9 @@ export const automationsCommand = (sub: string) => async (parsed: ParsedCommand,
   const json = jsonOption(parsed);
   // Only `automations run` calls a model (the others do not take the model flags): it checks the one chosen here before starting a run.
   const flags: ModelFlags = sub === "run" ? modelFlagsOf(parsed) : {};
-  const models = await catalogFor(flags);
-  if (flags.model !== undefined) await checkModelSpec(flags.model, models);
-  const local = await openAgent(parsed, io, sub === "run" && !json, models);
+  if (flags.model !== undefined) await checkModelSpec(flags.model, await catalogFor(flags, undefined));
+  // --base-url without --model serves agent.ts's model, which the build names.
+  const local = await openAgent(parsed, io, sub === "run" && !json, (agentModel) => catalogFor(flags, agentModel));
   try {
     const { automations } = local.runtime;
     if (sub === "list") {
@@ -54,7 +53,7 @@ export const automationsCommand = (sub: string) => async (parsed: ParsedCommand,
   }
 };
 
-async function openAgent(parsed: ParsedCommand, io: CommandIO, printEvents: boolean, models: PiModelCatalog | undefined) {
+async function openAgent(parsed: ParsedCommand, io: CommandIO, printEvents: boolean, models: ModelCatalogSource) {
   const agentDir = builtAgentFolder(parsed, USAGE);
   const stateDir = stateDirOption(parsed, { mustExist: false, usage: USAGE });
   const logger = commandLogger(io, jsonOption(parsed));
@@ -62,7 +61,7 @@ async function openAgent(parsed: ParsedCommand, io: CommandIO, printEvents: bool
     agentDir,
     build: false,
     ...(stateDir ? { stateDir } : {}),
-    ...(models ? { models } : {}),
+    models,
     ...(logger ? { logger } : {}),
     ...(printEvents ? { onEvent: (event) => io.out(formatEvent(event)) } : {}),
   });

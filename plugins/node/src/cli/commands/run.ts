@@ -25,8 +25,8 @@ export async function runCommand(parsed: ParsedCommand, io: CommandIO): Promise<
   const json = jsonOption(parsed);
   // Everything the command line chose is checked before the build and before any run is created.
   const flags = modelFlagsOf(parsed);
-  const models = await catalogFor(flags);
-  if (flags.model !== undefined) await checkModelSpec(flags.model, models);
+  // --base-url without --model serves agent.ts's model: its entry is made once the build has read agent.ts.
+  if (flags.model !== undefined) await checkModelSpec(flags.model, await catalogFor(flags, undefined));
   const offlineScript = stringOption(parsed, "offline-script");
   checkOfflineScript(offlineScript, parsed);
   const stateDir = stateDirOption(parsed, { mustExist: false, usage: USAGE });
@@ -46,7 +46,7 @@ export async function runCommand(parsed: ParsedCommand, io: CommandIO): Promise<
     checkAgentModel: flags.model === undefined,
     ...(logger ? { logger } : {}),
     ...(stateDir ? { stateDir } : {}),
-    ...(models ? { models } : {}),
+    models: (agentModel: string) => catalogFor(flags, agentModel),
     onEvent: (event) => {
       if (json) return void events.push(event);
       endStream();

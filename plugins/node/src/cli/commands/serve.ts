@@ -40,9 +40,11 @@ export async function dev(parsed: ParsedCommand, io: CommandIO, context: Command
   checkOfflineScript(offlineScript, parsed);
   progress(io, jsonOption(parsed))(`building ${agentDir}`);
   // agent.ts's model is the one served unless --model replaces it: the build checks it as `build` does.
-  const validateModel = options.flags.model === undefined ? { validateModel: staticModelCheck(options.models) } : {};
+  // --base-url (or the config's baseUrl) without --model serves it: its catalog entry is made from the model the build reads.
+  const validateModel = options.flags.model === undefined ? { validateModel: async (spec: string) => staticModelCheck(await catalogFor(options.flags, spec))(spec) } : {};
   const { artifactRoot } = await buildAgent(agentDir, { ...validateModel, checkSandboxAdapter: checkSandboxAdapterInstalled });
   const bundle = await loadRuntimeBundle(artifactRoot);
+  options.models ??= await catalogFor(options.flags, bundle.manifest.agent.model);
   const { model, note } = await chooseModel(bundle.manifest.agent.model, { ...options.flags, ...(offlineScript !== undefined ? { offlineScript } : {}) });
   const logger: RuntimeLogger = parsed.values["json-logs"] === true ? createRuntimeLogger() : readableLogger(io.err);
   return serve(bundle, parsed, io, control, { ...options, devMode: true, logger, model, note });
@@ -59,8 +61,9 @@ export async function start(parsed: ParsedCommand, io: CommandIO, context: Comma
   const options = await serveOptions(parsed, START_USAGE);
   const bundle = await loadRuntimeBundle(artifactDir);
   const { flags } = options;
+  options.models ??= await catalogFor(flags, bundle.manifest.agent.model);
   const model = flags.model ? (await chooseModel(bundle.manifest.agent.model, flags)).model : undefined;
-  return serve(bundle, parsed, io, control, { ...options, devMode: false, logger: createRuntimeLogger(), model, note: `model ${flags.model ?? bundle.manifest.agent.model}` });
+  return serve(bundle, parsed, io, control, { ...options, devMode: false, logger: createRuntimeLogger(), model, note: `model ${flags.model ?? bundle.manifest.agent.model}${options.models ? ` at ${flags.baseUrl}` : ""}` });
 }
 
 /** What dev and start read from the command line, checked before anything is built, opened or listened on. */
@@ -78,7 +81,8 @@ async function serveOptions(parsed: ParsedCommand, usage: string): Promise<Serve
   const requestLimits = requestLimitOptions(parsed, usage);
   const stateDir = stateDirOption(parsed, { mustExist: false, usage });
   const flags = modelFlagsOf(parsed);
-  const models = await catalogFor(flags);
+  // Without --model, agent.ts's model is the one --base-url serves: dev and start make its entry once they have read the build.
+  const models = await catalogFor(flags, undefined);
   if (flags.model !== undefined) await checkModelSpec(flags.model, models);
   return { flags, models, listen, requestLimits, stateDir };
 }
