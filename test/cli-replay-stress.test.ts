@@ -54,4 +54,19 @@ export default defineTool({
     expect(usage.code).toBe(2);
     expect(usage.stderr).toMatch(/--replay-stress/);
   });
+
+  it("fails when the recorded run itself failed, instead of calling it replay-safe", async () => {
+    const dir = join(workDir, "failing-agent");
+    mkdirSync(join(dir, "tools"), { recursive: true });
+    writeFileSync(join(dir, "agent.ts"), `import { defineAgent } from "@assemblyline-agents/core";\nexport default defineAgent({ model: "scripted:unused", instructions: "Explode.", defaultTools: ["explode"] });\n`);
+    writeFileSync(join(dir, "tools/explode.ts"), `import { defineTool } from "@assemblyline-agents/core";\nexport default defineTool({ description: "Always fails.", inputSchema: { type: "object", properties: {} }, async execute() { throw new Error("boom"); } });\n`);
+    writeFileSync(join(dir, "explode.json"), JSON.stringify({ turns: [{ toolCalls: [{ name: "explode", input: {} }] }, { text: "unreachable" }] }));
+    const result = await cli(["test", dir, "--conversation", join(dir, "explode.json"), "--replay-stress"]);
+    expect(result.code, result.stdout + result.stderr).toBe(1);
+    expect(result.stdout).not.toContain("replay-safe");
+    expect(result.stderr).toContain("the recorded run failed");
+    const json = await cli(["test", dir, "--conversation", join(dir, "explode.json"), "--replay-stress", "--json"]);
+    expect(json.code).toBe(1);
+    expect(JSON.parse(json.stdout).data.recorded.status).toBe("failed");
+  }, 60_000);
 });

@@ -11,7 +11,8 @@ const USAGE = 'assembly-line test [agentDir] --conversation <file.json> --replay
 /**
  * `test --replay-stress`: record a scripted conversation, then stop it after
  * every durable write and resume it in a fresh runtime, reporting each
- * boundary where the resumed run differs. Exit 0 when none does, 1 otherwise.
+ * boundary where the resumed run differs. Exit 0 when none does, 1 otherwise, and 1 when the
+ * recorded run itself failed: the conversation did not play through, so nothing it meant was checked.
  */
 export async function testCommand(parsed: ParsedCommand, io: CommandIO): Promise<number> {
   const agentDir = requirePositional(parsed.positionals, 0, "agentDir", USAGE);
@@ -34,15 +35,19 @@ export async function testCommand(parsed: ParsedCommand, io: CommandIO): Promise
       if (!json) io.out(`boundary ${boundary}/${of}: ${problems.length === 0 ? "ok" : `${problems.length} problem(s)`}`);
     },
   });
+  // A run that failed as recorded is not the conversation the script describes: that it fails the same way after each stop says nothing of it.
+  const recordedFailed = report.recorded.status === "failed";
   if (json) {
     io.out(envelope(report));
   } else {
     for (const line of describeReplayProblems(report)) io.out(line);
-    io.out(
-      report.problems.length === 0
-        ? `replay-safe: the run ended ${report.recorded.status} the same way after a stop at each of its ${report.boundaries - 1} boundaries`
-        : `${report.problems.length} problem(s) at ${new Set(report.problems.map((problem) => problem.boundary)).size} of ${report.boundaries - 1} boundaries`,
-    );
+    if (report.problems.length > 0) io.out(`${report.problems.length} problem(s) at ${new Set(report.problems.map((problem) => problem.boundary)).size} of ${report.boundaries - 1} boundaries`);
+    if (recordedFailed) {
+      const rerun = `assembly-line run ${JSON.stringify(agentDir)} -m ${JSON.stringify(stringOption(parsed, "message") ?? "replay stress")} --model ${JSON.stringify(`scripted:${conversation}`)}`;
+      io.err(`the recorded run failed: the conversation did not play through, so it is not checked. See why with \`${rerun}\`.`);
+    } else if (report.problems.length === 0) {
+      io.out(`replay-safe: the run ended ${report.recorded.status} the same way after a stop at each of its ${report.boundaries - 1} boundaries`);
+    }
   }
-  return report.problems.length === 0 ? 0 : 1;
+  return report.problems.length === 0 && !recordedFailed ? 0 : 1;
 }
