@@ -4,7 +4,7 @@ import { join } from "node:path";
 import { afterAll, describe, expect, it } from "vitest";
 import { LocalSandboxAdapter } from "@assemblyline-agents/local";
 import type { ToolExecutionContext } from "@assemblyline-agents/core";
-import { builtInToolDefaults, createRuntimeFilesystem, InMemoryStateAdapter } from "@assemblyline-agents/runtime";
+import { builtInToolDefaults, createRuntimeFilesystem, idempotencyKeyFor, InMemoryStateAdapter } from "@assemblyline-agents/runtime";
 import { CrashOnceBefore } from "./support/crash-once-state.js";
 import { MINIMAL_AGENT, agentFolder } from "./support/agent-folder.js";
 import { startAgent } from "./support/runtime.js";
@@ -39,6 +39,20 @@ describe("edit built-in replayed after a crash", () => {
     const { content, outcome } = await editThroughACrash("durable_step.completed", "todo.md", "- [ ] ship\n", "- [ ] ship", "- [x] ship");
     expect(content).toBe("- [x] ship\n");
     expect(outcome).toMatchObject({ status: "completed", isError: false, output: { replaced: 1 } });
+  });
+
+  it("records what it decided as digests, not a copy of the file, in the run's journal", async () => {
+    const state = new InMemoryStateAdapter();
+    const body = `${"unrelated line of a long note\n".repeat(200)}status: open\n`;
+    await state.writeMemory("long.md", body);
+    const script = [{ toolCalls: [{ name: "edit", input: { path: "/memory/long.md", oldText: "status: open", newText: "status: done" } }] }, { text: "done" }];
+    const { runtime, events } = await startAgent(agentFolder({ "agent.ts": MINIMAL_AGENT }), script, { state });
+    const result = await runtime.run({ message: "go" });
+    expect((await state.readMemory("long.md"))?.content).toBe(body.replace("status: open", "status: done"));
+    const called = (await events(result.runId)).find((event) => event.type === "tool.called")!;
+    const step = await state.getStep(result.runId, `edit:${idempotencyKeyFor(result.runId, String(called.data.callId), "edited")}`);
+    expect(step?.result).toMatchObject({ before: expect.any(String), after: expect.any(String) });
+    expect(JSON.stringify(step)).not.toContain("unrelated line of a long note");
   });
 
   it("gives the refusal it recorded again after a crash, leaving the file as it was", async () => {

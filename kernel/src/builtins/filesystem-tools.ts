@@ -1,3 +1,4 @@
+import { createHash } from "node:crypto";
 import { defineTool, isAssemblyLineError, type ToolExecutionContext } from "@assemblyline-agents/core";
 import { runtimeFilesystemOf } from "../filesystem/context-access.js";
 import { compileLinePattern } from "../filesystem/line-pattern.js";
@@ -96,7 +97,8 @@ export const writeTool = defineTool<{ path: string; content: string }, { path: s
 });
 
 /** What one edit call works out before it writes: the file's new text, or why the edit is refused. */
-type EditedText = { text: string } | { error: string };
+/** What an edit call decided, recorded once per call: the file's digest before and after, or why it refused. */
+type EditDecision = { before: string; after: string } | { error: string };
 
 export const editTool = defineTool<{ path: string; oldText: string; newText: string }, { path: string; replaced: number } | { path: string; error: string }>({
   description: "Replace exactly one occurrence of oldText with newText in a UTF-8 text file under /workspace, /memory or, when self-improvement allows, /skills/<name>/.",
@@ -110,31 +112,42 @@ export const editTool = defineTool<{ path: string; oldText: string; newText: str
   capability: { execution: "both" },
   execute: refusalsAsResults(async (input, ctx) => {
     const fs = runtimeFilesystemOf(ctx);
-    // The edited text (or why there is none) is worked out once per call and recorded before the write:
-    // when the process dies after the write and before this call's result is recorded, the call runs
-    // again and writes that same text again, instead of editing the edited file (the edit applied twice,
-    // or refused as "occurs 0 times" when it landed). A call of an older journal has no such step and
-    // works it out then, as it always did.
-    const edited = await ctx.step<EditedText>(`edit:${ctx.idempotencyKey("edited")}`, async () => {
-      // Read exactly as it will be written back: a byte order mark kept, a file that is not UTF-8 left alone
-      // (decoded leniently, every byte of it that is not UTF-8 would be written back as U+FFFD).
-      const file = await fs.readExact(input.path);
-      if (!("text" in file)) {
-        return {
-          error: `${input.path} is not UTF-8 text, so edit cannot change it without changing its other bytes; it was left as it was. Convert it to UTF-8 first (with bash: iconv -f <its encoding> -t UTF-8), or change it with bash.`,
-        };
-      }
-      const { text } = file;
+    // Read exactly as it will be written back: a byte order mark kept, a file that is not UTF-8 left alone
+    // (decoded leniently, every byte of it that is not UTF-8 would be written back as U+FFFD).
+    const file = await fs.readExact(input.path);
+    const text = "text" in file ? file.text : undefined;
+    const notUtf8 = `${input.path} is not UTF-8 text, so edit cannot change it without changing its other bytes; it was left as it was. Convert it to UTF-8 first (with bash: iconv -f <its encoding> -t UTF-8), or change it with bash.`;
+    const decide = (): EditDecision => {
+      if (text === undefined) return { error: notUtf8 };
       const count = occurrences(text, input.oldText);
       // The model can fix an ambiguous edit itself: an error-shaped result, not a throw.
       if (count !== 1) return { error: `oldText occurs ${count} times in ${input.path}; it must occur exactly once` };
-      return { text: text.replace(input.oldText, () => input.newText) };
-    });
-    if ("error" in edited) return { path: input.path, error: edited.error };
-    await fs.write(input.path, edited.text);
+      return { before: textDigest(text), after: textDigest(replaced(text, input)) };
+    };
+    // Decided once per call and recorded before the write, as digests (not the text: a /workspace file
+    // may be large): when the process dies after the write and before this call's result is recorded,
+    // the call runs again and finds the file already edited, instead of editing the edited file (the
+    // edit applied twice, or refused as "occurs 0 times" when it landed). A call of an older journal
+    // has no such step and decides then, as it always did.
+    const decision = await ctx.step<EditDecision>(`edit:${ctx.idempotencyKey("edited")}`, async () => decide());
+    if ("error" in decision) return { path: input.path, error: decision.error };
+    const now = text === undefined ? undefined : textDigest(text);
+    if (now === decision.after) return { path: input.path, replaced: 1 };
+    // The file is not as the decision found it (changed since, outside this call): decided again on what it holds now.
+    const again = now === decision.before ? decision : decide();
+    if ("error" in again) return { path: input.path, error: again.error };
+    await fs.write(input.path, replaced(text!, input));
     return { path: input.path, replaced: 1 };
   }),
 });
+
+function replaced(text: string, edit: { oldText: string; newText: string }): string {
+  return text.replace(edit.oldText, () => edit.newText);
+}
+
+function textDigest(text: string): string {
+  return createHash("sha256").update(text).digest("base64url");
+}
 
 /** How many times `part` occurs in `text`, overlapping ones counted ("}\n}" twice in "}\n}\n}"): each is an edit the model may mean. */
 function occurrences(text: string, part: string): number {
