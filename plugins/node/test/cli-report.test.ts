@@ -1,4 +1,5 @@
 import { describe, expect, it } from "vitest";
+import type { JsonValue } from "@assemblyline-agents/core";
 import type { RunResult } from "@assemblyline-agents/runtime";
 import { EXIT } from "../src/cli/exit-codes.js";
 import type { CommandIO } from "../src/cli/io.js";
@@ -31,6 +32,16 @@ describe("how a run paused on a budget is reported", () => {
     // approve and deny on the parent decide the subagent's budget.
     expect(out).toContain('extend:  npx assembly-line approve run_parent --agent "/agents/notes"');
     expect(out).toContain('stop:    npx assembly-line deny run_parent --agent "/agents/notes"');
+  });
+});
+
+describe("a pending question", () => {
+  it("is printed as its text and its choices, as the run records it ({ question, choices, metadata }), not as the record's JSON", () => {
+    const asked = (question: JsonValue) => report({ runId: "run_q", status: "waiting_input", question: { callId: "call_1", toolName: "ask_question", question } }).out.split("\n").find((line) => line.includes("asks:"));
+    expect(asked({ question: "Which shop?", choices: null, metadata: null })).toMatch(/asks: "Which shop\?"$/);
+    expect(asked({ question: "Which shop?", choices: ["corner", "market"], metadata: { urgent: true } })).toMatch(/asks: "Which shop\?" \(choices: "corner", "market"\)$/);
+    // Anything else is shown as it is.
+    expect(asked("Which shop?")).toMatch(/asks: "Which shop\?"$/);
   });
 });
 

@@ -1,4 +1,4 @@
-import type { RunEvent } from "@assemblyline-agents/core";
+import type { JsonValue, RunEvent } from "@assemblyline-agents/core";
 import type { RunResult } from "@assemblyline-agents/runtime";
 import { commandLineOption, type ParsedCommand } from "./args.js";
 import { EXIT } from "./exit-codes.js";
@@ -82,11 +82,18 @@ export function reportResult(result: RunResult, io: CommandIO, options: ReportOp
       }
       break;
     case "waiting_input":
-      io.out(`\n${paint.yellow(`run ${result.runId} asks:`)} ${JSON.stringify(result.question?.question ?? null)}${result.question?.subagent ? ` (from subagent ${result.question.subagent}, run ${result.question.runId})` : ""}`);
+      io.out(`\n${paint.yellow(`run ${result.runId} asks:`)} ${askedText(result.question?.question ?? null)}${result.question?.subagent ? ` (from subagent ${result.question.subagent}, run ${result.question.runId})` : ""}`);
       io.out(`  answer: npx assembly-line answer ${result.runId} "..." ${runAt}`);
       break;
     default:
       io.out(`\nrun ${result.runId} is ${result.status}; continue it with: npx assembly-line resume ${result.runId} ${runAt}`);
   }
   return exitCodeOf(result);
+}
+
+/** A pending question as a person reads it: its text, and its choices when it offers some (the record is `{ question, choices, metadata }`). */
+function askedText(asked: JsonValue): string {
+  if (typeof asked !== "object" || asked === null || Array.isArray(asked) || typeof asked.question !== "string") return JSON.stringify(asked);
+  const choices = Array.isArray(asked.choices) && asked.choices.length > 0 ? ` (choices: ${asked.choices.map((choice) => JSON.stringify(choice)).join(", ")})` : "";
+  return `${JSON.stringify(asked.question)}${choices}`;
 }
