@@ -30,7 +30,7 @@ if (probe.available) {
     it("passes: manifest, exports, live contract and the sandbox kit against the local Modal", async () => {
       const out: string[] = [];
       const code = await pluginsCommand(["verify", resolve(import.meta.dirname, "..")], { out: (line) => out.push(line), err: (line) => out.push(line) });
-      expect(out.join("\n")).toMatch(/conformance sandbox "modal" \(sandbox@1\) with describeSandboxConformance: 15 passed/);
+      expect(out.join("\n")).toMatch(/conformance sandbox "modal" \(sandbox@1\) with describeSandboxConformance: 16 passed/);
       expect(code, out.join("\n")).toBe(0);
     }, 180_000);
   });
