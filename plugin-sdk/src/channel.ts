@@ -145,6 +145,15 @@ export function deliveryRetryAfterMs(error: unknown): number | undefined {
   return typeof value === "number" && Number.isFinite(value) && value >= 0 ? value : undefined;
 }
 
+/**
+ * A request path as HTTP hosts route it: empty segments dropped, so `/message/` and `//message`
+ * are `/message`. The compiler refuses two channels whose routes are one path by this rule, and
+ * the Node host routes, authorizes and matches channels by it, so both judge the same path.
+ */
+export function routedPath(path: string): string {
+  return `/${path.split("/").filter((segment) => segment !== "").join("/")}`;
+}
+
 export interface ChannelConfig {
   transport: "http";
   route: string;

@@ -4,6 +4,7 @@ import { mkdir, open, readdir, rename, unlink, writeFile } from "node:fs/promise
 import { basename, dirname, join, relative, resolve } from "node:path";
 import {
   AssemblyLineError,
+  routedPath,
   BUILT_IN_TOOL_NAMES,
   GATEWAY_SLOTS,
   isAdapterDescriptor,
@@ -551,14 +552,6 @@ async function compileChannels(agentDir: string, load: Loader): Promise<ChannelM
     });
   }
   return entries;
-}
-
-/**
- * A channel route as an HTTP host routes it: empty segments dropped, so `/message/` and `//message`
- * are `/message`. The Node host's `canonicalPath` (plugins/node/src/host/router.ts) is the same rule.
- */
-function routedPath(route: string): string {
-  return `/${route.split("/").filter((segment) => segment !== "").join("/")}`;
 }
 
 const AUTOMATION_NAME = /^[a-z0-9][a-z0-9_-]{0,63}$/;

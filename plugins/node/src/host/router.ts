@@ -31,16 +31,6 @@ interface CompiledRoute extends Route {
 }
 
 /**
- * The one form of a request path that routing, the auth gate and handlers all see: empty
- * segments dropped (`//admin/kill-switch/` is `/admin/kill-switch`). Routing matches by
- * segments, so an auth policy deciding on any other spelling would judge another path than
- * the one served.
- */
-export function canonicalPath(path: string): string {
-  return `/${split(path).join("/")}`;
-}
-
-/**
  * Exact-segment matching; `:name` captures one segment. Unknown path 404, known path with another method 405.
  * HEAD reaches a host route's GET, never a channel route's.
  */

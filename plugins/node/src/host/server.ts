@@ -3,7 +3,7 @@ import { defaultPiHarness } from "../pi-engine.js";
 import { randomUUID } from "node:crypto";
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from "node:http";
 import type { AddressInfo } from "node:net";
-import { AssemblyLineError, isAssemblyLineError, isScheduleClaimableBy, type ChannelModule, type JsonValue, type TelemetrySink } from "@assemblyline-agents/core";
+import { AssemblyLineError, isAssemblyLineError, isScheduleClaimableBy, routedPath, type ChannelModule, type JsonValue, type TelemetrySink } from "@assemblyline-agents/core";
 import { OpenEveRuntime, createRuntimeLogger, isAutomationSchedule } from "@assemblyline-agents/runtime";
 import { AttachmentIngest } from "./attachments.js";
 import { HostAuth } from "./auth.js";
@@ -21,7 +21,7 @@ import { resolveHostConfig, type NodeRuntimeOptions } from "./options.js";
 import { DeliveryOutbox } from "./outbox.js";
 import { resolveRateLimit, type IngressRateLimiter } from "./rate-limit.js";
 import { RunRecovery } from "./recovery.js";
-import { Router, canonicalPath, type RequestContext } from "./router.js";
+import { Router, type RequestContext } from "./router.js";
 import { RunWatcher } from "./run-watcher.js";
 import { createShutdown } from "./shutdown.js";
 
@@ -130,7 +130,7 @@ export async function listenNodeRuntime(options: NodeRuntimeOptions): Promise<No
     throw error;
   }
   for (const [name, module] of Object.entries(channels)) {
-    const route = canonicalPath(module.config.route);
+    const route = routedPath(module.config.route);
     const provider = typeof module.normalizeHttp === "function";
     for (const method of module.config.methods ?? ["POST"]) {
       router.add({ method, pattern: route, auth: provider ? "provider" : "channel", channel: name, handle: (ctx) => ingress.handle(name, ctx) });
@@ -176,7 +176,7 @@ export async function listenNodeRuntime(options: NodeRuntimeOptions): Promise<No
     try {
       const url = requestTarget(req.url);
       // One spelling for routing, auth, handlers and logs: a policy must judge the path that is served.
-      path = canonicalPath(url.pathname);
+      path = routedPath(url.pathname);
       const { route, params } = router.match(method, path);
       kind = route.auth;
       const ctx: RequestContext = { req, res, method, path, query: url.searchParams, params, headers: headerRecord(req), remoteAddress: config.clientAddress(req), requestId };
@@ -324,14 +324,14 @@ export async function listenNodeRuntime(options: NodeRuntimeOptions): Promise<No
 }
 
 /**
- * Every channel takes a route of its own, outside the host's: compared as routed (canonicalPath), so
+ * Every channel takes a route of its own, outside the host's: compared as routed (routedPath), so
  * `/message/` is `/message` and `//admin/x` is `/admin/x`. `router` holds the host's routes only.
  */
 function checkChannelRoutes(channels: Record<string, ChannelModule>, router: Router): void {
   const channelRoutes = new Map<string, string>();
   for (const [name, module] of Object.entries(channels)) {
     // Compared as routed: "//admin/x" would otherwise pass the check and serve /admin/x.
-    const route = canonicalPath(module.config.route);
+    const route = routedPath(module.config.route);
     const other = channelRoutes.get(route);
     if (other !== undefined) {
       // A plugin's channel (hooks.channel) is not seen by the build, which refuses two of the agent's own.
