@@ -1,38 +1,23 @@
-import { createServer, type Server } from "node:http";
-import type { AddressInfo } from "node:net";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { defineOpenApiConnection, type ConnectionPolicy, type OutboundResolver } from "@assemblyline-agents/core";
+import { startRecordingService, type RecordingService } from "./support/recording-service.js";
 import { createConnections } from "../src/index.js";
 
 const resolve: OutboundResolver = async () => [{ address: "127.0.0.1", family: 4 }];
 const policy: ConnectionPolicy = { allowedHosts: ["api.test"], onlyAllowedHosts: true };
 const callCtx = () => ({ signal: new AbortController().signal, idempotencyKey: (scope: string) => `al_${scope}` }) as never;
 
-let server: Server;
-let port: number;
-/** Every request the service received, as it arrived: path, Content-Type, Cookie, Authorization and the raw body. */
-const received: Array<{ method: string; url: string; contentType?: string; cookie?: string; authorization?: string; body: string }> = [];
-
+let service: RecordingService;
 beforeAll(async () => {
-  server = createServer(async (req, res) => {
-    const chunks: Buffer[] = [];
-    for await (const chunk of req) chunks.push(chunk as Buffer);
-    received.push({ method: req.method ?? "GET", url: req.url ?? "/", contentType: req.headers["content-type"], cookie: req.headers.cookie, authorization: req.headers.authorization, body: Buffer.concat(chunks).toString("utf8") });
-    res.writeHead(200, { "content-type": "application/json" }).end(JSON.stringify({ ok: true }));
-  });
-  await new Promise<void>((done) => server.listen(0, "127.0.0.1", done));
-  port = (server.address() as AddressInfo).port;
+  service = await startRecordingService();
 });
-afterAll(async () => {
-  server.closeAllConnections();
-  await new Promise<void>((done) => server.close(() => done()));
-});
+afterAll(() => service.close());
 
 const ok = { "200": { description: "ok" } };
 const document = () => ({
   openapi: "3.0.3",
   info: { title: "Shop", version: "1.0.0" },
-  servers: [{ url: `http://api.test:${port}` }],
+  servers: [{ url: `http://api.test:${service.port}` }],
   paths: {
     "/cart": {
       get: {
@@ -88,14 +73,14 @@ describe("OpenAPI operations beyond JSON bodies and path, query and header param
     const { tools } = await shop();
     expect(Object.keys((tools.shop__get_cart!.inputSchema as { properties: object }).properties)).toEqual(["session", "prefs"]);
     expect(await tools.shop__get_cart!.execute({ session: "a b;c", prefs: ["dark", "compact"] }, callCtx())).toMatchObject({ status: 200 });
-    expect(received.at(-1)).toMatchObject({ url: "/cart", cookie: "session=a%20b%3Bc; prefs=dark,compact" });
+    expect(service.received.at(-1)).toMatchObject({ url: "/cart", headers: expect.objectContaining({ cookie: "session=a%20b%3Bc; prefs=dark,compact" }) });
   });
 
   it("sends an application/x-www-form-urlencoded body as a form, each field in its encoding", async () => {
     const { tools } = await shop();
     await tools.shop__get_token!.execute({ body: { grant_type: "client_credentials", scope: ["read", "write"], filter: { team: "a&b" } } }, callCtx());
-    expect(received.at(-1)).toMatchObject({ method: "POST", url: "/token", contentType: "application/x-www-form-urlencoded" });
-    expect([...new URLSearchParams(received.at(-1)!.body)]).toEqual([
+    expect(service.received.at(-1)).toMatchObject({ method: "POST", url: "/token", headers: expect.objectContaining({ "content-type": "application/x-www-form-urlencoded" }) });
+    expect([...new URLSearchParams(service.received.at(-1)!.body)]).toEqual([
       ["grant_type", "client_credentials"],
       ["scope", "read"],
       ["scope", "write"],
@@ -106,7 +91,7 @@ describe("OpenAPI operations beyond JSON bodies and path, query and header param
   it("sends a JSON body in the operation's own JSON media type", async () => {
     const { tools } = await shop();
     await tools.shop__patch_item!.execute({ id: "7", body: { name: null } }, callCtx());
-    expect(received.at(-1)).toEqual(expect.objectContaining({ method: "PATCH", url: "/items/7", contentType: "application/merge-patch+json", body: '{"name":null}' }));
+    expect(service.received.at(-1)).toMatchObject({ method: "PATCH", url: "/items/7", headers: expect.objectContaining({ "content-type": "application/merge-patch+json" }), body: '{"name":null}' });
   });
 
   it("leaves out an operation whose required body only comes in a media type it cannot send, with one warning naming it and why", async () => {

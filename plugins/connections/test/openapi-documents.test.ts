@@ -1,22 +1,20 @@
-import { createServer, type Server } from "node:http";
-import type { AddressInfo } from "node:net";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { defineHttpConnection, defineOpenApiConnection, type ConnectionPolicy, type OutboundResolver } from "@assemblyline-agents/core";
+import { startRecordingService, type RecordingService } from "./support/recording-service.js";
 import { createConnections } from "../src/index.js";
 
 const resolve: OutboundResolver = async () => [{ address: "127.0.0.1", family: 4 }];
 const policy: ConnectionPolicy = { allowedHosts: ["api.test"], onlyAllowedHosts: true };
 const callCtx = () => ({ signal: new AbortController().signal, idempotencyKey: (scope: string) => `al_${scope}` }) as never;
 
-let server: Server;
-let port: number;
-/** Every request the service received: path with query, and body. */
-const received: Array<{ url: string; body: unknown }> = [];
+let service: RecordingService;
+/** The calls the service's API received (its documents' fetches left out), bodies parsed. */
+const received = () => service.received.filter((request) => !request.url.startsWith("/docs/")).map(({ url, body }) => ({ url, body: body ? JSON.parse(body) : null }));
 
 const treeDocument = () => ({
   openapi: "3.0.3",
   info: { title: "Trees", version: "1.0.0" },
-  servers: [{ url: `http://api.test:${port}/{version}`, variables: { version: { default: "v2", enum: ["v1", "v2"] } } }],
+  servers: [{ url: `http://api.test:${service.port}/{version}`, variables: { version: { default: "v2", enum: ["v1", "v2"] } } }],
   paths: {
     "/nodes": {
       post: {
@@ -63,34 +61,19 @@ components:
 `;
 
 beforeAll(async () => {
-  server = createServer(async (req, res) => {
-    const chunks: Buffer[] = [];
-    for await (const chunk of req) chunks.push(chunk as Buffer);
-    const body = chunks.length ? JSON.parse(Buffer.concat(chunks).toString("utf8")) : null;
-    if (req.url === "/docs/huge.json") {
+  service = await startRecordingService(({ url }, res) => {
+    if (url === "/docs/huge.json") {
       // Announces 70 MB, sends a little, and holds the connection open.
       res.writeHead(200, { "content-type": "application/json", "content-length": String(70 * 1024 * 1024) }).write('{"openapi":"3.0.0",');
-      return;
-    }
-    if (req.url === "/docs/openapi.yaml") {
+    } else if (url === "/docs/openapi.yaml") {
       res.writeHead(200, { "content-type": "application/yaml" }).end(YAML_DOCUMENT);
-      return;
-    }
-    if (req.url === "/docs/openapi.json") {
+    } else if (url === "/docs/openapi.json") {
       const { servers: _servers, ...withoutServers } = treeDocument();
       res.writeHead(200, { "content-type": "application/json" }).end(JSON.stringify(withoutServers));
-      return;
     }
-    received.push({ url: req.url ?? "/", body });
-    res.writeHead(200, { "content-type": "application/json" }).end(JSON.stringify({ ok: true }));
   });
-  await new Promise<void>((done) => server.listen(0, "127.0.0.1", done));
-  port = (server.address() as AddressInfo).port;
 });
-afterAll(async () => {
-  server.closeAllConnections();
-  await new Promise<void>((done) => server.close(() => done()));
-});
+afterAll(() => service.close());
 
 async function toolsOf(definition: ReturnType<typeof defineOpenApiConnection>) {
   const provider = createConnections({ resolve });
@@ -104,30 +87,30 @@ describe("OpenAPI documents as real services write them", () => {
     expect(() => JSON.stringify(record)).not.toThrow();
     const tree = { name: "root", children: [{ name: "leaf", children: [] }] };
     expect(await tools.trees__add_node!.execute({ body: tree }, callCtx())).toMatchObject({ status: 200 });
-    expect(received.at(-1)).toEqual({ url: "/v2/nodes", body: tree });
+    expect(received().at(-1)).toEqual({ url: "/v2/nodes", body: tree });
   });
 
   it("writes array and object query parameters in their OpenAPI style", async () => {
     const { tools } = await toolsOf(defineOpenApiConnection({ spec: treeDocument(), description: "Trees" }));
     await tools.trees__find_nodes!.execute({ ids: [1, 2], tags: ["a", "b"], filter: { sky: "clear" } }, callCtx());
-    expect(new URL(received.at(-1)!.url, "http://x").search).toBe(`?ids=1&ids=2&tags=a%2Cb&filter%5Bsky%5D=clear`);
+    expect(new URL(received().at(-1)!.url, "http://x").search).toBe(`?ids=1&ids=2&tags=a%2Cb&filter%5Bsky%5D=clear`);
   });
 
   it("serves a fetched document that lists no servers from its own origin", async () => {
-    const { tools } = await toolsOf(defineOpenApiConnection({ spec: `http://api.test:${port}/docs/openapi.json`, description: "Trees" }));
+    const { tools } = await toolsOf(defineOpenApiConnection({ spec: `http://api.test:${service.port}/docs/openapi.json`, description: "Trees" }));
     await tools.trees__find_nodes!.execute({ ids: [3] }, callCtx());
-    expect(received.at(-1)!.url).toBe("/nodes?ids=3");
+    expect(received().at(-1)!.url).toBe("/nodes?ids=3");
   });
 
   it("reads a document fetched as YAML", async () => {
-    const { tools } = await toolsOf(defineOpenApiConnection({ spec: `http://api.test:${port}/docs/openapi.yaml`, description: "Trees" }));
+    const { tools } = await toolsOf(defineOpenApiConnection({ spec: `http://api.test:${service.port}/docs/openapi.yaml`, description: "Trees" }));
     expect(tools.trees__get_node!.inputSchema).toMatchObject({ properties: { id: { type: "integer" } }, required: ["id"] });
     await tools.trees__get_node!.execute({ id: 7 }, callCtx());
-    expect(received.at(-1)!.url).toBe("/nodes/7");
+    expect(received().at(-1)!.url).toBe("/nodes/7");
   });
 
   it("refuses a fetched document past 64 MiB without reading it, saying to give it inline", async () => {
-    const refused = await toolsOf(defineOpenApiConnection({ spec: `http://api.test:${port}/docs/huge.json`, description: "Trees" })).catch((error: unknown) => error);
+    const refused = await toolsOf(defineOpenApiConnection({ spec: `http://api.test:${service.port}/docs/huge.json`, description: "Trees" })).catch((error: unknown) => error);
     expect(String(refused)).toMatch(/AL_ERR_CONNECTION_FAILED.*larger than 64 MiB.*inline/s);
   });
 
@@ -137,9 +120,9 @@ describe("OpenAPI documents as real services write them", () => {
       code: "AL_ERR_CONNECTION_DEFINITION",
       message: expect.stringMatching(/connection "trees": the document's server "\/v1" is not an absolute URL and the document was given inline[\s\S]*fix: Pass baseUrl/),
     });
-    const { tools } = await toolsOf(defineOpenApiConnection({ spec: document, baseUrl: `http://api.test:${port}/v1`, description: "Trees" }));
+    const { tools } = await toolsOf(defineOpenApiConnection({ spec: document, baseUrl: `http://api.test:${service.port}/v1`, description: "Trees" }));
     await tools.trees__find_nodes!.execute({}, callCtx());
-    expect(received.at(-1)!.url).toBe("/v1/nodes");
+    expect(received().at(-1)!.url).toBe("/v1/nodes");
   });
 });
 
@@ -150,7 +133,7 @@ describe("tool names", () => {
     const document = {
       openapi: "3.0.3",
       info: { title: "Long", version: "1.0.0" },
-      servers: [{ url: `http://api.test:${port}` }],
+      servers: [{ url: `http://api.test:${service.port}` }],
       paths: Object.fromEntries(operations.map((operationId, index) => [`/op${index}`, { get: { operationId, responses: { "200": { description: "ok" } } } }])),
     };
     const names = async () => Object.keys((await toolsOf(defineOpenApiConnection({ spec: document, description: "Long" }))).tools);
@@ -168,17 +151,17 @@ describe("HTTP endpoints", () => {
   it("answers a body given to an endpoint that declares none with an error the model can act on, sending nothing", async () => {
     const provider = createConnections({ resolve });
     const definition = defineHttpConnection({
-      baseUrl: `http://api.test:${port}`,
+      baseUrl: `http://api.test:${service.port}`,
       description: "Nodes",
       endpoints: { list_nodes: { method: "GET", path: "/nodes", description: "List" }, add_node: { method: "POST", path: "/nodes", description: "Add", body: { type: "object" } } },
     });
     const record = await provider.describe("nodes", definition, policy);
     const tools = provider.tools("nodes", definition, record, policy);
     expect(tools.nodes__list_nodes!.inputSchema).toMatchObject({ additionalProperties: false });
-    const before = received.length;
+    const before = received().length;
     expect(await tools.nodes__list_nodes!.execute({ body: { name: "x" } }, callCtx())).toEqual({ error: "list_nodes takes no body (GET /nodes); call it without body" });
-    expect(received.length).toBe(before);
+    expect(received().length).toBe(before);
     expect(await tools.nodes__add_node!.execute({ body: { name: "x" } }, callCtx())).toMatchObject({ status: 200 });
-    expect(received.at(-1)).toEqual({ url: "/nodes", body: { name: "x" } });
+    expect(received().at(-1)).toEqual({ url: "/nodes", body: { name: "x" } });
   });
 });

@@ -1,7 +1,6 @@
-import { createServer, type Server } from "node:http";
-import type { AddressInfo } from "node:net";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { defineOpenApiConnection, type ConnectionPolicy, type OutboundResolver } from "@assemblyline-agents/core";
+import { startRecordingService, type RecordingService } from "./support/recording-service.js";
 import { createConnections } from "../src/index.js";
 
 const resolve: OutboundResolver = async () => [{ address: "127.0.0.1", family: 4 }];
@@ -9,30 +8,17 @@ const policy: ConnectionPolicy = { allowedHosts: ["api.test"], onlyAllowedHosts:
 const callCtx = () => ({ signal: new AbortController().signal, idempotencyKey: (scope: string) => `al_${scope}` }) as never;
 const ok = { "200": { description: "ok" } };
 
-let server: Server;
-let port: number;
-const received: Array<{ url: string; body: string }> = [];
-
+let service: RecordingService;
 beforeAll(async () => {
-  server = createServer(async (req, res) => {
-    const chunks: Buffer[] = [];
-    for await (const chunk of req) chunks.push(chunk as Buffer);
-    received.push({ url: req.url ?? "/", body: Buffer.concat(chunks).toString("utf8") });
-    res.writeHead(200, { "content-type": "application/json" }).end(JSON.stringify({ ok: true }));
-  });
-  await new Promise<void>((done) => server.listen(0, "127.0.0.1", done));
-  port = (server.address() as AddressInfo).port;
+  service = await startRecordingService();
 });
-afterAll(async () => {
-  server.closeAllConnections();
-  await new Promise<void>((done) => server.close(() => done()));
-});
+afterAll(() => service.close());
 
 /** The tools of an OpenAPI connection over `paths`, and the warnings its description gave. */
 async function toolsFor(paths: Record<string, unknown>) {
   const warnings: string[] = [];
   const provider = createConnections({ resolve, logger: { warn: (_fields, message) => void warnings.push(String(message)) } });
-  const definition = defineOpenApiConnection({ spec: { openapi: "3.0.3", info: { title: "T", version: "1" }, servers: [{ url: `http://api.test:${port}` }], paths }, description: "T" });
+  const definition = defineOpenApiConnection({ spec: { openapi: "3.0.3", info: { title: "T", version: "1" }, servers: [{ url: `http://api.test:${service.port}` }], paths }, description: "T" });
   return { tools: provider.tools("shop", definition, await provider.describe("shop", definition, policy), policy), warnings };
 }
 
@@ -59,7 +45,7 @@ describe("OpenAPI parameters", () => {
     expect(schema.required).toEqual(["limit"]);
     expect(Object.keys(schema.properties)).toEqual(["limit", "x-tenant"]);
     expect(await tools.shop__list_items!.execute({ limit: 5 }, callCtx())).toMatchObject({ status: 200 });
-    expect(received.at(-1)!.url).toBe("/items?limit=5");
+    expect(service.received.at(-1)!.url).toBe("/items?limit=5");
   });
 
   it("write a path parameter in the matrix or label style the document declares, exploded or not", async () => {
@@ -89,12 +75,12 @@ describe("OpenAPI parameters", () => {
     ];
     for (const [tool, id, url] of cases) {
       expect(await tools[`shop__${tool}`]!.execute({ id }, callCtx()), tool).toMatchObject({ status: 200 });
-      expect(received.at(-1)!.url, `${tool} ${JSON.stringify(id)}`).toBe(url);
+      expect(service.received.at(-1)!.url, `${tool} ${JSON.stringify(id)}`).toBe(url);
     }
     // A label of "." would be the segment "..": refused, as in the simple style, nothing sent.
-    const before = received.length;
+    const before = service.received.length;
     expect(await tools.shop__label!.execute({ id: "." }, callCtx())).toEqual({ error: `path parameter "id" is ".", which would leave the operation's path; pass the id or name itself` });
-    expect(received.length).toBe(before);
+    expect(service.received.length).toBe(before);
   });
 
   it("leave out, with a warning naming them, an operation whose parameters share a name in two locations", async () => {
@@ -127,6 +113,6 @@ describe("OpenAPI parameters", () => {
     expect(Object.keys(tools)).toEqual(["shop__find_notes"]);
     expect(warnings).toEqual([`connection "shop": OpenAPI operation addNote is not offered as a tool: its query parameter "body" has the name of the tool's body input (the request body); rename the parameter in the document to offer it`]);
     await tools.shop__find_notes!.execute({ body: "hello" }, callCtx());
-    expect(received.at(-1)!.url).toBe("/notes?body=hello");
+    expect(service.received.at(-1)!.url).toBe("/notes?body=hello");
   });
 });
