@@ -18,6 +18,7 @@ export const KNOWN_KEYS = {
   mcpConnection: ["kind", "description", "auth", "approval", "url", "command", "args", "env"],
   openapiConnection: ["kind", "description", "auth", "approval", "spec", "baseUrl"],
   httpConnection: ["kind", "description", "auth", "approval", "baseUrl", "endpoints"],
+  instrumentation: ["serviceName", "captureContent", "setup"],
 } as const satisfies Record<string, readonly string[]>;
 
 /** Throw `code` naming the first key of `value` that `known` does not list (brand keys, `$$...`, are the helper's own). */

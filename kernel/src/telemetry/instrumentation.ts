@@ -6,6 +6,7 @@ import {
   type CaptureContent,
   type TelemetrySink,
 } from "@assemblyline-agents/core";
+import { KNOWN_KEYS, refuseUnknownKeys } from "../compiler/known-keys.js";
 
 /** instrumentation.ts after its setup ran: what the runtime's tracer uses. */
 export interface ActiveInstrumentation {
@@ -21,6 +22,8 @@ export function checkInstrumentation(value: unknown, file: string): asserts valu
   if (!isInstrumentationDefinition(value)) {
     throw new AssemblyLineError("AL_ERR_INSTRUMENTATION_DEFINITION", `${file} does not default-export defineInstrumentation(...)`, { fix });
   }
+  // A misspelt captureContent would otherwise export at the default level ("usage") what its author turned off.
+  refuseUnknownKeys(value, KNOWN_KEYS.instrumentation, `${file}: defineInstrumentation`, "AL_ERR_INSTRUMENTATION_DEFINITION");
   if (typeof value.setup !== "function") throw new AssemblyLineError("AL_ERR_INSTRUMENTATION_DEFINITION", `${file}: setup is not a function`, { fix });
   if (value.captureContent !== undefined && !(CAPTURE_CONTENT_MODES as readonly string[]).includes(value.captureContent)) {
     throw new AssemblyLineError("AL_ERR_INSTRUMENTATION_DEFINITION", `${file}: captureContent ${JSON.stringify(value.captureContent)} is not one of ${CAPTURE_CONTENT_MODES.join(", ")}`, { fix });
@@ -48,5 +51,27 @@ export async function startInstrumentation(value: unknown, file: string, env: Re
       fix: "Return an object with export(span) (e.g. createOtlpSinkFromEnv(env)), or undefined.",
     });
   }
-  return { ...(value.serviceName ? { serviceName: value.serviceName } : {}), captureContent, ...(sink ? { sink: sink as TelemetrySink } : {}) };
+  const serviceName = value.serviceName ?? serviceNameFromEnv(env);
+  return { ...(serviceName ? { serviceName } : {}), captureContent, ...(sink ? { sink: sink as TelemetrySink } : {}) };
+}
+
+/**
+ * The service name the OpenTelemetry variables give, for an instrumentation.ts
+ * that names none (else the agent id is used): OTEL_SERVICE_NAME, else
+ * `service.name` in OTEL_RESOURCE_ATTRIBUTES, as every OpenTelemetry SDK reads them.
+ */
+function serviceNameFromEnv(env: Record<string, string | undefined>): string | undefined {
+  const named = env.OTEL_SERVICE_NAME?.trim();
+  if (named) return named;
+  for (const pair of (env.OTEL_RESOURCE_ATTRIBUTES ?? "").split(",")) {
+    const at = pair.indexOf("=");
+    if (at < 0 || pair.slice(0, at).trim() !== "service.name") continue;
+    try {
+      return decodeURIComponent(pair.slice(at + 1).trim()) || undefined;
+    } catch {
+      // Malformed: the sink that reads the variable says so; the agent id stays.
+      return undefined;
+    }
+  }
+  return undefined;
 }
