@@ -541,7 +541,7 @@ export class OpenEveRuntime {
             throw new AssemblyLineError(
               "AL_ERR_APPROVAL_NOT_FOUND",
               options.callId !== undefined
-                ? `run ${runId} has no pending question ${options.callId}; it waits on ${pending}`
+                ? `run ${runId} has no pending question ${printedCallId(options.callId)}; it waits on ${pending}`
                 : `run ${runId} asks ${asking.length} questions (${pending}); an answer must name the one it answers`,
               {
                 fix: `Read the questions the run asks now (\`assembly-line runs show ${runId}\`) and answer ${asking.length === 1 ? "it" : "each"} with its callId: ${pending}.`,
@@ -765,13 +765,16 @@ export class OpenEveRuntime {
               fix: "Approvals are single-use; check `assembly-line runs show <id>` for what the run waits on.",
             });
           }
-          const call = options.callId
-            ? pending.find((candidate) => candidate.callId === options.callId || candidate.approvalId === options.callId)
-            : pending.length === 1
-              ? pending[0]
-              : undefined;
+          // A given call id, even "" (an empty form field), names a call: only an omitted one means "the only pending call".
+          const call =
+            options.callId !== undefined
+              ? pending.find((candidate) => candidate.callId === options.callId || candidate.approvalId === options.callId)
+              : pending.length === 1
+                ? pending[0]
+                : undefined;
           if (!call) {
-            throw new AssemblyLineError("AL_ERR_APPROVAL_NOT_FOUND", options.callId ? `run ${runId} has no pending approval ${options.callId}` : `run ${runId} has ${pending.length} pending approvals; name one`, {
+            const named = options.callId !== undefined ? `run ${runId} has no pending approval ${printedCallId(options.callId)}` : `run ${runId} has ${pending.length} pending approvals; name one`;
+            throw new AssemblyLineError("AL_ERR_APPROVAL_NOT_FOUND", named, {
               fix: `Pass one of: ${pending.map((candidate) => candidate.callId).join(", ")}.`,
             });
           }
@@ -1038,6 +1041,11 @@ export class OpenEveRuntime {
     }
     return services;
   }
+}
+
+/** A call id as a refusal prints it: an empty one shown as "" rather than as nothing. */
+function printedCallId(callId: string): string {
+  return callId === "" ? '""' : callId;
 }
 
 function providerOf(modelSpec: string): string {
