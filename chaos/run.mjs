@@ -12,7 +12,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { buildAgent } from "@assemblyline-agents/runtime";
 import { startPrivatePostgres } from "./lib/private-postgres.mjs";
-import { midCall } from "./lib/ledger.mjs";
+import { runsMidCall } from "./lib/ledger.mjs";
 import { stopAll, waitFor } from "./lib/processes.mjs";
 import { cliKills } from "./scenarios/cli-kills.mjs";
 import { replicaLoad } from "./scenarios/replicas.mjs";
@@ -37,7 +37,7 @@ process.on("SIGINT", () => {
 function report(name, result) {
   results.push({ name, ...result });
   log(`${result.failed ? "FAIL" : "ok  "} ${name}`);
-  for (const [key, value] of Object.entries(result.figures)) log(`     ${key.padEnd(24)} ${value}`);
+  for (const [key, value] of Object.entries(result.figures)) log(`     ${key.padEnd(26)} ${value}`);
   for (const problem of result.problems.slice(0, 20)) log(`     ! ${problem}`);
   if (result.problems.length > 20) log(`     ! ... ${result.problems.length - 20} more`);
 }
@@ -57,29 +57,43 @@ try {
     const common = { artifactRoot, script: join(agentDir, "script.json"), postgres, runs: runsPerScenario, spacingMs: 200, log };
     if (!only || only === "replicas") {
       log("scenario 2: three Node host replicas on PostgreSQL; one SIGKILLed (and replaced), one SIGSTOPped past its lease and woken after the others finished");
-      const stopAtMs = 5_000;
+      const ledger = join(work, "replicas", "ledger.log");
+      let frozenRuns = [];
       report(
         "replicas: kill + freeze",
         await replicaLoad({
           ...common,
           work: join(work, "replicas"),
           schema: "chaos_replicas",
+          required: ["kills", "stops", "frozenMidCall", "wokenAfterTakeover", "replicaRestarts"],
           faults: [
             { atMs: 3_000, name: "SIGKILL replica a", act: (replicas, figures) => ((replicas[0].dead = true), replicas[0].child.kill("SIGKILL"), (figures.kills += 1)) },
             // Its replacement boots while b is frozen: it must take only what is provably free.
             { atMs: 8_000, name: "start replica a2 in a's place", act: async (_replicas, figures, control) => (await control.restart(0, "a2"), (figures.replicaRestarts += 1)) },
             {
-              atMs: stopAtMs,
+              atMs: 5_000,
               name: "SIGSTOP replica b mid tool call",
               act: async (replicas, figures) => {
                 // Freeze it while it is inside a tool call, so that waking it is the zombie case.
-                figures.frozenMidCall = (await waitFor(() => midCall(join(work, "replicas", "ledger.log"), "b") || undefined, 10_000, 5)) ?? 0;
+                await waitFor(() => (runsMidCall(ledger, "b").length > 0 ? true : undefined), 10_000, 5);
                 replicas[1].child.kill("SIGSTOP");
                 figures.stops += 1;
+                // Read once it is frozen: the calls it is really stuck inside, not the ones it was in a moment ago.
+                frozenRuns = runsMidCall(ledger, "b");
+                figures.frozenMidCall = frozenRuns.length;
               },
             },
-            // Well past its 2 s lease: the others have taken over and finished its runs.
-            { atMs: stopAtMs + 9_000, name: "SIGCONT replica b", act: (replicas) => replicas[1].child.kill("SIGCONT") },
+            {
+              // Timed from the stop, well past its 2 s lease; woken only once the others have finished every run it was frozen inside.
+              after: "SIGSTOP replica b mid tool call",
+              atMs: 9_000,
+              name: "SIGCONT replica b",
+              act: async (replicas, figures, control) => {
+                const left = await waitFor(async () => ((await control.unfinished(frozenRuns)) === 0 ? 0 : undefined), 30_000, 300);
+                replicas[1].child.kill("SIGCONT");
+                figures.wokenAfterTakeover = frozenRuns.length > 0 && left === 0 ? 1 : 0;
+              },
+            },
           ],
         }),
       );
@@ -92,6 +106,7 @@ try {
           ...common,
           work: join(work, "restart"),
           schema: "chaos_restart",
+          required: ["restarts"],
           faults: [
             { atMs: 3_000, name: "pg_ctl restart -m fast", act: async (_replicas, figures) => ((figures.restarts += 1), await postgres.restart("fast")) },
             { atMs: 8_000, name: "pg_ctl restart -m immediate", act: async (_replicas, figures) => ((figures.restarts += 1), await postgres.restart("immediate")) },
@@ -115,6 +130,6 @@ log("");
 log(
   `chaos: ${total("started")} runs started, ${total("completed")} completed, ${total("kills")} kills, ${total("stops")} freezes, ${total("restarts")} database restarts; ` +
     `lost ${total("lost")}, duplicate completions ${total("duplicateCompletions")}, duplicate side effects ${total("duplicateEffects")}, ` +
-    `effects after completion ${total("effectsAfterCompletion")}, writes after completion ${total("eventsAfterCompletion")}, seq gaps ${total("seqGaps")}; ${((Date.now() - begun) / 1000).toFixed(1)} s`,
+    `effects after completion ${total("effectsAfterCompletion")}, calls re-run after completion ${total("callsRerunAfterCompletion")}, writes after completion ${total("eventsAfterCompletion")}, seq gaps ${total("seqGaps")}; ${((Date.now() - begun) / 1000).toFixed(1)} s`,
 );
 process.exitCode = results.some((result) => result.failed) ? 1 : 0;

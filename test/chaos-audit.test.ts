@@ -5,11 +5,13 @@ import { join } from "node:path";
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
 // @ts-expect-error: the chaos suite is plain ESM, run with node, no types.
 import { audit } from "../chaos/lib/ledger.mjs";
+// @ts-expect-error: the chaos suite is plain ESM, run with node, no types.
+import { faultProblems } from "../chaos/scenarios/replicas.mjs";
 
 /**
  * The chaos suite's verdict on a run rests on the external system (one O_EXCL file per
  * idempotency key beside the ledger), not on the ledger's `effect` line alone: a kill can
- * land between the two.
+ * land between the two. A call's second execution is safe only before its tool.completed.
  */
 describe("chaos audit", () => {
   let dir: string;
@@ -52,5 +54,72 @@ describe("chaos audit", () => {
     const { figures, failed } = audit(ledger, new Set(["run_1"]), completedRun());
     expect(failed).toBe(true);
     expect(figures).toMatchObject({ completed: 1, duplicateEffects: 1, effectsUnlogged: 1 });
+  });
+
+  /** A run's stored events, numbered from 1. */
+  const storedRun = (...events: Array<[type: string, data?: Record<string, string>]>) =>
+    new Map([["run_1", { status: "completed", events: events.map(([type, data], index) => ({ seq: index + 1, type, data: data ?? {} })) }]]);
+
+  it("fails a run whose tool call ran again after its tool.completed, though the system deduped the effect", () => {
+    apply("key-a");
+    lines("attempt run_1 call_1 key-a cli", "effect run_1 call_1 key-a cli", "attempt run_1 call_1 key-a cli", "deduped run_1 call_1 key-a cli", "completed run_1 seq=8 cli");
+    const store = storedRun(
+      ["run.created"],
+      ["tool.called", { callId: "call_1" }],
+      ["effect.applying", { toolCallId: "call_1" }],
+      ["tool.completed", { callId: "call_1" }],
+      ["effect.applying", { toolCallId: "call_1" }],
+      ["tool.completed", { callId: "call_1" }],
+      ["model.response"],
+      ["run.completed"],
+    );
+    const { figures, failed, problems } = audit(ledger, new Set(["run_1"]), store);
+    expect(failed).toBe(true);
+    expect(figures).toMatchObject({ completed: 1, duplicateEffects: 0, effectsDeduped: 1, callsRerunAfterCompletion: 1 });
+    expect(problems).toEqual(["tool call re-run after it completed: run_1: effect.applying (seq 5) for call_1"]);
+  });
+
+  it("passes a call re-run after a kill that landed before its tool.completed, saved by its stable key", () => {
+    apply("key-a");
+    lines("attempt run_1 call_1 key-a cli", "effect run_1 call_1 key-a cli", "attempt run_1 call_1 key-a cli", "deduped run_1 call_1 key-a cli", "completed run_1 seq=7 cli");
+    const store = storedRun(
+      ["run.created"],
+      ["tool.called", { callId: "call_1" }],
+      ["effect.applying", { toolCallId: "call_1" }],
+      ["effect.applying", { toolCallId: "call_1" }],
+      ["tool.completed", { callId: "call_1" }],
+      ["model.response"],
+      ["run.completed"],
+    );
+    const { figures, failed, problems } = audit(ledger, new Set(["run_1"]), store);
+    expect(problems).toEqual([]);
+    expect(failed).toBe(false);
+    expect(figures).toMatchObject({ completed: 1, effectsDeduped: 1, callsRerunAfterCompletion: 0 });
+  });
+
+  it("fails when no run was started, so nothing was checked", () => {
+    const { figures, failed, problems } = audit(join(dir, "no-ledger.log"), new Set(), new Map());
+    expect(figures).toMatchObject({ started: 0, completed: 0 });
+    expect(failed).toBe(true);
+    expect(problems).toEqual(["nothing was checked: no run was started"]);
+  });
+});
+
+describe("chaos replica scenario: proof that its faults happened", () => {
+  const happened = { kills: 1, stops: 1, frozenMidCall: 2, runsSubmitted: 60, runsInStore: 60 };
+
+  it("accepts a run whose required faults all happened and whose store holds one run per submission", () => {
+    expect(faultProblems(happened, ["kills", "stops", "frozenMidCall"])).toEqual([]);
+  });
+
+  it("fails when a required fault never happened, such as a freeze that landed outside any tool call", () => {
+    expect(faultProblems({ ...happened, frozenMidCall: 0 }, ["kills", "stops", "frozenMidCall", "wokenAfterTakeover"])).toEqual([
+      "fault did not happen: frozenMidCall is 0",
+      "fault did not happen: wokenAfterTakeover is 0",
+    ]);
+  });
+
+  it("fails when the store holds more runs than were submitted: one Idempotency-Key started two", () => {
+    expect(faultProblems({ ...happened, runsInStore: 61 }, [])).toEqual(["the store holds 61 runs for 60 submitted: an Idempotency-Key started more than one"]);
   });
 });

@@ -27,6 +27,28 @@ function applied(ledgerPath, key) {
   return existsSync(join(`${ledgerPath}.keys`, createHash("sha256").update(key).digest("hex")));
 }
 
+/** The tool call an event belongs to: `callId` on the runtime's tool events, `toolCallId` on a tool's own (`ctx.emit`). */
+function callOf(event) {
+  return event.data?.callId ?? event.data?.toolCallId ?? "";
+}
+
+/**
+ * Store events that executed a tool call again after its `tool.completed`: a `tool.called` or the
+ * chaos tool's `effect.applying` (its fenced write) for a call the run had recorded as done. A replay
+ * returns a completed call's recorded result; only a call interrupted before `tool.completed` runs
+ * again. Events without a call id (none of the runtime's) count as the run's one call.
+ */
+function rerunsAfterCompletion(events) {
+  const completedAt = new Map();
+  const reruns = [];
+  for (const event of events) {
+    const call = callOf(event);
+    if (event.type === "tool.completed" && !completedAt.has(call)) completedAt.set(call, event.seq);
+    else if ((event.type === "tool.called" || event.type === "effect.applying") && event.seq > (completedAt.get(call) ?? Infinity)) reruns.push(event);
+  }
+  return reruns;
+}
+
 /**
  * Count losses and duplicates of one scenario.
  * @param {string} ledgerPath
@@ -42,7 +64,7 @@ export function audit(ledgerPath, started, store) {
     // A run the ledger saw is a started run, whatever the driver learned.
     started.add(entry.runId);
   }
-  const figures = { started: started.size, completed: 0, lost: 0, duplicateCompletions: 0, duplicateEffects: 0, effectsAfterCompletion: 0, eventsAfterCompletion: 0, seqGaps: 0, effectsDeduped: 0, effectsUnlogged: 0, completionsUnlogged: 0, hookRedeliveries: 0, staleToolWakeups: 0 };
+  const figures = { started: started.size, completed: 0, lost: 0, duplicateCompletions: 0, duplicateEffects: 0, effectsAfterCompletion: 0, eventsAfterCompletion: 0, seqGaps: 0, callsRerunAfterCompletion: 0, effectsDeduped: 0, effectsUnlogged: 0, completionsUnlogged: 0, hookRedeliveries: 0, staleToolWakeups: 0 };
   const problems = [];
   for (const runId of started) {
     const lines = byRun.get(runId) ?? [];
@@ -99,22 +121,34 @@ export function audit(ledgerPath, started, store) {
       figures.eventsAfterCompletion += after.length;
       problems.push(`written after completion: ${runId}: ${after.map((event) => `${event.type} (seq ${event.seq})`).join(", ")}`);
     }
+    // A dedupe is safe only for a call killed before its tool.completed: after it, the runtime must
+    // return the recorded result, and a re-run is finished work done again, whatever the key saved.
+    const reruns = rerunsAfterCompletion(events);
+    if (reruns.length > 0) {
+      figures.callsRerunAfterCompletion += reruns.length;
+      problems.push(`tool call re-run after it completed: ${runId}: ${reruns.map((event) => `${event.type} (seq ${event.seq}) for ${callOf(event) || "its call"}`).join(", ")}`);
+    }
     if (events.some((event, index) => event.seq !== index + 1)) {
       figures.seqGaps += 1;
       problems.push(`event log not contiguous: ${runId}`);
     }
   }
-  const failed = figures.lost + figures.duplicateCompletions + figures.duplicateEffects + figures.effectsAfterCompletion + figures.eventsAfterCompletion + figures.seqGaps > 0;
+  // A scenario that started or completed nothing proved nothing (runs started and none completed are reported lost).
+  if (figures.started === 0) problems.push("nothing was checked: no run was started");
+  const failed =
+    figures.started === 0 ||
+    figures.completed === 0 ||
+    figures.lost + figures.duplicateCompletions + figures.duplicateEffects + figures.effectsAfterCompletion + figures.eventsAfterCompletion + figures.seqGaps + figures.callsRerunAfterCompletion > 0;
   return { figures, problems, failed };
 }
 
-/** How many runs `who` has started its side effect for (an attempt) and not yet applied. */
-export function midCall(ledgerPath, who) {
+/** The runs `who` has started its side effect for (an attempt) and not yet applied. */
+export function runsMidCall(ledgerPath, who) {
   const open = new Set();
   for (const entry of readLedger(ledgerPath)) {
     if (entry.who !== who) continue;
     if (entry.kind === "attempt") open.add(entry.runId);
     else if (entry.kind === "effect" || entry.kind === "deduped") open.delete(entry.runId);
   }
-  return open.size;
+  return [...open];
 }

@@ -80,5 +80,11 @@ export async function cliKills({ work, agentSource, bin, budgetMs, maxIterations
   const store = await readStore(stateDir);
   for (const [runId] of store) started.add(runId);
   const result = audit(ledger, started, store);
-  return { figures: { ...figures, ...result.figures, elapsedMs: Date.now() - begun }, problems: [...errors, ...result.problems], failed: result.failed || figures.errors > 0 };
+  // Runs that were never killed, or never resumed, prove nothing about kills and resumes.
+  const unproven = ["kills", "resumes"].filter((name) => figures[name] === 0).map((name) => `fault did not happen: ${name} is 0`);
+  return {
+    figures: { ...figures, ...result.figures, elapsedMs: Date.now() - begun },
+    problems: [...unproven, ...errors, ...result.problems],
+    failed: result.failed || figures.errors > 0 || unproven.length > 0,
+  };
 }

@@ -92,12 +92,25 @@ async function unfinished(url, schema, started) {
 }
 
 /**
+ * Why the faults proved nothing, if they did not happen: each figure in `required` must be above 0, and
+ * the store may hold no more runs than were submitted (an Idempotency-Key that made two runs).
+ */
+export function faultProblems(figures, required) {
+  const problems = required.filter((name) => !(figures[name] > 0)).map((name) => `fault did not happen: ${name} is ${figures[name] ?? 0}`);
+  if (figures.runsInStore > figures.runsSubmitted) problems.push(`the store holds ${figures.runsInStore} runs for ${figures.runsSubmitted} submitted: an Idempotency-Key started more than one`);
+  return problems;
+}
+
+/**
  * @param {{ work: string, artifactRoot: string, script: string, postgres: { url: string, restart(mode?: string): Promise<unknown> },
- *   schema: string, runs: number, spacingMs: number, log(line: string): void,
- *   faults: Array<{ atMs: number, name: string, act(replicas, figures, control: { restart(index: number, name: string): Promise<void> }): unknown }> }} options
+ *   schema: string, runs: number, spacingMs: number, log(line: string): void, required: string[],
+ *   faults: Array<{ atMs: number, after?: string, name: string,
+ *     act(replicas, figures, control: { restart(index: number, name: string): Promise<void>, unfinished(runIds: string[]): Promise<number> }): unknown }> }} options
+ *   A fault acts `atMs` after the load begins, or with `after`, `atMs` after the named fault has acted.
+ *   `required` names figures the faults must have raised above 0 for the scenario to pass.
  */
 export async function replicaLoad(options) {
-  const { work, artifactRoot, script, postgres, schema, runs, spacingMs, faults, log } = options;
+  const { work, artifactRoot, script, postgres, schema, runs, spacingMs, faults, required, log } = options;
   mkdirSync(work, { recursive: true });
   const ledger = join(work, "ledger.log");
   const begun = Date.now();
@@ -108,16 +121,27 @@ export async function replicaLoad(options) {
     async restart(index, name) {
       replicas[index] = await start(name);
     },
+    unfinished: (runIds) => unfinished(postgres.url, schema, runIds),
   };
   const figures = { replicas: replicas.length, runsSubmitted: runs, kills: 0, stops: 0, restarts: 0, replicaRestarts: 0, retried: 0, refused: 0 };
   const started = new Set();
   try {
     const loadBegun = Date.now();
-    const pending = faults.map(async (fault) => {
-      await sleep(fault.atMs);
-      log(`  t=${((Date.now() - loadBegun) / 1000).toFixed(1)}s ${fault.name}`);
-      await fault.act(replicas, figures, control);
-      log(`  t=${((Date.now() - loadBegun) / 1000).toFixed(1)}s ${fault.name}: done`);
+    const acted = new Map();
+    const pending = faults.map((fault) => {
+      const acting = (async () => {
+        // A fault timed from another waits for it to have acted, not for the clock: a wait inside it cannot reorder them.
+        if (fault.after) {
+          if (!acted.has(fault.after)) throw new Error(`fault "${fault.name}" is timed after "${fault.after}", which is not listed before it`);
+          await acted.get(fault.after);
+        }
+        await sleep(fault.atMs);
+        log(`  t=${((Date.now() - loadBegun) / 1000).toFixed(1)}s ${fault.name}`);
+        await fault.act(replicas, figures, control);
+        log(`  t=${((Date.now() - loadBegun) / 1000).toFixed(1)}s ${fault.name}: done`);
+      })();
+      acted.set(fault.name, acting);
+      return acting;
     });
     const acknowledged = [];
     for (let index = 0; index < runs; index++) {
@@ -133,8 +157,11 @@ export async function replicaLoad(options) {
     if (left === undefined) log("  gave up waiting after 90 s: counting what is unfinished as lost");
     // Let a woken replica do whatever it would still do before counting.
     await sleep(3_000);
-    const result = audit(ledger, started, await readStore(postgres.url, schema));
-    return { figures: { ...figures, ...result.figures, elapsedMs: Date.now() - begun }, problems: result.problems, failed: result.failed };
+    const store = await readStore(postgres.url, schema);
+    figures.runsInStore = store.size;
+    const result = audit(ledger, started, store);
+    const unproven = faultProblems(figures, required);
+    return { figures: { ...figures, ...result.figures, elapsedMs: Date.now() - begun }, problems: [...unproven, ...result.problems], failed: result.failed || unproven.length > 0 };
   } finally {
     for (const replica of replicas) {
       if (replica.child.exitCode !== null || replica.child.signalCode !== null) continue;
