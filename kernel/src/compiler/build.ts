@@ -60,7 +60,7 @@ import {
 } from "./manifest.js";
 import { hashSource, listBehaviourFiles } from "./source-files.js";
 import { listImportedFiles } from "./imported-files.js";
-import { refuseNestedDefinitions } from "./nested-definitions.js";
+import { refuseNestedDefinitions, refuseUnreadDefinitions } from "./nested-definitions.js";
 import { findSource, listSourceDir, stemOf } from "./folder-files.js";
 import { checkToolName } from "./tool-names.js";
 import { checkAgentFieldTypes } from "./agent-fields.js";
@@ -180,6 +180,7 @@ export async function buildAgent(agentDirInput: string, options: BuildOptions = 
   const imported = await listImportedFiles(agentDir, load.loaded, join(artifactRoot, IMPORTS_CACHE_FILE));
   const behaviourFiles = await listBehaviourFiles(agentDir);
   await refuseNestedDefinitions(agentDir, load, behaviourFiles, imported);
+  await refuseUnreadDefinitions(agentDir, behaviourFiles, imported, load.loaded);
   const hashed = new Set([...behaviourFiles, ...imported]);
   const sources = await Promise.all([...hashed].sort().map((file) => hashSource(agentDir, file)));
 

@@ -54,3 +54,42 @@ export async function refuseNestedDefinitions(agentDir: string, load: ReturnType
     });
   }
 }
+
+/** Where the build reads each helper's definition from (one letter off, it reads nothing). */
+const READ_FROM: Record<string, string> = {
+  defineTool: "tools/<name>.ts",
+  disableTool: "tools/<name>.ts",
+  defineHook: "hooks/<name>.ts",
+  defineChannel: "channels/<name>.ts",
+  defineAutomation: "automations/<name>.ts",
+  defineMcpConnection: "connections/<name>.ts",
+  defineOpenApiConnection: "connections/<name>.ts",
+  defineHttpConnection: "connections/<name>.ts",
+  defineRunResolver: "resolvers.ts",
+  defineInstrumentation: "instrumentation.ts",
+  defineGateway: "gateway.ts",
+  defineSandbox: "sandbox.ts",
+  defineAgent: "agent.ts (a subagent's: subagents/<name>/agent.ts)",
+  defineContext: "context.ts, set as agent.ts's context:",
+};
+const DEFAULT_DEFINITION = new RegExp(`\\bexport\\s+default\\s+(${Object.keys(READ_FROM).join("|")})\\s*\\(`);
+
+/**
+ * Refuse a file the build never read that default-exports a definition: `resolver.ts` for
+ * resolvers.ts, `hook/audit.ts` for hooks/, a root `channel.ts`. It builds, and is never used:
+ * a resolver restricting a caller's tools would silently not apply. Decided from the source
+ * text alone (`export default defineX(`), so no file outside the agent's parts is run at build;
+ * a definition written another way is not caught. `loaded` holds the absolute paths the build
+ * loaded, `imported` what those import (helpers, whatever they export).
+ */
+export async function refuseUnreadDefinitions(agentDir: string, files: readonly string[], imported: readonly string[], loaded: ReadonlySet<string>): Promise<void> {
+  const read = new Set(imported);
+  for (const file of files) {
+    if (read.has(file) || loaded.has(join(agentDir, file)) || DECLARATIONS.test(file) || !SOURCE_EXTENSIONS.some((ext) => file.endsWith(ext))) continue;
+    const helper = DEFAULT_DEFINITION.exec(await readFile(join(agentDir, file), "utf8"))?.[1];
+    if (helper === undefined) continue;
+    throw new AssemblyLineError("AL_ERR_AGENT_FOLDER", `${file} default-exports ${helper}(...), but the build never reads ${file}: what it defines would never be used`, {
+      fix: `Move it to ${READ_FROM[helper]}, where the build reads it; a file elsewhere holds helper code only.`,
+    });
+  }
+}
