@@ -63,6 +63,13 @@ export async function runStep<T>(
     await scope.journal.record(scope.runId, "durable_step.replayed", { key, metadata: existing.metadata });
     return existing.result as T;
   }
+  // Checked before the body runs: a refusal after it would leave its side effect done and unrecorded.
+  const metadataProblem = options.metadata === undefined ? undefined : findNonJson(options.metadata, `ctx.step("${key}") metadata`);
+  if (metadataProblem) {
+    throw new AssemblyLineError("AL_ERR_STEP_RESULT", metadataProblem, {
+      fix: "Pass plain JSON (objects, arrays, strings, finite numbers, booleans, null) as ctx.step's metadata.",
+    });
+  }
   await beforeRunning?.();
   // Recorded with the completion so telemetry can time the step in any process.
   const startedAt = isoTimestamp();

@@ -3,7 +3,7 @@ import { digestJson } from "../canonical-json.js";
 import { RUNTIME_FILESYSTEM } from "../filesystem/context-access.js";
 import { findNonJson } from "../json-check.js";
 import { changeGate, type ChangeApprovalSuspension } from "./change-approval.js";
-import { QuestionSuspension } from "./question.js";
+import { QuestionSuspension, questionProblem } from "./question.js";
 import { SKILL_ACTIVATION } from "./run-access.js";
 import { isSubagentSuspension, type SubagentSuspension } from "../subagents/suspension.js";
 import { dropUndefined } from "./journal.js";
@@ -46,6 +46,11 @@ export function createToolContext(
     signal: scope.signal,
     async askQuestion(question, options) {
       refuseWhilePaused();
+      // Checked here, where the tool can still catch it: the store would refuse the question only once the run pauses.
+      const problem = questionProblem(question, options);
+      if (problem) {
+        throw new AssemblyLineError("AL_ERR_TOOL_OUTPUT", problem, { fix: "Ask a string question; pass choices as an array of strings and metadata as plain JSON." });
+      }
       const suspension = new QuestionSuspension(question, options);
       // Remembered so a tool that catches the throw still pauses the run.
       asked.question = suspension;
