@@ -48,7 +48,14 @@ export async function defaultPiHarness(models?: PiModelCatalog): Promise<AgentHa
   return {
     name: PI_ENGINE_NAME,
     runTurn: async (input, ctx) => {
-      harness ??= loadPi().then((pi) => pi.piAgentHarness({}));
+      if (!harness) {
+        const made = loadPi().then((pi) => pi.piAgentHarness({}));
+        // Like loadPi's, a failed load is not kept: the next run tries again (after `npm install`).
+        made.catch(() => {
+          if (harness === made) harness = undefined;
+        });
+        harness = made;
+      }
       return (await harness).runTurn(input, ctx);
     },
   };

@@ -38,7 +38,8 @@ export function apiKeyVariable(provider: string): string {
 /**
  * The key for one model call. `undefined` means the provider authenticates with
  * ambient credentials (AWS profile, Google ADC) and pi-ai should not get a key.
- * Order: host `apiKeys[provider]`, the entry's `apiKeyEnv`, the provider's usual variable.
+ * Order: host `apiKeys[provider]`, the entry's `apiKeyEnv`, the provider's usual variable,
+ * then the other credentials pi-ai reads for the provider.
  */
 export function resolvePiApiKey(spec: string, model: Model<Api>, options: PiHarnessOptions): string | undefined {
   const hostKey = options.apiKeys?.[model.provider];
@@ -47,7 +48,9 @@ export function resolvePiApiKey(spec: string, model: Model<Api>, options: PiHarn
   const entryVariable = options.models?.[spec]?.apiKeyEnv;
   if (entryVariable === false) return NO_API_KEY;
   const variable = entryVariable ?? apiKeyVariable(model.provider);
-  const fromEnv = entryVariable ? process.env[entryVariable] : (getEnvApiKey(model.provider) ?? process.env[variable]);
+  // The declared variable first: pi-ai prefers others (ANTHROPIC_OAUTH_TOKEN, which also makes its requests
+  // pose as Claude Code; GH_TOKEN for github-copilot) and is asked only when it is unset.
+  const fromEnv = entryVariable ? process.env[entryVariable] : process.env[variable] || getEnvApiKey(model.provider);
   if (fromEnv === AMBIENT_CREDENTIALS) return undefined;
   if (fromEnv) return fromEnv;
 

@@ -20,7 +20,10 @@ export interface ModelCallRequest {
   onTextDelta(delta: string): void;
   /** What was streamed of the reply is void: the call is asked again after part of it was streamed. */
   onTextRestart(): void;
-  /** An attempt that failed after the provider reported usage for it (Anthropic does at the stream's start): it is billed all the same. */
+  /**
+   * An attempt that failed or was aborted after the provider reported usage for it
+   * (Anthropic does at the stream's start): it is billed all the same.
+   */
   onFailedAttemptUsage?(message: AssistantMessage): Promise<void>;
   logger: RuntimeLogger;
 }
@@ -120,7 +123,11 @@ async function attemptModelCall(request: ModelCallRequest): Promise<ModelCallRep
     }
     return events.result();
   });
-  if (signal.aborted || message.stopReason === "aborted") throw signal.reason ?? new Error(message.errorMessage ?? "aborted");
+  if (signal.aborted || message.stopReason === "aborted") {
+    // Billed all the same: the prompt's tokens reported before the abort, or a reply that ended as it came.
+    if (hasUsage(message)) await request.onFailedAttemptUsage?.(message);
+    throw signal.reason ?? new Error(message.errorMessage ?? "aborted");
+  }
   if (message.stopReason === "error") {
     if (hasUsage(message)) await request.onFailedAttemptUsage?.(message);
     // Redacted before anything reads it: the message reaches the run's error, `model.failed`, logs and failure deliveries.

@@ -2,6 +2,7 @@ import { AssemblyLineError } from "@assemblyline-agents/core";
 import { getApiProvider, getApiProviders, getModels, getProviders, type Api, type Model } from "@mariozechner/pi-ai";
 import type { PiModelCatalog, PiModelEntry } from "./options.js";
 
+/** pi-ai's Model requires a context window; the engine reads none (a models entry may not set it). */
 const DEFAULT_CONTEXT_WINDOW = 128_000;
 const DEFAULT_MAX_TOKENS = 16_384;
 

@@ -29,6 +29,12 @@ export interface PiModelEntry {
   id?: string;
   /** Provider name used for API-key lookup and usage records. Default: the spec before the first `/`. */
   provider?: string;
+  /**
+   * Model name. pi-ai matches it as well as `id` for features of amazon-bedrock
+   * models: a name with "claude" marks an application inference profile (whose
+   * ARN names no model) as Claude, for prompt caching and thinking. Default:
+   * the catalog's name, or the spec for a new model.
+   */
   name?: string;
   /** Whether the model supports reasoning/thinking. Default false. */
   reasoning?: boolean;
@@ -36,8 +42,6 @@ export interface PiModelEntry {
   input?: ("text" | "image")[];
   /** USD per million tokens; feeds `costUsd` of usage records. Missing prices count as 0. */
   cost?: { input?: number; output?: number; cacheRead?: number; cacheWrite?: number };
-  /** Default 128000. */
-  contextWindow?: number;
   /** Default 16384. */
   maxTokens?: number;
   /** Extra HTTP headers sent with every request. */

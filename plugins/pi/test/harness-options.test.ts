@@ -26,6 +26,12 @@ describe("piAgentHarness's options, checked against config.schema.json", () => {
     expect(refusal).toThrow(/baseUrl, not baseURL/);
   });
 
+  it("refuses contextWindow by name as not supported yet, rather than accepting a size it would never act on", () => {
+    const refusal = () => piAgentHarness({ models: { "local/tiny": { ...local, contextWindow: 2048 } } } as never);
+    expect(refusal).toThrow(expect.objectContaining({ code: "AL_ERR_PLUGIN_OPTIONS", details: { spec: "local/tiny", option: "contextWindow" } }));
+    expect(refusal).toThrow(/piAgentHarness: models\["local\/tiny"\]\.contextWindow is not supported yet: the engine neither trims nor refuses a context/);
+  });
+
   it("refuses a retry count that is not a whole number", () => {
     const refusal = () => piAgentHarness({ retry: { maxRetries: 1.5 } });
     expect(refusal).toThrow(refused);
@@ -57,7 +63,6 @@ describe("piAgentHarness's options, checked against config.schema.json", () => {
           reasoning: true,
           input: ["text", "image"],
           cost: { input: 0, output: 0, cacheRead: 0, cacheWrite: 0 },
-          contextWindow: 131_072,
           maxTokens: 8192,
           headers: { "x-trace": "1" },
           compat: {
@@ -114,7 +119,7 @@ describe("piAgentHarness's options, checked against config.schema.json", () => {
     const harnessOptions: Record<keyof PiHarnessOptions, 1> = { models: 1, apiKeys: 1, retry: 1 };
     const retryOptions: Record<keyof PiRetryOptions, 1> = { maxRetries: 1, initialDelayMs: 1, maxDelayMs: 1 };
     const entryFields: Record<keyof PiModelEntry, 1> = {
-      api: 1, baseUrl: 1, id: 1, provider: 1, name: 1, reasoning: 1, input: 1, cost: 1, contextWindow: 1, maxTokens: 1, headers: 1, compat: 1, apiKeyEnv: 1,
+      api: 1, baseUrl: 1, id: 1, provider: 1, name: 1, reasoning: 1, input: 1, cost: 1, maxTokens: 1, headers: 1, compat: 1, apiKeyEnv: 1,
     };
     expect(Object.keys(schema.properties).sort()).toEqual(Object.keys(harnessOptions).sort());
     expect(Object.keys(schema.properties.retry.properties).sort()).toEqual(Object.keys(retryOptions).sort());

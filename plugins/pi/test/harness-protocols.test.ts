@@ -308,6 +308,29 @@ describe.each([openAIChat, anthropicMessages])("pi harness against $name", (prot
     expect(shown).not.toContain(basic.slice(6));
   });
 
+  it("never shows the credentials inside a configured auth header when a gateway echoes them without the scheme", async () => {
+    const token = "cfgw-secret-token-0123456789";
+    const password = "proxy-pass-98765";
+    const headers = {
+      "cf-aig-authorization": `Bearer ${token}`,
+      "proxy-authorization": `Basic ${Buffer.from(`agent:${password}`).toString("base64")}`,
+      // Parts this short are left alone: "admin" is likelier a word of the message than what leaked.
+      "x-short-authorization": `Basic ${Buffer.from("bot:admin").toString("base64")}`,
+    };
+    server.error(401, `gateway: invalid token ${token}; proxy refused agent:${password} (password ${password}) at the admin console`);
+    const models = protocol.models(server.baseUrl);
+    const ctx = new JournalHarnessContext("run_1", tools);
+
+    const failure = await harness({ models: { [protocol.spec]: { ...models[protocol.spec], headers } } }).runTurn(turnInput(protocol.spec), ctx).catch((e: unknown) => e);
+
+    expect(server.requests[0]!.headers["cf-aig-authorization"]).toBe(`Bearer ${token}`);
+    expect(isAssemblyLineError(failure, "AL_ERR_MODEL_PROVIDER")).toBe(true);
+    const shown = JSON.stringify({ message: (failure as Error).message, logs: ctx.logs });
+    expect(shown).toContain("invalid token [redacted]; proxy refused [redacted] (password [redacted]) at the admin console");
+    expect(shown).not.toContain(token);
+    expect(shown).not.toContain(password);
+  });
+
   it("never shows the query of the base URL when the provider echoes the request URL", async () => {
     const models = protocol.models(`${server.baseUrl}?key=query-secret-42`);
     const ctx = new JournalHarnessContext("run_1", tools);
@@ -397,6 +420,19 @@ describe.each([openAIChat, anthropicMessages])("pi harness against $name", (prot
     expect(ctx.deltas).toEqual(["Once upon"]);
     expect(ctx.journal.size).toBe(0);
     expect(server.requests).toHaveLength(1);
+  }, 10_000);
+
+  it("records the usage the provider reported before the run's signal aborted the call", async () => {
+    const controller = new AbortController();
+    server.enqueue({ kind: "stream", text: ["Once upon", " a time"], usage: { inputTokens: 5000, outputTokens: 10 }, holdAfter: { events: 1, until: new Promise(() => undefined) } });
+    const ctx = new JournalHarnessContext("run_1", tools, { signal: controller.signal });
+    ctx.onTextDelta = () => controller.abort(new Error("run cancelled"));
+
+    const failure = await harness().runTurn(turnInput(protocol.spec), ctx).catch((e: unknown) => e);
+
+    expect((failure as Error).message).toBe("run cancelled");
+    // Anthropic reports (and bills) the prompt's tokens when the stream opens; OpenAI reports usage only at the end.
+    expect([...ctx.usage.values()].map((u) => u.inputTokens)).toEqual(protocol === anthropicMessages ? [5000] : []);
   }, 10_000);
 
   it("answers none of a reply's remaining tool calls once the run's signal aborts", async () => {

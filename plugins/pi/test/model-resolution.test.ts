@@ -87,7 +87,9 @@ describe("resolvePiModel", () => {
 });
 
 describe("resolvePiApiKey", () => {
-  const saved = { OPENAI_API_KEY: process.env.OPENAI_API_KEY, LOCAL_API_KEY: process.env.LOCAL_API_KEY, MY_LLM_KEY: process.env.MY_LLM_KEY };
+  const saved = Object.fromEntries(
+    ["OPENAI_API_KEY", "LOCAL_API_KEY", "MY_LLM_KEY", "ANTHROPIC_API_KEY", "ANTHROPIC_OAUTH_TOKEN"].map((name) => [name, process.env[name]]),
+  );
   afterEach(() => {
     for (const [name, value] of Object.entries(saved)) {
       if (value === undefined) delete process.env[name];
@@ -99,6 +101,16 @@ describe("resolvePiApiKey", () => {
   it("reads the provider's usual variable", () => {
     process.env.OPENAI_API_KEY = "sk-env";
     expect(resolvePiApiKey("openai/gpt-4o-mini", resolvePiModel("openai/gpt-4o-mini"), {})).toBe("sk-env");
+  });
+
+  it("reads the declared ANTHROPIC_API_KEY before ANTHROPIC_OAUTH_TOKEN, which pi-ai would prefer", () => {
+    const spec = "anthropic/claude-haiku-4-5";
+    process.env.ANTHROPIC_API_KEY = "sk-ant-api-declared";
+    process.env.ANTHROPIC_OAUTH_TOKEN = "sk-ant-oat01-other";
+    expect(resolvePiApiKey(spec, resolvePiModel(spec), {})).toBe("sk-ant-api-declared");
+    // Unset, the declared variable leaves the key to the other credentials pi-ai knows.
+    delete process.env.ANTHROPIC_API_KEY;
+    expect(resolvePiApiKey(spec, resolvePiModel(spec), {})).toBe("sk-ant-oat01-other");
   });
 
   it("names <PROVIDER>_API_KEY for a custom provider, and how to declare a keyless server", () => {
