@@ -10,8 +10,8 @@ const VARIABLE_NAME = /^[A-Za-z_][A-Za-z0-9_]*$/;
 /**
  * Refuse exec options a sandbox would ignore or misread: an unknown key (`timeout`
  * ran with the default), an `env` that is not an object of variable names to strings (a name
- * `A=B` set A to `B=...`, a name with a space vanished, a number went in as text), a
- * `timeoutMs` no timer can wait (0, or past 24.8 days: it fired at once), a `maxOutputBytes`
+ * `A=B` set A to `B=...`, a name with a space vanished, a number went in as text) or holds
+ * a NUL byte (no process can be given one), a `timeoutMs` no timer can wait (0, or past 24.8 days: it fired at once), a `maxOutputBytes`
  * that is no byte count, a `cwd` that is no text. Where `cwd` leads is each sandbox's own to check.
  */
 export function checkExecOptions(options: unknown): SandboxExecOptions {
@@ -37,6 +37,8 @@ export function checkExecOptions(options: unknown): SandboxExecOptions {
     for (const [name, value] of Object.entries(env as Record<string, unknown>)) {
       if (!VARIABLE_NAME.test(name)) refuse(`option env has the name ${JSON.stringify(name)}, not a variable name`, "Use names of letters, digits and _, not starting with a digit.");
       if (typeof value !== "string") refuse(`option env.${name} is ${JSON.stringify(value) ?? String(value)}, not a string`, `Pass ${name}'s value as a string.`);
+      // Else Node throws its own TypeError, and Docker reports it as a command's output, as if the command had run.
+      if ((value as string).includes("\0")) refuse(`option env.${name} holds a NUL byte, which no process environment can carry`, `Remove the NUL byte from ${name}'s value; pass binary data in a file instead.`);
     }
   }
   return record as SandboxExecOptions;

@@ -15,6 +15,7 @@ export * from "./hook.js";
 export * from "./channel.js";
 export * from "./sandbox.js";
 export * from "./exec-options.js";
+export * from "./write-content.js";
 export * from "./sandbox-scripts/index.js";
 export * from "./hosted-sandbox/index.js";
 export * from "./gateway.js";

@@ -298,14 +298,46 @@ describe("LocalSandbox paths", () => {
     }
   });
 
-  it("says the workspace is gone without naming its host folder", async () => {
+  it("makes /workspace again for the next call when a command removed it", async () => {
+    const { adapter, box } = await sandbox();
+    await box.writeFile("old.txt", "x");
+    expect((await box.exec("cd .. && rm -rf workspace")).exitCode).toBe(0);
+    await box.writeFile("a.txt", "after");
+    expect((await box.exec("cat a.txt")).stdout).toBe("after");
+    expect(await box.listFiles("/workspace")).toEqual([{ path: "/workspace/a.txt", type: "file", size: 5 }]);
+    // The sandbox's whole folder too (HOME and TMPDIR with it).
+    expect((await box.exec('cd "$WORKSPACE/../.." && rm -rf run-1')).exitCode).toBe(0);
+    expect(await box.listFiles("/workspace")).toEqual([]);
+    expect((await box.exec('echo hi > "$HOME/h" && cat "$HOME/h"')).stdout).toBe("hi\n");
+    expect(await adapter.acquire("run-1")).toBe(box);
+  });
+
+  it("says the workspace is gone without naming its host folder when something in its place keeps it from being made again", async () => {
     const { adapter, box, root } = await sandbox();
-    await rm(join(adapter.folderFor("run-1"), "workspace"), { recursive: true });
+    const workspace = join(adapter.folderFor("run-1"), "workspace");
+    await rm(workspace, { recursive: true });
+    await symlink(join(root, "nowhere"), workspace);
     for (const call of [() => box.readFile("a.txt"), () => box.writeFile("a.txt", "x"), () => box.listFiles("/workspace"), () => box.exec("true")]) {
       const error = await refusal(call());
       expect(isAssemblyLineError(error, "AL_ERR_SANDBOX_UNAVAILABLE"), String(error)).toBe(true);
       for (const text of [String(error), JSON.stringify(error)]) expect(text).not.toContain(root);
     }
+    expect(existsSync(join(root, "nowhere")), "nothing made through the symlink").toBe(false);
+  });
+
+  it("refuses write content that is neither a string nor a Uint8Array before touching the file, which keeps its bytes", async () => {
+    const { box } = await sandbox();
+    await box.writeFile("keep.txt", "precious");
+    for (const content of [null, undefined, 42, {}, new ArrayBuffer(4), new Uint16Array(2)]) {
+      const error = await refusal(box.writeFile("keep.txt", content as never));
+      const kind = Object.prototype.toString.call(content);
+      expect(isAssemblyLineError(error, "AL_ERR_SANDBOX_DEFINITION"), `${kind}: ${String(error)}`).toBe(true);
+      expect((error as Error).message, kind).toContain("not a string or a Uint8Array");
+      expect(new TextDecoder().decode(await box.readFile("keep.txt")), kind).toBe("precious");
+    }
+    expect(await box.listFiles("/workspace"), "nothing made for a refused write").toEqual([{ path: "/workspace/keep.txt", type: "file", size: 8 }]);
+    await box.writeFile("keep.txt", Buffer.from("bytes"));
+    expect(new TextDecoder().decode(await box.readFile("keep.txt"))).toBe("bytes");
   });
 
   it("deletes files and folders, and treats a missing path as already deleted", async () => {
@@ -436,6 +468,16 @@ describe("LocalSandbox exec", () => {
     const { box } = await sandbox();
     const result = await box.exec("printf 'aé'", { maxOutputBytes: 2 });
     expect(result).toMatchObject({ stdout: "a", truncated: true });
+  });
+
+  it("refuses a NUL byte in the command or in an env value, which no process can be given, naming the variable", async () => {
+    const { box } = await sandbox();
+    const command = await refusal(box.exec("echo hi\0there"));
+    expect(isAssemblyLineError(command, "AL_ERR_SANDBOX_DEFINITION"), String(command)).toBe(true);
+    expect((command as Error).message).toContain("command holds a NUL byte");
+    const env = await refusal(box.exec("echo hi", { env: { GREETING: "x\0y" } }));
+    expect(isAssemblyLineError(env, "AL_ERR_SANDBOX_DEFINITION"), String(env)).toBe(true);
+    expect((env as Error).message).toContain("env.GREETING holds a NUL byte");
   });
 
   it("gives commands a small environment: no host secrets, its own HOME, plus env", async () => {

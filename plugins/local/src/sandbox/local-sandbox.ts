@@ -1,4 +1,4 @@
-import { AssemblyLineError, SANDBOX_COMMAND_MARK_VARIABLE, checkExecOptions, type ExecResult, type Sandbox, type SandboxExecOptions } from "@assemblyline-agents/core";
+import { AssemblyLineError, SANDBOX_COMMAND_MARK_VARIABLE, checkExecOptions, checkWriteContent, type ExecResult, type Sandbox, type SandboxExecOptions } from "@assemblyline-agents/core";
 import type { ChildProcess } from "node:child_process";
 import { constants } from "node:fs";
 import { lstat, mkdir, open, readdir, readlink, realpath, rename, rm, stat } from "node:fs/promises";
@@ -99,10 +99,14 @@ export class LocalSandbox implements Sandbox {
     await Promise.allSettled(this.calls);
   }
 
-  /** Starts `call` if the sandbox is live, counted among the calls on their way until it settles. */
+  /**
+   * Starts `call` if the sandbox is live, counted among the calls on their way until it settles,
+   * after making the workspace folder again if a command removed it (`cd .. && rm -rf workspace`):
+   * acquiring the key again returns this same sandbox, so nothing else would.
+   */
   private whileLive<T>(call: () => Promise<T>): Promise<T> {
     this.assertLive();
-    const pending = call();
+    const pending = this.remakeWorkspace().then(call);
     this.calls.add(pending);
     const settled = () => this.calls.delete(pending);
     pending.then(settled, settled);
@@ -120,6 +124,8 @@ export class LocalSandbox implements Sandbox {
 
   async #writeFile(path: string, content: Uint8Array | string): Promise<void> {
     const { logical, relative } = parseWorkspacePath(path);
+    // Before the file is opened: the write truncates it first.
+    checkWriteContent(content, logical);
     if (relative === "") throw fsError(systemError("EISDIR"), "write", logical);
     try {
       const target = await this.resolveForWrite(join(this.folders.workspace, relative), path);
@@ -178,6 +184,8 @@ export class LocalSandbox implements Sandbox {
 
   async #exec(command: string, options: SandboxExecOptions): Promise<ExecResult> {
     if (typeof command !== "string") throw new AssemblyLineError("AL_ERR_SANDBOX_DEFINITION", "exec(command): command is not a string", { fix: "Pass a shell command line." });
+    // No process can be given an argument holding NUL: refused here rather than as Node's own TypeError.
+    if (command.includes("\0")) throw new AssemblyLineError("AL_ERR_SANDBOX_DEFINITION", "exec(command): command holds a NUL byte, which no process argument can carry", { fix: "Remove the NUL byte from the command; write binary data to a file and have the command read it." });
     checkExecOptions(options);
     const timeoutMs = options.timeoutMs ?? this.defaults.timeoutMs;
     const maxOutputBytes = options.maxOutputBytes ?? this.defaults.maxOutputBytes;
@@ -230,6 +238,15 @@ export class LocalSandbox implements Sandbox {
         await this.records.remove(pid);
       }
     }
+  }
+
+  /**
+   * mkdir never follows a symlink put in the folder's place, and each call's escape
+   * checks still apply. When it cannot (something else is in the folder's place),
+   * the call itself reports the workspace gone.
+   */
+  private async remakeWorkspace(): Promise<void> {
+    await mkdir(this.folders.workspace, { recursive: true, mode: 0o700 }).catch(() => undefined);
   }
 
   private assertLive(): void {

@@ -34,7 +34,7 @@ export const MISSING = new Set(["ENOENT", "ENOTDIR"]);
 /** Names no host folder: the message may reach the model. */
 export function workspaceGone(): AssemblyLineError {
   return new AssemblyLineError("AL_ERR_SANDBOX_UNAVAILABLE", `the sandbox's ${WORKSPACE} folder no longer exists on the host`, {
-    fix: "The sandbox was released or its folder removed; acquire the sandbox again.",
+    fix: `Run the call again: the sandbox makes ${WORKSPACE} again when a command removed it. If it keeps failing, something on the host is in the folder's place: release the sandbox (its folder is removed) and acquire it again.`,
     details: { path: WORKSPACE },
   });
 }
