@@ -45,6 +45,11 @@ function checkOptions(options: unknown): void {
     const actual = value === null ? "null" : Array.isArray(value) ? "array" : typeof value;
     if (actual !== expected) fail(`option ${key} must be a${expected === "object" ? "n" : ""} ${expected}, got ${actual}`, `Pass ${key} as a${expected === "object" ? "n" : ""} ${expected}, or leave it out.`);
   }
+  // Anything else (a { host, port } object meant as connection options) would fail later, as a bare TypeError.
+  const client = given.client as Record<string, unknown> | undefined;
+  if (client !== undefined && (typeof client.defineCommand !== "function" || typeof client.evalsha !== "function")) {
+    fail("option client is not an ioredis client (it has no defineCommand and evalsha)", "Pass an ioredis Redis or Cluster (new Redis(url), new Cluster(nodes)), or leave client out and pass url.");
+  }
   if (given.url === "") fail("option url is empty", "Pass a redis:// URL, or leave url out to read REDIS_URL.");
   // Both shape the store's own connection: a client given is used as it was built.
   for (const own of ["url", "commandTimeoutMs"]) {

@@ -174,6 +174,21 @@ describe("redisRateLimiterStore options", () => {
     client.disconnect();
   });
 
+  it("refuses a client that is not an ioredis client, naming the option, instead of failing later with a TypeError", () => {
+    // Connection options passed as client, where the Redis built from them belongs.
+    for (const client of [{}, { host: "127.0.0.1", port: 6379 }]) {
+      let error: unknown;
+      try {
+        redisRateLimiterStore({ client } as never);
+      } catch (caught) {
+        error = caught;
+      }
+      expect(isAssemblyLineError(error, "AL_ERR_PLUGIN_OPTIONS"), String(error)).toBe(true);
+      expect((error as Error).message).toContain("option client is not an ioredis client");
+      expect((error as { fix: string }).fix).toContain("ioredis Redis or Cluster");
+    }
+  });
+
   it("refuses a url or REDIS_URL that is not a redis:// or rediss:// address, without showing it", () => {
     const refusal = (options: Record<string, unknown>) => {
       try {

@@ -4,7 +4,7 @@ import { AssemblyLineError, MAX_TIMER_MS, isTimerDelay, quotedUrl } from "@assem
 export interface S3BlobOptions {
   /** The bucket; default: the first set variable of `bucketEnv`. */
   bucket?: string;
-  /** An S3-compatible endpoint (R2, MinIO, s3rver); default: `$S3_ENDPOINT`, else AWS's own. */
+  /** An S3-compatible endpoint (R2, MinIO, s3rver); default: the first set variable of `endpointEnv`, else AWS's own. */
   endpoint?: string;
   /** Default: `$AWS_REGION` (an empty one counts as unset), else `us-east-1` (R2: `auto`). */
   region?: string;
@@ -46,7 +46,8 @@ export const S3_ENV = {
   accessKeyIdEnv: ["AWS_ACCESS_KEY_ID"],
   secretAccessKeyEnv: ["AWS_SECRET_ACCESS_KEY"],
   sessionTokenEnv: ["AWS_SESSION_TOKEN"],
-  endpointEnv: ["S3_ENDPOINT"],
+  // The AWS SDK's own variables, read here so the store's env, path-style default and errors apply to them.
+  endpointEnv: ["S3_ENDPOINT", "AWS_ENDPOINT_URL_S3", "AWS_ENDPOINT_URL"],
 } as const;
 
 export const R2_ENV = {
@@ -128,6 +129,10 @@ export function resolveS3StoreSettings(given: S3BlobOptions, env: Record<string,
 export function resolveS3Settings(given: S3BlobOptions, env: Record<string, string | undefined>): ResolvedS3Settings {
   const options = withDefaultVariables(given);
   const { bucket, prefix, multipartThresholdBytes, partSizeBytes } = storeSettings(options, env);
+  // A string would reach the SDK as is, which reads any non-empty one ("false" too) as true.
+  if (options.forcePathStyle !== undefined && typeof options.forcePathStyle !== "boolean") {
+    throw configError(`forcePathStyle ${JSON.stringify(options.forcePathStyle)} is not true or false`, "Pass forcePathStyle: true or false (a boolean, not a string), or omit it: true with an endpoint.");
+  }
   const endpointVariable = options.endpoint === undefined ? (options.endpointEnv ?? []).find((name) => env[name] !== undefined && env[name] !== "") : undefined;
   let endpoint = options.endpoint ?? (endpointVariable === undefined ? undefined : env[endpointVariable]);
   if (endpoint === undefined && options.accountIdEnv) {
@@ -182,10 +187,12 @@ function withDefaultVariables(given: S3BlobOptions): S3BlobOptions {
 }
 
 function storeSettings(options: S3BlobOptions, env: Record<string, string | undefined>): S3StoreSettings {
-  const bucket = options.bucket ?? firstSet(env, options.bucketEnv);
-  if (!bucket) {
+  const bucketVariable = options.bucket === undefined ? (options.bucketEnv ?? []).find((name) => env[name] !== undefined && env[name] !== "") : undefined;
+  const bucket = options.bucket ?? (bucketVariable === undefined ? undefined : env[bucketVariable]);
+  if (bucket === undefined) {
     throw configError(`no bucket: options.bucket is not given and ${(options.bucketEnv ?? []).join(", ") || "no bucket variable"} is unset`, `Pass { bucket: "my-bucket" } or set ${options.bucketEnv?.[0] ?? "S3_BUCKET"}.`);
   }
+  checkBucket(bucket, bucketVariable);
   const partSizeBytes = options.partSizeBytes ?? DEFAULT_PART_SIZE;
   if (!Number.isInteger(partSizeBytes) || partSizeBytes < S3_MINIMUM_PART_SIZE || partSizeBytes > S3_MAXIMUM_PART_SIZE) {
     throw configError(`partSizeBytes ${partSizeBytes} is not a whole number of bytes from S3's 5 MiB minimum part size to its 5 GiB maximum`, `Use ${S3_MINIMUM_PART_SIZE} to ${S3_MAXIMUM_PART_SIZE}, e.g. the default ${DEFAULT_PART_SIZE}.`);
@@ -195,6 +202,29 @@ function storeSettings(options: S3BlobOptions, env: Record<string, string | unde
     throw configError(`multipartThresholdBytes ${multipartThresholdBytes} is not a positive integer`, "Use a byte count such as 8388608.");
   }
   return { bucket, prefix: checkPrefix(options.prefix ?? ""), multipartThresholdBytes, partSizeBytes };
+}
+
+/**
+ * Only names no S3-compatible service takes are refused, so a bad one fails here and not on the first
+ * request as an outage: the widest rule in use (AWS's legacy us-east-1 names, Ceph's relaxed names) is
+ * 1 to 255 letters, digits, ".", "-" and "_". The service checks the rest (AWS's own rule today:
+ * 3 to 63 lowercase letters, digits, dots and hyphens), since other servers take names it does not.
+ */
+function checkBucket(bucket: unknown, variable: string | undefined): void {
+  const shown = `bucket ${JSON.stringify(bucket)}${variable === undefined ? "" : ` (from ${variable})`}`;
+  const fix = `Use the bucket's name alone, e.g. "agent-files" (AWS: 3 to 63 lowercase letters, digits, dots and hyphens).`;
+  if (typeof bucket !== "string" || bucket === "") throw configError(`${shown} is not a non-empty string`, fix);
+  const slash = bucket.search(/[/\\]/);
+  if (slash !== -1) {
+    const [name, folder] = [bucket.slice(0, slash), bucket.slice(slash + 1).replace(/[/\\]+$/, "")];
+    throw configError(`${shown} holds a "${bucket[slash]}": a bucket name is one name, not a path`, `Put the folder in prefix: { bucket: ${JSON.stringify(name)}, prefix: ${JSON.stringify(`${folder}/`)} }.`);
+  }
+  if (bucket.length > 255) throw configError(`${shown} is ${bucket.length} characters long; no S3 service takes more than 255`, fix);
+  const other = /[^A-Za-z0-9._-]/u.exec(bucket)?.[0];
+  if (other !== undefined) {
+    const named = /\s/.test(other) ? "whitespace" : `${JSON.stringify(other)} (U+${other.codePointAt(0)!.toString(16).toUpperCase().padStart(4, "0")})`;
+    throw configError(`${shown} holds ${named}; bucket names are letters, digits, ".", "-" and "_"`, fix);
+  }
 }
 
 /**
@@ -290,6 +320,9 @@ function checkPrefix(prefix: string): string {
   }
   // As in keys: a listing may not return a control character as written.
   if (/[\u0000-\u001f]/.test(prefix)) throw configError(`prefix ${JSON.stringify(prefix)} contains a control character (U+0000 to U+001F)`, 'Use printable "/"-separated names, e.g. "agents/support/".');
+  // As in keys: "\" is no separator, and a lone surrogate has no UTF-8 form to send.
+  if (prefix.includes("\\")) throw configError(`prefix ${JSON.stringify(prefix)} contains "\\"`, 'Separate segments with "/", e.g. "agents/support/".');
+  if (/\p{Surrogate}/u.test(prefix)) throw configError(`prefix ${JSON.stringify(prefix)} is not well-formed Unicode (it holds a lone surrogate, which has no UTF-8 form)`, 'Use "/"-separated names, e.g. "agents/support/".');
   if (prefix.slice(0, -1).split("/").some((segment) => segment === "" || segment === "." || segment === "..")) {
     throw configError(`prefix ${JSON.stringify(prefix)} has an empty, "." or ".." segment`, 'Use "/"-separated names, e.g. "agents/support/".');
   }

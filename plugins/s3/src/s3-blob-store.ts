@@ -76,11 +76,23 @@ export class S3BlobStore implements BlobStore {
     return { key, size: bytes.byteLength };
   }
 
-  /** Store a stream of unknown length; always a multipart upload, buffering one part at a time. */
+  /**
+   * Store a stream of unknown length, buffering one part at a time. A failure of the stream itself
+   * (its own error, a chunk that is not bytes) reaches the caller as it is, not as the service failing.
+   */
   async putStream(key: string, body: Readable | AsyncIterable<Uint8Array>, options: { contentType?: string } = {}): Promise<{ key: string }> {
     const objectKey = this.objectKey(key);
     const contentType = blobContentType(key, options.contentType);
-    await this.upload(objectKey, body instanceof Readable ? body : Readable.from(body), contentType, key);
+    const source = new CopiedChunks(key, body);
+    try {
+      await this.upload(objectKey, source.stream, contentType, key);
+    } catch (error) {
+      if (source.failed) throw source.failure;
+      throw error;
+    } finally {
+      // After a failed upload the source may be mid-read: stop it, so a file it reads is closed.
+      source.stream.destroy();
+    }
     return { key };
   }
 
@@ -116,6 +128,8 @@ export class S3BlobStore implements BlobStore {
   }
 
   async list(prefix = ""): Promise<string[]> {
+    // No key the store takes holds a lone surrogate, and such a prefix has no UTF-8 form to send.
+    if (typeof prefix === "string" && LONE_SURROGATE.test(prefix)) return [];
     const keys: string[] = [];
     let token: string | undefined;
     do {
@@ -222,6 +236,9 @@ function ownClient(settings: ResolvedS3Settings): S3Client {
     region: settings.region,
     forcePathStyle: settings.forcePathStyle,
     ...(settings.endpoint ? { endpoint: settings.endpoint } : {}),
+    // The endpoint is the one the settings chose (from the store's own env): without this, with none
+    // chosen the SDK would read AWS_ENDPOINT_URL(_S3) from process.env or endpoint_url from ~/.aws/config.
+    ignoreConfiguredEndpointUrls: true,
     ...(settings.credentials ? { credentials: settings.credentials } : {}),
     // Checksums only where S3 requires them: R2 and most S3-compatible servers reject the newer default headers.
     requestChecksumCalculation: "WHEN_REQUIRED",
@@ -229,6 +246,59 @@ function ownClient(settings: ResolvedS3Settings): S3Client {
     // Without these the SDK waits forever on an endpoint that accepts a connection and never answers.
     requestHandler: { connectionTimeout: Math.min(settings.requestTimeoutMs, 10_000), socketTimeout: settings.requestTimeoutMs },
   });
+}
+
+/**
+ * A putStream source as a stream of copies of its chunks. Each chunk is copied as it is taken:
+ * Readable.from reads ahead and lib-storage keeps chunks by reference until a part is full, so a
+ * source that reuses its read buffer (a FileHandle.read loop yielding `buffer.subarray(0, n)`) would
+ * otherwise store its last read in place of the earlier ones. What the source threw, or the refusal
+ * of a chunk that is not bytes, is kept in `failure`, so the caller gets it instead of an S3 error.
+ */
+class CopiedChunks {
+  readonly stream: Readable;
+  failed = false;
+  failure: unknown;
+
+  constructor(key: string, body: unknown) {
+    if (typeof body !== "object" || body === null || ArrayBuffer.isView(body) || !(Symbol.asyncIterator in body || Symbol.iterator in body)) {
+      throw new AssemblyLineError("AL_ERR_STATE_INPUT_INVALID", `blob ${JSON.stringify(key)}: putStream body is ${kindOf(body)}, not a stream of byte chunks`, {
+        fix: "Pass a Readable or an async iterable of Uint8Array chunks; put() takes bytes held in memory.",
+        details: { key },
+      });
+    }
+    this.stream = Readable.from(copies(this.checked(key, body as AsyncIterable<unknown> | Iterable<unknown>)));
+  }
+
+  /**
+   * Only what the source's own iteration throws counts as its failure: the stream, destroyed by a
+   * failed upload, throws an AbortError into `copies`, which ends this generator without a catch.
+   */
+  private async *checked(key: string, body: AsyncIterable<unknown> | Iterable<unknown>): AsyncGenerator<ArrayBufferView> {
+    try {
+      for await (const chunk of body) {
+        if (!ArrayBuffer.isView(chunk)) {
+          throw new AssemblyLineError("AL_ERR_STATE_INPUT_INVALID", `blob ${JSON.stringify(key)}: a chunk of the putStream body is ${kindOf(chunk)}, not bytes`, {
+            fix: "Yield Uint8Array (or Buffer) chunks: a Readable with setEncoding() yields strings, an object-mode stream objects.",
+            details: { key },
+          });
+        }
+        yield chunk;
+      }
+    } catch (error) {
+      this.failed = true;
+      this.failure = error;
+      throw error;
+    }
+  }
+}
+
+async function* copies(chunks: AsyncIterable<ArrayBufferView>): AsyncGenerator<Buffer> {
+  for await (const chunk of chunks) yield Buffer.from(new Uint8Array(chunk.buffer, chunk.byteOffset, chunk.byteLength));
+}
+
+function kindOf(value: unknown): string {
+  return value === null ? "null" : typeof value === "object" ? `a ${(value as object).constructor?.name ?? "object"}` : `a ${typeof value}`;
 }
 
 /**

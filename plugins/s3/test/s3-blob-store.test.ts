@@ -66,6 +66,56 @@ if (!s3rverInstalled()) {
       await store.close();
     });
 
+    it("stores each chunk of a stream as it was when yielded, from a source that reuses its read buffer", async () => {
+      const store = new S3BlobStore({ bucket: BUCKET, endpoint: server.endpoint, prefix: `reuse-${randomUUID()}/`, env: KEYS });
+      // A FileHandle.read loop: every read lands in the same buffer, yielded as a view of it.
+      async function* readsIntoOneBuffer() {
+        const buffer = Buffer.alloc(4);
+        for (const letter of "abcd") {
+          buffer.fill(letter);
+          yield buffer.subarray(0, 4);
+        }
+      }
+      await store.putStream("file.txt", readsIntoOneBuffer());
+      expect(new TextDecoder().decode((await store.get("file.txt"))?.body)).toBe("aaaabbbbccccdddd");
+      await store.close();
+    });
+
+    it("fails putStream with the stream's own error, and refuses a chunk that is not bytes, instead of calling the service unavailable", async () => {
+      const store = new S3BlobStore({ bucket: BUCKET, endpoint: server.endpoint, prefix: `src-${randomUUID()}/`, env: KEYS });
+      const readFailed = new Error("disk read failed");
+      const failing = (async function* () {
+        yield new Uint8Array([1]);
+        throw readFailed;
+      })();
+      expect(await store.putStream("broken.bin", failing).catch((caught: unknown) => caught)).toBe(readFailed);
+      // A Readable with setEncoding() yields strings; put() refuses a string body the same way.
+      for (const body of [Readable.from(["not bytes"]), "not a stream"]) {
+        const error = await store.putStream("text.bin", body as never).catch((caught: unknown) => caught);
+        expect(isAssemblyLineError(error, "AL_ERR_STATE_INPUT_INVALID"), String(error)).toBe(true);
+        expect(String(error)).toContain("a string");
+      }
+      expect(await store.list()).toEqual([]);
+      await store.close();
+    });
+
+    it("stops reading a stream whose upload failed", async () => {
+      const store = new S3BlobStore({ bucket: "al-absent-bucket", endpoint: server.endpoint, partSizeBytes: 5 * 1024 * 1024, env: KEYS });
+      let closed = false;
+      const endless = (async function* () {
+        try {
+          for (;;) yield Buffer.alloc(1024 * 1024);
+        } finally {
+          closed = true;
+        }
+      })();
+      const error = await store.putStream("endless.bin", endless).catch((caught: unknown) => caught);
+      expect(isAssemblyLineError(error, "AL_ERR_BLOB_UNAVAILABLE"), String(error)).toBe(true);
+      await new Promise((resolve) => setImmediate(resolve));
+      expect(closed).toBe(true);
+      await store.close();
+    });
+
     it("lists past one page of 1000 keys", async () => {
       const store = new S3BlobStore({ bucket: BUCKET, endpoint: server.endpoint, prefix: `pg-${randomUUID()}/`, env: KEYS });
       const keys = Array.from({ length: 1005 }, (_, index) => `k/${String(index).padStart(4, "0")}`);
@@ -108,6 +158,8 @@ if (!s3rverInstalled()) {
           expect(isAssemblyLineError(error, "AL_ERR_BLOB_KEY"), `${JSON.stringify(key)}: ${String(error)}`).toBe(true);
         }
       }
+      // No key it takes can start so, as the local store answers.
+      expect(await store.list("notes/\uD800")).toEqual([]);
       expect(commands).toEqual([]);
       client.destroy();
     });
@@ -411,6 +463,46 @@ describe("s3Blob() / r2Blob() settings", () => {
     );
   });
 
+  it("reads the endpoint from S3_ENDPOINT, else the AWS SDK's AWS_ENDPOINT_URL_S3, else AWS_ENDPOINT_URL, in the store's env", () => {
+    const endpointFrom = (env: Record<string, string>) => createS3Blob(s3Blob({ bucket: "media" }), { env }).settings;
+    const all = { S3_ENDPOINT: "http://127.0.0.1:1", AWS_ENDPOINT_URL_S3: "http://127.0.0.1:2", AWS_ENDPOINT_URL: "http://127.0.0.1:3" };
+    expect(endpointFrom(all)).toMatchObject({ endpoint: "http://127.0.0.1:1", forcePathStyle: true });
+    expect(endpointFrom({ ...all, S3_ENDPOINT: "" })).toMatchObject({ endpoint: "http://127.0.0.1:2", forcePathStyle: true });
+    expect(endpointFrom({ AWS_ENDPOINT_URL: "http://127.0.0.1:3" })).toMatchObject({ endpoint: "http://127.0.0.1:3", forcePathStyle: true });
+    expect(() => endpointFrom({ AWS_ENDPOINT_URL_S3: "http://127.0.0.1:2/media" })).toThrow("(from AWS_ENDPOINT_URL_S3) has a path (/media)");
+  });
+
+  it("sends to AWS when no endpoint is set, never to an AWS_ENDPOINT_URL_S3 in process.env that its env does not hold", async () => {
+    const saved = process.env.AWS_ENDPOINT_URL_S3;
+    process.env.AWS_ENDPOINT_URL_S3 = "http://127.0.0.1:9";
+    try {
+      const store = new S3BlobStore({ bucket: "media", env: { AWS_ACCESS_KEY_ID: "k", AWS_SECRET_ACCESS_KEY: "s" } });
+      expect(store.settings.endpoint).toBeUndefined();
+      // Record where the request would go, and stop it there.
+      const client = (store as unknown as { client: S3Client }).client;
+      const hosts: string[] = [];
+      client.middlewareStack.add(
+        () => (args) => {
+          hosts.push(String((args.request as { hostname?: string }).hostname));
+          throw new Error("not sent");
+        },
+        { step: "finalizeRequest", name: "recordHost" },
+      );
+      await store.put("a.txt", new Uint8Array([1])).catch(() => undefined);
+      expect(hosts).toEqual(["media.s3.us-east-1.amazonaws.com"]);
+      await store.close();
+    } finally {
+      if (saved === undefined) delete process.env.AWS_ENDPOINT_URL_S3;
+      else process.env.AWS_ENDPOINT_URL_S3 = saved;
+    }
+  });
+
+  it("leaves bucket names AWS refuses but other S3 services take to the service", () => {
+    // Ceph's relaxed names and AWS's legacy us-east-1 buckets: capitals, underscores, up to 255 characters.
+    for (const bucket of ["Legacy_Bucket.2019", "ab", "b".repeat(255)]) expect(createS3Blob(s3Blob({ bucket }), { env: {} }).settings.bucket).toBe(bucket);
+    expect(() => createS3Blob(s3Blob(), { env: { S3_BUCKET: "media/agents/" } })).toThrow('{ bucket: "media", prefix: "agents/" }');
+  });
+
   it("derives R2's endpoint from R2_ACCOUNT_ID", () => {
     const store = createS3Blob(r2Blob({ bucket: "media" }), { env: { R2_ACCOUNT_ID: "abc123", AWS_ACCESS_KEY_ID: "k", AWS_SECRET_ACCESS_KEY: "s" } });
     expect(store.settings).toMatchObject({ endpoint: "https://abc123.r2.cloudflarestorage.com", region: "auto", forcePathStyle: true, credentials: { accessKeyId: "k", secretAccessKey: "s" } });
@@ -466,6 +558,13 @@ describe("s3Blob() / r2Blob() settings", () => {
     ["a non-URL endpoint", () => createS3Blob(s3Blob({ bucket: "media", endpoint: "localhost:9000" }), { env: {} }), "localhost:9000"],
     ["a prefix without its closing /", () => createS3Blob(s3Blob({ bucket: "media", prefix: "agents/support" }), { env: {} }), '"agents/support/"'],
     ["a prefix with a line break", () => createS3Blob(s3Blob({ bucket: "media", prefix: "agents/\n/" }), { env: {} }), "control character"],
+    ["a prefix with a \\", () => createS3Blob(s3Blob({ bucket: "media", prefix: "agents\\support/" }), { env: {} }), "\\"],
+    ["a prefix with a lone surrogate", () => createS3Blob(s3Blob({ bucket: "media", prefix: "agents/\uD800/" }), { env: {} }), "lone surrogate"],
+    ["a bucket with a folder, from S3_BUCKET", () => createS3Blob(s3Blob(), { env: { S3_BUCKET: "media/agents" } }), 'bucket "media/agents" (from S3_BUCKET) holds a "/"'],
+    ["a bucket with a space", () => createS3Blob(s3Blob({ bucket: "my media" }), { env: {} }), "whitespace"],
+    ["a bucket of over 255 characters", () => createS3Blob(s3Blob({ bucket: "b".repeat(256) }), { env: {} }), "256 characters"],
+    ["a bucket that is not a string", () => createS3Blob(s3Blob({ bucket: 7 as never }), { env: {} }), "bucket 7"],
+    ["forcePathStyle given as a string", () => createS3Blob(s3Blob({ bucket: "media", forcePathStyle: "false" as never }), { env: {} }), "forcePathStyle"],
     ["a prefix with a .. segment", () => createS3Blob(s3Blob({ bucket: "media", prefix: "agents/../other/" }), { env: {} }), "agents/../other/"],
     ["a misspelt option", () => createS3Blob(s3Blob({ bucket: "media", perfix: "agents/" } as never), { env: {} }), "perfix"],
     ["a part above S3's 5 GiB maximum", () => createS3Blob(s3Blob({ bucket: "media", partSizeBytes: 6 * 1024 ** 3 }), { env: {} }), "partSizeBytes"],
