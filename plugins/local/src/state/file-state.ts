@@ -67,6 +67,7 @@ import {
   type UsageFilter,
   type UsageRecord,
   isoTimestamp,
+  isAssemblyLineError,
 } from "@assemblyline-agents/core";
 import { constants } from "node:buffer";
 import { randomUUID } from "node:crypto";
@@ -111,6 +112,10 @@ import { WriteAheadLog, encodeLine } from "./write-ahead-log.js";
  * disk or neither is. Opening replays the snapshot, then log-N, log-(N+1)... in turn,
  * and cuts a torn last record of the last log; a damaged record that records of a later
  * synced write follow is no torn write, and the folder is refused (see WriteAheadLog).
+ * A process that lost the folder's lock (another one took it over, see FolderLock) writes
+ * nothing more to the folder: each batch of log records, fill, cut, compaction step and
+ * recovery first checks that the LOCK file it created is still in place (FolderLock.stillHeld),
+ * and fails its calls with AL_ERR_STATE_LOCKED otherwise; closing it then cuts nothing.
  * A failed write (a full disk) fails its call and every call in flight; the next call
  * cuts the log back to its last synced record and replays the folder into fresh tables,
  * dropping what failed, and goes on (see `recover`), the lock held throughout.
@@ -979,7 +984,8 @@ export class FileStateAdapter implements StateAdapter {
     return durable.then(
       () => answer,
       (error: unknown) => {
-        throw this.logFailedError(error);
+        // A batch refused because the lock was lost (see writableWhileHeld) was never written: no disk failed.
+        throw isAssemblyLineError(error, "AL_ERR_STATE_LOCKED") ? error : this.logFailedError(error);
       },
     );
   }
@@ -1013,8 +1019,9 @@ export class FileStateAdapter implements StateAdapter {
         // A snapshot being written holds only records synced before the failure; it is let finish, or the replay would race its renames.
         await this.compaction;
         await failed.close().catch(() => undefined);
+        this.throwIfLockLost(this.lock!);
         await cutFile(failed.path, failed.syncedBytes);
-        const { tables, generation, log } = await this.replay();
+        const { tables, generation, log } = await this.replay(this.lock!);
         this.tables = tables;
         this.generation = generation;
         this.log = log;
@@ -1023,6 +1030,7 @@ export class FileStateAdapter implements StateAdapter {
         this.lastWriteTo.memory = this.durable;
         this.lastWriteTo.file = this.durable;
       } catch (error) {
+        if (isAssemblyLineError(error, "AL_ERR_STATE_LOCKED")) throw error;
         throw this.logFailedError(failure, error);
       } finally {
         this.recovering = undefined;
@@ -1030,6 +1038,16 @@ export class FileStateAdapter implements StateAdapter {
       }
     })();
     return this.recovering;
+  }
+
+  /** Throw the lost-lock error unless this process still holds the folder's lock (checked now: one fstat). */
+  private throwIfLockLost(lock: FolderLock): void {
+    if (!lock.stillHeld()) throw lock.lostError();
+  }
+
+  /** The log's check before each write: the lost-lock error once `lock` is no longer this process's. */
+  private writableWhileHeld(lock: FolderLock): () => Error | undefined {
+    return () => (lock.stillHeld() ? undefined : lock.lostError());
   }
 
   private logFailedError(failure: unknown, recoveryFailure?: unknown): AssemblyLineError {
@@ -1130,7 +1148,7 @@ export class FileStateAdapter implements StateAdapter {
     await mkdir(this.directory, { recursive: true });
     const lock = await FolderLock.acquire(this.directory);
     try {
-      const { tables, first, generation, log } = await this.replay();
+      const { tables, first, generation, log } = await this.replay(lock);
       this.tables = tables;
       this.generation = generation;
       this.log = log;
@@ -1153,7 +1171,7 @@ export class FileStateAdapter implements StateAdapter {
    * The folder as the disk holds it: the snapshot and every log after it replayed into fresh
    * tables, and the last log opened for appending, cut after its last intact record.
    */
-  private async replay(): Promise<{ tables: StateTables; first: number; generation: number; log: WriteAheadLog }> {
+  private async replay(lock: FolderLock): Promise<{ tables: StateTables; first: number; generation: number; log: WriteAheadLog }> {
     const snapshot = await this.readSnapshot();
     const tables = snapshot?.tables ?? new StateTables();
     const first = snapshot?.generation ?? 0;
@@ -1182,7 +1200,7 @@ export class FileStateAdapter implements StateAdapter {
     }
     const beyond = [...logs].find((found) => found > generation);
     if (beyond !== undefined) throw this.corruptError(join(this.directory, logFile(beyond)), new Error(`log ${logFile(generation + 1)} is missing before it`));
-    const log = await WriteAheadLog.openForAppend(join(this.directory, logFile(generation)), validBytes);
+    const log = await WriteAheadLog.openForAppend(join(this.directory, logFile(generation)), validBytes, this.writableWhileHeld(lock));
     try {
       await syncDirectory(this.directory);
       await this.removeStrayFiles(first);
@@ -1309,9 +1327,11 @@ export class FileStateAdapter implements StateAdapter {
     this.log!.syncSoon();
     await this.answerWhenDurable({ answer: undefined, durable: this.durable });
     const next = this.generation + 1;
+    const lock = this.lock!;
+    this.throwIfLockLost(lock);
     let log: WriteAheadLog | undefined;
     try {
-      log = await WriteAheadLog.openForAppend(join(this.directory, logFile(next)), 0);
+      log = await WriteAheadLog.openForAppend(join(this.directory, logFile(next)), 0, this.writableWhileHeld(lock));
       await syncDirectory(this.directory);
     } catch {
       // The write that got here is durable and stands; writes go on in log N, and a later one tries again.
@@ -1324,7 +1344,7 @@ export class FileStateAdapter implements StateAdapter {
     const previous = this.log!;
     this.log = log;
     this.generation = next;
-    this.compaction = this.writeSnapshot(next, tables, previous).finally(() => {
+    this.compaction = this.writeSnapshot(next, tables, previous, lock).finally(() => {
       this.compaction = undefined;
     });
   }
@@ -1334,8 +1354,10 @@ export class FileStateAdapter implements StateAdapter {
    * logs it folds in. On failure (a full disk) nothing is lost: the old snapshot and
    * every log after it stay, and the next compaction tries again.
    */
-  private async writeSnapshot(generation: number, tables: TablesCut, previous: WriteAheadLog): Promise<void> {
+  private async writeSnapshot(generation: number, tables: TablesCut, previous: WriteAheadLog, lock: FolderLock): Promise<void> {
     await previous.close().catch(() => undefined);
+    // Checked before each step that changes the folder: a snapshot renamed over the new holder's, or its logs removed, would lose its records.
+    if (!lock.stillHeld()) return;
     const temp = join(this.directory, `${SNAPSHOT_FILE}.${process.pid}.tmp`);
     try {
       const handle = await open(temp, "w");
@@ -1346,10 +1368,11 @@ export class FileStateAdapter implements StateAdapter {
       } finally {
         await handle.close();
       }
+      if (!lock.stillHeld()) throw lock.lostError();
       await rename(temp, join(this.directory, SNAPSHOT_FILE));
       await syncDirectory(this.directory);
       this.snapshotBytes = bytes;
-      await this.removeStrayFiles(generation);
+      if (lock.stillHeld()) await this.removeStrayFiles(generation);
     } catch {
       await unlink(temp).catch(() => undefined);
     }

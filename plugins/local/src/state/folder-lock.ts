@@ -1,7 +1,7 @@
 import { AssemblyLineError } from "@assemblyline-agents/core";
 import { randomBytes } from "node:crypto";
-import { readFileSync, readlinkSync } from "node:fs";
-import { link, open, readdir, stat, unlink, utimes, writeFile } from "node:fs/promises";
+import { fstatSync, readFileSync, readlinkSync } from "node:fs";
+import { link, open, readdir, stat, unlink, utimes, type FileHandle } from "node:fs/promises";
 import { hostname } from "node:os";
 import { join } from "node:path";
 import { setTimeout as sleep } from "node:timers/promises";
@@ -110,6 +110,9 @@ function ownPidNamespace(): string | undefined {
  * nothing, when its heartbeat stopped: the holder touches LOCK every HEARTBEAT_MS,
  * and an opener waits until it sees the mtime move (alive: refused) or stand still
  * for HEARTBEAT_STALE_MS (dead: taken over). A holder on another host counts as alive.
+ * The holder keeps its LOCK file open: a takeover (or a deletion) unlinks that file, so
+ * `stillHeld` tells with one fstat, right before a write, what the heartbeat tells only
+ * every HEARTBEAT_MS.
  */
 export class FolderLock {
   private released = false;
@@ -120,6 +123,8 @@ export class FolderLock {
   private constructor(
     readonly directory: string,
     private readonly owner: LockOwner,
+    /** The LOCK file this holder created, open until release. */
+    private readonly lockFile: FileHandle,
   ) {
     this.heartbeat = setInterval(() => {
       this.beating ??= this.beat().finally(() => (this.beating = undefined));
@@ -133,9 +138,16 @@ export class FolderLock {
     /** The holder whose heartbeat is being watched: its token, its LOCK's mtime when first read, and when that was. */
     let watched: { token: string; heartbeatAt: number; since: number } | undefined;
     for (;;) {
-      if (await createExclusive(directory, lockPath, owner)) {
-        await removeDeadTempFiles(directory);
-        return new FolderLock(directory, owner);
+      const lockFile = await createExclusive(directory, lockPath, owner);
+      if (lockFile) {
+        try {
+          await removeDeadTempFiles(directory);
+        } catch (error) {
+          await lockFile.close();
+          await unlinkIfUnchanged(lockPath, owner);
+          throw error;
+        }
+        return new FolderLock(directory, owner, lockFile);
       }
       const holder = await readOwner(lockPath);
       if (holder === "missing") continue;
@@ -167,6 +179,30 @@ export class FolderLock {
    */
   get lost(): boolean {
     return this.lostTo !== undefined;
+  }
+
+  /**
+   * Whether this process still holds the lock, checked now: false once `lost`, or once the LOCK
+   * file it created has no name left (a takeover, like a deletion, unlinks it before a new LOCK
+   * is linked into place), which then makes it `lost`. One fstat and no path lookup: cheap
+   * enough to make before every write to the folder, where the heartbeat looks only every
+   * HEARTBEAT_MS, and a holder frozen past HEARTBEAT_STALE_MS would otherwise write once
+   * more over the new holder's records when it wakes.
+   */
+  stillHeld(): boolean {
+    if (this.lostTo !== undefined) return false;
+    if (this.released) return false;
+    let links: number;
+    try {
+      links = fstatSync(this.lockFile.fd).nlink;
+    } catch {
+      // Nothing known: the heartbeat reads LOCK itself.
+      return true;
+    }
+    if (links > 0) return true;
+    this.lostTo = currentHolder(join(this.directory, LOCK_FILE));
+    clearInterval(this.heartbeat);
+    return false;
   }
 
   /** The error for a call made after the lock was lost. */
@@ -203,20 +239,25 @@ export class FolderLock {
     this.released = true;
     clearInterval(this.heartbeat);
     await this.beating;
+    // Closed first: where an open file's name outlives its unlink (Windows), a new LOCK could not be linked until then.
+    await this.lockFile.close().catch(() => undefined);
     const lockPath = join(this.directory, LOCK_FILE);
     const holder = await readOwner(lockPath);
     if (typeof holder === "object" && holder.token === this.owner.token) await unlink(lockPath).catch(ignoreMissing);
   }
 }
 
-async function createExclusive(directory: string, lockPath: string, owner: LockOwner): Promise<boolean> {
+/** Create `path` whole, holding `owner`'s record: a handle on the file created, or undefined if `path` exists. */
+async function createExclusive(directory: string, path: string, owner: LockOwner): Promise<FileHandle | undefined> {
   const temp = join(directory, `LOCK.${owner.pid}.${owner.token}.tmp`);
-  await writeFile(temp, JSON.stringify(owner));
+  const handle = await open(temp, "w");
   try {
-    await link(temp, lockPath);
-    return true;
+    await handle.writeFile(JSON.stringify(owner));
+    await link(temp, path);
+    return handle;
   } catch (error) {
-    if ((error as NodeJS.ErrnoException).code === "EEXIST") return false;
+    await handle.close();
+    if ((error as NodeJS.ErrnoException).code === "EEXIST") return undefined;
     throw error;
   } finally {
     await unlink(temp).catch(ignoreMissing);
@@ -232,12 +273,14 @@ async function takeOver(directory: string, lockPath: string, stale: LockOwner | 
   const guardPath = join(directory, TAKEOVER_FILE);
   // Created whole, like LOCK: an opener killed mid-takeover leaves a guard naming it, never an empty one.
   const guardOwner = thisProcess();
-  if (!(await createExclusive(directory, guardPath, guardOwner))) {
+  const guard = await createExclusive(directory, guardPath, guardOwner);
+  if (!guard) {
     // A guard left by an opener that died mid-takeover would block everyone forever.
     const holder = await readOwner(guardPath);
     if (holder === "unreadable" || (typeof holder === "object" && guardIsStale(holder))) await unlinkIfUnchanged(guardPath, holder);
     return false;
   }
+  await guard.close();
   try {
     await unlinkIfUnchanged(lockPath, stale);
     return true;
@@ -285,6 +328,20 @@ async function readOwner(path: string): Promise<LockHolder | "missing" | "unread
     if ((error as NodeJS.ErrnoException).code === "ENOENT") return "missing";
     throw error;
   }
+  return ownerOf(text, heartbeatAt);
+}
+
+/** Who holds the LOCK at `path` now, read at once: for the error of a holder that finds it lost the lock. */
+function currentHolder(path: string): LockOwner | "missing" | "unreadable" {
+  try {
+    return ownerOf(readFileSync(path, "utf8"), 0);
+  } catch (error) {
+    return (error as NodeJS.ErrnoException).code === "ENOENT" ? "missing" : "unreadable";
+  }
+}
+
+/** A LOCK (or guard) file's record, parsed. */
+function ownerOf(text: string, heartbeatAt: number): LockHolder | "unreadable" {
   try {
     const parsed = JSON.parse(text) as Partial<LockOwner>;
     if (typeof parsed.pid === "number" && typeof parsed.host === "string") {

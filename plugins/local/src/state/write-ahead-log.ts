@@ -61,6 +61,9 @@ export interface LogReadEnds {
   laterWriteAt: number | undefined;
 }
 
+/** Asked before each write to the log's file: an error if nothing may be written to it (any more). */
+export type WritableCheck = () => Error | undefined;
+
 /** Records taken together for one synced write, and their bytes. */
 interface Batch {
   records: PendingRecord[];
@@ -100,6 +103,10 @@ interface Batch {
  * record of each synced write is marked (WRITE_START_MARK), and a damaged record followed by an
  * intact marked one is no torn write but damage to records already synced, which `read`
  * reports (`laterWriteAt`) for the caller to refuse the log rather than cut those records off.
+ *
+ * `checkWritable` is asked right before each batch, fill and cut is written (once per batch,
+ * not per record): an error it returns fails that batch, and the log, as a failed write
+ * would, with nothing written (the file is another process's now: see FolderLock.stillHeld).
  */
 export class WriteAheadLog {
   /** Records waiting for the next batch, in append order. */
@@ -130,6 +137,7 @@ export class WriteAheadLog {
     private readonly handle: FileHandle,
     /** Bytes on disk and synced. */
     private size: number,
+    private readonly checkWritable: WritableCheck,
   ) {
     this.filledTo = size;
   }
@@ -215,15 +223,19 @@ export class WriteAheadLog {
   }
 
   /** Open for appending after cutting anything past `validBytes` (a torn tail, zeros filled ahead). */
-  static async openForAppend(path: string, validBytes: number): Promise<WriteAheadLog> {
+  static async openForAppend(path: string, validBytes: number, checkWritable: WritableCheck = () => undefined): Promise<WriteAheadLog> {
+    const refused = checkWritable();
+    if (refused) throw refused;
     const handle = await open(path, LOG_FLAGS);
     try {
       const { size } = await handle.stat();
       if (size > validBytes) {
+        const refused = checkWritable();
+        if (refused) throw refused;
         await handle.truncate(validBytes);
         await handle.sync();
       }
-      return new WriteAheadLog(path, handle, validBytes);
+      return new WriteAheadLog(path, handle, validBytes, checkWritable);
     } catch (error) {
       await handle.close();
       throw error;
@@ -306,6 +318,11 @@ export class WriteAheadLog {
   private writeInline(): void {
     const batch = this.takeBatch();
     if (!batch) return;
+    const refused = this.checkWritable();
+    if (refused) {
+      this.fail(batch.records, refused);
+      return;
+    }
     const started = performance.now();
     try {
       let written = 0;
@@ -340,6 +357,11 @@ export class WriteAheadLog {
     for (let batch = this.takeBatch(); batch; batch = await next(batch.records.length)) {
       const fill = this.fillInTheWay(this.size + batch.bytes.length);
       if (fill) await fill;
+      const refused = this.checkWritable();
+      if (refused) {
+        this.fail(batch.records, refused);
+        break;
+      }
       try {
         let written = 0;
         while (written < batch.bytes.length) {
@@ -448,6 +470,8 @@ export class WriteAheadLog {
 
   /** Write `bytes` zeros at `from` as one synced write; never rejects. */
   private async writeZeros(from: number, bytes: number): Promise<void> {
+    // Zeros past this log's end may be over another writer's records; the next batch fails the log.
+    if (this.checkWritable()) return;
     try {
       const chunk = zeros();
       let written = 0;
@@ -480,8 +504,8 @@ export class WriteAheadLog {
     this.syncSoon();
     await this.flushing;
     await this.filling?.done;
-    // A closed log ends at its last record, without the zeros filled ahead of it.
-    if (FILLS_AHEAD && this.filledTo > this.size) await this.handle.truncate(this.size).catch(() => undefined);
+    // A closed log ends at its last record, without the zeros filled ahead of it: unless another writer's records are there now.
+    if (FILLS_AHEAD && this.filledTo > this.size && !this.checkWritable()) await this.handle.truncate(this.size).catch(() => undefined);
     await this.handle.close();
   }
 }
