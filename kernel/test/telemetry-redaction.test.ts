@@ -61,6 +61,18 @@ describe("captured bodies under content and full", () => {
     ]);
   });
 
+  it("redacts secret-looking keys of JSON held, its quotes escaped, in a JSON string inside prose", () => {
+    const response = `response: {"status": 200, "body": "{\\"api_key\\": \\"${SECRET}\\", \\"id\\": 7}"}`;
+    expect(captureBody(response, "content")).toBe(`response: {"status": 200, "body": "{\\"api_key\\": \\"${REDACTED}\\", \\"id\\": 7}"}`);
+    // JSON lines (a log file a tool read), returned as a tool's { content }: the text as a whole is no JSON.
+    const jsonLines = [`{"level":"info","msg":"login","body":"{\\"password\\":\\"${SECRET}\\"}"}`, `{"level":"info","url":"https://x.example?token=${SECRET}\\"}"}`].join("\n");
+    const captured = JSON.parse(captureBody({ content: jsonLines }, "content")) as { content: string };
+    expect(captured.content.split("\n")).toEqual([
+      `{"level":"info","msg":"login","body":"{\\"password\\":\\"${REDACTED}\\"}"}`,
+      `{"level":"info","url":"https://x.example?token=${REDACTED}\\"}"}`,
+    ]);
+  });
+
   it("leaves text without secret-looking names as it is", () => {
     const text = "Visit https://example.com/docs?page=2&lang=en, then set REGION=eu-west-1; the model said: fine.";
     expect(captureBody(text, "content")).toBe(text);

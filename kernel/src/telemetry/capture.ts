@@ -9,13 +9,15 @@ const SECRET_KEY = new RegExp(SECRET_WORDS, "i");
 const SCHEME_CREDENTIAL = /\b(Bearer|Basic)\s+[A-Za-z0-9._~+/=-]{8,}/gi;
 /**
  * A secret-looking name given a value in text: `OPENAI_API_KEY=sk-...`, `?access_token=...`,
- * `x-api-key: ...`, `"password": "..."` (JSON inside prose, which does not parse as a whole).
- * The value is a quoted string or runs to a space, quote or separator; an auth scheme before
- * it (`Authorization: Token abc`) is kept and the credential after it withheld.
+ * `x-api-key: ...`, `"password": "..."` (JSON inside prose, which does not parse as a whole),
+ * `\"password\": \"...\"` (JSON held in a JSON string, its quotes escaped, inside prose).
+ * The value is a quoted string (an escaped one ends at its first quote) or runs to a space,
+ * quote or separator; an auth scheme before it (`Authorization: Token abc`) is kept and the
+ * credential after it withheld.
  */
 const NAMED_SECRET = new RegExp(
   // Bounded name parts, and a name that starts where a word does, keep this linear on long unbroken text (base64, minified code).
-  `(?<![\\w.-])([\\w.-]{0,64}(?:${SECRET_WORDS})[\\w.-]{0,64})(["']?\\s*[:=]\\s*)((?:bearer|basic|token|digest|bot|apikey|key)\\s+)?(?!\\[REDACTED\\])(?![{\\[])("(?:[^"\\\\\\n]|\\\\.)*"?|'(?:[^'\\\\\\n]|\\\\.)*'?|[^\\s"',;&#}\\]]+)`,
+  `(?<![\\w.-])([\\w.-]{0,64}(?:${SECRET_WORDS})[\\w.-]{0,64})(\\\\*["']?\\s*[:=]\\s*)((?:bearer|basic|token|digest|bot|apikey|key)\\s+)?(?!\\[REDACTED\\])(?![{\\[])("(?:[^"\\\\\\n]|\\\\.)*"?|'(?:[^'\\\\\\n]|\\\\.)*'?|\\\\+"[^"\\n]*"?|(?:[^\\s"'\\\\,;&#}\\]]|\\\\(?!["']))+)`,
   "gi",
 );
 /** The user name and password of a URL (`postgres://app:pw@db`, `https://token@host`). */
@@ -94,7 +96,7 @@ function redactString(text: string, depth: number): string {
   return text
     .replace(URL_USERINFO, (_match, scheme: string) => `${scheme}${REDACTED}@`)
     .replace(NAMED_SECRET, (_match, name: string, separator: string, authScheme: string | undefined, secret: string) => {
-      const quote = secret.startsWith('"') || secret.startsWith("'") ? secret[0] : "";
+      const quote = /^\\*["']/.exec(secret)?.[0] ?? "";
       return `${name}${separator}${authScheme ?? ""}${quote}${REDACTED}${quote}`;
     })
     .replace(SCHEME_CREDENTIAL, (_match, scheme: string) => `${scheme} ${REDACTED}`);

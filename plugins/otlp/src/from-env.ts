@@ -13,7 +13,9 @@ const DEFAULT_ENDPOINT = "http://localhost:4318";
  * (and overrides keys of) the general headers, OTEL_EXPORTER_OTLP_TRACES_TIMEOUT
  * replaces the general timeout, and OTEL_EXPORTER_OTLP_TRACES_COMPRESSION the general
  * OTEL_EXPORTER_OTLP_COMPRESSION (gzip or none). OTEL_EXPORTER_OTLP_(TRACES_)PROTOCOL may only
- * be http/json, what this sink speaks. Explicit options win over the environment
+ * be http/json, what this sink speaks; the TLS file variables (OTEL_EXPORTER_OTLP_(TRACES_)CERTIFICATE,
+ * _CLIENT_CERTIFICATE, _CLIENT_KEY) are refused, not implemented. OTEL_RESOURCE_ATTRIBUTES is added
+ * to every span's resource, under the runtime's attributes. Explicit options win over the environment
  * (one left undefined does not: the variable's value stays): an override's
  * endpoint or url replaces the environment's endpoint entirely (the traces
  * variable included), so neither is left to win over it; an override's
@@ -30,6 +32,8 @@ export function createOtlpSinkFromEnv(env: Record<string, string | undefined> = 
   const compression = nonEmpty(env[compressionVariable]);
   const protocolVariable = nonEmpty(env.OTEL_EXPORTER_OTLP_TRACES_PROTOCOL) !== undefined ? "OTEL_EXPORTER_OTLP_TRACES_PROTOCOL" : "OTEL_EXPORTER_OTLP_PROTOCOL";
   checkProtocol(nonEmpty(env[protocolVariable]), protocolVariable);
+  checkNoTlsFiles(env);
+  const resourceAttributes = parseResourceAttributes(env.OTEL_RESOURCE_ATTRIBUTES);
   const overridesTarget = overrides.endpoint !== undefined || overrides.url !== undefined;
   // Checked here, so that an error names the variable the value came from.
   if (!overridesTarget) {
@@ -46,6 +50,7 @@ export function createOtlpSinkFromEnv(env: Record<string, string | undefined> = 
       headers: isPlainObject(extraHeaders) ? withHeaders(envHeaders, extraHeaders) : (extraHeaders ?? envHeaders),
       ...(timeout !== undefined ? { timeoutMs: milliseconds(timeout, timeoutVariable) } : {}),
       ...(compression !== undefined ? { compression: compressionOf(compression, compressionVariable) } : {}),
+      ...(Object.keys(resourceAttributes).length > 0 ? { resourceAttributes } : {}),
       // An override left undefined (an optional setting not given) leaves the environment's value in place.
       ...definedOnly(otherOverrides),
     },
@@ -133,6 +138,49 @@ function checkProtocol(protocol: string | undefined, variable: string): void {
   throw new AssemblyLineError("AL_ERR_OTLP_CONFIG", `${variable} is ${JSON.stringify(protocol)}; this sink sends OTLP over HTTP with JSON bodies (http/json) only`, {
     fix: `Point the endpoint at the collector's OTLP/HTTP receiver (port 4318 by default, which takes JSON) and set ${variable}=http/json, or leave it unset.`,
   });
+}
+
+/** The OpenTelemetry variables that name TLS files, general and traces-only. */
+const TLS_FILE_VARIABLES = ["CERTIFICATE", "CLIENT_CERTIFICATE", "CLIENT_KEY"].flatMap((name) => [`OTEL_EXPORTER_OTLP_${name}`, `OTEL_EXPORTER_OTLP_TRACES_${name}`]);
+
+/**
+ * The sink uses Node's default TLS (the system's CAs, no client certificate). A
+ * collector behind a private CA or mTLS would refuse every batch: a TLS file set
+ * for it is refused here instead of ignored.
+ */
+function checkNoTlsFiles(env: Record<string, string | undefined>): void {
+  const variable = TLS_FILE_VARIABLES.find((name) => nonEmpty(env[name]) !== undefined);
+  if (variable === undefined) return;
+  throw new AssemblyLineError("AL_ERR_OTLP_CONFIG", `${variable} is set, but this sink does not load TLS files: it trusts the system's certificate authorities and sends no client certificate`, {
+    fix: `Unset ${variable}; for a private CA start Node with NODE_EXTRA_CA_CERTS=<ca.pem>, and for mTLS send spans through a local OpenTelemetry Collector that holds the client certificate.`,
+  });
+}
+
+/**
+ * OTEL_RESOURCE_ATTRIBUTES: `key=value` pairs separated by commas, values
+ * URL-decoded (the OpenTelemetry specification's format). A malformed list is
+ * refused whole, as the specification asks that it not be used in part.
+ */
+function parseResourceAttributes(text: string | undefined, variable = "OTEL_RESOURCE_ATTRIBUTES"): Record<string, string> {
+  const attributes: Record<string, string> = {};
+  for (const [index, pair] of (text ?? "").split(",").entries()) {
+    if (pair.trim() === "") continue;
+    const at = pair.indexOf("=");
+    const key = at > 0 ? pair.slice(0, at).trim() : "";
+    if (key === "") {
+      throw new AssemblyLineError("AL_ERR_OTLP_CONFIG", `${variable}: entry ${index + 1} (of the comma-separated list) is not in key=value form`, {
+        fix: `Write ${variable}="deployment.environment=prod,k8s.pod.name=agent-1": each attribute as key=value, the value URL-encoded (a comma is %2C).`,
+      });
+    }
+    try {
+      attributes[decodeURIComponent(key)] = decodeURIComponent(pair.slice(at + 1).trim());
+    } catch {
+      throw new AssemblyLineError("AL_ERR_OTLP_CONFIG", `${variable}: entry ${index + 1} (of the comma-separated list) is not valid URL encoding`, {
+        fix: "Percent-encode special characters in keys and values (a comma is %2C, a percent sign %25).",
+      });
+    }
+  }
+  return attributes;
 }
 
 /** OTEL_EXPORTER_OTLP_COMPRESSION's values (the specification's, case as written there). */

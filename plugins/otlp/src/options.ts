@@ -23,13 +23,15 @@ export interface OtlpSinkOptions {
   maxBackoffMs?: number;
   /** How request bodies are encoded: `gzip` (sent with Content-Encoding: gzip) or `none` (default), as OTEL_EXPORTER_OTLP_COMPRESSION says it. */
   compression?: "gzip" | "none";
+  /** Added to every span's resource (deployment.environment, k8s.pod.name, ...), under the runtime's own attributes, which win (service.name, service.version). */
+  resourceAttributes?: Record<string, string>;
   /** Where dropped or refused batches are reported (default: one JSON line on stderr). */
   onWarning?(message: string, fields: Record<string, unknown>): void;
 }
 
 export type ResolvedOtlpOptions = Required<Omit<OtlpSinkOptions, "onWarning" | "endpoint" | "url">> & Pick<OtlpSinkOptions, "onWarning"> & { url: string };
 
-const DEFAULTS = { maxBatchSize: 512, maxQueueSize: 2048, scheduledDelayMs: 1000, timeoutMs: 10_000, maxAttempts: 5, initialBackoffMs: 500, maxBackoffMs: 30_000, compression: "none" as const };
+const DEFAULTS = { maxBatchSize: 512, maxQueueSize: 2048, scheduledDelayMs: 1000, timeoutMs: 10_000, maxAttempts: 5, initialBackoffMs: 500, maxBackoffMs: 30_000, compression: "none" as const, resourceAttributes: {} };
 
 export function resolveOtlpOptions(options: OtlpSinkOptions): ResolvedOtlpOptions {
   // Limits and headers are checked by config.schema.json; the URL's form, and onWarning (no JSON type), here.
@@ -41,7 +43,7 @@ export function resolveOtlpOptions(options: OtlpSinkOptions): ResolvedOtlpOption
   }
   const url = options?.url !== undefined ? tracesUrl(options.url, { appendPath: false }) : tracesUrl(options?.endpoint);
   const { endpoint: _endpoint, url: _url, ...rest } = definedOnly(options ?? {});
-  const resolved = { ...DEFAULTS, ...rest, headers: { ...(options.headers ?? {}) }, url };
+  const resolved = { ...DEFAULTS, ...rest, headers: { ...(options.headers ?? {}) }, resourceAttributes: { ...(options.resourceAttributes ?? {}) }, url };
   if (resolved.maxBatchSize > resolved.maxQueueSize) {
     // The queue would never hold a full batch: spans wait for the delay, and those past the queue are dropped with a healthy backend.
     const given = (name: "maxBatchSize" | "maxQueueSize") => `${name} ${resolved[name]}${rest[name] === undefined ? " (the default)" : ""}`;

@@ -19,7 +19,7 @@ const MAX_REQUEST_BYTES = 4 * 1024 * 1024;
 export interface OtlpSinkStats {
   /** Spans the backend accepted. */
   exported: number;
-  /** Spans dropped: queue full, refused (4xx), or out of attempts. */
+  /** Spans dropped: queue full, refused (4xx, a redirect), or out of attempts. */
   dropped: number;
   /** Spans waiting to be sent. */
   queued: number;
@@ -81,7 +81,7 @@ class OtlpExporter implements OtlpSink {
     this.droppedWhileFull = 0;
     let encoded: EncodedSpan;
     try {
-      encoded = encodeSpan(span);
+      encoded = encodeSpan(this.withResourceAttributes(span));
     } catch (error) {
       return this.drop(1, `span ${JSON.stringify(String(span?.name))} is not valid OTLP (${error instanceof Error ? error.message : String(error)})`);
     }
@@ -114,6 +114,13 @@ class OtlpExporter implements OtlpSink {
     // The batch in flight ends at once (its request or retry wait is aborted) and is reported first.
     await expired.inFlight;
     if (expired.unsent.length > 0) this.drop(expired.unsent.length, `the flush ran out of its ${options.timeoutMs} ms before they were sent`);
+  }
+
+  /** The sink's resource attributes under the span's own: the runtime knows its service name and revision best. */
+  private withResourceAttributes(span: TelemetrySpan): TelemetrySpan {
+    const added = this.options.resourceAttributes;
+    if (Object.keys(added).length === 0) return span;
+    return { ...span, resource: { ...added, ...span?.resource } };
   }
 
   useLogger(logger: RuntimeLogger): void {
@@ -173,6 +180,9 @@ class OtlpExporter implements OtlpSink {
           headers: { ...this.options.headers, "content-type": "application/json", ...(encoded === body ? {} : { "content-encoding": "gzip" }) },
           body: encoded,
           signal: request.signal,
+          // Followed, a redirect would take the sink's headers (vendors' API keys: fetch strips only Authorization) to
+          // wherever it points, and a 301/302/303 would turn the POST into a bodiless GET whose 200 looks like an export.
+          redirect: "manual",
         });
         status = response.status;
         retryAfter = response.headers.get("retry-after");
@@ -183,6 +193,7 @@ class OtlpExporter implements OtlpSink {
           if (rejected > 0) this.drop(rejected, "the backend rejected part of the batch", { status });
           return;
         }
+        if (status >= 300 && status < 400) return this.drop(batch.length, redirectRefusal(status, response.headers.get("location"), this.options.url), { status });
         problem = `HTTP ${status}`;
       } catch (error) {
         if (stop.aborted) return this.drop(batch.length, "the flush ran out of time while it was being sent");
@@ -256,6 +267,20 @@ function requestSignal(stop: AbortSignal, ms: number): { signal: AbortSignal; do
       stop.removeEventListener("abort", onStop);
     },
   };
+}
+
+/**
+ * Why a redirect ends the batch: where it pointed (the origin only: a query may
+ * hold a key), and that the endpoint should be that final URL.
+ */
+function redirectRefusal(status: number, location: string | null, url: string): string {
+  let target = "no Location";
+  try {
+    if (location !== null) target = new URL(location, url).origin;
+  } catch {
+    target = "a Location that is not a URL";
+  }
+  return `the endpoint answered HTTP ${status}, a redirect (to ${target}), which the sink does not follow: its headers would go there and a 301, 302 or 303 would resend the batch as a GET without its spans; set the endpoint to the URL the collector redirects to`;
 }
 
 /** A network failure's reason ("fetch failed" alone says nothing): the socket error fetch wraps. */
