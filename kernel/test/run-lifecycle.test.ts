@@ -1,6 +1,6 @@
 import { getEventListeners } from "node:events";
 import type { AgentHarness } from "@assemblyline-agents/core";
-import { InMemoryStateAdapter } from "@assemblyline-agents/runtime";
+import { InMemoryStateAdapter, scriptedHarness } from "@assemblyline-agents/runtime";
 import { describe, expect, it } from "vitest";
 import { MINIMAL_AGENT, agentFolder, toolSource } from "./support/agent-folder.js";
 import { startAgent } from "./support/runtime.js";
@@ -373,6 +373,45 @@ describe("the caller's abort signal", () => {
 
     expect((globalThis as { __notes?: number }).__notes).toBe(1);
     expect(refusals).toEqual([new Error("cancelled mid-reply")]);
+  });
+  it("makes no further model call once the caller cancels while a tool runs, and fails the run with the abort's reason", async () => {
+    // A tool that finishes its work (it does not watch ctx.signal) a little after the caller cancels.
+    const dir = agentFolder({ "agent.ts": MINIMAL_AGENT, "tools/echo.ts": toolSource({ upFront: true, execute: `await new Promise((resolve) => setTimeout(resolve, 300)); return { ok: true };` }) });
+    const engine = scriptedHarness({ turns: [{ toolCalls: [{ name: "echo", input: { value: "x" } }] }, { text: "All done." }] });
+    const { runtime, types } = await startAgent(dir, [], { agentHarness: engine });
+    const cancel = new AbortController();
+    setTimeout(() => cancel.abort(new Error("cancelled by the caller")), 100);
+
+    const result = await runtime.run({ message: "go", signal: cancel.signal, channel: { name: "web" } });
+
+    expect(result).toMatchObject({ status: "failed", error: { message: "cancelled by the caller" } });
+    const recorded = await types(result.runId);
+    expect(recorded.filter((type) => type === "model.response")).toHaveLength(1);
+    expect(recorded).not.toContain("run.completed");
+  });
+
+  it("fails the run with the abort's reason when its engine swallows the cancel and reports the turn completed", async () => {
+    const dir = agentFolder({
+      "agent.ts": MINIMAL_AGENT,
+      "tools/note.ts": toolSource({ upFront: true, execute: `globalThis.__cancel?.abort(new Error("cancelled mid-reply")); return { ok: true };` }),
+    });
+    const cancel = new AbortController();
+    (globalThis as { __cancel?: AbortController }).__cancel = cancel;
+    const swallower: AgentHarness = {
+      name: "swallower",
+      async runTurn(_input, ctx) {
+        await ctx.callTool({ id: "call_a", name: "note", input: { value: "a" } });
+        await ctx.modelCall("model:1", async () => ({ text: "more" })).catch(() => undefined);
+        return { status: "completed", response: { text: "done anyway" } };
+      },
+    };
+    const { runtime, types } = await startAgent(dir, [], { agentHarness: swallower });
+
+    const result = await runtime.run({ message: "go", signal: cancel.signal });
+    (globalThis as { __cancel?: AbortController }).__cancel = undefined;
+
+    expect(result).toMatchObject({ status: "failed", error: { message: "cancelled mid-reply" } });
+    expect(await types(result.runId)).not.toContain("run.completed");
   });
 });
 

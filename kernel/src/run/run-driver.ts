@@ -541,7 +541,12 @@ export class RunDriver {
           const stepKey = `${ENGINE_STEP_PREFIX}${key}`;
           lease.modelCalls.set(stepKey, startedAt);
           try {
-            return await runStep(scope, stepKey, fn, { ...options, metadata: { ...options?.metadata, modelCall: true } }, () => scope.budget.beforeModelCall(), { hold: true });
+            const beforeRunning = () => {
+              // A cancelled run makes no further model call, as it starts no further tool call; a replayed one costs nothing and is returned.
+              controller.signal.throwIfAborted();
+              return scope.budget.beforeModelCall();
+            };
+            return await runStep(scope, stepKey, fn, { ...options, metadata: { ...options?.metadata, modelCall: true } }, beforeRunning, { hold: true });
           } catch (error) {
             // A failed call completes no step: `model.failed` is its only record (telemetry's failed chat span).
             if (!isInfrastructureFailure(error) && !lease.lost) await journal.hold(run.id, [modelFailed(stepKey, startedAt, error)]);
@@ -587,6 +592,14 @@ export class RunDriver {
       }
       if (scope.failure) {
         await this.failRun(run.id, new Error(scope.failure.message), scope.failure.code);
+        await services.releaseSandbox();
+        return;
+      }
+      // The lease, the duration budget and a failed tool are handled above: what aborted the turn now is its caller.
+      // A cancelled run fails with the abort's reason, whatever the engine made of the abort.
+      if (controller.signal.aborted) {
+        const reason: unknown = controller.signal.reason;
+        await this.failRun(run.id, reason, isAssemblyLineError(reason) ? reason.code : undefined);
         await services.releaseSandbox();
         return;
       }
