@@ -112,6 +112,27 @@ describe("run budgets", () => {
     expect(events.find((event) => event.type === "model.failed")?.data.error).toContain("maxDurationMs");
   });
 
+  it("stops waiting for a tool that never returns once maxDurationMs is reached, fails the run over that budget, and never records the tool's late result", async () => {
+    (globalThis as { __release?: () => void }).__release = undefined;
+    // A tool that ignores ctx.signal (a request without a timeout), released by hand only after the run ended.
+    const hung = toolSource({ upFront: true, execute: `await new Promise((resolve) => { globalThis.__release = resolve; }); await ctx.emit("note.late", {}); return { late: true };` });
+    const state = new InMemoryStateAdapter();
+    const runtime = await runtimeFor(agentWith("{ maxDurationMs: 200 }", hung), { state, agentHarness: scriptedHarness({ turns: [{ toolCalls: [{ name: "echo", input: { value: "x" } }] }, { text: "done" }] }) });
+    const outcome = await Promise.race([runtime.run({ message: "go" }), new Promise((resolve) => setTimeout(() => resolve("still running 3 s after maxDurationMs"), 3000))]);
+    expect(outcome).toMatchObject({ status: "failed", error: { code: "AL_ERR_BUDGET_EXCEEDED" } });
+    const { runId } = outcome as { runId: string };
+    expect(await state.getToolCall(runId, "call_0_0")).toMatchObject({ status: "failed", error: expect.stringContaining("tool echo was stopped before it returned") });
+    // The run let go of its lease: another replica could act on it at once.
+    expect((await state.getRun(runId))?.lease ?? null).toBeNull();
+
+    (globalThis as { __release?: () => void }).__release?.();
+    await new Promise((resolve) => setTimeout(resolve, 50));
+    const events = await runtime.listEvents(runId);
+    expect(events.map((event) => event.type)).not.toContain("note.late");
+    expect(events.map((event) => event.type)).not.toContain("tool.completed");
+    expect(await state.getToolCall(runId, "call_0_0")).toMatchObject({ status: "failed" });
+  }, 10_000);
+
   it("counts as active neither the time a run stood queued nor the time between two decisions of one pause", async () => {
     const gated = toolSource({ upFront: true, extra: `needsApproval: approvalRequired("Checked by a human."),` });
     const dir = agentWith("{ maxDurationMs: 300 }", gated);

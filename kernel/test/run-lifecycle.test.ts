@@ -390,6 +390,22 @@ describe("the caller's abort signal", () => {
     expect(recorded).not.toContain("run.completed");
   });
 
+  it("stops waiting for a tool that never returns once the caller cancels, and fails the run with the abort's reason", async () => {
+    const dir = agentFolder({ "agent.ts": MINIMAL_AGENT, "tools/echo.ts": toolSource({ upFront: true, execute: `await new Promise(() => {}); return { ok: true };` }) });
+    const engine = scriptedHarness({ turns: [{ toolCalls: [{ name: "echo", input: { value: "x" } }] }, { text: "done" }] });
+    const { runtime, state } = await startAgent(dir, [], { agentHarness: engine });
+    const cancel = new AbortController();
+    setTimeout(() => cancel.abort(new Error("cancelled by the caller")), 200);
+
+    const outcome = await Promise.race([runtime.run({ message: "go", signal: cancel.signal }), new Promise((resolve) => setTimeout(() => resolve("still running 3 s after the cancel"), 3000))]);
+
+    expect(outcome).toMatchObject({ status: "failed", error: { message: "cancelled by the caller" } });
+    const { runId } = outcome as { runId: string };
+    expect(await state.getToolCall(runId, "call_0_0")).toMatchObject({ status: "failed", error: "tool echo was stopped before it returned: cancelled by the caller" });
+    // Its slot is free again: another run starts at once.
+    expect(runtime.runLoad()).toEqual({ executing: 0, waiting: 0 });
+  }, 10_000);
+
   it("fails the run with the abort's reason when its engine swallows the cancel and reports the turn completed", async () => {
     const dir = agentFolder({
       "agent.ts": MINIMAL_AGENT,

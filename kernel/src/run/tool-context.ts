@@ -15,12 +15,21 @@ export function idempotencyKeyFor(runId: string, toolCallId: string, scope: stri
   return `al_${digestJson([runId, toolCallId, scope]).slice(0, 40)}`;
 }
 
+/** What one execution of a tool call asked for through its ctx, and whether the run stopped waiting for it. */
+export interface CallAsks {
+  question?: QuestionSuspension;
+  subagent?: SubagentSuspension;
+  approval?: ChangeApprovalSuspension;
+  /** The abort reason the run stopped waiting for the call with (tool-pipeline.ts unlessRunStops). */
+  stopped?: unknown;
+}
+
 /** What one tool call's `execute(input, ctx)` receives. */
 export function createToolContext(
   scope: RunScope,
   call: { id: string; name: string },
   approvedToolCall: boolean,
-  asked: { question?: QuestionSuspension; subagent?: SubagentSuspension; approval?: ChangeApprovalSuspension },
+  asked: CallAsks,
   /** The change this call's last approval showed (change-approval.ts). */
   approvedChange?: JsonValue,
 ): ToolExecutionContext {
@@ -33,7 +42,9 @@ export function createToolContext(
   // After a question, or a spawn whose subagent pauses, the call pauses when execute returns: a tool that
   // caught that throw and went on would act (record, spawn, run a step) on work that is to happen
   // only after the answer. Its ctx refuses with the same suspension: code after the pause does nothing durable.
+  // A call the run stopped waiting for does nothing durable either: its run has moved on without it.
   const refuseWhilePaused = (): void => {
+    if (asked.stopped !== undefined) throw asked.stopped;
     const pending = asked.question ?? asked.subagent;
     if (pending) throw pending;
   };

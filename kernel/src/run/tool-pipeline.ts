@@ -18,7 +18,7 @@ import { isQuestionSuspension, type QuestionSuspension } from "./question.js";
 import { isSubagentSuspension, type SubagentSuspension } from "../subagents/suspension.js";
 import { isSkillApprovalSuspension } from "../skills/write-approval.js";
 import type { RunScope } from "./run-scope.js";
-import { createToolContext } from "./tool-context.js";
+import { createToolContext, type CallAsks } from "./tool-context.js";
 import type { ToolTableEntry } from "./tool-table.js";
 
 /** An approval is bound to the run, the call and the exact input. */
@@ -171,18 +171,19 @@ async function execute(
   /** The call's stored record, which every later write of it builds on. */
   base: ToolCallRecord,
 ): Promise<ToolCallOutcome> {
-  const asked: { question?: QuestionSuspension; subagent?: SubagentSuspension; approval?: ChangeApprovalSuspension } = {};
+  const asked: CallAsks = {};
   // Read only for an approved call that may make changes: what the person saw decides what goes through.
   const approvedChange = approvedToolCall && (scope.services.automationManager || scope.services.connectionManager) ? approvedChangeOf(await scope.runs.listEvents(scope.runId), call.id) : undefined;
   const ctx = createToolContext(scope, call, approvedToolCall, asked, approvedChange);
   let output: unknown;
   try {
-    output = entry.bridge ? await runBridgeTool(scope, entry, call.input) : await entry.definition.execute(call.input, ctx);
+    output = entry.bridge ? await runBridgeTool(scope, entry, call.input) : await unlessRunStops(scope.signal, asked, () => entry.definition.execute(call.input, ctx));
     if (asked.question) throw asked.question;
     if (asked.subagent) throw asked.subagent;
     if (asked.approval) throw asked.approval;
   } catch (error) {
     if (isInfrastructureFailure(error)) throw error;
+    if (asked.stopped !== undefined && error === asked.stopped) return stopped(scope, base, call, error);
     // A change a run-time API makes (an automation, a connection) waits for a person, like a gated tool.
     const approval = isChangeApprovalSuspension(error) ? error : asked.approval;
     if (approval) return pauseForApproval(scope, call, inputDigest, base, { reason: approval.reason, sideEffect: "external", change: approval.change });
@@ -243,6 +244,52 @@ async function execute(
     { toolCall: { ...base, status: "completed", output: output as JsonValue, modelOutput: modelOutput as JsonValue, updatedAt: isoTimestamp() } },
   );
   return { status: "completed", output: modelOutput as JsonValue, isError: isErrorShaped(modelOutput) };
+}
+
+/**
+ * The tool's result, unless the run's signal aborts first (maxDurationMs reached, the caller cancelled, a tool
+ * beside it failed, the lease was lost): then the abort's reason is thrown at once, and `asked.stopped` holds it,
+ * so a tool that never returns cannot hold the run, its lease and its slot. What the tool does later is never recorded.
+ */
+function unlessRunStops<T>(signal: AbortSignal, asked: CallAsks, execute: () => T | Promise<T>): Promise<T> {
+  const work = (async () => execute())();
+  const stop = () => {
+    asked.stopped = signal.reason;
+    // The tool's late end, a throw included, has no one waiting for it.
+    work.catch(() => undefined);
+    return Promise.reject(signal.reason);
+  };
+  if (signal.aborted) return stop();
+  return new Promise<T>((resolve, reject) => {
+    const onAbort = () => stop().catch(reject);
+    signal.addEventListener("abort", onAbort, { once: true });
+    work.then(
+      (value) => {
+        signal.removeEventListener("abort", onAbort);
+        resolve(value);
+      },
+      (error: unknown) => {
+        signal.removeEventListener("abort", onAbort);
+        reject(error);
+      },
+    );
+  });
+}
+
+/**
+ * A call the run stopped waiting for (unlessRunStops): recorded failed, with the code of what stopped it. The run's
+ * end is not this call's to decide: the budget, a failed tool beside it, or the caller's abort decides it.
+ */
+async function stopped(scope: RunScope, base: ToolCallRecord, call: ModelToolCall, reason: unknown): Promise<ToolCallOutcome> {
+  const message = storableText(`tool ${call.name} was stopped before it returned: ${reason instanceof Error ? reason.message : String(reason)}`);
+  const code = isAssemblyLineError(reason) ? reason.code : undefined;
+  await scope.journal.record(
+    scope.runId,
+    "tool.execution_failed",
+    { callId: call.id, toolName: call.name, error: message, code },
+    { toolCall: { ...base, status: "failed", error: message, updatedAt: isoTimestamp() } },
+  );
+  return { status: "failed", output: { error: message } };
 }
 
 async function fail(scope: RunScope, base: ToolCallRecord, call: ModelToolCall, error: unknown): Promise<ToolCallOutcome> {
