@@ -35,6 +35,18 @@ export function fileScriptRefusal(exitCode: number, call: FileCall): AssemblyLin
       });
     case FILE_SCRIPT_EXIT.tooManyLinks:
       return fileKindError(call, "is a chain of too many symlinks");
+    case FILE_SCRIPT_EXIT.notRegularFile:
+      return fileKindError(call, "is not a regular file (a FIFO, a socket or a device)");
+    case FILE_SCRIPT_EXIT.workspaceMissing:
+      return new AssemblyLineError("AL_ERR_SANDBOX_UNAVAILABLE", `cannot ${operation} ${logical} in sandbox ${sandboxId}: ${WORKSPACE} itself is missing (a command removed it, or put a file in its place), and the sandbox could not make it again`, {
+        fix: `Files of ${WORKSPACE} are gone with it: end this run and start a new one for a new sandbox. To empty the workspace, delete what is in it (deleteFile("${WORKSPACE}")), never the folder itself.`,
+        details: { path: logical, workspaceMissing: true },
+      });
+    case FILE_SCRIPT_EXIT.shortWrite:
+      return new AssemblyLineError("AL_ERR_SANDBOX_UNAVAILABLE", `could not write ${logical} in sandbox ${sandboxId}: the file holds fewer bytes than were sent (the stream to the sandbox was cut short, or a command changed the file meanwhile)`, {
+        fix: "Write the file again; if it keeps failing, check the sandbox's free disk space and its engine.",
+        details: { path: logical },
+      });
     default:
       return undefined;
   }

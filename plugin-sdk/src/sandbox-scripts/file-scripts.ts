@@ -17,8 +17,10 @@
  *   `##` with a slash pattern), never from captured dirname and basename.
  *
  * What a script finally hands to cat or rm, or prints for the caller to read
- * or write through its own channel (putArchive, a provider's file API), is the
- * path it checked, with every symlink resolved.
+ * or write through its own channel (a provider's file API), is the path it
+ * checked, with every symlink resolved. A write through a channel of root's
+ * would follow a symlink a command swaps in after the check: `write` takes the
+ * bytes on stdin and writes them as the user the script runs as instead.
  */
 
 /** How a file script says why it refused. */
@@ -34,6 +36,12 @@ export const FILE_SCRIPT_EXIT = {
   newlineName: 6,
   /** write: more symlinks in a chain than the kernel follows. */
   tooManyLinks: 7,
+  /** /workspace itself is gone (a command removed it) or is no folder. */
+  workspaceMissing: 8,
+  /** write: a FIFO, a socket or a device stands at the path. */
+  notRegularFile: 9,
+  /** write: the file holds fewer bytes than were sent (its stdin was cut short). */
+  shortWrite: 10,
 } as const;
 
 /** How many symlinks a write follows, as the kernel's ELOOP limit does. */
@@ -52,7 +60,9 @@ ancestor() {
   probe=$1
   while [ ! -e "$probe" ]; do probe=\${probe%/*}; probe=\${probe:-/}; done
   resolve "$probe"
-}`;
+}
+# Without it, every search for an existing ancestor would end at "/", outside the workspace.
+[ -d /workspace ] || exit ${FILE_SCRIPT_EXIT.workspaceMissing}`;
 
 /** $real := the regular file $1 names, checked as resolve does. */
 const FIND_FILE = `${HELPERS}
@@ -60,24 +70,15 @@ const FIND_FILE = `${HELPERS}
 resolve "$1"
 [ -f "$real" ] || exit ${FILE_SCRIPT_EXIT.wrongKind}`;
 
-export const FILE_SCRIPTS = {
-  /** Prints the file's content. */
-  read: `${FIND_FILE}
-exec cat -- "$real"`,
-
-  /** Prints the file's real path, a line, for a sandbox that downloads files by path (the hosted providers' file APIs). */
-  locate: `${FIND_FILE}
-printf '%s\\n' "$real"`,
-
-  /*
-   * Follows a symlink at the target hop by hop, as the local sandbox does:
-   * each hop's folder is checked at its deepest existing part before mkdir -p
-   * makes the rest, and checked again once made. A link's text is made
-   * absolute and its "." and ".." taken out lexically first, so mkdir -p never
-   * climbs out of the checked part. Prints the existing file's mode and owner
-   * (or "new"), then the real path to write.
-   */
-  prepareWrite: `${HELPERS}
+/*
+ * $t := the real path a write of $1 goes to, refused as the local sandbox
+ * refuses it. Follows a symlink at the target hop by hop, as the local sandbox
+ * does: each hop's folder is checked at its deepest existing part before
+ * mkdir -p makes the rest, and checked again once made. A link's text is made
+ * absolute and its "." and ".." taken out lexically first, so mkdir -p never
+ * climbs out of the checked part.
+ */
+const WRITE_TARGET = `${HELPERS}
 # t := $1 made absolute against $2 (a resolved folder), "", "." and ".." taken out.
 lexical() {
   case $1 in /*) path=$1;; *) path=$2/$1;; esac
@@ -109,9 +110,35 @@ while :; do
   case $link in *"$nl"*) exit ${FILE_SCRIPT_EXIT.newlineName};; esac
   lexical "$link" "$real"
 done
-[ -d "$t" ] && exit ${FILE_SCRIPT_EXIT.wrongKind}
+[ -d "$t" ] && exit ${FILE_SCRIPT_EXIT.wrongKind}`;
+
+export const FILE_SCRIPTS = {
+  /** Prints the file's content. */
+  read: `${FIND_FILE}
+exec cat -- "$real"`,
+
+  /** Prints the file's real path, a line, for a sandbox that downloads files by path (the hosted providers' file APIs). */
+  locate: `${FIND_FILE}
+printf '%s\\n' "$real"`,
+
+  /** Prints the existing file's mode and owner (or "new"), then the real path to write, for a sandbox that uploads files by path. */
+  prepareWrite: `${WRITE_TARGET}
 if [ -f "$t" ]; then stat -c '%a %u %g' -- "$t"; else echo new; fi
 printf '%s\\n' "$t"`,
+
+  /*
+   * Writes stdin to the file, as the user the script runs as: a file already
+   * there keeps its mode and owner; one with other names (a hard link) is
+   * replaced, so they keep their content, as the local sandbox does. $2 is the
+   * byte count sent, so a stream cut short never passes for the whole file.
+   */
+  write: `${WRITE_TARGET}
+[ -e "$t" ] && [ ! -f "$t" ] && exit ${FILE_SCRIPT_EXIT.notRegularFile}
+relinked=
+if [ -f "$t" ] && [ "$(stat -c %h -- "$t")" -gt 1 ]; then relinked=$(stat -c %a -- "$t") && rm -f -- "$t" || exit 1; fi
+cat > "$t" || exit 1
+[ -z "$relinked" ] || chmod "$relinked" -- "$t" || exit 1
+[ "$(stat -c %s -- "$t")" = "$2" ] || exit ${FILE_SCRIPT_EXIT.shortWrite}`,
 
   /** Only the parent is resolved: rm removes a symlink itself, never its target. */
   delete: `${HELPERS}

@@ -27,7 +27,7 @@ if (probe.available) {
   const images = await baseImages(docker);
   const scope = randomScope("files");
   const adapter = new DockerSandboxAdapter({ image: images.busybox, network: "none", scope, docker });
-  // Commands run as nobody here; writeFile's putArchive still writes as root, so only its own checks keep it in /workspace.
+  // Commands, and writeFile, run as nobody here: only the checks keep a write in /workspace, not the rights of root.
   const asNobody = new DockerSandboxAdapter({ image: images.busybox, network: "none", scope, docker, user: "65534" });
   let box: Sandbox;
   let nobody: Sandbox;

@@ -8,7 +8,6 @@ import { stderrLogger } from "../stderr-logger.js";
 import type { ContainerFate, ContainerKeeper } from "./container-keeper.js";
 import { DockerSandbox } from "./docker-sandbox.js";
 import { PID_DIR, killLeftoverCommands } from "./exec.js";
-import { packFolders } from "./single-file-tar.js";
 import { resolveSandboxOptions, type DockerSandboxOptions, type ResolvedSandboxOptions } from "./options.js";
 
 /**
@@ -286,7 +285,7 @@ export class DockerSandboxAdapter implements SnapshottingSandboxAdapter {
       await removeContainer(container, this.options.engineTimeoutMs).catch(() => undefined);
       throw error;
     });
-    await this.giveWorkspaceTo(key, this.wrap(key, container)).catch(async (error: unknown) => {
+    await this.giveWorkspaceTo(this.wrap(key, container)).catch(async (error: unknown) => {
       await removeContainer(container, this.options.engineTimeoutMs).catch(() => undefined);
       throw error;
     });
@@ -299,11 +298,9 @@ export class DockerSandboxAdapter implements SnapshottingSandboxAdapter {
    * right to create it or to chown it: the engine hands it over instead, by
    * extracting folder entries owned by that user over it.
    */
-  private async giveWorkspaceTo(key: string, sandbox: DockerSandbox): Promise<void> {
-    const owner = await sandbox.fileOwner();
-    if (owner.uid === 0) return;
-    const archive = await packFolders([WORKSPACE.slice(1), PID_DIR.slice(1)], owner);
-    await engineCall(`giving ${WORKSPACE} of sandbox ${key} to uid ${owner.uid}`, () => sandbox.container.putArchive(archive, { path: "/" }));
+  private async giveWorkspaceTo(sandbox: DockerSandbox): Promise<void> {
+    if ((await sandbox.fileOwner()).uid === 0) return;
+    await sandbox.makeWorkspace();
   }
 
   private wrap(key: string, container: Docker.Container): DockerSandbox {

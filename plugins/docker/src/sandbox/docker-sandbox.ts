@@ -1,17 +1,17 @@
-import { posix } from "node:path";
 import type Docker from "dockerode";
 import {
   AssemblyLineError,
   FILE_SCRIPTS,
+  FILE_SCRIPT_EXIT,
   MAX_READ_BYTES,
   WORKSPACE,
   checkExecOptions,
+  checkWriteContent,
   fileKindError,
   fileScriptRefusal,
   folderRefusalError,
   isAssemblyLineError,
   listedEntries,
-  preparedWrite,
   workspacePath,
   type ExecResult,
   type FileCall,
@@ -22,8 +22,8 @@ import {
 } from "@assemblyline-agents/core";
 import { engineCall } from "../engine.js";
 import { type ContainerKeeper, containerLost, containerStopped, handleReleased } from "./container-keeper.js";
-import { execInContainer, neverStarted, toExecResult, type RawExecResult } from "./exec.js";
-import { pack } from "./single-file-tar.js";
+import { PID_DIR, execInContainer, neverStarted, toExecResult, type ContainerExec, type RawExecResult } from "./exec.js";
+import { packFolders } from "./folder-tar.js";
 
 export interface ExecDefaults {
   timeoutMs: number;
@@ -179,23 +179,23 @@ export class DockerSandbox implements Sandbox {
 
   private async readFileHere(path: string): Promise<Uint8Array> {
     const logical = workspacePath(path);
-    const result = await this.script("read", logical, MAX_READ_BYTES);
+    const result = await this.script("read", logical, { maxOutputBytes: MAX_READ_BYTES });
     this.check(result, "read", logical, path);
     return new Uint8Array(result.stdout);
   }
 
+  /**
+   * The bytes go to the write script's stdin, which checks the path and writes
+   * them as the user commands run as, in one exec: an engine write (putArchive)
+   * runs as root and follows a symlink a command swaps in after any check.
+   */
   private async writeFileHere(path: string, content: Uint8Array | string): Promise<void> {
     const logical = workspacePath(path);
+    // Before the script runs: it makes the file's folders.
+    checkWriteContent(content, logical);
     if (logical === WORKSPACE) throw fileKindError({ operation: "write", logical, given: path, sandboxId: this.id }, "is the workspace folder itself");
-    const prepared = await this.script("prepareWrite", logical);
-    this.check(prepared, "write", logical, path);
-    // putArchive writes as root: only the target the script checked, and preparedWrite checks again, is written.
-    const { target, existing } = preparedWrite(prepared.stdout.toString("utf8"), path);
-    // An existing file keeps its mode and owner, as a write into it does; a new one belongs to the user commands run as.
-    const entry = existing ?? { mode: 0o644, ...(await this.fileOwner()) };
-    const bytes = typeof content === "string" ? Buffer.from(content, "utf8") : Buffer.from(content);
-    const archive = await pack(posix.basename(target), bytes, entry);
-    await engineCall(`writing ${logical}`, () => this.container.putArchive(archive, { path: posix.dirname(target) }));
+    const bytes = typeof content === "string" ? Buffer.from(content, "utf8") : Buffer.from(content.buffer, content.byteOffset, content.byteLength);
+    this.check(await this.script("write", logical, { stdin: bytes }), "write", logical, path);
   }
 
   private async deleteFileHere(path: string): Promise<void> {
@@ -212,9 +212,11 @@ export class DockerSandbox implements Sandbox {
 
   private async execHere(command: string, options: SandboxExecOptions): Promise<ExecResult> {
     if (typeof command !== "string") throw new AssemblyLineError("AL_ERR_SANDBOX_DEFINITION", "exec(command): command is not a string", { fix: "Pass a shell command line." });
+    // The engine would start no process and report exit 1, as if the command had run and failed.
+    if (command.includes("\0")) throw new AssemblyLineError("AL_ERR_SANDBOX_DEFINITION", "exec(command): command holds a NUL byte, which no process argument can carry", { fix: "Remove the NUL byte from the command; write binary data to a file and have the command read it." });
     checkExecOptions(options);
     const cwd = workspacePath(options.cwd ?? WORKSPACE);
-    const raw = await execInContainer(this.container, {
+    const request: ContainerExec = {
       argv: ["/bin/sh", "-c", command],
       cwd,
       env: { ...this.defaults.env, WORKSPACE, ...options.env },
@@ -222,12 +224,31 @@ export class DockerSandbox implements Sandbox {
       engineTimeoutMs: this.defaults.engineTimeoutMs,
       timeoutMs: options.timeoutMs ?? this.defaults.timeoutMs,
       maxOutputBytes: options.maxOutputBytes ?? this.defaults.maxOutputBytes,
-    });
+    };
+    let raw = await execInContainer(this.container, request);
+    // The command never started: it runs once the workspace is back.
+    if (raw.workspaceMissing) {
+      await this.makeWorkspace();
+      raw = await execInContainer(this.container, request);
+    }
     if (raw.folderRefusal) throw folderRefusalError(raw.folderRefusal, { cwd, given: options.cwd, sandbox: `sandbox ${this.id}` });
     return toExecResult(raw);
   }
 
-  /** Who a written file belongs to: the user commands run as (the `user` option, else the image's), so they can change what a tool wrote. */
+  /**
+   * /workspace (and the pid files' folder), made or handed over by the engine
+   * to the user commands run as: at creation, the engine made it as root, and
+   * a command that removed it leaves a user who may not be able to make it
+   * again (`/` is root's). Extracted as root, but only at `/`, which no command
+   * of a non-root user can change, and an entry over a symlink replaces it.
+   */
+  async makeWorkspace(): Promise<void> {
+    const owner = await this.fileOwner();
+    const archive = await packFolders([WORKSPACE.slice(1), PID_DIR.slice(1)], owner);
+    await engineCall(`making ${WORKSPACE} of sandbox ${this.id} for uid ${owner.uid}`, () => this.container.putArchive(archive, { path: "/" }));
+  }
+
+  /** Who commands run as (the `user` option, else the image's): the owner /workspace is given to. */
   fileOwner(): Promise<{ uid: number; gid: number }> {
     this.owner ??= execInContainer(this.container, { argv: ["/bin/sh", "-c", "id -u; id -g"], cwd: "/", env: {}, user: this.defaults.user, engineTimeoutMs: this.defaults.engineTimeoutMs, timeoutMs: FILE_OP_TIMEOUT_MS, maxOutputBytes: 1024 })
       .then((result) => {
@@ -246,16 +267,22 @@ export class DockerSandbox implements Sandbox {
     return this.owner;
   }
 
-  private script(name: FileScript, logical: string, maxOutputBytes = 16 * 1024 * 1024): Promise<RawExecResult> {
-    return execInContainer(this.container, {
-      argv: ["/bin/sh", "-c", FILE_SCRIPTS[name], "sh", logical],
+  /** A file script, run again once /workspace is made again when a command removed it. */
+  private async script(name: FileScript, logical: string, { maxOutputBytes = 16 * 1024 * 1024, stdin }: { maxOutputBytes?: number; stdin?: Buffer } = {}): Promise<RawExecResult> {
+    const request: ContainerExec = {
+      argv: ["/bin/sh", "-c", FILE_SCRIPTS[name], "sh", logical, ...(stdin ? [String(stdin.length)] : [])],
       cwd: "/",
       env: {},
       user: this.defaults.user,
       engineTimeoutMs: this.defaults.engineTimeoutMs,
       timeoutMs: FILE_OP_TIMEOUT_MS,
       maxOutputBytes,
-    });
+      ...(stdin ? { stdin } : {}),
+    };
+    const result = await execInContainer(this.container, request);
+    if (result.exitCode !== FILE_SCRIPT_EXIT.workspaceMissing || result.timedOut) return result;
+    await this.makeWorkspace();
+    return execInContainer(this.container, request);
   }
 
   private check(result: RawExecResult, operation: FileCall["operation"], logical: string, given: string): void {
@@ -270,7 +297,7 @@ export class DockerSandbox implements Sandbox {
     const refusal = result.timedOut ? undefined : fileScriptRefusal(result.exitCode, { operation, logical, given, sandboxId: this.id });
     if (refusal) throw refusal;
     throw new AssemblyLineError("AL_ERR_SANDBOX_UNAVAILABLE", `could not ${operation} ${logical} in sandbox ${this.id}: ${result.stderr.toString("utf8").trim() || `exit ${result.exitCode}`}`, {
-      fix: "Check that the container is running (docker ps) and that its image has a POSIX shell with readlink, find and stat.",
+      fix: `Check that the container is running (docker ps) and that its image has a POSIX shell with readlink, find and stat${operation === "write" ? "; a write runs as the user commands run as, with the rights a command writing the file would have (a command can chmod or chown what it may not write)" : ""}.`,
       details: { path: logical, exitCode: result.exitCode },
     });
   }

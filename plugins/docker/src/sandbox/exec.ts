@@ -16,6 +16,8 @@ export interface ContainerExec {
   maxOutputBytes: number;
   /** Raw bytes, not decoded (file reads). */
   binary?: boolean;
+  /** Bytes the command reads on its stdin, which then ends (file writes). */
+  stdin?: Buffer;
   /** Deadline of each engine call around the command, and of stopping it at its timeout (not of the command itself). */
   engineTimeoutMs: number;
 }
@@ -23,6 +25,8 @@ export interface ContainerExec {
 export interface RawExecResult {
   /** Set when the command never started: its folder could not be entered. */
   folderRefusal?: FolderRefusal;
+  /** With folderRefusal "missing": /workspace itself is gone (a command removed it). */
+  workspaceMissing?: boolean;
   exitCode: number;
   stdout: Buffer;
   stderr: Buffer;
@@ -68,6 +72,9 @@ class CappedSink extends Writable {
   }
 }
 
+/** What the wrapper reports, in place of a folder refusal, when /workspace itself is gone. */
+const WORKSPACE_MISSING = "workspace-missing";
+
 /** Where each running command's pid file is, inside the container. */
 export const PID_DIR = "/tmp/.assembly-line";
 /*
@@ -104,12 +111,13 @@ const KILL_TREE_FUNCTION = [
  * when it does. Group members are found by reading /proc/<pid>/stat with
  * builtins only (a subshell of its own would be a member). A folder it cannot
  * enter is reported on stderr after the pid file's random name, which the
- * command (never started) cannot print.
+ * command (never started) cannot print; a missing /workspace is told apart, so
+ * the sandbox can make it again.
  */
 const WRAPPER = [
   KILL_TREE_FUNCTION,
   'mkdir -p "${0%/*}" 2>/dev/null',
-  'if ! cd -- "$1" 2>/dev/null; then if [ -d "$1" ]; then printf "%s unusable\\n" "$0" >&2; elif [ -e "$1" ]; then printf "%s not-a-folder\\n" "$0" >&2; else printf "%s missing\\n" "$0" >&2; fi; exit 1; fi',
+  `if ! cd -- "$1" 2>/dev/null; then if [ ! -d /workspace ]; then printf "%s ${WORKSPACE_MISSING}\\n" "$0" >&2; elif [ -d "$1" ]; then printf "%s unusable\\n" "$0" >&2; elif [ -e "$1" ]; then printf "%s not-a-folder\\n" "$0" >&2; else printf "%s missing\\n" "$0" >&2; fi; exit 1; fi`,
   // The sentinel keeps a trailing newline $(...) would drop: a folder "/workspace<newline>" is outside.
   'case "$1" in /workspace|/workspace/*) al_pwd=$(pwd -P && echo .); case "${al_pwd%?.}" in /workspace|/workspace/*) ;; *) printf "%s outside\\n" "$0" >&2; exit 1;; esac;; esac',
   "shift",
@@ -157,6 +165,7 @@ export async function execInContainer(container: Docker.Container, request: Cont
     () =>
     container.exec({
       Cmd: ["/bin/sh", "-c", WRAPPER, pidFile, request.cwd, ...request.argv],
+      AttachStdin: request.stdin !== undefined,
       AttachStdout: true,
       AttachStderr: true,
       // The wrapper enters request.cwd itself: the engine would answer a missing folder with exit 126 and no reason.
@@ -166,16 +175,19 @@ export async function execInContainer(container: Docker.Container, request: Cont
     }),
     request.engineTimeoutMs,
   ).catch(markNeverStarted);
-  const stream = await engineCall("exec start", () => exec.start({ hijack: true, stdin: false }), request.engineTimeoutMs).catch(markNeverStarted);
+  const stream = await engineCall("exec start", () => exec.start({ hijack: true, stdin: request.stdin !== undefined }), request.engineTimeoutMs).catch(markNeverStarted);
   const stdout = new CappedSink(request.maxOutputBytes);
-  const stderr = new CappedSink(request.maxOutputBytes, Buffer.byteLength(pidFile) + 16);
+  const stderr = new CappedSink(request.maxOutputBytes, Buffer.byteLength(pidFile) + 32);
   container.modem.demuxStream(stream, stdout, stderr);
   let kill: Promise<void> | undefined;
   const finished = new Promise<void>((resolve) => {
     stream.once("end", resolve);
     stream.once("close", resolve);
-    stream.once("error", resolve);
+    // Not once: a command that ends before reading all its stdin may fail the write too.
+    stream.on("error", resolve);
   });
+  // Ending it closes the command's stdin: the engine passes the half-close on.
+  if (request.stdin !== undefined) stream.end(request.stdin);
   const timer = setTimeout(() => {
     kill = stopTimedOutCommand(container, pidFile, request);
     // Awaited below once the stream has closed; a failure before then must not count as unhandled.
@@ -193,8 +205,11 @@ export async function execInContainer(container: Docker.Container, request: Cont
     return { exitCode: TIMEOUT_EXIT_CODE, stdout: stdout.bytes(), stderr: stderr.bytes(), timedOut: true, truncated: stdout.truncated || stderr.truncated };
   }
   const inspected = await engineCall("exec inspect", () => exec.inspect(), request.engineTimeoutMs);
-  const refusal = inspected.ExitCode === 1 ? new RegExp(`^(\\S+) (${FOLDER_REFUSALS.join("|")})\\n$`).exec(stderr.head().toString("utf8")) : null;
-  if (refusal && refusal[1] === pidFile) return { folderRefusal: refusal[2] as FolderRefusal, exitCode: 1, stdout: Buffer.alloc(0), stderr: Buffer.alloc(0), timedOut: false, truncated: false };
+  const refusal = inspected.ExitCode === 1 ? new RegExp(`^(\\S+) (${[...FOLDER_REFUSALS, WORKSPACE_MISSING].join("|")})\\n$`).exec(stderr.head().toString("utf8")) : null;
+  if (refusal && refusal[1] === pidFile) {
+    const workspaceMissing = refusal[2] === WORKSPACE_MISSING;
+    return { folderRefusal: workspaceMissing ? "missing" : (refusal[2] as FolderRefusal), workspaceMissing, exitCode: 1, stdout: Buffer.alloc(0), stderr: Buffer.alloc(0), timedOut: false, truncated: false };
+  }
   return {
     exitCode: inspected.ExitCode ?? -1,
     stdout: stdout.bytes(),
