@@ -724,6 +724,7 @@ export class OpenEveRuntime {
   }
 
   async close(): Promise<void> {
+    this.revisions.close();
     await this.onIdle();
     await this.options.connections?.close?.().catch((error) => this.logger.warn({ err: String(error) }, "closing connections failed"));
     await this.flushTelemetry();

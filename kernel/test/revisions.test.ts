@@ -1,4 +1,4 @@
-import { existsSync, mkdirSync, readdirSync, rmSync, writeFileSync } from "node:fs";
+import { existsSync, mkdirSync, readdirSync, rmSync, utimesSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { buildAgent, InMemoryStateAdapter, loadRuntimeBundle, noopLogger, OpenEveRuntime, scriptedHarness } from "@assemblyline-agents/runtime";
 import { afterEach, describe, expect, it } from "vitest";
@@ -38,6 +38,12 @@ async function pausedRun(tool = publishTool("v1")) {
   const paused = await first.run({ message: "publish milk" });
   expect(paused.status).toBe("waiting_approval");
   return { dir, state, runId: paused.runId, revision: first.manifest.agentRevision };
+}
+
+/** As if the runtimes that served `revision` had stopped marking its copy two hours ago. */
+function markedLongAgo(dir: string, revision: string): void {
+  const then = new Date(Date.now() - 2 * 60 * 60_000);
+  utimesSync(join(dir, ".assembly-line", "revisions", revision), then, then);
 }
 
 const publishedBy = async (runtime: OpenEveRuntime, runId: string) =>
@@ -172,17 +178,40 @@ export default defineHook({ events: { "*"(event, ctx) { globalThis.revisionHookS
     expect(await publishedBy(removed, runId)).toMatchObject({ output: { by: "v1" } });
   });
 
-  it("keeps a build while an unfinished run needs it and prunes it once none does", async () => {
+  it("keeps a build while an unfinished run needs it and prunes it once none does and no runtime marked it lately", async () => {
     const { dir, state, runId, revision } = await pausedRun();
     writeFileSync(join(dir, "tools/publish.ts"), publishTool("v2"));
     const rebuilt = await host(dir, state);
     const kept = join(dir, ".assembly-line", "revisions");
+    markedLongAgo(dir, revision);
     expect(await rebuilt.pruneRevisions()).toEqual([]);
     expect(readdirSync(kept).sort()).toEqual([revision, rebuilt.manifest.agentRevision].sort());
 
     await rebuilt.approve(runId);
     expect(await rebuilt.pruneRevisions()).toEqual([revision]);
     expect(readdirSync(kept)).toEqual([rebuilt.manifest.agentRevision]);
+  });
+
+  it("keeps the build a live runtime serves, so a run it pauses after another process pruned can be approved after a restart", async () => {
+    const dir = agentFolder({ "agent.ts": MINIMAL_AGENT, "tools/publish.ts": publishTool("v1") });
+    const state = new InMemoryStateAdapter();
+    // A dev server (or an old replica) is up on v1, with no unfinished run yet.
+    const serving = await host(dir, state);
+    const v1 = serving.manifest.agentRevision;
+    // The author edits the tool; a command on the same folder and state builds and prunes.
+    writeFileSync(join(dir, "tools/publish.ts"), publishTool("v2"));
+    expect(await (await host(dir, state)).pruneRevisions()).toEqual([]);
+
+    const paused = await serving.run({ message: "publish milk" });
+    expect(paused.status).toBe("waiting_approval");
+    const restarted = await host(dir, state);
+    expect((await restarted.approve(paused.runId)).status).toBe("completed");
+    expect(await publishedBy(restarted, paused.runId)).toMatchObject({ output: { by: "v1" } });
+
+    // Once its runtime is closed and its last mark is old, nothing holds v1 any longer.
+    await serving.close();
+    markedLongAgo(dir, v1);
+    expect(await restarted.pruneRevisions()).toEqual([v1]);
   });
 
   it("names the revision and the way out when the build a run needs is gone", async () => {

@@ -1,5 +1,5 @@
 import { existsSync } from "node:fs";
-import { cp, mkdir, readdir, rename, rm, writeFile } from "node:fs/promises";
+import { cp, mkdir, readdir, rename, rm, stat, utimes, writeFile } from "node:fs/promises";
 import { dirname, join } from "node:path";
 import { MANIFEST_FILE } from "./build.js";
 import type { AgentManifest } from "./manifest.js";
@@ -8,7 +8,8 @@ import type { AgentManifest } from "./manifest.js";
  * Every build keeps a content-addressed copy of itself under
  * `<artifactRoot>/revisions/<agentRevision>/` (its manifest and the source files
  * it hashed), so a run paused under one build continues on that build after the
- * folder changed and was rebuilt. Copies no unfinished run needs are pruned.
+ * folder changed and was rebuilt. Copies no unfinished run needs, and no live
+ * runtime has marked in use lately, are pruned.
  */
 export const REVISIONS_DIR = "revisions";
 const SNAPSHOT_SOURCES = "src";
@@ -39,13 +40,30 @@ export async function snapshotRevision(agentDir: string, artifactRoot: string, m
   }
 }
 
-/** Remove every kept revision not in `keep`; returns the removed ones. */
-export async function pruneRevisions(artifactRoot: string, keep: ReadonlySet<string>): Promise<string[]> {
+/** How often a live runtime marks its build's copy in use (the folder's mtime). */
+export const REVISION_MARK_INTERVAL_MS = 10 * 60_000;
+/**
+ * A copy marked within this long is kept whatever runs need: a host may still be serving it (a
+ * dev server on the folder's previous build, an old replica), and a run it pauses later needs it
+ * after a restart. Six missed marks: a host whose event loop stalls a while keeps its copy.
+ */
+export const REVISION_IN_USE_MS = 6 * REVISION_MARK_INTERVAL_MS;
+
+/** Mark a revision's copy in use now; a copy that is gone (or was never made) is left so. */
+export async function markRevisionInUse(artifactRoot: string, agentRevision: string): Promise<void> {
+  const now = new Date();
+  await utimes(revisionRoot(artifactRoot, agentRevision), now, now).catch(() => undefined);
+}
+
+/** Remove every kept revision not in `keep` and not marked in use within `inUseMs`; returns the removed ones. */
+export async function pruneRevisions(artifactRoot: string, keep: ReadonlySet<string>, inUseMs = REVISION_IN_USE_MS): Promise<string[]> {
   const dir = join(artifactRoot, REVISIONS_DIR);
   if (!existsSync(dir)) return [];
   const removed: string[] = [];
   for (const entry of await readdir(dir)) {
     if (keep.has(entry) || entry.endsWith(".tmp")) continue;
+    const marked = await stat(join(dir, entry)).then((found) => found.mtimeMs, () => undefined);
+    if (marked !== undefined && Date.now() - marked < inUseMs) continue;
     await rm(join(dir, entry), { recursive: true, force: true });
     removed.push(entry);
   }

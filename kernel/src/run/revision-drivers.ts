@@ -4,7 +4,7 @@ import { AssemblyLineError, type RunRecord, type RunStatus, type RunStore } from
 import { describeSchemaErrors } from "../schema.js";
 import { MANIFEST_FILE } from "../compiler/build.js";
 import { loadRuntimeBundle, type RuntimeBundle } from "../compiler/bundle.js";
-import { pruneRevisions, revisionRoot } from "../compiler/revisions.js";
+import { REVISION_MARK_INTERVAL_MS, markRevisionInUse, pruneRevisions, revisionRoot } from "../compiler/revisions.js";
 import type { RunDriver } from "./run-driver.js";
 import type { RunResult } from "./run-result.js";
 
@@ -18,6 +18,8 @@ export const UNFINISHED_STATUSES: RunStatus[] = ["queued", "running", "waiting_a
  */
 export class RevisionDrivers {
   private readonly pinned = new Map<string, Promise<RunDriver>>();
+  /** Marks the current build's copy in use while this runtime is open, so no other process prunes it (see pruneRevisions). */
+  private readonly marking: NodeJS.Timeout | undefined;
 
   constructor(
     readonly current: RunDriver,
@@ -25,7 +27,17 @@ export class RevisionDrivers {
     private readonly runs: RunStore,
     private readonly artifactRoot: string | undefined,
     private readonly createDriver: (bundle: RuntimeBundle) => RunDriver,
-  ) {}
+  ) {
+    if (artifactRoot === undefined) return;
+    const mark = () => void markRevisionInUse(artifactRoot, currentRevision);
+    mark();
+    this.marking = setInterval(mark, REVISION_MARK_INTERVAL_MS).unref();
+  }
+
+  /** Stop marking the current build's copy in use: it is pruned once no run needs it and the last mark is old. */
+  close(): void {
+    clearInterval(this.marking);
+  }
 
   /** The revision a run continues on: the one it started under, or the one it was migrated to. */
   async revisionOf(run: RunRecord): Promise<string> {
@@ -91,7 +103,7 @@ export class RevisionDrivers {
     });
   }
 
-  /** Delete the kept builds no unfinished run needs; the current one always stays. */
+  /** Delete the kept builds no unfinished run needs and no live runtime marked lately; the current one always stays. */
   async prune(): Promise<string[]> {
     if (!this.artifactRoot) return [];
     const keep = new Set([this.currentRevision]);
