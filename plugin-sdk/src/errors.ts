@@ -148,7 +148,7 @@ export const errorCatalogue = {
   AL_ERR_SUBAGENT_OUTPUT: "A subagent's final output does not match its outputSchema or the expectedOutput schema.",
   AL_ERR_INSTRUMENTATION_DEFINITION: "instrumentation.ts does not default-export defineInstrumentation(...) with a setup function and a known captureContent.",
   AL_ERR_INSTRUMENTATION_SETUP: "instrumentation.ts setup() threw at startup or returned something that is not a TelemetrySink.",
-  AL_ERR_OTLP_CONFIG: "The OTLP sink's endpoint, headers, compression or limits are invalid.",
+  AL_ERR_OTLP_CONFIG: "The OTLP sink's endpoint, headers, compression, resource attributes or limits are invalid, or the environment sets a TLS file variable the sink does not read.",
   AL_ERR_BLOB_CONFIG: "A blob adapter has no usable settings (no bucket, no R2 account id, half a key pair, a malformed endpoint or part size).",
   AL_ERR_BLOB_UNAVAILABLE: "The blob service refused or failed a request (unreachable endpoint, missing bucket, bad keys).",
   AL_ERR_BLOB_KEY: "A blob key is empty or not a string, has an empty, `.` or `..` segment, holds a NUL (S3: any control character, U+0000 to U+001F), a backslash or a lone surrogate (not well-formed Unicode), or is longer than the store allows (S3: 1,024 bytes with the prefix; the local store: a path Linux can open).",
