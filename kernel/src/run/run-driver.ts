@@ -332,6 +332,15 @@ export class RunDriver {
       await this.failRun(runId, reason, isAssemblyLineError(reason) ? reason.code : undefined);
       return;
     }
+    // A drive that died between writing the run's turn into its conversation and recording the run's end left
+    // its reply in the history: the run ends with that reply, not with a new model call's, which would differ.
+    if (options.resumedBy && run.conversationId) {
+      const reply = await this.replyInHistory(run, run.conversationId);
+      if (reply !== undefined) {
+        await this.complete(run, reply, { turnWritten: true });
+        return;
+      }
+    }
     try {
       started = fresh ? await this.start(run, options.forcedModel) : await this.startedData(run);
     } catch (error) {
@@ -626,15 +635,31 @@ export class RunDriver {
     }
   }
 
-  private async complete(run: RunRecord, text: string): Promise<void> {
+  /**
+   * The reply of `run`'s turn in its conversation's history, when it is there. Found by the run's id,
+   * however many turns the conversation took since: read in growing windows from the newest, the turn
+   * being written when the run ended. Read only when a run is resumed, never on a run's first drive.
+   */
+  private async replyInHistory(run: RunRecord, conversationId: string): Promise<string | undefined> {
+    for (let limit = RECENT_TURN_WINDOW; ; limit *= 4) {
+      // The store's own listing: a run id names one run, so no other agent's message can match it.
+      const listed = await this.parts.state.conversations.listConversationMessages(conversationId, { limit, agentId: run.agentId });
+      const reply = listed.findLast((message) => message.runId === run.id && message.role === "assistant");
+      if (reply) return reply.content;
+      if (listed.length < limit) return undefined;
+    }
+  }
+
+  private async complete(run: RunRecord, text: string, options: { turnWritten?: boolean } = {}): Promise<void> {
     const { journal, state } = this.parts;
-    if (run.conversationId) {
+    if (run.conversationId && !options.turnWritten) {
       // The turn is the history of the agent the run records (a subagent's own id), so another agent
       // serving the same conversation id never lists it.
       const conversations = agentConversations(state.conversations, run.agentId, state.runs, this.parts.logger);
-      // Written before the completion record and skipped when already there, so a crash in
-      // between neither loses the turn from the history nor writes it twice on recovery.
-      const recent = await conversations.listConversationMessages(run.conversationId, { limit: 20 });
+      // Written before the completion record, so a crash in between cannot lose the turn from the history;
+      // a resume finds it there (replyInHistory) and ends the run with it. Among the newest messages it is
+      // skipped here too, for a crashed run driven again by other than a resume.
+      const recent = await conversations.listConversationMessages(run.conversationId, { limit: RECENT_TURN_WINDOW });
       if (!recent.some((message) => message.runId === run.id)) {
         const createdAt = isoTimestamp();
         await conversations.appendConversationMessages(run.conversationId, [
@@ -710,6 +735,9 @@ export class RunDriver {
     return { id: `dlv_${run.id}`, channel: run.input.channel.name, conversationId: run.conversationId, payload: { runId: run.id, outcome: "failed", code } };
   }
 }
+
+/** How many of a conversation's newest messages are read first for a run's own turn. */
+const RECENT_TURN_WINDOW = 20;
 
 /** A model call that threw (provider error, lost connection, budget refusal): which call, since when, and its code or error class. */
 function modelFailed(key: string, startedAt: string, error: unknown): { type: string; data: Record<string, JsonValue> } {
