@@ -27,7 +27,7 @@ export const errorCatalogue = {
   AL_ERR_HARNESS: "No engine can serve the run's model spec.",
   AL_ERR_RESOLVER_FAILED: "resolvers.ts threw, or returned something that is not a declaration, which fails the run.",
   AL_ERR_TOOL_OUTPUT: "A tool returned a value that is not JSON-serializable or breaks its outputSchema.",
-  AL_ERR_STEP_RESULT: "A ctx.step body returned a value that is not JSON-serializable.",
+  AL_ERR_STEP_RESULT: "A ctx.step body returned a value, or its metadata held one, that is not JSON-serializable.",
   AL_ERR_BUDGET_EXCEEDED: "A run reached one of its budgets (maxTurns, maxToolCalls, maxTokens, ...); the run failed.",
   AL_ERR_BUDGET_INVALID: "A budget in agent.ts or the host's options is not a positive number.",
   AL_ERR_RUN_MIGRATION: "A paused run cannot move to the current revision: a pending tool is gone or its schema changed.",
