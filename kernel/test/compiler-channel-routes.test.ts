@@ -36,3 +36,15 @@ describe("channel routes at build", () => {
     expect(manifest.channels.map((entry) => entry.route)).toEqual(["/message/", "/message/b"]);
   });
 });
+
+describe("channel methods at build", () => {
+  const withMethods = (methods: string) =>
+    `import { defineChannel } from "@assemblyline-agents/core";\nexport default defineChannel({ transport: "http", route: "/message", methods: ${methods} });\nexport function normalizeHttp() { return { ack: true }; }`;
+
+  it.each([
+    ["one method not in a list", `"POST"`, 'methods "POST" is not a non-empty list of HTTP methods'],
+    ["an empty list (a route no request reaches)", `[]`, "methods [] is not a non-empty list of HTTP methods"],
+  ])("refuses %s, naming the fix", async (_label, methods, problem) => {
+    expect(await buildFailure({ "channels/message.ts": withMethods(methods) })).toEqual({ code: "AL_ERR_CHANNEL_DEFINITION", message: `channels/message.ts: ${problem}` });
+  });
+});

@@ -512,6 +512,8 @@ async function compileChannels(agentDir: string, load: Loader): Promise<ChannelM
     if (channel.transport !== "http") fail(`transport ${JSON.stringify(channel.transport)} is not supported`, 'Use transport: "http".');
     if (typeof channel.route !== "string" || !channel.route.startsWith("/")) fail(`route ${JSON.stringify(channel.route)} must start with /`, 'Use a path such as "/message".');
     const methods = channel.methods ?? ["POST"];
+    // An empty list builds a route no request reaches; a bare string is a list's one item left unwrapped.
+    if (!Array.isArray(methods) || methods.length === 0) fail(`methods ${JSON.stringify(methods)} is not a non-empty list of HTTP methods`, 'Write methods: ["POST"] (or leave it out: POST is the default).');
     const badMethod = methods.find((method) => !["GET", "POST", "PUT", "PATCH", "DELETE"].includes(method));
     if (badMethod) fail(`method ${JSON.stringify(badMethod)} is not an HTTP method this host routes`, "Use GET, POST, PUT, PATCH or DELETE.");
     const exported = (key: "normalizeHttp" | "deliver" | "resolveAttachment" | "deliverFailure") =>

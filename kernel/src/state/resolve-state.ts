@@ -32,6 +32,7 @@ export function resolveState(state: StateAdapter | StateStores | undefined, logg
     stores.runs = state;
   } else {
     Object.assign(stores, state);
+    refuseUnusableFacets(state as StateStores);
   }
   if (!stores.runs) {
     throw new AssemblyLineError("AL_ERR_STATE_RUNS_REQUIRED", "RuntimeOptions.state has no runs facet (RunStore)", {
@@ -67,4 +68,25 @@ function facetsOf(fallback: InMemoryStateAdapter, stores: Partial<ResolvedState>
     settings: stores.settings ?? fallback,
     skills: stores.skills ?? fallback,
   };
+}
+
+/**
+ * A StateStores object's optional facets are taken as given: one missing a method would fail the
+ * first run that uses it with a bare TypeError, and a misspelt facet would fall back to memory.
+ */
+function refuseUnusableFacets(stores: StateStores): void {
+  for (const [key, facet] of Object.entries(stores)) {
+    if (key === "close" || key === "runs" || facet === undefined) continue;
+    if (!(STATE_FACET_NAMES as readonly string[]).includes(key)) {
+      throw new AssemblyLineError("AL_ERR_STATE_CONFIG", `RuntimeOptions.state has no facet named ${JSON.stringify(key)}`, {
+        fix: `Name each facet one of ${STATE_FACET_NAMES.join(", ")}, or pass a full StateAdapter.`,
+      });
+    }
+    const missing = missingFacetMethods(facet, key as StateFacetName);
+    if (missing.length > 0) {
+      throw new AssemblyLineError("AL_ERR_STATE_CONFIG", `state.${key} lacks ${missing.join(", ")}`, {
+        fix: `Implement every method of the ${key} facet (the state conformance kit in @assemblyline-agents/core/testkit checks them), or leave ${key} out to keep it in non-durable memory.`,
+      });
+    }
+  }
 }
