@@ -9,7 +9,12 @@ import type { Ajv, ErrorObject, ValidateFunction } from "ajv";
  */
 export type UnknownFormats = "refuse" | "ignore";
 
-/** One ajv instance per process and rule, with ajv-formats' formats; compiled validators are cached by schema object. */
+/**
+ * One ajv instance per process and rule, with ajv-formats' formats. It keeps no schema it compiled
+ * (compileSchema): schemas come from many agents, builds and models into one process, so a `$id`
+ * kept from one would refuse the next schema with that id, and each model-sent schema kept would
+ * stay in memory for the life of the process.
+ */
 const compilers: Partial<Record<UnknownFormats, Ajv>> = {};
 
 export function schemaCompiler(unknownFormats: UnknownFormats = "refuse"): Ajv {
@@ -26,6 +31,7 @@ function newCompiler(unknownFormats: UnknownFormats): Ajv {
   const ajv: Ajv = new Ajv({
     allErrors: true,
     strict: false,
+    addUsedSchema: false,
     logger: { log: console.log, warn: (...args: unknown[]): void => onWarning(ajv, unknownFormats, args), error: console.error },
   });
   addFormats(ajv);
@@ -44,8 +50,22 @@ function onWarning(ajv: Ajv, unknownFormats: UnknownFormats, args: unknown[]): v
   }
 }
 
+/** Validators by schema object, held only while the schema is: one object is compiled once, and none is kept for good. */
+const validators: Record<UnknownFormats, WeakMap<object, ValidateFunction>> = { refuse: new WeakMap(), ignore: new WeakMap() };
+
+/** A validator for `schema` (ajv's own cache of it is dropped, see schemaCompiler). */
 export function compileSchema(schema: unknown, unknownFormats: UnknownFormats = "refuse"): ValidateFunction {
-  return schemaCompiler(unknownFormats).compile(schema as object);
+  const ajv = schemaCompiler(unknownFormats);
+  if (typeof schema !== "object" || schema === null) return ajv.compile(schema as object);
+  const known = validators[unknownFormats].get(schema);
+  if (known) return known;
+  try {
+    const validate = ajv.compile(schema);
+    validators[unknownFormats].set(schema, validate);
+    return validate;
+  } finally {
+    ajv.removeSchema(schema);
+  }
 }
 
 /**
