@@ -147,6 +147,21 @@ export default defineTool({ description: "Send an invoice to a customer.", capab
     expect(log.outcomes[1]!.outcome).toMatchObject({ isError: false, output: { tool: "create_invoice", id: "c-1" } });
   });
 
+  it("shows in tool_describe, and records for a gated tool_call, the side-effect class an approvalRequired gives", async () => {
+    const note = `import { approvalRequired, defineTool } from "@assemblyline-agents/core";
+export default defineTool({ description: "Record a durable note.", capability: { visibility: "deferred" }, inputSchema: { type: "object", properties: {} },
+  needsApproval: approvalRequired("Recording a note is a durable side effect.", "idempotent"), async execute() { return { recorded: true }; } });`;
+    const { runtime, log, events } = await startAgent(agentFolder({ "agent.ts": MINIMAL_AGENT, "tools/record_note.ts": note }), [
+      { toolCalls: [{ name: "tool_describe", input: { name: "record_note" } }] },
+      { toolCalls: [{ name: "tool_call", input: { name: "record_note", input: {} } }] },
+      { text: "done" },
+    ], { coreToolPolicy: { tool_call: "approval" } });
+    const paused = await runtime.run({ message: "note it" });
+    expect(log.outcomes[0]!.outcome).toMatchObject({ output: { name: "record_note", needsApproval: true, sideEffect: "idempotent" } });
+    expect(paused.pendingApprovals?.[0]).toMatchObject({ sideEffect: "idempotent" });
+    expect((await events(paused.runId)).find((event) => event.type === "approval.requested")?.data).toMatchObject({ toolName: "record_note", sideEffect: "idempotent" });
+  });
+
   it("applies coreToolPolicy to the tool tool_call names", async () => {
     const { runtime, log } = await startAgent(dir, [{ toolCalls: [{ name: "tool_call", input: { name: "void_invoice", input: { id: "i" } } }] }, { text: "ok" }], {
       coreToolPolicy: { void_invoice: "approval", list_invoices: "disabled" },

@@ -3,7 +3,7 @@ import { describeSchemaErrors } from "../schema.js";
 import type { RunScope } from "./run-scope.js";
 import { activateTools } from "./tool-activation.js";
 import { firstLine } from "./tool-search.js";
-import type { ToolTableEntry } from "./tool-table.js";
+import { declaredSideEffect, type ToolTableEntry } from "./tool-table.js";
 
 const DEFAULT_SEARCH_LIMIT = 5;
 
@@ -74,7 +74,7 @@ export async function runBridgeTool(scope: RunScope, entry: ToolTableEntry, inpu
       aliases: target.aliases,
       execution: target.execution,
       needsApproval: target.approval !== false,
-      sideEffect: target.definition.sideEffect ?? null,
+      sideEffect: declaredSideEffect(target.definition),
     };
   }
   return { error: `${entry.name} is not answered by the runtime.` };

@@ -19,7 +19,7 @@ import { isSubagentSuspension, type SubagentSuspension } from "../subagents/susp
 import { isSkillApprovalSuspension } from "../skills/write-approval.js";
 import type { RunScope } from "./run-scope.js";
 import { createToolContext, type CallAsks } from "./tool-context.js";
-import type { ToolTableEntry } from "./tool-table.js";
+import { declaredSideEffect, type ToolTableEntry } from "./tool-table.js";
 
 /** An approval is bound to the run, the call and the exact input. */
 export function approvalIdFor(runId: string, callId: string, inputDigest: string): string {
@@ -116,7 +116,7 @@ export async function callTool(scope: RunScope, requested: ModelToolCall): Promi
 /** The gate of tool_call itself (coreToolPolicy `tool_call: "approval"`), for a call made through it; with the called tool's side effect. */
 function bridgeGate(scope: RunScope, target: ToolTableEntry): ToolTableEntry["approval"] {
   const bridge = scope.table.get("tool_call")?.approval;
-  return bridge ? { reason: bridge.reason, sideEffect: target.definition.sideEffect ?? "external" } : false;
+  return bridge ? { reason: bridge.reason, sideEffect: declaredSideEffect(target.definition) ?? "external" } : false;
 }
 
 /** What an already-recorded call resolves to without executing; undefined when it must (re)execute. */

@@ -200,6 +200,14 @@ export class ToolTable extends Map<string, ToolTableEntry> implements ToolTableS
 }
 
 /** Build the table from the manifest: built-ins, authored tools, overrides, disables, policy. */
+/**
+ * The side-effect class a tool declares: its `sideEffect`, else the one its `approvalRequired(reason, sideEffect)`
+ * gives (the two may not differ: approval-problem.ts); null when it declares none.
+ */
+export function declaredSideEffect(definition: ToolTableEntry["definition"]): SideEffect | null {
+  return definition.sideEffect ?? (isApprovalPolicy(definition.needsApproval) ? definition.needsApproval.sideEffect : null);
+}
+
 export function buildToolTable(input: ToolTableInput): ToolTable {
   const { manifest, sourceBundle, coreToolPolicy, sandboxAvailable } = input;
   const table = new ToolTable({ coreToolPolicy, sandboxAvailable });
