@@ -14,8 +14,10 @@ const tempFolder = () => folders.make();
  * blocks until `release` reads it (then its fsync fails, as a pipe cannot be synced:
  * that compaction fails, as one on a full disk would).
  */
-function holdNextSnapshot(directory: string) {
-  const temp = join(directory, `snapshot.json.${process.pid}.tmp`);
+async function holdNextSnapshot(directory: string) {
+  // The temp file is named by the holder's LOCK token.
+  const { token } = JSON.parse(await readFile(join(directory, "LOCK"), "utf8")) as { token: string };
+  const temp = join(directory, `snapshot.json.${token}.tmp`);
   execFileSync("mkfifo", [temp]);
   return {
     release: async () => {
@@ -38,7 +40,7 @@ const crashCopy = async (directory: string) => copyStateFolder(directory, await 
 
 /** Append ticks to r1 until the log is cut (log-1 exists) while the snapshot is held; the last tick's index. */
 async function cutWithSnapshotHeld(state: FileStateAdapter, directory: string) {
-  const hold = holdNextSnapshot(directory);
+  const hold = await holdNextSnapshot(directory);
   let index = 0;
   while (!(await logsIn(directory)).includes("log-1.wal")) await state.appendEvents("r1", tick((index += 1)));
   return { hold, index };
@@ -123,6 +125,27 @@ describe("FileStateAdapter compaction", () => {
     const left = await logsIn(directory);
     expect(left).toHaveLength(1);
     expect(Number(left[0]!.slice(4, -4))).toBeGreaterThanOrEqual(2);
+    expect((await readdir(directory)).filter((name) => name.endsWith(".tmp"))).toEqual([]);
+    const again = await FileStateAdapter.open({ directory });
+    expect((await again.listEvents("r1")).map((event) => event.seq)).toEqual(seqs(index + 1));
+    await again.close();
+  });
+
+  it("writes its snapshot apart from the temp file another holder with this pid still writes, and removes that file", async () => {
+    const directory = await tempFolder();
+    const state = await FileStateAdapter.open({ directory, compactAfterBytes: 4_000, compactWhenSuperseded: 0 });
+    await state.createRun(newRun("r1"));
+    // A holder in another pid namespace often has this pid too (1 in a container). One frozen while it wrote
+    // a snapshot, under a name made of its pid (as versions before this one named it), writes on when it wakes.
+    const other = await open(join(directory, `snapshot.json.${process.pid}.tmp`), "w");
+    let index = 0;
+    try {
+      while (!(await readdir(directory)).includes("snapshot.json")) await state.appendEvents("r1", tick((index += 1)));
+      await state.close();
+      await other.write("the other holder's bytes", 0);
+    } finally {
+      await other.close();
+    }
     expect((await readdir(directory)).filter((name) => name.endsWith(".tmp"))).toEqual([]);
     const again = await FileStateAdapter.open({ directory });
     expect((await again.listEvents("r1")).map((event) => event.seq)).toEqual(seqs(index + 1));

@@ -23,13 +23,20 @@ afterEach(async () => {
 
 const run = (id: string) => ({ id, agentId: "agent", agentRevision: "rev", modelSpec: "scripted/test", input: { message: id, metadata: {} } });
 
-/** A holder with run r1, frozen (as an opener in another pid namespace sees it), and the opener that took its lock over and wrote r2. */
+const schedule = { id: "job-1", intervalMs: 60_000, nextRunAt: "2030-01-01T00:00:00.000Z", payload: { job: 1 }, enabled: true };
+
+/**
+ * A holder with run r1 (leased by "worker-a") and schedule job-1, frozen (as an opener in another pid
+ * namespace sees it), and the opener that took its lock over and wrote r2.
+ */
 async function takenOver(): Promise<{ directory: string; frozen: FileStateAdapter; taker: FileStateAdapter }> {
   const directory = await folders.make();
   const lockPath = join(directory, "LOCK");
   const frozen = await FileStateAdapter.open({ directory });
   adapters.push(frozen);
   await frozen.createRun(run("r1"));
+  expect(await frozen.acquireRunLease("r1", "worker-a", 60_000)).not.toBeNull();
+  expect(await frozen.insertSchedule(schedule)).toBe(true);
   // Its LOCK as one in another pid namespace whose heartbeat stopped long ago: rewritten in place, still its own file.
   const lock = JSON.parse(await readFile(lockPath, "utf8")) as Record<string, unknown>;
   await writeFile(lockPath, JSON.stringify({ ...lock, pidNamespace: "another-boot pid:[1]" }));
@@ -79,6 +86,25 @@ describe("a file state whose lock another process took over", () => {
     expect(await state.getRun("r2")).toBeDefined();
     expect(await state.getRun("r3")).toBeDefined();
     expect(await state.getRun("stale")).toBeUndefined();
+  });
+
+  it("refuses reads, and writes that would change nothing, made after it wakes, before any write noticed", async () => {
+    // Each the first call of a holder that just woke: answered from its tables, each would be stale.
+    const calls: Array<[string, (state: FileStateAdapter) => Promise<unknown>]> = [
+      ["getRun", (state) => state.getRun("r2")],
+      ["listRuns", (state) => state.listRuns()],
+      ["acquireRunLease of a leased run", (state) => state.acquireRunLease("r1", "worker-b", 60_000)],
+      ["insertSchedule of a schedule it holds", (state) => state.insertSchedule(schedule)],
+    ];
+    for (const [name, call] of calls) {
+      const { frozen } = await takenOver();
+      const outcome = await call(frozen).then(
+        (answer) => ({ answered: answer }),
+        (error: unknown) => error,
+      );
+      expect(isAssemblyLineError(outcome, "AL_ERR_STATE_LOCKED"), `${name} was answered by a holder that lost the lock`).toBe(true);
+      expect((outcome as Error).message).toContain("lost the lock");
+    }
   });
 
   it("refuses writes once its LOCK file was deleted", async () => {

@@ -113,9 +113,10 @@ import { WriteAheadLog, encodeLine } from "./write-ahead-log.js";
  * and cuts a torn last record of the last log; a damaged record that records of a later
  * synced write follow is no torn write, and the folder is refused (see WriteAheadLog).
  * A process that lost the folder's lock (another one took it over, see FolderLock) writes
- * nothing more to the folder: each batch of log records, fill, cut, compaction step and
- * recovery first checks that the LOCK file it created is still in place (FolderLock.stillHeld),
- * and fails its calls with AL_ERR_STATE_LOCKED otherwise; closing it then cuts nothing.
+ * nothing more to the folder, nor answers from its tables: each call, batch of log records,
+ * fill, cut, compaction step and recovery first checks that the LOCK file it created is still
+ * in place (FolderLock.stillHeld), and fails its calls with AL_ERR_STATE_LOCKED otherwise;
+ * closing it then cuts nothing.
  * A failed write (a full disk) fails its call and every call in flight; the next call
  * cuts the log back to its last synced record and replays the folder into fresh tables,
  * dropping what failed, and goes on (see `recover`), the lock held throughout.
@@ -993,10 +994,12 @@ export class FileStateAdapter implements StateAdapter {
   /**
    * After a failed log write the tables hold records the disk may not: nothing is read from
    * them or planned against them until `recover` replaced them with what the disk holds. Nor
-   * after another process took the folder's lock over (see FolderLock.lost).
+   * after another process took the folder's lock over: checked now (one fstat, see
+   * FolderLock.stillHeld), as the tables of a holder frozen past the takeover are stale, and a
+   * read or a write that changes nothing never reaches the log's own check.
    */
   private throwIfUnusable(): void {
-    if (this.lock?.lost) throw this.lock.lostError();
+    if (this.lock && !this.lock.stillHeld()) throw this.lock.lostError();
     const failure = this.log?.failed;
     if (failure) throw this.logFailedError(failure);
   }
@@ -1123,7 +1126,8 @@ export class FileStateAdapter implements StateAdapter {
   private async ready(): Promise<void> {
     if (this.closing) throw this.closedError();
     await this.open();
-    // Nothing is cut or replayed in a folder another process writes now.
+    // Nothing is cut or replayed in a folder another process writes now. Only the flag here: a call
+    // checks the lock itself right before it reads or plans (throwIfUnusable), and recover before it cuts.
     if (this.lock?.lost) throw this.lock.lostError();
     if (this.log?.failed || this.recovering) await this.recover();
   }
@@ -1358,7 +1362,9 @@ export class FileStateAdapter implements StateAdapter {
     await previous.close().catch(() => undefined);
     // Checked before each step that changes the folder: a snapshot renamed over the new holder's, or its logs removed, would lose its records.
     if (!lock.stillHeld()) return;
-    const temp = join(this.directory, `${SNAPSHOT_FILE}.${process.pid}.tmp`);
+    // Named by the lock's token, not the pid: a holder in another pid namespace often has this one's pid,
+    // and one frozen mid-snapshot that wakes must not write into the file the new holder renames into place.
+    const temp = join(this.directory, `${SNAPSHOT_FILE}.${lock.token}.tmp`);
     try {
       const handle = await open(temp, "w");
       let bytes: number;

@@ -29,8 +29,11 @@ interface LockOwner {
   /**
    * Which process, beyond its pid: pids are reused, and a container restarted on the same
    * folder runs as the same pid on the same host (1, or whatever its entrypoint makes it).
-   * `process`: a random id per process (shared by every copy of this module in it);
-   * `started`: where readable, the boot and the start time of the pid (Linux /proc).
+   * `started`: where readable, the boot and the start time of the pid (Linux /proc), which every
+   * thread of the process reads alike;
+   * `process`: a random id per thread (shared by every copy of this module in it; a worker thread
+   * has a globalThis of its own), which tells this process from an earlier one only where /proc
+   * cannot tell (see pidIsHolder).
    * Absent in LOCKs written before they were recorded.
    */
   process?: string;
@@ -51,7 +54,7 @@ interface LockHolder extends LockOwner {
 /** What an opener can tell of a holder: alive, dead, or only by whether its heartbeat goes on. */
 type Liveness = "alive" | "dead" | "heartbeat";
 
-/** This process's id for LOCK files, on globalThis so that two copies of the package agree. */
+/** This thread's id for LOCK files, on globalThis so that two copies of the package agree (see LockOwner.process). */
 const PROCESS_ID: string = ((globalThis as Record<symbol, string | undefined>)[Symbol.for("@assemblyline-agents/local.lockProcessId")] ??= randomBytes(8).toString("hex"));
 
 /** A new LOCK (or guard) record for this process. */
@@ -170,6 +173,14 @@ export class FolderLock {
       }
       await sleep(stale ? RETRY_DELAY_MS : WATCH_DELAY_MS);
     }
+  }
+
+  /**
+   * This holder's random token, as its LOCK records it: names the holder's temp files apart from
+   * any other holder's, whose pid may be this one's (another pid namespace).
+   */
+  get token(): string {
+    return this.owner.token;
   }
 
   /**
@@ -380,8 +391,18 @@ function guardIsStale(holder: LockHolder): boolean {
   return liveness === "dead" || (liveness === "heartbeat" && Date.now() - holder.heartbeatAt > HEARTBEAT_STALE_MS);
 }
 
+/**
+ * Whether the process `owner` names is alive. With this process's pid: this process (a second
+ * adapter, maybe on a worker thread) when it started when the holder did; an earlier one whose
+ * pid this process got (a restarted container) otherwise. Where /proc cannot tell, the process id
+ * tells, though a worker thread has an id of its own.
+ */
 function pidIsHolder(owner: LockOwner): boolean {
-  if (owner.pid === process.pid && owner.process !== undefined) return owner.process === PROCESS_ID;
+  if (owner.pid === process.pid) {
+    const started = owner.started === undefined ? undefined : startOf(process.pid);
+    if (started !== undefined) return started === owner.started;
+    if (owner.process !== undefined) return owner.process === PROCESS_ID;
+  }
   try {
     process.kill(owner.pid, 0);
   } catch (error) {
