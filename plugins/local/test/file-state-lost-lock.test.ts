@@ -1,6 +1,7 @@
 import { isAssemblyLineError } from "@assemblyline-agents/core";
 import { readFile, stat, unlink, utimes, writeFile } from "node:fs/promises";
 import { join } from "node:path";
+import { setTimeout as sleep } from "node:timers/promises";
 import { afterEach, describe, expect, it } from "vitest";
 import { FileStateAdapter } from "../src/index.js";
 import { HEARTBEAT_STALE_MS } from "../src/state/folder-lock.js";
@@ -45,6 +46,8 @@ async function takenOver(): Promise<{ directory: string; frozen: FileStateAdapte
   const taker = await FileStateAdapter.open({ directory });
   adapters.push(taker);
   await taker.createRun(run("r2"));
+  // The frozen holder's last look at its LOCK is as old as its freeze: a takeover waits out a silent heartbeat.
+  await sleep(50);
   return { directory, frozen, taker };
 }
 

@@ -994,12 +994,12 @@ export class FileStateAdapter implements StateAdapter {
   /**
    * After a failed log write the tables hold records the disk may not: nothing is read from
    * them or planned against them until `recover` replaced them with what the disk holds. Nor
-   * after another process took the folder's lock over: checked now (one fstat, see
-   * FolderLock.stillHeld), as the tables of a holder frozen past the takeover are stale, and a
-   * read or a write that changes nothing never reaches the log's own check.
+   * after another process took the folder's lock over: checked now (FolderLock.heldLately), as
+   * the tables of a holder frozen past the takeover are stale, and a read or a write that changes
+   * nothing never reaches the log's own check.
    */
   private throwIfUnusable(): void {
-    if (this.lock && !this.lock.stillHeld()) throw this.lock.lostError();
+    if (this.lock && !this.lock.heldLately()) throw this.lock.lostError();
     const failure = this.log?.failed;
     if (failure) throw this.logFailedError(failure);
   }

@@ -17,6 +17,8 @@ export const HEARTBEAT_MS = 2_000;
  * stale: five missed heartbeats, so a holder whose event loop is busy for a few seconds keeps it.
  */
 export const HEARTBEAT_STALE_MS = 5 * HEARTBEAT_MS;
+/** How long a look at this holder's own LOCK answers later reads and plans (see heldLately). */
+const RECHECK_MS = 20;
 /** How often an opener looks at a LOCK whose heartbeat it waits for. */
 const WATCH_DELAY_MS = 100;
 /** How long an opener tries before it gives up: long enough for a stopped heartbeat to become stale. */
@@ -122,6 +124,8 @@ export class FolderLock {
   private readonly heartbeat: NodeJS.Timeout;
   private beating: Promise<void> | undefined;
   private lostTo: LockOwner | "missing" | "unreadable" | undefined;
+  /** When stillHeld last looked (performance.now()); -Infinity before the first look. */
+  private checkedAt = Number.NEGATIVE_INFINITY;
 
   private constructor(
     readonly directory: string,
@@ -200,9 +204,21 @@ export class FolderLock {
    * HEARTBEAT_MS, and a holder frozen past HEARTBEAT_STALE_MS would otherwise write once
    * more over the new holder's records when it wakes.
    */
+  /**
+   * stillHeld for a call that only reads or plans: answered from a check made within
+   * RECHECK_MS, the rest of the time by one. A takeover needs this holder's heartbeat to have
+   * stood still for HEARTBEAT_STALE_MS, so a holder that was frozen checks again on its first
+   * call after waking; one fstat per call cost reads several times their own time.
+   */
+  heldLately(): boolean {
+    if (this.lostTo === undefined && !this.released && performance.now() - this.checkedAt < RECHECK_MS) return true;
+    return this.stillHeld();
+  }
+
   stillHeld(): boolean {
     if (this.lostTo !== undefined) return false;
     if (this.released) return false;
+    this.checkedAt = performance.now();
     let links: number;
     try {
       links = fstatSync(this.lockFile.fd).nlink;
