@@ -1,5 +1,5 @@
 import { describe, expect, it } from "vitest";
-import { preparedWrite } from "../src/index.js";
+import { listedEntries, preparedWrite } from "../src/index.js";
 
 describe("preparedWrite", () => {
   it("takes prepareWrite's output as printed: the mode line, then the real path and its line end", () => {
@@ -13,5 +13,20 @@ describe("preparedWrite", () => {
 
   it("refuses a path outside /workspace", () => {
     expect(() => preparedWrite("new\n/etc/passwd\n", "x")).toThrow(expect.objectContaining({ code: "AL_ERR_PATH_ESCAPE" }));
+  });
+});
+
+describe("listedEntries", () => {
+  it("keeps a name holding CR, U+2028 or U+2029, which only a newline would end", () => {
+    const names = ["cr\rname.txt", "ls\u2028name.txt", "ps\u2029name.txt", "plain.txt"];
+    const output = `directory|4096|.\n${names.map((name) => `regular file|1|./${name}`).join("\n")}\n`;
+    expect(listedEntries(output, "/workspace/d").map((entry) => entry.path)).toEqual(["/workspace/d", ...names.map((name) => `/workspace/d/${name}`)].sort());
+  });
+
+  it("keeps what is under a folder whose name holds a CR", () => {
+    expect(listedEntries("directory|4096|./a\rb\nregular file|3|./a\rb/c.txt\n", "/workspace")).toEqual([
+      { path: "/workspace/a\rb", type: "directory", size: 0 },
+      { path: "/workspace/a\rb/c.txt", type: "file", size: 3 },
+    ]);
   });
 });

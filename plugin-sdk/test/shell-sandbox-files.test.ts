@@ -1,5 +1,5 @@
 import { spawn, spawnSync } from "node:child_process";
-import { copyFileSync, existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, symlinkSync, writeFileSync } from "node:fs";
+import { copyFileSync, existsSync, mkdirSync, mkdtempSync, readFileSync, readdirSync, rmSync, symlinkSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
@@ -212,6 +212,93 @@ if (await probeRoot()) {
         expect(isAssemblyLineError(error, "AL_ERR_PATH_NOT_FOUND"), `${path}: ${String(error)}`).toBe(true);
         expect(String(error)).toContain("is a folder");
       }
+    });
+  });
+
+  /** A sandbox of its own, for tests that remove its /workspace; `uploads` records what reached the provider's upload. */
+  function ownSandbox(): { root: () => string; box: () => ShellSandbox; uploads: unknown[] } {
+    let ownRoot: string;
+    let ownBox: ShellSandbox;
+    const uploads: unknown[] = [];
+    beforeAll(() => {
+      ownRoot = makeRoot();
+      const driver = rootDriver(ownRoot);
+      const uploadFile: SandboxDriver["uploadFile"] = async (path, content) => {
+        uploads.push(content);
+        return driver.uploadFile(path, content);
+      };
+      ownBox = new ShellSandbox("own", { ...driver, uploadFile }, { timeoutMs: 30_000, maxOutputBytes: 1024 * 1024, env: {} }, "Test");
+    });
+    afterAll(() => rmSync(ownRoot, { recursive: true, force: true }));
+    return { root: () => ownRoot, box: () => ownBox, uploads };
+  }
+
+  describe("ShellSandbox writeFile content, as the Docker and local sandboxes check it", () => {
+    const own = ownSandbox();
+
+    it("refuses content neither text nor bytes (AL_ERR_SANDBOX_DEFINITION) before making a folder or uploading anything", async () => {
+      own.uploads.length = 0;
+      for (const content of [null, 42, { text: "x" }, new ArrayBuffer(4)]) {
+        const error = await refusal(own.box().writeFile("/workspace/made-by-refused/x.txt", content as unknown as string));
+        expect(isAssemblyLineError(error, "AL_ERR_SANDBOX_DEFINITION"), `${String(content)}: ${String(error)}`).toBe(true);
+      }
+      expect(existsSync(join(own.root(), "workspace", "made-by-refused"))).toBe(false);
+      expect(own.uploads).toEqual([]);
+    });
+
+    it("leaves an existing file as it was when given null content", async () => {
+      await own.box().writeFile("/workspace/kept.txt", "keep me");
+      await refusal(own.box().writeFile("/workspace/kept.txt", null as unknown as string));
+      expect(readFileSync(join(own.root(), "workspace", "kept.txt"), "utf8")).toBe("keep me");
+    });
+  });
+
+  describe("ShellSandbox after a command removed /workspace, as the Docker sandbox does", () => {
+    const own = ownSandbox();
+
+    it("makes it again for the next command", async () => {
+      expect((await own.box().exec("cd / && rm -rf /workspace")).exitCode).toBe(0);
+      expect(await own.box().exec("pwd")).toMatchObject({ exitCode: 0, stdout: "/workspace\n" });
+    });
+
+    it("makes it again for the next file call", async () => {
+      await own.box().writeFile("before.txt", "x");
+      expect((await own.box().exec("cd .. && rm -rf workspace")).exitCode).toBe(0);
+      await own.box().writeFile("after.txt", "y");
+      expect(await own.box().listFiles("/workspace")).toEqual([{ path: "/workspace/after.txt", type: "file", size: 1 }]);
+    });
+
+    it("says /workspace is missing (details.workspaceMissing) when it cannot be made again, not that the command's folder should be created", async () => {
+      expect((await own.box().exec("cd / && rm -rf /workspace && echo x > /workspace")).exitCode).toBe(0);
+      try {
+        for (const call of [() => own.box().exec("pwd"), () => own.box().writeFile("a.txt", "a"), () => own.box().listFiles("/workspace")]) {
+          const error = await refusal(call());
+          expect(isAssemblyLineError(error, "AL_ERR_SANDBOX_UNAVAILABLE"), String(error)).toBe(true);
+          expect((error as { details?: { workspaceMissing?: boolean } }).details?.workspaceMissing, String(error)).toBe(true);
+          expect(String(error)).toContain("/workspace itself is missing");
+        }
+      } finally {
+        rmSync(join(own.root(), "workspace"));
+        mkdirSync(join(own.root(), "workspace"));
+      }
+    });
+  });
+
+  describe("ShellSandbox exec of a command longer than a process argument may be", () => {
+    const own = ownSandbox();
+    const commandFiles = () => readdirSync(join(own.root(), "tmp")).filter((name) => name.startsWith("al-command-"));
+
+    it("runs a 200 KB heredoc as sh -c would, with its env, cwd and an empty stdin, and leaves no file of it behind", async () => {
+      await own.box().exec("mkdir -p long");
+      const command = `cat > big.txt <<'EOF'\n${"x".repeat(200_000)}\nEOF\nread -r line; echo "stdin:[$line] $0 $# $GREETING $(pwd) $(wc -c < big.txt)"\necho err >&2; exit 3`;
+      expect(await own.box().exec(command, { cwd: "/workspace/long", env: { GREETING: "hi" } })).toEqual({ exitCode: 3, stdout: "stdin:[] sh 0 hi /workspace/long 200001\n", stderr: "err\n", timedOut: false, truncated: false });
+      expect(commandFiles()).toEqual([]);
+    });
+
+    it("leaves no file of it behind when its folder is refused", async () => {
+      const error = await refusal(own.box().exec(`: '${"p".repeat(100_000)}'`, { cwd: "/workspace/no-such-folder" }));
+      expect(isAssemblyLineError(error, "AL_ERR_PATH_NOT_FOUND"), String(error)).toBe(true);
+      expect(commandFiles()).toEqual([]);
     });
   });
 }

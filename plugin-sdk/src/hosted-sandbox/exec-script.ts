@@ -17,6 +17,8 @@ export interface ScriptRequest {
 export interface ScriptResult {
   /** Set when the command never started: its folder could not be entered. */
   folderRefusal?: FolderRefusal;
+  /** With folderRefusal "missing": /workspace itself is gone (a command removed it). */
+  workspaceMissing?: boolean;
   exitCode: number;
   stdout: string;
   stderr: string;
@@ -48,19 +50,23 @@ const KILL_TREE =
  */
 const KILL_COMMAND = 'al_kill_command() { kill -STOP "-$1" 2>/dev/null; al_kill_tree "$1"; kill -KILL "-$1" 2>/dev/null; }';
 
+/** What the wrapper reports, in place of a folder refusal, when /workspace itself is gone. */
+const WORKSPACE_MISSING = "workspace-missing";
+
 /** The wrapper script for one request, and the boundary its output is framed with. */
 export function wrapScript(request: ScriptRequest, boundary = randomBytes(12).toString("hex")): { script: string; boundary: string } {
   const exports = Object.entries(request.env).map(([name, value]) => `export ${name}=${quote(value)}`);
   const seconds = Math.max(request.timeoutMs, 1) / 1000;
   const inner = ["sh", "-c", request.script, "sh", ...(request.args ?? [])].map(quote).join(" ");
-  const refuse = (why: FolderRefusal) => `{ printf '%s ${why} 0 0\\n%s\\n' ${boundary} ${boundary}; rm -rf "$al_dir"; exit 0; }`;
+  const refuse = (why: FolderRefusal | typeof WORKSPACE_MISSING) => `{ printf '%s ${why} 0 0\\n%s\\n' ${boundary} ${boundary}; rm -rf "$al_dir"; exit 0; }`;
   const script = [
     // The provider returns the wrapper's own stderr mixed into its output: keep it quiet.
     "exec 2>/dev/null",
     KILL_TREE,
     KILL_COMMAND,
     `al_dir=$(mktemp -d) || { printf '%s\\n' 'could not make a temporary folder'; exit 0; }`,
-    `if ! cd ${quote(request.cwd)}; then if [ -d ${quote(request.cwd)} ]; then ${refuse("unusable")}; elif [ -e ${quote(request.cwd)} ]; then ${refuse("not-a-folder")}; else ${refuse("missing")}; fi; fi`,
+    // A missing /workspace is told apart, so the sandbox can make it again.
+    `if ! cd ${quote(request.cwd)}; then if [ ! -d /workspace ]; then ${refuse(WORKSPACE_MISSING)}; elif [ -d ${quote(request.cwd)} ]; then ${refuse("unusable")}; elif [ -e ${quote(request.cwd)} ]; then ${refuse("not-a-folder")}; else ${refuse("missing")}; fi; fi`,
     // The sentinel keeps a trailing newline $(...) would drop: a folder "/workspace<newline>" is outside.
     ...(request.cwd === "/workspace" || request.cwd.startsWith("/workspace/") ? [`al_pwd=$(pwd -P && echo .); case "\${al_pwd%?.}" in /workspace|/workspace/*) ;; *) ${refuse("outside")};; esac`] : []),
     // Under job control (`$-` has m) a background job already leads its own group, and setsid would fork and leave `wait` nothing to wait for.
@@ -85,9 +91,10 @@ export function wrapScript(request: ScriptRequest, boundary = randomBytes(12).to
 
 /** The framed output back as a result; undefined when the wrapper never ran (no shell, no such folder). */
 export function parseWrapped(output: string, boundary: string, maxOutputBytes: number): ScriptResult | undefined {
-  const header = new RegExp(`(?:^|\\n)${boundary} (\\d+|timeout|${FOLDER_REFUSALS.join("|")}) \\s*(\\d+) \\s*(\\d+)\\n`).exec(output);
+  const header = new RegExp(`(?:^|\\n)${boundary} (\\d+|timeout|${[...FOLDER_REFUSALS, WORKSPACE_MISSING].join("|")}) \\s*(\\d+) \\s*(\\d+)\\n`).exec(output);
   if (!header) return undefined;
   const [, code, outSize, errSize] = header as unknown as [string, string, string, string];
+  if (code === WORKSPACE_MISSING) return { folderRefusal: "missing", workspaceMissing: true, exitCode: 1, stdout: "", stderr: "", timedOut: false, truncated: false };
   if ((FOLDER_REFUSALS as readonly string[]).includes(code)) return { folderRefusal: code as FolderRefusal, exitCode: 1, stdout: "", stderr: "", timedOut: false, truncated: false };
   const rest = output.slice(header.index + header[0].length);
   const split = rest.lastIndexOf(`${boundary}\n`);

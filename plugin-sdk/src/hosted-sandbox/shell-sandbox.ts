@@ -1,11 +1,13 @@
+import { randomBytes } from "node:crypto";
 import { AssemblyLineError } from "../errors.js";
 import type { ExecResult, Sandbox, SandboxExecOptions } from "../sandbox.js";
 import { checkExecOptions } from "../exec-options.js";
+import { checkWriteContent } from "../write-content.js";
 import { MAX_TIMER_MS } from "../timeout.js";
 import { parseWrapped, wrapScript, type ScriptRequest, type ScriptResult } from "./exec-script.js";
 import { folderRefusalError } from "./folder-refusal.js";
-import { FILE_SCRIPTS, type FileScript } from "../sandbox-scripts/file-scripts.js";
-import { checkedRealPath, fileKindError, fileScriptRefusal, listedEntries, preparedWrite, type FileCall, type WorkspaceEntry } from "../sandbox-scripts/file-script-output.js";
+import { FILE_SCRIPTS, FILE_SCRIPT_EXIT, type FileScript } from "../sandbox-scripts/file-scripts.js";
+import { checkedRealPath, fileKindError, fileScriptRefusal, listedEntries, preparedWrite, workspaceMissingError, type FileCall, type WorkspaceEntry } from "../sandbox-scripts/file-script-output.js";
 import { WORKSPACE, workspacePath } from "../sandbox-scripts/workspace-path.js";
 import { PROVIDER_SCRIPTS } from "./provider-scripts.js";
 
@@ -41,6 +43,13 @@ const PROVIDER_GRACE_MS = 30_000;
  * exec accepts up to that limit (24.8 days), wait this long: 90 s less.
  */
 const MAX_SCRIPT_TIMEOUT_MS = MAX_TIMER_MS - PROVIDER_GRACE_MS - 60_000;
+/**
+ * The longest command put in the wrapper script itself. The providers pass that
+ * script as one process argument (Daytona as base64, a third longer), which the
+ * kernel refuses past 128 KiB (MAX_ARG_STRLEN); a longer command (a large
+ * heredoc) is uploaded as a file and read from there.
+ */
+const MAX_INLINE_COMMAND_BYTES = 64 * 1024;
 
 /** One run's hosted sandbox: files and a shell at a physical /workspace, through a provider's SandboxDriver. */
 export class ShellSandbox implements Sandbox {
@@ -61,6 +70,8 @@ export class ShellSandbox implements Sandbox {
 
   async writeFile(path: string, content: Uint8Array | string): Promise<void> {
     const logical = workspacePath(path);
+    // Before prepareWrite, which makes the file's folders: content the upload cannot take must change nothing.
+    checkWriteContent(content, logical);
     if (logical === WORKSPACE) throw fileKindError({ operation: "write", logical, given: path, sandboxId: this.id }, "is the workspace folder itself");
     const prepared = await this.script("prepareWrite", logical);
     this.check(prepared, "write", logical, path);
@@ -98,24 +109,55 @@ export class ShellSandbox implements Sandbox {
     return listedEntries(result.stdout, logical);
   }
 
-  /** `sh -c command` at `cwd` (default /workspace); a timeout kills its process tree (exit 124). */
+  /**
+   * `sh -c command` at `cwd` (default /workspace), a command over 64 KiB
+   * uploaded and read from a file instead; a timeout kills its process tree
+   * (exit 124). A /workspace a command removed is made again first.
+   */
   async exec(command: string, options: SandboxExecOptions = {}): Promise<ExecResult> {
     if (typeof command !== "string") throw new AssemblyLineError("AL_ERR_SANDBOX_DEFINITION", "exec(command): command is not a string", { fix: "Pass a shell command line." });
     checkExecOptions(options);
     const cwd = workspacePath(options.cwd ?? WORKSPACE);
-    const result = await this.run({
-      script: command,
+    const commandFile = await this.uploadedCommand(command);
+    const request: ScriptRequest = {
+      ...(commandFile ? { script: PROVIDER_SCRIPTS.runCommandFile, args: [commandFile] } : { script: command }),
       cwd,
       env: { ...this.defaults.env, WORKSPACE, ...options.env },
       timeoutMs: options.timeoutMs ?? this.defaults.timeoutMs,
       maxOutputBytes: options.maxOutputBytes ?? this.defaults.maxOutputBytes,
-    });
-    if (result.folderRefusal) throw folderRefusalError(result.folderRefusal, { cwd, given: options.cwd, sandbox: `${this.provider} sandbox ${this.id}` });
-    const { folderRefusal: _, ...ran } = result;
+    };
+    let result = await this.run(request);
+    // The command never started: it runs once the workspace is back.
+    if (result.workspaceMissing && (await this.madeWorkspaceAgain())) result = await this.run(request);
+    if (result.folderRefusal) {
+      // The command that would have removed its file never ran.
+      if (commandFile) await this.run({ script: 'rm -f -- "$1"', args: [commandFile], cwd: "/", env: {}, timeoutMs: FILE_OP_TIMEOUT_MS, maxOutputBytes: 4096 }).catch(() => undefined);
+      if (result.workspaceMissing) throw workspaceMissingError(`run a command in ${cwd} in ${this.provider} sandbox ${this.id}`, cwd);
+      throw folderRefusalError(result.folderRefusal, { cwd, given: options.cwd, sandbox: `${this.provider} sandbox ${this.id}` });
+    }
+    const { folderRefusal: _, workspaceMissing: __, ...ran } = result;
     return ran;
   }
 
-  /** Make /workspace (run once, when the provider has just created the sandbox). */
+  /** Where a command too long for the wrapper script was uploaded, or undefined when it fits in the script. */
+  private async uploadedCommand(command: string): Promise<string | undefined> {
+    const bytes = new TextEncoder().encode(command);
+    if (bytes.length <= MAX_INLINE_COMMAND_BYTES) return undefined;
+    // A name no command can guess, so none can put a symlink there first.
+    const file = `/tmp/al-command-${randomBytes(12).toString("hex")}.sh`;
+    await this.driver.uploadFile(file, bytes);
+    return file;
+  }
+
+  /** Whether /workspace, which a command removed, could be made again (prepare). */
+  private async madeWorkspaceAgain(): Promise<boolean> {
+    return this.prepare().then(
+      () => true,
+      () => false,
+    );
+  }
+
+  /** Make /workspace: when the provider has just created the sandbox, and again when a command removed it. */
   async prepare(): Promise<void> {
     const result = await this.run({ script: PROVIDER_SCRIPTS.prepareWorkspace, cwd: "/", env: {}, timeoutMs: FILE_OP_TIMEOUT_MS, maxOutputBytes: 4096 });
     if (result.exitCode !== 0) {
@@ -139,8 +181,12 @@ export class ShellSandbox implements Sandbox {
     return result;
   }
 
-  private script(name: FileScript, logical: string, maxOutputBytes = 64 * 1024): Promise<ScriptResult> {
-    return this.run({ script: FILE_SCRIPTS[name], args: [logical], cwd: "/", env: {}, timeoutMs: FILE_OP_TIMEOUT_MS, maxOutputBytes });
+  /** A file script, run again once /workspace is made again when a command removed it. */
+  private async script(name: FileScript, logical: string, maxOutputBytes = 64 * 1024): Promise<ScriptResult> {
+    const request = { script: FILE_SCRIPTS[name], args: [logical], cwd: "/", env: {}, timeoutMs: FILE_OP_TIMEOUT_MS, maxOutputBytes };
+    const result = await this.run(request);
+    if (result.exitCode !== FILE_SCRIPT_EXIT.workspaceMissing || result.timedOut || !(await this.madeWorkspaceAgain())) return result;
+    return this.run(request);
   }
 
   private check(result: ScriptResult, operation: FileCall["operation"], logical: string, given: string): void {

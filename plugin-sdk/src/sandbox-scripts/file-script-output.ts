@@ -38,10 +38,7 @@ export function fileScriptRefusal(exitCode: number, call: FileCall): AssemblyLin
     case FILE_SCRIPT_EXIT.notRegularFile:
       return fileKindError(call, "is not a regular file (a FIFO, a socket or a device)");
     case FILE_SCRIPT_EXIT.workspaceMissing:
-      return new AssemblyLineError("AL_ERR_SANDBOX_UNAVAILABLE", `cannot ${operation} ${logical} in sandbox ${sandboxId}: ${WORKSPACE} itself is missing (a command removed it, or put a file in its place), and the sandbox could not make it again`, {
-        fix: `Files of ${WORKSPACE} are gone with it: end this run and start a new one for a new sandbox. To empty the workspace, delete what is in it (deleteFile("${WORKSPACE}")), never the folder itself.`,
-        details: { path: logical, workspaceMissing: true },
-      });
+      return workspaceMissingError(`${operation} ${logical} in sandbox ${sandboxId}`, logical);
     case FILE_SCRIPT_EXIT.shortWrite:
       return new AssemblyLineError("AL_ERR_SANDBOX_UNAVAILABLE", `could not write ${logical} in sandbox ${sandboxId}: the file holds fewer bytes than were sent (the stream to the sandbox was cut short, or a command changed the file meanwhile)`, {
         fix: "Write the file again; if it keeps failing, check the sandbox's free disk space and its engine.",
@@ -50,6 +47,19 @@ export function fileScriptRefusal(exitCode: number, call: FileCall): AssemblyLin
     default:
       return undefined;
   }
+}
+
+/**
+ * The error for a call that found /workspace itself gone, once the sandbox
+ * tried and failed to make it again. `action` says what could not be done
+ * ("read /workspace/a.txt in sandbox run-1"), `path` which path was asked for.
+ */
+export function workspaceMissingError(action: string, path: string, cause?: unknown): AssemblyLineError {
+  return new AssemblyLineError("AL_ERR_SANDBOX_UNAVAILABLE", `cannot ${action}: ${WORKSPACE} itself is missing (a command removed it, or put a file in its place), and the sandbox could not make it again`, {
+    fix: `Files of ${WORKSPACE} are gone with it: end this run and start a new one for a new sandbox. To empty the workspace, delete what is in it (deleteFile("${WORKSPACE}")), never the folder itself.`,
+    details: { path, workspaceMissing: true },
+    ...(cause === undefined ? {} : { cause }),
+  });
 }
 
 /** A file call refused because its path names something other than a regular file (`why`: "is a folder"). */
@@ -87,8 +97,9 @@ export function preparedWrite(output: string, given: unknown): { target: string;
 export function listedEntries(output: string, logical: string): WorkspaceEntry[] {
   const entries: WorkspaceEntry[] = [];
   // Each line is "kind|size|path", the path relative to the one asked for ("." for itself).
+  // Only "\n" ends a line: with `s`, "." also takes the CR, U+2028 and U+2029 a name may hold.
   for (const line of output.split("\n")) {
-    const match = /^([^|]+)\|(\d+)\|\.(\/.*)?$/.exec(line);
+    const match = /^([^|]+)\|(\d+)\|\.(\/.*)?$/s.exec(line);
     if (!match) continue;
     const [, kind, size, below] = match as unknown as [string, string, string, string | undefined];
     const entryPath = `${logical}${below ?? ""}`;

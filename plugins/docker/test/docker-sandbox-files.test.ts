@@ -108,6 +108,19 @@ if (probe.available) {
       expect(await box.listFiles("alias-list/one.txt")).toEqual([{ path: "/workspace/alias-list/one.txt", type: "file", size: 2 }]);
     }, 60_000);
 
+    it("lists files it wrote whose names hold CR, U+2028 or U+2029, and what is under such a folder", async () => {
+      const names = ["cr\rname.txt", "ls\u2028name.txt", "ps\u2029name.txt", "plain.txt"];
+      for (const name of names) await box.writeFile(`/workspace/odd-names/${name}`, "x");
+      await box.writeFile("/workspace/odd-names/sub\rfolder/inner.txt", "yz");
+      expect(await box.listFiles("/workspace/odd-names")).toEqual(
+        [
+          ...names.map((name) => ({ path: `/workspace/odd-names/${name}`, type: "file", size: 1 })),
+          { path: "/workspace/odd-names/sub\rfolder", type: "directory", size: 0 },
+          { path: "/workspace/odd-names/sub\rfolder/inner.txt", type: "file", size: 2 },
+        ].sort((a, b) => (a.path < b.path ? -1 : 1)),
+      );
+    }, 60_000);
+
     it("refuses to list through a symlink out of the workspace (AL_ERR_PATH_ESCAPE), even a path missing below it, instead of listing nothing", async () => {
       await setUp(box, "ln -s /etc etc-link");
       for (const path of ["/workspace/etc-link", "/workspace/etc-link/missing/deeper"]) {

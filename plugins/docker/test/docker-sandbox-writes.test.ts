@@ -109,6 +109,8 @@ if (probe.available) {
 
     it("gives the folder made again to the user commands run as", async () => {
       // nobody cannot remove it, nor make it again in root's "/": only the engine can.
+      // Emptied as nobody first: the container's root has no CAP_DAC_OVERRIDE, so cannot empty nobody's folder that earlier tests filled.
+      await nobody.deleteFile("/workspace");
       await asRoot(nobody, "rm -rf /workspace");
       expect(await nobody.listFiles("/workspace")).toEqual([]);
       expect((await nobody.exec("touch made && stat -c %u /workspace")).stdout).toBe("65534\n");
@@ -120,6 +122,19 @@ if (probe.available) {
       const error = await outcome(box.exec("echo hi\0there"));
       expect(isAssemblyLineError(error, "AL_ERR_SANDBOX_DEFINITION"), String(error)).toBe(true);
       expect(String(error)).toContain("NUL");
+    }, 60_000);
+
+    it("runs a command longer than the kernel lets one process argument be (a 200 KB heredoc), with its env, cwd and an empty stdin", async () => {
+      await box.exec("mkdir -p /workspace/long");
+      const command = `cat > big.txt <<'EOF'\n${"x".repeat(200_000)}\nEOF\nread -r line; echo "stdin:[$line] $0 $# $GREETING $(pwd) $(wc -c < big.txt)"\necho err >&2; exit 3`;
+      expect(await box.exec(command, { cwd: "/workspace/long", env: { GREETING: "hi" } })).toEqual({ exitCode: 3, stdout: "stdin:[] /bin/sh 0 hi /workspace/long 200001\n", stderr: "err\n", timedOut: false, truncated: false });
+    }, 60_000);
+
+    it("times out a long command and caps its output as it does a short one", async () => {
+      const padding = `: '${"p".repeat(150_000)}'`;
+      const timed = await box.exec(`${padding}\nsleep 30`, { timeoutMs: 1_000 });
+      expect(timed).toMatchObject({ exitCode: 124, timedOut: true });
+      expect(await box.exec(`${padding}\nprintf 0123456789`, { maxOutputBytes: 4 })).toMatchObject({ exitCode: 0, stdout: "0123", truncated: true });
     }, 60_000);
 
     it("refuses an env value holding a NUL byte (checkExecOptions)", async () => {

@@ -42,6 +42,26 @@ const SETTLE_MS = 1_000;
 const FILE_OP_TIMEOUT_MS = 60_000;
 
 /**
+ * The longest command passed as sh's argument: the kernel refuses one argument
+ * over 128 KiB (MAX_ARG_STRLEN) and the engine reports that as the command's
+ * own exit 1. Longer ones (a large heredoc) go on stdin.
+ */
+const MAX_COMMAND_ARGUMENT_BYTES = 100 * 1024;
+/*
+ * Reads the whole command from stdin, then runs it with stdin at /dev/null, as
+ * a command passed as an argument has it: under `sh -s` a command reading its
+ * stdin would read the rest of the script.
+ */
+const COMMAND_FROM_STDIN = 'al_command=$(cat) || exit 1; exec </dev/null; eval "unset al_command; $al_command"';
+
+/** argv (and stdin) running `command` with /bin/sh, as `sh -c command` does. */
+function shellCommand(command: string): Pick<ContainerExec, "argv" | "stdin"> {
+  const bytes = Buffer.from(command, "utf8");
+  if (bytes.length <= MAX_COMMAND_ARGUMENT_BYTES) return { argv: ["/bin/sh", "-c", command] };
+  return { argv: ["/bin/sh", "-c", COMMAND_FROM_STDIN], stdin: bytes };
+}
+
+/**
  * One run's container: files and a shell at a physical /workspace. The
  * runtime holds one handle for a whole drive of a run, so a handle follows its
  * key's container when the engine stops or removes it outside this host (see
@@ -109,7 +129,7 @@ export class DockerSandbox implements Sandbox {
     return this.call(() => this.listFilesHere(path), () => true);
   }
 
-  /** `/bin/sh -c command` in the container at `cwd` (default /workspace); a timeout kills its process tree (exit 124). */
+  /** `/bin/sh -c command` in the container at `cwd` (default /workspace), a command over 100 KiB read from stdin instead; a timeout kills its process tree (exit 124). */
   async exec(command: string, options: SandboxExecOptions = {}): Promise<ExecResult> {
     // A command the engine refused to start is made again in the restarted container; one that may have run never is.
     return this.call(() => this.execHere(command, options), neverStarted, (result) => (result.exitCode === KILLED_EXIT_CODE ? SETTLE_MS : result.timedOut || result.exitCode > 128 || result.exitCode < 0 ? 0 : undefined));
@@ -217,7 +237,7 @@ export class DockerSandbox implements Sandbox {
     checkExecOptions(options);
     const cwd = workspacePath(options.cwd ?? WORKSPACE);
     const request: ContainerExec = {
-      argv: ["/bin/sh", "-c", command],
+      ...shellCommand(command),
       cwd,
       env: { ...this.defaults.env, WORKSPACE, ...options.env },
       user: this.defaults.user,
