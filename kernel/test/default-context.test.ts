@@ -59,7 +59,7 @@ describe("defaultContext()", () => {
     const prompt = context.instructions;
     expect(prompt.startsWith("You keep the books.")).toBe(true);
     // Memory shape, never content.
-    expect(prompt).toMatch(/## Memory[^\n]*\n- \/memory\/ledger\/2026-02\.md \(\d+ bytes\)\n- \/memory\/ledger\/2026-03\.md/);
+    expect(prompt).toMatch(/## Memory[^\n]*\n<untrusted source="memory paths">\n- \/memory\/ledger\/2026-02\.md \(\d+ bytes\)\n- \/memory\/ledger\/2026-03\.md \(\d+ bytes\)\n- \/memory\/preferences\.md \(\d+ bytes\)\n<\/untrusted>/);
     expect(prompt).not.toContain("IGNORE-ME");
     expect(prompt).toMatch(/## Files\n<untrusted source="file names">\n- \/files\/policies\/expenses\.pdf \(42 bytes\)\n- \/files\/policies\/travel\.pdf \(42 bytes\)\n<\/untrusted>/);
     expect(prompt).toMatch(/## Attachments of this message\n<untrusted source="attachment names">\n- \/files\/attachments\/run_[^/]+\/receipt\.png \(42 bytes\)/);
@@ -274,7 +274,7 @@ describe("the memory part", () => {
       ["ledger/march.md", "caf\u00e9"],
       ["preferences.md", "x".repeat(42)],
     ];
-    const expected = ["## Memory (paths and sizes only; read a file to see it)", "- /memory/ledger/march.md (5 bytes)", "- /memory/preferences.md (42 bytes)"];
+    const expected = ["## Memory (paths and sizes only; read a file to see it)", '<untrusted source="memory paths">', "- /memory/ledger/march.md (5 bytes)", "- /memory/preferences.md (42 bytes)", "</untrusted>"];
     expect(await memoryShape("first", files)).toEqual({ reads: 0, listedAll: 0, limits: [50], shape: expected });
     expect(await memoryShape("entries", files)).toEqual({ reads: 0, listedAll: 1, limits: [], shape: expected });
     expect(await memoryShape("neither", files)).toEqual({ reads: 2, listedAll: 0, limits: [], shape: expected });
@@ -284,10 +284,12 @@ describe("the memory part", () => {
     const files = Array.from({ length: 60 }, (_, index): [string, string] => [`notes/${String(59 - index).padStart(2, "0")}.md`, "x".repeat(index)]);
     const first = await memoryShape("first", files);
     expect(first).toMatchObject({ reads: 0, listedAll: 0, limits: [50] });
-    expect(first.shape).toHaveLength(1 + 50 + 1);
-    expect(first.shape[1]).toBe("- /memory/notes/00.md (59 bytes)");
-    expect(first.shape[50]).toBe("- /memory/notes/49.md (10 bytes)");
-    expect(first.shape[51]).toBe("- ... and 10 more files (list /memory to see all)");
+    expect(first.shape).toHaveLength(1 + 1 + 50 + 1 + 1);
+    expect(first.shape[1]).toBe('<untrusted source="memory paths">');
+    expect(first.shape[2]).toBe("- /memory/notes/00.md (59 bytes)");
+    expect(first.shape[51]).toBe("- /memory/notes/49.md (10 bytes)");
+    expect(first.shape[52]).toBe("- ... and 10 more files (list /memory to see all)");
+    expect(first.shape[53]).toBe("</untrusted>");
     expect((await memoryShape("entries", files)).shape).toEqual(first.shape);
     expect((await memoryShape("neither", files)).shape).toEqual(first.shape);
   });

@@ -54,6 +54,12 @@ describe("grep built-in with a model-supplied pattern", () => {
     expect(await grep(ctx, pattern)).toEqual({ matches: [], truncated: false, error: expect.stringMatching(message) });
   });
 
+  it("searches the files it can read by path, passing over a name that holds a control character", async () => {
+    // Stored directly: a name an older runtime let through, which read now refuses.
+    const ctx = await memoryWith({ "a.md": "milk\n", "b.md\n# heading": "milk\n", "c.md": "milk\n" });
+    expect(await grep(ctx, "milk")).toEqual({ matches: ["/memory/a.md:1:milk", "/memory/c.md:1:milk"], truncated: false });
+  });
+
   it("says in its description which regular expressions it takes", () => {
     expect(builtInToolDefaults.grep.description).toMatch(/RE2 syntax: no backreferences or lookaround/);
   });

@@ -41,7 +41,7 @@ export const errorCatalogue = {
   AL_ERR_SANDBOX_UNAVAILABLE: "A tool asked for the sandbox but the host configured no sandbox adapter, or the sandbox could not serve a file (a read past the adapter's size limit, its file helper failing).",
   AL_ERR_MEMORY_NOT_FOUND: "ctx.memory.read found nothing at that path.",
   AL_ERR_MEMORY_TOO_LARGE: "A memory write's content is larger than MAX_MEMORY_FILE_BYTES (1 MiB of UTF-8); nothing was written.",
-  AL_ERR_PATH_ESCAPE: "A path leaves its root (.., a symlink, or an absolute host path), or holds a NUL byte or (in a sandbox) a newline.",
+  AL_ERR_PATH_ESCAPE: "A path leaves its root (.., a symlink, or an absolute host path), or holds a NUL byte, a newline or (a runtime filesystem or ctx.memory path) another control character.",
   AL_ERR_PLUGIN_TIMEOUT: "A plugin's apply or adapter factory did not settle in time.",
   AL_ERR_PLUGIN_APPLY: "A plugin's apply(kernel) threw.",
   AL_ERR_PLUGIN_CONTRACT: "A plugin's live adapter lacks methods of the contract it provides.",

@@ -5,7 +5,7 @@ import type { ModelMessage, ModelToolSpec } from "./model.js";
 
 /**
  * The default context's parts, each bounded and configurable. Parts marked
- * untrusted (the event's metadata, channel metadata, file and attachment names)
+ * untrusted (the event's metadata, channel metadata, memory paths, file and attachment names)
  * are fenced as `<untrusted source="...">` in the prompt.
  */
 export interface DefaultContextOptions {

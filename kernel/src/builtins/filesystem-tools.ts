@@ -2,6 +2,7 @@ import { createHash } from "node:crypto";
 import { defineTool, isAssemblyLineError, type ToolExecutionContext } from "@assemblyline-agents/core";
 import { runtimeFilesystemOf } from "../filesystem/context-access.js";
 import { compileLinePattern } from "../filesystem/line-pattern.js";
+import { holdsControlCharacter } from "../filesystem/runtime-filesystem.js";
 
 // Without a sandbox only /workspace is out of reach: the model can keep working on the other roots.
 const MODEL_RECOVERABLE = new Set([
@@ -203,7 +204,8 @@ export const grepTool = defineTool<{ pattern: string; path: string }, GrepOutput
     const regex = compiled.pattern;
     const matches: string[] = [];
     for (const entry of await fs.list(input.path)) {
-      if (entry.type !== "file") continue;
+      // A name with a control character (made by a shell command, or stored before such paths were refused) cannot be read by its path.
+      if (entry.type !== "file" || holdsControlCharacter(entry.path)) continue;
       const lines = (await fs.read(entry.path)).split("\n");
       for (const [index, line] of lines.entries()) {
         if (!regex.test(line)) continue;

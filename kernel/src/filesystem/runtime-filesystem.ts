@@ -70,15 +70,25 @@ export interface RuntimeFilesystemSources {
   skillJournal?: SkillChangeSteps;
 }
 
+/** C0 and C1 controls, DEL, and the Unicode line and paragraph separators. */
+const CONTROL_CHARACTER = /[\u0000-\u001f\u007f-\u009f\u2028\u2029]/;
+
+/** Whether `path` holds a character no logical path may hold (a file a shell command named so is listed, but cannot be read by its path). */
+export function holdsControlCharacter(path: string): boolean {
+  return CONTROL_CHARACTER.test(path);
+}
+
 /** Split a logical path into its root and the part below, refusing anything that leaves its root. */
 export function resolveLogicalPath(path: string): { root: RuntimeRoot; relative: string; path: string } {
   const refuse = (why: string): never => {
     throw new AssemblyLineError("AL_ERR_PATH_ESCAPE", `path ${JSON.stringify(path)} ${why}`, {
-      fix: `Use an absolute logical path under ${RUNTIME_ROOTS.join(", ")}, without '..'.`,
+      fix: `Use an absolute logical path under ${RUNTIME_ROOTS.join(", ")}, without '..' or control characters.`,
     });
   };
   if (typeof path !== "string" || path === "") return refuse("is empty");
   if (path.includes("\0")) return refuse("contains a NUL byte");
+  // A newline in a name would show as a line of its own wherever paths are listed (the context's memory part).
+  if (CONTROL_CHARACTER.test(path)) return refuse("contains a control character (a newline, say)");
   if (!path.startsWith("/")) return refuse("is relative");
   if (path.split("/").includes("..")) return refuse("climbs out with '..'");
   const normalized = posix.normalize(path).replace(/\/+$/, "") || "/";

@@ -144,7 +144,8 @@ async function memoryPart(fs: RuntimeFilesystem, options: ResolvedDefaultContext
   if (!options.memory.include) return "";
   // Only the files it shows are read, and the count of the rest: an agent's memory can hold thousands.
   const { entries, total } = await fs.first("/memory", options.memory.maxEntries);
-  const shape = total === 0 ? "/memory is empty." : withRest(entries.map(sized), total - entries.length, "files", "/memory");
+  // A memory path is the model's own text, written under whatever a run read: data, fenced as file names are.
+  const shape = total === 0 ? "/memory is empty." : untrusted("memory paths", withRest(entries.map(sized), total - entries.length, "files", "/memory"));
   return `## Memory (paths and sizes only; read a file to see it)\n${shape}`;
 }
 
