@@ -1,26 +1,12 @@
 import { afterEach, describe, expect, it } from "vitest";
-import type { TelemetrySpan } from "@assemblyline-agents/core";
 import { createOtlpSink, createOtlpSinkFromEnv } from "@assemblyline-agents/otlp";
+import { finishedSpan } from "./support/span.js";
 import { startOtlpReceiver } from "./support/otlp-receiver.js";
 
 const cleanups: Array<() => unknown> = [];
 afterEach(async () => {
   for (const cleanup of cleanups.splice(0).reverse()) await cleanup();
 });
-
-function span(): TelemetrySpan {
-  return {
-    traceId: "0af7651916cd43dd8448eb211c80319c",
-    spanId: "00f067aa0ba902b7",
-    name: "invoke_agent a",
-    kind: "internal",
-    startTimeMs: 1_764_000_000_000,
-    endTimeMs: 1_764_000_000_005,
-    status: { code: "ok" },
-    attributes: {},
-    resource: { "service.name": "learning-agent", "service.version": "rev1" },
-  };
-}
 
 describe("createOtlpSinkFromEnv and the TLS file variables", () => {
   const variables = ["CERTIFICATE", "CLIENT_CERTIFICATE", "CLIENT_KEY"].flatMap((name) => [`OTEL_EXPORTER_OTLP_${name}`, `OTEL_EXPORTER_OTLP_TRACES_${name}`]);
@@ -45,7 +31,7 @@ describe("OTEL_RESOURCE_ATTRIBUTES", () => {
       { OTEL_EXPORTER_OTLP_ENDPOINT: receiver.url, OTEL_RESOURCE_ATTRIBUTES: "deployment.environment=prod, k8s.pod.name=agent-7f9,team=a%2Cb,service.name=from-env,service.version=9" },
       { onWarning: () => {} },
     );
-    sink.export(span());
+    sink.export(finishedSpan());
     await sink.flush();
     expect(receiver.failures).toEqual([]);
     expect(receiver.spans().map((received) => received.resource)).toEqual([
@@ -66,7 +52,7 @@ describe("OTEL_RESOURCE_ATTRIBUTES", () => {
     const receiver = await startOtlpReceiver();
     cleanups.push(receiver.close);
     const sink = createOtlpSink({ endpoint: receiver.url, resourceAttributes: { "deployment.environment": "staging" }, onWarning: () => {} });
-    sink.export(span());
+    sink.export(finishedSpan());
     await sink.flush();
     expect(receiver.spans()[0]!.resource).toEqual({ "deployment.environment": "staging", "service.name": "learning-agent", "service.version": "rev1" });
     expect(() => createOtlpSink({ endpoint: receiver.url, resourceAttributes: { replicas: 3 } as never })).toThrow(expect.objectContaining({ code: "AL_ERR_OTLP_CONFIG" }));

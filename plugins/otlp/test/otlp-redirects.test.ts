@@ -1,8 +1,8 @@
 import { createServer, type IncomingHttpHeaders, type Server, type ServerResponse } from "node:http";
 import type { AddressInfo } from "node:net";
 import { afterEach, describe, expect, it } from "vitest";
-import type { TelemetrySpan } from "@assemblyline-agents/core";
 import { createOtlpSink } from "@assemblyline-agents/otlp";
+import { finishedSpan } from "./support/span.js";
 
 const servers: Server[] = [];
 afterEach(async () => {
@@ -31,20 +31,6 @@ async function serve(answer: (res: ServerResponse) => void): Promise<{ origin: s
   return { origin: `http://127.0.0.1:${(server.address() as AddressInfo).port}`, seen };
 }
 
-function span(): TelemetrySpan {
-  return {
-    traceId: "0af7651916cd43dd8448eb211c80319c",
-    spanId: "00f067aa0ba902b7",
-    name: "invoke_agent a",
-    kind: "internal",
-    startTimeMs: 1_764_000_000_000,
-    endTimeMs: 1_764_000_000_005,
-    status: { code: "ok" },
-    attributes: {},
-    resource: { "service.name": "svc" },
-  };
-}
-
 describe("an OTLP endpoint that answers with a redirect", () => {
   it("keeps the sink's key headers and spans away from the origin a 307 points to, and reports the batch dropped", async () => {
     const elsewhere = await serve((res) => res.writeHead(200, { "content-type": "application/json" }).end("{}"));
@@ -56,7 +42,7 @@ describe("an OTLP endpoint that answers with a redirect", () => {
       scheduledDelayMs: 0,
       onWarning: (message, fields) => warnings.push({ message, fields }),
     });
-    sink.export(span());
+    sink.export(finishedSpan());
     await sink.flush();
     expect(elsewhere.seen).toEqual([]);
     // A redirect is final, not retried.
@@ -78,7 +64,7 @@ describe("an OTLP endpoint that answers with a redirect", () => {
     const collector = await serve((res) => res.writeHead(301, { location: "/v1/traces/" }).end());
     const warnings: string[] = [];
     const sink = createOtlpSink({ endpoint: collector.origin, scheduledDelayMs: 0, onWarning: (message) => warnings.push(message) });
-    sink.export(span());
+    sink.export(finishedSpan());
     await sink.flush();
     expect(elsewhere.seen).toEqual([]);
     expect(collector.seen.map((request) => request.method)).toEqual(["POST"]);
