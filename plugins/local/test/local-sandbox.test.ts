@@ -6,6 +6,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterEach, describe, expect, it } from "vitest";
 import { LocalSandboxAdapter, TIMEOUT_EXIT_CODE } from "../src/index.js";
+import { fsError } from "../src/sandbox/fs-error.js";
 import { stillRunning } from "./support/processes.js";
 
 const folders: string[] = [];
@@ -200,12 +201,12 @@ describe("LocalSandbox paths", () => {
     expect(await readFile(join(outside, "keep.txt"), "utf8")).toBe("keep");
   });
 
-  it("refuses a write through a symlink to /workspace itself as writing a folder (EISDIR), as writing /workspace is, not as an escape", async () => {
+  it("refuses a write through a symlink to /workspace itself as writing a folder (EISDIR, coded AL_ERR_PATH_NOT_FOUND), as writing /workspace is, not as an escape", async () => {
     const { box, root } = await sandbox();
     await box.exec(`ln -s . here && ln -s "$WORKSPACE" there && ln -s here again && mkdir sub && ln -s .. sub/up`);
     for (const path of ["/workspace", "/workspace/here", "/workspace/there", "/workspace/again", "/workspace/sub/up"]) {
       const error = await refusal(box.writeFile(path, "x"));
-      expect(error, path).toMatchObject({ code: "EISDIR", message: `EISDIR: cannot write ${path}: it is a folder` });
+      expect(error, path).toMatchObject({ code: "AL_ERR_PATH_NOT_FOUND", message: expect.stringContaining(`cannot write ${path}: it is a folder (EISDIR)`), details: { path, errno: "EISDIR" } });
       expect(String(error)).not.toContain(root);
     }
   });
@@ -264,7 +265,9 @@ describe("LocalSandbox paths", () => {
     const { box } = await sandbox();
     await box.writeFile("plain.txt", "plain");
     const error = await refusal(box.writeFile("/workspace/plain.txt/child.txt", "x"));
-    expect(error).toMatchObject({ code: "EEXIST", message: "EEXIST: cannot write /workspace/plain.txt/child.txt: a file stands where a folder is needed" });
+    expect(error).toMatchObject({ code: "AL_ERR_PATH_NOT_FOUND", message: expect.stringContaining("cannot write /workspace/plain.txt/child.txt: a file stands where a folder is needed (EEXIST)") });
+    const below = await refusal(box.readFile("/workspace/plain.txt/child.txt"));
+    expect(below).toMatchObject({ code: "AL_ERR_PATH_NOT_FOUND" });
   });
 
   it("lists no name holding a newline, which no file call takes", async () => {
@@ -293,7 +296,7 @@ describe("LocalSandbox paths", () => {
     ];
     for (const [action, call] of calls) {
       const error = await refusal(call());
-      expect(error, action).toMatchObject({ code: "ENAMETOOLONG", message: expect.stringContaining(`ENAMETOOLONG: cannot ${action} ${name}: a name in the path is too long`) });
+      expect(error, action).toMatchObject({ code: "AL_ERR_PATH_TOO_LONG", message: expect.stringContaining(`cannot ${action} ${name}: a name in the path is too long`), details: { path: name, errno: "ENAMETOOLONG" } });
       for (const text of [String(error), (error as Error).stack, JSON.stringify(error)]) expect(text, action).not.toContain(root);
     }
   });
@@ -390,6 +393,15 @@ describe("LocalSandbox special files", () => {
     expect((error as Error).message).toContain(`/workspace/big.bin in sandbox local:run-1: the file is larger than ${MAX_READ_BYTES} bytes`);
     const small = await box.readFile("small.bin");
     expect(Buffer.from(small).equals(await readFile(join((await box.exec("pwd")).stdout.trim(), "small.bin")))).toBe(true);
+  });
+
+  it("codes a permission the system denies, so the file tools hand it to the model", () => {
+    // Tests run as root here, which no chmod keeps out: the system's error is made by hand.
+    for (const errno of ["EACCES", "EPERM"]) {
+      const error = fsError(Object.assign(new Error(`${errno}: open '/host/secret/a.txt'`), { code: errno }), "read", "/workspace/a.txt");
+      expect(error, errno).toMatchObject({ code: "AL_ERR_PATH_DENIED", details: { path: "/workspace/a.txt", errno }, fix: expect.stringContaining("chmod") });
+      expect(String(error)).not.toContain("/host/secret");
+    }
   });
 
   it("refuses to read a folder as a file", async () => {
