@@ -16,11 +16,22 @@ import type {
 } from "@assemblyline-agents/core";
 import type { ToolTable, ToolTableInput } from "./run/tool-table.js";
 
+/** The plugin a tap belongs to, as its failures name it. */
+export interface TapOwner {
+  name: string;
+  version: string;
+}
+
+export interface KernelHooksOptions {
+  /** The plugin whose apply(kernel) is running, read when a tap registers: that tap's failures name it. */
+  applyingPlugin?: () => TapOwner | undefined;
+}
+
 /**
  * Every extension point of the kernel. Plugins tap these; nothing else reaches
  * into the kernel. Order taps with the stage constants below, never `before`.
  */
-export function createKernelHooks() {
+export function createKernelHooks(options: KernelHooksOptions = {}) {
   const hooks = Object.freeze({
     /** Materialize a gateway slot from its descriptor; the first tap that returns a value wins. */
     slot: new HookMap((_slot: string) => new AsyncSeriesBailHook<[AdapterDescriptor, SlotContext], unknown>(["descriptor", "context"])),
@@ -37,12 +48,25 @@ export function createKernelHooks() {
     /** Observe each durably recorded event; observe-only (an agent's hooks/ files each get a copy of the event). */
     event: new AsyncParallelHook<[RunEvent, EventContext]>(["event", "context"]),
   });
+  const describeTap = tapDescriber(options.applyingPlugin);
   for (const [name, hook] of Object.entries(hooks)) {
-    if (hook instanceof HookMap) hook.intercept({ factory: (key, created) => nameFailures(`slot.for("${String(key)}")`, created) });
-    else nameFailures(name, hook, name === "event" ? observerFailureSink : undefined);
+    if (hook instanceof HookMap) hook.intercept({ factory: (key, created) => nameFailures(`slot.for("${String(key)}")`, created, describeTap) });
+    else nameFailures(name, hook, describeTap, name === "event" ? observerFailureSink : undefined);
   }
-  oneModulePerRoute(hooks.channel);
+  oneModulePerRoute(hooks.channel, describeTap);
   return hooks;
+}
+
+/** How errors name a tap: `tap "<name>" of plugin <name>@<version>`, or only the tap when no plugin's apply(kernel) registered it. */
+type TapDescriber = (tap: { name: string }) => { tap: string; fix: string };
+
+function tapDescriber(applyingPlugin: (() => TapOwner | undefined) | undefined): TapDescriber {
+  return (tap) => {
+    const plugin = applyingPlugin?.();
+    if (plugin === undefined) return { tap: `tap "${tap.name}"`, fix: `Fix the code that tapped "${tap.name}".` };
+    const named = `plugin ${plugin.name}@${plugin.version}`;
+    return { tap: `tap "${tap.name}" of ${named}`, fix: `Fix ${named} (its tap "${tap.name}"), or leave it out of the host's plugins.` };
+  };
 }
 
 /** Who put the module at a route the map held before any tap ran. */
@@ -54,13 +78,13 @@ const CALLER_CLAIMANT = "the channels the host passed to hooks.channel (the agen
  * otherwise the later plugin silently takes the earlier one's channel, and its
  * requests and replies.
  */
-function oneModulePerRoute(hook: SyncWaterfallHook<[Map<string, ChannelModule>]>): void {
+function oneModulePerRoute(hook: SyncWaterfallHook<[Map<string, ChannelModule>]>, describeTap: TapDescriber): void {
   // Who registered each route, per map a call passes along (a tap may return a new map).
   const claimants = new WeakMap<Map<string, ChannelModule>, Map<string, string>>();
   hook.intercept({
     register(tap) {
       const fn = tap.fn as (channels: Map<string, ChannelModule>) => Map<string, ChannelModule> | undefined;
-      const claimant = `tap "${tap.name}"`;
+      const claimant = describeTap(tap).tap;
       return {
         ...tap,
         fn: (channels: Map<string, ChannelModule>) => {
@@ -140,10 +164,6 @@ interface HookCallInterceptor {
   done?: unknown;
 }
 
-/**
- * Rethrow a tap's failure as an error naming the hook and the plugin's tap.
- * AssemblyLineErrors already say what is wrong and pass through unchanged.
- */
 /** A tap as tapable registers it (its FullTap type is not exported). */
 interface RegisteredTap {
   name: string;
@@ -151,20 +171,31 @@ interface RegisteredTap {
   fn: Function;
 }
 
+/** The callback a `tapAsync` tap is handed last. */
+type TapCallback = (error?: unknown, result?: unknown) => void;
+
+/**
+ * Rethrow a tap's failure as an error naming the hook, the tap and its plugin, for
+ * each kind of tap (`tap`, `tapPromise`, `tapAsync`). AssemblyLineErrors already
+ * say what is wrong and pass through unchanged. The names are settled when the tap
+ * registers: a call only pays for a try/catch, or a catch on its promise.
+ */
 function nameFailures<H extends { intercept(interceptor: any): void }>(
   hookName: string,
   hook: H,
+  describeTap: TapDescriber,
   /** Where a call's failure is reported instead of thrown, when the call says (observers). */
   sinkOf?: (args: unknown[]) => ((error: AssemblyLineError) => void) | undefined,
 ): H {
   hook.intercept({
     register(tap: RegisteredTap) {
       const fn = tap.fn as (...args: unknown[]) => unknown;
+      const described = describeTap(tap);
       const named = (error: unknown): AssemblyLineError =>
         isAssemblyLineError(error)
           ? error
-          : new AssemblyLineError("AL_ERR_HOOK_TAP", `hooks.${hookName} tap "${tap.name}" threw: ${error instanceof Error ? error.message : String(error)}`, {
-              fix: `Fix the plugin that tapped "${tap.name}".`,
+          : new AssemblyLineError("AL_ERR_HOOK_TAP", `hooks.${hookName} ${described.tap} threw: ${error instanceof Error ? error.message : String(error)}`, {
+              fix: described.fix,
               cause: error,
             });
       const wrap = (args: unknown[], error: unknown): undefined => {
@@ -188,7 +219,36 @@ function nameFailures<H extends { intercept(interceptor: any): void }>(
           },
         };
       }
-      return tap;
+      return {
+        ...tap,
+        fn: (...argsAndCallback: unknown[]) => {
+          const callback = argsAndCallback.at(-1) as TapCallback;
+          const args = argsAndCallback.slice(0, -1);
+          let answered = false;
+          const fail = (error: unknown): void => {
+            let reported: undefined;
+            try {
+              reported = wrap(args, error);
+            } catch (renamed) {
+              return callback(renamed);
+            }
+            callback(null, reported);
+          };
+          try {
+            fn(...args, (error: unknown, result?: unknown) => {
+              if (answered) return;
+              answered = true;
+              if (error) fail(error);
+              else callback(null, result);
+            });
+          } catch (error) {
+            // A throw after it answered came from the hook's own continuation, not this tap.
+            if (answered) throw error;
+            answered = true;
+            fail(error);
+          }
+        },
+      };
     },
   });
   return hook;

@@ -29,10 +29,11 @@ export interface Kernel extends PluginKernel {
 
 /** Create the hooks and let each plugin tap them, in order. */
 export async function createKernel(options: { plugins?: PluginDefinition[]; timeoutMs?: number } = {}): Promise<Kernel> {
-  const hooks = createKernelHooks();
+  // The plugin whose apply(kernel) is running: each tap registered meanwhile is its, for the errors that name it and the slot guard.
+  let applying: PluginDefinition | undefined;
+  const hooks = createKernelHooks({ applyingPlugin: () => applying });
   const plugins = options.plugins ?? [];
   const kernel: Kernel = { version: KERNEL_VERSION, hooks, plugins };
-  let applying: PluginDefinition | undefined;
   guardSlotTaps(hooks, () => applying);
   for (const plugin of plugins) {
     const what = `plugin ${plugin.name}@${plugin.version} apply(kernel)`;

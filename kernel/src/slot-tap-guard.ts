@@ -16,7 +16,7 @@ export function guardSlotTaps(hooks: KernelHooks, owner: () => PluginDefinition 
       hook.intercept({
         register: (tapInfo) => {
           const plugin = owner();
-          return plugin ? guarded(tapInfo as unknown as SlotTap, plugin.name, String(slot)) as unknown as typeof tapInfo : tapInfo;
+          return plugin ? guarded(tapInfo as unknown as SlotTap, plugin, String(slot)) as unknown as typeof tapInfo : tapInfo;
         },
       });
       return hook;
@@ -24,7 +24,8 @@ export function guardSlotTaps(hooks: KernelHooks, owner: () => PluginDefinition 
   });
 }
 
-function guarded(tap: SlotTap, plugin: string, slot: string): SlotTap {
+function guarded(tap: SlotTap, owner: PluginDefinition, slot: string): SlotTap {
+  const plugin = owner.name;
   const check = (descriptor: AdapterDescriptor, adapter: unknown): unknown => {
     if (adapter === undefined || descriptor.plugin === plugin) return adapter;
     throw new AssemblyLineError("AL_ERR_PLUGIN_CONTRACT", `plugin ${plugin} answered the ${slot} descriptor of plugin ${descriptor.plugin} with an adapter of its own`, {
@@ -49,5 +50,29 @@ function guarded(tap: SlotTap, plugin: string, slot: string): SlotTap {
         }),
     };
   }
-  return { ...tap, fn: (descriptor: AdapterDescriptor, context: unknown) => check(descriptor, fn(descriptor, context)) };
+  return {
+    ...tap,
+    fn: (descriptor: AdapterDescriptor, context: unknown) => {
+      const answer = fn(descriptor, context);
+      if (isThenable(answer)) refuseAsyncSyncTap(answer, owner, tap.name, slot);
+      return check(descriptor, answer);
+    },
+  };
+}
+
+/**
+ * A tap() tap's answer is its return value, so an async function's promise would be read as an
+ * adapter, even when it resolves to undefined ("not mine"): its plugin passes no descriptor on.
+ */
+function refuseAsyncSyncTap(answer: PromiseLike<unknown>, owner: PluginDefinition, tapName: string, slot: string): never {
+  // Refused unread: a rejection it may still bring is not left unhandled.
+  void Promise.resolve(answer).catch(() => undefined);
+  throw new AssemblyLineError("AL_ERR_PLUGIN_CONTRACT", `plugin ${owner.name}@${owner.version}'s ${slot} slot tap "${tapName}" was made with tap() and returned a promise; use tapPromise for an async slot tap`, {
+    fix: `In plugin ${owner.name}, register that tap with kernel.hooks.slot.for("${slot}").tapPromise(...), or make its function synchronous.`,
+    details: { plugin: owner.name, tap: tapName, slot },
+  });
+}
+
+function isThenable(value: unknown): value is PromiseLike<unknown> {
+  return (typeof value === "object" || typeof value === "function") && value !== null && typeof (value as { then?: unknown }).then === "function";
 }

@@ -13,7 +13,7 @@ export default defineHook({ events: { async "*"(event) {
 } } });
 `;
 
-async function runtimeWithFailingObserver(tap: "sync" | "promise") {
+async function runtimeWithFailingObserver(tap: "sync" | "promise" | "async") {
   const dir = agentFolder({ "agent.ts": MINIMAL_AGENT, "tools/echo.ts": toolSource({ upFront: true }), "hooks/log.ts": hookSource });
   const bundle = await loadRuntimeBundle((await buildAgent(dir)).artifactRoot);
   const errors: string[] = [];
@@ -24,7 +24,17 @@ async function runtimeWithFailingObserver(tap: "sync" | "promise") {
     if (type === "tool.called") throw new Error("metrics backend down");
   };
   if (tap === "sync") runtime.hooks.event.tap("acme-metrics", (event) => fail(event.type));
-  else runtime.hooks.event.tapPromise("acme-metrics", async (event) => fail(event.type));
+  else if (tap === "promise") runtime.hooks.event.tapPromise("acme-metrics", async (event) => fail(event.type));
+  else {
+    runtime.hooks.event.tapAsync("acme-metrics", (event, _context, callback) => {
+      try {
+        fail(event.type);
+      } catch (error) {
+        return callback(error as Error);
+      }
+      callback();
+    });
+  }
   return { runtime, errors };
 }
 
@@ -33,7 +43,7 @@ afterEach(() => {
 });
 
 describe("an event observer that fails", () => {
-  for (const tap of ["sync", "promise"] as const) {
+  for (const tap of ["sync", "promise", "async"] as const) {
     it(`(${tap} tap) is reported alone: the agent's hooks/ still get every event, in order, before run() returns`, async () => {
       const { runtime, errors } = await runtimeWithFailingObserver(tap);
 

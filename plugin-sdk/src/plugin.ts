@@ -27,6 +27,19 @@ export interface AsyncTappable<Args extends unknown[], Result> extends Tappable<
   tapPromise(options: string | TapOptions, fn: (...args: Args) => Promise<Result | undefined | void>): void;
 }
 
+/** `Result`, unless it is a promise: then nothing fits (a type error at the tap). */
+export type NotPromise<Result> = Result extends PromiseLike<unknown> ? never : Result;
+
+/**
+ * A slot hook as plugins tap it. `tap` takes a synchronous function only: its return value
+ * is the answer, so an async function's promise would be read as an adapter even when it
+ * resolves to undefined. An async factory uses `tapPromise`.
+ */
+export interface SlotTappable<Args extends unknown[]> {
+  tap<Result>(options: string | TapOptions, fn: (...args: Args) => NotPromise<Result>): void;
+  tapPromise(options: string | TapOptions, fn: (...args: Args) => Promise<unknown>): void;
+}
+
 /** What a slot materializer receives besides the descriptor. */
 export interface SlotContext {
   slot: GatewaySlot;
@@ -55,7 +68,7 @@ export interface EventContext {
  */
 export interface KernelHookSurface {
   /** Materialize a gateway slot from its descriptor; return undefined when the descriptor is not yours. */
-  slot: { for(slot: GatewaySlot): AsyncTappable<[AdapterDescriptor, SlotContext], unknown> };
+  slot: { for(slot: GatewaySlot): SlotTappable<[AdapterDescriptor, SlotContext]> };
   /** Register channel modules by route. */
   channel: Tappable<[Map<string, ChannelModule>], Map<string, ChannelModule>>;
   /** Pick the engine for a model spec; return undefined to pass. */

@@ -29,7 +29,7 @@ describe("two plugins registering one channel route through hooks.channel", () =
       },
       (error: { code?: string; message: string }) => `${error.code}: ${error.message}`,
     );
-    expect(outcome).toMatch(/^AL_ERR_HOOK_TAP: .*the route \/inbox, which tap "inbox-a" already registered/);
-    expect(outcome).toContain('tap "inbox-b"');
+    expect(outcome).toMatch(/^AL_ERR_HOOK_TAP: .*the route \/inbox, which tap "inbox-a" of plugin inbox-a@1.0.0 already registered/);
+    expect(outcome).toContain('tap "inbox-b" of plugin inbox-b@1.0.0');
   });
 });
