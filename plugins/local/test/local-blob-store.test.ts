@@ -1,8 +1,9 @@
 import { describeBlobStoreConformance } from "@assemblyline-agents/core/testkit";
-import { mkdir, mkdtemp, readdir, rm, truncate, utimes, writeFile } from "node:fs/promises";
+import { readlinkSync } from "node:fs";
+import { mkdir, mkdtemp, open, readdir, rm, truncate, utimes, writeFile } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { afterEach, describe, expect, it } from "vitest";
+import { afterEach, describe, expect, it, vi } from "vitest";
 import { LocalBlobStore } from "../src/index.js";
 
 describeBlobStoreConformance("LocalBlobStore", async () => {
@@ -134,6 +135,31 @@ describe("LocalBlobStore", () => {
     await blobs.put("a/b/c", new Uint8Array([1]));
     await blobs.put("a/d", new Uint8Array([1]));
     await blobs.delete("a/b/c");
+    expect(await allFiles(directory)).toEqual(["a", "a/d@blob"]);
+  });
+
+  // A power loss cannot be staged here; what it needs is seen instead: the folder the delete changed is fsynced (Linux names a handle's path under /proc).
+  it.runIf(process.platform === "linux")("fsyncs the innermost folder a delete leaves, so a deleted blob does not come back after a power loss", async () => {
+    const { blobs, directory } = await store();
+    await blobs.put("a/b/c", new Uint8Array([1]));
+    await blobs.put("a/d", new Uint8Array([1]));
+    await blobs.put("e/f", new Uint8Array([1]));
+    const handle = await open(directory, "r");
+    const fileHandle = Object.getPrototypeOf(handle) as { sync(this: { fd: number }): Promise<void> };
+    await handle.close();
+    const synced: string[] = [];
+    const sync = vi.spyOn(fileHandle, "sync").mockImplementation(async function (this: { fd: number }) {
+      synced.push(readlinkSync(`/proc/self/fd/${this.fd}`));
+    });
+    try {
+      await blobs.delete("a/b/c");
+      expect(synced).toEqual([join(directory, "a")]);
+      synced.length = 0;
+      await blobs.delete("e/f");
+      expect(synced).toEqual([directory]);
+    } finally {
+      sync.mockRestore();
+    }
     expect(await allFiles(directory)).toEqual(["a", "a/d@blob"]);
   });
 

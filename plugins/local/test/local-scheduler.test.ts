@@ -116,6 +116,58 @@ describe("LocalScheduler", () => {
     expect(Date.parse(after!.nextRunAt)).toBeGreaterThan(Date.now());
   });
 
+  it("started again while its stop() still waits for a poll, keeps one polling loop, and its next stop() leaves no poll running", async () => {
+    const store = new InMemoryStateAdapter();
+    let claiming = 0;
+    let mostAtOnce = 0;
+    let claims = 0;
+    const claim = store.claimDueSchedules.bind(store);
+    store.claimDueSchedules = async (options: ScheduleClaimOptions) => {
+      claiming += 1;
+      claims += 1;
+      mostAtOnce = Math.max(mostAtOnce, claiming);
+      try {
+        await sleep(30);
+        return await claim(options);
+      } finally {
+        claiming -= 1;
+      }
+    };
+    const local = scheduler(store);
+    const dispatch = async () => undefined;
+    await local.start(dispatch);
+    await until(() => claiming === 1);
+    const stopping = local.stop();
+    await local.start(dispatch);
+    await stopping;
+    await sleep(200);
+    await local.stop();
+    const claimingAtStop = claiming;
+    const claimsAtStop = claims;
+    await sleep(60);
+    expect({ mostAtOnce, claimingAtStop, claimsAfterStop: claims - claimsAtStop }).toEqual({ mostAtOnce: 1, claimingAtStop: 0, claimsAfterStop: 0 });
+  });
+
+  it("stopped while a start() waits for an earlier stop(), never starts polling", async () => {
+    const store = new InMemoryStateAdapter();
+    let claims = 0;
+    const claim = store.claimDueSchedules.bind(store);
+    store.claimDueSchedules = async (options: ScheduleClaimOptions) => {
+      claims += 1;
+      await sleep(30);
+      return claim(options);
+    };
+    const local = scheduler(store);
+    await local.start(async () => undefined);
+    await until(() => claims === 1);
+    const firstStop = local.stop();
+    const restart = local.start(async () => undefined);
+    await local.stop();
+    await Promise.all([firstStop, restart]);
+    await sleep(60);
+    expect(claims).toBe(1);
+  });
+
   it("refuses to start twice without a stop", async () => {
     const local = scheduler(new InMemoryStateAdapter());
     await local.start(async () => undefined);

@@ -16,8 +16,10 @@ import { describeOptions, unknownOptions } from "../known-options.js";
  * from both. A blob file is a 4-byte header length, a JSON header
  * ({ contentType }), then the body; it is written to a temp file, fsynced and
  * renamed into place, so a reader sees the old blob or the new one, never a mix,
- * and the folder is fsynced so the rename outlives a power loss. A temp file a
- * dead put left is removed by the first put or delete that reaches its folder.
+ * and the folder is fsynced so the rename outlives a power loss; a delete fsyncs
+ * the folder it removed the file (or emptied folders) from, so the blob stays
+ * gone. A temp file a dead put left is removed by the first put or delete that
+ * reaches its folder.
  */
 
 const BLOB_SUFFIX = "@blob";
@@ -183,17 +185,30 @@ export class LocalBlobStore implements BlobStore {
     await this.sweepOnce(folder);
     // Remove folders the delete left empty, innermost first; stop at the first that is not.
     // One that holds only a dead put's temp file is empty once swept.
-    for (const each of folders.reverse()) {
-      try {
-        await rmdir(each);
-      } catch (error) {
-        if ((error as NodeJS.ErrnoException).code !== "ENOTEMPTY" || !(await this.sweepOnce(each))) return;
-        try {
-          await rmdir(each);
-        } catch {
-          return;
-        }
-      }
+    let changed = folder;
+    for (const each of [...folders].reverse()) {
+      if (!(await this.removeIfEmpty(each))) break;
+      changed = dirname(each);
+    }
+    // The unlink (or the last rmdir) lives in the innermost folder left until that is synced, as
+    // put syncs after its rename: without it a power loss can bring back a blob the caller deleted.
+    // A folder removed needs no sync of its own: its parent's entry, synced, takes it and all in it.
+    await syncFolders([changed]);
+  }
+
+  /** rmdir `folder`, sweeping stale temp files out of it once if that is all that keeps it; false when it stays. */
+  private async removeIfEmpty(folder: string): Promise<boolean> {
+    try {
+      await rmdir(folder);
+      return true;
+    } catch (error) {
+      if ((error as NodeJS.ErrnoException).code !== "ENOTEMPTY" || !(await this.sweepOnce(folder))) return false;
+    }
+    try {
+      await rmdir(folder);
+      return true;
+    } catch {
+      return false;
     }
   }
 

@@ -57,6 +57,10 @@ export class LocalScheduler implements Scheduler {
   private timer: NodeJS.Timeout | undefined;
   private polling: Promise<void> | undefined;
   private readonly inFlight = new Set<Promise<void>>();
+  /** Bumped by each start() and stop(): only the loop of the current generation polls again. */
+  private generation = 0;
+  /** The last stop()'s wait for its poll and dispatches; a start() waits for it before polling. */
+  private stopping: Promise<void> = Promise.resolve();
 
   constructor(options: LocalSchedulerOptions) {
     this.storeSource = options?.store;
@@ -77,7 +81,9 @@ export class LocalScheduler implements Scheduler {
   /**
    * Begin polling (the first poll starts at once). With `agentId`, claim only that agent's
    * schedules and those of no agent; failures go to `logger` unless the scheduler was made with
-   * one; with `automationCatchUpMs`, a lease not below it is refused. Call stop() before starting again.
+   * one; with `automationCatchUpMs`, a lease not below it is refused. Call stop() before starting again;
+   * a start() while that stop() still waits for its poll and dispatches first waits for them too, so
+   * two loops never poll at once.
    */
   async start(dispatch: ScheduleDispatch, options: SchedulerStartOptions = {}): Promise<void> {
     if (this.dispatch !== undefined) {
@@ -88,25 +94,37 @@ export class LocalScheduler implements Scheduler {
     this.logger = this.ownLogger ?? options.logger ?? noopLogger();
     this.dispatch = dispatch;
     this.agentId = options.agentId;
-    this.schedule(0);
+    const generation = ++this.generation;
+    await this.stopping;
+    // A stop() while this start waited ends it before its loop begins.
+    if (generation === this.generation) this.schedule(0, generation);
   }
 
-  /** Stop polling and wait for the dispatches already running to settle. */
+  /** Stop polling and wait for the poll and the dispatches already running to settle. */
   async stop(): Promise<void> {
     this.dispatch = undefined;
+    this.generation += 1;
     clearTimeout(this.timer);
     this.timer = undefined;
+    const stopping = this.settle();
+    this.stopping = stopping;
+    await stopping;
+  }
+
+  private async settle(): Promise<void> {
     await this.polling;
     await Promise.allSettled([...this.inFlight]);
   }
 
-  private schedule(delayMs: number): void {
+  private schedule(delayMs: number, generation: number): void {
     this.timer = setTimeout(() => {
       this.timer = undefined;
-      this.polling = this.poll().finally(() => {
-        this.polling = undefined;
-        if (this.dispatch !== undefined) this.schedule(this.pollIntervalMs);
+      const polling = this.poll().finally(() => {
+        if (this.polling === polling) this.polling = undefined;
+        // A poll that outlived its stop() must not start a second loop beside a newer start()'s.
+        if (generation === this.generation) this.schedule(this.pollIntervalMs, generation);
       });
+      this.polling = polling;
     }, delayMs);
     // A scheduler alone should not keep the process alive; the host's server does.
     this.timer.unref();
