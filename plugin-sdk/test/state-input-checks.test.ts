@@ -1,5 +1,6 @@
 import { describe, expect, it } from "vitest";
-import { checkRunListFilter, checkSeqNumber, checkedIsoTime, checkedUsageRecord, type UsageRecord } from "../src/index.js";
+import { checkNewEvents, checkNewRun, checkRunListFilter, checkSeqNumber, checkedIsoTime, checkedUsageRecord, isPlainJsonObject, type NewRun, type UsageRecord } from "../src/index.js";
+import { runInNewContext } from "node:vm";
 
 const usage = (createdAt: string): UsageRecord => ({
   id: "u1", runId: "r1", conversationId: null, provider: "p", model: "m", inputTokens: 1, outputTokens: 0, cacheReadTokens: 0, cacheWriteTokens: 0, costUsd: 0, createdAt,
@@ -47,5 +48,36 @@ describe("checkSeqNumber", () => {
     expect(() => checkSeqNumber("op", "seq", 0)).not.toThrow();
     expect(() => checkSeqNumber("op", "seq", 12)).not.toThrow();
     for (const seq of [1.5, -1, Number.NaN, "2"]) expect(() => checkSeqNumber("op", "seq", seq)).toThrow(/op: seq must be a whole number >= 0/);
+  });
+});
+
+describe("plain JSON objects (run input and metadata, event data)", () => {
+  const run = (metadata: unknown): NewRun => ({ id: "r1", agentId: "a", agentRevision: "v", modelSpec: "m", input: { message: "hi", metadata } }) as NewRun;
+  class Point {
+    x = 1;
+  }
+  const notKept: [string, unknown][] = [
+    ["a Date", new Date(0)],
+    ["an object with toJSON", { toJSON: () => "text" }],
+    ["a class instance", new Point()],
+    ["a Map", new Map()],
+  ];
+
+  it("takes objects JSON gives back as the same object: literals, null-prototype objects, another realm's", () => {
+    for (const value of [{}, { nested: { at: "2024" } }, Object.create(null) as object, runInNewContext("({ a: 1 })") as object]) {
+      expect(isPlainJsonObject(value)).toBe(true);
+      expect(() => checkNewRun("createRun", run(value))).not.toThrow();
+      expect(() => checkNewEvents("appendEvents", [{ type: "x", data: value as never }])).not.toThrow();
+    }
+  });
+
+  it("refuses what JSON writes as something else, naming the field, so no store keeps a row its reader refuses", () => {
+    for (const [name, value] of notKept) {
+      expect(isPlainJsonObject(value), name).toBe(false);
+      expect(() => checkNewRun("createRun", run(value)), name).toThrow(/createRun: run\.input\.metadata must be a plain JSON object/);
+      expect(() => checkNewEvents("appendEvents", [{ type: "x", data: value as never }]), name).toThrow(/appendEvents: events\[0\]\.data must be a plain JSON object/);
+    }
+    expect(() => checkNewRun("createRun", { ...run({}), input: new Date(0) as never })).toThrow(/run\.input must be a plain JSON object/);
+    expect(() => checkNewRun("createRun", run(new Date(0)))).toThrow("got the Date 1970-01-01T00:00:00.000Z");
   });
 });

@@ -153,9 +153,9 @@ export function checkNewRun(operation: string, run: NewRun, options?: CreateRunO
   checkStringOrNull(operation, "run.conversationId", run.conversationId);
   if (run.status !== undefined && !RUN_STATUSES.includes(run.status)) refuseStateInput(operation, "run.status", `one of ${RUN_STATUSES.join(", ")}`, run.status);
   const { input } = run;
-  if (!isJsonObject(input)) refuseStateInput(operation, "run.input", "a JSON object", input);
+  checkPlainJsonObject(operation, "run.input", input);
   checkString(operation, "run.input.message", input.message);
-  if (!isJsonObject(input.metadata)) refuseStateInput(operation, "run.input.metadata", "a JSON object", input.metadata);
+  checkPlainJsonObject(operation, "run.input.metadata", input.metadata);
   if (run.idempotencyKey !== undefined) checkNonEmptyString(operation, "run.idempotencyKey", run.idempotencyKey);
   const lease = options?.lease;
   if (lease !== undefined) {
@@ -248,6 +248,31 @@ export function checkSettingWrite(operation: string, key: string, value: unknown
 
 const isJsonObject = (value: unknown): value is Record<string, unknown> => typeof value === "object" && value !== null && !Array.isArray(value);
 
+/**
+ * Whether `value` is an object that JSON keeps as an object: a plain object (`{...}`, from
+ * JSON.parse or with a null prototype) without a toJSON method. A Date, a class instance, a Map
+ * or an object with toJSON is not: JSON.stringify writes a Date (and whatever toJSON returns) as
+ * a string or another value, and a class instance loses its class, so the value read back is not
+ * the one written, or not an object at all.
+ */
+export function isPlainJsonObject(value: unknown): value is Record<string, unknown> {
+  if (!isJsonObject(value) || Object.prototype.toString.call(value) !== "[object Object]") return false;
+  const prototype: unknown = Object.getPrototypeOf(value);
+  // Object.prototype of this realm or another (a vm context's), or none.
+  if (prototype !== null && Object.getPrototypeOf(prototype) !== null) return false;
+  return typeof (value as { toJSON?: unknown }).toJSON !== "function";
+}
+
+/**
+ * Refuse a value stored as a JSON object that a store would read back as something else (a
+ * run's input and metadata, an event's data, a step's metadata): a reader of the row would find a
+ * string where an object was written, and refuse the row, so the run could no longer be listed
+ * or recovered.
+ */
+export function checkPlainJsonObject(operation: string, field: string, value: unknown): asserts value is Record<string, unknown> {
+  if (!isPlainJsonObject(value)) refuseStateInput(operation, field, "a plain JSON object (not a Date, a class instance or an object with toJSON)", value);
+}
+
 function checkNonEmptyString(operation: string, field: string, value: unknown): void {
   if (typeof value !== "string" || value === "") refuseStateInput(operation, field, "a non-empty string", value);
 }
@@ -265,14 +290,13 @@ function checkFiniteNumber(operation: string, field: string, value: unknown): vo
   if (typeof value !== "number" || !Number.isFinite(value)) refuseStateInput(operation, field, "a finite number", value);
 }
 
-/** Refuse an event with no type or with data that is not a JSON object: every reader of the log takes both as given. */
+/** Refuse an event with no type or with data that is not a plain JSON object: every reader of the log takes both as given. */
 export function checkNewEvents(operation: string, events: readonly NewRunEvent[]): void {
   if (!Array.isArray(events)) refuseStateInput(operation, "events", "an array of events", events);
   for (let index = 0; index < events.length; index += 1) {
     const event = events[index] as NewRunEvent | undefined;
     if (typeof event?.type !== "string" || event.type === "") refuseStateInput(operation, `events[${index}].type`, "a non-empty string", event?.type);
-    const data = event.data;
-    if (data !== undefined && (typeof data !== "object" || data === null || Array.isArray(data))) refuseStateInput(operation, `events[${index}].data`, "a JSON object", data);
+    if (event.data !== undefined) checkPlainJsonObject(operation, `events[${index}].data`, event.data);
   }
 }
 

@@ -76,12 +76,14 @@ export class PostgresStateAdapter implements StateAdapter {
   private readonly db: StateDatabase;
   private migration: Promise<MigrationResult> | undefined;
   private closed = false;
-  private readonly liveness: LivenessSession;
+  /** Undefined with `livenessSession: false`: leases only expire. */
+  private readonly liveness: LivenessSession | undefined;
 
   constructor(options: PostgresStateRuntimeOptions = {}) {
     checkOptions(options);
     this.schema = resolveSchema(options.schema);
-    checkPoolSize(options.pool ? (options.pool as { options?: { max?: number } }).options?.max : options.maxConnections, options.pool ? "pool" : "maxConnections");
+    const withLiveness = options.livenessSession ?? true;
+    if (withLiveness) checkPoolSize(options.pool ? (options.pool as { options?: { max?: number } }).options?.max : options.maxConnections, options.pool ? "pool" : "maxConnections");
     if (options.pool) {
       this.pool = options.pool;
       this.ownsPool = false;
@@ -98,7 +100,7 @@ export class PostgresStateAdapter implements StateAdapter {
       });
     }
     this.db = new StateDatabase(this.pool, this.schema, () => this.ready(), options.preparedStatements ?? true);
-    this.liveness = new LivenessSession(this.pool, (message, error) => options.logger?.warn({ err: error, schema: this.schema }, message));
+    this.liveness = withLiveness ? new LivenessSession(this.pool, (message, error) => options.logger?.warn({ err: error, schema: this.schema }, message)) : undefined;
   }
 
   /**
@@ -121,14 +123,14 @@ export class PostgresStateAdapter implements StateAdapter {
   async close(): Promise<void> {
     if (this.closed) return;
     this.closed = true;
-    await this.liveness.close();
+    await this.liveness?.close();
     if (this.ownsPool) await this.pool.end();
   }
 
   /** The liveness key leases record, after the schema is ready (null: leases only expire). */
   private async livenessKey(): Promise<string | null> {
     await this.ready();
-    return this.liveness.key();
+    return this.liveness ? this.liveness.key() : null;
   }
 
   private ready(): Promise<unknown> {
@@ -176,16 +178,16 @@ export class PostgresStateAdapter implements StateAdapter {
     return journal.getCheckpoint(this.db, runId);
   }
   async acquireRunLease(runId: string, owner: string, ttlMs: number, now?: Date): Promise<RunLease | null> {
-    return runs.acquireRunLease(this.db, runId, owner, ttlMs, now, await this.livenessKey());
+    return runs.acquireRunLease(this.db, runId, owner, ttlMs, now, await this.livenessKey(), this.liveness !== undefined);
   }
   renewRunLease(runId: string, fence: RunFence, ttlMs: number, now?: Date): Promise<RunLease | null> {
-    return runs.renewRunLease(this.db, runId, fence, ttlMs, now, this.liveness.currentKey());
+    return runs.renewRunLease(this.db, runId, fence, ttlMs, now, this.liveness?.currentKey() ?? null);
   }
   releaseRunLease(runId: string, owner: string, token?: number, options: ReleaseOptions = {}): Promise<void> {
     return runs.releaseRunLease(this.db, runId, owner, token, options);
   }
   async claimRecoverableRuns(options: ClaimOptions): Promise<RunRecord[]> {
-    return runs.claimRecoverableRuns(this.db, options, await this.livenessKey());
+    return runs.claimRecoverableRuns(this.db, options, await this.livenessKey(), this.liveness !== undefined);
   }
   listDeliveries(runId: string): Promise<DeliveryRecord[]> {
     return deliveries.listDeliveries(this.db, runId);

@@ -20,12 +20,13 @@ export function postgresState(options: PostgresStateOptions = {}): PostgresState
  * `state: neonPostgres()` in gateway.ts: PostgreSQL state on Neon. Without a
  * `connectionString` or `pool` it reads `$DATABASE_URL`, then Neon's
  * `$POSTGRES_URL`, then `$NEON_DATABASE_URL`. Neon URLs carry `sslmode=require`,
- * which the driver honours. With Neon's pooled (PgBouncer) endpoint this adapter
- * still works: it uses no session state (no prepared statements, transaction-level
- * advisory locks only).
+ * which the driver honours. It sets `livenessSession: false`, so that Neon's pooled
+ * (PgBouncer, transaction mode) endpoint works: a dead replica's runs are then taken
+ * when their leases expire. On a direct (unpooled) endpoint, pass
+ * `livenessSession: true` to have them taken at once.
  */
 export function neonPostgres(options: PostgresStateOptions = {}): PostgresStateDescriptor {
-  return adapterDescriptor("state", POSTGRES_PLUGIN_ID, { connectionStringEnv: [...NEON_ENV], ...options });
+  return adapterDescriptor("state", POSTGRES_PLUGIN_ID, { connectionStringEnv: [...NEON_ENV], livenessSession: false, ...options });
 }
 
 /**

@@ -37,6 +37,15 @@ export interface PostgresStateOptions {
    * not support prepared statements (PgBouncer before 1.21, or without `max_prepared_statements`).
    */
   preparedStatements?: boolean;
+  /**
+   * Hold a liveness session, a session-level advisory lock on one pooled connection, so that a
+   * dead replica's runs are taken at once instead of when their leases expire; default true.
+   * Set false behind a transaction-mode pooler (PgBouncer's `pool_mode = transaction`, Neon's
+   * pooled endpoint): its server connections take turns serving every client, so a live
+   * holder's lock can look free and another replica would take its runs. Leases then only
+   * expire, and no connection is kept for the session. `neonPostgres()` sets false.
+   */
+  livenessSession?: boolean;
 }
 
 export interface PostgresStateRuntimeOptions extends PostgresStateOptions {
@@ -56,6 +65,7 @@ const OPTION_TYPES: Record<keyof PostgresStateRuntimeOptions, string> = {
   connectionStringEnv: "array",
   maxConnections: "number",
   preparedStatements: "boolean",
+  livenessSession: "boolean",
   env: "object",
   logger: "object",
 };
@@ -111,7 +121,7 @@ function checkConnectionString(value: string, source: string): string {
   });
 }
 
-/** The liveness session keeps one pooled connection for itself: a pool of one would leave none for statements. */
+/** The liveness session keeps one pooled connection for itself: a pool of one would leave none for statements. Without it any size will do. */
 export function checkPoolSize(maxConnections: number | undefined, source: "maxConnections" | "pool"): void {
   if (maxConnections === undefined || (Number.isInteger(maxConnections) && maxConnections >= 2)) return;
   throw new AssemblyLineError("AL_ERR_STATE_CONFIG", `PostgreSQL state ${source === "pool" ? "pool's max" : "maxConnections"} is ${String(maxConnections)}: it needs at least 2 connections`, {

@@ -1,4 +1,4 @@
-import { checkLeaseOwner, checkLeaseTtl, describeStateValue } from "@assemblyline-agents/core";
+import { checkLeaseOwner, checkLeaseTtl, describeStateValue, leaseExpiresAt } from "@assemblyline-agents/core";
 import { inputInvalid } from "./errors.js";
 import { isJsonObject } from "./rows.js";
 
@@ -62,6 +62,24 @@ export class ArgumentCheck {
 }
 
 
+/**
+ * A fence's token as the statement compares it: a lease's token is a whole number >= 0, so a
+ * token that is none (1.5) is a stale fence. -1 matches no lease, and the statement answers as
+ * for any other stale fence, instead of failing the cast to bigint.
+ */
+export function fenceTokenParam(token: number): number {
+  return Number.isSafeInteger(token) ? token : -1;
+}
+
+/**
+ * Refuse a lease no time can end: one that expires past the last time a Date holds, as the
+ * in-memory state refuses it (leaseExpiresAt), instead of sending it to fail in the database
+ * (or to come back as a time no Date reads). Measured from `now`, else this host's clock.
+ */
+export function checkLeaseEnd(operation: string, field: string, ttlMs: number, now: Date | undefined): void {
+  leaseExpiresAt(operation, field, (now ?? new Date()).getTime(), ttlMs);
+}
+
 /** A caller-supplied page or claim size: absent -> fallback, otherwise a whole number >= min. */
 export function sizeParam(value: number | undefined, fallback: number, min: number): number {
   if (value === undefined || !Number.isFinite(value)) return fallback;
@@ -80,10 +98,12 @@ export function claimParams(
   check.object("options", options);
   checkLeaseOwner(operation, "options.owner", options.owner);
   checkLeaseTtl(operation, "options.ttlMs", options.ttlMs);
+  const now = check.optionalDate("options.now", options.now);
+  checkLeaseEnd(operation, "options.ttlMs", options.ttlMs, now);
   return {
     owner: options.owner,
     ttlMs: options.ttlMs,
-    now: check.optionalDate("options.now", options.now),
+    now,
     limit: sizeParam(options.limit, DEFAULT_CLAIM_LIMIT, 0),
     agentId: options.agentId === undefined ? undefined : check.string("options.agentId", options.agentId),
   };

@@ -151,7 +151,7 @@ describe.skipIf(!probe.available)("PostgresStateAdapter", () => {
       statements.reset();
       await expect(state.appendEvents(run.id, [{ type: "x", data: [1] as never }])).rejects.toMatchObject({
         code: "AL_ERR_STATE_INPUT_INVALID",
-        message: expect.stringContaining("events[0].data must be a JSON object"),
+        message: expect.stringContaining("events[0].data must be a plain JSON object"),
       });
       await expect(state.appendEvents(run.id, [{ type: "x" }], { run: { status: "paused" as never } })).rejects.toMatchObject({
         code: "AL_ERR_STATE_INPUT_INVALID",

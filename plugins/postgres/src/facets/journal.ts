@@ -1,7 +1,9 @@
 import {
   AssemblyLineError,
   checkListLimit,
+  checkNewEvents,
   checkObservedSeq,
+  checkPlainJsonObject,
   checkSeqNumber,
   staleFenceError,
   type CheckpointRecord,
@@ -17,7 +19,7 @@ import {
 import { jsonParam, type StateDatabase } from "../database.js";
 import { SQLSTATE_OBSERVED_PAST_LOG, SQLSTATE_RUN_NOT_FOUND, SQLSTATE_SEQ_MISMATCH, SQLSTATE_STALE_FENCE, inputInvalid, pgDetail, sqlState } from "../errors.js";
 import { RUN_STATUSES, TOOL_CALL_COLUMNS, TOOL_CALL_STATUSES, decodeCheckpoint, decodeEvent, decodeStep, decodeToolCall } from "../rows.js";
-import { ArgumentCheck } from "../validate.js";
+import { ArgumentCheck, fenceTokenParam } from "../validate.js";
 import { runNotFound } from "./runs.js";
 
 const RUN_FIELDS = ["status", "modelSpec", "output", "error", "conversationId"] as const;
@@ -26,15 +28,10 @@ const RUN_FIELDS = ["status", "modelSpec", "output", "error", "conversationId"] 
 function appendArguments(runId: string, events: NewRunEvent[], change: RunStateChange | undefined, options: AppendOptions) {
   const { expectedLastSeq, fence, observedSeq } = options;
   const check = new ArgumentCheck(`appendEvents(run "${runId}")`);
-  if (!Array.isArray(events)) check.fail("events", "an array", events);
-  const types: string[] = [];
-  const data: string[] = [];
-  events.forEach((event, i) => {
-    check.object(`events[${i}]`, event);
-    types.push(check.string(`events[${i}].type`, event.type));
-    const eventData = event.data === undefined ? {} : check.object(`events[${i}].data`, event.data);
-    data.push(jsonParam(eventData, check.operation, `events[${i}].data`) ?? "{}");
-  });
+  // The checks every store makes: a type, and data a reader of the log gets back as the object written.
+  checkNewEvents(check.operation, events);
+  const types = events.map((event) => event.type);
+  const data = events.map((event, i) => jsonParam(event.data ?? {}, check.operation, `events[${i}].data`) ?? "{}");
   if (expectedLastSeq !== undefined) checkSeqNumber(check.operation, "options.expectedLastSeq", expectedLastSeq);
   if (fence !== undefined) {
     check.object("options.fence", fence);
@@ -86,7 +83,7 @@ function appendArguments(runId: string, events: NewRunEvent[], change: RunStateC
     tool ? (tool.updatedAt === undefined ? now() : check.text("change.toolCall.updatedAt", tool.updatedAt)) : null,
     step ? check.string("change.step.key", step.key) : null,
     step ? jsonParam(step.result, op, "change.step.result") : null,
-    step ? jsonParam(step.metadata === undefined ? {} : check.object("change.step.metadata", step.metadata), op, "change.step.metadata") : null,
+    step ? jsonParam(stepMetadata(op, step.metadata), op, "change.step.metadata") : null,
     step ? (step.createdAt === undefined ? now() : check.text("change.step.createdAt", step.createdAt)) : null,
     checkpoint === undefined ? null : checkpoint === null ? "clear" : "set",
     checkpoint ? jsonParam(checkpoint.continuation, op, "change.checkpoint.continuation") : null,
@@ -96,9 +93,16 @@ function appendArguments(runId: string, events: NewRunEvent[], change: RunStateC
     delivery ? check.nullableString("change.delivery.conversationId", delivery.conversationId) : null,
     delivery ? jsonParam(delivery.payload, op, "change.delivery.payload") : null,
     fence ? fence.owner : null,
-    fence ? fence.token : null,
+    fence ? fenceTokenParam(fence.token) : null,
     observedSeq ?? null,
   ];
+}
+
+/** A step's metadata, `{}` when left out; refused unless a reader of the step gets back the object written. */
+function stepMetadata(operation: string, metadata: unknown): Record<string, unknown> {
+  if (metadata === undefined) return {};
+  checkPlainJsonObject(operation, "change.step.metadata", metadata);
+  return metadata;
 }
 
 const APPEND_PLACEHOLDERS = Array.from({ length: 36 }, (_, i) => `$${i + 1}`).join(", ");
@@ -165,10 +169,11 @@ export async function listEvents(
 ): Promise<RunEvent[]> {
   const operation = `listEvents(run "${runId}")`;
   if (options.limit !== undefined) checkListLimit(options.limit, operation);
-  const afterSeq = Math.max(0, Math.floor(options.afterSeq ?? 0));
+  const afterSeq = Math.min(Math.max(0, Math.floor(options.afterSeq ?? 0)), Number.MAX_SAFE_INTEGER);
   const rows = await db.rows(
     operation,
-    `SELECT run_id, seq, type, data, created_at FROM ${db.s}.run_events WHERE run_id = $1 AND seq > $2 ORDER BY seq LIMIT $3`,
+    // $2 as bigint: a position past the integer seq column's range holds nothing after it, rather than failing the cast.
+    `SELECT run_id, seq, type, data, created_at FROM ${db.s}.run_events WHERE run_id = $1 AND seq > $2::bigint ORDER BY seq LIMIT $3`,
     [runId, afterSeq, options.limit ?? null],
   );
   return rows.map((row) => decodeEvent(db.schema, row));
@@ -180,7 +185,8 @@ export async function markObserved(db: StateDatabase, runId: string, seq: number
   checkSeqNumber(operation, "seq", seq);
   const [row] = await db.rows<{ last_seq: number }>(
     operation,
-    `UPDATE ${db.s}.runs SET observed_seq = CASE WHEN $2 <= last_seq THEN greatest(observed_seq, $2) ELSE observed_seq END
+    // $2 as bigint: a position past the integer column's range is past the log, refused below, not a failed cast.
+    `UPDATE ${db.s}.runs SET observed_seq = CASE WHEN $2::bigint <= last_seq THEN greatest(observed_seq, $2::bigint) ELSE observed_seq END
      WHERE id = $1 RETURNING last_seq`,
     [runId, seq],
   );

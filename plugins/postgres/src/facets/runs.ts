@@ -2,7 +2,7 @@ import { AssemblyLineError, DEFAULT_RUN_PAGE_SIZE, checkLeaseOwner, checkLeaseTt
 import { clockParam, jsonParam, type StateDatabase } from "../database.js";
 import { inputInvalid } from "../errors.js";
 import { RUN_COLUMNS, decodeRun, isJsonObject } from "../rows.js";
-import { ArgumentCheck, claimParams } from "../validate.js";
+import { ArgumentCheck, checkLeaseEnd, claimParams, fenceTokenParam } from "../validate.js";
 import { parameters, underPrefix, type Parameter } from "./prefix-range.js";
 
 export function runNotFound(db: StateDatabase, runId: string, operation: string): AssemblyLineError {
@@ -14,6 +14,7 @@ export function runNotFound(db: StateDatabase, runId: string, operation: string)
 
 export async function createRun(db: StateDatabase, run: NewRun, options: CreateRunOptions, session: string | null): Promise<CreatedRun> {
   checkNewRun("createRun", run, options);
+  if (options.lease) checkLeaseEnd("createRun", "options.lease.ttlMs", options.lease.ttlMs, undefined);
   const { id, agentId, agentRevision, modelSpec, input } = run;
   const conversationId = run.conversationId ?? null;
   const status = run.status ?? "queued";
@@ -74,14 +75,27 @@ export async function listRuns(db: StateDatabase, filter: RunListFilter = {}): P
  * A lease whose holder's liveness session is gone (see LivenessSession): the
  * try-lock succeeds only when no session holds the key, i.e. the holder is dead,
  * or (the one exception) its dropped session has not yet been reopened on the key.
+ * Without `detectDeadHolders` (behind a transaction-mode pooler, whose server
+ * connections serve every client, a live holder's lock can look free) no lease is
+ * taken before it expires.
  */
-const HOLDER_GONE = (alias: string) => `(${alias}lease_session IS NOT NULL AND pg_try_advisory_xact_lock(${alias}lease_session))`;
+const HOLDER_GONE = (alias: string, detectDeadHolders: boolean) =>
+  detectDeadHolders ? ` OR (${alias}lease_session IS NOT NULL AND pg_try_advisory_xact_lock(${alias}lease_session))` : "";
 
-export async function acquireRunLease(db: StateDatabase, runId: string, owner: string, ttlMs: number, now: Date | undefined, session: string | null): Promise<RunLease | null> {
+export async function acquireRunLease(
+  db: StateDatabase,
+  runId: string,
+  owner: string,
+  ttlMs: number,
+  now: Date | undefined,
+  session: string | null,
+  detectDeadHolders = true,
+): Promise<RunLease | null> {
   const operation = `acquireRunLease(run "${runId}")`;
   checkLeaseOwner(operation, "owner", owner);
   checkLeaseTtl(operation, "ttlMs", ttlMs);
   new ArgumentCheck(operation).optionalDate("now", now);
+  checkLeaseEnd(operation, "ttlMs", ttlMs, now);
   // Take the lease when it is free, expired, already ours, or its holder's session is
   // gone; never for a finished run. Every take bumps the fencing token. The row lock
   // the UPDATE takes makes concurrent acquirers queue and re-check.
@@ -93,7 +107,7 @@ export async function acquireRunLease(db: StateDatabase, runId: string, owner: s
          lease_token = lease_token + 1, lease_session = $5::bigint
        FROM clock
        WHERE id = $1 AND status NOT IN ('completed', 'failed')
-         AND (lease_owner IS NULL OR lease_owner = $2 OR lease_expires_at IS NULL OR lease_expires_at <= clock.now OR ${HOLDER_GONE("")})
+         AND (lease_owner IS NULL OR lease_owner = $2 OR lease_expires_at IS NULL OR lease_expires_at <= clock.now${HOLDER_GONE("", detectDeadHolders)})
        RETURNING lease_token, lease_expires_at
      )
      SELECT EXISTS (SELECT 1 FROM ${db.s}.runs WHERE id = $1) AS found,
@@ -117,13 +131,14 @@ export async function renewRunLease(db: StateDatabase, runId: string, fence: Run
   check.nonNegative("fence.token", fence.token);
   checkLeaseTtl(operation, "ttlMs", ttlMs);
   check.optionalDate("now", now);
+  checkLeaseEnd(operation, "ttlMs", ttlMs, now);
   const [row] = await db.rows<{ expires_at: Date }>(
     operation,
     `UPDATE ${db.s}.runs SET lease_expires_at = coalesce($5::timestamptz, now()) + $4::double precision * interval '1 millisecond',
        lease_session = $6::bigint
      WHERE id = $1 AND lease_owner = $2 AND lease_token = $3 AND status NOT IN ('completed', 'failed')
      RETURNING lease_expires_at AS expires_at`,
-    [runId, fence.owner, fence.token, ttlMs, clockParam(now), session],
+    [runId, fence.owner, fenceTokenParam(fence.token), ttlMs, clockParam(now), session],
   );
   return row ? { owner: fence.owner, expiresAt: row.expires_at.toISOString(), token: fence.token } : null;
 }
@@ -134,7 +149,8 @@ export async function releaseRunLease(db: StateDatabase, runId: string, owner: s
   if (observedSeq !== null) checkSeqNumber(check.operation, "options.observedSeq", observedSeq);
   // One statement either way: the lease goes if this owner (and token) holds it; the observers' position only moves forward.
   // A position past the run's log changes nothing (the lease stays too) and is refused below, from the row's last_seq.
-  const within = "($4::integer IS NULL OR $4::integer <= last_seq)";
+  // As bigint: a position past the integer column's range is past the log, refused below, not a failed cast.
+  const within = "($4::bigint IS NULL OR $4::bigint <= last_seq)";
   const holds = `(lease_owner = $2 AND ($3::bigint IS NULL OR lease_token = $3) AND ${within})`;
   const [row] = await db.rows<{ last_seq: number }>(
     check.operation,
@@ -145,19 +161,19 @@ export async function releaseRunLease(db: StateDatabase, runId: string, owner: s
        lease_owner = CASE WHEN ${holds} THEN NULL ELSE lease_owner END,
        lease_expires_at = CASE WHEN ${holds} THEN NULL ELSE lease_expires_at END,
        lease_session = CASE WHEN ${holds} THEN NULL ELSE lease_session END,
-       observed_seq = CASE WHEN ${within} THEN greatest(observed_seq, coalesce($4::integer, observed_seq)) ELSE observed_seq END
+       observed_seq = CASE WHEN ${within} THEN greatest(observed_seq, coalesce($4::bigint, observed_seq)) ELSE observed_seq END
      FROM no_flush_wait
-     WHERE id = $1 AND (lease_owner = $2 AND ($3::bigint IS NULL OR lease_token = $3) OR $4::integer > observed_seq)
+     WHERE id = $1 AND (lease_owner = $2 AND ($3::bigint IS NULL OR lease_token = $3) OR $4::bigint > observed_seq)
      RETURNING last_seq`,
-    [runId, owner, token ?? null, observedSeq],
+    [runId, owner, token === undefined ? null : fenceTokenParam(token), observedSeq],
   );
   if (row && observedSeq !== null) checkObservedSeq(check.operation, "options.observedSeq", observedSeq, row.last_seq);
 }
 
-export async function claimRecoverableRuns(db: StateDatabase, options: ClaimOptions, session: string | null): Promise<RunRecord[]> {
+export async function claimRecoverableRuns(db: StateDatabase, options: ClaimOptions, session: string | null, detectDeadHolders = true): Promise<RunRecord[]> {
   const claim = claimParams("claimRecoverableRuns", options);
   if (claim.limit === 0) return [];
-  const { text, values } = recoverableClaimStatement(db.s, claim, session);
+  const { text, values } = recoverableClaimStatement(db.s, claim, session, detectDeadHolders);
   const rows = await db.rows("claimRecoverableRuns", text, values);
   return rows.sort((a, b) => Number(a.position) - Number(b.position)).map((row) => decodeRun(db.schema, row));
 }
@@ -167,6 +183,7 @@ export function recoverableClaimStatement(
   s: string,
   { owner, ttlMs, now, limit, agentId }: ReturnType<typeof claimParams>,
   session: string | null,
+  detectDeadHolders = true,
 ): { text: string; values: unknown[] } {
   const values: unknown[] = [owner, ttlMs, clockParam(now), limit, session];
   // With an agent: walks runs_recoverable_by_agent over its root agent's unfinished runs only, oldest first.
@@ -180,7 +197,7 @@ export function recoverableClaimStatement(
      candidates AS (
        SELECT r.id FROM ${s}.runs r, clock
        WHERE r.status IN ('queued', 'running')
-         AND (r.lease_owner IS NULL OR r.lease_expires_at IS NULL OR r.lease_expires_at <= clock.now OR ${HOLDER_GONE("r.")})
+         AND (r.lease_owner IS NULL OR r.lease_expires_at IS NULL OR r.lease_expires_at <= clock.now${HOLDER_GONE("r.", detectDeadHolders)})
          ${ofAgent}
        ORDER BY r.position
        LIMIT $4

@@ -5,6 +5,7 @@ import {
   checkedDate,
   checkedIsoTime,
   compareCodePoints,
+  isSameSchedule,
   type ScheduleClaimOptions,
   type ScheduleRecord,
 } from "@assemblyline-agents/core";
@@ -43,44 +44,74 @@ export async function insertSchedule(db: StateDatabase, schedule: Omit<ScheduleR
 
 /**
  * Replace a schedule only if its row still equals `expected` (the lease aside; the payload as JSON,
- * compared as jsonb so key order and spacing do not count); true when replaced. One statement:
- * of two concurrent replaces from one row, the second waits for the first's row lock, then finds
- * the row changed and matches nothing. The lease columns are not written, so a held lease stays.
+ * object keys in any order, as isSameSchedule compares it); true when replaced. One UPDATE: of two
+ * concurrent replaces from one row, the second waits for the first's row lock, then finds the row
+ * changed and matches nothing. The lease columns are not written, so a held lease stays.
  */
 export async function replaceSchedule(db: StateDatabase, expected: Omit<ScheduleRecord, "lease">, next: Omit<ScheduleRecord, "lease">): Promise<boolean> {
   const nextRunAt = checkScheduleReplace(expected, next);
   const operation = `replaceSchedule(schedule "${expected.id}")`;
   const values = scheduleValues(operation, next, nextRunAt, "next");
   const was = scheduleValues(operation, expected, checkedIsoTime(operation, "expected.nextRunAt", expected.nextRunAt), "expected");
-  const replaced = await db.rows(
-    operation,
-    `UPDATE ${db.s}.schedules SET interval_ms = $2, next_run_at = $3, payload = $4::json, enabled = $5, agent_id = $6
-     WHERE id = $1 AND interval_ms = $7 AND next_run_at = $8::timestamptz
-       AND payload::jsonb IS NOT DISTINCT FROM $9::jsonb AND enabled = $10 AND agent_id IS NOT DISTINCT FROM $11
-     RETURNING id`,
-    [...values, ...was.slice(1)],
-  );
-  return replaced.length === 1;
+  return writeIfSame(db, operation, expected, was[3] as string | null, async (payloadText) => {
+    const replaced = await db.rows(
+      operation,
+      `UPDATE ${db.s}.schedules SET interval_ms = $2, next_run_at = $3, payload = $4::json, enabled = $5, agent_id = $6
+       WHERE id = $1 AND interval_ms = $7 AND next_run_at = $8::timestamptz
+         AND payload::text IS NOT DISTINCT FROM $9::text AND enabled = $10 AND agent_id IS NOT DISTINCT FROM $11
+       RETURNING id`,
+      [...values, was[1], was[2], payloadText, was[4], was[5]],
+    );
+    return replaced.length === 1;
+  });
 }
 
 /**
  * Delete a schedule only if its row still equals `expected`, compared as `replaceSchedule`
- * compares it; true when deleted. One statement: a concurrent replace or delete of the row holds
+ * compares it; true when deleted. One DELETE: a concurrent replace or delete of the row holds
  * its row lock until it commits, and this one then finds the row changed (or gone) and matches nothing.
  */
 export async function deleteScheduleIf(db: StateDatabase, expected: Omit<ScheduleRecord, "lease">): Promise<boolean> {
   checkScheduleDeleteIf(expected);
   const operation = `deleteScheduleIf(schedule "${expected.id}")`;
   const was = scheduleValues(operation, expected, checkedIsoTime(operation, "expected.nextRunAt", expected.nextRunAt), "expected");
-  const deleted = await db.rows(
+  return writeIfSame(db, operation, expected, was[3] as string | null, async (payloadText) => {
+    const deleted = await db.rows(
+      operation,
+      `DELETE FROM ${db.s}.schedules
+       WHERE id = $1 AND interval_ms = $2 AND next_run_at = $3::timestamptz
+         AND payload::text IS NOT DISTINCT FROM $4::text AND enabled = $5 AND agent_id IS NOT DISTINCT FROM $6
+       RETURNING id`,
+      [was[0], was[1], was[2], payloadText, was[4], was[5]],
+    );
+    return deleted.length === 1;
+  });
+}
+
+/**
+ * Run `write`, a compare-and-set of a schedule row whose payload must hold `payloadText` exactly,
+ * so that it matches a row equal to `expected`. The payload is never compared as jsonb, which
+ * refuses `\u0000` and lone surrogates that `json` keeps. The first try sends `expected.payload`
+ * as JSON.stringify writes it: the row's own text whenever `expected` was read from the row, so
+ * one statement as a rule. When that matches nothing, the row is read and compared as every store
+ * compares it (isSameSchedule: object keys in any order), and if it is equal the write is tried
+ * again on the exact text read: a change committed in between makes it match nothing, as it should.
+ */
+async function writeIfSame(
+  db: StateDatabase,
+  operation: string,
+  expected: Omit<ScheduleRecord, "lease">,
+  payloadText: string | null,
+  write: (payloadText: string | null) => Promise<boolean>,
+): Promise<boolean> {
+  if (await write(payloadText)) return true;
+  const [row] = await db.rows<Record<string, unknown> & { payload_text: string | null }>(
     operation,
-    `DELETE FROM ${db.s}.schedules
-     WHERE id = $1 AND interval_ms = $2 AND next_run_at = $3::timestamptz
-       AND payload::jsonb IS NOT DISTINCT FROM $4::jsonb AND enabled = $5 AND agent_id IS NOT DISTINCT FROM $6
-     RETURNING id`,
-    was,
+    `SELECT ${SCHEDULE_COLUMNS}, payload::text AS payload_text FROM ${db.s}.schedules WHERE id = $1`,
+    [expected.id],
   );
-  return deleted.length === 1;
+  if (!row || row.payload_text === payloadText || !isSameSchedule(decodeSchedule(db.schema, row), expected)) return false;
+  return write(row.payload_text);
 }
 
 /**

@@ -663,6 +663,25 @@ const observedWithinLog = (s: string) => {
   return create.replace(seqCheck, `${seqCheck}${observedCheck}`);
 };
 
+/**
+ * `append_events` takes the append's `expectedLastSeq` and the observers' position as bigint: the
+ * contract allows any whole number, and an integer parameter failed the call past 2^31 - 1 (a
+ * failed query) where the answer is a seq mismatch, or a position past the run's log. Migration
+ * 12's function (its text is checksummed) with those two parameters' types changed; the new
+ * signature needs the old function dropped.
+ */
+const seqParametersAsBigint = (s: string) => {
+  const v12 = observedWithinLog(s);
+  const replaced = [
+    ["  p_expected_last_seq integer,\n", "  p_expected_last_seq bigint,\n"],
+    ["  p_observed_seq integer\n)", "  p_observed_seq bigint\n)"],
+  ].reduce((text, [from, to]) => {
+    if (!text.includes(from!)) throw new Error(`migration 13 no longer finds ${JSON.stringify(from)} in migration 12's append_events; write its function out in full`);
+    return text.replace(from!, to!);
+  }, v12);
+  return `DROP FUNCTION ${s}.append_events(${APPEND_EVENTS_V3_ARGS}, integer);\n${replaced}`;
+};
+
 export const MIGRATIONS: readonly Migration[] = [
   { version: 1, name: "initial state schema", sql: initialSchema },
   skillsMigration,
@@ -676,6 +695,7 @@ export const MIGRATIONS: readonly Migration[] = [
   usageAgentsMigration,
   runAgentsMigration,
   { version: 12, name: "observer position within the log", sql: observedWithinLog },
+  { version: 13, name: "seq positions as bigint parameters", sql: seqParametersAsBigint },
 ];
 
 /** The schema version this code writes and expects. */
