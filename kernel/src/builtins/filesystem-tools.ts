@@ -175,13 +175,22 @@ export const deleteTool = defineTool<{ path: string }, { path: string; deleted: 
   }),
 });
 
-export const listTool = defineTool<{ path: string }, { entries: Array<{ path: string; type: string; size: number }> }>({
-  description: "List files under a directory of the runtime filesystem, recursively.",
+/** The most entries one list hands the model (an agent's memory can hold thousands of files); only those are read where the store can page. */
+export const MAX_LIST_ENTRIES = 500;
+
+type ListEntry = { path: string; type: string; size: number };
+type ListOutput = { entries: ListEntry[]; truncated: false } | { entries: ListEntry[]; truncated: true; total: number; note: string };
+
+export const listTool = defineTool<{ path: string }, ListOutput>({
+  description: `List files under a directory of the runtime filesystem, recursively. At most ${MAX_LIST_ENTRIES} entries: list a narrower folder for the rest.`,
   inputSchema: { type: "object", properties: { path }, required: ["path"], additionalProperties: false },
   sideEffect: "none",
   capability: { execution: "both" },
-  execute: refusalsAsResults(async (input, ctx) => {
-    return { entries: await runtimeFilesystemOf(ctx).list(input.path) };
+  execute: refusalsAsResults(async (input, ctx): Promise<ListOutput> => {
+    const { entries, total } = await runtimeFilesystemOf(ctx).first(input.path, MAX_LIST_ENTRIES);
+    if (total <= entries.length) return { entries, truncated: false };
+    const note = `The first ${entries.length} of ${total} entries under ${input.path}: list a folder inside it (the paths show which) to see the rest.`;
+    return { entries, truncated: true, total, note };
   }),
 });
 
