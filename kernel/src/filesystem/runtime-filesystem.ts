@@ -248,7 +248,9 @@ export function createRuntimeFilesystem(sources: RuntimeFilesystemSources): Runt
         return [...self, ...under].map(memoryFileEntry);
       }
       case "/history":
-        return sources.conversationId ? [{ path: "/history/conversation.md", type: "file", size: Buffer.byteLength(await renderHistory(sources)) }] : [];
+        // Its one file is under the root and is itself: any other path below it holds nothing, as read finds.
+        if (!sources.conversationId || (relative !== "" && relative !== "conversation.md")) return [];
+        return [{ path: "/history/conversation.md", type: "file", size: Buffer.byteLength(await renderHistory(sources)) }];
       case "/files": {
         // The folder's own prefix, slash and all (the root is "/files/", which PostgreSQL counts from its folders' counts).
         const [self, under] = await Promise.all([fileRecordAt(logical, except), sources.files.listFileRecords({ prefix: logical + "/", ...(except === undefined ? {} : { excludePrefix: except }) })]);
