@@ -1,6 +1,7 @@
 import { posix } from "node:path";
 import type { SkillLibrary, SkillWriteGate, SkillWriteResult } from "../skills/skill-library.js";
 import { durableSkillChange, type SkillChangeSteps } from "../skills/durable-skill-change.js";
+import { checkMemoryFile, holdsLoneSurrogate } from "./memory-file-checks.js";
 import {
   AssemblyLineError,
   checkListLimit,
@@ -89,6 +90,7 @@ export function resolveLogicalPath(path: string): { root: RuntimeRoot; relative:
   if (path.includes("\0")) return refuse("contains a NUL byte");
   // A newline in a name would show as a line of its own wherever paths are listed (the context's memory part).
   if (CONTROL_CHARACTER.test(path)) return refuse("contains a control character (a newline, say)");
+  if (holdsLoneSurrogate(path)) return refuse("contains a lone surrogate (half of a character), which no file name can hold");
   if (!path.startsWith("/")) return refuse("is relative");
   if (path.split("/").includes("..")) return refuse("climbs out with '..'");
   const normalized = posix.normalize(path).replace(/\/+$/, "") || "/";
@@ -177,7 +179,10 @@ export function createRuntimeFilesystem(sources: RuntimeFilesystemSources): Runt
     },
     async write(path, content) {
       const { root, relative, path: logical } = writable(path);
-      if (root === "/memory") await sources.memory.writeMemory(relative, content);
+      if (root === "/memory") {
+        checkMemoryFile(relative, content, `write ${logical}`);
+        await sources.memory.writeMemory(relative, content);
+      }
       else if (root === "/skills") {
         const { name, file } = skillPath(relative);
         await changeSkill({ name: name!, path: file! }, () => sources.skills.writeFile(name!, file!, content, "agent", sources.skillGate));

@@ -1,4 +1,5 @@
 import { AssemblyLineError, checkMemoryWrite, describeStateValue, type MemoryApi, type MemoryStateStore } from "@assemblyline-agents/core";
+import { checkMemoryFile } from "../filesystem/memory-file-checks.js";
 import { resolveLogicalPath } from "../filesystem/runtime-filesystem.js";
 
 /** `ctx.memory`: the tool-facing view of the memory facet. */
@@ -12,7 +13,9 @@ export function createMemoryApi(store: MemoryStateStore): MemoryApi {
     },
     async write({ path, content }) {
       const relative = memoryFilePath(path, "write");
-      checkMemoryWrite(relative, content, `ctx.memory.write(/memory/${relative})`);
+      const caller = `ctx.memory.write(/memory/${relative})`;
+      checkMemoryWrite(relative, content, caller);
+      checkMemoryFile(relative, content, caller);
       await store.writeMemory(relative, content);
     },
     list: async (args) => store.listMemory(memoryPrefix(args?.prefix)),
