@@ -2,7 +2,7 @@ import { createHash } from "node:crypto";
 import { defineTool, isAssemblyLineError, type ToolExecutionContext } from "@assemblyline-agents/core";
 import { runtimeFilesystemOf } from "../filesystem/context-access.js";
 import { compileLinePattern } from "../filesystem/line-pattern.js";
-import { holdsControlCharacter } from "../filesystem/runtime-filesystem.js";
+import { holdsControlCharacter, resolveLogicalPath } from "../filesystem/runtime-filesystem.js";
 
 // Without a sandbox only /workspace is out of reach: the model can keep working on the other roots.
 const MODEL_RECOVERABLE = new Set([
@@ -50,10 +50,13 @@ const MAX_GREP_MATCHES = 200;
  */
 export const READ_TOOL_MAX_BYTES = 64 * 1024;
 
-type ReadOutput = { path: string; content: string } | { path: string; content: string; offset: number; totalBytes: number; nextOffset: number | null; note: string };
+type ReadOutput =
+  | { path: string; content: string }
+  | { path: string; content: string; offset: number; totalBytes: number; nextOffset: number | null; note: string }
+  | { path: string; error: string };
 
 export const readTool = defineTool<{ path: string; offset?: number }, ReadOutput>({
-  description: `Read a text file from the runtime filesystem (/memory, /history, /files, /workspace, /skills). A file over ${READ_TOOL_MAX_BYTES / 1024} KiB comes back in parts: read again with the nextOffset the result gives for the next one.`,
+  description: `Read a UTF-8 text file from the runtime filesystem (/memory, /history, /files, /workspace, /skills). A file over ${READ_TOOL_MAX_BYTES / 1024} KiB comes back in parts: read again with the nextOffset the result gives for the next one.`,
   inputSchema: {
     type: "object",
     properties: { path, offset: { type: "integer", minimum: 0, description: "UTF-8 byte offset to start at: the nextOffset of the previous part of a long file" } },
@@ -62,20 +65,40 @@ export const readTool = defineTool<{ path: string; offset?: number }, ReadOutput
   },
   sideEffect: "none",
   capability: { execution: "both" },
-  execute: refusalsAsResults(async (input, ctx) => {
-    const content = await runtimeFilesystemOf(ctx).read(input.path);
+  execute: refusalsAsResults(async (input, ctx): Promise<ReadOutput> => {
+    // Exact text: encoded again it is the file's own bytes (a byte order mark and all), so offsets and
+    // totalBytes count the file as list sizes it; a file that is not UTF-8 has no such text.
+    const file = await runtimeFilesystemOf(ctx).readExact(input.path);
+    if (!("text" in file)) return { path: input.path, error: notUtf8Text(input.path) };
+    const text = file.text;
     const offset = input.offset ?? 0;
-    if (offset === 0 && content.length <= READ_TOOL_MAX_BYTES / 3) return { path: input.path, content };
-    const bytes = Buffer.from(content, "utf8");
-    if (offset === 0 && bytes.length <= READ_TOOL_MAX_BYTES) return { path: input.path, content };
+    if (offset === 0 && text.length <= READ_TOOL_MAX_BYTES / 3) return { path: input.path, content: withoutByteOrderMark(text) };
+    const bytes = Buffer.from(text, "utf8");
+    if (offset === 0 && bytes.length <= READ_TOOL_MAX_BYTES) return { path: input.path, content: withoutByteOrderMark(text) };
     const part = partOf(bytes, offset);
     const note =
       part.nextOffset === null
         ? `Bytes ${part.start} to ${part.end} of ${bytes.length}: the end of the file.`
         : `Bytes ${part.start} to ${part.end} of ${bytes.length} (${bytes.length - part.end} more): read again with offset ${part.nextOffset} for the next part.`;
-    return { path: input.path, content: part.text, offset: part.start, totalBytes: bytes.length, nextOffset: part.nextOffset, note };
+    const content = part.start === 0 ? withoutByteOrderMark(part.text) : part.text;
+    return { path: input.path, content, offset: part.start, totalBytes: bytes.length, nextOffset: part.nextOffset, note };
   }),
 });
+
+/** The model is shown a file's text without its byte order mark, which says nothing it needs (offsets still count its bytes). */
+function withoutByteOrderMark(text: string): string {
+  return text.startsWith("\uFEFF") ? text.slice(1) : text;
+}
+
+/** Why read shows no text for a file that is not UTF-8: shown as U+FFFD for each byte, it would tell the model nothing. */
+function notUtf8Text(path: string): string {
+  const what = `${path} is not UTF-8 text (a binary file, or text in another encoding), so read cannot show it.`;
+  const { root, relative } = resolveLogicalPath(path);
+  // bash starts in /workspace, where a relative path names the same file on every sandbox.
+  return root === "/workspace"
+    ? `${what} Inspect it with bash (file '${relative}'; head -c 256 '${relative}' | xxd), or convert it to UTF-8 (iconv -f <its encoding> -t UTF-8).`
+    : `${what} list shows its size.`;
+}
 
 /** At most READ_TOOL_MAX_BYTES of `bytes` from `offset`, both ends moved back to a character's first byte so no character is split. */
 function partOf(bytes: Buffer, offset: number): { text: string; start: number; end: number; nextOffset: number | null } {
