@@ -73,7 +73,7 @@ describe("the runtime filesystem", () => {
     );
     const values = outputs.map((outcome) => (outcome as { output: unknown }).output);
     expect(values[1]).toEqual({ path: "/memory/notes/a.md", content: "remember" });
-    expect(values[2]).toEqual({ entries: [{ path: "/skills/triage/SKILL.md", type: "file", size: 45 }] });
+    expect(values[2]).toEqual({ entries: [{ path: "/skills/triage/SKILL.md", type: "file", size: 45 }], truncated: false });
     expect(values[3]).toEqual({ path: "/skills/triage/SKILL.md", content: "---\ndescription: Triage.\n---\nSort by urgency." });
     expect(values[4]).toMatchObject({ entries: [{ path: "/history/conversation.md" }] });
   });
