@@ -47,7 +47,7 @@ describe("the list tool's result is bounded, as read's and grep's are", () => {
 describe("list of a /history path holds only what is at that path", () => {
   it("lists conversation.md at the root and at its own path, and nothing at any other path, where read finds nothing", async () => {
     const state = new InMemoryStateAdapter();
-    await state.appendConversationMessages("c1", [{ role: "user", content: "secret plan", runId: null }], {} as never);
+    await state.appendConversationMessages("c1", [{ role: "user", content: "secret plan", runId: null, createdAt: "2026-01-01T00:00:00.000Z" }], {} as never);
     const fs = filesystemOver(state, "c1");
     for (const path of ["/history", "/history/conversation.md"]) expect((await fs.list(path)).map((entry) => entry.path), path).toEqual(["/history/conversation.md"]);
     for (const path of ["/history/nope.md", "/history/conversation.md/more", "/history/archive"]) {
