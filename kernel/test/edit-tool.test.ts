@@ -3,11 +3,11 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterAll, describe, expect, it } from "vitest";
 import { LocalSandboxAdapter } from "@assemblyline-agents/local";
-import type { ToolExecutionContext } from "@assemblyline-agents/core";
-import { builtInToolDefaults, createRuntimeFilesystem, idempotencyKeyFor, InMemoryStateAdapter } from "@assemblyline-agents/runtime";
+import { builtInToolDefaults, idempotencyKeyFor, InMemoryStateAdapter } from "@assemblyline-agents/runtime";
 import { CrashOnceBefore } from "./support/crash-once-state.js";
 import { MINIMAL_AGENT, agentFolder } from "./support/agent-folder.js";
 import { startAgent } from "./support/runtime.js";
+import { filesystemOver, toolContextOver } from "./support/tool-filesystem.js";
 
 /** One edit of `path` in memory holding `before`, with the process dying right before the first append of an event of `crashBefore`. */
 async function editThroughACrash(crashBefore: string, path: string, before: string, oldText: string, newText: string) {
@@ -73,22 +73,7 @@ async function sandboxed() {
   roots.push(root);
   const sandbox = await new LocalSandboxAdapter({ root }).acquire("run-1");
   const state = new InMemoryStateAdapter();
-  const fs = createRuntimeFilesystem({
-    memory: state,
-    files: state,
-    conversations: state,
-    conversationId: null,
-    blob: undefined,
-    getSandbox: async () => sandbox,
-    skills: { list: async () => [] } as never,
-  });
-  const ctx = {
-    runId: "run-1",
-    toolCallId: "call-1",
-    idempotencyKey: (scope: string) => `key-${scope}`,
-    step: async (_key: string, fn: () => unknown) => fn(),
-    [Symbol.for("assembly-line.runtime-filesystem")]: fs,
-  } as unknown as ToolExecutionContext;
+  const ctx = toolContextOver(filesystemOver(state, { sandbox }), { idempotencyKey: (scope: string) => `key-${scope}`, step: async (_key: string, fn: () => unknown) => fn() });
   return { sandbox, state, ctx };
 }
 

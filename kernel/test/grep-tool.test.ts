@@ -1,23 +1,13 @@
 import { describe, expect, it } from "vitest";
 import type { ToolExecutionContext } from "@assemblyline-agents/core";
-import { builtInToolDefaults, createRuntimeFilesystem, InMemoryStateAdapter } from "@assemblyline-agents/runtime";
+import { builtInToolDefaults, InMemoryStateAdapter } from "@assemblyline-agents/runtime";
+import { filesystemOver, toolContextOver } from "./support/tool-filesystem.js";
 
 /** A tool context over memory holding `files` (no sandbox). */
 async function memoryWith(files: Record<string, string>) {
   const state = new InMemoryStateAdapter();
   for (const [path, content] of Object.entries(files)) await state.writeMemory(path, content);
-  const fs = createRuntimeFilesystem({
-    memory: state,
-    files: state,
-    conversations: state,
-    conversationId: null,
-    blob: undefined,
-    getSandbox: async () => {
-      throw new Error("no sandbox in this test");
-    },
-    skills: { list: async () => [] } as never,
-  });
-  return { runId: "run-1", toolCallId: "call-1", [Symbol.for("assembly-line.runtime-filesystem")]: fs } as unknown as ToolExecutionContext;
+  return toolContextOver(filesystemOver(state));
 }
 
 const grep = (ctx: ToolExecutionContext, pattern: string) => builtInToolDefaults.grep.execute({ pattern, path: "/memory" }, ctx);

@@ -1,23 +1,10 @@
 import { describe, expect, it } from "vitest";
-import { createRuntimeFilesystem, InMemoryStateAdapter } from "../src/index.js";
+import { InMemoryStateAdapter } from "@assemblyline-agents/runtime";
 import { MAX_LIST_ENTRIES } from "../src/builtins/filesystem-tools.js";
 import { MINIMAL_AGENT, agentFolder } from "./support/agent-folder.js";
 import { outputOf } from "./support/probe-harness.js";
 import { startAgent } from "./support/runtime.js";
-
-function filesystemOver(state: InMemoryStateAdapter, conversationId: string | null) {
-  return createRuntimeFilesystem({
-    memory: state,
-    files: state,
-    conversations: state,
-    conversationId,
-    blob: undefined,
-    getSandbox: async () => {
-      throw new Error("no sandbox in this test");
-    },
-    skills: { list: async () => [] } as never,
-  });
-}
+import { filesystemOver } from "./support/tool-filesystem.js";
 
 /** One list call by the model on `state`; its result. */
 async function listed(state: InMemoryStateAdapter, path: string) {
@@ -48,12 +35,12 @@ describe("list of a /history path holds only what is at that path", () => {
   it("lists conversation.md at the root and at its own path, and nothing at any other path, where read finds nothing", async () => {
     const state = new InMemoryStateAdapter();
     await state.appendConversationMessages("c1", [{ role: "user", content: "secret plan", runId: null, createdAt: "2026-01-01T00:00:00.000Z" }], {} as never);
-    const fs = filesystemOver(state, "c1");
+    const fs = filesystemOver(state, { conversationId: "c1" });
     for (const path of ["/history", "/history/conversation.md"]) expect((await fs.list(path)).map((entry) => entry.path), path).toEqual(["/history/conversation.md"]);
     for (const path of ["/history/nope.md", "/history/conversation.md/more", "/history/archive"]) {
       await expect(fs.read(path), path).rejects.toMatchObject({ code: "AL_ERR_PATH_NOT_FOUND" });
       expect(await fs.list(path), path).toEqual([]);
     }
-    expect(await filesystemOver(state, null).list("/history")).toEqual([]);
+    expect(await filesystemOver(state).list("/history")).toEqual([]);
   });
 });

@@ -3,8 +3,8 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterAll, describe, expect, it } from "vitest";
 import { LocalSandboxAdapter } from "@assemblyline-agents/local";
-import type { ToolExecutionContext } from "@assemblyline-agents/core";
-import { builtInToolDefaults, createRuntimeFilesystem, InMemoryStateAdapter } from "@assemblyline-agents/runtime";
+import { builtInToolDefaults, InMemoryStateAdapter } from "@assemblyline-agents/runtime";
+import { filesystemOver, toolContextOver } from "./support/tool-filesystem.js";
 
 const BOM = "\uFEFF";
 
@@ -19,17 +19,8 @@ async function workspaceWith(files: Record<string, Uint8Array>) {
   roots.push(root);
   const sandbox = await new LocalSandboxAdapter({ root }).acquire("run-1");
   for (const [path, bytes] of Object.entries(files)) await sandbox.writeFile(path, bytes);
-  const state = new InMemoryStateAdapter();
-  const fs = createRuntimeFilesystem({
-    memory: state,
-    files: state,
-    conversations: state,
-    conversationId: null,
-    blob: undefined,
-    getSandbox: async () => sandbox,
-    skills: { list: async () => [] } as never,
-  });
-  const ctx = { runId: "run-1", toolCallId: "call-1", [Symbol.for("assembly-line.runtime-filesystem")]: fs } as unknown as ToolExecutionContext;
+  const fs = filesystemOver(new InMemoryStateAdapter(), { sandbox });
+  const ctx = toolContextOver(fs);
   const read = (input: { path: string; offset?: number }) => builtInToolDefaults.read.execute(input, ctx) as Promise<Record<string, unknown>>;
   return { fs, read };
 }
