@@ -1,6 +1,3 @@
-/** A lone UTF-16 surrogate (half of a pair, e.g. a string cut inside an emoji), or NUL. */
-const UNSTORABLE = /[\uD800-\uDBFF](?![\uDC00-\uDFFF])|(?<![\uD800-\uDBFF])[\uDC00-\uDFFF]|\u0000/g;
-
 /**
  * Diagnostic text (an error's message) made storable by every state store:
  * a lone surrogate or NUL becomes U+FFFD. PostgreSQL refuses both in text, so
@@ -8,7 +5,8 @@ const UNSTORABLE = /[\uD800-\uDBFF](?![\uDC00-\uDFFF])|(?<![\uD800-\uDBFF])[\uDC
  * Not for user content, which a store keeps exactly or refuses.
  */
 export function storableText(text: string): string {
-  return text.replace(UNSTORABLE, "\uFFFD");
+  // toWellFormed replaces each lone surrogate (half of a pair, e.g. a string cut inside an emoji) with U+FFFD.
+  return text.toWellFormed().replaceAll("\u0000", "\uFFFD");
 }
 
 /**

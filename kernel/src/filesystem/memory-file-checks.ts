@@ -6,12 +6,9 @@ import { AssemblyLineError } from "@assemblyline-agents/core";
  */
 export const MAX_MEMORY_PATH_BYTES = 1024;
 
-/** A lone UTF-16 surrogate: half of a character (an emoji cut in two), which UTF-8 cannot encode. */
-const LONE_SURROGATE = /[\uD800-\uDBFF](?![\uDC00-\uDFFF])|(?<![\uD800-\uDBFF])[\uDC00-\uDFFF]/;
-
-/** Whether `text` holds a lone UTF-16 surrogate. */
+/** Whether `text` holds a lone UTF-16 surrogate: half of a character (an emoji cut in two), which UTF-8 cannot encode. */
 export function holdsLoneSurrogate(text: string): boolean {
-  return LONE_SURROGATE.test(text);
+  return !text.isWellFormed();
 }
 
 /**
