@@ -175,14 +175,14 @@ export class ConnectionRegistry {
     return Object.fromEntries([...this.provided].map(([name, entry]) => [name, entry.info]));
   }
 
-  /** ctx.connectionManager for one tool call. */
   /**
    * ctx.connectionManager for one tool call of run `runId`. With the call's `journal`, a removal is
    * two steps (whether the connection was there, then the removal), so a call that runs again after
-   * a crash that came after the write still answers `{ removed: true }`.
+   * a crash that came after the write still answers `{ removed: true }`; an addition's write is one step.
    */
   manager(gate: ChangeGate, runId: string, journal?: SkillChangeJournal): ConnectionManager {
     let removals = 0;
+    let adds = 0;
     const removeNow = async (name: string): Promise<{ removed: boolean }> => {
       const stored = await this.stored();
       if (!(name in stored)) return { removed: false };
@@ -215,9 +215,15 @@ export class ConnectionRegistry {
         const grantHosts = checked.auth ? this.checkGrant(checked, checked.auth.grant) : undefined;
         gate.require(`The agent asks to connect to ${describeTarget(checked, grantHosts)} as "${checked.name}".`, { action: "add", connection: checked as unknown as JsonValue });
         const record = await provider.describe(checked.name, checked, this.dynamicPolicy(checked));
-        await this.writeStored(checked.name, { spec: checked, record, addedBy: runId }, { actor: `run:${runId}`, reason: `connection ${checked.name} added` });
+        const write = () => this.writeStored(checked.name, { spec: checked, record, addedBy: runId }, { actor: `run:${runId}`, reason: `connection ${checked.name} added` });
+        // A step of the call: its runner refuses the write when the run stopped waiting for the call during the describe.
+        if (journal) await journal.step(`${journal.prefix}:add:${adds++}`, async () => (await write(), null));
+        else await write();
         await this.refresh();
-        return this.provided.get(checked.name)!.info;
+        const info = this.provided.get(checked.name)?.info;
+        // Only when the step was replayed and the connection removed since: nothing of it is left to answer with.
+        if (!info) throw new AssemblyLineError("AL_ERR_CONNECTION_REFUSED", `connection "${checked.name}" was added, then removed before this call returned`, { fix: "Add it again if the run still needs it." });
+        return info;
       },
       remove: async (name) => {
         if (!journal) return removeNow(name);

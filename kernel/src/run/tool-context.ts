@@ -1,4 +1,4 @@
-import { AssemblyLineError, RESERVED_EVENT_NAMESPACES, isReservedEventType, type JsonValue, type ToolExecutionContext } from "@assemblyline-agents/core";
+import { AssemblyLineError, RESERVED_EVENT_NAMESPACES, isReservedEventType, type ConnectionManager, type JsonValue, type ToolExecutionContext } from "@assemblyline-agents/core";
 import { digestJson } from "../canonical-json.js";
 import { RUNTIME_FILESYSTEM } from "../filesystem/context-access.js";
 import { findNonJson } from "../json-check.js";
@@ -6,6 +6,7 @@ import { changeGate, type ChangeApprovalSuspension } from "./change-approval.js"
 import { QuestionSuspension, questionProblem } from "./question.js";
 import { SKILL_ACTIVATION } from "./run-access.js";
 import { isSubagentSuspension, type SubagentSuspension } from "../subagents/suspension.js";
+import type { SkillStepRunner } from "../skills/durable-skill-change.js";
 import { dropUndefined } from "./journal.js";
 import type { RunScope } from "./run-scope.js";
 import { ENGINE_STEP_PREFIX, runStep } from "./step.js";
@@ -35,9 +36,6 @@ export function createToolContext(
 ): ToolExecutionContext {
   const { services } = scope;
   const gate = (required: boolean) => changeGate(approvedToolCall, required, approvedChange, (suspension) => (asked.approval ??= suspension));
-  const perCall = services.forCall?.({ id: call.id, approved: approvedToolCall, step: (key, fn) => runStep(scope, key, fn) });
-  const filesystem = perCall?.filesystem ?? services.filesystem;
-  const selfImprovement = perCall ? perCall.selfImprovement : services.selfImprovement;
   let spawns = 0;
   // After a question, or a spawn whose subagent pauses, the call pauses when execute returns: a tool that
   // caught that throw and went on would act (record, spawn, run a step) on work that is to happen
@@ -47,6 +45,28 @@ export function createToolContext(
     if (asked.stopped !== undefined) throw asked.stopped;
     const pending = asked.question ?? asked.subagent;
     if (pending) throw pending;
+  };
+  // The steps the managers and the skill writes make their changes in: checked again at each, so a
+  // change whose checks (a connection's describe) outlasted the run's wait for the call is not written.
+  const guardedStep: SkillStepRunner = (key, fn) => {
+    refuseWhilePaused();
+    return runStep(scope, key, fn);
+  };
+  const perCall = services.forCall?.({ id: call.id, approved: approvedToolCall, step: guardedStep });
+  const filesystem = perCall?.filesystem ?? services.filesystem;
+  const selfImprovement = perCall ? perCall.selfImprovement : services.selfImprovement;
+  /** `api` with each of `writes` refused as the other members are once the call is paused or stopped. */
+  const guarded = <T extends object>(api: T, writes: ReadonlyArray<keyof T & string>): T => {
+    const wrapped = { ...api } as Record<string, unknown>;
+    for (const name of writes) {
+      const method = api[name] as unknown as (...args: unknown[]) => Promise<unknown>;
+      if (typeof method !== "function") continue;
+      wrapped[name] = async (...args: unknown[]) => {
+        refuseWhilePaused();
+        return method.apply(api, args);
+      };
+    }
+    return wrapped as T;
   };
   return {
     runId: scope.runId,
@@ -114,9 +134,11 @@ export function createToolContext(
       }
     },
     connections: services.connections ?? {},
-    ...(services.automationManager ? { automationManager: services.automationManager(gate, { step: (key, fn) => runStep(scope, key, fn), prefix: `automation-change:${call.id}` }) } : {}),
-    ...(services.connectionManager ? { connectionManager: services.connectionManager(gate, { step: (key, fn) => runStep(scope, key, fn), prefix: `connection-change:${call.id}` }) } : {}),
-    ...(selfImprovement ? { selfImprovement } : {}),
+    ...(services.automationManager ? { automationManager: guarded(services.automationManager(gate, { step: guardedStep, prefix: `automation-change:${call.id}` }), ["create", "update", "delete"]) } : {}),
+    ...(services.connectionManager
+      ? { connectionManager: guarded(services.connectionManager(gate, { step: guardedStep, prefix: `connection-change:${call.id}` }) as ConnectionManager, ["add", "remove"]) }
+      : {}),
+    ...(selfImprovement ? { selfImprovement: guarded(selfImprovement, ["create", "update", "delete"]) } : {}),
     ...(scope.channel ? { channel: scope.channel } : {}),
     [RUNTIME_FILESYSTEM]: filesystem,
     [SKILL_ACTIVATION]: scope.skills,
