@@ -57,6 +57,9 @@ export class ConnectionRegistry {
   private warnedNoProvider = false;
   /** Stored run-added connections not provided because the host or the folder declares the name (warned once each). */
   private readonly warnedShadowed = new Set<string>();
+  /** Stored run-added connections not provided because allowedHosts no longer allows their host (warned once each). */
+  private readonly warnedOutside = new Set<string>();
+  private warnedDynamicOff = false;
   private changes = 0;
   /** This process's writes of the stored connections, one at a time. */
   private writing: Promise<unknown> = Promise.resolve();
@@ -133,7 +136,22 @@ export class ConnectionRegistry {
     await Promise.all(pending);
     const stored = await this.stored();
     const declared = this.declared();
-    for (const [name, entry] of Object.entries(stored)) {
+    // Provided, of the stored ones: with dynamic connections off, none; else those whose hosts allowedHosts still allows.
+    const served = this.parts.dynamic.dynamic ? stored : {};
+    if (!this.parts.dynamic.dynamic) this.warnWithheld(Object.keys(stored).filter((name) => !declared.has(name)));
+    for (const [name, entry] of Object.entries(served)) {
+      const outside = specHosts(entry.spec).find((host) => !hostMatches(host, this.parts.dynamic.allowedHosts));
+      if (outside !== undefined) {
+        if (!this.warnedOutside.has(name)) {
+          this.warnedOutside.add(name);
+          this.parts.logger.warn(
+            { event: "connection.withheld", connection: name, host: outside, addedBy: entry.addedBy },
+            `a run-added connection "${name}" is stored, but its host ${outside} is not in agent.ts dynamicConnections.allowedHosts; its tools are not offered (list the host again to bring it back, or remove it with ctx.connectionManager.remove)`,
+          );
+        }
+        delete served[name];
+        continue;
+      }
       if (declared.has(name)) {
         // Stored before the host declared the name (add refuses it now): the host's connection stays its own.
         if (!this.warnedShadowed.has(name)) {
@@ -147,7 +165,17 @@ export class ConnectionRegistry {
       this.withdraw(name);
       this.provide(name, "dynamic", entry.spec, entry.record, this.dynamicPolicy(entry.spec), digest);
     }
-    for (const [name, provided] of this.provided) if (provided.info.source === "dynamic" && !(name in stored)) this.withdraw(name);
+    for (const [name, provided] of this.provided) if (provided.info.source === "dynamic" && !(name in served)) this.withdraw(name);
+  }
+
+  /** Say once that the stored run-added connections are kept but not provided while dynamic connections are off. */
+  private warnWithheld(names: string[]): void {
+    if (names.length === 0 || this.warnedDynamicOff) return;
+    this.warnedDynamicOff = true;
+    this.parts.logger.warn(
+      { event: "connection.withheld", connections: names },
+      `${names.length} stored run-added connection${names.length === 1 ? " is" : "s are"} withheld because agent.ts dynamicConnections.dynamic is off (${names.join(", ")}); they are kept, and offered again once it is on`,
+    );
   }
 
   /** Describe a host connection and provide its tools; a failure is remembered with when to try again. Never throws. */
@@ -439,6 +467,18 @@ function checkSpec(spec: DynamicConnectionSpec, allowedHosts: readonly string[])
     fail(`connection "${spec.name}": auth.header and auth.query are both set; the secret is sent one way`, 'Keep the one the service reads: auth: { grant, header: "x-api-key" } or auth: { grant, query: "api_key" }.');
   }
   return spec;
+}
+
+/** The hosts a run's connection names in its spec (an OpenAPI document's servers are checked as each request is sent). */
+function specHosts(spec: DynamicConnectionSpec): string[] {
+  const urls = spec.kind === "mcp" ? [spec.url] : spec.kind === "openapi" ? [spec.spec, spec.baseUrl] : [spec.baseUrl];
+  return urls.flatMap((url) => {
+    try {
+      return typeof url === "string" ? [new URL(url).hostname] : [];
+    } catch {
+      return [];
+    }
+  });
 }
 
 /** The fields of each kind of DynamicConnectionSpec. */
