@@ -2,7 +2,7 @@ import { afterEach, describe, expect, it } from "vitest";
 import { InMemoryStateAdapter, noopLogger } from "@assemblyline-agents/runtime";
 import { finalDeliveryFailure, type ChannelModule } from "@assemblyline-agents/core";
 import { DeliveryOutbox } from "../src/host/outbox.js";
-import { countingClaimsState } from "./support/host.js";
+import { captureLogger, countingClaimsState } from "./support/host.js";
 
 /** A completed run of channel `raw` that owes it its reply, as the kernel writes it with run.completed. */
 async function completedRun(state: InMemoryStateAdapter, id: string): Promise<void> {
@@ -25,7 +25,7 @@ afterEach(async () => {
 describe("the delivery outbox's claims", () => {
   it("a burst of completions shares claims (one per 25 ms, and one per full batch), and every delivery is completed", async () => {
     const { state, claims } = countingClaimsState();
-    outbox = new DeliveryOutbox(state, "agent", { raw }, noopLogger());
+    outbox = new DeliveryOutbox(state, "agent", { raw }, noopLogger(), { agentRevision: "rev-1" });
     outbox.start();
     await sleep(20);
     const before = claims();
@@ -51,7 +51,7 @@ describe("the delivery outbox's claims", () => {
 
   it("a lone completion after a quiet spell is claimed at once, not after the poll interval", async () => {
     const { state } = countingClaimsState();
-    outbox = new DeliveryOutbox(state, "agent", { raw }, noopLogger(), { pollIntervalMs: 60_000 });
+    outbox = new DeliveryOutbox(state, "agent", { raw }, noopLogger(), { pollIntervalMs: 60_000, agentRevision: "rev-1" });
     outbox.start();
     await sleep(50);
     await completedRun(state, "lone");
@@ -115,5 +115,41 @@ describe("what the outbox gives a channel's deliver()", () => {
     const delivery = await settled(state, "stuck");
     expect(delivery).toMatchObject({ status: "pending", attempts: 1, lastError: "deliver() did not settle within 50 ms" });
     expect(String(aborted)).toContain("deliver() did not settle within 50 ms");
+  });
+});
+
+describe("the outbox's stop()", () => {
+  it("returns only once every delivery of the batch is sent, even when recording another one's outcome failed", async () => {
+    const state = new InMemoryStateAdapter();
+    await completedRun(state, "fast");
+    await completedRun(state, "slow");
+    // A database blip: recording the fast delivery as completed fails once.
+    const complete = state.completeDelivery.bind(state);
+    let blipped = false;
+    state.completeDelivery = async (id, owner) => {
+      if (id === "dlv_fast" && !blipped) {
+        blipped = true;
+        throw new Error("connection lost");
+      }
+      return complete(id, owner);
+    };
+    let slowSent = false;
+    const chat = {
+      config: { transport: "http", route: "/raw" },
+      deliver: async (delivery: { runId: string }) => {
+        if (delivery.runId !== "slow") return;
+        await sleep(300);
+        slowSent = true;
+      },
+    } as unknown as ChannelModule;
+    const logger = captureLogger();
+    outbox = new DeliveryOutbox(state, "agent", { raw: chat }, logger, { pollIntervalMs: 60_000 });
+    outbox.start();
+    await sleep(100); // both claimed in one batch: fast's completion has failed, slow is still sending
+    await outbox.stop();
+    expect(slowSent).toBe(true);
+    expect(logger.events("outbox.record_failed").map((entry) => [entry.fields.deliveryId, entry.fields.err])).toEqual([["dlv_fast", "Error: connection lost"]]);
+    expect(logger.events("outbox.claim_failed")).toEqual([]);
+    expect((await state.listDeliveries("slow"))[0]).toMatchObject({ status: "delivered" });
   });
 });

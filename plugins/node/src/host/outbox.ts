@@ -17,7 +17,23 @@ export interface OutboxOptions {
   batchSize?: number;
 }
 
+/** The build-specific parts of an outbox: which build this host runs. Not a user option (the host sets it). */
+export interface DeliveryOutboxOptions extends OutboxOptions {
+  /**
+   * This host's build (`manifest.agentRevision`). A delivery of a run this build took in, for a channel it lacks
+   * (or that cannot send it here), is this build's to settle; left out, every run counts as another build's.
+   */
+  agentRevision?: string;
+}
+
 const MIN_CLAIM_INTERVAL_MS = 25;
+
+/**
+ * How long a delivery for a channel this build lacks (or cannot send it through) waits for a build that has it,
+ * from its creation: a rolling deploy or a canary ends well within it, and after it no host of such a build is
+ * taken to be coming back, so the reply is failed for good rather than kept pending forever.
+ */
+export const OTHER_BUILD_GRACE_MS = 60 * 60_000;
 
 /** What a delivery's payload holds (written by the kernel with run.completed). */
 interface DeliveryPayload {
@@ -41,6 +57,13 @@ interface DeliveryPayload {
  * It claims only the replies of its agent's runs (and its subagents'): in a store
  * several agents share, another agent's reply is that agent's host's to send,
  * through its own channel of that name.
+ *
+ * Builds of one agent share the store during a rolling deploy, and a delivery
+ * names a channel, not a build: a reply for a channel this build lacks, or whose
+ * module here cannot send it, may be another build's to send. It is handed back
+ * for later (a retry time, so a host of that build can claim it), and failed for
+ * good only when the run came in through this very build, or once
+ * OTHER_BUILD_GRACE_MS passed with no build sending it.
  */
 export class DeliveryOutbox {
   readonly owner = `outbox:${hostname()}:${process.pid}:${randomUUID().slice(0, 8)}`;
@@ -55,6 +78,7 @@ export class DeliveryOutbox {
   private wake: (() => void) | undefined;
   private kicked = false;
   private warnedForeign = false;
+  private readonly agentRevision: string | undefined;
 
   constructor(
     private readonly runs: RunStore,
@@ -62,8 +86,9 @@ export class DeliveryOutbox {
     private readonly agentId: string,
     private readonly channels: Record<string, ChannelModule>,
     private readonly logger: RuntimeLogger,
-    options: OutboxOptions = {},
+    options: DeliveryOutboxOptions = {},
   ) {
+    this.agentRevision = options.agentRevision;
     this.pollIntervalMs = options.pollIntervalMs ?? 500;
     this.maxAttempts = options.maxAttempts ?? 8;
     this.baseDelayMs = options.baseDelayMs ?? 1_000;
@@ -96,10 +121,11 @@ export class DeliveryOutbox {
       const started = Date.now();
       try {
         claimed = await this.runs.claimDeliveries({ owner: this.owner, ttlMs: this.deliverTimeoutMs * 2 + 10_000, limit: this.batchSize, agentId: this.agentId });
-        await Promise.all(claimed.map((delivery) => this.deliver(delivery)));
       } catch (error) {
         this.logger.warn({ event: "outbox.claim_failed", err: String(error) }, "claiming deliveries failed; retrying after the poll interval");
       }
+      // Settled, not all: every send of the batch is awaited before the next round (or stop()) goes on.
+      await Promise.allSettled(claimed.map((delivery) => this.deliver(delivery)));
       if (this.stopped || claimed.length === this.batchSize) continue;
       if (!this.kicked) await this.sleep(this.pollIntervalMs, true);
       // A kick (a run completed) ends the wait, but claims stay at most one per
@@ -125,10 +151,22 @@ export class DeliveryOutbox {
     });
   }
 
+  /** One delivery, never rejecting: a state write that failed is logged, and the delivery is claimed again once its lease runs out. */
   private async deliver(delivery: DeliveryRecord): Promise<void> {
+    const fields = { deliveryId: delivery.id, runId: delivery.runId, channel: delivery.channel, attempt: delivery.attempts + 1 };
+    try {
+      await this.attempt(delivery, fields);
+    } catch (error) {
+      this.logger.warn(
+        { event: "outbox.record_failed", ...fields, err: String(error) },
+        "recording a delivery's outcome in the state store failed; it is claimed again when its lease runs out",
+      );
+    }
+  }
+
+  private async attempt(delivery: DeliveryRecord, fields: Record<string, unknown>): Promise<void> {
     const module = this.channels[delivery.channel];
     const payload = delivery.payload as unknown as DeliveryPayload;
-    const fields = { deliveryId: delivery.id, runId: delivery.runId, channel: delivery.channel, attempt: delivery.attempts + 1 };
     let run: RunRecord | undefined;
     try {
       run = await this.runs.getRun(delivery.runId);
@@ -140,14 +178,23 @@ export class DeliveryOutbox {
       this.leaveForeign(delivery, run);
       return;
     }
+    const failure = payload.outcome === "failed";
     if (!module) {
-      // E.g. the channel was removed in this revision: retrying cannot help.
+      if (this.isOtherBuilds(delivery, run)) {
+        await this.leaveForOtherBuild(delivery, fields, `this build has no channel ${delivery.channel}`);
+        return;
+      }
+      // The channel is gone from the build the run came in through (or from every build by now): retrying cannot help.
       await this.runs.failDelivery(delivery.id, this.owner, `this agent has no channel ${delivery.channel}`);
       this.logger.warn({ event: "delivery.failed", ...fields, final: true, err: `no channel ${delivery.channel}` }, "delivery names a channel this agent does not have");
       return;
     }
-    const failure = payload.outcome === "failed";
     if (failure ? !module.deliverFailure : !module.deliver) {
+      // Written by a build whose module of that name sends it: that build's to send, not this one's to drop.
+      if (this.isOtherBuilds(delivery, run)) {
+        await this.leaveForOtherBuild(delivery, fields, `channel ${delivery.channel} has no ${failure ? "deliverFailure" : "deliver"}() in this build`);
+        return;
+      }
       // A raw route has no provider to push to: the reply is served by GET /runs/:id.
       await this.runs.completeDelivery(delivery.id, this.owner);
       this.logger.debug({ event: "delivery.skipped", ...fields }, "channel has no deliver(); the reply is read through /runs");
@@ -204,6 +251,22 @@ export class DeliveryOutbox {
         askedMs === undefined ? "delivery failed; retrying with backoff" : "delivery failed; retrying when the channel asked",
       );
     }
+  }
+
+  /**
+   * Whether a delivery this build cannot send may be another build's to send: its run came in through
+   * another build (or this host does not know its own), and it is younger than OTHER_BUILD_GRACE_MS.
+   */
+  private isOtherBuilds(delivery: DeliveryRecord, run: RunRecord | undefined): boolean {
+    if (run !== undefined && this.agentRevision !== undefined && run.agentRevision === this.agentRevision) return false;
+    return Date.now() - Date.parse(delivery.createdAt) < OTHER_BUILD_GRACE_MS;
+  }
+
+  /** Hand a delivery back with a retry time, as after a failed attempt, so a host of the build that can send it claims it. */
+  private async leaveForOtherBuild(delivery: DeliveryRecord, fields: Record<string, unknown>, reason: string): Promise<void> {
+    const delayMs = this.backoff(delivery.attempts + 1);
+    await this.runs.failDelivery(delivery.id, this.owner, `${reason}; left for a build that has it`, new Date(Date.now() + delayMs));
+    this.logger.info({ event: "delivery.other_build", ...fields, err: reason, retryInMs: delayMs }, "delivery left for a host of another build that can send it");
   }
 
   /**

@@ -59,7 +59,7 @@ export async function listenNodeRuntime(options: NodeRuntimeOptions): Promise<No
   const runtime = new OpenEveRuntime({
     ...options,
     // A raw route (no deliver()) reads its reply from the run: no delivery row for the outbox to complete.
-    // A channel this revision lacks still gets one, which the outbox fails visibly (delivery.failed).
+    // A channel this revision lacks still gets one: another build's host may send it, or the outbox fails it visibly.
     owesDelivery: (name) => {
       const module = channels[name];
       return module === undefined || delivers(module);
@@ -99,7 +99,7 @@ export async function listenNodeRuntime(options: NodeRuntimeOptions): Promise<No
     logger,
     beforeStart: (runId) => attachments.ingestRun(runId),
   });
-  const outbox = new DeliveryOutbox(runtime.state.runs, runtime.manifest.agent.id, channels, logger, options.outbox);
+  const outbox = new DeliveryOutbox(runtime.state.runs, runtime.manifest.agent.id, channels, logger, { ...options.outbox, agentRevision: runtime.manifest.agentRevision });
   const recovery = new RunRecovery(runtime, mailbox, logger, config.leaseTtlMs * 2);
   const ingress = new ChannelIngress({ runtime, channels, mailbox, watcher, killSwitch, rateLimiter, logger, maxBodyBytes: config.maxBodyBytes, model: options.model });
   const drainController = new AbortController();
