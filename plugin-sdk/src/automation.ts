@@ -55,7 +55,11 @@ export interface AutomationInfo {
   enabled: boolean;
   /** Paused by an operator (`assembly-line automations pause`). */
   paused: boolean;
-  /** The next due time; null when it will not run again (a one-shot that ran, disabled or paused). */
+  /**
+   * The next due time; null when it will not run again (a one-shot that ran, disabled or paused).
+   * A dynamic automation held because agent.ts turns dynamicAutomations.dynamic off shows the time
+   * its schedule gives, which passes without a run while it is held (docs/automations.md).
+   */
   nextRunAt: string | null;
 }
 

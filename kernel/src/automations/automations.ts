@@ -90,6 +90,11 @@ export interface AutomationsParts {
   logger: RuntimeLogger;
   catchUpMs?: number;
   now?: () => Date;
+  /**
+   * agent.ts dynamicAutomations.dynamic (default true). Off, the dynamic (run-created) rows are
+   * held: kept and listed, but each due time passes without a run.
+   */
+  dynamic?: boolean;
 }
 
 /**
@@ -120,11 +125,17 @@ export class Automations {
   private warnedLease = false;
   /** This build's automations/ by name, with the digest of each definition. */
   private readonly statics: Map<string, { entry: AutomationManifestEntry; digest: string }>;
+  /** Whether run-created automations run (agent.ts dynamicAutomations.dynamic). */
+  private readonly dynamicRuns: boolean;
+  /** Held automations whose skipped due time was warned of (once each; later ones are logged at debug). */
+  private readonly warnedHeld = new Set<string>();
+  private warnedHeldAtSync = false;
 
   constructor(private readonly parts: AutomationsParts) {
     this.now = parts.now ?? (() => new Date());
     this.catchUpMs = checkCatchUpMs(parts.catchUpMs);
     this.statics = new Map(parts.statics.map((entry) => [entry.name, { entry, digest: digestJson(staticDefinition(entry) as unknown as JsonValue) }]));
+    this.dynamicRuns = parts.dynamic ?? true;
   }
 
   /** The schedule row id of an automation of this agent. */
@@ -172,6 +183,19 @@ export class Automations {
       // A row written before schedules had an agent: any agent's scheduler could claim it until it names its own.
       else if (!written.has(id) && (record.agentId ?? null) === null) await this.nameAgent(id);
     }
+    this.warnHeldAtSync(rows);
+  }
+
+  /** Say once, at the host's sync, which run-created automations this build holds. */
+  private warnHeldAtSync(rows: Map<string, { payload: AutomationPayload }>): void {
+    if (this.dynamicRuns || this.warnedHeldAtSync) return;
+    const held = [...rows.values()].filter(({ payload }) => payload.source === "dynamic" && !this.statics.has(payload.name)).map(({ payload }) => payload.name).sort();
+    if (held.length === 0) return;
+    this.warnedHeldAtSync = true;
+    this.parts.logger.warn(
+      { event: "automation.held", automations: held },
+      `${held.length} run-created automation${held.length === 1 ? " is" : "s are"} held because agent.ts dynamicAutomations.dynamic is off (${held.join(", ")}): kept, but their due times pass without a run until it is on again`,
+    );
   }
 
   /** The row payload of this build's file `name` (undefined when the build has none), as the sync writes it. */
@@ -436,6 +460,7 @@ export class Automations {
     const first = new Date(claimed.nextRunAt);
     if (first.getTime() > now.getTime()) return { nextRunAt: first, runs: [] };
     if (payload.source === "static" && this.statics.get(payload.name)?.digest !== payload.digest) return this.otherBuildRow(claimed, payload, first, now);
+    if (payload.source === "dynamic" && !this.dynamicRuns) return this.skipHeld(claimed, payload, first, now);
     const runs: AutomationRun[] = [];
     if (now.getTime() - first.getTime() > this.catchUpMs) {
       // The host was down: one run stands for every missed due time, then back on schedule. It takes the key
@@ -504,6 +529,23 @@ export class Automations {
     await this.syncStatic();
     const current = await this.parts.store.getSchedule(claimed.id);
     return { nextRunAt: current ? new Date(current.nextRunAt) : NEVER, runs: [] };
+  }
+
+  /**
+   * A run-created automation due while agent.ts turns dynamicAutomations.dynamic off: no run, and
+   * the row moves on to its next due time after now, as a missed one does (a one-shot rests for
+   * good), so it is not claimed again at every poll. Kept, it runs again once dynamic is on.
+   */
+  private async skipHeld(claimed: ScheduleRecord, payload: AutomationPayload, first: Date, now: Date): Promise<{ nextRunAt: Date; runs: AutomationRun[] }> {
+    const nextRunAt = await this.keepNewer(claimed, nextDueAfter(payload.schedule, now) ?? NEVER, now);
+    const fields = { event: "automation.held", automation: payload.name, dueAt: first.toISOString(), nextRunAt: nextRunAt.getTime() === NEVER.getTime() ? null : nextRunAt.toISOString() };
+    const message = `run-created automation "${payload.name}" was due but started no run: agent.ts dynamicAutomations.dynamic is off, so it is held until it is on again`;
+    if (this.warnedHeld.has(payload.name)) this.parts.logger.debug(fields, message);
+    else {
+      this.warnedHeld.add(payload.name);
+      this.parts.logger.warn(fields, message);
+    }
+    return { nextRunAt, runs: [] };
   }
 
   /**
