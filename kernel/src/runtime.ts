@@ -258,6 +258,7 @@ export class OpenEveRuntime {
       submit: (input) => this.submit(input),
       logger: this.logger,
       ...(options.automationCatchUpMs !== undefined ? { catchUpMs: options.automationCatchUpMs } : {}),
+      dynamic: this.manifest.agent.dynamicAutomations?.dynamic ?? false,
     });
     this.subagentLimits = {
       maxDepth: subagentLimits.maxDepth ?? positiveInt(env.ASSEMBLY_LINE_SUBAGENT_MAX_DEPTH, "ASSEMBLY_LINE_SUBAGENT_MAX_DEPTH", true) ?? DEFAULT_SUBAGENT_LIMITS.maxDepth,
