@@ -26,6 +26,14 @@ export function normalizeHttp(request) {
 }
 `;
 
+// A provider channel returning the turn it is posted, as a channel with a bug in how it builds its turn might.
+const TURN_CHANNEL = `import { defineChannel } from "@assemblyline-agents/core";
+export default defineChannel({ transport: "http", route: "/hooks/turn", methods: ["POST"] });
+export function normalizeHttp(request) {
+  return request.body;
+}
+`;
+
 let bundle: RuntimeBundle;
 beforeAll(async () => {
   const agentDir = join(tempDir("al-channel-request-"), "agent");
@@ -33,6 +41,7 @@ beforeAll(async () => {
   writeFileSync(join(agentDir, "agent.ts"), `import { defineAgent } from "@assemblyline-agents/core";\nexport default defineAgent({ model: "test/model", instructions: "Test." });\n`);
   writeFileSync(join(agentDir, "channels", "challenge.ts"), CHALLENGE_CHANNEL);
   writeFileSync(join(agentDir, "channels", "answer.ts"), ANSWER_CHANNEL);
+  writeFileSync(join(agentDir, "channels", "turn.ts"), TURN_CHANNEL);
   bundle = await loadRuntimeBundle((await buildAgent(agentDir)).artifactRoot);
 });
 
@@ -95,5 +104,48 @@ describe("a channel's own answer (a turn's respond, an ack)", () => {
     expect(refused.status).toBe(500);
     expect(refused.body.error).toMatchObject({ code: "AL_ERR_CHANNEL_TURN_INVALID", message: expect.stringContaining("an ack whose status is 1000") });
     expect((await call(`${host.url}/hooks/answer?ack=1&status=201`, { method: "POST" })).status).toBe(201);
+  });
+});
+
+describe("a turn whose parts are not what ChannelTurn says", () => {
+  const turn = (fields: Record<string, unknown>) => ({ eventId: "evt-malformed", conversationId: "c1", message: "echo: hi", ...fields });
+
+  it.each([
+    ["respond", { respond: 202 }, "whose respond is 202, not an object"],
+    ["user", { user: "u1" }, 'whose user is "u1", not an object'],
+    ["user.id", { user: { name: "Ada" } }, "whose user.id is missing, not a string"],
+    ["user.name", { user: { id: "u1", name: 7 } }, "whose user.name is 7, not a string"],
+    ["attachments[0]", { attachments: ["https://cdn.example.com/f.png"] }, 'whose attachments[0] is "https://cdn.example.com/f.png", not an object'],
+    ["attachments[1].id", { attachments: [{ id: "a1" }, { id: 12345, url: "https://cdn.example.com/f.png" }] }, "whose attachments[1].id is 12345, not a string"],
+  ])("refuses a turn with a malformed %s (500 AL_ERR_CHANNEL_TURN_INVALID naming it) before anything is stored", async (field, fields, message) => {
+    const host = await startHost(bundle);
+    const refused = await call(`${host.url}/hooks/turn`, { body: turn(fields) });
+    expect(refused.status).toBe(500);
+    expect(refused.body.error).toMatchObject({ code: "AL_ERR_CHANNEL_TURN_INVALID", message: expect.stringContaining(message) });
+    expect(host.logger.events("channel.turn_invalid").map((entry) => entry.fields.field)).toEqual([field]);
+    expect((await host.runtime.state.runs.listRuns()).runs).toEqual([]);
+  });
+
+  it("takes a turn whose user and respond have the fields ChannelTurn gives them", async () => {
+    const host = await startHost(bundle);
+    const accepted = await call(`${host.url}/hooks/turn`, { body: turn({ user: { id: "u1", name: "Ada" }, respond: { status: 202 } }) });
+    expect(accepted).toMatchObject({ status: 202, body: { ok: true } });
+    const [run] = (await host.runtime.state.runs.listRuns()).runs;
+    expect(run?.input.channel?.metadata).toMatchObject({ user: { id: "u1", name: "Ada" } });
+  });
+});
+
+describe("a provider's long event id", () => {
+  it("still dedupes: a redelivery of an event with a 6 000-character id gets the run the first delivery started", async () => {
+    const host = await startHost(bundle);
+    const eventId = `evt-${"x".repeat(6_000)}`;
+    const first = await call(`${host.url}/hooks/turn`, { body: { eventId, conversationId: "", message: "echo: hi" } });
+    const again = await call(`${host.url}/hooks/turn`, { body: { eventId, conversationId: "", message: "echo: hi" } });
+    const other = await call(`${host.url}/hooks/turn`, { body: { eventId: `${eventId}y`, conversationId: "", message: "echo: hi" } });
+    expect([first.status, again.status, other.status]).toEqual([202, 200, 202]);
+    expect(again.body).toMatchObject({ runId: first.body.runId, duplicate: true });
+    expect(other.body.runId).not.toBe(first.body.runId);
+    // The run keeps the event id as the provider sent it.
+    expect((await host.runtime.state.runs.getRun(first.body.runId))?.input.channel?.metadata).toMatchObject({ eventId });
   });
 });

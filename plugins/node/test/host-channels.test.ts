@@ -50,6 +50,16 @@ describe("raw channel routes (the default message fallback)", () => {
     expect((await host.runtime.state.runs.listRuns()).runs).toHaveLength(1);
   });
 
+  it("refuses an Idempotency-Key longer than 255 bytes (400 naming its size) and starts nothing; one of 255 bytes is taken", async () => {
+    const host = await startHost(bundle);
+    const refused = await call(`${host.url}/message`, { body: { message: "echo: hi" }, headers: { "idempotency-key": "k".repeat(256) } });
+    expect(refused.status).toBe(400);
+    expect(refused.body.error).toMatchObject({ code: "AL_ERR_HTTP_BODY_INVALID", message: "the Idempotency-Key header is 256 bytes; it may be at most 255" });
+    expect((await host.runtime.state.runs.listRuns()).runs).toEqual([]);
+    const taken = await call(`${host.url}/message`, { body: { message: "echo: hi" }, headers: { "idempotency-key": "k".repeat(255) } });
+    expect(taken.status).toBe(202);
+  });
+
   it("refuses an Idempotency-Key reused for another message or conversation (422), and still answers a true retry", async () => {
     const host = await startHost(bundle);
     const first = await call(`${host.url}/message`, { body: { message: "echo: pay invoice 1" }, headers: { "idempotency-key": "k1" } });

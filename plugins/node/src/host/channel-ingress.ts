@@ -1,4 +1,4 @@
-import { randomUUID } from "node:crypto";
+import { createHash, randomUUID } from "node:crypto";
 import {
   isRunOfAgent,
   type ChannelAck,
@@ -115,7 +115,14 @@ export class ChannelIngress {
     }
     const message = requiredString(body, "message", '{"message": "Remember to buy milk", "conversationId": "c1"}');
     const conversationId = optionalString(body, "conversationId");
-    const eventId = ctx.headers["idempotency-key"]?.trim() || `${channel}-${randomUUID()}`;
+    const key = ctx.headers["idempotency-key"]?.trim();
+    if (key !== undefined && Buffer.byteLength(key, "utf8") > MAX_IDEMPOTENCY_KEY_BYTES) {
+      // Refused rather than shortened: the caller chose it, and can send one of a usable size.
+      throw new HttpError(400, "AL_ERR_HTTP_BODY_INVALID", `the Idempotency-Key header is ${Buffer.byteLength(key, "utf8")} bytes; it may be at most ${MAX_IDEMPOTENCY_KEY_BYTES}`, {
+        fix: "Send a shorter Idempotency-Key, such as a UUID, for each new message.",
+      });
+    }
+    const eventId = key || `${channel}-${randomUUID()}`;
     return { eventId, conversationId: conversationId ?? "", message };
   }
 
@@ -162,9 +169,16 @@ export class ChannelIngress {
         fix: "Return { eventId, conversationId, message } (metadata and deliveryMetadata, when given, objects) or { ack: true } from normalizeHttp.",
       });
     }
-    // Checked before the turn is submitted: found when answering, the run would be stored and every
-    // redelivery of it answered 500.
-    if (isPlainRecord(result.respond)) this.refuseUnsendableAnswer(channel, result.respond!, "respond.", ctx);
+    // Checked before the turn is submitted: found when answering (or when its attachments are fetched), the
+    // run would be stored and every redelivery of it answered 500 (or the part dropped without a trace).
+    const malformed = malformedTurnField(result);
+    if (malformed !== undefined) {
+      this.parts.logger.error({ event: "channel.turn_invalid", channel, field: malformed.field, requestId: ctx.requestId }, `normalizeHttp returned a turn whose ${malformed.field} is malformed`);
+      throw new HttpError(500, "AL_ERR_CHANNEL_TURN_INVALID", `channel ${channel}'s normalizeHttp returned a turn whose ${malformed.field} is ${malformed.shown}, not ${malformed.expected}`, {
+        fix: `Set ${malformed.field} to ${malformed.expected}, or leave it out.`,
+      });
+    }
+    if (result.respond !== undefined) this.refuseUnsendableAnswer(channel, result.respond, "respond.", ctx);
     return result;
   }
 
@@ -256,7 +270,7 @@ export class ChannelIngress {
         message: turn.message,
         ...(conversationId !== null ? { conversationId } : {}),
         metadata: turn.metadata ? jsonRecord(turn.metadata) : {},
-        idempotencyKey: `${channel}:${turn.eventId}`,
+        idempotencyKey: runIdempotencyKey(channel, turn.eventId),
         channel: { name: channel, metadata, ...(delivery ? { delivery } : {}) },
         ...(model ? { model } : {}),
       };
@@ -316,6 +330,21 @@ export class ChannelIngress {
  * run is known by, the user, or which URLs the host downloads as its attachments.
  */
 const HOST_METADATA_KEYS = ["eventId", "user", "attachments"] as const;
+
+/** The longest Idempotency-Key a raw route takes, in UTF-8 bytes: as IETF's draft and Stripe allow, far under any store's index limit. */
+const MAX_IDEMPOTENCY_KEY_BYTES = 255;
+
+/**
+ * The run's idempotency key for a turn: `<channel>:<event id>`, or, when that is longer than
+ * MAX_IDEMPOTENCY_KEY_BYTES, the event id's SHA-256 in its place. A provider's event id is not the
+ * caller's to shorten, and a long one must still dedupe on every store: PostgreSQL's unique index
+ * refuses a key of more than about 2.7 kB.
+ */
+function runIdempotencyKey(channel: string, eventId: string): string {
+  const key = `${channel}:${eventId}`;
+  if (Buffer.byteLength(key, "utf8") <= MAX_IDEMPOTENCY_KEY_BYTES) return key;
+  return `${channel}:sha256:${createHash("sha256").update(eventId, "utf8").digest("hex")}`;
+}
 
 /** A parameter given once is a string, one given more than once its values in order. */
 function queryRecord(query: URLSearchParams): Record<string, string | string[]> {
@@ -380,6 +409,26 @@ function isTurn(value: unknown): value is ChannelTurn {
   );
 }
 
+/**
+ * The first optional part of a turn that is not what ChannelTurn says it is: `respond` an object, `user`
+ * `{ id: string, name?: string }`, each attachment at least `{ id: string }` (the id the host stores it
+ * under, and records it by in attachment.stored or attachment.failed).
+ */
+function malformedTurnField(turn: ChannelTurn): { field: string; shown: string; expected: string } | undefined {
+  const shown = (value: unknown) => (value === undefined ? "missing" : (JSON.stringify(value) ?? String(value)).slice(0, 80));
+  if (turn.respond !== undefined && !isPlainRecord(turn.respond)) return { field: "respond", shown: shown(turn.respond), expected: "an object { status?, body? }" };
+  if (turn.user !== undefined) {
+    if (!isPlainRecord(turn.user)) return { field: "user", shown: shown(turn.user), expected: "an object { id, name? }" };
+    if (typeof turn.user.id !== "string") return { field: "user.id", shown: shown(turn.user.id), expected: "a string" };
+    if (turn.user.name !== undefined && typeof turn.user.name !== "string") return { field: "user.name", shown: shown(turn.user.name), expected: "a string" };
+  }
+  for (const [index, attachment] of (turn.attachments ?? []).entries()) {
+    if (!isPlainRecord(attachment)) return { field: `attachments[${index}]`, shown: shown(attachment), expected: "an object { id, url?, filename?, contentType?, size? }" };
+    if (typeof attachment.id !== "string") return { field: `attachments[${index}].id`, shown: shown(attachment.id), expected: "a string" };
+  }
+  return undefined;
+}
+
 /** A status the host may answer a provider with: left out (200), or an integer from 200 to 599. */
 function validStatus(status: unknown): boolean {
   return status === undefined || (typeof status === "number" && Number.isInteger(status) && status >= 200 && status <= 599);
@@ -395,7 +444,7 @@ function sendableBody(body: unknown): boolean {
   }
 }
 
-function isPlainRecord(value: unknown): boolean {
+function isPlainRecord(value: unknown): value is Record<string, unknown> {
   return typeof value === "object" && value !== null && !Array.isArray(value);
 }
 

@@ -1,0 +1,64 @@
+import { randomBytes } from "node:crypto";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { createPostgresState } from "@assemblyline-agents/postgres";
+import type { RuntimeBundle } from "@assemblyline-agents/runtime";
+import { TEST_DATABASE_URL, dropSchema, probeDatabase, randomSchema, testPool } from "../../postgres/test/support/database.js";
+import { call, captureServer, fixtureBundle, signedEvent, startHost, waitFor } from "./support/host.js";
+
+let bundle: RuntimeBundle;
+beforeAll(async () => {
+  bundle = await fixtureBundle();
+});
+
+/** One PostgreSQL schema per test when the test database answers, all dropped after the file. */
+const database = await probeDatabase("channels on PostgreSQL state");
+const schemaPrefix = randomSchema("al_host_channels");
+let schemas = 0;
+afterAll(async () => {
+  if (!database.available) return;
+  const pool = testPool();
+  const { rows } = await pool.query<{ nspname: string }>("SELECT nspname FROM pg_namespace WHERE starts_with(nspname, $1)", [schemaPrefix]);
+  for (const row of rows) await dropSchema(pool, row.nspname);
+  await pool.end();
+});
+
+const postgresState = (schema = `${schemaPrefix}_${++schemas}`) => createPostgresState({ connectionString: TEST_DATABASE_URL, schema });
+
+describe.skipIf(!database.available)("channels on PostgreSQL state", () => {
+  it("starts one run for a provider event sent to two replicas at once, and delivers its reply once", async () => {
+    const provider = await captureServer();
+    process.env.FIXTURE_DELIVERY_URL = `${provider.url}/deliver`;
+    const schema = `${schemaPrefix}_${++schemas}`;
+    const a = await startHost(bundle, { state: await postgresState(schema) });
+    const b = await startHost(bundle, { state: await postgresState(schema) });
+    const event = signedEvent({ type: "message", id: "evt-both-replicas", conversation: "c-dup", text: "echo: hi" });
+    const [ra, rb] = await Promise.all([
+      call(`${a.url}/provider/events`, { raw: event.raw, headers: event.headers }),
+      call(`${b.url}/provider/events`, { raw: event.raw, headers: event.headers }),
+    ]);
+    expect([ra.status, rb.status].sort()).toEqual([200, 202]);
+    expect(ra.body.runId).toBe(rb.body.runId);
+    await waitFor(() => provider.requests.length >= 1 || undefined, 15_000, "a delivery");
+    await new Promise((resolve) => setTimeout(resolve, 1_000));
+    expect(provider.requests).toHaveLength(1);
+  });
+
+  it("refuses a raw route's Idempotency-Key longer than 255 bytes with 400, not a 500 from the key's index", async () => {
+    const host = await startHost(bundle, { state: await postgresState() });
+    const refused = await call(`${host.url}/message`, { body: { message: "echo: hi" }, headers: { "idempotency-key": randomBytes(3_000).toString("hex") } });
+    expect(refused.status).toBe(400);
+    expect(refused.body.error.code).toBe("AL_ERR_HTTP_BODY_INVALID");
+    expect(host.logger.events("http.failed")).toEqual([]);
+  });
+
+  it("dedupes a provider event whose id is longer than the key's index takes", async () => {
+    const host = await startHost(bundle, { state: await postgresState() });
+    // Random, so the database cannot compress it under the index's limit.
+    const event = signedEvent({ type: "message", id: `evt-${randomBytes(3_000).toString("hex")}`, conversation: "c-long", text: "echo: hi" });
+    const first = await call(`${host.url}/provider/events`, { raw: event.raw, headers: event.headers });
+    const again = await call(`${host.url}/provider/events`, { raw: event.raw, headers: event.headers });
+    expect([first.status, again.status]).toEqual([202, 200]);
+    expect(again.body).toMatchObject({ runId: first.body.runId, duplicate: true });
+    expect(host.logger.events("http.failed")).toEqual([]);
+  });
+});
