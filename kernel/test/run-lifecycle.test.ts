@@ -1,6 +1,6 @@
 import { getEventListeners } from "node:events";
-import type { AgentHarness } from "@assemblyline-agents/core";
-import { InMemoryStateAdapter, scriptedHarness } from "@assemblyline-agents/runtime";
+import { definePlugin, type AgentHarness } from "@assemblyline-agents/core";
+import { InMemoryStateAdapter, createKernel, scriptedHarness } from "@assemblyline-agents/runtime";
 import { describe, expect, it } from "vitest";
 import { MINIMAL_AGENT, agentFolder, toolSource } from "./support/agent-folder.js";
 import { startAgent } from "./support/runtime.js";
@@ -156,6 +156,36 @@ export default defineRunResolver(async (ctx) => { ${body} });`,
     expect(result.error?.message).toContain("tenant lookup failed");
     expect(log.modelCalls).toBe(0);
     expect(await types(result.runId)).toEqual(["run.created", "run.failed"]);
+  });
+
+  it("fails the run saying what the resolver threw when it throws something other than an Error", async () => {
+    for (const [thrown, said] of [[`"tier lookup failed"`, "tier lookup failed"], ["null", "null"], ["undefined", "undefined"]] as const) {
+      const { runtime, log, types } = await startAgent(resolverAgent(`throw ${thrown};`), [{ text: "never" }]);
+      const result = await runtime.run({ message: "go" });
+      expect(result.status).toBe("failed");
+      expect(result.error).toMatchObject({ code: "AL_ERR_RESOLVER_FAILED", message: expect.stringContaining(`resolvers.ts threw for run ${result.runId}: ${said}`) });
+      expect(log.modelCalls).toBe(0);
+      expect(await types(result.runId)).toEqual(["run.created", "run.failed"]);
+    }
+  });
+
+  it("names the plugin's resolveRun tap, not resolvers.ts, when the tap throws", async () => {
+    const tiers = definePlugin({
+      name: "tiers",
+      version: "1.2.0",
+      apply(kernel) {
+        kernel.hooks.resolveRun.tapPromise("tier-lookup", async () => {
+          throw "tier service unreachable";
+        });
+      },
+    });
+    const { runtime, log } = await startAgent(resolverAgent(`return null;`), [{ text: "never" }], { kernel: await createKernel({ plugins: [tiers] }) });
+    const result = await runtime.run({ message: "go" });
+    expect(result.status).toBe("failed");
+    expect(result.error?.code).toBe("AL_ERR_RESOLVER_FAILED");
+    expect(result.error?.message).toContain(`a plugin's resolveRun tap threw for run ${result.runId}: hooks.resolveRun tap "tier-lookup" of plugin tiers@1.2.0 threw: tier service unreachable`);
+    expect(result.error?.message).not.toContain("resolvers.ts threw");
+    expect(log.modelCalls).toBe(0);
   });
 
   it("fails the run, releasing its lease, when the resolver never settles (resolverTimeoutMs)", async () => {

@@ -147,6 +147,20 @@ export default defineTool({ description: "Send an invoice to a customer.", capab
     expect(log.outcomes[1]!.outcome).toMatchObject({ isError: false, output: { tool: "create_invoice", id: "c-1" } });
   });
 
+  it("describes a discovery tool it offers like any tool, without activating it or failing the run", async () => {
+    const { runtime, log, types } = await startAgent(dir, [
+      { toolCalls: [{ name: "tool_describe", input: { name: "tool_call" } }] },
+      { toolCalls: [{ name: "tool_describe", input: { name: "tool_search" } }] },
+      { text: "ok" },
+    ]);
+    const result = await runtime.run({ message: "how do I call tools?" });
+    expect(result.status).toBe("completed");
+    expect(log.outcomes[0]!.outcome).toMatchObject({ isError: false, output: { name: "tool_call", inputSchema: expect.objectContaining({ required: ["name", "input"] }) } });
+    expect(log.outcomes[1]!.outcome).toMatchObject({ isError: false, output: { name: "tool_search" } });
+    expect(await types(result.runId)).not.toContain("tools.activated");
+    expect([...log.offeredPerCall[2]!].sort()).toEqual(names(log.contexts[0]!.tools));
+  });
+
   it("shows in tool_describe, and records for a gated tool_call, the side-effect class an approvalRequired gives", async () => {
     const note = `import { approvalRequired, defineTool } from "@assemblyline-agents/core";
 export default defineTool({ description: "Record a durable note.", capability: { visibility: "deferred" }, inputSchema: { type: "object", properties: {} },
@@ -250,6 +264,10 @@ export default defineTool({ description: ${JSON.stringify(description)}, inputSc
     expect(scope.offered.map((tool) => tool.name)).toEqual(["for_skill"]);
     expect(activatedToolNames(recorded.map((event, index) => ({ ...event, id: `e${index}`, runId: "run_x", seq: index + 1, createdAt: "" })) as never)).toEqual(["for_skill"]);
     await expect(activateTools(scope as never, ["internal"], "skill:ledger")).rejects.toThrow(/AL_ERR_DEFAULT_TOOL_UNKNOWN/);
+    // A tool the run already offers, a discovery tool included, is left as it is.
+    scope.visible.add("tool_call");
+    expect(await activateTools(scope as never, ["tool_call", "for_skill"], "tool_describe")).toEqual([]);
+    expect(recorded).toHaveLength(1);
   });
 
   it("does not offer the bridge tools when nothing is deferred", async () => {
@@ -395,6 +413,46 @@ export default defineAgent({ model: "test/model", defaultTools: ["read", "nonexi
     await expect(startAgent(dir, [{ text: "hi" }])).rejects.toThrow(/AL_ERR_DEFAULT_TOOL_UNKNOWN: agent.ts defaultTools: "nonexistent" is not a tool of this agent; "bash" needs a sandbox/);
   });
 
+  it("lets a skill bring back only tools a resolver's defaultTools leave within reach: its skill-only tools, and deferred ones behind tool_call", async () => {
+    const dir = agentFolder({
+      "agent.ts": MINIMAL_AGENT,
+      "tools/publish_notes.ts": toolSource({ extra: `capability: { visibility: "skill" },` }),
+      "tools/later.ts": toolSource({ extra: `capability: { visibility: "deferred" },` }),
+      "skills/report/SKILL.md": "---\ndescription: Write a report.\ntools: [write, publish_notes, later]\n---\n1. Write it.\n",
+      "resolvers.ts": `import { defineRunResolver } from "@assemblyline-agents/core";
+export default defineRunResolver(async (ctx) => {
+  if (ctx.metadata?.plan === "trial") return { defaultTools: ["read", "list", "load_skill"] };
+  if (ctx.metadata?.plan === "discovery") return { defaultTools: ["read", "load_skill", "tool_call"] };
+  return null;
+});`,
+    });
+    const loadThenWrite = [
+      { toolCalls: [{ name: "load_skill", input: { name: "report" } }] },
+      { toolCalls: [{ name: "write", input: { path: "/memory/report.md", content: "x" } }] },
+      { text: "done" },
+    ];
+    const loaded = (outcome: unknown) => (outcome as CompletedOutcome<{ activatedTools: string[]; unavailableTools?: string[] }>).output;
+
+    const trial = await startAgent(dir, loadThenWrite);
+    const trialRun = await trial.runtime.run({ message: "go", metadata: { plan: "trial" } });
+    expect(trialRun.status).toBe("completed");
+    expect(loaded(trial.log.outcomes[0]!.outcome)).toMatchObject({ activatedTools: ["publish_notes"], unavailableTools: ["write", "later"] });
+    expect([...trial.log.offeredPerCall[1]!].sort()).toEqual(["list", "load_skill", "publish_notes", "read"]);
+    expect(trial.log.outcomes[1]!.outcome).toMatchObject({ isError: true, output: { error: expect.stringMatching(/^Unknown tool "write"/) } });
+
+    const discovery = await startAgent(dir, loadThenWrite);
+    await discovery.runtime.run({ message: "go", metadata: { plan: "discovery" } });
+    expect(loaded(discovery.log.outcomes[0]!.outcome)).toMatchObject({ activatedTools: ["publish_notes", "later"], unavailableTools: ["write"] });
+    expect([...discovery.log.offeredPerCall[1]!].sort()).toEqual(["later", "load_skill", "publish_notes", "read", "tool_call"]);
+
+    // Without a resolver's list the skill brings every tool it names.
+    const authored = await startAgent(dir, loadThenWrite);
+    await authored.runtime.run({ message: "go" });
+    expect(loaded(authored.log.outcomes[0]!.outcome)).toEqual(expect.objectContaining({ activatedTools: ["write", "publish_notes", "later"] }));
+    expect(loaded(authored.log.outcomes[0]!.outcome).unavailableTools).toBeUndefined();
+    expect(authored.log.outcomes[1]!.outcome).toMatchObject({ isError: false });
+  });
+
   it("fails a run whose resolver names an unknown tool, naming it, instead of dropping it", async () => {
     const dir = agentFolder({
       "agent.ts": MINIMAL_AGENT,
@@ -500,6 +558,43 @@ export default defineAgent({ model: "test/model", defaultTools: ["read", "crm__m
     const badProjection = providing("bad-projection", "crm__bad_projection", { ...lookup, toModelOutput: "summary" as never });
     await expect(startAgent(agentFolder({ "agent.ts": MINIMAL_AGENT }), [{ text: "hi" }], { kernel: await createKernel({ plugins: [badProjection] }) })).rejects.toThrow(
       /AL_ERR_TOOL_PROVIDED: plugin bad-projection provided tool "crm__bad_projection": toModelOutput must be a function/,
+    );
+  });
+
+  it("refuses a provided tool that takes an alias an authored tool declares, so the alias keeps reaching that tool and its approval", async () => {
+    const dir = agentFolder({
+      "agent.ts": MINIMAL_AGENT,
+      "tools/create_invoice.ts": toolSource({ extra: `capability: { visibility: "deferred", aliases: ["receivables"] }, needsApproval: true,` }),
+    });
+    const start = async (name: string, definition: typeof lookup) => startAgent(dir, [{ text: "hi" }], { kernel: await createKernel({ plugins: [providing("other", name, definition)] }) });
+    await expect(start("export__receivables", { ...lookup, capability: { aliases: ["receivables"] } })).rejects.toThrow(
+      /AL_ERR_TOOL_PROVIDED: plugin other provided tool "export__receivables": alias "receivables" is already an alias of authored tool "create_invoice"/,
+    );
+    await expect(start("receivables", lookup)).rejects.toThrow(/AL_ERR_TOOL_PROVIDED: plugin other provided tool "receivables": the name is an alias of authored tool "create_invoice"/);
+    await expect(start("export__invoices", { ...lookup, capability: { aliases: ["create_invoice"] } })).rejects.toThrow(
+      /AL_ERR_TOOL_PROVIDED: plugin other provided tool "export__invoices": alias "create_invoice" is already the name of authored tool "create_invoice"/,
+    );
+  });
+
+  it("refuses a provided tool whose alias another provided tool declares, or is its own name", () => {
+    const table = new ToolTable();
+    table.provide("crm__find_customer", { ...lookup, capability: { aliases: ["customer"] } }, { provider: "crm" });
+    expect(() => table.provide("shop__find_customer", { ...lookup, capability: { aliases: ["customer"] } }, { provider: "shop" })).toThrow(
+      /AL_ERR_TOOL_PROVIDED: plugin shop provided tool "shop__find_customer": alias "customer" is already an alias of provided tool "crm__find_customer" \(plugin crm\)/,
+    );
+    expect(() => table.provide("shop__lookup", { ...lookup, capability: { aliases: ["shop__lookup"] } }, { provider: "shop" })).toThrow(/alias "shop__lookup" is the tool's own name/);
+    expect(table.resolve("customer")?.name).toBe("crm__find_customer");
+    expect(table.has("shop__find_customer")).toBe(false);
+  });
+
+  it("refuses a provided tool name longer than the 64 characters model APIs take", async () => {
+    const longest = "crm__" + "a".repeat(59);
+    const table = new ToolTable();
+    table.provide(longest, lookup, { provider: "crm" });
+    expect(table.has(longest)).toBe(true);
+    const kernel = await createKernel({ plugins: [providing("long", `${longest}a`, lookup)] });
+    await expect(startAgent(agentFolder({ "agent.ts": MINIMAL_AGENT }), [{ text: "hi" }], { kernel })).rejects.toThrow(
+      /AL_ERR_TOOL_PROVIDED: plugin long provided tool "crm__a+": the name is 65 characters; model APIs take at most 64/,
     );
   });
 

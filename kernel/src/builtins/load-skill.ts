@@ -10,7 +10,7 @@ interface LoadedSkill {
   resources: string[];
   /** Tools the skill made available. */
   activatedTools: string[];
-  /** Tools the skill names that this agent no longer has: its steps that need them cannot be followed. */
+  /** Tools the skill names that this run cannot offer (gone from the agent, or left out by a resolver): its steps that need them cannot be followed. */
   unavailableTools?: string[];
 }
 

@@ -61,8 +61,9 @@ export async function runBridgeTool(scope: RunScope, entry: ToolTableEntry, inpu
       const suggestions = scope.table.search(name, 3).map((hit) => hit.name);
       return { error: why ?? `No tool "${name}". Search with tool_search.`, ...(suggestions.length ? { didYouMean: suggestions } : {}) };
     }
-    // Described tools are offered directly from now on, durably for the run.
-    await activateTools(scope, [target.name], "tool_describe");
+    // Described tools are offered directly from now on, durably for the run; a discovery tool is described
+    // as it is (one the model can describe is already offered, and it is never activated).
+    if (!target.bridge) await activateTools(scope, [target.name], "tool_describe");
     return {
       name: target.name,
       description: target.definition.description,

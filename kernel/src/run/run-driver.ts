@@ -1,5 +1,6 @@
 import {
   AssemblyLineError,
+  errorSummary,
   fenceHolds,
   isAssemblyLineError,
   withinTimeout,
@@ -369,8 +370,11 @@ export class RunDriver {
       ...(run.input.channel ? { channel: { name: run.input.channel.name, ...(run.input.channel.metadata ? { metadata: run.input.channel.metadata } : {}) } } : {}),
     };
     let declaration: RunCapabilityDeclaration | null = null;
+    // Which part threw, so the failure names it: resolvers.ts, then the plugins' resolveRun taps.
+    let inPluginTaps = false;
     const resolving = (async () => {
       const authored = (await sourceBundle.resolver?.resolve(resolverCtx)) ?? null;
+      inPluginTaps = true;
       return hooks.resolveRun.promise(authored, resolverCtx);
     })();
     // One that settles after the run failed for its time settles unheard.
@@ -384,8 +388,19 @@ export class RunDriver {
     try {
       declaration = await withinTimeout(resolving, resolverTimeoutMs, `resolving run ${run.id}`, late);
     } catch (error) {
-      if (error === timedOut) throw error;
-      throw new AssemblyLineError("AL_ERR_RESOLVER_FAILED", `resolvers.ts threw for run ${run.id}: ${(error as Error).message}`, {
+      // A resolver that throws undefined has not timed out (timedOut is still undefined).
+      if (timedOut !== undefined && error === timedOut) throw error;
+      // Anything may be thrown (a string, null): say what it was rather than read a message it lacks.
+      const thrown = error instanceof Error ? error.message : String(error);
+      if (inPluginTaps) {
+        // hooks.ts names the tap and its plugin, with its fix (not when the tap threw an AssemblyLineError of its own).
+        const named = isAssemblyLineError(error, "AL_ERR_HOOK_TAP") ? error : undefined;
+        throw new AssemblyLineError("AL_ERR_RESOLVER_FAILED", `a plugin's resolveRun tap threw for run ${run.id}: ${named ? errorSummary(named) : thrown}`, {
+          fix: named?.fix ?? "Fix the plugin whose resolveRun tap threw, or leave it out of the host's plugins.",
+          cause: error,
+        });
+      }
+      throw new AssemblyLineError("AL_ERR_RESOLVER_FAILED", `resolvers.ts threw for run ${run.id}: ${thrown}`, {
         fix: "A resolver is load-bearing: fix it or return null to keep the authored defaults.",
         cause: error,
       });
@@ -471,7 +486,7 @@ export class RunDriver {
     // Skills loaded earlier in the run: the procedures it loaded go back into the context (their tools came back above).
     const activeSkills = await activeSkillsOf(events, library);
     // Made with `new`, not as object literals: see DriveScope.
-    const skills = new RunSkills(library, () => scope);
+    const skills = new RunSkills(library, () => scope, Array.isArray(started.defaultTools));
     const scope: RunScope = new DriveScope(
       run.id,
       run.agentRevision,

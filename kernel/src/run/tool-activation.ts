@@ -14,13 +14,15 @@ export const TOOLS_ACTIVATED = "tools.activated";
 export async function activateTools(scope: RunScope, names: string[], source: string): Promise<string[]> {
   const fresh: string[] = [];
   for (const name of new Set(names)) {
+    // Already offered (a discovery tool among them): nothing to activate, and nothing wrong.
+    if (scope.visible.has(name)) continue;
     const entry = scope.table.get(name);
     if (!entry || entry.visibility === "hidden" || entry.bridge) {
       throw new AssemblyLineError("AL_ERR_DEFAULT_TOOL_UNKNOWN", `cannot activate "${name}" for run ${scope.runId}: it is not a tool the model may be offered`, {
         fix: "Activate only tools of the agent's table that are not hidden.",
       });
     }
-    if (entry.mode === "disabled" || !entry.available || scope.visible.has(name)) continue;
+    if (entry.mode === "disabled" || !entry.available) continue;
     fresh.push(name);
   }
   if (fresh.length === 0) return [];

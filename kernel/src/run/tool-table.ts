@@ -18,6 +18,7 @@ import { BUILT_IN_REQUIREMENTS, builtInToolDefaults } from "../builtins/index.js
 import type { SourceBundle } from "../compiler/bundle.js";
 import type { AgentManifest } from "../compiler/manifest.js";
 import { toolFunctionProblem } from "../compiler/tool-functions.js";
+import { MAX_TOOL_NAME_LENGTH } from "../compiler/tool-names.js";
 import { compileOnFirstCall, compileSchema } from "../schema.js";
 import { ToolSearchIndex, type ToolSearchHit } from "./tool-search.js";
 import { approvalProblem } from "./approval-problem.js";
@@ -84,14 +85,18 @@ export class ToolTable extends Map<string, ToolTableEntry> implements ToolTableS
   }
 
   // Tables change in place (a connection swapped for one with as many tools, a subagent's connection tools
-  // narrowed): every change drops the indexes, or a search would find a withdrawn tool and miss its successor.
+  // narrowed): every change drops the search index, or a search would find a withdrawn tool and miss its
+  // successor; the alias index only when an alias comes or goes, so providing many tools without aliases
+  // (a connection's) checks each against the aliases without rebuilding the index each time.
   override set(name: string, entry: ToolTableEntry): this {
-    this.dropIndexes();
+    this.searchIndex = undefined;
+    if (entry.aliases.length > 0 || (this.get(name)?.aliases.length ?? 0) > 0) this.aliasIndex = undefined;
     return super.set(name, entry);
   }
 
   override delete(name: string): boolean {
-    this.dropIndexes();
+    this.searchIndex = undefined;
+    if ((this.get(name)?.aliases.length ?? 0) > 0) this.aliasIndex = undefined;
     return super.delete(name);
   }
 
@@ -156,15 +161,26 @@ export class ToolTable extends Map<string, ToolTableEntry> implements ToolTableS
   provide(name: string, definition: ToolDefinition<any, any>, options: { provider: string }): void {
     const refuse = (problem: string): never => {
       throw new AssemblyLineError("AL_ERR_TOOL_PROVIDED", `plugin ${options?.provider ?? "?"} provided tool "${name}": ${problem}`, {
-        fix: "Give provided tools a unique snake_case name (`<connection>__<tool>` for connection tools) and a defineTool(...) definition.",
+        fix: `Give provided tools a unique snake_case name of at most ${MAX_TOOL_NAME_LENGTH} characters (\`<connection>__<tool>\` for connection tools), aliases no other tool has as its name or alias, and a defineTool(...) definition.`,
       });
     };
     if (typeof name !== "string" || !TOOL_NAME.test(name)) refuse("the name is not snake_case");
+    // Model APIs refuse a longer function name, and with it every request that offers the tool.
+    if (name.length > MAX_TOOL_NAME_LENGTH) refuse(`the name is ${name.length} characters; model APIs take at most ${MAX_TOOL_NAME_LENGTH}`);
     if (this.has(name)) refuse(`the name is taken by a ${this.get(name)!.origin} tool`);
+    const nameHolder = this.aliasHolder(name);
+    if (nameHolder) refuse(`the name is an alias of ${describeHolder(nameHolder)}`);
     if (!isToolDefinition(definition)) refuse("the definition is not a defineTool(...) result");
     if (typeof definition.description !== "string" || definition.description.trim() === "") refuse("description must be a non-empty string");
     const problem = toolFunctionProblem(definition) ?? capabilityProblem(definition) ?? approvalProblem(definition);
     if (problem) refuse(problem);
+    // The build keeps the agent's own aliases unique; a provided tool taking one would receive the calls (and
+    // skip the approval gate) meant for the tool that declared it.
+    for (const alias of definition.capability?.aliases ?? []) {
+      if (alias === name) refuse(`alias "${alias}" is the tool's own name`);
+      const holder = this.get(alias) ?? this.aliasHolder(alias);
+      if (holder) refuse(`alias "${alias}" is already ${holder.name === alias ? "the name" : "an alias"} of ${describeHolder(holder)}`);
+    }
     try {
       this.add(name, definition, "provided", { listed: null, provider: options.provider });
     } catch (error) {
@@ -186,17 +202,25 @@ export class ToolTable extends Map<string, ToolTableEntry> implements ToolTableS
     return this.searchIndex.search(query, limit);
   }
 
-  /** A tool by name or alias (aliases are unique across the table, checked at build). */
+  /** A tool by name or alias (aliases are unique across the table: checked at build, and by `provide`). */
   resolve(nameOrAlias: string): ToolTableEntry | undefined {
-    const direct = this.get(nameOrAlias);
-    if (direct) return direct;
+    return this.get(nameOrAlias) ?? this.aliasHolder(nameOrAlias);
+  }
+
+  /** The tool that declares `alias`, if one does. */
+  private aliasHolder(alias: string): ToolTableEntry | undefined {
     if (!this.aliasIndex) {
       this.aliasIndex = new Map();
-      for (const entry of this.values()) for (const alias of entry.aliases) if (!this.has(alias)) this.aliasIndex.set(alias, entry.name);
+      for (const entry of this.values()) for (const held of entry.aliases) this.aliasIndex.set(held, entry.name);
     }
-    const name = this.aliasIndex.get(nameOrAlias);
+    const name = this.aliasIndex.get(alias);
     return name === undefined ? undefined : this.get(name);
   }
+}
+
+/** How a provide refusal names a tool already in the table. */
+function describeHolder(entry: ToolTableEntry): string {
+  return `${entry.origin} tool "${entry.name}"${entry.provider ? ` (plugin ${entry.provider})` : ""}`;
 }
 
 /** Build the table from the manifest: built-ins, authored tools, overrides, disables, policy. */
