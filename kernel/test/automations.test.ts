@@ -235,6 +235,19 @@ export default defineAgent({ model: "test/model", defaultTools: ["schedule"], dy
     expect((await runtime.automations.list()).map((automation) => automation.name)).toEqual(["digest"]);
   });
 
+  it("answers { deleted: false } for a name no automation has, as runtime.automations.delete does, asking no approval", async () => {
+    const agentTs = `import { defineAgent } from "@assemblyline-agents/core";
+export default defineAgent({ model: "test/model", defaultTools: ["drop"], dynamicAutomations: { dynamic: true, approval: true } });
+`;
+    const drop = managerTool(`try { return await ctx.automationManager.delete(input.name); } catch (error) { return { error: error.code }; }`);
+    const { runtime, events, log } = await startAgent(agentFolder({ "agent.ts": agentTs, "tools/drop.ts": drop }), [{ toolCalls: [{ name: "drop", input: { name: "never-made" } }] }, { text: "done" }]);
+    expect(await runtime.automations.delete("never-made")).toEqual({ deleted: false });
+    const run = await runtime.run({ message: "drop it" });
+    expect(run.status).toBe("completed");
+    expect(outputOf(log.outcomes[0]!.outcome)).toEqual({ deleted: false });
+    expect((await events(run.runId)).some((event) => event.type === "approval.requested")).toBe(false);
+  });
+
   it("changes dynamic automations without pausing when approval is off, and leaves static ones alone", async () => {
     const agentTs = `import { defineAgent } from "@assemblyline-agents/core";
 export default defineAgent({ model: "test/model", defaultTools: ["manage"], dynamicAutomations: { dynamic: true } });

@@ -1,4 +1,4 @@
-import type { AutomationInfo, AutomationManager, JsonValue } from "@assemblyline-agents/core";
+import { isAssemblyLineError, type AutomationInfo, type AutomationManager, type JsonValue } from "@assemblyline-agents/core";
 import type { ChangeGate } from "../run/change-approval.js";
 import type { SkillChangeJournal } from "../skills/durable-skill-change.js";
 import type { Automations, PlannedAutomation } from "./automations.js";
@@ -52,14 +52,20 @@ export function createAutomationManager(automations: Automations, gate: ChangeGa
         (plan) => automations.applyUpdate(plan),
       ),
     delete: (name) =>
-      change<{ instance: string | null }, { deleted: boolean }>(
+      change<{ instance: string | null; missing?: true }, { deleted: boolean }>(
         "delete",
         async () => {
-          await automations.checkUpdate(name, {});
+          try {
+            await automations.checkUpdate(name, {});
+          } catch (error) {
+            // No automation of that name: nothing to approve or delete, answered as runtime.automations.delete answers.
+            if (isAssemblyLineError(error, "AL_ERR_AUTOMATION_NOT_FOUND")) return { instance: null, missing: true };
+            throw error;
+          }
           ask("delete", name, {});
           return { instance: await automations.dynamicInstance(name) };
         },
-        ({ instance }) => (instance === null ? automations.delete(name) : automations.deleteInstance(name, instance)),
+        async ({ instance, missing }) => (missing ? { deleted: false } : instance === null ? automations.delete(name) : automations.deleteInstance(name, instance)),
       ),
   };
 }
