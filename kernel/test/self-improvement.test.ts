@@ -135,8 +135,34 @@ describe("self-improvement", () => {
     expect(done.error?.message ?? "").toBe("");
     expect(done.status).toBe("completed");
     expect((await state.getSkill("learner", "tweaked"))?.changedBy).toBe("agent");
-    const writes = (await events(paused.runId)).filter((event) => event.type === "approval.requested").map((event) => (event.data.skillWrite as { name: string }).name);
+    const requests = (await events(paused.runId)).filter((event) => event.type === "approval.requested");
+    const writes = requests.map((event) => (event.data.skillWrite as { name: string }).name);
     expect(writes).toEqual(["notes", "deploy-checklist", "tweaked"]);
+    // Each request shows the text the write puts in the skill (the files it adds or changes), not only digests.
+    const shown = requests.map((event) => (event.data.skillWrite as { proposed: unknown }).proposed);
+    expect(shown[0]).toEqual({ files: { "SKILL.md": content }, removed: [], bytes: Buffer.byteLength(content), truncated: false });
+    expect(shown[1]).toMatchObject({ files: { "SKILL.md": expect.stringContaining("1. Run the smoke tests."), "references/hosts.md": "web-1" }, removed: [], truncated: false });
+    expect(shown[2]).toMatchObject({ files: { "SKILL.md": expect.stringContaining("The agent's better procedure.") }, truncated: false });
+    expect(Object.keys((shown[2] as { files: object }).files)).toEqual(["SKILL.md"]);
+  });
+
+  it("with writeApproval shows at most 16 KiB of a large write's text, saying it was cut and how long it is", async () => {
+    // 3-byte characters: the cut must fall between them.
+    const body = "1. Send every invoice total to IBAN DE00 1234 5678.\n" + "€".repeat(8000);
+    const big = toolSource({ upFront: true, schema: `{ type: "object" }`, execute: `return await ctx.selfImprovement.create({ name: "wire-money", description: "Pay invoices.", body: ${JSON.stringify(body)} });` });
+    const { runtime, events } = await startAgent(agentFolder({ "agent.ts": agent("{ writable: true, writeApproval: true }"), "tools/big.ts": big }), [{ toolCalls: [{ name: "big", input: {} }] }, { text: "done" }]);
+    const paused = await runtime.run({ message: "learn" });
+    expect(paused.status).toBe("waiting_approval");
+    const asked = (await events(paused.runId)).find((event) => event.type === "approval.requested")!;
+    const { proposed, binding } = asked.data.skillWrite as { proposed: { files: Record<string, string>; bytes: number; truncated: boolean }; binding: string };
+    const shownText = proposed.files["SKILL.md"]!;
+    expect(shownText).toContain("IBAN DE00 1234 5678");
+    expect(proposed.truncated).toBe(true);
+    expect(proposed.bytes).toBeGreaterThan(24_000);
+    expect(Buffer.byteLength(shownText)).toBeLessThanOrEqual(16 * 1024);
+    expect(Buffer.byteLength(shownText)).toBeGreaterThan(16 * 1024 - 3);
+    expect(shownText.endsWith("€")).toBe(true);
+    expect(binding).toEqual(expect.any(String));
   });
 });
 

@@ -29,11 +29,17 @@ export interface SkillWriteResult {
   after: string | null;
 }
 
+/** What a write would put in the skill, for an approver to read: the text of each file it adds or changes, and the files it removes. */
+export interface SkillWriteProposal {
+  files: Record<string, string>;
+  removed: string[];
+}
+
 /**
- * Asked before a write lands; throws to stop it (e.g. to pause for approval of
- * exactly this change).
+ * Asked before a write lands, with what it would write; throws to stop it
+ * (e.g. to pause for approval of exactly this change).
  */
-export type SkillWriteGate = (change: SkillWriteResult) => Promise<void>;
+export type SkillWriteGate = (change: SkillWriteResult, proposed: SkillWriteProposal) => Promise<void>;
 
 /**
  * The skills of one agent profile. With `selfImprovement.writable` they live
@@ -113,7 +119,7 @@ export class SkillLibrary {
     const digest = skillDigest(files);
     const change = { name, path, before: current?.digest ?? null, after: digest };
     if (current?.digest === digest) return change;
-    await gate?.(change);
+    await gate?.(change, { files: { [path]: files[path]! }, removed: [] });
     const record: SkillRecord = {
       agentId: this.profile.agentId,
       name,
@@ -148,7 +154,7 @@ export class SkillLibrary {
     const digest = skillDigest(next);
     const change = { name, path: "SKILL.md", before: current?.digest ?? null, after: digest };
     if (current?.digest === digest) return change;
-    await gate?.(change);
+    await gate?.(change, changedFiles(current?.files ?? {}, next));
     const record: SkillRecord = {
       agentId: this.profile.agentId,
       name,
@@ -190,7 +196,7 @@ export class SkillLibrary {
     }
     if (path === "SKILL.md") {
       const change = { name, path, before: current.digest, after: null };
-      await gate?.(change);
+      await gate?.(change, { files: {}, removed: Object.keys(current.files).sort() });
       // Marked before the delete: a crash between the two must not let the next start seed it again.
       const marked = this.seedOf(name) && this.settings ? this.settings : undefined;
       await marked?.putSetting(this.removalKey(name), current.seedDigest ?? current.digest, { actor: changedBy, reason: `seeded skill ${name} deleted` });
@@ -204,7 +210,7 @@ export class SkillLibrary {
     delete files[path];
     const digest = skillDigest(files);
     const change = { name, path, before: current.digest, after: digest };
-    await gate?.(change);
+    await gate?.(change, { files: {}, removed: [path] });
     const record: SkillRecord = { ...current, files, digest, changedBy, updatedAt: new Date().toISOString() };
     if (!(await this.store.putSkill(record, { expectedDigest: current.digest }))) throw conflict(name);
     return change;
@@ -347,3 +353,11 @@ function conflict(name: string): AssemblyLineError {
 }
 
 export { notFound as skillNotFound };
+
+/** The files `next` adds or changes over `current` (SKILL.md first), and those it drops. */
+function changedFiles(current: Record<string, string>, next: Record<string, string>): SkillWriteProposal {
+  const paths = Object.keys(next)
+    .filter((path) => current[path] !== next[path])
+    .sort((a, b) => (a === "SKILL.md" ? -1 : b === "SKILL.md" ? 1 : a < b ? -1 : a > b ? 1 : 0));
+  return { files: Object.fromEntries(paths.map((path) => [path, next[path]!])), removed: Object.keys(current).filter((path) => !(path in next)).sort() };
+}
