@@ -57,6 +57,7 @@ import { skillWriteGate } from "./skills/write-approval.js";
 import { createSelfImprovementApi } from "./skills/self-improvement-api.js";
 import { DEFAULT_SUBAGENT_LIMITS, checkSubagentLimitsOption, type SubagentLimits } from "./subagents/limits.js";
 import { spawnSubagent } from "./subagents/spawner.js";
+import { TurnSignals } from "./subagents/turn-signals.js";
 import { endedChildRefusal } from "./subagents/ended-child.js";
 import { StrandedParentSweep } from "./subagents/stranded-parents.js";
 import { Automations } from "./automations/automations.js";
@@ -312,8 +313,8 @@ export class OpenEveRuntime {
       ownerId: this.ownerId,
       leaseTtlMs: this.options.leaseTtlMs ?? 30_000,
       resolverTimeoutMs: this.resolverTimeoutMs,
-      selectHarness: (modelSpec, runId) => this.selectHarness(modelSpec, runId),
-      services: (run, resumed) => this.servicesFor(run, resumed, { manifest, profiles, journal, drive: (childRunId) => driver.drive(childRunId) }),
+      selectHarness: async (modelSpec, runId) => this.turnSignals.watch(await this.selectHarness(modelSpec, runId)),
+      services: (run, resumed) => this.servicesFor(run, resumed, { manifest, profiles, journal, drive: (childRunId, signal) => driver.drive(childRunId, signal ? { signal } : {}) }),
       textDelta: (runId, delta) => this.options.onTextDelta?.(runId, delta),
       textRestart: (runId) => this.options.onTextRestart?.(runId),
       owesDelivery: (channel) => this.options.owesDelivery?.(channel) ?? true,
@@ -350,6 +351,8 @@ export class OpenEveRuntime {
   private userHooksTapped = false;
   /** Spawns under way per parent run (spawner.ts). */
   private readonly spawning = new Map<string, Set<string>>();
+  /** Each run's turn under way here: the children it spawns stop with it. */
+  private readonly turnSignals = new TurnSignals();
   private readonly libraries = new Map<string, SkillLibrary>();
 
   /** The skills of the root agent (`path` "") or of a subagent (`researcher`, `researcher/fact_checker`). */
@@ -961,7 +964,11 @@ export class OpenEveRuntime {
   }
 
   /** A run's services under the build it runs on (`build`: the served one, or an earlier one its paused runs are pinned to). */
-  private servicesFor(run: RunRecord, resumed: boolean, build: { manifest: AgentManifest; profiles: AgentProfile; journal: RunJournal; drive(childRunId: string): Promise<RunResult> }): RunServices {
+  private servicesFor(
+    run: RunRecord,
+    resumed: boolean,
+    build: { manifest: AgentManifest; profiles: AgentProfile; journal: RunJournal; drive(childRunId: string, signal?: AbortSignal): Promise<RunResult> },
+  ): RunServices {
     const sandboxAdapter = this.options.sandbox;
     // A subagent with workspace "shared" works in the sandbox of the run it names; it never releases it.
     const sandboxKey = run.input.parent?.sandboxRunId ?? run.id;
@@ -1012,7 +1019,7 @@ export class OpenEveRuntime {
           { runs: this.state.runs, journal: build.journal, limits: this.subagentLimits, spawning: this.spawning, drive: build.drive, usage: this.state.usage, budgets: profile.budgets },
           run,
           profile,
-          { callId, spawnIndex },
+          { callId, spawnIndex, turn: this.turnSignals.of(run.id) },
           request,
         ),
       filesystemWith(undefined),

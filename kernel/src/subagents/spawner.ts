@@ -30,8 +30,11 @@ export interface SpawnerParts {
    * One process drives a parent run (its lease), so a count in memory sees all of them.
    */
   spawning: Map<string, Set<string>>;
-  /** Drive a run to its next resting state (waits for a drive of it already in this process). */
-  drive(runId: string): Promise<RunResult>;
+  /**
+   * Drive a run to its next resting state (waits for a drive of it already in this process).
+   * `signal` stops it as a caller's abort stops a run: it fails with the abort's reason.
+   */
+  drive(runId: string, signal?: AbortSignal): Promise<RunResult>;
   /** Model usage: what a child spent is recorded on the parent, and what the parent has left bounds the next child. */
   usage: UsageStore;
   /** The spawning run's budgets, as its agent resolves them (before its own narrowing and extensions). */
@@ -50,6 +53,11 @@ export function childRunIdFor(parentRunId: string, callId: string, spawnIndex = 
 export interface SpawnSite {
   callId: string;
   spawnIndex: number;
+  /**
+   * The signal of the parent's turn the call runs in (its `ctx.signal`): aborted when the parent stops
+   * waiting for the call. The child stops with it, and the parent's log gets nothing more of the spawn.
+   */
+  turn?: AbortSignal;
 }
 
 /**
@@ -60,6 +68,8 @@ export interface SpawnSite {
  */
 export async function spawnSubagent(parts: SpawnerParts, parent: RunRecord, profile: AgentProfile, site: SpawnSite, request: SubagentRequest): Promise<JsonValue> {
   const { callId } = site;
+  const record = (type: RecordedType, data: Record<string, JsonValue> & { childRunId: string }, more?: () => Promise<Record<string, JsonValue>>) =>
+    recordOnce(parts, parent.id, site.turn, type, data, more);
   checkSubagentRequest(request);
   const child = profile.subagents.get(request.name);
   if (!child) {
@@ -77,17 +87,17 @@ export async function spawnSubagent(parts: SpawnerParts, parent: RunRecord, prof
       details: { childRunId },
     });
   }
-  if (!existing) await startChild(parts, parent, child, callId, childRunId, request);
+  if (!existing) await startChild(parts, parent, child, site, childRunId, request);
   // A crash between creating the child and recording it leaves the event to the replay.
-  else await recordOnce(parts, parent.id, "subagent.started", { childRunId, subagent: child.path, callId, task: request.task, depth: existing.input.parent?.depth ?? 1 });
+  else await record("subagent.started", { childRunId, subagent: child.path, callId, task: request.task, depth: existing.input.parent?.depth ?? 1 });
 
-  const result = await parts.drive(childRunId).catch((error: unknown) => {
+  const result = await driveUnder(parts, childRunId, site.turn).catch((error: unknown) => {
     // Leased by another replica: not the parent's failure. It stays running and recovery resumes both.
     if (isAssemblyLineError(error, "AL_ERR_RUN_NOT_RESUMABLE")) throw busy(childRunId, "is leased by another process");
     throw error;
   });
   if (result.status === "waiting_approval" || result.status === "waiting_input") {
-    await recordOnce(parts, parent.id, "subagent.waiting", {
+    await record("subagent.waiting", {
       childRunId,
       subagent: child.path,
       callId,
@@ -98,7 +108,7 @@ export async function spawnSubagent(parts: SpawnerParts, parent: RunRecord, prof
     throw new SubagentSuspension(childRunId, result.status === "waiting_approval" ? "approval" : "input");
   }
   if (result.status === "failed") {
-    await recordOnce(parts, parent.id, "subagent.completed", { childRunId, subagent: child.path, callId, status: "failed", error: result.error?.message ?? "failed" }, () => spentOf(parts, childRunId));
+    await record("subagent.completed", { childRunId, subagent: child.path, callId, status: "failed", error: result.error?.message ?? "failed" }, () => spentOf(parts, childRunId));
     throw new AssemblyLineError("AL_ERR_SUBAGENT_FAILED", `subagent ${child.path} (run ${childRunId}) failed: ${result.error?.message ?? "unknown error"}`, {
       fix: `See \`assembly-line runs show ${childRunId}\`.`,
     });
@@ -112,14 +122,34 @@ export async function spawnSubagent(parts: SpawnerParts, parent: RunRecord, prof
     output = checkOutput(child, childRunId, text, schema);
   } catch (error) {
     // The child ended all the same: the parent's record says so, and why its output was refused.
-    await recordOnce(parts, parent.id, "subagent.completed", { childRunId, subagent: child.path, callId, status: "output_invalid", error: (error as Error).message }, () => spentOf(parts, childRunId));
+    await record("subagent.completed", { childRunId, subagent: child.path, callId, status: "output_invalid", error: (error as Error).message }, () => spentOf(parts, childRunId));
     throw error;
   }
-  await recordOnce(parts, parent.id, "subagent.completed", { childRunId, subagent: child.path, callId, status: "completed", output }, () => spentOf(parts, childRunId));
+  await record("subagent.completed", { childRunId, subagent: child.path, callId, status: "completed", output }, () => spentOf(parts, childRunId));
   return { subagent: child.path, runId: childRunId, output };
 }
 
-async function startChild(parts: SpawnerParts, parent: RunRecord, child: AgentProfile, callId: string, childRunId: string, request: SubagentRequest): Promise<void> {
+/**
+ * Drive the child until it rests, stopped when the parent's turn stops: with the turn's abort reason, so the
+ * child fails as a cancelled run does. Not when the parent's lease moved to another replica: the child is this
+ * process's to drive still, and that replica's replay of the call finds it.
+ */
+async function driveUnder(parts: SpawnerParts, childRunId: string, turn: AbortSignal | undefined): Promise<RunResult> {
+  if (!turn) return parts.drive(childRunId);
+  const stop = new AbortController();
+  const forward = () => {
+    if (!isAssemblyLineError(turn.reason, "AL_ERR_RUN_LEASE_LOST")) stop.abort(turn.reason);
+  };
+  if (turn.aborted) forward();
+  else turn.addEventListener("abort", forward, { once: true });
+  try {
+    return await parts.drive(childRunId, stop.signal);
+  } finally {
+    turn.removeEventListener("abort", forward);
+  }
+}
+
+async function startChild(parts: SpawnerParts, parent: RunRecord, child: AgentProfile, site: SpawnSite, childRunId: string, request: SubagentRequest): Promise<void> {
   const depth = (parent.input.parent?.depth ?? 0) + 1;
   if (depth > parts.limits.maxDepth) {
     throw new AssemblyLineError("AL_ERR_SUBAGENT_LIMIT", `spawning ${child.path} would nest subagents ${depth} deep; the limit is ${parts.limits.maxDepth}`, {
@@ -138,14 +168,15 @@ async function startChild(parts: SpawnerParts, parent: RunRecord, child: AgentPr
       });
     }
     underWay.add(childRunId);
-    await createChild(parts, parent, child, callId, childRunId, request, depth);
+    await createChild(parts, parent, child, site, childRunId, request, depth);
   } finally {
     underWay.delete(childRunId);
     if (underWay.size === 0 && parts.spawning.get(parent.id) === underWay) parts.spawning.delete(parent.id);
   }
 }
 
-async function createChild(parts: SpawnerParts, parent: RunRecord, child: AgentProfile, callId: string, childRunId: string, request: SubagentRequest, depth: number): Promise<void> {
+async function createChild(parts: SpawnerParts, parent: RunRecord, child: AgentProfile, site: SpawnSite, childRunId: string, request: SubagentRequest, depth: number): Promise<void> {
+  const { callId } = site;
   const sandboxRunId = child.workspace === "shared" ? (parent.input.parent?.sandboxRunId ?? parent.id) : childRunId;
   const { run, created } = await parts.runs.createRun({
     id: childRunId,
@@ -162,7 +193,7 @@ async function createChild(parts: SpawnerParts, parent: RunRecord, child: AgentP
     idempotencyKey: `subagent:${childRunId}`,
   });
   if (created) await parts.journal.observe(run.id);
-  await recordOnce(parts, parent.id, "subagent.started", { childRunId, subagent: child.path, callId, task: request.task, depth });
+  await recordOnce(parts, parent.id, site.turn, "subagent.started", { childRunId, subagent: child.path, callId, task: request.task, depth });
 }
 
 /**
@@ -242,29 +273,44 @@ function stripFence(text: string): string {
   return fenced ? fenced[1]! : text;
 }
 
-/** Record a parent event once per child run (and per child pause for `subagent.waiting`), so replays add nothing. */
+type RecordedType = "subagent.started" | "subagent.completed" | "subagent.waiting";
+
+/**
+ * Record a parent event once per child run (and per child pause for `subagent.waiting`), so replays add nothing.
+ * Only while the parent waits for the call: a parent whose turn stopped (`turn` aborted) recorded the call as
+ * stopped and ends without it, and a parent that has ended is never written to again.
+ */
 async function recordOnce(
   parts: SpawnerParts,
   parentRunId: string,
-  type: "subagent.started" | "subagent.completed" | "subagent.waiting",
+  turn: AbortSignal | undefined,
+  type: RecordedType,
   data: Record<string, JsonValue> & { childRunId: string },
   /** More of the event, read only when it is not recorded yet (a replay reads nothing more). */
   more?: () => Promise<Record<string, JsonValue>>,
 ): Promise<void> {
-  const events = await parts.runs.listEvents(parentRunId);
-  const same = events.filter((event) => event.type === type && event.data.childRunId === data.childRunId);
-  if (type === "subagent.waiting") {
-    // A new pause of the child (another approval) is worth a new event; a replay of the same one is not.
-    const key = digestJson([data.pendingApprovals, data.question]);
-    if (same.some((event) => digestJson([event.data.pendingApprovals, event.data.question]) === key)) return;
-  } else if (same.length > 0) {
-    return;
-  }
-  try {
-    await parts.journal.record(parentRunId, type, more ? { ...data, ...(await more()) } : data);
-  } catch (error) {
-    if (isAssemblyLineError(error, "AL_ERR_EVENT_SEQ")) return;
-    throw error;
+  let extra: Record<string, JsonValue> | undefined;
+  for (;;) {
+    if (turn?.aborted) return;
+    const events = await parts.runs.listEvents(parentRunId);
+    if (events.some((event) => event.type === "run.completed" || event.type === "run.failed")) return;
+    const same = events.filter((event) => event.type === type && event.data.childRunId === data.childRunId);
+    if (type === "subagent.waiting") {
+      // A new pause of the child (another approval) is worth a new event; a replay of the same one is not.
+      const key = digestJson([data.pendingApprovals, data.question]);
+      if (same.some((event) => digestJson([event.data.pendingApprovals, event.data.question]) === key)) return;
+    } else if (same.length > 0) {
+      return;
+    }
+    extra ??= more ? await more() : {};
+    if (turn?.aborted) return;
+    try {
+      // Onto the log as read only: the parent's end, or a call beside this one, written since is seen on the next pass.
+      await parts.journal.record(parentRunId, type, { ...data, ...extra }, undefined, { expectedLastSeq: events.at(-1)?.seq ?? 0 });
+      return;
+    } catch (error) {
+      if (!isAssemblyLineError(error, "AL_ERR_EVENT_SEQ")) throw error;
+    }
   }
 }
 
