@@ -48,3 +48,46 @@ describe("channel methods at build", () => {
     expect(await buildFailure({ "channels/message.ts": withMethods(methods) })).toEqual({ code: "AL_ERR_CHANNEL_DEFINITION", message: `channels/message.ts: ${problem}` });
   });
 });
+
+describe("channel named exports at build", () => {
+  const withExport = (extra: string) =>
+    `import { defineChannel } from "@assemblyline-agents/core";\nexport default defineChannel({ transport: "http", route: "/hook", methods: ["POST"] });\n${extra}\n`;
+
+  async function refusal(extra: string): Promise<{ code: string; message: string; fix: string | undefined }> {
+    const error = await buildAgent(agentFolder({ "agent.ts": MINIMAL_AGENT, "channels/hook.ts": withExport(extra) })).then(
+      () => undefined,
+      (thrown: unknown) => thrown as AssemblyLineError,
+    );
+    if (!error) throw new Error("the build passed");
+    return { code: error.code, message: errorSummary(error), fix: error.fix };
+  }
+
+  it.each([
+    // A British spelling would build a raw route: open in dev mode, the channel's signature check never run.
+    ["normaliseHttp", "export function normaliseHttp(request) { return { ack: true }; }", "normalizeHttp"],
+    // The replies would never be pushed to the provider.
+    ["deliverReply", "export async function deliverReply(delivery) {}", "deliver"],
+    ["deliverFailed", "export async function deliverFailed(failure) {}", "deliverFailure"],
+    ["resolveAttachments", "export const resolveAttachments = () => undefined;", "resolveAttachment"],
+  ])("refuses an export %s the host never reads, naming the closest channel member", async (exported, extra, closest) => {
+    const refused = await refusal(extra);
+    expect(refused).toMatchObject({ code: "AL_ERR_CHANNEL_DEFINITION", message: expect.stringContaining(`channels/hook.ts: export ${exported} is not one a channel module has`) });
+    expect(refused.fix).toContain(`Rename it to ${closest} if that is what it is`);
+  });
+
+  it("refuses a channel member exported as something other than a function", async () => {
+    expect(await refusal('export const deliver = "https://provider.example/reply";')).toMatchObject({ code: "AL_ERR_CHANNEL_DEFINITION", message: "channels/hook.ts: export deliver is not a function" });
+  });
+
+  it("builds a channel exporting every member a channel module has", async () => {
+    const { manifest } = await buildAgent(
+      agentFolder({
+        "agent.ts": MINIMAL_AGENT,
+        "channels/hook.ts": withExport(
+          "export function normalizeHttp() { return { ack: true }; }\nexport async function deliver() {}\nexport async function deliverFailure() {}\nexport function resolveAttachment() { return undefined; }\nexport type Unused = string;",
+        ),
+      }),
+    );
+    expect(manifest.channels[0]!.exports).toEqual({ normalizeHttp: true, deliver: true, resolveAttachment: true, deliverFailure: true });
+  });
+});

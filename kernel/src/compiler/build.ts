@@ -507,6 +507,7 @@ async function compileChannels(agentDir: string, load: Loader): Promise<ChannelM
     };
     if (!isChannelDefinition(config)) fail("does not default-export defineChannel(...) or a provider helper", 'Write `export default defineChannel({ transport: "http", route: "/message", methods: ["POST"] })`.');
     const channel = config as ChannelDefinition;
+    refuseStrayChannelExports(file, module);
     refuseUnknownKeys(channel, KNOWN_KEYS.channel, `${file}: defineChannel`, "AL_ERR_CHANNEL_DEFINITION");
     refuseUnknownKeys(channel.ingress, KNOWN_KEYS.channelIngress, `${file}: defineChannel ingress`, "AL_ERR_CHANNEL_DEFINITION");
     if (channel.transport !== "http") fail(`transport ${JSON.stringify(channel.transport)} is not supported`, 'Use transport: "http".');
@@ -555,6 +556,44 @@ async function compileChannels(agentDir: string, load: Loader): Promise<ChannelM
     });
   }
   return entries;
+}
+
+/** The named exports of a `channels/*.ts` file the host reads: the members of a ChannelModule besides its config (the default export). */
+const CHANNEL_EXPORTS = ["normalizeHttp", "deliver", "deliverFailure", "resolveAttachment"] as const;
+
+/**
+ * Refuse a named export of a channel file that the host would never read: a misspelt one builds otherwise
+ * without a word, and `normaliseHttp` would turn a provider channel into a raw route with no signature check.
+ */
+function refuseStrayChannelExports(file: string, module: Record<string, unknown>): void {
+  for (const key of Object.keys(module)) {
+    if (key === "default") continue;
+    if ((CHANNEL_EXPORTS as readonly string[]).includes(key)) {
+      if (typeof module[key] === "function") continue;
+      throw new AssemblyLineError("AL_ERR_CHANNEL_DEFINITION", `${file}: export ${key} is not a function`, {
+        fix: `Export ${key} as a function (export async function ${key}(...)), or leave it out.`,
+      });
+    }
+    const closest = closestName(key, CHANNEL_EXPORTS);
+    throw new AssemblyLineError("AL_ERR_CHANNEL_DEFINITION", `${file}: export ${key} is not one a channel module has (the host reads only ${CHANNEL_EXPORTS.join(", ")} and the default export), so it would never be called`, {
+      fix: `Rename it to ${closest} if that is what it is, or stop exporting it (a helper the channel uses needs no export; one shared with other files goes in a file outside channels/).`,
+    });
+  }
+}
+
+/** The candidate with the fewest single-letter edits (case aside) from `name`, the first of equals. */
+function closestName(name: string, candidates: readonly string[]): string {
+  const distance = (a: string, b: string): number => {
+    let previous = Array.from({ length: b.length + 1 }, (_, index) => index);
+    for (let i = 1; i <= a.length; i += 1) {
+      const current = [i];
+      for (let j = 1; j <= b.length; j += 1) current[j] = Math.min(previous[j]! + 1, current[j - 1]! + 1, previous[j - 1]! + (a[i - 1] === b[j - 1] ? 0 : 1));
+      previous = current;
+    }
+    return previous[b.length]!;
+  };
+  const lower = name.toLowerCase();
+  return candidates.reduce((best, candidate) => (distance(lower, candidate.toLowerCase()) < distance(lower, best.toLowerCase()) ? candidate : best));
 }
 
 const AUTOMATION_NAME = /^[a-z0-9][a-z0-9_-]{0,63}$/;
