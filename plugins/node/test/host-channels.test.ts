@@ -260,6 +260,27 @@ describe("channel ingress secrets", () => {
     expect(host.logger.events("security.channel_secret_missing")).toHaveLength(1);
   });
 
+  it.each([
+    // An empty group is met with nothing set: production would boot with the channel's webhook open.
+    ["an empty group", [[]], "[[]]"],
+    // A flat list of names, the groups' brackets forgotten.
+    ["a flat list of names", ["HOOK_SECRET"], '["HOOK_SECRET"]'],
+    ["a name that is not an env variable's", [["hook-secret"]], '[["hook-secret"]]'],
+  ])("refuses a plugin channel whose ingress.requiredSecretEnv is %s, naming the channel, as the build refuses an authored one", async (_label, requiredSecretEnv, shown) => {
+    const hook = { config: { transport: "http", route: "/hook", methods: ["POST"], ingress: { requiredSecretEnv } }, normalizeHttp: () => ({ ack: true }) } as unknown as ChannelModule;
+    let closed = false;
+    const state = Object.assign(new InMemoryStateAdapter(), { close: async () => void (closed = true) });
+    const kernel = await createKernel({
+      plugins: [definePlugin({ name: "hook-channel", version: "1.0.0", apply: (k) => k.hooks.channel.tap("hook-channel", (channels) => channels.set("/hook", hook)) })],
+    });
+    const refused = await withProcessSecrets({ FIXTURE_SECRET: "s3cret" }, () =>
+      listenNodeRuntime({ ...bundle, kernel, state, port: 0, host: "127.0.0.1", devMode: false, logger: noopLogger(), env: {} }).catch((error: unknown) => error),
+    );
+    expect(isAssemblyLineError(refused, "AL_ERR_CHANNEL_DEFINITION"), String(refused)).toBe(true);
+    expect((refused as Error).message).toContain(`channel hook (route /hook, registered through hooks.channel) has ingress.requiredSecretEnv ${shown}, which is not any-of groups of env variable names`);
+    expect(closed).toBe(true);
+  });
+
   it("refuses a channel whose route the host serves itself", async () => {
     const dir = tempDir();
     const agentDir = join(dir, "agent");

@@ -18,8 +18,32 @@ export function channelSecretNeeds(manifest: AgentManifest, channels: Record<str
   return Object.entries(channels).map(([name, module]) => {
     const entry = authored.get(name);
     if (entry && entry.route === module.config.route) return { name, source: entry.source.file, requiredSecretEnv: entry.requiredSecretEnv };
-    return { name, source: "registered through hooks.channel", requiredSecretEnv: module.config.ingress?.requiredSecretEnv ?? [] };
+    const requiredSecretEnv: unknown = module.config.ingress?.requiredSecretEnv ?? [];
+    // Checked as the build checks an authored channel's: an empty group would be met with nothing set (production
+    // booting open), and a flat list of names would fail the check below with a TypeError naming nothing.
+    if (!isSecretEnvGroups(requiredSecretEnv)) {
+      throw new AssemblyLineError(
+        "AL_ERR_CHANNEL_DEFINITION",
+        `channel ${name} (route ${module.config.route}, registered through hooks.channel) has ingress.requiredSecretEnv ${shown(requiredSecretEnv)}, which is not any-of groups of env variable names`,
+        { fix: 'Fix the plugin that registers it: ingress: { requiredSecretEnv: [["HOOK_SECRET"]] } is a list of groups, each a non-empty list of names such as HOOK_SECRET (upper case, digits, _), one group of which must be set.' },
+      );
+    }
+    return { name, source: "registered through hooks.channel", requiredSecretEnv };
   });
+}
+
+/** Any-of groups of env variable names, as the build requires of an authored channel's `ingress.requiredSecretEnv`. */
+function isSecretEnvGroups(value: unknown): value is string[][] {
+  return (
+    Array.isArray(value) &&
+    value.every((group) => Array.isArray(group) && group.length > 0 && group.every((name) => typeof name === "string" && ENV_NAME.test(name)))
+  );
+}
+
+const ENV_NAME = /^[A-Z_][A-Z0-9_]*$/;
+
+function shown(value: unknown): string {
+  return (JSON.stringify(value) ?? String(value)).slice(0, 120);
 }
 
 /**
