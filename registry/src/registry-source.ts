@@ -60,8 +60,13 @@ function checkSnapshot(data: unknown, location: string): RegistrySnapshot {
   if (typeof unwrapped !== "object" || unwrapped === null || !Array.isArray((unwrapped as RegistrySnapshot).plugins)) throw fail("is not { plugins: [...] }");
   const snapshot = unwrapped as RegistrySnapshot;
   if (snapshot.updatedAt !== undefined && (typeof snapshot.updatedAt !== "string" || Number.isNaN(Date.parse(snapshot.updatedAt)))) throw fail(`has an updatedAt that is not a date: ${JSON.stringify(snapshot.updatedAt)}`);
+  const positions = new Map<string, number>();
   for (const [position, entry] of snapshot.plugins.entries()) {
     if (typeof entry !== "object" || entry === null || typeof entry.id !== "string") throw fail(`has a plugins[${position}] without an id`);
+    // The committed index is keyed by id; two entries under one id would leave `plugins add` installing whichever sorts first.
+    const earlier = positions.get(entry.id);
+    if (earlier !== undefined) throw fail(`lists the plugin id "${entry.id}" twice (plugins[${earlier}] and plugins[${position}])`);
+    positions.set(entry.id, position);
     const { id, description, tags, ...facts } = entry;
     const index = registryIndexValidator();
     if (!index({ plugins: { [id]: { package: facts.package, description, tags } } })) throw fail(`has an invalid plugin "${id}": ${describeSchemaErrors(index.errors, "").join("; ")}`);

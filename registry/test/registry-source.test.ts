@@ -121,6 +121,15 @@ describe("the registry index is data that can be refreshed", () => {
     expect((refusal as { fix?: string }).fix).toContain("plugins list --json");
   });
 
+  it("refuses a snapshot listing one plugin id twice, naming the id, instead of letting plugins add install whichever package sorts first", async () => {
+    const snapshot = await newerSnapshot();
+    snapshot.plugins.push({ ...snapshot.plugins.at(-1)!, package: "@someone-else/assembly-line-kv" });
+    served = snapshot;
+    const refusal = await loadRegistry({ source: url }).catch((error: unknown) => error);
+    expect(isAssemblyLineError(refusal, "AL_ERR_REGISTRY_INVALID"), String(refusal)).toBe(true);
+    expect((refusal as Error).message).toContain('lists the plugin id "acme-kv" twice');
+  });
+
   it("refuses an entry whose version is not semver, whose kernel is not a semver range or whose facets are not state facets, naming the entry and the field", async () => {
     const cases: Array<[string, (entry: Record<string, unknown>) => void, string]> = [
       ["version", (entry) => (entry.version = "banana"), '"acme-kv": /plugins/acme-kv/version must be a semver version'],
