@@ -23,7 +23,7 @@ import { describeHttp, type HttpRecord } from "./http.js";
 import { fillPath, jsonBody, send, withTimeout, type RequestBody } from "./http-request.js";
 import { McpClients, failure, type McpTarget, type McpToolRecord } from "./mcp.js";
 import { describeOpenApi, openApiRequest, type OpenApiRecord } from "./openapi.js";
-import { connectionFetch, guardedFetchFor, SentSecrets, withGrant } from "./outbound.js";
+import { connectionFetch, guardedFetchFor, refuseSpecialAddresses, SentSecrets, withGrant } from "./outbound.js";
 import { DEFAULT_MAX_RESPONSE_BYTES } from "./response-limit.js";
 import { envRedaction, grantRedaction, redactionFor } from "./redact.js";
 
@@ -125,7 +125,12 @@ export function createConnections(options: ConnectionsOptions = {}): ConnectionP
             warn({ event: "connection.operation_omitted", connection: name, operation: shownOperation }, `connection "${name}": OpenAPI operation ${shownOperation} is not offered as a tool: ${shownReason}`);
           }) };
         } else {
-          record = { kind: "http", description, api: describeHttp(name, definition.baseUrl, definition.endpoints) };
+          const api = describeHttp(name, definition.baseUrl, definition.endpoints);
+          // Nothing is fetched to describe it: its host's addresses are checked here, not first at a call.
+          await refuseSpecialAddresses(definition.baseUrl, policy, outbound).catch((error: unknown) => {
+            throw failure(name, "resolving its host", error);
+          });
+          record = { kind: "http", description, api };
         }
       } catch (error) {
         throw redactError(error, await redactionOf(definition, sent));

@@ -1,4 +1,6 @@
-import { AssemblyLineError, createGuardedFetch, type ConnectionAuth, type ConnectionPolicy, type OutboundResolver } from "@assemblyline-agents/core";
+import { lookup } from "node:dns/promises";
+import { isIP } from "node:net";
+import { AssemblyLineError, classifyAddress, createGuardedFetch, type ConnectionAuth, type ConnectionPolicy, type OutboundResolver } from "@assemblyline-agents/core";
 import type { GrantStore } from "./grants.js";
 
 export interface OutboundOptions {
@@ -21,6 +23,41 @@ export function guardedFetchFor(policy: ConnectionPolicy, options: OutboundOptio
     ...(auth !== undefined && policy.grantHosts !== undefined ? { credentialHosts: policy.grantHosts } : {}),
     ...(options.resolve ? { resolve: options.resolve } : {}),
   });
+}
+
+/**
+ * For a connection whose describe sends no request (kind http): the host its calls go to, resolved
+ * now and each address classified as the guard classifies a call's, so a host that allowedHosts
+ * admits only by a wildcard and that resolves to a private, loopback or link-local address is
+ * refused when the connection is made, as an MCP or OpenAPI one is by its first request. A host
+ * the policy lists by exact name may reach such addresses, as with the guard. Each call is still
+ * checked on the address it connects to. A lookup that fails throws as it failed.
+ */
+export async function refuseSpecialAddresses(url: string, policy: ConnectionPolicy, options: OutboundOptions): Promise<void> {
+  const host = hostOf(url);
+  if (policy.allowedHosts.some((allowed) => hostOf(allowed) === host)) return;
+  const addresses = isIP(host) ? [{ address: host }] : await (options.resolve ?? systemResolve)(host, {});
+  if (addresses.length === 0) throw new AssemblyLineError("AL_ERR_OUTBOUND_ADDRESS_REFUSED", `host ${host} resolved to no address`, { fix: "Check the host name." });
+  // Any special address among the answers refuses the host, as the guard does: a call may connect to any of them.
+  for (const { address } of addresses) {
+    const found = classifyAddress(address);
+    if (found.public) continue;
+    const range = found.embedded ? `${found.range} (${found.embedded.address}, ${found.embedded.range})` : found.range;
+    throw new AssemblyLineError("AL_ERR_OUTBOUND_ADDRESS_REFUSED", `host ${host} is ${host === found.address ? "" : `resolved to ${found.address}, `}a ${range} address, which outbound requests may not reach`, {
+      fix: `List ${host} in the policy's allowedHosts if it really is an internal service the runtime should reach.`,
+      details: { hostname: host, address: found.address, range: found.range },
+    });
+  }
+}
+
+/** A URL's host name (or a bare host name) as the guard compares it: lower case, no IPv6 brackets, no trailing dot. */
+function hostOf(text: string): string {
+  const host = URL.canParse(text) ? new URL(text).hostname : text;
+  return host.trim().toLowerCase().replace(/^\[|\]$/g, "").replace(/\.$/, "");
+}
+
+function systemResolve(hostname: string): Promise<ReadonlyArray<{ address: string }>> {
+  return lookup(hostname, { all: true });
 }
 
 /**

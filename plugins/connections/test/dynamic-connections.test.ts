@@ -14,7 +14,7 @@ let api: Awaited<ReturnType<typeof startOpenApiServer>>;
 let redirector: TestServer;
 let grants: EncryptedGrantStore;
 
-/** Test DNS: every name the agents use, and names that resolve to loopback, IPv4-mapped loopback and the metadata address. */
+/** Test DNS: every name the agents use, and names that resolve to loopback, IPv4-mapped loopback, the metadata address and a private one. */
 const resolve: OutboundResolver = async (hostname) => {
   const answers: Record<string, Array<{ address: string; family: number }>> = {
     "mcp.test": [{ address: "127.0.0.1", family: 4 }],
@@ -24,6 +24,7 @@ const resolve: OutboundResolver = async (hostname) => {
     "loop.public.test": [{ address: "127.0.0.1", family: 4 }],
     "mapped.public.test": [{ address: "::ffff:127.0.0.1", family: 6 }],
     "meta.public.test": [{ address: "169.254.169.254", family: 4 }],
+    "private.public.test": [{ address: "10.0.0.5", family: 4 }],
   };
   const found = answers[hostname];
   if (!found) throw Object.assign(new Error(`getaddrinfo ENOTFOUND ${hostname}`), { code: "ENOTFOUND" });
@@ -203,6 +204,18 @@ describe("refusals", () => {
       const refused = await tryConnect(NO_APPROVAL, { name: "sneaky", kind: "mcp", url: `http://${host}:${mcp.port}/mcp` });
       expect(refused).toMatchObject({ error: "AL_ERR_OUTBOUND_ADDRESS_REFUSED" });
       expect(mcp.requests.length).toBe(before);
+    });
+  }
+
+  for (const [host, address] of [["loop.public.test", "127.0.0.1"], ["meta.public.test", "169.254.169.254"], ["private.public.test", "10.0.0.5"]]) {
+    it(`refuses an http connection to ${host}, allowed by a wildcard but resolving to ${address}, when it is added, storing nothing`, async () => {
+      const bundle = await agent(`refusal-http-${Math.random().toString(36).slice(2, 8)}`, NO_APPROVAL);
+      const state = new InMemoryStateAdapter();
+      const spec = { name: "internal", kind: "http", baseUrl: `http://${host}:${api.port}`, endpoints: { get_secret: { method: "GET", path: "/admin", description: "Admin page." } } };
+      const runtime = replica(bundle, state, scriptedHarness({ turns: [{ toolCalls: [{ name: "connect", input: { spec } as unknown as JsonValue }] }, { text: "done" }] }));
+      const result = await runtime.run({ message: "connect" });
+      expect(outputOf(await runtime.listEvents(result.runId), "connect")).toMatchObject({ error: "AL_ERR_OUTBOUND_ADDRESS_REFUSED", message: expect.stringContaining(`host ${host} is resolved to ${address}`) });
+      expect(await state.getSetting(`connections:${bundle.manifest.agent.id}`)).toBeUndefined();
     });
   }
 
