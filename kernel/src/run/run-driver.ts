@@ -15,6 +15,7 @@ import {
   type NewRunEvent,
   type RunEvent,
   type RunRecord,
+  type RunStore,
   type RuntimeLogger,
   isoTimestamp,
   storableText,
@@ -26,7 +27,7 @@ import { agentConversations } from "../state/agent-conversations.js";
 import { agentUsage } from "../state/agent-usage.js";
 import type { ResolvedState } from "../state/resolve-state.js";
 import { declarationProblem } from "./capability-declaration.js";
-import { RunBudget, budgetConversationOf, budgetExceededError, type BudgetExceeded } from "./budget.js";
+import { RunBudget, budgetConversationOf, budgetExceededError, budgetPauseOf, type BudgetExceeded } from "./budget.js";
 import { buildModelContext } from "./context-policy.js";
 import { isInfrastructureFailure, leaseLost } from "./infrastructure-failure.js";
 import { dropUndefined, type RunJournal } from "./journal.js";
@@ -200,7 +201,9 @@ export class RunDriver {
    * A subagent's run finished while its parent was paused waiting for it (the
    * child needed an approval or an answer): resume the parent, whose open
    * spawning call now finds the finished child. Also called by the runtime for
-   * a parent a process left paused when it died between the two.
+   * a parent a process left paused when it died between the two. A parent paused
+   * for another reason (its own budget, a child it never waited on, another child
+   * still waiting) is left to that decision.
    */
   async wakeParent(childRunId: string): Promise<void> {
     const { state } = this.parts;
@@ -211,6 +214,10 @@ export class RunDriver {
     // A parent still running is driving the child itself, inline: it takes the result from there.
     if (!parent || (parent.status !== "waiting_approval" && parent.status !== "waiting_input")) return;
     if ((await state.runs.listToolCalls(parent.id)).some((call) => call.status === "waiting_approval" || call.status === "waiting_input")) return;
+    const events = await state.runs.listEvents(parent.id);
+    // Paused on its own budget, the parent waits for a human's decision on it, whatever its children do.
+    if (parent.status === "waiting_approval" && budgetPauseOf(events)) return;
+    if (!(await restsOnlyOnEndedChildren(state.runs, events, childRunId))) return;
     // On the build the parent continues on, not the child's: a parent migrated while it waited goes on on its new build.
     const { driver, revision } = this.parts.driverFor ? await this.parts.driverFor(parent) : { driver: this as RunDriver, revision: undefined };
     // Another caller (a second answer, the recovery sweep, another replica) may wake it first: then there is nothing to do.
@@ -749,6 +756,23 @@ export class RunDriver {
     if (!run.input.channel || !this.parts.owesFailureDelivery(run.input.channel.name)) return undefined;
     return { id: `dlv_${run.id}`, channel: run.input.channel.name, conversationId: run.conversationId, payload: { runId: run.id, outcome: "failed", code } };
   }
+}
+
+/**
+ * Whether a paused parent rests on `childRunId` (it recorded `subagent.waiting` for it and has not
+ * taken its end) and on no child that is still going: woken while another child it waits on still
+ * waits (or is being driven), its turn would only pause again, or race that child's own wake.
+ */
+async function restsOnlyOnEndedChildren(runs: RunStore, parentEvents: RunEvent[], childRunId: string): Promise<boolean> {
+  const taken = new Set(parentEvents.filter((event) => event.type === "subagent.completed").map((event) => String(event.data.childRunId)));
+  const waitedOn = new Set(parentEvents.filter((event) => event.type === "subagent.waiting").map((event) => String(event.data.childRunId)).filter((id) => !taken.has(id)));
+  if (!waitedOn.has(childRunId)) return false;
+  for (const otherRunId of waitedOn) {
+    if (otherRunId === childRunId) continue;
+    const other = await runs.getRun(otherRunId);
+    if (other && !TERMINAL_RUN_STATUSES.includes(other.status)) return false;
+  }
+  return true;
 }
 
 /** How many of a conversation's newest messages are read first for a run's own turn. */
