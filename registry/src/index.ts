@@ -22,7 +22,7 @@ export {
   type LoadedPlugin,
   type LoadedAdapter,
 } from "./load.js";
-export { packageEntry } from "./package-main.js";
+export { packageEntry, hostCoreVersion } from "./package-main.js";
 export { runNpm, type NpmOutput } from "./run-npm.js";
 export { checkAdapterOptions, compileConfigSchema, configSchemaPath, type OptionsSource } from "./config-schema.js";
 export { scanInstalledPlugins, discoverPackage, findPackageDir, nodeModulesChain, type DiscoveredPlugin } from "./discover.js";

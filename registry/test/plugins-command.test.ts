@@ -404,6 +404,19 @@ describe("assembly-line plugins add", () => {
     expect(await snapshot()).toEqual(before);
   });
 
+  it("refuses a tarball whose range on @assemblyline-agents/core excludes the host's core before npm install, naming the range, and leaves the project as it was", async () => {
+    const { project, before, snapshot } = await projectWithDependency();
+    // Its kernel range (^0.1.0) fits; its peer range on the SDK (^0.3.0) does not, which npm would refuse with ERESOLVE.
+    const tarball = await packFixture("core-peer-range-excludes-host");
+    const refusal = await plugins("add", tarball, "--dir", project, "--offline").catch((error: unknown) => error);
+    expect(refusal).toMatchObject({ code: "AL_ERR_PLUGIN_KERNEL_MISMATCH" });
+    const message = (refusal as Error).message;
+    expect(message).toContain('peerDependencies["@assemblyline-agents/core"] "^0.3.0" does not include the host\'s @assemblyline-agents/core');
+    expect(message).toContain("Nothing was installed");
+    expect(message).not.toContain("ERESOLVE");
+    expect(await snapshot()).toEqual(before);
+  });
+
   it("refuses a tarball whose manifest fails the schema before installing it, naming the key, and leaves the project as it was", async () => {
     const { project, before, snapshot } = await projectWithDependency();
     const tarball = await packFixture("unknown-manifest-key");

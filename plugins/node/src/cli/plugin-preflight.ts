@@ -3,7 +3,7 @@ import { mkdtemp, rm } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { AssemblyLineError, errorSummary, isAssemblyLineError } from "@assemblyline-agents/core";
-import { checkKernelRange, readPluginPackage, runNpm, type PluginPackage } from "@assemblyline-agents/registry";
+import { checkCoreRange, checkKernelRange, hostCoreVersion, readPluginPackage, runNpm, type PluginPackage } from "@assemblyline-agents/registry";
 
 /** How many trailing lines of npm's output a pack failure quotes. */
 const QUOTED_LINES = 12;
@@ -29,12 +29,15 @@ async function npmPack(spec: string, project: string, destination: string, offli
  * The checks `plugins add` makes before npm touches the project: the package
  * (a folder as it is; a tarball or registry spec as `npm pack` fetches it,
  * unpacked in a temporary folder) must have a manifest that passes
- * plugin-schema.json and a kernel range that includes `kernelVersion`.
+ * plugin-schema.json, a kernel range that includes `kernelVersion`, and a range on
+ * @assemblyline-agents/core (if it declares one) that includes `coreVersion` (default: the
+ * host's core, the one the check after install holds it to), which npm install would
+ * otherwise reach first and refuse with its own ERESOLVE.
  * A refusal keeps the loader's code and fix and says nothing was installed.
  * The package returned is the release `npm pack` resolved the spec to: install
  * that version, since the spec's range may resolve to a newer release later.
  */
-export async function checkPluginBeforeInstall(spec: string, options: { kernelVersion: string; project: string; offline?: boolean }): Promise<PluginPackage> {
+export async function checkPluginBeforeInstall(spec: string, options: { kernelVersion: string; coreVersion?: string; project: string; offline?: boolean }): Promise<PluginPackage> {
   const isFolder = existsSync(spec) && statSync(spec).isDirectory();
   const work = isFolder ? undefined : await mkdtemp(join(tmpdir(), "al-plugin-preflight-"));
   try {
@@ -48,6 +51,7 @@ export async function checkPluginBeforeInstall(spec: string, options: { kernelVe
     }
     const pkg = await readPluginPackage(dir);
     checkKernelRange(pkg, options.kernelVersion);
+    checkCoreRange(pkg, options.coreVersion ?? hostCoreVersion());
     return pkg;
   } catch (error) {
     if (!isAssemblyLineError(error) || error.code === "AL_ERR_PLUGIN_INSTALL") throw error;
