@@ -35,14 +35,22 @@ export interface ChannelKitSubject {
   failNextDelivery?(): void;
 }
 
-/** What the Node host passes to deliver() as metadata: the turn's channel metadata after a JSON round trip. */
+/** Keys of the channel metadata the Node host takes from the turn's own fields, never from its `metadata`. */
+const TURN_OWN_KEYS = ["eventId", "user", "attachments"];
+
+/**
+ * What the Node host passes to deliver() as metadata: the turn's channel metadata after a JSON round trip.
+ * As the host builds it: the turn's `metadata` without `eventId`, `user` and `attachments` (provider data, such
+ * as a Slack event's own `user`, must not stand in for them), then the turn's own event id, user and attachments.
+ */
 export function deliveryMetadataOf(turn: ChannelTurn): Record<string, JsonValue> {
+  const passedThrough = Object.fromEntries(Object.entries(turn.metadata ?? {}).filter(([key]) => !TURN_OWN_KEYS.includes(key)));
   return JSON.parse(
     JSON.stringify({
+      ...passedThrough,
       eventId: turn.eventId,
       ...(turn.user ? { user: turn.user } : {}),
       ...(turn.attachments && turn.attachments.length > 0 ? { attachments: turn.attachments } : {}),
-      ...(turn.metadata ?? {}),
     }),
   ) as Record<string, JsonValue>;
 }
