@@ -89,6 +89,38 @@ describe("skills", () => {
     });
   });
 
+  it("refuses a skill file whose name the skill store refuses (a '\\' in it), which would fail every run that seeds the skill", async () => {
+    const dir = releaseAgent({ "skills/release-notes/refs\\style.md": "Use past tense." });
+    await expect(buildAgent(dir)).rejects.toMatchObject({
+      code: "AL_ERR_SKILL_DEFINITION",
+      message: expect.stringContaining('skills/release-notes/refs\\style.md: "refs\\style.md" is not a file path the skill store can hold'),
+    });
+    const nested = agentFolder({
+      "agent.ts": AGENT,
+      "subagents/writer/agent.ts": `import { defineAgent } from "@assemblyline-agents/core";\nexport default defineAgent({ description: "Writes." });\n`,
+      "subagents/writer/skills/notes/SKILL.md": "---\ndescription: Notes.\n---\nRead it.\n",
+      "subagents/writer/skills/notes/a\\b.md": "text",
+    });
+    await expect(buildAgent(nested)).rejects.toMatchObject({ code: "AL_ERR_SKILL_DEFINITION", message: expect.stringContaining("subagents/writer/skills/notes/a\\b.md") });
+  });
+
+  it("refuses a file put straight in skills/ (a skill is a folder), and passes over a README.md and dotfiles there", async () => {
+    await expect(buildAgent(agentFolder({ "agent.ts": AGENT, "skills/SKILL.md": "---\ndescription: Do it.\n---\nSteps.\n" }))).rejects.toMatchObject({
+      code: "AL_ERR_SKILL_DEFINITION",
+      message: expect.stringContaining("skills/SKILL.md: a skill is a folder (skills/<name>/SKILL.md), not a file"),
+      fix: expect.stringContaining("Move it to skills/<name>/SKILL.md"),
+    });
+    await expect(buildAgent(releaseAgent({ "skills/deploy.md": "---\ndescription: Deploy.\n---\nSteps.\n" }))).rejects.toMatchObject({
+      code: "AL_ERR_SKILL_DEFINITION",
+      message: expect.stringContaining("skills/deploy.md: a skill is a folder"),
+    });
+    const linked = releaseAgent();
+    symlinkSync(join(linked, "skills/release-notes"), join(linked, "skills/notes"));
+    await expect(buildAgent(linked)).rejects.toMatchObject({ code: "AL_ERR_SKILL_DEFINITION", message: expect.stringContaining("skills/notes is a symbolic link") });
+    const documented = await buildAgent(releaseAgent({ "skills/README.md": "# Our skills\n", "skills/.gitkeep": "" }));
+    expect(documented.manifest.skills.map((skill) => skill.name)).toEqual(["release-notes"]);
+  });
+
   it("lists the compact catalog in the context, and load_skill puts the body in and activates its tool", async () => {
     const { runtime, log, types } = await startAgent(releaseAgent(), [
       { toolCalls: [{ name: "publish_notes", input: { value: "too early" } }] },

@@ -183,6 +183,15 @@ describe("subagent budgets", () => {
       message: expect.stringContaining("subagents/researcher.ts: a subagent is a folder, not a file"),
       fix: expect.stringContaining("subagents/researcher/agent.ts"),
     });
+    // So is one in an extension the compiler skips; a file that is not code (a README.md) passes.
+    for (const name of ["helper.cts", "helper.tsx"]) {
+      await expect(buildAgent(folder({ [`subagents/${name}`]: subagent("") }))).rejects.toMatchObject({
+        code: "AL_ERR_SUBAGENT_DEFINITION",
+        message: expect.stringContaining(`subagents/${name}: a subagent is a folder, not a file`),
+        fix: expect.stringContaining("subagents/helper/agent.ts"),
+      });
+    }
+    await expect(buildAgent(folder({ "subagents/worker/agent.ts": subagent(""), "subagents/README.md": "# Subagents\n" }))).resolves.toBeDefined();
     // A misspelled key would otherwise build a subagent without the narrowing it meant.
     await expect(buildAgent(folder({ "subagents/worker/agent.ts": subagent('tool: ["list_connections"]') }))).rejects.toMatchObject({
       code: "AL_ERR_SUBAGENT_DEFINITION",

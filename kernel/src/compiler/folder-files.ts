@@ -5,8 +5,8 @@ import { AssemblyLineError } from "@assemblyline-agents/core";
 /** The extensions the compiler loads an agent-folder part from. */
 export const SOURCE_EXTENSIONS = [".ts", ".mts", ".js", ".mjs"] as const;
 /** Code the loader could run but the compiler never looks for: such a file would be left out without a word. */
-const SKIPPED_CODE = /\.(cts|cjs|tsx|jsx|mtsx|ctsx)$/;
-const DECLARATIONS = /\.d\.[cm]?ts$/;
+export const SKIPPED_CODE = /\.(cts|cjs|tsx|jsx|mtsx|ctsx)$/;
+export const DECLARATIONS = /\.d\.[cm]?ts$/;
 
 /** What a file of each part is, for messages: `tools/echo.ts` is the tool "echo". */
 const ROOT_FILE_ROLE: Record<string, string> = {

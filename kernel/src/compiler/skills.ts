@@ -1,7 +1,8 @@
 import { existsSync } from "node:fs";
+import type { Dirent } from "node:fs";
 import { readdir, readFile } from "node:fs/promises";
 import { join, relative, sep } from "node:path";
-import { AssemblyLineError } from "@assemblyline-agents/core";
+import { AssemblyLineError, isSkillFilePath } from "@assemblyline-agents/core";
 import { parseSkillFile, skillDigest } from "../skills/skill-file.js";
 import type { SkillManifestEntry } from "./manifest.js";
 
@@ -17,7 +18,9 @@ export async function compileSkills(dir: string, prefix: string, toolNames: Read
   if (!existsSync(skillsDir)) return [];
   const entries: SkillManifestEntry[] = [];
   const seen = new Map<string, string>();
-  for (const folder of (await readdir(skillsDir, { withFileTypes: true })).filter((entry) => entry.isDirectory() && !entry.name.startsWith(".")).map((entry) => entry.name).sort()) {
+  const listed = (await readdir(skillsDir, { withFileTypes: true })).filter((entry) => !entry.name.startsWith("."));
+  refuseLooseEntries(listed, `${prefix}skills`);
+  for (const folder of listed.filter((entry) => entry.isDirectory()).map((entry) => entry.name).sort()) {
     const where = `${prefix}skills/${folder}`;
     const folderPath = join(skillsDir, folder);
     if (!existsSync(join(folderPath, "SKILL.md"))) {
@@ -54,6 +57,31 @@ export async function compileSkills(dir: string, prefix: string, toolNames: Read
   return entries;
 }
 
+/** What may sit in skills/ beside the skill folders: a note about them. Dotfiles (.gitkeep) are passed over as well. */
+const SKILLS_README = /^readme\.md$/i;
+
+/**
+ * Refuses what skills/ holds other than skill folders, which the build would leave out without a word:
+ * a skill written as a file (skills/SKILL.md, skills/deploy.md) or a link to a folder elsewhere.
+ */
+function refuseLooseEntries(listed: Dirent[], skillsPath: string): void {
+  for (const entry of listed) {
+    if (entry.isDirectory() || (entry.isFile() && SKILLS_README.test(entry.name))) continue;
+    const shown = `${skillsPath}/${entry.name}`;
+    if (entry.isSymbolicLink()) {
+      throw new AssemblyLineError("AL_ERR_SKILL_DEFINITION", `${shown} is a symbolic link`, {
+        fix: `Put the skill's folder itself in ${skillsPath}/ (skills are copied into the build and the skill store).`,
+      });
+    }
+    throw new AssemblyLineError("AL_ERR_SKILL_DEFINITION", `${shown}: a skill is a folder (${skillsPath}/<name>/SKILL.md), not a file`, {
+      fix:
+        entry.name === "SKILL.md"
+          ? `Move it to ${skillsPath}/<name>/SKILL.md, the folder named for the skill.`
+          : `Move it into its skill's folder (${skillsPath}/<name>/), or out of ${skillsPath}/: only skill folders, README.md and dotfiles may be there.`,
+    });
+  }
+}
+
 /** The skill's files, as paths relative to its folder. `where` names the folder in errors. */
 async function listFiles(root: string, where: string): Promise<string[]> {
   const files: string[] = [];
@@ -63,7 +91,7 @@ async function listFiles(root: string, where: string): Promise<string[]> {
       const path = join(dir, entry.name);
       const shown = `${where}/${relative(root, path).split(sep).join("/")}`;
       if (entry.isDirectory()) await walk(path);
-      else if (entry.isFile()) files.push(relative(root, path).split(sep).join("/"));
+      else if (entry.isFile()) files.push(storablePath(relative(root, path).split(sep).join("/"), shown));
       // A link may lead anywhere on the building machine, whose file would be copied into the build.
       else {
         throw new AssemblyLineError("AL_ERR_SKILL_DEFINITION", `${shown} is ${entry.isSymbolicLink() ? "a symbolic link" : "not a regular file"}`, {
@@ -74,6 +102,14 @@ async function listFiles(root: string, where: string): Promise<string[]> {
   }
   await walk(root);
   return files.sort();
+}
+
+/** A skill file's path as the skill store checks it (checkSkillRecord): one it refuses would fail every run that seeds the skill. */
+function storablePath(file: string, shown: string): string {
+  if (isSkillFilePath(file)) return file;
+  throw new AssemblyLineError("AL_ERR_SKILL_DEFINITION", `${shown}: "${file}" is not a file path the skill store can hold`, {
+    fix: "Rename the file without '\\' (the store refuses it: Windows reads it as a folder separator); to put it in a folder, make a subfolder.",
+  });
 }
 
 const UTF8 = new TextDecoder("utf-8", { fatal: true });

@@ -6,7 +6,7 @@ import { compileSchema } from "../schema.js";
 import { resolveInstructions } from "./instructions.js";
 import type { createModuleLoader } from "./load-module.js";
 import type { SubagentManifestEntry, ToolManifestEntry } from "./manifest.js";
-import { findSource } from "./folder-files.js";
+import { DECLARATIONS, SKIPPED_CODE, SOURCE_EXTENSIONS, findSource } from "./folder-files.js";
 import { checkAgentFieldTypes } from "./agent-fields.js";
 import { compileSkills } from "./skills.js";
 import { hashSource } from "./source-files.js";
@@ -57,11 +57,12 @@ export async function compileSubagents(parts: SubagentCompilerParts, parent: Par
   const dir = join(parts.rootDir, parent.prefix, "subagents");
   if (!existsSync(dir)) return [];
   const listed = readdirSync(dir, { withFileTypes: true }).filter((entry) => !entry.name.startsWith("."));
-  // A source file here would be left out of the build without a word: a subagent is a folder (declarations aside).
-  const file = listed.find((entry) => !entry.isDirectory() && /\.(m?ts|m?js)$/.test(entry.name) && !/\.d\.m?ts$/.test(entry.name));
-  if (file) {
-    const stem = file.name.replace(/\.(m?ts|m?js)$/, "");
-    throw new AssemblyLineError("AL_ERR_SUBAGENT_DEFINITION", `${parent.prefix}subagents/${file.name}: a subagent is a folder, not a file`, {
+  // A code file here, in any extension the loader could run, would be left out of the build without a word:
+  // a subagent is a folder (declarations aside; a file that is not code, a README.md, passes).
+  for (const entry of listed) {
+    if (entry.isDirectory() || !isCode(entry.name)) continue;
+    const stem = entry.name.slice(0, entry.name.lastIndexOf("."));
+    throw new AssemblyLineError("AL_ERR_SUBAGENT_DEFINITION", `${parent.prefix}subagents/${entry.name}: a subagent is a folder, not a file`, {
       fix: `Move it to ${parent.prefix}subagents/${stem}/agent.ts, default-exporting defineAgent({ description: "When to delegate to ${stem}" }).`,
     });
   }
@@ -72,6 +73,11 @@ export async function compileSubagents(parts: SubagentCompilerParts, parent: Par
   const entries: SubagentManifestEntry[] = [];
   for (const name of names) entries.push(await compileSubagent(parts, parent, name));
   return entries;
+}
+
+/** Code the loader could run, declarations aside. */
+function isCode(name: string): boolean {
+  return !DECLARATIONS.test(name) && (SOURCE_EXTENSIONS.some((ext) => name.endsWith(ext)) || SKIPPED_CODE.test(name));
 }
 
 async function compileSubagent(parts: SubagentCompilerParts, parent: ParentScope, name: string): Promise<SubagentManifestEntry> {
