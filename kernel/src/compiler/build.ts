@@ -2,6 +2,7 @@ import { existsSync, statSync } from "node:fs";
 import { randomBytes } from "node:crypto";
 import { mkdir, open, readdir, rename, unlink, writeFile } from "node:fs/promises";
 import { basename, dirname, join, relative, resolve } from "node:path";
+import { closest } from "fastest-levenshtein";
 import {
   AssemblyLineError,
   routedPath,
@@ -583,17 +584,8 @@ function refuseStrayChannelExports(file: string, module: Record<string, unknown>
 
 /** The candidate with the fewest single-letter edits (case aside) from `name`, the first of equals. */
 function closestName(name: string, candidates: readonly string[]): string {
-  const distance = (a: string, b: string): number => {
-    let previous = Array.from({ length: b.length + 1 }, (_, index) => index);
-    for (let i = 1; i <= a.length; i += 1) {
-      const current = [i];
-      for (let j = 1; j <= b.length; j += 1) current[j] = Math.min(previous[j]! + 1, current[j - 1]! + 1, previous[j - 1]! + (a[i - 1] === b[j - 1] ? 0 : 1));
-      previous = current;
-    }
-    return previous[b.length]!;
-  };
-  const lower = name.toLowerCase();
-  return candidates.reduce((best, candidate) => (distance(lower, candidate.toLowerCase()) < distance(lower, best.toLowerCase()) ? candidate : best));
+  const lowered = candidates.map((candidate) => candidate.toLowerCase());
+  return candidates[lowered.indexOf(closest(name.toLowerCase(), lowered))]!;
 }
 
 const AUTOMATION_NAME = /^[a-z0-9][a-z0-9_-]{0,63}$/;
