@@ -1,8 +1,8 @@
 import { spawn } from "node:child_process";
 import { createHash, randomBytes } from "node:crypto";
-import { existsSync, readFileSync, readdirSync, realpathSync, statSync } from "node:fs";
-import { cp, mkdir, readFile, rename, rm, writeFile } from "node:fs/promises";
-import { tmpdir } from "node:os";
+import { existsSync, readFileSync, readdirSync, realpathSync, statSync, type Stats } from "node:fs";
+import { cp, lstat, mkdir, readFile, rename, rm, writeFile } from "node:fs/promises";
+import { tmpdir, userInfo } from "node:os";
 import { dirname, isAbsolute, join, relative, resolve, sep } from "node:path";
 import { AssemblyLineError } from "../errors.js";
 import { sourceFileHash } from "../source-hash.js";
@@ -33,7 +33,9 @@ export interface StageDeployBundleOptions {
   include?: string[];
   /**
    * Where copies of the runtime packages are kept, one folder per dependency
-   * digest, reused by later deploys. Default: `<os.tmpdir()>/assembly-line-deploy-modules`.
+   * digest, reused by later deploys. Default: `<os.tmpdir()>/assembly-line-deploy-modules-<uid>`.
+   * It is created 0700; one another user owns, a symbolic link, or one others can
+   * write to is refused (AL_ERR_DEPLOY_CONFIG), since what is in it ships as the release's code.
    * Each deploy removes copies beyond the 3 most recently used that no deploy
    * used within the last hour.
    */
@@ -190,6 +192,8 @@ export async function stageDeployBundle(options: StageDeployBundleOptions): Prom
     sources.push({ ...source, bytes });
   }
   checkIncludes(agentDir, options.include ?? []);
+  const modulesCache = resolve(options.modulesCache ?? defaultModulesCache());
+  await openModulesCache(modulesCache);
 
   await clearBundleFolder(outDir);
   await mkdir(outDir, { recursive: true });
@@ -210,14 +214,15 @@ export async function stageDeployBundle(options: StageDeployBundleOptions): Prom
   const roots = new Set([HOST_PACKAGE, ...(await declaredDependencies(agentDir)), ...(options.packages ?? [])]);
   const plan = await planPackages([...roots], agentDir);
   const modulesDigest = createHash("sha256").update(plan.map((entry) => `${entry.dest}\0${entry.version}\0${entry.real}\0${contentSignature(entry)}`).join("\n")).digest("hex").slice(0, 16);
-  const modulesCache = resolve(options.modulesCache ?? join(tmpdir(), "assembly-line-deploy-modules"));
   const modulesDir = join(modulesCache, modulesDigest);
-  if (existsSync(join(modulesDir, "node_modules"))) {
+  if (await trustedCopy(modulesDir)) {
     await markModulesCopyUsed(modulesDir);
   } else {
     // Staged beside and renamed into place, so a folder named after a digest is always complete.
     const staging = `${modulesDir}.staging-${randomBytes(6).toString("hex")}`;
     try {
+      // 0700 whatever the umask: a copy others could write to is not reused (trustedCopy).
+      await mkdir(join(staging, "node_modules"), { recursive: true, mode: 0o700 });
       for (const entry of plan) await copyPackage(entry.real, join(staging, "node_modules", entry.dest), entry.pkg);
       await mkdir(dirname(modulesDir), { recursive: true });
       await rename(staging, modulesDir).catch((error: NodeJS.ErrnoException) => {
@@ -243,6 +248,62 @@ export async function stageDeployBundle(options: StageDeployBundleOptions): Prom
     packages: plan.map((entry) => entry.pkg.name).sort(),
     digest: digest.digest("hex").slice(0, 16),
   };
+}
+
+/**
+ * One cache per user: a folder in the shared temp folder that every user's deploys read would
+ * let any of them create it first, or put a copy under a digest, and have their code shipped.
+ */
+function defaultModulesCache(): string {
+  const user = process.getuid?.() ?? userInfo().username.replace(/[^A-Za-z0-9_.-]/g, "_");
+  return join(tmpdir(), `assembly-line-deploy-modules-${user}`);
+}
+
+/** Why a cache folder (or a copy in it) could hold someone else's code; undefined when only this user can have written it. */
+function untrustedBecause(stats: Stats): string | undefined {
+  if (stats.isSymbolicLink()) return "is a symbolic link";
+  if (!stats.isDirectory()) return "is not a folder";
+  const uid = process.getuid?.();
+  // No uid (Windows): the temp folder is the user's own profile's.
+  if (uid === undefined) return undefined;
+  if (stats.uid !== uid) return `is owned by another user (uid ${stats.uid}, this deploy runs as ${uid})`;
+  if ((stats.mode & 0o022) !== 0) return `can be written by users other than its owner (mode ${(stats.mode & 0o777).toString(8).padStart(3, "0")})`;
+  return undefined;
+}
+
+/** Create the package cache (0700), or check the one there: its copies are shipped as the release's code. */
+async function openModulesCache(dir: string): Promise<void> {
+  const created = await mkdir(dir, { recursive: true, mode: 0o700 }).then(
+    () => undefined,
+    (error: unknown) => error,
+  );
+  // lstat: a link planted where the cache goes must not be followed.
+  const stats = await lstat(dir).catch(() => undefined);
+  if (stats === undefined) throw created;
+  const problem = untrustedBecause(stats);
+  if (problem === undefined) return;
+  throw new AssemblyLineError("AL_ERR_DEPLOY_CONFIG", `the deploy package cache ${dir} ${problem}, so what it holds may not be the packages this deploy copied, and it is not used`, {
+    fix: `Remove ${dir} (a deploy creates it again, readable by you alone), or name a folder only you can write to as the package cache (modulesCache).`,
+    details: { modulesCache: dir },
+  });
+}
+
+/**
+ * A copy is reused only when this user made it: a folder (no link) they own that no one else
+ * can write to, with node_modules likewise. One that is not is removed, to be copied again.
+ */
+async function trustedCopy(copyDir: string): Promise<boolean> {
+  const stats = await lstat(copyDir).catch(() => undefined);
+  if (stats === undefined) return false;
+  const modules = await lstat(join(copyDir, "node_modules")).catch(() => undefined);
+  if (untrustedBecause(stats) === undefined && modules !== undefined && untrustedBecause(modules) === undefined) return true;
+  await rm(copyDir, { recursive: true, force: true }).catch((error: unknown) => {
+    throw new AssemblyLineError("AL_ERR_DEPLOY_BUILD", `the deploy package cache's copy ${copyDir} ${untrustedBecause(stats) ?? "is incomplete"} and could not be removed: ${(error as Error).message}`, {
+      fix: `Remove ${copyDir} and deploy again.`,
+      details: { modulesCache: dirname(copyDir) },
+    });
+  });
+  return false;
 }
 
 /** `dependencies` of the nearest package.json at or above the agent folder. */
