@@ -57,7 +57,6 @@ import { skillWriteGate } from "./skills/write-approval.js";
 import { createSelfImprovementApi } from "./skills/self-improvement-api.js";
 import { DEFAULT_SUBAGENT_LIMITS, checkSubagentLimitsOption, type SubagentLimits } from "./subagents/limits.js";
 import { spawnSubagent } from "./subagents/spawner.js";
-import { TurnSignals } from "./subagents/turn-signals.js";
 import { endedChildRefusal } from "./subagents/ended-child.js";
 import { StrandedParentSweep } from "./subagents/stranded-parents.js";
 import { Automations } from "./automations/automations.js";
@@ -313,7 +312,7 @@ export class OpenEveRuntime {
       ownerId: this.ownerId,
       leaseTtlMs: this.options.leaseTtlMs ?? 30_000,
       resolverTimeoutMs: this.resolverTimeoutMs,
-      selectHarness: async (modelSpec, runId) => this.turnSignals.watch(await this.selectHarness(modelSpec, runId)),
+      selectHarness: (modelSpec, runId) => this.selectHarness(modelSpec, runId),
       services: (run, resumed) => this.servicesFor(run, resumed, { manifest, profiles, journal, drive: (childRunId, signal) => driver.drive(childRunId, signal ? { signal } : {}) }),
       textDelta: (runId, delta) => this.options.onTextDelta?.(runId, delta),
       textRestart: (runId) => this.options.onTextRestart?.(runId),
@@ -351,8 +350,6 @@ export class OpenEveRuntime {
   private userHooksTapped = false;
   /** Spawns under way per parent run (spawner.ts). */
   private readonly spawning = new Map<string, Set<string>>();
-  /** Each run's turn under way here: the children it spawns stop with it. */
-  private readonly turnSignals = new TurnSignals();
   private readonly libraries = new Map<string, SkillLibrary>();
 
   /** The skills of the root agent (`path` "") or of a subagent (`researcher`, `researcher/fact_checker`). */
@@ -1014,12 +1011,12 @@ export class OpenEveRuntime {
     // Made with `new`, not as an object literal: see RunServicesRecord.
     const services = new RunServicesRecord(
       getSandbox,
-      (request, callId, spawnIndex) =>
+      (request, callId, spawnIndex, signal) =>
         spawnSubagent(
           { runs: this.state.runs, journal: build.journal, limits: this.subagentLimits, spawning: this.spawning, drive: build.drive, usage: this.state.usage, budgets: profile.budgets },
           run,
           profile,
-          { callId, spawnIndex, turn: this.turnSignals.of(run.id) },
+          { callId, spawnIndex, ...(signal ? { turn: signal } : {}) },
           request,
         ),
       filesystemWith(undefined),

@@ -26,8 +26,11 @@ export interface RunServices {
   blob?: BlobStore;
   /** ctx.resources: RuntimeOptions.resources, when the host passed them. */
   resources?: Record<string, unknown>;
-  /** ctx.spawnSubagent for the tool call `callId`: its `spawnIndex`-th spawn (from 0), in call order. */
-  spawnSubagent(request: SubagentRequest, callId: string, spawnIndex: number): Promise<JsonValue>;
+  /**
+   * ctx.spawnSubagent for the tool call `callId`: its `spawnIndex`-th spawn (from 0), in call order.
+   * `signal`: the run's (the call's `ctx.signal`), aborted when the run stops waiting for the call; the child stops with it.
+   */
+  spawnSubagent(request: SubagentRequest, callId: string, spawnIndex: number, signal?: AbortSignal): Promise<JsonValue>;
   /** ctx.selfImprovement, when agent.ts makes skills writable. */
   selfImprovement?: SelfImprovementApi;
   /**
@@ -76,7 +79,7 @@ export class RunServicesRecord implements RunServices {
 
   constructor(
     readonly getSandbox: () => Promise<Sandbox>,
-    readonly spawnSubagent: (request: SubagentRequest, callId: string, spawnIndex: number) => Promise<JsonValue>,
+    readonly spawnSubagent: RunServices["spawnSubagent"],
     readonly filesystem: RuntimeFilesystem,
     readonly releaseSandbox: () => Promise<void>,
   ) {}

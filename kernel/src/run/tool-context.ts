@@ -126,7 +126,8 @@ export function createToolContext(
       // Numbered as called, so each spawn of one execution has its own child, found again on a replay.
       const spawnIndex = spawns++;
       try {
-        return await services.spawnSubagent(request, call.id, spawnIndex);
+        // The run's signal: the child stops when the parent stops waiting for this call (spawner.ts driveUnder).
+        return await services.spawnSubagent(request, call.id, spawnIndex, scope.signal);
       } catch (error) {
         // Remembered so a tool that catches it still pauses until the child finishes.
         if (isSubagentSuspension(error)) asked.subagent = error;
