@@ -407,6 +407,8 @@ export class InMemoryStateAdapter implements StateAdapter {
       claimLimit(options.limit),
     );
     for (const record of claimed) {
+      // Counted when claimed, not when settled: a sender that dies mid-attempt (out of memory, SIGKILL) still used it up.
+      record.attempts += 1;
       record.lease = { ...lease };
       record.updatedAt = at.toISOString();
     }
@@ -418,7 +420,6 @@ export class InMemoryStateAdapter implements StateAdapter {
     if (!record || record.status !== "pending" || record.lease?.owner !== owner) return;
     record.status = "delivered";
     this.pendingDeliveries.delete(deliveryId);
-    record.attempts += 1;
     record.lease = null;
     record.lastError = null;
     record.updatedAt = isoTimestamp();
@@ -427,7 +428,6 @@ export class InMemoryStateAdapter implements StateAdapter {
   async failDelivery(deliveryId: string, owner: string, error: string, retryAt?: Date): Promise<void> {
     const record = this.deliveries.get(deliveryId);
     if (!record || record.status !== "pending" || record.lease?.owner !== owner) return;
-    record.attempts += 1;
     record.lastError = error;
     record.lease = null;
     record.updatedAt = isoTimestamp();

@@ -203,6 +203,11 @@ export interface DeliveryRecord {
   conversationId: string | null;
   payload: JsonValue;
   status: DeliveryStatus;
+  /**
+   * Attempts started, counting the one claimed now: `claimDeliveries` adds one in the write
+   * that takes the lease (0 before the first claim), so an attempt whose sender died before
+   * recording an outcome still counts, and a claimed delivery's own attempt is `attempts`.
+   */
   attempts: number;
   /** ISO time before which no worker claims it. */
   availableAt: string;
@@ -377,11 +382,13 @@ export interface RunStore {
   claimRecoverableRuns(options: ClaimOptions): Promise<RunRecord[]>;
   listDeliveries(runId: string): Promise<DeliveryRecord[]>;
   /**
-   * Lease up to `limit` pending deliveries that are available now; with `agentId`, only those of
-   * runs of that agent and its subagents.
+   * Lease up to `limit` pending deliveries that are available now, counting an attempt on each
+   * (`attempts` + 1, in the same atomic write as the lease); with `agentId`, only those of runs
+   * of that agent and its subagents.
    */
   claimDeliveries(options: ClaimOptions): Promise<DeliveryRecord[]>;
+  /** Mark it delivered and release its lease (the attempt was counted by its claim). */
   completeDelivery(deliveryId: string, owner: string): Promise<void>;
-  /** Count an attempt; `retryAt` makes it pending again, otherwise it is failed for good. */
+  /** Record the attempt's error (counted by its claim); `retryAt` makes it pending again, otherwise it is failed for good. */
   failDelivery(deliveryId: string, owner: string, error: string, retryAt?: Date): Promise<void>;
 }

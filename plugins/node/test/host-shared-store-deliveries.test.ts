@@ -155,8 +155,8 @@ describe("the outbox on a store that ignores claimDeliveries' agentId (one built
     await waitFor(async () => ((await deliveryOf(state, "run-mine"))?.status === "delivered" ? true : undefined), 5_000, "A's own reply");
     await new Promise((resolve) => setTimeout(resolve, 100));
     expect(sent).toEqual(["run-mine"]);
-    // Left as it was but for the lease the store gave: that agent's host takes it when it runs out.
-    expect(await deliveryOf(state, "run-theirs")).toMatchObject({ status: "pending", attempts: 0, lastError: null, lease: { owner: outbox.owner } });
+    // Left as it was but for the lease the store gave (and the attempt its claim counted): that agent's host takes it when it runs out.
+    expect(await deliveryOf(state, "run-theirs")).toMatchObject({ status: "pending", attempts: 1, lastError: null, lease: { owner: outbox.owner } });
     expect(logger.events("state.claim_filter_ignored").map((entry) => entry.fields)).toEqual([
       { event: "state.claim_filter_ignored", deliveryId: "dlv_run-theirs", runId: "run-theirs", agentId: AGENT_B },
     ]);

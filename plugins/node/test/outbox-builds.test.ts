@@ -36,15 +36,16 @@ afterEach(async () => {
   await Promise.all(outboxes.splice(0).map((outbox) => outbox.stop()));
 });
 
-/** Run `outbox` until the delivery of `runId` was attempted once (or settled), then stop it. */
+/** Run `outbox` until the delivery of `runId` was claimed once (or settled), then stop it, once that attempt settled. */
 async function oneRound(outbox: DeliveryOutbox, state: InMemoryStateAdapter, runId: string): Promise<DeliveryRecord> {
   outbox.start();
   const deadline = Date.now() + 5_000;
   for (;;) {
     const delivery = (await state.listDeliveries(runId))[0]!;
+    // A claim counts the attempt; stop() waits for it to be recorded.
     if (delivery.attempts > 0 || delivery.status !== "pending") {
       await outbox.stop();
-      return delivery;
+      return (await state.listDeliveries(runId))[0]!;
     }
     if (Date.now() > deadline) throw new Error(`the delivery of ${runId} was never attempted`);
     await sleep(5);

@@ -800,11 +800,12 @@ export function describeRunStoreConformance(name: string, factory: StateKitFacto
         const claimed = (await store().claimDeliveries({ owner: "worker-a", ttlMs: 30_000, now })).filter((d) => d.id === id);
         expect(claimed).toHaveLength(1);
         expect(claimed[0]?.lease).toEqual({ owner: "worker-a", expiresAt: new Date(now.getTime() + 30_000).toISOString() });
+        expect(claimed[0]?.attempts).toBe(1);
         const again = await store().claimDeliveries({ owner: "worker-b", ttlMs: 30_000, now });
         expect(again.map((d) => d.id)).not.toContain(id);
         await store().completeDelivery(id, "worker-a");
         const [delivery] = (await store().listDeliveries(claimed[0]!.runId)).filter((d) => d.id === id);
-        expect(delivery).toMatchObject({ status: "delivered", lease: null });
+        expect(delivery).toMatchObject({ status: "delivered", attempts: 1, lease: null });
         const later = await store().claimDeliveries({ owner: "worker-b", ttlMs: 30_000, now: new Date(now.getTime() + 60_000) });
         expect(later.map((d) => d.id)).not.toContain(id);
       });
@@ -817,6 +818,25 @@ export function describeRunStoreConformance(name: string, factory: StateKitFacto
         expect(taken.find((d) => d.id === id)?.lease?.owner).toBe("worker-b");
       });
 
+      it("counts an attempt at each claim, in the claim's write: a claimer that died without an outcome used one up", async () => {
+        const { run, id } = await runWithDelivery();
+        const now = soon();
+        // worker-a and worker-b claim it and die while sending: neither completes nor fails it.
+        const first = (await store().claimDeliveries({ owner: "worker-a", ttlMs: 1_000, now })).find((d) => d.id === id);
+        expect(first?.attempts).toBe(1);
+        expect((await store().listDeliveries(run.id))[0]).toMatchObject({ status: "pending", attempts: 1, lastError: null });
+        const notYet = await store().claimDeliveries({ owner: "worker-x", ttlMs: 1_000, now: new Date(now.getTime() + 999) });
+        expect(notYet.map((d) => d.id)).not.toContain(id);
+        const second = (await store().claimDeliveries({ owner: "worker-b", ttlMs: 1_000, now: new Date(now.getTime() + 1_000) })).find((d) => d.id === id);
+        expect(second?.attempts).toBe(2);
+        const third = (await store().claimDeliveries({ owner: "worker-c", ttlMs: 30_000, now: new Date(now.getTime() + 2_000) })).find((d) => d.id === id);
+        expect(third).toMatchObject({ attempts: 3, lease: { owner: "worker-c" } });
+        // A late outcome from a dead claimer's lease counts nothing; the holder's outcome adds none to its claim's count.
+        await store().failDelivery(id, "worker-a", "late", new Date(now.getTime() + 3_000));
+        await store().completeDelivery(id, "worker-c");
+        expect((await store().listDeliveries(run.id))[0]).toMatchObject({ status: "delivered", attempts: 3, lastError: null, lease: null });
+      });
+
       it("counts a failed attempt and makes the delivery available again at retryAt", async () => {
         const { run, id } = await runWithDelivery();
         const now = soon();
@@ -824,12 +844,13 @@ export function describeRunStoreConformance(name: string, factory: StateKitFacto
         const retryAt = new Date(now.getTime() + 60_000);
         await store().failDelivery(id, "worker-a", "HTTP 503", retryAt);
         const [failed] = await store().listDeliveries(run.id);
+        // Counted by the claim: failing it adds none.
         expect(failed).toMatchObject({ status: "pending", attempts: 1, lastError: "HTTP 503", lease: null });
         expect(Date.parse(failed!.availableAt)).toBe(retryAt.getTime());
         const early = await store().claimDeliveries({ owner: "worker-b", ttlMs: 30_000, now: new Date(retryAt.getTime() - 1) });
         expect(early.map((d) => d.id)).not.toContain(id);
         const due = await store().claimDeliveries({ owner: "worker-b", ttlMs: 30_000, now: retryAt });
-        expect(due.find((d) => d.id === id)).toMatchObject({ attempts: 1, status: "pending" });
+        expect(due.find((d) => d.id === id)).toMatchObject({ attempts: 2, status: "pending" });
       });
 
       it("fails a delivery for good when no retryAt is given", async () => {

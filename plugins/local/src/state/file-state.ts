@@ -596,7 +596,9 @@ export class FileStateAdapter implements StateAdapter {
         claimLimit(options.limit),
       );
       return {
-        ops: claimed.map((record) => ({ op: "delivery.put", delivery: { ...record, lease, updatedAt: at.toISOString() } }) as StateOp),
+        // Counted when claimed, not when settled: a sender that dies mid-attempt (out of memory, SIGKILL) still used it up.
+        // The log holds whole records, so replaying it never counts an attempt twice.
+        ops: claimed.map((record) => ({ op: "delivery.put", delivery: { ...record, attempts: record.attempts + 1, lease, updatedAt: at.toISOString() } }) as StateOp),
         result: (after) => claimed.map((record) => after.deliveries.get(record.id)!),
       };
     });
@@ -609,7 +611,6 @@ export class FileStateAdapter implements StateAdapter {
       const delivery: DeliveryRecord = {
         ...record,
         status: "delivered",
-        attempts: record.attempts + 1,
         lease: null,
         lastError: null,
         updatedAt: isoTimestamp(),
@@ -624,7 +625,6 @@ export class FileStateAdapter implements StateAdapter {
       if (!record || record.status !== "pending" || record.lease?.owner !== owner) return { ops: [], result: () => undefined };
       const delivery: DeliveryRecord = {
         ...record,
-        attempts: record.attempts + 1,
         lastError: error,
         lease: null,
         updatedAt: isoTimestamp(),

@@ -35,6 +35,9 @@ const MIN_CLAIM_INTERVAL_MS = 25;
  */
 export const OTHER_BUILD_GRACE_MS = 60 * 60_000;
 
+/** How a hand-back to another build's hosts ends its stored error: the outbox knows its own hand-backs by it. */
+const LEFT_FOR_OTHER_BUILD = "; left for a build that has it";
+
 /** What a delivery's payload holds (written by the kernel with run.completed). */
 interface DeliveryPayload {
   runId: string;
@@ -153,7 +156,8 @@ export class DeliveryOutbox {
 
   /** One delivery, never rejecting: a state write that failed is logged, and the delivery is claimed again once its lease runs out. */
   private async deliver(delivery: DeliveryRecord): Promise<void> {
-    const fields = { deliveryId: delivery.id, runId: delivery.runId, channel: delivery.channel, attempt: delivery.attempts + 1 };
+    // The store counted this attempt when it was claimed.
+    const fields = { deliveryId: delivery.id, runId: delivery.runId, channel: delivery.channel, attempt: delivery.attempts };
     try {
       await this.attempt(delivery, fields);
     } catch (error) {
@@ -176,6 +180,14 @@ export class DeliveryOutbox {
     }
     if (run && !isRunOfAgent(run, this.agentId)) {
       this.leaveForeign(delivery, run);
+      return;
+    }
+    if (this.isOutOfAttempts(delivery)) {
+      // Sending it again could kill this host as it killed the last one (a reply too big for memory, a
+      // channel that crashes the process): every replica would crash-loop on it, so it ends here.
+      const message = `failed for good after ${delivery.attempts - 1} attempts: the sender of the last one stopped without recording an outcome (its process died or lost the state store while sending), and no attempt is left`;
+      await this.runs.failDelivery(delivery.id, this.owner, message);
+      this.logger.error({ event: "delivery.failed", ...fields, err: message, final: true }, "delivery failed for good: its last attempt's sender stopped mid-send");
       return;
     }
     const failure = payload.outcome === "failed";
@@ -206,7 +218,7 @@ export class DeliveryOutbox {
       const deliveryMetadata = run?.input.channel?.delivery;
       const attempt = {
         deliveryId: delivery.id,
-        attempt: delivery.attempts + 1,
+        attempt: delivery.attempts,
         signal: abort.signal,
         conversationId: delivery.conversationId,
         runId: payload.runId ?? delivery.runId,
@@ -232,14 +244,14 @@ export class DeliveryOutbox {
   private async failed(delivery: DeliveryRecord, fields: Record<string, unknown>, error: unknown): Promise<void> {
     // Stored as the delivery's last error: text every store can hold.
     const message = storableText(error instanceof Error ? error.message : String(error));
-    if (delivery.attempts + 1 >= this.maxAttempts || isFinalDeliveryFailure(error)) {
+    if (delivery.attempts >= this.maxAttempts || isFinalDeliveryFailure(error)) {
       await this.runs.failDelivery(delivery.id, this.owner, message);
       this.logger.error(
         { event: "delivery.failed", ...fields, err: message, final: true },
         isFinalDeliveryFailure(error) ? "delivery failed for good: the channel says trying again cannot help" : "delivery failed for good after its last attempt",
       );
     } else {
-      const backoffMs = this.backoff(delivery.attempts + 1);
+      const backoffMs = this.backoff(delivery.attempts);
       // The provider's word on when to come back, if the channel passed it on: never sooner than the backoff (a
       // provider saying "now" during an outage is no reason to hammer it), never past maxDelayMs (a provider
       // asking for an hour must not leave a reply parked that long; the attempt limit still ends a loop of waits).
@@ -254,6 +266,19 @@ export class DeliveryOutbox {
   }
 
   /**
+   * Whether a claimed delivery is past its last attempt (the claim counted this one): the sender of the
+   * last allowed attempt stopped without recording an outcome, since a recorded failure of it is final.
+   * Hand-backs to another build count as attempts but are bounded by OTHER_BUILD_GRACE_MS, not by
+   * maxAttempts: after one, the build that can send it still gets its one last try (as before claims were
+   * counted), and a sender dying on that try repeats only until the grace period ends.
+   */
+  private isOutOfAttempts(delivery: DeliveryRecord): boolean {
+    if (delivery.attempts <= this.maxAttempts) return false;
+    const handedBack = delivery.lastError?.endsWith(LEFT_FOR_OTHER_BUILD) === true;
+    return !(handedBack && Date.now() - Date.parse(delivery.createdAt) < OTHER_BUILD_GRACE_MS);
+  }
+
+  /**
    * Whether a delivery this build cannot send may be another build's to send: its run came in through
    * another build (or this host does not know its own), and it is younger than OTHER_BUILD_GRACE_MS.
    */
@@ -264,8 +289,8 @@ export class DeliveryOutbox {
 
   /** Hand a delivery back with a retry time, as after a failed attempt, so a host of the build that can send it claims it. */
   private async leaveForOtherBuild(delivery: DeliveryRecord, fields: Record<string, unknown>, reason: string): Promise<void> {
-    const delayMs = this.backoff(delivery.attempts + 1);
-    await this.runs.failDelivery(delivery.id, this.owner, `${reason}; left for a build that has it`, new Date(Date.now() + delayMs));
+    const delayMs = this.backoff(delivery.attempts);
+    await this.runs.failDelivery(delivery.id, this.owner, `${reason}${LEFT_FOR_OTHER_BUILD}`, new Date(Date.now() + delayMs));
     this.logger.info({ event: "delivery.other_build", ...fields, err: reason, retryInMs: delayMs }, "delivery left for a host of another build that can send it");
   }
 

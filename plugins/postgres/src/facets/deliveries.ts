@@ -55,6 +55,8 @@ export function claimStatement(
        FOR UPDATE OF d SKIP LOCKED
      )
      UPDATE ${s}.deliveries d SET
+       -- Counted when claimed, not when settled: a sender that dies mid-attempt still used it up.
+       attempts = d.attempts + 1,
        lease_owner = $1,
        lease_expires_at = clock.now + $2::double precision * interval '1 millisecond',
        updated_at = clock.now
@@ -69,7 +71,7 @@ export async function completeDelivery(db: StateDatabase, deliveryId: string, ow
   await db.run(
     `completeDelivery(delivery "${deliveryId}")`,
     `UPDATE ${db.s}.deliveries SET
-       status = 'delivered', attempts = attempts + 1, last_error = NULL,
+       status = 'delivered', last_error = NULL,
        lease_owner = NULL, lease_expires_at = NULL, updated_at = now()
      WHERE id = $1 AND status = 'pending' AND lease_owner = $2`,
     [deliveryId, owner],
@@ -83,7 +85,7 @@ export async function failDelivery(db: StateDatabase, deliveryId: string, owner:
   await db.run(
     check.operation,
     `UPDATE ${db.s}.deliveries SET
-       attempts = attempts + 1, last_error = $3,
+       last_error = $3,
        lease_owner = NULL, lease_expires_at = NULL, updated_at = now(),
        status = CASE WHEN $4::timestamptz IS NULL THEN 'failed' ELSE 'pending' END,
        available_at = coalesce($4::timestamptz, available_at)
