@@ -3,6 +3,7 @@ import { tmpdir } from "node:os";
 import { join, resolve } from "node:path";
 import { afterAll, describe, expect, it } from "vitest";
 import { deployAgent } from "../plugins/node/src/cli/commands/deploy.js";
+import { appNameFromAgentId } from "../plugins/node/src/deploy/platform-deploy-target.js";
 import { copyExample } from "./support/example-copy.js";
 
 const SECRET = "platform-secret-31c4";
@@ -55,6 +56,46 @@ describe("assembly-line deploy --target fly|railway without the platform CLI", (
     expect(existsSync(join(out, "node_modules/@assemblyline-agents/node/bin/assembly-line.js"))).toBe(true);
     expect(filesContaining(out, SECRET)).toEqual([]);
   }, 600_000);
+});
+
+describe("deploy --target fly|railway --name", () => {
+  it.each(["fly", "railway"] as const)("%s: refuses a name the platform does not take, naming the rule, rather than ship to a rewritten one; nothing is written", async (platform) => {
+    const { agentDir, root } = copyExample();
+    roots.push(root);
+    const out = join(root, "out");
+    // prod.api once shipped to the app prod-api, which may be someone else's.
+    for (const name of ["prod.api", "Prod-API", "api-", "-api", "my_agent", "a".repeat(64)]) {
+      await expect(deployAgent({ agentDir, target: platform, name, out, env: {} })).rejects.toMatchObject({
+        code: "AL_ERR_DEPLOY_CONFIG",
+        message: expect.stringContaining(`${platform} deploy name ${JSON.stringify(name)} is not an app name ${platform} takes: lowercase letters, digits and dashes, starting and ending with a letter or digit, at most 63 characters`),
+      });
+    }
+    expect(existsSync(out)).toBe(false);
+  }, 60_000);
+
+  it("derives the default from the agent id: lowercased, other characters dashes (as before), dashes at the ends trimmed, at most 63 characters", () => {
+    expect(appNameFromAgentId("support-bot")).toBe("support-bot");
+    expect(appNameFromAgentId("Support_Bot")).toBe("support-bot");
+    // Kept as earlier versions derived it, so an app deployed by default keeps its name.
+    expect(appNameFromAgentId("support  bot")).toBe("support--bot");
+    expect(appNameFromAgentId("Support Bot!")).toBe("support-bot");
+    expect(appNameFromAgentId(".hidden.")).toBe("hidden");
+    expect(appNameFromAgentId(`${"a".repeat(62)}.b`)).toBe("a".repeat(62));
+    expect(appNameFromAgentId("!!!")).toBeUndefined();
+  });
+
+  it("refuses an agent id that gives no app name before anything is written, asking for --name", async () => {
+    const { agentDir, root } = copyExample();
+    roots.push(root);
+    writeFileSync(join(agentDir, "agent.ts"), readFileSync(join(agentDir, "agent.ts"), "utf8").replace('id: "docker-gateway-agent"', 'id: "!!!"'));
+    const out = join(root, "out");
+    await expect(deployAgent({ agentDir, target: "fly", out, env: {} })).rejects.toMatchObject({
+      code: "AL_ERR_DEPLOY_CONFIG",
+      message: expect.stringContaining('agent id "!!!" gives no fly app name'),
+      fix: expect.stringContaining("--name"),
+    });
+    expect(existsSync(out)).toBe(false);
+  }, 120_000);
 });
 
 describe("deploy --out", () => {

@@ -1,5 +1,5 @@
 import { spawnSync } from "node:child_process";
-import { mkdir, writeFile } from "node:fs/promises";
+import { mkdir, readFile, writeFile } from "node:fs/promises";
 import { dirname, join, resolve } from "node:path";
 import { AssemblyLineError, type DeployTarget } from "@assemblyline-agents/core";
 import { gatewayChoosesState, stageDeployBundle, type DeployBundle } from "@assemblyline-agents/core/deploy";
@@ -10,7 +10,10 @@ export type Platform = (typeof PLATFORMS)[number];
 
 export interface PlatformDeployOptions {
   platform: Platform;
-  /** App name on the platform. Default: the agent id. */
+  /**
+   * App name on the platform: lowercase letters, digits and dashes, starting and ending with a
+   * letter or digit, at most 63 characters. Default: the agent id made into one (see appNameFromAgentId).
+   */
   name?: string;
   port?: number;
   /** Where the deploy folder is written. Default: `<agentDir>/../.assembly-line-deploy/<platform>`. */
@@ -54,6 +57,12 @@ export class PlatformDeployTarget implements DeployTarget {
     for (const option of ["name", "out", "baseImage"] as const) {
       if (options[option]?.trim() === "") throw new AssemblyLineError("AL_ERR_DEPLOY_CONFIG", `${options.platform} deploy option ${option} is empty`, { fix: `Give ${option} a value, or leave it out for its default.` });
     }
+    if (options.name !== undefined && !isAppName(options.name)) {
+      throw new AssemblyLineError("AL_ERR_DEPLOY_CONFIG", `${options.platform} deploy name ${JSON.stringify(options.name)} is not an app name ${options.platform} takes: ${APP_NAME_RULE}`, {
+        fix: `Pass the app's name exactly as it is on ${options.platform} (--name); it is never rewritten, so the deploy cannot land on another app.`,
+        details: { option: "name", name: options.name },
+      });
+    }
     this.name = options.platform;
   }
 
@@ -72,11 +81,14 @@ export class PlatformDeployTarget implements DeployTarget {
         },
       );
     }
+    // Refused before anything is written when the agent id gives no app name.
+    const agentId = this.options.name === undefined ? await builtAgentId(artifactRoot) : undefined;
+    let app = this.options.name ?? (agentId === undefined ? undefined : this.defaultAppName(agentId));
     // stageDeployBundle clears `out` first, refusing a folder no deploy wrote.
     const bundle = await stageDeployBundle({ artifactRoot, outDir: out, ...(this.options.include ? { include: this.options.include } : {}) });
     // The platform builds remotely from this folder, so the packages go in it.
     await copyTree(join(bundle.modules.dir, "node_modules"), join(out, "node_modules"));
-    const app = (this.options.name ?? bundle.agentId).toLowerCase().replace(/[^a-z0-9-]/g, "-");
+    app ??= this.defaultAppName(bundle.agentId);
     const port = this.options.port ?? 3000;
     await writeFile(join(out, "Dockerfile"), dockerfile(bundle, this.options.baseImage ?? "node:22-slim", port, [...(stateDir ? ["--state-dir", stateDir] : []), ...(this.options.startArgs ?? [])]));
     await writeFile(join(out, ".dockerignore"), "Dockerfile\n.dockerignore\n");
@@ -105,6 +117,48 @@ export class PlatformDeployTarget implements DeployTarget {
     }
     return { id: `${app}@${bundle.revision}`, out, commands, ran: true };
   }
+
+  /** The app name derived from the agent id, or a refusal asking for --name when none can be. */
+  private defaultAppName(agentId: string): string {
+    const app = appNameFromAgentId(agentId);
+    if (app !== undefined) return app;
+    throw new AssemblyLineError("AL_ERR_DEPLOY_CONFIG", `agent id ${JSON.stringify(agentId)} gives no ${this.options.platform} app name (${APP_NAME_RULE})`, {
+      fix: `Pass the app's name on ${this.options.platform} with --name (deployAgent: name), e.g. --name support-bot.`,
+      details: { agentId },
+    });
+  }
+}
+
+/** The built agent's id; undefined when the manifest cannot be read (stageDeployBundle then says what to run). */
+async function builtAgentId(artifactRoot: string): Promise<string | undefined> {
+  const manifest = await readFile(join(artifactRoot, "manifest.json"), "utf8").then(
+    (text) => JSON.parse(text) as { agent?: { id?: unknown } },
+    () => undefined,
+  );
+  return typeof manifest?.agent?.id === "string" ? manifest.agent.id : undefined;
+}
+
+const APP_NAME_MAX = 63;
+const APP_NAME_RULE = `lowercase letters, digits and dashes, starting and ending with a letter or digit, at most ${APP_NAME_MAX} characters`;
+
+/** Fly's app names (a DNS label: `<app>.fly.dev`); Railway's CLI is given none, so its names follow the same rule. */
+function isAppName(name: string): boolean {
+  return name.length <= APP_NAME_MAX && /^[a-z0-9](?:[a-z0-9-]*[a-z0-9])?$/.test(name);
+}
+
+/**
+ * The default app name: the agent id lowercased, each character an app name cannot hold a dash
+ * (as earlier versions derived it, so an existing app keeps its name), with dashes at either end
+ * trimmed and cut to 63 characters; undefined when nothing is left (an id of symbols alone).
+ */
+export function appNameFromAgentId(agentId: string): string | undefined {
+  const name = agentId
+    .toLowerCase()
+    .replace(/[^a-z0-9-]/g, "-")
+    .replace(/^-+/, "")
+    .slice(0, APP_NAME_MAX)
+    .replace(/-+$/, "");
+  return isAppName(name) ? name : undefined;
 }
 
 async function runProgramWithEnv(cwd: string, command: string, env: Record<string, string | undefined>) {
