@@ -163,7 +163,7 @@ export const errorCatalogue = {
   AL_ERR_DEPLOY_CONFIG: "A deploy target's options or the `deploy` command line are invalid (unknown target, missing host, bad port).",
   AL_ERR_DEPLOY_BUILD: "Building the deploy artifact or image failed; nothing was replaced.",
   AL_ERR_DEPLOY_UNHEALTHY: "The new release did not answer /readyz in time; it was removed and the previous release keeps serving.",
-  AL_ERR_DEPLOY_TRANSPORT: "A deploy step on the remote host failed (ssh, rsync/scp, or a remote command).",
+  AL_ERR_DEPLOY_TRANSPORT: "A deploy step on the target failed: on a vps host (ssh, rsync/scp, or a remote command), a platform CLI's command, or the Docker engine a docker deploy uses.",
 } as const;
 
 export type ErrorCode = keyof typeof errorCatalogue;

@@ -1,11 +1,11 @@
 import { createHash, randomBytes } from "node:crypto";
-import { mkdtemp, rm, writeFile } from "node:fs/promises";
+import { mkdtemp, readFile, rm, writeFile } from "node:fs/promises";
 import { createServer } from "node:net";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import type Docker from "dockerode";
 import tarFs from "tar-fs";
-import { AssemblyLineError, MAX_TIMER_MS, isTimerDelay, type DeployTarget, type RuntimeLogger } from "@assemblyline-agents/core";
+import { AssemblyLineError, MAX_TIMER_MS, errorSummary, isAssemblyLineError, isTimerDelay, type DeployTarget, type RuntimeLogger } from "@assemblyline-agents/core";
 import { gatewayChoosesState, stageDeployBundle, waitForReady, type DeployBundle } from "@assemblyline-agents/core/deploy";
 import { connectEngine, engineCall, engineError, engineMessage, statusOf } from "../engine.js";
 import { removeImageTag } from "../image-removal.js";
@@ -25,7 +25,11 @@ export const RELEASE_STOP_GRACE_S = 40;
 const DEPLOY_OPTIONS = ["name", "baseImage", "port", "network", "hostIp", "readyTimeoutMs", "startArgs", "packages", "include", "socketPath", "keepReleases"];
 
 export interface DockerDeployOptions {
-  /** Image repository and container name prefix. Default: the agent id. */
+  /**
+   * Image repository, container name prefix and container hostname: lowercase letters and digits
+   * in runs joined by one '.', one or two '_', or dashes, at most 63 characters.
+   * Default: the agent id made into one (releaseNameFromAgentId).
+   */
   name?: string;
   /** Base image with node on PATH. Default "node:22-slim". */
   baseImage?: string;
@@ -92,8 +96,11 @@ export class DockerDeployTarget implements DeployTarget {
     if (!Number.isInteger(port) || port < 1 || port > 65_535) {
       throw new AssemblyLineError("AL_ERR_DEPLOY_CONFIG", `dockerDeploy port ${JSON.stringify(options.port)} is not a port number`, { fix: "Use 1-65535, e.g. 3000." });
     }
-    if (options.name !== undefined && !/^[a-z0-9][a-z0-9_.-]{0,62}$/.test(options.name)) {
-      throw new AssemblyLineError("AL_ERR_DEPLOY_CONFIG", `dockerDeploy name ${JSON.stringify(options.name)} is not a valid image and container name`, { fix: "Use lowercase letters, digits, '.', '_' and '-'." });
+    if (options.name !== undefined && !isReleaseName(options.name)) {
+      throw new AssemblyLineError("AL_ERR_DEPLOY_CONFIG", `dockerDeploy name ${JSON.stringify(options.name)} is not an image name the Docker engine takes that is also a hostname: ${RELEASE_NAME_RULE}`, {
+        fix: "Pass a name such as my-agent, my.agent or my_agent (--name).",
+        details: { option: "name", name: options.name },
+      });
     }
     const unknown = Object.keys(options).filter((key) => !DEPLOY_OPTIONS.includes(key));
     if (unknown.length > 0) {
@@ -133,6 +140,9 @@ export class DockerDeployTarget implements DeployTarget {
   }
 
   async deploy(args: { artifactRoot: string; env: Record<string, string | undefined> }): Promise<DockerDeployResult> {
+    // Refused before the bundle is staged and images are built when the agent id gives no name.
+    const agentId = this.options.name === undefined ? await builtAgentId(args.artifactRoot) : undefined;
+    let name = this.options.name ?? (agentId === undefined ? undefined : defaultReleaseName(agentId));
     const work = await mkdtemp(join(tmpdir(), "al-docker-deploy-"));
     try {
       const bundle = await stageDeployBundle({
@@ -141,7 +151,7 @@ export class DockerDeployTarget implements DeployTarget {
         ...(this.options.packages ? { packages: this.options.packages } : {}),
         ...(this.options.include ? { include: this.options.include } : {}),
       });
-      const name = this.options.name ?? (bundle.agentId.toLowerCase().replace(/[^a-z0-9_.-]/g, "-").replace(/^[^a-z0-9]+/, "") || "agent");
+      name ??= defaultReleaseName(bundle.agentId);
       const port = this.options.port ?? 3000;
       const baseImage = this.options.baseImage ?? "node:22-slim";
       const runtimeImage = `assembly-line-runtime:${createHash("sha256").update(`${baseImage}\0${bundle.modules.digest}`).digest("hex").slice(0, 16)}`;
@@ -164,6 +174,8 @@ export class DockerDeployTarget implements DeployTarget {
       });
       const removedImages = await removeOldReleaseImages(this.docker, { name, keep: this.options.keepReleases ?? 3, current: image, logger: this.logger });
       return { ...released, removedImages };
+    } catch (error) {
+      throw asDeployError(error);
     } finally {
       await rm(work, { recursive: true, force: true });
     }
@@ -338,6 +350,67 @@ export class DockerDeployTarget implements DeployTarget {
     }
     return removed;
   }
+}
+
+/** Docker's grammar for a repository path component: the engine refuses any other image name ("invalid reference format"). */
+const RELEASE_NAME = /^[a-z0-9]+(?:(?:\.|_|__|-+)[a-z0-9]+)*$/;
+/** The name is also the release containers' hostname, which a DNS label limits to 63 characters. */
+const RELEASE_NAME_MAX = 63;
+const RELEASE_NAME_RULE = `lowercase letters and digits in runs joined by one '.', one or two '_', or dashes, not starting or ending with one, at most ${RELEASE_NAME_MAX} characters`;
+
+function isReleaseName(name: string): boolean {
+  return name.length <= RELEASE_NAME_MAX && RELEASE_NAME.test(name);
+}
+
+/**
+ * The default release name: the agent id as earlier versions derived it (lowercased, each
+ * character other than letters, digits, '.', '_' and '-' a dash), so an existing release keeps
+ * its name, its images and its state volume; when that is no name the engine takes, the id
+ * lowercased with every run of other characters one dash, dashes at either end trimmed, cut to
+ * 63 characters. Undefined when nothing is left (an id of symbols alone).
+ */
+export function releaseNameFromAgentId(agentId: string): string | undefined {
+  const earlier = agentId.toLowerCase().replace(/[^a-z0-9_.-]/g, "-").replace(/^[^a-z0-9]+/, "");
+  if (isReleaseName(earlier)) return earlier;
+  const name = agentId
+    .toLowerCase()
+    .replace(/[^a-z0-9]+/g, "-")
+    .replace(/^-+/, "")
+    .slice(0, RELEASE_NAME_MAX)
+    .replace(/-+$/, "");
+  return isReleaseName(name) ? name : undefined;
+}
+
+function defaultReleaseName(agentId: string): string {
+  const name = releaseNameFromAgentId(agentId);
+  if (name !== undefined) return name;
+  throw new AssemblyLineError("AL_ERR_DEPLOY_CONFIG", `agent id ${JSON.stringify(agentId)} gives no docker release name (${RELEASE_NAME_RULE})`, {
+    // Before names were checked such an id deployed as "agent".
+    fix: "Pass the release's name with --name (dockerDeploy({ name })), e.g. --name agent to keep the releases an earlier version deployed for it.",
+    details: { agentId },
+  });
+}
+
+/** The built agent's id; undefined when the manifest cannot be read (stageDeployBundle then says what to run). */
+async function builtAgentId(artifactRoot: string): Promise<string | undefined> {
+  const manifest = await readFile(join(artifactRoot, "manifest.json"), "utf8").then(
+    (text) => JSON.parse(text) as { agent?: { id?: unknown } },
+    () => undefined,
+  );
+  return typeof manifest?.agent?.id === "string" ? manifest.agent.id : undefined;
+}
+
+/**
+ * The engine helpers are shared with the sandbox and fail with AL_ERR_SANDBOX_ENGINE; in a deploy
+ * the engine is the target the release goes to, so its refusal is a failed deploy step.
+ */
+function asDeployError(error: unknown): unknown {
+  if (!isAssemblyLineError(error, "AL_ERR_SANDBOX_ENGINE")) return error;
+  return new AssemblyLineError("AL_ERR_DEPLOY_TRANSPORT", `the docker deploy stopped: ${errorSummary(error)}`, {
+    ...(error.fix ? { fix: error.fix } : {}),
+    ...(error.details ? { details: error.details } : {}),
+    cause: error,
+  });
 }
 
 function buildError(image: string, message: string, cause: unknown, output: string[] = []): AssemblyLineError {
