@@ -133,6 +133,34 @@ describe("run budgets", () => {
     expect(await state.getToolCall(runId, "call_0_0")).toMatchObject({ status: "failed" });
   }, 10_000);
 
+  it("runs a tool call that maxDurationMs stopped mid-way again when its pause is approved, with the same idempotency key, and the run goes on", async () => {
+    const g = globalThis as { __keys?: string[] };
+    g.__keys = [];
+    // The first execution hangs past the limit (it ignores ctx.signal); the one after the approval returns.
+    const slowOnce = toolSource({
+      upFront: true,
+      execute: `globalThis.__keys.push(ctx.idempotencyKey("write"));
+    if (globalThis.__keys.length === 1) await new Promise((resolve) => setTimeout(resolve, 400));
+    return { written: input.value };`,
+    });
+    const state = new InMemoryStateAdapter();
+    const script: ModelScript = { turns: [{ toolCalls: [{ name: "echo", input: { value: "x" } }] }, { text: "done" }] };
+    const runtime = await runtimeFor(agentWith(`{ maxDurationMs: 150, onExceeded: "pause" }`, slowOnce), { state, agentHarness: scriptedHarness(script) });
+    const paused = await runtime.run({ message: "go" });
+    expect(paused).toMatchObject({ status: "waiting_approval", pendingBudget: { budget: "maxDurationMs" } });
+    // Left as a crash leaves it, not failed: the approved replay runs it.
+    expect(await state.getToolCall(paused.runId, "call_0_0")).toMatchObject({ status: "requested" });
+
+    const approved = await runtime.approve(paused.runId);
+    expect(approved).toMatchObject({ status: "completed", response: { text: "done" } });
+    expect(await state.getToolCall(paused.runId, "call_0_0")).toMatchObject({ status: "completed", output: { written: "x" } });
+    expect(g.__keys).toHaveLength(2);
+    expect(g.__keys[1]).toBe(g.__keys[0]);
+    const events = await runtime.listEvents(paused.runId);
+    expect(count(events, "tool.execution_failed")).toBe(0);
+    expect(count(events, "tool.called")).toBe(1);
+  });
+
   it("counts as active neither the time a run stood queued nor the time between two decisions of one pause", async () => {
     const gated = toolSource({ upFront: true, extra: `needsApproval: approvalRequired("Checked by a human."),` });
     const dir = agentWith("{ maxDurationMs: 300 }", gated);

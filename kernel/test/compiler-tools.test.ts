@@ -116,6 +116,13 @@ export default defineTool({ description: "Echo.", inputSchema: { type: "object",
     expect(error.message).toContain('tools/echo.ts: toModelOutput must be a function (output) => projection, not the string "summary"');
   });
 
+  it("refuses an async toModelOutput, whose Promise would fail every call of the tool", async () => {
+    const error = await buildError({ "tools/echo.ts": toolSource({ extra: `async toModelOutput(output) { return { shown: output.echoed }; },` }) });
+    expect(error.code).toBe("AL_ERR_TOOL_DEFINITION");
+    expect(error.message).toContain("tools/echo.ts: toModelOutput must be synchronous: it is an async function");
+    expect(fixOf(error)).toContain("synchronous `toModelOutput(output) { return ...; }` (no async)");
+  });
+
   it("builds a tool whose toModelOutput is a function, and records that it has one", async () => {
     const dir = agentFolder({ "agent.ts": MINIMAL_AGENT, "tools/echo.ts": toolSource({ extra: `toModelOutput(output) { return { shown: output.echoed }; },` }) });
     expect((await buildAgent(dir)).manifest.tools[0]).toMatchObject({ name: "echo", hasToModelOutput: true });

@@ -53,6 +53,42 @@ export default defineAgent({ description: "Works slowly.", instructions: "Work."
     });
   });
 
+  it("goes on when its maxDurationMs pause is approved: the spawn the limit stopped runs again and hands the model its stopped child's failure", async () => {
+    const script = {
+      turns: [{ toolCalls: [{ name: "spawn_subagent", input: { name: "worker", task: "do it" } }] }, { text: "parent done" }],
+      subagents: { worker: { turns: [{ toolCalls: [{ name: "slow", input: { value: "one" } }] }, { text: "child done" }] } },
+    };
+    const dir = agentFolder({
+      "agent.ts": `import { defineAgent } from "@assemblyline-agents/core";
+export default defineAgent({ model: "scripted:" + new URL("./script.json", import.meta.url).pathname, instructions: "Coordinate.", budgets: { maxDurationMs: 400, onExceeded: "pause" } });
+`,
+      "subagents/worker/agent.ts": `import { defineAgent } from "@assemblyline-agents/core";
+export default defineAgent({ description: "Works slowly.", instructions: "Work." });
+`,
+      "subagents/worker/tools/slow.ts": toolSource({ upFront: true, execute: `await globalThis.__release; return { done: input.value };` }),
+    });
+    writeFileSync(join(dir, "script.json"), JSON.stringify(script));
+    let release!: () => void;
+    g.__release = new Promise<void>((resolve) => (release = resolve));
+    const { runtime, state } = await startBuilt(dir);
+    const paused = await runtime.run({ message: "go" });
+    expect(paused).toMatchObject({ status: "waiting_approval", pendingBudget: { budget: "maxDurationMs" } });
+    // The limit stopped the spawn mid-way: left for the approved replay, as a crash leaves a call.
+    expect(await state.getToolCall(paused.runId, "call_0_0")).toMatchObject({ toolName: "spawn_subagent", status: "requested" });
+
+    // The child's tool would end a moment after the human grows the budget.
+    setTimeout(release, 100);
+    const approved = await runtime.approve(paused.runId);
+    await until(async () => !["running", "waiting_approval"].includes((await runtime.getRun(paused.runId)).status));
+    const parentNow = await runtime.getRun(paused.runId);
+    expect({ approved: approved.status, parent: parentNow.status, reply: parentNow.response?.text }).toEqual({ approved: "completed", parent: "completed", reply: "parent done" });
+    // The child stopped with its parent's turn; the replayed spawn found it (no second child) and returned its failure.
+    const children = (await state.listRuns({ agentId: `${runtime.manifest.agent.id}/worker` })).runs;
+    expect(children.map((child) => child.status)).toEqual(["failed"]);
+    const spawn = await state.getToolCall(paused.runId, "call_0_0");
+    expect(spawn).toMatchObject({ status: "completed", modelOutput: { error: expect.stringMatching(/subagent worker .* failed: .*maxDurationMs/) } });
+  });
+
   it("stays paused on one subagent's approval when another subagent it spawned beside it (and never waited on) ends", async () => {
     const script = {
       turns: [{ toolCalls: [{ name: "fan_out", input: { value: "x" } }] }, { text: "parent done" }],

@@ -360,6 +360,78 @@ describe("results", () => {
     expect(log.outcomes[0]!.outcome).toEqual({ status: "completed", output: { error: "Run validate first." }, isError: true });
   });
 
+  it("shows the model an error-shaped refusal as the tool returned it, neither projected by toModelOutput nor held to outputSchema", async () => {
+    const dir = agentFolder({
+      "agent.ts": MINIMAL_AGENT,
+      "tools/lookup.ts": toolSource({
+        upFront: true,
+        execute: `if (input.value !== "validated") return { error: "Run validate first." };
+    return { summary: "Found " + input.value, internalScore: 0.98 };`,
+        extra: `outputSchema: { type: "object", properties: { summary: { type: "string" } }, required: ["summary"] },
+  toModelOutput(output) { return { summary: output.summary }; },`,
+      }),
+    });
+    const { runtime, log, state } = await startAgent(dir, [call("lookup", { value: "x" }), call("lookup", { value: "validated" }), { text: "done" }]);
+    const result = await runtime.run({ message: "go" });
+    expect(result.status).toBe("completed");
+    expect(log.outcomes.map((entry) => entry.outcome)).toEqual([
+      { status: "completed", output: { error: "Run validate first." }, isError: true },
+      { status: "completed", output: { summary: "Found validated" }, isError: false },
+    ]);
+    expect(await state.getToolCall(result.runId, "call_0_0")).toMatchObject({ status: "completed", output: { error: "Run validate first." }, modelOutput: { error: "Run validate first." } });
+  });
+
+  it("leaves out keys whose value is undefined, in the result and in toModelOutput's projection, as JSON does", async () => {
+    const dir = agentFolder({
+      "agent.ts": MINIMAL_AGENT,
+      "tools/lookup.ts": toolSource({
+        upFront: true,
+        execute: `const record = { id: input.value }; return { id: record.id, note: record.note, meta: { tag: undefined, size: 1 }, items: [{ label: undefined }] };`,
+        extra: `toModelOutput(output) { return { id: output.id, note: output.note }; },`,
+      }),
+    });
+    const { runtime, log, state } = await startAgent(dir, [call("lookup", { value: "a" }), { text: "ok" }]);
+    const result = await runtime.run({ message: "go" });
+    expect(result.status).toBe("completed");
+    expect(log.outcomes[0]!.outcome).toEqual({ status: "completed", output: { id: "a" }, isError: false });
+    const stored = await state.getToolCall(result.runId, "call_0_0");
+    expect(stored!.output).toStrictEqual({ id: "a", meta: { size: 1 }, items: [{}] });
+    expect(stored!.modelOutput).toStrictEqual({ id: "a" });
+  });
+
+  it("still refuses undefined where JSON would not leave it out: an array item, or no result at all", async () => {
+    for (const [execute, problem] of [
+      [`return { items: [undefined] };`, "listed result.items[0] is undefined"],
+      [`return undefined;`, "listed result is undefined"],
+    ] as const) {
+      const dir = agentFolder({ "agent.ts": MINIMAL_AGENT, "tools/listed.ts": toolSource({ upFront: true, execute }) });
+      const { runtime, events } = await startAgent(dir, [call("listed", { value: "x" }), { text: "never" }]);
+      const result = await runtime.run({ message: "go" });
+      expect(result.status).toBe("failed");
+      const failed = (await events(result.runId)).find((event) => event.type === "tool.execution_failed")!;
+      expect(failed.data).toMatchObject({ code: "AL_ERR_TOOL_OUTPUT", error: expect.stringContaining(problem) });
+    }
+  });
+
+  it("keeps the full result recorded with the failed call when toModelOutput throws or returns a Promise", async () => {
+    for (const [projection, error] of [
+      [`toModelOutput(output) { throw new Error("projection broke"); },`, "projection broke"],
+      [`toModelOutput(output) { return Promise.resolve({ published: output.published }); },`, "publish: toModelOutput returned a Promise; it must return the projection itself"],
+    ] as const) {
+      const dir = agentFolder({
+        "agent.ts": MINIMAL_AGENT,
+        "tools/publish.ts": toolSource({ upFront: true, execute: `return { published: true, externalId: "ext_123" };`, extra: projection }),
+      });
+      const { runtime, state, events } = await startAgent(dir, [call("publish", { value: "x" }), { text: "never" }]);
+      const result = await runtime.run({ message: "go" });
+      expect(result.status).toBe("failed");
+      expect(result.error?.message).toContain(error);
+      const full = { published: true, externalId: "ext_123" };
+      expect(await state.getToolCall(result.runId, "call_0_0")).toMatchObject({ status: "failed", output: full, error: expect.stringContaining(error) });
+      expect((await events(result.runId)).find((event) => event.type === "tool.execution_failed")?.data).toMatchObject({ output: full });
+    }
+  });
+
   it("checks outputSchema", async () => {
     const dir = agentFolder({
       "agent.ts": MINIMAL_AGENT,

@@ -58,11 +58,14 @@ export interface ToolOptions<Input = unknown, Output = unknown> {
   description: string;
   /** Argument contract, checked before `execute`. */
   inputSchema: JsonSchema;
-  /** Declared result contract, checked after `execute`. */
+  /** Declared result contract, checked after `execute` (an error-shaped result, `{ error }`, is not held to it). */
   outputSchema?: JsonSchema;
   /** Tool body; runs in the trusted app runtime. Must return JSON-serializable data. */
   execute(input: Input, ctx: ToolExecutionContext): Output | Promise<Output>;
-  /** Bounded projection shown to the model; the full result is persisted. */
+  /**
+   * Bounded projection shown to the model; the full result is persisted. Synchronous: an async one is
+   * refused at build. Not called for an error-shaped result (`{ error }`), which the model sees as it is.
+   */
   toModelOutput?(output: Output): unknown;
   /** Approval gate; `approvalRequired(...)` builds a policy with a reason. Default `false`. */
   needsApproval?: boolean | ApprovalPolicy;

@@ -371,7 +371,7 @@ function toolEntry(file: string, name: string, tool: ToolDefinition, source: Sou
   const functionProblem = toolFunctionProblem(tool);
   if (functionProblem) {
     throw new AssemblyLineError("AL_ERR_TOOL_DEFINITION", `${file}: ${functionProblem}`, {
-      fix: "Write execute as a function, `async execute(input, ctx) { ... }`, and toModelOutput, when given, as `toModelOutput(output) { return ...; }`.",
+      fix: "Write execute as a function, `async execute(input, ctx) { ... }`, and toModelOutput, when given, as a synchronous `toModelOutput(output) { return ...; }` (no async).",
     });
   }
   for (const field of ["inputSchema", "outputSchema"] as const) {

@@ -195,6 +195,11 @@ export class RunBudget {
     return limit === undefined ? undefined : limit - (Date.now() - this.startedAtMs - this.idleMs);
   }
 
+  /** Whether reaching a budget pauses the run for a decision (`onExceeded: "pause"`) rather than failing it. */
+  get pausesWhenExceeded(): boolean {
+    return this.limits.onExceeded === "pause";
+  }
+
   /** `maxDurationMs` reached while a call ran: recorded as the budget exceeded, and the error that stops the call. */
   durationReached(): AssemblyLineError {
     this.exceeded ??= { budget: "maxDurationMs", limit: this.limits.maxDurationMs ?? 0, used: Date.now() - this.startedAtMs - this.idleMs };

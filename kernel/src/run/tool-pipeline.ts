@@ -9,7 +9,7 @@ import {
   storableText,
 } from "@assemblyline-agents/core";
 import { digestJson } from "../canonical-json.js";
-import { findNonJson } from "../json-check.js";
+import { findNonJson, withoutUndefinedKeys } from "../json-check.js";
 import { describeSchemaErrors } from "../schema.js";
 import { reachableThroughBridge, runBridgeTool, unreachableReason, unwrapToolCall } from "./bridge-tools.js";
 import { isInfrastructureFailure, leaseLost } from "./infrastructure-failure.js";
@@ -175,9 +175,9 @@ async function execute(
   // Read only for an approved call that may make changes: what the person saw decides what goes through.
   const approvedChange = approvedToolCall && (scope.services.automationManager || scope.services.connectionManager) ? approvedChangeOf(await scope.runs.listEvents(scope.runId), call.id) : undefined;
   const ctx = createToolContext(scope, call, approvedToolCall, asked, approvedChange);
-  let output: unknown;
+  let returned: unknown;
   try {
-    output = entry.bridge ? await runBridgeTool(scope, entry, call.input) : await unlessRunStops(scope.signal, asked, () => entry.definition.execute(call.input, ctx));
+    returned = entry.bridge ? await runBridgeTool(scope, entry, call.input) : await unlessRunStops(scope.signal, asked, () => entry.definition.execute(call.input, ctx));
     if (asked.question) throw asked.question;
     if (asked.subagent) throw asked.subagent;
     if (asked.approval) throw asked.approval;
@@ -213,37 +213,54 @@ async function execute(
 
   // Another replica took the run over while the tool ran: its journal decides, not this result.
   if (scope.lease.lost) throw leaseLost(scope.runId);
-  const problem = findNonJson(output, `${call.name} result`);
+  const problem = findNonJson(returned, `${call.name} result`, { undefinedKeysDropped: true });
   if (problem) {
     return fail(scope, base, call, new AssemblyLineError("AL_ERR_TOOL_OUTPUT", `tool ${call.name} returned a value that is not JSON-serializable: ${problem}`, {
       fix: "Return plain JSON from execute (convert Dates, Maps, class instances and bigints).",
     }));
   }
+  // A key left undefined (an optional field the tool had no value for) is left out, as JSON leaves it.
+  const output = withoutUndefinedKeys(returned) as JsonValue;
+  // A refusal the tool returned for the model (the spec's advice over throwing) reaches it as it is: the
+  // outputSchema and toModelOutput describe the tool's result, not its refusals.
+  if (isErrorShaped(output)) return completed(scope, base, call, output, output);
   if (entry.validateOutput && !entry.validateOutput(output)) {
     const problems = describeSchemaErrors(entry.validateOutput.errors).map((line) => line.replace(/^input/, "output"));
     return fail(scope, base, call, new AssemblyLineError("AL_ERR_TOOL_OUTPUT", `tool ${call.name} broke its outputSchema: ${problems.join("; ")}`, {
       fix: "Make execute return what outputSchema declares, or correct the schema.",
     }));
   }
-  let modelOutput: unknown = output;
-  if (entry.definition.toModelOutput) {
-    try {
-      modelOutput = entry.definition.toModelOutput(output);
-    } catch (error) {
-      return fail(scope, base, call, error);
-    }
-    const projectionProblem = findNonJson(modelOutput, `${call.name} toModelOutput`);
-    if (projectionProblem) {
-      return fail(scope, base, call, new AssemblyLineError("AL_ERR_TOOL_OUTPUT", projectionProblem, { fix: "Return plain JSON from toModelOutput." }));
-    }
+  if (!entry.definition.toModelOutput) return completed(scope, base, call, output, output);
+  // From here the result is valid: a projection that fails still leaves it recorded with the failed call.
+  let projected: unknown;
+  try {
+    projected = entry.definition.toModelOutput(output);
+  } catch (error) {
+    return fail(scope, base, call, error, output);
   }
+  if (isPromiseLike(projected)) {
+    // Nothing waits for it: its rejection must not surface as an unhandled one.
+    Promise.resolve(projected).catch(() => undefined);
+    return fail(scope, base, call, new AssemblyLineError("AL_ERR_TOOL_OUTPUT", `tool ${call.name}: toModelOutput returned a Promise; it must return the projection itself`, {
+      fix: "Write toModelOutput as a synchronous function, `toModelOutput(output) { return { ... }; }`: no async, no await.",
+    }), output);
+  }
+  const projectionProblem = findNonJson(projected, `${call.name} toModelOutput`, { undefinedKeysDropped: true });
+  if (projectionProblem) {
+    return fail(scope, base, call, new AssemblyLineError("AL_ERR_TOOL_OUTPUT", projectionProblem, { fix: "Return plain JSON from toModelOutput." }), output);
+  }
+  return completed(scope, base, call, output, withoutUndefinedKeys(projected) as JsonValue);
+}
+
+/** The call's result persisted in full, with what the model is shown of it. */
+async function completed(scope: RunScope, base: ToolCallRecord, call: ModelToolCall, output: JsonValue, modelOutput: JsonValue): Promise<ToolCallOutcome> {
   await scope.journal.record(
     scope.runId,
     "tool.completed",
-    { callId: call.id, toolName: call.name, output: output as JsonValue, modelOutput: modelOutput as JsonValue },
-    { toolCall: { ...base, status: "completed", output: output as JsonValue, modelOutput: modelOutput as JsonValue, updatedAt: isoTimestamp() } },
+    { callId: call.id, toolName: call.name, output, modelOutput },
+    { toolCall: { ...base, status: "completed", output, modelOutput, updatedAt: isoTimestamp() } },
   );
-  return { status: "completed", output: modelOutput as JsonValue, isError: isErrorShaped(modelOutput) };
+  return { status: "completed", output: modelOutput, isError: isErrorShaped(modelOutput) };
 }
 
 /**
@@ -279,20 +296,27 @@ function unlessRunStops<T>(signal: AbortSignal, asked: CallAsks, execute: () => 
 /**
  * A call the run stopped waiting for (unlessRunStops): recorded failed, with the code of what stopped it. The run's
  * end is not this call's to decide: the budget, a failed tool beside it, or the caller's abort decides it.
+ * A budget that pauses the run (`onExceeded: "pause"`) stopped it mid-way instead: the call is left as recorded
+ * when it started, as a crash leaves it, so approving the pause runs it again (at least once, its idempotency
+ * keys the same) and the run goes on from where it stopped.
  */
 async function stopped(scope: RunScope, base: ToolCallRecord, call: ModelToolCall, reason: unknown): Promise<ToolCallOutcome> {
   const message = storableText(`tool ${call.name} was stopped before it returned: ${reason instanceof Error ? reason.message : String(reason)}`);
   const code = isAssemblyLineError(reason) ? reason.code : undefined;
-  await scope.journal.record(
-    scope.runId,
-    "tool.execution_failed",
-    { callId: call.id, toolName: call.name, error: message, code },
-    { toolCall: { ...base, status: "failed", error: message, updatedAt: isoTimestamp() } },
-  );
+  const pausedOnBudget = code === "AL_ERR_BUDGET_EXCEEDED" && scope.budget.exceeded !== null && scope.budget.pausesWhenExceeded;
+  if (!pausedOnBudget) {
+    await scope.journal.record(
+      scope.runId,
+      "tool.execution_failed",
+      { callId: call.id, toolName: call.name, error: message, code },
+      { toolCall: { ...base, status: "failed", error: message, updatedAt: isoTimestamp() } },
+    );
+  }
   return { status: "failed", output: { error: message } };
 }
 
-async function fail(scope: RunScope, base: ToolCallRecord, call: ModelToolCall, error: unknown): Promise<ToolCallOutcome> {
+/** The call recorded failed, failing the run; `output`, a valid result whose projection failed, stays recorded with it. */
+async function fail(scope: RunScope, base: ToolCallRecord, call: ModelToolCall, error: unknown, output?: JsonValue): Promise<ToolCallOutcome> {
   // Recorded with the call: text every store can hold (PostgreSQL refuses NUL and lone surrogates).
   const message = storableText(error instanceof Error ? error.message : String(error));
   const code = isAssemblyLineError(error) ? error.code : undefined;
@@ -301,8 +325,8 @@ async function fail(scope: RunScope, base: ToolCallRecord, call: ModelToolCall, 
   await scope.journal.record(
     scope.runId,
     "tool.execution_failed",
-    { callId: call.id, toolName: call.name, error: message, code, errorClass },
-    { toolCall: { ...base, status: "failed", error: message, updatedAt: isoTimestamp() } },
+    { callId: call.id, toolName: call.name, error: message, code, errorClass, output },
+    { toolCall: { ...base, status: "failed", error: message, output: output ?? null, updatedAt: isoTimestamp() } },
   );
   scope.failure ??= { code: code ?? "AL_ERR_TOOL_FAILED", message: `tool ${call.name} failed: ${message}` };
   return { status: "failed", output: { error: message } };
@@ -352,6 +376,16 @@ function newRecord(
   };
 }
 
+/**
+ * A result that carries an error (`{ error: "Run validate first." }`): a refusal the tool returned for the model
+ * to recover from. An `error` of null or false is a result saying there was none.
+ */
 function isErrorShaped(value: unknown): boolean {
-  return typeof value === "object" && value !== null && !Array.isArray(value) && "error" in value;
+  if (typeof value !== "object" || value === null || Array.isArray(value)) return false;
+  const error = (value as Record<string, unknown>).error;
+  return Object.hasOwn(value, "error") && error !== undefined && error !== null && error !== false;
+}
+
+function isPromiseLike(value: unknown): value is PromiseLike<unknown> {
+  return (typeof value === "object" || typeof value === "function") && value !== null && typeof (value as { then?: unknown }).then === "function";
 }
