@@ -42,7 +42,7 @@ import { budgetPauseOf, decideBudgetPause } from "./run/budget.js";
 import { RunJournal } from "./run/journal.js";
 import { RunDriver } from "./run/run-driver.js";
 import { RevisionDrivers } from "./run/revision-drivers.js";
-import { describeRun, type RunResult } from "./run/run-result.js";
+import { describeRun, pausedChildren, waitingRunsOf, type PausedChild, type PendingApproval, type PendingQuestion, type RunResult } from "./run/run-result.js";
 import { ToolTable, buildToolTable, defaultToolsProblem, mergeToolPolicy } from "./run/tool-table.js";
 import { refuseUnknownPolicyTools } from "./run/tool-policy.js";
 import { resolveState, type ResolvedState } from "./state/resolve-state.js";
@@ -489,13 +489,17 @@ export class OpenEveRuntime {
    * The answer comes when the run rests; `onRecorded` is called (it must not throw) as soon as the
    * approval is recorded, before the run goes on, and never when it is refused: a caller that
    * answers before the run rests (an HTTP 202) waits for it, so a refusal is never reported as taken.
+   *
+   * A run paused on its subagents (`waitingOnAll`) is decided in the subagent run that has the call:
+   * `callId` (or the call's `approvalId`) finds it, and `runId`, the pending approval's own, picks it when
+   * two subagent runs have a call of that id. Without either, the first of them with a pending approval or budget.
    */
-  async approve(runId: string, options: { callId?: string; actor?: string; onRecorded?: () => void } = {}): Promise<RunResult> {
+  async approve(runId: string, options: { callId?: string; runId?: string; actor?: string; onRecorded?: () => void } = {}): Promise<RunResult> {
     return this.decide(runId, "approved", options);
   }
 
-  /** Deny a pending tool call; the model receives a denial result and the run resumes. `onRecorded` as for approve. */
-  async deny(runId: string, options: { callId?: string; actor?: string; reason?: string; onRecorded?: () => void } = {}): Promise<RunResult> {
+  /** Deny a pending tool call; the model receives a denial result and the run resumes. `onRecorded`, `callId` and `runId` as for approve. */
+  async deny(runId: string, options: { callId?: string; runId?: string; actor?: string; reason?: string; onRecorded?: () => void } = {}): Promise<RunResult> {
     return this.decide(runId, "denied", options);
   }
 
@@ -505,14 +509,15 @@ export class OpenEveRuntime {
    * question that is no longer pending is refused (AL_ERR_APPROVAL_NOT_FOUND) instead of answering
    * another, and so is one that names none while several are pending (an engine that makes tool calls
    * in parallel can ask more than one). The run goes on once the last is answered.
-   * `onRecorded` as for approve.
+   * `onRecorded`, and `runId` for a question of a subagent run (`questions`), as for approve.
    */
-  async answer(runId: string, answer: string, options: { callId?: string; actor?: string; onRecorded?: () => void } = {}): Promise<RunResult> {
+  async answer(runId: string, answer: string, options: { callId?: string; runId?: string; actor?: string; onRecorded?: () => void } = {}): Promise<RunResult> {
     // Checked before anything: a question is single-use, and an answer that is no text would use it up.
     if (typeof answer !== "string") {
       throw new TypeError(`runtime.answer(runId, answer): answer must be a string, not ${answer === null ? "null" : typeof answer}; the question stays open`);
     }
-    const child = await this.waitingChild(runId, "waiting_input");
+    options = withoutOwnRunId(runId, options);
+    const child = await this.waitingChild(runId, "waiting_input", options);
     if (child) {
       await this.answer(child, answer, options);
       return this.getRun(runId);
@@ -522,6 +527,7 @@ export class OpenEveRuntime {
     const resting = await this.state.runs.getRun(runId);
     const ended = resting && (await this.wakeParentOfEndedChild(resting));
     if (ended) throw endedChildRefusal(runId, ended, (await this.requireRun(runId)).status, { kind: "answer", ...(options.callId !== undefined ? { callId: options.callId } : {}) });
+    if (options.runId !== undefined) throw await this.notWaitedOn(runId, options.runId, "waiting_input");
     return this.track(async () => {
       const { driver, revision } = await this.revisions.driverFor(await this.requireOwnRun(runId));
       // Recorded under the run's lease, so an answer can never interleave with the turn that asked.
@@ -732,8 +738,9 @@ export class OpenEveRuntime {
     await this.state.close?.();
   }
 
-  private async decide(runId: string, decision: "approved" | "denied", options: { callId?: string; actor?: string; reason?: string; onRecorded?: () => void }): Promise<RunResult> {
-    const child = await this.waitingChild(runId, "waiting_approval");
+  private async decide(runId: string, decision: "approved" | "denied", options: { callId?: string; runId?: string; actor?: string; reason?: string; onRecorded?: () => void }): Promise<RunResult> {
+    options = withoutOwnRunId(runId, options);
+    const child = await this.waitingChild(runId, "waiting_approval", options);
     if (child) {
       // The parent waits on its subagent's decision: decide it there; the child's end resumes the parent.
       await this.decide(child, decision, options);
@@ -743,6 +750,7 @@ export class OpenEveRuntime {
     const resting = await this.state.runs.getRun(runId);
     const ended = resting && (await this.wakeParentOfEndedChild(resting));
     if (ended) throw endedChildRefusal(runId, ended, (await this.requireRun(runId)).status, { kind: "decision", ...(options.callId !== undefined ? { callId: options.callId } : {}) });
+    if (options.runId !== undefined) throw await this.notWaitedOn(runId, options.runId, "waiting_approval");
     return this.track(async () => {
       const { driver, revision } = await this.revisions.driverFor(await this.requireOwnRun(runId));
       // Recorded under the run's lease: a decision can never interleave with the turn that paused,
@@ -839,20 +847,55 @@ export class OpenEveRuntime {
   }
 
   /**
-   * The subagent run a paused parent waits on, when the parent itself has no
-   * call waiting for `status`'s decision (its pause came from the child).
+   * The subagent run a decision (`waiting_approval`) or an answer (`waiting_input`) given to paused `runId` goes to,
+   * when the run itself has no call waiting for it (its pause came from its subagents): of the children that wait for
+   * one (describeRun shows their calls as the run's), the one with `options.runId` below it, else the one with the call
+   * `options.callId` names, else the first. Several spawned together can wait at once, and their call ids can be the same.
    */
-  private async waitingChild(runId: string, status: "waiting_approval" | "waiting_input"): Promise<string | undefined> {
+  private async waitingChild(runId: string, status: "waiting_approval" | "waiting_input", options: { callId?: string; runId?: string }): Promise<string | undefined> {
     const run = await this.requireRun(runId);
-    if (run.status !== status) return undefined;
-    const own = (await this.state.runs.listToolCalls(runId)).some((call) => call.status === status);
+    if (run.status !== "waiting_approval" && run.status !== "waiting_input") return undefined;
+    // Its own pending calls hide its children's (describeRun), so none of theirs is decided through it then.
+    const own = (await this.state.runs.listToolCalls(runId)).some((call) => call.status === "waiting_approval" || call.status === "waiting_input");
     if (own) return undefined;
-    const events = await this.state.runs.listEvents(runId);
-    for (const event of events.filter((candidate) => candidate.type === "subagent.waiting").reverse()) {
-      const child = await this.state.runs.getRun(String(event.data.childRunId));
-      if (child?.status === status) return child.id;
+    const children = (await pausedChildren(this.state.runs, run)).filter((child) => pendingIn(child, status).length > 0 || (status === "waiting_approval" && waitingRunsOf(child).some((waiting) => waiting.pendingBudget)));
+    if (options.runId !== undefined) {
+      const named = options.runId;
+      return children.find((child) => child.run.id === named || waitingRunsOf(child).some((waiting) => waiting.runId === named))?.run.id;
     }
-    return undefined;
+    const callId = options.callId;
+    const pending = children.flatMap((child) => pendingIn(child, status).map((call) => ({ child, call })));
+    // No call to find (only budgets wait): the first child refuses a call id itself, naming its budget.
+    if (callId === undefined || pending.length === 0) return children[0]?.run.id;
+    const holders = [...new Set(pending.filter(({ call }) => call.callId === callId || ("approvalId" in call && call.approvalId === callId)).map(({ child }) => child))];
+    if (holders.length === 1) return holders[0]!.run.id;
+    const what = status === "waiting_approval" ? "approval" : "question";
+    const listed = (calls: typeof pending) => calls.map(({ child, call }) => `${call.callId} (subagent ${call.subagent ?? child.run.input.parent?.subagent ?? ""}, run ${call.runId ?? child.run.id})`).join(", ");
+    if (holders.length === 0) {
+      throw new AssemblyLineError("AL_ERR_APPROVAL_NOT_FOUND", `run ${runId} has no pending ${what} ${printedCallId(callId)}; its subagents wait on ${listed(pending)}`, {
+        fix: `Read what the run waits on now (\`assembly-line runs show ${runId}\`) and name one of those calls.`,
+      });
+    }
+    const same = pending.filter(({ call }) => call.callId === callId);
+    throw new AssemblyLineError("AL_ERR_APPROVAL_NOT_FOUND", `run ${runId} waits on ${holders.length} subagent runs with a pending ${what} ${printedCallId(callId)}: ${listed(same)}`, {
+      fix:
+        status === "waiting_approval"
+          ? "Name the run too (`runId`: the one its pendingApprovals entry shows), or pass the call's approvalId instead of its callId."
+          : `Name the run too (\`runId\`: the one its questions entry shows), or answer that run itself (\`assembly-line answer <its runId> "..." --call ${callId}\`).`,
+      details: { runId, callId, runIds: same.map(({ child, call }) => call.runId ?? child.run.id) },
+    });
+  }
+
+  /** The refusal of a decision or answer whose `runId` names neither the run nor a subagent run it waits on for one. */
+  private async notWaitedOn(runId: string, named: string, status: "waiting_approval" | "waiting_input"): Promise<AssemblyLineError> {
+    const run = await this.requireRun(runId);
+    const waiting = run.status === "waiting_approval" || run.status === "waiting_input" ? (await pausedChildren(this.state.runs, run)).filter((child) => pendingIn(child, status).length > 0) : [];
+    const runIds = [...new Set(waiting.flatMap((child) => pendingIn(child, status).map((call) => call.runId ?? child.run.id)))];
+    const what = status === "waiting_approval" ? "approval" : "question";
+    return new AssemblyLineError("AL_ERR_APPROVAL_NOT_FOUND", `run ${runId} waits on no subagent run ${named} with a pending ${what}`, {
+      fix: runIds.length > 0 ? `Name one of the runs it waits on: ${runIds.join(", ")}.` : `Leave the runId out: see what run ${runId} waits on (\`assembly-line runs show ${runId}\`).`,
+      details: { runId, subagentRunId: named },
+    });
   }
 
   /**
@@ -1050,6 +1093,19 @@ export class OpenEveRuntime {
 }
 
 /** A call id as a refusal prints it: an empty one shown as "" rather than as nothing. */
+/** A paused child's calls waiting for `status`'s decision or answer (its subagents' too), as its parent shows them. */
+function pendingIn(child: PausedChild, status: "waiting_approval" | "waiting_input"): Array<PendingApproval | PendingQuestion> {
+  return (status === "waiting_approval" ? child.described.pendingApprovals : child.described.questions) ?? [];
+}
+
+/** A `runId` option naming the run decided itself names no subagent run: left out. */
+function withoutOwnRunId<T extends { runId?: string }>(runId: string, options: T): T {
+  if (options.runId !== runId) return options;
+  const rest = { ...options };
+  delete rest.runId;
+  return rest;
+}
+
 function printedCallId(callId: string): string {
   return callId === "" ? '""' : callId;
 }

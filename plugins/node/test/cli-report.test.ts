@@ -74,3 +74,38 @@ describe("the commands printed to continue a run kept in a --state-dir", () => {
     expect(out).toContain('  answer: npx assembly-line answer run_q "..." --agent "/agents/notes" --state-dir "/srv/agent state" --base-url "http://127.0.0.1:11434/v1" --api "openai-completions"');
   });
 });
+
+describe("a parent run whose subagents wait together", () => {
+  const approval = (runId: string, approvalId: string) => ({ approvalId, callId: "call_0_0", toolName: "lookup", input: { value: "x" }, runId, subagent: "researcher" });
+  const question = (runId: string, callId: string) => ({ callId, toolName: "ask", question: { question: `Which shop for ${runId}?`, choices: null, metadata: null }, runId, subagent: "asker" });
+
+  it("prints each subagent's call, named by its approval id when two of them share a call id", () => {
+    const { out } = report({
+      runId: "run_parent",
+      status: "waiting_approval",
+      pendingApprovals: [approval("run_a", "appr_a"), approval("run_b", "appr_b")],
+      waitingOn: { runId: "run_a", subagent: "researcher" },
+      waitingOnAll: [
+        { runId: "run_a", subagent: "researcher" },
+        { runId: "run_b", subagent: "researcher" },
+      ],
+    });
+    expect(out).toContain("(call call_0_0) in subagent researcher (run run_a)");
+    expect(out).toContain("(call call_0_0) in subagent researcher (run run_b)");
+    expect(out).toContain('  approve: npx assembly-line approve run_parent appr_a --agent "/agents/notes"');
+    expect(out).toContain('  deny:    npx assembly-line deny run_parent appr_b --agent "/agents/notes"');
+    expect(out).not.toContain("approve run_parent call_0_0");
+  });
+
+  it("prints every question with its call, answered in the subagent's run when two share a call id, and a question beside an approval", () => {
+    const both = report({ runId: "run_parent", status: "waiting_input", question: question("run_a", "call_0_0"), questions: [question("run_a", "call_0_0"), question("run_b", "call_0_0")] }).out;
+    expect(both).toContain('asks: "Which shop for run_a?" (from subagent asker, run run_a)');
+    expect(both).toContain('  answer: npx assembly-line answer run_a "..." --call call_0_0 --agent "/agents/notes"');
+    expect(both).toContain('  answer: npx assembly-line answer run_b "..." --call call_0_0 --agent "/agents/notes"');
+    const distinct = report({ runId: "run_parent", status: "waiting_input", question: question("run_a", "call_1"), questions: [question("run_a", "call_1"), question("run_b", "call_2")] }).out;
+    expect(distinct).toContain('  answer: npx assembly-line answer run_parent "..." --call call_2 --agent "/agents/notes"');
+    const mixed = report({ runId: "run_parent", status: "waiting_approval", pendingApprovals: [approval("run_a", "appr_a")], question: question("run_b", "call_0_0"), questions: [question("run_b", "call_0_0")] }).out;
+    expect(mixed).toContain('  approve: npx assembly-line approve run_parent call_0_0 --agent "/agents/notes"');
+    expect(mixed).toContain('  answer: npx assembly-line answer run_parent "..." --call call_0_0 --agent "/agents/notes"');
+  });
+});

@@ -62,33 +62,60 @@ export function reportResult(result: RunResult, io: CommandIO, options: ReportOp
       io.err(`\n${colors(io, "err").red(`run ${result.runId} failed`)}: ${result.error?.message ?? "unknown error"}`);
       break;
     case "waiting_approval":
-      if (result.pendingBudget) {
-        const { budget, limit, used } = result.pendingBudget;
-        // A parent paused on its subagent's budget: the budget is the subagent's, the decision the parent's.
-        const child = result.waitingOn;
-        io.out(
-          child
-            ? `\n${paint.yellow(`subagent ${child.subagent} (run ${child.runId}) reached its ${budget} budget`)} (${used} of ${limit}); run ${result.runId} waits for a decision`
-            : `\n${paint.yellow(`run ${result.runId} reached its ${budget} budget`)} (${used} of ${limit}) and waits for a decision`,
-        );
-        io.out(`  extend:  npx assembly-line approve ${result.runId} ${runAt}`);
-        io.out(`  stop:    npx assembly-line deny ${result.runId} ${runAt}`);
-      }
-      for (const pending of result.pendingApprovals ?? []) {
-        const origin = pending.subagent ? ` in subagent ${pending.subagent} (run ${pending.runId})` : "";
-        io.out(`\n${paint.yellow(`run ${result.runId} waits for approval`)} of ${pending.toolName} ${JSON.stringify(pending.input)} (call ${pending.callId})${origin}`);
-        io.out(`  approve: npx assembly-line approve ${result.runId} ${pending.callId} ${runAt}`);
-        io.out(`  deny:    npx assembly-line deny ${result.runId} ${pending.callId} ${runAt}`);
-      }
-      break;
     case "waiting_input":
-      io.out(`\n${paint.yellow(`run ${result.runId} asks:`)} ${askedText(result.question?.question ?? null)}${result.question?.subagent ? ` (from subagent ${result.question.subagent}, run ${result.question.runId})` : ""}`);
-      io.out(`  answer: npx assembly-line answer ${result.runId} "..." ${runAt}`);
+      // A run paused on several subagents at once can wait for approvals and answers together, whatever its status.
+      reportWaiting(result, io, paint, runAt);
       break;
     default:
       io.out(`\nrun ${result.runId} is ${result.status}; continue it with: npx assembly-line resume ${result.runId} ${runAt}`);
   }
   return exitCodeOf(result);
+}
+
+/** What a paused run waits for, each with the command that continues it. */
+function reportWaiting(result: RunResult, io: CommandIO, paint: ReturnType<typeof colors>, runAt: string): void {
+  if (result.pendingBudget) {
+    const { budget, limit, used } = result.pendingBudget;
+    // A parent paused on its subagent's budget: the budget is the subagent's, the decision the parent's.
+    const child = result.waitingOn;
+    io.out(
+      child
+        ? `\n${paint.yellow(`subagent ${child.subagent} (run ${child.runId}) reached its ${budget} budget`)} (${used} of ${limit}); run ${result.runId} waits for a decision`
+        : `\n${paint.yellow(`run ${result.runId} reached its ${budget} budget`)} (${used} of ${limit}) and waits for a decision`,
+    );
+    io.out(`  extend:  npx assembly-line approve ${result.runId} ${runAt}`);
+    io.out(`  stop:    npx assembly-line deny ${result.runId} ${runAt}`);
+  }
+  // The budgets of the other subagent runs it waits on: decided on those runs, as a decision without a call id on this one goes to the first.
+  for (const other of result.waitingOnAll?.slice(1) ?? []) {
+    if (!other.pendingBudget) continue;
+    const { budget, limit, used } = other.pendingBudget;
+    io.out(`\n${paint.yellow(`subagent ${other.subagent} (run ${other.runId}) reached its ${budget} budget`)} (${used} of ${limit}); run ${result.runId} waits for a decision`);
+    io.out(`  extend:  npx assembly-line approve ${other.runId} ${runAt}`);
+    io.out(`  stop:    npx assembly-line deny ${other.runId} ${runAt}`);
+  }
+  const approvals = result.pendingApprovals ?? [];
+  for (const pending of approvals) {
+    const origin = pending.subagent ? ` in subagent ${pending.subagent} (run ${pending.runId})` : "";
+    // Two subagents' calls can share a call id; the approval id names one call of one run.
+    const id = approvals.some((other) => other !== pending && other.callId === pending.callId) && pending.approvalId ? pending.approvalId : pending.callId;
+    io.out(`\n${paint.yellow(`run ${result.runId} waits for approval`)} of ${pending.toolName} ${JSON.stringify(pending.input)} (call ${pending.callId})${origin}`);
+    io.out(`  approve: npx assembly-line approve ${result.runId} ${id} ${runAt}`);
+    io.out(`  deny:    npx assembly-line deny ${result.runId} ${id} ${runAt}`);
+  }
+  const questions = result.questions ?? (result.question ? [result.question] : []);
+  if (questions.length <= 1 && result.status === "waiting_input") {
+    const question = questions[0];
+    io.out(`\n${paint.yellow(`run ${result.runId} asks:`)} ${askedText(question?.question ?? null)}${question?.subagent ? ` (from subagent ${question.subagent}, run ${question.runId})` : ""}`);
+    io.out(`  answer: npx assembly-line answer ${result.runId} "..." ${runAt}`);
+    return;
+  }
+  for (const question of questions) {
+    io.out(`\n${paint.yellow(`run ${result.runId} asks:`)} ${askedText(question.question)}${question.subagent ? ` (from subagent ${question.subagent}, run ${question.runId})` : ""}`);
+    // Two subagents' questions can share a call id: then the answer goes to the subagent's run itself, which wakes this one once it ends.
+    const shared = questions.some((other) => other !== question && other.callId === question.callId);
+    io.out(`  answer: npx assembly-line answer ${shared && question.runId ? question.runId : result.runId} "..." --call ${question.callId} ${runAt}`);
+  }
 }
 
 /** A pending question as a person reads it: its text, and its choices when it offers some (the record is `{ question, choices, metadata }`). */

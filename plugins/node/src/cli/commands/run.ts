@@ -75,14 +75,14 @@ export async function runCommand(parsed: ParsedCommand, io: CommandIO): Promise<
     for (;;) {
       const pending = result.pendingApprovals?.[0];
       if (result.status === "waiting_approval" && approve && pending) {
-        result =
-          approve === "all"
-            ? await local.runtime.approve(result.runId, { callId: pending.callId, actor: "cli" })
-            : await local.runtime.deny(result.runId, { callId: pending.callId, actor: "cli" });
+        // With its run: two subagents waiting at once can each have a call of that id.
+        const named = { callId: pending.callId, ...(pending.runId ? { runId: pending.runId } : {}), actor: "cli" };
+        result = approve === "all" ? await local.runtime.approve(result.runId, named) : await local.runtime.deny(result.runId, named);
       } else if (result.status === "waiting_input" && answer !== undefined && !answered) {
         answered = true;
         const callId = result.question?.callId;
-        result = await local.runtime.answer(result.runId, answer, { ...(callId ? { callId } : {}), actor: "cli" });
+        const runId = result.question?.runId;
+        result = await local.runtime.answer(result.runId, answer, { ...(callId ? { callId } : {}), ...(runId ? { runId } : {}), actor: "cli" });
       } else break;
     }
     endStream();
