@@ -4,7 +4,7 @@ import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { isAssemblyLineError } from "@assemblyline-agents/core";
 import { deployAgent } from "../plugins/node/src/cli/commands/deploy.js";
-import { envFile, systemdUnit } from "../plugins/node/src/deploy/vps-deploy-target.js";
+import { VpsDeployTarget, envFile, systemdUnit } from "../plugins/node/src/deploy/vps-deploy-target.js";
 import { getJson, postJson } from "./support/agent-server.js";
 import { copyExample } from "./support/example-copy.js";
 import { freshDatabase } from "./support/fresh-database.js";
@@ -40,6 +40,20 @@ describe("vps service files", () => {
     expect(isAssemblyLineError(error, "AL_ERR_DEPLOY_CONFIG")).toBe(true);
     expect(String(error)).toContain("BAD");
     expect(String(error)).not.toContain("it's");
+  });
+
+  it("refuses keepReleases below 2 (the release before is the one a failed deploy rolls back to) instead of raising it silently", () => {
+    for (const keepReleases of [0, 1, 2.5]) {
+      let error: unknown;
+      try {
+        new VpsDeployTarget({ host: "203.0.113.1", keepReleases });
+      } catch (caught) {
+        error = caught;
+      }
+      expect(isAssemblyLineError(error, "AL_ERR_DEPLOY_CONFIG"), `${keepReleases}: ${String(error)}`).toBe(true);
+      expect(String(error)).toContain(`vps keepReleases ${keepReleases} is not a whole number of at least 2`);
+    }
+    expect(new VpsDeployTarget({ host: "203.0.113.1", keepReleases: 2 }).name).toBe("vps");
   });
 
   it("renders a systemd unit that runs `assembly-line start` from the current release with the env file", () => {

@@ -27,7 +27,7 @@ export interface VpsDeployOptions {
   serviceManager?: "systemd" | "process";
   /** How long the new release has to answer /readyz. Default 60 s. */
   readyTimeoutMs?: number;
-  /** Releases kept for rollback. Default 3. */
+  /** Releases kept on the host, the one just deployed included; at least 2, so the one before it is there to roll back to. Default 3. */
   keepReleases?: number;
   startArgs?: string[];
   include?: string[];
@@ -64,6 +64,12 @@ export class VpsDeployTarget implements DeployTarget {
     if (!options.host) throw new AssemblyLineError("AL_ERR_DEPLOY_CONFIG", "the vps target needs a host", { fix: "Pass --host <address> (and --user, --ssh-port, --identity as needed)." });
     if (options.name !== undefined && !/^[A-Za-z0-9][A-Za-z0-9_.-]{0,62}$/.test(options.name)) {
       throw new AssemblyLineError("AL_ERR_DEPLOY_CONFIG", `vps name ${JSON.stringify(options.name)} is not a service name`, { fix: "Use letters, digits, '.', '_' and '-'." });
+    }
+    if (options.keepReleases !== undefined && !(Number.isInteger(options.keepReleases) && options.keepReleases >= MIN_KEPT_RELEASES)) {
+      throw new AssemblyLineError("AL_ERR_DEPLOY_CONFIG", `vps keepReleases ${JSON.stringify(options.keepReleases)} is not a whole number of at least ${MIN_KEPT_RELEASES}: the release just deployed and the one before it, which a failed deploy rolls back to`, {
+        fix: "Use e.g. 3 (the default), or omit it.",
+        details: { option: "keepReleases" },
+      });
     }
     if (options.directory !== undefined && !posix.isAbsolute(options.directory)) {
       throw new AssemblyLineError("AL_ERR_DEPLOY_CONFIG", `vps directory ${JSON.stringify(options.directory)} is not an absolute path`, { fix: "Use a path such as /opt/assembly-line/my-agent." });
@@ -176,7 +182,7 @@ export class VpsDeployTarget implements DeployTarget {
   }
 
   private async pruneReleases(dir: string, current: string, previous: string | undefined): Promise<void> {
-    const keep = Math.max(2, this.options.keepReleases ?? 3);
+    const keep = this.options.keepReleases ?? 3;
     const listed = (await remote(this.ssh, "listing releases", `ls -1 ${quote(`${dir}/releases`)}`)).split("\n").filter(Boolean).sort().reverse();
     const old = listed.slice(keep).filter((release) => release !== current && release !== previous);
     if (old.length > 0) await remote(this.ssh, "pruning old releases", `cd ${quote(dir)} && rm -rf ${old.flatMap((release) => [quote(`releases/${release}`), quote(`envs/${release}`)]).join(" ")}`);
@@ -241,6 +247,12 @@ interface ServiceSpec {
   artifactDir: string;
   startArgs: string[];
 }
+
+/** The release just deployed and the previous one, which a failed deploy rolls back to. */
+const MIN_KEPT_RELEASES = 2;
+
+/** The longest one /readyz probe waits for an answer; less when the ready timeout has less left. */
+const PROBE_TRY_MS = 5_000;
 
 /** Starts, stops and checks the release that `<dir>/current` points at. */
 class ReleaseService {
@@ -317,11 +329,14 @@ class ReleaseService {
    * own env file, so the token is never part of a command line (`ps` on either machine shows those).
    */
   async waitReady(timeoutMs: number): Promise<"ready" | "exited" | "timeout"> {
-    const probe = `const t = process.env.ASSEMBLY_LINE_BEARER_TOKEN; fetch("http://127.0.0.1:${this.spec.port}/readyz", t ? { headers: { authorization: "Bearer " + t } } : {}).then((r) => process.exit(r.ok ? 0 : 1), () => process.exit(1))`;
+    // Each try is bounded (AL_PROBE_MS, set below): a port that accepts but never answers would
+    // otherwise hold one fetch for undici's 300 s header timeout, and the loop for hours.
+    const probe = `const ms = Number(process.env.AL_PROBE_MS) || ${PROBE_TRY_MS}; setTimeout(() => process.exit(1), ms + 1000).unref(); const t = process.env.ASSEMBLY_LINE_BEARER_TOKEN; fetch("http://127.0.0.1:${this.spec.port}/readyz", { signal: AbortSignal.timeout(ms), ...(t ? { headers: { authorization: "Bearer " + t } } : {}) }).then((r) => process.exit(r.ok ? 0 : 1), () => process.exit(1))`;
     const seconds = Math.max(1, Math.ceil(timeoutMs / 1000));
+    // The whole wait is bounded by a deadline on the host's clock, not by a count of tries.
     const result = await remoteResult(
       this.ssh,
-      `set -a && . ${quote(`${this.spec.dir}/env`)} && set +a || exit 1; i=0; while [ $i -lt ${seconds * 2} ]; do ${quote(this.spec.node)} -e ${quote(probe)} && exit 0; ${this.exitedCheck()} sleep 0.5; i=$((i+1)); done; exit 1`,
+      `set -a && . ${quote(`${this.spec.dir}/env`)} && set +a || exit 1; deadline=$(( $(date +%s) + ${seconds} )); while :; do left=$(( deadline - $(date +%s) )); [ "$left" -gt 0 ] || exit 1; [ "$left" -lt ${PROBE_TRY_MS / 1000} ] && try=$(( left * 1000 )) || try=${PROBE_TRY_MS}; AL_PROBE_MS=$try ${quote(this.spec.node)} -e ${quote(probe)} && exit 0; ${this.exitedCheck()} sleep 0.5; done`,
     );
     return result.code === 0 ? "ready" : result.code === 3 ? "exited" : "timeout";
   }
