@@ -283,7 +283,7 @@ async function openModulesCache(dir: string): Promise<void> {
   const problem = untrustedBecause(stats);
   if (problem === undefined) return;
   throw new AssemblyLineError("AL_ERR_DEPLOY_CONFIG", `the deploy package cache ${dir} ${problem}, so what it holds may not be the packages this deploy copied, and it is not used`, {
-    fix: `Remove ${dir} (a deploy creates it again, readable by you alone), or name a folder only you can write to as the package cache (modulesCache).`,
+    fix: `Remove ${dir} (a deploy creates it again, readable by you alone; one another user owns, they or an administrator must remove), or point TMPDIR (the default cache's parent) or the modulesCache option at a folder only you can write to.`,
     details: { modulesCache: dir },
   });
 }
