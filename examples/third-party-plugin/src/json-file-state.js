@@ -385,6 +385,8 @@ export class JsonFileState {
       .sort((a, b) => a.ordinal - b.ordinal)
       .slice(0, Math.max(0, options.limit ?? DEFAULT_CLAIM_LIMIT));
     for (const { record } of claimed) {
+      // An attempt counts from its claim: a sender that dies mid-send used one up.
+      record.attempts += 1;
       record.lease = { owner: options.owner, expiresAt };
       record.updatedAt = now.toISOString();
     }
@@ -408,7 +410,6 @@ export class JsonFileState {
     if (record?.lease?.owner !== owner) return;
     Object.assign(record, {
       status: retryAt ? "pending" : "failed",
-      attempts: record.attempts + 1,
       lastError: error,
       lease: null,
       updatedAt: new Date().toISOString(),
