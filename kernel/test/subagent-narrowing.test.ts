@@ -1,7 +1,7 @@
 import { writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { describe, expect, it, vi } from "vitest";
-import { defineHttpConnection, defineTool, type ConnectionProvider, type JsonValue } from "@assemblyline-agents/core";
+import { DEFAULT_RUN_BUDGETS, defineHttpConnection, defineTool, type ConnectionProvider, type JsonValue } from "@assemblyline-agents/core";
 import { InMemoryStateAdapter, OpenEveRuntime, buildAgent, loadRuntimeBundle, noopLogger } from "@assemblyline-agents/runtime";
 import { startBuilt } from "./support/runtime.js";
 import { agentFolder, toolSource } from "./support/agent-folder.js";
@@ -153,6 +153,30 @@ describe("subagent budgets", () => {
     const parent = await runtime.run({ message: "go" });
     const childEvents = await runtime.listEvents(await childOf(runtime, parent.runId));
     expect(childEvents.find((event) => event.type === "budget.exceeded")?.data).toEqual({ budget: "maxTurns", limit: 3, used: 3, action: "fail" });
+  });
+
+  it("refuses a subagent budget above the default its parent runs under when the parent sets none, and takes one at or below it", async () => {
+    // The root sets no budgets: its runs stop at 50 turns, 200 tool calls and an hour, and a child may not run longer.
+    await expect(buildAgent(folder({ "subagents/worker/agent.ts": subagent("budgets: { maxTurns: 500 }") }))).rejects.toMatchObject({
+      code: "AL_ERR_SUBAGENT_NARROWING",
+      message: expect.stringContaining(`subagents/worker/: budgets.maxTurns is 500, above the parent's ${DEFAULT_RUN_BUDGETS.maxTurns} (the default: the parent sets no maxTurns)`),
+      fix: expect.stringContaining("budgets: { maxTurns: 500 } in the parent's agent.ts"),
+    });
+    await expect(buildAgent(folder({ "subagents/worker/agent.ts": subagent("budgets: { maxToolCalls: 201 }") }))).rejects.toMatchObject({
+      code: "AL_ERR_SUBAGENT_NARROWING",
+      message: expect.stringContaining("budgets.maxToolCalls is 201"),
+    });
+    await expect(buildAgent(folder({ "subagents/worker/agent.ts": subagent(`budgets: { maxDurationMs: ${DEFAULT_RUN_BUDGETS.maxDurationMs + 1} }`) }))).rejects.toMatchObject({
+      code: "AL_ERR_SUBAGENT_NARROWING",
+      message: expect.stringContaining("budgets.maxDurationMs"),
+    });
+    // A nested child is held to its parent's defaults too.
+    await expect(
+      buildAgent(folder({ "subagents/worker/agent.ts": subagent("budgets: { maxToolCalls: 5 }"), "subagents/worker/subagents/helper/agent.ts": subagent("budgets: { maxTurns: 51 }") })),
+    ).rejects.toMatchObject({ code: "AL_ERR_SUBAGENT_NARROWING", message: expect.stringContaining("subagents/worker/subagents/helper/: budgets.maxTurns is 51") });
+    // A parent that declares more lets its child have it.
+    const raised = await buildAgent(folder({ "agent.ts": SCRIPTED_ROOT(", budgets: { maxTurns: 500 }"), "subagents/worker/agent.ts": subagent(`budgets: { maxTurns: 500, maxToolCalls: ${DEFAULT_RUN_BUDGETS.maxToolCalls} }`) }));
+    expect(raised.manifest.subagents[0]!.budgets).toMatchObject({ maxTurns: 500, maxToolCalls: DEFAULT_RUN_BUDGETS.maxToolCalls });
   });
 
   it("refuses a subagent budget looser than its parent's, an invalid one, and a subagent name", async () => {

@@ -1,6 +1,6 @@
 import { existsSync, readdirSync } from "node:fs";
 import { join } from "node:path";
-import { AssemblyLineError, BUILT_IN_TOOL_NAMES, RUN_BUDGET_NAMES, isAgentDefinition, type AgentDefinition, type RunBudgets } from "@assemblyline-agents/core";
+import { AssemblyLineError, BUILT_IN_TOOL_NAMES, DEFAULT_RUN_BUDGETS, RUN_BUDGET_NAMES, isAgentDefinition, type AgentDefinition, type RunBudgets } from "@assemblyline-agents/core";
 import { checkBudgets } from "../run/budget.js";
 import { compileSchema } from "../schema.js";
 import { resolveInstructions } from "./instructions.js";
@@ -183,15 +183,23 @@ async function compileSubagent(parts: SubagentCompilerParts, parent: ParentScope
 /**
  * The budgets a subagent's runs run under before host ceilings and defaults:
  * its own over its parent's, each no looser than the parent's (a child only narrows).
+ * A budget the parent leaves out is the default for it (50 turns, ...), so a child may not pass that either.
  */
 function subagentBudgets(own: unknown, parent: ParentScope, where: string, narrowing: (problem: string, fix: string) => never): RunBudgets | undefined {
   checkBudgets(own, `${where} budgets`);
   if (own === undefined) return parent.budgets;
   for (const name of RUN_BUDGET_NAMES) {
     const limit = own[name];
-    const ceiling = parent.budgets?.[name];
+    const declared = parent.budgets?.[name];
+    const ceiling = declared ?? (DEFAULT_RUN_BUDGETS as RunBudgets)[name];
     if (limit !== undefined && ceiling !== undefined && limit > ceiling) {
-      narrowing(`budgets.${name} is ${limit}, above the parent's ${ceiling}`, `Set budgets.${name} to at most ${ceiling}, or leave it out to inherit the parent's.`);
+      if (declared !== undefined) narrowing(`budgets.${name} is ${limit}, above the parent's ${ceiling}`, `Set budgets.${name} to at most ${ceiling}, or leave it out to inherit the parent's.`);
+      else {
+        narrowing(
+          `budgets.${name} is ${limit}, above the parent's ${ceiling} (the default: the parent sets no ${name})`,
+          `Set budgets.${name} to at most ${ceiling}, or raise the parent's first: budgets: { ${name}: ${limit} } in the parent's agent.ts.`,
+        );
+      }
     }
   }
   const merged: RunBudgets = { ...parent.budgets };
