@@ -192,6 +192,33 @@ describe("run budgets", () => {
     expect(done).toMatchObject({ status: "completed", response: { text: "done" } });
   });
 
+  it("counts maxDurationMs from the run's start after a resume, not from when run.started was written (after the first model call)", async () => {
+    const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
+    // Two model calls of 300 ms each, with a tool call between them that a human approves at once: 600 ms active.
+    const slow: AgentHarness = {
+      name: "slow",
+      async runTurn(input, ctx) {
+        await ctx.modelCall("model:0", () => sleep(300).then(() => ({})));
+        const outcome = await ctx.callTool({ id: "c1", name: "echo", input: { value: "x" } });
+        if (outcome.status === "paused") return { status: "paused", continuation: { version: 1, harness: "slow", agentRevision: input.agentRevision, data: {} } };
+        await ctx.modelCall("model:1", () => sleep(300).then(() => ({})));
+        await ctx.modelCall("model:2", () => ({}));
+        return { status: "completed", response: { text: "done" } };
+      },
+    };
+    const gated = toolSource({ upFront: true, extra: `needsApproval: approvalRequired("Reviewed."),` });
+    const runtime = await runtimeFor(agentWith("{ maxDurationMs: 500 }", gated), { agentHarness: slow });
+    const paused = await runtime.run({ message: "go" });
+    expect(paused.status).toBe("waiting_approval");
+    const done = await runtime.approve(paused.runId);
+    expect(done).toMatchObject({ status: "failed", error: { code: "AL_ERR_BUDGET_EXCEEDED" } });
+    const events = await runtime.listEvents(paused.runId);
+    expect(events.find((event) => event.type === "budget.exceeded")?.data).toMatchObject({ budget: "maxDurationMs", limit: 500 });
+    // The start is the time the driver held the event, before the first model call, not its commit after it.
+    const started = events.find((event) => event.type === "run.started")!;
+    expect(Date.parse(started.createdAt) - Date.parse(started.data.startedAt as string)).toBeGreaterThanOrEqual(250);
+  });
+
   it("grows a measured budget from what was used, so one approval lets the run go on, and keeps a denial's reason", async () => {
     const replies = [{ toolCalls: [{ name: "echo", input: { value: "a" } }] }, { toolCalls: [{ name: "echo", input: { value: "b" } }] }, { text: "done" }];
     // Each model call spends 250 tokens, past a maxTokens of 100 in one call.
@@ -262,6 +289,22 @@ describe("run budgets", () => {
     await expect(buildAgent(agentWith('{ onExceeded: "ask" }'))).rejects.toMatchObject({ code: "AL_ERR_BUDGET_INVALID", message: expect.stringContaining("onExceeded") });
   });
 
+  it("names an invalid budget value as it was written: NaN, Infinity, a bigint, a string", async () => {
+    // Number(process.env.MAX_TURNS) with the variable unset is NaN: the message must say so, not "null".
+    await expect(buildAgent(agentWith("{ maxTurns: Number(process.env.AL_TEST_UNSET_VARIABLE) }"))).rejects.toMatchObject({
+      code: "AL_ERR_BUDGET_INVALID",
+      message: expect.stringContaining("agent.ts budgets.maxTurns is NaN; it must be a positive number"),
+    });
+    await expect(buildAgent(agentWith("{ maxCostUsd: Infinity }"))).rejects.toMatchObject({ code: "AL_ERR_BUDGET_INVALID", message: expect.stringContaining("budgets.maxCostUsd is Infinity;") });
+    await expect(buildAgent(agentWith("{ maxTurns: 5n }"))).rejects.toMatchObject({ code: "AL_ERR_BUDGET_INVALID", message: expect.stringContaining("budgets.maxTurns is 5n (a bigint);") });
+    await expect(buildAgent(agentWith('{ maxTurns: "20" }'))).rejects.toMatchObject({ code: "AL_ERR_BUDGET_INVALID", message: expect.stringContaining('budgets.maxTurns is "20";') });
+    await expect(buildAgent(agentWith("{ onExceeded: 1n }"))).rejects.toMatchObject({ code: "AL_ERR_BUDGET_INVALID", message: expect.stringContaining("budgets.onExceeded is 1n (a bigint)") });
+    await expect(runtimeFor(agentWith(), { budgets: { maxDurationMs: Number.NaN } })).rejects.toMatchObject({
+      code: "AL_ERR_BUDGET_INVALID",
+      message: expect.stringContaining("the host's budgets.maxDurationMs is NaN;"),
+    });
+  });
+
   it("counts budgets in the revision", async () => {
     const a = await buildAgent(agentWith("{ maxTurns: 5 }"));
     const b = await buildAgent(agentWith("{ maxTurns: 6 }"));
@@ -287,5 +330,43 @@ describe("usage budgets over a failing usage store", () => {
     expect(degraded.length).toBeGreaterThan(0);
     expect(degraded[0]).toMatchObject({ runId: result.runId, err: expect.stringContaining("usage store down") });
     expect(new Set(degraded.flatMap((fields) => fields.budgets as string[]))).toEqual(new Set(["maxTokens", "maxConversationTokensPerDay"]));
+  });
+});
+
+describe("cost budgets over a model without prices", () => {
+  /** An engine whose model calls spend tokens but cost $0, as a model no catalog prices does. */
+  const unpriced: AgentHarness = {
+    name: "unpriced",
+    async runTurn(_input, ctx) {
+      for (let turn = 0; turn < 3; turn++) {
+        await ctx.modelCall(`model:${turn}`, async () => {
+          await ctx.recordUsage({ id: `${ctx.runId}:model:${turn}`, provider: "local", model: "free", inputTokens: 900, outputTokens: 100, cacheReadTokens: 0, cacheWriteTokens: 0, costUsd: 0 });
+          return {};
+        });
+      }
+      return { status: "completed", response: { text: "done" } };
+    },
+  };
+
+  async function warningsOf(budgets: string) {
+    const warnings: Array<[Record<string, unknown>, string | undefined]> = [];
+    const runtime = await runtimeFor(agentWith(budgets), { agentHarness: unpriced, logger: { ...noopLogger(), warn: (fields: Record<string, unknown>, message?: string) => void warnings.push([fields, message]) } });
+    const result = await runtime.run({ message: "go", conversationId: "chat-1" });
+    return { result, unpricedWarnings: warnings.filter(([fields]) => fields.event === "budget.unpriced_model") };
+  }
+
+  it("warns once that maxCostUsd cannot stop the model's calls, naming the model", async () => {
+    const { result, unpricedWarnings } = await warningsOf("{ maxCostUsd: 0.01 }");
+    // The budget is never reached: the run goes on, and the user is told why.
+    expect(result.status).toBe("completed");
+    expect(unpricedWarnings).toHaveLength(1);
+    expect(unpricedWarnings[0]![0]).toEqual({ runId: result.runId, event: "budget.unpriced_model", budget: "maxCostUsd", limit: 0.01, model: "local/free" });
+    expect(unpricedWarnings[0]![1]).toContain("local/free has no price");
+  });
+
+  it("warns for a daily conversation cost budget too, and not when no cost budget is set", async () => {
+    const daily = await warningsOf("{ maxConversationCostUsdPerDay: 1 }");
+    expect(daily.unpricedWarnings.map(([fields]) => fields.budget)).toEqual(["maxConversationCostUsdPerDay"]);
+    expect((await warningsOf("{ maxTokens: 100000 }")).unpricedWarnings).toEqual([]);
   });
 });

@@ -22,7 +22,7 @@ import {
  */
 export function resolveBudgets(agent: RunBudgets | undefined, host: RunBudgets | undefined): RunBudgets {
   checkBudgets(agent, "agent.ts budgets");
-  checkBudgets(host, "the host's budgets option");
+  checkBudgets(host, "the host's budgets");
   const limits: RunBudgets = {};
   for (const name of RUN_BUDGET_NAMES) {
     const candidates = [agent?.[name], host?.[name]].filter((value): value is number => value !== undefined);
@@ -42,7 +42,7 @@ export function checkBudgets(budgets: unknown, where: string): asserts budgets i
   for (const [name, value] of Object.entries(budgets)) {
     if (name === "onExceeded") {
       if (value !== undefined && value !== "fail" && value !== "pause") {
-        throw new AssemblyLineError("AL_ERR_BUDGET_INVALID", `${where}.onExceeded is ${JSON.stringify(value)}`, { fix: 'Use "fail" (the default) or "pause".' });
+        throw new AssemblyLineError("AL_ERR_BUDGET_INVALID", `${where}.onExceeded is ${shownValue(value)}`, { fix: 'Use "fail" (the default) or "pause".' });
       }
       continue;
     }
@@ -50,17 +50,30 @@ export function checkBudgets(budgets: unknown, where: string): asserts budgets i
       throw new AssemblyLineError("AL_ERR_BUDGET_INVALID", `${where} has an unknown budget "${name}"`, { fix: `Use one of: ${RUN_BUDGET_NAMES.join(", ")}.` });
     }
     if (value !== undefined && (typeof value !== "number" || !Number.isFinite(value) || value <= 0)) {
-      throw new AssemblyLineError("AL_ERR_BUDGET_INVALID", `${where}.${name} is ${JSON.stringify(value)}; it must be a positive number`, {
+      throw new AssemblyLineError("AL_ERR_BUDGET_INVALID", `${where}.${name} is ${shownValue(value)}; it must be a positive number`, {
         fix: `Set ${name} to a positive finite number, or leave it out.`,
       });
     }
     // A count limit of 2.5 would allow 2 and report "2 used of 2.5": refuse it rather than guess.
     if (value !== undefined && COUNTED.has(name) && !Number.isInteger(value)) {
-      throw new AssemblyLineError("AL_ERR_BUDGET_INVALID", `${where}.${name} is ${JSON.stringify(value)}; it counts whole ${COUNTED.get(name)}, so it must be a whole number`, {
+      throw new AssemblyLineError("AL_ERR_BUDGET_INVALID", `${where}.${name} is ${shownValue(value)}; it counts whole ${COUNTED.get(name)}, so it must be a whole number`, {
         fix: `Set ${name} to a whole number such as ${Math.max(1, Math.round(value as number))}, or leave it out.`,
       });
     }
   }
+}
+
+/**
+ * A budget value as an error shows it. JSON.stringify shows NaN and Infinity as null (NaN is what
+ * `Number(process.env.X)` gives when X is unset) and throws on a bigint.
+ */
+function shownValue(value: unknown): string {
+  if (typeof value === "number") return String(value);
+  if (typeof value === "bigint") return `${String(value)}n (a bigint)`;
+  if (typeof value === "string") return JSON.stringify(value);
+  if (value === null) return "null";
+  if (Array.isArray(value)) return "an array";
+  return typeof value === "object" ? "an object" : `a ${typeof value}`;
 }
 
 /** Budgets that count whole things, and what they count. */
@@ -115,6 +128,8 @@ export class RunBudget {
   private readonly startedAtMs: number;
   /** What the run's subagents spent, summed from its events up to `afterSeq`: each check reads only the events since. */
   private readonly delegated = { afterSeq: 0, tokens: 0, costUsd: 0 };
+  /** Whether this drive warned that a cost budget counts a model without prices: once is enough. */
+  private unpricedWarned = false;
 
   private constructor(
     private readonly run: RunRecord,
@@ -152,7 +167,7 @@ export class RunBudget {
     const started = events.find((event) => event.type === "run.started");
     // A human's extensions of this run's budgets raise the ceilings it shares too.
     const shared = sharesCeiling ? { runs: stores.runs, extended: extendedLimits({}, events) } : undefined;
-    return new RunBudget(run, extendedLimits(own, events), delegates, shared, stores.usage, stores.logger, turns, calls.length, idleTime(events), Date.parse(started?.createdAt ?? run.createdAt));
+    return new RunBudget(run, extendedLimits(own, events), delegates, shared, stores.usage, stores.logger, turns, calls.length, idleTime(events), Date.parse(startedAtOf(started) ?? run.createdAt));
   }
 
   /**
@@ -228,6 +243,7 @@ export class RunBudget {
       if (records !== undefined) {
         // Read only for a run that can delegate: the others have no subagent.completed events to sum.
         const delegated = this.delegates ? await this.delegatedSoFar(this.delegates.runs) : NOTHING_SPENT;
+        if (maxCostUsd !== undefined) this.warnIfUnpriced(records, "maxCostUsd");
         this.check("maxTokens", sumTokens(records) + delegated.tokens, true);
         this.check("maxCostUsd", roundCost(sumCost(records) + delegated.costUsd), true);
         if (this.shared) await this.checkSharedCeiling(this.shared, records);
@@ -240,9 +256,27 @@ export class RunBudget {
       // Only today's, read from the store as such (`since`), so a long conversation's history is not listed before every call.
       const listed = await this.readUsage({ conversationId, agentId: rootAgentOf(this.run), since: `${today}T00:00:00.000Z` }, ["maxConversationTokensPerDay", "maxConversationCostUsdPerDay"]);
       const records = (listed ?? []).filter((record) => record.createdAt.startsWith(today));
+      if (maxConversationCostUsdPerDay !== undefined) this.warnIfUnpriced(records, "maxConversationCostUsdPerDay");
       this.check("maxConversationTokensPerDay", sumTokens(records), true);
       this.check("maxConversationCostUsdPerDay", sumCost(records), true);
     }
+  }
+
+  /**
+   * A model without prices (one a host declared without `cost`, or an engine that records none) costs
+   * $0 a call, so a cost budget never stops its calls: said once per drive of the run rather than left
+   * for the user to find on the bill.
+   */
+  private warnIfUnpriced(records: UsageRecord[], budget: "maxCostUsd" | "maxConversationCostUsdPerDay"): void {
+    if (this.unpricedWarned) return;
+    const unpriced = records.find((record) => record.costUsd === 0 && record.inputTokens + record.outputTokens + record.cacheReadTokens + record.cacheWriteTokens > 0);
+    if (!unpriced) return;
+    this.unpricedWarned = true;
+    const model = `${unpriced.provider}/${unpriced.model}`;
+    this.logger.warn(
+      { runId: this.run.id, event: "budget.unpriced_model", budget, limit: this.limits[budget] ?? null, model },
+      `model ${model} has no price: its calls count as $0, so ${budget} never stops them; give the model prices where its engine takes them (Pi: models["<spec>"].cost) or bound it with ${budget === "maxCostUsd" ? "maxTokens" : "maxConversationTokensPerDay"}`,
+    );
   }
 
   /**
@@ -380,6 +414,16 @@ export function budgetPauseOf(events: RunEvent[]): BudgetExceeded | null {
     }
   }
   return null;
+}
+
+/**
+ * When a run started. `run.started` is held and committed with the run's next append (after its first
+ * model call, which may take minutes), so its `createdAt` is late: the driver writes the time it held it
+ * as `data.startedAt`. Runs recorded before it did fall back to `createdAt`.
+ */
+function startedAtOf(started: RunEvent | undefined): string | undefined {
+  const startedAt = started?.data.startedAt;
+  return typeof startedAt === "string" && !Number.isNaN(Date.parse(startedAt)) ? startedAt : started?.createdAt;
 }
 
 function isModelStep(event: RunEvent): boolean {

@@ -437,7 +437,8 @@ export class RunDriver {
       [
         ...skillChanges.map((change) => ({ type: change.type, data: change.data as unknown as Record<string, JsonValue> })),
         { type: "run.capabilities_resolved", data: { declaration: (declaration ?? null) as JsonValue, forcedModel: forcedModel ?? null } },
-        { type: "run.started", data: started as unknown as Record<string, JsonValue> },
+        // Held, it is stamped when it commits (after the first model call): the budget's maxDurationMs counts from `startedAt`.
+        { type: "run.started", data: { ...started, startedAt: isoTimestamp() } as unknown as Record<string, JsonValue> },
       ],
       { run: { status: "running", modelSpec: started.modelSpec } },
     );

@@ -43,11 +43,11 @@ describe("budgets against a provider's reported usage", () => {
   });
   afterEach(() => server.close());
 
-  async function runtime(options: Partial<RuntimeOptions>, extraFiles: Record<string, string> = {}) {
+  async function runtime(options: Partial<RuntimeOptions>, extraFiles: Record<string, string> = {}, priced = true) {
     const bundle = await loadRuntimeBundle((await buildAgent(lookupAgent(extraFiles))).artifactRoot);
     // USD per million tokens: a call of 40 input + 9 output tokens costs 0.04 + 0.018 = 0.058.
     const harness = piAgentHarness({
-      models: { "local/priced": { api: "openai-completions", baseUrl: server.baseUrl, apiKeyEnv: false, cost: { input: 1000, output: 2000 } } },
+      models: { "local/priced": { api: "openai-completions", baseUrl: server.baseUrl, apiKeyEnv: false, ...(priced ? { cost: { input: 1000, output: 2000 } } : {}) } },
     });
     return new OpenEveRuntime({ ...bundle, state: new InMemoryStateAdapter(), defaultHarness: harness, logger: noopLogger(), ...options });
   }
@@ -63,6 +63,22 @@ describe("budgets against a provider's reported usage", () => {
     expect(server.requests).toHaveLength(2);
     const events = await host.listEvents(result.runId);
     expect(events.find((event) => event.type === "budget.exceeded")?.data).toEqual({ budget: "maxCostUsd", limit: 0.1, used: 0.116, action: "fail" });
+    await host.close();
+  });
+
+  it("warns once that maxCostUsd cannot stop a model declared without prices, whose calls cost $0", async () => {
+    const warnings: Array<Record<string, unknown>> = [];
+    const host = await runtime({ budgets: { maxCostUsd: 0.0001 }, logger: { ...noopLogger(), warn: (fields: Record<string, unknown>) => void warnings.push(fields) } }, {}, false);
+    // 100,000 tokens a call, at no price: the budget is never reached.
+    for (const id of ["c1", "c2", "c3"]) server.toolCalls(lookup(id), { inputTokens: 90_000, outputTokens: 10_000 });
+    server.text(["done"], { inputTokens: 90_000, outputTokens: 10_000 });
+    const result = await host.run({ message: "look up milk" });
+    expect(result.status).toBe("completed");
+    expect(server.requests).toHaveLength(4);
+    expect((await host.state.usage.listUsage({ runId: result.runId })).every((record) => record.costUsd === 0)).toBe(true);
+    expect(warnings.filter((fields) => fields.event === "budget.unpriced_model")).toEqual([
+      { runId: result.runId, event: "budget.unpriced_model", budget: "maxCostUsd", limit: 0.0001, model: "local/priced" },
+    ]);
     await host.close();
   });
 
