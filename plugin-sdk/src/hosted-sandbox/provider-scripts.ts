@@ -7,6 +7,8 @@
 export const PROVIDER_SCRIPTS = {
   /** Give a file the mode it had before an upload replaced it. */
   restoreMode: `chmod "$2" -- "$1"`,
+  /** Put the file uploaded as $1 in the place of $2, with the mode $3 (when given); a failure removes the upload. */
+  replaceFile: `{ [ -z "$3" ] || chmod "$3" -- "$1"; } && mv -f -- "$1" "$2" || { rm -f -- "$1"; exit 1; }`,
   /*
    * Runs the command uploaded to the file $1, which it removes first, as
    * `sh -c COMMAND sh` would: $0 is "sh" and there are no positional

@@ -77,9 +77,28 @@ export class ShellSandbox implements Sandbox {
     this.check(prepared, "write", logical, path);
     const { target, existing } = preparedWrite(prepared.stdout, path);
     const bytes = typeof content === "string" ? new TextEncoder().encode(content) : content;
-    await this.driver.uploadFile(target, bytes);
     // Uploads create files 0644: an existing file keeps its mode, as a write into it does.
-    if (existing && existing.mode !== 0o644) this.check(await this.run({ script: PROVIDER_SCRIPTS.restoreMode, args: [target, existing.mode.toString(8)], cwd: "/", env: {}, timeoutMs: FILE_OP_TIMEOUT_MS, maxOutputBytes: 4096 }), "write", logical, path);
+    const keptMode = existing && existing.mode !== 0o644 ? existing.mode.toString(8) : undefined;
+    const folder = target.slice(0, target.lastIndexOf("/"));
+    const name = target.slice(folder.length + 1);
+    /*
+     * An upload writes into the file already there, so through a hard link it would change the
+     * file's other names (maybe outside /workspace); and Daytona's upload trims whitespace off the
+     * path's ends, so "notes " would overwrite "notes". Either way the bytes go to a fresh name in
+     * the same folder, which is then renamed over the target, as the Docker and local sandboxes do.
+     */
+    if ((existing?.links ?? 1) > 1 || /^\s|\s$/.test(name)) {
+      const staged = `${folder}/.al-write-${randomBytes(12).toString("hex")}`;
+      const fileOp = (script: string, args: string[]) => this.run({ script, args, cwd: "/", env: {}, timeoutMs: FILE_OP_TIMEOUT_MS, maxOutputBytes: 4096 });
+      await this.driver.uploadFile(staged, bytes).catch(async (error: unknown) => {
+        await fileOp('rm -f -- "$1"', [staged]).catch(() => undefined);
+        throw error;
+      });
+      this.check(await fileOp(PROVIDER_SCRIPTS.replaceFile, [staged, target, keptMode ?? ""]), "write", logical, path);
+      return;
+    }
+    await this.driver.uploadFile(target, bytes);
+    if (keptMode) this.check(await this.run({ script: PROVIDER_SCRIPTS.restoreMode, args: [target, keptMode], cwd: "/", env: {}, timeoutMs: FILE_OP_TIMEOUT_MS, maxOutputBytes: 4096 }), "write", logical, path);
   }
 
   /** Removes a file or a folder with its contents; a missing path is not an error; `/workspace` itself is emptied. */

@@ -83,13 +83,13 @@ export function checkedRealPath(printed: string, given: unknown): string {
   return path;
 }
 
-/** prepareWrite's whole output, as printed: the real path to write, and the mode and owner of the file already there, if any. */
-export function preparedWrite(output: string, given: unknown): { target: string; existing: { mode: number; uid: number; gid: number } | undefined } {
+/** prepareWrite's whole output, as printed: the real path to write, and the mode, owner and link count of the file already there, if any. */
+export function preparedWrite(output: string, given: unknown): { target: string; existing: { mode: number; uid: number; gid: number; links: number } | undefined } {
   const split = output.indexOf("\n");
-  const kept = /^([0-7]+) (\d+) (\d+)$/.exec(output.slice(0, split));
+  const kept = /^([0-7]+) (\d+) (\d+) (\d+)$/.exec(output.slice(0, split));
   return {
     target: checkedRealPath(output.slice(split + 1), given),
-    existing: kept ? { mode: parseInt(kept[1]!, 8), uid: Number(kept[2]), gid: Number(kept[3]) } : undefined,
+    existing: kept ? { mode: parseInt(kept[1]!, 8), uid: Number(kept[2]), gid: Number(kept[3]), links: Number(kept[4]) } : undefined,
   };
 }
 

@@ -121,9 +121,15 @@ exec cat -- "$real"`,
   locate: `${FIND_FILE}
 printf '%s\\n' "$real"`,
 
-  /** Prints the existing file's mode and owner (or "new"), then the real path to write, for a sandbox that uploads files by path. */
+  /*
+   * Prints the existing file's mode, owner and link count (or "new"), then the real path to write,
+   * for a sandbox that uploads files by path. A provider's upload opens the file there for writing,
+   * so a FIFO (which would block it) or a device is refused, and a file with other names (a hard
+   * link) is told apart for the caller to replace rather than write into.
+   */
   prepareWrite: `${WRITE_TARGET}
-if [ -f "$t" ]; then stat -c '%a %u %g' -- "$t"; else echo new; fi
+[ -e "$t" ] && [ ! -f "$t" ] && exit ${FILE_SCRIPT_EXIT.notRegularFile}
+if [ -f "$t" ]; then stat -c '%a %u %g %h' -- "$t"; else echo new; fi
 printf '%s\\n' "$t"`,
 
   /*

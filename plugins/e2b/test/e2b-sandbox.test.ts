@@ -502,4 +502,13 @@ if (probe.available) {
       expect(isAssemblyLineError(error, "AL_ERR_SNAPSHOT_DISABLED"), String(error)).toBe(true);
     });
   });
+
+  describe("E2bSandboxAdapter writes as the Docker and local sandboxes do", () => {
+    it("leaves the other name of a hard-linked file (maybe outside /workspace) as it was, keeping the file's mode", async () => {
+      const sandbox = await adapter().acquire("run-hard-link");
+      expect((await sandbox.exec("printf shared > /tmp/outside && chmod 640 /tmp/outside && ln /tmp/outside /workspace/linked")).exitCode).toBe(0);
+      await sandbox.writeFile("linked", "new");
+      expect((await sandbox.exec("cat /workspace/linked; echo; cat /tmp/outside; echo; stat -c %a /workspace/linked")).stdout).toBe("new\nshared\n640\n");
+    });
+  });
 }

@@ -395,4 +395,21 @@ if (probe.available) {
       expect((error as Error).cause).toBeUndefined();
     });
   });
+
+  describe("ModalSandboxAdapter writes as the Docker and local sandboxes do", () => {
+    it("leaves the other name of a hard-linked file (maybe outside /workspace) as it was, keeping the file's mode", async () => {
+      const sandbox = await adapter({ requestTimeoutMs: 5_000 }).acquire("run-hard-link");
+      expect((await sandbox.exec("printf shared > /tmp/outside && chmod 640 /tmp/outside && ln /tmp/outside /workspace/linked")).exitCode).toBe(0);
+      await sandbox.writeFile("linked", "new");
+      expect((await sandbox.exec("cat /workspace/linked; echo; cat /tmp/outside; echo; stat -c %a /workspace/linked")).stdout).toBe("new\nshared\n640\n");
+    });
+
+    it("refuses to write over a FIFO instead of waiting for a reader at its other end", async () => {
+      const sandbox = await adapter({ requestTimeoutMs: 5_000 }).acquire("run-fifo");
+      expect((await sandbox.exec("mkfifo /workspace/fifo")).exitCode).toBe(0);
+      const error = await sandbox.writeFile("fifo", "x").catch((caught: unknown) => caught);
+      expect(isAssemblyLineError(error, "AL_ERR_PATH_NOT_FOUND"), String(error)).toBe(true);
+      expect(String(error)).toContain("is not a regular file");
+    });
+  });
 }

@@ -441,17 +441,29 @@ function basicUser(header: string | null): string | undefined {
   return encoded ? Buffer.from(encoded, "base64").toString("utf8").split(":")[0] : undefined;
 }
 
+/**
+ * Writes as E2B's envd does (os.OpenFile with O_CREATE|O_TRUNC): into the file already at the path,
+ * following a symlink, through a hard link to its other names, and blocking on a FIFO; a new file
+ * gets 0644. The bytes reach the container as an archive under a fresh name, then `cat` writes them.
+ */
 async function writeInto(container: Docker.Container, destination: string, content: Buffer): Promise<void> {
-  const mkdir = await container.exec({ Cmd: ["mkdir", "-p", posix.dirname(destination)] });
-  const stream = await mkdir.start({ hijack: true, stdin: false });
-  stream.resume();
-  await new Promise((resolve) => stream.once("end", resolve));
+  const staged = `al-fake-upload-${randomBytes(8).toString("hex")}`;
   const pack = tar.pack();
-  pack.entry({ name: posix.basename(destination), size: content.length, mode: 0o644 }, content);
+  pack.entry({ name: staged, size: content.length, mode: 0o600 }, content);
   pack.finalize();
   const chunks: Buffer[] = [];
   for await (const chunk of pack) chunks.push(chunk as Buffer);
-  await container.putArchive(Buffer.concat(chunks), { path: posix.dirname(destination) });
+  await container.putArchive(Buffer.concat(chunks), { path: "/tmp" });
+  const script = 'd=${2%/*}; mkdir -p -- "${d:-/}" && (umask 022; cat -- "$1" > "$2"); s=$?; rm -f -- "$1"; exit $s';
+  const exec = await container.exec({ Cmd: ["sh", "-c", script, "sh", `/tmp/${staged}`, destination], AttachStdout: true, AttachStderr: true });
+  const stream = await exec.start({ hijack: true, stdin: false });
+  stream.resume();
+  await new Promise((resolve) => {
+    stream.once("end", resolve);
+    stream.once("close", resolve);
+  });
+  const { ExitCode } = await exec.inspect();
+  if (ExitCode !== 0) throw new Error(`writing ${destination} exited with ${ExitCode}`);
 }
 
 async function readFrom(container: Docker.Container, path: string): Promise<Buffer | undefined> {
