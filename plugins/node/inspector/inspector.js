@@ -184,61 +184,78 @@ function errorText(error, mode) {
   return `${error.code ? error.code + ": " : ""}${error.message}`;
 }
 
+/**
+ * What a decision sends to name one pending call: its approvalId (unique, where a call id may be shared by
+ * two subagents' calls) or its callId, and the runId of a subagent's call. A run's own names no runId.
+ */
+function callNamed(pending) {
+  return { callId: pending.approvalId || pending.callId, ...(pending.runId ? { runId: pending.runId } : {}) };
+}
+
+/** "in subagent researcher (run …)" for a call or budget of a subagent run, else nothing. */
+function whose(pending) {
+  return pending.runId ? ` (subagent ${pending.subagent || "?"}, run ${pending.runId})` : "";
+}
+
 function pendingParts(view) {
   const parts = [];
-  for (const pending of view.pendingApprovals) {
-    const reasonId = `deny-reason-${pending.callId}`;
+  // Element ids by position: two pending calls may share a call id (two subagents), never a position.
+  view.pendingApprovals.forEach((pending, index) => {
+    const reasonId = `deny-reason-${index}`;
+    const named = callNamed(pending);
     parts.push(
       el(
         "section",
-        { class: "pending", "aria-label": `Approval needed for ${pending.toolName}` },
-        el("h3", { text: `Approval needed: ${pending.toolName}` }),
+        { class: "pending", "aria-label": `Approval needed for ${pending.toolName}${whose(pending)}` },
+        el("h3", { text: `Approval needed: ${pending.toolName}${whose(pending)}` }),
         pending.reason ? el("p", { text: pending.reason }) : null,
         pending.input !== null ? el("pre", { text: pending.input }) : null,
         el(
           "div",
           { class: "actions" },
-          el("button", { type: "button", class: "approve", onclick: (event) => decide("approve", { callId: pending.callId }, event.currentTarget) }, "Approve"),
+          el("button", { type: "button", class: "approve", onclick: (event) => decide("approve", named, event.currentTarget) }, "Approve"),
           el("div", { class: "grow" }, el("label", { for: reasonId, text: "Reason for denying (optional)" }), el("input", { id: reasonId, type: "text" })),
-          el("button", { type: "button", class: "deny", onclick: (event) => decide("deny", { callId: pending.callId, reason: $(reasonId).value || undefined }, event.currentTarget) }, "Deny"),
+          el("button", { type: "button", class: "deny", onclick: (event) => decide("deny", { ...named, reason: $(reasonId).value || undefined }, event.currentTarget) }, "Deny"),
         ),
       ),
     );
-  }
-  if (view.pendingBudget) {
-    const { budget, used, limit } = view.pendingBudget;
+  });
+  for (const pending of view.pendingBudgets) {
+    const { budget, used, limit } = pending;
+    // A budget names no call: a subagent's is decided by its run's id, the run's own by nothing.
+    const named = pending.runId ? { runId: pending.runId } : {};
     parts.push(
       el(
         "section",
-        { class: "pending", "aria-label": `Budget ${budget} reached` },
-        el("h3", { text: `Budget ${budget} reached (${used} of ${limit})` }),
+        { class: "pending", "aria-label": `Budget ${budget} reached${whose(pending)}` },
+        el("h3", { text: `Budget ${budget} reached (${used} of ${limit})${whose(pending)}` }),
         el("p", { text: "Approve to extend the budget and let the run go on; deny to fail the run." }),
         el(
           "div",
           { class: "actions" },
-          el("button", { type: "button", class: "approve", onclick: (event) => decide("approve", {}, event.currentTarget) }, "Approve (extend)"),
-          el("button", { type: "button", class: "deny", onclick: (event) => decide("deny", {}, event.currentTarget) }, "Deny (fail)"),
+          el("button", { type: "button", class: "approve", onclick: (event) => decide("approve", named, event.currentTarget) }, "Approve (extend)"),
+          el("button", { type: "button", class: "deny", onclick: (event) => decide("deny", named, event.currentTarget) }, "Deny (fail)"),
         ),
       ),
     );
   }
-  if (view.question) {
-    const answerId = "answer-text";
+  view.questions.forEach((question, index) => {
+    const answerId = `answer-text-${index}`;
     parts.push(
       el(
         "section",
-        { class: "pending", "aria-label": "Question waiting for an answer" },
-        el("h3", { text: "The run asks" }),
-        view.question.question === null
-          ? el("p", { class: "note", text: `The question's text is withheld under captureContent: ${view.captureContent}. Your answer still goes to this question (${view.question.callId}).` })
-          : el("p", { text: view.question.question }),
+        { class: "pending", "aria-label": `Question waiting for an answer${whose(question)}` },
+        el("h3", { text: `The run asks${whose(question)}` }),
+        question.question === null
+          ? el("p", { class: "note", text: `The question's text is withheld under captureContent: ${view.captureContent}. Your answer still goes to this question (${question.callId}).` })
+          : el("p", { text: question.question }),
         el(
           "form",
           {
             class: "actions",
             onsubmit: (event) => {
               event.preventDefault();
-              decide("answer", { answer: $(answerId).value, callId: view.question.callId }, event.submitter);
+              decide("answer", { answer: $(answerId).value, callId: question.callId, ...(question.runId ? { runId: question.runId } : {}) }, event.submitter);
             },
           },
           el("div", { class: "grow" }, el("label", { for: answerId, text: "Answer" }), el("textarea", { id: answerId, rows: 2, required: true })),
@@ -246,7 +263,7 @@ function pendingParts(view) {
         ),
       ),
     );
-  }
+  });
   return parts;
 }
 

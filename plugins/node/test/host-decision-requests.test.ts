@@ -1,6 +1,6 @@
 import { request } from "node:http";
 import { beforeAll, describe, expect, it } from "vitest";
-import type { ModelScript, RuntimeBundle } from "@assemblyline-agents/runtime";
+import { InMemoryStateAdapter, type ModelScript, type RuntimeBundle } from "@assemblyline-agents/runtime";
 import { call, fixtureBundle, routedHarness, SCRIPTS, startHost } from "./support/host.js";
 
 let bundle: RuntimeBundle;
@@ -90,6 +90,77 @@ describe("POST /runs/:id/answer names its question", () => {
     }
     expect((await host.runtime.getRun(asked.body.runId)).status).toBe("waiting_input");
     expect((await host.runtime.getRun(paused.body.runId)).status).toBe("waiting_approval");
+  });
+
+  it("refuses (400) an empty, blank or null callId or runId, naming it, instead of deciding the only pending call", async () => {
+    const host = await startHost(bundle);
+    const asked = await call(`${host.url}/message?wait=10`, { body: { message: "ask: colour" } });
+    const paused = await call(`${host.url}/message?wait=10`, { body: { message: "approve: launch" } });
+    const approve = `/runs/${paused.body.runId}/approve?wait=5`;
+    const deny = `/runs/${paused.body.runId}/deny?wait=5`;
+    const answer = `/runs/${asked.body.runId}/answer?wait=5`;
+    const refusals = [
+      [approve, { callId: "" }, "body.callId is empty"],
+      [approve, { callId: null }, "body.callId is null"],
+      [approve, { callId: "  " }, "body.callId is blank"],
+      [approve, { runId: "" }, "body.runId is empty"],
+      [deny, { callId: "", reason: "no" }, "body.callId is empty"],
+      [deny, { callId: null }, "body.callId is null"],
+      [deny, { runId: null }, "body.runId is null"],
+      [answer, { answer: "red", callId: "" }, "body.callId is empty"],
+      [answer, { answer: "red", callId: null }, "body.callId is null"],
+      [answer, { answer: "red", runId: " " }, "body.runId is blank"],
+      [answer, { answer: "red", callId: 7 }, "body.callId is a number, not a string"],
+    ] as const;
+    for (const [path, body, message] of refusals) {
+      const refused = await call(`${host.url}${path}`, { body });
+      expect(refused.status, `${path} ${JSON.stringify(body)}`).toBe(400);
+      expect(refused.body.error).toMatchObject({ code: "AL_ERR_HTTP_BODY_INVALID", message: expect.stringContaining(message) });
+    }
+    expect((await host.runtime.getRun(asked.body.runId)).status).toBe("waiting_input");
+    expect((await host.runtime.getRun(paused.body.runId)).status).toBe("waiting_approval");
+    // Left out, either decides the only pending call, as before.
+    expect((await call(`${host.url}${approve}`, { body: {} })).body.status).toBe("completed");
+    expect((await call(`${host.url}${answer}`, { body: { answer: "red" } })).body.status).toBe("completed");
+  });
+});
+
+describe("decisions for one call sent at once", () => {
+  /** The decisions recorded for the run's call, and what each request was answered. */
+  async function raced(runtime: { listEvents(runId: string): Promise<Array<{ type: string }>> }, runId: string, answers: Array<{ status: number; body: any }>) {
+    const recorded = (await runtime.listEvents(runId)).map((event) => event.type).filter((type) => type === "approval.granted" || type === "approval.denied");
+    return { recorded, taken: answers.filter((answer) => answer.status === 200).length, refused: answers.filter((answer) => answer.status !== 200).map((answer) => [answer.status, answer.body?.error?.code]) };
+  }
+
+  it("are decided once on one host: one is taken, the others refused", async () => {
+    const host = await startHost(bundle);
+    for (let round = 0; round < 3; round += 1) {
+      const paused = await call(`${host.url}/message?wait=10`, { body: { message: "approve: launch", conversationId: `race-${round}` } });
+      const callId = paused.body.pendingApprovals[0].callId;
+      const decide = (action: string) => call(`${host.url}/runs/${paused.body.runId}/${action}?wait=5`, { body: { callId } });
+      const outcome = await raced(host.runtime, paused.body.runId, await Promise.all([decide("approve"), decide("deny"), decide("approve")]));
+      expect(outcome.recorded).toHaveLength(1);
+      expect(outcome.taken).toBe(1);
+      for (const [status] of outcome.refused) expect([404, 409], JSON.stringify(outcome.refused)).toContain(status);
+    }
+  });
+
+  it("are decided once by two hosts sharing a store: approve on one, deny on the other", async () => {
+    const state = new InMemoryStateAdapter();
+    const a = await startHost(bundle, { state });
+    const b = await startHost(bundle, { state });
+    for (let round = 0; round < 3; round += 1) {
+      const paused = await call(`${a.url}/message?wait=10`, { body: { message: "approve: launch", conversationId: `shared-${round}` } });
+      const callId = paused.body.pendingApprovals[0].callId;
+      const answers = await Promise.all([
+        call(`${a.url}/runs/${paused.body.runId}/approve?wait=5`, { body: { callId } }),
+        call(`${b.url}/runs/${paused.body.runId}/deny?wait=5`, { body: { callId } }),
+      ]);
+      const outcome = await raced(a.runtime, paused.body.runId, answers);
+      expect(outcome.recorded).toHaveLength(1);
+      expect(outcome.taken).toBe(1);
+      for (const [status] of outcome.refused) expect([404, 409], JSON.stringify(outcome.refused)).toContain(status);
+    }
   });
 });
 

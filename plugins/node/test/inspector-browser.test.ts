@@ -222,7 +222,9 @@ describe("run inspector auth in production", () => {
       const started = await host.runtime.run({ message: "Remember to buy milk" });
       const view = await call(`${host.url}/inspector/api/runs/${started.runId}`, { headers });
       expect(view.body.captureContent).toBe("usage");
-      expect(view.body.pendingApprovals).toEqual([{ callId: expect.any(String), toolName: "record_note", input: null, reason: "Recording a note is a durable side effect." }]);
+      expect(view.body.pendingApprovals).toEqual([
+        { approvalId: expect.any(String), callId: expect.any(String), runId: null, subagent: null, toolName: "record_note", input: null, reason: "Recording a note is a durable side effect." },
+      ]);
       expect(JSON.stringify(view.body)).not.toContain("milk");
     } finally {
       await host.shutdown({ timeoutMs: 2_000 });

@@ -268,7 +268,9 @@ describe("inspector data", () => {
     const asking = await startHost(bundle, usage);
     const asked = (await send(asking.url, "ask: colour")).body;
     const askedView = (await call(`${asking.url}/inspector/api/runs/${asked.runId}`)).body;
-    expect(askedView.question).toEqual({ callId: asked.question.callId, toolName: "ask_question", question: null });
+    const withheld = { callId: asked.question.callId, runId: null, subagent: null, toolName: "ask_question", question: null };
+    expect(askedView.question).toEqual(withheld);
+    expect(askedView.questions).toEqual([withheld]);
     expect(JSON.stringify(askedView)).not.toContain("Which colour?");
     // Withheld, not lost: the run asks it still, and the operator can answer it.
     expect((await call(`${asking.url}/runs/${asked.runId}/answer`, { body: { answer: "green", callId: asked.question.callId } })).body.status).toBe("completed");
@@ -280,6 +282,7 @@ describe("inspector data", () => {
     expect(status).toBe("waiting_approval");
     const view = (await call(`${host.url}/inspector/api/runs/${runId}`)).body;
     expect(view.pendingBudget).toEqual({ budget: "maxTurns", used: expect.any(Number), limit: 1 });
+    expect(view.pendingBudgets).toEqual([{ ...view.pendingBudget, runId: null, subagent: null }]);
     expect(view.pendingApprovals).toEqual([]);
     expect(view.question).toBeNull();
   });

@@ -73,31 +73,57 @@ export function inspectionRoutes(runtime: OpenEveRuntime, maxBodyBytes: number, 
 
     route("POST", "/runs/:runId/approve", async (ctx) => {
       const body = parseJsonObject(ctx.req, await readBody(ctx.req, maxBodyBytes), { optional: true });
-      refuseUnknownFields(body, ["callId", "actor"], '{"callId": "call_0_0"}');
-      const callId = optionalString(body, "callId");
+      refuseUnknownFields(body, ["callId", "runId", "actor"], APPROVE_EXAMPLE);
+      const named = namedCall(body, APPROVE_EXAMPLE);
       const actor = optionalString(body, "actor") ?? "http";
-      await decide(ctx, runtime, draining, (onRecorded) => runtime.approve(ctx.params.runId!, { ...(callId ? { callId } : {}), actor, onRecorded }));
+      await decide(ctx, runtime, draining, (onRecorded) => runtime.approve(ctx.params.runId!, { ...named, actor, onRecorded }));
     }),
 
     route("POST", "/runs/:runId/deny", async (ctx) => {
       const body = parseJsonObject(ctx.req, await readBody(ctx.req, maxBodyBytes), { optional: true });
-      refuseUnknownFields(body, ["callId", "reason", "actor"], '{"callId": "call_0_0", "reason": "not now"}');
-      const callId = optionalString(body, "callId");
+      refuseUnknownFields(body, ["callId", "runId", "reason", "actor"], DENY_EXAMPLE);
+      const named = namedCall(body, DENY_EXAMPLE);
       const reason = optionalString(body, "reason");
       const actor = optionalString(body, "actor") ?? "http";
-      await decide(ctx, runtime, draining, (onRecorded) => runtime.deny(ctx.params.runId!, { ...(callId ? { callId } : {}), ...(reason ? { reason } : {}), actor, onRecorded }));
+      await decide(ctx, runtime, draining, (onRecorded) => runtime.deny(ctx.params.runId!, { ...named, ...(reason ? { reason } : {}), actor, onRecorded }));
     }),
 
     route("POST", "/runs/:runId/answer", async (ctx) => {
       const body = parseJsonObject(ctx.req, await readBody(ctx.req, maxBodyBytes));
-      refuseUnknownFields(body, ["answer", "callId", "actor"], '{"answer": "yes", "callId": "call_0_0"}');
-      const answer = requiredString(body, "answer", '{"answer": "yes", "callId": "call_0_0"}');
+      refuseUnknownFields(body, ["answer", "callId", "runId", "actor"], ANSWER_EXAMPLE);
+      const answer = requiredString(body, "answer", ANSWER_EXAMPLE);
       // With the question's callId, an answer that arrives after that question was answered is refused, not given to the next one.
-      const callId = optionalString(body, "callId");
+      const named = namedCall(body, ANSWER_EXAMPLE);
       const actor = optionalString(body, "actor") ?? "http";
-      await decide(ctx, runtime, draining, (onRecorded) => runtime.answer(ctx.params.runId!, answer, { ...(callId ? { callId } : {}), actor, onRecorded }));
+      await decide(ctx, runtime, draining, (onRecorded) => runtime.answer(ctx.params.runId!, answer, { ...named, actor, onRecorded }));
     }),
   ];
+}
+
+const APPROVE_EXAMPLE = '{"callId": "call_0_0"}, or with a subagent\'s call {"callId": "call_0_0", "runId": "<its runId>"}';
+const DENY_EXAMPLE = '{"callId": "call_0_0", "reason": "not now"}';
+const ANSWER_EXAMPLE = '{"answer": "yes", "callId": "call_0_0"}';
+
+/**
+ * The call a decision names: `callId` (or the approval's approvalId) and, for a subagent's call,
+ * `runId`, each as given. Only a field left out means "none": a given callId, even "", names a call
+ * (the runtime's contract), and an empty, blank or null one (a form field left empty, a variable
+ * that was not set) is refused, as the CLI refuses it, rather than deciding whatever call waits.
+ */
+function namedCall(body: Record<string, JsonValue>, example: string): { callId?: string; runId?: string } {
+  const callId = givenId(body, "callId", "call", "the callId (or approvalId) the run shows in pendingApprovals or questions, or leave it out for the only pending one", example);
+  const runId = givenId(body, "runId", "run", "the runId of the call's pendingApprovals or questions entry (a subagent's run), or leave it out for a call of the run itself", example);
+  return { ...(callId !== undefined ? { callId } : {}), ...(runId !== undefined ? { runId } : {}) };
+}
+
+function givenId(body: Record<string, JsonValue>, field: string, names: string, what: string, example: string): string | undefined {
+  if (!Object.hasOwn(body, field)) return undefined;
+  const value = body[field];
+  if (typeof value === "string" && value.trim() !== "") return value;
+  const given = value === null ? "null" : typeof value !== "string" ? `${Array.isArray(value) ? "a list" : typeof value === "object" ? "an object" : `a ${typeof value}`}, not a string` : value === "" ? "empty" : "blank";
+  throw new HttpError(400, "AL_ERR_HTTP_BODY_INVALID", `body.${field} is ${given}, which names no ${names}: the run was left as it was`, {
+    fix: `Send ${what}; e.g. ${example}.`,
+  });
 }
 
 /**

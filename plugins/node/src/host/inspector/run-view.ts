@@ -1,5 +1,5 @@
 import type { CaptureContent, JsonValue, RunEvent, RunRecord, ToolCallRecord } from "@assemblyline-agents/core";
-import { captureBody, capturesBodies, type OpenEveRuntime } from "@assemblyline-agents/runtime";
+import { captureBody, capturesBodies, type OpenEveRuntime, type PendingQuestion } from "@assemblyline-agents/runtime";
 
 /** A body as the inspector may show it: null when captureContent keeps bodies out. */
 type Body = string | null;
@@ -42,6 +42,13 @@ export async function runView(runtime: OpenEveRuntime, runId: string, mode: Capt
   // Free text a model, tool or person wrote (an error's message, a question): shown only where bodies are,
   // as telemetry shows error messages only from `content` on. Codes and names are shown in every mode.
   const text = (value: string): Body => (capturesBodies(mode) ? cut(value) : null);
+  const questionView = (question: PendingQuestion) => ({
+    callId: question.callId,
+    runId: question.runId ?? null,
+    subagent: question.subagent ?? null,
+    toolName: question.toolName,
+    question: text(questionText(question.question)),
+  });
   const eventCost = events.reduce((sum, event) => sum + costOf(event), 0);
   const steps = events.filter((event) => event.type === "durable_step.completed" || event.type === "durable_step.replayed");
   return {
@@ -49,10 +56,27 @@ export async function runView(runtime: OpenEveRuntime, runId: string, mode: Capt
     run: { ...summary(run!), agentRevision: run!.agentRevision, modelSpec: cut(run!.modelSpec), error: run!.error ? { ...run!.error, message: text(run!.error.message) } : run!.error },
     message: body(run!.input.message),
     response: result.response ? body(result.response.text) : null,
-    pendingApprovals: (result.pendingApprovals ?? []).map((pending) => ({ callId: pending.callId, toolName: pending.toolName, input: body(pending.input), reason: approvalReason(events, pending.callId) })),
+    // Each with what names it alone: two subagents' calls may share a call id, never an approvalId, and runId tells them apart too.
+    pendingApprovals: (result.pendingApprovals ?? []).map((pending) => ({
+      approvalId: pending.approvalId,
+      callId: pending.callId,
+      runId: pending.runId ?? null,
+      subagent: pending.subagent ?? null,
+      toolName: pending.toolName,
+      input: body(pending.input),
+      reason: pending.reason !== undefined ? cut(pending.reason) : approvalReason(events, pending.callId),
+    })),
     // A run paused on a budget (onExceeded: "pause"): approve grows it, deny fails the run; neither names a call.
     pendingBudget: result.pendingBudget ? { budget: result.pendingBudget.budget, used: result.pendingBudget.used, limit: result.pendingBudget.limit } : null,
-    question: result.question ? { callId: result.question.callId, toolName: result.question.toolName, question: text(questionText(result.question.question)) } : null,
+    // Every budget it waits on: its own (runId null), or those of the subagent runs it waits on, each decided by its runId.
+    pendingBudgets: result.waitingOnAll
+      ? result.waitingOnAll.flatMap(({ runId, subagent, pendingBudget }) => (pendingBudget ? [{ budget: pendingBudget.budget, used: pendingBudget.used, limit: pendingBudget.limit, runId, subagent }] : []))
+      : result.pendingBudget
+        ? [{ budget: result.pendingBudget.budget, used: result.pendingBudget.used, limit: result.pendingBudget.limit, runId: null, subagent: null }]
+        : [],
+    // Every question waiting (an engine's parallel calls, several subagents), `question` the first of them.
+    question: result.question ? questionView(result.question) : null,
+    questions: (result.questions ?? (result.question ? [result.question] : [])).map(questionView),
     timelineTotal: events.length,
     timeline: events.slice(-TIMELINE_LIMIT).map((event) => ({ seq: event.seq, at: event.createdAt, type: event.type, detail: cut(detail(event)) })),
     toolCallsTotal: toolCalls.length,
