@@ -25,6 +25,12 @@ const refusal = (run: () => unknown) => {
 };
 
 describe("daytonaSandbox options", () => {
+  it("refuses a scope that is no string with a definition error naming the option, not a TypeError", () => {
+    const error = refusal(() => daytonaSandbox({ scope: 42 } as never));
+    expect(isAssemblyLineError(error, "AL_ERR_SANDBOX_DEFINITION"), String(error)).toBe(true);
+    expect(String(error)).toContain("daytonaSandbox option scope is 42");
+  });
+
   it("checks the snapshot policy where it is written", () => {
     const error = refusal(() => daytonaSandbox({ image: "node:22", snapshot: { mode: "hourly" as never } }));
     expect(isAssemblyLineError(error, "AL_ERR_SANDBOX_DEFINITION"), String(error)).toBe(true);

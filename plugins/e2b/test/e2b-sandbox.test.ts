@@ -24,6 +24,12 @@ const refusal = (run: () => unknown) => {
 };
 
 describe("e2bSandbox options", () => {
+  it("refuses a scope that is no string with a definition error naming the option, not a TypeError", () => {
+    const error = refusal(() => e2bSandbox({ scope: 42 } as never));
+    expect(isAssemblyLineError(error, "AL_ERR_SANDBOX_DEFINITION"), String(error)).toBe(true);
+    expect(String(error)).toContain("e2bSandbox option scope is 42");
+  });
+
   it("refuses image, which E2B does not take (it starts from templates), naming the option", () => {
     const error = refusal(() => e2bSandbox({ image: "node:22" }));
     expect(isAssemblyLineError(error, "AL_ERR_SANDBOX_DEFINITION"), String(error)).toBe(true);

@@ -104,7 +104,9 @@ export function resolveModalOptions(options: ModalSandboxOptions, defaultScope: 
   };
   const maxOutputBytes = options.maxOutputBytes ?? 64 * 1024;
   if (!Number.isInteger(maxOutputBytes) || maxOutputBytes < 0) throw badOption("maxOutputBytes", maxOutputBytes, "a non-negative whole number of bytes");
-  const scope = (options.scope ?? defaultScope).toLowerCase();
+  const givenScope: unknown = options.scope ?? defaultScope;
+  // A scope that is no string (a number from a config file) fails the check below instead of throwing a TypeError here.
+  const scope = typeof givenScope === "string" ? givenScope.toLowerCase() : "";
   if (!/^[a-z0-9][a-z0-9_.-]{0,40}$/.test(scope)) throw badOption("scope", options.scope, "lowercase letters, digits, '.', '_' or '-' (at most 41)");
   for (const [name, value] of Object.entries(options.env ?? {})) {
     if (!/^[A-Za-z_][A-Za-z0-9_]*$/.test(name) || typeof value !== "string") throw badOption(`env.${name}`, value, "a string under a variable name");

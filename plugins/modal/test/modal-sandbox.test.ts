@@ -23,6 +23,12 @@ const refusal = (run: () => unknown) => {
 };
 
 describe("modalSandbox options", () => {
+  it("refuses a scope that is no string with a definition error naming the option, not a TypeError", () => {
+    const error = refusal(() => modalSandbox({ scope: 42 } as never));
+    expect(isAssemblyLineError(error, "AL_ERR_SANDBOX_DEFINITION"), String(error)).toBe(true);
+    expect(String(error)).toContain("modalSandbox option scope is 42");
+  });
+
   it("refuses snapshot, which this adapter does not keep, naming the option", () => {
     const error = refusal(() => modalSandbox({ snapshot: { mode: "manual", retainLast: 3 } }));
     expect(isAssemblyLineError(error, "AL_ERR_SANDBOX_DEFINITION"), String(error)).toBe(true);
