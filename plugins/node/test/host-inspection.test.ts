@@ -104,6 +104,21 @@ describe("probes and auth", () => {
     expect((await call(`${unconfigured.url}/healthz`)).status).toBe(200);
     expect((await call(`${unconfigured.url}/runs`)).body.error.code).toBe("AL_ERR_HOST_AUTH_REQUIRED");
   });
+
+  it("refuses probes kept private (publicProbes: false) with 403 as /runs is in production without any auth, and says so at start", async () => {
+    for (const options of [{ auth: { publicProbes: false } }, { env: { FIXTURE_SECRET: "s3cret", ASSEMBLY_LINE_PUBLIC_PROBES: "false" } }]) {
+      const host = await startHost(bundle, { devMode: false, ...options });
+      for (const path of ["/healthz", "/readyz", "/runs"]) {
+        const refused = await call(`${host.url}${path}`);
+        expect(refused.status, path).toBe(403);
+        expect(refused.body.error.code, path).toBe("AL_ERR_HOST_AUTH_REQUIRED");
+      }
+      expect(host.logger.events("security.inspection_refused").map((entry) => entry.msg)).toEqual([expect.stringContaining("/healthz and /readyz refuse requests")]);
+    }
+    // Dev mode without auth serves them to pages addressed to this machine, as it serves /runs.
+    const dev = await startHost(bundle, { auth: { publicProbes: false } });
+    expect((await call(`${dev.url}/healthz`)).status).toBe(200);
+  });
 });
 
 describe("the ingress kill switch", () => {

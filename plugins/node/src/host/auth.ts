@@ -69,9 +69,16 @@ export class HostAuth {
     return this.digests.length > 0 || this.authorize !== undefined;
   }
 
+  /** true when /healthz and /readyz are behind the host's auth (`publicProbes: false`). */
+  get privateProbes(): boolean {
+    return !this.publicProbes;
+  }
+
   /** Resolve when the request may proceed; throw 401/403 otherwise. */
   async check(request: AuthRequest): Promise<void> {
-    if (request.kind === "probe" && (this.publicProbes || !this.configured)) return;
+    // Kept private (publicProbes: false), a probe is refused or let in as /runs is: in production with no
+    // token or policy that is a 403, not an open probe; dev mode with none serves it as it serves /runs.
+    if (request.kind === "probe" && this.publicProbes) return;
     // Decisions and kill-switch flips act on what a browser sends by itself (an open dev host, a policy
     // that trusts the caller's address or cookies): another site's page must not be able to send them.
     if ((request.kind === "runs" || request.kind === "admin") && !SAFE_METHODS.has(request.method) && crossSite(request.headers)) {

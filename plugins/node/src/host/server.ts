@@ -141,9 +141,11 @@ export async function listenNodeRuntime(options: NodeRuntimeOptions): Promise<No
     }
   }
   if (!auth.configured) {
+    // Probes kept private (publicProbes: false) are refused with /runs: a platform's health check then fails, so say so.
+    const guarded = auth.privateProbes ? "/runs, /admin, /healthz and /readyz" : "/runs and /admin";
     logger.warn(
       { event: config.devMode ? "security.open_inspection" : "security.inspection_refused" },
-      config.devMode ? "dev mode: /runs and /admin are unauthenticated" : "/runs and /admin refuse requests until ASSEMBLY_LINE_BEARER_TOKEN or auth is configured",
+      config.devMode ? `dev mode: ${guarded} are unauthenticated` : `${guarded} refuse requests until ASSEMBLY_LINE_BEARER_TOKEN or auth is configured`,
     );
   }
 
