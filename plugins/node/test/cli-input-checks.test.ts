@@ -425,3 +425,28 @@ describe("--base-url without --model", () => {
     });
   }, 60_000);
 });
+
+describe("--base-url that is not an http:// or https:// address", () => {
+  it("is refused as a usage error before a run is created, with the http:// a host:port left out suggested; the config's baseUrl too", async () => {
+    const { agentDir } = notesAgent();
+    const stateDir = join(agentDir, "state");
+    // `localhost:11434/v1` parses as a URL whose scheme is "localhost:": the usual Ollama slip.
+    expectUsageError(
+      await cli(["run", agentDir, "-m", "hi", "--model", "local/llama3", "--base-url", "localhost:1/v1", "--state-dir", stateDir]),
+      "--base-url localhost:1/v1 is not an http:// or https:// URL",
+      "did you mean --base-url http://localhost:1/v1?",
+    );
+    for (const baseUrl of ["ftp://127.0.0.1/v1", "file:///tmp/v1", "javascript:alert(1)"]) {
+      const ran = await cli(["run", agentDir, "-m", "hi", "--model", "local/llama3", "--base-url", baseUrl, "--state-dir", stateDir]);
+      expectUsageError(ran, `--base-url ${baseUrl} is not an http:// or https:// URL`);
+      expect(ran.err).not.toContain("did you mean");
+    }
+    const small = smallAgent("local/llama3");
+    expectUsageError(await cli(["automations", "run", "tick", "--agent", small.agentDir, "--base-url", "localhost:1/v1", "--state-dir", stateDir]), "--base-url localhost:1/v1 is not an http");
+    writeFileSync(join(agentDir, "assembly-line.config.json"), JSON.stringify({ model: "local/llama3", baseUrl: "localhost:1/v1" }));
+    await inFolder(agentDir, async () => {
+      expectUsageError(await cli(["run", ".", "-m", "hi", "--state-dir", stateDir]), "the config's baseUrl localhost:1/v1 is not an http:// or https:// URL");
+    });
+    expect(existsSync(stateDir) ? await runIds(agentDir, stateDir) : []).toEqual([]);
+  }, 60_000);
+});

@@ -35,7 +35,7 @@ export function modelFlagsOf(parsed: ParsedCommand): ModelFlags {
   const model = read("model");
   const baseUrl = read("base-url");
   const api = read("api");
-  if (baseUrl !== undefined && !URL.canParse(baseUrl)) throw usage(`${named(parsed, "base-url")} ${baseUrl} is not a URL`, "e.g. --base-url http://127.0.0.1:11434/v1");
+  if (baseUrl !== undefined) checkServerUrl(baseUrl, named(parsed, "base-url"));
   if (api !== undefined && baseUrl === undefined) {
     throw usage(`${named(parsed, "api")} ${api} is the wire API of the server --base-url names, but no --base-url is given`, "Pass --base-url <url> too, or leave --api out.");
   }
@@ -44,6 +44,23 @@ export function modelFlagsOf(parsed: ParsedCommand): ModelFlags {
     ...(baseUrl !== undefined ? { baseUrl, ...(parsed.configured?.includes("base-url") ? { baseUrlFromConfig: true } : {}) } : {}),
     ...(api !== undefined ? { api } : {}),
   };
+}
+
+/**
+ * A model server is reached over HTTP: anything else is refused before a run is created. The
+ * usual slip, `localhost:11434/v1` without its http://, parses as a URL whose scheme is
+ * "localhost:", so a parse alone would let it through to fail only after the provider's retries.
+ */
+function checkServerUrl(baseUrl: string, name: string): void {
+  const url = URL.canParse(baseUrl) ? new URL(baseUrl) : undefined;
+  if (url?.protocol === "http:" || url?.protocol === "https:") return;
+  // A host and port with the scheme left out; a value with some other scheme gets no guess.
+  const suggestion = `http://${baseUrl}`;
+  const guess = !baseUrl.includes("//") && URL.canParse(suggestion) ? `; did you mean --base-url ${suggestion}?` : "";
+  throw usage(
+    url === undefined ? `${name} ${baseUrl} is not a URL` : `${name} ${baseUrl} is not an http:// or https:// URL (its scheme is ${url.protocol})`,
+    `Give the server's http:// or https:// address, e.g. --base-url http://127.0.0.1:11434/v1${guess}`,
+  );
 }
 
 /** A scripted spec with its file made absolute, as runs record it. */
