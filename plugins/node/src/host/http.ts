@@ -1,4 +1,4 @@
-import type { IncomingMessage, ServerResponse } from "node:http";
+import { maxHeaderSize, type IncomingMessage, type ServerResponse } from "node:http";
 import { AssemblyLineError, errorSummary, isAssemblyLineError, type ErrorCode, type JsonValue } from "@assemblyline-agents/core";
 
 /** An error that already knows its HTTP status (and headers such as Retry-After). */
@@ -72,6 +72,38 @@ export function errorResponse(error: unknown, requestId: string): { status: numb
     headers: {},
     body: { error: { code: "AL_ERR_HOST_INTERNAL", message: "the endpoint failed unexpectedly", fix: `Look up requestId ${requestId} in the host's logs (event http.failed).`, requestId } },
   };
+}
+
+/** What a `clientError` from Node's HTTP server carries: llhttp's code (HPE_*) and reason, or Node's own code. */
+export interface ClientError {
+  code?: string;
+  reason?: string;
+}
+
+/**
+ * Status and JSON body for a request Node's HTTP parser refused before any route saw it (the
+ * server's "clientError"): the same error shape every other refusal has, so a client reads one.
+ */
+export function clientErrorResponse(error: ClientError, requestId: string, limits: { requestTimeoutMs: number; headersTimeoutMs: number }): { status: number; body: ErrorBody } {
+  const answer = (status: number, code: ErrorCode, message: string, fix: string) => ({ status, body: { error: { code, message, fix, requestId } } });
+  switch (error.code) {
+    case "HPE_HEADER_OVERFLOW":
+      return answer(431, "AL_ERR_HTTP_HEADERS_TOO_LARGE", `the request's headers exceed ${maxHeaderSize} bytes`, "Send fewer or shorter headers (cookies, long tokens); the limit is Node's --max-http-header-size.");
+    case "HPE_CHUNK_EXTENSIONS_OVERFLOW":
+      return answer(413, "AL_ERR_HTTP_BODY_TOO_LARGE", "the chunked body's chunk extensions are larger than Node allows", "Send the body without chunk extensions, or with a Content-Length.");
+    case "ERR_HTTP_REQUEST_TIMEOUT":
+      return answer(
+        408,
+        "AL_ERR_HTTP_REQUEST_TIMEOUT",
+        `the request did not arrive in time: headers take at most ${limits.headersTimeoutMs} ms, the whole request ${limits.requestTimeoutMs} ms`,
+        "Send the whole request without pausing, or raise listenNodeRuntime({ requestTimeoutMs, headersTimeoutMs }) (ASSEMBLY_LINE_REQUEST_TIMEOUT_MS, ASSEMBLY_LINE_HEADERS_TIMEOUT_MS).",
+      );
+    default: {
+      // llhttp's reasons are its own fixed texts ("Invalid header value char"), never the caller's bytes.
+      const reason = typeof error.reason === "string" && error.reason !== "" ? `: ${error.reason.slice(0, 100)}` : "";
+      return answer(400, "AL_ERR_HTTP_MALFORMED", `the request is not HTTP/1.1 this host can read${reason}`, "Send a well-formed HTTP/1.1 request: a request line, then one \"Name: value\" header a line, each line ended by CRLF.");
+    }
+  }
 }
 
 /** The origin request targets are read against: routing looks at the path and query only. */

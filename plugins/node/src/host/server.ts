@@ -1,8 +1,9 @@
 import type { PiModelCatalog } from "@assemblyline-agents/pi";
 import { defaultPiHarness } from "../pi-engine.js";
 import { randomUUID } from "node:crypto";
-import { createServer, type IncomingMessage, type Server, type ServerResponse } from "node:http";
+import { STATUS_CODES, createServer, type IncomingMessage, type Server, type ServerResponse } from "node:http";
 import type { AddressInfo } from "node:net";
+import type { Duplex } from "node:stream";
 import { AssemblyLineError, isAssemblyLineError, isScheduleClaimableBy, routedPath, type ChannelModule, type JsonValue, type TelemetrySink } from "@assemblyline-agents/core";
 import { OpenEveRuntime, createRuntimeLogger, isAutomationSchedule } from "@assemblyline-agents/runtime";
 import { AttachmentIngest } from "./attachments.js";
@@ -10,7 +11,7 @@ import { HostAuth } from "./auth.js";
 import { ChannelIngress } from "./channel-ingress.js";
 import { channelSecretNeeds, checkChannelSecrets } from "./channel-secrets.js";
 import { killSwitchRoutes, probeRoutes } from "./control.js";
-import { errorResponse, headerRecord, isClientAbort, limitBodyIdle, requestTarget, sendJson } from "./http.js";
+import { clientErrorResponse, errorResponse, headerRecord, isClientAbort, limitBodyIdle, requestTarget, sendJson, type ClientError } from "./http.js";
 import { inspectionRoutes } from "./inspection.js";
 import { withBuiltInModelRoutes } from "./model-routes.js";
 import { inspectorRoutes } from "./inspector/routes.js";
@@ -37,6 +38,9 @@ export interface NodeRuntimeHandle {
   /** Resolves once shutdown has completed. */
   readonly closed: Promise<void>;
 }
+
+/** How long a connection answered with a parser refusal stays open for the client to read the answer and close. */
+const REFUSED_CONNECTION_LINGER_MS = 2_000;
 
 /** Paths the host serves itself; a channel route may not take them. */
 const RESERVED_PREFIXES = ["/runs", "/admin", "/healthz", "/readyz", "/inspector"];
@@ -166,8 +170,36 @@ export async function listenNodeRuntime(options: NodeRuntimeOptions): Promise<No
     lastFullWarning = Date.now();
     logger.warn({ event: "http.connections_full", maxConnections: config.maxConnections }, "connections beyond maxConnections are closed as they arrive");
   });
+  // The response each connection is answering, for a refusal of its bytes by Node's parser (below).
+  const answering = new WeakMap<Duplex, ServerResponse>();
+  // Connections already answered so: the parser reports each further piece they send as another error.
+  const refused = new WeakSet<Duplex>();
+  server.on("clientError", (error: Error & ClientError, socket: Duplex) => {
+    if (refused.has(socket)) return;
+    const inFlight = answering.get(socket);
+    // Nothing can be said on a reset connection or inside a response already begun: close it, as Node would.
+    if (error.code === "ECONNRESET" || !socket.writable || (inFlight !== undefined && inFlight.headersSent && !inFlight.writableEnded)) {
+      socket.destroy();
+      return;
+    }
+    refused.add(socket);
+    const requestId = randomUUID();
+    const { status, body } = clientErrorResponse(error, requestId, config);
+    const text = JSON.stringify(body);
+    // Written by hand: a refused request has no ServerResponse. Ended, not destroyed, so the client reads
+    // the answer before the connection closes; one that never closes its side is cut off shortly after.
+    socket.end(
+      `HTTP/1.1 ${status} ${STATUS_CODES[status]}\r\ncontent-type: application/json; charset=utf-8\r\ncontent-length: ${Buffer.byteLength(text)}\r\n` +
+        `x-request-id: ${requestId}\r\nconnection: close\r\n\r\n${text}`,
+    );
+    const linger = setTimeout(() => socket.destroy(), REFUSED_CONNECTION_LINGER_MS).unref();
+    socket.once("close", () => clearTimeout(linger));
+    // A timed-out connection is often one a proxy opened and never used: not worth a line at info.
+    logger[status === 408 ? "debug" : "info"]({ event: "http.client_error", requestId, status, code: body.error.code, parserCode: error.code }, "request refused before routing");
+  });
   async function serve(req: IncomingMessage, res: ServerResponse): Promise<void> {
     const started = performance.now();
+    answering.set(req.socket, res);
     limitBodyIdle(req, config.bodyIdleTimeoutMs);
     const offered = req.headers["x-request-id"];
     const requestId = typeof offered === "string" && /^[\w.:-]{1,100}$/.test(offered) ? offered : randomUUID();
