@@ -24,7 +24,7 @@ export type RegistrySnapshotEntry = Omit<RegistryEntry, NonSlotExports> & Partia
 
 export interface LoadedRegistry {
   entries: RegistryEntry[];
-  /** Where the entries came from. */
+  /** Where the entries came from: the file, or the URL with any query values masked. */
   origin: "bundled" | "file" | "url";
   location: string;
   /** YYYY-MM-DD or an ISO time, when the source says. */
@@ -76,19 +76,57 @@ function checkSnapshot(data: unknown, location: string): RegistrySnapshot {
   return snapshot;
 }
 
+/**
+ * A registry URL as messages show it: user info and query values masked, since either may hold a
+ * token and these lines go to terminals and CI logs.
+ */
+function shownUrl(url: URL): string {
+  const shown = new URL(url);
+  if (shown.username !== "" || shown.password !== "") {
+    shown.username = "***";
+    shown.password = "";
+  }
+  for (const key of new Set(shown.searchParams.keys())) shown.searchParams.set(key, "***");
+  return shown.href;
+}
+
+/**
+ * The fetch failures that mean the network did not carry the request (no route, DNS, refused,
+ * reset, timed out): undici reports them as TypeError("fetch failed") with the cause attached, and
+ * a timeout as a TimeoutError. A TypeError without a cause is fetch refusing the request itself.
+ */
+function isNetworkFailure(error: unknown): boolean {
+  if (!(error instanceof Error)) return false;
+  return error.name === "TimeoutError" || error.name === "AbortError" || (error instanceof TypeError && error.cause !== undefined);
+}
+
 async function readSource(source: string, timeoutMs: number): Promise<{ data: unknown; origin: "file" | "url"; location: string }> {
   if (/^https?:\/\//i.test(source)) {
+    if (!URL.canParse(source)) {
+      throw new AssemblyLineError("AL_ERR_REGISTRY_INVALID", "the registry URL is not a valid URL", { fix: `Give an http:// or https:// URL or a file path, or unset ${REGISTRY_SOURCE_ENV}.` });
+    }
+    const url = new URL(source);
+    const location = shownUrl(url);
+    // fetch refuses a URL with user info outright; it is the source being wrong, not the network, so it is never a reason to fall back.
+    if (url.username !== "" || url.password !== "") {
+      throw new AssemblyLineError("AL_ERR_REGISTRY_INVALID", `the registry URL ${location} carries credentials (user:password@), which are not supported`, {
+        fix: `Serve the index where it can be read without credentials, or download it yourself and name the file: --registry ./registry.json (or ${REGISTRY_SOURCE_ENV}=./registry.json).`,
+      });
+    }
     let response: Response;
     try {
-      response = await fetch(source, { signal: AbortSignal.timeout(timeoutMs), headers: { accept: "application/json" } });
+      response = await fetch(url, { signal: AbortSignal.timeout(timeoutMs), headers: { accept: "application/json" } });
     } catch (error) {
-      throw new AssemblyLineError("AL_ERR_REGISTRY_INVALID", `could not fetch the registry at ${source}: ${(error as Error).message}`, { fix: `Check the URL and the network, or unset ${REGISTRY_SOURCE_ENV}.`, cause: error, details: { unreachable: true } });
+      const reason = (error as Error).message.split(source).join(location);
+      // Unreachable is not fatal (loadRegistry falls back); fetch refusing the request is the source being wrong.
+      const details = isNetworkFailure(error) ? { unreachable: true } : {};
+      throw new AssemblyLineError("AL_ERR_REGISTRY_INVALID", `could not fetch the registry at ${location}: ${reason}`, { fix: `Check the URL and the network, or unset ${REGISTRY_SOURCE_ENV}.`, cause: error, details });
     }
-    if (!response.ok) throw new AssemblyLineError("AL_ERR_REGISTRY_INVALID", `the registry at ${source} answered HTTP ${response.status}`, { fix: `Check the URL, or unset ${REGISTRY_SOURCE_ENV}.` });
+    if (!response.ok) throw new AssemblyLineError("AL_ERR_REGISTRY_INVALID", `the registry at ${location} answered HTTP ${response.status}`, { fix: `Check the URL, or unset ${REGISTRY_SOURCE_ENV}.` });
     try {
-      return { data: await response.json(), origin: "url", location: source };
+      return { data: await response.json(), origin: "url", location };
     } catch (error) {
-      throw new AssemblyLineError("AL_ERR_REGISTRY_INVALID", `the registry at ${source} is not JSON`, { fix: `Serve the output of \`assembly-line plugins list --json\`, or unset ${REGISTRY_SOURCE_ENV}.`, cause: error });
+      throw new AssemblyLineError("AL_ERR_REGISTRY_INVALID", `the registry at ${location} is not JSON`, { fix: `Serve the output of \`assembly-line plugins list --json\`, or unset ${REGISTRY_SOURCE_ENV}.`, cause: error });
     }
   }
   const file = resolve(source);

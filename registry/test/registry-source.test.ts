@@ -100,6 +100,28 @@ describe("the registry index is data that can be refreshed", () => {
     expect(registry.fallbackReason).toContain(`could not fetch the registry at http://127.0.0.1:${port}/registry.json`);
   });
 
+  it("refuses a URL carrying credentials instead of falling back to the bundled index, never showing the password", async () => {
+    served = await newerSnapshot();
+    const withCredentials = url.replace("http://", "http://deploy:S3cretToken@");
+    const refusal = await loadRegistry({ source: withCredentials }).catch((error: unknown) => error);
+    expect(isAssemblyLineError(refusal, "AL_ERR_REGISTRY_INVALID"), String(refusal)).toBe(true);
+    expect((refusal as Error).message).toContain("carries credentials (user:password@), which are not supported");
+    expect((refusal as Error).message).toContain(url.replace("http://", "http://***@"));
+    expect(String(refusal) + JSON.stringify(refusal)).not.toContain("S3cretToken");
+    expect((refusal as { fix?: string }).fix).toContain("--registry ./registry.json");
+  });
+
+  it("shows a registry URL with its query values masked, and still fetches it with them", async () => {
+    served = await newerSnapshot();
+    const out: string[] = [];
+    const err: string[] = [];
+    const io = { out: (line: string) => out.push(line), err: (line: string) => err.push(line) };
+    expect(await pluginsCommand(["search", "acme", "--registry", `${url}?token=S3cretToken&v=2`], io)).toBe(0);
+    expect(out.join("\n")).toContain("@acme/assembly-line-kv");
+    expect(err.join("\n")).toContain(`registry: ${url}?token=***&v=***, updated 2026-12-24`);
+    expect(err.join("\n")).not.toContain("S3cretToken");
+  });
+
   it("refuses a named file that is missing or not JSON instead of falling back to the bundled index", async () => {
     await writeFile(join(dir, "broken.json"), "{ not json");
     for (const source of [join(dir, "missing.json"), join(dir, "broken.json")]) {
