@@ -301,4 +301,19 @@ if (await probeRoot()) {
       expect(commandFiles()).toEqual([]);
     });
   });
+
+  describe("ShellSandbox output cut at its cap", () => {
+    it("ends on a whole UTF-8 character, as utf8Boundary cuts the Docker and local sandboxes' output, never in half of one", async () => {
+      const sample = "aé€😀b";
+      const bytes = new TextEncoder().encode(sample);
+      await setUp(`printf '${sample}' > /workspace/utf8.txt`);
+      for (let cap = 0; cap <= bytes.length; cap += 1) {
+        let whole = cap;
+        while (whole > 0 && whole < bytes.length && ((bytes[whole] ?? 0) & 0xc0) === 0x80) whole -= 1;
+        const expected = text(bytes.subarray(0, whole));
+        const result = await box.exec("cat utf8.txt; cat utf8.txt >&2", { maxOutputBytes: cap });
+        expect({ cap, stdout: result.stdout, stderr: result.stderr, truncated: result.truncated }).toEqual({ cap, stdout: expected, stderr: expected, truncated: cap < bytes.length });
+      }
+    });
+  });
 }

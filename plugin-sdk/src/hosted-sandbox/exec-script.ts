@@ -50,6 +50,15 @@ const KILL_TREE =
  */
 const KILL_COMMAND = 'al_kill_command() { kill -STOP "-$1" 2>/dev/null; al_kill_tree "$1"; kill -KILL "-$1" 2>/dev/null; }';
 
+/*
+ * `head -c` of a file, cut back to the end of its last whole UTF-8 character when the file is
+ * longer than the cap, as utf8Boundary (../text.ts) cuts the Docker and local sandboxes' output:
+ * the provider decodes what it hands back, so half a character would come back as U+FFFD. The
+ * last bytes kept are read as numbers with od; without od the cut stays where head puts it.
+ */
+const HEAD_WHOLE_CHARACTERS =
+  'al_head() { al_file=$1; al_keep=$2; if [ "$(wc -c < "$al_file")" -gt "$al_keep" ]; then set -- $(head -c "$al_keep" "$al_file" | tail -c 4 | od -An -v -tu1); al_i=$#; al_back=0; while [ "$al_i" -gt 0 ]; do eval "al_byte=\\${$al_i}"; [ $((al_byte & 192)) -eq 128 ] || break; al_i=$((al_i - 1)); al_back=$((al_back + 1)); done; if [ "$al_i" -gt 0 ]; then eval "al_lead=\\${$al_i}"; al_width=1; [ "$al_lead" -ge 192 ] && al_width=2; [ "$al_lead" -ge 224 ] && al_width=3; [ "$al_lead" -ge 240 ] && al_width=4; [ $((al_back + 1)) -ge "$al_width" ] || al_keep=$((al_keep - al_back - 1)); fi; fi; head -c "$al_keep" "$al_file"; }';
+
 /** What the wrapper reports, in place of a folder refusal, when /workspace itself is gone. */
 const WORKSPACE_MISSING = "workspace-missing";
 
@@ -64,6 +73,7 @@ export function wrapScript(request: ScriptRequest, boundary = randomBytes(12).to
     "exec 2>/dev/null",
     KILL_TREE,
     KILL_COMMAND,
+    HEAD_WHOLE_CHARACTERS,
     `al_dir=$(mktemp -d) || { printf '%s\\n' 'could not make a temporary folder'; exit 0; }`,
     // A missing /workspace is told apart, so the sandbox can make it again.
     `if ! cd ${quote(request.cwd)}; then if [ ! -d /workspace ]; then ${refuse(WORKSPACE_MISSING)}; elif [ -d ${quote(request.cwd)} ]; then ${refuse("unusable")}; elif [ -e ${quote(request.cwd)} ]; then ${refuse("not-a-folder")}; else ${refuse("missing")}; fi; fi`,
@@ -81,9 +91,9 @@ export function wrapScript(request: ScriptRequest, boundary = randomBytes(12).to
     // What the command left running in its group ends with it, as in the other sandboxes (the group outlives its leader while it has members, so its id is not reused).
     '[ -n "$al_group" ] && kill -KILL "-$al_pid" 2>/dev/null',
     `printf '%s %s %s %s\\n' ${boundary} "$al_code" "$(wc -c < "$al_dir/out")" "$(wc -c < "$al_dir/err")"`,
-    `head -c ${request.maxOutputBytes} "$al_dir/out"`,
+    `al_head "$al_dir/out" ${request.maxOutputBytes}`,
     `printf '%s\\n' ${boundary}`,
-    `head -c ${request.maxOutputBytes} "$al_dir/err"`,
+    `al_head "$al_dir/err" ${request.maxOutputBytes}`,
     'rm -rf "$al_dir"',
   ].join("\n");
   return { script, boundary };
