@@ -98,6 +98,9 @@ function routeOwnedConfig(key: string): { why: string; fix: string } | undefined
   const ownTools = "Codex's own tools stay off so every tool call goes through the runtime's pipeline (approvals, budgets, the journal)";
   if (key === "web_search" || head === "tools") return { why: ownTools, fix: "Remove it; give the agent a web search tool of its own (tools/ or a connection) instead." };
   if (key === "features" || (head === "features" && (DISABLED_CODEX_FEATURES as readonly string[]).includes(rest))) return { why: ownTools, fix: "Remove it; the features the route turns off are listed in DISABLED_CODEX_FEATURES." };
+  if (head === "mcp_servers") {
+    return { why: "Codex would run MCP servers' tools itself, outside the runtime's pipeline (approvals, budgets, the journal)", fix: "Remove it; give the agent the MCP server as a connection, whose tools go through the pipeline." };
+  }
   return undefined;
 }
 
@@ -109,6 +112,20 @@ export function appServerArgs(options: CodexHarnessOptions): string[] {
     ...DISABLED_CODEX_FEATURES.flatMap((feature) => ["--disable", feature]),
     ...Object.entries(overrides).flatMap(([key, value]) => ["-c", `${key}=${value}`]),
   ];
+}
+
+/**
+ * Thread config that switches off every MCP server of the effective config (a
+ * Codex CLI user's config.toml): Codex would offer their tools to the model and
+ * run them itself, outside the runtime's pipeline. Codex merges a `-c
+ * mcp_servers={}` into the file's table instead of replacing it, so each
+ * server is turned off by name.
+ */
+export function mcpServersOff(effective: Record<string, unknown>): Record<string, unknown> {
+  const servers = effective.mcp_servers;
+  if (typeof servers !== "object" || servers === null) return {};
+  const off = Object.fromEntries(Object.keys(servers).map((name) => [name, { enabled: false }]));
+  return Object.keys(off).length > 0 ? { mcp_servers: off } : {};
 }
 
 /** Refuse agent tools named like a tool Codex always offers: the model would reach Codex's, never the agent's. */

@@ -5,7 +5,7 @@ import { CodexAppServer, type ServerRequest } from "./app-server.js";
 import { checkLoginSession } from "./auth.js";
 import { writeContinuation, type CodexContinuationData } from "./continuation.js";
 import { assistantItem, functionCallItem, functionOutputItem, toolOutputText } from "./items.js";
-import { CODEX_PROVIDER } from "./options.js";
+import { CODEX_PROVIDER, mcpServersOff } from "./options.js";
 import { providerFailure, redactProviderMessage, retryOverrides } from "./provider-failure.js";
 
 /**
@@ -271,7 +271,7 @@ export async function runAppServerTurn(
     await checkLoginSession(appServer, server.env);
     const effective = await appServer.request<{ config?: Record<string, unknown> }>("config/read", { cwd: server.cwd });
     const started = await appServer.request<{ thread: { id: string } }>("thread/start", {
-      config: retryOverrides(effective.config ?? {}),
+      config: { ...retryOverrides(effective.config ?? {}), ...mcpServersOff(effective.config ?? {}) },
       model: state.model,
       ephemeral: true,
       cwd: server.cwd,

@@ -25,6 +25,12 @@ describe("codexAgentHarness's options, checked against config.schema.json", () =
     expect(codexAgentHarness({ config: { model_reasoning_effort: '"high"', "features.some_other_feature": "true" } }).name).toBe("codex");
   });
 
+  it("refuses config keys that add MCP servers, whose tools Codex would run itself outside the runtime's pipeline", () => {
+    for (const key of ["mcp_servers", "mcp_servers.x.command", "mcp_servers.x.enabled"]) {
+      expect(() => codexAgentHarness({ config: { [key]: '"node"' } }), key).toThrow(expect.objectContaining({ code: "AL_ERR_PLUGIN_OPTIONS", message: expect.stringContaining(`config.${key} is not an option: Codex would run MCP servers' tools itself`) }));
+    }
+  });
+
   it("refuses a config key that is not a plain dotted name, so a route-owned key cannot slip past with a space or quotes", () => {
     // Codex trims a -c key, so " web_search" would be its web_search, turned back on.
     for (const key of [" web_search", "web_search ", "\tfeatures.shell_tool", 'features."shell_tool"', "features. shell_tool", "tools..web_search", ""]) {
