@@ -19,7 +19,7 @@ describe("codexAgentHarness's options, checked against config.schema.json", () =
     // The run's model spec names the model; Codex would be given it on every turn anyway.
     expect(() => codexAgentHarness({ config: { model: '"o3"' } })).toThrow(/codexAgentHarness: config\.model is not an option: the run's model spec chooses the model/);
     // Turned back on, Codex's own tools would act outside the runtime's pipeline (approvals, budgets, the journal).
-    for (const key of ["web_search", "tools.web_search", "features.shell_tool", "features.unified_exec", "features"]) {
+    for (const key of ["web_search", "tools.web_search", "features.shell_tool", "features.unified_exec", "features.multi_agent_v2", "features.memories", "features"]) {
       expect(() => codexAgentHarness({ config: { [key]: "true" } }), key).toThrow(expect.objectContaining({ code: "AL_ERR_PLUGIN_OPTIONS", message: expect.stringContaining(`config.${key} is not an option: Codex's own tools stay off`) }));
     }
     expect(codexAgentHarness({ config: { model_reasoning_effort: '"high"', "features.some_other_feature": "true" } }).name).toBe("codex");

@@ -1,3 +1,4 @@
+import { spawnSync } from "node:child_process";
 import { appendFileSync, existsSync, mkdtempSync, readFileSync, writeFileSync } from "node:fs";
 import { createServer } from "node:http";
 import type { AddressInfo } from "node:net";
@@ -6,7 +7,7 @@ import { join } from "node:path";
 import { afterAll, afterEach, describe, expect, it } from "vitest";
 import type { HarnessTurnInput } from "@assemblyline-agents/core";
 import { KitHarnessContext } from "@assemblyline-agents/core/testkit";
-import { codexAgentHarness } from "../src/index.js";
+import { codexAgentHarness, resolveCodexCommand } from "../src/index.js";
 import { ResponsesServer } from "../src/testkit/index.js";
 import { codexHome, codexRuns, removeAll } from "./support.js";
 
@@ -36,6 +37,18 @@ const turnInput: HarnessTurnInput = {
 /** The tools a first model request offered, by name (or type for a built-in one). */
 function offeredTools(body: { tools?: Array<{ name?: string; type?: string }> } | undefined): string[] {
   return (body?.tools ?? []).map((tool) => tool.name ?? tool.type ?? JSON.stringify(tool));
+}
+
+/** The features this codex binary knows (`codex features list`: name, stage, default). */
+function codexFeatures(home: string): Array<{ name: string; stage: string }> {
+  const command = resolveCodexCommand({}, process.env);
+  const listed = spawnSync(command.file, [...command.args, "features", "list"], { encoding: "utf8", env: { ...process.env, CODEX_HOME: home }, timeout: 30_000 });
+  if (listed.status !== 0) throw new Error(`codex features list failed: ${listed.stderr}`);
+  return listed.stdout
+    .trim()
+    .split("\n")
+    .map((line) => line.trim().split(/\s{2,}/))
+    .map(([name, stage]) => ({ name: name!, stage: stage! }));
 }
 
 /** A Responses API stand-in whose first answer calls a namespaced (MCP) tool, then replies with text. */
@@ -102,5 +115,22 @@ describe.skipIf(!binary.ok)("a Codex CLI user's CODEX_HOME on the openai-codex r
     // Only the run's tools, and the request_user_input Codex always offers (refused when called).
     expect(offeredTools(model.bodies[0])).toEqual(["request_user_input", "lookup"]);
     expect(existsSync(marker) ? readFileSync(marker, "utf8") : "").toBe("");
+  }, 90_000);
+});
+
+describe.skipIf(!binary.ok)("Codex features a user's config.toml turns on", () => {
+  it("give the model no tool of Codex's own, whichever feature `codex features list` knows is turned on", async () => {
+    server = await new ResponsesServer(API_KEY).start();
+    const home = codexHome(server.baseUrl, API_KEY);
+    dirs.push(home);
+    // Features Codex refuses to turn on without settings of their own; none of them gives the model a tool.
+    const needSettings = ["rollout_budget"];
+    const features = codexFeatures(home).filter((feature) => feature.stage !== "removed" && !needSettings.includes(feature.name)).map((feature) => feature.name);
+    expect(features).toContain("multi_agent_v2");
+    appendFileSync(join(home, "config.toml"), `\n[features]\n${features.map((name) => `${name} = true`).join("\n")}\n`);
+    server.reply({ text: "ok" });
+    const result = await codexAgentHarness({ env: { ...process.env, CODEX_HOME: home } }).runTurn(turnInput, new KitHarnessContext({ lookup: { run: () => "x" } }));
+    expect(result).toMatchObject({ status: "completed" });
+    expect(offeredTools(server.requests[0]?.body)).toEqual(["request_user_input", "lookup"]);
   }, 90_000);
 });
