@@ -1,5 +1,5 @@
 #!/usr/bin/env node
-import { main } from "../dist/cli/main.js";
+import { main, stoppedDrivingARun } from "../dist/cli/main.js";
 
 // A reader that stops early (`| head`) closes the pipe: the output stops quietly, the command does
 // not. Exiting here would leave a run half done (queued, its --approve decision never given).
@@ -11,3 +11,6 @@ for (const stream of [process.stdout, process.stderr]) {
 }
 
 process.exitCode = await main(process.argv.slice(2));
+// Ctrl-C stopped a command mid-run and it reported the run as left for resume: the turn still
+// executing here is not waited for (the runtime cannot abort it part way; resume continues it).
+if (stoppedDrivingARun()) process.exit();

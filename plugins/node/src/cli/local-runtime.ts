@@ -10,6 +10,7 @@ import { ARTIFACT_DIR, OpenEveRuntime, buildAgent, kernelHost, loadRuntimeBundle
 import { defaultPiHarness, loadPi } from "../pi-engine.js";
 import { servedByBuiltInRoute, withBuiltInModelRoutes } from "../host/model-routes.js";
 import { exitBoundedSink } from "./exit-telemetry.js";
+import { stoppedDrivingARun } from "./interrupt.js";
 
 /**
  * The registry, loaded when an agent composes plugins (gateway.ts, a sandbox.ts
@@ -177,6 +178,8 @@ export async function openLocalRuntime(options: {
     runtime,
     bundle,
     close: async () => {
+      // A signal stopped the command mid-run: closing would wait for the turn to end. The process ends instead, the run left for resume.
+      if (stoppedDrivingARun()) return void (await runtime.flushTelemetry().catch(() => undefined));
       await runtime.close();
       await composed?.close();
     },

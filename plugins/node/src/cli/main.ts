@@ -6,6 +6,8 @@ import { colors, errorEnvelope, type ErrorBody } from "./output.js";
 import { runCommandLine } from "./program.js";
 import type { CommandContext } from "./args.js";
 
+export { stoppedDrivingARun } from "./interrupt.js";
+
 /**
  * The `assembly-line` command line: runs the command and prints any error,
  * as text on stderr or, with --json, as the error envelope on stdout. Returns

@@ -7,6 +7,7 @@ import { catalogFor, chooseModel, openLocalRuntime, type ModelCatalogSource, typ
 import { checkModelSpec, modelFlagsOf } from "../model-flags.js";
 import { envelope } from "../output.js";
 import { continuedWith, reportResult } from "../report.js";
+import { driveUntilSignal } from "../interrupt.js";
 import { stateDirOption } from "../state-dir.js";
 import { formatEvent } from "../timeline.js";
 
@@ -47,7 +48,8 @@ export const automationsCommand = (sub: string) => async (parsed: ParsedCommand,
     }
     const model = (await chooseModel(local.bundle.manifest.agent.model, flags)).model;
     const { runId } = await automations.runNow(name!, model ? { model } : {});
-    return reportResult(await local.runtime.start(runId), io, { json, agentDir: local.agentDir, ...continuedWith(parsed) });
+    const { result } = await driveUntilSignal(local.runtime.start(runId), () => runId, local.runtime, io);
+    return reportResult(result, io, { json, agentDir: local.agentDir, ...continuedWith(parsed) });
   } finally {
     await local.close();
   }

@@ -9,6 +9,7 @@ import { progress } from "../output.js";
 import { continuedWith, reportResult } from "../report.js";
 import { stateDirOption } from "../state-dir.js";
 import { formatEvent } from "../timeline.js";
+import { driveUntilSignal } from "../interrupt.js";
 
 const USAGE = 'assembly-line run [agentDir] --message "..." (assembly-line run --help)';
 
@@ -31,6 +32,8 @@ export async function runCommand(parsed: ParsedCommand, io: CommandIO): Promise<
   checkOfflineScript(offlineScript, parsed);
   const stateDir = stateDirOption(parsed, { mustExist: false, usage: USAGE });
   const events: RunEvent[] = [];
+  // The run this command drives, from its first event: what a Ctrl-C before run() returns reports.
+  let runId: string | undefined;
   // Deltas are not durable: written as they arrive, while the timeline shows the completed message.
   let streaming = false;
   const endStream = () => {
@@ -48,6 +51,7 @@ export async function runCommand(parsed: ParsedCommand, io: CommandIO): Promise<
     ...(stateDir ? { stateDir } : {}),
     models: (agentModel: string) => catalogFor(flags, agentModel),
     onEvent: (event) => {
+      runId ??= event.runId;
       if (json) return void events.push(event);
       endStream();
       io.out(formatEvent(event));
@@ -68,23 +72,27 @@ export async function runCommand(parsed: ParsedCommand, io: CommandIO): Promise<
   try {
     const { model, note } = await chooseModel(local.bundle.manifest.agent.model, { ...flags, ...(offlineScript !== undefined ? { offlineScript } : {}) });
     if (!json) io.out(`${local.bundle.manifest.agent.id} ${local.bundle.manifest.agentRevision}, ${note}`);
-    let result: RunResult = await local.runtime.run({ message, ...(model ? { model } : {}), ...(conversationId !== undefined ? { conversationId } : {}) });
-    // --approve decides every approval pause; --answer answers one question, the first: a later one is
-    // another question, which the text written for the first does not answer, and the run pauses on it.
-    let answered = false;
-    for (;;) {
-      const pending = result.pendingApprovals?.[0];
-      if (result.status === "waiting_approval" && approve && pending) {
-        // With its run: two subagents waiting at once can each have a call of that id.
-        const named = { callId: pending.callId, ...(pending.runId ? { runId: pending.runId } : {}), actor: "cli" };
-        result = approve === "all" ? await local.runtime.approve(result.runId, named) : await local.runtime.deny(result.runId, named);
-      } else if (result.status === "waiting_input" && answer !== undefined && !answered) {
-        answered = true;
-        const callId = result.question?.callId;
-        const runId = result.question?.runId;
-        result = await local.runtime.answer(result.runId, answer, { ...(callId ? { callId } : {}), ...(runId ? { runId } : {}), actor: "cli" });
-      } else break;
-    }
+    const drive = async (): Promise<RunResult> => {
+      let result: RunResult = await local.runtime.run({ message, ...(model ? { model } : {}), ...(conversationId !== undefined ? { conversationId } : {}) });
+      // --approve decides every approval pause; --answer answers one question, the first: a later one is
+      // another question, which the text written for the first does not answer, and the run pauses on it.
+      let answered = false;
+      for (;;) {
+        const pending = result.pendingApprovals?.[0];
+        if (result.status === "waiting_approval" && approve && pending) {
+          // With its run: two subagents waiting at once can each have a call of that id.
+          const named = { callId: pending.callId, ...(pending.runId ? { runId: pending.runId } : {}), actor: "cli" };
+          result = approve === "all" ? await local.runtime.approve(result.runId, named) : await local.runtime.deny(result.runId, named);
+        } else if (result.status === "waiting_input" && answer !== undefined && !answered) {
+          answered = true;
+          const callId = result.question?.callId;
+          const questionRunId = result.question?.runId;
+          result = await local.runtime.answer(result.runId, answer, { ...(callId ? { callId } : {}), ...(questionRunId ? { runId: questionRunId } : {}), actor: "cli" });
+        } else break;
+      }
+      return result;
+    };
+    const { result } = await driveUntilSignal(drive(), () => runId, local.runtime, io);
     endStream();
     return reportResult(result, io, { json, agentDir, ...continuedWith(parsed), events });
   } finally {

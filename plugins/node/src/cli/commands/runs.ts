@@ -11,6 +11,7 @@ import type { CommandIO } from "../io.js";
 import { envelope } from "../output.js";
 import type { LocalRuntime } from "../local-runtime.js";
 import { continuedWith, reportResult, runAtFlags } from "../report.js";
+import { driveUntilSignal } from "../interrupt.js";
 import { stateDirOption } from "../state-dir.js";
 import { formatEvent } from "../timeline.js";
 
@@ -248,9 +249,10 @@ function decisionCommand(usage: string, decide: Decision) {
           local = await open(parsed, io, { events, usage, models });
         }
       }
-      const result = await decide(local, runId, parsed).catch((error: unknown) => {
+      const deciding = decide(local, runId, parsed).catch((error: unknown) => {
         throw runsFixedAt(error, runId, parsed, local.agentDir);
       });
+      const { result } = await driveUntilSignal(deciding, () => runId, local.runtime, io);
       return reportResult(result, io, { json: local.json, agentDir: local.agentDir, ...continuedWith(parsed), events });
     } finally {
       await local.close();
