@@ -53,7 +53,7 @@ function cli(args: string[], options: { signals?: NodeJS.Signals[]; after?: RegE
 }
 
 describe("Ctrl-C while a command drives a run", () => {
-  it("run: stops the command, not the run, printing the resume line and exiting 4; that resume finishes the run", async () => {
+  it("run: stops the command, not the run, printing the resume line and exiting 4; approve and answer point to that resume, which finishes the run", async () => {
     const { agentDir, script } = slowAgent();
     const stateDir = join(agentDir, "state");
     const ran = await cli(["run", agentDir, "-m", "go", "--model", `scripted:${script}`, "--state-dir", stateDir], { signals: ["SIGINT"], after: /tool\.called/ });
@@ -62,6 +62,14 @@ describe("Ctrl-C while a command drives a run", () => {
     expect(resumeLine, ran.stdout).not.toBeNull();
     expect(ran.stdout).toMatch(/run run_\S+ is running/);
     const runId = resumeLine![1]!;
+    // approve and answer have nothing to decide on a run left running: they point to resume, as the report did.
+    for (const command of [["approve", runId], ["answer", runId, "yes"]]) {
+      const refused = await cli([...command, "--agent", agentDir, "--state-dir", stateDir]);
+      expect(refused.code, refused.stderr).toBe(1);
+      expect(refused.stderr).toContain("AL_ERR_RUN_NOT_RESUMABLE");
+      expect(refused.stderr).toContain(`Continue it with \`assembly-line resume ${runId} --agent ${JSON.stringify(agentDir)} --state-dir ${JSON.stringify(stateDir)}\``);
+      expect(refused.stderr).not.toContain("single-use");
+    }
     const resumed = await cli(["resume", runId, "--agent", agentDir, "--state-dir", stateDir]);
     expect(resumed.code, resumed.stdout + resumed.stderr).toBe(0);
     expect(resumed.stdout).toContain("done");

@@ -83,6 +83,23 @@ function runsFixedAt(error: unknown, runId: string, parsed: ParsedCommand, agent
   return new AssemblyLineError(error.code, errorSummary(error), { fix, cause: error, ...(error.details ? { details: error.details } : {}) });
 }
 
+/**
+ * approve, deny or answer refused for a run that waits on nothing because it is queued or running,
+ * which a process that stopped mid-run leaves: the runtime's fix ("approvals are single-use") does
+ * not say that resume continues it, as `runs show` does.
+ */
+async function unfinishedPointedToResume(error: unknown, local: LocalRuntime & { agentDir: string }, runId: string, command: string, parsed: ParsedCommand): Promise<unknown> {
+  if (command === "resume" || !isAssemblyLineError(error, "AL_ERR_RUN_NOT_RESUMABLE")) return error;
+  const status = await local.runtime.getRun(runId).then((run) => run.status, () => undefined);
+  if (status !== "running" && status !== "queued") return error;
+  const at = runAtFlags({ agentDir: local.agentDir, ...continuedWith(parsed) });
+  return new AssemblyLineError(error.code, errorSummary(error), {
+    fix: `The run waits on no decision: it is ${status}, left so by a process that stopped before it ended (or one still driving it). Continue it with \`assembly-line resume ${runId} ${at}\`.`,
+    cause: error,
+    ...(error.details ? { details: error.details } : {}),
+  });
+}
+
 interface RunLister {
   runs: RunStore;
   currentRevision: string;
@@ -249,8 +266,8 @@ function decisionCommand(usage: string, decide: Decision) {
           local = await open(parsed, io, { events, usage, models });
         }
       }
-      const deciding = decide(local, runId, parsed).catch((error: unknown) => {
-        throw runsFixedAt(error, runId, parsed, local.agentDir);
+      const deciding = decide(local, runId, parsed).catch(async (error: unknown) => {
+        throw runsFixedAt(await unfinishedPointedToResume(error, local, runId, command, parsed), runId, parsed, local.agentDir);
       });
       const { result } = await driveUntilSignal(deciding, () => runId, local.runtime, io);
       return reportResult(result, io, { json: local.json, agentDir: local.agentDir, ...continuedWith(parsed), events });
