@@ -27,6 +27,8 @@ export class CodexAppServer {
   private readonly pending = new Map<number, { resolve(value: unknown): void; reject(error: Error): void; method: string }>();
   private nextId = 1;
   private exited: Error | undefined;
+  /** How the process ended, once it has: `(<signal or exit code>)`, then the reason its stderr gave. */
+  exitReason: string | undefined;
   private readonly stderr = new StderrReason();
   readonly closed: Promise<void>;
 
@@ -40,7 +42,8 @@ export class CodexAppServer {
     this.closed = new Promise((resolve) => {
       this.child.once("close", (code, signal) => {
         const said = this.stderr.reason();
-        this.exited = new AssemblyLineError("AL_ERR_CODEX_APP_SERVER", `codex app-server exited (${signal ?? `code ${code}`})${said ? `: ${redactProviderMessage(said, env)}` : ""}`, {
+        this.exitReason = `(${signal ?? `code ${code}`})${said ? `: ${redactProviderMessage(said, env)}` : ""}`;
+        this.exited = new AssemblyLineError("AL_ERR_CODEX_APP_SERVER", `codex app-server exited ${this.exitReason}`, {
           fix: "Check that the codex binary runs (`npx codex --version`) and its CODEX_HOME config.",
         });
         for (const waiter of this.pending.values()) waiter.reject(this.exited);

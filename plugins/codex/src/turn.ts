@@ -257,6 +257,14 @@ export async function runAppServerTurn(
     await record();
   };
 
+  /** Wait for every tool call asked for so far, including those asked for while waiting. */
+  const settledToolCalls = async (): Promise<void> => {
+    for (let chain = toolChain; ; chain = toolChain) {
+      await chain;
+      if (chain === toolChain) return;
+    }
+  };
+
   const abort = () => void appServer.close();
   ctx.signal.addEventListener("abort", abort, { once: true });
   // Aborted while the app-server started: no abort event is coming, so close it now.
@@ -264,7 +272,13 @@ export async function runAppServerTurn(
   try {
     void appServer.closed.then(() =>
       // A cancelled run stops the app-server itself: the run fails with the cancellation's reason, as on every engine.
-      fail(ctx.signal.aborted ? ctx.signal.reason : new AssemblyLineError("AL_ERR_CODEX_APP_SERVER", "codex app-server exited during the turn", { fix: "Check the codex binary and its CODEX_HOME." })),
+      fail(
+        ctx.signal.aborted
+          ? ctx.signal.reason
+          : new AssemblyLineError("AL_ERR_CODEX_APP_SERVER", `codex app-server exited during the turn ${appServer.exitReason ?? "(no exit status)"}`, {
+              fix: "Check the codex binary (`npx codex --version`), its CODEX_HOME and the host's memory; a signal such as SIGKILL often means the process was killed from outside.",
+            }),
+      ),
     );
     await appServer.request("initialize", { clientInfo: { name: "assembly-line", title: "Assembly Line", version: "0.1.0" }, capabilities: { experimentalApi: true } });
     appServer.notify("initialized");
@@ -301,6 +315,9 @@ export async function runAppServerTurn(
     if (end.kind === "tool_failed") return { status: "completed", response: { text: end.error } };
     return { status: "completed", response: { text: end.text } };
   } catch (error) {
+    // A tool call still running (the app-server died under it, or a budget refused a parallel call)
+    // settles first: the run is failed and its lease released only once the tool's side effect is done.
+    await settledToolCalls();
     const failure = ctx.signal.aborted ? ctx.signal.reason : error;
     // A model call the app-server was making when the turn failed leaves `model.failed`, as a failed call does on every engine.
     if (modelCallSince !== undefined && !stopped) await recordModelFailed(ctx, state.modelCalls + 1, modelCallSince, failure);
