@@ -22,6 +22,12 @@ export interface SandboxDriver {
   runScript(script: string, limitMs: number): Promise<string>;
   downloadFile(realPath: string): Promise<Uint8Array>;
   uploadFile(realPath: string, content: Uint8Array): Promise<void>;
+  /**
+   * The longest script, in UTF-8 bytes, runScript can hand the provider (what the driver adds
+   * itself, and its encoding, allowed for); default 64 KiB. A command whose wrapper script would
+   * be longer is uploaded as a file and read from there.
+   */
+  readonly maxScriptBytes?: number;
 }
 
 export interface ShellSandboxDefaults {
@@ -44,12 +50,11 @@ const PROVIDER_GRACE_MS = 30_000;
  */
 const MAX_SCRIPT_TIMEOUT_MS = MAX_TIMER_MS - PROVIDER_GRACE_MS - 60_000;
 /**
- * The longest command put in the wrapper script itself. The providers pass that
- * script as one process argument (Daytona as base64, a third longer), which the
- * kernel refuses past 128 KiB (MAX_ARG_STRLEN); a longer command (a large
- * heredoc) is uploaded as a file and read from there.
+ * The longest wrapper script of a driver that declares no maxScriptBytes. The providers pass the
+ * script as one process argument, which the kernel refuses past 128 KiB (MAX_ARG_STRLEN), and
+ * their SDKs may refuse less (Modal: 64 KiB of arguments in all).
  */
-const MAX_INLINE_COMMAND_BYTES = 64 * 1024;
+const DEFAULT_MAX_SCRIPT_BYTES = 64 * 1024;
 
 /** One run's hosted sandbox: files and a shell at a physical /workspace, through a provider's SandboxDriver. */
 export class ShellSandbox implements Sandbox {
@@ -129,22 +134,25 @@ export class ShellSandbox implements Sandbox {
   }
 
   /**
-   * `sh -c command` at `cwd` (default /workspace), a command over 64 KiB
-   * uploaded and read from a file instead; a timeout kills its process tree
-   * (exit 124). A /workspace a command removed is made again first.
+   * `sh -c command` at `cwd` (default /workspace), a command whose wrapper script would be longer
+   * than the provider takes (maxScriptBytes) uploaded and read from a file instead; a timeout
+   * kills its process tree (exit 124). A /workspace a command removed is made again first.
    */
   async exec(command: string, options: SandboxExecOptions = {}): Promise<ExecResult> {
     if (typeof command !== "string") throw new AssemblyLineError("AL_ERR_SANDBOX_DEFINITION", "exec(command): command is not a string", { fix: "Pass a shell command line." });
     checkExecOptions(options);
     const cwd = workspacePath(options.cwd ?? WORKSPACE);
-    const commandFile = await this.uploadedCommand(command);
-    const request: ScriptRequest = {
-      ...(commandFile ? { script: PROVIDER_SCRIPTS.runCommandFile, args: [commandFile] } : { script: command }),
+    const inline: ScriptRequest = {
+      script: command,
       cwd,
       env: { ...this.defaults.env, WORKSPACE, ...options.env },
       timeoutMs: options.timeoutMs ?? this.defaults.timeoutMs,
       maxOutputBytes: options.maxOutputBytes ?? this.defaults.maxOutputBytes,
     };
+    // Measured as the provider gets it: quoted (each ' takes 4 bytes), with the env's exports and the wrapper around it.
+    const fits = Buffer.byteLength(wrapScript(bounded(inline)).script) <= (this.driver.maxScriptBytes ?? DEFAULT_MAX_SCRIPT_BYTES);
+    const commandFile = fits ? undefined : await this.uploadedCommand(command);
+    const request: ScriptRequest = commandFile ? { ...inline, script: PROVIDER_SCRIPTS.runCommandFile, args: [commandFile] } : inline;
     let result = await this.run(request);
     // The command never started: it runs once the workspace is back.
     if (result.workspaceMissing && (await this.madeWorkspaceAgain())) result = await this.run(request);
@@ -158,10 +166,9 @@ export class ShellSandbox implements Sandbox {
     return ran;
   }
 
-  /** Where a command too long for the wrapper script was uploaded, or undefined when it fits in the script. */
-  private async uploadedCommand(command: string): Promise<string | undefined> {
+  /** Where a command too long for the wrapper script was uploaded. */
+  private async uploadedCommand(command: string): Promise<string> {
     const bytes = new TextEncoder().encode(command);
-    if (bytes.length <= MAX_INLINE_COMMAND_BYTES) return undefined;
     // A name no command can guess, so none can put a symlink there first.
     const file = `/tmp/al-command-${randomBytes(12).toString("hex")}.sh`;
     await this.driver.uploadFile(file, bytes);
@@ -187,8 +194,7 @@ export class ShellSandbox implements Sandbox {
   }
 
   private async run(given: ScriptRequest): Promise<ScriptResult> {
-    // A cap past MAX_SAFE_INTEGER would be printed as 1e+21, which `head -c` refuses, and the output would come back empty: no cap is what it means.
-    const request = { ...given, timeoutMs: Math.min(given.timeoutMs, MAX_SCRIPT_TIMEOUT_MS), maxOutputBytes: Math.min(given.maxOutputBytes, Number.MAX_SAFE_INTEGER) };
+    const request = bounded(given);
     const { script, boundary } = wrapScript(request);
     const output = await this.driver.runScript(script, request.timeoutMs + PROVIDER_GRACE_MS);
     const result = parseWrapped(output, boundary, request.maxOutputBytes);
@@ -217,4 +223,10 @@ export class ShellSandbox implements Sandbox {
       details: { path: logical, exitCode: result.exitCode },
     });
   }
+}
+
+/** A request with the timeout and output cap the wrapper can take. */
+function bounded(request: ScriptRequest): ScriptRequest {
+  // A cap past MAX_SAFE_INTEGER would be printed as 1e+21, which `head -c` refuses, and the output would come back empty: no cap is what it means.
+  return { ...request, timeoutMs: Math.min(request.timeoutMs, MAX_SCRIPT_TIMEOUT_MS), maxOutputBytes: Math.min(request.maxOutputBytes, Number.MAX_SAFE_INTEGER) };
 }

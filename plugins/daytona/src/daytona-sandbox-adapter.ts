@@ -357,6 +357,8 @@ export class DaytonaSandboxAdapter implements SnapshottingSandboxAdapter {
   private driver(remote: DaytonaSdkSandbox, gone: () => void): SandboxDriver {
     const resumed = this.resumer(remote, gone);
     return {
+      // The script travels as base64, a third longer, in one process argument, which the kernel refuses past 128 KiB.
+      maxScriptBytes: 90_000,
       runScript: async (script, limitMs) => resumed("running a command", () => this.execute(remote, tracked(script), limitMs), { repeatable: false }),
       downloadFile: async (path) => {
         // Reading a size changes nothing, and a download or upload of the same bytes repeats harmlessly.

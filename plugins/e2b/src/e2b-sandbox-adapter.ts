@@ -295,6 +295,8 @@ export class E2bSandboxAdapter implements SnapshottingSandboxAdapter {
   private driver(attachment: Attachment): SandboxDriver {
     const resumed = <T>(action: string, operation: (remote: E2bSdkSandbox) => Promise<T>, repeatable: boolean) => this.resumed(attachment, action, operation, repeatable);
     return {
+      // envd runs the script as one process argument, which the kernel refuses past 128 KiB.
+      maxScriptBytes: 100_000,
       runScript: async (script, limitMs) => (await resumed("running a command", (remote) => remote.commands.run(tracked(script), { timeoutMs: limitMs }), false)).stdout,
       downloadFile: async (path) => {
         // Reading a size changes nothing, and a read or a write of the same bytes repeats harmlessly.

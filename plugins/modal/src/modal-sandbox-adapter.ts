@@ -269,6 +269,8 @@ export class ModalSandboxAdapter implements SandboxAdapter {
       }
     };
     return {
+      // Modal's SDK refuses an exec whose arguments add up to 64 KiB or more; the pid-file lines tracked() adds fit in the rest.
+      maxScriptBytes: 60_000,
       runScript: async (script, limitMs) =>
         call("running a command", async () => {
           const { stdout, stderr } = await this.runToEnd(remote, "running a command", tracked(script), limitMs);

@@ -418,4 +418,18 @@ if (probe.available) {
       expect(String(error)).toContain("is not a regular file");
     });
   });
+
+  describe("ModalSandboxAdapter commands near the 64 KiB Modal takes in an exec's arguments", () => {
+    it("runs a 65,000-byte command, which wrapped is past that limit", async () => {
+      const sandbox = await adapter().acquire("run-long-command");
+      const command = `echo ${"x".repeat(64_995)}`;
+      expect(await sandbox.exec(command, { maxOutputBytes: 10 })).toMatchObject({ exitCode: 0, stdout: "xxxxxxxxxx", truncated: true });
+    });
+
+    it("runs a 40 KB command of single quotes, each four bytes once quoted in the wrapper", async () => {
+      const sandbox = await adapter().acquire("run-quoted-command");
+      const command = `echo ok ${"'x' ".repeat(10_000)}`;
+      expect(await sandbox.exec(command, { maxOutputBytes: 6 })).toMatchObject({ exitCode: 0, stdout: "ok x x", truncated: true });
+    });
+  });
 }
