@@ -114,7 +114,7 @@ export const errorCatalogue = {
   AL_ERR_CODEX_LOGIN: "An openai-codex/* run found no Codex CLI login session in CODEX_HOME.",
   AL_ERR_CODEX_UNAVAILABLE: "The codex binary for the openai-codex/* route could not be started.",
   AL_ERR_CODEX_APP_SERVER: "The Codex app-server refused a request or exited during a turn.",
-  AL_ERR_CODEX_TOOL_NAME: "An agent tool on the openai-codex/* route has the name of a tool the Codex app-server always offers itself (request_user_input).",
+  AL_ERR_CODEX_TOOL_NAME: "An agent tool on the openai-codex/* route has the name of a tool the Codex app-server keeps for itself (request_user_input, exec_command).",
   AL_ERR_ATTACHMENT_REFUSED: "An attachment download was refused: its URL is not http(s) or its host is not allowed.",
   AL_ERR_ATTACHMENT_TOO_LARGE: "An attachment is larger than the host's attachment size cap.",
   AL_ERR_ATTACHMENT_DOWNLOAD: "An attachment download failed (network error, timeout or non-2xx status).",

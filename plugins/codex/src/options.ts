@@ -61,12 +61,14 @@ export const DISABLED_CODEX_FEATURES = [
 ] as const;
 
 /**
- * Tools the app-server offers the model whatever the config (no feature or
- * `-c` key turns them off in @openai/codex 0.169). A call to one is asked of
- * the client as a server request, which the route refuses; a dynamic tool of
- * the same name is hidden behind it, so an agent tool may not take the name.
+ * Tool names the app-server keeps for its own tools in @openai/codex 0.169: a
+ * dynamic tool of such a name is hidden behind Codex's, so an agent tool may not
+ * take it. `request_user_input` is offered whatever the config (a call to it is
+ * asked of the client as a server request, which the route refuses);
+ * `exec_command` (its shell) is off, yet a dynamic tool of that name is still
+ * dropped and the model's call answered "unsupported call".
  */
-export const CODEX_RESERVED_TOOL_NAMES = ["request_user_input"] as const;
+export const CODEX_RESERVED_TOOL_NAMES = ["request_user_input", "exec_command"] as const;
 
 export interface CodexHarnessOptions {
   /** The codex binary; default env CODEX_BINARY, else the one @openai/codex installs, else `codex` on PATH. */
@@ -158,13 +160,13 @@ export function mcpServersOff(effective: Record<string, unknown>): Record<string
   return Object.keys(off).length > 0 ? { mcp_servers: off } : {};
 }
 
-/** Refuse agent tools named like a tool Codex always offers: the model would reach Codex's, never the agent's. */
+/** Refuse agent tools named like a tool Codex keeps for itself: the model's calls would never reach the agent's. */
 export function refuseReservedToolNames(tools: ReadonlyArray<{ name: string }>): void {
   const clash = tools.find((tool) => (CODEX_RESERVED_TOOL_NAMES as readonly string[]).includes(tool.name));
   if (!clash) return;
   throw new AssemblyLineError(
     "AL_ERR_CODEX_TOOL_NAME",
-    `the agent's tool "${clash.name}" has the name of a tool the Codex app-server always offers itself; on the openai-codex/* route the model's calls to it would reach Codex's tool, never the agent's`,
+    `the agent's tool "${clash.name}" has the name of a tool the Codex app-server keeps for itself; on the openai-codex/* route the model's calls to it would never reach the agent's tool`,
     { fix: `Rename the tool (its tools/ file or connection tool) so it is not one of ${CODEX_RESERVED_TOOL_NAMES.join(", ")}, or run the agent on another engine.`, details: { tool: clash.name } },
   );
 }

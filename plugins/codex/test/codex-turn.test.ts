@@ -176,8 +176,17 @@ describe.skipIf(!binary.ok)(`a codex turn on the real app-server (${binary.why})
     server.reply({ text: "unused" });
     const ctx = new KitHarnessContext({ request_user_input: kitTool("request_user_input") });
     const failure = await harness.runTurn(turnInput(["lookup", "request_user_input"]), ctx).catch((error: unknown) => error);
-    expect(failure).toMatchObject({ code: "AL_ERR_CODEX_TOOL_NAME", message: expect.stringContaining('tool "request_user_input" has the name of a tool the Codex app-server always offers itself') });
+    expect(failure).toMatchObject({ code: "AL_ERR_CODEX_TOOL_NAME", message: expect.stringContaining('tool "request_user_input" has the name of a tool the Codex app-server keeps for itself') });
     expect(String((failure as Error).message)).toMatch(/fix: Rename the tool/);
+    expect(server.requests).toHaveLength(0);
+  }, 60_000);
+
+  it("refuses an agent tool named exec_command, which Codex 0.169 drops even with its shell off (the model's call would be answered \"unsupported call\")", async () => {
+    const harness = await startModel();
+    server.reply({ text: "unused" });
+    const ctx = new KitHarnessContext({ exec_command: kitTool("exec_command") });
+    const failure = await harness.runTurn(turnInput(["exec_command"]), ctx).catch((error: unknown) => error);
+    expect(failure).toMatchObject({ code: "AL_ERR_CODEX_TOOL_NAME", message: expect.stringContaining('tool "exec_command" has the name of a tool the Codex app-server keeps for itself') });
     expect(server.requests).toHaveLength(0);
   }, 60_000);
 
