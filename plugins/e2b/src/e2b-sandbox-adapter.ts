@@ -19,10 +19,17 @@ export interface E2bSandboxAdapterOptions extends E2bSandboxOptions {
 }
 
 /** A run's E2B sandbox as its calls reach it: the SDK handle, replaced by a new one when the sandbox is resumed. */
+/** How much of a sandbox's lifetime must be left beyond what a call may take, or it is renewed first. */
+const RENEWAL_MARGIN_MS = 30_000;
+/** What a file call may take, for the lifetime left before it. */
+const FILE_CALL_MS = 60_000;
+
 interface Attachment {
   remote: E2bSdkSandbox;
   /** A resume in progress, shared by the calls that failed together. */
   resuming?: Promise<boolean>;
+  /** A lifetime renewal in progress, shared by the calls that found it short together. */
+  renewing?: Promise<void>;
   /** E2B no longer has the sandbox (killed, or its lifetime ended with onTimeout "kill"): the key's next acquire, and the handle's next call, get a new one. */
   gone: () => void;
 }
@@ -49,6 +56,11 @@ export class E2bSandboxAdapter implements SnapshottingSandboxAdapter {
   private readonly live = new SandboxOpenings<ShellSandbox>();
   /** Each open sandbox's attachment, so a later acquire of its key restarts the lifetime on the handle its calls use (#private: the SDK handles hold the key). */
   readonly #attachments = new WeakMap<ShellSandbox, Attachment>();
+  /**
+   * When E2B ends each sandbox (by id) at the latest: its timeout is absolute, counted from the
+   * create, connect or setTimeout that set it, whatever the sandbox is doing then.
+   */
+  readonly #endsBy = new Map<string, number>();
 
   constructor(options: E2bSandboxAdapterOptions) {
     const { agentDir, hostEnv, ...rest } = options;
@@ -256,7 +268,9 @@ export class E2bSandboxAdapter implements SnapshottingSandboxAdapter {
     };
     const template = fromSnapshot ?? options.template;
     const Client = await sdk();
+    const since = Date.now();
     const remote = await this.call(`creating the sandbox for ${key}`, () => (template ? Client.create(template, params) : Client.create(params)));
+    this.#endsBy.set(remote.sandboxId, since + options.lifetimeMs);
     const sandbox = this.wrap(key, remote);
     // A sandbox made from a snapshot already has its /workspace.
     if (fromSnapshot) return sandbox;
@@ -283,8 +297,31 @@ export class E2bSandboxAdapter implements SnapshottingSandboxAdapter {
 
 
   /** Connect to the sandbox: E2B resumes a paused one (files kept) and restarts its lifetime. A new SDK handle. */
-  private reconnect(sandboxId: string): Promise<E2bSdkSandbox> {
-    return this.call("connecting to the sandbox", async () => (await sdk()).connect(sandboxId, { ...this.connection(), timeoutMs: this.options.lifetimeMs }));
+  private async reconnect(sandboxId: string): Promise<E2bSdkSandbox> {
+    const since = Date.now();
+    const remote = await this.call("connecting to the sandbox", async () => (await sdk()).connect(sandboxId, { ...this.connection(), timeoutMs: this.options.lifetimeMs }));
+    this.#endsBy.set(sandboxId, since + this.options.lifetimeMs);
+    return remote;
+  }
+
+  /**
+   * Renew the sandbox's lifetime (lifetimeMs from now) when less of it is left than a call may
+   * take (`neededMs`) and a margin: E2B pauses or kills a sandbox at the end of its lifetime even
+   * mid-command, and a drive acquires its sandbox once, however long it works. A renewal that
+   * fails is left to the call itself to report (a paused sandbox is resumed by `resumed`).
+   */
+  private async keepAlive(attachment: Attachment, neededMs: number): Promise<void> {
+    const { sandboxId } = attachment.remote;
+    const endsBy = this.#endsBy.get(sandboxId) ?? 0;
+    if (endsBy - Date.now() >= neededMs + RENEWAL_MARGIN_MS) return;
+    attachment.renewing ??= (async () => {
+      const since = Date.now();
+      await attachment.remote.setTimeout(this.options.lifetimeMs);
+      this.#endsBy.set(sandboxId, since + this.options.lifetimeMs);
+    })()
+      .catch(() => undefined)
+      .finally(() => (attachment.renewing = undefined));
+    await attachment.renewing;
   }
 
   /**
@@ -297,8 +334,12 @@ export class E2bSandboxAdapter implements SnapshottingSandboxAdapter {
     return {
       // envd runs the script as one process argument, which the kernel refuses past 128 KiB.
       maxScriptBytes: 100_000,
-      runScript: async (script, limitMs) => (await resumed("running a command", (remote) => remote.commands.run(tracked(script), { timeoutMs: limitMs }), false)).stdout,
+      runScript: async (script, limitMs) => {
+        await this.keepAlive(attachment, limitMs);
+        return (await resumed("running a command", (remote) => remote.commands.run(tracked(script), { timeoutMs: limitMs }), false)).stdout;
+      },
       downloadFile: async (path) => {
+        await this.keepAlive(attachment, FILE_CALL_MS);
         // Reading a size changes nothing, and a read or a write of the same bytes repeats harmlessly.
         const size = await resumed(`reading the size of ${path}`, (remote) => remote.commands.run(sizeScript(path), { timeoutMs: 60_000 }), true);
         checkReadSize("E2B", path, Number(size.stdout.trim()));
@@ -310,6 +351,7 @@ export class E2bSandboxAdapter implements SnapshottingSandboxAdapter {
       uploadFile: async (path, content) => {
         // A copy whose buffer is exactly the bytes: the SDK sends the whole underlying ArrayBuffer.
         const bytes = content.slice();
+        await this.keepAlive(attachment, FILE_CALL_MS);
         await resumed(`writing ${path}`, (remote) => remote.files.write(path, bytes.buffer as ArrayBuffer), true);
       },
     };

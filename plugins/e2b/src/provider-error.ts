@@ -11,7 +11,10 @@ const STATUS_BY_ERROR: Record<string, number> = { AuthenticationError: 401, NotF
 export function providerError(provider: string, action: string, error: unknown, secrets: Array<string | undefined>): AssemblyLineError {
   if (error instanceof AssemblyLineError) return error;
   const status = statusOf(error);
-  const message = redactSecrets(error instanceof Error ? error.message : String(error), secrets, { minLength: 1 });
+  const given = error instanceof Error ? error.message : String(error);
+  // Some SDK errors carry no message (a stream cut when E2B paused the sandbox): their name and status say at least that much.
+  const blank = `${String((error as { name?: unknown } | null)?.name || "an error")} with no message`;
+  const message = redactSecrets(given.trim() ? given : blank, secrets, { minLength: 1 });
   return new AssemblyLineError("AL_ERR_SANDBOX_ENGINE", `${provider}: ${action} failed${status ? ` (HTTP ${status})` : ""}: ${message}`, {
     fix:
       status === 401 || status === 403

@@ -2,6 +2,7 @@ import { inspect } from "node:util";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { isAssemblyLineError, isSnapshottingSandboxAdapter, type Sandbox } from "@assemblyline-agents/core";
 import { E2bSandboxAdapter, METADATA, e2bSandbox } from "../src/index.js";
+import { providerError } from "../src/provider-error.js";
 import { IMAGE_MARKER, baseImages, probeEngine, randomScope } from "../../docker/test/support/engine.js";
 import { startFakeE2b, type FakeE2b } from "./support/fake-e2b.js";
 import { e2bTemplateImage } from "./support/template-image.js";
@@ -24,6 +25,11 @@ const refusal = (run: () => unknown) => {
 };
 
 describe("e2bSandbox options", () => {
+  it("fills in a provider error that has no message with the error's name, instead of ending in an empty message", () => {
+    const error = providerError("E2B", "running a command", Object.assign(new Error(""), { name: "TimeoutError" }), []);
+    expect(error.message).toContain("E2B: running a command failed: TimeoutError with no message");
+  });
+
   it("refuses a scope that is no string with a definition error naming the option, not a TypeError", () => {
     const error = refusal(() => e2bSandbox({ scope: 42 } as never));
     expect(isAssemblyLineError(error, "AL_ERR_SANDBOX_DEFINITION"), String(error)).toBe(true);
@@ -516,5 +522,32 @@ if (probe.available) {
       await sandbox.writeFile("linked", "new");
       expect((await sandbox.exec("cat /workspace/linked; echo; cat /tmp/outside; echo; stat -c %a /workspace/linked")).stdout).toBe("new\nshared\n640\n");
     });
+  });
+
+  describe("E2bSandboxAdapter lifetime during a long drive", () => {
+    /*
+     * E2B's sandbox timeout is absolute: lifetimeMs after the create or connect (or setTimeout) that
+     * set it, E2B pauses the sandbox, even mid-command. The fake keeps no such clock, so this test
+     * does: lifetimeMs after the acquire, unless a request since renewed it, the sandbox is paused.
+     */
+    it("renews the lifetime before a command that could outlast it, so a drive longer than lifetimeMs keeps its sandbox", async () => {
+      const scope = randomScope("e2b");
+      const made = adapter({ scope, lifetimeMs: 5_000 });
+      const sandbox = await made.acquire("run-long-drive");
+      const remote = [...fake.sandboxes.values()].find((entry) => entry.metadata[METADATA.key] === "run-long-drive" && entry.metadata[METADATA.scope] === scope)!;
+      const seen = fake.requests.length;
+      const clock = setTimeout(() => {
+        const renewed = fake.requests.slice(seen).some((request) => request === `POST /v2/sandboxes/${remote.id}/connect` || request === `POST /sandboxes/${remote.id}/timeout`);
+        if (!renewed) void fake.pause(remote.id);
+      }, 5_000);
+      try {
+        await new Promise((resolve) => setTimeout(resolve, 1_000));
+        // A 7-second build started 1 s into a 5-second lifetime, with a timeout that allows it.
+        expect(await sandbox.exec("sleep 7; echo built", { timeoutMs: 30_000 })).toMatchObject({ exitCode: 0, stdout: "built\n" });
+      } finally {
+        clearTimeout(clock);
+        await made.release("run-long-drive");
+      }
+    }, 60_000);
   });
 }

@@ -332,7 +332,7 @@ export async function startFakeE2b(options: { docker: Docker; templates: Record<
       response.writeHead(204);
       return void response.end();
     }
-    const one = /^\/(?:v2\/)?sandboxes\/([^/]+)(\/connect|\/snapshots|\/pause)?$/.exec(url.pathname);
+    const one = /^\/(?:v2\/)?sandboxes\/([^/]+)(\/connect|\/snapshots|\/pause|\/timeout)?$/.exec(url.pathname);
     const sandbox = one ? sandboxes.get(one[1]!) : undefined;
     if (one && !sandbox) return json(response, 404, { code: 404, message: `sandbox "${one[1]}" not found` });
     if (sandbox && one![2] === "/connect" && request.method === "POST") {
@@ -358,6 +358,16 @@ export async function startFakeE2b(options: { docker: Docker; templates: Record<
       await sandbox.container.commit({ repo: snapshotRepo, tag: snapshotID, pause: false });
       snapshots.set(snapshotID, { snapshotID, names, image: `${snapshotRepo}:${snapshotID}` });
       return json(response, 201, { snapshotID, names });
+    }
+    // setTimeout: the sandbox's lifetime, from now (this fake keeps no clock of it).
+    if (sandbox && one![2] === "/timeout" && request.method === "POST") {
+      const body = await readJson(request);
+      const refused = overLimit(body.timeout);
+      if (refused) return json(response, 400, refused);
+      if (sandbox.state !== "running") return json(response, 404, { code: 404, message: `sandbox "${sandbox.id}" is not running` });
+      if (typeof body.timeout === "number") sandbox.timeoutSeconds = body.timeout;
+      response.writeHead(204);
+      return void response.end();
     }
     if (sandbox && one![2] === "/pause" && request.method === "POST") {
       if (sandbox.state === "paused") return json(response, 409, { code: 409, message: `sandbox "${sandbox.id}" is already paused` });
