@@ -136,9 +136,17 @@ function routeOwnedConfig(key: string): { why: string; fix: string } | undefined
   return undefined;
 }
 
+/**
+ * `-c` overrides set after the user's, so they win: Codex would otherwise add to
+ * every agent's prompt the skills of the user's CODEX_HOME/skills and its own
+ * system skills, and instructions about a sandbox and commands the model has no
+ * tool for.
+ */
+export const CODEX_PROMPT_OVERRIDES = { "skills.include_instructions": "false", include_permissions_instructions: "false" } as const;
+
 /** The arguments that start the app-server with Codex's own tools off. */
 export function appServerArgs(options: CodexHarnessOptions): string[] {
-  const overrides = { web_search: '"disabled"', ...options.config };
+  const overrides = { web_search: '"disabled"', ...options.config, ...CODEX_PROMPT_OVERRIDES };
   return [
     "app-server",
     ...DISABLED_CODEX_FEATURES.flatMap((feature) => ["--disable", feature]),

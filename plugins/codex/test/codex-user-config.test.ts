@@ -1,5 +1,5 @@
 import { spawnSync } from "node:child_process";
-import { appendFileSync, existsSync, mkdtempSync, readFileSync, writeFileSync } from "node:fs";
+import { appendFileSync, existsSync, mkdirSync, mkdtempSync, readFileSync, writeFileSync } from "node:fs";
 import { createServer } from "node:http";
 import type { AddressInfo } from "node:net";
 import { tmpdir } from "node:os";
@@ -132,5 +132,24 @@ describe.skipIf(!binary.ok)("Codex features a user's config.toml turns on", () =
     const result = await codexAgentHarness({ env: { ...process.env, CODEX_HOME: home } }).runTurn(turnInput, new KitHarnessContext({ lookup: { run: () => "x" } }));
     expect(result).toMatchObject({ status: "completed" });
     expect(offeredTools(server.requests[0]?.body)).toEqual(["request_user_input", "lookup"]);
+  }, 90_000);
+});
+
+describe.skipIf(!binary.ok)("the prompt Codex builds on the openai-codex route", () => {
+  it("lists none of the user's CODEX_HOME skills nor Codex's system skills, and no sandbox instructions", async () => {
+    server = await new ResponsesServer(API_KEY).start();
+    const home = codexHome(server.baseUrl, API_KEY);
+    dirs.push(home);
+    mkdirSync(join(home, "skills", "deploy"), { recursive: true });
+    writeFileSync(join(home, "skills", "deploy", "SKILL.md"), "---\nname: deploy\ndescription: USER-SKILL deploys to production.\n---\nRun the deploy script.\n");
+    server.reply({ text: "ok" });
+    // Even with the config option asking for them.
+    const harness = codexAgentHarness({ env: { ...process.env, CODEX_HOME: home }, config: { "skills.include_instructions": "true" } });
+    await expect(harness.runTurn(turnInput, new KitHarnessContext({ lookup: { run: () => "x" } }))).resolves.toMatchObject({ status: "completed" });
+    const prompt = JSON.stringify(server.requests[0]?.body.input);
+    expect(prompt).toContain("Be brief.");
+    expect(prompt).not.toContain("USER-SKILL");
+    expect(prompt).not.toContain("skills_instructions");
+    expect(prompt).not.toContain("permissions instructions");
   }, 90_000);
 });
