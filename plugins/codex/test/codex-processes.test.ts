@@ -1,0 +1,88 @@
+import { execFileSync } from "node:child_process";
+import { afterAll, afterEach, describe, expect, it } from "vitest";
+import type { HarnessTurnInput } from "@assemblyline-agents/core";
+import { KitHarnessContext } from "@assemblyline-agents/core/testkit";
+import { codexAgentHarness } from "../src/index.js";
+import { ResponsesServer } from "../src/testkit/index.js";
+import { codexHome, codexRuns, removeAll } from "./support.js";
+
+const API_KEY = "sk-local-codex-processes";
+const binary = codexRuns();
+const dirs: string[] = [];
+let server: ResponsesServer | undefined;
+afterEach(async () => {
+  await server?.stop();
+  server = undefined;
+});
+afterAll(() => removeAll(dirs));
+
+function turnInput(runId: string, message: string, tools: HarnessTurnInput["context"]["tools"] = []): HarnessTurnInput {
+  return { runId, agentRevision: "rev1", modelSpec: "openai-codex/gpt-5.1-codex", context: { instructions: "Be brief.", messages: [{ role: "user", content: message }], tools } };
+}
+
+/** This process's descendants whose command line names codex (the launcher and the native app-server). */
+function codexDescendants(): number[] {
+  const rows = execFileSync("ps", ["-eo", "pid=,ppid=,args="], { encoding: "utf8" })
+    .trim()
+    .split("\n")
+    .map((line) => {
+      const [pid, ppid, ...args] = line.trim().split(/\s+/);
+      return { pid: Number(pid), ppid: Number(ppid), args: args.join(" ") };
+    });
+  const found: number[] = [];
+  const walk = (parent: number) => {
+    for (const row of rows.filter((candidate) => candidate.ppid === parent)) {
+      if (/codex/.test(row.args)) found.push(row.pid);
+      walk(row.pid);
+    }
+  };
+  walk(process.pid);
+  return found;
+}
+
+function alive(pid: number): boolean {
+  try {
+    process.kill(pid, 0);
+    return true;
+  } catch {
+    return false;
+  }
+}
+
+describe.skipIf(!binary.ok)("the codex processes of a turn", () => {
+  it("are all gone once a cancelled turn has ended, the native app-server under the launcher too", async () => {
+    server = await new ResponsesServer(API_KEY).start();
+    const home = codexHome(server.baseUrl, API_KEY);
+    dirs.push(home);
+    server.reply({ hang: true });
+    const controller = new AbortController();
+    const turn = codexAgentHarness({ env: { ...process.env, CODEX_HOME: home } })
+      .runTurn(turnInput("run_codex_cancelled", "go"), new KitHarnessContext({}, { signal: controller.signal }))
+      .catch((error: unknown) => error);
+    const deadline = Date.now() + 30_000;
+    while (server.requests.length === 0 && Date.now() < deadline) await new Promise((resolve) => setTimeout(resolve, 100));
+    const running = codexDescendants();
+    controller.abort(new Error("cancelled by the user"));
+    await expect(turn).resolves.toMatchObject({ message: "cancelled by the user" });
+    await new Promise((resolve) => setTimeout(resolve, 1_000));
+    const left = running.filter(alive);
+    for (const pid of left) process.kill(pid, "SIGKILL");
+    expect(running.length).toBeGreaterThan(0);
+    expect(left).toEqual([]);
+  }, 90_000);
+
+  it("of concurrent turns sharing one CODEX_HOME do not get in each other's way: every turn completes", async () => {
+    server = await new ResponsesServer(API_KEY).start();
+    const home = codexHome(server.baseUrl, API_KEY);
+    dirs.push(home);
+    const turns = 5;
+    for (let i = 0; i < turns; i++) server.reply({ toolCalls: [{ callId: `call_${i}`, name: "lookup", arguments: {} }] });
+    for (let i = 0; i < turns; i++) server.reply({ text: "ok" });
+    const harness = codexAgentHarness({ env: { ...process.env, CODEX_HOME: home } });
+    const lookup = [{ name: "lookup", description: "look up", inputSchema: { type: "object", properties: {} } }];
+    const results = await Promise.all(
+      Array.from({ length: turns }, (_, i) => harness.runTurn(turnInput(`run_codex_concurrent_${i}`, `go ${i}`, lookup), new KitHarnessContext({ lookup: { run: () => i } })).catch((error: unknown) => String(error))),
+    );
+    expect(results.map((result) => (typeof result === "object" ? result.status : result))).toEqual(Array(turns).fill("completed"));
+  }, 120_000);
+});
