@@ -215,6 +215,8 @@ export class E2bSandboxAdapter implements SnapshottingSandboxAdapter {
     for (const entry of found) {
       // false: already gone (killed elsewhere, or E2B's lifetime ended), which is what release wants.
       await this.call("killing the sandbox", async () => (await sdk()).kill(entry.sandboxId, this.connection()));
+      // Ended: nothing renews it any more, and a process serving many runs must not keep an entry per sandbox it ever had.
+      this.#endsBy.delete(entry.sandboxId);
     }
   }
 
