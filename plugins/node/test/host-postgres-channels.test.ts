@@ -1,5 +1,5 @@
 import { randomBytes } from "node:crypto";
-import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { afterAll, beforeAll, describe, expect, it, onTestFinished } from "vitest";
 import { createPostgresState } from "@assemblyline-agents/postgres";
 import type { RuntimeBundle } from "@assemblyline-agents/runtime";
 import { TEST_DATABASE_URL, dropSchema, probeDatabase, randomSchema, testPool } from "../../postgres/test/support/database.js";
@@ -28,6 +28,9 @@ describe.skipIf(!database.available)("channels on PostgreSQL state", () => {
   it("starts one run for a provider event sent to two replicas at once, and delivers its reply once", async () => {
     const provider = await captureServer();
     process.env.FIXTURE_DELIVERY_URL = `${provider.url}/deliver`;
+    onTestFinished(() => {
+      delete process.env.FIXTURE_DELIVERY_URL;
+    });
     const schema = `${schemaPrefix}_${++schemas}`;
     const a = await startHost(bundle, { state: await postgresState(schema) });
     const b = await startHost(bundle, { state: await postgresState(schema) });
