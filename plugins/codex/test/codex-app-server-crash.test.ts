@@ -32,6 +32,7 @@ function nativeCodex(): string | undefined {
   }
 }
 const native = nativeCodex();
+if (binary.ok && native === undefined && process.env.CI === "true") throw new Error("the native codex binary of @openai/codex's platform package must be found in CI (its crash tests kill it)");
 
 /** A codex command that writes its pid, which stays the app-server's own (exec), so the test can kill it. */
 function pidRecordingCommand(): { command: string; killAppServer(): void } {
