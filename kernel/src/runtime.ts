@@ -825,8 +825,8 @@ export class OpenEveRuntime {
       const child = await this.state.runs.getRun(childRunId);
       if (child?.status !== "completed" && child?.status !== "failed") continue;
       const { driver } = await this.revisions.driverFor(child);
-      await this.track(() => driver.wakeParent(childRunId));
-      return child;
+      // Left paused (another child still waits, or its own budget does): no end to report, the caller's own refusal stands.
+      return (await this.track(() => driver.wakeParent(childRunId))) ? child : undefined;
     }
     return undefined;
   }
@@ -1092,7 +1092,6 @@ export class OpenEveRuntime {
   }
 }
 
-/** A call id as a refusal prints it: an empty one shown as "" rather than as nothing. */
 /** A paused child's calls waiting for `status`'s decision or answer (its subagents' too), as its parent shows them. */
 function pendingIn(child: PausedChild, status: "waiting_approval" | "waiting_input"): Array<PendingApproval | PendingQuestion> {
   return (status === "waiting_approval" ? child.described.pendingApprovals : child.described.questions) ?? [];
@@ -1106,6 +1105,7 @@ function withoutOwnRunId<T extends { runId?: string }>(runId: string, options: T
   return rest;
 }
 
+/** A call id as a refusal prints it: an empty one shown as "" rather than as nothing. */
 function printedCallId(callId: string): string {
   return callId === "" ? '""' : callId;
 }

@@ -159,7 +159,7 @@ describe("subagent budgets", () => {
     // The root sets no budgets: its runs stop at 50 turns, 200 tool calls and an hour, and a child may not run longer.
     await expect(buildAgent(folder({ "subagents/worker/agent.ts": subagent("budgets: { maxTurns: 500 }") }))).rejects.toMatchObject({
       code: "AL_ERR_SUBAGENT_NARROWING",
-      message: expect.stringContaining(`subagents/worker/: budgets.maxTurns is 500, above the parent's ${DEFAULT_RUN_BUDGETS.maxTurns} (the default: the parent sets no maxTurns)`),
+      message: expect.stringContaining(`subagents/worker/: budgets.maxTurns is 500, above the parent's ${DEFAULT_RUN_BUDGETS.maxTurns} (the default: the parent's agent.ts sets no maxTurns, and a host's budgets option is not known at build)`),
       fix: expect.stringContaining("budgets: { maxTurns: 500 } in the parent's agent.ts"),
     });
     await expect(buildAgent(folder({ "subagents/worker/agent.ts": subagent("budgets: { maxToolCalls: 201 }") }))).rejects.toMatchObject({

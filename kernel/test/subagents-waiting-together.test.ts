@@ -134,4 +134,18 @@ describe("a parent whose subagents, spawned together, all wait", () => {
     await runtime.approve(parent.runId, { callId: approval!.callId, runId: approval!.runId! });
     expect(await runtime.answer(parent.runId, "corner", { callId: question!.callId, runId: question!.runId! })).toMatchObject({ status: "completed" });
   });
+
+  it("refuses a second approval once the approved child ended, without saying the parent was resumed: it still waits on the other child's question", async () => {
+    const { runtime, parent } = await pausedParent(["approver", "asker"]);
+    const approval = parent.pendingApprovals!.find((call) => call.subagent === "approver")!;
+    await runtime.approve(parent.runId, { callId: approval.callId, runId: approval.runId! });
+    expect((await runtime.getRun(parent.runId)).questions).toHaveLength(1);
+    const refused = await runtime.approve(parent.runId).then(
+      () => undefined,
+      (error: unknown) => error as Error,
+    );
+    expect(refused?.message).toMatch(/AL_ERR_RUN_NOT_RESUMABLE/);
+    expect(refused?.message).not.toContain("resumed");
+    expect((await runtime.getRun(parent.runId)).questions).toHaveLength(1);
+  });
 });

@@ -196,8 +196,8 @@ function subagentBudgets(own: unknown, parent: ParentScope, where: string, narro
       if (declared !== undefined) narrowing(`budgets.${name} is ${limit}, above the parent's ${ceiling}`, `Set budgets.${name} to at most ${ceiling}, or leave it out to inherit the parent's.`);
       else {
         narrowing(
-          `budgets.${name} is ${limit}, above the parent's ${ceiling} (the default: the parent sets no ${name})`,
-          `Set budgets.${name} to at most ${ceiling}, or raise the parent's first: budgets: { ${name}: ${limit} } in the parent's agent.ts.`,
+          `budgets.${name} is ${limit}, above the parent's ${ceiling} (the default: the parent's agent.ts sets no ${name}, and a host's budgets option is not known at build)`,
+          `Set budgets.${name} to at most ${ceiling}, or raise the parent's first: budgets: { ${name}: ${limit} } in the parent's agent.ts (a host's budgets option still caps it at run time).`,
         );
       }
     }

@@ -203,21 +203,22 @@ export class RunDriver {
    * spawning call now finds the finished child. Also called by the runtime for
    * a parent a process left paused when it died between the two. A parent paused
    * for another reason (its own budget, a child it never waited on, another child
-   * still waiting) is left to that decision.
+   * still waiting) is left to that decision. Whether the parent is (being) resumed
+   * for this child: false when it was left as it was.
    */
-  async wakeParent(childRunId: string): Promise<void> {
+  async wakeParent(childRunId: string): Promise<boolean> {
     const { state } = this.parts;
     const child = await state.runs.getRun(childRunId);
     const link = child?.input.parent;
-    if (!link) return;
+    if (!link) return false;
     const parent = await state.runs.getRun(link.runId);
     // A parent still running is driving the child itself, inline: it takes the result from there.
-    if (!parent || (parent.status !== "waiting_approval" && parent.status !== "waiting_input")) return;
-    if ((await state.runs.listToolCalls(parent.id)).some((call) => call.status === "waiting_approval" || call.status === "waiting_input")) return;
+    if (!parent || (parent.status !== "waiting_approval" && parent.status !== "waiting_input")) return false;
+    if ((await state.runs.listToolCalls(parent.id)).some((call) => call.status === "waiting_approval" || call.status === "waiting_input")) return false;
     const events = await state.runs.listEvents(parent.id);
     // Paused on its own budget, the parent waits for a human's decision on it, whatever its children do.
-    if (parent.status === "waiting_approval" && budgetPauseOf(events)) return;
-    if (!(await restsOnlyOnEndedChildren(state.runs, events, childRunId))) return;
+    if (parent.status === "waiting_approval" && budgetPauseOf(events)) return false;
+    if (!(await restsOnlyOnEndedChildren(state.runs, events, childRunId))) return false;
     // On the build the parent continues on, not the child's: a parent migrated while it waited goes on on its new build.
     const { driver, revision } = this.parts.driverFor ? await this.parts.driverFor(parent) : { driver: this as RunDriver, revision: undefined };
     // Another caller (a second answer, the recovery sweep, another replica) may wake it first: then there is nothing to do.
@@ -230,6 +231,7 @@ export class RunDriver {
         return true;
       },
     });
+    return true;
   }
 
   private async driveLeased(runId: string, options: DriveOptions): Promise<RunResult> {
