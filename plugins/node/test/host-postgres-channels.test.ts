@@ -54,6 +54,31 @@ describe.skipIf(!database.available)("channels on PostgreSQL state", () => {
     expect(host.logger.events("http.failed")).toEqual([]);
   });
 
+  it("refuses a raw route's conversationId longer than 512 bytes with 400 naming it, not a 500 from the conversation index", async () => {
+    const state = await postgresState();
+    const host = await startHost(bundle, { state });
+    const refused = await call(`${host.url}/message`, { body: { message: "echo: hi", conversationId: randomBytes(3_000).toString("hex") } });
+    expect(refused.status).toBe(400);
+    expect(refused.body.error).toMatchObject({ code: "AL_ERR_HTTP_BODY_INVALID", message: "body.conversationId is 6000 bytes; it may be at most 512" });
+    expect((await state.listRuns({})).runs).toEqual([]);
+    // 512 bytes is still taken.
+    const accepted = await call(`${host.url}/message`, { body: { message: "echo: hi", conversationId: "c".repeat(512) } });
+    expect(accepted.status).toBe(202);
+    expect(host.logger.events("http.failed")).toEqual([]);
+  });
+
+  it("refuses a channel turn whose conversationId is longer than 512 bytes as the channel's fault, before storing a run", async () => {
+    const state = await postgresState();
+    const host = await startHost(bundle, { state });
+    const event = signedEvent({ type: "message", id: "evt-long-conversation", conversation: randomBytes(3_000).toString("hex"), text: "echo: hi" });
+    const refused = await call(`${host.url}/provider/events`, { raw: event.raw, headers: event.headers });
+    expect(refused.status).toBe(500);
+    expect(refused.body.error.code).toBe("AL_ERR_CHANNEL_TURN_INVALID");
+    expect(refused.body.error.message).toContain("conversationId is 6000 bytes, not at most 512 bytes");
+    expect((await state.listRuns({})).runs).toEqual([]);
+    expect(host.logger.events("channel.turn_invalid")).toHaveLength(1);
+  });
+
   it("dedupes a provider event whose id is longer than the key's index takes", async () => {
     const host = await startHost(bundle, { state: await postgresState() });
     // Random, so the database cannot compress it under the index's limit.

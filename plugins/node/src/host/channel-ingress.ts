@@ -115,6 +115,13 @@ export class ChannelIngress {
     }
     const message = requiredString(body, "message", '{"message": "Remember to buy milk", "conversationId": "c1"}');
     const conversationId = optionalString(body, "conversationId");
+    const conversationIdBytes = conversationId === undefined ? 0 : Buffer.byteLength(conversationId, "utf8");
+    if (conversationIdBytes > MAX_CONVERSATION_ID_BYTES) {
+      // Refused, not hashed: replies are routed by it, and a store's index refuses a key this long (500).
+      throw new HttpError(400, "AL_ERR_HTTP_BODY_INVALID", `body.conversationId is ${conversationIdBytes} bytes; it may be at most ${MAX_CONVERSATION_ID_BYTES}`, {
+        fix: "Send a shorter conversationId, such as a UUID or your own short id for the conversation.",
+      });
+    }
     const key = ctx.headers["idempotency-key"]?.trim();
     if (key !== undefined && Buffer.byteLength(key, "utf8") > MAX_IDEMPOTENCY_KEY_BYTES) {
       // Refused rather than shortened: the caller chose it, and can send one of a usable size.
@@ -175,7 +182,7 @@ export class ChannelIngress {
     if (malformed !== undefined) {
       this.parts.logger.error({ event: "channel.turn_invalid", channel, field: malformed.field, requestId: ctx.requestId }, `normalizeHttp returned a turn whose ${malformed.field} is malformed`);
       throw new HttpError(500, "AL_ERR_CHANNEL_TURN_INVALID", `channel ${channel}'s normalizeHttp returned a turn whose ${malformed.field} is ${malformed.shown}, not ${malformed.expected}`, {
-        fix: `Set ${malformed.field} to ${malformed.expected}, or leave it out.`,
+        fix: malformed.fix ?? `Set ${malformed.field} to ${malformed.expected}, or leave it out.`,
       });
     }
     if (result.respond !== undefined) this.refuseUnsendableAnswer(channel, result.respond, "respond.", ctx);
@@ -335,6 +342,12 @@ const HOST_METADATA_KEYS = ["eventId", "user", "attachments"] as const;
 const MAX_IDEMPOTENCY_KEY_BYTES = 255;
 
 /**
+ * The longest conversation id a turn may carry, in UTF-8 bytes. Stores index runs by it, and
+ * PostgreSQL's index refuses a key much over 2.7 kB; it cannot be hashed, as channels route replies by it.
+ */
+const MAX_CONVERSATION_ID_BYTES = 512;
+
+/**
  * The run's idempotency key for a turn: `<channel>:<event id>`, or, when that is longer than
  * MAX_IDEMPOTENCY_KEY_BYTES, the event id's SHA-256 in its place. A provider's event id is not the
  * caller's to shorten, and a long one must still dedupe on every store: PostgreSQL's unique index
@@ -410,12 +423,17 @@ function isTurn(value: unknown): value is ChannelTurn {
 }
 
 /**
- * The first optional part of a turn that is not what ChannelTurn says it is: `respond` an object, `user`
+ * The first part of a turn that is not what ChannelTurn says it is: `conversationId` at most
+ * MAX_CONVERSATION_ID_BYTES, `respond` an object, `user`
  * `{ id: string, name?: string }`, each attachment at least `{ id: string }` (the id the host stores it
  * under, and records it by in attachment.stored or attachment.failed).
  */
-function malformedTurnField(turn: ChannelTurn): { field: string; shown: string; expected: string } | undefined {
+function malformedTurnField(turn: ChannelTurn): { field: string; shown: string; expected: string; fix?: string } | undefined {
   const shown = (value: unknown) => (value === undefined ? "missing" : (JSON.stringify(value) ?? String(value)).slice(0, 80));
+  const conversationIdBytes = Buffer.byteLength(turn.conversationId, "utf8");
+  if (conversationIdBytes > MAX_CONVERSATION_ID_BYTES) {
+    return { field: "conversationId", shown: `${conversationIdBytes} bytes`, expected: `at most ${MAX_CONVERSATION_ID_BYTES} bytes of UTF-8`, fix: `Return a conversationId of at most ${MAX_CONVERSATION_ID_BYTES} bytes, such as the provider's id for the chat or thread.` };
+  }
   if (turn.respond !== undefined && !isPlainRecord(turn.respond)) return { field: "respond", shown: shown(turn.respond), expected: "an object { status?, body? }" };
   if (turn.user !== undefined) {
     if (!isPlainRecord(turn.user)) return { field: "user", shown: shown(turn.user), expected: "an object { id, name? }" };
