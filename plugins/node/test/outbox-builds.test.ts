@@ -105,6 +105,23 @@ describe("a reply for a channel only another build has", () => {
     expect(failed).toMatchObject({ status: "failed", lastError: "this agent has no channel sms" });
     expect(logger.events("delivery.failed").map((entry) => entry.fields.final)).toEqual([true]);
   });
+
+  it("is failed for lack of its channel, not for a sender that died, when it was handed back past maxAttempts and the grace period ended", async () => {
+    const state = new InMemoryStateAdapter();
+    await completedRun(state, "r1", "sms", "rev-2");
+    // Hosts of rev-1 (no sms) hand it back more times than maxAttempts allows.
+    const oldBuild = host(state, { message: readFromRun("/message") }, { agentRevision: "rev-1", maxAttempts: 3, baseDelayMs: 1, maxDelayMs: 2, pollIntervalMs: 5 });
+    oldBuild.start();
+    for (let i = 0; i < 400 && (await state.listDeliveries("r1"))[0]!.attempts < 5; i++) await sleep(5);
+    await oldBuild.stop();
+    expect((await state.listDeliveries("r1"))[0]).toMatchObject({ status: "pending", attempts: 5 });
+    // An hour later, no host of a build with sms came for it.
+    const claim = state.claimDeliveries.bind(state);
+    state.claimDeliveries = async (options) =>
+      (await claim(options)).map((delivery) => ({ ...delivery, createdAt: new Date(Date.now() - OTHER_BUILD_GRACE_MS - 1_000).toISOString() }));
+    host(state, { message: readFromRun("/message") }, { agentRevision: "rev-1", maxAttempts: 3 }).start();
+    expect(await delivered(state, "r1")).toMatchObject({ status: "failed", lastError: "this agent has no channel sms" });
+  });
 });
 
 describe("a reply for a channel the run's own build lacks or reads from the run", () => {

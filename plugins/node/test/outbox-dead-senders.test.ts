@@ -1,7 +1,7 @@
 import { afterEach, describe, expect, it } from "vitest";
 import { InMemoryStateAdapter, noopLogger } from "@assemblyline-agents/runtime";
 import type { ChannelModule, DeliveryRecord } from "@assemblyline-agents/core";
-import { DeliveryOutbox, type DeliveryOutboxOptions } from "../src/host/outbox.js";
+import { DeliveryOutbox, OTHER_BUILD_GRACE_MS, type DeliveryOutboxOptions } from "../src/host/outbox.js";
 import { captureLogger } from "./support/host.js";
 
 /**
@@ -96,5 +96,23 @@ describe("a delivery whose sender died mid-attempt", () => {
     const delivery = await until(state, "r1", (d) => d.status !== "pending");
     expect(delivery).toMatchObject({ status: "delivered", attempts: handedBack.attempts + 1 });
     expect(attempts).toEqual([handedBack.attempts + 1]);
+  });
+
+  it("is failed without the claim that its last sender died once the grace period after hand-backs past maxAttempts is over", async () => {
+    const state = new InMemoryStateAdapter();
+    await completedRun(state, "r1", "chat", "rev-2");
+    const oldBuild = outboxOf(state, {}, { agentRevision: "rev-1", maxAttempts: 2, baseDelayMs: 0 });
+    await until(state, "r1", (d) => d.attempts >= 4 && d.lease === null);
+    await oldBuild.stop();
+    // An hour later: a sender of the build that has chat may have died on it since, which records nothing.
+    const claim = state.claimDeliveries.bind(state);
+    state.claimDeliveries = async (options) =>
+      (await claim(options)).map((delivery) => ({ ...delivery, createdAt: new Date(Date.now() - OTHER_BUILD_GRACE_MS - 1_000).toISOString() }));
+    const attempts: number[] = [];
+    outboxOf(state, { chat: recording(attempts) }, { agentRevision: "rev-2", maxAttempts: 2 });
+    const delivery = await until(state, "r1", (d) => d.status !== "pending");
+    expect(delivery.status).toBe("failed");
+    expect(delivery.lastError).toMatch(/the last one recorded was left for another build \(this build has no channel chat; left for a build that has it\)/);
+    expect(attempts).toEqual([]);
   });
 });

@@ -182,17 +182,12 @@ export class DeliveryOutbox {
       this.leaveForeign(delivery, run);
       return;
     }
-    if (this.isOutOfAttempts(delivery)) {
-      // Sending it again could kill this host as it killed the last one (a reply too big for memory, a
-      // channel that crashes the process): every replica would crash-loop on it, so it ends here.
-      const message = `failed for good after ${delivery.attempts - 1} attempts: the sender of the last one stopped without recording an outcome (its process died or lost the state store while sending), and no attempt is left`;
-      await this.runs.failDelivery(delivery.id, this.owner, message);
-      this.logger.error({ event: "delivery.failed", ...fields, err: message, final: true }, "delivery failed for good: its last attempt's sender stopped mid-send");
-      return;
-    }
+    // Out of attempts is judged only where this host would send it or hand it on: a host that cannot
+    // send it says why (its channel reason), and its hand-backs are judged by the other-build grace.
     const failure = payload.outcome === "failed";
     if (!module) {
       if (this.isOtherBuilds(delivery, run)) {
+        if (await this.endIfOutOfAttempts(delivery, fields)) return;
         await this.leaveForOtherBuild(delivery, fields, `this build has no channel ${delivery.channel}`);
         return;
       }
@@ -204,6 +199,7 @@ export class DeliveryOutbox {
     if (failure ? !module.deliverFailure : !module.deliver) {
       // Written by a build whose module of that name sends it: that build's to send, not this one's to drop.
       if (this.isOtherBuilds(delivery, run)) {
+        if (await this.endIfOutOfAttempts(delivery, fields)) return;
         await this.leaveForOtherBuild(delivery, fields, `channel ${delivery.channel} has no ${failure ? "deliverFailure" : "deliver"}() in this build`);
         return;
       }
@@ -212,6 +208,7 @@ export class DeliveryOutbox {
       this.logger.debug({ event: "delivery.skipped", ...fields }, "channel has no deliver(); the reply is read through /runs");
       return;
     }
+    if (await this.endIfOutOfAttempts(delivery, fields)) return;
     const abort = new AbortController();
     try {
       const metadata = run?.input.channel?.metadata;
@@ -263,6 +260,27 @@ export class DeliveryOutbox {
         askedMs === undefined ? "delivery failed; retrying with backoff" : "delivery failed; retrying when the channel asked",
       );
     }
+  }
+
+  /**
+   * Fail a delivery past its last attempt for good, before it is sent or handed on. Sending it again
+   * could kill this host as it killed the last one (a reply too big for memory, a channel that crashes
+   * the process), and a hand-back would let the build that can send it try again: every replica would
+   * crash-loop on it, so it ends here.
+   */
+  private async endIfOutOfAttempts(delivery: DeliveryRecord, fields: Record<string, unknown>): Promise<boolean> {
+    if (!this.isOutOfAttempts(delivery)) return false;
+    const handedBack = delivery.lastError?.endsWith(LEFT_FOR_OTHER_BUILD) === true;
+    // A sender that stops mid-send records nothing: after a hand-back, the stored error cannot tell whether one did.
+    const message = handedBack
+      ? `failed for good after ${delivery.attempts - 1} attempts: the last one recorded was left for another build (${delivery.lastError}), no attempt is left, and the grace period for a build that can send it is over (a sender that stopped mid-send since records nothing)`
+      : `failed for good after ${delivery.attempts - 1} attempts: the sender of the last one stopped without recording an outcome (its process died or lost the state store while sending), and no attempt is left`;
+    await this.runs.failDelivery(delivery.id, this.owner, message);
+    this.logger.error(
+      { event: "delivery.failed", ...fields, err: message, final: true },
+      handedBack ? "delivery failed for good: out of attempts and other-build grace" : "delivery failed for good: its last attempt's sender stopped mid-send",
+    );
+    return true;
   }
 
   /**
