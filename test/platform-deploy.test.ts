@@ -59,19 +59,36 @@ describe("assembly-line deploy --target fly|railway without the platform CLI", (
 });
 
 describe("deploy --target fly|railway --name", () => {
-  it.each(["fly", "railway"] as const)("%s: refuses a name the platform does not take, naming the rule, rather than ship to a rewritten one; nothing is written", async (platform) => {
+  it("fly: refuses a name fly does not take, naming the rule, rather than ship to a rewritten one; nothing is written", async () => {
     const { agentDir, root } = copyExample();
     roots.push(root);
     const out = join(root, "out");
     // prod.api once shipped to the app prod-api, which may be someone else's.
     for (const name of ["prod.api", "Prod-API", "api-", "-api", "my_agent", "a".repeat(64)]) {
-      await expect(deployAgent({ agentDir, target: platform, name, out, env: {} })).rejects.toMatchObject({
+      await expect(deployAgent({ agentDir, target: "fly", name, out, env: {} })).rejects.toMatchObject({
         code: "AL_ERR_DEPLOY_CONFIG",
-        message: expect.stringContaining(`${platform} deploy name ${JSON.stringify(name)} is not an app name ${platform} takes: lowercase letters, digits and dashes, starting and ending with a letter or digit, at most 63 characters`),
+        message: expect.stringContaining(`fly deploy name ${JSON.stringify(name)} is not an app name fly takes: lowercase letters, digits and dashes, starting and ending with a letter or digit, at most 63 characters`),
       });
     }
     expect(existsSync(out)).toBe(false);
   }, 60_000);
+
+  it("railway: takes any name, and an agent id fly could not make a name of, as they are: `railway up` is given no name, only the release id has it", async () => {
+    const { agentDir, root } = copyExample();
+    roots.push(root);
+    const path = process.env.PATH;
+    process.env.PATH = "/usr/bin:/bin";
+    try {
+      const named = await deployAgent({ agentDir, target: "railway", name: "Prod.API_1", out: join(root, "out-named"), env: {} });
+      expect(named.details).toMatchObject({ ran: false, commands: ["railway up --detach"] });
+      expect(named.id).toMatch(/^Prod\.API_1@/);
+      writeFileSync(join(agentDir, "agent.ts"), readFileSync(join(agentDir, "agent.ts"), "utf8").replace('id: "docker-gateway-agent"', 'id: "!!!"'));
+      const unnamed = await deployAgent({ agentDir, target: "railway", out: join(root, "out-unnamed"), env: {} });
+      expect(unnamed.id).toMatch(/^!!!@/);
+    } finally {
+      process.env.PATH = path;
+    }
+  }, 600_000);
 
   it("derives the default from the agent id: lowercased, other characters dashes (as before), dashes at the ends trimmed, at most 63 characters", () => {
     expect(appNameFromAgentId("support-bot")).toBe("support-bot");

@@ -11,8 +11,10 @@ export type Platform = (typeof PLATFORMS)[number];
 export interface PlatformDeployOptions {
   platform: Platform;
   /**
-   * App name on the platform: lowercase letters, digits and dashes, starting and ending with a
-   * letter or digit, at most 63 characters. Default: the agent id made into one (see appNameFromAgentId).
+   * Fly: the app name, lowercase letters, digits and dashes, starting and ending with a letter or
+   * digit, at most 63 characters; default: the agent id made into one (see appNameFromAgentId).
+   * Railway: only the returned release id's name (`railway up` deploys to the linked service and
+   * takes none), any text; default: the agent id as it is.
    */
   name?: string;
   port?: number;
@@ -57,7 +59,8 @@ export class PlatformDeployTarget implements DeployTarget {
     for (const option of ["name", "out", "baseImage"] as const) {
       if (options[option]?.trim() === "") throw new AssemblyLineError("AL_ERR_DEPLOY_CONFIG", `${options.platform} deploy option ${option} is empty`, { fix: `Give ${option} a value, or leave it out for its default.` });
     }
-    if (options.name !== undefined && !isAppName(options.name)) {
+    // Only fly's commands take the name; railway's never do, so no rule of fly's applies to it.
+    if (options.platform === "fly" && options.name !== undefined && !isAppName(options.name)) {
       throw new AssemblyLineError("AL_ERR_DEPLOY_CONFIG", `${options.platform} deploy name ${JSON.stringify(options.name)} is not an app name ${options.platform} takes: ${APP_NAME_RULE}`, {
         fix: `Pass the app's name exactly as it is on ${options.platform} (--name); it is never rewritten, so the deploy cannot land on another app.`,
         details: { option: "name", name: options.name },
@@ -81,14 +84,15 @@ export class PlatformDeployTarget implements DeployTarget {
         },
       );
     }
-    // Refused before anything is written when the agent id gives no app name.
-    const agentId = this.options.name === undefined ? await builtAgentId(artifactRoot) : undefined;
+    const fly = this.options.platform === "fly";
+    // Refused before anything is written when the agent id gives no fly app name.
+    const agentId = fly && this.options.name === undefined ? await builtAgentId(artifactRoot) : undefined;
     let app = this.options.name ?? (agentId === undefined ? undefined : this.defaultAppName(agentId));
     // stageDeployBundle clears `out` first, refusing a folder no deploy wrote.
     const bundle = await stageDeployBundle({ artifactRoot, outDir: out, ...(this.options.include ? { include: this.options.include } : {}) });
     // The platform builds remotely from this folder, so the packages go in it.
     await copyTree(join(bundle.modules.dir, "node_modules"), join(out, "node_modules"));
-    app ??= this.defaultAppName(bundle.agentId);
+    app ??= fly ? this.defaultAppName(bundle.agentId) : bundle.agentId;
     const port = this.options.port ?? 3000;
     await writeFile(join(out, "Dockerfile"), dockerfile(bundle, this.options.baseImage ?? "node:22-slim", port, [...(stateDir ? ["--state-dir", stateDir] : []), ...(this.options.startArgs ?? [])]));
     await writeFile(join(out, ".dockerignore"), "Dockerfile\n.dockerignore\n");
@@ -141,7 +145,7 @@ async function builtAgentId(artifactRoot: string): Promise<string | undefined> {
 const APP_NAME_MAX = 63;
 const APP_NAME_RULE = `lowercase letters, digits and dashes, starting and ending with a letter or digit, at most ${APP_NAME_MAX} characters`;
 
-/** Fly's app names (a DNS label: `<app>.fly.dev`); Railway's CLI is given none, so its names follow the same rule. */
+/** Fly's app names (a DNS label: `<app>.fly.dev`). */
 function isAppName(name: string): boolean {
   return name.length <= APP_NAME_MAX && /^[a-z0-9](?:[a-z0-9-]*[a-z0-9])?$/.test(name);
 }
