@@ -291,7 +291,17 @@ export class E2bSandboxAdapter implements SnapshottingSandboxAdapter {
       defaults: { timeoutMs: this.options.defaultTimeoutMs, maxOutputBytes: this.options.maxOutputBytes, env: this.options.env },
       openings: this.live,
       acquire: () => this.acquire(key),
-      driver: (gone) => this.driver((attachment = { remote, gone })),
+      driver: (gone) =>
+        this.driver(
+          (attachment = {
+            remote,
+            gone: () => {
+              // Ended by E2B: nothing renews it any more, and its entry must not stay for the life of the process (as in killAll).
+              this.#endsBy.delete(attachment!.remote.sandboxId);
+              gone();
+            },
+          }),
+        ),
     });
     this.#attachments.set(sandbox, attachment!);
     return sandbox;
