@@ -77,8 +77,8 @@ function checkSnapshot(data: unknown, location: string): RegistrySnapshot {
 }
 
 /**
- * A registry URL as messages show it: user info and query values masked, since either may hold a
- * token and these lines go to terminals and CI logs.
+ * A registry URL as messages show it: user info, query values and the fragment masked, since any
+ * of them may hold a token and these lines go to terminals and CI logs.
  */
 function shownUrl(url: URL): string {
   const shown = new URL(url);
@@ -87,6 +87,7 @@ function shownUrl(url: URL): string {
     shown.password = "";
   }
   for (const key of new Set(shown.searchParams.keys())) shown.searchParams.set(key, "***");
+  if (shown.hash !== "") shown.hash = "***";
   return shown.href;
 }
 

@@ -111,15 +111,16 @@ describe("the registry index is data that can be refreshed", () => {
     expect((refusal as { fix?: string }).fix).toContain("--registry ./registry.json");
   });
 
-  it("shows a registry URL with its query values masked, and still fetches it with them", async () => {
+  it("shows a registry URL with its query values and fragment masked, and still fetches it with them", async () => {
     served = await newerSnapshot();
     const out: string[] = [];
     const err: string[] = [];
     const io = { out: (line: string) => out.push(line), err: (line: string) => err.push(line) };
-    expect(await pluginsCommand(["search", "acme", "--registry", `${url}?token=S3cretToken&v=2`], io)).toBe(0);
+    expect(await pluginsCommand(["search", "acme", "--registry", `${url}?token=S3cretToken&v=2#frag=SECRET456`], io)).toBe(0);
     expect(out.join("\n")).toContain("@acme/assembly-line-kv");
-    expect(err.join("\n")).toContain(`registry: ${url}?token=***&v=***, updated 2026-12-24`);
+    expect(err.join("\n")).toContain(`registry: ${url}?token=***&v=***#***, updated 2026-12-24`);
     expect(err.join("\n")).not.toContain("S3cretToken");
+    expect(err.join("\n")).not.toContain("SECRET456");
   });
 
   it("refuses a named file that is missing or not JSON instead of falling back to the bundled index", async () => {
