@@ -3,7 +3,9 @@ import { listedEntries, preparedWrite } from "../src/index.js";
 
 describe("preparedWrite", () => {
   it("takes prepareWrite's output as printed: the mode line, then the real path and its line end", () => {
-    expect(preparedWrite("600 1000 1000\n/workspace/notes.txt\n", "notes.txt")).toEqual({ target: "/workspace/notes.txt", existing: { mode: 0o600, uid: 1000, gid: 1000 } });
+    expect(preparedWrite("600 1000 1000 1\n/workspace/notes.txt\n", "notes.txt")).toEqual({ target: "/workspace/notes.txt", existing: { mode: 0o600, uid: 1000, gid: 1000, links: 1 } });
+    // A hard-linked file: its link count tells the write to replace it rather than write into the shared inode.
+    expect(preparedWrite("644 0 0 2\n/workspace/b\n", "b")).toEqual({ target: "/workspace/b", existing: { mode: 0o644, uid: 0, gid: 0, links: 2 } });
     expect(preparedWrite("new\n/workspace/a b \n", "a b ")).toEqual({ target: "/workspace/a b ", existing: undefined });
   });
 
