@@ -1,5 +1,5 @@
 import { describe, expect, it } from "vitest";
-import { findNonJson } from "../src/json-check.js";
+import { findNonJson, jsonWithoutUndefinedKeys } from "../src/json-check.js";
 
 describe("findNonJson", () => {
   it("passes plain JSON, also an object that appears twice side by side", () => {
@@ -33,5 +33,35 @@ describe("findNonJson", () => {
     list.push(list);
     expect(findNonJson({ list })).toBe("result.list[1] is a circular reference");
     expect(findNonJson({ first: { fine: [1, 2] }, second: { bad: [undefined] } })).toBe("result.second.bad[0] is undefined; omit the key or use null");
+  });
+});
+
+describe("jsonWithoutUndefinedKeys", () => {
+  it("leaves out object keys whose value is undefined, at any depth, and copies only what lost a key", () => {
+    const untouched = { kept: [1, { n: 2 }] };
+    const value = { a: 1, gone: undefined, nested: { list: [{ b: 2, gone: undefined }] }, untouched };
+    const checked = jsonWithoutUndefinedKeys(value, "t result");
+    expect(checked).toEqual({ json: { a: 1, nested: { list: [{ b: 2 }] }, untouched } });
+    const json = (checked as { json: typeof value }).json;
+    expect(json.untouched).toBe(untouched);
+    expect(Object.keys(json)).toEqual(["a", "nested", "untouched"]);
+    expect(value).toEqual({ a: 1, gone: undefined, nested: { list: [{ b: 2, gone: undefined }] }, untouched });
+  });
+
+  it("returns plain JSON itself, without a copy", () => {
+    const plain = { a: [1, "x", { b: null }], c: { d: true } };
+    const checked = jsonWithoutUndefinedKeys(plain, "t result");
+    expect("json" in checked && checked.json).toBe(plain);
+  });
+
+  it("names the first value JSON cannot hold as findNonJson does; undefined outside an object key is still one", () => {
+    expect(jsonWithoutUndefinedKeys({ skipped: undefined, list: [1, undefined] }, "t result")).toEqual({ problem: "t result.list[1] is undefined; omit the key or use null" });
+    expect(jsonWithoutUndefinedKeys(undefined, "t result")).toEqual({ problem: "t result is undefined; omit the key or use null" });
+    expect(jsonWithoutUndefinedKeys({ gone: undefined, when: new Date(0) }, "t toModelOutput")).toEqual({
+      problem: "t toModelOutput.when is a Date, not a plain object; return date.toISOString()",
+    });
+    const loop: Record<string, unknown> = { gone: undefined };
+    loop.inner = { back: loop };
+    expect(jsonWithoutUndefinedKeys(loop, "t result")).toEqual({ problem: "t result.inner.back is a circular reference" });
   });
 });

@@ -9,7 +9,7 @@ import {
   storableText,
 } from "@assemblyline-agents/core";
 import { digestJson } from "../canonical-json.js";
-import { findNonJson, withoutUndefinedKeys } from "../json-check.js";
+import { jsonWithoutUndefinedKeys } from "../json-check.js";
 import { describeSchemaErrors } from "../schema.js";
 import { reachableThroughBridge, runBridgeTool, unreachableReason, unwrapToolCall } from "./bridge-tools.js";
 import { isInfrastructureFailure, leaseLost } from "./infrastructure-failure.js";
@@ -213,14 +213,14 @@ async function execute(
 
   // Another replica took the run over while the tool ran: its journal decides, not this result.
   if (scope.lease.lost) throw leaseLost(scope.runId);
-  const problem = findNonJson(returned, `${call.name} result`, { undefinedKeysDropped: true });
-  if (problem) {
-    return fail(scope, base, call, new AssemblyLineError("AL_ERR_TOOL_OUTPUT", `tool ${call.name} returned a value that is not JSON-serializable: ${problem}`, {
+  // A key left undefined (an optional field the tool had no value for) is left out, as JSON leaves it.
+  const checked = jsonWithoutUndefinedKeys(returned, `${call.name} result`);
+  if ("problem" in checked) {
+    return fail(scope, base, call, new AssemblyLineError("AL_ERR_TOOL_OUTPUT", `tool ${call.name} returned a value that is not JSON-serializable: ${checked.problem}`, {
       fix: "Return plain JSON from execute (convert Dates, Maps, class instances and bigints).",
     }));
   }
-  // A key left undefined (an optional field the tool had no value for) is left out, as JSON leaves it.
-  const output = withoutUndefinedKeys(returned) as JsonValue;
+  const output = checked.json;
   // A refusal the tool returned for the model (the spec's advice over throwing) reaches it as it is: the
   // outputSchema and toModelOutput describe the tool's result, not its refusals.
   if (isErrorShaped(output)) return completed(scope, base, call, output, output);
@@ -245,11 +245,11 @@ async function execute(
       fix: "Write toModelOutput as a synchronous function, `toModelOutput(output) { return { ... }; }`: no async, no await.",
     }), output);
   }
-  const projectionProblem = findNonJson(projected, `${call.name} toModelOutput`, { undefinedKeysDropped: true });
-  if (projectionProblem) {
-    return fail(scope, base, call, new AssemblyLineError("AL_ERR_TOOL_OUTPUT", projectionProblem, { fix: "Return plain JSON from toModelOutput." }), output);
+  const projection = jsonWithoutUndefinedKeys(projected, `${call.name} toModelOutput`);
+  if ("problem" in projection) {
+    return fail(scope, base, call, new AssemblyLineError("AL_ERR_TOOL_OUTPUT", projection.problem, { fix: "Return plain JSON from toModelOutput." }), output);
   }
-  return completed(scope, base, call, output, withoutUndefinedKeys(projected) as JsonValue);
+  return completed(scope, base, call, output, projection.json);
 }
 
 /** The call's result persisted in full, with what the model is shown of it. */
