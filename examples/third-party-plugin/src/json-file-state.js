@@ -403,11 +403,17 @@ export class JsonFileState {
     await this.persist();
   }
 
-  /** @param {string} deliveryId @param {string} owner @param {string} error @param {Date} [retryAt] */
-  async failDelivery(deliveryId, owner, error, retryAt) {
+  /**
+   * `countAttempt: false` gives back the attempt the claim counted (a hand-back that sent nothing), only
+   * for the lease's holder, as the rest of the call.
+   * @param {string} deliveryId @param {string} owner @param {string} error @param {Date} [retryAt]
+   * @param {import("@assemblyline-agents/core").FailDeliveryOptions} [options]
+   */
+  async failDelivery(deliveryId, owner, error, retryAt, options = {}) {
     await this.ready();
     const record = this.doc.deliveries[deliveryId]?.record;
     if (record?.lease?.owner !== owner) return;
+    if (options.countAttempt === false) record.attempts = Math.max(0, record.attempts - 1);
     Object.assign(record, {
       status: retryAt ? "pending" : "failed",
       lastError: error,

@@ -30,6 +30,7 @@ import {
   type ConversationMessage,
   type ConversationScope,
   type DeliveryRecord,
+  type FailDeliveryOptions,
   type FileRecord,
   type FileRecordPage,
   type JsonValue,
@@ -425,9 +426,11 @@ export class InMemoryStateAdapter implements StateAdapter {
     record.updatedAt = isoTimestamp();
   }
 
-  async failDelivery(deliveryId: string, owner: string, error: string, retryAt?: Date): Promise<void> {
+  async failDelivery(deliveryId: string, owner: string, error: string, retryAt?: Date, options: FailDeliveryOptions = {}): Promise<void> {
     const record = this.deliveries.get(deliveryId);
     if (!record || record.status !== "pending" || record.lease?.owner !== owner) return;
+    // Only an explicit false gives it back: a value mistaken for one never under-counts.
+    if (options.countAttempt === false) record.attempts = Math.max(0, record.attempts - 1);
     record.lastError = error;
     record.lease = null;
     record.updatedAt = isoTimestamp();

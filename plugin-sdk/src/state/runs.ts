@@ -206,7 +206,8 @@ export interface DeliveryRecord {
   /**
    * Attempts started, counting the one claimed now: `claimDeliveries` adds one in the write
    * that takes the lease (0 before the first claim), so an attempt whose sender died before
-   * recording an outcome still counts, and a claimed delivery's own attempt is `attempts`.
+   * recording an outcome still counts, and a claimed delivery's own attempt is `attempts`. A claim
+   * whose holder sent nothing gives its attempt back (`failDelivery`'s `countAttempt: false`).
    */
   attempts: number;
   /** ISO time before which no worker claims it. */
@@ -264,6 +265,18 @@ export interface CreatedRun {
 export interface ReleaseOptions {
   /** Observers have seen events up to this seq: moves `observedSeq` forward (never back), in the same write, whoever holds the lease. */
   observedSeq?: number;
+}
+
+/** Options of `RunStore.failDelivery`. */
+export interface FailDeliveryOptions {
+  /**
+   * `false`: this claim sent nothing (the outbox hands a reply back unsent, for a host of another
+   * build that can send it), so the attempt its claim counted is given back: `attempts` - 1, in the
+   * same atomic write as the rest of the call, and like it only while `owner` holds the lease. Any
+   * other value, or none, leaves the count as the claim left it. A store built before the option
+   * ignores it and keeps the attempt counted (see the outbox's hand-back).
+   */
+  countAttempt?: boolean;
 }
 
 /** Options of `RunStore.appendEvents`. */
@@ -389,6 +402,9 @@ export interface RunStore {
   claimDeliveries(options: ClaimOptions): Promise<DeliveryRecord[]>;
   /** Mark it delivered and release its lease (the attempt was counted by its claim). */
   completeDelivery(deliveryId: string, owner: string): Promise<void>;
-  /** Record the attempt's error (counted by its claim); `retryAt` makes it pending again, otherwise it is failed for good. */
-  failDelivery(deliveryId: string, owner: string, error: string, retryAt?: Date): Promise<void>;
+  /**
+   * Record the attempt's error (counted by its claim); `retryAt` makes it pending again, otherwise it
+   * is failed for good. With `options.countAttempt: false`, the claim's attempt is given back.
+   */
+  failDelivery(deliveryId: string, owner: string, error: string, retryAt?: Date, options?: FailDeliveryOptions): Promise<void>;
 }

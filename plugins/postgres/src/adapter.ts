@@ -5,6 +5,7 @@ import {
   type ConversationMessage,
   type ConversationScope,
   type DeliveryRecord,
+  type FailDeliveryOptions,
   type FileListOptions,
   type FileRecord,
   type FileRecordPage,
@@ -198,8 +199,8 @@ export class PostgresStateAdapter implements StateAdapter {
   completeDelivery(deliveryId: string, owner: string): Promise<void> {
     return deliveries.completeDelivery(this.db, deliveryId, owner);
   }
-  failDelivery(deliveryId: string, owner: string, error: string, retryAt?: Date): Promise<void> {
-    return deliveries.failDelivery(this.db, deliveryId, owner, error, retryAt);
+  failDelivery(deliveryId: string, owner: string, error: string, retryAt?: Date, options?: FailDeliveryOptions): Promise<void> {
+    return deliveries.failDelivery(this.db, deliveryId, owner, error, retryAt, options);
   }
 
   // ---- conversations -----------------------------------------------------------

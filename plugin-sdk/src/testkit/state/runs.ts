@@ -853,6 +853,29 @@ export function describeRunStoreConformance(name: string, factory: StateKitFacto
         expect(due.find((d) => d.id === id)).toMatchObject({ attempts: 2, status: "pending" });
       });
 
+      it("gives back the claim's attempt, in the same write, when its holder fails it with countAttempt: false (a hand-back that sent nothing)", async () => {
+        const { run, id } = await runWithDelivery();
+        const now = soon();
+        await store().claimDeliveries({ owner: "worker-a", ttlMs: 30_000, now });
+        const later = new Date(now.getTime() + 60_000);
+        await store().failDelivery(id, "worker-a", "left for another build", later, { countAttempt: false });
+        const [handedBack] = await store().listDeliveries(run.id);
+        expect(handedBack).toMatchObject({ status: "pending", attempts: 0, lastError: "left for another build", lease: null });
+        expect(Date.parse(handedBack!.availableAt)).toBe(later.getTime());
+
+        // The next claim counts as usual; a real attempt's failure keeps its count.
+        expect((await store().claimDeliveries({ owner: "worker-b", ttlMs: 30_000, now: later })).find((d) => d.id === id)?.attempts).toBe(1);
+        const retryAt = new Date(later.getTime() + 60_000);
+        await store().failDelivery(id, "worker-b", "HTTP 503", retryAt);
+        expect((await store().claimDeliveries({ owner: "worker-c", ttlMs: 30_000, now: retryAt })).find((d) => d.id === id)?.attempts).toBe(2);
+        // Only the lease's holder gives an attempt back: a late call from a former holder changes nothing.
+        await store().failDelivery(id, "worker-b", "late hand-back", new Date(retryAt.getTime() + 1_000), { countAttempt: false });
+        expect((await store().listDeliveries(run.id))[0]).toMatchObject({ attempts: 2, lastError: "HTTP 503", lease: { owner: "worker-c" } });
+        // The holder gives back its own claim's attempt only, not the real one before it.
+        await store().failDelivery(id, "worker-c", "left for another build", new Date(retryAt.getTime() + 60_000), { countAttempt: false });
+        expect((await store().listDeliveries(run.id))[0]).toMatchObject({ status: "pending", attempts: 1, lastError: "left for another build", lease: null });
+      });
+
       it("fails a delivery for good when no retryAt is given", async () => {
         const { run, id } = await runWithDelivery();
         const now = soon();

@@ -36,6 +36,7 @@ import {
   type ConversationMessage,
   type ConversationScope,
   type DeliveryRecord,
+  type FailDeliveryOptions,
   type FileListOptions,
   type FileRecord,
   type FileRecordPage,
@@ -619,12 +620,15 @@ export class FileStateAdapter implements StateAdapter {
     });
   }
 
-  failDelivery(deliveryId: string, owner: string, error: string, retryAt?: Date): Promise<void> {
+  failDelivery(deliveryId: string, owner: string, error: string, retryAt?: Date, options: FailDeliveryOptions = {}): Promise<void> {
     return this.mutate((tables) => {
       const record = tables.deliveries.get(deliveryId);
       if (!record || record.status !== "pending" || record.lease?.owner !== owner) return { ops: [], result: () => undefined };
       const delivery: DeliveryRecord = {
         ...record,
+        // Only an explicit false gives it back: a value mistaken for one never under-counts. The put holds
+        // the whole record, so replaying the log never gives an attempt back twice.
+        ...(options.countAttempt === false ? { attempts: Math.max(0, record.attempts - 1) } : {}),
         lastError: error,
         lease: null,
         updatedAt: isoTimestamp(),

@@ -1,4 +1,4 @@
-import type { ClaimOptions, DeliveryRecord } from "@assemblyline-agents/core";
+import type { ClaimOptions, DeliveryRecord, FailDeliveryOptions } from "@assemblyline-agents/core";
 import { clockParam, type StateDatabase } from "../database.js";
 import { DELIVERY_COLUMNS, decodeDelivery } from "../rows.js";
 import { ArgumentCheck, claimParams } from "../validate.js";
@@ -78,18 +78,29 @@ export async function completeDelivery(db: StateDatabase, deliveryId: string, ow
   );
 }
 
-export async function failDelivery(db: StateDatabase, deliveryId: string, owner: string, error: string, retryAt?: Date): Promise<void> {
+export async function failDelivery(
+  db: StateDatabase,
+  deliveryId: string,
+  owner: string,
+  error: string,
+  retryAt?: Date,
+  options: FailDeliveryOptions = {},
+): Promise<void> {
   const check = new ArgumentCheck(`failDelivery(delivery "${deliveryId}")`);
   check.text("error", error);
   check.optionalDate("retryAt", retryAt);
+  // Only an explicit false gives it back: a value mistaken for one never under-counts.
+  const attemptGivenBack = options.countAttempt === false;
   await db.run(
     check.operation,
     `UPDATE ${db.s}.deliveries SET
+       -- In the release's own statement: given back only where this owner's lease matched.
+       attempts = CASE WHEN $5::boolean THEN greatest(attempts - 1, 0) ELSE attempts END,
        last_error = $3,
        lease_owner = NULL, lease_expires_at = NULL, updated_at = now(),
        status = CASE WHEN $4::timestamptz IS NULL THEN 'failed' ELSE 'pending' END,
        available_at = coalesce($4::timestamptz, available_at)
      WHERE id = $1 AND status = 'pending' AND lease_owner = $2`,
-    [deliveryId, owner, error, clockParam(retryAt)],
+    [deliveryId, owner, error, clockParam(retryAt), attemptGivenBack],
   );
 }
