@@ -1,5 +1,14 @@
 import type { JsonValue, RunError, RunEvent, RunRecord, RunStatus, RunStore } from "@assemblyline-agents/core";
+import type { SkillWriteResult } from "../skills/skill-library.js";
+import type { ProposedSkillText } from "../skills/write-approval.js";
 import { budgetPauseOf, type BudgetExceeded } from "./budget.js";
+
+/**
+ * A skill write waiting for approval (`selfImprovement.writeApproval`): the skill and file, the digests of the
+ * file before and after (null: it does not exist then), the `binding` the approval is held to, and the text it
+ * would write (left out by a request recorded before the text was carried).
+ */
+export type PendingSkillWrite = SkillWriteResult & { binding: string; proposed?: ProposedSkillText };
 
 export interface PendingApproval {
   approvalId: string;
@@ -10,6 +19,14 @@ export interface PendingApproval {
   reason?: string;
   /** The side-effect class its approval gate records (`"external"` unless the gate names another). */
   sideEffect?: string;
+  /**
+   * The change the call would make through a run-time API whose changes need approval (`ctx.automationManager`,
+   * `ctx.connectionManager`), as its approval request shows it: `{ action, ... }`, e.g. `{ action: "create",
+   * name, automation }` or `{ action: "remove", connection }`. Approving lets exactly this change through.
+   */
+  change?: JsonValue;
+  /** The skill write the call waits to make, when `selfImprovement.writeApproval` gated it: what the approver reads of it. */
+  skillWrite?: PendingSkillWrite;
   /** Set when the call belongs to a subagent's run the run waits on: that run and the subagent's path. */
   runId?: string;
   subagent?: string;
@@ -101,11 +118,26 @@ function setQuestions(result: RunResult, questions: PendingQuestion[]): void {
   result.questions = questions;
 }
 
-/** What the approver is shown of a call's gate: the reason and side-effect class of its latest `approval.requested`. */
-function gateOf(events: RunEvent[], callId: string): Pick<PendingApproval, "reason" | "sideEffect"> {
+/**
+ * What the approver is shown of a call's gate, from its latest `approval.requested`: the reason, the
+ * side-effect class, and the change or skill write the call waits to make.
+ */
+function gateOf(events: RunEvent[], callId: string): Pick<PendingApproval, "reason" | "sideEffect" | "change" | "skillWrite"> {
   const asked = events.findLast((event) => event.type === "approval.requested" && event.data.callId === callId);
-  const { reason, sideEffect } = asked?.data ?? {};
-  return { ...(typeof reason === "string" ? { reason } : {}), ...(typeof sideEffect === "string" ? { sideEffect } : {}) };
+  const { reason, sideEffect, change, skillWrite } = asked?.data ?? {};
+  return {
+    ...(typeof reason === "string" ? { reason } : {}),
+    ...(typeof sideEffect === "string" ? { sideEffect } : {}),
+    ...(change !== undefined ? { change } : {}),
+    ...(isSkillWrite(skillWrite) ? { skillWrite } : {}),
+  };
+}
+
+/** The `skillWrite` of an approval request as the skill write gate records it (an event's data is only JSON to the type system). */
+function isSkillWrite(value: JsonValue | undefined): value is PendingSkillWrite & { [key: string]: JsonValue } {
+  if (typeof value !== "object" || value === null || Array.isArray(value)) return false;
+  const { name, path, before, after, binding } = value;
+  return typeof name === "string" && typeof path === "string" && typeof binding === "string" && (typeof before === "string" || before === null) && (typeof after === "string" || after === null);
 }
 
 /** A subagent run a paused run waits on, as describeRun describes it. */

@@ -223,7 +223,7 @@ describe("run inspector auth in production", () => {
       const view = await call(`${host.url}/inspector/api/runs/${started.runId}`, { headers });
       expect(view.body.captureContent).toBe("usage");
       expect(view.body.pendingApprovals).toEqual([
-        { approvalId: expect.any(String), callId: expect.any(String), runId: null, subagent: null, toolName: "record_note", input: null, reason: "Recording a note is a durable side effect." },
+        { approvalId: expect.any(String), callId: expect.any(String), runId: null, subagent: null, toolName: "record_note", input: null, reason: "Recording a note is a durable side effect.", change: null, skillWrite: null },
       ]);
       expect(JSON.stringify(view.body)).not.toContain("milk");
     } finally {

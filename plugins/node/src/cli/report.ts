@@ -4,6 +4,7 @@ import { commandLineOption, type ParsedCommand } from "./args.js";
 import { EXIT } from "./exit-codes.js";
 import type { CommandIO } from "./io.js";
 import { colors, envelope } from "./output.js";
+import { pendingChangeLines } from "./pending-change.js";
 
 /** The exit code a run's status stands for (docs/cli.md). */
 export function exitCodeOf(result: RunResult): number {
@@ -100,6 +101,7 @@ function reportWaiting(result: RunResult, io: CommandIO, paint: ReturnType<typeo
     // Two subagents' calls can share a call id; the approval id names one call of one run.
     const id = approvals.some((other) => other !== pending && other.callId === pending.callId) && pending.approvalId ? pending.approvalId : pending.callId;
     io.out(`\n${paint.yellow(`run ${result.runId} waits for approval`)} of ${pending.toolName} ${JSON.stringify(pending.input)} (call ${pending.callId})${origin}`);
+    for (const line of pendingChangeLines(pending)) io.out(line);
     io.out(`  approve: npx assembly-line approve ${result.runId} ${id} ${runAt}`);
     io.out(`  deny:    npx assembly-line deny ${result.runId} ${id} ${runAt}`);
   }

@@ -1,5 +1,7 @@
 import type { CaptureContent, JsonValue, RunEvent, RunRecord, ToolCallRecord } from "@assemblyline-agents/core";
-import { captureBody, capturesBodies, type OpenEveRuntime, type PendingQuestion } from "@assemblyline-agents/runtime";
+import { captureBody, capturesBodies, type OpenEveRuntime, type PendingApproval, type PendingQuestion } from "@assemblyline-agents/runtime";
+
+type PendingSkillWrite = NonNullable<PendingApproval["skillWrite"]>;
 
 /** A body as the inspector may show it: null when captureContent keeps bodies out. */
 type Body = string | null;
@@ -65,6 +67,9 @@ export async function runView(runtime: OpenEveRuntime, runId: string, mode: Capt
       toolName: pending.toolName,
       input: body(pending.input),
       reason: pending.reason !== undefined ? cut(pending.reason) : approvalReason(events, pending.callId),
+      // What the approval lets through: a body, like the call's input (its automation's message, a connection's target).
+      change: pending.change !== undefined ? body(pending.change) : null,
+      skillWrite: pending.skillWrite ? skillWriteView(pending.skillWrite, body) : null,
     })),
     // A run paused on a budget (onExceeded: "pause"): approve grows it, deny fails the run; neither names a call.
     pendingBudget: result.pendingBudget ? { budget: result.pendingBudget.budget, used: result.pendingBudget.used, limit: result.pendingBudget.limit } : null,
@@ -94,6 +99,21 @@ export async function runView(runtime: OpenEveRuntime, runId: string, mode: Capt
 
 export function summary(run: RunRecord): RunSummaryView {
   return { id: run.id, status: run.status, conversationId: run.conversationId, createdAt: run.createdAt, updatedAt: run.updatedAt };
+}
+
+/**
+ * A pending skill write: which file of which skill, and what it does to it, shown in every mode (names, as a
+ * tool's name is); the text it would write is a body (null where bodies are left out).
+ */
+function skillWriteView(write: PendingSkillWrite, body: (value: JsonValue | undefined) => Body) {
+  const proposed = write.proposed;
+  const deletes = write.after === null || (proposed !== undefined && Object.keys(proposed.files).length === 0 && proposed.removed.includes(write.path));
+  return {
+    name: cut(write.name),
+    path: cut(write.path),
+    action: deletes ? "delete" : write.before === null ? "create" : "change",
+    proposed: proposed ? body(proposed) : null,
+  };
 }
 
 function toolCallView(call: ToolCallRecord, body: (value: JsonValue | undefined) => Body) {
