@@ -42,7 +42,7 @@ describe("jsonWithoutUndefinedKeys", () => {
     const value = { a: 1, gone: undefined, nested: { list: [{ b: 2, gone: undefined }] }, untouched };
     const checked = jsonWithoutUndefinedKeys(value, "t result");
     expect(checked).toEqual({ json: { a: 1, nested: { list: [{ b: 2 }] }, untouched } });
-    const json = (checked as { json: typeof value }).json;
+    const json = "json" in checked ? (checked.json as Record<string, unknown>) : {};
     expect(json.untouched).toBe(untouched);
     expect(Object.keys(json)).toEqual(["a", "nested", "untouched"]);
     expect(value).toEqual({ a: 1, gone: undefined, nested: { list: [{ b: 2, gone: undefined }] }, untouched });
