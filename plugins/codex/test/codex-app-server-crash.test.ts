@@ -1,23 +1,14 @@
-import { chmodSync, existsSync, mkdtempSync, readdirSync, readFileSync, writeFileSync } from "node:fs";
+import { chmodSync, existsSync, readdirSync, readFileSync, writeFileSync } from "node:fs";
 import { createRequire } from "node:module";
-import { tmpdir } from "node:os";
 import { dirname, join } from "node:path";
-import { afterAll, afterEach, describe, expect, it } from "vitest";
+import { describe, expect, it } from "vitest";
 import type { HarnessTurnInput, ModelToolCall, ToolCallOutcome } from "@assemblyline-agents/core";
 import { KitHarnessContext } from "@assemblyline-agents/core/testkit";
 import { codexAgentHarness } from "../src/index.js";
-import { ResponsesServer } from "../src/testkit/index.js";
-import { codexHome, codexRuns, removeAll } from "./support.js";
+import { codexRuns, localCodexModel, scratchDir } from "./support.js";
 
 const API_KEY = "sk-local-codex-crash";
 const binary = codexRuns();
-const dirs: string[] = [];
-let server: ResponsesServer | undefined;
-afterEach(async () => {
-  await server?.stop();
-  server = undefined;
-});
-afterAll(() => removeAll(dirs));
 
 /** The native codex binary @openai/codex's launcher starts (the launcher is a node process with the binary as its child). */
 function nativeCodex(): string | undefined {
@@ -36,8 +27,7 @@ if (binary.ok && native === undefined && process.env.CI === "true") throw new Er
 
 /** A codex command that writes its pid, which stays the app-server's own (exec), so the test can kill it. */
 function pidRecordingCommand(): { command: string; killAppServer(): void } {
-  const dir = mkdtempSync(join(tmpdir(), "al-codex-crash-"));
-  dirs.push(dir);
+  const dir = scratchDir("al-codex-crash-");
   const pidFile = join(dir, "pid");
   const command = join(dir, "codex");
   writeFileSync(command, `#!/bin/sh\necho $$ > '${pidFile}'\nexec '${native}' "$@"\n`);
@@ -54,9 +44,7 @@ const turnInput: HarnessTurnInput = {
 
 describe.skipIf(!binary.ok || native === undefined)("an app-server that dies mid-turn", () => {
   it("fails the turn only once the tool call it was running has finished", async () => {
-    server = await new ResponsesServer(API_KEY).start();
-    const home = codexHome(server.baseUrl, API_KEY);
-    dirs.push(home);
+    const { server, home } = await localCodexModel(API_KEY);
     const { command, killAppServer } = pidRecordingCommand();
     server.reply({ toolCalls: [{ callId: "call_c", name: "charge_card", arguments: {} }] }, { text: "charged" });
     const log: string[] = [];
@@ -80,9 +68,7 @@ describe.skipIf(!binary.ok || native === undefined)("an app-server that dies mid
   }, 90_000);
 
   it("says how it exited (the signal) in the turn's error", async () => {
-    server = await new ResponsesServer(API_KEY).start();
-    const home = codexHome(server.baseUrl, API_KEY);
-    dirs.push(home);
+    const { server, home } = await localCodexModel(API_KEY);
     const { command, killAppServer } = pidRecordingCommand();
     server.reply({ hang: true });
     const turn = codexAgentHarness({ command, env: { ...process.env, CODEX_HOME: home } })

@@ -1,22 +1,13 @@
-import { appendFileSync, chmodSync, mkdtempSync, writeFileSync } from "node:fs";
-import { tmpdir } from "node:os";
+import { appendFileSync, chmodSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
-import { afterAll, afterEach, describe, expect, it } from "vitest";
+import { describe, expect, it } from "vitest";
 import type { HarnessTurnInput, RuntimeLogger } from "@assemblyline-agents/core";
 import { KitHarnessContext } from "@assemblyline-agents/core/testkit";
 import { codexAgentHarness } from "../src/index.js";
-import { ResponsesServer } from "../src/testkit/index.js";
-import { codexHome, codexRuns, removeAll } from "./support.js";
+import { codexRuns, localCodexModel, scratchDir } from "./support.js";
 
 const API_KEY = "sk-local-codex-app-server-test";
 const binary = codexRuns();
-const dirs: string[] = [];
-let server: ResponsesServer | undefined;
-afterEach(async () => {
-  await server?.stop();
-  server = undefined;
-});
-afterAll(() => removeAll(dirs));
 
 const turnInput: HarnessTurnInput = {
   runId: "run_codex_app_server",
@@ -28,8 +19,7 @@ const turnInput: HarnessTurnInput = {
 describe("the app-server's stdout", () => {
   it("skips a line that is JSON but not a message (null, a number, an array) instead of crashing the host with a TypeError", async () => {
     // A codex binary (the `command` option) that writes such lines, then exits.
-    const dir = mkdtempSync(join(tmpdir(), "al-codex-fake-"));
-    dirs.push(dir);
+    const dir = scratchDir("al-codex-fake-");
     const fake = join(dir, "codex");
     writeFileSync(fake, "#!/bin/sh\necho null\necho 42\necho '[]'\nsleep 1\n");
     chmodSync(fake, 0o755);
@@ -56,9 +46,7 @@ describe("the app-server's stdout", () => {
 
 describe.skipIf(!binary.ok)(`an app-server that exits at startup (${binary.why})`, () => {
   it("fails the run with Codex's own error, without its backtrace frames or a key the config value holds", async () => {
-    server = await new ResponsesServer(API_KEY).start();
-    const home = codexHome(server.baseUrl, API_KEY);
-    dirs.push(home);
+    const { server, home } = await localCodexModel(API_KEY);
     // Not a number: Codex refuses the config and quotes the value, here shaped like a key.
     const harness = codexAgentHarness({ env: { ...process.env, CODEX_HOME: home }, config: { "model_providers.local.request_max_retries": '"sk-pasted-into-the-wrong-key"' } });
     const failure = await harness.runTurn(turnInput, new KitHarnessContext({})).catch((error: unknown) => error);
@@ -71,9 +59,7 @@ describe.skipIf(!binary.ok)(`an app-server that exits at startup (${binary.why})
   }, 60_000);
 
   it("fails the run on a CODEX_HOME/config.toml Codex cannot read, naming the key and redacting the value, instead of running on Codex's defaults (another provider)", async () => {
-    server = await new ResponsesServer(API_KEY).start();
-    const home = codexHome(server.baseUrl, API_KEY);
-    dirs.push(home);
+    const { server, home } = await localCodexModel(API_KEY);
     // Codex warns "Invalid configuration; using defaults." (configWarning) and refuses config/read.
     appendFileSync(join(home, "config.toml"), 'stream_max_retries = "sk-pasted-into-the-wrong-key"\n');
     server.reply({ text: "hello" });

@@ -1,20 +1,12 @@
 import { execFileSync } from "node:child_process";
-import { afterAll, afterEach, describe, expect, it } from "vitest";
+import { describe, expect, it } from "vitest";
 import type { HarnessTurnInput } from "@assemblyline-agents/core";
 import { KitHarnessContext } from "@assemblyline-agents/core/testkit";
 import { codexAgentHarness } from "../src/index.js";
-import { ResponsesServer } from "../src/testkit/index.js";
-import { codexHome, codexRuns, removeAll } from "./support.js";
+import { codexRuns, localCodexModel } from "./support.js";
 
 const API_KEY = "sk-local-codex-processes";
 const binary = codexRuns();
-const dirs: string[] = [];
-let server: ResponsesServer | undefined;
-afterEach(async () => {
-  await server?.stop();
-  server = undefined;
-});
-afterAll(() => removeAll(dirs));
 
 function turnInput(runId: string, message: string, tools: HarnessTurnInput["context"]["tools"] = []): HarnessTurnInput {
   return { runId, agentRevision: "rev1", modelSpec: "openai-codex/gpt-5.1-codex", context: { instructions: "Be brief.", messages: [{ role: "user", content: message }], tools } };
@@ -51,9 +43,7 @@ function alive(pid: number): boolean {
 
 describe.skipIf(!binary.ok)("the codex processes of a turn", () => {
   it("are all gone once a cancelled turn has ended, the native app-server under the launcher too", async () => {
-    server = await new ResponsesServer(API_KEY).start();
-    const home = codexHome(server.baseUrl, API_KEY);
-    dirs.push(home);
+    const { server, home } = await localCodexModel(API_KEY);
     server.reply({ hang: true });
     const controller = new AbortController();
     const turn = codexAgentHarness({ env: { ...process.env, CODEX_HOME: home } })
@@ -72,9 +62,7 @@ describe.skipIf(!binary.ok)("the codex processes of a turn", () => {
   }, 90_000);
 
   it("of concurrent turns sharing one CODEX_HOME do not get in each other's way: every turn completes", async () => {
-    server = await new ResponsesServer(API_KEY).start();
-    const home = codexHome(server.baseUrl, API_KEY);
-    dirs.push(home);
+    const { server, home } = await localCodexModel(API_KEY);
     const turns = 5;
     for (let i = 0; i < turns; i++) server.reply({ toolCalls: [{ callId: `call_${i}`, name: "lookup", arguments: {} }] });
     for (let i = 0; i < turns; i++) server.reply({ text: "ok" });

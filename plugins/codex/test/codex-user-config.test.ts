@@ -1,15 +1,13 @@
 import { spawnSync } from "node:child_process";
-import { appendFileSync, existsSync, mkdirSync, mkdtempSync, readFileSync, writeFileSync } from "node:fs";
+import { appendFileSync, existsSync, mkdirSync, readFileSync, writeFileSync } from "node:fs";
 import { createServer } from "node:http";
 import type { AddressInfo } from "node:net";
-import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { afterAll, afterEach, describe, expect, it } from "vitest";
+import { describe, expect, it } from "vitest";
 import type { HarnessTurnInput } from "@assemblyline-agents/core";
 import { KitHarnessContext } from "@assemblyline-agents/core/testkit";
 import { codexAgentHarness, resolveCodexCommand } from "../src/index.js";
-import { ResponsesServer } from "../src/testkit/index.js";
-import { codexHome, codexRuns, removeAll } from "./support.js";
+import { codexHome, codexRuns, localCodexModel, removedWhenTestEnds, scratchDir } from "./support.js";
 
 /**
  * A Codex CLI user's CODEX_HOME holds more than the provider and the login:
@@ -19,13 +17,6 @@ import { codexHome, codexRuns, removeAll } from "./support.js";
 
 const API_KEY = "sk-local-codex-user-config";
 const binary = codexRuns();
-const dirs: string[] = [];
-let server: ResponsesServer | undefined;
-afterEach(async () => {
-  await server?.stop();
-  server = undefined;
-});
-afterAll(() => removeAll(dirs));
 
 const turnInput: HarnessTurnInput = {
   runId: "run_codex_user_config",
@@ -101,9 +92,8 @@ createInterface({ input: process.stdin }).on("line", (line) => {
 describe.skipIf(!binary.ok)("a Codex CLI user's CODEX_HOME on the openai-codex route", () => {
   it("offers the model none of the MCP servers its config.toml names, and Codex runs none of their tools", async () => {
     const model = await namespacedToolModel({ namespace: "mcp__files", name: "wipe_disk" });
-    const home = codexHome(model.baseUrl, API_KEY);
-    const scratch = mkdtempSync(join(tmpdir(), "al-codex-mcp-"));
-    dirs.push(home, scratch);
+    const home = removedWhenTestEnds(codexHome(model.baseUrl, API_KEY));
+    const scratch = scratchDir("al-codex-mcp-");
     const script = join(scratch, "mcp.mjs");
     const marker = join(scratch, "calls.txt");
     writeFileSync(script, MCP_SERVER);
@@ -120,9 +110,7 @@ describe.skipIf(!binary.ok)("a Codex CLI user's CODEX_HOME on the openai-codex r
 
 describe.skipIf(!binary.ok)("Codex features a user's config.toml turns on", () => {
   it("give the model no tool of Codex's own, whichever feature `codex features list` knows is turned on", async () => {
-    server = await new ResponsesServer(API_KEY).start();
-    const home = codexHome(server.baseUrl, API_KEY);
-    dirs.push(home);
+    const { server, home } = await localCodexModel(API_KEY);
     // Features Codex refuses to turn on without settings of their own; none of them gives the model a tool.
     const needSettings = ["rollout_budget"];
     const features = codexFeatures(home).filter((feature) => feature.stage !== "removed" && !needSettings.includes(feature.name)).map((feature) => feature.name);
@@ -137,9 +125,7 @@ describe.skipIf(!binary.ok)("Codex features a user's config.toml turns on", () =
 
 describe.skipIf(!binary.ok)("the prompt Codex builds on the openai-codex route", () => {
   it("lists none of the user's CODEX_HOME skills nor Codex's system skills, and no sandbox instructions", async () => {
-    server = await new ResponsesServer(API_KEY).start();
-    const home = codexHome(server.baseUrl, API_KEY);
-    dirs.push(home);
+    const { server, home } = await localCodexModel(API_KEY);
     mkdirSync(join(home, "skills", "deploy"), { recursive: true });
     writeFileSync(join(home, "skills", "deploy", "SKILL.md"), "---\nname: deploy\ndescription: USER-SKILL deploys to production.\n---\nRun the deploy script.\n");
     server.reply({ text: "ok" });

@@ -1,6 +1,8 @@
 import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { dirname, join } from "node:path";
+import { onTestFinished } from "vitest";
+import { codexHome, ResponsesServer } from "../src/testkit/index.js";
 export { codexHome, codexRuns } from "../src/testkit/index.js";
 
 export function agentFolder(files: Record<string, string>): string {
@@ -14,6 +16,27 @@ export function agentFolder(files: Record<string, string>): string {
 
 export function removeAll(dirs: string[]): void {
   for (const dir of dirs.splice(0)) rmSync(dir, { recursive: true, force: true });
+}
+
+/** `dir` as it is, removed when the current test ends. */
+export function removedWhenTestEnds(dir: string): string {
+  onTestFinished(() => rmSync(dir, { recursive: true, force: true }));
+  return dir;
+}
+
+/** A temporary folder, removed when the current test ends. */
+export function scratchDir(prefix: string): string {
+  return removedWhenTestEnds(mkdtempSync(join(tmpdir(), prefix)));
+}
+
+/**
+ * A local Responses API server and a CODEX_HOME whose provider points at it with `apiKey`,
+ * both stopped and removed when the current test ends.
+ */
+export async function localCodexModel(apiKey: string): Promise<{ server: ResponsesServer; home: string }> {
+  const server = await new ResponsesServer(apiKey).start();
+  onTestFinished(() => server.stop());
+  return { server, home: removedWhenTestEnds(codexHome(server.baseUrl, apiKey)) };
 }
 
 export const NOTES_AGENT = {
