@@ -42,14 +42,25 @@ async function oneRound(outbox: DeliveryOutbox, state: InMemoryStateAdapter, run
   const deadline = Date.now() + 5_000;
   for (;;) {
     const delivery = (await state.listDeliveries(runId))[0]!;
-    // A claim counts the attempt; stop() waits for it to be recorded.
-    if (delivery.attempts > 0 || delivery.status !== "pending") {
+    // A claim counts the attempt (stop() waits for it to be recorded); a hand-back gives it back, and leaves its error.
+    if (delivery.attempts > 0 || delivery.lastError !== null || delivery.status !== "pending") {
       await outbox.stop();
       return (await state.listDeliveries(runId))[0]!;
     }
     if (Date.now() > deadline) throw new Error(`the delivery of ${runId} was never attempted`);
     await sleep(5);
   }
+}
+
+/** Hosts of rev-1, which lacks the reply's channel, hand the delivery of `runId` back at least `count` times (maxAttempts 3). */
+async function handBacks(state: InMemoryStateAdapter, runId: string, count: number): Promise<void> {
+  const logger = captureLogger();
+  const oldBuild = host(state, { message: readFromRun("/message") }, { agentRevision: "rev-1", maxAttempts: 3, baseDelayMs: 1, maxDelayMs: 2, pollIntervalMs: 5 }, logger);
+  oldBuild.start();
+  for (let i = 0; i < 400 && logger.events("delivery.other_build").length < count; i++) await sleep(5);
+  await oldBuild.stop();
+  expect(logger.events("delivery.other_build").length).toBeGreaterThanOrEqual(count);
+  expect(logger.events("delivery.failed")).toEqual([]);
 }
 
 async function delivered(state: InMemoryStateAdapter, runId: string): Promise<DeliveryRecord> {
@@ -69,7 +80,8 @@ describe("a reply for a channel only another build has", () => {
     await completedRun(state, "r1", "sms", "rev-2");
     const logger = captureLogger();
     const left = await oneRound(host(state, { message: readFromRun("/message") }, { agentRevision: "rev-1" }, logger), state, "r1");
-    expect(left).toMatchObject({ status: "pending", lastError: "this build has no channel sms; left for a build that has it" });
+    // Nothing was sent, so no attempt is used up.
+    expect(left).toMatchObject({ status: "pending", attempts: 0, lastError: "this build has no channel sms; left for a build that has it" });
     expect(Date.parse(left.availableAt)).toBeGreaterThan(Date.now() - 1_000);
     expect(logger.events("delivery.other_build")).toHaveLength(1);
     expect(logger.events("delivery.failed")).toEqual([]);
@@ -93,6 +105,20 @@ describe("a reply for a channel only another build has", () => {
     expect(sent).toEqual(["done"]);
   });
 
+  it("is handed back for longer the older it is, so hosts that cannot send it do not claim it again every second", async () => {
+    const state = new InMemoryStateAdapter();
+    await completedRun(state, "r1", "sms", "rev-2");
+    // Twenty minutes old: no build with sms has come for it yet.
+    const claim = state.claimDeliveries.bind(state);
+    state.claimDeliveries = async (options) => (await claim(options)).map((delivery) => ({ ...delivery, createdAt: new Date(Date.now() - 20 * 60_000).toISOString() }));
+    const before = Date.now();
+    const left = await oneRound(host(state, { message: readFromRun("/message") }, { agentRevision: "rev-1", maxDelayMs: 300_000 }), state, "r1");
+    expect(left).toMatchObject({ status: "pending", attempts: 0 });
+    // A quarter of its age (five minutes, maxDelayMs here), jittered down to half of that at least.
+    expect(Date.parse(left.availableAt) - before).toBeGreaterThanOrEqual(150_000);
+    expect(Date.parse(left.availableAt) - before).toBeLessThanOrEqual(300_000 + (Date.now() - before));
+  });
+
   it("is failed for good once no build has sent it within the grace period", async () => {
     const state = new InMemoryStateAdapter();
     await completedRun(state, "r1", "sms", "rev-2");
@@ -106,15 +132,31 @@ describe("a reply for a channel only another build has", () => {
     expect(logger.events("delivery.failed").map((entry) => entry.fields.final)).toEqual([true]);
   });
 
+  it("keeps every attempt for the build that sends it, however many times hosts of another build handed it back", async () => {
+    const state = new InMemoryStateAdapter();
+    await completedRun(state, "r1", "sms", "rev-2");
+    // A long rolling deploy: hosts of rev-1 (no sms) hand it back more times than maxAttempts allows.
+    await handBacks(state, "r1", 5);
+    expect((await state.listDeliveries("r1"))[0]).toMatchObject({ status: "pending", attempts: 0 });
+
+    // rev-2's provider is down for two attempts: the third, the last maxAttempts allows, sends it.
+    const attempts: number[] = [];
+    const flaky = {
+      config: { transport: "http", route: "/sms" },
+      deliver: async (delivery) => {
+        attempts.push(delivery.attempt);
+        if (attempts.length < 3) throw new Error("HTTP 503");
+      },
+    } as ChannelModule;
+    host(state, { sms: flaky }, { agentRevision: "rev-2", maxAttempts: 3, baseDelayMs: 1, maxDelayMs: 2 }).start();
+    expect(await delivered(state, "r1")).toMatchObject({ status: "delivered", attempts: 3, lastError: null });
+    expect(attempts).toEqual([1, 2, 3]);
+  });
+
   it("is failed for lack of its channel, not for a sender that died, when it was handed back past maxAttempts and the grace period ended", async () => {
     const state = new InMemoryStateAdapter();
     await completedRun(state, "r1", "sms", "rev-2");
-    // Hosts of rev-1 (no sms) hand it back more times than maxAttempts allows.
-    const oldBuild = host(state, { message: readFromRun("/message") }, { agentRevision: "rev-1", maxAttempts: 3, baseDelayMs: 1, maxDelayMs: 2, pollIntervalMs: 5 });
-    oldBuild.start();
-    for (let i = 0; i < 400 && (await state.listDeliveries("r1"))[0]!.attempts < 5; i++) await sleep(5);
-    await oldBuild.stop();
-    expect((await state.listDeliveries("r1"))[0]).toMatchObject({ status: "pending", attempts: 5 });
+    await handBacks(state, "r1", 5);
     // An hour later, no host of a build with sms came for it.
     const claim = state.claimDeliveries.bind(state);
     state.claimDeliveries = async (options) =>

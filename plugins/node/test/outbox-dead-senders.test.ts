@@ -42,6 +42,14 @@ afterEach(async () => {
   await Promise.all(outboxes.splice(0).map((outbox) => outbox.stop()));
 });
 
+/** A store built before failDelivery's countAttempt: it ignores the option, so every hand-back stays counted. */
+function storeWithoutCountAttempt(): InMemoryStateAdapter {
+  const state = new InMemoryStateAdapter();
+  const fail = state.failDelivery.bind(state);
+  state.failDelivery = (deliveryId, owner, error, retryAt) => fail(deliveryId, owner, error, retryAt);
+  return state;
+}
+
 async function until(state: InMemoryStateAdapter, runId: string, done: (delivery: DeliveryRecord) => boolean): Promise<DeliveryRecord> {
   const deadline = Date.now() + 5_000;
   for (;;) {
@@ -81,8 +89,8 @@ describe("a delivery whose sender died mid-attempt", () => {
     expect(await state.claimDeliveries({ owner: "later", ttlMs: 1_000, agentId: "agent" })).toEqual([]);
   });
 
-  it("still gets its one last try after hosts of another build handed it back past maxAttempts", async () => {
-    const state = new InMemoryStateAdapter();
+  it("still gets its one last try after hosts of another build handed it back past maxAttempts, on a store that keeps hand-backs counted", async () => {
+    const state = storeWithoutCountAttempt();
     // The new build (rev-2) has channel chat; hosts of the old build hand its reply back, each time counted.
     await completedRun(state, "r1", "chat", "rev-2");
     const oldBuild = outboxOf(state, {}, { agentRevision: "rev-1", maxAttempts: 2, baseDelayMs: 0 });
@@ -98,8 +106,8 @@ describe("a delivery whose sender died mid-attempt", () => {
     expect(attempts).toEqual([handedBack.attempts + 1]);
   });
 
-  it("is failed without the claim that its last sender died once the grace period after hand-backs past maxAttempts is over", async () => {
-    const state = new InMemoryStateAdapter();
+  it("is failed without the claim that its last sender died once the grace period after hand-backs past maxAttempts is over, on a store that keeps them counted", async () => {
+    const state = storeWithoutCountAttempt();
     await completedRun(state, "r1", "chat", "rev-2");
     const oldBuild = outboxOf(state, {}, { agentRevision: "rev-1", maxAttempts: 2, baseDelayMs: 0 });
     await until(state, "r1", (d) => d.attempts >= 4 && d.lease === null);

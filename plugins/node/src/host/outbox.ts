@@ -64,9 +64,10 @@ interface DeliveryPayload {
  * Builds of one agent share the store during a rolling deploy, and a delivery
  * names a channel, not a build: a reply for a channel this build lacks, or whose
  * module here cannot send it, may be another build's to send. It is handed back
- * for later (a retry time, so a host of that build can claim it), and failed for
- * good only when the run came in through this very build, or once
- * OTHER_BUILD_GRACE_MS passed with no build sending it.
+ * for later (a retry time, so a host of that build can claim it), giving back the
+ * attempt its claim counted, and failed for good only when the run came in
+ * through this very build, or once OTHER_BUILD_GRACE_MS passed with no build
+ * sending it.
  */
 export class DeliveryOutbox {
   readonly owner = `outbox:${hostname()}:${process.pid}:${randomUUID().slice(0, 8)}`;
@@ -286,9 +287,10 @@ export class DeliveryOutbox {
   /**
    * Whether a claimed delivery is past its last attempt (the claim counted this one): the sender of the
    * last allowed attempt stopped without recording an outcome, since a recorded failure of it is final.
-   * Hand-backs to another build count as attempts but are bounded by OTHER_BUILD_GRACE_MS, not by
-   * maxAttempts: after one, the build that can send it still gets its one last try (as before claims were
-   * counted), and a sender dying on that try repeats only until the grace period ends.
+   * A hand-back gives its attempt back, but a store built before failDelivery's countAttempt keeps it
+   * counted: so after a hand-back, being past maxAttempts is bounded by OTHER_BUILD_GRACE_MS instead, and
+   * the build that can send it still gets its one last try there; a sender dying on that try repeats only
+   * until the grace period ends.
    */
   private isOutOfAttempts(delivery: DeliveryRecord): boolean {
     if (delivery.attempts <= this.maxAttempts) return false;
@@ -305,10 +307,17 @@ export class DeliveryOutbox {
     return Date.now() - Date.parse(delivery.createdAt) < OTHER_BUILD_GRACE_MS;
   }
 
-  /** Hand a delivery back with a retry time, as after a failed attempt, so a host of the build that can send it claims it. */
+  /**
+   * Hand a delivery back with a retry time, so a host of the build that can send it claims it. Nothing
+   * was sent, so the claim's attempt is given back: hand-backs through a long rolling deploy must not use
+   * up the attempts of the build that sends it. With no attempt counted, the backoff would stay at its first
+   * step, so the wait grows with the delivery's age instead (up to a quarter of it, within baseDelayMs..maxDelayMs): prompt while a
+   * deploy is quick, a few dozen hand-backs over the whole grace period when no such build comes.
+   */
   private async leaveForOtherBuild(delivery: DeliveryRecord, fields: Record<string, unknown>, reason: string): Promise<void> {
-    const delayMs = this.backoff(delivery.attempts);
-    await this.runs.failDelivery(delivery.id, this.owner, `${reason}${LEFT_FOR_OTHER_BUILD}`, new Date(Date.now() + delayMs));
+    const ageMs = Math.max(0, Date.now() - Date.parse(delivery.createdAt));
+    const delayMs = jittered(Math.min(this.maxDelayMs, Math.max(this.baseDelayMs, ageMs / 4)));
+    await this.runs.failDelivery(delivery.id, this.owner, `${reason}${LEFT_FOR_OTHER_BUILD}`, new Date(Date.now() + delayMs), { countAttempt: false });
     this.logger.info({ event: "delivery.other_build", ...fields, err: reason, retryInMs: delayMs }, "delivery left for a host of another build that can send it");
   }
 
@@ -327,9 +336,13 @@ export class DeliveryOutbox {
 
   /** Exponential with full jitter on the upper half, so a provider outage is not hammered in lockstep. */
   private backoff(attempt: number): number {
-    const ceiling = Math.min(this.maxDelayMs, this.baseDelayMs * 2 ** (attempt - 1));
-    return Math.round(ceiling / 2 + Math.random() * (ceiling / 2));
+    return jittered(Math.min(this.maxDelayMs, this.baseDelayMs * 2 ** (attempt - 1)));
   }
+}
+
+/** A wait between half of `ceilingMs` and all of it, so replicas do not come back in lockstep. */
+function jittered(ceilingMs: number): number {
+  return Math.round(ceilingMs / 2 + Math.random() * (ceilingMs / 2));
 }
 
 /** `work`, or a failure after `ms`, when `abort` tells the channel to stop sending. */
