@@ -120,6 +120,16 @@ describe("assembly-line build", () => {
     expect((error as { fix?: string }).fix).toContain(`${type.split(".")[0]}.`);
   });
 
+  it("refuses a hooks/ handler keyed tool.denied, which is never recorded, and points to approval.denied, which is", async () => {
+    const error = await buildError({
+      "agent.ts": MINIMAL_AGENT,
+      "hooks/audit.ts": `import { defineHook } from "@assemblyline-agents/core";\nexport default defineHook({ events: { "tool.denied"() {} } });`,
+    });
+    expect(error).toMatchObject({ code: "AL_ERR_HOOK_DEFINITION", message: expect.stringContaining('"tool.denied"') });
+    expect((error as { fix?: string }).fix).toContain('recorded as "approval.denied"');
+    expect((error as { fix?: string }).fix).not.toMatch(/tool\.denied/);
+  });
+
   it("builds hooks keyed by the runtime's own event types, skill seeding's included, by custom types and by *", async () => {
     const dir = agentFolder({
       "agent.ts": MINIMAL_AGENT,

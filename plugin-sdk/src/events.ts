@@ -35,7 +35,6 @@ export const RUN_EVENT_TYPES = [
   "tool.completed",
   "tool.execution_failed",
   "tool.replayed",
-  "tool.denied",
   "tool.disabled",
   "tools.activated",
   "approval.requested",

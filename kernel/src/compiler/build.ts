@@ -452,8 +452,9 @@ async function compileHooks(agentDir: string, load: Loader): Promise<HookManifes
       const [type] = neverRecorded as [string];
       const namespace = type.split(".")[0]!;
       const siblings = RUN_EVENT_TYPES.filter((known) => known.startsWith(`${namespace}.`));
+      const recordedInstead = RECORDED_INSTEAD[type];
       throw new AssemblyLineError("AL_ERR_HOOK_DEFINITION", `${file}: no event of type ${neverRecorded.map((each) => `"${each}"`).join(", ")} is ever recorded, so its handler would never run`, {
-        fix: `Key the handler by an event type the runtime records${siblings.length > 0 ? ` (in "${namespace}.": ${siblings.join(", ")})` : ""}, or by "*". Custom types from ctx.emit are outside the runtime's namespaces (${RESERVED_EVENT_NAMESPACES.join(", ")}).`,
+        fix: `${recordedInstead ? `${recordedInstead}. ` : ""}Key the handler by an event type the runtime records${siblings.length > 0 ? ` (in "${namespace}.": ${siblings.join(", ")})` : ""}, or by "*". Custom types from ctx.emit are outside the runtime's namespaces (${RESERVED_EVENT_NAMESPACES.join(", ")}).`,
         details: { file, types: neverRecorded },
       });
     }
@@ -461,6 +462,11 @@ async function compileHooks(agentDir: string, load: Loader): Promise<HookManifes
   }
   return entries;
 }
+
+/** Event types a hook author may reasonably expect, and the recorded event that carries the same moment. */
+const RECORDED_INSTEAD: Record<string, string> = {
+  "tool.denied": 'A denied tool call is recorded as "approval.denied" (its data: approvalId, callId, toolName, actor, reason)',
+};
 
 async function compileResolver(agentDir: string, load: Loader): Promise<SourceRef | null> {
   const file = findSource(agentDir, "resolvers");

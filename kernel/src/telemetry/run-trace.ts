@@ -32,7 +32,6 @@ const TOOL_ENDINGS: Record<string, string> = {
   "tool.completed": "completed",
   "tool.execution_failed": "failed",
   "approval.denied": "denied",
-  "tool.denied": "denied",
   "tool.input_invalid": "input_invalid",
   "tool.disabled": "disabled",
 };
