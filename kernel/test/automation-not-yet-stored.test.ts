@@ -12,7 +12,7 @@ describe("a build's automations/ files with no row in the store yet (an operator
     const laptop = make([...bundle.manifest.automations, { ...bundle.manifest.automations[0]!, name: "nightly", message: "nightly" }]);
     expect((await laptop.list()).map((entry) => entry.name)).toEqual(["daily"]);
     expect(await laptop.notYetStored()).toEqual([
-      { name: "nightly", source: "static", schedule: { kind: "cron", expression: "0 9 * * *", timezone: "UTC" }, message: "nightly", conversationId: null, enabled: true, paused: false, nextRunAt: "2026-03-02T09:00:00.000Z" },
+      { name: "nightly", source: "static", schedule: { kind: "cron", expression: "0 9 * * *", timezone: "UTC" }, message: "nightly", conversationId: null, enabled: true, paused: false, nextRunAt: "2026-03-02T09:00:00.000Z", held: false },
     ]);
     expect(await state.listSchedules()).toEqual(stored);
   });

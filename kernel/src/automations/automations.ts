@@ -73,6 +73,16 @@ export function isAutomationSchedule(record: Pick<ScheduleRecord, "payload">): b
   return automationPayload(record.payload) !== undefined;
 }
 
+/** An automation as `Automations` answers it (listed, got, created, changed): AutomationInfo, and whether it is held. */
+export interface ListedAutomation extends AutomationInfo {
+  /**
+   * true for a run-created (dynamic) automation while this build's agent.ts turns
+   * dynamicAutomations.dynamic off: it is kept, and its `nextRunAt` is the time its schedule gives,
+   * but that time passes without a run until dynamic is on again. Always false for a static one.
+   */
+  held: boolean;
+}
+
 /** A run an automation's due time started (or found already started). */
 export interface AutomationRun {
   runId: string;
@@ -138,6 +148,22 @@ export class Automations {
     this.dynamicRuns = parts.dynamic ?? true;
   }
 
+  /** An automation as its row stands, as every answer shows it. */
+  private describe(record: Pick<ScheduleRecord, "enabled" | "nextRunAt">, payload: AutomationPayload): ListedAutomation {
+    const rests = !record.enabled || record.nextRunAt === NEVER.toISOString();
+    return {
+      name: payload.name,
+      source: payload.source,
+      schedule: payload.schedule,
+      message: payload.message,
+      conversationId: payload.conversationId,
+      enabled: payload.enabled,
+      paused: payload.paused,
+      nextRunAt: rests ? null : record.nextRunAt,
+      held: payload.source === "dynamic" && !this.dynamicRuns,
+    };
+  }
+
   /** The schedule row id of an automation of this agent. */
   rowId(source: "static" | "dynamic", name: string): string {
     return `automation:${this.parts.agentId}:${source}:${name}`;
@@ -166,7 +192,7 @@ export class Automations {
       written.add(id);
       // Decided on the row as stored at the write: an operator's pause made meanwhile is kept.
       await this.rewrite(id, entry.name, (existing) => {
-        if (existing?.payload && existing.payload.digest === digest) return { answer: describe(existing.record, existing.payload) };
+        if (existing?.payload && existing.payload.digest === digest) return { answer: this.describe(existing.record, existing.payload) };
         const sameSchedule = existing?.payload !== undefined && schedulesEqual(existing.payload.schedule, entry.schedule);
         const paused = existing?.payload?.paused ?? false;
         // A row that rested (enabled: false) and now may run continues from its next due time after now, not from where it stopped.
@@ -221,7 +247,7 @@ export class Automations {
    * row already has are left out: the store's row is what hosts run. For a listing (CLI
    * `automations list`) that must not write this build over the rows the running hosts' build wrote.
    */
-  async notYetStored(): Promise<AutomationInfo[]> {
+  async notYetStored(): Promise<ListedAutomation[]> {
     const rows = await this.rows();
     const stored = new Set([...rows.values()].map((row) => row.payload.name));
     const now = this.now();
@@ -230,7 +256,7 @@ export class Automations {
       .sort((a, b) => (a < b ? -1 : a > b ? 1 : 0))
       .map((name) => {
         const payload = this.staticPayload(name, false)!;
-        return describe(this.row(payload, firstDueTime(payload.schedule, now)), payload);
+        return this.describe(this.row(payload, firstDueTime(payload.schedule, now)), payload);
       });
   }
 
@@ -260,13 +286,13 @@ export class Automations {
     );
   }
 
-  async list(): Promise<AutomationInfo[]> {
-    return [...(await this.rows()).values()].map(({ record, payload }) => describe(record, payload)).sort((a, b) => (a.name < b.name ? -1 : a.name > b.name ? 1 : 0));
+  async list(): Promise<ListedAutomation[]> {
+    return [...(await this.rows()).values()].map(({ record, payload }) => this.describe(record, payload)).sort((a, b) => (a.name < b.name ? -1 : a.name > b.name ? 1 : 0));
   }
 
-  async get(name: string): Promise<AutomationInfo> {
+  async get(name: string): Promise<ListedAutomation> {
     const { record, payload } = await this.require(name);
-    return describe(record, payload);
+    return this.describe(record, payload);
   }
 
   /**
@@ -276,7 +302,7 @@ export class Automations {
    * added) is written paused, only if still absent, so that it never runs until resumed; resuming
    * one writes nothing (it is not paused).
    */
-  async setPaused(name: string, paused: boolean): Promise<AutomationInfo> {
+  async setPaused(name: string, paused: boolean): Promise<ListedAutomation> {
     const rows = await this.rows();
     const found = rows.get(this.rowId("dynamic", name)) ?? rows.get(this.rowId("static", name));
     const fromBuild = found ? undefined : this.staticPayload(name, paused);
@@ -284,7 +310,7 @@ export class Automations {
     return this.rewrite(found ? found.record.id : this.rowId("static", name), name, async (stored) => {
       if (!stored && fromBuild) {
         const nextRunAt = firstDueTime(fromBuild.schedule, this.now());
-        return paused ? { payload: fromBuild, nextRunAt } : { answer: describe(this.row(fromBuild, nextRunAt), fromBuild) };
+        return paused ? { payload: fromBuild, nextRunAt } : { answer: this.describe(this.row(fromBuild, nextRunAt), fromBuild) };
       }
       if (!stored?.payload) {
         // Deleted since it was found: not written back. Not found now, or the automation of its name found now is the one paused.
@@ -292,7 +318,7 @@ export class Automations {
         return { answer: await this.setPaused(name, paused) };
       }
       const { record, payload } = stored;
-      if (payload.paused === paused) return { answer: describe(record, payload) };
+      if (payload.paused === paused) return { answer: this.describe(record, payload) };
       const next = paused ? new Date(record.nextRunAt) : this.resumeTime(payload.schedule, new Date(record.nextRunAt));
       return { payload: { ...payload, paused }, nextRunAt: next };
     });
@@ -324,7 +350,7 @@ export class Automations {
     if (patch.schedule !== undefined) this.refusePastOneShot(name, checked.schedule);
   }
 
-  async create(input: CreateAutomationInput): Promise<AutomationInfo> {
+  async create(input: CreateAutomationInput): Promise<ListedAutomation> {
     return this.applyCreate(await this.planCreate(input));
   }
 
@@ -341,7 +367,7 @@ export class Automations {
    * Write a planned create. The row found already there with the plan's own instance is this
    * plan's, written before a crash: it is answered as written then, not refused as a name taken.
    */
-  async applyCreate(plan: PlannedAutomation): Promise<AutomationInfo> {
+  async applyCreate(plan: PlannedAutomation): Promise<ListedAutomation> {
     try {
       // Inserted only if absent where the store can: of two concurrent creates of one name, one fails.
       return await this.write(plan.payload, new Date(plan.nextRunAt), { onlyIfAbsent: true });
@@ -367,7 +393,7 @@ export class Automations {
     });
   }
 
-  async update(name: string, patch: UpdateAutomationInput): Promise<AutomationInfo> {
+  async update(name: string, patch: UpdateAutomationInput): Promise<ListedAutomation> {
     return this.applyUpdate(await this.planUpdate(name, patch));
   }
 
@@ -394,7 +420,7 @@ export class Automations {
    * name) is not written: the update came before the delete, and a row written now would bring the
    * deleted automation back, or replace the new one.
    */
-  async applyUpdate(plan: PlannedAutomation): Promise<AutomationInfo> {
+  async applyUpdate(plan: PlannedAutomation): Promise<ListedAutomation> {
     return this.rewrite(this.rowId("dynamic", plan.payload.name), plan.payload.name, (stored) => {
       if (stored?.payload?.instance !== plan.payload.instance) return { answer: this.describePlan(plan) };
       if (!plan.changed) return { payload: plan.payload, nextRunAt: new Date(plan.nextRunAt) };
@@ -439,9 +465,9 @@ export class Automations {
     return { deleted: true };
   }
 
-  private describePlan(plan: PlannedAutomation): AutomationInfo {
+  private describePlan(plan: PlannedAutomation): ListedAutomation {
     const { payload } = plan;
-    return describe({ enabled: payload.enabled && !payload.paused, nextRunAt: plan.nextRunAt }, payload);
+    return this.describe({ enabled: payload.enabled && !payload.paused, nextRunAt: plan.nextRunAt }, payload);
   }
 
   /**
@@ -629,14 +655,14 @@ export class Automations {
     id: string,
     name: string,
     change: (stored: { record: ScheduleRecord; payload: AutomationPayload | undefined } | undefined) => RowChange | Promise<RowChange>,
-  ): Promise<AutomationInfo> {
+  ): Promise<ListedAutomation> {
     const { store } = this.parts;
     for (let attempt = 0; attempt < REWRITE_TRIES; attempt += 1) {
       const record = await store.getSchedule(id);
       const decided = await change(record ? { record, payload: automationPayload(record.payload) } : undefined);
       if ("answer" in decided) return decided.answer;
       const next = this.row(decided.payload, decided.nextRunAt);
-      const answer = describe(next, decided.payload);
+      const answer = this.describe(next, decided.payload);
       if (record && isSameSchedule(record, next)) return answer;
       if (!store.replaceSchedule || (!record && !store.insertSchedule)) {
         await store.upsertSchedule(next);
@@ -686,7 +712,7 @@ export class Automations {
     };
   }
 
-  private async write(payload: AutomationPayload, nextRunAt: Date, options: { onlyIfAbsent?: boolean } = {}): Promise<AutomationInfo> {
+  private async write(payload: AutomationPayload, nextRunAt: Date, options: { onlyIfAbsent?: boolean } = {}): Promise<ListedAutomation> {
     const record = this.row(payload, nextRunAt);
     const { store } = this.parts;
     if (options.onlyIfAbsent && store.insertSchedule) {
@@ -694,7 +720,7 @@ export class Automations {
     } else {
       await store.upsertSchedule(record);
     }
-    return describe(record, payload);
+    return this.describe(record, payload);
   }
 
   private async rows(): Promise<Map<string, { record: ScheduleRecord; payload: AutomationPayload }>> {
@@ -728,20 +754,6 @@ export class Automations {
     }
     return found;
   }
-}
-
-function describe(record: Pick<ScheduleRecord, "enabled" | "nextRunAt">, payload: AutomationPayload): AutomationInfo {
-  const rests = !record.enabled || record.nextRunAt === NEVER.toISOString();
-  return {
-    name: payload.name,
-    source: payload.source,
-    schedule: payload.schedule,
-    message: payload.message,
-    conversationId: payload.conversationId,
-    enabled: payload.enabled,
-    paused: payload.paused,
-    nextRunAt: rests ? null : record.nextRunAt,
-  };
 }
 
 /** What a static row takes from its file (and digests, to see whether the file changed). */
@@ -807,7 +819,7 @@ const CREATE_FIELDS = ["name", "schedule", "message", "conversationId", "enabled
 const UPDATE_FIELDS: UpdateField[] = ["schedule", "message", "conversationId", "enabled"];
 
 /** What a rewrite of a row writes (the automation's payload and next due time), or the answer without a write. */
-type RowChange = { payload: AutomationPayload; nextRunAt: Date } | { answer: AutomationInfo };
+type RowChange = { payload: AutomationPayload; nextRunAt: Date } | { answer: ListedAutomation };
 
 /** A field nothing reads (a misspelling, `timezone` beside schedule, a rename) is refused, never dropped. */
 function refuseUnknownFields(input: object, known: string[], where: string): void {

@@ -1,4 +1,5 @@
-import type { AutomationInfo, NormalizedSchedule } from "@assemblyline-agents/core";
+import type { NormalizedSchedule } from "@assemblyline-agents/core";
+import type { Automations } from "@assemblyline-agents/runtime";
 import { builtAgentFolder } from "../agent-folder.js";
 import { jsonOption, requirePositional, type ParsedCommand } from "../args.js";
 import { commandLogger } from "../command-logger.js";
@@ -70,8 +71,13 @@ async function openAgent(parsed: ParsedCommand, io: CommandIO, printEvents: bool
   return { ...local, agentDir };
 }
 
-function describeLine(automation: AutomationInfo): string {
-  const state = automation.paused ? "paused" : !automation.enabled ? "disabled" : automation.nextRunAt ? `next ${automation.nextRunAt}` : "done";
+/** An automation as `runtime.automations` lists it: with `held`. */
+type ListedAutomation = Awaited<ReturnType<Automations["list"]>>[number];
+
+function describeLine(automation: ListedAutomation): string {
+  const rests = automation.paused ? "paused" : !automation.enabled ? "disabled" : undefined;
+  // A held automation's next due time passes without a run: printed as the time it would run, it would mislead.
+  const state = automation.held ? `${rests ? `${rests}, ` : ""}held (dynamicAutomations.dynamic is off)` : (rests ?? (automation.nextRunAt ? `next ${automation.nextRunAt}` : "done"));
   return `${automation.name.padEnd(24)} ${automation.source.padEnd(8)} ${describeSchedule(automation.schedule).padEnd(32)} ${state}  ${JSON.stringify(automation.message).slice(0, 60)}`;
 }
 
