@@ -56,7 +56,7 @@ import { holdForStep } from "./run/step.js";
 import { skillWriteGate } from "./skills/write-approval.js";
 import { createSelfImprovementApi } from "./skills/self-improvement-api.js";
 import { DEFAULT_SUBAGENT_LIMITS, checkSubagentLimitsOption, type SubagentLimits } from "./subagents/limits.js";
-import { spawnSubagent } from "./subagents/spawner.js";
+import { spawnSubagent, type SpawnerParts } from "./subagents/spawner.js";
 import { endedChildRefusal } from "./subagents/ended-child.js";
 import { StrandedParentSweep } from "./subagents/stranded-parents.js";
 import { Automations } from "./automations/automations.js";
@@ -313,7 +313,14 @@ export class OpenEveRuntime {
       leaseTtlMs: this.options.leaseTtlMs ?? 30_000,
       resolverTimeoutMs: this.resolverTimeoutMs,
       selectHarness: (modelSpec, runId) => this.selectHarness(modelSpec, runId),
-      services: (run, resumed) => this.servicesFor(run, resumed, { manifest, profiles, journal, drive: (childRunId, signal) => driver.drive(childRunId, signal ? { signal } : {}) }),
+      services: (run, resumed) =>
+        this.servicesFor(run, resumed, {
+          manifest,
+          profiles,
+          journal,
+          // A child driven on after a stop is resumed as any run is: recorded, so the time it stood still is not active time.
+          drive: (childRunId, options) => driver.drive(childRunId, { ...(options?.signal ? { signal: options.signal } : {}), ...(options?.resumed ? { resumedBy: { recovered: false } } : {}) }),
+        }),
       textDelta: (runId, delta) => this.options.onTextDelta?.(runId, delta),
       textRestart: (runId) => this.options.onTextRestart?.(runId),
       owesDelivery: (channel) => this.options.owesDelivery?.(channel) ?? true,
@@ -1007,7 +1014,7 @@ export class OpenEveRuntime {
   private servicesFor(
     run: RunRecord,
     resumed: boolean,
-    build: { manifest: AgentManifest; profiles: AgentProfile; journal: RunJournal; drive(childRunId: string, signal?: AbortSignal): Promise<RunResult> },
+    build: { manifest: AgentManifest; profiles: AgentProfile; journal: RunJournal; drive: SpawnerParts["drive"] },
   ): RunServices {
     const sandboxAdapter = this.options.sandbox;
     // A subagent with workspace "shared" works in the sandbox of the run it names; it never releases it.

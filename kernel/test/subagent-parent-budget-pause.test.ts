@@ -37,8 +37,9 @@ export default defineAgent({ description: "Works slowly.", instructions: "Work."
     // The parent's 400 ms ran out while its child was still working.
     expect(paused).toMatchObject({ status: "waiting_approval", pendingBudget: { budget: "maxDurationMs" } });
 
-    // The child ends (done, or stopped with its parent's turn).
+    // The child, left resumable when the parent's turn stopped, is driven to its end by a recovery sweep.
     release();
+    await runtime.recoverRuns();
     const childOf = async () => (await state.listRuns({ agentId: `${runtime.manifest.agent.id}/worker` })).runs[0];
     await until(async () => ["completed", "failed"].includes((await childOf())?.status ?? ""));
     // Time for a wake, had there been one.
@@ -53,7 +54,7 @@ export default defineAgent({ description: "Works slowly.", instructions: "Work."
     });
   });
 
-  it("goes on when its maxDurationMs pause is approved: the spawn the limit stopped runs again and hands the model its stopped child's failure", async () => {
+  it("goes on when its maxDurationMs pause is approved: the spawn the limit stopped runs again and drives its stopped child on to its end", async () => {
     const script = {
       turns: [{ toolCalls: [{ name: "spawn_subagent", input: { name: "worker", task: "do it" } }] }, { text: "parent done" }],
       subagents: { worker: { turns: [{ toolCalls: [{ name: "slow", input: { value: "one" } }] }, { text: "child done" }] } },
@@ -82,11 +83,11 @@ export default defineAgent({ description: "Works slowly.", instructions: "Work."
     await until(async () => !["running", "waiting_approval"].includes((await runtime.getRun(paused.runId)).status));
     const parentNow = await runtime.getRun(paused.runId);
     expect({ approved: approved.status, parent: parentNow.status, reply: parentNow.response?.text }).toEqual({ approved: "completed", parent: "completed", reply: "parent done" });
-    // The child stopped with its parent's turn; the replayed spawn found it (no second child) and returned its failure.
+    // The child stopped with its parent's turn, left resumable; the replayed spawn found it (no second child) and drove it on.
     const children = (await state.listRuns({ agentId: `${runtime.manifest.agent.id}/worker` })).runs;
-    expect(children.map((child) => child.status)).toEqual(["failed"]);
+    expect(children.map((child) => child.status)).toEqual(["completed"]);
     const spawn = await state.getToolCall(paused.runId, "call_0_0");
-    expect(spawn).toMatchObject({ status: "completed", modelOutput: { error: expect.stringMatching(/subagent worker .* failed: .*maxDurationMs/) } });
+    expect(spawn).toMatchObject({ status: "completed", modelOutput: { subagent: "worker", runId: children[0]!.id, output: "child done" } });
   });
 
   it("stays paused on one subagent's approval when another subagent it spawned beside it (and never waited on) ends", async () => {

@@ -97,6 +97,18 @@ export function budgetExceededError(runId: string, exceeded: BudgetExceeded): As
   });
 }
 
+/**
+ * Abort reasons that pause the run they stop instead of ending it: its `maxDurationMs` reached under
+ * `onExceeded: "pause"`. Approving the pause replays the calls they stopped, so what those calls were
+ * driving (a subagent's run, and its own subagents') is left to go on then, not failed.
+ */
+const PAUSING_STOPS = new WeakSet<object>();
+
+/** Whether a run's abort `reason` pauses it for a decision (see PAUSING_STOPS) rather than ends it. */
+export function isPausingStop(reason: unknown): boolean {
+  return typeof reason === "object" && reason !== null && PAUSING_STOPS.has(reason);
+}
+
 /** Events after which a run stood still: the gap to the next event is not active time. */
 const RESTING = new Set(["run.waiting_approval", "run.waiting_input"]);
 
@@ -215,10 +227,15 @@ export class RunBudget {
     return this.limits.onExceeded === "pause";
   }
 
-  /** `maxDurationMs` reached while a call ran: recorded as the budget exceeded, and the error that stops the call. */
+  /**
+   * `maxDurationMs` reached while a call ran: recorded as the budget exceeded, and the error that stops the call.
+   * Under `onExceeded: "pause"` the error is a pausing stop (isPausingStop): the run pauses on it rather than ends.
+   */
   durationReached(): AssemblyLineError {
     this.exceeded ??= { budget: "maxDurationMs", limit: this.limits.maxDurationMs ?? 0, used: Date.now() - this.startedAtMs - this.idleMs };
-    return budgetExceededError(this.run.id, this.exceeded);
+    const error = budgetExceededError(this.run.id, this.exceeded);
+    if (this.pausesWhenExceeded) PAUSING_STOPS.add(error);
+    return error;
   }
 
   /** What the run's subagents spent so far, reading the events appended since the last check. */

@@ -27,7 +27,7 @@ import { agentConversations } from "../state/agent-conversations.js";
 import { agentUsage } from "../state/agent-usage.js";
 import type { ResolvedState } from "../state/resolve-state.js";
 import { declarationProblem } from "./capability-declaration.js";
-import { RunBudget, budgetConversationOf, budgetExceededError, budgetPauseOf, type BudgetExceeded } from "./budget.js";
+import { RunBudget, budgetConversationOf, budgetExceededError, budgetPauseOf, isPausingStop, type BudgetExceeded } from "./budget.js";
 import { buildModelContext } from "./context-policy.js";
 import { isInfrastructureFailure, leaseLost } from "./infrastructure-failure.js";
 import { dropUndefined, type RunJournal } from "./journal.js";
@@ -339,6 +339,8 @@ export class RunDriver {
     // it fails with the abort's reason, as a run cancelled mid-turn does.
     if (options.signal?.aborted) {
       const reason: unknown = options.signal.reason;
+      // Stopped by its parent's pause (isPausingStop) before it started: left as it is, for the approved replay to drive.
+      if (isPausingStop(reason)) return;
       await this.failRun(runId, reason, isAssemblyLineError(reason) ? reason.code : undefined);
       return;
     }
@@ -633,6 +635,9 @@ export class RunDriver {
       // A cancelled run fails with the abort's reason, whatever the engine made of the abort.
       if (controller.signal.aborted) {
         const reason: unknown = controller.signal.reason;
+        // Its parent paused (its maxDurationMs under onExceeded "pause"): left as a crash leaves it, its sandbox
+        // kept and its lease released with the drive, for the parent's approved replay of the spawn to drive on.
+        if (isPausingStop(reason)) return;
         await this.failRun(run.id, reason, isAssemblyLineError(reason) ? reason.code : undefined);
         await services.releaseSandbox();
         return;
@@ -653,6 +658,8 @@ export class RunDriver {
       if (isInfrastructureFailure(error) || lease.lost) throw error;
       if (scope.budget.exceeded) await this.failOverBudget(run.id, scope.budget.exceeded, profile.budgets);
       else if (scope.failure) await this.failRun(run.id, new Error(scope.failure.message), scope.failure.code);
+      // Stopped with its parent's pause: left as above, whatever the engine threw on the abort.
+      else if (controller.signal.aborted && isPausingStop(controller.signal.reason)) return;
       else await this.failRun(run.id, error, isAssemblyLineError(error) ? error.code : undefined);
       await services.releaseSandbox();
     } finally {

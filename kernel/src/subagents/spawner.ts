@@ -32,9 +32,12 @@ export interface SpawnerParts {
   spawning: Map<string, Set<string>>;
   /**
    * Drive a run to its next resting state (waits for a drive of it already in this process).
-   * `signal` stops it as a caller's abort stops a run: it fails with the abort's reason.
+   * `signal` stops it as a caller's abort stops a run: it fails with the abort's reason, unless that
+   * reason pauses the parent (isPausingStop), which leaves it as a crash does. `resumed`: the run was
+   * left part-way (a crash, its parent's pause), recorded as a resume so the time it stood still is not
+   * counted in its own maxDurationMs.
    */
-  drive(runId: string, signal?: AbortSignal): Promise<RunResult>;
+  drive(runId: string, options?: { signal?: AbortSignal; resumed?: boolean }): Promise<RunResult>;
   /** Model usage: what a child spent is recorded on the parent, and what the parent has left bounds the next child. */
   usage: UsageStore;
   /** The spawning run's budgets, as its agent resolves them (before its own narrowing and extensions). */
@@ -91,7 +94,9 @@ export async function spawnSubagent(parts: SpawnerParts, parent: RunRecord, prof
   // A crash between creating the child and recording it leaves the event to the replay.
   else await record("subagent.started", { childRunId, subagent: child.path, callId, task: request.task, depth: existing.input.parent?.depth ?? 1 });
 
-  const result = await driveUnder(parts, childRunId, site.turn).catch((error: unknown) => {
+  // A child left part-way (its parent paused on maxDurationMs, or a crash) is resumed; a new one is started.
+  const resumed = existing?.status === "running";
+  const result = await driveUnder(parts, childRunId, site.turn, resumed).catch((error: unknown) => {
     // Leased by another replica: not the parent's failure. It stays running and recovery resumes both.
     if (isAssemblyLineError(error, "AL_ERR_RUN_NOT_RESUMABLE")) throw busy(childRunId, "is leased by another process");
     throw error;
@@ -131,11 +136,13 @@ export async function spawnSubagent(parts: SpawnerParts, parent: RunRecord, prof
 
 /**
  * Drive the child until it rests, stopped when the parent's turn stops: with the turn's abort reason, so the
- * child fails as a cancelled run does. Not when the parent's lease moved to another replica: the child is this
- * process's to drive still, and that replica's replay of the call finds it.
+ * child fails as a cancelled run does. A reason that only pauses the parent (its maxDurationMs under
+ * `onExceeded: "pause"`) leaves the child as a crash leaves it instead, and the approved replay of the call
+ * drives it on. Not when the parent's lease moved to another replica: the child is this process's to drive
+ * still, and that replica's replay of the call finds it.
  */
-async function driveUnder(parts: SpawnerParts, childRunId: string, turn: AbortSignal | undefined): Promise<RunResult> {
-  if (!turn) return parts.drive(childRunId);
+async function driveUnder(parts: SpawnerParts, childRunId: string, turn: AbortSignal | undefined, resumed: boolean): Promise<RunResult> {
+  if (!turn) return parts.drive(childRunId, { resumed });
   const stop = new AbortController();
   const forward = () => {
     if (!isAssemblyLineError(turn.reason, "AL_ERR_RUN_LEASE_LOST")) stop.abort(turn.reason);
@@ -143,7 +150,7 @@ async function driveUnder(parts: SpawnerParts, childRunId: string, turn: AbortSi
   if (turn.aborted) forward();
   else turn.addEventListener("abort", forward, { once: true });
   try {
-    return await parts.drive(childRunId, stop.signal);
+    return await parts.drive(childRunId, { signal: stop.signal, resumed });
   } finally {
     turn.removeEventListener("abort", forward);
   }

@@ -1,0 +1,216 @@
+import { writeFileSync } from "node:fs";
+import { join } from "node:path";
+import { InMemoryStateAdapter } from "@assemblyline-agents/runtime";
+import type { AgentHarness, ModelToolCall, RunRecord } from "@assemblyline-agents/core";
+import { describe, expect, it, onTestFinished } from "vitest";
+import { agentFolder, toolSource } from "./support/agent-folder.js";
+import { startAgent, startBuilt } from "./support/runtime.js";
+
+/** What the worker's tools share with the test: how often `effect` ran, and what `slow` waits for. */
+type Shared = { __effects?: number; __release?: Promise<void> };
+const shared = globalThis as Shared;
+
+/** A fresh count and gate for one test; `release` lets the worker's `slow` call return. */
+function sharedForTest(): { release: () => void } {
+  let release!: () => void;
+  shared.__effects = 0;
+  shared.__release = new Promise<void>((resolve) => (release = resolve));
+  onTestFinished(() => {
+    delete shared.__effects;
+    delete shared.__release;
+  });
+  return { release };
+}
+
+const agent = (fields: string) => `import { defineAgent } from "@assemblyline-agents/core";\nexport default defineAgent({ ${fields} });\n`;
+const EFFECT = toolSource({ upFront: true, execute: `globalThis.__effects = (globalThis.__effects ?? 0) + 1; return { done: input.value };` });
+const SLOW = toolSource({ upFront: true, execute: `await globalThis.__release; return { done: input.value };` });
+/** The worker makes its side effect, then waits in `slow` (past its parent's limit) before it ends. */
+const WORKER_SCRIPT = { turns: [{ toolCalls: [{ name: "effect", input: { value: "one" } }] }, { toolCalls: [{ name: "slow", input: { value: "two" } }] }, { text: "child done" }] };
+const spawn = (name: string) => ({ toolCalls: [{ name: "spawn_subagent", input: { name, task: "do it" } }] });
+
+/** A root agent on the scripted model whose time runs out while its subagent works: it pauses for a decision. */
+function pausingRoot(files: Record<string, string>, script: object, maxDurationMs: number): string {
+  const dir = agentFolder({
+    "agent.ts": agent(`model: "scripted:" + new URL("./script.json", import.meta.url).pathname, instructions: "Coordinate.", budgets: { maxDurationMs: ${maxDurationMs}, onExceeded: "pause" }`),
+    ...files,
+  });
+  writeFileSync(join(dir, "script.json"), JSON.stringify(script));
+  return dir;
+}
+
+/**
+ * An engine that gives up on a stopped call by throwing, where the scripted one ends its turn: the root spawns
+ * `worker`, which makes its side effect, then waits in `slow`.
+ */
+const throwingEngine: AgentHarness = {
+  name: "throwing",
+  async runTurn(input, ctx) {
+    await ctx.modelCall("model:0", async () => ({ ok: true }));
+    const calls: ModelToolCall[] = input.subagent
+      ? [
+          { id: "call_effect", name: "effect", input: { value: "one" } },
+          { id: "call_slow", name: "slow", input: { value: "two" } },
+        ]
+      : [{ id: "call_spawn", name: "spawn_subagent", input: { name: "worker", task: "do it" } }];
+    let last: unknown = null;
+    for (const call of calls) {
+      const outcome = await ctx.callTool(call);
+      if (outcome.status === "paused") return { status: "paused", continuation: { version: 1, harness: "throwing", agentRevision: input.agentRevision, data: {} } };
+      if (outcome.status === "failed") throw new Error(outcome.output.error);
+      last = outcome.output;
+    }
+    return { status: "completed", response: { text: JSON.stringify(last) } };
+  },
+};
+
+async function onlyRunOf(state: InMemoryStateAdapter, agentId: string): Promise<RunRecord> {
+  const { runs } = await state.listRuns({ agentId });
+  expect(runs).toHaveLength(1);
+  return runs[0]!;
+}
+
+async function until(check: () => Promise<boolean>, timeoutMs = 5_000): Promise<void> {
+  const deadline = Date.now() + timeoutMs;
+  while (!(await check())) {
+    if (Date.now() > deadline) throw new Error("timed out waiting");
+    await new Promise((resolve) => setTimeout(resolve, 20));
+  }
+}
+
+describe("a subagent stopped by its parent's maxDurationMs pause", () => {
+  it("is left resumable, and approving the parent drives it on: the parent's spawn gets its output and its side effect happens once", async () => {
+    const { release } = sharedForTest();
+    const dir = pausingRoot(
+      { "subagents/worker/agent.ts": agent(`description: "Works slowly.", instructions: "Work."`), "subagents/worker/tools/effect.ts": EFFECT, "subagents/worker/tools/slow.ts": SLOW },
+      { turns: [spawn("worker"), { text: "parent done" }], subagents: { worker: WORKER_SCRIPT } },
+      600,
+    );
+    const { runtime, state } = await startBuilt(dir);
+    onTestFinished(() => runtime.close());
+    const paused = await runtime.run({ message: "go" });
+    expect(paused).toMatchObject({ status: "waiting_approval", pendingBudget: { budget: "maxDurationMs" } });
+
+    // Stopped with the parent's turn, not failed: left as a crash leaves a run, its lease released once its drive stops.
+    const workerId = `${runtime.manifest.agent.id}/worker`;
+    await until(async () => (await onlyRunOf(state, workerId)).lease === null);
+    const stopped = await onlyRunOf(state, workerId);
+    expect({ status: stopped.status, effects: shared.__effects }).toEqual({ status: "running", effects: 1 });
+
+    release();
+    const approved = await runtime.approve(paused.runId);
+    expect({ status: approved.status, reply: approved.response?.text }).toEqual({ status: "completed", reply: "parent done" });
+    // The replayed spawn found the stopped child (no second one) and drove it on from where it stood.
+    const child = await onlyRunOf(state, workerId);
+    expect({ child: child.status, effects: shared.__effects }).toEqual({ child: "completed", effects: 1 });
+    expect(await state.getToolCall(paused.runId, "call_0_0")).toMatchObject({ status: "completed", modelOutput: { subagent: "worker", runId: child.id, output: "child done" } });
+  });
+
+  it("does not count the time the child stood stopped in the maxDurationMs it inherited", async () => {
+    const { release } = sharedForTest();
+    const dir = pausingRoot(
+      { "subagents/worker/agent.ts": agent(`description: "Works slowly.", instructions: "Work."`), "subagents/worker/tools/effect.ts": EFFECT, "subagents/worker/tools/slow.ts": SLOW },
+      { turns: [spawn("worker"), { text: "parent done" }], subagents: { worker: WORKER_SCRIPT } },
+      300,
+    );
+    const { runtime, state } = await startBuilt(dir);
+    onTestFinished(() => runtime.close());
+    const paused = await runtime.run({ message: "go" });
+    expect(paused).toMatchObject({ status: "waiting_approval", pendingBudget: { budget: "maxDurationMs" } });
+    // The human decides after the child's 300 ms (its parent's, inherited) would have run out, had its stopped time counted.
+    await new Promise((resolve) => setTimeout(resolve, 1_000));
+
+    release();
+    expect((await runtime.approve(paused.runId)).status).toBe("completed");
+    const child = await onlyRunOf(state, `${runtime.manifest.agent.id}/worker`);
+    expect({ child: child.status, error: child.error?.message, effects: shared.__effects }).toEqual({ child: "completed", error: undefined, effects: 1 });
+  });
+
+  it("is left resumable as well under an engine that throws when its call is stopped", async () => {
+    const { release } = sharedForTest();
+    const dir = agentFolder({
+      "agent.ts": agent(`model: "test/model", instructions: "Coordinate.", budgets: { maxDurationMs: 600, onExceeded: "pause" }`),
+      "subagents/worker/agent.ts": agent(`description: "Works slowly.", instructions: "Work."`),
+      "subagents/worker/tools/effect.ts": EFFECT,
+      "subagents/worker/tools/slow.ts": SLOW,
+    });
+    const { runtime, state } = await startAgent(dir, [], { agentHarness: throwingEngine });
+    onTestFinished(() => runtime.close());
+    const paused = await runtime.run({ message: "go" });
+    expect(paused).toMatchObject({ status: "waiting_approval", pendingBudget: { budget: "maxDurationMs" } });
+    const workerId = `${runtime.manifest.agent.id}/worker`;
+    await until(async () => (await onlyRunOf(state, workerId)).lease === null);
+    expect((await onlyRunOf(state, workerId)).status).toBe("running");
+
+    release();
+    const approved = await runtime.approve(paused.runId);
+    const child = await onlyRunOf(state, workerId);
+    expect({ status: approved.status, reply: approved.response?.text, child: child.status, effects: shared.__effects }).toEqual({
+      status: "completed",
+      reply: JSON.stringify({ subagent: "worker", runId: child.id, output: JSON.stringify({ done: "two" }) }),
+      child: "completed",
+      effects: 1,
+    });
+  });
+
+  it("leaves a child its parent's pause stopped before it started queued, for the approved replay to start", async () => {
+    const { release } = sharedForTest();
+    let childStored!: () => void;
+    const storing = new Promise<void>((resolve) => (childStored = resolve));
+    /** A store that holds the child's creation until the test lets it through: the pause comes in between. */
+    class SlowToCreateChildren extends InMemoryStateAdapter {
+      override async createRun(...args: Parameters<InMemoryStateAdapter["createRun"]>): ReturnType<InMemoryStateAdapter["createRun"]> {
+        if (args[0].input.parent) await storing;
+        return super.createRun(...args);
+      }
+    }
+    const dir = pausingRoot(
+      { "subagents/worker/agent.ts": agent(`description: "Works slowly.", instructions: "Work."`), "subagents/worker/tools/effect.ts": EFFECT, "subagents/worker/tools/slow.ts": SLOW },
+      { turns: [spawn("worker"), { text: "parent done" }], subagents: { worker: WORKER_SCRIPT } },
+      300,
+    );
+    const state = new SlowToCreateChildren();
+    const { runtime } = await startBuilt(dir, { state });
+    onTestFinished(() => runtime.close());
+    const paused = await runtime.run({ message: "go" });
+    expect(paused).toMatchObject({ status: "waiting_approval", pendingBudget: { budget: "maxDurationMs" } });
+
+    childStored();
+    const workerId = `${runtime.manifest.agent.id}/worker`;
+    await until(async () => (await state.listRuns({ agentId: workerId })).runs[0]?.lease === null);
+    expect({ child: (await onlyRunOf(state, workerId)).status, effects: shared.__effects }).toEqual({ child: "queued", effects: 0 });
+
+    release();
+    expect((await runtime.approve(paused.runId)).status).toBe("completed");
+    const child = await onlyRunOf(state, workerId);
+    expect({ child: child.status, effects: shared.__effects }).toEqual({ child: "completed", effects: 1 });
+    expect(await state.getToolCall(paused.runId, "call_0_0")).toMatchObject({ status: "completed", modelOutput: { subagent: "worker", runId: child.id, output: "child done" } });
+  });
+
+  it("leaves a nested child resumable too, each level down, and the approval drives both on", async () => {
+    const { release } = sharedForTest();
+    const dir = pausingRoot(
+      {
+        "subagents/lead/agent.ts": agent(`description: "Delegates.", instructions: "Delegate."`),
+        "subagents/lead/subagents/worker/agent.ts": agent(`description: "Works slowly.", instructions: "Work."`),
+        "subagents/lead/subagents/worker/tools/effect.ts": EFFECT,
+        "subagents/lead/subagents/worker/tools/slow.ts": SLOW,
+      },
+      { turns: [spawn("lead"), { text: "parent done" }], subagents: { lead: { turns: [spawn("worker"), { text: "lead done" }], subagents: { worker: WORKER_SCRIPT } } } },
+      600,
+    );
+    const { runtime, state } = await startBuilt(dir);
+    onTestFinished(() => runtime.close());
+    const paused = await runtime.run({ message: "go" });
+    expect(paused).toMatchObject({ status: "waiting_approval", pendingBudget: { budget: "maxDurationMs" } });
+    const id = runtime.manifest.agent.id;
+    await until(async () => (await onlyRunOf(state, `${id}/lead`)).lease === null && (await onlyRunOf(state, `${id}/lead/worker`)).lease === null);
+    expect([(await onlyRunOf(state, `${id}/lead`)).status, (await onlyRunOf(state, `${id}/lead/worker`)).status]).toEqual(["running", "running"]);
+
+    release();
+    expect((await runtime.approve(paused.runId)).status).toBe("completed");
+    const [lead, worker] = [await onlyRunOf(state, `${id}/lead`), await onlyRunOf(state, `${id}/lead/worker`)];
+    expect({ lead: lead.status, worker: worker.status, effects: shared.__effects }).toEqual({ lead: "completed", worker: "completed", effects: 1 });
+    expect(await state.getToolCall(paused.runId, "call_0_0")).toMatchObject({ status: "completed", modelOutput: { subagent: "lead", runId: lead.id, output: "lead done" } });
+  });
+});
