@@ -57,10 +57,16 @@ export interface AutomationInfo {
   paused: boolean;
   /**
    * The next due time; null when it will not run again (a one-shot that ran, disabled or paused).
-   * A dynamic automation held because agent.ts turns dynamicAutomations.dynamic off shows the time
-   * its schedule gives, which passes without a run while it is held (docs/automations.md).
+   * A `held` automation shows the time its schedule gives, which passes without a run while it is held.
    */
   nextRunAt: string | null;
+  /**
+   * true for a run-created (dynamic) automation while the agent.ts of the build answering turns
+   * dynamicAutomations.dynamic off: it is kept, but its due times pass without a run until dynamic is
+   * on again (docs/automations.md). Always false for a static one, and in the answers of
+   * `ctx.automationManager`, which exists only while dynamic is on.
+   */
+  held: boolean;
 }
 
 export interface CreateAutomationInput {

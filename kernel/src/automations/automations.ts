@@ -73,15 +73,8 @@ export function isAutomationSchedule(record: Pick<ScheduleRecord, "payload">): b
   return automationPayload(record.payload) !== undefined;
 }
 
-/** An automation as `Automations` answers it (listed, got, created, changed): AutomationInfo, and whether it is held. */
-export interface ListedAutomation extends AutomationInfo {
-  /**
-   * true for a run-created (dynamic) automation while this build's agent.ts turns
-   * dynamicAutomations.dynamic off: it is kept, and its `nextRunAt` is the time its schedule gives,
-   * but that time passes without a run until dynamic is on again. Always false for a static one.
-   */
-  held: boolean;
-}
+/** An automation as `Automations` answers it (listed, got, created, changed), `held` included. */
+export type ListedAutomation = AutomationInfo;
 
 /** A run an automation's due time started (or found already started). */
 export interface AutomationRun {

@@ -197,6 +197,18 @@ function whose(pending) {
   return pending.runId ? ` (subagent ${pending.subagent || "?"}, run ${pending.runId})` : "";
 }
 
+/** What an approval lets through beyond the call's input: the change a run-time API would make, or the skill file it would write. */
+function changeParts(pending) {
+  const parts = [];
+  if (pending.change !== null && pending.change !== undefined) parts.push(el("p", { text: "Change:" }), el("pre", { class: "change", text: pending.change }));
+  const write = pending.skillWrite;
+  if (write) {
+    parts.push(el("p", { class: "skill-write", text: `Skill file to ${write.action}: /skills/${write.name}/${write.path}` }));
+    if (write.proposed !== null) parts.push(el("pre", { class: "skill-proposed", text: write.proposed }));
+  }
+  return parts;
+}
+
 function pendingParts(view) {
   const parts = [];
   // Element ids by position: two pending calls may share a call id (two subagents), never a position.
@@ -210,6 +222,7 @@ function pendingParts(view) {
         el("h3", { text: `Approval needed: ${pending.toolName}${whose(pending)}` }),
         pending.reason ? el("p", { text: pending.reason }) : null,
         pending.input !== null ? el("pre", { text: pending.input }) : null,
+        ...changeParts(pending),
         el(
           "div",
           { class: "actions" },

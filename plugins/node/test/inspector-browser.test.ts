@@ -1,4 +1,4 @@
-import { cpSync, existsSync, mkdirSync } from "node:fs";
+import { cpSync, existsSync, mkdirSync, writeFileSync } from "node:fs";
 import { dirname, join, resolve } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { chromium, type Browser, type Page } from "playwright-core";
@@ -148,6 +148,31 @@ describe.skipIf(!haveChromium)("decisions from the run inspector page, in headle
       await question.getByRole("button", { name: "Answer" }).click();
       await page.locator("#detail-title .badge", { hasText: "Completed" }).waitFor({ timeout: 15_000 });
       expect(sent).toEqual([{ answer: "green", callId: asked.body.question.callId, actor: "inspector" }]);
+    } finally {
+      await page.close();
+    }
+  }, 60_000);
+
+  it("shows the automation change an approval would let through, beside the call's input", async () => {
+    const agentDir = tempDir("al-inspector-change-");
+    mkdirSync(join(agentDir, "tools"));
+    writeFileSync(join(agentDir, "agent.ts"), `import { defineAgent } from "@assemblyline-agents/core";\nexport default defineAgent({ model: "test/model", dynamicAutomations: { dynamic: true, approval: true } });\n`);
+    writeFileSync(
+      join(agentDir, "tools/schedule.ts"),
+      `import { defineTool } from "@assemblyline-agents/core";\nexport default defineTool({ description: "Schedules the digest.", inputSchema: { type: "object" }, defaultEnabled: true, async execute(input, ctx) { return await ctx.automationManager.create({ name: "digest", schedule: { cron: "0 8 * * *" }, message: "morning digest" }); } });\n`,
+    );
+    const bundle = await loadRuntimeBundle((await buildAgent(agentDir)).artifactRoot);
+    const host = await startHost(bundle, { agentHarness: scriptedHarness({ turns: [{ toolCalls: [{ name: "schedule", input: {} }] }, { text: "scheduled" }] }) });
+    const page = await browser.newPage();
+    try {
+      const paused = await host.runtime.run({ message: "schedule my digest" });
+      expect(paused.status).toBe("waiting_approval");
+      await page.goto(`${host.url}/inspector#/runs/${encodeURIComponent(paused.runId)}`);
+      const pending = page.getByRole("region", { name: "Approval needed for schedule" });
+      await pending.waitFor();
+      const change = pending.locator("pre.change");
+      await change.waitFor();
+      expect(JSON.parse((await change.textContent())!)).toMatchObject({ action: "create", name: "digest", automation: { message: "morning digest" } });
     } finally {
       await page.close();
     }
