@@ -2,13 +2,13 @@ import { randomBytes, randomUUID } from "node:crypto";
 import { createServer, type IncomingMessage, type ServerResponse } from "node:http";
 import type { AddressInfo } from "node:net";
 import { posix } from "node:path";
-import { PassThrough, Writable } from "node:stream";
+import { Writable } from "node:stream";
 import { connectNodeAdapter } from "@connectrpc/connect-node";
 import busboy from "busboy";
 import type Docker from "dockerode";
-import tar from "tar-stream";
 import { envdProcessService } from "./envd-process-service.js";
 import { killHostTree } from "../../../../test/support/host-process.js";
+import { readFrom, writeInto } from "../../../docker/test/support/container-files.js";
 
 /*
  * A local E2B: the REST API (create, list by metadata and state in pages, get one, connect, kill,
@@ -449,59 +449,6 @@ export async function startFakeE2b(options: { docker: Docker; templates: Record<
 function basicUser(header: string | null): string | undefined {
   const encoded = /^Basic (.+)$/.exec(header ?? "")?.[1];
   return encoded ? Buffer.from(encoded, "base64").toString("utf8").split(":")[0] : undefined;
-}
-
-/**
- * Writes as E2B's envd does (os.OpenFile with O_CREATE|O_TRUNC): into the file already at the path,
- * following a symlink, through a hard link to its other names, and blocking on a FIFO; a new file
- * gets 0644. The bytes reach the container as an archive under a fresh name, then `cat` writes them.
- */
-async function writeInto(container: Docker.Container, destination: string, content: Buffer): Promise<void> {
-  const staged = `al-fake-upload-${randomBytes(8).toString("hex")}`;
-  const pack = tar.pack();
-  pack.entry({ name: staged, size: content.length, mode: 0o600 }, content);
-  pack.finalize();
-  const chunks: Buffer[] = [];
-  for await (const chunk of pack) chunks.push(chunk as Buffer);
-  await container.putArchive(Buffer.concat(chunks), { path: "/tmp" });
-  const script = 'd=${2%/*}; mkdir -p -- "${d:-/}" && (umask 022; cat -- "$1" > "$2"); s=$?; rm -f -- "$1"; exit $s';
-  const exec = await container.exec({ Cmd: ["sh", "-c", script, "sh", `/tmp/${staged}`, destination], AttachStdout: true, AttachStderr: true });
-  const stream = await exec.start({ hijack: true, stdin: false });
-  stream.resume();
-  await new Promise((resolve) => {
-    stream.once("end", resolve);
-    stream.once("close", resolve);
-  });
-  const { ExitCode } = await exec.inspect();
-  if (ExitCode !== 0) throw new Error(`writing ${destination} exited with ${ExitCode}`);
-}
-
-async function readFrom(container: Docker.Container, path: string): Promise<Buffer | undefined> {
-  let archive: NodeJS.ReadableStream;
-  try {
-    archive = await container.getArchive({ path });
-  } catch {
-    return undefined;
-  }
-  const extract = tar.extract();
-  let content: Buffer | undefined;
-  let first = true;
-  extract.on("entry", (header, stream, next) => {
-    const chunks: Buffer[] = [];
-    // tar-stream's entry is a streamx Readable, typed with unknown chunks; it emits Buffers.
-    stream.on("data", (chunk: unknown) => chunks.push(chunk as Buffer));
-    stream.on("end", () => {
-      if (first && header.type === "file") content = Buffer.concat(chunks);
-      first = false;
-      next();
-    });
-  });
-  await new Promise<void>((resolve, reject) => {
-    extract.on("finish", resolve);
-    extract.on("error", reject);
-    archive.pipe(new PassThrough()).pipe(extract);
-  });
-  return content;
 }
 
 async function readJson(request: IncomingMessage): Promise<Record<string, unknown>> {
