@@ -75,14 +75,35 @@ function thisProcess(): LockOwner {
 
 /** The boot and start time of `pid` (Linux), or undefined where /proc cannot tell. */
 function startOf(pid: number): string | undefined {
+  const starttime = procStatFields(pid)?.[19];
   try {
-    const stat = readFileSync(`/proc/${pid}/stat`, "utf8");
-    // The command name (field 2) may hold spaces and parentheses: count fields after its last ")".
-    const starttime = stat.slice(stat.lastIndexOf(")") + 2).split(" ")[19];
     return starttime === undefined ? undefined : `${bootId()}:${starttime}`;
   } catch {
     return undefined;
   }
+}
+
+/**
+ * Whether `pid` has died but is not reaped yet (Linux: state Z, zombie, or X, dead): it answers
+ * kill(pid, 0) and keeps its start time, yet holds no file and writes nothing. Where no init
+ * reaps orphans (a container without one), a killed holder stays so until the container ends.
+ */
+function isDeadUnreaped(pid: number): boolean {
+  const state = procStatFields(pid)?.[0];
+  return state === "Z" || state === "X";
+}
+
+/** The fields of /proc/<pid>/stat from the third (state) on, or undefined where /proc cannot tell. */
+function procStatFields(pid: number): string[] | undefined {
+  let stat: string;
+  try {
+    stat = readFileSync(`/proc/${pid}/stat`, "utf8");
+  } catch {
+    return undefined;
+  }
+  // The command name (field 2) may hold spaces and parentheses: count fields after its last ")".
+  const close = stat.lastIndexOf(")");
+  return close < 0 ? undefined : stat.slice(close + 2).split(" ");
 }
 
 function bootId(): string {
@@ -411,7 +432,8 @@ function guardIsStale(holder: LockHolder): boolean {
  * Whether the process `owner` names is alive. With this process's pid: this process (a second
  * adapter, maybe on a worker thread) when it started when the holder did; an earlier one whose
  * pid this process got (a restarted container) otherwise. Where /proc cannot tell, the process id
- * tells, though a worker thread has an id of its own.
+ * tells, though a worker thread has an id of its own. A pid that died and was not reaped (see
+ * isDeadUnreaped) is dead.
  */
 function pidIsHolder(owner: LockOwner): boolean {
   if (owner.pid === process.pid) {
@@ -424,6 +446,7 @@ function pidIsHolder(owner: LockOwner): boolean {
   } catch (error) {
     if ((error as NodeJS.ErrnoException).code !== "EPERM") return false;
   }
+  if (isDeadUnreaped(owner.pid)) return false;
   if (owner.started === undefined) return true;
   const started = startOf(owner.pid);
   return started === undefined || started === owner.started;
