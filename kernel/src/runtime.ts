@@ -38,7 +38,7 @@ import type { Kernel } from "./kernel.js";
 import { agentConversations } from "./state/agent-conversations.js";
 import { createRuntimeLogger } from "./logger.js";
 import { Admission } from "./run/admission.js";
-import { budgetPauseOf, decideBudgetPause } from "./run/budget.js";
+import { budgetPauseOf, decideBudgetPause, failedOnDeniedPause } from "./run/budget.js";
 import { RunJournal } from "./run/journal.js";
 import { RunDriver } from "./run/run-driver.js";
 import { RevisionDrivers } from "./run/revision-drivers.js";
@@ -59,6 +59,7 @@ import { DEFAULT_SUBAGENT_LIMITS, checkSubagentLimitsOption, type SubagentLimits
 import { spawnSubagent, type SpawnerParts } from "./subagents/spawner.js";
 import { endedChildRefusal } from "./subagents/ended-child.js";
 import { StrandedParentSweep } from "./subagents/stranded-parents.js";
+import { failLeftDescendants, failLeftRun, parentEndedError, pauseDeniedError, type LeftRunParts } from "./subagents/left-children.js";
 import { Automations } from "./automations/automations.js";
 import { createAutomationManager } from "./automations/automation-manager.js";
 import { ConnectionRegistry } from "./connections/connection-registry.js";
@@ -685,12 +686,57 @@ export class OpenEveRuntime {
     return Promise.all(
       claimed.filter((run) => isRunOfAgent(run, agentId)).map((run) =>
         this.track(async () => {
+          // A subagent run left part-way under a parent that ended since (its budget pause denied, a crash between the
+          // parent's end and its children's) has no one to take its output: failed, not driven.
+          const endedParent = await this.endedParentOf(run);
+          if (endedParent) return this.failLeftUnder(run, endedParent);
           // The claim leased the run to us; drive renews that lease.
           const { driver, revision } = await this.revisions.driverFor(run);
           return driver.drive(run.id, { revision, resumedBy: { recovered: true } });
         }),
       ),
     );
+  }
+
+  /** The parent of subagent run `run` when it has failed or completed. */
+  private async endedParentOf(run: RunRecord): Promise<RunRecord | undefined> {
+    const parentRunId = run.input.parent?.runId;
+    const parent = parentRunId === undefined ? undefined : await this.state.runs.getRun(parentRunId);
+    return parent && (parent.status === "failed" || parent.status === "completed") ? parent : undefined;
+  }
+
+  /** Fail `run`, left part-way under `parent` that has ended, and the runs below it left with it. */
+  private async failLeftUnder(run: RunRecord, parent: RunRecord): Promise<RunResult> {
+    const denied = parent.status === "failed" && failedOnDeniedPause(await this.state.runs.listEvents(parent.id));
+    const parts = this.leftRunParts();
+    const { outcome, result } = await failLeftRun(parts, run, parentEndedError(run, parent, denied));
+    if (outcome === "failed") await failLeftDescendants(parts, run.id, (below) => parentEndedError(below, parent, denied));
+    return result;
+  }
+
+  /**
+   * After a denied budget pause failed `runId`: fail the subagent runs its pause left part-way, each level down.
+   * A failure here is only logged: the recovery sweep fails such a run instead of driving it (recoverRuns).
+   */
+  private async failRunsLeftByDenial(runId: string): Promise<void> {
+    await failLeftDescendants(this.leftRunParts(), runId, (run) => pauseDeniedError(run, runId)).catch((error: unknown) =>
+      this.logger.warn({ runId, err: String(error) }, "failing the subagent runs a denied budget pause left part-way failed; the recovery sweep fails them instead of driving them"),
+    );
+  }
+
+  /** What failing a subagent run left part-way takes (left-children.ts): its build's driver, and its sandbox released as a failed run's is. */
+  private leftRunParts(): LeftRunParts {
+    return {
+      runs: this.state.runs,
+      logger: this.logger,
+      driverFor: (run) => this.revisions.driverFor(run),
+      releaseHeld: async (run) => {
+        const adapter = this.options.sandbox;
+        // A "shared" workspace belongs to the run it names, and a run that never started acquired none.
+        if (!adapter || (run.input.parent?.sandboxRunId ?? run.id) !== run.id || run.status === "queued") return;
+        await adapter.release(run.id).catch((error) => this.logger.warn({ runId: run.id, err: String(error) }, "sandbox release failed"));
+      },
+    };
   }
 
   /**
@@ -760,9 +806,10 @@ export class OpenEveRuntime {
     if (options.runId !== undefined) throw await this.notWaitedOn(runId, options.runId, "waiting_approval");
     return this.track(async () => {
       const { driver, revision } = await this.revisions.driverFor(await this.requireOwnRun(runId));
+      let pauseDenied = false;
       // Recorded under the run's lease: a decision can never interleave with the turn that paused,
       // nor with another replica acting on the same run.
-      return driver.drive(runId, {
+      const decided = await driver.drive(runId, {
         revision,
         beforeDriving: async (run) => {
           const pending = (await this.state.runs.listToolCalls(runId)).filter((call) => call.status === "waiting_approval");
@@ -774,6 +821,7 @@ export class OpenEveRuntime {
               });
             }
             await decideBudgetPause(driver.journal, run, budgetPause, driver.budgetsOf(run), decision, options.actor ?? null, (code) => driver.failureDeliveryOf(run, code), options.reason);
+            pauseDenied = decision === "denied";
             options.onRecorded?.();
             return decision === "approved";
           }
@@ -813,6 +861,9 @@ export class OpenEveRuntime {
           return last;
         },
       });
+      // Once the parent's failure is recorded: what its pause left part-way (its subagents, stopped with it) is failed too.
+      if (pauseDenied) await this.failRunsLeftByDenial(runId);
+      return decided;
     });
   }
 

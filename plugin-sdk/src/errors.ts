@@ -151,6 +151,7 @@ export const errorCatalogue = {
   AL_ERR_SUBAGENT_LIMIT: "A spawn would pass the subagent depth or per-run count limit.",
   AL_ERR_SUBAGENT_BUSY: "A subagent's run is driven by another process; the parent stays running and recovery resumes both.",
   AL_ERR_SUBAGENT_FAILED: "A subagent's run failed; the spawning tool call gets the child's error.",
+  AL_ERR_SUBAGENT_PARENT_ENDED: "A subagent run left part-way (stopped by its parent's maxDurationMs pause, or by a crash) was failed because its parent ended: the pause was denied, or the parent failed or completed since.",
   AL_ERR_SUBAGENT_OUTPUT: "A subagent's final output does not match its outputSchema or the expectedOutput schema.",
   AL_ERR_INSTRUMENTATION_DEFINITION: "instrumentation.ts does not default-export defineInstrumentation(...) with a setup function and a known captureContent.",
   AL_ERR_INSTRUMENTATION_SETUP: "instrumentation.ts setup() threw at startup or returned something that is not a TelemetrySink.",

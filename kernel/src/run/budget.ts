@@ -470,6 +470,12 @@ export const sumTokens = (records: UsageRecord[]) => records.reduce((total, reco
 export const roundCost = (cost: number) => Math.round(cost * 1e9) / 1e9;
 export const sumCost = (records: UsageRecord[]) => roundCost(records.reduce((total, record) => total + record.costUsd, 0));
 
+/** Whether a failed run's events end in the denial of its budget pause (decideBudgetPause's `run.failed`, the only one naming an actor). */
+export function failedOnDeniedPause(events: RunEvent[]): boolean {
+  const failed = events.findLast((event) => event.type === "run.failed");
+  return failed !== undefined && "actor" in failed.data && failed.data.code === "AL_ERR_BUDGET_EXCEEDED";
+}
+
 /**
  * A human's decision on a run paused by a budget: approving grows the budget
  * by its base limit again, from what was used (a measured budget can pass its

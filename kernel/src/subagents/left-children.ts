@@ -1,0 +1,115 @@
+import { AssemblyLineError, TERMINAL_RUN_STATUSES, type RunRecord, type RunStore, type RuntimeLogger } from "@assemblyline-agents/core";
+import type { RunDriver } from "../run/run-driver.js";
+import type { RunResult } from "../run/run-result.js";
+import { childRunIdFor } from "./spawner.js";
+
+/**
+ * Subagent runs left part-way (`running` or `queued` with no drive: what a crash, or their parent's
+ * `maxDurationMs` pause, leaves) under a parent that has ended: nothing will take their output, so they
+ * are failed instead of driven on, which would spend model calls and run tools for nothing.
+ */
+export interface LeftRunParts {
+  runs: RunStore;
+  logger: RuntimeLogger;
+  /** The driver of the build a run continues on (RevisionDrivers.driverFor). */
+  driverFor(run: RunRecord): Promise<{ driver: RunDriver }>;
+  /** Release what a failed run holds (its own sandbox), as the end of its drive would have. */
+  releaseHeld(run: RunRecord): Promise<void>;
+}
+
+/** What became of a left run: failed here, found ended or resting (left alone), or driven by another process (left to it). */
+export type LeftRunOutcome = "failed" | "ended" | "resting" | "leased";
+
+/**
+ * Fail `run` with `error` if it is still left part-way, under its own lease as any failure is written:
+ * a run another process holds now is left to that process, one that ended or rests on a decision is left as it is.
+ */
+export async function failLeftRun(parts: LeftRunParts, run: RunRecord, error: AssemblyLineError): Promise<{ outcome: LeftRunOutcome; result: RunResult }> {
+  const { driver } = await parts.driverFor(run);
+  // Set by beforeDriving, which runs only if this process takes the run's lease.
+  let outcome = undefined as LeftRunOutcome | undefined;
+  const result = await driver.drive(run.id, {
+    // Not a decision: a run that ended, or that another process holds, is described instead of refused.
+    leaveIfTaken: true,
+    beforeDriving: async (current) => {
+      if (current.status !== "running" && current.status !== "queued") {
+        outcome = "resting";
+        return false;
+      }
+      await driver.failRun(current.id, error, error.code);
+      outcome = "failed";
+      return false;
+    },
+  });
+  if (outcome === "failed") await parts.releaseHeld(run);
+  return { outcome: outcome ?? (TERMINAL_RUN_STATUSES.includes(result.status) ? "ended" : "leased"), result };
+}
+
+/**
+ * Fail every subagent run below `parentRunId` that is left part-way, each level down (a child's own
+ * children once the child is failed). `errorFor` makes each one's failure.
+ */
+export async function failLeftDescendants(parts: LeftRunParts, parentRunId: string, errorFor: (run: RunRecord) => AssemblyLineError): Promise<string[]> {
+  const failed: string[] = [];
+  for (const childRunId of await childRunIdsOf(parts.runs, parentRunId)) {
+    const child = await parts.runs.getRun(childRunId);
+    if (!child || child.input.parent?.runId !== parentRunId || (child.status !== "running" && child.status !== "queued")) continue;
+    const { outcome } = await failLeftRun(parts, child, errorFor(child));
+    if (outcome === "leased") {
+      parts.logger.warn(
+        { runId: child.id, parentRunId, event: "subagent.left_to_holder" },
+        "a subagent run whose parent ended is driven by another process now; it is left to that process",
+      );
+    }
+    if (outcome !== "failed") continue;
+    failed.push(child.id);
+    failed.push(...(await failLeftDescendants(parts, child.id, errorFor)));
+  }
+  return failed;
+}
+
+/**
+ * The subagent runs `parentRunId` spawned: those its `subagent.started` events name, and those of its
+ * unfinished calls found by their ids (childRunIdFor). A spawn its parent's pause stopped before the child
+ * was recorded, or a crash between the two, left a child no event names.
+ */
+async function childRunIdsOf(runs: RunStore, parentRunId: string): Promise<string[]> {
+  const [events, calls] = await Promise.all([runs.listEvents(parentRunId), runs.listToolCalls(parentRunId)]);
+  const ids = new Set(events.filter((event) => event.type === "subagent.started").map((event) => String(event.data.childRunId)));
+  for (const call of calls) {
+    // A finished call's spawns were recorded as it went: only a call left open can hide one.
+    if (call.status === "completed" || call.status === "failed" || call.status === "denied") continue;
+    // A call's spawns are numbered from 0 in order: the first index with no run ends its spawns.
+    for (let spawnIndex = 0; ; spawnIndex += 1) {
+      const id = childRunIdFor(parentRunId, call.callId, spawnIndex);
+      if (ids.has(id)) continue;
+      if (!(await runs.getRun(id))) break;
+      ids.add(id);
+    }
+  }
+  return [...ids];
+}
+
+/** The failure of a subagent run left part-way under `deniedRunId` (its parent's `maxDurationMs` pause stopped it) when that run's pause is denied. */
+export function pauseDeniedError(run: RunRecord, deniedRunId: string): AssemblyLineError {
+  return new AssemblyLineError(
+    "AL_ERR_SUBAGENT_PARENT_ENDED",
+    `subagent ${run.input.parent?.subagent ?? run.agentId} (run ${run.id}) was left part-way when run ${deniedRunId} paused on its budget, and that pause was denied: it fails with run ${deniedRunId} instead of running on for output nothing takes`,
+    { fix: `Nothing to do for this run. To have the work done, start it again with more time (budgets.maxDurationMs), or approve such a pause instead of denying it.`, details: { parentRunId: run.input.parent?.runId, deniedRunId } },
+  );
+}
+
+/**
+ * The failure of a subagent run left part-way under `ended` (its parent, or a run above it), which has failed or
+ * completed since: `denied` when it failed on a denied budget pause (the recovery sweep finishing what the denial began).
+ */
+export function parentEndedError(run: RunRecord, ended: RunRecord, denied: boolean): AssemblyLineError {
+  const how = denied ? "failed on its denied budget pause" : ended.status === "failed" ? `failed${ended.error?.code ? ` (${ended.error.code})` : ""}` : "completed";
+  const which = run.input.parent?.runId === ended.id ? "its parent run" : "run";
+  const where = run.input.parent?.runId === ended.id ? "" : ", above it,";
+  return new AssemblyLineError(
+    "AL_ERR_SUBAGENT_PARENT_ENDED",
+    `subagent ${run.input.parent?.subagent ?? run.agentId} (run ${run.id}) was left part-way, and ${which} ${ended.id}${where} ${how} since: it fails instead of running on for output nothing takes`,
+    { fix: `Nothing to do for this run; see \`assembly-line runs show ${ended.id}\` for how that run ended.`, details: { parentRunId: run.input.parent?.runId, endedRunId: ended.id } },
+  );
+}

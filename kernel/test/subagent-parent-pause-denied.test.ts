@@ -1,0 +1,209 @@
+import { writeFileSync } from "node:fs";
+import { join } from "node:path";
+import { InMemoryStateAdapter } from "@assemblyline-agents/runtime";
+import type { RunRecord } from "@assemblyline-agents/core";
+import { describe, expect, it, onTestFinished } from "vitest";
+import { agentFolder, toolSource } from "./support/agent-folder.js";
+import { startBuilt } from "./support/runtime.js";
+
+/** What the worker's tools share with the test: how often `effect` ran, and what `slow` waits for. */
+type Shared = { __effects?: number; __release?: Promise<void> };
+const shared = globalThis as Shared;
+
+/** A fresh count and gate for one test; `release` lets the worker's `slow` call return (and is called when the test ends). */
+function sharedForTest(): { release: () => void } {
+  let release!: () => void;
+  shared.__effects = 0;
+  shared.__release = new Promise<void>((resolve) => (release = resolve));
+  onTestFinished(() => {
+    release();
+    delete shared.__effects;
+    delete shared.__release;
+  });
+  return { release };
+}
+
+const agent = (fields: string) => `import { defineAgent } from "@assemblyline-agents/core";\nexport default defineAgent({ ${fields} });\n`;
+const EFFECT = toolSource({ upFront: true, execute: `globalThis.__effects = (globalThis.__effects ?? 0) + 1; return { done: input.value };` });
+const SLOW = toolSource({ upFront: true, execute: `await globalThis.__release; return { done: input.value };` });
+/** The worker makes a side effect, waits in `slow` (past its parent's limit), then makes another before it ends. */
+const WORKER_SCRIPT = {
+  turns: [{ toolCalls: [{ name: "effect", input: { value: "one" } }] }, { toolCalls: [{ name: "slow", input: { value: "two" } }] }, { toolCalls: [{ name: "effect", input: { value: "three" } }] }, { text: "child done" }],
+};
+const WORKER_FILES = (at: string) => ({
+  [`${at}/agent.ts`]: agent(`description: "Works slowly.", instructions: "Work."`),
+  [`${at}/tools/effect.ts`]: EFFECT,
+  [`${at}/tools/slow.ts`]: SLOW,
+});
+const spawn = (name: string) => ({ toolCalls: [{ name: "spawn_subagent", input: { name, task: "do it" } }] });
+
+/** A root agent on the scripted model whose time runs out while its subagent works: it pauses for a decision. */
+function pausingRoot(files: Record<string, string>, script: object): string {
+  const dir = agentFolder({
+    "agent.ts": agent(`model: "scripted:" + new URL("./script.json", import.meta.url).pathname, instructions: "Coordinate.", budgets: { maxDurationMs: 600, onExceeded: "pause" }`),
+    ...files,
+  });
+  writeFileSync(join(dir, "script.json"), JSON.stringify(script));
+  return dir;
+}
+
+const rootWithWorker = () => pausingRoot(WORKER_FILES("subagents/worker"), { turns: [spawn("worker"), { text: "parent done" }], subagents: { worker: WORKER_SCRIPT } });
+
+async function onlyRunOf(state: InMemoryStateAdapter, agentId: string): Promise<RunRecord> {
+  const { runs } = await state.listRuns({ agentId });
+  expect(runs).toHaveLength(1);
+  return runs[0]!;
+}
+
+async function until(check: () => Promise<boolean>, timeoutMs = 5_000): Promise<void> {
+  const deadline = Date.now() + timeoutMs;
+  while (!(await check())) {
+    if (Date.now() > deadline) throw new Error("timed out waiting");
+    await new Promise((resolve) => setTimeout(resolve, 20));
+  }
+}
+
+describe("denying a parent's maxDurationMs pause", () => {
+  it("fails the subagent the pause left part-way, naming the denial; a later recovery sweep drives nothing", async () => {
+    const { release } = sharedForTest();
+    const { runtime, state } = await startBuilt(rootWithWorker());
+    onTestFinished(() => runtime.close());
+    const paused = await runtime.run({ message: "go" });
+    expect(paused).toMatchObject({ status: "waiting_approval", pendingBudget: { budget: "maxDurationMs" } });
+    const workerId = `${runtime.manifest.agent.id}/worker`;
+    await until(async () => (await onlyRunOf(state, workerId)).lease === null);
+    expect({ child: (await onlyRunOf(state, workerId)).status, effects: shared.__effects }).toEqual({ child: "running", effects: 1 });
+
+    const denied = await runtime.deny(paused.runId, { actor: "ops" });
+    expect(denied.status).toBe("failed");
+    const child = await onlyRunOf(state, workerId);
+    expect({ status: child.status, code: child.error?.code, lease: child.lease }).toEqual({ status: "failed", code: "AL_ERR_SUBAGENT_PARENT_ENDED", lease: null });
+    expect(child.error?.message).toContain(`when run ${paused.runId} paused on its budget, and that pause was denied`);
+
+    // Were the child still left, the sweep would drive it on past `slow` to its second effect.
+    release();
+    expect(await runtime.recoverRuns()).toEqual([]);
+    expect({ child: (await onlyRunOf(state, workerId)).status, effects: shared.__effects }).toEqual({ child: "failed", effects: 1 });
+  });
+
+  it("fails a nested subagent too, each level down", async () => {
+    const { release } = sharedForTest();
+    const dir = pausingRoot(
+      { "subagents/lead/agent.ts": agent(`description: "Delegates.", instructions: "Delegate."`), ...WORKER_FILES("subagents/lead/subagents/worker") },
+      { turns: [spawn("lead"), { text: "parent done" }], subagents: { lead: { turns: [spawn("worker"), { text: "lead done" }], subagents: { worker: WORKER_SCRIPT } } } },
+    );
+    const { runtime, state } = await startBuilt(dir);
+    onTestFinished(() => runtime.close());
+    const paused = await runtime.run({ message: "go" });
+    expect(paused).toMatchObject({ status: "waiting_approval", pendingBudget: { budget: "maxDurationMs" } });
+    const id = runtime.manifest.agent.id;
+    await until(async () => (await onlyRunOf(state, `${id}/lead`)).lease === null && (await onlyRunOf(state, `${id}/lead/worker`)).lease === null);
+
+    expect((await runtime.deny(paused.runId)).status).toBe("failed");
+    const [lead, worker] = [await onlyRunOf(state, `${id}/lead`), await onlyRunOf(state, `${id}/lead/worker`)];
+    expect([lead.status, lead.error?.code, worker.status, worker.error?.code]).toEqual(["failed", "AL_ERR_SUBAGENT_PARENT_ENDED", "failed", "AL_ERR_SUBAGENT_PARENT_ENDED"]);
+    expect(worker.error?.message).toContain(`when run ${paused.runId} paused on its budget, and that pause was denied`);
+
+    release();
+    expect(await runtime.recoverRuns()).toEqual([]);
+    expect(shared.__effects).toBe(1);
+  });
+
+  it("fails a child the pause stopped before it started, which no event of the parent names", async () => {
+    sharedForTest();
+    let childStored!: () => void;
+    const storing = new Promise<void>((resolve) => (childStored = resolve));
+    /** A store that holds the child's creation until the test lets it through: the pause comes in between. */
+    class SlowToCreateChildren extends InMemoryStateAdapter {
+      override async createRun(...args: Parameters<InMemoryStateAdapter["createRun"]>): ReturnType<InMemoryStateAdapter["createRun"]> {
+        if (args[0].input.parent) await storing;
+        return super.createRun(...args);
+      }
+    }
+    const state = new SlowToCreateChildren();
+    const { runtime } = await startBuilt(rootWithWorker(), { state });
+    onTestFinished(() => runtime.close());
+    const paused = await runtime.run({ message: "go" });
+    expect(paused).toMatchObject({ status: "waiting_approval", pendingBudget: { budget: "maxDurationMs" } });
+    childStored();
+    const workerId = `${runtime.manifest.agent.id}/worker`;
+    await until(async () => (await state.listRuns({ agentId: workerId })).runs[0]?.lease === null);
+    expect((await onlyRunOf(state, workerId)).status).toBe("queued");
+    expect((await state.listEvents(paused.runId)).map((event) => event.type)).not.toContain("subagent.started");
+
+    expect((await runtime.deny(paused.runId)).status).toBe("failed");
+    const child = await onlyRunOf(state, workerId);
+    expect({ status: child.status, code: child.error?.code }).toEqual({ status: "failed", code: "AL_ERR_SUBAGENT_PARENT_ENDED" });
+    expect(await runtime.recoverRuns()).toEqual([]);
+    expect(shared.__effects).toBe(0);
+  });
+
+  it("leaves the child to the recovery sweep when the denial stops between the parent's failure and the child's, and the sweep fails it instead of driving it", async () => {
+    const { release } = sharedForTest();
+    /** A store that fails the first write of a subagent run's failure, as a process dying right after the parent's would. */
+    class FailsFirstChildFailure extends InMemoryStateAdapter {
+      failed = false;
+      override async appendEvents(...args: Parameters<InMemoryStateAdapter["appendEvents"]>): ReturnType<InMemoryStateAdapter["appendEvents"]> {
+        const [runId, events] = args;
+        if (!this.failed && runId.startsWith("run_sub_") && events.some((event) => event.type === "run.failed")) {
+          this.failed = true;
+          throw new Error("the store went away");
+        }
+        return super.appendEvents(...args);
+      }
+    }
+    const state = new FailsFirstChildFailure();
+    const { runtime } = await startBuilt(rootWithWorker(), { state });
+    onTestFinished(() => runtime.close());
+    const paused = await runtime.run({ message: "go" });
+    expect(paused).toMatchObject({ status: "waiting_approval", pendingBudget: { budget: "maxDurationMs" } });
+    const workerId = `${runtime.manifest.agent.id}/worker`;
+    await until(async () => (await onlyRunOf(state, workerId)).lease === null);
+
+    expect((await runtime.deny(paused.runId)).status).toBe("failed");
+    expect({ failedOnce: state.failed, child: (await onlyRunOf(state, workerId)).status }).toEqual({ failedOnce: true, child: "running" });
+
+    release();
+    const recovered = await runtime.recoverRuns();
+    const child = await onlyRunOf(state, workerId);
+    expect(recovered.map((run) => [run.runId, run.status])).toEqual([[child.id, "failed"]]);
+    expect({ status: child.status, code: child.error?.code, lease: child.lease, effects: shared.__effects }).toEqual({ status: "failed", code: "AL_ERR_SUBAGENT_PARENT_ENDED", lease: null, effects: 1 });
+    expect(child.error?.message).toContain(`its parent run ${paused.runId} failed on its denied budget pause since`);
+    expect(await runtime.recoverRuns()).toEqual([]);
+  });
+
+  it("leaves a child another process is driving to that process", async () => {
+    sharedForTest();
+    const { runtime, state } = await startBuilt(rootWithWorker());
+    onTestFinished(() => runtime.close());
+    const paused = await runtime.run({ message: "go" });
+    expect(paused).toMatchObject({ status: "waiting_approval", pendingBudget: { budget: "maxDurationMs" } });
+    const workerId = `${runtime.manifest.agent.id}/worker`;
+    await until(async () => (await onlyRunOf(state, workerId)).lease === null);
+    // Another replica's recovery sweep holds the child now.
+    const childId = (await onlyRunOf(state, workerId)).id;
+    const lease = await state.acquireRunLease(childId, "other-replica", 60_000);
+    onTestFinished(() => state.releaseRunLease(childId, "other-replica", lease?.token));
+
+    expect((await runtime.deny(paused.runId)).status).toBe("failed");
+    const child = await onlyRunOf(state, workerId);
+    expect({ status: child.status, holder: child.lease?.owner }).toEqual({ status: "running", holder: "other-replica" });
+  });
+
+  it("leaves a child that has ended since completed", async () => {
+    const { release } = sharedForTest();
+    const { runtime, state } = await startBuilt(rootWithWorker());
+    onTestFinished(() => runtime.close());
+    const paused = await runtime.run({ message: "go" });
+    expect(paused).toMatchObject({ status: "waiting_approval", pendingBudget: { budget: "maxDurationMs" } });
+    const workerId = `${runtime.manifest.agent.id}/worker`;
+    await until(async () => (await onlyRunOf(state, workerId)).lease === null);
+    // A recovery sweep drives the left child to its end while its parent still waits for the decision.
+    release();
+    expect((await runtime.recoverRuns()).map((run) => run.status)).toEqual(["completed"]);
+
+    expect((await runtime.deny(paused.runId)).status).toBe("failed");
+    const child = await onlyRunOf(state, workerId);
+    expect({ status: child.status, output: child.output, error: child.error, effects: shared.__effects }).toEqual({ status: "completed", output: { text: "child done" }, error: null, effects: 2 });
+  });
+});
