@@ -2,7 +2,8 @@ export { OpenEveRuntime, type RuntimeOptions, type RunAgentOptions, type SubmitO
 export { KERNEL_VERSION, createKernel, kernelHost, materializeGateway, type Kernel, type MaterializedGateway } from "./kernel.js";
 export { DEFAULT_PLUGIN_TIMEOUT_MS, withinTimeout } from "@assemblyline-agents/core";
 export { RunCapacityError } from "./run/admission.js";
-export type { RunResult, PendingApproval, PendingQuestion } from "./run/run-result.js";
+export type { RunResult, PendingApproval, PendingQuestion, PendingSkillWrite } from "./run/run-result.js";
+export { skillWriteAction } from "./run/run-result.js";
 export { InMemoryStateAdapter } from "./state/in-memory-state.js";
 export { builtInToolDefaults } from "./builtins/index.js";
 export { buildAgent, ARTIFACT_DIR, MANIFEST_FILE, type BuildOptions, type BuildResult } from "./compiler/build.js";

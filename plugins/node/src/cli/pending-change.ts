@@ -1,4 +1,4 @@
-import type { PendingApproval } from "@assemblyline-agents/runtime";
+import { skillWriteAction, type PendingApproval } from "@assemblyline-agents/runtime";
 
 /** How much of a change's JSON a pending approval prints: enough for its action and names, not a whole automation message. */
 export const CHANGE_SHOWN_CHARS = 240;
@@ -18,10 +18,9 @@ export function pendingChangeLines(pending: PendingApproval): string[] {
   const write = pending.skillWrite;
   if (write) {
     const proposed = write.proposed;
-    const deletes = write.after === null || (proposed !== undefined && Object.keys(proposed.files).length === 0 && proposed.removed.includes(write.path));
-    const action = deletes ? "delete" : write.before === null ? "create" : "change";
+    const action = skillWriteAction(write);
     lines.push(`  skill:   ${action} ${printable(`/skills/${write.name}/${write.path}`)}`);
-    const text = deletes ? undefined : proposed?.files[write.path];
+    const text = action === "delete" ? undefined : proposed?.files[write.path];
     if (text !== undefined) {
       const textLines = text.replace(/\n$/, "").split("\n");
       for (const line of textLines.slice(0, SKILL_LINES_SHOWN)) lines.push(`${INDENT}| ${cutLine(printable(line), SKILL_LINE_CHARS)}`);

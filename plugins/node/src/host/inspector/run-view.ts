@@ -1,7 +1,5 @@
 import type { CaptureContent, JsonValue, RunEvent, RunRecord, ToolCallRecord } from "@assemblyline-agents/core";
-import { captureBody, capturesBodies, type OpenEveRuntime, type PendingApproval, type PendingQuestion } from "@assemblyline-agents/runtime";
-
-type PendingSkillWrite = NonNullable<PendingApproval["skillWrite"]>;
+import { captureBody, capturesBodies, skillWriteAction, type OpenEveRuntime, type PendingQuestion, type PendingSkillWrite } from "@assemblyline-agents/runtime";
 
 /** A body as the inspector may show it: null when captureContent keeps bodies out. */
 type Body = string | null;
@@ -106,13 +104,11 @@ export function summary(run: RunRecord): RunSummaryView {
  * tool's name is); the text it would write is a body (null where bodies are left out).
  */
 function skillWriteView(write: PendingSkillWrite, body: (value: JsonValue | undefined) => Body) {
-  const proposed = write.proposed;
-  const deletes = write.after === null || (proposed !== undefined && Object.keys(proposed.files).length === 0 && proposed.removed.includes(write.path));
   return {
     name: cut(write.name),
     path: cut(write.path),
-    action: deletes ? "delete" : write.before === null ? "create" : "change",
-    proposed: proposed ? body(proposed) : null,
+    action: skillWriteAction(write),
+    proposed: write.proposed ? body(write.proposed) : null,
   };
 }
 
