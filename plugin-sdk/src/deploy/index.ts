@@ -3,3 +3,4 @@ export { HOST_PACKAGE, checkIncludes, stageDeployBundle, type DeployBundle, type
 export { waitForReady, type ReadyCheck } from "./wait-ready.js";
 export { deployEnv, type DeployEnvOptions } from "./deploy-env.js";
 export { gatewayChoosesState } from "./state-slot.js";
+export { builtAgentId } from "./built-agent-id.js";

@@ -1,12 +1,12 @@
 import { createHash, randomBytes } from "node:crypto";
-import { mkdtemp, readFile, rm, writeFile } from "node:fs/promises";
+import { mkdtemp, rm, writeFile } from "node:fs/promises";
 import { createServer } from "node:net";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import type Docker from "dockerode";
 import tarFs from "tar-fs";
 import { AssemblyLineError, MAX_TIMER_MS, errorSummary, isAssemblyLineError, isTimerDelay, type DeployTarget, type RuntimeLogger } from "@assemblyline-agents/core";
-import { gatewayChoosesState, stageDeployBundle, waitForReady, type DeployBundle } from "@assemblyline-agents/core/deploy";
+import { builtAgentId, gatewayChoosesState, stageDeployBundle, waitForReady, type DeployBundle } from "@assemblyline-agents/core/deploy";
 import { connectEngine, engineCall, engineError, engineMessage, statusOf } from "../engine.js";
 import { removeImageTag } from "../image-removal.js";
 import { stderrLogger } from "../stderr-logger.js";
@@ -389,15 +389,6 @@ function defaultReleaseName(agentId: string): string {
     fix: "Pass the release's name with --name (dockerDeploy({ name })), e.g. --name agent to keep the releases an earlier version deployed for it.",
     details: { agentId },
   });
-}
-
-/** The built agent's id; undefined when the manifest cannot be read (stageDeployBundle then says what to run). */
-async function builtAgentId(artifactRoot: string): Promise<string | undefined> {
-  const manifest = await readFile(join(artifactRoot, "manifest.json"), "utf8").then(
-    (text) => JSON.parse(text) as { agent?: { id?: unknown } },
-    () => undefined,
-  );
-  return typeof manifest?.agent?.id === "string" ? manifest.agent.id : undefined;
 }
 
 /**

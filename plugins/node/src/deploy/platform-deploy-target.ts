@@ -1,8 +1,8 @@
 import { spawnSync } from "node:child_process";
-import { mkdir, readFile, writeFile } from "node:fs/promises";
+import { mkdir, writeFile } from "node:fs/promises";
 import { dirname, join, resolve } from "node:path";
 import { AssemblyLineError, type DeployTarget } from "@assemblyline-agents/core";
-import { gatewayChoosesState, stageDeployBundle, type DeployBundle } from "@assemblyline-agents/core/deploy";
+import { builtAgentId, gatewayChoosesState, stageDeployBundle, type DeployBundle } from "@assemblyline-agents/core/deploy";
 import { runProgram } from "./remote-shell.js";
 
 export const PLATFORMS = ["fly", "railway"] as const;
@@ -131,15 +131,6 @@ export class PlatformDeployTarget implements DeployTarget {
       details: { agentId },
     });
   }
-}
-
-/** The built agent's id; undefined when the manifest cannot be read (stageDeployBundle then says what to run). */
-async function builtAgentId(artifactRoot: string): Promise<string | undefined> {
-  const manifest = await readFile(join(artifactRoot, "manifest.json"), "utf8").then(
-    (text) => JSON.parse(text) as { agent?: { id?: unknown } },
-    () => undefined,
-  );
-  return typeof manifest?.agent?.id === "string" ? manifest.agent.id : undefined;
 }
 
 const APP_NAME_MAX = 63;
