@@ -16,8 +16,8 @@ describe("builtAgentId", () => {
     await expect(builtAgentId(artifactDir(JSON.stringify({ agent: { id: "support-bot" } })))).resolves.toBe("support-bot");
   });
 
-  it("is undefined for an agent that was not built, or a manifest without a string id", async () => {
-    for (const manifest of [undefined, JSON.stringify({ agent: { id: 7 } }), JSON.stringify({})]) {
+  it("is undefined for an agent that was not built, a damaged manifest, or one without a string id", async () => {
+    for (const manifest of [undefined, JSON.stringify({ agent: { id: 7 } }), JSON.stringify({}), "null", "{ damaged"]) {
       await expect(builtAgentId(artifactDir(manifest))).resolves.toBeUndefined();
     }
   });

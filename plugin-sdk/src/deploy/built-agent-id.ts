@@ -7,9 +7,13 @@ import { join } from "node:path";
  * target can leave saying what to run to `stageDeployBundle`.
  */
 export async function builtAgentId(artifactDir: string): Promise<string | undefined> {
-  const manifest = await readFile(join(artifactDir, "manifest.json"), "utf8").then(
-    (text) => JSON.parse(text) as { agent?: { id?: unknown } },
-    () => undefined,
-  );
+  const text = await readFile(join(artifactDir, "manifest.json"), "utf8").catch(() => undefined);
+  let manifest: { agent?: { id?: unknown } } | null | undefined;
+  try {
+    manifest = text === undefined ? undefined : (JSON.parse(text) as typeof manifest);
+  } catch {
+    // A damaged manifest names no agent, as a missing one does: the target says what to run.
+    return undefined;
+  }
   return typeof manifest?.agent?.id === "string" ? manifest.agent.id : undefined;
 }
