@@ -1,5 +1,8 @@
+import { AssemblyLineError } from "@assemblyline-agents/core";
+import { constants as bufferConstants } from "node:buffer";
 import { constants, fdatasyncSync, ftruncateSync, writeSync } from "node:fs";
 import { open, type FileHandle } from "node:fs/promises";
+import { dirname } from "node:path";
 import { crc32 } from "node:zlib";
 
 /** How long a lazily appended record waits for another batch to join before it starts one. */
@@ -54,11 +57,39 @@ interface PendingRecord {
   reject: (error: Error) => void;
 }
 
-/** What `read` found: where the intact records end, the data ends, and a later synced write starts past damage. */
+/**
+ * What `read` found: where the intact records end, the data ends, and, past damage, where a record
+ * starts that shows the damage is no torn write (see `read`).
+ */
 export interface LogReadEnds {
   validBytes: number;
   totalBytes: number;
   laterWriteAt: number | undefined;
+}
+
+/** Turns a record's JSON bytes (its checksum matched) into the record; throws if it cannot. */
+export type RecordDecoder = (json: Buffer) => unknown;
+
+/**
+ * A line whose checksum matches, so it holds what was written, that cannot be decoded: too long for one
+ * string, or no JSON. Never taken for a torn write: `read` refuses the log with it, cutting nothing.
+ */
+export class UndecodableRecordError extends Error {
+  constructor(
+    /** Where the record's line starts in the file. */
+    readonly at: number,
+    /** The line's length, newline excluded. */
+    readonly bytes: number,
+    /** Whether the line is more bytes than Node.js decodes into one string. */
+    readonly tooLong: boolean,
+    cause: unknown,
+  ) {
+    const reason = tooLong
+      ? `its ${bytes} bytes are more than the ${bufferConstants.MAX_STRING_LENGTH} that Node.js ${process.version} decodes into one string`
+      : `its checksum matches, but it holds no record (${cause instanceof Error ? cause.message : String(cause)})`;
+    super(`the record at byte ${at} cannot be decoded: ${reason}`, { cause });
+    this.name = "UndecodableRecordError";
+  }
 }
 
 /** Asked before each write to the log's file: an error if nothing may be written to it (any more). */
@@ -95,14 +126,18 @@ interface Batch {
  * A crash mid-write leaves at most one torn record at the end (no newline, or a
  * checksum that does not match), and maybe zeros after it; `read` stops at the first
  * such record and `openForAppend` cuts the file there, so a record is either wholly in
- * the log or not at all. A failed write or fdatasync fails its batch and every later append:
- * what the disk holds is then unknown, so the log must be closed, cut at `syncedBytes`, and
- * reopened (replayed).
+ * the log or not at all. A line whose checksum matches is never taken for a torn one: one
+ * that cannot be decoded fails the read (UndecodableRecordError). A failed write or
+ * fdatasync fails its batch and every later append: what the disk holds is then unknown,
+ * so the log must be closed, cut at `syncedBytes`, and reopened (replayed).
  *
  * Only the last synced write can be torn: the next starts once it returned. So the first
  * record of each synced write is marked (WRITE_START_MARK), and a damaged record followed by an
  * intact marked one is no torn write but damage to records already synced, which `read`
  * reports (`laterWriteAt`) for the caller to refuse the log rather than cut those records off.
+ * So is a damaged record followed by any intact one in a log written before the marks, where
+ * nothing tells a torn write's own records from a later write's, and a damaged line that holds
+ * an intact record whole at its end: its newline was damaged, and no torn write does that.
  *
  * `checkWritable` is asked right before each batch, fill and cut is written (once per batch,
  * not per record): an error it returns fails that batch, and the log, as a failed write
@@ -145,12 +180,15 @@ export class WriteAheadLog {
   /**
    * Hand every intact record to `onRecord`, in order; `validBytes` is where the intact prefix ends,
    * `totalBytes` where the file's last byte that is not zero does: the zeros filled ahead of the
-   * records are no torn record. `laterWriteAt`, past a damaged record, is where an intact record
-   * that began a later synced write starts: the damage is then no torn write (see the class). The
-   * file is read `chunkBytes` at a time, never whole: a log can outgrow the 2 GiB that Node.js reads
-   * into one Buffer, and a folder that could not be read back would lose everything in it.
+   * records are no torn record. `laterWriteAt`, past a damaged record, is where a record starts that
+   * shows the damage is no torn write (see the class): an intact record that began a later synced
+   * write, any intact record where the log has no marks, or one held whole at a damaged line's end.
+   * A record whose checksum matches but that cannot be decoded fails the read with
+   * AL_ERR_STATE_ROW_INVALID. The file is read `chunkBytes` at a time, never whole: a log can outgrow
+   * the 2 GiB that Node.js reads into one Buffer, and a folder that could not be read back would
+   * lose everything in it.
    */
-  static async read(path: string, onRecord: (record: unknown) => void, chunkBytes = READ_CHUNK_BYTES): Promise<LogReadEnds> {
+  static async read(path: string, onRecord: (record: unknown) => void, chunkBytes = READ_CHUNK_BYTES, decode: RecordDecoder = decodeJson): Promise<LogReadEnds> {
     let handle: FileHandle;
     try {
       handle = await open(path, "r");
@@ -159,14 +197,20 @@ export class WriteAheadLog {
       throw error;
     }
     try {
-      return await WriteAheadLog.readFrom(handle, onRecord, chunkBytes);
+      return await WriteAheadLog.readFrom(handle, onRecord, chunkBytes, decode);
+    } catch (error) {
+      if (error instanceof UndecodableRecordError) throw undecodableLogError(path, error);
+      throw error;
     } finally {
       await handle.close();
     }
   }
 
-  /** `read` through a handle the caller opened (and closes), from the file's first byte. */
-  static async readFrom(handle: FileHandle, onRecord: (record: unknown) => void, chunkBytes = READ_CHUNK_BYTES): Promise<LogReadEnds> {
+  /**
+   * `read` through a handle the caller opened (and closes), from the file's first byte; a record that
+   * cannot be decoded throws UndecodableRecordError, for the caller to name the file.
+   */
+  static async readFrom(handle: FileHandle, onRecord: (record: unknown) => void, chunkBytes = READ_CHUNK_BYTES, decode: RecordDecoder = decodeJson): Promise<LogReadEnds> {
     const chunk = Buffer.allocUnsafe(chunkBytes);
     const zeros = Buffer.alloc(chunkBytes);
     /** The line being read, up to the chunk it ends in: copies, as the chunk is read into again. */
@@ -177,6 +221,10 @@ export class WriteAheadLog {
     let validBytes = 0;
     let endOfNonZero = 0;
     let intact = true;
+    /** Whether an intact record before any damage began a synced write: the log has marks. */
+    let marked = false;
+    /** Past damage: whether intact records without the mark may be the damaged write's own (a torn write). */
+    let sameWriteMayFollow = false;
     let laterWriteAt: number | undefined;
     for (let position = 0; laterWriteAt === undefined; ) {
       const { bytesRead } = await handle.read(chunk, 0, chunkBytes, position);
@@ -204,15 +252,29 @@ export class WriteAheadLog {
         partial = [];
         lineHasZero = false;
         if (intact) {
-          const record = line && decodeLine(line);
-          if (record === undefined) intact = false;
-          else {
+          const record = line && decodeLine(line, lineStart, decode);
+          if (line !== undefined && record !== undefined) {
+            if (line[9] === WRITE_START_MARK) marked = true;
             onRecord(record);
             validBytes = position + newline + 1;
+          } else {
+            intact = false;
+            // Zeros are a write that did not reach the disk; a mark on the damaged line, a write's first record (a log's first).
+            sameWriteMayFollow = marked || line === undefined || line[9] === WRITE_START_MARK;
+            const embedded = line && embeddedRecordAt(line);
+            if (embedded !== undefined) {
+              laterWriteAt = lineStart + embedded;
+              break;
+            }
           }
-        } else if (line?.[9] === WRITE_START_MARK && decodeLine(line) !== undefined) {
-          laterWriteAt = lineStart;
-          break;
+        } else if (line !== undefined) {
+          let laterRecord: number | undefined;
+          if (!checksumMatches(line)) laterRecord = embeddedRecordAt(line);
+          else if (line[9] === WRITE_START_MARK || !sameWriteMayFollow) laterRecord = 0;
+          if (laterRecord !== undefined) {
+            laterWriteAt = lineStart + laterRecord;
+            break;
+          }
         }
         offset = newline + 1;
         lineStart = position + offset;
@@ -535,14 +597,66 @@ export function encodeLine(text: string, startsWrite = false): Buffer {
   return line;
 }
 
-function decodeLine(line: Buffer): unknown {
-  if (line.length < 10 || line[8] !== 0x20) return undefined;
-  const expected = Number.parseInt(line.subarray(0, 8).toString("ascii"), 16);
-  const json = line.subarray(9);
-  if (!Number.isInteger(expected) || crc32(json) !== expected) return undefined;
+/** A record's JSON bytes as the record. */
+function decodeJson(json: Buffer): unknown {
+  return JSON.parse(json.toString("utf8"));
+}
+
+/**
+ * The record the line at byte `at` holds, or undefined if its checksum does not match (a torn write,
+ * or damage). One whose checksum matches holds what was written: if it cannot be decoded (a record
+ * over the ~512 MiB Node.js decodes into one string), that is no torn write to cut off.
+ */
+function decodeLine(line: Buffer, at: number, decode: RecordDecoder): unknown {
+  if (!checksumMatches(line)) return undefined;
   try {
-    return JSON.parse(json.toString("utf8"));
-  } catch {
-    return undefined;
+    return decode(line.subarray(9));
+  } catch (error) {
+    throw new UndecodableRecordError(at, line.length, (error as NodeJS.ErrnoException).code === "ERR_STRING_TOO_LONG", error);
   }
+}
+
+/** Whether `line` is `<crc32 of the JSON, 8 hex digits> <JSON>` with the checksum matching. */
+function checksumMatches(line: Buffer): boolean {
+  if (line.length < 10 || line[8] !== 0x20) return false;
+  const expected = Number.parseInt(line.subarray(0, 8).toString("ascii"), 16);
+  return Number.isInteger(expected) && crc32(line.subarray(9)) === expected;
+}
+
+/**
+ * Where a record starts inside the damaged `line` that runs, intact, to the line's end, or undefined:
+ * the line lost its newline to damage and ran into the next record. A torn write leaves zeros or
+ * a line cut short, never a record whole after damage on its line.
+ */
+function embeddedRecordAt(line: Buffer): number | undefined {
+  for (let space = line.indexOf(0x20, 9); space >= 0; space = line.indexOf(0x20, space + 1)) {
+    const start = space - 8;
+    // Every record's JSON starts with "{" or "[" (or the mark): most spaces in a line's JSON are ruled out by one look.
+    const next = line[space + 1];
+    if (next !== 0x7b && next !== 0x5b && next !== WRITE_START_MARK) continue;
+    if (isLowerHex(line, start, space) && checksumMatches(line.subarray(start))) return start;
+  }
+  return undefined;
+}
+
+/** Whether `bytes[from..to)` are all hex digits as encodeLine writes them (0-9, a-f). */
+function isLowerHex(bytes: Buffer, from: number, to: number): boolean {
+  for (let index = from; index < to; index += 1) {
+    const byte = bytes[index]!;
+    if (!((byte >= 0x30 && byte <= 0x39) || (byte >= 0x61 && byte <= 0x66))) return false;
+  }
+  return true;
+}
+
+/** The error for a log whose record at `error.at` has a matching checksum but cannot be decoded. */
+function undecodableLogError(path: string, error: UndecodableRecordError): AssemblyLineError {
+  const cut = `To keep only the records before it instead, cut the file to ${error.at} bytes (truncate -s ${error.at} ${path}): that record and every later one are then lost.`;
+  const fix = error.tooLong
+    ? `The record is intact on disk, but too long to read back in Node.js ${process.version}; nothing was cut from the file. Restore ${dirname(path)} from a backup. ${cut}`
+    : `The file was changed outside Assembly Line; nothing was cut from it. Restore ${dirname(path)} from a backup. ${cut}`;
+  return new AssemblyLineError("AL_ERR_STATE_ROW_INVALID", `the local state file ${path} cannot be read back: ${error.message}`, {
+    fix,
+    cause: error,
+    details: { path, at: error.at, bytes: error.bytes },
+  });
 }
