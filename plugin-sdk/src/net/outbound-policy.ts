@@ -1,8 +1,17 @@
-import type { LookupAddress } from "node:dns";
 import { AssemblyLineError } from "../errors.js";
 
+/**
+ * One address a resolver gives, as `dns.lookup` does. Declared here rather than imported from
+ * `node:dns`, so core's types compile for a user without `@types/node`.
+ */
+export interface ResolvedAddress {
+  address: string;
+  /** 4 or 6. */
+  family: number;
+}
+
 /** A DNS resolver shaped like `dns.lookup` with `{ all: true }`; tests and split-horizon setups pass their own. */
-export type OutboundResolver = (hostname: string, options: { family?: number; hints?: number }) => Promise<readonly LookupAddress[]>;
+export type OutboundResolver = (hostname: string, options: { family?: number; hints?: number }) => Promise<readonly ResolvedAddress[]>;
 
 /**
  * What an outbound request made on the runtime's behalf (attachment downloads,
