@@ -49,11 +49,27 @@ export function createModuleLoader(agentDir: string) {
         const said = errorSummary(error);
         throw new AssemblyLineError(error.code, `${named}: ${said}`, { ...(error.fix ? { fix: error.fix } : {}), cause: error });
       }
+      const missing = missingPackageOf(error);
       throw new AssemblyLineError("AL_ERR_SOURCE_LOAD", `${named} threw while loading: ${(error as Error).message}`, {
-        fix: "Fix the error in that file (run it with `npx tsx <file>` to see the full stack).",
+        fix: missing
+          ? `Install ${missing} where the agent folder resolves its packages (\`npm install ${missing}\` in the agent folder or the project holding it); for a plugin adapter, \`assembly-line plugins add <id>\` installs and lists it. Only @assemblyline-agents/core and @assemblyline-agents/runtime come from the host's own install.`
+          : "Fix the error in that file (run it with `npx tsx <file>` to see the full stack).",
         cause: error,
       });
     }
   };
   return Object.assign(loadModule, { loaded });
+}
+
+/**
+ * The package a failed import named, when the failure is a bare specifier Node could not find
+ * (`left-pad`, `@scope/pkg/sub` → `@scope/pkg`); undefined for any other failure or a relative path.
+ */
+function missingPackageOf(error: unknown): string | undefined {
+  const code = (error as { code?: unknown } | null)?.code;
+  if (code !== "MODULE_NOT_FOUND" && code !== "ERR_MODULE_NOT_FOUND") return undefined;
+  const specifier = /Cannot find (?:module|package) '([^']+)'/.exec((error as Error).message)?.[1];
+  if (!specifier || specifier.startsWith(".") || isAbsolute(specifier) || specifier.startsWith("file:")) return undefined;
+  const parts = specifier.split("/");
+  return specifier.startsWith("@") ? parts.slice(0, 2).join("/") : parts[0];
 }
