@@ -69,6 +69,7 @@ export const errorCatalogue = {
   AL_ERR_STATE_UNAVAILABLE: "The state database could not be reached, or dropped the connection mid-operation.",
   AL_ERR_STATE_QUERY: "The state database rejected a statement.",
   AL_ERR_STATE_LOCKED: "Another live process holds the local state folder's lock, or the adapter holding it was closed.",
+  AL_ERR_STATE_COMPACTION: "The local file state could not fold its log into a new snapshot (a full disk, or a row too long to read back); nothing was lost, and it tries again later. A process warning, not a call's error.",
   AL_ERR_SANDBOX_DEFINITION: "sandbox.ts or a sandbox adapter's options are invalid (e.g. a workingDirectory other than /workspace), or so is what a sandbox call was given: an exec command or option it would misread (an unknown option, an env value that is no string, a NUL byte in the command or an env value), or writeFile content that is neither a string nor a Uint8Array (refused before the file is touched).",
   AL_ERR_PLUGIN_MANIFEST: "A plugin package's package.json has no assemblyLine block, or the block breaks plugin-schema.json (including an unbounded kernel range).",
   AL_ERR_PLUGIN_KERNEL_MISMATCH: "A plugin's assemblyLine.kernel range does not include the running kernel's version, or its range on @assemblyline-agents/core does not include the host's core.",

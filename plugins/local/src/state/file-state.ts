@@ -82,16 +82,17 @@ import {
   flatJson,
   loggedEventText,
   skillKey,
-  snapshotRunJson,
+  snapshotLines,
   stepOf,
   toolCallOf,
   type AppliedOp,
   type LoggedEvent,
-  type SnapshotRunRow,
+  type SnapshotTable,
   type StateOp,
   type TablesCut,
   type TablesSnapshot,
 } from "./tables.js";
+import { lineLimits } from "./line-limits.js";
 import { WriteAheadLog, encodeLine } from "./write-ahead-log.js";
 
 /*
@@ -127,7 +128,16 @@ import { WriteAheadLog, encodeLine } from "./write-ahead-log.js";
  * record in it is durable, writes go on in log-(N+1), and the tables as they were at
  * that cut are written as snapshot N+1 in the background (writes never wait for it);
  * once it replaced the old snapshot, log-N is deleted. A crash at any point leaves a
- * snapshot and every log after it, which replay to the same tables.
+ * snapshot and every log after it, which replay to the same tables. On opening, what a
+ * cut-short fold left (or an outgrown log) is folded before the first call, and log-(N+1)
+ * is begun only once snapshot N+1 is in place.
+ *
+ * Every line must read back as one string (see lineLimits): a call whose record is longer
+ * than `lineLimits.recordBytes` is refused before anything is written, and a snapshot row
+ * holds at most about `lineLimits.snapshotRowChars` of a run or conversation (see
+ * snapshotLines). A fold that fails (a full disk, a line too long all the same) replaces
+ * nothing and deletes no log: it is reported as a process warning (AL_ERR_STATE_COMPACTION),
+ * and tried again only once the log has grown by as much as that fold would have folded.
  */
 
 const SNAPSHOT_FILE = "snapshot.json";
@@ -246,6 +256,10 @@ export class FileStateAdapter implements StateAdapter {
   private snapshotBytes = 0;
   /** Bytes of records written since the last cut that later records replaced or deleted (an estimate, see StateTables.apply). */
   private supersededBytes = 0;
+  /** Bytes of the logs before the current one that the snapshot does not hold yet (a fold in progress, or one that failed). */
+  private unfoldedLogBytes = 0;
+  /** After a failed fold, how large the current log must grow before the next is tried (0: no fold failed since the last one). */
+  private foldRetryAtLogBytes = 0;
   /** The snapshot being written in the background, if any (see the design note). */
   private compaction: Promise<void> | undefined;
   /** Mutations run one at a time, in call order. */
@@ -1028,11 +1042,12 @@ export class FileStateAdapter implements StateAdapter {
         await failed.close().catch(() => undefined);
         this.throwIfLockLost(this.lock!);
         await cutFile(failed.path, failed.syncedBytes);
-        const { tables, generation, log } = await this.replay(this.lock!);
+        const { tables, generation, log, earlierLogBytes } = await this.replay(this.lock!);
         this.tables = tables;
         this.generation = generation;
         this.log = log;
         this.supersededBytes = 0;
+        this.unfoldedLogBytes = earlierLogBytes;
         this.durable = Promise.resolve();
         this.lastWriteTo.memory = this.durable;
         this.lastWriteTo.file = this.durable;
@@ -1074,11 +1089,12 @@ export class FileStateAdapter implements StateAdapter {
    * JSON-exact copy, or else parsed back from its JSON.
    */
   private encode(ops: StateOp[]): { json: string; opBytes: number[]; applied: AppliedOp[] } {
+    // The record is joined once, from every piece: a flat string, which the log encodes without flattening it again.
+    const pieces: string[] = ['{"ops":['];
+    const opBytes: number[] = [];
+    const applied: AppliedOp[] = [];
+    let json: string;
     try {
-      // The record is joined once, from every piece: a flat string, which the log encodes without flattening it again.
-      const pieces: string[] = ['{"ops":['];
-      const opBytes: number[] = [];
-      const applied: AppliedOp[] = [];
       const push = (piece: string, bytes: number, op: AppliedOp) => {
         pieces.push(piece);
         opBytes.push(bytes);
@@ -1118,13 +1134,41 @@ export class FileStateAdapter implements StateAdapter {
         push(part, part.length, exact ?? (JSON.parse(part) as StateOp));
       }
       pieces.push("]}");
-      return { json: pieces.join(""), opBytes, applied };
+      json = pieces.join("");
     } catch (error) {
+      // Longer than the longest string Node.js makes: the op being encoded outgrew it, or else (the join did) the largest.
+      if (error instanceof RangeError && /string length/i.test(error.message)) {
+        throw this.recordTooLargeError(ops[opBytes.length < ops.length ? opBytes.length : indexOfLargest(opBytes)]!, undefined, error);
+      }
       throw new AssemblyLineError("AL_ERR_STATE_INPUT_INVALID", `a value written to the state in ${this.directory} is not JSON`, {
         fix: "Store only JSON values (no BigInt, no cycles); convert dates and buffers to strings first.",
         cause: error,
       });
     }
+    // A UTF-16 unit is at most 3 UTF-8 bytes: only a record that may be over the limit is measured.
+    if (json.length * 3 > lineLimits.recordBytes) {
+      const bytes = Buffer.byteLength(json, "utf8");
+      if (bytes > lineLimits.recordBytes) throw this.recordTooLargeError(ops[indexOfLargest(opBytes)]!, bytes);
+    }
+    return { json, opBytes, applied };
+  }
+
+  /**
+   * A call's record over `lineLimits.recordBytes` (`bytes` of JSON, or longer than any string), refused before
+   * anything is written: a longer line could not be read back, and a snapshot row that holds it neither.
+   */
+  private recordTooLargeError(largest: StateOp, bytes: number | undefined, cause?: unknown): AssemblyLineError {
+    const limit = lineLimits.recordBytes;
+    const size = bytes === undefined ? `more than ${constants.MAX_STRING_LENGTH} characters of JSON (the longest string Node.js makes)` : `${bytes} bytes of JSON (UTF-8)`;
+    return new AssemblyLineError(
+      "AL_ERR_STATE_INPUT_INVALID",
+      `a write to the state in ${this.directory} is too large: its record is ${size}, over the file state's limit of ${limit} bytes for one write (the largest part: ${describeOp(largest)}); nothing was written`,
+      {
+        fix: `Keep large data out of the state: put it in blob storage or a file and store its key or path (an event's data, a tool's output, a run's input or output, a memory file, a setting). One call's writes must stay under ${limit} bytes of JSON.`,
+        cause,
+        details: { directory: this.directory, bytes, limit, op: largest.op },
+      },
+    );
   }
 
   private async ready(): Promise<void> {
@@ -1156,17 +1200,15 @@ export class FileStateAdapter implements StateAdapter {
     await mkdir(this.directory, { recursive: true });
     const lock = await FolderLock.acquire(this.directory);
     try {
-      const { tables, first, generation, log } = await this.replay(lock);
+      const { tables, first, generation, log, earlierLogBytes } = await this.replay(lock);
       this.tables = tables;
       this.generation = generation;
       this.log = log;
       this.lock = lock;
       this.orphanedLeases = new Map([...tables.runs.values()].flatMap(({ record }) => (record.lease ? [[record.id, record.lease.token] as [string, number]] : [])));
+      this.unfoldedLogBytes = earlierLogBytes;
       // Fold what a cut-short compaction left (or an outgrown log) before the first call.
-      if (generation > first || this.shouldCompact()) {
-        await this.startCompaction();
-        await this.compaction;
-      }
+      if (generation > first || this.shouldCompact()) await this.foldAtOpen(lock);
     } catch (error) {
       await this.log?.close().catch(() => undefined);
       this.log = undefined;
@@ -1179,7 +1221,7 @@ export class FileStateAdapter implements StateAdapter {
    * The folder as the disk holds it: the snapshot and every log after it replayed into fresh
    * tables, and the last log opened for appending, cut after its last intact record.
    */
-  private async replay(lock: FolderLock): Promise<{ tables: StateTables; first: number; generation: number; log: WriteAheadLog }> {
+  private async replay(lock: FolderLock): Promise<{ tables: StateTables; first: number; generation: number; log: WriteAheadLog; earlierLogBytes: number }> {
     const snapshot = await this.readSnapshot();
     const tables = snapshot?.tables ?? new StateTables();
     const first = snapshot?.generation ?? 0;
@@ -1187,6 +1229,7 @@ export class FileStateAdapter implements StateAdapter {
     // The snapshot's log, then each later one: a compaction a crash cut short left them.
     let generation = first;
     let validBytes: number;
+    let earlierLogBytes = 0;
     for (;;) {
       const logPath = join(this.directory, logFile(generation));
       // A log is made before any later one and deleted only with the logs before it: one missing before another lost records.
@@ -1204,6 +1247,7 @@ export class FileStateAdapter implements StateAdapter {
       if (!logs.has(generation + 1)) break;
       // Only the last log can end in a torn record: an earlier one was durable before the next began.
       if (read.validBytes < read.totalBytes) throw this.corruptError(logPath, new Error("a torn record in a log that a later log follows"));
+      earlierLogBytes += read.validBytes;
       generation += 1;
     }
     const beyond = [...logs].find((found) => found > generation);
@@ -1216,13 +1260,16 @@ export class FileStateAdapter implements StateAdapter {
       await log.close().catch(() => undefined);
       throw error;
     }
-    return { tables, first, generation, log };
+    return { tables, first, generation, log, earlierLogBytes };
   }
 
   private shouldCompact(): boolean {
     if (this.compaction !== undefined || this.log === undefined || this.log.failed !== undefined) return false;
     const logBytes = this.log.bytes;
-    return logBytes > Math.max(this.compactAfterBytes, this.snapshotBytes) && this.supersededBytes >= this.compactWhenSuperseded * (this.snapshotBytes + logBytes);
+    return (
+      logBytes > Math.max(this.compactAfterBytes, this.snapshotBytes, this.foldRetryAtLogBytes) &&
+      this.supersededBytes >= this.compactWhenSuperseded * (this.snapshotBytes + logBytes)
+    );
   }
 
   /** The generations of the log files in the folder. */
@@ -1273,6 +1320,9 @@ export class FileStateAdapter implements StateAdapter {
       if (table === "end") end = row;
       else if (StateTables.isSnapshotTable(table)) {
         tables.addSnapshotRow(table, row as never);
+        rows += 1;
+      } else if (StateTables.isSnapshotPart(table)) {
+        tables.addSnapshotPart(table, row as never);
         rows += 1;
       } else throw new TypeError(`the snapshot names no table ${JSON.stringify(table)}`);
     };
@@ -1341,37 +1391,90 @@ export class FileStateAdapter implements StateAdapter {
     try {
       log = await WriteAheadLog.openForAppend(join(this.directory, logFile(next)), 0, this.writableWhileHeld(lock));
       await syncDirectory(this.directory);
-    } catch {
+    } catch (error) {
       // The write that got here is durable and stands; writes go on in log N, and a later one tries again.
       await log?.close().catch(() => undefined);
+      if (!isAssemblyLineError(error, "AL_ERR_STATE_LOCKED")) this.foldFailed(error, this.unfoldedLogBytes + this.log!.bytes);
       return;
     }
     const tables = this.tables.toSnapshot();
     // The snapshot holds only what is live now: what later writes supersede is counted afresh.
+    const superseded = this.supersededBytes;
     this.supersededBytes = 0;
     const previous = this.log!;
     this.log = log;
     this.generation = next;
-    this.compaction = this.writeSnapshot(next, tables, previous, lock).finally(() => {
+    this.unfoldedLogBytes += previous.bytes;
+    this.compaction = this.foldInBackground(next, tables, previous, lock, superseded).finally(() => {
       this.compaction = undefined;
     });
   }
 
   /**
    * Replace the snapshot with `tables` as generation `generation`, then delete the
-   * logs it folds in. On failure (a full disk) nothing is lost: the old snapshot and
-   * every log after it stay, and the next compaction tries again.
+   * logs it folds in. On failure (a full disk, a line too long) nothing is lost: the
+   * old snapshot and every log after it stay, the failure is reported (see foldFailed),
+   * and a later write tries again.
    */
-  private async writeSnapshot(generation: number, tables: TablesCut, previous: WriteAheadLog, lock: FolderLock): Promise<void> {
+  private async foldInBackground(generation: number, tables: TablesCut, previous: WriteAheadLog, lock: FolderLock, superseded: number): Promise<void> {
     await previous.close().catch(() => undefined);
     // Checked before each step that changes the folder: a snapshot renamed over the new holder's, or its logs removed, would lose its records.
     if (!lock.stillHeld()) return;
+    try {
+      this.snapshotBytes = await this.replaceSnapshot(generation, tables, lock);
+    } catch (error) {
+      // A lost lock is every later call's error already.
+      if (isAssemblyLineError(error, "AL_ERR_STATE_LOCKED")) return;
+      // The records the cut counted as superseded are still in the folder, to be folded next time.
+      this.supersededBytes += superseded;
+      this.foldFailed(error, this.unfoldedLogBytes);
+      return;
+    }
+    this.unfoldedLogBytes = 0;
+    this.foldRetryAtLogBytes = 0;
+    // A log left behind is removed when the folder is next opened.
+    if (lock.stillHeld()) await this.removeStrayFiles(generation).catch(() => undefined);
+  }
+
+  /**
+   * On opening, before any call: write the tables as snapshot N+1, and only once it is in place start
+   * log N+1 and delete the logs it holds. No log is begun for a fold that fails (see foldFailed): each
+   * opening of a folder that cannot be folded would otherwise leave one more log behind.
+   */
+  private async foldAtOpen(lock: FolderLock): Promise<void> {
+    const next = this.generation + 1;
+    let bytes: number;
+    try {
+      bytes = await this.replaceSnapshot(next, this.tables.toSnapshot(), lock);
+    } catch (error) {
+      if (isAssemblyLineError(error, "AL_ERR_STATE_LOCKED")) throw error;
+      this.foldFailed(error, this.unfoldedLogBytes + this.log!.bytes);
+      return;
+    }
+    // Snapshot N+1 holds every log, and no log N+1 is there yet: replayed now, the folder reads the same.
+    await this.log!.close();
+    this.log = await WriteAheadLog.openForAppend(join(this.directory, logFile(next)), 0, this.writableWhileHeld(lock));
+    await syncDirectory(this.directory);
+    this.generation = next;
+    this.snapshotBytes = bytes;
+    this.supersededBytes = 0;
+    this.unfoldedLogBytes = 0;
+    this.foldRetryAtLogBytes = 0;
+    await this.removeStrayFiles(next);
+  }
+
+  /**
+   * Write `tables` as the snapshot of generation `generation` (write-temp, fsync, rename, fsync the folder); its
+   * bytes. On failure the temp file is removed and the snapshot in place stays as it was (if the rename was done,
+   * the new one may be in place, which the logs replay to the same tables).
+   */
+  private async replaceSnapshot(generation: number, tables: TablesCut, lock: FolderLock): Promise<number> {
     // Named by the lock's token, not the pid: a holder in another pid namespace often has this one's pid,
     // and one frozen mid-snapshot that wakes must not write into the file the new holder renames into place.
     const temp = join(this.directory, `${SNAPSHOT_FILE}.${lock.token}.tmp`);
+    let bytes: number;
     try {
       const handle = await open(temp, "w");
-      let bytes: number;
       try {
         bytes = await writeSnapshotFile(handle, generation, tables);
         await handle.sync();
@@ -1380,12 +1483,31 @@ export class FileStateAdapter implements StateAdapter {
       }
       if (!lock.stillHeld()) throw lock.lostError();
       await rename(temp, join(this.directory, SNAPSHOT_FILE));
-      await syncDirectory(this.directory);
-      this.snapshotBytes = bytes;
-      if (lock.stillHeld()) await this.removeStrayFiles(generation);
-    } catch {
+    } catch (error) {
       await unlink(temp).catch(() => undefined);
+      throw error;
     }
+    await syncDirectory(this.directory);
+    return bytes;
+  }
+
+  /**
+   * Report a fold that failed (`attempted`: the bytes of the logs it would have folded) as a process warning, since
+   * no call failed, and put the next try off until the current log has grown by as much: a folder that cannot be
+   * folded (a full disk, a run's record too long for a line) is not rewritten after every write, and each try
+   * costs no more than the writes since the last.
+   */
+  private foldFailed(error: unknown, attempted: number): void {
+    const logBytes = this.log?.bytes ?? 0;
+    this.foldRetryAtLogBytes = logBytes + attempted;
+    const reason = error instanceof Error ? error.message : String(error);
+    process.emitWarning(
+      new AssemblyLineError("AL_ERR_STATE_COMPACTION", `the state log in ${this.directory} could not be folded into a new snapshot: ${reason}`, {
+        fix: `Nothing was lost: the snapshot and every log stay, and the fold is tried again once the log has grown by ${attempted} bytes, or when the folder is opened again. If the disk is full, free space; if a line is too long, the message names the run or table: keep large data in blob storage or files and store its key.`,
+        cause: error,
+        details: { directory: this.directory, retryAtLogBytes: this.foldRetryAtLogBytes },
+      }),
+    );
   }
 
   /** Logs the snapshot at `generation` holds (once it replaced the old one, or left by a crash mid-compaction), and snapshot temp files of writers that died. */
@@ -1441,12 +1563,47 @@ async function syncDirectory(directory: string): Promise<void> {
 
 /** How many snapshot bytes are written at a time: other calls run between the pieces. */
 const SNAPSHOT_CHUNK_BYTES = 1 << 20;
+/** The bytes of a line around its JSON: the checksum, a space, the newline. */
+const LINE_FRAME_BYTES = 10;
+
+/** The row of `table` a snapshot line holds, for a message: a run's or conversation's by its id. */
+function describeRow(table: SnapshotTable, row: unknown): string {
+  if (table === "runs") return `run ${JSON.stringify((row as { record: RunRecord }).record.id)}`;
+  if (table === "conversations") return `conversation ${JSON.stringify((row as [string, unknown])[0])}`;
+  return `a row of table ${table}`;
+}
+
+/** The index of the largest of `sizes` (not spread into Math.max: a call may make more ops than a call takes arguments). */
+function indexOfLargest(sizes: number[]): number {
+  let largest = 0;
+  for (let index = 1; index < sizes.length; index += 1) if (sizes[index]! > sizes[largest]!) largest = index;
+  return largest;
+}
+
+/** A state op, for a message: what it writes and to which run, path or key. */
+function describeOp(op: StateOp): string {
+  const target =
+    "runId" in op ? `run ${JSON.stringify(op.runId)}`
+    : "run" in op ? `run ${JSON.stringify(op.run.id)}`
+    : op.op === "toolCall.put" ? `run ${JSON.stringify(op.call.runId)}, tool call ${JSON.stringify(op.call.callId)}`
+    : op.op === "step.put" ? `run ${JSON.stringify(op.step.runId)}, step ${JSON.stringify(op.step.key)}`
+    : op.op === "delivery.put" ? `run ${JSON.stringify(op.delivery.runId)}, delivery ${JSON.stringify(op.delivery.id)}`
+    : op.op === "conversation.append" ? `conversation ${JSON.stringify(op.conversationId)}`
+    : op.op === "schedule.put" ? `schedule ${JSON.stringify(op.schedule.id)}`
+    : op.op === "file.put" || op.op === "memory.put" ? `path ${JSON.stringify(op.record.path)}`
+    : op.op === "sandboxSession.put" ? `sandbox session ${JSON.stringify(op.record.key)}`
+    : op.op === "setting.put" ? `setting ${JSON.stringify(op.audit.key)}`
+    : op.op === "skill.put" ? `skill ${JSON.stringify(op.record.name)} of agent ${JSON.stringify(op.record.agentId)}`
+    : undefined;
+  return target === undefined ? op.op : `${op.op} of ${target}`;
+}
 
 /**
  * Write a snapshot file (see SNAPSHOT_FORMAT) row by row, in pieces of about SNAPSHOT_CHUNK_BYTES,
  * so a large state never stops the process for the whole serialization; returns the bytes written.
  */
 async function writeSnapshotFile(handle: FileHandle, generation: number, tables: TablesCut): Promise<number> {
+  const { snapshotRowChars, snapshotLineBytes } = lineLimits;
   let lines: Buffer[] = [];
   let pending = 0;
   let bytes = 0;
@@ -1462,17 +1619,27 @@ async function writeSnapshotFile(handle: FileHandle, generation: number, tables:
     const line = encodeLine(json);
     lines.push(line);
     pending += line.length;
+    return line.length;
   };
   push(`{"format":${SNAPSHOT_FORMAT},"generation":${generation}}`);
   let count = 0;
   for (const name of StateTables.snapshotTables) {
     const rows: unknown[] = tables[name] ?? [];
-    const tag = JSON.stringify(name);
     for (let index = 0; index < rows.length; index += 1) {
-      const row = name === "runs" ? snapshotRunJson(rows[index] as SnapshotRunRow) : JSON.stringify(rows[index]);
-      push(`[${tag},${row}]`);
-      count += 1;
-      if (pending >= SNAPSHOT_CHUNK_BYTES) await flush();
+      try {
+        for (const json of snapshotLines(name, rows[index], snapshotRowChars)) {
+          // Checked before the snapshot replaces anything: a line that cannot be read back would lose the folder.
+          const lineBytes = push(json) - LINE_FRAME_BYTES;
+          if (lineBytes > snapshotLineBytes) throw new Error(`${describeRow(name, rows[index])} makes a snapshot line of ${lineBytes} bytes, over the ${snapshotLineBytes} that read back as one string`);
+          count += 1;
+          if (pending >= SNAPSHOT_CHUNK_BYTES) await flush();
+        }
+      } catch (error) {
+        if (error instanceof RangeError && /string length/i.test(error.message)) {
+          throw new Error(`${describeRow(name, rows[index])} makes a snapshot line longer than the longest string Node.js makes (${constants.MAX_STRING_LENGTH} characters)`, { cause: error });
+        }
+        throw error;
+      }
     }
   }
   push(`["end",${count}]`);

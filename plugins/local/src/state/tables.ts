@@ -149,7 +149,7 @@ export interface TablesSnapshot {
 export type SnapshotTable = keyof TablesSnapshot;
 /** A row of a snapshot's `table`. */
 export type SnapshotRow<T extends SnapshotTable> = NonNullable<TablesSnapshot[T]>[number];
-/** A run's row as the tables hand it to the snapshot writer: its events, tool calls and steps still as their texts (see snapshotRunJson). */
+/** A run's row as the tables hand it to the snapshot writer: its events, tool calls and steps still as their texts (see snapshotLines). */
 export type SnapshotRunRow = Omit<TablesSnapshot["runs"][number], "events" | "toolCalls" | "steps"> & {
   eventTexts: string[];
   eventTimes: string[];
@@ -159,6 +159,23 @@ export type SnapshotRunRow = Omit<TablesSnapshot["runs"][number], "events" | "to
 
 /** The tables at a cut, for the snapshot writer: a TablesSnapshot once written. */
 export type TablesCut = Omit<TablesSnapshot, "runs"> & { runs: SnapshotRunRow[] };
+
+/**
+ * Rows that go on where the row before them left off, so that no row is too long to read back (see
+ * snapshotLines): the events, tool calls and steps of the `runs` row of `runId`, its checkpoint, and the
+ * messages of a `conversations` row. Snapshots written before them hold each run and conversation whole
+ * in one row; versions before them refuse a snapshot that has them ("names no table").
+ */
+export interface SnapshotParts {
+  runEvents: { runId: string; events: RunEvent[] };
+  runToolCalls: { runId: string; toolCalls: ToolCallRecord[] };
+  runSteps: { runId: string; steps: StepRecord[] };
+  runCheckpoint: { runId: string; checkpoint: CheckpointRecord };
+  conversationMessages: [string, ConversationMessage[]];
+}
+
+/** The kinds of rows that go on where a row before them left off. */
+export type SnapshotPart = keyof SnapshotParts;
 
 /** The whole state in memory; changed only through `apply`. */
 export class StateTables {
@@ -382,12 +399,48 @@ export class StateTables {
     skills: (tables, record) => tables.skills.set(skillKey(record.agentId, record.name), record),
   };
 
+  /** How each part row (see SnapshotParts) is added to the row it goes on from, which must be held already. */
+  private static readonly snapshotPartHolders: { [P in SnapshotPart]: (tables: StateTables, row: SnapshotParts[P]) => void } = {
+    runEvents: (tables, { runId, events }) => {
+      const entry = tables.run(runId);
+      for (const event of events) {
+        // Seqs are contiguous from 1 (seq n at index n - 1): events out of order would be read at the wrong seqs.
+        const seq = entry.eventTexts.length + 1;
+        if (event.seq !== seq) throw new TypeError(`the snapshot's events of run ${runId} go on at seq ${JSON.stringify(event.seq)}, not at ${seq}`);
+        entry.eventTexts.push(loggedEventText(event));
+        entry.eventTimes.push(event.createdAt);
+      }
+    },
+    runToolCalls: (tables, { runId, toolCalls }) => {
+      const entry = tables.run(runId);
+      for (const call of toolCalls) entry.toolCalls.set(call.callId, flatJson(call));
+    },
+    runSteps: (tables, { runId, steps }) => {
+      const entry = tables.run(runId);
+      for (const step of steps) entry.steps.set(step.key, flatJson(step));
+    },
+    runCheckpoint: (tables, { runId, checkpoint }) => {
+      tables.run(runId).checkpoint = checkpoint;
+    },
+    conversationMessages: (tables, [id, messages]) => {
+      const list = tables.conversations.get(id);
+      if (!list) throw new TypeError(`the snapshot goes on with messages of conversation ${JSON.stringify(id)}, which it never began`);
+      // One at a time: spreading a long list into push() would pass each message as an argument.
+      for (const message of messages) list.push(message);
+    },
+  };
+
   /** Every snapshot table, in the order the snapshot writer writes them. */
   static readonly snapshotTables = Object.keys(StateTables.snapshotRowHolders) as SnapshotTable[];
 
   /** Whether `name` is a snapshot table. */
   static isSnapshotTable(name: unknown): name is SnapshotTable {
     return typeof name === "string" && Object.hasOwn(StateTables.snapshotRowHolders, name);
+  }
+
+  /** Whether `name` is a kind of part row (see SnapshotParts). */
+  static isSnapshotPart(name: unknown): name is SnapshotPart {
+    return typeof name === "string" && Object.hasOwn(StateTables.snapshotPartHolders, name);
   }
 
   static fromSnapshot(snapshot: TablesSnapshot): StateTables {
@@ -400,6 +453,11 @@ export class StateTables {
   addSnapshotRow<T extends SnapshotTable>(table: T, row: SnapshotRow<T>): void {
     // The holder of `table` takes its rows; TypeScript cannot tie the two type parameters together.
     (StateTables.snapshotRowHolders[table] as (tables: StateTables, row: SnapshotRow<T>) => void)(this, row);
+  }
+
+  /** Add a part row to the row of a run or conversation it goes on from (see SnapshotParts). */
+  addSnapshotPart<P extends SnapshotPart>(part: P, row: SnapshotParts[P]): void {
+    (StateTables.snapshotPartHolders[part] as (tables: StateTables, row: SnapshotParts[P]) => void)(this, row);
   }
 
   /** The events of `entry` from index `start` (seq start + 1) up to `end`, each parsed afresh: the caller's own. */
@@ -453,17 +511,101 @@ export function stepOf(text: string): StepRecord {
 }
 
 /**
- * A snapshot row's JSON for `row`, its events in the shape they always had there
- * (id, runId, seq, type, data, createdAt), built around their texts without parsing them,
- * and its tool calls and steps as their texts.
+ * The JSON texts of the snapshot lines (`[<table>,<row>]`) that hold `row` of `table`, as TablesCut holds
+ * it. One line, unless it is a run or a conversation longer than `rowChars` characters: the run's row then
+ * holds its record and checkpoint and what fits of its events, tool calls and steps, and the rest follow in
+ * part rows of their own (see SnapshotParts), each no longer than `rowChars` unless one item alone is;
+ * a conversation's messages likewise. A run's row grew with every event, and one past the longest string
+ * Node.js makes could be written (in pieces) but never read back.
  */
-export function snapshotRunJson(row: SnapshotRunRow): string {
+export function* snapshotLines(table: SnapshotTable, row: unknown, rowChars: number): Generator<string> {
+  if (table === "runs") yield* snapshotRunLines(row as SnapshotRunRow, rowChars);
+  else if (table === "conversations") yield* snapshotConversationLines(row as [string, ConversationMessage[]], rowChars);
+  else yield `[${JSON.stringify(table)},${JSON.stringify(row)}]`;
+}
+
+/** A list of a run's items (as JSON texts) that its row holds, and the part rows that hold what does not fit there. */
+interface RunItems {
+  key: "events" | "toolCalls" | "steps";
+  part: "runEvents" | "runToolCalls" | "runSteps";
+  count: number;
+  item: (index: number) => string;
+}
+
+/**
+ * A run's lines (see snapshotLines), its events in the shape they always had in the snapshot (id, runId,
+ * seq, type, data, createdAt), built around their texts without parsing them, and its tool calls and steps
+ * as their texts.
+ */
+function* snapshotRunLines(row: SnapshotRunRow, rowChars: number): Generator<string> {
   const { eventTexts, eventTimes, toolCalls, steps, ...rest } = row;
-  const runId = JSON.stringify(rest.record.id);
-  const events = eventTexts.map(
-    (text, index) => `{"id":${JSON.stringify(`${rest.record.id}:${index + 1}`)},"runId":${runId},${text.slice(1, -1)},"createdAt":${JSON.stringify(eventTimes[index])}}`,
-  );
-  return `{"events":[${events.join(",")}],"toolCalls":[${toolCalls.join(",")}],"steps":[${steps.join(",")}],${JSON.stringify(rest).slice(1)}`;
+  const id = rest.record.id;
+  const runId = JSON.stringify(id);
+  const lists: RunItems[] = [
+    {
+      key: "events",
+      part: "runEvents",
+      count: eventTexts.length,
+      item: (index) => `{"id":${JSON.stringify(`${id}:${index + 1}`)},"runId":${runId},${eventTexts[index]!.slice(1, -1)},"createdAt":${JSON.stringify(eventTimes[index])}}`,
+    },
+    { key: "toolCalls", part: "runToolCalls", count: toolCalls.length, item: (index) => toolCalls[index]! },
+    { key: "steps", part: "runSteps", count: steps.length, item: (index) => steps[index]! },
+  ];
+  // A large checkpoint (a continuation) has a row of its own: the run's row holds its record, which can be large too.
+  const checkpoint = rest.checkpoint === null ? undefined : JSON.stringify(rest.checkpoint);
+  const checkpointApart = checkpoint !== undefined && checkpoint.length > rowChars / 2;
+  const head = JSON.stringify(checkpointApart ? { ...rest, checkpoint: null } : rest);
+  let room = rowChars - head.length;
+  const inRow = lists.map(({ count, item }) => {
+    const items: string[] = [];
+    while (items.length < count) {
+      const next = item(items.length);
+      if (next.length + 1 > room) break;
+      room -= next.length + 1;
+      items.push(next);
+    }
+    return items;
+  });
+  yield `["runs",{${lists.map(({ key }, index) => `"${key}":[${inRow[index]!.join(",")}]`).join(",")},${head.slice(1)}]`;
+  if (checkpointApart) yield `["runCheckpoint",{"runId":${runId},"checkpoint":${checkpoint}}]`;
+  for (const [index, { key, part, count, item }] of lists.entries()) {
+    const partLine = (items: string[]) => `["${part}",{"runId":${runId},"${key}":[${items.join(",")}]}]`;
+    yield* packed(inRow[index]!.length, count, item, rowChars, partLine);
+  }
+}
+
+/** A conversation's lines (see snapshotLines): `["conversations",[id,[...]]]`, then its part rows. */
+function* snapshotConversationLines([id, messages]: [string, ConversationMessage[]], rowChars: number): Generator<string> {
+  const key = JSON.stringify(id);
+  let first = true;
+  const line = (items: string[]) => {
+    const text = `["${first ? "conversations" : "conversationMessages"}",[${key},[${items.join(",")}]]]`;
+    first = false;
+    return text;
+  };
+  yield* packed(0, messages.length, (index) => JSON.stringify(messages[index]), rowChars, line);
+  // A conversation without messages still has its row.
+  if (first) yield line([]);
+}
+
+/**
+ * The lines `line` makes of items `from` to `count`, each of as many items as fit in `rowChars`
+ * characters, or of one item alone that is longer. Each item is made as it is packed.
+ */
+function* packed(from: number, count: number, item: (index: number) => string, rowChars: number, line: (items: string[]) => string): Generator<string> {
+  let items: string[] = [];
+  let chars = 0;
+  for (let index = from; index < count; index += 1) {
+    const next = item(index);
+    if (items.length > 0 && chars + next.length > rowChars) {
+      yield line(items);
+      items = [];
+      chars = 0;
+    }
+    items.push(next);
+    chars += next.length + 1;
+  }
+  if (items.length > 0) yield line(items);
 }
 
 export function skillKey(agentId: string, name: string): string {
