@@ -21,6 +21,7 @@ if (probe.available) {
   const baseRepo = "assembly-line-test/deploy-base";
   const bases = [`${baseRepo}:${suffix}-a`, `${baseRepo}:${suffix}-b`];
   const logger = recordingLogger();
+  const engineHasBridge = (await docker.listNetworks({ filters: { driver: ["bridge"] } })).length > 0;
   const userContainers: Docker.Container[] = [];
   let root: string;
   let agentDir: string;
@@ -140,5 +141,14 @@ if (probe.available) {
       const releases = await docker.listContainers({ all: true, filters: { label: [`${DEPLOY_LABEL}=${name}`] } });
       expect(releases.map((info) => info.Names[0])).toEqual([`/${fifthResult.id}`]);
     }, 1_200_000);
+
+    // The CI's engine runs without its default bridge (dockerd --bridge=none), as many locked-down engines do.
+    it.skipIf(engineHasBridge)("refuses at once a release on a network that publishes no port, and the serving release stays", async () => {
+      const serving = (await docker.listContainers({ filters: { label: [`${DEPLOY_LABEL}=${name}`] } })).map((info) => info.Id);
+      const failed = await deploy(bases[1]!, { network: "bridge", readyTimeoutMs: 120_000 }).catch((error: unknown) => error);
+      expect(isAssemblyLineError(failed, "AL_ERR_DEPLOY_CONFIG"), String(failed)).toBe(true);
+      expect(String((failed as Error).message)).toContain("published no host port");
+      expect((await docker.listContainers({ filters: { label: [`${DEPLOY_LABEL}=${name}`] } })).map((info) => info.Id)).toEqual(serving);
+    }, 300_000);
   });
 }

@@ -272,7 +272,15 @@ export class DockerDeployTarget implements DeployTarget {
     // PORT, as release() set it: the image also exposes its default port, which a release on the host network does not use.
     const listenPort = info.Config.Env?.find((entry) => entry.startsWith("PORT="))?.slice("PORT=".length) ?? "";
     const host = info.HostConfig.NetworkMode === "host";
-    const hostPort = host ? Number(listenPort) : Number(info.NetworkSettings.Ports[`${listenPort}/tcp`]?.[0]?.HostPort);
+    const hostPort = host ? Number(listenPort) : Number(info.NetworkSettings.Ports?.[`${listenPort}/tcp`]?.[0]?.HostPort);
+    // An engine whose default bridge is off (dockerd --bridge=none), or a network that does not apply port
+    // bindings, publishes nothing: say so now instead of probing a port that does not exist until the timeout.
+    if (!Number.isInteger(hostPort) || hostPort <= 0 || hostPort > 65_535) {
+      throw new AssemblyLineError("AL_ERR_DEPLOY_CONFIG", `the Docker engine published no host port for the release's ${listenPort}/tcp on network "${info.HostConfig.NetworkMode ?? "?"}", so nothing outside the container can reach it`, {
+        fix: "Deploy on the host network (`--network host`, dockerDeploy({ network: \"host\" })), or enable the engine's default bridge (dockerd without --bridge=none) or name a network that publishes ports.",
+        details: { container: container.id, port: listenPort, network: info.HostConfig.NetworkMode ?? null },
+      });
+    }
     const address = host ? "127.0.0.1" : (this.options.hostIp ?? "127.0.0.1");
     return `http://${address.includes(":") ? `[${address}]` : address}:${hostPort}`;
   }
