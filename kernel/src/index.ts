@@ -3,7 +3,6 @@ export { KERNEL_VERSION, createKernel, kernelHost, materializeGateway, type Kern
 export { DEFAULT_PLUGIN_TIMEOUT_MS, withinTimeout } from "@assemblyline-agents/core";
 export { RunCapacityError } from "./run/admission.js";
 export type { RunResult, PendingApproval, PendingQuestion, PendingSkillWrite } from "./run/run-result.js";
-export { skillWriteAction } from "./run/run-result.js";
 export { InMemoryStateAdapter } from "./state/in-memory-state.js";
 export { builtInToolDefaults } from "./builtins/index.js";
 export { buildAgent, ARTIFACT_DIR, MANIFEST_FILE, type BuildOptions, type BuildResult } from "./compiler/build.js";

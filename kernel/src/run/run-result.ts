@@ -10,13 +10,6 @@ import { budgetPauseOf, type BudgetExceeded } from "./budget.js";
  */
 export type PendingSkillWrite = SkillWriteResult & { binding: string; proposed?: ProposedSkillText };
 
-/** What a pending skill write does to its file: a write that leaves no text deletes it; one where there was none creates it. */
-export function skillWriteAction(write: PendingSkillWrite): "create" | "change" | "delete" {
-  const { proposed } = write;
-  const deletes = write.after === null || (proposed !== undefined && Object.keys(proposed.files).length === 0 && proposed.removed.includes(write.path));
-  return deletes ? "delete" : write.before === null ? "create" : "change";
-}
-
 export interface PendingApproval {
   approvalId: string;
   callId: string;

@@ -1,4 +1,5 @@
-import { skillWriteAction, type PendingApproval } from "@assemblyline-agents/runtime";
+import type { PendingApproval } from "@assemblyline-agents/runtime";
+import { skillWriteAction } from "../skill-write-action.js";
 
 /** How much of a change's JSON a pending approval prints: enough for its action and names, not a whole automation message. */
 export const CHANGE_SHOWN_CHARS = 240;

@@ -1,5 +1,6 @@
 import type { CaptureContent, JsonValue, RunEvent, RunRecord, ToolCallRecord } from "@assemblyline-agents/core";
-import { captureBody, capturesBodies, skillWriteAction, type OpenEveRuntime, type PendingQuestion, type PendingSkillWrite } from "@assemblyline-agents/runtime";
+import { captureBody, capturesBodies, type OpenEveRuntime, type PendingQuestion, type PendingSkillWrite } from "@assemblyline-agents/runtime";
+import { skillWriteAction } from "../../skill-write-action.js";
 
 /** A body as the inspector may show it: null when captureContent keeps bodies out. */
 type Body = string | null;
