@@ -630,13 +630,22 @@ function checksumMatches(line: Buffer): boolean {
  */
 function embeddedRecordAt(line: Buffer): number | undefined {
   for (let space = line.indexOf(0x20, 9); space >= 0; space = line.indexOf(0x20, space + 1)) {
+    if (!startsRecordJson(line, space + 1)) continue;
     const start = space - 8;
-    // Every record's JSON starts with "{" or "[" (or the mark): most spaces in a line's JSON are ruled out by one look.
-    const next = line[space + 1];
-    if (next !== 0x7b && next !== 0x5b && next !== WRITE_START_MARK) continue;
     if (isLowerHex(line, start, space) && checksumMatches(line.subarray(start))) return start;
   }
   return undefined;
+}
+
+/**
+ * Whether a record's JSON (after the mark, if any) may start at `at`: `{"` or `["`, as every record's
+ * and snapshot row's does. Inside a record, JSON has no space outside its strings and escapes each `"` in
+ * them, so no space in a record's text is followed so: only a line's start is checksummed, not each
+ * space before a "{" in a string (a hexdump in a tool's output has thousands, each a checksum over the rest).
+ */
+function startsRecordJson(line: Buffer, at: number): boolean {
+  const json = line[at] === WRITE_START_MARK ? at + 1 : at;
+  return (line[json] === 0x7b || line[json] === 0x5b) && line[json + 1] === 0x22;
 }
 
 /** Whether `bytes[from..to)` are all hex digits as encodeLine writes them (0-9, a-f). */
