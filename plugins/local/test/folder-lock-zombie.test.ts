@@ -25,6 +25,41 @@ async function processState(pid: number): Promise<string | undefined> {
 }
 
 /**
+ * A python3 holder of `directory` that writes its LOCK as FileStateAdapter does, starts a thread that runs
+ * until its stdin closes, then ends its main thread (pthread_exit): /proc/<pid>/stat then shows state Z,
+ * while the process lives on and could still write, as Node.js exiting with a thread-pool thread stuck in
+ * a write to hung storage would. Its pid, and `end`, which closes its stdin and waits until it is reaped.
+ */
+async function holdWithExitedMainThread(directory: string): Promise<{ pid: number; end: () => Promise<void> }> {
+  const script = [
+    "import ctypes, json, os, socket, sys, threading",
+    "boot = open('/proc/sys/kernel/random/boot_id').read().strip()",
+    "stat = open('/proc/self/stat').read()",
+    "started = stat[stat.rindex(')') + 2:].split(' ')[19]",
+    "owner = {'pid': os.getpid(), 'host': socket.gethostname(), 'token': 'python-holder', 'process': 'python-holder', 'started': boot + ':' + started, 'pidNamespace': boot + ' ' + os.readlink('/proc/self/ns/pid')}",
+    "with open(os.path.join(sys.argv[1], 'LOCK'), 'x') as lock: lock.write(json.dumps(owner))",
+    "threading.Thread(target=sys.stdin.read, daemon=False).start()",
+    "print(os.getpid(), flush=True)",
+    "ctypes.CDLL(None).pthread_exit(None)",
+  ].join("\n");
+  const holder = spawn("python3", ["-c", script, directory], { stdio: ["pipe", "pipe", "inherit"] });
+  const exited = new Promise((resolve) => holder.once("exit", resolve));
+  const end = async () => {
+    holder.stdin.end();
+    await exited;
+  };
+  onTestFinished(async () => {
+    holder.kill("SIGKILL");
+    await exited;
+  });
+  const pid = await new Promise<number>((resolve, reject) => {
+    holder.stdout.once("data", (chunk: Buffer) => resolve(Number(chunk.toString().trim())));
+    holder.once("exit", (code, signal) => reject(new Error(`the python3 holder exited (${code ?? signal}) before it wrote the LOCK`)));
+  });
+  return { pid, end };
+}
+
+/**
  * Start the holder of `directory` under a parent that never reaps it: `sh` starts it in the background,
  * prints its pid, then becomes `sleep`. The holder runs as `command`, its command name in /proc.
  */
@@ -88,5 +123,25 @@ describe.runIf(process.platform === "linux")("FolderLock: a holder that died but
     const reopened = await FileStateAdapter.open({ directory });
     expect((await reopened.getRun("after"))?.id).toBe("after");
     await reopened.close();
+  });
+
+  it("refuses the folder while a holder whose main thread exited still runs another thread", async () => {
+    const directory = await folders.make();
+    const holder = await holdWithExitedMainThread(directory);
+    // The main thread exited: the process's state reads Z, as a zombie's does.
+    for (let state = await processState(holder.pid); state !== "Z"; state = await processState(holder.pid)) {
+      expect(state, "the holder runs").toBeDefined();
+      await sleep(20);
+    }
+
+    const whileThreadRuns = await FileStateAdapter.open({ directory }).catch((error: unknown) => error);
+    expect(isAssemblyLineError(whileThreadRuns, "AL_ERR_STATE_LOCKED")).toBe(true);
+    expect((whileThreadRuns as Error).message).toContain(`locked by pid ${holder.pid}`);
+
+    // Once its last thread ended, the holder is dead, and the folder is taken over.
+    await holder.end();
+    const state = await FileStateAdapter.open({ directory });
+    await state.putSetting("after", "taken over", { actor: "t" });
+    await state.close();
   });
 });

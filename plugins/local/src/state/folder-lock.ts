@@ -1,6 +1,6 @@
 import { AssemblyLineError } from "@assemblyline-agents/core";
 import { randomBytes } from "node:crypto";
-import { fstatSync, readFileSync, readlinkSync } from "node:fs";
+import { fstatSync, readFileSync, readdirSync, readlinkSync } from "node:fs";
 import { link, open, readdir, stat, unlink, utimes, type FileHandle } from "node:fs/promises";
 import { hostname } from "node:os";
 import { join } from "node:path";
@@ -84,20 +84,48 @@ function startOf(pid: number): string | undefined {
 }
 
 /**
- * Whether `pid` has died but is not reaped yet (Linux: state Z, zombie, or X, dead): it answers
- * kill(pid, 0) and keeps its start time, yet holds no file and writes nothing. Where no init
- * reaps orphans (a container without one), a killed holder stays so until the container ends.
+ * Whether `pid` has died but is not reaped yet (Linux: every thread in state Z, zombie, or X, dead):
+ * it answers kill(pid, 0) and keeps its start time, yet holds no file and writes nothing. Where no
+ * init reaps orphans (a container without one), a killed holder stays so until the container ends.
+ * /proc/<pid>/stat shows the main thread alone, a zombie too once it exited while other threads run
+ * (Node.js exiting while a thread-pool thread is stuck in a write to hung storage): those can still
+ * write, so each thread is looked at; where that cannot be told, the holder counts as alive.
  */
 function isDeadUnreaped(pid: number): boolean {
-  const state = procStatFields(pid)?.[0];
-  return state === "Z" || state === "X";
+  if (!isDeadState(procStatFields(pid)?.[0])) return false;
+  let threads: string[];
+  try {
+    threads = readdirSync(`/proc/${pid}/task`);
+  } catch {
+    return threadCount(pid) === 1;
+  }
+  // A thread whose stat is gone since the listing has exited (it reads as the process's does otherwise).
+  return threads.every((thread) => {
+    const state = procStatFields(pid, thread)?.[0];
+    return state === undefined || isDeadState(state);
+  });
 }
 
-/** The fields of /proc/<pid>/stat from the third (state) on, or undefined where /proc cannot tell. */
-function procStatFields(pid: number): string[] | undefined {
+const isDeadState = (state: string | undefined): boolean => state === "Z" || state === "X";
+
+/** The Threads: count of /proc/<pid>/status, or undefined where /proc cannot tell. */
+function threadCount(pid: number): number | undefined {
+  try {
+    const threads = /^Threads:\s*(\d+)$/m.exec(readFileSync(`/proc/${pid}/status`, "utf8"))?.[1];
+    return threads === undefined ? undefined : Number(threads);
+  } catch {
+    return undefined;
+  }
+}
+
+/**
+ * The fields of /proc/<pid>/stat (or of one thread's, /proc/<pid>/task/<thread>/stat) from the third
+ * (state) on, or undefined where /proc cannot tell.
+ */
+function procStatFields(pid: number, thread?: string): string[] | undefined {
   let stat: string;
   try {
-    stat = readFileSync(`/proc/${pid}/stat`, "utf8");
+    stat = readFileSync(thread === undefined ? `/proc/${pid}/stat` : `/proc/${pid}/task/${thread}/stat`, "utf8");
   } catch {
     return undefined;
   }
