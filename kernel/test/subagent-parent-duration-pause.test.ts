@@ -214,3 +214,38 @@ describe("a subagent stopped by its parent's maxDurationMs pause", () => {
     expect(await state.getToolCall(paused.runId, "call_0_0")).toMatchObject({ status: "completed", modelOutput: { subagent: "lead", runId: lead.id, output: "lead done" } });
   });
 });
+
+describe("a run another runtime drives under a tool's ctx.signal when that tool's run pauses on maxDurationMs", () => {
+  it("fails with the pause instead of being left running, so approving the pause runs the inner work once", async () => {
+    const { release } = sharedForTest();
+    onTestFinished(release);
+    // The inner agent waits in `slow`, then makes its side effect: only a run driven past `slow` makes it.
+    const innerDir = pausingRoot({ "tools/effect.ts": EFFECT, "tools/slow.ts": SLOW }, { turns: [{ toolCalls: [{ name: "slow", input: { value: "one" } }] }, { toolCalls: [{ name: "effect", input: { value: "two" } }] }, { text: "inner done" }] }, 60_000);
+    const inner = await startBuilt(innerDir);
+    onTestFinished(() => inner.runtime.close());
+    const hosted = globalThis as { __inner?: typeof inner.runtime };
+    hosted.__inner = inner.runtime;
+    onTestFinished(() => {
+      delete hosted.__inner;
+    });
+    const NESTED = toolSource({ upFront: true, execute: `const result = await globalThis.__inner.run({ message: input.value, signal: ctx.signal }); return { inner: result.status };` });
+    const dir = pausingRoot({ "tools/nested.ts": NESTED }, { turns: [{ toolCalls: [{ name: "nested", input: { value: "go" } }] }, { text: "outer done" }] }, 600);
+    const { runtime } = await startBuilt(dir);
+    onTestFinished(() => runtime.close());
+
+    const paused = await runtime.run({ message: "go" });
+    expect(paused).toMatchObject({ status: "waiting_approval", pendingBudget: { budget: "maxDurationMs" } });
+    const innerId = inner.runtime.manifest.agent.id;
+    await until(async () => (await onlyRunOf(inner.state, innerId)).lease === null);
+    const stopped = await onlyRunOf(inner.state, innerId);
+    expect({ status: stopped.status, code: stopped.error?.code }).toEqual({ status: "failed", code: "AL_ERR_BUDGET_EXCEEDED" });
+
+    release();
+    const approved = await runtime.approve(paused.runId);
+    expect({ status: approved.status, reply: approved.response?.text }).toEqual({ status: "completed", reply: "outer done" });
+    // The inner runtime's sweep finds nothing left to drive: the replayed call's inner run is the only one that went on.
+    expect(await inner.runtime.recoverRuns()).toEqual([]);
+    const innerRuns = (await inner.state.listRuns({ agentId: innerId })).runs.map((run) => run.status).sort();
+    expect({ innerRuns, effects: shared.__effects }).toEqual({ innerRuns: ["completed", "failed"], effects: 1 });
+  });
+});

@@ -98,15 +98,15 @@ export function budgetExceededError(runId: string, exceeded: BudgetExceeded): As
 }
 
 /**
- * Abort reasons that pause the run they stop instead of ending it: its `maxDurationMs` reached under
- * `onExceeded: "pause"`. Approving the pause replays the calls they stopped, so what those calls were
- * driving (a subagent's run, and its own subagents') is left to go on then, not failed.
+ * Abort reasons that pause the run they stop instead of ending it, each mapped to that run: its `maxDurationMs`
+ * reached under `onExceeded: "pause"`. Approving the pause replays the calls they stopped; the spawner passes such
+ * a stop on to the subagents those calls were driving as a pause of their own (subagents/parent-paused.ts).
  */
-const PAUSING_STOPS = new WeakSet<object>();
+const PAUSING_STOPS = new WeakMap<object, string>();
 
-/** Whether a run's abort `reason` pauses it for a decision (see PAUSING_STOPS) rather than ends it. */
-export function isPausingStop(reason: unknown): boolean {
-  return typeof reason === "object" && reason !== null && PAUSING_STOPS.has(reason);
+/** Whether `reason` is run `runId`'s own pausing budget stop (see PAUSING_STOPS), not any other run's. */
+export function isPausingStopOf(reason: unknown, runId: string): boolean {
+  return typeof reason === "object" && reason !== null && PAUSING_STOPS.get(reason) === runId;
 }
 
 /** Events after which a run stood still: the gap to the next event is not active time. */
@@ -229,12 +229,12 @@ export class RunBudget {
 
   /**
    * `maxDurationMs` reached while a call ran: recorded as the budget exceeded, and the error that stops the call.
-   * Under `onExceeded: "pause"` the error is a pausing stop (isPausingStop): the run pauses on it rather than ends.
+   * Under `onExceeded: "pause"` the error is the run's pausing stop (isPausingStopOf): the run pauses on it rather than ends.
    */
   durationReached(): AssemblyLineError {
     this.exceeded ??= { budget: "maxDurationMs", limit: this.limits.maxDurationMs ?? 0, used: Date.now() - this.startedAtMs - this.idleMs };
     const error = budgetExceededError(this.run.id, this.exceeded);
-    if (this.pausesWhenExceeded) PAUSING_STOPS.add(error);
+    if (this.pausesWhenExceeded) PAUSING_STOPS.set(error, this.run.id);
     return error;
   }
 

@@ -24,10 +24,11 @@ import type { SourceBundle } from "../compiler/bundle.js";
 import type { AgentManifest } from "../compiler/manifest.js";
 import type { KernelHooks } from "../hooks.js";
 import { agentConversations } from "../state/agent-conversations.js";
+import { isParentPausedStopOf } from "../subagents/parent-paused.js";
 import { agentUsage } from "../state/agent-usage.js";
 import type { ResolvedState } from "../state/resolve-state.js";
 import { declarationProblem } from "./capability-declaration.js";
-import { RunBudget, budgetConversationOf, budgetExceededError, budgetPauseOf, isPausingStop, type BudgetExceeded } from "./budget.js";
+import { RunBudget, budgetConversationOf, budgetExceededError, budgetPauseOf, type BudgetExceeded } from "./budget.js";
 import { buildModelContext } from "./context-policy.js";
 import { isInfrastructureFailure, leaseLost } from "./infrastructure-failure.js";
 import { dropUndefined, type RunJournal } from "./journal.js";
@@ -339,8 +340,8 @@ export class RunDriver {
     // it fails with the abort's reason, as a run cancelled mid-turn does.
     if (options.signal?.aborted) {
       const reason: unknown = options.signal.reason;
-      // Stopped by its parent's pause (isPausingStop) before it started: left as it is, for the approved replay to drive.
-      if (isPausingStop(reason)) return;
+      // A subagent stopped by its parent's pause before it started: left as it is, for the approved replay to drive.
+      if (leftForParentsReplay(run, reason)) return;
       await this.failRun(runId, reason, isAssemblyLineError(reason) ? reason.code : undefined);
       return;
     }
@@ -637,7 +638,7 @@ export class RunDriver {
         const reason: unknown = controller.signal.reason;
         // Its parent paused (its maxDurationMs under onExceeded "pause"): left as a crash leaves it, its sandbox
         // kept and its lease released with the drive, for the parent's approved replay of the spawn to drive on.
-        if (isPausingStop(reason)) return;
+        if (leftForParentsReplay(run, reason)) return;
         await this.failRun(run.id, reason, isAssemblyLineError(reason) ? reason.code : undefined);
         await services.releaseSandbox();
         return;
@@ -659,7 +660,7 @@ export class RunDriver {
       if (scope.budget.exceeded) await this.failOverBudget(run.id, scope.budget.exceeded, profile.budgets);
       else if (scope.failure) await this.failRun(run.id, new Error(scope.failure.message), scope.failure.code);
       // Stopped with its parent's pause: left as above, whatever the engine threw on the abort.
-      else if (controller.signal.aborted && isPausingStop(controller.signal.reason)) return;
+      else if (controller.signal.aborted && leftForParentsReplay(run, controller.signal.reason)) return;
       else await this.failRun(run.id, error, isAssemblyLineError(error) ? error.code : undefined);
       await services.releaseSandbox();
     } finally {
@@ -794,4 +795,13 @@ function modelFailed(key: string, startedAt: string, error: unknown): { type: st
   if (isAssemblyLineError(error)) data.code = error.code;
   else if (error instanceof Error) data.errorClass = error.name;
   return { type: "model.failed", data };
+}
+
+/**
+ * Whether a run stopped with `reason` is left as a crash leaves it rather than failed: only a subagent run the
+ * spawner stopped because its parent paused (parent-paused.ts), which the parent's approved replay of the spawn
+ * drives on. A drive any other caller's signal stopped fails with the abort's reason, whatever that reason is.
+ */
+function leftForParentsReplay(run: RunRecord, reason: unknown): boolean {
+  return run.input.parent !== undefined && isParentPausedStopOf(reason, run.id);
 }

@@ -12,10 +12,10 @@ import { digestJson } from "../canonical-json.js";
 import { jsonWithoutUndefinedKeys } from "../json-check.js";
 import { describeSchemaErrors } from "../schema.js";
 import { reachableThroughBridge, runBridgeTool, unreachableReason, unwrapToolCall } from "./bridge-tools.js";
-import { isPausingStop } from "./budget.js";
 import { isInfrastructureFailure, leaseLost } from "./infrastructure-failure.js";
 import { approvedChangeOf, isChangeApprovalSuspension, type ChangeApprovalSuspension } from "./change-approval.js";
 import { isQuestionSuspension, type QuestionSuspension } from "./question.js";
+import { isParentPausedStopOf } from "../subagents/parent-paused.js";
 import { isSubagentSuspension, type SubagentSuspension } from "../subagents/suspension.js";
 import { isSkillApprovalSuspension } from "../skills/write-approval.js";
 import type { RunScope } from "./run-scope.js";
@@ -299,13 +299,15 @@ function unlessRunStops<T>(signal: AbortSignal, asked: CallAsks, execute: () => 
  * end is not this call's to decide: the budget, a failed tool beside it, or the caller's abort decides it.
  * A budget that pauses the run (`onExceeded: "pause"`) stopped it mid-way instead: the call is left as recorded
  * when it started, as a crash leaves it, so approving the pause runs it again (at least once, its idempotency
- * keys the same) and the run goes on from where it stopped. So is a call of a subagent stopped by that pause,
- * each level down: its run is driven on by the approved replay of the spawn.
+ * keys the same) and the run goes on from where it stopped. So is a call of a subagent the spawner stopped
+ * because its parent paused (parent-paused.ts), each level down: its run is driven on by the approved replay of
+ * the spawn. Any other abort, a caller's signal carrying another run's budget stop included, fails the call.
  */
 async function stopped(scope: RunScope, base: ToolCallRecord, call: ModelToolCall, reason: unknown): Promise<ToolCallOutcome> {
   const message = storableText(`tool ${call.name} was stopped before it returned: ${reason instanceof Error ? reason.message : String(reason)}`);
   const code = isAssemblyLineError(reason) ? reason.code : undefined;
-  if (!isPausingStop(reason)) {
+  const pausedOnBudget = code === "AL_ERR_BUDGET_EXCEEDED" && scope.budget.exceeded !== null && scope.budget.pausesWhenExceeded;
+  if (!pausedOnBudget && !isParentPausedStopOf(reason, scope.runId)) {
     await scope.journal.record(
       scope.runId,
       "tool.execution_failed",

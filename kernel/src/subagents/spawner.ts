@@ -17,6 +17,7 @@ import type { RunJournal } from "../run/journal.js";
 import type { RunResult } from "../run/run-result.js";
 import { compileSchema, describeSchemaErrors } from "../schema.js";
 import type { SubagentLimits } from "./limits.js";
+import { parentPausedStop, pausesRun } from "./parent-paused.js";
 import { checkSubagentRequest } from "./request.js";
 import { SubagentSuspension } from "./suspension.js";
 
@@ -33,7 +34,7 @@ export interface SpawnerParts {
   /**
    * Drive a run to its next resting state (waits for a drive of it already in this process).
    * `signal` stops it as a caller's abort stops a run: it fails with the abort's reason, unless that
-   * reason pauses the parent (isPausingStop), which leaves it as a crash does. `resumed`: the run was
+   * reason is the spawner's parent-paused stop for it (parent-paused.ts), which leaves it as a crash does. `resumed`: the run was
    * left part-way (a crash, its parent's pause), recorded as a resume so the time it stood still is not
    * counted in its own maxDurationMs.
    */
@@ -96,7 +97,7 @@ export async function spawnSubagent(parts: SpawnerParts, parent: RunRecord, prof
 
   // A child left part-way (its parent paused on maxDurationMs, or a crash) is resumed; a new one is started.
   const resumed = existing?.status === "running";
-  const result = await driveUnder(parts, childRunId, site.turn, resumed).catch((error: unknown) => {
+  const result = await driveUnder(parts, parent.id, childRunId, site.turn, resumed).catch((error: unknown) => {
     // Leased by another replica: not the parent's failure. It stays running and recovery resumes both.
     if (isAssemblyLineError(error, "AL_ERR_RUN_NOT_RESUMABLE")) throw busy(childRunId, "is leased by another process");
     throw error;
@@ -136,16 +137,19 @@ export async function spawnSubagent(parts: SpawnerParts, parent: RunRecord, prof
 
 /**
  * Drive the child until it rests, stopped when the parent's turn stops: with the turn's abort reason, so the
- * child fails as a cancelled run does. A reason that only pauses the parent (its maxDurationMs under
- * `onExceeded: "pause"`) leaves the child as a crash leaves it instead, and the approved replay of the call
- * drives it on. Not when the parent's lease moved to another replica: the child is this process's to drive
- * still, and that replica's replay of the call finds it.
+ * child fails as a cancelled run does. A reason that only pauses the parent (its own maxDurationMs under
+ * `onExceeded: "pause"`, or its parent's pause passed down to it) stops the child with a parent-paused stop of
+ * its own instead, which leaves it as a crash leaves it, and the approved replay of the call drives it on. Not
+ * when the parent's lease moved to another replica: the child is this process's to drive still, and that
+ * replica's replay of the call finds it.
  */
-async function driveUnder(parts: SpawnerParts, childRunId: string, turn: AbortSignal | undefined, resumed: boolean): Promise<RunResult> {
+async function driveUnder(parts: SpawnerParts, parentRunId: string, childRunId: string, turn: AbortSignal | undefined, resumed: boolean): Promise<RunResult> {
   if (!turn) return parts.drive(childRunId, { resumed });
   const stop = new AbortController();
   const forward = () => {
-    if (!isAssemblyLineError(turn.reason, "AL_ERR_RUN_LEASE_LOST")) stop.abort(turn.reason);
+    const reason: unknown = turn.reason;
+    if (isAssemblyLineError(reason, "AL_ERR_RUN_LEASE_LOST")) return;
+    stop.abort(pausesRun(reason, parentRunId) ? parentPausedStop(childRunId, parentRunId, reason) : reason);
   };
   if (turn.aborted) forward();
   else turn.addEventListener("abort", forward, { once: true });
