@@ -213,6 +213,31 @@ describe("a subagent stopped by its parent's maxDurationMs pause", () => {
     expect({ lead: lead.status, worker: worker.status, effects: shared.__effects }).toEqual({ lead: "completed", worker: "completed", effects: 1 });
     expect(await state.getToolCall(paused.runId, "call_0_0")).toMatchObject({ status: "completed", modelOutput: { subagent: "lead", runId: lead.id, output: "lead done" } });
   });
+
+  it("fails a child spawned in the background by a call that has returned, which no replay would drive on", async () => {
+    const { release } = sharedForTest();
+    onTestFinished(release);
+    const BACKGROUND = toolSource({ upFront: true, execute: `ctx.spawnSubagent({ name: "worker", task: "do it" }).catch(() => undefined); return { started: input.value };` });
+    const dir = pausingRoot(
+      { "tools/background.ts": BACKGROUND, "tools/slow.ts": SLOW, "subagents/worker/agent.ts": agent(`description: "Works slowly.", instructions: "Work."`), "subagents/worker/tools/effect.ts": EFFECT, "subagents/worker/tools/slow.ts": SLOW },
+      // The parent's time runs out in its own `slow`, after the call that spawned the worker returned.
+      { turns: [{ toolCalls: [{ name: "background", input: { value: "worker" } }] }, { toolCalls: [{ name: "slow", input: { value: "parent" } }] }, { text: "parent done" }], subagents: { worker: WORKER_SCRIPT } },
+      600,
+    );
+    const { runtime, state } = await startBuilt(dir);
+    onTestFinished(() => runtime.close());
+    const paused = await runtime.run({ message: "go" });
+    expect(paused).toMatchObject({ status: "waiting_approval", pendingBudget: { budget: "maxDurationMs" } });
+    const workerId = `${runtime.manifest.agent.id}/worker`;
+    await until(async () => (await onlyRunOf(state, workerId)).lease === null);
+    const stopped = await onlyRunOf(state, workerId);
+    expect({ status: stopped.status, code: stopped.error?.code, effects: shared.__effects }).toEqual({ status: "failed", code: "AL_ERR_BUDGET_EXCEEDED", effects: 1 });
+
+    release();
+    expect((await runtime.approve(paused.runId)).status).toBe("completed");
+    expect(await runtime.recoverRuns()).toEqual([]);
+    expect({ child: (await onlyRunOf(state, workerId)).status, effects: shared.__effects }).toEqual({ child: "failed", effects: 1 });
+  });
 });
 
 describe("a run another runtime drives under a tool's ctx.signal when that tool's run pauses on maxDurationMs", () => {

@@ -5,6 +5,7 @@ import { findNonJson } from "../json-check.js";
 import { changeGate, type ChangeApprovalSuspension } from "./change-approval.js";
 import { QuestionSuspension, questionProblem } from "./question.js";
 import { SKILL_ACTIVATION } from "./run-access.js";
+import { spawningCallSignal } from "../subagents/parent-paused.js";
 import { isSubagentSuspension, type SubagentSuspension } from "../subagents/suspension.js";
 import type { SkillStepRunner } from "../skills/durable-skill-change.js";
 import { dropUndefined } from "./journal.js";
@@ -23,6 +24,8 @@ export interface CallAsks {
   approval?: ChangeApprovalSuspension;
   /** The abort reason the run stopped waiting for the call with (tool-pipeline.ts unlessRunStops). */
   stopped?: unknown;
+  /** Set once the call's execute has returned or thrown: a subagent it left running in the background has no replay of it to drive it on. */
+  returned?: boolean;
 }
 
 /** What one tool call's `execute(input, ctx)` receives. */
@@ -37,6 +40,8 @@ export function createToolContext(
   const { services } = scope;
   const gate = (required: boolean) => changeGate(approvedToolCall, required, approvedChange, (suspension) => (asked.approval ??= suspension));
   let spawns = 0;
+  // Made at the call's first spawn: most calls spawn nothing.
+  let spawnSignal: AbortSignal | undefined;
   // After a question, or a spawn whose subagent pauses, the call pauses when execute returns: a tool that
   // caught that throw and went on would act (record, spawn, run a step) on work that is to happen
   // only after the answer. Its ctx refuses with the same suspension: code after the pause does nothing durable.
@@ -126,8 +131,10 @@ export function createToolContext(
       // Numbered as called, so each spawn of one execution has its own child, found again on a replay.
       const spawnIndex = spawns++;
       try {
-        // The run's signal: the child stops when the parent stops waiting for this call (spawner.ts driveUnder).
-        return await services.spawnSubagent(request, call.id, spawnIndex, scope.signal);
+        // The run's signal, as this call's: the child stops when the parent stops (spawner.ts driveUnder), left
+        // for the replay of the call only while execute still runs.
+        spawnSignal ??= spawningCallSignal(scope.signal, () => asked.returned !== true);
+        return await services.spawnSubagent(request, call.id, spawnIndex, spawnSignal);
       } catch (error) {
         // Remembered so a tool that catches it still pauses until the child finishes.
         if (isSubagentSuspension(error)) asked.subagent = error;

@@ -271,6 +271,10 @@ async function completed(scope: RunScope, base: ToolCallRecord, call: ModelToolC
  */
 function unlessRunStops<T>(signal: AbortSignal, asked: CallAsks, execute: () => T | Promise<T>): Promise<T> {
   const work = (async () => execute())();
+  const returned = () => {
+    asked.returned = true;
+  };
+  work.then(returned, returned);
   const stop = () => {
     asked.stopped = signal.reason;
     // The tool's late end, a throw included, has no one waiting for it.

@@ -28,3 +28,24 @@ export function parentPausedStop(childRunId: string, parentRunId: string, cause:
   PARENT_PAUSED.set(stop, childRunId);
   return stop;
 }
+
+/** The signals tool calls' spawns stop with (spawningCallSignal), each with whether its call's execute still runs. */
+const SPAWNING_CALLS = new WeakMap<AbortSignal, () => boolean>();
+
+/**
+ * The signal one tool call's spawns stop with: aborted with its run's signal, with the same reason, and known to
+ * the spawner as this call's, so it can tell whether the call still executes when the run stops (`executing`).
+ */
+export function spawningCallSignal(runSignal: AbortSignal, executing: () => boolean): AbortSignal {
+  const signal = AbortSignal.any([runSignal]);
+  SPAWNING_CALLS.set(signal, executing);
+  return signal;
+}
+
+/**
+ * Whether the tool call a spawn's `turn` signal is of is still executing: a child it spawned in the background and
+ * left running when it returned has no replay of the call to drive it on. A signal no call made is taken as running.
+ */
+export function spawningCallExecuting(turn: AbortSignal): boolean {
+  return SPAWNING_CALLS.get(turn)?.() ?? true;
+}

@@ -17,7 +17,7 @@ import type { RunJournal } from "../run/journal.js";
 import type { RunResult } from "../run/run-result.js";
 import { compileSchema, describeSchemaErrors } from "../schema.js";
 import type { SubagentLimits } from "./limits.js";
-import { parentPausedStop, pausesRun } from "./parent-paused.js";
+import { parentPausedStop, pausesRun, spawningCallExecuting } from "./parent-paused.js";
 import { checkSubagentRequest } from "./request.js";
 import { SubagentSuspension } from "./suspension.js";
 
@@ -139,7 +139,9 @@ export async function spawnSubagent(parts: SpawnerParts, parent: RunRecord, prof
  * Drive the child until it rests, stopped when the parent's turn stops: with the turn's abort reason, so the
  * child fails as a cancelled run does. A reason that only pauses the parent (its own maxDurationMs under
  * `onExceeded: "pause"`, or its parent's pause passed down to it) stops the child with a parent-paused stop of
- * its own instead, which leaves it as a crash leaves it, and the approved replay of the call drives it on. Not
+ * its own instead, which leaves it as a crash leaves it, and the approved replay of the call drives it on: only
+ * while the spawning call still executes (a child spawned in the background by a call that has returned fails
+ * with the parent's stop, as no replay would come for it). Not
  * when the parent's lease moved to another replica: the child is this process's to drive still, and that
  * replica's replay of the call finds it.
  */
@@ -149,7 +151,9 @@ async function driveUnder(parts: SpawnerParts, parentRunId: string, childRunId: 
   const forward = () => {
     const reason: unknown = turn.reason;
     if (isAssemblyLineError(reason, "AL_ERR_RUN_LEASE_LOST")) return;
-    stop.abort(pausesRun(reason, parentRunId) ? parentPausedStop(childRunId, parentRunId, reason) : reason);
+    // Left for the replay only while the spawning call still executes: one that returned is never replayed.
+    const leftForReplay = pausesRun(reason, parentRunId) && spawningCallExecuting(turn);
+    stop.abort(leftForReplay ? parentPausedStop(childRunId, parentRunId, reason) : reason);
   };
   if (turn.aborted) forward();
   else turn.addEventListener("abort", forward, { once: true });
