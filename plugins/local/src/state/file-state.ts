@@ -1420,8 +1420,9 @@ export class FileStateAdapter implements StateAdapter {
     await previous.close().catch(() => undefined);
     // Checked before each step that changes the folder: a snapshot renamed over the new holder's, or its logs removed, would lose its records.
     if (!lock.stillHeld()) return;
+    let replaced: ReplacedSnapshot;
     try {
-      this.snapshotBytes = await this.replaceSnapshot(generation, tables, lock);
+      replaced = await this.replaceSnapshot(generation, tables, lock);
     } catch (error) {
       // A lost lock is every later call's error already.
       if (isAssemblyLineError(error, "AL_ERR_STATE_LOCKED")) return;
@@ -1430,10 +1431,14 @@ export class FileStateAdapter implements StateAdapter {
       this.foldFailed(error, this.unfoldedLogBytes);
       return;
     }
+    // The snapshot is in place: the fold is done, even where the folder's sync failed.
+    this.snapshotBytes = replaced.bytes;
     this.unfoldedLogBytes = 0;
     this.foldRetryAtLogBytes = 0;
+    // Until a sync of the folder succeeds, a crash may bring the old snapshot back, which needs the logs after it.
+    const synced = replaced.folderSynced || (await syncDirectory(this.directory).then(() => true, () => false));
     // A log left behind is removed when the folder is next opened.
-    if (lock.stillHeld()) await this.removeStrayFiles(generation).catch(() => undefined);
+    if (synced && lock.stillHeld()) await this.removeStrayFiles(generation).catch(() => undefined);
   }
 
   /**
@@ -1443,20 +1448,24 @@ export class FileStateAdapter implements StateAdapter {
    */
   private async foldAtOpen(lock: FolderLock): Promise<void> {
     const next = this.generation + 1;
-    let bytes: number;
+    let replaced: ReplacedSnapshot;
     try {
-      bytes = await this.replaceSnapshot(next, this.tables.toSnapshot(), lock);
+      replaced = await this.replaceSnapshot(next, this.tables.toSnapshot(), lock);
     } catch (error) {
       if (isAssemblyLineError(error, "AL_ERR_STATE_LOCKED")) throw error;
       this.foldFailed(error, this.unfoldedLogBytes + this.log!.bytes);
       return;
     }
-    // Snapshot N+1 holds every log, and no log N+1 is there yet: replayed now, the folder reads the same.
+    // Snapshot N+1 is in place, also where the folder's sync after it failed: no write may go into log N
+    // any more, which the next opening deletes as folded. Snapshot N+1 holds every log, and no log N+1 is
+    // there yet: replayed now, the folder reads the same.
     await this.log!.close();
     this.log = await WriteAheadLog.openForAppend(join(this.directory, logFile(next)), 0, this.writableWhileHeld(lock));
-    await syncDirectory(this.directory);
     this.generation = next;
-    this.snapshotBytes = bytes;
+    // Makes log N+1 durable, and the rename too where the sync after it failed; failing again, it fails the
+    // opening (the logs stay, and the folder reads the same at the next).
+    await syncDirectory(this.directory);
+    this.snapshotBytes = replaced.bytes;
     this.supersededBytes = 0;
     this.unfoldedLogBytes = 0;
     this.foldRetryAtLogBytes = 0;
@@ -1464,11 +1473,11 @@ export class FileStateAdapter implements StateAdapter {
   }
 
   /**
-   * Write `tables` as the snapshot of generation `generation` (write-temp, fsync, rename, fsync the folder); its
-   * bytes. On failure the temp file is removed and the snapshot in place stays as it was (if the rename was done,
-   * the new one may be in place, which the logs replay to the same tables).
+   * Write `tables` as the snapshot of generation `generation` (write-temp, fsync, rename, fsync the folder). It
+   * throws only before the rename: the temp file is removed and the snapshot in place stays as it was. Once
+   * renamed, the new snapshot is in place and it returns, also where the folder's sync failed (see ReplacedSnapshot).
    */
-  private async replaceSnapshot(generation: number, tables: TablesCut, lock: FolderLock): Promise<number> {
+  private async replaceSnapshot(generation: number, tables: TablesCut, lock: FolderLock): Promise<ReplacedSnapshot> {
     // Named by the lock's token, not the pid: a holder in another pid namespace often has this one's pid,
     // and one frozen mid-snapshot that wakes must not write into the file the new holder renames into place.
     const temp = join(this.directory, `${SNAPSHOT_FILE}.${lock.token}.tmp`);
@@ -1487,8 +1496,8 @@ export class FileStateAdapter implements StateAdapter {
       await unlink(temp).catch(() => undefined);
       throw error;
     }
-    await syncDirectory(this.directory);
-    return bytes;
+    const folderSynced = await syncDirectory(this.directory).then(() => true, () => false);
+    return { bytes, folderSynced };
   }
 
   /**
@@ -1539,6 +1548,15 @@ export class FileStateAdapter implements StateAdapter {
       details: { path },
     });
   }
+}
+
+/**
+ * A snapshot renamed into place: its `bytes`, and whether the folder's sync after the rename succeeded. Where it
+ * failed, a crash may still bring the old snapshot back, so the logs after it stay until a later sync succeeds.
+ */
+interface ReplacedSnapshot {
+  bytes: number;
+  folderSynced: boolean;
 }
 
 /** Cut the file at `path` to `bytes`, and sync it. */
