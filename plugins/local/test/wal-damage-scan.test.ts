@@ -62,7 +62,7 @@ describe("file state log: a damaged line full of hex digits and spaces", () => {
     const { directory, log, lineStarts } = await folderWithDump(dump);
     // The last write is the dump's: drop the one after it, and damage the dump's record near its start.
     const bytes = (await readFile(log)).subarray(0, lineStarts[2]);
-    bytes[lineStarts[1]! + 40] ^= 0x01;
+    bytes[lineStarts[1]! + 40]! ^= 0x01;
     await writeFile(log, bytes);
 
     checksums.count = 0;
