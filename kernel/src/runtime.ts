@@ -709,8 +709,9 @@ export class OpenEveRuntime {
   private async failLeftUnder(run: RunRecord, parent: RunRecord): Promise<RunResult> {
     const denied = parent.status === "failed" && failedOnDeniedPause(await this.state.runs.listEvents(parent.id));
     const parts = this.leftRunParts();
-    const { outcome, result } = await failLeftRun(parts, run, parentEndedError(run, parent, denied));
-    if (outcome === "failed") await failLeftDescendants(parts, run.id, (below) => parentEndedError(below, parent, denied));
+    const { result } = await failLeftRun(parts, run, parentEndedError(run, parent, denied));
+    // Whatever became of `run`: below one that ended or another process holds may be runs no drive holds.
+    await failLeftDescendants(parts, run.id, (below) => parentEndedError(below, parent, denied));
     return result;
   }
 

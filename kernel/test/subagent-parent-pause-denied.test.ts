@@ -172,6 +172,54 @@ describe("denying a parent's maxDurationMs pause", () => {
     expect(await runtime.recoverRuns()).toEqual([]);
   });
 
+  it("fails a subagent that waits for an approval, so approving it afterwards does nothing", async () => {
+    const { release } = sharedForTest();
+    const GATED = toolSource({ upFront: true, extra: `needsApproval: approvalRequired("Check first."),`, execute: `globalThis.__effects = (globalThis.__effects ?? 0) + 1; return { done: input.value };` });
+    const dir = pausingRoot(
+      { ...WORKER_FILES("subagents/worker"), "subagents/worker/tools/gated.ts": GATED },
+      {
+        turns: [spawn("worker"), { text: "parent done" }],
+        subagents: { worker: { turns: [{ toolCalls: [{ name: "effect", input: { value: "one" } }] }, { toolCalls: [{ name: "slow", input: { value: "two" } }] }, { toolCalls: [{ name: "gated", input: { value: "three" } }] }, { text: "child done" }] } },
+      },
+    );
+    const { runtime, state } = await startBuilt(dir);
+    onTestFinished(() => runtime.close());
+    const paused = await runtime.run({ message: "go" });
+    expect(paused).toMatchObject({ status: "waiting_approval", pendingBudget: { budget: "maxDurationMs" } });
+    const workerId = `${runtime.manifest.agent.id}/worker`;
+    await until(async () => (await onlyRunOf(state, workerId)).lease === null);
+    // A recovery sweep drives the left child on while its parent waits, until the child waits for an approval of its own.
+    release();
+    expect((await runtime.recoverRuns()).map((run) => run.status)).toEqual(["waiting_approval"]);
+
+    expect((await runtime.deny(paused.runId)).status).toBe("failed");
+    const child = await onlyRunOf(state, workerId);
+    expect({ status: child.status, code: child.error?.code, lease: child.lease }).toEqual({ status: "failed", code: "AL_ERR_SUBAGENT_PARENT_ENDED", lease: null });
+    await expect(runtime.approve(child.id)).rejects.toMatchObject({ code: "AL_ERR_RUN_NOT_RESUMABLE" });
+    expect({ child: (await onlyRunOf(state, workerId)).status, effects: shared.__effects }).toEqual({ child: "failed", effects: 1 });
+  });
+
+  it("fails a nested subagent no drive holds below a child another process holds", async () => {
+    sharedForTest();
+    const dir = pausingRoot(
+      { "subagents/lead/agent.ts": agent(`description: "Delegates.", instructions: "Delegate."`), ...WORKER_FILES("subagents/lead/subagents/worker") },
+      { turns: [spawn("lead"), { text: "parent done" }], subagents: { lead: { turns: [spawn("worker"), { text: "lead done" }], subagents: { worker: WORKER_SCRIPT } } } },
+    );
+    const { runtime, state } = await startBuilt(dir);
+    onTestFinished(() => runtime.close());
+    const paused = await runtime.run({ message: "go" });
+    expect(paused).toMatchObject({ status: "waiting_approval", pendingBudget: { budget: "maxDurationMs" } });
+    const id = runtime.manifest.agent.id;
+    await until(async () => (await onlyRunOf(state, `${id}/lead`)).lease === null && (await onlyRunOf(state, `${id}/lead/worker`)).lease === null);
+    const leadId = (await onlyRunOf(state, `${id}/lead`)).id;
+    const lease = await state.acquireRunLease(leadId, "other-replica", 60_000);
+    onTestFinished(() => state.releaseRunLease(leadId, "other-replica", lease?.token));
+
+    expect((await runtime.deny(paused.runId)).status).toBe("failed");
+    const [lead, worker] = [await onlyRunOf(state, `${id}/lead`), await onlyRunOf(state, `${id}/lead/worker`)];
+    expect([lead.status, lead.lease?.owner, worker.status, worker.error?.code]).toEqual(["running", "other-replica", "failed", "AL_ERR_SUBAGENT_PARENT_ENDED"]);
+  });
+
   it("leaves a child another process is driving to that process", async () => {
     sharedForTest();
     const { runtime, state } = await startBuilt(rootWithWorker());

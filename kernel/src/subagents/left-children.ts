@@ -5,8 +5,10 @@ import { childRunIdFor } from "./spawner.js";
 
 /**
  * Subagent runs left part-way (`running` or `queued` with no drive: what a crash, or their parent's
- * `maxDurationMs` pause, leaves) under a parent that has ended: nothing will take their output, so they
- * are failed instead of driven on, which would spend model calls and run tools for nothing.
+ * `maxDurationMs` pause, leaves), or resting on a decision (`waiting_approval`, `waiting_input`: a recovery
+ * sweep drove one on while its parent waited, or it paused on its own budget), under a parent that has ended:
+ * nothing will take their output, so they are failed instead of driven on, or approved into spending again,
+ * for nothing.
  */
 export interface LeftRunParts {
   runs: RunStore;
@@ -17,12 +19,12 @@ export interface LeftRunParts {
   releaseHeld(run: RunRecord): Promise<void>;
 }
 
-/** What became of a left run: failed here, found ended or resting (left alone), or driven by another process (left to it). */
-export type LeftRunOutcome = "failed" | "ended" | "resting" | "leased";
+/** What became of a left run: failed here, found ended (left as it ended), or driven by another process (left to it). */
+export type LeftRunOutcome = "failed" | "ended" | "leased";
 
 /**
- * Fail `run` with `error` if it is still left part-way, under its own lease as any failure is written:
- * a run another process holds now is left to that process, one that ended or rests on a decision is left as it is.
+ * Fail `run` with `error` if it is still left part-way or waits for a decision, under its own lease as any
+ * failure is written: a run another process holds now is left to that process, one that ended is left as it ended.
  */
 export async function failLeftRun(parts: LeftRunParts, run: RunRecord, error: AssemblyLineError): Promise<{ outcome: LeftRunOutcome; result: RunResult }> {
   const { driver } = await parts.driverFor(run);
@@ -32,8 +34,8 @@ export async function failLeftRun(parts: LeftRunParts, run: RunRecord, error: As
     // Not a decision: a run that ended, or that another process holds, is described instead of refused.
     leaveIfTaken: true,
     beforeDriving: async (current) => {
-      if (current.status !== "running" && current.status !== "queued") {
-        outcome = "resting";
+      if (!unfinished(current)) {
+        outcome = "ended";
         return false;
       }
       await driver.failRun(current.id, error, error.code);
@@ -46,26 +48,33 @@ export async function failLeftRun(parts: LeftRunParts, run: RunRecord, error: As
 }
 
 /**
- * Fail every subagent run below `parentRunId` that is left part-way, each level down (a child's own
- * children once the child is failed). `errorFor` makes each one's failure.
+ * Fail every subagent run below `parentRunId` that is left part-way or waits for a decision, each level down.
+ * Each child's own children are looked at whatever became of the child: below one that ended, or that another
+ * process holds, may be runs no drive holds. `errorFor` makes each one's failure.
  */
 export async function failLeftDescendants(parts: LeftRunParts, parentRunId: string, errorFor: (run: RunRecord) => AssemblyLineError): Promise<string[]> {
   const failed: string[] = [];
   for (const childRunId of await childRunIdsOf(parts.runs, parentRunId)) {
     const child = await parts.runs.getRun(childRunId);
-    if (!child || child.input.parent?.runId !== parentRunId || (child.status !== "running" && child.status !== "queued")) continue;
-    const { outcome } = await failLeftRun(parts, child, errorFor(child));
-    if (outcome === "leased") {
-      parts.logger.warn(
-        { runId: child.id, parentRunId, event: "subagent.left_to_holder" },
-        "a subagent run whose parent ended is driven by another process now; it is left to that process",
-      );
+    if (!child || child.input.parent?.runId !== parentRunId) continue;
+    if (unfinished(child)) {
+      const { outcome } = await failLeftRun(parts, child, errorFor(child));
+      if (outcome === "failed") failed.push(child.id);
+      if (outcome === "leased") {
+        parts.logger.warn(
+          { runId: child.id, parentRunId, event: "subagent.left_to_holder" },
+          "a subagent run whose parent ended is driven by another process now; it is left to that process",
+        );
+      }
     }
-    if (outcome !== "failed") continue;
-    failed.push(child.id);
     failed.push(...(await failLeftDescendants(parts, child.id, errorFor)));
   }
   return failed;
+}
+
+/** Whether `run` has not ended: left part-way (`running`, `queued`) or resting on a decision. */
+function unfinished(run: RunRecord): boolean {
+  return !TERMINAL_RUN_STATUSES.includes(run.status);
 }
 
 /**
