@@ -686,10 +686,10 @@ export class OpenEveRuntime {
     return Promise.all(
       claimed.filter((run) => isRunOfAgent(run, agentId)).map((run) =>
         this.track(async () => {
-          // A subagent run left part-way under a parent that ended since (its budget pause denied, a crash between the
-          // parent's end and its children's) has no one to take its output: failed, not driven.
-          const endedParent = await this.endedParentOf(run);
-          if (endedParent) return this.failLeftUnder(run, endedParent);
+          // A subagent run left part-way under a parent, or a run above it, that ended since (its budget pause denied, a
+          // crash between that end and its children's) has no one to take its output: failed, not driven.
+          const endedAncestor = await this.endedAncestorOf(run);
+          if (endedAncestor) return this.failLeftUnder(run, endedAncestor);
           // The claim leased the run to us; drive renews that lease.
           const { driver, revision } = await this.revisions.driverFor(run);
           return driver.drive(run.id, { revision, resumedBy: { recovered: true } });
@@ -698,20 +698,30 @@ export class OpenEveRuntime {
     );
   }
 
-  /** The parent of subagent run `run` when it has failed or completed. */
-  private async endedParentOf(run: RunRecord): Promise<RunRecord | undefined> {
-    const parentRunId = run.input.parent?.runId;
-    const parent = parentRunId === undefined ? undefined : await this.state.runs.getRun(parentRunId);
-    return parent && (parent.status === "failed" || parent.status === "completed") ? parent : undefined;
+  /**
+   * The nearest run above subagent run `run` (its parent, its parent's parent, ...) that has failed or completed:
+   * a parent still running under a denied grandparent takes no output on anyone's behalf either. Walked as many
+   * levels as the run is deep (at least subagents.maxDepth), so a damaged chain cannot loop.
+   */
+  private async endedAncestorOf(run: RunRecord): Promise<RunRecord | undefined> {
+    const levels = Math.max(run.input.parent?.depth ?? 0, this.subagentLimits.maxDepth);
+    let above = run.input.parent?.runId;
+    for (let level = 0; above !== undefined && level < levels; level += 1) {
+      const ancestor = await this.state.runs.getRun(above);
+      if (!ancestor) return undefined;
+      if (ancestor.status === "failed" || ancestor.status === "completed") return ancestor;
+      above = ancestor.input.parent?.runId;
+    }
+    return undefined;
   }
 
-  /** Fail `run`, left part-way under `parent` that has ended, and the runs below it left with it. */
-  private async failLeftUnder(run: RunRecord, parent: RunRecord): Promise<RunResult> {
-    const denied = parent.status === "failed" && failedOnDeniedPause(await this.state.runs.listEvents(parent.id));
+  /** Fail `run`, left part-way under `ended` (its parent or a run above it) that has ended, and the runs below it left with it. */
+  private async failLeftUnder(run: RunRecord, ended: RunRecord): Promise<RunResult> {
+    const denied = ended.status === "failed" && failedOnDeniedPause(await this.state.runs.listEvents(ended.id));
     const parts = this.leftRunParts();
-    const { result } = await failLeftRun(parts, run, parentEndedError(run, parent, denied));
+    const { result } = await failLeftRun(parts, run, parentEndedError(run, ended, denied));
     // Whatever became of `run`: below one that ended or another process holds may be runs no drive holds.
-    await failLeftDescendants(parts, run.id, (below) => parentEndedError(below, parent, denied));
+    await failLeftDescendants(parts, run.id, (below) => parentEndedError(below, ended, denied));
     return result;
   }
 

@@ -220,6 +220,44 @@ describe("denying a parent's maxDurationMs pause", () => {
     expect([lead.status, lead.lease?.owner, worker.status, worker.error?.code]).toEqual(["running", "other-replica", "failed", "AL_ERR_SUBAGENT_PARENT_ENDED"]);
   });
 
+  it("has the recovery sweep fail a nested subagent whose parent still runs but whose grandparent's pause was denied", async () => {
+    const { release } = sharedForTest();
+    /** A store that refuses subagent runs' failures while `refusing`, as a process dying after the root's failure would leave them. */
+    class RefusesChildFailures extends InMemoryStateAdapter {
+      refusing = true;
+      override async appendEvents(...args: Parameters<InMemoryStateAdapter["appendEvents"]>): ReturnType<InMemoryStateAdapter["appendEvents"]> {
+        const [runId, events] = args;
+        if (this.refusing && runId.startsWith("run_sub_") && events.some((event) => event.type === "run.failed")) throw new Error("the store went away");
+        return super.appendEvents(...args);
+      }
+    }
+    const dir = pausingRoot(
+      { "subagents/lead/agent.ts": agent(`description: "Delegates.", instructions: "Delegate."`), ...WORKER_FILES("subagents/lead/subagents/worker") },
+      { turns: [spawn("lead"), { text: "parent done" }], subagents: { lead: { turns: [spawn("worker"), { text: "lead done" }], subagents: { worker: WORKER_SCRIPT } } } },
+    );
+    const state = new RefusesChildFailures();
+    const { runtime } = await startBuilt(dir, { state });
+    onTestFinished(() => runtime.close());
+    const paused = await runtime.run({ message: "go" });
+    expect(paused).toMatchObject({ status: "waiting_approval", pendingBudget: { budget: "maxDurationMs" } });
+    const id = runtime.manifest.agent.id;
+    await until(async () => (await onlyRunOf(state, `${id}/lead`)).lease === null && (await onlyRunOf(state, `${id}/lead/worker`)).lease === null);
+    // The lead is held by another process throughout, so the sweep claims the worker while its parent still runs.
+    const leadId = (await onlyRunOf(state, `${id}/lead`)).id;
+    const lease = await state.acquireRunLease(leadId, "other-replica", 60_000);
+    onTestFinished(() => state.releaseRunLease(leadId, "other-replica", lease?.token));
+    expect((await runtime.deny(paused.runId)).status).toBe("failed");
+    expect([(await onlyRunOf(state, `${id}/lead`)).status, (await onlyRunOf(state, `${id}/lead/worker`)).status]).toEqual(["running", "running"]);
+
+    state.refusing = false;
+    release();
+    const recovered = await runtime.recoverRuns();
+    const worker = await onlyRunOf(state, `${id}/lead/worker`);
+    expect(recovered.map((run) => [run.runId, run.status])).toEqual([[worker.id, "failed"]]);
+    expect({ status: worker.status, code: worker.error?.code, effects: shared.__effects }).toEqual({ status: "failed", code: "AL_ERR_SUBAGENT_PARENT_ENDED", effects: 1 });
+    expect(worker.error?.message).toContain(`run ${paused.runId}, above it, failed on its denied budget pause since`);
+  });
+
   it("leaves a child another process is driving to that process", async () => {
     sharedForTest();
     const { runtime, state } = await startBuilt(rootWithWorker());
