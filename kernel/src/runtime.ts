@@ -59,7 +59,7 @@ import { DEFAULT_SUBAGENT_LIMITS, checkSubagentLimitsOption, type SubagentLimits
 import { spawnSubagent, type SpawnerParts } from "./subagents/spawner.js";
 import { endedChildRefusal } from "./subagents/ended-child.js";
 import { StrandedParentSweep } from "./subagents/stranded-parents.js";
-import { failLeftDescendants, failLeftRun, parentEndedError, pauseDeniedError, type LeftRunParts } from "./subagents/left-children.js";
+import { failLeftDescendants, failLeftSubtree, parentEndedError, pauseDeniedError, type LeftRunParts } from "./subagents/left-children.js";
 import { Automations } from "./automations/automations.js";
 import { createAutomationManager } from "./automations/automation-manager.js";
 import { ConnectionRegistry } from "./connections/connection-registry.js";
@@ -718,10 +718,7 @@ export class OpenEveRuntime {
   /** Fail `run`, left part-way under `ended` (its parent or a run above it) that has ended, and the runs below it left with it. */
   private async failLeftUnder(run: RunRecord, ended: RunRecord): Promise<RunResult> {
     const denied = ended.status === "failed" && failedOnDeniedPause(await this.state.runs.listEvents(ended.id));
-    const parts = this.leftRunParts();
-    const { result } = await failLeftRun(parts, run, parentEndedError(run, ended, denied));
-    // Whatever became of `run`: below one that ended or another process holds may be runs no drive holds.
-    await failLeftDescendants(parts, run.id, (below) => parentEndedError(below, ended, denied));
+    const { result } = await failLeftSubtree(this.leftRunParts(), run, parentEndedError(run, ended, denied), (below) => parentEndedError(below, ended, denied));
     return result;
   }
 

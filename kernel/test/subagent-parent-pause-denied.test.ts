@@ -258,6 +258,61 @@ describe("denying a parent's maxDurationMs pause", () => {
     expect(worker.error?.message).toContain(`run ${paused.runId}, above it, failed on its denied budget pause since`);
   });
 
+  describe("with a subagent that works in its parent's sandbox (workspace: \"shared\")", () => {
+    const sharedWorkspaceRoot = () =>
+      pausingRoot(
+        {
+          "subagents/lead/agent.ts": agent(`description: "Delegates.", instructions: "Delegate.", workspace: "isolated"`),
+          ...WORKER_FILES("subagents/lead/subagents/worker"),
+          "subagents/lead/subagents/worker/agent.ts": agent(`description: "Works slowly.", instructions: "Work.", workspace: "shared"`),
+        },
+        { turns: [spawn("lead"), { text: "parent done" }], subagents: { lead: { turns: [spawn("worker"), { text: "lead done" }], subagents: { worker: WORKER_SCRIPT } } } },
+      );
+    /** A sandbox adapter that only records what is released: these runs' tools never acquire one. */
+    const recordingSandbox = (released: string[]) => ({
+      name: "recording",
+      acquire: async () => {
+        throw new Error("no sandbox is acquired in this test");
+      },
+      release: async (key: string) => {
+        released.push(key);
+      },
+    });
+
+    async function pausedWithLeftLeadAndWorker() {
+      const released: string[] = [];
+      const { runtime, state } = await startBuilt(sharedWorkspaceRoot(), { sandbox: recordingSandbox(released) });
+      onTestFinished(() => runtime.close());
+      const paused = await runtime.run({ message: "go" });
+      expect(paused).toMatchObject({ status: "waiting_approval", pendingBudget: { budget: "maxDurationMs" } });
+      const id = runtime.manifest.agent.id;
+      await until(async () => (await onlyRunOf(state, `${id}/lead`)).lease === null && (await onlyRunOf(state, `${id}/lead/worker`)).lease === null);
+      const [lead, worker] = [await onlyRunOf(state, `${id}/lead`), await onlyRunOf(state, `${id}/lead/worker`)];
+      expect(worker.input.parent?.sandboxRunId).toBe(lead.id);
+      return { runtime, state, paused, lead, worker, released };
+    }
+
+    it("keeps the failed child's sandbox while the shared grandchild working in it is driven by another process", async () => {
+      sharedForTest();
+      const { runtime, state, paused, lead, worker, released } = await pausedWithLeftLeadAndWorker();
+      const lease = await state.acquireRunLease(worker.id, "other-replica", 60_000);
+      onTestFinished(() => state.releaseRunLease(worker.id, "other-replica", lease?.token));
+
+      expect((await runtime.deny(paused.runId)).status).toBe("failed");
+      expect([(await state.getRun(lead.id))?.status, (await state.getRun(worker.id))?.status]).toEqual(["failed", "running"]);
+      expect(released).not.toContain(lead.id);
+    });
+
+    it("releases the failed child's sandbox once the shared grandchild is failed too", async () => {
+      sharedForTest();
+      const { runtime, state, paused, lead, worker, released } = await pausedWithLeftLeadAndWorker();
+
+      expect((await runtime.deny(paused.runId)).status).toBe("failed");
+      expect([(await state.getRun(lead.id))?.status, (await state.getRun(worker.id))?.status]).toEqual(["failed", "failed"]);
+      expect(released).toEqual([lead.id]);
+    });
+  });
+
   it("leaves a child another process is driving to that process", async () => {
     sharedForTest();
     const { runtime, state } = await startBuilt(rootWithWorker());

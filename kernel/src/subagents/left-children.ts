@@ -25,6 +25,7 @@ export type LeftRunOutcome = "failed" | "ended" | "leased";
 /**
  * Fail `run` with `error` if it is still left part-way or waits for a decision, under its own lease as any
  * failure is written: a run another process holds now is left to that process, one that ended is left as it ended.
+ * What it holds is released by failLeftSubtree, once the runs below it are dealt with.
  */
 export async function failLeftRun(parts: LeftRunParts, run: RunRecord, error: AssemblyLineError): Promise<{ outcome: LeftRunOutcome; result: RunResult }> {
   const { driver } = await parts.driverFor(run);
@@ -43,8 +44,30 @@ export async function failLeftRun(parts: LeftRunParts, run: RunRecord, error: As
       return false;
     },
   });
-  if (outcome === "failed") await parts.releaseHeld(run);
   return { outcome: outcome ?? (TERMINAL_RUN_STATUSES.includes(result.status) ? "ended" : "leased"), result };
+}
+
+/**
+ * Fail `run` (failLeftRun), then the runs below it (failLeftDescendants), then release its sandbox if it was failed
+ * here and no run below that is still unfinished (held by another process) works in it (`workspace: "shared"`).
+ */
+export async function failLeftSubtree(
+  parts: LeftRunParts,
+  run: RunRecord,
+  error: AssemblyLineError,
+  errorFor: (below: RunRecord) => AssemblyLineError,
+): Promise<{ outcome: LeftRunOutcome; result: RunResult; failed: string[] }> {
+  const { outcome, result } = await failLeftRun(parts, run, error);
+  // Whatever became of `run`: below one that ended or another process holds may be runs no drive holds.
+  const failed = [...(outcome === "failed" ? [run.id] : []), ...(await failLeftDescendants(parts, run.id, errorFor))];
+  if (outcome === "failed") {
+    if (await sandboxInUseBelow(parts.runs, run.id, run.id)) {
+      parts.logger.warn({ runId: run.id, event: "subagent.sandbox_kept" }, "a failed subagent run's sandbox is kept: a run below it that another process drives works in it");
+    } else {
+      await parts.releaseHeld(run);
+    }
+  }
+  return { outcome, result, failed };
 }
 
 /**
@@ -57,19 +80,31 @@ export async function failLeftDescendants(parts: LeftRunParts, parentRunId: stri
   for (const childRunId of await childRunIdsOf(parts.runs, parentRunId)) {
     const child = await parts.runs.getRun(childRunId);
     if (!child || child.input.parent?.runId !== parentRunId) continue;
-    if (unfinished(child)) {
-      const { outcome } = await failLeftRun(parts, child, errorFor(child));
-      if (outcome === "failed") failed.push(child.id);
-      if (outcome === "leased") {
-        parts.logger.warn(
-          { runId: child.id, parentRunId, event: "subagent.left_to_holder" },
-          "a subagent run whose parent ended is driven by another process now; it is left to that process",
-        );
-      }
+    if (!unfinished(child)) {
+      failed.push(...(await failLeftDescendants(parts, child.id, errorFor)));
+      continue;
     }
-    failed.push(...(await failLeftDescendants(parts, child.id, errorFor)));
+    const below = await failLeftSubtree(parts, child, errorFor(child), errorFor);
+    if (below.outcome === "leased") {
+      parts.logger.warn(
+        { runId: child.id, parentRunId, event: "subagent.left_to_holder" },
+        "a subagent run whose parent ended is driven by another process now; it is left to that process",
+      );
+    }
+    failed.push(...below.failed);
   }
   return failed;
+}
+
+/** Whether an unfinished run below `parentRunId` works in the sandbox of run `sandboxRunId` (a `workspace: "shared"` subagent's). */
+async function sandboxInUseBelow(runs: RunStore, sandboxRunId: string, parentRunId: string): Promise<boolean> {
+  for (const childRunId of await childRunIdsOf(runs, parentRunId)) {
+    const child = await runs.getRun(childRunId);
+    // Only a shared child names it, and only a shared child's own shared children name it again.
+    if (!child || child.input.parent?.runId !== parentRunId || child.input.parent.sandboxRunId !== sandboxRunId) continue;
+    if (unfinished(child) || (await sandboxInUseBelow(runs, sandboxRunId, child.id))) return true;
+  }
+  return false;
 }
 
 /** Whether `run` has not ended: left part-way (`running`, `queued`) or resting on a decision. */
