@@ -58,8 +58,9 @@ export interface SpawnSite {
   callId: string;
   spawnIndex: number;
   /**
-   * The signal of the parent's turn the call runs in (its `ctx.signal`): aborted when the parent stops
-   * waiting for the call. The child stops with it, and the parent's log gets nothing more of the spawn.
+   * The signal of the parent's turn the call runs in (its `ctx.signal`, as the call's own: spawningCallSignal):
+   * aborted when the parent stops waiting for the call. The child stops with it, and the parent's log gets
+   * nothing more of the spawn.
    */
   turn?: AbortSignal;
 }
