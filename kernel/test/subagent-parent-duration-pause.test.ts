@@ -1,43 +1,12 @@
-import { writeFileSync } from "node:fs";
-import { join } from "node:path";
 import { InMemoryStateAdapter } from "@assemblyline-agents/runtime";
-import type { AgentHarness, ModelToolCall, RunRecord } from "@assemblyline-agents/core";
+import type { AgentHarness, ModelToolCall } from "@assemblyline-agents/core";
 import { describe, expect, it, onTestFinished } from "vitest";
 import { agentFolder, toolSource } from "./support/agent-folder.js";
+import { EFFECT, SLOW, agentSource, onlyRunOf, pausingRoot, shared, sharedForTest, spawnTurn, until } from "./support/subagent-pause.js";
 import { startAgent, startBuilt } from "./support/runtime.js";
 
-/** What the worker's tools share with the test: how often `effect` ran, and what `slow` waits for. */
-type Shared = { __effects?: number; __release?: Promise<void> };
-const shared = globalThis as Shared;
-
-/** A fresh count and gate for one test; `release` lets the worker's `slow` call return. */
-function sharedForTest(): { release: () => void } {
-  let release!: () => void;
-  shared.__effects = 0;
-  shared.__release = new Promise<void>((resolve) => (release = resolve));
-  onTestFinished(() => {
-    delete shared.__effects;
-    delete shared.__release;
-  });
-  return { release };
-}
-
-const agent = (fields: string) => `import { defineAgent } from "@assemblyline-agents/core";\nexport default defineAgent({ ${fields} });\n`;
-const EFFECT = toolSource({ upFront: true, execute: `globalThis.__effects = (globalThis.__effects ?? 0) + 1; return { done: input.value };` });
-const SLOW = toolSource({ upFront: true, execute: `await globalThis.__release; return { done: input.value };` });
 /** The worker makes its side effect, then waits in `slow` (past its parent's limit) before it ends. */
 const WORKER_SCRIPT = { turns: [{ toolCalls: [{ name: "effect", input: { value: "one" } }] }, { toolCalls: [{ name: "slow", input: { value: "two" } }] }, { text: "child done" }] };
-const spawn = (name: string) => ({ toolCalls: [{ name: "spawn_subagent", input: { name, task: "do it" } }] });
-
-/** A root agent on the scripted model whose time runs out while its subagent works: it pauses for a decision. */
-function pausingRoot(files: Record<string, string>, script: object, maxDurationMs: number): string {
-  const dir = agentFolder({
-    "agent.ts": agent(`model: "scripted:" + new URL("./script.json", import.meta.url).pathname, instructions: "Coordinate.", budgets: { maxDurationMs: ${maxDurationMs}, onExceeded: "pause" }`),
-    ...files,
-  });
-  writeFileSync(join(dir, "script.json"), JSON.stringify(script));
-  return dir;
-}
 
 /**
  * An engine that gives up on a stopped call by throwing, where the scripted one ends its turn: the root spawns
@@ -64,26 +33,12 @@ const throwingEngine: AgentHarness = {
   },
 };
 
-async function onlyRunOf(state: InMemoryStateAdapter, agentId: string): Promise<RunRecord> {
-  const { runs } = await state.listRuns({ agentId });
-  expect(runs).toHaveLength(1);
-  return runs[0]!;
-}
-
-async function until(check: () => Promise<boolean>, timeoutMs = 5_000): Promise<void> {
-  const deadline = Date.now() + timeoutMs;
-  while (!(await check())) {
-    if (Date.now() > deadline) throw new Error("timed out waiting");
-    await new Promise((resolve) => setTimeout(resolve, 20));
-  }
-}
-
 describe("a subagent stopped by its parent's maxDurationMs pause", () => {
   it("is left resumable, and approving the parent drives it on: the parent's spawn gets its output and its side effect happens once", async () => {
     const { release } = sharedForTest();
     const dir = pausingRoot(
-      { "subagents/worker/agent.ts": agent(`description: "Works slowly.", instructions: "Work."`), "subagents/worker/tools/effect.ts": EFFECT, "subagents/worker/tools/slow.ts": SLOW },
-      { turns: [spawn("worker"), { text: "parent done" }], subagents: { worker: WORKER_SCRIPT } },
+      { "subagents/worker/agent.ts": agentSource(`description: "Works slowly.", instructions: "Work."`), "subagents/worker/tools/effect.ts": EFFECT, "subagents/worker/tools/slow.ts": SLOW },
+      { turns: [spawnTurn("worker"), { text: "parent done" }], subagents: { worker: WORKER_SCRIPT } },
       600,
     );
     const { runtime, state } = await startBuilt(dir);
@@ -109,8 +64,8 @@ describe("a subagent stopped by its parent's maxDurationMs pause", () => {
   it("does not count the time the child stood stopped in the maxDurationMs it inherited", async () => {
     const { release } = sharedForTest();
     const dir = pausingRoot(
-      { "subagents/worker/agent.ts": agent(`description: "Works slowly.", instructions: "Work."`), "subagents/worker/tools/effect.ts": EFFECT, "subagents/worker/tools/slow.ts": SLOW },
-      { turns: [spawn("worker"), { text: "parent done" }], subagents: { worker: WORKER_SCRIPT } },
+      { "subagents/worker/agent.ts": agentSource(`description: "Works slowly.", instructions: "Work."`), "subagents/worker/tools/effect.ts": EFFECT, "subagents/worker/tools/slow.ts": SLOW },
+      { turns: [spawnTurn("worker"), { text: "parent done" }], subagents: { worker: WORKER_SCRIPT } },
       300,
     );
     const { runtime, state } = await startBuilt(dir);
@@ -129,8 +84,8 @@ describe("a subagent stopped by its parent's maxDurationMs pause", () => {
   it("is left resumable as well under an engine that throws when its call is stopped", async () => {
     const { release } = sharedForTest();
     const dir = agentFolder({
-      "agent.ts": agent(`model: "test/model", instructions: "Coordinate.", budgets: { maxDurationMs: 600, onExceeded: "pause" }`),
-      "subagents/worker/agent.ts": agent(`description: "Works slowly.", instructions: "Work."`),
+      "agent.ts": agentSource(`model: "test/model", instructions: "Coordinate.", budgets: { maxDurationMs: 600, onExceeded: "pause" }`),
+      "subagents/worker/agent.ts": agentSource(`description: "Works slowly.", instructions: "Work."`),
       "subagents/worker/tools/effect.ts": EFFECT,
       "subagents/worker/tools/slow.ts": SLOW,
     });
@@ -165,8 +120,8 @@ describe("a subagent stopped by its parent's maxDurationMs pause", () => {
       }
     }
     const dir = pausingRoot(
-      { "subagents/worker/agent.ts": agent(`description: "Works slowly.", instructions: "Work."`), "subagents/worker/tools/effect.ts": EFFECT, "subagents/worker/tools/slow.ts": SLOW },
-      { turns: [spawn("worker"), { text: "parent done" }], subagents: { worker: WORKER_SCRIPT } },
+      { "subagents/worker/agent.ts": agentSource(`description: "Works slowly.", instructions: "Work."`), "subagents/worker/tools/effect.ts": EFFECT, "subagents/worker/tools/slow.ts": SLOW },
+      { turns: [spawnTurn("worker"), { text: "parent done" }], subagents: { worker: WORKER_SCRIPT } },
       300,
     );
     const state = new SlowToCreateChildren();
@@ -191,12 +146,12 @@ describe("a subagent stopped by its parent's maxDurationMs pause", () => {
     const { release } = sharedForTest();
     const dir = pausingRoot(
       {
-        "subagents/lead/agent.ts": agent(`description: "Delegates.", instructions: "Delegate."`),
-        "subagents/lead/subagents/worker/agent.ts": agent(`description: "Works slowly.", instructions: "Work."`),
+        "subagents/lead/agent.ts": agentSource(`description: "Delegates.", instructions: "Delegate."`),
+        "subagents/lead/subagents/worker/agent.ts": agentSource(`description: "Works slowly.", instructions: "Work."`),
         "subagents/lead/subagents/worker/tools/effect.ts": EFFECT,
         "subagents/lead/subagents/worker/tools/slow.ts": SLOW,
       },
-      { turns: [spawn("lead"), { text: "parent done" }], subagents: { lead: { turns: [spawn("worker"), { text: "lead done" }], subagents: { worker: WORKER_SCRIPT } } } },
+      { turns: [spawnTurn("lead"), { text: "parent done" }], subagents: { lead: { turns: [spawnTurn("worker"), { text: "lead done" }], subagents: { worker: WORKER_SCRIPT } } } },
       600,
     );
     const { runtime, state } = await startBuilt(dir);
@@ -219,7 +174,7 @@ describe("a subagent stopped by its parent's maxDurationMs pause", () => {
     onTestFinished(release);
     const BACKGROUND = toolSource({ upFront: true, execute: `ctx.spawnSubagent({ name: "worker", task: "do it" }).catch(() => undefined); return { started: input.value };` });
     const dir = pausingRoot(
-      { "tools/background.ts": BACKGROUND, "tools/slow.ts": SLOW, "subagents/worker/agent.ts": agent(`description: "Works slowly.", instructions: "Work."`), "subagents/worker/tools/effect.ts": EFFECT, "subagents/worker/tools/slow.ts": SLOW },
+      { "tools/background.ts": BACKGROUND, "tools/slow.ts": SLOW, "subagents/worker/agent.ts": agentSource(`description: "Works slowly.", instructions: "Work."`), "subagents/worker/tools/effect.ts": EFFECT, "subagents/worker/tools/slow.ts": SLOW },
       // The parent's time runs out in its own `slow`, after the call that spawned the worker returned.
       { turns: [{ toolCalls: [{ name: "background", input: { value: "worker" } }] }, { toolCalls: [{ name: "slow", input: { value: "parent" } }] }, { text: "parent done" }], subagents: { worker: WORKER_SCRIPT } },
       600,

@@ -1,67 +1,20 @@
-import { writeFileSync } from "node:fs";
-import { join } from "node:path";
 import { InMemoryStateAdapter } from "@assemblyline-agents/runtime";
-import type { RunRecord } from "@assemblyline-agents/core";
 import { describe, expect, it, onTestFinished } from "vitest";
-import { agentFolder, toolSource } from "./support/agent-folder.js";
+import { toolSource } from "./support/agent-folder.js";
+import { EFFECT, SLOW, agentSource, onlyRunOf, pausingRoot, shared, sharedForTest, spawnTurn, until } from "./support/subagent-pause.js";
 import { startBuilt } from "./support/runtime.js";
 
-/** What the worker's tools share with the test: how often `effect` ran, and what `slow` waits for. */
-type Shared = { __effects?: number; __release?: Promise<void> };
-const shared = globalThis as Shared;
-
-/** A fresh count and gate for one test; `release` lets the worker's `slow` call return (and is called when the test ends). */
-function sharedForTest(): { release: () => void } {
-  let release!: () => void;
-  shared.__effects = 0;
-  shared.__release = new Promise<void>((resolve) => (release = resolve));
-  onTestFinished(() => {
-    release();
-    delete shared.__effects;
-    delete shared.__release;
-  });
-  return { release };
-}
-
-const agent = (fields: string) => `import { defineAgent } from "@assemblyline-agents/core";\nexport default defineAgent({ ${fields} });\n`;
-const EFFECT = toolSource({ upFront: true, execute: `globalThis.__effects = (globalThis.__effects ?? 0) + 1; return { done: input.value };` });
-const SLOW = toolSource({ upFront: true, execute: `await globalThis.__release; return { done: input.value };` });
 /** The worker makes a side effect, waits in `slow` (past its parent's limit), then makes another before it ends. */
 const WORKER_SCRIPT = {
   turns: [{ toolCalls: [{ name: "effect", input: { value: "one" } }] }, { toolCalls: [{ name: "slow", input: { value: "two" } }] }, { toolCalls: [{ name: "effect", input: { value: "three" } }] }, { text: "child done" }],
 };
 const WORKER_FILES = (at: string) => ({
-  [`${at}/agent.ts`]: agent(`description: "Works slowly.", instructions: "Work."`),
+  [`${at}/agent.ts`]: agentSource(`description: "Works slowly.", instructions: "Work."`),
   [`${at}/tools/effect.ts`]: EFFECT,
   [`${at}/tools/slow.ts`]: SLOW,
 });
-const spawn = (name: string) => ({ toolCalls: [{ name: "spawn_subagent", input: { name, task: "do it" } }] });
 
-/** A root agent on the scripted model whose time runs out while its subagent works: it pauses for a decision. */
-function pausingRoot(files: Record<string, string>, script: object): string {
-  const dir = agentFolder({
-    "agent.ts": agent(`model: "scripted:" + new URL("./script.json", import.meta.url).pathname, instructions: "Coordinate.", budgets: { maxDurationMs: 600, onExceeded: "pause" }`),
-    ...files,
-  });
-  writeFileSync(join(dir, "script.json"), JSON.stringify(script));
-  return dir;
-}
-
-const rootWithWorker = () => pausingRoot(WORKER_FILES("subagents/worker"), { turns: [spawn("worker"), { text: "parent done" }], subagents: { worker: WORKER_SCRIPT } });
-
-async function onlyRunOf(state: InMemoryStateAdapter, agentId: string): Promise<RunRecord> {
-  const { runs } = await state.listRuns({ agentId });
-  expect(runs).toHaveLength(1);
-  return runs[0]!;
-}
-
-async function until(check: () => Promise<boolean>, timeoutMs = 5_000): Promise<void> {
-  const deadline = Date.now() + timeoutMs;
-  while (!(await check())) {
-    if (Date.now() > deadline) throw new Error("timed out waiting");
-    await new Promise((resolve) => setTimeout(resolve, 20));
-  }
-}
+const rootWithWorker = () => pausingRoot(WORKER_FILES("subagents/worker"), { turns: [spawnTurn("worker"), { text: "parent done" }], subagents: { worker: WORKER_SCRIPT } });
 
 describe("denying a parent's maxDurationMs pause", () => {
   it("fails the subagent the pause left part-way, naming the denial; a later recovery sweep drives nothing", async () => {
@@ -89,8 +42,8 @@ describe("denying a parent's maxDurationMs pause", () => {
   it("fails a nested subagent too, each level down", async () => {
     const { release } = sharedForTest();
     const dir = pausingRoot(
-      { "subagents/lead/agent.ts": agent(`description: "Delegates.", instructions: "Delegate."`), ...WORKER_FILES("subagents/lead/subagents/worker") },
-      { turns: [spawn("lead"), { text: "parent done" }], subagents: { lead: { turns: [spawn("worker"), { text: "lead done" }], subagents: { worker: WORKER_SCRIPT } } } },
+      { "subagents/lead/agent.ts": agentSource(`description: "Delegates.", instructions: "Delegate."`), ...WORKER_FILES("subagents/lead/subagents/worker") },
+      { turns: [spawnTurn("lead"), { text: "parent done" }], subagents: { lead: { turns: [spawnTurn("worker"), { text: "lead done" }], subagents: { worker: WORKER_SCRIPT } } } },
     );
     const { runtime, state } = await startBuilt(dir);
     onTestFinished(() => runtime.close());
@@ -178,7 +131,7 @@ describe("denying a parent's maxDurationMs pause", () => {
     const dir = pausingRoot(
       { ...WORKER_FILES("subagents/worker"), "subagents/worker/tools/gated.ts": GATED },
       {
-        turns: [spawn("worker"), { text: "parent done" }],
+        turns: [spawnTurn("worker"), { text: "parent done" }],
         subagents: { worker: { turns: [{ toolCalls: [{ name: "effect", input: { value: "one" } }] }, { toolCalls: [{ name: "slow", input: { value: "two" } }] }, { toolCalls: [{ name: "gated", input: { value: "three" } }] }, { text: "child done" }] } },
       },
     );
@@ -202,8 +155,8 @@ describe("denying a parent's maxDurationMs pause", () => {
   it("fails a nested subagent no drive holds below a child another process holds", async () => {
     sharedForTest();
     const dir = pausingRoot(
-      { "subagents/lead/agent.ts": agent(`description: "Delegates.", instructions: "Delegate."`), ...WORKER_FILES("subagents/lead/subagents/worker") },
-      { turns: [spawn("lead"), { text: "parent done" }], subagents: { lead: { turns: [spawn("worker"), { text: "lead done" }], subagents: { worker: WORKER_SCRIPT } } } },
+      { "subagents/lead/agent.ts": agentSource(`description: "Delegates.", instructions: "Delegate."`), ...WORKER_FILES("subagents/lead/subagents/worker") },
+      { turns: [spawnTurn("lead"), { text: "parent done" }], subagents: { lead: { turns: [spawnTurn("worker"), { text: "lead done" }], subagents: { worker: WORKER_SCRIPT } } } },
     );
     const { runtime, state } = await startBuilt(dir);
     onTestFinished(() => runtime.close());
@@ -232,8 +185,8 @@ describe("denying a parent's maxDurationMs pause", () => {
       }
     }
     const dir = pausingRoot(
-      { "subagents/lead/agent.ts": agent(`description: "Delegates.", instructions: "Delegate."`), ...WORKER_FILES("subagents/lead/subagents/worker") },
-      { turns: [spawn("lead"), { text: "parent done" }], subagents: { lead: { turns: [spawn("worker"), { text: "lead done" }], subagents: { worker: WORKER_SCRIPT } } } },
+      { "subagents/lead/agent.ts": agentSource(`description: "Delegates.", instructions: "Delegate."`), ...WORKER_FILES("subagents/lead/subagents/worker") },
+      { turns: [spawnTurn("lead"), { text: "parent done" }], subagents: { lead: { turns: [spawnTurn("worker"), { text: "lead done" }], subagents: { worker: WORKER_SCRIPT } } } },
     );
     const state = new RefusesChildFailures();
     const { runtime } = await startBuilt(dir, { state });
@@ -262,11 +215,11 @@ describe("denying a parent's maxDurationMs pause", () => {
     const sharedWorkspaceRoot = () =>
       pausingRoot(
         {
-          "subagents/lead/agent.ts": agent(`description: "Delegates.", instructions: "Delegate.", workspace: "isolated"`),
+          "subagents/lead/agent.ts": agentSource(`description: "Delegates.", instructions: "Delegate.", workspace: "isolated"`),
           ...WORKER_FILES("subagents/lead/subagents/worker"),
-          "subagents/lead/subagents/worker/agent.ts": agent(`description: "Works slowly.", instructions: "Work.", workspace: "shared"`),
+          "subagents/lead/subagents/worker/agent.ts": agentSource(`description: "Works slowly.", instructions: "Work.", workspace: "shared"`),
         },
-        { turns: [spawn("lead"), { text: "parent done" }], subagents: { lead: { turns: [spawn("worker"), { text: "lead done" }], subagents: { worker: WORKER_SCRIPT } } } },
+        { turns: [spawnTurn("lead"), { text: "parent done" }], subagents: { lead: { turns: [spawnTurn("worker"), { text: "lead done" }], subagents: { worker: WORKER_SCRIPT } } } },
       );
     /** A sandbox adapter that only records what is released: these runs' tools never acquire one. */
     const recordingSandbox = (released: string[]) => ({
