@@ -2,7 +2,7 @@ import { InMemoryStateAdapter } from "@assemblyline-agents/runtime";
 import type { AgentHarness, ModelToolCall } from "@assemblyline-agents/core";
 import { describe, expect, it, onTestFinished } from "vitest";
 import { agentFolder, toolSource } from "./support/agent-folder.js";
-import { EFFECT, SLOW, agentSource, onlyRunOf, pausingRoot, shared, sharedForTest, spawnTurn, until } from "./support/subagent-pause.js";
+import { EFFECT, SLOW, agentSource, onlyRunOf, pausedOnDuration, pausingRoot, releasedChild, shared, sharedForTest, slowWorkerFiles, spawnTurn, until } from "./support/subagent-pause.js";
 import { startAgent, startBuilt } from "./support/runtime.js";
 
 /** The worker makes its side effect, then waits in `slow` (past its parent's limit) before it ends. */
@@ -37,18 +37,15 @@ describe("a subagent stopped by its parent's maxDurationMs pause", () => {
   it("is left resumable, and approving the parent drives it on: the parent's spawn gets its output and its side effect happens once", async () => {
     const { release } = sharedForTest();
     const dir = pausingRoot(
-      { "subagents/worker/agent.ts": agentSource(`description: "Works slowly.", instructions: "Work."`), "subagents/worker/tools/effect.ts": EFFECT, "subagents/worker/tools/slow.ts": SLOW },
+      slowWorkerFiles("subagents/worker"),
       { turns: [spawnTurn("worker"), { text: "parent done" }], subagents: { worker: WORKER_SCRIPT } },
       600,
     );
     const { runtime, state } = await startBuilt(dir);
-    onTestFinished(() => runtime.close());
-    const paused = await runtime.run({ message: "go" });
-    expect(paused).toMatchObject({ status: "waiting_approval", pendingBudget: { budget: "maxDurationMs" } });
+    const paused = await pausedOnDuration(runtime);
 
     // Stopped with the parent's turn, not failed: left as a crash leaves a run, its lease released once its drive stops.
-    const workerId = `${runtime.manifest.agent.id}/worker`;
-    await until(async () => (await onlyRunOf(state, workerId)).lease === null);
+    const workerId = await releasedChild(runtime, state);
     const stopped = await onlyRunOf(state, workerId);
     expect({ status: stopped.status, effects: shared.__effects }).toEqual({ status: "running", effects: 1 });
 
@@ -64,14 +61,12 @@ describe("a subagent stopped by its parent's maxDurationMs pause", () => {
   it("does not count the time the child stood stopped in the maxDurationMs it inherited", async () => {
     const { release } = sharedForTest();
     const dir = pausingRoot(
-      { "subagents/worker/agent.ts": agentSource(`description: "Works slowly.", instructions: "Work."`), "subagents/worker/tools/effect.ts": EFFECT, "subagents/worker/tools/slow.ts": SLOW },
+      slowWorkerFiles("subagents/worker"),
       { turns: [spawnTurn("worker"), { text: "parent done" }], subagents: { worker: WORKER_SCRIPT } },
       300,
     );
     const { runtime, state } = await startBuilt(dir);
-    onTestFinished(() => runtime.close());
-    const paused = await runtime.run({ message: "go" });
-    expect(paused).toMatchObject({ status: "waiting_approval", pendingBudget: { budget: "maxDurationMs" } });
+    const paused = await pausedOnDuration(runtime);
     // The human decides after the child's 300 ms (its parent's, inherited) would have run out, had its stopped time counted.
     await new Promise((resolve) => setTimeout(resolve, 1_000));
 
@@ -85,16 +80,11 @@ describe("a subagent stopped by its parent's maxDurationMs pause", () => {
     const { release } = sharedForTest();
     const dir = agentFolder({
       "agent.ts": agentSource(`model: "test/model", instructions: "Coordinate.", budgets: { maxDurationMs: 600, onExceeded: "pause" }`),
-      "subagents/worker/agent.ts": agentSource(`description: "Works slowly.", instructions: "Work."`),
-      "subagents/worker/tools/effect.ts": EFFECT,
-      "subagents/worker/tools/slow.ts": SLOW,
+      ...slowWorkerFiles("subagents/worker"),
     });
     const { runtime, state } = await startAgent(dir, [], { agentHarness: throwingEngine });
-    onTestFinished(() => runtime.close());
-    const paused = await runtime.run({ message: "go" });
-    expect(paused).toMatchObject({ status: "waiting_approval", pendingBudget: { budget: "maxDurationMs" } });
-    const workerId = `${runtime.manifest.agent.id}/worker`;
-    await until(async () => (await onlyRunOf(state, workerId)).lease === null);
+    const paused = await pausedOnDuration(runtime);
+    const workerId = await releasedChild(runtime, state);
     expect((await onlyRunOf(state, workerId)).status).toBe("running");
 
     release();
@@ -120,15 +110,13 @@ describe("a subagent stopped by its parent's maxDurationMs pause", () => {
       }
     }
     const dir = pausingRoot(
-      { "subagents/worker/agent.ts": agentSource(`description: "Works slowly.", instructions: "Work."`), "subagents/worker/tools/effect.ts": EFFECT, "subagents/worker/tools/slow.ts": SLOW },
+      slowWorkerFiles("subagents/worker"),
       { turns: [spawnTurn("worker"), { text: "parent done" }], subagents: { worker: WORKER_SCRIPT } },
       300,
     );
     const state = new SlowToCreateChildren();
     const { runtime } = await startBuilt(dir, { state });
-    onTestFinished(() => runtime.close());
-    const paused = await runtime.run({ message: "go" });
-    expect(paused).toMatchObject({ status: "waiting_approval", pendingBudget: { budget: "maxDurationMs" } });
+    const paused = await pausedOnDuration(runtime);
 
     childStored();
     const workerId = `${runtime.manifest.agent.id}/worker`;
@@ -147,17 +135,13 @@ describe("a subagent stopped by its parent's maxDurationMs pause", () => {
     const dir = pausingRoot(
       {
         "subagents/lead/agent.ts": agentSource(`description: "Delegates.", instructions: "Delegate."`),
-        "subagents/lead/subagents/worker/agent.ts": agentSource(`description: "Works slowly.", instructions: "Work."`),
-        "subagents/lead/subagents/worker/tools/effect.ts": EFFECT,
-        "subagents/lead/subagents/worker/tools/slow.ts": SLOW,
+        ...slowWorkerFiles("subagents/lead/subagents/worker"),
       },
       { turns: [spawnTurn("lead"), { text: "parent done" }], subagents: { lead: { turns: [spawnTurn("worker"), { text: "lead done" }], subagents: { worker: WORKER_SCRIPT } } } },
       600,
     );
     const { runtime, state } = await startBuilt(dir);
-    onTestFinished(() => runtime.close());
-    const paused = await runtime.run({ message: "go" });
-    expect(paused).toMatchObject({ status: "waiting_approval", pendingBudget: { budget: "maxDurationMs" } });
+    const paused = await pausedOnDuration(runtime);
     const id = runtime.manifest.agent.id;
     await until(async () => (await onlyRunOf(state, `${id}/lead`)).lease === null && (await onlyRunOf(state, `${id}/lead/worker`)).lease === null);
     expect([(await onlyRunOf(state, `${id}/lead`)).status, (await onlyRunOf(state, `${id}/lead/worker`)).status]).toEqual(["running", "running"]);
@@ -174,17 +158,14 @@ describe("a subagent stopped by its parent's maxDurationMs pause", () => {
     onTestFinished(release);
     const BACKGROUND = toolSource({ upFront: true, execute: `ctx.spawnSubagent({ name: "worker", task: "do it" }).catch(() => undefined); return { started: input.value };` });
     const dir = pausingRoot(
-      { "tools/background.ts": BACKGROUND, "tools/slow.ts": SLOW, "subagents/worker/agent.ts": agentSource(`description: "Works slowly.", instructions: "Work."`), "subagents/worker/tools/effect.ts": EFFECT, "subagents/worker/tools/slow.ts": SLOW },
+      { "tools/background.ts": BACKGROUND, "tools/slow.ts": SLOW, ...slowWorkerFiles("subagents/worker") },
       // The parent's time runs out in its own `slow`, after the call that spawned the worker returned.
       { turns: [{ toolCalls: [{ name: "background", input: { value: "worker" } }] }, { toolCalls: [{ name: "slow", input: { value: "parent" } }] }, { text: "parent done" }], subagents: { worker: WORKER_SCRIPT } },
       600,
     );
     const { runtime, state } = await startBuilt(dir);
-    onTestFinished(() => runtime.close());
-    const paused = await runtime.run({ message: "go" });
-    expect(paused).toMatchObject({ status: "waiting_approval", pendingBudget: { budget: "maxDurationMs" } });
-    const workerId = `${runtime.manifest.agent.id}/worker`;
-    await until(async () => (await onlyRunOf(state, workerId)).lease === null);
+    const paused = await pausedOnDuration(runtime);
+    const workerId = await releasedChild(runtime, state);
     const stopped = await onlyRunOf(state, workerId);
     expect({ status: stopped.status, code: stopped.error?.code, effects: shared.__effects }).toEqual({ status: "failed", code: "AL_ERR_BUDGET_EXCEEDED", effects: 1 });
 

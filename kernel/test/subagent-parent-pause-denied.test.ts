@@ -1,30 +1,22 @@
 import { InMemoryStateAdapter } from "@assemblyline-agents/runtime";
 import { describe, expect, it, onTestFinished } from "vitest";
 import { toolSource } from "./support/agent-folder.js";
-import { EFFECT, SLOW, agentSource, onlyRunOf, pausingRoot, shared, sharedForTest, spawnTurn, until } from "./support/subagent-pause.js";
+import { agentSource, onlyRunOf, pausedOnDuration, pausingRoot, releasedChild, shared, sharedForTest, slowWorkerFiles, spawnTurn, until } from "./support/subagent-pause.js";
 import { startBuilt } from "./support/runtime.js";
 
 /** The worker makes a side effect, waits in `slow` (past its parent's limit), then makes another before it ends. */
 const WORKER_SCRIPT = {
   turns: [{ toolCalls: [{ name: "effect", input: { value: "one" } }] }, { toolCalls: [{ name: "slow", input: { value: "two" } }] }, { toolCalls: [{ name: "effect", input: { value: "three" } }] }, { text: "child done" }],
 };
-const WORKER_FILES = (at: string) => ({
-  [`${at}/agent.ts`]: agentSource(`description: "Works slowly.", instructions: "Work."`),
-  [`${at}/tools/effect.ts`]: EFFECT,
-  [`${at}/tools/slow.ts`]: SLOW,
-});
 
-const rootWithWorker = () => pausingRoot(WORKER_FILES("subagents/worker"), { turns: [spawnTurn("worker"), { text: "parent done" }], subagents: { worker: WORKER_SCRIPT } });
+const rootWithWorker = () => pausingRoot(slowWorkerFiles("subagents/worker"), { turns: [spawnTurn("worker"), { text: "parent done" }], subagents: { worker: WORKER_SCRIPT } });
 
 describe("denying a parent's maxDurationMs pause", () => {
   it("fails the subagent the pause left part-way, naming the denial; a later recovery sweep drives nothing", async () => {
     const { release } = sharedForTest();
     const { runtime, state } = await startBuilt(rootWithWorker());
-    onTestFinished(() => runtime.close());
-    const paused = await runtime.run({ message: "go" });
-    expect(paused).toMatchObject({ status: "waiting_approval", pendingBudget: { budget: "maxDurationMs" } });
-    const workerId = `${runtime.manifest.agent.id}/worker`;
-    await until(async () => (await onlyRunOf(state, workerId)).lease === null);
+    const paused = await pausedOnDuration(runtime);
+    const workerId = await releasedChild(runtime, state);
     expect({ child: (await onlyRunOf(state, workerId)).status, effects: shared.__effects }).toEqual({ child: "running", effects: 1 });
 
     const denied = await runtime.deny(paused.runId, { actor: "ops" });
@@ -42,13 +34,11 @@ describe("denying a parent's maxDurationMs pause", () => {
   it("fails a nested subagent too, each level down", async () => {
     const { release } = sharedForTest();
     const dir = pausingRoot(
-      { "subagents/lead/agent.ts": agentSource(`description: "Delegates.", instructions: "Delegate."`), ...WORKER_FILES("subagents/lead/subagents/worker") },
+      { "subagents/lead/agent.ts": agentSource(`description: "Delegates.", instructions: "Delegate."`), ...slowWorkerFiles("subagents/lead/subagents/worker") },
       { turns: [spawnTurn("lead"), { text: "parent done" }], subagents: { lead: { turns: [spawnTurn("worker"), { text: "lead done" }], subagents: { worker: WORKER_SCRIPT } } } },
     );
     const { runtime, state } = await startBuilt(dir);
-    onTestFinished(() => runtime.close());
-    const paused = await runtime.run({ message: "go" });
-    expect(paused).toMatchObject({ status: "waiting_approval", pendingBudget: { budget: "maxDurationMs" } });
+    const paused = await pausedOnDuration(runtime);
     const id = runtime.manifest.agent.id;
     await until(async () => (await onlyRunOf(state, `${id}/lead`)).lease === null && (await onlyRunOf(state, `${id}/lead/worker`)).lease === null);
 
@@ -75,9 +65,7 @@ describe("denying a parent's maxDurationMs pause", () => {
     }
     const state = new SlowToCreateChildren();
     const { runtime } = await startBuilt(rootWithWorker(), { state });
-    onTestFinished(() => runtime.close());
-    const paused = await runtime.run({ message: "go" });
-    expect(paused).toMatchObject({ status: "waiting_approval", pendingBudget: { budget: "maxDurationMs" } });
+    const paused = await pausedOnDuration(runtime);
     childStored();
     const workerId = `${runtime.manifest.agent.id}/worker`;
     await until(async () => (await state.listRuns({ agentId: workerId })).runs[0]?.lease === null);
@@ -107,11 +95,8 @@ describe("denying a parent's maxDurationMs pause", () => {
     }
     const state = new FailsFirstChildFailure();
     const { runtime } = await startBuilt(rootWithWorker(), { state });
-    onTestFinished(() => runtime.close());
-    const paused = await runtime.run({ message: "go" });
-    expect(paused).toMatchObject({ status: "waiting_approval", pendingBudget: { budget: "maxDurationMs" } });
-    const workerId = `${runtime.manifest.agent.id}/worker`;
-    await until(async () => (await onlyRunOf(state, workerId)).lease === null);
+    const paused = await pausedOnDuration(runtime);
+    const workerId = await releasedChild(runtime, state);
 
     expect((await runtime.deny(paused.runId)).status).toBe("failed");
     expect({ failedOnce: state.failed, child: (await onlyRunOf(state, workerId)).status }).toEqual({ failedOnce: true, child: "running" });
@@ -129,18 +114,15 @@ describe("denying a parent's maxDurationMs pause", () => {
     const { release } = sharedForTest();
     const GATED = toolSource({ upFront: true, extra: `needsApproval: approvalRequired("Check first."),`, execute: `globalThis.__effects = (globalThis.__effects ?? 0) + 1; return { done: input.value };` });
     const dir = pausingRoot(
-      { ...WORKER_FILES("subagents/worker"), "subagents/worker/tools/gated.ts": GATED },
+      { ...slowWorkerFiles("subagents/worker"), "subagents/worker/tools/gated.ts": GATED },
       {
         turns: [spawnTurn("worker"), { text: "parent done" }],
         subagents: { worker: { turns: [{ toolCalls: [{ name: "effect", input: { value: "one" } }] }, { toolCalls: [{ name: "slow", input: { value: "two" } }] }, { toolCalls: [{ name: "gated", input: { value: "three" } }] }, { text: "child done" }] } },
       },
     );
     const { runtime, state } = await startBuilt(dir);
-    onTestFinished(() => runtime.close());
-    const paused = await runtime.run({ message: "go" });
-    expect(paused).toMatchObject({ status: "waiting_approval", pendingBudget: { budget: "maxDurationMs" } });
-    const workerId = `${runtime.manifest.agent.id}/worker`;
-    await until(async () => (await onlyRunOf(state, workerId)).lease === null);
+    const paused = await pausedOnDuration(runtime);
+    const workerId = await releasedChild(runtime, state);
     // A recovery sweep drives the left child on while its parent waits, until the child waits for an approval of its own.
     release();
     expect((await runtime.recoverRuns()).map((run) => run.status)).toEqual(["waiting_approval"]);
@@ -155,13 +137,11 @@ describe("denying a parent's maxDurationMs pause", () => {
   it("fails a nested subagent no drive holds below a child another process holds", async () => {
     sharedForTest();
     const dir = pausingRoot(
-      { "subagents/lead/agent.ts": agentSource(`description: "Delegates.", instructions: "Delegate."`), ...WORKER_FILES("subagents/lead/subagents/worker") },
+      { "subagents/lead/agent.ts": agentSource(`description: "Delegates.", instructions: "Delegate."`), ...slowWorkerFiles("subagents/lead/subagents/worker") },
       { turns: [spawnTurn("lead"), { text: "parent done" }], subagents: { lead: { turns: [spawnTurn("worker"), { text: "lead done" }], subagents: { worker: WORKER_SCRIPT } } } },
     );
     const { runtime, state } = await startBuilt(dir);
-    onTestFinished(() => runtime.close());
-    const paused = await runtime.run({ message: "go" });
-    expect(paused).toMatchObject({ status: "waiting_approval", pendingBudget: { budget: "maxDurationMs" } });
+    const paused = await pausedOnDuration(runtime);
     const id = runtime.manifest.agent.id;
     await until(async () => (await onlyRunOf(state, `${id}/lead`)).lease === null && (await onlyRunOf(state, `${id}/lead/worker`)).lease === null);
     const leadId = (await onlyRunOf(state, `${id}/lead`)).id;
@@ -185,14 +165,12 @@ describe("denying a parent's maxDurationMs pause", () => {
       }
     }
     const dir = pausingRoot(
-      { "subagents/lead/agent.ts": agentSource(`description: "Delegates.", instructions: "Delegate."`), ...WORKER_FILES("subagents/lead/subagents/worker") },
+      { "subagents/lead/agent.ts": agentSource(`description: "Delegates.", instructions: "Delegate."`), ...slowWorkerFiles("subagents/lead/subagents/worker") },
       { turns: [spawnTurn("lead"), { text: "parent done" }], subagents: { lead: { turns: [spawnTurn("worker"), { text: "lead done" }], subagents: { worker: WORKER_SCRIPT } } } },
     );
     const state = new RefusesChildFailures();
     const { runtime } = await startBuilt(dir, { state });
-    onTestFinished(() => runtime.close());
-    const paused = await runtime.run({ message: "go" });
-    expect(paused).toMatchObject({ status: "waiting_approval", pendingBudget: { budget: "maxDurationMs" } });
+    const paused = await pausedOnDuration(runtime);
     const id = runtime.manifest.agent.id;
     await until(async () => (await onlyRunOf(state, `${id}/lead`)).lease === null && (await onlyRunOf(state, `${id}/lead/worker`)).lease === null);
     // The lead is held by another process throughout, so the sweep claims the worker while its parent still runs.
@@ -216,7 +194,7 @@ describe("denying a parent's maxDurationMs pause", () => {
       pausingRoot(
         {
           "subagents/lead/agent.ts": agentSource(`description: "Delegates.", instructions: "Delegate.", workspace: "isolated"`),
-          ...WORKER_FILES("subagents/lead/subagents/worker"),
+          ...slowWorkerFiles("subagents/lead/subagents/worker"),
           "subagents/lead/subagents/worker/agent.ts": agentSource(`description: "Works slowly.", instructions: "Work.", workspace: "shared"`),
         },
         { turns: [spawnTurn("lead"), { text: "parent done" }], subagents: { lead: { turns: [spawnTurn("worker"), { text: "lead done" }], subagents: { worker: WORKER_SCRIPT } } } },
@@ -235,9 +213,7 @@ describe("denying a parent's maxDurationMs pause", () => {
     async function pausedWithLeftLeadAndWorker() {
       const released: string[] = [];
       const { runtime, state } = await startBuilt(sharedWorkspaceRoot(), { sandbox: recordingSandbox(released) });
-      onTestFinished(() => runtime.close());
-      const paused = await runtime.run({ message: "go" });
-      expect(paused).toMatchObject({ status: "waiting_approval", pendingBudget: { budget: "maxDurationMs" } });
+      const paused = await pausedOnDuration(runtime);
       const id = runtime.manifest.agent.id;
       await until(async () => (await onlyRunOf(state, `${id}/lead`)).lease === null && (await onlyRunOf(state, `${id}/lead/worker`)).lease === null);
       const [lead, worker] = [await onlyRunOf(state, `${id}/lead`), await onlyRunOf(state, `${id}/lead/worker`)];
@@ -269,11 +245,8 @@ describe("denying a parent's maxDurationMs pause", () => {
   it("leaves a child another process is driving to that process", async () => {
     sharedForTest();
     const { runtime, state } = await startBuilt(rootWithWorker());
-    onTestFinished(() => runtime.close());
-    const paused = await runtime.run({ message: "go" });
-    expect(paused).toMatchObject({ status: "waiting_approval", pendingBudget: { budget: "maxDurationMs" } });
-    const workerId = `${runtime.manifest.agent.id}/worker`;
-    await until(async () => (await onlyRunOf(state, workerId)).lease === null);
+    const paused = await pausedOnDuration(runtime);
+    const workerId = await releasedChild(runtime, state);
     // Another replica's recovery sweep holds the child now.
     const childId = (await onlyRunOf(state, workerId)).id;
     const lease = await state.acquireRunLease(childId, "other-replica", 60_000);
@@ -287,11 +260,8 @@ describe("denying a parent's maxDurationMs pause", () => {
   it("leaves a child that has ended since completed", async () => {
     const { release } = sharedForTest();
     const { runtime, state } = await startBuilt(rootWithWorker());
-    onTestFinished(() => runtime.close());
-    const paused = await runtime.run({ message: "go" });
-    expect(paused).toMatchObject({ status: "waiting_approval", pendingBudget: { budget: "maxDurationMs" } });
-    const workerId = `${runtime.manifest.agent.id}/worker`;
-    await until(async () => (await onlyRunOf(state, workerId)).lease === null);
+    const paused = await pausedOnDuration(runtime);
+    const workerId = await releasedChild(runtime, state);
     // A recovery sweep drives the left child to its end while its parent still waits for the decision.
     release();
     expect((await runtime.recoverRuns()).map((run) => run.status)).toEqual(["completed"]);

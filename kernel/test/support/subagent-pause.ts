@@ -1,6 +1,6 @@
 import { writeFileSync } from "node:fs";
 import { join } from "node:path";
-import type { InMemoryStateAdapter } from "@assemblyline-agents/runtime";
+import type { InMemoryStateAdapter, OpenEveRuntime, RunResult } from "@assemblyline-agents/runtime";
 import type { RunRecord } from "@assemblyline-agents/core";
 import { expect, onTestFinished } from "vitest";
 import { agentFolder, toolSource } from "./agent-folder.js";
@@ -32,6 +32,12 @@ export const agentSource = (fields: string) => `import { defineAgent } from "@as
 export const EFFECT = toolSource({ upFront: true, execute: `globalThis.__effects = (globalThis.__effects ?? 0) + 1; return { done: input.value };` });
 /** Waits at the test's gate. */
 export const SLOW = toolSource({ upFront: true, execute: `await globalThis.__release; return { done: input.value };` });
+/** A subagent at `at` (e.g. "subagents/worker") with the `effect` and `slow` tools. */
+export const slowWorkerFiles = (at: string) => ({
+  [`${at}/agent.ts`]: agentSource(`description: "Works slowly.", instructions: "Work."`),
+  [`${at}/tools/effect.ts`]: EFFECT,
+  [`${at}/tools/slow.ts`]: SLOW,
+});
 export const spawnTurn = (name: string) => ({ toolCalls: [{ name: "spawn_subagent", input: { name, task: "do it" } }] });
 
 /** A root agent on the scripted model whose time runs out while its subagent works: it pauses for a decision. */
@@ -58,4 +64,19 @@ export async function until(check: () => Promise<boolean>, timeoutMs = 5_000): P
     if (Date.now() > deadline) throw new Error("timed out waiting");
     await new Promise((resolve) => setTimeout(resolve, 20));
   }
+}
+
+/** Runs `runtime` (closed when the test ends) until its maxDurationMs pauses it for a decision. */
+export async function pausedOnDuration(runtime: OpenEveRuntime): Promise<RunResult> {
+  onTestFinished(() => runtime.close());
+  const paused = await runtime.run({ message: "go" });
+  expect(paused).toMatchObject({ status: "waiting_approval", pendingBudget: { budget: "maxDurationMs" } });
+  return paused;
+}
+
+/** The run id of the root's subagent `path`, once the parent's stop has released its lease. */
+export async function releasedChild(runtime: OpenEveRuntime, state: InMemoryStateAdapter, path = "worker"): Promise<string> {
+  const childId = `${runtime.manifest.agent.id}/${path}`;
+  await until(async () => (await onlyRunOf(state, childId)).lease === null);
+  return childId;
 }
