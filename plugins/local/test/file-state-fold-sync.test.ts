@@ -3,6 +3,7 @@ import { basename, dirname } from "node:path";
 import { afterEach, describe, expect, it, onTestFinished, vi } from "vitest";
 import { FileStateAdapter, type FileStateAdapterOptions } from "../src/index.js";
 import { tempFolders } from "./support/state-folders.js";
+import { collectWarnings, warningsDelivered } from "./support/process-warnings.js";
 
 /*
  * A fold renames the new snapshot into place, then syncs the folder. If that sync fails, the rename is
@@ -65,18 +66,6 @@ function failFolderSyncsAfterRename(directory: string, count: number): void {
   });
 }
 
-function collectWarnings(): Error[] {
-  const warnings: Error[] = [];
-  const listener = (warning: Error) => warnings.push(warning);
-  process.on("warning", listener);
-  onTestFinished(() => {
-    process.off("warning", listener);
-  });
-  return warnings;
-}
-
-/** Process warnings are emitted on the next tick. */
-const warningsDelivered = () => new Promise((resolve) => setImmediate(resolve));
 const filesIn = async (directory: string) => (await readdir(directory)).filter((name) => name !== "LOCK").sort();
 
 /** A folder whose log holds a few settings, closed: the next opening with compactAfterBytes 1 folds it. */

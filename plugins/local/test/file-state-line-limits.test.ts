@@ -5,6 +5,7 @@ import { afterEach, describe, expect, it, onTestFinished } from "vitest";
 import { FileStateAdapter, type FileStateAdapterOptions } from "../src/index.js";
 import { lineLimits } from "../src/state/line-limits.js";
 import { logLine, readSnapshotRows, tempFolders } from "./support/state-folders.js";
+import { collectWarnings, warningsDelivered } from "./support/process-warnings.js";
 
 // Every line of a state folder is read back as one string, and Node.js makes none longer than 512 MiB:
 // a longer line could be written but never read back. These tests lower the limits (lineLimits) to show
@@ -33,19 +34,6 @@ function limitLines(limits: Partial<typeof lineLimits>): void {
   });
 }
 
-/** The process warnings emitted from now until the test ends. */
-function collectWarnings(): Error[] {
-  const warnings: Error[] = [];
-  const listener = (warning: Error) => warnings.push(warning);
-  process.on("warning", listener);
-  onTestFinished(() => {
-    process.off("warning", listener);
-  });
-  return warnings;
-}
-
-/** Warnings are emitted on the next tick: let them arrive. */
-const warningsDelivered = () => new Promise((resolve) => setImmediate(resolve));
 
 const newRun = (id: string) => ({ id, agentId: "agent", agentRevision: "rev", modelSpec: "scripted/test", input: { message: "hi", metadata: {} } });
 const at = "2030-01-01T00:00:00.000Z";
