@@ -1,6 +1,6 @@
 import { isAssemblyLineError } from "@assemblyline-agents/core";
 import { spawn } from "node:child_process";
-import { readFile, symlink } from "node:fs/promises";
+import { readFile, readdir, symlink } from "node:fs/promises";
 import { join } from "node:path";
 import { setTimeout as sleep } from "node:timers/promises";
 import { fileURLToPath } from "node:url";
@@ -22,6 +22,16 @@ afterEach(() => folders.removeAll());
 async function processState(pid: number): Promise<string | undefined> {
   const stat = await readFile(`/proc/${pid}/stat`, "utf8").catch(() => undefined);
   return stat?.slice(stat.lastIndexOf(")") + 2)[0];
+}
+
+/**
+ * Whether the process is a zombie in every thread: its main thread shows Z as soon as it is torn down, while
+ * the others (Node's thread pool) may still be exiting, and the lock takes over only once none runs.
+ */
+async function everyThreadZombie(pid: number): Promise<boolean> {
+  const threads = await readdir(`/proc/${pid}/task`).catch(() => []);
+  const states = await Promise.all(threads.map(async (tid) => (await readFile(`/proc/${pid}/task/${tid}/stat`, "utf8").catch(() => undefined))?.split(") ").pop()?.[0]));
+  return threads.length > 0 && states.every((state) => state === undefined || state === "Z" || state === "X");
 }
 
 /**
@@ -116,6 +126,7 @@ describe.runIf(process.platform === "linux")("FolderLock: a holder that died but
       expect(state, "the holder is reaped by no one").toBeDefined();
       await sleep(20);
     }
+    while (!(await everyThreadZombie(holderPid))) await sleep(20);
 
     const state = await FileStateAdapter.open({ directory });
     await state.createRun({ id: "after", agentId: "agent", agentRevision: "rev", modelSpec: "scripted/test", input: { message: "hi", metadata: {} } });
