@@ -38,7 +38,7 @@ import type { Kernel } from "./kernel.js";
 import { agentConversations } from "./state/agent-conversations.js";
 import { createRuntimeLogger } from "./logger.js";
 import { Admission } from "./run/admission.js";
-import { budgetPauseOf, decideBudgetPause, failedOnDeniedPause } from "./run/budget.js";
+import { budgetPauseOf, decideBudgetPause } from "./run/budget.js";
 import { RunJournal } from "./run/journal.js";
 import { RunDriver } from "./run/run-driver.js";
 import { RevisionDrivers } from "./run/revision-drivers.js";
@@ -59,7 +59,7 @@ import { DEFAULT_SUBAGENT_LIMITS, checkSubagentLimitsOption, type SubagentLimits
 import { spawnSubagent, type SpawnerParts } from "./subagents/spawner.js";
 import { endedChildRefusal } from "./subagents/ended-child.js";
 import { StrandedParentSweep } from "./subagents/stranded-parents.js";
-import { failLeftDescendants, failLeftSubtree, parentEndedError, pauseDeniedError, type LeftRunParts } from "./subagents/left-children.js";
+import { endedAncestorOf, failLeftDescendants, failLeftUnder, failRunsUnderEndedAncestors, pauseDeniedError, type LeftRunParts } from "./subagents/left-children.js";
 import { Automations } from "./automations/automations.js";
 import { createAutomationManager } from "./automations/automation-manager.js";
 import { ConnectionRegistry } from "./connections/connection-registry.js";
@@ -688,8 +688,8 @@ export class OpenEveRuntime {
         this.track(async () => {
           // A subagent run left part-way under a parent, or a run above it, that ended since (its budget pause denied, a
           // crash between that end and its children's) has no one to take its output: failed, not driven.
-          const endedAncestor = await this.endedAncestorOf(run);
-          if (endedAncestor) return this.failLeftUnder(run, endedAncestor);
+          const endedAncestor = await endedAncestorOf(this.state.runs, run, this.subagentLimits.maxDepth);
+          if (endedAncestor) return (await failLeftUnder(this.leftRunParts(), run, endedAncestor)).result;
           // The claim leased the run to us; drive renews that lease.
           const { driver, revision } = await this.revisions.driverFor(run);
           return driver.drive(run.id, { revision, resumedBy: { recovered: true } });
@@ -699,27 +699,18 @@ export class OpenEveRuntime {
   }
 
   /**
-   * The nearest run above subagent run `run` (its parent, its parent's parent, ...) that has failed or completed:
-   * a parent still running under a denied grandparent takes no output on anyone's behalf either. Walked as many
-   * levels as the run is deep (at least subagents.maxDepth), so a damaged chain cannot loop.
+   * The subagent recovery a host that resumes its own runs itself (the Node host) needs besides, and recoverRuns
+   * does for the runs it claims: parents a crash left paused on a subagent run that has ended since are woken, and
+   * subagent runs left unfinished with no live lease under a run above them that has ended (a crash between that
+   * end and theirs) are failed with `AL_ERR_SUBAGENT_PARENT_ENDED`, their sandboxes released, instead of resting
+   * `running` for good. A run whose record changed within `settledForMs` (default 0) is left: a drive may be about
+   * to take it. Hosts call it in their recovery sweep. Returns the ids of the runs failed.
    */
-  private async endedAncestorOf(run: RunRecord): Promise<RunRecord | undefined> {
-    const levels = Math.max(run.input.parent?.depth ?? 0, this.subagentLimits.maxDepth);
-    let above = run.input.parent?.runId;
-    for (let level = 0; above !== undefined && level < levels; level += 1) {
-      const ancestor = await this.state.runs.getRun(above);
-      if (!ancestor) return undefined;
-      if (ancestor.status === "failed" || ancestor.status === "completed") return ancestor;
-      above = ancestor.input.parent?.runId;
-    }
-    return undefined;
-  }
-
-  /** Fail `run`, left part-way under `ended` (its parent or a run above it) that has ended, and the runs below it left with it. */
-  private async failLeftUnder(run: RunRecord, ended: RunRecord): Promise<RunResult> {
-    const denied = ended.status === "failed" && failedOnDeniedPause(await this.state.runs.listEvents(ended.id));
-    const { result } = await failLeftSubtree(this.leftRunParts(), run, parentEndedError(run, ended, denied), (below) => parentEndedError(below, ended, denied));
-    return result;
+  async recoverSubagentRuns(options: { settledForMs?: number } = {}): Promise<string[]> {
+    await this.wakeParentsOfEndedChildren();
+    return this.track(() =>
+      failRunsUnderEndedAncestors(this.leftRunParts(), subagentIdsOf(this.profiles), { maxDepth: this.subagentLimits.maxDepth, settledForMs: options.settledForMs ?? 0 }),
+    );
   }
 
   /**

@@ -11,6 +11,19 @@ const WORKER_SCRIPT = {
 
 const rootWithWorker = () => pausingRoot(slowWorkerFiles("subagents/worker"), { turns: [spawnTurn("worker"), { text: "parent done" }], subagents: { worker: WORKER_SCRIPT } });
 
+/** A store that fails the first write of a subagent run's failure, as a process dying right after the parent's would. */
+class FailsFirstChildFailure extends InMemoryStateAdapter {
+  failed = false;
+  override async appendEvents(...args: Parameters<InMemoryStateAdapter["appendEvents"]>): ReturnType<InMemoryStateAdapter["appendEvents"]> {
+    const [runId, events] = args;
+    if (!this.failed && runId.startsWith("run_sub_") && events.some((event) => event.type === "run.failed")) {
+      this.failed = true;
+      throw new Error("the store went away");
+    }
+    return super.appendEvents(...args);
+  }
+}
+
 describe("denying a parent's maxDurationMs pause", () => {
   it("fails the subagent the pause left part-way, naming the denial; a later recovery sweep drives nothing", async () => {
     const { release } = sharedForTest();
@@ -81,18 +94,6 @@ describe("denying a parent's maxDurationMs pause", () => {
 
   it("leaves the child to the recovery sweep when the denial stops between the parent's failure and the child's, and the sweep fails it instead of driving it", async () => {
     const { release } = sharedForTest();
-    /** A store that fails the first write of a subagent run's failure, as a process dying right after the parent's would. */
-    class FailsFirstChildFailure extends InMemoryStateAdapter {
-      failed = false;
-      override async appendEvents(...args: Parameters<InMemoryStateAdapter["appendEvents"]>): ReturnType<InMemoryStateAdapter["appendEvents"]> {
-        const [runId, events] = args;
-        if (!this.failed && runId.startsWith("run_sub_") && events.some((event) => event.type === "run.failed")) {
-          this.failed = true;
-          throw new Error("the store went away");
-        }
-        return super.appendEvents(...args);
-      }
-    }
     const state = new FailsFirstChildFailure();
     const { runtime } = await startBuilt(rootWithWorker(), { state });
     const paused = await pausedOnDuration(runtime);
@@ -108,6 +109,26 @@ describe("denying a parent's maxDurationMs pause", () => {
     expect({ status: child.status, code: child.error?.code, lease: child.lease, effects: shared.__effects }).toEqual({ status: "failed", code: "AL_ERR_SUBAGENT_PARENT_ENDED", lease: null, effects: 1 });
     expect(child.error?.message).toContain(`its parent run ${paused.runId} failed on its denied budget pause since`);
     expect(await runtime.recoverRuns()).toEqual([]);
+  });
+
+  it("has recoverSubagentRuns (a host's sweep that resumes runs itself) fail such a child too, once its record has settled", async () => {
+    const { release } = sharedForTest();
+    const state = new FailsFirstChildFailure();
+    const { runtime } = await startBuilt(rootWithWorker(), { state });
+    const paused = await pausedOnDuration(runtime);
+    const workerId = await releasedChild(runtime, state);
+    expect((await runtime.deny(paused.runId)).status).toBe("failed");
+    release();
+
+    // Written a moment ago: a drive may be about to take it.
+    expect(await runtime.recoverSubagentRuns({ settledForMs: 60_000 })).toEqual([]);
+    expect((await onlyRunOf(state, workerId)).status).toBe("running");
+    const left = await onlyRunOf(state, workerId);
+    expect(await runtime.recoverSubagentRuns()).toEqual([left.id]);
+    const child = await onlyRunOf(state, workerId);
+    expect({ status: child.status, code: child.error?.code, lease: child.lease, effects: shared.__effects }).toEqual({ status: "failed", code: "AL_ERR_SUBAGENT_PARENT_ENDED", lease: null, effects: 1 });
+    expect(child.error?.message).toContain(`its parent run ${paused.runId} failed on its denied budget pause since`);
+    expect(await runtime.recoverSubagentRuns()).toEqual([]);
   });
 
   it("fails a subagent that waits for an approval, so approving it afterwards does nothing", async () => {

@@ -61,9 +61,10 @@ async function crashBetweenChildEndAndParentWake(script: object, decide: (runtim
 }
 
 describe("a parent whose subagent ended before the parent took its end", () => {
-  it.each(["recovery sweep", "resume"] as const)("is woken by the %s after a process died between the child's end and the parent's wake", async (how) => {
+  it.each(["recovery sweep", "subagent recovery a host calls", "resume"] as const)("is woken by the %s after a process died between the child's end and the parent's wake", async (how) => {
     const { state, paused, second } = await crashBetweenChildEndAndParentWake(ASKING, (runtime, waiting) => runtime.answer(waiting.runId, "yes"));
     if (how === "recovery sweep") await second.recoverRuns();
+    else if (how === "subagent recovery a host calls") expect(await second.recoverSubagentRuns()).toEqual([]);
     else await second.resume(paused.runId);
     await second.onIdle();
     expect(await second.getRun(paused.runId)).toMatchObject({ status: "completed", response: { text: "parent done" } });

@@ -1,4 +1,5 @@
-import { AssemblyLineError, TERMINAL_RUN_STATUSES, type RunRecord, type RunStore, type RuntimeLogger } from "@assemblyline-agents/core";
+import { AssemblyLineError, TERMINAL_RUN_STATUSES, isLeaseFree, type RunRecord, type RunStore, type RuntimeLogger } from "@assemblyline-agents/core";
+import { failedOnDeniedPause } from "../run/budget.js";
 import type { RunDriver } from "../run/run-driver.js";
 import type { RunResult } from "../run/run-result.js";
 import { childRunIdFor } from "./spawner.js";
@@ -105,6 +106,58 @@ async function sandboxInUseBelow(runs: RunStore, sandboxRunId: string, parentRun
     if (unfinished(child) || (await sandboxInUseBelow(runs, sandboxRunId, child.id))) return true;
   }
   return false;
+}
+
+/**
+ * The nearest run above subagent run `run` (its parent, its parent's parent, ...) that has failed or completed:
+ * a parent still running under a denied grandparent takes no output on anyone's behalf either. Walked as many
+ * levels as the run is deep (at least `maxDepth`), so a damaged chain cannot loop.
+ */
+export async function endedAncestorOf(runs: RunStore, run: RunRecord, maxDepth: number): Promise<RunRecord | undefined> {
+  const levels = Math.max(run.input.parent?.depth ?? 0, maxDepth);
+  let above = run.input.parent?.runId;
+  for (let level = 0; above !== undefined && level < levels; level += 1) {
+    const ancestor = await runs.getRun(above);
+    if (!ancestor) return undefined;
+    if (ancestor.status === "failed" || ancestor.status === "completed") return ancestor;
+    above = ancestor.input.parent?.runId;
+  }
+  return undefined;
+}
+
+/** Fail `run`, left part-way under `ended` (its parent or a run above it) that has ended, and the runs below it left with it. */
+export async function failLeftUnder(parts: LeftRunParts, run: RunRecord, ended: RunRecord): Promise<{ result: RunResult; failed: string[] }> {
+  const denied = ended.status === "failed" && failedOnDeniedPause(await parts.runs.listEvents(ended.id));
+  const { result, failed } = await failLeftSubtree(parts, run, parentEndedError(run, ended, denied), (below) => parentEndedError(below, ended, denied));
+  return { result, failed };
+}
+
+/** Runs read per subagent per page by failRunsUnderEndedAncestors. */
+const SWEEP_PAGE = 200;
+
+/**
+ * Fail every subagent run of `agentIds` left unfinished (running, queued, or resting on a decision) with no live
+ * lease under a run above it that has ended (failLeftUnder): what a crash between a parent's end and its children's
+ * failures leaves. A run whose record changed within `settledForMs` is left: a drive may be about to take it.
+ * Returns the ids of the runs failed.
+ */
+export async function failRunsUnderEndedAncestors(parts: LeftRunParts, agentIds: string[], options: { maxDepth: number; settledForMs: number }): Promise<string[]> {
+  const failed = new Set<string>();
+  const now = Date.now();
+  for (const agentId of agentIds) {
+    let cursor: string | undefined;
+    do {
+      const page = await parts.runs.listRuns({ status: ["running", "queued", "waiting_approval", "waiting_input"], agentId, limit: SWEEP_PAGE, ...(cursor ? { cursor } : {}) });
+      for (const run of page.runs) {
+        if (failed.has(run.id) || !isLeaseFree(run.lease, new Date(now)) || now - Date.parse(run.updatedAt) < options.settledForMs) continue;
+        const ended = (await endedAncestorOf(parts.runs, run, options.maxDepth));
+        if (!ended) continue;
+        for (const id of (await failLeftUnder(parts, run, ended)).failed) failed.add(id);
+      }
+      cursor = page.nextCursor ?? undefined;
+    } while (cursor);
+  }
+  return [...failed];
 }
 
 /** Whether `run` has not ended: left part-way (`running`, `queued`) or resting on a decision. */

@@ -7,7 +7,10 @@ import type { ConversationMailbox } from "./mailbox.js";
  * up: `running` runs whose lease expired are resumed at once (resumes bypass
  * admission), `queued` runs go back into the mailbox in acceptance order, so
  * they keep their conversation order and the concurrency limit. The lease on
- * each run decides which replica executes it. Finished and paused runs whose
+ * each run decides which replica executes it. Subagent runs are left to their
+ * parents' drives; parents a crash left waiting on an ended subagent run are
+ * woken, and subagent runs left under a run that has ended are failed
+ * (`runtime.recoverSubagentRuns`). Finished and paused runs whose
  * hooks missed events get them (`runtime.catchUpObservers`), and the
  * sandboxes of finished runs that were never released are
  * (`runtime.releaseFinishedSandboxes`).
@@ -87,6 +90,13 @@ export class RunRecovery {
       adopted += 1;
     }
     if (adopted > 0) this.logger.info({ event: "recovery.adopted", count: adopted }, "queued runs taken into the mailbox");
+    if (this.stopped) return;
+    // Subagent runs are driven by their parents' drives, never resumed here: what a crash leaves of them
+    // (a parent not woken after its child ended, a child left under a parent that ended) is the runtime's to settle.
+    const failed = await this.runtime
+      .recoverSubagentRuns({ settledForMs: this.adoptAfterMs })
+      .catch((error: unknown) => (this.logger.warn({ event: "recovery.subagent_sweep_failed", err: String(error) }, "recovering subagent runs failed; retrying next interval"), []));
+    if (failed.length > 0) this.logger.info({ event: "recovery.subagent_runs_failed", runIds: failed }, "subagent runs left under a run that has ended are failed");
     if (this.stopped) return;
     // Resting runs are driven by nobody: their events a crash kept from the hooks are delivered here,
     // every run's once at boot, the newest runs' at each sweep after.
