@@ -1,8 +1,8 @@
-import { cpSync, existsSync, mkdirSync, writeFileSync } from "node:fs";
+import { cpSync, mkdirSync, writeFileSync } from "node:fs";
 import { dirname, join } from "node:path";
-import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { chromium, type Browser } from "playwright-core";
+import { beforeAll, describe, expect, it } from "vitest";
 import { buildAgent, loadRuntimeBundle, type RuntimeBundle } from "@assemblyline-agents/runtime";
+import { haveChromium, headlessChromium } from "./support/chromium.js";
 import { FIXTURE_AGENT, SCRIPTS, call, routedHarness, startHost, tempDir } from "./support/host.js";
 
 /**
@@ -139,23 +139,13 @@ describe("the run inspector's view of a run waiting on two subagents", () => {
   });
 });
 
-const CHROMIUM = "/usr/bin/chromium";
-const haveChromium = existsSync(CHROMIUM);
-if (!haveChromium && process.env.CI === "true") throw new Error(`${CHROMIUM} is missing: apt-get install -y chromium`);
-
 describe.skipIf(!haveChromium)("the run inspector page deciding one of two subagents' calls of the same id, in headless chromium", () => {
-  let browser: Browser;
-  beforeAll(async () => {
-    browser = await chromium.launch({ executablePath: CHROMIUM, args: ["--no-sandbox"] });
-  }, 60_000);
-  afterAll(async () => {
-    await browser?.close();
-  });
+  const browser = headlessChromium();
 
   it("denies the second with its own reason field and approves the first, each by its approvalId and runId", async () => {
     const host = await startHost(bundle, { agentHarness: harness });
     const { runId, first, second } = await twoApprovals(host);
-    const page = await browser.newPage();
+    const page = await browser().newPage();
     try {
       const sent: unknown[] = [];
       page.on("request", (request) => {
@@ -187,7 +177,7 @@ describe.skipIf(!haveChromium)("the run inspector page deciding one of two subag
   it("shows every question of two subagents and answers each by its callId and runId", async () => {
     const host = await startHost(bundle, { agentHarness: harness });
     const { runId, first, second } = await twoQuestions(host);
-    const page = await browser.newPage();
+    const page = await browser().newPage();
     try {
       const sent: unknown[] = [];
       page.on("request", (request) => {

@@ -1,19 +1,13 @@
-import { cpSync, existsSync, mkdirSync, writeFileSync } from "node:fs";
+import { cpSync, mkdirSync, writeFileSync } from "node:fs";
 import { dirname, join, resolve } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { chromium, type Browser, type Page } from "playwright-core";
+import type { Page } from "playwright-core";
 import { InMemoryStateAdapter, buildAgent, loadModelScript, loadRuntimeBundle, noopLogger, scriptedHarness } from "@assemblyline-agents/runtime";
 import { listenNodeRuntime, type NodeRuntimeHandle } from "../src/index.js";
+import { haveChromium, headlessChromium } from "./support/chromium.js";
 import { call, fixtureBundle, startHost, tempDir } from "./support/host.js";
 
-const CHROMIUM = "/usr/bin/chromium";
 const example = resolve(import.meta.dirname, "../../../examples/notes-agent");
-const haveChromium = existsSync(CHROMIUM);
-if (!haveChromium) {
-  // Outside CI a machine without Debian's chromium skips; in CI it must be there (.ci/run installs it).
-  if (process.env.CI === "true") throw new Error(`${CHROMIUM} is missing: apt-get install -y chromium`);
-  console.warn(`skipping the run inspector browser tests: ${CHROMIUM} is missing (apt-get install -y chromium)`);
-}
 
 async function notesHost(options: { devMode: boolean; bearerToken?: string }): Promise<NodeRuntimeHandle> {
   const agentDir = join(tempDir("al-inspector-"), "notes-agent");
@@ -34,17 +28,15 @@ async function notesHost(options: { devMode: boolean; bearerToken?: string }): P
 }
 
 describe.skipIf(!haveChromium)("run inspector in headless chromium", () => {
-  let browser: Browser;
+  const browser = headlessChromium();
   let host: NodeRuntimeHandle;
   let page: Page;
 
   beforeAll(async () => {
-    browser = await chromium.launch({ executablePath: CHROMIUM, args: ["--no-sandbox"] });
     host = await notesHost({ devMode: true });
-    page = await browser.newPage({ viewport: { width: 1280, height: 900 } });
+    page = await browser().newPage({ viewport: { width: 1280, height: 900 } });
   }, 60_000);
   afterAll(async () => {
-    await browser?.close();
     await host?.shutdown({ timeoutMs: 2_000 });
   });
 
@@ -124,19 +116,13 @@ describe.skipIf(!haveChromium)("run inspector in headless chromium", () => {
 });
 
 describe.skipIf(!haveChromium)("decisions from the run inspector page, in headless chromium", () => {
-  let browser: Browser;
-  beforeAll(async () => {
-    browser = await chromium.launch({ executablePath: CHROMIUM, args: ["--no-sandbox"] });
-  }, 60_000);
-  afterAll(async () => {
-    await browser?.close();
-  });
+  const browser = headlessChromium();
 
   it("answers the question it shows by that question's call id", async () => {
     const host = await startHost(await fixtureBundle());
     const asked = await call(`${host.url}/message?wait=10`, { body: { message: "ask: colour" } });
     expect(asked.body.status).toBe("waiting_input");
-    const page = await browser.newPage();
+    const page = await browser().newPage();
     try {
       const sent: unknown[] = [];
       page.on("request", (request) => {
@@ -163,7 +149,7 @@ describe.skipIf(!haveChromium)("decisions from the run inspector page, in headle
     );
     const bundle = await loadRuntimeBundle((await buildAgent(agentDir)).artifactRoot);
     const host = await startHost(bundle, { agentHarness: scriptedHarness({ turns: [{ toolCalls: [{ name: "schedule", input: {} }] }, { text: "scheduled" }] }) });
-    const page = await browser.newPage();
+    const page = await browser().newPage();
     try {
       const paused = await host.runtime.run({ message: "schedule my digest" });
       expect(paused.status).toBe("waiting_approval");
@@ -180,7 +166,7 @@ describe.skipIf(!haveChromium)("decisions from the run inspector page, in headle
 
   it("extends a budget a run paused on with Approve, and fails another with Deny, naming no call", async () => {
     const host = await startHost(await fixtureBundle(), { budgets: { maxTurns: 1, onExceeded: "pause" } });
-    const page = await browser.newPage();
+    const page = await browser().newPage();
     try {
       const sent: unknown[] = [];
       page.on("request", (request) => {
@@ -205,7 +191,7 @@ describe.skipIf(!haveChromium)("decisions from the run inspector page, in headle
   it("says a question's text is withheld under captureContent usage, and still answers it", async () => {
     const host = await startHost(await fixtureBundle(), { instrumentation: { captureContent: "usage" } });
     const asked = await call(`${host.url}/message?wait=10`, { body: { message: "ask: colour" } });
-    const page = await browser.newPage();
+    const page = await browser().newPage();
     try {
       await page.goto(`${host.url}/inspector#/runs/${encodeURIComponent(asked.body.runId)}`);
       const question = page.getByRole("region", { name: "Question waiting for an answer" });
