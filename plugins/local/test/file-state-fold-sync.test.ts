@@ -104,8 +104,7 @@ describe("file state: the folder's sync fails after a fold renamed its snapshot 
     failFolderSyncsAfterRename(directory, 2);
 
     const refused = await FileStateAdapter.open({ directory, compactAfterBytes: 1, compactWhenSuperseded: 0 }).catch((error: unknown) => error);
-    expect(refused).toBeInstanceOf(Error);
-    expect((refused as Error).message).toMatch(/EIO/);
+    expect(refused).toMatchObject({ code: "AL_ERR_STATE_UNAVAILABLE", message: expect.stringMatching(/could not be synced while opening it: EIO/) });
     expect(injected.directorySyncsFailed).toBe(2);
 
     const state = await openState({ directory });
@@ -138,5 +137,29 @@ describe("file state: the folder's sync fails after a fold renamed its snapshot 
     const reopened = await openState({ directory });
     expect(await reopened.getSetting("after")).toBe("acknowledged");
     for (let index = 0; index < written; index += 1) expect(await reopened.getSetting(`key-${index}`)).toBe("v".repeat(200));
+  });
+
+  it("in the background, warns when the folder cannot be synced twice, and the next opening removes the folded log", async () => {
+    const directory = await folders.make();
+    const warnings = collectWarnings();
+    failFolderSyncsAfterRename(directory, 2);
+
+    const state = await openState({ directory, compactAfterBytes: 2_000, compactWhenSuperseded: 0 });
+    let written = 0;
+    while (!(await filesIn(directory)).includes("log-1.wal")) {
+      await state.putSetting(`key-${written}`, "v".repeat(200), { actor: "t" });
+      written += 1;
+    }
+    await state.putSetting("after", "acknowledged", { actor: "t" });
+    await state.close();
+    await warningsDelivered();
+    expect(injected.directorySyncsFailed).toBe(2);
+    expect(warnings.map((warning) => [(warning as Error & { code?: string }).code, warning.message])).toEqual([["AL_ERR_STATE_COMPACTION", expect.stringMatching(/could not be synced after its log was folded into a new snapshot: EIO/)]]);
+    expect(await filesIn(directory)).toEqual(["log-0.wal", "log-1.wal", "snapshot.json"]);
+
+    const reopened = await openState({ directory });
+    expect(await reopened.getSetting("after")).toBe("acknowledged");
+    for (let index = 0; index < written; index += 1) expect(await reopened.getSetting(`key-${index}`)).toBe("v".repeat(200));
+    expect(await filesIn(directory)).toEqual(["log-1.wal", "snapshot.json"]);
   });
 });

@@ -1254,7 +1254,7 @@ export class FileStateAdapter implements StateAdapter {
     if (beyond !== undefined) throw this.corruptError(join(this.directory, logFile(beyond)), new Error(`log ${logFile(generation + 1)} is missing before it`));
     const log = await WriteAheadLog.openForAppend(join(this.directory, logFile(generation)), validBytes, this.writableWhileHeld(lock));
     try {
-      await syncDirectory(this.directory);
+      await this.syncFolderAtOpen();
       await this.removeStrayFiles(first);
     } catch (error) {
       await log.close().catch(() => undefined);
@@ -1436,7 +1436,9 @@ export class FileStateAdapter implements StateAdapter {
     this.unfoldedLogBytes = 0;
     this.foldRetryAtLogBytes = 0;
     // Until a sync of the folder succeeds, a crash may bring the old snapshot back, which needs the logs after it.
-    const synced = replaced.folderSynced || (await syncDirectory(this.directory).then(() => true, () => false));
+    let syncFailure: unknown;
+    const synced = replaced.folderSynced || (await syncDirectory(this.directory).then(() => true, (error: unknown) => ((syncFailure = error), false)));
+    if (!synced) this.folderNotSynced(syncFailure);
     // A log left behind is removed when the folder is next opened.
     if (synced && lock.stillHeld()) await this.removeStrayFiles(generation).catch(() => undefined);
   }
@@ -1464,7 +1466,7 @@ export class FileStateAdapter implements StateAdapter {
     this.generation = next;
     // Makes log N+1 durable, and the rename too where the sync after it failed; failing again, it fails the
     // opening (the logs stay, and the folder reads the same at the next).
-    await syncDirectory(this.directory);
+    await this.syncFolderAtOpen();
     this.snapshotBytes = replaced.bytes;
     this.supersededBytes = 0;
     this.unfoldedLogBytes = 0;
@@ -1515,6 +1517,34 @@ export class FileStateAdapter implements StateAdapter {
         fix: `Nothing was lost: the snapshot and every log stay, and the fold is tried again once the log has grown by ${attempted} bytes, or when the folder is opened again. If the disk is full, free space; if a line is too long, the message names the run or table: keep large data in blob storage or files and store its key.`,
         cause: error,
         details: { directory: this.directory, retryAtLogBytes: this.foldRetryAtLogBytes },
+      }),
+    );
+  }
+
+  /** Sync the folder while opening it: a failure fails the opening, named for what it is. */
+  private async syncFolderAtOpen(): Promise<void> {
+    try {
+      await syncDirectory(this.directory);
+    } catch (error) {
+      throw new AssemblyLineError("AL_ERR_STATE_UNAVAILABLE", `the local state folder ${this.directory} could not be synced while opening it: ${error instanceof Error ? error.message : String(error)}`, {
+        fix: `Check the disk (space, permissions, health), then open the folder again: nothing was lost, and it reads the same at the next opening.`,
+        cause: error,
+        details: { directory: this.directory },
+      });
+    }
+  }
+
+  /**
+   * Report a background fold whose snapshot is in place but whose folder could not be synced twice: no call failed,
+   * but the disk did, and the logs the fold holds stay until the folder is next opened.
+   */
+  private folderNotSynced(error: unknown): void {
+    const reason = error instanceof Error ? error.message : String(error);
+    process.emitWarning(
+      new AssemblyLineError("AL_ERR_STATE_COMPACTION", `the state folder ${this.directory} could not be synced after its log was folded into a new snapshot: ${reason}`, {
+        fix: "Nothing was lost: the logs the new snapshot holds stay until the folder is next opened, which removes them. Check the disk (space, permissions, health).",
+        cause: error,
+        details: { directory: this.directory },
       }),
     );
   }
