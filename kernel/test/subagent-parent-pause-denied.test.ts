@@ -24,6 +24,22 @@ class FailsFirstChildFailure extends InMemoryStateAdapter {
   }
 }
 
+/**
+ * A root paused on its maxDurationMs with its worker left part-way, then denied on a store that fails the
+ * child's failure once: the parent has failed, the child is left `running` for a recovery sweep; `slow` released.
+ */
+async function deniedWithChildLeft() {
+  const { release } = sharedForTest();
+  const state = new FailsFirstChildFailure();
+  const { runtime } = await startBuilt(rootWithWorker(), { state });
+  const paused = await pausedOnDuration(runtime);
+  const workerId = await releasedChild(runtime, state);
+  expect((await runtime.deny(paused.runId)).status).toBe("failed");
+  expect({ failedOnce: state.failed, child: (await onlyRunOf(state, workerId)).status }).toEqual({ failedOnce: true, child: "running" });
+  release();
+  return { state, runtime, paused, workerId };
+}
+
 describe("denying a parent's maxDurationMs pause", () => {
   it("fails the subagent the pause left part-way, naming the denial; a later recovery sweep drives nothing", async () => {
     const { release } = sharedForTest();
@@ -93,16 +109,7 @@ describe("denying a parent's maxDurationMs pause", () => {
   });
 
   it("leaves the child to the recovery sweep when the denial stops between the parent's failure and the child's, and the sweep fails it instead of driving it", async () => {
-    const { release } = sharedForTest();
-    const state = new FailsFirstChildFailure();
-    const { runtime } = await startBuilt(rootWithWorker(), { state });
-    const paused = await pausedOnDuration(runtime);
-    const workerId = await releasedChild(runtime, state);
-
-    expect((await runtime.deny(paused.runId)).status).toBe("failed");
-    expect({ failedOnce: state.failed, child: (await onlyRunOf(state, workerId)).status }).toEqual({ failedOnce: true, child: "running" });
-
-    release();
+    const { state, runtime, paused, workerId } = await deniedWithChildLeft();
     const recovered = await runtime.recoverRuns();
     const child = await onlyRunOf(state, workerId);
     expect(recovered.map((run) => [run.runId, run.status])).toEqual([[child.id, "failed"]]);
@@ -112,14 +119,7 @@ describe("denying a parent's maxDurationMs pause", () => {
   });
 
   it("has recoverSubagentRuns (a host's sweep that resumes runs itself) fail such a child too, once its record has settled", async () => {
-    const { release } = sharedForTest();
-    const state = new FailsFirstChildFailure();
-    const { runtime } = await startBuilt(rootWithWorker(), { state });
-    const paused = await pausedOnDuration(runtime);
-    const workerId = await releasedChild(runtime, state);
-    expect((await runtime.deny(paused.runId)).status).toBe("failed");
-    release();
-
+    const { state, runtime, paused, workerId } = await deniedWithChildLeft();
     // Written a moment ago: a drive may be about to take it.
     expect(await runtime.recoverSubagentRuns({ settledForMs: 60_000 })).toEqual([]);
     expect((await onlyRunOf(state, workerId)).status).toBe("running");

@@ -78,6 +78,29 @@ async function folderToFold(): Promise<string> {
   return directory;
 }
 
+/**
+ * Open `directory` with a small fold threshold and write settings until the first fold began its log (it folds
+ * log-0 into snapshot 1 in the background while writes go on in log-1), then one more, and close. Returns how many.
+ */
+async function writtenThroughBackgroundFold(directory: string): Promise<number> {
+  const state = await openState({ directory, compactAfterBytes: 2_000, compactWhenSuperseded: 0 });
+  let written = 0;
+  while (!(await filesIn(directory)).includes("log-1.wal")) {
+    await state.putSetting(`key-${written}`, "v".repeat(200), { actor: "t" });
+    written += 1;
+  }
+  await state.putSetting("after", "acknowledged", { actor: "t" });
+  await state.close();
+  return written;
+}
+
+/** Reopen `directory` and find every write writtenThroughBackgroundFold acknowledged. */
+async function expectEveryWrite(directory: string, written: number): Promise<void> {
+  const reopened = await openState({ directory });
+  expect(await reopened.getSetting("after")).toBe("acknowledged");
+  for (let index = 0; index < written; index += 1) expect(await reopened.getSetting(`key-${index}`)).toBe("v".repeat(200));
+}
+
 describe("file state: the folder's sync fails after a fold renamed its snapshot into place", () => {
   it("on opening, writes go on after the new snapshot, and the next opening has them", async () => {
     const directory = await folderToFold();
@@ -120,23 +143,13 @@ describe("file state: the folder's sync fails after a fold renamed its snapshot 
     const warnings = collectWarnings();
     failFolderSyncsAfterRename(directory, 1);
 
-    const state = await openState({ directory, compactAfterBytes: 2_000, compactWhenSuperseded: 0 });
-    let written = 0;
-    // Until the first fold began its log: it folds log-0 into snapshot 1 while writes go on in log-1.
-    while (!(await filesIn(directory)).includes("log-1.wal")) {
-      await state.putSetting(`key-${written}`, "v".repeat(200), { actor: "t" });
-      written += 1;
-    }
-    await state.putSetting("after", "acknowledged", { actor: "t" });
-    await state.close();
+    const written = await writtenThroughBackgroundFold(directory);
     await warningsDelivered();
     expect(injected.directorySyncsFailed).toBe(1);
     expect(warnings).toEqual([]);
     expect(await filesIn(directory)).toEqual(["log-1.wal", "snapshot.json"]);
 
-    const reopened = await openState({ directory });
-    expect(await reopened.getSetting("after")).toBe("acknowledged");
-    for (let index = 0; index < written; index += 1) expect(await reopened.getSetting(`key-${index}`)).toBe("v".repeat(200));
+    await expectEveryWrite(directory, written);
   });
 
   it("in the background, warns when the folder cannot be synced twice, and the next opening removes the folded log", async () => {
@@ -144,22 +157,13 @@ describe("file state: the folder's sync fails after a fold renamed its snapshot 
     const warnings = collectWarnings();
     failFolderSyncsAfterRename(directory, 2);
 
-    const state = await openState({ directory, compactAfterBytes: 2_000, compactWhenSuperseded: 0 });
-    let written = 0;
-    while (!(await filesIn(directory)).includes("log-1.wal")) {
-      await state.putSetting(`key-${written}`, "v".repeat(200), { actor: "t" });
-      written += 1;
-    }
-    await state.putSetting("after", "acknowledged", { actor: "t" });
-    await state.close();
+    const written = await writtenThroughBackgroundFold(directory);
     await warningsDelivered();
     expect(injected.directorySyncsFailed).toBe(2);
     expect(warnings.map((warning) => [(warning as Error & { code?: string }).code, warning.message])).toEqual([["AL_ERR_STATE_COMPACTION", expect.stringMatching(/could not be synced after its log was folded into a new snapshot: EIO/)]]);
     expect(await filesIn(directory)).toEqual(["log-0.wal", "log-1.wal", "snapshot.json"]);
 
-    const reopened = await openState({ directory });
-    expect(await reopened.getSetting("after")).toBe("acknowledged");
-    for (let index = 0; index < written; index += 1) expect(await reopened.getSetting(`key-${index}`)).toBe("v".repeat(200));
+    await expectEveryWrite(directory, written);
     expect(await filesIn(directory)).toEqual(["log-1.wal", "snapshot.json"]);
   });
 });
