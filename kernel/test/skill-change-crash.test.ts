@@ -74,6 +74,19 @@ describe("a skill change whose event a crash kept from being written", () => {
     }
   });
 
+  it("the edit tool on /skills: the resumed call, finding its edit already made, records the change once", async () => {
+    const state = new CrashOnceBefore("skill.changed");
+    const edit = { name: "edit", input: { path: "/skills/pristine/SKILL.md", oldText: "v1", newText: "v2" } };
+    const { first, resumed, changed, outcome, runtime } = await changedAcrossACrash(edit, state);
+    expect(first).toMatchObject({ code: "AL_ERR_STATE_UNAVAILABLE" });
+    expect(resumed.status).toBe("completed");
+    const after = (await runtime.skills().get("pristine"))!;
+    expect(after.body).toBe("v2\n");
+    expect(outcome).toMatchObject({ status: "completed", isError: false, output: { replaced: 1 } });
+    expect(changed).toEqual([expect.objectContaining({ name: "pristine", path: "SKILL.md", after: after.digest })]);
+    expect(changed[0]!.before).not.toBe(after.digest);
+  });
+
   it("without a crash, each change is recorded once", async () => {
     const state = new InMemoryStateAdapter();
     const { first, changed } = await changedAcrossACrash({ name: "forget", input: {} }, state);

@@ -159,7 +159,12 @@ export const editTool = defineTool<{ path: string; oldText: string; newText: str
     const decision = await ctx.step<EditDecision>(`edit:${ctx.idempotencyKey("edited")}`, async () => decide());
     if ("error" in decision) return { path: input.path, error: decision.error };
     const now = text === undefined ? undefined : textDigest(text);
-    if (now === decision.after) return { path: input.path, replaced: 1 };
+    if (now === decision.after) {
+      // A /skills edit made before a crash may lack its skill.changed event: writing the same text again
+      // goes through the skill change's journal, which records that event once (and nothing if it was).
+      if (resolveLogicalPath(input.path).root === "/skills") await fs.write(input.path, text!);
+      return { path: input.path, replaced: 1 };
+    }
     // The file is not as the decision found it (changed since, outside this call): decided again on what it holds now.
     const again = now === decision.before ? decision : decide();
     if ("error" in again) return { path: input.path, error: again.error };
