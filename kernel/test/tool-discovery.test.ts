@@ -289,6 +289,20 @@ export default defineTool({ description: ${JSON.stringify(description)}, inputSc
     expect(names(withSandbox.log.contexts[0]!.tools)).toEqual(expect.arrayContaining(["shell_job", "bash"]));
   });
 
+  it("refuses through tool_call, by name, a deferred sandbox tool on a host without a sandbox adapter, and the run goes on", async () => {
+    const sandboxed = agentFolder({
+      "agent.ts": MINIMAL_AGENT,
+      "tools/shell_job.ts": `import { defineTool } from "@assemblyline-agents/core";
+export default defineTool({ description: "Run a job in the sandbox.", inputSchema: { type: "object" }, capability: { visibility: "deferred", execution: "sandbox" },
+  async execute(input, ctx) { await ctx.getSandbox(); return { ran: "shell_job" }; } });`,
+      "tools/later.ts": tool("later", "Reconcile ledger entries.", `{ visibility: "deferred" }`),
+    });
+    const { runtime, log } = await startAgent(sandboxed, [{ toolCalls: [{ name: "tool_call", input: { name: "shell_job", input: {} } }] }, { text: "ok" }]);
+    const run = await runtime.run({ message: "hi" });
+    expect(run.status).toBe("completed");
+    expect(log.outcomes[0]!.outcome).toMatchObject({ isError: true, output: { error: 'Tool "shell_job" needs a sandbox, and this host has no sandbox adapter.' } });
+  });
+
   it("writes the inference rule down as a function, first match wins", () => {
     const rule = (origin: "built-in" | "authored" | "override" | "provided", definition: object, listed: boolean | null = null) =>
       inferVisibility({ origin, definition, listed }).visibility;

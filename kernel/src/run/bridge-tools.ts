@@ -28,9 +28,12 @@ export function unwrapToolCall(scope: RunScope, call: ModelToolCall): BridgeUnwr
   return { call: { id: call.id, name: target?.name ?? name, input }, via: "tool_call" };
 }
 
-/** Whether tool_call may reach a tool the run was not offered: deferred ones only. */
+/**
+ * Whether tool_call may reach a tool the run was not offered: deferred ones only, and only those this
+ * host can run (a sandbox tool without a sandbox adapter is refused by name, as a direct call is).
+ */
 export function reachableThroughBridge(scope: RunScope, entry: ToolTableEntry): boolean {
-  return scope.visible.has(entry.name) || (entry.visibility === "deferred" && !entry.bridge);
+  return scope.visible.has(entry.name) || (entry.visibility === "deferred" && !entry.bridge && entry.available);
 }
 
 /** Why the model cannot use a tool that exists, or null when it can. */
