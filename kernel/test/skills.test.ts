@@ -172,6 +172,17 @@ describe("skills", () => {
     expect(log.outcomes[0]!.outcome).toMatchObject({ isError: true, output: { code: "AL_ERR_SKILL_NOT_FOUND" } });
   });
 
+  it("lists under unavailableTools, not activatedTools, a tool the host disabled or cannot run, so the model is not sent to call it", async () => {
+    const skill = "---\ndescription: Write release notes.\ntools: [publish_notes, write, bash]\n---\n1. Write them.\n";
+    const { runtime, log } = await startAgent(releaseAgent({ "skills/release-notes/SKILL.md": skill }), [{ toolCalls: [{ name: "load_skill", input: { name: "release-notes" } }] }, { text: "ok" }], {
+      coreToolPolicy: { write: "disabled" },
+    });
+    expect((await runtime.run({ message: "ship" })).status).toBe("completed");
+    expect(log.outcomes[0]!.outcome).toMatchObject({ status: "completed", output: { activatedTools: ["publish_notes"], unavailableTools: ["write", "bash"] } });
+    expect(log.offeredPerCall[1]).toContain("publish_notes");
+    expect(log.offeredPerCall[1]).not.toContain("write");
+  });
+
   it("reads skill files under /skills and refuses writes when self-improvement is off", async () => {
     const state = new InMemoryStateAdapter();
     const { runtime, log } = await startAgent(releaseAgent(), [

@@ -10,7 +10,7 @@ interface LoadedSkill {
   resources: string[];
   /** Tools the skill made available. */
   activatedTools: string[];
-  /** Tools the skill names that this run cannot offer (gone from the agent, or left out by a resolver): its steps that need them cannot be followed. */
+  /** Tools the skill names that this run cannot offer (gone from the agent, left out by a resolver, disabled by the host, or needing a sandbox the host lacks): its steps that need them cannot be followed. */
   unavailableTools?: string[];
 }
 

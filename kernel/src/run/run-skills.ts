@@ -30,6 +30,8 @@ export class RunSkills implements SkillActivation {
     const offerable = (tool: string) => {
       const entry = scope.table.get(tool);
       if (entry === undefined || entry.visibility === "hidden" || entry.bridge) return false;
+      // activateTools passes over these: listed as activated, the model would call them and be refused.
+      if (entry.mode === "disabled" || !entry.available) return false;
       // Under a resolver's defaultTools a skill adds its skill-only tools and what the run reaches anyway (offered,
       // or deferred behind an offered tool_call or tool_describe), never a tool the resolver left out.
       if (!this.resolverBoundTools || entry.visibility === "skill" || scope.visible.has(tool)) return true;
