@@ -52,6 +52,13 @@ export function describeHttp(connection: string, baseUrl: string, endpoints: Rec
     }
     if (!METHODS.has(endpoint.method)) fail(`endpoint ${name}: method ${JSON.stringify(endpoint.method)} is not GET, POST, PUT, PATCH or DELETE`);
     if (typeof endpoint.path !== "string" || !endpoint.path.startsWith("/")) fail(`endpoint ${name}: path must start with /`);
+    // The tool's query input is written after the path as `?...`: a query already in the path would swallow it.
+    const part = endpoint.path.includes("?") ? "query string" : endpoint.path.includes("#") ? "fragment" : undefined;
+    if (part) {
+      throw new AssemblyLineError("AL_ERR_CONNECTION_DEFINITION", `connection "${connection}": endpoint ${name}: path ${JSON.stringify(endpoint.path)} has a ${part}; the tool's query input is written after the path, so the two would run into one another`, {
+        fix: `Give path without ${part === "query string" ? "?..." : "#..."} (${JSON.stringify(endpoint.path.split(/[?#]/)[0])}); the model passes query parameters in the tool's query input ({ query: { type: "repo" } }).`,
+      });
+    }
     if (typeof endpoint.description !== "string" || endpoint.description.trim() === "") fail(`endpoint ${name}: description is required`);
     // fetch cannot send a body with GET: the tool would fail at every call that gives one.
     if (endpoint.body !== undefined && endpoint.method === "GET") {

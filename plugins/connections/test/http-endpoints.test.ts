@@ -66,6 +66,19 @@ describe("an HTTP connection's endpoints", () => {
     }
   });
 
+  it("refuses a path with a query string or a fragment, which the tool's query input would be written after, pointing to that input", () => {
+    for (const [path, part] of [["/search?type=repo", "query string"], ["/search#top", "fragment"]]) {
+      const connections = { items: items({ method: "GET", path, description: "Search" }) };
+      expect(() => createConnections({ connections })).toThrow(
+        expect.objectContaining({
+          code: "AL_ERR_CONNECTION_DEFINITION",
+          message: expect.stringContaining(`endpoint delete_item: path ${JSON.stringify(path)} has a ${part}`),
+          fix: expect.stringContaining(`Give path without ${part === "query string" ? "?..." : "#..."} ("/search"); the model passes query parameters in the tool's query input`),
+        }),
+      );
+    }
+  });
+
   it("refuses an endpoint whose tool name would pass the 64 characters model APIs accept, saying how long it may be", () => {
     const endpoint = "list_every_open_pull_request_review_comment_for_the_repository_owner";
     const definition = defineHttpConnection({ baseUrl: "http://api.test", description: "GitHub", endpoints: { [endpoint]: { method: "GET", path: "/x", description: "x" } } });
