@@ -150,9 +150,14 @@ export async function failRunsUnderEndedAncestors(parts: LeftRunParts, agentIds:
       const page = await parts.runs.listRuns({ status: ["running", "queued", "waiting_approval", "waiting_input"], agentId, limit: SWEEP_PAGE, ...(cursor ? { cursor } : {}) });
       for (const run of page.runs) {
         if (failed.has(run.id) || !isLeaseFree(run.lease, new Date(now)) || now - Date.parse(run.updatedAt) < options.settledForMs) continue;
-        const ended = (await endedAncestorOf(parts.runs, run, options.maxDepth));
+        const ended = await endedAncestorOf(parts.runs, run, options.maxDepth);
         if (!ended) continue;
-        for (const id of (await failLeftUnder(parts, run, ended)).failed) failed.add(id);
+        try {
+          for (const id of (await failLeftUnder(parts, run, ended)).failed) failed.add(id);
+        } catch (error) {
+          // One run that cannot be failed here (its build not kept by this process, the store failing) keeps no other left.
+          parts.logger.warn({ runId: run.id, event: "subagent.left_fail_failed", err: String(error) }, "failing a subagent run left under a run that has ended failed; a later sweep tries again");
+        }
       }
       cursor = page.nextCursor ?? undefined;
     } while (cursor);

@@ -38,16 +38,20 @@ const harness = routedHarness({ ...SCRIPTS, "ask-one": { turns: [{ toolCalls: [{
 /** Short leases, frequent sweeps: a run left without a lease is settled (2 leases) within a second. */
 const QUICK = { leaseTtlMs: 200, recoveryIntervalMs: 50, agentHarness: harness } as const;
 
-/** A parent in `status` and its asker subagent's run left `running` without a lease, as a crash leaves them. */
-async function leftChild(state: InMemoryStateAdapter, status: RunStatus) {
+/**
+ * A parent in `status` and its asker subagent's run left `running` without a lease, as a crash leaves them;
+ * `name` tells several apart, `agentRevision` puts both under another build.
+ */
+async function leftChild(state: InMemoryStateAdapter, status: RunStatus, options: { name?: string; agentRevision?: string } = {}) {
   const rootId = bundle.manifest.agent.id;
-  const base = { agentRevision: bundle.manifest.agentRevision, modelSpec: bundle.manifest.agent.model };
-  const { run: parent } = await state.createRun({ ...base, id: "run_parent", agentId: rootId, input: { message: "ask-one: go", metadata: {} }, status: "running" });
+  const name = options.name ?? "left";
+  const base = { agentRevision: options.agentRevision ?? bundle.manifest.agentRevision, modelSpec: bundle.manifest.agent.model };
+  const { run: parent } = await state.createRun({ ...base, id: name === "left" ? "run_parent" : `run_parent_${name}`, agentId: rootId, input: { message: "ask-one: go", metadata: {} }, status: "running" });
   await state.appendEvents(parent.id, [{ type: "run.started", data: { modelSpec: base.modelSpec, instructions: "", defaultTools: null } }]);
   if (status === "failed") await state.appendEvents(parent.id, [{ type: "run.failed", data: { code: "AL_ERR_RUN_CANCELLED", message: "cancelled" } }], { run: { status: "failed" } });
   if (status === "waiting_input") await state.appendEvents(parent.id, [], { run: { status: "waiting_input" } });
-  const parentLink = { runId: parent.id, callId: "call_0_0", subagent: "asker", depth: 1, sandboxRunId: "run_sub_left" };
-  const { run: child } = await state.createRun({ ...base, id: "run_sub_left", agentId: `${rootId}/asker`, input: { message: "ask: one", metadata: {}, parent: parentLink }, status: "running" });
+  const parentLink = { runId: parent.id, callId: "call_0_0", subagent: "asker", depth: 1, sandboxRunId: `run_sub_${name}` };
+  const { run: child } = await state.createRun({ ...base, id: `run_sub_${name}`, agentId: `${rootId}/asker`, input: { message: "ask: one", metadata: {}, parent: parentLink }, status: "running" });
   await state.appendEvents(child.id, [{ type: "run.started", data: { modelSpec: base.modelSpec, instructions: "", defaultTools: null } }]);
   return { parent, child };
 }
@@ -70,6 +74,17 @@ describe("the host's recovery of subagent runs", () => {
     expect(types.filter((type) => type === "run.resumed" || type === "model.request")).toEqual([]);
     await waitFor(() => (existsSync(join(root, child.id)) ? undefined : true), 20_000, "the failed run's sandbox to be released");
     expect(host.logger.events("recovery.subagent_runs_failed").map((entry) => entry.fields.runIds)).toEqual([[child.id]]);
+  });
+
+  it("goes on to the other left runs when one cannot be failed here (its build is not kept by this host)", async () => {
+    const state = new InMemoryStateAdapter();
+    const { child } = await leftChild(state, "failed");
+    // Listed first (newest): a run of a build this host does not have.
+    const { child: foreign } = await leftChild(state, "failed", { name: "foreign", agentRevision: "rev_not_kept" });
+    const host = await startHost(bundle, { ...QUICK, state });
+    await waitFor(async () => ((await state.getRun(child.id))?.status === "failed" ? true : undefined), 20_000, "the left subagent run to fail");
+    expect((await state.getRun(foreign.id))?.status).toBe("running");
+    expect(host.logger.events("subagent.left_fail_failed").map((entry) => entry.fields.runId)).toContain(foreign.id);
   });
 
   it("leaves a subagent run whose parent still waits to that parent", async () => {
