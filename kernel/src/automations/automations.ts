@@ -17,6 +17,8 @@ import type { AutomationManifestEntry } from "../compiler/manifest.js";
 import { NEVER, countMissed, firstDueTime, lastDueBy, nextDueAfter, normalizeSchedule, schedulesEqual } from "./schedule-time.js";
 
 const NAME = /^[a-z0-9][a-z0-9_-]{0,63}$/;
+/** What follows `automation:<agentId>:` in the id of an automation's row: its source and its name (which holds no ":"). */
+const ROW_ID_TAIL = /^(static|dynamic):[^:]+$/;
 /**
  * Due times missed by more than this collapse into one run (see docs: missed
  * due times). Longer than the scheduler's default lease (60 s), so the due
@@ -716,14 +718,26 @@ export class Automations {
     return this.describe(record, payload);
   }
 
+  /** This agent's automation rows (isOwnRow), by id. */
   private async rows(): Promise<Map<string, { record: ScheduleRecord; payload: AutomationPayload }>> {
-    const prefix = `automation:${this.parts.agentId}:`;
     const rows = new Map<string, { record: ScheduleRecord; payload: AutomationPayload }>();
     for (const record of await this.parts.store.listSchedules()) {
-      const payload = record.id.startsWith(prefix) ? automationPayload(record.payload) : undefined;
+      const payload = this.isOwnRow(record) ? automationPayload(record.payload) : undefined;
       if (payload) rows.set(record.id, { record, payload });
     }
     return rows;
+  }
+
+  /**
+   * Whether schedule row `record` is one of this agent's automations: its id exactly
+   * `automation:<agentId>:static|dynamic:<name>`, and the agent stored on it this one (none on a row
+   * written before rows had an agent). Agent ids may hold ":" and names never do, so the id is read
+   * from its end: `automation:ops:eu:static:report` is agent `ops:eu`'s, never `ops`'s.
+   */
+  private isOwnRow(record: Pick<ScheduleRecord, "id" | "agentId">): boolean {
+    const prefix = `automation:${this.parts.agentId}:`;
+    if (!record.id.startsWith(prefix) || !ROW_ID_TAIL.test(record.id.slice(prefix.length))) return false;
+    return (record.agentId ?? null) === null || record.agentId === this.parts.agentId;
   }
 
   private async require(name: string): Promise<{ record: ScheduleRecord; payload: AutomationPayload }> {
