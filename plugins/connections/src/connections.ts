@@ -104,6 +104,12 @@ export function createConnections(options: ConnectionsOptions = {}): ConnectionP
     return combineRedactions(await redactionFor(definition.auth, options.grants, sent.values()), target && "command" in target ? envRedaction(target.env) : undefined);
   };
 
+  /** `url`'s host resolved and each address classified now, as the guard would at a call (refuseSpecialAddresses). */
+  const refuseAddressesOf = (name: string, url: string, policy: ConnectionPolicy): Promise<void> =>
+    refuseSpecialAddresses(url, policy, outbound).catch((error: unknown) => {
+      throw failure(name, "resolving its host", error);
+    });
+
   return {
     connections,
     async describe(name, definition, policy): Promise<JsonValue> {
@@ -118,18 +124,19 @@ export function createConnections(options: ConnectionsOptions = {}): ConnectionP
         } else if (definition.kind === "openapi") {
           const fetchFn = connectionFetch(name, policy, documentAuth(definition), outbound, sent);
           const current = await redactionFor(definition.auth, options.grants);
-          record = { kind: "openapi", description, api: await describeOpenApi(name, definition.spec, definition.baseUrl, fetchFn, timeoutMs, (operation, reason) => {
+          const api = await describeOpenApi(name, definition.spec, definition.baseUrl, fetchFn, timeoutMs, (operation, reason) => {
             // A document may quote what it was fetched with: its text never reaches the logs unredacted.
             const redaction = combineRedactions(current, grantRedaction(definition.auth, sent.values()));
             const [shownOperation, shownReason] = [redactValue(operation, redaction), redactValue(reason, redaction)];
             warn({ event: "connection.operation_omitted", connection: name, operation: shownOperation }, `connection "${name}": OpenAPI operation ${shownOperation} is not offered as a tool: ${shownReason}`);
-          }) };
+          });
+          // The calls go to baseUrl (or the document's server), whose host the document's fetch never reached: checked as an http connection's is.
+          if (typeof definition.spec !== "string" || !sameHost(api.baseUrl, definition.spec)) await refuseAddressesOf(name, api.baseUrl, policy);
+          record = { kind: "openapi", description, api };
         } else {
           const api = describeHttp(name, definition.baseUrl, definition.endpoints);
           // Nothing is fetched to describe it: its host's addresses are checked here, not first at a call.
-          await refuseSpecialAddresses(definition.baseUrl, policy, outbound).catch((error: unknown) => {
-            throw failure(name, "resolving its host", error);
-          });
+          await refuseAddressesOf(name, definition.baseUrl, policy);
           record = { kind: "http", description, api };
         }
       } catch (error) {
@@ -200,6 +207,11 @@ export function createConnections(options: ConnectionsOptions = {}): ConnectionP
 function documentAuth(definition: { spec: unknown; baseUrl?: string | undefined; auth?: ConnectionAuth | undefined }): ConnectionAuth | undefined {
   if (typeof definition.spec !== "string" || definition.baseUrl === undefined || definition.auth === undefined) return definition.auth;
   return URL.canParse(definition.spec) && URL.canParse(definition.baseUrl) && new URL(definition.spec).origin === new URL(definition.baseUrl).origin ? definition.auth : undefined;
+}
+
+/** Whether two URLs name the same host. */
+function sameHost(url: string, other: string): boolean {
+  return URL.canParse(url) && URL.canParse(other) && new URL(url).hostname === new URL(other).hostname;
 }
 
 function httpRequest(api: HttpRecord, tool: HttpRecord["tools"][number], input: Record<string, unknown>): { url: string; headers: Record<string, string>; body?: RequestBody } | { error: string } {

@@ -26,7 +26,8 @@ export function guardedFetchFor(policy: ConnectionPolicy, options: OutboundOptio
 }
 
 /**
- * For a connection whose describe sends no request (kind http): the host its calls go to, resolved
+ * For a connection whose describe sends no request to the host its calls go to (kind http; an
+ * OpenAPI one whose calls go elsewhere than its document): that host, resolved
  * now and each address classified as the guard classifies a call's, so a host that allowedHosts
  * admits only by a wildcard and that resolves to a private, loopback or link-local address is
  * refused when the connection is made, as an MCP or OpenAPI one is by its first request. A host

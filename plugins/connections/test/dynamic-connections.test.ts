@@ -219,6 +219,16 @@ describe("refusals", () => {
     });
   }
 
+  it("refuses an OpenAPI connection whose baseUrl host, allowed by a wildcard, resolves to the metadata address, when it is added, storing nothing", async () => {
+    const bundle = await agent(`refusal-openapi-${Math.random().toString(36).slice(2, 8)}`, `{ dynamic: true, approval: false, allowedHosts: ["api.test", "*.public.test"] }`);
+    const state = new InMemoryStateAdapter();
+    const spec = { name: "metadata", kind: "openapi", spec: `http://api.test:${api.port}/openapi.json`, baseUrl: `http://meta.public.test:${api.port}/api` };
+    const runtime = replica(bundle, state, scriptedHarness({ turns: [{ toolCalls: [{ name: "connect", input: { spec } as unknown as JsonValue }] }, { text: "done" }] }));
+    const result = await runtime.run({ message: "connect" });
+    expect(outputOf(await runtime.listEvents(result.runId), "connect")).toMatchObject({ error: "AL_ERR_OUTBOUND_ADDRESS_REFUSED", message: expect.stringContaining("host meta.public.test is resolved to 169.254.169.254") });
+    expect(await state.getSetting(`connections:${bundle.manifest.agent.id}`)).toBeUndefined();
+  });
+
   it("refuses a run's MCP spec that carries a local command, and never starts it, even with a forged brand", async () => {
     const marker = join(work, `started-${Math.random().toString(36).slice(2, 8)}`);
     const command = { command: process.execPath, args: ["-e", `require("node:fs").writeFileSync(${JSON.stringify(marker)}, "ran")`] };
