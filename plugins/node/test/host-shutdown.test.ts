@@ -79,6 +79,20 @@ describe("graceful shutdown", () => {
     expect(logger.events("shutdown.step_failed")[0]!.fields).toMatchObject({ step: "scheduler", err: "Error: scheduler stuck" });
   });
 
+  it("waits for the runs through a timeoutMs longer than a timer can wait, instead of giving up on them at once", async () => {
+    process.env.HOST_FIXTURE_STEP_MS = "600";
+    try {
+      const host = await startHost(bundle);
+      const accepted = await call(`${host.url}/message`, { body: { message: "slow: long" } });
+      await waitFor(async () => ((await host.runtime.state.runs.getRun(accepted.body.runId))?.status === "running" ? true : undefined));
+      await host.shutdown({ timeoutMs: 3_000_000_000 });
+      expect(host.logger.events("shutdown.timeout")).toEqual([]);
+      expect((await host.runtime.state.runs.getRun(accepted.body.runId))?.status).toBe("completed");
+    } finally {
+      process.env.HOST_FIXTURE_STEP_MS = "150";
+    }
+  });
+
   it("answers a ?wait= request whose run was still being stored when the shutdown began, instead of dropping it at the deadline", async () => {
     process.env.HOST_FIXTURE_STEP_MS = "6000";
     try {

@@ -1,4 +1,4 @@
-import { AssemblyLineError, checkRateLimitRequest, type Scheduler, type TelemetrySink } from "@assemblyline-agents/core";
+import { AssemblyLineError, MAX_TIMER_MS, checkRateLimitRequest, type Scheduler, type TelemetrySink } from "@assemblyline-agents/core";
 import type { RuntimeOptions } from "@assemblyline-agents/runtime";
 import type { AttachmentOptions } from "./attachments.js";
 import { clientAddressOf, trustProxySetting, type ClientAddressOf } from "./client-address.js";
@@ -25,7 +25,7 @@ export interface NodeRuntimeOptions extends Omit<RuntimeOptions, "owesDelivery" 
   auth?: HostAuthOptions;
   /** Ingress token buckets; off by default, and `false` disables even ASSEMBLY_LINE_RATE_LIMIT. */
   rateLimit?: false | RateLimitOptions;
-  /** Bound on waiting for in-flight runs at shutdown (env ASSEMBLY_LINE_SHUTDOWN_TIMEOUT_MS, default 30 000). */
+  /** Bound on waiting for in-flight runs at shutdown, 0 to 2147483647 ms (env ASSEMBLY_LINE_SHUTDOWN_TIMEOUT_MS, default 30 000). */
   shutdownTimeoutMs?: number;
   /** Largest request body accepted; larger ones get 413. Default 1 MiB. */
   maxBodyBytes?: number;
@@ -60,7 +60,7 @@ export interface NodeRuntimeOptions extends Omit<RuntimeOptions, "owesDelivery" 
   scheduler?: Scheduler;
   /** Sinks that receive the runtime's spans (captureContent applied), flushed at shutdown. */
   telemetry?: TelemetrySink | TelemetrySink[];
-  /** How often runs orphaned by a dead replica are looked for (default: the lease TTL). */
+  /** How often runs orphaned by a dead replica are looked for, 1 to 2147483647 ms (default: the lease TTL). */
   recoveryIntervalMs?: number;
 }
 
@@ -92,8 +92,6 @@ export const DEFAULT_MAX_BODY_BYTES = 1024 * 1024;
 export const DEFAULT_REQUEST_TIMEOUT_MS = 30_000;
 export const DEFAULT_HEADERS_TIMEOUT_MS = 10_000;
 export const DEFAULT_MAX_CONNECTIONS = 1024;
-/** The longest delay a Node timer takes. */
-const MAX_TIMER_MS = 2_147_483_647;
 const DEFAULT_LEASE_TTL_MS = 30_000;
 
 export function resolveHostConfig(options: NodeRuntimeOptions, env: Record<string, string | undefined>): HostConfig {
@@ -133,9 +131,10 @@ export function resolveHostConfig(options: NodeRuntimeOptions, env: Record<strin
       integer(options.maxQueuedRuns, "maxQueuedRuns", 0) ??
       integer(envNumber(env, "ASSEMBLY_LINE_MAX_QUEUED_RUNS"), "ASSEMBLY_LINE_MAX_QUEUED_RUNS", 0) ??
       DEFAULT_MAX_QUEUED_RUNS,
+    // A timer given more than MAX_TIMER_MS fires at once: "wait as long as it takes" would give up at once.
     shutdownTimeoutMs:
-      integer(options.shutdownTimeoutMs, "shutdownTimeoutMs", 0) ??
-      integer(envNumber(env, "ASSEMBLY_LINE_SHUTDOWN_TIMEOUT_MS"), "ASSEMBLY_LINE_SHUTDOWN_TIMEOUT_MS", 0) ??
+      integer(options.shutdownTimeoutMs, "shutdownTimeoutMs", 0, MAX_TIMER_MS) ??
+      integer(envNumber(env, "ASSEMBLY_LINE_SHUTDOWN_TIMEOUT_MS"), "ASSEMBLY_LINE_SHUTDOWN_TIMEOUT_MS", 0, MAX_TIMER_MS) ??
       DEFAULT_SHUTDOWN_TIMEOUT_MS,
     maxBodyBytes: integer(options.maxBodyBytes, "maxBodyBytes", 1) ?? DEFAULT_MAX_BODY_BYTES,
     requestTimeoutMs,
@@ -144,7 +143,8 @@ export function resolveHostConfig(options: NodeRuntimeOptions, env: Record<strin
     maxConnections: optionOrEnv(options, env, "maxConnections", "ASSEMBLY_LINE_MAX_CONNECTIONS", 1)?.value ?? DEFAULT_MAX_CONNECTIONS,
     clientAddress: clientAddressOf(trustProxy?.list, trustProxy?.source ?? "trustProxy"),
     leaseTtlMs,
-    recoveryIntervalMs: integer(options.recoveryIntervalMs, "recoveryIntervalMs", 1) ?? leaseTtlMs,
+    // Past MAX_TIMER_MS the sweep's timer would fire every millisecond, listing every queued and running run each time.
+    recoveryIntervalMs: integer(options.recoveryIntervalMs, "recoveryIntervalMs", 1, MAX_TIMER_MS) ?? leaseTtlMs,
   };
 }
 

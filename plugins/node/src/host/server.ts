@@ -4,7 +4,7 @@ import { randomUUID } from "node:crypto";
 import { STATUS_CODES, createServer, type IncomingMessage, type Server, type ServerResponse } from "node:http";
 import type { AddressInfo } from "node:net";
 import type { Duplex } from "node:stream";
-import { AssemblyLineError, isAssemblyLineError, isScheduleClaimableBy, routedPath, type ChannelModule, type JsonValue, type TelemetrySink } from "@assemblyline-agents/core";
+import { AssemblyLineError, isAssemblyLineError, isScheduleClaimableBy, MAX_TIMER_MS, routedPath, type ChannelModule, type JsonValue, type TelemetrySink } from "@assemblyline-agents/core";
 import { OpenEveRuntime, createRuntimeLogger, isAutomationSchedule } from "@assemblyline-agents/runtime";
 import { AttachmentIngest } from "./attachments.js";
 import { HostAuth } from "./auth.js";
@@ -415,8 +415,9 @@ function displayHost(address: string): string {
   return address.includes(":") ? `[${address}]` : address;
 }
 
+/** Waits `ms`, at most MAX_TIMER_MS: a longer delay would make Node fire the timer at once. */
 function sleep(ms: number): Promise<void> {
-  return new Promise((resolve) => setTimeout(resolve, Math.max(0, ms)).unref());
+  return new Promise((resolve) => setTimeout(resolve, Math.min(Math.max(0, ms), MAX_TIMER_MS)).unref());
 }
 
 /** Whether the state store answers a read within 2 s (readiness): a trivial lookup, failing closed. */

@@ -1,4 +1,4 @@
-import type { RuntimeLogger } from "@assemblyline-agents/core";
+import { MAX_TIMER_MS, type RuntimeLogger } from "@assemblyline-agents/core";
 
 /** The drain steps, in the order the spec fixes. Each must not throw past its own failure. */
 export interface ShutdownSteps {
@@ -90,10 +90,13 @@ export function createShutdown(steps: ShutdownSteps, logger: RuntimeLogger, defa
   };
 }
 
-/** true when `work` settled within `ms`. */
+/**
+ * true when `work` settled within `ms`. A `shutdown({ timeoutMs })` longer than a timer can wait
+ * (MAX_TIMER_MS, about 24.8 days) waits that long: Node would fire the timer at once.
+ */
 async function bounded(work: Promise<void>, ms: number): Promise<boolean> {
   let timer: NodeJS.Timeout | undefined;
-  const timedOut = new Promise<false>((resolve) => (timer = setTimeout(() => resolve(false), Math.max(0, ms))));
+  const timedOut = new Promise<false>((resolve) => (timer = setTimeout(() => resolve(false), Math.min(Math.max(0, ms), MAX_TIMER_MS))));
   try {
     return await Promise.race([work.then(() => true as const), timedOut]);
   } finally {
