@@ -310,7 +310,7 @@ function fromSeed(seed: SkillManifestEntry): SkillView {
 }
 
 function fromRecord(record: SkillRecord): SkillView {
-  const parsed = parseSkillFile(record.files["SKILL.md"] ?? "", record.name, `/skills/${record.name}/SKILL.md`);
+  const parsed = parseSkillFile(record.files["SKILL.md"] ?? "", record.name, `/skills/${record.name}/SKILL.md`, { stored: true });
   return {
     name: record.name,
     description: parsed.description,
