@@ -84,6 +84,18 @@ export interface OpenApiConnectionOptions extends ConnectionCommon {
   baseUrl?: string;
 }
 
+/**
+ * An OpenAPI server's URL with each `{variable}` at its default (OpenAPI 3 gives every server
+ * variable one): where its calls go (`http://{region}.api.example.com` -> `http://eu.api.example.com`),
+ * and the host a host-declared connection may reach. A variable without a default is left as written.
+ */
+export function openApiServerUrl(server: { url: string; variables?: Record<string, { default?: unknown }> | undefined }): string {
+  return server.url.replace(/\{([^}]+)\}/g, (whole, name: string) => {
+    const value = server.variables?.[name]?.default;
+    return value === undefined ? whole : String(value);
+  });
+}
+
 export interface HttpEndpoint {
   method: "GET" | "POST" | "PUT" | "PATCH" | "DELETE";
   /** Path under baseUrl; `{name}` segments are filled from the input. */

@@ -3,6 +3,7 @@ import {
   credentialInUrl,
   quotedUrl,
   isAssemblyLineError,
+  openApiServerUrl,
   type ConnectionDefinition,
   type ConnectionInfo,
   type ConnectionManager,
@@ -403,14 +404,14 @@ function staticPolicy(definition: ConnectionDefinition): ConnectionPolicy {
       return [];
     }
   });
-  // An OpenAPI document given inline names its servers itself; its requests go to baseUrl or those.
+  // An OpenAPI document given inline names its servers itself, variables at their defaults, as the provider fills them in; its requests go to baseUrl or those.
   if (definition.kind === "openapi" && typeof definition.spec === "object") {
-    for (const server of ((definition.spec as { servers?: Array<{ url?: string }> }).servers ?? [])) {
-      try {
-        if (server.url) hosts.push(new URL(server.url).hostname);
-      } catch {
-        // relative server URLs resolve against baseUrl
-      }
+    const servers = (definition.spec as { servers?: unknown }).servers;
+    for (const server of Array.isArray(servers) ? (servers as Array<{ url?: unknown; variables?: Record<string, { default?: unknown }> }>) : []) {
+      if (typeof server?.url !== "string") continue;
+      const url = openApiServerUrl({ url: server.url, variables: server.variables });
+      // A relative one resolves against baseUrl; one the calls go to that does not parse is refused when the provider checks the definition.
+      if (URL.canParse(url)) hosts.push(new URL(url).hostname);
     }
   }
   return { allowedHosts: hosts, onlyAllowedHosts: true };

@@ -1,5 +1,6 @@
 import { AssemblyLineError, credentialInUrl, isConnectionDefinition, quotedUrl, type ConnectionDefinition, type DynamicConnectionSpec } from "@assemblyline-agents/core";
 import { describeHttp } from "./http.js";
+import { serverUrl } from "./openapi.js";
 import { connectionNameTooLong, MAX_CONNECTION_NAME_LENGTH } from "./tool-names.js";
 
 export type AnyDefinition = ConnectionDefinition | DynamicConnectionSpec;
@@ -90,6 +91,13 @@ export function checkDefinition(name: string, definition: AnyDefinition): void {
       fail(dynamic ? "spec must be the URL of an OpenAPI document" : "spec must be a URL or an OpenAPI document", 'Pass spec: "https://api.example.com/openapi.json".');
     }
     if (spec.baseUrl !== undefined) checkBaseUrl(spec.baseUrl, fail);
+    // Without baseUrl an inline document's first server is where the calls go: one that is no absolute URL once its variables are filled in is refused now, not at the first describe.
+    else if (typeof spec.spec === "object" && spec.spec !== null) {
+      const servers = (spec.spec as { servers?: unknown }).servers;
+      const first: unknown = Array.isArray(servers) ? servers[0] : undefined;
+      // A server that is no { url } is the document's validation's to refuse.
+      if (first === undefined || (typeof first === "object" && first !== null && typeof (first as { url?: unknown }).url === "string")) serverUrl(name, undefined, first as { url: string } | undefined, undefined);
+    }
   } else {
     checkBaseUrl(spec.baseUrl, fail);
     describeHttp(name, spec.baseUrl as string, spec.endpoints as never);

@@ -1,4 +1,4 @@
-import { AssemblyLineError, type JsonValue } from "@assemblyline-agents/core";
+import { AssemblyLineError, openApiServerUrl, type JsonValue } from "@assemblyline-agents/core";
 import { jsonBody, withTimeout, type RequestBody } from "./http-request.js";
 import { failure } from "./mcp.js";
 import { acyclic, plainSchema, uniqueNames } from "./tool-names.js";
@@ -260,13 +260,10 @@ function cookieValue(value: unknown): string {
  * variables at their defaults, resolved against the document's own URL (a
  * document without servers is served from "/", as OpenAPI 3 says).
  */
-function serverUrl(connection: string, baseUrl: string | undefined, server: { url: string; variables?: Record<string, { default?: unknown }> } | undefined, documentUrl: string | undefined): string {
+export function serverUrl(connection: string, baseUrl: string | undefined, server: { url: string; variables?: Record<string, { default?: unknown }> } | undefined, documentUrl: string | undefined): string {
   if (baseUrl) return baseUrl.replace(/\/$/, "");
   const template = server?.url ?? "/";
-  const url = template.replace(/\{([^}]+)\}/g, (whole, name: string) => {
-    const value = server?.variables?.[name]?.default;
-    return value === undefined ? whole : String(value);
-  });
+  const url = openApiServerUrl({ ...server, url: template });
   let resolved: URL;
   try {
     resolved = new URL(url, documentUrl);
