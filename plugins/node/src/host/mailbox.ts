@@ -47,6 +47,11 @@ export class ConversationMailbox {
   /** Admissions granted whose run is not yet enqueued (the submit is in flight), by where they go. */
   private reservedStart = 0;
   private reservedWait = 0;
+  /**
+   * The conversations holding a reservation that starts now: only one turn of a conversation can
+   * start, so another arriving before its run is enqueued waits, and is counted as waiting.
+   */
+  private readonly startingConversations = new Set<string>();
   private stopped = false;
   private recentRunMs = 1000;
   private retryTimer: NodeJS.Timeout | undefined;
@@ -65,11 +70,13 @@ export class ConversationMailbox {
   reserve(conversationId: string | null): MailboxReservation | MailboxRefusal {
     const conversation = conversationId === null ? undefined : `c:${conversationId}`;
     // Waiting letters are all blocked by busy conversations whenever capacity is free
-    // (pump runs on every change), so only this event's own conversation can hold it back.
+    // (pump runs on every change), so only this event's own conversation can hold it back:
+    // a run of it executing or waiting, or another of its turns already reserved to start.
     const startsNow =
       this.executing + this.reservedStart < this.options.maxConcurrentRuns &&
       this.options.runtime.hasRunCapacity() &&
-      (conversation === undefined || (!this.busy.has(conversation) && !this.waiting.some((letter) => letter.conversation === conversation)));
+      (conversation === undefined ||
+        (!this.busy.has(conversation) && !this.startingConversations.has(conversation) && !this.waiting.some((letter) => letter.conversation === conversation)));
     const waiting = this.waiting.length + this.reservedWait;
     if (!startsNow && waiting >= this.options.maxQueuedRuns) {
       // Each slot turns over about once per recent run time.
@@ -79,8 +86,10 @@ export class ConversationMailbox {
       const runtime = this.options.runtime.runLoad();
       return { active: Math.max(this.executing, runtime.executing), waiting: waiting + runtime.waiting, retryAfterMs };
     }
+    const starting = startsNow ? conversation : undefined;
     if (startsNow) this.reservedStart += 1;
     else this.reservedWait += 1;
+    if (starting !== undefined) this.startingConversations.add(starting);
     let released = false;
     return {
       startsNow,
@@ -89,6 +98,7 @@ export class ConversationMailbox {
         released = true;
         if (startsNow) this.reservedStart -= 1;
         else this.reservedWait -= 1;
+        if (starting !== undefined) this.startingConversations.delete(starting);
       },
     };
   }
