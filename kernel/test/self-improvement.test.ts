@@ -220,6 +220,33 @@ describe("ctx.selfImprovement drafts", () => {
   });
 });
 
+describe("ctx.selfImprovement resource paths", () => {
+  it("refuse a path with a control character, which the file tools could neither read nor delete, naming the path and the rule, and store nothing", async () => {
+    const state = new InMemoryStateAdapter();
+    const calls = ['api.create({ name: "alpha", description: "A.", body: "do a", files: { "refs/a\\nb.md": "x" } })', 'api.update({ name: "guide", files: { "refs/a\\u2028b.md": "x", "tab\\there.md": "y" } })'];
+    const tool = toolSource({ upFront: true, schema: `{ type: "object" }`, execute: `const api = ctx.selfImprovement; const out = []; for (const call of [${calls.map((call) => `() => ${call}`).join(", ")}]) { try { out.push({ ok: await call() }); } catch (error) { out.push({ error: error.code, message: error.message }); } } return out;` });
+    const dir = agentFolder({ "agent.ts": agent("{ writable: true }"), "tools/author.ts": tool, "skills/guide/SKILL.md": "---\ndescription: Kept.\n---\nSeed.\n" });
+    const { runtime, log } = await startAgent(dir, [{ toolCalls: [{ name: "author", input: {} }] }, { text: "done" }], { state });
+    await runtime.run({ message: "author" });
+    const [created, updated] = outputOf(log.outcomes[0]!.outcome) as Array<{ error?: string; message?: string }>;
+    expect(created).toMatchObject({ error: "AL_ERR_SKILL_DEFINITION", message: expect.stringContaining('skill file "refs/a\\nb.md" is not a resource path: it holds a control character') });
+    expect(updated).toMatchObject({ error: "AL_ERR_SKILL_DEFINITION", message: expect.stringContaining('skill file "refs/a\u2028b.md" is not a resource path: it holds a control character') });
+    expect(await state.getSkill("learner", "alpha")).toBeUndefined();
+    expect(Object.keys((await state.getSkill("learner", "guide"))?.files ?? {})).toEqual(["SKILL.md"]);
+  });
+});
+
+describe("a skill store", () => {
+  it("refuses a record with a resource path holding a control character, naming the path and the rule", async () => {
+    const files = { "SKILL.md": "---\ndescription: A.\n---\nDo a.\n", "refs/a\u0085b.md": "x" };
+    const record = { agentId: "learner", name: "alpha", files, digest: "sha256:x", seedDigest: null, seedRevision: null, changedBy: "agent" as const, conflict: null, updatedAt: new Date().toISOString() };
+    await expect(new InMemoryStateAdapter().putSkill(record, { expectedDigest: null })).rejects.toMatchObject({
+      code: "AL_ERR_STATE_INPUT_INVALID",
+      message: expect.stringContaining(`file path "refs/a\u0085b.md" is not a relative path inside the skill folder: it holds a control character`),
+    });
+  });
+});
+
 describe("a seeded skill the agent deleted", () => {
   it("stays deleted when the host starts again, instead of being seeded anew", async () => {
     const state = new InMemoryStateAdapter();

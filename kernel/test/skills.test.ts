@@ -104,6 +104,14 @@ describe("skills", () => {
     await expect(buildAgent(nested)).rejects.toMatchObject({ code: "AL_ERR_SKILL_DEFINITION", message: expect.stringContaining("subagents/writer/skills/notes/a\\b.md") });
   });
 
+  it("refuses a skill file whose name holds a control character, which no file tool could read or delete, naming it on one line", async () => {
+    await expect(buildAgent(releaseAgent({ "skills/release-notes/refs/a\nb.md": "text" }))).rejects.toMatchObject({
+      code: "AL_ERR_SKILL_DEFINITION",
+      message: expect.stringContaining('skills/release-notes/refs/a\\u000ab.md: "refs/a\\u000ab.md" is not a file path the skill store can hold: it holds a control character'),
+      fix: expect.stringContaining("control characters"),
+    });
+  });
+
   it("refuses a file put straight in skills/ (a skill is a folder), and passes over a README.md and dotfiles there", async () => {
     await expect(buildAgent(agentFolder({ "agent.ts": AGENT, "skills/SKILL.md": "---\ndescription: Do it.\n---\nSteps.\n" }))).rejects.toMatchObject({
       code: "AL_ERR_SKILL_DEFINITION",

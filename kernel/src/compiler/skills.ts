@@ -2,7 +2,7 @@ import { existsSync } from "node:fs";
 import type { Dirent } from "node:fs";
 import { readdir, readFile } from "node:fs/promises";
 import { join, relative, sep } from "node:path";
-import { AssemblyLineError, isSkillFilePath } from "@assemblyline-agents/core";
+import { AssemblyLineError, skillFilePathProblem } from "@assemblyline-agents/core";
 import { parseSkillFile, skillDigest } from "../skills/skill-file.js";
 import type { SkillManifestEntry } from "./manifest.js";
 
@@ -106,10 +106,16 @@ async function listFiles(root: string, where: string): Promise<string[]> {
 
 /** A skill file's path as the skill store checks it (checkSkillRecord): one it refuses would fail every run that seeds the skill. */
 function storablePath(file: string, shown: string): string {
-  if (isSkillFilePath(file)) return file;
-  throw new AssemblyLineError("AL_ERR_SKILL_DEFINITION", `${shown}: "${file}" is not a file path the skill store can hold`, {
-    fix: "Rename the file without '\\' (the store refuses it: Windows reads it as a folder separator); to put it in a folder, make a subfolder.",
+  const problem = skillFilePathProblem(file);
+  if (problem === null) return file;
+  throw new AssemblyLineError("AL_ERR_SKILL_DEFINITION", `${escapedControls(shown)}: "${escapedControls(file)}" is not a file path the skill store can hold: ${problem}`, {
+    fix: "Rename the file without '\\' (Windows reads it as a folder separator) or control characters such as a newline or a tab (no file tool can name them); to put it in a folder, make a subfolder.",
   });
+}
+
+/** A name with each control character written as \uXXXX, so a newline in it cannot break the error's line. */
+function escapedControls(name: string): string {
+  return name.replace(/[\u0000-\u001f\u007f-\u009f\u2028\u2029]/g, (character) => `\\u${character.charCodeAt(0).toString(16).padStart(4, "0")}`);
 }
 
 const UTF8 = new TextDecoder("utf-8", { fatal: true });

@@ -1,4 +1,4 @@
-import { AssemblyLineError, isSkillFilePath, isSkillName, type SelfImprovementApi, type SkillDraft, type SkillSummary } from "@assemblyline-agents/core";
+import { AssemblyLineError, isSkillName, skillFilePathProblem, type SelfImprovementApi, type SkillDraft, type SkillSummary } from "@assemblyline-agents/core";
 import { frontMatter, parseFrontMatter } from "./front-matter.js";
 import type { SkillLibrary, SkillView, SkillWriteGate, SkillWriteResult } from "./skill-library.js";
 import { durableSkillChange, type SkillChangeSteps } from "./durable-skill-change.js";
@@ -109,9 +109,10 @@ function checkName(name: unknown, files: Record<string, string> | undefined): vo
     throw new AssemblyLineError("AL_ERR_SKILL_DEFINITION", `skill name ${JSON.stringify(name)} is not valid`, { fix: "Use lower-case letters, digits, '.', '_' or '-'." });
   }
   for (const path of Object.keys(files ?? {})) {
-    if (path === "SKILL.md" || !isSkillFilePath(path)) {
-      throw new AssemblyLineError("AL_ERR_SKILL_DEFINITION", `skill file ${JSON.stringify(path)} is not a resource path`, {
-        fix: "Give resources as relative paths inside the skill folder (e.g. references/style.md); SKILL.md comes from description and body.",
+    const problem = path === "SKILL.md" ? "SKILL.md comes from description and body" : skillFilePathProblem(path);
+    if (problem) {
+      throw new AssemblyLineError("AL_ERR_SKILL_DEFINITION", `skill file ${JSON.stringify(path)} is not a resource path: ${problem}`, {
+        fix: "Give resources as relative paths inside the skill folder, parts separated by '/', with no control characters (e.g. references/style.md); SKILL.md comes from description and body.",
       });
     }
   }

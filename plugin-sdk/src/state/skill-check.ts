@@ -19,7 +19,8 @@ export function checkSkillRecord(record: SkillRecord, operation = "putSkill"): v
   if (typeof record.files["SKILL.md"] !== "string") refuse(`skill "${record.name}" has no SKILL.md`);
   for (const [path, text] of Object.entries(record.files)) {
     if (typeof text !== "string") refuse(`files["${path}"] is not text`);
-    if (!isSkillFilePath(path)) refuse(`file path ${JSON.stringify(path)} is not a relative path inside the skill folder`);
+    const problem = skillFilePathProblem(path);
+    if (problem) refuse(`file path ${JSON.stringify(path)} is not a relative path inside the skill folder: ${problem}`);
   }
   if (typeof record.digest !== "string" || record.digest === "") refuse("digest must be a non-empty string");
   if (record.seedDigest !== null && typeof record.seedDigest !== "string") refuse("seedDigest must be a string or null");
@@ -37,10 +38,26 @@ export function checkSkillKey(agentId: unknown, name: unknown, operation: string
   }
 }
 
-/** A posix path below the skill folder: no leading slash, no '..', no empty segment. */
+/**
+ * C0 and C1 controls, DEL and the Unicode line and paragraph separators: the runtime filesystem
+ * refuses a path holding one, so a skill file named with one could be neither read nor deleted,
+ * and `list` would print it as lines of its own.
+ */
+const CONTROL_CHARACTER = /[\u0000-\u001f\u007f-\u009f\u2028\u2029]/;
+
+/** A posix path below the skill folder: no leading slash, no '..', no empty segment, no control character. */
 export function isSkillFilePath(path: string): boolean {
-  if (path === "" || path.startsWith("/") || path.includes("\\") || path.includes("\0")) return false;
-  return path.split("/").every((segment) => segment !== "" && segment !== "." && segment !== "..");
+  return skillFilePathProblem(path) === null;
+}
+
+/** Why `path` cannot name a file inside a skill folder (the rule it breaks), or null when it can. */
+export function skillFilePathProblem(path: string): string | null {
+  if (path === "") return "it is empty";
+  if (path.startsWith("/")) return "it starts with '/' (a resource path is relative to the skill folder)";
+  if (path.includes("\\")) return "it holds '\\' (separate folders with '/')";
+  if (CONTROL_CHARACTER.test(path)) return "it holds a control character (a newline, a tab, U+2028, ...), which no file tool can name";
+  if (path.split("/").some((segment) => segment === "" || segment === "." || segment === "..")) return "it has an empty, '.' or '..' part";
+  return null;
 }
 
 export function isSkillName(name: string): boolean {
