@@ -81,6 +81,17 @@ export class ConnectionRegistry {
     // A manifest is checked when built; one written or edited by hand is checked here, at boot.
     const wrong = parts.dynamic.grants === undefined ? undefined : grantBindingsProblem(parts.dynamic.grants, parts.dynamic.allowedHosts);
     if (wrong) throw new AssemblyLineError("AL_ERR_AGENT_DEFINITION", `the manifest's dynamicConnections.${wrong.problem}`, { fix: `${wrong.fix} Then build the agent again.` });
+    // One name, one connection: which of the two a run would get is not for the runtime to pick.
+    const hostDeclared = parts.provider?.connections ?? {};
+    const twice = Object.keys(parts.folder).filter((name) => Object.hasOwn(hostDeclared, name));
+    if (twice.length > 0) {
+      const [name] = twice;
+      throw new AssemblyLineError(
+        "AL_ERR_CONNECTION_DEFINITION",
+        `connection "${name}" is declared twice: by the agent folder (connections/${name}.ts) and by the host (createConnections({ connections: { ${name} } }))${twice.length > 1 ? `; so are ${twice.slice(1).map((other) => `"${other}"`).join(", ")}` : ""}`,
+        { fix: `Rename one of them: the file connections/${name}.ts (its tools are <file name>__<tool>), or the key in createConnections({ connections }).` },
+      );
+    }
   }
 
   private get key(): string {
@@ -123,6 +134,7 @@ export class ConnectionRegistry {
       return;
     }
     const pending: Array<Promise<void>> = [];
+    // The constructor refused a name both declare: the two sets do not overlap.
     for (const [name, definition] of Object.entries({ ...folder, ...(provider.connections ?? {}) })) {
       if (this.provided.has(name)) continue;
       const failed = this.failedStatic.get(name);
