@@ -60,6 +60,8 @@ export class ConnectionRegistry {
   private readonly warnedShadowed = new Set<string>();
   /** Stored run-added connections not provided because allowedHosts no longer allows their host (warned once each). */
   private readonly warnedOutside = new Set<string>();
+  /** Stored run-added connections the provider could not make tools from, by name and digest (warned once each). */
+  private readonly warnedUnreadable = new Set<string>();
   private warnedDynamicOff = false;
   private changes = 0;
   /** This process's writes of the stored connections, one at a time. */
@@ -176,7 +178,18 @@ export class ConnectionRegistry {
       const digest = digestJson(entry as unknown as JsonValue);
       if (this.provided.get(name)?.digest === digest) continue;
       this.withdraw(name);
-      this.provide(name, "dynamic", entry.spec, entry.record, this.dynamicPolicy(entry.spec), digest);
+      try {
+        this.provide(name, "dynamic", entry.spec, entry.record, this.dynamicPolicy(entry.spec), digest);
+      } catch (error) {
+        // One unreadable stored row (written by hand, or by an older release) withholds its own connection, not every run's others.
+        if (!this.warnedUnreadable.has(`${name}:${digest}`)) {
+          this.warnedUnreadable.add(`${name}:${digest}`);
+          this.parts.logger.warn(
+            { event: "connection.withheld", connection: name, addedBy: entry.addedBy, err: errorText(error) },
+            `a run-added connection "${name}" is stored, but its tools could not be made from it (${errorText(error)}); it is not offered, the other connections are (remove it with ctx.connectionManager.remove and add it again)`,
+          );
+        }
+      }
     }
     for (const [name, provided] of this.provided) if (provided.info.source === "dynamic" && !(name in served)) this.withdraw(name);
   }

@@ -146,7 +146,7 @@ export function createConnections(options: ConnectionsOptions = {}): ConnectionP
       return redactValue(record, await redactionOf(definition, sent)) as unknown as JsonValue;
     },
     tools(name, definition, stored, policy): Record<string, ToolDefinition<any, any>> {
-      const record = stored as unknown as ConnectionRecord;
+      const record = readableRecord(name, definition.kind, stored);
       const approval = (tool: string, description: string) => approves(isDynamicSpec(definition) ? undefined : definition.approval, name, tool, description);
       const tools: Record<string, ToolDefinition<any, any>> = {};
       const add = (tool: string, description: string, inputSchema: Record<string, unknown>, execute: (input: Record<string, unknown>, ctx: { runId: string; signal: AbortSignal; idempotencyKey(scope: string): string }, sent: SentSecrets) => Promise<JsonValue>) => {
@@ -197,6 +197,36 @@ export function createConnections(options: ConnectionsOptions = {}): ConnectionP
     },
     close: () => mcp.close(),
   };
+}
+
+/**
+ * What `describe` stored for a connection, checked before tools are made from it: a run's is read
+ * back from the settings facet, where a row written by an older release or edited by hand may lack
+ * what a tool needs. Throws AL_ERR_STATE_ROW_INVALID naming the connection and what is missing.
+ */
+function readableRecord(name: string, kind: ConnectionRecord["kind"], stored: JsonValue): ConnectionRecord {
+  const problem = recordProblem(kind, stored);
+  if (problem === undefined) return stored as unknown as ConnectionRecord;
+  throw new AssemblyLineError("AL_ERR_STATE_ROW_INVALID", `connection "${name}": its stored description cannot be read: ${problem}`, {
+    fix: "Remove the connection (ctx.connectionManager.remove) and add it again, which describes the service anew.",
+  });
+}
+
+function recordProblem(kind: ConnectionRecord["kind"], stored: JsonValue): string | undefined {
+  const isObject = (value: unknown): value is Record<string, unknown> => typeof value === "object" && value !== null && !Array.isArray(value);
+  if (!isObject(stored)) return "it is not an object";
+  if (stored.kind !== kind) return `its kind is ${JSON.stringify(stored.kind ?? null)}, not ${kind}`;
+  if (kind !== "mcp" && !(isObject(stored.api) && typeof stored.api.baseUrl === "string")) return "api.baseUrl is missing";
+  const field = kind === "mcp" ? "tools" : "api.tools";
+  const tools = kind === "mcp" ? stored.tools : (stored.api as Record<string, unknown>).tools;
+  if (!Array.isArray(tools)) return `${field} is not a list`;
+  const own = kind === "mcp" ? ["tool"] : kind === "openapi" ? ["method", "path", "parameters"] : ["method", "path"];
+  for (const [index, tool] of tools.entries()) {
+    if (!isObject(tool)) return `${field}[${index}] is not an object`;
+    const missing = ["name", "description", "inputSchema", ...own].find((key) => (key === "inputSchema" ? !isObject(tool[key]) : key === "parameters" ? !Array.isArray(tool[key]) : typeof tool[key] !== "string"));
+    if (missing !== undefined) return `${field}[${index}].${missing} is missing or not a ${missing === "inputSchema" ? "schema" : missing === "parameters" ? "list" : "string"}`;
+  }
+  return undefined;
 }
 
 /**
