@@ -2,7 +2,7 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { createPostgresState } from "@assemblyline-agents/postgres";
 import type { RuntimeBundle } from "@assemblyline-agents/runtime";
 import { TEST_DATABASE_URL, dropSchema, probeDatabase, randomSchema, testPool } from "../../postgres/test/support/database.js";
-import { call, fixtureBundle, startHost, waitFor } from "./support/host.js";
+import { call, fixtureBundle, fixtureProbe, startHost, waitFor } from "./support/host.js";
 
 let bundle: RuntimeBundle;
 beforeAll(async () => {
@@ -48,5 +48,41 @@ describe.skipIf(!database.available)("the mailbox on PostgreSQL state", () => {
       const next = await call(`${host.url}/message?wait=10`, { body: { message: "echo: after", conversationId: "c-burst" } });
       expect(next.body.status).toBe("completed");
     });
+  });
+
+  it("does not start a conversation's queued turn on a duplicate sent to another replica while the turn before it still runs", async () => {
+    await withSlowStep(1_500, async () => {
+      const schema = `${schemaPrefix}_${++schemas}`;
+      const a = await startHost(bundle, { state: await postgresState(schema) });
+      const b = await startHost(bundle, { state: await postgresState(schema) });
+      Object.assign(fixtureProbe(), { active: 0, maxActive: 0, order: [] });
+      const first = await call(`${a.url}/message`, { body: { message: "slow: first", conversationId: "c-two-replicas" }, headers: { "idempotency-key": "turn-1" } });
+      await waitFor(async () => ((await a.runtime.state.runs.getRun(first.body.runId))?.status === "running" ? true : undefined));
+      const second = await call(`${a.url}/message`, { body: { message: "slow: second", conversationId: "c-two-replicas" }, headers: { "idempotency-key": "turn-2" } });
+      expect(second.status).toBe(202);
+      // The client retries the second turn, and the balancer sends the retry to the other replica.
+      const retried = await call(`${b.url}/message`, { body: { message: "slow: second", conversationId: "c-two-replicas" }, headers: { "idempotency-key": "turn-2" } });
+      expect(retried).toMatchObject({ status: 200, body: { runId: second.body.runId, duplicate: true } });
+      await waitFor(async () => ((await a.runtime.state.runs.getRun(second.body.runId))?.status === "completed" ? true : undefined), 15_000, "the second turn to complete");
+      // The conversation ran one turn at a time, in the order they were accepted.
+      expect(fixtureProbe().maxActive).toBe(1);
+      expect(fixtureProbe().order).toEqual([`start:${first.body.runId}`, `end:${first.body.runId}`, `start:${second.body.runId}`, `end:${second.body.runId}`]);
+    });
+  });
+
+  it("starts a queued turn that a stopped process left, older than twice the lease TTL, when its duplicate arrives", async () => {
+    // Past the boot sweep, the next sweep is far off: only the duplicate can start the run.
+    const host = await startHost(bundle, { state: await postgresState(), leaseTtlMs: 200, recoveryIntervalMs: 2_147_483_647 });
+    // Stored queued as the message route stores a turn, by a process whose mailbox is gone.
+    const left = await host.runtime.submit({
+      message: "echo: left behind",
+      conversationId: "c-left",
+      metadata: {},
+      idempotencyKey: "message:turn-left",
+      channel: { name: "message", metadata: { eventId: "turn-left" } },
+    });
+    await new Promise((resolve) => setTimeout(resolve, 500));
+    const retried = await call(`${host.url}/message?wait=10`, { body: { message: "echo: left behind", conversationId: "c-left" }, headers: { "idempotency-key": "turn-left" } });
+    expect(retried.body).toMatchObject({ runId: left.runId, duplicate: true, status: "completed" });
   });
 });

@@ -15,6 +15,7 @@ import type { IngressKillSwitch } from "./kill-switch.js";
 import type { ConversationMailbox } from "./mailbox.js";
 import type { IngressRateLimiter, RateLimitBucket } from "./rate-limit.js";
 import type { RequestContext } from "./router.js";
+import { isQueuedRunAdoptable } from "./recovery.js";
 import type { RunWatcher } from "./run-watcher.js";
 import { parseWait } from "./wait-query.js";
 
@@ -29,6 +30,8 @@ export interface ChannelIngressParts {
   maxBodyBytes: number;
   /** Host-forced model for channel runs. */
   model: string | undefined;
+  /** A queued run younger than this may still be in a live replica's mailbox (the recovery sweep's threshold). */
+  adoptQueuedAfterMs: number;
 }
 
 /**
@@ -306,8 +309,12 @@ export class ChannelIngress {
           });
         }
         if (existing && keyedBy) this.refuseReusedKey(channel, turn, conversationId, existing, ctx);
-        // Enqueue even a duplicate: a run queued by a process that died is adopted here.
-        if (existing?.status === "queued") mailbox.enqueue(runId, conversationId, { prepare: true });
+        // A duplicate of a run queued by a process that died is adopted here, by the sweep's rule: a younger
+        // one may wait in the mailbox of the live replica that accepted it, behind an earlier turn of its
+        // conversation, and started here it would run beside that turn. It is left to that replica, or the sweep.
+        if (existing?.status === "queued" && isQueuedRunAdoptable(existing, new Date(), this.parts.adoptQueuedAfterMs)) {
+          mailbox.enqueue(runId, conversationId, { prepare: true });
+        }
       }
     } finally {
       reservation.release();

@@ -3,6 +3,14 @@ import type { OpenEveRuntime } from "@assemblyline-agents/runtime";
 import type { ConversationMailbox } from "./mailbox.js";
 
 /**
+ * Whether a queued run may be taken into this process's mailbox: nobody holds its lease, and it was
+ * accepted at least `adoptAfterMs` ago, so no live replica's mailbox still holds it.
+ */
+export function isQueuedRunAdoptable(run: RunRecord, at: Date, adoptAfterMs: number): boolean {
+  return isLeaseFree(run.lease, at) && at.getTime() - Date.parse(run.createdAt) >= adoptAfterMs;
+}
+
+/**
  * Finds work a previous process (or a dead replica) left behind and takes it
  * up: `running` runs whose lease expired are resumed at once (resumes bypass
  * admission), `queued` runs go back into the mailbox in acceptance order, so
@@ -84,8 +92,7 @@ export class RunRecovery {
     for (const run of queued) {
       if (this.stopped) return;
       if (this.mailbox.has(run.id)) continue;
-      if (!isLeaseFree(run.lease, at)) continue;
-      if (now - Date.parse(run.createdAt) < adoptAfterMs) continue;
+      if (!isQueuedRunAdoptable(run, at, adoptAfterMs)) continue;
       this.mailbox.enqueue(run.id, run.conversationId);
       adopted += 1;
     }

@@ -104,8 +104,10 @@ export async function listenNodeRuntime(options: NodeRuntimeOptions): Promise<No
     beforeStart: (runId) => attachments.ingestRun(runId),
   });
   const outbox = new DeliveryOutbox(runtime.state.runs, runtime.manifest.agent.id, channels, logger, { ...options.outbox, agentRevision: runtime.manifest.agentRevision });
-  const recovery = new RunRecovery(runtime, mailbox, logger, config.leaseTtlMs * 2);
-  const ingress = new ChannelIngress({ runtime, channels, mailbox, watcher, killSwitch, rateLimiter, logger, maxBodyBytes: config.maxBodyBytes, model: options.model });
+  // A queued run younger than this may still be in a live replica's mailbox: the sweep and a duplicate turn leave it there.
+  const adoptQueuedAfterMs = config.leaseTtlMs * 2;
+  const recovery = new RunRecovery(runtime, mailbox, logger, adoptQueuedAfterMs);
+  const ingress = new ChannelIngress({ runtime, channels, mailbox, watcher, killSwitch, rateLimiter, logger, maxBodyBytes: config.maxBodyBytes, model: options.model, adoptQueuedAfterMs });
   const drainController = new AbortController();
 
   // Spans reach options.telemetry through the runtime's tracer (captureContent applied there).
