@@ -49,9 +49,27 @@ describe("an update that gives a new schedule", () => {
     const [row] = await state.claimDueSchedules({ owner: "scheduler", ttlMs: 60_000, now: clock.now });
     await automations.update("poll", { message: "poll v2" });
     const result = await automations.dispatchDue(row!);
-    await state.completeScheduleRun(row!.id, "scheduler", result.nextRunAt, row!.nextRunAt);
+    // Completed as a scheduler completes it: only if the row is still as claimed.
+    await state.completeScheduleRun(row!.id, "scheduler", result.nextRunAt, row!.nextRunAt, row!);
     expect((await automations.get("poll")).nextRunAt).toBe("2026-03-01T11:00:00.000Z");
     expect(runs.size).toBe(1);
+  });
+
+  it("given after the dispatch last read the row and before it completes, is kept: no run at a time only the old schedule had", async () => {
+    const { automations, clock, state, runs, dispatchAll } = await automationsAt({}, "2026-03-01T10:00:00.000Z");
+    await automations.create({ name: "poll", schedule: { every: 60_000 }, message: "poll" });
+    clock.now = new Date("2026-03-01T10:01:05.000Z");
+    const [row] = await state.claimDueSchedules({ owner: "replica-1", ttlMs: 60_000, now: clock.now });
+    const result = await automations.dispatchDue(row!);
+    expect(result.nextRunAt.toISOString()).toBe("2026-03-01T10:02:00.000Z");
+    // The due time it ran, passed, is kept by the update; the dispatch's answer is the old schedule's.
+    await automations.update("poll", { schedule: { cron: "0 12 * * *" } });
+    await state.completeScheduleRun(row!.id, "replica-1", result.nextRunAt, row!.nextRunAt, row!);
+    expect(await state.getSchedule(row!.id)).toMatchObject({ lease: null, nextRunAt: "2026-03-01T10:01:00.000Z" });
+    // Dispatched again, 10:01 starts no second run, and the row moves on to the new schedule.
+    await dispatchAll();
+    expect(runs.size).toBe(1);
+    expect((await automations.get("poll")).nextRunAt).toBe("2026-03-01T12:00:00.000Z");
   });
 
   it("of an interval, kept due time or not, comes back to the interval's series (multiples since the epoch)", async () => {

@@ -573,21 +573,29 @@ export class Automations {
    * Where the row moves after a dispatch: `computed`, unless the row was
    * rewritten since it was claimed (an update re-timed it, a pause or resume,
    * a sync of a changed file, another replica after this lease expired). The
-   * scheduler then writes the time stored, so an edit made during a dispatch
-   * is not undone by the old schedule's next due time. An edit that kept the
-   * due time this dispatch ran (an update of the message, or a new schedule
-   * given while that due time was already passed) moves on from `ranThrough`
-   * (the last due time this dispatch started runs for) on the schedule stored
-   * now, rather than being dispatched again for a due time already run.
+   * scheduler completes a row only as it was claimed (`completeScheduleRun`'s
+   * `claimed`), so such an edit is not undone by the old schedule's next due
+   * time. An edit that kept the due time this dispatch ran (an update of the
+   * message, or a new schedule given while that due time was already passed)
+   * is moved on here, from `ranThrough` (the last due time this dispatch
+   * started runs for) on the schedule stored now, rather than being dispatched
+   * again for a due time already run; only if it is still the row read, so an
+   * edit landing after this read is kept (and dispatched again, which finds
+   * its runs already started).
    */
   private async keepNewer(claimed: ScheduleRecord, computed: Date, ranThrough: Date): Promise<Date> {
-    const current = await this.parts.store.getSchedule(claimed.id);
+    const { store } = this.parts;
+    const current = await store.getSchedule(claimed.id);
     if (!current) return computed;
     const same = current.nextRunAt === claimed.nextRunAt && current.enabled === claimed.enabled && digestJson(current.payload) === digestJson(claimed.payload);
     if (same) return computed;
     const edited = automationPayload(current.payload);
     const keptDueTime = Date.parse(current.nextRunAt) === Date.parse(claimed.nextRunAt) && current.enabled && edited?.instance === automationPayload(claimed.payload)?.instance;
-    return keptDueTime ? (nextDueAfter(edited!.schedule, ranThrough) ?? NEVER) : new Date(current.nextRunAt);
+    if (!keptDueTime) return new Date(current.nextRunAt);
+    const next = nextDueAfter(edited!.schedule, ranThrough) ?? NEVER;
+    // Without replaceSchedule, the completion moves it (a store comparing the claimed time alone) or the next dispatch does.
+    if (store.replaceSchedule) await store.replaceSchedule(withoutLease(current), { ...withoutLease(current), nextRunAt: next.toISOString() });
+    return next;
   }
 
   private async submit(rowId: string, payload: AutomationPayload, dueAt: string, keyTime: string, missed: number, options: DispatchOptions): Promise<AutomationRun> {

@@ -11,6 +11,7 @@ import {
   checkNewEvents,
   checkNewRun,
   checkObservedSeq,
+  checkScheduleClaimed,
   checkScheduleDeleteIf,
   checkScheduleInput,
   checkScheduleReplace,
@@ -521,15 +522,18 @@ export class InMemoryStateAdapter implements StateAdapter {
     return claimed.map(copy);
   }
 
-  async completeScheduleRun(id: string, owner: string, nextRunAt: Date, claimedNextRunAt?: string): Promise<void> {
+  async completeScheduleRun(id: string, owner: string, nextRunAt: Date, claimedNextRunAt?: string, claimed?: Omit<ScheduleRecord, "lease">): Promise<void> {
     // Checked before the lease is touched: a refused time leaves the holder its lease.
     const operation = `completeScheduleRun(schedule "${id}")`;
     const next = checkedDate(operation, "nextRunAt", nextRunAt);
-    const claimed = claimedNextRunAt === undefined ? undefined : checkedTimeText(operation, "claimedNextRunAt", claimedNextRunAt);
+    const claimedTime = claimedNextRunAt === undefined ? undefined : checkedTimeText(operation, "claimedNextRunAt", claimedNextRunAt);
+    checkScheduleClaimed(operation, id, claimed);
     const schedule = this.schedules.get(id);
     if (!schedule || schedule.lease?.owner !== owner) return;
     schedule.lease = null;
-    if (claimed === undefined || Date.parse(schedule.nextRunAt) === claimed) schedule.nextRunAt = next;
+    // An edit made during the dispatch is kept: the row moves only as it was claimed.
+    const unchanged = (claimedTime === undefined || Date.parse(schedule.nextRunAt) === claimedTime) && (claimed === undefined || isSameSchedule(schedule, claimed));
+    if (unchanged) schedule.nextRunAt = next;
   }
 
   async deleteSchedule(id: string): Promise<void> {

@@ -32,12 +32,12 @@ export async function automationsAt(files: Record<string, string>, start: string
   const automations = make();
   await automations.syncStatic();
   const claim = async (owner = "test"): Promise<ScheduleRecord[]> => state.claimDueSchedules({ owner, ttlMs: 60_000, now: clock.now });
-  /** Claim every due row, dispatch it and move its schedule on, as a scheduler does (on `host`, another Automations, if given). */
+  /** Claim every due row, dispatch it and move its schedule on if unchanged since the claim, as a scheduler does (on `host`, another Automations, if given). */
   const dispatchAll = async (host = automations) => {
     const results = [];
     for (const row of await claim()) {
       const result = await host.dispatchDue(row);
-      await state.completeScheduleRun(row.id, "test", result.nextRunAt, row.nextRunAt);
+      await state.completeScheduleRun(row.id, "test", result.nextRunAt, row.nextRunAt, row);
       results.push(result);
     }
     return results;

@@ -146,10 +146,14 @@ export interface ScheduleStateStore {
   /**
    * Release the lease and move the schedule to its next time; nothing when `owner` does not hold the
    * lease. With `claimedNextRunAt` (the row's `nextRunAt` as claimed), the move is made only if the row
-   * still holds that time, checked atomically with the write: an edit that re-timed the row while it
-   * was dispatched (an update, a pause or resume) is kept, and only the lease is released.
+   * still holds that time; with `claimed` (the row as claimed), only if the row still equals it, compared
+   * as `replaceSchedule` compares (every field but the lease). Checked atomically with the write: an
+   * edit made while the row was dispatched is kept, and only the lease is released: one that re-timed
+   * it (an update, a pause or resume), and, with `claimed`, one that kept its due time (a new schedule
+   * given once that time had passed), which the old schedule's next time would otherwise replace.
+   * `claimed` came later than the rest: a store that ignores it keeps only the edits that re-timed the row.
    */
-  completeScheduleRun(id: string, owner: string, nextRunAt: Date, claimedNextRunAt?: string): Promise<void>;
+  completeScheduleRun(id: string, owner: string, nextRunAt: Date, claimedNextRunAt?: string, claimed?: Omit<ScheduleRecord, "lease">): Promise<void>;
   deleteSchedule(id: string): Promise<void>;
 }
 

@@ -98,6 +98,13 @@ export function checkScheduleDeleteIf(expected: Omit<ScheduleRecord, "lease">): 
   checkScheduleInput(`deleteScheduleIf(schedule "${String((expected as Partial<ScheduleRecord> | null)?.id)}")`, expected, "expected");
 }
 
+/** The `claimed` of `completeScheduleRun` (when given): a row the claim could read, of the schedule completed. */
+export function checkScheduleClaimed(operation: string, id: string, claimed: Omit<ScheduleRecord, "lease"> | undefined): void {
+  if (claimed === undefined) return;
+  checkScheduleInput(operation, claimed, "claimed");
+  if (claimed.id !== id) refuseStateInput(operation, "claimed.id", `the id of the schedule completed (${JSON.stringify(id)})`, claimed.id);
+}
+
 /** `value` as milliseconds since the epoch when it is an ISO-8601 time; refused otherwise. */
 export function checkedTimeText(operation: string, field: string, value: unknown): number {
   const ms = typeof value === "string" ? Date.parse(value) : Number.NaN;

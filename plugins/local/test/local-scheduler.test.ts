@@ -1,4 +1,4 @@
-import type { ScheduleClaimOptions } from "@assemblyline-agents/core";
+import type { ScheduleClaimOptions, ScheduleRecord } from "@assemblyline-agents/core";
 import { InMemoryStateAdapter } from "@assemblyline-agents/runtime";
 import { afterEach, describe, expect, it } from "vitest";
 import { LocalScheduler } from "../src/index.js";
@@ -65,6 +65,26 @@ describe("LocalScheduler", () => {
       row = await store.getSchedule("report");
     }
     expect(row).toMatchObject({ lease: null, nextRunAt: edited, payload: { moved: true } });
+  });
+
+  it("keeps an edit that changed a schedule while it was being dispatched but kept its due time, rather than the old schedule's next time", async () => {
+    const store = new InMemoryStateAdapter();
+    const due = new Date(Date.now() - 1_000);
+    await store.upsertSchedule({ id: "report", intervalMs: HOUR, nextRunAt: due.toISOString(), payload: { every: "hour" }, enabled: true });
+    const claims: ScheduleRecord[] = [];
+    await scheduler(store).start(async (id, claimed) => {
+      claims.push(claimed);
+      // Given a daily schedule while its first dispatch runs, the row keeps the due time passed; the dispatch still answers the hourly next time.
+      if (claims.length === 1) await store.upsertSchedule({ id, intervalMs: 24 * HOUR, nextRunAt: due.toISOString(), payload: { every: "day" }, enabled: true });
+      return { nextRunAt: new Date(due.getTime() + (claims.length === 1 ? HOUR : 24 * HOUR)) };
+    });
+    // Left at its due time, the edited row is dispatched again (its dispatch decides anew); moved to the old next time, it would not be.
+    await until(() => claims.length >= 2);
+    expect(claims[1]).toMatchObject({ nextRunAt: due.toISOString(), payload: { every: "day" } });
+    // That dispatch, of the row unchanged since its claim, moves it on.
+    await sleep(50);
+    expect(claims).toHaveLength(2);
+    expect(Date.parse((await store.getSchedule("report"))!.nextRunAt)).toBe(due.getTime() + 24 * HOUR);
   });
 
   it("leaves disabled schedules alone", async () => {

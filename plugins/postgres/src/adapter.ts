@@ -235,8 +235,8 @@ export class PostgresStateAdapter implements StateAdapter {
   claimDueSchedules(options: ScheduleClaimOptions): Promise<ScheduleRecord[]> {
     return schedules.claimDueSchedules(this.db, options);
   }
-  completeScheduleRun(id: string, owner: string, nextRunAt: Date, claimedNextRunAt?: string): Promise<void> {
-    return schedules.completeScheduleRun(this.db, id, owner, nextRunAt, claimedNextRunAt);
+  completeScheduleRun(id: string, owner: string, nextRunAt: Date, claimedNextRunAt?: string, claimed?: Omit<ScheduleRecord, "lease">): Promise<void> {
+    return schedules.completeScheduleRun(this.db, id, owner, nextRunAt, claimedNextRunAt, claimed);
   }
   deleteSchedule(id: string): Promise<void> {
     return schedules.deleteSchedule(this.db, id);

@@ -211,6 +211,30 @@ export function describeScheduleStateStoreConformance(name: string, factory: Sta
       await expect(store().completeScheduleRun("job", "a", clockAt(1), "not a time")).rejects.toMatchObject({ code: "AL_ERR_STATE_INPUT_INVALID", message: expect.stringContaining("claimedNextRunAt") });
     });
 
+    it("keeps a row rewritten during its dispatch with its due time unchanged when completed with the row as claimed, and releases the lease either way", async () => {
+      await store().upsertSchedule(schedule("job", clockAt(0)));
+      const [claimed] = await store().claimDueSchedules({ owner: "a", ttlMs: 5_000, now: clockAt(0) });
+      // A new schedule given while the lease is held keeps the due time passed; the dispatch then completes with the old schedule's 60 s.
+      const edited = { ...schedule("job", clockAt(0)), intervalMs: 3_600_000, payload: { job: "job", every: "hour" } };
+      await store().upsertSchedule(edited);
+      await store().completeScheduleRun("job", "a", clockAt(60_000), claimed!.nextRunAt, claimed);
+      expect(await store().getSchedule("job")).toEqual({ ...edited, lease: null });
+      // Unchanged since its claim, the row moves on.
+      const [again] = await store().claimDueSchedules({ owner: "a", ttlMs: 5_000, now: clockAt(1) });
+      await store().completeScheduleRun("job", "a", clockAt(3_600_000), again!.nextRunAt, again);
+      expect(await store().getSchedule("job")).toMatchObject({ lease: null, nextRunAt: clockAt(3_600_000).toISOString(), payload: edited.payload });
+    });
+
+    it("refuses a claimed row of another schedule in completeScheduleRun (AL_ERR_STATE_INPUT_INVALID naming claimed.id) and keeps the lease", async () => {
+      await store().upsertSchedule(schedule("job", clockAt(0)));
+      const [claimed] = await store().claimDueSchedules({ owner: "a", ttlMs: 5_000, now: clockAt(0) });
+      await expect(store().completeScheduleRun("job", "a", clockAt(60_000), claimed!.nextRunAt, { ...claimed!, id: "other" })).rejects.toMatchObject({
+        code: "AL_ERR_STATE_INPUT_INVALID",
+        message: expect.stringContaining("claimed.id"),
+      });
+      expect(await store().getSchedule("job")).toMatchObject({ lease: { owner: "a" }, nextRunAt: clockAt(0).toISOString() });
+    });
+
     it("refuses a next run time that is no time (AL_ERR_STATE_INPUT_INVALID naming nextRunAt) and keeps the lease", async () => {
       await store().upsertSchedule(schedule("job", clockAt(0)));
       await store().claimDueSchedules({ owner: "a", ttlMs: 5_000, now: clockAt(0) });

@@ -181,8 +181,9 @@ export class LocalScheduler implements Scheduler {
       return;
     }
     try {
-      // As claimed: an edit that re-timed the row during the dispatch is kept.
-      await store.completeScheduleRun(schedule.id, this.owner, next, schedule.nextRunAt);
+      // Moved only if the row is still as claimed: an edit made during the dispatch is kept (a new
+      // schedule that kept the due time as well as one that re-timed the row).
+      await store.completeScheduleRun(schedule.id, this.owner, next, schedule.nextRunAt, schedule);
     } catch (error) {
       this.logger.error({ err: error, scheduleId: schedule.id }, "completing a schedule run failed; it may be dispatched again when its lease expires");
     }

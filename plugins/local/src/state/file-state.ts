@@ -8,6 +8,7 @@ import {
   checkNewEvents,
   checkNewRun,
   checkObservedSeq,
+  checkScheduleClaimed,
   checkScheduleDeleteIf,
   checkScheduleInput,
   checkScheduleReplace,
@@ -739,16 +740,17 @@ export class FileStateAdapter implements StateAdapter {
     });
   }
 
-  completeScheduleRun(id: string, owner: string, nextRunAt: Date, claimedNextRunAt?: string): Promise<void> {
+  completeScheduleRun(id: string, owner: string, nextRunAt: Date, claimedNextRunAt?: string, claimed?: Omit<ScheduleRecord, "lease">): Promise<void> {
     return this.mutate((tables) => {
       // Checked before any op is made: a refused time leaves the holder its lease.
       const operation = `completeScheduleRun(schedule "${id}")`;
       const next = checkedDate(operation, "nextRunAt", nextRunAt);
-      const claimed = claimedNextRunAt === undefined ? undefined : checkedTimeText(operation, "claimedNextRunAt", claimedNextRunAt);
+      const claimedTime = claimedNextRunAt === undefined ? undefined : checkedTimeText(operation, "claimedNextRunAt", claimedNextRunAt);
+      checkScheduleClaimed(operation, id, claimed);
       const schedule = tables.schedules.get(id);
       if (!schedule || schedule.lease?.owner !== owner) return { ops: [], result: () => undefined };
-      // An edit that re-timed the row while it was dispatched is kept: only the lease goes.
-      const moved = claimed === undefined || Date.parse(schedule.nextRunAt) === claimed;
+      // An edit made while the row was dispatched is kept: only the lease goes.
+      const moved = (claimedTime === undefined || Date.parse(schedule.nextRunAt) === claimedTime) && (claimed === undefined || isSameSchedule(schedule, claimed));
       return {
         ops: [{ op: "schedule.put", schedule: { ...schedule, lease: null, nextRunAt: moved ? next : schedule.nextRunAt } }],
         result: () => undefined,

@@ -1,4 +1,5 @@
 import {
+  checkScheduleClaimed,
   checkScheduleDeleteIf,
   checkScheduleInput,
   checkScheduleReplace,
@@ -167,19 +168,46 @@ export function scheduleClaimStatement(s: string, { owner, ttlMs, now, limit, ag
 
 /**
  * Release the lease and move to the next time; ignored unless `owner` holds the lease. With
- * `claimedNextRunAt`, the time moves only if the row still holds the one claimed (an edit wins).
+ * `claimedNextRunAt`, the time moves only if the row still holds the one claimed; with `claimed`,
+ * only if the row still equals it (compared as `replaceSchedule` compares): an edit wins.
  */
-export async function completeScheduleRun(db: StateDatabase, id: string, owner: string, nextRunAt: Date, claimedNextRunAt?: string): Promise<void> {
+export async function completeScheduleRun(
+  db: StateDatabase,
+  id: string,
+  owner: string,
+  nextRunAt: Date,
+  claimedNextRunAt?: string,
+  claimed?: Omit<ScheduleRecord, "lease">,
+): Promise<void> {
   const operation = `completeScheduleRun(schedule "${id}")`;
   const next = checkedDate(operation, "nextRunAt", nextRunAt);
-  const claimed = claimedNextRunAt === undefined ? null : checkedIsoTime(operation, "claimedNextRunAt", claimedNextRunAt);
-  await db.run(
-    operation,
-    `UPDATE ${db.s}.schedules SET lease_owner = NULL, lease_expires_at = NULL,
-       next_run_at = CASE WHEN $4::timestamptz IS NULL OR next_run_at = $4::timestamptz THEN $3 ELSE next_run_at END
-     WHERE id = $1 AND lease_owner = $2`,
-    [id, owner, next, claimed],
-  );
+  const claimedTime = claimedNextRunAt === undefined ? null : checkedIsoTime(operation, "claimedNextRunAt", claimedNextRunAt);
+  checkScheduleClaimed(operation, id, claimed);
+  if (claimed === undefined) {
+    await db.run(
+      operation,
+      `UPDATE ${db.s}.schedules SET lease_owner = NULL, lease_expires_at = NULL,
+         next_run_at = CASE WHEN $4::timestamptz IS NULL OR next_run_at = $4::timestamptz THEN $3 ELSE next_run_at END
+       WHERE id = $1 AND lease_owner = $2`,
+      [id, owner, next, claimedTime],
+    );
+    return;
+  }
+  const was = scheduleValues(operation, claimed, checkedIsoTime(operation, "claimed.nextRunAt", claimed.nextRunAt), "claimed");
+  const moved = await writeIfSame(db, operation, claimed, was[3] as string | null, async (payloadText) => {
+    const completed = await db.rows(
+      operation,
+      `UPDATE ${db.s}.schedules SET lease_owner = NULL, lease_expires_at = NULL, next_run_at = $3
+       WHERE id = $1 AND lease_owner = $2 AND ($4::timestamptz IS NULL OR next_run_at = $4::timestamptz)
+         AND interval_ms = $5 AND next_run_at = $6::timestamptz
+         AND payload::text IS NOT DISTINCT FROM $7::text AND enabled = $8 AND agent_id IS NOT DISTINCT FROM $9
+       RETURNING id`,
+      [id, owner, next, claimedTime, was[1], was[2], payloadText, was[4], was[5]],
+    );
+    return completed.length === 1;
+  });
+  // Changed since the claim (or not this owner's lease any more): the edit stays, only the lease goes.
+  if (!moved) await db.run(operation, `UPDATE ${db.s}.schedules SET lease_owner = NULL, lease_expires_at = NULL WHERE id = $1 AND lease_owner = $2`, [id, owner]);
 }
 
 export async function deleteSchedule(db: StateDatabase, id: string): Promise<void> {
