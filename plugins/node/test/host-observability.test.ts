@@ -1,3 +1,5 @@
+import { readFileSync } from "node:fs";
+import { resolve } from "node:path";
 import { beforeAll, describe, expect, it } from "vitest";
 import { definePlugin, type ChannelModule, type ScheduleDispatch, type SchedulerStartOptions, type TelemetrySpan } from "@assemblyline-agents/core";
 import { LocalScheduler } from "@assemblyline-agents/local";
@@ -29,6 +31,29 @@ describe("structured logs", () => {
     expect(host.logger.events("ingress.duplicate")).toHaveLength(1);
     expect(host.logger.events("ingress.rejected")[0]!.fields).toMatchObject({ reason: "capacity", retryAfterMs: expect.any(Number) });
     expect(host.logger.events("security.unauthorized")[0]).toMatchObject({ level: "warn", fields: { path: "/runs", remoteAddress: "127.0.0.1", tokenPresented: true } });
+  });
+
+  it("logs each ingress.rejected reason at the level docs/node-host.md's log table gives it", async () => {
+    const host = await startHost(bundle, { maxConcurrentRuns: 1, maxQueuedRuns: 0 });
+    expect((await call(`${host.url}/message?wait=10`, { body: { message: "echo: a" }, headers: { "idempotency-key": "k1" } })).body.status).toBe("completed");
+    expect((await call(`${host.url}/message`, { body: { message: "echo: b" }, headers: { "idempotency-key": "k1" } })).status).toBe(422);
+    expect((await call(`${host.url}/message`, { body: { message: "slow: holds the only slot" } })).status).toBe(202);
+    expect((await call(`${host.url}/message`, { body: { message: "echo: no room" } })).status).toBe(429);
+    expect((await call(`${host.url}/admin/kill-switch`, { body: { engaged: true } })).status).toBe(200);
+    expect((await call(`${host.url}/message`, { body: { message: "echo: switched off" } })).status).toBe(503);
+    const limited = await startHost(bundle, { rateLimit: { limits: { "run-create": { capacity: 1, refillPerSecond: 1e-300 } } } });
+    await call(`${limited.url}/message`, { body: { message: "echo: one" } });
+    expect((await call(`${limited.url}/message`, { body: { message: "echo: two" } })).status).toBe(429);
+
+    const rejected = [...host.logger.events("ingress.rejected"), ...limited.logger.events("ingress.rejected")];
+    expect(rejected.map((entry) => entry.fields.reason).sort()).toEqual(["capacity", "idempotency_key_reused", "kill_switch", "rate_limit"]);
+    const docs = readFileSync(resolve(import.meta.dirname, "../../../docs/node-host.md"), "utf8");
+    const row = docs.split("\n").find((line) => line.startsWith("| `ingress.rejected` |"));
+    for (const entry of rejected) {
+      // A reason is listed with the level it is logged at after it: "`capacity`, ... (info)".
+      const documented = new RegExp(`\`${entry.fields.reason}\`[^(]*\\((\\w+)`).exec(row ?? "")?.[1];
+      expect({ reason: entry.fields.reason, level: documented }).toEqual({ reason: entry.fields.reason, level: entry.level });
+    }
   });
 
   it("print readable dev lines at the chosen level", () => {
