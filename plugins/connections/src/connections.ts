@@ -21,7 +21,7 @@ import { checkDefinition, isDynamicSpec, type AnyDefinition } from "./definition
 import type { GrantStore } from "./grants.js";
 import { describeHttp, type HttpRecord } from "./http.js";
 import { fillPath, jsonBody, send, withTimeout, type RequestBody } from "./http-request.js";
-import { McpClients, failure, type McpTarget, type McpToolRecord } from "./mcp.js";
+import { McpClients, failure, isClosedUnder, type McpTarget, type McpToolRecord } from "./mcp.js";
 import { describeOpenApi, openApiRequest, type OpenApiRecord } from "./openapi.js";
 import { connectionFetch, guardedFetchFor, refuseSpecialAddresses, SentSecrets, withGrant } from "./outbound.js";
 import { DEFAULT_MAX_RESPONSE_BYTES } from "./response-limit.js";
@@ -162,6 +162,8 @@ export function createConnections(options: ConnectionsOptions = {}): ConnectionP
               const result = await execute((input ?? {}) as Record<string, unknown>, ctx, sent);
               return redactValue(result, await redactionOf(definition, sent));
             } catch (error) {
+              // Closed under the call (host shutdown): thrown, so the runtime leaves the call open for the next start instead of recording a failure.
+              if (isClosedUnder(error)) throw error;
               // Refusals and unreachable services are results the model can act on; the run goes on.
               const failed = redactError(failure(name, `calling ${tool}`, error), await redactionOf(definition, sent)) as Error & { code?: string };
               return { error: failed.message.split("\n")[0]!, ...(failed.code ? { code: failed.code } : {}) };

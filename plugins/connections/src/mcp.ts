@@ -184,11 +184,7 @@ export class McpClients {
     let previous: Promise<Client> | undefined;
     try {
       for (let attempt = 0; ; attempt += 1) {
-        if (this.closed) {
-          throw new AssemblyLineError("AL_ERR_CONNECTION_FAILED", `connection "${connection}" was not used for ${doing}: the connections were closed (the host is shutting down), and a session opened now would never be ended`, {
-            fix: "Nothing to fix: the host is stopping. A run still going is resumed by the next start and calls the connection again there.",
-          });
-        }
+        if (this.closed) throw closedUnder(connection, doing);
         // A retry of a use whose connection was released meanwhile gets a client of its own, closed after it: none is left behind for a connection no longer provided.
         const own = scope.once === true || (previous !== undefined && this.released.has(previous));
         const opened = own ? this.open(connection, target, policy, clientSent) : this.client(key, connection, target, policy, clientSent);
@@ -199,6 +195,8 @@ export class McpClients {
         try {
           return await use(await opened);
         } catch (error) {
+          // close() ended the session under the call: not the service failing, and not the call's result.
+          if (this.closed) throw closedUnder(connection, doing);
           // A cut answer drops the client too (the SDK would otherwise resume the stream and read the rest); its server is still there to end the session.
           const drop = wasCut(error) ? "end" : signal?.aborted === true ? undefined : await droppedBy(error);
           if (drop) this.forget(key, opened, drop);
@@ -396,6 +394,23 @@ async function droppedBy(error: unknown): Promise<"end" | "close" | undefined> {
   if (error instanceof McpError || isAssemblyLineError(error)) return undefined;
   if (error instanceof StreamableHTTPError && error.code !== 404) return "end";
   return "close";
+}
+
+/**
+ * A use refused, or cut, because the connections were closed (the host is shutting down): a session
+ * opened now would never be ended. Its code is the one the runtime takes for "this process cannot go
+ * on with the run": a tool call failing with it is left open, not recorded, and the next start that
+ * resumes the run calls it again, with the same idempotency key.
+ */
+export function closedUnder(connection: string, doing: string): AssemblyLineError {
+  return new AssemblyLineError("AL_ERR_STATE_UNAVAILABLE", `connection "${connection}" was not used for ${doing}: the connections were closed (the host is shutting down), and a session opened now would never be ended`, {
+    fix: "Nothing to fix: the host is stopping. The call is left open; the next start resumes the run and makes it again.",
+  });
+}
+
+/** Whether `error` is closedUnder's: a call the next start makes again, not a result. */
+export function isClosedUnder(error: unknown): boolean {
+  return isAssemblyLineError(error, "AL_ERR_STATE_UNAVAILABLE");
 }
 
 /** Refusals of the guard keep their code; anything else is the connection failing. */
