@@ -1,7 +1,8 @@
 import { AssemblyLineError, isAssemblyLineError } from "@assemblyline-agents/core";
 
 /**
- * A failure of the state store itself (connection lost, database restarting) is
+ * A failure of the state store itself (connection lost, database restarting), or
+ * of the process under the run (its lease lost, its host shutting down), is
  * not the run's fault: the run is left as it is, its lease lapses, and recovery
  * resumes it from its journal instead of marking it failed.
  */
@@ -9,6 +10,8 @@ export function isInfrastructureFailure(error: unknown): boolean {
   return (
     isAssemblyLineError(error, "AL_ERR_STATE_UNAVAILABLE") ||
     isAssemblyLineError(error, "AL_ERR_RUN_LEASE_LOST") ||
+    // The host shuts down under the run (a plugin's resources closed): the next start resumes it.
+    isAssemblyLineError(error, "AL_ERR_HOST_DRAINING") ||
     // The child of a spawning call is driven elsewhere: the parent waits rather than fails.
     isAssemblyLineError(error, "AL_ERR_SUBAGENT_BUSY")
   );

@@ -398,19 +398,19 @@ async function droppedBy(error: unknown): Promise<"end" | "close" | undefined> {
 
 /**
  * A use refused, or cut, because the connections were closed (the host is shutting down): a session
- * opened now would never be ended. Its code is the one the runtime takes for "this process cannot go
+ * opened now would never be ended. Its code is one the runtime takes for "this process cannot go
  * on with the run": a tool call failing with it is left open, not recorded, and the next start that
  * resumes the run calls it again, with the same idempotency key.
  */
 export function closedUnder(connection: string, doing: string): AssemblyLineError {
-  return new AssemblyLineError("AL_ERR_STATE_UNAVAILABLE", `connection "${connection}" was not used for ${doing}: the connections were closed (the host is shutting down), and a session opened now would never be ended`, {
+  return new AssemblyLineError("AL_ERR_HOST_DRAINING", `connection "${connection}" was not used for ${doing}: the connections were closed (the host is shutting down), and a session opened now would never be ended`, {
     fix: "Nothing to fix: the host is stopping. The call is left open; the next start resumes the run and makes it again.",
   });
 }
 
 /** Whether `error` is closedUnder's: a call the next start makes again, not a result. */
 export function isClosedUnder(error: unknown): boolean {
-  return isAssemblyLineError(error, "AL_ERR_STATE_UNAVAILABLE");
+  return isAssemblyLineError(error, "AL_ERR_HOST_DRAINING");
 }
 
 /** Refusals of the guard keep their code; anything else is the connection failing. */

@@ -167,10 +167,10 @@ describe("closing the connections", () => {
     await provider.close?.();
     // Thrown, not a result: the runtime leaves such a call open for the next start.
     await expect(tools.echo__echo!.execute({ word: "late" }, callCtx())).rejects.toMatchObject({
-      code: "AL_ERR_STATE_UNAVAILABLE",
+      code: "AL_ERR_HOST_DRAINING",
       message: expect.stringContaining('connection "echo" was not used for calling echo: the connections were closed (the host is shutting down)'),
     });
-    await expect(provider.describe("echo", definition, policy)).rejects.toMatchObject({ code: "AL_ERR_STATE_UNAVAILABLE", message: expect.stringContaining("the connections were closed") });
+    await expect(provider.describe("echo", definition, policy)).rejects.toMatchObject({ code: "AL_ERR_HOST_DRAINING", message: expect.stringContaining("the connections were closed") });
     await new Promise((done) => setTimeout(done, 200));
     expect(server.sessions.size).toBe(0);
   }, 20_000);

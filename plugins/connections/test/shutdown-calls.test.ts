@@ -36,7 +36,7 @@ describe("a run calling an MCP connection after the host closed the connections"
     expect((await first.run({ message: "Brest?" })).status).toBe("completed");
     await closing.close?.();
     const late = await first.run({ message: "Brest again?" }).catch((error: unknown) => error);
-    expect(late).toMatchObject({ code: "AL_ERR_STATE_UNAVAILABLE" });
+    expect(late).toMatchObject({ code: "AL_ERR_HOST_DRAINING" });
     const run = (await state.listRuns()).runs.find((listed) => listed.status !== "completed")!;
     const before = await first.listEvents(run.id);
     expect(before.filter((event) => event.type === "tool.completed" && event.data.toolName === "weather__get_forecast")).toHaveLength(0);
