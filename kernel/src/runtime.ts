@@ -335,6 +335,7 @@ export class OpenEveRuntime {
       },
       alwaysOfferDiscovery: this.dynamicConnections.dynamic,
       driveWatch: this.tracer,
+      captureContent: this.options.instrumentation?.captureContent,
       driverFor: (run) => this.revisions.driverFor(run),
     });
     return driver;

@@ -7,6 +7,7 @@ import {
   MAX_TIMER_MS,
   TERMINAL_RUN_STATUSES,
   type AgentHarness,
+  type CaptureContent,
   type HarnessContext,
   type JsonValue,
   type NewDelivery,
@@ -74,6 +75,11 @@ export interface RunDriverParts {
   alwaysOfferDiscovery?: boolean;
   /** Told when this process starts and stops driving a run (telemetry keeps a run's open spans only in between). */
   driveWatch?: DriveWatch;
+  /**
+   * instrumentation.ts's captureContent as this process loaded it (the tracer's mode), not the
+   * manifest's: the module is evaluated again at load, so a mode read from the environment is the one set now.
+   */
+  captureContent?: CaptureContent;
   /**
    * The driver of the build a run continues on (RevisionDrivers.driverFor). A parent woken by its ended
    * child goes on there: it may have been migrated to another build while it waited. Default: this driver.
@@ -743,8 +749,8 @@ export class RunDriver {
 
   async failRun(runId: string, error: unknown, code?: string): Promise<void> {
     const message = error instanceof Error ? error.message : String(error);
-    // The text may quote user input and secrets: logged only when instrumentation.ts's captureContent allows content.
-    this.parts.logger.warn({ event: "run.failed", runId, code, ...loggedErrorText(message, this.parts.manifest.instrumentation?.captureContent) }, "run failed");
+    // The text may quote user input and secrets: logged only when the captureContent spans follow allows content.
+    this.parts.logger.warn({ event: "run.failed", runId, code, ...loggedErrorText(message, this.parts.captureContent) }, "run failed");
     const delivery = await this.failureDelivery(runId, code ?? null);
     await this.parts.journal.record(
       runId,
