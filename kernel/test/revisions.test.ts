@@ -23,10 +23,10 @@ afterEach(async () => {
   await Promise.all(opened.splice(0).map((runtime) => runtime.close()));
 });
 
-async function host(dir: string, state: InMemoryStateAdapter) {
+async function host(dir: string, state: InMemoryStateAdapter, turns: typeof script = script) {
   const { artifactRoot } = await buildAgent(dir);
   const bundle = await loadRuntimeBundle(artifactRoot);
-  const runtime = new OpenEveRuntime({ ...bundle, state, agentHarness: scriptedHarness(script), logger: noopLogger() });
+  const runtime = new OpenEveRuntime({ ...bundle, state, agentHarness: scriptedHarness(turns), logger: noopLogger() });
   opened.push(runtime);
   return runtime;
 }
@@ -159,6 +159,32 @@ export default defineHook({ events: { "*"(event, ctx) { globalThis.revisionHookS
 
     await rebuilt.approve(runId);
     expect(await publishedBy(rebuilt, runId)).toMatchObject({ output: { by: "v2" } });
+  });
+
+  it("goes on with a migrated run on the build it moved to after the folder is reverted and rebuilt, and keeps that build", async () => {
+    const { dir, state, runId, revision } = await pausedRun();
+    // The new build adds an archive tool the run calls after its publish is approved.
+    const archiveTool = publishTool("v2").replace("Publish a note.", "Archive a note.");
+    const twoTools = { turns: [{ toolCalls: [{ name: "publish", input: { note: "milk" } }] }, { toolCalls: [{ name: "archive", input: { note: "milk" } }] }, { text: "done" }] };
+    writeFileSync(join(dir, "tools/archive.ts"), archiveTool);
+    const withArchive = await host(dir, state, twoTools);
+    await withArchive.migrateRun(runId);
+    expect((await withArchive.approve(runId)).status).toBe("waiting_approval");
+    expect((await withArchive.getRun(runId)).pendingApprovals?.map((call) => call.toolName)).toEqual(["archive"]);
+    const moved = withArchive.manifest.agentRevision;
+    await withArchive.close();
+
+    rmSync(join(dir, "tools/archive.ts"));
+    const reverted = await host(dir, state, twoTools);
+    expect(reverted.manifest.agentRevision).toBe(revision);
+    expect(await reverted.revisionOf(runId)).toBe(moved);
+    markedLongAgo(dir, moved);
+    expect(await reverted.pruneRevisions()).toEqual([]);
+
+    const done = await reverted.approve(runId);
+    expect(done.status).toBe("completed");
+    const archived = (await reverted.listEvents(runId)).filter((event) => event.type === "tool.completed").map((event) => event.data);
+    expect(archived).toEqual([expect.objectContaining({ toolName: "publish" }), expect.objectContaining({ toolName: "archive", output: { published: "milk", by: "v2" } })]);
   });
 
   it("refuses to migrate when the pending tool is gone or its schema no longer fits the call, and leaves the run as it was", async () => {

@@ -1,6 +1,6 @@
 import { existsSync } from "node:fs";
 import { join } from "node:path";
-import { AssemblyLineError, type RunRecord, type RunStatus, type RunStore } from "@assemblyline-agents/core";
+import { AssemblyLineError, revisionOfRun, type RunRecord, type RunStatus, type RunStore } from "@assemblyline-agents/core";
 import { describeSchemaErrors } from "../schema.js";
 import { MANIFEST_FILE } from "../compiler/build.js";
 import { loadRuntimeBundle, type RuntimeBundle } from "../compiler/bundle.js";
@@ -39,12 +39,13 @@ export class RevisionDrivers {
     clearInterval(this.marking);
   }
 
-  /** The revision a run continues on: the one it started under, or the one it was migrated to. */
-  async revisionOf(run: RunRecord): Promise<string> {
-    if (run.agentRevision === this.currentRevision) return run.agentRevision;
-    const events = await this.runs.listEvents(run.id);
-    const migrated = events.filter((event) => event.type === "run.migrated").at(-1);
-    return migrated ? String(migrated.data.to) : run.agentRevision;
+  /**
+   * The revision a run continues on: the one it was last migrated to, else the one it started under.
+   * A run started under the current build may have moved away from it (and the folder been reverted
+   * since), so the events are read for every run but a queued one.
+   */
+  revisionOf(run: RunRecord): Promise<string> {
+    return revisionOfRun(this.runs, run);
   }
 
   async driverFor(run: RunRecord): Promise<{ driver: RunDriver; revision: string }> {

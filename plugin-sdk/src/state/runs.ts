@@ -124,6 +124,18 @@ export function isRunOfAgent(run: { agentId: string }, agentId: string): boolean
   return run.agentId === agentId || run.agentId.startsWith(`${agentId}/`);
 }
 
+/**
+ * The agent revision a run continues on: the one the last `run.migrated` event moved it to, else the
+ * one it started under (`agentRevision`). The runtime drives it on that build, keeps that build from
+ * pruning, and `runs list` shows it; all of them decide it here. Only a paused run can be moved, so a
+ * queued run (never driven yet) is answered without reading its events.
+ */
+export async function revisionOfRun(runs: Pick<RunStore, "listEvents">, run: RunRecord): Promise<string> {
+  if (run.status === "queued") return run.agentRevision;
+  const migrated = (await runs.listEvents(run.id)).findLast((event) => event.type === "run.migrated");
+  return migrated ? String(migrated.data.to) : run.agentRevision;
+}
+
 /** Whether a lease is free at `now`: none, or one that has expired (its holder may be gone; a store may hand it over). */
 export function isLeaseFree(lease: { expiresAt: string } | null, now: Date = new Date()): boolean {
   return lease === null || Date.parse(lease.expiresAt) <= now.getTime();

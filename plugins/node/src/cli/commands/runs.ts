@@ -1,7 +1,7 @@
 import { existsSync } from "node:fs";
 import { readFile } from "node:fs/promises";
 import { join, resolve } from "node:path";
-import { AssemblyLineError, errorSummary, isAssemblyLineError, isRunOfAgent, type RunEvent, type RunRecord, type RunStatus, type RunStore } from "@assemblyline-agents/core";
+import { AssemblyLineError, errorSummary, isAssemblyLineError, isRunOfAgent, revisionOfRun, type RunEvent, type RunRecord, type RunStatus, type RunStore } from "@assemblyline-agents/core";
 import type { PiModelCatalog } from "@assemblyline-agents/pi";
 import type { RunResult } from "@assemblyline-agents/runtime";
 import { builtAgentFolder } from "../agent-folder.js";
@@ -128,13 +128,6 @@ async function openLister(parsed: ParsedCommand, io: CommandIO): Promise<RunList
   return { runs: local.runtime.state.runs, currentRevision: local.runtime.manifest.agentRevision, agentId: local.runtime.manifest.agent.id, close: () => local.close() };
 }
 
-/** The revision a run continues on, as the runtime's revisionOf reads it: the one it started under, or the last one it migrated to. */
-async function revisionOf(runs: RunStore, run: RunRecord, current: string): Promise<string> {
-  if (run.agentRevision === current) return run.agentRevision;
-  const migrated = (await runs.listEvents(run.id)).filter((event) => event.type === "run.migrated").at(-1);
-  return migrated ? String(migrated.data.to) : run.agentRevision;
-}
-
 /** `runs list`: a page of runs; `--cursor` continues where the previous page's nextCursor left off. */
 export async function runsList(parsed: ParsedCommand, io: CommandIO): Promise<number> {
   const status = stringOption(parsed, "status") as RunStatus | undefined;
@@ -159,7 +152,7 @@ export async function runsList(parsed: ParsedCommand, io: CommandIO): Promise<nu
       return 0;
     }
     for (const run of page.runs) {
-      const revision = await revisionOf(lister.runs, run, lister.currentRevision);
+      const revision = await revisionOfRun(lister.runs, run);
       // A --state-dir shared with another agent: its runs are not this agent's earlier builds.
       const pinned = !isRunOfAgent(run, lister.agentId) ? `${revision} (agent ${run.agentId})` : revision === lister.currentRevision ? revision : `${revision} (earlier build)`;
       io.out(`${run.id}  ${run.status.padEnd(16)} ${pinned}  ${run.createdAt}  ${JSON.stringify(run.input.message).slice(0, 60)}`);

@@ -1,0 +1,76 @@
+import { mkdirSync, rmSync, writeFileSync } from "node:fs";
+import { join } from "node:path";
+import { beforeAll, describe, expect, it } from "vitest";
+import { main } from "../src/cli/main.js";
+import type { CommandIO } from "../src/cli/io.js";
+import { tempDir } from "./support/host.js";
+
+async function cli(args: string[]): Promise<{ code: number; out: string; err: string }> {
+  const out: string[] = [];
+  const err: string[] = [];
+  const io: CommandIO = { out: (line) => void out.push(line), err: (line) => void err.push(line) };
+  const code = await main(args, io);
+  return { code, out: out.join("\n"), err: err.join("\n") };
+}
+
+/** A tool that needs approval; `by` shows which build executed it. */
+const gatedTool = (description: string, by: string) => `import { defineTool, approvalRequired } from "@assemblyline-agents/core";
+export default defineTool({
+  description: ${JSON.stringify(description)},
+  inputSchema: { type: "object", properties: { note: { type: "string" } }, required: ["note"], additionalProperties: false },
+  defaultEnabled: true,
+  needsApproval: approvalRequired("It is visible."),
+  async execute(input) { return { done: input.note, by: ${JSON.stringify(by)} }; },
+});
+`;
+
+let agentDir: string;
+let stateDir: string;
+let runId: string;
+let started: string;
+let moved: string;
+
+const revisionOf = async (): Promise<string> => {
+  const built = await cli(["build", agentDir, "--json"]);
+  expect(built.code, built.err).toBe(0);
+  return JSON.parse(built.out).data.agentRevision as string;
+};
+
+/**
+ * A run paused on publish under build A, moved to build B (which adds archive), approved there and
+ * paused again on archive; then the folder is reverted to A and rebuilt.
+ */
+beforeAll(async () => {
+  const root = tempDir("al-cli-runs-revisions-");
+  agentDir = join(root, "agent");
+  stateDir = join(root, "state");
+  mkdirSync(join(agentDir, "tools"), { recursive: true });
+  writeFileSync(join(agentDir, "agent.ts"), `import { defineAgent } from "@assemblyline-agents/core";\nexport default defineAgent({ id: "notes", model: "scripted:unused" });\n`);
+  writeFileSync(join(agentDir, "tools/publish.ts"), gatedTool("Publish a note.", "A"));
+  writeFileSync(join(agentDir, "script.json"), JSON.stringify({ turns: [{ toolCalls: [{ name: "publish", input: { note: "milk" } }] }, { toolCalls: [{ name: "archive", input: { note: "milk" } }] }, { text: "done" }] }));
+  const at = ["--agent", agentDir, "--state-dir", stateDir];
+
+  const ran = await cli(["run", agentDir, "-m", "publish milk", "--model", `scripted:${join(agentDir, "script.json")}`, "--state-dir", stateDir, "--json"]);
+  expect(ran.code, ran.err).toBe(3);
+  runId = JSON.parse(ran.out).data.result.runId;
+  started = await revisionOf();
+
+  writeFileSync(join(agentDir, "tools/archive.ts"), gatedTool("Archive a note.", "B"));
+  moved = await revisionOf();
+  const migrated = await cli(["runs", "migrate", runId, "--to", "current", ...at]);
+  expect(migrated.code, migrated.err).toBe(0);
+  const approved = await cli(["approve", runId, ...at, "--json"]);
+  expect(approved.code, approved.err).toBe(3);
+  expect(JSON.parse(approved.out).data.result.pendingApprovals.map((call: { toolName: string }) => call.toolName)).toEqual(["archive"]);
+
+  rmSync(join(agentDir, "tools/archive.ts"));
+  expect(await revisionOf()).toBe(started);
+});
+
+describe("a migrated run after its folder was reverted to the build it started under", () => {
+  it("is listed by runs list on the build it moved to, as an earlier build", async () => {
+    const listed = await cli(["runs", "list", "--agent", agentDir, "--state-dir", stateDir]);
+    expect(listed.code, listed.err).toBe(0);
+    expect(listed.out).toContain(`${runId}  waiting_approval ${moved} (earlier build)`);
+  });
+});
