@@ -1,7 +1,7 @@
 import { join } from "node:path";
 import { beforeAll, describe, expect, it } from "vitest";
 import { FileStateAdapter } from "@assemblyline-agents/local";
-import type { RuntimeBundle } from "@assemblyline-agents/runtime";
+import { InMemoryStateAdapter, type RuntimeBundle } from "@assemblyline-agents/runtime";
 import { call, fixtureBundle, startHost, tempDir } from "./support/host.js";
 
 let bundle: RuntimeBundle;
@@ -55,6 +55,28 @@ describe("/runs inspection", () => {
 
     const tail = (await call(`${host.url}/runs/${runId}/events?afterSeq=${view.events.length - 1}`)).body.events;
     expect(tail.map((event: { type: string }) => event.type)).toEqual(["run.completed"]);
+  });
+
+  it("shows no channel delivery data (an interaction token) in /runs, /runs/:id or /runs/:id/events; the channel's name and metadata stay", async () => {
+    const state = new InMemoryStateAdapter();
+    const token = "interaction-token-that-posts-as-the-bot";
+    const channel = { name: "discord", metadata: { guild: "g1" }, delivery: { discord: { interactionToken: token } } };
+    const { run } = await state.createRun({
+      id: "run_from_discord",
+      agentId: bundle.manifest.agent.id,
+      agentRevision: bundle.manifest.agentRevision,
+      modelSpec: bundle.manifest.agent.model,
+      input: { message: "echo: hi", metadata: {}, channel },
+      status: "completed",
+    });
+    const host = await startHost(bundle, { state });
+    const bodies = await Promise.all([`/runs`, `/runs/${run.id}`, `/runs/${run.id}/events`].map(async (path) => JSON.stringify((await call(`${host.url}${path}`)).body)));
+    for (const body of bodies) expect(body).not.toContain(token);
+    const shown = (await call(`${host.url}/runs/${run.id}`)).body;
+    expect(shown.run.input.channel).toEqual({ name: "discord", metadata: { guild: "g1" } });
+    expect(shown.events[0]).toMatchObject({ type: "run.created", data: { input: { message: "echo: hi", channel: { name: "discord", metadata: { guild: "g1" } } } } });
+    // The store still has it, for the outbox.
+    expect((await state.getRun(run.id))?.input.channel?.delivery).toEqual(channel.delivery);
   });
 
   it("denies and answers through their endpoints, and answers 202 when told not to wait", async () => {

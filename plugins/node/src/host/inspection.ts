@@ -2,6 +2,7 @@ import type { JsonValue, RunEvent, RunListFilter, RunStatus } from "@assemblylin
 import type { OpenEveRuntime, RunResult } from "@assemblyline-agents/runtime";
 import { formatEvent } from "../cli/timeline.js";
 import { requireAgentRun } from "./agent-runs.js";
+import { eventWithoutDelivery, runWithoutDelivery } from "./delivery-withheld.js";
 import { HttpError, optionalString, parseJsonObject, readBody, refuseUnknownFields, requiredString, sendJson } from "./http.js";
 import type { RequestContext, Route } from "./router.js";
 import { parseWait } from "./wait-query.js";
@@ -35,7 +36,7 @@ export function inspectionRoutes(runtime: OpenEveRuntime, maxBodyBytes: number, 
       if (cursor) filter.cursor = cursor;
       const page = await runs.listRuns(filter);
       sendJson(ctx.res, 200, {
-        runs: page.runs,
+        runs: page.runs.map((run) => runWithoutDelivery(run)),
         nextCursor: page.nextCursor,
         ...(page.nextCursor ? { next: `/runs?${nextQuery(ctx.query, page.nextCursor)}` } : {}),
       });
@@ -46,8 +47,8 @@ export function inspectionRoutes(runtime: OpenEveRuntime, maxBodyBytes: number, 
       await requireAgentRun(runtime, runId);
       const result = await runtime.getRun(runId);
       const [run, events, toolCalls, checkpoint, deliveries, usage] = await Promise.all([
-        runs.getRun(runId),
-        runs.listEvents(runId),
+        runs.getRun(runId).then((found) => runWithoutDelivery(found)),
+        runs.listEvents(runId).then((found) => found.map(eventWithoutDelivery)),
         runs.listToolCalls(runId),
         runs.getCheckpoint(runId),
         runs.listDeliveries(runId),
@@ -68,7 +69,8 @@ export function inspectionRoutes(runtime: OpenEveRuntime, maxBodyBytes: number, 
     route("GET", "/runs/:runId/events", async (ctx) => {
       const afterSeq = wholeQueryNumber(ctx.query.get("afterSeq"), "afterSeq", 0, Number.MAX_SAFE_INTEGER, "the seq of the last event read, 0 for the first page") ?? 0;
       await requireAgentRun(runtime, ctx.params.runId!);
-      sendJson(ctx.res, 200, { events: await runs.listEvents(ctx.params.runId!, { afterSeq, limit: pageSize(ctx.query.get("limit")) }) });
+      const events = await runs.listEvents(ctx.params.runId!, { afterSeq, limit: pageSize(ctx.query.get("limit")) });
+      sendJson(ctx.res, 200, { events: events.map(eventWithoutDelivery) });
     }),
 
     route("POST", "/runs/:runId/approve", async (ctx) => {
