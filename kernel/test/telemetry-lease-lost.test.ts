@@ -100,6 +100,33 @@ describe("a replica that loses a run's lease", () => {
     expect(named(b.spans, `invoke_agent ${b.runtime.manifest.agent.name}`)).toHaveLength(1);
   });
 
+  it("ends only the calls still open: a question answered before the loss ended with its answer, not with the error", async () => {
+    gate.__slowGate = new Promise<void>((resolve) => (open = resolve));
+    const turns: ScriptedTurn[] = [
+      { toolCalls: [{ name: "ask_question", input: { question: "Which value?" }, id: "call_ask" }] },
+      { toolCalls: [{ name: "slow", input: { value: "a" }, id: "call_slow" }] },
+      { text: "done" },
+    ];
+    const { replica } = await replicas(turns);
+    const a = replica("replica-a");
+    const paused = await a.runtime.run({ message: "go" });
+    expect(paused.status).toBe("waiting_input");
+    // A receives the answer and drives on into the slow tool; B takes the run over while it runs.
+    const outcome = a.runtime.answer(paused.runId, "a").then(
+      (result) => result,
+      (error: unknown) => error,
+    );
+    await expect.poll(() => gate.__slowStarted ?? 0).toBe(1);
+    expect(await a.runtime.state.runs.acquireRunLease(paused.runId, "replica-b", 60_000, new Date(Date.now() + 60_000))).toMatchObject({ owner: "replica-b" });
+    await expect.poll(() => named(a.spans, "execute_tool slow").length, { timeout: 3_000 }).toBe(1);
+    open();
+    expect(await outcome).toMatchObject({ code: "AL_ERR_RUN_LEASE_LOST" });
+
+    const lost = a.spans.filter((span) => span.attributes["assembly_line.tool.outcome"] === "lease_lost");
+    expect(lost.map((span) => span.attributes["gen_ai.tool.call.id"])).toEqual(["call_slow"]);
+    expect(named(a.spans, "execute_tool ask_question").map((span) => [span.attributes["assembly_line.tool.outcome"], span.status.code])).toEqual([["completed", "ok"]]);
+  });
+
   it("keeps nothing per lost run, however many it loses", async () => {
     const { replica, loseOnA } = await replicas([{ toolCalls: [{ name: "slow", input: { value: "a" } }] }, { toolCalls: [{ name: "slow", input: { value: "b" } }] }, { text: "done" }]);
     const a = replica("replica-a");

@@ -74,6 +74,48 @@ describe("execute_tool spans of calls that did not run", () => {
   });
 });
 
+describe("execute_tool spans of calls that asked a question", () => {
+  const askTurns: ScriptedTurn[] = [{ toolCalls: [{ name: "ask_question", input: { question: "Which card?" }, id: "call_ask" }] }, { text: "Charged the card you named." }];
+
+  it("ends the call's span with its answer, in the process that received it: from the call to the answer, the answer as its result", async () => {
+    const { start } = await agent("content", askTurns);
+    const first = await start();
+    const paused = await first.run({ message: "charge me" });
+    expect(paused.status).toBe("waiting_input");
+    await first.close();
+    expect(spans().filter((span) => span.name === "execute_tool ask_question")).toEqual([]);
+    // Another process receives the answer.
+    const second = await start();
+    expect((await second.answer(paused.runId, "the one ending 4242")).status).toBe("completed");
+    await second.close();
+
+    const asked = spans().filter((span) => span.name === "execute_tool ask_question");
+    expect(asked).toHaveLength(1);
+    expect(asked[0]).toMatchObject({ traceId: root().traceId, parentSpanId: root().spanId, status: { code: "ok" } });
+    expect(asked[0]!.attributes).toMatchObject({ "gen_ai.tool.call.id": "call_ask", "assembly_line.tool.outcome": "completed" });
+    expect(asked[0]!.attributes).not.toHaveProperty("error.type");
+    expect(JSON.parse(String(asked[0]!.attributes["gen_ai.tool.call.arguments"]))).toEqual({ question: "Which card?" });
+    expect(JSON.parse(String(asked[0]!.attributes["gen_ai.tool.call.result"]))).toEqual({ answer: "the one ending 4242" });
+    // The wait for the person is the call's time.
+    const events = await second.listEvents(paused.runId);
+    expect(asked[0]!.startTimeMs).toBe(Date.parse(events.find((event) => event.type === "tool.called")!.createdAt));
+    expect(asked[0]!.endTimeMs).toBe(Date.parse(events.find((event) => event.type === "input.received")!.createdAt));
+  });
+
+  it("keeps the question and the answer out of the span under usage", async () => {
+    const { start } = await agent("usage", askTurns);
+    const runtime = await start();
+    const paused = await runtime.run({ message: "charge me" });
+    expect((await runtime.answer(paused.runId, "the one ending 4242")).status).toBe("completed");
+    await runtime.close();
+    const asked = spanNamed("execute_tool ask_question");
+    expect(asked.attributes).toMatchObject({ "assembly_line.tool.outcome": "completed" });
+    expect(asked.attributes).not.toHaveProperty("gen_ai.tool.call.result");
+    expect(asked.attributes).not.toHaveProperty("gen_ai.tool.call.arguments");
+    expect(JSON.stringify(spans())).not.toContain("4242");
+  });
+});
+
 describe("execute_tool spans of calls that failed", () => {
   /** One run of a tool whose execute throws what `throwing` says; the tool span it exported. */
   async function failedToolSpan(throwing: string, imports = "") {

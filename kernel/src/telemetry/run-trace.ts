@@ -26,10 +26,13 @@ interface OpenTool {
 /**
  * Terminal tool events and the outcome each records on the span. A denied call
  * ends with its denial: nothing is recorded for it after (the engine is given
- * the refusal as the call's result).
+ * the refusal as the call's result). A call that asked a question (`ask_question`,
+ * or any tool pausing on input) ends with its answer, likewise: the answer is the
+ * call's result, and the resumed run records nothing more for it.
  */
 const TOOL_ENDINGS: Record<string, string> = {
   "tool.completed": "completed",
+  "input.received": "completed",
   "tool.execution_failed": "failed",
   "approval.denied": "denied",
   "tool.input_invalid": "input_invalid",
@@ -192,9 +195,7 @@ export class RunTrace {
     };
     if (capturesBodies(this.settings.mode)) {
       attributes["gen_ai.tool.call.arguments"] = captureBody(open?.input ?? data.input ?? null, this.settings.mode);
-      const result =
-        event.type === "tool.completed" ? data.output : event.type === "tool.execution_failed" ? { error: data.error ?? null } : event.type === "approval.denied" ? { denied: true, reason: data.reason ?? null } : data;
-      attributes["gen_ai.tool.call.result"] = captureBody(result ?? null, this.settings.mode);
+      attributes["gen_ai.tool.call.result"] = captureBody(toolResult(event) ?? null, this.settings.mode);
     }
     const status = outcome === "completed" ? { code: "ok" as const } : outcome === "failed" ? this.errorStatus(data) : this.refusalStatus(outcome, data);
     return this.span(`execute_tool ${name}`, spanIdFor(this.runId, "tool", callId), "internal", open?.startMs ?? previousMs, endMs, attributes, status);
@@ -334,6 +335,23 @@ export class RunTrace {
       attributes,
       resource: { ...this.settings.resource },
     };
+  }
+}
+
+/** What the engine was given as the result of the call `event` ended (an answered question: the answer, as the tool's output holds it). */
+function toolResult(event: RunEvent): JsonValue | undefined {
+  const data = event.data;
+  switch (event.type) {
+    case "tool.completed":
+      return data.output;
+    case "input.received":
+      return { answer: data.answer ?? null };
+    case "tool.execution_failed":
+      return { error: data.error ?? null };
+    case "approval.denied":
+      return { denied: true, reason: data.reason ?? null };
+    default:
+      return data;
   }
 }
 
