@@ -240,6 +240,34 @@ export default defineHook({ events: { "*"(event, ctx) { globalThis.revisionHookS
     expect(await restarted.pruneRevisions()).toEqual([v1]);
   });
 
+  it("builds again over a kept copy that a stopped prune left half deleted, and a run paused under it is approved on it", async () => {
+    const { dir, state, runId, revision } = await pausedRun();
+    const kept = join(dir, ".assembly-line", "revisions", revision);
+    rmSync(join(kept, "manifest.json"));
+    writeFileSync(join(dir, "tools/publish.ts"), publishTool("v2"));
+    await host(dir, state);
+
+    writeFileSync(join(dir, "tools/publish.ts"), publishTool("v1"));
+    const reverted = await host(dir, state);
+    expect(reverted.manifest.agentRevision).toBe(revision);
+    expect(existsSync(join(kept, "manifest.json"))).toBe(true);
+    expect((await reverted.approve(runId)).status).toBe("completed");
+    expect(await publishedBy(reverted, runId)).toMatchObject({ output: { by: "v1" } });
+  });
+
+  it("removes the aside copies a stopped build or prune left once they are old, and leaves a build writing one now alone", async () => {
+    const { dir, state } = await pausedRun();
+    const kept = join(dir, ".assembly-line", "revisions");
+    const left = join(kept, "rev_left.1.1.tmp");
+    const writing = join(kept, "rev_writing.2.2.tmp");
+    for (const folder of [left, writing]) mkdirSync(join(folder, "src"), { recursive: true });
+    const then = new Date(Date.now() - 2 * 60 * 60_000);
+    utimesSync(left, then, then);
+    await (await host(dir, state)).pruneRevisions();
+    expect(existsSync(left)).toBe(false);
+    expect(existsSync(writing)).toBe(true);
+  });
+
   it("names the revision and the way out when the build a run needs is gone", async () => {
     const { dir, state, runId, revision } = await pausedRun();
     writeFileSync(join(dir, "tools/publish.ts"), publishTool("v2"));
