@@ -73,4 +73,10 @@ describe("a migrated run after its folder was reverted to the build it started u
     expect(listed.code, listed.err).toBe(0);
     expect(listed.out).toContain(`${runId}  waiting_approval ${moved} (earlier build)`);
   });
+
+  it("is shown by runs show on the build it continues on, with the one it started under", async () => {
+    const shown = await cli(["runs", "show", runId, "--agent", agentDir, "--state-dir", stateDir]);
+    expect(shown.code, shown.err).toBe(0);
+    expect(shown.out.split("\n")[0]).toContain(`waiting_approval  revision ${moved} (started under ${started})  model`);
+  });
 });

@@ -193,7 +193,10 @@ export async function runsShow(parsed: ParsedCommand, io: CommandIO): Promise<nu
     }
     const run = (await local.runtime.state.runs.getRun(runId))!;
     const agentId = local.runtime.manifest.agent.id;
-    io.out(`run ${run.id}  ${run.status}  revision ${run.agentRevision}  model ${run.modelSpec}${isRunOfAgent(run, agentId) ? "" : `  agent ${run.agentId} (not ${agentId})`}`);
+    // A migrated run continues on the build it moved to: that one, with the one it started under.
+    const continuesOn = await local.runtime.revisionOf(runId);
+    const revision = continuesOn === run.agentRevision ? continuesOn : `${continuesOn} (started under ${run.agentRevision})`;
+    io.out(`run ${run.id}  ${run.status}  revision ${revision}  model ${run.modelSpec}${isRunOfAgent(run, agentId) ? "" : `  agent ${run.agentId} (not ${agentId})`}`);
     for (const event of events) io.out(formatEvent(event));
     if (usage.length > 0) {
       const total = usage.reduce((sum, record) => ({ input: sum.input + record.inputTokens, output: sum.output + record.outputTokens, cost: sum.cost + record.costUsd }), { input: 0, output: 0, cost: 0 });
