@@ -80,3 +80,12 @@ describe("a migrated run after its folder was reverted to the build it started u
     expect(shown.out.split("\n")[0]).toContain(`waiting_approval  revision ${moved} (started under ${started})  model`);
   });
 });
+
+describe("runs migrate of a run id the store does not hold", () => {
+  it("names the --agent and --state-dir given in the command its fix prints", async () => {
+    const refused = await cli(["runs", "migrate", "run_typo", "--to", "current", "--agent", agentDir, "--state-dir", stateDir, "--json"]);
+    const { error } = JSON.parse(refused.out);
+    expect(error.code).toBe("AL_ERR_RUN_NOT_FOUND");
+    expect(error.fix).toContain(`\`assembly-line runs list --agent ${JSON.stringify(agentDir)} --state-dir ${JSON.stringify(stateDir)}\``);
+  });
+});

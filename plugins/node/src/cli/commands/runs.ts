@@ -220,7 +220,9 @@ export async function runsMigrate(parsed: ParsedCommand, io: CommandIO): Promise
   const local = await open(parsed, io, { usage: MIGRATE_USAGE });
   try {
     const run = await requireOwnRun(local, parsed, runId);
-    const from = await local.runtime.revisionOf(runId);
+    const from = await local.runtime.revisionOf(runId).catch((error: unknown) => {
+      throw runsFixedAt(error, runId, parsed, local.agentDir);
+    });
     const current = local.runtime.manifest.agentRevision;
     if (from === current && (run?.status === "waiting_approval" || run?.status === "waiting_input")) {
       // The runtime's refusal here advises changing a tool back, which is not what is wrong.
