@@ -218,6 +218,23 @@ export default defineHook({ events: { "*"(event, ctx) { globalThis.revisionHookS
     expect(readdirSync(kept)).toEqual([rebuilt.manifest.agentRevision]);
   });
 
+  it("keeps a build a paused run in another state store needs when a build against this store prunes", async () => {
+    const { dir, state, runId, revision } = await pausedRun();
+    // A build or a boot on the run's own store prunes, which holds the builds its unfinished runs need.
+    await (await host(dir, state)).pruneRevisions();
+    writeFileSync(join(dir, "tools/publish.ts"), publishTool("v2"));
+    const otherStore = await host(dir, new InMemoryStateAdapter());
+    markedLongAgo(dir, revision);
+    expect(await otherStore.pruneRevisions()).toEqual([]);
+
+    const own = await host(dir, state);
+    expect((await own.approve(runId)).status).toBe("completed");
+    expect(await publishedBy(own, runId)).toMatchObject({ output: { by: "v1" } });
+    // The run that needed it is done: its own store lets it go.
+    markedLongAgo(dir, revision);
+    expect(await own.pruneRevisions()).toEqual([revision]);
+  });
+
   it("keeps the build a live runtime serves, so a run it pauses after another process pruned can be approved after a restart", async () => {
     const dir = agentFolder({ "agent.ts": MINIMAL_AGENT, "tools/publish.ts": publishTool("v1") });
     const state = new InMemoryStateAdapter();

@@ -13,6 +13,8 @@ import type { AgentManifest } from "./manifest.js";
  */
 export const REVISIONS_DIR = "revisions";
 const SNAPSHOT_SOURCES = "src";
+/** Inside a kept copy: the runs that continue on it, whatever state store holds them (see holdRevision). */
+const HELD_BY = "held-by";
 
 export function revisionRoot(artifactRoot: string, agentRevision: string): string {
   return join(artifactRoot, REVISIONS_DIR, agentRevision);
@@ -36,6 +38,8 @@ export async function snapshotRevision(agentDir: string, artifactRoot: string, m
     await cp(join(agentDir, source.file), to);
   }
   await writeFile(join(staging, MANIFEST_FILE), JSON.stringify({ ...manifest, sourceRoot: SNAPSHOT_SOURCES }, null, 2) + "\n");
+  // Made now: making it later would touch the copy's mtime, which says a runtime uses it.
+  await mkdir(join(staging, HELD_BY));
   await clearUnfinished(target);
   try {
     await rename(staging, target);
@@ -74,11 +78,63 @@ export async function markRevisionInUse(artifactRoot: string, agentRevision: str
 }
 
 /**
- * Remove every kept revision not in `keep` and not marked in use within `inUseMs`; returns the removed
- * ones. Each is renamed aside before it is deleted, so a removal that stops part way leaves a `.tmp`
- * folder (removed by a later prune once it is old), never a revision folder that looks like a build.
+ * One state store's runs are not another's, and every store shares the folder's kept builds: a copy
+ * holds, under `held-by/`, one empty file per run that continues on it (named by the run's id), so a
+ * runtime on another store leaves it. A hold is refreshed whenever that run is driven and whenever a
+ * runtime on its store prunes; one not refreshed within REVISION_HOLD_MS is dropped (its store is
+ * gone, or no runtime opened it for that long).
  */
-export async function pruneRevisions(artifactRoot: string, keep: ReadonlySet<string>, inUseMs = REVISION_IN_USE_MS): Promise<string[]> {
+export const REVISION_HOLD_MS = 30 * 24 * 60 * 60_000;
+
+/** A run id as a file name: base64url has no "/" and no ".", whatever the id holds. */
+const holdFile = (runId: string) => Buffer.from(runId, "utf8").toString("base64url");
+const runOfHold = (file: string) => Buffer.from(file, "base64url").toString("utf8");
+
+/** Record (or refresh) that run `runId` continues on `agentRevision`'s copy; a copy that is not there is left so. */
+export async function holdRevision(artifactRoot: string, agentRevision: string, runId: string): Promise<void> {
+  const root = revisionRoot(artifactRoot, agentRevision);
+  // Never made here: a revision folder without its manifest is no build. A copy kept before holds has no held-by/ yet.
+  if (!existsSync(join(root, MANIFEST_FILE))) return;
+  if (!existsSync(join(root, HELD_BY))) await mkdir(join(root, HELD_BY)).catch(() => undefined);
+  await writeFile(join(root, HELD_BY, holdFile(runId)), "").catch(() => undefined);
+}
+
+/**
+ * Whether a run of another state store holds the copy at `root`. `ownRun` says whether a run id is
+ * one of the pruning runtime's store: its holds there are stale (that store's unfinished runs were
+ * all counted in `keep`) and are removed, as are holds older than `holdMs`.
+ */
+async function heldElsewhere(root: string, ownRun: (runId: string) => Promise<boolean>, holdMs: number): Promise<boolean> {
+  const held = join(root, HELD_BY);
+  const files = await readdir(held).catch(() => [] as string[]);
+  for (const file of files) {
+    const refreshed = await stat(join(held, file)).then((found) => found.mtimeMs, () => undefined);
+    if (refreshed === undefined) continue;
+    if (Date.now() - refreshed >= holdMs || (await ownRun(runOfHold(file)))) {
+      await rm(join(held, file), { force: true });
+      continue;
+    }
+    return true;
+  }
+  return false;
+}
+
+/** What pruneRevisions needs besides the revisions to keep. */
+export interface PruneOptions {
+  /** Whether a run id is one of this runtime's store (see heldElsewhere); left out, every hold is another store's. */
+  ownRun?: (runId: string) => Promise<boolean>;
+  inUseMs?: number;
+  holdMs?: number;
+}
+
+/**
+ * Remove every kept revision not in `keep`, not marked in use within `inUseMs` and not held by a run of
+ * another store; returns the removed ones. Each is renamed aside before it is deleted, so a removal
+ * that stops part way leaves a `.tmp` folder (removed by a later prune once it is old), never a
+ * revision folder that looks like a build.
+ */
+export async function pruneRevisions(artifactRoot: string, keep: ReadonlySet<string>, options: PruneOptions = {}): Promise<string[]> {
+  const { ownRun = async () => false, inUseMs = REVISION_IN_USE_MS, holdMs = REVISION_HOLD_MS } = options;
   const dir = join(artifactRoot, REVISIONS_DIR);
   if (!existsSync(dir)) return [];
   const removed: string[] = [];
@@ -86,6 +142,7 @@ export async function pruneRevisions(artifactRoot: string, keep: ReadonlySet<str
     if (keep.has(entry)) continue;
     const marked = await stat(join(dir, entry)).then((found) => found.mtimeMs, () => undefined);
     if (marked !== undefined && Date.now() - marked < inUseMs) continue;
+    if (!entry.endsWith(".tmp") && (await heldElsewhere(join(dir, entry), ownRun, holdMs))) continue;
     // A .tmp folder this old is a copy no build finished writing, or one a removal left.
     if (entry.endsWith(".tmp")) {
       await rm(join(dir, entry), { recursive: true, force: true });

@@ -4,7 +4,7 @@ import { AssemblyLineError, revisionOfRun, type RunRecord, type RunStatus, type 
 import { describeSchemaErrors } from "../schema.js";
 import { MANIFEST_FILE } from "../compiler/build.js";
 import { loadRuntimeBundle, type RuntimeBundle } from "../compiler/bundle.js";
-import { REVISION_MARK_INTERVAL_MS, markRevisionInUse, pruneRevisions, revisionRoot } from "../compiler/revisions.js";
+import { REVISION_MARK_INTERVAL_MS, holdRevision, markRevisionInUse, pruneRevisions, revisionRoot } from "../compiler/revisions.js";
 import type { RunDriver } from "./run-driver.js";
 import type { RunResult } from "./run-result.js";
 
@@ -50,6 +50,9 @@ export class RevisionDrivers {
 
   async driverFor(run: RunRecord): Promise<{ driver: RunDriver; revision: string }> {
     const revision = await this.revisionOf(run);
+    // A run going on from a pause (or a stop) may pause there again: a runtime on another state store then
+    // leaves that build (see holdRevision). A queued run is held from the next prune: no write on every start.
+    if (this.artifactRoot && run.status !== "queued") await holdRevision(this.artifactRoot, revision, run.id);
     if (revision === this.currentRevision) return { driver: this.current, revision };
     let driver = this.pinned.get(revision);
     if (!driver) {
@@ -99,21 +102,30 @@ export class RevisionDrivers {
           }
         }
         await this.current.journal.record(runId, "run.migrated", { from, to: this.currentRevision, actor: options.actor ?? null }, undefined, { expectedLastSeq: run.lastSeq });
+        if (this.artifactRoot) await holdRevision(this.artifactRoot, this.currentRevision, runId);
         return false;
       },
     });
   }
 
-  /** Delete the kept builds no unfinished run needs and no live runtime marked lately; the current one always stays. */
+  /**
+   * Delete the kept builds no unfinished run (of this store or, by its hold, of another) needs and no
+   * live runtime marked lately; the current one always stays. Refreshes the holds of this store's runs.
+   */
   async prune(): Promise<string[]> {
-    if (!this.artifactRoot) return [];
+    const artifactRoot = this.artifactRoot;
+    if (!artifactRoot) return [];
     const keep = new Set([this.currentRevision]);
     let cursor: string | undefined;
     do {
       const page = await this.runs.listRuns({ status: UNFINISHED_STATUSES, limit: 200, ...(cursor ? { cursor } : {}) });
-      for (const run of page.runs) keep.add(await this.revisionOf(run));
+      for (const run of page.runs) {
+        const revision = await this.revisionOf(run);
+        keep.add(revision);
+        await holdRevision(artifactRoot, revision, run.id);
+      }
       cursor = page.nextCursor ?? undefined;
     } while (cursor);
-    return pruneRevisions(this.artifactRoot, keep);
+    return pruneRevisions(artifactRoot, keep, { ownRun: async (runId) => (await this.runs.getRun(runId)) !== undefined });
   }
 }

@@ -1,4 +1,4 @@
-import { mkdirSync, rmSync, writeFileSync } from "node:fs";
+import { mkdirSync, readFileSync, rmSync, utimesSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { beforeAll, describe, expect, it } from "vitest";
 import { main } from "../src/cli/main.js";
@@ -87,5 +87,34 @@ describe("runs migrate of a run id the store does not hold", () => {
     const { error } = JSON.parse(refused.out);
     expect(error.code).toBe("AL_ERR_RUN_NOT_FOUND");
     expect(error.fix).toContain(`\`assembly-line runs list --agent ${JSON.stringify(agentDir)} --state-dir ${JSON.stringify(stateDir)}\``);
+  });
+});
+
+describe("kept builds shared by the state stores of one agent folder", () => {
+  it("keeps the build a run paused in another --state-dir needs when a run against the default state prunes", async () => {
+    const root = tempDir("al-cli-runs-stores-");
+    const dir = join(root, "agent");
+    const otherState = join(root, "s1");
+    mkdirSync(join(dir, "tools"), { recursive: true });
+    writeFileSync(join(dir, "agent.ts"), `import { defineAgent } from "@assemblyline-agents/core";\nexport default defineAgent({ id: "notes", model: "scripted:unused" });\n`);
+    writeFileSync(join(dir, "tools/publish.ts"), gatedTool("Publish a note.", "A"));
+    writeFileSync(join(dir, "script.json"), JSON.stringify({ turns: [{ toolCalls: [{ name: "publish", input: { note: "milk" } }] }, { text: "done" }] }));
+    const model = `scripted:${join(dir, "script.json")}`;
+
+    const paused = await cli(["run", dir, "-m", "publish milk", "--model", model, "--state-dir", otherState, "--json"]);
+    expect(paused.code, paused.err).toBe(3);
+    const pausedId = JSON.parse(paused.out).data.result.runId as string;
+    const first = JSON.parse(readFileSync(join(dir, ".assembly-line", "manifest.json"), "utf8")).agentRevision as string;
+
+    writeFileSync(join(dir, "tools/publish.ts"), gatedTool("Publish a note.", "B"));
+    const then = new Date(Date.now() - 2 * 60 * 60_000);
+    utimesSync(join(dir, ".assembly-line", "revisions", first), then, then);
+    const other = await cli(["run", dir, "-m", "publish milk", "--model", model, "--json"]);
+    expect(other.code, other.err).toBe(3);
+
+    const approved = await cli(["approve", pausedId, "--agent", dir, "--state-dir", otherState, "--json"]);
+    expect(approved.code, approved.out).toBe(0);
+    const published = JSON.parse(approved.out).data.events.find((event: { type: string }) => event.type === "tool.completed");
+    expect(published.data.output).toEqual({ done: "milk", by: "A" });
   });
 });

@@ -180,6 +180,8 @@ export async function openLocalRuntime(options: {
     close: async () => {
       // A signal stopped the command mid-run: closing would wait for the turn to end. The process ends instead, the run left for resume.
       if (stoppedDrivingARun()) return void (await runtime.flushTelemetry().catch(() => undefined));
+      // A run this command paused holds its build against pruning by runtimes on other state stores (pruning holds them).
+      if (options.build) await runtime.pruneRevisions().catch((error) => runtime.logger.warn({ err: String(error) }, "pruning kept builds failed"));
       await runtime.close();
       await composed?.close();
     },
