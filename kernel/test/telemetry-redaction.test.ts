@@ -73,6 +73,47 @@ describe("captured bodies under content and full", () => {
     ]);
   });
 
+  it("withholds a whole object or array given to a secret-looking name in prose, quoted JSON and JSON lines", () => {
+    const prose = `upstream said: {"credentials": {"user": "svc", "pin": "4321", "note": "a } inside"}} (200)`;
+    expect(captureBody(prose, "content")).toBe(`upstream said: {"credentials": "${REDACTED}"} (200)`);
+    // JSON lines a tool read: the text as a whole is no JSON; each line stays JSON.
+    const jsonLines = [`{"id":1,"secrets":["hunter2-prod", ["nested"]]}`, `{"id":2,"token":{"value":"tok-2"},"ok":true}`].join("\n");
+    const lines = captureBody(jsonLines, "full").split("\n");
+    expect(lines).toEqual([`{"id":1,"secrets":"${REDACTED}"}`, `{"id":2,"token":"${REDACTED}","ok":true}`]);
+    for (const line of lines) expect(() => JSON.parse(line)).not.toThrow();
+    // Held, its quotes escaped, in a JSON string inside prose; and unquoted, as a config dump writes it.
+    expect(captureBody(`response: {"body": "{\\"credentials\\": {\\"pin\\": \\"4321\\"}}"}`, "content")).toBe(`response: {"body": "{\\"credentials\\": \\"${REDACTED}\\"}"}`);
+    expect(captureBody("config: api_keys=[k-one, k-two] region=eu", "content")).toBe(`config: api_keys=${REDACTED} region=eu`);
+    // A value cut before it closes is withheld to the end: nothing of it is left behind.
+    expect(captureBody(`log: {"password": {"old": "pw-1", "new": "pw-2…`, "content")).toBe(`log: {"password": "${REDACTED}"`);
+  });
+
+  it("withholds a URL's credentials up to its last @, a password holding / or @ included", () => {
+    const text = "primary postgres://app:pa/ss0rd@db:5432/app, replica postgres://app:p@ssw0rd@replica/app";
+    const captured = captureBody(text, "content");
+    for (const secret of ["pa/ss0rd", "ss0rd", "ssw0rd", "p@ss"]) expect(captured).not.toContain(secret);
+    expect(captured).toBe(`primary postgres://${REDACTED}@db:5432/app, replica postgres://${REDACTED}@replica/app`);
+  });
+
+  it("redacts long adversarial text in time linear in its length", () => {
+    const mebibyte = 1 << 20;
+    const adversarial = [
+      "token:[".repeat(mebibyte / 7),
+      '"secrets": {"a": ['.repeat(mebibyte / 18),
+      "password=[]".repeat(mebibyte / 11),
+      `postgres://${"a:@".repeat(mebibyte / 3)}`,
+      "x://".repeat(mebibyte / 4),
+      `${"a".repeat(64)}token`.repeat(mebibyte / 69),
+      `{"credential": "${"\\".repeat(mebibyte)}`,
+    ];
+    for (const text of adversarial) {
+      const started = performance.now();
+      captureBody(text, "full");
+      // A quadratic pass over a mebibyte takes minutes; a linear one, milliseconds. The bound leaves room for a loaded machine.
+      expect(performance.now() - started).toBeLessThan(2_000);
+    }
+  });
+
   it("leaves text without secret-looking names as it is", () => {
     const text = "Visit https://example.com/docs?page=2&lang=en, then set REGION=eu-west-1; the model said: fine.";
     expect(captureBody(text, "content")).toBe(text);

@@ -1,4 +1,4 @@
-import { CAPTURE_BODY_LIMITS, type CaptureContent, type JsonValue } from "@assemblyline-agents/core";
+import { CAPTURE_BODY_LIMITS, urlCredentials, type CaptureContent, type JsonValue } from "@assemblyline-agents/core";
 import { headOf } from "../text-cut.js";
 
 /** Words that make a name secret-looking: a key, a header, a variable, a query parameter. */
@@ -8,6 +8,11 @@ const SECRET_KEY = new RegExp(SECRET_WORDS, "i");
 /** Free-text credentials that carry no key: `Bearer abc...`, `Basic abc...`, in any case (HTTP schemes are case-insensitive: `bearer abc...`). */
 const SCHEME_CREDENTIAL = /\b(Bearer|Basic)\s+[A-Za-z0-9._~+/=-]{8,}/gi;
 /**
+ * The name and separator of a named value in text: `OPENAI_API_KEY=`, `"password": `, `\"token\":`.
+ * Bounded name parts, and a name that starts where a word does, keep this linear on long unbroken text (base64, minified code).
+ */
+const SECRET_NAME_AND_SEPARATOR = `(?<![\\w.-])([\\w.-]{0,64}(?:${SECRET_WORDS})[\\w.-]{0,64})(\\\\*["']?\\s*[:=]\\s*)`;
+/**
  * A secret-looking name given a value in text: `OPENAI_API_KEY=sk-...`, `?access_token=...`,
  * `x-api-key: ...`, `"password": "..."` (JSON inside prose, which does not parse as a whole),
  * `\"password\": \"...\"` (JSON held in a JSON string, its quotes escaped, inside prose).
@@ -16,12 +21,16 @@ const SCHEME_CREDENTIAL = /\b(Bearer|Basic)\s+[A-Za-z0-9._~+/=-]{8,}/gi;
  * credential after it withheld.
  */
 const NAMED_SECRET = new RegExp(
-  // Bounded name parts, and a name that starts where a word does, keep this linear on long unbroken text (base64, minified code).
-  `(?<![\\w.-])([\\w.-]{0,64}(?:${SECRET_WORDS})[\\w.-]{0,64})(\\\\*["']?\\s*[:=]\\s*)((?:bearer|basic|token|digest|bot|apikey|key)\\s+)?(?!\\[REDACTED\\])(?![{\\[])("(?:[^"\\\\\\n]|\\\\.)*"?|'(?:[^'\\\\\\n]|\\\\.)*'?|\\\\+"[^"\\n]*"?|(?:[^\\s"'\\\\,;&#}\\]]|\\\\(?!["']))+)`,
+  `${SECRET_NAME_AND_SEPARATOR}((?:bearer|basic|token|digest|bot|apikey|key)\\s+)?(?!\\[REDACTED\\])(?![{\\[])("(?:[^"\\\\\\n]|\\\\.)*"?|'(?:[^'\\\\\\n]|\\\\.)*'?|\\\\+"[^"\\n]*"?|(?:[^\\s"'\\\\,;&#}\\]]|\\\\(?!["']))+)`,
   "gi",
 );
-/** The user name and password of a URL (`postgres://app:pw@db`, `https://token@host`). */
-const URL_USERINFO = /\b([a-z][a-z0-9+.-]{0,31}:\/\/)[^\s/?#@"'<>]+@/gi;
+/**
+ * A secret-looking name given an object or an array in text: `"credentials": {"user": …}`,
+ * `secrets=[…]`. The regex finds where the value starts; `valueEnd` finds where it ends.
+ */
+const NAMED_SECRET_CONTAINER = new RegExp(`${SECRET_NAME_AND_SEPARATOR}(?=[{\\[])`, "gi");
+/** A URL in text, to its first space, quote or angle bracket; its credentials are what precedes its last `@` (see urlCredentials). */
+const URL_IN_TEXT = /\b[a-z][a-z0-9+.-]{0,31}:\/\/[^\s"'<>]+/gi;
 export const REDACTED = "[REDACTED]";
 
 /** True when a mode lets message bodies and tool input/output reach sinks. */
@@ -93,13 +102,59 @@ function redactString(text: string, depth: number): string {
       // Not JSON after all: treated as free text below.
     }
   }
-  return text
-    .replace(URL_USERINFO, (_match, scheme: string) => `${scheme}${REDACTED}@`)
+  return withoutSecretContainers(text.replace(URL_IN_TEXT, withoutCredentials))
     .replace(NAMED_SECRET, (_match, name: string, separator: string, authScheme: string | undefined, secret: string) => {
       const quote = /^\\*["']/.exec(secret)?.[0] ?? "";
       return `${name}${separator}${authScheme ?? ""}${quote}${REDACTED}${quote}`;
     })
     .replace(SCHEME_CREDENTIAL, (_match, scheme: string) => `${scheme} ${REDACTED}`);
+}
+
+/** A URL with what precedes its last `@` withheld: `postgres://app:p@ss/w0rd@db` is `postgres://[REDACTED]@db`. */
+function withoutCredentials(url: string): string {
+  const { scheme, credentials, rest } = urlCredentials(url);
+  return credentials === undefined ? url : `${scheme}${REDACTED}@${rest}`;
+}
+
+/**
+ * Text with each object or array given to a secret-looking name withheld whole, to its
+ * closing bracket (`"credentials": {"pin": "4321"}` is `"credentials": "[REDACTED]"`).
+ * Each character is read once: the search goes on after the value it withheld.
+ */
+function withoutSecretContainers(text: string): string {
+  let kept = "";
+  let from = 0;
+  NAMED_SECRET_CONTAINER.lastIndex = 0;
+  for (let match = NAMED_SECRET_CONTAINER.exec(text); match; match = NAMED_SECRET_CONTAINER.exec(text)) {
+    const start = match.index + match[0].length;
+    const end = valueEnd(text, start);
+    // The key's closing quote (`"`, or `\"` in escaped JSON) quotes the mark, so JSON stays JSON.
+    const quote = /^\\*["']/.exec(match[2] ?? "")?.[0] ?? "";
+    kept += `${text.slice(from, start)}${quote}${REDACTED}${quote}`;
+    from = end;
+    NAMED_SECRET_CONTAINER.lastIndex = end;
+  }
+  return kept + text.slice(from);
+}
+
+/**
+ * Where the object or array starting at `start` ends: after its matching bracket,
+ * brackets inside strings not counted; the text's end when it never closes (a cut
+ * body), so nothing of it is left behind.
+ */
+function valueEnd(text: string, start: number): number {
+  let depth = 0;
+  let inString = false;
+  for (let at = start; at < text.length; at += 1) {
+    const char = text[at];
+    if (char === "\\") at += 1;
+    else if (char === '"') inString = !inString;
+    // A JSON string holds no line break: a stray quote in prose does not hide the rest of the value.
+    else if (inString) inString = char !== "\n";
+    else if (char === "{" || char === "[") depth += 1;
+    else if ((char === "}" || char === "]") && --depth === 0) return at + 1;
+  }
+  return text.length;
 }
 
 export function truncate(text: string, limit: number): string {

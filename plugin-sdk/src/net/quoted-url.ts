@@ -9,10 +9,8 @@
  * were hidden, for a fix that tells where they belong instead.
  */
 export function quotableUrl(text: string): { text: string; hidden: boolean } | undefined {
-  const scheme = /^[A-Za-z][A-Za-z0-9+.-]*:\/\//.exec(text)?.[0] ?? "";
-  let rest = text.slice(scheme.length);
-  const at = rest.lastIndexOf("@");
-  if (at >= 0) rest = rest.slice(at + 1);
+  const { scheme, credentials, rest } = urlCredentials(text);
+  const hidden = credentials !== undefined;
   // A path alone ("/v1"): shown as a path, not read as a host.
   const pathAlone = scheme === "" && /^\/(?!\/)/.test(rest);
   let url: URL;
@@ -26,7 +24,19 @@ export function quotableUrl(text: string): { text: string; hidden: boolean } | u
   const query = url.search !== "" || rest.includes("?") ? "?<query>" : "";
   const fragment = url.hash !== "" || rest.includes("#") ? "#<fragment>" : "";
   const host = pathAlone ? "" : url.host;
-  return { text: `${scheme}${at >= 0 ? "<credentials>@" : ""}${host}${path}${query}${fragment}`, hidden: at >= 0 };
+  return { text: `${scheme}${hidden ? "<credentials>@" : ""}${host}${path}${query}${fragment}`, hidden };
+}
+
+/**
+ * A written URL split at its credentials, as `quotableUrl` reads them: the
+ * scheme (`postgres://`, or "" when none is written), everything before the last
+ * `@` after it (undefined without an `@`), and what follows that `@`.
+ */
+export function urlCredentials(text: string): { scheme: string; credentials: string | undefined; rest: string } {
+  const scheme = /^[A-Za-z][A-Za-z0-9+.-]*:\/\//.exec(text)?.[0] ?? "";
+  const written = text.slice(scheme.length);
+  const at = written.lastIndexOf("@");
+  return at < 0 ? { scheme, credentials: undefined, rest: written } : { scheme, credentials: written.slice(0, at), rest: written.slice(at + 1) };
 }
 
 /**
