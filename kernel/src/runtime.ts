@@ -38,7 +38,7 @@ import type { Kernel } from "./kernel.js";
 import { agentConversations } from "./state/agent-conversations.js";
 import { createRuntimeLogger } from "./logger.js";
 import { Admission } from "./run/admission.js";
-import { budgetPauseOf, decideBudgetPause } from "./run/budget.js";
+import { budgetPauseEventOf, budgetPauseOf, decideBudgetPause } from "./run/budget.js";
 import { RunJournal } from "./run/journal.js";
 import { RunDriver } from "./run/run-driver.js";
 import { RevisionDrivers } from "./run/revision-drivers.js";
@@ -804,6 +804,16 @@ export class OpenEveRuntime {
     const ended = resting && (await this.wakeParentOfEndedChild(resting));
     if (ended) throw endedChildRefusal(runId, ended, (await this.requireRun(runId)).status, { kind: "decision", ...(options.callId !== undefined ? { callId: options.callId } : {}) });
     if (options.runId !== undefined) throw await this.notWaitedOn(runId, options.runId, "waiting_approval");
+    // What the run rests on as a decision without a call id arrives. Queued behind another drive of the run (the
+    // same approval sent twice, a retried request), it decides that pause only, never the next one the run reached
+    // meanwhile, which its sender never saw.
+    const sentFor =
+      options.callId === undefined
+        ? await Promise.all([this.state.runs.listToolCalls(runId), this.state.runs.listEvents(runId)]).then(([calls, events]) => ({
+            calls: new Set(calls.filter((call) => call.status === "waiting_approval").map((call) => call.approvalId || call.callId)),
+            budgetPauseSeq: budgetPauseEventOf(events)?.seq,
+          }))
+        : undefined;
     return this.track(async () => {
       const { driver, revision } = await this.revisions.driverFor(await this.requireOwnRun(runId));
       let pauseDenied = false;
@@ -813,12 +823,20 @@ export class OpenEveRuntime {
         revision,
         beforeDriving: async (run) => {
           const pending = (await this.state.runs.listToolCalls(runId)).filter((call) => call.status === "waiting_approval");
-          const budgetPause = run.status === "waiting_approval" && pending.length === 0 ? budgetPauseOf(await this.state.runs.listEvents(runId)) : null;
+          const events = run.status === "waiting_approval" && pending.length === 0 ? await this.state.runs.listEvents(runId) : [];
+          const budgetPause = budgetPauseOf(events);
           if (budgetPause) {
             if (options.callId !== undefined) {
               throw new AssemblyLineError("AL_ERR_APPROVAL_NOT_FOUND", `run ${runId} waits on its ${budgetPause.budget} budget, not on tool call ${options.callId}`, {
                 fix: "Decide the budget pause without a call id (`assembly-line approve <runId>` grows the budget, deny stops the run).",
               });
+            }
+            if (sentFor && budgetPauseEventOf(events)?.seq !== sentFor.budgetPauseSeq) {
+              throw new AssemblyLineError(
+                "AL_ERR_APPROVAL_NOT_FOUND",
+                `run ${runId}: the pause this decision was sent for is already decided; the run now rests on another pause, its ${budgetPause.budget} budget (${budgetPause.used} used of ${budgetPause.limit})`,
+                { fix: `Check \`assembly-line runs show ${runId}\`, then approve or deny this new pause if it should be decided too.` },
+              );
             }
             await decideBudgetPause(driver.journal, run, budgetPause, driver.budgetsOf(run), decision, options.actor ?? null, (code) => driver.failureDeliveryOf(run, code), options.reason);
             pauseDenied = decision === "denied";
@@ -841,6 +859,11 @@ export class OpenEveRuntime {
             const named = options.callId !== undefined ? `run ${runId} has no pending approval ${printedCallId(options.callId)}` : `run ${runId} has ${pending.length} pending approvals; name one`;
             throw new AssemblyLineError("AL_ERR_APPROVAL_NOT_FOUND", named, {
               fix: `Pass one of: ${pending.map((candidate) => candidate.callId).join(", ")}.`,
+            });
+          }
+          if (sentFor && !sentFor.calls.has(call.approvalId || call.callId)) {
+            throw new AssemblyLineError("AL_ERR_APPROVAL_NOT_FOUND", `run ${runId}: the approval this decision was sent for is already decided; the run now waits on another ${call.toolName} call, ${call.callId}`, {
+              fix: `Check \`assembly-line runs show ${runId}\`, then decide call ${call.callId} by its call id if it should be decided too.`,
             });
           }
           const time = isoTimestamp();

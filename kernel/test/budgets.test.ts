@@ -282,6 +282,25 @@ describe("run budgets", () => {
     expect(denied.error?.code).toBe("AL_ERR_BUDGET_EXCEEDED");
   });
 
+  it("decides only the budget pause a decision was sent for: the same approval sent twice grows the budget once", async () => {
+    const state = new InMemoryStateAdapter();
+    const runtime = await runtimeFor(agentWith('{ maxTurns: 2, onExceeded: "pause" }'), { state });
+    const paused = await runtime.run({ message: "go" });
+    expect(paused).toMatchObject({ status: "waiting_approval", pendingBudget: { budget: "maxTurns", limit: 2 } });
+
+    // A double click: the second approval waits for the first one's drive, which reaches the next pause.
+    const [first, second] = await Promise.allSettled([runtime.approve(paused.runId, { actor: "ada" }), runtime.approve(paused.runId, { actor: "ada" })]);
+    expect(first).toMatchObject({ status: "fulfilled", value: { status: "waiting_approval", pendingBudget: { budget: "maxTurns", limit: 4, used: 4 } } });
+    expect(second).toMatchObject({ status: "rejected", reason: { code: "AL_ERR_APPROVAL_NOT_FOUND", message: expect.stringContaining("already decided") } });
+    expect((await state.listEvents(paused.runId)).filter((event) => event.type === "budget.extended").map((event) => event.data.limit)).toEqual([4]);
+
+    // A denial sent with an approval of the same pause leaves the pause the approval reached to its own decision.
+    const [approved, denied] = await Promise.allSettled([runtime.approve(paused.runId), runtime.deny(paused.runId)]);
+    expect(approved).toMatchObject({ status: "fulfilled", value: { status: "waiting_approval", pendingBudget: { limit: 6 } } });
+    expect(denied).toMatchObject({ status: "rejected", reason: { code: "AL_ERR_APPROVAL_NOT_FOUND" } });
+    expect((await runtime.deny(paused.runId)).status).toBe("failed");
+  });
+
   it("refuses a budget that is not a positive number, at build and from the host", async () => {
     await expect(buildAgent(agentWith("{ maxTurns: 0 }"))).rejects.toMatchObject({ code: "AL_ERR_BUDGET_INVALID", message: expect.stringContaining("maxTurns") });
     await expect(buildAgent(agentWith("{ maxTurn: 5 }"))).rejects.toMatchObject({ code: "AL_ERR_BUDGET_INVALID", message: expect.stringContaining('"maxTurn"') });

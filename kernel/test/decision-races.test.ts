@@ -65,6 +65,20 @@ export default defineHook({ events: { "approval.requested"(event) { globalThis._
     expect((await runtime.getRun(paused.runId)).status).toBe("completed");
   });
 
+  it("decides only the call an approval without a call id was sent for: the same approval sent twice never approves the next call", async () => {
+    (globalThis as { __published?: number }).__published = 0;
+    const publish = (value: string) => ({ toolCalls: [{ name: "publish", input: { value } }] });
+    const { runtime, state } = await startAgent(gatedAgent(), [publish("a"), publish("b"), { text: "done" }]);
+    const paused = await runtime.run({ message: "go" });
+    // A double click: the second approval waits for the first one's drive, which pauses on the next call.
+    const [first, second] = await Promise.allSettled([runtime.approve(paused.runId), runtime.approve(paused.runId)]);
+    expect(first).toMatchObject({ status: "fulfilled", value: { status: "waiting_approval" } });
+    expect(second).toMatchObject({ status: "rejected", reason: { code: "AL_ERR_APPROVAL_NOT_FOUND", message: expect.stringContaining("already decided") } });
+    expect(published()).toBe(1);
+    const waiting = (await state.listToolCalls(paused.runId)).filter((call) => call.status === "waiting_approval");
+    expect(waiting.map((call) => call.input)).toEqual([{ value: "b" }]);
+  });
+
   it("refuses to decide a run paused by another build it has no copy of, without writing anything", async () => {
     const { runtime, state, bundle } = await startAgent(gatedAgent(), [{ toolCalls: [{ name: "publish", input: { value: "x" } }] }, { text: "done" }]);
     const paused = await runtime.run({ message: "go" });

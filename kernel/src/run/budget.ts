@@ -422,13 +422,16 @@ export function extendedLimits(limits: RunBudgets, events: RunEvent[]): RunBudge
  * `budget.exceeded` that paused and has no `budget.extended` after it.
  */
 export function budgetPauseOf(events: RunEvent[]): BudgetExceeded | null {
+  const event = budgetPauseEventOf(events);
+  return event ? { budget: event.data.budget as RunBudgetName, limit: Number(event.data.limit), used: Number(event.data.used) } : null;
+}
+
+/** The `budget.exceeded` event of the pause budgetPauseOf finds: its seq tells one pause of a run from the next. */
+export function budgetPauseEventOf(events: RunEvent[]): RunEvent | null {
   for (let index = events.length - 1; index >= 0; index -= 1) {
     const event = events[index]!;
     if (event.type === "budget.extended" || event.type === "approval.requested" || event.type === "input.requested") return null;
-    if (event.type === "budget.exceeded") {
-      if (event.data.action !== "pause") return null;
-      return { budget: event.data.budget as RunBudgetName, limit: Number(event.data.limit), used: Number(event.data.used) };
-    }
+    if (event.type === "budget.exceeded") return event.data.action === "pause" ? event : null;
   }
   return null;
 }
