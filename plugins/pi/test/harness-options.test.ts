@@ -51,6 +51,20 @@ describe("piAgentHarness's options, checked against config.schema.json", () => {
     expect(() => piAgentHarness({ models: { "local/llama3": { ...local, input: ["audio"] } } } as never)).toThrow(/llama3\.input\.0 must be equal to one of the allowed values/);
   });
 
+  it("refuses a price or a maxTokens that is not a finite number, naming it, instead of pricing calls no usage record can hold", () => {
+    for (const field of ["input", "output", "cacheRead", "cacheWrite"]) {
+      for (const price of [Number.POSITIVE_INFINITY, Number.NaN]) {
+        const refusal = () => piAgentHarness({ models: { "local/llama3": { ...local, cost: { [field]: price } } } });
+        expect(refusal).toThrow(refused);
+        expect(refusal).toThrow(expect.objectContaining({ details: { spec: "local/llama3", option: `cost.${field}` } }));
+        expect(refusal).toThrow(`models["local/llama3"].cost.${field} is ${price}; it must be a finite number of USD per million tokens`);
+      }
+    }
+    const unbounded = () => piAgentHarness({ models: { "local/llama3": { ...local, maxTokens: Number.POSITIVE_INFINITY } } });
+    expect(unbounded).toThrow(refused);
+    expect(unbounded).toThrow(/models\["local\/llama3"\]\.maxTokens is Infinity; it must be a finite number/);
+  });
+
   it("accepts every documented option, and none", () => {
     const options: PiHarnessOptions = {
       models: {
