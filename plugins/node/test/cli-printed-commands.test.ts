@@ -2,22 +2,13 @@ import { cpSync, mkdirSync, writeFileSync } from "node:fs";
 import { join, resolve } from "node:path";
 import { afterEach, beforeAll, beforeEach, describe, expect, it } from "vitest";
 import { startOpenAIChatServer, type ScriptedModelServer } from "@assemblyline-agents/pi/testkit";
-import { main } from "../src/cli/main.js";
-import type { CommandIO } from "../src/cli/io.js";
 import { tempDir } from "./support/host.js";
+import { cli } from "./support/cli.js";
 
 // What the command line prints for the reader to type next (a `more:` line, how to
 // continue a paused run) works when followed as printed: it reaches the same runs.
 
 const example = resolve(import.meta.dirname, "../../../examples/notes-agent");
-
-async function cli(args: string[]): Promise<{ code: number; out: string; err: string }> {
-  const out: string[] = [];
-  const err: string[] = [];
-  const io: CommandIO = { out: (line) => void out.push(line), err: (line) => void err.push(line) };
-  const code = await main(args, io);
-  return { code, out: out.join("\n"), err: err.join("\n") };
-}
 
 /** The printed line that starts with `label`, as the arguments a shell would pass: words, "quoted" ones unquoted. */
 function printedCommand(output: string, label: string, command: string): string[] {

@@ -2,17 +2,8 @@ import { createHash } from "node:crypto";
 import { mkdirSync, readdirSync, readFileSync, statSync, writeFileSync } from "node:fs";
 import { join, relative } from "node:path";
 import { beforeAll, describe, expect, it } from "vitest";
-import { main } from "../src/cli/main.js";
-import type { CommandIO } from "../src/cli/io.js";
 import { tempDir } from "./support/host.js";
-
-async function cli(args: string[]): Promise<{ code: number; out: string; err: string }> {
-  const out: string[] = [];
-  const err: string[] = [];
-  const io: CommandIO = { out: (line) => void out.push(line), err: (line) => void err.push(line) };
-  const code = await main(args, io);
-  return { code, out: out.join("\n"), err: err.join("\n") };
-}
+import { cli } from "./support/cli.js";
 
 /** Every file under `dir` by its path, as a hash of its bytes. */
 function contentsOf(dir: string): Record<string, string> {

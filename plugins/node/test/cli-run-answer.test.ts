@@ -1,19 +1,10 @@
 import { cpSync, writeFileSync } from "node:fs";
 import { join, resolve } from "node:path";
 import { describe, expect, it } from "vitest";
-import { main } from "../src/cli/main.js";
-import type { CommandIO } from "../src/cli/io.js";
 import { tempDir } from "./support/host.js";
+import { cli } from "./support/cli.js";
 
 const example = resolve(import.meta.dirname, "../../../examples/notes-agent");
-
-async function cli(args: string[]): Promise<{ code: number; out: string; err: string }> {
-  const out: string[] = [];
-  const err: string[] = [];
-  const io: CommandIO = { out: (line) => void out.push(line), err: (line) => void err.push(line) };
-  const code = await main(args, io);
-  return { code, out: out.join("\n"), err: err.join("\n") };
-}
 
 describe("run --answer", () => {
   it("answers the first question the run asks, and pauses on a second, different one instead of answering it with the same text", async () => {

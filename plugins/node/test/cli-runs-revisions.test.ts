@@ -1,17 +1,8 @@
 import { mkdirSync, readFileSync, rmSync, utimesSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { beforeAll, describe, expect, it } from "vitest";
-import { main } from "../src/cli/main.js";
-import type { CommandIO } from "../src/cli/io.js";
 import { tempDir } from "./support/host.js";
-
-async function cli(args: string[]): Promise<{ code: number; out: string; err: string }> {
-  const out: string[] = [];
-  const err: string[] = [];
-  const io: CommandIO = { out: (line) => void out.push(line), err: (line) => void err.push(line) };
-  const code = await main(args, io);
-  return { code, out: out.join("\n"), err: err.join("\n") };
-}
+import { cli } from "./support/cli.js";
 
 /** A tool that needs approval; `by` shows which build executed it. */
 const gatedTool = (description: string, by: string) => `import { defineTool, approvalRequired } from "@assemblyline-agents/core";

@@ -1,9 +1,8 @@
-import { afterAll, beforeAll, describe, expect, it, onTestFinished } from "vitest";
+import { beforeAll, describe, expect, it, onTestFinished } from "vitest";
 import type { StateAdapter } from "@assemblyline-agents/core";
 import { FileStateAdapter } from "@assemblyline-agents/local";
-import { createPostgresState } from "@assemblyline-agents/postgres";
 import { InMemoryStateAdapter, type RuntimeBundle } from "@assemblyline-agents/runtime";
-import { TEST_DATABASE_URL, dropSchema, probeDatabase, randomSchema, testPool } from "../../postgres/test/support/database.js";
+import { postgresSchemas } from "./support/postgres-schemas.js";
 import { KILL_SWITCH_SETTING, killSwitchSetting } from "../src/index.js";
 import { call, fixtureBundle, startHost, tempDir } from "./support/host.js";
 
@@ -18,21 +17,12 @@ beforeAll(async () => {
 });
 
 /** One PostgreSQL schema per test when the test database answers, all dropped after the file. */
-const database = await probeDatabase("kill switches of two agents on one PostgreSQL store");
-const schemaPrefix = randomSchema("al_kill_switch");
-let schemas = 0;
-afterAll(async () => {
-  if (!database.available) return;
-  const pool = testPool();
-  const { rows } = await pool.query<{ nspname: string }>("SELECT nspname FROM pg_namespace WHERE starts_with(nspname, $1)", [schemaPrefix]);
-  for (const row of rows) await dropSchema(pool, row.nspname);
-  await pool.end();
-});
+const postgres = await postgresSchemas("kill switches of two agents on one PostgreSQL store", "al_kill_switch");
 
 const stores: Record<string, () => Promise<StateAdapter>> = {
   "in-memory state": async () => new InMemoryStateAdapter(),
   "file state": async () => FileStateAdapter.open({ directory: tempDir("al-shared-state-") }),
-  ...(database.available ? { "PostgreSQL state": async () => createPostgresState({ connectionString: TEST_DATABASE_URL, schema: `${schemaPrefix}_${++schemas}` }) } : {}),
+  ...(postgres.available ? { "PostgreSQL state": async () => postgres.state() } : {}),
 };
 
 /**

@@ -1,8 +1,7 @@
-import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { createPostgresState } from "@assemblyline-agents/postgres";
+import { beforeAll, describe, expect, it } from "vitest";
 import { FileStateAdapter } from "@assemblyline-agents/local";
 import type { RuntimeBundle, StateAdapter } from "@assemblyline-agents/runtime";
-import { TEST_DATABASE_URL, dropSchema, probeDatabase, randomSchema, testPool } from "../../postgres/test/support/database.js";
+import { postgresSchemas } from "./support/postgres-schemas.js";
 import { call, fixtureBundle, startHost, tempDir } from "./support/host.js";
 
 let bundle: RuntimeBundle;
@@ -10,15 +9,8 @@ beforeAll(async () => {
   bundle = await fixtureBundle();
 });
 
-const database = await probeDatabase("odd run ids on PostgreSQL state");
-const schemaPrefix = randomSchema("al_host_odd_ids");
-afterAll(async () => {
-  if (!database.available) return;
-  const pool = testPool();
-  const { rows } = await pool.query<{ nspname: string }>("SELECT nspname FROM pg_namespace WHERE starts_with(nspname, $1)", [schemaPrefix]);
-  for (const row of rows) await dropSchema(pool, row.nspname);
-  await pool.end();
-});
+/** One PostgreSQL schema per test when the test database answers, all dropped after the file. */
+const postgres = await postgresSchemas("odd run ids on PostgreSQL state", "al_host_odd_ids");
 
 /** Run ids a store cannot hold or a path could misread: a NUL byte, a path climbing out, a newline. */
 const ODD_RUN_IDS = ["%00", "..%2F..%2Fetc%2Fpasswd", "%2e%2e", "a%0Ab"];
@@ -27,7 +19,7 @@ const ODD_FILTERS = ["/runs?conversationId=%00", "/runs?cursor=%00", "/runs?curs
 
 const stores: Array<[string, () => Promise<StateAdapter>, boolean]> = [
   ["file", async () => FileStateAdapter.open({ directory: tempDir("al-odd-ids-") }), true],
-  ["PostgreSQL", async () => createPostgresState({ connectionString: TEST_DATABASE_URL, schema: `${schemaPrefix}_1` }), database.available],
+  ["PostgreSQL", async () => postgres.state(), postgres.available],
 ];
 
 describe("run ids and filters a state store cannot hold", () => {

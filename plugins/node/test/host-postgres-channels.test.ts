@@ -1,8 +1,7 @@
 import { randomBytes } from "node:crypto";
-import { afterAll, beforeAll, describe, expect, it, onTestFinished } from "vitest";
-import { createPostgresState } from "@assemblyline-agents/postgres";
+import { beforeAll, describe, expect, it, onTestFinished } from "vitest";
 import type { RuntimeBundle } from "@assemblyline-agents/runtime";
-import { TEST_DATABASE_URL, dropSchema, probeDatabase, randomSchema, testPool } from "../../postgres/test/support/database.js";
+import { postgresSchemas } from "./support/postgres-schemas.js";
 import { call, captureServer, fixtureBundle, signedEvent, startHost, waitFor } from "./support/host.js";
 
 let bundle: RuntimeBundle;
@@ -11,29 +10,18 @@ beforeAll(async () => {
 });
 
 /** One PostgreSQL schema per test when the test database answers, all dropped after the file. */
-const database = await probeDatabase("channels on PostgreSQL state");
-const schemaPrefix = randomSchema("al_host_channels");
-let schemas = 0;
-afterAll(async () => {
-  if (!database.available) return;
-  const pool = testPool();
-  const { rows } = await pool.query<{ nspname: string }>("SELECT nspname FROM pg_namespace WHERE starts_with(nspname, $1)", [schemaPrefix]);
-  for (const row of rows) await dropSchema(pool, row.nspname);
-  await pool.end();
-});
+const postgres = await postgresSchemas("channels on PostgreSQL state", "al_host_channels");
 
-const postgresState = (schema = `${schemaPrefix}_${++schemas}`) => createPostgresState({ connectionString: TEST_DATABASE_URL, schema });
-
-describe.skipIf(!database.available)("channels on PostgreSQL state", () => {
+describe.skipIf(!postgres.available)("channels on PostgreSQL state", () => {
   it("starts one run for a provider event sent to two replicas at once, and delivers its reply once", async () => {
     const provider = await captureServer();
     process.env.FIXTURE_DELIVERY_URL = `${provider.url}/deliver`;
     onTestFinished(() => {
       delete process.env.FIXTURE_DELIVERY_URL;
     });
-    const schema = `${schemaPrefix}_${++schemas}`;
-    const a = await startHost(bundle, { state: await postgresState(schema) });
-    const b = await startHost(bundle, { state: await postgresState(schema) });
+    const schema = postgres.newSchema();
+    const a = await startHost(bundle, { state: await postgres.state(schema) });
+    const b = await startHost(bundle, { state: await postgres.state(schema) });
     const event = signedEvent({ type: "message", id: "evt-both-replicas", conversation: "c-dup", text: "echo: hi" });
     const [ra, rb] = await Promise.all([
       call(`${a.url}/provider/events`, { raw: event.raw, headers: event.headers }),
@@ -47,7 +35,7 @@ describe.skipIf(!database.available)("channels on PostgreSQL state", () => {
   });
 
   it("refuses a raw route's Idempotency-Key longer than 255 bytes with 400, not a 500 from the key's index", async () => {
-    const host = await startHost(bundle, { state: await postgresState() });
+    const host = await startHost(bundle, { state: await postgres.state() });
     const refused = await call(`${host.url}/message`, { body: { message: "echo: hi" }, headers: { "idempotency-key": randomBytes(3_000).toString("hex") } });
     expect(refused.status).toBe(400);
     expect(refused.body.error.code).toBe("AL_ERR_HTTP_BODY_INVALID");
@@ -55,7 +43,7 @@ describe.skipIf(!database.available)("channels on PostgreSQL state", () => {
   });
 
   it("refuses a raw route's conversationId longer than 512 bytes with 400 naming it, not a 500 from the conversation index", async () => {
-    const state = await postgresState();
+    const state = await postgres.state();
     const host = await startHost(bundle, { state });
     const refused = await call(`${host.url}/message`, { body: { message: "echo: hi", conversationId: randomBytes(3_000).toString("hex") } });
     expect(refused.status).toBe(400);
@@ -68,7 +56,7 @@ describe.skipIf(!database.available)("channels on PostgreSQL state", () => {
   });
 
   it("refuses a channel turn whose conversationId is longer than 512 bytes as the channel's fault, before storing a run", async () => {
-    const state = await postgresState();
+    const state = await postgres.state();
     const host = await startHost(bundle, { state });
     const event = signedEvent({ type: "message", id: "evt-long-conversation", conversation: randomBytes(3_000).toString("hex"), text: "echo: hi" });
     const refused = await call(`${host.url}/provider/events`, { raw: event.raw, headers: event.headers });
@@ -80,7 +68,7 @@ describe.skipIf(!database.available)("channels on PostgreSQL state", () => {
   });
 
   it("dedupes a provider event whose id is longer than the key's index takes", async () => {
-    const host = await startHost(bundle, { state: await postgresState() });
+    const host = await startHost(bundle, { state: await postgres.state() });
     // Random, so the database cannot compress it under the index's limit.
     const event = signedEvent({ type: "message", id: `evt-${randomBytes(3_000).toString("hex")}`, conversation: "c-long", text: "echo: hi" });
     const first = await call(`${host.url}/provider/events`, { raw: event.raw, headers: event.headers });

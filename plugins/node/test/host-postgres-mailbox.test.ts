@@ -1,7 +1,6 @@
-import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { createPostgresState } from "@assemblyline-agents/postgres";
+import { beforeAll, describe, expect, it } from "vitest";
 import type { RuntimeBundle } from "@assemblyline-agents/runtime";
-import { TEST_DATABASE_URL, dropSchema, probeDatabase, randomSchema, testPool } from "../../postgres/test/support/database.js";
+import { postgresSchemas } from "./support/postgres-schemas.js";
 import { call, fixtureBundle, fixtureProbe, startHost, waitFor } from "./support/host.js";
 
 let bundle: RuntimeBundle;
@@ -10,18 +9,7 @@ beforeAll(async () => {
 });
 
 /** One PostgreSQL schema per test when the test database answers, all dropped after the file. */
-const database = await probeDatabase("the mailbox on PostgreSQL state");
-const schemaPrefix = randomSchema("al_host_mailbox");
-let schemas = 0;
-afterAll(async () => {
-  if (!database.available) return;
-  const pool = testPool();
-  const { rows } = await pool.query<{ nspname: string }>("SELECT nspname FROM pg_namespace WHERE starts_with(nspname, $1)", [schemaPrefix]);
-  for (const row of rows) await dropSchema(pool, row.nspname);
-  await pool.end();
-});
-
-const postgresState = (schema = `${schemaPrefix}_${++schemas}`) => createPostgresState({ connectionString: TEST_DATABASE_URL, schema });
+const postgres = await postgresSchemas("the mailbox on PostgreSQL state", "al_host_mailbox");
 
 /** Runs the fixture's slow step for `ms` in every run `work` starts. */
 async function withSlowStep<T>(ms: number, work: () => Promise<T>): Promise<T> {
@@ -33,10 +21,10 @@ async function withSlowStep<T>(ms: number, work: () => Promise<T>): Promise<T> {
   }
 }
 
-describe.skipIf(!database.available)("the mailbox on PostgreSQL state", () => {
+describe.skipIf(!postgres.available)("the mailbox on PostgreSQL state", () => {
   it("answers 429 to turns of one conversation that arrive together beyond maxQueuedRuns, instead of letting them all wait", async () => {
     await withSlowStep(1_500, async () => {
-      const host = await startHost(bundle, { state: await postgresState(), maxConcurrentRuns: 16, maxQueuedRuns: 1 });
+      const host = await startHost(bundle, { state: await postgres.state(), maxConcurrentRuns: 16, maxQueuedRuns: 1 });
       const replies = await Promise.all(Array.from({ length: 10 }, (_, i) => call(`${host.url}/message`, { body: { message: `slow: ${i}`, conversationId: "c-burst" } })));
       const accepted = replies.filter((reply) => reply.status === 202);
       // One starts, one waits: the conversation runs one turn at a time, and maxQueuedRuns is 1.
@@ -52,9 +40,9 @@ describe.skipIf(!database.available)("the mailbox on PostgreSQL state", () => {
 
   it("does not start a conversation's queued turn on a duplicate sent to another replica while the turn before it still runs", async () => {
     await withSlowStep(1_500, async () => {
-      const schema = `${schemaPrefix}_${++schemas}`;
-      const a = await startHost(bundle, { state: await postgresState(schema) });
-      const b = await startHost(bundle, { state: await postgresState(schema) });
+      const schema = postgres.newSchema();
+      const a = await startHost(bundle, { state: await postgres.state(schema) });
+      const b = await startHost(bundle, { state: await postgres.state(schema) });
       Object.assign(fixtureProbe(), { active: 0, maxActive: 0, order: [] });
       const first = await call(`${a.url}/message`, { body: { message: "slow: first", conversationId: "c-two-replicas" }, headers: { "idempotency-key": "turn-1" } });
       await waitFor(async () => ((await a.runtime.state.runs.getRun(first.body.runId))?.status === "running" ? true : undefined));
@@ -72,7 +60,7 @@ describe.skipIf(!database.available)("the mailbox on PostgreSQL state", () => {
 
   it("starts a queued turn that a stopped process left, older than twice the lease TTL, when its duplicate arrives", async () => {
     // Past the boot sweep, the next sweep is far off: only the duplicate can start the run.
-    const host = await startHost(bundle, { state: await postgresState(), leaseTtlMs: 200, recoveryIntervalMs: 2_147_483_647 });
+    const host = await startHost(bundle, { state: await postgres.state(), leaseTtlMs: 200, recoveryIntervalMs: 2_147_483_647 });
     // Stored queued as the message route stores a turn, by a process whose mailbox is gone.
     const left = await host.runtime.submit({
       message: "echo: left behind",
