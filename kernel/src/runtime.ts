@@ -1137,7 +1137,7 @@ export class OpenEveRuntime {
       getSandbox,
       (request, callId, spawnIndex, signal) =>
         spawnSubagent(
-          { runs: this.state.runs, journal: build.journal, limits: this.subagentLimits, spawning: this.spawning, drive: build.drive, usage: this.state.usage, budgets: profile.budgets },
+          { runs: this.state.runs, journal: build.journal, limits: this.subagentLimits, spawning: this.spawning, drive: build.drive, usage: this.state.usage, budgets: profile.budgets, agentRevision: build.manifest.agentRevision },
           run,
           profile,
           { callId, spawnIndex, ...(signal ? { turn: signal } : {}) },

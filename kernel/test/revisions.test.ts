@@ -187,6 +187,25 @@ export default defineHook({ events: { "*"(event, ctx) { globalThis.revisionHookS
     expect(archived).toEqual([expect.objectContaining({ toolName: "publish" }), expect.objectContaining({ toolName: "archive", output: { published: "milk", by: "v2" } })]);
   });
 
+  it("starts the subagents a migrated run spawns on the build it moved to", async () => {
+    const { dir, state, runId, revision } = await pausedRun();
+    // The new build adds a subagent the run spawns once its publish is approved.
+    mkdirSync(join(dir, "subagents/helper"), { recursive: true });
+    writeFileSync(join(dir, "subagents/helper/agent.ts"), `import { defineAgent } from "@assemblyline-agents/core";\nexport default defineAgent({ description: "Helps." });\n`);
+    const spawning = {
+      turns: [{ toolCalls: [{ name: "publish", input: { note: "milk" } }] }, { toolCalls: [{ name: "spawn_subagent", input: { name: "helper", task: "help" } }] }, { text: "done" }],
+      subagents: { helper: { turns: [{ text: "helped" }] } },
+    };
+    const withHelper = await host(dir, state, spawning as typeof script);
+    const moved = withHelper.manifest.agentRevision;
+    expect(moved).not.toBe(revision);
+    await withHelper.migrateRun(runId);
+
+    expect((await withHelper.approve(runId)).status).toBe("completed");
+    const { runs: children } = await state.listRuns({ agentId: `${withHelper.manifest.agent.id}/helper` });
+    expect(children.map((child) => [child.status, child.agentRevision])).toEqual([["completed", moved]]);
+  });
+
   it("refuses to migrate when the pending tool is gone or its schema no longer fits the call, and leaves the run as it was", async () => {
     const { dir, state, runId } = await pausedRun();
     writeFileSync(join(dir, "tools/publish.ts"), publishTool("v2", `{ type: "object", properties: { text: { type: "string" } }, required: ["text"], additionalProperties: false }`));

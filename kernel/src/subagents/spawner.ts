@@ -43,6 +43,11 @@ export interface SpawnerParts {
   usage: UsageStore;
   /** The spawning run's budgets, as its agent resolves them (before its own narrowing and extensions). */
   budgets: RunBudgets;
+  /**
+   * The build the spawning run is driven on, which its children start on: after `runs migrate` that is the
+   * build it moved to, not the one its record names.
+   */
+  agentRevision: string;
 }
 
 /**
@@ -197,7 +202,7 @@ async function createChild(parts: SpawnerParts, parent: RunRecord, child: AgentP
   const { run, created } = await parts.runs.createRun({
     id: childRunId,
     agentId: child.agentId,
-    agentRevision: parent.agentRevision,
+    agentRevision: parts.agentRevision,
     // One conversation per subagent per parent conversation: a follow-up spawn sees the earlier exchanges.
     conversationId: `${parent.conversationId ?? parent.id}/subagents/${child.path}`,
     modelSpec: child.modelInherited ? parent.modelSpec : child.model,
