@@ -791,8 +791,20 @@ export class OpenEveRuntime {
     await this.state.close?.();
   }
 
+  /** The pending approvals (by approvalId, else callId) and the budget pause (its event's seq) run `runId` rests on now. */
+  private async restingOn(runId: string): Promise<{ calls: Set<string>; budgetPauseSeq: number | undefined }> {
+    const [calls, events] = await Promise.all([this.state.runs.listToolCalls(runId), this.state.runs.listEvents(runId)]);
+    return { calls: new Set(calls.filter((call) => call.status === "waiting_approval").map((call) => call.approvalId || call.callId)), budgetPauseSeq: budgetPauseEventOf(events)?.seq };
+  }
+
   private async decide(runId: string, decision: "approved" | "denied", options: { callId?: string; runId?: string; actor?: string; reason?: string; onRecorded?: () => void }): Promise<RunResult> {
     options = withoutOwnRunId(runId, options);
+    // What the run rests on as a decision without a call id arrives, read before anything else is awaited. Queued
+    // behind another drive of the run (the same approval sent twice, a retried request), it decides that pause
+    // only, never the next one the run reached meanwhile, which its sender never saw.
+    const sentFor = options.callId === undefined ? this.restingOn(runId) : undefined;
+    // Read whatever becomes of it: a refusal below may come first.
+    sentFor?.catch(() => undefined);
     const child = await this.waitingChild(runId, "waiting_approval", options);
     if (child) {
       // The parent waits on its subagent's decision: decide it there; the child's end resumes the parent.
@@ -804,16 +816,7 @@ export class OpenEveRuntime {
     const ended = resting && (await this.wakeParentOfEndedChild(resting));
     if (ended) throw endedChildRefusal(runId, ended, (await this.requireRun(runId)).status, { kind: "decision", ...(options.callId !== undefined ? { callId: options.callId } : {}) });
     if (options.runId !== undefined) throw await this.notWaitedOn(runId, options.runId, "waiting_approval");
-    // What the run rests on as a decision without a call id arrives. Queued behind another drive of the run (the
-    // same approval sent twice, a retried request), it decides that pause only, never the next one the run reached
-    // meanwhile, which its sender never saw.
-    const sentFor =
-      options.callId === undefined
-        ? await Promise.all([this.state.runs.listToolCalls(runId), this.state.runs.listEvents(runId)]).then(([calls, events]) => ({
-            calls: new Set(calls.filter((call) => call.status === "waiting_approval").map((call) => call.approvalId || call.callId)),
-            budgetPauseSeq: budgetPauseEventOf(events)?.seq,
-          }))
-        : undefined;
+    const sent = await sentFor;
     return this.track(async () => {
       const { driver, revision } = await this.revisions.driverFor(await this.requireOwnRun(runId));
       let pauseDenied = false;
@@ -831,7 +834,7 @@ export class OpenEveRuntime {
                 fix: "Decide the budget pause without a call id (`assembly-line approve <runId>` grows the budget, deny stops the run).",
               });
             }
-            if (sentFor && budgetPauseEventOf(events)?.seq !== sentFor.budgetPauseSeq) {
+            if (sent && budgetPauseEventOf(events)?.seq !== sent.budgetPauseSeq) {
               throw new AssemblyLineError(
                 "AL_ERR_APPROVAL_NOT_FOUND",
                 `run ${runId}: the pause this decision was sent for is already decided; the run now rests on another pause, its ${budgetPause.budget} budget (${budgetPause.used} used of ${budgetPause.limit})`,
@@ -861,7 +864,7 @@ export class OpenEveRuntime {
               fix: `Pass one of: ${pending.map((candidate) => candidate.callId).join(", ")}.`,
             });
           }
-          if (sentFor && !sentFor.calls.has(call.approvalId || call.callId)) {
+          if (sent && !sent.calls.has(call.approvalId || call.callId)) {
             throw new AssemblyLineError("AL_ERR_APPROVAL_NOT_FOUND", `run ${runId}: the approval this decision was sent for is already decided; the run now waits on another ${call.toolName} call, ${call.callId}`, {
               fix: `Check \`assembly-line runs show ${runId}\`, then decide call ${call.callId} by its call id if it should be decided too.`,
             });
