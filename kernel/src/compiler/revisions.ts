@@ -142,12 +142,12 @@ export async function pruneRevisions(artifactRoot: string, keep: ReadonlySet<str
     if (keep.has(entry)) continue;
     const marked = await stat(join(dir, entry)).then((found) => found.mtimeMs, () => undefined);
     if (marked !== undefined && Date.now() - marked < inUseMs) continue;
-    if (!entry.endsWith(".tmp") && (await heldElsewhere(join(dir, entry), ownRun, holdMs))) continue;
     // A .tmp folder this old is a copy no build finished writing, or one a removal left.
     if (entry.endsWith(".tmp")) {
       await rm(join(dir, entry), { recursive: true, force: true });
       continue;
     }
+    if (await heldElsewhere(join(dir, entry), ownRun, holdMs)) continue;
     const aside = asideName(join(dir, entry));
     // Gone meanwhile: another process pruned it.
     if (!(await rename(join(dir, entry), aside).then(() => true, () => false))) continue;
