@@ -23,3 +23,17 @@ export function utf8Boundary(bytes: Uint8Array): number {
   const width = lead >= 0xf0 ? 4 : lead >= 0xe0 ? 3 : lead >= 0xc0 ? 2 : 1;
   return bytes.length - (start - 1) >= width ? bytes.length : start - 1;
 }
+
+/** C0 and C1 controls, DEL, and the Unicode line and paragraph separators: no logical path may hold one, and each breaks a printed line. */
+const CONTROL_CHARACTER = /[\u0000-\u001f\u007f-\u009f\u2028\u2029]/;
+const CONTROL_CHARACTERS = new RegExp(CONTROL_CHARACTER.source, "g");
+
+/** Whether `text` holds a control character (CONTROL_CHARACTER: a newline, a tab, DEL, U+2028, ...). */
+export function holdsControlCharacter(text: string): boolean {
+  return CONTROL_CHARACTER.test(text);
+}
+
+/** `text` with each control character written as `\uXXXX`, so a name holding one cannot break the line it is printed on. */
+export function escapedControlCharacters(text: string): string {
+  return text.replace(CONTROL_CHARACTERS, (character) => `\\u${character.charCodeAt(0).toString(16).padStart(4, "0")}`);
+}

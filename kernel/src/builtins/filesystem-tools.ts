@@ -1,8 +1,8 @@
 import { createHash } from "node:crypto";
-import { defineTool, isAssemblyLineError, type ToolExecutionContext } from "@assemblyline-agents/core";
+import { defineTool, holdsControlCharacter, isAssemblyLineError, type ToolExecutionContext } from "@assemblyline-agents/core";
 import { runtimeFilesystemOf } from "../filesystem/context-access.js";
 import { compileLinePattern } from "../filesystem/line-pattern.js";
-import { holdsControlCharacter, resolveLogicalPath } from "../filesystem/runtime-filesystem.js";
+import { resolveLogicalPath } from "../filesystem/runtime-filesystem.js";
 
 // Without a sandbox only /workspace is out of reach: the model can keep working on the other roots.
 const MODEL_RECOVERABLE = new Set([

@@ -2,7 +2,7 @@ import { existsSync } from "node:fs";
 import type { Dirent } from "node:fs";
 import { readdir, readFile } from "node:fs/promises";
 import { join, relative, sep } from "node:path";
-import { AssemblyLineError, skillFilePathProblem } from "@assemblyline-agents/core";
+import { AssemblyLineError, escapedControlCharacters, skillFilePathProblem } from "@assemblyline-agents/core";
 import { parseSkillFile, skillDigest } from "../skills/skill-file.js";
 import type { SkillManifestEntry } from "./manifest.js";
 
@@ -108,14 +108,9 @@ async function listFiles(root: string, where: string): Promise<string[]> {
 function storablePath(file: string, shown: string): string {
   const problem = skillFilePathProblem(file);
   if (problem === null) return file;
-  throw new AssemblyLineError("AL_ERR_SKILL_DEFINITION", `${escapedControls(shown)}: "${escapedControls(file)}" is not a file path the skill store can hold: ${problem}`, {
+  throw new AssemblyLineError("AL_ERR_SKILL_DEFINITION", `${escapedControlCharacters(shown)}: "${escapedControlCharacters(file)}" is not a file path the skill store can hold: ${problem}`, {
     fix: "Rename the file without '\\' (Windows reads it as a folder separator) or control characters such as a newline or a tab (no file tool can name them); to put it in a folder, make a subfolder.",
   });
-}
-
-/** A name with each control character written as \uXXXX, so a newline in it cannot break the error's line. */
-function escapedControls(name: string): string {
-  return name.replace(/[\u0000-\u001f\u007f-\u009f\u2028\u2029]/g, (character) => `\\u${character.charCodeAt(0).toString(16).padStart(4, "0")}`);
 }
 
 const UTF8 = new TextDecoder("utf-8", { fatal: true });

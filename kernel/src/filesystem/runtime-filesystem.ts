@@ -5,6 +5,7 @@ import { checkMemoryFile, holdsLoneSurrogate } from "./memory-file-checks.js";
 import {
   AssemblyLineError,
   checkListLimit,
+  holdsControlCharacter,
   isAssemblyLineError,
   type BlobStore,
   type ConversationStore,
@@ -71,13 +72,6 @@ export interface RuntimeFilesystemSources {
   skillJournal?: SkillChangeSteps;
 }
 
-/** C0 and C1 controls, DEL, and the Unicode line and paragraph separators. */
-const CONTROL_CHARACTER = /[\u0000-\u001f\u007f-\u009f\u2028\u2029]/;
-
-/** Whether `path` holds a character no logical path may hold (a file a shell command named so is listed, but cannot be read by its path). */
-export function holdsControlCharacter(path: string): boolean {
-  return CONTROL_CHARACTER.test(path);
-}
 
 /** Split a logical path into its root and the part below, refusing anything that leaves its root. */
 export function resolveLogicalPath(path: string): { root: RuntimeRoot; relative: string; path: string } {
@@ -89,7 +83,7 @@ export function resolveLogicalPath(path: string): { root: RuntimeRoot; relative:
   if (typeof path !== "string" || path === "") return refuse("is empty");
   if (path.includes("\0")) return refuse("contains a NUL byte");
   // A newline in a name would show as a line of its own wherever paths are listed (the context's memory part).
-  if (CONTROL_CHARACTER.test(path)) return refuse("contains a control character (a newline, say)");
+  if (holdsControlCharacter(path)) return refuse("contains a control character (a newline, say)");
   if (holdsLoneSurrogate(path)) return refuse("contains a lone surrogate (half of a character), which no file name can hold");
   if (!path.startsWith("/")) return refuse("is relative");
   if (path.split("/").includes("..")) return refuse("climbs out with '..'");

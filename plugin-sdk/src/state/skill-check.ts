@@ -1,4 +1,5 @@
 import { AssemblyLineError } from "../errors.js";
+import { holdsControlCharacter } from "../text.js";
 import type { SkillRecord } from "./skills.js";
 
 const SKILL_NAME = /^[a-z0-9][a-z0-9._-]*$/;
@@ -38,13 +39,6 @@ export function checkSkillKey(agentId: unknown, name: unknown, operation: string
   }
 }
 
-/**
- * C0 and C1 controls, DEL and the Unicode line and paragraph separators: the runtime filesystem
- * refuses a path holding one, so a skill file named with one could be neither read nor deleted,
- * and `list` would print it as lines of its own.
- */
-const CONTROL_CHARACTER = /[\u0000-\u001f\u007f-\u009f\u2028\u2029]/;
-
 /** A posix path below the skill folder: no leading slash, no '..', no empty segment, no control character. */
 export function isSkillFilePath(path: string): boolean {
   return skillFilePathProblem(path) === null;
@@ -55,7 +49,8 @@ export function skillFilePathProblem(path: string): string | null {
   if (path === "") return "it is empty";
   if (path.startsWith("/")) return "it starts with '/' (a resource path is relative to the skill folder)";
   if (path.includes("\\")) return "it holds '\\' (separate folders with '/')";
-  if (CONTROL_CHARACTER.test(path)) return "it holds a control character (a newline, a tab, U+2028, ...), which no file tool can name";
+  // The runtime filesystem refuses such a path: the file could be neither read nor deleted, and `list` would print it as lines of its own.
+  if (holdsControlCharacter(path)) return "it holds a control character (a newline, a tab, U+2028, ...), which no file tool can name";
   if (path.split("/").some((segment) => segment === "" || segment === "." || segment === "..")) return "it has an empty, '.' or '..' part";
   return null;
 }
