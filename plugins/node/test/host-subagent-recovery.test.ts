@@ -1,6 +1,6 @@
 import { cpSync, existsSync, mkdirSync, writeFileSync } from "node:fs";
 import { dirname, join } from "node:path";
-import { beforeAll, describe, expect, it } from "vitest";
+import { beforeAll, describe, expect, it, onTestFinished } from "vitest";
 import { noopLogger, type RunStatus } from "@assemblyline-agents/core";
 import { LocalSandboxAdapter } from "@assemblyline-agents/local";
 import { InMemoryStateAdapter, OpenEveRuntime, buildAgent, loadRuntimeBundle, type RuntimeBundle } from "@assemblyline-agents/runtime";
@@ -115,6 +115,8 @@ describe("the host's recovery of subagent runs", () => {
       },
     });
     const first = new OpenEveRuntime({ ...bundle, state: dying, agentHarness: harness, logger: noopLogger(), leaseTtlMs: 50 });
+    // The dying process's store refuses everything by then: closing it only stops its timers.
+    onTestFinished(() => first.close().catch(() => undefined));
     const paused = await first.run({ message: "ask-one: go" });
     expect(paused.status).toBe("waiting_input");
     await first.answer(paused.runId, "blue").catch(() => undefined);
