@@ -1,6 +1,12 @@
 import { buildAgent, loadRuntimeBundle, noopLogger, OpenEveRuntime, InMemoryStateAdapter, type RuntimeOptions } from "@assemblyline-agents/runtime";
 import type { RunEvent } from "@assemblyline-agents/core";
+import { onTestFinished } from "vitest";
 import { probeHarness, type ProbeResponse } from "./probe-harness.js";
+
+/** The test that started a runtime closes it when it ends (a test that closes it itself first is fine: close is idempotent), so no run, timer or connection of one test outlives it. */
+function closedWhenTestEnds(runtime: OpenEveRuntime): void {
+  onTestFinished(() => runtime.close());
+}
 
 /** Build a folder, start a runtime on it with a probe engine, and collect observed events. */
 export async function startAgent(dir: string, responses: ProbeResponse[], options: Partial<RuntimeOptions> = {}) {
@@ -9,6 +15,7 @@ export async function startAgent(dir: string, responses: ProbeResponse[], option
   const harness = probeHarness(responses);
   const state = (options.state as InMemoryStateAdapter | undefined) ?? new InMemoryStateAdapter();
   const runtime = new OpenEveRuntime({ ...bundle, state, agentHarness: harness, logger: noopLogger(), ...options });
+  closedWhenTestEnds(runtime);
   const observed: RunEvent[] = [];
   runtime.hooks.event.tap("test-observer", (event) => {
     observed.push(event);
@@ -23,5 +30,6 @@ export async function startBuilt(dir: string, options: Partial<RuntimeOptions> =
   const bundle = await loadRuntimeBundle((await buildAgent(dir)).artifactRoot);
   const state = new InMemoryStateAdapter();
   const runtime = new OpenEveRuntime({ ...bundle, state, logger: noopLogger(), ...options });
+  closedWhenTestEnds(runtime);
   return { runtime, state, bundle, manifest: bundle.manifest };
 }
