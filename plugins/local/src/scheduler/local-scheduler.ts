@@ -31,7 +31,12 @@ export interface LocalSchedulerOptions {
   batchSize?: number;
   /** Where failed dispatches and claims are reported. Left out, the logger the host passes to start(), else none. */
   logger?: RuntimeLogger;
-  /** The clock; tests pass a fixed one. */
+  /**
+   * The clock, for tests: given, it decides what is due and when a lease ends, in place of the
+   * store's. Left out, the store's own clock does (the database's, for PostgreSQL), so replicas whose
+   * clocks drift apart still take a schedule once and never before it is due; this host's clock then
+   * only times the next run of a dispatch that names none.
+   */
   now?: () => Date;
 }
 
@@ -50,7 +55,10 @@ export class LocalScheduler implements Scheduler {
   /** The constructor's logger, which wins over the start's. */
   private readonly ownLogger: RuntimeLogger | undefined;
   private logger: RuntimeLogger;
+  /** The dispatch-time clock: the next run of a dispatch that names none is counted from it. */
   private readonly now: () => Date;
+  /** The caller's `now`, passed to every claim; left out, the store's clock decides what is due and when leases end. */
+  private readonly claimClock: (() => Date) | undefined;
   private dispatch: ScheduleDispatch | undefined;
   private agentId: string | undefined;
   private warnedForeign = false;
@@ -76,6 +84,7 @@ export class LocalScheduler implements Scheduler {
     this.ownLogger = options.logger;
     this.logger = options.logger ?? noopLogger();
     this.now = options.now ?? (() => new Date());
+    this.claimClock = options.now;
   }
 
   /**
@@ -138,7 +147,7 @@ export class LocalScheduler implements Scheduler {
       due = await store.claimDueSchedules({
         owner: this.owner,
         ttlMs: this.leaseMs,
-        now: this.now(),
+        ...(this.claimClock !== undefined ? { now: this.claimClock() } : {}),
         limit: this.batchSize,
         ...(this.agentId !== undefined ? { agentId: this.agentId } : {}),
       });
