@@ -307,12 +307,13 @@ export class InMemoryStateAdapter implements StateAdapter {
   }
 
   async listEvents(runId: string, options: { afterSeq?: number; limit?: number } = {}): Promise<RunEvent[]> {
-    if (options.limit !== undefined) checkListLimit(options.limit, `listEvents(run "${runId}")`);
+    const operation = `listEvents(run "${runId}")`;
+    if (options.limit !== undefined) checkListLimit(options.limit, operation);
+    if (options.afterSeq !== undefined) checkSeqNumber(operation, "options.afterSeq", options.afterSeq);
     const stored = this.runs.get(runId);
     if (!stored) return [];
-    const afterSeq = options.afterSeq ?? 0;
     // Seqs are contiguous from 1, so the event with seq n sits at index n - 1.
-    const start = Math.max(0, Math.min(stored.events.length, Math.floor(afterSeq)));
+    const start = Math.min(stored.events.length, options.afterSeq ?? 0);
     const end = options.limit === undefined ? stored.events.length : Math.min(stored.events.length, start + options.limit);
     const listed: RunEvent[] = [];
     for (let index = start; index < end; index++) listed.push(eventFromText(runId, index, stored.events[index]!, stored.eventTimes[index]!));
@@ -455,12 +456,13 @@ export class InMemoryStateAdapter implements StateAdapter {
     conversationId: string,
     options: { limit?: number } & ConversationScope = {},
   ): Promise<ConversationMessage[]> {
-    const { agentId } = options;
+    const { agentId, limit } = options;
+    if (limit !== undefined) checkListLimit(limit, `listConversationMessages(conversation "${conversationId}")`);
     const all = this.conversations.get(conversationId) ?? [];
     // Filtered before the limit, so another agent's messages never use it up.
     const list = agentId === undefined ? all : all.filter((message) => isInConversationScope(message, agentId));
     // slice(-0) would return everything, so a zero limit is handled on its own.
-    const tail = options.limit === undefined ? list : options.limit <= 0 ? [] : list.slice(-options.limit);
+    const tail = limit === undefined ? list : limit === 0 ? [] : list.slice(-limit);
     return tail.map(copy);
   }
 
@@ -649,8 +651,9 @@ export class InMemoryStateAdapter implements StateAdapter {
   }
 
   async listSettingAudit(options: { key?: string; limit?: number } = {}): Promise<SettingAuditEvent[]> {
+    if (options.limit !== undefined) checkListLimit(options.limit, "listSettingAudit");
     const newestFirst = this.settingAudit.filter((event) => options.key === undefined || event.key === options.key).reverse();
-    return newestFirst.slice(0, options.limit === undefined ? undefined : Math.max(0, options.limit)).map(copy);
+    return newestFirst.slice(0, options.limit).map(copy);
   }
 
   // ---- skills (kept in their own store; see in-memory-skills.ts) ---------------

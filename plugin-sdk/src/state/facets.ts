@@ -51,7 +51,10 @@ function isOfAgentOrNone(recordAgentId: string | null | undefined, askedAgentId:
  */
 export interface ConversationStore {
   appendConversationMessages(conversationId: string, messages: ConversationMessage[], options?: ConversationScope): Promise<void>;
-  /** Oldest first; with `limit`, only the last `limit` messages; with `agentId`, see `ConversationScope`. */
+  /**
+   * Oldest first; with `limit` (a whole number >= 0, else refused: AL_ERR_STATE_INPUT_INVALID), only the
+   * last `limit` messages; with `agentId`, see `ConversationScope`.
+   */
   listConversationMessages(conversationId: string, options?: { limit?: number } & ConversationScope): Promise<ConversationMessage[]>;
 }
 
@@ -349,6 +352,6 @@ export interface RuntimeSettingsStore {
   getSetting(key: string): Promise<JsonValue | undefined>;
   /** Write the value and its audit event atomically. */
   putSetting(key: string, value: JsonValue, audit: { actor: string; reason?: string }): Promise<SettingAuditEvent>;
-  /** Newest first. */
+  /** Newest first; `limit` a whole number >= 0, else refused (AL_ERR_STATE_INPUT_INVALID). */
   listSettingAudit(options?: { key?: string; limit?: number }): Promise<SettingAuditEvent[]>;
 }

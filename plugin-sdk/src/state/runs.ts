@@ -367,7 +367,10 @@ export interface RunStore {
     change?: RunStateChange,
     options?: AppendOptions,
   ): Promise<RunEvent[]>;
-  /** Events in seq order, after `afterSeq` (exclusive). */
+  /**
+   * Events in seq order, after `afterSeq` (exclusive), at most `limit`; either one that is not a whole
+   * number >= 0 is refused (AL_ERR_STATE_INPUT_INVALID).
+   */
   listEvents(runId: string, options?: { afterSeq?: number; limit?: number }): Promise<RunEvent[]>;
   /**
    * Record that observers have seen events up to `seq` (never moves backwards). A `seq` past the

@@ -54,6 +54,18 @@ export function describeConversationStoreConformance(name: string, factory: Stat
       expect(await store().listConversationMessages(id, { limit: 0 })).toEqual([]);
     });
 
+    it("refuses a limit that is not a whole number >= 0 as bad input, on every store alike", async () => {
+      const id = uniqueId("conv");
+      await store().appendConversationMessages(id, [message("1"), message("2")]);
+      for (const limit of [Number.NaN, 1.5, -1]) {
+        for (const options of [{ limit }, { limit, agentId: "support" }]) {
+          await expect(store().listConversationMessages(id, options), `limit ${limit}${options.agentId ? " of an agent" : ""}`).rejects.toMatchObject(
+            stateInputRefusal(`listConversationMessages(conversation "${id}") got limit ${limit}, which is not a whole number of entries`),
+          );
+        }
+      }
+    });
+
     it("returns an empty history for an unknown conversation", async () => {
       expect(await store().listConversationMessages(uniqueId("conv"))).toEqual([]);
     });
@@ -914,6 +926,16 @@ export function describeRuntimeSettingsStoreConformance(name: string, factory: S
       ]);
       expect((await store().listSettingAudit({ key: "a" })).map((e) => e.value)).toEqual([2, 1]);
       expect((await store().listSettingAudit({ limit: 1 })).map((e) => e.value)).toEqual([2]);
+    });
+
+    it("refuses an audit limit that is not a whole number >= 0 as bad input, on every store alike", async () => {
+      await store().putSetting("a", 1, { actor: "ops" });
+      for (const limit of [Number.NaN, 1.5, -1]) {
+        for (const options of [{ limit }, { limit, key: "a" }]) {
+          await expect(store().listSettingAudit(options), `limit ${limit}${options.key ? " of a key" : ""}`).rejects.toMatchObject(stateInputRefusal(`listSettingAudit got limit ${limit}, which is not a whole number of entries`));
+        }
+      }
+      expect(await store().listSettingAudit({ limit: 0 })).toEqual([]);
     });
 
     it("keeps value and audit in step when 10 writers race on one key", async () => {

@@ -340,6 +340,16 @@ export function describeRunStoreConformance(name: string, factory: StateKitFacto
         expect((await store().listEvents(run.id, { limit: 2 })).map((event) => event.seq)).toEqual([1, 2]);
       });
 
+      it("refuses an afterSeq that is not a whole number >= 0 as bad input, instead of failing in the store", async () => {
+        const { run } = await store().createRun(newRun());
+        await store().appendEvents(run.id, [{ type: "a" }, { type: "b" }]);
+        for (const afterSeq of [Number.NaN, 1.5, -1]) {
+          await expect(store().listEvents(run.id, { afterSeq })).rejects.toMatchObject(stateInputRefusal(`listEvents(run "${run.id}"): options.afterSeq must be a whole number >= 0, got ${afterSeq}`));
+        }
+        expect(await store().listEvents(run.id, { afterSeq: 0 })).toEqual(await store().listEvents(run.id));
+        expect(await store().listEvents(run.id, { afterSeq: Number.MAX_SAFE_INTEGER })).toEqual([]);
+      });
+
       it("moves observedSeq forward and never backwards", async () => {
         const { run } = await store().createRun(newRun());
         await store().appendEvents(run.id, [{ type: "a" }, { type: "b" }, { type: "c" }]);

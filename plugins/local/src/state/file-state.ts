@@ -475,12 +475,14 @@ export class FileStateAdapter implements StateAdapter {
   listEvents(runId: string, options: { afterSeq?: number; limit?: number } = {}): Promise<RunEvent[]> {
     return this.read(
       (tables) => {
-        if (options.limit !== undefined) checkListLimit(options.limit, `listEvents(run "${runId}")`);
+        const operation = `listEvents(run "${runId}")`;
+        if (options.limit !== undefined) checkListLimit(options.limit, operation);
+        if (options.afterSeq !== undefined) checkSeqNumber(operation, "options.afterSeq", options.afterSeq);
         const entry = tables.runs.get(runId);
         if (!entry) return [];
         const count = entry.eventTexts.length;
         // Seqs are contiguous from 1, so the event with seq n sits at index n - 1.
-        const start = Math.max(0, Math.min(count, Math.floor(options.afterSeq ?? 0)));
+        const start = Math.min(count, options.afterSeq ?? 0);
         const end = options.limit === undefined ? count : Math.min(count, start + options.limit);
         return tables.eventsOf(entry, start, end);
       },
@@ -667,14 +669,15 @@ export class FileStateAdapter implements StateAdapter {
   }
 
   listConversationMessages(conversationId: string, options: { limit?: number } & ConversationScope = {}): Promise<ConversationMessage[]> {
-    const { agentId } = options;
+    const { agentId, limit } = options;
     return this.read((tables) => {
+      if (limit !== undefined) checkListLimit(limit, `listConversationMessages(conversation "${conversationId}")`);
       const all = tables.conversations.get(conversationId) ?? [];
       // Filtered before the limit, so another agent's messages never use it up. Messages of logs and
       // snapshots written before agentId have none: legacy, listed to every agent.
       const list = agentId === undefined ? all : all.filter((message) => isInConversationScope(message, agentId));
       // slice(-0) would return everything, so a zero limit is handled on its own.
-      const tail = options.limit === undefined ? list : options.limit <= 0 ? [] : list.slice(-options.limit);
+      const tail = limit === undefined ? list : limit === 0 ? [] : list.slice(-limit);
       return tail.map((message) => ({ ...message, agentId: message.agentId ?? null }));
     });
   }
@@ -907,8 +910,9 @@ export class FileStateAdapter implements StateAdapter {
 
   listSettingAudit(options: { key?: string; limit?: number } = {}): Promise<SettingAuditEvent[]> {
     return this.read((tables) => {
+      if (options.limit !== undefined) checkListLimit(options.limit, "listSettingAudit");
       const newestFirst = tables.settingAudit.filter((event) => options.key === undefined || event.key === options.key).reverse();
-      return newestFirst.slice(0, options.limit === undefined ? undefined : Math.max(0, options.limit));
+      return newestFirst.slice(0, options.limit);
     });
   }
 

@@ -1,4 +1,4 @@
-import { checkConversationAppend, type ConversationMessage, type ConversationScope } from "@assemblyline-agents/core";
+import { checkConversationAppend, checkListLimit, type ConversationMessage, type ConversationScope } from "@assemblyline-agents/core";
 import type { StateDatabase } from "../database.js";
 import { decodeMessage } from "../rows.js";
 import { ArgumentCheck } from "../validate.js";
@@ -35,8 +35,9 @@ export async function listConversationMessages(
 ): Promise<ConversationMessage[]> {
   const check = new ArgumentCheck(`listConversationMessages(conversation "${conversationId}")`);
   const agentId = options.agentId === undefined ? undefined : check.string("options.agentId", options.agentId);
-  const limit = options.limit === undefined ? null : Math.floor(options.limit);
-  if (limit !== null && limit <= 0) return [];
+  const limit = options.limit ?? null;
+  if (limit !== null) checkListLimit(limit, check.operation);
+  if (limit === 0) return [];
   const rows =
     agentId === undefined
       ? await db.rows(check.operation, listStatement(db.s, false), [conversationId, limit])

@@ -169,7 +169,8 @@ export async function listEvents(
 ): Promise<RunEvent[]> {
   const operation = `listEvents(run "${runId}")`;
   if (options.limit !== undefined) checkListLimit(options.limit, operation);
-  const afterSeq = Math.min(Math.max(0, Math.floor(options.afterSeq ?? 0)), Number.MAX_SAFE_INTEGER);
+  if (options.afterSeq !== undefined) checkSeqNumber(operation, "options.afterSeq", options.afterSeq);
+  const afterSeq = options.afterSeq ?? 0;
   const rows = await db.rows(
     operation,
     // $2 as bigint: a position past the integer seq column's range holds nothing after it, rather than failing the cast.

@@ -1,4 +1,4 @@
-import { checkSettingWrite, type JsonValue, type SettingAuditEvent } from "@assemblyline-agents/core";
+import { checkListLimit, checkSettingWrite, type JsonValue, type SettingAuditEvent } from "@assemblyline-agents/core";
 import { randomUUID } from "node:crypto";
 import { jsonParam, type StateDatabase } from "../database.js";
 import { decodeSettingAudit } from "../rows.js";
@@ -39,14 +39,14 @@ export async function putSetting(
 
 /** Newest first. */
 export async function listSettingAudit(db: StateDatabase, options: { key?: string; limit?: number } = {}): Promise<SettingAuditEvent[]> {
-  const limit = options.limit === undefined ? null : Math.max(0, Math.floor(options.limit));
+  if (options.limit !== undefined) checkListLimit(options.limit, "listSettingAudit");
   const rows = await db.rows(
     "listSettingAudit",
     `SELECT id, key, value, previous, actor, reason, created_at FROM ${db.s}.setting_audit
      WHERE ($1::text IS NULL OR key = $1)
      ORDER BY position DESC
      LIMIT $2`,
-    [options.key ?? null, limit],
+    [options.key ?? null, options.limit ?? null],
   );
   return rows.map((row) => decodeSettingAudit(db.schema, row));
 }
