@@ -255,7 +255,9 @@ export class JsonFileState {
   /** @param {string} runId @param {{ afterSeq?: number, limit?: number }} [options] */
   async listEvents(runId, options = {}) {
     await this.ready();
-    if (options.limit !== undefined) checkListLimit(options.limit, `listEvents(run "${runId}")`);
+    const operation = `listEvents(run "${runId}")`;
+    if (options.limit !== undefined) checkListLimit(options.limit, operation);
+    if (options.afterSeq !== undefined) checkSeqNumber(operation, "options.afterSeq", options.afterSeq);
     const after = (this.doc.runs[runId]?.events ?? []).filter((event) => event.seq > (options.afterSeq ?? 0));
     return copy(options.limit === undefined ? after : after.slice(0, options.limit));
   }
@@ -445,10 +447,11 @@ export class JsonFileState {
    */
   async listConversationMessages(conversationId, options = {}) {
     await this.ready();
-    const { agentId } = options;
+    const { agentId, limit } = options;
+    if (limit !== undefined) checkListLimit(limit, `listConversationMessages(conversation "${conversationId}")`);
     const stored = this.doc.conversations[conversationId] ?? [];
     const all = agentId === undefined ? stored : stored.filter((message) => isInConversationScope(message, agentId));
-    const tail = options.limit === undefined ? all : options.limit <= 0 ? [] : all.slice(-options.limit);
+    const tail = limit === undefined ? all : limit === 0 ? [] : all.slice(-limit);
     return copy(tail).map((message) => ({ ...message, agentId: message.agentId ?? null }));
   }
 
