@@ -1196,7 +1196,8 @@ export class FileStateAdapter implements StateAdapter {
   private requireRun(tables: StateTables, runId: string) {
     const entry = tables.runs.get(runId);
     if (entry) return entry;
-    throw new AssemblyLineError("AL_ERR_RUN_NOT_FOUND", `no run with id "${runId}" exists in the state at ${this.directory}`, {
+    // The folder is in `details` only: the Node host answers this message to HTTP callers (a 404).
+    throw new AssemblyLineError("AL_ERR_RUN_NOT_FOUND", `no run with id "${runId}" exists in the file state`, {
       fix: "Create the run with createRun before writing to it, and check the run id.",
       details: { runId, directory: this.directory },
     });

@@ -5,8 +5,9 @@ import { RUN_COLUMNS, decodeRun, isJsonObject } from "../rows.js";
 import { ArgumentCheck, checkLeaseEnd, claimParams, fenceTokenParam } from "../validate.js";
 import { parameters, underPrefix, type Parameter } from "./prefix-range.js";
 
+/** The schema is in `details` only: the Node host answers this message to HTTP callers (a 404), who have no business knowing it. */
 export function runNotFound(db: StateDatabase, runId: string, operation: string): AssemblyLineError {
-  return new AssemblyLineError("AL_ERR_RUN_NOT_FOUND", `${operation}: no run with id "${runId}" exists in PostgreSQL schema "${db.schema}"`, {
+  return new AssemblyLineError("AL_ERR_RUN_NOT_FOUND", `${operation}: no run with id "${runId}" exists in the PostgreSQL state`, {
     fix: "Create the run with createRun before writing to it, and check the run id.",
     details: { runId, schema: db.schema },
   });
