@@ -5,7 +5,9 @@ import {
   SLOT_CONTRACTS,
   isAdapterDescriptor,
   isAssemblyLineError,
+  isTimerDelay,
   missingContractMethods,
+  MAX_TIMER_MS,
   withinTimeout,
   DEFAULT_PLUGIN_TIMEOUT_MS,
   type GatewayDefinition,
@@ -29,6 +31,7 @@ export interface Kernel extends PluginKernel {
 
 /** Create the hooks and let each plugin tap them, in order. */
 export async function createKernel(options: { plugins?: PluginDefinition[]; timeoutMs?: number } = {}): Promise<Kernel> {
+  checkPluginTimeout(options.timeoutMs, "createKernel");
   // The plugin whose apply(kernel) is running: each tap registered meanwhile is its, for the errors that name it and the slot guard.
   let applying: PluginDefinition | undefined;
   const hooks = createKernelHooks({ applyingPlugin: () => applying });
@@ -66,6 +69,7 @@ export async function materializeGateway(
   context: Omit<SlotContext, "slot">,
   options: { timeoutMs?: number } = {},
 ): Promise<MaterializedGateway> {
+  checkPluginTimeout(options.timeoutMs, "materializeGateway");
   const timeoutMs = options.timeoutMs ?? DEFAULT_PLUGIN_TIMEOUT_MS;
   const live: MaterializedGateway = {};
   const opened: Array<{ slot: GatewaySlot; plugin: string; adapter: unknown }> = [];
@@ -130,6 +134,12 @@ async function materializeSlots(
     }
     live[slot] = adapter;
   }
+}
+
+/** A timeoutMs a timer cannot wait for (0, Infinity, NaN, past MAX_TIMER_MS) would end every plugin call's wait at once. */
+function checkPluginTimeout(timeoutMs: number | undefined, owner: string): void {
+  if (timeoutMs === undefined || isTimerDelay(timeoutMs)) return;
+  throw new TypeError(`${owner}: timeoutMs is ${String(timeoutMs)}; give a number of milliseconds above 0 and at most ${MAX_TIMER_MS} (about 24.8 days), or leave it out for the default ${DEFAULT_PLUGIN_TIMEOUT_MS}`);
 }
 
 /** Close an adapter that has a close(), bounded like every plugin call. */

@@ -75,7 +75,7 @@ export const errorCatalogue = {
   AL_ERR_PLUGIN_KERNEL_MISMATCH: "A plugin's assemblyLine.kernel range does not include the running kernel's version, or its range on @assemblyline-agents/core does not include the host's core.",
   AL_ERR_PLUGIN_IMPORT: "A plugin package's main module is missing or threw while importing.",
   AL_ERR_PLUGIN_EXPORT: "A plugin package lacks its `plugin` export or an export its manifest names, or one of them returns the wrong thing.",
-  AL_ERR_PLUGIN_CONFIG_SCHEMA: "A plugin's configSchema file is missing, not JSON, or not a JSON Schema ajv compiles.",
+  AL_ERR_PLUGIN_CONFIG_SCHEMA: "A plugin's configSchema file lies outside its package (a path or a symbolic link leading out), is missing, is not JSON, or is not a JSON Schema ajv compiles.",
   AL_ERR_PLUGIN_OPTIONS: "The options a gateway.ts helper passes to a plugin's adapter, or a plugin factory is called with, break the plugin's config schema.",
   AL_ERR_PLUGIN_NOT_FOUND: "No installed package declares the plugin id a gateway.ts slot or a `plugins` command names.",
   AL_ERR_PLUGIN_DUPLICATE_ID: "Two different installed packages declare the same plugin id.",

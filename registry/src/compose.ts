@@ -13,8 +13,9 @@ import {
   type PluginDefinition,
   type RuntimeLogger,
 } from "@assemblyline-agents/core";
-import { DEFAULT_PLUGIN_TIMEOUT_MS, type PluginKernel } from "@assemblyline-agents/core";
+import type { PluginKernel } from "@assemblyline-agents/core";
 import { kernelHost } from "./kernel-host.js";
+import { pluginTimeoutMs } from "./plugin-timeout.js";
 import { checkAdapterOptions } from "./config-schema.js";
 import { scanInstalledPlugins, type DiscoveredPlugin } from "./discover.js";
 import { checkLiveContract, closeAdapter, inspectPluginPackage, type InspectedPlugin } from "./load.js";
@@ -41,7 +42,7 @@ export interface ComposeGatewayOptions {
   plugins?: string[];
   /** Default: this host's KERNEL_VERSION. */
   kernelVersion?: string;
-  /** Bound on each plugin's apply(kernel) and each adapter factory. Default DEFAULT_PLUGIN_TIMEOUT_MS. */
+  /** Bound on each plugin's apply(kernel), each adapter factory and each close(): above 0, at most MAX_TIMER_MS. Default DEFAULT_PLUGIN_TIMEOUT_MS. */
   timeoutMs?: number;
   /** Receives the dev-mode warnings. Default: none. */
   logger?: RuntimeLogger;
@@ -89,10 +90,10 @@ export interface MissingEnvVar {
  * the contract and facets its manifest claims.
  */
 export async function composeGateway(options: ComposeGatewayOptions): Promise<ComposedGateway> {
+  const timeoutMs = pluginTimeoutMs(options.timeoutMs, "composeGateway");
   const agentDir = resolve(options.agentDir);
   const env = options.env ?? process.env;
   const devMode = options.devMode ?? false;
-  const timeoutMs = options.timeoutMs ?? DEFAULT_PLUGIN_TIMEOUT_MS;
   const gateway = withSandboxFile(options.gateway ?? ({} as GatewayDefinition), options.sandbox);
   // The sandbox slot's descriptor came from sandbox.ts (gateway.ts has none): a refusal of its options points there.
   const sandboxFromFile = gateway.sandbox !== undefined && options.gateway?.sandbox === undefined;

@@ -2,8 +2,9 @@ import { mkdtemp, rm } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import type { GatewaySlot, StateAdapter } from "@assemblyline-agents/core";
-import { DEFAULT_PLUGIN_TIMEOUT_MS, type PluginKernel } from "@assemblyline-agents/core";
+import type { PluginKernel } from "@assemblyline-agents/core";
 import { kernelHost } from "./kernel-host.js";
+import { pluginTimeoutMs } from "./plugin-timeout.js";
 import { uniquePerTest } from "./unique-options.js";
 import { closeAdapter, describeAdapter, inspectPluginPackage, materializeProvided, type InspectedPlugin } from "./load.js";
 
@@ -38,7 +39,7 @@ async function memoryState(): Promise<StateAdapter> {
  * `plugins verify` imports this from the test file it generates.
  */
 export function conformanceSubjectFactory(options: ConformanceSubjectOptions): () => Promise<{ state: never; cleanup: () => Promise<void> }> {
-  const timeoutMs = options.timeoutMs ?? DEFAULT_PLUGIN_TIMEOUT_MS;
+  const timeoutMs = pluginTimeoutMs(options.timeoutMs, "conformanceSubjectFactory");
   let prepared: Promise<{ plugin: InspectedPlugin; kernel: PluginKernel }> | undefined;
   return async () => {
     prepared ??= (async () => {

@@ -12,6 +12,7 @@ import {
 } from "@assemblyline-agents/core";
 import { DEFAULT_PLUGIN_TIMEOUT_MS, withinTimeout, type PluginKernel } from "@assemblyline-agents/core";
 import { kernelHost } from "./kernel-host.js";
+import { pluginTimeoutMs } from "./plugin-timeout.js";
 import { checkAdapterOptions, compileConfigSchema } from "./config-schema.js";
 import { checkCoreRange, checkKernelRange, pluginRefusal, readPluginPackage, type PluginPackage, type PluginProvide } from "./manifest.js";
 import { hostCoreVersion, importPackageMain } from "./package-main.js";
@@ -152,7 +153,7 @@ export function checkLiveContract(plugin: PluginPackage, provide: PluginProvide,
 export interface LoadPluginOptions extends InspectOptions {
   /** The options a user would pass to each provided export in gateway.ts. Default: none. */
   options?: Record<string, unknown>;
-  /** Bound on apply(kernel) and on each adapter factory. Default DEFAULT_PLUGIN_TIMEOUT_MS. */
+  /** Bound on apply(kernel), on each adapter factory and each close(): above 0, at most MAX_TIMER_MS. Default DEFAULT_PLUGIN_TIMEOUT_MS. */
   timeoutMs?: number;
   /** What factories see as ctx.env. Default: process.env. */
   env?: Record<string, string | undefined>;
@@ -191,12 +192,12 @@ export interface LoadedPlugin extends InspectedPlugin {
  * open files or connections with them. Live adapters are closed afterwards.
  */
 export async function loadPluginPackage(packageDir: string, options: LoadPluginOptions = {}): Promise<LoadedPlugin> {
+  const timeoutMs = pluginTimeoutMs(options.timeoutMs, "loadPluginPackage");
   const plugin = await inspectPluginPackage(packageDir, options);
   const adapters = plugin.manifest.provides.map((provide) => ({ provide, descriptor: describeAdapter(plugin, provide, options.options) }));
   for (const { provide, descriptor } of adapters) await checkAdapterOptions(plugin, provide, descriptor.options);
   if (adapters.length === 0) return { ...plugin, adapters };
 
-  const timeoutMs = options.timeoutMs ?? DEFAULT_PLUGIN_TIMEOUT_MS;
   const kernel = await kernelHost().createKernel({ plugins: [plugin.plugin!], timeoutMs });
   const temporary = options.agentDir === undefined ? await mkdtemp(join(tmpdir(), `al-plugin-${plugin.manifest.id}-`)) : undefined;
   const context = { env: options.env ?? process.env, devMode: options.devMode ?? false, agentDir: options.agentDir ?? temporary! };

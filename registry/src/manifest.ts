@@ -2,6 +2,7 @@ import { readFile } from "node:fs/promises";
 import { join, resolve } from "node:path";
 import semver from "semver";
 import { AssemblyLineError, type ErrorCode, type GatewaySlot, type StateFacetName } from "@assemblyline-agents/core";
+import { isRangeOfSomeVersions, openAlternative } from "./bounded-range.js";
 import { describeSchemaErrors, pluginManifestValidator } from "./schemas.js";
 
 /** One adapter a plugin materializes through `hooks.slot`. */
@@ -17,7 +18,7 @@ export interface PluginProvide {
   facets?: StateFacetName[];
   /** Overrides the package-level `configSchema` for this adapter's options. */
   configSchema?: string;
-  /** The kit subject factory, for a contract whose kit needs more than the adapter (runtime@1). */
+  /** The kit subject factory `plugins verify` runs the contract's kit on instead of the materialized adapter; required for runtime@1. */
   conformance?: PluginConformance;
 }
 
@@ -144,9 +145,7 @@ export async function readPluginPackage(dir: string): Promise<PluginPackage> {
 
 function checkRangeSyntax(pkg: PluginPackage): void {
   const range = pkg.manifest.kernel;
-  const normalized = semver.validRange(range);
-  // validRange turns "x" and "*" into "*" and "latest" into null: a plugin must say which kernels it was tested with.
-  if (normalized === null || normalized === "*") {
+  if (!isRangeOfSomeVersions(range)) {
     throw pluginRefusal(
       "AL_ERR_PLUGIN_MANIFEST",
       pkg,
@@ -155,7 +154,7 @@ function checkRangeSyntax(pkg: PluginPackage): void {
     );
   }
   // ">=0.1.0" would load the plugin on every future major, whose contracts it has never seen: each alternative needs a ceiling.
-  const open = new semver.Range(range).set.find((comparators) => !comparators.some(hasCeiling));
+  const open = openAlternative(range);
   if (open) {
     throw pluginRefusal(
       "AL_ERR_PLUGIN_MANIFEST",
@@ -166,10 +165,6 @@ function checkRangeSyntax(pkg: PluginPackage): void {
     );
   }
 }
-
-/** A comparator that caps the versions a set admits: "<", "<=" or an exact version ("" with a version, not the "any" comparator). */
-const hasCeiling = (comparator: semver.Comparator): boolean =>
-  comparator.operator === "<" || comparator.operator === "<=" || (comparator.operator === "" && comparator.value !== "");
 
 /*
  * One adapter per slot: a gateway descriptor names only the plugin and the slot,

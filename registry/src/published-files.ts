@@ -4,7 +4,7 @@ import { tmpdir } from "node:os";
 import { dirname, isAbsolute, join, relative, resolve, sep } from "node:path";
 import { fileURLToPath } from "node:url";
 import { AssemblyLineError, type ErrorCode } from "@assemblyline-agents/core";
-import { configSchemaPath } from "./config-schema.js";
+import { configSchemaPath, packageConfigSchemaFile } from "./config-schema.js";
 import { pluginRefusal, type PluginConformance, type PluginPackage } from "./manifest.js";
 import { importPluginModule, packageEntry, packageSubpathTarget } from "./package-main.js";
 import { runNpm } from "./run-npm.js";
@@ -60,7 +60,7 @@ export async function checkPublishedFiles(pkg: PluginPackage): Promise<string[]>
     if (schema) needed.push({ path: inPackage(schema), why: `the configSchema of the ${provide.slot} adapter "${provide.name}"`, code: "AL_ERR_PLUGIN_CONFIG_SCHEMA" });
   }
   // A package without adapters (an engine) still has its factory read this schema at run time.
-  if (manifest.configSchema && manifest.provides.length === 0) needed.push({ path: inPackage(join(pkg.dir, manifest.configSchema)), why: "assemblyLine.configSchema", code: "AL_ERR_PLUGIN_CONFIG_SCHEMA" });
+  if (manifest.configSchema && manifest.provides.length === 0) needed.push({ path: inPackage(packageConfigSchemaFile(pkg, manifest.configSchema)), why: "assemblyLine.configSchema", code: "AL_ERR_PLUGIN_CONFIG_SCHEMA" });
   const modules: NeededFile[] = [main];
   for (const { module, where } of subjectModules(pkg)) {
     const target = packageSubpathTarget(pkg, module);

@@ -2,6 +2,7 @@ import { existsSync, readFileSync } from "node:fs";
 import { fileURLToPath } from "node:url";
 import { Ajv, type ErrorObject, type ValidateFunction } from "ajv";
 import semver from "semver";
+import { isBoundedRange } from "./bounded-range.js";
 
 /** The registry package's own folder (index.json, generated.json, schemas/). */
 export const REGISTRY_DIR = fileURLToPath(new URL("..", import.meta.url));
@@ -20,7 +21,11 @@ export const PLUGIN_SCHEMA_FILE = [new URL("../../plugin-schema.json", import.me
 /** Formats the registry's own schemas use, checked by semver rather than a pattern. */
 const SEMVER_FORMATS: Record<string, { validate: (value: string) => boolean; says: string }> = {
   semver: { validate: (value) => semver.valid(value) !== null, says: "must be a semver version (e.g. 1.2.0)" },
-  "semver-range": { validate: (value) => semver.validRange(value) !== null, says: "must be a semver range (e.g. ^0.1.0)" },
+  // The loader's rule for assemblyLine.kernel, so a listing never offers a plugin the loader refuses.
+  "kernel-range": {
+    validate: isBoundedRange,
+    says: 'must be a bounded semver range, as the loader requires of assemblyLine.kernel (e.g. ^0.1.0 or ">=0.1.0 <0.3.0"; no "*", "x", "latest", empty or open-ended range)',
+  },
 };
 
 let ajv: Ajv | undefined;

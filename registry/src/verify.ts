@@ -5,8 +5,8 @@ import { join, resolve } from "node:path";
 import { pathToFileURL } from "node:url";
 import { Writable } from "node:stream";
 import { isAssemblyLineError } from "@assemblyline-agents/core";
-import { DEFAULT_PLUGIN_TIMEOUT_MS } from "@assemblyline-agents/core";
 import { kernelHost } from "./kernel-host.js";
+import { pluginTimeoutMs } from "./plugin-timeout.js";
 import { inspectPluginPackage, loadPluginPackage } from "./load.js";
 import { CORE_PACKAGE, checkCoreRange, checkKernelRange, declaredCoreRange, readPluginPackage, type PluginConformance, type PluginPackage, type PluginProvide } from "./manifest.js";
 import { locateKitRunner, type KitRunner } from "./kit-runner.js";
@@ -15,7 +15,9 @@ import { hostCoreVersion, packageSubpathTarget } from "./package-main.js";
 
 /**
  * The conformance kit of each contract, as exported by
- * @assemblyline-agents/core/testkit, and the extra arguments it takes.
+ * @assemblyline-agents/core/testkit, and the extra arguments it takes. It runs
+ * on the adapter the plugin materializes, or on the subject factory the
+ * adapter's `conformance` entry names when it has one.
  * A contract without an entry is checked by its methods only.
  */
 export const CONFORMANCE_KITS: Record<string, { kit: string; extraArgs(provide: PluginProvide): unknown[]; withSchedules?: boolean }> = {
@@ -63,7 +65,7 @@ export interface VerifyOptions {
   /** Options passed to every provided export, as gateway.ts would. Default: none. */
   options?: Record<string, unknown>;
   env?: Record<string, string | undefined>;
-  /** Bound on apply(kernel), each factory and each close(). */
+  /** Bound on apply(kernel), each factory and each close(): above 0, at most MAX_TIMER_MS. Default DEFAULT_PLUGIN_TIMEOUT_MS. */
   timeoutMs?: number;
   /** Bound on each conformance test. Default 60 s. */
   testTimeoutMs?: number;
@@ -79,6 +81,8 @@ export interface VerifyOptions {
  * generated test file. Never throws for a broken plugin: the report says why.
  */
 export async function verifyPluginPackage(packageDir: string, options: VerifyOptions = {}): Promise<VerifyReport> {
+  // A caller's mistake, not the plugin's: thrown, not reported as a failed step.
+  const timeoutMs = pluginTimeoutMs(options.timeoutMs, "verifyPluginPackage");
   const dir = resolve(packageDir);
   const kernelVersion = options.kernelVersion ?? kernelHost().version;
   const report: VerifyReport = { ok: false, packageDir: dir, plugin: undefined, steps: [], kits: [] };
@@ -122,7 +126,7 @@ export async function verifyPluginPackage(packageDir: string, options: VerifyOpt
         kernelVersion,
         ...(options.options ? { options: uniquePerTest(options.options)! } : {}),
         ...(options.env ? { env: options.env } : {}),
-        ...(options.timeoutMs ? { timeoutMs: options.timeoutMs } : {}),
+        timeoutMs,
       });
       const claims = loaded.manifest.provides.map((provide) => `${provide.slot} "${provide.name}" has every method of ${provide.contract}${provide.facets ? ` (${provide.facets.join(", ")})` : ""}`);
       return claims.join("; ") || "nothing to materialize";
@@ -131,7 +135,7 @@ export async function verifyPluginPackage(packageDir: string, options: VerifyOpt
   // Not a gate for the kits: they run from the folder, which has every file either way.
   const published = await attempt("published files", async () => `npm pack would ship ${(await checkPublishedFiles(pkg!)).join(", ")}`);
 
-  report.kits = await runConformanceKits(pkg!, { ...options, kernelVersion });
+  report.kits = await runConformanceKits(pkg!, { ...options, kernelVersion, timeoutMs });
   report.ok = published && report.kits.every((kit) => kit.failed === 0);
   return report;
 }
@@ -201,15 +205,8 @@ async function runConformanceKits(pkg: PluginPackage, options: VerifyOptions & {
       await rm(work, { recursive: true, force: true });
     }
   };
-  for (const [index, provide] of pkg.manifest.provides.entries()) {
-    const kit = CONFORMANCE_KITS[provide.contract];
-    if (!kit) continue;
-    const outcome = outcomes[index]!;
-    await runKit(outcome, `${index}-${provide.slot}.test.mjs`, (found) => kitTestFile(pkg, provide, kit, found, options));
-    options.onProgress?.({ kit: outcome });
-  }
-  for (const [index, { outcome, conformance, where }] of subjectKits.entries()) {
-    if (!outcomes.includes(outcome)) outcomes.push(outcome);
+  /** Run `outcome`'s kit on the subject factory `conformance` names, or fail it naming what is missing. */
+  const runOnSubject = async (outcome: KitOutcome, conformance: PluginConformance | undefined, where: string, fileName: string, extraArgs: unknown[] = []): Promise<void> => {
     const subject = conformance ? packageSubpathUrl(pkg, conformance.module) : undefined;
     if (!conformance) {
       outcome.failed += 1;
@@ -219,21 +216,35 @@ async function runConformanceKits(pkg: PluginPackage, options: VerifyOptions & {
       outcome.failed += 1;
       outcome.failures.push({ test: "(finding the kit subject)", message: `${where}.conformance.module "${conformance.module}" is not in the package's exports map` });
     } else {
-      await runKit(outcome, `subject-${index}-${outcome.slot}-${outcome.name}.test.mjs`, (found) => subjectKitTestFile(pkg, outcome, conformance, subject, found));
+      await runKit(outcome, fileName, (found) => subjectKitTestFile(pkg, outcome, conformance, subject, found, extraArgs));
     }
+  };
+  for (const [index, provide] of pkg.manifest.provides.entries()) {
+    const kit = CONFORMANCE_KITS[provide.contract];
+    if (!kit) continue;
+    const outcome = outcomes[index]!;
+    // A named subject factory is what the author says the kit needs (a fake provider, a scratch database): the kit runs on it, not on the adapter verify materializes.
+    if (provide.conformance) await runOnSubject(outcome, provide.conformance, `assemblyLine.provides[${index}]`, `${index}-${provide.slot}-subject.test.mjs`, kit.extraArgs(provide));
+    else await runKit(outcome, `${index}-${provide.slot}.test.mjs`, (found) => kitTestFile(pkg, provide, kit, found, options));
+    options.onProgress?.({ kit: outcome });
+  }
+  for (const [index, { outcome, conformance, where }] of subjectKits.entries()) {
+    if (!outcomes.includes(outcome)) outcomes.push(outcome);
+    await runOnSubject(outcome, conformance, where, `subject-${index}-${outcome.slot}-${outcome.name}.test.mjs`);
     options.onProgress?.({ kit: outcome });
   }
   return outcomes;
 }
 
-function subjectKitTestFile(pkg: PluginPackage, outcome: KitOutcome, conformance: PluginConformance, subjectUrl: string, runner: KitRunner): string {
+function subjectKitTestFile(pkg: PluginPackage, outcome: KitOutcome, conformance: PluginConformance, subjectUrl: string, runner: KitRunner, extraArgs: unknown[]): string {
   const title = `${pkg.manifest.id}@${pkg.version} ${outcome.slot} "${outcome.name}"`;
+  const args = [JSON.stringify(title), "subject", ...extraArgs.map((arg) => JSON.stringify(arg))];
   return [
     "// Generated by `assembly-line plugins verify`; removed when it finishes.",
     `import { ${outcome.kit} } from ${JSON.stringify(runner.testkitUrl)};`,
     `import { ${conformance.export} as subject } from ${JSON.stringify(subjectUrl)};`,
     "",
-    `${outcome.kit}(${JSON.stringify(title)}, subject);`,
+    `${outcome.kit}(${args.join(", ")});`,
     "",
   ].join("\n");
 }
@@ -251,7 +262,7 @@ function kitTestFile(pkg: PluginPackage, provide: PluginProvide, kit: { kit: str
     kernelVersion: options.kernelVersion,
     ...(options.options ? { options: options.options } : {}),
     ...(options.env ? { env: options.env } : {}),
-    timeoutMs: options.timeoutMs ?? DEFAULT_PLUGIN_TIMEOUT_MS,
+    timeoutMs: options.timeoutMs,
     ...(kit.withSchedules ? { withSchedules: true } : {}),
   };
   const title = `${pkg.manifest.id}@${pkg.version} ${provide.slot} "${provide.name}"`;

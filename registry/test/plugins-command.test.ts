@@ -132,6 +132,41 @@ describe("assembly-line plugins verify", () => {
     expect(out).toMatch(/- .*ConversationStore conformance > lists appended messages oldest first, per conversation: /);
   });
 
+  it("runs a state adapter's kit on the subject factory its conformance entry names, not on the adapter verify materializes", async () => {
+    const named = await mkdtemp(join(tmpdir(), "al-verify-state-subject-"));
+    folders.push(named);
+    await cp(thirdParty, named, { recursive: true, filter: (source) => !source.includes("node_modules") });
+    const packageJson = JSON.parse(await readFile(join(named, "package.json"), "utf8")) as {
+      exports: Record<string, unknown>;
+      files: string[];
+      assemblyLine: { provides: Array<Record<string, unknown>> };
+    };
+    packageJson.exports["./testkit"] = "./testkit.js";
+    packageJson.files.push("testkit.js");
+    packageJson.assemblyLine.provides[0]!.conformance = { module: "./testkit", export: "forgetfulStateKitSubject" };
+    await writeFile(join(named, "package.json"), JSON.stringify(packageJson, null, 2));
+    // The adapter the plugin materializes is sound; the subject its author names forgets conversations, and only its kit run can say so.
+    await writeFile(join(named, "testkit.js"), [
+      'import { mkdtemp, rm } from "node:fs/promises";',
+      'import { tmpdir } from "node:os";',
+      'import { join } from "node:path";',
+      `import { JsonFileState } from ${JSON.stringify(join(thirdParty, "src/json-file-state.js"))};`,
+      "class Forgetful extends JsonFileState { async listConversationMessages() { return []; } }",
+      "export async function forgetfulStateKitSubject() {",
+      '  const dir = await mkdtemp(join(tmpdir(), "al-forgetful-subject-"));',
+      '  const state = await Forgetful.open({ file: join(dir, "state.json") });',
+      "  return { state, cleanup: async () => { await state.close(); await rm(dir, { recursive: true, force: true }); } };",
+      "}",
+    ].join("\n"));
+    const { code, out } = await plugins("verify", named);
+    expect(code).toBe(1);
+    expect(out).toMatch(/pass {2}options and live contracts: state "jsonfile" has every method of state@1/);
+    expect(out).toMatch(/pass {2}published files: npm pack would ship .*testkit\.js/);
+    expect(out).toMatch(/FAIL {2}conformance state "jsonfile" \(state@1\) with describeStateConformance: \d+ passed, [1-9]\d* failed/);
+    // The manifest's facets reach the kit: the conversations facet is checked on the named subject.
+    expect(out).toMatch(/- .*ConversationStore conformance > lists appended messages oldest first, per conversation: /);
+  });
+
   it("runs the channel kit for a package's channels: the Discord channel passes", async () => {
     const { code, out } = await plugins("verify", join(root, "plugins/discord"));
     expect(code).toBe(0);

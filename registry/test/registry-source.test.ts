@@ -156,7 +156,7 @@ describe("the registry index is data that can be refreshed", () => {
   it("refuses an entry whose version is not semver, whose kernel is not a semver range or whose facets are not state facets, naming the entry and the field", async () => {
     const cases: Array<[string, (entry: Record<string, unknown>) => void, string]> = [
       ["version", (entry) => (entry.version = "banana"), '"acme-kv": /plugins/acme-kv/version must be a semver version'],
-      ["kernel", (entry) => (entry.kernel = "not a range"), '"acme-kv": /plugins/acme-kv/kernel must be a semver range'],
+      ["kernel", (entry) => (entry.kernel = "not a range"), '"acme-kv": /plugins/acme-kv/kernel must be a bounded semver range'],
       ["facets", (entry) => ((entry.provides as Array<Record<string, unknown>>)[0]!.facets = ["runs", "bogus"]), '"acme-kv": /plugins/acme-kv/provides/0/facets/1 must be equal to one of the allowed values (runs, conversations,'],
     ];
     for (const [field, spoil, says] of cases) {
@@ -168,6 +168,21 @@ describe("the registry index is data that can be refreshed", () => {
       expect(isAssemblyLineError(refusal, "AL_ERR_REGISTRY_INVALID"), `${field}: ${String(refusal)}`).toBe(true);
       expect((refusal as Error).message, field).toContain(`the registry at ${file} has an invalid plugin ${says}`);
     }
+  });
+
+  it("refuses an entry whose kernel range the loader would refuse (any version, or no upper bound), naming the entry", async () => {
+    for (const kernel of ["*", "x", ">=0.1.0", "^0.1.0 || >=1.0.0", ""]) {
+      const snapshot = await newerSnapshot();
+      (snapshot.plugins.at(-1)! as { kernel: string }).kernel = kernel;
+      served = snapshot;
+      const refusal = await loadRegistry({ source: url }).catch((error: unknown) => error);
+      expect(isAssemblyLineError(refusal, "AL_ERR_REGISTRY_INVALID"), `${kernel}: ${String(refusal)}`).toBe(true);
+      expect((refusal as Error).message, kernel).toContain('has an invalid plugin "acme-kv": /plugins/acme-kv/kernel must be a bounded semver range, as the loader requires of assemblyLine.kernel');
+    }
+    const bounded = await newerSnapshot();
+    (bounded.plugins.at(-1)! as { kernel: string }).kernel = ">=0.1.0 <0.3.0";
+    served = bounded;
+    expect((await loadRegistry({ source: url })).entries.find((entry) => entry.id === "acme-kv")).toMatchObject({ kernel: ">=0.1.0 <0.3.0" });
   });
 
   it("lets plugins search and info find a plugin published after this version, with the index's age on stderr", async () => {
