@@ -12,6 +12,12 @@ export interface ExecResult {
 /** One isolated workspace: files and a shell rooted at `/workspace`. */
 export interface Sandbox {
   readonly id: string;
+  /**
+   * The bytes of each of stdout and stderr `exec` keeps when a call gives no `maxOutputBytes`
+   * (the adapter's own option): the `bash` tool keeps no more than this, nor than 64 KiB.
+   * Optional: without it `bash` keeps 64 KiB.
+   */
+  readonly maxOutputBytes?: number;
   /** Paths are logical, under `/workspace`. */
   readFile(path: string): Promise<Uint8Array>;
   /** Creates missing folders; through a symlink inside the workspace it writes the link's target; an existing file keeps its mode. */

@@ -1,5 +1,5 @@
 import { createHash } from "node:crypto";
-import { defineTool, holdsControlCharacter, isAssemblyLineError, type ToolExecutionContext } from "@assemblyline-agents/core";
+import { defineTool, holdsControlCharacter, isAssemblyLineError, type Sandbox, type ToolExecutionContext } from "@assemblyline-agents/core";
 import { runtimeFilesystemOf } from "../filesystem/context-access.js";
 import { compileLinePattern } from "../filesystem/line-pattern.js";
 import { resolveLogicalPath } from "../filesystem/runtime-filesystem.js";
@@ -257,6 +257,15 @@ export const grepTool = defineTool<{ pattern: string; path: string }, GrepOutput
   }),
 });
 
+/** The most of each of stdout and stderr a `bash` call hands the model, whatever the sandbox would keep. */
+const MAX_BASH_OUTPUT_BYTES = 64 * 1024;
+
+/** What `bash` keeps of each output stream: the sandbox's own cap (`maxOutputBytes` of dockerSandbox, localSandbox, ...) when it is smaller. */
+function bashOutputCap(sandbox: Sandbox): number {
+  const own = sandbox.maxOutputBytes;
+  return typeof own === "number" && Number.isInteger(own) && own >= 0 ? Math.min(own, MAX_BASH_OUTPUT_BYTES) : MAX_BASH_OUTPUT_BYTES;
+}
+
 export const bashTool = defineTool<{ command: string; timeoutMs?: number }, { exitCode: number; stdout: string; stderr: string; timedOut: boolean; truncated: boolean }>({
   description: "Run a shell command in the workspace (cwd /workspace; prefer relative paths). Returns exit code, stdout and stderr.",
   inputSchema: {
@@ -270,6 +279,6 @@ export const bashTool = defineTool<{ command: string; timeoutMs?: number }, { ex
   async execute(input, ctx) {
     const sandbox = await ctx.getSandbox();
     // Without the model's timeoutMs, the sandbox's own default applies (its defaultTimeoutMs: 60 s unless the host set another).
-    return sandbox.exec(input.command, { cwd: "/workspace", ...(input.timeoutMs !== undefined ? { timeoutMs: input.timeoutMs } : {}), maxOutputBytes: 64 * 1024 });
+    return sandbox.exec(input.command, { cwd: "/workspace", ...(input.timeoutMs !== undefined ? { timeoutMs: input.timeoutMs } : {}), maxOutputBytes: bashOutputCap(sandbox) });
   },
 });

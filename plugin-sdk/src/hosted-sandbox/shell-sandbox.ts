@@ -66,6 +66,10 @@ export class ShellSandbox implements Sandbox {
     private readonly provider: string,
   ) {}
 
+  get maxOutputBytes(): number {
+    return this.defaults.maxOutputBytes;
+  }
+
   async readFile(path: string): Promise<Uint8Array> {
     const logical = workspacePath(path);
     const result = await this.script("locate", logical);

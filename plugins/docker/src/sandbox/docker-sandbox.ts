@@ -86,6 +86,11 @@ export class DockerSandbox implements Sandbox {
     this.#container = container;
   }
 
+  /** What exec keeps of each output stream when a call gives no maxOutputBytes. */
+  get maxOutputBytes(): number {
+    return this.defaults.maxOutputBytes;
+  }
+
   /** The container the handle's calls go to now. */
   get container(): Docker.Container {
     return this.#container;

@@ -59,6 +59,11 @@ export class LocalSandbox implements Sandbox {
     this.records = new CommandRecords(folders.commands);
   }
 
+  /** What exec keeps of each output stream when a call gives no maxOutputBytes. */
+  get maxOutputBytes(): number {
+    return this.defaults.maxOutputBytes;
+  }
+
   async readFile(path: string): Promise<Uint8Array> {
     return this.whileLive(() => this.#readFile(path));
   }
