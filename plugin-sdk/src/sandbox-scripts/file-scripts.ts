@@ -40,7 +40,7 @@ export const FILE_SCRIPT_EXIT = {
   workspaceMissing: 8,
   /** write: a FIFO, a socket or a device stands at the path. */
   notRegularFile: 9,
-  /** write: the file holds fewer bytes than were sent (its stdin was cut short). */
+  /** write: fewer bytes arrived than were sent (its stdin was cut short). */
   shortWrite: 10,
 } as const;
 
@@ -133,17 +133,34 @@ if [ -f "$t" ]; then stat -c '%a %u %g %h' -- "$t"; else echo new; fi
 printf '%s\\n' "$t"`,
 
   /*
-   * Writes stdin to the file, as the user the script runs as: a file already
-   * there keeps its mode and owner; one with other names (a hard link) is
-   * replaced, so they keep their content, as the local sandbox does. $2 is the
-   * byte count sent, so a stream cut short never passes for the whole file.
+   * Writes stdin to the file, as the user the script runs as, whole: to a fresh name in the same
+   * folder, then renamed over the file, so a reader or a write of the same file at the same time
+   * sees the old bytes or the new, never a mix, and a write cut short leaves the old bytes (and
+   * perhaps a stray .al-write-* file). A file already there keeps its mode, and its owner where
+   * this user may give it; one with other names (a hard link) is replaced, so they keep their
+   * content, as the local sandbox does. It is written only with the rights writing it in place
+   * would need; a folder this user may not write, holding a file it may, is written in place.
+   * $2 is the byte count sent, so a stream cut short never passes for the whole file.
    */
   write: `${WRITE_TARGET}
 [ -e "$t" ] && [ ! -f "$t" ] && exit ${FILE_SCRIPT_EXIT.notRegularFile}
-relinked=
-if [ -f "$t" ] && [ "$(stat -c %h -- "$t")" -gt 1 ]; then relinked=$(stat -c %a -- "$t") && rm -f -- "$t" || exit 1; fi
+owner=
+if [ -f "$t" ]; then
+  [ -w "$t" ] || { printf 'cannot write %s: Permission denied\\n' "$t" >&2; exit 1; }
+  mode=$(stat -c %a -- "$t") && owner=$(stat -c %u:%g -- "$t") || exit 1
+else
+  mode=$(printf %o $((0666 & ~0$(umask))))
+fi
+if s=$(mktemp "\${t%/*}/.al-write-XXXXXX" 2>/dev/null); then
+  trap 'rm -f -- "$s"' EXIT
+  cat > "$s" || exit 1
+  [ "$(stat -c %s -- "$s")" = "$2" ] || exit ${FILE_SCRIPT_EXIT.shortWrite}
+  [ -z "$owner" ] || chown "$owner" -- "$s" 2>/dev/null
+  chmod "$mode" -- "$s" && mv -f -- "$s" "$t" || exit 1
+  exit 0
+fi
+[ -f "$t" ] && [ "$(stat -c %h -- "$t")" -eq 1 ] || { printf 'cannot write %s: its folder is not writable\\n' "$t" >&2; exit 1; }
 cat > "$t" || exit 1
-[ -z "$relinked" ] || chmod "$relinked" -- "$t" || exit 1
 [ "$(stat -c %s -- "$t")" = "$2" ] || exit ${FILE_SCRIPT_EXIT.shortWrite}`,
 
   /** Only the parent is resolved: rm removes a symlink itself, never its target. */

@@ -6,7 +6,7 @@ export * from "./state/index.js";
 export { describeBlobStoreConformance } from "./blob.js";
 export { describeDeployConformance } from "./deploy.js";
 export { describeRateLimiterStoreConformance } from "./rate-limiter.js";
-export { describeSandboxConformance } from "./sandbox.js";
+export { describeSandboxConformance, type SandboxConformanceClaims } from "./sandbox.js";
 export { itIsReplaySafe } from "./replay-stress.js";
 export { describeChannelConformance, deliveryMetadataOf, type ChannelKitEvent, type ChannelKitSubject } from "./channel.js";
 export { describeTelemetrySinkConformance, type DeliveredSpan, type TelemetrySinkSubject } from "./telemetry-sink.js";

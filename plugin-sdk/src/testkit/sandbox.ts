@@ -7,13 +7,35 @@ import { useSubject, type StateKitFactory } from "./state/subject.js";
 
 const text = (body: Uint8Array) => new TextDecoder().decode(body);
 
+/** "3×a 2×b": how `content` runs, its first runs, for a failure message. */
+function runsOf(content: string, most = 12): string {
+  const runs: string[] = [];
+  for (let start = 0; start < content.length && runs.length < most; ) {
+    let end = start + 1;
+    while (end < content.length && content[end] === content[start]) end += 1;
+    runs.push(`${end - start}×${JSON.stringify(content[start])}`);
+    start = end;
+  }
+  return runs.join(" ");
+}
+
+/** What an adapter claims beyond the contract every adapter keeps; each claim adds the cases that check it. */
+export interface SandboxConformanceClaims {
+  /**
+   * writeFile replaces a file whole (written beside it, then renamed over it): two writes of the
+   * same file at once leave one of them, never a mix. An adapter whose provider uploads into the
+   * file in place does not claim it.
+   */
+  wholeFileWrites?: boolean;
+}
+
 /**
  * The SandboxAdapter contract: one workspace per key, files under logical
  * `/workspace` paths that cannot escape it, a shell that starts in the
  * workspace with a timeout and an output cap, and (optional) `listKeys` naming
- * the keys it holds.
+ * the keys it holds; and the `claims` the adapter makes.
  */
-export function describeSandboxConformance(name: string, factory: StateKitFactory<SandboxAdapter>): void {
+export function describeSandboxConformance(name: string, factory: StateKitFactory<SandboxAdapter>, claims: SandboxConformanceClaims = {}): void {
   describe(`${name}: SandboxAdapter conformance`, () => {
     const adapter = useSubject(factory);
     const key = () => `kit-${randomUUID()}`;
@@ -121,6 +143,21 @@ export function describeSandboxConformance(name: string, factory: StateKitFactor
       expect(text(await sandbox.readFile("/workspace/tool.sh"))).toBe("new");
       expect((await sandbox.exec("[ -L link.sh ] && stat -c %a tool.sh")).stdout.trim()).toBe("750");
     });
+
+    it.runIf(claims.wholeFileWrites === true)("leaves one whole write of several made at once to the same file, never a mix, and no other file", async () => {
+      const sandbox = await adapter().acquire(key());
+      // Large enough that each write takes many chunks: written in place, they interleave (or one sees the file cut short by another).
+      const size = 4 * 1024 * 1024;
+      const contents = ["a", "b", "c", "d"].map((letter) => letter.repeat(size));
+      for (let round = 1; round <= 10; round += 1) {
+        const written = await Promise.allSettled(contents.map((content) => sandbox.writeFile("/workspace/raced.txt", content)));
+        expect(written.map((outcome) => (outcome.status === "rejected" ? String(outcome.reason) : outcome.status)), `round ${round}`).toEqual(contents.map(() => "fulfilled"));
+        const held = text(await sandbox.readFile("/workspace/raced.txt"));
+        // Any may win: only a mix fails.
+        expect(contents.includes(held), `round ${round}: the file holds ${held.length} bytes: ${runsOf(held)}`).toBe(true);
+      }
+      expect((await sandbox.listFiles("/workspace")).map((entry) => entry.path)).toEqual(["/workspace/raced.txt"]);
+    }, 120_000);
 
     it("keeps the spaces at the ends of a folder's or file's name", async () => {
       const sandbox = await adapter().acquire(key());

@@ -77,6 +77,22 @@ if (probe.available) {
       expect((await box.exec("stat -c %a kept.sh; cat a; echo; cat b")).stdout).toBe("750\nnew\nshared");
     }, 60_000);
 
+    it("leaves the file's old content when the write is killed partway, never the part it had written", async () => {
+      const size = 32 * 1024 * 1024;
+      const old = "o".repeat(size);
+      const replacement = "n".repeat(size);
+      await box.writeFile("killed.txt", old);
+      // Kills the first process named cat it sees: the one the write copies its bytes with (a crash of the write, as far as the file knows).
+      const killer = box.exec("while :; do for comm in /proc/[0-9]*/comm; do read -r name < \"$comm\" 2>/dev/null || continue; if [ \"$name\" = cat ]; then pid=${comm#/proc/}; kill -KILL \"${pid%/comm}\"; exit 0; fi; done; done", { timeoutMs: 30_000 });
+      const written = await outcome(box.writeFile("killed.txt", replacement));
+      await killer;
+      const held = new TextDecoder().decode(await box.readFile("killed.txt"));
+      // The killer may miss a write that ends first: then the new content is whole, as it must be.
+      expect(held === old || held === replacement, `the file holds ${held.length} bytes, starting ${JSON.stringify(held.slice(0, 8))}, after a write that ${written instanceof Error ? `failed: ${written.message}` : "succeeded"}`).toBe(true);
+      if (written instanceof Error) expect(held).toBe(old);
+      expect((await box.exec("ls -A /workspace | grep -c al-write")).stdout, "a stray temporary file").toBe("0\n");
+    }, 60_000);
+
     it("refuses to write over a FIFO instead of waiting for its other end", async () => {
       await box.exec("mkfifo /workspace/fifo");
       const error = await outcome(box.writeFile("fifo", "x"));

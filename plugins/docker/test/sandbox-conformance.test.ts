@@ -18,5 +18,5 @@ if (probe.available) {
     scopes.push(scope);
     const adapter = new DockerSandboxAdapter({ image: images.busybox, network: "none", scope, docker });
     return { state: adapter, cleanup: () => removeScope(docker, scope) };
-  });
+  }, { wholeFileWrites: true });
 }

@@ -7,4 +7,4 @@ import { LocalSandboxAdapter } from "../src/index.js";
 describeSandboxConformance("LocalSandboxAdapter", async () => {
   const root = await mkdtemp(join(tmpdir(), "al-sandbox-kit-"));
   return { state: new LocalSandboxAdapter({ root }), cleanup: () => rm(root, { recursive: true, force: true }) };
-});
+}, { wholeFileWrites: true });

@@ -1,7 +1,7 @@
 import { AssemblyLineError, SANDBOX_COMMAND_MARK_VARIABLE, checkExecOptions, checkWriteContent, type ExecResult, type Sandbox, type SandboxExecOptions } from "@assemblyline-agents/core";
 import type { ChildProcess } from "node:child_process";
 import { constants } from "node:fs";
-import { lstat, mkdir, open, readdir, readlink, realpath, rename, rm, stat } from "node:fs/promises";
+import { lstat, mkdir, open, readdir, readlink, realpath, rename, rm, stat, type FileHandle } from "node:fs/promises";
 import { randomUUID } from "node:crypto";
 import { basename, dirname, join, resolve } from "node:path";
 import { CommandRecords } from "./command-records.js";
@@ -127,28 +127,20 @@ export class LocalSandbox implements Sandbox {
     }
   }
 
+  /**
+   * Written beside the file, then renamed over it: a reader, or a write of the same file at the
+   * same time, sees the old bytes or the new, never a mix, and a write cut short leaves the old.
+   * That also leaves a hard link's other names (maybe outside the workspace) their content.
+   */
   async #writeFile(path: string, content: Uint8Array | string): Promise<void> {
     const { logical, relative } = parseWorkspacePath(path);
-    // Before the file is opened: the write truncates it first.
+    // Before the file's folders are made.
     checkWriteContent(content, logical);
     if (relative === "") throw fsError(systemError("EISDIR"), "write", logical);
     try {
       const target = await this.resolveForWrite(join(this.folders.workspace, relative), path);
       await mkdir(dirname(target), { recursive: true });
-      const { handle } = await openRegularFile(target, constants.O_WRONLY | constants.O_CREAT, logical, "write", 0o644);
-      let shared: { mode: number } | undefined;
-      try {
-        const stats = await handle.stat();
-        // A hard link shares its bytes with another name, maybe outside the workspace: that name must keep its content.
-        if (stats.nlink > 1) shared = { mode: stats.mode & 0o7777 };
-        else {
-          await handle.truncate(0);
-          await handle.writeFile(content);
-        }
-      } finally {
-        await handle.close();
-      }
-      if (shared) await replaceFile(target, content, shared.mode);
+      await replaceFile(target, content, await writableFile(target, logical));
     } catch (error) {
       throw fsError(error, "write", logical);
     }
@@ -352,23 +344,69 @@ export function badOption(name: string, value: unknown, expected: string): Assem
   });
 }
 
+/** What a write keeps of the file already at `target`; undefined when there is none. */
+interface ReplacedFile {
+  mode: number;
+  uid: number;
+  gid: number;
+  links: number;
+}
+
 /**
- * Write `content` as a new file at `target`, in place of what is there (a hard link to a file
- * that other names share): written beside it, then renamed over it, keeping the mode.
+ * The file at `target`, opened for writing (never truncated) to check it may be written, as writing
+ * it in place would need: a folder, a FIFO or a device there is refused, as is a file this user may not write.
  */
-async function replaceFile(target: string, content: Uint8Array | string, mode: number): Promise<void> {
-  const temporary = join(dirname(target), `.al-write-${randomUUID()}`);
-  const handle = await open(temporary, constants.O_WRONLY | constants.O_CREAT | constants.O_EXCL | constants.O_NOFOLLOW, mode);
+async function writableFile(target: string, logical: string): Promise<ReplacedFile | undefined> {
+  let opened: Awaited<ReturnType<typeof openRegularFile>>;
   try {
-    await handle.writeFile(content);
-    await handle.chmod(mode);
-  } finally {
-    await handle.close();
+    opened = await openRegularFile(target, constants.O_WRONLY, logical, "write");
+  } catch (error) {
+    if ((error as NodeJS.ErrnoException).code === "ENOENT") return undefined;
+    throw error;
+  }
+  await opened.handle.close();
+  const { mode, uid, gid, nlink } = opened.stats;
+  return { mode: mode & 0o7777, uid, gid, links: nlink };
+}
+
+/**
+ * Write `content` at `target` whole: to a fresh name in the same folder, then renamed over it,
+ * keeping an existing file's mode, and its owner where this user may give it. A folder this user
+ * may not write, holding a file it may, is written in place, as a command would write it.
+ */
+async function replaceFile(target: string, content: Uint8Array | string, existing: ReplacedFile | undefined): Promise<void> {
+  const temporary = join(dirname(target), `.al-write-${randomUUID()}`);
+  let handle: FileHandle;
+  try {
+    handle = await open(temporary, constants.O_WRONLY | constants.O_CREAT | constants.O_EXCL | constants.O_NOFOLLOW, existing?.mode ?? 0o644);
+  } catch (error) {
+    if (existing && existing.links === 1 && ["EACCES", "EPERM"].includes((error as NodeJS.ErrnoException).code ?? "")) return writeInPlace(target, content);
+    throw error;
   }
   try {
+    try {
+      await handle.writeFile(content);
+      if (existing) {
+        const made = await handle.stat();
+        // Only root may give a file away: another owner's file becomes this user's, as a command's copy would.
+        if (made.uid !== existing.uid || made.gid !== existing.gid) await handle.chown(existing.uid, existing.gid).catch(() => undefined);
+        await handle.chmod(existing.mode);
+      }
+    } finally {
+      await handle.close();
+    }
     await rename(temporary, target);
   } catch (error) {
     await rm(temporary, { force: true });
     throw error;
+  }
+}
+
+async function writeInPlace(target: string, content: Uint8Array | string): Promise<void> {
+  const handle = await open(target, constants.O_WRONLY | constants.O_TRUNC | constants.O_NOFOLLOW | constants.O_NONBLOCK);
+  try {
+    await handle.writeFile(content);
+  } finally {
+    await handle.close();
   }
 }
