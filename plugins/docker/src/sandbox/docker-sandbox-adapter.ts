@@ -214,6 +214,7 @@ export class DockerSandboxAdapter implements SnapshottingSandboxAdapter {
   /**
    * The key's container, running: the existing one (started again if stopped), or, when there is none or it cannot start, a new one.
    * `leftovers`: stop the commands an earlier owner left running in an existing one (at this process's first opening).
+   * An existing one is handed to the user commands run as, as a new one is: whoever made it may not have got that far.
    */
   private async openContainer(key: string, leftovers = true): Promise<Docker.Container> {
     const existing = await this.find(key);
@@ -222,6 +223,8 @@ export class DockerSandboxAdapter implements SnapshottingSandboxAdapter {
       // Opened by this process for the first time: any command still running was left by the run's earlier owner.
       // Restarted: nothing runs, but the pid files of the commands the stop killed are left, naming numbers a new command may get.
       if (leftovers || state === "started") await killLeftoverCommands(existing, this.options.engineTimeoutMs);
+      // The process that made it may have died (or given up on a late engine answer) before handing /workspace over.
+      await this.giveWorkspaceTo(this.wrap(key, existing));
       return existing;
     }
     const [latest] = this.options.snapshot ? await this.listSnapshots(key) : [];
