@@ -1,5 +1,5 @@
 import { isAssemblyLineError } from "@assemblyline-agents/core";
-import { afterAll, describe, expect, it } from "vitest";
+import { afterAll, describe, expect, it, onTestFinished } from "vitest";
 import { DockerSandboxAdapter } from "../src/index.js";
 import { baseImages, probeEngine, randomScope, removeScope } from "./support/engine.js";
 import { startFreezableEngineProxy } from "./support/freezable-engine-proxy.js";
@@ -46,5 +46,39 @@ if (probe.available) {
         await removeScope(docker, scope);
       }
     }, 90_000);
+  });
+
+  describe("DockerSandboxAdapter snapshot calls when the engine hangs", () => {
+    /** A snapshotting adapter through a proxy that stops answering at the first request holding `request`, once the key has a snapshot. */
+    async function hungAt(request: (snapshotId: string) => string) {
+      const scope = randomScope("hung-snap");
+      scopes.push(scope);
+      const proxy = await startFreezableEngineProxy();
+      onTestFinished(() => proxy.close());
+      const adapter = new DockerSandboxAdapter({ image: images.busybox, network: "none", scope, socketPath: proxy.socketPath, engineTimeoutMs: 1_000, snapshot: { mode: "manual" } });
+      await adapter.acquire("run-hung-snapshot");
+      const { id } = await adapter.snapshot("run-hung-snapshot");
+      proxy.freezeWhenClientSends(request(id));
+      return adapter;
+    }
+
+    it("fails listSnapshots with AL_ERR_SANDBOX_ENGINE when the engine does not answer a snapshot's inspect in engineTimeoutMs", async () => {
+      const adapter = await hungAt((id) => `:${id}/json`);
+      const outcome = await settleWithin(adapter.listSnapshots("run-hung-snapshot"), 30_000);
+      expect(outcome).not.toBe("still pending");
+      const error = (outcome as { error?: unknown }).error;
+      expect(isAssemblyLineError(error, "AL_ERR_SANDBOX_ENGINE"), String(error ?? JSON.stringify(outcome))).toBe(true);
+      expect(String(error)).toContain("inspecting snapshot");
+      expect(String(error)).toContain("did not answer within 1000 ms");
+    }, 60_000);
+
+    it("fails a snapshot with AL_ERR_SANDBOX_ENGINE when the engine does not answer the commit in ten times engineTimeoutMs", async () => {
+      const adapter = await hungAt(() => "/commit?");
+      const outcome = await settleWithin(adapter.snapshot("run-hung-snapshot"), 40_000);
+      expect(outcome).not.toBe("still pending");
+      const error = (outcome as { error?: unknown }).error;
+      expect(isAssemblyLineError(error, "AL_ERR_SANDBOX_ENGINE"), String(error ?? JSON.stringify(outcome))).toBe(true);
+      expect(String(error)).toContain("snapshotting sandbox run-hung-snapshot did not answer within 10000 ms");
+    }, 60_000);
   });
 }

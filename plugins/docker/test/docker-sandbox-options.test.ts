@@ -9,4 +9,9 @@ describe("dockerSandbox options of the wrong kind", () => {
     }
     expect(() => new DockerSandboxAdapter({ image: "busybox", user: "1000:1000", scope: "tenant-a" })).not.toThrow();
   });
+
+  it("refuses an env value holding a NUL byte, naming the variable, instead of failing the first run's container", () => {
+    expect(() => new DockerSandboxAdapter({ image: "busybox", env: { TOKEN: "abc\0def" } })).toThrow(/AL_ERR_SANDBOX_DEFINITION: dockerSandbox option env\.TOKEN is "abc\\u0000def", not a string without a NUL byte/);
+    expect(() => new DockerSandboxAdapter({ image: "busybox", env: { TOKEN: "abc" } })).not.toThrow();
+  });
 });

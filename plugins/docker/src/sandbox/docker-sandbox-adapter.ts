@@ -1,7 +1,7 @@
 import { createHash, randomBytes } from "node:crypto";
 import { setTimeout as sleep } from "node:timers/promises";
 import type Docker from "dockerode";
-import { AssemblyLineError, WORKSPACE, type RuntimeLogger, type Sandbox, type SandboxSnapshot, type SnapshottingSandboxAdapter, SandboxOpenings } from "@assemblyline-agents/core";
+import { AssemblyLineError, MAX_TIMER_MS, WORKSPACE, type RuntimeLogger, type Sandbox, type SandboxSnapshot, type SnapshottingSandboxAdapter, SandboxOpenings } from "@assemblyline-agents/core";
 import { connectEngine, engineCall, engineError, engineMessage, ensureImage, statusOf, withDeadline } from "../engine.js";
 import { removeImageTag } from "../image-removal.js";
 import { stderrLogger } from "../stderr-logger.js";
@@ -29,6 +29,14 @@ interface SnapshotImage {
   imageId: string;
   createdMs: number;
   labels: Record<string, string>;
+}
+
+/** A commit copies the container's changed files into an image: it gets this many engine deadlines, as a file copy would need more than a control call. */
+const COMMIT_DEADLINES = 10;
+
+/** How long the engine has to answer a commit: COMMIT_DEADLINES times engineTimeoutMs, within what a timer can wait. */
+function commitTimeoutMs(engineTimeoutMs: number): number {
+  return Math.min(engineTimeoutMs * COMMIT_DEADLINES, MAX_TIMER_MS);
 }
 
 /** How often a container whose command was killed is looked at while the engine records its stop. */
@@ -154,10 +162,14 @@ export class DockerSandboxAdapter implements SnapshottingSandboxAdapter {
     checkKey(key);
     const snapshots: SandboxSnapshot[] = [];
     for (const image of await this.snapshotImages(key)) {
-      const comment = await this.docker
-        .getImage(image.reference)
-        .inspect()
-        .then((info) => info.Comment, () => "");
+      const comment = await withDeadline(`inspecting snapshot ${image.reference}`, this.docker.getImage(image.reference).inspect(), this.options.engineTimeoutMs).then(
+        (info) => info.Comment,
+        (error: unknown) => {
+          // Refused (say, removed since it was listed): listed without its reason. No answer at all is the engine's failure.
+          if (statusOf(error) === undefined) throw engineError(`inspecting snapshot ${image.reference}`, error);
+          return "";
+        },
+      );
       snapshots.push({ id: image.id, key, createdAt: new Date(image.createdMs).toISOString(), reason: comment === "" ? undefined : comment });
     }
     return snapshots;
@@ -383,8 +395,10 @@ export class DockerSandboxAdapter implements SnapshottingSandboxAdapter {
     // Committed without pausing: freezing a container's cgroup (v1) to pause it can hang the whole engine,
     // which is worse than a file a still-running command is writing being caught half written.
     // The id label is what later cleanups check before removing the image (see isOwnSnapshot).
-    await engineCall(`snapshotting sandbox ${key}`, () =>
-      container.commit({ repo: this.snapshotRepo(key), tag: id, comment: reason ?? "", pause: false, changes: `LABEL ${LABELS.snapshot}=${id}` }),
+    await engineCall(
+      `snapshotting sandbox ${key}`,
+      () => container.commit({ repo: this.snapshotRepo(key), tag: id, comment: reason ?? "", pause: false, changes: `LABEL ${LABELS.snapshot}=${id}` }),
+      commitTimeoutMs(this.options.engineTimeoutMs),
     );
     await this.pruneQuietly(key);
     return { id, key, createdAt: new Date(now).toISOString(), reason };

@@ -26,7 +26,7 @@ export interface DockerSandboxOptions {
   snapshot?: SandboxSnapshotPolicy;
   /** The engine's socket. Default: $DOCKER_HOST, else /var/run/docker.sock. */
   socketPath?: string;
-  /** How long the engine has to answer a control call (inspect, create, start, exec, remove). Default 60 s. */
+  /** How long the engine has to answer a control call (inspect, create, start, exec, remove); a snapshot's commit gets ten times it. Default 60 s. */
   engineTimeoutMs?: number;
   /** Accepted for sandbox.ts parity; only /workspace is valid. */
   workingDirectory?: "/workspace";
@@ -94,6 +94,8 @@ export function resolveSandboxOptions(options: DockerSandboxOptions, defaultScop
   if (!/^[a-z0-9][a-z0-9_.-]{0,40}$/.test(scope)) throw badOption("scope", options.scope, "lowercase letters, digits, '.', '_' or '-' (at most 41)");
   for (const [name, value] of Object.entries(options.env ?? {})) {
     if (!/^[A-Za-z_][A-Za-z0-9_]*$/.test(name) || typeof value !== "string") throw badOption(`env.${name}`, value, "a string under a variable name");
+    // Else the engine refuses the container at a run's first command, not at boot.
+    if (value.includes("\0")) throw badOption(`env.${name}`, value, "a string without a NUL byte (no process environment can carry one; pass binary data in a file)");
   }
   let snapshot: ResolvedSandboxOptions["snapshot"];
   if (options.snapshot !== undefined) {

@@ -12,6 +12,8 @@ export interface FreezableEngineProxy {
   socketPath: string;
   /** Freeze as soon as the engine sends `text` (say, a line a command prints once it runs). */
   freezeWhenEngineSends(text: string): void;
+  /** Freeze when a request holding `text` (say, a path of the engine's API) comes, before the engine sees it. */
+  freezeWhenClientSends(text: string): void;
   close(): Promise<void>;
 }
 
@@ -21,6 +23,9 @@ export async function startFreezableEngineProxy(engineSocketPath = "/var/run/doc
   const sockets = new Set<Socket>();
   let frozen = false;
   let trigger: string | undefined;
+  let requestTrigger: string | undefined;
+  /** Bumped when a request trigger is set: what a connection sent before it is not looked at again. */
+  let requestTriggerSet = 0;
   const track = (socket: Socket) => {
     sockets.add(socket);
     socket.on("error", () => undefined);
@@ -36,8 +41,17 @@ export async function startFreezableEngineProxy(engineSocketPath = "/var/run/doc
     track(engine);
     // A trigger split across two chunks is still seen.
     let recent = "";
+    let sent = "";
+    let sentSince = requestTriggerSet;
     client.on("data", (bytes) => {
-      if (!frozen) engine.write(bytes);
+      if (frozen) return;
+      if (sentSince !== requestTriggerSet) [sent, sentSince] = ["", requestTriggerSet];
+      sent = (sent + bytes.toString("latin1")).slice(-4096);
+      if (requestTrigger !== undefined && sent.includes(requestTrigger)) {
+        frozen = true;
+        return;
+      }
+      engine.write(bytes);
     });
     engine.on("data", (bytes) => {
       if (frozen) return;
@@ -55,6 +69,10 @@ export async function startFreezableEngineProxy(engineSocketPath = "/var/run/doc
     socketPath,
     freezeWhenEngineSends(text) {
       trigger = text;
+    },
+    freezeWhenClientSends(text) {
+      requestTrigger = text;
+      requestTriggerSet += 1;
     },
     async close() {
       for (const socket of sockets) socket.destroy();
