@@ -693,7 +693,7 @@ export class OpenEveRuntime {
           if (endedAncestor) return (await failLeftUnder(this.leftRunParts(), run, endedAncestor)).result;
           // The claim leased the run to us; drive renews that lease.
           const { driver, revision } = await this.revisions.driverFor(run);
-          return driver.drive(run.id, { revision, resumedBy: { recovered: true } });
+          return driver.drive(run.id, { revision, resumedBy: { recovered: true, replacedLease: run.replacedLease ?? null } });
         }),
       ),
     );

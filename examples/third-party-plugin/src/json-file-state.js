@@ -25,6 +25,8 @@ import {
 } from "@assemblyline-agents/core";
 
 /**
+ * @typedef {import("@assemblyline-agents/core").TakenRunLease} TakenRunLease
+ * @typedef {import("@assemblyline-agents/core").ClaimedRunRecord} ClaimedRunRecord
  * @typedef {import("@assemblyline-agents/core").RunRecord} RunRecord
  * @typedef {import("@assemblyline-agents/core").RunEvent} RunEvent
  * @typedef {import("@assemblyline-agents/core").NewRun} NewRun
@@ -300,8 +302,9 @@ export class JsonFileState {
   }
 
   /**
-   * A new lease with a higher fencing token; null while another owner's lease is live or the run is finished.
-   * @param {string} runId @param {string} owner @param {number} ttlMs @param {Date} [now] @returns {Promise<RunLease | null>}
+   * A new lease with a higher fencing token, naming the lease it replaced (`replaced`); null while another
+   * owner's lease is live or the run is finished.
+   * @param {string} runId @param {string} owner @param {number} ttlMs @param {Date} [now] @returns {Promise<TakenRunLease | null>}
    */
   async acquireRunLease(runId, owner, ttlMs, now = new Date()) {
     await this.ready();
@@ -314,7 +317,8 @@ export class JsonFileState {
     stored.fence = (stored.fence ?? lease?.token ?? 0) + 1;
     stored.record.lease = { owner, expiresAt, token: stored.fence };
     await this.persist();
-    return copy(stored.record.lease);
+    const taken = copy(stored.record.lease);
+    return lease ? { ...taken, replaced: { owner: lease.owner, expiresAt: lease.expiresAt } } : taken;
   }
 
   /**
@@ -346,7 +350,7 @@ export class JsonFileState {
     await this.persist();
   }
 
-  /** @param {ClaimOptions} options */
+  /** @param {ClaimOptions} options @returns {Promise<ClaimedRunRecord[]>} */
   async claimRecoverableRuns(options) {
     await this.ready();
     const now = options.now ?? new Date();
@@ -359,12 +363,17 @@ export class JsonFileState {
       .filter(({ record }) => isClaimableBy(record, agentId))
       .sort((a, b) => a.ordinal - b.ordinal)
       .slice(0, Math.max(0, options.limit ?? DEFAULT_CLAIM_LIMIT));
+    // The lease each claim replaces, reported with the run (ClaimedRunRecord.replacedLease), never stored.
+    const replaced = claimed.map(({ record }) => record.lease);
     for (const stored of claimed) {
       stored.fence = (stored.fence ?? stored.record.lease?.token ?? 0) + 1;
       stored.record.lease = { owner: options.owner, expiresAt, token: stored.fence };
     }
     if (claimed.length > 0) await this.persist();
-    return claimed.map(({ record }) => copy(record));
+    return claimed.map(({ record }, index) => {
+      const lease = replaced[index];
+      return lease ? { ...copy(record), replacedLease: { owner: lease.owner, expiresAt: lease.expiresAt } } : copy(record);
+    });
   }
 
   /** @param {string} runId */

@@ -453,7 +453,8 @@ function isModelStep(event: RunEvent): boolean {
 
 /**
  * Time a run stood still: from each pause until the last event it recorded while it still waited
- * (its decisions), and the gap before each `run.resumed` (a replica recovering it after a crash).
+ * (its decisions), and before each `run.resumed` (a replica recovering it after a crash) the time
+ * after the crashed drive's lease lapsed.
  */
 function idleTime(events: RunEvent[]): number {
   let idle = 0;
@@ -461,11 +462,24 @@ function idleTime(events: RunEvent[]): number {
   for (let index = 1; index < events.length; index += 1) {
     const event = events[index]!;
     const gap = Date.parse(event.createdAt) - Date.parse(events[index - 1]!.createdAt);
-    if (resting && WHILE_RESTING.has(event.type)) idle += gap;
-    else if (event.type === "run.resumed") idle += gap;
+    if (event.type === "run.resumed") idle += idleBeforeResume(event, gap);
+    else if (resting && WHILE_RESTING.has(event.type)) idle += gap;
     resting = RESTING.has(event.type) || (resting && WHILE_RESTING.has(event.type));
   }
   return idle;
+}
+
+/**
+ * The part of the `gap` before a `run.resumed` that the run stood still. The drive a crash cut was at work
+ * until its lease lapsed (`leaseLapsedAt`, the latest it can have stopped): only the time after that is idle.
+ * Without it (a run released at shutdown, a store that does not report the lease it replaced, an event
+ * recorded before it was written) the whole gap is.
+ */
+function idleBeforeResume(resumed: RunEvent, gap: number): number {
+  const lapsedAt = typeof resumed.data.leaseLapsedAt === "string" ? Date.parse(resumed.data.leaseLapsedAt) : Number.NaN;
+  if (Number.isNaN(lapsedAt)) return gap;
+  // Clamped to the gap: the store's clock (a database's) may differ from the one that stamped the events.
+  return Math.max(0, Math.min(gap, Date.parse(resumed.createdAt) - lapsedAt));
 }
 
 /** Tokens as the token budgets count them: input + output. */

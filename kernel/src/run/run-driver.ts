@@ -9,6 +9,8 @@ import {
   type AgentHarness,
   type CaptureContent,
   type HarnessContext,
+  type Lease,
+  type TakenRunLease,
   type JsonValue,
   type NewDelivery,
   type RunBudgets,
@@ -123,7 +125,11 @@ export interface DriveOptions {
   revision?: string;
   forcedModel?: string;
   signal?: AbortSignal;
-  resumedBy?: { recovered: boolean };
+  /**
+   * Set when the drive takes over a run left part-way (a crash, a shutdown). `replacedLease` is the lease the
+   * recovery's claim replaced (null: it had none); left out, the drive's own take reports it.
+   */
+  resumedBy?: { recovered: boolean; replacedLease?: Lease | null };
   /**
    * Runs under the lease before the run moves on (an approval, an answer):
    * decisions and execution can never interleave. Return false to stop there.
@@ -246,7 +252,7 @@ export class RunDriver {
     const created = options.created?.run.id === runId ? options.created : undefined;
     // Created leased to us, in the same write: no one else can have written to it since.
     const leasedAtCreation = created?.run.lease?.owner === ownerId ? created.run.lease : null;
-    const granted = leasedAtCreation ?? (await state.runs.acquireRunLease(runId, ownerId, leaseTtlMs));
+    const granted: TakenRunLease | null = leasedAtCreation ?? (await state.runs.acquireRunLease(runId, ownerId, leaseTtlMs));
     if (!granted) {
       const run = await state.runs.getRun(runId);
       // A finished run takes no lease: nothing may write to it again.
@@ -306,7 +312,8 @@ export class RunDriver {
       if (options.resumedBy) {
         const run = await state.runs.getRun(runId);
         if (run && (run.status === "running" || run.status === "queued")) {
-          await journal.record(runId, "run.resumed", { owner: ownerId, recovered: options.resumedBy.recovered });
+          const lapsedAt = leaseLapsedAt(options.resumedBy.replacedLease !== undefined ? options.resumedBy.replacedLease : granted.replaced);
+          await journal.record(runId, "run.resumed", { owner: ownerId, recovered: options.resumedBy.recovered, ...(lapsedAt ? { leaseLapsedAt: lapsedAt } : {}) });
         }
       }
       await this.step(runId, options, lease, options.beforeDriving || options.resumedBy ? undefined : current);
@@ -810,4 +817,15 @@ function modelFailed(key: string, startedAt: string, error: unknown): { type: st
  */
 function leftForParentsReplay(run: RunRecord, reason: unknown): boolean {
   return run.input.parent !== undefined && isParentPausedStopOf(reason, run.id);
+}
+
+/**
+ * When the work of the drive a resume takes over stopped, at the latest: when its lease lapsed, or now if the
+ * store handed it over sooner (its holder gone). The budget counts the time before it as active (a tool call a
+ * crash cut was at work until then), so a run that crashes its process over and over still reaches its
+ * `maxDurationMs`. Undefined without a lease replaced: the run was released (a shutdown) or never leased.
+ */
+function leaseLapsedAt(replaced: Lease | null | undefined): string | undefined {
+  const expiresAt = replaced ? Date.parse(replaced.expiresAt) : Number.NaN;
+  return Number.isNaN(expiresAt) ? undefined : new Date(Math.min(expiresAt, Date.now())).toISOString();
 }

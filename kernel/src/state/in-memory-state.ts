@@ -44,6 +44,9 @@ import {
   type RunEvent,
   type RunFence,
   type RunLease,
+  type TakenRunLease,
+  type ClaimedRunRecord,
+  type Lease,
   type RunListFilter,
   type RunPage,
   type RunRecord,
@@ -345,7 +348,7 @@ export class InMemoryStateAdapter implements StateAdapter {
     return checkpoint ? copy(checkpoint) : undefined;
   }
 
-  async acquireRunLease(runId: string, owner: string, ttlMs: number, now?: Date): Promise<RunLease | null> {
+  async acquireRunLease(runId: string, owner: string, ttlMs: number, now?: Date): Promise<TakenRunLease | null> {
     const stored = this.requireRun(runId);
     const { record } = stored;
     const at = now ?? new Date();
@@ -353,9 +356,10 @@ export class InMemoryStateAdapter implements StateAdapter {
     const expiresAt = leaseExpiresAt(`acquireRunLease(run "${runId}")`, "ttlMs", at.getTime(), ttlMs);
     if (TERMINAL_RUN_STATUSES.includes(record.status)) return null;
     if (record.lease && record.lease.owner !== owner && !isLeaseFree(record.lease, at)) return null;
+    const replaced = replacedLease(record.lease);
     stored.fence += 1;
     record.lease = { owner, expiresAt, token: stored.fence };
-    return copy(record.lease);
+    return { ...copy(record.lease), ...replaced };
   }
 
   async renewRunLease(runId: string, fence: RunFence, ttlMs: number, now?: Date): Promise<RunLease | null> {
@@ -373,7 +377,7 @@ export class InMemoryStateAdapter implements StateAdapter {
     if (record && options.observedSeq !== undefined && options.observedSeq > record.observedSeq) record.observedSeq = options.observedSeq;
   }
 
-  async claimRecoverableRuns(options: ClaimOptions): Promise<RunRecord[]> {
+  async claimRecoverableRuns(options: ClaimOptions): Promise<ClaimedRunRecord[]> {
     const at = options.now ?? new Date();
     checkLeaseOwner("claimRecoverableRuns", "options.owner", options.owner);
     const expiresAt = leaseExpiresAt("claimRecoverableRuns", "options.ttlMs", at.getTime(), options.ttlMs);
@@ -383,11 +387,12 @@ export class InMemoryStateAdapter implements StateAdapter {
         (record.status === "queued" || record.status === "running") && isLeaseFree(record.lease, at) && isClaimableBy(record, agentId),
       claimLimit(options.limit),
     );
-    for (const stored of claimed) {
+    return claimed.map((stored) => {
+      const replaced = replacedLease(stored.record.lease);
       stored.fence += 1;
       stored.record.lease = { owner: options.owner, expiresAt, token: stored.fence };
-    }
-    return claimed.map(({ record }) => copy(record));
+      return { ...copy(stored.record), ...(replaced.replaced ? { replacedLease: replaced.replaced } : {}) };
+    });
   }
 
   async listDeliveries(runId: string): Promise<DeliveryRecord[]> {
@@ -743,4 +748,9 @@ function storedChange(runId: string, change: RunStateChange, steps: ReadonlyMap<
   if (toolCall) ready.toolCall = { callId: toolCall.callId, text: rowText(toolCall) };
   if (step && !steps.has(step.key)) ready.step = { key: step.key, text: rowText(step) };
   return ready;
+}
+
+/** The lease a take replaces, as `TakenRunLease.replaced` reports it: nothing when the run had none. */
+function replacedLease(lease: RunLease | null): { replaced?: Lease } {
+  return lease ? { replaced: { owner: lease.owner, expiresAt: lease.expiresAt } } : {};
 }

@@ -79,6 +79,21 @@ export interface RunLease extends Lease {
 }
 
 /**
+ * A run's lease as a take (acquire, claim) hands it out. `replaced` is the lease the take replaced, as it
+ * stood: one that had expired, or whose holder the store found gone, or the taker's own. Absent when the
+ * run had none (never leased, or released). It tells the runtime by when the work of a run it recovers had
+ * stopped at the latest: the time up to the lapse (or the take, if sooner) counts as active towards
+ * `maxDurationMs`, not as idle. A store that leaves it out is still correct; such recoveries then count the
+ * whole gap since the run's last event as idle.
+ */
+export interface TakenRunLease extends RunLease {
+  replaced?: Lease;
+}
+
+/** A run a recovery claim leased, with the lease the claim replaced (see `TakenRunLease.replaced`). */
+export type ClaimedRunRecord = RunRecord & { replacedLease?: Lease };
+
+/**
  * What a writer proves it holds: writes of a run's records made with a fence
  * commit only while the run's lease still has this owner and token (checked
  * atomically with the write), and fail with AL_ERR_RUN_LEASE_LOST otherwise.
@@ -386,7 +401,7 @@ export interface RunStore {
    * Take the run's lease with a new, higher fencing token; null when another
    * owner holds an unexpired lease, or the run is completed or failed.
    */
-  acquireRunLease(runId: string, owner: string, ttlMs: number, now?: Date): Promise<RunLease | null>;
+  acquireRunLease(runId: string, owner: string, ttlMs: number, now?: Date): Promise<TakenRunLease | null>;
   /**
    * Extend the lease `fence` names, keeping its token; null when the run's lease
    * has another owner or token (taken over, or released), or the run is completed
@@ -407,7 +422,7 @@ export interface RunStore {
    * Lease (each with a new token) up to `limit` runs in `queued`/`running` whose lease is absent or
    * expired; with `agentId`, only runs of that agent and its subagents.
    */
-  claimRecoverableRuns(options: ClaimOptions): Promise<RunRecord[]>;
+  claimRecoverableRuns(options: ClaimOptions): Promise<ClaimedRunRecord[]>;
   listDeliveries(runId: string): Promise<DeliveryRecord[]>;
   /**
    * Lease up to `limit` pending deliveries that are available now, counting an attempt on each

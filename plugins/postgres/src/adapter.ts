@@ -22,6 +22,8 @@ import {
   type RunEvent,
   type RunFence,
   type RunLease,
+  type TakenRunLease,
+  type ClaimedRunRecord,
   type RunListFilter,
   type RunPage,
   type RunRecord,
@@ -178,7 +180,7 @@ export class PostgresStateAdapter implements StateAdapter {
   getCheckpoint(runId: string): Promise<CheckpointRecord | undefined> {
     return journal.getCheckpoint(this.db, runId);
   }
-  async acquireRunLease(runId: string, owner: string, ttlMs: number, now?: Date): Promise<RunLease | null> {
+  async acquireRunLease(runId: string, owner: string, ttlMs: number, now?: Date): Promise<TakenRunLease | null> {
     return runs.acquireRunLease(this.db, runId, owner, ttlMs, now, await this.livenessKey(), this.liveness !== undefined);
   }
   renewRunLease(runId: string, fence: RunFence, ttlMs: number, now?: Date): Promise<RunLease | null> {
@@ -187,7 +189,7 @@ export class PostgresStateAdapter implements StateAdapter {
   releaseRunLease(runId: string, owner: string, token?: number, options: ReleaseOptions = {}): Promise<void> {
     return runs.releaseRunLease(this.db, runId, owner, token, options);
   }
-  async claimRecoverableRuns(options: ClaimOptions): Promise<RunRecord[]> {
+  async claimRecoverableRuns(options: ClaimOptions): Promise<ClaimedRunRecord[]> {
     return runs.claimRecoverableRuns(this.db, options, await this.livenessKey(), this.liveness !== undefined);
   }
   listDeliveries(runId: string): Promise<DeliveryRecord[]> {

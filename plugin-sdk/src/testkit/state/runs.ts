@@ -591,6 +591,17 @@ export function describeRunStoreConformance(name: string, factory: StateKitFacto
         expect((await store().getRun(run.id))?.lease?.token).toBe(tokens.at(-1));
       });
 
+      it("reports the lease a take replaced, as it stood, and none for a run never leased or released", async () => {
+        const { run } = await store().createRun(newRun({ status: "running" }));
+        const first = await store().acquireRunLease(run.id, "replica-a", 1_000, clockAt(0));
+        expect(first?.replaced).toBeUndefined();
+        const taken = await store().acquireRunLease(run.id, "replica-b", 1_000, clockAt(5_000));
+        expect(taken?.replaced).toEqual({ owner: "replica-a", expiresAt: clockAt(1_000).toISOString() });
+        expect((await store().getRun(run.id))?.lease).toEqual({ owner: "replica-b", expiresAt: clockAt(6_000).toISOString(), token: taken!.token });
+        await store().releaseRunLease(run.id, "replica-b", taken!.token);
+        expect((await store().acquireRunLease(run.id, "replica-b", 1_000, clockAt(6_000)))?.replaced).toBeUndefined();
+      });
+
       it("renews the lease for its holder, keeping the token", async () => {
         const { run } = await store().createRun(newRun());
         const lease = await store().acquireRunLease(run.id, "replica-a", 1_000, clockAt(0));
@@ -732,6 +743,19 @@ export function describeRunStoreConformance(name: string, factory: StateKitFacto
         for (const run of mine) expect(run.lease?.token).toBeGreaterThan(0);
         expect((await store().getRun(queued.id))?.lease?.owner).toBe("recoverer");
         expect((await store().getRun(waiting.id))?.lease).toBeNull();
+      });
+
+      it("reports the lease each claim replaced, as it stood, and none for a run that had none", async () => {
+        const agentId = uniqueId("agent");
+        const crashed = (await store().createRun(newRun({ agentId, status: "running" }))).run;
+        await store().acquireRunLease(crashed.id, "crashed-replica", 1_000, clockAt(0));
+        const unleased = (await store().createRun(newRun({ agentId }))).run;
+        const claimed = await store().claimRecoverableRuns({ owner: "recoverer", ttlMs: 1_000, now: clockAt(5_000), agentId });
+        expect(claimed.find((run) => run.id === crashed.id)?.replacedLease).toEqual({ owner: "crashed-replica", expiresAt: clockAt(1_000).toISOString() });
+        expect(claimed.find((run) => run.id === unleased.id)).toBeDefined();
+        expect(claimed.find((run) => run.id === unleased.id)?.replacedLease).toBeUndefined();
+        // Reported by the claim only, never stored with the run.
+        expect(await store().getRun(crashed.id)).not.toHaveProperty("replacedLease");
       });
 
       it("does not hand a claimed run to a second claimer until the lease expires", async () => {

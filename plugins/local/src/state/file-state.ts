@@ -54,6 +54,8 @@ import {
   type RunEvent,
   type RunFence,
   type RunLease,
+  type TakenRunLease,
+  type ClaimedRunRecord,
   type RunListFilter,
   type RunPage,
   type RunRecord,
@@ -526,8 +528,8 @@ export class FileStateAdapter implements StateAdapter {
     return this.read((tables) => tables.runs.get(runId)?.checkpoint);
   }
 
-  acquireRunLease(runId: string, owner: string, ttlMs: number, now?: Date): Promise<RunLease | null> {
-    return this.mutate<RunLease | null>((tables) => {
+  acquireRunLease(runId: string, owner: string, ttlMs: number, now?: Date): Promise<TakenRunLease | null> {
+    return this.mutate<TakenRunLease | null>((tables) => {
       const entry = this.requireRun(tables, runId);
       const { record } = entry;
       const at = now ?? new Date();
@@ -536,7 +538,8 @@ export class FileStateAdapter implements StateAdapter {
       if (TERMINAL_RUN_STATUSES.includes(record.status)) return { ops: [], result: () => null };
       if (record.lease && record.lease.owner !== owner && !this.leaseIsFree(runId, record.lease, at)) return { ops: [], result: () => null };
       const lease: RunLease = { owner, expiresAt, token: entry.fence + 1 };
-      return { ops: [{ op: "run.patch", runId, set: { lease } }], result: () => lease };
+      const replaced = record.lease;
+      return { ops: [{ op: "run.patch", runId, set: { lease } }], result: () => (replaced ? { ...lease, replaced: { owner: replaced.owner, expiresAt: replaced.expiresAt } } : lease) };
     });
   }
 
@@ -567,7 +570,7 @@ export class FileStateAdapter implements StateAdapter {
     }, { lazy: true });
   }
 
-  claimRecoverableRuns(options: ClaimOptions): Promise<RunRecord[]> {
+  claimRecoverableRuns(options: ClaimOptions): Promise<ClaimedRunRecord[]> {
     return this.mutate((tables) => {
       const at = options.now ?? new Date();
       checkLeaseOwner("claimRecoverableRuns", "options.owner", options.owner);
@@ -580,9 +583,16 @@ export class FileStateAdapter implements StateAdapter {
           isClaimableBy(record, agentId),
         claimLimit(options.limit),
       );
+      // Read now: applying the claim replaces each entry's record.
+      const replaced = claimed.map(({ record }) => record.lease);
       return {
         ops: claimed.map(({ record, fence }) => ({ op: "run.put", run: { ...record, lease: { owner: options.owner, expiresAt, token: fence + 1 } } }) as StateOp),
-        result: (after) => claimed.map(({ record }) => after.runs.get(record.id)!.record),
+        result: (after) =>
+          claimed.map(({ record }, index): ClaimedRunRecord => {
+            const taken = after.runs.get(record.id)!.record;
+            const lease = replaced[index];
+            return lease ? { ...taken, replacedLease: { owner: lease.owner, expiresAt: lease.expiresAt } } : taken;
+          }),
       };
     });
   }

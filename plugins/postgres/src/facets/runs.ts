@@ -1,4 +1,4 @@
-import { AssemblyLineError, DEFAULT_RUN_PAGE_SIZE, checkLeaseOwner, checkLeaseTtl, checkNewRun, checkObservedSeq, checkRunListFilter, checkSeqNumber, type ClaimOptions, type CreatedRun, type CreateRunOptions, type JsonValue, type NewRun, type ReleaseOptions, type RunEvent, type RunFence, type RunLease, type RunListFilter, type RunPage, type RunRecord } from "@assemblyline-agents/core";
+import { AssemblyLineError, DEFAULT_RUN_PAGE_SIZE, checkLeaseOwner, checkLeaseTtl, checkNewRun, checkObservedSeq, checkRunListFilter, checkSeqNumber, type ClaimOptions, type CreatedRun, type CreateRunOptions, type JsonValue, type NewRun, type ReleaseOptions, type RunEvent, type RunFence, type RunLease, type TakenRunLease, type ClaimedRunRecord, type Lease, type RunListFilter, type RunPage, type RunRecord } from "@assemblyline-agents/core";
 import { clockParam, jsonParam, type StateDatabase } from "../database.js";
 import { inputInvalid } from "../errors.js";
 import { RUN_COLUMNS, decodeRun, isJsonObject } from "../rows.js";
@@ -91,7 +91,7 @@ export async function acquireRunLease(
   now: Date | undefined,
   session: string | null,
   detectDeadHolders = true,
-): Promise<RunLease | null> {
+): Promise<TakenRunLease | null> {
   const operation = `acquireRunLease(run "${runId}")`;
   checkLeaseOwner(operation, "owner", owner);
   checkLeaseTtl(operation, "ttlMs", ttlMs);
@@ -99,24 +99,41 @@ export async function acquireRunLease(
   checkLeaseEnd(operation, "ttlMs", ttlMs, now);
   // Take the lease when it is free, expired, already ours, or its holder's session is
   // gone; never for a finished run. Every take bumps the fencing token. The row lock
-  // the UPDATE takes makes concurrent acquirers queue and re-check.
-  const [row] = await db.rows<{ found: boolean; token: string | null; expires_at: Date | null }>(
+  // the subquery takes makes concurrent acquirers queue and re-check, and hands the
+  // UPDATE the row as it stood, so the lease it replaced can be returned.
+  const [row] = await db.rows<{ found: boolean; token: string | null; expires_at: Date | null; replaced_owner: string | null; replaced_expires_at: Date | null }>(
     operation,
     `WITH clock AS (SELECT coalesce($4::timestamptz, now()) AS now),
      acquired AS (
-       UPDATE ${db.s}.runs SET lease_owner = $2, lease_expires_at = clock.now + $3::double precision * interval '1 millisecond',
-         lease_token = lease_token + 1, lease_session = $5::bigint
-       FROM clock
-       WHERE id = $1 AND status NOT IN ('completed', 'failed')
-         AND (lease_owner IS NULL OR lease_owner = $2 OR lease_expires_at IS NULL OR lease_expires_at <= clock.now${HOLDER_GONE("", detectDeadHolders)})
-       RETURNING lease_token, lease_expires_at
+       UPDATE ${db.s}.runs r SET lease_owner = $2, lease_expires_at = clock.now + $3::double precision * interval '1 millisecond',
+         lease_token = r.lease_token + 1, lease_session = $5::bigint
+       FROM clock, (
+         SELECT p.id, p.lease_owner, p.lease_expires_at FROM ${db.s}.runs p, clock
+         WHERE p.id = $1 AND p.status NOT IN ('completed', 'failed')
+           AND (p.lease_owner IS NULL OR p.lease_owner = $2 OR p.lease_expires_at IS NULL OR p.lease_expires_at <= clock.now${HOLDER_GONE("p.", detectDeadHolders)})
+         FOR UPDATE OF p
+       ) previous
+       WHERE r.id = previous.id
+       RETURNING r.lease_token, r.lease_expires_at, previous.lease_owner AS replaced_owner, previous.lease_expires_at AS replaced_expires_at
      )
-     SELECT EXISTS (SELECT 1 FROM ${db.s}.runs WHERE id = $1) AS found,
-       (SELECT lease_token FROM acquired) AS token, (SELECT lease_expires_at FROM acquired) AS expires_at`,
+     SELECT EXISTS (SELECT 1 FROM ${db.s}.runs WHERE id = $1) AS found, acquired.lease_token AS token, acquired.lease_expires_at AS expires_at,
+       acquired.replaced_owner, acquired.replaced_expires_at
+     FROM (SELECT 1) AS one LEFT JOIN acquired ON true`,
     [runId, owner, ttlMs, clockParam(now), session],
   );
   if (!row?.found) throw runNotFound(db, runId, operation);
-  return row.token === null || row.expires_at === null ? null : { owner, expiresAt: row.expires_at.toISOString(), token: Number(row.token) };
+  if (row.token === null || row.expires_at === null) return null;
+  const lease: TakenRunLease = { owner, expiresAt: row.expires_at.toISOString(), token: Number(row.token) };
+  const replaced = replacedLease(row);
+  return replaced ? { ...lease, replaced } : lease;
+}
+
+/** The lease a take replaced, from its `replaced_owner` / `replaced_expires_at` columns; none when the run had none. */
+function replacedLease(row: { replaced_owner?: unknown; replaced_expires_at?: unknown }): Lease | undefined {
+  // A lease without an end (written by hand, or by a store before leases had one) never lapsed: nothing to report.
+  return typeof row.replaced_owner === "string" && row.replaced_expires_at instanceof Date
+    ? { owner: row.replaced_owner, expiresAt: row.replaced_expires_at.toISOString() }
+    : undefined;
 }
 
 /**
@@ -171,12 +188,19 @@ export async function releaseRunLease(db: StateDatabase, runId: string, owner: s
   if (row && observedSeq !== null) checkObservedSeq(check.operation, "options.observedSeq", observedSeq, row.last_seq);
 }
 
-export async function claimRecoverableRuns(db: StateDatabase, options: ClaimOptions, session: string | null, detectDeadHolders = true): Promise<RunRecord[]> {
+export async function claimRecoverableRuns(db: StateDatabase, options: ClaimOptions, session: string | null, detectDeadHolders = true): Promise<ClaimedRunRecord[]> {
   const claim = claimParams("claimRecoverableRuns", options);
   if (claim.limit === 0) return [];
   const { text, values } = recoverableClaimStatement(db.s, claim, session, detectDeadHolders);
   const rows = await db.rows("claimRecoverableRuns", text, values);
-  return rows.sort((a, b) => Number(a.position) - Number(b.position)).map((row) => decodeRun(db.schema, row));
+  return rows
+    .sort((a, b) => Number(a.position) - Number(b.position))
+    .map((row) => {
+      const run: ClaimedRunRecord = decodeRun(db.schema, row);
+      const replaced = replacedLease(row);
+      if (replaced) run.replacedLease = replaced;
+      return run;
+    });
 }
 
 /** The recovery claim's one statement on schema `s` (quoted), and its values. */
@@ -196,20 +220,25 @@ export function recoverableClaimStatement(
   // against the lease condition before it is locked.
   const text = `WITH clock AS (SELECT coalesce($3::timestamptz, now()) AS now),
      candidates AS (
-       SELECT r.id FROM ${s}.runs r, clock
+       SELECT r.id, r.lease_owner, r.lease_expires_at FROM ${s}.runs r, clock
        WHERE r.status IN ('queued', 'running')
          AND (r.lease_owner IS NULL OR r.lease_expires_at IS NULL OR r.lease_expires_at <= clock.now${HOLDER_GONE("r.", detectDeadHolders)})
          ${ofAgent}
        ORDER BY r.position
        LIMIT $4
        FOR UPDATE OF r SKIP LOCKED
+     ),
+     claimed AS (
+       UPDATE ${s}.runs r SET lease_owner = $1, lease_expires_at = clock.now + $2::double precision * interval '1 millisecond',
+         lease_token = r.lease_token + 1, lease_session = $5::bigint
+       FROM clock
+       -- By primary key: a join with the candidates may scan the whole table in a generic plan.
+       WHERE r.id = ANY (ARRAY(SELECT id FROM candidates))
+       RETURNING r.position, ${prefixed("r", RUN_COLUMNS)}
      )
-     UPDATE ${s}.runs r SET lease_owner = $1, lease_expires_at = clock.now + $2::double precision * interval '1 millisecond',
-       lease_token = r.lease_token + 1, lease_session = $5::bigint
-     FROM clock
-     -- By primary key: a join with the candidates may scan the whole table in a generic plan.
-     WHERE r.id = ANY (ARRAY(SELECT id FROM candidates))
-     RETURNING r.position, ${prefixed("r", RUN_COLUMNS)}`;
+     -- The lease each claim replaced, as the candidates' row lock found it.
+     SELECT claimed.*, candidates.lease_owner AS replaced_owner, candidates.lease_expires_at AS replaced_expires_at
+     FROM claimed JOIN candidates ON candidates.id = claimed.id`;
   return { text, values };
 }
 
