@@ -3,6 +3,7 @@ import { randomUUID } from "node:crypto";
 import {
   AssemblyLineError,
   MAX_TIMER_MS,
+  isAssemblyLineError,
   isTimerDelay,
   withinTimeout,
   type AgentHarness,
@@ -300,6 +301,7 @@ export class OpenEveRuntime {
       { agentId: manifest.agent.id, agentName: manifest.agent.name, agentRevision: manifest.agentRevision },
       this.logger,
     );
+    this.journals.set(manifest.agentRevision, journal);
     // Its runs' subagents run on the same build: a child carries its parent's revision.
     const driver: RunDriver = new RunDriver({
       manifest,
@@ -357,6 +359,8 @@ export class OpenEveRuntime {
   /** Each loaded build's hooks/ files, by its revision (see tapUserHooks). */
   private readonly hookFiles = new Map<string, SourceBundle["hooks"]>();
   private userHooksTapped = false;
+  /** Each loaded build's journal, by its revision: a hook's failure is recorded where that build's delivery of the run picks it up. */
+  private readonly journals = new Map<string, RunJournal>();
   /** Spawns under way per parent run (spawner.ts). */
   private readonly spawning = new Map<string, Set<string>>();
   private readonly libraries = new Map<string, SkillLibrary>();
@@ -632,11 +636,29 @@ export class OpenEveRuntime {
       });
       listed += page.runs.length;
       const behind = page.runs.filter((run) => run.observedSeq < run.lastSeq && isLeaseFree(run.lease, now));
-      for (const run of behind) await this.journal.observe(run.id);
-      caughtUp += behind.length;
+      for (const run of behind) if (await this.observeOnItsBuild(run)) caughtUp += 1;
       cursor = page.nextCursor ?? undefined;
     } while (cursor && listed < limit);
     return caughtUp;
+  }
+
+  /**
+   * Deliver a resting run's missed events through the journal of the build it runs on: its events go
+   * to that build's hooks/ with that build's revision, as they do when it is decided, and the
+   * delivery queues behind a decision being recorded there. A run whose build this host lacks is
+   * left for a host that has it (its events stay unobserved); false then.
+   */
+  private async observeOnItsBuild(run: RunRecord): Promise<boolean> {
+    let build: RunDriver;
+    try {
+      build = (await this.revisions.driverFor(run)).driver;
+    } catch (error) {
+      if (!isAssemblyLineError(error, "AL_ERR_CONTINUATION_VERSION")) throw error;
+      this.logger.warn({ runId: run.id, err: error.message }, "observer catch-up skipped a run: its build is not on this host");
+      return false;
+    }
+    await build.journal.observe(run.id);
+    return true;
   }
 
   /**
@@ -1081,7 +1103,7 @@ export class OpenEveRuntime {
         this.logger.warn({ event: "hook.failed", hook: file, eventType: event.type, runId: event.runId, err: message }, "hook handler threw");
         // A failing handler of hook.failed itself is only logged, so a broken hook cannot loop.
         if (event.type !== "hook.failed") {
-          await this.journal.appendUnobserved(event.runId, [{ type: "hook.failed", data: { hook: file, eventType: event.type, eventSeq: event.seq, error: message } }]);
+          await (this.journals.get(context.agentRevision) ?? this.journal).appendUnobserved(event.runId, [{ type: "hook.failed", data: { hook: file, eventType: event.type, eventSeq: event.seq, error: message } }]);
         }
       }
     }
