@@ -97,7 +97,10 @@ export interface RuntimeOptions {
    * root's and its subagents' alike. Not persisted: each process passes its own.
    */
   resources?: Record<string, unknown>;
-  /** A kernel whose plugins already tapped its hooks (`createKernel({ plugins })`); a bare one by default. */
+  /**
+   * A kernel whose plugins already tapped its hooks (`createKernel({ plugins })`); a bare one by default.
+   * One kernel per runtime: the runtime taps it too, for good, and a second runtime given it is refused (AL_ERR_KERNEL_IN_USE).
+   */
   kernel?: PluginKernel;
   /** This replica's lease owner id; unique per process by default. */
   ownerId?: string;
@@ -215,7 +218,7 @@ export class OpenEveRuntime {
     this.logger = options.logger ?? createRuntimeLogger({ env });
     this.state = resolveState(options.state, this.logger);
     // Only this kernel's createKernel makes PluginKernels, so its hooks are the kernel's own.
-    this.hooks = (options.kernel as Kernel | undefined)?.hooks ?? createKernelHooks();
+    this.hooks = options.kernel ? claimKernel(options.kernel as Kernel).hooks : createKernelHooks();
     this.ownerId = options.ownerId ?? `${hostname()}:${process.pid}:${randomUUID().slice(0, 8)}`;
     this.admission = new Admission(
       wholeNumberOption(options.maxConcurrentRuns, "maxConcurrentRuns", 1) ?? positiveInt(env.ASSEMBLY_LINE_MAX_CONCURRENT_RUNS, "ASSEMBLY_LINE_MAX_CONCURRENT_RUNS") ?? 16,
@@ -1196,6 +1199,24 @@ export class OpenEveRuntime {
     }
     return services;
   }
+}
+
+/**
+ * Kernels a runtime has tapped. A runtime adds taps of its own to its kernel's hooks (its hooks/ files,
+ * telemetry, its engine routes) that tapable can never remove: a second runtime on the same kernel
+ * would run the first's hooks/ files twice per event, answer its runs with the first's engine and send
+ * its events to the first's telemetry. So a kernel serves one runtime, for good, even after close().
+ */
+const claimedKernels = new WeakSet<Kernel>();
+
+function claimKernel(kernel: Kernel): Kernel {
+  if (claimedKernels.has(kernel)) {
+    throw new AssemblyLineError("AL_ERR_KERNEL_IN_USE", "RuntimeOptions.kernel is a kernel another OpenEveRuntime was given: a kernel serves one runtime, for good (its taps stay after close())", {
+      fix: "Create one kernel per runtime: call createKernel({ plugins }) (or composeGateway(...)) again for each OpenEveRuntime or listenNodeRuntime.",
+    });
+  }
+  claimedKernels.add(kernel);
+  return kernel;
 }
 
 /** A paused child's calls waiting for `status`'s decision or answer (its subagents' too), as its parent shows them. */

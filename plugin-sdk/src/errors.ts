@@ -145,6 +145,7 @@ export const errorCatalogue = {
   AL_ERR_SKILL_CONFLICT: "A skill changed between reading and writing it (or since its write was approved); nothing was written.",
   AL_ERR_AGENT_INSTRUCTIONS_TWICE: "An agent folder gives instructions both in agent.ts and in instructions.md.",
   AL_ERR_RUNTIME_RESOURCES: "RuntimeOptions.resources is not an object of named handles.",
+  AL_ERR_KERNEL_IN_USE: "RuntimeOptions.kernel is a kernel another runtime was given; a kernel serves one runtime.",
   AL_ERR_SUBAGENT_DEFINITION: "A subagents/<name>/ folder lacks agent.ts or a description, or holds parts a subagent cannot have.",
   AL_ERR_SUBAGENT_NARROWING: "A subagent names a tool, connection or model its parent does not have; subagents can only narrow.",
   AL_ERR_SUBAGENT_NOT_FOUND: "spawn_subagent or ctx.spawnSubagent named no compiled subagent of the calling agent.",
