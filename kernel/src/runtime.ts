@@ -1093,7 +1093,8 @@ export class OpenEveRuntime {
   }
 
   private async deliverToHookFile(file: string, hook: SourceBundle["hooks"][number]["hook"], event: RunEvent, context: EventContext): Promise<void> {
-    const handlers = [hook.events[event.type], hook.events["*"]].filter((handler) => typeof handler === "function");
+    // Own keys only: an event named like an Object.prototype member ("hasOwnProperty", "toString") is no handler of the file's.
+    const handlers = [event.type, "*"].filter((key) => Object.hasOwn(hook.events, key)).map((key) => hook.events[key]).filter((handler) => typeof handler === "function");
     if (handlers.length === 0) return;
     // The event object is the one every other observer (telemetry, the host's watcher and outbox) gets: a hook changing it would change what they see.
     const copy = structuredClone(event);
