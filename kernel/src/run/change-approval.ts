@@ -31,13 +31,11 @@ export interface ChangeGate {
 }
 
 /**
- * The change the person approved for tool call `callId`: the one its last
- * `approval.requested` showed (undefined when that approval was the tool's own,
- * showing no change, or there was none).
+ * The `approval.requested` of tool call `callId` that approval `approvalId` answers: what its gate showed
+ * (`change` for a change, none for the tool's own gate). Each gate of a call has its own approval id.
  */
-export function approvedChangeOf(events: RunEvent[], callId: string): JsonValue | undefined {
-  const asked = events.filter((event) => event.type === "approval.requested" && event.data.callId === callId).at(-1);
-  return asked?.data.change;
+export function approvalRequestOf(events: RunEvent[], callId: string, approvalId: string): RunEvent | undefined {
+  return events.findLast((event) => event.type === "approval.requested" && event.data.callId === callId && event.data.approvalId === approvalId);
 }
 
 /**

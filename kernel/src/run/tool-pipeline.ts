@@ -13,7 +13,7 @@ import { jsonWithoutUndefinedKeys } from "../json-check.js";
 import { describeSchemaErrors } from "../schema.js";
 import { reachableThroughBridge, runBridgeTool, unreachableReason, unwrapToolCall } from "./bridge-tools.js";
 import { isInfrastructureFailure, leaseLost } from "./infrastructure-failure.js";
-import { approvedChangeOf, isChangeApprovalSuspension, type ChangeApprovalSuspension } from "./change-approval.js";
+import { approvalRequestOf, isChangeApprovalSuspension, type ChangeApprovalSuspension } from "./change-approval.js";
 import { isQuestionSuspension, type QuestionSuspension } from "./question.js";
 import { isParentPausedStopOf } from "../subagents/parent-paused.js";
 import { isSubagentSuspension, type SubagentSuspension } from "../subagents/suspension.js";
@@ -25,6 +25,44 @@ import { declaredSideEffect, type ToolTableEntry } from "./tool-table.js";
 /** An approval is bound to the run, the call and the exact input. */
 export function approvalIdFor(runId: string, callId: string, inputDigest: string): string {
   return `appr_${digestJson([runId, callId, inputDigest]).slice(0, 32)}`;
+}
+
+/**
+ * The approval id of one gate of a call: the tool's own (nothing `shown`), or one its execution reached after
+ * it, bound to what that gate shows too. Approving one gate, twice even, never passes another of the same call;
+ * the same gate reached again (a replay after a crash) has the same id.
+ */
+function gateApprovalIdFor(runId: string, callId: string, inputDigest: string, shown: JsonValue | undefined): string {
+  return shown === undefined ? approvalIdFor(runId, callId, inputDigest) : `appr_${digestJson([runId, callId, inputDigest, shown]).slice(0, 32)}`;
+}
+
+/** What a gate after the tool's own shows the approver, from its `approval.requested` data: the change, or the skill write (by its binding). */
+function shownBy(data: Readonly<Record<string, JsonValue | undefined>>): JsonValue | undefined {
+  if (data.change !== undefined) return { change: data.change };
+  const skillWrite = data.skillWrite;
+  if (typeof skillWrite === "object" && skillWrite !== null && !Array.isArray(skillWrite)) return { skillWrite: skillWrite.binding ?? null };
+  return undefined;
+}
+
+/** The gate an approved call passed, when its approval was given for this very input: with the change it showed, if any. */
+interface PassedGate {
+  change?: JsonValue;
+}
+
+/**
+ * The gate `record`'s approval passed, or undefined when that approval was not for `inputDigest` (the engine
+ * asked the call again with other input: it is gated again). The approval is checked against the id of the
+ * gate it was given for, as shown in the call's `approval.requested`.
+ */
+async function passedGateOf(scope: RunScope, record: ToolCallRecord, inputDigest: string): Promise<PassedGate | undefined> {
+  if (!record.approvalId) return undefined;
+  // The tool's own gate, the usual one, needs no read of the run's events.
+  if (record.approvalId === approvalIdFor(scope.runId, record.callId, inputDigest)) return {};
+  const requested = approvalRequestOf(await scope.runs.listEvents(scope.runId), record.callId, record.approvalId);
+  if (!requested) return undefined;
+  const shown = shownBy(requested.data);
+  if (shown === undefined || gateApprovalIdFor(scope.runId, record.callId, inputDigest, shown) !== record.approvalId) return undefined;
+  return requested.data.change !== undefined ? { change: requested.data.change } : {};
 }
 
 /**
@@ -83,10 +121,9 @@ export async function callTool(scope: RunScope, requested: ModelToolCall): Promi
 
   // A host that gated tool_call gates every call made through it, as it would gate each of those tools.
   const gate = entry.approval || (via ? bridgeGate(scope, entry) : false);
-  // Hashed only where an approval is asked for or was given: most calls need neither.
-  const approvalId = gate || existing?.status === "approved" ? approvalIdFor(scope.runId, call.id, inputDigest) : "";
-  const approved = existing?.status === "approved" && existing.approvalId === approvalId;
-  if (gate && !approved) {
+  const passed = existing?.status === "approved" ? await passedGateOf(scope, existing, inputDigest) : undefined;
+  if (gate && !passed) {
+    const approvalId = approvalIdFor(scope.runId, call.id, inputDigest);
     const record = newRecord(scope, call, inputDigest, "waiting_approval", { approvalId });
     await scope.journal.append(
       scope.runId,
@@ -111,7 +148,7 @@ export async function callTool(scope: RunScope, requested: ModelToolCall): Promi
     recorded = newRecord(scope, call, inputDigest, "requested");
     await scope.journal.record(scope.runId, "tool.called", { callId: call.id, toolName: call.name, input: call.input, ...viaField }, { toolCall: recorded });
   }
-  return execute(scope, entry, call, inputDigest, approved, recorded);
+  return execute(scope, entry, call, inputDigest, passed, recorded);
 }
 
 /** The gate of tool_call itself (coreToolPolicy `tool_call: "approval"`), for a call made through it; with the called tool's side effect. */
@@ -152,7 +189,8 @@ async function pauseForApproval(
   base: ToolCallRecord,
   details: Record<string, JsonValue>,
 ): Promise<ToolCallOutcome> {
-  const approvalId = approvalIdFor(scope.runId, call.id, inputDigest);
+  // Its own id: a decision sent for a gate before it (the tool's own, shown no change) cannot pass this one.
+  const approvalId = gateApprovalIdFor(scope.runId, call.id, inputDigest, shownBy(details));
   await scope.journal.record(
     scope.runId,
     "approval.requested",
@@ -168,14 +206,14 @@ async function execute(
   entry: ToolTableEntry,
   call: ModelToolCall,
   inputDigest: string,
-  approvedToolCall: boolean,
+  /** The approval gate the call passed, if it was approved. */
+  passed: PassedGate | undefined,
   /** The call's stored record, which every later write of it builds on. */
   base: ToolCallRecord,
 ): Promise<ToolCallOutcome> {
   const asked: CallAsks = {};
-  // Read only for an approved call that may make changes: what the person saw decides what goes through.
-  const approvedChange = approvedToolCall && (scope.services.automationManager || scope.services.connectionManager) ? approvedChangeOf(await scope.runs.listEvents(scope.runId), call.id) : undefined;
-  const ctx = createToolContext(scope, call, approvedToolCall, asked, approvedChange);
+  // What the person saw decides what goes through.
+  const ctx = createToolContext(scope, call, passed !== undefined, asked, passed?.change);
   let returned: unknown;
   try {
     returned = entry.bridge ? await runBridgeTool(scope, entry, call.input) : await unlessRunStops(scope.signal, asked, () => entry.definition.execute(call.input, ctx));
