@@ -51,7 +51,7 @@ export function createKernelHooks(options: KernelHooksOptions = {}) {
   const describeTap = tapDescriber(options.applyingPlugin);
   for (const [name, hook] of Object.entries(hooks)) {
     if (hook instanceof HookMap) hook.intercept({ factory: (key, created) => nameFailures(`slot.for("${String(key)}")`, created, describeTap) });
-    else nameFailures(name, hook, describeTap, name === "event" ? observerFailureSink : undefined);
+    else nameFailures(name, hook, describeTap, { ...(name === "event" ? { sinkOf: observerFailureSink } : {}), ...(name in RESULT_CHECKS ? { checkResult: RESULT_CHECKS[name as keyof typeof RESULT_CHECKS] } : {}) });
   }
   oneModulePerRoute(hooks.channel, describeTap);
   return hooks;
@@ -175,8 +175,60 @@ interface RegisteredTap {
 type TapCallback = (error?: unknown, result?: unknown) => void;
 
 /**
+ * What a tap's answer must be, for the hooks whose answer the kernel uses as it is:
+ * what is wrong with `answer`, or undefined when it will do. Without these, a bad
+ * answer fails the run later with an error that names neither the tap nor its plugin.
+ */
+interface ResultCheck {
+  problem(answer: unknown): string | undefined;
+  /** What a tap of this hook returns instead. */
+  fix: string;
+}
+
+const RESULT_CHECKS = {
+  context: {
+    problem(answer) {
+      if (answer === undefined) return undefined;
+      if (!isPlainRecord(answer)) return describedAnswer(answer);
+      const missing = [
+        typeof answer.instructions === "string" ? undefined : "instructions (a string)",
+        Array.isArray(answer.messages) ? undefined : "messages (an array)",
+        Array.isArray(answer.tools) ? undefined : "tools (an array)",
+      ].filter((field) => field !== undefined);
+      return missing.length > 0 ? `a model context without ${missing.join(", ")}` : undefined;
+    },
+    fix: "Return the model context the tap was given, changed ({ instructions, messages, tools }), or undefined to leave it as it is.",
+  },
+  harness: {
+    problem(answer) {
+      if (answer === undefined) return undefined;
+      if ((typeof answer !== "object" && typeof answer !== "function") || answer === null || isThenable(answer)) return describedAnswer(answer);
+      return typeof (answer as { runTurn?: unknown }).runTurn === "function" ? undefined : "an engine without a runTurn function";
+    },
+    fix: "Return an engine ({ name, runTurn(input, ctx) }) for the model specs the tap serves, and undefined for the others, so later taps are asked.",
+  },
+} satisfies Record<string, ResultCheck>;
+
+function isPlainRecord(value: unknown): value is Record<string, unknown> {
+  return typeof value === "object" && value !== null && !Array.isArray(value) && !isThenable(value);
+}
+
+function isThenable(value: unknown): value is PromiseLike<unknown> {
+  return (typeof value === "object" || typeof value === "function") && value !== null && typeof (value as { then?: unknown }).then === "function";
+}
+
+/** A bad answer as an error names it. */
+function describedAnswer(value: unknown): string {
+  if (value === null) return "null";
+  if (Array.isArray(value)) return "an array";
+  if (isThenable(value)) return "a promise (tap() does not wait for one: tap with tapPromise)";
+  return typeof value === "object" ? "an object of another shape" : `a ${typeof value}`;
+}
+
+/**
  * Rethrow a tap's failure as an error naming the hook, the tap and its plugin, for
- * each kind of tap (`tap`, `tapPromise`, `tapAsync`). AssemblyLineErrors already
+ * each kind of tap (`tap`, `tapPromise`, `tapAsync`); with `checkResult`, a tap's
+ * answer the hook cannot use is such a failure too. AssemblyLineErrors already
  * say what is wrong and pass through unchanged. The names are settled when the tap
  * registers: a call only pays for a try/catch, or a catch on its promise.
  */
@@ -184,13 +236,22 @@ function nameFailures<H extends { intercept(interceptor: any): void }>(
   hookName: string,
   hook: H,
   describeTap: TapDescriber,
-  /** Where a call's failure is reported instead of thrown, when the call says (observers). */
-  sinkOf?: (args: unknown[]) => ((error: AssemblyLineError) => void) | undefined,
+  options: {
+    /** Where a call's failure is reported instead of thrown, when the call says (observers). */
+    sinkOf?: (args: unknown[]) => ((error: AssemblyLineError) => void) | undefined;
+    checkResult?: ResultCheck;
+  } = {},
 ): H {
+  const { sinkOf, checkResult } = options;
   hook.intercept({
     register(tap: RegisteredTap) {
       const fn = tap.fn as (...args: unknown[]) => unknown;
       const described = describeTap(tap);
+      const checked = (answer: unknown): unknown => {
+        const problem = checkResult?.problem(answer);
+        if (problem === undefined) return answer;
+        throw new AssemblyLineError("AL_ERR_HOOK_TAP", `hooks.${hookName} ${described.tap} returned ${problem}`, { fix: `${checkResult!.fix} ${described.fix}` });
+      };
       const named = (error: unknown): AssemblyLineError =>
         isAssemblyLineError(error)
           ? error
@@ -205,14 +266,14 @@ function nameFailures<H extends { intercept(interceptor: any): void }>(
         return undefined;
       };
       if (tap.type === "promise") {
-        return { ...tap, fn: (...args: unknown[]) => Promise.resolve().then(() => fn(...args)).catch((error: unknown) => wrap(args, error)) };
+        return { ...tap, fn: (...args: unknown[]) => Promise.resolve().then(() => fn(...args)).then(checked).catch((error: unknown) => wrap(args, error)) };
       }
       if (tap.type === "sync") {
         return {
           ...tap,
           fn: (...args: unknown[]) => {
             try {
-              return fn(...args);
+              return checked(fn(...args));
             } catch (error) {
               return wrap(args, error);
             }
@@ -238,8 +299,14 @@ function nameFailures<H extends { intercept(interceptor: any): void }>(
             fn(...args, (error: unknown, result?: unknown) => {
               if (answered) return;
               answered = true;
-              if (error) fail(error);
-              else callback(null, result);
+              if (error) return fail(error);
+              let answer: unknown;
+              try {
+                answer = checked(result);
+              } catch (refusal) {
+                return fail(refusal);
+              }
+              callback(null, answer);
             });
           } catch (error) {
             // A throw after it answered came from the hook's own continuation, not this tap.

@@ -50,7 +50,7 @@ describe("a kernel hook tap that fails", () => {
 
   it("(tapAsync) passes a callback tap's answer on when it succeeds", async () => {
     const hooks = createKernelHooks();
-    const harness = { name: "acme" } as unknown as AgentHarness;
+    const harness = { name: "acme", runTurn: async () => ({}) } as unknown as AgentHarness;
     hooks.harness.tapAsync("route", (_request, callback) => setTimeout(() => callback(null, harness), 1));
     expect(await hooks.harness.promise(request)).toBe(harness);
   });

@@ -32,7 +32,7 @@ export const errorCatalogue = {
   AL_ERR_BUDGET_INVALID: "A budget in agent.ts or the host's options is not a positive number.",
   AL_ERR_RUN_MIGRATION: "A paused run cannot move to the current revision: a pending tool is gone or its schema changed.",
   AL_ERR_SCRIPTED_MODEL: "The scripted model file is missing, malformed or exhausted.",
-  AL_ERR_HOOK_TAP: "A kernel hook tap threw, or a channel tap claimed a route another channel already has; the error names the hook (or route) and the plugins.",
+  AL_ERR_HOOK_TAP: "A kernel hook tap threw or answered what its hook cannot use, or a channel tap claimed a route another channel already has; the error names the hook (or route) and the plugins.",
   AL_ERR_EVENT_SEQ: "A state store was asked to append an event out of sequence.",
   AL_ERR_CLI_USAGE: "The command line is missing an argument or has an unknown option.",
   AL_ERR_CLI_CONFIG: "The project config (assembly-line.config.* or package.json \"assembly-line\") cannot be read or has a wrong key or value.",
