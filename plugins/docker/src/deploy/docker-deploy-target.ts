@@ -35,9 +35,13 @@ export interface DockerDeployOptions {
   baseImage?: string;
   /** Port the server listens on inside the container. Default 3000. */
   port?: number;
-  /** "bridge" (publish the port on hostIp) or "host" (listen on a free host port). Default "bridge". */
+  /** "bridge" (publish the port on hostIp) or "host" (listen on hostIp, on a free host port). Default "bridge". */
   network?: "bridge" | "host" | (string & {});
-  /** Interface the published port binds on the host. Default 127.0.0.1. */
+  /**
+   * The host address the release is reached on: where the published port binds (bridge), or
+   * where the release itself listens (host network). Default 127.0.0.1. The returned URL uses
+   * it, with 0.0.0.0 (every interface) as 127.0.0.1 and :: as ::1.
+   */
   hostIp?: string;
   /** How long the new release has to answer /readyz. Default 60 s. */
   readyTimeoutMs?: number;
@@ -217,14 +221,16 @@ export class DockerDeployTarget implements DeployTarget {
   private async release(name: string, image: string, port: number, env: Record<string, string | undefined>, stateVolume: string | undefined): Promise<Omit<DockerDeployResult, "removedImages">> {
     const network = this.options.network ?? "bridge";
     const host = network === "host";
-    const listenPort = host ? await freePort() : port;
+    // On the host network nothing is published: the release listens on hostIp itself.
+    const listenAddress = host ? (this.options.hostIp ?? "127.0.0.1") : "0.0.0.0";
+    const listenPort = host ? await freePort(listenAddress) : port;
     const containerName = `${name}-${randomBytes(4).toString("hex")}`;
     const variables = Object.entries(env).filter((entry): entry is [string, string] => entry[1] !== undefined && entry[0] !== "PORT" && entry[0] !== "HOST");
     const container = await engineCall(`creating container ${containerName}`, () =>
       this.docker.createContainer({
         name: containerName,
         Image: image,
-        Env: [...variables.map(([variable, value]) => `${variable}=${value}`), `PORT=${listenPort}`, `HOST=${host ? "127.0.0.1" : "0.0.0.0"}`],
+        Env: [...variables.map(([variable, value]) => `${variable}=${value}`), `PORT=${listenPort}`, `HOST=${listenAddress}`],
         Labels: { [DEPLOY_LABEL]: name },
         ExposedPorts: { [`${listenPort}/tcp`]: {} },
         // `docker stop` by hand gives the release the same time to drain as a redeploy does.
@@ -266,11 +272,12 @@ export class DockerDeployTarget implements DeployTarget {
     }
   }
 
-  /** Where a started release answers: its port published on hostIp, or, on the host network, the port it listens on. */
+  /** Where a started release answers: its port published on hostIp, or, on the host network, the address and port it listens on. */
   private async urlOf(container: Docker.Container): Promise<string> {
     const info = await engineCall(`inspecting container ${container.id}`, () => container.inspect());
+    const variable = (name: string) => info.Config.Env?.find((entry) => entry.startsWith(`${name}=`))?.slice(name.length + 1);
     // PORT, as release() set it: the image also exposes its default port, which a release on the host network does not use.
-    const listenPort = info.Config.Env?.find((entry) => entry.startsWith("PORT="))?.slice("PORT=".length) ?? "";
+    const listenPort = variable("PORT") ?? "";
     const host = info.HostConfig.NetworkMode === "host";
     const hostPort = host ? Number(listenPort) : Number(info.NetworkSettings.Ports?.[`${listenPort}/tcp`]?.[0]?.HostPort);
     // An engine whose default bridge is off (dockerd --bridge=none), or a network that does not apply port
@@ -281,7 +288,8 @@ export class DockerDeployTarget implements DeployTarget {
         details: { container: container.id, port: listenPort, network: info.HostConfig.NetworkMode ?? null },
       });
     }
-    const address = host ? "127.0.0.1" : (this.options.hostIp ?? "127.0.0.1");
+    // HOST as release() set it, so a previous release started again is probed where it listens.
+    const address = reachableAddress(host ? (variable("HOST") ?? "127.0.0.1") : (this.options.hostIp ?? "127.0.0.1"));
     return `http://${address.includes(":") ? `[${address}]` : address}:${hostPort}`;
   }
 
@@ -432,13 +440,30 @@ function demuxedText(buffer: Buffer): string {
   return Buffer.concat(parts).toString("utf8");
 }
 
-function freePort(): Promise<number> {
+/** An address to connect to: a listener on every interface (0.0.0.0, ::) is reached on loopback. */
+function reachableAddress(address: string): string {
+  if (address === "0.0.0.0") return "127.0.0.1";
+  if (/^[0:]+$/.test(address) && address.includes("::")) return "::1";
+  return address;
+}
+
+/** A port free on `address` (the host network's listen address) a moment ago. */
+function freePort(address: string): Promise<number> {
   return new Promise((resolve, reject) => {
     const server = createServer();
-    server.once("error", reject);
-    server.listen(0, "127.0.0.1", () => {
-      const address = server.address();
-      server.close(() => (typeof address === "object" && address ? resolve(address.port) : reject(new Error("no port"))));
+    server.once("error", (error: NodeJS.ErrnoException) => {
+      reject(
+        error.code === "EADDRNOTAVAIL" || error.code === "EINVAL"
+          ? new AssemblyLineError("AL_ERR_DEPLOY_CONFIG", `dockerDeploy hostIp ${JSON.stringify(address)} is no address of this machine, where a release on the host network listens`, {
+              fix: 'Use an address of the machine the engine runs on (127.0.0.1, the default; 0.0.0.0 for every interface), or network "bridge" to publish the port on it.',
+              details: { option: "hostIp" },
+            })
+          : error,
+      );
+    });
+    server.listen(0, address, () => {
+      const bound = server.address();
+      server.close(() => (typeof bound === "object" && bound ? resolve(bound.port) : reject(new Error("no port"))));
     });
   });
 }
