@@ -5,6 +5,8 @@ import { join } from "node:path";
 import { freePort } from "./free-port.js";
 
 export const SSHD = "/usr/sbin/sshd";
+/** Where Debian (and others) install OpenSSH's SFTP server; sshd's built-in one otherwise. */
+const SFTP_SERVERS = ["/usr/lib/openssh/sftp-server", "/usr/libexec/openssh/sftp-server", "/usr/lib/ssh/sftp-server"];
 
 export interface RunningSshd {
   port: number;
@@ -42,6 +44,8 @@ export async function startSshd(): Promise<RunningSshd> {
       "PermitRootLogin prohibit-password",
       "StrictModes no",
       "UsePAM no",
+      // scp (OpenSSH 9 copies over SFTP) needs it: the vps target's fallback when rsync is missing.
+      `Subsystem sftp ${SFTP_SERVERS.find((path) => existsSync(path)) ?? "internal-sftp"}`,
       `PidFile ${join(dir, "sshd.pid")}`,
       "",
     ].join("\n"),

@@ -66,6 +66,11 @@ export class PlatformDeployTarget implements DeployTarget {
         details: { option: "name", name: options.name },
       });
     }
+    const port: unknown = options.port;
+    if (port !== undefined && !(Number.isInteger(port) && (port as number) >= 1 && (port as number) <= 65_535)) {
+      // Written into the Dockerfile and the platform's config: 0 or NaN there fails only on the platform, after the upload.
+      throw new AssemblyLineError("AL_ERR_DEPLOY_CONFIG", `${options.platform} deploy port ${typeof port === "number" ? String(port) : JSON.stringify(port)} is not a port number`, { fix: "Use 1-65535, e.g. 3000, or omit it.", details: { option: "port" } });
+    }
     this.name = options.platform;
   }
 

@@ -46,7 +46,7 @@ export function runProgram(program: string, args: string[], input?: string): Pro
 
 /** Run `script` with sh on the remote host; a non-zero exit is AL_ERR_DEPLOY_TRANSPORT naming `what`. */
 export async function remote(target: SshTarget, what: string, script: string, input?: string): Promise<string> {
-  const result = await remoteResult(target, script, input);
+  const result = await remoteResult(target, what, script, input);
   if (result.code !== 0) {
     throw new AssemblyLineError("AL_ERR_DEPLOY_TRANSPORT", `${what} on ${target.user}@${target.host}:${target.port} failed (exit ${result.code}): ${(result.stderr || result.stdout).trim().slice(-2_000)}`, {
       fix: `Check that \`ssh -p ${target.port} ${target.user}@${target.host}\` works with the same key, and read the remote output above.`,
@@ -56,8 +56,27 @@ export async function remote(target: SshTarget, what: string, script: string, in
   return result.stdout;
 }
 
-export function remoteResult(target: SshTarget, script: string, input?: string): Promise<CommandResult> {
-  return runProgram("ssh", [...sshArgs(target), `${target.user}@${target.host}`, "sh", "-c", quote(script)], input);
+/**
+ * ssh's own exit status: it reached no shell on the host (connection refused or timed out,
+ * authentication refused, a changed host key). No script this target runs exits with it.
+ */
+export const SSH_FAILED = 255;
+
+/**
+ * Run `script` and return how it exited, for the checks that read a remote exit code. ssh's
+ * own failure is AL_ERR_DEPLOY_TRANSPORT naming `what`: read as the script's answer it would
+ * pass for one ("no systemd", "node is not on the PATH").
+ */
+export async function remoteResult(target: SshTarget, what: string, script: string, input?: string): Promise<CommandResult> {
+  const result = await runProgram("ssh", [...sshArgs(target), `${target.user}@${target.host}`, "sh", "-c", quote(script)], input);
+  if (result.code === SSH_FAILED) {
+    // ssh's stderr says why (the script, and the input that may hold secrets, are never in it).
+    throw new AssemblyLineError("AL_ERR_DEPLOY_TRANSPORT", `ssh could not reach ${target.user}@${target.host}:${target.port} for ${what} (exit ${SSH_FAILED}): ${result.stderr.trim().slice(-2_000) || "ssh printed no reason"}`, {
+      fix: `Check that the host is up and its ssh port is ${target.port}, and that \`ssh -p ${target.port} ${target.user}@${target.host}\` logs in with the same key without a prompt; if ssh says the host key changed, make sure the host was really replaced before you update known_hosts.`,
+      details: { step: what, host: target.host, port: target.port },
+    });
+  }
+  return result;
 }
 
 /** Single-quote for a POSIX shell. */
