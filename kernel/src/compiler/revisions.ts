@@ -1,6 +1,8 @@
+import { randomBytes } from "node:crypto";
 import { existsSync } from "node:fs";
-import { cp, mkdir, readdir, rename, rm, stat, utimes, writeFile } from "node:fs/promises";
+import { cp, mkdir, readdir, readFile, rename, rm, stat, utimes, writeFile } from "node:fs/promises";
 import { dirname, join } from "node:path";
+import { sourceFileHash } from "@assemblyline-agents/core";
 import { MANIFEST_FILE } from "./build.js";
 import type { AgentManifest } from "./manifest.js";
 
@@ -20,18 +22,46 @@ export function revisionRoot(artifactRoot: string, agentRevision: string): strin
   return join(artifactRoot, REVISIONS_DIR, agentRevision);
 }
 
-/** A name beside `path` that pruning skips while fresh and removes once old: a copy being written, or one being deleted. */
+/**
+ * A name beside `path` that pruning skips while fresh and removes once old: a copy being written, or one
+ * being deleted. Random, so builds of one revision at the same time never share one.
+ */
 function asideName(path: string): string {
-  return `${path}.${process.pid}.${Date.now()}.tmp`;
+  return `${path}.${process.pid}.${randomBytes(6).toString("hex")}.tmp`;
 }
 
-/** Copy the build into its revision folder (once: the same revision is the same content). */
+/** Builds that keep finding the copy replaced under them give up after this many tries (each leaves a whole copy). */
+const PLACE_ATTEMPTS = 5;
+
+/**
+ * Copy the build into its revision folder, once: the same revision is the same content. A copy already
+ * there is trusted only when whole (see isWholeCopy); one that is not is replaced, keeping its holds.
+ */
 export async function snapshotRevision(agentDir: string, artifactRoot: string, manifest: AgentManifest): Promise<void> {
   const target = revisionRoot(artifactRoot, manifest.agentRevision);
-  if (existsSync(join(target, MANIFEST_FILE))) return;
+  if (await isWholeCopy(target, manifest)) return;
   // Written aside and renamed into place, so a reader never sees half a revision.
   const staging = asideName(target);
-  await rm(staging, { recursive: true, force: true });
+  try {
+    await writeCopy(agentDir, staging, manifest);
+    for (let attempt = 1; ; attempt++) {
+      const replaced = await moveAsideUnlessWhole(target, manifest);
+      if (replaced !== undefined) await carryHolds(replaced, staging);
+      const placed = await rename(staging, target).then(() => true, (error: unknown) => error);
+      // Placed by another build meanwhile: the holds go to its copy (or, when none is there, stay for the next try).
+      if (placed !== true) await carryHolds(staging, target);
+      if (replaced !== undefined) await rm(replaced, { recursive: true, force: true }).catch(() => undefined);
+      if (placed === true) return;
+      // Another build of the same revision placed its copy first: identical, once whole.
+      if (await isWholeCopy(target, manifest)) return;
+      if (attempt === PLACE_ATTEMPTS) throw placed;
+    }
+  } finally {
+    await rm(staging, { recursive: true, force: true });
+  }
+}
+
+async function writeCopy(agentDir: string, staging: string, manifest: AgentManifest): Promise<void> {
   for (const source of manifest.sources) {
     const to = join(staging, SNAPSHOT_SOURCES, source.file);
     await mkdir(dirname(to), { recursive: true });
@@ -40,26 +70,42 @@ export async function snapshotRevision(agentDir: string, artifactRoot: string, m
   await writeFile(join(staging, MANIFEST_FILE), JSON.stringify({ ...manifest, sourceRoot: SNAPSHOT_SOURCES }, null, 2) + "\n");
   // Made now: making it later would touch the copy's mtime, which says a runtime uses it.
   await mkdir(join(staging, HELD_BY));
-  await clearUnfinished(target);
-  try {
-    await rename(staging, target);
-  } catch (error) {
-    await rm(staging, { recursive: true, force: true });
-    // Another build of the same revision won the rename: its copy is identical.
-    if (!existsSync(join(target, MANIFEST_FILE))) throw error;
-  }
 }
 
 /**
- * A revision folder without its manifest is no build: what a removal stopped part way left (or
- * one written before copies were renamed into place). Moved aside, so the new copy can take its name.
+ * Whether the copy at `root` is this revision, whole: its manifest reads back as it, and every source
+ * file it lists is there with the content it hashed. A copy that fails this is what a removal stopped
+ * part way left, or a build that lost files to another writing the same folder: a run resumed on it
+ * would fail, so it is never trusted.
  */
-async function clearUnfinished(target: string): Promise<void> {
-  if (!existsSync(target) || existsSync(join(target, MANIFEST_FILE))) return;
+async function isWholeCopy(root: string, manifest: AgentManifest): Promise<boolean> {
+  const kept = await readFile(join(root, MANIFEST_FILE), "utf8").then((text) => JSON.parse(text) as Partial<AgentManifest>, () => undefined);
+  if (kept?.agentRevision !== manifest.agentRevision) return false;
+  for (const source of manifest.sources) {
+    const bytes = await readFile(join(root, SNAPSHOT_SOURCES, source.file)).catch(() => undefined);
+    if (bytes === undefined || sourceFileHash(bytes) !== source.hash) return false;
+  }
+  return true;
+}
+
+/** Move the folder at `target` aside unless it is a whole copy; returns where it went, or undefined when nothing moved. */
+async function moveAsideUnlessWhole(target: string, manifest: AgentManifest): Promise<string | undefined> {
+  if (!existsSync(target) || (await isWholeCopy(target, manifest))) return undefined;
   const aside = asideName(target);
-  // Gone meanwhile, or another build's complete copy took the name: the rename below settles it.
-  if (!(await rename(target, aside).then(() => true, () => false))) return;
-  await rm(aside, { recursive: true, force: true }).catch(() => undefined);
+  // Gone meanwhile (another build moved it): the rename into place settles the rest.
+  return (await rename(target, aside).then(() => true, () => false)) ? aside : undefined;
+}
+
+/** Move the holds of the copy at `from` into the one at `to`; a hold `to` has already is kept, and a folder not there takes none. */
+async function carryHolds(from: string, to: string): Promise<void> {
+  const holds = await readdir(join(from, HELD_BY)).catch(() => [] as string[]);
+  if (holds.length === 0) return;
+  await mkdir(join(to, HELD_BY)).catch(() => undefined);
+  for (const hold of holds) {
+    if (existsSync(join(to, HELD_BY, hold))) continue;
+    // A rename keeps the hold's mtime: when it was last refreshed.
+    await rename(join(from, HELD_BY, hold), join(to, HELD_BY, hold)).catch(() => undefined);
+  }
 }
 
 /** How often a live runtime marks its build's copy in use (the folder's mtime). */
