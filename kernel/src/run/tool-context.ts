@@ -60,18 +60,24 @@ export function createToolContext(
   const perCall = services.forCall?.({ id: call.id, approved: approvedToolCall, step: guardedStep });
   const filesystem = perCall?.filesystem ?? services.filesystem;
   const selfImprovement = perCall ? perCall.selfImprovement : services.selfImprovement;
-  /** `api` with each of `writes` refused as the other members are once the call is paused or stopped. */
+  /**
+   * `api` with each of `writes` refused as the other members are once the call is paused or stopped. A view of
+   * `api`, not a copy: a store that is a class instance (a plugin's BlobStore) keeps its methods and private fields.
+   */
   const guarded = <T extends object>(api: T, writes: ReadonlyArray<keyof T & string>): T => {
-    const wrapped = { ...api } as Record<string, unknown>;
-    for (const name of writes) {
-      const method = api[name] as unknown as (...args: unknown[]) => Promise<unknown>;
-      if (typeof method !== "function") continue;
-      wrapped[name] = async (...args: unknown[]) => {
-        refuseWhilePaused();
-        return method.apply(api, args);
-      };
-    }
-    return wrapped as T;
+    const refused = new Set<PropertyKey>(writes);
+    return new Proxy(api, {
+      get(target, name) {
+        const member: unknown = Reflect.get(target, name, target);
+        if (typeof member !== "function") return member;
+        const method = member as (...args: unknown[]) => unknown;
+        if (!refused.has(name)) return method.bind(target);
+        return async (...args: unknown[]) => {
+          refuseWhilePaused();
+          return method.apply(target, args);
+        };
+      },
+    });
   };
   return {
     runId: scope.runId,
@@ -123,8 +129,10 @@ export function createToolContext(
       refuseWhilePaused();
       return services.getSandbox();
     },
-    ...(services.blob ? { blob: services.blob } : {}),
-    ...(services.memory ? { memory: services.memory } : {}),
+    // Durable writes, refused as ctx.emit is once the run stopped waiting for the call: an approved replay, or the
+    // replica that took a lost lease over, makes them again.
+    ...(services.blob ? { blob: guarded(services.blob, ["put", "delete"]) } : {}),
+    ...(services.memory ? { memory: guarded(services.memory, ["write", "delete"]) } : {}),
     ...(services.resources ? { resources: services.resources } : {}),
     async spawnSubagent(request) {
       refuseWhilePaused();
@@ -148,7 +156,8 @@ export function createToolContext(
       : {}),
     ...(selfImprovement ? { selfImprovement: guarded(selfImprovement, ["create", "update", "delete"]) } : {}),
     ...(scope.channel ? { channel: scope.channel } : {}),
-    [RUNTIME_FILESYSTEM]: filesystem,
+    // The built-in file tools' writes reach memory, /files and /skills, as durable as ctx.memory's.
+    [RUNTIME_FILESYSTEM]: guarded(filesystem, ["write", "delete"]),
     [SKILL_ACTIVATION]: scope.skills,
   } as ToolExecutionContext;
 }
