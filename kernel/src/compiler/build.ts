@@ -39,7 +39,7 @@ import { approvalProblem } from "../run/approval-problem.js";
 import { capabilityProblem, listedSkillToolProblem } from "../run/tool-visibility.js";
 import { toolFunctionProblem } from "./tool-functions.js";
 import { compileSchema } from "../schema.js";
-import { findNonJson } from "../json-check.js";
+import { findNonJson, jsonWithoutUndefinedKeys } from "../json-check.js";
 import { createModuleLoader } from "./load-module.js";
 import { refuseUnsupportedOptions, sandboxUse } from "./unsupported-options.js";
 import { KNOWN_KEYS, refuseUnknownKeys } from "./known-keys.js";
@@ -699,12 +699,16 @@ async function compileSandbox(agentDir: string, load: Loader): Promise<SandboxMa
       fix: "Omit workingDirectory or set it to /workspace: hosted shell commands see a real, physical /workspace, so other aliases are invalid (/runtime is retired).",
     });
   }
-  let json: JsonValue;
-  try {
-    json = JSON.parse(JSON.stringify(options)) as JsonValue;
-  } catch {
-    throw new AssemblyLineError("AL_ERR_SANDBOX_DEFINITION", `${file}: the sandbox options are not plain JSON data`, { fix: "Use strings, numbers, booleans, arrays and objects only." });
+  // The manifest records the options as JSON and the adapter is made from that record: a value JSON
+  // would turn into null or drop (Infinity, a function) must be refused here, not reach the adapter as
+  // its default. A key set to undefined is left out, as an option not given.
+  const checked = jsonWithoutUndefinedKeys(options, "options");
+  if ("problem" in checked) {
+    throw new AssemblyLineError("AL_ERR_SANDBOX_DEFINITION", `${file}: sandbox ${checked.problem}`, {
+      fix: `Give every sandbox option in ${file} as plain JSON data (strings, finite numbers, booleans, null, arrays, plain objects): the build records the options as JSON and the ${adapter} adapter is made from that record. Leave an option out to take the adapter's default.`,
+    });
   }
+  const json = checked.json;
   const image = typeof options.image === "string" ? options.image : null;
   return { source: await hashSource(agentDir, file), adapter, image, workingDirectory: "/workspace", options: json as Record<string, JsonValue> };
 }
