@@ -58,6 +58,27 @@ describe("ctx.memory paths", () => {
     expect(await state.listMemory()).toEqual([]);
   });
 
+  it("refuses a path under another runtime root instead of storing it as a memory file of that name", async () => {
+    const { memory, state } = memoryViews();
+    for (const path of ["/workspace/report.txt", "/files/a.pdf", "/history/turns.md", "/skills/x/SKILL.md", "/workspace", "//workspace/report.txt", "/./files/"]) {
+      await expect(memory.write({ path, content: "x" }), path).rejects.toMatchObject({
+        code: "AL_ERR_PATH_ESCAPE",
+        message: expect.stringMatching(/is under \/(workspace|files|history|skills), not \/memory/),
+        fix: expect.stringContaining("/memory"),
+      });
+      await expect(memory.read({ path }), path).rejects.toMatchObject({ code: "AL_ERR_PATH_ESCAPE" });
+      await expect(memory.delete({ path }), path).rejects.toMatchObject({ code: "AL_ERR_PATH_ESCAPE" });
+      await expect(memory.list({ prefix: path }), path).rejects.toMatchObject({ code: "AL_ERR_PATH_ESCAPE" });
+    }
+    await expect(memory.write({ path: "/workspace/report.txt", content: "x" })).rejects.toMatchObject({ fix: expect.stringContaining('"/memory/report.txt"') });
+    expect(await state.listMemory()).toEqual([]);
+    // Named without the leading slash, or below /memory, such a folder is one of memory's own.
+    await memory.write({ path: "workspace/report.txt", content: "relative" });
+    await memory.write({ path: "/memory/files/a.md", content: "below memory" });
+    await memory.write({ path: "/workspaces.md", content: "a root's name as a prefix" });
+    expect(await state.listMemory()).toEqual(["files/a.md", "workspace/report.txt", "workspaces.md"]);
+  });
+
   it("refuses content that is not a string with a fix, storing nothing", async () => {
     const { memory, state } = memoryViews();
     for (const content of [{ a: 1 }, 7, null, undefined]) {

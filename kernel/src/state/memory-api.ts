@@ -1,6 +1,7 @@
 import { AssemblyLineError, checkMemoryWrite, describeStateValue, type MemoryApi, type MemoryStateStore } from "@assemblyline-agents/core";
+import { posix } from "node:path";
 import { checkMemoryFile } from "../filesystem/memory-file-checks.js";
-import { resolveLogicalPath } from "../filesystem/runtime-filesystem.js";
+import { RUNTIME_ROOTS, resolveLogicalPath } from "../filesystem/runtime-filesystem.js";
 
 /** `ctx.memory`: the tool-facing view of the memory facet. */
 export function createMemoryApi(store: MemoryStateStore): MemoryApi {
@@ -54,7 +55,23 @@ function resolveMemoryPath(path: unknown, method: string): { relative: string } 
       fix: "Pass a path inside /memory as a string, e.g. { path: \"notes/todo.md\" }.",
     });
   }
+  refuseOtherRoot(path, method);
   // Relative paths (and the older `memory/...` and `/...` spellings) are under /memory.
   const logical = path === "/memory" || path.startsWith("/memory/") ? path : `/memory/${path.replace(/^memory\//, "").replace(/^\/+/, "")}`;
   return resolveLogicalPath(logical);
+}
+
+/**
+ * `/workspace/report.txt` names a file of the workspace, not of memory: taken as relative it would be
+ * stored as /memory/workspace/report.txt, where the caller would never look for it.
+ */
+function refuseOtherRoot(path: string, method: string): void {
+  if (!path.startsWith("/")) return;
+  const normalized = posix.normalize(path).replace(/\/+$/, "");
+  const root = RUNTIME_ROOTS.find((candidate) => candidate !== "/memory" && (normalized === candidate || normalized.startsWith(`${candidate}/`)));
+  if (root === undefined) return;
+  const inMemory = `/memory${normalized.slice(root.length) || "/notes.md"}`;
+  throw new AssemblyLineError("AL_ERR_PATH_ESCAPE", `ctx.memory.${method}: path ${JSON.stringify(path)} is under ${root}, not /memory`, {
+    fix: `ctx.memory keeps files under /memory only: pass a path inside it, e.g. "${inMemory}". Files under ${root} are reached with the runtime's file tools${root === "/workspace" ? " or ctx.getSandbox()" : ""}.`,
+  });
 }
