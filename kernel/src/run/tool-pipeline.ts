@@ -241,7 +241,8 @@ async function execute(
       await scope.journal.record(
         scope.runId,
         "input.requested",
-        { callId: call.id, toolName: call.name, question: question.question, choices: question.options?.choices },
+        // The metadata goes with the question to the channel, as the question record keeps it (left out when none).
+        { callId: call.id, toolName: call.name, question: question.question, choices: question.options?.choices, metadata: question.options?.metadata },
         { toolCall: { ...base, status: "waiting_input", question: asking, updatedAt: isoTimestamp() } },
       );
       scope.pausedFor ??= "input";
