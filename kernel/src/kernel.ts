@@ -35,14 +35,16 @@ export async function createKernel(options: { plugins?: PluginDefinition[]; time
   // The plugin whose apply(kernel) is running: each tap registered meanwhile is its, for the errors that name it and the slot guard.
   let applying: PluginDefinition | undefined;
   const hooks = createKernelHooks({ applyingPlugin: () => applying });
-  const plugins = options.plugins ?? [];
+  // A copy: a plugin that changed the caller's array would change which plugins are applied, and the caller's list.
+  const plugins = Object.freeze([...(options.plugins ?? [])]);
   const kernel: Kernel = { version: KERNEL_VERSION, hooks, plugins };
+  const pluginKernel = tapOnlyKernel(hooks, () => applying);
   guardSlotTaps(hooks, () => applying);
   for (const plugin of plugins) {
     const what = `plugin ${plugin.name}@${plugin.version} apply(kernel)`;
     applying = plugin;
     try {
-      await withinTimeout(Promise.resolve().then(() => plugin.apply(kernel)), options.timeoutMs ?? DEFAULT_PLUGIN_TIMEOUT_MS, what);
+      await withinTimeout(Promise.resolve().then(() => plugin.apply(pluginKernel)), options.timeoutMs ?? DEFAULT_PLUGIN_TIMEOUT_MS, what);
     } catch (error) {
       if (isAssemblyLineError(error)) throw error;
       throw new AssemblyLineError("AL_ERR_PLUGIN_APPLY", `${what} threw: ${(error as Error).message}`, { fix: "Fix or remove that plugin.", cause: error });
@@ -51,6 +53,66 @@ export async function createKernel(options: { plugins?: PluginDefinition[]; time
     }
   }
   return kernel;
+}
+
+/** The tap side of a tapable hook: registering taps, nothing that calls, inspects or intercepts the hook. */
+type TapSide<H> = Pick<H, Extract<keyof H, "tap" | "tapPromise" | "tapAsync">>;
+
+/** What a plugin's apply(kernel) gets: the kernel's version and each hook's tap side. */
+export interface TapOnlyKernel extends PluginKernel {
+  readonly hooks: { readonly slot: { for(slot: GatewaySlot): TapSide<ReturnType<KernelHooks["slot"]["for"]>> } } & {
+    readonly [Name in Exclude<keyof KernelHooks, "slot">]: TapSide<KernelHooks[Name]>;
+  };
+}
+
+/** What a kernel hook has besides its tap side: the kernel's alone. */
+const KERNEL_ONLY_MEMBERS = ["intercept", "call", "callAsync", "promise", "taps", "interceptors", "isUsed", "withOptions", "get"];
+
+/**
+ * The kernel as plugins see it: taps only. The hooks themselves would let a plugin call them,
+ * read other plugins' taps, or add an interceptor, whose `register` sees every later plugin's
+ * taps (one could answer another plugin's slot descriptors past the slot guard). Reaching for
+ * one of those is refused with an error naming the plugin.
+ */
+function tapOnlyKernel(hooks: KernelHooks, applying: () => PluginDefinition | undefined): TapOnlyKernel {
+  const tapSide = <H extends object>(hook: H, name: string): TapSide<H> => {
+    const side: Record<string, unknown> = {};
+    // A sync hook's tapPromise and tapAsync throw tapable's own "not supported" error: kept, as plugins met it before.
+    for (const method of ["tap", "tapPromise", "tapAsync"]) {
+      const register = (hook as Record<string, unknown>)[method];
+      if (typeof register === "function") side[method] = register.bind(hook);
+    }
+    return refuseKernelOnly(side, name, applying) as TapSide<H>;
+  };
+  return Object.freeze({
+    version: KERNEL_VERSION,
+    hooks: Object.freeze({
+      slot: refuseKernelOnly({ for: (slot: GatewaySlot) => tapSide(hooks.slot.for(slot), `slot.for("${slot}")`) }, "slot", applying),
+      channel: tapSide(hooks.channel, "channel"),
+      harness: tapSide(hooks.harness, "harness"),
+      context: tapSide(hooks.context, "context"),
+      tools: tapSide(hooks.tools, "tools"),
+      resolveRun: tapSide(hooks.resolveRun, "resolveRun"),
+      event: tapSide(hooks.event, "event"),
+    }),
+  });
+}
+
+/** `side`, frozen, whose kernel-only members throw an error naming the plugin instead of reading as undefined. */
+function refuseKernelOnly<T extends Record<string, unknown>>(side: T, hookName: string, applying: () => PluginDefinition | undefined): Readonly<T> {
+  for (const member of KERNEL_ONLY_MEMBERS) {
+    Object.defineProperty(side, member, {
+      enumerable: false,
+      get() {
+        const plugin = applying();
+        const who = plugin ? `plugin ${plugin.name}@${plugin.version}` : "a plugin";
+        throw new AssemblyLineError("AL_ERR_PLUGIN_APPLY", `${who} reached for kernel.hooks.${hookName}.${member} in apply(kernel); plugins only tap the kernel's hooks`, {
+          fix: `Register with tap, tapPromise or tapAsync; calling a hook, reading its taps and intercepting it are the kernel's.${plugin ? ` Fix ${who}, or leave it out of the host's plugins.` : ""}`,
+        });
+      },
+    });
+  }
+  return Object.freeze(side);
 }
 
 export type MaterializedGateway = Partial<Record<GatewaySlot, unknown>>;

@@ -44,7 +44,7 @@ export const errorCatalogue = {
   AL_ERR_MEMORY_CONTENT_INVALID: "A memory write's content holds a NUL character or a lone UTF-16 surrogate, which not every state store can keep; nothing was written.",
   AL_ERR_PATH_ESCAPE: "A path leaves its root (.., a symlink, or an absolute host path), or holds a NUL byte, a newline or (a runtime filesystem or ctx.memory path) another control character.",
   AL_ERR_PLUGIN_TIMEOUT: "A plugin's apply or adapter factory did not settle in time.",
-  AL_ERR_PLUGIN_APPLY: "A plugin's apply(kernel) threw.",
+  AL_ERR_PLUGIN_APPLY: "A plugin's apply(kernel) threw, or reached for a hook's calls, taps or interceptors, which are the kernel's.",
   AL_ERR_PLUGIN_CONTRACT: "A plugin's live adapter lacks methods of the contract it provides, or a plugin's slot tap broke the slot's rules (it answered another plugin's descriptor, or a `tap()` returned a promise).",
   AL_ERR_SCHEDULER_CONFIG: "A scheduler cannot start with its settings (the local scheduler's leaseMs not below automationCatchUpMs).",
   AL_ERR_GATEWAY_SLOT: "No installed plugin materializes the adapter a gateway.ts slot names.",
