@@ -94,5 +94,9 @@ export function capabilityProblem(definition: Pick<ToolDefinition, "capability" 
   if (definition.defaultEnabled === true && (capability.visibility === "hidden" || capability.visibility === "skill")) {
     return `defaultEnabled: true contradicts capability.visibility "${capability.visibility}"`;
   }
+  // The other way round too: one keeps the tool back, the other offers it up front, and neither may silently win.
+  if (definition.defaultEnabled === false && capability.visibility === "always") {
+    return `defaultEnabled: false contradicts capability.visibility "always"; drop defaultEnabled: false to offer the tool up front, or use visibility "deferred" to keep it back`;
+  }
   return null;
 }
