@@ -533,6 +533,11 @@ export class OpenEveRuntime {
       throw new TypeError(`runtime.answer(runId, answer): answer must be a string, not ${answer === null ? "null" : typeof answer}; the question stays open`);
     }
     options = withoutOwnRunId(runId, options);
+    // The questions pending as an answer without a call id arrives, read before anything else is awaited (as
+    // decide() reads what a decision was sent for): queued behind another drive of the run (the same answer
+    // sent twice, a retried request), it answers one of those only, never a question the run asked meanwhile.
+    const sentFor = options.callId === undefined ? this.pendingQuestions(runId) : undefined;
+    sentFor?.catch(() => undefined);
     const child = await this.waitingChild(runId, "waiting_input", options);
     if (child) {
       await this.answer(child, answer, options);
@@ -544,6 +549,7 @@ export class OpenEveRuntime {
     const ended = resting && (await this.wakeParentOfEndedChild(resting));
     if (ended) throw endedChildRefusal(runId, ended, (await this.requireRun(runId)).status, { kind: "answer", ...(options.callId !== undefined ? { callId: options.callId } : {}) });
     if (options.runId !== undefined) throw await this.notWaitedOn(runId, options.runId, "waiting_input");
+    const sent = await sentFor;
     return this.track(async () => {
       const { driver, revision } = await this.revisions.driverFor(await this.requireOwnRun(runId));
       // Recorded under the run's lease, so an answer can never interleave with the turn that asked.
@@ -569,6 +575,13 @@ export class OpenEveRuntime {
               {
                 fix: `Read the questions the run asks now (\`assembly-line runs show ${runId}\`) and answer ${asking.length === 1 ? "it" : "each"} with its callId: ${pending}.`,
               },
+            );
+          }
+          if (sent && !sent.has(question.callId)) {
+            throw new AssemblyLineError(
+              "AL_ERR_APPROVAL_NOT_FOUND",
+              `run ${runId}: the question this answer was sent for is already answered; the run now asks ${printedCallId(question.callId)}`,
+              { fix: `Read the question the run asks now (\`assembly-line runs show ${runId}\`) and answer it if you mean to: ${question.callId}.` },
             );
           }
           const output = { answer } as JsonValue;
@@ -814,6 +827,11 @@ export class OpenEveRuntime {
     await this.options.connections?.close?.().catch((error) => this.logger.warn({ err: String(error) }, "closing connections failed"));
     await this.flushTelemetry();
     await this.state.close?.();
+  }
+
+  /** The call ids of the questions run `runId` asks now. */
+  private async pendingQuestions(runId: string): Promise<Set<string>> {
+    return new Set((await this.state.runs.listToolCalls(runId)).filter((call) => call.status === "waiting_input").map((call) => call.callId));
   }
 
   /** The pending approvals (by approvalId, else callId) and the budget pause (its event's seq) run `runId` rests on now. */
