@@ -842,12 +842,13 @@ export class OpenEveRuntime {
 
   private async decide(runId: string, decision: "approved" | "denied", options: { callId?: string; runId?: string; actor?: string; reason?: string; onRecorded?: () => void }): Promise<RunResult> {
     options = withoutOwnRunId(runId, options);
-    // What the run rests on as a decision without a call id arrives, read before anything else is awaited. Queued
-    // behind another drive of the run (the same approval sent twice, a retried request), it decides that pause
-    // only, never the next one the run reached meanwhile, which its sender never saw.
-    const sentFor = options.callId === undefined ? this.restingOn(runId) : undefined;
+    // What the run rests on as a decision arrives, read before anything else is awaited. Queued behind another
+    // drive of the run (the same approval sent twice, a retried request), it decides that pause only, never the
+    // next one the run reached meanwhile, which its sender never saw: with a call id too, as one call may pause
+    // at more than one gate (its own, then the change it makes), each with its own approval id.
+    const sentFor = this.restingOn(runId);
     // Read whatever becomes of it: a refusal below may come first.
-    sentFor?.catch(() => undefined);
+    sentFor.catch(() => undefined);
     const child = await this.waitingChild(runId, "waiting_approval", options);
     if (child) {
       // The parent waits on its subagent's decision: decide it there; the child's end resumes the parent.

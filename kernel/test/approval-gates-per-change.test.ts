@@ -61,4 +61,18 @@ describe("each approval gate of one tool call has its own approval id", () => {
     expect(done.status).toBe("completed");
     expect((await runtime.automations.list()).map((automation) => [automation.name, automation.message])).toEqual([["nightly", "wipe prod"]]);
   });
+
+  it("lets the same approval sent twice by call id pass the tool's gate only, never the change shown after it", async () => {
+    const { runtime, runId, toolGate, events } = await pausedOnTheToolGate();
+
+    // `assembly-line approve <run> <callId>` sent twice: the call id names both gates of the call.
+    const decisions = await Promise.allSettled([runtime.approve(runId, { callId: toolGate.callId }), runtime.approve(runId, { callId: toolGate.callId })]);
+
+    expect(decisions.filter((decision) => decision.status === "fulfilled")).toHaveLength(1);
+    const refused = decisions.find((decision) => decision.status === "rejected");
+    expect((refused as PromiseRejectedResult).reason).toMatchObject({ code: "AL_ERR_APPROVAL_NOT_FOUND", message: expect.stringContaining("already decided") });
+    expect((await events(runId)).filter((event) => event.type === "approval.granted")).toHaveLength(1);
+    expect((await runtime.getRun(runId)).pendingApprovals?.[0]?.change).toMatchObject({ action: "create", name: "nightly" });
+    expect(await runtime.automations.list()).toEqual([]);
+  });
 });
