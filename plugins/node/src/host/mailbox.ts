@@ -7,7 +7,13 @@ interface Letter {
   conversation: string;
   /** Whether beforeStart has work to do (a turn with attachments, or a run we know nothing about). */
   prepare: boolean;
+  /** Starts of it that failed in a row, for the backoff before the next. */
+  failedStarts?: number;
 }
+
+/** The wait before retrying a start that failed: from the first up to the cap, doubling per failure. */
+const START_RETRY_FIRST_MS = 100;
+const START_RETRY_MAX_MS = 10_000;
 
 export interface MailboxOptions {
   runtime: OpenEveRuntime;
@@ -55,11 +61,13 @@ export class ConversationMailbox {
   private stopped = false;
   private recentRunMs = 1000;
   private retryTimer: NodeJS.Timeout | undefined;
+  /** Letters whose start failed, waiting out their backoff; their conversations stay busy meanwhile. */
+  private readonly backingOff = new Map<string, NodeJS.Timeout>();
 
   constructor(private readonly options: MailboxOptions) {}
 
   get load(): { executing: number; waiting: number } {
-    return { executing: this.executing, waiting: this.waiting.length + this.reservedWait };
+    return { executing: this.executing, waiting: this.waiting.length + this.backingOff.size + this.reservedWait };
   }
 
   /**
@@ -77,7 +85,7 @@ export class ConversationMailbox {
       this.options.runtime.hasRunCapacity() &&
       (conversation === undefined ||
         (!this.busy.has(conversation) && !this.startingConversations.has(conversation) && !this.waiting.some((letter) => letter.conversation === conversation)));
-    const waiting = this.waiting.length + this.reservedWait;
+    const waiting = this.waiting.length + this.backingOff.size + this.reservedWait;
     if (!startsNow && waiting >= this.options.maxQueuedRuns) {
       // Each slot turns over about once per recent run time.
       // From the queue ahead and the observed run time, with +-25 % jitter so refused clients do not return in a herd.
@@ -139,6 +147,8 @@ export class ConversationMailbox {
   stop(): void {
     this.stopped = true;
     clearTimeout(this.retryTimer);
+    for (const timer of this.backingOff.values()) clearTimeout(timer);
+    this.backingOff.clear();
   }
 
   private hasCapacity(): boolean {
@@ -184,18 +194,40 @@ export class ConversationMailbox {
           this.settle(letter, started, "retry");
           return;
         }
-        if (isAssemblyLineError(error, "AL_ERR_RUN_NOT_RESUMABLE")) {
-          logger.debug({ event: "mailbox.run_taken", runId: letter.runId }, "another replica is executing this run");
-        } else {
-          logger.warn({ event: "mailbox.start_failed", runId: letter.runId, err: String(error) }, "starting a queued run failed; the recovery sweep retries it while it stays queued");
+        // Never startable by this host, so waiting for it would hold the conversation for good: the run left
+        // `queued` (another replica took it), it is gone, or its build is one this host lacks (a replica that has
+        // it starts it; the sweep offers it here again). The conversation's next turn may go.
+        if ((["AL_ERR_RUN_NOT_RESUMABLE", "AL_ERR_RUN_NOT_FOUND", "AL_ERR_CONTINUATION_VERSION"] as const).some((code) => isAssemblyLineError(error, code))) {
+          logger.debug({ event: "mailbox.run_taken", runId: letter.runId, err: String(error) }, "this host cannot start this run: another replica is executing it, it is gone, or its build is not here");
+          this.settle(letter, started, "drop");
+          return;
         }
-        this.settle(letter, started, "drop");
+        // Anything else (the state store unreachable, its build failing to load) may pass: the run stays first
+        // of its conversation and is tried again after a growing wait, so no later turn overtakes it.
+        logger.warn({ event: "mailbox.start_failed", runId: letter.runId, err: String(error) }, "starting a queued run failed; retrying it before the conversation's next turn");
+        this.settle(letter, started, "backoff");
       },
     );
   }
 
-  private settle(letter: Letter, started: number, outcome: "done" | "retry" | "drop"): void {
+  private settle(letter: Letter, started: number, outcome: "done" | "retry" | "backoff" | "drop"): void {
     this.executing -= 1;
+    if (outcome === "backoff") {
+      // The conversation stays busy until the letter is back in line, so its later turns keep waiting.
+      letter.failedStarts = (letter.failedStarts ?? 0) + 1;
+      const ceilingMs = Math.min(START_RETRY_MAX_MS, START_RETRY_FIRST_MS * 2 ** (letter.failedStarts - 1));
+      // Jitter on the upper half, so replicas that failed together do not retry in lockstep.
+      const timer = setTimeout(() => {
+        this.backingOff.delete(letter.runId);
+        this.busy.delete(letter.conversation);
+        this.waiting.unshift(letter);
+        this.pump();
+      }, Math.round(ceilingMs / 2 + Math.random() * (ceilingMs / 2)));
+      timer.unref();
+      this.backingOff.set(letter.runId, timer);
+      this.pump();
+      return;
+    }
     this.busy.delete(letter.conversation);
     if (outcome === "retry") this.waiting.unshift(letter);
     else {
