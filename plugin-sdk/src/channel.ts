@@ -83,6 +83,16 @@ export interface ChannelAttachmentDownload {
   allowedHosts?: string[];
 }
 
+/** What `ChannelModule.resolveAttachment` is told besides the attachment. */
+export interface ChannelAttachmentContext {
+  conversationId: string;
+  /**
+   * Aborted when the host stops waiting for this call (its attachment timeout): stop the provider
+   * lookup then. The Node host always sets it; optional so a call made by hand (a test) may leave it out.
+   */
+  signal?: AbortSignal;
+}
+
 /** One attempt at delivering a run's reply (`ChannelModule.deliver`). */
 export interface ChannelDelivery {
   /** The same for every attempt at this reply, in any process: a key for the provider's idempotency, or for the channel's own record of what it sent. */
@@ -186,8 +196,12 @@ export interface ChannelModule {
    * nothing (as before). Retried through the outbox as `deliver` is.
    */
   deliverFailure?(failure: ChannelFailureDelivery): Promise<void>;
-  /** Turn an attachment into a download request; undefined for a plain URL download. */
-  resolveAttachment?(attachment: ChannelAttachment, ctx: { conversationId: string }): ChannelAttachmentDownload | undefined | Promise<ChannelAttachmentDownload | undefined>;
+  /**
+   * Turn an attachment into a download request; undefined for a plain URL download. The host gives
+   * it as long as a download (its `attachments.timeoutMs`): then `ctx.signal` aborts, the attachment
+   * is recorded as failed and the run starts without it.
+   */
+  resolveAttachment?(attachment: ChannelAttachment, ctx: ChannelAttachmentContext): ChannelAttachmentDownload | undefined | Promise<ChannelAttachmentDownload | undefined>;
 }
 
 export type ChannelDefinition = ChannelConfig & Branded<"assembly-line.channel">;

@@ -31,6 +31,19 @@ export function resolveAttachment(attachment) {
 }
 `;
 
+// A provider whose file lookup never answers (a provider API that hangs): it keeps the signal it is given.
+const HANGING_CHANNEL = `import { defineChannel } from "@assemblyline-agents/core";
+export default defineChannel({ transport: "http", route: "/hanging-provider", methods: ["POST"] });
+export function normalizeHttp(request) {
+  const body = request.body;
+  return { eventId: body.id, conversationId: body.conversation, message: body.text, ...(body.attachments ? { attachments: body.attachments } : {}) };
+}
+export function resolveAttachment(attachment, ctx) {
+  (globalThis.__hangingLookups ??= []).push(ctx.signal);
+  return new Promise(() => {});
+}
+`;
+
 let bundle: RuntimeBundle;
 beforeAll(async () => {
   const agentDir = join(tempDir("al-channel-agent-"), "agent");
@@ -38,6 +51,7 @@ beforeAll(async () => {
   writeFileSync(join(agentDir, "agent.ts"), `import { defineAgent } from "@assemblyline-agents/core";\nexport default defineAgent({ model: "test/model", instructions: "Test." });\n`);
   writeFileSync(join(agentDir, "channels", "files.ts"), FILES_CHANNEL);
   writeFileSync(join(agentDir, "channels", "restricted.ts"), RESTRICTED_CHANNEL);
+  writeFileSync(join(agentDir, "channels", "hanging.ts"), HANGING_CHANNEL);
   bundle = await loadRuntimeBundle((await buildAgent(agentDir)).artifactRoot);
 });
 
@@ -109,5 +123,28 @@ describe("channel attachments", () => {
     ]);
     expect(String(events[0]!.data.error)).toMatch(/host localhost is not in the policy's withinHosts/);
     expect(elsewhere.requests).toEqual([]);
+  });
+
+  it("gives up a resolveAttachment that never answers after attachments.timeoutMs: the attachment fails, the run starts, and the conversation's next turn runs", async () => {
+    const lookups: AbortSignal[] = [];
+    (globalThis as { __hangingLookups?: AbortSignal[] }).__hangingLookups = lookups;
+    onTestFinished(() => {
+      delete (globalThis as { __hangingLookups?: AbortSignal[] }).__hangingLookups;
+    });
+    const host = await startHost(bundle, { blob: new LocalBlobStore({ directory: join(tempDir(), "blobs") }), attachments: { timeoutMs: 500 }, maxConcurrentRuns: 1 });
+    const first = await call(`${host.url}/hanging-provider?wait=10`, {
+      body: { id: "evt-hanging-1", conversation: "c-hanging", text: "echo: see attached", attachments: [{ id: "F-hangs" }] },
+    });
+    expect(first.body.status).toBe("completed");
+    const events = (await host.runtime.listEvents(first.body.runId)).filter((event) => event.type.startsWith("attachment."));
+    expect(events).toMatchObject([{ type: "attachment.failed", data: { attachmentId: "F-hangs", code: "AL_ERR_ATTACHMENT_DOWNLOAD" } }]);
+    expect(String(events[0]!.data.error)).toMatch(/channel hanging's resolveAttachment did not answer within 500 ms/);
+    expect(host.logger.events("attachment.failed")).toMatchObject([{ fields: { runId: first.body.runId, attachmentId: "F-hangs", code: "AL_ERR_ATTACHMENT_DOWNLOAD" } }]);
+    // The channel was told to stop looking.
+    expect(lookups).toHaveLength(1);
+    expect(lookups[0]!.aborted).toBe(true);
+
+    const next = await call(`${host.url}/hanging-provider?wait=10`, { body: { id: "evt-hanging-2", conversation: "c-hanging", text: "echo: and now?" } });
+    expect(next.body.status).toBe("completed");
   });
 });

@@ -7,6 +7,7 @@ import {
   isAssemblyLineError,
   type BlobStore,
   type ChannelAttachment,
+  type ChannelAttachmentDownload,
   type ChannelModule,
   type FileIndexStore,
   type FileRecord,
@@ -28,7 +29,10 @@ export interface AttachmentOptions {
    * to them is listed here by exact name.
    */
   allowedHosts?: string[];
-  /** Per download. Default 30 000 ms. */
+  /**
+   * Per download, and per call of the channel's resolveAttachment (one that has not answered by then
+   * is given up: its `ctx.signal` aborts and the attachment fails). Default 30 000 ms.
+   */
   timeoutMs?: number;
 }
 
@@ -123,7 +127,7 @@ export class AttachmentIngest {
   /** The download request for one attachment, from the module of the channel that produced it and no other. */
   private async resolve(attachment: ChannelAttachment, channel: string, conversationId: string): Promise<DownloadRequest> {
     const module = this.parts.channels[channel];
-    const resolved = module?.resolveAttachment ? await module.resolveAttachment(attachment, { conversationId }) : undefined;
+    const resolved = module?.resolveAttachment ? await this.resolveInTime(module, attachment, channel, conversationId) : undefined;
     const url = resolved?.url ?? attachment.url;
     if (!url) {
       throw new AssemblyLineError("AL_ERR_ATTACHMENT_REFUSED", `attachment ${attachment.id} has no url and channel ${channel} resolved none`, {
@@ -143,6 +147,30 @@ export class AttachmentIngest {
       ...(typeof resolved?.filename === "string" && resolved.filename !== "" ? { filename: resolved.filename } : {}),
       ...(withinHosts ? { withinHosts: withinHosts.map((host) => host.toLowerCase()) } : {}),
     };
+  }
+
+  /**
+   * The channel's resolveAttachment, given up after timeoutMs: the run waits for it before it starts, so
+   * one that never answers would hold the run queued, its conversation and a run slot with it, for good.
+   */
+  private async resolveInTime(module: ChannelModule, attachment: ChannelAttachment, channel: string, conversationId: string): Promise<ChannelAttachmentDownload | undefined> {
+    const controller = new AbortController();
+    let timer: NodeJS.Timeout | undefined;
+    const timedOut = new Promise<never>((_, reject) => {
+      timer = setTimeout(() => {
+        const error = new AssemblyLineError("AL_ERR_ATTACHMENT_DOWNLOAD", `attachment ${attachment.id}: channel ${channel}'s resolveAttachment did not answer within ${this.timeoutMs} ms`, {
+          fix: "Make resolveAttachment answer or throw sooner (stop when ctx.signal aborts), or raise listenNodeRuntime({ attachments: { timeoutMs } }) if the provider is that slow.",
+          details: { reason: "resolve_timeout", timeoutMs: this.timeoutMs },
+        });
+        controller.abort(error);
+        reject(error);
+      }, this.timeoutMs);
+    });
+    try {
+      return await Promise.race([module.resolveAttachment!(attachment, { conversationId, signal: controller.signal }), timedOut]);
+    } finally {
+      clearTimeout(timer);
+    }
   }
 
   /** Download one attachment as `request` says and store it at `path`. */
