@@ -837,8 +837,9 @@ export class OpenEveRuntime {
   }
 
   /** The pending approvals (by approvalId, else callId) and the budget pause (its event's seq) run `runId` rests on now. */
-  private async restingOn(runId: string): Promise<{ calls: Set<string>; budgetPauseSeq: number | undefined }> {
-    const [calls, events] = await Promise.all([this.state.runs.listToolCalls(runId), this.state.runs.listEvents(runId)]);
+  private async restingOn(runId: string, options: { budgetPause: boolean }): Promise<{ calls: Set<string>; budgetPauseSeq: number | undefined }> {
+    // The events only for the budget pause, which only a decision without a call id may decide.
+    const [calls, events] = await Promise.all([this.state.runs.listToolCalls(runId), options.budgetPause ? this.state.runs.listEvents(runId) : []]);
     return { calls: new Set(calls.filter((call) => call.status === "waiting_approval").map((call) => call.approvalId || call.callId)), budgetPauseSeq: budgetPauseEventOf(events)?.seq };
   }
 
@@ -848,7 +849,7 @@ export class OpenEveRuntime {
     // drive of the run (the same approval sent twice, a retried request), it decides that pause only, never the
     // next one the run reached meanwhile, which its sender never saw: with a call id too, as one call may pause
     // at more than one gate (its own, then the change it makes), each with its own approval id.
-    const sentFor = this.restingOn(runId);
+    const sentFor = this.restingOn(runId, { budgetPause: options.callId === undefined });
     // Read whatever becomes of it: a refusal below may come first.
     sentFor.catch(() => undefined);
     const child = await this.waitingChild(runId, "waiting_approval", options);
