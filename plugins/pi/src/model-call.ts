@@ -1,5 +1,5 @@
 import { AssemblyLineError, type RuntimeLogger } from "@assemblyline-agents/core";
-import { stream, type Api, type AssistantMessage, type Context, type Model } from "@mariozechner/pi-ai";
+import { stream, type Api, type AssistantMessage, type AssistantMessageEventStream, type Context, type Model, type StreamFunction } from "@mariozechner/pi-ai";
 import type { PiRetryOptions } from "./options.js";
 import { watchProviderResponse, type ProviderResponse } from "./provider-response.js";
 import { parseRetryAfter, retryTransientFailures } from "./retry.js";
@@ -105,14 +105,18 @@ async function attemptModelCall(request: ModelCallRequest): Promise<ModelCallRep
   // pi-ai keeps only its repaired parse of tool-call arguments; the text as sent is gathered here.
   const rawToolArguments = new Map<number, string>();
   let streamedText = false;
+  let endWatch: EndMarkerWatch | undefined;
   const { value: message, response } = await watchProviderResponse(async () => {
-    const events = stream(model, context, {
+    const options = {
       ...(request.apiKey !== undefined ? { apiKey: request.apiKey } : {}),
       signal,
       maxRetries: 0,
       sessionId: request.sessionId,
       ...(request.maxTokens !== undefined ? { maxTokens: request.maxTokens } : {}),
-    });
+    };
+    const unmarkedEnd = UNMARKED_END_PROVIDERS[model.api];
+    const events = unmarkedEnd ? (await unmarkedEnd.load())(model, context, options) : stream(model, context, options);
+    if (unmarkedEnd) endWatch = watchEndMarker(events, unmarkedEnd.endMarker);
     for await (const event of events) {
       if (event.type === "text_delta") {
         streamedText = true;
@@ -123,6 +127,7 @@ async function attemptModelCall(request: ModelCallRequest): Promise<ModelCallRep
     }
     return events.result();
   });
+  const missingEnd = endWatch?.missing();
   if (signal.aborted || message.stopReason === "aborted") {
     // Billed all the same: the prompt's tokens reported before the abort, or a reply that ended as it came.
     if (hasUsage(message)) await request.onFailedAttemptUsage?.(message);
@@ -134,7 +139,80 @@ async function attemptModelCall(request: ModelCallRequest): Promise<ModelCallRep
     const errorMessage = redactCallSecrets(message.errorMessage ?? "unknown provider error", callSecrets(model, request.apiKey));
     throw classifyFailure(errorMessage, response, streamedText);
   }
+  if (missingEnd !== undefined) {
+    if (hasUsage(message)) await request.onFailedAttemptUsage?.(message);
+    // A dropped stream in all but name: the reply may be cut short, and its tool calls an incomplete set.
+    throw new ProviderCallFailure(`the stream ended before its end (${missingEnd}), so the reply may be incomplete`, undefined, true, undefined, "stream", streamedText);
+  }
   return { message, rawToolArguments };
+}
+
+/**
+ * The APIs whose pi-ai provider hands back a stream that stops before its end
+ * marker as a complete reply, with what the stream then lacks. These providers
+ * start the reply's `stopReason` at "stop" and write it only when the marker
+ * arrives; Anthropic's fails such a stream by itself ("stream ended before
+ * message_stop"). Each is called through its own entry point (lazily, as
+ * `stream()` would import it): `stream()` forwards a provider's events a few
+ * ticks late, and the watch must be in place before the provider reads a chunk.
+ */
+const UNMARKED_END_PROVIDERS: Partial<Record<Api, { endMarker: string; load(): Promise<StreamFunction> }>> = {
+  "openai-completions": {
+    endMarker: "no chunk with a finish_reason",
+    load: async () => (await import("@mariozechner/pi-ai/openai-completions")).streamOpenAICompletions as StreamFunction,
+  },
+  "openai-responses": {
+    endMarker: "no response.completed event",
+    load: async () => (await import("@mariozechner/pi-ai/openai-responses")).streamOpenAIResponses as StreamFunction,
+  },
+  "azure-openai-responses": {
+    endMarker: "no response.completed event",
+    load: async () => (await import("@mariozechner/pi-ai/azure-openai-responses")).streamAzureOpenAIResponses as StreamFunction,
+  },
+  "openai-codex-responses": {
+    endMarker: "no response.completed event",
+    load: async () => (await import("@mariozechner/pi-ai/openai-codex-responses")).streamOpenAICodexResponses as StreamFunction,
+  },
+};
+
+interface EndMarkerWatch {
+  /** What the stream lacked when its end never came, else undefined; called once the stream is over. */
+  missing(): string | undefined;
+}
+
+/*
+ * pi-ai reports neither the provider's end marker nor its absence, only the
+ * `stopReason` it writes when the marker arrives. The write is observed on the
+ * reply it streams (a plain field again once the stream is over) from the
+ * `start` event on, caught as the provider pushes it: before it reads a chunk.
+ */
+function watchEndMarker(events: AssistantMessageEventStream, endMarker: string): EndMarkerWatch {
+  let started: AssistantMessage | undefined;
+  let ended = false;
+  const push = events.push.bind(events);
+  events.push = (event) => {
+    if (event.type === "start" && !started) {
+      started = event.partial;
+      let stopReason = started.stopReason;
+      Object.defineProperty(started, "stopReason", {
+        configurable: true,
+        enumerable: true,
+        get: () => stopReason,
+        set: (value: AssistantMessage["stopReason"]) => {
+          stopReason = value;
+          ended = true;
+        },
+      });
+    }
+    push(event);
+  };
+  return {
+    missing() {
+      if (!started) return undefined;
+      Object.defineProperty(started, "stopReason", { value: started.stopReason, writable: true, enumerable: true, configurable: true });
+      return ended ? undefined : endMarker;
+    },
+  };
 }
 
 /*

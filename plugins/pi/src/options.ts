@@ -63,7 +63,7 @@ export type PiModelCatalog = Record<string, PiModelEntry>;
  * How a failed model call is retried. Retried: 429 and 5xx answers, connections
  * that fail or drop, and streams the provider breaks off after accepting the
  * request (Anthropic's in-stream `overloaded_error` or `api_error`, OpenAI's
- * in-stream server error), also after part of the reply was streamed (the host
+ * in-stream server error, a stream that ends before its end marker), also after part of the reply was streamed (the host
  * is told first, HarnessContext.textRestart). Not retried: other 4xx answers, a
  * refusal or content filter.
  */

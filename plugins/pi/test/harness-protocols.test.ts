@@ -1,8 +1,9 @@
 import { isAssemblyLineError, type AgentHarness, type JsonValue } from "@assemblyline-agents/core";
-import { afterEach, beforeEach, describe, expect, it } from "vitest";
+import { afterEach, beforeEach, describe, expect, it, onTestFinished } from "vitest";
 import { piAgentHarness, resolvePiModel, type PiHarnessOptions } from "../src/index.js";
 import type { ScriptedModelServer } from "../src/testkit/servers/index.js";
 import { JournalHarnessContext, type RecordedUsage, type TestTool } from "./support/journal-harness-context.js";
+import { startOpenAIResponsesServer } from "./support/openai-responses-server.js";
 import { anthropicMessages, openAIChat, turnInput, type ProtocolCase } from "./support/protocols.js";
 
 const tools: Record<string, TestTool> = {
@@ -239,6 +240,53 @@ describe.each([openAIChat, anthropicMessages])("pi harness against $name", (prot
     // One delta shown, then the restart, then the reply from its start: the host never takes the two for one text.
     expect(ctx.restarts).toEqual([1]);
     expect(ctx.deltas.slice(1).join("")).toBe("The capital of France is Paris.");
+  });
+
+  it("asks again when the stream ends cleanly before the provider's end marker, never taking the part received for the reply", async () => {
+    server
+      .enqueue({ kind: "stream", text: ["The deploy is safe to run bec", "ause nothing changed."], breakAfter: { events: 1, with: "end" } })
+      .text(["The deploy is safe to run because nothing changed."]);
+    const ctx = new JournalHarnessContext("run_1", tools);
+
+    const result = await harness({ retry: { ...fastRetry, maxRetries: 1 } }).runTurn(turnInput(protocol.spec), ctx);
+
+    expect(result).toEqual({ status: "completed", response: { text: "The deploy is safe to run because nothing changed." } });
+    expect(server.requests).toHaveLength(2);
+    expect(ctx.restarts).toEqual([1]);
+    expect(ctx.eventsOfType("model.response").map((r) => r.text)).toEqual(["The deploy is safe to run because nothing changed."]);
+  });
+
+  it("fails the run naming the missing end when every attempt's stream ends before it", async () => {
+    for (let i = 0; i < 2; i += 1) server.enqueue({ kind: "stream", text: ["Half an ans", "wer."], breakAfter: { events: 1, with: "end" } });
+    const ctx = new JournalHarnessContext("run_1", tools);
+
+    const failure = await harness({ retry: { ...fastRetry, maxRetries: 1 } }).runTurn(turnInput(protocol.spec), ctx).catch((e: unknown) => e);
+
+    expect(isAssemblyLineError(failure, "AL_ERR_MODEL_PROVIDER")).toBe(true);
+    expect(String((failure as Error).message)).toMatch(/broke off the stream on all 2 attempts: .*stream ended before/);
+    expect(server.requests).toHaveLength(2);
+    expect(ctx.journal.size).toBe(0);
+  });
+
+  it("never runs a complete tool call of a reply whose stream ended before the provider's end marker", async () => {
+    server.enqueue({
+      kind: "stream",
+      toolCalls: [
+        { id: "call_1", name: "deploy", argumentChunks: ['{"city":"Paris"}'] },
+        { id: "call_2", name: "get_time", argumentChunks: ['{"city":"Paris"}'] },
+      ],
+      breakAfter: { events: 2, with: "end" },
+    });
+    const ran: string[] = [];
+    const watched = { ...tools, get_weather: { run: () => (ran.push("get_weather"), "18") }, deploy: { run: () => (ran.push("deploy"), "deployed") } };
+    const ctx = new JournalHarnessContext("run_1", watched);
+
+    const failure = await harness({ retry: { ...fastRetry, maxRetries: 0 } }).runTurn(turnInput(protocol.spec), ctx).catch((e: unknown) => e);
+
+    expect(isAssemblyLineError(failure, "AL_ERR_MODEL_PROVIDER")).toBe(true);
+    expect(ran).toEqual([]);
+    expect(ctx.toolCalls).toEqual([]);
+    expect(ctx.journal.size).toBe(0);
   });
 
   it("records both calls when a crash lost a model call's result and the model was asked again", async () => {
@@ -568,5 +616,44 @@ describe.each([openAIChat, anthropicMessages])("pi harness against $name", (prot
       const results = protocol.toolResultsIn(server.requests[1]!.body);
       expect(results.find((r) => r.id === "call_2")?.content).toContain("The user denied this tool call.");
     });
+  });
+});
+
+describe("pi harness against OpenAI's Responses API (the catalog's openai/* models)", () => {
+  const spec = "openai/gpt-5.4-mini";
+  const apiKey = "sk-test-responses";
+
+  const start = async () => {
+    const server = await startOpenAIResponsesServer(apiKey);
+    onTestFinished(() => server.close());
+    // Only the endpoint is overridden: the catalog entry's api stays "openai-responses".
+    const harness = piAgentHarness({ models: { [spec]: { baseUrl: server.baseUrl } }, apiKeys: { openai: apiKey }, retry: { ...fastRetry, maxRetries: 1 } });
+    expect(resolvePiModel(spec, { [spec]: { baseUrl: server.baseUrl } }).api).toBe("openai-responses");
+    return { server, harness };
+  };
+
+  it("answers with the text of a stream that reached response.completed", async () => {
+    const { server, harness } = await start();
+    server.text(["Half an ans", "wer, then the rest."]);
+
+    const result = await harness.runTurn(turnInput(spec), new JournalHarnessContext("run_1", tools));
+
+    expect(result).toEqual({ status: "completed", response: { text: "Half an answer, then the rest." } });
+  });
+
+  it("asks again when the stream ends before response.completed, and fails naming it when every attempt does", async () => {
+    const { server, harness } = await start();
+    server.enqueue({ kind: "stream", text: ["Half an ans", "wer."], breakAfter: { events: 1, with: "end" } }).text(["A whole answer."]);
+    const ctx = new JournalHarnessContext("run_1", tools);
+
+    expect(await harness.runTurn(turnInput(spec), ctx)).toEqual({ status: "completed", response: { text: "A whole answer." } });
+    expect(server.requests).toHaveLength(2);
+
+    for (let i = 0; i < 2; i += 1) server.enqueue({ kind: "stream", text: ["Half an ans", "wer."], breakAfter: { events: 1, with: "end" } });
+    const failure = await harness.runTurn(turnInput(spec), new JournalHarnessContext("run_2", tools)).catch((e: unknown) => e);
+
+    expect(isAssemblyLineError(failure, "AL_ERR_MODEL_PROVIDER")).toBe(true);
+    expect(String((failure as Error).message)).toContain("the stream ended before its end (no response.completed event)");
+    expect(server.requests).toHaveLength(4);
   });
 });

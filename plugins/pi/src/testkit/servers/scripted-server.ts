@@ -20,10 +20,12 @@ export interface ScriptedStream {
   holdAfter?: { events: number; until: Promise<void> };
   /**
    * End the stream abnormally before content event number `events` (0: right
-   * after the stream's opening event): `"drop"` closes the connection, an
-   * error is sent as the provider's in-stream error event (after its HTTP 200).
+   * after the stream's opening event): `"drop"` closes the connection, `"end"`
+   * ends the response cleanly without the provider's end marker (OpenAI's
+   * finish_reason and `[DONE]`, Anthropic's `message_stop`), an error is sent as
+   * the provider's in-stream error event (after its HTTP 200).
    */
-  breakAfter?: { events: number; with: "drop" | ScriptedError };
+  breakAfter?: { events: number; with: "drop" | "end" | ScriptedError };
 }
 
 export interface ScriptedToolCall {
@@ -168,7 +170,7 @@ export class ScriptedModelServer {
       if (!(error instanceof StreamBreak) || !reply.breakAfter) throw error;
       const cause = reply.breakAfter.with;
       if (cause === "drop") return void res.socket?.destroy();
-      await writeSplit(res, this.protocol.inStreamError(cause));
+      if (cause !== "end") await writeSplit(res, this.protocol.inStreamError(cause));
     }
     if (!gone) res.end();
   }
