@@ -87,6 +87,7 @@ export const errorCatalogue = {
   AL_ERR_HOST_CONFIG: "A listenNodeRuntime option or its environment variable has an invalid value.",
   AL_ERR_HOST_AUTH_REQUIRED: "A production request reached a route that needs host auth, and the host configured none.",
   AL_ERR_HOST_DRAINING: "The host is shutting down and accepts no new work.",
+  AL_ERR_HOST_SHUTDOWN: "A step of the host's graceful shutdown failed (the others ran); details.steps names them.",
   AL_ERR_HOST_INTERNAL: "An HTTP endpoint failed unexpectedly; the host logged the cause.",
   AL_ERR_HTTP_UNAUTHORIZED: "A request to an authenticated route has a missing or wrong bearer token.",
   AL_ERR_HTTP_NOT_FOUND: "No route of the host matches the request path.",

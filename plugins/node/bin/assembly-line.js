@@ -10,7 +10,9 @@ for (const stream of [process.stdout, process.stderr]) {
   });
 }
 
-process.exitCode = await main(process.argv.slice(2));
+const code = await main(process.argv.slice(2));
+// A code already set stands: the signal handler's 1 for a shutdown that failed must not become a 0.
+if (!process.exitCode) process.exitCode = code;
 // Ctrl-C stopped a command mid-run and it reported the run as left for resume: the turn still
 // executing here is not waited for (the runtime cannot abort it part way; resume continues it).
 if (stoppedDrivingARun()) process.exit();

@@ -1,12 +1,13 @@
 import { spawn, type ChildProcess } from "node:child_process";
 import { join, resolve } from "node:path";
-import { afterAll, beforeAll, describe, expect, it, vi } from "vitest";
+import { afterAll, beforeAll, describe, expect, it, onTestFinished, vi } from "vitest";
+import { isAssemblyLineError, type AssemblyLineError } from "@assemblyline-agents/core";
 import { FileStateAdapter } from "@assemblyline-agents/local";
 import { InMemoryStateAdapter, type RuntimeBundle } from "@assemblyline-agents/runtime";
-import { SHUTDOWN_STEPS } from "../src/index.js";
+import { SHUTDOWN_STEPS, listenNodeRuntime } from "../src/index.js";
 import { RunWatcher } from "../src/host/run-watcher.js";
 import { TELEMETRY_FLUSH_FLOOR_MS, TELEMETRY_FLUSH_GRACE_MS, createShutdown } from "../src/host/shutdown.js";
-import { call, captureLogger, fixtureBundle, startHost, tempDir, waitFor } from "./support/host.js";
+import { call, captureLogger, fixtureBundle, routedHarness, startHost, tempDir, waitFor } from "./support/host.js";
 
 let bundle: RuntimeBundle;
 beforeAll(async () => {
@@ -74,9 +75,38 @@ describe("graceful shutdown", () => {
       logger,
       50,
     );
-    await shutdown();
+    await expect(shutdown()).rejects.toMatchObject({ code: "AL_ERR_HOST_SHUTDOWN", details: { steps: ["scheduler"] } });
     expect(order).toEqual(["readyz", "listener", "workers", "flush", "close", "force"]);
     expect(logger.events("shutdown.step_failed")[0]!.fields).toMatchObject({ step: "scheduler", err: "Error: scheduler stuck" });
+  });
+
+  it("rejects, once every step ran, naming the step that failed (a state store that cannot close), and still resolves closed", async () => {
+    const cannotClose = new Error("the state store could not flush its last writes");
+    const state = Object.assign(new InMemoryStateAdapter(), {
+      close: async () => {
+        throw cannotClose;
+      },
+    });
+    const logger = captureLogger();
+    const telemetry = { flushed: 0, export: () => undefined, flush: async () => void (telemetry.flushed += 1) };
+    const host = await listenNodeRuntime({ ...bundle, state, agentHarness: routedHarness(), port: 0, host: "127.0.0.1", devMode: true, logger, env: {}, telemetry });
+    onTestFinished(() => host.shutdown().catch(() => undefined));
+
+    const error = await host.shutdown().then(
+      () => undefined,
+      (caught: unknown) => caught,
+    );
+    expect(isAssemblyLineError(error, "AL_ERR_HOST_SHUTDOWN")).toBe(true);
+    expect((error as AssemblyLineError).message).toMatch(/state\.close failed/);
+    expect((error as AssemblyLineError).details).toEqual({ steps: ["state.close"] });
+    expect(((error as Error).cause as AggregateError).errors).toEqual([cannotClose]);
+    await host.closed;
+    // The steps before it all ran, the listener is closed, and the drain said it failed rather than completed.
+    expect(telemetry.flushed).toBe(1);
+    await expect(call(`${host.url}/healthz`)).rejects.toThrow();
+    expect(logger.events("shutdown.step_failed").map((entry) => entry.fields.step)).toEqual(["state.close"]);
+    expect(logger.events("shutdown.failed").map((entry) => entry.fields.steps)).toEqual([["state.close"]]);
+    expect(logger.events("shutdown.completed")).toEqual([]);
   });
 
   it("waits for the runs through a timeoutMs longer than a timer can wait, instead of giving up on them at once", async () => {

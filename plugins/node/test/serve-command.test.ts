@@ -9,6 +9,8 @@ import { call, tempDir } from "./support/host.js";
 
 const example = resolve(import.meta.dirname, "../../../examples/notes-agent");
 const runner = resolve(import.meta.dirname, "fixtures/serve-child.mjs");
+const bin = resolve(import.meta.dirname, "../bin/assembly-line.js");
+const failingStateClose = resolve(import.meta.dirname, "fixtures/failing-state-close.mjs");
 
 // A failed assertion must not leave a server process behind.
 const children: ChildProcess[] = [];
@@ -16,8 +18,13 @@ afterAll(() => {
   for (const child of children) if (child.exitCode === null) child.kill("SIGKILL");
 });
 
-function serve(args: string[], env: Record<string, string> = {}): Promise<{ child: ChildProcess; url: string; stdout: () => string; stderr: () => string; exited: Promise<number | null> }> {
-  const child = spawn(process.execPath, [runner, ...args], { env: { ...process.env, OPENAI_API_KEY: "", ...env }, stdio: ["ignore", "pipe", "pipe"] });
+/** `entry` is what node runs before `args`: the embedding runner, or the command line itself (its bin, with preloads). */
+function serve(
+  args: string[],
+  env: Record<string, string> = {},
+  entry: string[] = [runner],
+): Promise<{ child: ChildProcess; url: string; stdout: () => string; stderr: () => string; exited: Promise<number | null> }> {
+  const child = spawn(process.execPath, [...entry, ...args], { env: { ...process.env, OPENAI_API_KEY: "", ...env }, stdio: ["ignore", "pipe", "pipe"] });
   children.push(child);
   let stdout = "";
   let stderr = "";
@@ -65,6 +72,35 @@ describe("assembly-line dev", () => {
     // Readable dev logs, not JSON.
     expect(dev.stderr()).toMatch(/^\d\d:\d\d:\d\d INFO  turn accepted \[ingress\.accepted\]/m);
     expect(dev.stderr()).toMatch(/graceful shutdown completed/);
+  }, 60_000);
+
+  it("exits 1 when a step of its shutdown fails (the state store cannot close)", async () => {
+    const { agentDir, script } = copyExample();
+    const dev = await serve(["dev", agentDir, "--port", "0", "--offline-script", script], {}, ["--import", failingStateClose, bin]);
+    dev.child.kill("SIGTERM");
+    expect(await dev.exited, dev.stderr()).toBe(1);
+    expect(dev.stderr()).toMatch(/shutdown: state\.close failed; continuing/);
+    expect(dev.stderr()).toMatch(/graceful shutdown completed, but state\.close failed/);
+  }, 60_000);
+
+  it("returns 1 from the command when a step of its shutdown fails, and 0 when none does", async () => {
+    const { agentDir, script } = copyExample();
+    const io = { out: () => undefined, err: () => undefined };
+    const failing = await devCommand([agentDir, "--port", "0", "--offline-script", script], io, {
+      installSignals: false,
+      onListening: (handle) => {
+        // It releases the folder (the clean run below opens it again), then reports a failure.
+        const close = handle.runtime.state.close!.bind(handle.runtime.state);
+        handle.runtime.state.close = async () => {
+          await close();
+          throw new Error("the state store could not flush its last writes");
+        };
+        void handle.shutdown().catch(() => undefined);
+      },
+    });
+    expect(failing).toBe(1);
+    const clean = await devCommand([agentDir, "--port", "0", "--offline-script", script], io, { installSignals: false, onListening: (handle) => void handle.shutdown() });
+    expect(clean).toBe(0);
   }, 60_000);
 
   it("refuses a bad --port before listening", async () => {

@@ -33,9 +33,13 @@ export interface NodeRuntimeHandle {
   readonly port: number;
   readonly runtime: OpenEveRuntime;
   readonly server: Server;
-  /** Drain and stop (idempotent): /readyz 503, listener + ingress, scheduler, workers, runtime.onIdle(), telemetry flush, state close. */
+  /**
+   * Drain and stop (idempotent, every call the same promise): /readyz 503, listener + ingress, scheduler,
+   * workers, runtime.onIdle(), telemetry flush, state close. A failing step does not stop the others;
+   * once all ran, the promise rejects with AL_ERR_HOST_SHUTDOWN naming the failed steps (`details.steps`).
+   */
   shutdown(options?: { timeoutMs?: number }): Promise<void>;
-  /** Resolves once shutdown has completed. */
+  /** Resolves once shutdown has completed, whether or not a step failed (shutdown() rejects then). */
   readonly closed: Promise<void>;
 }
 
@@ -353,7 +357,7 @@ export async function listenNodeRuntime(options: NodeRuntimeOptions): Promise<No
   );
   const shutdown = (shutdownOptions?: { timeoutMs?: number }) => {
     const done = drain(shutdownOptions);
-    void done.then(resolveClosed);
+    void done.then(resolveClosed, resolveClosed);
     return done;
   };
   return { url, port: address.port, runtime, server, shutdown, closed };

@@ -1,4 +1,4 @@
-import { MAX_TIMER_MS, type RuntimeLogger } from "@assemblyline-agents/core";
+import { AssemblyLineError, MAX_TIMER_MS, type RuntimeLogger } from "@assemblyline-agents/core";
 
 /** The drain steps, in the order the spec fixes. Each must not throw past its own failure. */
 export interface ShutdownSteps {
@@ -39,6 +39,8 @@ export const TELEMETRY_FLUSH_GRACE_MS = 250;
  * scheduler's dispatches, the workers, runs) is bounded by `timeoutMs` overall; flush and close always run after it, the flush bounded
  * by what is left of the timeout or TELEMETRY_FLUSH_FLOOR_MS, the longer: the sinks are given that
  * bound, and a sink that overruns it is not waited for past TELEMETRY_FLUSH_GRACE_MS more.
+ * A step that throws does not stop the others; once every step ran, the promise rejects with
+ * AL_ERR_HOST_SHUTDOWN naming the steps that failed (a step left at the timeout is not one).
  */
 export function createShutdown(steps: ShutdownSteps, logger: RuntimeLogger, defaultTimeoutMs: number): (options?: { timeoutMs?: number }) => Promise<void> {
   let done: Promise<void> | undefined;
@@ -48,11 +50,13 @@ export function createShutdown(steps: ShutdownSteps, logger: RuntimeLogger, defa
       const started = Date.now();
       const deadline = started + timeoutMs;
       logger.info({ event: "shutdown.started", timeoutMs }, "graceful shutdown started");
+      const failed: Array<{ step: (typeof SHUTDOWN_STEPS)[number]; error: unknown }> = [];
       const step = async (name: (typeof SHUTDOWN_STEPS)[number], work: () => Promise<void> | void) => {
         try {
           await work();
           logger.info({ event: "shutdown.step", step: name, elapsedMs: Date.now() - started }, `shutdown: ${name} done`);
         } catch (error) {
+          failed.push({ step: name, error });
           logger.error({ event: "shutdown.step_failed", step: name, err: String(error) }, `shutdown: ${name} failed; continuing`);
         }
       };
@@ -84,6 +88,20 @@ export function createShutdown(steps: ShutdownSteps, logger: RuntimeLogger, defa
       });
       await step("state.close", () => steps.closeState());
       steps.forceClose();
+      if (failed.length > 0) {
+        // Said, not only logged: the process's exit code (1) and an embedder awaiting shutdown() must tell a
+        // drain that lost something (the state's last writes unflushed, say) from one that completed.
+        const names = failed.map((entry) => entry.step);
+        logger.error({ event: "shutdown.failed", steps: names, elapsedMs: Date.now() - started }, `graceful shutdown completed, but ${names.join(", ")} failed`);
+        throw new AssemblyLineError("AL_ERR_HOST_SHUTDOWN", `shutdown: ${names.join(", ")} failed; the other steps ran`, {
+          fix: "Read the shutdown.step_failed log lines for each step's error and fix what they name (a state store that cannot flush or close, say).",
+          details: { steps: names },
+          cause: new AggregateError(
+            failed.map((entry) => entry.error),
+            `shutdown steps failed: ${names.join(", ")}`,
+          ),
+        });
+      }
       logger.info({ event: "shutdown.completed", elapsedMs: Date.now() - started }, "graceful shutdown completed");
     })();
     return done;

@@ -129,7 +129,11 @@ async function serve(
   if (control.installSignals !== false) installSignalHandlers(handle);
   control.onListening?.(handle);
   await handle.closed;
-  return 0;
+  // The drain's own promise (shutdown() is idempotent): exit code 1 when a step of it failed, as documented.
+  return handle.shutdown().then(
+    () => 0,
+    () => 1,
+  );
 }
 
 function printRoutes(bundle: RuntimeBundle, handle: NodeRuntimeHandle, mode: { devMode: boolean; note: string }, scheduler: boolean, io: CommandIO): void {
