@@ -106,10 +106,16 @@ async function attemptModelCall(request: ModelCallRequest): Promise<ModelCallRep
   const rawToolArguments = new Map<number, string>();
   let streamedText = false;
   let endWatch: EndMarkerWatch | undefined;
+  // The provider SDKs never remove the abort listener they add to the signal they get: each attempt
+  // gets a signal of its own, so the turn's signal holds none after the attempt, however many calls a turn makes.
+  const attemptAbort = new AbortController();
+  const abortAttempt = () => attemptAbort.abort(signal.reason);
+  if (signal.aborted) abortAttempt();
+  else signal.addEventListener("abort", abortAttempt, { once: true });
   const { value: message, response } = await watchProviderResponse(async () => {
     const options = {
       ...(request.apiKey !== undefined ? { apiKey: request.apiKey } : {}),
-      signal,
+      signal: attemptAbort.signal,
       maxRetries: 0,
       sessionId: request.sessionId,
       ...(request.maxTokens !== undefined ? { maxTokens: request.maxTokens } : {}),
@@ -126,7 +132,7 @@ async function attemptModelCall(request: ModelCallRequest): Promise<ModelCallRep
       }
     }
     return events.result();
-  });
+  }).finally(() => signal.removeEventListener("abort", abortAttempt));
   const missingEnd = endWatch?.missing();
   if (signal.aborted || message.stopReason === "aborted") {
     // Billed all the same: the prompt's tokens reported before the abort, or a reply that ended as it came.

@@ -1,4 +1,5 @@
 import { isAssemblyLineError, type AgentHarness, type JsonValue } from "@assemblyline-agents/core";
+import { getEventListeners } from "node:events";
 import { afterEach, beforeEach, describe, expect, it, onTestFinished } from "vitest";
 import { piAgentHarness, resolvePiModel, type PiHarnessOptions } from "../src/index.js";
 import type { ScriptedModelServer } from "../src/testkit/servers/index.js";
@@ -509,6 +510,20 @@ describe.each([openAIChat, anthropicMessages])("pi harness against $name", (prot
     expect(outcome).toBeInstanceOf(Error);
     expect(ctx.journal.size).toBe(0);
   }, 10_000);
+
+  it("leaves no abort listener on the run's signal after a turn of many model calls", async () => {
+    const modelCalls = 12;
+    for (let i = 1; i < modelCalls; i += 1) server.toolCalls([{ id: `call_${i}`, name: "get_time", argumentChunks: ['{"city":"Paris"}'] }]);
+    server.error(503, "Service unavailable.").text(["Done."]);
+    const controller = new AbortController();
+    const ctx = new JournalHarnessContext("run_1", tools, { signal: controller.signal });
+
+    const result = await harness().runTurn(turnInput(protocol.spec), ctx);
+
+    expect(result).toEqual({ status: "completed", response: { text: "Done." } });
+    expect(server.requests).toHaveLength(modelCalls + 1);
+    expect(getEventListeners(controller.signal, "abort")).toHaveLength(0);
+  });
 
   it("ends the turn with the tool's error when a tool fails", async () => {
     server.toolCalls([
