@@ -654,7 +654,8 @@ export class OpenEveRuntime {
       });
       listed += page.runs.length;
       const behind = page.runs.filter((run) => run.observedSeq < run.lastSeq && isLeaseFree(run.lease, now));
-      for (const run of behind) if (await this.observeOnItsBuild(run)) caughtUp += 1;
+      for (const run of behind) await this.observeOnItsBuild(run);
+      caughtUp += behind.length;
       cursor = page.nextCursor ?? undefined;
     } while (cursor && listed < limit);
     return caughtUp;
@@ -663,20 +664,22 @@ export class OpenEveRuntime {
   /**
    * Deliver a resting run's missed events through the journal of the build it runs on: its events go
    * to that build's hooks/ with that build's revision, as they do when it is decided, and the
-   * delivery queues behind a decision being recorded there. A run whose build this host lacks is
-   * left for a host that has it (its events stay unobserved); false then.
+   * delivery queues behind a decision being recorded there. When this host has no copy of that build
+   * (pruned once no unfinished run needed it, or a fresh image holding only the served build), the
+   * served build's journal delivers them: observers get them late rather than never, and the run
+   * stops being found behind on every sweep.
    */
-  private async observeOnItsBuild(run: RunRecord): Promise<boolean> {
-    let build: RunDriver;
+  private async observeOnItsBuild(run: RunRecord): Promise<void> {
+    let journal = this.journal;
     try {
-      build = (await this.revisions.driverFor(run)).driver;
+      // A finished run never goes on: reading it must not hold its build from a prune.
+      const finished = run.status === "completed" || run.status === "failed";
+      journal = (await this.revisions.driverFor(run, { hold: !finished })).driver.journal;
     } catch (error) {
       if (!isAssemblyLineError(error, "AL_ERR_CONTINUATION_VERSION")) throw error;
-      this.logger.warn({ runId: run.id, err: error.message }, "observer catch-up skipped a run: its build is not on this host");
-      return false;
+      this.logger.info({ runId: run.id, err: error.message }, "observer catch-up delivers a run's events on the served build: its own build is not on this host");
     }
-    await build.journal.observe(run.id);
-    return true;
+    await journal.observe(run.id);
   }
 
   /**

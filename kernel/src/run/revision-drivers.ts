@@ -48,11 +48,15 @@ export class RevisionDrivers {
     return revisionOfRun(this.runs, run);
   }
 
-  async driverFor(run: RunRecord): Promise<{ driver: RunDriver; revision: string }> {
+  /**
+   * The driver of the build a run goes on under. `hold: false` writes no hold: for a reader of a run that
+   * never goes on again (a finished run's missed events), which must not keep its build from a prune.
+   */
+  async driverFor(run: RunRecord, options: { hold?: boolean } = {}): Promise<{ driver: RunDriver; revision: string }> {
     const revision = await this.revisionOf(run);
     // A run going on from a pause (or a stop) may pause there again: a runtime on another state store then
     // leaves that build (see holdRevision). A queued run is held from the next prune: no write on every start.
-    if (this.artifactRoot && run.status !== "queued") await holdRevision(this.artifactRoot, revision, run.id);
+    if (this.artifactRoot && run.status !== "queued" && options.hold !== false) await holdRevision(this.artifactRoot, revision, run.id);
     if (revision === this.currentRevision) return { driver: this.current, revision };
     let driver = this.pinned.get(revision);
     if (!driver) {
