@@ -28,6 +28,26 @@ class PrivateFieldBlobStore implements BlobStore {
   }
 }
 
+/** A blob store as a plain object whose methods are frozen in place. */
+function frozenBlobStore(): BlobStore {
+  const blobs = new Map<string, { body: Uint8Array; contentType: string }>();
+  return Object.freeze({
+    async put(key: string, body: Uint8Array, options?: { contentType?: string }) {
+      blobs.set(key, { body, contentType: options?.contentType ?? "application/octet-stream" });
+      return { key, size: body.byteLength };
+    },
+    async get(key: string) {
+      return blobs.get(key);
+    },
+    async delete(key: string) {
+      blobs.delete(key);
+    },
+    async list(prefix = "") {
+      return [...blobs.keys()].filter((key) => key.startsWith(prefix));
+    },
+  });
+}
+
 const lateWriter = toolSource({
   upFront: true,
   execute: `await new Promise((resolve) => setTimeout(resolve, 800));
@@ -50,8 +70,11 @@ const lateWriter = toolSource({
 });
 
 describe("a tool call the run stopped waiting for writes no memory and no blob", () => {
-  it("refuses ctx.memory, ctx.blob and file-tool writes once maxDurationMs failed the run, and still reads", async () => {
-    const blob = new PrivateFieldBlobStore();
+  it.each([
+    ["a class instance with a private field", (): BlobStore => new PrivateFieldBlobStore()],
+    ["a frozen object", frozenBlobStore],
+  ])("refuses ctx.memory, ctx.blob and file-tool writes once maxDurationMs failed the run, and still reads, the blob store being %s", async (_, makeBlobStore) => {
+    const blob = makeBlobStore();
     await blob.put("kept.txt", new TextEncoder().encode("kept"));
     const { runtime, state } = await startAgent(
       agentFolder({

@@ -62,21 +62,33 @@ export function createToolContext(
   const selfImprovement = perCall ? perCall.selfImprovement : services.selfImprovement;
   /**
    * `api` with each of `writes` refused as the other members are once the call is paused or stopped. A view of
-   * `api`, not a copy: a store that is a class instance (a plugin's BlobStore) keeps its methods and private fields.
+   * `api`, not a copy: a store that is a class instance (a plugin's BlobStore) keeps its methods and private fields,
+   * each called with the store as `this`. The proxy's target is an empty object, never `api`: a proxy must report a
+   * frozen target's methods as they are, so one over a frozen store could hand out no guarded or bound method.
    */
   const guarded = <T extends object>(api: T, writes: ReadonlyArray<keyof T & string>): T => {
     const refused = new Set<PropertyKey>(writes);
-    return new Proxy(api, {
-      get(target, name) {
-        const member: unknown = Reflect.get(target, name, target);
-        if (typeof member !== "function") return member;
-        const method = member as (...args: unknown[]) => unknown;
-        if (!refused.has(name)) return method.bind(target);
-        return async (...args: unknown[]) => {
-          refuseWhilePaused();
-          return method.apply(target, args);
-        };
+    const member = (name: PropertyKey): unknown => {
+      const value: unknown = Reflect.get(api, name, api);
+      if (typeof value !== "function") return value;
+      const method = value as (...args: unknown[]) => unknown;
+      if (!refused.has(name)) return method.bind(api);
+      return async (...args: unknown[]) => {
+        refuseWhilePaused();
+        return method.apply(api, args);
+      };
+    };
+    return new Proxy(Object.create(null) as T, {
+      get: (_, name) => member(name),
+      set: (_, name, value) => Reflect.set(api, name, value, api),
+      has: (_, name) => Reflect.has(api, name),
+      ownKeys: () => Reflect.ownKeys(api),
+      // Configurable whatever the store says: the empty target has no such property to match.
+      getOwnPropertyDescriptor: (_, name) => {
+        const own = Reflect.getOwnPropertyDescriptor(api, name);
+        return own && { value: member(name), writable: own.writable ?? false, enumerable: own.enumerable ?? false, configurable: true };
       },
+      getPrototypeOf: () => Reflect.getPrototypeOf(api),
     });
   };
   return {
