@@ -65,6 +65,12 @@ export interface ChannelRequest {
   headers: Record<string, string | undefined>;
   body: JsonValue | undefined;
   rawBody: Uint8Array;
+  /**
+   * Aborted when the host stops waiting for normalizeHttp (the Node host: its requestTimeoutMs), after
+   * which the caller is answered 503 and nothing the channel returns is used: stop any provider call then.
+   * The Node host always sets it; optional so a request built by hand (a test) may leave it out.
+   */
+  signal?: AbortSignal;
 }
 
 /** How to download one attachment (`ChannelModule.resolveAttachment`). */
@@ -180,7 +186,9 @@ export interface ChannelModule {
    * request, throw an error with a 4xx `status` (or `statusCode`), e.g. 401 for a bad
    * signature: the host answers with that status and the error's message, so write it for
    * the caller. Any other error is the channel failing: the host logs it and answers a
-   * generic 500 (503 while the state store is down) that shows nothing of it.
+   * generic 500 (503 while the state store is down) that shows nothing of it. One that does not
+   * answer in time (the Node host's requestTimeoutMs) is given up: `request.signal` aborts and the
+   * caller gets a generic 503.
    */
   normalizeHttp?(request: ChannelRequest): ChannelTurn | ChannelAck | Promise<ChannelTurn | ChannelAck>;
   /**

@@ -109,6 +109,7 @@ export const errorCatalogue = {
   AL_ERR_CHANNEL_SECRET_ENV: "A channel's ingress.requiredSecretEnv has no fully set group at production boot.",
   AL_ERR_CHANNEL_REJECTED: "A channel's normalizeHttp refused the request (e.g. a bad provider signature).",
   AL_ERR_CHANNEL_TURN_INVALID: "A channel's normalizeHttp returned something that is neither a ChannelTurn nor an ack.",
+  AL_ERR_CHANNEL_TIMEOUT: "A channel's normalizeHttp did not answer within the host's requestTimeoutMs; the request was answered 503 and nothing was accepted.",
   AL_ERR_DISCORD_SIGNATURE: "A request to the Discord channel lacks a valid Ed25519 signature or has a stale timestamp (answered 401).",
   AL_ERR_DISCORD_INTERACTION: "A signed request to the Discord channel is not an interaction this channel handles (answered 400).",
   AL_ERR_DISCORD_CONFIG: "defineDiscordChannel options are invalid, or the application's public key is not set or malformed.",

@@ -1,8 +1,8 @@
 import { mkdirSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
-import { beforeAll, describe, expect, it } from "vitest";
+import { beforeAll, describe, expect, it, onTestFinished } from "vitest";
 import { buildAgent, loadRuntimeBundle, type RuntimeBundle } from "@assemblyline-agents/runtime";
-import { call, startHost, tempDir } from "./support/host.js";
+import { call, startHost, tempDir, waitFor } from "./support/host.js";
 
 // A provider that verifies its webhook with a GET whose query carries the challenge (as Meta's
 // hub.challenge does), and signs the URL it calls (as Twilio does).
@@ -34,6 +34,15 @@ export function normalizeHttp(request) {
 }
 `;
 
+// A provider whose verification waits on a call that never answers (a key server that hangs): it keeps the signal it is given.
+const HANGING_CHANNEL = `import { defineChannel } from "@assemblyline-agents/core";
+export default defineChannel({ transport: "http", route: "/hooks/hanging", methods: ["POST"] });
+export function normalizeHttp(request) {
+  (globalThis.__hangingRequests ??= []).push(request.signal);
+  return new Promise(() => {});
+}
+`;
+
 let bundle: RuntimeBundle;
 beforeAll(async () => {
   const agentDir = join(tempDir("al-channel-request-"), "agent");
@@ -42,7 +51,36 @@ beforeAll(async () => {
   writeFileSync(join(agentDir, "channels", "challenge.ts"), CHALLENGE_CHANNEL);
   writeFileSync(join(agentDir, "channels", "answer.ts"), ANSWER_CHANNEL);
   writeFileSync(join(agentDir, "channels", "turn.ts"), TURN_CHANNEL);
+  writeFileSync(join(agentDir, "channels", "hanging.ts"), HANGING_CHANNEL);
   bundle = await loadRuntimeBundle((await buildAgent(agentDir)).artifactRoot);
+});
+
+describe("a normalizeHttp that never answers", () => {
+  it("is given up at requestTimeoutMs: the caller gets a generic 503, the channel's signal aborts, nothing is stored, and a shutdown does not wait for it", async () => {
+    const signals: AbortSignal[] = [];
+    (globalThis as { __hangingRequests?: AbortSignal[] }).__hangingRequests = signals;
+    onTestFinished(() => {
+      delete (globalThis as { __hangingRequests?: AbortSignal[] }).__hangingRequests;
+    });
+    const host = await startHost(bundle, { requestTimeoutMs: 1_000 });
+    const reply = await call(`${host.url}/hooks/hanging`, { body: { id: "evt-1" } });
+    expect(reply.status).toBe(503);
+    expect(reply.headers.get("retry-after")).toBe("5");
+    expect(reply.body.error).toMatchObject({ code: "AL_ERR_CHANNEL_TIMEOUT", message: "the request could not be handled in time; nothing was accepted" });
+    // Nothing of the channel (its name, its code) reaches the caller; the log says which one it was.
+    expect(JSON.stringify(reply.body)).not.toMatch(/hanging|normalizeHttp/);
+    expect(host.logger.events("channel.normalize_timeout")).toMatchObject([{ level: "warn", fields: { channel: "hanging", timeoutMs: 1_000 } }]);
+    expect(signals).toHaveLength(1);
+    expect(signals[0]!.aborted).toBe(true);
+    expect((await host.runtime.state.runs.listRuns()).runs).toEqual([]);
+
+    // A request still waiting on the channel when the drain begins: the shutdown (given far longer) ends once it is answered.
+    const pending = call(`${host.url}/hooks/hanging`, { body: { id: "evt-2" } });
+    await waitFor(() => (signals.length === 2 ? true : undefined), 10_000, "the second request to reach normalizeHttp");
+    await host.shutdown({ timeoutMs: 120_000 });
+    expect((await pending).status).toBe(503);
+    expect(host.logger.events("shutdown.completed")).toHaveLength(1);
+  });
 });
 
 describe("the request normalizeHttp receives", () => {

@@ -32,6 +32,8 @@ export interface ChannelIngressParts {
   model: string | undefined;
   /** A queued run younger than this may still be in a live replica's mailbox (the recovery sweep's threshold). */
   adoptQueuedAfterMs: number;
+  /** How long a provider channel's normalizeHttp may take before the request is answered 503 (the host's requestTimeoutMs). */
+  normalizeTimeoutMs: number;
 }
 
 /**
@@ -136,11 +138,39 @@ export class ChannelIngress {
     return { eventId, conversationId: conversationId ?? "", message };
   }
 
+  /**
+   * A channel's normalizeHttp, given up after normalizeTimeoutMs: one that never answers would hold the
+   * request, its connection (toward maxConnections) and every shutdown's wait for requests in flight.
+   * The caller gets a 503 that shows nothing of the channel; a provider retries it.
+   */
+  private async normalizeInTime(channel: string, ctx: RequestContext, normalizing: AbortController, normalize: () => unknown): Promise<unknown> {
+    const timeoutMs = this.parts.normalizeTimeoutMs;
+    let timer: NodeJS.Timeout | undefined;
+    const timedOut = new Promise<never>((_, reject) => {
+      timer = setTimeout(() => {
+        normalizing.abort();
+        this.parts.logger.warn({ event: "channel.normalize_timeout", channel, requestId: ctx.requestId, timeoutMs }, `channel ${channel}'s normalizeHttp did not answer within ${timeoutMs} ms; answered 503`);
+        reject(
+          new HttpError(503, "AL_ERR_CHANNEL_TIMEOUT", "the request could not be handled in time; nothing was accepted", {
+            fix: "Retry shortly.",
+            headers: { "retry-after": "5" },
+          }),
+        );
+      }, timeoutMs);
+    });
+    try {
+      return await Promise.race([normalize(), timedOut]);
+    } finally {
+      clearTimeout(timer);
+    }
+  }
+
   private async normalizeProvider(channel: string, module: ChannelModule, ctx: RequestContext, raw: Buffer): Promise<ChannelTurn | ChannelAck> {
     // Parsed when the channel first reads it, after it verified the request: an unsigned body, however
     // malformed, is judged by the channel's signature check (401, logged) and never read.
     let parsed: { body: JsonValue | undefined } | undefined;
     const contentType = ctx.headers["content-type"];
+    const normalizing = new AbortController();
     const request: ChannelRequest = {
       method: ctx.method,
       path: ctx.path,
@@ -152,10 +182,11 @@ export class ChannelIngress {
         return parsed.body;
       },
       rawBody: new Uint8Array(raw),
+      signal: normalizing.signal,
     };
     let result: unknown;
     try {
-      result = await module.normalizeHttp!(request);
+      result = await this.normalizeInTime(channel, ctx, normalizing, () => module.normalizeHttp!(request));
     } catch (error) {
       // The body the channel read is not JSON: the caller's (400), as before the channel saw it.
       if (error instanceof HttpError) throw error;

@@ -111,7 +111,19 @@ export async function listenNodeRuntime(options: NodeRuntimeOptions): Promise<No
   // A queued run younger than this may still be in a live replica's mailbox: the sweep and a duplicate turn leave it there.
   const adoptQueuedAfterMs = config.leaseTtlMs * 2;
   const recovery = new RunRecovery(runtime, mailbox, logger, adoptQueuedAfterMs);
-  const ingress = new ChannelIngress({ runtime, channels, mailbox, watcher, killSwitch, rateLimiter, logger, maxBodyBytes: config.maxBodyBytes, model: options.model, adoptQueuedAfterMs });
+  const ingress = new ChannelIngress({
+    runtime,
+    channels,
+    mailbox,
+    watcher,
+    killSwitch,
+    rateLimiter,
+    logger,
+    maxBodyBytes: config.maxBodyBytes,
+    model: options.model,
+    adoptQueuedAfterMs,
+    normalizeTimeoutMs: config.requestTimeoutMs,
+  });
   const drainController = new AbortController();
 
   // Spans reach options.telemetry through the runtime's tracer (captureContent applied there).
