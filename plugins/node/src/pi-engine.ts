@@ -40,16 +40,17 @@ export function loadPi(): Promise<PiModule> {
 /** The name piAgentHarness() reports (PI_HARNESS_NAME), known without loading it; a test keeps the two equal. */
 export const PI_ENGINE_NAME = "pi";
 
-/** The host's default engine for real models, loaded by its first turn. */
-export async function defaultPiHarness(models?: PiModelCatalog): Promise<AgentHarness> {
+/** The host's default engine for real models, loaded by its first turn; `env` is where it reads API keys (default process.env). */
+export async function defaultPiHarness(models?: PiModelCatalog, env?: Record<string, string | undefined>): Promise<AgentHarness> {
+  const options = { ...(models ? { models } : {}), ...(env ? { env } : {}) };
   // A host's declared models are checked at start, so a typo fails the boot: those load the engine now.
-  if (models) return (await loadPi()).piAgentHarness({ models });
+  if (models) return (await loadPi()).piAgentHarness(options);
   let harness: Promise<AgentHarness> | undefined;
   return {
     name: PI_ENGINE_NAME,
     runTurn: async (input, ctx) => {
       if (!harness) {
-        const made = loadPi().then((pi) => pi.piAgentHarness({}));
+        const made = loadPi().then((pi) => pi.piAgentHarness(options));
         // Like loadPi's, a failed load is not kept: the next run tries again (after `npm install`).
         made.catch(() => {
           if (harness === made) harness = undefined;

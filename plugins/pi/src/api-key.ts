@@ -30,6 +30,15 @@ const ENV_VARIABLE_EXCEPTIONS: Record<string, string> = {
   "amazon-bedrock": "AWS_PROFILE (or AWS_ACCESS_KEY_ID + AWS_SECRET_ACCESS_KEY)",
 };
 
+/**
+ * pi-ai's other key variables for a provider, read when its usual one is unset.
+ * pi-ai reads them from process.env only, so they are named here for a host's own `env`.
+ */
+const OTHER_KEY_VARIABLES: Record<string, string[]> = {
+  anthropic: ["ANTHROPIC_OAUTH_TOKEN"],
+  "github-copilot": ["GH_TOKEN", "GITHUB_TOKEN"],
+};
+
 /** The environment variable a provider's key is read from, as pi-ai reads it. */
 export function apiKeyVariable(provider: string): string {
   return ENV_VARIABLE_EXCEPTIONS[provider] ?? `${provider.toUpperCase().replace(/[^A-Z0-9]+/g, "_")}_API_KEY`;
@@ -39,7 +48,8 @@ export function apiKeyVariable(provider: string): string {
  * The key for one model call. `undefined` means the provider authenticates with
  * ambient credentials (AWS profile, Google ADC) and pi-ai should not get a key.
  * Order: host `apiKeys[provider]`, the entry's `apiKeyEnv`, the provider's usual variable,
- * then the other credentials pi-ai reads for the provider.
+ * then the other credentials pi-ai reads for the provider. Variables are read from the
+ * `env` option (the host's environment), else process.env.
  */
 export function resolvePiApiKey(spec: string, model: Model<Api>, options: PiHarnessOptions): string | undefined {
   const hostKey = options.apiKeys?.[model.provider];
@@ -50,7 +60,8 @@ export function resolvePiApiKey(spec: string, model: Model<Api>, options: PiHarn
   const variable = entryVariable ?? apiKeyVariable(model.provider);
   // The declared variable first: pi-ai prefers others (ANTHROPIC_OAUTH_TOKEN, which also makes its requests
   // pose as Claude Code; GH_TOKEN for github-copilot) and is asked only when it is unset.
-  const fromEnv = entryVariable ? process.env[entryVariable] : process.env[variable] || getEnvApiKey(model.provider);
+  const env = options.env ?? process.env;
+  const fromEnv = entryVariable ? env[entryVariable] : env[variable] || otherCredential(model.provider, env);
   if (fromEnv === AMBIENT_CREDENTIALS) return undefined;
   if (fromEnv) return fromEnv;
 
@@ -60,4 +71,16 @@ export function resolvePiApiKey(spec: string, model: Model<Api>, options: PiHarn
       (entryVariable === undefined ? `; a local server that needs no key takes models["${spec}"].apiKeyEnv = false.` : "."),
     details: { spec, provider: model.provider, variable },
   });
+}
+
+/*
+ * What pi-ai would use when the provider's usual variable is unset. From a host's own
+ * `env`, its other key variables; ambient credentials (an AWS profile, Google ADC) only
+ * as pi-ai sees them, since the provider's SDK finds them in process.env by itself.
+ */
+function otherCredential(provider: string, env: Record<string, string | undefined>): string | undefined {
+  if (env === process.env) return getEnvApiKey(provider);
+  const other = OTHER_KEY_VARIABLES[provider]?.map((name) => env[name]).find(Boolean);
+  if (other) return other;
+  return getEnvApiKey(provider) === AMBIENT_CREDENTIALS ? AMBIENT_CREDENTIALS : undefined;
 }

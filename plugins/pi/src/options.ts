@@ -86,5 +86,11 @@ export interface PiHarnessOptions {
   models?: PiModelCatalog;
   /** API keys by provider (`{ openai: "sk-..." }`); they take precedence over environment variables. */
   apiKeys?: Record<string, string>;
+  /**
+   * The environment API keys are read from (each provider's variable, an entry's
+   * `apiKeyEnv`), in place of process.env; the Node host passes its own `env`.
+   * Default process.env.
+   */
+  env?: Record<string, string | undefined>;
   retry?: PiRetryOptions;
 }

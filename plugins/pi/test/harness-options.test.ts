@@ -16,7 +16,7 @@ describe("piAgentHarness's options, checked against config.schema.json", () => {
     const refusal = () => piAgentHarness({ modles: { "local/llama3": local }, apikeys: { openai: "sk-test" } } as never);
     expect(refusal).toThrow(refused);
     expect(refusal).toThrow(/"modles" is not an option; "apikeys" is not an option/);
-    expect(refusal).toThrow(/fix: .*\(models, apiKeys, retry\)/);
+    expect(refusal).toThrow(/fix: .*\(models, apiKeys, env, retry\)/);
   });
 
   it("refuses baseURL in a models entry rather than sending the key to the provider's default endpoint", () => {
@@ -130,7 +130,7 @@ describe("piAgentHarness's options, checked against config.schema.json", () => {
       definitions: { modelEntry: { properties: Record<string, unknown> } };
     };
     // Record<keyof ..., 1>: adding an option to the types without listing it here fails to compile.
-    const harnessOptions: Record<keyof PiHarnessOptions, 1> = { models: 1, apiKeys: 1, retry: 1 };
+    const harnessOptions: Record<keyof PiHarnessOptions, 1> = { models: 1, apiKeys: 1, env: 1, retry: 1 };
     const retryOptions: Record<keyof PiRetryOptions, 1> = { maxRetries: 1, initialDelayMs: 1, maxDelayMs: 1 };
     const entryFields: Record<keyof PiModelEntry, 1> = {
       api: 1, baseUrl: 1, id: 1, provider: 1, name: 1, reasoning: 1, input: 1, cost: 1, maxTokens: 1, headers: 1, compat: 1, apiKeyEnv: 1,

@@ -449,6 +449,19 @@ describe.each([openAIChat, anthropicMessages])("pi harness against $name", (prot
     expect(result).toEqual({ status: "completed", response: { text: "Hi." } });
   });
 
+  it("reads the key from the env option in place of process.env", async () => {
+    process.env[protocol.keyVariable] = "wrong-key-from-process-env";
+    server.text(["Hi."]);
+
+    const result = await harness({ env: { [protocol.keyVariable]: protocol.apiKey } }).runTurn(turnInput(protocol.spec), new JournalHarnessContext("run_1", tools));
+    expect(result).toEqual({ status: "completed", response: { text: "Hi." } });
+
+    delete process.env[protocol.keyVariable];
+    const failure = await harness({ env: {} }).runTurn(turnInput(protocol.spec), new JournalHarnessContext("run_2", tools)).catch((e: unknown) => e);
+    expect(isAssemblyLineError(failure, "AL_ERR_MODEL_API_KEY")).toBe(true);
+    expect(server.requests).toHaveLength(1);
+  });
+
   it("refuses an unknown model before any request", async () => {
     const failure = await harness().runTurn(turnInput(`${protocol.spec}-nope`), new JournalHarnessContext("run_1", tools)).catch((e: unknown) => e);
 

@@ -74,8 +74,8 @@ export async function listenNodeRuntime(options: NodeRuntimeOptions): Promise<No
     },
     // A failed run tells only a channel that can say so (deliverFailure()): others were never told, and are not.
     owesFailureDelivery: (name) => typeof channels[name]?.deliverFailure === "function",
-    // The default engine, with the host's model catalog (RuntimeOptions.models).
-    defaultHarness: options.defaultHarness ?? (await defaultPiHarness(options.models as PiModelCatalog | undefined)),
+    // The default engine, with the host's model catalog (RuntimeOptions.models), reading API keys from its env as Codex does.
+    defaultHarness: options.defaultHarness ?? (await defaultPiHarness(options.models as PiModelCatalog | undefined, env)),
     modelHarnesses: withBuiltInModelRoutes(options.modelHarnesses, env),
     env,
     logger,
