@@ -218,14 +218,17 @@ export class OpenEveRuntime {
     this.manifest = options.manifest;
     this.logger = options.logger ?? createRuntimeLogger({ env });
     this.state = resolveState(options.state, this.logger);
-    // Only this kernel's createKernel makes PluginKernels, so its hooks are the kernel's own.
-    this.hooks = options.kernel ? claimKernel(options.kernel as Kernel).hooks : createKernelHooks();
+    // Only this kernel's createKernel makes PluginKernels, so its hooks are the kernel's own. Claimed only
+    // once every option is checked, just before the first tap: a constructor that refuses its options leaves
+    // the kernel free for a retry with fixed ones.
+    const kernel = options.kernel as Kernel | undefined;
+    if (kernel) refuseClaimedKernel(kernel);
+    this.hooks = kernel ? kernel.hooks : createKernelHooks();
     this.ownerId = options.ownerId ?? `${hostname()}:${process.pid}:${randomUUID().slice(0, 8)}`;
     this.admission = new Admission(
       wholeNumberOption(options.maxConcurrentRuns, "maxConcurrentRuns", 1) ?? positiveInt(env.ASSEMBLY_LINE_MAX_CONCURRENT_RUNS, "ASSEMBLY_LINE_MAX_CONCURRENT_RUNS") ?? 16,
       wholeNumberOption(options.maxQueuedRuns, "maxQueuedRuns", 0) ?? positiveInt(env.ASSEMBLY_LINE_MAX_QUEUED_RUNS, "ASSEMBLY_LINE_MAX_QUEUED_RUNS", true) ?? 16,
     );
-    this.tapRoutes();
     this.hookTimeoutMs = this.options.hookTimeoutMs ?? DEFAULT_HOOK_TIMEOUT_MS;
     if (!Number.isInteger(this.hookTimeoutMs) || !isTimerDelay(this.hookTimeoutMs)) {
       throw new TypeError(`hookTimeoutMs is ${String(this.hookTimeoutMs)}; give a whole number of milliseconds from 1 to ${MAX_TIMER_MS} (default ${DEFAULT_HOOK_TIMEOUT_MS})`);
@@ -234,7 +237,7 @@ export class OpenEveRuntime {
     if (!Number.isInteger(this.resolverTimeoutMs) || !isTimerDelay(this.resolverTimeoutMs)) {
       throw new TypeError(`resolverTimeoutMs is ${String(this.resolverTimeoutMs)}; give a whole number of milliseconds from 1 to ${MAX_TIMER_MS} (default ${DEFAULT_RESOLVER_TIMEOUT_MS})`);
     }
-    this.tracer = this.startTracer();
+    this.tracer = this.createTracer();
 
     this.driver = this.createDriver(options, env);
     this.journal = this.driver.journal;
@@ -270,15 +273,22 @@ export class OpenEveRuntime {
       maxDepth: subagentLimits.maxDepth ?? positiveInt(env.ASSEMBLY_LINE_SUBAGENT_MAX_DEPTH, "ASSEMBLY_LINE_SUBAGENT_MAX_DEPTH", true) ?? DEFAULT_SUBAGENT_LIMITS.maxDepth,
       maxSpawnsPerRun: subagentLimits.maxSpawnsPerRun ?? positiveInt(env.ASSEMBLY_LINE_SUBAGENT_MAX_SPAWNS, "ASSEMBLY_LINE_SUBAGENT_MAX_SPAWNS", true) ?? DEFAULT_SUBAGENT_LIMITS.maxSpawnsPerRun,
     };
-    this.revisions = new RevisionDrivers(this.driver, this.manifest.agentRevision, this.state.runs, options.artifactRoot, (bundle) =>
-      this.createDriver(bundle, env),
-    );
+
+    // Every option checked: from here on the runtime taps its kernel, for good.
+    if (kernel) claimedKernels.add(kernel);
+    this.tapRoutes();
+    this.tapTelemetry();
+    this.tapUserHooks(this.manifest.agentRevision, options.sourceBundle.hooks);
+    this.revisions = new RevisionDrivers(this.driver, this.manifest.agentRevision, this.state.runs, options.artifactRoot, (bundle) => {
+      const driver = this.createDriver(bundle, env);
+      this.tapUserHooks(bundle.manifest.agentRevision, bundle.sourceBundle.hooks);
+      return driver;
+    });
   }
 
   /** A driver for one build: its tool table, its journal (events carry its revision), its budgets. */
   private createDriver(build: { manifest: AgentManifest; sourceBundle: SourceBundle }, env: Record<string, string | undefined>): RunDriver {
     const { manifest, sourceBundle } = build;
-    this.tapUserHooks(manifest.agentRevision, sourceBundle.hooks);
     const toolTableInput = {
       manifest,
       sourceBundle,
@@ -391,21 +401,25 @@ export class OpenEveRuntime {
   private readonly tracer: Tracer | undefined;
 
   /** Spans go to instrumentation.ts's sink and `telemetry` sinks, unless captureContent is "off". */
-  private startTracer(): Tracer | undefined {
+  private createTracer(): Tracer | undefined {
     const { instrumentation, telemetry } = this.options;
     const sinks = [...(instrumentation?.sink ? [instrumentation.sink] : []), ...[telemetry ?? []].flat()];
     const captureContent = instrumentation?.captureContent ?? "usage";
     if (captureContent === "off" || sinks.length === 0) return undefined;
-    const tracer = new Tracer({
+    return new Tracer({
       runs: this.state.runs,
       sinks,
       captureContent,
       serviceName: instrumentation?.serviceName ?? this.manifest.agent.id,
       logger: this.logger,
     });
+  }
+
+  private tapTelemetry(): void {
+    const tracer = this.tracer;
+    if (!tracer) return;
     // Last, after hooks/ files: telemetry watches what the application did, it never gates it.
     this.hooks.event.tapPromise({ name: "kernel:telemetry", stage: STAGE.FALLBACK }, (event, context) => tracer.observe(event, context));
-    return tracer;
   }
 
   /**
@@ -1266,14 +1280,12 @@ export class OpenEveRuntime {
  */
 const claimedKernels = new WeakSet<Kernel>();
 
-function claimKernel(kernel: Kernel): Kernel {
+function refuseClaimedKernel(kernel: Kernel): void {
   if (claimedKernels.has(kernel)) {
     throw new AssemblyLineError("AL_ERR_KERNEL_IN_USE", "RuntimeOptions.kernel is a kernel another OpenEveRuntime was given: a kernel serves one runtime, for good (its taps stay after close())", {
       fix: "Create one kernel per runtime: call createKernel({ plugins }) (or composeGateway(...)) again for each OpenEveRuntime or listenNodeRuntime.",
     });
   }
-  claimedKernels.add(kernel);
-  return kernel;
 }
 
 /** A paused child's calls waiting for `status`'s decision or answer (its subagents' too), as its parent shows them. */
