@@ -1047,10 +1047,6 @@ export class OpenEveRuntime {
   }
 
   /**
-   * A run this runtime may act on: its agent's, or one of its subagents' (`<agent id>/<path>`). A store
-   * shared with another agent holds runs this build would otherwise continue, decide or migrate.
-   */
-  /**
    * A conversation's turns run one at a time, in the order they were accepted, on every replica of a
    * shared store: a queued run is not driven while an older run of its agent and conversation is queued or
    * running (a paused one lets it go, as a host's mailbox does). Asked of the store, since no replica's
@@ -1081,6 +1077,10 @@ export class OpenEveRuntime {
     }
   }
 
+  /**
+   * A run this runtime may act on: its agent's, or one of its subagents' (`<agent id>/<path>`). A store
+   * shared with another agent holds runs this build would otherwise continue, decide or migrate.
+   */
   private async requireOwnRun(runId: string): Promise<RunRecord> {
     const run = await this.requireRun(runId);
     const agentId = this.manifest.agent.id;
