@@ -15,20 +15,21 @@ const activating = new WeakMap<RunScope, Map<string, Promise<void>>>();
  * `tools.activated` event records the names, so a resume (on any replica)
  * offers the same set. tool_describe promotes the tool it describes; a skill
  * activates its `skill`-visibility tools (`source: "skill:<name>"`). Names
- * already offered, or being activated by a call beside this one, are skipped;
- * returns the names newly offered.
+ * already offered, or being activated by a call beside this one, are skipped
+ * (recorded by this call after all when that call's record fails); returns
+ * the names this call recorded.
  */
 export async function activateTools(scope: RunScope, names: string[], source: string): Promise<string[]> {
   let underWay = activating.get(scope);
   if (!underWay) activating.set(scope, (underWay = new Map()));
   const fresh: string[] = [];
-  const others: Promise<void>[] = [];
+  const others = new Map<string, Promise<void>>();
   for (const name of new Set(names)) {
     // Already offered (a discovery tool among them): nothing to activate, and nothing wrong.
     if (scope.visible.has(name)) continue;
     const recording = underWay.get(name);
     if (recording) {
-      others.push(recording);
+      others.set(name, recording);
       continue;
     }
     const entry = scope.table.get(name);
@@ -58,9 +59,13 @@ export async function activateTools(scope: RunScope, names: string[], source: st
       for (const name of fresh) underWay.delete(name);
     }
   }
+  if (others.size === 0) return fresh;
   // Returns once the tools activated beside it are offered too, as they would be had this call activated them.
-  await Promise.all(others);
-  return fresh;
+  // A record beside it that failed offered nothing: that failure is the other call's, and this one records
+  // those names itself (its own failure, if any, is then its own).
+  await Promise.allSettled(others.values());
+  const left = [...others.keys()].filter((name) => !scope.visible.has(name));
+  return left.length === 0 ? fresh : [...fresh, ...(await activateTools(scope, left, source))];
 }
 
 /** Names activated earlier in the run, in order, from its journal. */
