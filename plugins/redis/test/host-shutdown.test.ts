@@ -4,31 +4,15 @@ import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join, resolve } from "node:path";
 import { Redis } from "ioredis";
+import { redisUnreachable, redisUrl } from "./support/redis.js";
 import { describe, expect, it, onTestFinished } from "vitest";
 import { buildAgent } from "@assemblyline-agents/runtime";
 
-const url = process.env.REDIS_URL ?? "redis://127.0.0.1:6379";
+const url = redisUrl;
 const hostScript = resolve(import.meta.dirname, "fixtures/host-with-store.mjs");
 /** Far past a shutdown's few hundred milliseconds: a process still running then is held open. */
 const HELD_OPEN_AFTER_MS = 30_000;
-
-async function reachable(): Promise<string | undefined> {
-  const probe = new Redis(url, { lazyConnect: true, maxRetriesPerRequest: 0, retryStrategy: () => null, connectTimeout: 1_000 });
-  let cause: string | undefined;
-  probe.on("error", (error: Error) => (cause = error.message));
-  try {
-    await probe.connect();
-    await probe.ping();
-    return undefined;
-  } catch (error) {
-    return cause ?? (error as Error).message;
-  } finally {
-    probe.disconnect();
-  }
-}
-const unreachable = await reachable();
-if (unreachable && process.env.CI) throw new Error(`Redis at ${url} is required in CI and is not reachable: ${unreachable}`);
-if (unreachable) console.log(`skipping the Redis host shutdown test: Redis at ${url} is not reachable (${unreachable}); start one or set REDIS_URL`);
+const unreachable = await redisUnreachable("the Redis host shutdown test");
 
 describe.skipIf(unreachable !== undefined)("a host given a Redis rate-limiter store, as the README shows it", () => {
   it("leaves the store open at shutdown, and the process ends on its own once the store's maker closes it", async () => {

@@ -4,6 +4,7 @@ import { createServer, type Socket } from "node:net";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { Redis } from "ioredis";
+import { redisUnreachable, redisUrl } from "./support/redis.js";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { isAssemblyLineError } from "@assemblyline-agents/core";
 import { InMemoryStateAdapter, buildAgent, loadRuntimeBundle, scriptedHarness } from "@assemblyline-agents/runtime";
@@ -12,26 +13,8 @@ import { RedisRateLimiterStore, redisRateLimiterStore } from "../src/index.js";
 import { MAX_BUCKET_TTL_MS } from "../src/token-bucket.lua.js";
 import { describeRateLimiterStoreConformance } from "@assemblyline-agents/core/testkit";
 
-const url = process.env.REDIS_URL ?? "redis://127.0.0.1:6379";
-
-/** The real Redis: required in CI, skipped with a printed reason elsewhere. */
-async function reachable(): Promise<string | undefined> {
-  const probe = new Redis(url, { lazyConnect: true, maxRetriesPerRequest: 0, retryStrategy: () => null, connectTimeout: 1_000 });
-  let cause: string | undefined;
-  probe.on("error", (error: Error) => (cause = error.message));
-  try {
-    await probe.connect();
-    await probe.ping();
-    return undefined;
-  } catch (error) {
-    return cause ?? (error as Error).message;
-  } finally {
-    probe.disconnect();
-  }
-}
-const unreachable = await reachable();
-if (unreachable && process.env.CI) throw new Error(`Redis at ${url} is required in CI and is not reachable: ${unreachable}`);
-if (unreachable) console.log(`skipping the Redis rate-limiter tests: Redis at ${url} is not reachable (${unreachable}); start one or set REDIS_URL`);
+const url = redisUrl;
+const unreachable = await redisUnreachable("the Redis rate-limiter tests");
 
 describe.skipIf(unreachable !== undefined)("RedisRateLimiterStore against a real Redis", () => {
   const prefix = `al:test:${randomUUID()}:`;
