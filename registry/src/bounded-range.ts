@@ -17,9 +17,12 @@ export function isRangeOfSomeVersions(range: string): boolean {
   return normalized !== null && normalized !== "*";
 }
 
-/** The first alternative of `range` without an upper bound (">=0.1.0" includes every later major), or undefined. */
-export function openAlternative(range: string): readonly semver.Comparator[] | undefined {
-  return new semver.Range(range).set.find((comparators) => !comparators.some(hasCeiling));
+/** The first alternative of `range` without an upper bound, as text (">=0.1.0" includes every later major), or undefined. */
+export function openAlternative(range: string): string | undefined {
+  return new semver.Range(range).set
+    .find((comparators) => !comparators.some(hasCeiling))
+    ?.map((comparator) => comparator.value)
+    .join(" ");
 }
 
 /** Whether `range` names a bounded set of versions: "^0.1.0", ">=0.1.0 <0.3.0"; not "*", "latest" or ">=0.1.0". */

@@ -159,7 +159,7 @@ function checkRangeSyntax(pkg: PluginPackage): void {
     throw pluginRefusal(
       "AL_ERR_PLUGIN_MANIFEST",
       pkg,
-      `assemblyLine.kernel "${range}" has no upper bound (${open.map((comparator) => comparator.value).join(" ")} includes every later kernel major)`,
+      `assemblyLine.kernel "${range}" has no upper bound (${open} includes every later kernel major)`,
       `Bound it to the kernels the plugin was tested with, e.g. "kernel": "^${semver.minVersion(range)?.version ?? "0.1.0"}" or ">=0.1.0 <0.3.0".`,
       { details: { kernelRange: range } },
     );
