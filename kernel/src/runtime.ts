@@ -16,7 +16,6 @@ import {
   type PluginKernel,
   type EventContext,
   type RunEvent,
-  type RunListFilter,
   type RunRecord,
   type Sandbox,
   type RuntimeLogger,
@@ -506,7 +505,6 @@ export class OpenEveRuntime {
       try {
         const run = await this.requireOwnRun(runId);
         if (run.status !== "queued") return describeRun(this.state.runs, run);
-        await this.refuseWhileConversationBusy(run);
         const { driver, revision } = await this.revisions.driverFor(run);
         return await driver.drive(runId, { revision });
       } finally {
@@ -1044,37 +1042,6 @@ export class OpenEveRuntime {
       fix: runIds.length > 0 ? `Name one of the runs it waits on: ${runIds.join(", ")}.` : `Leave the runId out: see what run ${runId} waits on (\`assembly-line runs show ${runId}\`).`,
       details: { runId, subagentRunId: named },
     });
-  }
-
-  /**
-   * A conversation's turns run one at a time, in the order they were accepted, on every replica of a
-   * shared store: a queued run is not driven while an older run of its agent and conversation is queued or
-   * running (a paused one lets it go, as a host's mailbox does). Asked of the store, since no replica's
-   * mailbox sees another's runs; one read of the conversation's unfinished runs, for runs of a conversation only.
-   */
-  private async refuseWhileConversationBusy(run: RunRecord): Promise<void> {
-    if (run.conversationId === null) return;
-    const filter: RunListFilter = { agentId: run.agentId, conversationId: run.conversationId, status: ["queued", "running"], limit: 20 };
-    for (let cursor: string | undefined; ; ) {
-      const page = await this.state.runs.listRuns({ ...filter, ...(cursor !== undefined ? { cursor } : {}) });
-      const at = page.runs.findIndex((listed) => listed.id === run.id);
-      if (at !== -1) {
-        // Newest first: what follows the run, on this page or the next, was accepted before it.
-        const older = page.runs[at + 1];
-        if (older === undefined && page.nextCursor === null) return;
-        throw new AssemblyLineError(
-          "AL_ERR_CONVERSATION_BUSY",
-          `run ${run.id} waits: ${older ? `run ${older.id}` : "an earlier run"} of conversation ${run.conversationId} is ${older?.status ?? "queued or running"}`,
-          {
-            fix: "Start it again once the conversation's earlier run has ended or paused; a host's mailbox does so by itself.",
-            details: { runId: run.id, conversationId: run.conversationId, ...(older ? { olderRunId: older.id } : {}) },
-          },
-        );
-      }
-      // Not listed: it left `queued` meanwhile, and the drive sees that.
-      if (page.nextCursor === null) return;
-      cursor = page.nextCursor;
-    }
   }
 
   /**

@@ -14,8 +14,6 @@ interface Letter {
 /** The wait before retrying a start that failed: from the first up to the cap, doubling per failure. */
 const START_RETRY_FIRST_MS = 100;
 const START_RETRY_MAX_MS = 10_000;
-/** Lower for a turn behind another replica's run of its conversation: it is only waiting for that run to end. */
-const BUSY_RETRY_MAX_MS = 2_000;
 
 export interface MailboxOptions {
   runtime: OpenEveRuntime;
@@ -204,13 +202,6 @@ export class ConversationMailbox {
           this.settle(letter, started, "drop");
           return;
         }
-        if (isAssemblyLineError(error, "AL_ERR_CONVERSATION_BUSY")) {
-          // An earlier turn of the conversation is queued or running, here or on another replica: this one
-          // keeps its place, first of its conversation, and is tried again after a growing wait.
-          logger.debug({ event: "mailbox.conversation_busy", runId: letter.runId }, "an earlier turn of the conversation has not ended; waiting for it");
-          this.settle(letter, started, "backoff", BUSY_RETRY_MAX_MS);
-          return;
-        }
         // Anything else (the state store unreachable, its build failing to load) may pass: the run stays first
         // of its conversation and is tried again after a growing wait, so no later turn overtakes it.
         logger.warn({ event: "mailbox.start_failed", runId: letter.runId, err: String(error) }, "starting a queued run failed; retrying it before the conversation's next turn");
@@ -219,12 +210,12 @@ export class ConversationMailbox {
     );
   }
 
-  private settle(letter: Letter, started: number, outcome: "done" | "retry" | "backoff" | "drop", retryMaxMs = START_RETRY_MAX_MS): void {
+  private settle(letter: Letter, started: number, outcome: "done" | "retry" | "backoff" | "drop"): void {
     this.executing -= 1;
     if (outcome === "backoff") {
       // The conversation stays busy until the letter is back in line, so its later turns keep waiting.
       letter.failedStarts = (letter.failedStarts ?? 0) + 1;
-      const ceilingMs = Math.min(retryMaxMs, START_RETRY_FIRST_MS * 2 ** (letter.failedStarts - 1));
+      const ceilingMs = Math.min(START_RETRY_MAX_MS, START_RETRY_FIRST_MS * 2 ** (letter.failedStarts - 1));
       // Jitter on the upper half, so replicas that failed together do not retry in lockstep.
       const timer = setTimeout(() => {
         this.backingOff.delete(letter.runId);
