@@ -15,6 +15,7 @@ import {
   type NewDelivery,
   type RunBudgets,
   type RunCapabilityDeclaration,
+  type RunResolverContext,
   type NewRunEvent,
   type RunEvent,
   type RunRecord,
@@ -25,7 +26,7 @@ import {
 } from "@assemblyline-agents/core";
 import type { SourceBundle } from "../compiler/bundle.js";
 import type { AgentManifest } from "../compiler/manifest.js";
-import type { KernelHooks } from "../hooks.js";
+import { reachesAnyone, type KernelHooks } from "../hooks.js";
 import { agentConversations } from "../state/agent-conversations.js";
 import { isParentPausedStopOf } from "../subagents/parent-paused.js";
 import { agentUsage } from "../state/agent-usage.js";
@@ -394,42 +395,8 @@ export class RunDriver {
       ...(run.conversationId ? { conversationId: run.conversationId } : {}),
       ...(run.input.channel ? { channel: { name: run.input.channel.name, ...(run.input.channel.metadata ? { metadata: run.input.channel.metadata } : {}) } } : {}),
     };
-    let declaration: RunCapabilityDeclaration | null = null;
-    // Which part threw, so the failure names it: resolvers.ts, then the plugins' resolveRun taps.
-    let inPluginTaps = false;
-    const resolving = (async () => {
-      const authored = (await sourceBundle.resolver?.resolve(resolverCtx)) ?? null;
-      inPluginTaps = true;
-      return hooks.resolveRun.promise(authored, resolverCtx);
-    })();
-    // One that settles after the run failed for its time settles unheard.
-    resolving.catch(() => undefined);
-    const { resolverTimeoutMs } = this.parts;
-    let timedOut: Error | undefined;
-    const late = () =>
-      (timedOut = new AssemblyLineError("AL_ERR_RESOLVER_FAILED", `the resolver for run ${run.id} did not settle within ${resolverTimeoutMs} ms (RuntimeOptions.resolverTimeoutMs)`, {
-        fix: "Make resolvers.ts (and any plugin's resolveRun tap) resolve or reject in time: check for a request without a timeout.",
-      }));
-    try {
-      declaration = await withinTimeout(resolving, resolverTimeoutMs, `resolving run ${run.id}`, late);
-    } catch (error) {
-      // A resolver that throws undefined has not timed out (timedOut is still undefined).
-      if (timedOut !== undefined && error === timedOut) throw error;
-      // Anything may be thrown (a string, null): say what it was rather than read a message it lacks.
-      const thrown = error instanceof Error ? error.message : String(error);
-      if (inPluginTaps) {
-        // hooks.ts names the tap and its plugin, with its fix (not when the tap threw an AssemblyLineError of its own).
-        const named = isAssemblyLineError(error, "AL_ERR_HOOK_TAP") ? error : undefined;
-        throw new AssemblyLineError("AL_ERR_RESOLVER_FAILED", `a plugin's resolveRun tap threw for run ${run.id}: ${named ? errorSummary(named) : thrown}`, {
-          fix: named?.fix ?? "Fix the plugin whose resolveRun tap threw, or leave it out of the host's plugins.",
-          cause: error,
-        });
-      }
-      throw new AssemblyLineError("AL_ERR_RESOLVER_FAILED", `resolvers.ts threw for run ${run.id}: ${thrown}`, {
-        fix: "A resolver is load-bearing: fix it or return null to keep the authored defaults.",
-        cause: error,
-      });
-    }
+    // Nothing to resolve (no resolvers.ts, no plugin's resolveRun tap): the authored defaults, with no wait to bound.
+    const declaration = sourceBundle.resolver || reachesAnyone(hooks.resolveRun) ? await this.resolvedDeclaration(run, resolverCtx) : null;
     const malformed = declarationProblem(declaration);
     if (malformed) {
       throw new AssemblyLineError("AL_ERR_RESOLVER_FAILED", `the resolver for run ${run.id} returned no usable declaration: ${malformed}`, {
@@ -470,6 +437,46 @@ export class RunDriver {
       run: { status: "running" },
     });
     return started;
+  }
+
+  /** What resolvers.ts and the plugins' resolveRun taps declare for the run, within resolverTimeoutMs. */
+  private async resolvedDeclaration(run: RunRecord, resolverCtx: RunResolverContext): Promise<RunCapabilityDeclaration | null> {
+    const { sourceBundle, hooks } = this.parts;
+    // Which part threw, so the failure names it: resolvers.ts, then the plugins' resolveRun taps.
+    let inPluginTaps = false;
+    const resolving = (async () => {
+      const authored = (await sourceBundle.resolver?.resolve(resolverCtx)) ?? null;
+      inPluginTaps = true;
+      return hooks.resolveRun.promise(authored, resolverCtx);
+    })();
+    // One that settles after the run failed for its time settles unheard.
+    resolving.catch(() => undefined);
+    const { resolverTimeoutMs } = this.parts;
+    let timedOut: Error | undefined;
+    const late = () =>
+      (timedOut = new AssemblyLineError("AL_ERR_RESOLVER_FAILED", `the resolver for run ${run.id} did not settle within ${resolverTimeoutMs} ms (RuntimeOptions.resolverTimeoutMs)`, {
+        fix: "Make resolvers.ts (and any plugin's resolveRun tap) resolve or reject in time: check for a request without a timeout.",
+      }));
+    try {
+      return await withinTimeout(resolving, resolverTimeoutMs, `resolving run ${run.id}`, late);
+    } catch (error) {
+      // A resolver that throws undefined has not timed out (timedOut is still undefined).
+      if (timedOut !== undefined && error === timedOut) throw error;
+      // Anything may be thrown (a string, null): say what it was rather than read a message it lacks.
+      const thrown = error instanceof Error ? error.message : String(error);
+      if (inPluginTaps) {
+        // hooks.ts names the tap and its plugin, with its fix (not when the tap threw an AssemblyLineError of its own).
+        const named = isAssemblyLineError(error, "AL_ERR_HOOK_TAP") ? error : undefined;
+        throw new AssemblyLineError("AL_ERR_RESOLVER_FAILED", `a plugin's resolveRun tap threw for run ${run.id}: ${named ? errorSummary(named) : thrown}`, {
+          fix: named?.fix ?? "Fix the plugin whose resolveRun tap threw, or leave it out of the host's plugins.",
+          cause: error,
+        });
+      }
+      throw new AssemblyLineError("AL_ERR_RESOLVER_FAILED", `resolvers.ts threw for run ${run.id}: ${thrown}`, {
+        fix: "A resolver is load-bearing: fix it or return null to keep the authored defaults.",
+        cause: error,
+      });
+    }
   }
 
   private async startedData(run: RunRecord): Promise<StartedData> {
