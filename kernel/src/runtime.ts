@@ -16,6 +16,7 @@ import {
   type PluginKernel,
   type EventContext,
   type RunEvent,
+  type RunListFilter,
   type RunRecord,
   type Sandbox,
   type RuntimeLogger,
@@ -505,6 +506,7 @@ export class OpenEveRuntime {
       try {
         const run = await this.requireOwnRun(runId);
         if (run.status !== "queued") return describeRun(this.state.runs, run);
+        await this.refuseWhileConversationBusy(run);
         const { driver, revision } = await this.revisions.driverFor(run);
         return await driver.drive(runId, { revision });
       } finally {
@@ -1041,6 +1043,36 @@ export class OpenEveRuntime {
     return new AssemblyLineError("AL_ERR_APPROVAL_NOT_FOUND", `run ${runId} waits on no subagent run ${named} with a pending ${what}`, {
       fix: runIds.length > 0 ? `Name one of the runs it waits on: ${runIds.join(", ")}.` : `Leave the runId out: see what run ${runId} waits on (\`assembly-line runs show ${runId}\`).`,
       details: { runId, subagentRunId: named },
+    });
+  }
+
+  /**
+   * A conversation's turns run one at a time, in the order they were stored, on every replica of a
+   * shared store: a queued run is not driven while an older run of its agent and conversation is queued or
+   * running (a paused one lets it go, as a host's mailbox does). Asked of the store, since no replica's
+   * mailbox sees another's runs; one read of the conversation's unfinished runs, for runs of a conversation only.
+   */
+  private async refuseWhileConversationBusy(run: RunRecord): Promise<void> {
+    if (run.conversationId === null) return;
+    const filter: RunListFilter = { agentId: run.agentId, conversationId: run.conversationId, status: ["queued", "running"], limit: 20 };
+    let older: RunRecord[] | undefined;
+    for (let cursor: string | undefined; ; ) {
+      const page = await this.state.runs.listRuns({ ...filter, ...(cursor !== undefined ? { cursor } : {}) });
+      if (older === undefined) {
+        const at = page.runs.findIndex((listed) => listed.id === run.id);
+        // Newest first: what follows the run, on this page or the next, was accepted before it.
+        if (at !== -1) older = page.runs.slice(at + 1);
+      } else older = page.runs;
+      // Found with older ones beside it, or at the end of the list; not listed at all: it left `queued` meanwhile, and the drive sees that.
+      if ((older !== undefined && older.length > 0) || page.nextCursor === null) break;
+      cursor = page.nextCursor;
+    }
+    if (older === undefined || older.length === 0) return;
+    const [next] = older;
+    throw new AssemblyLineError("AL_ERR_CONVERSATION_BUSY", `run ${run.id} waits: run ${next!.id} of conversation ${run.conversationId} is ${next!.status}`, {
+      fix: "Start it again once the conversation's earlier run has ended or paused; a host's mailbox does so by itself.",
+      // Every earlier unfinished run listed with it, so a mailbox holding one of them lets that one go first.
+      details: { runId: run.id, conversationId: run.conversationId, olderRunIds: older.map((listed) => listed.id) },
     });
   }
 

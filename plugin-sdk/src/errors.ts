@@ -21,6 +21,7 @@ export const errorCatalogue = {
   AL_ERR_RUN_CAPACITY: "The runtime is at maxConcurrentRuns and its queue is full.",
   AL_ERR_RUN_NOT_FOUND: "No run with that id exists in the state store.",
   AL_ERR_RUN_NOT_RESUMABLE: "The run is not waiting for the decision or answer that was given.",
+  AL_ERR_CONVERSATION_BUSY: "runtime.start was asked to drive a queued run while an older run of its conversation is queued or running.",
   AL_ERR_CHANGE_NOT_APPROVED: "A tool call approved for one change (an automation, a connection) tried to make another in the same call.",
   AL_ERR_APPROVAL_NOT_FOUND: "No pending approval or question matches the given call id.",
   AL_ERR_CONTINUATION_VERSION: "A paused run's continuation was made by an incompatible engine or revision.",

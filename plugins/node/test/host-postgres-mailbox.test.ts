@@ -74,3 +74,40 @@ describe.skipIf(!postgres.available)("the mailbox on PostgreSQL state", () => {
     expect(retried.body).toMatchObject({ runId: left.runId, duplicate: true, status: "completed" });
   });
 });
+
+describe.skipIf(!postgres.available)("a conversation's turns across replicas on PostgreSQL state", () => {
+  it("starts a turn sent to another replica only once the turn before it, running on the first, has ended", async () => {
+    await withSlowStep(1_000, async () => {
+      const schema = postgres.newSchema();
+      const a = await startHost(bundle, { state: await postgres.state(schema) });
+      const b = await startHost(bundle, { state: await postgres.state(schema) });
+      Object.assign(fixtureProbe(), { active: 0, maxActive: 0, order: [] });
+      const first = await call(`${a.url}/message`, { body: { message: "slow: first", conversationId: "c-across" } });
+      await waitFor(async () => ((await a.runtime.state.runs.getRun(first.body.runId))?.status === "running" ? true : undefined));
+      const second = await call(`${b.url}/message`, { body: { message: "slow: second", conversationId: "c-across" } });
+      expect(second.status).toBe(202);
+      await waitFor(async () => ((await b.runtime.state.runs.getRun(second.body.runId))?.status === "completed" ? true : undefined), 15_000, "the second turn to complete");
+      expect(fixtureProbe().maxActive).toBe(1);
+      expect(fixtureProbe().order).toEqual([`start:${first.body.runId}`, `end:${first.body.runId}`, `start:${second.body.runId}`, `end:${second.body.runId}`]);
+    });
+  });
+
+  it("does not start a queued turn another replica's sweep adopted beside the running turn before it, however long that one runs", async () => {
+    await withSlowStep(1_500, async () => {
+      const schema = postgres.newSchema();
+      // Sweeps often, and a queued turn counts as left behind after 2 x 200 ms, well within the first turn's run.
+      const options = { leaseTtlMs: 200, recoveryIntervalMs: 200 };
+      const a = await startHost(bundle, { state: await postgres.state(schema), ...options });
+      // The other replica: its sweep finds the second turn queued, unleased and old enough to adopt.
+      await startHost(bundle, { state: await postgres.state(schema), ...options });
+      Object.assign(fixtureProbe(), { active: 0, maxActive: 0, order: [] });
+      const first = await call(`${a.url}/message`, { body: { message: "slow: first", conversationId: "c-adopted" } });
+      await waitFor(async () => ((await a.runtime.state.runs.getRun(first.body.runId))?.status === "running" ? true : undefined));
+      const second = await call(`${a.url}/message`, { body: { message: "slow: second", conversationId: "c-adopted" } });
+      expect(second.status).toBe(202);
+      await waitFor(async () => ((await a.runtime.state.runs.getRun(second.body.runId))?.status === "completed" ? true : undefined), 15_000, "the second turn to complete");
+      expect(fixtureProbe().maxActive).toBe(1);
+      expect(fixtureProbe().order).toEqual([`start:${first.body.runId}`, `end:${first.body.runId}`, `start:${second.body.runId}`, `end:${second.body.runId}`]);
+    });
+  });
+});

@@ -14,6 +14,8 @@ interface Letter {
 /** The wait before retrying a start that failed: from the first up to the cap, doubling per failure. */
 const START_RETRY_FIRST_MS = 100;
 const START_RETRY_MAX_MS = 10_000;
+/** Lower for a turn behind another replica's run of its conversation: it is only waiting for that run to end. */
+const BUSY_RETRY_MAX_MS = 2_000;
 
 export interface MailboxOptions {
   runtime: OpenEveRuntime;
@@ -202,6 +204,22 @@ export class ConversationMailbox {
           this.settle(letter, started, "drop");
           return;
         }
+        if (isAssemblyLineError(error, "AL_ERR_CONVERSATION_BUSY")) {
+          // Turns that arrive together are stored in one order and may reach the mailbox in another: an earlier
+          // turn waiting here goes first (it would wait behind this one for good otherwise).
+          const older = new Set(stringsIn(error.details?.olderRunIds));
+          const lastOlderHere = this.waiting.findLastIndex((waiting) => waiting.conversation === letter.conversation && older.has(waiting.runId));
+          if (lastOlderHere !== -1) {
+            logger.debug({ event: "mailbox.conversation_busy", runId: letter.runId }, "an earlier turn of the conversation waits here; it goes first");
+            this.settle(letter, started, "yield", { behind: lastOlderHere });
+            return;
+          }
+          // One queued or running on another replica: this one keeps its place, first of its conversation, and
+          // is tried again after a growing wait.
+          logger.debug({ event: "mailbox.conversation_busy", runId: letter.runId }, "an earlier turn of the conversation has not ended; waiting for it");
+          this.settle(letter, started, "backoff", { retryMaxMs: BUSY_RETRY_MAX_MS });
+          return;
+        }
         // Anything else (the state store unreachable, its build failing to load) may pass: the run stays first
         // of its conversation and is tried again after a growing wait, so no later turn overtakes it.
         logger.warn({ event: "mailbox.start_failed", runId: letter.runId, err: String(error) }, "starting a queued run failed; retrying it before the conversation's next turn");
@@ -210,12 +228,27 @@ export class ConversationMailbox {
     );
   }
 
-  private settle(letter: Letter, started: number, outcome: "done" | "retry" | "backoff" | "drop"): void {
+  /**
+   * `retry` puts the letter back first in line, `yield` right behind the waiting letter at `behind` (an earlier
+   * turn of its conversation), `backoff` back first after a growing wait of at most `retryMaxMs`.
+   */
+  private settle(
+    letter: Letter,
+    started: number,
+    outcome: "done" | "retry" | "yield" | "backoff" | "drop",
+    { behind = -1, retryMaxMs = START_RETRY_MAX_MS }: { behind?: number; retryMaxMs?: number } = {},
+  ): void {
     this.executing -= 1;
+    if (outcome === "yield") {
+      this.busy.delete(letter.conversation);
+      this.waiting.splice(behind + 1, 0, letter);
+      this.pump();
+      return;
+    }
     if (outcome === "backoff") {
       // The conversation stays busy until the letter is back in line, so its later turns keep waiting.
       letter.failedStarts = (letter.failedStarts ?? 0) + 1;
-      const ceilingMs = Math.min(START_RETRY_MAX_MS, START_RETRY_FIRST_MS * 2 ** (letter.failedStarts - 1));
+      const ceilingMs = Math.min(retryMaxMs, START_RETRY_FIRST_MS * 2 ** (letter.failedStarts - 1));
       // Jitter on the upper half, so replicas that failed together do not retry in lockstep.
       const timer = setTimeout(() => {
         this.backingOff.delete(letter.runId);
@@ -237,4 +270,9 @@ export class ConversationMailbox {
     }
     this.pump();
   }
+}
+
+/** The strings of a details field that should be a list of them (anything else reads as none). */
+function stringsIn(value: unknown): string[] {
+  return Array.isArray(value) ? value.filter((item): item is string => typeof item === "string") : [];
 }
