@@ -49,21 +49,41 @@ export async function getRun(db: StateDatabase, runId: string): Promise<RunRecor
   return row ? decodeRun(db.schema, row) : undefined;
 }
 
-export async function listRuns(db: StateDatabase, filter: RunListFilter = {}): Promise<RunPage> {
-  const limit = checkRunListFilter(filter) ?? DEFAULT_RUN_PAGE_SIZE;
-  const statuses = filter.status === undefined ? null : [filter.status].flat();
+/** The statement of one page of `listRuns(filter)`: `limit` rows and one more, which says whether a next page exists. */
+export function runListStatement(s: string, filter: RunListFilter, limit: number): { text: string; values: unknown[] } {
+  const statuses = filter.status === undefined ? null : [...new Set([filter.status].flat())];
   const before = filter.cursor === undefined ? null : decodeRunCursor(filter.cursor);
-  const rows = await db.rows(
-    "listRuns",
-    `SELECT position, ${RUN_COLUMNS} FROM ${db.s}.runs
+  const observersBehind = filter.observersBehind === true ? "\n       AND observed_seq < last_seq" : "";
+  if (filter.conversationId !== undefined && statuses !== null && statuses.length === 2 && statuses.every((status) => status === "queued" || status === "running")) {
+    // A conversation's unfinished runs (what runtime.start asks before a turn): read from
+    // runs_unfinished_by_conversation, whose predicate the statuses written out here match in any plan.
+    return {
+      text: `SELECT position, ${RUN_COLUMNS} FROM ${s}.runs
+     WHERE conversation_id = $1
+       AND status IN ('queued', 'running')
+       AND ($2::bigint IS NULL OR position < $2)
+       AND ($3::text IS NULL OR agent_id = $3)${observersBehind}
+     ORDER BY position DESC
+     LIMIT $4`,
+      values: [filter.conversationId, before, filter.agentId ?? null, limit + 1],
+    };
+  }
+  return {
+    text: `SELECT position, ${RUN_COLUMNS} FROM ${s}.runs
      WHERE ($1::bigint IS NULL OR position < $1)
        AND ($2::text[] IS NULL OR status = ANY ($2))
        AND ($3::text IS NULL OR agent_id = $3)
-       AND ($4::text IS NULL OR conversation_id = $4)${filter.observersBehind === true ? "\n       AND observed_seq < last_seq" : ""}
+       AND ($4::text IS NULL OR conversation_id = $4)${observersBehind}
      ORDER BY position DESC
      LIMIT $5`,
-    [before, statuses, filter.agentId ?? null, filter.conversationId ?? null, limit + 1],
-  );
+    values: [before, statuses, filter.agentId ?? null, filter.conversationId ?? null, limit + 1],
+  };
+}
+
+export async function listRuns(db: StateDatabase, filter: RunListFilter = {}): Promise<RunPage> {
+  const limit = checkRunListFilter(filter) ?? DEFAULT_RUN_PAGE_SIZE;
+  const { text, values } = runListStatement(db.s, filter, limit);
+  const rows = await db.rows("listRuns", text, values);
   const page = rows.slice(0, limit);
   const last = page[page.length - 1];
   return {

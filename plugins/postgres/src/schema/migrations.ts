@@ -32,6 +32,7 @@ import { pathCountsMigration } from "./path-counts-migration.js";
 import { skillsMigration } from "./skills-migration.js";
 import { runAgentsMigration } from "./run-agents-migration.js";
 import { usageAgentsMigration } from "./usage-agents-migration.js";
+import { unfinishedRunsMigration } from "./unfinished-runs-migration.js";
 
 export interface Migration {
   version: number;
@@ -696,6 +697,7 @@ export const MIGRATIONS: readonly Migration[] = [
   runAgentsMigration,
   { version: 12, name: "observer position within the log", sql: observedWithinLog },
   { version: 13, name: "seq positions as bigint parameters", sql: seqParametersAsBigint },
+  unfinishedRunsMigration,
 ];
 
 /** The schema version this code writes and expects. */
