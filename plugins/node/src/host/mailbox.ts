@@ -44,7 +44,8 @@ export interface MailboxReservation {
  * the state store (runtime.submit) before the request is answered; this class
  * is the in-process view of those runs, starting each through admission
  * (runtime.start) when capacity allows, one run per conversation at a time, in
- * acceptance order. Everything it holds is also in the state store, so a
+ * the order they were stored (runtime.start refuses a turn while an earlier one of its
+ * conversation is queued or running). Everything it holds is also in the state store, so a
  * restart loses nothing: the next boot adopts queued runs again.
  */
 export class ConversationMailbox {
