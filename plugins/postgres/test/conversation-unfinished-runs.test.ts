@@ -2,21 +2,16 @@ import { describe, expect, it } from "vitest";
 import { PostgresStateAdapter } from "../src/index.js";
 import { runListStatement } from "../src/facets/runs.js";
 import { probeDatabase } from "./support/database.js";
-import { executedPlans, migratedUpTo, scratchSchemas } from "./support/scratch-schemas.js";
+import { executedPlans, insertRuns, migratedUpTo, scratchSchemas } from "./support/scratch-schemas.js";
 
 const probe = await probeDatabase("PostgreSQL unfinished runs by conversation");
 
 describe.skipIf(!probe.available)("PostgreSQL unfinished runs by conversation", () => {
   const { admin, newSchema } = scratchSchemas("al_unfinished_runs");
 
-  /** `count` runs of `conversationId` with `status`, written as SQL rows, ids `<prefix>-1` onwards. */
-  async function runs(schema: string, prefix: string, conversationId: string | null, status: string, count: number): Promise<void> {
-    await admin.query(
-      `INSERT INTO "${schema}".runs (id, agent_id, agent_revision, conversation_id, status, model_spec, input)
-       SELECT $1 || '-' || i, 'support', 'rev', $2, $3, 'm', '{"message": "hi", "metadata": {}}' FROM generate_series(1, $4) AS i`,
-      [prefix, conversationId, status, count],
-    );
-  }
+  /** `count` runs of agent "support" in `conversationId` with `status`, ids `<idPrefix>-1` onwards. */
+  const runs = (schema: string, idPrefix: string, conversationId: string | null, status: string, count: number) =>
+    insertRuns(admin, schema, { idPrefix, agentId: "support", status, count, conversationId });
 
   it("adds the index to a store migrated before it", async () => {
     const schema = newSchema();

@@ -2,7 +2,7 @@ import { describe, expect, it } from "vitest";
 import { PostgresStateAdapter } from "../src/index.js";
 import { claimStatement } from "../src/facets/deliveries.js";
 import { probeDatabase } from "./support/database.js";
-import { executedPlans, migratedUpTo, scratchSchemas } from "./support/scratch-schemas.js";
+import { executedPlans, insertRuns, migratedUpTo, scratchSchemas } from "./support/scratch-schemas.js";
 
 const probe = await probeDatabase("PostgreSQL deliveries by agent");
 
@@ -12,11 +12,7 @@ describe.skipIf(!probe.available)("PostgreSQL deliveries by agent", () => {
   /** `count` pending replies due now, of runs of `agentId` (one run each), written as SQL rows. */
   async function dueReplies(schema: string, agentId: string, count: number, withAgentColumn = true): Promise<void> {
     const tag = agentId.replaceAll("/", "_");
-    await admin.query(
-      `INSERT INTO "${schema}".runs (id, agent_id, agent_revision, status, model_spec, input)
-       SELECT 'run-${tag}-' || i, $1, 'rev', 'completed', 'm', '{}' FROM generate_series(1, $2) AS i`,
-      [agentId, count],
-    );
+    await insertRuns(admin, schema, { idPrefix: `run-${tag}`, agentId, status: "completed", count });
     await admin.query(
       `INSERT INTO "${schema}".deliveries (id, run_id, channel, payload, status, attempts, available_at, created_at, updated_at${withAgentColumn ? ", agent_id" : ""})
        SELECT 'reply-${tag}-' || i, 'run-${tag}-' || i, 'chat', '{}', 'pending', 0, now() - interval '1 minute', now(), now()${withAgentColumn ? ", $2::text" : ""}

@@ -2,7 +2,7 @@ import { describe, expect, it } from "vitest";
 import { PostgresStateAdapter } from "../src/index.js";
 import { recoverableClaimStatement } from "../src/facets/runs.js";
 import { probeDatabase } from "./support/database.js";
-import { executedPlans, migratedUpTo, scratchSchemas } from "./support/scratch-schemas.js";
+import { executedPlans, insertRuns, migratedUpTo, scratchSchemas } from "./support/scratch-schemas.js";
 
 const probe = await probeDatabase("PostgreSQL recoverable runs by agent");
 
@@ -11,12 +11,7 @@ describe.skipIf(!probe.available)("PostgreSQL recoverable runs by agent", () => 
 
   /** `count` queued runs of `agentId` that no host holds (a mailbox's), written as SQL rows. */
   async function queuedRuns(schema: string, agentId: string, count: number): Promise<void> {
-    const tag = agentId.replaceAll("/", "_");
-    await admin.query(
-      `INSERT INTO "${schema}".runs (id, agent_id, agent_revision, status, model_spec, input)
-       SELECT 'run-${tag}-' || i, $1, 'rev', 'queued', 'm', '{"message": "hi", "metadata": {}}' FROM generate_series(1, $2) AS i`,
-      [agentId, count],
-    );
+    await insertRuns(admin, schema, { idPrefix: `run-${agentId.replaceAll("/", "_")}`, agentId, status: "queued", count });
   }
 
   /** The index names of the table `runs` in `schema`. */

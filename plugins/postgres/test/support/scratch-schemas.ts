@@ -20,6 +20,22 @@ export function scratchSchemas(label: string): { admin: pg.Pool; newSchema: () =
 }
 
 /**
+ * `count` runs written as SQL rows, as a store holds them (no adapter call): ids `<idPrefix>-1` onwards,
+ * of `agentId`, with `status`, in `conversationId` (none by default).
+ */
+export async function insertRuns(
+  admin: pg.Pool,
+  schema: string,
+  { idPrefix, agentId, status, count, conversationId = null }: { idPrefix: string; agentId: string; status: string; count: number; conversationId?: string | null },
+): Promise<void> {
+  await admin.query(
+    `INSERT INTO "${schema}".runs (id, agent_id, agent_revision, conversation_id, status, model_spec, input)
+     SELECT $1 || '-' || i, $2, 'rev', $3, $4, 'm', '{"message": "hi", "metadata": {}}' FROM generate_series(1, $5) AS i`,
+    [idPrefix, agentId, conversationId, status, count],
+  );
+}
+
+/**
  * Migrates `schema` up to the migration named `name`, not including it, as a store of an older
  * release; returns the versions a `migrate()` of this release then applies, that one first.
  */
